@@ -1,0 +1,90 @@
+//! rackbench: the binary. Parses arguments, dispatches to a subcommand, prints the error
+//! chain and sets the exit code (0 ok, 1 a run failed or found invalid results, 2 bad
+//! usage or setup). Everything else lives in the library crates.
+
+mod commands;
+mod registry;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rackbench",
+    version,
+    about = "Benchmark server platforms: drive workloads, watch CPU and power, store, report, TCO",
+    after_help = "Start with: rackbench run kv --instances 1 -n 100000 -P 1,100 -t set,get"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand understands.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Global {
+    /// Results store (SQLite). Default: $RACKBENCH_DB, else
+    /// $XDG_DATA_HOME/rackbench/results.sqlite (~/.local/share/rackbench/results.sqlite).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Machine-readable JSON on stdout instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// No progress or notes on stderr.
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+}
+
+impl Global {
+    pub fn db_path(&self) -> PathBuf {
+        self.db.clone().unwrap_or_else(store::default_path)
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a workload (or a plan file) and store the results.
+    Run(commands::run::Args),
+    /// List stored runs.
+    Runs(commands::runs::ListArgs),
+    /// Show one stored run.
+    Show(commands::runs::ShowArgs),
+    /// Export stored runs as JSON or long-form CSV.
+    Export(commands::runs::ExportArgs),
+    /// Import runs exported as JSON (from another host).
+    Import(commands::runs::ImportArgs),
+    /// Write a report (HTML, Markdown, SVG charts) of stored runs.
+    Report(commands::report::Args),
+    /// Compare two runs or run groups: differences, confidence, comparability.
+    Compare(commands::report::CompareArgs),
+    /// Rack-level TCO from a TOML plan (stored runs or given figures).
+    Tco(commands::report::TcoArgs),
+    /// Print this host's system disclosure.
+    Disclosure(commands::disclosure::Args),
+    /// Network workload helpers (`net serve`: the receiving end).
+    Net(commands::net::Args),
+    /// TPC-C helpers (`oltp build`, `oltp check`).
+    Oltp(commands::oltp::Args),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let result = commands::dispatch(cli);
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("rackbench: error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! Servers rackbench launches itself: find the binary (or say how to install it), pick a
+//! free port, pin to CPUs, wait until ready, and make sure every process is gone when the
+//! run ends, fails, or is interrupted (guards kill on drop; a process-wide list lets the
+//! Ctrl-C path kill what is still running).
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+/// PIDs of every child still running, for the Ctrl-C path.
+static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Find `name` on PATH. The error names the Debian package that provides it.
+pub fn find_binary(name: &str, debian_package: &str) -> anyhow::Result<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        if is_executable(&p) {
+            return Ok(p);
+        }
+        bail!("`{name}` is not an executable file");
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let p = dir.join(name);
+            if is_executable(&p) {
+                return Ok(p);
+            }
+        }
+    }
+    bail!(
+        "`{name}` was not found on PATH. Install it (Debian/Ubuntu: `apt-get install {debian_package}`), \
+         or point rackbench at existing servers with --target"
+    )
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// A free TCP port on 127.0.0.1 (bound then released; a race with another process is
+/// possible and shows up as a launch failure that names the port).
+pub fn free_port() -> anyhow::Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0 to find a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Number of CPUs this process may run on.
+pub fn online_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Pin the calling thread to the given CPUs (Linux `sched_setaffinity`).
+pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes within it for cpu < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if c >= libc::CPU_SETSIZE as usize {
+                bail!("CPU {c} is out of range");
+            }
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            bail!(
+                "cannot pin to CPUs {cpus:?}: {} (is the CPU online and allowed by the cgroup?)",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Make `cmd` start pinned to `cpus` (applied in the child before exec).
+pub fn pin_command(cmd: &mut Command, cpus: &[usize]) {
+    if cpus.is_empty() {
+        return;
+    }
+    let cpus = cpus.to_vec();
+    // SAFETY: the closure only calls async-signal-safe functions (sched_setaffinity).
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in &cpus {
+                if c < libc::CPU_SETSIZE as usize {
+                    libc::CPU_SET(c, &mut set);
+                }
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A child process that is killed (and reaped) when the guard is dropped.
+pub struct ChildGuard {
+    name: String,
+    child: Option<Child>,
+}
+
+impl ChildGuard {
+    /// Spawn `cmd` and guard it. The child gets its own process group so that a terminal
+    /// Ctrl-C reaches rackbench first, which then tears it down in order.
+    pub fn spawn(name: &str, cmd: &mut Command) -> anyhow::Result<ChildGuard> {
+        cmd.process_group(0);
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {name} ({:?})", cmd.get_program()))?;
+        if let Ok(mut live) = LIVE.lock() {
+            live.push(child.id());
+        }
+        Ok(ChildGuard {
+            name: name.to_string(),
+            child: Some(child),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// None while running; Some(description) once it has exited.
+    pub fn exited(&mut self) -> Option<String> {
+        match self.child.as_mut().map(Child::try_wait) {
+            Some(Ok(Some(st))) => Some(format!("{} exited ({st})", self.name)),
+            Some(Ok(None)) => None,
+            Some(Err(e)) => Some(format!("{}: {e}", self.name)),
+            None => Some(format!("{} was stopped", self.name)),
+        }
+    }
+
+    /// SIGTERM, wait up to `grace`, then SIGKILL; always reaps.
+    pub fn stop(&mut self, grace: Duration) {
+        if let Some(mut child) = self.child.take() {
+            let pid = child.id();
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + grace;
+            loop {
+                match child.try_wait() {
+                    Ok(Some(_)) => break,
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(10))
+                    }
+                    _ => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break;
+                    }
+                }
+            }
+            if let Ok(mut live) = LIVE.lock() {
+                live.retain(|p| *p != pid);
+            }
+        }
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(2));
+    }
+}
+
+/// Kill every child still running (the Ctrl-C and panic path). Safe to call twice.
+pub fn kill_all_children() {
+    let pids: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+    for pid in pids {
+        // SAFETY: kill(2) on pids we spawned; a reused pid is not possible while unreaped.
+        unsafe {
+            libc::kill(pid as i32, libc::SIGKILL);
+        }
+    }
+}
+
+/// Wait until a TCP connect to `addr` succeeds, the child exits, or `timeout` passes.
+pub fn wait_for_port(
+    addr: SocketAddr,
+    child: &mut ChildGuard,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if let Some(why) = child.exited() {
+            bail!("{why} before accepting connections on {addr}");
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "{} did not accept connections on {addr} within {timeout:?}",
+                child.name()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Parse a CPU list as Linux writes them: `0-3,8,10-11`.
+pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: usize = a.parse().with_context(|| format!("bad CPU list `{s}`"))?;
+                let b: usize = b.parse().with_context(|| format!("bad CPU list `{s}`"))?;
+                if b < a {
+                    bail!("bad CPU list `{s}`: {b} < {a}");
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(
+                part.parse()
+                    .with_context(|| format!("bad CPU list `{s}`"))?,
+            ),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,8").unwrap(), vec![0, 1, 2, 3, 8]);
+        assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("a").is_err());
+    }
+
+    #[test]
+    fn missing_binary_says_how_to_install() {
+        let e = find_binary("surely-not-a-real-binary-xyz", "pkg-xyz").unwrap_err();
+        assert!(e.to_string().contains("apt-get install pkg-xyz"));
+    }
+
+    #[test]
+    fn guard_kills_child_on_drop() {
+        let g = ChildGuard::spawn("sleep", Command::new("sleep").arg("30")).unwrap();
+        let pid = g.pid();
+        drop(g);
+        // SAFETY: probing with signal 0.
+        let alive = unsafe { libc::kill(pid as i32, 0) } == 0;
+        assert!(!alive, "child {pid} still alive after drop");
+    }
+}

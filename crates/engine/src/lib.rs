@@ -1,0 +1,28 @@
+//! The engine: what every workload shares.
+//!
+//! - [`workload`]: the `Workload` trait (prepare / tests / run_test / verify / cleanup)
+//!   that each workload crate implements, and what a test returns.
+//! - [`load`]: THE load loop. One loop for every request/response protocol, with the load
+//!   shape (closed loop, open loop at a constant or Poisson rate) and the stop condition
+//!   (N requests or a duration) as parameters. Byte protocols (Redis, HTTP) plug in through
+//!   [`load::Protocol`] and run on non-blocking sockets; protocols that come as blocking
+//!   client libraries (PostgreSQL) plug in through [`load::Session`], one thread each, with
+//!   the same scheduling, stop and recording code.
+//! - [`plan`]: plan values, lists and ranges as sweeps, the cartesian product.
+//! - [`launch`]: servers rackbench starts itself (free ports, CPU pinning, readiness,
+//!   teardown on drop, on error and on Ctrl-C).
+//! - [`stop`]: the process-wide interrupt flag set by Ctrl-C.
+//! - [`validity`]: checks every result gets (client-bound, errors, zero throughput...).
+
+pub mod launch;
+pub mod load;
+pub mod plan;
+mod sched;
+mod sessions;
+pub mod stop;
+mod stream;
+pub mod validity;
+pub mod workload;
+
+pub use load::{LoadOutcome, LoadShape, LoadSpec, Outcome, StopAfter};
+pub use workload::{Ctx, Registration, StepOutput, Workload};

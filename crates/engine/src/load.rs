@@ -1,0 +1,230 @@
+//! THE load loop, shared by every request/response workload.
+//!
+//! Load shape ([`LoadShape`]: closed loop, or open loop at a constant or Poisson rate) and
+//! stop condition ([`StopAfter`]: N requests or a duration) are parameters of one loop, not
+//! copies of it. Two ways to plug a protocol in:
+//! - [`Protocol`]: a byte protocol (Redis RESP, HTTP/1.1) on non-blocking sockets, many
+//!   connections per thread, run by [`run_stream`];
+//! - [`Session`]: a blocking client (a PostgreSQL connection), one thread per session,
+//!   run by [`run_sessions`].
+//!
+//! Latency: per-worker HdrHistograms (ns, 3 significant digits) per operation class,
+//! merged once at the end. In open loop, latency is measured from each request's
+//! *intended* send time (coordinated-omission correct, METHODS.md 2.5) into the
+//! `corrected` histogram, and from the actual send time into the `service` histogram.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use serde::{Deserialize, Serialize};
+
+use crate::workload::Progress;
+
+/// How requests are offered.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum LoadShape {
+    /// Each connection sends its next request (or pipeline batch) when the previous
+    /// reply arrived: throughput is whatever the system gives.
+    Closed,
+    /// Requests are offered on a fixed schedule at `rate` per second in total,
+    /// whatever the replies do.
+    Constant { rate: f64 },
+    /// Like `Constant` but with exponentially distributed gaps (Poisson arrivals).
+    Poisson { rate: f64 },
+}
+
+impl LoadShape {
+    pub fn offered_rate(&self) -> Option<f64> {
+        match *self {
+            LoadShape::Closed => None,
+            LoadShape::Constant { rate } | LoadShape::Poisson { rate } => Some(rate),
+        }
+    }
+}
+
+/// When a test ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum StopAfter {
+    /// After this many requests in total (across all connections), warm-up excluded.
+    Requests(u64),
+    /// After this long, warm-up excluded.
+    Duration(Duration),
+}
+
+/// Everything the loop needs to know, as plain data (echoed into results).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadSpec {
+    pub shape: LoadShape,
+    pub stop: StopAfter,
+    /// Run this long before measuring (requests during warm-up are not recorded).
+    pub warmup: Duration,
+    /// Connections (redis-benchmark's clients, wrk's connections, virtual users).
+    pub connections: usize,
+    /// Load-generator threads; connections are spread over them.
+    pub threads: usize,
+    /// Requests in flight per connection (redis-benchmark's -P). 1 for request/response.
+    pub pipeline: usize,
+    /// Close and reopen the connection after this many requests (None: keep-alive
+    /// forever; Some(1): a new connection per request, redis-benchmark -k 0).
+    pub requests_per_connection: Option<u64>,
+    /// Pin load-generator thread i to client_cpus[i % len] (empty: no pinning).
+    pub client_cpus: Vec<usize>,
+    pub seed: u64,
+    /// Length of the per-interval throughput series, seconds.
+    pub interval: Duration,
+}
+
+impl Default for LoadSpec {
+    fn default() -> Self {
+        LoadSpec {
+            shape: LoadShape::Closed,
+            stop: StopAfter::Requests(100_000),
+            warmup: Duration::ZERO,
+            connections: 50,
+            threads: 1,
+            pipeline: 1,
+            requests_per_connection: None,
+            client_cpus: Vec::new(),
+            seed: 1,
+            interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What one reply meant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Success (a write acknowledged, a transaction committed).
+    Ok,
+    /// A read that found its key.
+    Hit,
+    /// A read that found nothing.
+    Miss,
+    /// A reply that says the operation failed (kept as data, by kind).
+    Error(String),
+    /// A read whose value did not match what was written (kv value verification).
+    Mismatch,
+    /// An expected, counted non-success (a TPC-C New-Order's 1% rollback).
+    Rollback,
+}
+
+/// A byte protocol, one instance per connection (it may keep per-connection state such
+/// as the FIFO of requests in flight).
+pub trait Protocol: Send {
+    /// Append one request to `out`; return its operation class index (into the class
+    /// names given to [`run_stream`]).
+    fn encode(&mut self, rng: &mut SmallRng, out: &mut Vec<u8>) -> usize;
+
+    /// Parse one complete reply from the front of `buf`: `Ok(None)` when the reply is not
+    /// complete yet (a normal result, not an error), `Ok(Some((consumed, outcome)))`
+    /// otherwise. `Err` means the stream cannot be parsed any further (the connection is
+    /// dropped and counted as a connection error).
+    fn parse(&mut self, buf: &[u8]) -> Result<Option<(usize, Outcome)>, String>;
+
+    /// Called when the connection was (re)opened: forget requests in flight.
+    fn reset(&mut self) {}
+}
+
+/// A blocking client session (one thread each): executes one operation synchronously.
+pub trait Session: Send {
+    /// Execute one operation; return its class index and outcome. `Err` means the
+    /// session is broken (server gone): the worker stops and the error is reported.
+    fn execute(&mut self, rng: &mut SmallRng) -> Result<(usize, Outcome), String>;
+}
+
+/// Per-class counts and latency.
+#[derive(Debug, Clone)]
+pub struct ClassStats {
+    pub name: String,
+    /// Replies received during measurement (all outcomes).
+    pub count: u64,
+    pub ok: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub mismatches: u64,
+    pub rollbacks: u64,
+    /// Error replies by message kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Latency from the actual send time (closed loop: the only one).
+    pub service: Histogram<u64>,
+    /// Latency from the intended send time (open loop only).
+    pub corrected: Option<Histogram<u64>>,
+}
+
+impl ClassStats {
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+}
+
+/// What a load run measured (warm-up excluded).
+#[derive(Debug, Clone)]
+pub struct LoadOutcome {
+    pub classes: Vec<ClassStats>,
+    /// Measured wall time, seconds (from the end of warm-up to the last reply).
+    pub duration_s: f64,
+    /// Completed requests per second in each `interval` of the measurement.
+    pub interval_rates: Vec<f64>,
+    /// Offered rate for open loop (requests/s), None for closed loop.
+    pub offered_rate: Option<f64>,
+    /// Requests that were sent later than their intended time by more than 1 ms
+    /// (open loop: the generator or the connections could not keep up).
+    pub late_sends: u64,
+    /// Connection-level failures (refused, reset, unparsable stream), by message.
+    pub connection_errors: BTreeMap<String, u64>,
+    /// Reconnects made (keep-alive off, or after errors).
+    pub reconnects: u64,
+    /// Bytes written and read during measurement.
+    pub bytes_tx: u64,
+    pub bytes_rx: u64,
+    /// CPU time (user, system) of the load-generator threads during measurement, seconds.
+    pub loadgen_cpu_user_s: f64,
+    pub loadgen_cpu_sys_s: f64,
+    /// Set when the run stopped early (every connection failed, Ctrl-C).
+    pub stopped_early: Option<String>,
+}
+
+impl LoadOutcome {
+    pub fn total_count(&self) -> u64 {
+        self.classes.iter().map(|c| c.count).sum()
+    }
+    pub fn throughput(&self) -> f64 {
+        if self.duration_s > 0.0 {
+            self.total_count() as f64 / self.duration_s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Drive `endpoints` with a byte protocol. Connection `i` goes to
+/// `endpoints[i % endpoints.len()]` and gets its protocol from `new_protocol(i)`.
+pub fn run_stream<P, F>(
+    spec: &LoadSpec,
+    endpoints: &[SocketAddr],
+    class_names: &[&str],
+    new_protocol: F,
+    progress: &Progress,
+) -> anyhow::Result<LoadOutcome>
+where
+    P: Protocol + 'static,
+    F: Fn(usize) -> P + Sync,
+{
+    crate::stream::run(spec, endpoints, class_names, new_protocol, progress)
+}
+
+/// Drive blocking sessions, one thread each (spec.connections is ignored: one connection
+/// per session; spec.threads is ignored too). Same shapes, stop conditions and recording.
+pub fn run_sessions<S: Session + 'static>(
+    spec: &LoadSpec,
+    class_names: &[&str],
+    sessions: Vec<S>,
+    progress: &Progress,
+) -> anyhow::Result<LoadOutcome> {
+    crate::sessions::run(spec, class_names, sessions, progress)
+}

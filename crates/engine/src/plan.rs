@@ -1,0 +1,217 @@
+//! Plan values: flags and TOML plans both become plain JSON maps; a value that is a list
+//! (`1,100`) or a range (`1..4`, `1..16:x2`) is a sweep, and the cartesian product of all
+//! sweeps gives the points the runner measures.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context};
+use serde_json::{Map, Number, Value};
+
+/// Parse one flag value as typed by a user: `100` -> number, `true` -> bool,
+/// `1,100` -> list, `1..4` -> [1,2,3,4], `1..16:x2` -> [1,2,4,8,16],
+/// `0..100:+25` -> [0,25,50,75,100], anything else -> string.
+pub fn parse_value(s: &str) -> anyhow::Result<Value> {
+    let s = s.trim();
+    if s.contains(',') {
+        let items: anyhow::Result<Vec<Value>> = s
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(parse_scalar_or_range)
+            .collect();
+        let mut flat = Vec::new();
+        for item in items? {
+            match item {
+                Value::Array(a) => flat.extend(a),
+                v => flat.push(v),
+            }
+        }
+        return Ok(Value::Array(flat));
+    }
+    parse_scalar_or_range(s)
+}
+
+fn parse_scalar_or_range(s: &str) -> anyhow::Result<Value> {
+    let s = s.trim();
+    if let Some((a, rest)) = s.split_once("..") {
+        if let Ok(start) = a.trim().parse::<i64>() {
+            let (end, step) = match rest.split_once(':') {
+                Some((e, st)) => (e, Some(st)),
+                None => (rest, None),
+            };
+            let end: i64 = end
+                .trim()
+                .parse()
+                .with_context(|| format!("range `{s}`: end is not a whole number"))?;
+            if end < start {
+                bail!("range `{s}`: end is below start");
+            }
+            let mut out = Vec::new();
+            let mut v = start;
+            match step.map(str::trim) {
+                None => {
+                    while v <= end {
+                        out.push(Value::from(v));
+                        v += 1;
+                    }
+                }
+                Some(st) if st.starts_with('x') || st.starts_with('*') => {
+                    let f: i64 = st[1..]
+                        .parse()
+                        .with_context(|| format!("range `{s}`: bad factor `{st}`"))?;
+                    if f < 2 || start < 1 {
+                        bail!("range `{s}`: a factor needs start >= 1 and factor >= 2");
+                    }
+                    while v <= end {
+                        out.push(Value::from(v));
+                        v *= f;
+                    }
+                }
+                Some(st) => {
+                    let inc: i64 = st
+                        .trim_start_matches('+')
+                        .parse()
+                        .with_context(|| format!("range `{s}`: bad step `{st}`"))?;
+                    if inc < 1 {
+                        bail!("range `{s}`: step must be at least 1");
+                    }
+                    while v <= end {
+                        out.push(Value::from(v));
+                        v += inc;
+                    }
+                }
+            }
+            if out.len() > 10_000 {
+                bail!("range `{s}` has more than 10000 values");
+            }
+            return Ok(Value::Array(out));
+        }
+    }
+    Ok(parse_scalar(s))
+}
+
+fn parse_scalar(s: &str) -> Value {
+    if let Ok(i) = s.parse::<i64>() {
+        return Value::from(i);
+    }
+    if let Ok(f) = s.parse::<f64>() {
+        if let Some(n) = Number::from_f64(f) {
+            return Value::Number(n);
+        }
+    }
+    match s {
+        "true" | "yes" | "on" => Value::Bool(true),
+        "false" | "no" | "off" => Value::Bool(false),
+        _ => Value::String(s.to_string()),
+    }
+}
+
+/// Expand a workload's parameters into sweep points: every key whose value is an array
+/// (and is not in `list_keys`, the keys that are lists by nature such as `tests` or
+/// `server_cpus`) is swept; the cartesian product is returned in a stable order (the first
+/// key in `order` varies slowest). `list_keys` values that were given as a scalar are
+/// wrapped in a one-element list.
+pub fn expand(params: &Map<String, Value>, list_keys: &[&str]) -> Vec<Map<String, Value>> {
+    let mut points = vec![Map::new()];
+    for (key, value) in params {
+        let is_list_key = list_keys.contains(&key.as_str());
+        match value {
+            Value::Array(items) if !is_list_key && !items.is_empty() => {
+                let mut next = Vec::with_capacity(points.len() * items.len());
+                for p in &points {
+                    for item in items {
+                        let mut q = p.clone();
+                        q.insert(key.clone(), item.clone());
+                        next.push(q);
+                    }
+                }
+                points = next;
+            }
+            v if is_list_key && !v.is_array() => {
+                for p in &mut points {
+                    p.insert(key.clone(), Value::Array(vec![v.clone()]));
+                }
+            }
+            v => {
+                for p in &mut points {
+                    p.insert(key.clone(), v.clone());
+                }
+            }
+        }
+    }
+    points
+}
+
+/// The swept keys of a parameter map and their values (for labels such as `P=100`).
+pub fn swept_keys(params: &Map<String, Value>, list_keys: &[&str]) -> BTreeMap<String, usize> {
+    params
+        .iter()
+        .filter(|(k, v)| {
+            !list_keys.contains(&k.as_str()) && v.as_array().is_some_and(|a| a.len() > 1)
+        })
+        .map(|(k, v)| (k.clone(), v.as_array().map_or(0, Vec::len)))
+        .collect()
+}
+
+/// Turn plan-file strings that are sweeps (`"1..16:x2"`, `"1,100"`) into lists, recursively;
+/// numbers, booleans and arrays written natively in TOML stay as they are.
+pub fn normalize(v: Value) -> Value {
+    match v {
+        Value::String(s) if s.contains("..") || s.contains(',') => {
+            parse_value(&s).unwrap_or(Value::String(s))
+        }
+        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, normalize(v))).collect()),
+        v => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_lists_ranges_and_scalars() {
+        assert_eq!(parse_value("100").unwrap(), json!(100));
+        assert_eq!(parse_value("1,100").unwrap(), json!([1, 100]));
+        assert_eq!(parse_value("1..4").unwrap(), json!([1, 2, 3, 4]));
+        assert_eq!(parse_value("1..16:x2").unwrap(), json!([1, 2, 4, 8, 16]));
+        assert_eq!(
+            parse_value("0..100:+25").unwrap(),
+            json!([0, 25, 50, 75, 100])
+        );
+        assert_eq!(parse_value("1,4..6").unwrap(), json!([1, 4, 5, 6]));
+        assert_eq!(parse_value("set,get").unwrap(), json!(["set", "get"]));
+        assert_eq!(parse_value("0.5").unwrap(), json!(0.5));
+        assert_eq!(parse_value("true").unwrap(), json!(true));
+        assert_eq!(parse_value("poisson").unwrap(), json!("poisson"));
+        assert!(parse_value("4..1").is_err());
+        assert!(parse_value("1..x").is_err());
+    }
+
+    #[test]
+    fn cartesian_product_skips_list_keys() {
+        let p = json!({"pipeline": [1, 100], "instances": [1, 2], "tests": ["set", "get"], "clients": 50});
+        let points = expand(p.as_object().unwrap(), &["tests"]);
+        assert_eq!(points.len(), 4);
+        assert!(points
+            .iter()
+            .all(|q| q["tests"] == json!(["set", "get"]) && q["clients"] == json!(50)));
+        let combos: Vec<(i64, i64)> = points
+            .iter()
+            .map(|q| {
+                (
+                    q["instances"].as_i64().unwrap(),
+                    q["pipeline"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(combos, vec![(1, 1), (1, 100), (2, 1), (2, 100)]);
+    }
+
+    #[test]
+    fn scalar_list_key_is_wrapped() {
+        let p = json!({"tests": "set"});
+        let points = expand(p.as_object().unwrap(), &["tests"]);
+        assert_eq!(points[0]["tests"], json!(["set"]));
+    }
+}

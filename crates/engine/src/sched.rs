@@ -1,0 +1,1 @@
+//! Schedules: intended send times for open loop.

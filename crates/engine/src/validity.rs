@@ -1,0 +1,1 @@
+//! Validity checks every result gets (filled in by the runner).

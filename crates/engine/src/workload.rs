@@ -1,0 +1,153 @@
+//! The `Workload` trait: what a workload crate implements, and what each test returns.
+//!
+//! The runner (in the CLI) builds a workload once per sweep point from plain config,
+//! calls `prepare` (launch servers, build data), then `run_test` for each test and
+//! repetition while telemetry samplers watch, then `verify`, and always `cleanup`
+//! (also on error and Ctrl-C). Each test's [`StepOutput`] becomes one stored
+//! `ResultRecord` the moment it completes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use model::{Fact, Flag, HistogramRecord, Metric, MissingMetric};
+
+/// Live progress shared between a running test and the progress display.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Operations completed so far in the current test (after warm-up too).
+    pub done: AtomicU64,
+    /// Total operations expected, if the test stops after a count (0 = by duration).
+    pub total: AtomicU64,
+    /// Planned duration of the current test in milliseconds (0 = by count).
+    pub duration_ms: AtomicU64,
+    /// True while the current test is in its warm-up period.
+    pub warmup: AtomicBool,
+    /// What is running now (`kv set P=100 instances=2`).
+    pub label: Mutex<String>,
+}
+
+impl Progress {
+    pub fn reset(&self, label: &str, total: u64, duration_ms: u64) {
+        self.done.store(0, Ordering::Relaxed);
+        self.total.store(total, Ordering::Relaxed);
+        self.duration_ms.store(duration_ms, Ordering::Relaxed);
+        self.warmup.store(false, Ordering::Relaxed);
+        if let Ok(mut l) = self.label.lock() {
+            *l = label.to_string();
+        }
+    }
+}
+
+/// Hooks the runner gives a workload while a test runs.
+pub trait Watch: Send + Sync {
+    /// Mark the start or the end of the warm-up period (samples taken during warm-up are
+    /// kept but left out of summaries).
+    fn set_warmup(&self, on: bool);
+    /// Watch a process's CPU time (a launched server, `role` like `server:0`).
+    fn watch_process(&self, role: &str, pid: u32);
+}
+
+/// A `Watch` that ignores everything (unit tests, `--no-telemetry`).
+pub struct NoWatch;
+impl Watch for NoWatch {
+    fn set_warmup(&self, _on: bool) {}
+    fn watch_process(&self, _role: &str, _pid: u32) {}
+}
+
+/// What a workload is given while it prepares and runs.
+pub struct Ctx {
+    pub progress: Arc<Progress>,
+    pub watch: Arc<dyn Watch>,
+    /// Print progress/notes to stderr (false with `--quiet`).
+    pub verbose: bool,
+}
+
+impl Ctx {
+    /// A context with no telemetry and no output (tests).
+    pub fn quiet() -> Self {
+        Ctx {
+            progress: Arc::new(Progress::default()),
+            watch: Arc::new(NoWatch),
+            verbose: false,
+        }
+    }
+
+    /// A note for the user on stderr (unless quiet).
+    pub fn note(&self, msg: &str) {
+        if self.verbose {
+            eprintln!("rackbench: {msg}");
+        }
+    }
+}
+
+/// What one test of a workload produced. The runner adds the step index, parameters,
+/// telemetry and the common validity checks, and stores it.
+#[derive(Debug, Clone, Default)]
+pub struct StepOutput {
+    /// Name of the headline metric in `metrics` (the workload declares it).
+    pub headline: String,
+    /// Measured duration, warm-up excluded, seconds.
+    pub duration_s: f64,
+    pub metrics: Vec<Metric>,
+    pub missing: Vec<MissingMetric>,
+    pub histograms: Vec<HistogramRecord>,
+    pub flags: Vec<Flag>,
+    /// Set when the test stopped early (server died, Ctrl-C): what was measured is kept
+    /// and the result is marked failed or interrupted.
+    pub error: Option<String>,
+    /// How many load-generator threads ran, for the client-bound check (the load
+    /// generator is saturated when its CPU time nears this many cores). None: not a
+    /// load-generating workload (crypto, mem), no client-bound check.
+    pub loadgen_threads: Option<usize>,
+}
+
+/// A workload: one folder in `crates/workloads/` plus one line in the registry.
+pub trait Workload: Send {
+    /// Registry name (`kv`, `oltp`...).
+    fn name(&self) -> &'static str;
+
+    /// The tests this sweep point runs, in order (`set`, `get`; `rsa2048`; `tcp`).
+    fn tests(&self) -> Vec<String>;
+
+    /// Launch servers, build data, connect. Errors here are setup errors: they stop the
+    /// run with a message that says what to do next.
+    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()>;
+
+    /// Run one test once. A failure mid-test should come back as a `StepOutput` with
+    /// `error` set and everything measured so far, rather than as `Err`.
+    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput>;
+
+    /// Check the system under test after the tests (values written, consistency).
+    /// Returned flags are attached to every result of this sweep point.
+    fn verify(&mut self, _ctx: &Ctx) -> anyhow::Result<Vec<Flag>> {
+        Ok(Vec::new())
+    }
+
+    /// Stop and remove everything `prepare` launched. Must be idempotent; also called
+    /// after errors and on Ctrl-C.
+    fn cleanup(&mut self);
+
+    /// What the disclosure should say about the servers and tools this workload used
+    /// (`software.redis-server`, `server.config.appendonly`...). Called after prepare.
+    fn disclosure(&self) -> BTreeMap<String, Fact> {
+        BTreeMap::new()
+    }
+}
+
+/// How a workload registers itself: one of these per workload crate, listed once in the
+/// CLI's registry.
+pub struct Registration {
+    pub name: &'static str,
+    /// One line for `rackbench run --help`.
+    pub about: &'static str,
+    /// Parameter keys whose values are lists by nature (`tests`, `server_cpus`): a list
+    /// there is not a sweep.
+    pub list_keys: &'static [&'static str],
+    /// Add the workload's flags to `rackbench run NAME` (clap derive: `Flags::augment_args`).
+    /// Flag ids are the parameter keys; sweepable knobs take strings (`1,100`, `1..8:x2`).
+    pub flags: fn(clap::Command) -> clap::Command,
+    /// Build the workload for one sweep point (scalar values, list keys as lists).
+    /// Unknown keys and bad values are errors that name the key.
+    pub build: fn(&serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Box<dyn Workload>>,
+}

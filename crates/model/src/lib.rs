@@ -1,0 +1,355 @@
+//! Result types only: what a run produced, with its full context.
+//!
+//! Everything rackbench measures ends up in a [`RunRecord`]: the effective plan, the
+//! disclosure of every host, one [`ResultRecord`] per measured step (with metrics,
+//! latency histograms, telemetry samples and validity flags). The store, the exporters,
+//! the report and the TCO calculator depend on this crate alone, so any report can be
+//! rebuilt from stored data. No I/O lives here.
+//!
+//! Units travel with every number: in [`Metric::unit`], or in a field's name (`_ns`,
+//! `_pct`, `_w`, `_per_s`).
+
+pub mod hist;
+pub mod telemetry;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use hist::{HistogramRecord, LatencySummary};
+pub use telemetry::{
+    CpuUtil, DiskRate, NicRate, PowerReading, PowerSummary, ProcCpu, TelemetrySample,
+    TelemetrySummary,
+};
+
+/// Version of the JSON shape of [`RunRecord`]; bump on any incompatible change.
+pub const RECORD_FORMAT_VERSION: u32 = 1;
+
+/// One measured number with its unit and what it describes.
+///
+/// `name` is a stable machine name (`ops_per_s`, `latency_p99_ns`, `signs_per_s`);
+/// `labels` carry the dimensions (`op=get`, `instance=2`, `bits=2048`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Metric {
+    pub fn new(name: impl Into<String>, value: f64, unit: impl Into<String>) -> Self {
+        Metric {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+            labels: BTreeMap::new(),
+        }
+    }
+
+    pub fn label(mut self, key: impl Into<String>, value: impl ToString) -> Self {
+        self.labels.insert(key.into(), value.to_string());
+        self
+    }
+}
+
+/// A metric that could not be measured, with the reason. Never reported as 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MissingMetric {
+    pub name: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Shown beside the figure; the figure stands but deserves a second look.
+    Warning,
+    /// The figure must not be used as a result (e.g. consistency check failed).
+    Invalid,
+}
+
+/// A validity finding attached to a result ("client_bound", "errors", "zero_throughput").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Flag {
+    pub code: String,
+    pub severity: Severity,
+    pub message: String,
+}
+
+impl Flag {
+    pub fn warning(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Flag {
+            code: code.into(),
+            severity: Severity::Warning,
+            message: message.into(),
+        }
+    }
+    pub fn invalid(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Flag {
+            code: code.into(),
+            severity: Severity::Invalid,
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Ran to the end.
+    Ok,
+    /// Stopped by the user (Ctrl-C); what was measured is kept.
+    Interrupted,
+    /// Failed (server died, setup error); what was measured is kept.
+    Failed,
+    /// A run still being written (only seen in the store while a run is in progress).
+    Running,
+}
+
+/// One measured step: one point of a sweep, one test, one repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultRecord {
+    /// Workload name from the registry (`kv`, `oltp`, `net`...).
+    pub workload: String,
+    /// Test within the workload (`set`, `get`, `rsa2048`, `tcp`...).
+    pub test: String,
+    /// Index of the step in the run (0-based, in execution order).
+    pub step: u32,
+    /// Repetition number (0-based) of this sweep point and test.
+    pub repetition: u32,
+    /// The effective parameters of this step (the sweep point), plain data.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Name of the headline metric in `metrics` (e.g. `ops_per_s`); each workload declares it.
+    pub headline: String,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// Measured duration (warm-up excluded), seconds.
+    pub duration_s: f64,
+    pub metrics: Vec<Metric>,
+    #[serde(default)]
+    pub missing: Vec<MissingMetric>,
+    #[serde(default)]
+    pub histograms: Vec<HistogramRecord>,
+    /// Samples taken while this step ran (warm-up samples marked).
+    #[serde(default)]
+    pub telemetry: Vec<TelemetrySample>,
+    /// Summary of the non-warm-up telemetry samples, one per host.
+    #[serde(default)]
+    pub telemetry_summary: Vec<TelemetrySummary>,
+    #[serde(default)]
+    pub flags: Vec<Flag>,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ResultRecord {
+    /// The first metric with this name and no labels, or with labels matching all given pairs.
+    pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> Option<&Metric> {
+        self.metrics.iter().find(|m| {
+            m.name == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| m.labels.get(*k).map(String::as_str) == Some(*v))
+                && (!labels.is_empty() || m.labels.is_empty())
+        })
+    }
+
+    /// The headline figure (unlabelled metric named by `headline`).
+    pub fn headline_value(&self) -> Option<f64> {
+        self.metric(&self.headline, &[]).map(|m| m.value)
+    }
+
+    pub fn is_invalid(&self) -> bool {
+        self.flags.iter().any(|f| f.severity == Severity::Invalid)
+    }
+}
+
+/// One fact of a host's disclosure: its value, or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Why the value is missing (`not readable: permission denied`, `no such file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+impl Fact {
+    pub fn known(value: impl Into<String>) -> Self {
+        Fact {
+            value: Some(value.into()),
+            missing: None,
+        }
+    }
+    pub fn unknown(reason: impl Into<String>) -> Self {
+        Fact {
+            value: None,
+            missing: Some(reason.into()),
+        }
+    }
+    /// The value, or `unknown (reason)` for display.
+    pub fn display(&self) -> String {
+        match (&self.value, &self.missing) {
+            (Some(v), _) => v.clone(),
+            (None, Some(r)) => format!("unknown ({r})"),
+            (None, None) => "unknown".to_string(),
+        }
+    }
+}
+
+/// What a host is: hardware, OS and software, collected automatically with every run.
+///
+/// Keys are dotted and stable (`cpu.model`, `cpu.sockets`, `cpu.smt`, `mem.total_bytes`,
+/// `os.kernel`, `mitigation.spectre_v2`, `nic.eth0.driver`, `software.redis-server`,
+/// `server.config.save`...), so two disclosures diff key by key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostDisclosure {
+    /// Host name as the user knows it (`local` for this machine, else the ssh name).
+    pub host: String,
+    /// What part it played (`sut`, `loadgen`, `sut+loadgen`).
+    pub role: String,
+    pub facts: BTreeMap<String, Fact>,
+}
+
+/// Power measured with no load, before the run's load started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdlePower {
+    pub host: String,
+    pub duration_s: f64,
+    pub power: Vec<PowerSummary>,
+}
+
+/// A whole run: the effective plan, where it ran, and every result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub format_version: u32,
+    /// Unique id (sortable: `YYYYmmddTHHMMSS-xxxxxx`).
+    pub id: String,
+    /// Free-form label given by the user (`--label`), e.g. the platform name.
+    #[serde(default)]
+    pub label: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub rackbench_version: String,
+    /// The command line as typed (secrets redacted).
+    pub command: String,
+    /// The effective plan, as plain data (secrets redacted).
+    pub plan: serde_json::Value,
+    pub hosts: Vec<HostDisclosure>,
+    #[serde(default)]
+    pub idle_power: Vec<IdlePower>,
+    pub results: Vec<ResultRecord>,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Replace the password in a connection string or URL by `***`.
+///
+/// Handles `postgres://user:pass@host/db`, `password=...` key/value DSNs and
+/// `PGPASSWORD=...`. Used on everything stored or printed.
+pub fn redact_secrets(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    // URL form: scheme://user:pass@host
+    let mut rest = s;
+    while let Some(pos) = rest.find("://") {
+        let (head, tail) = rest.split_at(pos + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'')
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        if let Some(at) = authority.rfind('@') {
+            let userinfo = &authority[..at];
+            if let Some(colon) = userinfo.find(':') {
+                out.push_str(&userinfo[..colon]);
+                out.push_str(":***");
+                out.push_str(&authority[at..]);
+            } else {
+                out.push_str(authority);
+            }
+        } else {
+            out.push_str(authority);
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    // key=value form
+    let mut result = String::with_capacity(out.len());
+    let lower = out.to_ascii_lowercase();
+    let mut i = 0;
+    let bytes = out.as_bytes();
+    while i < bytes.len() {
+        let found = ["password=", "pgpassword=", "passwd=", "requirepass "]
+            .iter()
+            .find(|k| lower[i..].starts_with(*k));
+        if let Some(k) = found {
+            result.push_str(&out[i..i + k.len()]);
+            result.push_str("***");
+            i += k.len();
+            while i < bytes.len() && !bytes[i].is_ascii_whitespace() && bytes[i] != b'&' {
+                i += 1;
+            }
+        } else {
+            let ch = out[i..].chars().next().unwrap_or(' ');
+            result.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_url_and_keyvalue_passwords() {
+        assert_eq!(
+            redact_secrets("postgres://bob:s3cret@db:5432/tpcc"),
+            "postgres://bob:***@db:5432/tpcc"
+        );
+        assert_eq!(
+            redact_secrets("host=x user=bob password=s3cret dbname=y"),
+            "host=x user=bob password=*** dbname=y"
+        );
+        assert_eq!(
+            redact_secrets("postgres://bob@db/tpcc"),
+            "postgres://bob@db/tpcc"
+        );
+        assert_eq!(redact_secrets("no secrets here"), "no secrets here");
+    }
+
+    #[test]
+    fn metric_lookup_by_labels() {
+        let r = ResultRecord {
+            workload: "kv".into(),
+            test: "set".into(),
+            step: 0,
+            repetition: 0,
+            params: BTreeMap::new(),
+            headline: "ops_per_s".into(),
+            started_at: chrono::Utc::now(),
+            duration_s: 1.0,
+            metrics: vec![
+                Metric::new("ops_per_s", 5.0, "ops/s").label("instance", 0),
+                Metric::new("ops_per_s", 10.0, "ops/s"),
+            ],
+            missing: vec![],
+            histograms: vec![],
+            telemetry: vec![],
+            telemetry_summary: vec![],
+            flags: vec![],
+            status: Status::Ok,
+            error: None,
+        };
+        assert_eq!(r.headline_value(), Some(10.0));
+        assert_eq!(
+            r.metric("ops_per_s", &[("instance", "0")]).map(|m| m.value),
+            Some(5.0)
+        );
+    }
+}

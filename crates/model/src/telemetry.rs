@@ -1,0 +1,138 @@
+//! Telemetry samples: what every host's CPUs, NICs, disks, processes and power sources
+//! did during one sampling interval, already turned into rates and percentages.
+
+use serde::{Deserialize, Serialize};
+
+/// One CPU's utilisation over an interval, mpstat's arithmetic (percent of the interval).
+/// `cpu` is the CPU number, or -1 for the all-CPU line.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuUtil {
+    pub cpu: i32,
+    pub usr_pct: f64,
+    pub nice_pct: f64,
+    pub sys_pct: f64,
+    pub iowait_pct: f64,
+    pub irq_pct: f64,
+    pub soft_pct: f64,
+    pub steal_pct: f64,
+    pub idle_pct: f64,
+}
+
+impl CpuUtil {
+    /// Busy percent: 100 - idle - iowait (mpstat's "%CPU" complement of idle).
+    pub fn busy_pct(&self) -> f64 {
+        (100.0 - self.idle_pct - self.iowait_pct).max(0.0)
+    }
+}
+
+/// One NIC's traffic over an interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NicRate {
+    pub name: String,
+    pub rx_bytes_per_s: f64,
+    pub tx_bytes_per_s: f64,
+    pub rx_packets_per_s: f64,
+    pub tx_packets_per_s: f64,
+    #[serde(default)]
+    pub rx_drops_per_s: f64,
+    #[serde(default)]
+    pub tx_drops_per_s: f64,
+}
+
+/// One block device's I/O over an interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskRate {
+    pub name: String,
+    pub reads_per_s: f64,
+    pub writes_per_s: f64,
+    pub read_bytes_per_s: f64,
+    pub write_bytes_per_s: f64,
+    /// iostat's %util: time with at least one I/O in flight.
+    pub util_pct: f64,
+}
+
+/// CPU used by one process (the load generator, a server instance) over an interval,
+/// in percent of one CPU (100 = one full core), from /proc/PID/stat utime/stime.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcCpu {
+    /// `loadgen`, `server:0`, `server:1`, `postgres`...
+    pub role: String,
+    pub pid: u32,
+    pub usr_pct: f64,
+    pub sys_pct: f64,
+}
+
+impl ProcCpu {
+    pub fn total_pct(&self) -> f64 {
+        self.usr_pct + self.sys_pct
+    }
+}
+
+/// One power reading averaged over the interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerReading {
+    /// `rapl`, `ipmi-dcmi`, `hwmon`, `meter`, `model`.
+    pub source: String,
+    /// What it covers: `package-0`, `dram-0`, `system`, `psu1`...
+    pub zone: String,
+    pub watts: f64,
+    /// true when the figure is whole-server (IPMI, wall meter), false for a component.
+    pub whole_system: bool,
+    /// true when computed from a user-declared power model rather than measured.
+    pub modelled: bool,
+}
+
+/// Everything one host reported for one sampling interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TelemetrySample {
+    pub host: String,
+    /// End of the interval, seconds since the run started.
+    pub t_s: f64,
+    pub interval_s: f64,
+    /// Taken during warm-up (left out of summaries).
+    pub warmup: bool,
+    pub cpus: Vec<CpuUtil>,
+    pub ctxt_per_s: f64,
+    pub intr_per_s: f64,
+    #[serde(default)]
+    pub nics: Vec<NicRate>,
+    #[serde(default)]
+    pub disks: Vec<DiskRate>,
+    /// Current frequency of each CPU in MHz (index = CPU number), where readable.
+    #[serde(default)]
+    pub freq_mhz: Vec<f64>,
+    #[serde(default)]
+    pub procs: Vec<ProcCpu>,
+    #[serde(default)]
+    pub power: Vec<PowerReading>,
+}
+
+/// Mean of a power source over a period.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerSummary {
+    pub source: String,
+    pub zone: String,
+    pub mean_watts: f64,
+    pub max_watts: f64,
+    pub whole_system: bool,
+    pub modelled: bool,
+}
+
+/// Means over the non-warm-up samples of one step, per host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TelemetrySummary {
+    pub host: String,
+    pub samples: u32,
+    /// Per-CPU means; index -1 is the all-CPU line.
+    pub cpus: Vec<CpuUtil>,
+    pub ctxt_per_s: f64,
+    pub intr_per_s: f64,
+    pub nics: Vec<NicRate>,
+    pub disks: Vec<DiskRate>,
+    pub mean_freq_mhz: Option<f64>,
+    pub procs: Vec<ProcCpu>,
+    pub power: Vec<PowerSummary>,
+    /// Why power is absent, when it is (`no power source found: no RAPL, IPMI, hwmon`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_missing: Option<String>,
+}

@@ -1,0 +1,1 @@
+//! tco: being written.
