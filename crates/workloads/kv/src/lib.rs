@@ -395,7 +395,7 @@ impl Workload for Kv {
             let info = a.info("server").unwrap_or_default();
             let version = info.get("redis_version").map_or_else(
                 || Fact::unknown("INFO server gave no redis_version"),
-                |v| Fact::known(v),
+                Fact::known,
             );
             self.facts.insert("software.redis-server".into(), version);
             for key in [
