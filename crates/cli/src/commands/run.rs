@@ -23,16 +23,24 @@ use crate::{registry, Global};
 #[derive(clap::Args, Debug)]
 #[command(disable_help_flag = true)]
 pub struct Args {
-    /// Workload to run (kv, http, oltp, net, crypto, mem); optional with --plan.
-    /// Its flags follow it: `rackbench run kv --help` lists them.
-    #[arg(value_name = "WORKLOAD")]
-    pub workload: Option<String>,
-    /// Everything after the workload: its flags and the run options.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
-    /// Print help.
-    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
-    pub help: Option<bool>,
+    /// The workload (kv, http, oltp, net, crypto, mem) and its flags, or --plan FILE.
+    /// `rackbench run kv --help` lists kv's flags.
+    #[arg(
+        value_name = "WORKLOAD [FLAGS]",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub args: Vec<String>,
+}
+
+impl Args {
+    /// The workload name (the first word, unless it is a flag) and the rest.
+    fn split(&self) -> (Option<String>, Vec<String>) {
+        match self.args.first() {
+            Some(w) if !w.starts_with('-') => (Some(w.clone()), self.args[1..].to_vec()),
+            _ => (None, self.args.clone()),
+        }
+    }
 }
 
 /// Options of every run, whatever the workload (also `[run]` in a plan file).
@@ -109,7 +117,7 @@ fn workload_command(reg: &Registration) -> clap::Command {
              --clients 1..64:x2",
         );
     let cmd = RunOpts::augment_args(cmd);
-    (reg.flags)(cmd)
+    (reg.flags)(cmd).about(reg.about)
 }
 
 /// Parameters from the workload's matched flags (ids are the parameter keys).
@@ -149,16 +157,15 @@ fn params_from_matches(cmd: &clap::Command, m: &clap::ArgMatches) -> anyhow::Res
 
 pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     // A plan file may come before or after the workload name.
-    let plan_path = a
-        .rest
+    let (mut workload, rest) = a.split();
+    let plan_path = rest
         .iter()
         .position(|s| s == "--plan")
-        .and_then(|i| a.rest.get(i + 1))
+        .and_then(|i| rest.get(i + 1))
         .map(PathBuf::from)
-        .or_else(|| a.workload.as_deref().and_then(|w| w.strip_prefix("--plan=")).map(PathBuf::from));
+        .or_else(|| rest.iter().find_map(|s| s.strip_prefix("--plan=")).map(PathBuf::from));
     let mut plan_opts = RunOpts::default();
     let mut plan_params: Map<String, Value> = Map::new();
-    let mut workload = a.workload.clone().filter(|w| !w.starts_with('-'));
     if let Some(path) = &plan_path {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read plan file {}", path.display()))?;
@@ -189,6 +196,16 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         workload = Some(name);
     }
     let Some(name) = workload else {
+        if rest.iter().any(|s| s == "--help" || s == "-h") {
+            println!(
+                "Usage: rackbench run WORKLOAD [FLAGS]   or   rackbench run --plan FILE\n\nWorkloads:"
+            );
+            for r in registry::all() {
+                println!("  {:<8} {}", r.name, r.about);
+            }
+            println!("\n`rackbench run WORKLOAD --help` lists a workload's flags.");
+            std::process::exit(0);
+        }
         bail!(
             "which workload? `rackbench run kv --help` lists kv's flags; workloads: {}",
             registry::names().join(", ")
@@ -198,12 +215,13 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         format!("unknown workload `{name}`; choose from: {}", registry::names().join(", "))
     })?;
     let cmd = workload_command(&reg);
-    let m = cmd.clone().try_get_matches_from(&a.rest).map_err(|e| {
+    let m = cmd.clone().try_get_matches_from(&rest).map_err(|e| {
         if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) {
             let _ = e.print();
             std::process::exit(0);
         }
-        anyhow::anyhow!("{}", e.render().to_string().trim_end())
+        let text = e.render().to_string();
+        anyhow::anyhow!("{}", text.trim_end().trim_start_matches("error: "))
     })?;
     let mut opts = RunOpts::from_arg_matches(&m)?;
     // Flags override the plan's [run] table.
