@@ -391,6 +391,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 let (total, dur_ms) = expected_size(point);
                 progress.reset(&what, total, dur_ms);
                 telemetry.begin_step();
+                telemetry.mark_warmup(point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0));
                 let started_at = chrono::Utc::now();
                 let outcome = w.run_test(&test, &ctx);
                 let samples = telemetry.end_step();
@@ -409,7 +410,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                         if interrupted {
                             flags.push(Flag::warning("interrupted", "stopped by Ctrl-C: this test ran short"));
                         }
-                        let summary = glue::summarize(&samples);
+                        let summary = telemetry.summarize(&samples);
                         ResultRecord {
                             workload: r.registration.name.to_string(),
                             test: test.clone(),
@@ -441,7 +442,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                         metrics: Vec::new(),
                         missing: Vec::new(),
                         histograms: Vec::new(),
-                        telemetry_summary: glue::summarize(&samples),
+                        telemetry_summary: telemetry.summarize(&samples),
                         telemetry: samples,
                         flags: vec![Flag::invalid("failed", format!("{e:#}"))],
                         status: Status::Failed,
@@ -481,6 +482,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             }
         }
         w.cleanup();
+        telemetry.unwatch_servers();
     }
     display.finish();
     telemetry.stop();
