@@ -41,7 +41,9 @@ fn redis_on(port: u16) -> Vec<u32> {
         .filter(|p| {
             let cmd = std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default();
             let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            cmd.contains("redis-server") && cmd.contains(&port.to_string()) && !stat.contains(") Z ")
+            cmd.contains("redis-server")
+                && cmd.contains(&port.to_string())
+                && !stat.contains(") Z ")
         })
         .collect()
 }
@@ -55,7 +57,23 @@ fn kv_sweep_is_stored_with_every_point() {
     let db = dir.path().join("r.sqlite");
     let (code, run, err) = run_json(
         &db,
-        &["kv", "-c", "8", "-n", "3000", "-r", "100", "-d", "10", "-P", "1,16", "--instances", "1,2", "-t", "set,get"],
+        &[
+            "kv",
+            "-c",
+            "8",
+            "-n",
+            "3000",
+            "-r",
+            "100",
+            "-d",
+            "10",
+            "-P",
+            "1,16",
+            "--instances",
+            "1,2",
+            "-t",
+            "set,get",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let results = run["results"].as_array().unwrap();
@@ -72,16 +90,38 @@ fn kv_sweep_is_stored_with_every_point() {
             .unwrap();
         assert!(ops > 0.0);
         assert!(!r["histograms"].as_array().unwrap().is_empty());
-        let req = r["metrics"].as_array().unwrap().iter().find(|m| m["name"] == "server_calls").unwrap();
-        assert_eq!(req["value"].as_f64().unwrap(), 3000.0, "server counters agree");
+        let req = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "server_calls")
+            .unwrap();
+        assert_eq!(
+            req["value"].as_f64().unwrap(),
+            3000.0,
+            "server counters agree"
+        );
     }
-    let pipelines: Vec<_> = results.iter().map(|r| r["params"]["pipeline"].as_i64().unwrap()).collect();
+    let pipelines: Vec<_> = results
+        .iter()
+        .map(|r| r["params"]["pipeline"].as_i64().unwrap())
+        .collect();
     assert_eq!(pipelines, vec![1, 1, 16, 16, 1, 1, 16, 16]);
     let facts = &run["hosts"][0]["facts"];
-    assert!(facts["software.redis-server"]["value"].as_str().is_some(), "{facts}");
+    assert!(
+        facts["software.redis-server"]["value"].as_str().is_some(),
+        "{facts}"
+    );
     // The run is in the store and `show` finds it.
-    let show = bin().args(["--db", db.to_str().unwrap(), "show", "latest"]).output().unwrap();
-    assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
+    let show = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest"])
+        .output()
+        .unwrap();
+    assert!(
+        show.status.success(),
+        "{}",
+        String::from_utf8_lossy(&show.stderr)
+    );
 }
 
 #[test]
@@ -94,16 +134,26 @@ fn bad_input_gives_clear_errors_and_stores_nothing() {
         (vec!["kv", "-t", "sett"], "sett"),
         (vec!["kvv"], "unknown workload"),
         (vec!["kv", "--target", "127.0.0.1:1"], "cannot connect"),
-        (vec!["kv", "--redis-server", "/nonexistent/redis-server"], "redis-server"),
+        (
+            vec!["kv", "--redis-server", "/nonexistent/redis-server"],
+            "redis-server",
+        ),
         (vec!["kv", "--server-cpus", "999"], "CPU 999"),
     ];
     for (args, needle) in cases {
         let (code, _, err) = run_json(&db, &args);
         assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: `{err}` should mention `{needle}`");
+        assert!(
+            err.contains(needle),
+            "{args:?}: `{err}` should mention `{needle}`"
+        );
     }
     let plan = dir.path().join("plan.toml");
-    std::fs::write(&plan, "[run]\nworkload = \"kv\"\n[kv]\nclients = \"many\"\n").unwrap();
+    std::fs::write(
+        &plan,
+        "[run]\nworkload = \"kv\"\n[kv]\nclients = \"many\"\n",
+    )
+    .unwrap();
     let (code, _, err) = run_json(&db, &["--plan", plan.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("clients"), "{err}");
@@ -113,7 +163,10 @@ fn bad_input_gives_clear_errors_and_stores_nothing() {
     assert!(err.contains("plan file"), "{err}");
     // Nothing half-written: no run in the store.
     if db.exists() {
-        let out = bin().args(["--db", db.to_str().unwrap(), "runs", "--json"]).output().unwrap();
+        let out = bin()
+            .args(["--db", db.to_str().unwrap(), "runs", "--json"])
+            .output()
+            .unwrap();
         let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         assert_eq!(runs.as_array().map_or(0, Vec::len), 0, "{runs}");
     }
@@ -137,7 +190,10 @@ fn plan_file_expresses_the_flags() {
     assert_eq!(run["label"], "plan-test");
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 4, "2 pipelines x 1 test x 2 repetitions");
-    assert!(results.iter().all(|r| r["params"]["clients"] == 2), "flags override the plan");
+    assert!(
+        results.iter().all(|r| r["params"]["clients"] == 2),
+        "flags override the plan"
+    );
 }
 
 #[test]
@@ -148,7 +204,19 @@ fn ctrl_c_keeps_results_and_leaves_no_server() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     let mut child = bin()
-        .args(["--db", db.to_str().unwrap(), "run", "kv", "-c", "4", "--duration", "30", "-t", "set,get", "-q"])
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "kv",
+            "-c",
+            "4",
+            "--duration",
+            "30",
+            "-t",
+            "set,get",
+            "-q",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -165,7 +233,13 @@ fn ctrl_c_keeps_results_and_leaves_no_server() {
                 let cmd = std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok()?;
                 let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
                 // Only our child's servers: their parent is the rackbench process.
-                let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+                let ppid: u32 = stat
+                    .rsplit(')')
+                    .next()?
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse()
+                    .ok()?;
                 (cmd.starts_with("redis-server") || cmd.contains("/redis-server"))
                     .then_some(())
                     .filter(|_| ppid == child.id())?;
@@ -183,13 +257,23 @@ fn ctrl_c_keeps_results_and_leaves_no_server() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("interrupted"), "{err}");
     for p in ports {
-        assert!(redis_on(p).is_empty(), "redis-server on port {p} outlived rackbench");
+        assert!(
+            redis_on(p).is_empty(),
+            "redis-server on port {p} outlived rackbench"
+        );
     }
-    let show = bin().args(["--db", db.to_str().unwrap(), "show", "latest", "--json"]).output().unwrap();
+    let show = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
+        .output()
+        .unwrap();
     let run: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(run["status"], "interrupted");
     let results = run["results"].as_array().unwrap();
-    assert_eq!(results.len(), 1, "the set test was cut short and kept; get never started");
+    assert_eq!(
+        results.len(),
+        1,
+        "the set test was cut short and kept; get never started"
+    );
     assert_eq!(results[0]["status"], "interrupted");
 }
 

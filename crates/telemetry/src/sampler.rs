@@ -16,13 +16,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use model::{
-    CpuUtil, DiskRate, IdlePower, NicRate, PowerSummary, ProcCpu, TelemetrySample,
-    TelemetrySummary,
+    CpuUtil, DiskRate, IdlePower, NicRate, PowerSummary, ProcCpu, TelemetrySample, TelemetrySummary,
 };
 
 use crate::parse::{
-    cpuinfo_mhz, parse_cpuinfo, parse_diskstats, parse_khz_as_mhz, parse_net_dev,
-    parse_pid_stat, parse_proc_stat, DiskCounters, NetDevCounters, PidStat, ProcStat,
+    cpuinfo_mhz, parse_cpuinfo, parse_diskstats, parse_khz_as_mhz, parse_net_dev, parse_pid_stat,
+    parse_proc_stat, DiskCounters, NetDevCounters, PidStat, ProcStat,
 };
 use crate::power::{PowerConfig, PowerDetection, PowerSources};
 use crate::rates::{counter_delta, cpu_util, disk_rates, nic_rates, proc_cpu};
@@ -154,7 +153,9 @@ pub fn is_whole_disk(sys_root: &Path, name: &str) -> bool {
         return block.join(name.replace('/', "!")).exists();
     }
     let ends_digit = name.chars().last().is_some_and(|c| c.is_ascii_digit());
-    let classic = ["sd", "hd", "vd", "xvd"].iter().any(|p| name.starts_with(p));
+    let classic = ["sd", "hd", "vd", "xvd"]
+        .iter()
+        .any(|p| name.starts_with(p));
     let p_part = (name.starts_with("nvme") || name.starts_with("mmcblk"))
         && name
             .rsplit_once('p')
@@ -215,7 +216,9 @@ impl State {
                     return Vec::new();
                 };
                 let m = cpuinfo_mhz(&parse_cpuinfo(&s));
-                cpus.iter().map_while(|n| m.get(n).copied()).collect::<Vec<_>>()
+                cpus.iter()
+                    .map_while(|n| m.get(n).copied())
+                    .collect::<Vec<_>>()
             }
             FreqSource::None => Vec::new(),
         };
@@ -384,7 +387,9 @@ impl Sampler {
     pub fn watch_process(&self, role: &str, pid: u32) {
         let mut st = lock(&self.shared.0);
         let Some(s) = read_pid(&st.cfg.proc_root, pid) else {
-            st.note(format!("cannot watch process {pid} ({role}): no such process"));
+            st.note(format!(
+                "cannot watch process {pid} ({role}): no such process"
+            ));
             return;
         };
         st.watched.retain(|w| w.pid != pid);
@@ -634,14 +639,16 @@ fn summarize_host(
     let [ctxt_per_s, intr_per_s] = rates.mean();
     let power: Vec<PowerSummary> = power
         .into_iter()
-        .map(|(_, (source, zone, whole_system, modelled, max_watts, acc))| PowerSummary {
-            source,
-            zone,
-            mean_watts: acc.mean()[0],
-            max_watts,
-            whole_system,
-            modelled,
-        })
+        .map(
+            |(_, (source, zone, whole_system, modelled, max_watts, acc))| PowerSummary {
+                source,
+                zone,
+                mean_watts: acc.mean()[0],
+                max_watts,
+                whole_system,
+                modelled,
+            },
+        )
         .collect();
     let power_missing = power.is_empty().then(|| {
         if power_notes.is_empty() {
@@ -728,10 +735,7 @@ pub fn measure_idle(cfg: &SamplerConfig, duration: Duration) -> anyhow::Result<I
     let sampler = Sampler::start(cfg.clone())?;
     let detection = sampler.power_detection();
     if detection.sources.is_empty() {
-        anyhow::bail!(
-            "idle power not measured: {}",
-            detection.missing_reason()
-        );
+        anyhow::bail!("idle power not measured: {}", detection.missing_reason());
     }
     std::thread::sleep(duration);
     let samples = sampler.stop();

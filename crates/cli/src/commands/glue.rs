@@ -39,7 +39,12 @@ pub fn power_config(opts: &RunOpts) -> anyhow::Result<PowerConfig> {
 }
 
 pub fn local_disclosure(_power: &PowerConfig) -> HostDisclosure {
-    telemetry::disclosure::collect("local", "sut+loadgen", Path::new("/proc"), Path::new("/sys"))
+    telemetry::disclosure::collect(
+        "local",
+        "sut+loadgen",
+        Path::new("/proc"),
+        Path::new("/sys"),
+    )
 }
 
 /// The runner's telemetry: a sampler on this host, or nothing with --no-telemetry.
@@ -102,7 +107,10 @@ impl Telemetry {
             return Ok(None);
         }
         if verbose {
-            eprintln!("rackbench: measuring idle power for {secs:.0} s ({})", measured.join(", "));
+            eprintln!(
+                "rackbench: measuring idle power for {secs:.0} s ({})",
+                measured.join(", ")
+            );
         }
         let mut cfg = self.cfg.clone();
         cfg.power.model = None;

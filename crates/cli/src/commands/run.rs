@@ -146,7 +146,8 @@ fn params_from_matches(cmd: &clap::Command, m: &clap::ArgMatches) -> anyhow::Res
             Value::Bool(true)
         } else {
             match raw.first() {
-                Some(s) => engine::plan::parse_value(s).with_context(|| format!("--{}", arg.get_long().unwrap_or(id)))?,
+                Some(s) => engine::plan::parse_value(s)
+                    .with_context(|| format!("--{}", arg.get_long().unwrap_or(id)))?,
                 None => continue,
             }
         };
@@ -163,20 +164,37 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         .position(|s| s == "--plan")
         .and_then(|i| rest.get(i + 1))
         .map(PathBuf::from)
-        .or_else(|| rest.iter().find_map(|s| s.strip_prefix("--plan=")).map(PathBuf::from));
+        .or_else(|| {
+            rest.iter()
+                .find_map(|s| s.strip_prefix("--plan="))
+                .map(PathBuf::from)
+        });
     let mut plan_opts = RunOpts::default();
     let mut plan_params: Map<String, Value> = Map::new();
     if let Some(path) = &plan_path {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read plan file {}", path.display()))?;
-        let plan: PlanFile = toml::from_str(&text)
-            .with_context(|| format!("plan file {} is not valid (see README: Plan files)", path.display()))?;
+        let plan: PlanFile = toml::from_str(&text).with_context(|| {
+            format!(
+                "plan file {} is not valid (see README: Plan files)",
+                path.display()
+            )
+        })?;
         plan_opts = plan.run.unwrap_or_default();
         let name = workload
             .clone()
             .or(plan_opts.workload.clone())
-            .or_else(|| (plan.workloads.len() == 1).then(|| plan.workloads.keys().next().cloned()).flatten())
-            .with_context(|| format!("plan file {}: say which workload in [run] workload = \"kv\"", path.display()))?;
+            .or_else(|| {
+                (plan.workloads.len() == 1)
+                    .then(|| plan.workloads.keys().next().cloned())
+                    .flatten()
+            })
+            .with_context(|| {
+                format!(
+                    "plan file {}: say which workload in [run] workload = \"kv\"",
+                    path.display()
+                )
+            })?;
         for key in plan.workloads.keys() {
             if registry::find(key).is_none() {
                 bail!(
@@ -212,7 +230,10 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         );
     };
     let reg = registry::find(&name).with_context(|| {
-        format!("unknown workload `{name}`; choose from: {}", registry::names().join(", "))
+        format!(
+            "unknown workload `{name}`; choose from: {}",
+            registry::names().join(", ")
+        )
     })?;
     let cmd = workload_command(&reg);
     let m = cmd.clone().try_get_matches_from(&rest).map_err(|e| {
@@ -248,10 +269,16 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     }
     let points = engine::plan::expand(&params, reg.list_keys);
     if points.len() > 10_000 {
-        bail!("the sweep has {} points; narrow the lists or ranges", points.len());
+        bail!(
+            "the sweep has {} points; narrow the lists or ranges",
+            points.len()
+        );
     }
     let command = model::redact_secrets(
-        &std::env::args().map(|s| shell_quote(&s)).collect::<Vec<_>>().join(" "),
+        &std::env::args()
+            .map(|s| shell_quote(&s))
+            .collect::<Vec<_>>()
+            .join(" "),
     );
     Ok(Resolved {
         registration: reg,
@@ -263,7 +290,10 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
 }
 
 fn shell_quote(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,:/=@+".contains(c)) && !s.is_empty() {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.,:/=@+".contains(c))
+        && !s.is_empty()
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -274,7 +304,11 @@ fn shell_quote(s: &str) -> String {
 fn point_label(point: &Params, swept: &BTreeMap<String, usize>) -> String {
     swept
         .keys()
-        .filter_map(|k| point.get(k).map(|v| format!("{k}={}", v.to_string().trim_matches('"'))))
+        .filter_map(|k| {
+            point
+                .get(k)
+                .map(|v| format!("{k}={}", v.to_string().trim_matches('"')))
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -385,8 +419,16 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 let what = format!(
                     "{} {test}{}{}",
                     r.registration.name,
-                    if label.is_empty() { String::new() } else { format!(" {label}") },
-                    if repeat > 1 { format!(" (rep {}/{repeat})", rep + 1) } else { String::new() }
+                    if label.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {label}")
+                    },
+                    if repeat > 1 {
+                        format!(" (rep {}/{repeat})", rep + 1)
+                    } else {
+                        String::new()
+                    }
                 );
                 let (total, dur_ms) = expected_size(point);
                 progress.reset(&what, total, dur_ms);
@@ -395,8 +437,10 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 let started_at = chrono::Utc::now();
                 let outcome = w.run_test(&test, &ctx);
                 let samples = telemetry.end_step();
-                let mut params: BTreeMap<String, Value> =
-                    point.iter().map(|(k, v)| (k.clone(), redact_value(v))).collect();
+                let mut params: BTreeMap<String, Value> = point
+                    .iter()
+                    .map(|(k, v)| (k.clone(), redact_value(v)))
+                    .collect();
                 params.insert("test".into(), Value::String(test.clone()));
                 let result = match outcome {
                     Ok(out) => {
@@ -408,7 +452,10 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                         };
                         let mut flags = out.flags;
                         if interrupted {
-                            flags.push(Flag::warning("interrupted", "stopped by Ctrl-C: this test ran short"));
+                            flags.push(Flag::warning(
+                                "interrupted",
+                                "stopped by Ctrl-C: this test ran short",
+                            ));
                         }
                         let summary = telemetry.summarize(&samples);
                         ResultRecord {
@@ -469,7 +516,11 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 for s in &point_steps {
                     store.add_flags(&run_id, *s, &flags)?;
                 }
-                for res in record.results.iter_mut().filter(|x| point_steps.contains(&x.step)) {
+                for res in record
+                    .results
+                    .iter_mut()
+                    .filter(|x| point_steps.contains(&x.step))
+                {
                     res.flags.extend(flags.iter().cloned());
                 }
             }
@@ -510,18 +561,35 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         eprintln!("rackbench: run failed: {f}");
     }
     if interrupted {
-        eprintln!("rackbench: interrupted: what was measured is stored ({})", stored.results.len());
+        eprintln!(
+            "rackbench: interrupted: what was measured is stored ({})",
+            stored.results.len()
+        );
     }
     let invalid = stored.results.iter().any(|x| x.is_invalid());
-    Ok(if failure.is_some() || interrupted || invalid { 1 } else { 0 })
+    Ok(if failure.is_some() || interrupted || invalid {
+        1
+    } else {
+        0
+    })
 }
 
 /// Requests or duration of a point, for the progress bar.
 fn expected_size(point: &Params) -> (u64, u64) {
     let dur = point.get("duration").and_then(Value::as_f64);
     match dur {
-        Some(d) => (0, (d * 1000.0) as u64 + point.get("warmup").and_then(Value::as_f64).map_or(0, |w| (w * 1000.0) as u64)),
-        None => (point.get("requests").and_then(Value::as_u64).unwrap_or(0), 0),
+        Some(d) => (
+            0,
+            (d * 1000.0) as u64
+                + point
+                    .get("warmup")
+                    .and_then(Value::as_f64)
+                    .map_or(0, |w| (w * 1000.0) as u64),
+        ),
+        None => (
+            point.get("requests").and_then(Value::as_u64).unwrap_or(0),
+            0,
+        ),
     }
 }
 
@@ -532,8 +600,16 @@ pub fn repetition_summary(run: &RunRecord) -> String {
         if let Some(v) = r.headline_value() {
             let mut p = r.params.clone();
             p.remove("test");
-            let key = format!("{} {} {}", r.workload, r.test, Value::Object(p.into_iter().collect()));
-            let unit = r.metric(&r.headline, &[]).map(|m| m.unit.clone()).unwrap_or_default();
+            let key = format!(
+                "{} {} {}",
+                r.workload,
+                r.test,
+                Value::Object(p.into_iter().collect())
+            );
+            let unit = r
+                .metric(&r.headline, &[])
+                .map(|m| m.unit.clone())
+                .unwrap_or_default();
             groups.entry(key).or_default().push((v, unit));
         }
     }
