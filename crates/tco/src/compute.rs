@@ -159,10 +159,14 @@ impl TcoResult {
 }
 
 fn geomean(values: &[f64]) -> Option<f64> {
-    if values.is_empty() || values.iter().any(|v| !(*v > 0.0)) {
+    if values.is_empty() || values.iter().any(|v| !positive(*v)) {
         return None;
     }
     Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
+}
+
+fn positive(v: f64) -> bool {
+    v.is_finite() && v > 0.0
 }
 
 fn ratio(a: f64, b: f64) -> Option<f64> {
@@ -228,7 +232,7 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
         } else {
             anyhow::bail!(run_hint("performance"))
         };
-        if !(board_w > 0.0) || !(board_perf > 0.0) {
+        if !positive(board_w) || !positive(board_perf) {
             anyhow::bail!(
                 "platform `{}`: power ({board_w} W) and performance ({board_perf}) must be positive",
                 p.name

@@ -42,7 +42,7 @@ pub fn select<'a>(run: &'a RunRecord, p: &Platform) -> Vec<&'a ResultRecord> {
     run.results
         .iter()
         .filter(|r| r.status == Status::Ok && !r.is_invalid())
-        .filter(|r| p.test.as_ref().map_or(true, |t| &r.test == t))
+        .filter(|r| !matches!(&p.test, Some(t) if t != &r.test))
         .filter(|r| {
             p.params
                 .iter()
@@ -180,7 +180,7 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                 .min_by_key(|s| (s.modelled, source_rank(&s.source)));
             if let Some(b) = best {
                 let key = (b.source.clone(), b.zone.clone(), b.modelled);
-                if chosen.as_ref().map_or(true, |c| c == &key) {
+                if !matches!(&chosen, Some(c) if c != &key) {
                     chosen = Some(key);
                     per_step.push(b.mean_watts);
                 }
