@@ -15,7 +15,7 @@ pub fn fmt_number(v: f64) -> String {
         let digits = r.unsigned_abs().to_string();
         let mut out = String::new();
         for (i, ch) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
                 out.push(',');
             }
             out.push(ch);
