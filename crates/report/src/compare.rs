@@ -226,6 +226,14 @@ fn pooled(runs: &[RunRecord]) -> BTreeMap<(String, String), (Vec<f64>, String, b
     out
 }
 
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "p<0.001".to_string()
+    } else {
+        format!("p={p:.3}")
+    }
+}
+
 /// Compare group B (new) against group A (old).
 pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let pa = pooled(a);
@@ -253,12 +261,12 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             (Some(w), Some(d)) if w.p < 0.05 => {
                 let better = (d > 0.0) == *hib;
                 format!(
-                    "{} (significant, p={:.3})",
+                    "{} (significant, {})",
                     if better { "better" } else { "worse" },
-                    w.p
+                    p_text(w.p)
                 )
             }
-            (Some(w), Some(_)) => format!("no significant difference (p={:.2})", w.p),
+            (Some(w), Some(_)) => format!("no significant difference ({})", p_text(w.p)),
         };
         rows.push(CompareRow {
             point: key.0.clone(),
@@ -296,7 +304,11 @@ pub fn compare_text(c: &Comparison) -> String {
     for r in &c.rows {
         let s = |x: &Option<Sample>| {
             x.as_ref().map_or("-".to_string(), |s| {
-                format!("{} {} ({})", crate::fmt::num(s.mean), r.unit, s.n)
+                if r.unit == "ns" {
+                    format!("{} ({})", crate::fmt::latency_ns(s.mean), s.n)
+                } else {
+                    format!("{} {} ({})", crate::fmt::num(s.mean), r.unit, s.n)
+                }
             })
         };
         table.push(vec![

@@ -431,6 +431,42 @@ pub fn per_unit(value: f64, unit: &str) -> (f64, String) {
     (value * 1e9, format!("per 1G {unit}"))
 }
 
+/// One scale for a whole column of "per unit" figures, so they read alike: the smallest
+/// of 1, 1k, 1M, 1G units that lifts the smallest non-zero figure to 0.01 or more.
+/// Returns (multiplier, prefix such as `1k `).
+pub fn unit_scale(values: &[f64]) -> (f64, &'static str) {
+    let min = values
+        .iter()
+        .map(|v| v.abs())
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    if !min.is_finite() {
+        return (1.0, "");
+    }
+    for (scale, prefix) in [(1.0, ""), (1e3, "1k "), (1e6, "1M "), (1e9, "1G ")] {
+        if min * scale >= 0.01 {
+            return (scale, prefix);
+        }
+    }
+    (1e9, "1G ")
+}
+
+/// Efficiency of each run's best point per summary row: (row, run index, point label, figures).
+pub fn efficiency_rows(runs: &[RunRecord]) -> Vec<(String, usize, String, Efficiency)> {
+    let peak = peak_params(runs);
+    let mut out = Vec::new();
+    for (row, per_run) in best_points(runs, &peak) {
+        for (i, p) in per_run.iter().enumerate() {
+            if let Some(p) = p {
+                if let Some(e) = p.efficiency() {
+                    out.push((row.clone(), i, p.label(), e));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Linear extrapolation (the seed's "two single-socket boards per chassis"): a figure
 /// measured on one board scaled to `factor` boards.
 pub fn extrapolate(value: f64, factor: f64) -> f64 {

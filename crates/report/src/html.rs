@@ -8,7 +8,7 @@ use model::{Flag, RunRecord, Severity};
 
 use crate::charts::{charts, only_workload, pct_over, workloads, Chart};
 use crate::compare::{compare, Comparison};
-use crate::derive::{self, per_unit, points, run_labels, PowerBasis, PowerFigure};
+use crate::derive::{self, points, run_labels, unit_scale, PowerBasis, PowerFigure};
 use crate::fmt::{esc, latency_ns, num};
 
 const CSS: &str = r#"
@@ -30,7 +30,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.total td{font-weight:700;background:#fbfcfe}
 tr.mean td{font-weight:700;border-top:2px solid var(--ink)}
 caption{caption-side:top;text-align:left;font-weight:600;padding:4px 0;color:var(--ink)}
-.flag{display:inline-block;margin:2px 0 0 4px;padding:0 5px;border-radius:3px;font-size:11px;font-weight:600;white-space:normal}
+.flag{display:block;margin:4px 0 0;padding:1px 6px;border-radius:3px;font-size:11px;font-weight:600;text-align:left;white-space:normal;min-width:220px;max-width:320px}
 .flag.warning{background:#fff4e0;color:var(--warn);border:1px solid #f0c27a}
 .flag.invalid{background:#fde8e6;color:var(--bad);border:1px solid #eea59d}
 .note{background:#fff8e6;border-left:4px solid #e6a700;padding:8px 12px;margin:10px 0;color:#5a4300}
@@ -345,36 +345,39 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
 }
 
 fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
-    h.push_str(r#"<table><caption>Efficiency: perf/W, watts and %CPU per unit of throughput (%CPU used = sum of every CPU's busy %, as the iperf3 study)</caption><tr><th>Run</th><th>Point</th><th>Throughput</th><th>Power</th><th>Idle</th><th>Perf/W</th><th>W per unit</th><th>W above idle per unit</th><th>%CPU used</th><th>%CPU per unit</th></tr>"#);
-    for (i, run) in runs.iter().enumerate() {
-        for p in points(i, run) {
-            let Some(e) = p.efficiency() else { continue };
-            let unit = e.unit.clone();
-            let idle = e.power.as_ref().ok().and_then(|p| p.idle_w);
-            let pu = |v: Option<f64>| -> String {
-                v.map_or("-".to_string(), |v| {
-                    let (x, u) = per_unit(v, &unit);
-                    format!("{} {}", num(x), u)
-                })
-            };
-            let _ = write!(
-                h,
-                r#"<tr><td>{}</td><td>{}</td><td class="n">{} {}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
-                esc(&labels[i]),
-                esc(&p.label()),
-                esc(&num(e.perf)),
-                esc(&unit),
-                power_cell(&e.power),
-                idle.map_or("-".to_string(), |w| format!("{} W", esc(&num(w)))),
-                e.perf_per_w.map_or("-".to_string(), |v| esc(&format!("{} {}/W", num(v), unit))),
-                esc(&pu(e.w_per_perf)),
-                esc(&pu(e.dw_per_perf)),
-                e.cpu_used_pct.map_or("-".to_string(), |v| format!("{v:.1}%")),
-                esc(&pu(e.cpu_pct_per_perf))
-            );
-        }
+    let rows = derive::efficiency_rows(runs);
+    if rows.is_empty() {
+        return;
     }
-    h.push_str("</table>");
+    let unit = rows[0].3.unit.clone();
+    let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> { rows.iter().filter_map(|r| f(&r.3)).collect() };
+    let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
+    let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
+    let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
+    let _ = write!(
+        h,
+        r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput (%CPU used = sum of every CPU's busy %, as in the iperf3 study)</caption><tr><th>Test</th><th>Run</th><th>Throughput</th><th>Power</th><th>Idle</th><th>Perf/W</th><th>W per {pw}{u}</th><th>W above idle per {pd}{u}</th><th>%CPU used</th><th>%CPU per {pc}{u}</th></tr>"#,
+        u = esc(&unit)
+    );
+    for (row, i, point, e) in &rows {
+        let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| esc(&num(v * s)));
+        let _ = write!(
+            h,
+            r#"<tr><td>{}</td><td>{}<br><span class="muted">{}</span></td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
+            esc(row),
+            esc(&labels[*i]),
+            esc(point),
+            esc(&num(e.perf)),
+            power_cell(&e.power),
+            e.power.as_ref().ok().and_then(|p| p.idle_w).map_or("-".to_string(), |w| format!("{} W", esc(&num(w)))),
+            e.perf_per_w.map_or("-".to_string(), |v| esc(&num(v))),
+            f(e.w_per_perf, sw),
+            f(e.dw_per_perf, sd),
+            e.cpu_used_pct.map_or("-".to_string(), |v| format!("{v:.1}%")),
+            f(e.cpu_pct_per_perf, sc)
+        );
+    }
+    let _ = write!(h, r#"</table><p class="muted">Throughput and perf/W in {u} and {u} per W.</p>"#, u = esc(&unit));
 }
 
 fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {

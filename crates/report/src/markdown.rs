@@ -8,7 +8,7 @@ use model::{Flag, RunRecord};
 
 use crate::charts::{charts, only_workload, workloads};
 use crate::compare::compare;
-use crate::derive::{self, per_unit, points, run_labels, PowerBasis, PowerFigure};
+use crate::derive::{self, points, run_labels, unit_scale, PowerBasis, PowerFigure};
 use crate::fmt::{latency_ns, num};
 use tco::md_cell as c;
 
@@ -133,29 +133,37 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         }
         m.push_str(&row(&g));
         m.push_str(&row(&a));
-        m.push_str("\n### Efficiency\n\n");
-        m.push_str(&header(&["Run", "Point", "Throughput", "Power", "Perf/W", "W per unit", "W above idle per unit", "%CPU used", "%CPU per unit"]));
-        for (i, run) in wr.iter().enumerate() {
-            for p in points(i, run) {
-                let Some(e) = p.efficiency() else { continue };
-                let pu = |v: Option<f64>| {
-                    v.map_or("-".to_string(), |v| {
-                        let (x, u) = per_unit(v, &e.unit);
-                        format!("{} {u}", num(x))
-                    })
-                };
-                m.push_str(&row(&[
-                    wl_labels[i].clone(),
-                    p.label(),
-                    format!("{} {}", num(e.perf), e.unit),
-                    power(&e.power),
-                    e.perf_per_w.map_or("-".into(), |v| format!("{} {}/W", num(v), e.unit)),
-                    pu(e.w_per_perf),
-                    pu(e.dw_per_perf),
-                    e.cpu_used_pct.map_or("-".into(), |v| format!("{v:.1}%")),
-                    pu(e.cpu_pct_per_perf),
-                ]));
-            }
+        m.push_str("\n### Efficiency (each run's best point)\n\n");
+        let eff = derive::efficiency_rows(&wr);
+        let unit = eff.first().map(|r| r.3.unit.clone()).unwrap_or_default();
+        let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> { eff.iter().filter_map(|r| f(&r.3)).collect() };
+        let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
+        let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
+        let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
+        m.push_str(&header(&[
+            "Test",
+            "Run",
+            &format!("Throughput ({unit})"),
+            "Power",
+            &format!("Perf/W ({unit} per W)"),
+            &format!("W per {pw}{unit}"),
+            &format!("W above idle per {pd}{unit}"),
+            "%CPU used",
+            &format!("%CPU per {pc}{unit}"),
+        ]));
+        for (rowname, i, point, e) in &eff {
+            let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| num(v * s));
+            m.push_str(&row(&[
+                rowname.clone(),
+                format!("{} ({point})", wl_labels[*i]),
+                num(e.perf),
+                power(&e.power),
+                e.perf_per_w.map_or("-".into(), num),
+                f(e.w_per_perf, sw),
+                f(e.dw_per_perf, sd),
+                e.cpu_used_pct.map_or("-".into(), |v| format!("{v:.1}%")),
+                f(e.cpu_pct_per_perf, sc),
+            ]));
         }
         m.push_str("\n### Results\n\n");
         m.push_str(&header(&["Run", "Test", "Parameters", "n", "Headline (mean ± sd)", "p50", "p99", "p99.9", "Warnings"]));

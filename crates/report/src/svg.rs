@@ -40,7 +40,7 @@ pub struct LineSeries {
 
 /// Round tick positions covering [lo, hi].
 fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
-    if !(hi > lo) {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         return vec![lo];
     }
     let raw = (hi - lo) / target.max(1) as f64;
@@ -53,12 +53,13 @@ fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     let start = (lo / step).floor() * step;
     let mut t = Vec::new();
     let mut v = start;
+    // The last tick is the first at or above `hi`, so the axis always covers the data.
     for _ in 0..100 {
-        if v > hi + step * 1e-9 {
-            break;
-        }
         if v >= lo - step * 1e-9 {
             t.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        }
+        if v >= hi - step * 1e-9 {
+            break;
         }
         v += step;
     }
