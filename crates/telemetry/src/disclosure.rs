@@ -64,7 +64,11 @@ impl DisclosureSources {
 /// Collect this host's disclosure from `proc_root` and `sys_root` (see
 /// [`DisclosureSources::for_roots`] for what else is read).
 pub fn collect(host: &str, role: &str, proc_root: &Path, sys_root: &Path) -> HostDisclosure {
-    collect_with(host, role, &DisclosureSources::for_roots(proc_root, sys_root))
+    collect_with(
+        host,
+        role,
+        &DisclosureSources::for_roots(proc_root, sys_root),
+    )
 }
 
 /// How long dmidecode / systemd-detect-virt may take.
@@ -269,13 +273,19 @@ pub fn collect_with(host: &str, role: &str, src: &DisclosureSources) -> HostDisc
 fn cpu_identity(f: &mut Facts, blocks: &[CpuInfoBlock]) {
     let first = blocks.iter().find(|b| b.get("processor").is_some());
     let any = |k: &str| blocks.iter().find_map(|b| b.get(k));
-    match any("model name").or_else(|| any("Model")).or_else(|| any("Hardware")) {
+    match any("model name")
+        .or_else(|| any("Model"))
+        .or_else(|| any("Hardware"))
+    {
         Some(m) => f.known("cpu.model", m),
         None => match any("CPU part") {
             // Arm cores have no model name: the implementer/part pair identifies them.
             Some(p) => f.known(
                 "cpu.model",
-                format!("Arm part {p} (implementer {})", any("CPU implementer").unwrap_or("?")),
+                format!(
+                    "Arm part {p} (implementer {})",
+                    any("CPU implementer").unwrap_or("?")
+                ),
             ),
             None => f.unknown("cpu.model", "no `model name` in /proc/cpuinfo"),
         },
@@ -395,7 +405,10 @@ fn frequency(f: &mut Facts, cpu_dir: &Path, sys_root: &Path) {
                       (a VM, or frequency is not under OS control)";
     match governors.len() {
         0 => f.unknown("cpu.governor", no_cpufreq),
-        1 => f.known("cpu.governor", governors.iter().next().cloned().unwrap_or_default()),
+        1 => f.known(
+            "cpu.governor",
+            governors.iter().next().cloned().unwrap_or_default(),
+        ),
         _ => f.known(
             "cpu.governor",
             format!(
@@ -421,7 +434,14 @@ fn frequency(f: &mut Facts, cpu_dir: &Path, sys_root: &Path) {
             },
         );
     } else if let Ok(v) = read_trim(&boost) {
-        f.known("cpu.turbo", if v == "1" { "on (boost)" } else { "off (boost=0)" });
+        f.known(
+            "cpu.turbo",
+            if v == "1" {
+                "on (boost)"
+            } else {
+                "off (boost=0)"
+            },
+        );
     } else {
         f.unknown(
             "cpu.turbo",
@@ -505,7 +525,11 @@ pub fn nic_model(modalias: &str, pci_ids: Option<&str>) -> Option<String> {
         // pci:v00008086d00001572sv...
         let after_v = rest.strip_prefix('v')?;
         let v = after_v.get(4..8)?.to_ascii_lowercase();
-        let d = after_v.get(8..)?.strip_prefix('d')?.get(4..8)?.to_ascii_lowercase();
+        let d = after_v
+            .get(8..)?
+            .strip_prefix('d')?
+            .get(4..8)?
+            .to_ascii_lowercase();
         let name = pci_ids.and_then(|t| pci_name(t, &v, &d));
         return Some(match name {
             Some(n) => format!("{n} [{v}:{d}]"),
@@ -513,7 +537,9 @@ pub fn nic_model(modalias: &str, pci_ids: Option<&str>) -> Option<String> {
         });
     }
     if let Some(rest) = modalias.strip_prefix("virtio:d") {
-        let dev = rest.get(..8).and_then(|d| u32::from_str_radix(d, 16).ok())?;
+        let dev = rest
+            .get(..8)
+            .and_then(|d| u32::from_str_radix(d, 16).ok())?;
         let kind = match dev {
             1 => "net",
             2 => "block",
@@ -608,7 +634,10 @@ fn nics(f: &mut Facts, sys_root: &Path) {
         f.file(&key("operstate"), &dir.join("operstate"));
     }
     if physical == 0 {
-        f.unknown("nic", "no interface with a backing device in /sys/class/net");
+        f.unknown(
+            "nic",
+            "no interface with a backing device in /sys/class/net",
+        );
     }
     if !virtual_ifaces.is_empty() {
         f.known("nic.virtual", virtual_ifaces.join(", "));
@@ -636,7 +665,11 @@ fn virt(f: &mut Facts, blocks: &[CpuInfoBlock], sys_root: &Path) {
             detail.push(format!("hypervisor {t}"));
         }
         if let Some(v) = vendor {
-            detail.push(format!("{v} {}", product.unwrap_or_default()).trim().to_string());
+            detail.push(
+                format!("{v} {}", product.unwrap_or_default())
+                    .trim()
+                    .to_string(),
+            );
         }
         f.known("virt", format!("vm ({})", detail.join("; ")));
     } else if has_x86_flags {
@@ -678,8 +711,11 @@ mod tests {
         );
         let ids = "# comment\n8086  Intel Corporation\n\t1572  Ethernet Controller X710 for 10GbE SFP+\n\t15721  x\n8087  Other\n";
         assert_eq!(
-            nic_model("pci:v00008086d00001572sv00008086sd00000001bc02sc00i00", Some(ids))
-                .as_deref(),
+            nic_model(
+                "pci:v00008086d00001572sv00008086sd00000001bc02sc00i00",
+                Some(ids)
+            )
+            .as_deref(),
             Some("Intel Corporation Ethernet Controller X710 for 10GbE SFP+ [8086:1572]")
         );
         assert_eq!(

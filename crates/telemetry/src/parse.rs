@@ -251,7 +251,8 @@ pub fn parse_cpuinfo(text: &str) -> Vec<CpuInfoBlock> {
             continue;
         }
         if let Some((k, v)) = line.split_once(':') {
-            cur.fields.push((k.trim().to_string(), v.trim().to_string()));
+            cur.fields
+                .push((k.trim().to_string(), v.trim().to_string()));
         }
     }
     if !cur.fields.is_empty() {

@@ -446,9 +446,10 @@ fn open_rapl(root: &Path, now: Instant, det: &mut PowerDetection) -> Vec<RaplZon
                     last: Some((e, now)),
                 });
             }
-            Err(e) => det
-                .notes
-                .push(format!("rapl {label}: {}", describe_read_error(&energy_path, &e))),
+            Err(e) => det.notes.push(format!(
+                "rapl {label}: {}",
+                describe_read_error(&energy_path, &e)
+            )),
         }
     }
     zones
@@ -478,9 +479,8 @@ fn open_hwmon(root: &Path, now: Instant, det: &mut PowerDetection) -> Vec<HwmonS
             .collect();
         files.sort();
         for f in &files {
-            let (chan, is_energy) = if let Some(c) = f
-                .strip_suffix("_input")
-                .filter(|c| c.starts_with("power"))
+            let (chan, is_energy) = if let Some(c) =
+                f.strip_suffix("_input").filter(|c| c.starts_with("power"))
             {
                 (c.to_string(), false)
             } else if let Some(c) = f
@@ -492,10 +492,7 @@ fn open_hwmon(root: &Path, now: Instant, det: &mut PowerDetection) -> Vec<HwmonS
                     continue;
                 }
                 (c.to_string(), false)
-            } else if let Some(c) = f
-                .strip_suffix("_input")
-                .filter(|c| c.starts_with("energy"))
-            {
+            } else if let Some(c) = f.strip_suffix("_input").filter(|c| c.starts_with("energy")) {
                 (c.to_string(), true)
             } else {
                 continue;

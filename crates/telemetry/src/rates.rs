@@ -165,13 +165,7 @@ pub fn disk_rates(prev: &[DiskCounters], cur: &[DiskCounters], dt_s: f64) -> Vec
 }
 
 /// A process's CPU over an interval, in percent of one CPU (100 = one full core).
-pub fn proc_cpu(
-    role: &str,
-    prev: &PidStat,
-    cur: &PidStat,
-    dt_s: f64,
-    ticks_per_s: f64,
-) -> ProcCpu {
+pub fn proc_cpu(role: &str, prev: &PidStat, cur: &PidStat, dt_s: f64, ticks_per_s: f64) -> ProcCpu {
     let pct = |a: u64, b: u64| {
         if dt_s <= 0.0 || ticks_per_s <= 0.0 || b < a {
             0.0

@@ -16,13 +16,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use model::{
-    CpuUtil, DiskRate, IdlePower, NicRate, PowerSummary, ProcCpu, TelemetrySample,
-    TelemetrySummary,
+    CpuUtil, DiskRate, IdlePower, NicRate, PowerSummary, ProcCpu, TelemetrySample, TelemetrySummary,
 };
 
 use crate::parse::{
-    cpuinfo_mhz, parse_cpuinfo, parse_diskstats, parse_khz_as_mhz, parse_net_dev,
-    parse_pid_stat, parse_proc_stat, DiskCounters, NetDevCounters, PidStat, ProcStat,
+    cpuinfo_mhz, parse_cpuinfo, parse_diskstats, parse_khz_as_mhz, parse_net_dev, parse_pid_stat,
+    parse_proc_stat, DiskCounters, NetDevCounters, PidStat, ProcStat,
 };
 use crate::power::{PowerConfig, PowerDetection, PowerSources};
 use crate::rates::{counter_delta, cpu_util, disk_rates, nic_rates, proc_cpu};
@@ -154,12 +153,15 @@ pub fn is_whole_disk(sys_root: &Path, name: &str) -> bool {
         return block.join(name.replace('/', "!")).exists();
     }
     let ends_digit = name.chars().last().is_some_and(|c| c.is_ascii_digit());
-    let classic = ["sd", "hd", "vd", "xvd"].iter().any(|p| name.starts_with(p));
+    let classic = ["sd", "hd", "vd", "xvd"]
+        .iter()
+        .any(|p| name.starts_with(p));
     let p_part = (name.starts_with("nvme") || name.starts_with("mmcblk"))
         && name
             .rsplit_once('p')
             .is_some_and(|(_, n)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-    !(classic && ends_digit) && !p_part
+    let partition = (classic && ends_digit) || p_part;
+    !partition
 }
 
 fn ticks_per_s() -> f64 {
@@ -215,7 +217,9 @@ impl State {
                     return Vec::new();
                 };
                 let m = cpuinfo_mhz(&parse_cpuinfo(&s));
-                cpus.iter().map_while(|n| m.get(n).copied()).collect::<Vec<_>>()
+                cpus.iter()
+                    .map_while(|n| m.get(n).copied())
+                    .collect::<Vec<_>>()
             }
             FreqSource::None => Vec::new(),
         };
@@ -384,7 +388,9 @@ impl Sampler {
     pub fn watch_process(&self, role: &str, pid: u32) {
         let mut st = lock(&self.shared.0);
         let Some(s) = read_pid(&st.cfg.proc_root, pid) else {
-            st.note(format!("cannot watch process {pid} ({role}): no such process"));
+            st.note(format!(
+                "cannot watch process {pid} ({role}): no such process"
+            ));
             return;
         };
         st.watched.retain(|w| w.pid != pid);
@@ -533,6 +539,17 @@ pub fn summarize_with_notes(
         .collect()
 }
 
+/// Running mean and max of one power source/zone.
+#[derive(Default)]
+struct PowerAcc {
+    source: String,
+    zone: String,
+    whole_system: bool,
+    modelled: bool,
+    max_watts: f64,
+    acc: Acc<1>,
+}
+
 fn ordered_insert<'a, T: Default>(v: &'a mut Vec<(String, T)>, key: &str) -> &'a mut T {
     let i = match v.iter().position(|(k, _)| k == key) {
         Some(i) => i,
@@ -562,7 +579,7 @@ fn summarize_host(
     let mut disks: Vec<(String, Acc<5>)> = Vec::new();
     let mut freq: Acc<1> = Acc::default();
     let mut procs: Vec<(String, (u32, String, Acc<2>))> = Vec::new();
-    let mut power: Vec<(String, (String, String, bool, bool, f64, Acc<1>))> = Vec::new();
+    let mut power: Vec<(String, PowerAcc)> = Vec::new();
     for s in &measured {
         let w = s.interval_s;
         for c in &s.cpus {
@@ -620,27 +637,27 @@ fn summarize_host(
         for r in &s.power {
             let key = format!("{}\u{0}{}", r.source, r.zone);
             let e = ordered_insert(&mut power, &key);
-            if e.5.weight == 0.0 {
-                e.0.clone_from(&r.source);
-                e.1.clone_from(&r.zone);
-                e.2 = r.whole_system;
-                e.3 = r.modelled;
-                e.4 = r.watts;
+            if e.acc.weight == 0.0 {
+                e.source.clone_from(&r.source);
+                e.zone.clone_from(&r.zone);
+                e.whole_system = r.whole_system;
+                e.modelled = r.modelled;
+                e.max_watts = r.watts;
             }
-            e.4 = e.4.max(r.watts);
-            e.5.add([r.watts], w);
+            e.max_watts = e.max_watts.max(r.watts);
+            e.acc.add([r.watts], w);
         }
     }
     let [ctxt_per_s, intr_per_s] = rates.mean();
     let power: Vec<PowerSummary> = power
         .into_iter()
-        .map(|(_, (source, zone, whole_system, modelled, max_watts, acc))| PowerSummary {
-            source,
-            zone,
-            mean_watts: acc.mean()[0],
-            max_watts,
-            whole_system,
-            modelled,
+        .map(|(_, p)| PowerSummary {
+            mean_watts: p.acc.mean()[0],
+            source: p.source,
+            zone: p.zone,
+            max_watts: p.max_watts,
+            whole_system: p.whole_system,
+            modelled: p.modelled,
         })
         .collect();
     let power_missing = power.is_empty().then(|| {
@@ -728,10 +745,7 @@ pub fn measure_idle(cfg: &SamplerConfig, duration: Duration) -> anyhow::Result<I
     let sampler = Sampler::start(cfg.clone())?;
     let detection = sampler.power_detection();
     if detection.sources.is_empty() {
-        anyhow::bail!(
-            "idle power not measured: {}",
-            detection.missing_reason()
-        );
+        anyhow::bail!("idle power not measured: {}", detection.missing_reason());
     }
     std::thread::sleep(duration);
     let samples = sampler.stop();

@@ -74,9 +74,7 @@ fn diskstats_real() {
     assert!(a.iter().any(|d| d.name == "loop0"));
     let b = parse_diskstats(DISK_B);
     let r = disk_rates(&a, &b, 1.2);
-    assert!(r
-        .iter()
-        .all(|d| d.util_pct >= 0.0 && d.util_pct <= 100.0));
+    assert!(r.iter().all(|d| d.util_pct >= 0.0 && d.util_pct <= 100.0));
 }
 
 #[test]
@@ -95,7 +93,10 @@ fn cpuinfo_real() {
     let b = parse_cpuinfo(CPUINFO);
     let procs: Vec<_> = b.iter().filter(|b| b.get("processor").is_some()).collect();
     assert_eq!(procs.len(), 2);
-    assert_eq!(procs[0].get("model name"), Some("Intel(R) Xeon(R) Processor"));
+    assert_eq!(
+        procs[0].get("model name"),
+        Some("Intel(R) Xeon(R) Processor")
+    );
     assert_eq!(procs[0].get("vendor_id"), Some("GenuineIntel"));
     assert!(procs[0].get("flags").unwrap().contains("hypervisor"));
     let mhz = cpuinfo_mhz(&b);

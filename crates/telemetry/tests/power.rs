@@ -255,12 +255,17 @@ fn ipmi_deactivated_or_failing_is_a_note() {
     ));
     let det = detect_power(&cfg);
     assert!(det.sources.is_empty());
-    assert!(det.notes.iter().any(|n| n.contains("deactivated")), "{det:?}");
+    assert!(
+        det.notes.iter().any(|n| n.contains("deactivated")),
+        "{det:?}"
+    );
 
     cfg.ipmitool = Some("sh -c 'echo Could not open device at /dev/ipmi0 >&2; exit 1' --".into());
     let det = detect_power(&cfg);
     assert!(
-        det.notes.iter().any(|n| n.contains("Could not open device")),
+        det.notes
+            .iter()
+            .any(|n| n.contains("Could not open device")),
         "{det:?}"
     );
 }

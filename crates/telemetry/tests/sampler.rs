@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use telemetry::{
-    measure_idle, summarize, summarize_with_notes, PowerConfig, PowerModel, Sampler,
-    SamplerConfig,
+    measure_idle, summarize, summarize_with_notes, PowerConfig, PowerModel, Sampler, SamplerConfig,
 };
 
 fn write(p: &Path, s: &str) {
@@ -323,7 +322,11 @@ fn live_host_sees_a_busy_thread() {
     burner.join().unwrap();
     let samples = s.take();
     let elapsed = t0.elapsed().as_secs_f64();
-    assert!(samples.len() >= 4, "{} samples in {elapsed:.2} s", samples.len());
+    assert!(
+        samples.len() >= 4,
+        "{} samples in {elapsed:.2} s",
+        samples.len()
+    );
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     for x in &samples {
         assert_eq!(x.cpus.iter().filter(|c| c.cpu >= 0).count(), ncpu);
