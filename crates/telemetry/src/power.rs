@@ -13,8 +13,8 @@
 //! * `model`: a declared `idle_w`..`max_w` line over the measured all-CPU busy %, marked
 //!   `modelled` so it is never mistaken for a measurement.
 //!
-//! RAPL and hwmon energy counters need two readings: the first sample after start only
-//! sets the baseline, so it carries no reading from them.
+//! RAPL and hwmon energy counters need two readings: [`PowerSources::open`] takes the
+//! baseline, so the first sample already carries their mean watts since then.
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -96,6 +96,9 @@ struct State {
     warmup: bool,
     samples: Vec<TelemetrySample>,
     notes: Vec<String>,
+    /// When the sampling thread next closes an interval (pushed back by every attempt,
+    /// successful or not, and by `take`).
+    due: Instant,
     stop: bool,
 }
 
@@ -237,9 +240,12 @@ impl State {
         if now.saturating_duration_since(self.prev.at) < MIN_INTERVAL {
             return false;
         }
+        self.due = now + self.cfg.interval;
         let cur = match snapshot(&self.cfg) {
             Ok(s) => s,
             Err(e) => {
+                // The previous snapshot stays the baseline: the next good one spans
+                // the whole time since, so no rate is computed over a wrong interval.
                 self.note(format!("{e:#}"));
                 return false;
             }
@@ -357,6 +363,7 @@ impl Sampler {
         let (power, detection) = PowerSources::open(&cfg.power);
         let cpus: Vec<u32> = prev.stat.cpus.iter().map(|(n, _)| *n).collect();
         let freq = detect_freq_source(&cfg, &cpus);
+        let interval = cfg.interval;
         let state = State {
             start: prev.at,
             cfg,
@@ -369,6 +376,7 @@ impl Sampler {
             warmup: false,
             samples: Vec::new(),
             notes: Vec::new(),
+            due: Instant::now() + interval,
             stop: false,
         };
         let shared: Shared = Arc::new((Mutex::new(state), Condvar::new()));
@@ -466,12 +474,14 @@ fn run(shared: Shared) {
         if st.stop {
             return;
         }
-        let due = st.prev.at + st.cfg.interval;
+        let due = st.due;
         let now = Instant::now();
         if now >= due {
-            if !st.sample_now() {
-                // /proc/stat unreadable: retry one interval later, not in a hot loop.
-                st.prev.at = now;
+            // Pushes `due` one interval on, even when /proc/stat could not be read, so a
+            // failing read is retried once per interval, not in a hot loop.
+            st.sample_now();
+            if st.due <= now {
+                st.due = now + st.cfg.interval;
             }
             continue;
         }
