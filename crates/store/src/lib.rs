@@ -183,7 +183,6 @@ impl Store {
         Ok(())
     }
 
-
     /// Add validity flags to every stored result of `step` (flags found after it was
     /// inserted, e.g. by a consistency check at the end of a sweep point).
     pub fn add_flags(&self, run_id: &str, step: u32, flags: &[model::Flag]) -> anyhow::Result<()> {
