@@ -488,6 +488,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                             ));
                         }
                         let summary = telemetry.summarize(&samples);
+                        let (metrics, missing) = finite_only(out.metrics, out.missing);
                         ResultRecord {
                             workload: r.registration.name.to_string(),
                             test: test.clone(),
@@ -497,8 +498,8 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                             headline: out.headline,
                             started_at,
                             duration_s: out.duration_s,
-                            metrics: out.metrics,
-                            missing: out.missing,
+                            metrics,
+                            missing,
                             histograms: out.histograms,
                             telemetry: samples,
                             telemetry_summary: summary,
@@ -605,6 +606,21 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// A figure that came out NaN or infinite was not measured: move it to `missing`.
+fn finite_only(
+    metrics: Vec<model::Metric>,
+    mut missing: Vec<model::MissingMetric>,
+) -> (Vec<model::Metric>, Vec<model::MissingMetric>) {
+    let (ok, bad): (Vec<_>, Vec<_>) = metrics.into_iter().partition(|m| m.value.is_finite());
+    for m in bad {
+        missing.push(model::MissingMetric {
+            name: m.name,
+            reason: format!("the computation gave {} (nothing to divide by?)", m.value),
+        });
+    }
+    (ok, missing)
 }
 
 /// Requests or duration of a point, for the progress bar.
