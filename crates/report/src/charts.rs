@@ -7,7 +7,6 @@ use hdrhistogram::Histogram;
 use model::RunRecord;
 
 use crate::derive::{self, best_points, param_str, peak_params, points, run_labels, Point, PowerBasis};
-use crate::fmt::latency_ns;
 use crate::svg::{self, BarSeries, LineSeries, Scale, Stack};
 
 /// One chart (or the note that replaces it).
@@ -274,37 +273,54 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             svg: Some(svg::line_chart(&title, "percentile", "latency (us)", Scale::Nines, Scale::Log, &series)),
             note: None,
         });
-        let hs: Vec<&Histogram<u64>> = curves.iter().map(|c| &c.1).collect();
-        let edges = bucket_edges(&hs);
-        let mut cats: Vec<String> = Vec::new();
-        let mut prev: Option<u64> = None;
-        for e in &edges {
-            cats.push(match prev {
-                None => format!("< {}", latency_ns(*e as f64)),
-                Some(p) => format!("{}-{}", short_ns(p), latency_ns(*e as f64)),
+        // Histogram buckets, one chart per test (the Aerospike study's view: each run's
+        // share of operations per latency bucket, side by side).
+        for (row, per_run) in best.iter().take(4) {
+            let hs: Vec<(String, Histogram<u64>)> = per_run
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let p = p.as_ref()?;
+                    let (_, _, h) = p.latency()?;
+                    let chosen = p.param_label(&[]);
+                    Some((if labels.len() > 1 { format!("{} ({chosen})", labels[i]) } else { chosen }, h))
+                })
+                .collect();
+            if hs.is_empty() {
+                continue;
+            }
+            let refs: Vec<&Histogram<u64>> = hs.iter().map(|h| &h.1).collect();
+            let edges = bucket_edges(&refs);
+            let mut cats: Vec<String> = Vec::new();
+            let mut prev: Option<u64> = None;
+            for e in &edges {
+                cats.push(match prev {
+                    None => format!("< {}", compact_ns(*e)),
+                    Some(p) => bucket_label(p, *e),
+                });
+                prev = Some(*e);
+            }
+            if let Some(p) = prev {
+                cats.push(format!(">= {}", compact_ns(p)));
+            }
+            let series: Vec<BarSeries> = hs
+                .iter()
+                .map(|(n, h)| {
+                    let v = bucket_shares(h, &edges);
+                    BarSeries { name: n.clone(), warn: vec![false; v.len()], values: v.into_iter().map(Some).collect() }
+                })
+                .collect();
+            let test = strip(row);
+            let title = format!("{wl} {test}: % of operations per latency bucket");
+            out.push(Chart {
+                file: format!("{}_buckets_{}.svg", slug(wl), slug(&test)),
+                title: title.clone(),
+                section: "latency".into(),
+                workload: wl.to_string(),
+                svg: Some(svg::bar_chart(&title, "% of operations", &cats, &series)),
+                note: None,
             });
-            prev = Some(*e);
         }
-        if let Some(p) = prev {
-            cats.push(format!(">= {}", latency_ns(p as f64)));
-        }
-        let series: Vec<BarSeries> = curves
-            .iter()
-            .take(6)
-            .map(|(n, h, _)| {
-                let v = bucket_shares(h, &edges);
-                BarSeries { name: n.clone(), warn: vec![false; v.len()], values: v.into_iter().map(Some).collect() }
-            })
-            .collect();
-        let title = format!("{wl}: % of operations per latency bucket");
-        out.push(Chart {
-            file: format!("{}_latency_buckets.svg", slug(wl)),
-            title: title.clone(),
-            section: "latency".into(),
-            workload: wl.to_string(),
-            svg: Some(svg::bar_chart(&title, "% of operations", &cats, &series)),
-            note: None,
-        });
     }
     // 4. Power and perf/W of the best points.
     let mut power_series = Vec::new();
@@ -379,9 +395,29 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
     out
 }
 
-fn short_ns(ns: u64) -> String {
-    let s = latency_ns(ns as f64);
-    s.split(' ').next().unwrap_or("").to_string()
+/// The unit a latency reads best in: (divisor, suffix).
+fn ns_unit(ns: u64) -> (f64, &'static str) {
+    if ns >= 1_000_000_000 {
+        (1e9, "s")
+    } else if ns >= 1_000_000 {
+        (1e6, "ms")
+    } else if ns >= 1_000 {
+        (1e3, "us")
+    } else {
+        (1.0, "ns")
+    }
+}
+
+/// `500 us`, `1 ms`, `2.5 ms`: bucket edges are round, so no trailing zeros.
+fn compact_ns(ns: u64) -> String {
+    let (d, u) = ns_unit(ns);
+    format!("{} {u}", crate::fmt::si(ns as f64 / d))
+}
+
+/// `0.5-1 ms`: both edges in the upper edge's unit.
+fn bucket_label(lo: u64, hi: u64) -> String {
+    let (d, u) = ns_unit(hi);
+    format!("{}-{} {u}", crate::fmt::si(lo as f64 / d), crate::fmt::si(hi as f64 / d))
 }
 
 /// Stacked per-CPU breakdown of each run's highest-throughput step on the SUT.

@@ -388,24 +388,18 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         }
         let _ = write!(
             h,
-            r#"<table><caption>All results: {}</caption><tr><th>Test</th><th>Parameters</th><th>n</th><th>Headline (mean &plusmn; sd)</th><th>CV</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>Latency kind</th><th>Warnings</th></tr>"#,
+            r#"<table><caption>All results: {}</caption><tr><th>Test</th><th>Parameters</th><th>n</th><th>Headline (mean &plusmn; sd)</th><th>CV</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>&gt; 1 ms</th><th>Latency kind</th><th>Warnings</th></tr>"#,
             esc(&labels[i])
         );
         for p in pts {
             let s = p.headline();
             let lat = p.latency();
             let q = |x: f64| lat.as_ref().map_or("-".to_string(), |(_, _, hh)| latency_ns(hh.value_at_quantile(x) as f64));
-            let mut extra = String::new();
-            if let Some((_, _, hh)) = &lat {
-                // The Aerospike study's threshold view: share of operations over 1 ms.
-                let over = pct_over(hh, 1_000_000);
-                if over > 0.0 {
-                    extra = format!(r#"<br><span class="muted">{over:.2}% over 1 ms</span>"#);
-                }
-            }
+            // The Aerospike study's threshold view: share of operations slower than 1 ms.
+            let over = lat.as_ref().map_or("-".to_string(), |(_, _, hh)| format!("{:.2}%", pct_over(hh, 1_000_000)));
             let _ = write!(
                 h,
-                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}{extra}</td><td>{}</td><td>{}</td></tr>"#,
+                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{over}</td><td>{}</td><td>{}</td></tr>"#,
                 esc(&p.test),
                 esc(&p.param_label(&[])),
                 p.valid().len(),
@@ -451,7 +445,7 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     for k in keys {
         let vals: Vec<String> = cols
             .iter()
-            .map(|(_, hd)| hd.facts.get(k).map_or("-".to_string(), |f| f.display()))
+            .map(|(_, hd)| hd.facts.get(k).map_or("-".to_string(), |f| human_fact(k, f)))
             .collect();
         let differs = vals.windows(2).any(|w| w[0] != w[1]);
         let _ = write!(h, "<tr><td><code>{}</code></td>", esc(k));
@@ -490,6 +484,17 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     }
 }
 
+/// A fact for people: byte counts also in GiB.
+fn human_fact(key: &str, f: &model::Fact) -> String {
+    match (&f.value, key.ends_with("_bytes")) {
+        (Some(v), true) => match v.parse::<f64>() {
+            Ok(b) => format!("{:.1} GiB ({v})", b / (1u64 << 30) as f64),
+            Err(_) => v.clone(),
+        },
+        _ => f.display(),
+    }
+}
+
 /// The TCO tables (the seed's Table 2 layout, with its Difference columns).
 pub fn tco_html(h: &mut String, t: &tco::TcoResult) {
     let _ = write!(h, r#"<h2 id="tco">{}</h2>"#, esc(&t.title));
@@ -523,7 +528,35 @@ pub fn tco_html(h: &mut String, t: &tco::TcoResult) {
         }
         h.push_str("</tr>");
     }
-    h.push_str("</table><ul>");
+    h.push_str("</table>");
+    // The seed's Figure 1: each platform's rack relative to the baseline's.
+    let pick = ["Performance", "Total", "Power (W)", "Perf per $", "Perf per W"];
+    let rows: Vec<&tco::Row> = pick.iter().filter_map(|l| t.rows.iter().find(|r| r.label == *l)).collect();
+    let cats: Vec<String> = rows
+        .iter()
+        .map(|r| match r.label.as_str() {
+            "Total" => format!("TCO ({})", t.years_label()),
+            "Power (W)" => "Power".to_string(),
+            other => other.to_string(),
+        })
+        .collect();
+    let series: Vec<crate::svg::BarSeries> = t
+        .platforms
+        .iter()
+        .enumerate()
+        .map(|(i, p)| crate::svg::BarSeries {
+            name: format!("{} x {}", p.servers_per_rack, p.name),
+            values: rows.iter().map(|r| r.rack_ratio[i]).collect(),
+            warn: vec![p.power_modelled; rows.len()],
+        })
+        .collect();
+    let title = format!(
+        "Full rack ({} W for servers) relative to {}",
+        num(t.usable_w()),
+        t.platforms[t.baseline].name
+    );
+    let svg = crate::svg::bar_chart(&title, "x baseline", &cats, &series);
+    let _ = write!(h, r#"<figure>{svg}<figcaption>{}</figcaption></figure><ul>"#, esc(&title));
     for f in tco::footnotes(t) {
         let cls = if f.contains("MODELLED") { r#" class="modelled""# } else { "" };
         let _ = write!(h, "<li{cls}>{}</li>", esc(&f));

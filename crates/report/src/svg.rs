@@ -90,42 +90,60 @@ fn open(out: &mut String, title: &str, h: f64) {
     );
 }
 
-fn legend(out: &mut String, names: &[String], y: f64) {
+/// Legend entries laid out left to right, wrapping onto new rows: (x, row) per name.
+fn legend_layout(names: &[String]) -> (Vec<(f64, usize)>, usize) {
     let mut x = ML;
-    for (i, n) in names.iter().enumerate() {
-        let label = esc(n);
-        let width = 22.0 + 6.6 * n.chars().count() as f64;
+    let mut row = 0;
+    let mut out = Vec::new();
+    for n in names {
+        let width = 22.0 + 6.4 * n.chars().count() as f64;
         if x + width > W - MR && x > ML {
-            // Legends wider than the chart wrap onto no further lines: they are truncated by
-            // the viewBox; keep names short (the run label).
-            break;
+            x = ML;
+            row += 1;
         }
+        out.push((x, row));
+        x += width + 12.0;
+    }
+    (out, if names.is_empty() { 0 } else { row + 1 })
+}
+
+/// Extra height the legend needs beyond its first row.
+fn legend_extra(names: &[String]) -> f64 {
+    let (_, rows) = legend_layout(names);
+    16.0 * rows.saturating_sub(1) as f64
+}
+
+fn legend(out: &mut String, names: &[String], y: f64) {
+    let (pos, _) = legend_layout(names);
+    for (i, (n, (x, row))) in names.iter().zip(pos).enumerate() {
+        let ty = y + 16.0 * row as f64;
         let _ = write!(
             out,
-            r##"<rect x="{x}" y="{y0}" width="12" height="12" fill="{c}"/><text x="{tx}" y="{ty}" fill="#333">{label}</text>"##,
-            y0 = y - 10.0,
+            r##"<rect x="{x:.1}" y="{y0:.1}" width="12" height="12" fill="{c}"/><text x="{tx:.1}" y="{ty:.1}" fill="#333">{label}</text>"##,
+            y0 = ty - 10.0,
             c = color(i),
             tx = x + 16.0,
-            ty = y
+            label = esc(n)
         );
-        x += width + 12.0;
     }
 }
 
 /// Grouped vertical bars: one group per category, one bar per series.
 pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[BarSeries]) -> String {
     let mb = if categories.iter().any(|c| c.chars().count() > 12) { 96.0 } else { 48.0 };
-    let h = H + mb - 48.0;
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let extra = legend_extra(&names);
+    let h = H + mb - 48.0 + extra;
     let mut out = String::new();
     open(&mut out, title, h);
-    legend(&mut out, &series.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), 42.0);
+    legend(&mut out, &names, 42.0);
     let max = series
         .iter()
         .flat_map(|s| s.values.iter().flatten())
         .fold(0.0f64, |a, b| a.max(*b));
     let ticks = nice_ticks(0.0, if max > 0.0 { max * 1.08 } else { 1.0 }, 5);
     let top = *ticks.last().unwrap_or(&1.0);
-    let (x0, x1, y0, y1) = (ML, W - MR, MT, h - mb);
+    let (x0, x1, y0, y1) = (ML, W - MR, MT + extra, h - mb);
     let ys = |v: f64| y1 - (v / top) * (y1 - y0);
     axis_y(&mut out, &ticks, &ys, x0, x1, y_label, y0, y1);
     let nc = categories.len().max(1) as f64;
@@ -235,11 +253,13 @@ pub fn line_chart(
     y_scale: Scale,
     series: &[LineSeries],
 ) -> String {
-    let h = H + 10.0;
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let extra = legend_extra(&names);
+    let h = H + 10.0 + extra;
     let mut out = String::new();
     open(&mut out, title, h);
-    legend(&mut out, &series.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), 42.0);
-    let (x0, x1, y0, y1) = (ML, W - MR, MT, h - 52.0);
+    legend(&mut out, &names, 42.0);
+    let (x0, x1, y0, y1) = (ML, W - MR, MT + extra, h - 52.0);
     let tx = |v: f64| -> f64 {
         match x_scale {
             Scale::Linear => v,
@@ -362,7 +382,7 @@ pub struct Stack {
 
 /// Stacked vertical bars on a 0..max axis (per-CPU %usr/%sys/%irq/%soft...).
 pub fn stacked_chart(title: &str, y_label: &str, max: f64, stacks: &[Stack], colors: &[&str]) -> String {
-    let h = H;
+    let h = H + 10.0;
     let mut out = String::new();
     open(&mut out, title, h);
     let names: Vec<String> = stacks
@@ -418,6 +438,12 @@ pub fn stacked_chart(title: &str, y_label: &str, max: f64, stacks: &[Stack], col
             );
         }
     }
+    let _ = write!(
+        out,
+        r##"<text x="{mx}" y="{ly}" text-anchor="middle" fill="#333">CPU</text>"##,
+        mx = (x0 + x1) / 2.0,
+        ly = y1 + 34.0
+    );
     out.push_str("</svg>");
     out
 }

@@ -78,10 +78,11 @@ fn markdown_and_svg_files() {
     assert!(md.contains("**Geometric mean**"));
     let files = report::svg_charts(&runs);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
-    for want in ["kv_bars.svg", "kv_vs_instances.svg", "kv_vs_pipeline.svg", "kv_latency.svg", "kv_latency_buckets.svg", "kv_power.svg", "kv_perf_per_w.svg"] {
+    for want in ["kv_bars.svg", "kv_vs_instances.svg", "kv_vs_pipeline.svg", "kv_latency.svg", "kv_power.svg", "kv_perf_per_w.svg"] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
     assert!(names.iter().any(|n| n.starts_with("cpu_")));
+    assert!(names.contains(&"kv_buckets_set_pipeline_1.svg"), "{names:?}");
     for (_, s) in &files {
         assert!(s.starts_with("<?xml") && s.trim_end().ends_with("</svg>"));
     }
