@@ -6,7 +6,9 @@
 use hdrhistogram::Histogram;
 use model::RunRecord;
 
-use crate::derive::{self, best_points, param_str, peak_params, points, run_labels, Point, PowerBasis};
+use crate::derive::{
+    self, best_points, param_str, peak_params, points, run_labels, Point, PowerBasis,
+};
 use crate::svg::{self, BarSeries, LineSeries, Scale, Stack};
 
 /// One chart (or the note that replaces it).
@@ -26,7 +28,13 @@ pub struct Chart {
 fn slug(s: &str) -> String {
     let mut out: String = s
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     while out.contains("__") {
         out = out.replace("__", "_");
@@ -73,7 +81,12 @@ pub fn percentile_curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 
 /// Bucket edges (ns) for a latency histogram view: 1-2-5 steps from below p1 to max.
 pub fn bucket_edges(hs: &[&Histogram<u64>]) -> Vec<u64> {
-    let lo = hs.iter().map(|h| h.value_at_quantile(0.01)).min().unwrap_or(1).max(1);
+    let lo = hs
+        .iter()
+        .map(|h| h.value_at_quantile(0.01))
+        .min()
+        .unwrap_or(1)
+        .max(1);
     let hi = hs.iter().map(|h| h.max()).max().unwrap_or(1).max(lo + 1);
     let mut edges = Vec::new();
     let mut e = (lo as f64).log10().floor() as i32;
@@ -132,7 +145,11 @@ pub fn pct_over(h: &Histogram<u64>, threshold_ns: u64) -> f64 {
 /// Short name of a run+point series (`Centriq set P=1`).
 fn series_name(labels: &[String], p: &Point, skip: &[&str]) -> String {
     let params = p.param_label(skip);
-    let t = if params.is_empty() { p.test.clone() } else { format!("{} {params}", p.test) };
+    let t = if params.is_empty() {
+        p.test.clone()
+    } else {
+        format!("{} {params}", p.test)
+    };
     if labels.len() > 1 {
         format!("{} · {t}", labels[p.run_index])
     } else {
@@ -176,11 +193,21 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         .enumerate()
         .map(|(i, l)| BarSeries {
             name: l.clone(),
-            values: best.iter().map(|(_, v)| v[i].as_ref().and_then(|p| p.headline().map(|s| s.mean))).collect(),
-            warn: best.iter().map(|(_, v)| v[i].as_ref().is_some_and(|p| !p.flags().is_empty())).collect(),
+            values: best
+                .iter()
+                .map(|(_, v)| v[i].as_ref().and_then(|p| p.headline().map(|s| s.mean)))
+                .collect(),
+            warn: best
+                .iter()
+                .map(|(_, v)| v[i].as_ref().is_some_and(|p| !p.flags().is_empty()))
+                .collect(),
         })
         .collect();
-    let peak_note = if peak.is_empty() { String::new() } else { format!(" (best over {})", peak.join(", ")) };
+    let peak_note = if peak.is_empty() {
+        String::new()
+    } else {
+        format!(" (best over {})", peak.join(", "))
+    };
     out.push(Chart {
         file: format!("{}_bars.svg", slug(wl)),
         title: format!("{wl}: {headline} per test{peak_note}"),
@@ -195,16 +222,27 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         note: None,
     });
     // 2. Throughput against each swept numeric parameter.
-    let all: Vec<Point> = runs.iter().enumerate().flat_map(|(i, r)| points(i, r)).collect();
+    let all: Vec<Point> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| points(i, r))
+        .collect();
     for param in derive::varying_params(&all) {
-        if !all.iter().all(|p| p.params.get(&param).is_none_or(|v| v.is_number())) {
+        if !all
+            .iter()
+            .all(|p| p.params.get(&param).is_none_or(|v| v.is_number()))
+        {
             continue;
         }
         // One line per run and combination of the other parameters.
         let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
         for p in &all {
-            let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else { continue };
-            let Some(y) = p.headline().map(|s| s.mean) else { continue };
+            let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
+                continue;
+            };
+            let Some(y) = p.headline().map(|s| s.mean) else {
+                continue;
+            };
             let name = series_name(&labels, p, &[param.as_str()]);
             match lines.iter_mut().find(|l| l.0 == name) {
                 Some(l) => l.1.push((x, y)),
@@ -219,10 +257,18 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         let xs: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)).collect();
         let xmax = xs.iter().cloned().fold(f64::MIN, f64::max);
         let xmin = xs.iter().cloned().fold(f64::MAX, f64::min);
-        let scale = if xmin > 0.0 && xmax / xmin >= 20.0 { Scale::Log } else { Scale::Linear };
+        let scale = if xmin > 0.0 && xmax / xmin >= 20.0 {
+            Scale::Log
+        } else {
+            Scale::Linear
+        };
         let series: Vec<LineSeries> = lines
             .into_iter()
-            .map(|(name, points)| LineSeries { name, points, dashed: false })
+            .map(|(name, points)| LineSeries {
+                name,
+                points,
+                dashed: false,
+            })
             .collect();
         let title = format!("{wl}: {headline} vs {param}");
         out.push(Chart {
@@ -230,7 +276,14 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             title: title.clone(),
             section: "sweep".into(),
             workload: wl.to_string(),
-            svg: Some(svg::line_chart(&title, &param, &unit, scale, Scale::Linear, &series)),
+            svg: Some(svg::line_chart(
+                &title,
+                &param,
+                &unit,
+                scale,
+                Scale::Linear,
+                &series,
+            )),
             note: None,
         });
     }
@@ -255,12 +308,19 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         });
     } else {
         let kinds: Vec<&str> = curves.iter().map(|c| c.2.as_str()).collect();
-        let kind = if kinds.iter().all(|k| *k == kinds[0]) { kinds[0].to_string() } else { "mixed".into() };
+        let kind = if kinds.iter().all(|k| *k == kinds[0]) {
+            kinds[0].to_string()
+        } else {
+            "mixed".into()
+        };
         let series: Vec<LineSeries> = curves
             .iter()
             .map(|(n, h, k)| LineSeries {
                 name: n.clone(),
-                points: percentile_curve(h).into_iter().map(|(q, v)| (q, v / 1000.0)).collect(),
+                points: percentile_curve(h)
+                    .into_iter()
+                    .map(|(q, v)| (q, v / 1000.0))
+                    .collect(),
                 dashed: k != "corrected" && kind == "mixed",
             })
             .collect();
@@ -270,7 +330,14 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             title: title.clone(),
             section: "latency".into(),
             workload: wl.to_string(),
-            svg: Some(svg::line_chart(&title, "percentile", "latency (us)", Scale::Nines, Scale::Log, &series)),
+            svg: Some(svg::line_chart(
+                &title,
+                "percentile",
+                "latency (us)",
+                Scale::Nines,
+                Scale::Log,
+                &series,
+            )),
             note: None,
         });
         // Histogram buckets, one chart per test (the Aerospike study's view: each run's
@@ -283,7 +350,14 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                     let p = p.as_ref()?;
                     let (_, _, h) = p.latency()?;
                     let chosen = p.param_label(&[]);
-                    Some((if labels.len() > 1 { format!("{} ({chosen})", labels[i]) } else { chosen }, h))
+                    Some((
+                        if labels.len() > 1 {
+                            format!("{} ({chosen})", labels[i])
+                        } else {
+                            chosen
+                        },
+                        h,
+                    ))
                 })
                 .collect();
             if hs.is_empty() {
@@ -307,7 +381,11 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 .iter()
                 .map(|(n, h)| {
                     let v = bucket_shares(h, &edges);
-                    BarSeries { name: n.clone(), warn: vec![false; v.len()], values: v.into_iter().map(Some).collect() }
+                    BarSeries {
+                        name: n.clone(),
+                        warn: vec![false; v.len()],
+                        values: v.into_iter().map(Some).collect(),
+                    }
                 })
                 .collect();
             let test = strip(row);
@@ -355,11 +433,25 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             }
         }
         let n = pw.len();
-        power_series.push(BarSeries { name: l.clone(), values: pw, warn: vec![false; n] });
-        perfw_series.push(BarSeries { name: l.clone(), values: pf, warn: vec![false; n] });
+        power_series.push(BarSeries {
+            name: l.clone(),
+            values: pw,
+            warn: vec![false; n],
+        });
+        perfw_series.push(BarSeries {
+            name: l.clone(),
+            values: pf,
+            warn: vec![false; n],
+        });
     }
-    let any = power_series.iter().any(|s| s.values.iter().any(Option::is_some));
-    let basis = bases.iter().map(|b| b.label()).collect::<Vec<_>>().join("; ");
+    let any = power_series
+        .iter()
+        .any(|s| s.values.iter().any(Option::is_some));
+    let basis = bases
+        .iter()
+        .map(|b| b.label())
+        .collect::<Vec<_>>()
+        .join("; ");
     if any {
         let t = format!("{wl}: power under load, W ({basis})");
         out.push(Chart {
@@ -368,7 +460,8 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             section: "power".into(),
             workload: wl.to_string(),
             svg: Some(svg::bar_chart(&t, "W", &cats, &power_series)),
-            note: (!reasons.is_empty()).then(|| format!("power absent for some results: {}", reasons.join("; "))),
+            note: (!reasons.is_empty())
+                .then(|| format!("power absent for some results: {}", reasons.join("; "))),
         });
         let t = format!("{wl}: {unit} per W ({basis})");
         out.push(Chart {
@@ -376,7 +469,12 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             title: t.clone(),
             section: "power".into(),
             workload: wl.to_string(),
-            svg: Some(svg::bar_chart(&t, &format!("{unit} per W"), &cats, &perfw_series)),
+            svg: Some(svg::bar_chart(
+                &t,
+                &format!("{unit} per W"),
+                &cats,
+                &perfw_series,
+            )),
             note: None,
         });
     } else {
@@ -388,7 +486,11 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             svg: None,
             note: Some(format!(
                 "Power and perf/W are absent: {}",
-                if reasons.is_empty() { "no power readings in these runs".to_string() } else { reasons.join("; ") }
+                if reasons.is_empty() {
+                    "no power readings in these runs".to_string()
+                } else {
+                    reasons.join("; ")
+                }
             )),
         });
     }
@@ -417,7 +519,11 @@ fn compact_ns(ns: u64) -> String {
 /// `0.5-1 ms`: both edges in the upper edge's unit.
 fn bucket_label(lo: u64, hi: u64) -> String {
     let (d, u) = ns_unit(hi);
-    format!("{}-{} {u}", crate::fmt::si(lo as f64 / d), crate::fmt::si(hi as f64 / d))
+    format!(
+        "{}-{} {u}",
+        crate::fmt::si(lo as f64 / d),
+        crate::fmt::si(hi as f64 / d)
+    )
 }
 
 /// Stacked per-CPU breakdown of each run's highest-throughput step on the SUT.
@@ -480,7 +586,9 @@ fn cpu_charts(runs: &[RunRecord]) -> Vec<Chart> {
                 "% of CPU",
                 100.0,
                 &stacks,
-                &["#0072B2", "#56B4E9", "#D55E00", "#CC79A7", "#E69F00", "#999999", "#000000"],
+                &[
+                    "#0072B2", "#56B4E9", "#D55E00", "#CC79A7", "#E69F00", "#999999", "#000000",
+                ],
             )),
             note: None,
         });

@@ -84,7 +84,8 @@ const KEYS: &[&str] = &[
 ];
 
 fn category(key: &str) -> &'static str {
-    if key.starts_with("cpu.governor") || key.starts_with("cpu.turbo") || key.starts_with("cpu.smt") {
+    if key.starts_with("cpu.governor") || key.starts_with("cpu.turbo") || key.starts_with("cpu.smt")
+    {
         "settings"
     } else if key.starts_with("cpu.") || key.starts_with("mem.") {
         "hardware"
@@ -109,7 +110,11 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for run in runs {
         let sut: Vec<&HostDisclosure> = {
-            let s: Vec<&HostDisclosure> = run.hosts.iter().filter(|h| h.role.contains("sut")).collect();
+            let s: Vec<&HostDisclosure> = run
+                .hosts
+                .iter()
+                .filter(|h| h.role.contains("sut"))
+                .collect();
             if s.is_empty() {
                 run.hosts.iter().collect()
             } else {
@@ -153,8 +158,14 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
     keys.dedup();
     let mut differences = Vec::new();
     for k in keys {
-        let va = fa.get(k).map(|v| v.join(", ")).unwrap_or_else(|| "(not disclosed)".into());
-        let vb = fb.get(k).map(|v| v.join(", ")).unwrap_or_else(|| "(not disclosed)".into());
+        let va = fa
+            .get(k)
+            .map(|v| v.join(", "))
+            .unwrap_or_else(|| "(not disclosed)".into());
+        let vb = fb
+            .get(k)
+            .map(|v| v.join(", "))
+            .unwrap_or_else(|| "(not disclosed)".into());
         if va != vb {
             differences.push(Difference {
                 key: k.clone(),
@@ -164,26 +175,34 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
             });
         }
     }
-    let non_hw: Vec<&Difference> = differences.iter().filter(|d| d.category != "hardware").collect();
-    let (like, verdict) = if differences.is_empty() {
-        (true, "like for like".to_string())
-    } else if non_hw.is_empty() {
-        (
-            true,
-            format!(
+    let non_hw: Vec<&Difference> = differences
+        .iter()
+        .filter(|d| d.category != "hardware")
+        .collect();
+    let (like, verdict) =
+        if differences.is_empty() {
+            (true, "like for like".to_string())
+        } else if non_hw.is_empty() {
+            (
+                true,
+                format!(
                 "platform comparison: hardware differs ({}), software and settings are the same",
                 differences.iter().map(|d| d.key.as_str()).collect::<Vec<_>>().join(", ")
             ),
-        )
-    } else {
-        (
-            false,
-            format!(
-                "NOT like for like: {} differ",
-                non_hw.iter().map(|d| d.key.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-        )
-    };
+            )
+        } else {
+            (
+                false,
+                format!(
+                    "NOT like for like: {} differ",
+                    non_hw
+                        .iter()
+                        .map(|d| d.key.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        };
     Comparability {
         like_for_like: like,
         verdict,
@@ -199,7 +218,9 @@ fn pooled(runs: &[RunRecord]) -> BTreeMap<(String, String), (Vec<f64>, String, b
             let key = format!("{} {}", p.workload, p.label());
             let head = p.headline_name().to_string();
             let unit = p.headline_unit();
-            let e = out.entry((key.clone(), head)).or_insert((vec![], unit, true));
+            let e = out
+                .entry((key.clone(), head))
+                .or_insert((vec![], unit, true));
             e.0.extend(p.headline_values());
             // p99 of each repetition from its own exact histogram.
             for r in p.valid() {
@@ -214,7 +235,7 @@ fn pooled(runs: &[RunRecord]) -> BTreeMap<(String, String), (Vec<f64>, String, b
                         }
                     }
                 }
-                if let Some(m) = merged.filter(|m| m.len() > 0) {
+                if let Some(m) = merged.filter(|m| !m.is_empty()) {
                     let e = out
                         .entry((key.clone(), "latency_p99_ns".to_string()))
                         .or_insert((vec![], "ns".to_string(), false));
@@ -240,7 +261,9 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let pb = pooled(b);
     let mut rows = Vec::new();
     for (key, (va, unit, hib)) in &pa {
-        let Some((vb, _, _)) = pb.get(key) else { continue };
+        let Some((vb, _, _)) = pb.get(key) else {
+            continue;
+        };
         let sa = Sample::of(va);
         let sb = Sample::of(vb);
         let diff_pct = match (&sa, &sb) {
@@ -252,12 +275,16 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             _ => None,
         };
         let ci = match (&w, &sa) {
-            (Some(w), Some(x)) if x.mean != 0.0 => Some((100.0 * w.ci95_low / x.mean, 100.0 * w.ci95_high / x.mean)),
+            (Some(w), Some(x)) if x.mean != 0.0 => {
+                Some((100.0 * w.ci95_low / x.mean, 100.0 * w.ci95_high / x.mean))
+            }
             _ => None,
         };
         let verdict = match (&w, diff_pct) {
             (_, None) => "no figure on one side".to_string(),
-            (None, Some(_)) => "single run: no confidence interval (repeat with --repeat)".to_string(),
+            (None, Some(_)) => {
+                "single run: no confidence interval (repeat with --repeat)".to_string()
+            }
             (Some(w), Some(d)) if w.p < 0.05 => {
                 let better = (d > 0.0) == *hib;
                 format!(
@@ -291,7 +318,11 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
 
 /// The comparison as aligned text for a terminal.
 pub fn compare_text(c: &Comparison) -> String {
-    let mut out = format!("A (old): {}\nB (new): {}\n\n", c.a.join(", "), c.b.join(", "));
+    let mut out = format!(
+        "A (old): {}\nB (new): {}\n\n",
+        c.a.join(", "),
+        c.b.join(", ")
+    );
     let mut table = vec![vec![
         "point".to_string(),
         "metric".to_string(),
@@ -317,14 +348,18 @@ pub fn compare_text(c: &Comparison) -> String {
             s(&r.a),
             s(&r.b),
             r.diff_pct.map_or("-".into(), |d| format!("{d:+.1}%")),
-            r.ci95_pct.map_or("-".into(), |(l, h)| format!("[{l:+.1}%, {h:+.1}%]")),
+            r.ci95_pct
+                .map_or("-".into(), |(l, h)| format!("[{l:+.1}%, {h:+.1}%]")),
             r.verdict.clone(),
         ]);
     }
     out.push_str(&crate::fmt::text_table(&table));
     out.push_str(&format!("\nComparability: {}\n", c.comparability.verdict));
     for d in &c.comparability.differences {
-        out.push_str(&format!("  {} ({}): A = {} | B = {}\n", d.key, d.category, d.a, d.b));
+        out.push_str(&format!(
+            "  {} ({}): A = {} | B = {}\n",
+            d.key, d.category, d.a, d.b
+        ));
     }
     out
 }

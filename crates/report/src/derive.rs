@@ -23,7 +23,12 @@ pub const PEAK_PARAMS: &[&str] = &["instances"];
 pub fn run_labels(runs: &[RunRecord]) -> Vec<String> {
     let base: Vec<String> = runs
         .iter()
-        .map(|r| r.label.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| r.id.clone()))
+        .map(|r| {
+            r.label
+                .clone()
+                .filter(|l| !l.is_empty())
+                .unwrap_or_else(|| r.id.clone())
+        })
         .collect();
     base.iter()
         .enumerate()
@@ -183,7 +188,11 @@ fn power_of_summary(ts: &TelemetrySummary) -> Result<(f64, PowerBasis, String), 
             .collect();
         let w = zones.iter().map(|p| p.mean_watts).sum();
         let names: Vec<&str> = zones.iter().map(|p| p.zone.as_str()).collect();
-        return Ok((w, PowerBasis::Component, format!("{} {}", first.source, names.join("+"))));
+        return Ok((
+            w,
+            PowerBasis::Component,
+            format!("{} {}", first.source, names.join("+")),
+        ));
     }
     Err(ts
         .power_missing
@@ -247,7 +256,10 @@ impl<'a> Point<'a> {
 
     /// Headline figure of each valid repetition.
     pub fn headline_values(&self) -> Vec<f64> {
-        self.valid().iter().filter_map(|r| r.headline_value()).collect()
+        self.valid()
+            .iter()
+            .filter_map(|r| r.headline_value())
+            .collect()
     }
 
     pub fn headline(&self) -> Option<Sample> {
@@ -270,7 +282,10 @@ impl<'a> Point<'a> {
         let mut out: Vec<Flag> = Vec::new();
         for r in &self.results {
             for f in &r.flags {
-                if !out.iter().any(|o| o.code == f.code && o.message == f.message) {
+                if !out
+                    .iter()
+                    .any(|o| o.code == f.code && o.message == f.message)
+                {
                     out.push(f.clone());
                 }
             }
@@ -281,7 +296,10 @@ impl<'a> Point<'a> {
                         "repetition {} {:?}{}: left out of the figures",
                         r.repetition,
                         r.status,
-                        r.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+                        r.error
+                            .as_ref()
+                            .map(|e| format!(" ({e})"))
+                            .unwrap_or_default()
                     ),
                 );
                 out.push(f);
@@ -305,7 +323,10 @@ impl<'a> Point<'a> {
         let has_all = recs.iter().any(|h| h.kind == kind && h.name == "all");
         let mut merged: Option<Histogram<u64>> = None;
         let mut names = Vec::new();
-        for h in recs.iter().filter(|h| h.kind == kind && (!has_all || h.name == "all")) {
+        for h in recs
+            .iter()
+            .filter(|h| h.kind == kind && (!has_all || h.name == "all"))
+        {
             let Ok(d) = h.histogram() else { continue };
             if !names.contains(&h.name) {
                 names.push(h.name.clone());
@@ -319,7 +340,9 @@ impl<'a> Point<'a> {
                 }
             }
         }
-        merged.filter(|h| h.len() > 0).map(|h| (kind.to_string(), names, h))
+        merged
+            .filter(|h| !h.is_empty())
+            .map(|h| (kind.to_string(), names, h))
     }
 
     /// Mean power on the system under test over valid repetitions, or why there is none.
@@ -355,7 +378,10 @@ impl<'a> Point<'a> {
 
     /// The telemetry summaries of the SUT for valid repetitions.
     pub fn sut_summaries(&self) -> Vec<&'a TelemetrySummary> {
-        self.valid().into_iter().filter_map(|r| sut_summary(self.run, r)).collect()
+        self.valid()
+            .into_iter()
+            .filter_map(|r| sut_summary(self.run, r))
+            .collect()
     }
 
     /// Total CPU used on the system under test, in percent of one CPU (the iperf3
@@ -511,7 +537,11 @@ pub struct Summary {
 
 /// The sweep parameters a summary takes the best over (those of [`PEAK_PARAMS`] that vary).
 pub fn peak_params(runs: &[RunRecord]) -> Vec<String> {
-    let flat: Vec<Point> = runs.iter().enumerate().flat_map(|(i, r)| points(i, r)).collect();
+    let flat: Vec<Point> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| points(i, r))
+        .collect();
     let varying = varying_params(&flat);
     PEAK_PARAMS
         .iter()
@@ -523,7 +553,10 @@ pub fn peak_params(runs: &[RunRecord]) -> Vec<String> {
 /// Per summary row (`kv set pipeline=1`), each run's best sweep point over the peak
 /// parameters, in first-seen order.
 #[allow(clippy::type_complexity)]
-pub fn best_points<'a>(runs: &'a [RunRecord], peak: &[String]) -> Vec<(String, Vec<Option<Point<'a>>>)> {
+pub fn best_points<'a>(
+    runs: &'a [RunRecord],
+    peak: &[String],
+) -> Vec<(String, Vec<Option<Point<'a>>>)> {
     let peak: Vec<&str> = peak.iter().map(String::as_str).collect();
     let all: Vec<Vec<Point>> = runs.iter().enumerate().map(|(i, r)| points(i, r)).collect();
     let mut keys: Vec<String> = Vec::new();
@@ -570,7 +603,9 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
                     row.power.push(p.power());
                     row.chosen.push(
                         peak.iter()
-                            .filter_map(|pp| p.params.get(pp).map(|v| format!("{pp}={}", param_str(v))))
+                            .filter_map(|pp| {
+                                p.params.get(pp).map(|v| format!("{pp}={}", param_str(v)))
+                            })
                             .collect::<Vec<_>>()
                             .join(" "),
                     );
@@ -586,7 +621,10 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
         }
         rows.push(row);
     }
-    let common: Vec<&SummaryRow> = rows.iter().filter(|r| r.perf.iter().all(Option::is_some)).collect();
+    let common: Vec<&SummaryRow> = rows
+        .iter()
+        .filter(|r| r.perf.iter().all(Option::is_some))
+        .collect();
     let left_out = rows
         .iter()
         .filter(|r| !r.perf.iter().all(Option::is_some))
@@ -599,9 +637,14 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
     let mut power_mean = Vec::new();
     let mut power_basis = Vec::new();
     for i in 0..n {
-        let ps: Vec<&PowerFigure> = common.iter().filter_map(|r| r.power[i].as_ref().ok()).collect();
+        let ps: Vec<&PowerFigure> = common
+            .iter()
+            .filter_map(|r| r.power[i].as_ref().ok())
+            .collect();
         // A mean over tests only when every test has power of the same basis.
-        let same = ps.windows(2).all(|w| w[0].basis == w[1].basis && w[0].source == w[1].source);
+        let same = ps
+            .windows(2)
+            .all(|w| w[0].basis == w[1].basis && w[0].source == w[1].source);
         if !ps.is_empty() && ps.len() == common.len() && same {
             power_mean.push(stats::mean(&ps.iter().map(|p| p.watts).collect::<Vec<_>>()));
             power_basis.push(Some(ps[0].basis));

@@ -15,7 +15,9 @@ mod markdown;
 pub mod stats;
 pub mod svg;
 
-pub use compare::{compare, compare_text, comparability, Comparability, Comparison, CompareRow, Difference};
+pub use compare::{
+    comparability, compare, compare_text, Comparability, CompareRow, Comparison, Difference,
+};
 pub use derive::{summary, Efficiency, PowerBasis, PowerFigure, Summary};
 pub use html::html;
 pub use markdown::markdown;

@@ -13,7 +13,9 @@ use crate::fmt::{latency_ns, num};
 use tco::md_cell as c;
 
 fn flags(f: &[Flag]) -> String {
-    f.iter().map(|f| format!(" ⚠ {}: {}", f.code, f.message)).collect()
+    f.iter()
+        .map(|f| format!(" ⚠ {}: {}", f.code, f.message))
+        .collect()
 }
 
 fn power(p: &Result<PowerFigure, String>) -> String {
@@ -33,7 +35,10 @@ fn power(p: &Result<PowerFigure, String>) -> String {
 }
 
 fn row(cells: &[String]) -> String {
-    format!("| {} |\n", cells.iter().map(|s| c(s)).collect::<Vec<_>>().join(" | "))
+    format!(
+        "| {} |\n",
+        cells.iter().map(|s| c(s)).collect::<Vec<_>>().join(" | ")
+    )
 }
 
 fn header(cells: &[&str]) -> String {
@@ -47,7 +52,9 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
     let labels = run_labels(runs);
     let mut m = format!("# rackbench report: {}\n\n", c(&labels.join(" vs ")));
     m.push_str("## Runs\n\n");
-    m.push_str(&header(&["Run", "Label", "Started", "Status", "Results", "Command"]));
+    m.push_str(&header(&[
+        "Run", "Label", "Started", "Status", "Results", "Command",
+    ]));
     for (r, l) in runs.iter().zip(&labels) {
         m.push_str(&row(&[
             r.id.clone(),
@@ -72,14 +79,29 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
             if !cmp.comparability.differences.is_empty() {
                 m.push_str(&header(&["Setting", "Kind", "A", "B"]));
                 for d in &cmp.comparability.differences {
-                    m.push_str(&row(&[d.key.clone(), d.category.clone(), d.a.clone(), d.b.clone()]));
+                    m.push_str(&row(&[
+                        d.key.clone(),
+                        d.category.clone(),
+                        d.a.clone(),
+                        d.b.clone(),
+                    ]));
                 }
                 m.push('\n');
             }
-            m.push_str(&header(&["Point", "Metric", "A mean (n)", "B mean (n)", "Difference", "95% CI", "Verdict"]));
+            m.push_str(&header(&[
+                "Point",
+                "Metric",
+                "A mean (n)",
+                "B mean (n)",
+                "Difference",
+                "95% CI",
+                "Verdict",
+            ]));
             for r in &cmp.rows {
                 let s = |x: &Option<crate::stats::Sample>| {
-                    x.as_ref().map_or("-".to_string(), |s| format!("{} {} ({})", num(s.mean), r.unit, s.n))
+                    x.as_ref().map_or("-".to_string(), |s| {
+                        format!("{} {} ({})", num(s.mean), r.unit, s.n)
+                    })
                 };
                 m.push_str(&row(&[
                     r.point.clone(),
@@ -87,7 +109,8 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
                     s(&r.a),
                     s(&r.b),
                     r.diff_pct.map_or("-".into(), |d| format!("{d:+.1}%")),
-                    r.ci95_pct.map_or("-".into(), |(l, h)| format!("[{l:+.1}%, {h:+.1}%]")),
+                    r.ci95_pct
+                        .map_or("-".into(), |(l, h)| format!("[{l:+.1}%, {h:+.1}%]")),
                     r.verdict.clone(),
                 ]));
             }
@@ -112,10 +135,18 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
                 cells.push(format!(
                     "{}{}{}",
                     r.perf[i].map_or("-".into(), num),
-                    if r.chosen[i].is_empty() { String::new() } else { format!(" ({})", r.chosen[i]) },
+                    if r.chosen[i].is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", r.chosen[i])
+                    },
                     flags(&r.flags[i])
                 ));
-                cells.push(if r.perf[i].is_some() { power(&r.power[i]) } else { "-".into() });
+                cells.push(if r.perf[i].is_some() {
+                    power(&r.power[i])
+                } else {
+                    "-".into()
+                });
             }
             m.push_str(&row(&cells));
         }
@@ -136,7 +167,9 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         m.push_str("\n### Efficiency (each run's best point)\n\n");
         let eff = derive::efficiency_rows(&wr);
         let unit = eff.first().map(|r| r.3.unit.clone()).unwrap_or_default();
-        let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> { eff.iter().filter_map(|r| f(&r.3)).collect() };
+        let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
+            eff.iter().filter_map(|r| f(&r.3)).collect()
+        };
         let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
         let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
         let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
@@ -166,19 +199,38 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
             ]));
         }
         m.push_str("\n### Results\n\n");
-        m.push_str(&header(&["Run", "Test", "Parameters", "n", "Headline (mean ± sd)", "p50", "p99", "p99.9", "Warnings"]));
+        m.push_str(&header(&[
+            "Run",
+            "Test",
+            "Parameters",
+            "n",
+            "Headline (mean ± sd)",
+            "p50",
+            "p99",
+            "p99.9",
+            "Warnings",
+        ]));
         for (i, run) in wr.iter().enumerate() {
             for p in points(i, run) {
                 let s = p.headline();
                 let lat = p.latency();
-                let q = |x: f64| lat.as_ref().map_or("-".to_string(), |(_, _, h)| latency_ns(h.value_at_quantile(x) as f64));
+                let q = |x: f64| {
+                    lat.as_ref().map_or("-".to_string(), |(_, _, h)| {
+                        latency_ns(h.value_at_quantile(x) as f64)
+                    })
+                };
                 m.push_str(&row(&[
                     wl_labels[i].clone(),
                     p.test.clone(),
                     p.param_label(&[]),
                     format!("{}/{}", p.valid().len(), p.results.len()),
                     s.as_ref().map_or("-".into(), |s| {
-                        format!("{}{} {}", num(s.mean), s.sd.map(|d| format!(" ± {}", num(d))).unwrap_or_default(), p.headline_unit())
+                        format!(
+                            "{}{} {}",
+                            num(s.mean),
+                            s.sd.map(|d| format!(" ± {}", num(d))).unwrap_or_default(),
+                            p.headline_unit()
+                        )
                     }),
                     q(0.5),
                     q(0.99),
@@ -201,11 +253,17 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         }
     }
     m.push_str("\n## Systems\n\n");
-    let cols: Vec<(usize, &model::HostDisclosure)> =
-        runs.iter().enumerate().flat_map(|(i, r)| r.hosts.iter().map(move |h| (i, h))).collect();
+    let cols: Vec<(usize, &model::HostDisclosure)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.hosts.iter().map(move |h| (i, h)))
+        .collect();
     if !cols.is_empty() {
         let mut head = vec!["Fact".to_string()];
-        head.extend(cols.iter().map(|(i, h)| format!("{} {} ({})", labels[*i], h.host, h.role)));
+        head.extend(
+            cols.iter()
+                .map(|(i, h)| format!("{} {} ({})", labels[*i], h.host, h.role)),
+        );
         m.push_str(&row(&head));
         m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
         let mut keys: Vec<&String> = cols.iter().flat_map(|(_, h)| h.facts.keys()).collect();
@@ -213,7 +271,10 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         keys.dedup();
         for k in keys {
             let mut cells = vec![format!("`{k}`")];
-            cells.extend(cols.iter().map(|(_, h)| h.facts.get(k).map_or("-".into(), |f| f.display())));
+            cells.extend(
+                cols.iter()
+                    .map(|(_, h)| h.facts.get(k).map_or("-".into(), |f| f.display())),
+            );
             m.push_str(&row(&cells));
         }
     }

@@ -47,7 +47,9 @@ impl Sample {
     }
     /// Coefficient of variation in percent (PTS flags above ~2.5-3.5%).
     pub fn cv_pct(&self) -> Option<f64> {
-        self.sd.filter(|_| self.mean != 0.0).map(|s| 100.0 * s / self.mean.abs())
+        self.sd
+            .filter(|_| self.mean != 0.0)
+            .map(|s| 100.0 * s / self.mean.abs())
     }
 }
 
@@ -75,7 +77,11 @@ pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
         // No spread at all: the difference is exact (identical repetitions).
         let p = if diff == 0.0 { 1.0 } else { 0.0 };
         return Some(Welch {
-            t: if diff == 0.0 { 0.0 } else { f64::INFINITY.copysign(diff) },
+            t: if diff == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY.copysign(diff)
+            },
             df: na + nb - 2.0,
             p,
             ci95_low: diff,
@@ -219,7 +225,14 @@ mod tests {
     #[test]
     fn t_quantiles_match_tables() {
         // Two-sided 95% critical values from any t table.
-        for (df, want) in [(1.0, 12.706), (2.0, 4.303), (5.0, 2.571), (10.0, 2.228), (30.0, 2.042), (1000.0, 1.962)] {
+        for (df, want) in [
+            (1.0, 12.706),
+            (2.0, 4.303),
+            (5.0, 2.571),
+            (10.0, 2.228),
+            (30.0, 2.042),
+            (1000.0, 1.962),
+        ] {
             let q = student_t_quantile(0.975, df);
             assert!((q - want).abs() < 1e-3, "df {df}: {q} vs {want}");
         }

@@ -129,8 +129,17 @@ fn legend(out: &mut String, names: &[String], y: f64) {
 }
 
 /// Grouped vertical bars: one group per category, one bar per series.
-pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[BarSeries]) -> String {
-    let mb = if categories.iter().any(|c| c.chars().count() > 12) { 96.0 } else { 48.0 };
+pub fn bar_chart(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[BarSeries],
+) -> String {
+    let mb = if categories.iter().any(|c| c.chars().count() > 12) {
+        96.0
+    } else {
+        48.0
+    };
     let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
     let extra = legend_extra(&names);
     let h = H + mb - 48.0 + extra;
@@ -216,7 +225,16 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Ba
 }
 
 #[allow(clippy::too_many_arguments)]
-fn axis_y(out: &mut String, ticks: &[f64], ys: &dyn Fn(f64) -> f64, x0: f64, x1: f64, label: &str, y0: f64, y1: f64) {
+fn axis_y(
+    out: &mut String,
+    ticks: &[f64],
+    ys: &dyn Fn(f64) -> f64,
+    x0: f64,
+    x1: f64,
+    label: &str,
+    y0: f64,
+    y1: f64,
+) {
     for t in ticks {
         let y = ys(*t);
         let _ = write!(
@@ -273,13 +291,20 @@ pub fn line_chart(
             _ => v,
         }
     };
-    let pts: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).collect();
+    let pts: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .collect();
     if pts.is_empty() {
         out.push_str("</svg>");
         return out;
     }
-    let (mut xmin, mut xmax) = pts.iter().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
-    let (mut ymin, mut ymax) = pts.iter().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.1), a.1.max(p.1)));
+    let (mut xmin, mut xmax) = pts
+        .iter()
+        .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
+    let (mut ymin, mut ymax) = pts
+        .iter()
+        .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.1), a.1.max(p.1)));
     if y_scale == Scale::Linear {
         ymin = ymin.min(0.0);
         ymax *= 1.08;
@@ -295,8 +320,14 @@ pub fn line_chart(
         ymax = ymin + 1.0;
     }
     let xticks: Vec<(f64, String)> = match x_scale {
-        Scale::Linear => nice_ticks(xmin, xmax, 6).into_iter().map(|t| (t, si(t))).collect(),
-        Scale::Log => log_ticks(xmin, xmax).into_iter().map(|t| (t, si(t))).collect(),
+        Scale::Linear => nice_ticks(xmin, xmax, 6)
+            .into_iter()
+            .map(|t| (t, si(t)))
+            .collect(),
+        Scale::Log => log_ticks(xmin, xmax)
+            .into_iter()
+            .map(|t| (t, si(t)))
+            .collect(),
         Scale::Nines => [0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999]
             .iter()
             .filter(|q| **q <= xmax + 1e-12)
@@ -346,12 +377,19 @@ pub fn line_chart(
     for (i, s) in series.iter().enumerate() {
         let mut pts = s.points.clone();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let d: Vec<String> = pts.iter().map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y))).collect();
+        let d: Vec<String> = pts
+            .iter()
+            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+            .collect();
         let _ = write!(
             out,
             r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{dash} points="{p}"><title>{t}</title></polyline>"#,
             c = color(i),
-            dash = if s.dashed { r#" stroke-dasharray="5 3""# } else { "" },
+            dash = if s.dashed {
+                r#" stroke-dasharray="5 3""#
+            } else {
+                ""
+            },
             p = d.join(" "),
             t = esc(&s.name)
         );
@@ -381,7 +419,13 @@ pub struct Stack {
 }
 
 /// Stacked vertical bars on a 0..max axis (per-CPU %usr/%sys/%irq/%soft...).
-pub fn stacked_chart(title: &str, y_label: &str, max: f64, stacks: &[Stack], colors: &[&str]) -> String {
+pub fn stacked_chart(
+    title: &str,
+    y_label: &str,
+    max: f64,
+    stacks: &[Stack],
+    colors: &[&str],
+) -> String {
     let h = H + 10.0;
     let mut out = String::new();
     open(&mut out, title, h);
@@ -454,8 +498,14 @@ mod tests {
 
     #[test]
     fn ticks_are_round() {
-        assert_eq!(nice_ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
-        assert_eq!(log_ticks(1.0, 100.0), vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        assert_eq!(
+            nice_ticks(0.0, 10.0, 5),
+            vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        );
+        assert_eq!(
+            log_ticks(1.0, 100.0),
+            vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
+        );
     }
 
     #[test]

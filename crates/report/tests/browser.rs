@@ -61,7 +61,8 @@ fn run_chromium(bin: &Path, profile: &Path, extra: &[&str], url: &str) -> (bool,
         }
     }
     let status = child.wait().expect("chromium exit status");
-    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+    let read =
+        |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
     (status.success(), read(&out_path), read(&err_path))
 }
 
@@ -72,7 +73,8 @@ fn report_renders_in_headless_chromium() {
         return;
     };
     let runs = common::two_platforms();
-    let plan = tco::Plan::from_toml(include_str!("../../tco/examples/seed_redis_tco.toml")).unwrap();
+    let plan =
+        tco::Plan::from_toml(include_str!("../../tco/examples/seed_redis_tco.toml")).unwrap();
     let t = tco::evaluate(&plan, &Default::default()).unwrap();
     let html = report::html(&runs, Some(&t));
     // Kept after the test: the screenshot is for a person to look at.
@@ -88,32 +90,57 @@ fn report_renders_in_headless_chromium() {
     let (ok, dom, log) = run_chromium(
         &bin,
         profile.path(),
-        &["--dump-dom", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=2000"],
+        &[
+            "--dump-dom",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=2000",
+        ],
         &url,
     );
     assert!(ok, "chromium --dump-dom failed:\n{log}");
     let svgs = dom.matches("<svg").count();
-    assert!(svgs >= 8, "expected the charts in the rendered DOM, found {svgs} svg elements");
-    assert!(dom.contains("<rect class=\"bar\""), "bar charts have no bars");
-    assert!(dom.contains("<polyline class=\"series\""), "line charts have no lines");
+    assert!(
+        svgs >= 8,
+        "expected the charts in the rendered DOM, found {svgs} svg elements"
+    );
+    assert!(
+        dom.contains("<rect class=\"bar\""),
+        "bar charts have no bars"
+    );
+    assert!(
+        dom.contains("<polyline class=\"series\""),
+        "line charts have no lines"
+    );
     assert!(dom.contains("Difference"), "TCO table missing");
     let errors: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("Refused to"))
         .collect();
-    assert!(errors.is_empty(), "the page logged errors:\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "the page logged errors:\n{}",
+        errors.join("\n")
+    );
 
     // 2. A screenshot.
     let png = out_dir.join("report.png");
     let (ok, _, log) = run_chromium(
         &bin,
         profile.path(),
-        &[&format!("--screenshot={}", png.display()), "--window-size=1400,3000"],
+        &[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1400,3000",
+        ],
         &url,
     );
     assert!(ok, "chromium --screenshot failed:\n{log}");
     let bytes = std::fs::read(&png).expect("screenshot written");
     assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
-    assert!(bytes.len() > 50_000, "screenshot suspiciously small ({} bytes)", bytes.len());
+    assert!(
+        bytes.len() > 50_000,
+        "screenshot suspiciously small ({} bytes)",
+        bytes.len()
+    );
     println!("report: {}\nscreenshot: {}", page.display(), png.display());
 }

@@ -93,7 +93,8 @@ impl Source {
                 let full = s
                     .resolve(id)
                     .with_context(|| format!("no run `{id}` (see `rackbench runs`)"))?;
-                s.load_run(&full).with_context(|| format!("loading run {full}"))
+                s.load_run(&full)
+                    .with_context(|| format!("loading run {full}"))
             }
             Source::File(runs) => find_in(runs, id),
         }
@@ -120,12 +121,18 @@ fn find_in(runs: &[RunRecord], id: &str) -> anyhow::Result<RunRecord> {
         [one] => Ok((*one).clone()),
         [] => anyhow::bail!(
             "no run `{id}` in the file; it holds: {}",
-            runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", ")
+            runs.iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         many => anyhow::bail!(
             "`{id}` matches {} runs ({}); give more of the id",
             many.len(),
-            many.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -147,7 +154,10 @@ fn read_runs_file(p: &Path) -> anyhow::Result<Vec<RunRecord>> {
         .enumerate()
         .map(|(i, v)| {
             serde_json::from_value(v).with_context(|| {
-                format!("{}: entry {i} is not a rackbench run (export it with `rackbench export`)", p.display())
+                format!(
+                    "{}: entry {i} is not a rackbench run (export it with `rackbench export`)",
+                    p.display()
+                )
             })
         })
         .collect()
@@ -168,14 +178,16 @@ fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating directory {}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating directory {}", dir.display()))?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "report".into());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| -> anyhow::Result<()> {
-        let mut f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut f =
+            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         f.write_all(data)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
@@ -188,14 +200,18 @@ fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
 }
 
 /// Evaluate a TCO plan, taking power/performance from the runs its platforms name.
-fn evaluate_plan(plan_path: &Path, from: Option<&Path>, g: &Global) -> anyhow::Result<tco::TcoResult> {
+fn evaluate_plan(
+    plan_path: &Path,
+    from: Option<&Path>,
+    g: &Global,
+) -> anyhow::Result<tco::TcoResult> {
     let text = std::fs::read_to_string(plan_path)
         .with_context(|| format!("reading TCO plan {}", plan_path.display()))?;
-    let plan = tco::Plan::from_toml(&text).with_context(|| format!("in {}", plan_path.display()))?;
-    let needs_runs = plan
-        .platforms
-        .iter()
-        .any(|p| p.run.is_some() && (p.power_w.is_none() || (p.perf.is_none() && p.perf_tests.is_empty())));
+    let plan =
+        tco::Plan::from_toml(&text).with_context(|| format!("in {}", plan_path.display()))?;
+    let needs_runs = plan.platforms.iter().any(|p| {
+        p.run.is_some() && (p.power_w.is_none() || (p.perf.is_none() && p.perf_tests.is_empty()))
+    });
     let mut from_runs = BTreeMap::new();
     if needs_runs {
         let src = Source::open(from, g)?;
@@ -212,8 +228,15 @@ fn evaluate_plan(plan_path: &Path, from: Option<&Path>, g: &Global) -> anyhow::R
 
 pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
     let src = Source::open(a.from.as_deref(), g)?;
-    let ids = if a.runs.is_empty() { vec!["latest".to_string()] } else { a.runs.clone() };
-    let runs: Vec<RunRecord> = ids.iter().map(|id| src.load(id)).collect::<anyhow::Result<_>>()?;
+    let ids = if a.runs.is_empty() {
+        vec!["latest".to_string()]
+    } else {
+        a.runs.clone()
+    };
+    let runs: Vec<RunRecord> = ids
+        .iter()
+        .map(|id| src.load(id))
+        .collect::<anyhow::Result<_>>()?;
     let tco_result = match &a.tco {
         Some(p) => Some(evaluate_plan(p, a.from.as_deref(), g)?),
         None => None,
@@ -222,7 +245,10 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         Format::Html => (report::html(&runs, tco_result.as_ref()), "report.html"),
         Format::Md => (report::markdown(&runs, tco_result.as_ref()), "report.md"),
     };
-    let out = a.output.clone().unwrap_or_else(|| PathBuf::from(default_name));
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(default_name));
     write_atomic(&out, body.as_bytes())?;
     let mut svgs = Vec::new();
     if let Some(dir) = &a.svg_dir {
@@ -244,7 +270,11 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         emit(&format!("{}\n", out.display()))?;
         if !g.quiet {
             if let Some(dir) = &a.svg_dir {
-                eprintln!("rackbench: {} chart(s) written to {}", svgs.len(), dir.display());
+                eprintln!(
+                    "rackbench: {} chart(s) written to {}",
+                    svgs.len(),
+                    dir.display()
+                );
             }
         }
     }
@@ -260,7 +290,9 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
         ),
     };
     let src = Source::open(a.from.as_deref(), g)?;
-    let load = |ids: &[String]| -> anyhow::Result<Vec<RunRecord>> { ids.iter().map(|id| src.load(id)).collect() };
+    let load = |ids: &[String]| -> anyhow::Result<Vec<RunRecord>> {
+        ids.iter().map(|id| src.load(id)).collect()
+    };
     let (ra, rb) = (load(&ga)?, load(&gb)?);
     let c = report::compare(&ra, &rb);
     if g.json {
@@ -292,7 +324,10 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "{names:?}");
     }
 }

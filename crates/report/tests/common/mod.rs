@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use chrono::TimeZone;
 use model::{
-    CpuUtil, Fact, Flag, HistogramRecord, HostDisclosure, IdlePower, Metric, PowerSummary, ResultRecord,
-    RunRecord, Status, TelemetrySummary,
+    CpuUtil, Fact, Flag, HistogramRecord, HostDisclosure, IdlePower, Metric, PowerSummary,
+    ResultRecord, RunRecord, Status, TelemetrySummary,
 };
 use rand::{Rng, SeedableRng};
 
@@ -71,7 +71,10 @@ fn facts(spec: &Spec) -> BTreeMap<String, Fact> {
     ] {
         f.insert(k.to_string(), Fact::known(v));
     }
-    f.insert("cpu.turbo".into(), Fact::unknown("no such file: /sys/devices/system/cpu/intel_pstate/no_turbo"));
+    f.insert(
+        "cpu.turbo".into(),
+        Fact::unknown("no such file: /sys/devices/system/cpu/intel_pstate/no_turbo"),
+    );
     f
 }
 
@@ -117,15 +120,21 @@ fn power_summaries(p: Power, load: f64) -> (Vec<PowerSummary>, Option<String>) {
 /// A kv sweep run: tests set/get, pipeline 1 and 100, the given instance counts.
 pub fn kv_run(spec: &Spec) -> RunRecord {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(spec.seed);
-    let t0 = chrono::Utc.with_ymd_and_hms(2026, 11, 20, 23, 0, 0).unwrap();
+    let t0 = chrono::Utc
+        .with_ymd_and_hms(2026, 11, 20, 23, 0, 0)
+        .unwrap();
     let mut results = Vec::new();
     let mut step = 0;
     for &inst in spec.instances {
         for pipeline in [1u32, 100] {
             for test in ["set", "get"] {
                 for rep in 0..spec.reps {
-                    let base = if pipeline == 1 { 95_000.0 } else { 1_900_000.0 } * if test == "get" { 1.02 } else { 1.0 };
-                    let ops = base * (inst as f64).powf(0.85) * spec.scale * (1.0 + rng.gen_range(-0.02..0.02));
+                    let base = if pipeline == 1 { 95_000.0 } else { 1_900_000.0 }
+                        * if test == "get" { 1.02 } else { 1.0 };
+                    let ops = base
+                        * (inst as f64).powf(0.85)
+                        * spec.scale
+                        * (1.0 + rng.gen_range(-0.02..0.02));
                     let clients = 50.0 * inst as f64;
                     // Little's law: mean latency = outstanding / throughput.
                     let mean_ns = clients * pipeline as f64 / ops * 1e9;
@@ -135,9 +144,39 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
                     let (power, power_missing) = power_summaries(spec.power, load);
                     let busy0 = 60.0 + 35.0 * load;
                     let cpus = vec![
-                        CpuUtil { cpu: -1, usr_pct: 20.0, nice_pct: 0.0, sys_pct: 50.0, iowait_pct: 0.0, irq_pct: 0.5, soft_pct: 8.0, steal_pct: 0.5, idle_pct: 21.0 },
-                        CpuUtil { cpu: 0, usr_pct: busy0 * 0.3, nice_pct: 0.0, sys_pct: busy0 * 0.55, iowait_pct: 0.0, irq_pct: 0.4, soft_pct: busy0 * 0.12, steal_pct: 0.3, idle_pct: 100.0 - busy0 * 0.97 - 0.7 },
-                        CpuUtil { cpu: 1, usr_pct: 18.0, nice_pct: 0.0, sys_pct: 62.0, iowait_pct: 0.2, irq_pct: 0.6, soft_pct: 9.0, steal_pct: 0.7, idle_pct: 9.5 },
+                        CpuUtil {
+                            cpu: -1,
+                            usr_pct: 20.0,
+                            nice_pct: 0.0,
+                            sys_pct: 50.0,
+                            iowait_pct: 0.0,
+                            irq_pct: 0.5,
+                            soft_pct: 8.0,
+                            steal_pct: 0.5,
+                            idle_pct: 21.0,
+                        },
+                        CpuUtil {
+                            cpu: 0,
+                            usr_pct: busy0 * 0.3,
+                            nice_pct: 0.0,
+                            sys_pct: busy0 * 0.55,
+                            iowait_pct: 0.0,
+                            irq_pct: 0.4,
+                            soft_pct: busy0 * 0.12,
+                            steal_pct: 0.3,
+                            idle_pct: 100.0 - busy0 * 0.97 - 0.7,
+                        },
+                        CpuUtil {
+                            cpu: 1,
+                            usr_pct: 18.0,
+                            nice_pct: 0.0,
+                            sys_pct: 62.0,
+                            iowait_pct: 0.2,
+                            irq_pct: 0.6,
+                            soft_pct: 9.0,
+                            steal_pct: 0.7,
+                            idle_pct: 9.5,
+                        },
                     ];
                     let mut flags = Vec::new();
                     if pipeline == 1 && inst == *spec.instances.last().unwrap() {
@@ -158,7 +197,8 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
                         metrics: vec![
                             Metric::new("ops_per_s", ops, "ops/s"),
                             Metric::new("latency_mean_ns", h.mean(), "ns"),
-                            Metric::new("ops_per_s", ops / inst as f64, "ops/s").label("instance", 0),
+                            Metric::new("ops_per_s", ops / inst as f64, "ops/s")
+                                .label("instance", 0),
                         ],
                         missing: vec![],
                         histograms: vec![rec],
@@ -189,7 +229,14 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
         Power::Ipmi(w) => vec![IdlePower {
             host: "local".into(),
             duration_s: 10.0,
-            power: vec![PowerSummary { source: "ipmi-dcmi".into(), zone: "system".into(), mean_watts: 0.55 * w, max_watts: 0.6 * w, whole_system: true, modelled: false }],
+            power: vec![PowerSummary {
+                source: "ipmi-dcmi".into(),
+                zone: "system".into(),
+                mean_watts: 0.55 * w,
+                max_watts: 0.6 * w,
+                whole_system: true,
+                modelled: false,
+            }],
         }],
         _ => vec![],
     };
@@ -200,9 +247,16 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
         created_at: t0,
         finished_at: Some(t0 + chrono::Duration::seconds(step as i64 * 3)),
         rackbench_version: "0.1.0".into(),
-        command: format!("rackbench run kv --instances 1,2,4 -P 1,100 -t set,get --repeat {} --label {}", spec.reps, spec.label),
+        command: format!(
+            "rackbench run kv --instances 1,2,4 -P 1,100 -t set,get --repeat {} --label {}",
+            spec.reps, spec.label
+        ),
         plan: serde_json::json!({"workload": "kv", "clients": 50, "keyspace": 10000, "value_size": 10}),
-        hosts: vec![HostDisclosure { host: "local".into(), role: "sut+loadgen".into(), facts: facts(spec) }],
+        hosts: vec![HostDisclosure {
+            host: "local".into(),
+            role: "sut+loadgen".into(),
+            facts: facts(spec),
+        }],
         idle_power,
         results,
         status: Status::Ok,
