@@ -65,6 +65,8 @@ fn flags_html(flags: &[Flag]) -> String {
         .join("")
 }
 
+/// A power figure with its basis, or "absent" (the reason is listed once under the table
+/// by `absent_notes`, not repeated in every cell).
 fn power_cell(p: &Result<PowerFigure, String>) -> String {
     match p {
         Ok(p) => {
@@ -79,8 +81,32 @@ fn power_cell(p: &Result<PowerFigure, String>) -> String {
                 esc(&p.source)
             )
         }
-        Err(why) => format!(r#"<span class="muted">absent: {}</span>"#, esc(why)),
+        Err(why) => format!(r#"<span class="muted" title="{}">absent*</span>"#, esc(why)),
     }
+}
+
+/// "* Power absent for RUN: reason", once per run and reason.
+fn absent_notes<'a>(
+    items: impl Iterator<Item = (&'a str, &'a Result<PowerFigure, String>)>,
+) -> String {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for (run, p) in items {
+        if let Err(why) = p {
+            let e = (run.to_string(), why.clone());
+            if why != "not run" && !seen.contains(&e) {
+                seen.push(e);
+            }
+        }
+    }
+    seen.iter()
+        .map(|(run, why)| {
+            format!(
+                r#"<div class="note">* Power absent for {}: {}</div>"#,
+                esc(run),
+                esc(why)
+            )
+        })
+        .collect()
 }
 
 fn figure(c: &Chart) -> String {
@@ -285,6 +311,18 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
     } else {
         format!(" (each run at its best {})", s.peak_params.join(", "))
     };
+    let fixed = derive::fixed_params(runs);
+    if !fixed.is_empty() {
+        let _ = write!(
+            h,
+            r#"<p class="muted">Fixed parameters: {}</p>"#,
+            esc(&fixed
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "))
+        );
+    }
     let _ = write!(
         h,
         r#"<table><caption>Summary of measured data{}</caption><tr><th rowspan="2">Test</th>"#,
@@ -352,6 +390,12 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
     }
     h.push_str("</tr></table>");
+    h.push_str(&absent_notes(s.rows.iter().flat_map(|r| {
+        r.power
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (labels[i].as_str(), p))
+    })));
     if !s.left_out.is_empty() {
         let _ = write!(
             h,

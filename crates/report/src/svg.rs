@@ -205,11 +205,18 @@ pub fn bar_chart(
         }
         let cx = x0 + gw * (ci as f64 + 0.5);
         if mb > 48.0 {
+            // Rotated labels run left from the bar: keep them inside the picture.
+            let max_chars = ((cx / 6.0) as usize).clamp(8, 34);
+            let cat: String = if cat.chars().count() > max_chars {
+                format!("{}…", cat.chars().take(max_chars - 1).collect::<String>())
+            } else {
+                cat.clone()
+            };
             let _ = write!(
                 out,
                 r##"<text x="{cx:.1}" y="{y:.1}" text-anchor="end" transform="rotate(-30 {cx:.1} {y:.1})" fill="#333">{l}</text>"##,
                 y = y1 + 16.0,
-                l = esc(cat)
+                l = esc(&cat)
             );
         } else {
             let _ = write!(
