@@ -157,6 +157,33 @@ fn series_name(labels: &[String], p: &Point, skip: &[&str]) -> String {
     }
 }
 
+/// Line styles: with several runs, one colour per run and a dash pattern per series of
+/// that run; with one run, one colour per series.
+fn styled(runs: usize, lines: Vec<(String, Vec<(f64, f64)>, usize)>) -> Vec<LineSeries> {
+    let mut per_run: Vec<usize> = vec![0; runs.max(1)];
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, points, run))| {
+            let (color, dash) = if runs > 1 {
+                let k = per_run.get(run).copied().unwrap_or(0);
+                if let Some(c) = per_run.get_mut(run) {
+                    *c += 1;
+                }
+                (run, k)
+            } else {
+                (i, 0)
+            };
+            LineSeries {
+                name,
+                points,
+                color,
+                dash,
+            }
+        })
+        .collect()
+}
+
 /// Every chart for these runs.
 pub fn charts(runs: &[RunRecord]) -> Vec<Chart> {
     let mut out = Vec::new();
@@ -235,7 +262,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             continue;
         }
         // One line per run and combination of the other parameters.
-        let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        let mut lines: Vec<(String, Vec<(f64, f64)>, usize)> = Vec::new();
         for p in &all {
             let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
                 continue;
@@ -246,14 +273,23 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             let name = series_name(&labels, p, &[param.as_str()]);
             match lines.iter_mut().find(|l| l.0 == name) {
                 Some(l) => l.1.push((x, y)),
-                None => lines.push((name, vec![(x, y)])),
+                None => lines.push((name, vec![(x, y)], p.run_index)),
             }
         }
         lines.retain(|l| l.1.len() > 1);
         if lines.is_empty() {
             continue;
         }
-        lines.truncate(10);
+        lines.truncate(12);
+        let ys: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).collect();
+        let ymax = ys.iter().cloned().fold(f64::MIN, f64::max);
+        let ymin = ys.iter().cloned().fold(f64::MAX, f64::min);
+        // Pipelined and unpipelined figures differ by 20x or more: a log axis keeps both readable.
+        let y_scale = if ymin > 0.0 && ymax / ymin >= 30.0 {
+            Scale::Log
+        } else {
+            Scale::Linear
+        };
         let xs: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)).collect();
         let xmax = xs.iter().cloned().fold(f64::MIN, f64::max);
         let xmin = xs.iter().cloned().fold(f64::MAX, f64::min);
@@ -262,14 +298,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         } else {
             Scale::Linear
         };
-        let series: Vec<LineSeries> = lines
-            .into_iter()
-            .map(|(name, points)| LineSeries {
-                name,
-                points,
-                dashed: false,
-            })
-            .collect();
+        let series = styled(labels.len(), lines);
         let title = format!("{wl}: {headline} vs {param}");
         out.push(Chart {
             file: format!("{}_vs_{}.svg", slug(wl), slug(&param)),
@@ -277,25 +306,22 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             section: "sweep".into(),
             workload: wl.to_string(),
             svg: Some(svg::line_chart(
-                &title,
-                &param,
-                &unit,
-                scale,
-                Scale::Linear,
-                &series,
+                &title, &param, &unit, scale, y_scale, &series,
             )),
             note: None,
         });
     }
     // 3. Latency percentile curves and histogram buckets of the best points.
-    let mut curves: Vec<(String, Histogram<u64>, String)> = Vec::new();
+    let mut curves: Vec<(String, Histogram<u64>, String, usize)> = Vec::new();
     for (_, per_run) in &best {
         for p in per_run.iter().flatten() {
             if let Some((kind, _, h)) = p.latency() {
-                curves.push((series_name(&labels, p, &[]), h, kind));
+                curves.push((series_name(&labels, p, &[]), h, kind, p.run_index));
             }
         }
     }
+    // Runs side by side within each test, so a run keeps its colour.
+    curves.sort_by_key(|c| c.3);
     curves.truncate(10);
     if curves.is_empty() {
         out.push(Chart {
@@ -313,17 +339,24 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         } else {
             "mixed".into()
         };
-        let series: Vec<LineSeries> = curves
-            .iter()
-            .map(|(n, h, k)| LineSeries {
-                name: n.clone(),
-                points: percentile_curve(h)
-                    .into_iter()
-                    .map(|(q, v)| (q, v / 1000.0))
-                    .collect(),
-                dashed: k != "corrected" && kind == "mixed",
-            })
-            .collect();
+        let series = styled(
+            labels.len(),
+            curves
+                .iter()
+                .map(|(n, h, k, run)| {
+                    let name = if kind == "mixed" {
+                        format!("{n} ({k})")
+                    } else {
+                        n.clone()
+                    };
+                    let pts = percentile_curve(h)
+                        .into_iter()
+                        .map(|(q, v)| (q, v / 1000.0))
+                        .collect();
+                    (name, pts, *run)
+                })
+                .collect(),
+        );
         let title = format!("{wl}: latency by percentile ({kind})");
         out.push(Chart {
             file: format!("{}_latency.svg", slug(wl)),

@@ -35,7 +35,38 @@ pub struct BarSeries {
 pub struct LineSeries {
     pub name: String,
     pub points: Vec<(f64, f64)>,
-    pub dashed: bool,
+    /// Palette index (one colour per run when several runs are drawn).
+    pub color: usize,
+    /// Dash pattern index (0 solid): tells apart several series of one run.
+    pub dash: usize,
+}
+
+const DASHES: &[&str] = &["", "7 3", "2 3", "9 3 2 3", "14 4", "4 4"];
+
+fn dash_attr(i: usize) -> String {
+    match DASHES[i % DASHES.len()] {
+        "" => String::new(),
+        d => format!(r#" stroke-dasharray="{d}""#),
+    }
+}
+
+/// Legend of line series: a short stroke in the series' colour and dash pattern.
+fn line_legend(out: &mut String, series: &[LineSeries], y: f64) {
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let (pos, _) = legend_layout(&names);
+    for (s, (x, row)) in series.iter().zip(pos) {
+        let ty = y + 16.0 * row as f64;
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{ly:.1}" x2="{x2:.1}" y2="{ly:.1}" stroke="{c}" stroke-width="2.5"{d}/><text x="{tx:.1}" y="{ty:.1}" fill="#333">{label}</text>"##,
+            ly = ty - 4.0,
+            x2 = x + 14.0,
+            c = color(s.color),
+            d = dash_attr(s.dash),
+            tx = x + 18.0,
+            label = esc(&s.name)
+        );
+    }
 }
 
 /// Round tick positions covering [lo, hi].
@@ -283,7 +314,7 @@ pub fn line_chart(
     let h = H + 10.0 + extra;
     let mut out = String::new();
     open(&mut out, title, h);
-    legend(&mut out, &names, 42.0);
+    line_legend(&mut out, series, 42.0);
     let (x0, x1, y0, y1) = (ML, W - MR, MT + extra, h - 52.0);
     let tx = |v: f64| -> f64 {
         match x_scale {
@@ -381,7 +412,7 @@ pub fn line_chart(
         ly = y1 + 38.0,
         l = esc(x_label)
     );
-    for (i, s) in series.iter().enumerate() {
+    for s in series {
         let mut pts = s.points.clone();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         let d: Vec<String> = pts
@@ -391,12 +422,8 @@ pub fn line_chart(
         let _ = write!(
             out,
             r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{dash} points="{p}"><title>{t}</title></polyline>"#,
-            c = color(i),
-            dash = if s.dashed {
-                r#" stroke-dasharray="5 3""#
-            } else {
-                ""
-            },
+            c = color(s.color),
+            dash = dash_attr(s.dash),
             p = d.join(" "),
             t = esc(&s.name)
         );
@@ -407,7 +434,7 @@ pub fn line_chart(
                     r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3" fill="{c}"><title>{t}: {xv}, {yv}</title></circle>"#,
                     cx = px(*x),
                     cy = py(*y),
-                    c = color(i),
+                    c = color(s.color),
                     t = esc(&s.name),
                     xv = esc(&si(*x)),
                     yv = esc(&si(*y))
