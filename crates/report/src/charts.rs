@@ -159,7 +159,10 @@ fn series_name(labels: &[String], p: &Point, skip: &[&str]) -> String {
 
 /// Line styles: with several runs, one colour per run and a dash pattern per series of
 /// that run; with one run, one colour per series.
-fn styled(runs: usize, lines: Vec<(String, Vec<(f64, f64)>, usize)>) -> Vec<LineSeries> {
+/// A line before styling: name, (x, y) points, run index.
+type RawLine = (String, Vec<(f64, f64)>, usize);
+
+fn styled(runs: usize, lines: Vec<RawLine>) -> Vec<LineSeries> {
     let mut per_run: Vec<usize> = vec![0; runs.max(1)];
     lines
         .into_iter()
@@ -262,7 +265,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             continue;
         }
         // One line per run and combination of the other parameters.
-        let mut lines: Vec<(String, Vec<(f64, f64)>, usize)> = Vec::new();
+        let mut lines: Vec<RawLine> = Vec::new();
         for p in &all {
             let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
                 continue;
