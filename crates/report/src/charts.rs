@@ -547,7 +547,7 @@ fn ns_unit(ns: u64) -> (f64, &'static str) {
 }
 
 /// `500 us`, `1 ms`, `2.5 ms`: bucket edges are round, so no trailing zeros.
-fn compact_ns(ns: u64) -> String {
+pub fn compact_ns(ns: u64) -> String {
     let (d, u) = ns_unit(ns);
     format!("{} {u}", crate::fmt::si(ns as f64 / d))
 }

@@ -431,7 +431,44 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
+    thresholds_table(h, runs, &labels);
     results_tables(h, runs, &labels);
+}
+
+/// The Aerospike study's view: the share of operations slower than each threshold, for
+/// each run's best point per test, from the exact merged histograms.
+fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
+    let peak = derive::peak_params(runs);
+    let mut rows: Vec<(String, hdrhistogram::Histogram<u64>)> = Vec::new();
+    for (row, per_run) in derive::best_points(runs, &peak) {
+        for (i, p) in per_run.iter().enumerate() {
+            if let Some((_, _, hist)) = p.as_ref().and_then(|p| p.latency()) {
+                rows.push((format!("{} · {}", labels[i], row), hist));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let refs: Vec<&hdrhistogram::Histogram<u64>> = rows.iter().map(|r| &r.1).collect();
+    let edges = crate::charts::bucket_edges(&refs);
+    h.push_str(r#"<table><caption>Share of operations slower than each threshold</caption><tr><th>Run · test</th>"#);
+    for e in &edges {
+        let _ = write!(h, "<th>&gt; {}</th>", esc(&crate::charts::compact_ns(*e)));
+    }
+    h.push_str("<th>weighted mean</th></tr>");
+    for (name, hist) in &rows {
+        let _ = write!(h, "<tr><td>{}</td>", esc(name));
+        for e in &edges {
+            let _ = write!(h, r#"<td class="n">{:.2}%</td>"#, pct_over(hist, *e));
+        }
+        let _ = write!(
+            h,
+            r#"<td class="n">{}</td></tr>"#,
+            esc(&latency_ns(hist.mean()))
+        );
+    }
+    h.push_str("</table>");
 }
 
 fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
