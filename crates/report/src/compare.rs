@@ -75,7 +75,12 @@ const KEYS: &[&str] = &[
     "cpu.smt",
     "cpu.governor",
     "cpu.turbo",
+    "cpu.microcode",
     "mem.total_bytes",
+    "mem.dimms",
+    "mem.thp",
+    "numa.nodes",
+    "virt",
     "os.kernel",
     "os.name",
     "mitigation.*",
@@ -87,7 +92,11 @@ fn category(key: &str) -> &'static str {
     if key.starts_with("cpu.governor") || key.starts_with("cpu.turbo") || key.starts_with("cpu.smt")
     {
         "settings"
-    } else if key.starts_with("cpu.") || key.starts_with("mem.") {
+    } else if key.starts_with("cpu.")
+        || key.starts_with("mem.")
+        || key.starts_with("numa.")
+        || key == "virt"
+    {
         "hardware"
     } else if key.starts_with("param.") {
         "workload"
