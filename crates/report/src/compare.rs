@@ -108,6 +108,10 @@ fn category(key: &str) -> &'static str {
 }
 
 fn key_matters(key: &str) -> bool {
+    // Where a binary lives does not change what it measures; its version does.
+    if key.ends_with(".binary") {
+        return false;
+    }
     KEYS.iter().any(|k| match k.strip_suffix('*') {
         Some(prefix) => key.starts_with(prefix),
         None => key == *k,
