@@ -280,7 +280,7 @@ impl Workload for NetWorkload {
         let port = engine::launch::free_port()?;
         let addr = format!("127.0.0.1:{port}");
         let mut cmd = Command::new(&bin);
-        cmd.args(["net", "serve", "--bind", &addr]);
+        cmd.args(["net", "serve", "-q", "--bind", &addr]);
         if !self.receiver_cpus.is_empty() {
             let list: Vec<String> = self.receiver_cpus.iter().map(|c| c.to_string()).collect();
             cmd.args(["--cpus", &list.join(",")]);
