@@ -300,34 +300,32 @@ impl MemWorkload {
         progress.reset("mem latency", sizes.len() as u64, 0);
         let t0 = std::time::Instant::now();
         // A thread of its own, so pinning does not change the runner's affinity.
-        let res = std::thread::spawn(
-            move || -> anyhow::Result<ChaseRun> {
-                if let Some(c) = cpu {
-                    engine::launch::pin_current_thread(&[c])?;
+        let res = std::thread::spawn(move || -> anyhow::Result<ChaseRun> {
+            if let Some(c) = cpu {
+                engine::launch::pin_current_thread(&[c])?;
+            }
+            let freq = chase::measure_frequency();
+            let max = sizes.last().copied().unwrap_or(0) as usize;
+            let mut region = chase::Region::new(max.max(4096))?;
+            let mut pts = Vec::new();
+            for (i, &s) in sizes.iter().enumerate() {
+                if engine::stop::stop_requested() {
+                    return Ok((pts, freq, true));
                 }
-                let freq = chase::measure_frequency();
-                let max = sizes.last().copied().unwrap_or(0) as usize;
-                let mut region = chase::Region::new(max.max(4096))?;
-                let mut pts = Vec::new();
-                for (i, &s) in sizes.iter().enumerate() {
-                    if engine::stop::stop_requested() {
-                        return Ok((pts, freq, true));
-                    }
-                    let ns = chase::latency_ns(
-                        &mut region,
-                        s as usize,
-                        sample_s,
-                        samples,
-                        0x5eed + i as u64,
-                    )?;
-                    pts.push((s, ns));
-                    progress
-                        .done
-                        .store(i as u64 + 1, std::sync::atomic::Ordering::Relaxed);
-                }
-                Ok((pts, freq, false))
-            },
-        )
+                let ns = chase::latency_ns(
+                    &mut region,
+                    s as usize,
+                    sample_s,
+                    samples,
+                    0x5eed + i as u64,
+                )?;
+                pts.push((s, ns));
+                progress
+                    .done
+                    .store(i as u64 + 1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok((pts, freq, false))
+        })
         .join()
         .map_err(|_| anyhow::anyhow!("mem: the latency thread panicked"))??;
         let (pts, freq, interrupted) = res;

@@ -26,10 +26,16 @@ fn main() -> anyhow::Result<()> {
     w.prepare(&ctx)?;
     let out = w.run_test(&test, &ctx)?;
     w.cleanup();
-    let metrics: Vec<_> = out.metrics.iter().filter(|m| m.labels.is_empty() || m.labels.contains_key("end")).collect();
+    let metrics: Vec<_> = out
+        .metrics
+        .iter()
+        .filter(|m| m.labels.is_empty() || m.labels.contains_key("end"))
+        .collect();
     println!(
         "{}",
-        serde_json::to_string(&serde_json::json!({"test": test, "error": out.error, "metrics": metrics}))?
+        serde_json::to_string(
+            &serde_json::json!({"test": test, "error": out.error, "metrics": metrics})
+        )?
     );
     Ok(())
 }
