@@ -36,10 +36,9 @@ EX=target/release/examples
 for t in openssl iperf3 taskset jq python3; do
   command -v "$t" >/dev/null || { echo "missing $t (apt-get install openssl iperf3 util-linux jq python3)"; exit 2; }
 done
-cargo build --release -q -p rackbench -p rackbench-crypto -p rackbench-net \
-  --example crypto_speed --example net_speed 2>/dev/null \
-  || cargo build --release -q -p rackbench-crypto --example crypto_speed -p rackbench-net --example net_speed
-cargo build --release -q -p rackbench
+cargo build --release -q -p rackbench -p rackbench-crypto --example crypto_speed \
+  -p rackbench-net --example net_speed 2>/dev/null \
+  || { echo "cargo build --release failed; run it by hand to see why"; exit 2; }
 
 if [ "${USE_EXAMPLES:-}" != 1 ] && "$RB" run crypto --help >/dev/null 2>&1 \
    && "$RB" run crypto --tests rsa512 --threads 1 --duration 0.1 --json >/dev/null 2>&1; then
@@ -134,8 +133,8 @@ rb_net() { # test -> json on stdout
   fi
 }
 
-printf "%-26s %10s %12s %8s %9s %9s %9s %12s\n" "" "Gbit/s" "packets/s" "loss%" "jitter" "snd CPU%" "rcv CPU%" "CPU%/Gbit"
 for rep in $(seq "$REPS"); do
+  printf "%-26s %10s %9s %9s %12s\n" "TCP" "Gbit/s" "snd CPU%" "rcv CPU%" "CPU%/Gbit"
   iperf > "$TMP/i_tcp.json"
   rb_net tcp > "$TMP/r_tcp.json"
   ig=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_tcp.json")
@@ -144,23 +143,26 @@ for rep in $(seq "$REPS"); do
   rg=$(metric "$TMP/r_tcp.json" throughput_gbit_per_s)
   rc=$(metric "$TMP/r_tcp.json" sender_cpu_pct); rs=$(metric "$TMP/r_tcp.json" receiver_cpu_pct)
   ipg=$(python3 -c "print((${ic}+${is})/${ig})"); rpg=$(metric "$TMP/r_tcp.json" cpu_pct_per_gbit)
-  printf "%-26s %10.2f %12s %8s %9s %9.1f %9.1f %12.2f\n" "iperf3 TCP" "$ig" - - - "$ic" "$is" "$ipg"
-  printf "%-26s %10.2f %12s %8s %9s %9.1f %9.1f %12.2f\n" "rackbench net tcp" "$rg" - - - "$rc" "$rs" "$rpg"
-  printf "%-26s %10s %32s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "" "$(ratio "$rpg" "$ipg")"
+  printf "%-26s %10.2f %9.1f %9.1f %12.2f\n" "iperf3" "$ig" "$ic" "$is" "$ipg"
+  printf "%-26s %10.2f %9.1f %9.1f %12.2f\n" "rackbench net tcp" "$rg" "$rc" "$rs" "$rpg"
+  printf "%-26s %10s %20s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "" "$(ratio "$rpg" "$ipg")"
   for len in 1472 60; do
+    printf "%-26s %10s %10s %10s %8s %9s %9s %9s\n" "UDP $len B, -b 0" "sent Gb/s" "sent pk/s" "rcvd Gb/s" "loss%" "jitter" "snd CPU%" "rcv CPU%"
     iperf -u -b 0 -l "$len" > "$TMP/i_udp.json"
     rb_net "udp$len" > "$TMP/r_udp.json"
-    ig=$(jq '.end.sum.bits_per_second/1e9' "$TMP/i_udp.json")
-    ip=$(jq '.end.sum.packets/.end.sum.seconds' "$TMP/i_udp.json")
-    il=$(jq '.end.sum.lost_percent' "$TMP/i_udp.json"); ij=$(jq '.end.sum.jitter_ms' "$TMP/i_udp.json")
+    isg=$(jq '.end.sum_sent.bits_per_second/1e9' "$TMP/i_udp.json")
+    isp=$(jq '.end.sum_sent.packets/.end.sum_sent.seconds' "$TMP/i_udp.json")
+    irg=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_udp.json")
+    il=$(jq '.end.sum_received.lost_percent' "$TMP/i_udp.json"); ij=$(jq '.end.sum_received.jitter_ms' "$TMP/i_udp.json")
     ic=$(jq '.end.cpu_utilization_percent.host_total' "$TMP/i_udp.json")
     is=$(jq '.end.cpu_utilization_percent.remote_total' "$TMP/i_udp.json")
-    rg=$(metric "$TMP/r_udp.json" throughput_gbit_per_s); rp=$(metric "$TMP/r_udp.json" packets_per_s)
+    rsg=$(metric "$TMP/r_udp.json" throughput_gbit_per_s sender); rsp=$(metric "$TMP/r_udp.json" packets_per_s sender)
+    rrg=$(metric "$TMP/r_udp.json" throughput_gbit_per_s)
     rl=$(metric "$TMP/r_udp.json" loss_pct); rj=$(metric "$TMP/r_udp.json" jitter_ms)
     rc=$(metric "$TMP/r_udp.json" sender_cpu_pct); rs=$(metric "$TMP/r_udp.json" receiver_cpu_pct)
-    printf "%-26s %10.3f %12.0f %8.2f %9.4f %9.1f %9.1f\n" "iperf3 UDP $len B" "$ig" "$ip" "$il" "$ij" "$ic" "$is"
-    printf "%-26s %10.3f %12.0f %8.2f %9.4f %9.1f %9.1f\n" "rackbench net udp$len" "$rg" "$rp" "$rl" "$rj" "$rc" "$rs"
-    printf "%-26s %10s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "$(ratio "$rp" "$ip")"
+    printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "iperf3" "$isg" "$isp" "$irg" "$il" "$ij" "$ic" "$is"
+    printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "rackbench net udp$len" "$rsg" "$rsp" "$rrg" "$rl" "$rj" "$rc" "$rs"
+    printf "%-26s %10s %10s %10s\n" "  ratio rackbench/iperf3" "$(ratio "$rsg" "$isg")" "$(ratio "$rsp" "$isp")" "$(ratio "$rrg" "$irg")"
   done
 done
 echo

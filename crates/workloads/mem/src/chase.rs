@@ -122,8 +122,24 @@ pub fn chase(start: *const usize, loads: u64) -> *const usize {
     std::hint::black_box(p)
 }
 
+/// CPU time of the calling thread, seconds. A dependent chase never sleeps, so its CPU
+/// time is its run time with the time it spent descheduled left out: on a shared or
+/// oversubscribed host the wall clock would add other tasks' slices to every load.
+pub fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
 /// ns per load for a `size`-byte working set: minimum over `samples` samples of about
-/// `sample_s` each.
+/// `sample_s` each, timed on the thread's CPU clock (see [`thread_cpu_s`]).
 pub fn latency_ns(
     r: &mut Region,
     size: usize,
@@ -143,10 +159,15 @@ pub fn latency_ns(
     let mut best = f64::INFINITY;
     let mut p = p;
     for _ in 0..samples.max(1) {
-        let t = Instant::now();
+        let t = thread_cpu_s();
         p = chase(p, loads);
-        let ns = t.elapsed().as_secs_f64() * 1e9 / (loads.div_ceil(16) * 16) as f64;
-        best = best.min(ns);
+        let ns = (thread_cpu_s() - t) * 1e9 / (loads.div_ceil(16) * 16) as f64;
+        if ns.is_finite() && ns > 0.0 {
+            best = best.min(ns);
+        }
+    }
+    if !best.is_finite() {
+        bail!("mem: the thread CPU clock did not advance while chasing");
     }
     std::hint::black_box(p);
     Ok(best)
@@ -202,17 +223,17 @@ fn dep_adds(iters: u64) -> u64 {
     x
 }
 
-/// Core clock: the fastest of several short dependent-add runs (a run that was preempted
-/// only looks slower), else cpufreq, else /proc/cpuinfo.
+/// Core clock: the fastest of several short dependent-add runs on the thread's CPU clock
+/// (the same clock the chase uses, so cycles = ns x this), else cpufreq, else /proc/cpuinfo.
 pub fn measure_frequency() -> Option<Freq> {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         let iters = 50_000u64; // 5M cycles: ~2 ms at 2.5 GHz
         let mut best = 0.0f64;
         for _ in 0..40 {
-            let t = Instant::now();
+            let t = thread_cpu_s();
             let x = dep_adds(iters);
-            let s = t.elapsed().as_secs_f64();
+            let s = thread_cpu_s() - t;
             std::hint::black_box(x);
             if s > 0.0 {
                 best = best.max(100.0 * iters as f64 / s);

@@ -36,10 +36,10 @@ pub struct Flags {
     /// Largest working set (default: 4x the last-level cache, at least 256M).
     #[arg(long = "max-size", id = "max_size", value_name = "BYTES")]
     pub max_size: Option<String>,
-    /// Milliseconds per latency sample (the minimum of --samples is kept).
+    /// Milliseconds of CPU time per latency sample (default 10).
     #[arg(long = "sample-ms", id = "sample_ms", value_name = "MS")]
     pub sample_ms: Option<String>,
-    /// Latency samples per size (default 5).
+    /// Latency samples per size (default 7; the minimum is kept, as lmbench does).
     #[arg(long = "samples", id = "samples", value_name = "N")]
     pub samples: Option<String>,
     /// CPU to run the latency chase on (default: unpinned).
@@ -64,9 +64,9 @@ pub struct Config {
     pub min_size: Option<Value>,
     #[serde(default)]
     pub max_size: Option<Value>,
-    #[serde(default = "twenty")]
+    #[serde(default = "ten")]
     pub sample_ms: f64,
-    #[serde(default = "five")]
+    #[serde(default = "seven")]
     pub samples: usize,
     #[serde(default)]
     pub cpu: Option<usize>,
@@ -79,11 +79,11 @@ pub struct Config {
 fn default_tests() -> Vec<String> {
     vec!["latency".into(), "bandwidth".into()]
 }
-fn twenty() -> f64 {
-    20.0
+fn ten() -> f64 {
+    10.0
 }
-fn five() -> usize {
-    5
+fn seven() -> usize {
+    7
 }
 fn default_bw_threads() -> Vec<Value> {
     vec![Value::from(1), Value::from("all")]

@@ -368,6 +368,12 @@ impl Workload for NetWorkload {
                 self.cfg.tcp_len
             )),
         );
+        for key in ["rmem_default", "rmem_max", "wmem_default", "wmem_max"] {
+            let f = std::fs::read_to_string(format!("/proc/sys/net/core/{key}"))
+                .map(|v| Fact::known(v.trim()))
+                .unwrap_or_else(|e| Fact::unknown(e.to_string()));
+            m.insert(format!("net.core.{key}"), f);
+        }
         m
     }
 }
