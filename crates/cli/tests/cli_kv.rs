@@ -206,7 +206,7 @@ fn ctrl_c_keeps_results_and_leaves_no_server() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let mut child = bin()
+    let child = bin()
         .args([
             "--db",
             db.to_str().unwrap(),
@@ -247,7 +247,7 @@ fn ctrl_c_keeps_results_and_leaves_no_server() {
                     .then_some(())
                     .filter(|_| ppid == child.id())?;
                 // redis-server retitles itself `redis-server 127.0.0.1:PORT`.
-                cmd.split(|c: char| c == '\0' || c == ' ')
+                cmd.split(['\0', ' '])
                     .find_map(|w| w.strip_prefix("127.0.0.1:"))?
                     .parse::<u16>()
                     .ok()
