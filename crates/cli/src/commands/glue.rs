@@ -69,7 +69,7 @@ impl Telemetry {
     pub fn start(opts: &RunOpts, power: PowerConfig) -> anyhow::Result<Telemetry> {
         let mut cfg = SamplerConfig::local();
         cfg.power = power;
-        if let Some(i) = opts.interval {
+        if let Some(i) = opts.telemetry_interval {
             cfg.interval = Duration::from_secs_f64(i);
         }
         if opts.no_telemetry {

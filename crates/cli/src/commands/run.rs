@@ -68,8 +68,8 @@ pub struct RunOpts {
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
     /// Telemetry sampling interval in seconds [default: 1].
-    #[arg(long = "interval", value_name = "SECS")]
-    pub interval: Option<f64>,
+    #[arg(long = "telemetry-interval", value_name = "SECS")]
+    pub telemetry_interval: Option<f64>,
     /// Do not sample telemetry.
     #[arg(long = "no-telemetry")]
     #[serde(default)]
@@ -261,7 +261,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     if opts.until_cv.is_some_and(|c| !(c > 0.0 && c < 100.0)) {
         bail!("--until-cv is a percentage between 0 and 100, e.g. 3");
     }
-    opts.interval = opts.interval.or(plan_opts.interval);
+    opts.telemetry_interval = opts.telemetry_interval.or(plan_opts.telemetry_interval);
     opts.no_telemetry |= plan_opts.no_telemetry;
     opts.idle_power = opts.idle_power.or(plan_opts.idle_power);
     opts.power_meter = opts.power_meter.or(plan_opts.power_meter);
@@ -272,8 +272,11 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     if opts.repeat == Some(0) {
         bail!("--repeat must be at least 1");
     }
-    if opts.interval.is_some_and(|i| !(0.05..=3600.0).contains(&i)) {
-        bail!("--interval must be between 0.05 and 3600 seconds");
+    if opts
+        .telemetry_interval
+        .is_some_and(|i| !(0.05..=3600.0).contains(&i))
+    {
+        bail!("--telemetry-interval must be between 0.05 and 3600 seconds");
     }
     let mut params = plan_params;
     for (k, v) in params_from_matches(&cmd, &m)? {
@@ -356,7 +359,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             "until_cv_pct": r.opts.until_cv,
             "max_repeat": r.opts.max_repeat,
             "label": r.opts.label,
-            "interval_s": r.opts.interval.unwrap_or(1.0),
+            "telemetry_interval_s": r.opts.telemetry_interval.unwrap_or(1.0),
             "telemetry": !r.opts.no_telemetry,
             "idle_power_s": r.opts.idle_power,
             "power_meter": r.opts.power_meter,
@@ -469,11 +472,10 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 let started_at = chrono::Utc::now();
                 let outcome = w.run_test(&test, &ctx);
                 let samples = telemetry.end_step();
-                let mut params: BTreeMap<String, Value> = point
+                let params: BTreeMap<String, Value> = point
                     .iter()
                     .map(|(k, v)| (k.clone(), redact_value(v)))
                     .collect();
-                params.insert("test".into(), Value::String(test.clone()));
                 let result = match outcome {
                     Ok(out) => {
                         let interrupted = engine::stop::stop_requested();
@@ -682,8 +684,7 @@ pub fn repetition_summary(run: &RunRecord) -> String {
     let mut groups: BTreeMap<String, Vec<(f64, String)>> = BTreeMap::new();
     for r in &run.results {
         if let Some(v) = r.headline_value() {
-            let mut p = r.params.clone();
-            p.remove("test");
+            let p = r.params.clone();
             let key = format!(
                 "{} {} {}",
                 r.workload,
@@ -784,4 +785,26 @@ fn install_interrupt_handler() {
         eprintln!("\nrackbench: interrupting: finishing the current test, keeping what was measured (Ctrl-C again to abort)");
         engine::stop::request_stop();
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every workload's flags sit beside the run options without a clash (clap checks
+    /// names, ids and short flags in debug builds).
+    #[test]
+    fn every_workload_command_is_well_formed() {
+        for reg in registry::all() {
+            workload_command(&reg).debug_assert();
+        }
+    }
+
+    #[test]
+    fn cv_of_a_constant_is_zero_and_needs_two_values() {
+        assert_eq!(cv_pct(&[5.0]), None);
+        assert_eq!(cv_pct(&[5.0, 5.0, 5.0]), Some(0.0));
+        let cv = cv_pct(&[9.0, 10.0, 11.0]).unwrap();
+        assert!((cv - 10.0).abs() < 1e-9, "{cv}");
+    }
 }
