@@ -1,12 +1,1334 @@
-//! The `oltp` workload: being written.
+//! The `oltp` workload: TPC-C on PostgreSQL, natively (METHODS.md section 1).
+//!
+//! Pipeline: a server ([`server`]: throwaway cluster, kept cluster dir, or `--dsn`) ->
+//! a build ([`populate`]: the nine tables loaded with COPY in parallel, indexes after) ->
+//! virtual users ([`txn`]: the five transactions as one-round-trip server functions,
+//! driven by the engine's session executor) -> results (NOPM from the district counters
+//! as HammerDB does, TPM from this database's commit+rollback counters, per-transaction
+//! latency histograms, the spec's run-validity ratios) -> a consistency check
+//! ([`check`]: clause 3.3.2) that marks the result invalid when it fails.
+//!
+//! Several databases run at once (`--databases N`, each with its own virtual users;
+//! metrics labelled `db=N` and aggregated), and `vus` is a sweepable flag, so a
+//! concurrency sweep (`--vus 1,2,5,10,20`) is the runner's ordinary sweep.
+
+pub mod check;
+pub mod populate;
+pub mod random;
+pub mod schema;
+pub mod server;
+pub mod txn;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use engine::load::{ClassStats, LoadOutcome, LoadShape, LoadSpec, StopAfter};
+use engine::{Ctx, StepOutput, Workload};
+use model::{Fact, Flag, HistogramRecord, Metric, MissingMetric};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::populate::BuildMeta;
+use crate::server::Server;
+use crate::txn::{Counters, Mix, Vu, VuParams, CLASSES};
+
+/// `application_name` of the virtual users' connections (to find them in pg_stat_activity).
+const VU_APP_NAME: &str = "rackbench-vu";
+
+/// Flags of `rackbench run oltp`. Ids are the plan keys; sweepable knobs are strings the
+/// runner parses (`--vus 1,2,5,10,20`, `--databases 1..8`).
+#[derive(clap::Args, Debug, Default)]
+pub struct Flags {
+    /// TPC-C warehouses per database [default: 1]
+    #[arg(long, value_name = "N")]
+    pub warehouses: Option<String>,
+    /// Virtual users per database, each with a home warehouse (sweepable: 1,2,5,10,20) [default: 4]
+    #[arg(long, value_name = "N")]
+    pub vus: Option<String>,
+    /// Databases driven at once, each its own TPC-C schema and users (sweepable: 1..8) [default: 1]
+    #[arg(long, value_name = "N")]
+    pub databases: Option<String>,
+    /// Measured duration in seconds, after the ramp-up [default: 60]
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<String>,
+    /// Ramp-up in seconds before measuring (HammerDB's rampup) [default: 10]
+    #[arg(long, value_name = "SECONDS")]
+    pub rampup: Option<String>,
+    /// Mix in percent: New-Order,Payment,Order-Status,Delivery,Stock-Level [default: 45,43,4,4,4]
+    #[arg(long, value_name = "NO,P,OS,D,SL")]
+    pub mix: Option<String>,
+    /// Use the spec's keying and think times (5.2.5.7); off by default, as in HammerDB
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub keying_think: Option<String>,
+    /// Open loop: offer this many transactions per second in total (coordinated-omission
+    /// corrected latency); closed loop when absent
+    #[arg(long, value_name = "TXN_PER_S")]
+    pub rate: Option<String>,
+    /// Open-loop arrivals: constant or poisson [default: constant]
+    #[arg(long, value_name = "KIND")]
+    pub arrival: Option<String>,
+    /// Use this server instead of launching one (password never stored or printed)
+    #[arg(long, value_name = "CONNSTRING")]
+    pub dsn: Option<String>,
+    /// Use (or create and keep) the PostgreSQL cluster in this directory, so one build
+    /// serves many runs (see `rackbench oltp build`)
+    #[arg(long, value_name = "DIR")]
+    pub cluster_dir: Option<String>,
+    /// Rebuild the schema even when a build with these warehouses exists
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub rebuild: Option<String>,
+    /// Run the consistency check (clause 3.3.2) after the run [default: true]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub check: Option<String>,
+    /// Launched server: shared_buffers [default: 256MB]
+    #[arg(long, value_name = "SIZE")]
+    pub shared_buffers: Option<String>,
+    /// Launched server: fsync on/off [default: on]
+    #[arg(long, value_name = "BOOL")]
+    pub fsync: Option<String>,
+    /// Launched server: synchronous_commit [default: on]
+    #[arg(long, value_name = "VALUE")]
+    pub synchronous_commit: Option<String>,
+    /// Launched server: extra settings, name=value (repeatable)
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub pg_setting: Option<Vec<String>>,
+    /// Pin the launched server to these CPUs (0-3,8)
+    #[arg(long, value_name = "CPUS")]
+    pub server_cpus: Option<String>,
+    /// Pin the virtual users to these CPUs
+    #[arg(long, value_name = "CPUS")]
+    pub client_cpus: Option<String>,
+    /// Connections loading in parallel during a build [default: online CPUs]
+    #[arg(long, value_name = "N")]
+    pub load_threads: Option<String>,
+    /// Random seed (inputs, build data) [default: 1]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<String>,
+}
+
+/// Keys whose values are lists by nature (not sweeps).
+pub const LIST_KEYS: &[&str] = &["tests", "mix", "pg_setting", "server_cpus", "client_cpus"];
+
+/// Keys whose values are strings even when they look like numbers or booleans.
+const STRING_KEYS: &[&str] = &[
+    "arrival",
+    "dsn",
+    "cluster_dir",
+    "shared_buffers",
+    "synchronous_commit",
+];
+
+/// The effective configuration of one sweep point (plain data, echoed into results).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub warehouses: u32,
+    pub vus: u32,
+    pub databases: u32,
+    pub duration: f64,
+    pub rampup: f64,
+    pub mix: Vec<f64>,
+    pub keying_think: bool,
+    pub rate: Option<f64>,
+    pub arrival: String,
+    pub dsn: Option<String>,
+    pub cluster_dir: Option<String>,
+    pub rebuild: bool,
+    pub check: bool,
+    pub shared_buffers: String,
+    pub fsync: bool,
+    pub synchronous_commit: String,
+    pub pg_setting: Vec<String>,
+    pub server_cpus: String,
+    pub client_cpus: String,
+    pub load_threads: Option<u32>,
+    pub seed: u64,
+    pub tests: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            warehouses: 1,
+            vus: 4,
+            databases: 1,
+            duration: 60.0,
+            rampup: 10.0,
+            mix: vec![45.0, 43.0, 4.0, 4.0, 4.0],
+            keying_think: false,
+            rate: None,
+            arrival: "constant".into(),
+            dsn: None,
+            cluster_dir: None,
+            rebuild: false,
+            check: true,
+            shared_buffers: "256MB".into(),
+            fsync: true,
+            synchronous_commit: "on".into(),
+            pg_setting: Vec::new(),
+            server_cpus: String::new(),
+            client_cpus: String::new(),
+            load_threads: None,
+            seed: 1,
+            tests: vec!["tpcc".into()],
+        }
+    }
+}
+
+fn scalar_to_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(true) => "on".into(),
+        Value::Bool(false) => "off".into(),
+        other => other.to_string(),
+    }
+}
+
+impl Config {
+    /// From a sweep point's map (values as the runner parsed them, or raw strings).
+    /// Unknown keys and bad values are errors that name the key.
+    pub fn from_map(map: &Map<String, Value>) -> anyhow::Result<Config> {
+        let mut m = Map::new();
+        for (k, v) in map {
+            let v = match (k.as_str(), v) {
+                (k, v) if STRING_KEYS.contains(&k) => Value::String(scalar_to_string(v)),
+                ("server_cpus" | "client_cpus", Value::Array(a)) => {
+                    Value::String(a.iter().map(scalar_to_string).collect::<Vec<_>>().join(","))
+                }
+                ("server_cpus" | "client_cpus", v) => Value::String(scalar_to_string(v)),
+                ("mix", Value::String(s)) => engine::plan::parse_value(s)?,
+                ("mix", Value::Array(a)) => Value::Array(
+                    a.iter()
+                        .map(|x| match x {
+                            Value::String(s) => engine::plan::parse_value(s),
+                            x => Ok(x.clone()),
+                        })
+                        .collect::<anyhow::Result<_>>()?,
+                ),
+                ("pg_setting" | "tests", Value::String(s)) => Value::Array(
+                    s.split(',')
+                        .map(|p| Value::String(p.trim().into()))
+                        .collect(),
+                ),
+                ("fsync", Value::String(s)) if s == "on" || s == "off" => Value::Bool(s == "on"),
+                (_, Value::String(s)) => engine::plan::parse_value(s)?,
+                (_, v) => v.clone(),
+            };
+            m.insert(k.clone(), v);
+        }
+        let cfg: Config = serde_json::from_value(Value::Object(m))
+            .map_err(|e| anyhow::anyhow!("oltp: {e} (see `rackbench run oltp --help`)"))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.warehouses == 0 {
+            bail!("--warehouses must be at least 1");
+        }
+        if self.vus == 0 {
+            bail!("--vus must be at least 1");
+        }
+        if self.databases == 0 || self.databases > 64 {
+            bail!("--databases must be between 1 and 64");
+        }
+        if self.duration.is_nan() || self.duration <= 0.0 {
+            bail!("--duration must be a positive number of seconds");
+        }
+        if self.rampup.is_nan() || self.rampup < 0.0 {
+            bail!("--rampup must be zero or more seconds");
+        }
+        if let Some(r) = self.rate {
+            if r.is_nan() || r <= 0.0 {
+                bail!("--rate must be a positive number of transactions per second");
+            }
+        }
+        if self.arrival != "constant" && self.arrival != "poisson" {
+            bail!("--arrival must be `constant` or `poisson`");
+        }
+        if self.dsn.is_some() && self.cluster_dir.is_some() {
+            bail!("give either --dsn or --cluster-dir, not both");
+        }
+        for t in &self.tests {
+            if t != "tpcc" {
+                bail!("oltp has one test, `tpcc` (got `{t}`)");
+            }
+        }
+        for s in &self.pg_setting {
+            if !s.contains('=') {
+                bail!("--pg-setting wants name=value, got `{s}`");
+            }
+        }
+        Mix::new(&self.mix)?;
+        engine::launch::parse_cpu_list(&self.server_cpus)?;
+        engine::launch::parse_cpu_list(&self.client_cpus)?;
+        Ok(())
+    }
+
+    fn settings(&self) -> anyhow::Result<server::Settings> {
+        Ok(server::Settings {
+            shared_buffers: self.shared_buffers.clone(),
+            fsync: self.fsync,
+            synchronous_commit: self.synchronous_commit.clone(),
+            // Every user and database, plus the monitor, the loaders and some slack.
+            max_connections: (self.vus * self.databases + 2 * self.databases + 20).max(100),
+            extra: self
+                .pg_setting
+                .iter()
+                .filter_map(|s| s.split_once('='))
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .collect(),
+            cpus: engine::launch::parse_cpu_list(&self.server_cpus)?,
+        })
+    }
+
+    /// The effective config as stored (the DSN's password redacted).
+    pub fn echo(&self) -> Value {
+        let mut c = self.clone();
+        c.dsn = c.dsn.map(|d| model::redact_secrets(&d));
+        serde_json::to_value(c).unwrap_or(Value::Null)
+    }
+}
 
 /// Registry entry for `oltp`.
 pub fn registration() -> engine::Registration {
     engine::Registration {
         name: "oltp",
-        about: "(being written)",
-        list_keys: &[],
-        flags: |c| c,
-        build: |_| anyhow::bail!("the oltp workload is not available yet"),
+        about: "TPC-C on PostgreSQL: NOPM/TPM, per-transaction latency, consistency check, databases x users",
+        list_keys: LIST_KEYS,
+        flags: |c| <Flags as clap::Args>::augment_args(c),
+        build: |m| Ok(Box::new(Oltp::new(Config::from_map(m)?)?)),
     }
+}
+
+/// Where the databases live: a server we launched (or none: `--dsn`), and how to connect.
+pub struct Target {
+    pub server: Option<Server>,
+    base: postgres::Config,
+    /// A database to connect to for CREATE/DROP DATABASE.
+    maintenance_db: String,
+    /// Database names, index 0 = database 1.
+    pub dbs: Vec<String>,
+    /// Shown instead of the connection string (never the password).
+    pub describe: String,
+}
+
+impl Target {
+    /// Launch or reach the server `cfg` names. `create_dir`: a missing `--cluster-dir`
+    /// is initialised (build) rather than an error (check).
+    pub fn open(cfg: &Config, create_dir: bool) -> anyhow::Result<Target> {
+        let settings = cfg.settings()?;
+        let (server, base, maintenance_db, first, describe) = if let Some(dsn) = &cfg.dsn {
+            let base = server::parse_dsn(dsn)?;
+            let first = base.get_dbname().unwrap_or("tpcc").to_string();
+            let describe = model::redact_secrets(dsn);
+            (None, base, first.clone(), first, describe)
+        } else {
+            let s = match &cfg.cluster_dir {
+                Some(dir) => {
+                    let dir = PathBuf::from(dir);
+                    if !dir.join("PG_VERSION").is_file() {
+                        if !create_dir {
+                            bail!(
+                                "{} holds no PostgreSQL cluster; create one with \
+                                 `rackbench oltp build --dir {} --warehouses N`",
+                                dir.display(),
+                                dir.display()
+                            );
+                        }
+                        if dir.exists() && dir.read_dir()?.next().is_some() {
+                            bail!(
+                                "{} exists and is not empty nor a PostgreSQL cluster",
+                                dir.display()
+                            );
+                        }
+                        server::init_cluster(&dir)?;
+                    }
+                    Server::start(&dir, &settings)?
+                }
+                None => Server::throwaway(&settings)?,
+            };
+            let base = s.config("postgres");
+            let describe = format!(
+                "PostgreSQL {} launched on {} (port {})",
+                s.version,
+                s.data.display(),
+                s.port
+            );
+            (
+                Some(s),
+                base,
+                "postgres".to_string(),
+                "tpcc".to_string(),
+                describe,
+            )
+        };
+        let dbs = (1..=cfg.databases)
+            .map(|n| {
+                if n == 1 {
+                    first.clone()
+                } else {
+                    format!("{first}_{n}")
+                }
+            })
+            .collect();
+        Ok(Target {
+            server,
+            base,
+            maintenance_db,
+            dbs,
+            describe,
+        })
+    }
+
+    pub fn config(&self, db: &str) -> postgres::Config {
+        server::with_db(&self.base, db)
+    }
+
+    fn database_exists(&self, admin: &mut postgres::Client, db: &str) -> anyhow::Result<bool> {
+        Ok(admin
+            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])?
+            .is_some())
+    }
+
+    /// Make every database hold a build of `warehouses` (reusing a matching one unless
+    /// `force`). Returns one line per database saying what was done.
+    pub fn ensure_built(
+        &mut self,
+        warehouses: u32,
+        threads: usize,
+        seed: u64,
+        force: bool,
+        ctx: &Ctx,
+    ) -> anyhow::Result<Vec<(String, BuildMeta, Option<populate::BuildInfo>)>> {
+        let mut admin = server::connect(&self.config(&self.maintenance_db)).with_context(|| {
+            if self.server.is_none() {
+                "the database named in --dsn must exist (CREATE DATABASE it first)".to_string()
+            } else {
+                "connecting to the launched server".to_string()
+            }
+        })?;
+        let mut out = Vec::new();
+        let mut template: Option<String> = None;
+        for db in self.dbs.clone() {
+            let exists = self.database_exists(&mut admin, &db)?;
+            if exists {
+                let mut c = server::connect(&self.config(&db))?;
+                let meta = populate::read_meta(&mut c)?;
+                if let Some(m) = meta {
+                    if !force
+                        && m.warehouses == warehouses
+                        && m.schema_version == schema::SCHEMA_VERSION
+                    {
+                        ctx.note(&format!(
+                            "oltp: reusing the build in database {db} ({warehouses} warehouses)"
+                        ));
+                        out.push((db.clone(), m, None));
+                        template.get_or_insert(db.clone());
+                        continue;
+                    }
+                }
+                drop(c);
+                if db == self.maintenance_db {
+                    // A --dsn database we cannot drop: drop our tables instead.
+                    let mut c = server::connect(&self.config(&db))?;
+                    c.batch_execute(
+                        "DROP TABLE IF EXISTS warehouse, district, customer, history, new_order, \
+                         orders, order_line, item, stock, rackbench_tpcc CASCADE",
+                    )?;
+                } else {
+                    admin.batch_execute(&format!("DROP DATABASE \"{db}\""))?;
+                }
+            }
+            if db != self.maintenance_db || !exists {
+                // A fresh copy of an existing build is far faster than a new load.
+                match &template {
+                    Some(t) if self.server.is_some() && !force => {
+                        ctx.note(&format!("oltp: copying database {t} to {db}"));
+                        admin
+                            .batch_execute(&format!("CREATE DATABASE \"{db}\" TEMPLATE \"{t}\""))?;
+                        let mut c = server::connect(&self.config(&db))?;
+                        let m = populate::read_meta(&mut c)?
+                            .context("the template database lost its build metadata")?;
+                        out.push((db.clone(), m, None));
+                        continue;
+                    }
+                    _ => {
+                        if db != self.maintenance_db {
+                            admin.batch_execute(&format!("CREATE DATABASE \"{db}\""))?;
+                        }
+                    }
+                }
+            }
+            ctx.note(&format!(
+                "oltp: building database {db}: {warehouses} warehouses"
+            ));
+            let info = populate::build(&self.config(&db), warehouses, threads, seed)?;
+            let m = BuildMeta {
+                warehouses,
+                c_load: info.c_load,
+                schema_version: schema::SCHEMA_VERSION.into(),
+            };
+            ctx.note(&format!(
+                "oltp: database {db} loaded in {:.1} s, indexed in {:.1} s",
+                info.load_s, info.index_s
+            ));
+            out.push((db.clone(), m, Some(info)));
+            template = Some(db.clone());
+        }
+        Ok(out)
+    }
+
+    /// Run the consistency check on every database.
+    pub fn check(&self, initial: bool) -> anyhow::Result<Vec<(String, Vec<check::CheckResult>)>> {
+        let mut out = Vec::new();
+        for db in &self.dbs {
+            let mut c = server::connect(&self.config(db))?;
+            if populate::read_meta(&mut c)?.is_none() {
+                bail!("database {db} holds no TPC-C build; run `rackbench oltp build` first");
+            }
+            out.push((db.clone(), check::run(&mut c, initial)?));
+        }
+        Ok(out)
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(s) = self.server.as_mut() {
+            s.stop();
+        }
+    }
+}
+
+/// One reading of a database's counters.
+#[derive(Debug, Clone, Copy)]
+struct DbSample {
+    at: Instant,
+    next_o_id_sum: i64,
+    xacts: i64,
+}
+
+const SAMPLE_SQL: &str = "SELECT (SELECT sum(d_next_o_id) FROM district)::int8, \
+    (SELECT xact_commit + xact_rollback FROM pg_stat_database \
+     WHERE datname = current_database())::int8";
+
+fn sample(c: &mut postgres::Client) -> Result<DbSample, postgres::Error> {
+    let r = c.query_one(SAMPLE_SQL, &[])?;
+    Ok(DbSample {
+        at: Instant::now(),
+        next_o_id_sum: r.get::<_, Option<i64>>(0).unwrap_or(0),
+        xacts: r.get::<_, Option<i64>>(1).unwrap_or(0),
+    })
+}
+
+/// What the counter monitor saw for one database.
+#[derive(Debug, Default, Clone)]
+struct DbWindow {
+    first: Option<DbSample>,
+    last: Option<DbSample>,
+    /// Monitor transactions on this database since (and including) `first`.
+    own_xacts: i64,
+    error: Option<String>,
+}
+
+/// Read each database's counters when the ramp-up ends, then every second (so a server
+/// that dies mid-run still leaves the last good reading), until told to stop.
+fn monitor(
+    cfgs: Vec<postgres::Config>,
+    rampup: Duration,
+    stop: Arc<AtomicBool>,
+    watch: Arc<dyn engine::workload::Watch>,
+) -> Vec<DbWindow> {
+    let mut wins = vec![DbWindow::default(); cfgs.len()];
+    let mut clients: Vec<Option<postgres::Client>> = cfgs
+        .iter()
+        .zip(wins.iter_mut())
+        .map(|(c, w)| match server::connect(c) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                w.error = Some(format!("{e:#}"));
+                None
+            }
+        })
+        .collect();
+    let start = Instant::now();
+    watch.set_warmup(!rampup.is_zero());
+    while start.elapsed() < rampup && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20).min(rampup.saturating_sub(start.elapsed())));
+    }
+    watch.set_warmup(false);
+    let mut next = Instant::now();
+    loop {
+        for (c, w) in clients.iter_mut().zip(wins.iter_mut()) {
+            let Some(client) = c.as_mut() else { continue };
+            match sample(client) {
+                Ok(s) => {
+                    if w.first.is_none() {
+                        w.first = Some(s);
+                    }
+                    w.last = Some(s);
+                    w.own_xacts += 1;
+                }
+                Err(e) => {
+                    w.error = Some(e.to_string());
+                    *c = None;
+                }
+            }
+        }
+        next += Duration::from_secs(1);
+        while Instant::now() < next {
+            if stop.load(Ordering::Relaxed) {
+                return wins;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The workload object for one sweep point.
+pub struct Oltp {
+    cfg: Config,
+    mix: Mix,
+    target: Option<Target>,
+    metas: Vec<BuildMeta>,
+    version: Option<String>,
+}
+
+impl Oltp {
+    pub fn new(cfg: Config) -> anyhow::Result<Oltp> {
+        cfg.validate()?;
+        let mix = Mix::new(&cfg.mix)?;
+        Ok(Oltp {
+            cfg,
+            mix,
+            target: None,
+            metas: Vec::new(),
+            version: None,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The launched postmaster's pid (tests kill it to check failure handling).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.target
+            .as_ref()
+            .and_then(|t| t.server.as_ref())
+            .map(Server::pid)
+            .filter(|&p| p != 0)
+    }
+
+    /// Connection settings of database `n` (1-based), for tests and tools.
+    pub fn db_config(&self, n: usize) -> Option<postgres::Config> {
+        let t = self.target.as_ref()?;
+        t.dbs.get(n.checked_sub(1)?).map(|d| t.config(d))
+    }
+
+    fn class_names(&self) -> Vec<String> {
+        let n = self.cfg.databases as usize;
+        let mut v = Vec::with_capacity(5 * n);
+        for d in 1..=n {
+            for c in CLASSES {
+                v.push(if n == 1 {
+                    c.to_string()
+                } else {
+                    format!("{c}@db{d}")
+                });
+            }
+        }
+        v
+    }
+
+    fn run_tpcc(&mut self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        let target = self
+            .target
+            .as_ref()
+            .context("oltp: prepare was not called")?;
+        let cfg = &self.cfg;
+        let ndb = target.dbs.len();
+        let w = cfg.warehouses;
+        let mut rng = SmallRng::seed_from_u64(cfg.seed ^ 0x7470_6363);
+        let deadline = Instant::now()
+            + Duration::from_secs_f64(cfg.rampup + cfg.duration)
+            + Duration::from_secs(5);
+        let db_latency = cfg.keying_think.then(|| {
+            Arc::new(Mutex::new(
+                (0..5 * ndb)
+                    .map(|_| model::hist::new_latency_histogram())
+                    .collect::<Vec<_>>(),
+            ))
+        });
+        let counters: Vec<Arc<Counters>> =
+            (0..ndb).map(|_| Arc::new(Counters::default())).collect();
+        let mut sessions = Vec::with_capacity(ndb * cfg.vus as usize);
+        for (i, db) in target.dbs.iter().enumerate() {
+            let consts = random::Constants::for_run(&mut rng, self.metas[i].c_load);
+            let mut vcfg = target.config(db);
+            vcfg.application_name(VU_APP_NAME);
+            for v in 0..cfg.vus {
+                let p = VuParams {
+                    home_w: v % w + 1,
+                    stock_district: (v / w) % random::DISTRICTS + 1,
+                    warehouses: w,
+                    consts,
+                    mix: self.mix.clone(),
+                    class_offset: 5 * i,
+                    counters: counters[i].clone(),
+                    waits: cfg.keying_think,
+                    deadline: Some(deadline),
+                    db_latency: db_latency.clone(),
+                };
+                sessions.push(Vu::connect(&vcfg, p).with_context(|| {
+                    format!("connecting virtual user {} of database {db}", v + 1)
+                })?);
+            }
+        }
+        let shape = match (cfg.rate, cfg.arrival.as_str()) {
+            (None, _) => LoadShape::Closed,
+            (Some(rate), "poisson") => LoadShape::Poisson { rate },
+            (Some(rate), _) => LoadShape::Constant { rate },
+        };
+        let spec = LoadSpec {
+            shape,
+            stop: StopAfter::Duration(Duration::from_secs_f64(cfg.duration)),
+            warmup: Duration::from_secs_f64(cfg.rampup),
+            connections: sessions.len(),
+            threads: sessions.len(),
+            pipeline: 1,
+            requests_per_connection: None,
+            client_cpus: engine::launch::parse_cpu_list(&cfg.client_cpus)?,
+            seed: cfg.seed,
+            interval: Duration::from_secs(1),
+        };
+        let names = self.class_names();
+        let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let cfgs: Vec<postgres::Config> = target.dbs.iter().map(|d| target.config(d)).collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mon = {
+            let (stop, watch, rampup) = (stop.clone(), ctx.watch.clone(), spec.warmup);
+            let cfgs = cfgs.clone();
+            std::thread::spawn(move || monitor(cfgs, rampup, stop, watch))
+        };
+        let result = engine::load::run_sessions(&spec, &name_refs, sessions, &ctx.progress);
+        let t_end = Instant::now();
+        stop.store(true, Ordering::Relaxed);
+        let mut wins = mon.join().unwrap_or_default();
+        let outcome = result?;
+
+        // Final reading after the users disconnected: their backends flush their
+        // statistics on exit, so the commit counters are complete.
+        for (i, c) in cfgs.iter().enumerate() {
+            let Some(win) = wins.get_mut(i) else { continue };
+            if win.first.is_none() {
+                continue;
+            }
+            let final_sample = (|| -> anyhow::Result<DbSample> {
+                let mut client = server::connect(c)?;
+                for _ in 0..100 {
+                    let n: i64 = client
+                        .query_one(
+                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \
+                             AND datname = current_database()",
+                            &[&VU_APP_NAME],
+                        )?
+                        .get(0);
+                    if n == 0 {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let mut s = sample(&mut client)?;
+                s.at = t_end;
+                Ok(s)
+            })();
+            match final_sample {
+                Ok(s) => win.last = Some(s),
+                Err(e) => {
+                    win.error.get_or_insert(format!("{e:#}"));
+                }
+            }
+        }
+        let db_lat = db_latency
+            .and_then(|a| Arc::try_unwrap(a).ok())
+            .and_then(|m| m.into_inner().ok());
+        Ok(self.results(&outcome, &wins, &counters, db_lat))
+    }
+
+    fn results(
+        &self,
+        o: &LoadOutcome,
+        wins: &[DbWindow],
+        counters: &[Arc<Counters>],
+        db_latency: Option<Vec<hdrhistogram::Histogram<u64>>>,
+    ) -> StepOutput {
+        let cfg = &self.cfg;
+        let ndb = counters.len();
+        let multi = ndb > 1;
+        let mut out = StepOutput {
+            headline: "nopm".into(),
+            duration_s: o.duration_s,
+            loadgen_threads: Some(cfg.vus as usize * ndb),
+            ..Default::default()
+        };
+        let lbl = |m: Metric, db: usize| if multi { m.label("db", db + 1) } else { m };
+
+        // NOPM / TPM from the server's counters (HammerDB's method), per database and total.
+        let (mut nopm_total, mut tpm_total, mut have_all) = (0.0, 0.0, true);
+        for (i, w) in wins.iter().enumerate() {
+            match (w.first, w.last) {
+                (Some(a), Some(b)) if b.at > a.at => {
+                    let min = (b.at - a.at).as_secs_f64() / 60.0;
+                    let nopm = (b.next_o_id_sum - a.next_o_id_sum) as f64 / min;
+                    let xacts = (b.xacts - a.xacts - w.own_xacts).max(0) as f64;
+                    let tpm = xacts / min;
+                    nopm_total += nopm;
+                    tpm_total += tpm;
+                    if multi {
+                        out.metrics
+                            .push(Metric::new("nopm", nopm, "new orders/min").label("db", i + 1));
+                        out.metrics
+                            .push(Metric::new("tpm", tpm, "transactions/min").label("db", i + 1));
+                    }
+                }
+                _ => {
+                    have_all = false;
+                    let why = w.error.clone().unwrap_or_else(|| {
+                        "the run ended before the ramp-up did (no counter reading)".into()
+                    });
+                    out.missing.push(MissingMetric {
+                        name: if multi {
+                            format!("nopm{{db={}}}", i + 1)
+                        } else {
+                            "nopm".into()
+                        },
+                        reason: why,
+                    });
+                }
+            }
+        }
+        if have_all {
+            out.metrics
+                .push(Metric::new("nopm", nopm_total, "new orders/min"));
+            out.metrics
+                .push(Metric::new("tpm", tpm_total, "transactions/min"));
+        } else {
+            if multi {
+                out.missing.push(MissingMetric {
+                    name: "nopm".into(),
+                    reason: "not every database's counters could be read".into(),
+                });
+            }
+            out.missing.push(MissingMetric {
+                name: "tpm".into(),
+                reason: "the server's counters could not be read at both ends of the run".into(),
+            });
+        }
+        for w in wins
+            .iter()
+            .filter(|w| w.first.is_some() && w.error.is_some())
+        {
+            out.notes_push(format!(
+                "counters read until {:?} before the end: {}",
+                w.last.map(|l| l.at.elapsed()),
+                w.error.clone().unwrap_or_default()
+            ));
+        }
+
+        // Client-side counts (cross-check of the server's counters).
+        let dur_min = o.duration_s / 60.0;
+        let total: u64 = o.total_count();
+        if dur_min > 0.0 {
+            out.metrics.push(Metric::new(
+                "tpm_client",
+                total as f64 / dur_min,
+                "transactions/min",
+            ));
+            out.metrics.push(Metric::new(
+                "txn_per_s",
+                total as f64 / o.duration_s,
+                "transactions/s",
+            ));
+            let no_ok: u64 = o
+                .classes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 5 == txn::NEW_ORDER)
+                .map(|(_, c)| c.ok)
+                .sum();
+            let nopm_client = no_ok as f64 / dur_min;
+            out.metrics
+                .push(Metric::new("nopm_client", nopm_client, "new orders/min"));
+            if have_all && o.duration_s >= 10.0 && nopm_total > 0.0 {
+                let diff = (nopm_client - nopm_total).abs() / nopm_total;
+                if diff > 0.10 {
+                    out.flags.push(Flag::warning(
+                        "nopm_mismatch",
+                        format!(
+                            "NOPM from the district counters ({nopm_total:.0}) and from the client's \
+                             commits ({nopm_client:.0}) differ by {:.0}%",
+                            diff * 100.0
+                        ),
+                    ));
+                }
+            }
+        }
+        let cpu = o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s;
+        if total > 0 {
+            out.metrics.push(Metric::new(
+                "loadgen_cpu_per_txn_us",
+                cpu * 1e6 / total as f64,
+                "us",
+            ));
+        }
+
+        // Per transaction: counts, outcomes, latency (merged across databases; per
+        // database too when there are several).
+        for (t, &name) in CLASSES.iter().enumerate() {
+            let per_db: Vec<&ClassStats> =
+                (0..ndb).filter_map(|d| o.classes.get(5 * d + t)).collect();
+            let count: u64 = per_db.iter().map(|c| c.count).sum();
+            let rollbacks: u64 = per_db.iter().map(|c| c.rollbacks).sum();
+            let errors: u64 = per_db.iter().map(|c| c.error_count()).sum();
+            out.metrics
+                .push(Metric::new("transactions", count as f64, "transactions").label("txn", name));
+            if o.duration_s > 0.0 {
+                out.metrics.push(
+                    Metric::new("txn_per_s", count as f64 / o.duration_s, "transactions/s")
+                        .label("txn", name),
+                );
+            }
+            out.metrics.push(
+                Metric::new("rollbacks", rollbacks as f64, "transactions").label("txn", name),
+            );
+            out.metrics
+                .push(Metric::new("errors", errors as f64, "transactions").label("txn", name));
+            if total > 0 {
+                out.metrics.push(
+                    Metric::new("mix_pct", 100.0 * count as f64 / total as f64, "%")
+                        .label("txn", name),
+                );
+            }
+            for c in &per_db {
+                for (e, n) in &c.errors {
+                    out.metrics.push(
+                        Metric::new("error_count", *n as f64, "transactions")
+                            .label("txn", name)
+                            .label("error", e),
+                    );
+                }
+            }
+            let service: Option<hdrhistogram::Histogram<u64>> = match &db_latency {
+                Some(h) => merge((0..ndb).filter_map(|d| h.get(5 * d + t))),
+                None => merge(per_db.iter().map(|c| &c.service)),
+            };
+            if let Some(h) = service.filter(|h| !h.is_empty()) {
+                let rec = HistogramRecord::from_histogram(name, "service", &h);
+                push_latency(&mut out, name, "service", &rec);
+                out.histograms.push(rec);
+            }
+            let corrected = merge(per_db.iter().filter_map(|c| c.corrected.as_ref()));
+            if let Some(h) = corrected.filter(|h| !h.is_empty()) {
+                let rec = HistogramRecord::from_histogram(name, "corrected", &h);
+                push_latency(&mut out, name, "corrected", &rec);
+                out.histograms.push(rec);
+            }
+            if multi && db_latency.is_none() {
+                for (d, c) in per_db.iter().enumerate() {
+                    if !c.service.is_empty() {
+                        out.histograms.push(HistogramRecord::from_histogram(
+                            &format!("{name}@db{}", d + 1),
+                            "service",
+                            &c.service,
+                        ));
+                    }
+                    out.metrics.push(lbl(
+                        Metric::new("transactions", c.count as f64, "transactions")
+                            .label("txn", name),
+                        d,
+                    ));
+                }
+            }
+        }
+        if let Some(all) = merge(o.classes.iter().map(|c| &c.service)).filter(|h| !h.is_empty()) {
+            if db_latency.is_none() {
+                out.histograms
+                    .push(HistogramRecord::from_histogram("all", "service", &all));
+            }
+        }
+        if let Some(all) =
+            merge(o.classes.iter().filter_map(|c| c.corrected.as_ref())).filter(|h| !h.is_empty())
+        {
+            out.histograms
+                .push(HistogramRecord::from_histogram("all", "corrected", &all));
+        }
+        if let Some(rate) = o.offered_rate {
+            out.metrics
+                .push(Metric::new("offered_txn_per_s", rate, "transactions/s"));
+            out.metrics.push(Metric::new(
+                "late_sends",
+                o.late_sends as f64,
+                "transactions",
+            ));
+        }
+
+        // The spec's run-validity ratios (5.5.1.5), over all databases.
+        let sum = |f: fn(&Counters) -> &std::sync::atomic::AtomicU64| -> u64 {
+            counters.iter().map(|c| Counters::get(f(c))).sum()
+        };
+        let new_orders = sum(|c| &c.new_orders);
+        let lines = sum(|c| &c.order_lines);
+        let payments = sum(|c| &c.payments);
+        let statuses = sum(|c| &c.order_statuses);
+        let ratios: [(&str, u64, u64, f64, f64, bool); 6] = [
+            (
+                "new_order_rollback_pct",
+                sum(|c| &c.new_order_rollbacks),
+                new_orders,
+                0.9,
+                1.1,
+                true,
+            ),
+            (
+                "remote_order_line_pct",
+                sum(|c| &c.remote_order_lines),
+                lines,
+                0.95,
+                1.05,
+                cfg.warehouses > 1,
+            ),
+            (
+                "payment_remote_pct",
+                sum(|c| &c.remote_payments),
+                payments,
+                14.0,
+                16.0,
+                cfg.warehouses > 1,
+            ),
+            (
+                "payment_by_last_name_pct",
+                sum(|c| &c.payments_by_name),
+                payments,
+                57.0,
+                63.0,
+                true,
+            ),
+            (
+                "order_status_by_last_name_pct",
+                sum(|c| &c.order_statuses_by_name),
+                statuses,
+                57.0,
+                63.0,
+                true,
+            ),
+            (
+                "delivery_skipped_pct",
+                sum(|c| &c.delivery_skipped_districts),
+                10 * sum(|c| &c.deliveries),
+                0.0,
+                1.0,
+                true,
+            ),
+        ];
+        for (name, num, den, lo, hi, applies) in ratios {
+            if den == 0 {
+                out.missing.push(MissingMetric {
+                    name: name.into(),
+                    reason: "no transactions of that kind ran".into(),
+                });
+                continue;
+            }
+            let pct = 100.0 * num as f64 / den as f64;
+            out.metrics.push(Metric::new(name, pct, "%"));
+            if !applies {
+                continue;
+            }
+            // Outside the spec's bounds by more than the draw's sampling error (3 standard
+            // errors) means the generator is wrong, not that the run was short.
+            let p = ((lo + hi) / 200.0).max(1e-6);
+            let se = 100.0 * (p * (1.0 - p) / den as f64).sqrt();
+            if pct < lo - 3.0 * se || pct > hi + 3.0 * se {
+                out.flags.push(Flag::warning(
+                    "tpcc_ratio",
+                    format!("{name} = {pct:.2}% over {den} draws, outside the spec's {lo}-{hi}% (5.5.1.5)"),
+                ));
+            }
+        }
+        if new_orders > 0 {
+            out.metrics.push(Metric::new(
+                "order_lines_per_order",
+                lines as f64 / new_orders as f64,
+                "lines",
+            ));
+        }
+        let below = self.mix.below_spec();
+        if !below.is_empty() {
+            out.flags.push(Flag::warning(
+                "mix_below_spec",
+                format!(
+                    "mix weights below the spec's minimum (5.2.3) for {}",
+                    below.join(", ")
+                ),
+            ));
+        }
+        if cfg.vus < cfg.warehouses {
+            out.flags.push(Flag::warning(
+                "idle_warehouses",
+                format!(
+                    "{} virtual users for {} warehouses: some warehouses have no home user",
+                    cfg.vus, cfg.warehouses
+                ),
+            ));
+        }
+        if let Some(e) = &o.stopped_early {
+            out.error = Some(e.clone());
+        } else if let Some(e) = wins.iter().find_map(|w| w.error.clone()) {
+            out.error = Some(format!("server counters: {e}"));
+        }
+        out
+    }
+}
+
+trait Notes {
+    fn notes_push(&mut self, s: String);
+}
+impl Notes for StepOutput {
+    /// Notes travel as warning flags (StepOutput has no free-text field).
+    fn notes_push(&mut self, s: String) {
+        self.flags.push(Flag::warning("counters_incomplete", s));
+    }
+}
+
+fn merge<'a>(
+    hs: impl Iterator<Item = &'a hdrhistogram::Histogram<u64>>,
+) -> Option<hdrhistogram::Histogram<u64>> {
+    let mut acc: Option<hdrhistogram::Histogram<u64>> = None;
+    for h in hs {
+        match acc.as_mut() {
+            None => acc = Some(h.clone()),
+            Some(a) => {
+                let _ = a.add(h);
+            }
+        }
+    }
+    acc
+}
+
+fn push_latency(out: &mut StepOutput, txn: &str, kind: &str, rec: &HistogramRecord) {
+    let s = &rec.summary;
+    for (name, v) in [
+        ("latency_mean_ns", s.mean_ns),
+        ("latency_p50_ns", s.p50_ns as f64),
+        ("latency_p90_ns", s.p90_ns as f64),
+        ("latency_p99_ns", s.p99_ns as f64),
+        ("latency_max_ns", s.max_ns as f64),
+    ] {
+        out.metrics.push(
+            Metric::new(name, v, "ns")
+                .label("txn", txn)
+                .label("kind", kind),
+        );
+    }
+}
+
+impl Workload for Oltp {
+    fn name(&self) -> &'static str {
+        "oltp"
+    }
+
+    fn tests(&self) -> Vec<String> {
+        vec!["tpcc".into()]
+    }
+
+    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
+        let cfg = self.cfg.clone();
+        let mut target = Target::open(&cfg, true)?;
+        ctx.note(&format!("oltp: {}", target.describe));
+        if let Some(pid) = target.server.as_ref().map(Server::pid) {
+            ctx.watch.watch_process("postgres", pid);
+        }
+        let threads = cfg
+            .load_threads
+            .map_or_else(engine::launch::online_cpus, |t| t.max(1) as usize);
+        let built = target.ensure_built(cfg.warehouses, threads, cfg.seed, cfg.rebuild, ctx)?;
+        self.metas = built.into_iter().map(|(_, m, _)| m).collect();
+        let mut c = server::connect(&target.config(&target.dbs[0]))?;
+        self.version = c
+            .query_one("SHOW server_version", &[])
+            .ok()
+            .map(|r| r.get::<_, String>(0));
+        self.target = Some(target);
+        Ok(())
+    }
+
+    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        if test != "tpcc" {
+            bail!("oltp has one test, `tpcc` (got `{test}`)");
+        }
+        self.run_tpcc(ctx)
+    }
+
+    fn verify(&mut self, ctx: &Ctx) -> anyhow::Result<Vec<Flag>> {
+        if !self.cfg.check {
+            return Ok(Vec::new());
+        }
+        let Some(t) = self.target.as_ref() else {
+            return Ok(Vec::new());
+        };
+        ctx.note("oltp: consistency check (clause 3.3.2)");
+        Ok(check_flags(t.check(false)))
+    }
+
+    fn cleanup(&mut self) {
+        if let Some(mut t) = self.target.take() {
+            t.stop();
+        }
+    }
+
+    fn disclosure(&self) -> BTreeMap<String, Fact> {
+        let mut m = BTreeMap::new();
+        let known = |v: &str| Fact::known(v);
+        m.insert(
+            "software.postgresql".into(),
+            self.version
+                .as_deref()
+                .map_or_else(|| Fact::unknown("not connected"), known),
+        );
+        let launched = self.target.as_ref().is_some_and(|t| t.server.is_some());
+        if launched {
+            m.insert(
+                "server.config.shared_buffers".into(),
+                known(&self.cfg.shared_buffers),
+            );
+            m.insert(
+                "server.config.fsync".into(),
+                known(if self.cfg.fsync { "on" } else { "off" }),
+            );
+            m.insert(
+                "server.config.synchronous_commit".into(),
+                known(&self.cfg.synchronous_commit),
+            );
+            for s in &self.cfg.pg_setting {
+                if let Some((k, v)) = s.split_once('=') {
+                    m.insert(format!("server.config.{}", k.trim()), known(v.trim()));
+                }
+            }
+        } else {
+            m.insert(
+                "server.config".into(),
+                Fact::unknown("server given by --dsn, not launched"),
+            );
+        }
+        m.insert(
+            "oltp.warehouses".into(),
+            known(&self.cfg.warehouses.to_string()),
+        );
+        m.insert(
+            "oltp.databases".into(),
+            known(&self.cfg.databases.to_string()),
+        );
+        m
+    }
+}
+
+impl Drop for Oltp {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+/// Turn check results into flags: a broken condition makes the result invalid; a check
+/// that could not run is a warning (the figures stand unverified).
+pub fn check_flags(r: anyhow::Result<Vec<(String, Vec<check::CheckResult>)>>) -> Vec<Flag> {
+    match r {
+        Ok(dbs) => dbs
+            .iter()
+            .flat_map(|(db, res)| {
+                res.iter().filter(|c| !c.passed()).map(move |c| {
+                    Flag::invalid(
+                        "consistency",
+                        format!(
+                            "database {db}: TPC-C consistency condition {} ({}) fails for {} rows",
+                            c.id, c.name, c.violations
+                        ),
+                    )
+                })
+            })
+            .collect(),
+        Err(e) => vec![Flag::warning(
+            "consistency_not_checked",
+            format!("the consistency check could not run: {e:#}"),
+        )],
+    }
+}
+
+/// `rackbench oltp build`: create (or reuse) a build that later runs use. Returns one
+/// line per database.
+pub fn build_command(cfg: &Config, force: bool, ctx: &Ctx) -> anyhow::Result<Vec<String>> {
+    if cfg.dsn.is_none() && cfg.cluster_dir.is_none() {
+        bail!(
+            "say where the build should live: --dir DIR (a cluster rackbench creates and keeps) \
+             or --dsn 'host=... dbname=...'; then run with the same --cluster-dir/--dsn"
+        );
+    }
+    let mut t = Target::open(cfg, true)?;
+    let threads = cfg
+        .load_threads
+        .map_or_else(engine::launch::online_cpus, |n| n.max(1) as usize);
+    let built = t.ensure_built(cfg.warehouses, threads, cfg.seed, force, ctx)?;
+    let fresh = built.iter().any(|(_, _, i)| i.is_some());
+    let checks = t.check(fresh)?;
+    let mut lines = Vec::new();
+    for ((db, m, info), (_, res)) in built.iter().zip(&checks) {
+        let failed: Vec<String> = res
+            .iter()
+            .filter(|c| !c.passed())
+            .map(|c| c.id.to_string())
+            .collect();
+        lines.push(format!(
+            "{db}: {} warehouses, {}; consistency {}",
+            m.warehouses,
+            match info {
+                Some(i) => format!("loaded in {:.1} s, indexed in {:.1} s", i.load_s, i.index_s),
+                None => "reused".into(),
+            },
+            if failed.is_empty() {
+                "ok".to_string()
+            } else {
+                format!("FAILED ({})", failed.join(", "))
+            }
+        ));
+    }
+    t.stop();
+    Ok(lines)
+}
+
+/// `rackbench oltp check`: the consistency conditions of every database.
+pub fn check_command(
+    cfg: &Config,
+    initial: bool,
+) -> anyhow::Result<Vec<(String, Vec<check::CheckResult>)>> {
+    if cfg.dsn.is_none() && cfg.cluster_dir.is_none() {
+        bail!("say which build to check: --dir DIR (from `rackbench oltp build --dir`) or --dsn");
+    }
+    let mut t = Target::open(cfg, false)?;
+    let r = t.check(initial);
+    t.stop();
+    r
+}
+
+/// Is a PostgreSQL server installed here (for tests that skip without one)?
+pub fn postgres_available() -> bool {
+    server::find_pg_binary("initdb").is_ok() && server::find_pg_binary("postgres").is_ok()
+}
+
+/// The data directory of a kept cluster (`oltp build --dir`), as a path.
+pub fn cluster_dir(cfg: &Config) -> Option<&Path> {
+    cfg.cluster_dir.as_deref().map(Path::new)
 }
