@@ -407,17 +407,28 @@ impl Target {
         force: bool,
         ctx: &Ctx,
     ) -> anyhow::Result<Vec<(String, BuildMeta, Option<populate::BuildInfo>)>> {
-        let mut admin = server::connect(&self.config(&self.maintenance_db)).with_context(|| {
-            if self.server.is_none() {
-                "the database named in --dsn must exist (CREATE DATABASE it first)".to_string()
-            } else {
-                "connecting to the launched server".to_string()
-            }
-        })?;
+        // The admin connection sits in the `postgres` database when it can: a database
+        // used as a TEMPLATE must have no other sessions.
+        let mut admin = match server::connect(&self.config("postgres")) {
+            Ok(c) => c,
+            Err(_) => server::connect(&self.config(&self.maintenance_db)).with_context(|| {
+                if self.server.is_none() {
+                    "the database named in --dsn must exist (CREATE DATABASE it first)"
+                } else {
+                    "connecting to the launched server"
+                }
+            })?,
+        };
+        // The database a --dsn names is the user's: we never drop or create it.
+        let dsn_db = self.server.is_none().then(|| self.maintenance_db.clone());
         let mut out = Vec::new();
         let mut template: Option<String> = None;
         for db in self.dbs.clone() {
             let exists = self.database_exists(&mut admin, &db)?;
+            let users_db = dsn_db.as_deref() == Some(db.as_str());
+            if users_db && !exists {
+                bail!("database {db} named in --dsn does not exist: CREATE DATABASE it first");
+            }
             if exists {
                 let mut c = server::connect(&self.config(&db))?;
                 let meta = populate::read_meta(&mut c)?;
@@ -434,37 +445,35 @@ impl Target {
                         continue;
                     }
                 }
-                drop(c);
-                if db == self.maintenance_db {
-                    // A --dsn database we cannot drop: drop our tables instead.
-                    let mut c = server::connect(&self.config(&db))?;
+                if users_db {
                     c.batch_execute(
                         "DROP TABLE IF EXISTS warehouse, district, customer, history, new_order, \
                          orders, order_line, item, stock, rackbench_tpcc CASCADE",
                     )?;
                 } else {
+                    drop(c);
                     admin.batch_execute(&format!("DROP DATABASE \"{db}\""))?;
                 }
             }
-            if db != self.maintenance_db || !exists {
-                // A fresh copy of an existing build is far faster than a new load.
-                match &template {
-                    Some(t) if self.server.is_some() && !force => {
-                        ctx.note(&format!("oltp: copying database {t} to {db}"));
-                        admin
-                            .batch_execute(&format!("CREATE DATABASE \"{db}\" TEMPLATE \"{t}\""))?;
-                        let mut c = server::connect(&self.config(&db))?;
-                        let m = populate::read_meta(&mut c)?
-                            .context("the template database lost its build metadata")?;
-                        out.push((db.clone(), m, None));
-                        continue;
-                    }
-                    _ => {
-                        if db != self.maintenance_db {
-                            admin.batch_execute(&format!("CREATE DATABASE \"{db}\""))?;
+            if !users_db {
+                // A copy of an existing build is far faster than a new load.
+                if let Some(t) = template.as_ref().filter(|_| !force) {
+                    ctx.note(&format!("oltp: copying database {t} to {db}"));
+                    match admin.batch_execute(&format!("CREATE DATABASE \"{db}\" TEMPLATE \"{t}\""))
+                    {
+                        Ok(()) => {
+                            let mut c = server::connect(&self.config(&db))?;
+                            let m = populate::read_meta(&mut c)?
+                                .context("the template database lost its build metadata")?;
+                            out.push((db.clone(), m, None));
+                            continue;
                         }
+                        Err(e) => ctx.note(&format!(
+                            "oltp: cannot copy {t} ({e}); loading {db} instead"
+                        )),
                     }
                 }
+                admin.batch_execute(&format!("CREATE DATABASE \"{db}\""))?;
             }
             ctx.note(&format!(
                 "oltp: building database {db}: {warehouses} warehouses"
