@@ -23,8 +23,7 @@ ROUNDS=${4:-3}
 BIN=${RACKBENCH:-target/release/rackbench}
 EXAMPLE=target/release/examples/tpcc
 [ -x "$BIN" ] || cargo build --release -q -p rackbench
-[ -x "$EXAMPLE" ] || cargo build --release -q -p rackbench-oltp --example tpcc
-PGBIN=$(dirname "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")
+PGBIN=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")")
 PGBENCH=$(command -v pgbench 2>/dev/null || echo "$PGBIN/pgbench")
 for t in "$PGBIN/pg_ctl" "$PGBIN/psql" "$PGBENCH"; do
   [ -x "$t" ] || { echo "missing $t (apt-get install postgresql postgresql-contrib)"; exit 2; }
@@ -54,6 +53,7 @@ rackbench_tpcc() {
     return 0
   fi
   grep -q "being written" "$TMP/rk.err" || { cat "$TMP/rk.err" >&2; return 1; }
+  [ -x "$EXAMPLE" ] || cargo build --release -q -p rackbench-oltp --example tpcc
   "$EXAMPLE" dsn="$DSN" warehouses="$W" vus="$C" duration="$T" rampup=0 check=false \
     > "$TMP/rk.json" 2>/dev/null
 }
