@@ -65,7 +65,10 @@ fn build_check_run_and_a_corrupted_table() {
     assert_eq!(code, 0, "{out}{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["ok"], true);
-    assert_eq!(v["databases"][0]["conditions"].as_array().unwrap().len(), 11);
+    assert_eq!(
+        v["databases"][0]["conditions"].as_array().unwrap().len(),
+        11
+    );
 
     // The runner reuses the build (when the results store is available).
     let store = tmp.path().join("r.sqlite");
@@ -109,7 +112,11 @@ fn build_check_run_and_a_corrupted_table() {
     let (code, out, _) = run(&["oltp", "check", "--dir", d]);
     assert_eq!(code, 1, "a failed check exits 1: {out}");
     assert!(out.contains("FAIL"), "{out}");
-    assert!(out.lines().any(|l| l.contains("FAIL") && l.contains("D_YTD")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("FAIL") && l.contains("D_YTD")),
+        "{out}"
+    );
 }
 
 #[test]
@@ -120,7 +127,15 @@ fn missing_input_says_what_to_type() {
     let (code, _, err) = run(&["oltp", "check", "--dir", "/nonexistent/rackbench-x"]);
     assert_eq!(code, 2);
     assert!(err.contains("rackbench oltp build"), "{err}");
-    let (code, _, err) = run(&["oltp", "check", "--dsn", "host=/tmp password=s3cret port=notaport"]);
+    let (code, _, err) = run(&[
+        "oltp",
+        "check",
+        "--dsn",
+        "host=/tmp password=s3cret port=notaport",
+    ]);
     assert_eq!(code, 2);
-    assert!(!err.contains("s3cret"), "the password is never printed: {err}");
+    assert!(
+        !err.contains("s3cret"),
+        "the password is never printed: {err}"
+    );
 }

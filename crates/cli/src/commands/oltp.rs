@@ -124,7 +124,11 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                             c.id,
                             if c.passed() { "ok" } else { "FAIL" },
                             c.name,
-                            if c.passed() { String::new() } else { format!(" ({} rows)", c.violations) }
+                            if c.passed() {
+                                String::new()
+                            } else {
+                                format!(" ({} rows)", c.violations)
+                            }
                         );
                     }
                 }
