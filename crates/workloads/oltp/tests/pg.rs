@@ -21,42 +21,67 @@ use wl_oltp::{random, Config, Oltp, Target};
 const WAREHOUSES: u32 = 2;
 
 struct Shared {
-    server: Server,
+    /// Stopped (and its temp dir removed) by `stop_shared` at process exit: statics are
+    /// never dropped, and the server runs in its own process group.
+    server: Mutex<Server>,
+    socket_dir: std::path::PathBuf,
+    port: u16,
     /// Serialises CREATE DATABASE ... TEMPLATE (the template must have no connections).
     copy_lock: Mutex<()>,
 }
 
-fn shared() -> Option<&'static Shared> {
-    static S: OnceLock<Option<Shared>> = OnceLock::new();
-    S.get_or_init(|| {
-        if !wl_oltp::postgres_available() {
-            eprintln!("skipping: PostgreSQL (initdb, postgres) is not installed");
-            return None;
+static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
+
+extern "C" fn stop_shared() {
+    if let Some(Some(s)) = SHARED.get() {
+        if let Ok(mut srv) = s.server.lock() {
+            srv.stop();
         }
-        let settings = Settings {
-            shared_buffers: "128MB".into(),
-            fsync: false,
-            synchronous_commit: "off".into(),
-            max_connections: 200,
-            extra: vec![],
-            cpus: vec![],
-        };
-        let server = Server::throwaway(&settings).expect("launching PostgreSQL");
-        let mut admin = wl_oltp::server::connect(&server.config("postgres")).unwrap();
-        admin.batch_execute("CREATE DATABASE base").unwrap();
-        wl_oltp::populate::build(&server.config("base"), WAREHOUSES, 2, 1).expect("build");
-        Some(Shared {
-            server,
-            copy_lock: Mutex::new(()),
+    }
+}
+
+fn shared() -> Option<&'static Shared> {
+    SHARED
+        .get_or_init(|| {
+            if !wl_oltp::postgres_available() {
+                eprintln!("skipping: PostgreSQL (initdb, postgres) is not installed");
+                return None;
+            }
+            let settings = Settings {
+                shared_buffers: "128MB".into(),
+                fsync: false,
+                synchronous_commit: "off".into(),
+                max_connections: 200,
+                extra: vec![],
+                cpus: vec![],
+            };
+            let server = Server::throwaway(&settings).expect("launching PostgreSQL");
+            let mut admin = wl_oltp::server::connect(&server.config("postgres")).unwrap();
+            admin.batch_execute("CREATE DATABASE base").unwrap();
+            // SAFETY: registers a plain extern "C" function to run at exit.
+            unsafe {
+                libc::atexit(stop_shared);
+            }
+            wl_oltp::populate::build(&server.config("base"), WAREHOUSES, 2, 1).expect("build");
+            Some(Shared {
+                socket_dir: server.socket_dir.clone(),
+                port: server.port,
+                server: Mutex::new(server),
+                copy_lock: Mutex::new(()),
+            })
         })
-    })
-    .as_ref()
+        .as_ref()
 }
 
 /// A private copy of the build, returned as a DSN.
 fn copy_of_build(s: &Shared, name: &str) -> String {
     let _g = s.copy_lock.lock().unwrap_or_else(|p| p.into_inner());
-    let mut admin = wl_oltp::server::connect(&s.server.config("postgres")).unwrap();
+    let cfg = s
+        .server
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .config("postgres");
+    let mut admin = wl_oltp::server::connect(&cfg).unwrap();
     admin
         .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
         .unwrap();
@@ -69,8 +94,8 @@ fn copy_of_build(s: &Shared, name: &str) -> String {
 fn dsn(s: &Shared, db: &str) -> String {
     format!(
         "host={} port={} user=postgres dbname={db}",
-        s.server.socket_dir.display(),
-        s.server.port
+        s.socket_dir.display(),
+        s.port
     )
 }
 
