@@ -378,9 +378,6 @@ impl Oltp {
         let ndb = target.dbs.len();
         let w = cfg.warehouses;
         let mut rng = SmallRng::seed_from_u64(cfg.seed ^ 0x7470_6363);
-        let deadline = Instant::now()
-            + Duration::from_secs_f64(cfg.rampup + cfg.duration)
-            + Duration::from_secs(5);
         let db_latency = cfg.keying_think.then(|| {
             Arc::new(Mutex::new(
                 (0..5 * ndb)
@@ -405,13 +402,21 @@ impl Oltp {
                     class_offset: 5 * i,
                     counters: counters[i].clone(),
                     waits: cfg.keying_think,
-                    deadline: Some(deadline),
+                    deadline: None,
                     db_latency: db_latency.clone(),
                 };
                 sessions.push(Vu::connect(&vcfg, p).with_context(|| {
                     format!("connecting virtual user {} of database {db}", v + 1)
                 })?);
             }
+        }
+        // Keying and think times end just after the run (the load loop starts right after
+        // this), so the last waits do not hold it open.
+        let deadline = Instant::now()
+            + Duration::from_secs_f64(cfg.rampup + cfg.duration)
+            + Duration::from_millis(200);
+        for s in &mut sessions {
+            s.set_deadline(deadline);
         }
         let shape = match (cfg.rate, cfg.arrival.as_str()) {
             (None, _) => LoadShape::Closed,
