@@ -1,9 +1,139 @@
-//! `oltp`: being written.
+//! `oltp`: TPC-C helpers around the `oltp` workload. `oltp build` creates a build once (in
+//! a kept cluster directory or a `--dsn` database) so many `rackbench run oltp
+//! --cluster-dir DIR` runs reuse it; `oltp check` verifies the consistency conditions of
+//! clause 3.3.2. Glue only: the work is in `wl_oltp`.
+
+use serde_json::{Map, Value};
+
 use crate::Global;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Sub,
+}
 
-pub fn run(_a: Args, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("`rackbench oltp` is not available yet")
+#[derive(clap::Subcommand, Debug)]
+pub enum Sub {
+    /// Create the TPC-C schema and load it (in a cluster kept in --dir, or at --dsn).
+    Build(BuildArgs),
+    /// Verify the TPC-C consistency conditions (clause 3.3.2) of a build.
+    Check(CheckArgs),
+}
+
+/// Where the build lives.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Where {
+    /// Cluster directory rackbench creates (if missing), starts and keeps
+    #[arg(long, value_name = "DIR", conflicts_with = "dsn")]
+    pub dir: Option<String>,
+    /// An existing server's connection string (the database must exist)
+    #[arg(long, value_name = "CONNSTRING")]
+    pub dsn: Option<String>,
+    /// Databases (tpcc, tpcc_2, ...), as `run oltp --databases`
+    #[arg(long, default_value_t = 1)]
+    pub databases: u32,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub at: Where,
+    /// Warehouses per database
+    #[arg(long, default_value_t = 1)]
+    pub warehouses: u32,
+    /// Connections loading in parallel [default: online CPUs]
+    #[arg(long)]
+    pub load_threads: Option<u32>,
+    /// Rebuild even if a build with these warehouses exists
+    #[arg(long)]
+    pub rebuild: bool,
+    /// Random seed of the generated data
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub at: Where,
+    /// Also check condition 11, which holds only right after a build
+    #[arg(long)]
+    pub initial: bool,
+}
+
+fn base_map(at: &Where) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(d) = &at.dir {
+        m.insert("cluster_dir".into(), Value::String(d.clone()));
+    }
+    if let Some(d) = &at.dsn {
+        m.insert("dsn".into(), Value::String(d.clone()));
+    }
+    m.insert("databases".into(), Value::from(at.databases));
+    m
+}
+
+pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
+    let ctx = engine::Ctx {
+        verbose: !g.quiet,
+        ..engine::Ctx::quiet()
+    };
+    match a.command {
+        Sub::Build(b) => {
+            let mut m = base_map(&b.at);
+            m.insert("warehouses".into(), Value::from(b.warehouses));
+            m.insert("seed".into(), Value::from(b.seed));
+            if let Some(t) = b.load_threads {
+                m.insert("load_threads".into(), Value::from(t));
+            }
+            let cfg = wl_oltp::Config::from_map(&m)?;
+            let lines = wl_oltp::build_command(&cfg, b.rebuild, &ctx)?;
+            let failed = lines.iter().any(|l| l.contains("FAILED"));
+            if g.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "databases": lines, "config": cfg.echo(), "ok": !failed })
+                );
+            } else {
+                for l in &lines {
+                    println!("{l}");
+                }
+                if let Some(d) = &b.at.dir {
+                    println!("next: rackbench run oltp --cluster-dir {d} --warehouses {} --vus 4 --duration 60", b.warehouses);
+                }
+            }
+            Ok(if failed { 1 } else { 0 })
+        }
+        Sub::Check(c) => {
+            let cfg = wl_oltp::Config::from_map(&base_map(&c.at))?;
+            let res = wl_oltp::check_command(&cfg, c.initial)?;
+            let failed = res.iter().any(|(_, r)| r.iter().any(|c| !c.passed()));
+            if g.json {
+                let v: Vec<Value> = res
+                    .iter()
+                    .map(|(db, r)| serde_json::json!({ "database": db, "conditions": r }))
+                    .collect();
+                println!("{}", serde_json::json!({ "databases": v, "ok": !failed }));
+            } else {
+                for (db, r) in &res {
+                    println!("database {db}");
+                    for c in r {
+                        println!(
+                            "  {:>2}  {:<4}  {}{}",
+                            c.id,
+                            if c.passed() { "ok" } else { "FAIL" },
+                            c.name,
+                            if c.passed() {
+                                String::new()
+                            } else {
+                                format!(" ({} rows)", c.violations)
+                            }
+                        );
+                    }
+                }
+            }
+            Ok(if failed { 1 } else { 0 })
+        }
+    }
 }

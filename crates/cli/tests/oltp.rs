@@ -1,0 +1,141 @@
+//! The binary end to end on TPC-C: `oltp build` into a kept cluster directory, `oltp
+//! check` passing, then failing after a table is corrupted, `run oltp` reusing the build,
+//! and the errors a user gets for missing input. Real PostgreSQL (skipped when absent).
+
+use std::path::Path;
+use std::process::Command;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+    c.env_remove("RACKBENCH_DB");
+    c
+}
+
+fn have_postgres() -> bool {
+    let ok = wl_oltp::postgres_available();
+    if !ok {
+        eprintln!("skipped: PostgreSQL (initdb, postgres) is not installed");
+    }
+    ok
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = bin().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn corrupt(data: &Path) {
+    let settings = wl_oltp::server::Settings {
+        shared_buffers: "32MB".into(),
+        fsync: false,
+        synchronous_commit: "off".into(),
+        max_connections: 20,
+        extra: vec![],
+        cpus: vec![],
+    };
+    let mut s = wl_oltp::server::Server::start(data, &settings).unwrap();
+    let mut c = wl_oltp::server::connect(&s.config("tpcc")).unwrap();
+    c.batch_execute("UPDATE district SET d_ytd = d_ytd + 5 WHERE d_w_id = 1 AND d_id = 4")
+        .unwrap();
+    drop(c);
+    s.stop();
+}
+
+#[test]
+fn build_check_run_and_a_corrupted_table() {
+    if !have_postgres() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let d = data.to_str().unwrap();
+    let (code, out, err) = run(&["-q", "oltp", "build", "--dir", d, "--warehouses", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("consistency ok"), "{out}");
+    // A second build reuses the first.
+    let (code, out, _) = run(&["-q", "oltp", "build", "--dir", d, "--warehouses", "1"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("reused"), "{out}");
+
+    let (code, out, err) = run(&["--json", "oltp", "check", "--dir", d]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(
+        v["databases"][0]["conditions"].as_array().unwrap().len(),
+        11
+    );
+
+    // The runner reuses the build (when the results store is available).
+    let store = tmp.path().join("r.sqlite");
+    let (code, out, err) = run(&[
+        "--db",
+        store.to_str().unwrap(),
+        "run",
+        "oltp",
+        "--cluster-dir",
+        d,
+        "--warehouses",
+        "1",
+        "--vus",
+        "2",
+        "--duration",
+        "2",
+        "--rampup",
+        "0",
+        "--no-telemetry",
+        "--json",
+        "-q",
+    ]);
+    if err.contains("being written") {
+        eprintln!("skipped the run part: {err}");
+    } else {
+        assert_eq!(code, 0, "{out}{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let r = &v["results"][0];
+        assert_eq!(r["headline"], "nopm");
+        let nopm = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "nopm" && m.get("labels").is_none())
+            .and_then(|m| m["value"].as_f64())
+            .unwrap();
+        assert!(nopm > 0.0);
+    }
+
+    corrupt(&data);
+    let (code, out, _) = run(&["oltp", "check", "--dir", d]);
+    assert_eq!(code, 1, "a failed check exits 1: {out}");
+    assert!(out.contains("FAIL"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("FAIL") && l.contains("D_YTD")),
+        "{out}"
+    );
+}
+
+#[test]
+fn missing_input_says_what_to_type() {
+    let (code, _, err) = run(&["oltp", "build", "--warehouses", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--dir"), "{err}");
+    let (code, _, err) = run(&["oltp", "check", "--dir", "/nonexistent/rackbench-x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("rackbench oltp build"), "{err}");
+    let (code, _, err) = run(&[
+        "oltp",
+        "check",
+        "--dsn",
+        "host=/tmp password=s3cret port=notaport",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        !err.contains("s3cret"),
+        "the password is never printed: {err}"
+    );
+}

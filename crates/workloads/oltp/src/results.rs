@@ -1,0 +1,530 @@
+//! Turning a load run into a result: NOPM and TPM from the server's counters (per
+//! database and in total), the client's own counts as a cross-check, per-transaction
+//! counts, outcomes and latency histograms (merged exactly, never averaged), and the
+//! spec's run-validity ratios (5.5.1.5) with a flag when one is off.
+
+use std::sync::Arc;
+
+use engine::load::{ClassStats, LoadOutcome};
+use engine::StepOutput;
+use model::{Flag, HistogramRecord, Metric, MissingMetric};
+
+use crate::monitor::DbWindow;
+use crate::txn::{self, Counters, Mix, CLASSES};
+use crate::Config;
+
+pub(crate) fn step_output(
+    cfg: &Config,
+    mix: &Mix,
+    o: &LoadOutcome,
+    wins: &[DbWindow],
+    counters: &[Arc<Counters>],
+    db_latency: Option<Vec<hdrhistogram::Histogram<u64>>>,
+) -> StepOutput {
+    let ndb = counters.len();
+    let multi = ndb > 1;
+    let mut out = StepOutput {
+        headline: "nopm".into(),
+        duration_s: o.duration_s,
+        loadgen_threads: Some(cfg.vus as usize * ndb),
+        ..Default::default()
+    };
+    let lbl = |m: Metric, db: usize| if multi { m.label("db", db + 1) } else { m };
+
+    // NOPM / TPM from the server's counters (HammerDB's method), per database and total.
+    let (mut nopm_total, mut tpm_total, mut have_all) = (0.0, 0.0, true);
+    for (i, w) in wins.iter().enumerate() {
+        match (w.first, w.last) {
+            (Some(a), Some(b)) if b.at > a.at => {
+                let min = (b.at - a.at).as_secs_f64() / 60.0;
+                let nopm = (b.next_o_id_sum - a.next_o_id_sum) as f64 / min;
+                let xacts = (b.xacts - a.xacts - w.own_xacts).max(0) as f64;
+                let tpm = xacts / min;
+                nopm_total += nopm;
+                tpm_total += tpm;
+                if multi {
+                    out.metrics
+                        .push(Metric::new("nopm", nopm, "new orders/min").label("db", i + 1));
+                    out.metrics
+                        .push(Metric::new("tpm", tpm, "transactions/min").label("db", i + 1));
+                }
+            }
+            _ => {
+                have_all = false;
+                let why = w.error.clone().unwrap_or_else(|| {
+                    "the run ended before the ramp-up did (no counter reading)".into()
+                });
+                out.missing.push(MissingMetric {
+                    name: if multi {
+                        format!("nopm{{db={}}}", i + 1)
+                    } else {
+                        "nopm".into()
+                    },
+                    reason: why,
+                });
+            }
+        }
+    }
+    if have_all {
+        out.metrics
+            .push(Metric::new("nopm", nopm_total, "new orders/min"));
+        out.metrics
+            .push(Metric::new("tpm", tpm_total, "transactions/min"));
+    } else {
+        if multi {
+            out.missing.push(MissingMetric {
+                name: "nopm".into(),
+                reason: "not every database's counters could be read".into(),
+            });
+        }
+        out.missing.push(MissingMetric {
+            name: "tpm".into(),
+            reason: "the server's counters could not be read at both ends of the run".into(),
+        });
+    }
+    for w in wins
+        .iter()
+        .filter(|w| w.first.is_some() && w.error.is_some())
+    {
+        out.flags.push(Flag::warning(
+            "counters_incomplete",
+            format!(
+                "NOPM/TPM cover the run only up to the last reading of the server's counters \
+             ({:.1} s before this result was made): {}",
+                w.last.map_or(0.0, |l| l.at.elapsed().as_secs_f64()),
+                w.error.clone().unwrap_or_default()
+            ),
+        ));
+    }
+
+    // Client-side counts (cross-check of the server's counters).
+    let dur_min = o.duration_s / 60.0;
+    let total: u64 = o.classes.iter().map(sent).sum();
+    if dur_min > 0.0 {
+        out.metrics.push(Metric::new(
+            "tpm_client",
+            total as f64 / dur_min,
+            "transactions/min",
+        ));
+        out.metrics.push(Metric::new(
+            "txn_per_s",
+            total as f64 / o.duration_s,
+            "transactions/s",
+        ));
+        let no_ok: u64 = o
+            .classes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 5 == txn::NEW_ORDER)
+            .map(|(_, c)| c.ok - c.misses)
+            .sum();
+        let nopm_client = no_ok as f64 / dur_min;
+        out.metrics
+            .push(Metric::new("nopm_client", nopm_client, "new orders/min"));
+        if have_all && o.duration_s >= 10.0 && nopm_total > 0.0 {
+            let diff = (nopm_client - nopm_total).abs() / nopm_total;
+            if diff > 0.10 {
+                out.flags.push(Flag::warning(
+                    "nopm_mismatch",
+                    format!(
+                        "NOPM from the district counters ({nopm_total:.0}) and from the client's \
+                         commits ({nopm_client:.0}) differ by {:.0}%",
+                        diff * 100.0
+                    ),
+                ));
+            }
+        }
+    }
+    let cpu = o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s;
+    if total > 0 {
+        out.metrics.push(Metric::new(
+            "loadgen_cpu_per_txn_us",
+            cpu * 1e6 / total as f64,
+            "us",
+        ));
+    }
+
+    // Per transaction: counts, outcomes, latency (merged across databases; per
+    // database too when there are several).
+    for (t, &name) in CLASSES.iter().enumerate() {
+        let per_db: Vec<&ClassStats> = (0..ndb).filter_map(|d| o.classes.get(5 * d + t)).collect();
+        let count: u64 = per_db.iter().map(|c| sent(c)).sum();
+        let rollbacks: u64 = per_db.iter().map(|c| c.rollbacks).sum();
+        let errors: u64 = per_db.iter().map(|c| c.error_count()).sum();
+        out.metrics
+            .push(Metric::new("transactions", count as f64, "transactions").label("txn", name));
+        if o.duration_s > 0.0 {
+            out.metrics.push(
+                Metric::new("txn_per_s", count as f64 / o.duration_s, "transactions/s")
+                    .label("txn", name),
+            );
+        }
+        out.metrics
+            .push(Metric::new("rollbacks", rollbacks as f64, "transactions").label("txn", name));
+        out.metrics
+            .push(Metric::new("errors", errors as f64, "transactions").label("txn", name));
+        if total > 0 {
+            out.metrics.push(
+                Metric::new("mix_pct", 100.0 * count as f64 / total as f64, "%").label("txn", name),
+            );
+        }
+        for c in &per_db {
+            for (e, n) in &c.errors {
+                out.metrics.push(
+                    Metric::new("error_count", *n as f64, "transactions")
+                        .label("txn", name)
+                        .label("error", e),
+                );
+            }
+        }
+        let service: Option<hdrhistogram::Histogram<u64>> = match &db_latency {
+            Some(h) => merge((0..ndb).filter_map(|d| h.get(5 * d + t))),
+            None => merge(per_db.iter().map(|c| &c.service)),
+        };
+        if let Some(h) = service.filter(|h| !h.is_empty()) {
+            let rec = HistogramRecord::from_histogram(name, "service", &h);
+            push_latency(&mut out, name, "service", &rec);
+            out.histograms.push(rec);
+        }
+        let corrected = merge(per_db.iter().filter_map(|c| c.corrected.as_ref()));
+        if let Some(h) = corrected.filter(|h| !h.is_empty()) {
+            let rec = HistogramRecord::from_histogram(name, "corrected", &h);
+            push_latency(&mut out, name, "corrected", &rec);
+            out.histograms.push(rec);
+        }
+        if multi && db_latency.is_none() {
+            for (d, c) in per_db.iter().enumerate() {
+                if !c.service.is_empty() {
+                    out.histograms.push(HistogramRecord::from_histogram(
+                        &format!("{name}@db{}", d + 1),
+                        "service",
+                        &c.service,
+                    ));
+                }
+                out.metrics.push(lbl(
+                    Metric::new("transactions", sent(c) as f64, "transactions").label("txn", name),
+                    d,
+                ));
+            }
+        }
+    }
+    if let Some(all) = merge(o.classes.iter().map(|c| &c.service)).filter(|h| !h.is_empty()) {
+        if db_latency.is_none() {
+            out.histograms
+                .push(HistogramRecord::from_histogram("all", "service", &all));
+        }
+    }
+    if let Some(all) =
+        merge(o.classes.iter().filter_map(|c| c.corrected.as_ref())).filter(|h| !h.is_empty())
+    {
+        out.histograms
+            .push(HistogramRecord::from_histogram("all", "corrected", &all));
+    }
+    if let Some(rate) = o.offered_rate {
+        out.metrics
+            .push(Metric::new("offered_txn_per_s", rate, "transactions/s"));
+        out.metrics.push(Metric::new(
+            "late_sends",
+            o.late_sends as f64,
+            "transactions",
+        ));
+    }
+
+    // The spec's run-validity ratios (5.5.1.5), over all databases.
+    let sum = |f: fn(&Counters) -> &std::sync::atomic::AtomicU64| -> u64 {
+        counters.iter().map(|c| Counters::get(f(c))).sum()
+    };
+    let new_orders = sum(|c| &c.new_orders);
+    let lines = sum(|c| &c.order_lines);
+    let payments = sum(|c| &c.payments);
+    let statuses = sum(|c| &c.order_statuses);
+    let ratios: [(&str, u64, u64, f64, f64, bool); 6] = [
+        (
+            "new_order_rollback_pct",
+            sum(|c| &c.new_order_rollbacks),
+            new_orders,
+            0.9,
+            1.1,
+            true,
+        ),
+        (
+            "remote_order_line_pct",
+            sum(|c| &c.remote_order_lines),
+            lines,
+            0.95,
+            1.05,
+            cfg.warehouses > 1,
+        ),
+        (
+            "payment_remote_pct",
+            sum(|c| &c.remote_payments),
+            payments,
+            14.0,
+            16.0,
+            cfg.warehouses > 1,
+        ),
+        (
+            "payment_by_last_name_pct",
+            sum(|c| &c.payments_by_name),
+            payments,
+            57.0,
+            63.0,
+            true,
+        ),
+        (
+            "order_status_by_last_name_pct",
+            sum(|c| &c.order_statuses_by_name),
+            statuses,
+            57.0,
+            63.0,
+            true,
+        ),
+        (
+            "delivery_skipped_pct",
+            sum(|c| &c.delivery_skipped_districts),
+            10 * sum(|c| &c.deliveries),
+            0.0,
+            1.0,
+            true,
+        ),
+    ];
+    for (name, num, den, lo, hi, applies) in ratios {
+        if den == 0 {
+            out.missing.push(MissingMetric {
+                name: name.into(),
+                reason: "no transactions of that kind ran".into(),
+            });
+            continue;
+        }
+        let pct = 100.0 * num as f64 / den as f64;
+        out.metrics.push(Metric::new(name, pct, "%"));
+        if !applies {
+            continue;
+        }
+        // Outside the spec's bounds by more than the draw's sampling error (3 standard
+        // errors) means the generator is wrong, not that the run was short.
+        let p = ((lo + hi) / 200.0).max(1e-6);
+        let se = 100.0 * (p * (1.0 - p) / den as f64).sqrt();
+        if pct < lo - 3.0 * se || pct > hi + 3.0 * se {
+            out.flags.push(Flag::warning(
+                "tpcc_ratio",
+                format!(
+                    "{name} = {pct:.2}% over {den} draws, outside the spec's {lo}-{hi}% (5.5.1.5)"
+                ),
+            ));
+        }
+    }
+    if new_orders > 0 {
+        out.metrics.push(Metric::new(
+            "order_lines_per_order",
+            lines as f64 / new_orders as f64,
+            "lines",
+        ));
+    }
+    let below = mix.below_spec();
+    if !below.is_empty() {
+        out.flags.push(Flag::warning(
+            "mix_below_spec",
+            format!(
+                "mix weights below the spec's minimum (5.2.3) for {}",
+                below.join(", ")
+            ),
+        ));
+    }
+    if let Some(e) = &o.stopped_early {
+        out.error = Some(e.clone());
+    } else if let Some(e) = wins.iter().find_map(|w| w.error.clone()) {
+        out.error = Some(format!("server counters: {e}"));
+    }
+    out
+}
+
+/// Transactions actually sent to the server: a terminal whose keying time the end of the
+/// run cut short sends nothing and reports a `Miss` (see `txn`), which is not a transaction.
+fn sent(c: &ClassStats) -> u64 {
+    c.count - c.misses
+}
+
+fn merge<'a>(
+    hs: impl Iterator<Item = &'a hdrhistogram::Histogram<u64>>,
+) -> Option<hdrhistogram::Histogram<u64>> {
+    let mut acc: Option<hdrhistogram::Histogram<u64>> = None;
+    for h in hs {
+        match acc.as_mut() {
+            None => acc = Some(h.clone()),
+            Some(a) => {
+                let _ = a.add(h);
+            }
+        }
+    }
+    acc
+}
+
+fn push_latency(out: &mut StepOutput, txn: &str, kind: &str, rec: &HistogramRecord) {
+    let s = &rec.summary;
+    for (name, v) in [
+        ("latency_mean_ns", s.mean_ns),
+        ("latency_p50_ns", s.p50_ns as f64),
+        ("latency_p90_ns", s.p90_ns as f64),
+        ("latency_p99_ns", s.p99_ns as f64),
+        ("latency_max_ns", s.max_ns as f64),
+    ] {
+        out.metrics.push(
+            Metric::new(name, v, "ns")
+                .label("txn", txn)
+                .label("kind", kind),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::monitor::DbSample;
+
+    fn class(name: &str, count: u64, rollbacks: u64) -> ClassStats {
+        let mut h = model::hist::new_latency_histogram();
+        for i in 0..count {
+            h.record(1_000_000 + i).unwrap();
+        }
+        ClassStats {
+            name: name.into(),
+            count,
+            ok: count - rollbacks,
+            hits: 0,
+            misses: 0,
+            mismatches: 0,
+            rollbacks,
+            errors: BTreeMap::new(),
+            service: h,
+            corrected: None,
+        }
+    }
+
+    fn outcome() -> LoadOutcome {
+        LoadOutcome {
+            classes: vec![
+                class("new_order", 4500, 45),
+                class("payment", 4300, 0),
+                class("order_status", 400, 0),
+                class("delivery", 400, 0),
+                class("stock_level", 400, 0),
+            ],
+            duration_s: 60.0,
+            interval_rates: vec![],
+            offered_rate: None,
+            late_sends: 0,
+            connection_errors: BTreeMap::new(),
+            reconnects: 0,
+            bytes_tx: 0,
+            bytes_rx: 0,
+            loadgen_cpu_user_s: 0.5,
+            loadgen_cpu_sys_s: 0.5,
+            stopped_early: None,
+        }
+    }
+
+    fn window(new_orders: i64, xacts: i64) -> DbWindow {
+        let t0 = Instant::now();
+        DbWindow {
+            first: Some(DbSample {
+                at: t0,
+                next_o_id_sum: 30_010,
+                xacts: 1_000,
+            }),
+            last: Some(DbSample {
+                at: t0 + Duration::from_secs(60),
+                next_o_id_sum: 30_010 + new_orders,
+                xacts: 1_000 + xacts + 61,
+            }),
+            own_xacts: 61,
+            error: None,
+        }
+    }
+
+    fn counters(rollbacks: u64) -> Arc<Counters> {
+        let c = Counters::default();
+        c.new_orders.store(4500, Ordering::Relaxed);
+        c.new_order_rollbacks.store(rollbacks, Ordering::Relaxed);
+        c.order_lines.store(45_000, Ordering::Relaxed);
+        c.payments.store(4300, Ordering::Relaxed);
+        c.payments_by_name.store(2580, Ordering::Relaxed);
+        c.order_statuses.store(400, Ordering::Relaxed);
+        c.order_statuses_by_name.store(240, Ordering::Relaxed);
+        c.deliveries.store(400, Ordering::Relaxed);
+        Arc::new(c)
+    }
+
+    fn value(out: &StepOutput, name: &str) -> Option<f64> {
+        out.metrics
+            .iter()
+            .find(|m| m.name == name && m.labels.is_empty())
+            .map(|m| m.value)
+    }
+
+    #[test]
+    fn nopm_and_tpm_come_from_the_server_counters() {
+        let cfg = Config::default();
+        let out = step_output(
+            &cfg,
+            &Mix::default(),
+            &outcome(),
+            &[window(4455, 14_000)],
+            &[counters(45)],
+            None,
+        );
+        assert_eq!(out.headline, "nopm");
+        assert!((value(&out, "nopm").unwrap() - 4455.0).abs() < 1e-6);
+        // The monitor's own 61 readings are not counted as the workload's transactions.
+        assert!((value(&out, "tpm").unwrap() - 14_000.0).abs() < 1e-6);
+        assert!((value(&out, "nopm_client").unwrap() - 4455.0).abs() < 1e-6);
+        assert!((value(&out, "new_order_rollback_pct").unwrap() - 1.0).abs() < 1e-9);
+        assert!((value(&out, "loadgen_cpu_per_txn_us").unwrap() - 100.0).abs() < 1e-6);
+        assert!(out.flags.is_empty(), "{:?}", out.flags);
+        assert!(out.histograms.iter().any(|h| h.name == "new_order"));
+        // Remote ratios do not apply to one warehouse: measured, never flagged.
+        assert_eq!(value(&out, "remote_order_line_pct"), Some(0.0));
+    }
+
+    #[test]
+    fn a_ratio_far_outside_the_spec_is_flagged() {
+        let out = step_output(
+            &Config::default(),
+            &Mix::default(),
+            &outcome(),
+            &[window(4275, 14_000)],
+            &[counters(225)],
+            None,
+        );
+        assert!(out
+            .flags
+            .iter()
+            .any(|f| f.code == "tpcc_ratio" && f.message.contains("new_order_rollback_pct")));
+    }
+
+    #[test]
+    fn unreadable_counters_are_missing_not_zero() {
+        let w = DbWindow {
+            error: Some("connection refused".into()),
+            ..DbWindow::default()
+        };
+        let out = step_output(
+            &Config::default(),
+            &Mix::default(),
+            &outcome(),
+            &[w],
+            &[counters(45)],
+            None,
+        );
+        assert_eq!(value(&out, "nopm"), None);
+        assert!(out
+            .missing
+            .iter()
+            .any(|m| m.name == "nopm" && m.reason.contains("refused")));
+        assert!(out.error.is_some());
+    }
+}

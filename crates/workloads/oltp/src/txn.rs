@@ -1,0 +1,460 @@
+//! A virtual user: one PostgreSQL connection with its home warehouse, running the five
+//! TPC-C transactions (clauses 2.4-2.8) with the spec's input rules, picked from the mix,
+//! with keying and think times when asked (5.2.5.7). It plugs into the engine's load loop
+//! as an [`engine::load::Session`]; each transaction is one round trip to a server-side
+//! function (see `schema`).
+//!
+//! The spec's per-run validity ratios (5.5.1.5: rollbacks, remote lines, remote and
+//! by-last-name payments...) are counted in [`Counters`] shared by the users of a database.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use engine::load::{Outcome, Session};
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use rand::Rng;
+
+use crate::random::*;
+use crate::schema;
+
+/// Transaction classes, in the order of the mix weights.
+pub const CLASSES: [&str; 5] = [
+    "new_order",
+    "payment",
+    "order_status",
+    "delivery",
+    "stock_level",
+];
+pub const NEW_ORDER: usize = 0;
+pub const PAYMENT: usize = 1;
+pub const ORDER_STATUS: usize = 2;
+pub const DELIVERY: usize = 3;
+pub const STOCK_LEVEL: usize = 4;
+
+/// Minimum keying times and mean think times, seconds (5.2.5.7), in class order.
+pub const KEYING_S: [f64; 5] = [18.0, 3.0, 2.0, 2.0, 2.0];
+pub const THINK_MEAN_S: [f64; 5] = [12.0, 12.0, 10.0, 5.0, 5.0];
+
+/// Spec minimum share of the mix, percent (5.2.3); New-Order has none.
+pub const MIX_MIN_PCT: [f64; 5] = [0.0, 43.0, 4.0, 4.0, 4.0];
+
+/// The transaction mix: weights in percent, picked at random per transaction (as
+/// HammerDB and go-tpc do).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mix {
+    pub weights: [f64; 5],
+    cum: [f64; 5],
+}
+
+impl Mix {
+    /// Five non-negative weights summing to 100 (New-Order, Payment, Order-Status,
+    /// Delivery, Stock-Level).
+    pub fn new(w: &[f64]) -> anyhow::Result<Mix> {
+        if w.len() != 5 || w.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            anyhow::bail!(
+                "--mix needs five non-negative percentages (New-Order, Payment, Order-Status, \
+                 Delivery, Stock-Level), e.g. --mix 45,43,4,4,4; got {w:?}"
+            );
+        }
+        let sum: f64 = w.iter().sum();
+        if (sum - 100.0).abs() > 0.01 {
+            anyhow::bail!("--mix percentages must sum to 100, they sum to {sum}");
+        }
+        let mut weights = [0.0; 5];
+        weights.copy_from_slice(w);
+        let mut cum = [0.0; 5];
+        let mut acc = 0.0;
+        for i in 0..5 {
+            acc += weights[i];
+            cum[i] = acc;
+        }
+        cum[4] = f64::INFINITY;
+        Ok(Mix { weights, cum })
+    }
+
+    pub fn pick<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
+        let x = rng.gen::<f64>() * 100.0;
+        self.cum.iter().position(|&c| x < c).unwrap_or(4)
+    }
+
+    /// Classes whose weight is below the spec's minimum (5.2.3).
+    pub fn below_spec(&self) -> Vec<&'static str> {
+        (0..5)
+            .filter(|&i| self.weights[i] < MIX_MIN_PCT[i])
+            .map(|i| CLASSES[i])
+            .collect()
+    }
+}
+
+impl Default for Mix {
+    fn default() -> Self {
+        Mix::new(&[45.0, 43.0, 4.0, 4.0, 4.0]).expect("the default mix is valid")
+    }
+}
+
+/// Counts behind the spec's run-validity ratios, shared by the users of one database.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub new_orders: AtomicU64,
+    pub new_order_rollbacks: AtomicU64,
+    pub order_lines: AtomicU64,
+    pub remote_order_lines: AtomicU64,
+    pub payments: AtomicU64,
+    pub remote_payments: AtomicU64,
+    pub payments_by_name: AtomicU64,
+    pub order_statuses: AtomicU64,
+    pub order_statuses_by_name: AtomicU64,
+    pub deliveries: AtomicU64,
+    pub delivery_skipped_districts: AtomicU64,
+}
+
+impl Counters {
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+    fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Everything a virtual user needs besides its connection (plain data plus shared counters).
+#[derive(Clone)]
+pub struct VuParams {
+    pub home_w: u32,
+    /// The district whose stock this terminal checks (Stock-Level: fixed per terminal).
+    pub stock_district: u32,
+    pub warehouses: u32,
+    pub consts: Constants,
+    pub mix: Mix,
+    /// Added to the class index (several databases: classes 5*db..5*db+4).
+    pub class_offset: usize,
+    pub counters: Arc<Counters>,
+    /// Spec keying and think times; the user stops waiting at `deadline`.
+    pub waits: bool,
+    pub deadline: Option<Instant>,
+    /// With waits, the database time of each transaction goes here (the load loop's
+    /// latency then includes the waits, which is not what a latency figure means).
+    pub db_latency: Option<Arc<Mutex<Vec<Histogram<u64>>>>>,
+}
+
+/// One virtual user (a TPC-C terminal without the screen).
+pub struct Vu {
+    client: postgres::Client,
+    st: [postgres::Statement; 5],
+    p: VuParams,
+    own: Vec<Histogram<u64>>,
+}
+
+impl Vu {
+    pub fn connect(cfg: &postgres::Config, p: VuParams) -> anyhow::Result<Vu> {
+        let mut client = crate::server::connect(cfg)?;
+        let st = [
+            client.prepare(schema::NEW_ORDER_SQL)?,
+            client.prepare(schema::PAYMENT_SQL)?,
+            client.prepare(schema::ORDER_STATUS_SQL)?,
+            client.prepare(schema::DELIVERY_SQL)?,
+            client.prepare(schema::STOCK_LEVEL_SQL)?,
+        ];
+        // PostgreSQL counts each Parse/Sync above as a committed transaction, and a backend
+        // flushes its counters at most once a second (later still when idle): flush now,
+        // so setup does not leak into the measured TPM (PostgreSQL 15+; older: ignored).
+        let _ = client.batch_execute("SELECT pg_stat_force_next_flush()");
+        let own = if p.db_latency.is_some() {
+            (0..5)
+                .map(|_| model::hist::new_latency_histogram())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Vu { client, st, p, own })
+    }
+
+    /// When keying and think times stop (set once every user is connected).
+    pub fn set_deadline(&mut self, deadline: Instant) {
+        self.p.deadline = Some(deadline);
+    }
+
+    /// Run transaction `t` once with fresh inputs.
+    pub fn run(&mut self, t: usize, rng: &mut SmallRng) -> Result<Outcome, String> {
+        let r = match t {
+            NEW_ORDER => self.new_order(rng),
+            PAYMENT => self.payment(rng),
+            ORDER_STATUS => self.order_status(rng),
+            DELIVERY => self.delivery(rng),
+            _ => self.stock_level(rng),
+        };
+        match r {
+            Ok(o) => Ok(o),
+            Err(e) => self.classify(e),
+        }
+    }
+
+    /// A database error is data (deadlock, serialization failure, the 1% rollback); a
+    /// broken connection ends this user.
+    fn classify(&mut self, e: postgres::Error) -> Result<Outcome, String> {
+        if let Some(db) = e.as_db_error() {
+            let code = db.code().code();
+            if code == schema::ROLLBACK_SQLSTATE {
+                return Ok(Outcome::Rollback);
+            }
+            if !self.client.is_closed() && !code.starts_with("57") && !code.starts_with("08") {
+                let msg: String = db.message().chars().take(60).collect();
+                return Ok(Outcome::Error(format!("{code} {msg}")));
+            }
+        }
+        Err(format!("connection lost: {e}"))
+    }
+
+    fn other_warehouse(&self, rng: &mut SmallRng) -> u32 {
+        // Uniform over the other W-1 warehouses (W > 1 checked by the caller).
+        let o = rng.gen_range(1..self.p.warehouses);
+        if o >= self.p.home_w {
+            o + 1
+        } else {
+            o
+        }
+    }
+
+    fn new_order(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
+        let w = self.p.home_w;
+        let k = self.p.consts;
+        let d = rng.gen_range(1..=DISTRICTS) as i32;
+        let c = nurand(rng, A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id) as i32;
+        let cnt = rng.gen_range(5..=15usize);
+        let rollback = rng.gen_range(1..=100) == 1;
+        let mut lines: Vec<(i32, i32, i32)> = Vec::with_capacity(cnt);
+        let mut remote = 0u64;
+        for _ in 0..cnt {
+            let item = nurand(rng, A_OL_I_ID, 1, ITEMS, k.ol_i_id) as i32;
+            let supply = if self.p.warehouses > 1 && rng.gen_range(1..=100) == 1 {
+                remote += 1;
+                self.other_warehouse(rng)
+            } else {
+                w
+            };
+            lines.push((supply as i32, item, rng.gen_range(1..=10)));
+        }
+        // Stock rows are locked in one global order so concurrent New-Orders cannot
+        // deadlock; the unused item of a rollback stays last, as 2.4.1.4 wants.
+        lines.sort_unstable();
+        if rollback {
+            if let Some(last) = lines.last_mut() {
+                last.1 = ITEMS as i32 + 1;
+            }
+        }
+        let supply: Vec<i32> = lines.iter().map(|l| l.0).collect();
+        let items: Vec<i32> = lines.iter().map(|l| l.1).collect();
+        let qty: Vec<i32> = lines.iter().map(|l| l.2).collect();
+        let cs = &self.p.counters;
+        Counters::add(&cs.new_orders, 1);
+        Counters::add(&cs.order_lines, cnt as u64);
+        Counters::add(&cs.remote_order_lines, remote);
+        let r = self.client.query_one(
+            &self.st[NEW_ORDER],
+            &[&(w as i32), &d, &c, &items, &supply, &qty],
+        );
+        match r {
+            Ok(_) => Ok(Outcome::Ok),
+            Err(e) => {
+                if e.as_db_error().map(|d| d.code().code()) == Some(schema::ROLLBACK_SQLSTATE) {
+                    Counters::add(&cs.new_order_rollbacks, 1);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn payment(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
+        let w = self.p.home_w;
+        let k = self.p.consts;
+        let d = rng.gen_range(1..=DISTRICTS) as i32;
+        let remote = self.p.warehouses > 1 && rng.gen_range(1..=100) > 85;
+        let (c_w, c_d) = if remote {
+            (
+                self.other_warehouse(rng),
+                rng.gen_range(1..=DISTRICTS) as i32,
+            )
+        } else {
+            (w, d)
+        };
+        let by_name = rng.gen_range(1..=100) <= 60;
+        let (c_id, c_last) = if by_name {
+            (0i32, last_name(nurand(rng, A_C_LAST, 0, 999, k.c_last)))
+        } else {
+            (
+                nurand(rng, A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id) as i32,
+                String::new(),
+            )
+        };
+        let amount_cents: i32 = rng.gen_range(100..=500_000);
+        let cs = &self.p.counters;
+        Counters::add(&cs.payments, 1);
+        Counters::add(&cs.remote_payments, remote as u64);
+        Counters::add(&cs.payments_by_name, by_name as u64);
+        self.client.query_one(
+            &self.st[PAYMENT],
+            &[
+                &(w as i32),
+                &d,
+                &(c_w as i32),
+                &c_d,
+                &c_id,
+                &c_last,
+                &amount_cents,
+            ],
+        )?;
+        Ok(Outcome::Ok)
+    }
+
+    fn order_status(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
+        let k = self.p.consts;
+        let d = rng.gen_range(1..=DISTRICTS) as i32;
+        let by_name = rng.gen_range(1..=100) <= 60;
+        let (c_id, c_last) = if by_name {
+            (0i32, last_name(nurand(rng, A_C_LAST, 0, 999, k.c_last)))
+        } else {
+            (
+                nurand(rng, A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id) as i32,
+                String::new(),
+            )
+        };
+        let cs = &self.p.counters;
+        Counters::add(&cs.order_statuses, 1);
+        Counters::add(&cs.order_statuses_by_name, by_name as u64);
+        self.client.query_one(
+            &self.st[ORDER_STATUS],
+            &[&(self.p.home_w as i32), &d, &c_id, &c_last],
+        )?;
+        Ok(Outcome::Ok)
+    }
+
+    fn delivery(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
+        let carrier: i32 = rng.gen_range(1..=10);
+        let row = self
+            .client
+            .query_one(&self.st[DELIVERY], &[&(self.p.home_w as i32), &carrier])?;
+        let delivered: i32 = row.get(0);
+        let cs = &self.p.counters;
+        Counters::add(&cs.deliveries, 1);
+        Counters::add(
+            &cs.delivery_skipped_districts,
+            (DISTRICTS as i32 - delivered).max(0) as u64,
+        );
+        Ok(Outcome::Ok)
+    }
+
+    fn stock_level(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
+        let threshold: i32 = rng.gen_range(10..=20);
+        self.client.query_one(
+            &self.st[STOCK_LEVEL],
+            &[
+                &(self.p.home_w as i32),
+                &(self.p.stock_district as i32),
+                &threshold,
+            ],
+        )?;
+        Ok(Outcome::Ok)
+    }
+
+    /// Sleep up to `d`, cut short at the run's deadline or on Ctrl-C. False when cut.
+    fn wait(&self, d: Duration) -> bool {
+        let want = Instant::now() + d;
+        let until = self.p.deadline.map_or(want, |dl| want.min(dl));
+        while Instant::now() < until {
+            if engine::stop::stop_requested() {
+                return false;
+            }
+            std::thread::sleep((until - Instant::now()).min(Duration::from_millis(100)));
+        }
+        until == want
+    }
+}
+
+impl Session for Vu {
+    fn execute(&mut self, rng: &mut SmallRng) -> Result<(usize, Outcome), String> {
+        let t = self.p.mix.pick(rng);
+        if self.p.waits && !self.wait(Duration::from_secs_f64(KEYING_S[t])) {
+            // The run ended while this terminal was keying: no transaction is sent (the
+            // load loop ignores what comes back after the end).
+            return Ok((self.p.class_offset + t, Outcome::Miss));
+        }
+        let t0 = Instant::now();
+        let out = self.run(t, rng)?;
+        if self.p.waits {
+            let ns = t0
+                .elapsed()
+                .as_nanos()
+                .min(model::hist::MAX_LATENCY_NS as u128) as u64;
+            if let Some(h) = self.own.get_mut(t) {
+                let _ = h.record(ns.max(1));
+            }
+            // Tt = -ln(r) * mean, truncated at 10x the mean (5.2.5.4).
+            let r: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+            let think = (-r.ln() * THINK_MEAN_S[t]).min(10.0 * THINK_MEAN_S[t]);
+            let _ = self.wait(Duration::from_secs_f64(think));
+        }
+        Ok((self.p.class_offset + t, out))
+    }
+}
+
+impl Drop for Vu {
+    fn drop(&mut self) {
+        if let Some(shared) = &self.p.db_latency {
+            if let Ok(mut all) = shared.lock() {
+                for (i, h) in self.own.iter().enumerate() {
+                    if let Some(dst) = all.get_mut(self.p.class_offset + i) {
+                        let _ = dst.add(h);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn mix_frequencies_within_spec_over_many_draws() {
+        let mix = Mix::default();
+        let mut rng = SmallRng::seed_from_u64(11);
+        let n = 200_000;
+        let mut counts = [0u64; 5];
+        for _ in 0..n {
+            counts[mix.pick(&mut rng)] += 1;
+        }
+        let pct: Vec<f64> = counts
+            .iter()
+            .map(|&c| 100.0 * c as f64 / n as f64)
+            .collect();
+        // 5.2.3 minimums, allowing for the draw's sampling error (3 standard errors).
+        for i in 1..5 {
+            let p = mix.weights[i] / 100.0;
+            let se = 100.0 * (p * (1.0 - p) / n as f64).sqrt();
+            assert!(
+                pct[i] >= MIX_MIN_PCT[i] - 3.0 * se,
+                "{} {}",
+                CLASSES[i],
+                pct[i]
+            );
+            assert!((pct[i] - mix.weights[i]).abs() < 3.0 * se + 1e-9, "{pct:?}");
+        }
+        assert!((pct[0] - 45.0).abs() < 0.5, "{pct:?}");
+        assert!(mix.below_spec().is_empty());
+    }
+
+    #[test]
+    fn mix_rejects_bad_weights() {
+        assert!(Mix::new(&[50.0, 50.0]).is_err());
+        assert!(Mix::new(&[45.0, 43.0, 4.0, 4.0, 5.0]).is_err());
+        assert!(Mix::new(&[-1.0, 43.0, 4.0, 4.0, 50.0]).is_err());
+        let m = Mix::new(&[100.0, 0.0, 0.0, 0.0, 0.0]).unwrap();
+        assert_eq!(m.below_spec().len(), 4);
+        let mut rng = SmallRng::seed_from_u64(1);
+        assert!((0..1000).all(|_| m.pick(&mut rng) == NEW_ORDER));
+    }
+}

@@ -1,0 +1,430 @@
+//! Against a real PostgreSQL cluster the tests create: build, transactions, consistency
+//! check (passing, and failing on a corrupted table), several databases, a server killed
+//! mid-run. One throwaway server with one build is shared; each test works on its own
+//! copy of the build (CREATE DATABASE ... TEMPLATE), so tests run in parallel.
+//! Skips (with a message) when PostgreSQL is not installed.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rackbench_oltp as wl_oltp;
+
+use engine::load::{Outcome, Session};
+use engine::{Ctx, Workload};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use serde_json::{json, Map, Value};
+use wl_oltp::server::{Server, Settings};
+use wl_oltp::txn::{Counters, Mix, Vu, VuParams};
+use wl_oltp::{random, Config, Oltp, Target};
+
+const WAREHOUSES: u32 = 2;
+
+struct Shared {
+    /// Stopped (and its temp dir removed) by `stop_shared` at process exit: statics are
+    /// never dropped, and the server runs in its own process group.
+    server: Mutex<Server>,
+    socket_dir: std::path::PathBuf,
+    port: u16,
+    /// Serialises CREATE DATABASE ... TEMPLATE (the template must have no connections).
+    copy_lock: Mutex<()>,
+}
+
+static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
+
+extern "C" fn stop_shared() {
+    if let Some(Some(s)) = SHARED.get() {
+        if let Ok(mut srv) = s.server.lock() {
+            srv.stop();
+        }
+    }
+}
+
+fn shared() -> Option<&'static Shared> {
+    SHARED
+        .get_or_init(|| {
+            if !wl_oltp::postgres_available() {
+                eprintln!("skipping: PostgreSQL (initdb, postgres) is not installed");
+                return None;
+            }
+            let settings = Settings {
+                shared_buffers: "128MB".into(),
+                fsync: false,
+                synchronous_commit: "off".into(),
+                max_connections: 200,
+                extra: vec![],
+                cpus: vec![],
+            };
+            let server = Server::throwaway(&settings).expect("launching PostgreSQL");
+            let mut admin = wl_oltp::server::connect(&server.config("postgres")).unwrap();
+            admin.batch_execute("CREATE DATABASE base").unwrap();
+            // SAFETY: registers a plain extern "C" function to run at exit.
+            unsafe {
+                libc::atexit(stop_shared);
+            }
+            wl_oltp::populate::build(&server.config("base"), WAREHOUSES, 2, 1).expect("build");
+            Some(Shared {
+                socket_dir: server.socket_dir.clone(),
+                port: server.port,
+                server: Mutex::new(server),
+                copy_lock: Mutex::new(()),
+            })
+        })
+        .as_ref()
+}
+
+/// A private copy of the build, returned as a DSN.
+fn copy_of_build(s: &Shared, name: &str) -> String {
+    let _g = s.copy_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let cfg = s
+        .server
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .config("postgres");
+    let mut admin = wl_oltp::server::connect(&cfg).unwrap();
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE base"))
+        .unwrap();
+    dsn(s, name)
+}
+
+fn dsn(s: &Shared, db: &str) -> String {
+    format!(
+        "host={} port={} user=postgres dbname={db}",
+        s.socket_dir.display(),
+        s.port
+    )
+}
+
+fn cfg(map: Value) -> Config {
+    let m: Map<String, Value> = serde_json::from_value(map).unwrap();
+    Config::from_map(&m).unwrap()
+}
+
+fn executor_missing(e: &anyhow::Error) -> bool {
+    let s = format!("{e:#}");
+    if s.contains("being written") {
+        eprintln!("skipping the run part: the session executor is not merged yet ({s})");
+        true
+    } else {
+        false
+    }
+}
+
+#[test]
+fn build_has_the_spec_cardinalities_and_passes_every_condition() {
+    let Some(s) = shared() else { return };
+    let d = copy_of_build(s, "t_cardinality");
+    let mut c = wl_oltp::server::connect(&wl_oltp::server::parse_dsn(&d).unwrap()).unwrap();
+    let count = |c: &mut postgres::Client, t: &str| -> i64 {
+        c.query_one(&format!("SELECT count(*) FROM {t}"), &[])
+            .unwrap()
+            .get(0)
+    };
+    let w = WAREHOUSES as i64;
+    assert_eq!(count(&mut c, "warehouse"), w);
+    assert_eq!(count(&mut c, "district"), 10 * w);
+    assert_eq!(count(&mut c, "customer"), 30_000 * w);
+    assert_eq!(count(&mut c, "history"), 30_000 * w);
+    assert_eq!(count(&mut c, "orders"), 30_000 * w);
+    assert_eq!(count(&mut c, "new_order"), 9_000 * w);
+    assert_eq!(count(&mut c, "item"), 100_000);
+    assert_eq!(count(&mut c, "stock"), 100_000 * w);
+    let ol = count(&mut c, "order_line") as f64 / (300_000.0 * w as f64);
+    assert!((0.97..1.03).contains(&ol), "order lines per expected {ol}");
+    // Value rules: 10% bad credit, last names from syllables, ORIGINAL in ~10% of items.
+    let bc: i64 = c
+        .query_one("SELECT count(*) FROM customer WHERE c_credit = 'BC'", &[])
+        .unwrap()
+        .get(0);
+    let bc = bc as f64 / (30_000.0 * w as f64);
+    assert!((0.08..0.12).contains(&bc), "{bc}");
+    let name: String = c
+        .query_one(
+            "SELECT c_last FROM customer WHERE c_w_id = 1 AND c_d_id = 1 AND c_id = 372",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(name, "PRICALLYOUGHT");
+    let orig: i64 = c
+        .query_one(
+            "SELECT count(*) FROM item WHERE i_data LIKE '%ORIGINAL%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!((8_000..12_000).contains(&orig), "{orig}");
+    let res = wl_oltp::check::run(&mut c, true).unwrap();
+    assert_eq!(res.len(), 12);
+    assert!(res.iter().all(|r| r.passed()), "{res:?}");
+}
+
+#[test]
+fn transactions_keep_the_database_consistent_and_the_counters_agree() {
+    let Some(s) = shared() else { return };
+    let d = copy_of_build(s, "t_direct");
+    let pcfg = wl_oltp::server::parse_dsn(&d).unwrap();
+    let mut c = wl_oltp::server::connect(&pcfg).unwrap();
+    let meta = wl_oltp::populate::read_meta(&mut c).unwrap().unwrap();
+    let before: i64 = c
+        .query_one("SELECT sum(d_next_o_id)::int8 FROM district", &[])
+        .unwrap()
+        .get(0);
+    let counters = Arc::new(Counters::default());
+    let mut rng = SmallRng::seed_from_u64(5);
+    let consts = random::Constants::for_run(&mut rng, meta.c_load);
+    assert!(random::valid_c_delta(meta.c_load, consts.c_last));
+    let mut vus: Vec<Vu> = (0..2u32)
+        .map(|v| {
+            Vu::connect(
+                &pcfg,
+                VuParams {
+                    home_w: v % WAREHOUSES + 1,
+                    stock_district: 1,
+                    warehouses: WAREHOUSES,
+                    consts,
+                    mix: Mix::default(),
+                    class_offset: 0,
+                    counters: counters.clone(),
+                    waits: false,
+                    deadline: None,
+                    db_latency: None,
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    let mut per_class = [0u64; 5];
+    let (mut ok_new_orders, mut rollbacks) = (0i64, 0u64);
+    for i in 0..1500 {
+        let vu = &mut vus[i % 2];
+        let (class, out) = vu.execute(&mut rng).expect("session broken");
+        per_class[class] += 1;
+        match out {
+            Outcome::Ok if class == wl_oltp::txn::NEW_ORDER => ok_new_orders += 1,
+            Outcome::Ok => {}
+            Outcome::Rollback => {
+                assert_eq!(class, wl_oltp::txn::NEW_ORDER);
+                rollbacks += 1
+            }
+            other => panic!("unexpected outcome {other:?} for class {class}"),
+        }
+    }
+    drop(vus);
+    assert!(per_class.iter().all(|&n| n > 0), "{per_class:?}");
+    // The server's counter moved by exactly the committed New-Orders.
+    let after: i64 = c
+        .query_one("SELECT sum(d_next_o_id)::int8 FROM district", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(after - before, ok_new_orders);
+    assert_eq!(Counters::get(&counters.new_order_rollbacks), rollbacks);
+    let no = Counters::get(&counters.new_orders);
+    assert_eq!(no, ok_new_orders as u64 + rollbacks);
+    let lines = Counters::get(&counters.order_lines) as f64 / no as f64;
+    assert!((9.0..11.0).contains(&lines), "{lines}");
+    let p = Counters::get(&counters.payments) as f64;
+    let by_name = 100.0 * Counters::get(&counters.payments_by_name) as f64 / p;
+    let remote = 100.0 * Counters::get(&counters.remote_payments) as f64 / p;
+    // Loose bounds: ~650 payments, the spec's ratios within sampling error.
+    assert!((50.0..70.0).contains(&by_name), "{by_name}");
+    assert!((9.0..21.0).contains(&remote), "{remote}");
+    let res = wl_oltp::check::run(&mut c, false).unwrap();
+    assert!(res.iter().all(|r| r.passed()), "{res:?}");
+}
+
+#[test]
+fn a_corrupted_table_fails_the_check_and_flags_the_result_invalid() {
+    let Some(s) = shared() else { return };
+    let d = copy_of_build(s, "t_corrupt");
+    let config = cfg(json!({ "dsn": d, "warehouses": WAREHOUSES }));
+    let mut c = wl_oltp::server::connect(&wl_oltp::server::parse_dsn(&d).unwrap()).unwrap();
+    c.batch_execute("UPDATE warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 1")
+        .unwrap();
+    c.batch_execute("DELETE FROM new_order WHERE no_w_id = 2 AND no_d_id = 3 AND no_o_id = 2500")
+        .unwrap();
+    let res = wl_oltp::check_command(&config, false).unwrap();
+    let failed: Vec<u8> = res[0]
+        .1
+        .iter()
+        .filter(|r| !r.passed())
+        .map(|r| r.id)
+        .collect();
+    assert!(failed.contains(&1), "{failed:?}");
+    assert!(failed.contains(&3), "{failed:?}");
+    assert!(failed.contains(&5), "{failed:?}");
+    assert!(failed.contains(&8), "{failed:?}");
+    let flags = wl_oltp::check_flags(Ok(res));
+    assert!(flags.iter().any(|f| f.severity == model::Severity::Invalid));
+    // And through the workload: verify() says invalid.
+    let mut w = Oltp::new(config).unwrap();
+    w.prepare(&Ctx::quiet()).unwrap();
+    let flags = w.verify(&Ctx::quiet()).unwrap();
+    assert!(flags
+        .iter()
+        .any(|f| f.code == "consistency" && f.severity == model::Severity::Invalid));
+    w.cleanup();
+}
+
+#[test]
+fn a_run_measures_nopm_tpm_latency_and_passes_the_check() {
+    let Some(s) = shared() else { return };
+    let d = copy_of_build(s, "t_run");
+    let mut w = Oltp::new(cfg(json!({
+        "dsn": d, "warehouses": WAREHOUSES, "vus": 2, "duration": 3, "rampup": 0.5
+    })))
+    .unwrap();
+    let ctx = Ctx::quiet();
+    w.prepare(&ctx).unwrap();
+    let out = match w.run_test("tpcc", &ctx) {
+        Ok(o) => o,
+        Err(e) if executor_missing(&e) => return,
+        Err(e) => panic!("{e:#}"),
+    };
+    assert_eq!(out.headline, "nopm");
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let get = |n: &str| {
+        out.metrics
+            .iter()
+            .find(|m| m.name == n && m.labels.is_empty())
+            .map(|m| m.value)
+    };
+    let nopm = get("nopm").expect("nopm");
+    let tpm = get("tpm").expect("tpm");
+    assert!(nopm > 0.0 && tpm > nopm, "nopm {nopm} tpm {tpm}");
+    // The server's TPM and the client's count agree within the stats-flush slack.
+    let tpm_client = get("tpm_client").unwrap();
+    assert!(
+        (tpm / tpm_client - 1.0).abs() < 0.5,
+        "tpm {tpm} client {tpm_client}"
+    );
+    assert!(out
+        .histograms
+        .iter()
+        .any(|h| h.name == "new_order" && h.kind == "service"));
+    let flags = w.verify(&ctx).unwrap();
+    assert!(flags.is_empty(), "{flags:?}");
+    w.cleanup();
+}
+
+#[test]
+fn two_databases_at_once_report_per_database_and_total() {
+    let Some(s) = shared() else { return };
+    let d = copy_of_build(s, "t_two");
+    let mut w = Oltp::new(cfg(json!({
+        "dsn": d, "warehouses": WAREHOUSES, "vus": 1, "databases": 2, "duration": 2, "rampup": 0
+    })))
+    .unwrap();
+    let ctx = Ctx::quiet();
+    w.prepare(&ctx).unwrap();
+    // The second database was copied from the first (same build).
+    let mut c2 = wl_oltp::server::connect(&w.db_config(2).unwrap()).unwrap();
+    assert!(wl_oltp::populate::read_meta(&mut c2).unwrap().is_some());
+    let out = match w.run_test("tpcc", &ctx) {
+        Ok(o) => o,
+        Err(e) if executor_missing(&e) => return,
+        Err(e) => panic!("{e:#}"),
+    };
+    let nopm = |db: Option<&str>| {
+        out.metrics
+            .iter()
+            .find(|m| m.name == "nopm" && m.labels.get("db").map(String::as_str) == db)
+            .map(|m| m.value)
+    };
+    let (a, b, t) = (
+        nopm(Some("1")).unwrap(),
+        nopm(Some("2")).unwrap(),
+        nopm(None).unwrap(),
+    );
+    assert!(a > 0.0 && b > 0.0);
+    assert!((a + b - t).abs() < 1e-6 * t.max(1.0));
+    assert!(w.verify(&ctx).unwrap().is_empty());
+    w.cleanup();
+}
+
+#[test]
+fn a_server_killed_mid_run_gives_a_failed_result_that_keeps_what_was_measured() {
+    if !wl_oltp::postgres_available() {
+        eprintln!("skipping: PostgreSQL is not installed");
+        return;
+    }
+    // Its own server (the shared one must survive).
+    let mut w = Oltp::new(cfg(json!({
+        "warehouses": 1, "vus": 2, "duration": 6, "rampup": 0, "shared_buffers": "64MB",
+        "fsync": false, "load_threads": 2
+    })))
+    .unwrap();
+    let ctx = Ctx::quiet();
+    w.prepare(&ctx).unwrap();
+    let pid = w.server_pid().expect("launched server");
+    let progress = ctx.progress.clone();
+    let killer = std::thread::spawn(move || {
+        // Wait for the run to do some work, then kill the postmaster hard.
+        for _ in 0..200 {
+            if progress.done.load(Ordering::Relaxed) > 50 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: kill(2) on the test's own server.
+        unsafe {
+            libc::kill(pid as i32, libc::SIGKILL);
+        }
+    });
+    let r = w.run_test("tpcc", &ctx);
+    killer.join().unwrap();
+    let out = match r {
+        Ok(o) => o,
+        Err(e) if executor_missing(&e) => return,
+        Err(e) => panic!("a dead server must give a result with an error, not Err: {e:#}"),
+    };
+    assert!(out.error.is_some(), "the result must say it failed");
+    let done: f64 = out
+        .metrics
+        .iter()
+        .filter(|m| m.name == "transactions")
+        .map(|m| m.value)
+        .sum();
+    assert!(done > 0.0, "what was measured before the kill is kept");
+    // NOPM up to the last good reading of the counters, or missing with a reason.
+    assert!(
+        out.metrics.iter().any(|m| m.name == "nopm")
+            || out.missing.iter().any(|m| m.name == "nopm")
+    );
+    let flags = w.verify(&ctx).unwrap();
+    assert!(flags.iter().any(|f| f.code == "consistency_not_checked"));
+    w.cleanup();
+}
+
+#[test]
+fn missing_build_dir_says_what_to_type() {
+    let config = cfg(json!({ "cluster_dir": "/nonexistent/rackbench-oltp-x" }));
+    let e = wl_oltp::check_command(&config, false).unwrap_err();
+    assert!(format!("{e:#}").contains("rackbench oltp build"), "{e:#}");
+    let e =
+        Config::from_map(&serde_json::from_value(json!({ "mix": [50, 50] })).unwrap()).unwrap_err();
+    assert!(format!("{e:#}").contains("--mix"));
+    let e = Config::from_map(&serde_json::from_value(json!({ "bogus": 1 })).unwrap()).unwrap_err();
+    assert!(format!("{e:#}").contains("bogus"));
+    let _ = Target::open;
+}
+
+#[test]
+fn config_from_runner_strings() {
+    let c = cfg(json!({
+        "warehouses": "2", "vus": 5, "mix": "50,40,4,3,3", "fsync": "off",
+        "synchronous_commit": false, "server_cpus": [0, 1], "dsn": "host=/tmp password=s3cret"
+    }));
+    assert_eq!(c.warehouses, 2);
+    assert_eq!(c.vus, 5);
+    assert_eq!(c.mix, vec![50.0, 40.0, 4.0, 3.0, 3.0]);
+    assert!(!c.fsync);
+    assert_eq!(c.synchronous_commit, "off");
+    assert_eq!(c.server_cpus, "0,1");
+    assert!(!c.echo().to_string().contains("s3cret"));
+}
