@@ -3,6 +3,7 @@
 //! usage or setup). Everything else lives in the library crates.
 
 mod commands;
+mod progress;
 mod registry;
 
 use std::path::PathBuf;

@@ -17,3 +17,7 @@ pub fn all() -> Vec<Registration> {
 pub fn find(name: &str) -> Option<Registration> {
     all().into_iter().find(|r| r.name == name)
 }
+
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|r| r.name).collect()
+}

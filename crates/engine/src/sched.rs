@@ -1,1 +1,266 @@
-//! Schedules: intended send times for open loop.
+//! Shared pieces of both executors: open-loop schedules (intended send times), the
+//! per-worker recorder (per-class HdrHistograms and counters, merged once at the end),
+//! thread CPU time, and the merge into a `LoadOutcome`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use model::hist::new_latency_histogram;
+use rand::rngs::SmallRng;
+use rand::Rng;
+
+use crate::load::{ClassStats, LoadOutcome, LoadShape, LoadSpec, Outcome};
+
+/// Intended send times of an open-loop worker, as nanoseconds from the worker's start.
+/// t_i = i / R (constant) or t_{i+1} = t_i + Exp(1/R) (Poisson); never derived from
+/// completions (METHODS.md 2.5).
+pub(crate) struct Schedule {
+    gap_ns: f64,
+    poisson: bool,
+    next_ns: f64,
+}
+
+impl Schedule {
+    /// `rate` is this worker's share of the offered rate (requests/s). None for closed loop.
+    pub(crate) fn new(shape: LoadShape, share: f64) -> Option<Schedule> {
+        let (rate, poisson) = match shape {
+            LoadShape::Closed => return None,
+            LoadShape::Constant { rate } => (rate * share, false),
+            LoadShape::Poisson { rate } => (rate * share, true),
+        };
+        let gap_ns = if rate > 0.0 {
+            1e9 / rate
+        } else {
+            f64::INFINITY
+        };
+        Some(Schedule {
+            gap_ns,
+            poisson,
+            next_ns: 0.0,
+        })
+    }
+
+    /// The next intended send time (ns from start) without consuming it.
+    pub(crate) fn peek(&self) -> f64 {
+        self.next_ns
+    }
+
+    /// Consume the current intended time and draw the next.
+    pub(crate) fn advance(&mut self, rng: &mut SmallRng) -> u64 {
+        let t = self.next_ns;
+        let gap = if self.poisson {
+            // Exponential gap by inversion; 1-u is in (0,1] so ln is finite.
+            -self.gap_ns * (1.0 - rng.gen::<f64>()).ln()
+        } else {
+            self.gap_ns
+        };
+        self.next_ns += gap;
+        t as u64
+    }
+}
+
+/// Per-class accumulation inside one worker.
+pub(crate) struct ClassAcc {
+    pub count: u64,
+    pub ok: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub mismatches: u64,
+    pub rollbacks: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub service: Histogram<u64>,
+    pub corrected: Option<Histogram<u64>>,
+}
+
+/// One worker's measurements; merged with the others once at the end.
+pub(crate) struct Recorder {
+    pub classes: Vec<ClassAcc>,
+    pub intervals: Vec<u64>,
+    pub interval_ns: u64,
+    pub connection_errors: BTreeMap<String, u64>,
+    pub late_sends: u64,
+    pub reconnects: u64,
+    pub bytes_tx: u64,
+    pub bytes_rx: u64,
+    pub first_ns: Option<u64>,
+    pub last_ns: u64,
+    pub cpu_start: (f64, f64),
+    pub cpu_end: (f64, f64),
+}
+
+impl Recorder {
+    pub(crate) fn new(n_classes: usize, open_loop: bool, interval: Duration) -> Recorder {
+        Recorder {
+            classes: (0..n_classes)
+                .map(|_| ClassAcc {
+                    count: 0,
+                    ok: 0,
+                    hits: 0,
+                    misses: 0,
+                    mismatches: 0,
+                    rollbacks: 0,
+                    errors: BTreeMap::new(),
+                    service: new_latency_histogram(),
+                    corrected: open_loop.then(new_latency_histogram),
+                })
+                .collect(),
+            intervals: Vec::new(),
+            interval_ns: interval.as_nanos().max(1) as u64,
+            connection_errors: BTreeMap::new(),
+            late_sends: 0,
+            reconnects: 0,
+            bytes_tx: 0,
+            bytes_rx: 0,
+            first_ns: None,
+            last_ns: 0,
+            cpu_start: (0.0, 0.0),
+            cpu_end: (0.0, 0.0),
+        }
+    }
+
+    /// Record one reply. Times are ns since the common measurement origin (end of
+    /// warm-up); `intended_ns` is only used in open loop.
+    #[inline]
+    pub(crate) fn record(
+        &mut self,
+        class: usize,
+        outcome: Outcome,
+        sent_ns: u64,
+        intended_ns: u64,
+        done_ns: u64,
+    ) {
+        let Some(c) = self.classes.get_mut(class) else {
+            return;
+        };
+        c.count += 1;
+        match outcome {
+            Outcome::Ok => c.ok += 1,
+            Outcome::Hit => {
+                c.ok += 1;
+                c.hits += 1
+            }
+            Outcome::Miss => {
+                c.ok += 1;
+                c.misses += 1
+            }
+            Outcome::Mismatch => c.mismatches += 1,
+            Outcome::Rollback => c.rollbacks += 1,
+            Outcome::Error(kind) => *c.errors.entry(kind).or_insert(0) += 1,
+        }
+        c.service
+            .saturating_record(done_ns.saturating_sub(sent_ns).max(1));
+        if let Some(h) = c.corrected.as_mut() {
+            h.saturating_record(done_ns.saturating_sub(intended_ns).max(1));
+        }
+        let idx = (done_ns / self.interval_ns) as usize;
+        if idx >= self.intervals.len() {
+            self.intervals.resize(idx + 1, 0);
+        }
+        self.intervals[idx] += 1;
+        if self.first_ns.is_none() {
+            self.first_ns = Some(done_ns);
+        }
+        self.last_ns = self.last_ns.max(done_ns);
+    }
+
+    pub(crate) fn connection_error(&mut self, what: String) {
+        *self.connection_errors.entry(what).or_insert(0) += 1;
+    }
+}
+
+/// CPU time (user, system) of the calling thread, seconds.
+pub(crate) fn thread_cpu() -> (f64, f64) {
+    // SAFETY: getrusage fills a plain struct.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
+            return (0.0, 0.0);
+        }
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        (tv(ru.ru_utime), tv(ru.ru_stime))
+    }
+}
+
+/// Merge the workers' recorders into one outcome (histograms added exactly).
+pub(crate) fn merge(
+    spec: &LoadSpec,
+    class_names: &[&str],
+    recorders: Vec<Recorder>,
+    measured_s: f64,
+    stopped_early: Option<String>,
+) -> LoadOutcome {
+    let open = spec.shape != LoadShape::Closed;
+    let mut classes: Vec<ClassStats> = class_names
+        .iter()
+        .map(|n| ClassStats {
+            name: n.to_string(),
+            count: 0,
+            ok: 0,
+            hits: 0,
+            misses: 0,
+            mismatches: 0,
+            rollbacks: 0,
+            errors: BTreeMap::new(),
+            service: new_latency_histogram(),
+            corrected: open.then(new_latency_histogram),
+        })
+        .collect();
+    let mut intervals: Vec<u64> = Vec::new();
+    let mut out = LoadOutcome {
+        classes: Vec::new(),
+        duration_s: measured_s,
+        interval_rates: Vec::new(),
+        offered_rate: spec.shape.offered_rate(),
+        late_sends: 0,
+        connection_errors: BTreeMap::new(),
+        reconnects: 0,
+        bytes_tx: 0,
+        bytes_rx: 0,
+        loadgen_cpu_user_s: 0.0,
+        loadgen_cpu_sys_s: 0.0,
+        stopped_early,
+    };
+    let interval_s = spec.interval.as_secs_f64().max(1e-9);
+    for r in recorders {
+        for (dst, src) in classes.iter_mut().zip(r.classes) {
+            dst.count += src.count;
+            dst.ok += src.ok;
+            dst.hits += src.hits;
+            dst.misses += src.misses;
+            dst.mismatches += src.mismatches;
+            dst.rollbacks += src.rollbacks;
+            for (k, v) in src.errors {
+                *dst.errors.entry(k).or_insert(0) += v;
+            }
+            // Same bounds everywhere, so add cannot fail; saturate rather than panic.
+            let _ = dst.service.add(&src.service);
+            if let (Some(d), Some(s)) = (dst.corrected.as_mut(), src.corrected.as_ref()) {
+                let _ = d.add(s);
+            }
+        }
+        if r.intervals.len() > intervals.len() {
+            intervals.resize(r.intervals.len(), 0);
+        }
+        for (i, v) in r.intervals.iter().enumerate() {
+            intervals[i] += v;
+        }
+        for (k, v) in r.connection_errors {
+            *out.connection_errors.entry(k).or_insert(0) += v;
+        }
+        out.late_sends += r.late_sends;
+        out.reconnects += r.reconnects;
+        out.bytes_tx += r.bytes_tx;
+        out.bytes_rx += r.bytes_rx;
+        out.loadgen_cpu_user_s += (r.cpu_end.0 - r.cpu_start.0).max(0.0);
+        out.loadgen_cpu_sys_s += (r.cpu_end.1 - r.cpu_start.1).max(0.0);
+    }
+    // Full intervals only: the last, partial interval would read low.
+    let full = ((measured_s / interval_s).floor() as usize).min(intervals.len());
+    out.interval_rates = intervals[..full]
+        .iter()
+        .map(|&n| n as f64 / interval_s)
+        .collect();
+    out.classes = classes;
+    out
+}

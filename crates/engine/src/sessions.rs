@@ -1,12 +1,183 @@
-//! The blocking-session executor (see `load`).
-use crate::load::{LoadOutcome, LoadSpec, Session};
+//! The blocking-session executor: one thread per session (a PostgreSQL connection, a
+//! virtual user). Same schedules, stop conditions and recorder as the stream executor.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+use crate::load::{LoadOutcome, LoadShape, LoadSpec, Session, StopAfter};
+use crate::sched::{merge, thread_cpu, Recorder, Schedule};
+use crate::stop::stop_requested;
 use crate::workload::Progress;
 
+const LATE_NS: u64 = 1_000_000;
+
 pub(crate) fn run<S: Session + 'static>(
-    _spec: &LoadSpec,
-    _class_names: &[&str],
-    _sessions: Vec<S>,
-    _progress: &Progress,
+    spec: &LoadSpec,
+    class_names: &[&str],
+    sessions: Vec<S>,
+    progress: &Progress,
 ) -> anyhow::Result<LoadOutcome> {
-    anyhow::bail!("session executor: being written")
+    anyhow::ensure!(!sessions.is_empty(), "no sessions to drive");
+    let n = sessions.len();
+    let barrier = Arc::new(Barrier::new(n));
+    let t0 = Instant::now();
+    let results: Vec<(Recorder, Option<String>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sessions
+            .into_iter()
+            .enumerate()
+            .map(|(i, session)| {
+                let barrier = barrier.clone();
+                let quota = match spec.stop {
+                    StopAfter::Requests(total) => {
+                        Some(total / n as u64 + u64::from((i as u64) < total % n as u64))
+                    }
+                    StopAfter::Duration(_) => None,
+                };
+                scope.spawn(move || {
+                    worker(
+                        spec,
+                        i,
+                        n,
+                        class_names.len(),
+                        session,
+                        quota,
+                        barrier,
+                        t0,
+                        progress,
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    (
+                        Recorder::new(class_names.len(), false, spec.interval),
+                        Some("a session thread panicked".into()),
+                    )
+                })
+            })
+            .collect()
+    });
+    let measured_ns = results.iter().map(|(r, _)| r.last_ns).max().unwrap_or(0);
+    let failures: Vec<&String> = results.iter().filter_map(|(_, s)| s.as_ref()).collect();
+    // The run stopped early when every session stopped early (or on Ctrl-C); a single
+    // broken session is reported as a connection error but the others carry on.
+    let stopped_early = if failures.len() == n || stop_requested() {
+        failures.first().map(|s| s.to_string())
+    } else {
+        None
+    };
+    let mut recorders: Vec<Recorder> = Vec::with_capacity(n);
+    for (mut r, s) in results {
+        if let Some(s) = s {
+            r.connection_error(s);
+        }
+        recorders.push(r);
+    }
+    Ok(merge(
+        spec,
+        class_names,
+        recorders,
+        measured_ns as f64 / 1e9,
+        stopped_early,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn worker<S: Session>(
+    spec: &LoadSpec,
+    index: usize,
+    n: usize,
+    n_classes: usize,
+    mut session: S,
+    quota: Option<u64>,
+    barrier: Arc<Barrier>,
+    t0: Instant,
+    progress: &Progress,
+) -> (Recorder, Option<String>) {
+    let open = spec.shape != LoadShape::Closed;
+    let mut rec = Recorder::new(n_classes, open, spec.interval);
+    if !spec.client_cpus.is_empty() {
+        let _ =
+            crate::launch::pin_current_thread(&[spec.client_cpus[index % spec.client_cpus.len()]]);
+    }
+    let mut rng = SmallRng::seed_from_u64(spec.seed.wrapping_add(index as u64 * 0x9E37_79B9));
+    let mut schedule = Schedule::new(spec.shape, 1.0 / n as f64);
+    barrier.wait();
+    let warm_ns = spec.warmup.as_nanos() as u64;
+    let end_ns = match spec.stop {
+        StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
+        StopAfter::Requests(_) => None,
+    };
+    let now_ns = || t0.elapsed().as_nanos() as u64;
+    let mut measured = 0u64;
+    let mut cpu_marked = false;
+    loop {
+        let mut now = now_ns();
+        if !cpu_marked && now >= warm_ns {
+            rec.cpu_start = thread_cpu();
+            cpu_marked = true;
+        }
+        if stop_requested() {
+            rec.cpu_end = thread_cpu();
+            return (rec, Some("interrupted".into()));
+        }
+        if end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| measured >= q) {
+            break;
+        }
+        let intended = match schedule.as_mut() {
+            Some(s) => {
+                let due = s.peek() as u64;
+                if due > now {
+                    let wait = Duration::from_nanos(due - now).min(Duration::from_millis(100));
+                    std::thread::sleep(wait);
+                    continue;
+                }
+                let t = s.advance(&mut rng);
+                if now - t > LATE_NS && t >= warm_ns {
+                    rec.late_sends += 1;
+                }
+                t
+            }
+            None => now,
+        };
+        let sent = now;
+        let result = session.execute(&mut rng);
+        now = now_ns();
+        match result {
+            Ok((class, outcome)) => {
+                let counted = if open {
+                    intended >= warm_ns
+                } else {
+                    sent >= warm_ns
+                };
+                if counted {
+                    measured += 1;
+                    rec.record(
+                        class,
+                        outcome,
+                        sent - warm_ns,
+                        intended - warm_ns,
+                        now - warm_ns,
+                    );
+                    progress.done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(e) => {
+                rec.cpu_end = thread_cpu();
+                return (rec, Some(e));
+            }
+        }
+    }
+    rec.cpu_end = thread_cpu();
+    if !cpu_marked {
+        rec.cpu_start = rec.cpu_end;
+    }
+    (rec, None)
 }

@@ -1,19 +1,598 @@
-//! The non-blocking byte-protocol executor (see `load`).
-use std::net::SocketAddr;
+//! The non-blocking byte-protocol executor: many connections per thread on epoll (mio).
+//!
+//! Hot path, written by hand rather than on an async runtime because the load generator
+//! must cost less per request than redis-benchmark and memtier (BASELINE.md): per read
+//! event it makes one `recv` (a short read means the socket is drained, so no extra
+//! `recv` to see EAGAIN), parses every complete reply, and tops the pipeline up with one
+//! `send`. Sockets are registered once (edge-triggered), so there is no `epoll_ctl` per
+//! request: about two system calls per request plus a shared `epoll_wait`, where
+//! redis-benchmark makes seven and memtier five.
 
-use crate::load::{LoadOutcome, LoadSpec, Protocol};
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+use crate::load::{LoadOutcome, LoadShape, LoadSpec, Protocol, StopAfter};
+use crate::sched::{merge, thread_cpu, Recorder, Schedule};
+use crate::stop::stop_requested;
 use crate::workload::Progress;
 
+const READ_CHUNK: usize = 64 * 1024;
+/// How long to wait for replies still in flight once sending has stopped.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+const INTERRUPT_DRAIN: Duration = Duration::from_millis(500);
+/// A send later than this after its intended time counts as late (open loop).
+const LATE_NS: u64 = 1_000_000;
+
+struct Pending {
+    class: u32,
+    sent_ns: u64,
+    intended_ns: u64,
+}
+
+struct Conn<P> {
+    stream: Option<TcpStream>,
+    addr: SocketAddr,
+    proto: P,
+    rbuf: Vec<u8>,
+    rstart: usize,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    inflight: VecDeque<Pending>,
+    sent_on_conn: u64,
+    dead: bool,
+}
+
+fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+    let s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_nodelay(true)?;
+    s.set_nonblocking(true)?;
+    Ok(TcpStream::from_std(s))
+}
+
 pub(crate) fn run<P, F>(
-    _spec: &LoadSpec,
-    _endpoints: &[SocketAddr],
-    _class_names: &[&str],
-    _new_protocol: F,
-    _progress: &Progress,
+    spec: &LoadSpec,
+    endpoints: &[SocketAddr],
+    class_names: &[&str],
+    new_protocol: F,
+    progress: &Progress,
 ) -> anyhow::Result<LoadOutcome>
 where
     P: Protocol + 'static,
     F: Fn(usize) -> P + Sync,
 {
-    anyhow::bail!("stream executor: being written")
+    anyhow::ensure!(!endpoints.is_empty(), "no endpoints to drive");
+    anyhow::ensure!(spec.connections > 0, "at least one connection is needed");
+    anyhow::ensure!(spec.pipeline > 0, "pipeline depth must be at least 1");
+    let threads = spec.threads.clamp(1, spec.connections);
+    // Check every endpoint answers before starting threads: a clear error beats a run of
+    // connection errors.
+    for ep in endpoints {
+        std::net::TcpStream::connect_timeout(ep, Duration::from_secs(5)).with_context(|| {
+            format!("cannot connect to {ep}: is the server running and the address right?")
+        })?;
+    }
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let t0_slot: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+    let results = std::thread::scope(|scope| -> anyhow::Result<Vec<(Recorder, Option<String>)>> {
+        let mut handles = Vec::new();
+        for t in 0..threads {
+            let conn_ids: Vec<usize> = (0..spec.connections).filter(|i| i % threads == t).collect();
+            let quota = match spec.stop {
+                StopAfter::Requests(n) => {
+                    Some(n / threads as u64 + u64::from((t as u64) < n % threads as u64))
+                }
+                StopAfter::Duration(_) => None,
+            };
+            let barrier = barrier.clone();
+            let t0_slot = t0_slot.clone();
+            let new_protocol = &new_protocol;
+            handles.push(scope.spawn(move || {
+                worker(
+                    spec,
+                    t,
+                    threads,
+                    endpoints,
+                    class_names.len(),
+                    conn_ids,
+                    quota,
+                    new_protocol,
+                    barrier,
+                    t0_slot,
+                    progress,
+                )
+            }));
+        }
+        // Release the workers together once all have connected.
+        barrier.wait();
+        let mut out = Vec::new();
+        for h in handles {
+            match h.join() {
+                Ok(r) => out.push(r?),
+                Err(_) => anyhow::bail!("a load-generator thread panicked"),
+            }
+        }
+        Ok(out)
+    })?;
+    let measured_ns = results.iter().map(|(r, _)| r.last_ns).max().unwrap_or(0);
+    // Whole test wall time, like redis-benchmark: from the end of warm-up to the last reply.
+    let measured_s = measured_ns as f64 / 1e9;
+    let stopped: Vec<String> = results.iter().filter_map(|(_, s)| s.clone()).collect();
+    let stopped_early = if stopped.is_empty() {
+        None
+    } else {
+        Some(stopped[0].clone())
+    };
+    let recorders = results.into_iter().map(|(r, _)| r).collect();
+    Ok(merge(
+        spec,
+        class_names,
+        recorders,
+        measured_s,
+        stopped_early,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn worker<P, F>(
+    spec: &LoadSpec,
+    index: usize,
+    threads: usize,
+    endpoints: &[SocketAddr],
+    n_classes: usize,
+    conn_ids: Vec<usize>,
+    quota: Option<u64>,
+    new_protocol: &F,
+    barrier: Arc<Barrier>,
+    t0_slot: Arc<Mutex<Option<Instant>>>,
+    progress: &Progress,
+) -> anyhow::Result<(Recorder, Option<String>)>
+where
+    P: Protocol,
+    F: Fn(usize) -> P + Sync,
+{
+    if !spec.client_cpus.is_empty() {
+        let cpu = spec.client_cpus[index % spec.client_cpus.len()];
+        if let Err(e) = crate::launch::pin_current_thread(&[cpu]) {
+            barrier.wait();
+            return Err(e);
+        }
+    }
+    let open = spec.shape != LoadShape::Closed;
+    let mut rec = Recorder::new(n_classes, open, spec.interval);
+    let mut rng = SmallRng::seed_from_u64(spec.seed.wrapping_add(index as u64 * 0x9E37_79B9));
+    let mut poll = match Poll::new() {
+        Ok(p) => p,
+        Err(e) => {
+            barrier.wait();
+            return Err(e.into());
+        }
+    };
+    let mut conns: Vec<Conn<P>> = Vec::with_capacity(conn_ids.len());
+    let mut setup_err = None;
+    for (slot, &cid) in conn_ids.iter().enumerate() {
+        let addr = endpoints[cid % endpoints.len()];
+        let mut conn = Conn {
+            stream: None,
+            addr,
+            proto: new_protocol(cid),
+            rbuf: Vec::with_capacity(READ_CHUNK),
+            rstart: 0,
+            wbuf: Vec::with_capacity(4096),
+            wpos: 0,
+            inflight: VecDeque::with_capacity(spec.pipeline),
+            sent_on_conn: 0,
+            dead: false,
+        };
+        match connect(addr).and_then(|mut s| {
+            poll.registry().register(
+                &mut s,
+                Token(slot),
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+            Ok(s)
+        }) {
+            Ok(s) => conn.stream = Some(s),
+            Err(e) => {
+                setup_err = Some(anyhow::anyhow!("connecting to {addr}: {e}"));
+                break;
+            }
+        }
+        conns.push(conn);
+    }
+    barrier.wait();
+    if let Some(e) = setup_err {
+        return Err(e);
+    }
+    // One common origin for all threads: the first thread to get here sets it.
+    let t0 = {
+        let mut g = t0_slot.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        *g.get_or_insert_with(Instant::now)
+    };
+    let warm_ns = spec.warmup.as_nanos() as u64;
+    let end_ns = match spec.stop {
+        StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
+        StopAfter::Requests(_) => None,
+    };
+    let share = 1.0 / threads as f64;
+    let mut schedule = Schedule::new(spec.shape, share);
+    let mut issued_measured: u64 = 0;
+    let mut cpu_marked = false;
+    if warm_ns == 0 {
+        rec.cpu_start = thread_cpu();
+        cpu_marked = true;
+    }
+    let now_ns = |t0: Instant| t0.elapsed().as_nanos() as u64;
+    let mut events = Events::with_capacity(1024);
+    let mut progress_pending: u64 = 0;
+    let mut stop_sending = false;
+    let mut drain_deadline: Option<u64> = None;
+    let mut stopped_early: Option<String> = None;
+    let mut rr_cursor = 0usize;
+
+    // Can another request be issued now (stop condition, quota)?
+    macro_rules! may_issue {
+        ($now:expr) => {
+            !stop_sending
+                && end_ns.map_or(true, |e| $now < e)
+                && quota.map_or(true, |q| issued_measured < q || $now < warm_ns)
+        };
+    }
+
+    // Closed loop: fill every connection's pipeline to start.
+    if !open {
+        let now = now_ns(t0);
+        for c in conns.iter_mut() {
+            let want = budget(c, spec);
+            for _ in 0..want {
+                if !may_issue!(now) {
+                    break;
+                }
+                issue(c, &mut rng, now, now, warm_ns, &mut issued_measured);
+            }
+            flush(c, &mut rec);
+        }
+    }
+
+    loop {
+        let now = now_ns(t0);
+        if !cpu_marked && now >= warm_ns {
+            rec.cpu_start = thread_cpu();
+            cpu_marked = true;
+            progress.warmup.store(false, Ordering::Relaxed);
+        } else if !cpu_marked {
+            progress.warmup.store(true, Ordering::Relaxed);
+        }
+        if stop_requested() && !stop_sending {
+            stop_sending = true;
+            stopped_early.get_or_insert_with(|| "interrupted".to_string());
+        }
+        if !stop_sending && !may_issue!(now) {
+            stop_sending = true;
+        }
+        let inflight: usize = conns.iter().map(|c| c.inflight.len()).sum();
+        let alive = conns.iter().filter(|c| !c.dead).count();
+        if alive == 0 {
+            stopped_early.get_or_insert_with(|| "every connection failed".to_string());
+            break;
+        }
+        if stop_sending {
+            if inflight == 0 {
+                break;
+            }
+            // Ctrl-C waits half a second for replies in flight, a normal end five.
+            let wait = if stop_requested() {
+                INTERRUPT_DRAIN
+            } else {
+                DRAIN_TIMEOUT
+            };
+            let dl = *drain_deadline.get_or_insert(now + wait.as_nanos() as u64);
+            if now >= dl {
+                for c in conns.iter_mut() {
+                    for _ in c.inflight.drain(..) {
+                        rec.connection_error("no reply before the end of the test".into());
+                    }
+                }
+                break;
+            }
+        }
+
+        // Open loop: send everything that is due, on connections with room.
+        let mut timeout = Duration::from_millis(100);
+        if let Some(s) = schedule.as_mut() {
+            if !stop_sending {
+                loop {
+                    let due = s.peek() as u64;
+                    if due > now || !may_issue!(now) {
+                        break;
+                    }
+                    let n = conns.len();
+                    let mut found = None;
+                    for k in 0..n {
+                        let i = (rr_cursor + k) % n;
+                        let c = &conns[i];
+                        if !c.dead && c.inflight.len() < spec.pipeline && c.stream.is_some() {
+                            found = Some(i);
+                            break;
+                        }
+                    }
+                    let Some(i) = found else { break };
+                    rr_cursor = i + 1;
+                    let intended = s.advance(&mut rng);
+                    if now.saturating_sub(intended) > LATE_NS && intended >= warm_ns {
+                        rec.late_sends += 1;
+                    }
+                    issue(
+                        &mut conns[i],
+                        &mut rng,
+                        now,
+                        intended,
+                        warm_ns,
+                        &mut issued_measured,
+                    );
+                    flush(&mut conns[i], &mut rec);
+                }
+                let due = s.peek() as u64;
+                let wait = due.saturating_sub(now_ns(t0));
+                // epoll_wait has millisecond resolution: below 1 ms, poll without sleeping.
+                timeout = if wait < 1_000_000 {
+                    Duration::ZERO
+                } else {
+                    Duration::from_nanos(wait).min(timeout)
+                };
+            }
+        }
+        if let Some(e) = end_ns {
+            if !stop_sending {
+                timeout = timeout.min(Duration::from_nanos(e.saturating_sub(now)));
+            }
+        }
+        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e.into());
+            }
+        }
+        let mut replies_this_round = 0u64;
+        for ev in events.iter() {
+            let slot = ev.token().0;
+            let Some(c) = conns.get_mut(slot) else {
+                continue;
+            };
+            if c.dead || c.stream.is_none() {
+                continue;
+            }
+            if ev.is_writable() {
+                flush(c, &mut rec);
+            }
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                let done = now_ns(t0);
+                match read_replies(c, &mut rec, done, warm_ns) {
+                    Ok(n) => replies_this_round += n,
+                    Err(why) => {
+                        fail_conn(c, &mut rec, &why);
+                        reconnect(c, &mut poll, slot, &mut rec);
+                    }
+                }
+                // Keep-alive off (or N requests per connection): reopen when spent.
+                if let Some(k) = spec.requests_per_connection {
+                    if c.sent_on_conn >= k && c.inflight.is_empty() && !c.dead {
+                        if let Some(mut s) = c.stream.take() {
+                            let _ = poll.registry().deregister(&mut s);
+                        }
+                        reconnect(c, &mut poll, slot, &mut rec);
+                    }
+                }
+                if !open && !c.dead {
+                    let now = now_ns(t0);
+                    let want = budget(c, spec);
+                    for _ in 0..want {
+                        if !may_issue!(now) {
+                            break;
+                        }
+                        issue(c, &mut rng, now, now, warm_ns, &mut issued_measured);
+                    }
+                    flush(c, &mut rec);
+                }
+            }
+        }
+        progress_pending += replies_this_round;
+        if progress_pending >= 256 || (progress_pending > 0 && events.is_empty()) {
+            progress.done.fetch_add(progress_pending, Ordering::Relaxed);
+            progress_pending = 0;
+        }
+    }
+    progress.done.fetch_add(progress_pending, Ordering::Relaxed);
+    rec.cpu_end = thread_cpu();
+    if !cpu_marked {
+        rec.cpu_start = rec.cpu_end;
+    }
+    // Times are recorded from the end of warm-up; nothing measured means zero duration.
+    if rec.first_ns.is_none() {
+        rec.last_ns = 0;
+    }
+    Ok((rec, stopped_early))
+}
+
+/// How many more requests this connection may take now (pipeline room and the
+/// per-connection request limit).
+fn budget<P>(c: &Conn<P>, spec: &LoadSpec) -> usize {
+    if c.dead || c.stream.is_none() {
+        return 0;
+    }
+    let room = spec.pipeline.saturating_sub(c.inflight.len());
+    match spec.requests_per_connection {
+        Some(k) => room.min(k.saturating_sub(c.sent_on_conn) as usize),
+        None => room,
+    }
+}
+
+#[inline]
+fn issue<P: Protocol>(
+    c: &mut Conn<P>,
+    rng: &mut SmallRng,
+    now_ns: u64,
+    intended_ns: u64,
+    warm_ns: u64,
+    issued_measured: &mut u64,
+) {
+    let class = c.proto.encode(rng, &mut c.wbuf) as u32;
+    c.inflight.push_back(Pending {
+        class,
+        sent_ns: now_ns,
+        intended_ns,
+    });
+    c.sent_on_conn += 1;
+    if now_ns >= warm_ns {
+        *issued_measured += 1;
+    }
+}
+
+/// Write as much of the pending output as the socket takes (one `send` normally).
+fn flush<P>(c: &mut Conn<P>, rec: &mut Recorder) {
+    let Some(stream) = c.stream.as_mut() else {
+        return;
+    };
+    while c.wpos < c.wbuf.len() {
+        match stream.write(&c.wbuf[c.wpos..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                c.wpos += n;
+                rec.bytes_tx += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return, // the read side will see the failure and handle it
+        }
+    }
+    c.wbuf.clear();
+    c.wpos = 0;
+}
+
+/// Read what is there (one `recv` unless the buffer filled), parse every complete reply
+/// and record it. Returns the number of replies, or why the connection is unusable.
+fn read_replies<P: Protocol>(
+    c: &mut Conn<P>,
+    rec: &mut Recorder,
+    done_ns: u64,
+    warm_ns: u64,
+) -> Result<u64, String> {
+    let mut replies = 0u64;
+    loop {
+        let Some(stream) = c.stream.as_mut() else {
+            return Err("not connected".into());
+        };
+        if c.rbuf.capacity() - c.rbuf.len() < READ_CHUNK / 4 {
+            if c.rstart > 0 {
+                c.rbuf.drain(..c.rstart);
+                c.rstart = 0;
+            }
+            c.rbuf.reserve(READ_CHUNK);
+        }
+        let len = c.rbuf.len();
+        let cap = c.rbuf.capacity();
+        // SAFETY: we read into the spare capacity and only expose bytes the kernel wrote.
+        let n = unsafe {
+            c.rbuf.set_len(cap);
+            let r = stream.read(&mut c.rbuf[len..cap]);
+            c.rbuf.set_len(len);
+            r
+        };
+        match n {
+            Ok(0) => return Err("server closed the connection".into()),
+            Ok(n) => {
+                // SAFETY: the kernel initialised n bytes after len.
+                unsafe { c.rbuf.set_len(len + n) };
+                rec.bytes_rx += n as u64;
+                // Parse every complete reply.
+                loop {
+                    if c.rstart >= c.rbuf.len() {
+                        break;
+                    }
+                    match c.proto.parse(&c.rbuf[c.rstart..]) {
+                        Ok(Some((used, outcome))) => {
+                            c.rstart += used.max(1);
+                            let Some(p) = c.inflight.pop_front() else {
+                                return Err("reply without a request (protocol out of sync)".into());
+                            };
+                            replies += 1;
+                            let measured = if p.intended_ns != p.sent_ns {
+                                p.intended_ns >= warm_ns
+                            } else {
+                                p.sent_ns >= warm_ns
+                            };
+                            if measured {
+                                rec.record(
+                                    p.class as usize,
+                                    outcome,
+                                    p.sent_ns - warm_ns.min(p.sent_ns),
+                                    p.intended_ns - warm_ns.min(p.intended_ns),
+                                    done_ns - warm_ns.min(done_ns),
+                                );
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => return Err(format!("unparsable reply: {e}")),
+                    }
+                }
+                if c.rstart == c.rbuf.len() {
+                    c.rbuf.clear();
+                    c.rstart = 0;
+                }
+                // A short read means the socket is drained (edge-triggered: new data
+                // makes a new event), so no extra recv just to see EAGAIN.
+                if len + n < cap {
+                    return Ok(replies);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(replies),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Count the failure and the replies it lost.
+fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str) {
+    rec.connection_error(why.to_string());
+    let lost = c.inflight.len();
+    for _ in 0..lost {
+        rec.connection_error(format!("request lost: {why}"));
+    }
+    c.inflight.clear();
+    c.stream = None;
+}
+
+/// Open the connection again (blocking connect; fast on loopback). A refused connect
+/// marks the connection dead: the server is gone.
+fn reconnect<P: Protocol>(c: &mut Conn<P>, poll: &mut Poll, slot: usize, rec: &mut Recorder) {
+    c.rbuf.clear();
+    c.rstart = 0;
+    c.wbuf.clear();
+    c.wpos = 0;
+    c.inflight.clear();
+    c.sent_on_conn = 0;
+    c.proto.reset();
+    match connect(c.addr).and_then(|mut s| {
+        poll.registry()
+            .register(&mut s, Token(slot), Interest::READABLE | Interest::WRITABLE)?;
+        Ok(s)
+    }) {
+        Ok(s) => {
+            c.stream = Some(s);
+            rec.reconnects += 1;
+        }
+        Err(e) => {
+            rec.connection_error(format!("reconnect to {}: {e}", c.addr));
+            c.dead = true;
+        }
+    }
 }

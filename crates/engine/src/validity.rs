@@ -1,1 +1,256 @@
-//! Validity checks every result gets (filled in by the runner).
+//! Turning a `LoadOutcome` into what gets stored: metrics with units, the exact
+//! histograms, and the validity checks every request/response result gets (errors,
+//! zero throughput, offered vs achieved rate, a saturated load generator, latency that
+//! breaks Little's law). Shared by every workload that runs the load loop.
+
+use hdrhistogram::Histogram;
+use model::hist::new_latency_histogram;
+use model::{Flag, HistogramRecord, Metric, MissingMetric};
+
+use crate::load::{LoadOutcome, LoadShape, LoadSpec};
+use crate::workload::StepOutput;
+
+/// Fraction of its threads' CPU time above which the load generator counts as saturated.
+pub const CLIENT_BOUND_FRACTION: f64 = 0.90;
+
+fn latency_metrics(prefix: &str, h: &Histogram<u64>, labels: &[(&str, &str)]) -> Vec<Metric> {
+    let mut out = Vec::new();
+    if h.is_empty() {
+        return out;
+    }
+    let vals = [
+        ("mean", h.mean()),
+        ("min", h.min() as f64),
+        ("p50", h.value_at_quantile(0.50) as f64),
+        ("p90", h.value_at_quantile(0.90) as f64),
+        ("p99", h.value_at_quantile(0.99) as f64),
+        ("p999", h.value_at_quantile(0.999) as f64),
+        ("max", h.max() as f64),
+        ("stdev", h.stdev()),
+    ];
+    for (name, v) in vals {
+        let mut m = Metric::new(format!("{prefix}_{name}_ns"), v, "ns");
+        for (k, l) in labels {
+            m = m.label(*k, *l);
+        }
+        out.push(m);
+    }
+    out
+}
+
+/// Build the stored output of one load-loop test. `headline` names the throughput metric
+/// (`ops_per_s`, `requests_per_s`, `tpm`...), `unit` its unit.
+pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &str) -> StepOutput {
+    let open = spec.shape != LoadShape::Closed;
+    let mut metrics = Vec::new();
+    let mut missing = Vec::new();
+    let mut histograms = Vec::new();
+    let mut flags = Vec::new();
+    let total = out.total_count();
+    let tput = out.throughput();
+
+    metrics.push(Metric::new(headline, tput, unit));
+    metrics.push(Metric::new("requests", total as f64, "requests"));
+    metrics.push(Metric::new("measured_duration_s", out.duration_s, "s"));
+
+    // All classes merged, then each class.
+    let mut all_service = new_latency_histogram();
+    let mut all_corrected = new_latency_histogram();
+    let classes_used: Vec<_> = out.classes.iter().filter(|c| c.count > 0).collect();
+    for c in &classes_used {
+        let _ = all_service.add(&c.service);
+        if let Some(h) = &c.corrected {
+            let _ = all_corrected.add(h);
+        }
+    }
+    // The headline latency is the honest one: from the intended send time in open loop.
+    let (main, main_kind) = if open {
+        (&all_corrected, "corrected")
+    } else {
+        (&all_service, "service")
+    };
+    metrics.extend(latency_metrics("latency", main, &[]));
+    if open {
+        metrics.extend(latency_metrics("service_latency", &all_service, &[]));
+    }
+    if classes_used.len() > 1 {
+        histograms.push(HistogramRecord::from_histogram("all", main_kind, main));
+        if open {
+            histograms.push(HistogramRecord::from_histogram(
+                "all",
+                "service",
+                &all_service,
+            ));
+        }
+    }
+    let mut errors_total = 0u64;
+    for c in &classes_used {
+        let op = c.name.as_str();
+        let per_class = if open {
+            c.corrected.as_ref().unwrap_or(&c.service)
+        } else {
+            &c.service
+        };
+        metrics.push(
+            Metric::new(headline, c.count as f64 / out.duration_s.max(1e-9), unit).label("op", op),
+        );
+        metrics.push(Metric::new("requests", c.count as f64, "requests").label("op", op));
+        if classes_used.len() > 1 {
+            metrics.extend(latency_metrics("latency", per_class, &[("op", op)]));
+        }
+        histograms.push(HistogramRecord::from_histogram(op, main_kind, per_class));
+        if open {
+            histograms.push(HistogramRecord::from_histogram(op, "service", &c.service));
+        }
+        if c.hits + c.misses > 0 {
+            let ratio = 100.0 * c.hits as f64 / (c.hits + c.misses) as f64;
+            metrics.push(Metric::new("hit_ratio_pct", ratio, "%").label("op", op));
+        }
+        if c.mismatches > 0 {
+            metrics.push(Metric::new("mismatches", c.mismatches as f64, "replies").label("op", op));
+            flags.push(Flag::invalid(
+                "value_mismatch",
+                format!(
+                    "{} {op} replies did not match the value written",
+                    c.mismatches
+                ),
+            ));
+        }
+        if c.rollbacks > 0 {
+            metrics
+                .push(Metric::new("rollbacks", c.rollbacks as f64, "transactions").label("op", op));
+        }
+        for (kind, n) in &c.errors {
+            metrics.push(
+                Metric::new("errors", *n as f64, "replies")
+                    .label("op", op)
+                    .label("kind", kind),
+            );
+        }
+        errors_total += c.error_count();
+    }
+    let conn_errors: u64 = out.connection_errors.values().sum();
+    metrics.push(Metric::new(
+        "errors_total",
+        (errors_total + conn_errors) as f64,
+        "errors",
+    ));
+    for (kind, n) in &out.connection_errors {
+        metrics.push(Metric::new("connection_errors", *n as f64, "errors").label("kind", kind));
+    }
+    if out.reconnects > 0 {
+        metrics.push(Metric::new(
+            "reconnects",
+            out.reconnects as f64,
+            "connections",
+        ));
+    }
+    metrics.push(Metric::new("bytes_tx", out.bytes_tx as f64, "bytes"));
+    metrics.push(Metric::new("bytes_rx", out.bytes_rx as f64, "bytes"));
+    if !out.interval_rates.is_empty() {
+        let n = out.interval_rates.len() as f64;
+        let mean = out.interval_rates.iter().sum::<f64>() / n;
+        let min = out
+            .interval_rates
+            .iter()
+            .cloned()
+            .fold(f64::INFINITY, f64::min);
+        let max = out.interval_rates.iter().cloned().fold(0.0, f64::max);
+        metrics.push(Metric::new("interval_rate_min_per_s", min, "ops/s"));
+        metrics.push(Metric::new("interval_rate_mean_per_s", mean, "ops/s"));
+        metrics.push(Metric::new("interval_rate_max_per_s", max, "ops/s"));
+    } else {
+        missing.push(MissingMetric {
+            name: "interval_rate_min_per_s".into(),
+            reason: "the test was shorter than one interval".into(),
+        });
+    }
+
+    // Load-generator cost.
+    let cpu_s = out.loadgen_cpu_user_s + out.loadgen_cpu_sys_s;
+    metrics.push(Metric::new("loadgen_cpu_s", cpu_s, "s"));
+    metrics.push(Metric::new("loadgen_cpu_sys_s", out.loadgen_cpu_sys_s, "s"));
+    if total > 0 {
+        metrics.push(Metric::new(
+            "loadgen_cpu_us_per_op",
+            cpu_s * 1e6 / total as f64,
+            "us/op",
+        ));
+    }
+    let threads = spec.threads.clamp(1, spec.connections.max(1));
+    let busy = if out.duration_s > 0.0 {
+        cpu_s / (out.duration_s * threads as f64)
+    } else {
+        0.0
+    };
+    metrics.push(Metric::new("loadgen_busy_pct", busy * 100.0, "%"));
+
+    // Validity.
+    if total == 0 {
+        flags.push(Flag::invalid("zero_throughput", "no request completed"));
+    }
+    if busy >= CLIENT_BOUND_FRACTION {
+        flags.push(Flag::warning(
+            "client_bound",
+            format!(
+                "the load generator used {:.0}% of its {threads} thread(s): the figure may be the client's limit, \
+                 not the server's (add --threads, or run the client on more cores)",
+                busy * 100.0
+            ),
+        ));
+    }
+    let all_errors = errors_total + conn_errors;
+    if all_errors > 0 {
+        flags.push(Flag::warning(
+            "errors",
+            format!(
+                "{all_errors} errors ({:.3}% of requests)",
+                100.0 * all_errors as f64 / (total + conn_errors).max(1) as f64
+            ),
+        ));
+    }
+    if let Some(offered) = out.offered_rate {
+        metrics.push(Metric::new("offered_rate_per_s", offered, "ops/s"));
+        metrics.push(Metric::new("achieved_rate_per_s", tput, "ops/s"));
+        metrics.push(Metric::new("late_sends", out.late_sends as f64, "requests"));
+        if tput < 0.95 * offered {
+            flags.push(Flag::warning(
+                "rate_not_achieved",
+                format!("achieved {tput:.0}/s of the {offered:.0}/s offered: the server (or client) is saturated"),
+            ));
+        }
+    } else if total > 0 && !main.is_empty() {
+        // Little's law: in closed loop, mean latency ~= requests in flight / throughput.
+        let in_flight = (spec.connections * spec.pipeline) as f64;
+        let expected_ns = in_flight / tput * 1e9;
+        let mean = main.mean();
+        metrics.push(Metric::new("littles_law_latency_ns", expected_ns, "ns"));
+        if spec.requests_per_connection.is_none() && (mean - expected_ns).abs() / expected_ns > 0.25
+        {
+            flags.push(Flag::warning(
+                "latency_inconsistent",
+                format!(
+                    "mean latency {:.3} ms differs from connections x pipeline / throughput = {:.3} ms by more than 25%",
+                    mean / 1e6,
+                    expected_ns / 1e6
+                ),
+            ));
+        }
+    }
+    if let Some(why) = &out.stopped_early {
+        flags.push(Flag::warning(
+            "stopped_early",
+            format!("the test stopped early: {why}"),
+        ));
+    }
+    StepOutput {
+        headline: headline.to_string(),
+        duration_s: out.duration_s,
+        metrics,
+        missing,
+        histograms,
+        flags,
+        error: out.stopped_early.clone().filter(|w| w != "interrupted"),
+        loadgen_threads: Some(threads),
+    }
+}

@@ -135,6 +135,12 @@ pub trait Workload: Send {
     }
 }
 
+/// Parameters of one sweep point, as plain JSON.
+pub type Params = serde_json::Map<String, serde_json::Value>;
+
+/// Builds a workload for one sweep point.
+pub type BuildFn = fn(&Params) -> anyhow::Result<Box<dyn Workload>>;
+
 /// How a workload registers itself: one of these per workload crate, listed once in the
 /// CLI's registry.
 pub struct Registration {
@@ -149,5 +155,5 @@ pub struct Registration {
     pub flags: fn(clap::Command) -> clap::Command,
     /// Build the workload for one sweep point (scalar values, list keys as lists).
     /// Unknown keys and bad values are errors that name the key.
-    pub build: fn(&serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Box<dyn Workload>>,
+    pub build: BuildFn,
 }

@@ -52,6 +52,11 @@ impl Store {
     ) -> anyhow::Result<()> {
         anyhow::bail!("store: being written")
     }
+    /// Add validity flags to a stored result (flags found after it was inserted, e.g. by
+    /// a consistency check at the end of a sweep point).
+    pub fn add_flags(&self, _run_id: &str, _step: u32, _flags: &[model::Flag]) -> anyhow::Result<()> {
+        anyhow::bail!("store: being written")
+    }
     /// Remove a run entirely (a run whose setup failed before any measurement).
     pub fn delete_run(&self, _run_id: &str) -> anyhow::Result<()> {
         anyhow::bail!("store: being written")

@@ -1,6 +1,7 @@
 //! One module per subcommand: glue between arguments and the library crates.
 
 pub mod disclosure;
+pub mod glue;
 pub mod net;
 pub mod oltp;
 pub mod report;

@@ -1,9 +1,558 @@
-//! `run`: being written.
-use crate::Global;
+//! `rackbench run WORKLOAD [flags]` / `rackbench run --plan FILE`: the runner.
+//!
+//! arguments and plan file -> validated sweep points (every point is built before
+//! anything starts, so bad input stores nothing) -> the run is begun in the store ->
+//! for each point: prepare, each test x repetition under telemetry, each result inserted
+//! the moment it completes -> verify, cleanup -> the run is finished. Ctrl-C ends the
+//! current test early, keeps what it measured and tears down what was launched.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use clap::{Args as ClapArgs, FromArgMatches};
+use engine::workload::{Ctx, Params, Progress, Registration, Workload};
+use model::{Flag, ResultRecord, RunRecord, Status};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::commands::glue;
+use crate::{registry, Global};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(disable_help_flag = true)]
+pub struct Args {
+    /// Workload to run (kv, http, oltp, net, crypto, mem); optional with --plan.
+    /// Its flags follow it: `rackbench run kv --help` lists them.
+    #[arg(value_name = "WORKLOAD")]
+    pub workload: Option<String>,
+    /// Everything after the workload: its flags and the run options.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
+    /// Print help.
+    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+}
 
-pub fn run(_a: Args, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("not available yet")
+/// Options of every run, whatever the workload (also `[run]` in a plan file).
+#[derive(clap::Args, Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunOpts {
+    /// A TOML plan file: `[run]` (these options, `workload = "kv"`) and `[kv]` (its parameters).
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub plan: Option<PathBuf>,
+    /// Workload (in a plan file's [run] table).
+    #[arg(skip)]
+    pub workload: Option<String>,
+    /// Run every test of every sweep point this many times (median and spread reported).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// A label for this run, e.g. the platform's name (reports and comparisons use it).
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Telemetry sampling interval in seconds [default: 1].
+    #[arg(long = "interval", value_name = "SECS")]
+    pub interval: Option<f64>,
+    /// Do not sample telemetry.
+    #[arg(long = "no-telemetry")]
+    #[serde(default)]
+    pub no_telemetry: bool,
+    /// Measure idle power this many seconds before load, when a power source exists [default: 5].
+    #[arg(long = "idle-power", value_name = "SECS")]
+    pub idle_power: Option<f64>,
+    /// A command that prints the whole server's power in watts (a PDU or wall meter), run once per sample.
+    #[arg(long = "power-meter", value_name = "CMD")]
+    pub power_meter: Option<String>,
+    /// Declared power model when nothing measures power: IDLE_W:MAX_W (figures are marked modelled).
+    #[arg(long = "power-model", value_name = "IDLE_W:MAX_W")]
+    pub power_model: Option<String>,
+    /// Where the results store is (same as the global --db).
+    #[arg(long = "db", value_name = "PATH")]
+    #[serde(skip)]
+    pub db: Option<PathBuf>,
+    /// Print the run's full record as JSON on stdout.
+    #[arg(long)]
+    #[serde(skip)]
+    pub json: bool,
+    /// No progress on stderr.
+    #[arg(long, short = 'q')]
+    #[serde(skip)]
+    pub quiet: bool,
+}
+
+/// A plan file: `[run]` plus one table of parameters named after the workload.
+#[derive(Debug, Deserialize)]
+struct PlanFile {
+    #[serde(default)]
+    run: Option<RunOpts>,
+    #[serde(flatten)]
+    workloads: BTreeMap<String, toml::Value>,
+}
+
+/// Everything the runner needs, resolved from flags and the plan file.
+pub struct Resolved {
+    pub registration: Registration,
+    pub opts: RunOpts,
+    pub params: Params,
+    pub points: Vec<Params>,
+    pub command: String,
+}
+
+fn workload_command(reg: &Registration) -> clap::Command {
+    let cmd = clap::Command::new(format!("rackbench run {}", reg.name))
+        .about(reg.about)
+        .no_binary_name(true)
+        .after_help(
+            "Numeric knobs take lists and ranges, run as a cartesian sweep: -P 1,100 --instances 1..4 \
+             --clients 1..64:x2",
+        );
+    let cmd = RunOpts::augment_args(cmd);
+    (reg.flags)(cmd)
+}
+
+/// Parameters from the workload's matched flags (ids are the parameter keys).
+fn params_from_matches(cmd: &clap::Command, m: &clap::ArgMatches) -> anyhow::Result<Params> {
+    let run_ids: Vec<String> = RunOpts::augment_args(clap::Command::new("x"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect();
+    let mut out = Map::new();
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        if run_ids.iter().any(|r| r == id) || id == "help" {
+            continue;
+        }
+        if m.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let raw: Vec<String> = m
+            .get_raw(id)
+            .map(|vals| vals.map(|v| v.to_string_lossy().to_string()).collect())
+            .unwrap_or_default();
+        let repeatable = matches!(arg.get_action(), clap::ArgAction::Append);
+        let value = if repeatable {
+            Value::Array(raw.into_iter().map(Value::String).collect())
+        } else if matches!(arg.get_action(), clap::ArgAction::SetTrue) {
+            Value::Bool(true)
+        } else {
+            match raw.first() {
+                Some(s) => engine::plan::parse_value(s).with_context(|| format!("--{}", arg.get_long().unwrap_or(id)))?,
+                None => continue,
+            }
+        };
+        out.insert(id.to_string(), value);
+    }
+    Ok(out)
+}
+
+pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
+    // A plan file may come before or after the workload name.
+    let plan_path = a
+        .rest
+        .iter()
+        .position(|s| s == "--plan")
+        .and_then(|i| a.rest.get(i + 1))
+        .map(PathBuf::from)
+        .or_else(|| a.workload.as_deref().and_then(|w| w.strip_prefix("--plan=")).map(PathBuf::from));
+    let mut plan_opts = RunOpts::default();
+    let mut plan_params: Map<String, Value> = Map::new();
+    let mut workload = a.workload.clone().filter(|w| !w.starts_with('-'));
+    if let Some(path) = &plan_path {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read plan file {}", path.display()))?;
+        let plan: PlanFile = toml::from_str(&text)
+            .with_context(|| format!("plan file {} is not valid (see README: Plan files)", path.display()))?;
+        plan_opts = plan.run.unwrap_or_default();
+        let name = workload
+            .clone()
+            .or(plan_opts.workload.clone())
+            .or_else(|| (plan.workloads.len() == 1).then(|| plan.workloads.keys().next().cloned()).flatten())
+            .with_context(|| format!("plan file {}: say which workload in [run] workload = \"kv\"", path.display()))?;
+        for key in plan.workloads.keys() {
+            if registry::find(key).is_none() {
+                bail!(
+                    "plan file {}: unknown table [{key}]; workloads are: {}",
+                    path.display(),
+                    registry::names().join(", ")
+                );
+            }
+        }
+        if let Some(t) = plan.workloads.get(&name) {
+            let v = engine::plan::normalize(serde_json::to_value(t)?);
+            match v {
+                Value::Object(m) => plan_params = m,
+                _ => bail!("plan file {}: [{name}] must be a table", path.display()),
+            }
+        }
+        workload = Some(name);
+    }
+    let Some(name) = workload else {
+        bail!(
+            "which workload? `rackbench run kv --help` lists kv's flags; workloads: {}",
+            registry::names().join(", ")
+        );
+    };
+    let reg = registry::find(&name).with_context(|| {
+        format!("unknown workload `{name}`; choose from: {}", registry::names().join(", "))
+    })?;
+    let cmd = workload_command(&reg);
+    let m = cmd.clone().try_get_matches_from(&a.rest).map_err(|e| {
+        if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) {
+            let _ = e.print();
+            std::process::exit(0);
+        }
+        anyhow::anyhow!("{}", e.render().to_string().trim_end())
+    })?;
+    let mut opts = RunOpts::from_arg_matches(&m)?;
+    // Flags override the plan's [run] table.
+    opts.workload = Some(name.clone());
+    opts.repeat = opts.repeat.or(plan_opts.repeat);
+    opts.label = opts.label.or(plan_opts.label);
+    opts.interval = opts.interval.or(plan_opts.interval);
+    opts.no_telemetry |= plan_opts.no_telemetry;
+    opts.idle_power = opts.idle_power.or(plan_opts.idle_power);
+    opts.power_meter = opts.power_meter.or(plan_opts.power_meter);
+    opts.power_model = opts.power_model.or(plan_opts.power_model);
+    opts.db = opts.db.or(g.db.clone());
+    opts.json |= g.json;
+    opts.quiet |= g.quiet;
+    if opts.repeat == Some(0) {
+        bail!("--repeat must be at least 1");
+    }
+    if opts.interval.is_some_and(|i| !(0.05..=3600.0).contains(&i)) {
+        bail!("--interval must be between 0.05 and 3600 seconds");
+    }
+    let mut params = plan_params;
+    for (k, v) in params_from_matches(&cmd, &m)? {
+        params.insert(k, v);
+    }
+    let points = engine::plan::expand(&params, reg.list_keys);
+    if points.len() > 10_000 {
+        bail!("the sweep has {} points; narrow the lists or ranges", points.len());
+    }
+    let command = model::redact_secrets(
+        &std::env::args().map(|s| shell_quote(&s)).collect::<Vec<_>>().join(" "),
+    );
+    Ok(Resolved {
+        registration: reg,
+        opts,
+        params,
+        points,
+        command,
+    })
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,:/=@+".contains(c)) && !s.is_empty() {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// A short label for a sweep point: the swept keys only (`P=100 instances=2`).
+fn point_label(point: &Params, swept: &BTreeMap<String, usize>) -> String {
+    swept
+        .keys()
+        .filter_map(|k| point.get(k).map(|v| format!("{k}={}", v.to_string().trim_matches('"'))))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn new_run_id() -> String {
+    let now = chrono::Utc::now();
+    let suffix: u32 = rand::random::<u32>() & 0xff_ffff;
+    format!("{}-{suffix:06x}", now.format("%Y%m%dT%H%M%S"))
+}
+
+fn redact_value(v: &Value) -> Value {
+    serde_json::from_str(&model::redact_secrets(&v.to_string())).unwrap_or(Value::Null)
+}
+
+pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
+    let r = resolve(&a, g)?;
+    // Build every point first: bad parameters fail here, before anything is stored.
+    let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(r.points.len());
+    for p in &r.points {
+        workloads.push((r.registration.build)(p)?);
+    }
+    let db = r.opts.db.clone().unwrap_or_else(store::default_path);
+    let store = store::Store::open(&db)?;
+    let verbose = !r.opts.quiet;
+    let power = glue::power_config(&r.opts)?;
+    let mut hosts = vec![glue::local_disclosure(&power)];
+    let swept = engine::plan::swept_keys(&r.params, r.registration.list_keys);
+    let repeat = r.opts.repeat.unwrap_or(1);
+    let plan = serde_json::json!({
+        "workload": r.registration.name,
+        "run": {
+            "repeat": repeat,
+            "label": r.opts.label,
+            "interval_s": r.opts.interval.unwrap_or(1.0),
+            "telemetry": !r.opts.no_telemetry,
+            "idle_power_s": r.opts.idle_power,
+            "power_meter": r.opts.power_meter,
+            "power_model": r.opts.power_model,
+        },
+        "params": Value::Object(r.params.clone()),
+        "points": r.points.len(),
+    });
+    let mut record = RunRecord {
+        format_version: model::RECORD_FORMAT_VERSION,
+        id: new_run_id(),
+        label: r.opts.label.clone(),
+        created_at: chrono::Utc::now(),
+        finished_at: None,
+        rackbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        command: r.command.clone(),
+        plan: redact_value(&plan),
+        hosts: hosts.clone(),
+        idle_power: Vec::new(),
+        results: Vec::new(),
+        status: Status::Running,
+        error: None,
+    };
+    store.begin_run(&record)?;
+    let run_id = record.id.clone();
+
+    install_interrupt_handler();
+    let progress = Arc::new(Progress::default());
+    let telemetry = glue::Telemetry::start(&r.opts, power.clone())?;
+    if let Some(idle) = telemetry.measure_idle(&r.opts, verbose)? {
+        store.insert_idle_power(&run_id, &idle)?;
+        record.idle_power.push(idle);
+    }
+    let ctx = Ctx {
+        progress: progress.clone(),
+        watch: telemetry.watch(),
+        verbose,
+    };
+    let display = crate::progress::Display::start(progress.clone(), verbose);
+
+    let mut step: u32 = 0;
+    let mut failure: Option<String> = None;
+    let mut any_result = false;
+    'points: for (pi, (point, mut w)) in r.points.iter().zip(workloads).enumerate() {
+        let label = point_label(point, &swept);
+        if let Err(e) = w.prepare(&ctx) {
+            w.cleanup();
+            let msg = format!("{:#}", e);
+            if !any_result {
+                // Nothing measured yet: leave nothing half-written.
+                display.finish();
+                telemetry.stop();
+                store.delete_run(&run_id)?;
+                return Err(e.context(format!("preparing {} {label}", r.registration.name)));
+            }
+            failure = Some(format!("sweep point {} ({label}): {msg}", pi + 1));
+            break;
+        }
+        // What the workload learnt about the servers goes into the disclosure.
+        let facts = w.disclosure();
+        if !facts.is_empty() {
+            for (k, v) in facts {
+                hosts[0].facts.insert(k, v);
+            }
+            store.update_hosts(&run_id, &hosts)?;
+            record.hosts = hosts.clone();
+        }
+        let mut point_steps: Vec<u32> = Vec::new();
+        for test in w.tests() {
+            for rep in 0..repeat {
+                if engine::stop::stop_requested() {
+                    break 'points;
+                }
+                let what = format!(
+                    "{} {test}{}{}",
+                    r.registration.name,
+                    if label.is_empty() { String::new() } else { format!(" {label}") },
+                    if repeat > 1 { format!(" (rep {}/{repeat})", rep + 1) } else { String::new() }
+                );
+                let (total, dur_ms) = expected_size(point);
+                progress.reset(&what, total, dur_ms);
+                telemetry.begin_step();
+                let started_at = chrono::Utc::now();
+                let outcome = w.run_test(&test, &ctx);
+                let samples = telemetry.end_step();
+                let mut params: BTreeMap<String, Value> =
+                    point.iter().map(|(k, v)| (k.clone(), redact_value(v))).collect();
+                params.insert("test".into(), Value::String(test.clone()));
+                let result = match outcome {
+                    Ok(out) => {
+                        let interrupted = engine::stop::stop_requested();
+                        let status = match (&out.error, interrupted) {
+                            (Some(_), _) => Status::Failed,
+                            (None, true) => Status::Interrupted,
+                            (None, false) => Status::Ok,
+                        };
+                        let mut flags = out.flags;
+                        if interrupted {
+                            flags.push(Flag::warning("interrupted", "stopped by Ctrl-C: this test ran short"));
+                        }
+                        let summary = glue::summarize(&samples);
+                        ResultRecord {
+                            workload: r.registration.name.to_string(),
+                            test: test.clone(),
+                            step,
+                            repetition: rep,
+                            params,
+                            headline: out.headline,
+                            started_at,
+                            duration_s: out.duration_s,
+                            metrics: out.metrics,
+                            missing: out.missing,
+                            histograms: out.histograms,
+                            telemetry: samples,
+                            telemetry_summary: summary,
+                            flags,
+                            status,
+                            error: out.error,
+                        }
+                    }
+                    Err(e) => ResultRecord {
+                        workload: r.registration.name.to_string(),
+                        test: test.clone(),
+                        step,
+                        repetition: rep,
+                        params,
+                        headline: String::new(),
+                        started_at,
+                        duration_s: 0.0,
+                        metrics: Vec::new(),
+                        missing: Vec::new(),
+                        histograms: Vec::new(),
+                        telemetry_summary: glue::summarize(&samples),
+                        telemetry: samples,
+                        flags: vec![Flag::invalid("failed", format!("{e:#}"))],
+                        status: Status::Failed,
+                        error: Some(format!("{e:#}")),
+                    },
+                };
+                store.insert_result(&run_id, &result)?;
+                any_result = true;
+                display.step_done(&result);
+                point_steps.push(step);
+                step += 1;
+                let failed = result.status == Status::Failed;
+                let err = result.error.clone();
+                record.results.push(result);
+                if failed {
+                    failure = Some(err.unwrap_or_else(|| "a test failed".into()));
+                    w.cleanup();
+                    break 'points;
+                }
+            }
+        }
+        match w.verify(&ctx) {
+            Ok(flags) if !flags.is_empty() => {
+                for s in &point_steps {
+                    store.add_flags(&run_id, *s, &flags)?;
+                }
+                for res in record.results.iter_mut().filter(|x| point_steps.contains(&x.step)) {
+                    res.flags.extend(flags.iter().cloned());
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let f = Flag::invalid("verify_failed", format!("{e:#}"));
+                for s in &point_steps {
+                    store.add_flags(&run_id, *s, std::slice::from_ref(&f))?;
+                }
+            }
+        }
+        w.cleanup();
+    }
+    display.finish();
+    telemetry.stop();
+    let interrupted = engine::stop::stop_requested();
+    let status = if failure.is_some() {
+        Status::Failed
+    } else if interrupted {
+        Status::Interrupted
+    } else {
+        Status::Ok
+    };
+    store.finish_run(&run_id, status, failure.as_deref())?;
+    let stored = store.load_run(&run_id)?;
+    if r.opts.json {
+        println!("{}", serde_json::to_string_pretty(&stored)?);
+    } else {
+        print!("{}", crate::commands::runs::results_table(&stored));
+        print!("{}", repetition_summary(&stored));
+        let db_shown = db.display();
+        println!(
+            "\nstored as run {run_id} in {db_shown}\n  details: rackbench show {run_id}\n  report:  rackbench report {run_id} -o report.html"
+        );
+    }
+    if let Some(f) = &failure {
+        eprintln!("rackbench: run failed: {f}");
+    }
+    if interrupted {
+        eprintln!("rackbench: interrupted: what was measured is stored ({})", stored.results.len());
+    }
+    let invalid = stored.results.iter().any(|x| x.is_invalid());
+    Ok(if failure.is_some() || interrupted || invalid { 1 } else { 0 })
+}
+
+/// Requests or duration of a point, for the progress bar.
+fn expected_size(point: &Params) -> (u64, u64) {
+    let dur = point.get("duration").and_then(Value::as_f64);
+    match dur {
+        Some(d) => (0, (d * 1000.0) as u64 + point.get("warmup").and_then(Value::as_f64).map_or(0, |w| (w * 1000.0) as u64)),
+        None => (point.get("requests").and_then(Value::as_u64).unwrap_or(0), 0),
+    }
+}
+
+/// Median and spread of the headline over repetitions, per sweep point and test.
+pub fn repetition_summary(run: &RunRecord) -> String {
+    let mut groups: BTreeMap<String, Vec<(f64, String)>> = BTreeMap::new();
+    for r in &run.results {
+        if let Some(v) = r.headline_value() {
+            let mut p = r.params.clone();
+            p.remove("test");
+            let key = format!("{} {} {}", r.workload, r.test, Value::Object(p.into_iter().collect()));
+            let unit = r.metric(&r.headline, &[]).map(|m| m.unit.clone()).unwrap_or_default();
+            groups.entry(key).or_default().push((v, unit));
+        }
+    }
+    let mut out = String::new();
+    for (key, vals) in groups.iter().filter(|(_, v)| v.len() > 1) {
+        if out.is_empty() {
+            out.push_str("\nrepetitions (headline): median  min .. max  cv\n");
+        }
+        let mut xs: Vec<f64> = vals.iter().map(|(v, _)| *v).collect();
+        xs.sort_by(|a, b| a.total_cmp(b));
+        let n = xs.len() as f64;
+        let median = if xs.len() % 2 == 1 {
+            xs[xs.len() / 2]
+        } else {
+            (xs[xs.len() / 2 - 1] + xs[xs.len() / 2]) / 2.0
+        };
+        let mean = xs.iter().sum::<f64>() / n;
+        let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        out.push_str(&format!(
+            "  {key}: {median:.1} {}  {:.1} .. {:.1}  cv {:.1}% (n={})\n",
+            vals[0].1,
+            xs[0],
+            xs[xs.len() - 1],
+            100.0 * sd / mean.max(1e-12),
+            xs.len()
+        ));
+    }
+    out
+}
+
+fn install_interrupt_handler() {
+    let _ = ctrlc::set_handler(|| {
+        if engine::stop::stop_requested() {
+            // Second Ctrl-C: no more waiting.
+            engine::launch::kill_all_children();
+            eprintln!("\nrackbench: interrupted twice: servers killed, exiting");
+            std::process::exit(130);
+        }
+        eprintln!("\nrackbench: interrupting: finishing the current test, keeping what was measured (Ctrl-C again to abort)");
+        engine::stop::request_stop();
+    });
 }

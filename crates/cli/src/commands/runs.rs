@@ -28,3 +28,18 @@ pub fn export(_a: ExportArgs, _g: &Global) -> anyhow::Result<i32> {
 pub fn import(_a: ImportArgs, _g: &Global) -> anyhow::Result<i32> {
     anyhow::bail!("not available yet")
 }
+
+/// The results table printed after a run (placeholder until the store lands).
+pub fn results_table(run: &model::RunRecord) -> String {
+    let mut out = String::new();
+    for r in &run.results {
+        out.push_str(&format!(
+            "{} {} {} {:?}\n",
+            r.step,
+            r.test,
+            r.headline,
+            r.headline_value()
+        ));
+    }
+    out
+}

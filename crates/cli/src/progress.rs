@@ -1,0 +1,123 @@
+//! Progress on stderr while a run goes: the current test, live throughput, percent done
+//! and ETA (a bar on a terminal; one line per finished test otherwise).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use engine::workload::Progress;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use model::ResultRecord;
+
+pub struct Display {
+    verbose: bool,
+    bar: ProgressBar,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Display {
+    pub fn start(progress: Arc<Progress>, verbose: bool) -> Display {
+        let bar = if verbose {
+            ProgressBar::with_draw_target(Some(100), ProgressDrawTarget::stderr_with_hz(5))
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:.bold} [{bar:30}] {percent:>3}% {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = verbose.then(|| {
+            let (bar, stop) = (bar.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut last = (Instant::now(), 0u64, String::new());
+                let mut started = Instant::now();
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(250));
+                    let label = progress.label.lock().map(|l| l.clone()).unwrap_or_default();
+                    let done = progress.done.load(Ordering::Relaxed);
+                    let now = Instant::now();
+                    if label != last.2 {
+                        started = now;
+                        last = (now, 0, label.clone());
+                        bar.set_prefix(label.clone());
+                    }
+                    let rate = (done.saturating_sub(last.1)) as f64 / now.duration_since(last.0).as_secs_f64().max(1e-3);
+                    last.0 = now;
+                    last.1 = done;
+                    let total = progress.total.load(Ordering::Relaxed);
+                    let dur_ms = progress.duration_ms.load(Ordering::Relaxed);
+                    let elapsed = now.duration_since(started).as_secs_f64();
+                    let frac = if total > 0 {
+                        done as f64 / total as f64
+                    } else if dur_ms > 0 {
+                        elapsed * 1000.0 / dur_ms as f64
+                    } else {
+                        0.0
+                    };
+                    let frac = frac.clamp(0.0, 1.0);
+                    bar.set_position((frac * 100.0) as u64);
+                    let eta = if frac > 0.01 { elapsed / frac - elapsed } else { f64::NAN };
+                    let warm = if progress.warmup.load(Ordering::Relaxed) { " warm-up" } else { "" };
+                    bar.set_message(format!("{}/s{warm}  ETA {}", human(rate), if eta.is_finite() { format!("{eta:.0}s") } else { "?".into() }));
+                }
+            })
+        });
+        Display { verbose, bar, stop, handle }
+    }
+
+    /// One line per finished test, above the bar.
+    pub fn step_done(&self, r: &ResultRecord) {
+        if !self.verbose {
+            return;
+        }
+        let head = r
+            .metric(&r.headline, &[])
+            .map(|m| format!("{} {}", human(m.value), m.unit))
+            .unwrap_or_else(|| "no result".into());
+        let flags: Vec<&str> = r.flags.iter().map(|f| f.code.as_str()).collect();
+        let line = format!(
+            "  done: {} {} #{}: {head}{}",
+            r.workload,
+            r.test,
+            r.step,
+            if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join(", ")) }
+        );
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+
+    pub fn finish(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// 1234567 -> "1.23M".
+pub fn human(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.1}")
+    }
+}

@@ -1,0 +1,283 @@
+//! The shared load loop against an in-process fake server (a line protocol: each `x\n`
+//! is answered `ok\n`, optionally after a delay). Real servers are exercised by the
+//! workload crates' tests; these pin the loop's own arithmetic.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::load::{run_sessions, run_stream, Outcome, Protocol, Session};
+use engine::workload::Progress;
+use engine::{LoadShape, LoadSpec, StopAfter};
+use rackbench_engine as engine;
+use rand::rngs::SmallRng;
+
+struct Line;
+impl Protocol for Line {
+    fn encode(&mut self, _rng: &mut SmallRng, out: &mut Vec<u8>) -> usize {
+        out.extend_from_slice(b"x\n");
+        0
+    }
+    fn parse(&mut self, buf: &[u8]) -> Result<Option<(usize, Outcome)>, String> {
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) if &buf[..i] == b"ok" => Ok(Some((i + 1, Outcome::Ok))),
+            Some(i) => Err(format!("bad reply {:?}", &buf[..i])),
+            None => Ok(None),
+        }
+    }
+}
+
+struct Fake {
+    addr: SocketAddr,
+    served: Arc<AtomicU64>,
+    accepted: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+/// A thread-per-connection fake server; `delay` per request; dies after `die_after`.
+fn fake(delay: Duration, die_after: Option<u64>) -> Fake {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let served = Arc::new(AtomicU64::new(0));
+    let accepted = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s2, a2, st2) = (served.clone(), accepted.clone(), stop.clone());
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            if st2.load(Ordering::SeqCst) {
+                break;
+            }
+            let Ok(conn) = conn else { break };
+            a2.fetch_add(1, Ordering::SeqCst);
+            conn.set_nodelay(true).unwrap();
+            let (s3, st3) = (s2.clone(), st2.clone());
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                let r = BufReader::new(conn);
+                for line in r.lines() {
+                    if line.is_err() || st3.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let n = s3.fetch_add(1, Ordering::SeqCst) + 1;
+                    if die_after.is_some_and(|d| n > d) {
+                        st3.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    if !delay.is_zero() {
+                        std::thread::sleep(delay);
+                    }
+                    if w.write_all(b"ok\n").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Fake {
+        addr,
+        served,
+        accepted,
+        stop,
+    }
+}
+
+fn spec(stop: StopAfter) -> LoadSpec {
+    LoadSpec {
+        stop,
+        connections: 4,
+        threads: 1,
+        ..LoadSpec::default()
+    }
+}
+
+#[test]
+fn closed_loop_issues_exactly_n_requests() {
+    let f = fake(Duration::ZERO, None);
+    let s = LoadSpec {
+        connections: 5,
+        pipeline: 3,
+        threads: 2,
+        ..spec(StopAfter::Requests(10_001))
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.total_count(), 10_001);
+    assert_eq!(out.classes[0].ok, 10_001);
+    assert_eq!(out.classes[0].service.len(), 10_001);
+    // The server saw exactly what we claim (its own counter).
+    assert_eq!(f.served.load(Ordering::SeqCst), 10_001);
+    assert!(out.duration_s > 0.0);
+    assert!(
+        out.connection_errors.is_empty(),
+        "{:?}",
+        out.connection_errors
+    );
+}
+
+#[test]
+fn closed_loop_mean_latency_obeys_littles_law() {
+    // 4 connections, 2 ms service each: throughput ~ 4 / 2 ms; mean latency ~ conns / tput.
+    let f = fake(Duration::from_millis(2), None);
+    let s = spec(StopAfter::Duration(Duration::from_millis(600)));
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    let tput = out.throughput();
+    let mean_s = out.classes[0].service.mean() / 1e9;
+    let little = 4.0 / tput;
+    assert!(
+        (mean_s - little).abs() / little < 0.15,
+        "mean {mean_s} vs Little {little}"
+    );
+}
+
+#[test]
+fn open_loop_never_runs_ahead_of_its_schedule() {
+    // 1000 requests offered at 2000/s cannot finish before ~0.5 s, however fast the
+    // server is: the schedule, not the replies, sets the pace. (A lower bound only: an
+    // upper bound would be a timing assertion on a shared 2-core machine.)
+    let f = fake(Duration::ZERO, None);
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 2000.0 },
+        ..spec(StopAfter::Requests(1000))
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.total_count(), 1000);
+    assert!(out.duration_s >= 0.49, "finished in {} s", out.duration_s);
+    assert!(out.classes[0].corrected.is_some());
+    assert_eq!(out.offered_rate, Some(2000.0));
+}
+
+#[test]
+fn open_loop_latency_counts_queueing_behind_a_slow_server() {
+    // 1 connection, 5 ms service, offered 400/s (capacity ~200/s): latency from the
+    // intended send time grows with the backlog while the service time stays ~5 ms.
+    // Coordinated omission would hide exactly this.
+    let f = fake(Duration::from_millis(5), None);
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 400.0 },
+        connections: 1,
+        ..spec(StopAfter::Duration(Duration::from_millis(500)))
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    let c = &out.classes[0];
+    let corrected_p50 = c.corrected.as_ref().unwrap().value_at_quantile(0.5);
+    let service_p50 = c.service.value_at_quantile(0.5);
+    assert!(service_p50 >= 5_000_000, "service p50 {service_p50}");
+    assert!(
+        corrected_p50 > 3 * service_p50,
+        "corrected p50 {corrected_p50} should dwarf service p50 {service_p50}"
+    );
+    assert!(out.late_sends > 0);
+}
+
+#[test]
+fn reconnect_per_request_opens_a_connection_each_time() {
+    let f = fake(Duration::ZERO, None);
+    let s = LoadSpec {
+        requests_per_connection: Some(1),
+        connections: 2,
+        ..spec(StopAfter::Requests(50))
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.total_count(), 50);
+    // 2 initial + one per request (the last ones may reconnect once more at the end).
+    assert!(f.accepted.load(Ordering::SeqCst) >= 50);
+    assert!(out.reconnects >= 48);
+}
+
+#[test]
+fn unreachable_endpoint_is_a_clear_error() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    let e = run_stream(
+        &spec(StopAfter::Requests(10)),
+        &[addr],
+        &["x"],
+        |_| Line,
+        &Progress::default(),
+    )
+    .unwrap_err();
+    assert!(format!("{e:#}").contains("cannot connect"), "{e:#}");
+}
+
+#[test]
+fn server_dying_mid_run_keeps_what_was_measured() {
+    let f = fake(Duration::ZERO, Some(2000));
+    let s = spec(StopAfter::Requests(1_000_000));
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert!(
+        out.total_count() > 1000 && out.total_count() <= 2000,
+        "{}",
+        out.total_count()
+    );
+    assert!(out.stopped_early.is_some());
+    assert!(!out.connection_errors.is_empty());
+    drop(f.stop);
+}
+
+struct Counter {
+    fail_after: Option<u32>,
+    n: u32,
+}
+impl Session for Counter {
+    fn execute(&mut self, _rng: &mut SmallRng) -> Result<(usize, Outcome), String> {
+        self.n += 1;
+        if self.fail_after.is_some_and(|f| self.n > f) {
+            return Err("session broke".into());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+        Ok(((self.n % 2) as usize, Outcome::Ok))
+    }
+}
+
+#[test]
+fn sessions_run_exact_counts_and_open_loop() {
+    let sessions = (0..3)
+        .map(|_| Counter {
+            fail_after: None,
+            n: 0,
+        })
+        .collect();
+    let out = run_sessions(
+        &spec(StopAfter::Requests(301)),
+        &["a", "b"],
+        sessions,
+        &Progress::default(),
+    )
+    .unwrap();
+    assert_eq!(out.total_count(), 301);
+
+    let s = LoadSpec {
+        shape: LoadShape::Poisson { rate: 500.0 },
+        ..spec(StopAfter::Duration(Duration::from_millis(800)))
+    };
+    let sessions = (0..2)
+        .map(|_| Counter {
+            fail_after: None,
+            n: 0,
+        })
+        .collect();
+    let out = run_sessions(&s, &["a", "b"], sessions, &Progress::default()).unwrap();
+    let r = out.throughput();
+    assert!((r - 500.0).abs() / 500.0 < 0.2, "poisson achieved {r}");
+}
+
+#[test]
+fn sessions_that_all_break_stop_early_with_measurements_kept() {
+    let sessions = (0..2)
+        .map(|_| Counter {
+            fail_after: Some(10),
+            n: 0,
+        })
+        .collect();
+    let out = run_sessions(
+        &spec(StopAfter::Requests(1000)),
+        &["a", "b"],
+        sessions,
+        &Progress::default(),
+    )
+    .unwrap();
+    assert_eq!(out.total_count(), 20);
+    assert_eq!(out.stopped_early.as_deref(), Some("session broke"));
+}

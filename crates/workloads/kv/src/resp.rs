@@ -1,0 +1,340 @@
+//! The Redis protocol (RESP2) as a load-generator plug-in: requests encoded straight
+//! into the connection's write buffer, replies parsed incrementally (an incomplete
+//! reply is `Ok(None)`, a normal result). Values are derived from their key so every GET
+//! reply is verified against what a SET wrote.
+
+use std::collections::VecDeque;
+
+use engine::load::{Outcome, Protocol};
+use rand::rngs::SmallRng;
+use rand::Rng;
+
+/// Operation classes, in the order of `CLASS_NAMES`.
+pub const SET: usize = 0;
+pub const GET: usize = 1;
+pub const PING: usize = 2;
+pub const CLASS_NAMES: [&str; 3] = ["set", "get", "ping"];
+
+/// What one connection sends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mix {
+    Only(usize),
+    /// SET with this probability, else GET (memtier's --ratio set:get).
+    Ratio {
+        set_fraction: f64,
+    },
+}
+
+/// Key `key:%012d`, as redis-benchmark's `key:__rand_int__`.
+pub const KEY_LEN: usize = 16;
+
+#[inline]
+pub fn write_key(out: &mut Vec<u8>, k: u64) {
+    let mut digits = [b'0'; 12];
+    let mut v = k;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    out.extend_from_slice(b"key:");
+    out.extend_from_slice(&digits);
+}
+
+/// The value stored under key `k`: the key's 12 digits repeated to `size` bytes.
+#[inline]
+pub fn expected_value_matches(k: u64, value: &[u8]) -> bool {
+    let mut digits = [b'0'; 12];
+    let mut v = k;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    value.iter().enumerate().all(|(i, &b)| b == digits[i % 12])
+}
+
+#[inline]
+fn write_value(out: &mut Vec<u8>, k: u64, size: usize) {
+    let mut digits = [b'0'; 12];
+    let mut v = k;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    let mut left = size;
+    while left >= 12 {
+        out.extend_from_slice(&digits);
+        left -= 12;
+    }
+    out.extend_from_slice(&digits[..left]);
+}
+
+fn write_usize(out: &mut Vec<u8>, mut n: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// One connection's RESP client state.
+pub struct Resp {
+    mix: Mix,
+    keyspace: u64,
+    value_size: usize,
+    verify: bool,
+    /// (class, key) of each request in flight, oldest first.
+    inflight: VecDeque<(u8, u64)>,
+    /// `$<size>\r\n` for SET values, precomputed.
+    value_header: Vec<u8>,
+}
+
+impl Resp {
+    pub fn new(mix: Mix, keyspace: u64, value_size: usize, verify: bool) -> Resp {
+        let mut value_header = Vec::new();
+        value_header.push(b'$');
+        write_usize(&mut value_header, value_size);
+        value_header.extend_from_slice(b"\r\n");
+        Resp {
+            mix,
+            keyspace: keyspace.max(1),
+            value_size,
+            verify,
+            inflight: VecDeque::new(),
+            value_header,
+        }
+    }
+}
+
+/// Position of the `\r` of the first line end. RESP header lines never hold a bare
+/// `\n`, so the first `\n` ends the line.
+#[inline]
+fn find_crlf(buf: &[u8]) -> Result<Option<usize>, String> {
+    match buf.iter().position(|&b| b == b'\n') {
+        Some(nl) if nl > 0 && buf[nl - 1] == b'\r' => Ok(Some(nl - 1)),
+        Some(_) => Err("line not terminated by CRLF".into()),
+        None => Ok(None),
+    }
+}
+
+fn parse_int(s: &[u8]) -> Result<i64, String> {
+    std::str::from_utf8(s)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| format!("bad length {:?}", String::from_utf8_lossy(s)))
+}
+
+/// Parse one RESP2 reply at the front of `buf`: Ok(None) if incomplete, else the bytes
+/// used and the reply's kind (with the bulk payload's range).
+pub enum Reply {
+    Simple,
+    Error(String),
+    Integer,
+    Nil,
+    Bulk(usize, usize),
+    Array,
+}
+
+pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply)>, String> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    let Some(end) = find_crlf(buf)? else {
+        return Ok(None);
+    };
+    let line = &buf[1..end];
+    let used = end + 2;
+    match buf[0] {
+        b'+' => Ok(Some((used, Reply::Simple))),
+        b'-' => {
+            let msg = String::from_utf8_lossy(line);
+            // Keep the error kind (first word), not the whole message, as the key.
+            let kind = msg.split_whitespace().next().unwrap_or("ERR").to_string();
+            Ok(Some((used, Reply::Error(kind))))
+        }
+        b':' => Ok(Some((used, Reply::Integer))),
+        b'$' => {
+            let n = parse_int(line)?;
+            if n < 0 {
+                return Ok(Some((used, Reply::Nil)));
+            }
+            let n = n as usize;
+            if buf.len() < used + n + 2 {
+                return Ok(None);
+            }
+            if &buf[used + n..used + n + 2] != b"\r\n" {
+                return Err("bulk string not terminated by CRLF".into());
+            }
+            Ok(Some((used + n + 2, Reply::Bulk(used, n))))
+        }
+        b'*' => {
+            // Arrays only come from admin commands; skip their elements.
+            let n = parse_int(line)?;
+            let mut at = used;
+            for _ in 0..n.max(0) {
+                match parse_reply(&buf[at..])? {
+                    Some((u, _)) => at += u,
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some((at, Reply::Array)))
+        }
+        other => Err(format!("unexpected reply type byte {other:#04x}")),
+    }
+}
+
+impl Protocol for Resp {
+    #[inline]
+    fn encode(&mut self, rng: &mut SmallRng, out: &mut Vec<u8>) -> usize {
+        let class = match self.mix {
+            Mix::Only(c) => c,
+            Mix::Ratio { set_fraction } => {
+                if rng.gen::<f64>() < set_fraction {
+                    SET
+                } else {
+                    GET
+                }
+            }
+        };
+        let key = if self.keyspace > 1 {
+            rng.gen_range(0..self.keyspace)
+        } else {
+            0
+        };
+        match class {
+            SET => {
+                out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$16\r\n");
+                write_key(out, key);
+                out.extend_from_slice(b"\r\n");
+                out.extend_from_slice(&self.value_header);
+                write_value(out, key, self.value_size);
+                out.extend_from_slice(b"\r\n");
+            }
+            GET => {
+                out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$16\r\n");
+                write_key(out, key);
+                out.extend_from_slice(b"\r\n");
+            }
+            _ => out.extend_from_slice(b"*1\r\n$4\r\nPING\r\n"),
+        }
+        self.inflight.push_back((class as u8, key));
+        class
+    }
+
+    #[inline]
+    fn parse(&mut self, buf: &[u8]) -> Result<Option<(usize, Outcome)>, String> {
+        let Some((used, reply)) = parse_reply(buf)? else {
+            return Ok(None);
+        };
+        let (class, key) = self.inflight.pop_front().ok_or("reply without a request")?;
+        let outcome = match (class as usize, reply) {
+            (_, Reply::Error(kind)) => Outcome::Error(kind),
+            (GET, Reply::Nil) => Outcome::Miss,
+            (GET, Reply::Bulk(at, n)) => {
+                if !self.verify
+                    || (n == self.value_size && expected_value_matches(key, &buf[at..at + n]))
+                {
+                    Outcome::Hit
+                } else {
+                    Outcome::Mismatch
+                }
+            }
+            (SET, Reply::Simple) | (PING, Reply::Simple) => Outcome::Ok,
+            (_, _) => Outcome::Error("unexpected_reply".into()),
+        };
+        Ok(Some((used, outcome)))
+    }
+
+    fn reset(&mut self) {
+        self.inflight.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn encodes_set_like_redis_benchmark() {
+        let mut r = Resp::new(Mix::Only(SET), 10_000, 10, true);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut out = Vec::new();
+        r.encode(&mut rng, &mut out);
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.starts_with("*3\r\n$3\r\nSET\r\n$16\r\nkey:0000000"),
+            "{s}"
+        );
+        assert!(s.contains("\r\n$10\r\n"));
+        assert!(s.ends_with("\r\n"));
+    }
+
+    #[test]
+    fn parses_incrementally_and_verifies_values() {
+        let mut r = Resp::new(Mix::Only(GET), 1, 5, true);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut out = Vec::new();
+        r.encode(&mut rng, &mut out);
+        r.encode(&mut rng, &mut out);
+        r.encode(&mut rng, &mut out);
+        // key 0 -> digits "000000000000": value "00000"
+        let wire = b"$5\r\n00000\r\n$-1\r\n$5\r\n00x00\r\n";
+        assert!(
+            r.parse(&wire[..6]).unwrap().is_none(),
+            "incomplete is not an error"
+        );
+        let (u1, o1) = r.parse(wire).unwrap().unwrap();
+        assert_eq!(o1, Outcome::Hit);
+        let (u2, o2) = r.parse(&wire[u1..]).unwrap().unwrap();
+        assert_eq!(o2, Outcome::Miss);
+        let (_, o3) = r.parse(&wire[u1 + u2..]).unwrap().unwrap();
+        assert_eq!(o3, Outcome::Mismatch);
+    }
+
+    #[test]
+    fn errors_are_data_by_kind() {
+        let mut r = Resp::new(Mix::Only(SET), 1, 3, true);
+        let mut rng = SmallRng::seed_from_u64(1);
+        r.encode(&mut rng, &mut Vec::new());
+        let (_, o) = r
+            .parse(b"-OOM command not allowed when used memory > 'maxmemory'\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(o, Outcome::Error("OOM".into()));
+    }
+
+    #[test]
+    fn garbage_is_a_protocol_error() {
+        let mut r = Resp::new(Mix::Only(SET), 1, 3, true);
+        r.encode(&mut SmallRng::seed_from_u64(1), &mut Vec::new());
+        assert!(r.parse(b"?what\r\n").is_err());
+    }
+
+    #[test]
+    fn value_is_derived_from_key() {
+        let mut v = Vec::new();
+        write_value(&mut v, 1234, 30);
+        assert_eq!(&v[..12], b"000000001234");
+        assert!(expected_value_matches(1234, &v));
+        assert!(!expected_value_matches(1235, &v));
+    }
+
+    #[test]
+    fn ratio_mix_respects_fraction() {
+        let mut r = Resp::new(Mix::Ratio { set_fraction: 0.1 }, 100, 3, true);
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut sets = 0;
+        for _ in 0..10_000 {
+            if r.encode(&mut rng, &mut Vec::new()) == SET {
+                sets += 1;
+            }
+        }
+        assert!((800..1200).contains(&sets), "{sets}");
+    }
+}

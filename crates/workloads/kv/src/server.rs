@@ -1,0 +1,175 @@
+//! redis-server instances rackbench launches itself (persistence off, free ports, each
+//! pinned to its own CPU), and a small blocking admin client (PING, INFO, CONFIG GET)
+//! used for readiness, disclosure and the server-side counter check.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use engine::launch::{find_binary, free_port, pin_command, wait_for_port, ChildGuard};
+
+use crate::resp::{parse_reply, Reply};
+
+pub struct Instance {
+    pub addr: SocketAddr,
+    pub cpu: Option<usize>,
+    pub guard: ChildGuard,
+}
+
+/// Launch `n` redis-server instances, instance i pinned to `cpus[i % len]`.
+pub fn launch(
+    binary: &str,
+    n: usize,
+    cpus: &[usize],
+    dir: &std::path::Path,
+) -> anyhow::Result<Vec<Instance>> {
+    let bin = find_binary(binary, "redis-server")?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let port = free_port()?;
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let log: PathBuf = dir.join(format!("redis-{i}.log"));
+        let mut cmd = Command::new(&bin);
+        cmd.args(["--port", &port.to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .args(["--save", ""])
+            .args(["--appendonly", "no"])
+            .args(["--daemonize", "no"])
+            .args(["--dir", &dir.to_string_lossy()])
+            .args(["--logfile", &log.to_string_lossy()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+        if let Some(c) = cpu {
+            pin_command(&mut cmd, &[c]);
+        }
+        let mut guard = ChildGuard::spawn(&format!("redis-server #{i} (port {port})"), &mut cmd)?;
+        if let Err(e) = wait_for_port(addr, &mut guard, Duration::from_secs(10)) {
+            let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: String = tail.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+            bail!("{e:#}; its log says: {tail}");
+        }
+        let mut admin = Admin::connect(addr)?;
+        admin
+            .ping()
+            .with_context(|| format!("redis-server #{i} did not answer PING"))?;
+        out.push(Instance { addr, cpu, guard });
+    }
+    Ok(out)
+}
+
+/// A blocking RESP client for administration (not on the measured path).
+pub struct Admin {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Admin {
+    pub fn connect(addr: SocketAddr) -> anyhow::Result<Admin> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+            .with_context(|| format!("cannot connect to {addr}: is redis-server running there?"))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        Ok(Admin {
+            stream,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Send a command, return the raw reply bytes (bulk payload for bulk replies).
+    pub fn call(&mut self, args: &[&str]) -> anyhow::Result<Vec<u8>> {
+        let mut req = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        self.stream.write_all(&req)?;
+        self.buf.clear();
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if let Some((used, reply)) = parse_reply(&self.buf).map_err(anyhow::Error::msg)? {
+                return match reply {
+                    Reply::Error(k) => bail!(
+                        "{} replied {k}: {}",
+                        args[0],
+                        String::from_utf8_lossy(&self.buf[..used])
+                    ),
+                    Reply::Bulk(at, n) => Ok(self.buf[at..at + n].to_vec()),
+                    _ => Ok(self.buf[..used].to_vec()),
+                };
+            }
+            let n = self.stream.read(&mut chunk)?;
+            if n == 0 {
+                bail!("server closed the connection");
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    pub fn ping(&mut self) -> anyhow::Result<()> {
+        self.call(&["PING"]).map(|_| ())
+    }
+
+    /// `INFO section` as key -> value.
+    pub fn info(&mut self, section: &str) -> anyhow::Result<BTreeMap<String, String>> {
+        let raw = self.call(&["INFO", section])?;
+        Ok(parse_info(&String::from_utf8_lossy(&raw)))
+    }
+
+    /// `CONFIG GET name` (None when the server refuses, e.g. a managed service).
+    pub fn config_get(&mut self, name: &str) -> Option<String> {
+        let raw = self.call(&["CONFIG", "GET", name]).ok()?;
+        // *2\r\n$<n>\r\nname\r\n$<m>\r\nvalue\r\n
+        let text = String::from_utf8_lossy(&raw).to_string();
+        let parts: Vec<&str> = text.split("\r\n").collect();
+        parts.get(4).map(|s| s.to_string())
+    }
+}
+
+/// Parse `INFO` text (`# Section` headers, `key:value` lines).
+pub fn parse_info(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// Calls per command from `INFO commandstats` (`cmdstat_set:calls=100,usec=...`).
+pub fn command_calls(info: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
+    info.iter()
+        .filter_map(|(k, v)| {
+            let cmd = k.strip_prefix("cmdstat_")?;
+            let calls = v
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("calls="))?
+                .parse()
+                .ok()?;
+            Some((cmd.to_string(), calls))
+        })
+        .collect()
+}
+
+/// The version line of a redis-server binary (`redis-server --version`).
+pub fn binary_version(binary: &str) -> Option<String> {
+    let bin = find_binary(binary, "redis-server").ok()?;
+    let out = Command::new(bin).arg("--version").output().ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_commandstats() {
+        // Captured from redis-server 7.0.15.
+        let text = "# Commandstats\r\ncmdstat_set:calls=100000,usec=45678,usec_per_call=0.46,rejected_calls=0,failed_calls=0\r\ncmdstat_get:calls=7,usec=3,usec_per_call=0.43,rejected_calls=0,failed_calls=0\r\n";
+        let calls = command_calls(&parse_info(text));
+        assert_eq!(calls.get("set"), Some(&100_000));
+        assert_eq!(calls.get("get"), Some(&7));
+    }
+}
