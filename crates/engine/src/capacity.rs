@@ -768,7 +768,8 @@ impl SearchConfig {
         }
     }
 
-    fn validate(&self) -> anyhow::Result<()> {
+    /// Check the config (search does this first too).
+    pub fn validate(&self) -> anyhow::Result<()> {
         check_fraction(self.saturation_fraction, self.max_error_pct)?;
         if !(self.min_rate_per_s > 0.0 && self.min_rate_per_s <= self.max_rate_per_s) {
             bail!(
