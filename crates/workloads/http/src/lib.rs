@@ -698,8 +698,28 @@ impl Http {
         };
         let spec = self.spec(shape, stop);
         let started = std::time::SystemTime::now();
+        let before = self.server.as_ref().and_then(nginx::Nginx::requests_served);
         let out = self.drive(&spec, ctx)?;
+        let after = self.server.as_ref().and_then(nginx::Nginx::requests_served);
         let mut step = engine::validity::step_output(&spec, &out, "requests_per_s", "req/s");
+        // nginx's own count against the generator's (memtier's self-test). The second
+        // status request counts itself; requests in flight when a timed test ends, and
+        // those of the warm-up, are served but not counted by the generator.
+        if let (Some(b), Some(a)) = (before, after) {
+            let served = a.saturating_sub(b).saturating_sub(1);
+            step.metrics
+                .push(Metric::new("server_requests", served as f64, "requests"));
+            let claimed = out.total_count();
+            let lost: u64 = out.connection_errors.values().sum();
+            let slack = (spec.connections * spec.pipeline) as u64;
+            if spec.warmup.is_zero() && lost == 0 && (served < claimed || served > claimed + slack)
+            {
+                step.flags.push(Flag::warning(
+                    "server_counter_mismatch",
+                    format!("nginx counted {served} requests, the generator {claimed} replies"),
+                ));
+            }
+        }
         // Per-status counts: 2xx/3xx are `ok`, the others come back as `http_<code>`.
         let ok: u64 = out.classes.iter().map(|c| c.ok).sum();
         step.metrics

@@ -15,6 +15,8 @@ use engine::launch::{free_port, pin_command, wait_for_port, ChildGuard};
 
 /// The name of the static file served (request it as `/index.html`).
 pub const STATIC_FILE: &str = "index.html";
+/// Where nginx's own counters are served (`stub_status`), when the build has the module.
+pub const STATUS_PATH: &str = "/rackbench_status";
 
 /// What to launch.
 #[derive(Debug, Clone)]
@@ -35,12 +37,34 @@ pub struct Nginx {
     pub config: String,
     /// Worker process ids (best effort, from /proc).
     pub workers: Vec<u32>,
+    /// Whether [`STATUS_PATH`] serves nginx's counters.
+    pub stub_status: bool,
     dir: tempfile::TempDir,
 }
 
 impl Nginx {
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// nginx's own count of requests so far (this status request included), or None
+    /// when the build has no `stub_status` or it did not answer.
+    pub fn requests_served(&self) -> Option<u64> {
+        use std::io::{Read, Write};
+        if !self.stub_status {
+            return None;
+        }
+        let mut s =
+            std::net::TcpStream::connect_timeout(&self.addr, Duration::from_secs(2)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        write!(
+            s,
+            "GET {STATUS_PATH} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut text = String::new();
+        s.read_to_string(&mut text).ok()?;
+        parse_stub_status(&text)
     }
 
     /// The last lines of nginx's error log (for error messages).
@@ -78,6 +102,7 @@ pub fn render_config(
     workers: usize,
     cpus: &[usize],
     temp_dirs: &[&str],
+    stub_status: bool,
 ) -> String {
     let d = dir.display();
     let mut c = String::new();
@@ -118,12 +143,16 @@ pub fn render_config(
     let _ = writeln!(c, "        listen 127.0.0.1:{port} backlog=4096;");
     let _ = writeln!(c, "        server_name localhost;\n        root {d}/www;");
     let _ = writeln!(c, "        location / {{ }}");
+    if stub_status {
+        let _ = writeln!(c, "        location = {STATUS_PATH} {{ stub_status; }}");
+    }
     let _ = writeln!(c, "    }}\n}}");
     c
 }
 
-/// Which `*_temp_path` directives this nginx accepts (from `nginx -V`).
-fn temp_dirs(binary: &Path) -> Vec<&'static str> {
+/// Which `*_temp_path` directives this nginx accepts, and whether it has `stub_status`
+/// (from `nginx -V`).
+fn build_features(binary: &Path) -> (Vec<&'static str>, bool) {
     let out = Command::new(binary).arg("-V").output();
     let text = out
         .map(|o| {
@@ -134,13 +163,23 @@ fn temp_dirs(binary: &Path) -> Vec<&'static str> {
             )
         })
         .unwrap_or_default();
+    let stub = text.contains("--with-http_stub_status_module");
     let mut v = vec!["client_body"];
     for m in ["proxy", "fastcgi", "uwsgi", "scgi"] {
         if !text.contains(&format!("--without-http_{m}_module")) {
             v.push(m);
         }
     }
-    v
+    (v, stub)
+}
+
+/// Parse `stub_status` output: the `requests` counter (third number of the third line).
+pub fn parse_stub_status(text: &str) -> Option<u64> {
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.contains("accepts handled requests"));
+    lines.next()?;
+    lines.next()?.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// `nginx/1.22.1` from `nginx -v` (printed on stderr).
@@ -187,12 +226,14 @@ pub fn launch(spec: &NginxSpec) -> anyhow::Result<Nginx> {
         std::fs::Permissions::from_mode(0o644),
     )?;
     let port = free_port()?;
+    let (temps, stub_status) = build_features(&spec.binary);
     let config = render_config(
         dir.path(),
         port,
         spec.workers,
         &spec.cpus,
-        &temp_dirs(&spec.binary),
+        &temps,
+        stub_status,
     );
     let conf_path = dir.path().join("nginx.conf");
     std::fs::write(&conf_path, &config).context("writing nginx.conf")?;
@@ -231,6 +272,7 @@ pub fn launch(spec: &NginxSpec) -> anyhow::Result<Nginx> {
         version: version(&spec.binary),
         config,
         workers,
+        stub_status,
         dir,
     })
 }
@@ -238,6 +280,14 @@ pub fn launch(spec: &NginxSpec) -> anyhow::Result<Nginx> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stub_status_counts() {
+        // nginx 1.22's stub_status page.
+        let page = "HTTP/1.1 200 OK\r\nContent-Length: 97\r\n\r\nActive connections: 1 \nserver accepts handled requests\n 3 3 4017 \nReading: 0 Writing: 1 Waiting: 0 \n";
+        assert_eq!(parse_stub_status(page), Some(4017));
+        assert_eq!(parse_stub_status("nothing"), None);
+    }
 
     #[test]
     fn affinity_masks_put_cpu0_rightmost() {
@@ -254,6 +304,7 @@ mod tests {
             2,
             &[0, 1],
             &["client_body", "proxy"],
+            true,
         );
         for want in [
             "daemon off;",
@@ -268,13 +319,12 @@ mod tests {
             "listen 127.0.0.1:8080",
             "root /tmp/x/www;",
             "keepalive_requests 100000000;",
+            "location = /rackbench_status { stub_status; }",
         ] {
             assert!(c.contains(want), "missing `{want}` in\n{c}");
         }
-        assert!(
-            !c.contains("worker_cpu_affinity")
-                || !render_config(Path::new("/d"), 1, 1, &[], &[]).contains("affinity")
-        );
+        let plain = render_config(Path::new("/d"), 1, 1, &[], &[], false);
+        assert!(!plain.contains("affinity") && !plain.contains("stub_status"));
         assert_eq!(static_content(1000).len(), 1000);
         assert!(static_content(0).is_empty());
     }
