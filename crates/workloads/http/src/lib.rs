@@ -592,6 +592,15 @@ impl Http {
     }
 
     fn spec(&self, shape: LoadShape, stop: StopAfter) -> LoadSpec {
+        // Reply-rate samples: 1 s for a run (wrk's per-second view); a capacity step gets
+        // at least 5 samples (httperf samples every 5 s of runs >= 150 s; our steps are
+        // shorter, and min/max/stddev need several samples to mean anything).
+        let interval = match stop {
+            StopAfter::Duration(d) if d < Duration::from_secs(5) => {
+                (d / 5).max(Duration::from_millis(100))
+            }
+            _ => Duration::from_secs(1),
+        };
         LoadSpec {
             shape,
             stop,
@@ -603,7 +612,7 @@ impl Http {
                 .then_some(self.cfg.requests_per_connection),
             client_cpus: self.client_cpus.clone(),
             seed: self.cfg.seed,
-            interval: Duration::from_secs(1),
+            interval,
         }
     }
 
