@@ -367,7 +367,7 @@ impl RampConfig {
         if hi < lo {
             bail!("ramp high rate {hi} is below the low rate {lo}");
         }
-        if !(st > 0.0) {
+        if st.is_nan() || st <= 0.0 {
             bail!("ramp step must be above 0 (e.g. --ramp-step 1000)");
         }
         let n = ((hi - lo) / st).floor() as usize + 1;
@@ -778,7 +778,7 @@ impl SearchConfig {
                 self.max_rate_per_s
             );
         }
-        if !(self.growth > 1.0) {
+        if self.growth.is_nan() || self.growth <= 1.0 {
             bail!("search growth factor must be above 1 (2 doubles the rate each probe)");
         }
         if self.max_steps == 0 || self.max_steps > MAX_SEARCH_STEPS {
@@ -889,11 +889,11 @@ pub fn search(
             break;
         }
         if meets {
-            if lo.map_or(true, |l| rate > l) {
+            if lo.is_none_or(|l| rate > l) {
                 lo = Some(rate);
                 res.best = Some(res.points.len() - 1);
             }
-        } else if hi.map_or(true, |h| rate < h) {
+        } else if hi.is_none_or(|h| rate < h) {
             hi = Some(rate);
         }
         // Next rate.

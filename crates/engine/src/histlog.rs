@@ -70,11 +70,11 @@ pub fn parse_thresholds(s: &str) -> anyhow::Result<Vec<u64>> {
 
 /// `360us`-style label for a threshold in nanoseconds (stable, used in metric labels).
 pub fn format_ns(ns: u64) -> String {
-    if ns >= 1_000_000_000 && ns % 1_000_000_000 == 0 {
+    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
-    } else if ns >= 1_000_000 && ns % 1_000_000 == 0 {
+    } else if ns >= 1_000_000 && ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)
-    } else if ns >= 1_000 && ns % 1_000 == 0 {
+    } else if ns >= 1_000 && ns.is_multiple_of(1_000) {
         format!("{}us", ns / 1_000)
     } else {
         format!("{ns}ns")

@@ -248,7 +248,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
         }
         // A response that does not even start like one is not going to get better.
         let n = buf.len().min(5);
-        if &buf[..n] != &b"HTTP/"[..n] {
+        if buf[..n] != b"HTTP/"[..n] {
             return Err(format!("not an HTTP response: {:?}", show(buf)));
         }
         return Ok(None);

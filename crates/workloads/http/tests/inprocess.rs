@@ -63,7 +63,7 @@ fn objective_search_converges_on_a_server_with_known_service_time() {
     // Below capacity the latency is the 10 ms service time; above it the queue grows
     // without bound, so the answer sits just under the capacity.
     assert!(
-        best >= 0.6 * CAPACITY && best <= 1.1 * CAPACITY,
+        (0.6 * CAPACITY..=1.1 * CAPACITY).contains(&best),
         "best {best}, curve {curve:?}"
     );
     let hi = r.lowest_failing_rate_per_s.unwrap();
@@ -73,7 +73,7 @@ fn objective_search_converges_on_a_server_with_known_service_time() {
     // least the service time.
     for p in r.points.iter().filter(|p| p.meets) {
         let v = p.latency_at_objective_ns.unwrap();
-        assert!(v < 60_000_000 && v >= 10_000_000, "{v}");
+        assert!((10_000_000..60_000_000).contains(&v), "{v}");
         assert_eq!(p.step.latency_kind, "corrected");
     }
     // The server answered at least every reply the generator counted.
