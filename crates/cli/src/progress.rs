@@ -45,7 +45,8 @@ impl Display {
                         last = (now, 0, label.clone());
                         bar.set_prefix(label.clone());
                     }
-                    let rate = (done.saturating_sub(last.1)) as f64 / now.duration_since(last.0).as_secs_f64().max(1e-3);
+                    let rate = (done.saturating_sub(last.1)) as f64
+                        / now.duration_since(last.0).as_secs_f64().max(1e-3);
                     last.0 = now;
                     last.1 = done;
                     let total = progress.total.load(Ordering::Relaxed);
@@ -60,13 +61,34 @@ impl Display {
                     };
                     let frac = frac.clamp(0.0, 1.0);
                     bar.set_position((frac * 100.0) as u64);
-                    let eta = if frac > 0.01 { elapsed / frac - elapsed } else { f64::NAN };
-                    let warm = if progress.warmup.load(Ordering::Relaxed) { " warm-up" } else { "" };
-                    bar.set_message(format!("{}/s{warm}  ETA {}", human(rate), if eta.is_finite() { format!("{eta:.0}s") } else { "?".into() }));
+                    let eta = if frac > 0.01 {
+                        elapsed / frac - elapsed
+                    } else {
+                        f64::NAN
+                    };
+                    let warm = if progress.warmup.load(Ordering::Relaxed) {
+                        " warm-up"
+                    } else {
+                        ""
+                    };
+                    bar.set_message(format!(
+                        "{}/s{warm}  ETA {}",
+                        human(rate),
+                        if eta.is_finite() {
+                            format!("{eta:.0}s")
+                        } else {
+                            "?".into()
+                        }
+                    ));
                 }
             })
         });
-        Display { verbose, bar, stop, handle }
+        Display {
+            verbose,
+            bar,
+            stop,
+            handle,
+        }
     }
 
     /// One line per finished test, above the bar.
@@ -84,7 +106,11 @@ impl Display {
             r.workload,
             r.test,
             r.step,
-            if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join(", ")) }
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", flags.join(", "))
+            }
         );
         if self.bar.is_hidden() {
             eprintln!("{line}");

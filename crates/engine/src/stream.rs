@@ -263,14 +263,15 @@ where
         }
     }
 
+    if !cpu_marked {
+        progress.warmup.store(true, Ordering::Relaxed);
+    }
     loop {
         let now = now_ns(t0);
         if !cpu_marked && now >= warm_ns {
             rec.cpu_start = thread_cpu();
             cpu_marked = true;
             progress.warmup.store(false, Ordering::Relaxed);
-        } else if !cpu_marked {
-            progress.warmup.store(true, Ordering::Relaxed);
         }
         if stop_requested() && !stop_sending {
             stop_sending = true;
@@ -279,14 +280,13 @@ where
         if !stop_sending && !may_issue!(now) {
             stop_sending = true;
         }
-        let inflight: usize = conns.iter().map(|c| c.inflight.len()).sum();
-        let alive = conns.iter().filter(|c| !c.dead).count();
-        if alive == 0 {
+        if conns.iter().all(|c| c.dead) {
             stopped_early.get_or_insert_with(|| "every connection failed".to_string());
             break;
         }
         if stop_sending {
-            if inflight == 0 {
+            // Only once sending stopped does the loop need the count in flight.
+            if conns.iter().all(|c| c.inflight.is_empty()) {
                 break;
             }
             // Ctrl-C waits half a second for replies in flight, a normal end five.

@@ -54,7 +54,12 @@ impl Store {
     }
     /// Add validity flags to a stored result (flags found after it was inserted, e.g. by
     /// a consistency check at the end of a sweep point).
-    pub fn add_flags(&self, _run_id: &str, _step: u32, _flags: &[model::Flag]) -> anyhow::Result<()> {
+    pub fn add_flags(
+        &self,
+        _run_id: &str,
+        _step: u32,
+        _flags: &[model::Flag],
+    ) -> anyhow::Result<()> {
         anyhow::bail!("store: being written")
     }
     /// Remove a run entirely (a run whose setup failed before any measurement).

@@ -1,1 +1,19 @@
-//! telemetry: being written.
+//! telemetry: what every host's CPUs, NICs, disks, processes and power sources do while
+//! a workload runs, and what the host is (its disclosure).
+//!
+//! Layout, following the pipeline: [`parse`] holds pure parsers of /proc, /sys and tool
+//! output; [`rates`] turns two snapshots into mpstat/iostat-exact rates; [`power`] finds
+//! and reads power sources with their provenance; [`sampler`] runs the sampling thread
+//! and summarises a step; [`disclosure`] collects and diffs host facts. Output types
+//! are `model`'s, so the store and reports never depend on this crate.
+
+pub mod disclosure;
+pub mod parse;
+pub mod power;
+pub mod rates;
+pub mod sampler;
+
+pub use power::{detect_power, PowerConfig, PowerDetection, PowerModel, PowerSources};
+pub use sampler::{
+    measure_idle, summarize, summarize_with_notes, Sampler, SamplerConfig, MIN_INTERVAL,
+};

@@ -23,16 +23,24 @@ use crate::{registry, Global};
 #[derive(clap::Args, Debug)]
 #[command(disable_help_flag = true)]
 pub struct Args {
-    /// Workload to run (kv, http, oltp, net, crypto, mem); optional with --plan.
-    /// Its flags follow it: `rackbench run kv --help` lists them.
-    #[arg(value_name = "WORKLOAD")]
-    pub workload: Option<String>,
-    /// Everything after the workload: its flags and the run options.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
-    /// Print help.
-    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
-    pub help: Option<bool>,
+    /// The workload (kv, http, oltp, net, crypto, mem) and its flags, or --plan FILE.
+    /// `rackbench run kv --help` lists kv's flags.
+    #[arg(
+        value_name = "WORKLOAD [FLAGS]",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub args: Vec<String>,
+}
+
+impl Args {
+    /// The workload name (the first word, unless it is a flag) and the rest.
+    fn split(&self) -> (Option<String>, Vec<String>) {
+        match self.args.first() {
+            Some(w) if !w.starts_with('-') => (Some(w.clone()), self.args[1..].to_vec()),
+            _ => (None, self.args.clone()),
+        }
+    }
 }
 
 /// Options of every run, whatever the workload (also `[run]` in a plan file).
@@ -109,7 +117,7 @@ fn workload_command(reg: &Registration) -> clap::Command {
              --clients 1..64:x2",
         );
     let cmd = RunOpts::augment_args(cmd);
-    (reg.flags)(cmd)
+    (reg.flags)(cmd).about(reg.about)
 }
 
 /// Parameters from the workload's matched flags (ids are the parameter keys).
@@ -138,7 +146,8 @@ fn params_from_matches(cmd: &clap::Command, m: &clap::ArgMatches) -> anyhow::Res
             Value::Bool(true)
         } else {
             match raw.first() {
-                Some(s) => engine::plan::parse_value(s).with_context(|| format!("--{}", arg.get_long().unwrap_or(id)))?,
+                Some(s) => engine::plan::parse_value(s)
+                    .with_context(|| format!("--{}", arg.get_long().unwrap_or(id)))?,
                 None => continue,
             }
         };
@@ -149,27 +158,43 @@ fn params_from_matches(cmd: &clap::Command, m: &clap::ArgMatches) -> anyhow::Res
 
 pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     // A plan file may come before or after the workload name.
-    let plan_path = a
-        .rest
+    let (mut workload, rest) = a.split();
+    let plan_path = rest
         .iter()
         .position(|s| s == "--plan")
-        .and_then(|i| a.rest.get(i + 1))
+        .and_then(|i| rest.get(i + 1))
         .map(PathBuf::from)
-        .or_else(|| a.workload.as_deref().and_then(|w| w.strip_prefix("--plan=")).map(PathBuf::from));
+        .or_else(|| {
+            rest.iter()
+                .find_map(|s| s.strip_prefix("--plan="))
+                .map(PathBuf::from)
+        });
     let mut plan_opts = RunOpts::default();
     let mut plan_params: Map<String, Value> = Map::new();
-    let mut workload = a.workload.clone().filter(|w| !w.starts_with('-'));
     if let Some(path) = &plan_path {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read plan file {}", path.display()))?;
-        let plan: PlanFile = toml::from_str(&text)
-            .with_context(|| format!("plan file {} is not valid (see README: Plan files)", path.display()))?;
+        let plan: PlanFile = toml::from_str(&text).with_context(|| {
+            format!(
+                "plan file {} is not valid (see README: Plan files)",
+                path.display()
+            )
+        })?;
         plan_opts = plan.run.unwrap_or_default();
         let name = workload
             .clone()
             .or(plan_opts.workload.clone())
-            .or_else(|| (plan.workloads.len() == 1).then(|| plan.workloads.keys().next().cloned()).flatten())
-            .with_context(|| format!("plan file {}: say which workload in [run] workload = \"kv\"", path.display()))?;
+            .or_else(|| {
+                (plan.workloads.len() == 1)
+                    .then(|| plan.workloads.keys().next().cloned())
+                    .flatten()
+            })
+            .with_context(|| {
+                format!(
+                    "plan file {}: say which workload in [run] workload = \"kv\"",
+                    path.display()
+                )
+            })?;
         for key in plan.workloads.keys() {
             if registry::find(key).is_none() {
                 bail!(
@@ -189,21 +214,35 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         workload = Some(name);
     }
     let Some(name) = workload else {
+        if rest.iter().any(|s| s == "--help" || s == "-h") {
+            println!(
+                "Usage: rackbench run WORKLOAD [FLAGS]   or   rackbench run --plan FILE\n\nWorkloads:"
+            );
+            for r in registry::all() {
+                println!("  {:<8} {}", r.name, r.about);
+            }
+            println!("\n`rackbench run WORKLOAD --help` lists a workload's flags.");
+            std::process::exit(0);
+        }
         bail!(
             "which workload? `rackbench run kv --help` lists kv's flags; workloads: {}",
             registry::names().join(", ")
         );
     };
     let reg = registry::find(&name).with_context(|| {
-        format!("unknown workload `{name}`; choose from: {}", registry::names().join(", "))
+        format!(
+            "unknown workload `{name}`; choose from: {}",
+            registry::names().join(", ")
+        )
     })?;
     let cmd = workload_command(&reg);
-    let m = cmd.clone().try_get_matches_from(&a.rest).map_err(|e| {
+    let m = cmd.clone().try_get_matches_from(&rest).map_err(|e| {
         if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) {
             let _ = e.print();
             std::process::exit(0);
         }
-        anyhow::anyhow!("{}", e.render().to_string().trim_end())
+        let text = e.render().to_string();
+        anyhow::anyhow!("{}", text.trim_end().trim_start_matches("error: "))
     })?;
     let mut opts = RunOpts::from_arg_matches(&m)?;
     // Flags override the plan's [run] table.
@@ -230,10 +269,16 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     }
     let points = engine::plan::expand(&params, reg.list_keys);
     if points.len() > 10_000 {
-        bail!("the sweep has {} points; narrow the lists or ranges", points.len());
+        bail!(
+            "the sweep has {} points; narrow the lists or ranges",
+            points.len()
+        );
     }
     let command = model::redact_secrets(
-        &std::env::args().map(|s| shell_quote(&s)).collect::<Vec<_>>().join(" "),
+        &std::env::args()
+            .map(|s| shell_quote(&s))
+            .collect::<Vec<_>>()
+            .join(" "),
     );
     Ok(Resolved {
         registration: reg,
@@ -245,7 +290,10 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
 }
 
 fn shell_quote(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,:/=@+".contains(c)) && !s.is_empty() {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.,:/=@+".contains(c))
+        && !s.is_empty()
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -256,7 +304,11 @@ fn shell_quote(s: &str) -> String {
 fn point_label(point: &Params, swept: &BTreeMap<String, usize>) -> String {
     swept
         .keys()
-        .filter_map(|k| point.get(k).map(|v| format!("{k}={}", v.to_string().trim_matches('"'))))
+        .filter_map(|k| {
+            point
+                .get(k)
+                .map(|v| format!("{k}={}", v.to_string().trim_matches('"')))
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -367,17 +419,28 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 let what = format!(
                     "{} {test}{}{}",
                     r.registration.name,
-                    if label.is_empty() { String::new() } else { format!(" {label}") },
-                    if repeat > 1 { format!(" (rep {}/{repeat})", rep + 1) } else { String::new() }
+                    if label.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {label}")
+                    },
+                    if repeat > 1 {
+                        format!(" (rep {}/{repeat})", rep + 1)
+                    } else {
+                        String::new()
+                    }
                 );
                 let (total, dur_ms) = expected_size(point);
                 progress.reset(&what, total, dur_ms);
                 telemetry.begin_step();
+                telemetry.mark_warmup(point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0));
                 let started_at = chrono::Utc::now();
                 let outcome = w.run_test(&test, &ctx);
                 let samples = telemetry.end_step();
-                let mut params: BTreeMap<String, Value> =
-                    point.iter().map(|(k, v)| (k.clone(), redact_value(v))).collect();
+                let mut params: BTreeMap<String, Value> = point
+                    .iter()
+                    .map(|(k, v)| (k.clone(), redact_value(v)))
+                    .collect();
                 params.insert("test".into(), Value::String(test.clone()));
                 let result = match outcome {
                     Ok(out) => {
@@ -389,9 +452,12 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                         };
                         let mut flags = out.flags;
                         if interrupted {
-                            flags.push(Flag::warning("interrupted", "stopped by Ctrl-C: this test ran short"));
+                            flags.push(Flag::warning(
+                                "interrupted",
+                                "stopped by Ctrl-C: this test ran short",
+                            ));
                         }
-                        let summary = glue::summarize(&samples);
+                        let summary = telemetry.summarize(&samples);
                         ResultRecord {
                             workload: r.registration.name.to_string(),
                             test: test.clone(),
@@ -423,7 +489,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                         metrics: Vec::new(),
                         missing: Vec::new(),
                         histograms: Vec::new(),
-                        telemetry_summary: glue::summarize(&samples),
+                        telemetry_summary: telemetry.summarize(&samples),
                         telemetry: samples,
                         flags: vec![Flag::invalid("failed", format!("{e:#}"))],
                         status: Status::Failed,
@@ -450,7 +516,11 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 for s in &point_steps {
                     store.add_flags(&run_id, *s, &flags)?;
                 }
-                for res in record.results.iter_mut().filter(|x| point_steps.contains(&x.step)) {
+                for res in record
+                    .results
+                    .iter_mut()
+                    .filter(|x| point_steps.contains(&x.step))
+                {
                     res.flags.extend(flags.iter().cloned());
                 }
             }
@@ -463,6 +533,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             }
         }
         w.cleanup();
+        telemetry.unwatch_servers();
     }
     display.finish();
     telemetry.stop();
@@ -490,18 +561,35 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         eprintln!("rackbench: run failed: {f}");
     }
     if interrupted {
-        eprintln!("rackbench: interrupted: what was measured is stored ({})", stored.results.len());
+        eprintln!(
+            "rackbench: interrupted: what was measured is stored ({})",
+            stored.results.len()
+        );
     }
     let invalid = stored.results.iter().any(|x| x.is_invalid());
-    Ok(if failure.is_some() || interrupted || invalid { 1 } else { 0 })
+    Ok(if failure.is_some() || interrupted || invalid {
+        1
+    } else {
+        0
+    })
 }
 
 /// Requests or duration of a point, for the progress bar.
 fn expected_size(point: &Params) -> (u64, u64) {
     let dur = point.get("duration").and_then(Value::as_f64);
     match dur {
-        Some(d) => (0, (d * 1000.0) as u64 + point.get("warmup").and_then(Value::as_f64).map_or(0, |w| (w * 1000.0) as u64)),
-        None => (point.get("requests").and_then(Value::as_u64).unwrap_or(0), 0),
+        Some(d) => (
+            0,
+            (d * 1000.0) as u64
+                + point
+                    .get("warmup")
+                    .and_then(Value::as_f64)
+                    .map_or(0, |w| (w * 1000.0) as u64),
+        ),
+        None => (
+            point.get("requests").and_then(Value::as_u64).unwrap_or(0),
+            0,
+        ),
     }
 }
 
@@ -512,8 +600,16 @@ pub fn repetition_summary(run: &RunRecord) -> String {
         if let Some(v) = r.headline_value() {
             let mut p = r.params.clone();
             p.remove("test");
-            let key = format!("{} {} {}", r.workload, r.test, Value::Object(p.into_iter().collect()));
-            let unit = r.metric(&r.headline, &[]).map(|m| m.unit.clone()).unwrap_or_default();
+            let key = format!(
+                "{} {} {}",
+                r.workload,
+                r.test,
+                Value::Object(p.into_iter().collect())
+            );
+            let unit = r
+                .metric(&r.headline, &[])
+                .map(|m| m.unit.clone())
+                .unwrap_or_default();
             groups.entry(key).or_default().push((v, unit));
         }
     }

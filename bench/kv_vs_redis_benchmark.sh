@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# rackbench kv vs redis-benchmark on the same machine, same settings, alternately.
+#
+# One redis-server pinned to CPU 0; each client pinned to CPU 1 in turn; -c 50 -r 10000 -d 10
+# -t set,get at -P 1 and -P 100, ROUNDS times. Prints ops/s, the client's CPU seconds per
+# million operations (user+sys of the whole client process, from bash's `time`), and the
+# ratios rackbench/redis-benchmark (medians over rounds). Goal: throughput ratio >= 1 and
+# CPU-per-op ratio <= 0.8 at both depths.
+#
+# Usage: bench/kv_vs_redis_benchmark.sh [ROUNDS=5] [REQUESTS=1000000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+N=${2:-1000000}
+BIN=${RACKBENCH:-target/release/rackbench}
+[ -x "$BIN" ] || cargo build --release -q -p rackbench
+for t in redis-server redis-benchmark taskset python3; do
+  command -v $t >/dev/null || { echo "missing $t (apt-get install redis-server redis-tools util-linux python3)"; exit 2; }
+done
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+TMP=$(mktemp -d)
+taskset -c 0 redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+  --dir "$TMP" --logfile "$TMP/redis.log" &
+SRV=$!
+trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null; rm -rf "$TMP"' EXIT
+until redis-cli -p "$PORT" ping >/dev/null 2>&1; do sleep 0.1; done
+export RACKBENCH_DB="$TMP/bench.sqlite"
+TIMEFORMAT='%3U %3S'
+
+for P in 1 100; do
+  for r in $(seq "$ROUNDS"); do
+    # redis-benchmark
+    cpu=$( { time taskset -c 1 redis-benchmark -p "$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$P" \
+              -t set,get --csv -q > "$TMP/rb.csv"; } 2>&1 )
+    python3 - "$TMP/rb.csv" "$cpu" "$N" "$P" redis-benchmark >> "$TMP/rows" <<'PY'
+import csv, sys
+path, cpu, n, p, tool = sys.argv[1:]
+u, s = map(float, cpu.split())
+rows = {r[0]: float(r[1]) for r in csv.reader(open(path)) if r and r[0] in ("SET", "GET")}
+for t in ("SET", "GET"):
+    print(f"{tool},{p},{t},{rows[t]:.0f},{(u+s)/(2*int(n))*1e6:.3f}")
+PY
+    # rackbench
+    cpu=$( { time taskset -c 1 "$BIN" run kv --target "127.0.0.1:$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$P" \
+              -t set,get --client-cpus 1 --no-telemetry --json -q > "$TMP/rk.json"; } 2>&1 )
+    python3 - "$TMP/rk.json" "$cpu" "$N" "$P" rackbench >> "$TMP/rows" <<'PY'
+import json, sys
+path, cpu, n, p, tool = sys.argv[1:]
+u, s = map(float, cpu.split())
+run = json.load(open(path))
+for r in run["results"]:
+    ops = next(m["value"] for m in r["metrics"] if m["name"] == "ops_per_s" and not m.get("labels"))
+    print(f"{tool},{p},{r['test'].upper()},{ops:.0f},{(u+s)/(2*int(n))*1e6:.3f}")
+PY
+  done
+done
+
+python3 - "$TMP/rows" <<'PY'
+import statistics, sys
+rows = [l.strip().split(",") for l in open(sys.argv[1]) if l.strip()]
+med = {}
+for tool, p, test, ops, cpu in rows:
+    med.setdefault((tool, p, test), []).append((float(ops), float(cpu)))
+print(f"{'P':>4} {'test':<4} {'redis-benchmark ops/s':>22} {'rackbench ops/s':>16} {'ratio':>6} | {'rb CPU s/Mop':>12} {'rk CPU s/Mop':>12} {'ratio':>6}")
+for p in ("1", "100"):
+    for t in ("SET", "GET"):
+        a = med.get(("redis-benchmark", p, t)); b = med.get(("rackbench", p, t))
+        if not a or not b: continue
+        ao = statistics.median(x for x, _ in a); bo = statistics.median(x for x, _ in b)
+        ac = statistics.median(c for _, c in a); bc = statistics.median(c for _, c in b)
+        print(f"{p:>4} {t:<4} {ao:>22,.0f} {bo:>16,.0f} {bo/ao:>6.2f} | {ac:>12.3f} {bc:>12.3f} {bc/ac:>6.2f}")
+print("(client CPU: user+sys of the whole client process per operation, both tests together; medians of", len(rows)//8, "rounds)")
+PY

@@ -1,0 +1,282 @@
+//! The binary end to end on the kv workload: real redis-server instances launched by
+//! rackbench on free ports, a results store in a temp dir, bad input, and Ctrl-C.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+    c.env_remove("RACKBENCH_DB");
+    c
+}
+
+fn have(binary: &str) -> bool {
+    let ok = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(binary).is_file()))
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: {binary} is not installed");
+    }
+    ok
+}
+
+fn run_json(db: &Path, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = bin()
+        .args(["--db", db.to_str().unwrap(), "run"])
+        .args(args)
+        .args(["--json", "-q"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code().unwrap_or(-1), v, stderr)
+}
+
+/// redis-server processes whose command line mentions `port`.
+fn redis_on(port: u16) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            let cmd = std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            cmd.contains("redis-server")
+                && cmd.contains(&port.to_string())
+                && !stat.contains(") Z ")
+        })
+        .collect()
+}
+
+#[test]
+fn kv_sweep_is_stored_with_every_point() {
+    if !have("redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json(
+        &db,
+        &[
+            "kv",
+            "-c",
+            "8",
+            "-n",
+            "3000",
+            "-r",
+            "100",
+            "-d",
+            "10",
+            "-P",
+            "1,16",
+            "--instances",
+            "1,2",
+            "-t",
+            "set,get",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8, "2 instances x 2 pipelines x 2 tests");
+    assert_eq!(run["status"], "ok");
+    for r in results {
+        let ops = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "ops_per_s" && m.get("labels").is_none())
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap();
+        assert!(ops > 0.0);
+        assert!(!r["histograms"].as_array().unwrap().is_empty());
+        let req = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "server_calls")
+            .unwrap();
+        assert_eq!(
+            req["value"].as_f64().unwrap(),
+            3000.0,
+            "server counters agree"
+        );
+    }
+    let pipelines: Vec<_> = results
+        .iter()
+        .map(|r| r["params"]["pipeline"].as_i64().unwrap())
+        .collect();
+    assert_eq!(pipelines, vec![1, 1, 16, 16, 1, 1, 16, 16]);
+    let facts = &run["hosts"][0]["facts"];
+    assert!(
+        facts["software.redis-server"]["value"].as_str().is_some(),
+        "{facts}"
+    );
+    // The run is in the store and `show` finds it.
+    let show = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest"])
+        .output()
+        .unwrap();
+    assert!(
+        show.status.success(),
+        "{}",
+        String::from_utf8_lossy(&show.stderr)
+    );
+}
+
+#[test]
+fn bad_input_gives_clear_errors_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["kv", "--bogus"], "--bogus"),
+        (vec!["kv", "-c", "0"], "clients"),
+        (vec!["kv", "-t", "sett"], "sett"),
+        (vec!["kvv"], "unknown workload"),
+        (vec!["kv", "--target", "127.0.0.1:1"], "cannot connect"),
+        (
+            vec!["kv", "--redis-server", "/nonexistent/redis-server"],
+            "redis-server",
+        ),
+        (vec!["kv", "--server-cpus", "999"], "CPU 999"),
+    ];
+    for (args, needle) in cases {
+        let (code, _, err) = run_json(&db, &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: `{err}` should mention `{needle}`"
+        );
+    }
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[run]\nworkload = \"kv\"\n[kv]\nclients = \"many\"\n",
+    )
+    .unwrap();
+    let (code, _, err) = run_json(&db, &["--plan", plan.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("clients"), "{err}");
+    std::fs::write(&plan, "[run\nworkload=").unwrap();
+    let (code, _, err) = run_json(&db, &["--plan", plan.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("plan file"), "{err}");
+    // Nothing half-written: no run in the store.
+    if db.exists() {
+        let out = bin()
+            .args(["--db", db.to_str().unwrap(), "runs", "--json"])
+            .output()
+            .unwrap();
+        let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        assert_eq!(runs.as_array().map_or(0, Vec::len), 0, "{runs}");
+    }
+}
+
+#[test]
+fn plan_file_expresses_the_flags() {
+    if !have("redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[run]\nworkload = \"kv\"\nlabel = \"plan-test\"\nrepeat = 2\n\n[kv]\nclients = 4\nrequests = 1000\npipeline = [1, 8]\ntests = [\"set\"]\n",
+    )
+    .unwrap();
+    let (code, run, err) = run_json(&db, &["--plan", plan.to_str().unwrap(), "-c", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(run["label"], "plan-test");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "2 pipelines x 1 test x 2 repetitions");
+    assert!(
+        results.iter().all(|r| r["params"]["clients"] == 2),
+        "flags override the plan"
+    );
+}
+
+#[test]
+fn ctrl_c_keeps_results_and_leaves_no_server() {
+    if !have("redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mut child = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "kv",
+            "-c",
+            "4",
+            "--duration",
+            "30",
+            "-t",
+            "set,get",
+            "-q",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the launched server to appear, then let it run a moment.
+    let start = Instant::now();
+    let mut ports = Vec::new();
+    while start.elapsed() < Duration::from_secs(15) && ports.is_empty() {
+        std::thread::sleep(Duration::from_millis(100));
+        ports = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|p| {
+                let cmd = std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok()?;
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+                // Only our child's servers: their parent is the rackbench process.
+                let ppid: u32 = stat
+                    .rsplit(')')
+                    .next()?
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse()
+                    .ok()?;
+                (cmd.starts_with("redis-server") || cmd.contains("/redis-server"))
+                    .then_some(())
+                    .filter(|_| ppid == child.id())?;
+                let args: Vec<&str> = cmd.split('\0').collect();
+                let i = args.iter().position(|a| *a == "--port")?;
+                args.get(i + 1)?.parse::<u16>().ok()
+            })
+            .collect();
+    }
+    assert!(!ports.is_empty(), "rackbench did not launch redis-server");
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe { kill(child.id() as i32, 2) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    for p in ports {
+        assert!(
+            redis_on(p).is_empty(),
+            "redis-server on port {p} outlived rackbench"
+        );
+    }
+    let show = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
+        .output()
+        .unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(run["status"], "interrupted");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(
+        results.len(),
+        1,
+        "the set test was cut short and kept; get never started"
+    );
+    assert_eq!(results[0]["status"], "interrupted");
+}
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}

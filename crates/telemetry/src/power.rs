@@ -1,0 +1,656 @@
+//! Power sources: every way this host can tell how many watts it draws, each detected,
+//! named, and reported with its provenance (METHODS.md section 7).
+//!
+//! * `rapl`: Linux powercap `intel-rapl:*` zones (packages, their core/uncore/dram
+//!   subzones, psys; AMD Zen exposes the same tree). `energy_uj` deltas over wall time,
+//!   with wraparound at `max_energy_range_uj`. Since CVE-2020-8694 `energy_uj` is
+//!   root-only; that case gets its own note saying what to do.
+//! * `ipmi-dcmi`: `ipmitool dcmi power reading`, the BMC's whole-server figure
+//!   (instantaneous, integer watts), read once per sample.
+//! * `hwmon`: `power*_input`/`power*_average` (µW, instantaneous) and `energy*_input`
+//!   (µJ, cumulative) of any hwmon device; the ACPI power meter is whole-system.
+//! * `meter`: a user command printing watts (a wall meter, a PDU query), once per sample.
+//! * `model`: a declared `idle_w`..`max_w` line over the measured all-CPU busy %, marked
+//!   `modelled` so it is never mistaken for a measurement.
+//!
+//! RAPL and hwmon energy counters need two readings: the first sample after start only
+//! sets the baseline, so it carries no reading from them.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use model::PowerReading;
+
+use crate::parse::{parse_dcmi_power_reading, parse_meter_watts};
+use crate::rates::energy_delta;
+
+/// A declared power model: watts grow linearly from `idle_w` at 0 % busy to `max_w` at
+/// 100 % busy (all-CPU busy % as mpstat computes it).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PowerModel {
+    pub idle_w: f64,
+    pub max_w: f64,
+}
+
+impl PowerModel {
+    /// Watts at `busy_pct` (clamped to 0..=100).
+    pub fn watts(&self, busy_pct: f64) -> f64 {
+        let b = busy_pct.clamp(0.0, 100.0) / 100.0;
+        self.idle_w + (self.max_w - self.idle_w) * b
+    }
+}
+
+/// Where to look for power, as plain data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerConfig {
+    /// `/sys/class/powercap` on a live host.
+    pub powercap_root: PathBuf,
+    /// `/sys/class/hwmon` on a live host.
+    pub hwmon_root: PathBuf,
+    /// Command prefix for ipmitool (`ipmitool`, `sudo ipmitool -I lanplus -H bmc -U u -E`);
+    /// ` dcmi power reading` is appended. None: do not try IPMI.
+    pub ipmitool: Option<String>,
+    /// Shell command printing the current watts (first number of stdout). None: no meter.
+    pub meter_command: Option<String>,
+    /// Declared model used when asked (reported as `modelled`).
+    pub model: Option<PowerModel>,
+}
+
+impl PowerConfig {
+    /// This host: `/sys/class/powercap`, `/sys/class/hwmon`, ipmitool if a local BMC
+    /// device exists, no meter, no model.
+    pub fn local() -> Self {
+        Self::under_sys(Path::new("/sys"))
+    }
+
+    /// Same as [`PowerConfig::local`] with sysfs at `sys_root` (fixture trees).
+    pub fn under_sys(sys_root: &Path) -> Self {
+        PowerConfig {
+            powercap_root: sys_root.join("class/powercap"),
+            hwmon_root: sys_root.join("class/hwmon"),
+            ipmitool: Some("ipmitool".to_string()),
+            meter_command: None,
+            model: None,
+        }
+    }
+}
+
+impl Default for PowerConfig {
+    fn default() -> Self {
+        Self::local()
+    }
+}
+
+/// What [`detect_power`] found: the sources that gave a reading, and why others did not.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PowerDetection {
+    /// `rapl:package-0`, `rapl:dram-0`, `ipmi-dcmi:system`, `hwmon:power_meter/power1`,
+    /// `meter:system`, `model:system`.
+    pub sources: Vec<String>,
+    /// Why a kind of source is absent or unreadable, with what to do about it.
+    pub notes: Vec<String>,
+}
+
+impl PowerDetection {
+    /// One line for a summary's `power_missing` when nothing measures power.
+    pub fn missing_reason(&self) -> String {
+        if self.notes.is_empty() {
+            "no power source found".to_string()
+        } else {
+            format!("no power source found: {}", self.notes.join("; "))
+        }
+    }
+}
+
+/// Probe every configured source once and say what works.
+pub fn detect_power(cfg: &PowerConfig) -> PowerDetection {
+    let (_, det) = PowerSources::open(cfg);
+    det
+}
+
+/// Why reading a powercap or hwmon file failed, in words a user can act on.
+pub fn describe_read_error(path: &Path, e: &io::Error) -> String {
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        format!(
+            "{} exists but is not readable: RAPL energy counters are root-only since \
+             CVE-2020-8694 (kernel 5.10 and backports); run rackbench as root, or \
+             `sudo chmod 0444 {}` (re-opens the PLATYPUS side channel)",
+            path.display(),
+            path.display()
+        )
+    } else {
+        format!("{} could not be read: {e}", path.display())
+    }
+}
+
+#[derive(Debug)]
+struct RaplZone {
+    energy_path: PathBuf,
+    label: String,
+    max_range_uj: Option<u64>,
+    last: Option<(u64, Instant)>,
+}
+
+#[derive(Debug)]
+enum HwmonKind {
+    /// Instantaneous, microwatts.
+    PowerUw,
+    /// Cumulative, microjoules.
+    EnergyUj { last: Option<(u64, Instant)> },
+}
+
+#[derive(Debug)]
+struct HwmonSensor {
+    path: PathBuf,
+    zone: String,
+    whole_system: bool,
+    kind: HwmonKind,
+}
+
+/// The live power sources of one host, holding the previous energy readings.
+#[derive(Debug)]
+pub struct PowerSources {
+    rapl: Vec<RaplZone>,
+    hwmon: Vec<HwmonSensor>,
+    ipmitool: Option<String>,
+    meter: Option<String>,
+    model: Option<PowerModel>,
+    /// Runtime failures (a meter that stopped answering), distinct, oldest first.
+    errors: Vec<String>,
+}
+
+/// How long ipmitool or a meter command may take before the reading is dropped.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// At most this many distinct runtime errors are kept (a failing meter repeats itself).
+const MAX_ERRORS: usize = 16;
+
+impl PowerSources {
+    /// Discover the sources `cfg` describes; each that reads once is kept. Energy
+    /// counters get their baseline now.
+    pub fn open(cfg: &PowerConfig) -> (PowerSources, PowerDetection) {
+        let mut det = PowerDetection::default();
+        let now = Instant::now();
+        let rapl = open_rapl(&cfg.powercap_root, now, &mut det);
+        let hwmon = open_hwmon(&cfg.hwmon_root, now, &mut det);
+
+        let ipmitool = match &cfg.ipmitool {
+            None => {
+                det.notes
+                    .push("ipmi-dcmi: not tried (no ipmitool command configured)".into());
+                None
+            }
+            Some(cmd) if cmd == "ipmitool" && !local_bmc_present() => {
+                det.notes.push(
+                    "ipmi-dcmi: no local BMC device (/dev/ipmi0); load it with \
+                     `modprobe ipmi_devintf ipmi_si`, or give a remote ipmitool command"
+                        .into(),
+                );
+                None
+            }
+            Some(cmd) => match read_ipmi(cmd) {
+                Ok(_) => {
+                    det.sources.push("ipmi-dcmi:system".into());
+                    Some(cmd.clone())
+                }
+                Err(e) => {
+                    det.notes.push(format!("ipmi-dcmi: {e}"));
+                    None
+                }
+            },
+        };
+
+        let meter = match &cfg.meter_command {
+            None => {
+                det.notes
+                    .push("meter: none configured (give a command that prints watts)".into());
+                None
+            }
+            Some(cmd) => match read_meter(cmd) {
+                Ok(_) => {
+                    det.sources.push("meter:system".into());
+                    Some(cmd.clone())
+                }
+                Err(e) => {
+                    det.notes.push(format!("meter: {e}"));
+                    None
+                }
+            },
+        };
+
+        let model = match cfg.model {
+            Some(m) if m.idle_w.is_finite() && m.max_w.is_finite() && m.idle_w >= 0.0 => {
+                det.sources.push("model:system".into());
+                Some(m)
+            }
+            Some(m) => {
+                det.notes
+                    .push(format!("model: ignored, not a valid power model: {m:?}"));
+                None
+            }
+            None => None,
+        };
+
+        (
+            PowerSources {
+                rapl,
+                hwmon,
+                ipmitool,
+                meter,
+                model,
+                errors: Vec::new(),
+            },
+            det,
+        )
+    }
+
+    /// True when no source is left.
+    pub fn is_empty(&self) -> bool {
+        self.rapl.is_empty()
+            && self.hwmon.is_empty()
+            && self.ipmitool.is_none()
+            && self.meter.is_none()
+            && self.model.is_none()
+    }
+
+    /// Runtime failures seen so far (distinct messages).
+    pub fn errors(&self) -> &[String] {
+        &self.errors
+    }
+
+    fn note_error(&mut self, e: String) {
+        if self.errors.len() < MAX_ERRORS && !self.errors.contains(&e) {
+            self.errors.push(e);
+        }
+    }
+
+    /// Read every source at `now`. Energy counters give the mean watts since their
+    /// previous reading; instantaneous sources give their current value. `busy_pct` is
+    /// the all-CPU busy % of the interval, for the power model.
+    pub fn read(&mut self, now: Instant, busy_pct: Option<f64>) -> Vec<PowerReading> {
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        for z in &mut self.rapl {
+            match read_u64(&z.energy_path) {
+                Ok(e) => {
+                    if let Some((prev, t)) = z.last {
+                        let dt = now.saturating_duration_since(t).as_secs_f64();
+                        match energy_delta(prev, e, z.max_range_uj) {
+                            Some(d) if dt > 0.0 => out.push(PowerReading {
+                                source: "rapl".into(),
+                                zone: z.label.clone(),
+                                watts: d as f64 / 1e6 / dt,
+                                whole_system: false,
+                                modelled: false,
+                            }),
+                            Some(_) => {}
+                            None => errors.push(format!(
+                                "rapl {}: counter went from {prev} to {e} µJ with range {:?}; \
+                                 interval dropped",
+                                z.label, z.max_range_uj
+                            )),
+                        }
+                    }
+                    z.last = Some((e, now));
+                }
+                Err(err) => errors.push(describe_read_error(&z.energy_path, &err)),
+            }
+        }
+        for s in &mut self.hwmon {
+            match &mut s.kind {
+                HwmonKind::PowerUw => match read_u64(&s.path) {
+                    Ok(uw) => out.push(PowerReading {
+                        source: "hwmon".into(),
+                        zone: s.zone.clone(),
+                        watts: uw as f64 / 1e6,
+                        whole_system: s.whole_system,
+                        modelled: false,
+                    }),
+                    Err(e) => errors.push(describe_read_error(&s.path, &e)),
+                },
+                HwmonKind::EnergyUj { last } => match read_u64(&s.path) {
+                    Ok(e) => {
+                        if let Some((prev, t)) = *last {
+                            let dt = now.saturating_duration_since(t).as_secs_f64();
+                            // hwmon documents no range: a backwards step is a reset.
+                            if e >= prev && dt > 0.0 {
+                                out.push(PowerReading {
+                                    source: "hwmon".into(),
+                                    zone: s.zone.clone(),
+                                    watts: (e - prev) as f64 / 1e6 / dt,
+                                    whole_system: s.whole_system,
+                                    modelled: false,
+                                });
+                            }
+                        }
+                        *last = Some((e, now));
+                    }
+                    Err(err) => errors.push(describe_read_error(&s.path, &err)),
+                },
+            }
+        }
+        if let Some(cmd) = &self.ipmitool {
+            match read_ipmi(cmd) {
+                Ok(w) => out.push(PowerReading {
+                    source: "ipmi-dcmi".into(),
+                    zone: "system".into(),
+                    watts: w,
+                    whole_system: true,
+                    modelled: false,
+                }),
+                Err(e) => errors.push(format!("ipmi-dcmi: {e}")),
+            }
+        }
+        if let Some(cmd) = &self.meter {
+            match read_meter(cmd) {
+                Ok(w) => out.push(PowerReading {
+                    source: "meter".into(),
+                    zone: "system".into(),
+                    watts: w,
+                    whole_system: true,
+                    modelled: false,
+                }),
+                Err(e) => errors.push(format!("meter: {e}")),
+            }
+        }
+        if let (Some(m), Some(b)) = (self.model, busy_pct) {
+            out.push(PowerReading {
+                source: "model".into(),
+                zone: "system".into(),
+                watts: m.watts(b),
+                whole_system: true,
+                modelled: true,
+            });
+        }
+        for e in errors {
+            self.note_error(e);
+        }
+        out
+    }
+}
+
+fn read_u64(path: &Path) -> io::Result<u64> {
+    let s = std::fs::read_to_string(path)?;
+    s.trim().parse().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("not a number: {:?}", s.trim()),
+        )
+    })
+}
+
+/// `intel-rapl:<pkg>[:<sub>]` directories under `root`, flat (`/sys/class/powercap`) or
+/// nested (`.../intel-rapl/intel-rapl:0/intel-rapl:0:0`), each once, sorted.
+fn find_rapl_dirs(root: &Path) -> Vec<(String, PathBuf)> {
+    fn walk(dir: &Path, depth: u32, out: &mut Vec<(String, PathBuf)>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            // `intel-rapl-mmio:*` duplicates the package zone through another interface.
+            let is_zone = name.starts_with("intel-rapl:");
+            if is_zone && !out.iter().any(|(n, _)| *n == name) {
+                out.push((name.clone(), e.path()));
+            }
+            if depth < 3 && (is_zone || name == "intel-rapl") {
+                walk(&e.path(), depth + 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, 0, &mut out);
+    out.sort();
+    out
+}
+
+fn rapl_label(id: &str, name: Option<&str>) -> String {
+    // id: intel-rapl:<pkg>[:<sub>]
+    let parts: Vec<&str> = id.split(':').collect();
+    let pkg = parts.get(1).copied().unwrap_or("?");
+    match name {
+        Some(n) if n.starts_with("package") || n == "psys" => n.to_string(),
+        Some(n) if !n.is_empty() => format!("{n}-{pkg}"),
+        _ => id.to_string(),
+    }
+}
+
+fn open_rapl(root: &Path, now: Instant, det: &mut PowerDetection) -> Vec<RaplZone> {
+    let dirs = find_rapl_dirs(root);
+    if dirs.is_empty() {
+        det.notes.push(format!(
+            "rapl: no {}/intel-rapl:* zones (not an Intel/AMD CPU with the powercap \
+             driver, a kernel without intel_rapl, or a VM)",
+            root.display()
+        ));
+        return Vec::new();
+    }
+    let mut zones = Vec::new();
+    for (id, dir) in dirs {
+        let name = std::fs::read_to_string(dir.join("name"))
+            .ok()
+            .map(|s| s.trim().to_string());
+        let label = rapl_label(&id, name.as_deref());
+        let energy_path = dir.join("energy_uj");
+        match read_u64(&energy_path) {
+            Ok(e) => {
+                let max_range_uj = read_u64(&dir.join("max_energy_range_uj")).ok();
+                det.sources.push(format!("rapl:{label}"));
+                zones.push(RaplZone {
+                    energy_path,
+                    label,
+                    max_range_uj,
+                    last: Some((e, now)),
+                });
+            }
+            Err(e) => det.notes.push(format!(
+                "rapl {label}: {}",
+                describe_read_error(&energy_path, &e)
+            )),
+        }
+    }
+    zones
+}
+
+fn open_hwmon(root: &Path, now: Instant, det: &mut PowerDetection) -> Vec<HwmonSensor> {
+    let mut sensors = Vec::new();
+    let mut devs: Vec<PathBuf> = match std::fs::read_dir(root) {
+        Ok(rd) => rd.flatten().map(|e| e.path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    devs.sort();
+    for dev in devs {
+        let dev_name = std::fs::read_to_string(dev.join("name"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| {
+                dev.file_name()
+                    .map(|n| n.to_string_lossy().to_string())
+                    .unwrap_or_default()
+            });
+        let Ok(rd) = std::fs::read_dir(&dev) else {
+            continue;
+        };
+        let mut files: Vec<String> = rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        files.sort();
+        for f in &files {
+            let (chan, is_energy) = if let Some(c) =
+                f.strip_suffix("_input").filter(|c| c.starts_with("power"))
+            {
+                (c.to_string(), false)
+            } else if let Some(c) = f
+                .strip_suffix("_average")
+                .filter(|c| c.starts_with("power"))
+            {
+                // The ACPI power meter exposes power1_average rather than _input.
+                if files.contains(&format!("{c}_input")) {
+                    continue;
+                }
+                (c.to_string(), false)
+            } else if let Some(c) = f.strip_suffix("_input").filter(|c| c.starts_with("energy")) {
+                (c.to_string(), true)
+            } else {
+                continue;
+            };
+            let label = std::fs::read_to_string(dev.join(format!("{chan}_label")))
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| chan.clone());
+            let zone = format!("{dev_name}/{label}");
+            let path = dev.join(f);
+            // The ACPI power meter (`acpi_power_meter`, hwmon name `power_meter`) measures
+            // the whole system by definition; any other hwmon sensor is a component.
+            let whole_system = dev_name == "power_meter";
+            match read_u64(&path) {
+                Ok(v) => {
+                    det.sources.push(format!("hwmon:{zone}"));
+                    let kind = if is_energy {
+                        HwmonKind::EnergyUj {
+                            last: Some((v, now)),
+                        }
+                    } else {
+                        HwmonKind::PowerUw
+                    };
+                    sensors.push(HwmonSensor {
+                        path,
+                        zone,
+                        whole_system,
+                        kind,
+                    });
+                }
+                Err(e) => det
+                    .notes
+                    .push(format!("hwmon {zone}: {}", describe_read_error(&path, &e))),
+            }
+        }
+    }
+    if sensors.is_empty() && !det.notes.iter().any(|n| n.starts_with("hwmon")) {
+        det.notes.push(format!(
+            "hwmon: no power*_input or energy*_input under {}",
+            root.display()
+        ));
+    }
+    sensors
+}
+
+fn local_bmc_present() -> bool {
+    ["/dev/ipmi0", "/dev/ipmi/0", "/dev/ipmidev/0"]
+        .iter()
+        .any(|p| Path::new(p).exists())
+}
+
+/// Run `cmd` through `sh -c` in its own process group, killed after `timeout`.
+/// Returns stdout on exit status 0; otherwise an error with the first stderr line.
+pub fn run_command(cmd: &str, timeout: Duration) -> Result<String, String> {
+    use std::os::unix::process::CommandExt;
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("could not start `sh -c {cmd}`: {e}"))?;
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(out)) => {
+            if out.status.success() {
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            } else {
+                let err = String::from_utf8_lossy(&out.stderr);
+                let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let hint = if out.status.code() == Some(127) {
+                    " (command not found: install it, or fix the path)"
+                } else {
+                    ""
+                };
+                Err(format!("`{cmd}` failed ({}){hint}: {first}", out.status))
+            }
+        }
+        Ok(Err(e)) => Err(format!("`{cmd}`: {e}")),
+        Err(_) => {
+            // The child is still ours (not yet reaped): kill its whole process group.
+            if let Ok(pgid) = i32::try_from(pid) {
+                // SAFETY: kill(2) with a negative pid signals the process group we created.
+                unsafe {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+            }
+            Err(format!("`{cmd}` did not answer within {timeout:?}"))
+        }
+    }
+}
+
+fn read_ipmi(prefix: &str) -> Result<f64, String> {
+    let out = run_command(&format!("{prefix} dcmi power reading"), COMMAND_TIMEOUT)?;
+    let r = parse_dcmi_power_reading(&out)?;
+    if r.activated == Some(false) {
+        return Err("the BMC reports `Power reading state is: deactivated`; \
+                    its power figures are not live"
+            .into());
+    }
+    Ok(r.instantaneous_w)
+}
+
+fn read_meter(cmd: &str) -> Result<f64, String> {
+    let out = run_command(cmd, COMMAND_TIMEOUT)?;
+    parse_meter_watts(&out).ok_or_else(|| {
+        let first = out.lines().next().unwrap_or("");
+        format!("`{cmd}` printed no watts (first line: {first:?}); it must print a number")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        assert_eq!(rapl_label("intel-rapl:0", Some("package-0")), "package-0");
+        assert_eq!(rapl_label("intel-rapl:1:0", Some("dram")), "dram-1");
+        assert_eq!(rapl_label("intel-rapl:1", Some("psys")), "psys");
+        assert_eq!(rapl_label("intel-rapl:0:0", None), "intel-rapl:0:0");
+    }
+
+    #[test]
+    fn model_interpolates_and_clamps() {
+        let m = PowerModel {
+            idle_w: 100.0,
+            max_w: 300.0,
+        };
+        assert_eq!(m.watts(0.0), 100.0);
+        assert_eq!(m.watts(50.0), 200.0);
+        assert_eq!(m.watts(150.0), 300.0);
+    }
+
+    #[test]
+    fn permission_denied_names_the_cve() {
+        let e = io::Error::from(io::ErrorKind::PermissionDenied);
+        let msg = describe_read_error(Path::new("/x/energy_uj"), &e);
+        assert!(msg.contains("CVE-2020-8694"), "{msg}");
+        assert!(msg.contains("run rackbench as root"), "{msg}");
+    }
+
+    #[test]
+    fn command_timeout_kills() {
+        let t0 = Instant::now();
+        let r = run_command("sleep 5", Duration::from_millis(200));
+        assert!(r.unwrap_err().contains("did not answer"));
+        assert!(t0.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn command_not_found_says_so() {
+        let r = run_command("definitely-not-a-command-xyz", Duration::from_secs(5));
+        assert!(r.unwrap_err().contains("command not found"));
+    }
+}

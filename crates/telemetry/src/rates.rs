@@ -1,0 +1,347 @@
+//! Interval arithmetic: two snapshots of cumulative kernel counters become the rates
+//! and percentages of a [`model::TelemetrySample`].
+//!
+//! CPU percentages follow mpstat exactly (sysstat `rd_stats.c:get_per_cpu_interval`,
+//! `mpstat.c`, `common.c:ll_sp_value`) so our figures match the reference tool: the
+//! interval is the per-CPU sum of user..softirq deltas (guest excluded, it is inside
+//! user), `%usr` excludes guest time, a field that went backwards contributes 0, and the
+//! iowait/idle reset workaround for CPUs coming back online is kept. Disk `%util`
+//! is iostat's: milliseconds with I/O in flight over wall milliseconds.
+
+use model::{CpuUtil, DiskRate, NicRate, ProcCpu};
+
+use crate::parse::{CpuTimes, DiskCounters, NetDevCounters, PidStat};
+
+/// sysstat's guard: a previous value this close to the top of the range means the
+/// counter overflowed rather than the CPU going offline and back.
+const NEAR_U64_MAX: u64 = u64::MAX - 0x7ffff;
+
+/// One CPU's utilisation between two `/proc/stat` snapshots, mpstat's arithmetic.
+pub fn cpu_util(cpu: i32, prev: &CpuTimes, cur: &CpuTimes) -> CpuUtil {
+    let mut p = *prev;
+    let c = cur;
+    let c_usr = c.user.wrapping_sub(c.guest);
+    let p_usr = p.user.wrapping_sub(p.guest);
+    let c_nice = c.nice.wrapping_sub(c.guest_nice);
+    let p_nice = p.nice.wrapping_sub(p.guest_nice);
+
+    // Guest time can read slightly higher than the user time that contains it; sysstat
+    // widens the interval by the shortfall instead of producing a negative %usr.
+    let mut ishift: u64 = 0;
+    if c_usr < p_usr {
+        ishift = ishift.wrapping_add(p_usr - c_usr);
+    }
+    if c_nice < p_nice {
+        ishift = ishift.wrapping_add(p_nice - c_nice);
+    }
+    // iowait can go backwards (accounted as iowait, then as idle): if idle did not also
+    // go backwards it is a reporting glitch, otherwise the CPU came back online and
+    // idle/iowait restarted from zero.
+    if c.iowait < p.iowait && p.iowait < NEAR_U64_MAX {
+        if c.idle > p.idle || p.idle >= NEAR_U64_MAX {
+            p.iowait = c.iowait;
+        } else {
+            p.iowait = 0;
+        }
+    }
+    if c.idle < p.idle && p.idle < NEAR_U64_MAX {
+        p.idle = 0;
+    }
+    let total = |t: &CpuTimes| {
+        t.user
+            .wrapping_add(t.nice)
+            .wrapping_add(t.system)
+            .wrapping_add(t.iowait)
+            .wrapping_add(t.idle)
+            .wrapping_add(t.steal)
+            .wrapping_add(t.irq)
+            .wrapping_add(t.softirq)
+    };
+    let deltot = total(c).wrapping_sub(total(&p)).wrapping_add(ishift);
+    if deltot == 0 {
+        // No tick at all in the interval: mpstat shows such a (tickless) CPU as idle.
+        return CpuUtil {
+            cpu,
+            usr_pct: 0.0,
+            nice_pct: 0.0,
+            sys_pct: 0.0,
+            iowait_pct: 0.0,
+            irq_pct: 0.0,
+            soft_pct: 0.0,
+            steal_pct: 0.0,
+            idle_pct: 100.0,
+        };
+    }
+    // ll_sp_value: a counter that went backwards gives 0, never a negative percent.
+    let sp = |a: u64, b: u64| {
+        if b < a {
+            0.0
+        } else {
+            (b - a) as f64 / deltot as f64 * 100.0
+        }
+    };
+    CpuUtil {
+        cpu,
+        usr_pct: sp(p_usr, c_usr),
+        nice_pct: sp(p_nice, c_nice),
+        sys_pct: sp(p.system, c.system),
+        iowait_pct: sp(p.iowait, c.iowait),
+        irq_pct: sp(p.irq, c.irq),
+        soft_pct: sp(p.softirq, c.softirq),
+        steal_pct: sp(p.steal, c.steal),
+        idle_pct: sp(p.idle, c.idle),
+    }
+}
+
+/// Increase of a cumulative counter between two readings.
+///
+/// A counter that went backwards either wrapped or was reset (an interface re-created,
+/// a driver reloaded). Below 2^32 we assume a 32-bit counter wrapped (32-bit kernels'
+/// `unsigned long` network counters, diskstats' `unsigned int` tick fields); above it a
+/// 64-bit counter cannot plausibly wrap between two samples, so it was reset and the
+/// new value is the increase since the reset.
+pub fn counter_delta(prev: u64, cur: u64) -> u64 {
+    if cur >= prev {
+        cur - prev
+    } else if prev <= u64::from(u32::MAX) {
+        (u64::from(u32::MAX) - prev) + cur + 1
+    } else {
+        cur
+    }
+}
+
+fn per_s(prev: u64, cur: u64, dt_s: f64) -> f64 {
+    if dt_s <= 0.0 {
+        return 0.0;
+    }
+    counter_delta(prev, cur) as f64 / dt_s
+}
+
+/// NIC rates for every interface present in both snapshots (in `cur`'s order).
+pub fn nic_rates(prev: &[NetDevCounters], cur: &[NetDevCounters], dt_s: f64) -> Vec<NicRate> {
+    cur.iter()
+        .filter_map(|c| {
+            let p = prev.iter().find(|p| p.name == c.name)?;
+            Some(NicRate {
+                name: c.name.clone(),
+                rx_bytes_per_s: per_s(p.rx_bytes, c.rx_bytes, dt_s),
+                tx_bytes_per_s: per_s(p.tx_bytes, c.tx_bytes, dt_s),
+                rx_packets_per_s: per_s(p.rx_packets, c.rx_packets, dt_s),
+                tx_packets_per_s: per_s(p.tx_packets, c.tx_packets, dt_s),
+                rx_drops_per_s: per_s(p.rx_drop, c.rx_drop, dt_s),
+                tx_drops_per_s: per_s(p.tx_drop, c.tx_drop, dt_s),
+            })
+        })
+        .collect()
+}
+
+/// Bytes per diskstats sector: always 512, whatever the device's logical block size
+/// (kernel `block/genhd.c` prints sectors in 512-byte units).
+pub const DISKSTATS_SECTOR_BYTES: f64 = 512.0;
+
+/// Disk rates for every device present in both snapshots (the caller filters which
+/// devices are whole disks). `%util` is iostat's, capped at 100 as iostat does.
+pub fn disk_rates(prev: &[DiskCounters], cur: &[DiskCounters], dt_s: f64) -> Vec<DiskRate> {
+    cur.iter()
+        .filter_map(|c| {
+            let p = prev.iter().find(|p| p.name == c.name)?;
+            let util = if dt_s > 0.0 {
+                (counter_delta(p.io_ms, c.io_ms) as f64 / (dt_s * 1000.0) * 100.0).min(100.0)
+            } else {
+                0.0
+            };
+            Some(DiskRate {
+                name: c.name.clone(),
+                reads_per_s: per_s(p.reads, c.reads, dt_s),
+                writes_per_s: per_s(p.writes, c.writes, dt_s),
+                read_bytes_per_s: per_s(p.read_sectors, c.read_sectors, dt_s)
+                    * DISKSTATS_SECTOR_BYTES,
+                write_bytes_per_s: per_s(p.write_sectors, c.write_sectors, dt_s)
+                    * DISKSTATS_SECTOR_BYTES,
+                util_pct: util,
+            })
+        })
+        .collect()
+}
+
+/// A process's CPU over an interval, in percent of one CPU (100 = one full core).
+pub fn proc_cpu(role: &str, prev: &PidStat, cur: &PidStat, dt_s: f64, ticks_per_s: f64) -> ProcCpu {
+    let pct = |a: u64, b: u64| {
+        if dt_s <= 0.0 || ticks_per_s <= 0.0 || b < a {
+            0.0
+        } else {
+            (b - a) as f64 / ticks_per_s / dt_s * 100.0
+        }
+    };
+    ProcCpu {
+        role: role.to_string(),
+        pid: cur.pid,
+        usr_pct: pct(prev.utime, cur.utime),
+        sys_pct: pct(prev.stime, cur.stime),
+    }
+}
+
+/// Energy counter increase with wraparound at `max_range` (powercap `max_energy_range_uj`):
+/// after the maximum the counter restarts from 0 (Kepler `energy_zone.go`; the +1 µJ
+/// off-by-one is negligible). `None` when the reading is impossible (a value above the
+/// range, or a backwards step with no known range) and the interval must be dropped.
+pub fn energy_delta(prev: u64, cur: u64, max_range: Option<u64>) -> Option<u64> {
+    if cur >= prev {
+        return Some(cur - prev);
+    }
+    let max = max_range?;
+    if prev > max {
+        return None;
+    }
+    Some((max - prev) + cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: [u64; 10]) -> CpuTimes {
+        CpuTimes {
+            user: v[0],
+            nice: v[1],
+            system: v[2],
+            idle: v[3],
+            iowait: v[4],
+            irq: v[5],
+            softirq: v[6],
+            steal: v[7],
+            guest: v[8],
+            guest_nice: v[9],
+        }
+    }
+
+    #[test]
+    fn mpstat_basic_split() {
+        let a = t([100, 0, 50, 1000, 10, 0, 5, 0, 0, 0]);
+        let b = t([160, 0, 70, 1100, 10, 5, 15, 0, 0, 0]);
+        let u = cpu_util(0, &a, &b);
+        // deltot = 60 + 20 + 100 + 5 + 10 = 195
+        assert!((u.usr_pct - 60.0 / 195.0 * 100.0).abs() < 1e-9);
+        assert!((u.sys_pct - 20.0 / 195.0 * 100.0).abs() < 1e-9);
+        assert!((u.irq_pct - 5.0 / 195.0 * 100.0).abs() < 1e-9);
+        assert!((u.soft_pct - 10.0 / 195.0 * 100.0).abs() < 1e-9);
+        assert!((u.idle_pct - 100.0 / 195.0 * 100.0).abs() < 1e-9);
+        let sum = u.usr_pct + u.sys_pct + u.irq_pct + u.soft_pct + u.idle_pct;
+        assert!((sum - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn guest_excluded_from_usr_and_total() {
+        // 40 ticks of user of which 30 were guest: %usr counts 10, total counts 40 once.
+        let a = t([0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let b = t([40, 0, 0, 60, 0, 0, 0, 0, 30, 0]);
+        let u = cpu_util(1, &a, &b);
+        assert!((u.usr_pct - 10.0).abs() < 1e-9, "{u:?}");
+        assert!((u.idle_pct - 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn guest_above_user_widens_interval_not_negative() {
+        let a = t([100, 0, 0, 100, 0, 0, 0, 0, 50, 0]);
+        // user-guest went from 50 to 48: ishift = 2
+        let b = t([150, 0, 0, 150, 0, 0, 0, 0, 102, 0]);
+        let u = cpu_util(0, &a, &b);
+        assert_eq!(u.usr_pct, 0.0);
+        // deltot = 50 (user) + 50 (idle) + 2 (shift) = 102
+        assert!((u.idle_pct - 50.0 / 102.0 * 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn negative_deltas_give_zero() {
+        let a = t([100, 0, 100, 100, 0, 0, 9, 0, 0, 0]);
+        let b = t([200, 0, 100, 200, 0, 0, 3, 0, 0, 0]);
+        let u = cpu_util(0, &a, &b);
+        assert_eq!(u.soft_pct, 0.0);
+        assert!(u.usr_pct > 0.0 && u.idle_pct > 0.0);
+    }
+
+    #[test]
+    fn cpu_back_online_idle_restarts_from_zero() {
+        let a = t([500, 0, 100, 9000, 50, 0, 0, 0, 0, 0]);
+        // idle and iowait restarted at 0 after hotplug; user/system continued.
+        let b = t([600, 0, 100, 100, 0, 0, 0, 0, 0, 0]);
+        let u = cpu_util(0, &a, &b);
+        // prev idle/iowait treated as 0: deltot = 100 user + 100 idle
+        assert!((u.usr_pct - 50.0).abs() < 1e-9, "{u:?}");
+        assert!((u.idle_pct - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn iowait_glitch_corrected_to_current() {
+        // iowait went back 5 while idle advanced: the iowait reading is corrected, not
+        // treated as hotplug.
+        let a = t([0, 0, 0, 100, 20, 0, 0, 0, 0, 0]);
+        let b = t([50, 0, 0, 150, 15, 0, 0, 0, 0, 0]);
+        let u = cpu_util(0, &a, &b);
+        assert_eq!(u.iowait_pct, 0.0);
+        assert!((u.usr_pct - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn tickless_cpu_is_idle() {
+        let a = t([1, 2, 3, 4, 5, 6, 7, 8, 0, 0]);
+        let u = cpu_util(3, &a, &a);
+        assert_eq!(u.idle_pct, 100.0);
+        assert_eq!(u.busy_pct(), 0.0);
+    }
+
+    #[test]
+    fn counters_wrap_and_reset() {
+        assert_eq!(counter_delta(10, 15), 5);
+        // 32-bit wrap: 2^32-6 -> 4 is 10 ticks
+        assert_eq!(counter_delta(u64::from(u32::MAX) - 5, 4), 10);
+        // 64-bit counter reset (interface re-created): increase since reset
+        assert_eq!(counter_delta(1 << 40, 1000), 1000);
+    }
+
+    #[test]
+    fn energy_wraps_at_range() {
+        assert_eq!(energy_delta(100, 250, Some(1000)), Some(150));
+        assert_eq!(energy_delta(900, 50, Some(1000)), Some(150));
+        assert_eq!(energy_delta(900, 50, None), None);
+        assert_eq!(energy_delta(2000, 50, Some(1000)), None);
+    }
+
+    #[test]
+    fn disk_util_capped_and_bytes_in_512_sectors() {
+        let mk = |r, rs, io| DiskCounters {
+            name: "sda".into(),
+            reads: r,
+            read_sectors: rs,
+            io_ms: io,
+            ..Default::default()
+        };
+        let d = disk_rates(&[mk(0, 0, 0)], &[mk(100, 2048, 1500)], 1.0);
+        assert_eq!(d[0].reads_per_s, 100.0);
+        assert_eq!(d[0].read_bytes_per_s, 2048.0 * 512.0);
+        assert_eq!(d[0].util_pct, 100.0);
+        let d = disk_rates(&[mk(0, 0, 0)], &[mk(1, 8, 250)], 1.0);
+        assert!((d[0].util_pct - 25.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn proc_cpu_percent_of_one_core() {
+        let a = PidStat {
+            pid: 7,
+            utime: 100,
+            stime: 10,
+            ..Default::default()
+        };
+        let b = PidStat {
+            pid: 7,
+            utime: 250,
+            stime: 60,
+            ..Default::default()
+        };
+        // 150 ticks of 100 Hz in 1 s = 1.5 s of CPU = 150 % of one core
+        let p = proc_cpu("server:0", &a, &b, 1.0, 100.0);
+        assert!((p.usr_pct - 150.0).abs() < 1e-9);
+        assert!((p.sys_pct - 50.0).abs() < 1e-9);
+        assert!((p.total_pct() - 200.0).abs() < 1e-9);
+    }
+}

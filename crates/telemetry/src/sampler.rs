@@ -1,0 +1,764 @@
+//! The sampler: a thread that snapshots this host's counters every interval and turns
+//! each pair of snapshots into a [`TelemetrySample`], plus the per-step summary.
+//!
+//! The runner drives it from outside: `set_warmup` and `take` close the current interval
+//! on the spot, so no sample straddles warm-up and measurement or two steps, and a step's
+//! samples are exactly those taken between two `take`s. Every method takes `&self`
+//! (state behind one mutex), so the sampler can be shared with the workload's watch hooks.
+//! Reading /proc and /sys takes well under a millisecond; ipmitool and meter commands
+//! can take longer and are bounded by [`crate::power::COMMAND_TIMEOUT`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use model::{
+    CpuUtil, DiskRate, IdlePower, NicRate, PowerSummary, ProcCpu, TelemetrySample, TelemetrySummary,
+};
+
+use crate::parse::{
+    cpuinfo_mhz, parse_cpuinfo, parse_diskstats, parse_khz_as_mhz, parse_net_dev, parse_pid_stat,
+    parse_proc_stat, DiskCounters, NetDevCounters, PidStat, ProcStat,
+};
+use crate::power::{PowerConfig, PowerDetection, PowerSources};
+use crate::rates::{counter_delta, cpu_util, disk_rates, nic_rates, proc_cpu};
+
+/// What to sample and how often, as plain data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplerConfig {
+    /// Host name put in every sample (`local`, or the ssh name).
+    pub host: String,
+    pub interval: Duration,
+    pub proc_root: PathBuf,
+    pub sys_root: PathBuf,
+    pub power: PowerConfig,
+}
+
+impl SamplerConfig {
+    /// This host: `local`, 1 s, /proc, /sys, [`PowerConfig::local`].
+    pub fn local() -> Self {
+        SamplerConfig {
+            host: "local".to_string(),
+            interval: Duration::from_secs(1),
+            proc_root: PathBuf::from("/proc"),
+            sys_root: PathBuf::from("/sys"),
+            power: PowerConfig::local(),
+        }
+    }
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        Self::local()
+    }
+}
+
+/// Intervals shorter than this are not closed: /proc/stat counts in 10 ms ticks
+/// (USER_HZ 100), so a shorter interval's percentages would be noise. The few
+/// milliseconds go into the next interval.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(20);
+
+/// At most this many distinct notes are kept (a vanished device repeats itself).
+const MAX_NOTES: usize = 32;
+
+struct Snapshot {
+    at: Instant,
+    stat: ProcStat,
+    net: Vec<NetDevCounters>,
+    disks: Vec<DiskCounters>,
+}
+
+struct Watched {
+    role: String,
+    pid: u32,
+    last: (PidStat, Instant),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FreqSource {
+    Cpufreq,
+    Cpuinfo,
+    None,
+}
+
+struct State {
+    cfg: SamplerConfig,
+    start: Instant,
+    prev: Snapshot,
+    power: PowerSources,
+    detection: PowerDetection,
+    freq: FreqSource,
+    ticks_per_s: f64,
+    watched: Vec<Watched>,
+    warmup: bool,
+    samples: Vec<TelemetrySample>,
+    notes: Vec<String>,
+    stop: bool,
+}
+
+type Shared = Arc<(Mutex<State>, Condvar)>;
+
+/// A running telemetry sampler for one host. Send + Sync; stop it with [`Sampler::stop`]
+/// (dropping it also stops the thread, discarding unsampled time).
+pub struct Sampler {
+    shared: Shared,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    // A panic while sampling leaves plain data behind; keep going with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read(root: &Path, rel: &str) -> std::io::Result<String> {
+    std::fs::read_to_string(root.join(rel))
+}
+
+fn snapshot(cfg: &SamplerConfig) -> anyhow::Result<Snapshot> {
+    let at = Instant::now();
+    let stat_path = cfg.proc_root.join("stat");
+    let stat = std::fs::read_to_string(&stat_path)
+        .with_context(|| format!("cannot read {}", stat_path.display()))?;
+    let stat = parse_proc_stat(&stat);
+    if stat.all.is_none() {
+        anyhow::bail!("{} has no `cpu` line", stat_path.display());
+    }
+    // NICs and disks are optional (containers without them): empty when unreadable.
+    let net = read(&cfg.proc_root, "net/dev")
+        .map(|s| parse_net_dev(&s))
+        .unwrap_or_default();
+    let disks = read(&cfg.proc_root, "diskstats")
+        .map(|s| parse_diskstats(&s))
+        .unwrap_or_default();
+    Ok(Snapshot {
+        at,
+        stat,
+        net,
+        disks,
+    })
+}
+
+/// Whole disks, as iostat shows them: a device with a `/sys/block/<name>` entry
+/// (partitions have none), minus loop and RAM disks. Without a readable /sys/block
+/// (a fixture tree), a name-based guess leaves out partitions.
+pub fn is_whole_disk(sys_root: &Path, name: &str) -> bool {
+    if name.starts_with("loop") || name.starts_with("ram") || name.starts_with("zram") {
+        return false;
+    }
+    let block = sys_root.join("block");
+    if block.is_dir() {
+        return block.join(name.replace('/', "!")).exists();
+    }
+    let ends_digit = name.chars().last().is_some_and(|c| c.is_ascii_digit());
+    let classic = ["sd", "hd", "vd", "xvd"]
+        .iter()
+        .any(|p| name.starts_with(p));
+    let p_part = (name.starts_with("nvme") || name.starts_with("mmcblk"))
+        && name
+            .rsplit_once('p')
+            .is_some_and(|(_, n)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    !(classic && ends_digit) && !p_part
+}
+
+fn ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+fn read_pid(proc_root: &Path, pid: u32) -> Option<PidStat> {
+    let s = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).ok()?;
+    parse_pid_stat(&s)
+}
+
+impl State {
+    fn note(&mut self, n: String) {
+        if self.notes.len() < MAX_NOTES && !self.notes.contains(&n) {
+            self.notes.push(n);
+        }
+    }
+
+    fn cpu_numbers(&self) -> Vec<u32> {
+        self.prev.stat.cpus.iter().map(|(n, _)| *n).collect()
+    }
+
+    fn read_freq(&mut self) -> Vec<f64> {
+        let cpus = self.cpu_numbers();
+        // Index = CPU number: only a complete, gap-free set is reported.
+        let contiguous = cpus.iter().enumerate().all(|(i, n)| i as u32 == *n);
+        if !contiguous || cpus.is_empty() {
+            return Vec::new();
+        }
+        let v = match self.freq {
+            FreqSource::Cpufreq => {
+                let mut out = Vec::with_capacity(cpus.len());
+                for n in &cpus {
+                    let rel = format!("devices/system/cpu/cpu{n}/cpufreq/scaling_cur_freq");
+                    match read(&self.cfg.sys_root, &rel)
+                        .ok()
+                        .and_then(|s| parse_khz_as_mhz(&s))
+                    {
+                        Some(m) => out.push(m),
+                        None => return Vec::new(),
+                    }
+                }
+                out
+            }
+            FreqSource::Cpuinfo => {
+                let Ok(s) = read(&self.cfg.proc_root, "cpuinfo") else {
+                    return Vec::new();
+                };
+                let m = cpuinfo_mhz(&parse_cpuinfo(&s));
+                cpus.iter()
+                    .map_while(|n| m.get(n).copied())
+                    .collect::<Vec<_>>()
+            }
+            FreqSource::None => Vec::new(),
+        };
+        if v.len() == cpus.len() {
+            v
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Close the current interval now. False when it is too short to be measured or
+    /// /proc/stat could not be read (a note says why).
+    fn sample_now(&mut self) -> bool {
+        let now = Instant::now();
+        if now.saturating_duration_since(self.prev.at) < MIN_INTERVAL {
+            return false;
+        }
+        let cur = match snapshot(&self.cfg) {
+            Ok(s) => s,
+            Err(e) => {
+                self.note(format!("{e:#}"));
+                return false;
+            }
+        };
+        let dt = cur.at.saturating_duration_since(self.prev.at).as_secs_f64();
+        let mut cpus = Vec::with_capacity(cur.stat.cpus.len() + 1);
+        if let (Some(p), Some(c)) = (&self.prev.stat.all, &cur.stat.all) {
+            cpus.push(cpu_util(-1, p, c));
+        }
+        for (n, c) in &cur.stat.cpus {
+            if let Some((_, p)) = self.prev.stat.cpus.iter().find(|(m, _)| m == n) {
+                cpus.push(cpu_util(*n as i32, p, c));
+            }
+        }
+        let rate = |p: Option<u64>, c: Option<u64>| match (p, c) {
+            (Some(p), Some(c)) if dt > 0.0 => counter_delta(p, c) as f64 / dt,
+            _ => 0.0,
+        };
+        let ctxt_per_s = rate(self.prev.stat.ctxt, cur.stat.ctxt);
+        let intr_per_s = rate(self.prev.stat.intr, cur.stat.intr);
+        let nics = nic_rates(&self.prev.net, &cur.net, dt);
+        let sys_root = self.cfg.sys_root.clone();
+        let disks: Vec<DiskRate> = disk_rates(&self.prev.disks, &cur.disks, dt)
+            .into_iter()
+            .filter(|d| is_whole_disk(&sys_root, &d.name))
+            .filter(|d| {
+                // iostat leaves out devices that never did any I/O.
+                cur.disks
+                    .iter()
+                    .find(|c| c.name == d.name)
+                    .is_some_and(|c| c.reads + c.writes + c.discards > 0)
+            })
+            .collect();
+
+        let mut procs = Vec::with_capacity(self.watched.len());
+        let mut gone = Vec::new();
+        for (i, w) in self.watched.iter_mut().enumerate() {
+            match read_pid(&self.cfg.proc_root, w.pid) {
+                Some(s) => {
+                    let at = Instant::now();
+                    let pdt = at.saturating_duration_since(w.last.1).as_secs_f64();
+                    procs.push(proc_cpu(&w.role, &w.last.0, &s, pdt, self.ticks_per_s));
+                    w.last = (s, at);
+                }
+                None => gone.push(i),
+            }
+        }
+        for i in gone.into_iter().rev() {
+            let w = self.watched.remove(i);
+            self.note(format!(
+                "process {} ({}) exited; no longer watched",
+                w.pid, w.role
+            ));
+        }
+
+        self.prev = cur;
+        let freq_mhz = self.read_freq();
+        let busy = cpus.iter().find(|c| c.cpu == -1).map(|c| c.busy_pct());
+        let power = self.power.read(now, busy);
+        for e in self.power.errors().to_vec() {
+            self.note(e);
+        }
+        let sample = TelemetrySample {
+            host: self.cfg.host.clone(),
+            t_s: now.saturating_duration_since(self.start).as_secs_f64(),
+            interval_s: dt,
+            warmup: self.warmup,
+            cpus,
+            ctxt_per_s,
+            intr_per_s,
+            nics,
+            disks,
+            freq_mhz,
+            procs,
+            power,
+        };
+        self.samples.push(sample);
+        true
+    }
+}
+
+fn detect_freq_source(cfg: &SamplerConfig, cpus: &[u32]) -> FreqSource {
+    let Some(first) = cpus.first() else {
+        return FreqSource::None;
+    };
+    let rel = format!("devices/system/cpu/cpu{first}/cpufreq/scaling_cur_freq");
+    if read(&cfg.sys_root, &rel)
+        .ok()
+        .and_then(|s| parse_khz_as_mhz(&s))
+        .is_some()
+    {
+        return FreqSource::Cpufreq;
+    }
+    // Without cpufreq (VMs, some Arm boards) x86 kernels still report a per-CPU
+    // "cpu MHz" in cpuinfo (APERF/MPERF-based where the CPU has them).
+    match read(&cfg.proc_root, "cpuinfo") {
+        Ok(s) if !cpuinfo_mhz(&parse_cpuinfo(&s)).is_empty() => FreqSource::Cpuinfo,
+        _ => FreqSource::None,
+    }
+}
+
+impl Sampler {
+    /// Take the first snapshot, detect power sources, and start sampling every
+    /// `cfg.interval` on a thread of its own.
+    pub fn start(cfg: SamplerConfig) -> anyhow::Result<Sampler> {
+        if cfg.interval < MIN_INTERVAL {
+            anyhow::bail!(
+                "telemetry interval {:?} is shorter than {:?}: /proc/stat counts in 10 ms \
+                 ticks; use an interval of 100 ms or more",
+                cfg.interval,
+                MIN_INTERVAL
+            );
+        }
+        let prev = snapshot(&cfg).context("telemetry: first snapshot")?;
+        let (power, detection) = PowerSources::open(&cfg.power);
+        let cpus: Vec<u32> = prev.stat.cpus.iter().map(|(n, _)| *n).collect();
+        let freq = detect_freq_source(&cfg, &cpus);
+        let state = State {
+            start: prev.at,
+            cfg,
+            prev,
+            power,
+            detection,
+            freq,
+            ticks_per_s: ticks_per_s(),
+            watched: Vec::new(),
+            warmup: false,
+            samples: Vec::new(),
+            notes: Vec::new(),
+            stop: false,
+        };
+        let shared: Shared = Arc::new((Mutex::new(state), Condvar::new()));
+        let for_thread = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("rackbench-telemetry".into())
+            .spawn(move || run(for_thread))
+            .context("telemetry: cannot start the sampling thread")?;
+        Ok(Sampler {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Watch a process's CPU time under `role` (`loadgen`, `server:0`). Its first
+    /// sample covers the time since this call.
+    pub fn watch_process(&self, role: &str, pid: u32) {
+        let mut st = lock(&self.shared.0);
+        let Some(s) = read_pid(&st.cfg.proc_root, pid) else {
+            st.note(format!(
+                "cannot watch process {pid} ({role}): no such process"
+            ));
+            return;
+        };
+        st.watched.retain(|w| w.pid != pid);
+        st.watched.push(Watched {
+            role: role.to_string(),
+            pid,
+            last: (s, Instant::now()),
+        });
+    }
+
+    /// Stop watching every process.
+    pub fn unwatch_all(&self) {
+        lock(&self.shared.0).watched.clear();
+    }
+
+    /// Enter or leave warm-up. The current interval is closed first, so samples never
+    /// mix warm-up and measured time.
+    pub fn set_warmup(&self, on: bool) {
+        let mut st = lock(&self.shared.0);
+        if st.warmup != on {
+            st.sample_now();
+            st.warmup = on;
+            self.shared.1.notify_all();
+        }
+    }
+
+    /// Close the current interval now and return every sample since the last `take`.
+    pub fn take(&self) -> Vec<TelemetrySample> {
+        let mut st = lock(&self.shared.0);
+        st.sample_now();
+        self.shared.1.notify_all();
+        std::mem::take(&mut st.samples)
+    }
+
+    /// What the power detection found at start.
+    pub fn power_detection(&self) -> PowerDetection {
+        lock(&self.shared.0).detection.clone()
+    }
+
+    /// Things that went wrong while sampling (unreadable files, exited processes,
+    /// failing power commands), distinct, oldest first.
+    pub fn notes(&self) -> Vec<String> {
+        lock(&self.shared.0).notes.clone()
+    }
+
+    /// Stop the thread, close the last interval, and return the samples not yet taken.
+    pub fn stop(mut self) -> Vec<TelemetrySample> {
+        self.halt();
+        let mut st = lock(&self.shared.0);
+        st.sample_now();
+        std::mem::take(&mut st.samples)
+    }
+
+    fn halt(&mut self) {
+        lock(&self.shared.0).stop = true;
+        self.shared.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn run(shared: Shared) {
+    let (m, cv) = &*shared;
+    let mut st = lock(m);
+    loop {
+        if st.stop {
+            return;
+        }
+        let due = st.prev.at + st.cfg.interval;
+        let now = Instant::now();
+        if now >= due {
+            if !st.sample_now() {
+                // /proc/stat unreadable: retry one interval later, not in a hot loop.
+                st.prev.at = now;
+            }
+            continue;
+        }
+        st = cv
+            .wait_timeout(st, due - now)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|e| e.into_inner().0);
+    }
+}
+
+struct Acc<const N: usize> {
+    sum: [f64; N],
+    weight: f64,
+}
+
+impl<const N: usize> Default for Acc<N> {
+    fn default() -> Self {
+        Acc {
+            sum: [0.0; N],
+            weight: 0.0,
+        }
+    }
+}
+
+impl<const N: usize> Acc<N> {
+    fn add(&mut self, v: [f64; N], w: f64) {
+        for (s, x) in self.sum.iter_mut().zip(v) {
+            *s += x * w;
+        }
+        self.weight += w;
+    }
+    fn mean(&self) -> [f64; N] {
+        let mut out = [0.0; N];
+        if self.weight > 0.0 {
+            for (o, s) in out.iter_mut().zip(self.sum) {
+                *o = s / self.weight;
+            }
+        }
+        out
+    }
+}
+
+/// Per-host means over the non-warm-up samples, weighted by interval length. A NIC,
+/// disk, process or power zone present in only some samples is averaged over those.
+/// Hosts with no measured sample are left out.
+pub fn summarize(samples: &[TelemetrySample]) -> Vec<TelemetrySummary> {
+    summarize_with_notes(samples, &[])
+}
+
+/// [`summarize`], with the power detection notes used as the reason when no sample of a
+/// host carries a power reading.
+pub fn summarize_with_notes(
+    samples: &[TelemetrySample],
+    power_notes: &[String],
+) -> Vec<TelemetrySummary> {
+    let mut hosts: Vec<&str> = Vec::new();
+    for s in samples {
+        if !hosts.contains(&s.host.as_str()) {
+            hosts.push(&s.host);
+        }
+    }
+    hosts
+        .into_iter()
+        .filter_map(|h| summarize_host(h, samples, power_notes))
+        .collect()
+}
+
+fn ordered_insert<'a, T: Default>(v: &'a mut Vec<(String, T)>, key: &str) -> &'a mut T {
+    let i = match v.iter().position(|(k, _)| k == key) {
+        Some(i) => i,
+        None => {
+            v.push((key.to_string(), T::default()));
+            v.len() - 1
+        }
+    };
+    &mut v[i].1
+}
+
+fn summarize_host(
+    host: &str,
+    samples: &[TelemetrySample],
+    power_notes: &[String],
+) -> Option<TelemetrySummary> {
+    let measured: Vec<&TelemetrySample> = samples
+        .iter()
+        .filter(|s| s.host == host && !s.warmup && s.interval_s > 0.0)
+        .collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let mut cpus: BTreeMap<i32, Acc<8>> = BTreeMap::new();
+    let mut rates: Acc<2> = Acc::default();
+    let mut nics: Vec<(String, Acc<6>)> = Vec::new();
+    let mut disks: Vec<(String, Acc<5>)> = Vec::new();
+    let mut freq: Acc<1> = Acc::default();
+    let mut procs: Vec<(String, (u32, String, Acc<2>))> = Vec::new();
+    let mut power: Vec<(String, (String, String, bool, bool, f64, Acc<1>))> = Vec::new();
+    for s in &measured {
+        let w = s.interval_s;
+        for c in &s.cpus {
+            cpus.entry(c.cpu).or_default().add(
+                [
+                    c.usr_pct,
+                    c.nice_pct,
+                    c.sys_pct,
+                    c.iowait_pct,
+                    c.irq_pct,
+                    c.soft_pct,
+                    c.steal_pct,
+                    c.idle_pct,
+                ],
+                w,
+            );
+        }
+        rates.add([s.ctxt_per_s, s.intr_per_s], w);
+        for n in &s.nics {
+            ordered_insert(&mut nics, &n.name).add(
+                [
+                    n.rx_bytes_per_s,
+                    n.tx_bytes_per_s,
+                    n.rx_packets_per_s,
+                    n.tx_packets_per_s,
+                    n.rx_drops_per_s,
+                    n.tx_drops_per_s,
+                ],
+                w,
+            );
+        }
+        for d in &s.disks {
+            ordered_insert(&mut disks, &d.name).add(
+                [
+                    d.reads_per_s,
+                    d.writes_per_s,
+                    d.read_bytes_per_s,
+                    d.write_bytes_per_s,
+                    d.util_pct,
+                ],
+                w,
+            );
+        }
+        if !s.freq_mhz.is_empty() {
+            let m = s.freq_mhz.iter().sum::<f64>() / s.freq_mhz.len() as f64;
+            freq.add([m], w);
+        }
+        for p in &s.procs {
+            let key = format!("{}\u{0}{}", p.role, p.pid);
+            let e = ordered_insert(&mut procs, &key);
+            e.0 = p.pid;
+            e.1.clone_from(&p.role);
+            e.2.add([p.usr_pct, p.sys_pct], w);
+        }
+        for r in &s.power {
+            let key = format!("{}\u{0}{}", r.source, r.zone);
+            let e = ordered_insert(&mut power, &key);
+            if e.5.weight == 0.0 {
+                e.0.clone_from(&r.source);
+                e.1.clone_from(&r.zone);
+                e.2 = r.whole_system;
+                e.3 = r.modelled;
+                e.4 = r.watts;
+            }
+            e.4 = e.4.max(r.watts);
+            e.5.add([r.watts], w);
+        }
+    }
+    let [ctxt_per_s, intr_per_s] = rates.mean();
+    let power: Vec<PowerSummary> = power
+        .into_iter()
+        .map(
+            |(_, (source, zone, whole_system, modelled, max_watts, acc))| PowerSummary {
+                source,
+                zone,
+                mean_watts: acc.mean()[0],
+                max_watts,
+                whole_system,
+                modelled,
+            },
+        )
+        .collect();
+    let power_missing = power.is_empty().then(|| {
+        if power_notes.is_empty() {
+            "no power readings: no RAPL, IPMI DCMI, hwmon, meter or power model \
+             (see `rackbench disclosure`, key power.sources)"
+                .to_string()
+        } else {
+            format!("no power source found: {}", power_notes.join("; "))
+        }
+    });
+    Some(TelemetrySummary {
+        host: host.to_string(),
+        samples: measured.len() as u32,
+        cpus: cpus
+            .into_iter()
+            .map(|(cpu, a)| {
+                let m = a.mean();
+                CpuUtil {
+                    cpu,
+                    usr_pct: m[0],
+                    nice_pct: m[1],
+                    sys_pct: m[2],
+                    iowait_pct: m[3],
+                    irq_pct: m[4],
+                    soft_pct: m[5],
+                    steal_pct: m[6],
+                    idle_pct: m[7],
+                }
+            })
+            .collect(),
+        ctxt_per_s,
+        intr_per_s,
+        nics: nics
+            .into_iter()
+            .map(|(name, a)| {
+                let m = a.mean();
+                NicRate {
+                    name,
+                    rx_bytes_per_s: m[0],
+                    tx_bytes_per_s: m[1],
+                    rx_packets_per_s: m[2],
+                    tx_packets_per_s: m[3],
+                    rx_drops_per_s: m[4],
+                    tx_drops_per_s: m[5],
+                }
+            })
+            .collect(),
+        disks: disks
+            .into_iter()
+            .map(|(name, a)| {
+                let m = a.mean();
+                DiskRate {
+                    name,
+                    reads_per_s: m[0],
+                    writes_per_s: m[1],
+                    read_bytes_per_s: m[2],
+                    write_bytes_per_s: m[3],
+                    util_pct: m[4],
+                }
+            })
+            .collect(),
+        mean_freq_mhz: (freq.weight > 0.0).then(|| freq.mean()[0]),
+        procs: procs
+            .into_iter()
+            .map(|(_, (pid, role, a))| {
+                let m = a.mean();
+                ProcCpu {
+                    role,
+                    pid,
+                    usr_pct: m[0],
+                    sys_pct: m[1],
+                }
+            })
+            .collect(),
+        power,
+        power_missing,
+    })
+}
+
+/// Measure power with no load for `duration` (the caller makes sure nothing runs), as
+/// the mean of each source. Fails with the detection notes when no source measures
+/// power, so the caller can record why idle power is missing.
+pub fn measure_idle(cfg: &SamplerConfig, duration: Duration) -> anyhow::Result<IdlePower> {
+    let sampler = Sampler::start(cfg.clone())?;
+    let detection = sampler.power_detection();
+    if detection.sources.is_empty() {
+        anyhow::bail!("idle power not measured: {}", detection.missing_reason());
+    }
+    std::thread::sleep(duration);
+    let samples = sampler.stop();
+    let duration_s: f64 = samples
+        .iter()
+        .filter(|s| !s.warmup)
+        .map(|s| s.interval_s)
+        .sum();
+    let summary = summarize_with_notes(&samples, &detection.notes);
+    let power = summary
+        .into_iter()
+        .next()
+        .map(|s| s.power)
+        .unwrap_or_default();
+    if power.is_empty() {
+        anyhow::bail!(
+            "idle power not measured: no reading in {duration_s:.1} s ({})",
+            detection.missing_reason()
+        );
+    }
+    Ok(IdlePower {
+        host: cfg.host.clone(),
+        duration_s,
+        power,
+    })
+}
