@@ -939,13 +939,26 @@ pub fn search(
         rate = (l + h) / 2.0;
     }
     res.lowest_failing_rate_per_s = hi;
-    if res.points.len() >= cfg.max_steps && res.note.is_none() {
-        if let (Some(l), Some(h)) = (lo, hi) {
-            if h - l > cfg.resolution * h {
+    if res.points.len() >= cfg.max_steps && res.note.is_none() && res.stopped.is_none() {
+        match (lo, hi) {
+            (Some(l), Some(h)) if h - l > cfg.resolution * h => {
                 res.note = Some(format!(
                     "steps used up with the answer between {l:.0}/s and {h:.0}/s"
                 ));
             }
+            (Some(l), None) => {
+                res.note = Some(format!(
+                    "steps used up while every probe met the objective: the answer is at least {l:.0}/s \
+                     (allow more steps or start higher)"
+                ));
+            }
+            (None, Some(h)) => {
+                res.note = Some(format!(
+                    "steps used up while every probe missed the objective: the answer is below {h:.0}/s \
+                     (allow more steps or start lower)"
+                ));
+            }
+            _ => {}
         }
     }
     Ok(res)
@@ -1539,6 +1552,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!((calls, r.points.len()), (3, 3));
+        assert!(r.note.unwrap().contains("at least 4000/s"));
         assert!(SearchConfig {
             max_steps: 0,
             ..cfg.clone()
