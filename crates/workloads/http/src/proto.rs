@@ -553,6 +553,35 @@ mod tests {
     }
 
     #[test]
+    fn mutated_streams_never_panic_or_overrun() {
+        // A small deterministic fuzz: flip, insert and cut bytes of real replies.
+        let base = [NGINX_200, CHUNKED, NGINX_404, CONTINUE].concat();
+        let mut rng = SmallRng::seed_from_u64(7);
+        for _ in 0..3000 {
+            let mut b = base.clone();
+            for _ in 0..rng.gen_range(1..4) {
+                let i = rng.gen_range(0..b.len());
+                match rng.gen_range(0..3) {
+                    0 => b[i] = rng.gen(),
+                    1 => b.insert(i, b"\r\n0:;x"[rng.gen_range(0..6)]),
+                    _ => b.truncate(i.max(1)),
+                }
+            }
+            let mut cached = None;
+            let mut pos = 0;
+            while pos < b.len() {
+                match parse_response(&b[pos..], rng.gen_bool(0.1), &mut cached) {
+                    Ok(Some((used, _))) => {
+                        assert!(used > 0 && pos + used <= b.len());
+                        pos += used;
+                    }
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_hang() {
         let err = |b: &[u8]| parse_response(b, false, &mut None).unwrap_err();
         assert!(err(b"+OK\r\n").contains("not an HTTP response"));
