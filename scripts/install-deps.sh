@@ -13,7 +13,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 PKGS=(redis-server redis-tools nginx-light postgresql postgresql-contrib iperf3 wrk sysstat
-      chromium libssl-dev pkg-config build-essential ca-certificates git procps util-linux)
+      chromium libssl-dev pkg-config build-essential ca-certificates git procps util-linux
+      dmidecode python3)
 
 missing=()
 for p in "${PKGS[@]}"; do

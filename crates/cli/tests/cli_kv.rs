@@ -138,7 +138,10 @@ fn bad_input_gives_clear_errors_and_stores_nothing() {
             vec!["kv", "--redis-server", "/nonexistent/redis-server"],
             "redis-server",
         ),
-        (vec!["kv", "--server-cpus", "999"], "CPU 999"),
+        (
+            vec!["kv", "--server-cpus", "999"],
+            "CPU 999 is not available",
+        ),
     ];
     for (args, needle) in cases {
         let (code, _, err) = run_json(&db, &args);

@@ -54,7 +54,53 @@ pub fn free_port() -> anyhow::Result<u16> {
 
 /// Number of CPUs this process may run on.
 pub fn online_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    allowed_cpus().len().max(1)
+}
+
+/// The CPUs this process may run on (its affinity mask: `taskset`, cgroups), ascending.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: sched_getaffinity fills a plain cpu_set_t; CPU_ISSET reads within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            return (0..n).collect();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Check that every CPU in `cpus` is one this process may use; the error lists those it may.
+pub fn check_cpus(cpus: &[usize], what: &str) -> anyhow::Result<()> {
+    let allowed = allowed_cpus();
+    if let Some(bad) = cpus.iter().find(|c| !allowed.contains(c)) {
+        bail!(
+            "{what}: CPU {bad} is not available here (this process may use CPUs {})",
+            format_cpu_list(&allowed)
+        );
+    }
+    Ok(())
+}
+
+/// `0,1,2,5` -> `0-2,5`.
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
 }
 
 /// Pin the calling thread to the given CPUs (Linux `sched_setaffinity`).

@@ -1,1 +1,39 @@
-//! report: being written.
+//! Reports and derived figures: pure functions of stored runs (model types) and an
+//! evaluated TCO, so any report can be rebuilt from the store at any time.
+//!
+//! - [`derive`]: sweep points, power rules, perf/W, CPU and W per unit of throughput,
+//!   Table A1 geometric/arithmetic means, extrapolation.
+//! - [`compare`]: A/B differences with Welch confidence intervals, and comparability.
+//! - [`html`], [`markdown`], [`svg_charts`]: the report a person would publish.
+
+pub mod charts;
+pub mod compare;
+pub mod derive;
+pub mod fmt;
+mod html;
+mod markdown;
+pub mod stats;
+pub mod svg;
+
+pub use compare::{
+    comparability, compare, compare_text, Comparability, CompareRow, Comparison, Difference,
+};
+pub use derive::{summary, Efficiency, PowerBasis, PowerFigure, Summary};
+pub use html::html;
+pub use markdown::markdown;
+
+/// Every chart of the report as standalone SVG files: (file name, SVG text). Charts that
+/// could not be drawn (no histograms, no power) are left out; the HTML report says why.
+pub fn svg_charts(runs: &[model::RunRecord]) -> Vec<(String, String)> {
+    charts::charts(runs)
+        .into_iter()
+        .filter_map(|c| {
+            c.svg.map(|s| {
+                (
+                    c.file,
+                    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{s}\n"),
+                )
+            })
+        })
+        .collect()
+}

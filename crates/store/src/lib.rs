@@ -1,10 +1,37 @@
 //! The results store: an embedded SQLite file with versioned migrations. Runs are begun
 //! before the first measurement and each result is inserted the moment it completes, so a
 //! crash or Ctrl-C keeps everything already measured. Reads give back model types only.
+//!
+//! Durability: WAL journal with `synchronous = FULL`, so a result is on disk when
+//! [`Store::insert_result`] returns (one fsync per result; results arrive seconds apart).
+//! A busy timeout lets `rackbench runs` read while a run is writing.
+//!
+//! Exactness: [`Store::load_run`] gives back the [`RunRecord`] that was stored, field for
+//! field (timestamps keep their nanoseconds, list order is kept, floats are stored as
+//! 8-byte REALs or as shortest round-trip JSON text).
 
-use std::path::Path;
+pub mod export;
+#[doc(hidden)]
+pub mod fixtures;
+mod schema;
 
-use model::{HostDisclosure, IdlePower, ResultRecord, RunRecord, Status};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use chrono::{DateTime, SecondsFormat, Utc};
+use model::{
+    Fact, Flag, HistogramRecord, HostDisclosure, IdlePower, LatencySummary, Metric, MissingMetric,
+    ResultRecord, RunRecord, Severity, Status, TelemetrySample, TelemetrySummary,
+};
+use rusqlite::{params, Connection, OptionalExtension};
+
+pub use schema::SCHEMA_VERSION;
+
+/// How long a writer waits for another process holding the write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One line of `rackbench runs`.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -19,67 +46,353 @@ pub struct RunSummary {
     pub command: String,
 }
 
-/// An open results store.
+/// An open results store. `Sync`: one store can be shared by the threads of a run.
 pub struct Store {
-    _private: (),
+    conn: Mutex<Connection>,
+    path: PathBuf,
 }
 
 impl Store {
     /// Open (creating and migrating as needed). Errors say which path and why, and what to do.
-    pub fn open(_path: &Path) -> anyhow::Result<Store> {
-        anyhow::bail!("store: being written")
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        Self::open_at_version(path, SCHEMA_VERSION)
     }
-    /// Record a run as started (status Running), with its plan and disclosure.
-    pub fn begin_run(&self, _run: &RunRecord) -> anyhow::Result<()> {
-        anyhow::bail!("store: being written")
+
+    /// Open and migrate only up to `version` (tests of the migrations use it).
+    #[doc(hidden)]
+    pub fn open_at_version(path: &Path, version: u32) -> anyhow::Result<Store> {
+        let hint = "choose a writable file with --db PATH or RACKBENCH_DB=PATH";
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).with_context(|| {
+                format!(
+                    "cannot create the directory {} for the results store {}; {hint}",
+                    parent.display(),
+                    path.display()
+                )
+            })?;
+        }
+        let mut conn = Connection::open(path)
+            .with_context(|| format!("cannot open the results store {}; {hint}", path.display()))?;
+        configure(&conn).with_context(|| {
+            format!(
+                "cannot use the results store {} (is it writable, and an SQLite file?); {hint}",
+                path.display()
+            )
+        })?;
+        schema::migrate_to(&mut conn, path, version)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+        })
     }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open file.
+    pub fn schema_version(&self) -> anyhow::Result<u32> {
+        Ok(schema::user_version(&self.lock())? as u32)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (transactions
+        // roll back on drop), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record a run as started (status Running), with its plan and disclosure. Any
+    /// results and idle power already in `run` are stored too.
+    pub fn begin_run(&self, run: &RunRecord) -> anyhow::Result<()> {
+        self.insert_whole(run, Status::Running)
+    }
+
     /// Replace the run's host disclosures (after prepare adds server versions).
-    pub fn update_hosts(&self, _run_id: &str, _hosts: &[HostDisclosure]) -> anyhow::Result<()> {
-        anyhow::bail!("store: being written")
+    pub fn update_hosts(&self, run_id: &str, hosts: &[HostDisclosure]) -> anyhow::Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        require_run(&tx, run_id, &self.path)?;
+        tx.execute("DELETE FROM hosts WHERE run_id = ?1", [run_id])?;
+        insert_hosts(&tx, run_id, hosts)?;
+        tx.commit()?;
+        Ok(())
     }
-    pub fn insert_idle_power(&self, _run_id: &str, _idle: &IdlePower) -> anyhow::Result<()> {
-        anyhow::bail!("store: being written")
+
+    pub fn insert_idle_power(&self, run_id: &str, idle: &IdlePower) -> anyhow::Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        require_run(&tx, run_id, &self.path)?;
+        let ord: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(ord) + 1, 0) FROM idle_power WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )?;
+        insert_idle(&tx, run_id, ord, idle)?;
+        tx.commit()?;
+        Ok(())
     }
+
     /// Insert one result (metrics, histograms, telemetry, flags) in one transaction.
-    pub fn insert_result(&self, _run_id: &str, _r: &ResultRecord) -> anyhow::Result<()> {
-        anyhow::bail!("store: being written")
+    /// It is committed (on disk) when this returns.
+    pub fn insert_result(&self, run_id: &str, r: &ResultRecord) -> anyhow::Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        require_run(&tx, run_id, &self.path)?;
+        let ord: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(ord) + 1, 0) FROM results WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )?;
+        insert_result(&tx, run_id, ord, r).with_context(|| {
+            format!(
+                "storing result step {} ({}) of run {run_id}",
+                r.step, r.test
+            )
+        })?;
+        tx.commit()?;
+        Ok(())
     }
+
+    /// Mark the run finished now with its final status.
     pub fn finish_run(
         &self,
-        _run_id: &str,
-        _status: Status,
-        _error: Option<&str>,
+        run_id: &str,
+        status: Status,
+        error: Option<&str>,
     ) -> anyhow::Result<()> {
-        anyhow::bail!("store: being written")
+        self.finish_run_at(run_id, status, error, Utc::now())
     }
-    /// Add validity flags to a stored result (flags found after it was inserted, e.g. by
-    /// a consistency check at the end of a sweep point).
-    pub fn add_flags(
+
+    /// [`Store::finish_run`] with the caller's timestamp (to match an in-memory record).
+    pub fn finish_run_at(
         &self,
-        _run_id: &str,
-        _step: u32,
-        _flags: &[model::Flag],
+        run_id: &str,
+        status: Status,
+        error: Option<&str>,
+        finished_at: DateTime<Utc>,
     ) -> anyhow::Result<()> {
-        anyhow::bail!("store: being written")
+        let conn = self.lock();
+        let n = conn.execute(
+            "UPDATE runs SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1",
+            params![run_id, status_str(status), error, ts(&finished_at)],
+        )?;
+        if n == 0 {
+            bail!("{}", not_found(run_id, &self.path));
+        }
+        Ok(())
+    }
+
+    /// Add validity flags to every stored result of `step` (flags found after it was
+    /// inserted, e.g. by a consistency check at the end of a sweep point).
+    pub fn add_flags(&self, run_id: &str, step: u32, flags: &[model::Flag]) -> anyhow::Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let ids: Vec<i64> = {
+            let mut stmt = tx.prepare("SELECT id FROM results WHERE run_id = ?1 AND step = ?2")?;
+            let rows = stmt.query_map(params![run_id, step as i64], |r| r.get(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        if ids.is_empty() {
+            bail!("run {run_id} has no result at step {step}");
+        }
+        for rid in ids {
+            let next: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(ord) + 1, 0) FROM flags WHERE result_id = ?1",
+                params![rid],
+                |r| r.get(0),
+            )?;
+            for (i, f) in flags.iter().enumerate() {
+                tx.execute(
+                    "INSERT INTO flags (result_id, ord, code, severity, message) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![rid, next + i as i64, f.code, severity_str(f.severity), f.message],
+                )?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
     }
     /// Remove a run entirely (a run whose setup failed before any measurement).
-    pub fn delete_run(&self, _run_id: &str) -> anyhow::Result<()> {
-        anyhow::bail!("store: being written")
+    pub fn delete_run(&self, run_id: &str) -> anyhow::Result<()> {
+        let conn = self.lock();
+        let n = conn.execute("DELETE FROM runs WHERE id = ?1", [run_id])?;
+        if n == 0 {
+            bail!("{}", not_found(run_id, &self.path));
+        }
+        Ok(())
     }
+
+    /// Whether a run with exactly this id is stored.
+    pub fn has_run(&self, run_id: &str) -> anyhow::Result<bool> {
+        let conn = self.lock();
+        Ok(run_exists(&conn, run_id)?)
+    }
+
     /// Newest first.
     pub fn list_runs(&self) -> anyhow::Result<Vec<RunSummary>> {
-        anyhow::bail!("store: being written")
+        let mut conn = self.lock();
+        // One read transaction: a consistent snapshot while a run may be writing.
+        let tx = conn.transaction()?;
+        let mut runs = Vec::new();
+        {
+            let mut stmt = tx.prepare(
+                "SELECT id, label, created_at, status, command FROM runs
+                 ORDER BY created_at DESC, id DESC",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                let created: String = row.get(2)?;
+                let status: String = row.get(3)?;
+                runs.push(RunSummary {
+                    id: row.get(0)?,
+                    label: row.get(1)?,
+                    created_at: parse_ts(&created)?,
+                    status: parse_status(&status)?,
+                    workloads: Vec::new(),
+                    results: 0,
+                    host: String::new(),
+                    command: row.get(4)?,
+                });
+            }
+        }
+        let mut workloads = tx.prepare(
+            "SELECT workload FROM results WHERE run_id = ?1 GROUP BY workload ORDER BY MIN(ord)",
+        )?;
+        let mut count = tx.prepare("SELECT COUNT(*) FROM results WHERE run_id = ?1")?;
+        for s in &mut runs {
+            s.workloads = workloads
+                .query_map([&s.id], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            s.results = count.query_row([&s.id], |r| r.get(0))?;
+            s.host = summary_host(&load_hosts(&tx, &s.id)?);
+        }
+        Ok(runs)
     }
-    /// A full id from an id, a unique prefix, `latest`, or a label.
-    pub fn resolve(&self, _id_or_prefix: &str) -> anyhow::Result<String> {
-        anyhow::bail!("store: being written")
+
+    /// A full id from an id, a unique prefix, `latest`, or a label (the newest run with
+    /// that label). Tried in that order, except that an exact label beats a prefix.
+    pub fn resolve(&self, id_or_prefix: &str) -> anyhow::Result<String> {
+        let q = id_or_prefix.trim();
+        let conn = self.lock();
+        let path = self.path.display();
+        if q.is_empty() {
+            bail!("no run given; give an id, an id prefix, a label or `latest` (list runs with `rackbench runs`)");
+        }
+        let newest = |sql: &str, arg: &str| -> rusqlite::Result<Option<String>> {
+            conn.query_row(sql, [arg], |r| r.get(0)).optional()
+        };
+        if q == "latest" {
+            return conn
+                .query_row(
+                    "SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(|| {
+                anyhow!("the results store {path} holds no runs yet; start one with `rackbench run ...`, or point --db at another store")
+            });
+        }
+        if run_exists(&conn, q)? {
+            return Ok(q.to_string());
+        }
+        if let Some(id) = newest(
+            "SELECT id FROM runs WHERE label = ?1 ORDER BY created_at DESC, id DESC LIMIT 1",
+            q,
+        )? {
+            return Ok(id);
+        }
+        // substr rather than LIKE: ids may contain `_`, which LIKE treats as a wildcard.
+        let mut stmt = conn.prepare(
+            "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1
+             ORDER BY created_at DESC, id DESC",
+        )?;
+        let ids: Vec<String> = stmt
+            .query_map([q], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        match ids.len() {
+            1 => Ok(ids.into_iter().next().unwrap_or_default()),
+            0 => bail!(
+                "no run matches `{q}` (as an id, id prefix, label or `latest`) in {path}; \
+                 list runs with `rackbench runs`"
+            ),
+            n => {
+                let shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
+                bail!(
+                    "`{q}` matches {n} runs ({}{}); give more of the id, or list runs with \
+                     `rackbench runs`",
+                    shown.join(", "),
+                    if n > 5 { ", ..." } else { "" }
+                )
+            }
+        }
     }
-    pub fn load_run(&self, _id: &str) -> anyhow::Result<RunRecord> {
-        anyhow::bail!("store: being written")
+
+    /// The whole run, exactly as stored (`id` must be a full id: see [`Store::resolve`]).
+    pub fn load_run(&self, id: &str) -> anyhow::Result<RunRecord> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let run = load_run(&tx, id, &self.path)
+            .with_context(|| format!("loading run {id} from {}", self.path.display()))?;
+        tx.commit()?;
+        Ok(run)
     }
-    /// Import a run exported elsewhere (error if the id already exists).
-    pub fn import_run(&self, _run: &RunRecord) -> anyhow::Result<()> {
-        anyhow::bail!("store: being written")
+
+    /// Import a run exported elsewhere (error if the id already exists). One transaction:
+    /// the run is imported whole or not at all.
+    pub fn import_run(&self, run: &RunRecord) -> anyhow::Result<()> {
+        self.insert_whole(run, run.status)
+    }
+
+    fn insert_whole(&self, run: &RunRecord, status: Status) -> anyhow::Result<()> {
+        if run.format_version > model::RECORD_FORMAT_VERSION {
+            bail!(
+                "run {} has record format {}, newer than this rackbench understands ({}); upgrade rackbench",
+                run.id,
+                run.format_version,
+                model::RECORD_FORMAT_VERSION
+            );
+        }
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        if run_exists(&tx, &run.id)? {
+            bail!(
+                "run {} is already in the results store {}; list runs with `rackbench runs`",
+                run.id,
+                self.path.display()
+            );
+        }
+        tx.execute(
+            "INSERT INTO runs (id, format_version, label, created_at, finished_at, status, error,
+                               rackbench_version, command, plan)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                run.id,
+                run.format_version,
+                run.label,
+                ts(&run.created_at),
+                run.finished_at.as_ref().map(ts),
+                status_str(status),
+                run.error,
+                run.rackbench_version,
+                run.command,
+                serde_json::to_string(&run.plan)?,
+            ],
+        )?;
+        insert_hosts(&tx, &run.id, &run.hosts)?;
+        for (i, idle) in run.idle_power.iter().enumerate() {
+            insert_idle(&tx, &run.id, i as i64, idle)?;
+        }
+        for (i, r) in run.results.iter().enumerate() {
+            insert_result(&tx, &run.id, i as i64, r).with_context(|| {
+                format!(
+                    "storing result step {} ({}) of run {}",
+                    r.step, r.test, run.id
+                )
+            })?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 }
 
@@ -94,3 +407,459 @@ pub fn default_path() -> std::path::PathBuf {
         .unwrap_or_else(|| std::path::PathBuf::from("."));
     base.join("rackbench").join("results.sqlite")
 }
+
+/// The host a run is known by in listings: the system under test (its hostname when the
+/// disclosure calls it `local`), else the first host.
+pub fn summary_host(hosts: &[HostDisclosure]) -> String {
+    let h = hosts
+        .iter()
+        .find(|h| h.role.split('+').any(|r| r == "sut"))
+        .or_else(|| hosts.first());
+    match h {
+        None => String::new(),
+        Some(h) => match h.facts.get("os.hostname").and_then(|f| f.value.as_deref()) {
+            Some(name) if h.host == "local" => name.to_string(),
+            _ => h.host.clone(),
+        },
+    }
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // WAL: readers (`rackbench runs`) do not block the writer. Some filesystems refuse
+    // WAL and SQLite stays in its rollback journal, which is still correct.
+    let _mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(())
+}
+
+// ---- text forms of the columns ----
+
+/// RFC 3339, UTC, always nine fractional digits: exact, and sorts as text.
+fn ts(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Nanos, true)
+}
+
+fn parse_ts(s: &str) -> anyhow::Result<DateTime<Utc>> {
+    Ok(DateTime::parse_from_rfc3339(s)
+        .with_context(|| format!("bad timestamp `{s}` in the store"))?
+        .with_timezone(&Utc))
+}
+
+fn status_str(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Interrupted => "interrupted",
+        Status::Failed => "failed",
+        Status::Running => "running",
+    }
+}
+
+fn parse_status(s: &str) -> anyhow::Result<Status> {
+    Ok(match s {
+        "ok" => Status::Ok,
+        "interrupted" => Status::Interrupted,
+        "failed" => Status::Failed,
+        "running" => Status::Running,
+        other => bail!("unknown status `{other}` in the store"),
+    })
+}
+
+fn severity_str(s: Severity) -> &'static str {
+    match s {
+        Severity::Warning => "warning",
+        Severity::Invalid => "invalid",
+    }
+}
+
+fn parse_severity(s: &str) -> anyhow::Result<Severity> {
+    Ok(match s {
+        "warning" => Severity::Warning,
+        "invalid" => Severity::Invalid,
+        other => bail!("unknown flag severity `{other}` in the store"),
+    })
+}
+
+fn not_found(run_id: &str, path: &Path) -> String {
+    format!(
+        "no run {run_id} in the results store {}; list runs with `rackbench runs`",
+        path.display()
+    )
+}
+
+// ---- writes ----
+
+fn run_exists(conn: &Connection, run_id: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
+        [run_id],
+        |r| r.get(0),
+    )
+}
+
+fn require_run(conn: &Connection, run_id: &str, path: &Path) -> anyhow::Result<()> {
+    if !run_exists(conn, run_id)? {
+        bail!("{}", not_found(run_id, path));
+    }
+    Ok(())
+}
+
+fn insert_hosts(conn: &Connection, run_id: &str, hosts: &[HostDisclosure]) -> anyhow::Result<()> {
+    let mut host_stmt =
+        conn.prepare_cached("INSERT INTO hosts (run_id, ord, host, role) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut fact_stmt = conn.prepare_cached(
+        "INSERT INTO host_facts (run_id, host_ord, key, value, missing) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for (i, h) in hosts.iter().enumerate() {
+        host_stmt.execute(params![run_id, i as i64, h.host, h.role])?;
+        for (k, f) in &h.facts {
+            fact_stmt.execute(params![run_id, i as i64, k, f.value, f.missing])?;
+        }
+    }
+    Ok(())
+}
+
+fn insert_idle(conn: &Connection, run_id: &str, ord: i64, idle: &IdlePower) -> anyhow::Result<()> {
+    conn.execute(
+        "INSERT INTO idle_power (run_id, ord, host, duration_s, power) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            run_id,
+            ord,
+            idle.host,
+            idle.duration_s,
+            serde_json::to_string(&idle.power)?
+        ],
+    )?;
+    Ok(())
+}
+
+fn insert_result(
+    conn: &Connection,
+    run_id: &str,
+    ord: i64,
+    r: &ResultRecord,
+) -> anyhow::Result<()> {
+    conn.execute(
+        "INSERT INTO results (run_id, ord, step, repetition, workload, test, params, headline,
+                              started_at, duration_s, status, error)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        params![
+            run_id,
+            ord,
+            r.step,
+            r.repetition,
+            r.workload,
+            r.test,
+            serde_json::to_string(&r.params)?,
+            r.headline,
+            ts(&r.started_at),
+            r.duration_s,
+            status_str(r.status),
+            r.error,
+        ],
+    )?;
+    let rid = conn.last_insert_rowid();
+
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO metrics (result_id, ord, name, value, unit, labels) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for (i, m) in r.metrics.iter().enumerate() {
+        stmt.execute(params![
+            rid,
+            i as i64,
+            m.name,
+            m.value,
+            m.unit,
+            serde_json::to_string(&m.labels)?
+        ])?;
+    }
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO missing_metrics (result_id, ord, name, reason) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (i, m) in r.missing.iter().enumerate() {
+        stmt.execute(params![rid, i as i64, m.name, m.reason])?;
+    }
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO histograms (result_id, ord, name, kind, unit, count, min_ns, mean_ns,
+                                 stdev_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns, encoded)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    )?;
+    for (i, h) in r.histograms.iter().enumerate() {
+        let s = &h.summary;
+        stmt.execute(params![
+            rid, i as i64, h.name, h.kind, h.unit, s.count, s.min_ns, s.mean_ns, s.stdev_ns,
+            s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns, s.max_ns, h.encoded
+        ])?;
+    }
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO telemetry (result_id, ord, host, t_s, interval_s, warmup, sample)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for (i, t) in r.telemetry.iter().enumerate() {
+        stmt.execute(params![
+            rid,
+            i as i64,
+            t.host,
+            t.t_s,
+            t.interval_s,
+            t.warmup,
+            serde_json::to_string(t)?
+        ])?;
+    }
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO telemetry_summary (result_id, ord, host, samples, summary)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for (i, t) in r.telemetry_summary.iter().enumerate() {
+        stmt.execute(params![
+            rid,
+            i as i64,
+            t.host,
+            t.samples,
+            serde_json::to_string(t)?
+        ])?;
+    }
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO flags (result_id, ord, code, severity, message) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for (i, f) in r.flags.iter().enumerate() {
+        stmt.execute(params![
+            rid,
+            i as i64,
+            f.code,
+            severity_str(f.severity),
+            f.message
+        ])?;
+    }
+    Ok(())
+}
+
+// ---- reads ----
+
+fn load_hosts(conn: &Connection, run_id: &str) -> anyhow::Result<Vec<HostDisclosure>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT ord, host, role FROM hosts WHERE run_id = ?1 ORDER BY ord")?;
+    let rows: Vec<(i64, String, String)> = stmt
+        .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut facts_stmt = conn.prepare_cached(
+        "SELECT key, value, missing FROM host_facts WHERE run_id = ?1 AND host_ord = ?2",
+    )?;
+    let mut hosts = Vec::with_capacity(rows.len());
+    for (ord, host, role) in rows {
+        let facts: BTreeMap<String, Fact> = facts_stmt
+            .query_map(params![run_id, ord], |r| {
+                Ok((
+                    r.get(0)?,
+                    Fact {
+                        value: r.get(1)?,
+                        missing: r.get(2)?,
+                    },
+                ))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        hosts.push(HostDisclosure { host, role, facts });
+    }
+    Ok(hosts)
+}
+
+fn load_run(conn: &Connection, id: &str, path: &Path) -> anyhow::Result<RunRecord> {
+    type Header = (
+        u32,
+        Option<String>,
+        String,
+        Option<String>,
+        String,
+        Option<String>,
+        String,
+        String,
+        String,
+    );
+    let header: Option<Header> = conn
+        .query_row(
+            "SELECT format_version, label, created_at, finished_at, status, error,
+                    rackbench_version, command, plan
+             FROM runs WHERE id = ?1",
+            [id],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((format_version, label, created, finished, status, error, version, command, plan)) =
+        header
+    else {
+        bail!("{}", not_found(id, path));
+    };
+
+    let mut idle_power = Vec::new();
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT host, duration_s, power FROM idle_power WHERE run_id = ?1 ORDER BY ord",
+        )?;
+        let mut rows = stmt.query([id])?;
+        while let Some(row) = rows.next()? {
+            let power: String = row.get(2)?;
+            idle_power.push(IdlePower {
+                host: row.get(0)?,
+                duration_s: row.get(1)?,
+                power: serde_json::from_str(&power).context("idle power JSON")?,
+            });
+        }
+    }
+
+    let mut results = Vec::new();
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, step, repetition, workload, test, params, headline, started_at,
+                    duration_s, status, error
+             FROM results WHERE run_id = ?1 ORDER BY ord",
+        )?;
+        let mut rows = stmt.query([id])?;
+        while let Some(row) = rows.next()? {
+            let rid: i64 = row.get(0)?;
+            let params_json: String = row.get(5)?;
+            let started: String = row.get(7)?;
+            let status: String = row.get(9)?;
+            results.push(ResultRecord {
+                workload: row.get(3)?,
+                test: row.get(4)?,
+                step: row.get(1)?,
+                repetition: row.get(2)?,
+                params: serde_json::from_str(&params_json).context("result params JSON")?,
+                headline: row.get(6)?,
+                started_at: parse_ts(&started)?,
+                duration_s: row.get(8)?,
+                metrics: Vec::new(),
+                missing: Vec::new(),
+                histograms: Vec::new(),
+                telemetry: Vec::new(),
+                telemetry_summary: Vec::new(),
+                flags: Vec::new(),
+                status: parse_status(&status)?,
+                error: row.get(10)?,
+            });
+            load_result_children(conn, rid, results.last_mut().expect("just pushed"))?;
+        }
+    }
+
+    Ok(RunRecord {
+        format_version,
+        id: id.to_string(),
+        label,
+        created_at: parse_ts(&created)?,
+        finished_at: finished.as_deref().map(parse_ts).transpose()?,
+        rackbench_version: version,
+        command,
+        plan: serde_json::from_str(&plan).context("run plan JSON")?,
+        hosts: load_hosts(conn, id)?,
+        idle_power,
+        results,
+        status: parse_status(&status)?,
+        error,
+    })
+}
+
+fn load_result_children(conn: &Connection, rid: i64, r: &mut ResultRecord) -> anyhow::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT name, value, unit, labels FROM metrics WHERE result_id = ?1 ORDER BY ord",
+    )?;
+    let mut rows = stmt.query([rid])?;
+    while let Some(row) = rows.next()? {
+        let labels: String = row.get(3)?;
+        let value: Option<f64> = row.get(1)?;
+        r.metrics.push(Metric {
+            name: row.get(0)?,
+            value: value.unwrap_or(f64::NAN),
+            unit: row.get(2)?,
+            labels: serde_json::from_str(&labels).context("metric labels JSON")?,
+        });
+    }
+
+    let mut stmt = conn.prepare_cached(
+        "SELECT name, reason FROM missing_metrics WHERE result_id = ?1 ORDER BY ord",
+    )?;
+    r.missing = stmt
+        .query_map([rid], |row| {
+            Ok(MissingMetric {
+                name: row.get(0)?,
+                reason: row.get(1)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+
+    let mut stmt = conn.prepare_cached(
+        "SELECT name, kind, unit, count, min_ns, mean_ns, stdev_ns, p50_ns, p90_ns, p99_ns,
+                p999_ns, max_ns, encoded
+         FROM histograms WHERE result_id = ?1 ORDER BY ord",
+    )?;
+    r.histograms = stmt
+        .query_map([rid], |row| {
+            Ok(HistogramRecord {
+                name: row.get(0)?,
+                kind: row.get(1)?,
+                unit: row.get(2)?,
+                summary: LatencySummary {
+                    count: row.get(3)?,
+                    min_ns: row.get(4)?,
+                    mean_ns: row.get(5)?,
+                    stdev_ns: row.get(6)?,
+                    p50_ns: row.get(7)?,
+                    p90_ns: row.get(8)?,
+                    p99_ns: row.get(9)?,
+                    p999_ns: row.get(10)?,
+                    max_ns: row.get(11)?,
+                },
+                encoded: row.get(12)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+
+    let mut stmt =
+        conn.prepare_cached("SELECT sample FROM telemetry WHERE result_id = ?1 ORDER BY ord")?;
+    let mut rows = stmt.query([rid])?;
+    while let Some(row) = rows.next()? {
+        let s: String = row.get(0)?;
+        let sample: TelemetrySample = serde_json::from_str(&s).context("telemetry sample JSON")?;
+        r.telemetry.push(sample);
+    }
+
+    let mut stmt = conn.prepare_cached(
+        "SELECT summary FROM telemetry_summary WHERE result_id = ?1 ORDER BY ord",
+    )?;
+    let mut rows = stmt.query([rid])?;
+    while let Some(row) = rows.next()? {
+        let s: String = row.get(0)?;
+        let summary: TelemetrySummary =
+            serde_json::from_str(&s).context("telemetry summary JSON")?;
+        r.telemetry_summary.push(summary);
+    }
+
+    let mut stmt = conn.prepare_cached(
+        "SELECT code, severity, message FROM flags WHERE result_id = ?1 ORDER BY ord",
+    )?;
+    let mut rows = stmt.query([rid])?;
+    while let Some(row) = rows.next()? {
+        let sev: String = row.get(1)?;
+        r.flags.push(Flag {
+            code: row.get(0)?,
+            severity: parse_severity(&sev)?,
+            message: row.get(2)?,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -13,7 +13,10 @@ pub mod power;
 pub mod rates;
 pub mod sampler;
 
-pub use power::{detect_power, PowerConfig, PowerDetection, PowerModel, PowerSources};
+pub use power::{
+    detect_power, headline_power, HeadlinePower, PowerConfig, PowerDetection, PowerModel,
+    PowerSources,
+};
 pub use sampler::{
     measure_idle, summarize, summarize_with_notes, Sampler, SamplerConfig, MIN_INTERVAL,
 };

@@ -96,6 +96,9 @@ struct State {
     warmup: bool,
     samples: Vec<TelemetrySample>,
     notes: Vec<String>,
+    /// When the sampling thread next closes an interval (pushed back by every attempt,
+    /// successful or not, and by `take`).
+    due: Instant,
     stop: bool,
 }
 
@@ -160,7 +163,8 @@ pub fn is_whole_disk(sys_root: &Path, name: &str) -> bool {
         && name
             .rsplit_once('p')
             .is_some_and(|(_, n)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-    !(classic && ends_digit) && !p_part
+    let partition = (classic && ends_digit) || p_part;
+    !partition
 }
 
 fn ticks_per_s() -> f64 {
@@ -236,9 +240,12 @@ impl State {
         if now.saturating_duration_since(self.prev.at) < MIN_INTERVAL {
             return false;
         }
+        self.due = now + self.cfg.interval;
         let cur = match snapshot(&self.cfg) {
             Ok(s) => s,
             Err(e) => {
+                // The previous snapshot stays the baseline: the next good one spans
+                // the whole time since, so no rate is computed over a wrong interval.
                 self.note(format!("{e:#}"));
                 return false;
             }
@@ -356,6 +363,7 @@ impl Sampler {
         let (power, detection) = PowerSources::open(&cfg.power);
         let cpus: Vec<u32> = prev.stat.cpus.iter().map(|(n, _)| *n).collect();
         let freq = detect_freq_source(&cfg, &cpus);
+        let interval = cfg.interval;
         let state = State {
             start: prev.at,
             cfg,
@@ -368,6 +376,7 @@ impl Sampler {
             warmup: false,
             samples: Vec::new(),
             notes: Vec::new(),
+            due: Instant::now() + interval,
             stop: false,
         };
         let shared: Shared = Arc::new((Mutex::new(state), Condvar::new()));
@@ -465,12 +474,14 @@ fn run(shared: Shared) {
         if st.stop {
             return;
         }
-        let due = st.prev.at + st.cfg.interval;
+        let due = st.due;
         let now = Instant::now();
         if now >= due {
-            if !st.sample_now() {
-                // /proc/stat unreadable: retry one interval later, not in a hot loop.
-                st.prev.at = now;
+            // Pushes `due` one interval on, even when /proc/stat could not be read, so a
+            // failing read is retried once per interval, not in a hot loop.
+            st.sample_now();
+            if st.due <= now {
+                st.due = now + st.cfg.interval;
             }
             continue;
         }
@@ -538,6 +549,17 @@ pub fn summarize_with_notes(
         .collect()
 }
 
+/// Running mean and max of one power source/zone.
+#[derive(Default)]
+struct PowerAcc {
+    source: String,
+    zone: String,
+    whole_system: bool,
+    modelled: bool,
+    max_watts: f64,
+    acc: Acc<1>,
+}
+
 fn ordered_insert<'a, T: Default>(v: &'a mut Vec<(String, T)>, key: &str) -> &'a mut T {
     let i = match v.iter().position(|(k, _)| k == key) {
         Some(i) => i,
@@ -567,7 +589,7 @@ fn summarize_host(
     let mut disks: Vec<(String, Acc<5>)> = Vec::new();
     let mut freq: Acc<1> = Acc::default();
     let mut procs: Vec<(String, (u32, String, Acc<2>))> = Vec::new();
-    let mut power: Vec<(String, (String, String, bool, bool, f64, Acc<1>))> = Vec::new();
+    let mut power: Vec<(String, PowerAcc)> = Vec::new();
     for s in &measured {
         let w = s.interval_s;
         for c in &s.cpus {
@@ -625,30 +647,28 @@ fn summarize_host(
         for r in &s.power {
             let key = format!("{}\u{0}{}", r.source, r.zone);
             let e = ordered_insert(&mut power, &key);
-            if e.5.weight == 0.0 {
-                e.0.clone_from(&r.source);
-                e.1.clone_from(&r.zone);
-                e.2 = r.whole_system;
-                e.3 = r.modelled;
-                e.4 = r.watts;
+            if e.acc.weight == 0.0 {
+                e.source.clone_from(&r.source);
+                e.zone.clone_from(&r.zone);
+                e.whole_system = r.whole_system;
+                e.modelled = r.modelled;
+                e.max_watts = r.watts;
             }
-            e.4 = e.4.max(r.watts);
-            e.5.add([r.watts], w);
+            e.max_watts = e.max_watts.max(r.watts);
+            e.acc.add([r.watts], w);
         }
     }
     let [ctxt_per_s, intr_per_s] = rates.mean();
     let power: Vec<PowerSummary> = power
         .into_iter()
-        .map(
-            |(_, (source, zone, whole_system, modelled, max_watts, acc))| PowerSummary {
-                source,
-                zone,
-                mean_watts: acc.mean()[0],
-                max_watts,
-                whole_system,
-                modelled,
-            },
-        )
+        .map(|(_, p)| PowerSummary {
+            mean_watts: p.acc.mean()[0],
+            source: p.source,
+            zone: p.zone,
+            max_watts: p.max_watts,
+            whole_system: p.whole_system,
+            modelled: p.modelled,
+        })
         .collect();
     let power_missing = power.is_empty().then(|| {
         if power_notes.is_empty() {

@@ -1,9 +1,84 @@
-//! `disclosure`: being written.
+//! `rackbench disclosure`: print this host's system disclosure (the facts stored with
+//! every run) as an aligned two-column table, or as JSON with `--json`.
+use std::path::PathBuf;
+
 use crate::Global;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// procfs to read (a captured tree's `proc` directory for offline inspection).
+    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    pub proc_root: PathBuf,
+    /// sysfs to read.
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    pub sys_root: PathBuf,
+    /// Host name to record (`local` for this machine).
+    #[arg(long, default_value = "local")]
+    pub host: String,
+    /// Role to record (`sut`, `loadgen`, `sut+loadgen`).
+    #[arg(long, default_value = "sut")]
+    pub role: String,
+}
 
-pub fn run(_a: Args, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("`rackbench disclosure` is not available yet")
+pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
+    if !a.proc_root.join("stat").is_file() && !a.proc_root.join("cpuinfo").is_file() {
+        anyhow::bail!(
+            "{} does not look like a procfs (no stat or cpuinfo); \
+             try `rackbench disclosure --proc-root /proc`",
+            a.proc_root.display()
+        );
+    }
+    let d = telemetry::disclosure::collect(&a.host, &a.role, &a.proc_root, &a.sys_root);
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&d)?);
+    } else {
+        print!("{}", render_table(&d));
+    }
+    Ok(0)
+}
+
+/// Two columns, keys padded to the longest key; unknown facts show their reason.
+fn render_table(d: &model::HostDisclosure) -> String {
+    let width = d
+        .facts
+        .keys()
+        .map(|k| k.len())
+        .max()
+        .unwrap_or(0)
+        .max("host".len());
+    let mut out = String::new();
+    out.push_str(&format!("{:width$}  {}\n", "host", d.host));
+    out.push_str(&format!("{:width$}  {}\n", "role", d.role));
+    for (k, f) in &d.facts {
+        out.push_str(&format!("{k:width$}  {}\n", f.display()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::{Fact, HostDisclosure};
+
+    #[test]
+    fn table_is_aligned() {
+        let mut facts = std::collections::BTreeMap::new();
+        facts.insert("cpu.model".to_string(), Fact::known("Xeon"));
+        facts.insert(
+            "mem.dimms".to_string(),
+            Fact::unknown("dmidecode not installed"),
+        );
+        let d = HostDisclosure {
+            host: "local".into(),
+            role: "sut".into(),
+            facts,
+        };
+        assert_eq!(
+            render_table(&d),
+            "host       local\n\
+             role       sut\n\
+             cpu.model  Xeon\n\
+             mem.dimms  unknown (dmidecode not installed)\n"
+        );
+    }
 }

@@ -1,26 +1,333 @@
-//! `report`, `compare`, `tco`: being written.
+//! `report`, `compare`, `tco`: glue between the results store (or an exported JSON file)
+//! and the pure `report` and `tco` crates. Files are written atomically (a temporary file
+//! in the same directory, then a rename) so a crash never leaves half a report.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use model::RunRecord;
+
 use crate::Global;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Html,
+    Md,
+}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Run ids (or unique prefixes); default: the latest run.
+    /// Run ids (or unique prefixes, labels, `latest`); default: the latest run.
     pub runs: Vec<String>,
-}
-#[derive(clap::Args, Debug)]
-pub struct CompareArgs {
-    pub runs: Vec<String>,
-}
-#[derive(clap::Args, Debug)]
-pub struct TcoArgs {
-    pub plan: std::path::PathBuf,
+    /// Output file. Default: report.html (report.md with --format md).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// html: one self-contained file with inline charts; md: Markdown tables.
+    #[arg(long, value_enum, default_value = "html")]
+    pub format: Format,
+    /// Also write every chart as an SVG file into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub svg_dir: Option<PathBuf>,
+    /// Add the rack TCO tables of this plan (see `rackbench tco --help`).
+    #[arg(long, value_name = "PLAN.toml")]
+    pub tco: Option<PathBuf>,
+    /// Read runs from an exported JSON file (`rackbench export`) instead of the store.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
 }
 
-pub fn report(_a: Args, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("`rackbench report` is not available yet")
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// Two runs: A (old, baseline) then B (new).
+    pub runs: Vec<String>,
+    /// Group A: comma-separated runs whose repetitions are pooled.
+    #[arg(long = "a", value_name = "RUN,RUN", value_delimiter = ',')]
+    pub group_a: Vec<String>,
+    /// Group B: comma-separated runs whose repetitions are pooled.
+    #[arg(long = "b", value_name = "RUN,RUN", value_delimiter = ',')]
+    pub group_b: Vec<String>,
+    /// Read runs from an exported JSON file instead of the store.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
 }
-pub fn compare(_a: CompareArgs, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("`rackbench compare` is not available yet")
+
+#[derive(clap::Args, Debug)]
+pub struct TcoArgs {
+    /// TCO plan (TOML): rack, energy price, PUE, years, and [[platform]] tables with a bill
+    /// of materials, power (power_w or run) and performance (perf, perf_tests or run).
+    /// Example: crates/tco/examples/seed_redis_tco.toml.
+    pub plan: PathBuf,
+    /// Read runs named by `run = "..."` from an exported JSON file instead of the store.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
 }
-pub fn tco(_a: TcoArgs, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("`rackbench tco` is not available yet")
+
+/// Where runs come from: the store, or an exported JSON file.
+enum Source {
+    Store(store::Store),
+    File(Vec<RunRecord>),
+}
+
+impl Source {
+    fn open(from: Option<&Path>, g: &Global) -> anyhow::Result<Source> {
+        match from {
+            Some(p) => Ok(Source::File(read_runs_file(p)?)),
+            None => {
+                let db = g.db_path();
+                let s = store::Store::open(&db).with_context(|| {
+                    format!(
+                        "cannot open the results store {} (run `rackbench run ...` first, pass --db PATH, or --from FILE.json)",
+                        db.display()
+                    )
+                })?;
+                Ok(Source::Store(s))
+            }
+        }
+    }
+
+    fn load(&self, id: &str) -> anyhow::Result<RunRecord> {
+        match self {
+            Source::Store(s) => {
+                let full = s
+                    .resolve(id)
+                    .with_context(|| format!("no run `{id}` (see `rackbench runs`)"))?;
+                s.load_run(&full)
+                    .with_context(|| format!("loading run {full}"))
+            }
+            Source::File(runs) => find_in(runs, id),
+        }
+    }
+}
+
+/// A run from a list by id, unique id prefix, label, or `latest`.
+fn find_in(runs: &[RunRecord], id: &str) -> anyhow::Result<RunRecord> {
+    if id == "latest" {
+        return runs
+            .iter()
+            .max_by_key(|r| r.created_at)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("the file holds no runs"));
+    }
+    if let Some(r) = runs.iter().find(|r| r.id == id) {
+        return Ok(r.clone());
+    }
+    let matches: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| r.id.starts_with(id) || r.label.as_deref() == Some(id))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => anyhow::bail!(
+            "no run `{id}` in the file; it holds: {}",
+            runs.iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        many => anyhow::bail!(
+            "`{id}` matches {} runs ({}); give more of the id",
+            many.len(),
+            many.iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Runs exported as JSON: one run, an array of runs, or `{"runs": [...]}`.
+fn read_runs_file(p: &Path) -> anyhow::Result<Vec<RunRecord>> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))?;
+    let list = match v {
+        serde_json::Value::Array(a) => a,
+        serde_json::Value::Object(mut o) if o.contains_key("runs") => match o.remove("runs") {
+            Some(serde_json::Value::Array(a)) => a,
+            _ => anyhow::bail!("{}: `runs` is not an array", p.display()),
+        },
+        other => vec![other],
+    };
+    list.into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            serde_json::from_value(v).with_context(|| {
+                format!(
+                    "{}: entry {i} is not a rackbench run (export it with `rackbench export`)",
+                    p.display()
+                )
+            })
+        })
+        .collect()
+}
+
+/// Print to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
+fn emit(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+/// Write `data` to `path` atomically: a temporary file beside it, then a rename.
+fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating directory {}", dir.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| -> anyhow::Result<()> {
+        let mut f =
+            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Evaluate a TCO plan, taking power/performance from the runs its platforms name.
+fn evaluate_plan(
+    plan_path: &Path,
+    from: Option<&Path>,
+    g: &Global,
+) -> anyhow::Result<tco::TcoResult> {
+    let text = std::fs::read_to_string(plan_path)
+        .with_context(|| format!("reading TCO plan {}", plan_path.display()))?;
+    let plan =
+        tco::Plan::from_toml(&text).with_context(|| format!("in {}", plan_path.display()))?;
+    let needs_runs = plan.platforms.iter().any(|p| {
+        p.run.is_some() && (p.power_w.is_none() || (p.perf.is_none() && p.perf_tests.is_empty()))
+    });
+    let mut from_runs = BTreeMap::new();
+    if needs_runs {
+        let src = Source::open(from, g)?;
+        for p in &plan.platforms {
+            let Some(id) = &p.run else { continue };
+            let run = src
+                .load(id)
+                .with_context(|| format!("platform `{}`: run = \"{id}\"", p.name))?;
+            from_runs.insert(p.name.clone(), tco::from_run(&run, p));
+        }
+    }
+    tco::evaluate(&plan, &from_runs).with_context(|| format!("in {}", plan_path.display()))
+}
+
+pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
+    let src = Source::open(a.from.as_deref(), g)?;
+    let ids = if a.runs.is_empty() {
+        vec!["latest".to_string()]
+    } else {
+        a.runs.clone()
+    };
+    let runs: Vec<RunRecord> = ids
+        .iter()
+        .map(|id| src.load(id))
+        .collect::<anyhow::Result<_>>()?;
+    let tco_result = match &a.tco {
+        Some(p) => Some(evaluate_plan(p, a.from.as_deref(), g)?),
+        None => None,
+    };
+    let (body, default_name) = match a.format {
+        Format::Html => (report::html(&runs, tco_result.as_ref()), "report.html"),
+        Format::Md => (report::markdown(&runs, tco_result.as_ref()), "report.md"),
+    };
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(default_name));
+    write_atomic(&out, body.as_bytes())?;
+    let mut svgs = Vec::new();
+    if let Some(dir) = &a.svg_dir {
+        for (name, svg) in report::svg_charts(&runs) {
+            let p = dir.join(&name);
+            write_atomic(&p, svg.as_bytes())?;
+            svgs.push(p);
+        }
+    }
+    if g.json {
+        let v = serde_json::json!({
+            "report": out,
+            "format": match a.format { Format::Html => "html", Format::Md => "md" },
+            "runs": runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            "svg": svgs,
+        });
+        emit(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+    } else {
+        emit(&format!("{}\n", out.display()))?;
+        if !g.quiet {
+            if let Some(dir) = &a.svg_dir {
+                eprintln!(
+                    "rackbench: {} chart(s) written to {}",
+                    svgs.len(),
+                    dir.display()
+                );
+            }
+        }
+    }
+    Ok(0)
+}
+
+pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
+    let (ga, gb) = match (a.group_a.is_empty(), a.group_b.is_empty(), a.runs.len()) {
+        (true, true, 2) => (vec![a.runs[0].clone()], vec![a.runs[1].clone()]),
+        (false, false, 0) => (a.group_a.clone(), a.group_b.clone()),
+        _ => anyhow::bail!(
+            "give two runs (`rackbench compare OLD NEW`) or two groups (`rackbench compare --a RUN,RUN --b RUN,RUN`)"
+        ),
+    };
+    let src = Source::open(a.from.as_deref(), g)?;
+    let load = |ids: &[String]| -> anyhow::Result<Vec<RunRecord>> {
+        ids.iter().map(|id| src.load(id)).collect()
+    };
+    let (ra, rb) = (load(&ga)?, load(&gb)?);
+    let c = report::compare(&ra, &rb);
+    if g.json {
+        emit(&format!("{}\n", serde_json::to_string_pretty(&c)?))?;
+    } else {
+        emit(&report::compare_text(&c))?;
+    }
+    Ok(0)
+}
+
+pub fn tco(a: TcoArgs, g: &Global) -> anyhow::Result<i32> {
+    let t = evaluate_plan(&a.plan, a.from.as_deref(), g)?;
+    if g.json {
+        emit(&format!("{}\n", serde_json::to_string_pretty(&t)?))?;
+    } else {
+        emit(&tco::text(&t))?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/report.html");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
 }

@@ -57,6 +57,13 @@ pub struct RunOpts {
     /// Run every test of every sweep point this many times (median and spread reported).
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
+    /// Repeat until the headline's coefficient of variation is below this percent
+    /// (at least --repeat runs, at most --max-repeat), as the Phoronix Test Suite does.
+    #[arg(long = "until-cv", value_name = "PCT")]
+    pub until_cv: Option<f64>,
+    /// Upper bound of repetitions with --until-cv [default: 10].
+    #[arg(long = "max-repeat", value_name = "N")]
+    pub max_repeat: Option<u32>,
     /// A label for this run, e.g. the platform's name (reports and comparisons use it).
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
@@ -249,6 +256,11 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     opts.workload = Some(name.clone());
     opts.repeat = opts.repeat.or(plan_opts.repeat);
     opts.label = opts.label.or(plan_opts.label);
+    opts.until_cv = opts.until_cv.or(plan_opts.until_cv);
+    opts.max_repeat = opts.max_repeat.or(plan_opts.max_repeat);
+    if opts.until_cv.is_some_and(|c| !(c > 0.0 && c < 100.0)) {
+        bail!("--until-cv is a percentage between 0 and 100, e.g. 3");
+    }
     opts.interval = opts.interval.or(plan_opts.interval);
     opts.no_telemetry |= plan_opts.no_telemetry;
     opts.idle_power = opts.idle_power.or(plan_opts.idle_power);
@@ -341,6 +353,8 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         "workload": r.registration.name,
         "run": {
             "repeat": repeat,
+            "until_cv_pct": r.opts.until_cv,
+            "max_repeat": r.opts.max_repeat,
             "label": r.opts.label,
             "interval_s": r.opts.interval.unwrap_or(1.0),
             "telemetry": !r.opts.no_telemetry,
@@ -411,10 +425,26 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             record.hosts = hosts.clone();
         }
         let mut point_steps: Vec<u32> = Vec::new();
+        let max_repeat = match r.opts.until_cv {
+            Some(_) => r.opts.max_repeat.unwrap_or(10).max(repeat),
+            None => repeat,
+        };
         for test in w.tests() {
-            for rep in 0..repeat {
+            let mut headlines: Vec<f64> = Vec::new();
+            for rep in 0..max_repeat {
                 if engine::stop::stop_requested() {
                     break 'points;
+                }
+                // Enough repetitions once the spread is small (at least 3 to judge it).
+                if rep >= repeat.max(3) {
+                    if let Some(target) = r.opts.until_cv {
+                        if cv_pct(&headlines).is_some_and(|cv| cv <= target) {
+                            break;
+                        }
+                    }
+                }
+                if rep >= repeat && r.opts.until_cv.is_none() {
+                    break;
                 }
                 let what = format!(
                     "{} {test}{}{}",
@@ -498,6 +528,9 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 };
                 store.insert_result(&run_id, &result)?;
                 any_result = true;
+                if let Some(v) = result.headline_value() {
+                    headlines.push(v);
+                }
                 display.step_done(&result);
                 point_steps.push(step);
                 step += 1;
@@ -593,6 +626,17 @@ fn expected_size(point: &Params) -> (u64, u64) {
     }
 }
 
+/// Coefficient of variation (sample standard deviation / mean) in percent.
+fn cv_pct(xs: &[f64]) -> Option<f64> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    (mean.abs() > 0.0).then(|| 100.0 * sd / mean.abs())
+}
+
 /// Median and spread of the headline over repetitions, per sweep point and test.
 pub fn repetition_summary(run: &RunRecord) -> String {
     let mut groups: BTreeMap<String, Vec<(f64, String)>> = BTreeMap::new();
@@ -620,24 +664,73 @@ pub fn repetition_summary(run: &RunRecord) -> String {
         }
         let mut xs: Vec<f64> = vals.iter().map(|(v, _)| *v).collect();
         xs.sort_by(|a, b| a.total_cmp(b));
-        let n = xs.len() as f64;
         let median = if xs.len() % 2 == 1 {
             xs[xs.len() / 2]
         } else {
             (xs[xs.len() / 2 - 1] + xs[xs.len() / 2]) / 2.0
         };
-        let mean = xs.iter().sum::<f64>() / n;
-        let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
         out.push_str(&format!(
             "  {key}: {median:.1} {}  {:.1} .. {:.1}  cv {:.1}% (n={})\n",
             vals[0].1,
             xs[0],
             xs[xs.len() - 1],
-            100.0 * sd / mean.max(1e-12),
+            cv_pct(&xs).unwrap_or(0.0),
             xs.len()
         ));
     }
+    out.push_str(&peaks(run));
     out
+}
+
+/// For each test and swept key, the sweep point with the highest headline (the seed's
+/// "best instance count").
+pub fn peaks(run: &RunRecord) -> String {
+    let swept: Vec<String> = run
+        .plan
+        .get("params")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .filter(|(_, v)| {
+                    v.as_array()
+                        .is_some_and(|a| a.len() > 1 && a.iter().all(Value::is_number))
+                })
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    if swept.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut tests: Vec<&str> = run.results.iter().map(|r| r.test.as_str()).collect();
+    tests.dedup();
+    tests.sort();
+    tests.dedup();
+    for test in tests {
+        let best = run
+            .results
+            .iter()
+            .filter(|r| r.test == test && !r.is_invalid())
+            .filter_map(|r| r.headline_value().map(|v| (v, r)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((v, r)) = best {
+            let at: Vec<String> = swept
+                .iter()
+                .filter_map(|k| r.params.get(k).map(|x| format!("{k}={x}")))
+                .collect();
+            let unit = r
+                .metric(&r.headline, &[])
+                .map(|m| m.unit.clone())
+                .unwrap_or_default();
+            out.push_str(&format!("peak {test}: {v:.1} {unit} at {}\n", at.join(" ")));
+        }
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("\n{out}")
+    }
 }
 
 fn install_interrupt_handler() {

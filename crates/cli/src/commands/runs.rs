@@ -1,45 +1,760 @@
-//! `runs`, `show`, `export`, `import`: being written.
+//! `runs`, `show`, `export`, `import`: the results store from the command line, and the
+//! text tables every command prints for runs and results.
+//!
+//! All table formatting lives here ([`results_table`], [`render_table`]) so `rackbench run`
+//! ends with the same table `rackbench show` prints. Files are written atomically
+//! ([`write_atomic`]): an export interrupted half-way leaves the old file, never half a file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use model::{ResultRecord, RunRecord, Severity, Status};
+use store::Store;
+
 use crate::Global;
 
 #[derive(clap::Args, Debug)]
-pub struct ListArgs {}
+pub struct ListArgs {
+    /// Show at most this many runs (newest first).
+    #[arg(long, short = 'n', value_name = "N")]
+    pub limit: Option<usize>,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct ShowArgs {
+    /// Run id, unique id prefix, label (newest run with it) or `latest`.
+    #[arg(default_value = "latest")]
     pub run: String,
 }
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// `{"format_version":1,"runs":[...]}`, every field (schema/run.schema.json).
+    Json,
+    /// Long form: one row per metric, histogram summary and telemetry figure.
+    Csv,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
+    /// Runs to export (id, id prefix, label or `latest`). Default: the latest run.
+    #[arg(conflicts_with = "all")]
     pub runs: Vec<String>,
+    /// Export every stored run.
+    #[arg(long)]
+    pub all: bool,
+    /// Output format. Default: from the -o file's extension, else json.
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<ExportFormat>,
+    /// Write to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
+
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
-    pub file: std::path::PathBuf,
+    /// A JSON export (`rackbench export --format json`), or `-` for stdin.
+    pub file: PathBuf,
 }
 
-pub fn list(_a: ListArgs, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("not available yet")
-}
-pub fn show(_a: ShowArgs, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("not available yet")
-}
-pub fn export(_a: ExportArgs, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("not available yet")
-}
-pub fn import(_a: ImportArgs, _g: &Global) -> anyhow::Result<i32> {
-    anyhow::bail!("not available yet")
+pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
+    let store = Store::open(&g.db_path())?;
+    let mut runs = store.list_runs()?;
+    if let Some(n) = a.limit {
+        runs.truncate(n);
+    }
+    if g.json {
+        print_stdout(&(serde_json::to_string_pretty(&runs)? + "\n"))?;
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        if !g.quiet {
+            eprintln!(
+                "no runs in {}; start one with `rackbench run kv ...`, or pick another store with --db PATH",
+                store.path().display()
+            );
+        }
+        return Ok(0);
+    }
+    let headers = [
+        "ID",
+        "CREATED (UTC)",
+        "LABEL",
+        "STATUS",
+        "WORKLOADS",
+        "RESULTS",
+        "HOST",
+    ];
+    let rows: Vec<Vec<Cell>> = runs
+        .iter()
+        .map(|r| {
+            vec![
+                Cell::left(&r.id),
+                Cell::left(r.created_at.format("%Y-%m-%d %H:%M:%S").to_string()),
+                Cell::left(r.label.as_deref().unwrap_or("-")),
+                Cell::left(status_word(r.status)),
+                Cell::left(r.workloads.join(",")),
+                Cell::right(r.results.to_string()),
+                Cell::left(if r.host.is_empty() {
+                    "-"
+                } else {
+                    r.host.as_str()
+                }),
+            ]
+        })
+        .collect();
+    print_stdout(&render_table(&headers, &rows))?;
+    Ok(0)
 }
 
-/// The results table printed after a run (placeholder until the store lands).
-pub fn results_table(run: &model::RunRecord) -> String {
+pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
+    let store = Store::open(&g.db_path())?;
+    let id = store.resolve(&a.run)?;
+    let run = store.load_run(&id)?;
+    if g.json {
+        print_stdout(&(serde_json::to_string_pretty(&run)? + "\n"))?;
+        return Ok(0);
+    }
+    let mut out = run_header(&run);
+    out.push('\n');
+    out.push_str(&results_table(&run));
+    print_stdout(&out)?;
+    Ok(0)
+}
+
+pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
+    let store = Store::open(&g.db_path())?;
+    let ids: Vec<String> = if a.all {
+        // Oldest first: the order the runs were made.
+        store.list_runs()?.into_iter().rev().map(|s| s.id).collect()
+    } else if a.runs.is_empty() {
+        vec![store.resolve("latest")?]
+    } else {
+        let mut seen = BTreeSet::new();
+        let mut ids = Vec::new();
+        for q in &a.runs {
+            let id = store.resolve(q)?;
+            if seen.insert(id.clone()) {
+                ids.push(id);
+            }
+        }
+        ids
+    };
+    let runs = ids
+        .iter()
+        .map(|id| store.load_run(id))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+
+    let format = a.format.unwrap_or_else(|| match &a.output {
+        Some(p) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
+            ExportFormat::Csv
+        }
+        _ => ExportFormat::Json,
+    });
+    let bytes = match format {
+        ExportFormat::Json => (store::export::to_json(&runs) + "\n").into_bytes(),
+        ExportFormat::Csv => {
+            let mut buf = Vec::new();
+            store::export::to_csv(&runs, &mut buf)?;
+            buf
+        }
+    };
+    match &a.output {
+        Some(path) => {
+            write_atomic(path, &bytes)?;
+            if !g.quiet {
+                eprintln!(
+                    "exported {} run{} to {}",
+                    runs.len(),
+                    plural(runs.len()),
+                    path.display()
+                );
+            }
+        }
+        None => write_stdout(&bytes)?,
+    }
+    Ok(0)
+}
+
+pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
+    let text = if a.file.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading the export from stdin")?;
+        s
+    } else {
+        std::fs::read_to_string(&a.file).with_context(|| {
+            format!(
+                "cannot read {}; give the path of a `rackbench export --format json` file",
+                a.file.display()
+            )
+        })?
+    };
+    let runs = store::export::from_json(&text)
+        .with_context(|| format!("{} is not a rackbench JSON export", a.file.display()))?;
+    let store = Store::open(&g.db_path())?;
+    let mut imported = Vec::new();
+    let mut skipped = Vec::new();
+    for run in &runs {
+        if store.has_run(&run.id)? {
+            skipped.push(run.id.clone());
+            continue;
+        }
+        store.import_run(run)?;
+        imported.push(run.id.clone());
+    }
+    if g.json {
+        let v = serde_json::json!({ "imported": imported, "skipped": skipped });
+        print_stdout(&(serde_json::to_string_pretty(&v)? + "\n"))?;
+    } else if !g.quiet {
+        let mut msg = format!(
+            "imported {} run{} into {}",
+            imported.len(),
+            plural(imported.len()),
+            store.path().display()
+        );
+        if !skipped.is_empty() {
+            msg.push_str(&format!(
+                "; {} already there, skipped ({})",
+                skipped.len(),
+                skipped.join(", ")
+            ));
+        }
+        eprintln!("{msg}");
+    }
+    Ok(0)
+}
+
+// ---- output ----
+
+/// Write `bytes` to `path` atomically: a temporary file in the same directory, synced,
+/// then renamed over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Some(name) = path.file_name() else {
+        bail!("{} is not a file name; give -o FILE", path.display());
+    };
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| {
+            format!(
+                "cannot write {} (does its directory exist and is it writable?)",
+                path.display()
+            )
+        });
+    }
+    Ok(())
+}
+
+fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        // `rackbench export | head` closing the pipe is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to stdout"),
+    }
+}
+
+fn print_stdout(s: &str) -> anyhow::Result<()> {
+    write_stdout(s.as_bytes())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Interrupted => "interrupted",
+        Status::Failed => "failed",
+        Status::Running => "running",
+    }
+}
+
+// ---- tables ----
+
+/// One table cell: text and alignment (numbers right, words left).
+pub struct Cell {
+    pub text: String,
+    pub right: bool,
+}
+
+impl Cell {
+    pub fn left(s: impl Into<String>) -> Cell {
+        Cell {
+            text: s.into(),
+            right: false,
+        }
+    }
+    pub fn right(s: impl Into<String>) -> Cell {
+        Cell {
+            text: s.into(),
+            right: true,
+        }
+    }
+}
+
+/// Aligned columns, two spaces apart, no trailing spaces. Headers align like their column.
+pub fn render_table(headers: &[&str], rows: &[Vec<Cell>]) -> String {
+    let n = headers.len();
+    let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    let mut right = vec![false; n];
+    for row in rows {
+        for (i, c) in row.iter().enumerate().take(n) {
+            width[i] = width[i].max(c.text.chars().count());
+            right[i] |= c.right;
+        }
+    }
     let mut out = String::new();
-    for r in &run.results {
-        out.push_str(&format!(
-            "{} {} {} {:?}\n",
-            r.step,
-            r.test,
-            r.headline,
-            r.headline_value()
-        ));
+    let mut line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (i, text) in cells.iter().enumerate() {
+            if i > 0 {
+                l.push_str("  ");
+            }
+            let pad = width[i].saturating_sub(text.chars().count());
+            if right[i] {
+                l.push_str(&" ".repeat(pad));
+                l.push_str(text);
+            } else {
+                l.push_str(text);
+                l.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(headers.to_vec());
+    for row in rows {
+        line(row.iter().take(n).map(|c| c.text.as_str()).collect());
     }
     out
+}
+
+/// A figure for a table: about four significant digits, no exponent.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let a = v.abs();
+    if v.fract() == 0.0 && a < 1e15 {
+        // Counts and round figures: no invented decimals.
+        format!("{v:.0}")
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a == 0.0 {
+        "0".to_string()
+    } else {
+        // Three significant digits below 1 (0.0123), at most nine decimals.
+        let decimals = (2 - a.log10().floor() as i32).clamp(3, 9) as usize;
+        format!("{v:.decimals$}")
+    }
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.3}", ns / 1e6)
+}
+
+/// Parameters shown first when they vary (the knobs the seeds sweep).
+const PARAM_ORDER: [&str; 6] = [
+    "instances",
+    "clients",
+    "connections",
+    "pipeline",
+    "threads",
+    "rate",
+];
+
+/// The keys whose values differ between results of the run, knobs first.
+fn varying_params(results: &[ResultRecord]) -> Vec<String> {
+    let mut values: BTreeMap<&str, Vec<Option<&serde_json::Value>>> = BTreeMap::new();
+    for r in results {
+        for k in r.params.keys() {
+            values.entry(k.as_str()).or_default();
+        }
+    }
+    for (k, vs) in values.iter_mut() {
+        vs.extend(results.iter().map(|r| r.params.get(*k)));
+    }
+    let mut keys: Vec<String> = values
+        .into_iter()
+        .filter(|(_, vs)| vs.iter().any(|v| *v != vs[0]))
+        .map(|(k, _)| k.to_string())
+        .collect();
+    keys.sort_by_key(|k| {
+        (
+            PARAM_ORDER
+                .iter()
+                .position(|p| p == k)
+                .unwrap_or(PARAM_ORDER.len()),
+            k.clone(),
+        )
+    });
+    keys
+}
+
+fn param_text(v: Option<&serde_json::Value>) -> String {
+    match v {
+        None => "-".to_string(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// p50, p99, p99.9 in ns: from the unlabelled `latency_p50_ns`... metrics, else from the
+/// histogram summary (`all` first, coordinated-omission-corrected before service time).
+fn percentiles_ns(r: &ResultRecord) -> [Option<f64>; 3] {
+    let hist = r
+        .histograms
+        .iter()
+        .max_by_key(|h| (h.name == "all", h.kind == "corrected"));
+    let from_metric = |name: &str| r.metric(name, &[]).map(|m| m.value);
+    [
+        from_metric("latency_p50_ns").or(hist.map(|h| h.summary.p50_ns as f64)),
+        from_metric("latency_p99_ns").or(hist.map(|h| h.summary.p99_ns as f64)),
+        from_metric("latency_p999_ns").or(hist.map(|h| h.summary.p999_ns as f64)),
+    ]
+}
+
+/// Errors: the unlabelled `errors` metric, else the sum of the labelled ones.
+fn errors_of(r: &ResultRecord) -> Option<f64> {
+    r.metric("errors", &[]).map(|m| m.value).or_else(|| {
+        let labelled: Vec<f64> = r
+            .metrics
+            .iter()
+            .filter(|m| m.name == "errors")
+            .map(|m| m.value)
+            .collect();
+        (!labelled.is_empty()).then(|| labelled.iter().sum())
+    })
+}
+
+fn flag_codes(r: &ResultRecord) -> String {
+    let mut parts: Vec<String> = r
+        .flags
+        .iter()
+        .map(|f| match f.severity {
+            Severity::Warning => format!("! {}", f.code),
+            Severity::Invalid => format!("!! {}", f.code),
+        })
+        .collect();
+    if r.status != Status::Ok {
+        parts.push(status_word(r.status).to_string());
+    }
+    parts.join(" ")
+}
+
+/// The results of a run as an aligned text table, one row per result: step, test, the
+/// parameters that vary, the headline figure with its unit, ops/s (when the headline is
+/// something else), p50/p99/p99.9 in ms, errors and flags (`! code` a warning, `!! code`
+/// an invalid figure). Notes below the table give each flag's message, errors and
+/// missing figures: a suspect number is never shown without its reason.
+pub fn results_table(run: &RunRecord) -> String {
+    let results = &run.results;
+    if results.is_empty() {
+        return "no results stored for this run\n".to_string();
+    }
+    let many_workloads = results.iter().any(|r| r.workload != results[0].workload);
+    let params = varying_params(results);
+    let show_rep = results.iter().any(|r| r.repetition > 0);
+    let show_ops = results
+        .iter()
+        .any(|r| r.headline != "ops_per_s" && r.metric("ops_per_s", &[]).is_some());
+    let pct: Vec<[Option<f64>; 3]> = results.iter().map(percentiles_ns).collect();
+    let show_pct = [0, 1, 2].map(|i| pct.iter().any(|p| p[i].is_some()));
+    let errors: Vec<Option<f64>> = results.iter().map(errors_of).collect();
+    let show_errors = errors.iter().any(Option::is_some);
+
+    let mut headers: Vec<String> = vec!["STEP".into(), "TEST".into()];
+    if show_rep {
+        headers.push("REP".into());
+    }
+    headers.extend(params.iter().map(|p| p.to_uppercase()));
+    headers.push("RESULT".into());
+    if show_ops {
+        headers.push("OPS/S".into());
+    }
+    for (i, h) in ["P50 MS", "P99 MS", "P99.9 MS"].into_iter().enumerate() {
+        if show_pct[i] {
+            headers.push(h.into());
+        }
+    }
+    if show_errors {
+        headers.push("ERRORS".into());
+    }
+    headers.push("FLAGS".into());
+
+    let mut rows = Vec::with_capacity(results.len());
+    for (i, r) in results.iter().enumerate() {
+        let mut row = vec![
+            Cell::right(r.step.to_string()),
+            Cell::left(if many_workloads {
+                format!("{}/{}", r.workload, r.test)
+            } else {
+                r.test.clone()
+            }),
+        ];
+        if show_rep {
+            row.push(Cell::right(r.repetition.to_string()));
+        }
+        for k in &params {
+            row.push(Cell::right(param_text(r.params.get(k))));
+        }
+        row.push(Cell::right(match r.metric(&r.headline, &[]) {
+            Some(m) => format!("{} {}", fmt_num(m.value), m.unit),
+            None => format!("{}: missing", r.headline),
+        }));
+        if show_ops {
+            row.push(Cell::right(
+                r.metric("ops_per_s", &[])
+                    .map(|m| fmt_num(m.value))
+                    .unwrap_or_else(|| "-".into()),
+            ));
+        }
+        for (j, shown) in show_pct.iter().enumerate() {
+            if *shown {
+                row.push(Cell::right(pct[i][j].map(ms).unwrap_or_else(|| "-".into())));
+            }
+        }
+        if show_errors {
+            row.push(Cell::right(
+                errors[i].map(fmt_num).unwrap_or_else(|| "-".into()),
+            ));
+        }
+        row.push(Cell::left(flag_codes(r)));
+        rows.push(row);
+    }
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut out = render_table(&headers, &rows);
+
+    // Notes: what each flag means, errors, and missing figures, each said once with the
+    // steps it applies to (in order of first appearance).
+    let mut notes: Vec<(String, Vec<u32>)> = Vec::new();
+    let mut note = |text: String, step: u32| match notes.iter_mut().find(|(t, _)| *t == text) {
+        Some((_, steps)) => steps.push(step),
+        None => notes.push((text, vec![step])),
+    };
+    for r in results {
+        for f in &r.flags {
+            let mark = if f.severity == Severity::Invalid {
+                "!!"
+            } else {
+                "!"
+            };
+            note(format!("{mark} {}: {}", f.code, f.message), r.step);
+        }
+        if let Some(e) = &r.error {
+            note(
+                format!("{}: {}", status_word(r.status), one_line(e)),
+                r.step,
+            );
+        }
+        for m in &r.missing {
+            note(format!("not measured: {}: {}", m.name, m.reason), r.step);
+        }
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+        for (text, steps) in notes {
+            let which = if steps.len() == results.len() && results.len() > 1 {
+                "all steps".to_string()
+            } else {
+                let list: Vec<String> = steps.iter().map(u32::to_string).collect();
+                format!("step{} {}", plural(steps.len()), list.join(","))
+            };
+            out.push_str(&format!("{which}: {text}\n"));
+        }
+    }
+    out
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Disclosure facts summarised by `show` (plus every `software.*`).
+const SHOWN_FACTS: [&str; 8] = [
+    "cpu.model",
+    "cpu.sockets",
+    "cpu.cores",
+    "cpu.threads",
+    "mem.total_bytes",
+    "os.name",
+    "os.kernel",
+    "os.hostname",
+];
+
+/// The header `show` prints above the results: identity, timing, command, hosts with
+/// their main facts, idle power.
+pub fn run_header(run: &RunRecord) -> String {
+    let mut kv: Vec<(String, String)> = Vec::new();
+    kv.push(("run".into(), run.id.clone()));
+    if let Some(l) = &run.label {
+        kv.push(("label".into(), l.clone()));
+    }
+    kv.push(("status".into(), status_word(run.status).into()));
+    if let Some(e) = &run.error {
+        kv.push(("error".into(), one_line(e)));
+    }
+    let created = run.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    kv.push(("created".into(), created));
+    if let Some(f) = run.finished_at {
+        let secs = (f - run.created_at).num_milliseconds() as f64 / 1000.0;
+        kv.push((
+            "finished".into(),
+            format!("{} ({secs:.1} s)", f.format("%Y-%m-%d %H:%M:%S UTC")),
+        ));
+    }
+    kv.push(("command".into(), run.command.clone()));
+    kv.push(("rackbench".into(), run.rackbench_version.clone()));
+    for h in &run.hosts {
+        kv.push((format!("host {}", h.host), h.role.clone()));
+        let facts = SHOWN_FACTS
+            .iter()
+            .filter_map(|k| h.facts.get_key_value(*k))
+            .chain(h.facts.iter().filter(|(k, _)| k.starts_with("software.")));
+        for (k, f) in facts {
+            kv.push((format!("  {k}"), f.display()));
+        }
+    }
+    for idle in &run.idle_power {
+        let parts: Vec<String> = idle
+            .power
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} W {}/{}{}",
+                    fmt_num(p.mean_watts),
+                    p.source,
+                    p.zone,
+                    if p.whole_system {
+                        " (whole system)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        let text = if parts.is_empty() {
+            "no power source".to_string()
+        } else {
+            parts.join(", ")
+        };
+        kv.push((
+            format!("idle power {}", idle.host),
+            format!("{text} over {} s", fmt_num(idle.duration_s)),
+        ));
+    }
+    let width = kv.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (k, v) in kv {
+        let pad = width - k.chars().count();
+        out.push_str(&format!("{k}{}  {v}\n", " ".repeat(pad)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_and_trims() {
+        let t = render_table(
+            &["A", "NUM"],
+            &[
+                vec![Cell::left("xyz"), Cell::right("1")],
+                vec![Cell::left("é"), Cell::right("1234")],
+            ],
+        );
+        assert_eq!(t, "A     NUM\nxyz     1\né    1234\n");
+    }
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(fmt_num(123456.7), "123457");
+        assert_eq!(fmt_num(123.456), "123.5");
+        assert_eq!(fmt_num(12.346), "12.35");
+        assert_eq!(fmt_num(0.012345), "0.0123");
+        assert_eq!(fmt_num(0.5), "0.500");
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(3.0), "3");
+        assert_eq!(fmt_num(1_600_000.0), "1600000");
+    }
+
+    #[test]
+    fn results_table_snapshot() {
+        let run = store::fixtures::rich_run("r1", Some("arm"), store::fixtures::t0(0), 3);
+        let want = "\
+STEP  TEST  REP  PIPELINE         RESULT  P50 MS  P99 MS  P99.9 MS  ERRORS  FLAGS
+   0  set     0         1   100000 ops/s   0.180   1.235     4.568       3  ! client_bound !! errors failed
+   1  get     1        16  1600000 ops/s   0.180   1.235     4.568       3  ! client_bound !! errors failed
+   2  set     0        32  3200000 ops/s   0.180   1.235     4.568       3  ! client_bound !! errors failed
+
+all steps: ! client_bound: load generator at 97% CPU: figures may be client-bound
+all steps: !! errors: 3 error replies, \"ERR\" x3
+all steps: failed: server:1 exited with status 1 last log line: Oops
+all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
+";
+        assert_eq!(results_table(&run), want);
+    }
+
+    #[test]
+    fn results_table_uses_histograms_and_shows_gaps() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
+        for r in &mut run.results {
+            r.metrics
+                .retain(|m| !m.name.starts_with("latency_") && m.name != "errors");
+            r.flags.clear();
+            r.missing.clear();
+            r.status = Status::Ok;
+            r.error = None;
+        }
+        run.results[1].metrics.retain(|m| m.name != "ops_per_s");
+        run.results[1].missing.push(model::MissingMetric {
+            name: "ops_per_s".into(),
+            reason: "server died".into(),
+        });
+        let t = results_table(&run);
+        let h = &run.results[0].histograms[1]; // `corrected` beats `service`
+        assert_eq!(h.kind, "corrected");
+        let p99 = format!("{:.3}", h.summary.p99_ns as f64 / 1e6);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].ends_with("P99.9 MS  FLAGS") && !lines[0].contains("ERRORS"),
+            "{t}"
+        );
+        assert!(lines[1].contains(&p99), "{t}");
+        assert!(lines[2].contains("ops_per_s: missing"), "{t}");
+        assert!(
+            t.contains("step 1: not measured: ops_per_s: server died"),
+            "{t}"
+        );
+    }
 }

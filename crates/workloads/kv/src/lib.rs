@@ -157,13 +157,7 @@ fn cpu_list(values: &[serde_json::Value], what: &str) -> anyhow::Result<Vec<usiz
             other => bail!("{what}: `{other}` is not a CPU list"),
         }
     }
-    let online = engine::launch::online_cpus();
-    if let Some(bad) = out.iter().find(|&&c| c >= online) {
-        bail!(
-            "{what}: CPU {bad} does not exist here (this host has CPUs 0-{})",
-            online - 1
-        );
-    }
+    engine::launch::check_cpus(&out, what)?;
     Ok(out)
 }
 
@@ -345,7 +339,7 @@ impl Workload for Kv {
                 .tempdir()
                 .context("creating a temporary directory for redis-server")?;
             let cpus = if self.server_cpus.is_empty() {
-                (0..engine::launch::online_cpus()).collect()
+                engine::launch::allowed_cpus()
             } else {
                 self.server_cpus.clone()
             };

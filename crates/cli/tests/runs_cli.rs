@@ -1,0 +1,302 @@
+//! End to end: the real binary's `runs`, `show`, `export` and `import` against a store in a
+//! temporary directory, filled through the store API (as `rackbench run` will fill it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use model::Status;
+use store::fixtures::{rich_result, rich_run, t0};
+use store::Store;
+
+fn rackbench(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .env_remove("RACKBENCH_DB")
+        .output()
+        .expect("run rackbench")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Three runs: `arm` (3 results), `x86` (1 result) and an unfinished one (2 results).
+fn filled_store(dir: &Path) -> PathBuf {
+    let db = dir.join("results.sqlite");
+    let store = Store::open(&db).unwrap();
+    store
+        .import_run(&rich_run("20261120T210703-aaaaaa", Some("arm"), t0(0), 3))
+        .unwrap();
+    store
+        .import_run(&rich_run("20261120T210803-bbbbbb", Some("x86"), t0(60), 1))
+        .unwrap();
+    let mut live = rich_run("20261120T210903-cccccc", None, t0(120), 0);
+    live.finished_at = None;
+    store.begin_run(&live).unwrap();
+    store
+        .insert_result(&live.id, &rich_result(0, "set", 1, t0(121)))
+        .unwrap();
+    store
+        .insert_result(&live.id, &rich_result(1, "get", 16, t0(132)))
+        .unwrap();
+    db
+}
+
+#[test]
+fn runs_lists_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let text = ok(&rackbench(&db, &["runs"]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("ID "), "{text}");
+    assert!(
+        lines[0].contains("WORKLOADS") && lines[0].contains("HOST"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("20261120T210903-cccccc") && lines[1].contains("running"),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("x86") && lines[2].contains("interrupted"),
+        "{text}"
+    );
+    assert!(
+        lines[3].contains("arm") && lines[3].contains("altra-01") && lines[3].contains(" 3 "),
+        "{text}"
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&rackbench(&db, &["runs", "--json"]))).unwrap();
+    let arr = json.as_array().unwrap();
+    assert_eq!(arr.len(), 3);
+    assert_eq!(arr[0]["id"], "20261120T210903-cccccc");
+    assert_eq!(arr[0]["status"], "running");
+    assert_eq!(arr[2]["results"], 3);
+    assert_eq!(arr[2]["workloads"], serde_json::json!(["kv"]));
+
+    let limited = ok(&rackbench(&db, &["runs", "--limit", "1"]));
+    assert_eq!(limited.lines().count(), 2, "{limited}");
+}
+
+#[test]
+fn empty_store_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new/results.sqlite");
+    let out = rackbench(&db, &["runs"]);
+    assert_eq!(ok(&out), "");
+    assert!(stderr(&out).contains("rackbench run"), "{}", stderr(&out));
+    let out = rackbench(&db, &["show"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no runs yet"), "{}", stderr(&out));
+}
+
+#[test]
+fn show_prints_disclosure_and_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let text = ok(&rackbench(&db, &["show", "arm"]));
+    for want in [
+        "run ",
+        "20261120T210703-aaaaaa",
+        "label",
+        "interrupted",
+        "cpu.model",
+        "Ampere(R) Altra(R) Q80-30",
+        "cpu.threads",
+        "os.kernel",
+        "software.redis-server",
+        "idle power local",
+        "STEP",
+        "PIPELINE",
+        "RESULT",
+        "P99 MS",
+        "ERRORS",
+        "! client_bound",
+        "!! errors",
+        "ops/s",
+        "all steps: ! client_bound: load generator at 97% CPU",
+        "all steps: not measured: cache_hit_ratio",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    // Default is the latest run, which is still running.
+    let latest = ok(&rackbench(&db, &["show"]));
+    assert!(
+        latest.contains("20261120T210903-cccccc") && latest.contains("running"),
+        "{latest}"
+    );
+
+    let json = ok(&rackbench(&db, &["show", "20261120T2108", "--json"]));
+    let back: model::RunRecord = serde_json::from_str(&json).unwrap();
+    let store = Store::open(&db).unwrap();
+    assert_eq!(back, store.load_run("20261120T210803-bbbbbb").unwrap());
+}
+
+#[test]
+fn unknown_and_ambiguous_runs_say_how_to_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    for q in ["nope", "20261120T2"] {
+        let out = rackbench(&db, &["show", q]);
+        assert_eq!(out.status.code(), Some(2), "{q}");
+        assert!(stderr(&out).contains("rackbench runs"), "{}", stderr(&out));
+    }
+    assert!(stderr(&rackbench(&db, &["show", "20261120T2"])).contains("matches 3 runs"));
+}
+
+#[test]
+fn export_json_then_import_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let file = out_dir.join("all.json");
+    let out = rackbench(&db, &["export", "--all", "-o", file.to_str().unwrap()]);
+    ok(&out);
+    assert!(stderr(&out).contains("exported 3 runs"), "{}", stderr(&out));
+    // Nothing but the file itself: the temporary was renamed.
+    let names: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, [std::ffi::OsString::from("all.json")]);
+
+    let text = std::fs::read_to_string(&file).unwrap();
+    let runs = store::export::from_json(&text).unwrap();
+    let store = Store::open(&db).unwrap();
+    let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "20261120T210703-aaaaaa",
+            "20261120T210803-bbbbbb",
+            "20261120T210903-cccccc"
+        ]
+    );
+    for r in &runs {
+        assert_eq!(r, &store.load_run(&r.id).unwrap());
+    }
+
+    let db2 = dir.path().join("other/results.sqlite");
+    let out = rackbench(&db2, &["import", file.to_str().unwrap()]);
+    ok(&out);
+    assert!(stderr(&out).contains("imported 3 runs"), "{}", stderr(&out));
+    let other = Store::open(&db2).unwrap();
+    for r in &runs {
+        assert_eq!(r, &other.load_run(&r.id).unwrap());
+    }
+    assert_eq!(
+        other.load_run("20261120T210903-cccccc").unwrap().status,
+        Status::Running
+    );
+    // Importing again changes nothing and says so.
+    let out = rackbench(&db2, &["import", file.to_str().unwrap()]);
+    ok(&out);
+    assert!(
+        stderr(&out).contains("imported 0 runs") && stderr(&out).contains("3 already there"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn export_defaults_and_selection() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    // Default: the latest run, JSON on stdout.
+    let runs = store::export::from_json(&ok(&rackbench(&db, &["export"]))).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].id, "20261120T210903-cccccc");
+    // Several selectors, duplicates dropped, in the order given.
+    let runs = store::export::from_json(&ok(&rackbench(
+        &db,
+        &["export", "x86", "arm", "20261120T2108"],
+    )))
+    .unwrap();
+    let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["20261120T210803-bbbbbb", "20261120T210703-aaaaaa"]);
+    // --all with run names is a usage error.
+    assert_eq!(
+        rackbench(&db, &["export", "--all", "arm"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn export_csv_long_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let text = ok(&rackbench(&db, &["export", "arm", "--format", "csv"]));
+    let mut rd = store::export::csv::Reader::from_reader(text.as_bytes());
+    assert_eq!(
+        rd.headers().unwrap().iter().collect::<Vec<_>>(),
+        store::export::CSV_COLUMNS
+    );
+    let rows: Vec<store::export::csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    let heads: Vec<&store::export::csv::StringRecord> = rows
+        .iter()
+        .filter(|r| &r[8] == "ops_per_s" && r[11].is_empty())
+        .collect();
+    assert_eq!(heads.len(), 3);
+    assert!(heads
+        .iter()
+        .all(|r| &r[0] == "20261120T210703-aaaaaa" && &r[1] == "arm" && &r[10] == "ops/s"));
+
+    // The format follows the file's extension.
+    let file = dir.path().join("x.CSV");
+    ok(&rackbench(
+        &db,
+        &["export", "arm", "-o", file.to_str().unwrap()],
+    ));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}
+
+#[test]
+fn unusable_paths_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "x").unwrap();
+    let out = rackbench(&plain.join("results.sqlite"), &["runs"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("plain") && err.contains("--db") && err.contains("RACKBENCH_DB"),
+        "{err}"
+    );
+
+    let out = rackbench(
+        &db,
+        &[
+            "export",
+            "-o",
+            dir.path().join("no/such/dir/x.json").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot write"), "{}", stderr(&out));
+
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"hello\": 1}").unwrap();
+    let out = rackbench(&db, &["import", junk.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("rackbench export"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,0 +1,559 @@
+//! The report's charts, built from runs: bars per test and run, throughput against each
+//! swept parameter, latency percentile curves and histogram buckets from the stored
+//! HdrHistograms, the stacked per-CPU breakdown, power and perf/W. Each chart is SVG text
+//! with a file name; a chart that cannot be drawn is replaced by a note saying why.
+
+use hdrhistogram::Histogram;
+use model::RunRecord;
+
+use crate::derive::{
+    self, best_points, param_str, peak_params, points, run_labels, Point, PowerBasis,
+};
+use crate::fmt::latency_ns;
+use crate::svg::{self, BarSeries, LineSeries, Scale, Stack};
+
+/// One chart (or the note that replaces it).
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// `kv_bars.svg`.
+    pub file: String,
+    pub title: String,
+    /// `results`, `sweep`, `latency`, `cpu`, `power`.
+    pub section: String,
+    pub workload: String,
+    /// The SVG, or None with `note` saying why it is absent.
+    pub svg: Option<String>,
+    pub note: Option<String>,
+}
+
+fn slug(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while out.contains("__") {
+        out = out.replace("__", "_");
+    }
+    out.trim_matches('_').chars().take(60).collect()
+}
+
+/// Workloads present in these runs, in first-seen order.
+pub fn workloads(runs: &[RunRecord]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in runs.iter().flat_map(|r| r.results.iter()) {
+        if !out.contains(&r.workload) {
+            out.push(r.workload.clone());
+        }
+    }
+    out
+}
+
+/// The runs with only one workload's results (figures of different workloads never mix).
+pub fn only_workload(runs: &[RunRecord], wl: &str) -> Vec<RunRecord> {
+    runs.iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.results.retain(|x| x.workload == wl);
+            r
+        })
+        .collect()
+}
+
+/// Quantiles drawn on percentile curves, kept where the sample count supports them.
+const QUANTILES: &[f64] = &[
+    0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999, 0.999999,
+];
+
+/// (quantile, latency ns) pairs of a histogram, up to the last the count resolves.
+pub fn percentile_curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    let n = h.len() as f64;
+    QUANTILES
+        .iter()
+        .filter(|q| n * (1.0 - **q) >= 1.0)
+        .map(|q| (*q, h.value_at_quantile(*q) as f64))
+        .collect()
+}
+
+/// Bucket edges (ns) for a latency histogram view: 1-2-5 steps from below p1 to max.
+pub fn bucket_edges(hs: &[&Histogram<u64>]) -> Vec<u64> {
+    let lo = hs
+        .iter()
+        .map(|h| h.value_at_quantile(0.01))
+        .min()
+        .unwrap_or(1)
+        .max(1);
+    let hi = hs.iter().map(|h| h.max()).max().unwrap_or(1).max(lo + 1);
+    let mut edges = Vec::new();
+    let mut e = (lo as f64).log10().floor() as i32;
+    while edges.len() < 40 {
+        for m in [1u64, 2, 5] {
+            let v = m * 10u64.pow(e.max(0) as u32);
+            if v >= lo && !edges.contains(&v) && edges.last().is_none_or(|l| *l < hi) {
+                edges.push(v);
+            }
+        }
+        if edges.last().is_some_and(|l| *l >= hi) {
+            break;
+        }
+        e += 1;
+    }
+    // Keep the buckets readable: at most ~12 edges.
+    while edges.len() > 12 {
+        edges = edges.into_iter().step_by(2).collect();
+    }
+    edges
+}
+
+/// Percent of operations in each bucket [edge[i-1], edge[i]) plus the tail above the last.
+pub fn bucket_shares(h: &Histogram<u64>, edges: &[u64]) -> Vec<f64> {
+    let n = h.len() as f64;
+    if n == 0.0 {
+        return vec![0.0; edges.len() + 1];
+    }
+    let below = |v: u64| -> f64 {
+        if v == 0 {
+            0.0
+        } else {
+            h.count_between(0, v.saturating_sub(1)) as f64
+        }
+    };
+    let mut out = Vec::new();
+    let mut prev = 0.0;
+    for e in edges {
+        let c = below(*e);
+        out.push(100.0 * (c - prev) / n);
+        prev = c;
+    }
+    out.push(100.0 * (n - prev) / n);
+    out
+}
+
+/// Percent of operations slower than `threshold_ns` (the Aerospike study's "% over 360 us").
+pub fn pct_over(h: &Histogram<u64>, threshold_ns: u64) -> f64 {
+    let n = h.len() as f64;
+    if n == 0.0 {
+        return 0.0;
+    }
+    100.0 * (n - h.count_between(0, threshold_ns) as f64) / n
+}
+
+/// Short name of a run+point series (`Centriq set P=1`).
+fn series_name(labels: &[String], p: &Point, skip: &[&str]) -> String {
+    let params = p.param_label(skip);
+    let t = if params.is_empty() {
+        p.test.clone()
+    } else {
+        format!("{} {params}", p.test)
+    };
+    if labels.len() > 1 {
+        format!("{} · {t}", labels[p.run_index])
+    } else {
+        t
+    }
+}
+
+/// Every chart for these runs.
+pub fn charts(runs: &[RunRecord]) -> Vec<Chart> {
+    let mut out = Vec::new();
+    for wl in workloads(runs) {
+        let wruns = only_workload(runs, &wl);
+        out.extend(workload_charts(&wruns, &wl));
+    }
+    out.extend(cpu_charts(runs));
+    out
+}
+
+fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
+    let mut out = Vec::new();
+    let labels = run_labels(runs);
+    let peak = peak_params(runs);
+    let best = best_points(runs, &peak);
+    let unit = best
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten())
+        .next()
+        .map(|p| p.headline_unit())
+        .unwrap_or_default();
+    let headline = best
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten())
+        .next()
+        .map(|p| p.headline_name().to_string())
+        .unwrap_or_default();
+    let strip = |k: &str| k.strip_prefix(&format!("{wl} ")).unwrap_or(k).to_string();
+    let cats: Vec<String> = best.iter().map(|(k, _)| strip(k)).collect();
+    // 1. Bars per test and run.
+    let series: Vec<BarSeries> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| BarSeries {
+            name: l.clone(),
+            values: best
+                .iter()
+                .map(|(_, v)| v[i].as_ref().and_then(|p| p.headline().map(|s| s.mean)))
+                .collect(),
+            warn: best
+                .iter()
+                .map(|(_, v)| v[i].as_ref().is_some_and(|p| !p.flags().is_empty()))
+                .collect(),
+        })
+        .collect();
+    let peak_note = if peak.is_empty() {
+        String::new()
+    } else {
+        format!(" (best over {})", peak.join(", "))
+    };
+    out.push(Chart {
+        file: format!("{}_bars.svg", slug(wl)),
+        title: format!("{wl}: {headline} per test{peak_note}"),
+        section: "results".into(),
+        workload: wl.to_string(),
+        svg: Some(svg::bar_chart(
+            &format!("{wl}: {headline} per test{peak_note}"),
+            &unit,
+            &cats,
+            &series,
+        )),
+        note: None,
+    });
+    // 2. Throughput against each swept numeric parameter.
+    let all: Vec<Point> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| points(i, r))
+        .collect();
+    for param in derive::varying_params(&all) {
+        if !all
+            .iter()
+            .all(|p| p.params.get(&param).is_none_or(|v| v.is_number()))
+        {
+            continue;
+        }
+        // One line per run and combination of the other parameters.
+        let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        for p in &all {
+            let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
+                continue;
+            };
+            let Some(y) = p.headline().map(|s| s.mean) else {
+                continue;
+            };
+            let name = series_name(&labels, p, &[param.as_str()]);
+            match lines.iter_mut().find(|l| l.0 == name) {
+                Some(l) => l.1.push((x, y)),
+                None => lines.push((name, vec![(x, y)])),
+            }
+        }
+        lines.retain(|l| l.1.len() > 1);
+        if lines.is_empty() {
+            continue;
+        }
+        lines.truncate(10);
+        let xs: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)).collect();
+        let xmax = xs.iter().cloned().fold(f64::MIN, f64::max);
+        let xmin = xs.iter().cloned().fold(f64::MAX, f64::min);
+        let scale = if xmin > 0.0 && xmax / xmin >= 20.0 {
+            Scale::Log
+        } else {
+            Scale::Linear
+        };
+        let series: Vec<LineSeries> = lines
+            .into_iter()
+            .map(|(name, points)| LineSeries {
+                name,
+                points,
+                dashed: false,
+            })
+            .collect();
+        let title = format!("{wl}: {headline} vs {param}");
+        out.push(Chart {
+            file: format!("{}_vs_{}.svg", slug(wl), slug(&param)),
+            title: title.clone(),
+            section: "sweep".into(),
+            workload: wl.to_string(),
+            svg: Some(svg::line_chart(
+                &title,
+                &param,
+                &unit,
+                scale,
+                Scale::Linear,
+                &series,
+            )),
+            note: None,
+        });
+    }
+    // 3. Latency percentile curves and histogram buckets of the best points.
+    let mut curves: Vec<(String, Histogram<u64>, String)> = Vec::new();
+    for (_, per_run) in &best {
+        for p in per_run.iter().flatten() {
+            if let Some((kind, _, h)) = p.latency() {
+                curves.push((series_name(&labels, p, &[]), h, kind));
+            }
+        }
+    }
+    curves.truncate(10);
+    if curves.is_empty() {
+        out.push(Chart {
+            file: format!("{}_latency.svg", slug(wl)),
+            title: format!("{wl}: latency percentiles"),
+            section: "latency".into(),
+            workload: wl.to_string(),
+            svg: None,
+            note: Some("no latency histograms were stored for these results".into()),
+        });
+    } else {
+        let kinds: Vec<&str> = curves.iter().map(|c| c.2.as_str()).collect();
+        let kind = if kinds.iter().all(|k| *k == kinds[0]) {
+            kinds[0].to_string()
+        } else {
+            "mixed".into()
+        };
+        let series: Vec<LineSeries> = curves
+            .iter()
+            .map(|(n, h, k)| LineSeries {
+                name: n.clone(),
+                points: percentile_curve(h)
+                    .into_iter()
+                    .map(|(q, v)| (q, v / 1000.0))
+                    .collect(),
+                dashed: k != "corrected" && kind == "mixed",
+            })
+            .collect();
+        let title = format!("{wl}: latency by percentile ({kind})");
+        out.push(Chart {
+            file: format!("{}_latency.svg", slug(wl)),
+            title: title.clone(),
+            section: "latency".into(),
+            workload: wl.to_string(),
+            svg: Some(svg::line_chart(
+                &title,
+                "percentile",
+                "latency (us)",
+                Scale::Nines,
+                Scale::Log,
+                &series,
+            )),
+            note: None,
+        });
+        let hs: Vec<&Histogram<u64>> = curves.iter().map(|c| &c.1).collect();
+        let edges = bucket_edges(&hs);
+        let mut cats: Vec<String> = Vec::new();
+        let mut prev: Option<u64> = None;
+        for e in &edges {
+            cats.push(match prev {
+                None => format!("< {}", latency_ns(*e as f64)),
+                Some(p) => format!("{}-{}", short_ns(p), latency_ns(*e as f64)),
+            });
+            prev = Some(*e);
+        }
+        if let Some(p) = prev {
+            cats.push(format!(">= {}", latency_ns(p as f64)));
+        }
+        let series: Vec<BarSeries> = curves
+            .iter()
+            .take(6)
+            .map(|(n, h, _)| {
+                let v = bucket_shares(h, &edges);
+                BarSeries {
+                    name: n.clone(),
+                    warn: vec![false; v.len()],
+                    values: v.into_iter().map(Some).collect(),
+                }
+            })
+            .collect();
+        let title = format!("{wl}: % of operations per latency bucket");
+        out.push(Chart {
+            file: format!("{}_latency_buckets.svg", slug(wl)),
+            title: title.clone(),
+            section: "latency".into(),
+            workload: wl.to_string(),
+            svg: Some(svg::bar_chart(&title, "% of operations", &cats, &series)),
+            note: None,
+        });
+    }
+    // 4. Power and perf/W of the best points.
+    let mut power_series = Vec::new();
+    let mut perfw_series = Vec::new();
+    let mut reasons: Vec<String> = Vec::new();
+    let mut bases: Vec<PowerBasis> = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        let mut pw = Vec::new();
+        let mut pf = Vec::new();
+        for (_, v) in &best {
+            let e = v[i].as_ref().and_then(|p| p.efficiency());
+            match e.as_ref().map(|e| &e.power) {
+                Some(Ok(p)) => {
+                    if !bases.contains(&p.basis) {
+                        bases.push(p.basis);
+                    }
+                    pw.push(Some(p.watts));
+                    pf.push(e.as_ref().and_then(|e| e.perf_per_w));
+                }
+                Some(Err(why)) => {
+                    let r = format!("{l}: {why}");
+                    if !reasons.contains(&r) {
+                        reasons.push(r);
+                    }
+                    pw.push(None);
+                    pf.push(None);
+                }
+                None => {
+                    pw.push(None);
+                    pf.push(None);
+                }
+            }
+        }
+        let n = pw.len();
+        power_series.push(BarSeries {
+            name: l.clone(),
+            values: pw,
+            warn: vec![false; n],
+        });
+        perfw_series.push(BarSeries {
+            name: l.clone(),
+            values: pf,
+            warn: vec![false; n],
+        });
+    }
+    let any = power_series
+        .iter()
+        .any(|s| s.values.iter().any(Option::is_some));
+    let basis = bases
+        .iter()
+        .map(|b| b.label())
+        .collect::<Vec<_>>()
+        .join("; ");
+    if any {
+        let t = format!("{wl}: power under load, W ({basis})");
+        out.push(Chart {
+            file: format!("{}_power.svg", slug(wl)),
+            title: t.clone(),
+            section: "power".into(),
+            workload: wl.to_string(),
+            svg: Some(svg::bar_chart(&t, "W", &cats, &power_series)),
+            note: (!reasons.is_empty())
+                .then(|| format!("power absent for some results: {}", reasons.join("; "))),
+        });
+        let t = format!("{wl}: {unit} per W ({basis})");
+        out.push(Chart {
+            file: format!("{}_perf_per_w.svg", slug(wl)),
+            title: t.clone(),
+            section: "power".into(),
+            workload: wl.to_string(),
+            svg: Some(svg::bar_chart(
+                &t,
+                &format!("{unit} per W"),
+                &cats,
+                &perfw_series,
+            )),
+            note: None,
+        });
+    } else {
+        out.push(Chart {
+            file: format!("{}_power.svg", slug(wl)),
+            title: format!("{wl}: power and perf/W"),
+            section: "power".into(),
+            workload: wl.to_string(),
+            svg: None,
+            note: Some(format!(
+                "Power and perf/W are absent: {}",
+                if reasons.is_empty() {
+                    "no power readings in these runs".to_string()
+                } else {
+                    reasons.join("; ")
+                }
+            )),
+        });
+    }
+    out
+}
+
+fn short_ns(ns: u64) -> String {
+    let s = latency_ns(ns as f64);
+    s.split(' ').next().unwrap_or("").to_string()
+}
+
+/// Stacked per-CPU breakdown of each run's highest-throughput step on the SUT.
+fn cpu_charts(runs: &[RunRecord]) -> Vec<Chart> {
+    let labels = run_labels(runs);
+    let mut out = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let pts = points(i, run);
+        let best = pts
+            .iter()
+            .filter_map(|p| p.headline().map(|s| (p, s.mean)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let file = format!("cpu_{}.svg", slug(&labels[i]));
+        let Some((p, _)) = best else { continue };
+        let Some(ts) = p.sut_summaries().first().copied() else {
+            out.push(Chart {
+                file,
+                title: format!("{}: per-CPU utilisation", labels[i]),
+                section: "cpu".into(),
+                workload: p.workload.clone(),
+                svg: None,
+                note: Some("no telemetry was recorded for this run".into()),
+            });
+            continue;
+        };
+        let mut cpus: Vec<_> = ts.cpus.iter().filter(|c| c.cpu >= 0).collect();
+        cpus.sort_by_key(|c| c.cpu);
+        if cpus.is_empty() {
+            continue;
+        }
+        let stacks: Vec<Stack> = cpus
+            .iter()
+            .map(|c| Stack {
+                label: format!("{}", c.cpu),
+                segments: vec![
+                    ("%usr".into(), c.usr_pct),
+                    ("%nice".into(), c.nice_pct),
+                    ("%sys".into(), c.sys_pct),
+                    ("%irq".into(), c.irq_pct),
+                    ("%soft".into(), c.soft_pct),
+                    ("%iowait".into(), c.iowait_pct),
+                    ("%steal".into(), c.steal_pct),
+                ],
+            })
+            .collect();
+        let title = format!(
+            "{}: per-CPU utilisation on {} during {} {}",
+            labels[i],
+            ts.host,
+            p.workload,
+            series_name(&labels[i..=i], p, &[])
+        );
+        out.push(Chart {
+            file,
+            title: title.clone(),
+            section: "cpu".into(),
+            workload: p.workload.clone(),
+            svg: Some(svg::stacked_chart(
+                &title,
+                "% of CPU",
+                100.0,
+                &stacks,
+                &[
+                    "#0072B2", "#56B4E9", "#D55E00", "#CC79A7", "#E69F00", "#999999", "#000000",
+                ],
+            )),
+            note: None,
+        });
+    }
+    out
+}
+
+/// The parameter values of a point as text (for tables).
+pub fn params_text(p: &Point) -> String {
+    p.params
+        .iter()
+        .map(|(k, v)| format!("{k}={}", param_str(v)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,688 @@
+//! Derived figures, computed from stored runs only (pure): sweep points with their
+//! repetitions, the power figure a result may honestly use, perf/W, %CPU and watts per
+//! unit of throughput (the iperf3 study's CPU/tput and W/tput), the geometric and
+//! arithmetic means of the Redis study's Table A1, and linear extrapolation.
+//!
+//! Power rules: whole-server measured power is preferred; a declared power model is used
+//! but labelled "modelled"; component power (RAPL package + DRAM) is used only with the
+//! label "component"; with none, perf/W is absent and the reason is kept.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use model::{Flag, ResultRecord, RunRecord, Status, TelemetrySummary};
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{self, Sample};
+
+/// Parameters that are swept to find a peak (the seed picks the best instance count per
+/// platform); the summary table takes the best value over them.
+pub const PEAK_PARAMS: &[&str] = &["instances"];
+
+/// A display name for each run: its label, made unique with the id where two clash.
+pub fn run_labels(runs: &[RunRecord]) -> Vec<String> {
+    let base: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            r.label
+                .clone()
+                .filter(|l| !l.is_empty())
+                .unwrap_or_else(|| r.id.clone())
+        })
+        .collect();
+    base.iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if base.iter().filter(|o| *o == l).count() > 1 && l != &runs[i].id {
+                format!("{l} ({})", runs[i].id)
+            } else {
+                l.clone()
+            }
+        })
+        .collect()
+}
+
+/// Display form of a parameter value (`100`, `set`, `[1,2]`).
+pub fn param_str(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// One sweep point of one run: a test at one set of parameters, with its repetitions.
+#[derive(Debug, Clone)]
+pub struct Point<'a> {
+    pub run_index: usize,
+    pub run: &'a RunRecord,
+    pub workload: String,
+    pub test: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// All repetitions, whatever their status (the figures use only valid ones).
+    pub results: Vec<&'a ResultRecord>,
+}
+
+/// The sweep points of a run, in execution order of their first repetition.
+pub fn points(run_index: usize, run: &RunRecord) -> Vec<Point<'_>> {
+    let mut out: Vec<Point> = Vec::new();
+    for r in &run.results {
+        if let Some(p) = out
+            .iter_mut()
+            .find(|p| p.workload == r.workload && p.test == r.test && p.params == r.params)
+        {
+            p.results.push(r);
+        } else {
+            out.push(Point {
+                run_index,
+                run,
+                workload: r.workload.clone(),
+                test: r.test.clone(),
+                params: r.params.clone(),
+                results: vec![r],
+            });
+        }
+    }
+    out
+}
+
+/// Parameter names that take more than one value across these points (the swept ones).
+pub fn varying_params(points: &[Point]) -> Vec<String> {
+    let mut values: BTreeMap<&str, Vec<&serde_json::Value>> = BTreeMap::new();
+    for p in points {
+        for (k, v) in &p.params {
+            let e = values.entry(k.as_str()).or_default();
+            if !e.contains(&v) {
+                e.push(v);
+            }
+        }
+    }
+    values
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, _)| k.to_string())
+        .collect()
+}
+
+/// Where a power figure came from, and so how far it may be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PowerBasis {
+    /// Whole server, measured (IPMI DCMI, wall meter, hwmon whole-system).
+    Measured,
+    /// Whole server from a declared power model: never passed off as measured.
+    Modelled,
+    /// Only components (RAPL package + DRAM): labelled as such wherever shown.
+    Component,
+}
+
+impl PowerBasis {
+    pub fn label(self) -> &'static str {
+        match self {
+            PowerBasis::Measured => "measured, whole server",
+            PowerBasis::Modelled => "MODELLED (declared power model)",
+            PowerBasis::Component => "component only (CPU package/DRAM)",
+        }
+    }
+}
+
+/// Mean power of a sweep point on the system under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerFigure {
+    pub watts: f64,
+    pub basis: PowerBasis,
+    /// `ipmi-dcmi system`, `rapl package-0+dram-0`.
+    pub source: String,
+    /// The same source measured idle before the load, when the run has it.
+    pub idle_w: Option<f64>,
+}
+
+/// Hosts that are (or include) the system under test; empty when roles say nothing.
+fn sut_hosts(run: &RunRecord) -> Vec<&str> {
+    run.hosts
+        .iter()
+        .filter(|h| h.role.contains("sut"))
+        .map(|h| h.host.as_str())
+        .collect()
+}
+
+/// The telemetry summary of the system under test in one result.
+pub fn sut_summary<'a>(run: &RunRecord, r: &'a ResultRecord) -> Option<&'a TelemetrySummary> {
+    let sut = sut_hosts(run);
+    r.telemetry_summary
+        .iter()
+        .find(|t| sut.contains(&t.host.as_str()))
+        .or_else(|| r.telemetry_summary.first())
+}
+
+fn rank(source: &str) -> u8 {
+    match source {
+        "meter" => 0,
+        "ipmi-dcmi" | "ipmi" => 1,
+        "hwmon" => 2,
+        _ => 5,
+    }
+}
+
+/// The power figure of one telemetry summary, or why there is none.
+fn power_of_summary(ts: &TelemetrySummary) -> Result<(f64, PowerBasis, String), String> {
+    let whole = ts
+        .power
+        .iter()
+        .filter(|p| p.whole_system)
+        .min_by_key(|p| (p.modelled, rank(&p.source)));
+    if let Some(p) = whole {
+        let basis = if p.modelled {
+            PowerBasis::Modelled
+        } else {
+            PowerBasis::Measured
+        };
+        return Ok((p.mean_watts, basis, format!("{} {}", p.source, p.zone)));
+    }
+    // Component power: sum the zones of the first component source (package + DRAM of
+    // every socket), never mixing two sources that may overlap.
+    if let Some(first) = ts.power.iter().find(|p| !p.whole_system && !p.modelled) {
+        let zones: Vec<_> = ts
+            .power
+            .iter()
+            .filter(|p| p.source == first.source && !p.whole_system && !p.modelled)
+            .collect();
+        let w = zones.iter().map(|p| p.mean_watts).sum();
+        let names: Vec<&str> = zones.iter().map(|p| p.zone.as_str()).collect();
+        return Ok((
+            w,
+            PowerBasis::Component,
+            format!("{} {}", first.source, names.join("+")),
+        ));
+    }
+    Err(ts
+        .power_missing
+        .clone()
+        .unwrap_or_else(|| "no power source was read on this host".to_string()))
+}
+
+fn idle_for(run: &RunRecord, host: &str, source_label: &str) -> Option<f64> {
+    let idle = run.idle_power.iter().find(|i| i.host == host)?;
+    let (src, zones) = source_label.split_once(' ')?;
+    let zones: Vec<&str> = zones.split('+').collect();
+    let found: Vec<f64> = idle
+        .power
+        .iter()
+        .filter(|p| p.source == src && zones.contains(&p.zone.as_str()))
+        .map(|p| p.mean_watts)
+        .collect();
+    (found.len() == zones.len()).then(|| found.iter().sum())
+}
+
+impl<'a> Point<'a> {
+    /// Repetitions that count: completed and not flagged invalid.
+    pub fn valid(&self) -> Vec<&'a ResultRecord> {
+        self.results
+            .iter()
+            .copied()
+            .filter(|r| r.status == Status::Ok && !r.is_invalid())
+            .collect()
+    }
+
+    /// `pipeline=100 instances=2` (all parameters, or all but `skip`).
+    pub fn param_label(&self, skip: &[&str]) -> String {
+        self.params
+            .iter()
+            .filter(|(k, _)| !skip.contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={}", param_str(v)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// `set pipeline=100 instances=2`.
+    pub fn label(&self) -> String {
+        let p = self.param_label(&[]);
+        if p.is_empty() {
+            self.test.clone()
+        } else {
+            format!("{} {p}", self.test)
+        }
+    }
+
+    pub fn headline_name(&self) -> &str {
+        self.results.first().map_or("", |r| r.headline.as_str())
+    }
+
+    pub fn headline_unit(&self) -> String {
+        self.results
+            .iter()
+            .find_map(|r| r.metric(&r.headline, &[]).map(|m| m.unit.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Headline figure of each valid repetition.
+    pub fn headline_values(&self) -> Vec<f64> {
+        self.valid()
+            .iter()
+            .filter_map(|r| r.headline_value())
+            .collect()
+    }
+
+    pub fn headline(&self) -> Option<Sample> {
+        Sample::of(&self.headline_values())
+    }
+
+    /// A metric's mean over valid repetitions (unlabelled metric of that name).
+    pub fn metric_mean(&self, name: &str) -> Option<f64> {
+        let v: Vec<f64> = self
+            .valid()
+            .iter()
+            .filter_map(|r| r.metric(name, &[]).map(|m| m.value))
+            .collect();
+        stats::mean(&v)
+    }
+
+    /// Every validity flag of every repetition, once each; plus a note for failed or
+    /// interrupted repetitions, whose figures are left out.
+    pub fn flags(&self) -> Vec<Flag> {
+        let mut out: Vec<Flag> = Vec::new();
+        for r in &self.results {
+            for f in &r.flags {
+                if !out
+                    .iter()
+                    .any(|o| o.code == f.code && o.message == f.message)
+                {
+                    out.push(f.clone());
+                }
+            }
+            if r.status != Status::Ok {
+                let f = Flag::warning(
+                    "not_completed",
+                    format!(
+                        "repetition {} {:?}{}: left out of the figures",
+                        r.repetition,
+                        r.status,
+                        r.error
+                            .as_ref()
+                            .map(|e| format!(" ({e})"))
+                            .unwrap_or_default()
+                    ),
+                );
+                out.push(f);
+            }
+        }
+        out
+    }
+
+    /// The exact latency distribution of the valid repetitions: histograms of the
+    /// preferred kind (`corrected` when present) merged, never percentiles averaged.
+    /// Returns (kind, names merged, histogram).
+    pub fn latency(&self) -> Option<(String, Vec<String>, Histogram<u64>)> {
+        let valid = self.valid();
+        let recs: Vec<_> = valid.iter().flat_map(|r| r.histograms.iter()).collect();
+        let kind = if recs.iter().any(|h| h.kind == "corrected") {
+            "corrected"
+        } else {
+            recs.first()?.kind.as_str()
+        };
+        // An `all` histogram already holds every operation; merge it alone when present.
+        let has_all = recs.iter().any(|h| h.kind == kind && h.name == "all");
+        let mut merged: Option<Histogram<u64>> = None;
+        let mut names = Vec::new();
+        for h in recs
+            .iter()
+            .filter(|h| h.kind == kind && (!has_all || h.name == "all"))
+        {
+            let Ok(d) = h.histogram() else { continue };
+            if !names.contains(&h.name) {
+                names.push(h.name.clone());
+            }
+            match merged.as_mut() {
+                None => merged = Some(d),
+                Some(m) => {
+                    if m.add(&d).is_err() {
+                        continue;
+                    }
+                }
+            }
+        }
+        merged
+            .filter(|h| h.len() > 0)
+            .map(|h| (kind.to_string(), names, h))
+    }
+
+    /// Mean power on the system under test over valid repetitions, or why there is none.
+    pub fn power(&self) -> Result<PowerFigure, String> {
+        let mut ws = Vec::new();
+        let mut chosen: Option<(PowerBasis, String, String)> = None;
+        let mut why = None;
+        for r in self.valid() {
+            let Some(ts) = sut_summary(self.run, r) else {
+                why = Some("no telemetry was recorded for this result".to_string());
+                continue;
+            };
+            match power_of_summary(ts) {
+                Ok((w, basis, src)) => {
+                    if !matches!(&chosen, Some(c) if c.0 != basis || c.1 != src) {
+                        chosen = Some((basis, src, ts.host.clone()));
+                        ws.push(w);
+                    }
+                }
+                Err(e) => why = Some(e),
+            }
+        }
+        match (chosen, stats::mean(&ws)) {
+            (Some((basis, source, host)), Some(w)) => Ok(PowerFigure {
+                watts: w,
+                basis,
+                idle_w: idle_for(self.run, &host, &source),
+                source,
+            }),
+            _ => Err(why.unwrap_or_else(|| "no valid result".to_string())),
+        }
+    }
+
+    /// The telemetry summaries of the SUT for valid repetitions.
+    pub fn sut_summaries(&self) -> Vec<&'a TelemetrySummary> {
+        self.valid()
+            .into_iter()
+            .filter_map(|r| sut_summary(self.run, r))
+            .collect()
+    }
+
+    /// Total CPU used on the system under test, in percent of one CPU (the iperf3
+    /// study's "%CPU used": the sum of every CPU's busy percent), mean of repetitions.
+    pub fn cpu_used_pct(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .sut_summaries()
+            .iter()
+            .filter_map(|ts| {
+                let per_cpu: Vec<_> = ts.cpus.iter().filter(|c| c.cpu >= 0).collect();
+                if !per_cpu.is_empty() {
+                    Some(per_cpu.iter().map(|c| c.busy_pct()).sum())
+                } else {
+                    None
+                }
+            })
+            .collect();
+        stats::mean(&v)
+    }
+
+    /// Efficiency figures of this point.
+    pub fn efficiency(&self) -> Option<Efficiency> {
+        let perf = self.headline()?.mean;
+        let power = self.power();
+        let cpu = self.cpu_used_pct();
+        let (perf_per_w, w_per_perf, dw_per_perf) = match &power {
+            Ok(p) if p.watts > 0.0 && perf > 0.0 => (
+                Some(perf / p.watts),
+                Some(p.watts / perf),
+                p.idle_w.map(|i| (p.watts - i) / perf),
+            ),
+            _ => (None, None, None),
+        };
+        Some(Efficiency {
+            perf,
+            unit: self.headline_unit(),
+            power,
+            perf_per_w,
+            w_per_perf,
+            dw_per_perf,
+            cpu_used_pct: cpu,
+            cpu_pct_per_perf: cpu.filter(|_| perf > 0.0).map(|c| c / perf),
+        })
+    }
+}
+
+/// perf/W, W/tput and CPU/tput of one sweep point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Efficiency {
+    pub perf: f64,
+    pub unit: String,
+    /// The power figure used, or why perf/W is absent.
+    pub power: Result<PowerFigure, String>,
+    pub perf_per_w: Option<f64>,
+    /// Watts per unit of throughput (whole figure).
+    pub w_per_perf: Option<f64>,
+    /// Watts above idle per unit of throughput (the iperf3 study's W/tput).
+    pub dw_per_perf: Option<f64>,
+    /// Sum of per-CPU busy percent on the SUT.
+    pub cpu_used_pct: Option<f64>,
+    /// %CPU per unit of throughput (the iperf3 study's CPU/tput).
+    pub cpu_pct_per_perf: Option<f64>,
+}
+
+/// Scale a "per unit" figure to a readable "per 1k/1M units" (value, unit text).
+pub fn per_unit(value: f64, unit: &str) -> (f64, String) {
+    let unit = if unit.is_empty() { "unit" } else { unit };
+    for (scale, prefix) in [(1.0, ""), (1e3, "1k "), (1e6, "1M "), (1e9, "1G ")] {
+        if (value * scale).abs() >= 0.01 {
+            return (value * scale, format!("per {prefix}{unit}"));
+        }
+    }
+    (value * 1e9, format!("per 1G {unit}"))
+}
+
+/// One scale for a whole column of "per unit" figures, so they read alike: the smallest
+/// of 1, 1k, 1M, 1G units that lifts the smallest non-zero figure to 0.01 or more.
+/// Returns (multiplier, prefix such as `1k `).
+pub fn unit_scale(values: &[f64]) -> (f64, &'static str) {
+    let min = values
+        .iter()
+        .map(|v| v.abs())
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    if !min.is_finite() {
+        return (1.0, "");
+    }
+    for (scale, prefix) in [(1.0, ""), (1e3, "1k "), (1e6, "1M "), (1e9, "1G ")] {
+        if min * scale >= 0.01 {
+            return (scale, prefix);
+        }
+    }
+    (1e9, "1G ")
+}
+
+/// Efficiency of each run's best point per summary row: (row, run index, point label, figures).
+pub fn efficiency_rows(runs: &[RunRecord]) -> Vec<(String, usize, String, Efficiency)> {
+    let peak = peak_params(runs);
+    let mut out = Vec::new();
+    for (row, per_run) in best_points(runs, &peak) {
+        for (i, p) in per_run.iter().enumerate() {
+            if let Some(p) = p {
+                if let Some(e) = p.efficiency() {
+                    out.push((row.clone(), i, p.label(), e));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Linear extrapolation (the seed's "two single-socket boards per chassis"): a figure
+/// measured on one board scaled to `factor` boards.
+pub fn extrapolate(value: f64, factor: f64) -> f64 {
+    value * factor
+}
+
+/// Scale a clock-bound figure from one frequency to another (per-clock extrapolation).
+pub fn scale_by_clock(value: f64, measured_mhz: f64, target_mhz: f64) -> Option<f64> {
+    (measured_mhz > 0.0).then(|| value * target_mhz / measured_mhz)
+}
+
+/// One row of the Table A1-style summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRow {
+    /// `set pipeline=1`.
+    pub label: String,
+    /// Per run: the best sweep point's mean headline (over `peak_params`).
+    pub perf: Vec<Option<f64>>,
+    /// Per run: power at that point, or why absent.
+    pub power: Vec<Result<PowerFigure, String>>,
+    /// Per run: the parameters of the chosen point (`instances=46`).
+    pub chosen: Vec<String>,
+    /// Per run: warnings on the chosen point.
+    pub flags: Vec<Vec<Flag>>,
+}
+
+/// The Redis study's Table A1: per test, each run's figure and power, then the geometric
+/// mean of performance and the arithmetic mean of power, over the tests every run has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub runs: Vec<String>,
+    pub unit: String,
+    pub peak_params: Vec<String>,
+    pub rows: Vec<SummaryRow>,
+    pub geomean: Vec<Option<f64>>,
+    pub power_mean: Vec<Option<f64>>,
+    /// Basis of each run's power mean (None when no power).
+    pub power_basis: Vec<Option<PowerBasis>>,
+    /// Tests left out of the means because some run lacks them.
+    pub left_out: Vec<String>,
+}
+
+/// The sweep parameters a summary takes the best over (those of [`PEAK_PARAMS`] that vary).
+pub fn peak_params(runs: &[RunRecord]) -> Vec<String> {
+    let flat: Vec<Point> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| points(i, r))
+        .collect();
+    let varying = varying_params(&flat);
+    PEAK_PARAMS
+        .iter()
+        .filter(|p| varying.iter().any(|v| v == *p))
+        .map(|p| p.to_string())
+        .collect()
+}
+
+/// Per summary row (`kv set pipeline=1`), each run's best sweep point over the peak
+/// parameters, in first-seen order.
+#[allow(clippy::type_complexity)]
+pub fn best_points<'a>(
+    runs: &'a [RunRecord],
+    peak: &[String],
+) -> Vec<(String, Vec<Option<Point<'a>>>)> {
+    let peak: Vec<&str> = peak.iter().map(String::as_str).collect();
+    let all: Vec<Vec<Point>> = runs.iter().enumerate().map(|(i, r)| points(i, r)).collect();
+    let mut keys: Vec<String> = Vec::new();
+    for p in all.iter().flatten() {
+        let k = row_key(p, &peak);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .map(|k| {
+            let per_run = all
+                .iter()
+                .map(|pts| {
+                    pts.iter()
+                        .filter(|p| row_key(p, &peak) == k)
+                        .filter_map(|p| p.headline().map(|s| (p, s.mean)))
+                        .max_by(|a, b| a.1.total_cmp(&b.1))
+                        .map(|(p, _)| p.clone())
+                })
+                .collect();
+            (k, per_run)
+        })
+        .collect()
+}
+
+/// Build the Table A1 summary of these runs (one column per run).
+pub fn summary(runs: &[RunRecord]) -> Summary {
+    let labels = run_labels(runs);
+    let peak = peak_params(runs);
+    let mut rows = Vec::new();
+    for (k, per_run) in best_points(runs, &peak) {
+        let mut row = SummaryRow {
+            label: k.clone(),
+            perf: vec![],
+            power: vec![],
+            chosen: vec![],
+            flags: vec![],
+        };
+        for best in per_run {
+            match best {
+                Some(p) => {
+                    row.perf.push(p.headline().map(|s| s.mean));
+                    row.power.push(p.power());
+                    row.chosen.push(
+                        peak.iter()
+                            .filter_map(|pp| {
+                                p.params.get(pp).map(|v| format!("{pp}={}", param_str(v)))
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    );
+                    row.flags.push(p.flags());
+                }
+                None => {
+                    row.perf.push(None);
+                    row.power.push(Err("not run".to_string()));
+                    row.chosen.push(String::new());
+                    row.flags.push(vec![]);
+                }
+            }
+        }
+        rows.push(row);
+    }
+    let common: Vec<&SummaryRow> = rows
+        .iter()
+        .filter(|r| r.perf.iter().all(Option::is_some))
+        .collect();
+    let left_out = rows
+        .iter()
+        .filter(|r| !r.perf.iter().all(Option::is_some))
+        .map(|r| r.label.clone())
+        .collect();
+    let n = runs.len();
+    let geomean = (0..n)
+        .map(|i| stats::geomean(&common.iter().filter_map(|r| r.perf[i]).collect::<Vec<_>>()))
+        .collect();
+    let mut power_mean = Vec::new();
+    let mut power_basis = Vec::new();
+    for i in 0..n {
+        let ps: Vec<&PowerFigure> = common
+            .iter()
+            .filter_map(|r| r.power[i].as_ref().ok())
+            .collect();
+        // A mean over tests only when every test has power of the same basis.
+        let same = ps
+            .windows(2)
+            .all(|w| w[0].basis == w[1].basis && w[0].source == w[1].source);
+        if !ps.is_empty() && ps.len() == common.len() && same {
+            power_mean.push(stats::mean(&ps.iter().map(|p| p.watts).collect::<Vec<_>>()));
+            power_basis.push(Some(ps[0].basis));
+        } else {
+            power_mean.push(None);
+            power_basis.push(None);
+        }
+    }
+    let unit = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| points(i, r))
+        .next()
+        .map(|p| p.headline_unit())
+        .unwrap_or_default();
+    Summary {
+        runs: labels,
+        unit,
+        peak_params: peak,
+        rows,
+        geomean,
+        power_mean,
+        power_basis,
+        left_out,
+    }
+}
+
+/// The summary row a point belongs to: workload, test and the non-peak parameters.
+pub fn row_key(p: &Point, peak: &[&str]) -> String {
+    let params = p.param_label(peak);
+    let wl = if p.workload.is_empty() {
+        String::new()
+    } else {
+        format!("{} ", p.workload)
+    };
+    if params.is_empty() {
+        format!("{wl}{}", p.test)
+    } else {
+        format!("{wl}{} {params}", p.test)
+    }
+}

@@ -1,0 +1,120 @@
+//! Formatting shared by every output: HTML escaping (everything from a host, a plan or a
+//! label passes through [`esc`]), numbers with thousands separators or SI prefixes, and
+//! aligned text tables.
+
+/// Escape text for HTML element content and quoted attribute values (also valid in SVG).
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // Control characters are invalid in XML (the SVG files): drop them.
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A figure for a table: thousands separators for large ones, 3 significant digits else.
+pub fn num(v: f64) -> String {
+    tco::fmt_number(v)
+}
+
+/// A figure with an SI prefix for axis ticks and chart labels (`1.2M`, `350k`, `0.25`).
+pub fn si(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    let a = v.abs();
+    let (d, p) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = if d.abs() >= 100.0 || d == d.trunc() {
+        format!("{d:.0}")
+    } else if d.abs() >= 10.0 {
+        format!("{d:.1}")
+    } else if d.abs() >= 0.1 {
+        format!("{d:.2}")
+    } else {
+        format!("{d:.3}")
+    };
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    format!("{s}{p}")
+}
+
+/// Nanoseconds as a readable latency (`850 ns`, `12.5 us`, `1.23 ms`, `2.1 s`).
+pub fn latency_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.3} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} us", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// Aligned text table; the first row is the header.
+pub fn text_table(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut w = vec![0; n];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (ri, r) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            line.push_str(c);
+            line.push_str(&" ".repeat(w[i] - c.chars().count() + 2));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        if ri == 0 {
+            out.push_str(&"-".repeat(w.iter().map(|x| x + 2).sum::<usize>().saturating_sub(2)));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_quotes() {
+        assert_eq!(
+            esc("<script>alert(1)</script>\"'&"),
+            "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"
+        );
+        assert_eq!(esc("a\u{1}b"), "ab");
+    }
+
+    #[test]
+    fn si_prefixes() {
+        assert_eq!(si(1_250_000.0), "1.25M");
+        assert_eq!(si(350_000.0), "350k");
+        assert_eq!(si(0.25), "0.25");
+        assert_eq!(si(2000.0), "2k");
+        assert_eq!(latency_ns(1_234_567.0), "1.235 ms");
+    }
+}

@@ -1,0 +1,620 @@
+//! The self-contained HTML report: inline CSS, inline SVG, no scripts, nothing fetched,
+//! so it opens offline and can be mailed or archived as one file. Every string that comes
+//! from a host, a plan or a label goes through `esc`.
+
+use std::fmt::Write as _;
+
+use model::{Flag, RunRecord, Severity};
+
+use crate::charts::{charts, only_workload, pct_over, workloads, Chart};
+use crate::compare::{compare, Comparison};
+use crate::derive::{self, points, run_labels, unit_scale, PowerBasis, PowerFigure};
+use crate::fmt::{esc, latency_ns, num};
+
+const CSS: &str = r#"
+:root{--ink:#1d2330;--muted:#5b6576;--line:#d9dee7;--soft:#f4f6f9;--accent:#0072B2;--warn:#a15c00;--bad:#b3261e}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:var(--ink);background:#fff}
+main{max-width:1180px;margin:0 auto;padding:28px 32px 60px}
+header.top{border-bottom:3px solid var(--accent);padding-bottom:14px;margin-bottom:22px}
+h1{font-size:26px;margin:0 0 4px}
+h2{font-size:20px;margin:34px 0 10px;padding-top:8px;border-top:1px solid var(--line)}
+h3{font-size:16px;margin:22px 0 8px}
+p.sub,.muted{color:var(--muted)}
+nav.toc{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:10px 16px;margin:14px 0}
+nav.toc a{margin-right:14px;color:var(--accent);text-decoration:none}
+table{border-collapse:collapse;margin:8px 0 14px;font-size:13px;width:auto;max-width:100%}
+th,td{border:1px solid var(--line);padding:5px 9px;vertical-align:top}
+th{background:var(--soft);text-align:left;font-weight:600}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.total td{font-weight:700;background:#fbfcfe}
+tr.mean td{font-weight:700;border-top:2px solid var(--ink)}
+caption{caption-side:top;text-align:left;font-weight:600;padding:4px 0;color:var(--ink)}
+.flag{display:block;margin:4px 0 0;padding:1px 6px;border-radius:3px;font-size:11px;font-weight:600;text-align:left;white-space:normal;min-width:220px;max-width:320px}
+.flag.warning{background:#fff4e0;color:var(--warn);border:1px solid #f0c27a}
+.flag.invalid{background:#fde8e6;color:var(--bad);border:1px solid #eea59d}
+.note{background:#fff8e6;border-left:4px solid #e6a700;padding:8px 12px;margin:10px 0;color:#5a4300}
+.ok{background:#e9f6ee;border-left:4px solid #2e8b57;padding:8px 12px;margin:10px 0}
+.bad{background:#fde8e6;border-left:4px solid var(--bad);padding:8px 12px;margin:10px 0}
+figure{margin:12px 0 22px;padding:8px;border:1px solid var(--line);border-radius:6px;display:inline-block;background:#fff;max-width:100%}
+figure svg{max-width:100%;height:auto;display:block}
+figcaption{font-size:12px;color:var(--muted);padding:4px 4px 0}
+.grid{display:flex;flex-wrap:wrap;gap:12px}
+code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;background:var(--soft);padding:1px 4px;border-radius:3px;word-break:break-all}
+.modelled{color:var(--bad);font-weight:600}
+.component{color:var(--warn);font-weight:600}
+footer{margin-top:40px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
+@media print{main{max-width:none;padding:0}figure{break-inside:avoid}h2{break-before:auto}}
+"#;
+
+fn flags_html(flags: &[Flag]) -> String {
+    flags
+        .iter()
+        .map(|f| {
+            let cls = match f.severity {
+                Severity::Warning => "warning",
+                Severity::Invalid => "invalid",
+            };
+            format!(
+                r#"<span class="flag {cls}" title="{m}">&#9888; {c}: {m}</span>"#,
+                c = esc(&f.code),
+                m = esc(&f.message)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+fn power_cell(p: &Result<PowerFigure, String>) -> String {
+    match p {
+        Ok(p) => {
+            let tag = match p.basis {
+                PowerBasis::Measured => String::new(),
+                PowerBasis::Modelled => r#" <span class="modelled">modelled</span>"#.to_string(),
+                PowerBasis::Component => r#" <span class="component">component</span>"#.to_string(),
+            };
+            format!(
+                r#"{} W{tag}<br><span class="muted">{}</span>"#,
+                esc(&num(p.watts)),
+                esc(&p.source)
+            )
+        }
+        Err(why) => format!(r#"<span class="muted">absent: {}</span>"#, esc(why)),
+    }
+}
+
+fn figure(c: &Chart) -> String {
+    match &c.svg {
+        Some(svg) => format!(
+            r#"<figure>{svg}<figcaption>{t} &middot; <code>{f}</code>{n}</figcaption></figure>"#,
+            t = esc(&c.title),
+            f = esc(&c.file),
+            n = c
+                .note
+                .as_ref()
+                .map(|n| format!(r#"<br><span class="note">{}</span>"#, esc(n)))
+                .unwrap_or_default()
+        ),
+        None => format!(
+            r#"<div class="note"><b>{}</b>: {}</div>"#,
+            esc(&c.title),
+            esc(c.note.as_deref().unwrap_or("not available"))
+        ),
+    }
+}
+
+/// The whole report as one HTML document.
+pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
+    let mut h = String::new();
+    let labels = run_labels(runs);
+    let title = if runs.is_empty() {
+        "rackbench report".to_string()
+    } else {
+        format!("rackbench report: {}", labels.join(" vs "))
+    };
+    let _ = write!(
+        h,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"><title>{t}</title><style>{CSS}</style></head><body><main>"#,
+        t = esc(&title)
+    );
+    let _ = write!(h, r#"<header class="top"><h1>{}</h1>"#, esc(&title));
+    let generated = runs
+        .iter()
+        .filter_map(|r| r.finished_at.or(Some(r.created_at)))
+        .max();
+    let _ = write!(
+        h,
+        r#"<p class="sub">{} run(s){}. Every figure below is computed from the stored runs; latency percentiles come from merged HdrHistograms, never averaged.</p></header>"#,
+        runs.len(),
+        generated
+            .map(|g| format!(
+                ", latest finished {}",
+                esc(&g.format("%Y-%m-%d %H:%M UTC").to_string())
+            ))
+            .unwrap_or_default()
+    );
+    let wls = workloads(runs);
+    let all_charts = charts(runs);
+    // Table of contents.
+    h.push_str(r##"<nav class="toc"><b>Contents:</b> <a href="#runs">Runs</a>"##);
+    if runs.len() > 1 {
+        h.push_str(r##"<a href="#compare">Comparison</a>"##);
+    }
+    for wl in &wls {
+        let _ = write!(h, r##"<a href="#wl-{0}">{0}</a>"##, esc(wl));
+    }
+    h.push_str(r##"<a href="#cpu">CPU</a><a href="#disclosure">Systems</a>"##);
+    if tco.is_some() {
+        h.push_str(r##"<a href="#tco">TCO</a>"##);
+    }
+    h.push_str("</nav>");
+    if runs.is_empty() {
+        h.push_str(r#"<div class="note">No runs were given: run <code>rackbench run kv ...</code> first, then <code>rackbench report</code>.</div>"#);
+    }
+    runs_table(&mut h, runs, &labels);
+    if runs.len() > 1 {
+        h.push_str(r#"<h2 id="compare">Comparison</h2>"#);
+        for (i, _) in runs.iter().enumerate().skip(1) {
+            let c = compare(&runs[..1], &runs[i..=i]);
+            comparison_html(&mut h, &c);
+        }
+    }
+    for wl in &wls {
+        let wruns = only_workload(runs, wl);
+        workload_section(&mut h, &wruns, wl, &all_charts);
+    }
+    h.push_str(r#"<h2 id="cpu">CPU utilisation</h2><p class="muted">Per-CPU mean over the measured (non-warm-up) samples of each run's highest-throughput step, on the system under test (mpstat's arithmetic).</p><div class="grid">"#);
+    let cpu: Vec<&Chart> = all_charts.iter().filter(|c| c.section == "cpu").collect();
+    if cpu.is_empty() {
+        h.push_str(r#"<div class="note">No per-CPU telemetry in these runs.</div>"#);
+    }
+    for c in cpu {
+        h.push_str(&figure(c));
+    }
+    h.push_str("</div>");
+    disclosure_table(&mut h, runs, &labels);
+    if let Some(t) = tco {
+        tco_html(&mut h, t);
+    }
+    let _ = write!(
+        h,
+        r#"<footer>Generated by rackbench {} from stored runs {}. Self-contained: no scripts, no network.</footer></main></body></html>"#,
+        esc(runs.first().map_or("", |r| r.rackbench_version.as_str())),
+        esc(&runs
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", "))
+    );
+    h
+}
+
+fn runs_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
+    h.push_str(r#"<h2 id="runs">Runs</h2><table><tr><th>Run</th><th>Label</th><th>Started</th><th>Status</th><th>Results</th><th>Command</th></tr>"#);
+    for (r, l) in runs.iter().zip(labels) {
+        let _ = write!(
+            h,
+            r#"<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{:?}{}</td><td class="n">{}</td><td><code>{}</code></td></tr>"#,
+            esc(&r.id),
+            esc(l),
+            esc(&r.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string()),
+            r.status,
+            r.error
+                .as_ref()
+                .map(|e| format!(": {}", esc(e)))
+                .unwrap_or_default(),
+            r.results.len(),
+            esc(&r.command)
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn comparison_html(h: &mut String, c: &Comparison) {
+    let _ = write!(
+        h,
+        r#"<h3>{} (B) vs {} (A)</h3>"#,
+        esc(&c.b.join(", ")),
+        esc(&c.a.join(", "))
+    );
+    let cls = if c.comparability.differences.is_empty() {
+        "ok"
+    } else if c.comparability.like_for_like {
+        "note"
+    } else {
+        "bad"
+    };
+    let _ = write!(
+        h,
+        r#"<div class="{cls}"><b>Comparability:</b> {}</div>"#,
+        esc(&c.comparability.verdict)
+    );
+    if !c.comparability.differences.is_empty() {
+        h.push_str("<table><tr><th>Setting</th><th>Kind</th><th>A</th><th>B</th></tr>");
+        for d in &c.comparability.differences {
+            let _ = write!(
+                h,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&d.key),
+                esc(&d.category),
+                esc(&d.a),
+                esc(&d.b)
+            );
+        }
+        h.push_str("</table>");
+    }
+    if c.rows.is_empty() {
+        h.push_str(r#"<div class="note">No sweep point was measured in both A and B.</div>"#);
+        return;
+    }
+    h.push_str(r#"<table><caption>Difference = (B - A) / A; 95% CI from Welch's t-test where both sides have repetitions</caption><tr><th>Point</th><th>Metric</th><th>A mean (n)</th><th>B mean (n)</th><th>Difference</th><th>95% CI</th><th>Verdict</th></tr>"#);
+    for r in &c.rows {
+        let s = |x: &Option<crate::stats::Sample>| {
+            x.as_ref().map_or("-".to_string(), |s| {
+                let v = if r.unit == "ns" {
+                    latency_ns(s.mean)
+                } else {
+                    format!("{} {}", num(s.mean), r.unit)
+                };
+                format!("{v} ({})", s.n)
+            })
+        };
+        let _ = write!(
+            h,
+            r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td></tr>"#,
+            esc(&r.point),
+            esc(&r.metric),
+            esc(&s(&r.a)),
+            esc(&s(&r.b)),
+            r.diff_pct.map_or("-".into(), |d| format!("{d:+.1}%")),
+            r.ci95_pct
+                .map_or("-".into(), |(l, hi)| format!("[{l:+.1}%, {hi:+.1}%]")),
+            esc(&r.verdict)
+        );
+    }
+    h.push_str("</table>");
+}
+
+fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart]) {
+    let labels = run_labels(runs);
+    let _ = write!(h, r#"<h2 id="wl-{0}">Workload: {0}</h2>"#, esc(wl));
+    let s = derive::summary(runs);
+    // Table A1: per test, performance and power per run; geomean and arithmetic mean.
+    let peak = if s.peak_params.is_empty() {
+        String::new()
+    } else {
+        format!(" (each run at its best {})", s.peak_params.join(", "))
+    };
+    let _ = write!(
+        h,
+        r#"<table><caption>Summary of measured data{}</caption><tr><th rowspan="2">Test</th>"#,
+        esc(&peak)
+    );
+    for l in &labels {
+        let _ = write!(h, r#"<th colspan="2">{}</th>"#, esc(l));
+    }
+    h.push_str("</tr><tr>");
+    for _ in &labels {
+        let _ = write!(h, "<th>Performance ({})</th><th>Power</th>", esc(&s.unit));
+    }
+    h.push_str("</tr>");
+    for row in &s.rows {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td>",
+            esc(row
+                .label
+                .strip_prefix(&format!("{wl} "))
+                .unwrap_or(&row.label))
+        );
+        for i in 0..labels.len() {
+            let chosen = if row.chosen[i].is_empty() {
+                String::new()
+            } else {
+                format!(r#"<br><span class="muted">{}</span>"#, esc(&row.chosen[i]))
+            };
+            let _ = write!(
+                h,
+                r#"<td class="n">{}{chosen}{}</td><td>{}</td>"#,
+                row.perf[i].map_or("-".to_string(), |v| esc(&num(v))),
+                flags_html(&row.flags[i]),
+                if row.perf[i].is_some() {
+                    power_cell(&row.power[i])
+                } else {
+                    "-".to_string()
+                }
+            );
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str(r#"<tr class="mean"><td>Geometric mean</td>"#);
+    for i in 0..labels.len() {
+        let _ = write!(
+            h,
+            r#"<td class="n">{}</td><td>n/a</td>"#,
+            s.geomean[i].map_or("-".to_string(), |v| esc(&num(v)))
+        );
+    }
+    h.push_str(r#"</tr><tr class="mean"><td>Arithmetic mean</td>"#);
+    for i in 0..labels.len() {
+        let p = match (s.power_mean[i], s.power_basis[i]) {
+            (Some(w), Some(b)) => format!(
+                "{} W{}",
+                esc(&num(w)),
+                match b {
+                    PowerBasis::Measured => "",
+                    PowerBasis::Modelled => r#" <span class="modelled">modelled</span>"#,
+                    PowerBasis::Component => r#" <span class="component">component</span>"#,
+                }
+            ),
+            _ => r#"<span class="muted">n/a</span>"#.to_string(),
+        };
+        let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
+    }
+    h.push_str("</tr></table>");
+    if !s.left_out.is_empty() {
+        let _ = write!(
+            h,
+            r#"<div class="note">Left out of the means because not every run has them: {}</div>"#,
+            esc(&s.left_out.join(", "))
+        );
+    }
+    let mine = |sec: &'static str| {
+        all.iter()
+            .filter(move |c| c.workload == wl && c.section == sec)
+    };
+    h.push_str(r#"<div class="grid">"#);
+    for c in mine("results") {
+        h.push_str(&figure(c));
+    }
+    h.push_str("</div>");
+    efficiency_table(h, runs, &labels);
+    h.push_str(r#"<div class="grid">"#);
+    for c in mine("power") {
+        h.push_str(&figure(c));
+    }
+    h.push_str("</div>");
+    let sweeps: Vec<&Chart> = mine("sweep").collect();
+    if !sweeps.is_empty() {
+        h.push_str("<h3>Sweeps</h3><div class=\"grid\">");
+        for c in sweeps {
+            h.push_str(&figure(c));
+        }
+        h.push_str("</div>");
+    }
+    h.push_str("<h3>Latency</h3><div class=\"grid\">");
+    for c in mine("latency") {
+        h.push_str(&figure(c));
+    }
+    h.push_str("</div>");
+    results_tables(h, runs, &labels);
+}
+
+fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
+    let rows = derive::efficiency_rows(runs);
+    if rows.is_empty() {
+        return;
+    }
+    let unit = rows[0].3.unit.clone();
+    let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
+        rows.iter().filter_map(|r| f(&r.3)).collect()
+    };
+    let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
+    let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
+    let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
+    let _ = write!(
+        h,
+        r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput (%CPU used = sum of every CPU's busy %, as in the iperf3 study)</caption><tr><th>Test</th><th>Run</th><th>Throughput</th><th>Power</th><th>Idle</th><th>Perf/W</th><th>W per {pw}{u}</th><th>W above idle per {pd}{u}</th><th>%CPU used</th><th>%CPU per {pc}{u}</th></tr>"#,
+        u = esc(&unit)
+    );
+    for (row, i, point, e) in &rows {
+        let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| esc(&num(v * s)));
+        let _ = write!(
+            h,
+            r#"<tr><td>{}</td><td>{}<br><span class="muted">{}</span></td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
+            esc(row),
+            esc(&labels[*i]),
+            esc(point),
+            esc(&num(e.perf)),
+            power_cell(&e.power),
+            e.power
+                .as_ref()
+                .ok()
+                .and_then(|p| p.idle_w)
+                .map_or("-".to_string(), |w| format!("{} W", esc(&num(w)))),
+            e.perf_per_w.map_or("-".to_string(), |v| esc(&num(v))),
+            f(e.w_per_perf, sw),
+            f(e.dw_per_perf, sd),
+            e.cpu_used_pct
+                .map_or("-".to_string(), |v| format!("{v:.1}%")),
+            f(e.cpu_pct_per_perf, sc)
+        );
+    }
+    let _ = write!(
+        h,
+        r#"</table><p class="muted">Throughput and perf/W in {u} and {u} per W.</p>"#,
+        u = esc(&unit)
+    );
+}
+
+fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
+    for (i, run) in runs.iter().enumerate() {
+        let pts = points(i, run);
+        if pts.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            h,
+            r#"<table><caption>All results: {}</caption><tr><th>Test</th><th>Parameters</th><th>n</th><th>Headline (mean &plusmn; sd)</th><th>CV</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>Latency kind</th><th>Warnings</th></tr>"#,
+            esc(&labels[i])
+        );
+        for p in pts {
+            let s = p.headline();
+            let lat = p.latency();
+            let q = |x: f64| {
+                lat.as_ref().map_or("-".to_string(), |(_, _, hh)| {
+                    latency_ns(hh.value_at_quantile(x) as f64)
+                })
+            };
+            let mut extra = String::new();
+            if let Some((_, _, hh)) = &lat {
+                // The Aerospike study's threshold view: share of operations over 1 ms.
+                let over = pct_over(hh, 1_000_000);
+                if over > 0.0 {
+                    extra = format!(r#"<br><span class="muted">{over:.2}% over 1 ms</span>"#);
+                }
+            }
+            let _ = write!(
+                h,
+                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}{extra}</td><td>{}</td><td>{}</td></tr>"#,
+                esc(&p.test),
+                esc(&p.param_label(&[])),
+                p.valid().len(),
+                p.results.len(),
+                s.as_ref().map_or("-".to_string(), |s| format!(
+                    "{}{} {}",
+                    esc(&num(s.mean)),
+                    s.sd.map(|sd| format!(" &plusmn; {}", esc(&num(sd))))
+                        .unwrap_or_default(),
+                    esc(&p.headline_unit())
+                )),
+                s.as_ref()
+                    .and_then(|s| s.cv_pct())
+                    .map_or("-".to_string(), |c| format!("{c:.1}%")),
+                q(0.5),
+                q(0.99),
+                q(0.999),
+                lat.as_ref()
+                    .map_or("-".to_string(), |(_, _, hh)| latency_ns(hh.max() as f64)),
+                esc(&lat.as_ref().map_or("-".to_string(), |(k, n, _)| format!(
+                    "{k} ({})",
+                    n.join("+")
+                ))),
+                flags_html(&p.flags())
+            );
+        }
+        h.push_str("</table>");
+    }
+}
+
+fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
+    h.push_str(r#"<h2 id="disclosure">Systems (disclosure)</h2>"#);
+    let cols: Vec<(usize, &model::HostDisclosure)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.hosts.iter().map(move |hd| (i, hd)))
+        .collect();
+    if cols.is_empty() {
+        h.push_str(r#"<div class="note">No host disclosure was stored with these runs.</div>"#);
+        return;
+    }
+    let mut keys: Vec<&String> = cols.iter().flat_map(|(_, hd)| hd.facts.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    h.push_str("<table><tr><th>Fact</th>");
+    for (i, hd) in &cols {
+        let _ = write!(
+            h,
+            "<th>{}<br><span class=\"muted\">{} ({})</span></th>",
+            esc(&labels[*i]),
+            esc(&hd.host),
+            esc(&hd.role)
+        );
+    }
+    h.push_str("</tr>");
+    for k in keys {
+        let vals: Vec<String> = cols
+            .iter()
+            .map(|(_, hd)| hd.facts.get(k).map_or("-".to_string(), |f| f.display()))
+            .collect();
+        let differs = vals.windows(2).any(|w| w[0] != w[1]);
+        let _ = write!(h, "<tr><td><code>{}</code></td>", esc(k));
+        for v in vals {
+            let style = if differs {
+                r#" style="background:#fff8e6""#
+            } else {
+                ""
+            };
+            let _ = write!(h, "<td{style}>{}</td>", esc(&v));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
+    // Idle power measured before load.
+    let idle: Vec<(usize, &model::IdlePower)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.idle_power.iter().map(move |p| (i, p)))
+        .collect();
+    if !idle.is_empty() {
+        h.push_str("<table><caption>Idle power, measured before load</caption><tr><th>Run</th><th>Host</th><th>Duration</th><th>Source</th><th>Mean</th><th>Max</th></tr>");
+        for (i, ip) in idle {
+            for p in &ip.power {
+                let _ = write!(
+                    h,
+                    r#"<tr><td>{}</td><td>{}</td><td class="n">{:.0} s</td><td>{} {}{}</td><td class="n">{} W</td><td class="n">{} W</td></tr>"#,
+                    esc(&labels[i]),
+                    esc(&ip.host),
+                    ip.duration_s,
+                    esc(&p.source),
+                    esc(&p.zone),
+                    if p.modelled {
+                        r#" <span class="modelled">modelled</span>"#
+                    } else if !p.whole_system {
+                        r#" <span class="component">component</span>"#
+                    } else {
+                        ""
+                    },
+                    esc(&num(p.mean_watts)),
+                    esc(&num(p.max_watts))
+                );
+            }
+        }
+        h.push_str("</table>");
+    }
+}
+
+/// The TCO tables (the seed's Table 2 layout, with its Difference columns).
+pub fn tco_html(h: &mut String, t: &tco::TcoResult) {
+    let _ = write!(h, r#"<h2 id="tco">{}</h2>"#, esc(&t.title));
+    let (_group, head, body) = tco::cells(t);
+    let n = t.platforms.len();
+    let nd = if n == 2 { 1 } else { n - 1 };
+    let _ = write!(
+        h,
+        r#"<table><tr><th colspan="2" rowspan="2">TCO ({})</th><th colspan="{}">Per server</th><th colspan="{}">Rack: maximum servers within {} W</th></tr><tr>"#,
+        esc(&t.years_label()),
+        n + nd,
+        n + nd,
+        esc(&num(t.usable_w()))
+    );
+    for c in head.iter().skip(2) {
+        let _ = write!(h, "<th>{}</th>", esc(c));
+    }
+    h.push_str("</tr>");
+    for (ri, r) in body.iter().enumerate() {
+        let cls = match t.rows.get(ri).map(|r| r.label.as_str()) {
+            Some("Total") | Some("Performance") => r#" class="total""#,
+            _ => "",
+        };
+        let _ = write!(h, "<tr{cls}>");
+        for (i, c) in r.iter().enumerate() {
+            if i < 2 {
+                let _ = write!(h, "<td>{}</td>", esc(c));
+            } else {
+                let _ = write!(h, r#"<td class="n">{}</td>"#, esc(c));
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table><ul>");
+    for f in tco::footnotes(t) {
+        let cls = if f.contains("MODELLED") {
+            r#" class="modelled""#
+        } else {
+            ""
+        };
+        let _ = write!(h, "<li{cls}>{}</li>", esc(&f));
+    }
+    h.push_str("</ul>");
+}

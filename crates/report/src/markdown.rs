@@ -1,0 +1,286 @@
+//! The report as Markdown: the same tables as the HTML report (summary, efficiency,
+//! results, comparison, disclosure, TCO), with chart files referenced by name (write
+//! them with `svg_charts`). Cell text is made table-safe with `md_cell`.
+
+use std::fmt::Write as _;
+
+use model::{Flag, RunRecord};
+
+use crate::charts::{charts, only_workload, workloads};
+use crate::compare::compare;
+use crate::derive::{self, points, run_labels, unit_scale, PowerBasis, PowerFigure};
+use crate::fmt::{latency_ns, num};
+use tco::md_cell as c;
+
+fn flags(f: &[Flag]) -> String {
+    f.iter()
+        .map(|f| format!(" ⚠ {}: {}", f.code, f.message))
+        .collect()
+}
+
+fn power(p: &Result<PowerFigure, String>) -> String {
+    match p {
+        Ok(p) => format!(
+            "{} W ({}{})",
+            num(p.watts),
+            p.source,
+            match p.basis {
+                PowerBasis::Measured => "",
+                PowerBasis::Modelled => ", MODELLED",
+                PowerBasis::Component => ", component only",
+            }
+        ),
+        Err(why) => format!("absent: {why}"),
+    }
+}
+
+fn row(cells: &[String]) -> String {
+    format!(
+        "| {} |\n",
+        cells.iter().map(|s| c(s)).collect::<Vec<_>>().join(" | ")
+    )
+}
+
+fn header(cells: &[&str]) -> String {
+    let mut s = row(&cells.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    s.push_str(&format!("|{}|\n", vec!["---"; cells.len()].join("|")));
+    s
+}
+
+/// The report as Markdown.
+pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> String {
+    let labels = run_labels(runs);
+    let mut m = format!("# rackbench report: {}\n\n", c(&labels.join(" vs ")));
+    m.push_str("## Runs\n\n");
+    m.push_str(&header(&[
+        "Run", "Label", "Started", "Status", "Results", "Command",
+    ]));
+    for (r, l) in runs.iter().zip(&labels) {
+        m.push_str(&row(&[
+            r.id.clone(),
+            l.clone(),
+            r.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+            format!("{:?}", r.status),
+            r.results.len().to_string(),
+            format!("`{}`", r.command.replace('`', "'")),
+        ]));
+    }
+    if runs.len() > 1 {
+        m.push_str("\n## Comparison\n");
+        for i in 1..runs.len() {
+            let cmp = compare(&runs[..1], &runs[i..=i]);
+            let _ = write!(
+                m,
+                "\n### {} (B) vs {} (A)\n\n**Comparability:** {}\n\n",
+                c(&cmp.b.join(", ")),
+                c(&cmp.a.join(", ")),
+                c(&cmp.comparability.verdict)
+            );
+            if !cmp.comparability.differences.is_empty() {
+                m.push_str(&header(&["Setting", "Kind", "A", "B"]));
+                for d in &cmp.comparability.differences {
+                    m.push_str(&row(&[
+                        d.key.clone(),
+                        d.category.clone(),
+                        d.a.clone(),
+                        d.b.clone(),
+                    ]));
+                }
+                m.push('\n');
+            }
+            m.push_str(&header(&[
+                "Point",
+                "Metric",
+                "A mean (n)",
+                "B mean (n)",
+                "Difference",
+                "95% CI",
+                "Verdict",
+            ]));
+            for r in &cmp.rows {
+                let s = |x: &Option<crate::stats::Sample>| {
+                    x.as_ref().map_or("-".to_string(), |s| {
+                        format!("{} {} ({})", num(s.mean), r.unit, s.n)
+                    })
+                };
+                m.push_str(&row(&[
+                    r.point.clone(),
+                    r.metric.clone(),
+                    s(&r.a),
+                    s(&r.b),
+                    r.diff_pct.map_or("-".into(), |d| format!("{d:+.1}%")),
+                    r.ci95_pct
+                        .map_or("-".into(), |(l, h)| format!("[{l:+.1}%, {h:+.1}%]")),
+                    r.verdict.clone(),
+                ]));
+            }
+        }
+    }
+    let all_charts = charts(runs);
+    for wl in workloads(runs) {
+        let wr = only_workload(runs, &wl);
+        let wl_labels = run_labels(&wr);
+        let s = derive::summary(&wr);
+        let _ = write!(m, "\n## Workload: {}\n\n", c(&wl));
+        let mut head = vec!["Test".to_string()];
+        for l in &wl_labels {
+            head.push(format!("{l}: performance ({})", s.unit));
+            head.push(format!("{l}: power"));
+        }
+        m.push_str(&row(&head));
+        m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+        for r in &s.rows {
+            let mut cells = vec![r.label.clone()];
+            for i in 0..wl_labels.len() {
+                cells.push(format!(
+                    "{}{}{}",
+                    r.perf[i].map_or("-".into(), num),
+                    if r.chosen[i].is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", r.chosen[i])
+                    },
+                    flags(&r.flags[i])
+                ));
+                cells.push(if r.perf[i].is_some() {
+                    power(&r.power[i])
+                } else {
+                    "-".into()
+                });
+            }
+            m.push_str(&row(&cells));
+        }
+        let mut g = vec!["**Geometric mean**".to_string()];
+        let mut a = vec!["**Arithmetic mean**".to_string()];
+        for i in 0..wl_labels.len() {
+            g.push(s.geomean[i].map_or("-".into(), num));
+            g.push("n/a".into());
+            a.push("n/a".into());
+            a.push(match (s.power_mean[i], s.power_basis[i]) {
+                (Some(w), Some(PowerBasis::Measured)) => format!("{} W", num(w)),
+                (Some(w), Some(b)) => format!("{} W ({})", num(w), b.label()),
+                _ => "n/a".into(),
+            });
+        }
+        m.push_str(&row(&g));
+        m.push_str(&row(&a));
+        m.push_str("\n### Efficiency (each run's best point)\n\n");
+        let eff = derive::efficiency_rows(&wr);
+        let unit = eff.first().map(|r| r.3.unit.clone()).unwrap_or_default();
+        let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
+            eff.iter().filter_map(|r| f(&r.3)).collect()
+        };
+        let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
+        let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
+        let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
+        m.push_str(&header(&[
+            "Test",
+            "Run",
+            &format!("Throughput ({unit})"),
+            "Power",
+            &format!("Perf/W ({unit} per W)"),
+            &format!("W per {pw}{unit}"),
+            &format!("W above idle per {pd}{unit}"),
+            "%CPU used",
+            &format!("%CPU per {pc}{unit}"),
+        ]));
+        for (rowname, i, point, e) in &eff {
+            let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| num(v * s));
+            m.push_str(&row(&[
+                rowname.clone(),
+                format!("{} ({point})", wl_labels[*i]),
+                num(e.perf),
+                power(&e.power),
+                e.perf_per_w.map_or("-".into(), num),
+                f(e.w_per_perf, sw),
+                f(e.dw_per_perf, sd),
+                e.cpu_used_pct.map_or("-".into(), |v| format!("{v:.1}%")),
+                f(e.cpu_pct_per_perf, sc),
+            ]));
+        }
+        m.push_str("\n### Results\n\n");
+        m.push_str(&header(&[
+            "Run",
+            "Test",
+            "Parameters",
+            "n",
+            "Headline (mean ± sd)",
+            "p50",
+            "p99",
+            "p99.9",
+            "Warnings",
+        ]));
+        for (i, run) in wr.iter().enumerate() {
+            for p in points(i, run) {
+                let s = p.headline();
+                let lat = p.latency();
+                let q = |x: f64| {
+                    lat.as_ref().map_or("-".to_string(), |(_, _, h)| {
+                        latency_ns(h.value_at_quantile(x) as f64)
+                    })
+                };
+                m.push_str(&row(&[
+                    wl_labels[i].clone(),
+                    p.test.clone(),
+                    p.param_label(&[]),
+                    format!("{}/{}", p.valid().len(), p.results.len()),
+                    s.as_ref().map_or("-".into(), |s| {
+                        format!(
+                            "{}{} {}",
+                            num(s.mean),
+                            s.sd.map(|d| format!(" ± {}", num(d))).unwrap_or_default(),
+                            p.headline_unit()
+                        )
+                    }),
+                    q(0.5),
+                    q(0.99),
+                    q(0.999),
+                    flags(&p.flags()),
+                ]));
+            }
+        }
+        m.push_str("\n### Charts\n\n");
+        for ch in all_charts.iter().filter(|ch| ch.workload == wl) {
+            match (&ch.svg, &ch.note) {
+                (Some(_), _) => {
+                    let _ = writeln!(m, "- ![{}]({})", c(&ch.title), ch.file);
+                }
+                (None, Some(n)) => {
+                    let _ = writeln!(m, "- {}: {}", c(&ch.title), c(n));
+                }
+                _ => {}
+            }
+        }
+    }
+    m.push_str("\n## Systems\n\n");
+    let cols: Vec<(usize, &model::HostDisclosure)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.hosts.iter().map(move |h| (i, h)))
+        .collect();
+    if !cols.is_empty() {
+        let mut head = vec!["Fact".to_string()];
+        head.extend(
+            cols.iter()
+                .map(|(i, h)| format!("{} {} ({})", labels[*i], h.host, h.role)),
+        );
+        m.push_str(&row(&head));
+        m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+        let mut keys: Vec<&String> = cols.iter().flat_map(|(_, h)| h.facts.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let mut cells = vec![format!("`{k}`")];
+            cells.extend(
+                cols.iter()
+                    .map(|(_, h)| h.facts.get(k).map_or("-".into(), |f| f.display())),
+            );
+            m.push_str(&row(&cells));
+        }
+    }
+    if let Some(t) = tco_result {
+        m.push('\n');
+        m.push_str(&tco::markdown(t));
+    }
+    m
+}

@@ -1,0 +1,262 @@
+//! Small statistics: means, sample standard deviation, and Welch's t-test with its 95%
+//! confidence interval (METHODS section 10: report n, mean +- sd, the difference with a
+//! CI and a significance verdict at p < 0.05; never compare single runs as if they were
+//! certain). The Student t distribution is computed here from the regularized incomplete
+//! beta function (continued fraction, Numerical Recipes 6.4) to avoid a dependency.
+
+use serde::{Deserialize, Serialize};
+
+/// Arithmetic mean (None when empty).
+pub fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Geometric mean of positive values (None when empty or any value is not positive).
+pub fn geomean(v: &[f64]) -> Option<f64> {
+    if v.is_empty() || v.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
+        return None;
+    }
+    Some((v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+}
+
+/// Sample standard deviation (n - 1); None below two values.
+pub fn stdev(v: &[f64]) -> Option<f64> {
+    if v.len() < 2 {
+        return None;
+    }
+    let m = mean(v)?;
+    Some((v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt())
+}
+
+/// n, mean and sample standard deviation of a set of repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub n: usize,
+    pub mean: f64,
+    /// None with one value.
+    pub sd: Option<f64>,
+}
+
+impl Sample {
+    pub fn of(v: &[f64]) -> Option<Sample> {
+        Some(Sample {
+            n: v.len(),
+            mean: mean(v)?,
+            sd: stdev(v),
+        })
+    }
+    /// Coefficient of variation in percent (PTS flags above ~2.5-3.5%).
+    pub fn cv_pct(&self) -> Option<f64> {
+        self.sd
+            .filter(|_| self.mean != 0.0)
+            .map(|s| 100.0 * s / self.mean.abs())
+    }
+}
+
+/// Welch's two-sample t-test of `b` against `a`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Welch {
+    pub t: f64,
+    pub df: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+    /// 95% confidence interval of mean(b) - mean(a).
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+}
+
+/// Welch's t-test; None unless both sides have at least two values.
+pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
+    let (sa, sb) = (a.sd?, b.sd?);
+    let (na, nb) = (a.n as f64, b.n as f64);
+    let va = sa * sa / na;
+    let vb = sb * sb / nb;
+    let se = (va + vb).sqrt();
+    let diff = b.mean - a.mean;
+    if se == 0.0 {
+        // No spread at all: the difference is exact (identical repetitions).
+        let p = if diff == 0.0 { 1.0 } else { 0.0 };
+        return Some(Welch {
+            t: if diff == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY.copysign(diff)
+            },
+            df: na + nb - 2.0,
+            p,
+            ci95_low: diff,
+            ci95_high: diff,
+        });
+    }
+    let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    let t = diff / se;
+    let p = 2.0 * student_t_sf(t.abs(), df);
+    let q = student_t_quantile(0.975, df);
+    Some(Welch {
+        t,
+        df,
+        p,
+        ci95_low: diff - q * se,
+        ci95_high: diff + q * se,
+    })
+}
+
+/// P(T > t) for Student's t with `df` degrees of freedom, t >= 0.
+pub fn student_t_sf(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return 0.0;
+    }
+    let x = df / (df + t * t);
+    0.5 * reg_inc_beta(df / 2.0, 0.5, x)
+}
+
+/// The q-quantile (0.5 < q < 1) of Student's t, by bisection on the survival function.
+pub fn student_t_quantile(q: f64, df: f64) -> f64 {
+    let target = 1.0 - q;
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    // Grow the bracket; bounded (t at df=1, q=0.9999 is ~3183).
+    for _ in 0..64 {
+        if student_t_sf(hi, df) < target {
+            break;
+        }
+        hi *= 2.0;
+    }
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if student_t_sf(mid, df) > target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+fn ln_gamma(x: f64) -> f64 {
+    // Lanczos approximation (g = 7, n = 9), good to ~1e-15 for x > 0.
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = C[0];
+    let t = x + 7.5;
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// Regularized incomplete beta I_x(a, b).
+fn reg_inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    let front = ln_front.exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_cf(a, b, x) / a
+    } else {
+        1.0 - front * beta_cf(b, a, 1.0 - x) / b
+    }
+}
+
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..300 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        // Two-sided 95% critical values from any t table.
+        for (df, want) in [
+            (1.0, 12.706),
+            (2.0, 4.303),
+            (5.0, 2.571),
+            (10.0, 2.228),
+            (30.0, 2.042),
+            (1000.0, 1.962),
+        ] {
+            let q = student_t_quantile(0.975, df);
+            assert!((q - want).abs() < 1e-3, "df {df}: {q} vs {want}");
+        }
+    }
+
+    #[test]
+    fn welch_matches_scipy() {
+        // By hand: t = 3.5 / sqrt(1.6667/4 + 5/5) = 2.9406, Welch df = 6.519, and the
+        // two-sided p by numerical integration of the t density = 0.02354.
+        let a = Sample::of(&[10.0, 11.0, 12.0, 13.0]).unwrap();
+        let b = Sample::of(&[12.0, 14.0, 15.0, 16.0, 18.0]).unwrap();
+        let w = welch(&a, &b).unwrap();
+        assert!((w.t - 2.9406).abs() < 1e-3, "t {}", w.t);
+        assert!((w.df - 6.519).abs() < 1e-2, "df {}", w.df);
+        assert!((w.p - 0.02354).abs() < 2e-4, "p {}", w.p);
+        assert!(w.ci95_low > 0.0 && w.ci95_high > w.ci95_low);
+    }
+
+    #[test]
+    fn means() {
+        assert_eq!(mean(&[]), None);
+        assert!((geomean(&[3478470.0, 3474360.0, 31619580.0]).unwrap() - 7256709.29).abs() < 0.01);
+        assert!((mean(&[45.2, 43.9, 60.6]).unwrap() - 49.9).abs() < 1e-9);
+        assert_eq!(geomean(&[1.0, 0.0]), None);
+        assert_eq!(stdev(&[1.0]), None);
+    }
+}

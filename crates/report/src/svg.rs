@@ -1,0 +1,508 @@
+//! Chart primitives drawn as plain SVG text: grouped bars, stacked bars and lines, with
+//! "nice" axis ticks, optional log scales and a legend. No scripts, no fonts to fetch:
+//! the same SVG is inlined in the HTML report and written as a standalone file. Every
+//! label passes through `esc`.
+
+use std::fmt::Write as _;
+
+use crate::fmt::{esc, si};
+
+/// Series colours (Okabe-Ito, readable by colour-blind readers), then greys.
+pub const PALETTE: &[&str] = &[
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
+    "#999999", "#666666",
+];
+
+pub fn color(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+const W: f64 = 760.0;
+const H: f64 = 380.0;
+const ML: f64 = 78.0;
+const MR: f64 = 24.0;
+const MT: f64 = 58.0;
+
+/// One bar series: a value per category (None: not measured, drawn as a gap with "n/a").
+pub struct BarSeries {
+    pub name: String,
+    pub values: Vec<Option<f64>>,
+    /// A warning mark above the bar (validity flags).
+    pub warn: Vec<bool>,
+}
+
+/// One line series.
+pub struct LineSeries {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub dashed: bool,
+}
+
+/// Round tick positions covering [lo, hi].
+fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / target.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let start = (lo / step).floor() * step;
+    let mut t = Vec::new();
+    let mut v = start;
+    // The last tick is the first at or above `hi`, so the axis always covers the data.
+    for _ in 0..100 {
+        if v >= lo - step * 1e-9 {
+            t.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        }
+        if v >= hi - step * 1e-9 {
+            break;
+        }
+        v += step;
+    }
+    t
+}
+
+/// Decade ticks for a log axis.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut t = Vec::new();
+    let mut e = lo.log10().floor() as i32;
+    while e <= hi.log10().ceil() as i32 && t.len() < 30 {
+        for m in [1.0, 2.0, 5.0] {
+            let v = m * 10f64.powi(e);
+            if v >= lo * 0.999 && v <= hi * 1.001 {
+                t.push(v);
+            }
+        }
+        e += 1;
+    }
+    t
+}
+
+fn open(out: &mut String, title: &str, h: f64) {
+    let _ = write!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}" font-family="Helvetica, Arial, sans-serif" font-size="12"><title>{t}</title><rect x="0" y="0" width="{W}" height="{h}" fill="#ffffff"/><text x="{ML}" y="20" font-size="15" font-weight="bold" fill="#222">{t}</text>"##,
+        t = esc(title)
+    );
+}
+
+fn legend(out: &mut String, names: &[String], y: f64) {
+    let mut x = ML;
+    for (i, n) in names.iter().enumerate() {
+        let label = esc(n);
+        let width = 22.0 + 6.6 * n.chars().count() as f64;
+        if x + width > W - MR && x > ML {
+            // Legends wider than the chart wrap onto no further lines: they are truncated by
+            // the viewBox; keep names short (the run label).
+            break;
+        }
+        let _ = write!(
+            out,
+            r##"<rect x="{x}" y="{y0}" width="12" height="12" fill="{c}"/><text x="{tx}" y="{ty}" fill="#333">{label}</text>"##,
+            y0 = y - 10.0,
+            c = color(i),
+            tx = x + 16.0,
+            ty = y
+        );
+        x += width + 12.0;
+    }
+}
+
+/// Grouped vertical bars: one group per category, one bar per series.
+pub fn bar_chart(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[BarSeries],
+) -> String {
+    let mb = if categories.iter().any(|c| c.chars().count() > 12) {
+        96.0
+    } else {
+        48.0
+    };
+    let h = H + mb - 48.0;
+    let mut out = String::new();
+    open(&mut out, title, h);
+    legend(
+        &mut out,
+        &series.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        42.0,
+    );
+    let max = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten())
+        .fold(0.0f64, |a, b| a.max(*b));
+    let ticks = nice_ticks(0.0, if max > 0.0 { max * 1.08 } else { 1.0 }, 5);
+    let top = *ticks.last().unwrap_or(&1.0);
+    let (x0, x1, y0, y1) = (ML, W - MR, MT, h - mb);
+    let ys = |v: f64| y1 - (v / top) * (y1 - y0);
+    axis_y(&mut out, &ticks, &ys, x0, x1, y_label, y0, y1);
+    let nc = categories.len().max(1) as f64;
+    let gw = (x1 - x0) / nc;
+    let ns = series.len().max(1) as f64;
+    let bw = (gw * 0.8 / ns).min(60.0);
+    for (ci, cat) in categories.iter().enumerate() {
+        let gx = x0 + gw * ci as f64 + (gw - bw * ns) / 2.0;
+        for (si_, s) in series.iter().enumerate() {
+            let x = gx + bw * si_ as f64;
+            match s.values.get(ci).copied().flatten() {
+                Some(v) => {
+                    let y = ys(v.max(0.0));
+                    let _ = write!(
+                        out,
+                        r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{hh:.1}" fill="{c}"><title>{t}: {val}</title></rect>"#,
+                        w = (bw - 2.0).max(1.0),
+                        hh = (y1 - y).max(0.0),
+                        c = color(si_),
+                        t = esc(&format!("{} / {}", s.name, cat)),
+                        val = esc(&crate::fmt::num(v))
+                    );
+                    if bw >= 26.0 {
+                        let _ = write!(
+                            out,
+                            r##"<text x="{tx:.1}" y="{ty:.1}" text-anchor="middle" font-size="10" fill="#333">{v}</text>"##,
+                            tx = x + bw / 2.0 - 1.0,
+                            ty = y - 3.0,
+                            v = esc(&si(v))
+                        );
+                    }
+                    if s.warn.get(ci).copied().unwrap_or(false) {
+                        let _ = write!(
+                            out,
+                            r##"<text x="{tx:.1}" y="{ty:.1}" text-anchor="middle" font-size="13" font-weight="bold" fill="#c0392b">&#9888;</text>"##,
+                            tx = x + bw / 2.0 - 1.0,
+                            ty = y - 15.0
+                        );
+                    }
+                }
+                None => {
+                    let _ = write!(
+                        out,
+                        r##"<text x="{tx:.1}" y="{ty:.1}" text-anchor="middle" font-size="10" fill="#999">n/a</text>"##,
+                        tx = x + bw / 2.0,
+                        ty = y1 - 4.0
+                    );
+                }
+            }
+        }
+        let cx = x0 + gw * (ci as f64 + 0.5);
+        if mb > 48.0 {
+            let _ = write!(
+                out,
+                r##"<text x="{cx:.1}" y="{y:.1}" text-anchor="end" transform="rotate(-30 {cx:.1} {y:.1})" fill="#333">{l}</text>"##,
+                y = y1 + 16.0,
+                l = esc(cat)
+            );
+        } else {
+            let _ = write!(
+                out,
+                r##"<text x="{cx:.1}" y="{y:.1}" text-anchor="middle" fill="#333">{l}</text>"##,
+                y = y1 + 18.0,
+                l = esc(cat)
+            );
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn axis_y(
+    out: &mut String,
+    ticks: &[f64],
+    ys: &dyn Fn(f64) -> f64,
+    x0: f64,
+    x1: f64,
+    label: &str,
+    y0: f64,
+    y1: f64,
+) {
+    for t in ticks {
+        let y = ys(*t);
+        let _ = write!(
+            out,
+            r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{tx}" y="{ty:.1}" text-anchor="end" fill="#555">{v}</text>"##,
+            tx = x0 - 6.0,
+            ty = y + 4.0,
+            v = esc(&si(*t))
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y1}" stroke="#888"/><line x1="{x0}" y1="{y1}" x2="{x1}" y2="{y1}" stroke="#888"/><text x="16" y="{my}" transform="rotate(-90 16 {my})" text-anchor="middle" fill="#333">{l}</text>"##,
+        my = (y0 + y1) / 2.0,
+        l = esc(label)
+    );
+}
+
+/// Axis scale for line charts.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Scale {
+    Linear,
+    Log,
+    /// Percentile axis: x is a quantile in (0,1), drawn as -log10(1-q) ("nines").
+    Nines,
+}
+
+/// Lines with markers. `x_ticks_labels` overrides tick labels (e.g. percentiles).
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x_scale: Scale,
+    y_scale: Scale,
+    series: &[LineSeries],
+) -> String {
+    let h = H + 10.0;
+    let mut out = String::new();
+    open(&mut out, title, h);
+    legend(
+        &mut out,
+        &series.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        42.0,
+    );
+    let (x0, x1, y0, y1) = (ML, W - MR, MT, h - 52.0);
+    let tx = |v: f64| -> f64 {
+        match x_scale {
+            Scale::Linear => v,
+            Scale::Log => v.max(1e-12).log10(),
+            Scale::Nines => -(1.0 - v.min(0.999_999_9)).log10(),
+        }
+    };
+    let ty = |v: f64| -> f64 {
+        match y_scale {
+            Scale::Log => v.max(1e-12).log10(),
+            _ => v,
+        }
+    };
+    let pts: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .collect();
+    if pts.is_empty() {
+        out.push_str("</svg>");
+        return out;
+    }
+    let (mut xmin, mut xmax) = pts
+        .iter()
+        .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
+    let (mut ymin, mut ymax) = pts
+        .iter()
+        .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.1), a.1.max(p.1)));
+    if y_scale == Scale::Linear {
+        ymin = ymin.min(0.0);
+        ymax *= 1.08;
+    }
+    if x_scale == Scale::Linear && xmin > 0.0 && xmin < 0.5 * xmax {
+        xmin = 0.0;
+    }
+    if xmax <= xmin {
+        xmax = xmin + 1.0;
+        xmin -= 1.0;
+    }
+    if ymax <= ymin {
+        ymax = ymin + 1.0;
+    }
+    let xticks: Vec<(f64, String)> = match x_scale {
+        Scale::Linear => nice_ticks(xmin, xmax, 6)
+            .into_iter()
+            .map(|t| (t, si(t)))
+            .collect(),
+        Scale::Log => log_ticks(xmin, xmax)
+            .into_iter()
+            .map(|t| (t, si(t)))
+            .collect(),
+        Scale::Nines => [0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999]
+            .iter()
+            .filter(|q| **q <= xmax + 1e-12)
+            .map(|q| (*q, format!("{}%", 100.0 * q)))
+            .collect(),
+    };
+    let xmin_t = match x_scale {
+        Scale::Nines => tx(xmin.min(0.5)),
+        _ => tx(xmin),
+    };
+    let xmax_t = tx(xmax).max(xmin_t + 1e-9);
+    let yticks: Vec<f64> = match y_scale {
+        Scale::Log => {
+            ymin = ymin.max(1e-12);
+            let lo = 10f64.powf(ymin.log10().floor());
+            let hi = 10f64.powf(ymax.log10().ceil());
+            ymin = lo;
+            ymax = hi;
+            log_ticks(lo, hi)
+        }
+        _ => nice_ticks(ymin, ymax, 5),
+    };
+    if y_scale != Scale::Log {
+        ymax = yticks.last().copied().unwrap_or(ymax).max(ymax);
+    }
+    let (ymin_t, ymax_t) = (ty(ymin), ty(ymax).max(ty(ymin) + 1e-9));
+    let px = |v: f64| x0 + (tx(v) - xmin_t) / (xmax_t - xmin_t) * (x1 - x0);
+    let py = |v: f64| y1 - (ty(v) - ymin_t) / (ymax_t - ymin_t) * (y1 - y0);
+    axis_y(&mut out, &yticks, &py, x0, x1, y_label, y0, y1);
+    for (t, l) in &xticks {
+        let x = px(*t);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{y1}" x2="{x:.1}" y2="{y2}" stroke="#888"/><text x="{x:.1}" y="{ly}" text-anchor="middle" fill="#555">{l}</text>"##,
+            y2 = y1 + 4.0,
+            ly = y1 + 17.0,
+            l = esc(l)
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<text x="{mx}" y="{ly}" text-anchor="middle" fill="#333">{l}</text>"##,
+        mx = (x0 + x1) / 2.0,
+        ly = y1 + 38.0,
+        l = esc(x_label)
+    );
+    for (i, s) in series.iter().enumerate() {
+        let mut pts = s.points.clone();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let d: Vec<String> = pts
+            .iter()
+            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{dash} points="{p}"><title>{t}</title></polyline>"#,
+            c = color(i),
+            dash = if s.dashed {
+                r#" stroke-dasharray="5 3""#
+            } else {
+                ""
+            },
+            p = d.join(" "),
+            t = esc(&s.name)
+        );
+        if pts.len() <= 40 {
+            for (x, y) in &pts {
+                let _ = write!(
+                    out,
+                    r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3" fill="{c}"><title>{t}: {xv}, {yv}</title></circle>"#,
+                    cx = px(*x),
+                    cy = py(*y),
+                    c = color(i),
+                    t = esc(&s.name),
+                    xv = esc(&si(*x)),
+                    yv = esc(&si(*y))
+                );
+            }
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// One stacked bar: its label and the (component, value) segments, bottom first.
+pub struct Stack {
+    pub label: String,
+    pub segments: Vec<(String, f64)>,
+}
+
+/// Stacked vertical bars on a 0..max axis (per-CPU %usr/%sys/%irq/%soft...).
+pub fn stacked_chart(
+    title: &str,
+    y_label: &str,
+    max: f64,
+    stacks: &[Stack],
+    colors: &[&str],
+) -> String {
+    let h = H;
+    let mut out = String::new();
+    open(&mut out, title, h);
+    let names: Vec<String> = stacks
+        .first()
+        .map(|s| s.segments.iter().map(|(n, _)| n.clone()).collect())
+        .unwrap_or_default();
+    // Legend with the stack's own colours.
+    let mut x = ML;
+    for (i, n) in names.iter().enumerate() {
+        let _ = write!(
+            out,
+            r##"<rect x="{x}" y="32" width="12" height="12" fill="{c}"/><text x="{tx}" y="42" fill="#333">{l}</text>"##,
+            c = colors[i % colors.len()],
+            tx = x + 16.0,
+            l = esc(n)
+        );
+        x += 30.0 + 7.0 * n.chars().count() as f64;
+    }
+    let (x0, x1, y0, y1) = (ML, W - MR, MT, h - 48.0);
+    let ticks = nice_ticks(0.0, max, 5);
+    let top = ticks.last().copied().unwrap_or(max).max(max);
+    let ys = |v: f64| y1 - (v / top) * (y1 - y0);
+    axis_y(&mut out, &ticks, &ys, x0, x1, y_label, y0, y1);
+    let n = stacks.len().max(1) as f64;
+    let gw = (x1 - x0) / n;
+    let bw = (gw * 0.7).min(48.0);
+    let step = (stacks.len() / 24).max(1);
+    for (i, s) in stacks.iter().enumerate() {
+        let bx = x0 + gw * i as f64 + (gw - bw) / 2.0;
+        let mut acc = 0.0;
+        for (j, (name, v)) in s.segments.iter().enumerate() {
+            if *v <= 0.0 {
+                continue;
+            }
+            let ya = ys(acc + v);
+            let yb = ys(acc);
+            let _ = write!(
+                out,
+                r#"<rect class="seg" x="{bx:.1}" y="{ya:.1}" width="{bw:.1}" height="{hh:.1}" fill="{c}"><title>{t}: {v:.1}</title></rect>"#,
+                hh = (yb - ya).max(0.0),
+                c = colors[j % colors.len()],
+                t = esc(&format!("{} {name}", s.label))
+            );
+            acc += v;
+        }
+        if i % step == 0 {
+            let _ = write!(
+                out,
+                r##"<text x="{cx:.1}" y="{y:.1}" text-anchor="middle" fill="#333">{l}</text>"##,
+                cx = bx + bw / 2.0,
+                y = y1 + 16.0,
+                l = esc(&s.label)
+            );
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(
+            nice_ticks(0.0, 10.0, 5),
+            vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        );
+        assert_eq!(
+            log_ticks(1.0, 100.0),
+            vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
+        );
+    }
+
+    #[test]
+    fn labels_are_escaped() {
+        let s = bar_chart(
+            "<b>t</b>",
+            "y",
+            &["<script>".to_string()],
+            &[BarSeries {
+                name: "a&b".into(),
+                values: vec![Some(1.0)],
+                warn: vec![true],
+            }],
+        );
+        assert!(!s.contains("<script>") && !s.contains("<b>"));
+        assert!(s.contains("&lt;script&gt;") && s.contains("a&amp;b"));
+    }
+}

@@ -1,0 +1,376 @@
+//! The report and derived figures on fixture runs (realistic kv sweeps with real
+//! histograms and telemetry), and the seeds' tables reproduced from their numbers.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{kv_run, two_platforms, Power, Spec};
+use model::{CpuUtil, PowerSummary, ResultRecord, RunRecord, Status, TelemetrySummary};
+use rackbench_report as report;
+
+#[test]
+fn html_is_self_contained_with_charts() {
+    let runs = two_platforms();
+    let h = report::html(&runs, None);
+    assert!(h.starts_with("<!DOCTYPE html>"));
+    assert!(
+        h.matches("<svg").count() >= 6,
+        "charts: {}",
+        h.matches("<svg").count()
+    );
+    for forbidden in [
+        "<script", "http://", "https://", "<link", "@import", "src=\"",
+    ] {
+        let ok = match forbidden {
+            // The SVG namespace is an identifier, not a fetch.
+            "http://" => h
+                .replace("http://www.w3.org/2000/svg", "")
+                .contains("http://"),
+            _ => h.contains(forbidden),
+        };
+        assert!(!ok, "report contains {forbidden}");
+    }
+    // Flags are shown next to the figures; latency percentiles are present.
+    assert!(h.contains("client_bound"));
+    assert!(h.contains("p99.9"));
+    assert!(h.contains("Geometric mean"));
+    assert!(h.contains("platform comparison"), "comparability verdict");
+}
+
+#[test]
+fn everything_from_hosts_plans_and_labels_is_escaped() {
+    let evil = "<script>alert(1)</script>";
+    let mut r = kv_run(&Spec::default());
+    r.label = Some(evil.into());
+    r.hosts[0].host = evil.into();
+    r.hosts[0]
+        .facts
+        .insert("cpu.model".into(), model::Fact::known(evil));
+    r.results[0].flags.push(model::Flag::warning(evil, evil));
+    r.results[0].test = evil.into();
+    r.command = evil.into();
+    let mut b = kv_run(&Spec {
+        id: "20261120T231500-bbbbbb",
+        label: "b",
+        ..Spec::default()
+    });
+    b.label = Some("\"><img src=x onerror=alert(1)>".into());
+    let plan = tco::Plan::from_toml(&format!(
+        r#"years = 3
+energy_price_per_kwh = 0.1
+title = "{evil}"
+[rack]
+power_budget_w = 10000
+rack_units = 40
+[[platform]]
+name = "{evil}"
+power_w = 300
+perf = 100
+bom = [{{ name = "{evil}", unit_cost = 10 }}]
+"#
+    ))
+    .unwrap();
+    let t = tco::evaluate(&plan, &BTreeMap::new()).unwrap();
+    let runs = vec![r, b];
+    let h = report::html(&runs, Some(&t));
+    assert!(!h.contains("<script>"), "unescaped script tag");
+    assert!(!h.contains("<img"), "unescaped img tag");
+    assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    for (name, svg) in report::svg_charts(&runs) {
+        assert!(!svg.contains("<script>"), "{name}");
+    }
+    let md = report::markdown(&runs, Some(&t));
+    assert!(!md.contains("<script>"), "markdown passes raw HTML through");
+}
+
+#[test]
+fn markdown_and_svg_files() {
+    let runs = two_platforms();
+    let md = report::markdown(&runs, None);
+    assert!(md.contains("| Test |"));
+    assert!(md.contains("**Geometric mean**"));
+    let files = report::svg_charts(&runs);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    for want in [
+        "kv_bars.svg",
+        "kv_vs_instances.svg",
+        "kv_vs_pipeline.svg",
+        "kv_latency.svg",
+        "kv_latency_buckets.svg",
+        "kv_power.svg",
+        "kv_perf_per_w.svg",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("cpu_")));
+    for (_, s) in &files {
+        assert!(s.starts_with("<?xml") && s.trim_end().ends_with("</svg>"));
+    }
+}
+
+/// A run whose results are the seed's Table A1 measurements (one sweep point per test).
+fn table_a1_run(id: &str, label: &str, figures: &[(&str, u32, f64, f64)]) -> RunRecord {
+    let mut run = kv_run(&Spec {
+        id: Box::leak(id.to_string().into_boxed_str()),
+        label: "x",
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    run.label = Some(label.into());
+    let template = run.results[0].clone();
+    run.results = figures
+        .iter()
+        .enumerate()
+        .map(|(i, (test, p, ops, w))| {
+            let mut r = template.clone();
+            r.step = i as u32;
+            r.test = test.to_string();
+            r.params = BTreeMap::from([("pipeline".to_string(), serde_json::json!(p))]);
+            r.metrics = vec![model::Metric::new("ops_per_s", *ops, "ops/s")];
+            r.flags.clear();
+            // Processor socket power: a component figure, as the seed's.
+            r.telemetry_summary[0].power = vec![PowerSummary {
+                source: "rapl".into(),
+                zone: "package-0".into(),
+                mean_watts: *w,
+                max_watts: *w,
+                whole_system: false,
+                modelled: false,
+            }];
+            r
+        })
+        .collect();
+    run
+}
+
+#[test]
+fn reproduces_seed_table_a1_means() {
+    let q = table_a1_run(
+        "q",
+        "Centriq 2452",
+        &[
+            ("set", 1, 3_478_470.0, 45.2),
+            ("get", 1, 3_474_360.0, 43.9),
+            ("get", 100, 31_619_580.0, 60.6),
+        ],
+    );
+    let i = table_a1_run(
+        "i",
+        "Xeon Gold 5120",
+        &[
+            ("set", 1, 3_582_254.0, 174.7),
+            ("get", 1, 3_548_964.0, 169.9),
+            ("get", 100, 45_094_940.0, 190.7),
+        ],
+    );
+    let s = report::summary(&[q, i]);
+    assert_eq!(s.rows.len(), 3);
+    assert_eq!(s.geomean[0].map(|v| v.round()), Some(7_256_709.0));
+    assert_eq!(s.geomean[1].map(|v| v.round()), Some(8_307_339.0));
+    assert!((s.power_mean[0].unwrap() - 49.9).abs() < 0.05);
+    assert!((s.power_mean[1].unwrap() - 178.4).abs() < 0.05);
+    // Socket power is a component figure and says so.
+    assert_eq!(s.power_basis[0], Some(report::PowerBasis::Component));
+}
+
+#[test]
+fn power_rules_measured_modelled_component_absent() {
+    let eff = |p: Power| {
+        let run = kv_run(&Spec {
+            power: p,
+            reps: 1,
+            instances: &[2],
+            ..Spec::default()
+        });
+        let pts = report::derive::points(0, &run);
+        pts[0].efficiency().unwrap()
+    };
+    let m = eff(Power::Ipmi(200.0));
+    let pw = m.power.as_ref().unwrap();
+    assert_eq!(pw.basis, report::PowerBasis::Measured);
+    assert_eq!(
+        pw.source, "ipmi-dcmi system",
+        "whole-server preferred over RAPL"
+    );
+    assert!((pw.idle_w.unwrap() - 110.0).abs() < 1e-9);
+    assert!(m.perf_per_w.is_some() && m.dw_per_perf.is_some());
+    let md = eff(Power::Modelled(200.0));
+    assert_eq!(
+        md.power.as_ref().unwrap().basis,
+        report::PowerBasis::Modelled
+    );
+    let c = eff(Power::Rapl(100.0));
+    let cp = c.power.as_ref().unwrap();
+    assert_eq!(cp.basis, report::PowerBasis::Component);
+    assert_eq!(cp.source, "rapl package-0+dram-0");
+    let none = eff(Power::None);
+    assert!(none.perf_per_w.is_none());
+    assert!(none.power.unwrap_err().contains("no power source"));
+    // And the report says why instead of drawing nothing.
+    let run = kv_run(&Spec {
+        power: Power::None,
+        ..Spec::default()
+    });
+    let h = report::html(&[run], None);
+    assert!(
+        h.contains("Power and perf/W are absent: "),
+        "no visible reason"
+    );
+    let run = kv_run(&Spec {
+        power: Power::Modelled(150.0),
+        ..Spec::default()
+    });
+    assert!(report::html(&[run], None).contains("modelled"));
+}
+
+/// The iperf3 study's arm receiver, TCP: 26.8 Gbit/s, 158 W loaded, 128 W idle, CPU2
+/// (iperf3) and CPU4 (softirq) busy: %CPU used 197.01, CPU/tput 7.35, W/tput 1.119.
+#[test]
+fn iperf3_study_cpu_and_watts_per_throughput() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        power: Power::Ipmi(158.0),
+        ..Spec::default()
+    });
+    run.results.truncate(1);
+    let r: &mut ResultRecord = &mut run.results[0];
+    r.workload = "net".into();
+    r.test = "tcp".into();
+    r.headline = "gbit_per_s".into();
+    r.metrics = vec![model::Metric::new("gbit_per_s", 26.8, "Gbit/s")];
+    let cpu = |n: i32, usr: f64, sys: f64, irq: f64, soft: f64, idle: f64| CpuUtil {
+        cpu: n,
+        usr_pct: usr,
+        nice_pct: 0.0,
+        sys_pct: sys,
+        iowait_pct: 0.0,
+        irq_pct: irq,
+        soft_pct: soft,
+        steal_pct: 0.0,
+        idle_pct: idle,
+    };
+    r.telemetry_summary = vec![TelemetrySummary {
+        host: "local".into(),
+        samples: 10,
+        cpus: vec![
+            cpu(2, 0.80, 98.02, 0.0, 0.0, 1.18),
+            cpu(4, 0.0, 0.02, 0.0, 98.16, 1.81),
+        ],
+        ctxt_per_s: 0.0,
+        intr_per_s: 0.0,
+        nics: vec![],
+        disks: vec![],
+        mean_freq_mhz: None,
+        procs: vec![],
+        power: vec![PowerSummary {
+            source: "ipmi-dcmi".into(),
+            zone: "system".into(),
+            mean_watts: 158.0,
+            max_watts: 160.0,
+            whole_system: true,
+            modelled: false,
+        }],
+        power_missing: None,
+    }];
+    run.idle_power[0].power[0].mean_watts = 128.0;
+    r.status = Status::Ok;
+    let pts = report::derive::points(0, &run);
+    let e = pts[0].efficiency().unwrap();
+    assert!((e.cpu_used_pct.unwrap() - 197.01).abs() < 0.01);
+    assert!((e.cpu_pct_per_perf.unwrap() - 7.351).abs() < 0.001);
+    assert!((e.dw_per_perf.unwrap() - 1.119).abs() < 0.001);
+}
+
+#[test]
+fn ab_comparison_with_confidence() {
+    let runs = two_platforms();
+    let c = report::compare(&runs[..1], &runs[1..]);
+    let row = c
+        .rows
+        .iter()
+        .find(|r| r.point == "kv set instances=2 pipeline=1" && r.metric == "ops_per_s")
+        .expect("row");
+    assert_eq!(row.a.as_ref().unwrap().n, 3);
+    let d = row.diff_pct.unwrap();
+    assert!((d - 30.0).abs() < 5.0, "diff {d}");
+    let (lo, hi) = row.ci95_pct.unwrap();
+    assert!(lo < d && d < hi && lo > 0.0, "CI [{lo}, {hi}]");
+    assert!(
+        row.verdict.starts_with("better (significant"),
+        "{}",
+        row.verdict
+    );
+    // Latency p99 is compared too; lower is better.
+    assert!(c
+        .rows
+        .iter()
+        .any(|r| r.metric == "latency_p99_ns" && !r.higher_is_better));
+    // Hardware differs, software the same: a platform comparison.
+    assert!(c.comparability.like_for_like);
+    assert!(c.comparability.verdict.starts_with("platform comparison"));
+    assert!(c
+        .comparability
+        .differences
+        .iter()
+        .any(|d| d.key == "cpu.model"));
+    // Same platform, same figures: no significant difference.
+    let a2 = kv_run(&Spec {
+        id: "20261120T232000-cccccc",
+        seed: 7,
+        ..Spec::default()
+    });
+    let same = report::compare(&runs[..1], std::slice::from_ref(&a2));
+    let row = same
+        .rows
+        .iter()
+        .find(|r| r.point == "kv get instances=1 pipeline=100" && r.metric == "ops_per_s")
+        .unwrap();
+    assert!(row.verdict.starts_with("no significant"), "{}", row.verdict);
+    assert_eq!(same.comparability.verdict, "like for like");
+    // A different kernel is not like for like.
+    let k = kv_run(&Spec {
+        id: "20261120T232500-dddddd",
+        kernel: "6.12.0",
+        ..Spec::default()
+    });
+    let other = report::comparability(&runs[..1], &[k]);
+    assert!(!other.like_for_like);
+    assert!(other.verdict.contains("os.kernel"));
+    // Single runs: a difference, but no confidence claimed.
+    let s1 = kv_run(&Spec {
+        reps: 1,
+        ..Spec::default()
+    });
+    let s2 = kv_run(&Spec {
+        reps: 1,
+        scale: 1.2,
+        seed: 3,
+        ..Spec::default()
+    });
+    let single = report::compare(&[s1], &[s2]);
+    assert!(single.rows[0].ci95_pct.is_none());
+    assert!(single.rows[0].verdict.starts_with("single run"));
+    println!("{}", report::compare_text(&c));
+}
+
+#[test]
+fn percentile_curves_come_from_merged_histograms() {
+    let run = kv_run(&Spec::default());
+    let pts = report::derive::points(0, &run);
+    let (kind, names, h) = pts[0].latency().unwrap();
+    assert_eq!(kind, "service");
+    assert_eq!(names, vec!["set".to_string()]);
+    // Three repetitions of 5,000 operations, merged exactly.
+    assert_eq!(h.len(), 15_000);
+    let curve = report::charts::percentile_curve(&h);
+    assert!(
+        curve.windows(2).all(|w| w[1].1 >= w[0].1),
+        "percentiles are monotonic"
+    );
+    let edges = report::charts::bucket_edges(&[&h]);
+    let shares = report::charts::bucket_shares(&h, &edges);
+    assert!((shares.iter().sum::<f64>() - 100.0).abs() < 1e-6);
+}

@@ -1,0 +1,534 @@
+//! Export and import formats: pure functions of model types.
+//!
+//! - JSON: always the document `{"format_version": 1, "runs": [RunRecord...]}` (pretty),
+//!   whatever the number of runs, so a reader handles one shape. `schema/run.schema.json`
+//!   pins it and a test checks real output against it. [`from_json`] reads it back, and
+//!   also accepts a bare RunRecord (`rackbench show RUN --json`) or an array of them.
+//! - CSV: long form, one row per figure, for spreadsheets and dataframes. Columns are
+//!   [`CSV_COLUMNS`]. Rows come from: every metric; every missing metric (empty value,
+//!   `reason=...` in labels: never a 0); the summary of every histogram
+//!   (`latency_p99_ns`..., labels `histogram=NAME;kind=KIND`) unless a metric with the
+//!   same name and labels exists; the telemetry summary of every host (`cpu_busy_pct`,
+//!   `power_mean_w`, `nic_rx_bytes_per_s`..., host column = that host); idle power per
+//!   host (`idle_power_mean_w`, no step). `params` and `labels` are `k=v;k=v` (a string
+//!   value holding `;`, `=` or a leading `"` is written as a JSON string). `flags` is
+//!   `SEVERITY:CODE;...`, plus `status:STATUS` for a result that did not end ok.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::{bail, Context};
+use model::{ResultRecord, RunRecord, Severity, Status};
+use serde::{Deserialize, Serialize};
+
+/// The CSV crate the exporter writes with, for readers (tests, tools) of its output.
+pub use csv;
+
+/// Version of the export document's outer shape (each run carries its own
+/// `format_version`, model::RECORD_FORMAT_VERSION).
+pub const EXPORT_FORMAT_VERSION: u32 = 1;
+
+/// Header of the long-form CSV.
+pub const CSV_COLUMNS: [&str; 13] = [
+    "run_id",
+    "label",
+    "host",
+    "workload",
+    "test",
+    "step",
+    "repetition",
+    "params",
+    "metric",
+    "value",
+    "unit",
+    "labels",
+    "flags",
+];
+
+#[derive(Serialize)]
+struct DocRef<'a> {
+    format_version: u32,
+    runs: &'a [RunRecord],
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Doc {
+    /// Checked on the raw value first, so a newer document gets "upgrade", not a parse error.
+    #[serde(rename = "format_version")]
+    _format_version: u32,
+    runs: Vec<RunRecord>,
+}
+
+/// The export document, pretty-printed (no trailing newline).
+pub fn to_json(runs: &[RunRecord]) -> String {
+    serde_json::to_string_pretty(&DocRef {
+        format_version: EXPORT_FORMAT_VERSION,
+        runs,
+    })
+    // Every map in the model has string keys, the only way serde_json can fail here.
+    .expect("run records serialize to JSON")
+}
+
+/// Runs from an export document (or a bare RunRecord, or an array of them).
+pub fn from_json(s: &str) -> anyhow::Result<Vec<RunRecord>> {
+    let v: serde_json::Value = serde_json::from_str(s)
+        .context("not JSON; expected a rackbench export (`rackbench export --format json`)")?;
+    let runs = match &v {
+        serde_json::Value::Object(o) if o.contains_key("runs") => {
+            let version = o.get("format_version").and_then(|v| v.as_u64());
+            match version {
+                None => bail!("export document without a numeric `format_version`"),
+                Some(n) if n > u64::from(EXPORT_FORMAT_VERSION) => bail!(
+                    "export document format {n} is newer than this rackbench understands \
+                     ({EXPORT_FORMAT_VERSION}); upgrade rackbench"
+                ),
+                Some(_) => {}
+            }
+            // Parse the text again (not the Value) so errors carry line and column.
+            serde_json::from_str::<Doc>(s)
+                .context("not a valid rackbench export document")?
+                .runs
+        }
+        serde_json::Value::Object(o) if o.contains_key("results") => {
+            vec![serde_json::from_str::<RunRecord>(s).context("not a valid rackbench run record")?]
+        }
+        serde_json::Value::Array(_) => serde_json::from_str::<Vec<RunRecord>>(s)
+            .context("not a valid array of rackbench run records")?,
+        _ => bail!(
+            "not a rackbench export: expected {{\"format_version\": 1, \"runs\": [...]}} \
+             (`rackbench export --format json`)"
+        ),
+    };
+    for r in &runs {
+        if r.format_version > model::RECORD_FORMAT_VERSION {
+            bail!(
+                "run {} has record format {}, newer than this rackbench understands ({}); upgrade rackbench",
+                r.id,
+                r.format_version,
+                model::RECORD_FORMAT_VERSION
+            );
+        }
+    }
+    Ok(runs)
+}
+
+/// Long-form CSV of the runs (header included).
+pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
+    let mut out = csv::Writer::from_writer(w);
+    out.write_record(CSV_COLUMNS)?;
+    for run in runs {
+        let default_host = crate::summary_host(&run.hosts);
+        // `local` means "the machine rackbench ran on": name it as the disclosure does.
+        let host_name = |h: &str| -> String {
+            run.hosts
+                .iter()
+                .find(|d| d.host == h && h == "local")
+                .and_then(|d| d.facts.get("os.hostname"))
+                .and_then(|f| f.value.clone())
+                .unwrap_or_else(|| h.to_string())
+        };
+        let label = run.label.clone().unwrap_or_default();
+        let mut emit = |host: &str,
+                        r: Option<&ResultRecord>,
+                        metric: &str,
+                        value: String,
+                        unit: &str,
+                        labels: &BTreeMap<String, String>|
+         -> anyhow::Result<()> {
+            let (workload, test, step, rep, params, flags) = match r {
+                Some(r) => (
+                    r.workload.as_str(),
+                    r.test.as_str(),
+                    r.step.to_string(),
+                    r.repetition.to_string(),
+                    join_params(&r.params),
+                    flags_cell(r),
+                ),
+                None => (
+                    "",
+                    "",
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ),
+            };
+            out.write_record([
+                run.id.as_str(),
+                label.as_str(),
+                host,
+                workload,
+                test,
+                step.as_str(),
+                rep.as_str(),
+                params.as_str(),
+                metric,
+                value.as_str(),
+                unit,
+                join_labels(labels).as_str(),
+                flags.as_str(),
+            ])?;
+            Ok(())
+        };
+
+        for idle in &run.idle_power {
+            for p in &idle.power {
+                let host = host_name(&idle.host);
+                emit(
+                    &host,
+                    None,
+                    "idle_power_mean_w",
+                    num(p.mean_watts),
+                    "W",
+                    &power_labels(p.source.as_str(), &p.zone, p.whole_system, p.modelled),
+                )?;
+                emit(
+                    &host,
+                    None,
+                    "idle_power_max_w",
+                    num(p.max_watts),
+                    "W",
+                    &power_labels(p.source.as_str(), &p.zone, p.whole_system, p.modelled),
+                )?;
+            }
+        }
+
+        for r in &run.results {
+            for m in &r.metrics {
+                let host = m
+                    .labels
+                    .get("host")
+                    .map(|h| host_name(h))
+                    .unwrap_or_else(|| default_host.clone());
+                emit(&host, Some(r), &m.name, num(m.value), &m.unit, &m.labels)?;
+            }
+            for m in &r.missing {
+                emit(
+                    &default_host,
+                    Some(r),
+                    &m.name,
+                    String::new(),
+                    "",
+                    &labels([("reason", m.reason.as_str())]),
+                )?;
+            }
+            for h in &r.histograms {
+                let s = &h.summary;
+                let l = labels([("histogram", h.name.as_str()), ("kind", h.kind.as_str())]);
+                let stats: [(&str, f64, &str); 9] = [
+                    ("latency_count", s.count as f64, "count"),
+                    ("latency_min_ns", s.min_ns as f64, "ns"),
+                    ("latency_mean_ns", s.mean_ns, "ns"),
+                    ("latency_stdev_ns", s.stdev_ns, "ns"),
+                    ("latency_p50_ns", s.p50_ns as f64, "ns"),
+                    ("latency_p90_ns", s.p90_ns as f64, "ns"),
+                    ("latency_p99_ns", s.p99_ns as f64, "ns"),
+                    ("latency_p999_ns", s.p999_ns as f64, "ns"),
+                    ("latency_max_ns", s.max_ns as f64, "ns"),
+                ];
+                for (name, value, unit) in stats {
+                    if r.metrics.iter().any(|m| m.name == name && m.labels == l) {
+                        continue;
+                    }
+                    // Histogram units other than ns are not produced today; keep the
+                    // stored unit rather than claim ns.
+                    let unit = if unit == "ns" { h.unit.as_str() } else { unit };
+                    emit(&default_host, Some(r), name, num(value), unit, &l)?;
+                }
+            }
+            for t in &r.telemetry_summary {
+                let host = host_name(&t.host);
+                telemetry_rows(t, |name, value, unit, l| {
+                    emit(&host, Some(r), name, num(value), unit, &l)
+                })?;
+                if let Some(reason) = &t.power_missing {
+                    emit(
+                        &host,
+                        Some(r),
+                        "power_mean_w",
+                        String::new(),
+                        "",
+                        &labels([("reason", reason.as_str())]),
+                    )?;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn telemetry_rows(
+    t: &model::TelemetrySummary,
+    mut emit: impl FnMut(&str, f64, &str, BTreeMap<String, String>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    for c in &t.cpus {
+        let l = if c.cpu < 0 {
+            BTreeMap::new()
+        } else {
+            labels([("cpu", c.cpu.to_string().as_str())])
+        };
+        emit("cpu_busy_pct", c.busy_pct(), "%", l.clone())?;
+        emit("cpu_usr_pct", c.usr_pct, "%", l.clone())?;
+        emit("cpu_sys_pct", c.sys_pct, "%", l.clone())?;
+        emit("cpu_iowait_pct", c.iowait_pct, "%", l.clone())?;
+        emit("cpu_irq_pct", c.irq_pct, "%", l.clone())?;
+        emit("cpu_soft_pct", c.soft_pct, "%", l.clone())?;
+        emit("cpu_idle_pct", c.idle_pct, "%", l)?;
+    }
+    emit("ctxt_per_s", t.ctxt_per_s, "1/s", BTreeMap::new())?;
+    emit("intr_per_s", t.intr_per_s, "1/s", BTreeMap::new())?;
+    if let Some(f) = t.mean_freq_mhz {
+        emit("cpu_freq_mean_mhz", f, "MHz", BTreeMap::new())?;
+    }
+    for n in &t.nics {
+        let l = labels([("nic", n.name.as_str())]);
+        emit("nic_rx_bytes_per_s", n.rx_bytes_per_s, "B/s", l.clone())?;
+        emit("nic_tx_bytes_per_s", n.tx_bytes_per_s, "B/s", l.clone())?;
+        emit(
+            "nic_rx_packets_per_s",
+            n.rx_packets_per_s,
+            "packets/s",
+            l.clone(),
+        )?;
+        emit(
+            "nic_tx_packets_per_s",
+            n.tx_packets_per_s,
+            "packets/s",
+            l.clone(),
+        )?;
+        emit(
+            "nic_rx_drops_per_s",
+            n.rx_drops_per_s,
+            "packets/s",
+            l.clone(),
+        )?;
+        emit("nic_tx_drops_per_s", n.tx_drops_per_s, "packets/s", l)?;
+    }
+    for d in &t.disks {
+        let l = labels([("disk", d.name.as_str())]);
+        emit("disk_reads_per_s", d.reads_per_s, "1/s", l.clone())?;
+        emit("disk_writes_per_s", d.writes_per_s, "1/s", l.clone())?;
+        emit(
+            "disk_read_bytes_per_s",
+            d.read_bytes_per_s,
+            "B/s",
+            l.clone(),
+        )?;
+        emit(
+            "disk_write_bytes_per_s",
+            d.write_bytes_per_s,
+            "B/s",
+            l.clone(),
+        )?;
+        emit("disk_util_pct", d.util_pct, "%", l)?;
+    }
+    for p in &t.procs {
+        let l = labels([("role", p.role.as_str())]);
+        emit("proc_usr_pct", p.usr_pct, "% of one CPU", l.clone())?;
+        emit("proc_sys_pct", p.sys_pct, "% of one CPU", l)?;
+    }
+    for p in &t.power {
+        let l = power_labels(&p.source, &p.zone, p.whole_system, p.modelled);
+        emit("power_mean_w", p.mean_watts, "W", l.clone())?;
+        emit("power_max_w", p.max_watts, "W", l)?;
+    }
+    Ok(())
+}
+
+fn power_labels(
+    source: &str,
+    zone: &str,
+    whole_system: bool,
+    modelled: bool,
+) -> BTreeMap<String, String> {
+    labels([
+        ("source", source),
+        ("zone", zone),
+        ("whole_system", if whole_system { "true" } else { "false" }),
+        ("modelled", if modelled { "true" } else { "false" }),
+    ])
+}
+
+fn labels<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<String, String> {
+    pairs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A number as CSV text: exact (shortest round-trip), exponent only at the extremes,
+/// empty for NaN (a NaN is not a figure).
+fn num(v: f64) -> String {
+    if v.is_nan() {
+        String::new()
+    } else if v != 0.0 && v.is_finite() && (v.abs() < 1e-6 || v.abs() >= 1e21) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn kv_value(s: &str) -> String {
+    if s.contains(';') || s.contains('=') || s.starts_with('"') {
+        serde_json::Value::String(s.to_string()).to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+fn join_params(params: &BTreeMap<String, serde_json::Value>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={}", kv_value(s)),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn join_labels(labels: &BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={}", kv_value(v)))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn flags_cell(r: &ResultRecord) -> String {
+    let mut parts: Vec<String> = r
+        .flags
+        .iter()
+        .map(|f| {
+            let sev = match f.severity {
+                Severity::Warning => "warning",
+                Severity::Invalid => "invalid",
+            };
+            format!("{sev}:{}", f.code)
+        })
+        .collect();
+    let status = match r.status {
+        Status::Ok => None,
+        Status::Interrupted => Some("interrupted"),
+        Status::Failed => Some("failed"),
+        Status::Running => Some("running"),
+    };
+    if let Some(s) = status {
+        parts.push(format!("status:{s}"));
+    }
+    parts.join(";")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn json_round_trips_exactly() {
+        let runs = vec![
+            fixtures::rich_run("20261120T210703-aaaaaa", Some("arm"), fixtures::t0(0), 3),
+            fixtures::rich_run("20261120T210803-bbbbbb", None, fixtures::t0(60), 1),
+        ];
+        let text = to_json(&runs);
+        assert!(text.starts_with("{\n  \"format_version\": 1,\n  \"runs\": ["));
+        assert_eq!(from_json(&text).unwrap(), runs);
+        // A bare record and an array are accepted too.
+        let one = serde_json::to_string(&runs[0]).unwrap();
+        assert_eq!(from_json(&one).unwrap(), vec![runs[0].clone()]);
+        let arr = serde_json::to_string(&runs).unwrap();
+        assert_eq!(from_json(&arr).unwrap(), runs);
+    }
+
+    #[test]
+    fn json_rejects_newer_and_foreign_documents() {
+        let err = from_json(r#"{"format_version": 2, "runs": []}"#).unwrap_err();
+        assert!(format!("{err:#}").contains("newer"), "{err:#}");
+        let err = from_json(r#"{"hello": 1}"#).unwrap_err();
+        assert!(format!("{err:#}").contains("rackbench export"), "{err:#}");
+        let err = from_json("not json").unwrap_err();
+        assert!(format!("{err:#}").contains("not JSON"), "{err:#}");
+        // A renamed field is an error with a position, not a silent default.
+        let runs = vec![fixtures::rich_run("r1", None, fixtures::t0(0), 1)];
+        let bad = to_json(&runs).replace("\"rackbench_version\"", "\"rb_version\"");
+        let err = from_json(&bad).unwrap_err();
+        assert!(format!("{err:#}").contains("line"), "{err:#}");
+    }
+
+    #[test]
+    fn csv_is_escaped_and_parses_back() {
+        let runs = vec![fixtures::rich_run(
+            "r1",
+            Some("lab,el \"x\""),
+            fixtures::t0(0),
+            2,
+        )];
+        let mut buf = Vec::new();
+        to_csv(&runs, &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        // The awkward metric's unit holds a comma, quotes and a newline: quoted, doubled.
+        assert!(text.contains("\"x, \"\"y\"\"\nz\""), "{text}");
+
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(
+            rd.headers().unwrap().iter().collect::<Vec<_>>(),
+            CSV_COLUMNS
+        );
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        assert!(rows.iter().all(|r| r.len() == CSV_COLUMNS.len()));
+        let find = |metric: &str, labels: &str, step: &str| {
+            rows.iter()
+                .find(|r| &r[8] == metric && &r[11] == labels && &r[5] == step)
+                .unwrap_or_else(|| panic!("no row {metric} {labels} step {step}"))
+        };
+        let weird = find("weird", "k,1=v\"2\n", "0");
+        assert_eq!(&weird[1], "lab,el \"x\"");
+        assert_eq!(&weird[9], "0.30000000000000004");
+        assert_eq!(&weird[10], "x, \"y\"\nz");
+        assert_eq!(
+            &weird[12],
+            "warning:client_bound;invalid:errors;status:failed"
+        );
+        assert_eq!(&weird[2], "altra-01");
+        // Params: varying, JSON-quoted string that holds `;`.
+        assert!(weird[7].contains("pipeline=1;"), "{}", &weird[7]);
+        assert!(
+            weird[7].contains("note=\"a \\\"quoted\\\", comma; semi\""),
+            "{}",
+            &weird[7]
+        );
+        let head = find("ops_per_s", "", "1");
+        assert_eq!(
+            head[9].parse::<f64>().unwrap(),
+            runs[0].results[1].metrics[0].value
+        );
+        assert_eq!(&find("tiny", "", "0")[9], "5e-324");
+        assert_eq!(&find("huge", "", "0")[9], "1.7976931348623157e308");
+        // Missing metric: empty value, reason in labels.
+        let miss = find(
+            "cache_hit_ratio",
+            "reason=server INFO not readable: NOAUTH",
+            "0",
+        );
+        assert_eq!(&miss[9], "");
+        // Histogram summary rows.
+        let p99 = find("latency_p99_ns", "histogram=set;kind=service", "0");
+        assert_eq!(
+            p99[9].parse::<u64>().unwrap(),
+            runs[0].results[0].histograms[0].summary.p99_ns
+        );
+        // Telemetry rows carry their own host; power missing is a row without a value.
+        let pm = rows
+            .iter()
+            .find(|r| &r[8] == "power_mean_w" && &r[2] == "loadgen-1 ünïcode")
+            .unwrap();
+        assert_eq!(&pm[9], "");
+        assert!(pm[11].starts_with("reason="));
+        let busy = find("cpu_busy_pct", "cpu=0", "0");
+        assert_eq!(&busy[2], "altra-01");
+        let idle = rows.iter().find(|r| &r[8] == "idle_power_mean_w").unwrap();
+        assert_eq!(&idle[5], "");
+    }
+}

@@ -1,0 +1,328 @@
+//! Store tests on real SQLite files in a temporary directory.
+
+use super::*;
+use crate::fixtures::{rich_result, rich_run, t0};
+
+fn tmp_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("sub/dir/results.sqlite")).unwrap();
+    (dir, store)
+}
+
+fn count(store: &Store, table: &str) -> i64 {
+    store
+        .lock()
+        .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn store_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Store>();
+}
+
+#[test]
+fn import_then_load_round_trips_exactly() {
+    let (_d, store) = tmp_store();
+    let run = rich_run("20261120T210703-aaaaaa", Some("arm"), t0(0), 3);
+    store.import_run(&run).unwrap();
+    let back = store.load_run(&run.id).unwrap();
+    assert_eq!(back, run);
+    // And through JSON, as an export/import on another host would.
+    let json = export::to_json(std::slice::from_ref(&back));
+    assert_eq!(export::from_json(&json).unwrap(), vec![run]);
+}
+
+#[test]
+fn incremental_writes_round_trip_exactly() {
+    let (_d, store) = tmp_store();
+    let full = rich_run("r-inc", None, t0(0), 3);
+    let mut header = full.clone();
+    header.results.clear();
+    header.idle_power.clear();
+    header.hosts.truncate(1);
+    header.finished_at = None;
+    store.begin_run(&header).unwrap();
+    store.update_hosts(&full.id, &full.hosts).unwrap();
+    for idle in &full.idle_power {
+        store.insert_idle_power(&full.id, idle).unwrap();
+    }
+    for r in &full.results {
+        store.insert_result(&full.id, r).unwrap();
+    }
+    store
+        .finish_run_at(
+            &full.id,
+            full.status,
+            full.error.as_deref(),
+            full.finished_at.unwrap(),
+        )
+        .unwrap();
+    assert_eq!(store.load_run(&full.id).unwrap(), full);
+}
+
+#[test]
+fn interrupted_run_keeps_its_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.sqlite");
+    let mut header = rich_run("r-crash", Some("x86"), t0(0), 0);
+    header.finished_at = None;
+    header.error = None;
+    header.status = Status::Ok; // begin_run stores Running whatever the record says
+    let r0 = rich_result(0, "set", 1, t0(1));
+    let r1 = rich_result(1, "get", 16, t0(12));
+    {
+        let store = Store::open(&path).unwrap();
+        store.begin_run(&header).unwrap();
+        store.insert_result(&header.id, &r0).unwrap();
+        store.insert_result(&header.id, &r1).unwrap();
+        // The process "dies" here: no finish_run, store dropped.
+    }
+    let store = Store::open(&path).unwrap();
+    let back = store.load_run("r-crash").unwrap();
+    assert_eq!(back.status, Status::Running);
+    assert_eq!(back.finished_at, None);
+    assert_eq!(back.results, vec![r0, r1]);
+    let list = store.list_runs().unwrap();
+    assert_eq!(list[0].status, Status::Running);
+    assert_eq!(list[0].results, 2);
+}
+
+#[test]
+fn nan_metric_survives_as_nan() {
+    // SQLite stores NaN as NULL; the load maps it back rather than failing.
+    let (_d, store) = tmp_store();
+    let mut run = rich_run("r-nan", None, t0(0), 1);
+    run.results[0]
+        .metrics
+        .push(Metric::new("broken", f64::NAN, "1"));
+    store.import_run(&run).unwrap();
+    let back = store.load_run("r-nan").unwrap();
+    assert!(back.results[0].metrics.last().unwrap().value.is_nan());
+}
+
+#[test]
+fn older_schema_is_migrated_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.sqlite");
+    let run = rich_run("r-old", Some("arm"), t0(0), 2);
+    {
+        let old = Store::open_at_version(&path, 1).unwrap();
+        assert_eq!(old.schema_version().unwrap(), 1);
+        old.import_run(&run).unwrap();
+        let has_view: i64 = old
+            .lock()
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'metrics_long'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(has_view, 0);
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert!(SCHEMA_VERSION >= 2);
+    assert_eq!(store.load_run("r-old").unwrap(), run);
+    // v2's view answers SQL over the data written at v1.
+    let v: f64 = store
+        .lock()
+        .query_row(
+            "SELECT value FROM metrics_long WHERE run_id = 'r-old' AND step = 1
+             AND metric = 'ops_per_s' AND labels = '{}'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(v, run.results[1].metrics[0].value);
+    // Opening again is a no-op.
+    drop(store);
+    assert_eq!(
+        Store::open(&path).unwrap().schema_version().unwrap(),
+        SCHEMA_VERSION
+    );
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.sqlite");
+    {
+        let store = Store::open(&path).unwrap();
+        store
+            .lock()
+            .pragma_update(None, "user_version", SCHEMA_VERSION as i64 + 1)
+            .unwrap();
+    }
+    let err = Store::open(&path).err().expect("must refuse");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("newer"), "{msg}");
+    assert!(msg.contains("new.sqlite"), "{msg}");
+    assert!(msg.contains("upgrade rackbench"), "{msg}");
+}
+
+#[test]
+fn foreign_sqlite_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.sqlite");
+    {
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE t (x);").unwrap();
+    }
+    let msg = format!("{:#}", Store::open(&path).err().expect("must refuse"));
+    assert!(msg.contains("not a rackbench results store"), "{msg}");
+}
+
+#[test]
+fn unusable_paths_name_the_path_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    // A regular file where a directory is needed: fails even when running as root.
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let msg = format!(
+        "{:#}",
+        Store::open(&file.join("sub/results.sqlite")).err().unwrap()
+    );
+    assert!(msg.contains("plain-file"), "{msg}");
+    assert!(
+        msg.contains("--db") && msg.contains("RACKBENCH_DB"),
+        "{msg}"
+    );
+    // A file that is not SQLite at all.
+    let junk = dir.path().join("junk.sqlite");
+    std::fs::write(&junk, vec![b'z'; 4096]).unwrap();
+    let msg = format!("{:#}", Store::open(&junk).err().unwrap());
+    assert!(msg.contains("junk.sqlite") && msg.contains("--db"), "{msg}");
+}
+
+#[test]
+fn resolve_rules() {
+    let (_d, store) = tmp_store();
+    let err = format!("{:#}", store.resolve("latest").unwrap_err());
+    assert!(err.contains("no runs yet"), "{err}");
+    store
+        .import_run(&rich_run("20261120T210703-aaaaaa", Some("arm"), t0(0), 1))
+        .unwrap();
+    store
+        .import_run(&rich_run("20261120T210803-aabbbb", Some("x86"), t0(60), 1))
+        .unwrap();
+    store
+        .import_run(&rich_run("20261120T210903-cccccc", Some("arm"), t0(120), 1))
+        .unwrap();
+    assert_eq!(store.resolve("latest").unwrap(), "20261120T210903-cccccc");
+    assert_eq!(
+        store.resolve("20261120T210703-aaaaaa").unwrap(),
+        "20261120T210703-aaaaaa"
+    );
+    assert_eq!(
+        store.resolve(" 20261120T2109 ").unwrap(),
+        "20261120T210903-cccccc"
+    );
+    assert_eq!(
+        store.resolve("20261120T210803").unwrap(),
+        "20261120T210803-aabbbb"
+    );
+    // A label gives the newest run with that label.
+    assert_eq!(store.resolve("arm").unwrap(), "20261120T210903-cccccc");
+    assert_eq!(store.resolve("x86").unwrap(), "20261120T210803-aabbbb");
+    let err = format!("{:#}", store.resolve("20261120T210").unwrap_err());
+    assert!(err.contains("matches 3 runs"), "{err}");
+    assert!(err.contains("rackbench runs"), "{err}");
+    let err = format!("{:#}", store.resolve("nope").unwrap_err());
+    assert!(err.contains("no run matches `nope`"), "{err}");
+    assert!(err.contains("rackbench runs"), "{err}");
+    // `_` is not a wildcard.
+    assert!(store.resolve("2026112_T").is_err());
+    assert!(store.resolve("").is_err());
+}
+
+#[test]
+fn list_runs_newest_first_with_summary() {
+    let (_d, store) = tmp_store();
+    store
+        .import_run(&rich_run("r-a", Some("arm"), t0(0), 3))
+        .unwrap();
+    let mut other = rich_run("r-b", None, t0(60), 1);
+    other.hosts.clear();
+    store.import_run(&other).unwrap();
+    let list = store.list_runs().unwrap();
+    assert_eq!(
+        list.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        ["r-b", "r-a"]
+    );
+    assert_eq!(list[1].workloads, ["kv"]);
+    assert_eq!(list[1].results, 3);
+    assert_eq!(list[1].host, "altra-01");
+    assert_eq!(list[1].label.as_deref(), Some("arm"));
+    assert_eq!(list[1].status, Status::Interrupted);
+    assert_eq!(list[1].created_at, t0(0));
+    assert_eq!(list[0].host, "");
+}
+
+#[test]
+fn delete_removes_every_row() {
+    let (_d, store) = tmp_store();
+    store
+        .import_run(&rich_run("r-del", None, t0(0), 2))
+        .unwrap();
+    store
+        .import_run(&rich_run("r-keep", None, t0(1), 1))
+        .unwrap();
+    store.delete_run("r-del").unwrap();
+    assert!(!store.has_run("r-del").unwrap());
+    assert!(store.has_run("r-keep").unwrap());
+    for (table, n) in [
+        ("results", 1),
+        ("metrics", 10),
+        ("histograms", 2),
+        ("telemetry", 3),
+        ("telemetry_summary", 2),
+        ("flags", 2),
+        ("missing_metrics", 1),
+        ("hosts", 2),
+        ("idle_power", 1),
+    ] {
+        assert_eq!(count(&store, table), n, "{table}");
+    }
+    let err = format!("{:#}", store.delete_run("r-del").unwrap_err());
+    assert!(err.contains("rackbench runs"), "{err}");
+}
+
+#[test]
+fn writes_to_unknown_or_duplicate_runs_are_errors() {
+    let (_d, store) = tmp_store();
+    let run = rich_run("r-dup", None, t0(0), 1);
+    store.import_run(&run).unwrap();
+    let err = format!("{:#}", store.import_run(&run).unwrap_err());
+    assert!(err.contains("already"), "{err}");
+    let err = format!("{:#}", store.begin_run(&run).unwrap_err());
+    assert!(err.contains("already"), "{err}");
+    let err = format!(
+        "{:#}",
+        store.insert_result("r-none", &run.results[0]).unwrap_err()
+    );
+    assert!(err.contains("no run r-none"), "{err}");
+    assert!(store.finish_run("r-none", Status::Ok, None).is_err());
+    assert!(store.update_hosts("r-none", &[]).is_err());
+    assert!(store.load_run("r-none").is_err());
+    // A failed import leaves nothing behind (one transaction).
+    assert_eq!(count(&store, "runs"), 1);
+}
+
+#[test]
+fn a_second_handle_sees_committed_results() {
+    // Another process (`rackbench runs` while a run writes) reads what was committed.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.sqlite");
+    let writer = Store::open(&path).unwrap();
+    let reader = Store::open(&path).unwrap();
+    let mut header = rich_run("r-live", None, t0(0), 0);
+    header.finished_at = None;
+    writer.begin_run(&header).unwrap();
+    writer
+        .insert_result("r-live", &rich_result(0, "set", 1, t0(1)))
+        .unwrap();
+    assert_eq!(reader.load_run("r-live").unwrap().results.len(), 1);
+    assert_eq!(reader.list_runs().unwrap()[0].results, 1);
+}

@@ -1,0 +1,480 @@
+//! The cost model itself: a plan plus the figures taken from runs in, the table out.
+//!
+//! Servers per rack is the smaller of the power limit ((budget - reserved) / server W,
+//! rounded down) and the space limit (rack units / server height); the result says which
+//! binds. Energy is server W x hours x price x PUE; infrastructure is provisioned W x rate,
+//! once for the period. Every rack figure is the server figure times servers per rack, so
+//! perf/$ and perf/W are the same per server and per rack.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{InfraBasis, Plan};
+
+const HOURS_PER_YEAR: f64 = 24.0 * 365.0;
+
+/// A figure taken from a stored run, with where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sourced {
+    pub value: f64,
+    /// Human description: `run 2026...: ipmi-dcmi system, mean of 6 steps`.
+    pub source: String,
+    /// Computed from a declared power model rather than measured.
+    #[serde(default)]
+    pub modelled: bool,
+    /// Unit of a performance figure (`ops/s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+/// What the CLI resolved from a platform's `run`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FromRun {
+    /// Whole-server power of one board (mean over the selected results).
+    pub power_w: Option<Sourced>,
+    /// Performance of one board.
+    pub perf: Option<Sourced>,
+    /// Why power or performance could not be taken from the run.
+    #[serde(default)]
+    pub problems: Vec<String>,
+}
+
+/// Which limit decides how many servers a rack holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Binding {
+    Power,
+    Space,
+    /// Both limits give the same count.
+    Both,
+}
+
+impl Binding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Binding::Power => "power",
+            Binding::Space => "space",
+            Binding::Both => "power and space",
+        }
+    }
+}
+
+/// One money line of the bill.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostLine {
+    pub name: String,
+    pub per_server: f64,
+    pub per_rack: f64,
+}
+
+/// One platform's evaluated TCO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlatformResult {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub boards_per_server: f64,
+    pub height_u: u32,
+    pub server_power_w: f64,
+    pub power_source: String,
+    /// The power figure is modelled, not measured: every figure derived from it is too.
+    pub power_modelled: bool,
+    pub perf_per_server: f64,
+    pub perf_source: String,
+    pub power_limited_servers: u32,
+    pub space_limited_servers: u32,
+    pub servers_per_rack: u32,
+    pub binding: Binding,
+    pub rack_power_w: f64,
+    /// Bill of materials lines (capex), server and rack.
+    pub capex: Vec<CostLine>,
+    pub capex_per_server: f64,
+    pub capex_per_rack: f64,
+    /// Infrastructure cost for the provisioned power (absent when the plan gives no rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra: Option<CostLine>,
+    /// Energy over the period, PUE included.
+    pub energy: CostLine,
+    pub energy_kwh_per_server: f64,
+    pub total_per_server: f64,
+    pub total_per_rack: f64,
+    pub perf_per_rack: f64,
+    pub perf_per_dollar: f64,
+    pub perf_per_w: f64,
+}
+
+/// One row of the published table: a figure per platform, per server and per rack, and
+/// the ratio of each platform to the baseline ("Difference").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// `Capex`, `Opex` or empty.
+    pub section: String,
+    pub label: String,
+    /// `money`, `perf`, `watts`, `count`, `perf_per_money`, `perf_per_w`.
+    pub kind: String,
+    pub per_server: Vec<f64>,
+    pub per_rack: Vec<f64>,
+    /// per_server[i] / per_server[baseline]; None where the baseline is 0.
+    pub server_ratio: Vec<Option<f64>>,
+    pub rack_ratio: Vec<Option<f64>>,
+}
+
+/// The whole evaluated plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TcoResult {
+    pub title: String,
+    pub currency: String,
+    pub years: f64,
+    pub energy_price_per_kwh: f64,
+    pub pue: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra_cost_per_w: Option<f64>,
+    pub infra_basis: InfraBasis,
+    pub rack_power_budget_w: f64,
+    pub rack_reserved_w: f64,
+    pub rack_units: u32,
+    pub perf_unit: String,
+    /// Index of the platform the ratios divide by.
+    pub baseline: usize,
+    pub platforms: Vec<PlatformResult>,
+    pub rows: Vec<Row>,
+    /// Notes a reader needs (modelled power, extrapolation).
+    pub notes: Vec<String>,
+}
+
+impl TcoResult {
+    /// Server power available in the rack.
+    pub fn usable_w(&self) -> f64 {
+        self.rack_power_budget_w - self.rack_reserved_w
+    }
+    /// `3yr`, `2.5yr`.
+    pub fn years_label(&self) -> String {
+        if (self.years - self.years.round()).abs() < 1e-9 {
+            format!("{}yr", self.years.round() as i64)
+        } else {
+            format!("{}yr", self.years)
+        }
+    }
+}
+
+fn geomean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !positive(*v)) {
+        return None;
+    }
+    Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
+}
+
+fn positive(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b != 0.0 && a.is_finite() && b.is_finite()).then(|| a / b)
+}
+
+/// Evaluate a plan. `from_runs` holds, per platform name, what was taken from its `run`
+/// (the CLI fills it); figures given in the plan win over figures from a run.
+pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::Result<TcoResult> {
+    plan.check()?;
+    let usable_w = plan.rack.power_budget_w - plan.rack.reserved_w;
+    let hours = plan.years * HOURS_PER_YEAR;
+    let mut notes = Vec::new();
+    let mut platforms = Vec::new();
+    let empty = FromRun::default();
+    let mut perf_unit = plan.perf_unit.clone();
+    for p in &plan.platforms {
+        let fr = from_runs.get(&p.name).unwrap_or(&empty);
+        let run_hint = |what: &str| -> String {
+            let mut s = format!(
+                "platform `{}`: no {what}: give it in the plan (`{}`)",
+                p.name,
+                if what == "power" {
+                    "power_w = <watts per board>"
+                } else {
+                    "perf = <figure per board>"
+                }
+            );
+            if let Some(r) = &p.run {
+                s.push_str(&format!(" or fix run `{r}`"));
+            }
+            if !fr.problems.is_empty() {
+                s.push_str(&format!(" ({})", fr.problems.join("; ")));
+            }
+            s
+        };
+        let (board_w, power_source, power_modelled) = match (p.power_w, &fr.power_w) {
+            (Some(w), _) => (w, "given in the plan".to_string(), false),
+            (None, Some(s)) => (s.value, s.source.clone(), s.modelled),
+            (None, None) => anyhow::bail!(run_hint("power")),
+        };
+        let (board_perf, perf_source) = if let Some(v) = p.perf {
+            (v, "given in the plan".to_string())
+        } else if !p.perf_tests.is_empty() {
+            let vals: Vec<f64> = p.perf_tests.iter().map(|t| t.value).collect();
+            let g = geomean(&vals).ok_or_else(|| {
+                anyhow::anyhow!("platform `{}`: perf_tests must be positive", p.name)
+            })?;
+            let names: Vec<&str> = p.perf_tests.iter().map(|t| t.name.as_str()).collect();
+            (
+                g,
+                format!(
+                    "geometric mean of {} given tests ({})",
+                    vals.len(),
+                    names.join(", ")
+                ),
+            )
+        } else if let Some(s) = &fr.perf {
+            if perf_unit.is_none() {
+                perf_unit = s.unit.clone();
+            }
+            (s.value, s.source.clone())
+        } else {
+            anyhow::bail!(run_hint("performance"))
+        };
+        if !positive(board_w) || !positive(board_perf) {
+            anyhow::bail!(
+                "platform `{}`: power ({board_w} W) and performance ({board_perf}) must be positive",
+                p.name
+            );
+        }
+        let k = p.boards_per_server;
+        let server_w = board_w * k;
+        let server_perf = board_perf * k;
+        if k != 1.0 {
+            notes.push(format!(
+                "{}: performance, power and per-board parts extrapolated linearly to {} boards per server",
+                p.name, k
+            ));
+        }
+        if power_modelled {
+            notes.push(format!(
+                "{}: power is MODELLED (declared power model), not measured; energy, infrastructure and perf/W derived from it are modelled too",
+                p.name
+            ));
+        }
+        let power_limited = (usable_w / server_w).floor().min(u32::MAX as f64) as u32;
+        let space_limited = plan.rack.rack_units / p.height_u;
+        let servers = power_limited.min(space_limited);
+        let binding = match power_limited.cmp(&space_limited) {
+            std::cmp::Ordering::Less => Binding::Power,
+            std::cmp::Ordering::Greater => Binding::Space,
+            std::cmp::Ordering::Equal => Binding::Both,
+        };
+        if servers == 0 {
+            anyhow::bail!(
+                "platform `{}`: not one server fits the rack ({server_w:.0} W per server against {usable_w:.0} W usable; {} U against {} U)",
+                p.name,
+                p.height_u,
+                plan.rack.rack_units
+            );
+        }
+        let n = servers as f64;
+        let capex: Vec<CostLine> = p
+            .bom
+            .iter()
+            .map(|b| {
+                let per_server = b.unit_cost * b.quantity * if b.per_board { k } else { 1.0 };
+                CostLine {
+                    name: b.name.clone(),
+                    per_server,
+                    per_rack: per_server * n,
+                }
+            })
+            .collect();
+        let capex_per_server: f64 = capex.iter().map(|c| c.per_server).sum();
+        let infra = plan.infra_cost_per_w.map(|rate| {
+            let provisioned = match plan.infra_basis {
+                InfraBasis::It => server_w,
+                InfraBasis::Facility => server_w * plan.pue,
+            };
+            let per_server = provisioned * rate;
+            CostLine {
+                name: format!("Infra Power Cost ({}yr)", fmt_years(plan.years)),
+                per_server,
+                per_rack: per_server * n,
+            }
+        });
+        let kwh = server_w / 1000.0 * hours * plan.pue;
+        let energy_cost = kwh * plan.energy_price_per_kwh;
+        let energy = CostLine {
+            name: format!("Power ({}yr)", fmt_years(plan.years)),
+            per_server: energy_cost,
+            per_rack: energy_cost * n,
+        };
+        let total = capex_per_server + infra.as_ref().map_or(0.0, |c| c.per_server) + energy_cost;
+        platforms.push(PlatformResult {
+            name: p.name.clone(),
+            note: p.note.clone(),
+            boards_per_server: k,
+            height_u: p.height_u,
+            server_power_w: server_w,
+            power_source,
+            power_modelled,
+            perf_per_server: server_perf,
+            perf_source,
+            power_limited_servers: power_limited,
+            space_limited_servers: space_limited,
+            servers_per_rack: servers,
+            binding,
+            rack_power_w: server_w * n,
+            capex,
+            capex_per_server,
+            capex_per_rack: capex_per_server * n,
+            infra,
+            energy,
+            energy_kwh_per_server: kwh,
+            total_per_server: total,
+            total_per_rack: total * n,
+            perf_per_rack: server_perf * n,
+            perf_per_dollar: if total > 0.0 {
+                server_perf / total
+            } else {
+                f64::NAN
+            },
+            perf_per_w: server_perf / server_w,
+        });
+    }
+    let baseline = match &plan.baseline {
+        Some(b) => plan
+            .platforms
+            .iter()
+            .position(|p| &p.name == b)
+            .unwrap_or(0),
+        None => plan.platforms.len() - 1,
+    };
+    let rows = build_rows(&platforms, baseline);
+    Ok(TcoResult {
+        title: plan.title.clone().unwrap_or_else(|| "Rack TCO".to_string()),
+        currency: plan.currency.clone(),
+        years: plan.years,
+        energy_price_per_kwh: plan.energy_price_per_kwh,
+        pue: plan.pue,
+        infra_cost_per_w: plan.infra_cost_per_w,
+        infra_basis: plan.infra_basis,
+        rack_power_budget_w: plan.rack.power_budget_w,
+        rack_reserved_w: plan.rack.reserved_w,
+        rack_units: plan.rack.rack_units,
+        perf_unit: perf_unit.unwrap_or_default(),
+        baseline,
+        platforms,
+        rows,
+        notes,
+    })
+}
+
+fn fmt_years(y: f64) -> String {
+    if (y - y.round()).abs() < 1e-9 {
+        format!("{}", y.round() as i64)
+    } else {
+        format!("{y}")
+    }
+}
+
+/// The table rows in the seed's order: capex lines, infrastructure, energy, total,
+/// performance, then what the seed states in prose (servers, power, perf/$, perf/W).
+fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut push = |section: &str, label: &str, kind: &str, s: Vec<f64>, r: Vec<f64>| {
+        let server_ratio = s.iter().map(|v| ratio(*v, s[baseline])).collect();
+        let rack_ratio = r.iter().map(|v| ratio(*v, r[baseline])).collect();
+        rows.push(Row {
+            section: section.to_string(),
+            label: label.to_string(),
+            kind: kind.to_string(),
+            per_server: s,
+            per_rack: r,
+            server_ratio,
+            rack_ratio,
+        });
+    };
+    // BOM lines: the union of item names, in first-seen order; an item a platform lacks is 0.
+    let mut names: Vec<&str> = Vec::new();
+    for p in ps {
+        for c in &p.capex {
+            if !names.contains(&c.name.as_str()) {
+                names.push(&c.name);
+            }
+        }
+    }
+    let line = |p: &PlatformResult, name: &str| -> (f64, f64) {
+        p.capex
+            .iter()
+            .filter(|c| c.name == name)
+            .fold((0.0, 0.0), |a, c| (a.0 + c.per_server, a.1 + c.per_rack))
+    };
+    for name in names {
+        let (s, r): (Vec<f64>, Vec<f64>) = ps.iter().map(|p| line(p, name)).unzip();
+        push("Capex", name, "money", s, r);
+    }
+    if let Some(label) = ps
+        .iter()
+        .find_map(|p| p.infra.as_ref().map(|c| c.name.clone()))
+    {
+        let (s, r): (Vec<f64>, Vec<f64>) = ps
+            .iter()
+            .map(|p| {
+                p.infra
+                    .as_ref()
+                    .map_or((0.0, 0.0), |c| (c.per_server, c.per_rack))
+            })
+            .unzip();
+        push("Capex", &label, "money", s, r);
+    }
+    let label = ps[0].energy.name.clone();
+    push(
+        "Opex",
+        &label,
+        "money",
+        ps.iter().map(|p| p.energy.per_server).collect(),
+        ps.iter().map(|p| p.energy.per_rack).collect(),
+    );
+    push(
+        "",
+        "Total",
+        "money",
+        ps.iter().map(|p| p.total_per_server).collect(),
+        ps.iter().map(|p| p.total_per_rack).collect(),
+    );
+    push(
+        "",
+        "Performance",
+        "perf",
+        ps.iter().map(|p| p.perf_per_server).collect(),
+        ps.iter().map(|p| p.perf_per_rack).collect(),
+    );
+    push(
+        "",
+        "Servers",
+        "count",
+        ps.iter().map(|_| 1.0).collect(),
+        ps.iter().map(|p| p.servers_per_rack as f64).collect(),
+    );
+    push(
+        "",
+        "Power (W)",
+        "watts",
+        ps.iter().map(|p| p.server_power_w).collect(),
+        ps.iter().map(|p| p.rack_power_w).collect(),
+    );
+    push(
+        "",
+        "Perf per $",
+        "perf_per_money",
+        ps.iter().map(|p| p.perf_per_dollar).collect(),
+        ps.iter().map(|p| p.perf_per_dollar).collect(),
+    );
+    push(
+        "",
+        "Perf per W",
+        "perf_per_w",
+        ps.iter().map(|p| p.perf_per_w).collect(),
+        ps.iter().map(|p| p.perf_per_w).collect(),
+    );
+    rows
+}
+
+/// Geometric mean of positive figures (None when empty or any figure is not positive).
+pub fn geometric_mean(values: &[f64]) -> Option<f64> {
+    geomean(values)
+}

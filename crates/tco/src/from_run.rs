@@ -1,0 +1,213 @@
+//! Taking a platform's power and performance from a stored run (pure: the CLI loads the
+//! run from the store and hands it here).
+//!
+//! Power must be whole-server to be used in a rack model: an IPMI/DCMI reading, a wall
+//! meter or a hwmon sensor flagged whole-system. RAPL package/DRAM power is a component
+//! and is refused with a reason (a rack is filled by wall watts, not package watts).
+//! Power from a declared model is used but carried as modelled.
+
+use std::collections::BTreeMap;
+
+use model::{ResultRecord, RunRecord, Status};
+
+use crate::compute::{FromRun, Sourced};
+use crate::plan::{PerfFrom, Platform};
+
+/// Order of preference among whole-server sources: a meter at the wall first.
+fn source_rank(source: &str) -> u8 {
+    match source {
+        "meter" => 0,
+        "ipmi-dcmi" | "ipmi" => 1,
+        "hwmon" => 2,
+        "model" => 9,
+        _ => 5,
+    }
+}
+
+fn param_matches(have: Option<&serde_json::Value>, want: &serde_json::Value) -> bool {
+    let Some(have) = have else { return false };
+    if have == want {
+        return true;
+    }
+    let s = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    s(have) == s(want)
+}
+
+/// The results of `run` that a platform selects: completed, not invalid, of its test and
+/// parameters.
+pub fn select<'a>(run: &'a RunRecord, p: &Platform) -> Vec<&'a ResultRecord> {
+    run.results
+        .iter()
+        .filter(|r| r.status == Status::Ok && !r.is_invalid())
+        .filter(|r| !matches!(&p.test, Some(t) if t != &r.test))
+        .filter(|r| {
+            p.params
+                .iter()
+                .all(|(k, v)| param_matches(r.params.get(k), v))
+        })
+        .collect()
+}
+
+/// A stable key for a result's sweep point: test plus its parameters.
+fn point_key(r: &ResultRecord) -> String {
+    let params: Vec<String> = r
+        .params
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect();
+    if params.is_empty() {
+        r.test.clone()
+    } else {
+        format!("{} {}", r.test, params.join(" "))
+    }
+}
+
+/// Power and performance of one board from a stored run.
+pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
+    let mut out = FromRun::default();
+    let results = select(run, p);
+    if results.is_empty() {
+        out.problems.push(format!(
+            "run {} has no completed, valid result{}",
+            run.id,
+            match (&p.test, p.params.is_empty()) {
+                (Some(t), _) => format!(" for test `{t}`"),
+                (None, false) => " with the given params".to_string(),
+                _ => String::new(),
+            }
+        ));
+        return out;
+    }
+    out.perf = perf_of(run, &results, p.perf_from);
+    out.power_w = match power_of(run, &results) {
+        Ok(s) => Some(s),
+        Err(why) => {
+            out.problems.push(why);
+            None
+        }
+    };
+    out
+}
+
+fn perf_of(run: &RunRecord, results: &[&ResultRecord], how: PerfFrom) -> Option<Sourced> {
+    // Repetitions of a sweep point are averaged first: one figure per point.
+    let mut points: BTreeMap<String, (f64, usize, String)> = BTreeMap::new();
+    for r in results {
+        let Some(v) = r.headline_value() else {
+            continue;
+        };
+        let unit = r
+            .metric(&r.headline, &[])
+            .map(|m| m.unit.clone())
+            .unwrap_or_default();
+        let e = points.entry(point_key(r)).or_insert((0.0, 0, unit));
+        e.0 += v;
+        e.1 += 1;
+    }
+    let means: Vec<(String, f64, String)> = points
+        .into_iter()
+        .map(|(k, (sum, n, unit))| (k, sum / n as f64, unit))
+        .collect();
+    if means.is_empty() {
+        return None;
+    }
+    let unit = means[0].2.clone();
+    match how {
+        PerfFrom::Max => {
+            let best = means.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+            Some(Sourced {
+                value: best.1,
+                source: format!("run {}: highest headline ({})", run.id, best.0),
+                modelled: false,
+                unit: Some(unit),
+            })
+        }
+        PerfFrom::Geomean => {
+            let vals: Vec<f64> = means.iter().map(|m| m.1).collect();
+            let g = crate::compute::geometric_mean(&vals)?;
+            Some(Sourced {
+                value: g,
+                source: format!(
+                    "run {}: geometric mean of {} sweep points",
+                    run.id,
+                    vals.len()
+                ),
+                modelled: false,
+                unit: Some(unit),
+            })
+        }
+    }
+}
+
+fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, String> {
+    // Hosts that are (or include) the system under test; all hosts if roles are unknown.
+    let sut: Vec<&str> = run
+        .hosts
+        .iter()
+        .filter(|h| h.role.contains("sut"))
+        .map(|h| h.host.as_str())
+        .collect();
+    let mut per_step: Vec<f64> = Vec::new();
+    let mut chosen: Option<(String, String, bool)> = None;
+    let mut components: Vec<String> = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    for r in results {
+        for ts in &r.telemetry_summary {
+            if !sut.is_empty() && !sut.contains(&ts.host.as_str()) {
+                continue;
+            }
+            if let Some(m) = &ts.power_missing {
+                if !missing.contains(m) {
+                    missing.push(m.clone());
+                }
+            }
+            for c in ts.power.iter().filter(|s| !s.whole_system) {
+                let z = format!("{} {}", c.source, c.zone);
+                if !components.contains(&z) {
+                    components.push(z);
+                }
+            }
+            let best = ts
+                .power
+                .iter()
+                .filter(|s| s.whole_system)
+                .min_by_key(|s| (s.modelled, source_rank(&s.source)));
+            if let Some(b) = best {
+                let key = (b.source.clone(), b.zone.clone(), b.modelled);
+                if !matches!(&chosen, Some(c) if c != &key) {
+                    chosen = Some(key);
+                    per_step.push(b.mean_watts);
+                }
+            }
+        }
+    }
+    match chosen {
+        Some((source, zone, modelled)) if !per_step.is_empty() => {
+            let mean = per_step.iter().sum::<f64>() / per_step.len() as f64;
+            Ok(Sourced {
+                value: mean,
+                source: format!(
+                    "run {}: {}{source} {zone}, mean of {} step(s)",
+                    run.id,
+                    if modelled { "MODELLED " } else { "" },
+                    per_step.len()
+                ),
+                modelled,
+                unit: Some("W".to_string()),
+            })
+        }
+        _ if !components.is_empty() => Err(format!(
+            "run {} measured only component power ({}), not whole-server power",
+            run.id,
+            components.join(", ")
+        )),
+        _ if !missing.is_empty() => Err(format!("run {}: {}", run.id, missing.join("; "))),
+        _ => Err(format!("run {} has no power readings", run.id)),
+    }
+}

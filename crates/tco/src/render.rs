@@ -1,0 +1,313 @@
+//! The TCO table as text (terminal) and Markdown, laid out like the Redis study's
+//! Table 2: per-server columns with their Difference, then per-rack columns with theirs.
+//! The HTML form lives in the report crate and uses the same [`cells`].
+
+use crate::compute::{Row, TcoResult};
+
+/// `12345.6` -> `12,346`; small figures keep 3 significant digits.
+pub fn fmt_number(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".to_string();
+    }
+    let a = v.abs();
+    if a >= 1000.0 {
+        let r = v.round() as i128;
+        let digits = r.unsigned_abs().to_string();
+        let mut out = String::new();
+        for (i, ch) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        if r < 0 {
+            format!("-{out}")
+        } else {
+            out
+        }
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a == 0.0 {
+        "0".to_string()
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Money rounded to whole units with thousands separators (`$98,856`).
+pub fn fmt_money(currency: &str, v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".to_string();
+    }
+    let r = v.round();
+    let s = if r.abs() >= 1000.0 {
+        fmt_number(r)
+    } else {
+        format!("{}", r as i64)
+    };
+    if let Some(rest) = s.strip_prefix('-') {
+        format!("-{currency}{rest}")
+    } else {
+        format!("{currency}{s}")
+    }
+}
+
+/// A ratio as the seed prints it: one decimal and `x`.
+pub fn fmt_ratio(r: Option<f64>) -> String {
+    match r {
+        Some(v) if v.is_finite() => format!("{v:.1}x"),
+        _ => "n/a".to_string(),
+    }
+}
+
+fn fmt_cell(t: &TcoResult, row: &Row, v: f64) -> String {
+    match row.kind.as_str() {
+        "money" => fmt_money(&t.currency, v),
+        "count" => format!("{}", v.round() as i64),
+        "watts" => format!("{} W", fmt_number(v)),
+        _ => fmt_number(v),
+    }
+}
+
+/// Column headers and body cells of the table (text, unescaped), shared by every format.
+/// Returns (group header, column header, rows).
+pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
+    let n = t.platforms.len();
+    let others: Vec<usize> = (0..n).filter(|i| *i != t.baseline).collect();
+    let diff_names: Vec<String> = if n == 2 {
+        vec!["Difference".to_string()]
+    } else {
+        others
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} / {}",
+                    t.platforms[*i].name, t.platforms[t.baseline].name
+                )
+            })
+            .collect()
+    };
+    let mut group = vec![format!("TCO ({})", t.years_label()), String::new()];
+    let mut head = vec![String::new(), String::new()];
+    for (i, p) in t.platforms.iter().enumerate() {
+        group.push(if i == 0 {
+            "Per server".to_string()
+        } else {
+            String::new()
+        });
+        let boards = if p.boards_per_server != 1.0 {
+            format!(" (x{} boards)", p.boards_per_server)
+        } else {
+            String::new()
+        };
+        head.push(format!("{}{boards}", p.name));
+    }
+    for d in &diff_names {
+        group.push(String::new());
+        head.push(d.clone());
+    }
+    for (i, p) in t.platforms.iter().enumerate() {
+        group.push(if i == 0 {
+            format!("Rack: max servers within {} W", fmt_number(t.usable_w()))
+        } else {
+            String::new()
+        });
+        head.push(format!("{} x {}", p.servers_per_rack, p.name));
+    }
+    for d in &diff_names {
+        group.push(String::new());
+        head.push(d.clone());
+    }
+    let mut body = Vec::new();
+    let mut last_section = String::new();
+    for row in &t.rows {
+        let mut cells = Vec::new();
+        cells.push(if row.section != last_section {
+            row.section.clone()
+        } else {
+            String::new()
+        });
+        last_section = row.section.clone();
+        let label = if row.kind == "perf" && !t.perf_unit.is_empty() {
+            format!("{} ({})", row.label, t.perf_unit)
+        } else {
+            row.label.clone()
+        };
+        cells.push(label);
+        for v in &row.per_server {
+            cells.push(fmt_cell(t, row, *v));
+        }
+        for i in &others {
+            cells.push(fmt_ratio(row.server_ratio[*i]));
+        }
+        for v in &row.per_rack {
+            cells.push(fmt_cell(t, row, *v));
+        }
+        for i in &others {
+            cells.push(fmt_ratio(row.rack_ratio[*i]));
+        }
+        body.push(cells);
+    }
+    (group, head, body)
+}
+
+/// Lines under the table: what binds, where figures came from, the assumptions.
+pub fn footnotes(t: &TcoResult) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &t.platforms {
+        out.push(format!(
+            "{}: {} servers per rack, {} binds (power allows {}, space allows {} at {}U); {} W per server; power {}; performance {}",
+            p.name,
+            p.servers_per_rack,
+            p.binding.as_str(),
+            p.power_limited_servers,
+            p.space_limited_servers,
+            p.height_u,
+            fmt_number(p.server_power_w),
+            p.power_source,
+            p.perf_source
+        ));
+    }
+    let infra = match t.infra_cost_per_w {
+        Some(r) => format!(
+            ", infrastructure {}{r} per provisioned {} W",
+            t.currency,
+            match t.infra_basis {
+                crate::plan::InfraBasis::It => "IT",
+                crate::plan::InfraBasis::Facility => "facility (x PUE)",
+            }
+        ),
+        None => String::new(),
+    };
+    out.push(format!(
+        "Rack {} W, {} W reserved, {} W for servers, {} U; energy {}{}/kWh x PUE {} over {} years{infra}",
+        fmt_number(t.rack_power_budget_w),
+        fmt_number(t.rack_reserved_w),
+        fmt_number(t.usable_w()),
+        t.rack_units,
+        t.currency,
+        t.energy_price_per_kwh,
+        t.pue,
+        t.years
+    ));
+    out.extend(t.notes.iter().cloned());
+    out
+}
+
+/// The table for a terminal: aligned columns, then the footnotes.
+pub fn text(t: &TcoResult) -> String {
+    let (group, head, body) = cells(t);
+    let ncol = head.len();
+    let mut width = vec![0usize; ncol];
+    for r in std::iter::once(&head).chain(body.iter()) {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    out.push_str(&t.title);
+    out.push('\n');
+    // Group headers span several columns: print them at the start of their span.
+    let mut line = String::new();
+    let mut pos = 0usize;
+    let mut col_start = Vec::new();
+    for w in &width {
+        col_start.push(pos);
+        pos += w + 2;
+    }
+    for (i, g) in group.iter().enumerate() {
+        if g.is_empty() {
+            continue;
+        }
+        while line.chars().count() < col_start[i] {
+            line.push(' ');
+        }
+        line.push_str(g);
+        line.push(' ');
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    let fmt_row = |r: &Vec<String>| -> String {
+        let mut s = String::new();
+        for (i, c) in r.iter().enumerate() {
+            let pad = width[i] - c.chars().count();
+            if i < 2 {
+                s.push_str(c);
+                s.push_str(&" ".repeat(pad));
+            } else {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            }
+            s.push_str("  ");
+        }
+        s.trim_end().to_string()
+    };
+    out.push_str(&fmt_row(&head));
+    out.push('\n');
+    out.push_str(&"-".repeat(pos.saturating_sub(2)));
+    out.push('\n');
+    for r in &body {
+        out.push_str(&fmt_row(r));
+        out.push('\n');
+    }
+    out.push('\n');
+    for f in footnotes(t) {
+        out.push_str("  ");
+        out.push_str(&f);
+        out.push('\n');
+    }
+    out
+}
+
+/// Markdown-safe cell text: pipes and newlines would break the table.
+pub fn md_cell(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The table as Markdown (a GitHub-style pipe table and the footnotes as a list).
+pub fn markdown(t: &TcoResult) -> String {
+    let (group, head, body) = cells(t);
+    let mut out = format!("### {}\n\n", md_cell(&t.title));
+    // Markdown has no column spans: fold the group header into the column header.
+    let mut current = String::new();
+    let cols: Vec<String> = head
+        .iter()
+        .zip(group.iter())
+        .map(|(h, g)| {
+            if !g.is_empty() {
+                current = g.clone();
+            }
+            if h.is_empty() {
+                md_cell(g)
+            } else if current.starts_with("Rack") {
+                md_cell(&format!("Rack: {h}"))
+            } else if current == "Per server" {
+                md_cell(&format!("Per server: {h}"))
+            } else {
+                md_cell(h)
+            }
+        })
+        .collect();
+    out.push_str(&format!("| {} |\n", cols.join(" | ")));
+    let align: Vec<&str> = (0..cols.len())
+        .map(|i| if i < 2 { ":--" } else { "--:" })
+        .collect();
+    out.push_str(&format!("|{}|\n", align.join("|")));
+    for r in &body {
+        let cells: Vec<String> = r.iter().map(|c| md_cell(c)).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push('\n');
+    for f in footnotes(t) {
+        out.push_str(&format!("- {}\n", md_cell(&f)));
+    }
+    out
+}

@@ -1,0 +1,179 @@
+//! Regression: the Redis TCO study (seeds/000) Table 2, reproduced from its published
+//! inputs in `examples/seed_redis_tco.toml`.
+
+use std::collections::BTreeMap;
+
+use rackbench_tco as tco;
+
+fn seed_result() -> tco::TcoResult {
+    let text = include_str!("../examples/seed_redis_tco.toml");
+    let plan = tco::Plan::from_toml(text).expect("example plan parses");
+    tco::evaluate(&plan, &BTreeMap::new()).expect("example plan evaluates")
+}
+
+/// (label, per-server Centriq, per-server Intel, server Difference,
+///  per-rack Centriq, per-rack Intel, rack Difference), exactly as published.
+const TABLE2: &[(&str, f64, f64, &str, f64, f64, &str)] = &[
+    (
+        "Processor(s)",
+        2746.0,
+        3110.0,
+        "0.9x",
+        98856.0,
+        90190.0,
+        "1.1x",
+    ),
+    ("Memory", 4224.0, 1787.0, "2.4x", 152064.0, 51825.0, "2.9x"),
+    (
+        "Motherboard",
+        935.0,
+        820.0,
+        "1.1x",
+        33660.0,
+        23780.0,
+        "1.4x",
+    ),
+    ("Storage", 154.0, 77.0, "2.0x", 5530.0, 2227.0, "2.5x"),
+    ("NIC", 360.0, 180.0, "2.0x", 12960.0, 5220.0, "2.5x"),
+    (
+        "Rest of Server",
+        290.0,
+        290.0,
+        "1.0x",
+        10440.0,
+        8410.0,
+        "1.2x",
+    ),
+    (
+        "Infra Power Cost (3yr)",
+        994.0,
+        1301.0,
+        "0.8x",
+        35786.0,
+        37716.0,
+        "0.9x",
+    ),
+    (
+        "Power (3yr)",
+        630.0,
+        825.0,
+        "0.8x",
+        22697.0,
+        23921.0,
+        "0.9x",
+    ),
+    ("Total", 10333.0, 8389.0, "1.2x", 371993.0, 243289.0, "1.5x"),
+    (
+        "Performance",
+        14513419.0,
+        8307339.0,
+        "1.7x",
+        522483069.0,
+        240912828.0,
+        "2.2x",
+    ),
+];
+
+#[test]
+fn servers_per_rack_36_vs_29_and_what_binds() {
+    let t = seed_result();
+    let (q, i) = (&t.platforms[0], &t.platforms[1]);
+    assert_eq!(q.servers_per_rack, 36);
+    assert_eq!(i.servers_per_rack, 29);
+    // "38 two motherboard ... 1U servers fit within an 11kW power budget ... but only 36
+    // 1U servers fit in a typical 42U rack"
+    assert_eq!(q.power_limited_servers, 38);
+    assert_eq!(q.binding, tco::Binding::Space);
+    assert_eq!(i.binding, tco::Binding::Power);
+    assert_eq!(t.baseline, 1);
+}
+
+#[test]
+fn reproduces_table2_within_rounding() {
+    let t = seed_result();
+    for (label, sq, si, sd, rq, ri, rd) in TABLE2 {
+        let row = t
+            .rows
+            .iter()
+            .find(|r| r.label == *label)
+            .unwrap_or_else(|| panic!("row {label} missing"));
+        // Published cells are rounded to the unit; rack cells to the unit as well.
+        assert!(
+            (row.per_server[0] - sq).abs() <= 0.5 + 1e-6,
+            "{label} Centriq server {} vs {sq}",
+            row.per_server[0]
+        );
+        assert!(
+            (row.per_server[1] - si).abs() <= 0.5 + 1e-6,
+            "{label} Intel server {} vs {si}",
+            row.per_server[1]
+        );
+        assert!(
+            (row.per_rack[0] - rq).abs() <= 0.5 + 1e-6,
+            "{label} Centriq rack {} vs {rq}",
+            row.per_rack[0]
+        );
+        assert!(
+            (row.per_rack[1] - ri).abs() <= 0.5 + 1e-6,
+            "{label} Intel rack {} vs {ri}",
+            row.per_rack[1]
+        );
+        assert_eq!(
+            tco::fmt_ratio(row.server_ratio[0]),
+            *sd,
+            "{label} server Difference"
+        );
+        assert_eq!(
+            tco::fmt_ratio(row.rack_ratio[0]),
+            *rd,
+            "{label} rack Difference"
+        );
+        assert_eq!(tco::fmt_ratio(row.server_ratio[1]), "1.0x");
+    }
+}
+
+#[test]
+fn prose_claims_hold() {
+    let t = seed_result();
+    let (q, i) = (&t.platforms[0], &t.platforms[1]);
+    // "1.4x performance per dollar advantage", "0.9x the power consumption", "1.5x the price"
+    assert_eq!(
+        tco::fmt_ratio(Some(q.perf_per_dollar / i.perf_per_dollar)),
+        "1.4x"
+    );
+    assert_eq!(
+        tco::fmt_ratio(Some(q.rack_power_w / i.rack_power_w)),
+        "0.9x"
+    );
+    assert_eq!(
+        tco::fmt_ratio(Some(q.total_per_rack / i.total_per_rack)),
+        "1.5x"
+    );
+    assert!(q.rack_power_w <= 11_000.0 && i.rack_power_w <= 11_000.0);
+}
+
+#[test]
+fn table_text_has_difference_columns() {
+    let t = seed_result();
+    let s = tco::text(&t);
+    println!("{s}");
+    assert!(s.contains("Difference"));
+    assert!(s.contains("36 x Qualcomm Centriq 2452"));
+    assert!(s.contains("29 x Intel Xeon Gold 5120"));
+    assert!(s.contains("$371,993"));
+    assert!(s.contains("$243,289"));
+    assert!(s.contains("space binds"));
+    let md = tco::markdown(&t);
+    assert!(
+        md.contains("| Capex | Processor(s) | $2,746 | $3,110 | 0.9x |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn json_round_trips() {
+    let t = seed_result();
+    let j = serde_json::to_string(&t).unwrap();
+    let back: tco::TcoResult = serde_json::from_str(&j).unwrap();
+    assert_eq!(back.platforms[0].servers_per_rack, 36);
+}

@@ -1,0 +1,385 @@
+//! The sampler end to end: over a fixture /proc tree whose counters the test advances
+//! (exact percentages, warm-up trimming, process CPU, the power model), and over this
+//! machine's real /proc and /sys with a thread burning CPU.
+
+use rackbench_telemetry as telemetry;
+
+use std::fs;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use telemetry::{
+    measure_idle, summarize, summarize_with_notes, PowerConfig, PowerModel, Sampler, SamplerConfig,
+};
+
+fn write(p: &Path, s: &str) {
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, s).unwrap();
+}
+
+/// A fake host: /proc/stat with two CPUs, net/dev, diskstats, one process; /sys/block.
+struct Fake {
+    dir: tempfile::TempDir,
+}
+
+impl Fake {
+    fn new() -> Fake {
+        let f = Fake {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        f.set(0);
+        write(&f.sys().join("block/sda/size"), "100\n");
+        f
+    }
+    fn proc_(&self) -> std::path::PathBuf {
+        self.dir.path().join("proc")
+    }
+    fn sys(&self) -> std::path::PathBuf {
+        self.dir.path().join("sys")
+    }
+    /// Counters after `k` steps: each step, cpu0 does 60 usr + 20 sys + 20 idle ticks,
+    /// cpu1 100 idle; 1000 context switches; eth0 receives 1 MB; sda reads 100 ops of
+    /// 8 sectors and is busy 250 ms; process 4242 uses 30 user + 10 system ticks.
+    fn set(&self, k: u64) {
+        let (u0, s0, i0, i1) = (1000 + 60 * k, 500 + 20 * k, 9000 + 20 * k, 9000 + 100 * k);
+        write(
+            &self.proc_().join("stat"),
+            &format!(
+                "cpu  {} 0 {} {} 0 0 0 0 0 0\ncpu0 {u0} 0 {s0} {i0} 0 0 0 0 0 0\n\
+                 cpu1 1000 0 500 {i1} 0 0 0 0 0 0\nintr {} 0 0\nctxt {}\nbtime 1\n",
+                u0 + 1000,
+                s0 + 500,
+                i0 + i1,
+                50_000 + 500 * k,
+                100_000 + 1000 * k
+            ),
+        );
+        write(
+            &self.proc_().join("net/dev"),
+            &format!(
+                "Inter-|   Receive                                                |  Transmit\n \
+                 face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    \
+                 lo:    3193      29    0    0    0     0          0         0     3193      29    0    0    0     0       0          0\n  \
+                 eth0: {} {} 0 0 0 0 0 0 5000 10 0 0 0 0 0 0\n",
+                1_000_000 * k,
+                1000 * k
+            ),
+        );
+        write(
+            &self.proc_().join("diskstats"),
+            &format!(
+                "   8       0 sda {} 0 {} 0 5 0 40 0 0 {} 0 0 0 0 0 0 0\n   \
+                 8       1 sda1 {} 0 {} 0 5 0 40 0 0 {} 0 0 0 0 0 0 0\n   \
+                 7       0 loop0 {} 0 {} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                1 + 100 * k,
+                8 + 800 * k,
+                250 * k,
+                1 + 100 * k,
+                8 + 800 * k,
+                250 * k,
+                5 * k,
+                5 * k
+            ),
+        );
+        write(
+            &self.proc_().join("4242/stat"),
+            &format!(
+                "4242 (redis-server) S 1 4242 4242 0 -1 4194560 100 0 0 0 {} {} 0 0 20 0 3 0 1 1 1 1",
+                100 + 30 * k,
+                50 + 10 * k
+            ),
+        );
+    }
+    fn cfg(&self) -> SamplerConfig {
+        SamplerConfig {
+            host: "fake".into(),
+            // Long enough that only the test's take()/set_warmup() close intervals.
+            interval: Duration::from_secs(3600),
+            proc_root: self.proc_(),
+            sys_root: self.sys(),
+            power: PowerConfig {
+                powercap_root: self.sys().join("class/powercap"),
+                hwmon_root: self.sys().join("class/hwmon"),
+                ipmitool: None,
+                meter_command: None,
+                model: None,
+            },
+        }
+    }
+}
+
+fn pause() {
+    std::thread::sleep(Duration::from_millis(60));
+}
+
+#[test]
+fn fixture_counters_give_exact_percentages_and_rates() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    cfg.power.model = Some(PowerModel {
+        idle_w: 100.0,
+        max_w: 300.0,
+    });
+    let s = Sampler::start(cfg).unwrap();
+    s.watch_process("server:0", 4242);
+    pause();
+    fake.set(1);
+    let samples = s.take();
+    assert_eq!(samples.len(), 1);
+    let x = &samples[0];
+    assert_eq!(x.host, "fake");
+    assert!(!x.warmup);
+    assert!(x.interval_s > 0.05 && x.interval_s < 5.0);
+    let dt = x.interval_s;
+
+    let cpu0 = x.cpus.iter().find(|c| c.cpu == 0).unwrap();
+    assert!((cpu0.usr_pct - 60.0).abs() < 1e-9, "{cpu0:?}");
+    assert!((cpu0.sys_pct - 20.0).abs() < 1e-9);
+    assert!((cpu0.idle_pct - 20.0).abs() < 1e-9);
+    let all = x.cpus.iter().find(|c| c.cpu == -1).unwrap();
+    assert!((all.usr_pct - 30.0).abs() < 1e-9, "{all:?}");
+    assert!((all.busy_pct() - 40.0).abs() < 1e-9);
+    assert_eq!(x.cpus[0].cpu, -1, "all-CPU line first");
+
+    assert!((x.ctxt_per_s - 1000.0 / dt).abs() < 1e-6);
+    assert!((x.intr_per_s - 500.0 / dt).abs() < 1e-6);
+
+    let names: Vec<&str> = x.nics.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["lo", "eth0"]);
+    let eth0 = &x.nics[1];
+    assert!((eth0.rx_bytes_per_s - 1e6 / dt).abs() < 1e-3);
+
+    // Whole disks only: sda, not its partition, not the loop device.
+    let disks: Vec<&str> = x.disks.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(disks, ["sda"]);
+    let sda = &x.disks[0];
+    assert!((sda.read_bytes_per_s - 800.0 * 512.0 / dt).abs() < 1e-3);
+    assert!((sda.util_pct - (250.0 / (dt * 1000.0) * 100.0).min(100.0)).abs() < 1e-6);
+
+    // 30 user ticks at USER_HZ 100 = 0.3 s of CPU over the process's own interval.
+    let p = &x.procs[0];
+    assert_eq!((p.role.as_str(), p.pid), ("server:0", 4242));
+    assert!(p.usr_pct > 0.0 && (p.usr_pct / p.sys_pct - 3.0).abs() < 1e-9);
+
+    // The model follows the measured all-CPU busy %.
+    let m = x.power.iter().find(|r| r.source == "model").unwrap();
+    assert!((m.watts - 180.0).abs() < 1e-9);
+    assert!(m.modelled);
+
+    // No frequency source in the fixture: none reported, rather than zeros.
+    assert!(x.freq_mhz.is_empty());
+    s.stop();
+}
+
+#[test]
+fn warmup_is_its_own_interval_and_left_out_of_summaries() {
+    let fake = Fake::new();
+    let s = Sampler::start(fake.cfg()).unwrap();
+    s.set_warmup(true); // closes nothing yet: too soon after start
+    pause();
+    fake.set(1);
+    s.set_warmup(false); // closes the warm-up interval
+    pause();
+    // Measured interval: cpu0 fully busy.
+    let stat = fs::read_to_string(fake.proc_().join("stat")).unwrap();
+    let bumped = stat.replacen("cpu0 1060 0 520 9020", "cpu0 1160 0 520 9020", 1);
+    write(&fake.proc_().join("stat"), &bumped);
+    let samples = s.take();
+    // On a loaded machine start -> set_warmup can take over 20 ms and close a first,
+    // counter-less interval; the shape that matters is: warm-up, then measured.
+    let samples: Vec<_> = samples.into_iter().skip_while(|x| !x.warmup).collect();
+    assert_eq!(samples.len(), 2, "{samples:#?}");
+    assert!(samples[0].warmup && !samples[1].warmup);
+    let sum = summarize(&samples);
+    assert_eq!(sum.len(), 1);
+    assert_eq!(sum[0].samples, 1);
+    let cpu0 = sum[0].cpus.iter().find(|c| c.cpu == 0).unwrap();
+    assert!((cpu0.usr_pct - 100.0).abs() < 1e-9, "{cpu0:?}");
+    // No power source at all: the summary says why, no zero watts.
+    assert!(sum[0].power.is_empty());
+    assert!(sum[0].power_missing.is_some());
+    let det = s.power_detection();
+    let sum = summarize_with_notes(&samples, &det.notes);
+    assert!(sum[0].power_missing.as_ref().unwrap().contains("rapl"));
+    // The next take starts after the previous one.
+    assert!(s.take().is_empty());
+    assert!(s.stop().is_empty());
+}
+
+#[test]
+fn exited_process_is_dropped_with_a_note() {
+    let fake = Fake::new();
+    let s = Sampler::start(fake.cfg()).unwrap();
+    s.watch_process("loadgen", 4242);
+    s.watch_process("ghost", 999_999);
+    pause();
+    fs::remove_dir_all(fake.proc_().join("4242")).unwrap();
+    let samples = s.take();
+    assert!(samples[0].procs.is_empty());
+    let notes = s.notes().join("\n");
+    assert!(notes.contains("999999"), "{notes}");
+    assert!(notes.contains("4242 (loadgen) exited"), "{notes}");
+}
+
+#[test]
+fn summary_is_interval_weighted() {
+    let mk = |t: f64, dt: f64, usr: f64, w: f64| model::TelemetrySample {
+        host: "h".into(),
+        t_s: t,
+        interval_s: dt,
+        warmup: false,
+        cpus: vec![model::CpuUtil {
+            cpu: -1,
+            usr_pct: usr,
+            nice_pct: 0.0,
+            sys_pct: 0.0,
+            iowait_pct: 0.0,
+            irq_pct: 0.0,
+            soft_pct: 0.0,
+            steal_pct: 0.0,
+            idle_pct: 100.0 - usr,
+        }],
+        ctxt_per_s: 0.0,
+        intr_per_s: 0.0,
+        nics: vec![],
+        disks: vec![],
+        freq_mhz: vec![2000.0, 3000.0],
+        procs: vec![],
+        power: vec![model::PowerReading {
+            source: "rapl".into(),
+            zone: "package-0".into(),
+            watts: w,
+            whole_system: false,
+            modelled: false,
+        }],
+    };
+    // 3 s at 10 % and 1 s at 90 %: weighted mean 30 %, not 50 %.
+    let s = summarize(&[mk(3.0, 3.0, 10.0, 100.0), mk(4.0, 1.0, 90.0, 200.0)]);
+    assert!((s[0].cpus[0].usr_pct - 30.0).abs() < 1e-9);
+    assert!((s[0].power[0].mean_watts - 125.0).abs() < 1e-9);
+    assert_eq!(s[0].power[0].max_watts, 200.0);
+    assert_eq!(s[0].mean_freq_mhz, Some(2500.0));
+    assert_eq!(s[0].power_missing, None);
+}
+
+#[test]
+fn measure_idle_uses_every_source_and_refuses_without_one() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    cfg.interval = Duration::from_millis(50);
+    let e = measure_idle(&cfg, Duration::from_millis(120)).unwrap_err();
+    assert!(format!("{e:#}").contains("no power source"), "{e:#}");
+
+    cfg.power.meter_command = Some("echo 150.5".into());
+    let idle = measure_idle(&cfg, Duration::from_millis(150)).unwrap();
+    assert_eq!(idle.host, "fake");
+    assert!(idle.duration_s > 0.1);
+    let m = idle.power.iter().find(|p| p.source == "meter").unwrap();
+    assert!((m.mean_watts - 150.5).abs() < 1e-9);
+    assert!(m.whole_system);
+}
+
+#[test]
+fn bad_roots_fail_with_the_path() {
+    let mut cfg = SamplerConfig::local();
+    cfg.proc_root = "/nonexistent-proc".into();
+    let e = Sampler::start(cfg).err().unwrap();
+    assert!(format!("{e:#}").contains("/nonexistent-proc/stat"), "{e:#}");
+    let mut cfg = SamplerConfig::local();
+    cfg.interval = Duration::from_millis(1);
+    assert!(Sampler::start(cfg).is_err());
+}
+
+#[test]
+fn sampler_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Sampler>();
+}
+
+fn self_cpu_s() -> f64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The live host: a thread burns CPU for ~0.5 s while the sampler watches this process
+/// every 100 ms. The CPU the sampler attributes to the process must match what the
+/// kernel's getrusage says it used (the machine is shared, so the absolute % varies).
+#[test]
+fn live_host_sees_a_busy_thread() {
+    let mut cfg = SamplerConfig::local();
+    cfg.interval = Duration::from_millis(100);
+    cfg.power.ipmitool = None;
+    let s = Arc::new(Sampler::start(cfg).unwrap());
+    let cpu0 = self_cpu_s();
+    s.watch_process("test", std::process::id());
+    let stop = Arc::new(AtomicBool::new(false));
+    let st = Arc::clone(&stop);
+    let burner = std::thread::spawn(move || {
+        let mut x = 0u64;
+        while !st.load(Ordering::Relaxed) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            std::hint::black_box(x);
+        }
+    });
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(550));
+    stop.store(true, Ordering::Relaxed);
+    burner.join().unwrap();
+    let samples = s.take();
+    let used_s = self_cpu_s() - cpu0;
+    let elapsed = t0.elapsed().as_secs_f64();
+    assert!(
+        samples.len() >= 4,
+        "{} samples in {elapsed:.2} s",
+        samples.len()
+    );
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for x in &samples {
+        assert_eq!(x.cpus.iter().filter(|c| c.cpu >= 0).count(), ncpu);
+        assert!(x.nics.iter().any(|n| n.name == "lo"));
+        assert!(x.cpus.iter().all(|c| (0.0..=100.0).contains(&c.idle_pct)));
+    }
+    let attributed_s: f64 = samples
+        .iter()
+        .flat_map(|x| {
+            x.procs
+                .iter()
+                .map(move |p| p.total_pct() / 100.0 * x.interval_s)
+        })
+        .sum();
+    // /proc counts in 10 ms ticks: allow a tick per interval plus 15 %.
+    let tol = 0.01 * (samples.len() + 2) as f64 + 0.15 * used_s;
+    assert!(
+        (attributed_s - used_s).abs() <= tol,
+        "sampler says {attributed_s:.3} s of CPU, getrusage {used_s:.3} s"
+    );
+    assert!(used_s > 0.02, "the burner never ran ({used_s} s)");
+}
+
+#[test]
+fn unreadable_stat_mid_run_keeps_the_old_baseline() {
+    let fake = Fake::new();
+    let s = Sampler::start(fake.cfg()).unwrap();
+    pause();
+    let stat = fake.proc_().join("stat");
+    fs::remove_file(&stat).unwrap();
+    assert!(s.take().is_empty());
+    assert!(
+        s.notes().iter().any(|n| n.contains("stat")),
+        "{:?}",
+        s.notes()
+    );
+    pause();
+    fake.set(1);
+    let samples = s.take();
+    assert_eq!(samples.len(), 1);
+    // The interval runs from the last good snapshot (start), not from the failed read.
+    assert!(samples[0].interval_s >= 0.12, "{}", samples[0].interval_s);
+    let cpu0 = samples[0].cpus.iter().find(|c| c.cpu == 0).unwrap();
+    assert!((cpu0.usr_pct - 60.0).abs() < 1e-9);
+}
