@@ -54,8 +54,6 @@ fn http_load_against_launched_nginx_is_stored() {
         &db,
         &[
             "http",
-            "-c",
-            "4",
             "-d",
             "1",
             "--warmup",
