@@ -982,8 +982,9 @@ impl SearchResult {
     }
 
     /// Per-probe metrics (labels `phase=search`, `step=i` in measurement order,
-    /// `meets=true|false`) and the answer `max_rate_meeting_slo_per_s` labelled with the
-    /// objective, with the reply rate and latency there.
+    /// `meets=true|false`) and, unlabelled, the answer `max_rate_meeting_slo_per_s` with the
+    /// reply rate and latency there and the objective (`objective_percentile`,
+    /// `objective_bound_ns`).
     pub fn to_metrics(&self) -> Vec<Metric> {
         let slo = self.config.objective.to_string();
         let mut out = Vec::new();
@@ -1002,26 +1003,36 @@ impl SearchResult {
                 );
             }
         }
+        // The answer, unlabelled so it can be a result's headline; the objective it answers
+        // is recorded beside it as numbers.
+        out.push(Metric::new(
+            "objective_percentile",
+            self.config.objective.percentile,
+            "%",
+        ));
+        out.push(Metric::new(
+            "objective_bound_ns",
+            self.config.objective.bound_ns as f64,
+            "ns",
+        ));
         if let Some(i) = self.best {
             let p = &self.points[i];
-            out.push(
-                Metric::new(
-                    "max_rate_meeting_slo_per_s",
-                    p.step.demanded_rate_per_s,
-                    "req/s",
-                )
-                .label("slo", &slo),
-            );
-            out.push(
-                Metric::new("reply_rate_at_slo_per_s", p.step.reply_rate_per_s, "req/s")
-                    .label("slo", &slo),
-            );
+            out.push(Metric::new(
+                "max_rate_meeting_slo_per_s",
+                p.step.demanded_rate_per_s,
+                "req/s",
+            ));
+            out.push(Metric::new(
+                "reply_rate_at_slo_per_s",
+                p.step.reply_rate_per_s,
+                "req/s",
+            ));
             if let Some(v) = p.latency_at_objective_ns {
-                out.push(Metric::new("latency_at_slo_ns", v as f64, "ns").label("slo", &slo));
+                out.push(Metric::new("latency_at_slo_ns", v as f64, "ns"));
             }
         }
         if let Some(h) = self.lowest_failing_rate_per_s {
-            out.push(Metric::new("lowest_failing_rate_per_s", h, "req/s").label("slo", &slo));
+            out.push(Metric::new("lowest_failing_rate_per_s", h, "req/s"));
         }
         out
     }
@@ -1501,7 +1512,12 @@ mod tests {
             .find(|m| m.name == "max_rate_meeting_slo_per_s")
             .unwrap();
         assert_eq!(ans.value, best);
-        assert_eq!(ans.labels["slo"], "p99<1ms");
+        assert!(ans.labels.is_empty(), "a headline is unlabelled");
+        let pct = ms
+            .iter()
+            .find(|m| m.name == "objective_percentile")
+            .unwrap();
+        assert_eq!(pct.value, 99.0);
 
         // Starting above the answer shrinks first, then bisects.
         let mut m = Model::new(10_000.0, 100_000.0);
