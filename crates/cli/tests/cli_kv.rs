@@ -206,7 +206,7 @@ fn ctrl_c_keeps_results_and_leaves_no_server() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let mut child = bin()
+    let child = bin()
         .args([
             "--db",
             db.to_str().unwrap(),
@@ -246,9 +246,11 @@ fn ctrl_c_keeps_results_and_leaves_no_server() {
                 (cmd.starts_with("redis-server") || cmd.contains("/redis-server"))
                     .then_some(())
                     .filter(|_| ppid == child.id())?;
-                let args: Vec<&str> = cmd.split('\0').collect();
-                let i = args.iter().position(|a| *a == "--port")?;
-                args.get(i + 1)?.parse::<u16>().ok()
+                // redis-server retitles itself `redis-server 127.0.0.1:PORT`.
+                cmd.split(['\0', ' '])
+                    .find_map(|w| w.strip_prefix("127.0.0.1:"))?
+                    .parse::<u16>()
+                    .ok()
             })
             .collect();
     }

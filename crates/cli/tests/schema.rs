@@ -151,3 +151,68 @@ fn wrong_values_are_rejected() {
         );
     }
 }
+
+/// The JSON a real `rackbench run kv` writes (against redis-server it launches) and the
+/// export of that run both match the committed schema.
+#[test]
+fn real_run_output_matches_the_schema() {
+    let have_redis = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("redis-server").is_file()))
+        .unwrap_or(false);
+    if !have_redis {
+        eprintln!("skipped: redis-server is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "kv",
+            "-c",
+            "4",
+            "-n",
+            "2000",
+            "-P",
+            "1,4",
+            "-t",
+            "set,get,mix",
+            "--json",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = serde_json::json!({"format_version": 1, "runs": [run]});
+    let errs = errors(&doc);
+    assert!(
+        errs.is_empty(),
+        "run --json output breaks the schema: {errs:#?}"
+    );
+    let exp = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "export",
+            "latest",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        exp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exp.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&exp.stdout).unwrap();
+    let errs = errors(&doc);
+    assert!(errs.is_empty(), "export breaks the schema: {errs:#?}");
+}

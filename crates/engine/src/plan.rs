@@ -7,6 +7,24 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context};
 use serde_json::{Map, Number, Value};
 
+/// Deserialize one sweep point into a workload's config type. Errors name the key
+/// (`kv: clients: invalid type: string "many", expected usize`) and say where to look.
+pub fn config_from_params<T: serde::de::DeserializeOwned>(
+    workload: &str,
+    params: &Map<String, Value>,
+) -> anyhow::Result<T> {
+    let v = Value::Object(params.clone());
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path.is_empty() {
+            anyhow::anyhow!("{workload}: {inner} (see `rackbench run {workload} --help`)")
+        } else {
+            anyhow::anyhow!("{workload}: {path}: {inner} (see `rackbench run {workload} --help`)")
+        }
+    })
+}
+
 /// Parse one flag value as typed by a user: `100` -> number, `true` -> bool,
 /// `1,100` -> list, `1..4` -> [1,2,3,4], `1..16:x2` -> [1,2,4,8,16],
 /// `0..100:+25` -> [0,25,50,75,100], anything else -> string.

@@ -9,7 +9,6 @@ use model::RunRecord;
 use crate::derive::{
     self, best_points, param_str, peak_params, points, run_labels, Point, PowerBasis,
 };
-use crate::fmt::latency_ns;
 use crate::svg::{self, BarSeries, LineSeries, Scale, Stack};
 
 /// One chart (or the note that replaces it).
@@ -158,6 +157,36 @@ fn series_name(labels: &[String], p: &Point, skip: &[&str]) -> String {
     }
 }
 
+/// Line styles: with several runs, one colour per run and a dash pattern per series of
+/// that run; with one run, one colour per series.
+/// A line before styling: name, (x, y) points, run index.
+type RawLine = (String, Vec<(f64, f64)>, usize);
+
+fn styled(runs: usize, lines: Vec<RawLine>) -> Vec<LineSeries> {
+    let mut per_run: Vec<usize> = vec![0; runs.max(1)];
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, points, run))| {
+            let (color, dash) = if runs > 1 {
+                let k = per_run.get(run).copied().unwrap_or(0);
+                if let Some(c) = per_run.get_mut(run) {
+                    *c += 1;
+                }
+                (run, k)
+            } else {
+                (i, 0)
+            };
+            LineSeries {
+                name,
+                points,
+                color,
+                dash,
+            }
+        })
+        .collect()
+}
+
 /// Every chart for these runs.
 pub fn charts(runs: &[RunRecord]) -> Vec<Chart> {
     let mut out = Vec::new();
@@ -236,7 +265,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             continue;
         }
         // One line per run and combination of the other parameters.
-        let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        let mut lines: Vec<RawLine> = Vec::new();
         for p in &all {
             let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
                 continue;
@@ -247,14 +276,23 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             let name = series_name(&labels, p, &[param.as_str()]);
             match lines.iter_mut().find(|l| l.0 == name) {
                 Some(l) => l.1.push((x, y)),
-                None => lines.push((name, vec![(x, y)])),
+                None => lines.push((name, vec![(x, y)], p.run_index)),
             }
         }
         lines.retain(|l| l.1.len() > 1);
         if lines.is_empty() {
             continue;
         }
-        lines.truncate(10);
+        lines.truncate(12);
+        let ys: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).collect();
+        let ymax = ys.iter().cloned().fold(f64::MIN, f64::max);
+        let ymin = ys.iter().cloned().fold(f64::MAX, f64::min);
+        // Pipelined and unpipelined figures differ by 20x or more: a log axis keeps both readable.
+        let y_scale = if ymin > 0.0 && ymax / ymin >= 30.0 {
+            Scale::Log
+        } else {
+            Scale::Linear
+        };
         let xs: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)).collect();
         let xmax = xs.iter().cloned().fold(f64::MIN, f64::max);
         let xmin = xs.iter().cloned().fold(f64::MAX, f64::min);
@@ -263,14 +301,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         } else {
             Scale::Linear
         };
-        let series: Vec<LineSeries> = lines
-            .into_iter()
-            .map(|(name, points)| LineSeries {
-                name,
-                points,
-                dashed: false,
-            })
-            .collect();
+        let series = styled(labels.len(), lines);
         let title = format!("{wl}: {headline} vs {param}");
         out.push(Chart {
             file: format!("{}_vs_{}.svg", slug(wl), slug(&param)),
@@ -278,25 +309,22 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             section: "sweep".into(),
             workload: wl.to_string(),
             svg: Some(svg::line_chart(
-                &title,
-                &param,
-                &unit,
-                scale,
-                Scale::Linear,
-                &series,
+                &title, &param, &unit, scale, y_scale, &series,
             )),
             note: None,
         });
     }
     // 3. Latency percentile curves and histogram buckets of the best points.
-    let mut curves: Vec<(String, Histogram<u64>, String)> = Vec::new();
+    let mut curves: Vec<(String, Histogram<u64>, String, usize)> = Vec::new();
     for (_, per_run) in &best {
         for p in per_run.iter().flatten() {
             if let Some((kind, _, h)) = p.latency() {
-                curves.push((series_name(&labels, p, &[]), h, kind));
+                curves.push((series_name(&labels, p, &[]), h, kind, p.run_index));
             }
         }
     }
+    // Runs side by side within each test, so a run keeps its colour.
+    curves.sort_by_key(|c| c.3);
     curves.truncate(10);
     if curves.is_empty() {
         out.push(Chart {
@@ -314,17 +342,24 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         } else {
             "mixed".into()
         };
-        let series: Vec<LineSeries> = curves
-            .iter()
-            .map(|(n, h, k)| LineSeries {
-                name: n.clone(),
-                points: percentile_curve(h)
-                    .into_iter()
-                    .map(|(q, v)| (q, v / 1000.0))
-                    .collect(),
-                dashed: k != "corrected" && kind == "mixed",
-            })
-            .collect();
+        let series = styled(
+            labels.len(),
+            curves
+                .iter()
+                .map(|(n, h, k, run)| {
+                    let name = if kind == "mixed" {
+                        format!("{n} ({k})")
+                    } else {
+                        n.clone()
+                    };
+                    let pts = percentile_curve(h)
+                        .into_iter()
+                        .map(|(q, v)| (q, v / 1000.0))
+                        .collect();
+                    (name, pts, *run)
+                })
+                .collect(),
+        );
         let title = format!("{wl}: latency by percentile ({kind})");
         out.push(Chart {
             file: format!("{}_latency.svg", slug(wl)),
@@ -341,41 +376,65 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             )),
             note: None,
         });
-        let hs: Vec<&Histogram<u64>> = curves.iter().map(|c| &c.1).collect();
-        let edges = bucket_edges(&hs);
-        let mut cats: Vec<String> = Vec::new();
-        let mut prev: Option<u64> = None;
-        for e in &edges {
-            cats.push(match prev {
-                None => format!("< {}", latency_ns(*e as f64)),
-                Some(p) => format!("{}-{}", short_ns(p), latency_ns(*e as f64)),
+        // Histogram buckets, one chart per test (the Aerospike study's view: each run's
+        // share of operations per latency bucket, side by side).
+        for (row, per_run) in best.iter().take(4) {
+            let hs: Vec<(String, Histogram<u64>)> = per_run
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let p = p.as_ref()?;
+                    let (_, _, h) = p.latency()?;
+                    let chosen = p.param_label(&[]);
+                    Some((
+                        if labels.len() > 1 {
+                            format!("{} ({chosen})", labels[i])
+                        } else {
+                            chosen
+                        },
+                        h,
+                    ))
+                })
+                .collect();
+            if hs.is_empty() {
+                continue;
+            }
+            let refs: Vec<&Histogram<u64>> = hs.iter().map(|h| &h.1).collect();
+            let edges = bucket_edges(&refs);
+            let mut cats: Vec<String> = Vec::new();
+            let mut prev: Option<u64> = None;
+            for e in &edges {
+                cats.push(match prev {
+                    None => format!("< {}", compact_ns(*e)),
+                    Some(p) => bucket_label(p, *e),
+                });
+                prev = Some(*e);
+            }
+            if let Some(p) = prev {
+                cats.push(format!(">= {}", compact_ns(p)));
+            }
+            let series: Vec<BarSeries> = hs
+                .iter()
+                .map(|(n, h)| {
+                    let v = bucket_shares(h, &edges);
+                    BarSeries {
+                        name: n.clone(),
+                        warn: vec![false; v.len()],
+                        values: v.into_iter().map(Some).collect(),
+                    }
+                })
+                .collect();
+            let test = strip(row);
+            let title = format!("{wl} {test}: % of operations per latency bucket");
+            out.push(Chart {
+                file: format!("{}_buckets_{}.svg", slug(wl), slug(&test)),
+                title: title.clone(),
+                section: "latency".into(),
+                workload: wl.to_string(),
+                svg: Some(svg::bar_chart(&title, "% of operations", &cats, &series)),
+                note: None,
             });
-            prev = Some(*e);
         }
-        if let Some(p) = prev {
-            cats.push(format!(">= {}", latency_ns(p as f64)));
-        }
-        let series: Vec<BarSeries> = curves
-            .iter()
-            .take(6)
-            .map(|(n, h, _)| {
-                let v = bucket_shares(h, &edges);
-                BarSeries {
-                    name: n.clone(),
-                    warn: vec![false; v.len()],
-                    values: v.into_iter().map(Some).collect(),
-                }
-            })
-            .collect();
-        let title = format!("{wl}: % of operations per latency bucket");
-        out.push(Chart {
-            file: format!("{}_latency_buckets.svg", slug(wl)),
-            title: title.clone(),
-            section: "latency".into(),
-            workload: wl.to_string(),
-            svg: Some(svg::bar_chart(&title, "% of operations", &cats, &series)),
-            note: None,
-        });
     }
     // 4. Power and perf/W of the best points.
     let mut power_series = Vec::new();
@@ -474,9 +533,33 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
     out
 }
 
-fn short_ns(ns: u64) -> String {
-    let s = latency_ns(ns as f64);
-    s.split(' ').next().unwrap_or("").to_string()
+/// The unit a latency reads best in: (divisor, suffix).
+fn ns_unit(ns: u64) -> (f64, &'static str) {
+    if ns >= 1_000_000_000 {
+        (1e9, "s")
+    } else if ns >= 1_000_000 {
+        (1e6, "ms")
+    } else if ns >= 1_000 {
+        (1e3, "us")
+    } else {
+        (1.0, "ns")
+    }
+}
+
+/// `500 us`, `1 ms`, `2.5 ms`: bucket edges are round, so no trailing zeros.
+pub fn compact_ns(ns: u64) -> String {
+    let (d, u) = ns_unit(ns);
+    format!("{} {u}", crate::fmt::si(ns as f64 / d))
+}
+
+/// `0.5-1 ms`: both edges in the upper edge's unit.
+fn bucket_label(lo: u64, hi: u64) -> String {
+    let (d, u) = ns_unit(hi);
+    format!(
+        "{}-{} {u}",
+        crate::fmt::si(lo as f64 / d),
+        crate::fmt::si(hi as f64 / d)
+    )
 }
 
 /// Stacked per-CPU breakdown of each run's highest-throughput step on the SUT.

@@ -75,7 +75,12 @@ const KEYS: &[&str] = &[
     "cpu.smt",
     "cpu.governor",
     "cpu.turbo",
+    "cpu.microcode",
     "mem.total_bytes",
+    "mem.dimms",
+    "mem.thp",
+    "numa.nodes",
+    "virt",
     "os.kernel",
     "os.name",
     "mitigation.*",
@@ -87,7 +92,11 @@ fn category(key: &str) -> &'static str {
     if key.starts_with("cpu.governor") || key.starts_with("cpu.turbo") || key.starts_with("cpu.smt")
     {
         "settings"
-    } else if key.starts_with("cpu.") || key.starts_with("mem.") {
+    } else if key.starts_with("cpu.")
+        || key.starts_with("mem.")
+        || key.starts_with("numa.")
+        || key == "virt"
+    {
         "hardware"
     } else if key.starts_with("param.") {
         "workload"
@@ -99,6 +108,10 @@ fn category(key: &str) -> &'static str {
 }
 
 fn key_matters(key: &str) -> bool {
+    // Where a binary lives does not change what it measures; its version does.
+    if key.ends_with(".binary") {
+        return false;
+    }
     KEYS.iter().any(|k| match k.strip_suffix('*') {
         Some(prefix) => key.starts_with(prefix),
         None => key == *k,
@@ -235,7 +248,7 @@ fn pooled(runs: &[RunRecord]) -> BTreeMap<(String, String), (Vec<f64>, String, b
                         }
                     }
                 }
-                if let Some(m) = merged.filter(|m| m.len() > 0) {
+                if let Some(m) = merged.filter(|m| !m.is_empty()) {
                     let e = out
                         .entry((key.clone(), "latency_p99_ns".to_string()))
                         .or_insert((vec![], "ns".to_string(), false));

@@ -228,6 +228,8 @@ impl<'a> Point<'a> {
         self.params
             .iter()
             .filter(|(k, _)| !skip.contains(&k.as_str()))
+            // The runner may echo the test as a parameter; the label already says it.
+            .filter(|(k, v)| !(k.as_str() == "test" && param_str(v) == self.test))
             .map(|(k, v)| format!("{k}={}", param_str(v)))
             .collect::<Vec<_>>()
             .join(" ")
@@ -341,7 +343,7 @@ impl<'a> Point<'a> {
             }
         }
         merged
-            .filter(|h| h.len() > 0)
+            .filter(|h| !h.is_empty())
             .map(|h| (kind.to_string(), names, h))
     }
 
@@ -550,14 +552,39 @@ pub fn peak_params(runs: &[RunRecord]) -> Vec<String> {
         .collect()
 }
 
+/// Parameters with one value across every point of these runs (the seed's "fixed
+/// parameters", e.g. `requests=20000`): said once, left out of row labels.
+pub fn fixed_params(runs: &[RunRecord]) -> Vec<(String, String)> {
+    let all: Vec<Point> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| points(i, r))
+        .collect();
+    let Some(first) = all.first() else {
+        return vec![];
+    };
+    first
+        .params
+        .iter()
+        .filter(|(k, v)| all.iter().all(|p| p.params.get(*k) == Some(*v)))
+        .filter(|(k, _)| k.as_str() != "test")
+        .map(|(k, v)| (k.clone(), param_str(v)))
+        .collect()
+}
+
 /// Per summary row (`kv set pipeline=1`), each run's best sweep point over the peak
-/// parameters, in first-seen order.
+/// parameters, in first-seen order. Fixed parameters are left out of the row names.
 #[allow(clippy::type_complexity)]
 pub fn best_points<'a>(
     runs: &'a [RunRecord],
     peak: &[String],
 ) -> Vec<(String, Vec<Option<Point<'a>>>)> {
-    let peak: Vec<&str> = peak.iter().map(String::as_str).collect();
+    let fixed = fixed_params(runs);
+    let peak: Vec<&str> = peak
+        .iter()
+        .map(String::as_str)
+        .chain(fixed.iter().map(|(k, _)| k.as_str()))
+        .collect();
     let all: Vec<Vec<Point>> = runs.iter().enumerate().map(|(i, r)| points(i, r)).collect();
     let mut keys: Vec<String> = Vec::new();
     for p in all.iter().flatten() {

@@ -65,6 +65,8 @@ fn flags_html(flags: &[Flag]) -> String {
         .join("")
 }
 
+/// A power figure with its basis, or "absent" (the reason is listed once under the table
+/// by `absent_notes`, not repeated in every cell).
 fn power_cell(p: &Result<PowerFigure, String>) -> String {
     match p {
         Ok(p) => {
@@ -79,8 +81,32 @@ fn power_cell(p: &Result<PowerFigure, String>) -> String {
                 esc(&p.source)
             )
         }
-        Err(why) => format!(r#"<span class="muted">absent: {}</span>"#, esc(why)),
+        Err(why) => format!(r#"<span class="muted" title="{}">absent*</span>"#, esc(why)),
     }
+}
+
+/// "* Power absent for RUN: reason", once per run and reason.
+fn absent_notes<'a>(
+    items: impl Iterator<Item = (&'a str, &'a Result<PowerFigure, String>)>,
+) -> String {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for (run, p) in items {
+        if let Err(why) = p {
+            let e = (run.to_string(), why.clone());
+            if why != "not run" && !seen.contains(&e) {
+                seen.push(e);
+            }
+        }
+    }
+    seen.iter()
+        .map(|(run, why)| {
+            format!(
+                r#"<div class="note">* Power absent for {}: {}</div>"#,
+                esc(run),
+                esc(why)
+            )
+        })
+        .collect()
 }
 
 fn figure(c: &Chart) -> String {
@@ -285,6 +311,18 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
     } else {
         format!(" (each run at its best {})", s.peak_params.join(", "))
     };
+    let fixed = derive::fixed_params(runs);
+    if !fixed.is_empty() {
+        let _ = write!(
+            h,
+            r#"<p class="muted">Fixed parameters: {}</p>"#,
+            esc(&fixed
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "))
+        );
+    }
     let _ = write!(
         h,
         r#"<table><caption>Summary of measured data{}</caption><tr><th rowspan="2">Test</th>"#,
@@ -352,6 +390,12 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
     }
     h.push_str("</tr></table>");
+    h.push_str(&absent_notes(s.rows.iter().flat_map(|r| {
+        r.power
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (labels[i].as_str(), p))
+    })));
     if !s.left_out.is_empty() {
         let _ = write!(
             h,
@@ -387,7 +431,44 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
+    thresholds_table(h, runs, &labels);
     results_tables(h, runs, &labels);
+}
+
+/// The Aerospike study's view: the share of operations slower than each threshold, for
+/// each run's best point per test, from the exact merged histograms.
+fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
+    let peak = derive::peak_params(runs);
+    let mut rows: Vec<(String, hdrhistogram::Histogram<u64>)> = Vec::new();
+    for (row, per_run) in derive::best_points(runs, &peak) {
+        for (i, p) in per_run.iter().enumerate() {
+            if let Some((_, _, hist)) = p.as_ref().and_then(|p| p.latency()) {
+                rows.push((format!("{} · {}", labels[i], row), hist));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let refs: Vec<&hdrhistogram::Histogram<u64>> = rows.iter().map(|r| &r.1).collect();
+    let edges = crate::charts::bucket_edges(&refs);
+    h.push_str(r#"<table><caption>Share of operations slower than each threshold</caption><tr><th>Run · test</th>"#);
+    for e in &edges {
+        let _ = write!(h, "<th>&gt; {}</th>", esc(&crate::charts::compact_ns(*e)));
+    }
+    h.push_str("<th>weighted mean</th></tr>");
+    for (name, hist) in &rows {
+        let _ = write!(h, "<tr><td>{}</td>", esc(name));
+        for e in &edges {
+            let _ = write!(h, r#"<td class="n">{:.2}%</td>"#, pct_over(hist, *e));
+        }
+        let _ = write!(
+            h,
+            r#"<td class="n">{}</td></tr>"#,
+            esc(&latency_ns(hist.mean()))
+        );
+    }
+    h.push_str("</table>");
 }
 
 fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
@@ -445,7 +526,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         }
         let _ = write!(
             h,
-            r#"<table><caption>All results: {}</caption><tr><th>Test</th><th>Parameters</th><th>n</th><th>Headline (mean &plusmn; sd)</th><th>CV</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>Latency kind</th><th>Warnings</th></tr>"#,
+            r#"<table><caption>All results: {}</caption><tr><th>Test</th><th>Parameters</th><th>n</th><th>Headline (mean &plusmn; sd)</th><th>CV</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>&gt; 1 ms</th><th>Latency kind</th><th>Warnings</th></tr>"#,
             esc(&labels[i])
         );
         for p in pts {
@@ -456,17 +537,13 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     latency_ns(hh.value_at_quantile(x) as f64)
                 })
             };
-            let mut extra = String::new();
-            if let Some((_, _, hh)) = &lat {
-                // The Aerospike study's threshold view: share of operations over 1 ms.
-                let over = pct_over(hh, 1_000_000);
-                if over > 0.0 {
-                    extra = format!(r#"<br><span class="muted">{over:.2}% over 1 ms</span>"#);
-                }
-            }
+            // The Aerospike study's threshold view: share of operations slower than 1 ms.
+            let over = lat.as_ref().map_or("-".to_string(), |(_, _, hh)| {
+                format!("{:.2}%", pct_over(hh, 1_000_000))
+            });
             let _ = write!(
                 h,
-                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}{extra}</td><td>{}</td><td>{}</td></tr>"#,
+                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{over}</td><td>{}</td><td>{}</td></tr>"#,
                 esc(&p.test),
                 esc(&p.param_label(&[])),
                 p.valid().len(),
@@ -525,7 +602,11 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     for k in keys {
         let vals: Vec<String> = cols
             .iter()
-            .map(|(_, hd)| hd.facts.get(k).map_or("-".to_string(), |f| f.display()))
+            .map(|(_, hd)| {
+                hd.facts
+                    .get(k)
+                    .map_or("-".to_string(), |f| human_fact(k, f))
+            })
             .collect();
         let differs = vals.windows(2).any(|w| w[0] != w[1]);
         let _ = write!(h, "<tr><td><code>{}</code></td>", esc(k));
@@ -574,6 +655,17 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     }
 }
 
+/// A fact for people: byte counts also in GiB.
+fn human_fact(key: &str, f: &model::Fact) -> String {
+    match (&f.value, key.ends_with("_bytes")) {
+        (Some(v), true) => match v.parse::<f64>() {
+            Ok(b) => format!("{:.1} GiB ({v})", b / (1u64 << 30) as f64),
+            Err(_) => v.clone(),
+        },
+        _ => f.display(),
+    }
+}
+
 /// The TCO tables (the seed's Table 2 layout, with its Difference columns).
 pub fn tco_html(h: &mut String, t: &tco::TcoResult) {
     let _ = write!(h, r#"<h2 id="tco">{}</h2>"#, esc(&t.title));
@@ -607,7 +699,48 @@ pub fn tco_html(h: &mut String, t: &tco::TcoResult) {
         }
         h.push_str("</tr>");
     }
-    h.push_str("</table><ul>");
+    h.push_str("</table>");
+    // The seed's Figure 1: each platform's rack relative to the baseline's.
+    let pick = [
+        "Performance",
+        "Total",
+        "Power (W)",
+        "Perf per $",
+        "Perf per W",
+    ];
+    let rows: Vec<&tco::Row> = pick
+        .iter()
+        .filter_map(|l| t.rows.iter().find(|r| r.label == *l))
+        .collect();
+    let cats: Vec<String> = rows
+        .iter()
+        .map(|r| match r.label.as_str() {
+            "Total" => format!("TCO ({})", t.years_label()),
+            "Power (W)" => "Power".to_string(),
+            other => other.to_string(),
+        })
+        .collect();
+    let series: Vec<crate::svg::BarSeries> = t
+        .platforms
+        .iter()
+        .enumerate()
+        .map(|(i, p)| crate::svg::BarSeries {
+            name: format!("{} x {}", p.servers_per_rack, p.name),
+            values: rows.iter().map(|r| r.rack_ratio[i]).collect(),
+            warn: vec![p.power_modelled; rows.len()],
+        })
+        .collect();
+    let title = format!(
+        "Full rack ({} W for servers) relative to {}",
+        num(t.usable_w()),
+        t.platforms[t.baseline].name
+    );
+    let svg = crate::svg::bar_chart(&title, "x baseline", &cats, &series);
+    let _ = write!(
+        h,
+        r#"<figure>{svg}<figcaption>{}</figcaption></figure><ul>"#,
+        esc(&title)
+    );
     for f in tco::footnotes(t) {
         let cls = if f.contains("MODELLED") {
             r#" class="modelled""#

@@ -35,7 +35,38 @@ pub struct BarSeries {
 pub struct LineSeries {
     pub name: String,
     pub points: Vec<(f64, f64)>,
-    pub dashed: bool,
+    /// Palette index (one colour per run when several runs are drawn).
+    pub color: usize,
+    /// Dash pattern index (0 solid): tells apart several series of one run.
+    pub dash: usize,
+}
+
+const DASHES: &[&str] = &["", "7 3", "2 3", "9 3 2 3", "14 4", "4 4"];
+
+fn dash_attr(i: usize) -> String {
+    match DASHES[i % DASHES.len()] {
+        "" => String::new(),
+        d => format!(r#" stroke-dasharray="{d}""#),
+    }
+}
+
+/// Legend of line series: a short stroke in the series' colour and dash pattern.
+fn line_legend(out: &mut String, series: &[LineSeries], y: f64) {
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let (pos, _) = legend_layout(&names);
+    for (s, (x, row)) in series.iter().zip(pos) {
+        let ty = y + 16.0 * row as f64;
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{ly:.1}" x2="{x2:.1}" y2="{ly:.1}" stroke="{c}" stroke-width="2.5"{d}/><text x="{tx:.1}" y="{ty:.1}" fill="#333">{label}</text>"##,
+            ly = ty - 4.0,
+            x2 = x + 14.0,
+            c = color(s.color),
+            d = dash_attr(s.dash),
+            tx = x + 18.0,
+            label = esc(&s.name)
+        );
+    }
 }
 
 /// Round tick positions covering [lo, hi].
@@ -90,25 +121,41 @@ fn open(out: &mut String, title: &str, h: f64) {
     );
 }
 
-fn legend(out: &mut String, names: &[String], y: f64) {
+/// Legend entries laid out left to right, wrapping onto new rows: (x, row) per name.
+fn legend_layout(names: &[String]) -> (Vec<(f64, usize)>, usize) {
     let mut x = ML;
-    for (i, n) in names.iter().enumerate() {
-        let label = esc(n);
-        let width = 22.0 + 6.6 * n.chars().count() as f64;
+    let mut row = 0;
+    let mut out = Vec::new();
+    for n in names {
+        let width = 22.0 + 6.4 * n.chars().count() as f64;
         if x + width > W - MR && x > ML {
-            // Legends wider than the chart wrap onto no further lines: they are truncated by
-            // the viewBox; keep names short (the run label).
-            break;
+            x = ML;
+            row += 1;
         }
+        out.push((x, row));
+        x += width + 12.0;
+    }
+    (out, if names.is_empty() { 0 } else { row + 1 })
+}
+
+/// Extra height the legend needs beyond its first row.
+fn legend_extra(names: &[String]) -> f64 {
+    let (_, rows) = legend_layout(names);
+    16.0 * rows.saturating_sub(1) as f64
+}
+
+fn legend(out: &mut String, names: &[String], y: f64) {
+    let (pos, _) = legend_layout(names);
+    for (i, (n, (x, row))) in names.iter().zip(pos).enumerate() {
+        let ty = y + 16.0 * row as f64;
         let _ = write!(
             out,
-            r##"<rect x="{x}" y="{y0}" width="12" height="12" fill="{c}"/><text x="{tx}" y="{ty}" fill="#333">{label}</text>"##,
-            y0 = y - 10.0,
+            r##"<rect x="{x:.1}" y="{y0:.1}" width="12" height="12" fill="{c}"/><text x="{tx:.1}" y="{ty:.1}" fill="#333">{label}</text>"##,
+            y0 = ty - 10.0,
             c = color(i),
             tx = x + 16.0,
-            ty = y
+            label = esc(n)
         );
-        x += width + 12.0;
     }
 }
 
@@ -124,21 +171,19 @@ pub fn bar_chart(
     } else {
         48.0
     };
-    let h = H + mb - 48.0;
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let extra = legend_extra(&names);
+    let h = H + mb - 48.0 + extra;
     let mut out = String::new();
     open(&mut out, title, h);
-    legend(
-        &mut out,
-        &series.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
-        42.0,
-    );
+    legend(&mut out, &names, 42.0);
     let max = series
         .iter()
         .flat_map(|s| s.values.iter().flatten())
         .fold(0.0f64, |a, b| a.max(*b));
     let ticks = nice_ticks(0.0, if max > 0.0 { max * 1.08 } else { 1.0 }, 5);
     let top = *ticks.last().unwrap_or(&1.0);
-    let (x0, x1, y0, y1) = (ML, W - MR, MT, h - mb);
+    let (x0, x1, y0, y1) = (ML, W - MR, MT + extra, h - mb);
     let ys = |v: f64| y1 - (v / top) * (y1 - y0);
     axis_y(&mut out, &ticks, &ys, x0, x1, y_label, y0, y1);
     let nc = categories.len().max(1) as f64;
@@ -191,11 +236,18 @@ pub fn bar_chart(
         }
         let cx = x0 + gw * (ci as f64 + 0.5);
         if mb > 48.0 {
+            // Rotated labels run left from the bar: keep them inside the picture.
+            let max_chars = ((cx / 6.0) as usize).clamp(8, 34);
+            let cat: String = if cat.chars().count() > max_chars {
+                format!("{}…", cat.chars().take(max_chars - 1).collect::<String>())
+            } else {
+                cat.clone()
+            };
             let _ = write!(
                 out,
                 r##"<text x="{cx:.1}" y="{y:.1}" text-anchor="end" transform="rotate(-30 {cx:.1} {y:.1})" fill="#333">{l}</text>"##,
                 y = y1 + 16.0,
-                l = esc(cat)
+                l = esc(&cat)
             );
         } else {
             let _ = write!(
@@ -257,15 +309,13 @@ pub fn line_chart(
     y_scale: Scale,
     series: &[LineSeries],
 ) -> String {
-    let h = H + 10.0;
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let extra = legend_extra(&names);
+    let h = H + 10.0 + extra;
     let mut out = String::new();
     open(&mut out, title, h);
-    legend(
-        &mut out,
-        &series.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
-        42.0,
-    );
-    let (x0, x1, y0, y1) = (ML, W - MR, MT, h - 52.0);
+    line_legend(&mut out, series, 42.0);
+    let (x0, x1, y0, y1) = (ML, W - MR, MT + extra, h - 52.0);
     let tx = |v: f64| -> f64 {
         match x_scale {
             Scale::Linear => v,
@@ -362,7 +412,7 @@ pub fn line_chart(
         ly = y1 + 38.0,
         l = esc(x_label)
     );
-    for (i, s) in series.iter().enumerate() {
+    for s in series {
         let mut pts = s.points.clone();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         let d: Vec<String> = pts
@@ -372,12 +422,8 @@ pub fn line_chart(
         let _ = write!(
             out,
             r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{dash} points="{p}"><title>{t}</title></polyline>"#,
-            c = color(i),
-            dash = if s.dashed {
-                r#" stroke-dasharray="5 3""#
-            } else {
-                ""
-            },
+            c = color(s.color),
+            dash = dash_attr(s.dash),
             p = d.join(" "),
             t = esc(&s.name)
         );
@@ -388,7 +434,7 @@ pub fn line_chart(
                     r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3" fill="{c}"><title>{t}: {xv}, {yv}</title></circle>"#,
                     cx = px(*x),
                     cy = py(*y),
-                    c = color(i),
+                    c = color(s.color),
                     t = esc(&s.name),
                     xv = esc(&si(*x)),
                     yv = esc(&si(*y))
@@ -414,7 +460,7 @@ pub fn stacked_chart(
     stacks: &[Stack],
     colors: &[&str],
 ) -> String {
-    let h = H;
+    let h = H + 10.0;
     let mut out = String::new();
     open(&mut out, title, h);
     let names: Vec<String> = stacks
@@ -470,6 +516,12 @@ pub fn stacked_chart(
             );
         }
     }
+    let _ = write!(
+        out,
+        r##"<text x="{mx}" y="{ly}" text-anchor="middle" fill="#333">CPU</text>"##,
+        mx = (x0 + x1) / 2.0,
+        ly = y1 + 34.0
+    );
     out.push_str("</svg>");
     out
 }

@@ -97,13 +97,16 @@ fn markdown_and_svg_files() {
         "kv_vs_instances.svg",
         "kv_vs_pipeline.svg",
         "kv_latency.svg",
-        "kv_latency_buckets.svg",
         "kv_power.svg",
         "kv_perf_per_w.svg",
     ] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
     assert!(names.iter().any(|n| n.starts_with("cpu_")));
+    assert!(
+        names.contains(&"kv_buckets_set_pipeline_1.svg"),
+        "{names:?}"
+    );
     for (_, s) in &files {
         assert!(s.starts_with("<?xml") && s.trim_end().ends_with("</svg>"));
     }
@@ -373,4 +376,108 @@ fn percentile_curves_come_from_merged_histograms() {
     let edges = report::charts::bucket_edges(&[&h]);
     let shares = report::charts::bucket_shares(&h, &edges);
     assert!((shares.iter().sum::<f64>() - 100.0).abs() < 1e-6);
+}
+
+#[test]
+fn tco_takes_power_and_perf_from_stored_runs() {
+    let runs = two_platforms();
+    let plan = tco::Plan::from_toml(
+        r#"years = 3
+energy_price_per_kwh = 0.10
+pue = 1.5
+perf_from_runs_note = "x"
+[rack]
+power_budget_w = 10000
+reserved_w = 500
+rack_units = 40
+[[platform]]
+name = "x86"
+run = "x86-a"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 5000 }]
+[[platform]]
+name = "arm"
+run = "arm-b"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 6000 }]
+"#,
+    );
+    // Unknown keys are refused with the key named.
+    let err = plan.unwrap_err().to_string();
+    assert!(err.contains("perf_from_runs_note"), "{err}");
+    let plan = tco::Plan::from_toml(
+        r#"years = 3
+energy_price_per_kwh = 0.10
+pue = 1.5
+[rack]
+power_budget_w = 10000
+reserved_w = 500
+rack_units = 40
+[[platform]]
+name = "x86"
+run = "x86-a"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 5000 }]
+[[platform]]
+name = "arm"
+run = "arm-b"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 6000 }]
+"#,
+    )
+    .unwrap();
+    let mut from = BTreeMap::new();
+    for (p, r) in plan.platforms.iter().zip(&runs) {
+        from.insert(p.name.clone(), tco::from_run(r, p));
+    }
+    let x = &from["x86"];
+    let pw = x.power_w.as_ref().expect("whole-server power from the run");
+    assert!(
+        (pw.value - 180.0).abs() < 1e-9,
+        "ipmi at full load: {}",
+        pw.value
+    );
+    assert!(pw.source.contains("ipmi-dcmi system"));
+    let perf = x.perf.as_ref().unwrap();
+    assert_eq!(perf.unit.as_deref(), Some("ops/s"));
+    assert!(
+        perf.source.contains("geometric mean of 4 sweep points"),
+        "{}",
+        perf.source
+    );
+    let t = tco::evaluate(&plan, &from).unwrap();
+    // 9,500 W / 180 W = 52 by power, 40 by space: space binds.
+    assert_eq!(t.platforms[0].servers_per_rack, 40);
+    assert_eq!(t.platforms[0].binding, tco::Binding::Space);
+    assert_eq!(t.perf_unit, "ops/s");
+    // Component-only power is refused for a rack model, with the reason.
+    let rapl = kv_run(&Spec {
+        power: Power::Rapl(90.0),
+        ..Spec::default()
+    });
+    let fr = tco::from_run(&rapl, &plan.platforms[0]);
+    assert!(fr.power_w.is_none());
+    assert!(
+        fr.problems[0].contains("only component power"),
+        "{:?}",
+        fr.problems
+    );
+    let mut m = BTreeMap::new();
+    m.insert("x86".to_string(), fr);
+    m.insert("arm".to_string(), from["arm"].clone());
+    let err = tco::evaluate(&plan, &m).unwrap_err().to_string();
+    assert!(err.contains("power_w = <watts per board>"), "{err}");
+    // Modelled power flows through, marked.
+    let modelled = kv_run(&Spec {
+        power: Power::Modelled(200.0),
+        ..Spec::default()
+    });
+    let fr = tco::from_run(&modelled, &plan.platforms[0]);
+    assert!(fr.power_w.as_ref().unwrap().modelled);
+    let mut m = BTreeMap::new();
+    m.insert("x86".to_string(), fr);
+    m.insert("arm".to_string(), from["arm"].clone());
+    let t = tco::evaluate(&plan, &m).unwrap();
+    assert!(t.platforms[0].power_modelled);
+    assert!(t.notes.iter().any(|n| n.contains("MODELLED")));
 }

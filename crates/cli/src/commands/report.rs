@@ -330,4 +330,169 @@ mod tests {
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
     }
+
+    /// A small stored run: one kv result with a real histogram, IPMI power, per-CPU telemetry.
+    fn stored_run(id: &str, label: &str, ops: f64) -> RunRecord {
+        let t0 = chrono::Utc::now();
+        let mut h = model::hist::new_latency_histogram();
+        for v in 1..=2000u64 {
+            h.record(200_000 + v * 100).unwrap();
+        }
+        let cpu = model::CpuUtil {
+            cpu: 0,
+            usr_pct: 30.0,
+            nice_pct: 0.0,
+            sys_pct: 50.0,
+            iowait_pct: 0.0,
+            irq_pct: 0.0,
+            soft_pct: 10.0,
+            steal_pct: 0.0,
+            idle_pct: 10.0,
+        };
+        let result = model::ResultRecord {
+            workload: "kv".into(),
+            test: "set".into(),
+            step: 0,
+            repetition: 0,
+            params: BTreeMap::from([("pipeline".to_string(), serde_json::json!(1))]),
+            headline: "ops_per_s".into(),
+            started_at: t0,
+            duration_s: 1.0,
+            metrics: vec![model::Metric::new("ops_per_s", ops, "ops/s")],
+            missing: vec![],
+            histograms: vec![model::HistogramRecord::from_histogram("set", "service", &h)],
+            telemetry: vec![],
+            telemetry_summary: vec![model::TelemetrySummary {
+                host: "local".into(),
+                samples: 2,
+                cpus: vec![cpu],
+                ctxt_per_s: 0.0,
+                intr_per_s: 0.0,
+                nics: vec![],
+                disks: vec![],
+                mean_freq_mhz: None,
+                procs: vec![],
+                power: vec![model::PowerSummary {
+                    source: "ipmi-dcmi".into(),
+                    zone: "system".into(),
+                    mean_watts: 200.0,
+                    max_watts: 210.0,
+                    whole_system: true,
+                    modelled: false,
+                }],
+                power_missing: None,
+            }],
+            flags: vec![],
+            status: model::Status::Ok,
+            error: None,
+        };
+        RunRecord {
+            format_version: model::RECORD_FORMAT_VERSION,
+            id: id.into(),
+            label: Some(label.into()),
+            created_at: t0,
+            finished_at: Some(t0),
+            rackbench_version: "test".into(),
+            command: "rackbench run kv".into(),
+            plan: serde_json::json!({}),
+            hosts: vec![model::HostDisclosure {
+                host: "local".into(),
+                role: "sut+loadgen".into(),
+                facts: BTreeMap::from([("cpu.model".to_string(), model::Fact::known("Test CPU"))]),
+            }],
+            idle_power: vec![],
+            results: vec![result],
+            status: model::Status::Ok,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn report_compare_and_tco_from_the_store() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("results.sqlite");
+        let s = store::Store::open(&db).unwrap();
+        s.import_run(&stored_run("20261121T000000-aaaaaa", "plat-a", 100_000.0))
+            .unwrap();
+        s.import_run(&stored_run("20261121T000100-bbbbbb", "plat-b", 150_000.0))
+            .unwrap();
+        drop(s);
+        let g = Global {
+            db: Some(db.clone()),
+            json: false,
+            quiet: true,
+        };
+        let out = d.path().join("out/report.html");
+        let svg_dir = d.path().join("svg");
+        let code = report(
+            Args {
+                runs: vec!["plat-a".into(), "plat-b".into()],
+                output: Some(out.clone()),
+                format: Format::Html,
+                svg_dir: Some(svg_dir.clone()),
+                tco: None,
+                from: None,
+            },
+            &g,
+        )
+        .unwrap();
+        assert_eq!(code, 0);
+        let html = std::fs::read_to_string(&out).unwrap();
+        assert!(html.contains("<svg") && html.contains("plat-b"));
+        assert!(std::fs::read_dir(&svg_dir).unwrap().count() >= 3);
+        // Default: the latest run.
+        let md = d.path().join("latest.md");
+        report(
+            Args {
+                runs: vec![],
+                output: Some(md.clone()),
+                format: Format::Md,
+                svg_dir: None,
+                tco: None,
+                from: None,
+            },
+            &g,
+        )
+        .unwrap();
+        assert!(std::fs::read_to_string(&md).unwrap().contains("plat-b"));
+        // A TCO plan taking power and performance from the stored runs.
+        let plan = d.path().join("plan.toml");
+        std::fs::write(
+            &plan,
+            "years = 3\nenergy_price_per_kwh = 0.1\n[rack]\npower_budget_w = 10000\nrack_units = 40\n\
+             [[platform]]\nname = \"a\"\nrun = \"plat-a\"\nbom = [{ name = \"Server\", unit_cost = 5000 }]\n\
+             [[platform]]\nname = \"b\"\nrun = \"plat-b\"\nbom = [{ name = \"Server\", unit_cost = 6000 }]\n",
+        )
+        .unwrap();
+        let t = evaluate_plan(&plan, None, &g).unwrap();
+        assert_eq!(t.platforms[0].server_power_w, 200.0);
+        assert!((t.platforms[1].perf_per_server - 150_000.0).abs() < 1e-6);
+        assert_eq!(t.platforms[0].servers_per_rack, 40);
+        assert_eq!(tco(TcoArgs { plan, from: None }, &g).unwrap(), 0);
+        assert_eq!(
+            compare(
+                CompareArgs {
+                    runs: vec!["plat-a".into(), "plat-b".into()],
+                    group_a: vec![],
+                    group_b: vec![],
+                    from: None,
+                },
+                &g,
+            )
+            .unwrap(),
+            0
+        );
+        // One run is not a comparison: the error says what to type.
+        let err = compare(
+            CompareArgs {
+                runs: vec!["plat-a".into()],
+                group_a: vec![],
+                group_b: vec![],
+                from: None,
+            },
+            &g,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("rackbench compare OLD NEW"));
+    }
 }

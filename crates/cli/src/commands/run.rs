@@ -400,7 +400,9 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     let mut step: u32 = 0;
     let mut failure: Option<String> = None;
     let mut any_result = false;
-    'points: for (pi, (point, mut w)) in r.points.iter().zip(workloads).enumerate() {
+    'points: for (pi, (point, w)) in r.points.iter().zip(workloads).enumerate() {
+        // Whatever way this iteration ends (error, Ctrl-C, `?`), the workload's servers go.
+        let mut w = CleanupOnDrop(w);
         let label = point_label(point, &swept);
         if let Err(e) = w.prepare(&ctx) {
             w.cleanup();
@@ -488,6 +490,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                             ));
                         }
                         let summary = telemetry.summarize(&samples);
+                        let (metrics, missing) = finite_only(out.metrics, out.missing);
                         ResultRecord {
                             workload: r.registration.name.to_string(),
                             test: test.clone(),
@@ -497,8 +500,8 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                             headline: out.headline,
                             started_at,
                             duration_s: out.duration_s,
-                            metrics: out.metrics,
-                            missing: out.missing,
+                            metrics,
+                            missing,
                             histograms: out.histograms,
                             telemetry: samples,
                             telemetry_summary: summary,
@@ -605,6 +608,43 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// Owns a workload and calls its (idempotent) cleanup when dropped.
+struct CleanupOnDrop(Box<dyn Workload>);
+
+impl std::ops::Deref for CleanupOnDrop {
+    type Target = Box<dyn Workload>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for CleanupOnDrop {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for CleanupOnDrop {
+    fn drop(&mut self) {
+        self.0.cleanup();
+    }
+}
+
+/// A figure that came out NaN or infinite was not measured: move it to `missing`.
+fn finite_only(
+    metrics: Vec<model::Metric>,
+    mut missing: Vec<model::MissingMetric>,
+) -> (Vec<model::Metric>, Vec<model::MissingMetric>) {
+    let (ok, bad): (Vec<_>, Vec<_>) = metrics.into_iter().partition(|m| m.value.is_finite());
+    for m in bad {
+        missing.push(model::MissingMetric {
+            name: m.name,
+            reason: format!("the computation gave {} (nothing to divide by?)", m.value),
+        });
+    }
+    (ok, missing)
 }
 
 /// Requests or duration of a point, for the progress bar.

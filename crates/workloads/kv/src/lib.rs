@@ -272,8 +272,7 @@ pub struct Kv {
 
 impl Kv {
     pub fn from_params(p: &Params) -> anyhow::Result<Kv> {
-        let cfg: KvConfig = serde_json::from_value(serde_json::Value::Object(p.clone()))
-            .map_err(|e| anyhow::anyhow!("kv: {e} (see `rackbench run kv --help`)"))?;
+        let cfg: KvConfig = engine::plan::config_from_params("kv", p)?;
         cfg.validate()?;
         let server_cpus = cpu_list(&cfg.server_cpus, "server_cpus")?;
         let client_cpus = cpu_list(&cfg.client_cpus, "client_cpus")?;

@@ -1,12 +1,579 @@
-//! The `mem` workload: being written.
+//! The `mem` workload: load latency by working-set size (random pointer chase, ns and
+//! cycles, plateaus named L1/L2/L3/RAM beside the cache sizes sysfs reports) and
+//! STREAM-like bandwidth with one thread and all threads, as the lmbench table of
+//! seeds/001 reports them (METHODS.md 6).
+//!
+//! - [`chase`]: the chain, the timed chase, the core clock (dependent adds).
+//! - [`plateau`]: the pure curve reader.
+//! - [`bw`]: bandwidth kernels.
+
+pub mod bw;
+pub mod chase;
+pub mod plateau;
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use engine::{Ctx, StepOutput, Workload};
+use model::{Fact, Flag, Metric, MissingMetric};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// `rackbench run mem` flags. Ids are the parameter keys.
+#[derive(Args, Debug)]
+pub struct Flags {
+    /// Tests: latency, bandwidth.
+    #[arg(long = "tests", id = "tests", value_name = "LIST")]
+    pub tests: Option<String>,
+    /// Working-set sizes for latency (`4K,64K,1M,256M`); default: 4 per octave from
+    /// --min-size to --max-size.
+    #[arg(long = "sizes", id = "sizes", value_name = "LIST")]
+    pub sizes: Option<String>,
+    /// Smallest working set (default 4K).
+    #[arg(long = "min-size", id = "min_size", value_name = "BYTES")]
+    pub min_size: Option<String>,
+    /// Largest working set (default: 4x the last-level cache, at least 256M).
+    #[arg(long = "max-size", id = "max_size", value_name = "BYTES")]
+    pub max_size: Option<String>,
+    /// Milliseconds of CPU time per latency sample (default 10).
+    #[arg(long = "sample-ms", id = "sample_ms", value_name = "MS")]
+    pub sample_ms: Option<String>,
+    /// Latency samples per size (default 7; the minimum is kept, as lmbench does).
+    #[arg(long = "samples", id = "samples", value_name = "N")]
+    pub samples: Option<String>,
+    /// CPU to run the latency chase on (default: unpinned).
+    #[arg(long = "cpu", id = "cpu", value_name = "N")]
+    pub cpu: Option<String>,
+    /// Bytes per bandwidth array (default: 4x the last-level cache, at least 64M).
+    #[arg(long = "bw-size", id = "bw_size", value_name = "BYTES")]
+    pub bw_size: Option<String>,
+    /// Bandwidth thread counts (`1,all`).
+    #[arg(long = "bw-threads", id = "bw_threads", value_name = "LIST")]
+    pub bw_threads: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default = "default_tests")]
+    pub tests: Vec<String>,
+    #[serde(default)]
+    pub sizes: Vec<Value>,
+    #[serde(default)]
+    pub min_size: Option<Value>,
+    #[serde(default)]
+    pub max_size: Option<Value>,
+    #[serde(default = "ten")]
+    pub sample_ms: f64,
+    #[serde(default = "seven")]
+    pub samples: usize,
+    #[serde(default)]
+    pub cpu: Option<usize>,
+    #[serde(default)]
+    pub bw_size: Option<Value>,
+    #[serde(default = "default_bw_threads")]
+    pub bw_threads: Vec<Value>,
+}
+
+fn default_tests() -> Vec<String> {
+    vec!["latency".into(), "bandwidth".into()]
+}
+fn ten() -> f64 {
+    10.0
+}
+fn seven() -> usize {
+    7
+}
+fn default_bw_threads() -> Vec<Value> {
+    vec![Value::from(1), Value::from("all")]
+}
 
 /// Registry entry for `mem`.
 pub fn registration() -> engine::Registration {
     engine::Registration {
         name: "mem",
-        about: "(being written)",
-        list_keys: &[],
-        flags: |c| c,
-        build: |_| anyhow::bail!("the mem workload is not available yet"),
+        about: "Memory load latency by working-set size (L1/L2/L3/RAM, ns and cycles) and STREAM-like bandwidth",
+        list_keys: &["tests", "sizes", "bw_threads"],
+        flags: |c| Flags::augment_args(c),
+        build: |m| Ok(Box::new(MemWorkload::from_params(m)?)),
+    }
+}
+
+/// A size as typed: `4096`, `4K`, `256M`, `1G` (binary units).
+pub fn parse_size(key: &str, v: &Value) -> anyhow::Result<u64> {
+    let s = match v {
+        Value::Number(n) => {
+            return n
+                .as_u64()
+                .with_context(|| format!("mem: `{key}` = {n} is not a byte count"))
+        }
+        Value::String(s) => s.trim().to_string(),
+        other => bail!("mem: `{key}` = {other} is not a size (e.g. 4K, 256M)"),
+    };
+    let (num, mult) = match s.chars().last() {
+        Some('K' | 'k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s.as_str(), 1),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .with_context(|| format!("mem: `{key}` = `{s}` is not a size (e.g. 4K, 256M)"))?;
+    if !(n.is_finite() && n > 0.0) {
+        bail!("mem: `{key}` = `{s}` must be positive");
+    }
+    Ok((n * mult as f64) as u64)
+}
+
+/// Sizes from `min` to `max`, `per_octave` points per doubling, rounded to cache lines.
+pub fn size_ladder(min: u64, max: u64, per_octave: u32) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut k = 0u32;
+    loop {
+        let s = (min as f64 * 2f64.powf(k as f64 / per_octave as f64)) as u64;
+        let s = (s / 64).max(2) * 64;
+        if s > max {
+            break;
+        }
+        if out.last() != Some(&s) {
+            out.push(s);
+        }
+        k += 1;
+        if k > 10_000 {
+            break;
+        }
+    }
+    out
+}
+
+fn read_caches() -> Vec<plateau::CacheLevel> {
+    let mut entries = Vec::new();
+    for i in 0..8 {
+        let d = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let rd = |f: &str| std::fs::read_to_string(format!("{d}/{f}")).ok();
+        if let (Some(l), Some(t), Some(s)) = (rd("level"), rd("type"), rd("size")) {
+            entries.push((l, t, s));
+        }
+    }
+    plateau::caches_from_sysfs(&entries)
+}
+
+fn mem_available() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = s
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Points measured, the clock, and whether Ctrl-C cut the curve short.
+type ChaseRun = (Vec<(u64, f64)>, Option<chase::Freq>, bool);
+
+pub struct MemWorkload {
+    cfg: Config,
+    tests: Vec<String>,
+    sizes: Vec<u64>,
+    bw_elems: usize,
+    bw_threads: Vec<usize>,
+    caches: Vec<plateau::CacheLevel>,
+    notes: Vec<Flag>,
+}
+
+impl MemWorkload {
+    pub fn from_params(m: &serde_json::Map<String, Value>) -> anyhow::Result<Self> {
+        let cfg: Config = serde_json::from_value(Value::Object(m.clone()))
+            .map_err(|e| anyhow::anyhow!("mem: bad parameter: {e}"))?;
+        let mut tests = Vec::new();
+        for t in &cfg.tests {
+            match t.trim() {
+                "latency" | "bandwidth" => tests.push(t.trim().to_string()),
+                "" => {}
+                other => bail!("mem: unknown test `{other}`: choose latency, bandwidth"),
+            }
+        }
+        if tests.is_empty() {
+            bail!("mem: no tests selected (e.g. --tests latency,bandwidth)");
+        }
+        if !(cfg.sample_ms > 0.0 && cfg.sample_ms <= 10_000.0)
+            || cfg.samples == 0
+            || cfg.samples > 1000
+        {
+            bail!("mem: `sample_ms` must be in (0, 10000] and `samples` in 1..=1000");
+        }
+        let caches = read_caches();
+        let llc = caches.last().map_or(32 << 20, |c| c.size_bytes);
+        let avail = mem_available().unwrap_or(4 << 30);
+        let mut notes = Vec::new();
+        let sizes = if cfg.sizes.is_empty() {
+            let min = match &cfg.min_size {
+                Some(v) => parse_size("min_size", v)?,
+                None => 4 << 10,
+            };
+            let max = match &cfg.max_size {
+                Some(v) => parse_size("max_size", v)?,
+                None => {
+                    let want = (4 * llc).max(256 << 20);
+                    let cap = avail / 4;
+                    if want > cap {
+                        notes.push(Flag::warning(
+                            "max_size_capped",
+                            format!("working sets capped at {cap} B (a quarter of available memory), below 4x the LLC"),
+                        ));
+                    }
+                    want.min(cap)
+                }
+            };
+            if max < min {
+                bail!("mem: `max_size` is below `min_size`");
+            }
+            size_ladder(min.max(128), max, 4)
+        } else {
+            let mut v = cfg
+                .sizes
+                .iter()
+                .map(|s| parse_size("sizes", s))
+                .collect::<anyhow::Result<Vec<u64>>>()?;
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        if let Some(&big) = sizes.last() {
+            if big > avail / 2 {
+                bail!("mem: working set {big} B is more than half the available memory ({avail} B); lower --max-size");
+            }
+        }
+        if sizes.iter().any(|&s| s < 128) {
+            bail!("mem: working sets must be at least 128 B");
+        }
+        let bw_bytes = match &cfg.bw_size {
+            Some(v) => parse_size("bw_size", v)?,
+            None => (4 * llc).max(64 << 20).min(avail / 8),
+        };
+        let bw_elems = (bw_bytes / 8) as usize;
+        if bw_elems < 1024 {
+            bail!("mem: `bw_size` must be at least 8K");
+        }
+        let all = engine::launch::online_cpus();
+        let mut bw_threads = Vec::new();
+        for v in &cfg.bw_threads {
+            match v {
+                Value::String(s) if s == "all" => bw_threads.push(all),
+                Value::Number(n) if n.as_u64().is_some_and(|n| (1..=4096).contains(&n)) => {
+                    bw_threads.push(n.as_u64().unwrap_or(1) as usize)
+                }
+                other => bail!("mem: `bw_threads` entries are thread counts or `all`, not {other}"),
+            }
+        }
+        bw_threads.dedup();
+        Ok(MemWorkload {
+            cfg,
+            tests,
+            sizes,
+            bw_elems,
+            bw_threads,
+            caches,
+            notes,
+        })
+    }
+
+    pub fn sizes(&self) -> &[u64] {
+        &self.sizes
+    }
+
+    fn run_latency(&self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        let mut out = StepOutput {
+            headline: "ram_latency_ns".into(),
+            ..Default::default()
+        };
+        out.flags.extend(self.notes.iter().cloned());
+        let sizes = self.sizes.clone();
+        let sample_s = self.cfg.sample_ms / 1e3;
+        let samples = self.cfg.samples;
+        let cpu = self.cfg.cpu;
+        let progress = std::sync::Arc::clone(&ctx.progress);
+        progress.reset("mem latency", sizes.len() as u64, 0);
+        let t0 = std::time::Instant::now();
+        // A thread of its own, so pinning does not change the runner's affinity.
+        let res = std::thread::spawn(move || -> anyhow::Result<ChaseRun> {
+            if let Some(c) = cpu {
+                engine::launch::pin_current_thread(&[c])?;
+            }
+            let freq = chase::measure_frequency();
+            let max = sizes.last().copied().unwrap_or(0) as usize;
+            let mut region = chase::Region::new(max.max(4096))?;
+            let mut pts = Vec::new();
+            for (i, &s) in sizes.iter().enumerate() {
+                if engine::stop::stop_requested() {
+                    return Ok((pts, freq, true));
+                }
+                let ns = chase::latency_ns(
+                    &mut region,
+                    s as usize,
+                    sample_s,
+                    samples,
+                    0x5eed + i as u64,
+                )?;
+                pts.push((s, ns));
+                progress
+                    .done
+                    .store(i as u64 + 1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok((pts, freq, false))
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("mem: the latency thread panicked"))??;
+        let (pts, freq, interrupted) = res;
+        out.duration_s = t0.elapsed().as_secs_f64();
+        if interrupted {
+            out.error = Some("interrupted".into());
+        }
+        let freq_label = freq.as_ref().map_or("none", |f| f.source);
+        match &freq {
+            Some(f) => out.metrics.push(
+                Metric::new("core_freq_mhz", f.hz / 1e6, "MHz").label("freq_source", f.source),
+            ),
+            None => out.missing.push(MissingMetric {
+                name: "core_freq_mhz".into(),
+                reason: "no dependent-add timing, cpufreq or /proc/cpuinfo frequency".into(),
+            }),
+        }
+        for &(s, ns) in &pts {
+            out.metrics
+                .push(Metric::new("latency_ns", ns, "ns").label("size_bytes", s));
+            if let Some(f) = &freq {
+                out.metrics.push(
+                    Metric::new("latency_cycles", ns * f.hz / 1e9, "cycles")
+                        .label("size_bytes", s)
+                        .label("freq_source", freq_label),
+                );
+            }
+        }
+        let plats = plateau::find_plateaus(&pts, 0.2, 3);
+        let levels = plateau::name_levels(&plats, &self.caches);
+        for (i, name) in plateau::LEVEL_NAMES.iter().enumerate() {
+            if let Some(c) = self.caches.get(i).filter(|_| i < 3) {
+                out.metrics.push(Metric::new(
+                    format!("{name}_cache_bytes"),
+                    c.size_bytes as f64,
+                    "B",
+                ));
+            }
+            match &levels.levels[i] {
+                Some(p) => {
+                    out.metrics.push(Metric::new(
+                        format!("{name}_latency_ns"),
+                        p.latency_ns,
+                        "ns",
+                    ));
+                    if let Some(f) = &freq {
+                        out.metrics.push(
+                            Metric::new(
+                                format!("{name}_latency_cycles"),
+                                p.latency_ns * f.hz / 1e9,
+                                "cycles",
+                            )
+                            .label("freq_source", freq_label),
+                        );
+                    }
+                    out.metrics.push(Metric::new(
+                        format!("{name}_plateau_from_bytes"),
+                        p.from_bytes as f64,
+                        "B",
+                    ));
+                    out.metrics.push(Metric::new(
+                        format!("{name}_plateau_to_bytes"),
+                        p.to_bytes as f64,
+                        "B",
+                    ));
+                }
+                None => out.missing.push(MissingMetric {
+                    name: format!("{name}_latency_ns"),
+                    reason: if i == 3 {
+                        "no plateau beyond the last cache: raise --max-size (e.g. 4x the LLC)"
+                            .into()
+                    } else {
+                        "no plateau found for this level in the measured curve".into()
+                    },
+                }),
+            }
+        }
+        Ok(out)
+    }
+
+    fn run_bandwidth(&self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        let mut out = StepOutput {
+            headline: "triad_gb_per_s".into(),
+            ..Default::default()
+        };
+        let t0 = std::time::Instant::now();
+        let cpus: Vec<usize> = (0..engine::launch::online_cpus()).collect();
+        let mut last_triad = None;
+        ctx.progress
+            .reset("mem bandwidth", self.bw_threads.len() as u64, 0);
+        // Most threads first: they place the pages (first touch) where all threads run.
+        let mut order = self.bw_threads.clone();
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        for (i, &t) in order.iter().enumerate() {
+            if engine::stop::stop_requested() {
+                out.error = Some("interrupted".into());
+                break;
+            }
+            let res = bw::bandwidth(self.bw_elems, t, 5, &cpus);
+            for (k, gbs) in res {
+                out.metrics.push(
+                    Metric::new("bandwidth_gb_per_s", gbs, "GB/s")
+                        .label("kind", k.name())
+                        .label("threads", t),
+                );
+                if k == bw::Kernel::Triad && i == 0 {
+                    last_triad = Some(gbs);
+                }
+            }
+            ctx.progress
+                .done
+                .store(i as u64 + 1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let Some(g) = last_triad {
+            out.metrics.push(Metric::new("triad_gb_per_s", g, "GB/s"));
+            out.metrics
+                .push(Metric::new("triad_threads", order[0] as f64, "threads"));
+        }
+        out.metrics.push(Metric::new(
+            "bw_array_bytes",
+            (self.bw_elems * 8) as f64,
+            "B",
+        ));
+        out.duration_s = t0.elapsed().as_secs_f64();
+        Ok(out)
+    }
+}
+
+impl Workload for MemWorkload {
+    fn name(&self) -> &'static str {
+        "mem"
+    }
+    fn tests(&self) -> Vec<String> {
+        self.tests.clone()
+    }
+    fn prepare(&mut self, _ctx: &Ctx) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        match test {
+            "latency" => self.run_latency(ctx),
+            "bandwidth" => self.run_bandwidth(ctx),
+            other => bail!("mem: unknown test `{other}`"),
+        }
+    }
+    fn cleanup(&mut self) {}
+    fn disclosure(&self) -> BTreeMap<String, Fact> {
+        let mut m = BTreeMap::new();
+        for c in &self.caches {
+            m.insert(
+                format!("cpu.cache.l{}_bytes", c.level),
+                Fact::known(c.size_bytes.to_string()),
+            );
+        }
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .map(|s| Fact::known(s.trim()))
+            .unwrap_or_else(|e| Fact::unknown(e.to_string()));
+        m.insert("mem.transparent_hugepage".into(), thp);
+        m.insert(
+            "mem.method".into(),
+            Fact::known("random cyclic chase over 64 B lines (Sattolo), MADV_HUGEPAGE, min of samples; STREAM-like kernels"),
+        );
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params(v: Value) -> serde_json::Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn sizes_parse_and_ladder() {
+        assert_eq!(parse_size("k", &json!("4K")).unwrap(), 4096);
+        assert_eq!(parse_size("k", &json!(100)).unwrap(), 100);
+        assert!(parse_size("k", &json!("lots"))
+            .unwrap_err()
+            .to_string()
+            .contains("`k`"));
+        let l = size_ladder(4096, 65536, 4);
+        assert_eq!(l.first(), Some(&4096));
+        assert_eq!(l.last(), Some(&65536));
+        assert_eq!(l.len(), 17);
+    }
+
+    #[test]
+    fn unknown_key_and_test_are_named() {
+        let e = MemWorkload::from_params(&params(json!({"size": ["4K"]})))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("size"), "{e}");
+        let e = MemWorkload::from_params(&params(json!({"tests": ["lat"]})))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("lat"), "{e}");
+    }
+
+    #[test]
+    fn real_small_latency_run_finds_l1() {
+        let mut w = MemWorkload::from_params(&params(json!({
+            "tests": ["latency"], "min_size": "4K", "max_size": "64K", "sample_ms": 2, "samples": 3
+        })))
+        .unwrap();
+        let out = w.run_test("latency", &Ctx::quiet()).unwrap();
+        let pts: Vec<_> = out
+            .metrics
+            .iter()
+            .filter(|m| m.name == "latency_ns")
+            .collect();
+        assert_eq!(pts.len(), w.sizes().len());
+        assert!(pts.iter().all(|m| m.value > 0.0 && m.value < 100.0));
+        // 4-32 KiB fits every L1d we know: the first plateau is L1.
+        let l1 = out
+            .metrics
+            .iter()
+            .find(|m| m.name == "l1_latency_ns")
+            .expect("l1 plateau");
+        assert!(l1.value < 10.0, "{l1:?}");
+        assert!(out.metrics.iter().any(|m| m.name == "latency_cycles"));
+        // 64 KiB is not beyond any LLC: RAM is missing, with the reason, never 0.
+        assert!(out.missing.iter().any(|m| m.name == "ram_latency_ns"));
+    }
+
+    #[test]
+    fn real_small_bandwidth_run() {
+        let mut w = MemWorkload::from_params(&params(json!({
+            "tests": ["bandwidth"], "bw_size": "1M", "bw_threads": [1, "all"]
+        })))
+        .unwrap();
+        let out = w.run_test("bandwidth", &Ctx::quiet()).unwrap();
+        let n = out
+            .metrics
+            .iter()
+            .filter(|m| m.name == "bandwidth_gb_per_s")
+            .count();
+        let expect = if engine::launch::online_cpus() == 1 {
+            4
+        } else {
+            8
+        };
+        assert_eq!(n, expect);
+        assert!(out
+            .metrics
+            .iter()
+            .any(|m| m.name == "triad_gb_per_s" && m.value > 0.0));
     }
 }

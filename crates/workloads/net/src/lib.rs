@@ -1,12 +1,601 @@
-//! The `net` workload: being written.
+//! The `net` workload: TCP stream and UDP throughput between a sender (this workload) and
+//! a receiver (`rackbench net serve`, a separate process reachable by address), each end
+//! pinned to chosen CPUs, as the iperf3 study in seeds/002 measures (METHODS.md 4).
+//!
+//! By default `prepare` launches `rackbench net serve` locally on a free loopback port
+//! (our own binary, pinned to the receiver CPUs) and stops it in `cleanup`; `--target
+//! host:port` uses a receiver started elsewhere. Each test reports Gbit/s on both clocks,
+//! packets/s, UDP loss and jitter, per interval and overall, and the CPU time of both
+//! ends' worker threads, so %CPU per Gbit/s needs no outside tool.
+//!
+//! - [`proto`]: the control messages and the UDP header, loss and jitter accounting.
+//! - [`server`]: the receiver.
+//! - [`sender`]: the sending end.
+
+pub mod proto;
+pub mod sender;
+pub mod server;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use engine::launch::ChildGuard;
+use engine::{Ctx, StepOutput, Workload};
+use model::{Fact, Flag, Metric, MissingMetric};
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use proto::Proto;
+pub use sender::{SendSpec, TestReport};
+pub use server::{serve, ServeOptions};
+
+/// iperf3's default TCP buffer (`-l`).
+pub const DEFAULT_TCP_LEN: usize = 128 * 1024;
+/// UDP payloads measured by default: a full 1500-byte MTU frame and a small packet.
+pub const DEFAULT_UDP_PAYLOADS: [usize; 2] = [1472, 60];
+
+/// `rackbench run net` flags. Ids are the parameter keys.
+#[derive(Args, Debug)]
+pub struct Flags {
+    /// Tests: tcp, udp (one per --udp-payload), or udpN (e.g. udp1472).
+    #[arg(long = "tests", id = "tests", value_name = "LIST")]
+    pub tests: Option<String>,
+    /// UDP payload sizes in bytes for the `udp` test (default 1472,60; max 65507).
+    #[arg(long = "udp-payload", id = "udp_payload", value_name = "LIST")]
+    pub udp_payload: Option<String>,
+    /// Parallel streams (sweep: 1,2,4).
+    #[arg(long = "streams", id = "streams", value_name = "N")]
+    pub streams: Option<String>,
+    /// Seconds per test (default 10, as iperf3).
+    #[arg(long = "duration", id = "duration", value_name = "S")]
+    pub duration: Option<String>,
+    /// Seconds per reported interval (default 1).
+    #[arg(long = "interval", id = "interval", value_name = "S")]
+    pub interval: Option<String>,
+    /// UDP target rate per stream in bits/s, iperf3 -b style (0 = unlimited, 500M, 2G).
+    #[arg(long = "rate", id = "rate", value_name = "BITS")]
+    pub rate: Option<String>,
+    /// TCP write size in bytes (default 131072, iperf3's -l).
+    #[arg(long = "tcp-len", id = "tcp_len", value_name = "BYTES")]
+    pub tcp_len: Option<String>,
+    /// Receiver control address host:port (`rackbench net serve` running there). Default:
+    /// launch one locally on loopback.
+    #[arg(long = "target", id = "target", value_name = "HOST:PORT")]
+    pub target: Option<String>,
+    /// CPUs for the sender threads (`1`, `2-3`).
+    #[arg(long = "sender-cpus", id = "sender_cpus", value_name = "LIST")]
+    pub sender_cpus: Option<String>,
+    /// CPUs for the receiver's data threads (`0`).
+    #[arg(long = "receiver-cpus", id = "receiver_cpus", value_name = "LIST")]
+    pub receiver_cpus: Option<String>,
+    /// The rackbench binary to launch as the local receiver (default: this binary).
+    #[arg(long = "receiver-bin", id = "receiver_bin", value_name = "PATH")]
+    pub receiver_bin: Option<String>,
+}
+
+/// Plain config of one sweep point.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default = "default_tests")]
+    pub tests: Vec<String>,
+    #[serde(default = "default_payloads")]
+    pub udp_payload: Vec<usize>,
+    #[serde(default = "one")]
+    pub streams: usize,
+    #[serde(default = "ten")]
+    pub duration: f64,
+    #[serde(default = "one_f")]
+    pub interval: f64,
+    #[serde(default)]
+    pub rate: Option<Value>,
+    #[serde(default = "tcp_len")]
+    pub tcp_len: usize,
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default)]
+    pub sender_cpus: Vec<Value>,
+    #[serde(default)]
+    pub receiver_cpus: Vec<Value>,
+    #[serde(default)]
+    pub receiver_bin: Option<String>,
+}
+
+fn default_tests() -> Vec<String> {
+    vec!["tcp".into(), "udp".into()]
+}
+fn default_payloads() -> Vec<usize> {
+    DEFAULT_UDP_PAYLOADS.to_vec()
+}
+fn one() -> usize {
+    1
+}
+fn ten() -> f64 {
+    10.0
+}
+fn one_f() -> f64 {
+    1.0
+}
+fn tcp_len() -> usize {
+    DEFAULT_TCP_LEN
+}
 
 /// Registry entry for `net`.
 pub fn registration() -> engine::Registration {
     engine::Registration {
         name: "net",
-        about: "(being written)",
-        list_keys: &[],
-        flags: |c| c,
-        build: |_| anyhow::bail!("the net workload is not available yet"),
+        about: "TCP stream and UDP throughput, loss and jitter against `rackbench net serve`, each end pinned",
+        list_keys: &["tests", "udp_payload", "sender_cpus", "receiver_cpus"],
+        flags: |c| Flags::augment_args(c),
+        build: |m| Ok(Box::new(NetWorkload::from_params(m)?)),
     }
 }
+
+fn cpu_list(key: &str, vals: &[Value]) -> anyhow::Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for v in vals {
+        let s = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.extend(engine::launch::parse_cpu_list(&s).with_context(|| format!("net: `{key}`"))?);
+    }
+    Ok(out)
+}
+
+/// A test name as (protocol, payload).
+pub fn parse_test(name: &str, tcp_len: usize) -> anyhow::Result<(Proto, usize)> {
+    let t = name.trim().to_ascii_lowercase();
+    if t == "tcp" {
+        return Ok((Proto::Tcp, tcp_len));
+    }
+    if let Some(p) = t.strip_prefix("udp") {
+        let payload: usize = p.parse().with_context(|| {
+            format!("net: unknown test `{name}`: use tcp, udp or udpN (e.g. udp1472)")
+        })?;
+        check_udp_payload(payload)?;
+        return Ok((Proto::Udp, payload));
+    }
+    bail!("net: unknown test `{name}`: use tcp, udp or udpN (e.g. udp1472)")
+}
+
+fn check_udp_payload(p: usize) -> anyhow::Result<()> {
+    if p > proto::MAX_UDP_PAYLOAD {
+        bail!(
+            "net: UDP payload {p} B is larger than a UDP datagram can carry ({} B over IPv4); \
+             use e.g. --udp-payload 1472,60",
+            proto::MAX_UDP_PAYLOAD
+        );
+    }
+    if p < proto::UDP_HEADER_BYTES {
+        bail!(
+            "net: UDP payload {p} B is too small: at least {} B (sequence number and send time)",
+            proto::UDP_HEADER_BYTES
+        );
+    }
+    Ok(())
+}
+
+pub struct NetWorkload {
+    cfg: Config,
+    tests: Vec<String>,
+    rate_bps: f64,
+    sender_cpus: Vec<usize>,
+    receiver_cpus: Vec<usize>,
+    /// The receiver address in use (given, or of the one we launched).
+    target: Option<String>,
+    receiver: Option<ChildGuard>,
+}
+
+impl NetWorkload {
+    pub fn from_params(m: &serde_json::Map<String, Value>) -> anyhow::Result<Self> {
+        let cfg: Config = serde_json::from_value(Value::Object(m.clone()))
+            .map_err(|e| anyhow::anyhow!("net: bad parameter: {e}"))?;
+        if cfg.streams == 0 || cfg.streams > 256 {
+            bail!(
+                "net: `streams` = {} is out of range: use 1 to 256",
+                cfg.streams
+            );
+        }
+        if !(cfg.duration > 0.0 && cfg.duration <= 86_400.0) {
+            bail!("net: `duration` must be above 0 s (e.g. --duration 10)");
+        }
+        if !cfg.interval.is_finite() || cfg.interval < 0.05 {
+            bail!("net: `interval` must be at least 0.05 s (e.g. --interval 1)");
+        }
+        if cfg.tcp_len == 0 || cfg.tcp_len > 64 << 20 {
+            bail!("net: `tcp_len` must be 1 B to 64 MiB (default 131072)");
+        }
+        let rate_bps = match &cfg.rate {
+            None => 0.0,
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(-1.0),
+            Some(Value::String(s)) => proto::parse_rate(s).context("net: `rate`")?,
+            Some(other) => bail!("net: `rate` must be bits/s like 0, 500M or 2G, not {other}"),
+        };
+        if !rate_bps.is_finite() || rate_bps < 0.0 {
+            bail!("net: `rate` must be 0 (unlimited) or positive");
+        }
+        let mut tests = Vec::new();
+        for t in &cfg.tests {
+            let t = t.trim().to_ascii_lowercase();
+            if t == "udp" {
+                for &p in &cfg.udp_payload {
+                    check_udp_payload(p)?;
+                    tests.push(format!("udp{p}"));
+                }
+            } else if !t.is_empty() {
+                parse_test(&t, cfg.tcp_len)?;
+                tests.push(t);
+            }
+        }
+        if tests.is_empty() {
+            bail!("net: no tests selected (e.g. --tests tcp,udp)");
+        }
+        let sender_cpus = cpu_list("sender_cpus", &cfg.sender_cpus)?;
+        let receiver_cpus = cpu_list("receiver_cpus", &cfg.receiver_cpus)?;
+        Ok(NetWorkload {
+            target: cfg.target.clone(),
+            cfg,
+            tests,
+            rate_bps,
+            sender_cpus,
+            receiver_cpus,
+            receiver: None,
+        })
+    }
+
+    /// The receiver address tests run against (after `prepare`).
+    pub fn target(&self) -> Option<&str> {
+        self.target.as_deref()
+    }
+
+    fn receiver_binary(&self) -> anyhow::Result<PathBuf> {
+        if let Some(b) = &self.cfg.receiver_bin {
+            return Ok(PathBuf::from(b));
+        }
+        std::env::current_exe().context(
+            "net: cannot find our own binary to launch the receiver; pass --receiver-bin PATH or --target HOST:PORT",
+        )
+    }
+}
+
+impl Workload for NetWorkload {
+    fn name(&self) -> &'static str {
+        "net"
+    }
+
+    fn tests(&self) -> Vec<String> {
+        self.tests.clone()
+    }
+
+    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
+        if self.target.is_some() {
+            return Ok(());
+        }
+        let bin = self.receiver_binary()?;
+        let port = engine::launch::free_port()?;
+        let addr = format!("127.0.0.1:{port}");
+        let mut cmd = Command::new(&bin);
+        cmd.args(["net", "serve", "-q", "--bind", &addr]);
+        if !self.receiver_cpus.is_empty() {
+            let list: Vec<String> = self.receiver_cpus.iter().map(|c| c.to_string()).collect();
+            cmd.args(["--cpus", &list.join(",")]);
+        }
+        cmd.stdout(std::process::Stdio::null());
+        engine::launch::pin_command(&mut cmd, &self.receiver_cpus);
+        let mut child = ChildGuard::spawn("rackbench net serve", &mut cmd)
+            .with_context(|| format!("net: launching the receiver `{}`; pass --target HOST:PORT to use one already running", bin.display()))?;
+        let sa = addr.parse()?;
+        engine::launch::wait_for_port(sa, &mut child, Duration::from_secs(10)).with_context(|| {
+            format!(
+                "net: the receiver `{} net serve` did not start; is it a rackbench binary? (--receiver-bin)",
+                bin.display()
+            )
+        })?;
+        ctx.watch.watch_process("receiver", child.pid());
+        ctx.note(&format!(
+            "net: receiver launched on {addr} (pid {})",
+            child.pid()
+        ));
+        self.receiver = Some(child);
+        self.target = Some(addr);
+        Ok(())
+    }
+
+    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        let (proto_, payload) = parse_test(test, self.cfg.tcp_len)?;
+        let target = self
+            .target
+            .clone()
+            .context("net: no receiver: call prepare first or pass --target")?;
+        let spec = SendSpec {
+            target,
+            proto: proto_,
+            payload,
+            duration_s: self.cfg.duration,
+            streams: self.cfg.streams,
+            interval_s: self.cfg.interval,
+            rate_bps: if proto_ == Proto::Udp {
+                self.rate_bps
+            } else {
+                0.0
+            },
+            sender_cpus: self.sender_cpus.clone(),
+            receiver_cpus: self.receiver_cpus.clone(),
+        };
+        ctx.progress.reset(
+            &format!("net {test} streams={}", spec.streams),
+            0,
+            (spec.duration_s * 1000.0) as u64,
+        );
+        let rep = sender::run(&spec, &ctx.progress.done, &engine::stop::stop_requested)?;
+        let mut out = step_output(&spec, &rep);
+        if let Some(r) = self.receiver.as_mut() {
+            if let Some(why) = r.exited() {
+                out.flags.push(Flag::warning("receiver_exited", why));
+            }
+        }
+        Ok(out)
+    }
+
+    fn cleanup(&mut self) {
+        if let Some(mut r) = self.receiver.take() {
+            r.stop(Duration::from_secs(2));
+            if self.cfg.target.is_none() {
+                self.target = None;
+            }
+        }
+    }
+
+    fn disclosure(&self) -> BTreeMap<String, Fact> {
+        let mut m = BTreeMap::new();
+        m.insert(
+            "net.receiver".into(),
+            Fact::known(match &self.cfg.target {
+                Some(t) => format!("rackbench net serve at {t}"),
+                None => "rackbench net serve launched locally on loopback".to_string(),
+            }),
+        );
+        m.insert(
+            "net.method".into(),
+            Fact::known(format!(
+                "TCP: blocking write() of {} B per call; UDP: one send() per datagram on a connected socket (no sendmmsg); \
+                 CPU = getrusage(RUSAGE_THREAD) of each end's worker threads",
+                self.cfg.tcp_len
+            )),
+        );
+        for key in ["rmem_default", "rmem_max", "wmem_default", "wmem_max"] {
+            let f = std::fs::read_to_string(format!("/proc/sys/net/core/{key}"))
+                .map(|v| Fact::known(v.trim()))
+                .unwrap_or_else(|e| Fact::unknown(e.to_string()));
+            m.insert(format!("net.core.{key}"), f);
+        }
+        m
+    }
+}
+
+/// Turn one test's report into metrics (pure: tested without sockets).
+pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
+    let mut out = StepOutput {
+        headline: "throughput_gbit_per_s".into(),
+        loadgen_threads: Some(spec.streams),
+        ..Default::default()
+    };
+    let sent_bytes: u64 = rep.sent.iter().map(|s| s.bytes).sum();
+    let sent_packets: u64 = rep.sent.iter().map(|s| s.packets).sum();
+    let recv_bytes: u64 = rep.received.iter().map(|s| s.bytes).sum();
+    let recv_packets: u64 = rep.received.iter().map(|s| s.packets).sum();
+    let gbit = |bytes: u64, s: f64| {
+        if s > 0.0 {
+            bytes as f64 * 8.0 / s / 1e9
+        } else {
+            0.0
+        }
+    };
+    let recv_gbit = gbit(recv_bytes, rep.receive_duration_s);
+    let send_gbit = gbit(sent_bytes, rep.send_duration_s);
+    out.duration_s = rep.send_duration_s;
+    if rep.receive_duration_s > 0.0 {
+        out.metrics
+            .push(Metric::new("throughput_gbit_per_s", recv_gbit, "Gbit/s"));
+    } else {
+        out.missing.push(MissingMetric {
+            name: "throughput_gbit_per_s".into(),
+            reason: "the receiver reported nothing".into(),
+        });
+    }
+    out.metrics
+        .push(Metric::new("throughput_gbit_per_s", send_gbit, "Gbit/s").label("end", "sender"));
+    out.metrics
+        .push(Metric::new("bytes_sent", sent_bytes as f64, "B"));
+    out.metrics
+        .push(Metric::new("bytes_received", recv_bytes as f64, "B"));
+    if spec.proto == Proto::Udp {
+        if rep.receive_duration_s > 0.0 {
+            out.metrics.push(Metric::new(
+                "packets_per_s",
+                recv_packets as f64 / rep.receive_duration_s,
+                "packets/s",
+            ));
+        }
+        if rep.send_duration_s > 0.0 {
+            out.metrics.push(
+                Metric::new(
+                    "packets_per_s",
+                    sent_packets as f64 / rep.send_duration_s,
+                    "packets/s",
+                )
+                .label("end", "sender"),
+            );
+        }
+        out.metrics
+            .push(Metric::new("packets_sent", sent_packets as f64, "packets"));
+        out.metrics.push(Metric::new(
+            "packets_received",
+            recv_packets as f64,
+            "packets",
+        ));
+        let lost: u64 = rep.received.iter().map(|s| s.lost).sum();
+        out.metrics
+            .push(Metric::new("lost_packets", lost as f64, "packets"));
+        match proto::loss_pct(sent_packets, sent_packets.saturating_sub(lost)) {
+            Some(p) => out.metrics.push(Metric::new("loss_pct", p, "%")),
+            None => out.missing.push(MissingMetric {
+                name: "loss_pct".into(),
+                reason: "no datagram was sent".into(),
+            }),
+        }
+        let ooo: u64 = rep.received.iter().map(|s| s.out_of_order).sum();
+        out.metrics
+            .push(Metric::new("out_of_order_packets", ooo as f64, "packets"));
+        // iperf3's sum line averages the streams' jitter.
+        if !rep.received.is_empty() && recv_packets > 1 {
+            let j =
+                rep.received.iter().map(|s| s.jitter_ms).sum::<f64>() / rep.received.len() as f64;
+            out.metrics.push(Metric::new("jitter_ms", j, "ms"));
+        } else {
+            out.missing.push(MissingMetric {
+                name: "jitter_ms".into(),
+                reason: "fewer than 2 datagrams received".into(),
+            });
+        }
+        out.metrics
+            .push(Metric::new("payload_bytes", spec.payload as f64, "B"));
+        if rep.send_errors > 0 {
+            out.metrics
+                .push(Metric::new("send_errors", rep.send_errors as f64, "calls"));
+        }
+    }
+    // CPU: percent of one CPU, over each end's own clock (iperf3's cpu_utilization_percent).
+    let mut total_pct = 0.0;
+    let mut have_both = true;
+    if rep.send_duration_s > 0.0 {
+        let c = &rep.sender_cpu;
+        let pct = 100.0 * (c.user_s + c.system_s) / rep.send_duration_s;
+        total_pct += pct;
+        out.metrics.push(Metric::new("sender_cpu_pct", pct, "%"));
+        out.metrics.push(Metric::new(
+            "sender_cpu_user_pct",
+            100.0 * c.user_s / rep.send_duration_s,
+            "%",
+        ));
+        out.metrics.push(Metric::new(
+            "sender_cpu_sys_pct",
+            100.0 * c.system_s / rep.send_duration_s,
+            "%",
+        ));
+        if send_gbit > 0.0 {
+            out.metrics.push(
+                Metric::new("cpu_pct_per_gbit", pct / send_gbit, "%/(Gbit/s)")
+                    .label("end", "sender"),
+            );
+        }
+    }
+    match (&rep.receiver_cpu, rep.receive_duration_s > 0.0) {
+        (Some(c), true) => {
+            let pct = 100.0 * (c.user_s + c.system_s) / rep.receive_duration_s;
+            total_pct += pct;
+            out.metrics.push(Metric::new("receiver_cpu_pct", pct, "%"));
+            out.metrics.push(Metric::new(
+                "receiver_cpu_user_pct",
+                100.0 * c.user_s / rep.receive_duration_s,
+                "%",
+            ));
+            out.metrics.push(Metric::new(
+                "receiver_cpu_sys_pct",
+                100.0 * c.system_s / rep.receive_duration_s,
+                "%",
+            ));
+            if recv_gbit > 0.0 {
+                out.metrics.push(
+                    Metric::new("cpu_pct_per_gbit", pct / recv_gbit, "%/(Gbit/s)")
+                        .label("end", "receiver"),
+                );
+            }
+        }
+        _ => {
+            have_both = false;
+            out.missing.push(MissingMetric {
+                name: "receiver_cpu_pct".into(),
+                reason: "the receiver sent no final report".into(),
+            });
+        }
+    }
+    if have_both && recv_gbit > 0.0 {
+        out.metrics.push(Metric::new(
+            "cpu_pct_per_gbit",
+            total_pct / recv_gbit,
+            "%/(Gbit/s)",
+        ));
+    }
+    // Per interval, as the receiver counted them.
+    for iv in &rep.intervals {
+        let len = iv.end_s - iv.start_s;
+        if len <= 0.0 {
+            continue;
+        }
+        let at = format!("{:.1}", iv.start_s);
+        let bytes: u64 = iv.received.iter().map(|s| s.bytes).sum();
+        out.metrics.push(
+            Metric::new(
+                "throughput_gbit_per_s",
+                bytes as f64 * 8.0 / len / 1e9,
+                "Gbit/s",
+            )
+            .label("interval_start_s", &at),
+        );
+        if spec.proto == Proto::Udp {
+            let pk: u64 = iv.received.iter().map(|s| s.packets).sum();
+            let lost: u64 = iv.received.iter().map(|s| s.lost).sum();
+            out.metrics.push(
+                Metric::new("packets_per_s", pk as f64 / len, "packets/s")
+                    .label("interval_start_s", &at),
+            );
+            if pk + lost > 0 {
+                out.metrics.push(
+                    Metric::new("loss_pct", 100.0 * lost as f64 / (pk + lost) as f64, "%")
+                        .label("interval_start_s", &at),
+                );
+            }
+            let j = iv.received.iter().map(|s| s.jitter_ms).sum::<f64>()
+                / iv.received.len().max(1) as f64;
+            out.metrics
+                .push(Metric::new("jitter_ms", j, "ms").label("interval_start_s", &at));
+        }
+    }
+    if let Some(e) = &rep.error {
+        out.error = Some(e.clone());
+        out.flags.push(Flag::warning("net_incomplete", e.clone()));
+    }
+    if spec.proto == Proto::Tcp && rep.error.is_none() && sent_bytes != recv_bytes {
+        out.flags.push(Flag::invalid(
+            "bytes_mismatch",
+            format!("sent {sent_bytes} B but the receiver counted {recv_bytes} B over TCP"),
+        ));
+    }
+    out
+}
+
+/// The receiver in-process on a thread, for tests and embedding: returns its address, the
+/// stop flag and the thread.
+pub fn spawn_receiver(
+    opts: ServeOptions,
+) -> anyhow::Result<(
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<anyhow::Result<()>>,
+)> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = std::sync::Arc::clone(&stop);
+    let h = std::thread::spawn(move || serve(l, &opts, &s2));
+    Ok((addr, stop, h))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# platform_vs_reference.sh: rackbench's platform workloads beside the reference tools, on
+# the same machine, in one run, alternating so that drift hits both sides alike.
+#
+#   crypto: `openssl speed -seconds $SECS rsa2048` (and `-multi 2`) beside
+#           rackbench crypto rsa2048 with 1 and 2 threads.
+#           openssl speed (1 process) divides by USER CPU time; -multi by wall time and
+#           sums the children. rackbench reports both: signs_per_s (wall) and
+#           signs_per_cpu_s (CPU time), so the 1-process ratio uses signs_per_cpu_s and
+#           the -multi ratio uses signs_per_s.
+#   net:    iperf3 TCP and UDP (1472 B and 60 B, -b 0) on loopback, server pinned to CPU 0
+#           and client to CPU 1, beside rackbench net with receiver CPU 0, sender CPU 1.
+#
+# The rackbench commands, once `rackbench run` is wired (flags defined by the workloads):
+#   rackbench run crypto --tests rsa2048 --threads 1 --duration 3 --json
+#   rackbench run crypto --tests rsa2048 --threads 2 --duration 3 --json
+#   rackbench run net --tests tcp --duration 10 --sender-cpus 1 --receiver-cpus 0 --json
+#   rackbench run net --tests udp --udp-payload 1472,60 --rate 0 --duration 10 \
+#                     --sender-cpus 1 --receiver-cpus 0 --json
+# Until then (or with USE_EXAMPLES=1) the same code runs through the workload crates' example
+# binaries (crypto_speed, net_speed) against a `rackbench net serve` started here.
+#
+# Environment: SECS (crypto seconds, 3), NET_SECS (net seconds, 10), REPS (alternations, 1),
+#   RACKBENCH (binary, target/release/rackbench), USE_EXAMPLES (1 = example binaries).
+# Goals (issue 4): RSA within 5% of openssl speed; TCP >= 95% of iperf3's Gbit/s with no
+# more CPU per Gbit/s. Needs: openssl, iperf3, taskset, jq, python3; 2+ CPUs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECS=${SECS:-3}
+NET_SECS=${NET_SECS:-10}
+REPS=${REPS:-1}
+RB=${RACKBENCH:-target/release/rackbench}
+EX=target/release/examples
+
+for t in openssl iperf3 taskset jq python3; do
+  command -v "$t" >/dev/null || { echo "missing $t (apt-get install openssl iperf3 util-linux jq python3)"; exit 2; }
+done
+cargo build --release -q -p rackbench -p rackbench-crypto --example crypto_speed \
+  -p rackbench-net --example net_speed 2>/dev/null \
+  || { echo "cargo build --release failed; run it by hand to see why"; exit 2; }
+
+if [ "${USE_EXAMPLES:-}" != 1 ] && "$RB" run crypto --help >/dev/null 2>&1 \
+   && "$RB" run crypto --tests rsa512 --threads 1 --duration 0.1 --json >/dev/null 2>&1; then
+  MODE=run
+else
+  MODE=examples
+fi
+echo "# rackbench via: $MODE   ($(date -u +%FT%TZ), $(nproc) CPUs, $(openssl version), $(iperf3 --version | head -1))"
+
+TMP=$(mktemp -d)
+SERVE_PID=""
+cleanup() { [ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+# Pull one unlabelled (or end=...) metric out of the JSON of either mode.
+metric() { # file name [end]
+  python3 - "$1" "$2" "${3:-}" <<'PY'
+import json, sys
+path, name, end = sys.argv[1], sys.argv[2], sys.argv[3]
+def walk(x):
+    if isinstance(x, dict):
+        if x.get("name") == name and "value" in x:
+            labels = x.get("labels") or {}
+            if (end and labels.get("end") == end) or (not end and not labels):
+                yield x["value"]
+        for v in x.values(): yield from walk(v)
+    elif isinstance(x, list):
+        for v in x: yield from walk(v)
+vals = []
+for line in open(path):
+    line = line.strip()
+    if line.startswith("{") or line.startswith("["):
+        try: vals += list(walk(json.loads(line)))
+        except Exception: pass
+if not vals:
+    try: vals = list(walk(json.load(open(path))))
+    except Exception: pass
+print(vals[0] if vals else "nan")
+PY
+}
+ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print('%.3f' % (a/b) if b else 'nan')" "$1" "$2"; }
+
+rb_crypto() { # threads -> json file
+  if [ $MODE = run ]; then "$RB" run crypto --tests rsa2048 --threads "$1" --duration "$SECS" --json -q > "$2"
+  else "$EX/crypto_speed" rsa2048 "$1" "$SECS" > "$2"; fi
+}
+
+echo
+echo "## RSA 2048 (${SECS} s per operation)"
+printf "%-34s %12s %12s\n" "" "sign/s" "verify/s"
+for rep in $(seq "$REPS"); do
+  openssl speed -seconds "$SECS" rsa2048 2>/dev/null | awk '/^rsa 2048/ {print $6, $7}' > "$TMP/os1"
+  rb_crypto 1 "$TMP/rb1.json"
+  openssl speed -multi 2 -seconds "$SECS" rsa2048 2>/dev/null | awk '/^rsa 2048/ {print $6, $7}' > "$TMP/os2"
+  rb_crypto 2 "$TMP/rb2.json"
+  read -r os1s os1v < "$TMP/os1"; read -r os2s os2v < "$TMP/os2"
+  rb1s=$(metric "$TMP/rb1.json" signs_per_cpu_s); rb1v=$(metric "$TMP/rb1.json" verifies_per_cpu_s)
+  rb1ws=$(metric "$TMP/rb1.json" signs_per_s)
+  rb2s=$(metric "$TMP/rb2.json" signs_per_s); rb2v=$(metric "$TMP/rb2.json" verifies_per_s)
+  printf "%-34s %12s %12s\n" "openssl speed (user CPU time)" "$os1s" "$os1v"
+  printf "%-34s %12.1f %12.1f   (wall: %.1f sign/s)\n" "rackbench 1 thread (per CPU-s)" "$rb1s" "$rb1v" "$rb1ws"
+  printf "%-34s %12s %12s\n" "  ratio rackbench/openssl" "$(ratio "$rb1s" "$os1s")" "$(ratio "$rb1v" "$os1v")"
+  printf "%-34s %12s %12s\n" "openssl speed -multi 2 (wall)" "$os2s" "$os2v"
+  printf "%-34s %12.1f %12.1f\n" "rackbench 2 threads (wall)" "$rb2s" "$rb2v"
+  printf "%-34s %12s %12s\n" "  ratio rackbench/openssl" "$(ratio "$rb2s" "$os2s")" "$(ratio "$rb2v" "$os2v")"
+done
+
+echo
+echo "## Loopback, receiver/server on CPU 0, sender/client on CPU 1 (${NET_SECS} s)"
+PORT_I=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT_R=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+if [ $MODE = examples ]; then
+  taskset -c 0 "$RB" net serve --bind "127.0.0.1:$PORT_R" --cpus 0 -q > /dev/null &
+  SERVE_PID=$!
+  sleep 0.5
+fi
+
+iperf() { # extra args... -> json on stdout
+  taskset -c 0 iperf3 -s -1 -p "$PORT_I" >/dev/null 2>&1 &
+  local spid=$!
+  sleep 0.3
+  taskset -c 1 iperf3 -c 127.0.0.1 -p "$PORT_I" -t "$NET_SECS" -J "$@" || true
+  wait $spid 2>/dev/null || true
+}
+rb_net() { # test -> json on stdout
+  if [ $MODE = run ]; then
+    local extra=()
+    case $1 in udp*) extra=(--rate 0);; esac
+    "$RB" run net --tests "$1" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 "${extra[@]}" --json -q
+  else
+    "$EX/net_speed" "$1" "127.0.0.1:$PORT_R" "$NET_SECS" 1 0 0
+  fi
+}
+
+for rep in $(seq "$REPS"); do
+  printf "%-26s %10s %9s %9s %12s\n" "TCP" "Gbit/s" "snd CPU%" "rcv CPU%" "CPU%/Gbit"
+  iperf > "$TMP/i_tcp.json"
+  rb_net tcp > "$TMP/r_tcp.json"
+  ig=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_tcp.json")
+  ic=$(jq '.end.cpu_utilization_percent.host_total' "$TMP/i_tcp.json")
+  is=$(jq '.end.cpu_utilization_percent.remote_total' "$TMP/i_tcp.json")
+  rg=$(metric "$TMP/r_tcp.json" throughput_gbit_per_s)
+  rc=$(metric "$TMP/r_tcp.json" sender_cpu_pct); rs=$(metric "$TMP/r_tcp.json" receiver_cpu_pct)
+  ipg=$(python3 -c "print((${ic}+${is})/${ig})"); rpg=$(metric "$TMP/r_tcp.json" cpu_pct_per_gbit)
+  printf "%-26s %10.2f %9.1f %9.1f %12.2f\n" "iperf3" "$ig" "$ic" "$is" "$ipg"
+  printf "%-26s %10.2f %9.1f %9.1f %12.2f\n" "rackbench net tcp" "$rg" "$rc" "$rs" "$rpg"
+  printf "%-26s %10s %20s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "" "$(ratio "$rpg" "$ipg")"
+  for len in 1472 60; do
+    printf "%-26s %10s %10s %10s %8s %9s %9s %9s\n" "UDP $len B, -b 0" "sent Gb/s" "sent pk/s" "rcvd Gb/s" "loss%" "jitter" "snd CPU%" "rcv CPU%"
+    iperf -u -b 0 -l "$len" > "$TMP/i_udp.json"
+    rb_net "udp$len" > "$TMP/r_udp.json"
+    isg=$(jq '.end.sum_sent.bits_per_second/1e9' "$TMP/i_udp.json")
+    isp=$(jq '.end.sum_sent.packets/.end.sum_sent.seconds' "$TMP/i_udp.json")
+    irg=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_udp.json")
+    il=$(jq '.end.sum_received.lost_percent' "$TMP/i_udp.json"); ij=$(jq '.end.sum_received.jitter_ms' "$TMP/i_udp.json")
+    ic=$(jq '.end.cpu_utilization_percent.host_total' "$TMP/i_udp.json")
+    is=$(jq '.end.cpu_utilization_percent.remote_total' "$TMP/i_udp.json")
+    rsg=$(metric "$TMP/r_udp.json" throughput_gbit_per_s sender); rsp=$(metric "$TMP/r_udp.json" packets_per_s sender)
+    rrg=$(metric "$TMP/r_udp.json" throughput_gbit_per_s)
+    rl=$(metric "$TMP/r_udp.json" loss_pct); rj=$(metric "$TMP/r_udp.json" jitter_ms)
+    rc=$(metric "$TMP/r_udp.json" sender_cpu_pct); rs=$(metric "$TMP/r_udp.json" receiver_cpu_pct)
+    printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "iperf3" "$isg" "$isp" "$irg" "$il" "$ij" "$ic" "$is"
+    printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "rackbench net udp$len" "$rsg" "$rsp" "$rrg" "$rl" "$rj" "$rc" "$rs"
+    printf "%-26s %10s %10s %10s\n" "  ratio rackbench/iperf3" "$(ratio "$rsg" "$isg")" "$(ratio "$rsp" "$isp")" "$(ratio "$rrg" "$irg")"
+  done
+done
+echo
+echo "Goals: RSA ratios within 0.95-1.05; TCP Gbit/s ratio >= 0.95 with CPU%/Gbit ratio <= 1.0."
+echo "Identical runs vary by up to +-30% on shared VMs (BASELINE.md): use REPS=3 and compare medians."

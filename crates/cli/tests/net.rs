@@ -1,0 +1,104 @@
+//! `net` between two real processes: this test process is the sender (the workload's Rust
+//! API) and `rackbench net serve` the receiver, launched as a child on a free port, or
+//! launched by the workload itself from `--receiver-bin`.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use engine::Workload;
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rackbench");
+
+fn metric(out: &engine::StepOutput, name: &str) -> Option<f64> {
+    out.metrics
+        .iter()
+        .find(|m| m.name == name && m.labels.is_empty())
+        .map(|m| m.value)
+}
+
+fn start_server(port: u16) -> engine::launch::ChildGuard {
+    let addr = format!("127.0.0.1:{port}");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["net", "serve", "--bind", &addr, "-q"])
+        .stdout(Stdio::null());
+    let mut g = engine::launch::ChildGuard::spawn("rackbench net serve", &mut cmd).unwrap();
+    engine::launch::wait_for_port(addr.parse().unwrap(), &mut g, Duration::from_secs(10)).unwrap();
+    g
+}
+
+#[test]
+fn tcp_and_udp_between_two_processes_and_loss_when_receiver_killed() {
+    let port = engine::launch::free_port().unwrap();
+    let mut server = start_server(port);
+    let target = format!("127.0.0.1:{port}");
+    let p = json!({"tests": ["tcp", "udp60"], "duration": 0.5, "interval": 0.1,
+                   "rate": "10M", "target": target});
+    let mut w = wl_net::NetWorkload::from_params(p.as_object().unwrap()).unwrap();
+    let ctx = engine::Ctx::quiet();
+    w.prepare(&ctx).unwrap();
+    let tcp = w.run_test("tcp", &ctx).unwrap();
+    assert!(tcp.error.is_none(), "{:?}", tcp.error);
+    assert_eq!(metric(&tcp, "bytes_sent"), metric(&tcp, "bytes_received"));
+    assert!(metric(&tcp, "throughput_gbit_per_s").unwrap() > 0.01);
+    let udp = w.run_test("udp60", &ctx).unwrap();
+    assert!(udp.error.is_none(), "{:?}", udp.error);
+    assert!(metric(&udp, "packets_per_s").unwrap() > 1000.0);
+
+    // Kill the receiver process mid-run: the result is marked, and what it never
+    // acknowledged counts as lost.
+    let p = json!({"tests": ["udp1472"], "duration": 2.0, "interval": 0.1,
+                   "rate": "50M", "target": format!("127.0.0.1:{port}")});
+    let mut w = wl_net::NetWorkload::from_params(p.as_object().unwrap()).unwrap();
+    let pid = server.pid();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(600));
+        // SAFETY: SIGKILL to the child we started.
+        unsafe { libc_kill(pid as i32) };
+    });
+    let t0 = Instant::now();
+    let out = w.run_test("udp1472", &ctx).unwrap();
+    killer.join().unwrap();
+    server.stop(Duration::from_secs(1));
+    assert!(t0.elapsed() < Duration::from_secs(6));
+    assert!(out.error.is_some(), "killed receiver must mark the result");
+    assert!(metric(&out, "loss_pct").unwrap() > 0.0);
+    assert!(metric(&out, "packets_sent").unwrap() > metric(&out, "packets_received").unwrap());
+}
+
+#[test]
+fn workload_launches_its_own_receiver_process() {
+    let p = json!({"tests": ["tcp"], "duration": 0.3, "interval": 0.1, "receiver_bin": BIN});
+    let mut w = wl_net::NetWorkload::from_params(p.as_object().unwrap()).unwrap();
+    let ctx = engine::Ctx::quiet();
+    w.prepare(&ctx).unwrap();
+    assert!(w.target().is_some());
+    let out = w.run_test("tcp", &ctx);
+    w.cleanup();
+    let out = out.unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(metric(&out, "receiver_cpu_pct").is_some());
+}
+
+#[test]
+fn serve_refuses_a_busy_port_clearly() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let o = Command::new(BIN)
+        .args(["net", "serve", "--bind", &addr])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot listen on") && err.contains("--bind"),
+        "{err}"
+    );
+}
+
+unsafe fn libc_kill(pid: i32) {
+    extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    kill(pid, 9);
+}

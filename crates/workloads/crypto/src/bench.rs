@@ -1,0 +1,354 @@
+//! The timed loops: N threads, each with its own OpenSSL handles, run one operation until
+//! a shared stop flag is set after the duration (speed.c's SIGALRM), each counting its own
+//! operations and its own CPU time (getrusage RUSAGE_THREAD). Handles are built before the
+//! start barrier so that key parsing and context setup are not timed.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use engine::Ctx;
+use openssl::cipher::Cipher;
+use openssl::cipher_ctx::CipherCtx;
+use openssl::ec::{EcGroup, EcKey};
+use openssl::nid::Nid;
+use openssl::pkey::{PKey, Private};
+use openssl::pkey_ctx::PkeyCtx;
+use openssl::rsa::{Padding, Rsa};
+
+/// One test's operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Rsa(u32),
+    EcdsaP256,
+    Aes256Gcm,
+    Sha256,
+}
+
+impl Op {
+    /// Parse a test name (`rsa2048`, `ecdsap256`, `aes256gcm`, `sha256`).
+    pub fn parse(test: &str) -> anyhow::Result<Op> {
+        let t = test.trim().to_ascii_lowercase();
+        if let Some(b) = t.strip_prefix("rsa") {
+            let bits: u32 = b.parse().with_context(|| {
+                format!("crypto: unknown test `{test}` (RSA tests are rsa512, rsa1024, rsa2048, rsa3072, rsa4096)")
+            })?;
+            if !crate::RSA_BITS.contains(&bits) {
+                bail!(
+                    "crypto: RSA key size {bits} is not supported: choose from 512, 1024, 2048, 3072, 4096 \
+                     (e.g. --tests rsa2048)"
+                );
+            }
+            return Ok(Op::Rsa(bits));
+        }
+        match t.as_str() {
+            "ecdsap256" => Ok(Op::EcdsaP256),
+            "aes256gcm" => Ok(Op::Aes256Gcm),
+            "sha256" => Ok(Op::Sha256),
+            _ => bail!(
+                "crypto: unknown test `{test}`: choose from rsa, rsa512..rsa4096, ecdsap256, aes256gcm, sha256"
+            ),
+        }
+    }
+}
+
+/// What one timed operation measured, summed over threads.
+#[derive(Debug, Clone, Default)]
+pub struct OpResult {
+    pub threads: usize,
+    /// Operations completed, all threads.
+    pub ops: u64,
+    /// Sum over threads of ops_i / wall_i (speed.c -multi sums per-process rates).
+    pub rate_per_s: f64,
+    /// Longest thread wall time, seconds.
+    pub wall_s: f64,
+    /// CPU time (user + system) of the worker threads, seconds.
+    pub cpu_s: f64,
+    /// Operations that failed or did not verify (should be 0).
+    pub wrong: u64,
+    pub interrupted: bool,
+}
+
+impl OpResult {
+    pub fn ops_per_s(&self) -> f64 {
+        self.rate_per_s
+    }
+}
+
+/// DER of a fresh private key for the operation (each thread parses its own copy).
+pub fn make_key(op: Op) -> anyhow::Result<Vec<u8>> {
+    let pkey = match op {
+        Op::Rsa(bits) => PKey::from_rsa(Rsa::generate(bits)?)?,
+        Op::EcdsaP256 => {
+            let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
+            PKey::from_ec_key(EcKey::generate(&group)?)?
+        }
+        _ => bail!("no key for {op:?}"),
+    };
+    Ok(pkey.private_key_to_der()?)
+}
+
+fn thread_cpu_s() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
+            return 0.0;
+        }
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        tv(ru.ru_utime) + tv(ru.ru_stime)
+    }
+}
+
+struct ThreadOut {
+    ops: u64,
+    wall_s: f64,
+    cpu_s: f64,
+    wrong: u64,
+}
+
+/// Run `threads` copies of `body` for `dur`. `setup(i)` builds a thread's state before the
+/// start barrier; `body(state)` does one operation and returns false if it failed.
+fn run_threads<S, F, B>(
+    threads: usize,
+    dur: Duration,
+    cpus: &[usize],
+    ctx: &Ctx,
+    setup: F,
+    body: B,
+) -> anyhow::Result<OpResult>
+where
+    F: Fn(usize) -> anyhow::Result<S> + Sync,
+    B: Fn(&mut S) -> bool + Sync,
+{
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    let counts: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
+    let progress = Arc::clone(&ctx.progress);
+    progress.done.store(0, Ordering::Relaxed);
+    let mut interrupted = false;
+    let results: Vec<anyhow::Result<ThreadOut>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (stop, barrier, counts, setup, body) =
+                    (&stop, &barrier, &counts, &setup, &body);
+                let cpu = if cpus.is_empty() {
+                    None
+                } else {
+                    Some(cpus[i % cpus.len()])
+                };
+                s.spawn(move || -> anyhow::Result<ThreadOut> {
+                    let prepared = (|| {
+                        if let Some(c) = cpu {
+                            engine::launch::pin_current_thread(&[c])?;
+                        }
+                        setup(i)
+                    })();
+                    // Always reach the barrier, even after a setup error, so nobody hangs.
+                    barrier.wait();
+                    let mut state = prepared?;
+                    let cpu0 = thread_cpu_s();
+                    let t0 = Instant::now();
+                    let (mut ops, mut wrong) = (0u64, 0u64);
+                    while !stop.load(Ordering::Relaxed) {
+                        if !body(&mut state) {
+                            wrong += 1;
+                        }
+                        ops += 1;
+                        if ops % 16 == 0 {
+                            counts[i].store(ops, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(ThreadOut {
+                        ops,
+                        wall_s: t0.elapsed().as_secs_f64(),
+                        cpu_s: thread_cpu_s() - cpu0,
+                        wrong,
+                    })
+                })
+            })
+            .collect();
+        barrier.wait();
+        let t0 = Instant::now();
+        let deadline = t0 + dur;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            if engine::stop::stop_requested() {
+                interrupted = true;
+                break;
+            }
+            progress.done.store(
+                counts.iter().map(|c| c.load(Ordering::Relaxed)).sum(),
+                Ordering::Relaxed,
+            );
+            std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+        }
+        stop.store(true, Ordering::Relaxed);
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("worker thread panicked")))
+            })
+            .collect()
+    });
+    let mut r = OpResult {
+        threads,
+        interrupted,
+        ..Default::default()
+    };
+    for t in results {
+        let t = t?;
+        r.ops += t.ops;
+        r.rate_per_s += t.ops as f64 / t.wall_s.max(1e-9);
+        r.wall_s = r.wall_s.max(t.wall_s);
+        r.cpu_s += t.cpu_s;
+        r.wrong += t.wrong;
+    }
+    progress.done.store(r.ops, Ordering::Relaxed);
+    Ok(r)
+}
+
+/// Time sign (or verify) with the key in `der` (RSA or EC).
+pub fn run_pkey(
+    der: &[u8],
+    sign: bool,
+    threads: usize,
+    dur: Duration,
+    cpus: &[usize],
+    ctx: &Ctx,
+) -> anyhow::Result<OpResult> {
+    struct St {
+        // Kept alive for the ctx.
+        _key: PKey<Private>,
+        pctx: PkeyCtx<Private>,
+        buf: Vec<u8>,
+        sig: Vec<u8>,
+        sig_len: usize,
+    }
+    let setup = |_i: usize| -> anyhow::Result<St> {
+        let key = PKey::private_key_from_der(der)?;
+        let is_rsa = key.rsa().is_ok();
+        // speed.c: 36 bytes for RSA, 20 for ECDSA, from RAND_bytes.
+        let mut buf = vec![0u8; if is_rsa { 36 } else { 20 }];
+        openssl::rand::rand_bytes(&mut buf)?;
+        let mut pctx = PkeyCtx::new(&key)?;
+        pctx.sign_init()?;
+        if is_rsa {
+            pctx.set_rsa_padding(Padding::PKCS1)?;
+        }
+        let mut sig = vec![0u8; key.size()];
+        let sig_len = pctx.sign(&buf, Some(&mut sig))?;
+        if !sign {
+            pctx.verify_init()?;
+            if is_rsa {
+                pctx.set_rsa_padding(Padding::PKCS1)?;
+            }
+            if !pctx.verify(&buf, &sig[..sig_len])? {
+                bail!("a fresh signature did not verify");
+            }
+        }
+        Ok(St {
+            _key: key,
+            pctx,
+            buf,
+            sig,
+            sig_len,
+        })
+    };
+    if sign {
+        run_threads(threads, dur, cpus, ctx, setup, |st| {
+            let St { pctx, buf, sig, .. } = st;
+            pctx.sign(buf, Some(sig)).is_ok()
+        })
+    } else {
+        run_threads(threads, dur, cpus, ctx, setup, |st| {
+            matches!(st.pctx.verify(&st.buf, &st.sig[..st.sig_len]), Ok(true))
+        })
+    }
+}
+
+/// Time AES-256-GCM records or SHA-256 hashes of `size` bytes.
+pub fn run_bulk(
+    op: Op,
+    size: usize,
+    threads: usize,
+    dur: Duration,
+    cpus: &[usize],
+    ctx: &Ctx,
+) -> anyhow::Result<OpResult> {
+    match op {
+        Op::Aes256Gcm => {
+            struct St {
+                c: CipherCtx,
+                input: Vec<u8>,
+                out: Vec<u8>,
+                nonce: [u8; 12],
+                counter: u64,
+                tag: [u8; 16],
+            }
+            let setup = |_i: usize| -> anyhow::Result<St> {
+                let mut key = [0u8; 32];
+                let mut nonce = [0u8; 12];
+                openssl::rand::rand_bytes(&mut key)?;
+                openssl::rand::rand_bytes(&mut nonce)?;
+                let mut c = CipherCtx::new()?;
+                c.encrypt_init(Some(Cipher::aes_256_gcm()), Some(&key), Some(&nonce))?;
+                let mut input = vec![0u8; size];
+                openssl::rand::rand_bytes(&mut input)?;
+                Ok(St {
+                    c,
+                    input,
+                    out: vec![0u8; size + 16],
+                    nonce,
+                    counter: 0,
+                    tag: [0u8; 16],
+                })
+            };
+            run_threads(threads, dur, cpus, ctx, setup, |st| {
+                // A new nonce per record, as TLS does; the key schedule is kept.
+                st.counter += 1;
+                st.nonce[4..].copy_from_slice(&st.counter.to_be_bytes());
+                let ok = st.c.encrypt_init(None, None, Some(&st.nonce)).is_ok()
+                    && st.c.cipher_update(&st.input, Some(&mut st.out)).is_ok()
+                    && st.c.cipher_final(&mut st.out[size..]).is_ok()
+                    && st.c.tag(&mut st.tag).is_ok();
+                std::hint::black_box(&st.tag);
+                ok
+            })
+        }
+        Op::Sha256 => {
+            let setup = |_i: usize| -> anyhow::Result<Vec<u8>> {
+                let mut input = vec![0u8; size];
+                openssl::rand::rand_bytes(&mut input)?;
+                Ok(input)
+            };
+            run_threads(threads, dur, cpus, ctx, setup, |input| {
+                let d = openssl::sha::sha256(input);
+                std::hint::black_box(d);
+                true
+            })
+        }
+        _ => bail!("{op:?} is not a bulk operation"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_names() {
+        assert_eq!(Op::parse("RSA2048").unwrap(), Op::Rsa(2048));
+        assert_eq!(Op::parse("sha256").unwrap(), Op::Sha256);
+        assert!(Op::parse("rsa").is_err());
+        assert!(Op::parse("md5")
+            .unwrap_err()
+            .to_string()
+            .contains("choose from"));
+    }
+}

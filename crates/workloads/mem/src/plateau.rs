@@ -1,0 +1,293 @@
+//! Reading a latency-vs-size curve: find its plateaus (the sizes that fit one cache level)
+//! and name them L1/L2/L3/RAM beside the cache sizes sysfs reports. Pure functions, tested
+//! on synthetic curves; the workload feeds them measured points.
+
+/// A run of consecutive sizes whose latency stays within a tolerance of its median.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plateau {
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    /// Median latency of the points on the plateau.
+    pub latency_ns: f64,
+    pub points: usize,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Plateaus of `(size_bytes, latency_ns)` points: consecutive points (by size) within
+/// `tol` (0.2 = 20%) of the running median form a segment; segments of at least
+/// `min_points` are plateaus; neighbouring plateaus with medians within `tol` are merged.
+/// Points between plateaus (the transitions) belong to none.
+pub fn find_plateaus(points: &[(u64, f64)], tol: f64, min_points: usize) -> Vec<Plateau> {
+    let mut pts: Vec<(u64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(s, l)| *s > 0 && l.is_finite() && *l > 0.0)
+        .collect();
+    pts.sort_by_key(|p| p.0);
+    let band = (1.0 + tol).ln();
+    let mut segs: Vec<Vec<(u64, f64)>> = Vec::new();
+    let mut cur: Vec<(u64, f64)> = Vec::new();
+    for p in pts {
+        if cur.is_empty() {
+            cur.push(p);
+            continue;
+        }
+        let mut lats: Vec<f64> = cur.iter().map(|q| q.1).collect();
+        let m = median(&mut lats);
+        if (p.1.ln() - m.ln()).abs() <= band {
+            cur.push(p);
+        } else {
+            segs.push(std::mem::take(&mut cur));
+            cur.push(p);
+        }
+    }
+    if !cur.is_empty() {
+        segs.push(cur);
+    }
+    let mut out: Vec<Plateau> = Vec::new();
+    for s in segs.into_iter().filter(|s| s.len() >= min_points.max(1)) {
+        let mut lats: Vec<f64> = s.iter().map(|q| q.1).collect();
+        let p = Plateau {
+            from_bytes: s[0].0,
+            to_bytes: s[s.len() - 1].0,
+            latency_ns: median(&mut lats),
+            points: s.len(),
+        };
+        match out.last_mut() {
+            Some(last) if (p.latency_ns.ln() - last.latency_ns.ln()).abs() <= band => {
+                // Same level interrupted by a noisy point: one plateau.
+                let w = last.points as f64;
+                let v = p.points as f64;
+                last.latency_ns = (last.latency_ns * w + p.latency_ns * v) / (w + v);
+                last.to_bytes = p.to_bytes;
+                last.points += p.points;
+            }
+            _ => out.push(p),
+        }
+    }
+    out
+}
+
+/// One data or unified cache level as sysfs describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheLevel {
+    pub level: u32,
+    pub size_bytes: u64,
+}
+
+/// Parse sysfs cache sizes: `48K`, `2048K`, `32M`.
+pub fn parse_cache_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1u64 << 10),
+        'M' | 'm' => (&s[..s.len() - 1], 1 << 20),
+        'G' | 'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok().map(|n| n * mult)
+}
+
+/// Data/unified caches from `(level, type, size)` triples as read from
+/// `/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}`, sorted by level.
+pub fn caches_from_sysfs(entries: &[(String, String, String)]) -> Vec<CacheLevel> {
+    let mut v: Vec<CacheLevel> = entries
+        .iter()
+        .filter(|(_, t, _)| t.trim() != "Instruction")
+        .filter_map(|(l, _, s)| {
+            Some(CacheLevel {
+                level: l.trim().parse().ok()?,
+                size_bytes: parse_cache_size(s)?,
+            })
+        })
+        .collect();
+    v.sort_by_key(|c| c.level);
+    v.dedup_by_key(|c| c.level);
+    v
+}
+
+/// Plateaus named by level: `levels[0]` L1, `[1]` L2, `[2]` L3, `[3]` RAM.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Levels {
+    pub levels: [Option<Plateau>; 4],
+}
+
+pub const LEVEL_NAMES: [&str; 4] = ["l1", "l2", "l3", "ram"];
+
+/// Name plateaus. With cache sizes: a plateau belongs to the first level whose cache is
+/// at least the plateau's middle size (geometric), RAM beyond the last cache; the
+/// longest plateau wins a cache level, the largest-size one wins RAM. Without cache
+/// sizes: first = L1, last = RAM, those between L2 then L3.
+pub fn name_levels(plateaus: &[Plateau], caches: &[CacheLevel]) -> Levels {
+    let mut out = Levels::default();
+    if plateaus.is_empty() {
+        return out;
+    }
+    if caches.is_empty() {
+        out.levels[0] = Some(plateaus[0].clone());
+        if plateaus.len() >= 2 {
+            out.levels[3] = plateaus.last().cloned();
+            for (k, p) in plateaus[1..plateaus.len() - 1].iter().take(2).enumerate() {
+                out.levels[1 + k] = Some(p.clone());
+            }
+        }
+        return out;
+    }
+    let max_level = caches.len().min(3);
+    for p in plateaus {
+        let mid = ((p.from_bytes as f64) * (p.to_bytes as f64)).sqrt();
+        let idx = caches
+            .iter()
+            .take(max_level)
+            .position(|c| mid <= c.size_bytes as f64)
+            .unwrap_or(3);
+        let slot = &mut out.levels[idx];
+        let replace = match slot {
+            None => true,
+            Some(old) if idx == 3 => p.to_bytes > old.to_bytes,
+            Some(old) => p.points > old.points,
+        };
+        if replace {
+            *slot = Some(p.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A synthetic curve: 4 points per octave from 4 KiB to 1 GiB, latency stepping at the
+    /// cache sizes with a short smooth transition and a little noise.
+    fn curve(levels: &[(u64, f64)], ram_ns: f64) -> Vec<(u64, f64)> {
+        let mut pts = Vec::new();
+        let mut k = 0;
+        loop {
+            let size = (4096.0 * 2f64.powf(k as f64 / 4.0)) as u64;
+            if size > 1 << 30 {
+                break;
+            }
+            let mut lat = ram_ns;
+            for &(cap, ns) in levels.iter().rev() {
+                // Fully inside below cap; a 1-octave ramp to the next level above it.
+                let x = (size as f64 / cap as f64).log2();
+                if x <= 0.0 {
+                    lat = ns;
+                } else if x < 1.0 {
+                    lat = ns + (lat - ns) * x;
+                }
+            }
+            let noise = 1.0 + 0.03 * ((k * 7919 % 13) as f64 / 13.0 - 0.5);
+            pts.push((size, lat * noise));
+            k += 1;
+        }
+        pts
+    }
+
+    #[test]
+    fn finds_four_levels_on_a_server_like_curve() {
+        let caches = vec![
+            CacheLevel {
+                level: 1,
+                size_bytes: 48 << 10,
+            },
+            CacheLevel {
+                level: 2,
+                size_bytes: 2 << 20,
+            },
+            CacheLevel {
+                level: 3,
+                size_bytes: 32 << 20,
+            },
+        ];
+        let pts = curve(&[(48 << 10, 1.2), (2 << 20, 4.5), (32 << 20, 18.0)], 95.0);
+        let ps = find_plateaus(&pts, 0.2, 3);
+        assert_eq!(ps.len(), 4, "{ps:#?}");
+        let lv = name_levels(&ps, &caches);
+        let got: Vec<f64> = lv
+            .levels
+            .iter()
+            .map(|p| p.as_ref().unwrap().latency_ns)
+            .collect();
+        for (g, want) in got.iter().zip([1.2, 4.5, 18.0, 95.0]) {
+            assert!((g / want - 1.0).abs() < 0.05, "{got:?}");
+        }
+        // Each plateau ends at (or just past) its cache size.
+        let l2 = lv.levels[1].as_ref().unwrap();
+        assert!(l2.to_bytes <= 2 << 20 && l2.from_bytes > 48 << 10, "{l2:?}");
+    }
+
+    #[test]
+    fn two_level_curve_without_cache_info() {
+        let pts = curve(&[(32 << 10, 1.0)], 80.0);
+        let ps = find_plateaus(&pts, 0.2, 3);
+        assert_eq!(ps.len(), 2, "{ps:#?}");
+        let lv = name_levels(&ps, &[]);
+        assert!((lv.levels[0].as_ref().unwrap().latency_ns - 1.0).abs() < 0.05);
+        assert!((lv.levels[3].as_ref().unwrap().latency_ns - 80.0).abs() < 3.0);
+        assert!(lv.levels[1].is_none() && lv.levels[2].is_none());
+    }
+
+    #[test]
+    fn a_noisy_spike_does_not_split_a_plateau() {
+        let mut pts: Vec<(u64, f64)> = (0..12).map(|i| (4096u64 << i, 1.0)).collect();
+        pts[5].1 = 3.0;
+        let ps = find_plateaus(&pts, 0.2, 3);
+        assert_eq!(ps.len(), 1, "{ps:#?}");
+        assert_eq!(ps[0].points, 11);
+    }
+
+    #[test]
+    fn a_curve_that_never_leaves_l1_has_no_ram() {
+        let pts: Vec<(u64, f64)> = (0..6).map(|i| (4096u64 << i, 1.0)).collect();
+        let caches = vec![CacheLevel {
+            level: 1,
+            size_bytes: 1 << 20,
+        }];
+        let lv = name_levels(&find_plateaus(&pts, 0.2, 3), &caches);
+        assert!(lv.levels[0].is_some());
+        assert!(lv.levels[3].is_none());
+    }
+
+    #[test]
+    fn sysfs_cache_parsing() {
+        let e = |l: &str, t: &str, s: &str| (l.to_string(), t.to_string(), s.to_string());
+        let c = caches_from_sysfs(&[
+            e("1", "Data", "48K"),
+            e("1", "Instruction", "32K"),
+            e("2", "Unified", "2048K"),
+            e("3", "Unified", "266240K\n"),
+        ]);
+        assert_eq!(
+            c,
+            vec![
+                CacheLevel {
+                    level: 1,
+                    size_bytes: 48 << 10
+                },
+                CacheLevel {
+                    level: 2,
+                    size_bytes: 2 << 20
+                },
+                CacheLevel {
+                    level: 3,
+                    size_bytes: 260 << 20
+                },
+            ]
+        );
+        assert_eq!(parse_cache_size("32M"), Some(32 << 20));
+        assert_eq!(parse_cache_size("x"), None);
+    }
+}

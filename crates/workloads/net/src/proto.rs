@@ -1,0 +1,315 @@
+//! The wire formats between sender and receiver, as pure data and pure functions.
+//!
+//! Control: one JSON object per line over a TCP connection to the receiver's address
+//! (`start` -> `ready` -> `go` -> `interval`... -> `done` -> `result`). Versioned so that a
+//! receiver and a sender of different builds refuse each other clearly.
+//! UDP datagrams start with a 16-byte header: sequence number and the sender's wall-clock
+//! send time (ns), both big-endian, as iperf3 does, so the receiver counts loss and
+//! out-of-order packets from sequence gaps and computes RFC 3550 jitter from transit-time
+//! differences (clocks need not be synchronised: only differences of transit times count).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Sequence (u64) + send time (u64 ns).
+pub const UDP_HEADER_BYTES: usize = 16;
+/// Largest UDP payload over IPv4: 65535 - 20 (IP) - 8 (UDP).
+pub const MAX_UDP_PAYLOAD: usize = 65507;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Proto {
+    Tcp,
+    Udp,
+}
+
+/// Per-stream receive counters (totals, or deltas over an interval).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamStats {
+    pub bytes: u64,
+    /// UDP datagrams received (0 for TCP).
+    pub packets: u64,
+    /// UDP datagrams lost (sequence gaps; at the end, sent - received).
+    pub lost: u64,
+    pub out_of_order: u64,
+    /// RFC 3550 jitter at the end of the interval, ms (UDP).
+    pub jitter_ms: f64,
+}
+
+/// Per-stream send counters the sender reports at the end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SentStats {
+    pub bytes: u64,
+    pub packets: u64,
+}
+
+/// CPU time of the threads that did the work on one end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    pub user_s: f64,
+    pub system_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Msg {
+    Start {
+        version: u32,
+        proto: Proto,
+        payload: usize,
+        duration_s: f64,
+        streams: usize,
+        interval_s: f64,
+        /// CPUs the receiver's data threads should run on (empty: its own default).
+        #[serde(default)]
+        cpus: Vec<usize>,
+    },
+    Ready {
+        data_ports: Vec<u16>,
+    },
+    Go,
+    Interval {
+        start_s: f64,
+        end_s: f64,
+        streams: Vec<StreamStats>,
+    },
+    Done {
+        sent: Vec<SentStats>,
+    },
+    Result {
+        /// Receiver clock: from `go` to the last byte received.
+        duration_s: f64,
+        streams: Vec<StreamStats>,
+        cpu: CpuUsage,
+    },
+    Error {
+        message: String,
+    },
+}
+
+pub fn encode(msg: &Msg) -> Vec<u8> {
+    let mut v = serde_json::to_vec(msg).unwrap_or_else(|_| b"{}".to_vec());
+    v.push(b'\n');
+    v
+}
+
+pub fn send(stream: &mut TcpStream, msg: &Msg) -> anyhow::Result<()> {
+    stream
+        .write_all(&encode(msg))
+        .context("writing to the control connection")
+}
+
+/// Reads newline-delimited messages with deadlines, keeping partial lines across timeouts.
+pub struct LineReader {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    eof: bool,
+}
+
+/// Control lines longer than this are a protocol error (a confused peer, not rackbench).
+const MAX_LINE: usize = 1 << 20;
+
+impl LineReader {
+    pub fn new(stream: TcpStream) -> Self {
+        LineReader {
+            stream,
+            buf: Vec::new(),
+            eof: false,
+        }
+    }
+
+    /// The next message, or None if `deadline` passed first. EOF is an error.
+    pub fn next(&mut self, deadline: Instant) -> anyhow::Result<Option<Msg>> {
+        loop {
+            if let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=pos).collect();
+                let msg = serde_json::from_slice(&line[..pos]).with_context(|| {
+                    format!(
+                        "bad control message `{}` (is the peer `rackbench net serve` of the same version?)",
+                        String::from_utf8_lossy(&line[..pos.min(200)])
+                    )
+                })?;
+                return Ok(Some(msg));
+            }
+            if self.eof {
+                bail!("the peer closed the control connection");
+            }
+            if self.buf.len() > MAX_LINE {
+                bail!("control line longer than {MAX_LINE} bytes");
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            let wait = (deadline - now).max(Duration::from_millis(1));
+            self.stream.set_read_timeout(Some(wait))?;
+            let mut chunk = [0u8; 4096];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut
+                        || e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e).context("reading the control connection"),
+            }
+        }
+    }
+}
+
+/// Write the UDP header into the start of `buf` (which must hold 16 bytes).
+pub fn put_udp_header(buf: &mut [u8], seq: u64, send_ns: u64) {
+    buf[..8].copy_from_slice(&seq.to_be_bytes());
+    buf[8..16].copy_from_slice(&send_ns.to_be_bytes());
+}
+
+/// Sequence and send time from a datagram, None if it is too short to be ours.
+pub fn parse_udp_header(buf: &[u8]) -> Option<(u64, u64)> {
+    if buf.len() < UDP_HEADER_BYTES {
+        return None;
+    }
+    let seq = u64::from_be_bytes(buf[..8].try_into().ok()?);
+    let ns = u64::from_be_bytes(buf[8..16].try_into().ok()?);
+    Some((seq, ns))
+}
+
+/// Receive-side UDP accounting for one stream, as iperf3's `iperf_udp_recv`.
+#[derive(Debug, Clone, Default)]
+pub struct UdpRx {
+    pub packets: u64,
+    pub bytes: u64,
+    /// Next sequence number expected.
+    pub expected: u64,
+    /// Sequence-gap loss (corrected for late arrivals).
+    pub lost: u64,
+    pub out_of_order: u64,
+    /// RFC 3550 jitter, seconds.
+    pub jitter_s: f64,
+    prev_transit_s: Option<f64>,
+}
+
+impl UdpRx {
+    /// Account one datagram: its sequence, its send time and arrival time (ns, any epochs
+    /// as long as each end keeps its own), and its length.
+    pub fn on_packet(&mut self, seq: u64, send_ns: u64, arrival_ns: u64, len: usize) {
+        self.packets += 1;
+        self.bytes += len as u64;
+        if seq >= self.expected {
+            self.lost += seq - self.expected;
+            self.expected = seq + 1;
+        } else {
+            // A late packet that was counted as lost when the gap appeared.
+            self.out_of_order += 1;
+            self.lost = self.lost.saturating_sub(1);
+        }
+        // RFC 3550 A.8: J += (|D| - J) / 16, D the difference of consecutive transit times.
+        let transit = (arrival_ns as f64 - send_ns as f64) / 1e9;
+        if let Some(prev) = self.prev_transit_s {
+            let d = (transit - prev).abs();
+            self.jitter_s += (d - self.jitter_s) / 16.0;
+        }
+        self.prev_transit_s = Some(transit);
+    }
+}
+
+/// Loss in percent of what was sent (None when nothing was sent).
+pub fn loss_pct(sent: u64, received: u64) -> Option<f64> {
+    (sent > 0).then(|| 100.0 * sent.saturating_sub(received) as f64 / sent as f64)
+}
+
+/// Parse a bit rate as iperf3's -b: `0`, `100M`, `2.5G`, `800k` (decimal units), bits/s.
+pub fn parse_rate(s: &str) -> anyhow::Result<f64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last() {
+        Some('k' | 'K') => (&s[..s.len() - 1], 1e3),
+        Some('m' | 'M') => (&s[..s.len() - 1], 1e6),
+        Some('g' | 'G') => (&s[..s.len() - 1], 1e9),
+        Some('t' | 'T') => (&s[..s.len() - 1], 1e12),
+        _ => (s, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .with_context(|| format!("bad rate `{s}`: use bits per second like 0, 500M or 2.5G"))?;
+    if !v.is_finite() || v < 0.0 {
+        bail!("bad rate `{s}`: must be 0 (unlimited) or positive");
+    }
+    Ok(v * mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let m = Msg::Start {
+            version: 1,
+            proto: Proto::Udp,
+            payload: 1472,
+            duration_s: 1.5,
+            streams: 2,
+            interval_s: 1.0,
+            cpus: vec![0],
+        };
+        let line = encode(&m);
+        assert!(line.ends_with(b"\n"));
+        let s = std::str::from_utf8(&line).unwrap();
+        assert!(s.contains(r#""op":"start""#), "{s}");
+        let back: Msg = serde_json::from_slice(&line[..line.len() - 1]).unwrap();
+        assert_eq!(back, m);
+    }
+
+    #[test]
+    fn header_round_trip() {
+        let mut b = [0u8; 60];
+        put_udp_header(&mut b, 7, 123_456_789);
+        assert_eq!(parse_udp_header(&b), Some((7, 123_456_789)));
+        assert_eq!(parse_udp_header(&b[..15]), None);
+    }
+
+    #[test]
+    fn loss_and_reordering_like_iperf3() {
+        let mut rx = UdpRx::default();
+        for (seq, t) in [(0, 0), (1, 1), (3, 3), (4, 4), (2, 5), (7, 7)] {
+            rx.on_packet(seq, t * 1000, t * 1000 + 50_000, 100);
+        }
+        // 2 arrived late (out of order), 5 and 6 never arrived.
+        assert_eq!(rx.packets, 6);
+        assert_eq!(rx.out_of_order, 1);
+        assert_eq!(rx.lost, 2);
+        assert_eq!(rx.expected, 8);
+    }
+
+    #[test]
+    fn jitter_follows_rfc3550() {
+        let mut rx = UdpRx::default();
+        // Constant transit time: no jitter.
+        for i in 0..100u64 {
+            rx.on_packet(i, i * 1_000_000, i * 1_000_000 + 200_000, 60);
+        }
+        assert!(rx.jitter_s.abs() < 1e-12);
+        // Transit alternating 0 and 1 ms: |D| = 1 ms every packet; J converges to 1 ms.
+        let mut rx = UdpRx::default();
+        for i in 0..2000u64 {
+            let extra = if i % 2 == 0 { 0 } else { 1_000_000 };
+            rx.on_packet(i, i * 10_000_000, i * 10_000_000 + extra, 60);
+        }
+        assert!((rx.jitter_s - 0.001).abs() < 1e-6, "{}", rx.jitter_s);
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("0").unwrap(), 0.0);
+        assert_eq!(parse_rate("100M").unwrap(), 1e8);
+        assert_eq!(parse_rate("2.5G").unwrap(), 2.5e9);
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("-1").is_err());
+        assert_eq!(loss_pct(100, 90), Some(10.0));
+        assert_eq!(loss_pct(0, 0), None);
+    }
+}

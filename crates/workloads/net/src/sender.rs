@@ -1,0 +1,407 @@
+//! The sending end: connects to a receiver's control address, announces the test, opens
+//! the data streams (one thread each, pinned to the sender CPUs), sends for the duration
+//! and collects the receiver's interval and total reports.
+//!
+//! Hot paths: TCP writes 128 KiB buffers (iperf3's default `-l`) on blocking sockets; UDP
+//! sends one datagram per `send(2)` on a connected socket, as iperf3 does (no sendmmsg, so
+//! packets/s compare like for like), paced per stream when a rate is given.
+
+use std::io::Write;
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::proto::{self, CpuUsage, LineReader, Msg, Proto, SentStats, StreamStats};
+use crate::server::{thread_cpu, wall_ns};
+
+/// One test as the sender runs it.
+#[derive(Debug, Clone)]
+pub struct SendSpec {
+    /// The receiver's control address (`host:port`).
+    pub target: String,
+    pub proto: Proto,
+    /// UDP datagram payload bytes, or TCP write size.
+    pub payload: usize,
+    pub duration_s: f64,
+    pub streams: usize,
+    pub interval_s: f64,
+    /// UDP target rate per stream, bits/s (0 = unlimited). Ignored for TCP.
+    pub rate_bps: f64,
+    pub sender_cpus: Vec<usize>,
+    /// Sent to the receiver: CPUs for its data threads (empty: its own `--cpus`).
+    pub receiver_cpus: Vec<usize>,
+}
+
+/// One interval as both ends saw it.
+#[derive(Debug, Clone, Default)]
+pub struct IntervalReport {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub received: Vec<StreamStats>,
+}
+
+/// What one test measured.
+#[derive(Debug, Clone, Default)]
+pub struct TestReport {
+    pub sent: Vec<SentStats>,
+    /// Sender clock from the first send to the last, seconds.
+    pub send_duration_s: f64,
+    pub sender_cpu: CpuUsage,
+    /// Receiver totals (from its final report, or the sum of its intervals if it stopped).
+    pub received: Vec<StreamStats>,
+    pub receive_duration_s: f64,
+    /// None when the receiver never sent its final report.
+    pub receiver_cpu: Option<CpuUsage>,
+    pub intervals: Vec<IntervalReport>,
+    /// Why the test ended early (receiver stopped, a stream failed), with what was measured kept.
+    pub error: Option<String>,
+    pub send_errors: u64,
+}
+
+fn connect_control(target: &str) -> anyhow::Result<TcpStream> {
+    let addrs: Vec<SocketAddr> = target
+        .to_socket_addrs()
+        .with_context(|| format!("net: cannot resolve receiver address `{target}` (use host:port, e.g. 127.0.0.1:5201)"))?
+        .collect();
+    let mut last = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, Duration::from_secs(3)) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    bail!(
+        "net: cannot reach the receiver at {target}: {}. Start one there with \
+         `rackbench net serve --bind {target}`, or leave out --target to launch one locally",
+        last.map_or("no address".to_string(), |e| e.to_string())
+    )
+}
+
+/// Run one test against the receiver at `spec.target`. `progress` gets bytes sent.
+pub fn run(
+    spec: &SendSpec,
+    progress: &AtomicU64,
+    stop_all: &dyn Fn() -> bool,
+) -> anyhow::Result<TestReport> {
+    if spec.proto == Proto::Udp && spec.payload > proto::MAX_UDP_PAYLOAD {
+        bail!(
+            "net: UDP payload {} B is larger than a UDP datagram can carry ({} B); use e.g. --udp-payload 1472",
+            spec.payload,
+            proto::MAX_UDP_PAYLOAD
+        );
+    }
+    if spec.proto == Proto::Udp && spec.payload < proto::UDP_HEADER_BYTES {
+        bail!(
+            "net: UDP payload {} B is too small: at least {} B carry the sequence number and send time",
+            spec.payload,
+            proto::UDP_HEADER_BYTES
+        );
+    }
+    let mut ctl = connect_control(&spec.target)?;
+    ctl.set_nodelay(true)?;
+    let peer = ctl.peer_addr()?;
+    let mut rd = LineReader::new(ctl.try_clone()?);
+    proto::send(
+        &mut ctl,
+        &Msg::Start {
+            version: proto::PROTOCOL_VERSION,
+            proto: spec.proto,
+            payload: spec.payload,
+            duration_s: spec.duration_s,
+            streams: spec.streams,
+            interval_s: spec.interval_s,
+            cpus: spec.receiver_cpus.clone(),
+        },
+    )?;
+    let ports = match rd.next(Instant::now() + Duration::from_secs(10))? {
+        Some(Msg::Ready { data_ports }) => data_ports,
+        Some(Msg::Error { message }) => bail!(
+            "net: the receiver at {} refused the test: {message}",
+            spec.target
+        ),
+        other => bail!("net: unexpected answer from the receiver: {other:?}"),
+    };
+    enum Data {
+        Tcp(TcpStream),
+        Udp(UdpSocket),
+    }
+    let mut socks = Vec::new();
+    for i in 0..spec.streams {
+        match spec.proto {
+            Proto::Tcp => {
+                let port = *ports.first().context("receiver gave no data port")?;
+                let s = TcpStream::connect_timeout(
+                    &SocketAddr::new(peer.ip(), port),
+                    Duration::from_secs(3),
+                )
+                .with_context(|| {
+                    format!("net: opening TCP data stream {i} to {}:{port}", peer.ip())
+                })?;
+                socks.push(Data::Tcp(s));
+            }
+            Proto::Udp => {
+                let port = *ports.get(i).context("receiver gave too few data ports")?;
+                let local: SocketAddr = if peer.is_ipv4() {
+                    "0.0.0.0:0"
+                } else {
+                    "[::]:0"
+                }
+                .parse()?;
+                let s = UdpSocket::bind(local)?;
+                s.connect(SocketAddr::new(peer.ip(), port))?;
+                socks.push(Data::Udp(s));
+            }
+        }
+    }
+    proto::send(&mut ctl, &Msg::Go)?;
+
+    // The control reader: intervals as they come, then the result (or the receiver's end).
+    let receiver_gone = Arc::new(AtomicBool::new(false));
+    let intervals = Arc::new(Mutex::new(Vec::<IntervalReport>::new()));
+    let total_deadline = Instant::now() + Duration::from_secs_f64(spec.duration_s + 15.0);
+    let reader = {
+        let gone = Arc::clone(&receiver_gone);
+        let intervals = Arc::clone(&intervals);
+        std::thread::spawn(
+            move || -> Result<(f64, Vec<StreamStats>, CpuUsage), String> {
+                loop {
+                    match rd.next(total_deadline) {
+                        Ok(Some(Msg::Interval {
+                            start_s,
+                            end_s,
+                            streams,
+                        })) => {
+                            if let Ok(mut v) = intervals.lock() {
+                                v.push(IntervalReport {
+                                    start_s,
+                                    end_s,
+                                    received: streams,
+                                });
+                            }
+                        }
+                        Ok(Some(Msg::Result {
+                            duration_s,
+                            streams,
+                            cpu,
+                        })) => return Ok((duration_s, streams, cpu)),
+                        Ok(Some(Msg::Error { message })) => {
+                            gone.store(true, Ordering::Relaxed);
+                            return Err(format!("the receiver reported an error: {message}"));
+                        }
+                        Ok(Some(other)) => {
+                            gone.store(true, Ordering::Relaxed);
+                            return Err(format!("unexpected control message {other:?}"));
+                        }
+                        Ok(None) => {
+                            gone.store(true, Ordering::Relaxed);
+                            return Err("the receiver sent no result in time".into());
+                        }
+                        Err(e) => {
+                            gone.store(true, Ordering::Relaxed);
+                            return Err(format!("{e:#}"));
+                        }
+                    }
+                }
+            },
+        )
+    };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters: Vec<Arc<(AtomicU64, AtomicU64)>> = (0..spec.streams)
+        .map(|_| Arc::new((AtomicU64::new(0), AtomicU64::new(0))))
+        .collect();
+    struct Out {
+        sent: SentStats,
+        cpu: CpuUsage,
+        send_s: f64,
+        errors: u64,
+        error: Option<String>,
+    }
+    let mut handles = Vec::new();
+    for (i, sock) in socks.into_iter().enumerate() {
+        let stop = Arc::clone(&stop);
+        let gone = Arc::clone(&receiver_gone);
+        let ctr = Arc::clone(&counters[i]);
+        let cpus = spec.sender_cpus.clone();
+        let payload = spec.payload;
+        let rate = spec.rate_bps;
+        let h = std::thread::Builder::new()
+            .name(format!("net-tx-{i}"))
+            .spawn(move || -> Out {
+                let pin_err = engine::launch::pin_current_thread(&cpus)
+                    .err()
+                    .map(|e| format!("{e:#}"));
+                let c0 = thread_cpu();
+                let t0 = Instant::now();
+                let mut o = Out {
+                    sent: SentStats::default(),
+                    cpu: CpuUsage::default(),
+                    send_s: 0.0,
+                    errors: 0,
+                    error: pin_err,
+                };
+                if o.error.is_none() {
+                    match sock {
+                        Data::Tcp(mut s) => {
+                            // A stalled receiver must not hold the sender past the deadline.
+                            let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
+                            let buf = vec![0x5au8; payload];
+                            while !stop.load(Ordering::Relaxed) {
+                                match s.write(&buf) {
+                                    Ok(n) => {
+                                        o.sent.bytes += n as u64;
+                                        ctr.0.store(o.sent.bytes, Ordering::Relaxed);
+                                    }
+                                    Err(e)
+                                        if matches!(
+                                            e.kind(),
+                                            std::io::ErrorKind::Interrupted
+                                                | std::io::ErrorKind::WouldBlock
+                                                | std::io::ErrorKind::TimedOut
+                                        ) => {}
+                                    Err(e) => {
+                                        if !stop.load(Ordering::Relaxed) {
+                                            o.error = Some(format!("TCP stream {i}: {e}"));
+                                        }
+                                        break;
+                                    }
+                                }
+                            }
+                            let _ = s.shutdown(Shutdown::Write);
+                        }
+                        Data::Udp(s) => {
+                            let mut buf = vec![0u8; payload];
+                            let mut seq = 0u64;
+                            while !stop.load(Ordering::Relaxed) {
+                                if rate > 0.0 {
+                                    // Pace: stay at or below rate; sleep off any lead (iperf3
+                                    // checks its 1 ms pacing timer the same way).
+                                    let ahead_s = (o.sent.bytes as f64 * 8.0) / rate
+                                        - t0.elapsed().as_secs_f64();
+                                    if ahead_s > 0.0 {
+                                        std::thread::sleep(Duration::from_secs_f64(
+                                            ahead_s.min(0.001),
+                                        ));
+                                        continue;
+                                    }
+                                }
+                                proto::put_udp_header(&mut buf, seq, wall_ns());
+                                match s.send(&buf) {
+                                    Ok(n) => {
+                                        seq += 1;
+                                        o.sent.packets += 1;
+                                        o.sent.bytes += n as u64;
+                                        ctr.0.store(o.sent.bytes, Ordering::Relaxed);
+                                        ctr.1.store(o.sent.packets, Ordering::Relaxed);
+                                    }
+                                    Err(e) => {
+                                        // ECONNREFUSED: an ICMP port-unreachable came back (the
+                                        // receiver is gone); ENOBUFS: the queue is full. Neither
+                                        // datagram was sent; count and go on until told to stop.
+                                        o.errors += 1;
+                                        if gone.load(Ordering::Relaxed) {
+                                            break;
+                                        }
+                                        if e.kind() != std::io::ErrorKind::ConnectionRefused {
+                                            std::thread::yield_now();
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                o.send_s = t0.elapsed().as_secs_f64();
+                let c1 = thread_cpu();
+                o.cpu = CpuUsage {
+                    user_s: c1.user_s - c0.user_s,
+                    system_s: c1.system_s - c0.system_s,
+                };
+                o
+            })?;
+        handles.push(h);
+    }
+
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs_f64(spec.duration_s);
+    let mut early = None;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        if stop_all() {
+            early = Some("interrupted".to_string());
+            break;
+        }
+        if receiver_gone.load(Ordering::Relaxed) {
+            early = Some(format!(
+                "the receiver stopped after {:.2} s; totals are what it reported before that",
+                t0.elapsed().as_secs_f64()
+            ));
+            break;
+        }
+        progress.store(
+            counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum(),
+            Ordering::Relaxed,
+        );
+        std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut rep = TestReport::default();
+    for h in handles {
+        let o = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
+        rep.sent.push(o.sent);
+        rep.sender_cpu.user_s += o.cpu.user_s;
+        rep.sender_cpu.system_s += o.cpu.system_s;
+        rep.send_duration_s = rep.send_duration_s.max(o.send_s);
+        rep.send_errors += o.errors;
+        if rep.error.is_none() {
+            rep.error = o.error;
+        }
+    }
+    if early.is_some() {
+        rep.error = early;
+    }
+    let _ = ctl.write_all(&proto::encode(&Msg::Done {
+        sent: rep.sent.clone(),
+    }));
+    let result = reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("the control reader panicked"))?;
+    rep.intervals = intervals.lock().map(|v| v.clone()).unwrap_or_default();
+    match result {
+        Ok((d, streams, cpu)) => {
+            rep.receive_duration_s = d;
+            rep.received = streams;
+            rep.receiver_cpu = Some(cpu);
+        }
+        Err(why) => {
+            // No final report: what the receiver reported interval by interval is all we
+            // know it received; everything else counts as lost.
+            let mut sum = vec![StreamStats::default(); spec.streams];
+            for iv in &rep.intervals {
+                for (s, r) in sum.iter_mut().zip(&iv.received) {
+                    s.bytes += r.bytes;
+                    s.packets += r.packets;
+                    s.out_of_order += r.out_of_order;
+                    s.jitter_ms = r.jitter_ms;
+                }
+            }
+            for (s, sent) in sum.iter_mut().zip(&rep.sent) {
+                s.lost = sent.packets.saturating_sub(s.packets);
+            }
+            rep.receive_duration_s = rep.intervals.last().map_or(0.0, |iv| iv.end_s);
+            rep.received = sum;
+            if rep.error.is_none() {
+                rep.error = Some(format!("no final report from the receiver: {why}"));
+            }
+        }
+    }
+    Ok(rep)
+}

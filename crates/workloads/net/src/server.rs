@@ -1,0 +1,434 @@
+//! The receiving end (`rackbench net serve`): accepts one test at a time on its control
+//! address, opens data sockets on ephemeral ports of the same IP, counts what arrives per
+//! stream (bytes; for UDP also packets, loss, reordering and jitter), reports every interval
+//! and the total back over the control connection, with the CPU time of its own data
+//! threads. It is the same code in a separate process (the CLI) and on a thread (tests).
+
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+
+use crate::proto::{self, CpuUsage, LineReader, Msg, Proto, StreamStats, MAX_UDP_PAYLOAD};
+
+/// Options of `rackbench net serve`.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// CPUs for the data threads when the sender does not ask for others.
+    pub cpus: Vec<usize>,
+    /// Serve one test and return (scripts, tests).
+    pub once: bool,
+    /// Print one line per test on stderr.
+    pub verbose: bool,
+}
+
+/// Serve tests on `listener` until `stop` is set (or after one test with `once`).
+pub fn serve(listener: TcpListener, opts: &ServeOptions, stop: &AtomicBool) -> anyhow::Result<()> {
+    listener
+        .set_nonblocking(true)
+        .context("setting the listener non-blocking")?;
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((conn, peer)) => {
+                conn.set_nonblocking(false)?;
+                match handle_test(conn, opts, stop) {
+                    Ok(true) => {
+                        if opts.verbose {
+                            eprintln!("rackbench net serve: test from {peer} done");
+                        }
+                        if opts.once {
+                            return Ok(());
+                        }
+                    }
+                    // A probe (readiness check) that connected and left.
+                    Ok(false) => {}
+                    Err(e) => {
+                        if opts.verbose {
+                            eprintln!("rackbench net serve: test from {peer} failed: {e:#}");
+                        }
+                        if opts.once {
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("accepting a control connection"),
+        }
+    }
+    Ok(())
+}
+
+/// Live counters of one stream, written by its data thread, read by the reporter.
+#[derive(Default)]
+struct Live {
+    bytes: AtomicU64,
+    packets: AtomicU64,
+    lost: AtomicU64,
+    ooo: AtomicU64,
+    jitter_bits: AtomicU64,
+    /// ns since `go` of the last data received.
+    last_ns: AtomicU64,
+    done: AtomicBool,
+}
+
+impl Live {
+    fn snapshot(&self) -> StreamStats {
+        StreamStats {
+            bytes: self.bytes.load(Ordering::Relaxed),
+            packets: self.packets.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed),
+            out_of_order: self.ooo.load(Ordering::Relaxed),
+            jitter_ms: f64::from_bits(self.jitter_bits.load(Ordering::Relaxed)) * 1e3,
+        }
+    }
+}
+
+pub(crate) fn thread_cpu() -> CpuUsage {
+    // SAFETY: getrusage fills the zeroed struct we own.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
+            return CpuUsage::default();
+        }
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        CpuUsage {
+            user_s: tv(ru.ru_utime),
+            system_s: tv(ru.ru_stime),
+        }
+    }
+}
+
+pub(crate) fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Run one test on an accepted control connection. Ok(false): the peer left before
+/// asking for anything (a readiness probe).
+fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyhow::Result<bool> {
+    let mut out = conn.try_clone()?;
+    let mut rd = LineReader::new(conn);
+    let start = match rd.next(Instant::now() + Duration::from_secs(10)) {
+        Ok(Some(m)) => m,
+        Ok(None) => return Ok(false),
+        Err(_) => return Ok(false),
+    };
+    let (proto_, payload, duration_s, streams, interval_s, cpus) = match start {
+        Msg::Start {
+            version,
+            proto,
+            payload,
+            duration_s,
+            streams,
+            interval_s,
+            cpus,
+        } => {
+            if version != proto::PROTOCOL_VERSION {
+                let m = format!(
+                    "protocol version {version} not supported (this receiver speaks {})",
+                    proto::PROTOCOL_VERSION
+                );
+                let _ = proto::send(&mut out, &Msg::Error { message: m.clone() });
+                bail!(m);
+            }
+            (proto, payload, duration_s, streams, interval_s, cpus)
+        }
+        other => bail!("expected `start`, got {other:?}"),
+    };
+    let bad = if streams == 0 || streams > 256 {
+        Some(format!("streams = {streams}: use 1 to 256"))
+    } else if proto_ == Proto::Udp
+        && !(proto::UDP_HEADER_BYTES..=MAX_UDP_PAYLOAD).contains(&payload)
+    {
+        Some(format!(
+            "UDP payload {payload} B: use {} to {MAX_UDP_PAYLOAD}",
+            proto::UDP_HEADER_BYTES
+        ))
+    } else if !(duration_s > 0.0
+        && duration_s <= 86_400.0
+        && interval_s.is_finite()
+        && interval_s >= 0.05)
+    {
+        Some("duration or interval out of range".to_string())
+    } else {
+        None
+    };
+    if let Some(m) = bad {
+        let _ = proto::send(&mut out, &Msg::Error { message: m.clone() });
+        bail!(m);
+    }
+    let cpus = if cpus.is_empty() {
+        opts.cpus.clone()
+    } else {
+        cpus
+    };
+    let ip: IpAddr = out.local_addr()?.ip();
+
+    // Data sockets on ephemeral ports of the control IP.
+    let mut tcp_listener = None;
+    let mut udp_socks = Vec::new();
+    let ports = match proto_ {
+        Proto::Tcp => {
+            let l = TcpListener::bind(SocketAddr::new(ip, 0))
+                .context("binding the TCP data listener")?;
+            let p = l.local_addr()?.port();
+            tcp_listener = Some(l);
+            vec![p]
+        }
+        Proto::Udp => {
+            let mut v = Vec::new();
+            for _ in 0..streams {
+                let s =
+                    UdpSocket::bind(SocketAddr::new(ip, 0)).context("binding a UDP data socket")?;
+                // The system's default receive buffer, as iperf3 leaves it: loss then
+                // compares like for like (net.core.rmem_default is in the disclosure).
+                s.set_read_timeout(Some(Duration::from_millis(20)))?;
+                v.push(s.local_addr()?.port());
+                udp_socks.push(s);
+            }
+            v
+        }
+    };
+    proto::send(&mut out, &Msg::Ready { data_ports: ports })?;
+
+    let mut tcp_conns = Vec::new();
+    if let Some(l) = &tcp_listener {
+        l.set_nonblocking(true)?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while tcp_conns.len() < streams {
+            match l.accept() {
+                Ok((c, _)) => {
+                    c.set_nonblocking(false)?;
+                    tcp_conns.push(c);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if Instant::now() > deadline || stop.load(Ordering::Relaxed) {
+                        bail!(
+                            "the sender opened {} of {streams} data connections",
+                            tcp_conns.len()
+                        );
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) => return Err(e).context("accepting a data connection"),
+            }
+        }
+    }
+    match rd.next(Instant::now() + Duration::from_secs(10))? {
+        Some(Msg::Go) => {}
+        other => bail!("expected `go`, got {other:?}"),
+    }
+    let t0 = Instant::now();
+    let cpu0 = thread_cpu();
+    let finish = Arc::new(AtomicBool::new(false));
+    let lives: Vec<Arc<Live>> = (0..streams).map(|_| Arc::new(Live::default())).collect();
+    let mut handles = Vec::new();
+    for (i, live) in lives.iter().enumerate() {
+        let live = Arc::clone(live);
+        let finish = Arc::clone(&finish);
+        let cpus = cpus.clone();
+        let sock = match proto_ {
+            Proto::Tcp => Sock::Tcp(tcp_conns.remove(0)),
+            Proto::Udp => Sock::Udp(udp_socks.remove(0)),
+        };
+        let h = std::thread::Builder::new()
+            .name(format!("net-rx-{i}"))
+            .spawn(move || -> CpuUsage {
+                if !cpus.is_empty() {
+                    // Best effort: a CPU the receiver may not use is reported by the
+                    // numbers (and by `--cpus` checking at startup), not by failing here.
+                    let _ = engine::launch::pin_current_thread(&cpus);
+                }
+                let c0 = thread_cpu();
+                match sock {
+                    Sock::Tcp(s) => rx_tcp(s, &live, &finish, t0),
+                    Sock::Udp(s) => rx_udp(s, payload, &live, &finish, t0),
+                }
+                live.done.store(true, Ordering::Relaxed);
+                let c1 = thread_cpu();
+                CpuUsage {
+                    user_s: c1.user_s - c0.user_s,
+                    system_s: c1.system_s - c0.system_s,
+                }
+            })?;
+        handles.push(h);
+    }
+
+    // Report intervals until the sender says `done` (or leaves, or we are stopped).
+    let mut prev: Vec<StreamStats> = vec![StreamStats::default(); streams];
+    let mut next_tick = t0 + Duration::from_secs_f64(interval_s);
+    let mut sent = None;
+    let mut sender_gone = false;
+    let hard_deadline = t0 + Duration::from_secs_f64(duration_s + 30.0);
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            // Stopped mid-run: drop everything without a result, as a killed process would.
+            finish.store(true, Ordering::Relaxed);
+            for h in handles {
+                let _ = h.join();
+            }
+            return Ok(true);
+        }
+        let wait = next_tick.min(Instant::now() + Duration::from_millis(50));
+        match rd.next(wait) {
+            Ok(Some(Msg::Done { sent: s })) => {
+                sent = Some(s);
+                break;
+            }
+            Ok(Some(other)) => bail!("unexpected control message {other:?}"),
+            Ok(None) => {}
+            Err(_) => {
+                sender_gone = true;
+                break;
+            }
+        }
+        if Instant::now() >= next_tick {
+            let end_s = t0.elapsed().as_secs_f64();
+            let start_s = end_s - interval_s;
+            let now: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
+            let delta = now
+                .iter()
+                .zip(&prev)
+                .map(|(n, p)| StreamStats {
+                    bytes: n.bytes - p.bytes,
+                    packets: n.packets - p.packets,
+                    lost: n.lost.saturating_sub(p.lost),
+                    out_of_order: n.out_of_order - p.out_of_order,
+                    jitter_ms: n.jitter_ms,
+                })
+                .collect();
+            prev = now;
+            let _ = proto::send(
+                &mut out,
+                &Msg::Interval {
+                    start_s: start_s.max(0.0),
+                    end_s,
+                    streams: delta,
+                },
+            );
+            next_tick += Duration::from_secs_f64(interval_s);
+        }
+        if Instant::now() > hard_deadline {
+            bail!("the sender never said `done`");
+        }
+    }
+    // TCP: the sender closed its data connections before `done`; wait for EOF on each.
+    // UDP: give datagrams still in socket buffers a moment to be read.
+    let grace = match proto_ {
+        Proto::Tcp => Duration::from_secs(5),
+        Proto::Udp => Duration::from_millis(200),
+    };
+    let until = Instant::now() + grace;
+    while Instant::now() < until {
+        if proto_ == Proto::Tcp && lives.iter().all(|l| l.done.load(Ordering::Relaxed)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    finish.store(true, Ordering::Relaxed);
+    let mut cpu = CpuUsage::default();
+    for h in handles {
+        if let Ok(c) = h.join() {
+            cpu.user_s += c.user_s;
+            cpu.system_s += c.system_s;
+        }
+    }
+    let c1 = thread_cpu();
+    cpu.user_s += c1.user_s - cpu0.user_s;
+    cpu.system_s += c1.system_s - cpu0.system_s;
+    let mut totals: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
+    if let (Proto::Udp, Some(sent)) = (proto_, &sent) {
+        // End-of-test loss counts the tail too: whatever was sent and never arrived.
+        for (t, s) in totals.iter_mut().zip(sent) {
+            t.lost = s.packets.saturating_sub(t.packets);
+        }
+    }
+    let last_ns = lives
+        .iter()
+        .map(|l| l.last_ns.load(Ordering::Relaxed))
+        .max()
+        .unwrap_or(0);
+    let duration = if last_ns > 0 {
+        last_ns as f64 / 1e9
+    } else {
+        t0.elapsed().as_secs_f64()
+    };
+    if sender_gone {
+        bail!("the sender closed the control connection before `done`");
+    }
+    proto::send(
+        &mut out,
+        &Msg::Result {
+            duration_s: duration,
+            streams: totals,
+            cpu,
+        },
+    )?;
+    Ok(true)
+}
+
+enum Sock {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+/// 128 KiB reads, like iperf3's default TCP buffer.
+const TCP_READ: usize = 128 * 1024;
+
+fn rx_tcp(mut s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
+    let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut buf = vec![0u8; TCP_READ];
+    let mut total = 0u64;
+    while !finish.load(Ordering::Relaxed) {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                total += n as u64;
+                live.bytes.store(total, Ordering::Relaxed);
+                live.last_ns
+                    .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut
+                    || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+}
+
+fn rx_udp(s: UdpSocket, payload: usize, live: &Live, finish: &AtomicBool, t0: Instant) {
+    let mut buf = vec![0u8; payload.max(proto::UDP_HEADER_BYTES) + 1];
+    let mut rx = proto::UdpRx::default();
+    while !finish.load(Ordering::Relaxed) {
+        match s.recv(&mut buf) {
+            Ok(n) => {
+                let arrival = wall_ns();
+                if let Some((seq, sent_ns)) = proto::parse_udp_header(&buf[..n]) {
+                    rx.on_packet(seq, sent_ns, arrival, n);
+                    live.bytes.store(rx.bytes, Ordering::Relaxed);
+                    live.packets.store(rx.packets, Ordering::Relaxed);
+                    live.lost.store(rx.lost, Ordering::Relaxed);
+                    live.ooo.store(rx.out_of_order, Ordering::Relaxed);
+                    live.jitter_bits
+                        .store(rx.jitter_s.to_bits(), Ordering::Relaxed);
+                    live.last_ns
+                        .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                }
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut
+                    || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {}
+        }
+    }
+}
