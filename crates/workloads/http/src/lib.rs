@@ -570,8 +570,7 @@ pub struct Http {
 
 impl Http {
     pub fn from_params(p: &Params) -> anyhow::Result<Http> {
-        let cfg: HttpConfig = serde_json::from_value(serde_json::Value::Object(p.clone()))
-            .map_err(|e| anyhow::anyhow!("http: {e} (see `rackbench run http --help`)"))?;
+        let cfg: HttpConfig = engine::plan::config_from_params("http", p)?;
         cfg.validate()?;
         let server_cpus = cpu_list(&cfg.server_cpus, "server-cpus")?;
         let client_cpus = cpu_list(&cfg.client_cpus, "client-cpus")?;
