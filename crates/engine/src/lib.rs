@@ -14,6 +14,8 @@
 //! - [`stop`]: the process-wide interrupt flag set by Ctrl-C.
 //! - [`validity`]: checks every result gets (client-bound, errors, zero throughput...).
 
+pub mod capacity;
+pub mod histlog;
 pub mod launch;
 pub mod load;
 pub mod plan;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# rackbench http vs wrk on the same nginx (a reference script, not a test).
+#
+# One nginx (1 worker, a 1 KiB static file, access log off: the same configuration the
+# http workload launches) pinned to CPU 0; wrk and `rackbench run http --target` pinned to
+# CPU 1 in turn, same connections and duration, alternating, several rounds. Prints each
+# run's requests/s and client CPU per request (user+sys of the whole client process from
+# the shell's `times`, divided by the requests it completed), then the medians.
+#
+# Goal (issue 6): rackbench's req/s at least wrk's, with no more client CPU per request.
+#
+# Usage: bench/http_vs_wrk.sh [ROUNDS] [CONNECTIONS] [DURATION_S] [FILE_BYTES]
+# Needs: nginx (apt-get install nginx-light), wrk (apt-get install wrk), jq, and a release
+# build (cargo build --release -p rackbench) or RACKBENCH=/path/to/rackbench.
+set -euo pipefail
+
+ROUNDS=${1:-3}
+CONNS=${2:-50}
+DUR=${3:-10}
+SIZE=${4:-1024}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RACKBENCH=${RACKBENCH:-$ROOT/target/release/rackbench}
+
+for tool in nginx wrk jq taskset; do
+    command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y nginx-light wrk jq util-linux)" >&2; exit 2; }
+done
+[ -x "$RACKBENCH" ] || { echo "no rackbench at $RACKBENCH: cargo build --release -p rackbench" >&2; exit 2; }
+
+DIR=$(mktemp -d /tmp/rackbench-http-vs-wrk.XXXXXX)
+chmod 755 "$DIR"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$DIR/www"
+head -c "$SIZE" /dev/zero | tr '\0' 'x' > "$DIR/www/index.html"
+chmod 755 "$DIR/www"; chmod 644 "$DIR/www/index.html"
+cat > "$DIR/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 1;
+pid $DIR/nginx.pid;
+error_log $DIR/error.log warn;
+worker_rlimit_nofile 65536;
+events { worker_connections 16384; }
+http {
+    access_log off;
+    client_body_temp_path $DIR/client_body_temp;
+    proxy_temp_path $DIR/proxy_temp;
+    fastcgi_temp_path $DIR/fastcgi_temp;
+    uwsgi_temp_path $DIR/uwsgi_temp;
+    scgi_temp_path $DIR/scgi_temp;
+    types { text/html html; }
+    sendfile on; tcp_nopush on; tcp_nodelay on;
+    keepalive_requests 100000000; keepalive_timeout 300s;
+    server {
+        listen 127.0.0.1:$PORT backlog=4096;
+        root $DIR/www;
+        location / { }
+    }
+}
+EOF
+taskset -c "$SERVER_CPU" nginx -p "$DIR" -c "$DIR/nginx.conf" -e "$DIR/error.log" &
+NGINX=$!
+cleanup() { kill "$NGINX" 2>/dev/null || true; wait "$NGINX" 2>/dev/null || true; rm -rf "$DIR"; }
+trap cleanup EXIT
+for _ in $(seq 50); do
+    curl -sf -o /dev/null "http://127.0.0.1:$PORT/index.html" 2>/dev/null && break
+    python3 -c "import socket; socket.create_connection(('127.0.0.1',$PORT),0.2)" 2>/dev/null && break
+    sleep 0.1
+done
+URL="http://127.0.0.1:$PORT/index.html"
+
+# Children's CPU (user+sys, seconds) of one command, from bash's `times`.
+cpu_of() { # prints "<cpu_s>" on fd 3, the command's stdout on stdout
+    local out
+    out=$(bash -c '"$@" > "'"$DIR"'/out.txt" 2>&1; times' _ "$@" | tail -1)
+    # "0m1.234s 0m0.567s" -> 1.801
+    echo "$out" | awk '{ split($1,u,"m"); split($2,s,"m"); sub("s","",u[2]); sub("s","",s[2]); printf "%.3f\n", u[1]*60+u[2]+s[1]*60+s[2] }'
+}
+
+declare -a W_RPS W_CPU R_RPS R_CPU R_LOOP
+printf "%-9s %5s %12s %16s %20s\n" tool round req_per_s client_us_per_req loadgen_us_per_req
+for r in $(seq "$ROUNDS"); do
+    cpu=$(cpu_of taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" "$URL")
+    rps=$(awk '/Requests\/sec/ {print $2}' "$DIR/out.txt")
+    n=$(awk '/requests in/ {print $1}' "$DIR/out.txt")
+    us=$(awk -v c="$cpu" -v n="$n" 'BEGIN { printf "%.2f", c*1e6/n }')
+    W_RPS+=("$rps"); W_CPU+=("$us")
+    printf "%-9s %5s %12.0f %16s %20s\n" wrk "$r" "$rps" "$us" -
+
+    cpu=$(cpu_of taskset -c "$CLIENT_CPU" "$RACKBENCH" run http --target "$URL" \
+        --connections "$CONNS" --threads 1 --duration "$DUR" --warmup 0 \
+        --client-cpus "$CLIENT_CPU" --no-telemetry --db "$DIR/results.db" --json --quiet)
+    rps=$(jq -r '.results[0].metrics[] | select(.name=="requests_per_s" and (.labels|length)==0) | .value' "$DIR/out.txt")
+    n=$(jq -r '.results[0].metrics[] | select(.name=="requests" and (.labels|length)==0) | .value' "$DIR/out.txt")
+    loop=$(jq -r '.results[0].metrics[] | select(.name=="loadgen_cpu_us_per_op") | .value' "$DIR/out.txt")
+    us=$(awk -v c="$cpu" -v n="$n" 'BEGIN { printf "%.2f", c*1e6/n }')
+    R_RPS+=("$rps"); R_CPU+=("$us"); R_LOOP+=("$loop")
+    printf "%-9s %5s %12.0f %16s %20.2f\n" rackbench "$r" "$rps" "$us" "$loop"
+done
+
+median() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END { if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
+echo
+echo "medians of $ROUNDS rounds, $CONNS connections, ${DUR}s, ${SIZE}-byte file, nginx on CPU $SERVER_CPU, client on CPU $CLIENT_CPU:"
+printf "  wrk:       %10.0f req/s  %6.2f us client CPU per request\n" "$(median "${W_RPS[@]}")" "$(median "${W_CPU[@]}")"
+printf "  rackbench: %10.0f req/s  %6.2f us client CPU per request (load loop alone: %.2f us)\n" \
+    "$(median "${R_RPS[@]}")" "$(median "${R_CPU[@]}")" "$(median "${R_LOOP[@]}")"

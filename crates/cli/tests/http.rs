@@ -1,0 +1,192 @@
+//! The binary end to end on the http workload: nginx launched by rackbench on a free port,
+//! a results store in a temp dir, the capacity tests (ramp, search, levels) as results,
+//! and bad input that says what to type.
+
+use std::path::Path;
+use std::process::Command;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+    c.env_remove("RACKBENCH_DB");
+    c
+}
+
+fn have(binary: &str) -> bool {
+    let ok = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(binary).is_file()))
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: {binary} is not installed (apt-get install nginx-light)");
+    }
+    ok
+}
+
+fn run_json(db: &Path, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = bin()
+        .args(["--db", db.to_str().unwrap(), "run"])
+        .args(args)
+        .args(["--json", "-q", "--no-telemetry"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code().unwrap_or(-1), v, stderr)
+}
+
+fn metric(r: &serde_json::Value, name: &str) -> Option<f64> {
+    r["metrics"].as_array()?.iter().find_map(|m| {
+        (m["name"] == name
+            && m.get("labels")
+                .is_none_or(|l| l.as_object().is_some_and(|o| o.is_empty())))
+        .then(|| m["value"].as_f64())
+        .flatten()
+    })
+}
+
+#[test]
+fn http_load_against_launched_nginx_is_stored() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json(
+        &db,
+        &[
+            "http",
+            "-d",
+            "1",
+            "--warmup",
+            "0",
+            "--file-size",
+            "2048",
+            "--connections",
+            "2,4",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "a sweep over two connection counts");
+    for r in results {
+        assert_eq!(r["headline"], "requests_per_s");
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(metric(r, "requests_per_s").unwrap() > 100.0);
+        assert_eq!(metric(r, "errors_total"), Some(0.0));
+        assert!(!r["histograms"].as_array().unwrap().is_empty());
+    }
+    let facts = &run["hosts"][0]["facts"];
+    assert!(facts["software.nginx"]["value"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("nginx/")));
+}
+
+#[test]
+fn http_capacity_tests_become_results() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json(
+        &db,
+        &[
+            "http",
+            "--tests",
+            "ramp,search,levels",
+            "-c",
+            "4",
+            "--warmup",
+            "0.05",
+            "--step-duration",
+            "0.3",
+            "--ramp-low",
+            "100",
+            "--ramp-high",
+            "300",
+            "--ramp-step",
+            "100",
+            "--slo",
+            "p99<50ms",
+            "--search-start",
+            "100",
+            "--search-steps",
+            "3",
+            "--levels",
+            "100,50",
+            "--idle-duration",
+            "0.2",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let results = run["results"].as_array().unwrap();
+    let headlines: Vec<&str> = results
+        .iter()
+        .map(|r| r["headline"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        headlines,
+        [
+            "max_reply_rate_per_s",
+            "max_rate_meeting_slo_per_s",
+            "overall_reply_rate_per_w"
+        ]
+    );
+    // nginx keeps up with 300 req/s: the ramp says to raise the top, the search grows
+    // for its 3 probes (100, 200, 400) and meets the objective at each.
+    assert!(metric(&results[0], "max_reply_rate_per_s").unwrap() > 250.0);
+    assert!(results[0]["missing"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("raise --ramp-high"));
+    // The answer is the result's headline, the objective recorded beside it.
+    assert_eq!(
+        metric(&results[1], "max_rate_meeting_slo_per_s"),
+        Some(400.0)
+    );
+    assert_eq!(metric(&results[1], "objective_bound_ns"), Some(50e6));
+    assert!(results[1]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["code"] == "search_limit"));
+    // Levels ran at 100% and 50% of what the search found, then active idle.
+    let levels = results[2]["metrics"].as_array().unwrap();
+    let targets: Vec<f64> = levels
+        .iter()
+        .filter(|m| m["name"] == "target_rate_per_s")
+        .map(|m| m["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(targets, [400.0, 200.0, 0.0]);
+}
+
+#[test]
+fn http_bad_input_says_what_to_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    for (args, want) in [
+        (
+            vec!["http", "--tests", "search", "--slo", "p99>1ms"],
+            "--slo",
+        ),
+        (
+            vec!["http", "--target", "https://127.0.0.1/"],
+            "https is not supported",
+        ),
+        (vec!["http", "--tests", "levels"], "--capacity"),
+        (vec!["http", "--arrival", "bursty"], "constant"),
+    ] {
+        let (code, _, err) = run_json(&db, &args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // A target nobody listens on: a clear setup error, nothing stored.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, _, err) = run_json(&db, &["http", "--target", &url, "-d", "1"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("cannot connect"), "{err}");
+}

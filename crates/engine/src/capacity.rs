@@ -1,0 +1,1640 @@
+//! Capacity under load: rate ramps, latency-objective searches and load levels.
+//!
+//! Three procedures that drive any workload through one closure,
+//! `FnMut(rate_per_s) -> anyhow::Result<RateStep>`, which runs one step at an offered
+//! rate (open loop, so latency is coordinated-omission correct) and returns what it
+//! measured. They work for `http`, `kv` and `oltp` alike; this module holds the logic
+//! only (no sockets), so it is tested against synthetic servers whose saturation point
+//! and latency curve are known.
+//!
+//! - [`ramp`]: autobench's method (METHODS.md 8): demanded rate from low to high in fixed
+//!   steps; per step the reply rate (min/avg/max/stddev over intervals, httperf's "Reply
+//!   rate" line), latency percentiles and errors %; stops at saturation (reply rate below
+//!   a fraction of demand, or errors above a limit) and reports the saturation point.
+//! - [`search`]: the highest offered rate whose latency meets an objective such as
+//!   `p99<1ms`: bracket by growing/shrinking geometrically, then bisect, in a bounded
+//!   number of steps; the curve of every point measured comes with it.
+//! - [`load_levels`]: SPECpower_ssj2008's sequence (METHODS.md 7.4): 100%, 90% ... 10% of
+//!   a capacity, then active idle (rate 0: the closure offers no load for a step's length
+//!   and returns what telemetry saw). Power and CPU travel in [`RateStep::extra`] as
+//!   metrics named `power_w` (unit W) and `cpu_busy_pct`; with power on every level the
+//!   overall throughput per watt is SPECpower's: sum of throughput over the loaded levels
+//!   divided by the sum of average power over all levels including active idle.
+//!
+//! A step that fails (the closure errs, or the server died and the step says so) ends the
+//! procedure with what was measured and a reason, never with nothing. Ctrl-C
+//! ([`crate::stop`]) ends it between steps the same way.
+
+use std::fmt;
+use std::io::Write;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context};
+use hdrhistogram::Histogram;
+use model::{HistogramRecord, Metric, MissingMetric};
+
+use crate::histlog::{format_ns, parse_latency_ns, IntervalLogWriter};
+use crate::load::LoadOutcome;
+
+/// Most steps a ramp may have (a typo in a step size should not book the lab for a week).
+pub const MAX_RAMP_STEPS: usize = 1000;
+/// Most probes a search may make.
+pub const MAX_SEARCH_STEPS: usize = 100;
+
+/// What one step at one offered rate measured.
+#[derive(Debug, Clone)]
+pub struct RateStep {
+    /// The rate asked for, requests/s (0: active idle).
+    pub demanded_rate_per_s: f64,
+    /// Replies per second over the whole step.
+    pub reply_rate_per_s: f64,
+    /// Replies per second in each interval of the step (httperf samples every 5 s).
+    pub interval_rates: Vec<f64>,
+    /// Replies received (all outcomes, error replies included).
+    pub replies: u64,
+    /// Error replies plus connection-level errors.
+    pub errors: u64,
+    /// The connection-level part of `errors` (refused, reset, unparsable stream).
+    pub connection_errors: u64,
+    /// Measured duration of the step, seconds.
+    pub duration_s: f64,
+    /// Latency in ns: corrected (from intended send time) in open loop, else service.
+    pub latency: Option<Histogram<u64>>,
+    /// `corrected` or `service`: which latency `latency` holds.
+    pub latency_kind: String,
+    pub bytes_tx: u64,
+    pub bytes_rx: u64,
+    /// Sends later than their intended time (the generator could not keep the schedule).
+    pub late_sends: u64,
+    /// What else the caller measured during the step (`power_w`, `cpu_busy_pct`...).
+    pub extra: Vec<Metric>,
+    /// Set when the step could not run to its end (server gone, every connection failed).
+    pub error: Option<String>,
+    /// When the step started (filled in by the drivers if the closure leaves it unset).
+    pub started_at: Option<SystemTime>,
+}
+
+impl RateStep {
+    /// An empty step at `demanded_rate_per_s` (active idle, or a step to fill by hand).
+    pub fn new(demanded_rate_per_s: f64) -> Self {
+        RateStep {
+            demanded_rate_per_s,
+            reply_rate_per_s: 0.0,
+            interval_rates: Vec::new(),
+            replies: 0,
+            errors: 0,
+            connection_errors: 0,
+            duration_s: 0.0,
+            latency: None,
+            latency_kind: String::new(),
+            bytes_tx: 0,
+            bytes_rx: 0,
+            late_sends: 0,
+            extra: Vec::new(),
+            error: None,
+            started_at: None,
+        }
+    }
+
+    /// A step from what the load loop measured, all operation classes merged exactly.
+    pub fn from_outcome(demanded_rate_per_s: f64, o: &LoadOutcome) -> Self {
+        let mut s = RateStep::new(demanded_rate_per_s);
+        s.reply_rate_per_s = o.throughput();
+        s.interval_rates = o.interval_rates.clone();
+        s.replies = o.total_count();
+        s.connection_errors = o.connection_errors.values().sum::<u64>();
+        s.errors = o
+            .classes
+            .iter()
+            .map(|c| c.error_count() + c.mismatches)
+            .sum::<u64>()
+            + s.connection_errors;
+        s.duration_s = o.duration_s;
+        let corrected = !o.classes.is_empty() && o.classes.iter().all(|c| c.corrected.is_some());
+        let mut merged: Option<Histogram<u64>> = None;
+        for c in &o.classes {
+            let h = if corrected {
+                c.corrected.as_ref().unwrap_or(&c.service)
+            } else {
+                &c.service
+            };
+            match merged.as_mut() {
+                // Same bounds everywhere (model::hist); a failed add would mean values out
+                // of range, which the recorders already clamp.
+                Some(m) => {
+                    let _ = m.add(h);
+                }
+                None => merged = Some(h.clone()),
+            }
+        }
+        s.latency = merged.filter(|h| !h.is_empty());
+        s.latency_kind = if corrected { "corrected" } else { "service" }.to_string();
+        s.bytes_tx = o.bytes_tx;
+        s.bytes_rx = o.bytes_rx;
+        s.late_sends = o.late_sends;
+        s.error = o.stopped_early.clone();
+        s
+    }
+
+    /// Errors as a percentage of attempts (replies + connection errors). autobench divides
+    /// by replies and writes 101 when there are none; we say 100% when nothing came back.
+    pub fn errors_pct(&self) -> f64 {
+        let attempts = self.replies + self.connection_errors;
+        if attempts == 0 {
+            if self.demanded_rate_per_s > 0.0 {
+                100.0
+            } else {
+                0.0
+            }
+        } else {
+            100.0 * self.errors as f64 / attempts as f64
+        }
+    }
+
+    /// min/avg/max/stddev of the interval reply rates (httperf's "Reply rate" line).
+    pub fn reply_rate_stats(&self) -> Option<RateStats> {
+        let v = &self.interval_rates;
+        if v.is_empty() {
+            return None;
+        }
+        let n = v.len() as f64;
+        let avg = v.iter().sum::<f64>() / n;
+        let var = if v.len() > 1 {
+            v.iter().map(|x| (x - avg).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        Some(RateStats {
+            min: v.iter().cloned().fold(f64::INFINITY, f64::min),
+            avg,
+            max: v.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+            stddev: var.sqrt(),
+            samples: v.len(),
+        })
+    }
+
+    /// Latency at `percentile` (0..=100), ns.
+    pub fn latency_at(&self, percentile: f64) -> Option<u64> {
+        self.latency
+            .as_ref()
+            .map(|h| h.value_at_quantile((percentile / 100.0).clamp(0.0, 1.0)))
+    }
+
+    /// The first extra metric with this name.
+    pub fn extra(&self, name: &str) -> Option<f64> {
+        self.extra.iter().find(|m| m.name == name).map(|m| m.value)
+    }
+
+    /// The metrics of this step with `labels` on each.
+    pub fn metrics(&self, labels: &[(&str, String)]) -> Vec<Metric> {
+        let with = |mut m: Metric| {
+            for (k, v) in labels {
+                m = m.label(*k, v);
+            }
+            m
+        };
+        let mut out = vec![
+            with(Metric::new(
+                "demanded_rate_per_s",
+                self.demanded_rate_per_s,
+                "req/s",
+            )),
+            with(Metric::new(
+                "reply_rate_per_s",
+                self.reply_rate_per_s,
+                "req/s",
+            )),
+            with(Metric::new("replies", self.replies as f64, "req")),
+            with(Metric::new("errors", self.errors as f64, "req")),
+            with(Metric::new("errors_pct", self.errors_pct(), "%")),
+            with(Metric::new("late_sends", self.late_sends as f64, "req")),
+        ];
+        if let Some(st) = self.reply_rate_stats() {
+            out.push(with(Metric::new("reply_rate_min_per_s", st.min, "req/s")));
+            out.push(with(Metric::new("reply_rate_max_per_s", st.max, "req/s")));
+            if st.samples > 1 {
+                out.push(with(Metric::new(
+                    "reply_rate_stddev_per_s",
+                    st.stddev,
+                    "req/s",
+                )));
+            }
+        }
+        if self.duration_s > 0.0 {
+            out.push(with(Metric::new(
+                "net_io_bytes_per_s",
+                (self.bytes_tx + self.bytes_rx) as f64 / self.duration_s,
+                "B/s",
+            )));
+        }
+        if let Some(h) = &self.latency {
+            let kind = self.latency_kind.clone();
+            for (name, q) in [
+                ("latency_p50_ns", 0.50),
+                ("latency_p90_ns", 0.90),
+                ("latency_p99_ns", 0.99),
+                ("latency_p999_ns", 0.999),
+            ] {
+                out.push(with(
+                    Metric::new(name, h.value_at_quantile(q) as f64, "ns").label("kind", &kind),
+                ));
+            }
+            out.push(with(
+                Metric::new("latency_max_ns", h.max() as f64, "ns").label("kind", &kind),
+            ));
+            out.push(with(
+                Metric::new("latency_mean_ns", h.mean(), "ns").label("kind", &kind),
+            ));
+        }
+        for m in &self.extra {
+            out.push(with(m.clone()));
+        }
+        out
+    }
+}
+
+/// Reply-rate statistics over a step's intervals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateStats {
+    pub min: f64,
+    pub avg: f64,
+    pub max: f64,
+    pub stddev: f64,
+    pub samples: usize,
+}
+
+/// What a step says about the server at that rate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Kept up: replies at (nearly) the demanded rate, errors within the limit.
+    Sustained,
+    /// Fell behind or erred beyond the limit: the reason in words.
+    Saturated(String),
+    /// The step itself failed (server gone): the reason.
+    Failed(String),
+}
+
+/// Judge one step: failed, saturated (reply rate below `fraction` x demand, or errors above
+/// `max_error_pct`), or sustained.
+pub fn judge(step: &RateStep, fraction: f64, max_error_pct: f64) -> Verdict {
+    if let Some(e) = &step.error {
+        return Verdict::Failed(e.clone());
+    }
+    let d = step.demanded_rate_per_s;
+    if d > 0.0 && step.reply_rate_per_s < fraction * d {
+        return Verdict::Saturated(format!(
+            "reply rate {:.0}/s is below {:.0}% of the demanded {:.0}/s",
+            step.reply_rate_per_s,
+            fraction * 100.0,
+            d
+        ));
+    }
+    let e = step.errors_pct();
+    if e > max_error_pct {
+        return Verdict::Saturated(format!(
+            "errors {e:.2}% exceed the {max_error_pct}% limit at {d:.0}/s"
+        ));
+    }
+    Verdict::Sustained
+}
+
+fn run_step(
+    rate: f64,
+    measure: &mut dyn FnMut(f64) -> anyhow::Result<RateStep>,
+) -> anyhow::Result<RateStep> {
+    let started = SystemTime::now();
+    let mut s = measure(rate)?;
+    if s.started_at.is_none() {
+        s.started_at = Some(started);
+    }
+    Ok(s)
+}
+
+fn check_fraction(fraction: f64, max_error_pct: f64) -> anyhow::Result<()> {
+    if !(fraction > 0.0 && fraction <= 1.0) {
+        bail!("saturation fraction {fraction} must be in (0, 1] (autobench-style: 0.9)");
+    }
+    if !(0.0..=100.0).contains(&max_error_pct) {
+        bail!("error limit {max_error_pct}% must be between 0 and 100");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Ramp
+
+/// An autobench-style ramp: `low, low+step, ... <= high` requests/s.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RampConfig {
+    pub low_rate_per_s: f64,
+    pub high_rate_per_s: f64,
+    pub step_rate_per_s: f64,
+    /// A step is saturated when its reply rate is below this fraction of demand (0.9).
+    pub saturation_fraction: f64,
+    /// ... or when its errors exceed this percentage (1.0).
+    pub max_error_pct: f64,
+    /// Steps to keep measuring after the first saturated one (to show the plateau as
+    /// autobench's full curve does); 0 stops at saturation.
+    pub steps_after_saturation: usize,
+}
+
+impl Default for RampConfig {
+    fn default() -> Self {
+        RampConfig {
+            low_rate_per_s: 1000.0,
+            high_rate_per_s: 20_000.0,
+            step_rate_per_s: 1000.0,
+            saturation_fraction: 0.9,
+            max_error_pct: 1.0,
+            steps_after_saturation: 0,
+        }
+    }
+}
+
+impl RampConfig {
+    /// The demanded rates, after checking the config makes sense.
+    pub fn rates(&self) -> anyhow::Result<Vec<f64>> {
+        check_fraction(self.saturation_fraction, self.max_error_pct)?;
+        let (lo, hi, st) = (
+            self.low_rate_per_s,
+            self.high_rate_per_s,
+            self.step_rate_per_s,
+        );
+        if !(lo > 0.0 && lo.is_finite() && hi.is_finite()) {
+            bail!("ramp low rate must be above 0 (e.g. --ramp-low 1000)");
+        }
+        if hi < lo {
+            bail!("ramp high rate {hi} is below the low rate {lo}");
+        }
+        if st.is_nan() || st <= 0.0 {
+            bail!("ramp step must be above 0 (e.g. --ramp-step 1000)");
+        }
+        let n = ((hi - lo) / st).floor() as usize + 1;
+        if n > MAX_RAMP_STEPS {
+            bail!("the ramp {lo}..{hi} by {st} has {n} steps, more than {MAX_RAMP_STEPS}: use a larger --ramp-step");
+        }
+        // Computed from the index, not accumulated, so 0.1-sized steps do not drift.
+        Ok((0..n).map(|i| lo + st * i as f64).collect())
+    }
+}
+
+/// One measured step of a ramp.
+#[derive(Debug, Clone)]
+pub struct RampPoint {
+    pub step: RateStep,
+    pub verdict: Verdict,
+}
+
+/// Where the server stopped keeping up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saturation {
+    /// Index in `points` of the first saturated step.
+    pub index: usize,
+    /// The demanded rate of that step: the saturation point.
+    pub demanded_rate_per_s: f64,
+    /// What the server replied at that step.
+    pub reply_rate_per_s: f64,
+    /// The highest demanded rate before it that was sustained (None: even the first failed).
+    pub last_sustained_rate_per_s: Option<f64>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct RampResult {
+    pub config: RampConfig,
+    pub points: Vec<RampPoint>,
+    pub saturation: Option<Saturation>,
+    /// Why the ramp ended before its last planned step without saturating for good
+    /// (a step failed, Ctrl-C). None when it ran as planned.
+    pub stopped: Option<String>,
+}
+
+/// Run the ramp: `measure(rate)` runs one step at `rate` requests/s, open loop.
+///
+/// Err only for a bad config; a failing step ends the ramp with what was measured and
+/// the reason in `stopped`.
+pub fn ramp(
+    cfg: &RampConfig,
+    mut measure: impl FnMut(f64) -> anyhow::Result<RateStep>,
+) -> anyhow::Result<RampResult> {
+    let rates = cfg.rates()?;
+    let mut res = RampResult {
+        config: cfg.clone(),
+        points: Vec::new(),
+        saturation: None,
+        stopped: None,
+    };
+    let mut after = 0usize;
+    for rate in rates {
+        if crate::stop::stop_requested() {
+            res.stopped = Some(format!("interrupted before the step at {rate:.0}/s"));
+            break;
+        }
+        let step = match run_step(rate, &mut measure) {
+            Ok(s) => s,
+            Err(e) => {
+                res.stopped = Some(format!("the step at {rate:.0}/s failed: {e:#}"));
+                break;
+            }
+        };
+        let verdict = judge(&step, cfg.saturation_fraction, cfg.max_error_pct);
+        let idx = res.points.len();
+        res.points.push(RampPoint {
+            step,
+            verdict: verdict.clone(),
+        });
+        match verdict {
+            Verdict::Sustained => {}
+            Verdict::Saturated(reason) => {
+                if res.saturation.is_none() {
+                    res.saturation = Some(Saturation {
+                        index: idx,
+                        demanded_rate_per_s: rate,
+                        reply_rate_per_s: res.points[idx].step.reply_rate_per_s,
+                        last_sustained_rate_per_s: res.points[..idx]
+                            .iter()
+                            .rev()
+                            .find(|p| p.verdict == Verdict::Sustained)
+                            .map(|p| p.step.demanded_rate_per_s),
+                        reason,
+                    });
+                } else {
+                    after += 1;
+                }
+                if after >= cfg.steps_after_saturation {
+                    break;
+                }
+            }
+            Verdict::Failed(reason) => {
+                res.stopped = Some(format!("the step at {rate:.0}/s failed: {reason}"));
+                break;
+            }
+        }
+    }
+    Ok(res)
+}
+
+impl RampResult {
+    /// The highest reply rate of any step (autobench readers quote this "peak").
+    pub fn max_reply_rate_per_s(&self) -> Option<f64> {
+        self.points
+            .iter()
+            .filter(|p| !matches!(p.verdict, Verdict::Failed(_)))
+            .map(|p| p.step.reply_rate_per_s)
+            .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))))
+    }
+
+    /// Per-step metrics (labels `phase=ramp`, `step=i`) and the summary: saturation point,
+    /// last sustained rate, peak reply rate.
+    pub fn to_metrics(&self) -> Vec<Metric> {
+        let mut out = Vec::new();
+        for (i, p) in self.points.iter().enumerate() {
+            let verdict = match &p.verdict {
+                Verdict::Sustained => "sustained",
+                Verdict::Saturated(_) => "saturated",
+                Verdict::Failed(_) => "failed",
+            };
+            out.extend(p.step.metrics(&[
+                ("phase", "ramp".to_string()),
+                ("step", i.to_string()),
+                ("verdict", verdict.to_string()),
+            ]));
+        }
+        if let Some(s) = &self.saturation {
+            out.push(Metric::new(
+                "saturation_rate_per_s",
+                s.demanded_rate_per_s,
+                "req/s",
+            ));
+            out.push(Metric::new(
+                "saturation_reply_rate_per_s",
+                s.reply_rate_per_s,
+                "req/s",
+            ));
+        }
+        if let Some(r) = self.last_sustained_rate_per_s() {
+            out.push(Metric::new("last_sustained_rate_per_s", r, "req/s"));
+        }
+        if let Some(m) = self.max_reply_rate_per_s() {
+            out.push(Metric::new("max_reply_rate_per_s", m, "req/s"));
+        }
+        out
+    }
+
+    /// The highest demanded rate sustained before saturation (or overall, if none).
+    pub fn last_sustained_rate_per_s(&self) -> Option<f64> {
+        match &self.saturation {
+            Some(s) => s.last_sustained_rate_per_s,
+            None => self
+                .points
+                .iter()
+                .filter(|p| p.verdict == Verdict::Sustained)
+                .map(|p| p.step.demanded_rate_per_s)
+                .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r)))),
+        }
+    }
+
+    /// What the ramp could not establish, with the reason.
+    pub fn missing(&self) -> Vec<MissingMetric> {
+        let mut out = Vec::new();
+        if self.saturation.is_none() {
+            let reason = match (&self.stopped, self.points.last()) {
+                (Some(why), _) => format!("ramp ended before saturation: {why}"),
+                (None, Some(p)) => format!(
+                    "the server kept up to the highest demanded rate ({:.0}/s): raise --ramp-high",
+                    p.step.demanded_rate_per_s
+                ),
+                (None, None) => "no step was measured".to_string(),
+            };
+            out.push(MissingMetric {
+                name: "saturation_rate_per_s".into(),
+                reason,
+            });
+        }
+        out
+    }
+
+    /// One stored histogram per step (`step<i>`, kind corrected/service).
+    pub fn histograms(&self) -> Vec<HistogramRecord> {
+        step_histograms(self.points.iter().map(|p| &p.step), "ramp")
+    }
+
+    /// autobench's table, one row per step (tab-separated, with a header).
+    pub fn table(&self) -> String {
+        let mut s = String::from(
+            "dem_req_rate\treply_rate_avg\treply_rate_min\treply_rate_max\treply_rate_stddev\tp50_ms\tp99_ms\terrors_pct\tnet_io_KBps\tverdict\n",
+        );
+        for p in &self.points {
+            let st = p.step.reply_rate_stats();
+            let ms = |q: f64| {
+                p.step
+                    .latency_at(q)
+                    .map_or("-".to_string(), |v| format!("{:.3}", v as f64 / 1e6))
+            };
+            let kbps = if p.step.duration_s > 0.0 {
+                format!(
+                    "{:.1}",
+                    (p.step.bytes_rx + p.step.bytes_tx) as f64 / 1024.0 / p.step.duration_s
+                )
+            } else {
+                "-".into()
+            };
+            s.push_str(&format!(
+                "{:.0}\t{:.1}\t{}\t{}\t{}\t{}\t{}\t{:.2}\t{}\t{}\n",
+                p.step.demanded_rate_per_s,
+                p.step.reply_rate_per_s,
+                st.map_or("-".into(), |x| format!("{:.1}", x.min)),
+                st.map_or("-".into(), |x| format!("{:.1}", x.max)),
+                st.map_or("-".into(), |x| format!("{:.1}", x.stddev)),
+                ms(50.0),
+                ms(99.0),
+                p.step.errors_pct(),
+                kbps,
+                match &p.verdict {
+                    Verdict::Sustained => "ok".to_string(),
+                    Verdict::Saturated(r) => format!("saturated: {r}"),
+                    Verdict::Failed(r) => format!("failed: {r}"),
+                }
+            ));
+        }
+        s
+    }
+
+    /// Write every step as one interval of an HdrHistogram interval log (tag `rate=N`).
+    pub fn write_interval_log<W: Write>(&self, out: W, comment: &str) -> anyhow::Result<W> {
+        write_steps_log(out, comment, self.points.iter().map(|p| &p.step))
+    }
+}
+
+fn step_histograms<'a>(
+    steps: impl Iterator<Item = &'a RateStep>,
+    phase: &str,
+) -> Vec<HistogramRecord> {
+    steps
+        .enumerate()
+        .filter_map(|(i, s)| {
+            s.latency.as_ref().map(|h| {
+                HistogramRecord::from_histogram(&format!("{phase}_step{i}"), &s.latency_kind, h)
+            })
+        })
+        .collect()
+}
+
+/// Write steps as intervals of one HdrHistogram interval log, tagged `rate=<demanded>`.
+pub fn write_steps_log<'a, W: Write>(
+    out: W,
+    comment: &str,
+    steps: impl Iterator<Item = &'a RateStep>,
+) -> anyhow::Result<W> {
+    let steps: Vec<&RateStep> = steps.collect();
+    let start = steps
+        .iter()
+        .filter_map(|s| s.started_at)
+        .min()
+        .unwrap_or_else(SystemTime::now);
+    let mut w = IntervalLogWriter::new(out, start, &[comment])?;
+    for s in steps {
+        let Some(h) = &s.latency else { continue };
+        let offset = s
+            .started_at
+            .and_then(|t| t.duration_since(start).ok())
+            .unwrap_or(Duration::ZERO);
+        let tag = format!("rate={:.0}", s.demanded_rate_per_s);
+        w.write_interval(
+            Some(&tag),
+            offset,
+            Duration::from_secs_f64(s.duration_s.max(0.0)),
+            h,
+        )?;
+    }
+    w.flush()?;
+    Ok(w.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------
+// Latency objective
+
+/// A latency objective: `p<percentile> <|<= <bound>`, e.g. `p99<1ms`, `p99.9<=500us`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Objective {
+    /// 0 < percentile <= 100.
+    pub percentile: f64,
+    pub bound_ns: u64,
+    /// `<=` (true) or `<` (false).
+    pub inclusive: bool,
+}
+
+impl FromStr for Objective {
+    type Err = anyhow::Error;
+
+    /// Accepts `p99<1ms`, `p99.9 <= 500us`, `p999<2ms` (metric-name style: 99.9),
+    /// `max<10ms` (p100).
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        let hint = "write it as `p99<1ms` or `p99.9<=500us`";
+        let t: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        let (lhs, rhs, inclusive) = if let Some((a, b)) = t.split_once("<=") {
+            (a, b, true)
+        } else if let Some((a, b)) = t.split_once('<') {
+            (a, b, false)
+        } else {
+            bail!("latency objective `{s}` has no `<` or `<=`: {hint}");
+        };
+        let lhs = lhs.to_ascii_lowercase();
+        let percentile = if lhs == "max" {
+            100.0
+        } else {
+            let digits = lhs
+                .strip_prefix('p')
+                .with_context(|| format!("latency objective `{s}`: {hint}"))?;
+            // `p999` / `p9999` as in metric names (latency_p999_ns) mean 99.9 / 99.99.
+            let digits = if !digits.contains('.') && digits.len() > 2 && digits.starts_with("99") {
+                format!("99.{}", &digits[2..])
+            } else {
+                digits.to_string()
+            };
+            digits
+                .parse::<f64>()
+                .with_context(|| format!("latency objective `{s}`: bad percentile; {hint}"))?
+        };
+        if !(percentile > 0.0 && percentile <= 100.0) {
+            bail!("latency objective `{s}`: the percentile must be in (0, 100]");
+        }
+        let bound_ns = parse_latency_ns(rhs).with_context(|| format!("latency objective `{s}`"))?;
+        Ok(Objective {
+            percentile,
+            bound_ns,
+            inclusive,
+        })
+    }
+}
+
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "p{}{}{}",
+            self.percentile,
+            if self.inclusive { "<=" } else { "<" },
+            format_ns(self.bound_ns)
+        )
+    }
+}
+
+impl Objective {
+    /// Whether a latency value meets the bound.
+    pub fn met_by_value(&self, v_ns: u64) -> bool {
+        if self.inclusive {
+            v_ns <= self.bound_ns
+        } else {
+            v_ns < self.bound_ns
+        }
+    }
+}
+
+/// Search for the highest offered rate meeting an objective.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SearchConfig {
+    pub objective: Objective,
+    /// First rate probed, requests/s.
+    pub start_rate_per_s: f64,
+    /// Never probe below / above these.
+    pub min_rate_per_s: f64,
+    pub max_rate_per_s: f64,
+    /// Factor by which the bracket grows or shrinks (2.0).
+    pub growth: f64,
+    /// Most probes in all (bracket + bisection).
+    pub max_steps: usize,
+    /// Stop bisecting when the bracket is narrower than this fraction of its top (0.05).
+    pub resolution: f64,
+    /// A probe also fails when its reply rate is below this fraction of demand (0.9) ...
+    pub saturation_fraction: f64,
+    /// ... or its errors exceed this percentage (1.0).
+    pub max_error_pct: f64,
+}
+
+impl SearchConfig {
+    pub fn new(objective: Objective) -> Self {
+        SearchConfig {
+            objective,
+            start_rate_per_s: 1000.0,
+            min_rate_per_s: 10.0,
+            max_rate_per_s: 10_000_000.0,
+            growth: 2.0,
+            max_steps: 12,
+            resolution: 0.05,
+            saturation_fraction: 0.9,
+            max_error_pct: 1.0,
+        }
+    }
+
+    /// Check the config (search does this first too).
+    pub fn validate(&self) -> anyhow::Result<()> {
+        check_fraction(self.saturation_fraction, self.max_error_pct)?;
+        if !(self.min_rate_per_s > 0.0 && self.min_rate_per_s <= self.max_rate_per_s) {
+            bail!(
+                "search rates: need 0 < min ({}) <= max ({})",
+                self.min_rate_per_s,
+                self.max_rate_per_s
+            );
+        }
+        if self.growth.is_nan() || self.growth <= 1.0 {
+            bail!("search growth factor must be above 1 (2 doubles the rate each probe)");
+        }
+        if self.max_steps == 0 || self.max_steps > MAX_SEARCH_STEPS {
+            bail!("search steps must be between 1 and {MAX_SEARCH_STEPS}");
+        }
+        if !(self.resolution > 0.0 && self.resolution < 1.0) {
+            bail!("search resolution must be in (0, 1), e.g. 0.05 for 5%");
+        }
+        Ok(())
+    }
+}
+
+/// One probe of the search.
+#[derive(Debug, Clone)]
+pub struct SearchPoint {
+    pub step: RateStep,
+    /// Latency at the objective's percentile, ns (None: no latency measured).
+    pub latency_at_objective_ns: Option<u64>,
+    pub meets: bool,
+    /// Why it failed (empty when it met the objective).
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchResult {
+    pub config: SearchConfig,
+    /// Probes in the order measured.
+    pub points: Vec<SearchPoint>,
+    /// Index in `points` of the highest rate that met the objective.
+    pub best: Option<usize>,
+    /// The lowest probed rate that failed above `best` (the bracket's top).
+    pub lowest_failing_rate_per_s: Option<f64>,
+    /// Why the search could not narrow further (limit reached, steps used up...).
+    pub note: Option<String>,
+    /// Why it ended early (a probe failed, Ctrl-C).
+    pub stopped: Option<String>,
+}
+
+fn probe_verdict(step: &RateStep, cfg: &SearchConfig) -> (Option<u64>, bool, String) {
+    let lat = step.latency_at(cfg.objective.percentile);
+    match judge(step, cfg.saturation_fraction, cfg.max_error_pct) {
+        Verdict::Failed(r) => return (lat, false, format!("failed: {r}")),
+        Verdict::Saturated(r) => return (lat, false, r),
+        Verdict::Sustained => {}
+    }
+    match lat {
+        None => (None, false, "no latency was measured".into()),
+        Some(v) if cfg.objective.met_by_value(v) => (Some(v), true, String::new()),
+        Some(v) => (
+            Some(v),
+            false,
+            format!(
+                "p{} = {} misses {}",
+                cfg.objective.percentile,
+                format_ns(v),
+                cfg.objective
+            ),
+        ),
+    }
+}
+
+/// Find the highest offered rate meeting `cfg.objective`: probe `start`, grow (or shrink)
+/// by `growth` until the objective is bracketed, then bisect until the bracket is within
+/// `resolution` or `max_steps` probes were made.
+///
+/// Err only for a bad config; a failing probe ends the search with what was measured.
+pub fn search(
+    cfg: &SearchConfig,
+    mut measure: impl FnMut(f64) -> anyhow::Result<RateStep>,
+) -> anyhow::Result<SearchResult> {
+    cfg.validate()?;
+    let mut res = SearchResult {
+        config: cfg.clone(),
+        points: Vec::new(),
+        best: None,
+        lowest_failing_rate_per_s: None,
+        note: None,
+        stopped: None,
+    };
+    let mut lo: Option<f64> = None; // highest rate that met
+    let mut hi: Option<f64> = None; // lowest rate that failed
+    let mut rate = cfg
+        .start_rate_per_s
+        .clamp(cfg.min_rate_per_s, cfg.max_rate_per_s);
+    let mut bracketing = true;
+    while res.points.len() < cfg.max_steps {
+        if crate::stop::stop_requested() {
+            res.stopped = Some(format!("interrupted before the probe at {rate:.0}/s"));
+            break;
+        }
+        let step = match run_step(rate, &mut measure) {
+            Ok(s) => s,
+            Err(e) => {
+                res.stopped = Some(format!("the probe at {rate:.0}/s failed: {e:#}"));
+                break;
+            }
+        };
+        let (lat, meets, reason) = probe_verdict(&step, cfg);
+        let failed = step.error.clone();
+        res.points.push(SearchPoint {
+            step,
+            latency_at_objective_ns: lat,
+            meets,
+            reason,
+        });
+        if let Some(e) = failed {
+            res.stopped = Some(format!("the probe at {rate:.0}/s failed: {e}"));
+            break;
+        }
+        if meets {
+            if lo.is_none_or(|l| rate > l) {
+                lo = Some(rate);
+                res.best = Some(res.points.len() - 1);
+            }
+        } else if hi.is_none_or(|h| rate < h) {
+            hi = Some(rate);
+        }
+        // Next rate.
+        if bracketing {
+            match (lo, hi) {
+                (Some(_), Some(_)) => bracketing = false,
+                (Some(l), None) => {
+                    if l >= cfg.max_rate_per_s {
+                        res.note = Some(format!(
+                            "the objective was met at the highest rate allowed ({:.0}/s): raise the maximum rate",
+                            cfg.max_rate_per_s
+                        ));
+                        break;
+                    }
+                    rate = (l * cfg.growth).min(cfg.max_rate_per_s);
+                    continue;
+                }
+                (None, Some(h)) => {
+                    if h <= cfg.min_rate_per_s {
+                        res.note = Some(format!(
+                            "the objective {} was not met even at the lowest rate allowed ({:.0}/s)",
+                            cfg.objective, cfg.min_rate_per_s
+                        ));
+                        break;
+                    }
+                    rate = (h / cfg.growth).max(cfg.min_rate_per_s);
+                    continue;
+                }
+                (None, None) => unreachable!("a probe either meets or fails"),
+            }
+        }
+        let (Some(l), Some(h)) = (lo, hi) else { break };
+        if h <= l {
+            // Noise: a higher rate met after a lower one failed. Trust the highest success.
+            res.note = Some(format!(
+                "non-monotonic: {h:.0}/s failed but {l:.0}/s met; rerun with longer steps"
+            ));
+            break;
+        }
+        if (h - l) <= cfg.resolution * h {
+            break;
+        }
+        rate = (l + h) / 2.0;
+    }
+    res.lowest_failing_rate_per_s = hi;
+    if res.points.len() >= cfg.max_steps && res.note.is_none() && res.stopped.is_none() {
+        match (lo, hi) {
+            (Some(l), Some(h)) if h - l > cfg.resolution * h => {
+                res.note = Some(format!(
+                    "steps used up with the answer between {l:.0}/s and {h:.0}/s"
+                ));
+            }
+            (Some(l), None) => {
+                res.note = Some(format!(
+                    "steps used up while every probe met the objective: the answer is at least {l:.0}/s \
+                     (allow more steps or start higher)"
+                ));
+            }
+            (None, Some(h)) => {
+                res.note = Some(format!(
+                    "steps used up while every probe missed the objective: the answer is below {h:.0}/s \
+                     (allow more steps or start lower)"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(res)
+}
+
+impl SearchResult {
+    /// The highest offered rate that met the objective.
+    pub fn max_rate_meeting_slo_per_s(&self) -> Option<f64> {
+        self.best.map(|i| self.points[i].step.demanded_rate_per_s)
+    }
+
+    /// The probes sorted by offered rate (the latency curve around the answer).
+    pub fn curve(&self) -> Vec<&SearchPoint> {
+        let mut v: Vec<&SearchPoint> = self.points.iter().collect();
+        v.sort_by(|a, b| {
+            a.step
+                .demanded_rate_per_s
+                .total_cmp(&b.step.demanded_rate_per_s)
+        });
+        v
+    }
+
+    /// Per-probe metrics (labels `phase=search`, `step=i` in measurement order,
+    /// `meets=true|false`) and, unlabelled, the answer `max_rate_meeting_slo_per_s` with the
+    /// reply rate and latency there and the objective (`objective_percentile`,
+    /// `objective_bound_ns`).
+    pub fn to_metrics(&self) -> Vec<Metric> {
+        let slo = self.config.objective.to_string();
+        let mut out = Vec::new();
+        for (i, p) in self.points.iter().enumerate() {
+            out.extend(p.step.metrics(&[
+                ("phase", "search".to_string()),
+                ("step", i.to_string()),
+                ("meets", p.meets.to_string()),
+            ]));
+            if let Some(v) = p.latency_at_objective_ns {
+                out.push(
+                    Metric::new("latency_at_objective_ns", v as f64, "ns")
+                        .label("phase", "search")
+                        .label("step", i)
+                        .label("slo", &slo),
+                );
+            }
+        }
+        // The answer, unlabelled so it can be a result's headline; the objective it answers
+        // is recorded beside it as numbers.
+        out.push(Metric::new(
+            "objective_percentile",
+            self.config.objective.percentile,
+            "%",
+        ));
+        out.push(Metric::new(
+            "objective_bound_ns",
+            self.config.objective.bound_ns as f64,
+            "ns",
+        ));
+        if let Some(i) = self.best {
+            let p = &self.points[i];
+            out.push(Metric::new(
+                "max_rate_meeting_slo_per_s",
+                p.step.demanded_rate_per_s,
+                "req/s",
+            ));
+            out.push(Metric::new(
+                "reply_rate_at_slo_per_s",
+                p.step.reply_rate_per_s,
+                "req/s",
+            ));
+            if let Some(v) = p.latency_at_objective_ns {
+                out.push(Metric::new("latency_at_slo_ns", v as f64, "ns"));
+            }
+        }
+        if let Some(h) = self.lowest_failing_rate_per_s {
+            out.push(Metric::new("lowest_failing_rate_per_s", h, "req/s"));
+        }
+        out
+    }
+
+    pub fn missing(&self) -> Vec<MissingMetric> {
+        if self.best.is_some() {
+            return Vec::new();
+        }
+        let reason = self
+            .stopped
+            .clone()
+            .or_else(|| self.note.clone())
+            .unwrap_or_else(|| "no probe met the objective".into());
+        vec![MissingMetric {
+            name: "max_rate_meeting_slo_per_s".into(),
+            reason,
+        }]
+    }
+
+    pub fn histograms(&self) -> Vec<HistogramRecord> {
+        step_histograms(self.points.iter().map(|p| &p.step), "search")
+    }
+
+    pub fn write_interval_log<W: Write>(&self, out: W, comment: &str) -> anyhow::Result<W> {
+        write_steps_log(out, comment, self.points.iter().map(|p| &p.step))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Load levels
+
+/// SPECpower-style levels: fractions of a measured capacity, then active idle.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LevelsConfig {
+    /// The 100% rate, requests/s (from a ramp's last sustained rate or a search).
+    pub capacity_per_s: f64,
+    /// Levels in percent, in the order run (SPECpower: 100, 90 ... 10).
+    pub levels_pct: Vec<f64>,
+    /// End with active idle (rate 0).
+    pub active_idle: bool,
+}
+
+impl LevelsConfig {
+    pub fn new(capacity_per_s: f64) -> Self {
+        LevelsConfig {
+            capacity_per_s,
+            levels_pct: (1..=10).rev().map(|i| i as f64 * 10.0).collect(),
+            active_idle: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LevelPoint {
+    /// Percent of capacity; None for active idle.
+    pub level_pct: Option<f64>,
+    pub step: RateStep,
+}
+
+impl LevelPoint {
+    fn label(&self) -> String {
+        match self.level_pct {
+            Some(p) => format!("{p}%"),
+            None => "active_idle".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LevelsResult {
+    pub config: LevelsConfig,
+    pub points: Vec<LevelPoint>,
+    pub stopped: Option<String>,
+}
+
+/// Run each level (`measure(capacity x pct / 100)`), then active idle (`measure(0.0)`).
+pub fn load_levels(
+    cfg: &LevelsConfig,
+    mut measure: impl FnMut(f64) -> anyhow::Result<RateStep>,
+) -> anyhow::Result<LevelsResult> {
+    if !(cfg.capacity_per_s > 0.0 && cfg.capacity_per_s.is_finite()) {
+        bail!("load levels need a capacity above 0 (run a ramp or a search first, or give --capacity)");
+    }
+    if cfg.levels_pct.iter().any(|p| !(*p > 0.0 && *p <= 1000.0)) {
+        bail!("load levels must be percentages above 0 (e.g. 100,90,80)");
+    }
+    let mut res = LevelsResult {
+        config: cfg.clone(),
+        points: Vec::new(),
+        stopped: None,
+    };
+    let plan: Vec<Option<f64>> = cfg
+        .levels_pct
+        .iter()
+        .map(|p| Some(*p))
+        .chain(cfg.active_idle.then_some(None))
+        .collect();
+    for level in plan {
+        let rate = level.map_or(0.0, |p| cfg.capacity_per_s * p / 100.0);
+        let what = level.map_or("active idle".to_string(), |p| format!("the {p}% level"));
+        if crate::stop::stop_requested() {
+            res.stopped = Some(format!("interrupted before {what}"));
+            break;
+        }
+        match run_step(rate, &mut measure) {
+            Ok(step) => {
+                let failed = step.error.clone();
+                res.points.push(LevelPoint {
+                    level_pct: level,
+                    step,
+                });
+                if let Some(e) = failed {
+                    res.stopped = Some(format!("{what} failed: {e}"));
+                    break;
+                }
+            }
+            Err(e) => {
+                res.stopped = Some(format!("{what} failed: {e:#}"));
+                break;
+            }
+        }
+    }
+    Ok(res)
+}
+
+impl LevelsResult {
+    /// SPECpower's overall figure: sum of reply rates over the loaded levels / sum of
+    /// average power over every level including active idle. None unless every point
+    /// carries `power_w` and the plan ran to its end.
+    pub fn overall_per_w(&self) -> Option<f64> {
+        if self.stopped.is_some() || self.points.is_empty() {
+            return None;
+        }
+        let mut ops = 0.0;
+        let mut watts = 0.0;
+        for p in &self.points {
+            watts += p.step.extra("power_w")?;
+            if p.level_pct.is_some() {
+                ops += p.step.reply_rate_per_s;
+            }
+        }
+        (watts > 0.0).then(|| ops / watts)
+    }
+
+    /// Per-level metrics (labels `phase=levels`, `level=100%`..`active_idle`), per-level
+    /// `reply_rate_per_w` where power is known, and `overall_reply_rate_per_w`.
+    pub fn to_metrics(&self) -> Vec<Metric> {
+        let mut out = Vec::new();
+        for p in &self.points {
+            let level = p.label();
+            out.push(
+                Metric::new("target_rate_per_s", p.step.demanded_rate_per_s, "req/s")
+                    .label("phase", "levels")
+                    .label("level", &level),
+            );
+            out.extend(
+                p.step
+                    .metrics(&[("phase", "levels".to_string()), ("level", level.clone())]),
+            );
+            if let (Some(w), Some(_)) = (p.step.extra("power_w"), p.level_pct) {
+                if w > 0.0 {
+                    out.push(
+                        Metric::new("reply_rate_per_w", p.step.reply_rate_per_s / w, "req/s/W")
+                            .label("phase", "levels")
+                            .label("level", &level),
+                    );
+                }
+            }
+        }
+        if let Some(v) = self.overall_per_w() {
+            out.push(Metric::new("overall_reply_rate_per_w", v, "req/s/W"));
+        }
+        out
+    }
+
+    pub fn missing(&self) -> Vec<MissingMetric> {
+        if self.overall_per_w().is_some() {
+            return Vec::new();
+        }
+        let reason = match &self.stopped {
+            Some(s) => format!("the levels did not all run: {s}"),
+            None => "no power reading at every level (no RAPL, IPMI, hwmon or meter command on this host)".into(),
+        };
+        vec![MissingMetric {
+            name: "overall_reply_rate_per_w".into(),
+            reason,
+        }]
+    }
+
+    pub fn histograms(&self) -> Vec<HistogramRecord> {
+        step_histograms(self.points.iter().map(|p| &p.step), "levels")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::hist::new_latency_histogram;
+
+    /// A synthetic server: capacity `c` req/s, service time `s_ns`; latency at rate r is
+    /// s / (1 - r/c) below capacity (an M/M/1-like curve) and 10 s beyond it; replies are
+    /// min(r, c). 2% of requests see 3x the typical latency, so p99 = 3x p50.
+    struct Model {
+        c: f64,
+        s_ns: f64,
+        calls: Vec<f64>,
+        dies_at: Option<f64>,
+    }
+
+    impl Model {
+        fn new(c: f64, s_ns: f64) -> Self {
+            Model {
+                c,
+                s_ns,
+                calls: Vec::new(),
+                dies_at: None,
+            }
+        }
+
+        fn step(&mut self, r: f64) -> anyhow::Result<RateStep> {
+            self.calls.push(r);
+            if self.dies_at.is_some_and(|d| r >= d) {
+                anyhow::bail!("connection refused (127.0.0.1:1)");
+            }
+            let mut st = RateStep::new(r);
+            let reply = r.min(self.c);
+            st.reply_rate_per_s = reply;
+            st.interval_rates = vec![reply * 0.98, reply, reply * 1.02];
+            st.duration_s = 1.0;
+            st.replies = reply as u64;
+            let typical = if r < self.c {
+                self.s_ns / (1.0 - r / self.c)
+            } else {
+                10e9
+            };
+            let mut h = new_latency_histogram();
+            if st.replies > 0 {
+                h.record_n(typical as u64, st.replies - st.replies / 50)
+                    .unwrap();
+                h.record_n((typical * 3.0) as u64, st.replies / 50 + 1)
+                    .unwrap();
+            }
+            st.latency = Some(h);
+            st.latency_kind = "corrected".into();
+            Ok(st)
+        }
+    }
+
+    #[test]
+    fn objectives_parse() {
+        let o: Objective = "p99<1ms".parse().unwrap();
+        assert_eq!(
+            (o.percentile, o.bound_ns, o.inclusive),
+            (99.0, 1_000_000, false)
+        );
+        let o: Objective = "p99.9 <= 500us".parse().unwrap();
+        assert_eq!(
+            (o.percentile, o.bound_ns, o.inclusive),
+            (99.9, 500_000, true)
+        );
+        let o: Objective = "p999<2ms".parse().unwrap();
+        assert_eq!(o.percentile, 99.9);
+        let o: Objective = "max<10ms".parse().unwrap();
+        assert_eq!(o.percentile, 100.0);
+        assert_eq!(
+            "p50<2ms".parse::<Objective>().unwrap().to_string(),
+            "p50<2ms"
+        );
+        assert!("p99>1ms".parse::<Objective>().is_err());
+        assert!("p0<1ms".parse::<Objective>().is_err());
+        assert!("p101<1ms".parse::<Objective>().is_err());
+        assert!("q99<1ms".parse::<Objective>().is_err());
+        let e = "p99<1".parse::<Objective>().unwrap_err();
+        assert!(format!("{e:#}").contains("no unit"), "{e:#}");
+        assert!(o.met_by_value(9_999_999) && !o.met_by_value(10_000_000));
+    }
+
+    #[test]
+    fn ramp_finds_the_saturation_point() {
+        let mut m = Model::new(4400.0, 100_000.0);
+        let cfg = RampConfig {
+            low_rate_per_s: 1000.0,
+            high_rate_per_s: 10_000.0,
+            step_rate_per_s: 1000.0,
+            ..RampConfig::default()
+        };
+        let r = ramp(&cfg, |rate| m.step(rate)).unwrap();
+        // 5000/s is the first step the 4400/s server cannot answer at 90% of demand.
+        let s = r.saturation.clone().unwrap();
+        assert_eq!(s.demanded_rate_per_s, 5000.0);
+        assert_eq!(s.last_sustained_rate_per_s, Some(4000.0));
+        assert_eq!(s.reply_rate_per_s, 4400.0);
+        assert!(s.reason.contains("below 90%"), "{}", s.reason);
+        assert_eq!(r.points.len(), 5, "stops at saturation");
+        assert_eq!(m.calls, vec![1000.0, 2000.0, 3000.0, 4000.0, 5000.0]);
+        assert!(r.stopped.is_none());
+        assert!(r.missing().is_empty());
+        let ms = r.to_metrics();
+        let get = |n: &str| {
+            ms.iter()
+                .find(|m| m.name == n && m.labels.is_empty())
+                .unwrap()
+                .value
+        };
+        assert_eq!(get("saturation_rate_per_s"), 5000.0);
+        assert_eq!(get("max_reply_rate_per_s"), 4400.0);
+        assert_eq!(get("last_sustained_rate_per_s"), 4000.0);
+        let step3 = ms
+            .iter()
+            .find(|m| {
+                m.name == "reply_rate_min_per_s"
+                    && m.labels.get("step").map(String::as_str) == Some("3")
+            })
+            .unwrap();
+        assert!((step3.value - 3920.0).abs() < 1e-6);
+        assert_eq!(r.histograms().len(), 5);
+        let t = r.table();
+        assert_eq!(t.lines().count(), 6);
+        assert!(t.lines().last().unwrap().contains("saturated"));
+
+        // Keep going two steps past saturation to show the plateau.
+        let mut m = Model::new(4400.0, 100_000.0);
+        let cfg2 = RampConfig {
+            steps_after_saturation: 2,
+            ..cfg.clone()
+        };
+        let r = ramp(&cfg2, |rate| m.step(rate)).unwrap();
+        assert_eq!(r.points.len(), 7);
+        assert_eq!(r.saturation.unwrap().demanded_rate_per_s, 5000.0);
+    }
+
+    #[test]
+    fn ramp_without_saturation_says_to_raise_the_top() {
+        let mut m = Model::new(1e9, 100_000.0);
+        let cfg = RampConfig {
+            low_rate_per_s: 100.0,
+            high_rate_per_s: 300.0,
+            step_rate_per_s: 100.0,
+            ..RampConfig::default()
+        };
+        let r = ramp(&cfg, |rate| m.step(rate)).unwrap();
+        assert_eq!(r.points.len(), 3);
+        assert!(r.saturation.is_none());
+        assert_eq!(r.last_sustained_rate_per_s(), Some(300.0));
+        assert!(r.missing()[0].reason.contains("raise --ramp-high"));
+    }
+
+    #[test]
+    fn ramp_keeps_what_was_measured_when_the_server_dies() {
+        let mut m = Model::new(1e9, 100_000.0);
+        m.dies_at = Some(3000.0);
+        let cfg = RampConfig {
+            low_rate_per_s: 1000.0,
+            high_rate_per_s: 5000.0,
+            step_rate_per_s: 1000.0,
+            ..RampConfig::default()
+        };
+        let r = ramp(&cfg, |rate| m.step(rate)).unwrap();
+        assert_eq!(r.points.len(), 2);
+        let why = r.stopped.clone().unwrap();
+        assert!(
+            why.contains("3000/s failed") && why.contains("connection refused"),
+            "{why}"
+        );
+        assert!(r.missing()[0].reason.contains("connection refused"));
+        assert_eq!(r.last_sustained_rate_per_s(), Some(2000.0));
+
+        // A step that ran but reports the server gone ends the ramp the same way.
+        let mut n = 0;
+        let r = ramp(&cfg, |rate| {
+            n += 1;
+            let mut s = RateStep::new(rate);
+            s.reply_rate_per_s = if n < 2 { rate } else { rate / 10.0 };
+            s.replies = s.reply_rate_per_s as u64;
+            if n == 2 {
+                s.error = Some("every connection failed: connection reset".into());
+            }
+            Ok(s)
+        })
+        .unwrap();
+        assert_eq!(r.points.len(), 2);
+        assert!(matches!(r.points[1].verdict, Verdict::Failed(_)));
+        assert!(
+            r.saturation.is_none(),
+            "a dead server is not a saturation point"
+        );
+        assert!(r.stopped.unwrap().contains("connection reset"));
+    }
+
+    #[test]
+    fn ramp_rejects_bad_configs() {
+        let bad = |c: RampConfig| ramp(&c, |r| Ok(RateStep::new(r))).unwrap_err().to_string();
+        let d = RampConfig::default();
+        assert!(bad(RampConfig {
+            low_rate_per_s: 0.0,
+            ..d.clone()
+        })
+        .contains("--ramp-low"));
+        assert!(bad(RampConfig {
+            high_rate_per_s: 10.0,
+            ..d.clone()
+        })
+        .contains("below"));
+        assert!(bad(RampConfig {
+            step_rate_per_s: 0.0,
+            ..d.clone()
+        })
+        .contains("--ramp-step"));
+        assert!(bad(RampConfig {
+            step_rate_per_s: 1.0,
+            high_rate_per_s: 1e6,
+            ..d.clone()
+        })
+        .contains("more than"));
+        assert!(bad(RampConfig {
+            saturation_fraction: 1.5,
+            ..d.clone()
+        })
+        .contains("fraction"));
+        // Rates come from the index: no drift with fractional steps.
+        let r = RampConfig {
+            low_rate_per_s: 0.1,
+            high_rate_per_s: 1.0,
+            step_rate_per_s: 0.1,
+            ..d
+        };
+        assert_eq!(r.rates().unwrap().len(), 10);
+    }
+
+    #[test]
+    fn errors_saturate_a_step() {
+        let mut s = RateStep::new(1000.0);
+        s.reply_rate_per_s = 1000.0;
+        s.replies = 1000;
+        s.errors = 50;
+        assert!((s.errors_pct() - 5.0).abs() < 1e-9);
+        assert!(matches!(judge(&s, 0.9, 1.0), Verdict::Saturated(r) if r.contains("errors 5.00%")));
+        assert_eq!(judge(&s, 0.9, 10.0), Verdict::Sustained);
+        let none = RateStep::new(1000.0);
+        assert_eq!(none.errors_pct(), 100.0);
+        assert_eq!(RateStep::new(0.0).errors_pct(), 0.0);
+    }
+
+    #[test]
+    fn search_converges_on_the_known_answer() {
+        // Latency 100 us / (1 - r/10000): the 1% tail is 3x, so p99 < 1 ms needs
+        // 300 us / (1 - r/C) < 1 ms  =>  r < 7000/s.
+        let mut m = Model::new(10_000.0, 100_000.0);
+        let mut cfg = SearchConfig::new("p99<1ms".parse().unwrap());
+        cfg.start_rate_per_s = 600.0;
+        cfg.max_steps = 12;
+        cfg.resolution = 0.02;
+        let r = search(&cfg, |rate| m.step(rate)).unwrap();
+        let best = r.max_rate_meeting_slo_per_s().unwrap();
+        assert!(
+            best < 7000.0 && best > 7000.0 * 0.97,
+            "best {best}, probes {:?}",
+            m.calls
+        );
+        let hi = r.lowest_failing_rate_per_s.unwrap();
+        assert!(hi >= 7000.0 && hi - best <= 0.02 * hi, "{best} {hi}");
+        assert!(r.points.len() <= 12);
+        assert!(r.missing().is_empty());
+        // The curve is sorted by rate and every probe says why it failed.
+        let c = r.curve();
+        assert!(c
+            .windows(2)
+            .all(|w| w[0].step.demanded_rate_per_s <= w[1].step.demanded_rate_per_s));
+        assert!(r
+            .points
+            .iter()
+            .filter(|p| !p.meets)
+            .all(|p| p.reason.contains("misses p99<1ms")));
+        let ms = r.to_metrics();
+        let ans = ms
+            .iter()
+            .find(|m| m.name == "max_rate_meeting_slo_per_s")
+            .unwrap();
+        assert_eq!(ans.value, best);
+        assert!(ans.labels.is_empty(), "a headline is unlabelled");
+        let pct = ms
+            .iter()
+            .find(|m| m.name == "objective_percentile")
+            .unwrap();
+        assert_eq!(pct.value, 99.0);
+
+        // Starting above the answer shrinks first, then bisects.
+        let mut m = Model::new(10_000.0, 100_000.0);
+        cfg.start_rate_per_s = 50_000.0;
+        let r = search(&cfg, |rate| m.step(rate)).unwrap();
+        assert_eq!(m.calls[..3], [50_000.0, 25_000.0, 12_500.0]);
+        let best = r.max_rate_meeting_slo_per_s().unwrap();
+        assert!(best > 6790.0 && best < 7000.0, "{best} {:?}", m.calls);
+    }
+
+    #[test]
+    fn search_reports_limits_and_failures() {
+        // Objective met everywhere: stops at the maximum and says so.
+        let mut m = Model::new(1e12, 1000.0);
+        let mut cfg = SearchConfig::new("p99<1ms".parse().unwrap());
+        cfg.start_rate_per_s = 1000.0;
+        cfg.max_rate_per_s = 5000.0;
+        let r = search(&cfg, |rate| m.step(rate)).unwrap();
+        assert_eq!(r.max_rate_meeting_slo_per_s(), Some(5000.0));
+        assert!(r.note.unwrap().contains("raise the maximum"));
+        assert_eq!(m.calls, vec![1000.0, 2000.0, 4000.0, 5000.0]);
+
+        // Objective met nowhere: stops at the minimum, nothing claimed.
+        let mut m = Model::new(100.0, 5_000_000.0);
+        cfg.min_rate_per_s = 100.0;
+        let r = search(&cfg, |rate| m.step(rate)).unwrap();
+        assert!(r.best.is_none());
+        assert!(r.missing()[0]
+            .reason
+            .contains("not met even at the lowest rate"));
+        assert_eq!(*m.calls.last().unwrap(), 100.0);
+
+        // Server dies mid-search: the probes made are kept.
+        let mut m = Model::new(10_000.0, 100_000.0);
+        m.dies_at = Some(3000.0);
+        let r = search(&cfg, |rate| m.step(rate)).unwrap();
+        assert_eq!(r.points.len(), 2);
+        assert_eq!(r.max_rate_meeting_slo_per_s(), Some(2000.0));
+        assert!(r.stopped.unwrap().contains("connection refused"));
+
+        // Bounded.
+        let mut calls = 0;
+        cfg.max_steps = 3;
+        cfg.max_rate_per_s = 1e9;
+        let r = search(&cfg, |rate| {
+            calls += 1;
+            Model::new(1e12, 1000.0).step(rate)
+        })
+        .unwrap();
+        assert_eq!((calls, r.points.len()), (3, 3));
+        assert!(r.note.unwrap().contains("at least 4000/s"));
+        assert!(SearchConfig {
+            max_steps: 0,
+            ..cfg.clone()
+        }
+        .validate()
+        .is_err());
+    }
+
+    #[test]
+    fn load_levels_make_a_specpower_curve() {
+        // Power = 100 W idle + 0.01 W per req/s.
+        let mut rates = Vec::new();
+        let r = load_levels(&LevelsConfig::new(10_000.0), |rate| {
+            rates.push(rate);
+            let mut s = RateStep::new(rate);
+            s.reply_rate_per_s = rate;
+            s.extra
+                .push(Metric::new("power_w", 100.0 + rate * 0.01, "W"));
+            s.extra.push(Metric::new("cpu_busy_pct", rate / 100.0, "%"));
+            Ok(s)
+        })
+        .unwrap();
+        assert_eq!(rates.len(), 11);
+        assert_eq!(rates[0], 10_000.0);
+        assert_eq!(rates[9], 1000.0);
+        assert_eq!(rates[10], 0.0);
+        // sum ops = 55,000; sum power = 11 x 100 + 0.01 x 55,000 = 1650 W.
+        let overall = r.overall_per_w().unwrap();
+        assert!((overall - 55_000.0 / 1650.0).abs() < 1e-9);
+        let ms = r.to_metrics();
+        assert!(ms
+            .iter()
+            .any(|m| m.name == "power_w" && m.labels["level"] == "active_idle"));
+        assert!(ms
+            .iter()
+            .any(|m| m.name == "reply_rate_per_w" && m.labels["level"] == "100%"));
+        assert!(ms.iter().any(|m| m.name == "overall_reply_rate_per_w"));
+        assert!(r.missing().is_empty());
+
+        // Without power: the curve still comes, the overall figure is missing with a reason.
+        let r = load_levels(&LevelsConfig::new(100.0), |rate| Ok(RateStep::new(rate))).unwrap();
+        assert_eq!(r.points.len(), 11);
+        assert!(r.missing()[0].reason.contains("no power reading"));
+        assert!(load_levels(&LevelsConfig::new(0.0), |rate| Ok(RateStep::new(rate))).is_err());
+    }
+
+    #[test]
+    fn steps_become_an_interval_log() {
+        let mut m = Model::new(4400.0, 100_000.0);
+        let cfg = RampConfig {
+            low_rate_per_s: 1000.0,
+            high_rate_per_s: 3000.0,
+            step_rate_per_s: 1000.0,
+            ..RampConfig::default()
+        };
+        let r = ramp(&cfg, |rate| m.step(rate)).unwrap();
+        let log = r.write_interval_log(Vec::new(), "ramp").unwrap();
+        let n = hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&log)
+            .filter(|e| {
+                matches!(
+                    e,
+                    Ok(hdrhistogram::serialization::interval_log::LogEntry::Interval(_))
+                )
+            })
+            .count();
+        assert_eq!(n, 3);
+        assert!(String::from_utf8(log).unwrap().contains("Tag=rate=2000,"));
+    }
+}
