@@ -726,20 +726,19 @@ pub fn repetition_summary(run: &RunRecord) -> String {
 /// For each test and swept key, the sweep point with the highest headline (the seed's
 /// "best instance count").
 pub fn peaks(run: &RunRecord) -> String {
-    let swept: Vec<String> = run
-        .plan
-        .get("params")
-        .and_then(Value::as_object)
-        .map(|p| {
-            p.iter()
-                .filter(|(_, v)| {
-                    v.as_array()
-                        .is_some_and(|a| a.len() > 1 && a.iter().all(Value::is_number))
-                })
-                .map(|(k, _)| k.clone())
-                .collect()
-        })
-        .unwrap_or_default();
+    // Keys whose value differs between results: the swept ones.
+    let mut swept: Vec<String> = Vec::new();
+    if let Some(first) = run.results.first() {
+        for k in first.params.keys() {
+            if run
+                .results
+                .iter()
+                .any(|r| r.params.get(k) != first.params.get(k))
+            {
+                swept.push(k.clone());
+            }
+        }
+    }
     if swept.is_empty() {
         return String::new();
     }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use engine::capacity;
 use engine::load::{run_stream, LoadShape, LoadSpec, StopAfter};
 use engine::workload::{Ctx, Params, Registration, StepOutput, Workload};
 use model::{Fact, Flag, Metric};
@@ -88,6 +89,27 @@ pub struct Flags {
     /// Check every GET reply against the value SET wrote [default: true]
     #[arg(long, id = "verify", value_name = "BOOL")]
     pub verify: Option<String>,
+    /// Latency objective of the `search` test: highest rate with e.g. p99<1ms [default: p99<1ms]
+    #[arg(long, id = "slo", value_name = "OBJECTIVE")]
+    pub slo: Option<String>,
+    /// `ramp` test: first demanded rate, requests/s [default: 10000]
+    #[arg(long = "ramp-low", id = "ramp_low", value_name = "PER_SEC")]
+    pub ramp_low: Option<String>,
+    /// `ramp` test: last demanded rate [default: 200000]
+    #[arg(long = "ramp-high", id = "ramp_high", value_name = "PER_SEC")]
+    pub ramp_high: Option<String>,
+    /// `ramp` test: rate increment per step [default: 10000]
+    #[arg(long = "ramp-step", id = "ramp_step", value_name = "PER_SEC")]
+    pub ramp_step: Option<String>,
+    /// Seconds per step of `ramp`, `search` and `levels` [default: 2]
+    #[arg(long = "step-duration", id = "step_duration", value_name = "SECS")]
+    pub step_duration: Option<String>,
+    /// `levels` test: 100% rate; default: what a ramp or search before it found
+    #[arg(long, id = "capacity", value_name = "PER_SEC")]
+    pub capacity: Option<String>,
+    /// `levels` test: percents of capacity [default: 100,90,...,10]
+    #[arg(long, id = "levels", value_name = "LIST")]
+    pub levels: Option<String>,
 }
 
 /// One sweep point's configuration (plain data, echoed into results).
@@ -114,6 +136,13 @@ pub struct KvConfig {
     pub targets: Vec<String>,
     pub redis_server: String,
     pub verify: bool,
+    pub slo: String,
+    pub ramp_low: f64,
+    pub ramp_high: f64,
+    pub ramp_step: f64,
+    pub step_duration: f64,
+    pub capacity: Option<f64>,
+    pub levels: Vec<f64>,
 }
 
 impl Default for KvConfig {
@@ -139,6 +168,13 @@ impl Default for KvConfig {
             targets: Vec::new(),
             redis_server: "redis-server".into(),
             verify: true,
+            slo: "p99<1ms".into(),
+            ramp_low: 10_000.0,
+            ramp_high: 200_000.0,
+            ramp_step: 10_000.0,
+            step_duration: 2.0,
+            capacity: None,
+            levels: (1..=10).rev().map(|i| i as f64 * 10.0).collect(),
         }
     }
 }
@@ -196,14 +232,33 @@ impl KvConfig {
             );
         }
         for t in &self.tests {
-            if !["set", "get", "mix", "ping"].contains(&t.as_str()) {
-                bail!("unknown kv test `{t}`: choose from set, get, mix, ping (-t set,get)");
+            if !["set", "get", "mix", "ping", "ramp", "search", "levels"].contains(&t.as_str()) {
+                bail!(
+                    "unknown kv test `{t}`: choose from set, get, mix, ping, ramp, search, levels (-t set,get)"
+                );
             }
         }
         if self.tests.is_empty() {
             bail!("no tests given (-t set,get)");
         }
         parse_ratio(&self.ratio)?;
+        let uses = |t: &str| self.tests.iter().any(|x| x == t);
+        if uses("search") {
+            self.slo
+                .parse::<capacity::Objective>()
+                .map_err(|e| anyhow::anyhow!("--slo: {e:#}"))?;
+        }
+        if uses("ramp") {
+            self.ramp_config()
+                .rates()
+                .map_err(|e| anyhow::anyhow!("--ramp-low/high/step: {e:#}"))?;
+        }
+        if self.step_duration.is_nan() || self.step_duration <= 0.0 {
+            bail!("--step-duration must be positive seconds");
+        }
+        if uses("levels") && self.capacity.is_none() && !uses("ramp") && !uses("search") {
+            bail!("the `levels` test needs a capacity: give --capacity, or run `ramp` or `search` before it");
+        }
         Ok(())
     }
 
@@ -226,6 +281,17 @@ impl KvConfig {
             client_cpus,
             seed: self.seed,
             interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl KvConfig {
+    fn ramp_config(&self) -> capacity::RampConfig {
+        capacity::RampConfig {
+            low_rate_per_s: self.ramp_low,
+            high_rate_per_s: self.ramp_high,
+            step_rate_per_s: self.ramp_step,
+            ..capacity::RampConfig::default()
         }
     }
 }
@@ -253,7 +319,7 @@ pub fn registration() -> Registration {
     Registration {
         name: "kv",
         about: "Redis-protocol SET/GET (redis-benchmark's knobs) against launched or given servers",
-        list_keys: &["tests", "server_cpus", "client_cpus", "targets"],
+        list_keys: &["tests", "server_cpus", "client_cpus", "targets", "levels"],
         flags: <Flags as Args>::augment_args,
         build: |p| Ok(Box::new(Kv::from_params(p)?)),
     }
@@ -268,6 +334,8 @@ pub struct Kv {
     instances: Vec<server::Instance>,
     dir: Option<tempfile::TempDir>,
     facts: BTreeMap<String, Fact>,
+    /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
+    capacity_found: Option<f64>,
 }
 
 impl Kv {
@@ -284,6 +352,7 @@ impl Kv {
             instances: Vec::new(),
             dir: None,
             facts: BTreeMap::new(),
+            capacity_found: None,
         })
     }
 
@@ -409,6 +478,10 @@ impl Workload for Kv {
     }
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        match test {
+            "ramp" | "search" | "levels" => return self.run_capacity(test, ctx),
+            _ => {}
+        }
         let mix = match test {
             "set" => Mix::Only(SET),
             "get" => Mix::Only(GET),
@@ -483,6 +556,138 @@ impl Workload for Kv {
 
     fn disclosure(&self) -> BTreeMap<String, Fact> {
         self.facts.clone()
+    }
+}
+
+impl Kv {
+    /// One open-loop step of the capacity tests at `rate` requests/s (0: active idle),
+    /// on the `mix` operations (--ratio).
+    pub fn measure_rate(&mut self, rate: f64, ctx: &Ctx) -> anyhow::Result<capacity::RateStep> {
+        let started = std::time::SystemTime::now();
+        let secs = self.cfg.step_duration;
+        if rate <= 0.0 {
+            let t0 = std::time::Instant::now();
+            while t0.elapsed().as_secs_f64() < secs && !engine::stop::stop_requested() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let mut s = capacity::RateStep::new(0.0);
+            s.duration_s = t0.elapsed().as_secs_f64();
+            s.started_at = Some(started);
+            return Ok(s);
+        }
+        let mut cfg = self.cfg.clone();
+        cfg.rate = Some(rate);
+        cfg.duration = Some(secs);
+        let spec = cfg.spec(self.client_cpus.clone());
+        let mix = Mix::Ratio {
+            set_fraction: parse_ratio(&self.cfg.ratio)?,
+        };
+        let (keyspace, size, verify) = (cfg.keyspace, cfg.data_size, cfg.verify);
+        ctx.note(&format!("kv: {rate:.0} ops/s for {secs}s"));
+        let out = run_stream(
+            &spec,
+            &self.endpoints,
+            &CLASS_NAMES,
+            |_| Resp::new(mix, keyspace, size, verify),
+            &ctx.progress,
+        )?;
+        let mut s = capacity::RateStep::from_outcome(rate, &out);
+        s.started_at = Some(started);
+        for inst in &mut self.instances {
+            if let Some(why) = inst.guard.exited() {
+                s.error = Some(why);
+            }
+        }
+        Ok(s)
+    }
+
+    fn run_capacity(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        let (headline, metrics, missing, histograms, dur, stopped, mut flags) = match test {
+            "ramp" => {
+                let cfg = self.cfg.ramp_config();
+                let r = capacity::ramp(&cfg, |rate| self.measure_rate(rate, ctx))?;
+                ctx.note(&format!("kv ramp:\n{}", r.table()));
+                self.capacity_found = r.last_sustained_rate_per_s().or(self.capacity_found);
+                let dur = r.points.iter().map(|p| p.step.duration_s).sum();
+                (
+                    "max_reply_rate_per_s",
+                    r.to_metrics(),
+                    r.missing(),
+                    r.histograms(),
+                    dur,
+                    r.stopped.clone(),
+                    vec![],
+                )
+            }
+            "search" => {
+                let objective: capacity::Objective = self
+                    .cfg
+                    .slo
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("--slo: {e:#}"))?;
+                let mut cfg = capacity::SearchConfig::new(objective);
+                cfg.start_rate_per_s = self.cfg.ramp_low;
+                let r = capacity::search(&cfg, |rate| self.measure_rate(rate, ctx))?;
+                if let Some(best) = r.max_rate_meeting_slo_per_s() {
+                    ctx.note(&format!(
+                        "kv search: {best:.0} ops/s meets {}",
+                        cfg.objective
+                    ));
+                    self.capacity_found = Some(best);
+                }
+                let dur = r.points.iter().map(|p| p.step.duration_s).sum();
+                let flags = r
+                    .note
+                    .iter()
+                    .map(|n| Flag::warning("search_limit", n.clone()))
+                    .collect();
+                (
+                    "max_rate_meeting_slo_per_s",
+                    r.to_metrics(),
+                    r.missing(),
+                    r.histograms(),
+                    dur,
+                    r.stopped.clone(),
+                    flags,
+                )
+            }
+            _ => {
+                let capacity = self.cfg.capacity.or(self.capacity_found).with_context(|| {
+                    "the `levels` test has no capacity: the ramp or search before it found none; give --capacity"
+                })?;
+                let mut cfg = capacity::LevelsConfig::new(capacity);
+                cfg.levels_pct = self.cfg.levels.clone();
+                let r = capacity::load_levels(&cfg, |rate| self.measure_rate(rate, ctx))?;
+                let dur = r.points.iter().map(|p| p.step.duration_s).sum();
+                let mut metrics = r.to_metrics();
+                metrics.push(Metric::new("capacity_per_s", capacity, "ops/s"));
+                (
+                    "overall_reply_rate_per_w",
+                    metrics,
+                    r.missing(),
+                    r.histograms(),
+                    dur,
+                    r.stopped.clone(),
+                    vec![],
+                )
+            }
+        };
+        if let Some(why) = &stopped {
+            flags.push(Flag::warning(
+                "stopped_early",
+                format!("ended early: {why}"),
+            ));
+        }
+        Ok(StepOutput {
+            headline: headline.to_string(),
+            duration_s: dur,
+            metrics,
+            missing,
+            histograms,
+            flags,
+            error: stopped.filter(|w| !w.starts_with("interrupted")),
+            loadgen_threads: Some(self.cfg.threads),
+        })
     }
 }
 

@@ -166,3 +166,60 @@ fn unreachable_target_is_a_clear_error() {
     let e = w.prepare(&Ctx::quiet()).unwrap_err();
     assert!(format!("{e:#}").contains("cannot connect"), "{e:#}");
 }
+
+#[test]
+fn search_and_levels_find_and_use_a_capacity() {
+    if !have_redis() {
+        return;
+    }
+    let mut w = kv(
+        json!({"clients": 8, "tests": ["search", "levels"], "slo": "p99<50ms",
+                         "step_duration": 0.3, "ramp_low": 2000, "levels": [100, 50]}),
+    );
+    let ctx = Ctx::quiet();
+    w.prepare(&ctx).unwrap();
+    let s = w.run_test("search", &ctx).unwrap();
+    let best = metric(&s, "max_rate_meeting_slo_per_s");
+    assert!(
+        best >= 2000.0,
+        "a loopback redis meets p99<50ms at 2000/s at least: {best}"
+    );
+    assert_eq!(s.headline, "max_rate_meeting_slo_per_s");
+    let l = w.run_test("levels", &ctx).unwrap();
+    assert_eq!(
+        metric(&l, "capacity_per_s"),
+        best,
+        "levels run at the capacity search found"
+    );
+    // No power source here: perf/W is missing with a reason, never 0.
+    assert!(
+        l.missing
+            .iter()
+            .any(|m| m.name == "overall_reply_rate_per_w")
+            || metric(&l, "overall_reply_rate_per_w") > 0.0
+    );
+    w.cleanup();
+}
+
+#[test]
+fn ramp_reports_reply_rate_per_step() {
+    if !have_redis() {
+        return;
+    }
+    let mut w = kv(
+        json!({"clients": 8, "tests": ["ramp"], "step_duration": 0.3,
+                         "ramp_low": 1000, "ramp_high": 3000, "ramp_step": 1000}),
+    );
+    let ctx = Ctx::quiet();
+    w.prepare(&ctx).unwrap();
+    let r = w.run_test("ramp", &ctx).unwrap();
+    let steps: Vec<f64> = r
+        .metrics
+        .iter()
+        .filter(|m| m.name == "demanded_rate_per_s")
+        .map(|m| m.value)
+        .collect();
+    assert_eq!(steps, vec![1000.0, 2000.0, 3000.0]);
+    assert!(metric(&r, "max_reply_rate_per_s") > 500.0);
+    w.cleanup();
+}
