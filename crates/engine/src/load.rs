@@ -128,6 +128,13 @@ pub trait Protocol: Send {
 
     /// Called when the connection was (re)opened: forget requests in flight.
     fn reset(&mut self) {}
+
+    /// True once the server said it will close this connection (HTTP
+    /// `Connection: close`): the loop sends nothing more on it and reopens it when the
+    /// replies in flight are in, instead of losing requests to the close.
+    fn closing(&self) -> bool {
+        false
+    }
 }
 
 /// A blocking client session (one thread each): executes one operation synchronously.

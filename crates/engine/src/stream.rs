@@ -30,6 +30,7 @@ const READ_CHUNK: usize = 64 * 1024;
 /// How long to wait for replies still in flight once sending has stopped.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 const INTERRUPT_DRAIN: Duration = Duration::from_millis(500);
+const CLOSED: &str = "server closed the connection";
 /// A send later than this after its intended time counts as late (open loop).
 const LATE_NS: u64 = 1_000_000;
 
@@ -320,7 +321,11 @@ where
                     for k in 0..n {
                         let i = (rr_cursor + k) % n;
                         let c = &conns[i];
-                        if !c.dead && c.inflight.len() < spec.pipeline && c.stream.is_some() {
+                        if !c.dead
+                            && c.inflight.len() < spec.pipeline
+                            && c.stream.is_some()
+                            && !c.proto.closing()
+                        {
                             found = Some(i);
                             break;
                         }
@@ -377,19 +382,27 @@ where
                 let done = now_ns(t0);
                 match read_replies(c, &mut rec, done, warm_ns) {
                     Ok(n) => replies_this_round += n,
+                    // A server may close a connection with nothing in flight (HTTP
+                    // `Connection: close` after N requests): reopen it, no error.
+                    Err(why) if why == CLOSED && c.inflight.is_empty() => {
+                        c.stream = None;
+                        reconnect(c, &mut poll, slot, &mut rec);
+                    }
                     Err(why) => {
                         fail_conn(c, &mut rec, &why);
                         reconnect(c, &mut poll, slot, &mut rec);
                     }
                 }
-                // Keep-alive off (or N requests per connection): reopen when spent.
-                if let Some(k) = spec.requests_per_connection {
-                    if c.sent_on_conn >= k && c.inflight.is_empty() && !c.dead {
-                        if let Some(mut s) = c.stream.take() {
-                            let _ = poll.registry().deregister(&mut s);
-                        }
-                        reconnect(c, &mut poll, slot, &mut rec);
+                // Keep-alive off (or N requests per connection), or the server said it
+                // closes: reopen once the replies in flight are in.
+                let spent = spec
+                    .requests_per_connection
+                    .is_some_and(|k| c.sent_on_conn >= k);
+                if (spent || c.proto.closing()) && c.inflight.is_empty() && !c.dead {
+                    if let Some(mut s) = c.stream.take() {
+                        let _ = poll.registry().deregister(&mut s);
                     }
+                    reconnect(c, &mut poll, slot, &mut rec);
                 }
                 if !open && !c.dead {
                     let now = now_ns(t0);
@@ -424,8 +437,8 @@ where
 
 /// How many more requests this connection may take now (pipeline room and the
 /// per-connection request limit).
-fn budget<P>(c: &Conn<P>, spec: &LoadSpec) -> usize {
-    if c.dead || c.stream.is_none() {
+fn budget<P: Protocol>(c: &Conn<P>, spec: &LoadSpec) -> usize {
+    if c.dead || c.stream.is_none() || c.proto.closing() {
         return 0;
     }
     let room = spec.pipeline.saturating_sub(c.inflight.len());
@@ -507,7 +520,7 @@ fn read_replies<P: Protocol>(
             r
         };
         match n {
-            Ok(0) => return Err("server closed the connection".into()),
+            Ok(0) => return Err(CLOSED.into()),
             Ok(n) => {
                 // SAFETY: the kernel initialised n bytes after len.
                 unsafe { c.rbuf.set_len(len + n) };

@@ -281,3 +281,74 @@ fn sessions_that_all_break_stop_early_with_measurements_kept() {
     assert_eq!(out.total_count(), 20);
     assert_eq!(out.stopped_early.as_deref(), Some("session broke"));
 }
+
+/// A line protocol whose server may announce `bye` (HTTP's `Connection: close`).
+struct LineClose {
+    closing: bool,
+}
+impl Protocol for LineClose {
+    fn encode(&mut self, _rng: &mut SmallRng, out: &mut Vec<u8>) -> usize {
+        out.extend_from_slice(b"x\n");
+        0
+    }
+    fn parse(&mut self, buf: &[u8]) -> Result<Option<(usize, Outcome)>, String> {
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                self.closing |= &buf[..i] == b"ok bye";
+                Ok(Some((i + 1, Outcome::Ok)))
+            }
+            None => Ok(None),
+        }
+    }
+    fn reset(&mut self) {
+        self.closing = false;
+    }
+    fn closing(&self) -> bool {
+        self.closing
+    }
+}
+
+#[test]
+fn a_server_that_announces_close_loses_no_request() {
+    // Answers three requests per connection, the third with `ok bye`, then closes.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(conn) = conn else { break };
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                let mut r = BufReader::new(conn);
+                for i in 0..3 {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let reply: &[u8] = if i == 2 { b"ok bye\n" } else { b"ok\n" };
+                    if w.write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let s = LoadSpec {
+        connections: 2,
+        ..spec(StopAfter::Requests(60))
+    };
+    let out = run_stream(
+        &s,
+        &[addr],
+        &["x"],
+        |_| LineClose { closing: false },
+        &Progress::default(),
+    )
+    .unwrap();
+    assert_eq!(out.total_count(), 60);
+    assert!(
+        out.connection_errors.is_empty(),
+        "{:?}",
+        out.connection_errors
+    );
+    assert!(out.reconnects >= 18, "{}", out.reconnects);
+}

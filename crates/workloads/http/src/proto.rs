@@ -117,6 +117,8 @@ enum Body {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
     status: u16,
+    /// The response says `Connection: close`.
+    close: bool,
     /// Offset just past the blank line ending the head (from the start of the buffer).
     end: usize,
     body: Body,
@@ -127,6 +129,8 @@ pub struct HttpProtocol {
     set: Arc<RequestSet>,
     next: usize,
     head: Option<Head>,
+    /// The server announced it closes this connection.
+    closing: bool,
 }
 
 impl HttpProtocol {
@@ -137,6 +141,7 @@ impl HttpProtocol {
             set,
             next,
             head: None,
+            closing: false,
         }
     }
 }
@@ -160,11 +165,16 @@ impl Protocol for HttpProtocol {
     }
 
     fn parse(&mut self, buf: &[u8]) -> Result<Option<(usize, Outcome)>, String> {
-        parse_response(buf, self.set.head, &mut self.head)
+        parse_response_closing(buf, self.set.head, &mut self.head, &mut self.closing)
     }
 
     fn reset(&mut self) {
         self.head = None;
+        self.closing = false;
+    }
+
+    fn closing(&self) -> bool {
+        self.closing
     }
 }
 
@@ -174,6 +184,17 @@ pub fn parse_response(
     buf: &[u8],
     head_request: bool,
     cached: &mut Option<Head>,
+) -> Result<Option<(usize, Outcome)>, String> {
+    parse_response_closing(buf, head_request, cached, &mut false)
+}
+
+/// [`parse_response`] that also sets `closing` when the response says
+/// `Connection: close`.
+pub fn parse_response_closing(
+    buf: &[u8],
+    head_request: bool,
+    cached: &mut Option<Head>,
+    closing: &mut bool,
 ) -> Result<Option<(usize, Outcome)>, String> {
     let mut start = 0usize;
     loop {
@@ -220,6 +241,7 @@ pub fn parse_response(
             start = end;
             continue;
         }
+        *closing |= head.close;
         let outcome = if (200..400).contains(&head.status) {
             Outcome::Ok
         } else {
@@ -272,6 +294,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
         .ok_or_else(|| format!("bad status line: {:?}", show(status_line.as_bytes())))?;
     let mut length: Option<usize> = None;
     let mut chunked = false;
+    let mut close = false;
     for line in lines {
         let Some((name, value)) = line.split_once(':') else {
             return Err(format!("bad header line: {:?}", show(line.as_bytes())));
@@ -285,6 +308,10 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
                 return Err("conflicting Content-Length headers".into());
             }
             length = Some(n);
+        } else if name.eq_ignore_ascii_case("connection") {
+            close = value
+                .split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("close"));
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             chunked = value
                 .rsplit(',')
@@ -306,7 +333,12 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
              (bodies delimited by closing the connection are not supported)"
         ));
     };
-    Ok(Some(Head { status, end, body }))
+    Ok(Some(Head {
+        status,
+        close,
+        end,
+        body,
+    }))
 }
 
 enum Chunks {
