@@ -180,9 +180,22 @@ pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
     runs_table(&mut h, runs, &labels);
     if runs.len() > 1 {
         h.push_str(r#"<h2 id="compare">Comparison</h2>"#);
-        for (i, _) in runs.iter().enumerate().skip(1) {
-            let c = compare(&runs[..1], &runs[i..=i]);
+        // Only runs of the same workload and tests are compared (mem vs net says nothing).
+        let (pairs, alone) = crate::views::comparable_pairs(runs);
+        for (a, b) in pairs {
+            let c = compare(&runs[a..=a], &runs[b..=b]);
             comparison_html(&mut h, &c);
+        }
+        if !alone.is_empty() {
+            let _ = write!(
+                h,
+                r#"<div class="note">Not compared (no earlier run measured the same workload and tests): {}</div>"#,
+                esc(&alone
+                    .iter()
+                    .map(|i| labels[*i].as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "))
+            );
         }
     }
     for wl in &wls {
@@ -412,6 +425,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
+    h.push_str(&crate::views::views_html(runs, wl));
     efficiency_table(h, runs, &labels);
     h.push_str(r#"<div class="grid">"#);
     for c in mine("power") {

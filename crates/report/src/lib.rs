@@ -14,6 +14,7 @@ mod html;
 mod markdown;
 pub mod stats;
 pub mod svg;
+pub mod views;
 
 pub use compare::{
     comparability, compare, compare_text, Comparability, CompareRow, Comparison, Difference,

@@ -67,8 +67,20 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
     }
     if runs.len() > 1 {
         m.push_str("\n## Comparison\n");
-        for i in 1..runs.len() {
-            let cmp = compare(&runs[..1], &runs[i..=i]);
+        let (pairs, alone) = crate::views::comparable_pairs(runs);
+        if !alone.is_empty() {
+            let _ = write!(
+                m,
+                "\nNot compared (no earlier run measured the same workload and tests): {}\n",
+                c(&alone
+                    .iter()
+                    .map(|i| labels[*i].as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "))
+            );
+        }
+        for (a, b) in pairs {
+            let cmp = compare(&runs[a..=a], &runs[b..=b]);
             let _ = write!(
                 m,
                 "\n### {} (B) vs {} (A)\n\n**Comparability:** {}\n\n",
@@ -164,6 +176,7 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         }
         m.push_str(&row(&g));
         m.push_str(&row(&a));
+        m.push_str(&crate::views::views_markdown(&wr, &wl));
         m.push_str("\n### Efficiency (each run's best point)\n\n");
         let eff = derive::efficiency_rows(&wr);
         let unit = eff.first().map(|r| r.3.unit.clone()).unwrap_or_default();

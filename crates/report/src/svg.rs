@@ -113,6 +113,17 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     t
 }
 
+/// A new SVG document of the given size with its title drawn (for charts drawn elsewhere).
+pub fn open_svg(title: &str, w: f64, h: f64) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}" font-family="Helvetica, Arial, sans-serif" font-size="12"><title>{t}</title><rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/><text x="{ML}" y="20" font-size="15" font-weight="bold" fill="#222">{t}</text>"##,
+        t = esc(title)
+    );
+    out
+}
+
 fn open(out: &mut String, title: &str, h: f64) {
     let _ = write!(
         out,

@@ -1,0 +1,1123 @@
+//! Workload-specific views: the tables and charts a published report of each kind shows,
+//! built from stored metrics and their labels (never from the generic headline alone).
+//! crypto: an RSA table by key size and thread count and signs/s vs threads; mem: the
+//! latency-vs-working-set curve with its plateaus and cache sizes, and bandwidth bars;
+//! net: throughput bars and a CPU-cost table; capacity tests (ramp, search, levels) of any
+//! workload: the ramp curve with its saturation point, the latency-objective search and
+//! the load levels. Each view is a list of SVG figures and tables; HTML and Markdown render
+//! the same tables, so the figures agree in both. A view whose data is absent is left out.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use model::{ResultRecord, RunRecord, Status};
+
+use crate::derive::run_labels;
+use crate::fmt::{esc, num, si};
+use crate::svg::{self, BarSeries, LineSeries, Scale};
+
+/// A table: caption, header cells and body rows (plain text; escaped when rendered).
+pub struct Table {
+    pub caption: String,
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// One view: a heading, its figures (title, SVG) and its tables.
+pub struct View {
+    pub title: String,
+    pub figures: Vec<(String, String)>,
+    pub tables: Vec<Table>,
+    pub notes: Vec<String>,
+}
+
+/// The value of the first metric `name` whose labels are exactly `labels`.
+fn metric(r: &ResultRecord, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    r.metrics
+        .iter()
+        .find(|m| {
+            m.name == name
+                && m.labels.len() == labels.len()
+                && labels
+                    .iter()
+                    .all(|(k, v)| m.labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|m| m.value)
+        .filter(|v| v.is_finite())
+}
+
+/// The value of the first metric `name` carrying (at least) these labels.
+fn metric_with(r: &ResultRecord, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    r.metrics
+        .iter()
+        .find(|m| {
+            m.name == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| m.labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|m| m.value)
+        .filter(|v| v.is_finite())
+}
+
+fn ok_results<'a>(run: &'a RunRecord, wl: &'a str) -> impl Iterator<Item = &'a ResultRecord> {
+    run.results
+        .iter()
+        .filter(move |r| r.workload == wl && r.status != Status::Failed)
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn param_u64(r: &ResultRecord, key: &str) -> Option<u64> {
+    let v = r.params.get(key)?;
+    v.as_u64()
+        .or_else(|| v.as_f64().map(|f| f as u64))
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+}
+
+/// Bytes as `4 KiB`, `32 MiB`.
+pub fn bytes(b: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{} {}", si(v), units[i])
+}
+
+/// Every view of one workload's runs.
+pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
+    let labels = run_labels(runs);
+    // Runs without a result of this workload have no view here.
+    let mine: Vec<(&RunRecord, &String)> = runs
+        .iter()
+        .zip(&labels)
+        .filter(|(r, _)| r.results.iter().any(|x| x.workload == wl))
+        .collect();
+    let mut out = Vec::new();
+    for (run, label) in mine.iter().copied() {
+        let who = if mine.len() > 1 {
+            format!("{label}: ")
+        } else {
+            String::new()
+        };
+        match wl {
+            "crypto" => out.extend(crypto(run, wl, &who)),
+            "mem" => {
+                out.extend(mem_latency(run, wl, &who));
+                out.extend(mem_bandwidth(run, wl, &who));
+            }
+            "net" => out.extend(net(run, wl, &who)),
+            _ => {}
+        }
+        out.extend(ramp(run, wl, &who));
+        out.extend(search(run, wl, &who));
+        out.extend(levels(run, wl, &who));
+    }
+    out
+}
+
+// ---------------------------------------------------------------- crypto
+
+fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    // (bits, threads) -> samples of (signs, verifies) over repetitions.
+    let mut cells: BTreeMap<(u64, u64), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for r in ok_results(run, wl) {
+        let mut mine: BTreeMap<(u64, u64), (Option<f64>, Option<f64>)> = BTreeMap::new();
+        let test_bits = r
+            .test
+            .strip_prefix("rsa")
+            .and_then(|b| b.parse::<u64>().ok());
+        let threads_param = param_u64(r, "threads");
+        for m in &r.metrics {
+            let is_sign = m.name == "signs_per_s";
+            if !is_sign && m.name != "verifies_per_s" {
+                continue;
+            }
+            let (bits, threads) = if let Some(b) = m.labels.get("bits") {
+                let Ok(b) = b.parse::<u64>() else { continue };
+                let t = m
+                    .labels
+                    .get("threads")
+                    .and_then(|t| t.parse().ok())
+                    .or(threads_param);
+                (b, t)
+            } else if m.labels.is_empty() {
+                let Some(b) = test_bits else { continue };
+                (b, threads_param)
+            } else {
+                continue;
+            };
+            // ECDSA reports bits=256 too; only RSA tests belong in the RSA table.
+            if test_bits.is_none() && !r.test.starts_with("rsa") {
+                continue;
+            }
+            let Some(t) = threads else { continue };
+            let e = mine.entry((bits, t)).or_default();
+            if is_sign {
+                e.0 = Some(m.value);
+            } else {
+                e.1 = Some(m.value);
+            }
+        }
+        for (k, (s, v)) in mine {
+            let e = cells.entry(k).or_default();
+            e.0.extend(s);
+            e.1.extend(v);
+        }
+    }
+    if cells.is_empty() {
+        return None;
+    }
+    let mut bits: Vec<u64> = cells.keys().map(|k| k.0).collect();
+    bits.dedup();
+    let mut threads: Vec<u64> = cells.keys().map(|k| k.1).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let mut head = vec!["RSA key (bits)".to_string()];
+    for t in &threads {
+        head.push(format!("{t} thr: signs/s"));
+        head.push(format!("{t} thr: verifies/s"));
+    }
+    head.push("peak signs/s at".into());
+    let mut rows = Vec::new();
+    let mut series = Vec::new();
+    for (i, b) in bits.iter().enumerate() {
+        let mut row = vec![b.to_string()];
+        let mut pts = Vec::new();
+        for t in &threads {
+            let c = cells.get(&(*b, *t));
+            let s = c.and_then(|c| mean(&c.0));
+            let v = c.and_then(|c| mean(&c.1));
+            row.push(s.map_or("-".into(), num));
+            row.push(v.map_or("-".into(), num));
+            if let Some(s) = s {
+                pts.push((*t as f64, s));
+            }
+        }
+        let peak = pts.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+        row.push(peak.map_or("-".into(), |p| format!("{} threads", p.0)));
+        rows.push(row);
+        series.push(LineSeries {
+            name: format!("RSA-{b}"),
+            points: pts,
+            color: i,
+            dash: 0,
+        });
+    }
+    let title = format!("{who}RSA signs/s vs threads, per key size");
+    let fig = svg::line_chart(
+        &title,
+        "threads",
+        "signs/s",
+        Scale::Linear,
+        if bits.len() > 1 {
+            Scale::Log
+        } else {
+            Scale::Linear
+        },
+        &series,
+    );
+    Some(View {
+        title: format!("{who}RSA sign and verify throughput"),
+        figures: vec![(title, fig)],
+        tables: vec![Table {
+            caption:
+                "RSA operations per second by key size and thread count (mean over repetitions)"
+                    .into(),
+            head,
+            rows,
+        }],
+        notes: vec![],
+    })
+}
+
+// ---------------------------------------------------------------- mem
+
+const LEVELS: [&str; 4] = ["l1", "l2", "l3", "ram"];
+
+struct Plateau {
+    level: &'static str,
+    latency_ns: Option<f64>,
+    cycles: Option<f64>,
+    from: Option<f64>,
+    to: Option<f64>,
+    cache: Option<f64>,
+}
+
+fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    let r = ok_results(run, wl).find(|r| {
+        r.test == "latency"
+            && r.metrics
+                .iter()
+                .any(|m| m.name == "latency_ns" && m.labels.contains_key("size_bytes"))
+    })?;
+    let mut curve: Vec<(f64, f64)> = r
+        .metrics
+        .iter()
+        .filter(|m| m.name == "latency_ns" && m.value.is_finite())
+        .filter_map(|m| {
+            let s: f64 = m.labels.get("size_bytes")?.parse().ok()?;
+            (s > 0.0).then_some((s, m.value))
+        })
+        .collect();
+    curve.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let plats: Vec<Plateau> = LEVELS
+        .iter()
+        .map(|l| Plateau {
+            level: l,
+            latency_ns: metric(r, &format!("{l}_latency_ns"), &[]),
+            cycles: metric_with(r, &format!("{l}_latency_cycles"), &[]),
+            from: metric(r, &format!("{l}_plateau_from_bytes"), &[]),
+            to: metric(r, &format!("{l}_plateau_to_bytes"), &[]),
+            cache: metric(r, &format!("{l}_cache_bytes"), &[]),
+        })
+        .collect();
+    let title = format!("{who}memory latency vs working set");
+    let fig = latency_curve_svg(&title, &curve, &plats);
+    let rows: Vec<Vec<String>> = plats
+        .iter()
+        .filter(|p| p.latency_ns.is_some() || p.cache.is_some())
+        .map(|p| {
+            vec![
+                p.level.to_uppercase(),
+                p.latency_ns.map_or("-".into(), |v| format!("{v:.2}")),
+                p.cycles.map_or("-".into(), |v| format!("{v:.1}")),
+                match (p.from, p.to) {
+                    (Some(a), Some(b)) => format!("{} - {}", bytes(a), bytes(b)),
+                    _ => "-".into(),
+                },
+                p.cache.map_or("-".into(), bytes),
+            ]
+        })
+        .collect();
+    let notes = r
+        .missing
+        .iter()
+        .filter(|m| m.name.ends_with("_latency_ns"))
+        .map(|m| format!("{}: {}", m.name, m.reason))
+        .collect();
+    Some(View {
+        title: format!("{who}memory latency by level"),
+        figures: vec![(title, fig)],
+        tables: vec![Table {
+            caption: "Latency plateaus found in the curve, beside the cache sizes the OS reports"
+                .into(),
+            head: vec![
+                "Level".into(),
+                "Latency (ns)".into(),
+                "Cycles".into(),
+                "Plateau range".into(),
+                "Cache size".into(),
+            ],
+            rows,
+        }],
+        notes,
+    })
+}
+
+/// The latency curve on a log2 size axis, plateaus as labelled horizontal segments and
+/// cache sizes as vertical dashed lines.
+fn latency_curve_svg(title: &str, curve: &[(f64, f64)], plats: &[Plateau]) -> String {
+    let (w, h) = (760.0, 400.0);
+    let (x0, x1, y0, y1) = (78.0, w - 24.0, 50.0, h - 50.0);
+    let mut out = svg::open_svg(title, w, h);
+    let xs: Vec<f64> = curve
+        .iter()
+        .map(|p| p.0)
+        .chain(plats.iter().filter_map(|p| p.cache))
+        .collect();
+    let lo = xs
+        .iter()
+        .cloned()
+        .fold(f64::MAX, f64::min)
+        .max(1.0)
+        .log2()
+        .floor();
+    let hi = xs
+        .iter()
+        .cloned()
+        .fold(f64::MIN, f64::max)
+        .max(2.0)
+        .log2()
+        .ceil();
+    let hi = if hi <= lo { lo + 1.0 } else { hi };
+    let ymax = curve.iter().map(|p| p.1).fold(0.0f64, f64::max).max(1e-3);
+    let ymin = curve.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+    // L1 near 1 ns and RAM near 100 ns: a log axis keeps both plateaus readable.
+    let log_y = ymin > 0.0 && ymax / ymin >= 20.0;
+    let (ylo, yhi) = if log_y {
+        (
+            10f64.powf(ymin.log10().floor()),
+            10f64.powf(ymax.log10().ceil()),
+        )
+    } else {
+        (0.0, ymax * 1.1)
+    };
+    let sx = |b: f64| x0 + (b.max(1.0).log2() - lo) / (hi - lo) * (x1 - x0);
+    let sy = |v: f64| {
+        let t = if log_y {
+            (v.max(ylo).log10() - ylo.log10()) / (yhi.log10() - ylo.log10())
+        } else {
+            (v - ylo) / (yhi - ylo)
+        };
+        y1 - t * (y1 - y0)
+    };
+    // Y ticks.
+    let yt: Vec<f64> = if log_y {
+        let mut t = Vec::new();
+        let mut v = ylo;
+        while v <= yhi * 1.001 && t.len() < 12 {
+            t.push(v);
+            v *= 10.0;
+        }
+        t
+    } else {
+        (0..=5).map(|i| yhi * i as f64 / 5.0).collect()
+    };
+    for t in yt {
+        let y = sy(t);
+        let _ = write!(
+            out,
+            r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{tx}" y="{ty:.1}" text-anchor="end" fill="#555">{v}</text>"##,
+            tx = x0 - 6.0,
+            ty = y + 4.0,
+            v = esc(&si(t))
+        );
+    }
+    // X ticks every power of two (every other one when crowded).
+    let step = if hi - lo > 16.0 { 2 } else { 1 };
+    let mut e = lo as i64;
+    while e as f64 <= hi {
+        let b = 2f64.powi(e as i32);
+        let x = sx(b);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{y1}" x2="{x:.1}" y2="{y2}" stroke="#888"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="10" fill="#555">{l}</text>"##,
+            y2 = y1 + 4.0,
+            ty = y1 + 16.0,
+            l = esc(&bytes(b))
+        );
+        e += step;
+    }
+    let _ = write!(
+        out,
+        r##"<line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y1}" stroke="#888"/><line x1="{x0}" y1="{y1}" x2="{x1}" y2="{y1}" stroke="#888"/><text x="16" y="{my}" transform="rotate(-90 16 {my})" text-anchor="middle" fill="#333">latency (ns{ls})</text><text x="{mx}" y="{ly}" text-anchor="middle" fill="#333">working set (log2 scale)</text>"##,
+        my = (y0 + y1) / 2.0,
+        mx = (x0 + x1) / 2.0,
+        ly = y1 + 34.0,
+        ls = if log_y { ", log scale" } else { "" }
+    );
+    // Cache sizes.
+    for p in plats {
+        if let Some(c) = p.cache {
+            let x = sx(c);
+            let _ = write!(
+                out,
+                r##"<line class="cache" x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{y1}" stroke="#999" stroke-dasharray="5 4"/><text x="{tx:.1}" y="{ty}" font-size="10" fill="#666">{l}</text>"##,
+                tx = x + 3.0,
+                ty = y0 + 10.0,
+                l = esc(&format!("{} {}", p.level.to_uppercase(), bytes(c)))
+            );
+        }
+    }
+    // The curve.
+    let path: Vec<String> = curve
+        .iter()
+        .map(|(b, v)| format!("{:.1},{:.1}", sx(*b), sy(*v)))
+        .collect();
+    let _ = write!(
+        out,
+        r##"<polyline fill="none" stroke="{c}" stroke-width="2" points="{p}"/>"##,
+        c = svg::color(0),
+        p = path.join(" ")
+    );
+    for (b, v) in curve {
+        let _ = write!(
+            out,
+            r##"<circle cx="{x:.1}" cy="{y:.1}" r="2.5" fill="{c}"><title>{t}</title></circle>"##,
+            x = sx(*b),
+            y = sy(*v),
+            c = svg::color(0),
+            t = esc(&format!("{}: {:.2} ns", bytes(*b), v))
+        );
+    }
+    // Plateaus.
+    for (i, p) in plats.iter().enumerate() {
+        if let (Some(l), Some(a), Some(b)) = (p.latency_ns, p.from, p.to) {
+            let y = sy(l);
+            let _ = write!(
+                out,
+                r##"<line class="plateau" x1="{xa:.1}" y1="{y:.1}" x2="{xb:.1}" y2="{y:.1}" stroke="{c}" stroke-width="5" stroke-opacity="0.6"/><text x="{xa:.1}" y="{ty:.1}" font-size="11" font-weight="bold" fill="{c}">{t}</text>"##,
+                xa = sx(a),
+                xb = sx(b),
+                c = svg::color(i + 1),
+                ty = y - 7.0,
+                t = esc(&format!("{} {:.1} ns", p.level.to_uppercase(), l))
+            );
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
+fn mem_bandwidth(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    // kind -> threads -> samples.
+    let mut cells: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
+    for r in ok_results(run, wl).filter(|r| r.test == "bandwidth") {
+        for m in r.metrics.iter().filter(|m| m.name == "bandwidth_gb_per_s") {
+            let (Some(k), Some(t)) = (
+                m.labels.get("kind"),
+                m.labels.get("threads").and_then(|t| t.parse::<u64>().ok()),
+            ) else {
+                continue;
+            };
+            cells
+                .entry(k.clone())
+                .or_default()
+                .entry(t)
+                .or_default()
+                .push(m.value);
+        }
+    }
+    if cells.is_empty() {
+        return None;
+    }
+    let kinds: Vec<String> = cells.keys().cloned().collect();
+    let mut threads: Vec<u64> = cells.values().flat_map(|m| m.keys().copied()).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let series: Vec<BarSeries> = threads
+        .iter()
+        .map(|t| BarSeries {
+            name: format!("{t} thread(s)"),
+            values: kinds
+                .iter()
+                .map(|k| cells[k].get(t).and_then(|v| mean(v)))
+                .collect(),
+            warn: vec![false; kinds.len()],
+        })
+        .collect();
+    let title = format!("{who}memory bandwidth by kernel and threads");
+    let fig = svg::bar_chart(&title, "GB/s", &kinds, &series);
+    let mut head = vec!["Kernel".to_string()];
+    head.extend(threads.iter().map(|t| format!("{t} thr (GB/s)")));
+    let rows = kinds
+        .iter()
+        .map(|k| {
+            let mut row = vec![k.clone()];
+            row.extend(threads.iter().map(|t| {
+                cells[k]
+                    .get(t)
+                    .and_then(|v| mean(v))
+                    .map_or("-".into(), |v| format!("{v:.2}"))
+            }));
+            row
+        })
+        .collect();
+    Some(View {
+        title: format!("{who}memory bandwidth"),
+        figures: vec![(title, fig)],
+        tables: vec![Table {
+            caption: "Memory bandwidth, GB/s".into(),
+            head,
+            rows,
+        }],
+        notes: vec![],
+    })
+}
+
+// ---------------------------------------------------------------- net
+
+fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    // test -> list of per-result figures.
+    let mut tests: Vec<(String, Vec<&ResultRecord>)> = Vec::new();
+    for r in ok_results(run, wl) {
+        if metric(r, "throughput_gbit_per_s", &[]).is_none() {
+            continue;
+        }
+        // Results of one test are repetitions: the run's plan is in every result's
+        // params, so the test name alone is the category.
+        let key = r.test.clone();
+        match tests.iter_mut().find(|t| t.0 == key) {
+            Some(t) => t.1.push(r),
+            None => tests.push((key, vec![r])),
+        }
+    }
+    if tests.is_empty() {
+        return None;
+    }
+    let avg = |rs: &[&ResultRecord], name: &str, labels: &[(&str, &str)]| {
+        let v: Vec<f64> = rs.iter().filter_map(|r| metric(r, name, labels)).collect();
+        mean(&v)
+    };
+    let cats: Vec<String> = tests.iter().map(|t| t.0.clone()).collect();
+    let series = vec![
+        BarSeries {
+            name: "receiver".into(),
+            values: tests
+                .iter()
+                .map(|t| avg(&t.1, "throughput_gbit_per_s", &[]))
+                .collect(),
+            warn: tests
+                .iter()
+                .map(|t| t.1.iter().any(|r| !r.flags.is_empty()))
+                .collect(),
+        },
+        BarSeries {
+            name: "sender".into(),
+            values: tests
+                .iter()
+                .map(|t| avg(&t.1, "throughput_gbit_per_s", &[("end", "sender")]))
+                .collect(),
+            warn: vec![false; tests.len()],
+        },
+    ];
+    let title = format!("{who}network throughput per test");
+    let fig = svg::bar_chart(&title, "Gbit/s", &cats, &series);
+    let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    let rows = tests
+        .iter()
+        .map(|(k, rs)| {
+            vec![
+                k.clone(),
+                f(avg(rs, "throughput_gbit_per_s", &[]), 2),
+                f(avg(rs, "sender_cpu_pct", &[]), 1),
+                f(avg(rs, "receiver_cpu_pct", &[]), 1),
+                f(avg(rs, "cpu_pct_per_gbit", &[("end", "sender")]), 2),
+                f(avg(rs, "cpu_pct_per_gbit", &[("end", "receiver")]), 2),
+                avg(rs, "packets_per_s", &[]).map_or("-".into(), num),
+                f(avg(rs, "loss_pct", &[]), 3),
+                f(avg(rs, "jitter_ms", &[]), 3),
+            ]
+        })
+        .collect();
+    Some(View {
+        title: format!("{who}network throughput and CPU cost"),
+        figures: vec![(title, fig)],
+        tables: vec![Table {
+            caption:
+                "Throughput (received) with the CPU it cost at each end (mean over repetitions)"
+                    .into(),
+            head: [
+                "Test",
+                "Gbit/s",
+                "Sender CPU %",
+                "Receiver CPU %",
+                "Sender %CPU per Gbit/s",
+                "Receiver %CPU per Gbit/s",
+                "Packets/s",
+                "Loss %",
+                "Jitter ms",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+        }],
+        notes: vec![],
+    })
+}
+
+// ---------------------------------------------------------------- capacity
+
+/// Per-step values of one phase: step index -> (metric name -> value).
+fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<String, f64>> {
+    let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for m in &r.metrics {
+        if m.labels.get("phase").map(String::as_str) != Some(phase) || !m.value.is_finite() {
+            continue;
+        }
+        if let Some(s) = m.labels.get(key) {
+            out.entry(s.clone())
+                .or_default()
+                .entry(m.name.clone())
+                .or_insert(m.value);
+        }
+    }
+    out
+}
+
+fn ordered(s: BTreeMap<String, BTreeMap<String, f64>>) -> Vec<(String, BTreeMap<String, f64>)> {
+    let mut v: Vec<_> = s.into_iter().collect();
+    v.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
+    v
+}
+
+fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    let r = ok_results(run, wl).find(|r| r.test == "ramp")?;
+    let st = ordered(steps(r, "ramp", "step"));
+    let pts: Vec<(f64, f64)> = st
+        .iter()
+        .filter_map(|(_, m)| Some((*m.get("demanded_rate_per_s")?, *m.get("reply_rate_per_s")?)))
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let sat = metric(r, "saturation_rate_per_s", &[]);
+    let ymax = pts.iter().map(|p| p.1.max(p.0)).fold(0.0, f64::max);
+    let xmax = pts.iter().map(|p| p.0).fold(0.0, f64::max);
+    let mut series = vec![
+        LineSeries {
+            name: "reply rate".into(),
+            points: pts.clone(),
+            color: 0,
+            dash: 0,
+        },
+        LineSeries {
+            name: "reply = demanded".into(),
+            points: vec![(0.0, 0.0), (xmax, xmax)],
+            color: 8,
+            dash: 2,
+        },
+    ];
+    if let Some(s) = sat {
+        series.push(LineSeries {
+            name: format!("saturation at {}/s", si(s)),
+            points: vec![(s, 0.0), (s, ymax)],
+            color: 3,
+            dash: 1,
+        });
+    }
+    let t1 = format!("{who}{wl} ramp: reply rate vs demanded rate");
+    let mut figures = vec![(
+        t1.clone(),
+        svg::line_chart(
+            &t1,
+            "demanded rate (req/s)",
+            "reply rate (req/s)",
+            Scale::Linear,
+            Scale::Linear,
+            &series,
+        ),
+    )];
+    let lat: Vec<(f64, f64)> = st
+        .iter()
+        .filter_map(|(_, m)| {
+            Some((
+                *m.get("demanded_rate_per_s")?,
+                ms(*m.get("latency_p99_ns")?),
+            ))
+        })
+        .collect();
+    if !lat.is_empty() {
+        let mut series = vec![LineSeries {
+            name: "p99".into(),
+            points: lat.clone(),
+            color: 0,
+            dash: 0,
+        }];
+        let p50: Vec<(f64, f64)> = st
+            .iter()
+            .filter_map(|(_, m)| {
+                Some((
+                    *m.get("demanded_rate_per_s")?,
+                    ms(*m.get("latency_p50_ns")?),
+                ))
+            })
+            .collect();
+        if !p50.is_empty() {
+            series.push(LineSeries {
+                name: "p50".into(),
+                points: p50,
+                color: 2,
+                dash: 1,
+            });
+        }
+        let lmax = lat.iter().map(|p| p.1).fold(0.0, f64::max);
+        if let Some(s) = sat {
+            series.push(LineSeries {
+                name: "saturation".into(),
+                points: vec![(s, 0.0), (s, lmax)],
+                color: 3,
+                dash: 1,
+            });
+        }
+        let t2 = format!("{who}{wl} ramp: latency vs demanded rate");
+        figures.push((
+            t2.clone(),
+            svg::line_chart(
+                &t2,
+                "demanded rate (req/s)",
+                "latency (ms)",
+                Scale::Linear,
+                Scale::Linear,
+                &series,
+            ),
+        ));
+    }
+    let rows = st
+        .iter()
+        .map(|(i, m)| {
+            vec![
+                i.clone(),
+                m.get("demanded_rate_per_s").map_or("-".into(), |v| num(*v)),
+                m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
+                m.get("latency_p50_ns")
+                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
+                m.get("latency_p99_ns")
+                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
+                m.get("errors_pct")
+                    .map_or("-".into(), |v| format!("{v:.2}")),
+            ]
+        })
+        .collect();
+    let mut notes = vec![match sat {
+        Some(s) => format!("Saturation at a demanded rate of {} req/s.", num(s)),
+        None => "No saturation point within the ramp.".into(),
+    }];
+    notes.extend(
+        r.missing
+            .iter()
+            .filter(|m| m.name == "saturation_rate_per_s")
+            .map(|m| m.reason.clone()),
+    );
+    Some(View {
+        title: format!("{who}{wl} capacity ramp"),
+        figures,
+        tables: vec![Table {
+            caption: "Ramp steps".into(),
+            head: [
+                "Step",
+                "Demanded req/s",
+                "Reply req/s",
+                "p50 ms",
+                "p99 ms",
+                "Errors %",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+        }],
+        notes,
+    })
+}
+
+fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    let r = ok_results(run, wl).find(|r| r.test == "search")?;
+    let st = ordered(steps(r, "search", "step"));
+    let probes: Vec<(f64, f64)> = st
+        .iter()
+        .filter_map(|(_, m)| {
+            Some((
+                *m.get("demanded_rate_per_s")?,
+                ms(*m.get("latency_at_objective_ns")?),
+            ))
+        })
+        .collect();
+    if st.is_empty() {
+        return None;
+    }
+    let bound = metric(r, "objective_bound_ns", &[]).map(ms);
+    let pct = metric(r, "objective_percentile", &[]);
+    let answer = metric(r, "max_rate_meeting_slo_per_s", &[]);
+    let obj = match (pct, bound) {
+        (Some(p), Some(b)) => format!("p{} < {} ms", si(p), si(b)),
+        _ => "the objective".into(),
+    };
+    let mut sorted = probes.clone();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let xmax = sorted.iter().map(|p| p.0).fold(0.0, f64::max);
+    let ymax = sorted
+        .iter()
+        .map(|p| p.1)
+        .fold(bound.unwrap_or(0.0), f64::max);
+    let mut series = vec![LineSeries {
+        name: format!("latency at {obj}"),
+        points: sorted,
+        color: 0,
+        dash: 0,
+    }];
+    if let Some(b) = bound {
+        series.push(LineSeries {
+            name: format!("bound {} ms", si(b)),
+            points: vec![(0.0, b), (xmax, b)],
+            color: 3,
+            dash: 1,
+        });
+    }
+    if let Some(a) = answer {
+        series.push(LineSeries {
+            name: format!("answer {}/s", si(a)),
+            points: vec![(a, 0.0), (a, ymax)],
+            color: 2,
+            dash: 2,
+        });
+    }
+    let mut figures = Vec::new();
+    if !probes.is_empty() {
+        let t = format!("{who}{wl} search: latency at the objective per probed rate");
+        figures.push((
+            t.clone(),
+            svg::line_chart(
+                &t,
+                "demanded rate (req/s)",
+                "latency (ms)",
+                Scale::Linear,
+                Scale::Linear,
+                &series,
+            ),
+        ));
+    }
+    let rows = st
+        .iter()
+        .map(|(i, m)| {
+            let meets = r
+                .metrics
+                .iter()
+                .find(|x| {
+                    x.name == "demanded_rate_per_s"
+                        && x.labels.get("phase").map(String::as_str) == Some("search")
+                        && x.labels.get("step") == Some(i)
+                })
+                .and_then(|x| x.labels.get("meets").cloned())
+                .unwrap_or_else(|| "-".into());
+            vec![
+                i.clone(),
+                m.get("demanded_rate_per_s").map_or("-".into(), |v| num(*v)),
+                m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
+                m.get("latency_at_objective_ns")
+                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
+                meets,
+            ]
+        })
+        .collect();
+    let mut notes = vec![match answer {
+        Some(a) => format!("Highest rate meeting {obj}: {} req/s.", num(a)),
+        None => format!("No probed rate met {obj}."),
+    }];
+    notes.extend(
+        r.missing
+            .iter()
+            .filter(|m| m.name == "max_rate_meeting_slo_per_s")
+            .map(|m| m.reason.clone()),
+    );
+    Some(View {
+        title: format!("{who}{wl} latency-objective search"),
+        figures,
+        tables: vec![Table {
+            caption: format!("Probes in measurement order (objective {obj})"),
+            head: [
+                "Probe",
+                "Demanded req/s",
+                "Reply req/s",
+                "Latency at objective ms",
+                "Meets",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+        }],
+        notes,
+    })
+}
+
+fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    let r = ok_results(run, wl).find(|r| r.test == "levels")?;
+    let st: Vec<(String, BTreeMap<String, f64>)> = steps(r, "levels", "level")
+        .into_iter()
+        .filter(|(_, m)| m.contains_key("target_rate_per_s"))
+        .collect();
+    if st.is_empty() {
+        return None;
+    }
+    // 100% first, down to active idle.
+    let mut st = st;
+    st.sort_by(|a, b| {
+        let p = |s: &str| s.trim_end_matches('%').parse::<f64>().unwrap_or(-1.0);
+        p(&b.0).total_cmp(&p(&a.0))
+    });
+    let cats: Vec<String> = st.iter().map(|s| s.0.clone()).collect();
+    let get = |n: &str| -> Vec<Option<f64>> { st.iter().map(|(_, m)| m.get(n).copied()).collect() };
+    let bars = |name: &str, v: Vec<Option<f64>>| BarSeries {
+        name: name.into(),
+        warn: vec![false; v.len()],
+        values: v,
+    };
+    let t1 = format!("{who}{wl} load levels: target and reply rate");
+    let mut figures = vec![(
+        t1.clone(),
+        svg::bar_chart(
+            &t1,
+            "req/s",
+            &cats,
+            &[
+                bars("target", get("target_rate_per_s")),
+                bars("reply", get("reply_rate_per_s")),
+            ],
+        ),
+    )];
+    let power = get("power_w");
+    let perw = get("reply_rate_per_w");
+    if power.iter().any(Option::is_some) {
+        let t = format!("{who}{wl} load levels: power (W)");
+        figures.push((
+            t.clone(),
+            svg::bar_chart(&t, "W", &cats, &[bars("power", power.clone())]),
+        ));
+    }
+    if perw.iter().any(Option::is_some) {
+        let t = format!("{who}{wl} load levels: req/s per W");
+        figures.push((
+            t.clone(),
+            svg::bar_chart(&t, "req/s per W", &cats, &[bars("perf/W", perw.clone())]),
+        ));
+    }
+    let rows = st
+        .iter()
+        .map(|(l, m)| {
+            vec![
+                l.clone(),
+                m.get("target_rate_per_s").map_or("-".into(), |v| num(*v)),
+                m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
+                m.get("latency_p99_ns")
+                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
+                m.get("power_w")
+                    .map_or("absent".into(), |v| format!("{v:.1}")),
+                m.get("reply_rate_per_w").map_or("-".into(), |v| num(*v)),
+            ]
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if let Some(v) = metric(r, "overall_reply_rate_per_w", &[]) {
+        notes.push(format!("Overall: {} req/s per W.", num(v)));
+    }
+    notes.extend(
+        r.missing
+            .iter()
+            .filter(|m| m.name == "overall_reply_rate_per_w")
+            .map(|m| m.reason.clone()),
+    );
+    Some(View {
+        title: format!("{who}{wl} load levels"),
+        figures,
+        tables: vec![Table {
+            caption: "Load levels".into(),
+            head: [
+                "Level",
+                "Target req/s",
+                "Reply req/s",
+                "p99 ms",
+                "Power W",
+                "req/s per W",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+        }],
+        notes,
+    })
+}
+
+// ---------------------------------------------------------------- rendering
+
+/// The views as HTML (figures, tables, notes), every string escaped.
+pub fn views_html(runs: &[RunRecord], wl: &str) -> String {
+    let mut h = String::new();
+    for v in views(runs, wl) {
+        let _ = write!(
+            h,
+            r#"<h3 class="view">{}</h3><div class="grid">"#,
+            esc(&v.title)
+        );
+        for (t, s) in &v.figures {
+            let _ = write!(h, "<figure>{s}<figcaption>{}</figcaption></figure>", esc(t));
+        }
+        h.push_str("</div>");
+        for t in &v.tables {
+            let _ = write!(h, "<table><caption>{}</caption><tr>", esc(&t.caption));
+            for c in &t.head {
+                let _ = write!(h, "<th>{}</th>", esc(c));
+            }
+            h.push_str("</tr>");
+            for r in &t.rows {
+                h.push_str("<tr>");
+                for (i, c) in r.iter().enumerate() {
+                    let cls = if i == 0 { "" } else { r#" class="n""# };
+                    let _ = write!(h, "<td{cls}>{}</td>", esc(c));
+                }
+                h.push_str("</tr>");
+            }
+            h.push_str("</table>");
+        }
+        for n in &v.notes {
+            let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
+        }
+    }
+    h
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The views' tables (and notes) as Markdown.
+pub fn views_markdown(runs: &[RunRecord], wl: &str) -> String {
+    let mut m = String::new();
+    for v in views(runs, wl) {
+        let _ = write!(m, "\n### {}\n", md_cell(&v.title));
+        for t in &v.tables {
+            let _ = write!(m, "\n{}\n\n", md_cell(&t.caption));
+            let _ = writeln!(
+                m,
+                "| {} |",
+                t.head
+                    .iter()
+                    .map(|c| md_cell(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
+            let _ = writeln!(m, "|{}|", vec!["---"; t.head.len()].join("|"));
+            for r in &t.rows {
+                let _ = writeln!(
+                    m,
+                    "| {} |",
+                    r.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | ")
+                );
+            }
+        }
+        for n in &v.notes {
+            let _ = write!(m, "\n{}\n", md_cell(n));
+        }
+    }
+    m
+}
+
+/// What a run measured: its (workload, test) pairs, sorted.
+fn signature(run: &RunRecord) -> Vec<(String, String)> {
+    let mut s: Vec<(String, String)> = run
+        .results
+        .iter()
+        .map(|r| (r.workload.clone(), r.test.clone()))
+        .collect();
+    s.sort();
+    s.dedup();
+    s
+}
+
+/// Which runs to compare: each run after the first against the first earlier run that
+/// measured the same workloads and tests (B index, A index). Runs of different workloads
+/// (mem vs net) have nothing to compare; they are listed in the second vector.
+pub fn comparable_pairs(runs: &[RunRecord]) -> (Vec<(usize, usize)>, Vec<usize>) {
+    let sigs: Vec<_> = runs.iter().map(signature).collect();
+    let mut pairs = Vec::new();
+    let mut alone = Vec::new();
+    for i in 1..runs.len() {
+        match (0..i).find(|j| !sigs[i].is_empty() && sigs[*j] == sigs[i]) {
+            Some(j) => pairs.push((j, i)),
+            None => alone.push(i),
+        }
+    }
+    (pairs, alone)
+}
