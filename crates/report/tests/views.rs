@@ -1,0 +1,348 @@
+//! The workload-specific views (crypto, mem, net, capacity) on runs built here with the
+//! metric names and labels the workloads store: each view appears with its numbers when
+//! its data is there, and is absent when it is not.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{kv_run, Spec};
+use model::{Metric, MissingMetric, ResultRecord, RunRecord};
+use rackbench_report as report;
+
+/// A run of `wl` with these (test, params, metrics) results, on the fixture's hosts.
+fn run(id: &str, wl: &str, results: Vec<(&str, serde_json::Value, Vec<Metric>)>) -> RunRecord {
+    let mut r = kv_run(&Spec {
+        id: Box::leak(id.to_string().into_boxed_str()),
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let template = r.results[0].clone();
+    r.label = Some(id.to_string());
+    r.results = results
+        .into_iter()
+        .enumerate()
+        .map(|(i, (test, params, metrics))| {
+            let params: BTreeMap<String, serde_json::Value> =
+                serde_json::from_value(params).unwrap();
+            ResultRecord {
+                workload: wl.into(),
+                test: test.into(),
+                step: i as u32,
+                params,
+                headline: metrics[0].name.clone(),
+                metrics,
+                histograms: vec![],
+                telemetry: vec![],
+                telemetry_summary: vec![],
+                ..template.clone()
+            }
+        })
+        .collect();
+    r
+}
+
+fn crypto_run() -> RunRecord {
+    let mut res = Vec::new();
+    for (bits, t, s, v) in [
+        (1024, 1, 8227.0, 135777.0),
+        (1024, 2, 9781.0, 161012.0),
+        (2048, 1, 2061.0, 49974.0),
+        (2048, 2, 2607.0, 56706.0),
+    ] {
+        res.push((
+            match bits {
+                1024 => "rsa1024",
+                _ => "rsa2048",
+            },
+            serde_json::json!({ "threads": t }),
+            vec![
+                Metric::new("signs_per_s", s, "ops/s"),
+                Metric::new("verifies_per_s", v, "ops/s"),
+                Metric::new("signs_per_s", s, "ops/s")
+                    .label("bits", bits)
+                    .label("threads", t),
+            ],
+        ));
+    }
+    run("crypto-a", "crypto", res)
+}
+
+fn mem_run() -> RunRecord {
+    let mut lat = Vec::new();
+    for e in 12..=26 {
+        let size = 1u64 << e;
+        let ns = if e <= 15 {
+            1.7
+        } else if e <= 20 {
+            5.5
+        } else if e <= 23 {
+            36.0
+        } else {
+            95.0
+        };
+        lat.push(Metric::new("latency_ns", ns, "ns").label("size_bytes", size));
+    }
+    let mut m = vec![Metric::new("l1_latency_ns", 1.74, "ns")];
+    m.extend(lat);
+    m.extend([
+        Metric::new("l1_latency_cycles", 5.3, "cycles").label("freq_source", "cpuinfo"),
+        Metric::new("l1_plateau_from_bytes", 4096.0, "B"),
+        Metric::new("l1_plateau_to_bytes", 32768.0, "B"),
+        Metric::new("l1_cache_bytes", 49152.0, "B"),
+        Metric::new("l2_latency_ns", 5.5, "ns"),
+        Metric::new("l2_plateau_from_bytes", 65536.0, "B"),
+        Metric::new("l2_plateau_to_bytes", 1048576.0, "B"),
+        Metric::new("l2_cache_bytes", 2097152.0, "B"),
+    ]);
+    let bw = vec![
+        Metric::new("bandwidth_gb_per_s", 20.9, "GB/s")
+            .label("kind", "copy")
+            .label("threads", 1),
+        Metric::new("bandwidth_gb_per_s", 25.87, "GB/s")
+            .label("kind", "copy")
+            .label("threads", 2),
+        Metric::new("bandwidth_gb_per_s", 1.76, "GB/s")
+            .label("kind", "triad")
+            .label("threads", 1),
+    ];
+    let mut r = run(
+        "mem-a",
+        "mem",
+        vec![
+            ("latency", serde_json::json!({}), m),
+            ("bandwidth", serde_json::json!({}), bw),
+        ],
+    );
+    r.results[0].missing.push(MissingMetric {
+        name: "ram_latency_ns".into(),
+        reason: "no plateau beyond the last cache: raise --max-size".into(),
+    });
+    r
+}
+
+fn net_run() -> RunRecord {
+    let t = |g: f64, extra: Vec<Metric>| {
+        let mut m = vec![
+            Metric::new("throughput_gbit_per_s", g, "Gbit/s"),
+            Metric::new("throughput_gbit_per_s", g * 1.01, "Gbit/s").label("end", "sender"),
+            Metric::new("sender_cpu_pct", 61.5, "%"),
+            Metric::new("receiver_cpu_pct", 72.3, "%"),
+            Metric::new("cpu_pct_per_gbit", 61.5 / g, "%/(Gbit/s)").label("end", "sender"),
+        ];
+        m.extend(extra);
+        m
+    };
+    run(
+        "net-a",
+        "net",
+        vec![
+            ("tcp", serde_json::json!({}), t(15.57, vec![])),
+            (
+                "udp1472",
+                serde_json::json!({}),
+                t(
+                    1.72,
+                    vec![
+                        Metric::new("packets_per_s", 146000.0, "packets/s"),
+                        Metric::new("loss_pct", 0.125, "%"),
+                        Metric::new("jitter_ms", 0.042, "ms"),
+                    ],
+                ),
+            ),
+        ],
+    )
+}
+
+fn step(phase: &str, key: &str, i: &str, demanded: f64, reply: f64, p99_ns: f64) -> Vec<Metric> {
+    let l = |m: Metric| m.label("phase", phase).label(key, i);
+    vec![
+        l(Metric::new("demanded_rate_per_s", demanded, "req/s")),
+        l(Metric::new("reply_rate_per_s", reply, "req/s")),
+        l(Metric::new("latency_p99_ns", p99_ns, "ns").label("kind", "service")),
+    ]
+}
+
+fn capacity_run(with_power: bool) -> RunRecord {
+    let mut ramp = Vec::new();
+    for (i, (d, r, p)) in [
+        (2000.0, 1987.0, 7.0e6),
+        (4000.0, 4002.0, 5.3e6),
+        (6000.0, 5100.0, 40.0e6),
+    ]
+    .iter()
+    .enumerate()
+    {
+        ramp.extend(step("ramp", "step", &i.to_string(), *d, *r, *p));
+    }
+    ramp.push(Metric::new("saturation_rate_per_s", 6000.0, "req/s"));
+    let mut search = vec![Metric::new("max_rate_meeting_slo_per_s", 44000.0, "req/s")];
+    for (i, (d, lat)) in [(32000.0, 18.9e6), (64000.0, 31.4e6), (44000.0, 13.5e6)]
+        .iter()
+        .enumerate()
+    {
+        search.extend(step("search", "step", &i.to_string(), *d, *d, *lat));
+        search.push(
+            Metric::new("latency_at_objective_ns", *lat, "ns")
+                .label("phase", "search")
+                .label("step", i)
+                .label("slo", "p99<20ms"),
+        );
+    }
+    search.push(Metric::new("objective_percentile", 99.0, "%"));
+    search.push(Metric::new("objective_bound_ns", 20e6, "ns"));
+    let mut levels = Vec::new();
+    for (lv, rate, w) in [("100%", 44000.0, 150.0), ("50%", 22000.0, 110.0)] {
+        levels.push(
+            Metric::new("target_rate_per_s", rate, "req/s")
+                .label("phase", "levels")
+                .label("level", lv),
+        );
+        levels.extend(step("levels", "level", lv, rate, rate * 0.99, 9e6));
+        if with_power {
+            levels.push(
+                Metric::new("power_w", w, "W")
+                    .label("phase", "levels")
+                    .label("level", lv),
+            );
+            levels.push(
+                Metric::new("reply_rate_per_w", rate * 0.99 / w, "req/s/W")
+                    .label("phase", "levels")
+                    .label("level", lv),
+            );
+        }
+    }
+    run(
+        "kv-cap",
+        "kv",
+        vec![
+            ("ramp", serde_json::json!({}), ramp),
+            ("search", serde_json::json!({}), search),
+            ("levels", serde_json::json!({}), levels),
+        ],
+    )
+}
+
+#[test]
+fn crypto_rsa_table_and_chart() {
+    let r = crypto_run();
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("RSA operations per second by key size"));
+    assert!(h.contains("RSA signs/s vs threads, per key size"));
+    for n in ["8,227", "9,781", "161,012", "56,706", "2 thr: verifies/s"] {
+        assert!(h.contains(n), "missing {n}");
+    }
+    assert!(h.contains("RSA-1024") && h.contains("RSA-2048"));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| 1024 | 8,227 | 135,777 | 9,781 | 161,012 | 2 threads |"));
+    // Absent elsewhere.
+    let h = report::html(&[mem_run()], None);
+    assert!(!h.contains("RSA operations per second"));
+}
+
+#[test]
+fn mem_latency_curve_plateaus_and_bandwidth() {
+    let r = mem_run();
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("memory latency vs working set"));
+    // Plateaus as segments with labels, cache sizes as vertical lines with KiB/MiB labels.
+    assert_eq!(h.matches(r#"class="plateau""#).count(), 2);
+    assert_eq!(h.matches(r#"class="cache""#).count(), 2);
+    assert!(h.contains("L1 1.7 ns"));
+    assert!(h.contains("L1 48 KiB") && h.contains("L2 2 MiB"));
+    assert!(h.contains("4 KiB") && h.contains("64 MiB"));
+    // The level table: latency, cycles, plateau range, cache size; RAM's reason.
+    assert!(h.contains("<td>L1</td><td class=\"n\">1.74</td><td class=\"n\">5.3</td><td class=\"n\">4 KiB - 32 KiB</td><td class=\"n\">48 KiB</td>"));
+    assert!(h.contains("raise --max-size"));
+    // Bandwidth bars by kind and threads.
+    assert!(h.contains("memory bandwidth by kernel and threads"));
+    assert!(h.contains("25.87") && h.contains("2 thread(s)"));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains("| L2 | 5.50 | - | 64 KiB - 1 MiB | 2 MiB |"),
+        "{m}"
+    );
+    assert!(m.contains("| copy | 20.90 | 25.87 |"));
+    // Without the latency test, no curve.
+    let mut r2 = r.clone();
+    r2.results.retain(|x| x.test != "latency");
+    let h = report::html(&[r2], None);
+    assert!(!h.contains("memory latency vs working set"));
+    assert!(h.contains("memory bandwidth by kernel and threads"));
+}
+
+#[test]
+fn net_throughput_bars_and_cpu_table() {
+    let r = net_run();
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("network throughput per test"));
+    assert!(h.contains("Receiver %CPU per Gbit/s"));
+    for n in ["15.57", "61.5", "72.3", "146,000", "0.125", "0.042"] {
+        assert!(h.contains(n), "missing {n}");
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains("| tcp | 15.57 | 61.5 | 72.3 | 3.95 | - | - | - | - |"),
+        "{m}"
+    );
+    assert!(!report::html(&[crypto_run()], None).contains("network throughput per test"));
+}
+
+#[test]
+fn capacity_ramp_search_levels() {
+    let r = capacity_run(true);
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("kv ramp: reply rate vs demanded rate"));
+    assert!(h.contains("saturation at 6k/s"));
+    assert!(h.contains("kv ramp: latency vs demanded rate"));
+    assert!(h.contains("Saturation at a demanded rate of 6,000 req/s."));
+    assert!(h.contains("<td class=\"n\">40.000</td>"), "p99 in ms");
+    assert!(h.contains("kv search: latency at the objective per probed rate"));
+    assert!(h.contains("bound 20 ms") && h.contains("answer 44k/s"));
+    assert!(h.contains("Highest rate meeting p99 &lt; 20 ms: 44,000 req/s."));
+    assert!(h.contains("kv load levels: target and reply rate"));
+    assert!(h.contains("kv load levels: power (W)"));
+    assert!(h.contains("kv load levels: req/s per W"));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 150.0 | 290 |"),
+        "{m}"
+    );
+    // No power: no power chart, "absent" in the table.
+    let h = report::html(&[capacity_run(false)], None);
+    assert!(!h.contains("kv load levels: power (W)"));
+    assert!(h.contains("<td class=\"n\">absent</td>"));
+    // Not a capacity run: no capacity views.
+    let h = report::html(&[net_run()], None);
+    assert!(!h.contains("ramp: reply rate") && !h.contains("load levels"));
+}
+
+#[test]
+fn comparisons_only_between_runs_of_the_same_tests() {
+    let a = crypto_run();
+    let mut b = crypto_run();
+    b.id = "crypto-b".into();
+    b.label = Some("crypto-b".into());
+    let h = report::html(&[mem_run(), net_run(), a, b], None);
+    // crypto-b is compared with crypto-a; mem and net are compared with nothing.
+    assert_eq!(
+        h.matches("<h3>crypto-b (B) vs crypto-a (A)</h3>").count(),
+        1
+    );
+    assert!(!h.contains("(B) vs mem-a (A)"));
+    assert!(h.contains(
+        "Not compared (no earlier run measured the same workload and tests): net-a, crypto-a"
+    ));
+}
+
+#[test]
+fn view_strings_are_escaped() {
+    let mut r = mem_run();
+    for m in &mut r.results[1].metrics {
+        m.labels.insert("kind".into(), "<script>x</script>".into());
+    }
+    let h = report::html(&[r], None);
+    assert!(!h.contains("<script>x"));
+    assert!(h.contains("&lt;script&gt;x"));
+}
