@@ -53,9 +53,11 @@ pub fn workloads(runs: &[RunRecord]) -> Vec<String> {
     out
 }
 
-/// The runs with only one workload's results (figures of different workloads never mix).
+/// The runs with only one workload's results (figures of different workloads never mix);
+/// runs without a result of that workload are left out (no empty columns in its section).
 pub fn only_workload(runs: &[RunRecord], wl: &str) -> Vec<RunRecord> {
     runs.iter()
+        .filter(|r| r.results.iter().any(|x| x.workload == wl))
         .map(|r| {
             let mut r = r.clone();
             r.results.retain(|x| x.workload == wl);
