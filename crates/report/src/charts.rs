@@ -25,7 +25,7 @@ pub struct Chart {
     pub note: Option<String>,
 }
 
-fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     let mut out: String = s
         .chars()
         .map(|c| {

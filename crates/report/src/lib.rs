@@ -26,8 +26,25 @@ pub use markdown::markdown;
 /// Every chart of the report as standalone SVG files: (file name, SVG text). Charts that
 /// could not be drawn (no histograms, no power) are left out; the HTML report says why.
 pub fn svg_charts(runs: &[model::RunRecord]) -> Vec<(String, String)> {
+    // The workload-specific views' figures too, named after their titles.
+    let views = charts::workloads(runs).into_iter().flat_map(|wl| {
+        let wruns = charts::only_workload(runs, &wl);
+        views::views(&wruns, &wl)
+            .into_iter()
+            .flat_map(|v| v.figures)
+            .map(|(title, svg)| charts::Chart {
+                file: format!("view_{}.svg", charts::slug(&title)),
+                title,
+                section: "view".into(),
+                workload: String::new(),
+                svg: Some(svg),
+                note: None,
+            })
+            .collect::<Vec<_>>()
+    });
     charts::charts(runs)
         .into_iter()
+        .chain(views)
         .filter_map(|c| {
             c.svg.map(|s| {
                 (

@@ -346,3 +346,22 @@ fn view_strings_are_escaped() {
     assert!(!h.contains("<script>x"));
     assert!(h.contains("&lt;script&gt;x"));
 }
+
+#[test]
+fn view_figures_are_standalone_svg_files() {
+    let files = report::svg_charts(&[mem_run(), capacity_run(true)]);
+    let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+    assert!(
+        names.contains(&"view_memory_latency_vs_working_set.svg"),
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n.starts_with("view_kv_ramp")));
+    let f = files
+        .iter()
+        .find(|f| f.0 == "view_memory_latency_vs_working_set.svg")
+        .unwrap();
+    assert!(f.1.starts_with("<?xml") && f.1.contains(r#"class="plateau""#));
+    // No views without their data.
+    let files = report::svg_charts(&[net_run()]);
+    assert!(!files.iter().any(|f| f.0.starts_with("view_memory")));
+}
