@@ -72,35 +72,40 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// Check that every CPU in `cpus` is one this process may use; the error lists those it may.
+/// CPUs the system has online (sysconf), not the ones this process may use now: under
+/// `taskset -c 1` the process may still pin its threads and children to CPU 0.
+pub fn system_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    match unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } {
+        n if n > 0 => n as usize,
+        _ => online_cpus(),
+    }
+}
+
+/// Check that every CPU in `cpus` exists on this host.
 pub fn check_cpus(cpus: &[usize], what: &str) -> anyhow::Result<()> {
-    let allowed = allowed_cpus();
-    if let Some(bad) = cpus.iter().find(|c| !allowed.contains(c)) {
+    let n = system_cpus();
+    if let Some(bad) = cpus.iter().find(|&&c| c >= n) {
         bail!(
-            "{what}: CPU {bad} is not available here (this process may use CPUs {})",
-            format_cpu_list(&allowed)
+            "{what}: CPU {bad} is not available: it does not exist here (this host has CPUs 0-{} online)",
+            n - 1
         );
     }
     Ok(())
 }
 
-/// `0,1,2,5` -> `0-2,5`.
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
+/// A CPU list from plan values: numbers (`0,1` arrives as a list of numbers) and Linux
+/// CPU-list strings (`0-3,8`), in order. Parsing only; see [`check_cpus`].
+pub fn cpus_from_values(values: &[serde_json::Value], what: &str) -> anyhow::Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for v in values {
+        let s = match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out.extend(parse_cpu_list(&s).with_context(|| format!("{what}: `{s}` is not a CPU list"))?);
     }
-    out.join(",")
+    Ok(out)
 }
 
 /// Pin the calling thread to the given CPUs (Linux `sched_setaffinity`).

@@ -170,14 +170,7 @@ impl CryptoWorkload {
     pub fn from_params(m: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Self> {
         let cfg = parse_config(m)?;
         let tests = expand_tests(&cfg)?;
-        let mut cpus = Vec::new();
-        for v in &cfg.cpus {
-            let s = match v {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            cpus.extend(engine::launch::parse_cpu_list(&s).context("crypto: `cpus`")?);
-        }
+        let cpus = engine::launch::cpus_from_values(&cfg.cpus, "crypto: `cpus`")?;
         Ok(CryptoWorkload { cfg, tests, cpus })
     }
 

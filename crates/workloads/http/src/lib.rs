@@ -319,23 +319,14 @@ impl Default for HttpConfig {
 const TESTS: [&str; 4] = ["load", "ramp", "search", "levels"];
 
 fn cpu_list(l: &List, what: &str) -> anyhow::Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for s in l.items() {
-        out.extend(engine::launch::parse_cpu_list(&s).with_context(|| format!("--{what}"))?);
-    }
-    // CPUs the system has online, not the ones this process may use now: under
-    // `taskset -c 1` the process may still pin its threads to CPU 1.
-    // SAFETY: sysconf has no preconditions.
-    let online = match unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } {
-        n if n > 0 => n as usize,
-        _ => engine::launch::online_cpus(),
-    };
-    if let Some(bad) = out.iter().find(|&&c| c >= online) {
-        bail!(
-            "--{what}: CPU {bad} does not exist here (this host has CPUs 0-{})",
-            online - 1
-        );
-    }
+    let values: Vec<serde_json::Value> = l
+        .items()
+        .into_iter()
+        .map(serde_json::Value::String)
+        .collect();
+    let what = format!("--{what}");
+    let out = engine::launch::cpus_from_values(&values, &what)?;
+    engine::launch::check_cpus(&out, &what)?;
     Ok(out)
 }
 

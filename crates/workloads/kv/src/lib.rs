@@ -181,18 +181,7 @@ impl Default for KvConfig {
 
 /// CPU lists arrive as numbers (`0,1` parsed as a list) or strings (`0-3`).
 fn cpu_list(values: &[serde_json::Value], what: &str) -> anyhow::Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for v in values {
-        match v {
-            serde_json::Value::Number(n) => out.push(
-                n.as_u64()
-                    .with_context(|| format!("{what}: `{n}` is not a CPU number"))?
-                    as usize,
-            ),
-            serde_json::Value::String(s) => out.extend(engine::launch::parse_cpu_list(s)?),
-            other => bail!("{what}: `{other}` is not a CPU list"),
-        }
-    }
+    let out = engine::launch::cpus_from_values(values, what)?;
     engine::launch::check_cpus(&out, what)?;
     Ok(out)
 }

@@ -136,15 +136,7 @@ pub fn registration() -> engine::Registration {
 }
 
 fn cpu_list(key: &str, vals: &[Value]) -> anyhow::Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for v in vals {
-        let s = match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        out.extend(engine::launch::parse_cpu_list(&s).with_context(|| format!("net: `{key}`"))?);
-    }
-    Ok(out)
+    engine::launch::cpus_from_values(vals, &format!("net: `{key}`"))
 }
 
 /// A test name as (protocol, payload).
