@@ -248,9 +248,10 @@ pub fn run(
                         Data::Tcp(mut s) => {
                             // A stalled receiver must not hold the sender past the deadline.
                             let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
-                            let buf = vec![0x5au8; payload];
+                            let buf = proto::AlignedBuf::new(payload, 0x5a);
+                            let buf = buf.as_slice();
                             while !stop.load(Ordering::Relaxed) {
-                                match s.write(&buf) {
+                                match s.write(buf) {
                                     Ok(n) => {
                                         o.sent.bytes += n as u64;
                                         ctr.0.store(o.sent.bytes, Ordering::Relaxed);
@@ -273,7 +274,8 @@ pub fn run(
                             let _ = s.shutdown(Shutdown::Write);
                         }
                         Data::Udp(s) => {
-                            let mut buf = vec![0u8; payload];
+                            let mut buf = proto::AlignedBuf::new(payload, 0);
+                            let buf = buf.as_mut_slice();
                             let mut seq = 0u64;
                             while !stop.load(Ordering::Relaxed) {
                                 if rate > 0.0 {
@@ -288,8 +290,8 @@ pub fn run(
                                         continue;
                                     }
                                 }
-                                proto::put_udp_header(&mut buf, seq, wall_ns());
-                                match s.send(&buf) {
+                                proto::put_udp_header(buf, seq, wall_ns());
+                                match s.send(buf) {
                                     Ok(n) => {
                                         seq += 1;
                                         o.sent.packets += 1;

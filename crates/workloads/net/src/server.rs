@@ -385,10 +385,11 @@ const TCP_READ: usize = 128 * 1024;
 
 fn rx_tcp(mut s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut buf = vec![0u8; TCP_READ];
+    let mut buf = proto::AlignedBuf::new(TCP_READ, 0);
+    let buf = buf.as_mut_slice();
     let mut total = 0u64;
     while !finish.load(Ordering::Relaxed) {
-        match s.read(&mut buf) {
+        match s.read(buf) {
             Ok(0) => break,
             Ok(n) => {
                 total += n as u64;
@@ -406,10 +407,11 @@ fn rx_tcp(mut s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
 }
 
 fn rx_udp(s: UdpSocket, payload: usize, live: &Live, finish: &AtomicBool, t0: Instant) {
-    let mut buf = vec![0u8; payload.max(proto::UDP_HEADER_BYTES) + 1];
+    let mut buf = proto::AlignedBuf::new(payload.max(proto::UDP_HEADER_BYTES) + 1, 0);
+    let buf = buf.as_mut_slice();
     let mut rx = proto::UdpRx::default();
     while !finish.load(Ordering::Relaxed) {
-        match s.recv(&mut buf) {
+        match s.recv(buf) {
             Ok(n) => {
                 let arrival = wall_ns();
                 if let Some((seq, sent_ns)) = proto::parse_udp_header(&buf[..n]) {
