@@ -8,6 +8,9 @@
 # the shell's `times`, divided by the requests it completed), then the medians.
 #
 # Goal (issue 6): rackbench's req/s at least wrk's, with no more client CPU per request.
+# Each round runs wrk then rackbench back to back, so their ratio within a round is the
+# figure to read on a noisy machine (a VM's throughput drifts by 20% from minute to
+# minute); the medians of those paired ratios are printed last.
 #
 # Usage: bench/http_vs_wrk.sh [ROUNDS] [CONNECTIONS] [DURATION_S] [FILE_BYTES]
 # Needs: nginx (apt-get install nginx-light), wrk (apt-get install wrk), jq, and a release
@@ -78,7 +81,7 @@ cpu_of() { # prints "<cpu_s>" on fd 3, the command's stdout on stdout
     echo "$out" | awk '{ split($1,u,"m"); split($2,s,"m"); sub("s","",u[2]); sub("s","",s[2]); printf "%.3f\n", u[1]*60+u[2]+s[1]*60+s[2] }'
 }
 
-declare -a W_RPS W_CPU R_RPS R_CPU R_LOOP
+declare -a W_RPS W_CPU R_RPS R_CPU R_LOOP P_RPS P_CPU
 printf "%-9s %5s %12s %16s %20s\n" tool round req_per_s client_us_per_req loadgen_us_per_req
 for r in $(seq "$ROUNDS"); do
     cpu=$(cpu_of taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" "$URL")
@@ -96,6 +99,8 @@ for r in $(seq "$ROUNDS"); do
     loop=$(jq -r '.results[0].metrics[] | select(.name=="loadgen_cpu_us_per_op") | .value' "$DIR/out.txt")
     us=$(awk -v c="$cpu" -v n="$n" 'BEGIN { printf "%.2f", c*1e6/n }')
     R_RPS+=("$rps"); R_CPU+=("$us"); R_LOOP+=("$loop")
+    P_RPS+=("$(awk -v a="$rps" -v b="${W_RPS[-1]}" 'BEGIN { printf "%.4f", a/b }')")
+    P_CPU+=("$(awk -v a="$us" -v b="${W_CPU[-1]}" 'BEGIN { printf "%.4f", a/b }')")
     printf "%-9s %5s %12.0f %16s %20.2f\n" rackbench "$r" "$rps" "$us" "$loop"
 done
 
@@ -105,3 +110,6 @@ echo "medians of $ROUNDS rounds, $CONNS connections, ${DUR}s, ${SIZE}-byte file,
 printf "  wrk:       %10.0f req/s  %6.2f us client CPU per request\n" "$(median "${W_RPS[@]}")" "$(median "${W_CPU[@]}")"
 printf "  rackbench: %10.0f req/s  %6.2f us client CPU per request (load loop alone: %.2f us)\n" \
     "$(median "${R_RPS[@]}")" "$(median "${R_CPU[@]}")" "$(median "${R_LOOP[@]}")"
+printf "  paired ratios rackbench/wrk, median of %s rounds: req/s %.3f (min %.3f, max %.3f), client CPU per request %.3f\n" \
+    "$ROUNDS" "$(median "${P_RPS[@]}")" "$(printf "%s\n" "${P_RPS[@]}" | sort -g | head -1)" \
+    "$(printf "%s\n" "${P_RPS[@]}" | sort -g | tail -1)" "$(median "${P_CPU[@]}")"

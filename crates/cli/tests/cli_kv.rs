@@ -285,3 +285,69 @@ fn ctrl_c_keeps_results_and_leaves_no_server() {
 extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
 }
+
+/// SPECpower-style levels through the runner: every level (and active idle) carries the
+/// CPU and power telemetry saw during that level alone, and the overall perf/W comes out
+/// of them. No power source exists on a CI VM, so power is the declared model (flagged).
+#[test]
+fn load_levels_carry_cpu_and_power_per_level() {
+    if !have("redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json(
+        &db,
+        &[
+            "kv",
+            "-t",
+            "levels",
+            "-c",
+            "4",
+            "--capacity",
+            "4000",
+            "--levels",
+            "100,25",
+            "--step-duration",
+            "1",
+            "--idle-duration",
+            "1",
+            "--power-model",
+            "50:150",
+            "--telemetry-interval",
+            "0.25",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let r = &run["results"][0];
+    assert_eq!(r["headline"], "overall_reply_rate_per_w");
+    let metrics = r["metrics"].as_array().unwrap();
+    let at = |level: &str, name: &str| {
+        metrics
+            .iter()
+            .find(|m| m["name"] == name && m["labels"]["level"] == level)
+            .and_then(|m| m["value"].as_f64())
+    };
+    for level in ["100%", "25%", "active_idle"] {
+        let busy = at(level, "cpu_busy_pct").unwrap_or_else(|| panic!("no CPU at {level}"));
+        assert!((0.0..=100.0).contains(&busy), "{level}: {busy}");
+        let w = at(level, "power_w").unwrap_or_else(|| panic!("no power at {level}"));
+        assert!((49.999..=150.001).contains(&w), "{level}: {w}");
+    }
+    // The model follows CPU: the full level draws more than active idle.
+    assert!(at("100%", "power_w").unwrap() > at("active_idle", "power_w").unwrap());
+    assert!(at("100%", "reply_rate_per_s").unwrap() > 3000.0);
+    let overall = metrics
+        .iter()
+        .find(|m| m["name"] == "overall_reply_rate_per_w")
+        .and_then(|m| m["value"].as_f64())
+        .expect("overall perf/W");
+    assert!(overall > 0.0);
+    let flags: Vec<&str> = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    assert!(flags.contains(&"power_modelled"), "{flags:?}");
+}

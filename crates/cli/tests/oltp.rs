@@ -106,6 +106,63 @@ fn build_check_run_and_a_corrupted_table() {
             .and_then(|m| m["value"].as_f64())
             .unwrap();
         assert!(nopm > 0.0);
+
+        // The capacity tests on the same build: the highest open-loop rate meeting a
+        // p99 objective, then load levels of it with CPU and (modelled) power per level.
+        let (code, out, err) = run(&[
+            "--db",
+            store.to_str().unwrap(),
+            "run",
+            "oltp",
+            "--cluster-dir",
+            d,
+            "--warehouses",
+            "1",
+            "--vus",
+            "2",
+            "-t",
+            "search,levels",
+            "--slo",
+            "p99<250ms",
+            "--search-start",
+            "50",
+            "--search-steps",
+            "4",
+            "--step-duration",
+            "1",
+            "--levels",
+            "100,50",
+            "--idle-duration",
+            "0.5",
+            "--power-model",
+            "50:150",
+            "--json",
+            "-q",
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let search = &v["results"][0];
+        assert_eq!(search["test"], "search");
+        let metric = |r: &serde_json::Value, name: &str| {
+            r["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == name && m.get("labels").is_none())
+                .and_then(|m| m["value"].as_f64())
+        };
+        let best = metric(search, "max_rate_meeting_slo_per_s").expect("a rate meeting p99<250ms");
+        assert!(best >= 10.0, "{best}");
+        let levels = &v["results"][1];
+        assert_eq!(levels["test"], "levels");
+        let per_level_power = levels["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["name"] == "power_w" && m["labels"]["phase"] == "levels")
+            .count();
+        assert_eq!(per_level_power, 3, "100%, 50% and active idle");
+        assert!(metric(levels, "overall_reply_rate_per_w").is_some());
     }
 
     corrupt(&data);

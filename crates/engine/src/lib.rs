@@ -12,9 +12,12 @@
 //! - [`launch`]: servers rackbench starts itself (free ports, CPU pinning, readiness,
 //!   teardown on drop, on error and on Ctrl-C).
 //! - [`stop`]: the process-wide interrupt flag set by Ctrl-C.
+//! - [`capacity`], [`capacity_tests`]: rate ramps, latency-objective searches and load
+//!   levels, and the shared flags and driver that offer them as tests of any workload.
 //! - [`validity`]: checks every result gets (client-bound, errors, zero throughput...).
 
 pub mod capacity;
+pub mod capacity_tests;
 pub mod histlog;
 pub mod launch;
 pub mod load;

@@ -46,6 +46,17 @@ pub trait Watch: Send + Sync {
     fn set_warmup(&self, on: bool);
     /// Watch a process's CPU time (a launched server, `role` like `server:0`).
     fn watch_process(&self, role: &str, pid: u32);
+    /// Close the current sampling interval now and return a mark for
+    /// [`Watch::since_mark`] (None: nothing is sampled).
+    fn mark(&self) -> Option<u64> {
+        None
+    }
+    /// What was sampled from `mark` to now, as metrics: `cpu_busy_pct` (all CPUs),
+    /// `process_cpu_pct` per watched role, `power_w` (labelled with its source). Used for
+    /// per-step figures inside one test (capacity ramps and load levels).
+    fn since_mark(&self, _mark: u64) -> Vec<model::Metric> {
+        Vec::new()
+    }
 }
 
 /// A `Watch` that ignores everything (unit tests, `--no-telemetry`).

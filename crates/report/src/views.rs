@@ -966,6 +966,14 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             svg::bar_chart(&t, "W", &cats, &[bars("power", power.clone())]),
         ));
     }
+    let busy = get("cpu_busy_pct");
+    if busy.iter().any(Option::is_some) {
+        let t = format!("{who}{wl} load levels: CPU busy (%, all CPUs)");
+        figures.push((
+            t.clone(),
+            svg::bar_chart(&t, "%", &cats, &[bars("CPU busy", busy)]),
+        ));
+    }
     if perw.iter().any(Option::is_some) {
         let t = format!("{who}{wl} load levels: req/s per W");
         figures.push((
@@ -982,6 +990,8 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_p99_ns")
                     .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
+                m.get("cpu_busy_pct")
+                    .map_or("-".into(), |v| format!("{v:.1}")),
                 m.get("power_w")
                     .map_or("absent".into(), |v| format!("{v:.1}")),
                 m.get("reply_rate_per_w").map_or("-".into(), |v| num(*v)),
@@ -992,6 +1002,12 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     if let Some(v) = metric(r, "overall_reply_rate_per_w", &[]) {
         notes.push(format!("Overall: {} req/s per W.", num(v)));
     }
+    notes.extend(
+        r.flags
+            .iter()
+            .filter(|f| f.code == "power_modelled")
+            .map(|f| format!("MODELLED: {}", f.message)),
+    );
     notes.extend(
         r.missing
             .iter()
@@ -1008,6 +1024,7 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 "Target req/s",
                 "Reply req/s",
                 "p99 ms",
+                "CPU busy %",
                 "Power W",
                 "req/s per W",
             ]

@@ -202,6 +202,11 @@ fn capacity_run(with_power: bool) -> RunRecord {
         levels.extend(step("levels", "level", lv, rate, rate * 0.99, 9e6));
         if with_power {
             levels.push(
+                Metric::new("cpu_busy_pct", w / 2.0, "%")
+                    .label("phase", "levels")
+                    .label("level", lv),
+            );
+            levels.push(
                 Metric::new("power_w", w, "W")
                     .label("phase", "levels")
                     .label("level", lv),
@@ -304,9 +309,10 @@ fn capacity_ramp_search_levels() {
     assert!(h.contains("kv load levels: target and reply rate"));
     assert!(h.contains("kv load levels: power (W)"));
     assert!(h.contains("kv load levels: req/s per W"));
+    assert!(h.contains("kv load levels: CPU busy (%, all CPUs)"));
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(
-        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 150.0 | 290 |"),
+        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 75.0 | 150.0 | 290 |"),
         "{m}"
     );
     // No power: no power chart, "absent" in the table.

@@ -95,6 +95,8 @@ struct State {
     watched: Vec<Watched>,
     warmup: bool,
     samples: Vec<TelemetrySample>,
+    /// Samples handed out by `take` so far (so a mark stays valid across takes).
+    taken: usize,
     notes: Vec<String>,
     /// When the sampling thread next closes an interval (pushed back by every attempt,
     /// successful or not, and by `take`).
@@ -375,6 +377,7 @@ impl Sampler {
             watched: Vec::new(),
             warmup: false,
             samples: Vec::new(),
+            taken: 0,
             notes: Vec::new(),
             due: Instant::now() + interval,
             stop: false,
@@ -430,7 +433,27 @@ impl Sampler {
         let mut st = lock(&self.shared.0);
         st.sample_now();
         self.shared.1.notify_all();
+        st.taken += st.samples.len();
         std::mem::take(&mut st.samples)
+    }
+
+    /// Close the current interval now and return a mark: the samples after it (see
+    /// [`Sampler::since`]) cover only what follows.
+    pub fn mark(&self) -> usize {
+        let mut st = lock(&self.shared.0);
+        st.sample_now();
+        self.shared.1.notify_all();
+        st.taken + st.samples.len()
+    }
+
+    /// Close the current interval now and return copies of the samples since `mark`
+    /// (they stay in place for [`Sampler::take`]; those already taken are gone).
+    pub fn since(&self, mark: usize) -> Vec<TelemetrySample> {
+        let mut st = lock(&self.shared.0);
+        st.sample_now();
+        self.shared.1.notify_all();
+        let from = mark.saturating_sub(st.taken).min(st.samples.len());
+        st.samples[from..].to_vec()
     }
 
     /// What the power detection found at start.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::workload::{NoWatch, Watch};
-use model::{HostDisclosure, IdlePower, TelemetrySample, TelemetrySummary};
+use model::{HostDisclosure, IdlePower, Metric, TelemetrySample, TelemetrySummary};
 use telemetry::power::{PowerConfig, PowerModel};
 use telemetry::sampler::{Sampler, SamplerConfig};
 
@@ -63,6 +63,44 @@ impl Watch for SamplerWatch {
     fn watch_process(&self, role: &str, pid: u32) {
         self.0.watch_process(role, pid);
     }
+    fn mark(&self) -> Option<u64> {
+        Some(self.0.mark() as u64)
+    }
+    fn since_mark(&self, mark: u64) -> Vec<Metric> {
+        window_metrics(&telemetry::sampler::summarize(&self.0.since(mark as usize)))
+    }
+}
+
+/// One step's telemetry as metrics: CPU busy over all CPUs, each watched process's CPU,
+/// and the headline power (whole-system where measured, else RAPL package + DRAM, else
+/// the declared model), labelled with where it came from.
+pub fn window_metrics(summaries: &[TelemetrySummary]) -> Vec<Metric> {
+    let mut out = Vec::new();
+    for s in summaries.iter().filter(|s| s.samples > 0) {
+        if let Some(all) = s.cpus.iter().find(|c| c.cpu == -1) {
+            out.push(Metric::new("cpu_busy_pct", all.busy_pct(), "%"));
+        }
+        for p in &s.procs {
+            out.push(
+                Metric::new("process_cpu_pct", p.usr_pct + p.sys_pct, "%").label("role", &p.role),
+            );
+        }
+        if let Some(h) = telemetry::power::headline_power(&s.power) {
+            out.push(
+                Metric::new("power_w", h.mean_watts, "W")
+                    .label("source", &h.provenance)
+                    .label(
+                        "scope",
+                        if h.whole_system {
+                            "whole_system"
+                        } else {
+                            "cpu_and_dram"
+                        },
+                    ),
+            );
+        }
+    }
+    out
 }
 
 impl Telemetry {

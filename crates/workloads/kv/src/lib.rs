@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use engine::capacity;
+use engine::capacity_tests::{self, CapacityConfig, CapacityDefaults};
 use engine::load::{run_stream, LoadShape, LoadSpec, StopAfter};
 use engine::workload::{Ctx, Params, Registration, StepOutput, Workload};
 use model::{Fact, Flag, Metric};
@@ -89,27 +90,8 @@ pub struct Flags {
     /// Check every GET reply against the value SET wrote [default: true]
     #[arg(long, id = "verify", value_name = "BOOL")]
     pub verify: Option<String>,
-    /// Latency objective of the `search` test: highest rate with e.g. p99<1ms [default: p99<1ms]
-    #[arg(long, id = "slo", value_name = "OBJECTIVE")]
-    pub slo: Option<String>,
-    /// `ramp` test: first demanded rate, requests/s [default: 10000]
-    #[arg(long = "ramp-low", id = "ramp_low", value_name = "PER_SEC")]
-    pub ramp_low: Option<String>,
-    /// `ramp` test: last demanded rate [default: 200000]
-    #[arg(long = "ramp-high", id = "ramp_high", value_name = "PER_SEC")]
-    pub ramp_high: Option<String>,
-    /// `ramp` test: rate increment per step [default: 10000]
-    #[arg(long = "ramp-step", id = "ramp_step", value_name = "PER_SEC")]
-    pub ramp_step: Option<String>,
-    /// Seconds per step of `ramp`, `search` and `levels` [default: 2]
-    #[arg(long = "step-duration", id = "step_duration", value_name = "SECS")]
-    pub step_duration: Option<String>,
-    /// `levels` test: 100% rate; default: what a ramp or search before it found
-    #[arg(long, id = "capacity", value_name = "PER_SEC")]
-    pub capacity: Option<String>,
-    /// `levels` test: percents of capacity [default: 100,90,...,10]
-    #[arg(long, id = "levels", value_name = "LIST")]
-    pub levels: Option<String>,
+    #[command(flatten)]
+    pub capacity: capacity_tests::CapacityArgs,
 }
 
 /// One sweep point's configuration (plain data, echoed into results).
@@ -136,13 +118,6 @@ pub struct KvConfig {
     pub targets: Vec<String>,
     pub redis_server: String,
     pub verify: bool,
-    pub slo: String,
-    pub ramp_low: f64,
-    pub ramp_high: f64,
-    pub ramp_step: f64,
-    pub step_duration: f64,
-    pub capacity: Option<f64>,
-    pub levels: Vec<f64>,
 }
 
 impl Default for KvConfig {
@@ -168,13 +143,6 @@ impl Default for KvConfig {
             targets: Vec::new(),
             redis_server: "redis-server".into(),
             verify: true,
-            slo: "p99<1ms".into(),
-            ramp_low: 10_000.0,
-            ramp_high: 200_000.0,
-            ramp_step: 10_000.0,
-            step_duration: 2.0,
-            capacity: None,
-            levels: (1..=10).rev().map(|i| i as f64 * 10.0).collect(),
         }
     }
 }
@@ -231,23 +199,6 @@ impl KvConfig {
             bail!("no tests given (-t set,get)");
         }
         parse_ratio(&self.ratio)?;
-        let uses = |t: &str| self.tests.iter().any(|x| x == t);
-        if uses("search") {
-            self.slo
-                .parse::<capacity::Objective>()
-                .map_err(|e| anyhow::anyhow!("--slo: {e:#}"))?;
-        }
-        if uses("ramp") {
-            self.ramp_config()
-                .rates()
-                .map_err(|e| anyhow::anyhow!("--ramp-low/high/step: {e:#}"))?;
-        }
-        if self.step_duration.is_nan() || self.step_duration <= 0.0 {
-            bail!("--step-duration must be positive seconds");
-        }
-        if uses("levels") && self.capacity.is_none() && !uses("ramp") && !uses("search") {
-            bail!("the `levels` test needs a capacity: give --capacity, or run `ramp` or `search` before it");
-        }
         Ok(())
     }
 
@@ -274,16 +225,12 @@ impl KvConfig {
     }
 }
 
-impl KvConfig {
-    fn ramp_config(&self) -> capacity::RampConfig {
-        capacity::RampConfig {
-            low_rate_per_s: self.ramp_low,
-            high_rate_per_s: self.ramp_high,
-            step_rate_per_s: self.ramp_step,
-            ..capacity::RampConfig::default()
-        }
-    }
-}
+/// The capacity tests' scale for kv: a ramp to 200k ops/s in 10k steps of 2 s.
+pub const CAPACITY: CapacityDefaults = CapacityDefaults {
+    typical_rate_per_s: 200_000.0,
+    step_duration_s: 2.0,
+    rate_unit: "ops/s",
+};
 
 fn parse_ratio(s: &str) -> anyhow::Result<f64> {
     let (a, b) = s
@@ -309,7 +256,7 @@ pub fn registration() -> Registration {
         name: "kv",
         about: "Redis-protocol SET/GET (redis-benchmark's knobs) against launched or given servers",
         list_keys: &["tests", "server_cpus", "client_cpus", "targets", "levels"],
-        flags: <Flags as Args>::augment_args,
+        flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Kv::from_params(p)?)),
     }
 }
@@ -325,12 +272,16 @@ pub struct Kv {
     facts: BTreeMap<String, Fact>,
     /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
     capacity_found: Option<f64>,
+    /// The capacity tests' parameters.
+    pub cap: CapacityConfig,
 }
 
 impl Kv {
     pub fn from_params(p: &Params) -> anyhow::Result<Kv> {
-        let cfg: KvConfig = engine::plan::config_from_params("kv", p)?;
+        let (p, cap) = capacity_tests::split_params("kv", p)?;
+        let cfg: KvConfig = engine::plan::config_from_params("kv", &p)?;
         cfg.validate()?;
+        cap.validate(&cfg.tests, &CAPACITY)?;
         let server_cpus = cpu_list(&cfg.server_cpus, "server_cpus")?;
         let client_cpus = cpu_list(&cfg.client_cpus, "client_cpus")?;
         Ok(Kv {
@@ -342,6 +293,7 @@ impl Kv {
             dir: None,
             facts: BTreeMap::new(),
             capacity_found: None,
+            cap,
         })
     }
 
@@ -549,21 +501,11 @@ impl Workload for Kv {
 }
 
 impl Kv {
-    /// One open-loop step of the capacity tests at `rate` requests/s (0: active idle),
-    /// on the `mix` operations (--ratio).
+    /// One open-loop step of the capacity tests at `rate` requests/s on the `mix`
+    /// operations (--ratio), `--step-duration` seconds.
     pub fn measure_rate(&mut self, rate: f64, ctx: &Ctx) -> anyhow::Result<capacity::RateStep> {
         let started = std::time::SystemTime::now();
-        let secs = self.cfg.step_duration;
-        if rate <= 0.0 {
-            let t0 = std::time::Instant::now();
-            while t0.elapsed().as_secs_f64() < secs && !engine::stop::stop_requested() {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let mut s = capacity::RateStep::new(0.0);
-            s.duration_s = t0.elapsed().as_secs_f64();
-            s.started_at = Some(started);
-            return Ok(s);
-        }
+        let secs = self.cap.step_duration_s(&CAPACITY);
         let mut cfg = self.cfg.clone();
         cfg.rate = Some(rate);
         cfg.duration = Some(secs);
@@ -591,92 +533,22 @@ impl Kv {
     }
 
     fn run_capacity(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        let (headline, metrics, missing, histograms, dur, stopped, mut flags) = match test {
-            "ramp" => {
-                let cfg = self.cfg.ramp_config();
-                let r = capacity::ramp(&cfg, |rate| self.measure_rate(rate, ctx))?;
-                ctx.note(&format!("kv ramp:\n{}", r.table()));
-                self.capacity_found = r.last_sustained_rate_per_s().or(self.capacity_found);
-                let dur = r.points.iter().map(|p| p.step.duration_s).sum();
-                (
-                    "max_reply_rate_per_s",
-                    r.to_metrics(),
-                    r.missing(),
-                    r.histograms(),
-                    dur,
-                    r.stopped.clone(),
-                    vec![],
-                )
-            }
-            "search" => {
-                let objective: capacity::Objective = self
-                    .cfg
-                    .slo
-                    .parse()
-                    .map_err(|e| anyhow::anyhow!("--slo: {e:#}"))?;
-                let mut cfg = capacity::SearchConfig::new(objective);
-                cfg.start_rate_per_s = self.cfg.ramp_low;
-                let r = capacity::search(&cfg, |rate| self.measure_rate(rate, ctx))?;
-                if let Some(best) = r.max_rate_meeting_slo_per_s() {
-                    ctx.note(&format!(
-                        "kv search: {best:.0} ops/s meets {}",
-                        cfg.objective
-                    ));
-                    self.capacity_found = Some(best);
-                }
-                let dur = r.points.iter().map(|p| p.step.duration_s).sum();
-                let flags = r
-                    .note
-                    .iter()
-                    .map(|n| Flag::warning("search_limit", n.clone()))
-                    .collect();
-                (
-                    "max_rate_meeting_slo_per_s",
-                    r.to_metrics(),
-                    r.missing(),
-                    r.histograms(),
-                    dur,
-                    r.stopped.clone(),
-                    flags,
-                )
-            }
-            _ => {
-                let capacity = self.cfg.capacity.or(self.capacity_found).with_context(|| {
-                    "the `levels` test has no capacity: the ramp or search before it found none; give --capacity"
-                })?;
-                let mut cfg = capacity::LevelsConfig::new(capacity);
-                cfg.levels_pct = self.cfg.levels.clone();
-                let r = capacity::load_levels(&cfg, |rate| self.measure_rate(rate, ctx))?;
-                let dur = r.points.iter().map(|p| p.step.duration_s).sum();
-                let mut metrics = r.to_metrics();
-                metrics.push(Metric::new("capacity_per_s", capacity, "ops/s"));
-                (
-                    "overall_reply_rate_per_w",
-                    metrics,
-                    r.missing(),
-                    r.histograms(),
-                    dur,
-                    r.stopped.clone(),
-                    vec![],
-                )
-            }
-        };
-        if let Some(why) = &stopped {
-            flags.push(Flag::warning(
-                "stopped_early",
-                format!("ended early: {why}"),
-            ));
-        }
-        Ok(StepOutput {
-            headline: headline.to_string(),
-            duration_s: dur,
-            metrics,
-            missing,
-            histograms,
-            flags,
-            error: stopped.filter(|w| !w.starts_with("interrupted")),
-            loadgen_threads: Some(self.cfg.threads),
-        })
+        let cap = self.cap.clone();
+        let mut found = self.capacity_found;
+        let threads = self.cfg.threads;
+        let out = capacity_tests::run(
+            "kv",
+            test,
+            &cap,
+            &CAPACITY,
+            ctx,
+            &mut found,
+            None,
+            threads,
+            |rate| self.measure_rate(rate, ctx),
+        );
+        self.capacity_found = found;
+        out
     }
 }
 

@@ -29,6 +29,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use engine::capacity::RateStep;
+use engine::capacity_tests::{self, CapacityConfig, CapacityDefaults};
 use engine::load::{LoadShape, LoadSpec, StopAfter};
 use engine::{Ctx, StepOutput, Workload};
 use model::Fact;
@@ -116,10 +118,32 @@ pub struct Flags {
     /// Random seed (inputs, build data) [default: 1]
     #[arg(long, value_name = "N")]
     pub seed: Option<String>,
+    /// Tests, in order: tpcc, and the capacity tests ramp, search (highest rate meeting
+    /// --slo) and levels, which offer transactions open loop [default: tpcc]
+    #[arg(short = 't', long, value_name = "LIST")]
+    pub tests: Option<String>,
+    #[command(flatten)]
+    pub capacity: capacity_tests::CapacityArgs,
 }
 
+/// The capacity tests' scale for oltp: a ramp to 2000 txn/s in steps of 100, 5 s each.
+pub const CAPACITY: CapacityDefaults = CapacityDefaults {
+    typical_rate_per_s: 2000.0,
+    step_duration_s: 5.0,
+    rate_unit: "txn/s",
+};
+
+const TESTS: [&str; 4] = ["tpcc", "ramp", "search", "levels"];
+
 /// Keys whose values are lists by nature (not sweeps).
-pub const LIST_KEYS: &[&str] = &["tests", "mix", "pg_setting", "server_cpus", "client_cpus"];
+pub const LIST_KEYS: &[&str] = &[
+    "tests",
+    "mix",
+    "pg_setting",
+    "server_cpus",
+    "client_cpus",
+    "levels",
+];
 
 /// Keys whose values are strings even when they look like numbers or booleans.
 const STRING_KEYS: &[&str] = &[
@@ -261,9 +285,15 @@ impl Config {
         if self.dsn.is_some() && self.cluster_dir.is_some() {
             bail!("give either --dsn or --cluster-dir, not both");
         }
+        if self.tests.is_empty() {
+            bail!("no tests given (--tests tpcc)");
+        }
         for t in &self.tests {
-            if t != "tpcc" {
-                bail!("oltp has one test, `tpcc` (got `{t}`)");
+            if !TESTS.contains(&t.as_str()) {
+                bail!("unknown oltp test `{t}`: choose from {}", TESTS.join(", "));
+            }
+            if t != "tpcc" && self.keying_think {
+                bail!("the `{t}` test offers transactions at set rates: leave out --keying-think (its waits would cap the rate)");
             }
         }
         for s in &self.pg_setting {
@@ -308,8 +338,17 @@ pub fn registration() -> engine::Registration {
         name: "oltp",
         about: "TPC-C on PostgreSQL: NOPM/TPM, per-transaction latency, consistency check, databases x users",
         list_keys: LIST_KEYS,
-        flags: |c| <Flags as clap::Args>::augment_args(c),
-        build: |m| Ok(Box::new(Oltp::new(Config::from_map(m)?)?)),
+        flags: |c| {
+            capacity_tests::document_defaults(<Flags as clap::Args>::augment_args(c), &CAPACITY)
+        },
+        build: |m| {
+            let (rest, cap) = capacity_tests::split_params("oltp", m)?;
+            let cfg = Config::from_map(&rest)?;
+            cap.validate(&cfg.tests, &CAPACITY)?;
+            let mut o = Oltp::new(cfg)?;
+            o.cap = cap;
+            Ok(Box::new(o))
+        },
     }
 }
 
@@ -320,6 +359,10 @@ pub struct Oltp {
     target: Option<Target>,
     metas: Vec<BuildMeta>,
     version: Option<String>,
+    /// The capacity tests' parameters.
+    cap: CapacityConfig,
+    /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
+    capacity_found: Option<f64>,
 }
 
 impl Oltp {
@@ -332,6 +375,8 @@ impl Oltp {
             target: None,
             metas: Vec::new(),
             version: None,
+            cap: CapacityConfig::default(),
+            capacity_found: None,
         })
     }
 
@@ -369,11 +414,17 @@ impl Oltp {
         v
     }
 
-    fn run_tpcc(&mut self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        let target = self
-            .target
-            .as_ref()
-            .context("oltp: prepare was not called")?;
+    /// Connect every virtual user of every database (the keying/think deadline is set by
+    /// the caller).
+    #[allow(clippy::type_complexity)]
+    fn connect_vus(
+        &self,
+        target: &Target,
+    ) -> anyhow::Result<(
+        Vec<Vu>,
+        Vec<Arc<Counters>>,
+        Option<Arc<Mutex<Vec<hdrhistogram::Histogram<u64>>>>>,
+    )> {
         let cfg = &self.cfg;
         let ndb = target.dbs.len();
         let w = cfg.warehouses;
@@ -410,6 +461,63 @@ impl Oltp {
                 })?);
             }
         }
+        Ok((sessions, counters, db_latency))
+    }
+
+    /// One open-loop step of the capacity tests: `rate` transactions/s in total across
+    /// every user (the configured mix), `--step-duration` seconds, no ramp-up.
+    pub fn measure_rate(&mut self, rate: f64, ctx: &Ctx) -> anyhow::Result<RateStep> {
+        let target = self
+            .target
+            .as_ref()
+            .context("oltp: prepare was not called")?;
+        let secs = self.cap.step_duration_s(&CAPACITY);
+        let started = std::time::SystemTime::now();
+        let (mut sessions, _counters, _) = self.connect_vus(target)?;
+        let deadline = Instant::now() + Duration::from_secs_f64(secs) + Duration::from_millis(200);
+        for s in &mut sessions {
+            s.set_deadline(deadline);
+        }
+        let spec = LoadSpec {
+            shape: if self.cfg.arrival == "poisson" {
+                LoadShape::Poisson { rate }
+            } else {
+                LoadShape::Constant { rate }
+            },
+            stop: StopAfter::Duration(Duration::from_secs_f64(secs)),
+            warmup: Duration::ZERO,
+            connections: sessions.len(),
+            threads: sessions.len(),
+            pipeline: 1,
+            requests_per_connection: None,
+            client_cpus: engine::launch::parse_cpu_list(&self.cfg.client_cpus)?,
+            seed: self.cfg.seed,
+            interval: Duration::from_secs(1),
+        };
+        ctx.note(&format!("oltp: {rate:.0} txn/s for {secs}s"));
+        let names = self.class_names();
+        let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let out = engine::load::run_sessions(&spec, &name_refs, sessions, &ctx.progress)?;
+        let mut step = RateStep::from_outcome(rate, &out);
+        step.started_at = Some(started);
+        if let Some(why) = self
+            .target
+            .as_mut()
+            .and_then(|t| t.server.as_mut())
+            .and_then(Server::exited)
+        {
+            step.error = Some(why);
+        }
+        Ok(step)
+    }
+
+    fn run_tpcc(&mut self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        let target = self
+            .target
+            .as_ref()
+            .context("oltp: prepare was not called")?;
+        let cfg = &self.cfg;
+        let (mut sessions, counters, db_latency) = self.connect_vus(target)?;
         // Keying and think times end just after the run (the load loop starts right after
         // this), so the last waits do not hold it open.
         let deadline = Instant::now()
@@ -498,7 +606,7 @@ impl Workload for Oltp {
     }
 
     fn tests(&self) -> Vec<String> {
-        vec!["tpcc".into()]
+        self.cfg.tests.clone()
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
@@ -523,10 +631,31 @@ impl Workload for Oltp {
     }
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        if test != "tpcc" {
-            bail!("oltp has one test, `tpcc` (got `{test}`)");
+        match test {
+            "tpcc" => self.run_tpcc(ctx),
+            "ramp" | "search" | "levels" => {
+                let cap = self.cap.clone();
+                let mut found = self.capacity_found;
+                let vus = (self.cfg.vus as usize) * self.cfg.databases as usize;
+                let out = capacity_tests::run(
+                    "oltp",
+                    test,
+                    &cap,
+                    &CAPACITY,
+                    ctx,
+                    &mut found,
+                    None,
+                    vus,
+                    |rate| self.measure_rate(rate, ctx),
+                );
+                self.capacity_found = found;
+                out
+            }
+            other => bail!(
+                "unknown oltp test `{other}`: choose from {}",
+                TESTS.join(", ")
+            ),
         }
-        self.run_tpcc(ctx)
     }
 
     fn verify(&mut self, ctx: &Ctx) -> anyhow::Result<Vec<Flag>> {

@@ -1,0 +1,656 @@
+//! The capacity tests (`ramp`, `search`, `levels`) as every rate-driven workload offers
+//! them: one set of flags ([`CapacityArgs`], flattened into a workload's flags), one
+//! configuration ([`CapacityConfig`], taken out of a sweep point's parameters before the
+//! workload reads its own), and one driver ([`run`]) that turns the procedures of
+//! [`crate::capacity`] into a stored result.
+//!
+//! A workload supplies only its defaults ([`CapacityDefaults`]: a typical rate and a
+//! step length) and a closure that runs one open-loop step at a rate. The driver adds
+//! what telemetry saw during each step (`cpu_busy_pct`, `power_w`, each watched
+//! process's CPU) through [`crate::workload::Watch::mark`], so a ramp shows CPU against
+//! rate and the load levels give SPECpower's per-level power and perf/W.
+
+use std::io::Write;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use model::{Flag, Metric};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::capacity::{self, LevelsConfig, Objective, RampConfig, RateStep, SearchConfig};
+use crate::workload::{Ctx, Params, StepOutput};
+
+/// The names of the capacity tests.
+pub const TESTS: [&str; 3] = ["ramp", "search", "levels"];
+
+/// Parameter keys the capacity tests own (flag ids and plan keys).
+pub const KEYS: [&str; 15] = [
+    "ramp_low",
+    "ramp_high",
+    "ramp_step",
+    "step_duration",
+    "saturation_fraction",
+    "max_error_pct",
+    "steps_after_saturation",
+    "slo",
+    "search_start",
+    "search_min",
+    "search_max",
+    "search_steps",
+    "capacity",
+    "levels",
+    "idle_duration",
+];
+
+/// The flags of the capacity tests. Defaults that depend on the workload (rates, step
+/// length) are written into the help by [`document_defaults`].
+#[derive(Args, Debug, Serialize, Default)]
+pub struct CapacityArgs {
+    /// Ramp: first demanded rate per second
+    #[arg(long = "ramp-low", id = "ramp_low", value_name = "PER_SEC")]
+    pub ramp_low: Option<String>,
+    /// Ramp: last demanded rate per second
+    #[arg(long = "ramp-high", id = "ramp_high", value_name = "PER_SEC")]
+    pub ramp_high: Option<String>,
+    /// Ramp: rate increment per step
+    #[arg(long = "ramp-step", id = "ramp_step", value_name = "PER_SEC")]
+    pub ramp_step: Option<String>,
+    /// Seconds of each ramp/search/levels step (after --warmup where the workload has one)
+    #[arg(long = "step-duration", id = "step_duration", value_name = "SECS")]
+    pub step_duration: Option<String>,
+    /// A step is saturated when replies fall below this fraction of demand [default: 0.9]
+    #[arg(
+        long = "saturation-fraction",
+        id = "saturation_fraction",
+        value_name = "F"
+    )]
+    pub saturation_fraction: Option<String>,
+    /// ... or when errors exceed this percentage [default: 1]
+    #[arg(long = "max-error-pct", id = "max_error_pct", value_name = "PCT")]
+    pub max_error_pct: Option<String>,
+    /// Ramp steps to run past saturation, to show the plateau [default: 0]
+    #[arg(
+        long = "steps-after-saturation",
+        id = "steps_after_saturation",
+        value_name = "N"
+    )]
+    pub steps_after_saturation: Option<String>,
+    /// Search: the latency objective, e.g. p99<1ms or p99.9<=500us [default: p99<1ms]
+    #[arg(long, id = "slo", value_name = "OBJECTIVE")]
+    pub slo: Option<String>,
+    /// Search: first rate probed
+    #[arg(long = "search-start", id = "search_start", value_name = "PER_SEC")]
+    pub search_start: Option<String>,
+    /// Search: lowest rate probed [default: 1]
+    #[arg(long = "search-min", id = "search_min", value_name = "PER_SEC")]
+    pub search_min: Option<String>,
+    /// Search: highest rate probed
+    #[arg(long = "search-max", id = "search_max", value_name = "PER_SEC")]
+    pub search_max: Option<String>,
+    /// Search: most probes [default: 12]
+    #[arg(long = "search-steps", id = "search_steps", value_name = "N")]
+    pub search_steps: Option<String>,
+    /// Levels: the 100% rate [default: what a ramp or search before it in this run found]
+    #[arg(long, id = "capacity", value_name = "PER_SEC")]
+    pub capacity: Option<String>,
+    /// Levels: percentages of capacity, in order [default: 100,90,...,10]
+    #[arg(long, id = "levels", value_name = "LIST")]
+    pub levels: Option<String>,
+    /// Levels: seconds of active idle at the end (0: none) [default: --step-duration]
+    #[arg(long = "idle-duration", id = "idle_duration", value_name = "SECS")]
+    pub idle_duration: Option<String>,
+}
+
+/// What differs between workloads: the scale of their rates and how long a step lasts.
+#[derive(Debug, Clone, Copy)]
+pub struct CapacityDefaults {
+    /// The ramp's last rate; the ramp starts at and climbs by a twentieth of it, and the
+    /// search starts there too.
+    pub typical_rate_per_s: f64,
+    pub step_duration_s: f64,
+    /// What one operation is, for units (`ops/s`, `req/s`, `txn/s`).
+    pub rate_unit: &'static str,
+}
+
+/// Write the workload's defaults into the help of the capacity flags.
+pub fn document_defaults(cmd: clap::Command, d: &CapacityDefaults) -> clap::Command {
+    let r = d.typical_rate_per_s;
+    let with = |cmd: clap::Command, id: &'static str, default: String| {
+        cmd.mut_arg(id, |a| {
+            let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            a.help(format!("{help} [default: {default}]"))
+        })
+    };
+    let cmd = with(cmd, "ramp_low", fmt_rate(r / 20.0));
+    let cmd = with(cmd, "ramp_high", fmt_rate(r));
+    let cmd = with(cmd, "ramp_step", fmt_rate(r / 20.0));
+    let cmd = with(cmd, "step_duration", fmt_rate(d.step_duration_s));
+    let cmd = with(cmd, "search_start", fmt_rate(r / 20.0));
+    with(cmd, "search_max", fmt_rate(r * 50.0))
+}
+
+fn fmt_rate(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The capacity tests' parameters of one sweep point (None: the workload's default).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CapacityConfig {
+    pub ramp_low: Option<f64>,
+    pub ramp_high: Option<f64>,
+    pub ramp_step: Option<f64>,
+    pub step_duration: Option<f64>,
+    pub saturation_fraction: Option<f64>,
+    pub max_error_pct: Option<f64>,
+    pub steps_after_saturation: Option<usize>,
+    pub slo: Option<String>,
+    pub search_start: Option<f64>,
+    pub search_min: Option<f64>,
+    pub search_max: Option<f64>,
+    pub search_steps: Option<usize>,
+    pub capacity: Option<f64>,
+    /// A list of percentages (`100,90`), numbers or `"50%"` strings.
+    pub levels: Option<Value>,
+    pub idle_duration: Option<f64>,
+}
+
+/// Take the capacity keys out of `params` (the workload parses the rest) and read them.
+pub fn split_params(workload: &str, params: &Params) -> anyhow::Result<(Params, CapacityConfig)> {
+    let mut rest = params.clone();
+    let mut own = Params::new();
+    for k in KEYS {
+        if let Some(v) = rest.remove(k) {
+            own.insert(k.to_string(), v);
+        }
+    }
+    let cfg: CapacityConfig = crate::plan::config_from_params(workload, &own)?;
+    Ok((rest, cfg))
+}
+
+fn positive(v: f64, flag: &str) -> anyhow::Result<f64> {
+    if !(v > 0.0 && v.is_finite()) {
+        bail!("--{flag} must be a positive number, not {v}");
+    }
+    Ok(v)
+}
+
+impl CapacityConfig {
+    pub fn step_duration_s(&self, d: &CapacityDefaults) -> f64 {
+        self.step_duration.unwrap_or(d.step_duration_s)
+    }
+
+    /// Seconds of active idle at the end of `levels` (0: none).
+    pub fn idle_duration_s(&self, d: &CapacityDefaults) -> f64 {
+        self.idle_duration.unwrap_or(self.step_duration_s(d))
+    }
+
+    pub fn ramp_config(&self, d: &CapacityDefaults) -> RampConfig {
+        let r = d.typical_rate_per_s;
+        let base = RampConfig::default();
+        RampConfig {
+            low_rate_per_s: self.ramp_low.unwrap_or(r / 20.0),
+            high_rate_per_s: self.ramp_high.unwrap_or(r),
+            step_rate_per_s: self.ramp_step.unwrap_or(r / 20.0),
+            saturation_fraction: self.saturation_fraction.unwrap_or(base.saturation_fraction),
+            max_error_pct: self.max_error_pct.unwrap_or(base.max_error_pct),
+            steps_after_saturation: self
+                .steps_after_saturation
+                .unwrap_or(base.steps_after_saturation),
+        }
+    }
+
+    pub fn search_config(&self, d: &CapacityDefaults) -> anyhow::Result<SearchConfig> {
+        let objective: Objective = self
+            .slo
+            .as_deref()
+            .unwrap_or("p99<1ms")
+            .parse()
+            .context("--slo")?;
+        let mut c = SearchConfig::new(objective);
+        let r = d.typical_rate_per_s;
+        c.start_rate_per_s = self.search_start.unwrap_or(r / 20.0);
+        c.min_rate_per_s = self.search_min.unwrap_or(1.0);
+        c.max_rate_per_s = self.search_max.unwrap_or(r * 50.0);
+        c.max_steps = self.search_steps.unwrap_or(12);
+        if let Some(f) = self.saturation_fraction {
+            c.saturation_fraction = f;
+        }
+        if let Some(e) = self.max_error_pct {
+            c.max_error_pct = e;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn levels_pct(&self) -> anyhow::Result<Vec<f64>> {
+        let Some(v) = &self.levels else {
+            return Ok((1..=10).rev().map(|i| f64::from(i) * 10.0).collect());
+        };
+        let items = match v {
+            Value::Array(a) => a.clone(),
+            other => vec![other.clone()],
+        };
+        items
+            .iter()
+            .map(|x| match x {
+                Value::Number(n) => n.as_f64().context("--levels: not a number"),
+                Value::String(s) => s
+                    .trim()
+                    .trim_end_matches('%')
+                    .parse::<f64>()
+                    .with_context(|| format!("--levels: `{s}` is not a percentage")),
+                other => bail!("--levels: `{other}` is not a percentage"),
+            })
+            .collect()
+    }
+
+    /// Check everything the given tests will use, before anything starts.
+    pub fn validate(&self, tests: &[String], d: &CapacityDefaults) -> anyhow::Result<()> {
+        positive(self.step_duration_s(d), "step-duration")?;
+        let uses = |t: &str| tests.iter().any(|x| x == t);
+        if uses("ramp") {
+            self.ramp_config(d).rates()?;
+        }
+        if uses("search") {
+            self.search_config(d)?;
+        }
+        if let Some(i) = self.idle_duration {
+            if !(i >= 0.0 && i.is_finite()) {
+                bail!("--idle-duration must be 0 or more seconds");
+            }
+        }
+        if uses("levels") {
+            let levels = self.levels_pct()?;
+            if levels.is_empty() {
+                bail!("--levels is empty (e.g. --levels 100,90,80)");
+            }
+            if let Some(c) = self.capacity {
+                positive(c, "capacity")?;
+            } else if !tests
+                .iter()
+                .take_while(|t| *t != "levels")
+                .any(|t| t == "ramp" || t == "search")
+            {
+                bail!("the `levels` test needs --capacity, or a `ramp` or `search` test before it (e.g. --tests search,levels)");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Run one capacity test. `measure(rate)` runs one open-loop step at `rate` per second
+/// (the driver handles rate 0, active idle, itself); `found` carries the capacity a
+/// ramp or search found to a later `levels` test of the same sweep point; `hlog`, when
+/// given, is where the steps' latency histograms go as an HdrHistogram interval log.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    workload: &str,
+    test: &str,
+    cfg: &CapacityConfig,
+    d: &CapacityDefaults,
+    ctx: &Ctx,
+    found: &mut Option<f64>,
+    hlog: Option<&str>,
+    loadgen_threads: usize,
+    mut measure: impl FnMut(f64) -> anyhow::Result<RateStep>,
+) -> anyhow::Result<StepOutput> {
+    let idle_s = cfg.idle_duration_s(d);
+    let mut step_fn = |rate: f64| -> anyhow::Result<RateStep> {
+        let mark = ctx.watch.mark();
+        let mut step = if rate <= 0.0 {
+            active_idle(idle_s)
+        } else {
+            measure(rate)?
+        };
+        if let Some(m) = mark {
+            step.extra.extend(ctx.watch.since_mark(m));
+        }
+        Ok(step)
+    };
+    let unit = d.rate_unit;
+    let mut flags = Vec::new();
+    // What every procedure hands back: its metrics and the steps it measured.
+    let (headline, mut metrics, missing, histograms, stopped, steps): (
+        &str,
+        Vec<Metric>,
+        _,
+        _,
+        Option<String>,
+        Vec<RateStep>,
+    ) = match test {
+        "ramp" => {
+            let r = capacity::ramp(&cfg.ramp_config(d), &mut step_fn)?;
+            ctx.note(&format!("{workload} ramp:\n{}", r.table()));
+            *found = r.last_sustained_rate_per_s().or(*found);
+            let steps = r.points.iter().map(|p| p.step.clone()).collect();
+            let (m, miss, h) = (r.to_metrics(), r.missing(), r.histograms());
+            ("max_reply_rate_per_s", m, miss, h, r.stopped, steps)
+        }
+        "search" => {
+            let sc = cfg.search_config(d)?;
+            let r = capacity::search(&sc, &mut step_fn)?;
+            if let Some(best) = r.max_rate_meeting_slo_per_s() {
+                ctx.note(&format!(
+                    "{workload} search: {best:.0} {unit} meets {}",
+                    sc.objective
+                ));
+                *found = Some(best);
+            }
+            if let Some(n) = &r.note {
+                flags.push(Flag::warning("search_limit", n.clone()));
+            }
+            let steps = r.points.iter().map(|p| p.step.clone()).collect();
+            let (m, miss, h) = (r.to_metrics(), r.missing(), r.histograms());
+            ("max_rate_meeting_slo_per_s", m, miss, h, r.stopped, steps)
+        }
+        "levels" => {
+            let capacity = cfg.capacity.or(*found).with_context(|| {
+                "the `levels` test has no capacity: the ramp or search before it found none; give --capacity"
+            })?;
+            let mut lc = LevelsConfig::new(capacity);
+            lc.levels_pct = cfg.levels_pct()?;
+            lc.active_idle = idle_s > 0.0;
+            let r = capacity::load_levels(&lc, &mut step_fn)?;
+            let mut m = r.to_metrics();
+            m.push(Metric::new("capacity_per_s", capacity, unit));
+            let steps = r.points.iter().map(|p| p.step.clone()).collect();
+            let (miss, h) = (r.missing(), r.histograms());
+            ("overall_reply_rate_per_w", m, miss, h, r.stopped, steps)
+        }
+        other => bail!("`{other}` is not a capacity test (ramp, search, levels)"),
+    };
+    let dur = steps.iter().map(|s| s.duration_s).sum::<f64>();
+    // Power that was modelled from CPU rather than measured says so beside the figures.
+    if metrics.iter().any(|m| {
+        m.name == "power_w"
+            && m.labels
+                .get("source")
+                .is_some_and(|s| s.starts_with("model"))
+    }) {
+        flags.push(Flag::warning(
+            "power_modelled",
+            "power at each step is the declared --power-model applied to CPU busy, not a measurement",
+        ));
+    }
+    if let Some(path) = hlog {
+        let comment = format!("rackbench {workload} {test}");
+        let text = capacity::write_steps_log(Vec::new(), &comment, steps.iter())?;
+        if let Err(e) = std::fs::File::create(path).and_then(|mut f| f.write_all(&text)) {
+            flags.push(Flag::warning(
+                "hlog_not_written",
+                format!("could not write the interval log {path}: {e}"),
+            ));
+        }
+    }
+    if let Some(why) = &stopped {
+        flags.push(Flag::warning(
+            "stopped_early",
+            format!("ended early: {why}"),
+        ));
+    }
+    metrics.retain(|m| m.value.is_finite());
+    Ok(StepOutput {
+        headline: headline.to_string(),
+        duration_s: dur,
+        metrics,
+        missing,
+        histograms,
+        flags,
+        error: stopped.filter(|w| !w.starts_with("interrupted")),
+        loadgen_threads: Some(loadgen_threads),
+    })
+}
+
+/// SPECpower's active idle: the system ready, no load offered, for `secs`.
+fn active_idle(secs: f64) -> RateStep {
+    let started = std::time::SystemTime::now();
+    let t0 = std::time::Instant::now();
+    let end = t0 + std::time::Duration::from_secs_f64(secs);
+    while std::time::Instant::now() < end && !crate::stop::stop_requested() {
+        std::thread::sleep(
+            (end - std::time::Instant::now()).min(std::time::Duration::from_millis(50)),
+        );
+    }
+    let mut s = RateStep::new(0.0);
+    s.duration_s = t0.elapsed().as_secs_f64();
+    s.started_at = Some(started);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::workload::{Progress, Watch};
+
+    const D: CapacityDefaults = CapacityDefaults {
+        typical_rate_per_s: 2000.0,
+        step_duration_s: 0.01,
+        rate_unit: "ops/s",
+    };
+
+    fn params(v: Value) -> Params {
+        v.as_object().unwrap().clone()
+    }
+
+    /// A watch whose "power" is 100 W + the demanded rate / 10 of the step it closes,
+    /// the way a real sampler would see a server that draws more under more load.
+    struct FakeWatch {
+        marks: AtomicU64,
+        last_rate: Arc<AtomicU64>,
+        modelled: bool,
+    }
+
+    impl Watch for FakeWatch {
+        fn set_warmup(&self, _on: bool) {}
+        fn watch_process(&self, _role: &str, _pid: u32) {}
+        fn mark(&self) -> Option<u64> {
+            Some(self.marks.fetch_add(1, Ordering::Relaxed))
+        }
+        fn since_mark(&self, _mark: u64) -> Vec<Metric> {
+            let rate = f64::from_bits(self.last_rate.load(Ordering::Relaxed));
+            let source = if self.modelled {
+                "model:system"
+            } else {
+                "meter:system"
+            };
+            vec![
+                Metric::new("cpu_busy_pct", rate / 40.0, "%"),
+                Metric::new("power_w", 100.0 + rate / 10.0, "W").label("source", source),
+            ]
+        }
+    }
+
+    fn ctx(watch: Arc<dyn Watch>) -> Ctx {
+        Ctx {
+            progress: Arc::new(Progress::default()),
+            watch,
+            verbose: false,
+        }
+    }
+
+    /// A server that answers everything up to 1000/s, with 1 ms p99 below 800/s.
+    fn step(rate: f64) -> anyhow::Result<RateStep> {
+        let mut s = RateStep::new(rate);
+        s.reply_rate_per_s = rate.min(1000.0);
+        s.replies = s.reply_rate_per_s as u64;
+        s.duration_s = 1.0;
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        let lat = if rate < 800.0 { 500_000 } else { 5_000_000 };
+        h.record_n(lat, 100).unwrap();
+        s.latency = Some(h);
+        s.latency_kind = "corrected".into();
+        Ok(s)
+    }
+    use hdrhistogram::Histogram;
+
+    #[test]
+    fn capacity_keys_are_taken_out_and_the_rest_left_to_the_workload() {
+        let (rest, cfg) = split_params(
+            "kv",
+            &params(
+                json!({"clients": 5, "slo": "p99<2ms", "ramp_high": 5000, "levels": [100, "50%"]}),
+            ),
+        )
+        .unwrap();
+        assert_eq!(rest.len(), 1);
+        assert!(rest.contains_key("clients"));
+        assert_eq!(cfg.slo.as_deref(), Some("p99<2ms"));
+        assert_eq!(cfg.levels_pct().unwrap(), vec![100.0, 50.0]);
+        let r = cfg.ramp_config(&D);
+        assert_eq!(
+            (r.low_rate_per_s, r.high_rate_per_s, r.step_rate_per_s),
+            (100.0, 5000.0, 100.0)
+        );
+        let err = split_params("kv", &params(json!({"ramp_low": "lots"}))).unwrap_err();
+        assert!(format!("{err:#}").contains("ramp_low"), "{err:#}");
+    }
+
+    #[test]
+    fn bad_capacity_input_is_refused_before_anything_runs() {
+        let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cfg = |v: Value| split_params("kv", &params(v)).unwrap().1;
+        let e = cfg(json!({})).validate(&t(&["levels"]), &D).unwrap_err();
+        assert!(e.to_string().contains("--capacity"), "{e}");
+        cfg(json!({}))
+            .validate(&t(&["search", "levels"]), &D)
+            .unwrap();
+        let e = cfg(json!({"slo": "fast"}))
+            .validate(&t(&["search"]), &D)
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("--slo"), "{e:#}");
+        let e = cfg(json!({"levels": ["x"]}))
+            .validate(&t(&["levels"]), &D)
+            .unwrap_err();
+        assert!(e.to_string().contains("percentage"), "{e}");
+        let e = cfg(json!({"step_duration": 0}))
+            .validate(&t(&["ramp"]), &D)
+            .unwrap_err();
+        assert!(e.to_string().contains("step-duration"), "{e}");
+    }
+
+    #[test]
+    fn each_step_carries_what_telemetry_saw_and_levels_give_perf_per_watt() {
+        let last_rate = Arc::new(AtomicU64::new(0));
+        let watch = Arc::new(FakeWatch {
+            marks: AtomicU64::new(0),
+            last_rate: last_rate.clone(),
+            modelled: false,
+        });
+        let c = ctx(watch.clone());
+        let (_, cfg) = split_params(
+            "kv",
+            &params(json!({"slo": "p99<1ms", "search_start": 100, "levels": [100, 50]})),
+        )
+        .unwrap();
+        let mut found = None;
+        let mut measure = |rate: f64| {
+            last_rate.store(rate.to_bits(), Ordering::Relaxed);
+            step(rate)
+        };
+        let s = run(
+            "kv",
+            "search",
+            &cfg,
+            &D,
+            &c,
+            &mut found,
+            None,
+            1,
+            &mut measure,
+        )
+        .unwrap();
+        let best = found.expect("the search found a capacity");
+        assert!((700.0..800.0).contains(&best), "{best}");
+        assert!(s.metrics.iter().any(|m| m.name == "power_w"));
+
+        let l = run(
+            "kv",
+            "levels",
+            &cfg,
+            &D,
+            &c,
+            &mut found,
+            None,
+            1,
+            &mut measure,
+        )
+        .unwrap();
+        let at = |level: &str, name: &str| {
+            l.metrics
+                .iter()
+                .find(|m| {
+                    m.name == name && m.labels.get("level").map(String::as_str) == Some(level)
+                })
+                .map(|m| m.value)
+        };
+        // The fake's power follows the last rate measured: idle measures nothing, so it
+        // reports the 50% level's power again; what matters is that each point has one.
+        assert_eq!(at("100%", "power_w"), Some(100.0 + best / 10.0));
+        assert_eq!(at("50%", "power_w"), Some(100.0 + best / 20.0));
+        assert!(at("active_idle", "power_w").is_some());
+        assert!(at("50%", "cpu_busy_pct").is_some());
+        let per_w = at("100%", "reply_rate_per_w").unwrap();
+        assert!(
+            (per_w - best / (100.0 + best / 10.0)).abs() < 1e-6,
+            "{per_w}"
+        );
+        let overall = l
+            .metrics
+            .iter()
+            .find(|m| m.name == "overall_reply_rate_per_w")
+            .expect("overall perf/W with power at every level");
+        assert!(overall.value > 0.0);
+        assert!(!l.flags.iter().any(|f| f.code == "power_modelled"));
+        assert_eq!(
+            watch.marks.load(Ordering::Relaxed) as usize,
+            s_points(&s) + 3
+        );
+    }
+
+    fn s_points(s: &StepOutput) -> usize {
+        s.metrics
+            .iter()
+            .filter(|m| m.name == "demanded_rate_per_s")
+            .count()
+    }
+
+    #[test]
+    fn modelled_power_is_flagged_and_no_watch_means_no_power() {
+        let last_rate = Arc::new(AtomicU64::new(0));
+        let c = ctx(Arc::new(FakeWatch {
+            marks: AtomicU64::new(0),
+            last_rate,
+            modelled: true,
+        }));
+        let (_, cfg) =
+            split_params("kv", &params(json!({"capacity": 500, "levels": [100]}))).unwrap();
+        let mut found = None;
+        let l = run("kv", "levels", &cfg, &D, &c, &mut found, None, 1, step).unwrap();
+        assert!(l.flags.iter().any(|f| f.code == "power_modelled"));
+
+        let quiet = Ctx::quiet();
+        let l = run("kv", "levels", &cfg, &D, &quiet, &mut found, None, 1, step).unwrap();
+        assert!(!l
+            .metrics
+            .iter()
+            .any(|m| m.name == "overall_reply_rate_per_w"));
+        assert!(
+            l.missing
+                .iter()
+                .any(|m| m.name == "overall_reply_rate_per_w"),
+            "{:?}",
+            l.missing
+        );
+    }
+}
