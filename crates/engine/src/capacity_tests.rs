@@ -25,7 +25,7 @@ use crate::workload::{Ctx, Params, StepOutput};
 pub const TESTS: [&str; 3] = ["ramp", "search", "levels"];
 
 /// Parameter keys the capacity tests own (flag ids and plan keys).
-pub const KEYS: [&str; 15] = [
+pub const KEYS: [&str; 16] = [
     "ramp_low",
     "ramp_high",
     "ramp_step",
@@ -41,6 +41,7 @@ pub const KEYS: [&str; 15] = [
     "capacity",
     "levels",
     "idle_duration",
+    "wait",
 ];
 
 /// The flags of the capacity tests. Defaults that depend on the workload (rates, step
@@ -100,6 +101,13 @@ pub struct CapacityArgs {
     /// Levels: seconds of active idle at the end (0: none) [default: --step-duration]
     #[arg(long = "idle-duration", id = "idle_duration", value_name = "SECS")]
     pub idle_duration: Option<String>,
+    /// Open loop (--rate and the capacity tests of kv and http), between sends: `spin`
+    /// (replies timed the moment they arrive; holds a whole CPU at any rate) or `sleep` on
+    /// a timer (the generator's CPU follows the rate; its wake-up adds to each latency);
+    /// `auto` sleeps in `levels`, where the generator's CPU would be counted in every
+    /// level's power, and spins elsewhere [default: auto]
+    #[arg(long, id = "wait", value_name = "auto|spin|sleep")]
+    pub wait: Option<String>,
 }
 
 /// What differs between workloads: the scale of their rates and how long a step lasts.
@@ -158,6 +166,7 @@ pub struct CapacityConfig {
     /// A list of percentages (`100,90`), numbers or `"50%"` strings.
     pub levels: Option<Value>,
     pub idle_duration: Option<f64>,
+    pub wait: Option<String>,
 }
 
 /// Take the capacity keys out of `params` (the workload parses the rest) and read them.
@@ -250,9 +259,23 @@ impl CapacityConfig {
             .collect()
     }
 
+    /// Should an open-loop generator sleep between sends in `test` (see `--wait`)?
+    pub fn sleep_when_idle(&self, test: &str) -> bool {
+        match self.wait.as_deref() {
+            Some("sleep") => true,
+            Some("spin") => false,
+            _ => test == "levels",
+        }
+    }
+
     /// Check everything the given tests will use, before anything starts.
     pub fn validate(&self, tests: &[String], d: &CapacityDefaults) -> anyhow::Result<()> {
         positive(self.step_duration_s(d), "step-duration")?;
+        if let Some(w) = &self.wait {
+            if !["auto", "spin", "sleep"].contains(&w.as_str()) {
+                bail!("--wait must be auto, spin or sleep, not `{w}`");
+            }
+        }
         let uses = |t: &str| tests.iter().any(|x| x == t);
         if uses("ramp") {
             self.ramp_config(d).rates()?;
@@ -537,6 +560,15 @@ mod tests {
             .validate(&t(&["ramp"]), &D)
             .unwrap_err();
         assert!(e.to_string().contains("step-duration"), "{e}");
+        let e = cfg(json!({"wait": "nap"}))
+            .validate(&t(&["ramp"]), &D)
+            .unwrap_err();
+        assert!(e.to_string().contains("--wait"), "{e}");
+        // auto: sleep between sends only in load levels; spin or sleep when told.
+        assert!(cfg(json!({})).sleep_when_idle("levels"));
+        assert!(!cfg(json!({})).sleep_when_idle("search"));
+        assert!(cfg(json!({"wait": "sleep"})).sleep_when_idle("set"));
+        assert!(!cfg(json!({"wait": "spin"})).sleep_when_idle("levels"));
     }
 
     #[test]

@@ -77,6 +77,12 @@ pub struct LoadSpec {
     pub seed: u64,
     /// Length of the per-interval throughput series, seconds.
     pub interval: Duration,
+    /// Open loop: sleep on a timer between sends instead of spinning. Spinning measures
+    /// replies the moment they arrive (a sleeping generator adds its own wake-up to each
+    /// latency: 60-80 us on a VM) but holds a whole CPU at any rate; sleeping lets the
+    /// generator's CPU follow the offered rate, which load levels on the measured host need.
+    #[serde(default)]
+    pub sleep_when_idle: bool,
 }
 
 impl Default for LoadSpec {
@@ -92,6 +98,7 @@ impl Default for LoadSpec {
             client_cpus: Vec::new(),
             seed: 1,
             interval: Duration::from_secs(1),
+            sleep_when_idle: false,
         }
     }
 }

@@ -308,8 +308,13 @@ where
     }
     let now_ns = |t0: Instant| t0.elapsed().as_nanos() as u64;
     let mut events = Events::with_capacity(1024);
-    // Without a timer (timerfd refused) an open loop spins on waits under 1 ms.
-    let mut timer = if open { Timer::new(&poll).ok() } else { None };
+    // Without a timer (spinning asked for, or timerfd refused) an open loop spins on
+    // waits under 1 ms.
+    let mut timer = if open && spec.sleep_when_idle {
+        Timer::new(&poll).ok()
+    } else {
+        None
+    };
     let mut progress_pending: u64 = 0;
     let mut stop_sending = false;
     let mut drain_deadline: Option<u64> = None;

@@ -148,6 +148,30 @@ fn open_loop_never_runs_ahead_of_its_schedule() {
 }
 
 #[test]
+fn open_loop_sleeping_on_its_timer_keeps_the_schedule() {
+    // The same with the generator sleeping between sends (a timerfd in its poll set):
+    // every request is sent and answered, none ahead of schedule, and the CPU the loop
+    // used is well under the wall time it ran (a spinning loop uses all of it). The CPU
+    // bound is loose on purpose: 300 sends/s cost a few ms of CPU per second.
+    let f = fake(Duration::ZERO, None);
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 300.0 },
+        sleep_when_idle: true,
+        ..spec(StopAfter::Requests(240))
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.total_count(), 240);
+    assert!(out.connection_errors.is_empty());
+    assert!(out.duration_s >= 0.79, "finished in {} s", out.duration_s);
+    let cpu = out.loadgen_cpu_user_s + out.loadgen_cpu_sys_s;
+    assert!(
+        cpu < 0.6 * out.duration_s,
+        "{cpu} s of CPU in {} s: the loop did not sleep",
+        out.duration_s
+    );
+}
+
+#[test]
 fn open_loop_latency_counts_queueing_behind_a_slow_server() {
     // 1 connection, 5 ms service, offered 400/s (capacity ~200/s): latency from the
     // intended send time grows with the backlog while the service time stays ~5 ms.

@@ -414,6 +414,8 @@ pub struct Http {
     requests: Option<Arc<RequestSet>>,
     /// Capacity found by a `ramp` or `search` test, for a later `levels` test.
     capacity_found: Option<f64>,
+    /// Whether the test under way sleeps between open-loop sends (`--wait`).
+    sleep_when_idle: bool,
     /// The capacity tests' parameters.
     pub cap: CapacityConfig,
     facts: BTreeMap<String, Fact>,
@@ -435,6 +437,7 @@ impl Http {
             server: None,
             requests: None,
             capacity_found: None,
+            sleep_when_idle: false,
             cap,
             facts: BTreeMap::new(),
         })
@@ -472,6 +475,7 @@ impl Http {
             client_cpus: self.client_cpus.clone(),
             seed: self.cfg.seed,
             interval,
+            sleep_when_idle: self.sleep_when_idle,
         }
     }
 
@@ -748,6 +752,7 @@ impl Workload for Http {
     }
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        self.sleep_when_idle = self.cap.sleep_when_idle(test);
         match test {
             "load" => self.run_load(ctx),
             "ramp" | "search" | "levels" => self.run_capacity(test, ctx),

@@ -221,6 +221,7 @@ impl KvConfig {
             client_cpus,
             seed: self.seed,
             interval: Duration::from_secs(1),
+            sleep_when_idle: false,
         }
     }
 }
@@ -272,6 +273,8 @@ pub struct Kv {
     facts: BTreeMap<String, Fact>,
     /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
     capacity_found: Option<f64>,
+    /// Whether the capacity test under way sleeps between sends (`--wait`).
+    sleep_when_idle: bool,
     /// The capacity tests' parameters.
     pub cap: CapacityConfig,
 }
@@ -293,6 +296,7 @@ impl Kv {
             dir: None,
             facts: BTreeMap::new(),
             capacity_found: None,
+            sleep_when_idle: false,
             cap,
         })
     }
@@ -432,7 +436,8 @@ impl Workload for Kv {
             },
             other => bail!("unknown kv test `{other}`"),
         };
-        let spec = self.cfg.spec(self.client_cpus.clone());
+        let mut spec = self.cfg.spec(self.client_cpus.clone());
+        spec.sleep_when_idle = self.cap.sleep_when_idle(test);
         let before = self.server_counters();
         let (keyspace, size, verify) = (self.cfg.keyspace, self.cfg.data_size, self.cfg.verify);
         let out = run_stream(
@@ -509,7 +514,8 @@ impl Kv {
         let mut cfg = self.cfg.clone();
         cfg.rate = Some(rate);
         cfg.duration = Some(secs);
-        let spec = cfg.spec(self.client_cpus.clone());
+        let mut spec = cfg.spec(self.client_cpus.clone());
+        spec.sleep_when_idle = self.sleep_when_idle;
         let mix = Mix::Ratio {
             set_fraction: parse_ratio(&self.cfg.ratio)?,
         };
@@ -533,6 +539,7 @@ impl Kv {
     }
 
     fn run_capacity(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        self.sleep_when_idle = self.cap.sleep_when_idle(test);
         let cap = self.cap.clone();
         let mut found = self.capacity_found;
         let threads = self.cfg.threads;

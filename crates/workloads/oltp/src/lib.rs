@@ -493,6 +493,7 @@ impl Oltp {
             client_cpus: engine::launch::parse_cpu_list(&self.cfg.client_cpus)?,
             seed: self.cfg.seed,
             interval: Duration::from_secs(1),
+            sleep_when_idle: false,
         };
         ctx.note(&format!("oltp: {rate:.0} txn/s for {secs}s"));
         let names = self.class_names();
@@ -542,6 +543,7 @@ impl Oltp {
             client_cpus: engine::launch::parse_cpu_list(&cfg.client_cpus)?,
             seed: cfg.seed,
             interval: Duration::from_secs(1),
+            sleep_when_idle: false,
         };
         let names = self.class_names();
         let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
