@@ -48,6 +48,27 @@ fn redis_on(port: u16) -> Vec<u32> {
         .collect()
 }
 
+/// Live processes whose parent is `ppid` and whose command line mentions `name`, with
+/// their command lines.
+fn children_named(ppid: u32, name: &str) -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| {
+            let cmd = std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            let parent: u32 = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (cmd.contains(name) && parent == ppid && !stat.contains(") Z ")).then_some((p, cmd))
+        })
+        .collect()
+}
+
 #[test]
 fn kv_sweep_is_stored_with_every_point() {
     if !have("redis-server") {
@@ -229,24 +250,10 @@ fn ctrl_c_keeps_results_and_leaves_no_server() {
     let mut ports = Vec::new();
     while start.elapsed() < Duration::from_secs(15) && ports.is_empty() {
         std::thread::sleep(Duration::from_millis(100));
-        ports = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .filter_map(|p| {
-                let cmd = std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok()?;
-                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-                // Only our child's servers: their parent is the rackbench process.
-                let ppid: u32 = stat
-                    .rsplit(')')
-                    .next()?
-                    .split_whitespace()
-                    .nth(1)?
-                    .parse()
-                    .ok()?;
-                (cmd.starts_with("redis-server") || cmd.contains("/redis-server"))
-                    .then_some(())
-                    .filter(|_| ppid == child.id())?;
-                // redis-server retitles itself `redis-server 127.0.0.1:PORT`.
+        // Only our child's servers; redis-server retitles itself `redis-server 127.0.0.1:PORT`.
+        ports = children_named(child.id(), "redis-server")
+            .into_iter()
+            .filter_map(|(_, cmd)| {
                 cmd.split(['\0', ' '])
                     .find_map(|w| w.strip_prefix("127.0.0.1:"))?
                     .parse::<u16>()
@@ -350,4 +357,85 @@ fn load_levels_carry_cpu_and_power_per_level() {
         .filter_map(|f| f["code"].as_str())
         .collect();
     assert!(flags.contains(&"power_modelled"), "{flags:?}");
+}
+
+/// `kill -9` gives rackbench no chance to clean up: the kernel kills the servers it
+/// launched (parent-death signal), and the next command that opens the store closes the
+/// run as interrupted, with the results stored before the kill.
+#[test]
+fn sigkill_leaves_no_server_and_the_run_is_closed_on_next_open() {
+    if !have("redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mut child = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "kv",
+            "-c",
+            "4",
+            "--duration",
+            "1,30",
+            "-t",
+            "set",
+            "--no-telemetry",
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first (1 s) point's result is stored and the second is running.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+        let out = bin()
+            .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if v["results"].as_array().is_some_and(|r| r.len() == 1) {
+            assert_eq!(v["status"], "running", "a live run is left alone");
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    };
+    // The servers the second point launched: redis-server children of our child.
+    let servers: Vec<u32> = children_named(child.id(), "redis-server")
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert!(!servers.is_empty(), "rackbench did not launch redis-server");
+    unsafe { kill(child.id() as i32, 9) };
+    child.wait().unwrap();
+    let gone = Instant::now();
+    while servers.iter().any(|p| alive(*p)) && gone.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let orphans: Vec<u32> = servers.into_iter().filter(|p| alive(*p)).collect();
+    let show = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
+        .output()
+        .unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(run["status"], "interrupted", "{run}");
+    assert!(
+        run["error"]
+            .as_str()
+            .unwrap()
+            .contains("ended without finishing"),
+        "{}",
+        run["error"]
+    );
+    assert_eq!(run["results"].as_array().unwrap().len(), 1);
+    assert!(
+        orphans.is_empty(),
+        "redis-server outlived a killed rackbench: {orphans:?}"
+    );
 }

@@ -15,6 +15,46 @@ use anyhow::{bail, Context};
 /// PIDs of every child still running, for the Ctrl-C path.
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+type LaunchReply = std::sync::mpsc::Sender<(Command, std::io::Result<Child>)>;
+
+/// The thread that forks every launched server (its parent-death signal is tied to it).
+static LAUNCHER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<(Command, LaunchReply)>>> =
+    std::sync::OnceLock::new();
+
+/// Spawn `cmd` on the launcher thread, a thread that never ends, so that a child's
+/// parent-death signal fires when rackbench dies and not when the (test or worker)
+/// thread that asked for it finishes. `cmd` is handed back unchanged.
+fn spawn_from_launcher(cmd: &mut Command) -> std::io::Result<Child> {
+    let tx = LAUNCHER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<(Command, LaunchReply)>();
+        std::thread::Builder::new()
+            .name("rackbench-launcher".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let child = cmd.spawn();
+                    let _ = reply.send((cmd, child));
+                }
+            })
+            .expect("cannot start the launcher thread");
+        Mutex::new(tx)
+    });
+    let (reply_tx, reply_rx) = std::sync::mpsc::channel();
+    let taken = std::mem::replace(cmd, Command::new(""));
+    let sent = tx
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send((taken, reply_tx));
+    if let Err(std::sync::mpsc::SendError((back, _))) = sent {
+        *cmd = back;
+        return Err(std::io::Error::other("the launcher thread is gone"));
+    }
+    let (back, child) = reply_rx
+        .recv()
+        .map_err(|_| std::io::Error::other("the launcher thread is gone"))?;
+    *cmd = back;
+    child
+}
+
 /// Find `name` on PATH. The error names the Debian package that provides it.
 pub fn find_binary(name: &str, debian_package: &str) -> anyhow::Result<PathBuf> {
     if name.contains('/') {
@@ -164,10 +204,29 @@ pub struct ChildGuard {
 impl ChildGuard {
     /// Spawn `cmd` and guard it. The child gets its own process group so that a terminal
     /// Ctrl-C reaches rackbench first, which then tears it down in order.
+    ///
+    /// The child is also SIGKILLed by the kernel if rackbench dies without tearing it
+    /// down (kill -9, out of memory): a server must not outlive the run that launched it.
+    /// The kernel sends that signal when the *thread* that forked the child ends, not the
+    /// process, so every child is forked by one launcher thread that lives as long as
+    /// the process (see [`spawn_from_launcher`]).
     pub fn spawn(name: &str, cmd: &mut Command) -> anyhow::Result<ChildGuard> {
         cmd.process_group(0);
-        let child = cmd
-            .spawn()
+        let parent = std::process::id();
+        // SAFETY: prctl and getppid are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // rackbench may have died between fork and prctl.
+                if libc::getppid() as u32 != parent {
+                    return Err(std::io::Error::other("rackbench exited"));
+                }
+                Ok(())
+            });
+        }
+        let child = spawn_from_launcher(cmd)
             .with_context(|| format!("starting {name} ({:?})", cmd.get_program()))?;
         if let Ok(mut live) = LIVE.lock() {
             live.push(child.id());

@@ -80,10 +80,55 @@ impl Store {
             )
         })?;
         schema::migrate_to(&mut conn, path, version)?;
-        Ok(Store {
+        let store = Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
-        })
+        };
+        if version >= 3 {
+            // Best effort: a store we may read but not write still opens.
+            let _ = store.close_abandoned_runs();
+        }
+        Ok(store)
+    }
+
+    /// Runs left `running` by a process that no longer exists (killed with SIGKILL, out of
+    /// memory, the machine rebooted) become `interrupted`, with a reason; what they
+    /// stored before that is kept. A run whose process is alive is left alone. Returns
+    /// the runs closed.
+    pub fn close_abandoned_runs(&self) -> anyhow::Result<Vec<String>> {
+        let Some(me) = ProcessId::current() else {
+            return Ok(Vec::new());
+        };
+        let conn = self.lock();
+        let owners: Vec<(String, u32, u64, String)> = {
+            let mut stmt = conn.prepare(
+                "SELECT o.run_id, o.pid, o.starttime, o.boot_id FROM run_owner o
+                 JOIN runs r ON r.id = o.run_id WHERE r.status = 'running'",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut closed = Vec::new();
+        for (run_id, pid, starttime, boot_id) in owners {
+            let why = if boot_id != me.boot_id {
+                format!("the machine restarted while rackbench (pid {pid}) was running this run")
+            } else if ProcessId::of(pid).is_some_and(|p| p.starttime == starttime) {
+                continue;
+            } else {
+                format!(
+                    "the rackbench process (pid {pid}) ended without finishing this run \
+                     (killed, or out of memory?); the results it stored are kept"
+                )
+            };
+            conn.execute(
+                "UPDATE runs SET status = 'interrupted', error = ?2, finished_at = ?3
+                 WHERE id = ?1 AND status = 'running'",
+                params![run_id, why, ts(&Utc::now())],
+            )?;
+            conn.execute("DELETE FROM run_owner WHERE run_id = ?1", [&run_id])?;
+            closed.push(run_id);
+        }
+        Ok(closed)
     }
 
     /// The file this store lives in.
@@ -105,7 +150,15 @@ impl Store {
     /// Record a run as started (status Running), with its plan and disclosure. Any
     /// results and idle power already in `run` are stored too.
     pub fn begin_run(&self, run: &RunRecord) -> anyhow::Result<()> {
-        self.insert_whole(run, Status::Running)
+        self.insert_whole(run, Status::Running)?;
+        if let Some(me) = ProcessId::current() {
+            self.lock().execute(
+                "INSERT OR REPLACE INTO run_owner (run_id, pid, starttime, boot_id)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![run.id, me.pid, me.starttime, me.boot_id],
+            )?;
+        }
+        Ok(())
     }
 
     /// Replace the run's host disclosures (after prepare adds server versions).
@@ -180,6 +233,7 @@ impl Store {
         if n == 0 {
             bail!("{}", not_found(run_id, &self.path));
         }
+        conn.execute("DELETE FROM run_owner WHERE run_id = ?1", [run_id])?;
         Ok(())
     }
 
@@ -437,6 +491,39 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 // ---- text forms of the columns ----
 
 /// RFC 3339, UTC, always nine fractional digits: exact, and sorts as text.
+/// A process, identified across pid reuse by its start time, on one boot of the kernel.
+struct ProcessId {
+    pid: u32,
+    /// Field 22 of /proc/PID/stat: start time in clock ticks after boot.
+    starttime: u64,
+    boot_id: String,
+}
+
+impl ProcessId {
+    fn current() -> Option<ProcessId> {
+        Self::of(std::process::id())
+    }
+
+    fn of(pid: u32) -> Option<ProcessId> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name (field 2) may hold spaces and parentheses: fields after the
+        // last `)` start at field 3.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // A zombie has exited: it writes nothing more.
+        if fields.first() == Some(&"Z") {
+            return None;
+        }
+        let starttime = fields.get(22 - 3)?.parse().ok()?;
+        let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        Some(ProcessId {
+            pid,
+            starttime,
+            boot_id: boot_id.trim().to_string(),
+        })
+    }
+}
+
 fn ts(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Nanos, true)
 }

@@ -147,8 +147,20 @@ CREATE VIEW metrics_long AS
     JOIN metrics m ON m.result_id = res.id;
 "#;
 
+/// v3: which process is writing a run still `running` (pid, its start time in clock
+/// ticks since boot, the kernel's boot id), so that a run whose process was killed can be
+/// told from one in progress.
+const V3: &str = r#"
+CREATE TABLE run_owner (
+    run_id    TEXT PRIMARY KEY NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    pid       INTEGER NOT NULL,
+    starttime INTEGER NOT NULL,
+    boot_id   TEXT NOT NULL
+);
+"#;
+
 /// The migrations, in order. The store's version is the number applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

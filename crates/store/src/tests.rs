@@ -90,6 +90,52 @@ fn interrupted_run_keeps_its_results() {
 }
 
 #[test]
+fn a_run_whose_process_is_gone_is_closed_as_interrupted_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.sqlite");
+    let mut header = rich_run("r-killed", None, t0(0), 0);
+    header.finished_at = None;
+    header.error = None;
+    let r0 = rich_result(0, "set", 1, t0(1));
+    // A process that has exited: its pid names no live process with its start time.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = ProcessId::of(child.id());
+    child.wait().unwrap();
+    {
+        let store = Store::open(&path).unwrap();
+        store.begin_run(&header).unwrap();
+        store.insert_result(&header.id, &r0).unwrap();
+        let mut live = header.clone();
+        live.id = "r-live".into();
+        store.begin_run(&live).unwrap();
+        // Hand the first run to the exited process (its stat line may already be gone).
+        let (pid, start) = dead.map_or((child.id(), 1), |p| (p.pid, p.starttime));
+        store
+            .lock()
+            .execute(
+                "UPDATE run_owner SET pid = ?1, starttime = ?2 WHERE run_id = 'r-killed'",
+                params![pid, start],
+            )
+            .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let back = store.load_run("r-killed").unwrap();
+    assert_eq!(back.status, Status::Interrupted);
+    assert!(back
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("ended without finishing"));
+    assert!(back.finished_at.is_some());
+    assert_eq!(back.results, vec![r0], "what it stored is kept");
+    // This test process is alive: its run stays running.
+    assert_eq!(store.load_run("r-live").unwrap().status, Status::Running);
+    // Finishing a run forgets its owner.
+    store.finish_run("r-live", Status::Ok, None).unwrap();
+    assert_eq!(count(&store, "run_owner"), 0);
+}
+
+#[test]
 fn nan_metric_survives_as_nan() {
     // SQLite stores NaN as NULL; the load maps it back rather than failing.
     let (_d, store) = tmp_store();
