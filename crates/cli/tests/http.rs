@@ -2,35 +2,16 @@
 //! a results store in a temp dir, the capacity tests (ramp, search, levels) as results,
 //! and bad input that says what to type.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
-    c.env_remove("RACKBENCH_DB");
-    c
-}
+use std::path::Path;
 
 fn have(binary: &str) -> bool {
-    let ok = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(binary).is_file()))
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("skipped: {binary} is not installed (apt-get install nginx-light)");
-    }
-    ok
+    common::have(binary, "nginx-light")
 }
 
 fn run_json(db: &Path, args: &[&str]) -> (i32, serde_json::Value, String) {
-    let out = bin()
-        .args(["--db", db.to_str().unwrap(), "run"])
-        .args(args)
-        .args(["--json", "-q", "--no-telemetry"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
-    (out.status.code().unwrap_or(-1), v, stderr)
+    common::run_json(db, args, &["--no-telemetry"])
 }
 
 fn metric(r: &serde_json::Value, name: &str) -> Option<f64> {

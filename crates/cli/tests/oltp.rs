@@ -2,14 +2,11 @@
 //! check` passing, then failing after a table is corrupted, `run oltp` reusing the build,
 //! and the errors a user gets for missing input. Real PostgreSQL (skipped when absent).
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
-    c.env_remove("RACKBENCH_DB");
-    c
-}
+use std::path::Path;
+
+use common::run;
 
 fn have_postgres() -> bool {
     let ok = wl_oltp::postgres_available();
@@ -17,15 +14,6 @@ fn have_postgres() -> bool {
         eprintln!("skipped: PostgreSQL (initdb, postgres) is not installed");
     }
     ok
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = bin().args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 fn corrupt(data: &Path) {
