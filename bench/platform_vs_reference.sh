@@ -11,14 +11,17 @@
 #   net:    iperf3 TCP and UDP (1472 B and 60 B, -b 0) on loopback, server pinned to CPU 0
 #           and client to CPU 1, beside rackbench net with receiver CPU 0, sender CPU 1.
 #
-# The rackbench commands, once `rackbench run` is wired (flags defined by the workloads):
-#   rackbench run crypto --tests rsa2048 --threads 1 --duration 3 --json
+# The rackbench commands:
+#   rackbench run crypto --tests rsa2048 --threads 1 --duration 3 --json   (taskset -c 1)
 #   rackbench run crypto --tests rsa2048 --threads 2 --duration 3 --json
 #   rackbench run net --tests tcp --duration 10 --sender-cpus 1 --receiver-cpus 0 --json
 #   rackbench run net --tests udp --udp-payload 1472,60 --rate 0 --duration 10 \
 #                     --sender-cpus 1 --receiver-cpus 0 --json
-# Until then (or with USE_EXAMPLES=1) the same code runs through the workload crates' example
-# binaries (crypto_speed, net_speed) against a `rackbench net serve` started here.
+# With USE_EXAMPLES=1 the same code runs through the workload crates' example binaries
+# (crypto_speed, net_speed) against a `rackbench net serve` started here.
+# The 1-process RSA pair runs pinned to CPU 1 (both tools); `-multi 2` and 2 threads use
+# both CPUs. At the end: the median of each paired ratio over the REPS rounds (a VM drifts
+# by 10-30% from minute to minute; a ratio within one round is what compares).
 #
 # Environment: SECS (crypto seconds, 3), NET_SECS (net seconds, 10), REPS (alternations, 1),
 #   RACKBENCH (binary, target/release/rackbench), USE_EXAMPLES (1 = example binaries).
@@ -82,15 +85,17 @@ PY
 ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print('%.3f' % (a/b) if b else 'nan')" "$1" "$2"; }
 
 rb_crypto() { # threads -> json file
-  if [ $MODE = run ]; then "$RB" run crypto --tests rsa2048 --threads "$1" --duration "$SECS" --json -q > "$2"
-  else "$EX/crypto_speed" rsa2048 "$1" "$SECS" > "$2"; fi
+  local pin=(); [ "$1" = 1 ] && pin=(taskset -c 1)
+  if [ $MODE = run ]; then "${pin[@]}" "$RB" run crypto --tests rsa2048 --threads "$1" --duration "$SECS" --json -q > "$2"
+  else "${pin[@]}" "$EX/crypto_speed" rsa2048 "$1" "$SECS" > "$2"; fi
 }
 
+declare -a R1S R1V R2S R2V TG TC U1472 U60
 echo
 echo "## RSA 2048 (${SECS} s per operation)"
 printf "%-34s %12s %12s\n" "" "sign/s" "verify/s"
 for rep in $(seq "$REPS"); do
-  openssl speed -seconds "$SECS" rsa2048 2>/dev/null | awk '/^rsa 2048/ {print $6, $7}' > "$TMP/os1"
+  taskset -c 1 openssl speed -seconds "$SECS" rsa2048 2>/dev/null | awk '/^rsa 2048/ {print $6, $7}' > "$TMP/os1"
   rb_crypto 1 "$TMP/rb1.json"
   openssl speed -multi 2 -seconds "$SECS" rsa2048 2>/dev/null | awk '/^rsa 2048/ {print $6, $7}' > "$TMP/os2"
   rb_crypto 2 "$TMP/rb2.json"
@@ -104,6 +109,8 @@ for rep in $(seq "$REPS"); do
   printf "%-34s %12s %12s\n" "openssl speed -multi 2 (wall)" "$os2s" "$os2v"
   printf "%-34s %12.1f %12.1f\n" "rackbench 2 threads (wall)" "$rb2s" "$rb2v"
   printf "%-34s %12s %12s\n" "  ratio rackbench/openssl" "$(ratio "$rb2s" "$os2s")" "$(ratio "$rb2v" "$os2v")"
+  R1S+=("$(ratio "$rb1s" "$os1s")"); R1V+=("$(ratio "$rb1v" "$os1v")")
+  R2S+=("$(ratio "$rb2s" "$os2s")"); R2V+=("$(ratio "$rb2v" "$os2v")")
 done
 
 echo
@@ -146,6 +153,7 @@ for rep in $(seq "$REPS"); do
   printf "%-26s %10.2f %9.1f %9.1f %12.2f\n" "iperf3" "$ig" "$ic" "$is" "$ipg"
   printf "%-26s %10.2f %9.1f %9.1f %12.2f\n" "rackbench net tcp" "$rg" "$rc" "$rs" "$rpg"
   printf "%-26s %10s %20s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "" "$(ratio "$rpg" "$ipg")"
+  TG+=("$(ratio "$rg" "$ig")"); TC+=("$(ratio "$rpg" "$ipg")")
   for len in 1472 60; do
     printf "%-26s %10s %10s %10s %8s %9s %9s %9s\n" "UDP $len B, -b 0" "sent Gb/s" "sent pk/s" "rcvd Gb/s" "loss%" "jitter" "snd CPU%" "rcv CPU%"
     iperf -u -b 0 -l "$len" > "$TMP/i_udp.json"
@@ -163,8 +171,25 @@ for rep in $(seq "$REPS"); do
     printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "iperf3" "$isg" "$isp" "$irg" "$il" "$ij" "$ic" "$is"
     printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "rackbench net udp$len" "$rsg" "$rsp" "$rrg" "$rl" "$rj" "$rc" "$rs"
     printf "%-26s %10s %10s %10s\n" "  ratio rackbench/iperf3" "$(ratio "$rsg" "$isg")" "$(ratio "$rsp" "$isp")" "$(ratio "$rrg" "$irg")"
+    if [ "$len" = 1472 ]; then U1472+=("$(ratio "$rsp" "$isp")"); else U60+=("$(ratio "$rsp" "$isp")"); fi
   done
 done
+summary() { # name values... -> "name: median (min..max) of N"
+  local name=$1; shift
+  printf "%s\n" "$@" | sort -g | awk -v n="$name" '{a[NR]=$1} END {
+    m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2;
+    printf "  %-38s median %.3f  (min %.3f, max %.3f, %d rounds)\n", n, m, a[1], a[NR], NR }'
+}
+echo
+echo "## Paired ratios rackbench/reference, medians over $REPS rounds"
+summary "RSA-2048 sign, 1 process (CPU-s)" "${R1S[@]}"
+summary "RSA-2048 verify, 1 process (CPU-s)" "${R1V[@]}"
+summary "RSA-2048 sign, -multi 2 (wall)" "${R2S[@]}"
+summary "RSA-2048 verify, -multi 2 (wall)" "${R2V[@]}"
+summary "TCP Gbit/s" "${TG[@]}"
+summary "TCP CPU% per Gbit/s" "${TC[@]}"
+summary "UDP 1472 B packets/s sent" "${U1472[@]}"
+summary "UDP 60 B packets/s sent" "${U60[@]}"
 echo
 echo "Goals: RSA ratios within 0.95-1.05; TCP Gbit/s ratio >= 0.95 with CPU%/Gbit ratio <= 1.0."
 echo "Identical runs vary by up to +-30% on shared VMs (BASELINE.md): use REPS=3 and compare medians."

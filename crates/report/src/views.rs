@@ -754,6 +754,30 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             ),
         ));
     }
+    // What the host's CPUs did at each step (telemetry of that step alone).
+    let busy: Vec<(f64, f64)> = st
+        .iter()
+        .filter_map(|(_, m)| Some((*m.get("demanded_rate_per_s")?, *m.get("cpu_busy_pct")?)))
+        .collect();
+    if !busy.is_empty() {
+        let t3 = format!("{who}{wl} ramp: CPU busy vs demanded rate");
+        figures.push((
+            t3.clone(),
+            svg::line_chart(
+                &t3,
+                "demanded rate (req/s)",
+                "CPU busy (%, all CPUs)",
+                Scale::Linear,
+                Scale::Linear,
+                &[LineSeries {
+                    name: "CPU busy".into(),
+                    points: busy,
+                    color: 1,
+                    dash: 0,
+                }],
+            ),
+        ));
+    }
     let rows = st
         .iter()
         .map(|(i, m)| {
@@ -767,6 +791,9 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                     .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
                 m.get("errors_pct")
                     .map_or("-".into(), |v| format!("{v:.2}")),
+                m.get("cpu_busy_pct")
+                    .map_or("-".into(), |v| format!("{v:.1}")),
+                m.get("power_w").map_or("-".into(), |v| format!("{v:.1}")),
             ]
         })
         .collect();
@@ -792,6 +819,8 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 "p50 ms",
                 "p99 ms",
                 "Errors %",
+                "CPU busy %",
+                "Power W",
             ]
             .iter()
             .map(|s| s.to_string())

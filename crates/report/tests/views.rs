@@ -175,6 +175,13 @@ fn capacity_run(with_power: bool) -> RunRecord {
     .enumerate()
     {
         ramp.extend(step("ramp", "step", &i.to_string(), *d, *r, *p));
+        if with_power {
+            ramp.push(
+                Metric::new("cpu_busy_pct", d / 100.0, "%")
+                    .label("phase", "ramp")
+                    .label("step", i),
+            );
+        }
     }
     ramp.push(Metric::new("saturation_rate_per_s", 6000.0, "req/s"));
     let mut search = vec![Metric::new("max_rate_meeting_slo_per_s", 44000.0, "req/s")];
@@ -301,6 +308,7 @@ fn capacity_ramp_search_levels() {
     assert!(h.contains("kv ramp: reply rate vs demanded rate"));
     assert!(h.contains("saturation at 6k/s"));
     assert!(h.contains("kv ramp: latency vs demanded rate"));
+    assert!(h.contains("kv ramp: CPU busy vs demanded rate"));
     assert!(h.contains("Saturation at a demanded rate of 6,000 req/s."));
     assert!(h.contains("<td class=\"n\">40.000</td>"), "p99 in ms");
     assert!(h.contains("kv search: latency at the objective per probed rate"));
@@ -318,6 +326,7 @@ fn capacity_ramp_search_levels() {
     // No power: no power chart, "absent" in the table.
     let h = report::html(&[capacity_run(false)], None);
     assert!(!h.contains("kv load levels: power (W)"));
+    assert!(!h.contains("kv ramp: CPU busy vs demanded rate"));
     assert!(h.contains("<td class=\"n\">absent</td>"));
     // Not a capacity run: no capacity views.
     let h = report::html(&[net_run()], None);
