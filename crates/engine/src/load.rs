@@ -171,6 +171,40 @@ pub struct ClassStats {
 }
 
 impl ClassStats {
+    /// Nothing recorded yet; a corrected-latency histogram only in open loop.
+    pub fn new(name: &str, open_loop: bool) -> ClassStats {
+        ClassStats {
+            name: name.to_string(),
+            count: 0,
+            ok: 0,
+            hits: 0,
+            misses: 0,
+            mismatches: 0,
+            rollbacks: 0,
+            errors: BTreeMap::new(),
+            service: model::hist::new_latency_histogram(),
+            corrected: open_loop.then(model::hist::new_latency_histogram),
+        }
+    }
+
+    /// Add another worker's counts and histograms of the same class.
+    pub fn add(&mut self, o: &ClassStats) {
+        self.count += o.count;
+        self.ok += o.ok;
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.mismatches += o.mismatches;
+        self.rollbacks += o.rollbacks;
+        for (k, v) in &o.errors {
+            *self.errors.entry(k.clone()).or_insert(0) += v;
+        }
+        // Same bounds everywhere, so add cannot fail; saturate rather than panic.
+        let _ = self.service.add(&o.service);
+        if let (Some(d), Some(s)) = (self.corrected.as_mut(), o.corrected.as_ref()) {
+            let _ = d.add(s);
+        }
+    }
+
     pub fn error_count(&self) -> u64 {
         self.errors.values().sum()
     }

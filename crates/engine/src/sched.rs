@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
-use model::hist::new_latency_histogram;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
@@ -60,22 +58,9 @@ impl Schedule {
     }
 }
 
-/// Per-class accumulation inside one worker.
-pub(crate) struct ClassAcc {
-    pub count: u64,
-    pub ok: u64,
-    pub hits: u64,
-    pub misses: u64,
-    pub mismatches: u64,
-    pub rollbacks: u64,
-    pub errors: BTreeMap<String, u64>,
-    pub service: Histogram<u64>,
-    pub corrected: Option<Histogram<u64>>,
-}
-
 /// One worker's measurements; merged with the others once at the end.
 pub(crate) struct Recorder {
-    pub classes: Vec<ClassAcc>,
+    pub classes: Vec<ClassStats>,
     pub intervals: Vec<u64>,
     pub interval_ns: u64,
     pub connection_errors: BTreeMap<String, u64>,
@@ -93,17 +78,7 @@ impl Recorder {
     pub(crate) fn new(n_classes: usize, open_loop: bool, interval: Duration) -> Recorder {
         Recorder {
             classes: (0..n_classes)
-                .map(|_| ClassAcc {
-                    count: 0,
-                    ok: 0,
-                    hits: 0,
-                    misses: 0,
-                    mismatches: 0,
-                    rollbacks: 0,
-                    errors: BTreeMap::new(),
-                    service: new_latency_histogram(),
-                    corrected: open_loop.then(new_latency_histogram),
-                })
+                .map(|_| ClassStats::new("", open_loop))
                 .collect(),
             intervals: Vec::new(),
             interval_ns: interval.as_nanos().max(1) as u64,
@@ -193,18 +168,7 @@ pub(crate) fn merge(
     let open = spec.shape != LoadShape::Closed;
     let mut classes: Vec<ClassStats> = class_names
         .iter()
-        .map(|n| ClassStats {
-            name: n.to_string(),
-            count: 0,
-            ok: 0,
-            hits: 0,
-            misses: 0,
-            mismatches: 0,
-            rollbacks: 0,
-            errors: BTreeMap::new(),
-            service: new_latency_histogram(),
-            corrected: open.then(new_latency_histogram),
-        })
+        .map(|n| ClassStats::new(n, open))
         .collect();
     let mut intervals: Vec<u64> = Vec::new();
     let mut out = LoadOutcome {
@@ -223,21 +187,8 @@ pub(crate) fn merge(
     };
     let interval_s = spec.interval.as_secs_f64().max(1e-9);
     for r in recorders {
-        for (dst, src) in classes.iter_mut().zip(r.classes) {
-            dst.count += src.count;
-            dst.ok += src.ok;
-            dst.hits += src.hits;
-            dst.misses += src.misses;
-            dst.mismatches += src.mismatches;
-            dst.rollbacks += src.rollbacks;
-            for (k, v) in src.errors {
-                *dst.errors.entry(k).or_insert(0) += v;
-            }
-            // Same bounds everywhere, so add cannot fail; saturate rather than panic.
-            let _ = dst.service.add(&src.service);
-            if let (Some(d), Some(s)) = (dst.corrected.as_mut(), src.corrected.as_ref()) {
-                let _ = d.add(s);
-            }
+        for (dst, src) in classes.iter_mut().zip(&r.classes) {
+            dst.add(src);
         }
         if r.intervals.len() > intervals.len() {
             intervals.resize(r.intervals.len(), 0);
