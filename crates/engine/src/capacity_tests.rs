@@ -418,6 +418,7 @@ pub fn run(
         ));
     }
     metrics.retain(|m| m.value.is_finite());
+    relabel_units(&mut metrics, unit);
     Ok(StepOutput {
         headline: headline.to_string(),
         duration_s: dur,
@@ -428,6 +429,20 @@ pub fn run(
         error: stopped.filter(|w| !w.starts_with("interrupted")),
         loadgen_threads: Some(loadgen_threads),
     })
+}
+
+/// The procedures count requests; say what this workload's operations are (`ops/s`,
+/// `txn/s`): `req/s` becomes `rate_unit`, `req` its count, `req/s/W` its rate per watt.
+fn relabel_units(metrics: &mut [Metric], rate_unit: &str) {
+    let count = rate_unit.trim_end_matches("/s");
+    for m in metrics {
+        m.unit = match m.unit.as_str() {
+            "req/s" => rate_unit.to_string(),
+            "req" => count.to_string(),
+            "req/s/W" => format!("{rate_unit}/W"),
+            _ => continue,
+        };
+    }
 }
 
 /// SPECpower's active idle: the system ready, no load offered, for `secs`.
@@ -644,6 +659,19 @@ mod tests {
             .expect("overall perf/W with power at every level");
         assert!(overall.value > 0.0);
         assert!(!l.flags.iter().any(|f| f.code == "power_modelled"));
+        // Units are the workload's (D says ops/s), not the procedures' requests.
+        let unit_of = |name: &str| {
+            l.metrics
+                .iter()
+                .find(|m| m.name == name)
+                .map(|m| m.unit.clone())
+        };
+        assert_eq!(unit_of("reply_rate_per_s").as_deref(), Some("ops/s"));
+        assert_eq!(unit_of("replies").as_deref(), Some("ops"));
+        assert_eq!(
+            unit_of("overall_reply_rate_per_w").as_deref(),
+            Some("ops/s/W")
+        );
         assert_eq!(
             watch.marks.load(Ordering::Relaxed) as usize,
             s_points(&s) + 3

@@ -652,8 +652,17 @@ fn ms(ns: f64) -> f64 {
     ns / 1e6
 }
 
+/// The unit a capacity result counts its rate in (`req/s`, `ops/s`, `txn/s`).
+fn rate_unit(r: &ResultRecord) -> String {
+    r.metrics
+        .iter()
+        .find(|m| m.name == "reply_rate_per_s" || m.name == "demanded_rate_per_s")
+        .map_or("req/s".to_string(), |m| m.unit.clone())
+}
+
 fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let r = ok_results(run, wl).find(|r| r.test == "ramp")?;
+    let u = rate_unit(r);
     let st = ordered(steps(r, "ramp", "step"));
     let pts: Vec<(f64, f64)> = st
         .iter()
@@ -692,8 +701,8 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         t1.clone(),
         svg::line_chart(
             &t1,
-            "demanded rate (req/s)",
-            "reply rate (req/s)",
+            &format!("demanded rate ({u})"),
+            &format!("reply rate ({u})"),
             Scale::Linear,
             Scale::Linear,
             &series,
@@ -746,7 +755,7 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             t2.clone(),
             svg::line_chart(
                 &t2,
-                "demanded rate (req/s)",
+                &format!("demanded rate ({u})"),
                 "latency (ms)",
                 Scale::Linear,
                 Scale::Linear,
@@ -765,7 +774,7 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             t3.clone(),
             svg::line_chart(
                 &t3,
-                "demanded rate (req/s)",
+                &format!("demanded rate ({u})"),
                 "CPU busy (%, all CPUs)",
                 Scale::Linear,
                 Scale::Linear,
@@ -798,7 +807,7 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         })
         .collect();
     let mut notes = vec![match sat {
-        Some(s) => format!("Saturation at a demanded rate of {} req/s.", num(s)),
+        Some(s) => format!("Saturation at a demanded rate of {} {u}.", num(s)),
         None => "No saturation point within the ramp.".into(),
     }];
     notes.extend(
@@ -814,8 +823,8 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             caption: "Ramp steps".into(),
             head: [
                 "Step",
-                "Demanded req/s",
-                "Reply req/s",
+                format!("Demanded {u}").as_str(),
+                format!("Reply {u}").as_str(),
                 "p50 ms",
                 "p99 ms",
                 "Errors %",
@@ -833,6 +842,7 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 
 fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let r = ok_results(run, wl).find(|r| r.test == "search")?;
+    let u = rate_unit(r);
     let st = ordered(steps(r, "search", "step"));
     let probes: Vec<(f64, f64)> = st
         .iter()
@@ -889,7 +899,7 @@ fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             t.clone(),
             svg::line_chart(
                 &t,
-                "demanded rate (req/s)",
+                &format!("demanded rate ({u})"),
                 "latency (ms)",
                 Scale::Linear,
                 Scale::Linear,
@@ -921,7 +931,7 @@ fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         })
         .collect();
     let mut notes = vec![match answer {
-        Some(a) => format!("Highest rate meeting {obj}: {} req/s.", num(a)),
+        Some(a) => format!("Highest rate meeting {obj}: {} {u}.", num(a)),
         None => format!("No probed rate met {obj}."),
     }];
     notes.extend(
@@ -937,8 +947,8 @@ fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             caption: format!("Probes in measurement order (objective {obj})"),
             head: [
                 "Probe",
-                "Demanded req/s",
-                "Reply req/s",
+                format!("Demanded {u}").as_str(),
+                format!("Reply {u}").as_str(),
                 "Latency at objective ms",
                 "Meets",
             ]
@@ -953,6 +963,7 @@ fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 
 fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let r = ok_results(run, wl).find(|r| r.test == "levels")?;
+    let u = rate_unit(r);
     let st: Vec<(String, BTreeMap<String, f64>)> = steps(r, "levels", "level")
         .into_iter()
         .filter(|(_, m)| m.contains_key("target_rate_per_s"))
@@ -978,7 +989,7 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         t1.clone(),
         svg::bar_chart(
             &t1,
-            "req/s",
+            &u,
             &cats,
             &[
                 bars("target", get("target_rate_per_s")),
@@ -1004,10 +1015,15 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         ));
     }
     if perw.iter().any(Option::is_some) {
-        let t = format!("{who}{wl} load levels: req/s per W");
+        let t = format!("{who}{wl} load levels: {u} per W");
         figures.push((
             t.clone(),
-            svg::bar_chart(&t, "req/s per W", &cats, &[bars("perf/W", perw.clone())]),
+            svg::bar_chart(
+                &t,
+                &format!("{u} per W"),
+                &cats,
+                &[bars("perf/W", perw.clone())],
+            ),
         ));
     }
     let rows = st
@@ -1029,7 +1045,7 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         .collect();
     let mut notes = Vec::new();
     if let Some(v) = metric(r, "overall_reply_rate_per_w", &[]) {
-        notes.push(format!("Overall: {} req/s per W.", num(v)));
+        notes.push(format!("Overall: {} {u} per W.", num(v)));
     }
     notes.extend(
         r.flags
@@ -1050,12 +1066,12 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             caption: "Load levels".into(),
             head: [
                 "Level",
-                "Target req/s",
-                "Reply req/s",
+                format!("Target {u}").as_str(),
+                format!("Reply {u}").as_str(),
                 "p99 ms",
                 "CPU busy %",
                 "Power W",
-                "req/s per W",
+                format!("{u} per W").as_str(),
             ]
             .iter()
             .map(|s| s.to_string())

@@ -323,6 +323,17 @@ fn capacity_ramp_search_levels() {
         m.contains("| 100% | 44,000 | 43,560 | 9.000 | 75.0 | 150.0 | 290 |"),
         "{m}"
     );
+    // A workload counting operations (kv's ops/s, oltp's txn/s) is labelled with its unit.
+    let mut ops = r.clone();
+    for res in &mut ops.results {
+        for m in &mut res.metrics {
+            m.unit = m.unit.replace("req", "ops");
+        }
+    }
+    let h = report::html(&[ops], None);
+    assert!(h.contains("Saturation at a demanded rate of 6,000 ops/s."));
+    assert!(h.contains("kv load levels: ops/s per W"));
+    assert!(!h.contains("req/s per W"));
     // No power: no power chart, "absent" in the table.
     let h = report::html(&[capacity_run(false)], None);
     assert!(!h.contains("kv load levels: power (W)"));
