@@ -466,48 +466,23 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     let mut total_pct = 0.0;
     let mut have_both = true;
     if rep.send_duration_s > 0.0 {
-        let c = &rep.sender_cpu;
-        let pct = 100.0 * (c.user_s + c.system_s) / rep.send_duration_s;
-        total_pct += pct;
-        out.metrics.push(Metric::new("sender_cpu_pct", pct, "%"));
-        out.metrics.push(Metric::new(
-            "sender_cpu_user_pct",
-            100.0 * c.user_s / rep.send_duration_s,
-            "%",
-        ));
-        out.metrics.push(Metric::new(
-            "sender_cpu_sys_pct",
-            100.0 * c.system_s / rep.send_duration_s,
-            "%",
-        ));
-        if send_gbit > 0.0 {
-            out.metrics.push(
-                Metric::new("cpu_pct_per_gbit", pct / send_gbit, "%/(Gbit/s)")
-                    .label("end", "sender"),
-            );
-        }
+        total_pct += push_end_cpu(
+            &mut out.metrics,
+            "sender",
+            &rep.sender_cpu,
+            rep.send_duration_s,
+            send_gbit,
+        );
     }
     match (&rep.receiver_cpu, rep.receive_duration_s > 0.0) {
         (Some(c), true) => {
-            let pct = 100.0 * (c.user_s + c.system_s) / rep.receive_duration_s;
-            total_pct += pct;
-            out.metrics.push(Metric::new("receiver_cpu_pct", pct, "%"));
-            out.metrics.push(Metric::new(
-                "receiver_cpu_user_pct",
-                100.0 * c.user_s / rep.receive_duration_s,
-                "%",
-            ));
-            out.metrics.push(Metric::new(
-                "receiver_cpu_sys_pct",
-                100.0 * c.system_s / rep.receive_duration_s,
-                "%",
-            ));
-            if recv_gbit > 0.0 {
-                out.metrics.push(
-                    Metric::new("cpu_pct_per_gbit", pct / recv_gbit, "%/(Gbit/s)")
-                        .label("end", "receiver"),
-                );
-            }
+            total_pct += push_end_cpu(
+                &mut out.metrics,
+                "receiver",
+                c,
+                rep.receive_duration_s,
+                recv_gbit,
+            );
         }
         _ => {
             have_both = false;
@@ -587,6 +562,34 @@ pub fn spawn_receiver(
     let s2 = std::sync::Arc::clone(&stop);
     let h = std::thread::spawn(move || serve(l, &opts, &s2));
     Ok((addr, stop, h))
+}
+
+/// One end's CPU as a percent of one CPU over that end's own clock (iperf3's
+/// cpu_utilization_percent): `<end>_cpu_pct`, its user and system parts, and the CPU per
+/// Gbit/s that end moved. Returns the percent.
+fn push_end_cpu(
+    metrics: &mut Vec<Metric>,
+    end: &str,
+    c: &proto::CpuUsage,
+    secs: f64,
+    gbit: f64,
+) -> f64 {
+    let pct = 100.0 * (c.user_s + c.system_s) / secs;
+    metrics.push(Metric::new(format!("{end}_cpu_pct"), pct, "%"));
+    metrics.push(Metric::new(
+        format!("{end}_cpu_user_pct"),
+        100.0 * c.user_s / secs,
+        "%",
+    ));
+    metrics.push(Metric::new(
+        format!("{end}_cpu_sys_pct"),
+        100.0 * c.system_s / secs,
+        "%",
+    ));
+    if gbit > 0.0 {
+        metrics.push(Metric::new("cpu_pct_per_gbit", pct / gbit, "%/(Gbit/s)").label("end", end));
+    }
+    pct
 }
 
 #[cfg(test)]
