@@ -65,71 +65,29 @@ pub fn build(
         units.push(Unit::CustomerHistory(w));
         units.push(Unit::WarehouseDistrict(w));
     }
-    let t0 = std::time::Instant::now();
-    let next = AtomicUsize::new(0);
-    let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let threads = threads.clamp(1, units.len());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let res = (|| -> anyhow::Result<()> {
-                    let mut c = crate::server::connect(cfg)?;
-                    // Bulk load: no need to wait for the WAL flush of each COPY.
-                    c.batch_execute("SET synchronous_commit = off")?;
-                    loop {
-                        if first_error.lock().map(|e| e.is_some()).unwrap_or(true) {
-                            return Ok(());
-                        }
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&u) = units.get(i) else {
-                            return Ok(());
-                        };
-                        load_unit(&mut c, u, seed, c_load, &ts)
-                            .with_context(|| format!("loading {u:?}"))?;
-                    }
-                })();
-                if let Err(e) = res {
-                    if let Ok(mut slot) = first_error.lock() {
-                        slot.get_or_insert(e);
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = first_error.into_inner().ok().flatten() {
-        return Err(e);
-    }
+    let t0 = std::time::Instant::now();
+    // Bulk load: no need to wait for the WAL flush of each COPY.
+    in_parallel(
+        cfg,
+        threads,
+        &units,
+        "SET synchronous_commit = off",
+        |c, u| load_unit(c, *u, seed, c_load, &ts).with_context(|| format!("loading {u:?}")),
+    )?;
     let load_s = t0.elapsed().as_secs_f64();
 
     let t1 = std::time::Instant::now();
-    let next = AtomicUsize::new(0);
-    let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    std::thread::scope(|s| {
-        for _ in 0..threads.min(schema::INDEXES.len()) {
-            s.spawn(|| {
-                let res = (|| -> anyhow::Result<()> {
-                    let mut c = crate::server::connect(cfg)?;
-                    c.batch_execute("SET maintenance_work_mem = '256MB'")?;
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(sql) = schema::INDEXES.get(i) else {
-                            return Ok(());
-                        };
-                        c.batch_execute(sql)
-                            .with_context(|| format!("running `{sql}`"))?;
-                    }
-                })();
-                if let Err(e) = res {
-                    if let Ok(mut slot) = first_error.lock() {
-                        slot.get_or_insert(e);
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = first_error.into_inner().ok().flatten() {
-        return Err(e);
-    }
+    in_parallel(
+        cfg,
+        threads,
+        schema::INDEXES,
+        "SET maintenance_work_mem = '256MB'",
+        |c, sql| {
+            c.batch_execute(sql)
+                .with_context(|| format!("running `{sql}`"))
+        },
+    )?;
     client
         .batch_execute(schema::FUNCTIONS)
         .context("creating the transaction functions")?;
@@ -224,6 +182,49 @@ fn copy(
     }
     w.finish()?;
     Ok(())
+}
+
+/// Run `work` on every item, `threads` connections at once (each set up with
+/// `session_sql`) taking the next item in turn; the first error stops the others before
+/// their next item and is returned.
+fn in_parallel<T: Sync>(
+    cfg: &postgres::Config,
+    threads: usize,
+    items: &[T],
+    session_sql: &str,
+    work: impl Fn(&mut postgres::Client, &T) -> anyhow::Result<()> + Sync,
+) -> anyhow::Result<()> {
+    let next = AtomicUsize::new(0);
+    let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            s.spawn(|| {
+                let res = (|| -> anyhow::Result<()> {
+                    let mut c = crate::server::connect(cfg)?;
+                    c.batch_execute(session_sql)?;
+                    loop {
+                        if first_error.lock().map(|e| e.is_some()).unwrap_or(true) {
+                            return Ok(());
+                        }
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            return Ok(());
+                        };
+                        work(&mut c, item)?;
+                    }
+                })();
+                if let Err(e) = res {
+                    if let Ok(mut slot) = first_error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                }
+            });
+        }
+    });
+    match first_error.into_inner().ok().flatten() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 fn load_unit(
