@@ -10,11 +10,16 @@
 #           the -multi ratio uses signs_per_s.
 #   net:    iperf3 TCP and UDP (1472 B and 60 B, -b 0) on loopback, server pinned to CPU 0
 #           and client to CPU 1, beside rackbench net with receiver CPU 0, sender CPU 1.
+#           TCP runs with the system's congestion control, and again with cubic (iperf3
+#           -C cubic, rackbench --congestion cubic) when that default is another one: under
+#           BBR, loopback throughput is set by BBR's pacing (an hrtimer per packet, costly
+#           in a VM), not by how the tools move bytes.
 #
 # The rackbench commands:
 #   rackbench run crypto --tests rsa2048 --threads 1 --duration 3 --json   (taskset -c 1)
 #   rackbench run crypto --tests rsa2048 --threads 2 --duration 3 --json
 #   rackbench run net --tests tcp --duration 10 --sender-cpus 1 --receiver-cpus 0 --json
+#                     [--congestion cubic]
 #   rackbench run net --tests udp --udp-payload 1472,60 --rate 0 --duration 10 \
 #                     --sender-cpus 1 --receiver-cpus 0 --json
 # With USE_EXAMPLES=1 the same code runs through the workload crates' example binaries
@@ -90,7 +95,7 @@ rb_crypto() { # threads -> json file
   else "${pin[@]}" "$EX/crypto_speed" rsa2048 "$1" "$SECS" > "$2"; fi
 }
 
-declare -a R1S R1V R2S R2V TG TC U1472 U60
+declare -a R1S R1V R2S R2V TG TC TGC TCC U1472 U60
 echo
 echo "## RSA 2048 (${SECS} s per operation)"
 printf "%-34s %12s %12s\n" "" "sign/s" "verify/s"
@@ -130,30 +135,41 @@ iperf() { # extra args... -> json on stdout
   taskset -c 1 iperf3 -c 127.0.0.1 -p "$PORT_I" -t "$NET_SECS" -J "$@" || true
   wait $spid 2>/dev/null || true
 }
-rb_net() { # test -> json on stdout
+rb_net() { # test [congestion] -> json on stdout
   if [ $MODE = run ]; then
     local extra=()
     case $1 in udp*) extra=(--rate 0);; esac
+    [ -n "${2:-}" ] && extra+=(--congestion "$2")
     "$RB" run net --tests "$1" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 "${extra[@]}" --json -q
   else
-    "$EX/net_speed" "$1" "127.0.0.1:$PORT_R" "$NET_SECS" 1 0 0
+    "$EX/net_speed" "$1" "127.0.0.1:$PORT_R" "$NET_SECS" 1 0 0 ${2:+"$2"}
   fi
 }
+# TCP congestion controls to compare under: the system's, then cubic if that is another.
+DEFAULT_CC=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)
+CCS=("")
+if [ "$DEFAULT_CC" != cubic ] && grep -qw cubic /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null; then
+  CCS+=(cubic)
+fi
 
 for rep in $(seq "$REPS"); do
-  printf "%-26s %10s %9s %9s %12s\n" "TCP" "Gbit/s" "snd CPU%" "rcv CPU%" "CPU%/Gbit"
-  iperf > "$TMP/i_tcp.json"
-  rb_net tcp > "$TMP/r_tcp.json"
-  ig=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_tcp.json")
-  ic=$(jq '.end.cpu_utilization_percent.host_total' "$TMP/i_tcp.json")
-  is=$(jq '.end.cpu_utilization_percent.remote_total' "$TMP/i_tcp.json")
-  rg=$(metric "$TMP/r_tcp.json" throughput_gbit_per_s)
-  rc=$(metric "$TMP/r_tcp.json" sender_cpu_pct); rs=$(metric "$TMP/r_tcp.json" receiver_cpu_pct)
-  ipg=$(python3 -c "print((${ic}+${is})/${ig})"); rpg=$(metric "$TMP/r_tcp.json" cpu_pct_per_gbit)
-  printf "%-26s %10.2f %9.1f %9.1f %12.2f\n" "iperf3" "$ig" "$ic" "$is" "$ipg"
-  printf "%-26s %10.2f %9.1f %9.1f %12.2f\n" "rackbench net tcp" "$rg" "$rc" "$rs" "$rpg"
-  printf "%-26s %10s %20s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "" "$(ratio "$rpg" "$ipg")"
-  TG+=("$(ratio "$rg" "$ig")"); TC+=("$(ratio "$rpg" "$ipg")")
+  for cc in "${CCS[@]}"; do
+    label="TCP (${cc:-$DEFAULT_CC, the default})"
+    printf "%-34s %10s %9s %9s %12s\n" "$label" "Gbit/s" "snd CPU%" "rcv CPU%" "CPU%/Gbit"
+    iperf ${cc:+-C "$cc"} > "$TMP/i_tcp.json"
+    rb_net tcp "$cc" > "$TMP/r_tcp.json"
+    ig=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_tcp.json")
+    ic=$(jq '.end.cpu_utilization_percent.host_total' "$TMP/i_tcp.json")
+    is=$(jq '.end.cpu_utilization_percent.remote_total' "$TMP/i_tcp.json")
+    rg=$(metric "$TMP/r_tcp.json" throughput_gbit_per_s)
+    rc=$(metric "$TMP/r_tcp.json" sender_cpu_pct); rs=$(metric "$TMP/r_tcp.json" receiver_cpu_pct)
+    ipg=$(python3 -c "print((${ic}+${is})/${ig})"); rpg=$(metric "$TMP/r_tcp.json" cpu_pct_per_gbit)
+    printf "%-34s %10.2f %9.1f %9.1f %12.2f\n" "iperf3" "$ig" "$ic" "$is" "$ipg"
+    printf "%-34s %10.2f %9.1f %9.1f %12.2f\n" "rackbench net tcp" "$rg" "$rc" "$rs" "$rpg"
+    printf "%-34s %10s %20s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "" "$(ratio "$rpg" "$ipg")"
+    if [ -z "$cc" ]; then TG+=("$(ratio "$rg" "$ig")"); TC+=("$(ratio "$rpg" "$ipg")")
+    else TGC+=("$(ratio "$rg" "$ig")"); TCC+=("$(ratio "$rpg" "$ipg")"); fi
+  done
   for len in 1472 60; do
     printf "%-26s %10s %10s %10s %8s %9s %9s %9s\n" "UDP $len B, -b 0" "sent Gb/s" "sent pk/s" "rcvd Gb/s" "loss%" "jitter" "snd CPU%" "rcv CPU%"
     iperf -u -b 0 -l "$len" > "$TMP/i_udp.json"
@@ -186,8 +202,12 @@ summary "RSA-2048 sign, 1 process (CPU-s)" "${R1S[@]}"
 summary "RSA-2048 verify, 1 process (CPU-s)" "${R1V[@]}"
 summary "RSA-2048 sign, -multi 2 (wall)" "${R2S[@]}"
 summary "RSA-2048 verify, -multi 2 (wall)" "${R2V[@]}"
-summary "TCP Gbit/s" "${TG[@]}"
-summary "TCP CPU% per Gbit/s" "${TC[@]}"
+summary "TCP Gbit/s ($DEFAULT_CC)" "${TG[@]}"
+summary "TCP CPU% per Gbit/s ($DEFAULT_CC)" "${TC[@]}"
+if [ ${#TGC[@]} -gt 0 ]; then
+  summary "TCP Gbit/s (cubic)" "${TGC[@]}"
+  summary "TCP CPU% per Gbit/s (cubic)" "${TCC[@]}"
+fi
 summary "UDP 1472 B packets/s sent" "${U1472[@]}"
 summary "UDP 60 B packets/s sent" "${U60[@]}"
 echo

@@ -415,7 +415,11 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 display.finish();
                 telemetry.stop();
                 store.delete_run(&run_id)?;
-                return Err(e.context(format!("preparing {} {label}", r.registration.name)));
+                return Err(e.context(
+                    format!("preparing {} {label}", r.registration.name)
+                        .trim_end()
+                        .to_string(),
+                ));
             }
             failure = Some(format!("sweep point {} ({label}): {msg}", pi + 1));
             break;

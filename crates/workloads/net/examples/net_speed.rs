@@ -1,7 +1,7 @@
 //! Run one net test through the workload's Rust API against a running `rackbench net serve`
 //! and print its unlabelled metrics as JSON, for `bench/platform_vs_reference.sh` until
 //! `rackbench run net` is wired.
-//! Usage: net_speed TEST TARGET DURATION_S SENDER_CPUS RECEIVER_CPUS [RATE]
+//! Usage: net_speed TEST TARGET DURATION_S SENDER_CPUS RECEIVER_CPUS [RATE [CONGESTION]]
 //! e.g.   net_speed tcp 127.0.0.1:5299 10 1 0
 
 use engine::Workload;
@@ -19,6 +19,9 @@ fn main() -> anyhow::Result<()> {
     });
     if let Some(r) = a.get(5) {
         p["rate"] = serde_json::Value::from(r.clone());
+    }
+    if let Some(cc) = a.get(6) {
+        p["congestion"] = serde_json::Value::from(cc.clone());
     }
     let map = p.as_object().cloned().unwrap_or_default();
     let mut w = rackbench_net::NetWorkload::from_params(&map)?;

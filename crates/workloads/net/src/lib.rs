@@ -62,6 +62,10 @@ pub struct Flags {
     /// TCP write size in bytes (default 131072, iperf3's -l).
     #[arg(long = "tcp-len", id = "tcp_len", value_name = "BYTES")]
     pub tcp_len: Option<String>,
+    /// TCP congestion control for the data streams, iperf3 -C style (cubic, bbr, reno;
+    /// sweep: cubic,bbr). Default: the sender host's net.ipv4.tcp_congestion_control.
+    #[arg(long = "congestion", id = "congestion", value_name = "ALGO")]
+    pub congestion: Option<String>,
     /// Receiver control address host:port (`rackbench net serve` running there). Default:
     /// launch one locally on loopback.
     #[arg(long = "target", id = "target", value_name = "HOST:PORT")]
@@ -95,6 +99,8 @@ pub struct Config {
     pub rate: Option<Value>,
     #[serde(default = "tcp_len")]
     pub tcp_len: usize,
+    #[serde(default)]
+    pub congestion: Option<String>,
     #[serde(default)]
     pub target: Option<String>,
     #[serde(default)]
@@ -202,6 +208,15 @@ impl NetWorkload {
         if cfg.tcp_len == 0 || cfg.tcp_len > 64 << 20 {
             bail!("net: `tcp_len` must be 1 B to 64 MiB (default 131072)");
         }
+        if let Some(cc) = &cfg.congestion {
+            // The kernel's TCP_CA_NAME_MAX is 16 bytes with the NUL.
+            if cc.is_empty()
+                || cc.len() > 15
+                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                bail!("net: `congestion` must name a TCP congestion control like cubic, bbr or reno, not `{cc}`");
+            }
+        }
         let rate_bps = match &cfg.rate {
             None => 0.0,
             Some(Value::Number(n)) => n.as_f64().unwrap_or(-1.0),
@@ -265,6 +280,12 @@ impl Workload for NetWorkload {
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
+        if let (Some(cc), true) = (&self.cfg.congestion, self.tests.iter().any(|t| t == "tcp")) {
+            // Refused here, before anything runs, rather than as a failed test.
+            let probe = std::net::TcpListener::bind("127.0.0.1:0")
+                .context("net: opening a socket to check --congestion")?;
+            sender::set_congestion(&probe, cc)?;
+        }
         if self.target.is_some() {
             return Ok(());
         }
@@ -318,6 +339,7 @@ impl Workload for NetWorkload {
             },
             sender_cpus: self.sender_cpus.clone(),
             receiver_cpus: self.receiver_cpus.clone(),
+            congestion: self.cfg.congestion.clone(),
         };
         ctx.progress.reset(
             &format!("net {test} streams={}", spec.streams),
@@ -355,11 +377,34 @@ impl Workload for NetWorkload {
         m.insert(
             "net.method".into(),
             Fact::known(format!(
-                "TCP: blocking write() of {} B per call; UDP: one send() per datagram on a connected socket (no sendmmsg); \
+                "TCP: non-blocking write() of {} B, up to 10 per poll() (iperf3's sender loop), receiver poll() then read() \
+                 until the buffer is full or drained (iperf3's); UDP: one send() per datagram on a connected socket (no sendmmsg); \
                  CPU = getrusage(RUSAGE_THREAD) of each end's worker threads",
                 self.cfg.tcp_len
             )),
         );
+        let sysctl = |key: &str| {
+            std::fs::read_to_string(format!("/proc/sys/{}", key.replace('.', "/")))
+                .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+                .map_err(|e| format!("cannot read {key}: {e}"))
+        };
+        m.insert(
+            "net.tcp_congestion".into(),
+            match (
+                &self.cfg.congestion,
+                sysctl("net.ipv4.tcp_congestion_control"),
+            ) {
+                (Some(cc), _) => Fact::known(format!("{cc} (--congestion)")),
+                (None, Ok(d)) => Fact::known(format!("{d} (the sender's system default)")),
+                (None, Err(e)) => Fact::unknown(e),
+            },
+        );
+        for key in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
+            m.insert(
+                key.into(),
+                sysctl(key).map(Fact::known).unwrap_or_else(Fact::unknown),
+            );
+        }
         for key in ["rmem_default", "rmem_max", "wmem_default", "wmem_max"] {
             let f = std::fs::read_to_string(format!("/proc/sys/net/core/{key}"))
                 .map(|v| Fact::known(v.trim()))

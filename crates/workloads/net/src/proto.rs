@@ -193,6 +193,35 @@ impl AlignedBuf {
     }
 }
 
+/// Wait until `fd` is ready for `events` (`libc::POLLIN`, `libc::POLLOUT`) or `timeout`
+/// passes: true when ready (or in error: the next read or write reports it), false on
+/// timeout or a signal.
+pub fn wait_ready(
+    fd: std::os::fd::RawFd,
+    events: libc::c_short,
+    timeout: Duration,
+) -> std::io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd, and its count is 1.
+    match unsafe { libc::poll(&mut p, 1, ms) } {
+        n if n > 0 => Ok(true),
+        0 => Ok(false),
+        _ => {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
 pub fn put_udp_header(buf: &mut [u8], seq: u64, send_ns: u64) {
     buf[..8].copy_from_slice(&seq.to_be_bytes());
     buf[8..16].copy_from_slice(&send_ns.to_be_bytes());

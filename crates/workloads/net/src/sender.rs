@@ -2,12 +2,14 @@
 //! the data streams (one thread each, pinned to the sender CPUs), sends for the duration
 //! and collects the receiver's interval and total reports.
 //!
-//! Hot paths: TCP writes 128 KiB buffers (iperf3's default `-l`) on blocking sockets; UDP
-//! sends one datagram per `send(2)` on a connected socket, as iperf3 does (no sendmmsg, so
-//! packets/s compare like for like), paced per stream when a rate is given.
+//! Hot paths: TCP writes 128 KiB buffers (iperf3's default `-l`) on non-blocking sockets,
+//! up to ten per poll as iperf3's sender does; UDP sends one datagram per `send(2)` on a
+//! connected socket, as iperf3 does (no sendmmsg, so packets/s compare like for like),
+//! paced per stream when a rate is given.
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,6 +35,8 @@ pub struct SendSpec {
     pub sender_cpus: Vec<usize>,
     /// Sent to the receiver: CPUs for its data threads (empty: its own `--cpus`).
     pub receiver_cpus: Vec<usize>,
+    /// TCP congestion control for the data streams (iperf3 `-C`); None: the system default.
+    pub congestion: Option<String>,
 }
 
 /// One interval as both ends saw it.
@@ -56,6 +60,8 @@ pub struct TestReport {
     /// None when the receiver never sent its final report.
     pub receiver_cpu: Option<CpuUsage>,
     pub intervals: Vec<IntervalReport>,
+    /// The TCP congestion control the data streams ran with, as the kernel reports it.
+    pub congestion: Option<String>,
     /// Why the test ended early (receiver stopped, a stream failed), with what was measured kept.
     pub error: Option<String>,
     pub send_errors: u64,
@@ -78,6 +84,117 @@ fn connect_control(target: &str) -> anyhow::Result<TcpStream> {
          `rackbench net serve --bind {target}`, or leave out --target to launch one locally",
         last.map_or("no address".to_string(), |e| e.to_string())
     )
+}
+
+/// How long a sending thread waits in poll before it looks at `stop` again (a stalled
+/// receiver must not hold the sender past the deadline).
+const TX_POLL: Duration = Duration::from_millis(100);
+
+/// Whole buffers written per poll, iperf3's `multisend`.
+const MULTISEND: usize = 10;
+
+/// iperf3's sending loop (`iperf_send` -> `Nwrite`): a non-blocking socket, poll for room,
+/// then up to [`MULTISEND`] writes of the whole buffer, each continued until the socket
+/// would block. With the receiver's poll-and-drain loop this keeps each end's share of
+/// the loopback work where iperf3 puts it (see `server::rx_tcp`).
+fn tcp_send(
+    s: &mut TcpStream,
+    buf: &[u8],
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+    sent: &mut SentStats,
+) -> std::io::Result<()> {
+    s.set_nonblocking(true)?;
+    let fd = s.as_raw_fd();
+    while !stop.load(Ordering::Relaxed) {
+        if !proto::wait_ready(fd, libc::POLLOUT, TX_POLL)? {
+            continue;
+        }
+        for _ in 0..MULTISEND {
+            let (n, failed) = write_nonblocking(s, buf);
+            sent.bytes += n as u64;
+            progress.store(sent.bytes, Ordering::Relaxed);
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            if n < buf.len() {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Write as much of `buf` as the socket takes without blocking (iperf3's `Nwrite`): the
+/// bytes written, and the error that stopped it (would-block is not one).
+fn write_nonblocking(s: &mut TcpStream, buf: &[u8]) -> (usize, Option<std::io::Error>) {
+    let mut off = 0;
+    while off < buf.len() {
+        match s.write(&buf[off..]) {
+            Ok(0) => return (off, Some(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => off += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return (off, Some(e)),
+        }
+    }
+    (off, None)
+}
+
+/// Use congestion control `name` on a TCP socket (`TCP_CONGESTION`, as iperf3 `-C`).
+pub fn set_congestion(s: &impl AsRawFd, name: &str) -> anyhow::Result<()> {
+    // SAFETY: the option value is `name`'s bytes and their length.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    let why = match e.raw_os_error() {
+        Some(libc::ENOENT) => "this host does not have it".to_string(),
+        Some(libc::EPERM) => "only root (CAP_NET_ADMIN) may use it here".to_string(),
+        _ => e.to_string(),
+    };
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}"))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|_| "?".into())
+    };
+    bail!(
+        "net: cannot use TCP congestion control `{name}`: {why}. This host has: {} \
+         (allowed without CAP_NET_ADMIN: {}); load another with `modprobe tcp_{name}` as root",
+        read("tcp_available_congestion_control"),
+        read("tcp_allowed_congestion_control")
+    )
+}
+
+/// The congestion control a TCP socket uses, as the kernel reports it.
+pub fn congestion_of(s: &TcpStream) -> std::io::Result<String> {
+    let mut name = [0u8; 32];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: `name` is writable for `len` bytes and `len` is passed by pointer.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let b = &name[..(len as usize).min(name.len())];
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    Ok(String::from_utf8_lossy(&b[..end]).into_owned())
 }
 
 /// Run one test against the receiver at `spec.target`. `progress` gets bytes sent.
@@ -140,6 +257,9 @@ pub fn run(
                 .with_context(|| {
                     format!("net: opening TCP data stream {i} to {}:{port}", peer.ip())
                 })?;
+                if let Some(cc) = &spec.congestion {
+                    set_congestion(&s, cc)?;
+                }
                 socks.push(Data::Tcp(s));
             }
             Proto::Udp => {
@@ -156,6 +276,10 @@ pub fn run(
             }
         }
     }
+    let congestion = socks.iter().find_map(|d| match d {
+        Data::Tcp(s) => congestion_of(s).ok(),
+        Data::Udp(_) => None,
+    });
     proto::send(&mut ctl, &Msg::Go)?;
 
     // The control reader: intervals as they come, then the result (or the receiver's end).
@@ -246,31 +370,15 @@ pub fn run(
                 if o.error.is_none() {
                     match sock {
                         Data::Tcp(mut s) => {
-                            // A stalled receiver must not hold the sender past the deadline.
-                            let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
                             let buf = proto::AlignedBuf::new(payload, 0x5a);
-                            let buf = buf.as_slice();
-                            while !stop.load(Ordering::Relaxed) {
-                                match s.write(buf) {
-                                    Ok(n) => {
-                                        o.sent.bytes += n as u64;
-                                        ctr.0.store(o.sent.bytes, Ordering::Relaxed);
-                                    }
-                                    Err(e)
-                                        if matches!(
-                                            e.kind(),
-                                            std::io::ErrorKind::Interrupted
-                                                | std::io::ErrorKind::WouldBlock
-                                                | std::io::ErrorKind::TimedOut
-                                        ) => {}
-                                    Err(e) => {
-                                        if !stop.load(Ordering::Relaxed) {
-                                            o.error = Some(format!("TCP stream {i}: {e}"));
-                                        }
-                                        break;
-                                    }
+                            if let Err(e) =
+                                tcp_send(&mut s, buf.as_slice(), &stop, &ctr.0, &mut o.sent)
+                            {
+                                if !stop.load(Ordering::Relaxed) {
+                                    o.error = Some(format!("TCP stream {i}: {e}"));
                                 }
                             }
+                            let _ = s.set_nonblocking(false);
                             let _ = s.shutdown(Shutdown::Write);
                         }
                         Data::Udp(s) => {
@@ -353,7 +461,10 @@ pub fn run(
         std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
     }
     stop.store(true, Ordering::Relaxed);
-    let mut rep = TestReport::default();
+    let mut rep = TestReport {
+        congestion,
+        ..Default::default()
+    };
     for h in handles {
         let o = h
             .join()

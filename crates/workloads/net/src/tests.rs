@@ -3,7 +3,7 @@
 
 use super::*;
 use serde_json::json;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn params(v: serde_json::Value) -> serde_json::Map<String, Value> {
     v.as_object().unwrap().clone()
@@ -43,6 +43,53 @@ fn tcp_two_streams_counts_every_byte() {
         .filter(|m| m.labels.contains_key("interval_start_s"))
         .count();
     assert!(intervals >= 3, "only {intervals} interval figures");
+}
+
+#[test]
+fn tcp_runs_with_the_congestion_control_asked_for() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let spec = SendSpec {
+        target: addr.to_string(),
+        proto: Proto::Tcp,
+        payload: DEFAULT_TCP_LEN,
+        duration_s: 0.3,
+        streams: 1,
+        interval_s: 0.1,
+        rate_bps: 0.0,
+        sender_cpus: vec![],
+        receiver_cpus: vec![],
+        // Reno is built into every kernel and allowed without privileges.
+        congestion: Some("reno".into()),
+    };
+    let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert_eq!(rep.congestion.as_deref(), Some("reno"));
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    let sent: u64 = rep.sent.iter().map(|s| s.bytes).sum();
+    let got: u64 = rep.received.iter().map(|s| s.bytes).sum();
+    assert!(sent > 0 && sent == got, "sent {sent} B, received {got} B");
+}
+
+#[test]
+fn unknown_congestion_control_is_refused_before_the_test() {
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["tcp"], "congestion": "nosuchcc", "target": "127.0.0.1:9"
+    })))
+    .unwrap();
+    let err = format!("{:#}", w.prepare(&Ctx::quiet()).unwrap_err());
+    assert!(
+        err.contains("congestion control `nosuchcc`") && err.contains("This host has:"),
+        "{err}"
+    );
+    let err = NetWorkload::from_params(&params(json!({"congestion": "bbr; rm"})))
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("must name a TCP congestion control"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -145,6 +192,7 @@ fn metrics_from_a_synthetic_report() {
         rate_bps: 0.0,
         sender_cpus: vec![],
         receiver_cpus: vec![],
+        congestion: None,
     };
     let rep = TestReport {
         sent: vec![proto::SentStats {
@@ -171,6 +219,7 @@ fn metrics_from_a_synthetic_report() {
         intervals: vec![],
         error: None,
         send_errors: 0,
+        congestion: None,
     };
     let out = step_output(&spec, &rep);
     assert!((metric(&out, "loss_pct").unwrap() - 10.0).abs() < 1e-9);
