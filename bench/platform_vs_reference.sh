@@ -152,12 +152,22 @@ if [ "$DEFAULT_CC" != cubic ] && grep -qw cubic /proc/sys/net/ipv4/tcp_available
   CCS+=(cubic)
 fi
 
+# One reference run and one rackbench run, iperf3 first in odd rounds and rackbench first
+# in even ones (what ran just before moves loopback figures by a few percent).
+pair() { # round ref_out rb_out ref_cmd... -- rb_cmd...
+  local round=$1 ref_out=$2 rb_out=$3; shift 3
+  local ref=() rb=()
+  while [ "$1" != -- ]; do ref+=("$1"); shift; done; shift
+  rb=("$@")
+  if [ $((round % 2)) = 1 ]; then "${ref[@]}" > "$ref_out"; "${rb[@]}" > "$rb_out"
+  else "${rb[@]}" > "$rb_out"; "${ref[@]}" > "$ref_out"; fi
+}
+
 for rep in $(seq "$REPS"); do
   for cc in "${CCS[@]}"; do
     label="TCP (${cc:-$DEFAULT_CC, the default})"
     printf "%-34s %10s %9s %9s %12s\n" "$label" "Gbit/s" "snd CPU%" "rcv CPU%" "CPU%/Gbit"
-    iperf ${cc:+-C "$cc"} > "$TMP/i_tcp.json"
-    rb_net tcp "$cc" > "$TMP/r_tcp.json"
+    pair "$rep" "$TMP/i_tcp.json" "$TMP/r_tcp.json" iperf ${cc:+-C "$cc"} -- rb_net tcp "$cc"
     ig=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_tcp.json")
     ic=$(jq '.end.cpu_utilization_percent.host_total' "$TMP/i_tcp.json")
     is=$(jq '.end.cpu_utilization_percent.remote_total' "$TMP/i_tcp.json")
@@ -172,8 +182,7 @@ for rep in $(seq "$REPS"); do
   done
   for len in 1472 60; do
     printf "%-26s %10s %10s %10s %8s %9s %9s %9s\n" "UDP $len B, -b 0" "sent Gb/s" "sent pk/s" "rcvd Gb/s" "loss%" "jitter" "snd CPU%" "rcv CPU%"
-    iperf -u -b 0 -l "$len" > "$TMP/i_udp.json"
-    rb_net "udp$len" > "$TMP/r_udp.json"
+    pair "$rep" "$TMP/i_udp.json" "$TMP/r_udp.json" iperf -u -b 0 -l "$len" -- rb_net "udp$len"
     isg=$(jq '.end.sum_sent.bits_per_second/1e9' "$TMP/i_udp.json")
     isp=$(jq '.end.sum_sent.packets/.end.sum_sent.seconds' "$TMP/i_udp.json")
     irg=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_udp.json")

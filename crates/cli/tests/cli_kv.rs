@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use std::time::{Duration, Instant};
 
-use common::{bin, have};
+use common::{bin, children_named, have};
 
 fn run_json_kv(db: &Path, args: &[&str]) -> (i32, serde_json::Value, String) {
     common::run_json(db, args, &[])
@@ -25,27 +25,6 @@ fn redis_on(port: u16) -> Vec<u32> {
             cmd.contains("redis-server")
                 && cmd.contains(&port.to_string())
                 && !stat.contains(") Z ")
-        })
-        .collect()
-}
-
-/// Live processes whose parent is `ppid` and whose command line mentions `name`, with
-/// their command lines.
-fn children_named(ppid: u32, name: &str) -> Vec<(u32, String)> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|p| {
-            let cmd = std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-            let parent: u32 = stat
-                .rsplit(')')
-                .next()?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            (cmd.contains(name) && parent == ppid && !stat.contains(") Z ")).then_some((p, cmd))
         })
         .collect()
 }

@@ -171,3 +171,57 @@ fn http_bad_input_says_what_to_type() {
     assert_ne!(code, 0);
     assert!(err.contains("cannot connect"), "{err}");
 }
+
+#[test]
+fn sigkill_takes_nginx_and_its_workers_down() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mut child = common::bin()
+        .args(["--db", db.to_str().unwrap(), "run", "http"])
+        .args(["--server-workers", "2", "--duration", "30", "-c", "2"])
+        .args(["--no-telemetry", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The master (a child of rackbench) and its two workers (children of the master).
+    let start = std::time::Instant::now();
+    let mut procs = Vec::new();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if let Some((master, _)) = common::children_named(child.id(), "nginx").pop() {
+            let workers = common::children_named(master, "nginx");
+            if workers.len() == 2 {
+                procs.push(master);
+                procs.extend(workers.into_iter().map(|(p, _)| p));
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        procs.len(),
+        3,
+        "rackbench did not launch nginx with 2 workers"
+    );
+    extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: SIGKILL to the rackbench we spawned.
+    unsafe { kill(child.id() as i32, 9) };
+    child.wait().unwrap();
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    };
+    let gone = std::time::Instant::now();
+    while procs.iter().any(|p| alive(*p)) && gone.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left: Vec<u32> = procs.into_iter().filter(|p| alive(*p)).collect();
+    assert!(
+        left.is_empty(),
+        "nginx processes outlived rackbench: {left:?}"
+    );
+}

@@ -21,11 +21,98 @@ type LaunchReply = std::sync::mpsc::Sender<(Command, std::io::Result<Child>)>;
 static LAUNCHER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<(Command, LaunchReply)>>> =
     std::sync::OnceLock::new();
 
+/// The write end of the reaper's pipe (see [`start_reaper`]); -1 when there is none.
+static REAPER: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Most process groups the reaper keeps at once (launched servers alive together).
+const REAPER_GROUPS: usize = 1024;
+
+/// Fork the reaper: a process that holds the read end of a pipe only rackbench writes to,
+/// and learns from it the process group of every server launched (a positive number) or
+/// stopped (negative). When the pipe reaches end-of-file, rackbench has exited however it
+/// ended (kill -9 included: the kernel closes its descriptors), and the reaper SIGKILLs
+/// every group still registered. The parent-death signal alone kills only the process
+/// rackbench forked, and some servers fork workers that outlive their master (nginx).
+///
+/// The child runs only async-signal-safe calls (read, kill, setpgid, _exit) on a stack
+/// array, as a child forked from a threaded process must. Best effort: without a reaper
+/// (fork failed) servers still get the parent-death signal.
+fn start_reaper() {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills `fds`; close-on-exec keeps the write end out of launched servers,
+    // which would otherwise hold the pipe open after rackbench is gone.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return;
+    }
+    let [rd, wr] = fds;
+    // SAFETY: the child below only calls async-signal-safe functions and never returns.
+    match unsafe { libc::fork() } {
+        -1 => unsafe {
+            libc::close(rd);
+            libc::close(wr);
+        },
+        0 => unsafe {
+            // Out of the terminal's process group: Ctrl-C is for rackbench to handle.
+            libc::setpgid(0, 0);
+            // Keep only the pipe (as fd 0): no copy of rackbench's sockets, files or
+            // output pipes, and no write end of our own pipe.
+            let rd = if libc::dup2(rd, 0) == 0 { 0 } else { rd };
+            if rd == 0 {
+                libc::syscall(libc::SYS_close_range, 1u32, u32::MAX, 0u32);
+            } else {
+                libc::close(wr);
+            }
+            let mut groups = [0 as libc::pid_t; REAPER_GROUPS];
+            let mut n = 0;
+            let mut msg = [0u8; 4];
+            loop {
+                let r = libc::read(rd, msg.as_mut_ptr().cast(), msg.len());
+                if r == msg.len() as isize {
+                    let g = i32::from_ne_bytes(msg);
+                    if g > 0 && n < REAPER_GROUPS {
+                        groups[n] = g;
+                        n += 1;
+                    } else if g < 0 {
+                        if let Some(i) = groups[..n].iter().position(|&x| x == -g) {
+                            groups[i] = groups[n - 1];
+                            n -= 1;
+                        }
+                    }
+                } else if r == 0 {
+                    for &g in &groups[..n] {
+                        libc::kill(-g, libc::SIGKILL);
+                    }
+                    libc::_exit(0);
+                } else if r < 0 && *libc::__errno_location() != libc::EINTR {
+                    libc::_exit(1);
+                }
+            }
+        },
+        _ => {
+            // SAFETY: closing our copy of the read end; the reaper has its own.
+            unsafe { libc::close(rd) };
+            REAPER.store(wr, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// Tell the reaper about a process group: `pgid` to kill if rackbench dies, `-pgid` when
+/// that group is stopped (so that a reused id is never killed).
+fn tell_reaper(pgid: i32) {
+    let fd = REAPER.load(std::sync::atomic::Ordering::Relaxed);
+    if fd >= 0 {
+        let msg = pgid.to_ne_bytes();
+        // SAFETY: a 4-byte write to a pipe is atomic (below PIPE_BUF).
+        unsafe { libc::write(fd, msg.as_ptr().cast(), msg.len()) };
+    }
+}
+
 /// Spawn `cmd` on the launcher thread, a thread that never ends, so that a child's
 /// parent-death signal fires when rackbench dies and not when the (test or worker)
 /// thread that asked for it finishes. `cmd` is handed back unchanged.
 fn spawn_from_launcher(cmd: &mut Command) -> std::io::Result<Child> {
     let tx = LAUNCHER.get_or_init(|| {
+        start_reaper();
         let (tx, rx) = std::sync::mpsc::channel::<(Command, LaunchReply)>();
         std::thread::Builder::new()
             .name("rackbench-launcher".into())
@@ -209,7 +296,8 @@ impl ChildGuard {
     /// down (kill -9, out of memory): a server must not outlive the run that launched it.
     /// The kernel sends that signal when the *thread* that forked the child ends, not the
     /// process, so every child is forked by one launcher thread that lives as long as
-    /// the process (see [`spawn_from_launcher`]).
+    /// the process (see [`spawn_from_launcher`]). What the child forks into its group
+    /// (nginx's workers) is killed by the reaper (see [`start_reaper`]).
     pub fn spawn(name: &str, cmd: &mut Command) -> anyhow::Result<ChildGuard> {
         cmd.process_group(0);
         let parent = std::process::id();
@@ -231,6 +319,7 @@ impl ChildGuard {
         if let Ok(mut live) = LIVE.lock() {
             live.push(child.id());
         }
+        tell_reaper(child.id() as i32);
         Ok(ChildGuard {
             name: name.to_string(),
             child: Some(child),
@@ -255,7 +344,8 @@ impl ChildGuard {
         }
     }
 
-    /// SIGTERM, wait up to `grace`, then SIGKILL; always reaps.
+    /// SIGTERM, wait up to `grace`, then SIGKILL to its whole process group (workers
+    /// it forked included); always reaps.
     pub fn stop(&mut self, grace: Duration) {
         if let Some(mut child) = self.child.take() {
             let pid = child.id();
@@ -271,6 +361,10 @@ impl ChildGuard {
                         std::thread::sleep(Duration::from_millis(10))
                     }
                     _ => {
+                        // SAFETY: kill(2) on the group our unreaped child leads.
+                        unsafe {
+                            libc::kill(-(pid as i32), libc::SIGKILL);
+                        }
                         let _ = child.kill();
                         let _ = child.wait();
                         break;
@@ -280,6 +374,7 @@ impl ChildGuard {
             if let Ok(mut live) = LIVE.lock() {
                 live.retain(|p| *p != pid);
             }
+            tell_reaper(-(pid as i32));
         }
     }
 }
@@ -294,8 +389,10 @@ impl Drop for ChildGuard {
 pub fn kill_all_children() {
     let pids: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     for pid in pids {
-        // SAFETY: kill(2) on pids we spawned; a reused pid is not possible while unreaped.
+        // SAFETY: kill(2) on pids we spawned and the groups they lead; a reused pid is
+        // not possible while unreaped.
         unsafe {
+            libc::kill(-(pid as i32), libc::SIGKILL);
             libc::kill(pid as i32, libc::SIGKILL);
         }
     }
@@ -373,5 +470,40 @@ mod tests {
         // SAFETY: probing with signal 0.
         let alive = unsafe { libc::kill(pid as i32, 0) } == 0;
         assert!(!alive, "child {pid} still alive after drop");
+    }
+
+    #[test]
+    fn stop_takes_down_what_the_child_forked() {
+        // A "master" that ignores SIGTERM and forks a "worker" into its process group,
+        // as nginx's master does; the worker writes its pid where we can read it.
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("worker.pid");
+        let script = format!(
+            "trap '' TERM; sleep 60 & echo $! > {}; wait",
+            pidfile.display()
+        );
+        let mut g = ChildGuard::spawn("sh", Command::new("sh").args(["-c", &script])).unwrap();
+        let start = Instant::now();
+        let worker: i32 = loop {
+            if let Some(p) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(start.elapsed() < Duration::from_secs(5), "no worker");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        g.stop(Duration::from_millis(100));
+        // The worker is the test process's grandchild: it is gone, or a zombie of init.
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{worker}/stat"))
+                .map_or(true, |s| s.contains(") Z "))
+        };
+        let start = Instant::now();
+        while !gone() && start.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(gone(), "the worker {worker} outlived its stopped master");
     }
 }

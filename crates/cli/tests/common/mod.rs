@@ -48,3 +48,24 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).to_string(),
     )
 }
+
+/// Live processes whose parent is `ppid` and whose command line mentions `name`, with
+/// their command lines.
+pub fn children_named(ppid: u32, name: &str) -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| {
+            let cmd = std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            let parent: u32 = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            (cmd.contains(name) && parent == ppid && !stat.contains(") Z ")).then_some((p, cmd))
+        })
+        .collect()
+}
