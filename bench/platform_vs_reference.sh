@@ -148,7 +148,9 @@ rb_net() { # test [congestion] -> json on stdout
 # TCP congestion controls to compare under: the system's, then cubic if that is another.
 DEFAULT_CC=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)
 CCS=("")
-if [ "$DEFAULT_CC" != cubic ] && grep -qw cubic /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null; then
+# Choosing one needs it loaded, and root or its name in the allowed list.
+if [ "$DEFAULT_CC" != cubic ] && grep -qw cubic /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null \
+   && { [ "$(id -u)" = 0 ] || grep -qw cubic /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null; }; then
   CCS+=(cubic)
 fi
 

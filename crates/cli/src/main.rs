@@ -80,6 +80,11 @@ fn main() {
             std::process::exit(code);
         }
     };
+    if matches!(cli.command, Command::Run(_) | Command::Oltp(_)) {
+        // Commands that may launch servers start the reaper now, while rackbench is small
+        // (it is a fork sharing our memory copy-on-write).
+        engine::launch::init_reaper();
+    }
     let result = commands::dispatch(cli);
     match result {
         Ok(code) => std::process::exit(code),

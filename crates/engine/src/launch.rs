@@ -21,89 +21,136 @@ type LaunchReply = std::sync::mpsc::Sender<(Command, std::io::Result<Child>)>;
 static LAUNCHER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<(Command, LaunchReply)>>> =
     std::sync::OnceLock::new();
 
-/// The write end of the reaper's pipe (see [`start_reaper`]); -1 when there is none.
+/// rackbench's end of the reaper's socket (see [`init_reaper`]); -1 when there is none.
 static REAPER: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+static REAPER_ONCE: std::sync::Once = std::sync::Once::new();
 
 /// Most process groups the reaper keeps at once (launched servers alive together).
 const REAPER_GROUPS: usize = 1024;
 
-/// Fork the reaper: a process that holds the read end of a pipe only rackbench writes to,
-/// and learns from it the process group of every server launched (a positive number) or
-/// stopped (negative). When the pipe reaches end-of-file, rackbench has exited however it
+/// Start the reaper, once per process: a process that holds one end of a socket pair only
+/// rackbench writes to, and learns from it the process group of every server launched
+/// (a positive number, sent by the server itself between fork and exec) or stopped
+/// (negative). When the socket reaches end-of-file, rackbench has exited however it
 /// ended (kill -9 included: the kernel closes its descriptors), and the reaper SIGKILLs
 /// every group still registered. The parent-death signal alone kills only the process
 /// rackbench forked, and some servers fork workers that outlive their master (nginx).
 ///
-/// The child runs only async-signal-safe calls (read, kill, setpgid, _exit) on a stack
-/// array, as a child forked from a threaded process must. Best effort: without a reaper
-/// (fork failed) servers still get the parent-death signal.
-fn start_reaper() {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 fills `fds`; close-on-exec keeps the write end out of launched servers,
-    // which would otherwise hold the pipe open after rackbench is gone.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return;
-    }
-    let [rd, wr] = fds;
-    // SAFETY: the child below only calls async-signal-safe functions and never returns.
-    match unsafe { libc::fork() } {
-        -1 => unsafe {
-            libc::close(rd);
-            libc::close(wr);
-        },
-        0 => unsafe {
-            // Out of the terminal's process group: Ctrl-C is for rackbench to handle.
-            libc::setpgid(0, 0);
-            // Keep only the pipe (as fd 0): no copy of rackbench's sockets, files or
-            // output pipes, and no write end of our own pipe.
-            let rd = if libc::dup2(rd, 0) == 0 { 0 } else { rd };
-            if rd == 0 {
-                libc::syscall(libc::SYS_close_range, 1u32, u32::MAX, 0u32);
-            } else {
-                libc::close(wr);
+/// Call it early (the CLI does, before any work): the reaper is a fork without exec, and
+/// it shares rackbench's memory copy-on-write, so the smaller rackbench is then the less
+/// it costs. Launching a server calls it too. The child runs only async-signal-safe calls
+/// (close, read, kill, signal, setpgid, _exit) on a stack array. Best effort: without a
+/// reaper (the fork failed), servers still get the parent-death signal.
+pub fn init_reaper() {
+    REAPER_ONCE.call_once(|| {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: socketpair fills `fds`. Close-on-exec keeps rackbench's end out of
+        // launched servers, which would otherwise hold the socket open after rackbench is
+        // gone; a datagram-like socket keeps each 4-byte message whole.
+        let ok = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } == 0;
+        if !ok {
+            return;
+        }
+        let [mine, theirs] = fds;
+        // SAFETY: the child below only calls async-signal-safe functions and never returns.
+        match unsafe { libc::fork() } {
+            -1 => unsafe {
+                libc::close(mine);
+                libc::close(theirs);
+            },
+            0 => unsafe { reaper_main(mine, theirs) },
+            _ => {
+                // SAFETY: closing our copy of the reaper's end.
+                unsafe { libc::close(theirs) };
+                REAPER.store(mine, std::sync::atomic::Ordering::Relaxed);
             }
-            let mut groups = [0 as libc::pid_t; REAPER_GROUPS];
-            let mut n = 0;
-            let mut msg = [0u8; 4];
-            loop {
-                let r = libc::read(rd, msg.as_mut_ptr().cast(), msg.len());
-                if r == msg.len() as isize {
-                    let g = i32::from_ne_bytes(msg);
-                    if g > 0 && n < REAPER_GROUPS {
-                        groups[n] = g;
-                        n += 1;
-                    } else if g < 0 {
-                        if let Some(i) = groups[..n].iter().position(|&x| x == -g) {
-                            groups[i] = groups[n - 1];
-                            n -= 1;
-                        }
-                    }
-                } else if r == 0 {
-                    for &g in &groups[..n] {
-                        libc::kill(-g, libc::SIGKILL);
-                    }
-                    libc::_exit(0);
-                } else if r < 0 && *libc::__errno_location() != libc::EINTR {
-                    libc::_exit(1);
+        }
+    });
+}
+
+/// The reaper's body, in the forked child (see [`init_reaper`]).
+///
+/// # Safety
+/// Only in a child just forked by `init_reaper`, with the pair's two ends.
+unsafe fn reaper_main(rackbench_end: libc::c_int, rd: libc::c_int) -> ! {
+    // Out of the terminal's process group (Ctrl-C is for rackbench to handle), with the
+    // default signal actions rather than rackbench's handlers.
+    libc::setpgid(0, 0);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        libc::signal(sig, libc::SIG_DFL);
+    }
+    // Keep only our end: no copy of rackbench's end (or end-of-file never comes), and
+    // none of its sockets, files or output pipes (or a reader of them would wait for us).
+    libc::close(rackbench_end);
+    let max = match libc::sysconf(libc::_SC_OPEN_MAX) {
+        n if n > 0 => n.min(1 << 20) as libc::c_int,
+        _ => 1024,
+    };
+    let below = if rd > 0 {
+        libc::syscall(libc::SYS_close_range, 0u32, (rd - 1) as u32, 0u32)
+    } else {
+        0
+    };
+    let above = libc::syscall(libc::SYS_close_range, (rd + 1) as u32, u32::MAX, 0u32);
+    if below != 0 || above != 0 {
+        // No close_range (kernels before 5.9, some seccomp profiles): one by one.
+        for fd in 0..max {
+            if fd != rd {
+                libc::close(fd);
+            }
+        }
+    }
+    let mut groups = [0 as libc::pid_t; REAPER_GROUPS];
+    let mut n = 0;
+    let mut msg = [0u8; 4];
+    loop {
+        let r = libc::read(rd, msg.as_mut_ptr().cast(), msg.len());
+        if r == msg.len() as isize {
+            let g = i32::from_ne_bytes(msg);
+            if g > 0 && n < REAPER_GROUPS {
+                groups[n] = g;
+                n += 1;
+            } else if g < 0 {
+                if let Some(i) = groups[..n].iter().position(|&x| x == -g) {
+                    groups[i] = groups[n - 1];
+                    n -= 1;
                 }
             }
-        },
-        _ => {
-            // SAFETY: closing our copy of the read end; the reaper has its own.
-            unsafe { libc::close(rd) };
-            REAPER.store(wr, std::sync::atomic::Ordering::Relaxed);
+        } else if r == 0 {
+            for &g in &groups[..n] {
+                libc::kill(-g, libc::SIGKILL);
+            }
+            libc::_exit(0);
+        } else if r < 0 && *libc::__errno_location() != libc::EINTR {
+            libc::_exit(1);
         }
     }
 }
 
 /// Tell the reaper about a process group: `pgid` to kill if rackbench dies, `-pgid` when
-/// that group is stopped (so that a reused id is never killed).
+/// that group is gone (so that a reused id is never killed). Never blocks, never raises
+/// SIGPIPE; a message that cannot be sent is dropped. Async-signal-safe (used between
+/// fork and exec).
 fn tell_reaper(pgid: i32) {
     let fd = REAPER.load(std::sync::atomic::Ordering::Relaxed);
     if fd >= 0 {
         let msg = pgid.to_ne_bytes();
-        // SAFETY: a 4-byte write to a pipe is atomic (below PIPE_BUF).
-        unsafe { libc::write(fd, msg.as_ptr().cast(), msg.len()) };
+        // SAFETY: a send of 4 bytes from a live buffer.
+        unsafe {
+            libc::send(
+                fd,
+                msg.as_ptr().cast(),
+                msg.len(),
+                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+            )
+        };
     }
 }
 
@@ -112,7 +159,7 @@ fn tell_reaper(pgid: i32) {
 /// thread that asked for it finishes. `cmd` is handed back unchanged.
 fn spawn_from_launcher(cmd: &mut Command) -> std::io::Result<Child> {
     let tx = LAUNCHER.get_or_init(|| {
-        start_reaper();
+        init_reaper();
         let (tx, rx) = std::sync::mpsc::channel::<(Command, LaunchReply)>();
         std::thread::Builder::new()
             .name("rackbench-launcher".into())
@@ -297,13 +344,16 @@ impl ChildGuard {
     /// The kernel sends that signal when the *thread* that forked the child ends, not the
     /// process, so every child is forked by one launcher thread that lives as long as
     /// the process (see [`spawn_from_launcher`]). What the child forks into its group
-    /// (nginx's workers) is killed by the reaper (see [`start_reaper`]).
+    /// (nginx's workers) is killed by the reaper (see [`init_reaper`]).
     pub fn spawn(name: &str, cmd: &mut Command) -> anyhow::Result<ChildGuard> {
         cmd.process_group(0);
         let parent = std::process::id();
-        // SAFETY: prctl and getppid are async-signal-safe.
+        // SAFETY: send (in tell_reaper), getpid, prctl and getppid are async-signal-safe.
         unsafe {
             cmd.pre_exec(move || {
+                // The child registers its own group, before it can fork anything into it:
+                // no window in which rackbench could die with the group unknown.
+                tell_reaper(libc::getpid());
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -319,7 +369,6 @@ impl ChildGuard {
         if let Ok(mut live) = LIVE.lock() {
             live.push(child.id());
         }
-        tell_reaper(child.id() as i32);
         Ok(ChildGuard {
             name: name.to_string(),
             child: Some(child),
@@ -334,43 +383,41 @@ impl ChildGuard {
         &self.name
     }
 
-    /// None while running; Some(description) once it has exited.
+    /// None while running; Some(description) once it has exited. The child is left
+    /// unreaped (a zombie) until [`ChildGuard::stop`]: its pid, and so its process
+    /// group's id, cannot be reused while the group may still need killing.
     pub fn exited(&mut self) -> Option<String> {
-        match self.child.as_mut().map(Child::try_wait) {
-            Some(Ok(Some(st))) => Some(format!("{} exited ({st})", self.name)),
-            Some(Ok(None)) => None,
-            Some(Err(e)) => Some(format!("{}: {e}", self.name)),
-            None => Some(format!("{} was stopped", self.name)),
+        let Some(child) = self.child.as_ref() else {
+            return Some(format!("{} was stopped", self.name));
+        };
+        match peek_exit(child.id()) {
+            Ok(None) => None,
+            Ok(Some(how)) => Some(format!("{} {how}", self.name)),
+            Err(e) => Some(format!("{}: {e}", self.name)),
         }
     }
 
-    /// SIGTERM, wait up to `grace`, then SIGKILL to its whole process group (workers
-    /// it forked included); always reaps.
+    /// SIGTERM, wait up to `grace` for it to exit, then SIGKILL to its whole process
+    /// group (what it forked, nginx's workers, included: also when it exited on its own
+    /// and left them), and only then reap it.
     pub fn stop(&mut self, grace: Duration) {
         if let Some(mut child) = self.child.take() {
             let pid = child.id();
-            // SAFETY: plain kill(2) on our own child's pid.
+            // SAFETY: plain kill(2) on our own (unreaped) child's pid.
             unsafe {
                 libc::kill(pid as i32, libc::SIGTERM);
             }
             let deadline = Instant::now() + grace;
-            loop {
-                match child.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(10))
-                    }
-                    _ => {
-                        // SAFETY: kill(2) on the group our unreaped child leads.
-                        unsafe {
-                            libc::kill(-(pid as i32), libc::SIGKILL);
-                        }
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break;
-                    }
-                }
+            while matches!(peek_exit(pid), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
             }
+            // SAFETY: kill(2) on the group our still unreaped child leads (a zombie keeps
+            // the id taken).
+            unsafe {
+                libc::kill(-(pid as i32), libc::SIGKILL);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
             if let Ok(mut live) = LIVE.lock() {
                 live.retain(|p| *p != pid);
             }
@@ -385,12 +432,39 @@ impl Drop for ChildGuard {
     }
 }
 
+/// Has child `pid` exited? Asked without reaping it (`WNOWAIT`): Ok(Some(how)) once it has.
+fn peek_exit(pid: u32) -> std::io::Result<Option<String>> {
+    // SAFETY: a zeroed siginfo_t is valid; waitid fills it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: after a successful waitid with WEXITED the child fields are the ones set.
+    let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if who == 0 {
+        return Ok(None);
+    }
+    Ok(Some(match info.si_code {
+        libc::CLD_EXITED => format!("exited (exit status: {status})"),
+        libc::CLD_KILLED | libc::CLD_DUMPED => format!("exited (killed by signal {status})"),
+        _ => "exited".to_string(),
+    }))
+}
+
 /// Kill every child still running (the Ctrl-C and panic path). Safe to call twice.
 pub fn kill_all_children() {
     let pids: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     for pid in pids {
-        // SAFETY: kill(2) on pids we spawned and the groups they lead; a reused pid is
-        // not possible while unreaped.
+        // SAFETY: kill(2) on pids we spawned and the groups they lead; guards never reap
+        // before removing a pid from LIVE, so none of these ids can have been reused.
         unsafe {
             libc::kill(-(pid as i32), libc::SIGKILL);
             libc::kill(pid as i32, libc::SIGKILL);
@@ -473,6 +547,25 @@ mod tests {
     }
 
     #[test]
+    fn exited_reports_without_reaping() {
+        let mut g = ChildGuard::spawn("sh", Command::new("sh").args(["-c", "exit 3"])).unwrap();
+        let start = Instant::now();
+        let how = loop {
+            if let Some(h) = g.exited() {
+                break h;
+            }
+            assert!(start.elapsed() < Duration::from_secs(5), "sh did not exit");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(how, "sh exited (exit status: 3)");
+        // Still a zombie, so its pid (and group id) stays taken until stop reaps it.
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", g.pid())).unwrap();
+        assert!(stat.contains(") Z "), "{stat}");
+        g.stop(Duration::ZERO);
+        assert_eq!(g.exited().as_deref(), Some("sh was stopped"));
+    }
+
+    #[test]
     fn stop_takes_down_what_the_child_forked() {
         // A "master" that ignores SIGTERM and forks a "worker" into its process group,
         // as nginx's master does; the worker writes its pid where we can read it.
@@ -482,10 +575,23 @@ mod tests {
             "trap '' TERM; sleep 60 & echo $! > {}; wait",
             pidfile.display()
         );
-        let mut g = ChildGuard::spawn("sh", Command::new("sh").args(["-c", &script])).unwrap();
+        assert_worker_gone_after_stop(&script, &pidfile);
+        // A master that does exit on SIGTERM but leaves its worker behind.
+        let _ = std::fs::remove_file(&pidfile);
+        let script = format!(
+            "(trap '' TERM; exec sleep 60) & echo $! > {}; wait",
+            pidfile.display()
+        );
+        assert_worker_gone_after_stop(&script, &pidfile);
+    }
+
+    /// Run `script` under a guard, wait for the worker pid it writes to `pidfile`, stop
+    /// the guard, and check the worker is gone.
+    fn assert_worker_gone_after_stop(script: &str, pidfile: &Path) {
+        let mut g = ChildGuard::spawn("sh", Command::new("sh").args(["-c", script])).unwrap();
         let start = Instant::now();
         let worker: i32 = loop {
-            if let Some(p) = std::fs::read_to_string(&pidfile)
+            if let Some(p) = std::fs::read_to_string(pidfile)
                 .ok()
                 .and_then(|s| s.trim().parse().ok())
             {

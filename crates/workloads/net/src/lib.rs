@@ -17,6 +17,7 @@ pub mod sender;
 pub mod server;
 
 use std::collections::BTreeMap;
+use std::os::fd::FromRawFd;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -281,9 +282,17 @@ impl Workload for NetWorkload {
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
         if let (Some(cc), true) = (&self.cfg.congestion, self.tests.iter().any(|t| t == "tcp")) {
-            // Refused here, before anything runs, rather than as a failed test.
-            let probe = std::net::TcpListener::bind("127.0.0.1:0")
-                .context("net: opening a socket to check --congestion")?;
+            // Refused here, before anything runs, rather than as a failed test. The
+            // probe is a fresh TCP socket, never bound or connected.
+            // SAFETY: socket(2); the descriptor is owned (and closed) by `probe`.
+            let probe = unsafe {
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error())
+                        .context("net: opening a socket to check --congestion");
+                }
+                std::os::fd::OwnedFd::from_raw_fd(fd)
+            };
             sender::set_congestion(&probe, cc)?;
         }
         if self.target.is_some() {
@@ -388,17 +397,19 @@ impl Workload for NetWorkload {
                 .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
                 .map_err(|e| format!("cannot read {key}: {e}"))
         };
-        m.insert(
-            "net.tcp_congestion".into(),
-            match (
-                &self.cfg.congestion,
-                sysctl("net.ipv4.tcp_congestion_control"),
-            ) {
-                (Some(cc), _) => Fact::known(format!("{cc} (--congestion)")),
-                (None, Ok(d)) => Fact::known(format!("{d} (the sender's system default)")),
-                (None, Err(e)) => Fact::unknown(e),
-            },
-        );
+        if self.tests.iter().any(|t| t == "tcp") {
+            m.insert(
+                "net.tcp_congestion".into(),
+                match (
+                    &self.cfg.congestion,
+                    sysctl("net.ipv4.tcp_congestion_control"),
+                ) {
+                    (Some(cc), _) => Fact::known(format!("{cc} (--congestion)")),
+                    (None, Ok(d)) => Fact::known(format!("{d} (the sender's system default)")),
+                    (None, Err(e)) => Fact::unknown(e),
+                },
+            );
+        }
         for key in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
             m.insert(
                 key.into(),
