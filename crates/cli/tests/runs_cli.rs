@@ -1,19 +1,20 @@
 //! End to end: the real binary's `runs`, `show`, `export` and `import` against a store in a
 //! temporary directory, filled through the store API (as `rackbench run` will fill it).
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use model::Status;
 use store::fixtures::{rich_result, rich_run, t0};
 use store::Store;
 
 fn rackbench(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    common::bin()
         .args(args)
         .arg("--db")
         .arg(db)
-        .env_remove("RACKBENCH_DB")
         .output()
         .expect("run rackbench")
 }

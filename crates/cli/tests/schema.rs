@@ -2,6 +2,8 @@
 //! and reject a document with a field missing, renamed or of the wrong kind. The lead adds
 //! a check of a real `rackbench run` output here once `run` exists.
 
+mod common;
+
 use serde_json::Value;
 
 const SCHEMA: &str = include_str!(concat!(
@@ -156,16 +158,12 @@ fn wrong_values_are_rejected() {
 /// export of that run both match the committed schema.
 #[test]
 fn real_run_output_matches_the_schema() {
-    let have_redis = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("redis-server").is_file()))
-        .unwrap_or(false);
-    if !have_redis {
-        eprintln!("skipped: redis-server is not installed");
+    if !common::have("redis-server", "redis-server") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::bin()
         .args([
             "--db",
             db.to_str().unwrap(),
@@ -196,7 +194,7 @@ fn real_run_output_matches_the_schema() {
         errs.is_empty(),
         "run --json output breaks the schema: {errs:#?}"
     );
-    let exp = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let exp = common::bin()
         .args([
             "--db",
             db.to_str().unwrap(),

@@ -392,11 +392,6 @@ impl Workload for NetWorkload {
                 self.cfg.tcp_len
             )),
         );
-        let sysctl = |key: &str| {
-            std::fs::read_to_string(format!("/proc/sys/{}", key.replace('.', "/")))
-                .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
-                .map_err(|e| format!("cannot read {key}: {e}"))
-        };
         if self.tests.iter().any(|t| t == "tcp") {
             m.insert(
                 "net.tcp_congestion".into(),
@@ -410,20 +405,28 @@ impl Workload for NetWorkload {
                 },
             );
         }
-        for key in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
+        for key in [
+            "net.ipv4.tcp_rmem",
+            "net.ipv4.tcp_wmem",
+            "net.core.rmem_default",
+            "net.core.rmem_max",
+            "net.core.wmem_default",
+            "net.core.wmem_max",
+        ] {
             m.insert(
                 key.into(),
                 sysctl(key).map(Fact::known).unwrap_or_else(Fact::unknown),
             );
         }
-        for key in ["rmem_default", "rmem_max", "wmem_default", "wmem_max"] {
-            let f = std::fs::read_to_string(format!("/proc/sys/net/core/{key}"))
-                .map(|v| Fact::known(v.trim()))
-                .unwrap_or_else(|e| Fact::unknown(e.to_string()));
-            m.insert(format!("net.core.{key}"), f);
-        }
         m
     }
+}
+
+/// A sysctl's value (`net.ipv4.tcp_wmem`), its whitespace collapsed to single spaces.
+pub(crate) fn sysctl(key: &str) -> Result<String, String> {
+    std::fs::read_to_string(format!("/proc/sys/{}", key.replace('.', "/")))
+        .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map_err(|e| format!("cannot read {key}: {e}"))
 }
 
 /// Turn one test's report into metrics (pure: tested without sockets).

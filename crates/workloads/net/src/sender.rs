@@ -162,16 +162,12 @@ pub fn set_congestion(s: &impl AsRawFd, name: &str) -> anyhow::Result<()> {
         Some(libc::EPERM) => "only root (CAP_NET_ADMIN) may use it here".to_string(),
         _ => e.to_string(),
     };
-    let read = |f: &str| {
-        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}"))
-            .map(|v| v.trim().to_string())
-            .unwrap_or_else(|_| "?".into())
-    };
+    let read = |key: &str| crate::sysctl(key).unwrap_or_else(|_| "?".into());
     bail!(
         "net: cannot use TCP congestion control `{name}`: {why}. This host has: {} \
          (allowed without CAP_NET_ADMIN: {}); load another with `modprobe tcp_{name}` as root",
-        read("tcp_available_congestion_control"),
-        read("tcp_allowed_congestion_control")
+        read("net.ipv4.tcp_available_congestion_control"),
+        read("net.ipv4.tcp_allowed_congestion_control")
     )
 }
 
