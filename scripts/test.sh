@@ -1,14 +1,55 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is needed, checks formatting and lints, runs every
-# test (real redis-server, nginx, PostgreSQL launched on loopback by the tests).
+# test (real redis-server, nginx, PostgreSQL launched on loopback by the tests; the
+# many-host tests against test hosts made by scripts/testhosts.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo test --workspace --locked --no-fail-fast 2>&1 | tee /tmp/rackbench-test.log
-status=${PIPESTATUS[0]}
+
+# Test hosts for the many-host tests: network namespaces with an sshd each (see the contract
+# at the top of scripts/testhosts.sh). Always torn down on the way out, also on failure or
+# ctrl-c, keeping the tests' exit status. Where they cannot be made (not root, `ip netns`
+# not permitted) the many-host tests skip with the reason in RACKBENCH_TESTHOSTS_SKIP.
+unset RACKBENCH_TESTHOSTS_ENV RACKBENCH_TESTHOSTS_SKIP
+testhosts_up=0
+# shellcheck disable=SC2317 # invoked by the EXIT trap
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ "$testhosts_up" -eq 1 ]; then
+    bash scripts/testhosts.sh down || echo "test.sh: warning: testhosts down failed" >&2
+  fi
+  exit "$rc"
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ "$(id -u)" -ne 0 ]; then
+  RACKBENCH_TESTHOSTS_SKIP="not root (uid $(id -u)): test hosts need network namespaces"
+else
+  testhosts_up=1
+  th_rc=0
+  bash scripts/testhosts.sh up 3 2>&1 | tee /tmp/rackbench-testhosts.log || th_rc=${PIPESTATUS[0]}
+  if [ "$th_rc" -eq 3 ]; then
+    RACKBENCH_TESTHOSTS_SKIP=$(sed -n 's/^testhosts: cannot create test hosts: //p' /tmp/rackbench-testhosts.log | tail -n1)
+  elif [ "$th_rc" -ne 0 ]; then
+    echo "test.sh: scripts/testhosts.sh up 3 failed (status $th_rc); see above" >&2
+    exit "$th_rc"
+  else
+    export RACKBENCH_TESTHOSTS_ENV=${RACKBENCH_TESTHOSTS_DIR:-/run/rackbench-testhosts}/hosts.env
+  fi
+fi
+if [ -n "${RACKBENCH_TESTHOSTS_SKIP:-}" ]; then
+  export RACKBENCH_TESTHOSTS_SKIP
+  echo "test.sh: many-host tests are skipped: ${RACKBENCH_TESTHOSTS_SKIP}"
+fi
+
+status=0
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee /tmp/rackbench-test.log || status=${PIPESTATUS[0]}
 # One closing line over all test binaries.
 awk '/^test result:/ {p+=$4; f+=$6; i+=$8} END {printf "rackbench tests: %d passed, %d failed, %d skipped\n", p, f, i}' /tmp/rackbench-test.log
+[ -z "${RACKBENCH_TESTHOSTS_SKIP:-}" ] || echo "rackbench many-host tests skipped: ${RACKBENCH_TESTHOSTS_SKIP}"
 exit "$status"
