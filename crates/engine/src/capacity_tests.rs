@@ -514,6 +514,7 @@ mod tests {
             progress: Arc::new(Progress::default()),
             watch,
             verbose: false,
+            roles: None,
         }
     }
 

@@ -222,7 +222,13 @@ fn is_executable(p: &Path) -> bool {
 /// A free TCP port on 127.0.0.1 (bound then released; a race with another process is
 /// possible and shows up as a launch failure that names the port).
 pub fn free_port() -> anyhow::Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0 to find a free port")?;
+    free_port_on("127.0.0.1")
+}
+
+/// A free TCP port on the address `ip` (the address other hosts reach this one at).
+pub fn free_port_on(ip: &str) -> anyhow::Result<u16> {
+    let l = TcpListener::bind((ip, 0))
+        .with_context(|| format!("binding {ip}:0 to find a free port"))?;
     Ok(l.local_addr()?.port())
 }
 

@@ -11,6 +11,8 @@
 //! - [`plan`]: plan values, lists and ranges as sweeps, the cartesian product.
 //! - [`launch`]: servers rackbench starts itself (free ports, CPU pinning, readiness,
 //!   teardown on drop, on error and on Ctrl-C).
+//! - [`host`]: the `Host` a workload acts through (system under test, load generators),
+//!   the `Service`/driver split, the start barrier.
 //! - [`stop`]: the process-wide interrupt flag set by Ctrl-C.
 //! - [`capacity`], [`capacity_tests`]: rate ramps, latency-objective searches and load
 //!   levels, and the shared flags and driver that offer them as tests of any workload.
@@ -19,6 +21,7 @@
 pub mod capacity;
 pub mod capacity_tests;
 pub mod histlog;
+pub mod host;
 pub mod launch;
 pub mod load;
 pub mod plan;
@@ -27,6 +30,7 @@ mod sessions;
 pub mod stop;
 mod stream;
 pub mod validity;
+pub mod wire;
 pub mod workload;
 
 pub use load::{LoadOutcome, LoadShape, LoadSpec, Outcome, StopAfter};

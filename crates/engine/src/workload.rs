@@ -72,6 +72,9 @@ pub struct Ctx {
     pub watch: Arc<dyn Watch>,
     /// Print progress/notes to stderr (false with `--quiet`).
     pub verbose: bool,
+    /// The hosts this sweep point acts through (system under test, load generators).
+    /// Workloads split into service and driver need them; the others run here.
+    pub roles: Option<crate::host::Roles>,
 }
 
 impl Ctx {
@@ -81,7 +84,15 @@ impl Ctx {
             progress: Arc::new(Progress::default()),
             watch: Arc::new(NoWatch),
             verbose: false,
+            roles: None,
         }
+    }
+
+    /// The hosts of this sweep point, or an error for a workload that needs them.
+    pub fn roles(&self) -> anyhow::Result<&crate::host::Roles> {
+        self.roles
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("no hosts to act through (give the context roles)"))
     }
 
     /// A note for the user on stderr (unless quiet).
@@ -167,4 +178,10 @@ pub struct Registration {
     /// Build the workload for one sweep point (scalar values, list keys as lists).
     /// Unknown keys and bad values are errors that name the key.
     pub build: BuildFn,
+    /// What this workload starts on the system under test, for a host to run by name
+    /// (the local one in-process, a remote one in its agent). None: the workload runs
+    /// whole on the local host (not split yet).
+    pub service: Option<crate::host::ServiceFn>,
+    /// What a load generator runs against the service's endpoints.
+    pub driver: Option<crate::host::DriverFn>,
 }

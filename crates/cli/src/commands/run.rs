@@ -397,6 +397,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         progress: progress.clone(),
         watch: telemetry.watch(),
         verbose,
+        roles: None,
     };
     let display = crate::progress::Display::start(progress.clone(), verbose);
 

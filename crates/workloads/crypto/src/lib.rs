@@ -97,6 +97,8 @@ pub fn registration() -> engine::Registration {
         list_keys: &["tests", "bits", "buffer_sizes", "cpus"],
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(CryptoWorkload::from_params(m)?)),
+        service: None,
+        driver: None,
     }
 }
 

@@ -401,6 +401,8 @@ pub fn registration() -> Registration {
         ],
         flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Http::from_params(p)?)),
+        service: None,
+        driver: None,
     }
 }
 

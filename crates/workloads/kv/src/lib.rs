@@ -259,6 +259,8 @@ pub fn registration() -> Registration {
         list_keys: &["tests", "server_cpus", "client_cpus", "targets", "levels"],
         flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Kv::from_params(p)?)),
+        service: None,
+        driver: None,
     }
 }
 

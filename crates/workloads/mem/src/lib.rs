@@ -97,6 +97,8 @@ pub fn registration() -> engine::Registration {
         list_keys: &["tests", "sizes", "bw_threads"],
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(MemWorkload::from_params(m)?)),
+        service: None,
+        driver: None,
     }
 }
 

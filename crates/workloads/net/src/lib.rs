@@ -139,6 +139,8 @@ pub fn registration() -> engine::Registration {
         list_keys: &["tests", "udp_payload", "sender_cpus", "receiver_cpus"],
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(NetWorkload::from_params(m)?)),
+        service: None,
+        driver: None,
     }
 }
 

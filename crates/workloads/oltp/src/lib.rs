@@ -349,6 +349,8 @@ pub fn registration() -> engine::Registration {
             o.cap = cap;
             Ok(Box::new(o))
         },
+        service: None,
+        driver: None,
     }
 }
 

@@ -1,0 +1,295 @@
+//! The hosts a workload acts through.
+//!
+//! A workload never launches a process, binds an address or reads `/proc` for itself:
+//! it asks a [`Host`]. The system under test starts the workload's [`Service`] (redis
+//! instances, the net receiver) and yields endpoints; each load-generator host runs the
+//! workload's driver against those endpoints and returns a serialisable report. The
+//! local host does this in-process (today's launch and reaper code); a remote host is a
+//! `rackbench agent` reached over ssh (crate `hosts`). Both look the same from here, so
+//! a run with no hosts given is the same code as a run over a rack.
+//!
+//! What crosses a host boundary is plain data: parameters and endpoints in, JSON out.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use model::{Fact, HostDisclosure, IdlePower, TelemetrySample};
+use serde::{Deserialize, Serialize};
+
+use crate::workload::{Params, Progress};
+
+/// What a workload's service is asked to do on the host it runs on.
+pub struct ServiceCtx {
+    /// The address other hosts reach this one at (`127.0.0.1` when everything is local):
+    /// services bind it so that load generators elsewhere can connect.
+    pub bind_ip: String,
+    /// Register a launched process with this host's sampler (`server:0`, `receiver`).
+    pub watch: Arc<dyn Fn(&str, u32) + Send + Sync>,
+    pub verbose: bool,
+}
+
+impl ServiceCtx {
+    /// A context for tests and tools: loopback, nothing watched.
+    pub fn loopback() -> ServiceCtx {
+        ServiceCtx {
+            bind_ip: "127.0.0.1".into(),
+            watch: Arc::new(|_, _| {}),
+            verbose: false,
+        }
+    }
+
+    pub fn note(&self, msg: &str) {
+        if self.verbose {
+            eprintln!("rackbench: {msg}");
+        }
+    }
+}
+
+/// What runs on the system under test for one sweep point: servers the workload
+/// launched (or endpoints it was given), alive until `stop`.
+pub trait Service: Send {
+    /// Where load generators connect (`10.0.0.1:6379`).
+    fn endpoints(&self) -> Vec<String>;
+    /// What the disclosure should say about the servers (`software.redis-server`...).
+    fn facts(&self) -> BTreeMap<String, Fact>;
+    /// A workload-specific question about the servers (kv: `counters`, the servers'
+    /// own command counts). Unknown questions are errors.
+    fn query(&mut self, what: &str) -> anyhow::Result<serde_json::Value> {
+        anyhow::bail!("this service answers no `{what}` query")
+    }
+    /// None while every server runs; why not once one has died.
+    fn exited(&mut self) -> Option<String> {
+        None
+    }
+    /// Stop everything it launched. Idempotent.
+    fn stop(&mut self);
+}
+
+/// Starts a workload's service for one sweep point.
+pub type ServiceFn = fn(&Params, &ServiceCtx) -> anyhow::Result<Box<dyn Service>>;
+
+/// One load generator's share of a test.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DriverJob {
+    pub workload: String,
+    pub test: String,
+    /// The sweep point's parameters, already narrowed to this generator's share
+    /// (its clients, its part of the offered rate).
+    pub params: Params,
+    pub endpoints: Vec<String>,
+    /// This generator's index among `generators`.
+    pub index: usize,
+    pub generators: usize,
+}
+
+/// Runs one driver job on the host it is given to; the result is the workload's own
+/// serialisable report (kv: the load outcome with exact histograms).
+pub type DriverFn = fn(&DriverJob, &Progress) -> anyhow::Result<serde_json::Value>;
+
+/// A driver's report with its measurement window on the controller's clock.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DriverReport {
+    pub host: String,
+    pub report: serde_json::Value,
+    /// When the driver started and ended, controller clock (host clock minus its
+    /// offset), Unix seconds.
+    pub started_unix_s: f64,
+    pub ended_unix_s: f64,
+    /// How far after the common start time the driver actually began, seconds.
+    pub start_skew_s: f64,
+}
+
+/// A started service, as the controller holds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServiceHandle {
+    pub id: u64,
+    pub endpoints: Vec<String>,
+    pub facts: BTreeMap<String, Fact>,
+}
+
+/// Telemetry settings sent to every host.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TelemetrySettings {
+    pub interval_s: f64,
+    /// A command printing the whole server's power (this host's own meter).
+    pub power_meter: Option<String>,
+    /// IDLE_W:MAX_W when nothing measures.
+    pub power_model: Option<(f64, f64)>,
+}
+
+/// What a host's sampler found when it started.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TelemetryInfo {
+    /// Power sources found (`rapl:package-0`, `model`...).
+    pub power_sources: Vec<String>,
+    /// Why power is absent, when it is.
+    pub power_missing: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// A machine the run uses: the local one, or one reached over ssh.
+pub trait Host: Send + Sync {
+    /// The name the user gave (`local`, an ssh destination).
+    fn name(&self) -> &str;
+    /// The address other hosts reach services on this one at.
+    fn address(&self) -> String;
+    /// This host's clock minus the controller's, seconds (0 for the local host).
+    fn clock_offset_s(&self) -> f64 {
+        0.0
+    }
+    /// Still answering? Some(reason) once the host or its link is gone.
+    fn lost(&self) -> Option<String> {
+        None
+    }
+
+    fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure>;
+
+    fn start_service(&self, workload: &str, params: &Params) -> anyhow::Result<ServiceHandle>;
+    fn service_query(&self, id: u64, what: &str) -> anyhow::Result<serde_json::Value>;
+    fn service_exited(&self, id: u64) -> anyhow::Result<Option<String>>;
+    fn stop_service(&self, id: u64);
+
+    /// Run a driver job, starting at `start_at` (controller clock), and block until it
+    /// ends. `progress` is updated live where the host can (the local one).
+    fn drive(
+        &self,
+        job: &DriverJob,
+        start_at: SystemTime,
+        progress: &Progress,
+    ) -> anyhow::Result<DriverReport>;
+
+    /// Ask every driver running on this host to end now, keeping what it measured.
+    fn interrupt(&self);
+
+    fn telemetry_start(&self, settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo>;
+    /// Every sample since the last take (the current interval closed now).
+    fn telemetry_take(&self) -> Vec<TelemetrySample>;
+    fn telemetry_mark(&self) -> Option<u64>;
+    fn telemetry_since(&self, mark: u64) -> Vec<TelemetrySample>;
+    fn set_warmup(&self, on: bool);
+    /// Stop watching launched processes (a sweep point's servers are gone); the
+    /// host's own load generator stays watched.
+    fn unwatch_servers(&self);
+    /// Idle power over `secs`, when something on this host measures power.
+    fn measure_idle(&self, secs: f64) -> anyhow::Result<Option<IdlePower>>;
+
+    /// Stop everything this host runs for the run (services, sampler, agent).
+    fn shutdown(&self);
+}
+
+/// The hosts of one sweep point, by role.
+#[derive(Clone)]
+pub struct Roles {
+    /// The system under test: services run here (for net: the receiver).
+    pub sut: Arc<dyn Host>,
+    /// Load generators (for net: the sender); clients are spread across them.
+    pub loadgens: Vec<Arc<dyn Host>>,
+}
+
+impl Roles {
+    /// Every distinct host in these roles, the system under test first.
+    pub fn all(&self) -> Vec<Arc<dyn Host>> {
+        let mut out = vec![self.sut.clone()];
+        for h in &self.loadgens {
+            if !out.iter().any(|o| o.name() == h.name()) {
+                out.push(h.clone());
+            }
+        }
+        out
+    }
+
+    /// True when everything runs on one host (nothing crosses a network).
+    pub fn single_host(&self) -> bool {
+        self.loadgens.iter().all(|h| h.name() == self.sut.name())
+    }
+}
+
+/// The common start: far enough ahead that every host has the job before it is due.
+pub const START_LEAD: Duration = Duration::from_millis(300);
+
+/// Run one job per host behind one start barrier: every job is sent, every host
+/// waits for the same instant (its clock corrected by its offset), then drives.
+/// Results come back in the order of `jobs`; a host that failed gives its error.
+pub fn drive_all(
+    jobs: Vec<(Arc<dyn Host>, DriverJob)>,
+    progress: &Arc<Progress>,
+) -> Vec<anyhow::Result<DriverReport>> {
+    let start_at = SystemTime::now() + START_LEAD;
+    if jobs.len() == 1 {
+        let (h, job) = &jobs[0];
+        return vec![h.drive(job, start_at, progress)];
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(h, job)| {
+                let progress = progress.clone();
+                s.spawn(move || h.drive(job, start_at, &progress))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a driver thread panicked")))
+            })
+            .collect()
+    })
+}
+
+/// Split `total` into `parts` shares that differ by at most one (the first ones get
+/// the remainder), as clients are spread across generators.
+pub fn split_count(total: usize, parts: usize) -> Vec<usize> {
+    let parts = parts.max(1);
+    (0..parts)
+        .map(|i| total / parts + usize::from(i < total % parts))
+        .collect()
+}
+
+/// Seconds since the Unix epoch of a `SystemTime` (0 before 1970).
+pub fn unix_s(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Sleep until `at` (no-op if it has passed); returns how late the wake-up was.
+pub fn sleep_until(at: SystemTime) -> Duration {
+    if let Ok(d) = at.duration_since(SystemTime::now()) {
+        // Sleep most of the way, then spin the last stretch: a sleep's wake-up is
+        // 50-100 us late on a VM, and the start skew across hosts should be well under
+        // a millisecond.
+        let spin = Duration::from_micros(500);
+        if d > spin {
+            std::thread::sleep(d - spin);
+        }
+        while SystemTime::now() < at {
+            std::hint::spin_loop();
+        }
+    }
+    SystemTime::now().duration_since(at).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_differ_by_at_most_one_and_sum_to_the_total() {
+        assert_eq!(split_count(50, 2), vec![25, 25]);
+        assert_eq!(split_count(7, 3), vec![3, 2, 2]);
+        assert_eq!(split_count(1, 3), vec![1, 0, 0]);
+        for (t, p) in [(0, 1), (5, 5), (101, 4)] {
+            let s = split_count(t, p);
+            assert_eq!(s.iter().sum::<usize>(), t);
+            assert!(s.iter().max().unwrap() - s.iter().min().unwrap() <= 1);
+        }
+    }
+
+    #[test]
+    fn sleep_until_the_past_returns_at_once() {
+        let late = sleep_until(SystemTime::now() - Duration::from_secs(1));
+        assert!(late >= Duration::from_millis(900));
+    }
+}

@@ -1,0 +1,249 @@
+//! A load outcome as it crosses a host boundary, and the exact merge of several
+//! generators' outcomes into one.
+//!
+//! Histograms travel whole (HdrHistogram V2, as stored), so the merge adds counts
+//! bucket by bucket: the merged percentiles are those of the union of every
+//! generator's samples, never an average of percentiles.
+
+use std::collections::BTreeMap;
+
+use model::HistogramRecord;
+use serde::{Deserialize, Serialize};
+
+use crate::load::{ClassStats, LoadOutcome};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct WireClass {
+    name: String,
+    count: u64,
+    ok: u64,
+    hits: u64,
+    misses: u64,
+    mismatches: u64,
+    rollbacks: u64,
+    errors: BTreeMap<String, u64>,
+    service: HistogramRecord,
+    corrected: Option<HistogramRecord>,
+}
+
+/// [`LoadOutcome`] as plain data.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireOutcome {
+    classes: Vec<WireClass>,
+    duration_s: f64,
+    interval_rates: Vec<f64>,
+    offered_rate: Option<f64>,
+    late_sends: u64,
+    connection_errors: BTreeMap<String, u64>,
+    reconnects: u64,
+    bytes_tx: u64,
+    bytes_rx: u64,
+    loadgen_cpu_user_s: f64,
+    loadgen_cpu_sys_s: f64,
+    stopped_early: Option<String>,
+}
+
+impl From<&LoadOutcome> for WireOutcome {
+    fn from(o: &LoadOutcome) -> Self {
+        WireOutcome {
+            classes: o
+                .classes
+                .iter()
+                .map(|c| WireClass {
+                    name: c.name.clone(),
+                    count: c.count,
+                    ok: c.ok,
+                    hits: c.hits,
+                    misses: c.misses,
+                    mismatches: c.mismatches,
+                    rollbacks: c.rollbacks,
+                    errors: c.errors.clone(),
+                    service: HistogramRecord::from_histogram(&c.name, "service", &c.service),
+                    corrected: c
+                        .corrected
+                        .as_ref()
+                        .map(|h| HistogramRecord::from_histogram(&c.name, "corrected", h)),
+                })
+                .collect(),
+            duration_s: o.duration_s,
+            interval_rates: o.interval_rates.clone(),
+            offered_rate: o.offered_rate,
+            late_sends: o.late_sends,
+            connection_errors: o.connection_errors.clone(),
+            reconnects: o.reconnects,
+            bytes_tx: o.bytes_tx,
+            bytes_rx: o.bytes_rx,
+            loadgen_cpu_user_s: o.loadgen_cpu_user_s,
+            loadgen_cpu_sys_s: o.loadgen_cpu_sys_s,
+            stopped_early: o.stopped_early.clone(),
+        }
+    }
+}
+
+impl TryFrom<WireOutcome> for LoadOutcome {
+    type Error = anyhow::Error;
+    fn try_from(w: WireOutcome) -> anyhow::Result<LoadOutcome> {
+        let mut classes = Vec::with_capacity(w.classes.len());
+        for c in w.classes {
+            let service = c.service.histogram().map_err(anyhow::Error::msg)?;
+            let corrected = match &c.corrected {
+                Some(h) => Some(h.histogram().map_err(anyhow::Error::msg)?),
+                None => None,
+            };
+            classes.push(ClassStats {
+                name: c.name,
+                count: c.count,
+                ok: c.ok,
+                hits: c.hits,
+                misses: c.misses,
+                mismatches: c.mismatches,
+                rollbacks: c.rollbacks,
+                errors: c.errors,
+                service,
+                corrected,
+            });
+        }
+        Ok(LoadOutcome {
+            classes,
+            duration_s: w.duration_s,
+            interval_rates: w.interval_rates,
+            offered_rate: w.offered_rate,
+            late_sends: w.late_sends,
+            connection_errors: w.connection_errors,
+            reconnects: w.reconnects,
+            bytes_tx: w.bytes_tx,
+            bytes_rx: w.bytes_rx,
+            loadgen_cpu_user_s: w.loadgen_cpu_user_s,
+            loadgen_cpu_sys_s: w.loadgen_cpu_sys_s,
+            stopped_early: w.stopped_early,
+        })
+    }
+}
+
+/// Merge the outcomes of generators that ran the same test at the same time (behind
+/// one start barrier): counts and histograms add exactly, rates add, interval rates add
+/// interval by interval, CPU time adds. The merged duration is the one at which the
+/// merged count gives the sum of the generators' throughputs (each over its own
+/// window), so `throughput()` is that sum.
+pub fn merge(outcomes: Vec<LoadOutcome>) -> Option<LoadOutcome> {
+    let mut it = outcomes.into_iter();
+    let first = it.next()?;
+    let mut rate_sum = first.throughput();
+    let mut acc = first;
+    for o in it {
+        rate_sum += o.throughput();
+        for c in &o.classes {
+            match acc.classes.iter_mut().find(|a| a.name == c.name) {
+                Some(a) => a.add(c),
+                None => acc.classes.push(c.clone()),
+            }
+        }
+        if acc.interval_rates.len() < o.interval_rates.len() {
+            acc.interval_rates.resize(o.interval_rates.len(), 0.0);
+        }
+        for (a, r) in acc.interval_rates.iter_mut().zip(&o.interval_rates) {
+            *a += r;
+        }
+        acc.offered_rate = match (acc.offered_rate, o.offered_rate) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        acc.late_sends += o.late_sends;
+        for (k, v) in &o.connection_errors {
+            *acc.connection_errors.entry(k.clone()).or_insert(0) += v;
+        }
+        acc.reconnects += o.reconnects;
+        acc.bytes_tx += o.bytes_tx;
+        acc.bytes_rx += o.bytes_rx;
+        acc.loadgen_cpu_user_s += o.loadgen_cpu_user_s;
+        acc.loadgen_cpu_sys_s += o.loadgen_cpu_sys_s;
+        if acc.stopped_early.is_none() {
+            acc.stopped_early = o.stopped_early;
+        }
+    }
+    let total = acc.total_count() as f64;
+    if rate_sum > 0.0 {
+        acc.duration_s = total / rate_sum;
+    }
+    Some(acc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::hist::new_latency_histogram;
+
+    fn outcome(samples: &[u64], duration_s: f64) -> LoadOutcome {
+        let mut c = ClassStats::new("get", false);
+        for &v in samples {
+            c.service.record(v).unwrap();
+            c.count += 1;
+            c.ok += 1;
+        }
+        LoadOutcome {
+            classes: vec![c],
+            duration_s,
+            interval_rates: vec![samples.len() as f64 / duration_s],
+            offered_rate: None,
+            late_sends: 0,
+            connection_errors: BTreeMap::new(),
+            reconnects: 0,
+            bytes_tx: 0,
+            bytes_rx: 0,
+            loadgen_cpu_user_s: 0.5,
+            loadgen_cpu_sys_s: 0.25,
+            stopped_early: None,
+        }
+    }
+
+    /// The merged histogram's percentiles are those of the union of the samples, and not
+    /// the average of each generator's percentiles (a fast generator and a slow one).
+    #[test]
+    fn merged_percentiles_are_those_of_the_union_not_averages() {
+        let fast: Vec<u64> = (1..=9_000).map(|i| 10_000 + i).collect(); // ~10 us
+        let slow: Vec<u64> = (1..=1_000).map(|i| 1_000_000 + 100 * i).collect(); // ~1 ms
+        let a = outcome(&fast, 1.0);
+        let b = outcome(&slow, 1.0);
+        // Through the wire form, as the hosts send them.
+        let wire = |o: &LoadOutcome| {
+            let text = serde_json::to_string(&WireOutcome::from(o)).unwrap();
+            LoadOutcome::try_from(serde_json::from_str::<WireOutcome>(&text).unwrap()).unwrap()
+        };
+        let merged = merge(vec![wire(&a), wire(&b)]).unwrap();
+        let mut union = new_latency_histogram();
+        for v in fast.iter().chain(&slow) {
+            union.record(*v).unwrap();
+        }
+        let m = &merged.classes[0].service;
+        assert_eq!(m.len(), 10_000);
+        for q in [0.5, 0.9, 0.95, 0.99, 0.999, 1.0] {
+            assert_eq!(m.value_at_quantile(q), union.value_at_quantile(q), "q={q}");
+        }
+        // Averaging the two p99s would say ~0.55 ms; the union's p99 is ~1 ms.
+        let avg_p99 = (a.classes[0].service.value_at_quantile(0.99)
+            + b.classes[0].service.value_at_quantile(0.99))
+            / 2;
+        let p99 = m.value_at_quantile(0.99);
+        assert!(
+            (p99 as f64 - avg_p99 as f64).abs() / (p99 as f64) > 0.3,
+            "merged p99 {p99} vs averaged {avg_p99}"
+        );
+        // Throughput and CPU add.
+        assert!((merged.throughput() - 10_000.0).abs() < 1e-6);
+        assert!((merged.loadgen_cpu_user_s - 1.0).abs() < 1e-9);
+        assert_eq!(merged.interval_rates, vec![10_000.0]);
+    }
+
+    #[test]
+    fn throughput_is_the_sum_of_each_generators_rate() {
+        // One generator ran 2 s, the other 1 s: 1000/s + 1000/s.
+        let a = outcome(&vec![5_000; 2_000], 2.0);
+        let b = outcome(&vec![5_000; 1_000], 1.0);
+        let m = merge(vec![a, b]).unwrap();
+        assert!(
+            (m.throughput() - 2_000.0).abs() < 1e-6,
+            "{}",
+            m.throughput()
+        );
+    }
+}

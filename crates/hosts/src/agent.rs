@@ -1,0 +1,244 @@
+//! `rackbench agent`: a [`LocalHost`] served over the ssh session's stdin and stdout.
+//!
+//! It answers requests concurrently (a driver runs for seconds while heartbeats keep
+//! coming), and it never outlives its controller: at end-of-file on stdin (rackbench
+//! killed, ssh gone) or after `idle_timeout` without any frame (a link cut that TCP has
+//! not noticed yet, a controller stopped with SIGSTOP), it stops its load, stops
+//! everything it launched and exits. What it launched also dies with it if it is killed
+//! outright (the launch reaper).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use engine::host::Host;
+use serde_json::{json, Value};
+use sha2::Digest;
+
+use crate::local::{Catalog, LocalHost};
+use crate::proto::{read_frame, write_frame, Envelope, Hello, Request, MAGIC, PROTOCOL_VERSION};
+
+/// sha256 of this process's binary, hex: the agent's identity.
+pub fn own_binary_sha256() -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("cannot find this rackbench binary")?;
+    let mut f = File::open(&exe).with_context(|| format!("cannot read {}", exe.display()))?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// This binary's architecture as `uname -m` says it.
+pub fn own_arch() -> &'static str {
+    std::env::consts::ARCH
+}
+
+fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Servers rackbench can launch on this host, found as a launch would find them.
+pub fn servers_here() -> BTreeMap<String, Option<String>> {
+    [
+        ("redis-server", "redis-server"),
+        ("nginx", "nginx-light"),
+        ("postgres", "postgresql"),
+    ]
+    .into_iter()
+    .map(|(bin, pkg)| {
+        let found = engine::launch::find_binary(bin, pkg)
+            .ok()
+            .map(|p| p.display().to_string());
+        (bin.to_string(), found)
+    })
+    .collect()
+}
+
+/// SSH_CONNECTION is "client_ip client_port server_ip server_port".
+fn ssh_connection() -> (Option<String>, Option<String>) {
+    let v = std::env::var("SSH_CONNECTION").unwrap_or_default();
+    let parts: Vec<&str> = v.split_whitespace().collect();
+    if parts.len() == 4 {
+        (Some(parts[2].to_string()), Some(parts[0].to_string()))
+    } else {
+        (None, None)
+    }
+}
+
+pub fn hello() -> anyhow::Result<Hello> {
+    let (address, peer_address) = ssh_connection();
+    Ok(Hello {
+        protocol: PROTOCOL_VERSION,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        binary_sha256: own_binary_sha256()?,
+        arch: own_arch().to_string(),
+        kernel: read_trim("/proc/sys/kernel/osrelease"),
+        hostname: read_trim("/proc/sys/kernel/hostname"),
+        pid: std::process::id(),
+        cpus: engine::launch::online_cpus(),
+        address,
+        peer_address,
+        servers: servers_here(),
+    })
+}
+
+fn now_unix_s() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn handle(host: &LocalHost, req: Request) -> anyhow::Result<Value> {
+    Ok(match req {
+        Request::Ping => json!(now_unix_s()),
+        Request::Disclosure { role } => serde_json::to_value(host.disclosure(&role)?)?,
+        Request::StartService { workload, params } => {
+            serde_json::to_value(host.start_service(&workload, &params)?)?
+        }
+        Request::ServiceQuery { id, what } => host.service_query(id, &what)?,
+        Request::ServiceExited { id } => serde_json::to_value(host.service_exited(id)?)?,
+        Request::StopService { id } => {
+            host.stop_service(id);
+            Value::Null
+        }
+        Request::Drive {
+            job,
+            start_at_unix_s,
+        } => {
+            let at = UNIX_EPOCH + Duration::from_secs_f64(start_at_unix_s.max(0.0));
+            let progress = engine::workload::Progress::default();
+            serde_json::to_value(host.drive(&job, at, &progress)?)?
+        }
+        Request::Interrupt => {
+            host.interrupt();
+            Value::Null
+        }
+        Request::TelemetryStart { settings } => {
+            serde_json::to_value(host.telemetry_start(&settings)?)?
+        }
+        Request::TelemetryTake => serde_json::to_value(host.telemetry_take())?,
+        Request::TelemetryMark => serde_json::to_value(host.telemetry_mark())?,
+        Request::TelemetrySince { mark } => serde_json::to_value(host.telemetry_since(mark))?,
+        Request::SetWarmup { on } => {
+            host.set_warmup(on);
+            Value::Null
+        }
+        Request::UnwatchServers => {
+            host.unwatch_servers();
+            Value::Null
+        }
+        Request::MeasureIdle { secs } => serde_json::to_value(host.measure_idle(secs)?)?,
+        Request::Shutdown => {
+            host.shutdown();
+            Value::Null
+        }
+    })
+}
+
+/// Keep the protocol's stdout to ourselves: frames go to a private copy of descriptor 1,
+/// and descriptor 1 itself becomes stderr, so a stray print (ours or a child's) can
+/// never corrupt a frame.
+fn private_stdout() -> anyhow::Result<File> {
+    // SAFETY: dup/dup2 on the standard descriptors; the new one is owned by the File.
+    unsafe {
+        let fd = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error()).context("dup(stdout)");
+        }
+        if libc::dup2(2, 1) < 0 {
+            return Err(std::io::Error::last_os_error()).context("dup2(stderr, stdout)");
+        }
+        Ok(File::from_raw_fd(fd))
+    }
+}
+
+/// Serve the controller until it goes. Returns the exit code.
+pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Result<i32> {
+    engine::launch::init_reaper();
+    let hello = hello()?;
+    let host = Arc::new(LocalHost::new(name, catalog, true));
+    if let Some(a) = &hello.address {
+        host.set_address(a);
+    }
+    let out = Arc::new(Mutex::new(private_stdout()?));
+    {
+        let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+        o.write_all(MAGIC)?;
+        write_frame(&mut *o, &hello)?;
+    }
+    // Milliseconds since `t0` at the last frame received.
+    let t0 = Instant::now();
+    let last_seen = Arc::new(AtomicU64::new(0));
+    {
+        let (host, last_seen) = (host.clone(), last_seen.clone());
+        std::thread::Builder::new()
+            .name("agent-watchdog".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_millis(200));
+                let silent = t0.elapsed().as_millis() as u64 - last_seen.load(Ordering::Relaxed);
+                if silent > idle_timeout.as_millis() as u64 {
+                    eprintln!(
+                        "rackbench agent {}: no word from the controller for {:.1} s: stopping the load and everything launched here",
+                        host.name(),
+                        silent as f64 / 1000.0
+                    );
+                    host.interrupt();
+                    host.shutdown();
+                    engine::launch::kill_all_children();
+                    std::process::exit(3);
+                }
+            })?;
+    }
+    let mut input = BufReader::new(std::io::stdin().lock());
+    loop {
+        let env: Envelope = match read_frame(&mut input) {
+            Ok(Some(e)) => e,
+            Ok(None) => break,
+            Err(e) => {
+                eprintln!("rackbench agent {name}: {e:#}");
+                break;
+            }
+        };
+        last_seen.store(t0.elapsed().as_millis() as u64, Ordering::Relaxed);
+        let Some(req) = env.request else { continue };
+        if matches!(req, Request::Shutdown) {
+            host.shutdown();
+            let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = write_frame(&mut *o, &Envelope::reply(env.id, Ok(Value::Null)));
+            return Ok(0);
+        }
+        let (host, out) = (host.clone(), out.clone());
+        let quick = matches!(req, Request::Ping);
+        let work = move || {
+            let reply = Envelope::reply(env.id, handle(&host, req));
+            let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(e) = write_frame(&mut *o, &reply) {
+                eprintln!("rackbench agent: cannot answer the controller: {e:#}");
+            }
+        };
+        if quick {
+            work();
+        } else {
+            std::thread::spawn(work);
+        }
+    }
+    // The controller is gone (end of file): stop the load and everything launched.
+    host.interrupt();
+    host.shutdown();
+    engine::launch::kill_all_children();
+    Ok(0)
+}

@@ -1,0 +1,132 @@
+//! The hosts a run acts through.
+//!
+//! - [`local`]: this machine: services launched and pinned here, drivers in-process,
+//!   telemetry from this host's /proc and /sys.
+//! - [`remote`]: a machine reached with the system OpenSSH client ([`ssh`]), running
+//!   `rackbench agent` (the same binary, copied into a per-user cache by content hash)
+//!   that serves a local host there over framed stdio ([`proto`], [`agent`]).
+//! - [`HostSet`]: every host of a run, connected once, by name.
+
+pub mod agent;
+pub mod local;
+pub mod proto;
+pub mod remote;
+pub mod ssh;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use engine::host::Host;
+
+pub use local::{Catalog, LocalHost};
+pub use remote::RemoteHost;
+
+/// The name of this machine among the hosts.
+pub const LOCAL: &str = "local";
+
+/// Every host of a run, connected, by name (in the order first named).
+pub struct HostSet {
+    hosts: Vec<Arc<dyn Host>>,
+    remotes: Vec<Arc<RemoteHost>>,
+    local: Arc<LocalHost>,
+}
+
+impl HostSet {
+    /// Connect to every named host (`local` is this machine). An unreachable host is an
+    /// error naming it, after the ones already reached are shut down again.
+    pub fn connect(
+        names: &[String],
+        ssh_config: Option<PathBuf>,
+        catalog: Catalog,
+        verbose: bool,
+    ) -> anyhow::Result<HostSet> {
+        let local = Arc::new(LocalHost::new(LOCAL, catalog, verbose));
+        let mut set = HostSet {
+            hosts: vec![local.clone() as Arc<dyn Host>],
+            remotes: Vec::new(),
+            local,
+        };
+        let mut wanted: Vec<&String> = Vec::new();
+        for n in names {
+            if n != LOCAL && !wanted.contains(&n) {
+                wanted.push(n);
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(set);
+        }
+        let ssh = Arc::new(ssh::Ssh::new(ssh_config)?);
+        // Connect in parallel: a slow login does not add up across a rack.
+        let results: Vec<anyhow::Result<RemoteHost>> = std::thread::scope(|s| {
+            let hs: Vec<_> = wanted
+                .iter()
+                .map(|n| {
+                    let ssh = ssh.clone();
+                    s.spawn(move || RemoteHost::connect(ssh, n, verbose))
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("connect panicked")))
+                })
+                .collect()
+        });
+        let mut errors = Vec::new();
+        for (n, r) in wanted.iter().zip(results) {
+            match r {
+                Ok(h) => {
+                    let h = Arc::new(h);
+                    set.remotes.push(h.clone());
+                    set.hosts.push(h);
+                }
+                Err(e) => errors.push(format!("{n}: {e:#}")),
+            }
+        }
+        if !errors.is_empty() {
+            set.shutdown();
+            anyhow::bail!("cannot reach every host:\n  {}", errors.join("\n  "));
+        }
+        // Services on this machine must be reachable from the others: bind the address
+        // they reached us from.
+        if let Some(peer) = set
+            .remotes
+            .iter()
+            .find_map(|r| r.hello().peer_address.clone())
+        {
+            set.local.set_address(&peer);
+        }
+        Ok(set)
+    }
+
+    pub fn get(&self, name: &str) -> anyhow::Result<Arc<dyn Host>> {
+        self.hosts
+            .iter()
+            .find(|h| h.name() == name)
+            .cloned()
+            .with_context(|| format!("no host `{name}` in this run"))
+    }
+
+    pub fn all(&self) -> &[Arc<dyn Host>] {
+        &self.hosts
+    }
+
+    pub fn remotes(&self) -> &[Arc<RemoteHost>] {
+        &self.remotes
+    }
+
+    /// The first host that was lost, and why.
+    pub fn lost(&self) -> Option<String> {
+        self.hosts.iter().find_map(|h| h.lost())
+    }
+
+    /// Stop everything on every host.
+    pub fn shutdown(&self) {
+        std::thread::scope(|s| {
+            for h in &self.hosts {
+                s.spawn(move || h.shutdown());
+            }
+        });
+    }
+}

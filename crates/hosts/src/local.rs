@@ -1,0 +1,258 @@
+//! The local host: services launched and pinned here (engine's launch and reaper code),
+//! drivers run in this process, telemetry from this host's /proc and /sys. The agent is
+//! a `LocalHost` behind frames, so a remote host does exactly what this one does.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use engine::host::{
+    sleep_until, unix_s, DriverJob, DriverReport, Host, Service, ServiceCtx, ServiceHandle,
+    TelemetryInfo, TelemetrySettings,
+};
+use engine::workload::{Params, Progress, Registration};
+use model::{HostDisclosure, IdlePower, TelemetrySample};
+use telemetry::power::{PowerConfig, PowerModel};
+use telemetry::sampler::{Sampler, SamplerConfig};
+
+/// Finds a workload's registration by name (the CLI's registry).
+pub type Catalog = fn(&str) -> Option<Registration>;
+
+pub struct LocalHost {
+    name: String,
+    address: Mutex<String>,
+    catalog: Catalog,
+    verbose: bool,
+    next_id: AtomicU64,
+    services: Mutex<BTreeMap<u64, Box<dyn Service>>>,
+    sampler: Mutex<Option<Arc<Sampler>>>,
+    sampler_cfg: Mutex<Option<SamplerConfig>>,
+    /// The process whose CPU is this host's load generator (this one).
+    loadgen_pid: u32,
+}
+
+impl LocalHost {
+    pub fn new(name: &str, catalog: Catalog, verbose: bool) -> LocalHost {
+        LocalHost {
+            name: name.to_string(),
+            address: Mutex::new("127.0.0.1".to_string()),
+            catalog,
+            verbose,
+            next_id: AtomicU64::new(1),
+            services: Mutex::new(BTreeMap::new()),
+            sampler: Mutex::new(None),
+            sampler_cfg: Mutex::new(None),
+            loadgen_pid: std::process::id(),
+        }
+    }
+
+    /// Services bind this address (the one other hosts reach this host at).
+    pub fn set_address(&self, ip: &str) {
+        *lock(&self.address) = ip.to_string();
+    }
+
+    fn registration(&self, workload: &str) -> anyhow::Result<Registration> {
+        (self.catalog)(workload)
+            .with_context(|| format!("this rackbench has no workload `{workload}`"))
+    }
+
+    fn sampler(&self) -> Option<Arc<Sampler>> {
+        lock(&self.sampler).clone()
+    }
+
+    fn with_service<T>(
+        &self,
+        id: u64,
+        f: impl FnOnce(&mut Box<dyn Service>) -> T,
+    ) -> anyhow::Result<T> {
+        let mut s = lock(&self.services);
+        let svc = s
+            .get_mut(&id)
+            .with_context(|| format!("no service #{id} on {}", self.name))?;
+        Ok(f(svc))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The sampler settings of this host from what the controller sent.
+pub fn sampler_config(host: &str, s: &TelemetrySettings) -> SamplerConfig {
+    let mut cfg = SamplerConfig::local();
+    cfg.host = host.to_string();
+    if s.interval_s > 0.0 {
+        cfg.interval = Duration::from_secs_f64(s.interval_s);
+    }
+    let mut power = PowerConfig::local();
+    power.meter_command = s.power_meter.clone();
+    power.model = s
+        .power_model
+        .map(|(idle_w, max_w)| PowerModel { idle_w, max_w });
+    cfg.power = power;
+    cfg
+}
+
+impl Host for LocalHost {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn address(&self) -> String {
+        lock(&self.address).clone()
+    }
+
+    fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure> {
+        let (proc_root, sys_root) = (PathBuf::from("/proc"), PathBuf::from("/sys"));
+        Ok(telemetry::disclosure::collect(
+            &self.name, role, &proc_root, &sys_root,
+        ))
+    }
+
+    fn start_service(&self, workload: &str, params: &Params) -> anyhow::Result<ServiceHandle> {
+        let reg = self.registration(workload)?;
+        let start = reg
+            .service
+            .with_context(|| format!("workload `{workload}` has no service to start"))?;
+        let sampler = self.sampler();
+        let ctx = ServiceCtx {
+            bind_ip: self.address(),
+            watch: Arc::new(move |role: &str, pid: u32| {
+                if let Some(s) = &sampler {
+                    s.watch_process(role, pid);
+                }
+            }),
+            verbose: self.verbose,
+        };
+        let svc = start(params, &ctx)?;
+        let handle = ServiceHandle {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            endpoints: svc.endpoints(),
+            facts: svc.facts(),
+        };
+        lock(&self.services).insert(handle.id, svc);
+        Ok(handle)
+    }
+
+    fn service_query(&self, id: u64, what: &str) -> anyhow::Result<serde_json::Value> {
+        self.with_service(id, |s| s.query(what))?
+    }
+
+    fn service_exited(&self, id: u64) -> anyhow::Result<Option<String>> {
+        self.with_service(id, |s| s.exited())
+    }
+
+    fn stop_service(&self, id: u64) {
+        let svc = lock(&self.services).remove(&id);
+        if let Some(mut s) = svc {
+            s.stop();
+        }
+    }
+
+    fn drive(
+        &self,
+        job: &DriverJob,
+        start_at: SystemTime,
+        progress: &Progress,
+    ) -> anyhow::Result<DriverReport> {
+        let reg = self.registration(&job.workload)?;
+        let driver = reg
+            .driver
+            .with_context(|| format!("workload `{}` has no driver", job.workload))?;
+        let late = sleep_until(start_at);
+        let started = SystemTime::now();
+        let report = driver(job, progress)?;
+        let ended = SystemTime::now();
+        Ok(DriverReport {
+            host: self.name.clone(),
+            report,
+            started_unix_s: unix_s(started),
+            ended_unix_s: unix_s(ended),
+            start_skew_s: late.as_secs_f64(),
+        })
+    }
+
+    fn interrupt(&self) {
+        engine::stop::request_stop();
+    }
+
+    fn telemetry_start(&self, settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo> {
+        let cfg = sampler_config(&self.name, settings);
+        let sampler = Sampler::start(cfg.clone())
+            .with_context(|| format!("starting telemetry on {}", self.name))?;
+        sampler.watch_process("loadgen", self.loadgen_pid);
+        let det = sampler.power_detection();
+        let info = TelemetryInfo {
+            power_missing: det.sources.is_empty().then(|| det.missing_reason()),
+            power_sources: det.sources.clone(),
+            notes: det.notes.clone(),
+        };
+        *lock(&self.sampler) = Some(Arc::new(sampler));
+        *lock(&self.sampler_cfg) = Some(cfg);
+        Ok(info)
+    }
+
+    fn telemetry_take(&self) -> Vec<TelemetrySample> {
+        self.sampler().map(|s| s.take()).unwrap_or_default()
+    }
+
+    fn telemetry_mark(&self) -> Option<u64> {
+        self.sampler().map(|s| s.mark() as u64)
+    }
+
+    fn telemetry_since(&self, mark: u64) -> Vec<TelemetrySample> {
+        self.sampler()
+            .map(|s| s.since(mark as usize))
+            .unwrap_or_default()
+    }
+
+    fn set_warmup(&self, on: bool) {
+        if let Some(s) = self.sampler() {
+            s.set_warmup(on);
+        }
+    }
+
+    fn unwatch_servers(&self) {
+        if let Some(s) = self.sampler() {
+            s.unwatch_all();
+            s.watch_process("loadgen", self.loadgen_pid);
+        }
+    }
+
+    fn measure_idle(&self, secs: f64) -> anyhow::Result<Option<IdlePower>> {
+        let Some(mut cfg) = lock(&self.sampler_cfg).clone() else {
+            return Ok(None);
+        };
+        let measured = self
+            .sampler()
+            .map(|s| s.power_detection().sources)
+            .unwrap_or_default()
+            .into_iter()
+            .any(|s| !s.starts_with("model"));
+        if secs <= 0.0 || !measured {
+            return Ok(None);
+        }
+        // A declared model is not a measurement of idle.
+        cfg.power.model = None;
+        telemetry::sampler::measure_idle(&cfg, Duration::from_secs_f64(secs)).map(Some)
+    }
+
+    fn shutdown(&self) {
+        let ids: Vec<u64> = lock(&self.services).keys().copied().collect();
+        for id in ids {
+            self.stop_service(id);
+        }
+        if let Some(s) = lock(&self.sampler).take() {
+            s.set_warmup(false);
+        }
+    }
+}
+
+impl Drop for LocalHost {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

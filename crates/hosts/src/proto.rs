@@ -1,0 +1,233 @@
+//! The agent protocol: what the controller and `rackbench agent` say to each other on
+//! the ssh session's stdin and stdout (the agent logs on stderr).
+//!
+//! After an optional banner of noise (a login shell may print), the agent writes
+//! [`MAGIC`], then frames: a 4-byte big-endian length and that many bytes of JSON. The
+//! first frame is the agent's [`Hello`]; every later frame is an [`Envelope`] (a request
+//! from the controller, a reply from the agent, matched by `id`). A controller refuses an
+//! agent whose protocol version or binary differs from its own: the two ends of a frame
+//! must be the same code.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use anyhow::{bail, Context};
+use engine::host::{DriverJob, TelemetrySettings};
+use engine::workload::Params;
+use serde::{Deserialize, Serialize};
+
+/// Bumped on any change to the frames or messages.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Written by the agent before its first frame; anything before it is skipped.
+pub const MAGIC: &[u8] = b"\x00RACKBENCH-AGENT\x00";
+
+/// Largest frame accepted (a test's histograms are well under a megabyte).
+pub const MAX_FRAME: usize = 256 << 20;
+
+/// The agent introduces itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    pub version: String,
+    /// sha256 of the agent's binary.
+    pub binary_sha256: String,
+    pub arch: String,
+    pub kernel: String,
+    pub hostname: String,
+    pub pid: u32,
+    pub cpus: usize,
+    /// This host's address as the controller reached it (from SSH_CONNECTION).
+    pub address: Option<String>,
+    /// The controller's address as this host saw it.
+    pub peer_address: Option<String>,
+    /// Servers rackbench can launch here: name -> path (None: not installed).
+    pub servers: BTreeMap<String, Option<String>>,
+}
+
+/// A request from the controller.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Heartbeat and clock probe: the agent answers with its clock.
+    Ping,
+    Disclosure {
+        role: String,
+    },
+    StartService {
+        workload: String,
+        params: Params,
+    },
+    ServiceQuery {
+        id: u64,
+        what: String,
+    },
+    ServiceExited {
+        id: u64,
+    },
+    StopService {
+        id: u64,
+    },
+    /// Run a driver job from `start_at_unix_s` on the agent's own clock.
+    Drive {
+        job: DriverJob,
+        start_at_unix_s: f64,
+    },
+    Interrupt,
+    TelemetryStart {
+        settings: TelemetrySettings,
+    },
+    TelemetryTake,
+    TelemetryMark,
+    TelemetrySince {
+        mark: u64,
+    },
+    SetWarmup {
+        on: bool,
+    },
+    UnwatchServers,
+    MeasureIdle {
+        secs: f64,
+    },
+    /// Stop everything and exit.
+    Shutdown,
+}
+
+/// One frame after the hello: a request (controller to agent) or a reply.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Envelope {
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Request>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub err: Option<String>,
+}
+
+impl Envelope {
+    pub fn request(id: u64, r: Request) -> Self {
+        Envelope {
+            id,
+            request: Some(r),
+            ok: None,
+            err: None,
+        }
+    }
+    pub fn reply(id: u64, r: anyhow::Result<serde_json::Value>) -> Self {
+        match r {
+            Ok(v) => Envelope {
+                id,
+                request: None,
+                ok: Some(v),
+                err: None,
+            },
+            Err(e) => Envelope {
+                id,
+                request: None,
+                ok: None,
+                err: Some(format!("{e:#}")),
+            },
+        }
+    }
+}
+
+/// Write one frame.
+pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> anyhow::Result<()> {
+    let body = serde_json::to_vec(msg)?;
+    if body.len() > MAX_FRAME {
+        bail!("a frame of {} bytes is larger than {MAX_FRAME}", body.len());
+    }
+    w.write_all(&(body.len() as u32).to_be_bytes())?;
+    w.write_all(&body)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Read one frame; Ok(None) at a clean end of stream (between frames).
+pub fn read_frame<R: Read, T: for<'de> Deserialize<'de>>(r: &mut R) -> anyhow::Result<Option<T>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        bail!("a frame of {len} bytes announced: not a rackbench agent stream?");
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)
+        .context("the stream ended inside a frame")?;
+    Ok(Some(
+        serde_json::from_slice(&body).context("a frame is not valid JSON of the protocol")?,
+    ))
+}
+
+/// Skip everything up to and including [`MAGIC`] (a login shell's noise), keeping at most
+/// `limit` bytes of it for an error message.
+pub fn skip_to_magic<R: Read>(r: &mut R, limit: usize) -> anyhow::Result<()> {
+    let mut seen: Vec<u8> = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        if r.read(&mut byte)? == 0 {
+            let noise = String::from_utf8_lossy(&seen);
+            bail!(
+                "the agent ended before it started{}",
+                if noise.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(" (its output: {})", noise.trim())
+                }
+            );
+        }
+        seen.push(byte[0]);
+        if seen.ends_with(MAGIC) {
+            return Ok(());
+        }
+        if seen.len() > limit {
+            bail!(
+                "no rackbench agent answered (the remote side printed {} bytes of something else)",
+                seen.len()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_after_noise() {
+        let mut buf: Vec<u8> = b"Welcome!\nlast login...\n".to_vec();
+        buf.extend_from_slice(MAGIC);
+        write_frame(
+            &mut buf,
+            &Envelope::request(7, Request::SetWarmup { on: true }),
+        )
+        .unwrap();
+        write_frame(&mut buf, &Envelope::reply(7, Ok(serde_json::json!(3)))).unwrap();
+        let mut r = &buf[..];
+        skip_to_magic(&mut r, 4096).unwrap();
+        let a: Envelope = read_frame(&mut r).unwrap().unwrap();
+        assert_eq!(a.id, 7);
+        assert!(matches!(a.request, Some(Request::SetWarmup { on: true })));
+        let b: Envelope = read_frame(&mut r).unwrap().unwrap();
+        assert_eq!(b.ok, Some(serde_json::json!(3)));
+        assert!(read_frame::<_, Envelope>(&mut r).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_huge_length_is_refused_not_allocated() {
+        let buf = [0xffu8, 0xff, 0xff, 0xff, b'{'];
+        let e = read_frame::<_, Envelope>(&mut &buf[..]).unwrap_err();
+        assert!(format!("{e}").contains("not a rackbench agent stream"));
+    }
+
+    #[test]
+    fn no_magic_is_a_clear_error() {
+        let e = skip_to_magic(&mut &b"bash: rackbench: command not found\n"[..], 4096).unwrap_err();
+        assert!(format!("{e}").contains("command not found"), "{e}");
+    }
+}

@@ -1,0 +1,466 @@
+//! A host reached over ssh: `rackbench agent` there, spoken to in frames.
+//!
+//! One reader thread routes replies to their callers; a heartbeat every second keeps the
+//! agent's watchdog fed and tells us when the host stops answering. A host that goes
+//! silent for [`SILENCE`] (down, link cut, agent stopped) or whose agent ends is marked
+//! lost: every call waiting on it fails at once with the host named, and its agent is
+//! killed over a fresh connection where the host can still be reached.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdin};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context};
+use engine::host::{
+    unix_s, DriverJob, DriverReport, Host, ServiceHandle, TelemetryInfo, TelemetrySettings,
+};
+use engine::workload::{Params, Progress};
+use model::{HostDisclosure, IdlePower, TelemetrySample};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::proto::{
+    read_frame, skip_to_magic, write_frame, Envelope, Hello, Request, PROTOCOL_VERSION,
+};
+use crate::ssh::{check_destination, Ssh};
+
+/// A host silent this long is lost (heartbeats go every second).
+pub const SILENCE: Duration = Duration::from_secs(5);
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// Round trips used to estimate the clock offset (the fastest one is kept).
+const CLOCK_PROBES: usize = 8;
+
+type Reply = Result<Value, String>;
+
+struct Shared {
+    name: String,
+    pending: Mutex<BTreeMap<u64, mpsc::Sender<Reply>>>,
+    lost: Mutex<Option<String>>,
+    /// Milliseconds since `t0` when the last frame arrived.
+    last_frame_ms: AtomicU64,
+    t0: Instant,
+    stderr_tail: Mutex<VecDeque<String>>,
+}
+
+impl Shared {
+    fn lose(&self, why: String) {
+        let mut l = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        if l.is_none() {
+            *l = Some(why.clone());
+        }
+        drop(l);
+        let waiting: Vec<_> =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+                .into_values()
+                .collect();
+        for w in waiting {
+            let _ = w.send(Err(why.clone()));
+        }
+    }
+
+    fn lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn tail(&self) -> String {
+        let t = self.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+        t.iter().cloned().collect::<Vec<_>>().join(" | ")
+    }
+}
+
+pub struct RemoteHost {
+    shared: Arc<Shared>,
+    ssh: Arc<Ssh>,
+    hello: Hello,
+    offset_s: f64,
+    rtt_s: f64,
+    writer: Arc<Mutex<ChildStdin>>,
+    child: Mutex<Child>,
+    next: AtomicU64,
+}
+
+impl RemoteHost {
+    /// Reach `dest`, put this binary there if its copy is missing, start the agent,
+    /// check it is the same code, and estimate its clock offset.
+    pub fn connect(ssh: Arc<Ssh>, dest: &str, verbose: bool) -> anyhow::Result<RemoteHost> {
+        check_destination(dest)?;
+        let sha = crate::agent::own_binary_sha256()?;
+        let probe = ssh.probe(dest, &sha)?;
+        if probe.arch != crate::agent::own_arch() {
+            bail!(
+                "{dest} is {} and this rackbench is built for {}: build rackbench for {} and run it from there, \
+                 or choose hosts of one architecture",
+                probe.arch,
+                crate::agent::own_arch(),
+                probe.arch
+            );
+        }
+        if !probe.present {
+            if verbose {
+                eprintln!("rackbench: copying rackbench to {dest}:{}", probe.path);
+            }
+            ssh.deploy(dest, &probe.path)?;
+        }
+        let mut child = ssh.start_agent(dest, &probe.path, dest)?;
+        let stdin = child.stdin.take().context("agent stdin")?;
+        let stdout = child.stdout.take().context("agent stdout")?;
+        let stderr = child.stderr.take().context("agent stderr")?;
+        let shared = Arc::new(Shared {
+            name: dest.to_string(),
+            pending: Mutex::new(BTreeMap::new()),
+            lost: Mutex::new(None),
+            last_frame_ms: AtomicU64::new(0),
+            t0: Instant::now(),
+            stderr_tail: Mutex::new(VecDeque::new()),
+        });
+        {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if verbose && !line.trim().is_empty() {
+                        eprintln!("[{}] {line}", shared.name);
+                    }
+                    let mut t = shared.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+                    t.push_back(line);
+                    if t.len() > 20 {
+                        t.pop_front();
+                    }
+                }
+            });
+        }
+        // The hello comes first; wait for it on the reader thread, with a deadline.
+        let (hello_tx, hello_rx) = mpsc::channel::<anyhow::Result<Hello>>();
+        {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(stdout);
+                let hello = skip_to_magic(&mut r, 64 << 10).and_then(|_| {
+                    read_frame::<_, Hello>(&mut r)?.context("the agent ended before its hello")
+                });
+                let ok = hello.is_ok();
+                let _ = hello_tx.send(hello);
+                if !ok {
+                    return;
+                }
+                loop {
+                    match read_frame::<_, Envelope>(&mut r) {
+                        Ok(Some(env)) => {
+                            shared
+                                .last_frame_ms
+                                .store(shared.t0.elapsed().as_millis() as u64, Ordering::Relaxed);
+                            let waiter = shared
+                                .pending
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .remove(&env.id);
+                            if let Some(w) = waiter {
+                                let _ = w.send(match env.err {
+                                    Some(e) => Err(e),
+                                    None => Ok(env.ok.unwrap_or(Value::Null)),
+                                });
+                            }
+                        }
+                        Ok(None) | Err(_) => {
+                            std::thread::sleep(Duration::from_millis(100));
+                            let tail = shared.tail();
+                            shared.lose(format!(
+                                "the agent on {} ended{}",
+                                shared.name,
+                                if tail.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(": {tail}")
+                                }
+                            ));
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+        let hello = match hello_rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                std::thread::sleep(Duration::from_millis(100));
+                let tail = shared.tail();
+                return Err(e.context(format!(
+                    "{dest}: starting the agent{}",
+                    if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({tail})")
+                    }
+                )));
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("{dest}: the agent did not introduce itself within 30 s");
+            }
+        };
+        if hello.protocol != PROTOCOL_VERSION || hello.binary_sha256 != sha {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "{dest}: its agent is another rackbench (protocol {} version {}, binary {}) than this one \
+                 (protocol {PROTOCOL_VERSION} version {}, binary {}): refused. Remove {dest}'s cached copy \
+                 (~/.cache/rackbench) and run again",
+                hello.protocol,
+                hello.version,
+                &hello.binary_sha256[..hello.binary_sha256.len().min(12)],
+                env!("CARGO_PKG_VERSION"),
+                &sha[..12]
+            );
+        }
+        let mut host = RemoteHost {
+            shared,
+            ssh,
+            hello,
+            offset_s: 0.0,
+            rtt_s: 0.0,
+            writer: Arc::new(Mutex::new(stdin)),
+            child: Mutex::new(child),
+            next: AtomicU64::new(1),
+        };
+        let (offset, rtt) = host.estimate_offset()?;
+        host.offset_s = offset;
+        host.rtt_s = rtt;
+        host.start_heartbeat();
+        Ok(host)
+    }
+
+    pub fn hello(&self) -> &Hello {
+        &self.hello
+    }
+
+    /// The fastest round trip's estimate: agent clock minus the midpoint of ours.
+    fn estimate_offset(&self) -> anyhow::Result<(f64, f64)> {
+        let mut best: Option<(f64, f64)> = None;
+        for _ in 0..CLOCK_PROBES {
+            let t0 = unix_s(SystemTime::now());
+            let agent: f64 = self.call(Request::Ping)?;
+            let t1 = unix_s(SystemTime::now());
+            let rtt = t1 - t0;
+            let offset = agent - (t0 + t1) / 2.0;
+            if best.is_none_or(|(_, r)| rtt < r) {
+                best = Some((offset, rtt));
+            }
+        }
+        best.context("no clock probe")
+    }
+
+    pub fn rtt_s(&self) -> f64 {
+        self.rtt_s
+    }
+
+    fn start_heartbeat(&self) {
+        let shared = Arc::downgrade(&self.shared);
+        // The heartbeat writes under the same lock as every call: frames never interleave.
+        let writer = self.writer.clone();
+        let pid = self.hello.pid;
+        let ssh = self.ssh.clone();
+        std::thread::spawn(move || {
+            let mut n: u64 = u64::MAX / 2;
+            loop {
+                std::thread::sleep(HEARTBEAT);
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                if shared.lost().is_some() {
+                    return;
+                }
+                n += 1;
+                // A ping whose answer nobody waits for: any frame back counts as life.
+                let sent = {
+                    let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
+                    write_frame(&mut *w, &Envelope::request(n, Request::Ping))
+                };
+                if sent.is_err() {
+                    shared.lose(format!("the link to {} broke", shared.name));
+                    return;
+                }
+                let silent = shared.t0.elapsed().as_millis() as u64
+                    - shared.last_frame_ms.load(Ordering::Relaxed);
+                if silent > SILENCE.as_millis() as u64 {
+                    shared.lose(format!(
+                        "{} stopped answering: nothing for {:.0} s (host down, link cut or agent stopped)",
+                        shared.name,
+                        silent as f64 / 1000.0
+                    ));
+                    // Kill the agent over a fresh connection if the host can still be
+                    // reached (a stopped agent); its reaper then takes its servers.
+                    let _ = ssh.run(
+                        &shared.name,
+                        &format!("kill -KILL {pid} 2>/dev/null; true"),
+                        None,
+                        Duration::from_secs(8),
+                    );
+                    return;
+                }
+            }
+        });
+    }
+
+    fn call<T: DeserializeOwned>(&self, req: Request) -> anyhow::Result<T> {
+        if let Some(why) = self.shared.lost() {
+            bail!("{why}");
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        self.shared
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, tx);
+        {
+            let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(e) = write_frame(&mut *w, &Envelope::request(id, req)) {
+                self.shared
+                    .lose(format!("the link to {} broke: {e:#}", self.shared.name));
+            }
+        }
+        let reply = rx
+            .recv()
+            .unwrap_or_else(|_| Err(format!("{}: the agent connection closed", self.shared.name)));
+        match reply {
+            Ok(v) => serde_json::from_value(v)
+                .with_context(|| format!("{}: the agent's reply does not parse", self.shared.name)),
+            Err(e) => Err(anyhow::anyhow!("{e}")),
+        }
+    }
+}
+
+impl Host for RemoteHost {
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    fn address(&self) -> String {
+        self.hello
+            .address
+            .clone()
+            .unwrap_or_else(|| self.shared.name.clone())
+    }
+
+    fn clock_offset_s(&self) -> f64 {
+        self.offset_s
+    }
+
+    fn lost(&self) -> Option<String> {
+        self.shared.lost()
+    }
+
+    fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure> {
+        self.call(Request::Disclosure { role: role.into() })
+    }
+
+    fn start_service(&self, workload: &str, params: &Params) -> anyhow::Result<ServiceHandle> {
+        self.call(Request::StartService {
+            workload: workload.into(),
+            params: params.clone(),
+        })
+    }
+
+    fn service_query(&self, id: u64, what: &str) -> anyhow::Result<Value> {
+        self.call(Request::ServiceQuery {
+            id,
+            what: what.into(),
+        })
+    }
+
+    fn service_exited(&self, id: u64) -> anyhow::Result<Option<String>> {
+        self.call(Request::ServiceExited { id })
+    }
+
+    fn stop_service(&self, id: u64) {
+        let _ = self.call::<Value>(Request::StopService { id });
+    }
+
+    fn drive(
+        &self,
+        job: &DriverJob,
+        start_at: SystemTime,
+        _progress: &Progress,
+    ) -> anyhow::Result<DriverReport> {
+        let at = unix_s(start_at) + self.offset_s;
+        let mut r: DriverReport = self.call(Request::Drive {
+            job: job.clone(),
+            start_at_unix_s: at,
+        })?;
+        // The agent's clock back to ours.
+        r.started_unix_s -= self.offset_s;
+        r.ended_unix_s -= self.offset_s;
+        r.host = self.shared.name.clone();
+        Ok(r)
+    }
+
+    fn interrupt(&self) {
+        let _ = self.call::<Value>(Request::Interrupt);
+    }
+
+    fn telemetry_start(&self, settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo> {
+        self.call(Request::TelemetryStart {
+            settings: settings.clone(),
+        })
+    }
+
+    fn telemetry_take(&self) -> Vec<TelemetrySample> {
+        let mut v: Vec<TelemetrySample> = self.call(Request::TelemetryTake).unwrap_or_default();
+        for s in &mut v {
+            s.host = self.shared.name.clone();
+        }
+        v
+    }
+
+    fn telemetry_mark(&self) -> Option<u64> {
+        self.call::<Option<u64>>(Request::TelemetryMark)
+            .ok()
+            .flatten()
+    }
+
+    fn telemetry_since(&self, mark: u64) -> Vec<TelemetrySample> {
+        self.call(Request::TelemetrySince { mark })
+            .unwrap_or_default()
+    }
+
+    fn set_warmup(&self, on: bool) {
+        let _ = self.call::<Value>(Request::SetWarmup { on });
+    }
+
+    fn unwatch_servers(&self) {
+        let _ = self.call::<Value>(Request::UnwatchServers);
+    }
+
+    fn measure_idle(&self, secs: f64) -> anyhow::Result<Option<IdlePower>> {
+        self.call(Request::MeasureIdle { secs })
+    }
+
+    fn shutdown(&self) {
+        if self.shared.lost().is_none() {
+            let _ = self.call::<Value>(Request::Shutdown);
+        }
+        let mut c = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        // Closing stdin is the agent's signal too; then give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = c.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+impl Drop for RemoteHost {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

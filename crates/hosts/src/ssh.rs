@@ -1,0 +1,356 @@
+//! The transport: the system OpenSSH client, so the user's own `~/.ssh/config`, agent,
+//! `ProxyJump` and `known_hosts` apply. Every connection is non-interactive
+//! (BatchMode), multiplexed over one master per host (ControlMaster, in a private
+//! directory), checks host keys strictly (an unknown or changed key is an error that says
+//! what to run, never accepted), forwards no agent, X11 or port, and opens no listening
+//! port. Nothing secret is ever put on a command line: requests travel in frames.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+pub struct Ssh {
+    config: Option<PathBuf>,
+    control_dir: tempfile::TempDir,
+}
+
+/// What a host said when probed: its architecture and where our binary lives there.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub arch: String,
+    pub path: String,
+    pub present: bool,
+}
+
+/// A destination ssh accepts and that cannot be taken for an option or break a command.
+pub fn check_destination(dest: &str) -> anyhow::Result<()> {
+    if dest.is_empty()
+        || dest.starts_with('-')
+        || !dest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-@:/[]%".contains(c))
+    {
+        bail!(
+            "`{dest}` is not a host name rackbench accepts: use an ssh destination like \
+             `server1`, `user@10.0.0.5` or a `Host` alias of your ~/.ssh/config"
+        );
+    }
+    Ok(())
+}
+
+/// The first 32 hex digits of the binary's sha256 name its cached copy.
+pub fn cache_name(sha256: &str) -> String {
+    format!("rackbench-{}", &sha256[..sha256.len().min(32)])
+}
+
+impl Ssh {
+    /// `config`: an ssh config file to use instead of ~/.ssh/config (`ssh -F`).
+    pub fn new(config: Option<PathBuf>) -> anyhow::Result<Ssh> {
+        if let Some(c) = &config {
+            if !c.is_file() {
+                bail!("--ssh-config {}: no such file", c.display());
+            }
+        }
+        let control_dir = tempfile::Builder::new()
+            .prefix("rackbench-ssh-")
+            .tempdir()
+            .context("creating a private directory for ssh's control sockets")?;
+        Ok(Ssh {
+            config,
+            control_dir,
+        })
+    }
+
+    /// `ssh [options] DEST` with our options; append the remote command.
+    pub fn command(&self, dest: &str) -> Command {
+        let mut c = Command::new("ssh");
+        if let Some(cfg) = &self.config {
+            c.arg("-F").arg(cfg);
+        }
+        let control = self.control_dir.path().join("%C");
+        for o in [
+            "BatchMode=yes".to_string(),
+            "StrictHostKeyChecking=yes".to_string(),
+            "ForwardAgent=no".to_string(),
+            "ForwardX11=no".to_string(),
+            "ClearAllForwardings=yes".to_string(),
+            "ControlMaster=auto".to_string(),
+            format!("ControlPath={}", control.display()),
+            // The master lingers briefly after the last session, then goes: nothing of
+            // ours stays on the controller for long after the run.
+            "ControlPersist=5".to_string(),
+            "ServerAliveInterval=2".to_string(),
+            "ServerAliveCountMax=3".to_string(),
+            "ConnectTimeout=5".to_string(),
+            "LogLevel=ERROR".to_string(),
+        ] {
+            c.arg("-o").arg(o);
+        }
+        c.arg("-T").arg("--").arg(dest);
+        c
+    }
+
+    /// Run a short remote command; its stdout, or an error that says why ssh failed.
+    pub fn run(
+        &self,
+        dest: &str,
+        remote: &str,
+        input: Option<&Path>,
+        timeout: Duration,
+    ) -> anyhow::Result<String> {
+        let mut cmd = self.command(dest);
+        cmd.arg(remote)
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().context(
+            "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
+        )?;
+        if let Some(path) = input {
+            let mut stdin = child.stdin.take().context("ssh stdin")?;
+            let path = path.to_path_buf();
+            std::thread::spawn(move || {
+                if let Ok(mut f) = std::fs::File::open(&path) {
+                    let _ = std::io::copy(&mut f, &mut stdin);
+                }
+                let _ = stdin.flush();
+            });
+        }
+        let out = wait_with_timeout(child, timeout).with_context(|| {
+            format!("{dest}: ssh did not finish within {} s", timeout.as_secs())
+        })?;
+        if !out.status.success() {
+            return Err(classify(
+                dest,
+                &String::from_utf8_lossy(&out.stderr),
+                out.status.code(),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).to_string())
+    }
+
+    /// Where our binary (by content hash) is on `dest`, and its architecture.
+    pub fn probe(&self, dest: &str, sha256: &str) -> anyhow::Result<Probe> {
+        let name = cache_name(sha256);
+        let script = format!(
+            "c=\"${{XDG_CACHE_HOME:-$HOME/.cache}}/rackbench\"; f=\"$c/{name}\"; \
+             if [ -x \"$f\" ]; then p=present; else p=absent; fi; \
+             printf 'RBPROBE %s %s %s\\n' \"$(uname -m)\" \"$p\" \"$f\""
+        );
+        let out = self.run(dest, &script, None, Duration::from_secs(20))?;
+        let line = out
+            .lines()
+            .find_map(|l| l.strip_prefix("RBPROBE "))
+            .with_context(|| {
+                format!(
+                    "{dest}: the probe printed nothing rackbench understands: {}",
+                    out.trim()
+                )
+            })?;
+        let mut it = line.splitn(3, ' ');
+        let (arch, present, path) = (
+            it.next().unwrap_or_default(),
+            it.next().unwrap_or_default(),
+            it.next().unwrap_or_default(),
+        );
+        Ok(Probe {
+            arch: arch.to_string(),
+            path: path.to_string(),
+            present: present == "present",
+        })
+    }
+
+    /// Copy this binary to `path` on `dest` (private to the user, atomically renamed).
+    pub fn deploy(&self, dest: &str, path: &str) -> anyhow::Result<()> {
+        let exe = std::env::current_exe().context("cannot find this rackbench binary")?;
+        let q = shell_quote(path);
+        let script = format!(
+            "umask 077; mkdir -p \"$(dirname {q})\" && t={q}.tmp.$$ && cat > \"$t\" && chmod 700 \"$t\" && mv -f \"$t\" {q} && echo RBCOPIED"
+        );
+        let out = self.run(dest, &script, Some(&exe), Duration::from_secs(300))?;
+        if !out.contains("RBCOPIED") {
+            bail!("{dest}: copying rackbench to {path} failed: {}", out.trim());
+        }
+        Ok(())
+    }
+
+    /// Start `PATH agent --name NAME` on `dest`, its stdio piped to us.
+    pub fn start_agent(&self, dest: &str, path: &str, name: &str) -> anyhow::Result<Child> {
+        let mut cmd = self.command(dest);
+        cmd.arg(format!(
+            "exec {} agent --name {}",
+            shell_quote(path),
+            shell_quote(name)
+        ))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        cmd.spawn().context(
+            "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
+        )
+    }
+}
+
+/// Single-quote for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+fn wait_with_timeout(mut child: Child, timeout: Duration) -> anyhow::Result<std::process::Output> {
+    let deadline = Instant::now() + timeout;
+    // Drain the pipes on threads so a chatty child cannot block on a full pipe.
+    let mut so = child.stdout.take();
+    let mut se = child.stderr.take();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(s) = so.as_mut() {
+            let _ = std::io::Read::read_to_end(s, &mut v);
+        }
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(s) = se.as_mut() {
+            let _ = std::io::Read::read_to_end(s, &mut v);
+        }
+        v
+    });
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(std::process::Output {
+                status,
+                stdout: t_out.join().unwrap_or_default(),
+                stderr: t_err.join().unwrap_or_default(),
+            });
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("timed out");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Turn ssh's complaint into an error that says what to do.
+pub fn classify(dest: &str, stderr: &str, code: Option<i32>) -> anyhow::Error {
+    let s = stderr.trim();
+    let said = s
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .last()
+        .unwrap_or("")
+        .to_string();
+    if s.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") {
+        return anyhow::anyhow!(
+            "{dest}: its ssh host key has CHANGED since it was recorded in known_hosts: refusing it. \
+             If the change is expected (reinstalled host), remove the old key with `ssh-keygen -R {dest}` \
+             and check the new one with `ssh {dest}` once; otherwise someone may be in the middle"
+        );
+    }
+    if s.contains("Host key verification failed")
+        || s.contains("No ED25519 host key is known")
+        || s.contains("host key is known for")
+    {
+        return anyhow::anyhow!(
+            "{dest}: its ssh host key is not in known_hosts, and rackbench never accepts keys itself. \
+             Run `ssh {dest}` once and check the fingerprint, or add it with \
+             `ssh-keyscan {dest} >> ~/.ssh/known_hosts` after checking it"
+        );
+    }
+    if s.contains("Permission denied") {
+        return anyhow::anyhow!(
+            "{dest}: ssh could not log in without a prompt (BatchMode). Set up key login \
+             (`ssh-copy-id {dest}`) or load your key in ssh-agent, then check with `ssh {dest} true`"
+        );
+    }
+    if s.contains("Could not resolve hostname") {
+        return anyhow::anyhow!(
+            "{dest}: unknown host name ({said}); check the name or your ~/.ssh/config"
+        );
+    }
+    if s.contains("Connection refused")
+        || s.contains("timed out")
+        || s.contains("No route to host")
+        || s.contains("Network is unreachable")
+        || s.contains("Connection closed")
+        || code == Some(255)
+    {
+        return anyhow::anyhow!("{dest} is unreachable over ssh: {said}");
+    }
+    anyhow::anyhow!(
+        "{dest}: the remote command failed (exit {}): {said}",
+        code.map_or("by signal".to_string(), |c| c.to_string())
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations_that_could_be_options_or_commands_are_refused() {
+        for bad in [
+            "",
+            "-oProxyCommand=x",
+            "a b",
+            "h;rm",
+            "h$(x)",
+            "h`x`",
+            "h'q",
+        ] {
+            assert!(check_destination(bad).is_err(), "{bad}");
+        }
+        for good in ["server1", "user@10.0.0.5", "rbh1", "ssh://u@h:22", "[::1]"] {
+            check_destination(good).unwrap();
+        }
+    }
+
+    #[test]
+    fn ssh_errors_say_what_to_run() {
+        let e = classify("h1", "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.", Some(255));
+        assert!(format!("{e}").contains("ssh-keygen -R h1"), "{e}");
+        let e = classify("h1", "No ED25519 host key is known for h1 and you have requested strict checking.\nHost key verification failed.", Some(255));
+        assert!(format!("{e}").contains("ssh-keyscan h1"), "{e}");
+        let e = classify("h1", "root@h1: Permission denied (publickey).", Some(255));
+        assert!(format!("{e}").contains("ssh-copy-id"), "{e}");
+        let e = classify(
+            "h1",
+            "ssh: connect to host 10.0.0.1 port 22: Connection refused",
+            Some(255),
+        );
+        assert!(format!("{e}").contains("unreachable"), "{e}");
+    }
+
+    #[test]
+    fn the_command_keeps_host_key_checking_and_forwards_nothing() {
+        let s = Ssh::new(None).unwrap();
+        let c = s.command("h1");
+        let args: Vec<String> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().to_string())
+            .collect();
+        for want in [
+            "StrictHostKeyChecking=yes",
+            "BatchMode=yes",
+            "ForwardAgent=no",
+            "ClearAllForwardings=yes",
+        ] {
+            assert!(
+                args.iter().any(|a| a == want),
+                "{want} missing from {args:?}"
+            );
+        }
+        // The destination comes after `--`: it can never be read as an option.
+        let dd = args.iter().position(|a| a == "--").unwrap();
+        assert_eq!(args[dd + 1], "h1");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+}
