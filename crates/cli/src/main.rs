@@ -69,6 +69,11 @@ pub enum Command {
     Net(commands::net::Args),
     /// TPC-C helpers (`oltp build`, `oltp check`).
     Oltp(commands::oltp::Args),
+    /// Hosts of a many-host run (`hosts check HOST...`).
+    Hosts(commands::hosts::Args),
+    /// The agent a run starts on every other host over ssh (speaks frames on stdin/stdout).
+    #[command(hide = true)]
+    Agent(commands::hosts::AgentArgs),
 }
 
 fn main() {

@@ -74,19 +74,27 @@ impl HostSet {
                 .collect()
         });
         let mut errors = Vec::new();
-        for (n, r) in wanted.iter().zip(results) {
+        for r in results {
             match r {
                 Ok(h) => {
                     let h = Arc::new(h);
                     set.remotes.push(h.clone());
                     set.hosts.push(h);
                 }
-                Err(e) => errors.push(format!("{n}: {e:#}")),
+                // The errors name their host already.
+                Err(e) => errors.push(format!("{e:#}")),
             }
         }
         if !errors.is_empty() {
             set.shutdown();
-            anyhow::bail!("cannot reach every host:\n  {}", errors.join("\n  "));
+            if errors.len() == 1 {
+                anyhow::bail!("{}", errors[0]);
+            }
+            anyhow::bail!(
+                "cannot use {} hosts:\n  {}",
+                errors.len(),
+                errors.join("\n  ")
+            );
         }
         // Services on this machine must be reachable from the others: bind the address
         // they reached us from.
@@ -106,6 +114,11 @@ impl HostSet {
             .find(|h| h.name() == name)
             .cloned()
             .with_context(|| format!("no host `{name}` in this run"))
+    }
+
+    /// This machine.
+    pub fn local(&self) -> Arc<LocalHost> {
+        self.local.clone()
     }
 
     pub fn all(&self) -> &[Arc<dyn Host>] {

@@ -54,6 +54,14 @@ impl LocalHost {
         *lock(&self.address) = ip.to_string();
     }
 
+    /// Watch a process launched here by a workload that is not split into service and
+    /// driver yet (it launches its servers itself).
+    pub fn watch_process(&self, role: &str, pid: u32) {
+        if let Some(s) = self.sampler() {
+            s.watch_process(role, pid);
+        }
+    }
+
     fn registration(&self, workload: &str) -> anyhow::Result<Registration> {
         (self.catalog)(workload)
             .with_context(|| format!("this rackbench has no workload `{workload}`"))

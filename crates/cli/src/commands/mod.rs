@@ -1,7 +1,7 @@
 //! One module per subcommand: glue between arguments and the library crates.
 
 pub mod disclosure;
-pub mod glue;
+pub mod hosts;
 pub mod net;
 pub mod oltp;
 pub mod report;
@@ -24,5 +24,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Disclosure(a) => disclosure::run(a, &g),
         Command::Net(a) => net::run(a, &g),
         Command::Oltp(a) => oltp::run(a, &g),
+        Command::Hosts(a) => hosts::run(a, &g),
+        Command::Agent(a) => hosts::agent(a),
     }
 }

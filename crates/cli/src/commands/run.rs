@@ -1,10 +1,7 @@
-//! `rackbench run WORKLOAD [flags]` / `rackbench run --plan FILE`: the runner.
-//!
-//! arguments and plan file -> validated sweep points (every point is built before
-//! anything starts, so bad input stores nothing) -> the run is begun in the store ->
-//! for each point: prepare, each test x repetition under telemetry, each result inserted
-//! the moment it completes -> verify, cleanup -> the run is finished. Ctrl-C ends the
-//! current test early, keeps what it measured and tears down what was launched.
+//! `rackbench run WORKLOAD [flags]` / `rackbench run --plan FILE`: arguments and plan
+//! file -> a validated [`runner::Plan`] (every point is built before anything starts, so
+//! bad input stores nothing) -> [`runner::run`] -> the results table. The run itself
+//! (hosts, services, drivers, telemetry, store) lives in the `runner` crate.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,12 +9,11 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Args as ClapArgs, FromArgMatches};
-use engine::workload::{Ctx, Params, Progress, Registration, Workload};
-use model::{Flag, ResultRecord, RunRecord, Status};
+use engine::workload::{Params, Progress, Registration};
+use model::{ResultRecord, RunRecord};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::commands::glue;
 use crate::{registry, Global};
 
 #[derive(clap::Args, Debug)]
@@ -97,11 +93,75 @@ pub struct RunOpts {
     pub quiet: bool,
 }
 
-/// A plan file: `[run]` plus one table of parameters named after the workload.
+/// Where the run's parts go (also `[hosts]` in a plan file). Hosts are ssh destinations
+/// (your ~/.ssh/config applies); `local` is this machine.
+#[derive(clap::Args, Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostsOpts {
+    /// The system under test: servers are launched (pinned) there [default: local].
+    #[arg(long = "sut", value_name = "HOST")]
+    pub sut: Option<String>,
+    /// Load-generator hosts; clients are spread across them [default: local].
+    #[arg(long = "loadgen", value_name = "HOSTS", value_delimiter = ',')]
+    #[serde(alias = "loadgens")]
+    pub loadgen: Vec<String>,
+    /// net: measure every ordered sender>receiver pair of these hosts (the iperf3 study's matrix).
+    #[arg(long = "hosts", value_name = "HOSTS", value_delimiter = ',')]
+    #[serde(alias = "matrix")]
+    pub hosts: Vec<String>,
+    /// net: these SENDER>RECEIVER pairs (e.g. rbh1>rbh2,rbh2>rbh1).
+    #[arg(long = "pairs", value_name = "PAIRS", value_delimiter = ',')]
+    pub pairs: Vec<String>,
+    /// An ssh config file to use instead of ~/.ssh/config (ssh -F).
+    #[arg(long = "ssh-config", value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+}
+
+impl HostsOpts {
+    fn or(self, plan: HostsOpts) -> HostsOpts {
+        HostsOpts {
+            sut: self.sut.or(plan.sut),
+            loadgen: if self.loadgen.is_empty() {
+                plan.loadgen
+            } else {
+                self.loadgen
+            },
+            hosts: if self.hosts.is_empty() {
+                plan.hosts
+            } else {
+                self.hosts
+            },
+            pairs: if self.pairs.is_empty() {
+                plan.pairs
+            } else {
+                self.pairs
+            },
+            ssh_config: self.ssh_config.or(plan.ssh_config),
+        }
+    }
+
+    fn plan(&self) -> anyhow::Result<runner::HostsPlan> {
+        Ok(runner::HostsPlan {
+            sut: self.sut.clone(),
+            loadgens: self.loadgen.clone(),
+            matrix: self.hosts.clone(),
+            pairs: self
+                .pairs
+                .iter()
+                .map(|p| runner::roles::parse_pair(p))
+                .collect::<anyhow::Result<_>>()?,
+            ssh_config: self.ssh_config.clone(),
+        })
+    }
+}
+
+/// A plan file: `[run]`, `[hosts]`, plus one table of parameters named after the workload.
 #[derive(Debug, Deserialize)]
 struct PlanFile {
     #[serde(default)]
     run: Option<RunOpts>,
+    #[serde(default)]
+    hosts: Option<HostsOpts>,
     #[serde(flatten)]
     workloads: BTreeMap<String, toml::Value>,
 }
@@ -110,6 +170,7 @@ struct PlanFile {
 pub struct Resolved {
     pub registration: Registration,
     pub opts: RunOpts,
+    pub hosts: runner::HostsPlan,
     pub params: Params,
     pub points: Vec<Params>,
     pub command: String,
@@ -123,16 +184,17 @@ fn workload_command(reg: &Registration) -> clap::Command {
             "Numeric knobs take lists and ranges, run as a cartesian sweep: -P 1,100 --instances 1..4 \
              --clients 1..64:x2",
         );
-    let cmd = RunOpts::augment_args(cmd);
+    let cmd = HostsOpts::augment_args(RunOpts::augment_args(cmd));
     (reg.flags)(cmd).about(reg.about)
 }
 
 /// Parameters from the workload's matched flags (ids are the parameter keys).
 fn params_from_matches(cmd: &clap::Command, m: &clap::ArgMatches) -> anyhow::Result<Params> {
-    let run_ids: Vec<String> = RunOpts::augment_args(clap::Command::new("x"))
-        .get_arguments()
-        .map(|a| a.get_id().to_string())
-        .collect();
+    let run_ids: Vec<String> =
+        HostsOpts::augment_args(RunOpts::augment_args(clap::Command::new("x")))
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect();
     let mut out = Map::new();
     for arg in cmd.get_arguments() {
         let id = arg.get_id().as_str();
@@ -177,6 +239,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
                 .map(PathBuf::from)
         });
     let mut plan_opts = RunOpts::default();
+    let mut plan_hosts = HostsOpts::default();
     let mut plan_params: Map<String, Value> = Map::new();
     if let Some(path) = &plan_path {
         let text = std::fs::read_to_string(path)
@@ -188,6 +251,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
             )
         })?;
         plan_opts = plan.run.unwrap_or_default();
+        plan_hosts = plan.hosts.unwrap_or_default();
         let name = workload
             .clone()
             .or(plan_opts.workload.clone())
@@ -252,6 +316,9 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         anyhow::anyhow!("{}", text.trim_end().trim_start_matches("error: "))
     })?;
     let mut opts = RunOpts::from_arg_matches(&m)?;
+    let host_opts = HostsOpts::from_arg_matches(&m)?.or(plan_hosts);
+    let hosts = host_opts.plan()?;
+    hosts.validate(&name)?;
     // Flags override the plan's [run] table.
     opts.workload = Some(name.clone());
     opts.repeat = opts.repeat.or(plan_opts.repeat);
@@ -298,6 +365,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     Ok(Resolved {
         registration: reg,
         opts,
+        hosts,
         params,
         points,
         command,
@@ -315,280 +383,69 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// A short label for a sweep point: the swept keys only (`P=100 instances=2`).
-fn point_label(point: &Params, swept: &BTreeMap<String, usize>) -> String {
-    swept
-        .keys()
-        .filter_map(|k| {
-            point
-                .get(k)
-                .map(|v| format!("{k}={}", v.to_string().trim_matches('"')))
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+/// The power model flag as (IDLE_W, MAX_W).
+fn power_model(s: &Option<String>) -> anyhow::Result<Option<(f64, f64)>> {
+    let Some(s) = s else { return Ok(None) };
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| anyhow::anyhow!("--power-model is IDLE_W:MAX_W, e.g. 120:350"))?;
+    let idle_w: f64 = a
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--power-model: bad idle watts `{a}`"))?;
+    let max_w: f64 = b
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--power-model: bad max watts `{b}`"))?;
+    if !(0.0..=100_000.0).contains(&idle_w) || max_w < idle_w {
+        bail!("--power-model: need 0 <= IDLE_W <= MAX_W");
+    }
+    Ok(Some((idle_w, max_w)))
 }
 
-fn new_run_id() -> String {
-    let now = chrono::Utc::now();
-    let suffix: u32 = rand::random::<u32>() & 0xff_ffff;
-    format!("{}-{suffix:06x}", now.format("%Y%m%dT%H%M%S"))
-}
+/// Default idle-power measurement before load, seconds (when a power source exists).
+const DEFAULT_IDLE_S: f64 = 5.0;
 
-fn redact_value(v: &Value) -> Value {
-    serde_json::from_str(&model::redact_secrets(&v.to_string())).unwrap_or(Value::Null)
+struct ShowSteps<'a>(&'a crate::progress::Display);
+
+impl runner::Observer for ShowSteps<'_> {
+    fn step_done(&self, result: &ResultRecord) {
+        self.0.step_done(result);
+    }
 }
 
 pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     let r = resolve(&a, g)?;
-    // Build every point first: bad parameters fail here, before anything is stored.
-    let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(r.points.len());
-    for p in &r.points {
-        workloads.push((r.registration.build)(p)?);
-    }
     let db = r.opts.db.clone().unwrap_or_else(store::default_path);
-    let store = store::Store::open(&db)?;
     let verbose = !r.opts.quiet;
-    let power = glue::power_config(&r.opts)?;
-    let mut hosts = vec![glue::local_disclosure(&power)];
-    let swept = engine::plan::swept_keys(&r.params, r.registration.list_keys);
-    let repeat = r.opts.repeat.unwrap_or(1);
-    let plan = serde_json::json!({
-        "workload": r.registration.name,
-        "run": {
-            "repeat": repeat,
-            "until_cv_pct": r.opts.until_cv,
-            "max_repeat": r.opts.max_repeat,
-            "label": r.opts.label,
-            "telemetry_interval_s": r.opts.telemetry_interval.unwrap_or(1.0),
-            "telemetry": !r.opts.no_telemetry,
-            "idle_power_s": r.opts.idle_power,
-            "power_meter": r.opts.power_meter,
-            "power_model": r.opts.power_model,
+    let plan = runner::Plan {
+        catalog: registry::find,
+        opts: runner::RunOptions {
+            repeat: r.opts.repeat.unwrap_or(1),
+            until_cv: r.opts.until_cv,
+            max_repeat: r.opts.max_repeat,
+            label: r.opts.label.clone(),
+            telemetry_interval_s: r.opts.telemetry_interval.unwrap_or(1.0),
+            telemetry: !r.opts.no_telemetry,
+            idle_power_s: r.opts.idle_power.unwrap_or(DEFAULT_IDLE_S),
+            power_meter: r.opts.power_meter.clone(),
+            power_model: power_model(&r.opts.power_model)?,
+            verbose,
         },
-        "params": Value::Object(r.params.clone()),
-        "points": r.points.len(),
-    });
-    let mut record = RunRecord {
-        format_version: model::RECORD_FORMAT_VERSION,
-        id: new_run_id(),
-        label: r.opts.label.clone(),
-        created_at: chrono::Utc::now(),
-        finished_at: None,
-        rackbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        params: r.params.clone(),
+        points: r.points.clone(),
         command: r.command.clone(),
-        plan: redact_value(&plan),
-        hosts: hosts.clone(),
-        idle_power: Vec::new(),
-        results: Vec::new(),
-        status: Status::Running,
-        error: None,
+        hosts: r.hosts.clone(),
+        registration: r.registration,
     };
-    store.begin_run(&record)?;
-    let run_id = record.id.clone();
-
+    let store = store::Store::open(&db)?;
     install_interrupt_handler();
     let progress = Arc::new(Progress::default());
-    let telemetry = glue::Telemetry::start(&r.opts, power.clone())?;
-    if let Some(idle) = telemetry.measure_idle(&r.opts, verbose)? {
-        store.insert_idle_power(&run_id, &idle)?;
-        record.idle_power.push(idle);
-    }
-    let ctx = Ctx {
-        progress: progress.clone(),
-        watch: telemetry.watch(),
-        verbose,
-        roles: None,
-    };
     let display = crate::progress::Display::start(progress.clone(), verbose);
-
-    let mut step: u32 = 0;
-    let mut failure: Option<String> = None;
-    let mut any_result = false;
-    'points: for (pi, (point, w)) in r.points.iter().zip(workloads).enumerate() {
-        // Whatever way this iteration ends (error, Ctrl-C, `?`), the workload's servers go.
-        let mut w = CleanupOnDrop(w);
-        let label = point_label(point, &swept);
-        if let Err(e) = w.prepare(&ctx) {
-            w.cleanup();
-            let msg = format!("{:#}", e);
-            if !any_result {
-                // Nothing measured yet: leave nothing half-written.
-                display.finish();
-                telemetry.stop();
-                store.delete_run(&run_id)?;
-                return Err(e.context(
-                    format!("preparing {} {label}", r.registration.name)
-                        .trim_end()
-                        .to_string(),
-                ));
-            }
-            failure = Some(format!("sweep point {} ({label}): {msg}", pi + 1));
-            break;
-        }
-        // What the workload learnt about the servers goes into the disclosure.
-        let facts = w.disclosure();
-        if !facts.is_empty() {
-            for (k, v) in facts {
-                hosts[0].facts.insert(k, v);
-            }
-            store.update_hosts(&run_id, &hosts)?;
-            record.hosts = hosts.clone();
-        }
-        let mut point_steps: Vec<u32> = Vec::new();
-        let max_repeat = match r.opts.until_cv {
-            Some(_) => r.opts.max_repeat.unwrap_or(10).max(repeat),
-            None => repeat,
-        };
-        for test in w.tests() {
-            let mut headlines: Vec<f64> = Vec::new();
-            for rep in 0..max_repeat {
-                if engine::stop::stop_requested() {
-                    break 'points;
-                }
-                // Enough repetitions once the spread is small (at least 3 to judge it).
-                if rep >= repeat.max(3) {
-                    if let Some(target) = r.opts.until_cv {
-                        if cv_pct(&headlines).is_some_and(|cv| cv <= target) {
-                            break;
-                        }
-                    }
-                }
-                if rep >= repeat && r.opts.until_cv.is_none() {
-                    break;
-                }
-                let what = format!(
-                    "{} {test}{}{}",
-                    r.registration.name,
-                    if label.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {label}")
-                    },
-                    if repeat > 1 {
-                        format!(" (rep {}/{repeat})", rep + 1)
-                    } else {
-                        String::new()
-                    }
-                );
-                let (total, dur_ms) = expected_size(point);
-                progress.reset(&what, total, dur_ms);
-                telemetry.begin_step();
-                telemetry.mark_warmup(point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0));
-                let started_at = chrono::Utc::now();
-                let outcome = w.run_test(&test, &ctx);
-                let samples = telemetry.end_step();
-                let params: BTreeMap<String, Value> = point
-                    .iter()
-                    .map(|(k, v)| (k.clone(), redact_value(v)))
-                    .collect();
-                let result = match outcome {
-                    Ok(out) => {
-                        let interrupted = engine::stop::stop_requested();
-                        let status = match (&out.error, interrupted) {
-                            (Some(_), _) => Status::Failed,
-                            (None, true) => Status::Interrupted,
-                            (None, false) => Status::Ok,
-                        };
-                        let mut flags = out.flags;
-                        if interrupted {
-                            flags.push(Flag::warning(
-                                "interrupted",
-                                "stopped by Ctrl-C: this test ran short",
-                            ));
-                        }
-                        let summary = telemetry.summarize(&samples);
-                        let (metrics, missing) = finite_only(out.metrics, out.missing);
-                        ResultRecord {
-                            workload: r.registration.name.to_string(),
-                            test: test.clone(),
-                            step,
-                            repetition: rep,
-                            params,
-                            headline: out.headline,
-                            started_at,
-                            duration_s: out.duration_s,
-                            metrics,
-                            missing,
-                            histograms: out.histograms,
-                            telemetry: samples,
-                            telemetry_summary: summary,
-                            flags,
-                            status,
-                            error: out.error,
-                        }
-                    }
-                    Err(e) => ResultRecord {
-                        workload: r.registration.name.to_string(),
-                        test: test.clone(),
-                        step,
-                        repetition: rep,
-                        params,
-                        headline: String::new(),
-                        started_at,
-                        duration_s: 0.0,
-                        metrics: Vec::new(),
-                        missing: Vec::new(),
-                        histograms: Vec::new(),
-                        telemetry_summary: telemetry.summarize(&samples),
-                        telemetry: samples,
-                        flags: vec![Flag::invalid("failed", format!("{e:#}"))],
-                        status: Status::Failed,
-                        error: Some(format!("{e:#}")),
-                    },
-                };
-                store.insert_result(&run_id, &result)?;
-                any_result = true;
-                if let Some(v) = result.headline_value() {
-                    headlines.push(v);
-                }
-                display.step_done(&result);
-                point_steps.push(step);
-                step += 1;
-                let failed = result.status == Status::Failed;
-                let err = result.error.clone();
-                record.results.push(result);
-                if failed {
-                    failure = Some(err.unwrap_or_else(|| "a test failed".into()));
-                    w.cleanup();
-                    break 'points;
-                }
-            }
-        }
-        match w.verify(&ctx) {
-            Ok(flags) if !flags.is_empty() => {
-                for s in &point_steps {
-                    store.add_flags(&run_id, *s, &flags)?;
-                }
-                for res in record
-                    .results
-                    .iter_mut()
-                    .filter(|x| point_steps.contains(&x.step))
-                {
-                    res.flags.extend(flags.iter().cloned());
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                let f = Flag::invalid("verify_failed", format!("{e:#}"));
-                for s in &point_steps {
-                    store.add_flags(&run_id, *s, std::slice::from_ref(&f))?;
-                }
-            }
-        }
-        w.cleanup();
-        telemetry.unwatch_servers();
-    }
+    let finished = runner::run(&plan, &store, progress, &ShowSteps(&display));
     display.finish();
-    telemetry.stop();
-    let interrupted = engine::stop::stop_requested();
-    let status = if failure.is_some() {
-        Status::Failed
-    } else if interrupted {
-        Status::Interrupted
-    } else {
-        Status::Ok
-    };
-    store.finish_run(&run_id, status, failure.as_deref())?;
+    let finished = finished?;
+    let run_id = finished.run_id;
     let stored = store.load_run(&run_id)?;
     if r.opts.json {
         println!("{}", serde_json::to_string_pretty(&stored)?);
@@ -600,88 +457,23 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             "\nstored as run {run_id} in {db_shown}\n  details: rackbench show {run_id}\n  report:  rackbench report {run_id} -o report.html"
         );
     }
-    if let Some(f) = &failure {
+    if let Some(f) = &finished.failure {
         eprintln!("rackbench: run failed: {f}");
     }
-    if interrupted {
+    if finished.interrupted {
         eprintln!(
             "rackbench: interrupted: what was measured is stored ({})",
             stored.results.len()
         );
     }
     let invalid = stored.results.iter().any(|x| x.is_invalid());
-    Ok(if failure.is_some() || interrupted || invalid {
-        1
-    } else {
-        0
-    })
-}
-
-/// Owns a workload and calls its (idempotent) cleanup when dropped.
-struct CleanupOnDrop(Box<dyn Workload>);
-
-impl std::ops::Deref for CleanupOnDrop {
-    type Target = Box<dyn Workload>;
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for CleanupOnDrop {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
-    }
-}
-
-impl Drop for CleanupOnDrop {
-    fn drop(&mut self) {
-        self.0.cleanup();
-    }
-}
-
-/// A figure that came out NaN or infinite was not measured: move it to `missing`.
-fn finite_only(
-    metrics: Vec<model::Metric>,
-    mut missing: Vec<model::MissingMetric>,
-) -> (Vec<model::Metric>, Vec<model::MissingMetric>) {
-    let (ok, bad): (Vec<_>, Vec<_>) = metrics.into_iter().partition(|m| m.value.is_finite());
-    for m in bad {
-        missing.push(model::MissingMetric {
-            name: m.name,
-            reason: format!("the computation gave {} (nothing to divide by?)", m.value),
-        });
-    }
-    (ok, missing)
-}
-
-/// Requests or duration of a point, for the progress bar.
-fn expected_size(point: &Params) -> (u64, u64) {
-    let dur = point.get("duration").and_then(Value::as_f64);
-    match dur {
-        Some(d) => (
-            0,
-            (d * 1000.0) as u64
-                + point
-                    .get("warmup")
-                    .and_then(Value::as_f64)
-                    .map_or(0, |w| (w * 1000.0) as u64),
-        ),
-        None => (
-            point.get("requests").and_then(Value::as_u64).unwrap_or(0),
-            0,
-        ),
-    }
-}
-
-/// Coefficient of variation (sample standard deviation / mean) in percent.
-fn cv_pct(xs: &[f64]) -> Option<f64> {
-    if xs.len() < 2 {
-        return None;
-    }
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
-    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    (mean.abs() > 0.0).then(|| 100.0 * sd / mean.abs())
+    Ok(
+        if finished.failure.is_some() || finished.interrupted || invalid {
+            1
+        } else {
+            0
+        },
+    )
 }
 
 /// Median and spread of the headline over repetitions, per sweep point and test.
@@ -720,7 +512,7 @@ pub fn repetition_summary(run: &RunRecord) -> String {
             vals[0].1,
             xs[0],
             xs[xs.len() - 1],
-            cv_pct(&xs).unwrap_or(0.0),
+            runner::cv_pct(&xs).unwrap_or(0.0),
             xs.len()
         ));
     }
@@ -806,6 +598,7 @@ mod tests {
 
     #[test]
     fn cv_of_a_constant_is_zero_and_needs_two_values() {
+        use runner::cv_pct;
         assert_eq!(cv_pct(&[5.0]), None);
         assert_eq!(cv_pct(&[5.0, 5.0, 5.0]), Some(0.0));
         let cv = cv_pct(&[9.0, 10.0, 11.0]).unwrap();

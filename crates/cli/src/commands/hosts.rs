@@ -1,0 +1,233 @@
+//! `rackbench agent` (what runs on every other host of a run, started over ssh) and
+//! `rackbench hosts check` (can each host take part, and with what).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use engine::host::Host;
+use serde::Serialize;
+
+use crate::{registry, Global};
+
+#[derive(clap::Args, Debug)]
+pub struct AgentArgs {
+    /// The name the controller knows this host by (put in every sample).
+    #[arg(long, value_name = "NAME", default_value = "local")]
+    pub name: String,
+    /// Stop everything and exit after this many seconds without a word from the controller.
+    #[arg(long = "idle-timeout", value_name = "SECS", default_value_t = 5.0)]
+    pub idle_timeout: f64,
+}
+
+/// Serve the controller on stdin/stdout (started by `rackbench run` over ssh).
+pub fn agent(a: AgentArgs) -> anyhow::Result<i32> {
+    if !(0.5..=3600.0).contains(&a.idle_timeout) {
+        anyhow::bail!("--idle-timeout must be between 0.5 and 3600 seconds");
+    }
+    hosts::agent::serve(
+        &a.name,
+        registry::find,
+        Duration::from_secs_f64(a.idle_timeout),
+    )
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Cmd {
+    /// For each host: reachable or why not, architecture, kernel, rackbench there, clock
+    /// offset, CPUs, power sources, which servers it can launch.
+    Check(CheckArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Hosts (ssh destinations; `local` is this machine).
+    #[arg(value_name = "HOST", required = true)]
+    pub hosts: Vec<String>,
+    /// An ssh config file to use instead of ~/.ssh/config (ssh -F).
+    #[arg(long = "ssh-config", value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct HostCheck {
+    host: String,
+    reachable: bool,
+    error: Option<String>,
+    arch: Option<String>,
+    kernel: Option<String>,
+    hostname: Option<String>,
+    rackbench: Option<String>,
+    clock_offset_ms: Option<f64>,
+    rtt_ms: Option<f64>,
+    cpus: Option<usize>,
+    address: Option<String>,
+    power: Vec<String>,
+    power_missing: Option<String>,
+    servers: Vec<(String, Option<String>)>,
+}
+
+pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
+    let Cmd::Check(c) = a.cmd;
+    let verbose = !g.quiet;
+    let checks: Vec<HostCheck> = std::thread::scope(|s| {
+        let hs: Vec<_> = c
+            .hosts
+            .iter()
+            .map(|h| {
+                let cfg = c.ssh_config.clone();
+                s.spawn(move || check_one(h, cfg, verbose))
+            })
+            .collect();
+        hs.into_iter()
+            .zip(&c.hosts)
+            .map(|(t, h)| {
+                t.join()
+                    .unwrap_or_else(|_| failed(h, "the check panicked".into()))
+            })
+            .collect()
+    });
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        for h in &checks {
+            let name = crate::commands::runs::clean(&h.host);
+            if !h.reachable {
+                println!(
+                    "{name}: UNREACHABLE: {}",
+                    crate::commands::runs::clean(h.error.as_deref().unwrap_or(""))
+                );
+                continue;
+            }
+            let opt =
+                |v: &Option<String>| crate::commands::runs::clean(v.as_deref().unwrap_or("?"));
+            println!("{name}: ok");
+            println!(
+                "  hostname {}  arch {}  kernel {}  cpus {}",
+                opt(&h.hostname),
+                opt(&h.arch),
+                opt(&h.kernel),
+                h.cpus.unwrap_or(0)
+            );
+            println!(
+                "  rackbench {}  address {}",
+                opt(&h.rackbench),
+                opt(&h.address)
+            );
+            match (h.clock_offset_ms, h.rtt_ms) {
+                (Some(o), Some(r)) => println!("  clock offset {o:+.3} ms (round trip {r:.3} ms)"),
+                _ => println!("  clock offset 0 (this machine)"),
+            }
+            if h.power.is_empty() {
+                println!("  power: none ({})", opt(&h.power_missing));
+            } else {
+                println!(
+                    "  power: {}",
+                    crate::commands::runs::clean(&h.power.join(", "))
+                );
+            }
+            let servers: Vec<String> = h
+                .servers
+                .iter()
+                .map(|(n, p)| {
+                    format!(
+                        "{n} {}",
+                        p.as_deref().map_or("missing".into(), |p| format!("({p})"))
+                    )
+                })
+                .collect();
+            println!(
+                "  servers: {}",
+                crate::commands::runs::clean(&servers.join(", "))
+            );
+        }
+    }
+    Ok(if checks.iter().all(|c| c.reachable) {
+        0
+    } else {
+        1
+    })
+}
+
+fn failed(host: &str, error: String) -> HostCheck {
+    HostCheck {
+        host: host.to_string(),
+        reachable: false,
+        error: Some(error),
+        arch: None,
+        kernel: None,
+        hostname: None,
+        rackbench: None,
+        clock_offset_ms: None,
+        rtt_ms: None,
+        cpus: None,
+        address: None,
+        power: Vec::new(),
+        power_missing: None,
+        servers: Vec::new(),
+    }
+}
+
+fn check_one(name: &str, ssh_config: Option<PathBuf>, verbose: bool) -> HostCheck {
+    let set =
+        match hosts::HostSet::connect(&[name.to_string()], ssh_config, registry::find, verbose) {
+            Ok(s) => s,
+            Err(e) => return failed(name, format!("{e:#}")),
+        };
+    let h = match set.get(name) {
+        Ok(h) => h,
+        Err(e) => return failed(name, format!("{e:#}")),
+    };
+    let info = h.telemetry_start(&engine::host::TelemetrySettings {
+        interval_s: 1.0,
+        ..Default::default()
+    });
+    let (power, power_missing) = match info {
+        Ok(i) => (i.power_sources, i.power_missing),
+        Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+    };
+    let mut out = failed(name, String::new());
+    out.reachable = true;
+    out.error = None;
+    out.power = power;
+    out.power_missing = power_missing;
+    out.address = Some(h.address());
+    match set.remotes().iter().find(|r| r.name() == name) {
+        Some(r) => {
+            let hello = r.hello();
+            out.arch = Some(hello.arch.clone());
+            out.kernel = Some(hello.kernel.clone());
+            out.hostname = Some(hello.hostname.clone());
+            out.rackbench = Some(format!(
+                "{} (sha256 {})",
+                hello.version,
+                &hello.binary_sha256[..16]
+            ));
+            out.cpus = Some(hello.cpus);
+            out.clock_offset_ms = Some(r.clock_offset_s() * 1000.0);
+            out.rtt_ms = Some(r.rtt_s() * 1000.0);
+            out.servers = hello.servers.clone().into_iter().collect();
+        }
+        None => {
+            if let Ok(hello) = hosts::agent::hello() {
+                out.arch = Some(hello.arch);
+                out.kernel = Some(hello.kernel);
+                out.hostname = Some(hello.hostname);
+                out.rackbench = Some(format!(
+                    "{} (sha256 {})",
+                    hello.version,
+                    &hello.binary_sha256[..16]
+                ));
+                out.cpus = Some(hello.cpus);
+                out.servers = hello.servers.into_iter().collect();
+            }
+        }
+    }
+    set.shutdown();
+    out
+}

@@ -1,0 +1,557 @@
+//! A run, as a library: validated plan -> hosts connected -> for each sweep point (and,
+//! for `net`, each sender/receiver pair): the workload's service started on the system
+//! under test, its drivers on the load-generator hosts behind one start barrier, while
+//! every host samples telemetry -> each result stored the moment it completes -> every
+//! host torn down. No argument parsing lives here (the CLI builds the [`Plan`]).
+//!
+//! Nothing measured is lost: a host that dies mid-run fails the step it was in (its
+//! result keeps what the others measured and names the host), the run stops, and every
+//! other host is torn down; Ctrl-C ends the current test early on every host.
+
+pub mod roles;
+pub mod telemetry;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use engine::host::{Host, TelemetrySettings};
+use engine::workload::{Ctx, Params, Progress, Registration, Workload};
+use hosts::{Catalog, HostSet};
+use model::{Fact, Flag, HostDisclosure, ResultRecord, RunRecord, Status};
+use serde_json::Value;
+
+pub use roles::{HostsPlan, PointRoles};
+
+/// Options of every run, whatever the workload, as plain data.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub repeat: u32,
+    pub until_cv: Option<f64>,
+    pub max_repeat: Option<u32>,
+    pub label: Option<String>,
+    pub telemetry_interval_s: f64,
+    pub telemetry: bool,
+    pub idle_power_s: f64,
+    pub power_meter: Option<String>,
+    /// IDLE_W, MAX_W
+    pub power_model: Option<(f64, f64)>,
+    pub verbose: bool,
+}
+
+/// Everything a run needs, validated.
+pub struct Plan {
+    pub registration: Registration,
+    pub catalog: Catalog,
+    pub opts: RunOptions,
+    /// The parameters as given (lists and ranges unexpanded).
+    pub params: Params,
+    /// The sweep points.
+    pub points: Vec<Params>,
+    /// The command line, secrets redacted.
+    pub command: String,
+    pub hosts: HostsPlan,
+}
+
+/// What the caller shows while the run goes.
+pub trait Observer {
+    fn step_done(&self, _result: &ResultRecord) {}
+}
+
+/// How the run ended.
+pub struct Finished {
+    pub run_id: String,
+    pub failure: Option<String>,
+    pub interrupted: bool,
+}
+
+fn new_run_id() -> String {
+    let now = chrono::Utc::now();
+    let suffix: u32 = rand::random::<u32>() & 0xff_ffff;
+    format!("{}-{suffix:06x}", now.format("%Y%m%dT%H%M%S"))
+}
+
+fn redact_value(v: &Value) -> Value {
+    serde_json::from_str(&model::redact_secrets(&v.to_string())).unwrap_or(Value::Null)
+}
+
+/// A short label for a sweep point: the swept keys only (`P=100 instances=2`).
+fn point_label(point: &Params, swept: &BTreeMap<String, usize>) -> String {
+    swept
+        .keys()
+        .filter_map(|k| {
+            point
+                .get(k)
+                .map(|v| format!("{k}={}", v.to_string().trim_matches('"')))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Requests or duration of a point, for the progress bar.
+fn expected_size(point: &Params) -> (u64, u64) {
+    let dur = point.get("duration").and_then(Value::as_f64);
+    match dur {
+        Some(d) => (
+            0,
+            (d * 1000.0) as u64
+                + point
+                    .get("warmup")
+                    .and_then(Value::as_f64)
+                    .map_or(0, |w| (w * 1000.0) as u64),
+        ),
+        None => (
+            point.get("requests").and_then(Value::as_u64).unwrap_or(0),
+            0,
+        ),
+    }
+}
+
+/// Coefficient of variation (sample standard deviation / mean) in percent.
+pub fn cv_pct(xs: &[f64]) -> Option<f64> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    (mean.abs() > 0.0).then(|| 100.0 * sd / mean.abs())
+}
+
+/// A figure that came out NaN or infinite was not measured: move it to `missing`.
+fn finite_only(
+    metrics: Vec<model::Metric>,
+    mut missing: Vec<model::MissingMetric>,
+) -> (Vec<model::Metric>, Vec<model::MissingMetric>) {
+    let (ok, bad): (Vec<_>, Vec<_>) = metrics.into_iter().partition(|m| m.value.is_finite());
+    for m in bad {
+        missing.push(model::MissingMetric {
+            name: m.name,
+            reason: format!("the computation gave {} (nothing to divide by?)", m.value),
+        });
+    }
+    (ok, missing)
+}
+
+/// Owns a workload and calls its (idempotent) cleanup when dropped.
+struct CleanupOnDrop(Box<dyn Workload>);
+
+impl std::ops::Deref for CleanupOnDrop {
+    type Target = Box<dyn Workload>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for CleanupOnDrop {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for CleanupOnDrop {
+    fn drop(&mut self) {
+        self.0.cleanup();
+    }
+}
+
+/// Tears every host down however the run ends.
+struct Teardown<'a>(&'a HostSet);
+
+impl Drop for Teardown<'_> {
+    fn drop(&mut self) {
+        self.0.shutdown();
+    }
+}
+
+/// Each host's disclosure, with what the run knows of it (role, clock offset, address).
+fn disclosures(
+    set: &HostSet,
+    roles: &BTreeMap<String, String>,
+) -> anyhow::Result<Vec<HostDisclosure>> {
+    let mut out = Vec::new();
+    for h in set.all() {
+        let role = roles
+            .get(h.name())
+            .cloned()
+            .unwrap_or_else(|| "idle".into());
+        if role == "idle" && h.name() == hosts::LOCAL && set.all().len() > 1 {
+            // The controller that only drives others: disclosed as such.
+        }
+        let mut d = h
+            .disclosure(&role)
+            .with_context(|| format!("collecting the disclosure of {}", h.name()))?;
+        d.facts
+            .insert("host.address".into(), Fact::known(h.address()));
+        if h.name() != hosts::LOCAL {
+            d.facts.insert(
+                "host.clock_offset_s".into(),
+                Fact::known(format!("{:.6}", h.clock_offset_s())),
+            );
+        }
+        out.push(d);
+    }
+    for r in set.remotes() {
+        if let Some(d) = out.iter_mut().find(|d| d.host == r.name()) {
+            d.facts.insert(
+                "host.rtt_s".into(),
+                Fact::known(format!("{:.6}", r.rtt_s())),
+            );
+            d.facts.insert(
+                "rackbench.agent".into(),
+                Fact::known(format!(
+                    "{} (binary sha256 {}), pid {}",
+                    r.hello().version,
+                    &r.hello().binary_sha256[..16],
+                    r.hello().pid
+                )),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Run a plan into `store`. Setup errors before anything was measured leave nothing
+/// stored; later failures keep what was measured.
+pub fn run(
+    plan: &Plan,
+    store: &store::Store,
+    progress: Arc<Progress>,
+    observer: &dyn Observer,
+) -> anyhow::Result<Finished> {
+    let reg = &plan.registration;
+    let o = &plan.opts;
+    // Build every point first: bad parameters fail here, before anything is stored.
+    let expanded = plan.hosts.expand(&plan.points)?;
+    let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(expanded.len());
+    for (p, _) in &expanded {
+        workloads.push((reg.build)(p)?);
+    }
+    if !plan.hosts.is_local() && reg.service.is_none() {
+        anyhow::bail!(
+            "`{}` runs on this host only for now (it is not split into a service and a driver yet): \
+             drop the host options, or use kv or net over several hosts",
+            reg.name
+        );
+    }
+    // Hosts up: an unreachable one is an error naming it, nothing left running.
+    let set = HostSet::connect(
+        &plan.hosts.names(),
+        plan.hosts.ssh_config.clone(),
+        plan.catalog,
+        o.verbose,
+    )?;
+    let _teardown = Teardown(&set);
+    let host_roles = plan.hosts.roles_by_host(&expanded);
+    let mut hosts = disclosures(&set, &host_roles)?;
+    let swept = engine::plan::swept_keys(&plan.params, reg.list_keys);
+    let plan_json = serde_json::json!({
+        "workload": reg.name,
+        "run": {
+            "repeat": o.repeat,
+            "until_cv_pct": o.until_cv,
+            "max_repeat": o.max_repeat,
+            "label": o.label,
+            "telemetry_interval_s": o.telemetry_interval_s,
+            "telemetry": o.telemetry,
+            "idle_power_s": o.idle_power_s,
+            "power_meter": o.power_meter,
+            "power_model": o.power_model.map(|(a, b)| format!("{a}:{b}")),
+        },
+        "hosts": plan.hosts.to_json(),
+        "params": Value::Object(plan.params.clone()),
+        "points": expanded.len(),
+    });
+    let mut record = RunRecord {
+        format_version: model::RECORD_FORMAT_VERSION,
+        id: new_run_id(),
+        label: o.label.clone(),
+        created_at: chrono::Utc::now(),
+        finished_at: None,
+        rackbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        command: plan.command.clone(),
+        plan: redact_value(&plan_json),
+        hosts: hosts.clone(),
+        idle_power: Vec::new(),
+        results: Vec::new(),
+        status: Status::Running,
+        error: None,
+    };
+    store.begin_run(&record)?;
+    let run_id = record.id.clone();
+    let settings = TelemetrySettings {
+        interval_s: o.telemetry_interval_s,
+        power_meter: o.power_meter.clone(),
+        power_model: o.power_model,
+    };
+    let telemetry = match telemetry::Telemetry::start(set.all(), &settings, o.telemetry) {
+        Ok(t) => t,
+        Err(e) => {
+            store.delete_run(&run_id)?;
+            return Err(e);
+        }
+    };
+    for idle in telemetry.measure_idle(o.idle_power_s, o.verbose) {
+        store.insert_idle_power(&run_id, &idle)?;
+        record.idle_power.push(idle);
+    }
+    // Ctrl-C reaches the remote drivers too.
+    let interrupter = Interrupter::start(&set);
+
+    let repeat = o.repeat.max(1);
+    let mut step: u32 = 0;
+    let mut failure: Option<String> = None;
+    let mut any_result = false;
+    'points: for (pi, ((point, point_roles), w)) in expanded.iter().zip(workloads).enumerate() {
+        let roles = point_roles.resolve(&set)?;
+        let ctx = Ctx {
+            progress: progress.clone(),
+            watch: telemetry.watch(roles.sut.clone(), set.local()),
+            verbose: o.verbose,
+            roles: Some(roles.clone()),
+        };
+        // Whatever way this iteration ends (error, Ctrl-C, `?`), the workload's servers go.
+        let mut w = CleanupOnDrop(w);
+        let mut label = point_label(point, &swept);
+        if let Some(pair) = point_roles.pair_label() {
+            label = format!("{label} {pair}").trim().to_string();
+        }
+        if let Err(e) = w.prepare(&ctx) {
+            w.cleanup();
+            let msg = format!("{e:#}");
+            if !any_result {
+                // Nothing measured yet: leave nothing half-written.
+                telemetry.stop();
+                interrupter.stop();
+                store.delete_run(&run_id)?;
+                return Err(e.context(
+                    format!("preparing {} {label}", reg.name)
+                        .trim_end()
+                        .to_string(),
+                ));
+            }
+            failure = Some(format!("sweep point {} ({label}): {msg}", pi + 1));
+            break;
+        }
+        // What the workload learnt about the servers goes into the system under test's
+        // disclosure.
+        let facts = w.disclosure();
+        if !facts.is_empty() {
+            if let Some(d) = hosts.iter_mut().find(|d| d.host == roles.sut.name()) {
+                for (k, v) in facts {
+                    d.facts.insert(k, v);
+                }
+            }
+            store.update_hosts(&run_id, &hosts)?;
+            record.hosts = hosts.clone();
+        }
+        let mut point_steps: Vec<u32> = Vec::new();
+        let max_repeat = match o.until_cv {
+            Some(_) => o.max_repeat.unwrap_or(10).max(repeat),
+            None => repeat,
+        };
+        for test in w.tests() {
+            let mut headlines: Vec<f64> = Vec::new();
+            for rep in 0..max_repeat {
+                if engine::stop::stop_requested() {
+                    break 'points;
+                }
+                // Enough repetitions once the spread is small (at least 3 to judge it).
+                if rep >= repeat.max(3) {
+                    if let Some(target) = o.until_cv {
+                        if cv_pct(&headlines).is_some_and(|cv| cv <= target) {
+                            break;
+                        }
+                    }
+                }
+                if rep >= repeat && o.until_cv.is_none() {
+                    break;
+                }
+                let what = format!(
+                    "{} {test}{}{}",
+                    reg.name,
+                    if label.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {label}")
+                    },
+                    if repeat > 1 {
+                        format!(" (rep {}/{repeat})", rep + 1)
+                    } else {
+                        String::new()
+                    }
+                );
+                let (total, dur_ms) = expected_size(point);
+                progress.reset(&what, total, dur_ms);
+                telemetry.begin_step();
+                telemetry.mark_warmup(point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0));
+                let started_at = chrono::Utc::now();
+                let outcome = w.run_test(&test, &ctx);
+                let samples = telemetry.end_step();
+                let mut params: BTreeMap<String, Value> = point
+                    .iter()
+                    .map(|(k, v)| (k.clone(), redact_value(v)))
+                    .collect();
+                params.extend(point_roles.params());
+                let lost = set.lost();
+                let mut result = match outcome {
+                    Ok(out) => {
+                        let interrupted = engine::stop::stop_requested();
+                        let status = match (&out.error, interrupted) {
+                            (Some(_), _) => Status::Failed,
+                            (None, true) => Status::Interrupted,
+                            (None, false) => Status::Ok,
+                        };
+                        let mut flags = out.flags;
+                        if interrupted && lost.is_none() {
+                            flags.push(Flag::warning(
+                                "interrupted",
+                                "stopped by Ctrl-C: this test ran short",
+                            ));
+                        }
+                        let summary = telemetry.summarize(&samples);
+                        let (metrics, missing) = finite_only(out.metrics, out.missing);
+                        ResultRecord {
+                            workload: reg.name.to_string(),
+                            test: test.clone(),
+                            step,
+                            repetition: rep,
+                            params,
+                            headline: out.headline,
+                            started_at,
+                            duration_s: out.duration_s,
+                            metrics,
+                            missing,
+                            histograms: out.histograms,
+                            telemetry: samples,
+                            telemetry_summary: summary,
+                            flags,
+                            status,
+                            error: out.error,
+                        }
+                    }
+                    Err(e) => ResultRecord {
+                        workload: reg.name.to_string(),
+                        test: test.clone(),
+                        step,
+                        repetition: rep,
+                        params,
+                        headline: String::new(),
+                        started_at,
+                        duration_s: 0.0,
+                        metrics: Vec::new(),
+                        missing: Vec::new(),
+                        histograms: Vec::new(),
+                        telemetry_summary: telemetry.summarize(&samples),
+                        telemetry: samples,
+                        flags: vec![Flag::invalid("failed", format!("{e:#}"))],
+                        status: Status::Failed,
+                        error: Some(format!("{e:#}")),
+                    },
+                };
+                if let Some(why) = &lost {
+                    // A host died during this test: what the others measured stays, named.
+                    result.status = Status::Failed;
+                    result.flags.push(Flag::invalid("host_lost", why.clone()));
+                    if result.error.is_none() {
+                        result.error = Some(why.clone());
+                    }
+                }
+                store.insert_result(&run_id, &result)?;
+                any_result = true;
+                if let Some(v) = result.headline_value() {
+                    headlines.push(v);
+                }
+                observer.step_done(&result);
+                point_steps.push(step);
+                step += 1;
+                let failed = result.status == Status::Failed;
+                let err = result.error.clone();
+                record.results.push(result);
+                if failed {
+                    failure = Some(err.unwrap_or_else(|| "a test failed".into()));
+                    w.cleanup();
+                    break 'points;
+                }
+            }
+        }
+        match w.verify(&ctx) {
+            Ok(flags) if !flags.is_empty() => {
+                for s in &point_steps {
+                    store.add_flags(&run_id, *s, &flags)?;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let f = Flag::invalid("verify_failed", format!("{e:#}"));
+                for s in &point_steps {
+                    store.add_flags(&run_id, *s, std::slice::from_ref(&f))?;
+                }
+            }
+        }
+        w.cleanup();
+        telemetry.unwatch_servers();
+    }
+    telemetry.stop();
+    interrupter.stop();
+    let interrupted = engine::stop::stop_requested();
+    let status = if failure.is_some() {
+        Status::Failed
+    } else if interrupted {
+        Status::Interrupted
+    } else {
+        Status::Ok
+    };
+    store.finish_run(&run_id, status, failure.as_deref())?;
+    Ok(Finished {
+        run_id,
+        failure,
+        interrupted,
+    })
+}
+
+/// Carries a Ctrl-C (the process-wide stop flag) to every remote host's drivers.
+struct Interrupter {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Interrupter {
+    fn start(set: &HostSet) -> Interrupter {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let remotes: Vec<Arc<dyn Host>> = set
+            .remotes()
+            .iter()
+            .map(|r| r.clone() as Arc<dyn Host>)
+            .collect();
+        let thread = (!remotes.is_empty()).then(|| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if engine::stop::stop_requested() {
+                        for r in &remotes {
+                            r.interrupt();
+                        }
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            })
+        });
+        Interrupter { stop, thread }
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Drop for Interrupter {
+    fn drop(&mut self) {
+        self.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! Which host plays which part: the system under test (services), the load generators
+//! (drivers), and for `net` the sender/receiver pairs of the iperf3 study's matrix.
+//! No hosts given: everything on this machine, as a single-host run always was.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::bail;
+use engine::host::{Host, Roles};
+use engine::workload::Params;
+use hosts::{HostSet, LOCAL};
+use serde_json::{json, Value};
+
+/// The hosts as the user gave them (flags or a plan's `[hosts]` table).
+#[derive(Debug, Clone, Default)]
+pub struct HostsPlan {
+    /// System under test (default: this machine).
+    pub sut: Option<String>,
+    /// Load generators (default: this machine).
+    pub loadgens: Vec<String>,
+    /// net: every ordered pair of these hosts.
+    pub matrix: Vec<String>,
+    /// net: these sender>receiver pairs.
+    pub pairs: Vec<(String, String)>,
+    /// An ssh config file instead of ~/.ssh/config.
+    pub ssh_config: Option<std::path::PathBuf>,
+}
+
+/// The roles of one sweep point, by host name.
+#[derive(Debug, Clone)]
+pub struct PointRoles {
+    pub sut: String,
+    pub loadgens: Vec<String>,
+    /// Set for a net pair (sender, receiver).
+    pub pair: Option<(String, String)>,
+    /// Whether any host other than this machine takes part in the run.
+    pub remote: bool,
+}
+
+impl PointRoles {
+    pub fn resolve(&self, set: &HostSet) -> anyhow::Result<Roles> {
+        let sut = set.get(&self.sut)?;
+        let loadgens: Vec<Arc<dyn Host>> = self
+            .loadgens
+            .iter()
+            .map(|n| set.get(n))
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Roles { sut, loadgens })
+    }
+
+    /// `rbh1>rbh2` for a net pair.
+    pub fn pair_label(&self) -> Option<String> {
+        self.pair.as_ref().map(|(s, r)| format!("{s}>{r}"))
+    }
+
+    /// Parameters stored with every result of the point: where it ran, when anything
+    /// ran off this machine (a single-host run's parameters stay as they always were).
+    pub fn params(&self) -> BTreeMap<String, Value> {
+        let mut m = BTreeMap::new();
+        if let Some((s, r)) = &self.pair {
+            m.insert("sender_host".into(), json!(s));
+            m.insert("receiver_host".into(), json!(r));
+        } else if self.remote {
+            m.insert("sut_host".into(), json!(self.sut));
+            m.insert("loadgen_hosts".into(), json!(self.loadgens.join(",")));
+        }
+        m
+    }
+}
+
+/// Parse `S>R` (or `S:R`) pairs.
+pub fn parse_pair(s: &str) -> anyhow::Result<(String, String)> {
+    let (a, b) = s
+        .split_once('>')
+        .or_else(|| s.split_once(':').filter(|_| !s.contains('@')))
+        .ok_or_else(|| anyhow::anyhow!("pair `{s}` must be SENDER>RECEIVER, e.g. rbh1>rbh2"))?;
+    let (a, b) = (a.trim(), b.trim());
+    if a.is_empty() || b.is_empty() {
+        bail!("pair `{s}` must be SENDER>RECEIVER, e.g. rbh1>rbh2");
+    }
+    Ok((a.to_string(), b.to_string()))
+}
+
+impl HostsPlan {
+    /// No host but this machine.
+    pub fn is_local(&self) -> bool {
+        self.names().iter().all(|n| n == LOCAL)
+    }
+
+    /// Every host named, in first-mention order.
+    pub fn names(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |n: &String| {
+            if !out.contains(n) {
+                out.push(n.clone());
+            }
+        };
+        if let Some(s) = &self.sut {
+            add(s);
+        }
+        self.loadgens.iter().for_each(&mut add);
+        self.matrix.iter().for_each(&mut add);
+        for (s, r) in &self.pairs {
+            add(s);
+            add(r);
+        }
+        out
+    }
+
+    fn net_pairs(&self) -> Vec<(String, String)> {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for s in &self.matrix {
+            for r in &self.matrix {
+                if s != r {
+                    pairs.push((s.clone(), r.clone()));
+                }
+            }
+        }
+        for p in &self.pairs {
+            if !pairs.contains(p) {
+                pairs.push(p.clone());
+            }
+        }
+        pairs
+    }
+
+    pub fn validate(&self, workload: &str) -> anyhow::Result<()> {
+        let pairs = !self.matrix.is_empty() || !self.pairs.is_empty();
+        if pairs && workload != "net" {
+            bail!("--hosts and --pairs make sender/receiver pairs for `net`; for {workload}, give --sut HOST and --loadgen HOSTS");
+        }
+        if pairs && (self.sut.is_some() || !self.loadgens.is_empty()) {
+            bail!("net: give either pairs (--hosts or --pairs) or --sut/--loadgen, not both");
+        }
+        if self.matrix.len() == 1 {
+            bail!("--hosts needs at least two hosts to make pairs (e.g. --hosts rbh1,rbh2,rbh3)");
+        }
+        for (s, r) in &self.pairs {
+            if s == r {
+                bail!("pair {s}>{r}: sender and receiver are the same host; drop --pairs to run on one host");
+            }
+        }
+        for n in self.names() {
+            if n != LOCAL {
+                hosts::ssh::check_destination(&n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every sweep point with its roles: net pairs multiply the points (pair outermost,
+    /// so each pair's sweep runs together); otherwise one set of roles for all.
+    pub fn expand(&self, points: &[Params]) -> anyhow::Result<Vec<(Params, PointRoles)>> {
+        let remote = !self.is_local();
+        let pairs = self.net_pairs();
+        if pairs.is_empty() {
+            let roles = PointRoles {
+                sut: self.sut.clone().unwrap_or_else(|| LOCAL.into()),
+                loadgens: if self.loadgens.is_empty() {
+                    vec![LOCAL.into()]
+                } else {
+                    self.loadgens.clone()
+                },
+                pair: None,
+                remote,
+            };
+            return Ok(points.iter().map(|p| (p.clone(), roles.clone())).collect());
+        }
+        let mut out = Vec::new();
+        for (s, r) in pairs {
+            for p in points {
+                out.push((
+                    p.clone(),
+                    PointRoles {
+                        sut: r.clone(),
+                        loadgens: vec![s.clone()],
+                        pair: Some((s.clone(), r.clone())),
+                        remote,
+                    },
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// What each host does over the whole run (`sut`, `loadgen`, `sender+receiver`...).
+    pub fn roles_by_host(&self, expanded: &[(Params, PointRoles)]) -> BTreeMap<String, String> {
+        let mut m: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
+        for (_, r) in expanded {
+            let (sut_role, gen_role) = if r.pair.is_some() {
+                ("receiver", "sender")
+            } else {
+                ("sut", "loadgen")
+            };
+            let e = m.entry(r.sut.clone()).or_default();
+            if !e.contains(&sut_role) {
+                e.push(sut_role);
+            }
+            for g in &r.loadgens {
+                let e = m.entry(g.clone()).or_default();
+                if !e.contains(&gen_role) {
+                    e.push(gen_role);
+                }
+            }
+        }
+        m.into_iter().map(|(k, v)| (k, v.join("+"))).collect()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "sut": self.sut,
+            "loadgens": self.loadgens,
+            "matrix": self.matrix,
+            "pairs": self.pairs.iter().map(|(s, r)| format!("{s}>{r}")).collect::<Vec<_>>(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_matrix_of_three_hosts_is_six_ordered_pairs_times_the_points() {
+        let h = HostsPlan {
+            matrix: vec!["a".into(), "b".into(), "c".into()],
+            ..Default::default()
+        };
+        h.validate("net").unwrap();
+        let points = vec![Params::new(), Params::new()];
+        let e = h.expand(&points).unwrap();
+        assert_eq!(e.len(), 12);
+        let pairs: Vec<String> = e
+            .iter()
+            .step_by(2)
+            .filter_map(|(_, r)| r.pair_label())
+            .collect();
+        assert_eq!(pairs, ["a>b", "a>c", "b>a", "b>c", "c>a", "c>b"]);
+        assert_eq!(e[0].1.sut, "b");
+        assert_eq!(e[0].1.loadgens, vec!["a"]);
+        let roles = h.roles_by_host(&e);
+        assert_eq!(roles["a"], "sender+receiver");
+    }
+
+    #[test]
+    fn no_hosts_is_everything_here_and_adds_no_parameter() {
+        let h = HostsPlan::default();
+        assert!(h.is_local());
+        let e = h.expand(&[Params::new()]).unwrap();
+        assert_eq!(e[0].1.sut, LOCAL);
+        assert_eq!(e[0].1.loadgens, vec![LOCAL]);
+        assert!(e[0].1.params().is_empty());
+        assert_eq!(h.roles_by_host(&e)[LOCAL], "sut+loadgen");
+    }
+
+    #[test]
+    fn pairs_are_for_net_and_need_two_hosts() {
+        let h = HostsPlan {
+            matrix: vec!["a".into(), "b".into()],
+            ..Default::default()
+        };
+        assert!(h.validate("kv").is_err());
+        let h = HostsPlan {
+            pairs: vec![("a".into(), "a".into())],
+            ..Default::default()
+        };
+        assert!(h.validate("net").is_err());
+        assert_eq!(parse_pair("h1>h2").unwrap(), ("h1".into(), "h2".into()));
+        assert!(parse_pair("h1").is_err());
+        let h = HostsPlan {
+            sut: Some("-oProxyCommand=evil".into()),
+            ..Default::default()
+        };
+        assert!(h.validate("kv").is_err());
+    }
+}

@@ -1,0 +1,232 @@
+//! Telemetry on every host of a run: one sampler per host (in its agent, or in this
+//! process for the local one), started together, taken together at each step's end, so
+//! a step's samples hold every host's CPUs, NICs, processes and power, each tagged with
+//! its host.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::host::{Host, TelemetrySettings};
+use engine::workload::{NoWatch, Watch};
+use hosts::LocalHost;
+use model::{IdlePower, Metric, TelemetrySample, TelemetrySummary};
+
+pub struct Telemetry {
+    hosts: Vec<Arc<dyn Host>>,
+    on: bool,
+    notes: Vec<String>,
+    /// Hosts whose power something measures (idle power is measured there).
+    measured_power: Vec<String>,
+}
+
+impl Telemetry {
+    /// Start sampling on every host (`on` false: `--no-telemetry`).
+    pub fn start(
+        hosts: &[Arc<dyn Host>],
+        settings: &TelemetrySettings,
+        on: bool,
+    ) -> anyhow::Result<Telemetry> {
+        let mut t = Telemetry {
+            hosts: hosts.to_vec(),
+            on,
+            notes: Vec::new(),
+            measured_power: Vec::new(),
+        };
+        if !on {
+            t.notes.push("telemetry off (--no-telemetry)".into());
+            return Ok(t);
+        }
+        let many = hosts.len() > 1;
+        for h in hosts {
+            let info = h.telemetry_start(settings)?;
+            for n in info.notes {
+                t.notes.push(if many {
+                    format!("{}: {n}", h.name())
+                } else {
+                    n
+                });
+            }
+            if info.power_sources.iter().any(|s| !s.starts_with("model")) {
+                t.measured_power.push(h.name().to_string());
+            }
+        }
+        Ok(t)
+    }
+
+    /// Idle power before any load on every host where something measures it.
+    pub fn measure_idle(&self, secs: f64, verbose: bool) -> Vec<IdlePower> {
+        if !self.on || secs <= 0.0 || self.measured_power.is_empty() {
+            return Vec::new();
+        }
+        if verbose {
+            eprintln!(
+                "rackbench: measuring idle power for {secs:.0} s on {}",
+                self.measured_power.join(", ")
+            );
+        }
+        let hosts: Vec<&Arc<dyn Host>> = self
+            .hosts
+            .iter()
+            .filter(|h| self.measured_power.iter().any(|m| m == h.name()))
+            .collect();
+        std::thread::scope(|s| {
+            let hs: Vec<_> = hosts
+                .iter()
+                .map(|h| s.spawn(move || (h.name().to_string(), h.measure_idle(secs))))
+                .collect();
+            hs.into_iter()
+                .filter_map(|t| t.join().ok())
+                .filter_map(|(name, r)| match r {
+                    Ok(Some(i)) => Some(i),
+                    Ok(None) => None,
+                    Err(e) => {
+                        if verbose {
+                            eprintln!("rackbench: idle power on {name}: {e:#}");
+                        }
+                        None
+                    }
+                })
+                .collect()
+        })
+    }
+
+    /// The engine's view of telemetry for one sweep point: warm-up marks go to every
+    /// host, per-step windows come from the system under test, processes launched by a
+    /// workload that is not split yet are watched on this host.
+    pub fn watch(&self, sut: Arc<dyn Host>, local: Arc<LocalHost>) -> Arc<dyn Watch> {
+        if !self.on {
+            return Arc::new(NoWatch);
+        }
+        Arc::new(HostsWatch {
+            hosts: self.hosts.clone(),
+            sut,
+            local,
+        })
+    }
+
+    fn each(&self, f: impl Fn(&Arc<dyn Host>) + Sync) {
+        if !self.on {
+            return;
+        }
+        if self.hosts.len() == 1 {
+            return f(&self.hosts[0]);
+        }
+        std::thread::scope(|s| {
+            for h in &self.hosts {
+                let f = &f;
+                s.spawn(move || f(h));
+            }
+        });
+    }
+
+    /// A test starts: drop what was sampled between tests (server launch, setup).
+    pub fn begin_step(&self) {
+        self.each(|h| {
+            let _ = h.telemetry_take();
+            h.set_warmup(false);
+        });
+    }
+
+    /// Mark the first `secs` of the test that starts now as warm-up on every host.
+    pub fn mark_warmup(&self, secs: f64) {
+        if !self.on || secs <= 0.0 {
+            return;
+        }
+        self.each(|h| h.set_warmup(true));
+        let hosts = self.hosts.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs_f64(secs));
+            for h in &hosts {
+                h.set_warmup(false);
+            }
+        });
+    }
+
+    /// A test ended: every host's samples (the last, partial interval closed now).
+    pub fn end_step(&self) -> Vec<TelemetrySample> {
+        if !self.on {
+            return Vec::new();
+        }
+        let per_host: Vec<Vec<TelemetrySample>> = std::thread::scope(|s| {
+            let hs: Vec<_> = self
+                .hosts
+                .iter()
+                .map(|h| s.spawn(move || h.telemetry_take()))
+                .collect();
+            hs.into_iter()
+                .map(|t| t.join().unwrap_or_default())
+                .collect()
+        });
+        per_host.into_iter().flatten().collect()
+    }
+
+    /// A sweep point's servers are gone: stop watching them everywhere.
+    pub fn unwatch_servers(&self) {
+        self.each(|h| h.unwatch_servers());
+    }
+
+    pub fn summarize(&self, samples: &[TelemetrySample]) -> Vec<TelemetrySummary> {
+        telemetry::sampler::summarize_with_notes(samples, &self.notes)
+    }
+
+    pub fn stop(&self) {
+        self.each(|h| h.set_warmup(false));
+    }
+}
+
+struct HostsWatch {
+    hosts: Vec<Arc<dyn Host>>,
+    sut: Arc<dyn Host>,
+    local: Arc<LocalHost>,
+}
+
+impl Watch for HostsWatch {
+    fn set_warmup(&self, on: bool) {
+        for h in &self.hosts {
+            h.set_warmup(on);
+        }
+    }
+    fn watch_process(&self, role: &str, pid: u32) {
+        self.local.watch_process(role, pid);
+    }
+    fn mark(&self) -> Option<u64> {
+        self.sut.telemetry_mark()
+    }
+    fn since_mark(&self, mark: u64) -> Vec<Metric> {
+        window_metrics(&telemetry::sampler::summarize(
+            &self.sut.telemetry_since(mark),
+        ))
+    }
+}
+
+/// One step's telemetry as metrics: CPU busy over all CPUs, each watched process's CPU,
+/// and the headline power (whole-system where measured, else RAPL package + DRAM, else
+/// the declared model), labelled with where it came from.
+pub fn window_metrics(summaries: &[TelemetrySummary]) -> Vec<Metric> {
+    let mut out = Vec::new();
+    for s in summaries.iter().filter(|s| s.samples > 0) {
+        if let Some(all) = s.cpus.iter().find(|c| c.cpu == -1) {
+            out.push(Metric::new("cpu_busy_pct", all.busy_pct(), "%"));
+        }
+        for p in &s.procs {
+            out.push(
+                Metric::new("process_cpu_pct", p.usr_pct + p.sys_pct, "%").label("role", &p.role),
+            );
+        }
+        if let Some(h) = telemetry::power::headline_power(&s.power) {
+            out.push(
+                Metric::new("power_w", h.mean_watts, "W")
+                    .label("source", &h.provenance)
+                    .label(
+                        "scope",
+                        if h.whole_system {
+                            "whole_system"
+                        } else {
+                            "cpu_and_dram"
+                        },
+                    ),
+            );
+        }
+    }
+    out
+}
