@@ -167,12 +167,14 @@ impl Ssh {
         })
     }
 
-    /// Copy this binary to `path` on `dest` (private to the user, atomically renamed).
+    /// Copy this binary to `path` on `dest` (private to the user, atomically renamed),
+    /// keeping the three newest copies in the cache (each build is a new copy).
     pub fn deploy(&self, dest: &str, path: &str) -> anyhow::Result<()> {
         let exe = std::env::current_exe().context("cannot find this rackbench binary")?;
         let q = shell_quote(path);
         let script = format!(
-            "umask 077; mkdir -p \"$(dirname {q})\" && t={q}.tmp.$$ && cat > \"$t\" && chmod 700 \"$t\" && mv -f \"$t\" {q} && echo RBCOPIED"
+            "umask 077; d=\"$(dirname {q})\"; mkdir -p \"$d\" && t={q}.tmp.$$ && cat > \"$t\" && chmod 700 \"$t\" && mv -f \"$t\" {q} && echo RBCOPIED; \
+             ls -t \"$d\"/rackbench-* 2>/dev/null | tail -n +4 | while read -r old; do rm -f \"$old\"; done"
         );
         let out = self.run(dest, &script, Some(&exe), Duration::from_secs(300))?;
         if !out.contains("RBCOPIED") {
