@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use model::{Fact, Flag, HistogramRecord, Metric, MissingMetric};
+use serde::{Deserialize, Serialize};
 
 /// Live progress shared between a running test and the progress display.
 #[derive(Debug, Default)]
@@ -105,7 +106,7 @@ impl Ctx {
 
 /// What one test of a workload produced. The runner adds the step index, parameters,
 /// telemetry and the common validity checks, and stores it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StepOutput {
     /// Name of the headline metric in `metrics` (the workload declares it).
     pub headline: String,

@@ -1,38 +1,45 @@
-//! The `net` workload: TCP stream and UDP throughput between a sender (this workload) and
-//! a receiver (`rackbench net serve`, a separate process reachable by address), each end
-//! pinned to chosen CPUs, as the iperf3 study in seeds/002 measures (METHODS.md 4).
+//! The `net` workload: TCP stream and UDP throughput between a sender and a receiver
+//! (`rackbench net serve`, a separate process reachable by address), each end pinned to
+//! chosen CPUs, as the iperf3 study in seeds/002 measures (METHODS.md 4).
 //!
-//! By default `prepare` launches `rackbench net serve` locally on a free loopback port
-//! (our own binary, pinned to the receiver CPUs) and stops it in `cleanup`; `--target
-//! host:port` uses a receiver started elsewhere. Each test reports Gbit/s on both clocks,
-//! packets/s, UDP loss and jitter, per interval and overall, and the CPU time of both
-//! ends' worker threads, so %CPU per Gbit/s needs no outside tool.
+//! The receiver is the system under test's side and the sender the load generator's, so
+//! the workload is split along that line: [`service`] starts the receiver on the system
+//! under test's host (`rackbench net serve` on a free port of the address other hosts
+//! reach it at, or a given `--target`), [`driver`] runs one test from the load
+//! generator's host against it and returns the test's output with the sender's facts,
+//! and [`NetWorkload`] is the controller between them: one receiver per sweep point,
+//! one sender per test. With one host in both roles (or no roles at all) everything runs
+//! here as before the split. Each test reports Gbit/s on both clocks, packets/s, UDP loss
+//! and jitter, per interval and overall, and the CPU time of both ends' worker threads,
+//! so %CPU per Gbit/s needs no outside tool.
 //!
 //! - [`proto`]: the control messages and the UDP header, loss and jitter accounting.
 //! - [`server`]: the receiver.
 //! - [`sender`]: the sending end.
 
+pub mod driver;
 pub mod proto;
 pub mod sender;
 pub mod server;
+pub mod service;
 
 use std::collections::BTreeMap;
-use std::os::fd::FromRawFd;
-use std::path::PathBuf;
-use std::process::Command;
-use std::time::Duration;
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use engine::launch::ChildGuard;
+use engine::host::{DriverJob, Host, Service, ServiceCtx, ServiceHandle};
+use engine::workload::Params;
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag, Metric, MissingMetric};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use driver::{drive, SenderReport};
 pub use proto::Proto;
 pub use sender::{SendSpec, TestReport};
 pub use server::{serve, ServeOptions};
+pub use service::{start_service, NetService};
 
 /// iperf3's default TCP buffer (`-l`).
 pub const DEFAULT_TCP_LEN: usize = 128 * 1024;
@@ -68,7 +75,7 @@ pub struct Flags {
     #[arg(long = "congestion", id = "congestion", value_name = "ALGO")]
     pub congestion: Option<String>,
     /// Receiver control address host:port (`rackbench net serve` running there). Default:
-    /// launch one locally on loopback.
+    /// launch one on the system under test.
     #[arg(long = "target", id = "target", value_name = "HOST:PORT")]
     pub target: Option<String>,
     /// CPUs for the sender threads (`1`, `2-3`).
@@ -77,7 +84,8 @@ pub struct Flags {
     /// CPUs for the receiver's data threads (`0`).
     #[arg(long = "receiver-cpus", id = "receiver_cpus", value_name = "LIST")]
     pub receiver_cpus: Option<String>,
-    /// The rackbench binary to launch as the local receiver (default: this binary).
+    /// The rackbench binary to launch as the receiver (default: this binary; on a remote
+    /// system under test, the path must exist there).
     #[arg(long = "receiver-bin", id = "receiver_bin", value_name = "PATH")]
     pub receiver_bin: Option<String>,
 }
@@ -139,8 +147,8 @@ pub fn registration() -> engine::Registration {
         list_keys: &["tests", "udp_payload", "sender_cpus", "receiver_cpus"],
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(NetWorkload::from_params(m)?)),
-        service: None,
-        driver: None,
+        service: Some(service::start_service),
+        driver: Some(drive),
     }
 }
 
@@ -181,19 +189,22 @@ fn check_udp_payload(p: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub struct NetWorkload {
-    cfg: Config,
-    tests: Vec<String>,
-    rate_bps: f64,
-    sender_cpus: Vec<usize>,
-    receiver_cpus: Vec<usize>,
-    /// The receiver address in use (given, or of the one we launched).
-    target: Option<String>,
-    receiver: Option<ChildGuard>,
+/// The validated knobs of one sweep point. The controller, the service and the driver
+/// each build it from the same parameters, on whichever host they run, so a bad value is
+/// refused with the same message everywhere.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub cfg: Config,
+    /// The tests in order, `udp` expanded per payload (`tcp`, `udp1472`, `udp60`).
+    pub tests: Vec<String>,
+    /// UDP target rate per stream, bits/s (0 = unlimited).
+    pub rate_bps: f64,
+    pub sender_cpus: Vec<usize>,
+    pub receiver_cpus: Vec<usize>,
 }
 
-impl NetWorkload {
-    pub fn from_params(m: &serde_json::Map<String, Value>) -> anyhow::Result<Self> {
+impl Plan {
+    pub fn from_params(m: &Params) -> anyhow::Result<Plan> {
         let cfg: Config = serde_json::from_value(Value::Object(m.clone()))
             .map_err(|e| anyhow::anyhow!("net: bad parameter: {e}"))?;
         if cfg.streams == 0 || cfg.streams > 256 {
@@ -247,97 +258,24 @@ impl NetWorkload {
         }
         let sender_cpus = cpu_list("sender_cpus", &cfg.sender_cpus)?;
         let receiver_cpus = cpu_list("receiver_cpus", &cfg.receiver_cpus)?;
-        Ok(NetWorkload {
-            target: cfg.target.clone(),
+        Ok(Plan {
             cfg,
             tests,
             rate_bps,
             sender_cpus,
             receiver_cpus,
-            receiver: None,
         })
     }
 
-    /// The receiver address tests run against (after `prepare`).
-    pub fn target(&self) -> Option<&str> {
-        self.target.as_deref()
+    /// True when a tcp test runs (the congestion control matters only then).
+    pub fn runs_tcp(&self) -> bool {
+        self.tests.iter().any(|t| t == "tcp")
     }
 
-    fn receiver_binary(&self) -> anyhow::Result<PathBuf> {
-        if let Some(b) = &self.cfg.receiver_bin {
-            return Ok(PathBuf::from(b));
-        }
-        std::env::current_exe().context(
-            "net: cannot find our own binary to launch the receiver; pass --receiver-bin PATH or --target HOST:PORT",
-        )
-    }
-}
-
-impl Workload for NetWorkload {
-    fn name(&self) -> &'static str {
-        "net"
-    }
-
-    fn tests(&self) -> Vec<String> {
-        self.tests.clone()
-    }
-
-    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
-        if let (Some(cc), true) = (&self.cfg.congestion, self.tests.iter().any(|t| t == "tcp")) {
-            // Refused here, before anything runs, rather than as a failed test. The
-            // probe is a fresh TCP socket, never bound or connected.
-            // SAFETY: socket(2); the descriptor is owned (and closed) by `probe`.
-            let probe = unsafe {
-                let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error())
-                        .context("net: opening a socket to check --congestion");
-                }
-                std::os::fd::OwnedFd::from_raw_fd(fd)
-            };
-            sender::set_congestion(&probe, cc)?;
-        }
-        if self.target.is_some() {
-            return Ok(());
-        }
-        let bin = self.receiver_binary()?;
-        let port = engine::launch::free_port()?;
-        let addr = format!("127.0.0.1:{port}");
-        let mut cmd = Command::new(&bin);
-        cmd.args(["net", "serve", "-q", "--bind", &addr]);
-        if !self.receiver_cpus.is_empty() {
-            let list: Vec<String> = self.receiver_cpus.iter().map(|c| c.to_string()).collect();
-            cmd.args(["--cpus", &list.join(",")]);
-        }
-        cmd.stdout(std::process::Stdio::null());
-        engine::launch::pin_command(&mut cmd, &self.receiver_cpus);
-        let mut child = ChildGuard::spawn("rackbench net serve", &mut cmd)
-            .with_context(|| format!("net: launching the receiver `{}`; pass --target HOST:PORT to use one already running", bin.display()))?;
-        let sa = addr.parse()?;
-        engine::launch::wait_for_port(sa, &mut child, Duration::from_secs(10)).with_context(|| {
-            format!(
-                "net: the receiver `{} net serve` did not start; is it a rackbench binary? (--receiver-bin)",
-                bin.display()
-            )
-        })?;
-        ctx.watch.watch_process("receiver", child.pid());
-        ctx.note(&format!(
-            "net: receiver launched on {addr} (pid {})",
-            child.pid()
-        ));
-        self.receiver = Some(child);
-        self.target = Some(addr);
-        Ok(())
-    }
-
-    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        let (proto_, payload) = parse_test(test, self.cfg.tcp_len)?;
-        let target = self
-            .target
-            .clone()
-            .context("net: no receiver: call prepare first or pass --target")?;
-        let spec = SendSpec {
-            target,
+    /// One test against the receiver at `target`.
+    pub fn send_spec(&self, target: &str, proto_: Proto, payload: usize) -> SendSpec {
+        SendSpec {
+            target: target.to_string(),
             proto: proto_,
             payload,
             duration_s: self.cfg.duration,
@@ -351,74 +289,240 @@ impl Workload for NetWorkload {
             sender_cpus: self.sender_cpus.clone(),
             receiver_cpus: self.receiver_cpus.clone(),
             congestion: self.cfg.congestion.clone(),
-        };
-        ctx.progress.reset(
-            &format!("net {test} streams={}", spec.streams),
-            0,
-            (spec.duration_s * 1000.0) as u64,
-        );
-        let rep = sender::run(&spec, &ctx.progress.done, &engine::stop::stop_requested)?;
-        let mut out = step_output(&spec, &rep);
-        if let Some(r) = self.receiver.as_mut() {
-            if let Some(why) = r.exited() {
-                out.flags.push(Flag::warning("receiver_exited", why));
+        }
+    }
+}
+
+/// Where this sweep point's receiver runs.
+enum Receiver {
+    /// Started through the system under test's host (the runner gave roles).
+    OnHost {
+        host: Arc<dyn Host>,
+        handle: ServiceHandle,
+    },
+    /// Started by this process: a context without hosts (the Rust API, tests, a runner
+    /// that gives no roles) keeps working as before the split, on loopback.
+    Here(Box<dyn Service>),
+}
+
+impl Receiver {
+    fn endpoints(&self) -> Vec<String> {
+        match self {
+            Receiver::OnHost { handle, .. } => handle.endpoints.clone(),
+            Receiver::Here(s) => s.endpoints(),
+        }
+    }
+
+    fn facts(&self) -> BTreeMap<String, Fact> {
+        match self {
+            Receiver::OnHost { handle, .. } => handle.facts.clone(),
+            Receiver::Here(s) => s.facts(),
+        }
+    }
+
+    /// Some(flag) once the receiver has died, or when its host cannot say.
+    fn exited_flag(&mut self) -> Option<Flag> {
+        match self {
+            Receiver::OnHost { host, handle } => match host.service_exited(handle.id) {
+                Ok(why) => why.map(|w| Flag::warning("receiver_exited", w)),
+                Err(e) => Some(Flag::warning(
+                    "receiver_unknown",
+                    format!(
+                        "cannot ask {} whether the receiver still runs: {e:#}",
+                        host.name()
+                    ),
+                )),
+            },
+            Receiver::Here(s) => s.exited().map(|w| Flag::warning("receiver_exited", w)),
+        }
+    }
+
+    fn stop(&mut self) {
+        match self {
+            Receiver::OnHost { host, handle } => host.stop_service(handle.id),
+            Receiver::Here(s) => s.stop(),
+        }
+    }
+}
+
+/// The controller: starts the receiver on the system under test, sends each test to the
+/// one load generator as a driver job, and brings the two ends' facts together.
+pub struct NetWorkload {
+    /// The sweep point's parameters, as sent to the service and the driver.
+    params: Params,
+    plan: Plan,
+    receiver: Option<Receiver>,
+    /// The host the sender last ran on, and its facts from that report.
+    sender: Option<(String, BTreeMap<String, Fact>)>,
+}
+
+/// What the sender is called in the disclosure when no host runs it (no roles).
+const IN_PROCESS: &str = "this process";
+
+impl NetWorkload {
+    pub fn from_params(m: &Params) -> anyhow::Result<Self> {
+        Ok(NetWorkload {
+            plan: Plan::from_params(m)?,
+            params: m.clone(),
+            receiver: None,
+            sender: None,
+        })
+    }
+
+    /// The receiver address tests run against: the started service's, else `--target`.
+    pub fn target(&self) -> Option<String> {
+        self.receiver
+            .as_ref()
+            .and_then(|r| r.endpoints().into_iter().next())
+            .or_else(|| self.plan.cfg.target.clone())
+    }
+
+    fn job(&self, test: &str, endpoints: Vec<String>) -> DriverJob {
+        DriverJob {
+            workload: "net".into(),
+            test: test.into(),
+            // One sender per pair: it gets the whole sweep point, nothing to share out.
+            params: self.params.clone(),
+            endpoints,
+            index: 0,
+            generators: 1,
+        }
+    }
+
+    /// Run one job on the sender's host (in this process without roles) and read its
+    /// report; the sender's facts are kept for the disclosure.
+    fn send(&mut self, job: DriverJob, ctx: &Ctx) -> anyhow::Result<driver::SenderReport> {
+        let (host, value) = match sender_host(ctx)? {
+            Some(h) => {
+                let name = h.name().to_string();
+                let rep = engine::host::drive_all(vec![(h, job)], &ctx.progress)
+                    .pop()
+                    .context("net: the sender's host returned no report")?
+                    .with_context(|| format!("net: the sender on {name}"))?;
+                (rep.host, rep.report)
             }
+            None => (IN_PROCESS.to_string(), driver::drive(&job, &ctx.progress)?),
+        };
+        let rep: driver::SenderReport = serde_json::from_value(value).with_context(|| {
+            format!(
+                "net: cannot read the sender's report from {host} (is the same rackbench \
+                 version on every host?)"
+            )
+        })?;
+        self.sender = Some((host, rep.facts.clone()));
+        Ok(rep)
+    }
+}
+
+/// The one host the sender runs on; None: this process (the context has no roles).
+fn sender_host(ctx: &Ctx) -> anyhow::Result<Option<Arc<dyn Host>>> {
+    let Some(roles) = &ctx.roles else {
+        return Ok(None);
+    };
+    match roles.loadgens.as_slice() {
+        [one] => Ok(Some(one.clone())),
+        [] => bail!("net: no load generator to run the sender on"),
+        _ => bail!("net runs one sender per pair; give pairs with --pairs or --hosts"),
+    }
+}
+
+/// A service context for a receiver started by this process: loopback, launched
+/// processes watched by the runner's sampler.
+fn in_process_service_ctx(ctx: &Ctx) -> ServiceCtx {
+    let watch = ctx.watch.clone();
+    ServiceCtx {
+        bind_ip: "127.0.0.1".into(),
+        watch: Arc::new(move |role: &str, pid: u32| watch.watch_process(role, pid)),
+        verbose: ctx.verbose,
+    }
+}
+
+impl Workload for NetWorkload {
+    fn name(&self) -> &'static str {
+        "net"
+    }
+
+    fn tests(&self) -> Vec<String> {
+        self.plan.tests.clone()
+    }
+
+    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
+        // A second prepare replaces the receiver rather than leaving the first running.
+        self.cleanup();
+        // The sender's host is checked first, as the congestion probe was before the
+        // split: a congestion control it refuses stops the run before a receiver is
+        // launched. Its facts are also needed now: the runner reads the disclosure
+        // after prepare, before the first test.
+        let given: Vec<String> = self.plan.cfg.target.iter().cloned().collect();
+        self.send(self.job(driver::CHECK, given), ctx)?;
+        let receiver = match &ctx.roles {
+            Some(roles) => {
+                let host = roles.sut.clone();
+                let handle = host
+                    .start_service("net", &self.params)
+                    .with_context(|| format!("net: starting the receiver on {}", host.name()))?;
+                Receiver::OnHost { host, handle }
+            }
+            None => Receiver::Here(service::start_service(
+                &self.params,
+                &in_process_service_ctx(ctx),
+            )?),
+        };
+        if let (Some(roles), Some(addr)) = (&ctx.roles, receiver.endpoints().first()) {
+            ctx.note(&format!(
+                "net: receiver on {} at {addr}, sender on {}",
+                roles.sut.name(),
+                self.sender.as_ref().map_or("?", |(h, _)| h.as_str())
+            ));
+        }
+        self.receiver = Some(receiver);
+        Ok(())
+    }
+
+    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        parse_test(test, self.plan.cfg.tcp_len)?;
+        let endpoints = match (&self.receiver, &self.plan.cfg.target) {
+            (Some(r), _) => r.endpoints(),
+            // A given receiver needs nothing started: a test may run without prepare.
+            (None, Some(t)) => vec![t.clone()],
+            (None, None) => bail!("net: no receiver: call prepare first or pass --target"),
+        };
+        let rep = self.send(self.job(test, endpoints), ctx)?;
+        let mut out = rep
+            .step
+            .context("net: the sender's report has no test output")?;
+        if let Some(flag) = self.receiver.as_mut().and_then(Receiver::exited_flag) {
+            out.flags.push(flag);
         }
         Ok(out)
     }
 
     fn cleanup(&mut self) {
         if let Some(mut r) = self.receiver.take() {
-            r.stop(Duration::from_secs(2));
-            if self.cfg.target.is_none() {
-                self.target = None;
-            }
+            r.stop();
         }
     }
 
     fn disclosure(&self) -> BTreeMap<String, Fact> {
         let mut m = BTreeMap::new();
         m.insert(
-            "net.receiver".into(),
-            Fact::known(match &self.cfg.target {
-                Some(t) => format!("rackbench net serve at {t}"),
-                None => "rackbench net serve launched locally on loopback".to_string(),
-            }),
-        );
-        m.insert(
             "net.method".into(),
             Fact::known(format!(
                 "TCP: non-blocking write() of {} B, up to 10 per poll() (iperf3's sender loop), receiver poll() then read() \
                  until the buffer is full or drained (iperf3's); UDP: one send() per datagram on a connected socket (no sendmmsg); \
                  CPU = getrusage(RUSAGE_THREAD) of each end's worker threads",
-                self.cfg.tcp_len
+                self.plan.cfg.tcp_len
             )),
         );
-        if self.tests.iter().any(|t| t == "tcp") {
-            m.insert(
-                "net.tcp_congestion".into(),
-                match (
-                    &self.cfg.congestion,
-                    sysctl("net.ipv4.tcp_congestion_control"),
-                ) {
-                    (Some(cc), _) => Fact::known(format!("{cc} (--congestion)")),
-                    (None, Ok(d)) => Fact::known(format!("{d} (the sender's system default)")),
-                    (None, Err(e)) => Fact::unknown(e),
-                },
-            );
+        if let Some(r) = &self.receiver {
+            m.extend(r.facts());
         }
-        for key in [
-            "net.ipv4.tcp_rmem",
-            "net.ipv4.tcp_wmem",
-            "net.core.rmem_default",
-            "net.core.rmem_max",
-            "net.core.wmem_default",
-            "net.core.wmem_max",
-        ] {
+        if let Some((host, facts)) = &self.sender {
             m.insert(
-                key.into(),
-                sysctl(key).map(Fact::known).unwrap_or_else(Fact::unknown),
+                "net.sender".into(),
+                Fact::known(format!("rackbench's net sender on {host}")),
             );
+            m.extend(facts.clone());
         }
         m
     }

@@ -1,9 +1,13 @@
-//! The net workload against a real receiver on loopback (in-process, on a thread); the
-//! two-process test lives in crates/cli/tests/net.rs.
+//! The net workload against a real receiver on loopback (in-process, on a thread), through
+//! local hosts in the roles the runner gives; the two-process test lives in
+//! crates/cli/tests/net.rs.
 
 use super::*;
+use engine::host::Roles;
+use hosts::LocalHost;
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 fn params(v: serde_json::Value) -> serde_json::Map<String, Value> {
     v.as_object().unwrap().clone()
@@ -16,6 +20,43 @@ fn metric(out: &StepOutput, name: &str) -> Option<f64> {
         .map(|m| m.value)
 }
 
+/// The registry a local host finds net's service and driver in.
+fn catalog(name: &str) -> Option<engine::Registration> {
+    (name == "net").then(registration)
+}
+
+fn host(name: &str) -> Arc<LocalHost> {
+    Arc::new(LocalHost::new(name, catalog, false))
+}
+
+/// A quiet context acting through `sut` and `loadgens`.
+fn ctx_on(sut: &Arc<LocalHost>, loadgens: &[&Arc<LocalHost>]) -> Ctx {
+    let mut ctx = Ctx::quiet();
+    ctx.roles = Some(Roles {
+        sut: sut.clone(),
+        loadgens: loadgens
+            .iter()
+            .map(|h| (*h).clone() as Arc<dyn Host>)
+            .collect(),
+    });
+    ctx
+}
+
+/// One local host as both system under test and load generator, as a run with no
+/// hosts given.
+fn one_host() -> (Arc<LocalHost>, Ctx) {
+    let h = host("local");
+    let ctx = ctx_on(&h, &[&h]);
+    (h, ctx)
+}
+
+fn fact(w: &NetWorkload, key: &str) -> String {
+    w.disclosure()
+        .get(key)
+        .map(Fact::display)
+        .unwrap_or_else(|| panic!("no fact {key} in {:?}", w.disclosure()))
+}
+
 #[test]
 fn tcp_two_streams_counts_every_byte() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
@@ -23,9 +64,15 @@ fn tcp_two_streams_counts_every_byte() {
         "tests": ["tcp"], "streams": 2, "duration": 0.5, "interval": 0.1, "target": addr.to_string()
     })))
     .unwrap();
-    let ctx = Ctx::quiet();
+    let (_local, ctx) = one_host();
     w.prepare(&ctx).unwrap();
     let out = w.run_test("tcp", &ctx).unwrap();
+    // Both ends' facts, each under its own key: the given receiver's host is not read.
+    assert!(fact(&w, "net.receiver").contains(&addr.to_string()));
+    assert!(fact(&w, "net.receiver.net.ipv4.tcp_rmem").contains("--target"));
+    assert!(fact(&w, "net.sender").contains("local"));
+    assert!(fact(&w, "net.tcp_congestion").contains("system default"));
+    assert!(w.disclosure().contains_key("net.sender.net.ipv4.tcp_wmem"));
     w.cleanup();
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
@@ -77,11 +124,14 @@ fn unknown_congestion_control_is_refused_before_the_test() {
         "tests": ["tcp"], "congestion": "nosuchcc", "target": "127.0.0.1:9"
     })))
     .unwrap();
-    let err = format!("{:#}", w.prepare(&Ctx::quiet()).unwrap_err());
+    let (local, ctx) = one_host();
+    let err = format!("{:#}", w.prepare(&ctx).unwrap_err());
     assert!(
         err.contains("congestion control `nosuchcc`") && err.contains("This host has:"),
         "{err}"
     );
+    // Refused on the sender's host before any receiver was started.
+    assert!(local.service_exited(1).is_err());
     let err = NetWorkload::from_params(&params(json!({"congestion": "bbr; rm"})))
         .err()
         .unwrap();
@@ -101,7 +151,8 @@ fn udp_paced_has_loss_jitter_and_packets() {
     })))
     .unwrap();
     assert_eq!(w.tests(), vec!["udp1472", "udp60"]);
-    let ctx = Ctx::quiet();
+    let (_local, ctx) = one_host();
+    w.prepare(&ctx).unwrap();
     for t in w.tests() {
         let out = w.run_test(&t, &ctx).unwrap();
         assert!(out.error.is_none(), "{t}: {:?}", out.error);
@@ -116,6 +167,9 @@ fn udp_paced_has_loss_jitter_and_packets() {
         assert!(metric(&out, "loss_pct").unwrap() < 50.0);
         assert!(metric(&out, "jitter_ms").is_some());
     }
+    // No congestion control with UDP only.
+    assert!(!w.disclosure().contains_key("net.tcp_congestion"));
+    w.cleanup();
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
 }
@@ -128,12 +182,15 @@ fn udp_loss_counted_when_receiver_stops_mid_run() {
         "target": addr.to_string()
     })))
     .unwrap();
+    let (_local, ctx) = one_host();
+    w.prepare(&ctx).unwrap();
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(500));
         stop.store(true, Ordering::Relaxed);
     });
     let t0 = std::time::Instant::now();
-    let out = w.run_test("udp1472", &Ctx::quiet()).unwrap();
+    let out = w.run_test("udp1472", &ctx).unwrap();
+    w.cleanup();
     killer.join().unwrap();
     h.join().unwrap().unwrap();
     assert!(t0.elapsed() < Duration::from_secs(5));
@@ -156,7 +213,10 @@ fn unreachable_receiver_is_a_clear_error() {
         "tests": ["tcp"], "duration": 0.2, "target": format!("127.0.0.1:{port}")
     })))
     .unwrap();
-    let e = w.run_test("tcp", &Ctx::quiet()).unwrap_err();
+    let (_local, ctx) = one_host();
+    w.prepare(&ctx).unwrap();
+    let e = w.run_test("tcp", &ctx).unwrap_err();
+    w.cleanup();
     let s = format!("{e:#}");
     assert!(
         s.contains("cannot reach the receiver") && s.contains("rackbench net serve"),
@@ -230,4 +290,178 @@ fn metrics_from_a_synthetic_report() {
     assert!((metric(&out, "throughput_gbit_per_s").unwrap() - gbit).abs() < 1e-12);
     assert!((metric(&out, "cpu_pct_per_gbit").unwrap() - 80.0 / gbit).abs() < 1e-6);
     assert_eq!(out.headline, "throughput_gbit_per_s");
+}
+
+#[test]
+fn receiver_starts_on_the_sut_and_the_sender_runs_on_the_load_generator() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let (rx, tx) = (host("rx"), host("tx"));
+    let ctx = ctx_on(&rx, &[&tx]);
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["tcp"], "duration": 0.3, "interval": 0.1, "target": addr.to_string()
+    })))
+    .unwrap();
+    w.prepare(&ctx).unwrap();
+    // The service is held by rx (the first service a host starts is #1), not by tx.
+    assert_eq!(rx.service_exited(1).unwrap(), None);
+    assert!(tx.service_exited(1).is_err());
+    assert_eq!(w.target(), Some(addr.to_string()));
+    let out = w.run_test("tcp", &ctx).unwrap();
+    // The sender's host is the one its driver report names.
+    assert_eq!(fact(&w, "net.sender"), "rackbench's net sender on tx");
+    w.cleanup();
+    assert!(
+        rx.service_exited(1).is_err(),
+        "cleanup stops the service on rx"
+    );
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(out.flags.is_empty(), "{:?}", out.flags);
+    assert_eq!(metric(&out, "bytes_sent"), metric(&out, "bytes_received"));
+    assert!(metric(&out, "sender_cpu_pct").is_some());
+    assert!(metric(&out, "receiver_cpu_pct").is_some());
+}
+
+#[test]
+fn two_load_generators_for_one_pair_are_refused() {
+    let (rx, tx1, tx2) = (host("rx"), host("tx1"), host("tx2"));
+    let ctx = ctx_on(&rx, &[&tx1, &tx2]);
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["tcp"], "target": "127.0.0.1:9"
+    })))
+    .unwrap();
+    let err = format!("{:#}", w.prepare(&ctx).unwrap_err());
+    assert!(
+        err.contains("net runs one sender per pair; give pairs with --pairs or --hosts"),
+        "{err}"
+    );
+    assert!(rx.service_exited(1).is_err(), "nothing started on the sut");
+}
+
+#[test]
+fn without_roles_everything_runs_in_this_process() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["udp1472"], "rate": "10M", "duration": 0.3, "interval": 0.1,
+        "target": addr.to_string()
+    })))
+    .unwrap();
+    let ctx = Ctx::quiet();
+    w.prepare(&ctx).unwrap();
+    let out = w.run_test("udp1472", &ctx).unwrap();
+    w.cleanup();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(metric(&out, "packets_per_s").unwrap() > 0.0);
+    assert!(fact(&w, "net.sender").contains("this process"));
+}
+
+#[test]
+fn driver_report_is_the_step_and_the_senders_facts() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let job = DriverJob {
+        workload: "net".into(),
+        test: "tcp".into(),
+        params: params(json!({"tests": ["tcp"], "duration": 0.2, "interval": 0.1})),
+        endpoints: vec![addr.to_string()],
+        index: 0,
+        generators: 1,
+    };
+    let v = drive(&job, &engine::workload::Progress::default()).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["facts", "step"]);
+    assert_eq!(v["step"]["headline"], "throughput_gbit_per_s");
+    assert!(v["step"]["metrics"].as_array().unwrap().len() > 5);
+    assert!(v["facts"]["net.tcp_congestion"]["value"].is_string());
+    assert!(v["facts"].get("net.sender.net.ipv4.tcp_wmem").is_some());
+    // The controller reads it back whole.
+    let rep: SenderReport = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&rep).unwrap(), v);
+
+    // The check job sends nothing and needs no receiver.
+    let check = DriverJob {
+        test: driver::CHECK.into(),
+        endpoints: vec![],
+        ..job
+    };
+    let v = drive(&check, &engine::workload::Progress::default()).unwrap();
+    assert!(v["step"].is_null());
+    assert!(v["facts"].get("net.tcp_congestion").is_some());
+}
+
+#[test]
+fn service_passes_a_given_receiver_on_and_names_a_bad_binary() {
+    let mut svc = start_service(
+        &params(json!({"target": "10.0.0.9:5201"})),
+        &ServiceCtx::loopback(),
+    )
+    .unwrap();
+    assert_eq!(svc.endpoints(), vec!["10.0.0.9:5201"]);
+    assert_eq!(svc.exited(), None);
+    let facts = svc.facts();
+    assert!(facts["net.receiver"].display().contains("10.0.0.9:5201"));
+    assert!(facts["net.receiver.net.core.rmem_max"].value.is_none());
+    svc.stop();
+
+    let err = start_service(
+        &params(json!({"receiver_bin": "/nonexistent/rackbench"})),
+        &ServiceCtx::loopback(),
+    )
+    .err()
+    .unwrap();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("/nonexistent/rackbench") && err.contains("--target"),
+        "{err}"
+    );
+}
+
+#[test]
+fn non_finite_figures_become_missing_rather_than_breaking_the_report() {
+    let mut out = StepOutput {
+        metrics: vec![
+            Metric::new("throughput_gbit_per_s", 1.0, "Gbit/s"),
+            Metric::new("jitter_ms", f64::NAN, "ms"),
+        ],
+        ..Default::default()
+    };
+    driver::keep_finite(&mut out);
+    assert_eq!(out.metrics.len(), 1);
+    assert_eq!(out.missing[0].name, "jitter_ms");
+    let v = serde_json::to_value(&out).unwrap();
+    let back: StepOutput = serde_json::from_value(v).unwrap();
+    assert_eq!(back.metrics, out.metrics);
+}
+
+/// The receiver launched as its own process through the system under test's host. It
+/// needs a rackbench binary (here `current_exe()` is this test binary, which has no
+/// `net serve`), so it runs when RACKBENCH_BIN names one, as the cli tests' does.
+#[test]
+fn receiver_process_launched_through_the_sut_host() {
+    let Ok(bin) = std::env::var("RACKBENCH_BIN") else {
+        eprintln!("skipped: set RACKBENCH_BIN to a rackbench binary to launch the receiver");
+        return;
+    };
+    let (rx, tx) = (host("rx"), host("tx"));
+    let ctx = ctx_on(&rx, &[&tx]);
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["tcp"], "duration": 0.3, "interval": 0.1, "receiver_bin": bin
+    })))
+    .unwrap();
+    w.prepare(&ctx).unwrap();
+    let target = w.target().unwrap();
+    assert!(target.starts_with("127.0.0.1:"), "{target}");
+    assert!(fact(&w, "net.receiver").contains(&target));
+    assert!(!fact(&w, "net.receiver.net.ipv4.tcp_rmem").contains("unknown"));
+    let out = w.run_test("tcp", &ctx).unwrap();
+    assert_eq!(rx.service_exited(1).unwrap(), None);
+    w.cleanup();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(out.flags.is_empty(), "{:?}", out.flags);
+    assert!(metric(&out, "receiver_cpu_pct").is_some());
+    assert_eq!(metric(&out, "bytes_sent"), metric(&out, "bytes_received"));
 }

@@ -1,0 +1,150 @@
+//! The sending end of `net` as the driver a load generator runs against the receiver's
+//! endpoint: one job is one test (or the [`CHECK`] the controller sends in `prepare`).
+//!
+//! Everything about the sender is found on the sender's host, because that is where it
+//! holds: whether the congestion control asked for may be used there, which one the
+//! kernel picks by default, the send-buffer sysctls. They come back with the test's
+//! [`StepOutput`] in a [`SenderReport`], plain JSON, so the controller can disclose them
+//! whichever host sent.
+
+use std::collections::BTreeMap;
+use std::os::fd::FromRawFd;
+
+use anyhow::Context;
+use engine::host::DriverJob;
+use engine::workload::Progress;
+use engine::StepOutput;
+use model::{Fact, MissingMetric};
+use serde::{Deserialize, Serialize};
+
+use crate::{parse_test, sender, step_output, sysctl, Plan, Proto};
+
+/// The job name of the check the controller runs on the sender's host in `prepare`: the
+/// congestion probe and the sender's facts, nothing sent. Not a test name (those are
+/// `tcp` and `udpN`), so the two cannot be confused.
+pub const CHECK: &str = "check";
+
+/// The send side's sysctls: TCP autotuning's send buffer and the socket send-buffer
+/// limits a UDP sender writes into.
+pub const SENDER_SYSCTLS: [&str; 3] = [
+    "net.ipv4.tcp_wmem",
+    "net.core.wmem_default",
+    "net.core.wmem_max",
+];
+
+/// What the driver returns (as JSON): the test's output and the sender host's facts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SenderReport {
+    /// None for the [`CHECK`] job.
+    pub step: Option<StepOutput>,
+    /// `net.tcp_congestion` (with a tcp test) and `net.sender.<sysctl>`.
+    pub facts: BTreeMap<String, Fact>,
+}
+
+/// Run one job on this host (`Registration::driver`).
+pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json::Value> {
+    let plan = Plan::from_params(&job.params)?;
+    let step = if job.test == CHECK {
+        if plan.runs_tcp() {
+            probe_congestion(&plan)?;
+        }
+        None
+    } else {
+        Some(send(&plan, job, progress)?)
+    };
+    let report = SenderReport {
+        step,
+        facts: sender_facts(&plan),
+    };
+    serde_json::to_value(&report).context("net: serialising the sender's report")
+}
+
+fn send(plan: &Plan, job: &DriverJob, progress: &Progress) -> anyhow::Result<StepOutput> {
+    let (proto_, payload) = parse_test(&job.test, plan.cfg.tcp_len)?;
+    if proto_ == Proto::Tcp {
+        // Refused before anything is sent, rather than from the first data stream.
+        probe_congestion(plan)?;
+    }
+    let target = job
+        .endpoints
+        .first()
+        .context("net: the sender was given no receiver address")?;
+    let spec = plan.send_spec(target, proto_, payload);
+    progress.reset(
+        &format!("net {} streams={}", job.test, spec.streams),
+        0,
+        (spec.duration_s * 1000.0) as u64,
+    );
+    let rep = sender::run(&spec, &progress.done, &engine::stop::stop_requested)?;
+    let mut out = step_output(&spec, &rep);
+    keep_finite(&mut out);
+    Ok(out)
+}
+
+/// Whether this host lets a TCP socket use the congestion control asked for. The probe
+/// is a fresh TCP socket, never bound or connected.
+fn probe_congestion(plan: &Plan) -> anyhow::Result<()> {
+    let Some(cc) = &plan.cfg.congestion else {
+        return Ok(());
+    };
+    // SAFETY: socket(2); the descriptor is owned (and closed) by `probe`.
+    let probe = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error())
+                .context("net: opening a socket to check --congestion");
+        }
+        std::os::fd::OwnedFd::from_raw_fd(fd)
+    };
+    sender::set_congestion(&probe, cc)
+}
+
+/// The sender host's facts. The congestion control is disclosed only when a tcp test
+/// runs: UDP has none.
+pub fn sender_facts(plan: &Plan) -> BTreeMap<String, Fact> {
+    let mut m = BTreeMap::new();
+    if plan.runs_tcp() {
+        m.insert(
+            "net.tcp_congestion".into(),
+            match (
+                &plan.cfg.congestion,
+                sysctl("net.ipv4.tcp_congestion_control"),
+            ) {
+                (Some(cc), _) => Fact::known(format!("{cc} (--congestion)")),
+                (None, Ok(d)) => Fact::known(format!("{d} (the sender's system default)")),
+                (None, Err(e)) => Fact::unknown(e),
+            },
+        );
+    }
+    for key in SENDER_SYSCTLS {
+        m.insert(
+            sender_key(key),
+            sysctl(key).map(Fact::known).unwrap_or_else(Fact::unknown),
+        );
+    }
+    m
+}
+
+/// The disclosure key of a sender-side sysctl (`net.sender.net.ipv4.tcp_wmem`).
+pub fn sender_key(sysctl: &str) -> String {
+    format!("net.sender.{sysctl}")
+}
+
+/// JSON has no NaN or infinity (serde_json writes null, which then fails to read back as
+/// a number), so a non-finite figure would lose the whole report on its way to the
+/// controller: it becomes a missing metric instead.
+pub(crate) fn keep_finite(out: &mut StepOutput) {
+    let (ok, bad): (Vec<_>, Vec<_>) = std::mem::take(&mut out.metrics)
+        .into_iter()
+        .partition(|m| m.value.is_finite());
+    out.metrics = ok;
+    for m in bad {
+        out.missing.push(MissingMetric {
+            name: m.name,
+            reason: format!("not a finite number ({})", m.value),
+        });
+    }
+    if !out.duration_s.is_finite() {
+        out.duration_s = 0.0;
+    }
+}
