@@ -19,13 +19,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::workload::{Params, Progress};
 
+/// Registers a launched process (`role`, pid) with the host's sampler.
+pub type WatchFn = Arc<dyn Fn(&str, u32) + Send + Sync>;
+
 /// What a workload's service is asked to do on the host it runs on.
 pub struct ServiceCtx {
     /// The address other hosts reach this one at (`127.0.0.1` when everything is local):
     /// services bind it so that load generators elsewhere can connect.
     pub bind_ip: String,
     /// Register a launched process with this host's sampler (`server:0`, `receiver`).
-    pub watch: Arc<dyn Fn(&str, u32) + Send + Sync>,
+    pub watch: WatchFn,
     pub verbose: bool,
 }
 
