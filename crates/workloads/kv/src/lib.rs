@@ -1,25 +1,35 @@
 //! The `kv` workload: Redis protocol SET/GET (and a SET:GET ratio mix) with
 //! redis-benchmark's knobs and short flags, against N redis-server instances rackbench
 //! launches and pins itself, or against given endpoints. The engine owns the load loop;
-//! this crate owns the protocol (`resp`), the servers (`server`) and what the results mean.
+//! this crate owns the protocol (`resp`) and what the results mean.
+//!
+//! Three parts, each running where it belongs, and the controller that joins them:
+//! - the plan (this file): flags, [`KvConfig`], validation, read alike by all the others;
+//! - the [`service`] on the system under test: the redis-server instances and their
+//!   counters (`server` launches and administers them);
+//! - the [`driver`] on each load generator: its share of the clients against the
+//!   service's endpoints, returning the exact load outcome;
+//! - and the [`controller`] ([`Kv`], the `Workload`), which starts the service, spreads
+//!   each test across the generators and merges what they measured.
 
+pub mod controller;
+pub mod driver;
 pub mod resp;
 pub mod server;
+pub mod service;
 
-use std::collections::BTreeMap;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use engine::capacity;
 use engine::capacity_tests::{self, CapacityConfig, CapacityDefaults};
-use engine::load::{run_stream, LoadShape, LoadSpec, StopAfter};
-use engine::workload::{Ctx, Params, Registration, StepOutput, Workload};
-use model::{Fact, Flag, Metric};
+use engine::load::{LoadShape, LoadSpec, StopAfter};
+use engine::workload::{Params, Registration};
 use serde::{Deserialize, Serialize};
 
-use resp::{Mix, Resp, CLASS_NAMES, GET, PING, SET};
+use resp::{Mix, GET, PING, SET};
+
+pub use controller::Kv;
 
 /// The flags of `rackbench run kv`. Flag ids are the parameter keys of plans; numeric
 /// knobs take lists and ranges (`-P 1,100`, `--instances 1..4`) which become sweeps.
@@ -147,11 +157,35 @@ impl Default for KvConfig {
     }
 }
 
-/// CPU lists arrive as numbers (`0,1` parsed as a list) or strings (`0-3`).
-fn cpu_list(values: &[serde_json::Value], what: &str) -> anyhow::Result<Vec<usize>> {
-    let out = engine::launch::cpus_from_values(values, what)?;
-    engine::launch::check_cpus(&out, what)?;
-    Ok(out)
+/// One sweep point's knobs, validated: the controller, the service and every driver
+/// read the same parameters through this, so they cannot disagree on a default.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub cfg: KvConfig,
+    /// The capacity tests' knobs (split off before `KvConfig` reads the rest).
+    pub cap: CapacityConfig,
+    /// Parsed only: whether these CPUs exist is checked on the system under test.
+    pub server_cpus: Vec<usize>,
+    /// Parsed only: whether these CPUs exist is checked on each load generator.
+    pub client_cpus: Vec<usize>,
+}
+
+impl Plan {
+    pub fn from_params(p: &Params) -> anyhow::Result<Plan> {
+        let (p, cap) = capacity_tests::split_params("kv", p)?;
+        let cfg: KvConfig = engine::plan::config_from_params("kv", &p)?;
+        cfg.validate()?;
+        cap.validate(&cfg.tests, &CAPACITY)?;
+        // CPU lists arrive as numbers (`0,1` parsed as a list) or strings (`0-3`).
+        let server_cpus = engine::launch::cpus_from_values(&cfg.server_cpus, "server_cpus")?;
+        let client_cpus = engine::launch::cpus_from_values(&cfg.client_cpus, "client_cpus")?;
+        Ok(Plan {
+            cfg,
+            cap,
+            server_cpus,
+            client_cpus,
+        })
+    }
 }
 
 impl KvConfig {
@@ -202,7 +236,20 @@ impl KvConfig {
         Ok(())
     }
 
-    fn spec(&self, client_cpus: Vec<usize>) -> LoadSpec {
+    /// The operations of a load test (`set`, `get`, `mix`, `ping`).
+    pub fn mix(&self, test: &str) -> anyhow::Result<Mix> {
+        Ok(match test {
+            "set" => Mix::Only(SET),
+            "get" => Mix::Only(GET),
+            "ping" => Mix::Only(PING),
+            "mix" => Mix::Ratio {
+                set_fraction: parse_ratio(&self.ratio)?,
+            },
+            other => bail!("unknown kv load test `{other}` (set, get, mix, ping)"),
+        })
+    }
+
+    pub fn spec(&self, client_cpus: Vec<usize>) -> LoadSpec {
         LoadSpec {
             shape: match (self.rate, self.arrival.as_str()) {
                 (None, _) => LoadShape::Closed,
@@ -259,310 +306,7 @@ pub fn registration() -> Registration {
         list_keys: &["tests", "server_cpus", "client_cpus", "targets", "levels"],
         flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Kv::from_params(p)?)),
-        service: None,
-        driver: None,
-    }
-}
-
-/// The kv workload for one sweep point.
-pub struct Kv {
-    pub cfg: KvConfig,
-    server_cpus: Vec<usize>,
-    client_cpus: Vec<usize>,
-    endpoints: Vec<SocketAddr>,
-    instances: Vec<server::Instance>,
-    dir: Option<tempfile::TempDir>,
-    facts: BTreeMap<String, Fact>,
-    /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
-    capacity_found: Option<f64>,
-    /// Whether the capacity test under way sleeps between sends (`--wait`).
-    sleep_when_idle: bool,
-    /// The capacity tests' parameters.
-    pub cap: CapacityConfig,
-}
-
-impl Kv {
-    pub fn from_params(p: &Params) -> anyhow::Result<Kv> {
-        let (p, cap) = capacity_tests::split_params("kv", p)?;
-        let cfg: KvConfig = engine::plan::config_from_params("kv", &p)?;
-        cfg.validate()?;
-        cap.validate(&cfg.tests, &CAPACITY)?;
-        let server_cpus = cpu_list(&cfg.server_cpus, "server_cpus")?;
-        let client_cpus = cpu_list(&cfg.client_cpus, "client_cpus")?;
-        Ok(Kv {
-            cfg,
-            server_cpus,
-            client_cpus,
-            endpoints: Vec::new(),
-            instances: Vec::new(),
-            dir: None,
-            facts: BTreeMap::new(),
-            capacity_found: None,
-            sleep_when_idle: false,
-            cap,
-        })
-    }
-
-    /// The endpoints being driven (after prepare).
-    pub fn endpoints(&self) -> &[SocketAddr] {
-        &self.endpoints
-    }
-
-    fn server_counters(&self) -> Option<BTreeMap<String, u64>> {
-        let mut total: BTreeMap<String, u64> = BTreeMap::new();
-        for ep in &self.endpoints {
-            let mut a = server::Admin::connect(*ep).ok()?;
-            let info = a.info("commandstats").ok()?;
-            for (k, v) in server::command_calls(&info) {
-                *total.entry(k).or_insert(0) += v;
-            }
-        }
-        Some(total)
-    }
-}
-
-impl Workload for Kv {
-    fn name(&self) -> &'static str {
-        "kv"
-    }
-
-    fn tests(&self) -> Vec<String> {
-        self.cfg.tests.clone()
-    }
-
-    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
-        if !self.cfg.targets.is_empty() {
-            for t in &self.cfg.targets {
-                let addr = t
-                    .to_socket_addrs()
-                    .with_context(|| format!("--target `{t}` is not host:port"))?
-                    .next()
-                    .with_context(|| format!("--target `{t}` resolves to no address"))?;
-                let mut a = server::Admin::connect(addr)?;
-                a.ping().with_context(|| {
-                    format!("{addr} did not answer PING: is it a Redis server?")
-                })?;
-                self.endpoints.push(addr);
-            }
-            self.facts.insert(
-                "server.mode".into(),
-                Fact::known("given endpoints (--target)"),
-            );
-        } else {
-            let dir = tempfile::Builder::new()
-                .prefix("rackbench-kv-")
-                .tempdir()
-                .context("creating a temporary directory for redis-server")?;
-            let cpus = if self.server_cpus.is_empty() {
-                engine::launch::allowed_cpus()
-            } else {
-                self.server_cpus.clone()
-            };
-            ctx.note(&format!(
-                "launching {} redis-server instance(s) pinned to CPUs {:?}",
-                self.cfg.instances,
-                (0..self.cfg.instances)
-                    .map(|i| cpus[i % cpus.len()])
-                    .collect::<Vec<_>>()
-            ));
-            self.instances = server::launch(
-                &self.cfg.redis_server,
-                self.cfg.instances,
-                &cpus,
-                dir.path(),
-            )?;
-            self.dir = Some(dir);
-            for (i, inst) in self.instances.iter().enumerate() {
-                self.endpoints.push(inst.addr);
-                ctx.watch
-                    .watch_process(&format!("server:{i}"), inst.guard.pid());
-            }
-            self.facts
-                .insert("server.mode".into(), Fact::known("launched by rackbench"));
-            self.facts.insert(
-                "server.instances".into(),
-                Fact::known(self.cfg.instances.to_string()),
-            );
-            self.facts.insert(
-                "server.cpus".into(),
-                Fact::known(
-                    self.instances
-                        .iter()
-                        .map(|i| i.cpu.map_or("-".into(), |c| c.to_string()))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                ),
-            );
-            if let Some(v) = server::binary_version(&self.cfg.redis_server) {
-                self.facts
-                    .insert("software.redis-server.binary".into(), Fact::known(v));
-            }
-        }
-        // What the first server says about itself.
-        if let Some(ep) = self.endpoints.first() {
-            let mut a = server::Admin::connect(*ep)?;
-            let info = a.info("server").unwrap_or_default();
-            let version = info.get("redis_version").map_or_else(
-                || Fact::unknown("INFO server gave no redis_version"),
-                Fact::known,
-            );
-            self.facts.insert("software.redis-server".into(), version);
-            for key in [
-                "save",
-                "appendonly",
-                "io-threads",
-                "maxmemory",
-                "maxmemory-policy",
-                "hz",
-            ] {
-                let fact = a
-                    .config_get(key)
-                    .map_or_else(|| Fact::unknown("CONFIG GET refused"), Fact::known);
-                self.facts.insert(format!("server.config.{key}"), fact);
-            }
-        }
-        Ok(())
-    }
-
-    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        match test {
-            "ramp" | "search" | "levels" => return self.run_capacity(test, ctx),
-            _ => {}
-        }
-        let mix = match test {
-            "set" => Mix::Only(SET),
-            "get" => Mix::Only(GET),
-            "ping" => Mix::Only(PING),
-            "mix" => Mix::Ratio {
-                set_fraction: parse_ratio(&self.cfg.ratio)?,
-            },
-            other => bail!("unknown kv test `{other}`"),
-        };
-        let mut spec = self.cfg.spec(self.client_cpus.clone());
-        spec.sleep_when_idle = self.cap.sleep_when_idle(test);
-        let before = self.server_counters();
-        let (keyspace, size, verify) = (self.cfg.keyspace, self.cfg.data_size, self.cfg.verify);
-        let out = run_stream(
-            &spec,
-            &self.endpoints,
-            &CLASS_NAMES,
-            |_| Resp::new(mix, keyspace, size, verify),
-            &ctx.progress,
-        )?;
-        let mut step = engine::validity::step_output(&spec, &out, "ops_per_s", "ops/s");
-
-        // Server-side counters against what the generator claims (memtier's self-test).
-        if let (Some(b), Some(a)) = (before, self.server_counters()) {
-            let delta = |cmd: &str| {
-                a.get(cmd)
-                    .copied()
-                    .unwrap_or(0)
-                    .saturating_sub(b.get(cmd).copied().unwrap_or(0))
-            };
-            let server_calls = delta("set") + delta("get") + delta("ping");
-            step.metrics
-                .push(Metric::new("server_calls", server_calls as f64, "calls"));
-            let claimed = out.total_count();
-            let lost: u64 = out.connection_errors.values().sum();
-            if spec.warmup.is_zero() && lost == 0 && server_calls != claimed {
-                step.flags.push(Flag::warning(
-                    "server_counter_mismatch",
-                    format!("the servers counted {server_calls} calls, the generator {claimed}"),
-                ));
-            }
-        }
-        if test == "get" {
-            if let Some(m) = step.metrics.iter().find(|m| m.name == "hit_ratio_pct") {
-                if m.value < 90.0 {
-                    step.flags.push(Flag::warning(
-                        "low_hit_ratio",
-                        format!(
-                            "only {:.1}% of GETs found their key: run `set` first (-t set,get) or raise -n",
-                            m.value
-                        ),
-                    ));
-                }
-            }
-        }
-        // A launched server that died is a failed test, with what was measured kept.
-        for inst in &mut self.instances {
-            if let Some(why) = inst.guard.exited() {
-                step.error = Some(why.clone());
-                step.flags.push(Flag::invalid("server_died", why));
-            }
-        }
-        Ok(step)
-    }
-
-    fn cleanup(&mut self) {
-        for mut inst in self.instances.drain(..) {
-            inst.guard.stop(Duration::from_secs(2));
-        }
-        self.endpoints.clear();
-        self.dir = None;
-    }
-
-    fn disclosure(&self) -> BTreeMap<String, Fact> {
-        self.facts.clone()
-    }
-}
-
-impl Kv {
-    /// One open-loop step of the capacity tests at `rate` requests/s on the `mix`
-    /// operations (--ratio), `--step-duration` seconds.
-    pub fn measure_rate(&mut self, rate: f64, ctx: &Ctx) -> anyhow::Result<capacity::RateStep> {
-        let started = std::time::SystemTime::now();
-        let secs = self.cap.step_duration_s(&CAPACITY);
-        let mut cfg = self.cfg.clone();
-        cfg.rate = Some(rate);
-        cfg.duration = Some(secs);
-        let mut spec = cfg.spec(self.client_cpus.clone());
-        spec.sleep_when_idle = self.sleep_when_idle;
-        let mix = Mix::Ratio {
-            set_fraction: parse_ratio(&self.cfg.ratio)?,
-        };
-        let (keyspace, size, verify) = (cfg.keyspace, cfg.data_size, cfg.verify);
-        ctx.note(&format!("kv: {rate:.0} ops/s for {secs}s"));
-        let out = run_stream(
-            &spec,
-            &self.endpoints,
-            &CLASS_NAMES,
-            |_| Resp::new(mix, keyspace, size, verify),
-            &ctx.progress,
-        )?;
-        let mut s = capacity::RateStep::from_outcome(rate, &out);
-        s.started_at = Some(started);
-        for inst in &mut self.instances {
-            if let Some(why) = inst.guard.exited() {
-                s.error = Some(why);
-            }
-        }
-        Ok(s)
-    }
-
-    fn run_capacity(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        self.sleep_when_idle = self.cap.sleep_when_idle(test);
-        let cap = self.cap.clone();
-        let mut found = self.capacity_found;
-        let threads = self.cfg.threads;
-        let out = capacity_tests::run(
-            "kv",
-            test,
-            &cap,
-            &CAPACITY,
-            ctx,
-            &mut found,
-            None,
-            threads,
-            |rate| self.measure_rate(rate, ctx),
-        );
-        self.capacity_found = found;
-        out
-    }
-}
-
-impl Drop for Kv {
-    fn drop(&mut self) {
-        self.cleanup();
+        service: Some(service::start_service),
+        driver: Some(driver::drive),
     }
 }

@@ -1,16 +1,16 @@
-//! redis-server instances rackbench launches itself (persistence off, free ports, each
-//! pinned to its own CPU), and a small blocking admin client (PING, INFO, CONFIG GET)
+//! redis-server instances rackbench launches itself (persistence off, free ports on the
+//! address load generators reach this host at, each pinned to its own CPU), and a small blocking admin client (PING, INFO, CONFIG GET)
 //! used for readiness, disclosure and the server-side counter check.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use engine::launch::{find_binary, free_port, pin_command, wait_for_port, ChildGuard};
+use engine::launch::{find_binary, free_port_on, pin_command, wait_for_port, ChildGuard};
 
 use crate::resp::{parse_reply, Reply};
 
@@ -20,22 +20,25 @@ pub struct Instance {
     pub guard: ChildGuard,
 }
 
-/// Launch `n` redis-server instances, instance i pinned to `cpus[i % len]`.
+/// Launch `n` redis-server instances listening on `ip`, instance i pinned to
+/// `cpus[i % len]`.
 pub fn launch(
     binary: &str,
     n: usize,
     cpus: &[usize],
     dir: &std::path::Path,
+    ip: IpAddr,
 ) -> anyhow::Result<Vec<Instance>> {
     let bin = find_binary(binary, "redis-server")?;
+    let bind = ip.to_string();
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        let port = free_port()?;
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let port = free_port_on(&bind)?;
+        let addr = SocketAddr::new(ip, port);
         let log: PathBuf = dir.join(format!("redis-{i}.log"));
         let mut cmd = Command::new(&bin);
         cmd.args(["--port", &port.to_string()])
-            .args(["--bind", "127.0.0.1"])
+            .args(["--bind", &bind])
             .args(["--save", ""])
             .args(["--appendonly", "no"])
             .args(["--daemonize", "no"])

@@ -1,9 +1,44 @@
-//! kv against real redis-server instances launched on free loopback ports.
+//! kv against real redis-server instances launched on free loopback ports, through
+//! local hosts: one as both system under test and load generator (the single-host run),
+//! or one serving redis and two generating load.
+
+use std::sync::Arc;
 
 use rackbench_kv::Kv;
 
-use engine::workload::{Ctx, Workload};
+use engine::host::{Host, Roles};
+use engine::workload::{Ctx, Registration, Workload};
+use hosts::LocalHost;
 use serde_json::json;
+
+fn catalog(name: &str) -> Option<Registration> {
+    (name == "kv").then(rackbench_kv::registration)
+}
+
+/// A context whose hosts are `sut` (the service) and `loadgens`.
+fn ctx_on(sut: &str, loadgens: &[&str]) -> Ctx {
+    let host = |n: &str| Arc::new(LocalHost::new(n, catalog, false)) as Arc<dyn Host>;
+    let sut = host(sut);
+    let loadgens = loadgens
+        .iter()
+        .map(|n| {
+            if *n == sut.name() {
+                sut.clone()
+            } else {
+                host(n)
+            }
+        })
+        .collect();
+    Ctx {
+        roles: Some(Roles { sut, loadgens }),
+        ..Ctx::quiet()
+    }
+}
+
+/// One local host, both system under test and load generator.
+fn local() -> Ctx {
+    ctx_on("local", &["local"])
+}
 
 fn have_redis() -> bool {
     if engine::launch::find_binary("redis-server", "redis-server").is_err() {
@@ -15,6 +50,13 @@ fn have_redis() -> bool {
 
 fn kv(params: serde_json::Value) -> Kv {
     Kv::from_params(params.as_object().unwrap()).unwrap()
+}
+
+fn labelled(step: &engine::StepOutput, name: &str, key: &str, value: &str) -> Option<f64> {
+    step.metrics
+        .iter()
+        .find(|m| m.name == name && m.labels.get(key).map(String::as_str) == Some(value))
+        .map(|m| m.value)
 }
 
 fn metric(step: &engine::StepOutput, name: &str) -> f64 {
@@ -41,7 +83,7 @@ fn set_then_get_counts_match_the_servers_own_counters() {
         json!({"clients": 10, "requests": 20000, "keyspace": 100, "data_size": 10,
                          "pipeline": 4, "instances": 2, "tests": ["set", "get"]}),
     );
-    let ctx = Ctx::quiet();
+    let ctx = local();
     w.prepare(&ctx).unwrap();
     assert_eq!(w.endpoints().len(), 2);
     let set = w.run_test("set", &ctx).unwrap();
@@ -56,6 +98,10 @@ fn set_then_get_counts_match_the_servers_own_counters() {
         .iter()
         .all(|f| f.code != "server_counter_mismatch"));
     assert!(metric(&set, "ops_per_s") > 0.0);
+    // One generator: the figures of a single-host run, nothing per host.
+    assert!(set.metrics.iter().all(|m| !m.labels.contains_key("host")
+        && m.name != "start_skew_max_s"
+        && m.name != "window_overlap_s"));
     let get = w.run_test("get", &ctx).unwrap();
     assert_eq!(metric(&get, "server_calls"), 20000.0);
     // 20000 random SETs over 100 keys on 2 instances: every key was written on both
@@ -83,7 +129,7 @@ fn duration_mode_and_mix_and_open_loop() {
         json!({"clients": 4, "duration": 0.5, "keyspace": 100, "tests": ["mix"],
                          "ratio": "1:1", "rate": 2000}),
     );
-    let ctx = Ctx::quiet();
+    let ctx = local();
     w.prepare(&ctx).unwrap();
     let out = w.run_test("mix", &ctx).unwrap();
     let n = metric(&out, "requests");
@@ -107,22 +153,25 @@ fn cleanup_leaves_no_server_behind_and_a_dead_server_fails_the_test() {
         return;
     }
     let mut w = kv(json!({"clients": 2, "requests": 2000000, "instances": 1, "tests": ["set"]}));
-    let ctx = Ctx::quiet();
+    let ctx = local();
     w.prepare(&ctx).unwrap();
+    let port = w.endpoints()[0]
+        .parse::<std::net::SocketAddr>()
+        .unwrap()
+        .port();
     let pid = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .find(|p| {
             std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                .map(|c| {
-                    c.contains("redis-server") && c.contains(&w.endpoints()[0].port().to_string())
-                })
+                .map(|c| c.contains("redis-server") && c.contains(&port.to_string()))
                 .unwrap_or(false)
         })
         .expect("launched redis-server is running");
     // Kill the server mid-test: the test ends early, keeps its measurements, and fails.
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // After the start barrier, so that some load was measured.
+        std::thread::sleep(engine::host::START_LEAD + std::time::Duration::from_millis(300));
         unsafe { libc_kill(pid as i32, 9) };
     });
     let out = w.run_test("set", &ctx).unwrap();
@@ -158,12 +207,22 @@ fn bad_parameters_are_clear_errors() {
 }
 
 #[test]
+fn server_cpus_are_checked_on_the_system_under_test() {
+    let mut w = kv(json!({"server_cpus": [999]}));
+    let e = w.prepare(&local()).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("CPU 999 is not available"),
+        "{e:#}"
+    );
+}
+
+#[test]
 fn unreachable_target_is_a_clear_error() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     drop(l);
     let mut w = kv(json!({"targets": [format!("127.0.0.1:{port}")]}));
-    let e = w.prepare(&Ctx::quiet()).unwrap_err();
+    let e = w.prepare(&local()).unwrap_err();
     assert!(format!("{e:#}").contains("cannot connect"), "{e:#}");
 }
 
@@ -176,7 +235,7 @@ fn search_and_levels_find_and_use_a_capacity() {
         json!({"clients": 8, "tests": ["search", "levels"], "slo": "p99<50ms",
                          "step_duration": 0.3, "ramp_low": 2000, "levels": [100, 50]}),
     );
-    let ctx = Ctx::quiet();
+    let ctx = local();
     w.prepare(&ctx).unwrap();
     let s = w.run_test("search", &ctx).unwrap();
     let best = metric(&s, "max_rate_meeting_slo_per_s");
@@ -201,25 +260,151 @@ fn search_and_levels_find_and_use_a_capacity() {
     w.cleanup();
 }
 
-#[test]
-fn ramp_reports_reply_rate_per_step() {
-    if !have_redis() {
-        return;
-    }
+/// A ramp from 1000/s to `high` in steps of 1000/s through `ctx`'s hosts: the
+/// demanded rate of each step, and the output.
+fn ramp(ctx: &Ctx, high: u32, step_duration: f64) -> (Vec<f64>, engine::StepOutput) {
     let mut w = kv(
-        json!({"clients": 8, "tests": ["ramp"], "step_duration": 0.3,
-                         "ramp_low": 1000, "ramp_high": 3000, "ramp_step": 1000}),
+        json!({"clients": 8, "tests": ["ramp"], "step_duration": step_duration,
+               "ramp_low": 1000, "ramp_high": high, "ramp_step": 1000}),
     );
-    let ctx = Ctx::quiet();
-    w.prepare(&ctx).unwrap();
-    let r = w.run_test("ramp", &ctx).unwrap();
-    let steps: Vec<f64> = r
+    w.prepare(ctx).unwrap();
+    let r = w.run_test("ramp", ctx).unwrap();
+    w.cleanup();
+    let steps = r
         .metrics
         .iter()
         .filter(|m| m.name == "demanded_rate_per_s")
         .map(|m| m.value)
         .collect();
+    (steps, r)
+}
+
+#[test]
+fn ramp_reports_reply_rate_per_step() {
+    if !have_redis() {
+        return;
+    }
+    let (steps, r) = ramp(&local(), 3000, 0.3);
     assert_eq!(steps, vec![1000.0, 2000.0, 3000.0]);
     assert!(metric(&r, "max_reply_rate_per_s") > 500.0);
+}
+
+#[test]
+fn two_load_generators_add_up_exactly_and_match_the_servers_counters() {
+    if !have_redis() {
+        return;
+    }
+    let mut w = kv(
+        json!({"clients": 10, "requests": 20000, "keyspace": 100, "data_size": 10,
+               "pipeline": 4, "instances": 2, "tests": ["set", "get"]}),
+    );
+    let ctx = ctx_on("sut", &["gen-a", "gen-b"]);
+    w.prepare(&ctx).unwrap();
+    for test in ["set", "get"] {
+        let out = w.run_test(test, &ctx).unwrap();
+        assert!(out.error.is_none(), "{test}: {:?}", out.error);
+        // Each generator ran half of the requests; the merge has them all...
+        let per_host: Vec<f64> = ["gen-a", "gen-b"]
+            .iter()
+            .map(|h| labelled(&out, "requests", "host", h).expect("requests per host"))
+            .collect();
+        assert_eq!(per_host, vec![10000.0, 10000.0], "{test}");
+        assert_eq!(metric(&out, "requests"), 20000.0, "{test}");
+        // ... in one histogram whose count is the sum (merged bucket by bucket)...
+        let h = out
+            .histograms
+            .iter()
+            .find(|h| h.name == test)
+            .expect("a histogram of the test's operation");
+        assert_eq!(h.summary.count, 20000, "{test}");
+        // ... which the servers' own counters confirm.
+        assert_eq!(metric(&out, "server_calls"), 20000.0, "{test}");
+        assert!(out
+            .flags
+            .iter()
+            .all(|f| f.code != "server_counter_mismatch" && f.code != "host_failed"));
+        // Throughput is the sum of each generator's.
+        let a = labelled(&out, "ops_per_s", "host", "gen-a").expect("ops_per_s host=gen-a");
+        let b = labelled(&out, "ops_per_s", "host", "gen-b").expect("ops_per_s host=gen-b");
+        assert!(a > 0.0 && b > 0.0);
+        let total = metric(&out, "ops_per_s");
+        assert!(
+            (total - (a + b)).abs() <= 1e-9 * total,
+            "{total} vs {a} + {b}"
+        );
+        assert!(labelled(&out, "loadgen_cpu_s", "host", "gen-a").is_some());
+        // Both measured behind one start barrier, at the same time.
+        assert!(metric(&out, "start_skew_max_s") < 0.1);
+        assert!(metric(&out, "window_overlap_s") > 0.0);
+    }
     w.cleanup();
+}
+
+#[test]
+fn fewer_clients_than_generators_is_a_clear_error() {
+    if !have_redis() {
+        return;
+    }
+    let mut w = kv(json!({"clients": 1, "requests": 100, "tests": ["set"]}));
+    let ctx = ctx_on("sut", &["gen-a", "gen-b"]);
+    w.prepare(&ctx).unwrap();
+    let e = w.run_test("set", &ctx).unwrap_err();
+    assert!(e.to_string().contains("-c 2"), "{e:#}");
+    w.cleanup();
+}
+
+fn fails_to_drive(
+    _: &engine::host::DriverJob,
+    _: &engine::workload::Progress,
+) -> anyhow::Result<serde_json::Value> {
+    anyhow::bail!("the generator caught fire")
+}
+
+fn broken_catalog(name: &str) -> Option<Registration> {
+    let mut r = catalog(name)?;
+    r.driver = Some(fails_to_drive);
+    Some(r)
+}
+
+#[test]
+fn a_failed_generator_fails_the_result_and_keeps_what_the_other_measured() {
+    if !have_redis() {
+        return;
+    }
+    let mut w = kv(json!({"clients": 4, "requests": 2000, "tests": ["set"]}));
+    let good = Arc::new(LocalHost::new("gen-a", catalog, false)) as Arc<dyn Host>;
+    let broken = Arc::new(LocalHost::new("gen-b", broken_catalog, false)) as Arc<dyn Host>;
+    let ctx = Ctx {
+        roles: Some(Roles {
+            sut: good.clone(),
+            loadgens: vec![good, broken],
+        }),
+        ..Ctx::quiet()
+    };
+    w.prepare(&ctx).unwrap();
+    let out = w.run_test("set", &ctx).unwrap();
+    let err = out
+        .error
+        .clone()
+        .expect("a failed generator fails the result");
+    assert!(
+        err.contains("gen-b") && err.contains("caught fire"),
+        "{err}"
+    );
+    assert!(out.flags.iter().any(|f| f.code == "host_failed"));
+    assert_eq!(metric(&out, "requests"), 1000.0, "gen-a's half is kept");
+    w.cleanup();
+}
+
+#[test]
+fn a_ramp_offers_its_rate_from_both_generators() {
+    if !have_redis() {
+        return;
+    }
+    let (steps, r) = ramp(&ctx_on("sut", &["gen-a", "gen-b"]), 2000, 0.5);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(steps, vec![1000.0, 2000.0]);
+    // Each generator offers half of a step's rate (1000/s at the second): replies above
+    // that came from both.
+    assert!(metric(&r, "max_reply_rate_per_s") > 1200.0);
 }

@@ -1,0 +1,233 @@
+//! The kv service: what runs on the system under test for one sweep point.
+//!
+//! Either N redis-server instances launched here (persistence off, each pinned to its
+//! server CPU, listening on the address the load generators reach this host at), or
+//! `--target` endpoints that are only checked with PING. Either way it yields the
+//! endpoints the drivers connect to, the facts the disclosure reports, and answers the
+//! controller's `counters` query (the servers' own `INFO commandstats`, summed), which
+//! is how the generators' claims are checked against the servers wherever they run.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use engine::host::{Service, ServiceCtx};
+use engine::workload::Params;
+use model::Fact;
+
+use crate::{server, KvConfig, Plan};
+
+/// Launched instances get this long to exit after SIGTERM before the group is killed.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// The service a host starts for `kv` (the registry's `service`).
+pub fn start_service(p: &Params, ctx: &ServiceCtx) -> anyhow::Result<Box<dyn Service>> {
+    let plan = Plan::from_params(p)?;
+    Ok(Box::new(KvService::start(
+        &plan.cfg,
+        &plan.server_cpus,
+        ctx,
+    )?))
+}
+
+/// The servers of one sweep point, alive until [`Service::stop`].
+pub struct KvService {
+    /// What load generators are told to connect to (`10.0.0.1:6379`, or a target as given).
+    endpoints: Vec<String>,
+    /// The same servers as this host reaches them, for the admin queries.
+    admin: Vec<SocketAddr>,
+    instances: Vec<server::Instance>,
+    dir: Option<tempfile::TempDir>,
+    facts: BTreeMap<String, Fact>,
+}
+
+impl KvService {
+    pub fn start(
+        cfg: &KvConfig,
+        server_cpus: &[usize],
+        ctx: &ServiceCtx,
+    ) -> anyhow::Result<KvService> {
+        let mut svc = KvService {
+            endpoints: Vec::new(),
+            admin: Vec::new(),
+            instances: Vec::new(),
+            dir: None,
+            facts: BTreeMap::new(),
+        };
+        if cfg.targets.is_empty() {
+            // Checked here, not in the plan: the CPUs are this host's.
+            engine::launch::check_cpus(server_cpus, "server_cpus")?;
+            svc.launch(cfg, server_cpus, ctx)?;
+        } else {
+            svc.check_targets(&cfg.targets)?;
+        }
+        svc.describe_first_server()?;
+        Ok(svc)
+    }
+
+    fn check_targets(&mut self, targets: &[String]) -> anyhow::Result<()> {
+        for t in targets {
+            let addr = t
+                .to_socket_addrs()
+                .with_context(|| format!("--target `{t}` is not host:port"))?
+                .next()
+                .with_context(|| format!("--target `{t}` resolves to no address"))?;
+            let mut a = server::Admin::connect(addr)?;
+            a.ping()
+                .with_context(|| format!("{addr} did not answer PING: is it a Redis server?"))?;
+            self.admin.push(addr);
+            // Passed on as given: each load generator resolves the name itself, as a
+            // name may resolve differently there.
+            self.endpoints.push(t.clone());
+        }
+        self.facts.insert(
+            "server.mode".into(),
+            Fact::known("given endpoints (--target)"),
+        );
+        Ok(())
+    }
+
+    fn launch(
+        &mut self,
+        cfg: &KvConfig,
+        server_cpus: &[usize],
+        ctx: &ServiceCtx,
+    ) -> anyhow::Result<()> {
+        let ip: IpAddr = ctx.bind_ip.parse().with_context(|| {
+            format!(
+                "the address to bind redis-server to, `{}`, is not an IP address",
+                ctx.bind_ip
+            )
+        })?;
+        let dir = tempfile::Builder::new()
+            .prefix("rackbench-kv-")
+            .tempdir()
+            .context("creating a temporary directory for redis-server")?;
+        let cpus = if server_cpus.is_empty() {
+            engine::launch::allowed_cpus()
+        } else {
+            server_cpus.to_vec()
+        };
+        if cpus.is_empty() {
+            bail!("no CPU to pin redis-server to (give --server-cpus)");
+        }
+        ctx.note(&format!(
+            "launching {} redis-server instance(s) on {ip} pinned to CPUs {:?}",
+            cfg.instances,
+            (0..cfg.instances)
+                .map(|i| cpus[i % cpus.len()])
+                .collect::<Vec<_>>()
+        ));
+        // Held before launching, so the directory goes whatever fails below.
+        let dir = self.dir.insert(dir);
+        self.instances = server::launch(&cfg.redis_server, cfg.instances, &cpus, dir.path(), ip)?;
+        for (i, inst) in self.instances.iter().enumerate() {
+            self.endpoints.push(inst.addr.to_string());
+            self.admin.push(inst.addr);
+            (ctx.watch)(&format!("server:{i}"), inst.guard.pid());
+        }
+        self.facts
+            .insert("server.mode".into(), Fact::known("launched by rackbench"));
+        self.facts.insert(
+            "server.instances".into(),
+            Fact::known(cfg.instances.to_string()),
+        );
+        self.facts.insert(
+            "server.cpus".into(),
+            Fact::known(
+                self.instances
+                    .iter()
+                    .map(|i| i.cpu.map_or("-".into(), |c| c.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        );
+        if let Some(v) = server::binary_version(&cfg.redis_server) {
+            self.facts
+                .insert("software.redis-server.binary".into(), Fact::known(v));
+        }
+        Ok(())
+    }
+
+    /// What the first server says about itself (version, the settings that move results).
+    fn describe_first_server(&mut self) -> anyhow::Result<()> {
+        let Some(ep) = self.admin.first() else {
+            return Ok(());
+        };
+        let mut a = server::Admin::connect(*ep)?;
+        let info = a.info("server").unwrap_or_default();
+        let version = info.get("redis_version").map_or_else(
+            || Fact::unknown("INFO server gave no redis_version"),
+            Fact::known,
+        );
+        self.facts.insert("software.redis-server".into(), version);
+        for key in [
+            "save",
+            "appendonly",
+            "io-threads",
+            "maxmemory",
+            "maxmemory-policy",
+            "hz",
+        ] {
+            let fact = a
+                .config_get(key)
+                .map_or_else(|| Fact::unknown("CONFIG GET refused"), Fact::known);
+            self.facts.insert(format!("server.config.{key}"), fact);
+        }
+        Ok(())
+    }
+
+    /// Calls per command summed over every server (`INFO commandstats`).
+    fn counters(&self) -> anyhow::Result<BTreeMap<String, u64>> {
+        let mut total: BTreeMap<String, u64> = BTreeMap::new();
+        for ep in &self.admin {
+            let mut a = server::Admin::connect(*ep)?;
+            let info = a
+                .info("commandstats")
+                .with_context(|| format!("INFO commandstats on {ep}"))?;
+            for (k, v) in server::command_calls(&info) {
+                *total.entry(k).or_insert(0) += v;
+            }
+        }
+        Ok(total)
+    }
+}
+
+impl Service for KvService {
+    fn endpoints(&self) -> Vec<String> {
+        self.endpoints.clone()
+    }
+
+    fn facts(&self) -> BTreeMap<String, Fact> {
+        self.facts.clone()
+    }
+
+    fn query(&mut self, what: &str) -> anyhow::Result<serde_json::Value> {
+        match what {
+            "counters" => Ok(serde_json::to_value(self.counters()?)?),
+            other => bail!("the kv service answers `counters`, not `{other}`"),
+        }
+    }
+
+    fn exited(&mut self) -> Option<String> {
+        // The first dead instance is enough to fail the test; ChildGuard::exited only
+        // peeks, so it keeps saying so on later calls.
+        self.instances.iter_mut().find_map(|i| i.guard.exited())
+    }
+
+    fn stop(&mut self) {
+        for mut inst in self.instances.drain(..) {
+            inst.guard.stop(STOP_GRACE);
+        }
+        self.endpoints.clear();
+        self.admin.clear();
+        self.dir = None;
+    }
+}
+
+impl Drop for KvService {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
