@@ -41,7 +41,10 @@ fn testhosts() -> Option<TestHosts> {
         .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
         .collect();
     Some(TestHosts {
-        names: vars["RB_TESTHOSTS"].split_whitespace().map(String::from).collect(),
+        names: vars["RB_TESTHOSTS"]
+            .split_whitespace()
+            .map(String::from)
+            .collect(),
         ssh_config: vars["RB_SSH_CONFIG"].clone(),
     })
 }
@@ -52,7 +55,10 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
 
 /// Command lines of the processes running in namespace `ns`.
 fn procs_in(ns: &str) -> Vec<(u32, String)> {
-    let out = Command::new("ip").args(["netns", "pids", ns]).output().unwrap();
+    let out = Command::new("ip")
+        .args(["netns", "pids", ns])
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .filter_map(|p| p.parse::<u32>().ok())
@@ -71,7 +77,9 @@ fn leftovers(h: &TestHosts) -> Vec<String> {
         .flat_map(|ns| {
             procs_in(ns)
                 .into_iter()
-                .filter(|(_, c)| c.contains(" agent ") || c.contains("redis-server") || c.contains("net serve"))
+                .filter(|(_, c)| {
+                    c.contains(" agent ") || c.contains("redis-server") || c.contains("net serve")
+                })
                 .map(move |(p, c)| format!("{ns}: {p} {c}"))
         })
         .collect()
@@ -85,7 +93,10 @@ fn assert_nothing_left(h: &TestHosts, secs: u64) {
         if left.is_empty() {
             return;
         }
-        assert!(Instant::now() < deadline, "left running after {secs} s: {left:#?}");
+        assert!(
+            Instant::now() < deadline,
+            "left running after {secs} s: {left:#?}"
+        );
         std::thread::sleep(Duration::from_millis(250));
     }
 }
@@ -125,7 +136,12 @@ fn hosts_check_reports_each_host_as_itself() {
         .arg("local")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     for (i, name) in h.names.iter().enumerate() {
         let c = &v[i];
@@ -134,7 +150,10 @@ fn hosts_check_reports_each_host_as_itself() {
         assert_eq!(c["hostname"], name.as_str(), "{c}");
         assert_eq!(c["address"], format!("10.77.0.{}", i + 1));
         assert!(c["clock_offset_ms"].as_f64().is_some(), "{c}");
-        assert!(c["rackbench"].as_str().unwrap().starts_with(env!("CARGO_PKG_VERSION")));
+        assert!(c["rackbench"]
+            .as_str()
+            .unwrap()
+            .starts_with(env!("CARGO_PKG_VERSION")));
     }
     assert_eq!(v[h.names.len()]["host"], "local");
     assert_nothing_left(&h, 10);
@@ -148,10 +167,28 @@ fn an_unknown_or_changed_host_key_is_refused_and_nothing_is_stored() {
     let db = dir.path().join("r.sqlite");
     let (code, _, err) = run_json(&h, &db, &["kv", "-n", "1000", "--sut", "rbh1-badkey"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("host key") && err.contains("rbh1-badkey"), "{err}");
-    assert!(err.contains("ssh-keygen -R") || err.contains("ssh-keyscan"), "says what to run: {err}");
+    assert!(
+        err.contains("host key") && err.contains("rbh1-badkey"),
+        "{err}"
+    );
+    assert!(
+        err.contains("ssh-keygen -R") || err.contains("ssh-keyscan"),
+        "says what to run: {err}"
+    );
     // An unresolvable host is named too.
-    let (code, _, err) = run_json(&h, &db, &["kv", "-n", "1000", "--sut", "rbh1", "--loadgen", "no-such-host.invalid"]);
+    let (code, _, err) = run_json(
+        &h,
+        &db,
+        &[
+            "kv",
+            "-n",
+            "1000",
+            "--sut",
+            "rbh1",
+            "--loadgen",
+            "no-such-host.invalid",
+        ],
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no-such-host.invalid"), "{err}");
     assert_eq!(runs_in(&db), 0, "nothing stored");
@@ -161,8 +198,26 @@ fn an_unknown_or_changed_host_key_is_refused_and_nothing_is_stored() {
 /// A kv run in the background: servers on rbh1, generators on rbh2 (and rbh3).
 fn spawn_kv(h: &TestHosts, db: &std::path::Path, secs: u32, loadgens: &str) -> std::process::Child {
     bin()
-        .args(["--db", db.to_str().unwrap(), "run", "kv", "-t", "get", "-c", "4", "--rate", "2000"])
-        .args(["--duration", &secs.to_string(), "--sut", "rbh1", "--loadgen", loadgens])
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "kv",
+            "-t",
+            "get",
+            "-c",
+            "4",
+            "--rate",
+            "2000",
+        ])
+        .args([
+            "--duration",
+            &secs.to_string(),
+            "--sut",
+            "rbh1",
+            "--loadgen",
+            loadgens,
+        ])
         .args(["--ssh-config", &h.ssh_config, "--json", "-q"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -174,7 +229,10 @@ fn spawn_kv(h: &TestHosts, db: &std::path::Path, secs: u32, loadgens: &str) -> s
 fn agent_pid(ns: &str, within: Duration) -> u32 {
     let deadline = Instant::now() + within;
     loop {
-        if let Some((p, _)) = procs_in(ns).into_iter().find(|(_, c)| c.contains(" agent ")) {
+        if let Some((p, _)) = procs_in(ns)
+            .into_iter()
+            .find(|(_, c)| c.contains(" agent "))
+        {
             return p;
         }
         assert!(Instant::now() < deadline, "no agent appeared on {ns}");
@@ -220,7 +278,8 @@ fn assert_failed_naming(run: &Value, host: &str) {
     let err = r["error"].as_str().unwrap_or_default();
     assert!(err.contains(host), "the error names {host}: {err}");
     assert!(
-        r["metrics"].as_array().is_some_and(|m| !m.is_empty()) || r["histograms"].as_array().is_some_and(|h| !h.is_empty()),
+        r["metrics"].as_array().is_some_and(|m| !m.is_empty())
+            || r["histograms"].as_array().is_some_and(|h| !h.is_empty()),
         "what the other generator measured is kept: {r}"
     );
 }
@@ -238,7 +297,10 @@ fn kill_9_of_an_agent_fails_the_step_naming_its_host_and_keeps_the_rest() {
     unsafe { libc::kill(victim as i32, libc::SIGKILL) };
     let (code, _, err, took) = finish(child, Duration::from_secs(40));
     assert_eq!(code, 1, "{err}");
-    assert!(took < Duration::from_secs(25), "noticed at once, not at the end: {took:?}");
+    assert!(
+        took < Duration::from_secs(25),
+        "noticed at once, not at the end: {took:?}"
+    );
     assert_failed_naming(&latest(&db), "rbh3");
     assert_nothing_left(&h, 15);
 }
@@ -291,7 +353,10 @@ fn a_link_set_down_mid_run_is_noticed_and_nothing_stays_on_either_side() {
     let run = latest(&db);
     let r = run["results"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(r["status"], "failed", "{r}");
-    assert!(r["error"].as_str().unwrap_or_default().contains("rbh2"), "{r}");
+    assert!(
+        r["error"].as_str().unwrap_or_default().contains("rbh2"),
+        "{r}"
+    );
     // Cut off from its controller, the agent on rbh2 stops on its own; rbh1's servers
     // were stopped by the teardown.
     assert_nothing_left(&h, 20);
@@ -306,7 +371,10 @@ fn rackbench_killed_leaves_nothing_running_on_any_host() {
     let mut child = spawn_kv(&h, &db, 30, "rbh2,rbh3");
     agent_pid("rbh3", Duration::from_secs(30));
     std::thread::sleep(Duration::from_secs(3));
-    assert!(!leftovers(&h).is_empty(), "the run is under way on the hosts");
+    assert!(
+        !leftovers(&h).is_empty(),
+        "the run is under way on the hosts"
+    );
     child.kill().unwrap();
     let _ = child.wait();
     assert_nothing_left(&h, 15);

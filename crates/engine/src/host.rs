@@ -141,6 +141,11 @@ pub trait Host: Send + Sync {
     fn clock_offset_s(&self) -> f64 {
         0.0
     }
+    /// How far ahead a common start must be set for a job to reach this host in time
+    /// (none for this machine: the job is already here).
+    fn start_lead(&self) -> Duration {
+        START_LEAD
+    }
     /// Still answering? Some(reason) once the host or its link is gone.
     fn lost(&self) -> Option<String> {
         None
@@ -218,17 +223,36 @@ pub fn drive_all(
     jobs: Vec<(Arc<dyn Host>, DriverJob)>,
     progress: &Arc<Progress>,
 ) -> Vec<anyhow::Result<DriverReport>> {
-    let start_at = SystemTime::now() + START_LEAD;
+    let lead = jobs
+        .iter()
+        .map(|(h, _)| h.start_lead())
+        .max()
+        .unwrap_or_default();
+    let start_at = SystemTime::now() + lead;
     if jobs.len() == 1 {
         let (h, job) = &jobs[0];
         return vec![h.drive(job, start_at, progress)];
     }
+    let jobs = &jobs;
     std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()
-            .map(|(h, job)| {
+            .enumerate()
+            .map(|(i, (h, job))| {
                 let progress = progress.clone();
-                s.spawn(move || h.drive(job, start_at, &progress))
+                s.spawn(move || {
+                    let r = h.drive(job, start_at, &progress);
+                    if r.is_err() {
+                        // One generator is gone: end the others' load now, keeping what
+                        // they measured, rather than letting them run the test out.
+                        for (j, (other, _)) in jobs.iter().enumerate() {
+                            if j != i {
+                                other.interrupt();
+                            }
+                        }
+                    }
+                    r
+                })
             })
             .collect();
         handles

@@ -113,6 +113,10 @@ impl Host for LocalHost {
         lock(&self.address).clone()
     }
 
+    fn start_lead(&self) -> Duration {
+        Duration::ZERO
+    }
+
     fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure> {
         let (proc_root, sys_root) = (PathBuf::from("/proc"), PathBuf::from("/sys"));
         Ok(telemetry::disclosure::collect(

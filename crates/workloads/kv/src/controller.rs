@@ -332,10 +332,36 @@ impl Kv {
                     .iter()
                     .map(|h| (h.started_unix_s, h.ended_unix_s))
                     .collect();
+                // How far apart the generators really began, on the controller's clock
+                // (each host's start corrected by its clock offset), beside how late
+                // the latest woke against the common start on its own clock.
+                let first = windows.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+                let last = windows
+                    .iter()
+                    .map(|w| w.0)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let overlap = window_overlap_s(&windows);
+                let union = windows
+                    .iter()
+                    .map(|w| w.1)
+                    .fold(f64::NEG_INFINITY, f64::max)
+                    - first;
                 step.metrics.extend([
                     Metric::new("start_skew_max_s", skew, "s"),
-                    Metric::new("window_overlap_s", window_overlap_s(&windows), "s"),
+                    Metric::new("start_spread_s", (last - first).max(0.0), "s"),
+                    Metric::new("window_overlap_s", overlap, "s"),
                 ]);
+                // The measurement window is the generators' common time; when it is
+                // much shorter than their union, their figures are not of one moment.
+                if union > 0.0 && overlap < 0.9 * union {
+                    step.flags.push(Flag::warning(
+                        "windows_apart",
+                        format!(
+                            "the generators measured together for only {overlap:.2} s of {union:.2} s: \
+                             their throughputs are not of one moment"
+                        ),
+                    ));
+                }
             }
         }
         if let Some(why) = d.failure() {

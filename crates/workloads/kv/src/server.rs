@@ -42,6 +42,13 @@ pub fn launch(
             .args(["--save", ""])
             .args(["--appendonly", "no"])
             .args(["--daemonize", "no"])
+            // Bound to one address that load generators on other hosts must reach:
+            // protected mode would refuse them (it only admits loopback without a
+            // password). The server listens on that address alone.
+            .args([
+                "--protected-mode",
+                if ip.is_loopback() { "yes" } else { "no" },
+            ])
             .args(["--dir", &dir.to_string_lossy()])
             .args(["--logfile", &log.to_string_lossy()])
             .stdin(Stdio::null())
