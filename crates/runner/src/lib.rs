@@ -172,13 +172,11 @@ fn disclosures(
 ) -> anyhow::Result<Vec<HostDisclosure>> {
     let mut out = Vec::new();
     for h in set.all() {
+        // This machine, when it only drives the others, is the controller.
         let role = roles
             .get(h.name())
             .cloned()
-            .unwrap_or_else(|| "idle".into());
-        if role == "idle" && h.name() == hosts::LOCAL && set.all().len() > 1 {
-            // The controller that only drives others: disclosed as such.
-        }
+            .unwrap_or_else(|| "controller".into());
         let mut d = h
             .disclosure(&role)
             .with_context(|| format!("collecting the disclosure of {}", h.name()))?;
