@@ -164,7 +164,7 @@ fn rank(source: &str) -> u8 {
 }
 
 /// The power figure of one telemetry summary, or why there is none.
-fn power_of_summary(ts: &TelemetrySummary) -> Result<(f64, PowerBasis, String), String> {
+pub(crate) fn power_of_summary(ts: &TelemetrySummary) -> Result<(f64, PowerBasis, String), String> {
     let whole = ts
         .power
         .iter()
@@ -200,7 +200,7 @@ fn power_of_summary(ts: &TelemetrySummary) -> Result<(f64, PowerBasis, String), 
         .unwrap_or_else(|| "no power source was read on this host".to_string()))
 }
 
-fn idle_for(run: &RunRecord, host: &str, source_label: &str) -> Option<f64> {
+pub(crate) fn idle_for(run: &RunRecord, host: &str, source_label: &str) -> Option<f64> {
     let idle = run.idle_power.iter().find(|i| i.host == host)?;
     let (src, zones) = source_label.split_once(' ')?;
     let zones: Vec<&str> = zones.split('+').collect();

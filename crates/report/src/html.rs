@@ -169,6 +169,9 @@ pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
     for wl in &wls {
         let _ = write!(h, r##"<a href="#wl-{0}">{0}</a>"##, esc(wl));
     }
+    if crate::hosts_view::has_hosts(runs) {
+        h.push_str(r##"<a href="#hosts">Hosts</a>"##);
+    }
     h.push_str(r##"<a href="#cpu">CPU</a><a href="#disclosure">Systems</a>"##);
     if tco.is_some() {
         h.push_str(r##"<a href="#tco">TCO</a>"##);
@@ -202,6 +205,7 @@ pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
         let wruns = only_workload(runs, wl);
         workload_section(&mut h, &wruns, wl, &all_charts);
     }
+    h.push_str(&crate::hosts_view::hosts_html(runs));
     h.push_str(r#"<h2 id="cpu">CPU utilisation</h2><p class="muted">Per-CPU mean over the measured (non-warm-up) samples of each run's highest-throughput step, on the system under test (mpstat's arithmetic).</p><div class="grid">"#);
     let cpu: Vec<&Chart> = all_charts.iter().filter(|c| c.section == "cpu").collect();
     if cpu.is_empty() {
@@ -426,6 +430,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
     }
     h.push_str("</div>");
     h.push_str(&crate::views::views_html(runs, wl));
+    h.push_str(&crate::hosts_view::pairs_html(runs, wl));
     efficiency_table(h, runs, &labels);
     h.push_str(r#"<div class="grid">"#);
     for c in mine("power") {

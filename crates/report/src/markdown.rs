@@ -177,6 +177,7 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         m.push_str(&row(&g));
         m.push_str(&row(&a));
         m.push_str(&crate::views::views_markdown(&wr, &wl));
+        m.push_str(&crate::hosts_view::pairs_markdown(&wr, &wl));
         m.push_str("\n### Efficiency (each run's best point)\n\n");
         let eff = derive::efficiency_rows(&wr);
         let unit = eff.first().map(|r| r.3.unit.clone()).unwrap_or_default();
@@ -265,6 +266,7 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
             }
         }
     }
+    m.push_str(&crate::hosts_view::hosts_markdown(runs));
     m.push_str("\n## Systems\n\n");
     let cols: Vec<(usize, &model::HostDisclosure)> = runs
         .iter()

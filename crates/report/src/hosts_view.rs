@@ -1,0 +1,1091 @@
+//! Views of runs that span several hosts: the iperf3 study's per-pair table (each end's
+//! throughput, power, pinned CPUs, and the %CPU and watts each Gbit/s costs it), a
+//! sender x receiver matrix per test, per-host figures per sweep point, and the run's
+//! hosts (address, clock offset, agent). Pure functions of stored runs. A single-host run
+//! yields nothing here, so its report reads exactly as before.
+//!
+//! Each end's figures come from that end's own host: the sender's CPUs from the sender
+//! host's telemetry summary, the receiver's from the receiver's. Repetitions of one sweep
+//! point are summarised by their median (n said); different sweep points are never
+//! mixed. A figure that could not be had reads `n/a`, with its reason said once under
+//! its table, never as 0. Everything from a host or a user goes through `esc` in HTML and
+//! `md` in Markdown.
+
+use std::fmt::Write as _;
+
+use model::{CpuUtil, ResultRecord, RunRecord, Status, TelemetrySummary};
+use serde_json::Value;
+
+use crate::derive::{idle_for, param_str, points, power_of_summary, run_labels, PowerBasis};
+use crate::fmt::{esc, num};
+
+/// Metric names of `net`'s `step_output`: unlabelled = the receiver's figure,
+/// `end=sender` = the sender's.
+const THROUGHPUT: &str = "throughput_gbit_per_s";
+const PACKETS: &str = "packets_per_s";
+const LOSS: &str = "loss_pct";
+/// Parameters the runner stores with a net pair's results, and a many-host kv point's.
+const SENDER_HOST: &str = "sender_host";
+const RECEIVER_HOST: &str = "receiver_host";
+const SENDER_CPUS: &str = "sender_cpus";
+const RECEIVER_CPUS: &str = "receiver_cpus";
+const SUT_HOST: &str = "sut_host";
+const LOADGEN_HOSTS: &str = "loadgen_hosts";
+/// Per-host facts the runner adds to each disclosure.
+const FACT_ADDRESS: &str = "host.address";
+const FACT_CLOCK_OFFSET: &str = "host.clock_offset_s";
+const FACT_AGENT: &str = "rackbench.agent";
+
+/// The seed's per-CPU rows, in its order.
+type CpuField = fn(&CpuUtil) -> f64;
+const CPU_FIELDS: [(&str, CpuField); 5] = [
+    ("%usr", |u| u.usr_pct),
+    ("%sys", |u| u.sys_pct),
+    ("%irq", |u| u.irq_pct),
+    ("%soft", |u| u.soft_pct),
+    ("%idle", |u| u.idle_pct),
+];
+
+/// Not applicable (the diagonal of the matrix, a CPU the end is not pinned to).
+const NOT_APPLICABLE: &str = "—";
+/// Could not be had; the reason is in the table's notes.
+const NA: &str = "n/a";
+
+/// A table of plain text cells (escaped when rendered), with an optional top header row
+/// of spanning groups, and the notes said once under it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostTable {
+    pub caption: String,
+    /// Top header row: (text, columns spanned), covering every column.
+    pub groups: Vec<(String, usize)>,
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// How many leading columns hold text (the rest are figures, right-aligned).
+    pub text_cols: usize,
+    pub notes: Vec<String>,
+}
+
+impl HostTable {
+    /// The row whose first cell is `label`.
+    pub fn row(&self, label: &str) -> Option<&[String]> {
+        self.rows
+            .iter()
+            .find(|r| r.first().map(String::as_str) == Some(label))
+            .map(Vec::as_slice)
+    }
+}
+
+/// Reasons for `n/a` cells, each said once with the hosts it concerns.
+#[derive(Default)]
+struct Reasons(Vec<(String, Vec<String>)>);
+
+impl Reasons {
+    fn add(&mut self, host: &str, reason: impl Into<String>) {
+        let reason = reason.into();
+        match self.0.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, hosts)) => {
+                if !hosts.iter().any(|h| h == host) {
+                    hosts.push(host.to_string());
+                }
+            }
+            None => self.0.push((reason, vec![host.to_string()])),
+        }
+    }
+
+    fn notes(self) -> Vec<String> {
+        self.0
+            .into_iter()
+            .map(|(r, hosts)| format!("{NA} on {}: {r}", hosts.join(", ")))
+            .collect()
+    }
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
+fn valid(r: &ResultRecord) -> bool {
+    r.status == Status::Ok && !r.is_invalid()
+}
+
+fn param(r: &ResultRecord, key: &str) -> Option<String> {
+    r.params.get(key).map(param_str).filter(|s| !s.is_empty())
+}
+
+/// A stored CPU list (`[2, 4]`, `["2-3", 5]`, `"2,4"`); empty = unpinned.
+fn cpu_list(v: Option<&Value>) -> Result<Vec<i32>, String> {
+    let items: Vec<String> = match v {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(a)) => a.iter().map(param_str).collect(),
+        Some(other) => vec![param_str(other)],
+    };
+    let mut out = Vec::new();
+    for item in &items {
+        for part in item.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = || format!("the stored CPU list `{item}` does not read as CPU numbers");
+            match part.split_once('-') {
+                Some((a, b)) => {
+                    let (a, b): (i32, i32) = (
+                        a.trim().parse().map_err(|_| bad())?,
+                        b.trim().parse().map_err(|_| bad())?,
+                    );
+                    // A range larger than any machine's CPU count is not a CPU list.
+                    if a < 0 || b < a || b - a > 65_536 {
+                        return Err(bad());
+                    }
+                    out.extend(a..=b);
+                }
+                None => out.push(part.parse().map_err(|_| bad())?),
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+fn cpu_name(c: i32) -> String {
+    if c < 0 {
+        "all CPUs".to_string()
+    } else {
+        format!("CPU{c}")
+    }
+}
+
+/// One end of a pair: which host, and which CPUs it was pinned to (empty = unpinned).
+struct EndSpec {
+    host: String,
+    sender: bool,
+    cpus: Result<Vec<i32>, String>,
+}
+
+/// One end's figures in one repetition.
+#[derive(Default)]
+struct EndRep {
+    tput: Option<f64>,
+    pps: Option<f64>,
+    loss: Option<f64>,
+    /// (watts, basis, source such as `ipmi-dcmi system`).
+    power: Option<(f64, PowerBasis, String)>,
+    idle: Option<f64>,
+    /// The CPU lines shown for this end: the pinned CPUs, else the all-CPU line (-1).
+    cpus: Vec<(i32, CpuUtil)>,
+    /// Sum of busy % over the pinned CPUs (unpinned: over every CPU), % of one CPU.
+    used: Option<f64>,
+}
+
+fn summary_of<'a>(r: &'a ResultRecord, host: &str) -> Option<&'a TelemetrySummary> {
+    r.telemetry_summary.iter().find(|t| t.host == host)
+}
+
+/// A metric of a result, or the reason the workload gave for its absence.
+fn metric_or_why(r: &ResultRecord, name: &str, end: Option<&str>) -> Result<f64, String> {
+    let found = match end {
+        Some(e) => r.metric(name, &[("end", e)]),
+        None => r.metric(name, &[]),
+    };
+    match found.map(|m| m.value).filter(|v| v.is_finite()) {
+        Some(v) => Ok(v),
+        None => Err(r
+            .missing
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| format!("{name}: {}", m.reason))
+            .unwrap_or_else(|| format!("{name} was not reported"))),
+    }
+}
+
+fn end_rep(
+    run: &RunRecord,
+    r: &ResultRecord,
+    end: &EndSpec,
+    udp: bool,
+    why: &mut Reasons,
+) -> EndRep {
+    let host = end.host.as_str();
+    let which = end.sender.then_some("sender");
+    let mut e = EndRep::default();
+    let take = |res: Result<f64, String>, why: &mut Reasons| match res {
+        Ok(v) => Some(v),
+        Err(reason) => {
+            why.add(host, reason);
+            None
+        }
+    };
+    e.tput = take(metric_or_why(r, THROUGHPUT, which), why);
+    if udp {
+        e.pps = take(metric_or_why(r, PACKETS, which), why);
+        e.loss = take(metric_or_why(r, LOSS, None), why);
+    }
+    let Some(ts) = summary_of(r, host) else {
+        why.add(
+            host,
+            "no telemetry from this host was stored with the result",
+        );
+        return e;
+    };
+    match power_of_summary(ts) {
+        Ok((w, basis, source)) => {
+            e.idle = idle_for(run, host, &source);
+            if e.idle.is_none() {
+                why.add(
+                    host,
+                    format!("idle power: no idle measurement of {source} before the load"),
+                );
+            }
+            e.power = Some((w, basis, source));
+        }
+        Err(reason) => why.add(host, format!("power: {reason}")),
+    }
+    let cpus = match &end.cpus {
+        Ok(c) => c,
+        Err(reason) => {
+            why.add(host, reason.clone());
+            return e;
+        }
+    };
+    let line = |c: i32| ts.cpus.iter().find(|u| u.cpu == c).copied();
+    if cpus.is_empty() {
+        // Unpinned: the all-CPU line's split, and %CPU used over every CPU so that it is
+        // in percent of one CPU, as the pinned ends' figures are.
+        match line(-1) {
+            Some(u) => e.cpus.push((-1, u)),
+            None => why.add(host, "no all-CPU line in this host's telemetry"),
+        }
+        let per_cpu: Vec<f64> = ts
+            .cpus
+            .iter()
+            .filter(|u| u.cpu >= 0)
+            .map(CpuUtil::busy_pct)
+            .collect();
+        if per_cpu.is_empty() {
+            why.add(
+                host,
+                "%CPU used: no per-CPU lines in this host's telemetry (unpinned end)",
+            );
+        } else {
+            e.used = Some(per_cpu.iter().sum());
+        }
+    } else {
+        let mut all = true;
+        for &c in cpus {
+            match line(c) {
+                Some(u) => e.cpus.push((c, u)),
+                None => {
+                    all = false;
+                    why.add(host, format!("CPU{c} is not in this host's telemetry"));
+                }
+            }
+        }
+        if all {
+            e.used = Some(e.cpus.iter().map(|(_, u)| u.busy_pct()).sum());
+        }
+    }
+    e
+}
+
+/// Net results of a run that name their pair, grouped by sweep point: (test, the
+/// parameters other than the pair's hosts) -> pairs in first-seen order -> results.
+#[allow(clippy::type_complexity)]
+fn pair_groups(
+    run: &RunRecord,
+) -> Vec<(String, String, Vec<((String, String), Vec<&ResultRecord>)>)> {
+    let mut out: Vec<(
+        String,
+        std::collections::BTreeMap<String, Value>,
+        Vec<((String, String), Vec<&ResultRecord>)>,
+    )> = Vec::new();
+    for r in run.results.iter().filter(|r| r.workload == "net") {
+        let (Some(s), Some(d)) = (param(r, SENDER_HOST), param(r, RECEIVER_HOST)) else {
+            continue;
+        };
+        let mut rest = r.params.clone();
+        rest.remove(SENDER_HOST);
+        rest.remove(RECEIVER_HOST);
+        let g = match out.iter_mut().position(|g| g.0 == r.test && g.1 == rest) {
+            Some(i) => &mut out[i],
+            None => {
+                out.push((r.test.clone(), rest, Vec::new()));
+                out.last_mut().expect("just pushed")
+            }
+        };
+        match g.2.iter_mut().find(|p| p.0 == (s.clone(), d.clone())) {
+            Some(p) => p.1.push(r),
+            None => g.2.push(((s, d), vec![r])),
+        }
+    }
+    // Parameters that differ between groups of one test name the sweep point.
+    let varying: Vec<String> = {
+        let mut keys: Vec<String> = Vec::new();
+        for (t, p, _) in &out {
+            for (k, v) in p {
+                let differs = out
+                    .iter()
+                    .any(|(t2, p2, _)| t2 == t && p2.get(k) != Some(v));
+                if differs && !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+            }
+        }
+        keys
+    };
+    out.into_iter()
+        .map(|(test, params, pairs)| {
+            let label = params
+                .iter()
+                .filter(|(k, _)| varying.contains(k))
+                .map(|(k, v)| format!("{k}={}", param_str(v)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            (test, label, pairs)
+        })
+        .collect()
+}
+
+/// Throughput unit of a table: Mbit/s when every figure is below 1 Gbit/s (the seed's
+/// small-packet UDP table), else Gbit/s. Returns (multiplier from Gbit/s, unit).
+fn tput_unit(values: &[f64]) -> (f64, &'static str) {
+    if !values.is_empty() && values.iter().all(|v| v.abs() < 1.0) {
+        (1000.0, "Mbit/s")
+    } else {
+        (1.0, "Gbit/s")
+    }
+}
+
+fn who(runs: &[RunRecord], i: usize, labels: &[String]) -> String {
+    if runs.len() > 1 {
+        format!("{}: ", labels[i])
+    } else {
+        String::new()
+    }
+}
+
+/// Watts, with the basis said when it is not measured whole-server power.
+fn watts(w: f64, basis: PowerBasis) -> String {
+    let tag = match basis {
+        PowerBasis::Measured => "",
+        PowerBasis::Modelled => " (modelled)",
+        PowerBasis::Component => " (component)",
+    };
+    format!("{}{tag}", num(w))
+}
+
+fn f2(v: Option<f64>) -> String {
+    v.map_or(NA.to_string(), |v| format!("{v:.2}"))
+}
+
+fn f3(v: Option<f64>) -> String {
+    v.map_or(NA.to_string(), |v| format!("{v:.3}"))
+}
+
+/// The iperf3 study's table, one per test and sweep point: per pair a sender and a
+/// receiver column, each with its own host's figures (median of the repetitions).
+pub fn pair_tables(runs: &[RunRecord]) -> Vec<HostTable> {
+    let labels = run_labels(runs);
+    let mut out = Vec::new();
+    for (ri, run) in runs.iter().enumerate() {
+        for (test, point, pairs) in pair_groups(run) {
+            out.push(pair_table(
+                run,
+                &who(runs, ri, &labels),
+                &test,
+                &point,
+                &pairs,
+            ));
+        }
+    }
+    out
+}
+
+fn pair_table(
+    run: &RunRecord,
+    who: &str,
+    test: &str,
+    point: &str,
+    pairs: &[((String, String), Vec<&ResultRecord>)],
+) -> HostTable {
+    let udp = test.starts_with("udp");
+    let mut why = Reasons::default();
+    let mut left_out = Vec::new();
+    // Per column: (end, figures of each valid repetition, n).
+    let mut cols: Vec<(EndSpec, Vec<EndRep>)> = Vec::new();
+    let mut groups = Vec::new();
+    let mut head = vec![String::new()];
+    for ((s, d), rs) in pairs {
+        let ok: Vec<&ResultRecord> = rs.iter().copied().filter(|r| valid(r)).collect();
+        groups.push((format!("{s} → {d}"), 2));
+        head.push(format!("{s} (sender)"));
+        head.push(format!("{d} (receiver)"));
+        for (host, sender) in [(s, true), (d, false)] {
+            let key = if sender { SENDER_CPUS } else { RECEIVER_CPUS };
+            // Each repetition carries its own parameters; a pair's repetitions share them.
+            let end = EndSpec {
+                host: host.clone(),
+                sender,
+                cpus: cpu_list(rs.first().and_then(|r| r.params.get(key))),
+            };
+            let reps = ok
+                .iter()
+                .map(|r| end_rep(run, r, &end, udp, &mut why))
+                .collect();
+            cols.push((end, reps));
+        }
+        if ok.len() < rs.len() {
+            left_out.push(format!(
+                "{s} → {d}: {} of {} repetitions left out (failed, interrupted or flagged invalid).",
+                rs.len() - ok.len(),
+                rs.len()
+            ));
+        }
+    }
+    let med = |reps: &[EndRep], f: &dyn Fn(&EndRep) -> Option<f64>| -> Option<f64> {
+        median(&reps.iter().filter_map(f).collect::<Vec<_>>())
+    };
+    let tputs: Vec<f64> = cols
+        .iter()
+        .filter_map(|(_, reps)| med(reps, &|e| e.tput))
+        .collect();
+    let (scale, unit) = tput_unit(&tputs);
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut row = |label: String, cell: &dyn Fn(&EndSpec, &[EndRep]) -> String| {
+        let mut r = vec![label];
+        r.extend(cols.iter().map(|(e, reps)| cell(e, reps)));
+        rows.push(r);
+    };
+    row(format!("Throughput ({unit})"), &|_, reps| {
+        med(reps, &|e| e.tput).map_or(NA.into(), |v| num(v * scale))
+    });
+    if udp {
+        row("Packets/s".into(), &|_, reps| {
+            med(reps, &|e| e.pps).map_or(NA.into(), num)
+        });
+        row("Loss %".into(), &|_, reps| f3(med(reps, &|e| e.loss)));
+    }
+    let power_of = |reps: &[EndRep]| -> Option<(f64, Option<f64>, PowerBasis)> {
+        // Only repetitions measured by the first repetition's source are summarised.
+        let (_, basis, source) = reps.iter().find_map(|e| e.power.as_ref())?;
+        let same: Vec<&EndRep> = reps
+            .iter()
+            .filter(|e| e.power.as_ref().is_some_and(|p| &p.2 == source))
+            .collect();
+        let w = median(
+            &same
+                .iter()
+                .filter_map(|e| e.power.as_ref().map(|p| p.0))
+                .collect::<Vec<_>>(),
+        )?;
+        let idle = median(&same.iter().filter_map(|e| e.idle).collect::<Vec<_>>());
+        Some((w, idle, *basis))
+    };
+    row("Power (W)".into(), &|_, reps| {
+        power_of(reps).map_or(NA.into(), |(w, _, basis)| watts(w, basis))
+    });
+    row("Idle power (W)".into(), &|_, reps| {
+        power_of(reps).and_then(|p| p.1).map_or(NA.into(), num)
+    });
+    // CPU rows: every CPU shown for any end of this table; an end's column is filled for
+    // its own CPUs only.
+    let mut shown: Vec<i32> = cols
+        .iter()
+        .flat_map(|(_, reps)| reps.iter().flat_map(|e| e.cpus.iter().map(|c| c.0)))
+        .chain(cols.iter().flat_map(|(e, _)| {
+            e.cpus
+                .as_ref()
+                .map(|c| if c.is_empty() { vec![-1] } else { c.clone() })
+                .unwrap_or_default()
+        }))
+        .collect();
+    shown.sort_unstable();
+    shown.dedup();
+    let mut other_cpu = false;
+    for &c in &shown {
+        for (name, get) in CPU_FIELDS {
+            let mut r = vec![format!("{} {name}", cpu_name(c))];
+            for (end, reps) in &cols {
+                let mine = match &end.cpus {
+                    Ok(l) if l.is_empty() => c == -1,
+                    Ok(l) => l.contains(&c),
+                    Err(_) => false,
+                };
+                if !mine {
+                    other_cpu = true;
+                    r.push(NOT_APPLICABLE.into());
+                    continue;
+                }
+                let v = median(
+                    &reps
+                        .iter()
+                        .filter_map(|e| e.cpus.iter().find(|x| x.0 == c).map(|x| get(&x.1)))
+                        .collect::<Vec<_>>(),
+                );
+                r.push(f2(v));
+            }
+            rows.push(r);
+        }
+    }
+    let mut row = |label: String, cell: &dyn Fn(&[EndRep]) -> String| {
+        let mut r = vec![label];
+        r.extend(cols.iter().map(|(_, reps)| cell(reps)));
+        rows.push(r);
+    };
+    row("%CPU used".into(), &|reps| f2(med(reps, &|e| e.used)));
+    let per_tput = |reps: &[EndRep], v: Option<f64>| -> Option<f64> {
+        let t = med(reps, &|e| e.tput)? * scale;
+        (t > 0.0).then_some(v? / t)
+    };
+    row(format!("CPU/tput (%CPU used per {unit})"), &|reps| {
+        f3(per_tput(reps, med(reps, &|e| e.used)))
+    });
+    row(format!("W/tput (W above idle per {unit})"), &|reps| {
+        f3(per_tput(
+            reps,
+            power_of(reps).and_then(|(w, idle, _)| Some(w - idle?)),
+        ))
+    });
+    row(format!("W per {unit}"), &|reps| {
+        f3(per_tput(reps, power_of(reps).map(|p| p.0)))
+    });
+    row("Repetitions (n)".into(), &|reps| reps.len().to_string());
+    let mut notes = why.notes();
+    notes.extend(left_out);
+    if other_cpu {
+        notes.push(format!(
+            "{NOT_APPLICABLE}: not a CPU this end was pinned to (sender_cpus on the sender host, receiver_cpus on the receiver host; unpinned: the all-CPU line)."
+        ));
+    }
+    notes.push(
+        "Each figure is the median of the pair's valid repetitions (n); CPU/tput and W/tput divide those medians by the end's own throughput (sent at the sender, received at the receiver). %CPU used = sum over the end's CPUs of 100 - %idle - %iowait (an unpinned end: over every CPU), in percent of one CPU."
+        .to_string(),
+    );
+    let point = if point.is_empty() {
+        String::new()
+    } else {
+        format!(" {point}")
+    };
+    HostTable {
+        caption: format!("{who}{test}{point}: each pair's sender and receiver, each end's figures from its own host"),
+        groups: std::iter::once((String::new(), 1)).chain(groups).collect(),
+        head,
+        rows,
+        text_cols: 1,
+        notes,
+    }
+}
+
+/// Per test and sweep point, the received throughput of every measured pair: rows are
+/// senders, columns receivers (median of the repetitions; diagonal `—`).
+pub fn matrices(runs: &[RunRecord]) -> Vec<HostTable> {
+    let labels = run_labels(runs);
+    let mut out = Vec::new();
+    for (ri, run) in runs.iter().enumerate() {
+        for (test, point, pairs) in pair_groups(run) {
+            let mut senders: Vec<&str> = Vec::new();
+            let mut receivers: Vec<&str> = Vec::new();
+            for ((s, d), _) in &pairs {
+                if !senders.contains(&s.as_str()) {
+                    senders.push(s);
+                }
+                if !receivers.contains(&d.as_str()) {
+                    receivers.push(d);
+                }
+            }
+            let value = |s: &str, d: &str| -> Option<Option<f64>> {
+                let (_, rs) = pairs.iter().find(|((a, b), _)| a == s && b == d)?;
+                Some(median(
+                    &rs.iter()
+                        .filter(|r| valid(r))
+                        .filter_map(|r| metric_or_why(r, THROUGHPUT, None).ok())
+                        .collect::<Vec<_>>(),
+                ))
+            };
+            let all: Vec<f64> = pairs
+                .iter()
+                .filter_map(|((s, d), _)| value(s, d).flatten())
+                .collect();
+            let (scale, unit) = tput_unit(&all);
+            let mut rows = Vec::new();
+            let mut absent = false;
+            for s in &senders {
+                let mut r = vec![s.to_string()];
+                for d in &receivers {
+                    r.push(if s == d {
+                        NOT_APPLICABLE.to_string()
+                    } else {
+                        match value(s, d) {
+                            Some(Some(v)) => num(v * scale),
+                            Some(None) => {
+                                absent = true;
+                                NA.to_string()
+                            }
+                            None => "-".to_string(),
+                        }
+                    });
+                }
+                rows.push(r);
+            }
+            let mut notes = vec![format!(
+                "Received throughput in {unit}, median of each pair's valid repetitions; '-': pair not measured."
+            )];
+            if absent {
+                notes.push(format!(
+                    "{NA}: no valid repetition reported a received throughput (see the pair table)."
+                ));
+            }
+            let point = if point.is_empty() {
+                String::new()
+            } else {
+                format!(" {point}")
+            };
+            let mut head = vec!["sender \\ receiver".to_string()];
+            head.extend(receivers.iter().map(|d| d.to_string()));
+            out.push(HostTable {
+                caption: format!(
+                    "{}{test}{point}: sender x receiver ({unit})",
+                    who(runs, ri, &labels)
+                ),
+                groups: vec![],
+                head,
+                rows,
+                text_cols: 1,
+                notes,
+            });
+        }
+    }
+    out
+}
+
+fn many_hosts(run: &RunRecord) -> bool {
+    run.results.iter().any(|r| r.telemetry_summary.len() > 1)
+}
+
+/// Whether the run spans several hosts (and so has a Hosts section).
+fn spans_hosts(run: &RunRecord) -> bool {
+    run.hosts.len() > 1 || many_hosts(run)
+}
+
+/// What each host did in one result, from the parameters the runner stored with it.
+fn role_in(run: &RunRecord, r: &ResultRecord, host: &str) -> String {
+    let mut roles = Vec::new();
+    if param(r, SENDER_HOST).as_deref() == Some(host) {
+        roles.push("sender");
+    }
+    if param(r, RECEIVER_HOST).as_deref() == Some(host) {
+        roles.push("receiver");
+    }
+    if param(r, SUT_HOST).as_deref() == Some(host) {
+        roles.push("sut");
+    }
+    if param(r, LOADGEN_HOSTS).is_some_and(|l| l.split(',').any(|h| h.trim() == host)) {
+        roles.push("loadgen");
+    }
+    let names_roles = [SENDER_HOST, RECEIVER_HOST, SUT_HOST, LOADGEN_HOSTS]
+        .iter()
+        .any(|k| r.params.contains_key(*k));
+    if roles.is_empty() && names_roles {
+        // Sampled while the point ran, but not one of its ends (another pair's host).
+        "idle".to_string()
+    } else if roles.is_empty() {
+        run.hosts
+            .iter()
+            .find(|h| h.host == host)
+            .map_or("-".to_string(), |h| h.role.clone())
+    } else {
+        roles.join("+")
+    }
+}
+
+/// Mean busy % over all CPUs: the all-CPU line, else the mean of the per-CPU lines.
+fn busy_pct(ts: &TelemetrySummary) -> Option<f64> {
+    if let Some(all) = ts.cpus.iter().find(|c| c.cpu == -1) {
+        return Some(all.busy_pct());
+    }
+    let per: Vec<f64> = ts.cpus.iter().map(CpuUtil::busy_pct).collect();
+    (!per.is_empty()).then(|| per.iter().sum::<f64>() / per.len() as f64)
+}
+
+/// Sum of every NIC but loopback, Gbit/s: (rx, tx).
+fn nic_gbit(ts: &TelemetrySummary) -> Option<(f64, f64)> {
+    let nics: Vec<_> = ts.nics.iter().filter(|n| n.name != "lo").collect();
+    (!nics.is_empty()).then(|| {
+        (
+            nics.iter().map(|n| n.rx_bytes_per_s).sum::<f64>() * 8.0 / 1e9,
+            nics.iter().map(|n| n.tx_bytes_per_s).sum::<f64>() * 8.0 / 1e9,
+        )
+    })
+}
+
+/// Per sweep point of a many-host run: each host's role, CPU, NIC traffic and power, and
+/// for a workload with several generators each generator's own headline figure.
+pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
+    let labels = run_labels(runs);
+    let mut out = Vec::new();
+    for (ri, run) in runs.iter().enumerate() {
+        for p in points(ri, run) {
+            if !p.results.iter().any(|r| r.telemetry_summary.len() > 1) {
+                continue;
+            }
+            let ok = p.valid();
+            let headline = p.headline_name().to_string();
+            let gen_metric = |r: &ResultRecord, host: &str| {
+                r.metric(&headline, &[("host", host)])
+                    .map(|m| (m.value, m.unit.clone()))
+            };
+            // The run's hosts in disclosure order, then any other that reported.
+            let mut hosts: Vec<String> = Vec::new();
+            for r in &ok {
+                let labelled = r
+                    .metrics
+                    .iter()
+                    .filter(|m| m.name == headline)
+                    .filter_map(|m| m.labels.get("host").cloned());
+                for h in r
+                    .telemetry_summary
+                    .iter()
+                    .map(|t| t.host.clone())
+                    .chain(labelled)
+                {
+                    if !hosts.contains(&h) {
+                        hosts.push(h);
+                    }
+                }
+            }
+            hosts.sort_by_key(|h| {
+                run.hosts
+                    .iter()
+                    .position(|d| &d.host == h)
+                    .unwrap_or(usize::MAX)
+            });
+            let gen_unit = ok
+                .iter()
+                .flat_map(|r| hosts.iter().filter_map(|h| gen_metric(r, h)))
+                .map(|(_, u)| u)
+                .next();
+            let mut why = Reasons::default();
+            let mut rows = Vec::new();
+            for h in &hosts {
+                let sums: Vec<&TelemetrySummary> =
+                    ok.iter().filter_map(|r| summary_of(r, h)).collect();
+                if sums.is_empty() {
+                    why.add(h, "no telemetry from this host was stored with the result");
+                }
+                let m = |f: &dyn Fn(&TelemetrySummary) -> Option<f64>| {
+                    median(&sums.iter().filter_map(|t| f(t)).collect::<Vec<_>>())
+                };
+                let power: Vec<(f64, PowerBasis)> = sums
+                    .iter()
+                    .filter_map(|t| match power_of_summary(t) {
+                        Ok((w, basis, _)) => Some((w, basis)),
+                        Err(e) => {
+                            why.add(h, format!("power: {e}"));
+                            None
+                        }
+                    })
+                    .collect();
+                let roles: Vec<String> = {
+                    let mut v: Vec<String> = Vec::new();
+                    for r in &p.results {
+                        let role = role_in(run, r, h);
+                        if !v.contains(&role) {
+                            v.push(role);
+                        }
+                    }
+                    v
+                };
+                let mut row = vec![
+                    h.clone(),
+                    roles.join(", "),
+                    f2(m(&busy_pct)),
+                    f3(m(&|t| nic_gbit(t).map(|n| n.0))),
+                    f3(m(&|t| nic_gbit(t).map(|n| n.1))),
+                    median(&power.iter().map(|p| p.0).collect::<Vec<_>>())
+                        .zip(power.first())
+                        .map_or(NA.into(), |(w, p)| watts(w, p.1)),
+                ];
+                if gen_unit.is_some() {
+                    let v: Vec<f64> = ok
+                        .iter()
+                        .filter_map(|r| gen_metric(r, h).map(|x| x.0))
+                        .collect();
+                    row.push(median(&v).map_or("-".into(), num));
+                }
+                rows.push(row);
+            }
+            let mut head: Vec<String> = [
+                "Host",
+                "Role",
+                "CPU busy % (all CPUs)",
+                "NIC rx Gbit/s",
+                "NIC tx Gbit/s",
+                "Power (W)",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            if let Some(u) = &gen_unit {
+                head.push(format!("{headline} per generator ({u})"));
+            }
+            let mut notes = why.notes();
+            let skew = median(
+                &ok.iter()
+                    .filter_map(|r| r.metric("start_skew_max_s", &[]).map(|m| m.value))
+                    .collect::<Vec<_>>(),
+            );
+            let overlap = median(
+                &ok.iter()
+                    .filter_map(|r| r.metric("window_overlap_s", &[]).map(|m| m.value))
+                    .collect::<Vec<_>>(),
+            );
+            if skew.is_some() || overlap.is_some() {
+                notes.push(format!(
+                    "Generators: largest start skew {} ms; measurement windows overlap {} s.",
+                    skew.map_or(NA.into(), |s| format!("{:.3}", s * 1e3)),
+                    overlap.map_or(NA.into(), |o| format!("{o:.3}"))
+                ));
+            }
+            notes.push(format!(
+                "Median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo; CPU busy = 100 - %idle - %iowait.",
+                ok.len(),
+                p.results.len()
+            ));
+            out.push(HostTable {
+                caption: format!(
+                    "{}{} {}: per host",
+                    who(runs, ri, &labels),
+                    p.workload,
+                    p.label()
+                ),
+                groups: vec![],
+                head,
+                rows,
+                text_cols: 2,
+                notes,
+            });
+        }
+    }
+    out
+}
+
+/// The hosts of each run that spans several: role, address, clock offset, agent.
+pub fn hosts_tables(runs: &[RunRecord]) -> Vec<HostTable> {
+    let labels = run_labels(runs);
+    let mut out = Vec::new();
+    for (ri, run) in runs.iter().enumerate().filter(|(_, r)| spans_hosts(r)) {
+        let fact = |h: &model::HostDisclosure, k: &str| h.facts.get(k).map(|f| f.display());
+        let rows = run
+            .hosts
+            .iter()
+            .map(|h| {
+                vec![
+                    h.host.clone(),
+                    h.role.clone(),
+                    fact(h, FACT_ADDRESS).unwrap_or_else(|| "-".into()),
+                    match h.facts.get(FACT_CLOCK_OFFSET) {
+                        Some(f) => match f.value.as_deref().map(str::parse::<f64>) {
+                            Some(Ok(s)) => format!("{:.3}", s * 1e3),
+                            _ => f.display(),
+                        },
+                        None => "-".into(),
+                    },
+                    fact(h, FACT_AGENT).unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        out.push(HostTable {
+            caption: format!("{}hosts of the run", who(runs, ri, &labels)),
+            groups: vec![],
+            head: ["Host", "Role", "Address", "Clock offset (ms)", "rackbench agent"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rows,
+            // The clock offset too: "-" and "unknown (why)" read better left-aligned.
+            text_cols: 5,
+            notes: vec!["Clock offset: the host's clock minus the controller's, measured over the agent connection; '-': this machine, or not measured.".into()],
+        });
+    }
+    out
+}
+
+// ---------------------------------------------------------------- rendering
+
+fn table_html(t: &HostTable) -> String {
+    let mut h = format!("<table><caption>{}</caption>", esc(&t.caption));
+    if !t.groups.is_empty() {
+        h.push_str("<tr>");
+        for (g, span) in &t.groups {
+            let _ = write!(h, r#"<th colspan="{span}">{}</th>"#, esc(g));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("<tr>");
+    for c in &t.head {
+        let _ = write!(h, "<th>{}</th>", esc(c));
+    }
+    h.push_str("</tr>");
+    for r in &t.rows {
+        h.push_str("<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let cls = if i < t.text_cols { "" } else { r#" class="n""# };
+            let _ = write!(h, "<td{cls}>{}</td>", esc(c));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
+    for n in &t.notes {
+        let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
+    }
+    h
+}
+
+/// Text made inert in Markdown: the crate's table-cell escaping (pipes, newlines, `<`,
+/// `>`), and a backslash before the characters that would start emphasis, code, a link
+/// or an image, which the table-cell escaping leaves live.
+pub fn md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for ch in tco::md_cell(s).chars() {
+        if matches!(ch, '`' | '*' | '_' | '[' | ']' | '!' | '~') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn table_md(t: &HostTable) -> String {
+    let mut m = format!("\n{}\n\n", md(&t.caption));
+    // Markdown has no column spans: the group is folded into each column's header.
+    let mut groups = Vec::new();
+    for (g, span) in &t.groups {
+        groups.extend(std::iter::repeat_n(g.as_str(), *span));
+    }
+    let head: Vec<String> = t
+        .head
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match groups.get(i) {
+            Some(g) if !g.is_empty() => md(&format!("{g}: {c}")),
+            _ => md(c),
+        })
+        .collect();
+    let _ = writeln!(m, "| {} |", head.join(" | "));
+    let _ = writeln!(m, "|{}|", vec!["---"; t.head.len()].join("|"));
+    for r in &t.rows {
+        let _ = writeln!(
+            m,
+            "| {} |",
+            r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ")
+        );
+    }
+    for n in &t.notes {
+        let _ = write!(m, "\n{}\n", md(n));
+    }
+    m
+}
+
+/// The net section's "Pairs" (HTML): per test the pair table and the matrix. Empty when
+/// no net result names a sender and a receiver host.
+pub fn pairs_html(runs: &[RunRecord], wl: &str) -> String {
+    if wl != "net" {
+        return String::new();
+    }
+    let (tables, matrices) = (pair_tables(runs), matrices(runs));
+    if tables.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(r#"<h3 id="pairs">Pairs</h3>"#);
+    for (t, m) in tables.iter().zip(&matrices) {
+        h.push_str(&table_html(t));
+        h.push_str(&table_html(m));
+    }
+    h
+}
+
+/// The net section's "Pairs" (Markdown).
+pub fn pairs_markdown(runs: &[RunRecord], wl: &str) -> String {
+    if wl != "net" {
+        return String::new();
+    }
+    let (tables, matrices) = (pair_tables(runs), matrices(runs));
+    if tables.is_empty() {
+        return String::new();
+    }
+    let mut m = String::from("\n### Pairs\n");
+    for (t, x) in tables.iter().zip(&matrices) {
+        m.push_str(&table_md(t));
+        m.push_str(&table_md(x));
+    }
+    m
+}
+
+/// Whether the report has a "Hosts" section (some run spans several hosts).
+pub fn has_hosts(runs: &[RunRecord]) -> bool {
+    runs.iter().any(spans_hosts)
+}
+
+/// The "Hosts" section (HTML): the hosts of each run, then per sweep point each host's
+/// figures. Empty for single-host runs.
+pub fn hosts_html(runs: &[RunRecord]) -> String {
+    if !has_hosts(runs) {
+        return String::new();
+    }
+    let mut h = String::from(r#"<h2 id="hosts">Hosts</h2>"#);
+    for t in hosts_tables(runs).iter().chain(&host_tables(runs)) {
+        h.push_str(&table_html(t));
+    }
+    h
+}
+
+/// The "Hosts" section (Markdown).
+pub fn hosts_markdown(runs: &[RunRecord]) -> String {
+    if !has_hosts(runs) {
+        return String::new();
+    }
+    let mut m = String::from("\n## Hosts\n");
+    for t in hosts_tables(runs).iter().chain(&host_tables(runs)) {
+        m.push_str(&table_md(t));
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_in_every_stored_form() {
+        use serde_json::json;
+        assert_eq!(cpu_list(None), Ok(vec![]));
+        assert_eq!(cpu_list(Some(&json!([]))), Ok(vec![]));
+        assert_eq!(cpu_list(Some(&json!([4, 2]))), Ok(vec![2, 4]));
+        assert_eq!(cpu_list(Some(&json!(["2-3", 5]))), Ok(vec![2, 3, 5]));
+        assert_eq!(cpu_list(Some(&json!("2,4"))), Ok(vec![2, 4]));
+        assert!(cpu_list(Some(&json!(["x"]))).is_err());
+        assert!(cpu_list(Some(&json!(["0-99999999"]))).is_err());
+    }
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn markdown_text_is_inert() {
+        assert_eq!(md("<script>x"), "&lt;script&gt;x");
+        assert_eq!(
+            md("[a](javascript:x) *b* |"),
+            "\\[a\\](javascript:x) \\*b\\* \\|"
+        );
+    }
+}

@@ -1,0 +1,452 @@
+//! Views of runs spanning several hosts, on a 3-host net matrix (6 pairs, tcp) built the
+//! way the runner stores it: each end's figures must come from its own host's telemetry
+//! (every host has different CPU figures, so taking the wrong host's fails), power only
+//! on one host, repetitions summarised by their median; plus a kv run with two generators.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{kv_run, Spec};
+use model::{
+    CpuUtil, Fact, HostDisclosure, IdlePower, Metric, NicRate, PowerSummary, ResultRecord,
+    RunRecord, Status, TelemetrySummary,
+};
+use rackbench_report::{self as report, hosts_view};
+use serde_json::json;
+
+const NO_POWER: &str = "no power source found: no RAPL, IPMI, hwmon (test host)";
+
+/// Host `h`'s CPU line: every host and CPU has its own figures (see `busy`).
+fn cpu(h: usize, c: i32) -> CpuUtil {
+    let usr = h as f64 + 1.0;
+    let sys = 10.0 * (h as f64 + 1.0) + c as f64;
+    let soft = if c < 0 { 3.0 } else { c as f64 * 5.0 };
+    CpuUtil {
+        cpu: c,
+        usr_pct: usr,
+        nice_pct: 0.0,
+        sys_pct: sys,
+        iowait_pct: 1.0,
+        irq_pct: 0.5,
+        soft_pct: soft,
+        steal_pct: 0.0,
+        idle_pct: 100.0 - usr - sys - 0.5 - soft - 1.0,
+    }
+}
+
+/// What `cpu(h, c)` is busy: 100 - idle - iowait.
+fn busy(h: usize, c: i32) -> f64 {
+    let u = cpu(h, c);
+    u.usr_pct + u.sys_pct + u.irq_pct + u.soft_pct
+}
+
+fn summary(name: &str, h: usize) -> TelemetrySummary {
+    let (power, power_missing) = if h == 0 {
+        (
+            vec![PowerSummary {
+                source: "ipmi-dcmi".into(),
+                zone: "system".into(),
+                mean_watts: 200.0,
+                max_watts: 210.0,
+                whole_system: true,
+                modelled: false,
+            }],
+            None,
+        )
+    } else {
+        (vec![], Some(NO_POWER.to_string()))
+    };
+    TelemetrySummary {
+        host: name.into(),
+        samples: 10,
+        cpus: vec![cpu(h, -1), cpu(h, 2), cpu(h, 4)],
+        ctxt_per_s: 1000.0,
+        intr_per_s: 1000.0,
+        nics: vec![
+            NicRate {
+                name: "lo".into(),
+                rx_bytes_per_s: 9e9,
+                tx_bytes_per_s: 9e9,
+                rx_packets_per_s: 0.0,
+                tx_packets_per_s: 0.0,
+                rx_drops_per_s: 0.0,
+                tx_drops_per_s: 0.0,
+            },
+            NicRate {
+                name: "eth0".into(),
+                rx_bytes_per_s: (h as f64 + 1.0) * 1e9 / 8.0,
+                tx_bytes_per_s: (h as f64 + 1.0) * 2e9 / 8.0,
+                rx_packets_per_s: 0.0,
+                tx_packets_per_s: 0.0,
+                rx_drops_per_s: 0.0,
+                tx_drops_per_s: 0.0,
+            },
+        ],
+        disks: vec![],
+        mean_freq_mhz: None,
+        procs: vec![],
+        power,
+        power_missing,
+    }
+}
+
+/// Received Gbit/s of each pair (the sender reports 0.5 more).
+const PAIRS: [((usize, usize), f64); 6] = [
+    ((0, 1), 12.0),
+    ((0, 2), 11.5),
+    ((1, 0), 12.25),
+    ((1, 2), 13.0),
+    ((2, 0), 14.0),
+    ((2, 1), 15.5),
+];
+
+fn result(
+    names: &[&str],
+    test: &str,
+    (s, d): (usize, usize),
+    gbit: f64,
+    rep: u32,
+    template: &ResultRecord,
+) -> ResultRecord {
+    let mut metrics = vec![
+        Metric::new("throughput_gbit_per_s", gbit, "Gbit/s"),
+        Metric::new("throughput_gbit_per_s", gbit + 0.5, "Gbit/s").label("end", "sender"),
+    ];
+    if test.starts_with("udp") {
+        metrics.push(Metric::new("packets_per_s", 350_000.0, "packets/s"));
+        metrics.push(Metric::new("packets_per_s", 360_000.0, "packets/s").label("end", "sender"));
+        metrics.push(Metric::new("loss_pct", 2.5, "%"));
+    }
+    ResultRecord {
+        workload: "net".into(),
+        test: test.into(),
+        step: 0,
+        repetition: rep,
+        params: BTreeMap::from([
+            ("sender_host".to_string(), json!(names[s])),
+            ("receiver_host".to_string(), json!(names[d])),
+            ("sender_cpus".to_string(), json!([2])),
+            ("receiver_cpus".to_string(), json!([4])),
+            ("streams".to_string(), json!(1)),
+        ]),
+        headline: "throughput_gbit_per_s".into(),
+        metrics,
+        missing: vec![],
+        histograms: vec![],
+        telemetry: vec![],
+        // The hosts of the run in another order than the pair's, so that position says
+        // nothing about which end a summary belongs to.
+        telemetry_summary: (0..names.len())
+            .rev()
+            .map(|h| summary(names[h], h))
+            .collect(),
+        flags: vec![],
+        status: Status::Ok,
+        error: None,
+        ..template.clone()
+    }
+}
+
+fn disclosure(name: &str, i: usize) -> HostDisclosure {
+    let mut facts = BTreeMap::from([(
+        "host.address".to_string(),
+        Fact::known(format!("10.0.0.{}", i + 1)),
+    )]);
+    if i > 0 {
+        facts.insert(
+            "host.clock_offset_s".into(),
+            Fact::known(format!("{:.6}", 0.0015 * i as f64)),
+        );
+        facts.insert(
+            "rackbench.agent".into(),
+            Fact::known(format!(
+                "0.1.0 (binary sha256 0123456789abcdef), pid {}",
+                100 + i
+            )),
+        );
+    }
+    HostDisclosure {
+        host: name.into(),
+        role: "sender+receiver".into(),
+        facts,
+    }
+}
+
+/// The 3-host tcp matrix; pair 0 -> 1 repeated (12, 10, 30 Gbit/s and a failed 99).
+fn net_matrix(names: &[&str]) -> RunRecord {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let template = run.results[0].clone();
+    run.results.clear();
+    for (pair, gbit) in PAIRS {
+        run.results
+            .push(result(names, "tcp", pair, gbit, 0, &template));
+    }
+    for (rep, g) in [(1, 10.0), (2, 30.0)] {
+        run.results
+            .push(result(names, "tcp", (0, 1), g, rep, &template));
+    }
+    let mut failed = result(names, "tcp", (0, 1), 99.0, 3, &template);
+    failed.status = Status::Failed;
+    run.results.push(failed);
+    run.results
+        .push(result(names, "udp60", (0, 1), 0.169, 0, &template));
+    for (i, r) in run.results.iter_mut().enumerate() {
+        r.step = i as u32;
+    }
+    run.hosts = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| disclosure(n, i))
+        .collect();
+    run.idle_power = vec![IdlePower {
+        host: names[0].into(),
+        duration_s: 10.0,
+        power: vec![PowerSummary {
+            source: "ipmi-dcmi".into(),
+            zone: "system".into(),
+            mean_watts: 150.0,
+            max_watts: 155.0,
+            whole_system: true,
+            modelled: false,
+        }],
+    }];
+    run
+}
+
+const NAMES: [&str; 3] = ["alpha", "beta", "gamma"];
+
+fn tcp_table(run: &RunRecord) -> hosts_view::HostTable {
+    let tables = hosts_view::pair_tables(std::slice::from_ref(run));
+    assert_eq!(tables.len(), 2, "one table per test: tcp, udp60");
+    tables
+        .into_iter()
+        .find(|t| t.caption.starts_with("tcp"))
+        .expect("tcp table")
+}
+
+/// Column of the pair (s, d)'s sender (receiver = +1), after the row-label column.
+fn col(s: usize, d: usize) -> usize {
+    1 + 2 * PAIRS.iter().position(|p| p.0 == (s, d)).unwrap()
+}
+
+#[test]
+fn pair_table_takes_each_end_from_its_own_host() {
+    let run = net_matrix(&NAMES);
+    let t = tcp_table(&run);
+    // One sender and one receiver column per pair.
+    assert_eq!(t.head.len(), 1 + 12);
+    for ((s, d), gbit) in PAIRS {
+        let c = col(s, d);
+        assert_eq!(t.head[c], format!("{} (sender)", NAMES[s]));
+        assert_eq!(t.head[c + 1], format!("{} (receiver)", NAMES[d]));
+        // Repetitions: the median of the valid ones (12, 10, 30 -> 12), not the mean.
+        let got =
+            |row: &str, i: usize| t.row(row).unwrap_or_else(|| panic!("row {row}"))[i].clone();
+        assert_eq!(got("Throughput (Gbit/s)", c + 1), report::fmt::num(gbit));
+        assert_eq!(got("Throughput (Gbit/s)", c), report::fmt::num(gbit + 0.5));
+        let n = if (s, d) == (0, 1) { "3" } else { "1" };
+        assert_eq!(got("Repetitions (n)", c), n);
+        // The sender's CPU2 from the sender host, the receiver's CPU4 from the receiver.
+        assert_eq!(got("CPU2 %sys", c), format!("{:.2}", cpu(s, 2).sys_pct));
+        assert_eq!(got("CPU2 %usr", c), format!("{:.2}", cpu(s, 2).usr_pct));
+        assert_eq!(got("CPU2 %soft", c), format!("{:.2}", cpu(s, 2).soft_pct));
+        assert_eq!(got("CPU2 %idle", c), format!("{:.2}", cpu(s, 2).idle_pct));
+        assert_eq!(got("CPU4 %sys", c + 1), format!("{:.2}", cpu(d, 4).sys_pct));
+        assert_eq!(got("CPU4 %irq", c + 1), format!("{:.2}", cpu(d, 4).irq_pct));
+        // Not pinned there: not shown, even though the host has the line.
+        assert_eq!(got("CPU4 %sys", c), "—");
+        assert_eq!(got("CPU2 %sys", c + 1), "—");
+        // %CPU used and CPU/tput, each end over its own throughput.
+        assert_eq!(got("%CPU used", c), format!("{:.2}", busy(s, 2)));
+        assert_eq!(got("%CPU used", c + 1), format!("{:.2}", busy(d, 4)));
+        assert_eq!(
+            got("CPU/tput (%CPU used per Gbit/s)", c),
+            format!("{:.3}", busy(s, 2) / (gbit + 0.5))
+        );
+        assert_eq!(
+            got("CPU/tput (%CPU used per Gbit/s)", c + 1),
+            format!("{:.3}", busy(d, 4) / gbit)
+        );
+        // Power only on alpha (200 W, 150 W idle); n/a elsewhere, never 0.
+        for (i, h) in [(c, s), (c + 1, d)] {
+            if h == 0 {
+                assert_eq!(got("Power (W)", i), "200");
+                assert_eq!(got("Idle power (W)", i), "150");
+                let tput = if i == c { gbit + 0.5 } else { gbit };
+                assert_eq!(
+                    got("W/tput (W above idle per Gbit/s)", i),
+                    format!("{:.3}", 50.0 / tput)
+                );
+                assert_eq!(got("W per Gbit/s", i), format!("{:.3}", 200.0 / tput));
+            } else {
+                for row in [
+                    "Power (W)",
+                    "Idle power (W)",
+                    "W/tput (W above idle per Gbit/s)",
+                    "W per Gbit/s",
+                ] {
+                    assert_eq!(got(row, i), "n/a", "{row} of {}", NAMES[h]);
+                }
+            }
+        }
+    }
+    // The reason said once, for both hosts without power.
+    let with_reason: Vec<&String> = t.notes.iter().filter(|n| n.contains(NO_POWER)).collect();
+    assert_eq!(with_reason.len(), 1, "{:?}", t.notes);
+    assert!(with_reason[0].contains("beta, gamma"), "{}", with_reason[0]);
+    assert!(t
+        .notes
+        .iter()
+        .any(|n| n.contains("1 of 4 repetitions left out")));
+    let h = hosts_view::pairs_html(std::slice::from_ref(&run), "net");
+    assert_eq!(
+        h.matches(NO_POWER).count(),
+        2,
+        "once per table: tcp and udp60"
+    );
+}
+
+#[test]
+fn udp_rows_and_small_throughput_in_mbit() {
+    let run = net_matrix(&NAMES);
+    let t = hosts_view::pair_tables(std::slice::from_ref(&run))
+        .into_iter()
+        .find(|t| t.caption.starts_with("udp60"))
+        .unwrap();
+    assert_eq!(t.row("Throughput (Mbit/s)").unwrap()[1..3], ["669", "169"]);
+    assert_eq!(t.row("Packets/s").unwrap()[1..3], ["360,000", "350,000"]);
+    assert_eq!(t.row("Loss %").unwrap()[2], "2.500");
+    assert_eq!(
+        t.row("CPU/tput (%CPU used per Mbit/s)").unwrap()[2],
+        format!("{:.3}", busy(1, 4) / 169.0)
+    );
+}
+
+#[test]
+fn sender_by_receiver_matrix() {
+    let run = net_matrix(&NAMES);
+    let m = hosts_view::matrices(std::slice::from_ref(&run));
+    let tcp = m.iter().find(|t| t.caption.starts_with("tcp")).unwrap();
+    assert_eq!(tcp.head, ["sender \\ receiver", "beta", "gamma", "alpha"]);
+    let cell = |s: &str, d: &str| {
+        let c = tcp.head.iter().position(|h| h == d).unwrap();
+        tcp.row(s).unwrap()[c].clone()
+    };
+    for ((s, d), gbit) in PAIRS {
+        assert_eq!(cell(NAMES[s], NAMES[d]), report::fmt::num(gbit));
+    }
+    for n in NAMES {
+        assert_eq!(cell(n, n), "—");
+    }
+    // udp60 measured one pair only: the others are "not measured", not 0.
+    let udp = m.iter().find(|t| t.caption.starts_with("udp60")).unwrap();
+    assert_eq!(udp.rows, [["alpha", "169"]]);
+}
+
+#[test]
+fn per_host_figures_and_hosts_of_the_run() {
+    let run = net_matrix(&NAMES);
+    let tables = hosts_view::host_tables(std::slice::from_ref(&run));
+    // One per sweep point: six tcp pairs and the udp60 one.
+    assert_eq!(tables.len(), 7);
+    let t = tables
+        .iter()
+        .find(|t| {
+            t.caption.contains("sender_host=beta") && t.caption.contains("receiver_host=gamma")
+        })
+        .unwrap();
+    let beta = t.row("beta").unwrap();
+    assert_eq!(beta[1], "sender");
+    assert_eq!(beta[2], format!("{:.2}", busy(1, -1)));
+    // eth0 only (lo left out): beta receives 2 Gbit/s and sends 4.
+    assert_eq!(beta[3..5], ["2.000", "4.000"]);
+    assert_eq!(beta[5], "n/a");
+    assert_eq!(t.row("gamma").unwrap()[1], "receiver");
+    // Sampled during the point but not one of its ends.
+    assert_eq!(t.row("alpha").unwrap()[1], "idle");
+    assert_eq!(t.row("alpha").unwrap()[5], "200");
+    let hosts = hosts_view::hosts_tables(std::slice::from_ref(&run));
+    assert_eq!(hosts.len(), 1);
+    assert_eq!(
+        hosts[0].row("beta").unwrap(),
+        [
+            "beta",
+            "sender+receiver",
+            "10.0.0.2",
+            "1.500",
+            "0.1.0 (binary sha256 0123456789abcdef), pid 101"
+        ]
+    );
+    assert_eq!(hosts[0].row("alpha").unwrap()[3], "-");
+}
+
+#[test]
+fn kv_generators_each_in_their_own_row() {
+    let mut run = net_matrix(&NAMES);
+    let mut r = run.results[0].clone();
+    r.workload = "kv".into();
+    r.test = "get".into();
+    r.headline = "ops_per_s".into();
+    r.params = BTreeMap::from([
+        ("sut_host".to_string(), json!("alpha")),
+        ("loadgen_hosts".to_string(), json!("beta,gamma")),
+    ]);
+    r.metrics = vec![
+        Metric::new("ops_per_s", 3000.0, "ops/s"),
+        Metric::new("ops_per_s", 1000.0, "ops/s").label("host", "beta"),
+        Metric::new("ops_per_s", 2000.0, "ops/s").label("host", "gamma"),
+        Metric::new("start_skew_max_s", 0.0025, "s"),
+        Metric::new("window_overlap_s", 9.5, "s"),
+    ];
+    run.results = vec![r];
+    let t = &hosts_view::host_tables(std::slice::from_ref(&run))[0];
+    assert_eq!(t.head.last().unwrap(), "ops_per_s per generator (ops/s)");
+    assert_eq!(t.row("alpha").unwrap()[1], "sut");
+    assert_eq!(t.row("alpha").unwrap()[6], "-");
+    assert_eq!(t.row("beta").unwrap()[1], "loadgen");
+    assert_eq!(t.row("beta").unwrap()[6], "1,000");
+    assert_eq!(t.row("gamma").unwrap()[6], "2,000");
+    assert!(t
+        .notes
+        .iter()
+        .any(|n| n.contains("start skew 2.500 ms") && n.contains("overlap 9.500 s")));
+}
+
+#[test]
+fn host_names_are_escaped_in_html_and_inert_in_markdown() {
+    let names = ["alpha", "<script>x", "[b](javascript:x)"];
+    let run = net_matrix(&names);
+    let runs = std::slice::from_ref(&run);
+    let h = report::html(runs, None);
+    assert!(h.contains(r#"<h3 id="pairs">Pairs</h3>"#));
+    assert!(h.contains(r#"<h2 id="hosts">Hosts</h2>"#));
+    assert!(h.contains("&lt;script&gt;x (sender)"));
+    assert!(!h.contains("<script"), "unescaped host name in the HTML");
+    let m = report::markdown(runs, None);
+    assert!(m.contains("### Pairs") && m.contains("## Hosts"));
+    assert!(!m.contains("<script"));
+    // These views' own text (the rest of the export escapes with `tco::md_cell` alone).
+    let m = hosts_view::pairs_markdown(runs, "net") + &hosts_view::hosts_markdown(runs);
+    assert!(m.contains("&lt;script&gt;x"));
+    assert!(!m.contains("<script"));
+    assert!(!m.contains("[b](javascript"), "a live link in the Markdown");
+    assert!(m.contains("\\[b\\](javascript:x)"));
+}
+
+#[test]
+fn single_host_runs_have_no_hosts_views() {
+    let runs = common::two_platforms();
+    assert!(!hosts_view::has_hosts(&runs));
+    assert_eq!(hosts_view::hosts_html(&runs), "");
+    assert_eq!(hosts_view::hosts_markdown(&runs), "");
+    assert!(hosts_view::pair_tables(&runs).is_empty());
+    assert!(hosts_view::host_tables(&runs).is_empty());
+    let h = report::html(&runs, None);
+    assert!(!h.contains(r#"id="hosts""#) && !h.contains(r#"id="pairs""#));
+    assert!(!report::markdown(&runs, None).contains("## Hosts"));
+}
