@@ -172,9 +172,14 @@ impl Ssh {
     pub fn deploy(&self, dest: &str, path: &str) -> anyhow::Result<()> {
         let exe = std::env::current_exe().context("cannot find this rackbench binary")?;
         let q = shell_quote(path);
+        // `ln` publishes the copy without replacing one another host put there first (a
+        // home directory shared by several hosts): a running binary is never replaced.
+        // The prune keeps the three newest copies and never touches this one.
         let script = format!(
-            "umask 077; d=\"$(dirname {q})\"; mkdir -p \"$d\" && t={q}.tmp.$$ && cat > \"$t\" && chmod 700 \"$t\" && mv -f \"$t\" {q} && echo RBCOPIED; \
-             ls -t \"$d\"/rackbench-* 2>/dev/null | tail -n +4 | while read -r old; do rm -f \"$old\"; done"
+            "umask 077; d=\"$(dirname {q})\"; mkdir -p \"$d\" && t={q}.tmp.$$ && cat > \"$t\" && chmod 700 \"$t\" \
+             && {{ ln \"$t\" {q} 2>/dev/null || test -x {q}; }} && rm -f \"$t\" && echo RBCOPIED; \
+             ls -t \"$d\"/rackbench-* 2>/dev/null | grep -v -e '[.]tmp[.]' -e \"^\"{q}\"$\" | tail -n +3 \
+             | while read -r old; do rm -f \"$old\"; done"
         );
         let out = self.run(dest, &script, Some(&exe), Duration::from_secs(300))?;
         if !out.contains("RBCOPIED") {

@@ -144,7 +144,16 @@ fn receiver_binary(plan: &Plan) -> anyhow::Result<PathBuf> {
     if let Some(b) = &plan.cfg.receiver_bin {
         return Ok(PathBuf::from(b));
     }
-    std::env::current_exe().context(
+    // A binary replaced while it runs (a new copy into a cache shared by several hosts)
+    // is still this process's image: /proc/self/exe executes it.
+    let exe = std::env::current_exe();
+    if exe
+        .as_ref()
+        .is_ok_and(|p| p.to_string_lossy().ends_with(" (deleted)"))
+    {
+        return Ok(PathBuf::from("/proc/self/exe"));
+    }
+    exe.context(
         "net: cannot find our own binary to launch the receiver; pass --receiver-bin PATH or --target HOST:PORT",
     )
 }
