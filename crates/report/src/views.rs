@@ -165,17 +165,20 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
 
 // ---------------------------------------------------------------- crypto
 
+/// An RSA table cell: the other swept parameters (`engine=b`), key bits, threads.
+type RsaCell = (String, u64, u64);
+
 fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     // (other swept parameters, bits, threads) -> samples of (signs, verifies) over the
     // repetitions of one sweep point: points that differ in anything but the thread
     // count (shown as columns) are separate rows, never averaged together.
-    let mut cells: BTreeMap<(String, u64, u64), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut cells: BTreeMap<RsaCell, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let points = sweep_points(run, wl, |_| true, true, &["threads"]);
     for (point, r) in points
         .iter()
         .flat_map(|(p, rs)| rs.iter().map(move |r| (p, *r)))
     {
-        let mut mine: BTreeMap<(String, u64, u64), (Option<f64>, Option<f64>)> = BTreeMap::new();
+        let mut mine: BTreeMap<RsaCell, (Option<f64>, Option<f64>)> = BTreeMap::new();
         let test_bits = r
             .test
             .strip_prefix("rsa")

@@ -412,7 +412,7 @@ impl MemWorkload {
 
     /// Whether the bandwidth arrays stream from DRAM: each is at least twice the
     /// last-level cache (or the caches are unknown, and the figures are checked anyway).
-    fn from_dram(&self) -> bool {
+    fn arrays_exceed_caches(&self) -> bool {
         self.caches
             .last()
             .is_none_or(|c| (self.bw_elems * 8) as u64 >= 2 * c.size_bytes)
@@ -455,7 +455,7 @@ impl MemWorkload {
                 .done
                 .store(i as u64 + 1, std::sync::atomic::Ordering::Relaxed);
         }
-        let from_dram = self.from_dram();
+        let from_dram = self.arrays_exceed_caches();
         let dram_peak = if from_dram { self.dram_peak() } else { None };
         let bad = bw::impossible(&figures, from_dram, dram_peak);
         for ((k, t, g), b) in &bad {
