@@ -10,6 +10,7 @@
 //! `_pct`, `_w`, `_per_s`).
 
 pub mod hist;
+pub mod power;
 pub mod telemetry;
 
 use std::collections::BTreeMap;

@@ -3,13 +3,15 @@
 //! unit of throughput (the iperf3 study's CPU/tput and W/tput), the geometric and
 //! arithmetic means of the Redis study's Table A1, and linear extrapolation.
 //!
-//! Power rules: whole-server measured power is preferred; a declared power model is used
-//! but labelled "modelled"; component power (RAPL package + DRAM) is used only with the
-//! label "component"; with none, perf/W is absent and the reason is kept.
+//! Power: the source is chosen by the one rule all of rackbench uses,
+//! [`model::power::headline`] (measured whole server, then a declared model labelled
+//! "modelled", then RAPL package + DRAM labelled "component"); with none, perf/W is
+//! absent and the reason is kept.
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
+use model::power::HeadlinePower;
 use model::{Flag, ResultRecord, RunRecord, Status, TelemetrySummary};
 use serde::{Deserialize, Serialize};
 
@@ -154,63 +156,44 @@ pub fn sut_summary<'a>(run: &RunRecord, r: &'a ResultRecord) -> Option<&'a Telem
         .or_else(|| r.telemetry_summary.first())
 }
 
-fn rank(source: &str) -> u8 {
-    match source {
-        "meter" => 0,
-        "ipmi-dcmi" | "ipmi" => 1,
-        "hwmon" => 2,
-        _ => 5,
+/// The power figure of one telemetry summary (the one rule, [`model::power::headline`]),
+/// or why there is none.
+pub(crate) fn power_of_summary(ts: &TelemetrySummary) -> Result<(HeadlinePower, PowerBasis), String> {
+    match model::power::headline(&ts.power) {
+        Some(h) => {
+            let basis = if h.modelled {
+                PowerBasis::Modelled
+            } else if h.whole_system {
+                PowerBasis::Measured
+            } else {
+                PowerBasis::Component
+            };
+            Ok((h, basis))
+        }
+        None if !ts.power.is_empty() => Err(format!(
+            "no whole-server source, and no RAPL package or DRAM zone among the power read ({})",
+            ts.power
+                .iter()
+                .map(|p| format!("{} {}", p.source, p.zone))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        None => Err(ts
+            .power_missing
+            .clone()
+            .unwrap_or_else(|| "no power source was read on this host".to_string())),
     }
 }
 
-/// The power figure of one telemetry summary, or why there is none.
-pub(crate) fn power_of_summary(ts: &TelemetrySummary) -> Result<(f64, PowerBasis, String), String> {
-    let whole = ts
-        .power
-        .iter()
-        .filter(|p| p.whole_system)
-        .min_by_key(|p| (p.modelled, rank(&p.source)));
-    if let Some(p) = whole {
-        let basis = if p.modelled {
-            PowerBasis::Modelled
-        } else {
-            PowerBasis::Measured
-        };
-        return Ok((p.mean_watts, basis, format!("{} {}", p.source, p.zone)));
-    }
-    // Component power: sum the zones of the first component source (package + DRAM of
-    // every socket), never mixing two sources that may overlap.
-    if let Some(first) = ts.power.iter().find(|p| !p.whole_system && !p.modelled) {
-        let zones: Vec<_> = ts
-            .power
-            .iter()
-            .filter(|p| p.source == first.source && !p.whole_system && !p.modelled)
-            .collect();
-        let w = zones.iter().map(|p| p.mean_watts).sum();
-        let names: Vec<&str> = zones.iter().map(|p| p.zone.as_str()).collect();
-        return Ok((
-            w,
-            PowerBasis::Component,
-            format!("{} {}", first.source, names.join("+")),
-        ));
-    }
-    Err(ts
-        .power_missing
-        .clone()
-        .unwrap_or_else(|| "no power source was read on this host".to_string()))
+/// `ipmi-dcmi system`, `rapl package-0+dram-0`: how the report names a figure's source.
+pub(crate) fn source_label(h: &HeadlinePower) -> String {
+    format!("{} {}", h.source, h.zones.join("+"))
 }
 
-pub(crate) fn idle_for(run: &RunRecord, host: &str, source_label: &str) -> Option<f64> {
+/// The same source measured idle on `host`, when the run has every zone of it.
+pub(crate) fn idle_for(run: &RunRecord, host: &str, h: &HeadlinePower) -> Option<f64> {
     let idle = run.idle_power.iter().find(|i| i.host == host)?;
-    let (src, zones) = source_label.split_once(' ')?;
-    let zones: Vec<&str> = zones.split('+').collect();
-    let found: Vec<f64> = idle
-        .power
-        .iter()
-        .filter(|p| p.source == src && zones.contains(&p.zone.as_str()))
-        .map(|p| p.mean_watts)
-        .collect();
-    (found.len() == zones.len()).then(|| found.iter().sum())
+    model::power::same_source_watts(h, &idle.power)
 }
 
 impl<'a> Point<'a> {
@@ -350,7 +333,7 @@ impl<'a> Point<'a> {
     /// Mean power on the system under test over valid repetitions, or why there is none.
     pub fn power(&self) -> Result<PowerFigure, String> {
         let mut ws = Vec::new();
-        let mut chosen: Option<(PowerBasis, String, String)> = None;
+        let mut chosen: Option<(PowerBasis, HeadlinePower, String)> = None;
         let mut why = None;
         for r in self.valid() {
             let Some(ts) = sut_summary(self.run, r) else {
@@ -358,21 +341,23 @@ impl<'a> Point<'a> {
                 continue;
             };
             match power_of_summary(ts) {
-                Ok((w, basis, src)) => {
-                    if !matches!(&chosen, Some(c) if c.0 != basis || c.1 != src) {
-                        chosen = Some((basis, src, ts.host.clone()));
-                        ws.push(w);
+                Ok((h, basis)) => {
+                    // Only repetitions whose figure has the first one's source are averaged.
+                    if !matches!(&chosen, Some(c) if c.0 != basis || c.1.provenance != h.provenance)
+                    {
+                        ws.push(h.mean_watts);
+                        chosen = Some((basis, h, ts.host.clone()));
                     }
                 }
                 Err(e) => why = Some(e),
             }
         }
         match (chosen, stats::mean(&ws)) {
-            (Some((basis, source, host)), Some(w)) => Ok(PowerFigure {
+            (Some((basis, h, host)), Some(w)) => Ok(PowerFigure {
                 watts: w,
                 basis,
-                idle_w: idle_for(self.run, &host, &source),
-                source,
+                idle_w: idle_for(self.run, &host, &h),
+                source: source_label(&h),
             }),
             _ => Err(why.unwrap_or_else(|| "no valid result".to_string())),
         }

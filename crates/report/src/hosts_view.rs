@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use model::{CpuUtil, ResultRecord, RunRecord, Status, TelemetrySummary};
 use serde_json::Value;
 
-use crate::derive::{idle_for, param_str, points, power_of_summary, run_labels, PowerBasis};
+use crate::derive::{idle_for, param_str, points, power_of_summary, run_labels, source_label, PowerBasis};
 use crate::fmt::{esc, num};
 
 /// Metric names of `net`'s `step_output`: unlabelled = the receiver's figure,
@@ -235,8 +235,9 @@ fn end_rep(
         return e;
     };
     match power_of_summary(ts) {
-        Ok((w, basis, source)) => {
-            e.idle = idle_for(run, host, &source);
+        Ok((h, basis)) => {
+            let (w, source) = (h.mean_watts, source_label(&h));
+            e.idle = idle_for(run, host, &h);
             if e.idle.is_none() {
                 why.add(
                     host,
@@ -784,7 +785,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 let power: Vec<(f64, PowerBasis)> = sums
                     .iter()
                     .filter_map(|t| match power_of_summary(t) {
-                        Ok((w, basis, _)) => Some((w, basis)),
+                        Ok((h, basis)) => Some((h.mean_watts, basis)),
                         Err(e) => {
                             why.add(h, format!("power: {e}"));
                             None

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use model::{ResultRecord, RunRecord, Status};
 
-use crate::derive::run_labels;
+use crate::derive::{self, run_labels, Point};
 use crate::fmt::{esc, num, si};
 use crate::svg::{self, BarSeries, LineSeries, Scale};
 
@@ -64,6 +64,48 @@ fn ok_results<'a>(run: &'a RunRecord, wl: &'a str) -> impl Iterator<Item = &'a R
     run.results
         .iter()
         .filter(move |r| r.workload == wl && r.status != Status::Failed)
+}
+
+/// The sweep points of workload `wl` in `run` whose test passes `test`, in run order:
+/// each is a test at one set of parameters with its usable repetitions, the only
+/// results a view may average. Labelled by the test (unless `skip_test`) and the
+/// parameters that vary among them, less `skip` (`tcp streams=2`).
+fn sweep_points<'a>(
+    run: &'a RunRecord,
+    wl: &str,
+    test: impl Fn(&str) -> bool,
+    skip_test: bool,
+    skip: &[&str],
+) -> Vec<(String, Vec<&'a ResultRecord>)> {
+    let pts: Vec<Point> = derive::points(0, run)
+        .into_iter()
+        .filter(|p| p.workload == wl && test(&p.test))
+        .collect();
+    let varying = derive::varying_params(&pts);
+    let fixed: Vec<&str> = pts
+        .first()
+        .map(|p| p.params.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let mut skip: Vec<&str> = skip.to_vec();
+    skip.extend(fixed.iter().filter(|k| !varying.iter().any(|v| v == *k)));
+    pts.iter()
+        .map(|p| {
+            let params = p.param_label(&skip);
+            let label = match (skip_test, params.is_empty()) {
+                (true, _) => params,
+                (false, true) => p.test.clone(),
+                (false, false) => format!("{} {params}", p.test),
+            };
+            let rs = p
+                .results
+                .iter()
+                .copied()
+                .filter(|r| r.status != Status::Failed)
+                .collect();
+            (label, rs)
+        })
+        .filter(|(_, rs): &(String, Vec<&ResultRecord>)| !rs.is_empty())
+        .collect()
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -123,11 +165,20 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
 
 // ---------------------------------------------------------------- crypto
 
+/// An RSA table cell: the other swept parameters (`engine=b`), key bits, threads.
+type RsaCell = (String, u64, u64);
+
 fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    // (bits, threads) -> samples of (signs, verifies) over repetitions.
-    let mut cells: BTreeMap<(u64, u64), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for r in ok_results(run, wl) {
-        let mut mine: BTreeMap<(u64, u64), (Option<f64>, Option<f64>)> = BTreeMap::new();
+    // (other swept parameters, bits, threads) -> samples of (signs, verifies) over the
+    // repetitions of one sweep point: points that differ in anything but the thread
+    // count (shown as columns) are separate rows, never averaged together.
+    let mut cells: BTreeMap<RsaCell, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let points = sweep_points(run, wl, |_| true, true, &["threads"]);
+    for (point, r) in points
+        .iter()
+        .flat_map(|(p, rs)| rs.iter().map(move |r| (p, *r)))
+    {
+        let mut mine: BTreeMap<RsaCell, (Option<f64>, Option<f64>)> = BTreeMap::new();
         let test_bits = r
             .test
             .strip_prefix("rsa")
@@ -157,7 +208,7 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 continue;
             }
             let Some(t) = threads else { continue };
-            let e = mine.entry((bits, t)).or_default();
+            let e = mine.entry((point.clone(), bits, t)).or_default();
             if is_sign {
                 e.0 = Some(m.value);
             } else {
@@ -173,9 +224,9 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     if cells.is_empty() {
         return None;
     }
-    let mut bits: Vec<u64> = cells.keys().map(|k| k.0).collect();
+    let mut bits: Vec<(String, u64)> = cells.keys().map(|k| (k.0.clone(), k.1)).collect();
     bits.dedup();
-    let mut threads: Vec<u64> = cells.keys().map(|k| k.1).collect();
+    let mut threads: Vec<u64> = cells.keys().map(|k| k.2).collect();
     threads.sort_unstable();
     threads.dedup();
     let mut head = vec!["RSA key (bits)".to_string()];
@@ -186,11 +237,16 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     head.push("peak signs/s at".into());
     let mut rows = Vec::new();
     let mut series = Vec::new();
-    for (i, b) in bits.iter().enumerate() {
-        let mut row = vec![b.to_string()];
+    for (i, (point, b)) in bits.iter().enumerate() {
+        let name = if point.is_empty() {
+            b.to_string()
+        } else {
+            format!("{b} {point}")
+        };
+        let mut row = vec![name.clone()];
         let mut pts = Vec::new();
         for t in &threads {
-            let c = cells.get(&(*b, *t));
+            let c = cells.get(&(point.clone(), *b, *t));
             let s = c.and_then(|c| mean(&c.0));
             let v = c.and_then(|c| mean(&c.1));
             row.push(s.map_or("-".into(), num));
@@ -203,7 +259,7 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         row.push(peak.map_or("-".into(), |p| format!("{} threads", p.0)));
         rows.push(row);
         series.push(LineSeries {
-            name: format!("RSA-{b}"),
+            name: format!("RSA-{name}"),
             points: pts,
             color: i,
             dash: 0,
@@ -226,9 +282,7 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         title: format!("{who}RSA sign and verify throughput"),
         figures: vec![(title, fig)],
         tables: vec![Table {
-            caption:
-                "RSA operations per second by key size and thread count (mean over repetitions)"
-                    .into(),
+            caption: "RSA operations per second by key size and thread count (mean over the repetitions of each sweep point)".into(),
             head,
             rows,
         }],
@@ -466,38 +520,51 @@ fn latency_curve_svg(title: &str, curve: &[(f64, f64)], plats: &[Plateau]) -> St
 }
 
 fn mem_bandwidth(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    // kind -> threads -> samples.
-    let mut cells: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
-    for r in ok_results(run, wl).filter(|r| r.test == "bandwidth") {
-        for m in r.metrics.iter().filter(|m| m.name == "bandwidth_gb_per_s") {
-            let (Some(k), Some(t)) = (
-                m.labels.get("kind"),
-                m.labels.get("threads").and_then(|t| t.parse::<u64>().ok()),
-            ) else {
-                continue;
-            };
-            cells
-                .entry(k.clone())
-                .or_default()
-                .entry(t)
-                .or_default()
-                .push(m.value);
+    // (sweep point, threads) -> kind -> samples over that point's repetitions only: two
+    // array sizes are two columns, never one mean.
+    let mut cols: Vec<(String, u64)> = Vec::new();
+    let mut cells: BTreeMap<String, BTreeMap<(String, u64), Vec<f64>>> = BTreeMap::new();
+    for (point, rs) in sweep_points(run, wl, |t| t == "bandwidth", true, &[]) {
+        for r in rs {
+            for m in r.metrics.iter().filter(|m| m.name == "bandwidth_gb_per_s") {
+                let (Some(k), Some(t)) = (
+                    m.labels.get("kind"),
+                    m.labels.get("threads").and_then(|t| t.parse::<u64>().ok()),
+                ) else {
+                    continue;
+                };
+                let col = (point.clone(), t);
+                if !cols.contains(&col) {
+                    cols.push(col.clone());
+                }
+                cells
+                    .entry(k.clone())
+                    .or_default()
+                    .entry(col)
+                    .or_default()
+                    .push(m.value);
+            }
         }
     }
     if cells.is_empty() {
         return None;
     }
+    cols.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let col_name = |(p, t): &(String, u64)| {
+        if p.is_empty() {
+            format!("{t} thread(s)")
+        } else {
+            format!("{p} · {t} thread(s)")
+        }
+    };
     let kinds: Vec<String> = cells.keys().cloned().collect();
-    let mut threads: Vec<u64> = cells.values().flat_map(|m| m.keys().copied()).collect();
-    threads.sort_unstable();
-    threads.dedup();
-    let series: Vec<BarSeries> = threads
+    let series: Vec<BarSeries> = cols
         .iter()
-        .map(|t| BarSeries {
-            name: format!("{t} thread(s)"),
+        .map(|c| BarSeries {
+            name: col_name(c),
             values: kinds
                 .iter()
-                .map(|k| cells[k].get(t).and_then(|v| mean(v)))
+                .map(|k| cells[k].get(c).and_then(|v| mean(v)))
                 .collect(),
             warn: vec![false; kinds.len()],
         })
@@ -505,14 +572,20 @@ fn mem_bandwidth(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let title = format!("{who}memory bandwidth by kernel and threads");
     let fig = svg::bar_chart(&title, "GB/s", &kinds, &series);
     let mut head = vec!["Kernel".to_string()];
-    head.extend(threads.iter().map(|t| format!("{t} thr (GB/s)")));
+    head.extend(cols.iter().map(|(p, t)| {
+        if p.is_empty() {
+            format!("{t} thr (GB/s)")
+        } else {
+            format!("{p} {t} thr (GB/s)")
+        }
+    }));
     let rows = kinds
         .iter()
         .map(|k| {
             let mut row = vec![k.clone()];
-            row.extend(threads.iter().map(|t| {
+            row.extend(cols.iter().map(|c| {
                 cells[k]
-                    .get(t)
+                    .get(c)
                     .and_then(|v| mean(v))
                     .map_or("-".into(), |v| format!("{v:.2}"))
             }));
@@ -534,20 +607,17 @@ fn mem_bandwidth(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 // ---------------------------------------------------------------- net
 
 fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    // test -> list of per-result figures.
-    let mut tests: Vec<(String, Vec<&ResultRecord>)> = Vec::new();
-    for r in ok_results(run, wl) {
-        if metric(r, "throughput_gbit_per_s", &[]).is_none() {
-            continue;
-        }
-        // Results of one test are repetitions: the run's plan is in every result's
-        // params, so the test name alone is the category.
-        let key = r.test.clone();
-        match tests.iter_mut().find(|t| t.0 == key) {
-            Some(t) => t.1.push(r),
-            None => tests.push((key, vec![r])),
-        }
-    }
+    // Sweep point (`tcp streams=2`) -> its repetitions: only those are averaged.
+    let tests: Vec<(String, Vec<&ResultRecord>)> = sweep_points(run, wl, |_| true, false, &[])
+        .into_iter()
+        .filter_map(|(k, rs)| {
+            let rs: Vec<&ResultRecord> = rs
+                .into_iter()
+                .filter(|r| metric(r, "throughput_gbit_per_s", &[]).is_some())
+                .collect();
+            (!rs.is_empty()).then_some((k, rs))
+        })
+        .collect();
     if tests.is_empty() {
         return None;
     }
@@ -600,11 +670,9 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         title: format!("{who}network throughput and CPU cost"),
         figures: vec![(title, fig)],
         tables: vec![Table {
-            caption:
-                "Throughput (received) with the CPU it cost at each end (mean over repetitions)"
-                    .into(),
+            caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions)".into(),
             head: [
-                "Test",
+                "Test and parameters",
                 "Gbit/s",
                 "Sender CPU %",
                 "Receiver CPU %",

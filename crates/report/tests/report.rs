@@ -481,3 +481,130 @@ bom = [{ name = "Server", unit_cost = 6000 }]
     assert!(t.platforms[0].power_modelled);
     assert!(t.notes.iter().any(|n| n.contains("MODELLED")));
 }
+
+/// Issue 13: the sampler, the report and the TCO calculator each chose the server's power
+/// in their own way (and the report added RAPL core/uncore on top of their package).
+/// Every combination of sources now gives one answer, [`model::power::headline`]'s.
+#[test]
+fn report_and_tco_take_the_one_headline_power_rule() {
+    let ps = |source: &str, zone: &str, w: f64, whole: bool| PowerSummary {
+        source: source.into(),
+        zone: zone.into(),
+        mean_watts: w,
+        max_watts: w,
+        whole_system: whole,
+        modelled: source == "model",
+    };
+    let rapl = || {
+        vec![
+            ps("rapl", "package-0", 100.0, false),
+            ps("rapl", "core-0", 80.0, false),
+            ps("rapl", "uncore-0", 6.0, false),
+            ps("rapl", "package-0-core", 70.0, false),
+            ps("rapl", "dram-0", 10.0, false),
+        ]
+    };
+    let with = |mut v: Vec<PowerSummary>, extra: &[PowerSummary]| {
+        v.extend_from_slice(extra);
+        v
+    };
+    // Sources read, and the figure expected: watts, basis, source.
+    type Want = Option<(f64, report::PowerBasis, &'static str)>;
+    let combos: Vec<(&str, Vec<PowerSummary>, Want)> = vec![
+        (
+            "meter+ipmi",
+            vec![
+                ps("ipmi-dcmi", "system", 410.0, true),
+                ps("meter", "system", 430.0, true),
+            ],
+            Some((430.0, report::PowerBasis::Measured, "meter system")),
+        ),
+        (
+            "ipmi+rapl",
+            with(rapl(), &[ps("ipmi-dcmi", "system", 410.0, true)]),
+            Some((410.0, report::PowerBasis::Measured, "ipmi-dcmi system")),
+        ),
+        (
+            "hwmon",
+            vec![ps("hwmon", "power_meter/power1", 250.0, true)],
+            Some((
+                250.0,
+                report::PowerBasis::Measured,
+                "hwmon power_meter/power1",
+            )),
+        ),
+        (
+            "rapl with subzones",
+            rapl(),
+            Some((
+                110.0,
+                report::PowerBasis::Component,
+                "rapl package-0+dram-0",
+            )),
+        ),
+        (
+            "model+rapl",
+            with(rapl(), &[ps("model", "system", 300.0, true)]),
+            Some((300.0, report::PowerBasis::Modelled, "model system")),
+        ),
+        ("nothing", vec![], None),
+    ];
+    for (name, power, want) in combos {
+        let mut run = kv_run(&Spec {
+            power: Power::None,
+            reps: 1,
+            instances: &[2],
+            ..Spec::default()
+        });
+        for r in &mut run.results {
+            for ts in &mut r.telemetry_summary {
+                ts.power = power.clone();
+            }
+        }
+        let eff = report::derive::points(0, &run)[0].efficiency().unwrap();
+        let tco = tco::from_run(
+            &run,
+            &tco::Plan::from_toml(
+                r#"years = 3
+energy_price_per_kwh = 0.10
+pue = 1.5
+[rack]
+power_budget_w = 10000
+reserved_w = 500
+rack_units = 40
+[[platform]]
+name = "x86"
+run = "x86-a"
+bom = [{ name = "Server", unit_cost = 5000 }]
+"#,
+            )
+            .unwrap()
+            .platforms[0],
+        );
+        let rule = model::power::headline(&power);
+        match want {
+            Some((w, basis, source)) => {
+                let p = eff.power.as_ref().unwrap();
+                assert_eq!(
+                    (p.watts, p.basis, p.source.as_str()),
+                    (w, basis, source),
+                    "{name}"
+                );
+                assert_eq!(rule.as_ref().map(|h| h.mean_watts), Some(w), "{name}");
+                // A rack model takes whole-server watts only, the same figure.
+                match &tco.power_w {
+                    Some(t) => assert_eq!(
+                        (t.value, basis != report::PowerBasis::Component),
+                        (w, true),
+                        "{name}"
+                    ),
+                    None => assert_eq!(basis, report::PowerBasis::Component, "{name}"),
+                }
+            }
+            None => {
+                assert!(eff.power.is_err(), "{name}");
+                assert!(rule.is_none() && tco.power_w.is_none(), "{name}");
+            }
+        }
+    }
+}

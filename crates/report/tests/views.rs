@@ -391,3 +391,90 @@ fn view_figures_are_standalone_svg_files() {
     let files = report::svg_charts(&[net_run()]);
     assert!(!files.iter().any(|f| f.0.starts_with("view_memory")));
 }
+
+/// Issue 13: `run net --tests tcp --streams 1,2` (37.9 and 67.7 Gbit/s) was shown as
+/// "tcp 52.80 Gbit/s (mean over repetitions)". Sweep points are rows of their own,
+/// labelled by what varies; only true repetitions of one point are averaged.
+#[test]
+fn sweep_points_are_never_averaged_as_repetitions() {
+    let tcp = |g: f64| vec![Metric::new("throughput_gbit_per_s", g, "Gbit/s")];
+    let p = |streams: u32| serde_json::json!({ "tests": ["tcp"], "streams": streams, "time": 10 });
+    let mut r = run(
+        "net-sweep",
+        "net",
+        vec![
+            ("tcp", p(1), tcp(37.9)),
+            ("tcp", p(1), tcp(38.1)),
+            ("tcp", p(2), tcp(67.7)),
+        ],
+    );
+    // The second result is a repetition of the first point (same test, same params).
+    r.results[1].repetition = 1;
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| tcp streams=1 | 38.00 |"), "{m}");
+    assert!(m.contains("| tcp streams=2 | 67.70 |"), "{m}");
+    // The parameters that do not vary are not in the view's labels.
+    assert!(!m.contains("| tcp streams=1 time=10"), "{m}");
+    let h = report::html(std::slice::from_ref(&r), None);
+    for text in [&m, &h] {
+        assert!(
+            !text.contains("52.80") && !text.contains("47.90"),
+            "averaged: {text}"
+        );
+    }
+    assert!(h.contains("tcp streams=2"));
+}
+
+#[test]
+fn mem_bandwidth_of_two_array_sizes_is_two_columns() {
+    let bw = |g: f64| {
+        vec![Metric::new("bandwidth_gb_per_s", g, "GB/s")
+            .label("kind", "triad")
+            .label("threads", 1)]
+    };
+    let r = run(
+        "mem-sweep",
+        "mem",
+        vec![
+            (
+                "bandwidth",
+                serde_json::json!({ "bw_size": "1M" }),
+                bw(90.0),
+            ),
+            (
+                "bandwidth",
+                serde_json::json!({ "bw_size": "1G" }),
+                bw(10.0),
+            ),
+        ],
+    );
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("bw_size=1M 1 thr (GB/s)"), "{m}");
+    assert!(m.contains("| triad | 10.00 | 90.00 |"), "{m}");
+    assert!(!m.contains("50.00"), "averaged: {m}");
+}
+
+#[test]
+fn crypto_points_that_differ_beyond_threads_are_separate_rows() {
+    let sign = |s: f64| vec![Metric::new("signs_per_s", s, "ops/s")];
+    let r = run(
+        "crypto-sweep",
+        "crypto",
+        vec![
+            (
+                "rsa2048",
+                serde_json::json!({ "threads": 1, "engine": "a" }),
+                sign(2000.0),
+            ),
+            (
+                "rsa2048",
+                serde_json::json!({ "threads": 1, "engine": "b" }),
+                sign(3000.0),
+            ),
+        ],
+    );
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| 2048 engine=a | 2,000 |"), "{m}");
+    assert!(m.contains("| 2048 engine=b | 3,000 |"), "{m}");
+    assert!(!m.contains("2,500"), "averaged: {m}");
+}

@@ -1,10 +1,11 @@
 //! Taking a platform's power and performance from a stored run (pure: the CLI loads the
 //! run from the store and hands it here).
 //!
-//! Power must be whole-server to be used in a rack model: an IPMI/DCMI reading, a wall
-//! meter or a hwmon sensor flagged whole-system. RAPL package/DRAM power is a component
-//! and is refused with a reason (a rack is filled by wall watts, not package watts).
-//! Power from a declared model is used but carried as modelled.
+//! The power source is the one every part of rackbench uses, [`model::power::headline`].
+//! It must be whole-server to be used in a rack model (a wall meter, IPMI DCMI, a
+//! whole-system hwmon sensor, or a declared model, carried as modelled); RAPL
+//! package/DRAM power is a component and is refused with a reason (a rack is filled by
+//! wall watts, not package watts).
 
 use std::collections::BTreeMap;
 
@@ -14,16 +15,6 @@ use crate::compute::{FromRun, Sourced};
 use crate::plan::{PerfFrom, Platform};
 
 /// Order of preference among whole-server sources: a meter at the wall first.
-fn source_rank(source: &str) -> u8 {
-    match source {
-        "meter" => 0,
-        "ipmi-dcmi" | "ipmi" => 1,
-        "hwmon" => 2,
-        "model" => 9,
-        _ => 5,
-    }
-}
-
 fn param_matches(have: Option<&serde_json::Value>, want: &serde_json::Value) -> bool {
     let Some(have) = have else { return false };
     if have == want {
@@ -167,23 +158,23 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                     missing.push(m.clone());
                 }
             }
-            for c in ts.power.iter().filter(|s| !s.whole_system) {
-                let z = format!("{} {}", c.source, c.zone);
-                if !components.contains(&z) {
-                    components.push(z);
+            // The one headline rule; a rack is filled by whole-server watts, so a
+            // component figure (RAPL) is named in the refusal but never used.
+            match model::power::headline(&ts.power) {
+                Some(h) if h.whole_system => {
+                    let key = (h.source.clone(), h.zones.join("+"), h.modelled);
+                    if !matches!(&chosen, Some(c) if c != &key) {
+                        chosen = Some(key);
+                        per_step.push(h.mean_watts);
+                    }
                 }
-            }
-            let best = ts
-                .power
-                .iter()
-                .filter(|s| s.whole_system)
-                .min_by_key(|s| (s.modelled, source_rank(&s.source)));
-            if let Some(b) = best {
-                let key = (b.source.clone(), b.zone.clone(), b.modelled);
-                if !matches!(&chosen, Some(c) if c != &key) {
-                    chosen = Some(key);
-                    per_step.push(b.mean_watts);
+                Some(h) => {
+                    let z = format!("{} {}", h.source, h.zones.join("+"));
+                    if !components.contains(&z) {
+                        components.push(z);
+                    }
                 }
+                None => {}
             }
         }
     }

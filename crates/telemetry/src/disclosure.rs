@@ -54,7 +54,7 @@ impl DisclosureSources {
             proc_root: proc_root.to_path_buf(),
             sys_root: sys_root.to_path_buf(),
             etc_root,
-            dmidecode: live.then(|| "dmidecode -t 17".to_string()),
+            dmidecode: live.then(|| DMIDECODE_MEMORY.to_string()),
             detect_container: live.then(|| "systemd-detect-virt --container".to_string()),
             power,
         }
@@ -73,6 +73,15 @@ pub fn collect(host: &str, role: &str, proc_root: &Path, sys_root: &Path) -> Hos
 
 /// How long dmidecode / systemd-detect-virt may take.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The command that lists the memory devices (SMBIOS type 17).
+pub const DMIDECODE_MEMORY: &str = "dmidecode -t 17";
+
+/// The populated DIMMs `cmd` (a dmidecode invocation) lists. Shared by the disclosure
+/// and the `mem` workload's bandwidth bound, so both read the same devices.
+pub fn read_dimms(cmd: &str) -> Result<Vec<crate::parse::Dimm>, String> {
+    run_command(cmd, TOOL_TIMEOUT).map(|out| parse_dmidecode_memory(&out))
+}
 
 struct Facts(BTreeMap<String, Fact>);
 
@@ -161,9 +170,8 @@ pub fn collect_with(host: &str, role: &str, src: &DisclosureSources) -> HostDisc
     }
     match &src.dmidecode {
         None => f.unknown("mem.dimms", "not collected (not the live host)"),
-        Some(cmd) => match run_command(cmd, TOOL_TIMEOUT) {
-            Ok(out) => {
-                let dimms = parse_dmidecode_memory(&out);
+        Some(cmd) => match read_dimms(cmd) {
+            Ok(dimms) => {
                 if dimms.is_empty() {
                     f.unknown("mem.dimms", "dmidecode lists no populated memory device");
                 } else {

@@ -437,6 +437,32 @@ pub fn parse_dmidecode_memory(text: &str) -> Vec<Dimm> {
     out
 }
 
+/// The highest DRAM bandwidth these DIMMs can deliver, GB/s (10^9 B/s): each DIMM's
+/// transfer rate x 8 bytes, summed. A DIMM sits on one channel and a channel carries 8
+/// bytes per transfer (DDR5's two 32-bit subchannels included), and there are never more
+/// populated channels than DIMMs, so this is never below the true peak (it is above it
+/// when channels hold two DIMMs). dmidecode before 3.3 printed the rate as "MHz"; it
+/// was the transfer rate all along. None: no DIMM, or one whose rate is not given (the
+/// bound would not be a bound).
+pub fn dram_peak_gb_per_s(dimms: &[Dimm]) -> Option<f64> {
+    if dimms.is_empty() {
+        return None;
+    }
+    let mut total = 0.0;
+    for d in dimms {
+        let speed = d.speed.as_deref()?;
+        let mts: f64 = speed
+            .strip_suffix("MT/s")
+            .or_else(|| speed.strip_suffix("MHz"))?
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v > 0.0)?;
+        total += mts * 1e6 * 8.0 / 1e9;
+    }
+    Some(total)
+}
+
 /// `KEY="value"` lines of `os-release`, unquoted.
 pub fn parse_os_release(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

@@ -22,6 +22,10 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// The headline power rule is the model's, so that the sampler, the report and the TCO
+/// calculator pick the same source; re-exported under the name the sampler used.
+pub use model::power::{headline as headline_power, HeadlinePower};
+
 use model::PowerReading;
 
 use crate::parse::{parse_dcmi_power_reading, parse_meter_watts};
@@ -652,105 +656,5 @@ mod tests {
     fn command_not_found_says_so() {
         let r = run_command("definitely-not-a-command-xyz", Duration::from_secs(5));
         assert!(r.unwrap_err().contains("command not found"));
-    }
-}
-
-/// The one power figure to use for perf/W and TCO, with where it came from.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct HeadlinePower {
-    pub mean_watts: f64,
-    /// `ipmi-dcmi:system`, `rapl:package-0+package-1+dram-0+dram-1`, `model:system`.
-    pub provenance: String,
-    pub whole_system: bool,
-    pub modelled: bool,
-}
-
-/// Pick the best power figure from a step's summaries: a measured whole-system source
-/// (IPMI DCMI, then a meter, then an ACPI power meter), else the RAPL package + DRAM
-/// sum (CPU and memory only, flagged not whole-system), else the declared model.
-/// Subzones (core, uncore) are never added: they are inside their package.
-pub fn headline_power(power: &[model::PowerSummary]) -> Option<HeadlinePower> {
-    let measured_whole = |src: &str| {
-        power
-            .iter()
-            .find(|p| p.source == src && p.whole_system && !p.modelled)
-    };
-    for src in ["ipmi-dcmi", "meter", "hwmon"] {
-        if let Some(p) = measured_whole(src) {
-            return Some(HeadlinePower {
-                mean_watts: p.mean_watts,
-                provenance: format!("{}:{}", p.source, p.zone),
-                whole_system: true,
-                modelled: false,
-            });
-        }
-    }
-    let rapl: Vec<&model::PowerSummary> = power
-        .iter()
-        .filter(|p| {
-            p.source == "rapl" && (p.zone.starts_with("package") || p.zone.starts_with("dram"))
-        })
-        .collect();
-    if !rapl.is_empty() {
-        return Some(HeadlinePower {
-            mean_watts: rapl.iter().map(|p| p.mean_watts).sum(),
-            provenance: format!(
-                "rapl:{}",
-                rapl.iter()
-                    .map(|p| p.zone.as_str())
-                    .collect::<Vec<_>>()
-                    .join("+")
-            ),
-            whole_system: false,
-            modelled: false,
-        });
-    }
-    power.iter().find(|p| p.modelled).map(|p| HeadlinePower {
-        mean_watts: p.mean_watts,
-        provenance: format!("{}:{}", p.source, p.zone),
-        whole_system: p.whole_system,
-        modelled: true,
-    })
-}
-
-#[cfg(test)]
-mod headline_tests {
-    use super::*;
-    use model::PowerSummary;
-
-    fn ps(source: &str, zone: &str, w: f64, whole: bool, modelled: bool) -> PowerSummary {
-        PowerSummary {
-            source: source.into(),
-            zone: zone.into(),
-            mean_watts: w,
-            max_watts: w,
-            whole_system: whole,
-            modelled,
-        }
-    }
-
-    #[test]
-    fn prefers_whole_system_then_rapl_sum_then_model() {
-        let rapl = vec![
-            ps("rapl", "package-0", 100.0, false, false),
-            ps("rapl", "core-0", 80.0, false, false),
-            ps("rapl", "dram-0", 10.0, false, false),
-            ps("rapl", "package-1", 90.0, false, false),
-            ps("model", "system", 300.0, true, true),
-        ];
-        let h = headline_power(&rapl).unwrap();
-        assert_eq!(h.mean_watts, 200.0);
-        assert_eq!(h.provenance, "rapl:package-0+dram-0+package-1");
-        assert!(!h.whole_system);
-        let mut all = rapl.clone();
-        all.push(ps("ipmi-dcmi", "system", 410.0, true, false));
-        let h = headline_power(&all).unwrap();
-        assert_eq!(
-            (h.mean_watts, h.provenance.as_str()),
-            (410.0, "ipmi-dcmi:system")
-        );
-        let h = headline_power(&[ps("model", "system", 300.0, true, true)]).unwrap();
-        assert!(h.modelled);
-        assert_eq!(headline_power(&[]), None);
     }
 }

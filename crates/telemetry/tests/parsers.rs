@@ -174,6 +174,28 @@ Handle 0x1102, DMI type 17, 92 bytes\nMemory Device\n\tSize: 32 GB\n\tLocator: D
     assert_eq!(d[0].kind.as_deref(), Some("DDR5"));
     assert_eq!(d[0].speed.as_deref(), Some("4400 MT/s"));
     assert_eq!(d[1].locator.as_deref(), Some("DIMM_B1"));
+    // Two DIMMs at 4400 MT/s x 8 B: 70.4 GB/s at most.
+    let peak = dram_peak_gb_per_s(&d).unwrap();
+    assert!((peak - 70.4).abs() < 1e-9, "{peak}");
+}
+
+#[test]
+fn dram_peak_needs_every_dimm_rate() {
+    let dimm = |speed: Option<&str>| Dimm {
+        size: "16 GB".into(),
+        speed: speed.map(str::to_string),
+        ..Default::default()
+    };
+    // dmidecode < 3.3 wrote the transfer rate as MHz.
+    let old = dram_peak_gb_per_s(&[dimm(Some("2666 MHz"))]).unwrap();
+    assert!((old - 21.328).abs() < 1e-9, "{old}");
+    // One DIMM of unknown rate: no bound rather than a bound that is too low.
+    assert_eq!(
+        dram_peak_gb_per_s(&[dimm(Some("3200 MT/s")), dimm(Some("Unknown"))]),
+        None
+    );
+    assert_eq!(dram_peak_gb_per_s(&[dimm(None)]), None);
+    assert_eq!(dram_peak_gb_per_s(&[]), None);
 }
 
 #[test]

@@ -11,6 +11,10 @@ pub mod bw;
 pub mod chase;
 pub mod plateau;
 
+/// Tests that measure the machine take turns: two at once would each see half of it.
+#[cfg(test)]
+static REAL_RUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context};
@@ -408,6 +412,21 @@ impl MemWorkload {
         Ok(out)
     }
 
+    /// Whether the bandwidth arrays stream from DRAM: each is at least twice the
+    /// last-level cache (or the caches are unknown, and the figures are checked anyway).
+    fn arrays_exceed_caches(&self) -> bool {
+        self.caches
+            .last()
+            .is_none_or(|c| (self.bw_elems * 8) as u64 >= 2 * c.size_bytes)
+    }
+
+    /// The DIMMs' peak bandwidth, when dmidecode lists every DIMM with its rate.
+    fn dram_peak(&self) -> Option<f64> {
+        let dimms =
+            telemetry::disclosure::read_dimms(telemetry::disclosure::DMIDECODE_MEMORY).ok()?;
+        telemetry::parse::dram_peak_gb_per_s(&dimms)
+    }
+
     fn run_bandwidth(&self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
         let mut out = StepOutput {
             headline: "triad_gb_per_s".into(),
@@ -415,36 +434,72 @@ impl MemWorkload {
         };
         let t0 = std::time::Instant::now();
         let cpus: Vec<usize> = (0..engine::launch::online_cpus()).collect();
-        let mut last_triad = None;
-        ctx.progress
-            .reset("mem bandwidth", self.bw_threads.len() as u64, 0);
-        // Most threads first: they place the pages (first touch) where all threads run.
+        // The 1-thread figures are the reference every other count is checked against.
+        // It is measured once more before the requested counts (after them too, when 1 is
+        // requested: most threads run first) and the best of its runs is the reference,
+        // so a burst of load from another process during one 1-thread run does not turn
+        // an honest many-thread figure into an "impossible" one.
         let mut order = self.bw_threads.clone();
+        // Most threads first: they place the pages (first touch) where all threads run.
         order.sort_unstable_by(|a, b| b.cmp(a));
-        for (i, &t) in order.iter().enumerate() {
+        let checks = order.iter().any(|&t| t > 1);
+        ctx.progress.reset(
+            "mem bandwidth",
+            (order.len() + usize::from(checks)) as u64,
+            0,
+        );
+        let mut reference: Vec<bw::Figure> = Vec::new();
+        let mut figures: Vec<bw::Figure> = Vec::new();
+        let runs = checks.then_some((1, true)).into_iter();
+        for (i, (t, is_reference)) in runs.chain(order.iter().map(|&t| (t, false))).enumerate() {
             if engine::stop::stop_requested() {
                 out.error = Some("interrupted".into());
                 break;
             }
-            let res = bw::bandwidth(self.bw_elems, t, 5, &cpus);
-            for (k, gbs) in res {
-                out.metrics.push(
-                    Metric::new("bandwidth_gb_per_s", gbs, "GB/s")
-                        .label("kind", k.name())
-                        .label("threads", t),
-                );
-                if k == bw::Kernel::Triad && i == 0 {
-                    last_triad = Some(gbs);
+            for (k, gbs) in bw::bandwidth(self.bw_elems, t, 5, &cpus) {
+                if is_reference {
+                    reference.push((k, t, gbs));
+                } else {
+                    figures.push((k, t, gbs));
                 }
             }
             ctx.progress
                 .done
                 .store(i as u64 + 1, std::sync::atomic::Ordering::Relaxed);
         }
-        if let Some(g) = last_triad {
-            out.metrics.push(Metric::new("triad_gb_per_s", g, "GB/s"));
-            out.metrics
-                .push(Metric::new("triad_threads", order[0] as f64, "threads"));
+        let from_dram = self.arrays_exceed_caches();
+        let dram_peak = if from_dram { self.dram_peak() } else { None };
+        let bad = bw::impossible(&figures, &reference, from_dram, dram_peak);
+        for ((k, t, g), b) in &bad {
+            out.flags.push(Flag::invalid(
+                "bandwidth_impossible",
+                format!(
+                    "{t} threads {} {g:.1} GB/s is above what this machine can reach: {:.1} GB/s ({}, +{:.0}%)",
+                    k.name(),
+                    b.gb_per_s,
+                    b.basis,
+                    (bw::BOUND_TOLERANCE - 1.0) * 100.0
+                ),
+            ));
+        }
+        for &(k, t, gbs) in &figures {
+            out.metrics.push(
+                Metric::new("bandwidth_gb_per_s", gbs, "GB/s")
+                    .label("kind", k.name())
+                    .label("threads", t),
+            );
+        }
+        match bw::headline_triad(&figures, &bad) {
+            Some((_, t, g)) => {
+                out.metrics.push(Metric::new("triad_gb_per_s", g, "GB/s"));
+                out.metrics
+                    .push(Metric::new("triad_threads", t as f64, "threads"));
+            }
+            None if !figures.is_empty() => out.missing.push(MissingMetric {
+                name: "triad_gb_per_s".into(),
+                reason: "every triad figure was above what this machine can reach (see the bandwidth_impossible flag)".into(),
+            }),
+            None => {}
         }
         out.metrics.push(Metric::new(
             "bw_array_bytes",
@@ -488,7 +543,7 @@ impl Workload for MemWorkload {
         m.insert("mem.transparent_hugepage".into(), thp);
         m.insert(
             "mem.method".into(),
-            Fact::known("random cyclic chase over 64 B lines (Sattolo), MADV_HUGEPAGE, min of samples; STREAM-like kernels"),
+            Fact::known("random cyclic chase over 64 B lines (Sattolo), MADV_HUGEPAGE, min of samples; STREAM-like kernels, each pass timed from the first thread's start to the last thread's end; a figure above threads x the 1-thread figure (or the DIMMs' peak) is flagged invalid"),
         );
         m
     }
@@ -531,6 +586,7 @@ mod tests {
 
     #[test]
     fn real_small_latency_run_finds_l1() {
+        let _alone = REAL_RUN.lock();
         let mut w = MemWorkload::from_params(&params(json!({
             "tests": ["latency"], "min_size": "4K", "max_size": "64K", "sample_ms": 2, "samples": 3
         })))
@@ -557,6 +613,7 @@ mod tests {
 
     #[test]
     fn real_small_bandwidth_run() {
+        let _alone = REAL_RUN.lock();
         let mut w = MemWorkload::from_params(&params(json!({
             "tests": ["bandwidth"], "bw_size": "1M", "bw_threads": [1, "all"]
         })))
@@ -577,5 +634,25 @@ mod tests {
             .metrics
             .iter()
             .any(|m| m.name == "triad_gb_per_s" && m.value > 0.0));
+        assert!(out.flags.is_empty(), "{:?}", out.flags);
+    }
+
+    #[test]
+    fn the_one_thread_reference_is_measured_but_not_reported_unless_asked() {
+        let _alone = REAL_RUN.lock();
+        let mut w = MemWorkload::from_params(&params(json!({
+            "tests": ["bandwidth"], "bw_size": "1M", "bw_threads": [2]
+        })))
+        .unwrap();
+        let out = w.run_test("bandwidth", &Ctx::quiet()).unwrap();
+        let threads: Vec<&str> = out
+            .metrics
+            .iter()
+            .filter(|m| m.name == "bandwidth_gb_per_s")
+            .map(|m| m.labels["threads"].as_str())
+            .collect();
+        assert_eq!(threads, ["2"; 4]);
+        let t = out.metrics.iter().find(|m| m.name == "triad_threads");
+        assert_eq!(t.map(|m| m.value), Some(2.0), "{:?}", out.flags);
     }
 }
