@@ -387,7 +387,9 @@ fn metric(r: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
             && if labels.is_empty() {
                 ls.is_none_or(|l| l.is_empty())
             } else {
-                labels.iter().all(|(k, v)| ls.and_then(|l| l.get(*k)).and_then(Value::as_str) == Some(*v))
+                labels
+                    .iter()
+                    .all(|(k, v)| ls.and_then(|l| l.get(*k)).and_then(Value::as_str) == Some(*v))
             };
         ok.then(|| m["value"].as_f64()).flatten()
     })
@@ -405,7 +407,21 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
     let (code, run, err) = run_json(
         &h,
         &db,
-        &["kv", "-c", "8", "-n", "40000", "-t", "set,get", "--sut", "rbh1", "--loadgen", "rbh2,rbh3", "--telemetry-interval", "0.2"],
+        &[
+            "kv",
+            "-c",
+            "8",
+            "-n",
+            "40000",
+            "-t",
+            "set,get",
+            "--sut",
+            "rbh1",
+            "--loadgen",
+            "rbh2,rbh3",
+            "--telemetry-interval",
+            "0.2",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let results = run["results"].as_array().unwrap();
@@ -416,39 +432,91 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
         let total = metric(r, "ops_per_s", &[]).unwrap();
         let a = metric(r, "ops_per_s", &[("host", "rbh2")]).unwrap();
         let b = metric(r, "ops_per_s", &[("host", "rbh3")]).unwrap();
-        assert!((total - (a + b)).abs() / total < 1e-9, "summed: {total} vs {a} + {b}");
+        assert!(
+            (total - (a + b)).abs() / total < 1e-9,
+            "summed: {total} vs {a} + {b}"
+        );
         assert_eq!(metric(r, "requests", &[("host", "rbh2")]), Some(20000.0));
         assert_eq!(metric(r, "requests", &[("host", "rbh3")]), Some(20000.0));
         // The merged histogram holds every request of both generators.
-        let hist = r["histograms"].as_array().unwrap().iter().find(|x| x["kind"] == "service").unwrap();
+        let hist = r["histograms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["kind"] == "service")
+            .unwrap();
         assert_eq!(hist["summary"]["count"], 40000, "{hist}");
         // The servers counted what the generators claim.
         assert_eq!(metric(r, "server_calls", &[]), Some(40000.0));
-        assert!(!r["flags"].as_array().unwrap().iter().any(|f| f["code"] == "server_counter_mismatch"), "{r}");
+        assert!(
+            !r["flags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["code"] == "server_counter_mismatch"),
+            "{r}"
+        );
         assert!(metric(r, "start_skew_max_s", &[]).unwrap() < 0.01);
         // Each host's telemetry is its own: namespaces have their own NICs.
         let sums = r["telemetry_summary"].as_array().unwrap();
         for host in ["rbh1", "rbh2", "rbh3"] {
-            let s = sums.iter().find(|s| s["host"] == host).unwrap_or_else(|| panic!("no telemetry from {host}"));
-            let nics: Vec<&str> = s["nics"].as_array().unwrap().iter().filter_map(|n| n["name"].as_str()).collect();
-            assert!(nics.contains(&"eth0") && !nics.iter().any(|n| n.starts_with("rbv") || *n == "rbbr0"), "{host}: {nics:?}");
+            let s = sums
+                .iter()
+                .find(|s| s["host"] == host)
+                .unwrap_or_else(|| panic!("no telemetry from {host}"));
+            let nics: Vec<&str> = s["nics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|n| n["name"].as_str())
+                .collect();
+            assert!(
+                nics.contains(&"eth0")
+                    && !nics.iter().any(|n| n.starts_with("rbv") || *n == "rbbr0"),
+                "{host}: {nics:?}"
+            );
         }
-        let local = sums.iter().find(|s| s["host"] == "local").expect("the controller's telemetry");
-        assert!(local["nics"].as_array().unwrap().iter().any(|n| n["name"] == "rbbr0"));
+        let local = sums
+            .iter()
+            .find(|s| s["host"] == "local")
+            .expect("the controller's telemetry");
+        assert!(local["nics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["name"] == "rbbr0"));
         // The redis-server's CPU is seen on the system under test, not elsewhere.
         let sut = sums.iter().find(|s| s["host"] == "rbh1").unwrap();
-        assert!(sut["procs"].as_array().unwrap().iter().any(|p| p["role"] == "server:0"), "{sut}");
+        assert!(
+            sut["procs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["role"] == "server:0"),
+            "{sut}"
+        );
     }
     // Every host disclosed, with its role, address and clock offset.
     let hosts = run["hosts"].as_array().unwrap();
-    for (name, role) in [("rbh1", "sut"), ("rbh2", "loadgen"), ("rbh3", "loadgen"), ("local", "controller")] {
-        let d = hosts.iter().find(|d| d["host"] == name).unwrap_or_else(|| panic!("no disclosure of {name}"));
+    for (name, role) in [
+        ("rbh1", "sut"),
+        ("rbh2", "loadgen"),
+        ("rbh3", "loadgen"),
+        ("local", "controller"),
+    ] {
+        let d = hosts
+            .iter()
+            .find(|d| d["host"] == name)
+            .unwrap_or_else(|| panic!("no disclosure of {name}"));
         assert_eq!(d["role"], role);
         assert!(d["facts"]["host.address"]["value"].is_string());
     }
     let rbh1 = hosts.iter().find(|d| d["host"] == "rbh1").unwrap();
     assert!(rbh1["facts"]["host.clock_offset_s"]["value"].is_string());
-    assert!(rbh1["facts"]["software.redis-server"]["value"].is_string(), "the servers' facts go to the sut: {rbh1}");
+    assert!(
+        rbh1["facts"]["software.redis-server"]["value"].is_string(),
+        "the servers' facts go to the sut: {rbh1}"
+    );
     assert_nothing_left(&h, 15);
 }
 
@@ -464,25 +532,50 @@ fn net_matrix_over_three_hosts() {
     let (code, run, err) = run_json(
         &h,
         &db,
-        &["net", "--tests", "tcp", "--duration", "1", "--hosts", &hosts, "--sender-cpus", "1", "--receiver-cpus", "0", "--telemetry-interval", "0.25"],
+        &[
+            "net",
+            "--tests",
+            "tcp",
+            "--duration",
+            "1",
+            "--hosts",
+            &hosts,
+            "--sender-cpus",
+            "1",
+            "--receiver-cpus",
+            "0",
+            "--telemetry-interval",
+            "0.25",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 6, "every ordered pair of 3 hosts");
     let mut pairs = Vec::new();
     for r in results {
-        let (s, rx) = (r["params"]["sender_host"].as_str().unwrap(), r["params"]["receiver_host"].as_str().unwrap());
+        let (s, rx) = (
+            r["params"]["sender_host"].as_str().unwrap(),
+            r["params"]["receiver_host"].as_str().unwrap(),
+        );
         assert_ne!(s, rx);
         pairs.push(format!("{s}>{rx}"));
-        assert!(metric(r, "throughput_gbit_per_s", &[]).unwrap() > 0.1, "{r}");
+        assert!(
+            metric(r, "throughput_gbit_per_s", &[]).unwrap() > 0.1,
+            "{r}"
+        );
         let sums = r["telemetry_summary"].as_array().unwrap();
         for end in [s, rx] {
             assert!(sums.iter().any(|x| x["host"] == end), "telemetry of {end}");
         }
         // Bytes left the sender's NIC and arrived at the receiver's.
         let nic = |host: &str, field: &str| {
-            sums.iter().find(|x| x["host"] == host).unwrap()["nics"].as_array().unwrap().iter()
-                .find(|n| n["name"] == "eth0").map(|n| n[field].as_f64().unwrap()).unwrap_or(0.0)
+            sums.iter().find(|x| x["host"] == host).unwrap()["nics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| n["name"] == "eth0")
+                .map(|n| n[field].as_f64().unwrap())
+                .unwrap_or(0.0)
         };
         assert!(nic(s, "tx_bytes_per_s") > 1e6, "{s} sent");
         assert!(nic(rx, "rx_bytes_per_s") > 1e6, "{rx} received");

@@ -251,8 +251,7 @@ pub fn classify(dest: &str, stderr: &str, code: Option<i32>) -> anyhow::Error {
     let s = stderr.trim();
     let said = s
         .lines()
-        .filter(|l| !l.trim().is_empty())
-        .last()
+        .rfind(|l| !l.trim().is_empty())
         .unwrap_or("")
         .to_string();
     if s.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") {

@@ -158,7 +158,9 @@ pub fn sut_summary<'a>(run: &RunRecord, r: &'a ResultRecord) -> Option<&'a Telem
 
 /// The power figure of one telemetry summary (the one rule, [`model::power::headline`]),
 /// or why there is none.
-pub(crate) fn power_of_summary(ts: &TelemetrySummary) -> Result<(HeadlinePower, PowerBasis), String> {
+pub(crate) fn power_of_summary(
+    ts: &TelemetrySummary,
+) -> Result<(HeadlinePower, PowerBasis), String> {
     match model::power::headline(&ts.power) {
         Some(h) => {
             let basis = if h.modelled {

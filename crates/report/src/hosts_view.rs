@@ -16,7 +16,9 @@ use std::fmt::Write as _;
 use model::{CpuUtil, ResultRecord, RunRecord, Status, TelemetrySummary};
 use serde_json::Value;
 
-use crate::derive::{idle_for, param_str, points, power_of_summary, run_labels, source_label, PowerBasis};
+use crate::derive::{
+    idle_for, param_str, points, power_of_summary, run_labels, source_label, PowerBasis,
+};
 use crate::fmt::{esc, num};
 
 /// Metric names of `net`'s `step_output`: unlabelled = the receiver's figure,

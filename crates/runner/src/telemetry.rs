@@ -200,8 +200,8 @@ impl Watch for HostsWatch {
 }
 
 /// One step's telemetry as metrics: CPU busy over all CPUs, each watched process's CPU,
-/// and the headline power (whole-system where measured, else RAPL package + DRAM, else
-/// the declared model), labelled with where it came from.
+/// and the headline power by the one rule (`model::power::headline`), labelled with
+/// where it came from.
 pub fn window_metrics(summaries: &[TelemetrySummary]) -> Vec<Metric> {
     let mut out = Vec::new();
     for s in summaries.iter().filter(|s| s.samples > 0) {

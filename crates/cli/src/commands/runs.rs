@@ -680,6 +680,20 @@ pub fn run_header(run: &RunRecord) -> String {
     out
 }
 
+/// Text from a store, a host or a user, made safe for the terminal: control characters
+/// (escape sequences, newlines that would break a table) are shown escaped.
+pub fn clean(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -757,18 +771,4 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             "{t}"
         );
     }
-}
-
-/// Text from a store, a host or a user, made safe for the terminal: control characters
-/// (escape sequences, newlines that would break a table) are shown escaped.
-pub fn clean(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }
