@@ -168,6 +168,7 @@ pub trait Host: Send + Sync {
     ) -> anyhow::Result<DriverReport>;
 
     /// Ask every driver running on this host to end now, keeping what it measured.
+    /// (This machine's drivers are ended through their `Progress`.)
     fn interrupt(&self);
 
     fn telemetry_start(&self, settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo>;
@@ -233,6 +234,9 @@ pub fn drive_all(
         let (h, job) = &jobs[0];
         return vec![h.drive(job, start_at, progress)];
     }
+    progress
+        .cancel
+        .store(false, std::sync::atomic::Ordering::Relaxed);
     let jobs = &jobs;
     std::thread::scope(|s| {
         let handles: Vec<_> = jobs
@@ -244,7 +248,11 @@ pub fn drive_all(
                     let r = h.drive(job, start_at, &progress);
                     if r.is_err() {
                         // One generator is gone: end the others' load now, keeping what
-                        // they measured, rather than letting them run the test out.
+                        // they measured, rather than letting them run the test out
+                        // (local ones share `progress`, remote ones are told).
+                        progress
+                            .cancel
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
                         for (j, (other, _)) in jobs.iter().enumerate() {
                             if j != i {
                                 other.interrupt();

@@ -10,7 +10,6 @@ use rand::SeedableRng;
 
 use crate::load::{LoadOutcome, LoadShape, LoadSpec, Session, StopAfter};
 use crate::sched::{merge, thread_cpu, Recorder, Schedule};
-use crate::stop::stop_requested;
 use crate::workload::Progress;
 
 const LATE_NS: u64 = 1_000_000;
@@ -68,7 +67,7 @@ pub(crate) fn run<S: Session + 'static>(
     let failures: Vec<&String> = results.iter().filter_map(|(_, s)| s.as_ref()).collect();
     // The run stopped early when every session stopped early (or on Ctrl-C); a single
     // broken session is reported as a connection error but the others carry on.
-    let stopped_early = if failures.len() == n || stop_requested() {
+    let stopped_early = if failures.len() == n || progress.stopping() {
         failures.first().map(|s| s.to_string())
     } else {
         None
@@ -124,7 +123,7 @@ fn worker<S: Session>(
             rec.cpu_start = thread_cpu();
             cpu_marked = true;
         }
-        if stop_requested() {
+        if progress.stopping() {
             rec.cpu_end = thread_cpu();
             return (rec, Some("interrupted".into()));
         }

@@ -23,7 +23,6 @@ use rand::SeedableRng;
 
 use crate::load::{LoadOutcome, LoadShape, LoadSpec, Protocol, StopAfter};
 use crate::sched::{merge, thread_cpu, Recorder, Schedule};
-use crate::stop::stop_requested;
 use crate::workload::Progress;
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -355,7 +354,7 @@ where
             cpu_marked = true;
             progress.warmup.store(false, Ordering::Relaxed);
         }
-        if stop_requested() && !stop_sending {
+        if progress.stopping() && !stop_sending {
             stop_sending = true;
             stopped_early.get_or_insert_with(|| "interrupted".to_string());
         }
@@ -372,7 +371,7 @@ where
                 break;
             }
             // Ctrl-C waits half a second for replies in flight, a normal end five.
-            let wait = if stop_requested() {
+            let wait = if progress.stopping() {
                 INTERRUPT_DRAIN
             } else {
                 DRAIN_TIMEOUT

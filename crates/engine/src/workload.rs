@@ -26,14 +26,23 @@ pub struct Progress {
     pub warmup: AtomicBool,
     /// What is running now (`kv set P=100 instances=2`).
     pub label: Mutex<String>,
+    /// Set to end the load under way early, keeping what it measured (another
+    /// generator of the same test is gone). Unlike Ctrl-C it ends this test only.
+    pub cancel: AtomicBool,
 }
 
 impl Progress {
+    /// True once the load under way should end: Ctrl-C, or this test cancelled.
+    pub fn stopping(&self) -> bool {
+        crate::stop::stop_requested() || self.cancel.load(Ordering::Relaxed)
+    }
+
     pub fn reset(&self, label: &str, total: u64, duration_ms: u64) {
         self.done.store(0, Ordering::Relaxed);
         self.total.store(total, Ordering::Relaxed);
         self.duration_ms.store(duration_ms, Ordering::Relaxed);
         self.warmup.store(false, Ordering::Relaxed);
+        self.cancel.store(false, Ordering::Relaxed);
         if let Ok(mut l) = self.label.lock() {
             *l = label.to_string();
         }

@@ -120,8 +120,7 @@ fn handle(host: &LocalHost, req: Request) -> anyhow::Result<Value> {
             start_at_unix_s,
         } => {
             let at = UNIX_EPOCH + Duration::from_secs_f64(start_at_unix_s.max(0.0));
-            let progress = engine::workload::Progress::default();
-            serde_json::to_value(host.drive(&job, at, &progress)?)?
+            serde_json::to_value(host.drive_interruptible(&job, at)?)?
         }
         Request::Interrupt => {
             host.interrupt();
@@ -196,6 +195,7 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
                         host.name(),
                         silent as f64 / 1000.0
                     );
+                    engine::stop::request_stop();
                     host.interrupt();
                     host.shutdown();
                     engine::launch::kill_all_children();
@@ -237,6 +237,7 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
         }
     }
     // The controller is gone (end of file): stop the load and everything launched.
+    engine::stop::request_stop();
     host.interrupt();
     host.shutdown();
     engine::launch::kill_all_children();

@@ -30,6 +30,8 @@ pub struct LocalHost {
     services: Mutex<BTreeMap<u64, Box<dyn Service>>>,
     sampler: Mutex<Option<Arc<Sampler>>>,
     sampler_cfg: Mutex<Option<SamplerConfig>>,
+    /// The progress of every drive under way, so that `interrupt` can end them.
+    driving: Mutex<Vec<Arc<Progress>>>,
     /// The process whose CPU is this host's load generator (this one).
     loadgen_pid: u32,
 }
@@ -45,6 +47,7 @@ impl LocalHost {
             services: Mutex::new(BTreeMap::new()),
             sampler: Mutex::new(None),
             sampler_cfg: Mutex::new(None),
+            driving: Mutex::new(Vec::new()),
             loadgen_pid: std::process::id(),
         }
     }
@@ -60,6 +63,19 @@ impl LocalHost {
         if let Some(s) = self.sampler() {
             s.watch_process(role, pid);
         }
+    }
+
+    /// Run a drive whose progress `interrupt` can reach (the agent's drives).
+    pub fn drive_interruptible(
+        &self,
+        job: &DriverJob,
+        start_at: SystemTime,
+    ) -> anyhow::Result<DriverReport> {
+        let progress = Arc::new(Progress::default());
+        lock(&self.driving).push(progress.clone());
+        let r = self.drive(job, start_at, &progress);
+        lock(&self.driving).retain(|p| !Arc::ptr_eq(p, &progress));
+        r
     }
 
     fn registration(&self, workload: &str) -> anyhow::Result<Registration> {
@@ -188,7 +204,9 @@ impl Host for LocalHost {
     }
 
     fn interrupt(&self) {
-        engine::stop::request_stop();
+        for p in lock(&self.driving).iter() {
+            p.cancel.store(true, Ordering::Relaxed);
+        }
     }
 
     fn telemetry_start(&self, settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo> {

@@ -950,19 +950,7 @@ fn table_html(t: &HostTable) -> String {
     h
 }
 
-/// Text made inert in Markdown: the crate's table-cell escaping (pipes, newlines, `<`,
-/// `>`), and a backslash before the characters that would start emphasis, code, a link
-/// or an image, which the table-cell escaping leaves live.
-pub fn md(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for ch in tco::md_cell(s).chars() {
-        if matches!(ch, '`' | '*' | '_' | '[' | ']' | '!' | '~') {
-            out.push('\\');
-        }
-        out.push(ch);
-    }
-    out
-}
+pub use crate::fmt::md;
 
 fn table_md(t: &HostTable) -> String {
     let mut m = format!("\n{}\n\n", md(&t.caption));

@@ -9,8 +9,8 @@ use model::{Flag, RunRecord};
 use crate::charts::{charts, only_workload, workloads};
 use crate::compare::compare;
 use crate::derive::{self, points, run_labels, unit_scale, PowerBasis, PowerFigure};
+use crate::fmt::md as c;
 use crate::fmt::{latency_ns, num};
-use tco::md_cell as c;
 
 fn flags(f: &[Flag]) -> String {
     f.iter()
@@ -39,6 +39,16 @@ fn row(cells: &[String]) -> String {
         "| {} |\n",
         cells.iter().map(|s| c(s)).collect::<Vec<_>>().join(" | ")
     )
+}
+
+/// A row whose first cell is bold (the summary's means): the text is escaped, the
+/// emphasis is ours.
+fn bold_row(cells: &[String]) -> String {
+    let mut out: Vec<String> = cells.iter().map(|s| c(s)).collect();
+    if let Some(first) = out.first_mut() {
+        *first = format!("**{first}**");
+    }
+    format!("| {} |\n", out.join(" | "))
 }
 
 fn header(cells: &[&str]) -> String {
@@ -162,8 +172,8 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
             }
             m.push_str(&row(&cells));
         }
-        let mut g = vec!["**Geometric mean**".to_string()];
-        let mut a = vec!["**Arithmetic mean**".to_string()];
+        let mut g = vec!["Geometric mean".to_string()];
+        let mut a = vec!["Arithmetic mean".to_string()];
         for i in 0..wl_labels.len() {
             g.push(s.geomean[i].map_or("-".into(), num));
             g.push("n/a".into());
@@ -174,8 +184,8 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
                 _ => "n/a".into(),
             });
         }
-        m.push_str(&row(&g));
-        m.push_str(&row(&a));
+        m.push_str(&bold_row(&g));
+        m.push_str(&bold_row(&a));
         m.push_str(&crate::views::views_markdown(&wr, &wl));
         m.push_str(&crate::hosts_view::pairs_markdown(&wr, &wl));
         m.push_str("\n### Efficiency (each run's best point)\n\n");

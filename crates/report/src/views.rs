@@ -1188,9 +1188,7 @@ pub fn views_html(runs: &[RunRecord], wl: &str) -> String {
     h
 }
 
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
+use crate::fmt::md as md_cell;
 
 /// The views' tables (and notes) as Markdown.
 pub fn views_markdown(runs: &[RunRecord], wl: &str) -> String {

@@ -449,7 +449,7 @@ fn mem_bandwidth_of_two_array_sizes_is_two_columns() {
         ],
     );
     let m = report::markdown(std::slice::from_ref(&r), None);
-    assert!(m.contains("bw_size=1M 1 thr (GB/s)"), "{m}");
+    assert!(m.contains("bw\\_size=1M 1 thr (GB/s)"), "{m}");
     assert!(m.contains("| triad | 10.00 | 90.00 |"), "{m}");
     assert!(!m.contains("50.00"), "averaged: {m}");
 }

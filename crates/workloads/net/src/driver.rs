@@ -75,7 +75,7 @@ fn send(plan: &Plan, job: &DriverJob, progress: &Progress) -> anyhow::Result<Ste
         0,
         (spec.duration_s * 1000.0) as u64,
     );
-    let rep = sender::run(&spec, &progress.done, &engine::stop::stop_requested)?;
+    let rep = sender::run(&spec, &progress.done, &|| progress.stopping())?;
     let mut out = step_output(&spec, &rep);
     keep_finite(&mut out);
     Ok(out)

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Many hosts on test hosts (network namespaces with an sshd each, scripts/testhosts.sh):
+#
+#  1. The agent's own CPU with telemetry at 1 Hz: a kv run at a low open-loop rate with
+#     the servers on rbh1 and the generator on rbh2; the agent on rbh1 (which only samples,
+#     answers heartbeats and keeps the servers) is read from outside, /proc/PID/stat
+#     utime+stime over 20 s. Goal: under 1% of one core.
+#  2. Start skew across three hosts: kv with the generators on rbh1, rbh2 and rbh3 behind
+#     the start barrier, ROUNDS times; the spread of their actual starts on the
+#     controller's clock (each host's clock corrected by its offset) and the latest wake-up
+#     against the common start. Goal: the worst round under 1 ms.
+#  3. kv with the generator in another namespace against the same run on one host, same
+#     CPUs (redis-server on CPU 0, generator on CPU 1), alternating which runs first,
+#     ROUNDS pairs: operations per second of generator CPU (the generator threads' own
+#     getrusage, the same measure on both sides). Goal: the median paired ratio
+#     remote/local at least 1.
+#
+# Usage: bench/many_hosts.sh [ROUNDS=5] [SECS=5]   (as root; brings the test hosts up and
+# down itself when they are not up yet)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+SECS=${2:-5}
+BIN=${RACKBENCH:-target/release/rackbench}
+[ -x "$BIN" ] || cargo build --release -q -p rackbench
+for t in ip python3 ssh; do
+  command -v $t >/dev/null || { echo "missing $t (apt-get install iproute2 python3 openssh-client)"; exit 2; }
+done
+ENVF=${RACKBENCH_TESTHOSTS_DIR:-/run/rackbench-testhosts}/hosts.env
+OURS=0
+if [ ! -f "$ENVF" ]; then
+  bash scripts/testhosts.sh up 3 >/dev/null
+  OURS=1
+fi
+TMP=$(mktemp -d)
+cleanup() { rm -rf "$TMP"; [ "$OURS" -eq 0 ] || bash scripts/testhosts.sh down >/dev/null; }
+trap cleanup EXIT
+# shellcheck disable=SC1090
+source "$ENVF"
+export RACKBENCH_DB="$TMP/bench.sqlite"
+RB=("$BIN" -q)
+SSH=(--ssh-config "$RB_SSH_CONFIG")
+
+ticks() { # utime+stime of PID in clock ticks
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
+agent_pid() { # the agent in namespace $1
+  for p in $(ip netns pids "$1"); do
+    if tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q ' agent '; then echo "$p"; return; fi
+  done
+}
+
+echo "== 1. agent CPU on the system under test, telemetry at 1 Hz"
+"${RB[@]}" run kv -t get -c 4 --rate 1000 --duration 30 --sut rbh1 --loadgen rbh2 "${SSH[@]}" \
+  --telemetry-interval 1 --json > "$TMP/idle.json" &
+RUN=$!
+pid=""
+for _ in $(seq 100); do pid=$(agent_pid rbh1); [ -n "$pid" ] && break; sleep 0.1; done
+sleep 5
+t0=$(ticks "$pid"); s0=$(date +%s.%N)
+sleep 20
+t1=$(ticks "$pid"); s1=$(date +%s.%N)
+wait $RUN || true
+HZ=$(getconf CLK_TCK)
+AGENT_PCT=$(python3 -c "print(100*($t1-$t0)/$HZ/($s1-$s0))")
+printf 'agent on rbh1: %.3f%% of one core over %.1f s\n' "$AGENT_PCT" "$(python3 -c "print($s1-$s0)")"
+
+echo "== 2. start skew across three generators (rbh1, rbh2, rbh3), $ROUNDS rounds"
+for r in $(seq "$ROUNDS"); do
+  "${RB[@]}" run kv -t get -c 30 -n 60000 --loadgen rbh1,rbh2,rbh3 "${SSH[@]}" --no-telemetry --json > "$TMP/skew$r.json"
+done
+python3 - "$TMP" "$ROUNDS" > "$TMP/skew" <<'PY'
+import json, sys
+d, n = sys.argv[1], int(sys.argv[2])
+spread, late = [], []
+for r in range(1, n + 1):
+    res = json.load(open(f"{d}/skew{r}.json"))["results"][0]
+    m = {x["name"]: x["value"] for x in res["metrics"] if not x.get("labels")}
+    spread.append(m["start_spread_s"] * 1e3); late.append(m["start_skew_max_s"] * 1e3)
+print(max(spread), max(late))
+for s, l in zip(spread, late):
+    print(f"  start spread {s:.3f} ms, latest wake-up {l:.3f} ms")
+PY
+read -r SPREAD LATE < <(head -1 "$TMP/skew")
+tail -n +2 "$TMP/skew"
+
+echo "== 3. kv: generator in another namespace vs on this host, same CPUs, $ROUNDS pairs"
+one() { # $1 = remote|local; prints ops/s and ops per generator CPU second
+  if [ "$1" = remote ]; then
+    "${RB[@]}" run kv -t get -c 50 --duration "$SECS" --sut rbh1 --loadgen rbh2 --server-cpus 0 --client-cpus 1 \
+      "${SSH[@]}" --no-telemetry --json > "$TMP/k.json"
+  else
+    "${RB[@]}" run kv -t get -c 50 --duration "$SECS" --server-cpus 0 --client-cpus 1 --no-telemetry --json > "$TMP/k.json"
+  fi
+  python3 - "$TMP/k.json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"][0]
+m = {x["name"]: x["value"] for x in res["metrics"] if not x.get("labels")}
+print(f"{m['ops_per_s']:.0f} {1e6 / m['loadgen_cpu_us_per_op']:.0f}")
+PY
+}
+: > "$TMP/pairs"
+for r in $(seq "$ROUNDS"); do
+  if [ $((r % 2)) -eq 1 ]; then a=$(one remote); b=$(one local); else b=$(one local); a=$(one remote); fi
+  echo "$a $b" >> "$TMP/pairs"
+  echo "  round $r: remote $a   local $b   (ops/s, ops per generator CPU s)"
+done
+python3 - "$TMP/pairs" "$AGENT_PCT" "$SPREAD" "$LATE" <<'PY'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+agent, spread, late = map(float, sys.argv[2:5])
+tput = statistics.median(a / c for a, _, c, _ in rows)
+eff = statistics.median(b / d for _, b, _, d in rows)
+print(f"kv remote/local: ops/s ratio {tput:.3f}, ops per generator CPU s ratio {eff:.3f} (medians of {len(rows)} paired rounds)")
+print(f"GOAL agent CPU at 1 Hz < 1% of a core: {agent:.3f}% {'OK' if agent < 1 else 'SHORT'}")
+worst = max(spread, late)
+print(f"GOAL start skew across 3 hosts < 1 ms: worst {worst:.3f} ms {'OK' if worst < 1 else 'SHORT'}")
+print(f"GOAL kv from another namespace per generator CPU >= on one host: ratio {eff:.3f} {'OK' if eff >= 1 else 'SHORT'}")
+PY
