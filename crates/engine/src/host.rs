@@ -9,15 +9,21 @@
 //! a run with no hosts given is the same code as a run over a rack.
 //!
 //! What crosses a host boundary is plain data: parameters and endpoints in, JSON out.
+//!
+//! Some workloads measure the system under test itself (crypto, mem): there is no
+//! server, and the load is the measurement. Their service only tells what it found on
+//! the host ([`Findings`]), and each test is one driver job sent to the system under
+//! test ([`run_on_sut`]); [`SutService`] is the controller's hold on that service.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use anyhow::Context;
 use model::{Fact, HostDisclosure, IdlePower, TelemetrySample};
 use serde::{Deserialize, Serialize};
 
-use crate::workload::{Params, Progress};
+use crate::workload::{Ctx, Params, Progress, StepOutput};
 
 /// Registers a launched process (`role`, pid) with the host's sampler.
 pub type WatchFn = Arc<dyn Fn(&str, u32) + Send + Sync>;
@@ -197,6 +203,14 @@ pub struct Roles {
 }
 
 impl Roles {
+    /// Everything on one host: system under test and the one load generator.
+    pub fn single(host: Arc<dyn Host>) -> Roles {
+        Roles {
+            sut: host.clone(),
+            loadgens: vec![host],
+        }
+    }
+
     /// Every distinct host in these roles, the system under test first.
     pub fn all(&self) -> Vec<Arc<dyn Host>> {
         let mut out = vec![self.sut.clone()];
@@ -212,6 +226,170 @@ impl Roles {
     pub fn single_host(&self) -> bool {
         self.loadgens.iter().all(|h| h.name() == self.sut.name())
     }
+}
+
+/// The service of a workload that measures the system under test itself (crypto, mem):
+/// nothing launched, no endpoints. It holds what the workload found on its host: facts
+/// for the disclosure, and answers to queries (mem: `plan`, the sweep point resolved
+/// against this machine's caches and memory).
+#[derive(Debug, Clone, Default)]
+pub struct Findings {
+    pub facts: BTreeMap<String, Fact>,
+    pub answers: BTreeMap<String, serde_json::Value>,
+}
+
+impl Service for Findings {
+    fn endpoints(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn facts(&self) -> BTreeMap<String, Fact> {
+        self.facts.clone()
+    }
+
+    fn query(&mut self, what: &str) -> anyhow::Result<serde_json::Value> {
+        self.answers
+            .get(what)
+            .cloned()
+            .with_context(|| format!("this service answers no `{what}` query"))
+    }
+
+    fn stop(&mut self) {}
+}
+
+/// A workload's service on the system under test, as its controller holds it: started
+/// through the system under test's host, or in this process when the context has no
+/// roles (the Rust API, examples). Stopped on [`SutService::stop`] or when dropped.
+pub struct SutService {
+    at: Option<ServiceAt>,
+    facts: BTreeMap<String, Fact>,
+}
+
+enum ServiceAt {
+    Host { host: Arc<dyn Host>, id: u64 },
+    Here(Box<dyn Service>),
+}
+
+impl SutService {
+    /// Start `workload`'s service for the sweep point `params`: on `ctx.roles()?.sut`,
+    /// or with `here` in this process when the context has no roles.
+    pub fn start(
+        ctx: &Ctx,
+        workload: &str,
+        params: &Params,
+        here: ServiceFn,
+    ) -> anyhow::Result<SutService> {
+        Ok(match &ctx.roles {
+            Some(roles) => {
+                let host = roles.sut.clone();
+                let handle = host
+                    .start_service(workload, params)
+                    .with_context(|| format!("{workload}: starting on {}", host.name()))?;
+                SutService {
+                    facts: handle.facts,
+                    at: Some(ServiceAt::Host {
+                        host,
+                        id: handle.id,
+                    }),
+                }
+            }
+            None => {
+                let svc = here(params, &ServiceCtx::loopback())?;
+                SutService {
+                    facts: svc.facts(),
+                    at: Some(ServiceAt::Here(svc)),
+                }
+            }
+        })
+    }
+
+    /// What the service found on its host, for the disclosure.
+    pub fn facts(&self) -> &BTreeMap<String, Fact> {
+        &self.facts
+    }
+
+    /// Ask the service a workload-specific question (see [`Service::query`]).
+    pub fn query(&mut self, what: &str) -> anyhow::Result<serde_json::Value> {
+        match &mut self.at {
+            Some(ServiceAt::Host { host, id }) => host.service_query(*id, what),
+            Some(ServiceAt::Here(s)) => s.query(what),
+            None => anyhow::bail!("the service has been stopped"),
+        }
+    }
+
+    /// Stop the service. Idempotent.
+    pub fn stop(&mut self) {
+        match self.at.take() {
+            Some(ServiceAt::Host { host, id }) => host.stop_service(id),
+            Some(ServiceAt::Here(mut s)) => s.stop(),
+            None => {}
+        }
+    }
+}
+
+impl Drop for SutService {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Run one whole test of a workload that measures the system under test itself: one
+/// driver job (`params` as given, no endpoints) sent to `ctx.roles()?.sut`, not to the
+/// load generators, and its [`StepOutput`] (as [`step_report`] wrote it) read back.
+/// Without roles the job runs here through `here`, as before hosts.
+pub fn run_on_sut(
+    ctx: &Ctx,
+    workload: &str,
+    test: &str,
+    params: &Params,
+    here: DriverFn,
+) -> anyhow::Result<StepOutput> {
+    let job = DriverJob {
+        workload: workload.into(),
+        test: test.into(),
+        params: params.clone(),
+        endpoints: Vec::new(),
+        index: 0,
+        generators: 1,
+    };
+    let (host, report) = match &ctx.roles {
+        Some(roles) => {
+            let sut = roles.sut.clone();
+            let name = sut.name().to_string();
+            let rep = drive_all(vec![(sut, job)], &ctx.progress)
+                .pop()
+                .with_context(|| format!("{workload} {test}: {name} returned no report"))?
+                .with_context(|| format!("{workload} {test} on {name}"))?;
+            (rep.host, rep.report)
+        }
+        None => ("this process".to_string(), here(&job, &ctx.progress)?),
+    };
+    serde_json::from_value(report).with_context(|| {
+        format!(
+            "{workload} {test}: cannot read the result from {host} (is the same rackbench \
+             version on every host?)"
+        )
+    })
+}
+
+/// A test's [`StepOutput`] as a driver returns it. JSON has no NaN or infinity (they
+/// would come back as null and lose the whole result), so a non-finite figure becomes
+/// the missing metric the runner makes of it anyway, with the runner's reason.
+pub fn step_report(mut out: StepOutput) -> anyhow::Result<serde_json::Value> {
+    let (ok, bad): (Vec<_>, Vec<_>) = std::mem::take(&mut out.metrics)
+        .into_iter()
+        .partition(|m| m.value.is_finite());
+    out.metrics = ok;
+    for m in bad {
+        out.missing.push(model::MissingMetric {
+            name: m.name,
+            reason: format!("the computation gave {} (nothing to divide by?)", m.value),
+        });
+    }
+    if !out.duration_s.is_finite() {
+        out.duration_s = 0.0;
+    }
+    serde_json::to_value(&out).context("serialising the test's result")
 }
 
 /// The common start: far enough ahead that every host has the job before it is due.

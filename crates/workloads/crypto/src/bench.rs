@@ -1,14 +1,16 @@
 //! The timed loops: N threads, each with its own OpenSSL handles, run one operation until
 //! a shared stop flag is set after the duration (speed.c's SIGALRM), each counting its own
 //! operations and its own CPU time (getrusage RUSAGE_THREAD). Handles are built before the
-//! start barrier so that key parsing and context setup are not timed.
+//! start barrier so that key parsing and context setup are not timed. The timing ends
+//! early when the test's [`Progress`] says to stop (Ctrl-C, or the test cancelled on the
+//! host it runs on).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use engine::Ctx;
+use engine::workload::Progress;
 use openssl::cipher::Cipher;
 use openssl::cipher_ctx::CipherCtx;
 use openssl::ec::{EcGroup, EcKey};
@@ -114,7 +116,7 @@ fn run_threads<S, F, B>(
     threads: usize,
     dur: Duration,
     cpus: &[usize],
-    ctx: &Ctx,
+    progress: &Progress,
     setup: F,
     body: B,
 ) -> anyhow::Result<OpResult>
@@ -125,7 +127,6 @@ where
     let stop = AtomicBool::new(false);
     let barrier = Barrier::new(threads + 1);
     let counts: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
-    let progress = Arc::clone(&ctx.progress);
     progress.done.store(0, Ordering::Relaxed);
     let mut interrupted = false;
     let results: Vec<anyhow::Result<ThreadOut>> = std::thread::scope(|s| {
@@ -177,7 +178,7 @@ where
             if now >= deadline {
                 break;
             }
-            if engine::stop::stop_requested() {
+            if progress.stopping() {
                 interrupted = true;
                 break;
             }
@@ -220,7 +221,7 @@ pub fn run_pkey(
     threads: usize,
     dur: Duration,
     cpus: &[usize],
-    ctx: &Ctx,
+    progress: &Progress,
 ) -> anyhow::Result<OpResult> {
     struct St {
         // Kept alive for the ctx.
@@ -261,12 +262,12 @@ pub fn run_pkey(
         })
     };
     if sign {
-        run_threads(threads, dur, cpus, ctx, setup, |st| {
+        run_threads(threads, dur, cpus, progress, setup, |st| {
             let St { pctx, buf, sig, .. } = st;
             pctx.sign(buf, Some(sig)).is_ok()
         })
     } else {
-        run_threads(threads, dur, cpus, ctx, setup, |st| {
+        run_threads(threads, dur, cpus, progress, setup, |st| {
             matches!(st.pctx.verify(&st.buf, &st.sig[..st.sig_len]), Ok(true))
         })
     }
@@ -279,7 +280,7 @@ pub fn run_bulk(
     threads: usize,
     dur: Duration,
     cpus: &[usize],
-    ctx: &Ctx,
+    progress: &Progress,
 ) -> anyhow::Result<OpResult> {
     match op {
         Op::Aes256Gcm => {
@@ -309,7 +310,7 @@ pub fn run_bulk(
                     tag: [0u8; 16],
                 })
             };
-            run_threads(threads, dur, cpus, ctx, setup, |st| {
+            run_threads(threads, dur, cpus, progress, setup, |st| {
                 // A new nonce per record, as TLS does; the key schedule is kept.
                 st.counter += 1;
                 st.nonce[4..].copy_from_slice(&st.counter.to_be_bytes());
@@ -327,7 +328,7 @@ pub fn run_bulk(
                 openssl::rand::rand_bytes(&mut input)?;
                 Ok(input)
             };
-            run_threads(threads, dur, cpus, ctx, setup, |input| {
+            run_threads(threads, dur, cpus, progress, setup, |input| {
                 let d = openssl::sha::sha256(input);
                 std::hint::black_box(d);
                 true

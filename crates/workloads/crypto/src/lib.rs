@@ -10,15 +10,24 @@
 //! reference count or lock is contended between threads. ECDSA P-256 signs a 20-byte
 //! buffer as speed.c does; AES-256-GCM seals one record per buffer (new nonce, encrypt, tag:
 //! the `openssl speed -aead` method); SHA-256 hashes one buffer per operation.
+//!
+//! The machine measured is the system under test and there is no server: [`service`]
+//! only reports the OpenSSL there, and [`driver`] runs each whole test on the host it is
+//! sent to. The controller ([`CryptoWorkload`]) sends every test, as one job, to the
+//! system under test's host (in this process when the context has no hosts).
 
 mod bench;
+pub mod driver;
+pub mod service;
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::Args;
+use engine::host::SutService;
+use engine::workload::Params;
 use engine::{Ctx, StepOutput, Workload};
-use model::{Fact, Flag, Metric};
+use model::Fact;
 use serde::Deserialize;
 
 pub use bench::{make_key, run_bulk, run_pkey, Op, OpResult};
@@ -97,8 +106,8 @@ pub fn registration() -> engine::Registration {
         list_keys: &["tests", "bits", "buffer_sizes", "cpus"],
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(CryptoWorkload::from_params(m)?)),
-        service: None,
-        driver: None,
+        service: Some(service::start_service),
+        driver: Some(driver::drive),
     }
 }
 
@@ -162,18 +171,29 @@ pub fn expand_tests(cfg: &Config) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
+/// The controller: each test is sent whole to the system under test.
 pub struct CryptoWorkload {
     cfg: Config,
     tests: Vec<String>,
-    cpus: Vec<usize>,
+    /// The sweep point's parameters as given: the driver reads them again where it runs.
+    params: Params,
+    /// The service started on the system under test in `prepare` (its facts).
+    sut: Option<SutService>,
 }
 
 impl CryptoWorkload {
     pub fn from_params(m: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Self> {
         let cfg = parse_config(m)?;
         let tests = expand_tests(&cfg)?;
-        let cpus = engine::launch::cpus_from_values(&cfg.cpus, "crypto: `cpus`")?;
-        Ok(CryptoWorkload { cfg, tests, cpus })
+        // Checked here so that a bad list stops the run before anything starts; the
+        // driver reads it again on the host it runs on.
+        engine::launch::cpus_from_values(&cfg.cpus, "crypto: `cpus`")?;
+        Ok(CryptoWorkload {
+            cfg,
+            tests,
+            params: m.clone(),
+            sut: None,
+        })
     }
 
     pub fn config(&self) -> &Config {
@@ -190,151 +210,64 @@ impl Workload for CryptoWorkload {
         self.tests.clone()
     }
 
-    fn prepare(&mut self, _ctx: &Ctx) -> anyhow::Result<()> {
+    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
+        self.cleanup();
+        self.sut = Some(SutService::start(
+            ctx,
+            "crypto",
+            &self.params,
+            service::start_service,
+        )?);
         Ok(())
     }
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
         let op = Op::parse(test)?;
-        let threads = self.cfg.threads;
-        let dur = std::time::Duration::from_secs_f64(self.cfg.duration);
-        let mut out = StepOutput {
-            loadgen_threads: None,
-            ..Default::default()
+        let per = match op {
+            Op::Rsa(_) | Op::EcdsaP256 => "per op",
+            _ => "per buffer size",
         };
-        let mut measured = 0.0;
-        match op {
-            Op::Rsa(_) | Op::EcdsaP256 => {
-                let bits = if let Op::Rsa(b) = op { b } else { 256 };
-                ctx.note(&format!(
-                    "crypto {test}: threads={threads}, {:?} per op",
-                    dur
-                ));
-                let keys =
-                    bench::make_key(op).with_context(|| format!("generating the {test} key"))?;
-                let sign = bench::run_pkey(&keys, true, threads, dur, &self.cpus, ctx)?;
-                let verify = bench::run_pkey(&keys, false, threads, dur, &self.cpus, ctx)?;
-                let labels = |m: Metric| m.label("bits", bits).label("threads", threads);
-                out.metrics
-                    .push(Metric::new("signs_per_s", sign.ops_per_s(), "ops/s"));
-                out.metrics
-                    .push(Metric::new("verifies_per_s", verify.ops_per_s(), "ops/s"));
-                out.metrics.push(labels(Metric::new(
-                    "signs_per_s",
-                    sign.ops_per_s(),
-                    "ops/s",
-                )));
-                out.metrics.push(labels(Metric::new(
-                    "verifies_per_s",
-                    verify.ops_per_s(),
-                    "ops/s",
-                )));
-                push_cpu_metrics(&mut out, "sign", "signs", &sign);
-                push_cpu_metrics(&mut out, "verify", "verifies", &verify);
-                if sign.wrong > 0 || verify.wrong > 0 {
-                    out.flags.push(Flag::invalid(
-                        "crypto_failed",
-                        format!(
-                            "{} sign and {} verify operations failed or did not verify",
-                            sign.wrong, verify.wrong
-                        ),
-                    ));
-                }
-                measured += sign.wall_s + verify.wall_s;
-                if sign.interrupted || verify.interrupted {
-                    out.error = Some("interrupted".into());
-                }
-                out.headline = "signs_per_s".into();
-            }
-            _ => {
-                ctx.note(&format!(
-                    "crypto {test}: threads={threads}, {:?} per buffer size",
-                    dur
-                ));
-                let mut last = None;
-                for &size in &self.cfg.buffer_sizes {
-                    let r = bench::run_bulk(op, size, threads, dur, &self.cpus, ctx)?;
-                    let mbps = r.ops_per_s() * size as f64 / 1e6;
-                    out.metrics.push(
-                        Metric::new("throughput_mb_per_s", mbps, "MB/s")
-                            .label("buffer_bytes", size)
-                            .label("threads", threads),
-                    );
-                    out.metrics.push(
-                        Metric::new("ops_per_s", r.ops_per_s(), "ops/s")
-                            .label("buffer_bytes", size)
-                            .label("threads", threads),
-                    );
-                    measured += r.wall_s;
-                    if r.interrupted {
-                        out.error = Some("interrupted".into());
-                        break;
-                    }
-                    last = Some((size, mbps));
-                }
-                // The headline is the largest buffer, the figure people quote for bulk speed.
-                if let Some((size, mbps)) = last {
-                    out.metrics
-                        .push(Metric::new("throughput_mb_per_s", mbps, "MB/s"));
-                    out.metrics
-                        .push(Metric::new("headline_buffer_bytes", size as f64, "B"));
-                }
-                out.headline = "throughput_mb_per_s".into();
-            }
-        }
-        out.duration_s = measured;
-        Ok(out)
+        ctx.note(&format!(
+            "crypto {test}: threads={}, {:?} {per}",
+            self.cfg.threads,
+            std::time::Duration::from_secs_f64(self.cfg.duration)
+        ));
+        engine::host::run_on_sut(ctx, "crypto", test, &self.params, driver::drive)
     }
 
-    fn cleanup(&mut self) {}
+    fn cleanup(&mut self) {
+        if let Some(mut s) = self.sut.take() {
+            s.stop();
+        }
+    }
 
     fn disclosure(&self) -> BTreeMap<String, Fact> {
-        let mut m = BTreeMap::new();
-        m.insert(
-            "software.openssl".into(),
-            Fact::known(openssl::version::version()),
-        );
-        m.insert(
-            "crypto.method".into(),
-            Fact::known(
-                "EVP_PKEY_sign/verify over 36 random bytes (RSA PKCS#1 v1.5, no digest) as openssl speed; \
-                 wall-clock rates summed over threads",
-            ),
-        );
-        m
+        match &self.sut {
+            Some(s) => s.facts().clone(),
+            // Not prepared: the tests would run here.
+            None => service::facts(),
+        }
     }
-}
-
-fn push_cpu_metrics(out: &mut StepOutput, what: &str, plural: &str, r: &OpResult) {
-    if r.cpu_s > 0.0 {
-        // What plain `openssl speed` prints: operations per second of CPU time.
-        out.metrics.push(Metric::new(
-            format!("{plural}_per_cpu_s"),
-            r.ops as f64 / r.cpu_s,
-            "ops/cpu-s",
-        ));
-        out.metrics.push(Metric::new(
-            format!("{what}_cpu_pct"),
-            100.0 * r.cpu_s / r.wall_s.max(1e-9),
-            "%",
-        ));
-    } else {
-        out.missing.push(model::MissingMetric {
-            name: format!("{plural}_per_cpu_s"),
-            reason: "getrusage(RUSAGE_THREAD) reported no CPU time".into(),
-        });
-    }
-    out.metrics.push(Metric::new(
-        format!("{what}_time_us"),
-        1e6 * r.wall_s * r.threads as f64 / (r.ops.max(1) as f64),
-        "us",
-    ));
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
     use super::*;
+    use engine::host::Roles;
     use serde_json::json;
+
+    /// A context whose one local host is both system under test and load generator (the
+    /// single-host run).
+    fn on_local() -> Ctx {
+        let host = hosts::LocalHost::new("local", |n| (n == "crypto").then(registration), false);
+        Ctx {
+            roles: Some(Roles::single(Arc::new(host))),
+            ..Ctx::quiet()
+        }
+    }
 
     fn params(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
         v.as_object().unwrap().clone()
@@ -375,7 +308,10 @@ mod tests {
             json!({"tests": ["rsa512"], "threads": 2, "duration": 0.2}),
         ))
         .unwrap();
-        let out = w.run_test("rsa512", &Ctx::quiet()).unwrap();
+        let ctx = on_local();
+        w.prepare(&ctx).unwrap();
+        let out = w.run_test("rsa512", &ctx).unwrap();
+        w.cleanup();
         let s = out
             .metrics
             .iter()
@@ -399,8 +335,18 @@ mod tests {
             "tests": ["ecdsap256", "aes256gcm", "sha256"], "duration": 0.1, "buffer_sizes": [16, 1024]
         })))
         .unwrap();
+        let ctx = on_local();
+        w.prepare(&ctx).unwrap();
+        let facts = w.disclosure();
+        assert!(
+            facts["software.openssl"]
+                .value
+                .as_deref()
+                .is_some_and(|v| v.contains("SSL")),
+            "{facts:?}"
+        );
         for t in w.tests() {
-            let out = w.run_test(&t, &Ctx::quiet()).unwrap();
+            let out = w.run_test(&t, &ctx).unwrap();
             let h = out
                 .metrics
                 .iter()
@@ -409,5 +355,30 @@ mod tests {
             assert!(h.value > 0.0, "{t}: {h:?}");
             assert!(out.flags.is_empty(), "{t}: {:?}", out.flags);
         }
+    }
+
+    #[test]
+    fn a_cancelled_test_ends_early_and_says_so() {
+        let mut w = CryptoWorkload::from_params(&params(
+            json!({"tests": ["sha256"], "duration": 30, "buffer_sizes": [16]}),
+        ))
+        .unwrap();
+        let ctx = on_local();
+        ctx.progress.cancel.store(true, Ordering::Relaxed);
+        let t0 = std::time::Instant::now();
+        let out = w.run_test("sha256", &ctx).unwrap();
+        assert!(t0.elapsed().as_secs() < 10, "{:?}", t0.elapsed());
+        assert_eq!(out.error.as_deref(), Some("interrupted"));
+    }
+
+    #[test]
+    fn without_hosts_the_test_runs_in_this_process() {
+        let mut w = CryptoWorkload::from_params(&params(
+            json!({"tests": ["sha256"], "duration": 0.1, "buffer_sizes": [16]}),
+        ))
+        .unwrap();
+        let out = w.run_test("sha256", &Ctx::quiet()).unwrap();
+        assert!(out.metrics.iter().any(|m| m.name == "throughput_mb_per_s"));
+        assert!(w.disclosure().contains_key("software.openssl"));
     }
 }

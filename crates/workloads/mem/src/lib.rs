@@ -6,10 +6,19 @@
 //! - [`chase`]: the chain, the timed chase, the core clock (dependent adds).
 //! - [`plateau`]: the pure curve reader.
 //! - [`bw`]: bandwidth kernels.
+//!
+//! The machine measured is the system under test and there is no server. [`service`]
+//! resolves the sweep point on the system under test (sizes from its caches and
+//! memory, `all` threads from its CPUs) and reports its caches; [`driver`] runs each
+//! whole test there. The controller ([`MemWorkload`]) sends every test, as one job with
+//! the resolved point, to the system under test's host (in this process when the
+//! context has no hosts).
 
 pub mod bw;
 pub mod chase;
+pub mod driver;
 pub mod plateau;
+pub mod service;
 
 /// Tests that measure the machine take turns: two at once would each see half of it.
 #[cfg(test)]
@@ -19,9 +28,13 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use std::sync::atomic::Ordering;
+
+use engine::host::SutService;
+use engine::workload::{Params, Progress};
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag, Metric, MissingMetric};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `rackbench run mem` flags. Ids are the parameter keys.
@@ -101,8 +114,8 @@ pub fn registration() -> engine::Registration {
         list_keys: &["tests", "sizes", "bw_threads"],
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(MemWorkload::from_params(m)?)),
-        service: None,
-        driver: None,
+        service: Some(service::start_service),
+        driver: Some(driver::drive),
     }
 }
 
@@ -178,21 +191,33 @@ fn mem_available() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Points measured, the clock, and whether Ctrl-C cut the curve short.
+/// Points measured, the clock, and whether the test was stopped before the curve's end.
 type ChaseRun = (Vec<(u64, f64)>, Option<chase::Freq>, bool);
 
-pub struct MemWorkload {
-    cfg: Config,
-    tests: Vec<String>,
-    sizes: Vec<u64>,
-    bw_elems: usize,
-    bw_threads: Vec<usize>,
-    caches: Vec<plateau::CacheLevel>,
-    notes: Vec<Flag>,
+/// Where the latency sizes come from, before a machine is known.
+#[derive(Debug, Clone)]
+enum SizesPlan {
+    /// `--sizes`, sorted and deduplicated.
+    Given(Vec<u64>),
+    /// A ladder from `min`; to `max`, or to 4x the last-level cache capped by memory.
+    Ladder { min: u64, max: Option<u64> },
 }
 
-impl MemWorkload {
-    pub fn from_params(m: &serde_json::Map<String, Value>) -> anyhow::Result<Self> {
+/// The validated knobs of one sweep point, read without looking at any machine: the
+/// controller checks them when the point is built, the system under test resolves them
+/// against its own caches and memory ([`MemBench::resolve`]).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub cfg: Config,
+    pub tests: Vec<String>,
+    sizes: SizesPlan,
+    bw_bytes: Option<u64>,
+    /// Thread counts; None: `all` (the CPUs of the host it runs on).
+    bw_threads: Vec<Option<usize>>,
+}
+
+impl Plan {
+    pub fn from_params(m: &serde_json::Map<String, Value>) -> anyhow::Result<Plan> {
         let cfg: Config = serde_json::from_value(Value::Object(m.clone()))
             .map_err(|e| anyhow::anyhow!("mem: bad parameter: {e}"))?;
         let mut tests = Vec::new();
@@ -206,39 +231,18 @@ impl MemWorkload {
         if tests.is_empty() {
             bail!("mem: no tests selected (e.g. --tests latency,bandwidth)");
         }
-        if !(cfg.sample_ms > 0.0 && cfg.sample_ms <= 10_000.0)
-            || cfg.samples == 0
-            || cfg.samples > 1000
-        {
-            bail!("mem: `sample_ms` must be in (0, 10000] and `samples` in 1..=1000");
-        }
-        let caches = read_caches();
-        let llc = caches.last().map_or(32 << 20, |c| c.size_bytes);
-        let avail = mem_available().unwrap_or(4 << 30);
-        let mut notes = Vec::new();
+        check_sampling(cfg.sample_ms, cfg.samples)?;
         let sizes = if cfg.sizes.is_empty() {
             let min = match &cfg.min_size {
                 Some(v) => parse_size("min_size", v)?,
                 None => 4 << 10,
             };
             let max = match &cfg.max_size {
-                Some(v) => parse_size("max_size", v)?,
-                None => {
-                    let want = (4 * llc).max(256 << 20);
-                    let cap = avail / 4;
-                    if want > cap {
-                        notes.push(Flag::warning(
-                            "max_size_capped",
-                            format!("working sets capped at {cap} B (a quarter of available memory), below 4x the LLC"),
-                        ));
-                    }
-                    want.min(cap)
-                }
+                Some(v) => Some(parse_size("max_size", v)?),
+                None => None,
             };
-            if max < min {
-                bail!("mem: `max_size` is below `min_size`");
-            }
-            size_ladder(min.max(128), max, 4)
+            check_min_max(min, max.unwrap_or(min))?;
+            SizesPlan::Ladder { min, max }
         } else {
             let mut v = cfg
                 .sizes
@@ -247,40 +251,146 @@ impl MemWorkload {
                 .collect::<anyhow::Result<Vec<u64>>>()?;
             v.sort_unstable();
             v.dedup();
-            v
+            check_sizes(&v)?;
+            SizesPlan::Given(v)
+        };
+        let bw_bytes = match &cfg.bw_size {
+            Some(v) => {
+                let b = parse_size("bw_size", v)?;
+                check_bw_elems((b / 8) as usize)?;
+                Some(b)
+            }
+            None => None,
+        };
+        let mut bw_threads = Vec::new();
+        for v in &cfg.bw_threads {
+            match v {
+                Value::String(s) if s == "all" => bw_threads.push(None),
+                Value::Number(n) if n.as_u64().is_some_and(|n| (1..=4096).contains(&n)) => {
+                    bw_threads.push(n.as_u64().map(|n| n as usize))
+                }
+                other => bail!("mem: `bw_threads` entries are thread counts or `all`, not {other}"),
+            }
+        }
+        Ok(Plan {
+            cfg,
+            tests,
+            sizes,
+            bw_bytes,
+            bw_threads,
+        })
+    }
+}
+
+fn check_sampling(sample_ms: f64, samples: usize) -> anyhow::Result<()> {
+    if !(sample_ms > 0.0 && sample_ms <= 10_000.0) || samples == 0 || samples > 1000 {
+        bail!("mem: `sample_ms` must be in (0, 10000] and `samples` in 1..=1000");
+    }
+    Ok(())
+}
+
+fn check_min_max(min: u64, max: u64) -> anyhow::Result<()> {
+    if max < min {
+        bail!("mem: `max_size` is below `min_size`");
+    }
+    Ok(())
+}
+
+fn check_sizes(sizes: &[u64]) -> anyhow::Result<()> {
+    if sizes.iter().any(|&s| s < 128) {
+        bail!("mem: working sets must be at least 128 B");
+    }
+    Ok(())
+}
+
+fn check_bw_elems(elems: usize) -> anyhow::Result<()> {
+    if elems < 1024 {
+        bail!("mem: `bw_size` must be at least 8K");
+    }
+    Ok(())
+}
+
+/// Label the test under way, keeping a stop asked for before it began (the host's
+/// interrupt may reach the job before the test starts).
+fn begin(progress: &Progress, label: &str, total: u64) {
+    let cancelled = progress.cancel.load(Ordering::Relaxed);
+    progress.reset(label, total, 0);
+    if cancelled {
+        progress.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A sweep point resolved against the machine it measures (its caches, its available
+/// memory, its CPUs): exactly what the tests run. The service resolves it once on the
+/// system under test when the point starts, and every driver job carries it, so the
+/// tests and repetitions of a point all measure the same sizes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemBench {
+    pub sizes: Vec<u64>,
+    pub sample_ms: f64,
+    pub samples: usize,
+    pub cpu: Option<usize>,
+    pub bw_elems: usize,
+    pub bw_threads: Vec<usize>,
+    pub caches: Vec<plateau::CacheLevel>,
+    /// Warnings about the resolution (working sets capped by memory), on the latency
+    /// result.
+    pub notes: Vec<Flag>,
+}
+
+impl MemBench {
+    /// Resolve a sweep point's parameters on this machine.
+    pub fn from_params(m: &serde_json::Map<String, Value>) -> anyhow::Result<Self> {
+        Self::resolve(&Plan::from_params(m)?)
+    }
+
+    /// Resolve `plan` against this machine's caches, memory and CPUs.
+    pub fn resolve(plan: &Plan) -> anyhow::Result<Self> {
+        let caches = read_caches();
+        let llc = caches.last().map_or(32 << 20, |c| c.size_bytes);
+        let avail = mem_available().unwrap_or(4 << 30);
+        let mut notes = Vec::new();
+        let sizes = match &plan.sizes {
+            SizesPlan::Given(v) => v.clone(),
+            SizesPlan::Ladder { min, max } => {
+                let max = match max {
+                    Some(m) => *m,
+                    None => {
+                        let want = (4 * llc).max(256 << 20);
+                        let cap = avail / 4;
+                        if want > cap {
+                            notes.push(Flag::warning(
+                                "max_size_capped",
+                                format!("working sets capped at {cap} B (a quarter of available memory), below 4x the LLC"),
+                            ));
+                        }
+                        want.min(cap)
+                    }
+                };
+                check_min_max(*min, max)?;
+                size_ladder((*min).max(128), max, 4)
+            }
         };
         if let Some(&big) = sizes.last() {
             if big > avail / 2 {
                 bail!("mem: working set {big} B is more than half the available memory ({avail} B); lower --max-size");
             }
         }
-        if sizes.iter().any(|&s| s < 128) {
-            bail!("mem: working sets must be at least 128 B");
-        }
-        let bw_bytes = match &cfg.bw_size {
-            Some(v) => parse_size("bw_size", v)?,
-            None => (4 * llc).max(64 << 20).min(avail / 8),
-        };
+        check_sizes(&sizes)?;
+        let bw_bytes = plan
+            .bw_bytes
+            .unwrap_or_else(|| (4 * llc).max(64 << 20).min(avail / 8));
         let bw_elems = (bw_bytes / 8) as usize;
-        if bw_elems < 1024 {
-            bail!("mem: `bw_size` must be at least 8K");
-        }
+        check_bw_elems(bw_elems)?;
         let all = engine::launch::online_cpus();
-        let mut bw_threads = Vec::new();
-        for v in &cfg.bw_threads {
-            match v {
-                Value::String(s) if s == "all" => bw_threads.push(all),
-                Value::Number(n) if n.as_u64().is_some_and(|n| (1..=4096).contains(&n)) => {
-                    bw_threads.push(n.as_u64().unwrap_or(1) as usize)
-                }
-                other => bail!("mem: `bw_threads` entries are thread counts or `all`, not {other}"),
-            }
-        }
+        let mut bw_threads: Vec<usize> = plan.bw_threads.iter().map(|t| t.unwrap_or(all)).collect();
         bw_threads.dedup();
-        Ok(MemWorkload {
-            cfg,
-            tests,
+        Ok(MemBench {
             sizes,
+            sample_ms: plan.cfg.sample_ms,
+            samples: plan.cfg.samples,
+            cpu: plan.cfg.cpu,
             bw_elems,
             bw_threads,
             caches,
@@ -288,51 +398,92 @@ impl MemWorkload {
         })
     }
 
+    /// Read one back from a driver job's parameters, refusing what the tests cannot run.
+    pub fn from_job(p: &serde_json::Map<String, Value>) -> anyhow::Result<Self> {
+        let b: MemBench = serde_json::from_value(Value::Object(p.clone()))
+            .context("mem: the driver job is not a resolved sweep point (is the same rackbench version on every host?)")?;
+        check_sampling(b.sample_ms, b.samples)?;
+        check_sizes(&b.sizes)?;
+        check_bw_elems(b.bw_elems)?;
+        if b.bw_threads.iter().any(|&t| t == 0 || t > 1 << 16) {
+            bail!("mem: bandwidth thread counts must be 1 to 65536");
+        }
+        Ok(b)
+    }
+
     pub fn sizes(&self) -> &[u64] {
         &self.sizes
     }
 
-    fn run_latency(&self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+    /// Run one test here.
+    pub fn run(&self, test: &str, progress: &Progress) -> anyhow::Result<StepOutput> {
+        match test {
+            "latency" => self.run_latency(progress),
+            "bandwidth" => self.run_bandwidth(progress),
+            other => bail!("mem: unknown test `{other}`"),
+        }
+    }
+
+    /// What the disclosure says about this machine's memory and our method.
+    pub fn facts(&self) -> BTreeMap<String, Fact> {
+        let mut m = BTreeMap::new();
+        for c in &self.caches {
+            m.insert(
+                format!("cpu.cache.l{}_bytes", c.level),
+                Fact::known(c.size_bytes.to_string()),
+            );
+        }
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .map(|s| Fact::known(s.trim()))
+            .unwrap_or_else(|e| Fact::unknown(e.to_string()));
+        m.insert("mem.transparent_hugepage".into(), thp);
+        m.insert(
+            "mem.method".into(),
+            Fact::known("random cyclic chase over 64 B lines (Sattolo), MADV_HUGEPAGE, min of samples; STREAM-like kernels, each pass timed from the first thread's start to the last thread's end; a figure above threads x the 1-thread figure (or the DIMMs' peak) is flagged invalid"),
+        );
+        m
+    }
+
+    fn run_latency(&self, progress: &Progress) -> anyhow::Result<StepOutput> {
         let mut out = StepOutput {
             headline: "ram_latency_ns".into(),
             ..Default::default()
         };
         out.flags.extend(self.notes.iter().cloned());
-        let sizes = self.sizes.clone();
-        let sample_s = self.cfg.sample_ms / 1e3;
-        let samples = self.cfg.samples;
-        let cpu = self.cfg.cpu;
-        let progress = std::sync::Arc::clone(&ctx.progress);
-        progress.reset("mem latency", sizes.len() as u64, 0);
+        let sizes = &self.sizes;
+        let sample_s = self.sample_ms / 1e3;
+        let samples = self.samples;
+        let cpu = self.cpu;
+        begin(progress, "mem latency", sizes.len() as u64);
         let t0 = std::time::Instant::now();
         // A thread of its own, so pinning does not change the runner's affinity.
-        let res = std::thread::spawn(move || -> anyhow::Result<ChaseRun> {
-            if let Some(c) = cpu {
-                engine::launch::pin_current_thread(&[c])?;
-            }
-            let freq = chase::measure_frequency();
-            let max = sizes.last().copied().unwrap_or(0) as usize;
-            let mut region = chase::Region::new(max.max(4096))?;
-            let mut pts = Vec::new();
-            for (i, &s) in sizes.iter().enumerate() {
-                if engine::stop::stop_requested() {
-                    return Ok((pts, freq, true));
+        let res = std::thread::scope(|s| {
+            s.spawn(|| -> anyhow::Result<ChaseRun> {
+                if let Some(c) = cpu {
+                    engine::launch::pin_current_thread(&[c])?;
                 }
-                let ns = chase::latency_ns(
-                    &mut region,
-                    s as usize,
-                    sample_s,
-                    samples,
-                    0x5eed + i as u64,
-                )?;
-                pts.push((s, ns));
-                progress
-                    .done
-                    .store(i as u64 + 1, std::sync::atomic::Ordering::Relaxed);
-            }
-            Ok((pts, freq, false))
+                let freq = chase::measure_frequency();
+                let max = sizes.last().copied().unwrap_or(0) as usize;
+                let mut region = chase::Region::new(max.max(4096))?;
+                let mut pts = Vec::new();
+                for (i, &s) in sizes.iter().enumerate() {
+                    if progress.stopping() {
+                        return Ok((pts, freq, true));
+                    }
+                    let ns = chase::latency_ns(
+                        &mut region,
+                        s as usize,
+                        sample_s,
+                        samples,
+                        0x5eed + i as u64,
+                    )?;
+                    pts.push((s, ns));
+                    progress.done.store(i as u64 + 1, Ordering::Relaxed);
+                }
+                Ok((pts, freq, false))
+            })
+            .join()
         })
-        .join()
         .map_err(|_| anyhow::anyhow!("mem: the latency thread panicked"))??;
         let (pts, freq, interrupted) = res;
         out.duration_s = t0.elapsed().as_secs_f64();
@@ -427,7 +578,7 @@ impl MemWorkload {
         telemetry::parse::dram_peak_gb_per_s(&dimms)
     }
 
-    fn run_bandwidth(&self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+    fn run_bandwidth(&self, progress: &Progress) -> anyhow::Result<StepOutput> {
         let mut out = StepOutput {
             headline: "triad_gb_per_s".into(),
             ..Default::default()
@@ -443,16 +594,16 @@ impl MemWorkload {
         // Most threads first: they place the pages (first touch) where all threads run.
         order.sort_unstable_by(|a, b| b.cmp(a));
         let checks = order.iter().any(|&t| t > 1);
-        ctx.progress.reset(
+        begin(
+            progress,
             "mem bandwidth",
             (order.len() + usize::from(checks)) as u64,
-            0,
         );
         let mut reference: Vec<bw::Figure> = Vec::new();
         let mut figures: Vec<bw::Figure> = Vec::new();
         let runs = checks.then_some((1, true)).into_iter();
         for (i, (t, is_reference)) in runs.chain(order.iter().map(|&t| (t, false))).enumerate() {
-            if engine::stop::stop_requested() {
+            if progress.stopping() {
                 out.error = Some("interrupted".into());
                 break;
             }
@@ -463,9 +614,7 @@ impl MemWorkload {
                     figures.push((k, t, gbs));
                 }
             }
-            ctx.progress
-                .done
-                .store(i as u64 + 1, std::sync::atomic::Ordering::Relaxed);
+            progress.done.store(i as u64 + 1, Ordering::Relaxed);
         }
         let from_dram = self.arrays_exceed_caches();
         let dram_peak = if from_dram { self.dram_peak() } else { None };
@@ -511,48 +660,119 @@ impl MemWorkload {
     }
 }
 
+/// The controller: the service resolves the sweep point on the system under test, and
+/// each test is sent there whole.
+pub struct MemWorkload {
+    plan: Plan,
+    /// The sweep point's parameters as given, for the service.
+    params: Params,
+    sut: Option<SutService>,
+    /// The sweep point as the system under test resolved it: every driver job's
+    /// parameters.
+    bench: Option<Params>,
+}
+
+impl MemWorkload {
+    pub fn from_params(m: &serde_json::Map<String, Value>) -> anyhow::Result<Self> {
+        Ok(MemWorkload {
+            plan: Plan::from_params(m)?,
+            params: m.clone(),
+            sut: None,
+            bench: None,
+        })
+    }
+
+    /// The sweep point as the system under test resolved it (after `prepare`).
+    pub fn bench(&self) -> Option<MemBench> {
+        self.bench.as_ref().and_then(|p| MemBench::from_job(p).ok())
+    }
+}
+
 impl Workload for MemWorkload {
     fn name(&self) -> &'static str {
         "mem"
     }
     fn tests(&self) -> Vec<String> {
-        self.tests.clone()
+        self.plan.tests.clone()
     }
-    fn prepare(&mut self, _ctx: &Ctx) -> anyhow::Result<()> {
+    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
+        self.cleanup();
+        let mut sut = SutService::start(ctx, "mem", &self.params, service::start_service)?;
+        let bench = match sut.query(service::PLAN)? {
+            Value::Object(m) => m,
+            other => bail!(
+                "mem: the system under test resolved the sweep point as {other}, not an object"
+            ),
+        };
+        self.sut = Some(sut);
+        self.bench = Some(bench);
         Ok(())
     }
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        match test {
-            "latency" => self.run_latency(ctx),
-            "bandwidth" => self.run_bandwidth(ctx),
-            other => bail!("mem: unknown test `{other}`"),
+        if !matches!(test, "latency" | "bandwidth") {
+            bail!("mem: unknown test `{test}`");
         }
+        // Not prepared (the Rust API): resolved now, as the runner's prepare would.
+        if self.bench.is_none() {
+            self.prepare(ctx)?;
+        }
+        let bench = self
+            .bench
+            .as_ref()
+            .context("mem: the sweep point was not resolved")?;
+        engine::host::run_on_sut(ctx, "mem", test, bench, driver::drive)
     }
-    fn cleanup(&mut self) {}
-    fn disclosure(&self) -> BTreeMap<String, Fact> {
-        let mut m = BTreeMap::new();
-        for c in &self.caches {
-            m.insert(
-                format!("cpu.cache.l{}_bytes", c.level),
-                Fact::known(c.size_bytes.to_string()),
-            );
+    fn cleanup(&mut self) {
+        if let Some(mut s) = self.sut.take() {
+            s.stop();
         }
-        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-            .map(|s| Fact::known(s.trim()))
-            .unwrap_or_else(|e| Fact::unknown(e.to_string()));
-        m.insert("mem.transparent_hugepage".into(), thp);
-        m.insert(
-            "mem.method".into(),
-            Fact::known("random cyclic chase over 64 B lines (Sattolo), MADV_HUGEPAGE, min of samples; STREAM-like kernels, each pass timed from the first thread's start to the last thread's end; a figure above threads x the 1-thread figure (or the DIMMs' peak) is flagged invalid"),
-        );
-        m
+        self.bench = None;
+    }
+    fn disclosure(&self) -> BTreeMap<String, Fact> {
+        match &self.sut {
+            Some(s) => s.facts().clone(),
+            // Not prepared: what the tests would measure is this machine.
+            None => MemBench::resolve(&self.plan)
+                .map(|b| b.facts())
+                .unwrap_or_default(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use engine::host::Roles;
     use serde_json::json;
+
+    /// A context whose one local host is both system under test and load generator (the
+    /// single-host run).
+    fn on_local() -> Ctx {
+        let host = hosts::LocalHost::new("local", |n| (n == "mem").then(registration), false);
+        Ctx {
+            roles: Some(Roles::single(Arc::new(host))),
+            ..Ctx::quiet()
+        }
+    }
+
+    /// A latency curve over 4-64 KiB, short samples.
+    fn small_latency() -> MemWorkload {
+        MemWorkload::from_params(&params(json!({
+            "tests": ["latency"], "min_size": "4K", "max_size": "64K", "sample_ms": 2, "samples": 3
+        })))
+        .unwrap()
+    }
+
+    /// Prepare `w` on the local host and run `test` there.
+    fn run_on_local(w: &mut MemWorkload, test: &str) -> StepOutput {
+        let ctx = on_local();
+        w.prepare(&ctx).unwrap();
+        let out = w.run_test(test, &ctx).unwrap();
+        w.cleanup();
+        out
+    }
 
     fn params(v: Value) -> serde_json::Map<String, Value> {
         v.as_object().unwrap().clone()
@@ -587,17 +807,19 @@ mod tests {
     #[test]
     fn real_small_latency_run_finds_l1() {
         let _alone = REAL_RUN.lock();
-        let mut w = MemWorkload::from_params(&params(json!({
-            "tests": ["latency"], "min_size": "4K", "max_size": "64K", "sample_ms": 2, "samples": 3
-        })))
-        .unwrap();
-        let out = w.run_test("latency", &Ctx::quiet()).unwrap();
+        let mut w = small_latency();
+        let ctx = on_local();
+        w.prepare(&ctx).unwrap();
+        let sizes = w.bench().expect("resolved").sizes().to_vec();
+        assert!(w.disclosure().contains_key("mem.transparent_hugepage"));
+        let out = w.run_test("latency", &ctx).unwrap();
+        w.cleanup();
         let pts: Vec<_> = out
             .metrics
             .iter()
             .filter(|m| m.name == "latency_ns")
             .collect();
-        assert_eq!(pts.len(), w.sizes().len());
+        assert_eq!(pts.len(), sizes.len());
         assert!(pts.iter().all(|m| m.value > 0.0 && m.value < 100.0));
         // 4-32 KiB fits every L1d we know: the first plateau is L1.
         let l1 = out
@@ -618,7 +840,7 @@ mod tests {
             "tests": ["bandwidth"], "bw_size": "1M", "bw_threads": [1, "all"]
         })))
         .unwrap();
-        let out = w.run_test("bandwidth", &Ctx::quiet()).unwrap();
+        let out = run_on_local(&mut w, "bandwidth");
         let n = out
             .metrics
             .iter()
@@ -644,7 +866,7 @@ mod tests {
             "tests": ["bandwidth"], "bw_size": "1M", "bw_threads": [2]
         })))
         .unwrap();
-        let out = w.run_test("bandwidth", &Ctx::quiet()).unwrap();
+        let out = run_on_local(&mut w, "bandwidth");
         let threads: Vec<&str> = out
             .metrics
             .iter()
@@ -654,5 +876,46 @@ mod tests {
         assert_eq!(threads, ["2"; 4]);
         let t = out.metrics.iter().find(|m| m.name == "triad_threads");
         assert_eq!(t.map(|m| m.value), Some(2.0), "{:?}", out.flags);
+    }
+
+    #[test]
+    fn a_stop_asked_before_the_test_ends_it_at_once() {
+        let _alone = REAL_RUN.lock();
+        let mut w = small_latency();
+        let ctx = on_local();
+        w.prepare(&ctx).unwrap();
+        ctx.progress.cancel.store(true, Ordering::Relaxed);
+        let out = w.run_test("latency", &ctx).unwrap();
+        w.cleanup();
+        assert_eq!(out.error.as_deref(), Some("interrupted"));
+        assert!(!out.metrics.iter().any(|m| m.name == "latency_ns"));
+    }
+
+    #[test]
+    fn without_hosts_the_test_runs_in_this_process() {
+        let _alone = REAL_RUN.lock();
+        let mut w = MemWorkload::from_params(&params(json!({
+            "tests": ["latency"], "sizes": ["4K", "8K"], "sample_ms": 1, "samples": 1
+        })))
+        .unwrap();
+        let out = w.run_test("latency", &Ctx::quiet()).unwrap();
+        assert_eq!(
+            out.metrics
+                .iter()
+                .filter(|m| m.name == "latency_ns")
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn a_driver_job_that_is_not_a_resolved_point_is_refused() {
+        let e = MemBench::from_job(&params(json!({"tests": ["latency"]}))).unwrap_err();
+        assert!(format!("{e:#}").contains("resolved"), "{e:#}");
+        let mut b =
+            MemBench::from_params(&params(json!({"sizes": ["4K"], "bw_size": "1M"}))).unwrap();
+        b.bw_threads = vec![0];
+        let job = serde_json::to_value(&b).unwrap();
+        assert!(MemBench::from_job(job.as_object().unwrap()).is_err());
     }
 }

@@ -81,7 +81,7 @@ pub fn find_plateaus(points: &[(u64, f64)], tol: f64, min_points: usize) -> Vec<
 }
 
 /// One data or unified cache level as sysfs describes it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CacheLevel {
     pub level: u32,
     pub size_bytes: u64,
