@@ -13,7 +13,12 @@
 #     CPUs (redis-server on CPU 0, generator on CPU 1), alternating which runs first,
 #     ROUNDS pairs: operations per second of generator CPU (the generator threads' own
 #     getrusage, the same measure on both sides). Goal: the median paired ratio
-#     remote/local at least 1.
+#     remote/local at least 1. Beside it, redis-benchmark the same way (in rbh2 against a
+#     redis-server in rbh1, and on this host over loopback; user+sys of the whole process):
+#     what the veth and bridge path itself costs a client, whoever the client is.
+#     While the script runs, the bridge does not hand packets to iptables
+#     (net.bridge.bridge-nf-call-*=0, restored at exit): separate machines' NICs have no
+#     such hook, and no rule uses it here.
 #
 # Usage: bench/many_hosts.sh [ROUNDS=5] [SECS=5]   (as root; brings the test hosts up and
 # down itself when they are not up yet)
@@ -33,7 +38,17 @@ if [ ! -f "$ENVF" ]; then
   OURS=1
 fi
 TMP=$(mktemp -d)
-cleanup() { rm -rf "$TMP"; [ "$OURS" -eq 0 ] || bash scripts/testhosts.sh down >/dev/null; }
+NF=()
+for k in net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables net.bridge.bridge-nf-call-arptables; do
+  v=$(sysctl -n "$k" 2>/dev/null) || continue
+  NF+=("$k=$v"); sysctl -q -w "$k=0"
+done
+REDIS_PIDS=()
+cleanup() {
+  for p in "${REDIS_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for kv in "${NF[@]}"; do sysctl -q -w "$kv" || true; done
+  rm -rf "$TMP"; [ "$OURS" -eq 0 ] || bash scripts/testhosts.sh down >/dev/null
+}
 trap cleanup EXIT
 # shellcheck disable=SC1090
 source "$ENVF"
@@ -99,19 +114,45 @@ m = {x["name"]: x["value"] for x in res["metrics"] if not x.get("labels")}
 print(f"{m['ops_per_s']:.0f} {1e6 / m['loadgen_cpu_us_per_op']:.0f}")
 PY
 }
+# The reference client: redis-benchmark, pinned the same way, against its own servers.
+ip netns exec rbh1 taskset -c 0 redis-server --bind 10.77.0.1 --port 7379 --protected-mode no --save "" \
+  --appendonly no --dir "$TMP" --logfile "$TMP/r1.log" --daemonize no & REDIS_PIDS+=($!)
+taskset -c 0 redis-server --bind 127.0.0.1 --port 7379 --save "" --appendonly no --dir "$TMP" \
+  --logfile "$TMP/r0.log" --daemonize no & REDIS_PIDS+=($!)
+sleep 1
+TIMEFORMAT='%3U %3S'
+NREF=$((SECS * 60000))
+ref() { # $1 = remote|local; prints ops/s and ops per client CPU s
+  local cpu
+  if [ "$1" = remote ]; then
+    cpu=$( { time ip netns exec rbh2 taskset -c 1 redis-benchmark -h 10.77.0.1 -p 7379 -c 50 -n "$NREF" -t get -q --csv > "$TMP/rb.csv"; } 2>&1 )
+  else
+    cpu=$( { time taskset -c 1 redis-benchmark -h 127.0.0.1 -p 7379 -c 50 -n "$NREF" -t get -q --csv > "$TMP/rb.csv"; } 2>&1 )
+  fi
+  python3 - "$TMP/rb.csv" "$cpu" "$NREF" <<'PY'
+import csv, sys
+path, cpu, n = sys.argv[1:]
+u, s = map(float, cpu.split())
+ops = next(float(r[1]) for r in csv.reader(open(path)) if r and r[0] == "GET")
+print(f"{ops:.0f} {int(n) / (u + s):.0f}")
+PY
+}
 : > "$TMP/pairs"
 for r in $(seq "$ROUNDS"); do
-  if [ $((r % 2)) -eq 1 ]; then a=$(one remote); b=$(one local); else b=$(one local); a=$(one remote); fi
-  echo "$a $b" >> "$TMP/pairs"
-  echo "  round $r: remote $a   local $b   (ops/s, ops per generator CPU s)"
+  if [ $((r % 2)) -eq 1 ]; then a=$(one remote); b=$(one local); c=$(ref remote); d=$(ref local)
+  else b=$(one local); a=$(one remote); d=$(ref local); c=$(ref remote); fi
+  echo "$a $b $c $d" >> "$TMP/pairs"
+  echo "  round $r: rackbench remote $a local $b | redis-benchmark remote $c local $d   (ops/s, ops per client CPU s)"
 done
 python3 - "$TMP/pairs" "$AGENT_PCT" "$SPREAD" "$LATE" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 agent, spread, late = map(float, sys.argv[2:5])
-tput = statistics.median(a / c for a, _, c, _ in rows)
-eff = statistics.median(b / d for _, b, _, d in rows)
-print(f"kv remote/local: ops/s ratio {tput:.3f}, ops per generator CPU s ratio {eff:.3f} (medians of {len(rows)} paired rounds)")
+tput = statistics.median(r[0] / r[2] for r in rows)
+eff = statistics.median(r[1] / r[3] for r in rows)
+ref_eff = statistics.median(r[5] / r[7] for r in rows)
+print(f"rackbench kv remote/local: ops/s ratio {tput:.3f}, ops per generator CPU s ratio {eff:.3f} (medians of {len(rows)} paired rounds)")
+print(f"redis-benchmark remote/local: ops per client CPU s ratio {ref_eff:.3f} (what the namespace path costs any client)")
 print(f"GOAL agent CPU at 1 Hz < 1% of a core: {agent:.3f}% {'OK' if agent < 1 else 'SHORT'}")
 worst = max(spread, late)
 print(f"GOAL start skew across 3 hosts < 1 ms: worst {worst:.3f} ms {'OK' if worst < 1 else 'SHORT'}")

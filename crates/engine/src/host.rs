@@ -473,7 +473,7 @@ pub fn sleep_until(at: SystemTime) -> Duration {
         // Sleep most of the way, then spin the last stretch: a sleep's wake-up is
         // 50-100 us late on a VM, and the start skew across hosts should be well under
         // a millisecond.
-        let spin = Duration::from_micros(500);
+        let spin = Duration::from_micros(200);
         if d > spin {
             std::thread::sleep(d - spin);
         }
