@@ -585,3 +585,126 @@ fn net_matrix_over_three_hosts() {
     assert_eq!(pairs.len(), 6, "{pairs:?}");
     assert_nothing_left(&h, 15);
 }
+
+/// A plan file's `[hosts]` table gives the roles as the flags do.
+#[test]
+fn a_plan_file_names_the_hosts() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[run]\nworkload = \"net\"\n\n[hosts]\npairs = [\"rbh2>rbh3\"]\nssh_config = \"{}\"\n\n[net]\ntests = [\"tcp\"]\nduration = 1\n",
+            h.ssh_config
+        ),
+    )
+    .unwrap();
+    let out = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "--plan",
+            plan.to_str().unwrap(),
+            "--json",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &run["results"][0];
+    assert_eq!(r["params"]["sender_host"], "rbh2");
+    assert_eq!(r["params"]["receiver_host"], "rbh3");
+    assert_eq!(run["plan"]["hosts"]["pairs"][0], "rbh2>rbh3");
+    // An unknown key in [hosts] is an error, not ignored.
+    std::fs::write(
+        &plan,
+        "[run]\nworkload = \"kv\"\n\n[hosts]\nsutt = \"rbh1\"\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "--plan",
+            plan.to_str().unwrap(),
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("sutt"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_nothing_left(&h, 15);
+}
+
+/// crypto measures the system under test itself: the work runs in rbh1's agent, whose
+/// CPU shows it, not on this machine.
+#[test]
+fn crypto_runs_on_the_system_under_test() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json(
+        &h,
+        &db,
+        &[
+            "crypto",
+            "--tests",
+            "rsa2048",
+            "--duration",
+            "2",
+            "--threads",
+            "1",
+            "--sut",
+            "rbh1",
+            "--telemetry-interval",
+            "0.5",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let r = &run["results"][0];
+    assert_eq!(r["params"]["sut_host"], "rbh1");
+    assert!(r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["value"].as_f64().unwrap_or(0.0) > 0.0));
+    let proc_cpu = |host: &str| {
+        r["telemetry_summary"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["host"] == host)
+            .map(|s| {
+                s["procs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| p["role"] == "loadgen")
+                    .map(|p| p["usr_pct"].as_f64().unwrap() + p["sys_pct"].as_f64().unwrap())
+                    .sum::<f64>()
+            })
+    };
+    let there = proc_cpu("rbh1").expect("telemetry from rbh1");
+    let here = proc_cpu("local").unwrap_or(0.0);
+    assert!(
+        there > 50.0 && here < 30.0,
+        "the agent on rbh1 did the work: rbh1 {there:.0}%, local {here:.0}%"
+    );
+    assert_nothing_left(&h, 15);
+}
