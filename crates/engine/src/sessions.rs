@@ -23,6 +23,8 @@ pub(crate) fn run<S: Session + 'static>(
     anyhow::ensure!(!sessions.is_empty(), "no sessions to drive");
     let n = sessions.len();
     let barrier = Arc::new(Barrier::new(n));
+    // The sessions are connected: now the common start of all generators, if any.
+    progress.wait_for_start();
     let t0 = Instant::now();
     let results: Vec<(Recorder, Option<String>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = sessions

@@ -287,6 +287,8 @@ where
     if let Some(e) = setup_err {
         return Err(e);
     }
+    // Every connection is open: now the common start of all generators, if any.
+    progress.wait_for_start();
     // One common origin for all threads: the first thread to get here sets it.
     let t0 = {
         let mut g = t0_slot.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;

@@ -29,9 +29,26 @@ pub struct Progress {
     /// Set to end the load under way early, keeping what it measured (another
     /// generator of the same test is gone). Unlike Ctrl-C it ends this test only.
     pub cancel: AtomicBool,
+    /// The common start of a test driven from several hosts (this host's clock), set by
+    /// the host before its driver runs: the load loop connects first, then waits for it.
+    pub start_at: Mutex<Option<std::time::SystemTime>>,
+    /// When the load really began and how late that was against `start_at`.
+    pub started: Mutex<Option<(std::time::SystemTime, std::time::Duration)>>,
 }
 
 impl Progress {
+    /// Connected and ready: wait for the common start, if there is one, and note when
+    /// the load began. Every thread of a load calls it; the first to wake records.
+    pub fn wait_for_start(&self) {
+        let at = self.start_at.lock().ok().and_then(|g| *g);
+        if let Some(at) = at {
+            let late = crate::host::sleep_until(at);
+            if let Ok(mut s) = self.started.lock() {
+                s.get_or_insert((std::time::SystemTime::now(), late));
+            }
+        }
+    }
+
     /// True once the load under way should end: Ctrl-C, or this test cancelled.
     pub fn stopping(&self) -> bool {
         crate::stop::stop_requested() || self.cancel.load(Ordering::Relaxed)

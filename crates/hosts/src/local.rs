@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use engine::host::{
-    sleep_until, unix_s, DriverJob, DriverReport, Host, Service, ServiceCtx, ServiceHandle,
-    TelemetryInfo, TelemetrySettings,
+    unix_s, DriverJob, DriverReport, Host, Service, ServiceCtx, ServiceHandle, TelemetryInfo,
+    TelemetrySettings,
 };
 use engine::workload::{Params, Progress, Registration};
 use model::{HostDisclosure, IdlePower, TelemetrySample};
@@ -190,13 +190,26 @@ impl Host for LocalHost {
         let driver = reg
             .driver
             .with_context(|| format!("workload `{}` has no driver", job.workload))?;
-        let late = sleep_until(start_at);
-        let started = SystemTime::now();
-        let report = driver(job, progress)?;
+        // The load loop connects first and then waits for the common start itself
+        // (Progress::wait_for_start); a driver that never asks starts at once.
+        if let Ok(mut g) = progress.start_at.lock() {
+            *g = Some(start_at);
+        }
+        if let Ok(mut g) = progress.started.lock() {
+            *g = None;
+        }
+        let called = SystemTime::now();
+        let report = driver(job, progress);
         let ended = SystemTime::now();
+        let began = progress.started.lock().ok().and_then(|mut g| g.take());
+        if let Ok(mut g) = progress.start_at.lock() {
+            *g = None;
+        }
+        let (started, late) =
+            began.unwrap_or_else(|| (called, called.duration_since(start_at).unwrap_or_default()));
         Ok(DriverReport {
             host: self.name.clone(),
-            report,
+            report: report?,
             started_unix_s: unix_s(started),
             ended_unix_s: unix_s(ended),
             start_skew_s: late.as_secs_f64(),
