@@ -13,6 +13,10 @@ use crate::workload::StepOutput;
 /// Fraction of its threads' CPU time above which the load generator counts as saturated.
 pub const CLIENT_BOUND_FRACTION: f64 = 0.90;
 
+/// Share of an open loop's requests sent late (more than 1 ms after their intended time)
+/// above which the generator is said to be behind its schedule.
+pub const LATE_FRACTION: f64 = 0.01;
+
 fn latency_metrics(prefix: &str, h: &Histogram<u64>, labels: &[(&str, &str)]) -> Vec<Metric> {
     let mut out = Vec::new();
     if h.is_empty() {
@@ -189,7 +193,27 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     if total == 0 {
         flags.push(Flag::invalid("zero_throughput", "no request completed"));
     }
-    if busy >= CLIENT_BOUND_FRACTION {
+    let late_fraction = if total > 0 {
+        out.late_sends as f64 / total as f64
+    } else {
+        0.0
+    };
+    if out.offered_rate.is_some() {
+        // An open loop is judged by its schedule, not its CPU: it spins between sends
+        // by design (a whole core at any rate), so its CPU says nothing about whether
+        // it kept up. Sends later than 1 ms past their intended time say it did not.
+        if late_fraction > LATE_FRACTION {
+            flags.push(Flag::warning(
+                "behind_schedule",
+                format!(
+                    "{:.1}% of requests were sent more than 1 ms after their intended time: the generator \
+                     (or the connections, all busy with a slow server) could not keep the offered rate; \
+                     add --threads or --clients, or lower --rate",
+                    late_fraction * 100.0
+                ),
+            ));
+        }
+    } else if busy >= CLIENT_BOUND_FRACTION {
         flags.push(Flag::warning(
             "client_bound",
             format!(
@@ -252,5 +276,71 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
         flags,
         error: out.stopped_early.clone().filter(|w| w != "interrupted"),
         loadgen_threads: Some(threads),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::{ClassStats, StopAfter};
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    fn open_loop(late_sends: u64, cpu_s: f64) -> (LoadSpec, LoadOutcome) {
+        let spec = LoadSpec {
+            shape: LoadShape::Constant { rate: 10_000.0 },
+            stop: StopAfter::Duration(Duration::from_secs(1)),
+            connections: 4,
+            ..LoadSpec::default()
+        };
+        let mut c = ClassStats::new("get", true);
+        for _ in 0..10_000 {
+            c.service.record(50_000).unwrap();
+            c.corrected.as_mut().unwrap().record(60_000).unwrap();
+        }
+        c.count = 10_000;
+        c.ok = 10_000;
+        let out = LoadOutcome {
+            classes: vec![c],
+            duration_s: 1.0,
+            interval_rates: vec![10_000.0],
+            offered_rate: Some(10_000.0),
+            late_sends,
+            connection_errors: BTreeMap::new(),
+            reconnects: 0,
+            bytes_tx: 0,
+            bytes_rx: 0,
+            loadgen_cpu_user_s: cpu_s,
+            loadgen_cpu_sys_s: 0.0,
+            stopped_early: None,
+        };
+        (spec, out)
+    }
+
+    /// A spinning open loop uses its whole core at any rate: that is not client-bound
+    /// (issue 13: "used 99% of its 1 thread" at 10,000/s against one redis-server).
+    #[test]
+    fn an_open_loop_on_schedule_is_not_client_bound_however_busy() {
+        let (spec, out) = open_loop(0, 0.99);
+        let s = step_output(&spec, &out, "ops_per_s", "ops/s");
+        assert!(
+            !s.flags
+                .iter()
+                .any(|f| f.code == "client_bound" || f.code == "behind_schedule"),
+            "{:?}",
+            s.flags
+        );
+    }
+
+    #[test]
+    fn an_open_loop_behind_its_schedule_is_flagged() {
+        let (spec, out) = open_loop(500, 0.2);
+        let s = step_output(&spec, &out, "ops_per_s", "ops/s");
+        let f = s
+            .flags
+            .iter()
+            .find(|f| f.code == "behind_schedule")
+            .expect("flagged");
+        assert!(f.message.contains("5.0%"), "{}", f.message);
     }
 }

@@ -313,7 +313,9 @@ impl Kv {
                 ]);
                 // The whole's busy figure averages the generators: one saturated among
                 // idle ones would hide in it.
-                if busy_pct >= CLIENT_BOUND_FRACTION * 100.0
+                // (An open loop spins by design: it is judged by its schedule instead.)
+                if d.spec.shape == engine::load::LoadShape::Closed
+                    && busy_pct >= CLIENT_BOUND_FRACTION * 100.0
                     && !step.flags.iter().any(|f| f.code == "client_bound")
                 {
                     step.flags.push(Flag::warning(
