@@ -42,6 +42,48 @@ pub struct Kv {
     capacity_found: Option<f64>,
     /// Whether the capacity test under way sleeps between sends (`--wait`).
     sleep_when_idle: bool,
+    /// Why the load generator competes with the servers for CPUs, when it does.
+    cpu_clash: Option<String>,
+}
+
+/// Does a load generator on the servers' host share their CPUs? `server`: the CPUs the
+/// instances are pinned to; `client`: the generator's (empty: not pinned); `host`: every
+/// CPU of the host when known. A generator that competes with the server it measures
+/// takes its CPU away: the figure is then neither the server's nor the client's.
+pub fn cpu_clash(server: &[usize], client: &[usize], host: Option<&[usize]>) -> Option<String> {
+    if server.is_empty() {
+        return None;
+    }
+    if client.is_empty() {
+        let host = host?;
+        return host.iter().all(|c| server.contains(c)).then(|| {
+            format!(
+                "the load generator is not pinned and the servers are on every CPU of their host ({}): \
+                 they compete for CPUs (give --client-cpus and --server-cpus apart, or a load generator host)",
+                list(server)
+            )
+        });
+    }
+    let shared: Vec<usize> = client
+        .iter()
+        .copied()
+        .filter(|c| server.contains(c))
+        .collect();
+    (!shared.is_empty()).then(|| {
+        format!(
+            "the load generator (CPUs {}) shares CPU {} with the servers (CPUs {}): they compete for it",
+            list(client),
+            list(&shared),
+            list(server)
+        )
+    })
+}
+
+fn list(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The service started on the system under test.
@@ -165,6 +207,7 @@ impl Kv {
             facts: BTreeMap::new(),
             capacity_found: None,
             sleep_when_idle: false,
+            cpu_clash: None,
         })
     }
 
@@ -383,9 +426,23 @@ impl Workload for Kv {
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
-        let sut = ctx.roles()?.sut.clone();
+        let roles = ctx.roles()?;
+        let sut = roles.sut.clone();
         let handle = sut.start_service("kv", &self.params)?;
         self.facts = handle.facts.clone();
+        // Only a generator on the servers' own host can take their CPUs.
+        if roles.loadgens.iter().any(|g| g.name() == sut.name()) {
+            let server: Vec<usize> = self
+                .facts
+                .get("server.cpus")
+                .and_then(|f| f.value.as_deref())
+                .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+                .unwrap_or_default();
+            let client = engine::launch::cpus_from_values(&self.cfg.client_cpus, "client_cpus")?;
+            // This machine's CPUs are known here; another host's are not.
+            let here = (sut.name() == "local").then(engine::launch::allowed_cpus);
+            self.cpu_clash = cpu_clash(&server, &client, here.as_deref());
+        }
         self.running = Some(Running { sut, handle });
         Ok(())
     }
@@ -401,6 +458,9 @@ impl Workload for Kv {
         let out = &d.merged;
         let mut step = engine::validity::step_output(&d.spec, out, "ops_per_s", "ops/s");
         Self::add_generator_figures(&d, &mut step);
+        if let Some(why) = &self.cpu_clash {
+            step.flags.push(Flag::warning("shares_cpus", why.clone()));
+        }
 
         // Server-side counters against what the generators claim (memtier's self-test).
         if let (Some(b), Some(a)) = (before, self.server_counters()) {
@@ -517,6 +577,22 @@ impl Drop for Kv {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_generator_on_the_servers_cpus_is_named() {
+        // --client-cpus 0 --server-cpus 0 (issue 13 item 5).
+        let why = cpu_clash(&[0], &[0], Some(&[0, 1])).expect("flagged");
+        assert!(why.contains("shares CPU 0"), "{why}");
+        // Apart: nothing to say.
+        assert_eq!(cpu_clash(&[0], &[1], Some(&[0, 1])), None);
+        // Unpinned, with a server on every CPU of the host.
+        let why = cpu_clash(&[0, 1], &[], Some(&[0, 1])).expect("flagged");
+        assert!(why.contains("not pinned"), "{why}");
+        // Unpinned with a CPU left free, or a host whose CPUs are unknown: not judged.
+        assert_eq!(cpu_clash(&[0], &[], Some(&[0, 1])), None);
+        assert_eq!(cpu_clash(&[0, 1], &[], None), None);
+    }
+
     use super::*;
 
     fn cfg(clients: usize, requests: u64, rate: Option<f64>) -> KvConfig {
