@@ -14,7 +14,7 @@ pub struct Display {
     verbose: bool,
     bar: ProgressBar,
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
+    handle: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Display {
@@ -36,7 +36,11 @@ impl Display {
                 let mut last = (Instant::now(), 0u64, String::new());
                 let mut started = Instant::now();
                 while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(250));
+                    // Woken at once by `finish`: no pause at exit.
+                    std::thread::park_timeout(Duration::from_millis(250));
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let label = progress.label.lock().map(|l| l.clone()).unwrap_or_default();
                     let done = progress.done.load(Ordering::Relaxed);
                     let now = Instant::now();
@@ -87,7 +91,7 @@ impl Display {
             verbose,
             bar,
             stop,
-            handle,
+            handle: std::sync::Mutex::new(handle),
         }
     }
 
@@ -119,18 +123,22 @@ impl Display {
         }
     }
 
+    /// Stop drawing (the drawing thread is woken and joined first, so nothing is drawn
+    /// after the bar is cleared and the results are printed).
     pub fn finish(&self) {
         self.stop.store(true, Ordering::Relaxed);
+        let h = self.handle.lock().ok().and_then(|mut h| h.take());
+        if let Some(h) = h {
+            h.thread().unpark();
+            let _ = h.join();
+        }
         self.bar.finish_and_clear();
     }
 }
 
 impl Drop for Display {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
+        self.finish();
     }
 }
 
