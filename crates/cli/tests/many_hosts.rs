@@ -70,8 +70,19 @@ fn procs_in(ns: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
-/// What rackbench left running in the namespaces: agents and servers.
+/// What rackbench left running in the namespaces (agents and servers), and on this
+/// machine ssh connections of ours (their control sockets live in rackbench-ssh-*).
 fn leftovers(h: &TestHosts) -> Vec<String> {
+    let ssh_here = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| {
+            let cmd = std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .ok()?
+                .replace('\0', " ");
+            (cmd.starts_with("ssh") && cmd.contains("rackbench-ssh-"))
+                .then(|| format!("here: {p} {cmd}"))
+        });
     h.names
         .iter()
         .flat_map(|ns| {
@@ -82,6 +93,7 @@ fn leftovers(h: &TestHosts) -> Vec<String> {
                 })
                 .map(move |(p, c)| format!("{ns}: {p} {c}"))
         })
+        .chain(ssh_here)
         .collect()
 }
 

@@ -30,6 +30,7 @@ pub struct HostSet {
     hosts: Vec<Arc<dyn Host>>,
     remotes: Vec<Arc<RemoteHost>>,
     local: Arc<LocalHost>,
+    ssh: Option<Arc<ssh::Ssh>>,
 }
 
 impl HostSet {
@@ -46,6 +47,7 @@ impl HostSet {
             hosts: vec![local.clone() as Arc<dyn Host>],
             remotes: Vec::new(),
             local,
+            ssh: None,
         };
         let mut wanted: Vec<&String> = Vec::new();
         for n in names {
@@ -57,6 +59,7 @@ impl HostSet {
             return Ok(set);
         }
         let ssh = Arc::new(ssh::Ssh::new(ssh_config)?);
+        set.ssh = Some(ssh.clone());
         // Connect in parallel: a slow login does not add up across a rack.
         let results: Vec<anyhow::Result<RemoteHost>> = std::thread::scope(|s| {
             let hs: Vec<_> = wanted
@@ -134,12 +137,16 @@ impl HostSet {
         self.hosts.iter().find_map(|h| h.lost())
     }
 
-    /// Stop everything on every host.
+    /// Stop everything on every host, then close the ssh connections.
     pub fn shutdown(&self) {
         std::thread::scope(|s| {
             for h in &self.hosts {
                 s.spawn(move || h.shutdown());
             }
         });
+        if let Some(ssh) = &self.ssh {
+            let names: Vec<String> = self.remotes.iter().map(|r| r.name().to_string()).collect();
+            ssh.close(&names);
+        }
     }
 }

@@ -64,6 +64,26 @@ impl Ssh {
         })
     }
 
+    /// Close the multiplexed connections to `dests` and remove the control directory
+    /// (a process that exits runs no destructor: this is the run's last word to ssh).
+    pub fn close(&self, dests: &[String]) {
+        for d in dests {
+            let c = self.command(d);
+            // `-O exit` goes before the destination: rebuild the command's tail.
+            let args: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_os_string()).collect();
+            let mut exit = Command::new("ssh");
+            let cut = args.iter().position(|a| a == "--").unwrap_or(args.len());
+            exit.args(&args[..cut]).args(["-O", "exit", "--", d]);
+            exit.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            if let Ok(child) = exit.spawn() {
+                let _ = wait_with_timeout(child, Duration::from_secs(3));
+            }
+        }
+        let _ = std::fs::remove_dir_all(self.control_dir.path());
+    }
+
     /// `ssh [options] DEST` with our options; append the remote command.
     pub fn command(&self, dest: &str) -> Command {
         let mut c = Command::new("ssh");
