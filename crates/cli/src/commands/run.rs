@@ -336,6 +336,12 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     opts.db = opts.db.or(g.db.clone());
     opts.json |= g.json;
     opts.quiet |= g.quiet;
+    if opts
+        .idle_power
+        .is_some_and(|i| !(0.0..=3600.0).contains(&i))
+    {
+        bail!("--idle-power is 0 (off) to 3600 seconds");
+    }
     if opts.repeat == Some(0) {
         bail!("--repeat must be at least 1");
     }

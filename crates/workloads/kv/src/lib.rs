@@ -193,6 +193,14 @@ impl KvConfig {
         if self.clients == 0 {
             bail!("clients (-c) must be at least 1");
         }
+        if let Some(d) = self.duration {
+            if !(d > 0.0 && d <= 86_400.0) {
+                bail!("duration must be above 0 and at most 86400 seconds, not {d} (e.g. --duration 10)");
+            }
+        }
+        if !(self.warmup >= 0.0 && self.warmup <= 3_600.0) {
+            bail!("warmup must be 0 to 3600 seconds, not {} (e.g. --warmup 2)", self.warmup);
+        }
         if self.pipeline == 0 {
             bail!("pipeline (-P) must be at least 1");
         }
