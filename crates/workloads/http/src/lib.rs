@@ -17,25 +17,36 @@
 //! The capacity tests are `engine::capacity_tests` (flags, defaults, driver) around
 //! [`Http::measure_rate`], one open-loop step per call; the driver adds what telemetry saw
 //! in each step (CPU busy, server CPU, power).
+//!
+//! Three parts, each running where it belongs, and the controller that joins them:
+//! - the plan (this file): flags, [`HttpConfig`], validation, the target URL and the
+//!   requests, read alike by all the others;
+//! - the [`service`] on the system under test: the launched nginx ([`nginx`]) and its
+//!   own request counter, or the checked `--target`; its endpoint is a URL;
+//! - the [`driver`] on each load generator: its share of the connections against that
+//!   URL, returning the exact load outcome;
+//! - and the [`controller`] ([`Http`], the `Workload`), which starts the service, spreads
+//!   each test across the generators and merges what they measured.
 
+pub mod controller;
+pub mod driver;
 pub mod nginx;
 pub mod proto;
+pub mod service;
 
-use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use engine::capacity::{self, RateStep};
 use engine::capacity_tests::{self, CapacityConfig, CapacityDefaults};
-use engine::load::{run_stream, LoadOutcome, LoadShape, LoadSpec, StopAfter};
-use engine::workload::{Ctx, Params, Registration, StepOutput, Workload};
-use model::{Fact, Flag, Metric};
+use engine::load::{LoadShape, LoadSpec, StopAfter};
+use engine::workload::{Params, Registration};
 use serde::{Deserialize, Serialize};
 
-use proto::{HttpProtocol, PathOrder, RequestSet, RequestTemplate, CLASS_NAMES};
+use proto::{PathOrder, RequestSet, RequestTemplate};
+
+pub use controller::Http;
 
 /// The flags of `rackbench run http`. Flag ids are the parameter keys of plans; numeric
 /// knobs take lists and ranges (`--connections 10,50,100`) which become sweeps.
@@ -232,7 +243,7 @@ impl Default for HttpConfig {
     }
 }
 
-const TESTS: [&str; 4] = ["load", "ramp", "search", "levels"];
+pub const TESTS: [&str; 4] = ["load", "ramp", "search", "levels"];
 
 /// The capacity tests' scale for http: a ramp to 20k req/s in 1k steps of 5 s.
 pub const CAPACITY: CapacityDefaults = CapacityDefaults {
@@ -241,16 +252,15 @@ pub const CAPACITY: CapacityDefaults = CapacityDefaults {
     rate_unit: "req/s",
 };
 
+/// A CPU list, parsed only: whether the CPUs exist is checked on the host they are
+/// of (the server's on the system under test, the clients' on each load generator).
 fn cpu_list(l: &List, what: &str) -> anyhow::Result<Vec<usize>> {
     let values: Vec<serde_json::Value> = l
         .items()
         .into_iter()
         .map(serde_json::Value::String)
         .collect();
-    let what = format!("--{what}");
-    let out = engine::launch::cpus_from_values(&values, &what)?;
-    engine::launch::check_cpus(&out, &what)?;
-    Ok(out)
+    engine::launch::cpus_from_values(&values, &format!("--{what}"))
 }
 
 fn positive(v: f64, what: &str) -> anyhow::Result<()> {
@@ -270,8 +280,19 @@ pub struct Target {
     pub path: String,
 }
 
-/// Parse `http://host[:port][/path]` and resolve it.
-pub fn parse_target(url: &str) -> anyhow::Result<Target> {
+/// A URL taken apart, not resolved: what every host reads alike.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Url {
+    /// `host[:port]` as written (the `Host:` header).
+    pub authority: String,
+    /// `host:port`, the port 80 when none was written (what is resolved).
+    pub host_port: String,
+    /// The path and query (`/` when none).
+    pub path: String,
+}
+
+/// Take `http://host[:port][/path]` apart without resolving it.
+pub fn parse_url(url: &str) -> anyhow::Result<Url> {
     let rest = if let Some(r) = url.strip_prefix("http://") {
         r
     } else if url.starts_with("https://") {
@@ -286,7 +307,7 @@ pub fn parse_target(url: &str) -> anyhow::Result<Target> {
     if authority.is_empty() || authority.contains('@') {
         bail!("--target {url}: expected http://HOST[:PORT][/PATH] (no user info)");
     }
-    let with_port = if authority.rsplit_once(':').is_some_and(|(h, p)| {
+    let host_port = if authority.rsplit_once(':').is_some_and(|(h, p)| {
         !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':')
     }) || (authority.starts_with('[') && authority.contains("]:"))
     {
@@ -294,20 +315,31 @@ pub fn parse_target(url: &str) -> anyhow::Result<Target> {
     } else {
         format!("{authority}:80")
     };
-    let addr = with_port
-        .to_socket_addrs()
-        .with_context(|| format!("--target {url}: cannot resolve `{authority}`"))?
-        .next()
-        .with_context(|| format!("--target {url}: `{authority}` resolves to no address"))?;
-    Ok(Target {
-        addr,
-        host: authority.to_string(),
+    Ok(Url {
+        authority: authority.to_string(),
+        host_port,
         path: path.to_string(),
     })
 }
 
+/// Parse `http://host[:port][/path]` and resolve it (as the host doing this resolves it).
+pub fn parse_target(url: &str) -> anyhow::Result<Target> {
+    let u = parse_url(url)?;
+    let addr = u
+        .host_port
+        .to_socket_addrs()
+        .with_context(|| format!("--target {url}: cannot resolve `{}`", u.authority))?
+        .next()
+        .with_context(|| format!("--target {url}: `{}` resolves to no address", u.authority))?;
+    Ok(Target {
+        addr,
+        host: u.authority,
+        path: u.path,
+    })
+}
+
 impl HttpConfig {
-    fn tests(&self) -> Vec<String> {
+    pub fn tests(&self) -> Vec<String> {
         self.tests.items()
     }
 
@@ -324,6 +356,12 @@ impl HttpConfig {
         }
         if !(self.warmup >= 0.0 && self.warmup.is_finite()) {
             bail!("--warmup must be 0 or more seconds");
+        }
+        // What `spec` turns into durations (a capacity step's length arrives as `duration`).
+        for (v, what) in [(self.duration, "duration"), (self.warmup, "warmup")] {
+            if Duration::try_from_secs_f64(v).is_err() {
+                bail!("--{what} {v} is too long");
+            }
         }
         if let Some(r) = self.rate {
             positive(r, "rate")?;
@@ -361,10 +399,13 @@ impl HttpConfig {
         for t in self.latency_thresholds.items() {
             engine::histlog::parse_latency_ns(&t).context("--latency-thresholds")?;
         }
+        if let Some(url) = &self.target {
+            parse_url(url)?;
+        }
         Ok(())
     }
 
-    fn thresholds_ns(&self) -> Vec<u64> {
+    pub fn thresholds_ns(&self) -> Vec<u64> {
         let mut v: Vec<u64> = self
             .latency_thresholds
             .items()
@@ -376,12 +417,112 @@ impl HttpConfig {
         v
     }
 
-    fn body_bytes(&self) -> Vec<u8> {
+    pub fn body_bytes(&self) -> Vec<u8> {
         match (&self.body, self.body_size) {
             (Some(b), _) => b.text().into_bytes(),
             (None, Some(n)) => vec![b'x'; n],
             (None, None) => Vec::new(),
         }
+    }
+    fn open_shape(&self, rate: f64) -> LoadShape {
+        if self.arrival == "poisson" {
+            LoadShape::Poisson { rate }
+        } else {
+            LoadShape::Constant { rate }
+        }
+    }
+
+    /// The load of a `load` test (and of a capacity step, which is a `load` with the
+    /// step's `rate` and `duration` and no `requests`), clients pinned to `client_cpus`.
+    pub fn spec(&self, client_cpus: Vec<usize>) -> LoadSpec {
+        let shape = match self.rate {
+            Some(r) => self.open_shape(r),
+            None => LoadShape::Closed,
+        };
+        let stop = match self.requests {
+            Some(n) => StopAfter::Requests(n),
+            None => StopAfter::Duration(Duration::from_secs_f64(self.duration)),
+        };
+        // Reply-rate samples: 1 s for a run (wrk's per-second view); a capacity step gets
+        // at least 5 samples (httperf samples every 5 s of runs >= 150 s; our steps are
+        // shorter, and min/max/stddev need several samples to mean anything).
+        let interval = match stop {
+            StopAfter::Duration(d) if d < Duration::from_secs(5) => {
+                (d / 5).max(Duration::from_millis(100))
+            }
+            _ => Duration::from_secs(1),
+        };
+        LoadSpec {
+            shape,
+            stop,
+            warmup: Duration::from_secs_f64(self.warmup),
+            connections: self.connections,
+            threads: self.threads,
+            pipeline: 1,
+            requests_per_connection: (self.requests_per_connection > 0)
+                .then_some(self.requests_per_connection),
+            client_cpus,
+            seed: self.seed,
+            interval,
+            sleep_when_idle: false,
+        }
+    }
+
+    /// The paths requested: `--path`, or the endpoint URL's own.
+    pub fn paths(&self, url: &Url) -> Vec<String> {
+        let mut paths = self.paths.items();
+        if paths.is_empty() {
+            paths.push(url.path.clone());
+        }
+        paths
+    }
+
+    /// Every request, built once, for the endpoint `url` (its authority is the `Host:`).
+    pub fn request_set(&self, url: &Url) -> anyhow::Result<RequestSet> {
+        RequestSet::build(
+            &RequestTemplate {
+                method: &self.method,
+                host: &url.authority,
+                paths: &self.paths(url),
+                headers: &self.headers.items(),
+                body: &self.body_bytes(),
+            },
+            if self.path_order == "random" {
+                PathOrder::Random
+            } else {
+                PathOrder::Rotate
+            },
+        )
+    }
+}
+
+/// One sweep point's knobs, validated: the controller, the service and every driver
+/// read the same parameters through this, so they cannot disagree on a default.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub cfg: HttpConfig,
+    /// The capacity tests' knobs (split off before `HttpConfig` reads the rest).
+    pub cap: CapacityConfig,
+    /// Parsed only: whether these CPUs exist is checked on the system under test.
+    pub server_cpus: Vec<usize>,
+    /// Parsed only: whether these CPUs exist is checked on each load generator.
+    pub client_cpus: Vec<usize>,
+}
+
+impl Plan {
+    pub fn from_params(p: &Params) -> anyhow::Result<Plan> {
+        let (p, cap) = capacity_tests::split_params("http", p)?;
+        let cfg: HttpConfig = engine::plan::config_from_params("http", &p)?;
+        cfg.validate()?;
+        cap.validate(&cfg.tests(), &CAPACITY)?;
+        let server_cpus = cpu_list(&cfg.server_cpus, "server-cpus")?;
+        let client_cpus = cpu_list(&cfg.client_cpus, "client-cpus")?;
+        Ok(Plan {
+            cfg,
+            cap,
+            server_cpus,
+            client_cpus,
+        })
     }
 }
 
@@ -401,386 +542,8 @@ pub fn registration() -> Registration {
         ],
         flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Http::from_params(p)?)),
-        service: None,
-        driver: None,
-    }
-}
-
-/// The http workload for one sweep point.
-pub struct Http {
-    pub cfg: HttpConfig,
-    server_cpus: Vec<usize>,
-    client_cpus: Vec<usize>,
-    target: Option<Target>,
-    server: Option<nginx::Nginx>,
-    requests: Option<Arc<RequestSet>>,
-    /// Capacity found by a `ramp` or `search` test, for a later `levels` test.
-    capacity_found: Option<f64>,
-    /// Whether the test under way sleeps between open-loop sends (`--wait`).
-    sleep_when_idle: bool,
-    /// The capacity tests' parameters.
-    pub cap: CapacityConfig,
-    facts: BTreeMap<String, Fact>,
-}
-
-impl Http {
-    pub fn from_params(p: &Params) -> anyhow::Result<Http> {
-        let (p, cap) = capacity_tests::split_params("http", p)?;
-        let cfg: HttpConfig = engine::plan::config_from_params("http", &p)?;
-        cfg.validate()?;
-        cap.validate(&cfg.tests(), &CAPACITY)?;
-        let server_cpus = cpu_list(&cfg.server_cpus, "server-cpus")?;
-        let client_cpus = cpu_list(&cfg.client_cpus, "client-cpus")?;
-        Ok(Http {
-            cfg,
-            server_cpus,
-            client_cpus,
-            target: None,
-            server: None,
-            requests: None,
-            capacity_found: None,
-            sleep_when_idle: false,
-            cap,
-            facts: BTreeMap::new(),
-        })
-    }
-
-    /// The endpoint being driven (after prepare).
-    pub fn endpoint(&self) -> Option<SocketAddr> {
-        self.target.as_ref().map(|t| t.addr)
-    }
-
-    /// The launched nginx (None with --target).
-    pub fn server(&self) -> Option<&nginx::Nginx> {
-        self.server.as_ref()
-    }
-
-    fn spec(&self, shape: LoadShape, stop: StopAfter) -> LoadSpec {
-        // Reply-rate samples: 1 s for a run (wrk's per-second view); a capacity step gets
-        // at least 5 samples (httperf samples every 5 s of runs >= 150 s; our steps are
-        // shorter, and min/max/stddev need several samples to mean anything).
-        let interval = match stop {
-            StopAfter::Duration(d) if d < Duration::from_secs(5) => {
-                (d / 5).max(Duration::from_millis(100))
-            }
-            _ => Duration::from_secs(1),
-        };
-        LoadSpec {
-            shape,
-            stop,
-            warmup: Duration::from_secs_f64(self.cfg.warmup),
-            connections: self.cfg.connections,
-            threads: self.cfg.threads,
-            pipeline: 1,
-            requests_per_connection: (self.cfg.requests_per_connection > 0)
-                .then_some(self.cfg.requests_per_connection),
-            client_cpus: self.client_cpus.clone(),
-            seed: self.cfg.seed,
-            interval,
-            sleep_when_idle: self.sleep_when_idle,
-        }
-    }
-
-    fn open_shape(&self, rate: f64) -> LoadShape {
-        if self.cfg.arrival == "poisson" {
-            LoadShape::Poisson { rate }
-        } else {
-            LoadShape::Constant { rate }
-        }
-    }
-
-    fn drive(&self, spec: &LoadSpec, ctx: &Ctx) -> anyhow::Result<LoadOutcome> {
-        let (Some(t), Some(set)) = (&self.target, &self.requests) else {
-            bail!("http: run_test before prepare");
-        };
-        let set = set.clone();
-        run_stream(
-            spec,
-            &[t.addr],
-            &CLASS_NAMES,
-            move |i| HttpProtocol::new(set.clone(), i),
-            &ctx.progress,
-        )
-    }
-
-    /// Run one capacity step at `rate_per_s` requests/s (open loop, `--step-duration`
-    /// seconds after `--warmup`); rate 0 is active idle (`--idle-duration` seconds with no
-    /// load). The runner wraps this to add CPU and power to `RateStep::extra`.
-    pub fn measure_rate(&mut self, rate_per_s: f64, ctx: &Ctx) -> anyhow::Result<RateStep> {
-        let started = std::time::SystemTime::now();
-        let secs = self.cap.step_duration_s(&CAPACITY);
-        let spec = self.spec(
-            self.open_shape(rate_per_s),
-            StopAfter::Duration(Duration::from_secs_f64(secs)),
-        );
-        ctx.note(&format!("http: {rate_per_s:.0} req/s for {secs}s"));
-        let out = self.drive(&spec, ctx)?;
-        let mut s = RateStep::from_outcome(rate_per_s, &out);
-        s.started_at = Some(started);
-        let n = out.total_count();
-        if n > 0 {
-            let cpu = out.loadgen_cpu_user_s + out.loadgen_cpu_sys_s;
-            s.extra.push(Metric::new(
-                "loadgen_cpu_us_per_op",
-                cpu * 1e6 / n as f64,
-                "us/op",
-            ));
-        }
-        if let Some(why) = self.server_exited() {
-            s.error = Some(why);
-        }
-        Ok(s)
-    }
-
-    fn server_exited(&mut self) -> Option<String> {
-        self.server.as_mut().and_then(|s| s.guard.exited())
-    }
-
-    fn write_hlog(&self, text: &[u8]) -> Option<Flag> {
-        let path = self.cfg.hlog.as_ref()?;
-        match std::fs::write(path, text) {
-            Ok(()) => None,
-            Err(e) => Some(Flag::warning(
-                "hlog_not_written",
-                format!("could not write the interval log {path}: {e}"),
-            )),
-        }
-    }
-
-    fn run_load(&mut self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        let shape = match self.cfg.rate {
-            Some(r) => self.open_shape(r),
-            None => LoadShape::Closed,
-        };
-        let stop = match self.cfg.requests {
-            Some(n) => StopAfter::Requests(n),
-            None => StopAfter::Duration(Duration::from_secs_f64(self.cfg.duration)),
-        };
-        let spec = self.spec(shape, stop);
-        let started = std::time::SystemTime::now();
-        let before = self.server.as_ref().and_then(nginx::Nginx::requests_served);
-        let out = self.drive(&spec, ctx)?;
-        let after = self.server.as_ref().and_then(nginx::Nginx::requests_served);
-        let mut step = engine::validity::step_output(&spec, &out, "requests_per_s", "req/s");
-        // nginx's own count against the generator's (memtier's self-test). The second
-        // status request counts itself; requests in flight when a timed test ends, and
-        // those of the warm-up, are served but not counted by the generator.
-        if let (Some(b), Some(a)) = (before, after) {
-            let served = a.saturating_sub(b).saturating_sub(1);
-            step.metrics
-                .push(Metric::new("server_requests", served as f64, "requests"));
-            let claimed = out.total_count();
-            let lost: u64 = out.connection_errors.values().sum();
-            let slack = (spec.connections * spec.pipeline) as u64;
-            if spec.warmup.is_zero() && lost == 0 && (served < claimed || served > claimed + slack)
-            {
-                step.flags.push(Flag::warning(
-                    "server_counter_mismatch",
-                    format!("nginx counted {served} requests, the generator {claimed} replies"),
-                ));
-            }
-        }
-        // Per-status counts: 2xx/3xx are `ok`, the others come back as `http_<code>`.
-        let ok: u64 = out.classes.iter().map(|c| c.ok).sum();
-        step.metrics
-            .push(Metric::new("responses", ok as f64, "responses").label("status", "2xx_3xx"));
-        for c in &out.classes {
-            for (kind, n) in &c.errors {
-                if let Some(code) = kind.strip_prefix("http_") {
-                    step.metrics.push(
-                        Metric::new("responses", *n as f64, "responses").label("status", code),
-                    );
-                }
-            }
-        }
-        if out.duration_s > 0.0 {
-            step.metrics.push(Metric::new(
-                "rx_bytes_per_s",
-                out.bytes_rx as f64 / out.duration_s,
-                "B/s",
-            ));
-        }
-        // Latency views: share over thresholds, weighted mean, jitter.
-        let rs = RateStep::from_outcome(out.offered_rate.unwrap_or(0.0), &out);
-        if let Some(h) = &rs.latency {
-            step.metrics.extend(engine::histlog::view_metrics(
-                h,
-                &self.cfg.thresholds_ns(),
-                &[("kind", rs.latency_kind.clone())],
-            ));
-            if self.cfg.hlog.is_some() {
-                let mut rs = rs.clone();
-                rs.started_at = Some(started);
-                let log = capacity::write_steps_log(
-                    Vec::new(),
-                    "rackbench http load",
-                    [&rs].into_iter(),
-                )?;
-                step.flags.extend(self.write_hlog(&log));
-            }
-        }
-        if let Some(why) = self.server_exited() {
-            step.error = Some(why.clone());
-            step.flags.push(Flag::invalid("server_died", why));
-        }
-        Ok(step)
-    }
-
-    fn run_capacity(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        let cap = self.cap.clone();
-        let hlog = self.cfg.hlog.clone();
-        let mut found = self.capacity_found;
-        let threads = self.cfg.threads;
-        let out = capacity_tests::run(
-            "http",
-            test,
-            &cap,
-            &CAPACITY,
-            ctx,
-            &mut found,
-            hlog.as_deref(),
-            threads,
-            |rate| self.measure_rate(rate, ctx),
-        );
-        self.capacity_found = found;
-        out
-    }
-}
-
-impl Workload for Http {
-    fn name(&self) -> &'static str {
-        "http"
-    }
-
-    fn tests(&self) -> Vec<String> {
-        self.cfg.tests()
-    }
-
-    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
-        let target = match &self.cfg.target {
-            Some(url) => {
-                let t = parse_target(url)?;
-                std::net::TcpStream::connect_timeout(&t.addr, Duration::from_secs(3))
-                    .with_context(|| format!("--target {url}: cannot connect to {}", t.addr))?;
-                self.facts.insert(
-                    "server.mode".into(),
-                    Fact::known("given endpoint (--target)"),
-                );
-                self.facts
-                    .insert("server.url".into(), Fact::known(url.clone()));
-                t
-            }
-            None => {
-                let binary = engine::launch::find_binary(&self.cfg.nginx, "nginx-light")?;
-                ctx.note(&format!(
-                    "launching nginx ({} worker(s){}) serving a {}-byte file",
-                    self.cfg.server_workers,
-                    if self.server_cpus.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" on CPUs {:?}", self.server_cpus)
-                    },
-                    self.cfg.file_size
-                ));
-                let n = nginx::launch(&nginx::NginxSpec {
-                    binary: binary.clone(),
-                    workers: self.cfg.server_workers,
-                    cpus: self.server_cpus.clone(),
-                    file_size: self.cfg.file_size,
-                })?;
-                ctx.watch.watch_process("server:0", n.guard.pid());
-                for (i, w) in n.workers.iter().enumerate() {
-                    ctx.watch.watch_process(&format!("server:worker{i}"), *w);
-                }
-                self.facts
-                    .insert("server.mode".into(), Fact::known("launched by rackbench"));
-                self.facts.insert(
-                    "software.nginx".into(),
-                    n.version.clone().map_or_else(
-                        || Fact::unknown("`nginx -v` printed no version"),
-                        Fact::known,
-                    ),
-                );
-                self.facts.insert(
-                    "software.nginx.binary".into(),
-                    Fact::known(binary.display().to_string()),
-                );
-                self.facts.insert(
-                    "server.config.worker_processes".into(),
-                    Fact::known(self.cfg.server_workers.to_string()),
-                );
-                self.facts.insert(
-                    "server.config.worker_cpu_affinity".into(),
-                    Fact::known(
-                        nginx::affinity_masks(self.cfg.server_workers, &self.server_cpus).join(" "),
-                    ),
-                );
-                self.facts.insert(
-                    "server.static_file_bytes".into(),
-                    Fact::known(self.cfg.file_size.to_string()),
-                );
-                let t = Target {
-                    addr: n.addr,
-                    host: n.addr.to_string(),
-                    path: format!("/{}", nginx::STATIC_FILE),
-                };
-                self.server = Some(n);
-                t
-            }
-        };
-        let mut paths = self.cfg.paths.items();
-        if paths.is_empty() {
-            paths.push(target.path.clone());
-        }
-        let set = RequestSet::build(
-            &RequestTemplate {
-                method: &self.cfg.method,
-                host: &target.host,
-                paths: &paths,
-                headers: &self.cfg.headers.items(),
-                body: &self.cfg.body_bytes(),
-            },
-            if self.cfg.path_order == "random" {
-                PathOrder::Random
-            } else {
-                PathOrder::Rotate
-            },
-        )?;
-        self.facts
-            .insert("loadgen.http.paths".into(), Fact::known(paths.join(" ")));
-        self.requests = Some(Arc::new(set));
-        self.target = Some(target);
-        Ok(())
-    }
-
-    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        self.sleep_when_idle = self.cap.sleep_when_idle(test);
-        match test {
-            "load" => self.run_load(ctx),
-            "ramp" | "search" | "levels" => self.run_capacity(test, ctx),
-            other => bail!(
-                "unknown http test `{other}`: choose from {}",
-                TESTS.join(", ")
-            ),
-        }
-    }
-
-    fn cleanup(&mut self) {
-        if let Some(mut s) = self.server.take() {
-            s.guard.stop(Duration::from_secs(2));
-        }
-        self.target = None;
-        self.requests = None;
-    }
-
-    fn disclosure(&self) -> BTreeMap<String, Fact> {
-        self.facts.clone()
-    }
-}
-
-impl Drop for Http {
-    fn drop(&mut self) {
-        self.cleanup();
+        service: Some(service::start_service),
+        driver: Some(driver::drive),
     }
 }
 
@@ -796,7 +559,7 @@ mod tests {
     #[test]
     fn config_from_flag_values() {
         // What the CLI produces: numbers from `parse_value`, lists, strings.
-        let h = Http::from_params(&params(json!({
+        let h = Plan::from_params(&params(json!({
             "connections": 50, "duration": 2, "rate": 1000.5, "paths": ["/a", "/b"],
             "headers": ["Accept: */*"], "server_cpus": 0, "client_cpus": "0",
             "tests": ["ramp", "levels"], "slo": "p99.9<=500us", "body": true,
@@ -809,26 +572,60 @@ mod tests {
         assert_eq!(h.cfg.body_bytes(), b"true");
         assert_eq!(h.cap.levels_pct().unwrap(), vec![100.0, 50.0]);
         assert_eq!(h.cfg.thresholds_ns(), vec![1_000_000, 8_000_000]);
-        let h = Http::from_params(&params(json!({"tests": "load"}))).unwrap();
+        let h = Plan::from_params(&params(json!({"tests": "load"}))).unwrap();
         assert_eq!(h.cfg.tests(), vec!["load"]);
     }
 
     #[test]
     fn bad_config_says_what_to_type() {
-        let err = |v: serde_json::Value| match Http::from_params(&params(v)) {
+        let err = |v: serde_json::Value| match Plan::from_params(&params(v)) {
             Ok(_) => panic!("accepted"),
             Err(e) => format!("{e:#}"),
         };
         assert!(err(json!({"conections": 5})).contains("unknown field"));
         assert!(err(json!({"connections": 0})).contains("--connections"));
+        assert!(err(json!({"duration": 1e300})).contains("too long"));
         assert!(err(json!({"tests": ["bogus"]})).contains("choose from load, ramp, search, levels"));
         assert!(err(json!({"tests": ["levels"]})).contains("--capacity"));
         assert!(err(json!({"tests": ["search"], "slo": "p99>1ms"})).contains("--slo"));
         assert!(err(json!({"tests": ["ramp"], "ramp_low": 0})).contains("--ramp-low"));
         assert!(err(json!({"arrival": "burst"})).contains("--arrival"));
-        assert!(err(json!({"server_cpus": 4096})).contains("does not exist"));
+        assert!(err(json!({"server_cpus": "x"})).contains("--server-cpus"));
+        assert!(err(json!({"target": "https://h/"})).contains("https is not supported"));
         assert!(err(json!({"latency_thresholds": "5"})).contains("no unit"));
         assert!(err(json!({"body": "x", "body_size": 3})).contains("not both"));
+    }
+
+    #[test]
+    fn a_load_spec_is_the_one_of_before() {
+        let p = Plan::from_params(&params(
+            json!({"connections": 8, "duration": 2, "rate": 100}),
+        ))
+        .unwrap();
+        let s = p.cfg.spec(vec![1]);
+        assert_eq!(s.shape, LoadShape::Constant { rate: 100.0 });
+        assert_eq!(s.stop, StopAfter::Duration(Duration::from_secs(2)));
+        assert_eq!(s.interval, Duration::from_millis(400));
+        assert_eq!((s.connections, s.client_cpus), (8, vec![1]));
+        let p = Plan::from_params(&params(json!({"requests": 10}))).unwrap();
+        let s = p.cfg.spec(Vec::new());
+        assert_eq!(
+            (s.shape, s.stop, s.interval),
+            (
+                LoadShape::Closed,
+                StopAfter::Requests(10),
+                Duration::from_secs(1)
+            )
+        );
+        // The requests name the endpoint's authority and, without --path, its path.
+        let u = parse_url("http://[::1]:81/x?y").unwrap();
+        assert_eq!(p.cfg.paths(&u), vec!["/x?y"]);
+        let set = p.cfg.request_set(&u).unwrap();
+        let req = String::from_utf8_lossy(&set.requests[0]).to_string();
+        assert!(
+            req.starts_with("GET /x?y HTTP/1.1\r\n") && req.contains("Host: [::1]:81\r\n"),
+            "{req}"
+        );
     }
 
     #[test]

@@ -1,17 +1,18 @@
 //! The nginx rackbench launches by default: its own configuration in a temporary
 //! directory (pid, error log and temp paths inside it, access log off, a static file of
-//! the chosen size), a free loopback port, workers pinned with `worker_cpu_affinity`, run
+//! the chosen size), a free port on the address load generators reach this host at
+//! (loopback when everything is local), workers pinned with `worker_cpu_affinity`, run
 //! in the foreground (`daemon off; master_process on;`) under a `ChildGuard` so it is
 //! gone when the run ends, fails or is interrupted.
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
-use engine::launch::{free_port, pin_command, wait_for_port, ChildGuard};
+use engine::launch::{free_port_on, pin_command, wait_for_port, ChildGuard};
 
 /// The name of the static file served (request it as `/index.html`).
 pub const STATIC_FILE: &str = "index.html";
@@ -26,6 +27,8 @@ pub struct NginxSpec {
     /// Worker i is pinned to cpus[i % len]; the master to all of them. Empty: unpinned.
     pub cpus: Vec<usize>,
     pub file_size: usize,
+    /// The address nginx listens on (a free port is chosen there).
+    pub bind_ip: IpAddr,
 }
 
 /// A running nginx.
@@ -98,7 +101,7 @@ pub fn affinity_masks(workers: usize, cpus: &[usize]) -> Vec<String> {
 /// knows (a directive for a module compiled out is a fatal "unknown directive").
 pub fn render_config(
     dir: &Path,
-    port: u16,
+    listen: SocketAddr,
     workers: usize,
     cpus: &[usize],
     temp_dirs: &[&str],
@@ -140,7 +143,7 @@ pub fn render_config(
         "    keepalive_requests 100000000;\n    keepalive_timeout 300s;"
     );
     let _ = writeln!(c, "    server {{");
-    let _ = writeln!(c, "        listen 127.0.0.1:{port} backlog=4096;");
+    let _ = writeln!(c, "        listen {listen} backlog=4096;");
     let _ = writeln!(c, "        server_name localhost;\n        root {d}/www;");
     let _ = writeln!(c, "        location / {{ }}");
     if stub_status {
@@ -225,11 +228,12 @@ pub fn launch(spec: &NginxSpec) -> anyhow::Result<Nginx> {
         www.join(STATIC_FILE),
         std::fs::Permissions::from_mode(0o644),
     )?;
-    let port = free_port()?;
+    let port = free_port_on(&spec.bind_ip.to_string())?;
+    let addr = SocketAddr::new(spec.bind_ip, port);
     let (temps, stub_status) = build_features(&spec.binary);
     let config = render_config(
         dir.path(),
-        port,
+        addr,
         spec.workers,
         &spec.cpus,
         &temps,
@@ -249,7 +253,6 @@ pub fn launch(spec: &NginxSpec) -> anyhow::Result<Nginx> {
         .stderr(Stdio::null());
     pin_command(&mut cmd, &spec.cpus);
     let mut guard = ChildGuard::spawn("nginx", &mut cmd)?;
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     if let Err(e) = wait_for_port(addr, &mut guard, Duration::from_secs(10)) {
         let tail = log_tail(&dir.path().join("error.log"));
         anyhow::bail!(
@@ -300,7 +303,7 @@ mod tests {
     fn config_keeps_everything_in_its_directory() {
         let c = render_config(
             Path::new("/tmp/x"),
-            8080,
+            ([127, 0, 0, 1], 8080).into(),
             2,
             &[0, 1],
             &["client_body", "proxy"],
@@ -323,7 +326,15 @@ mod tests {
         ] {
             assert!(c.contains(want), "missing `{want}` in\n{c}");
         }
-        let plain = render_config(Path::new("/d"), 1, 1, &[], &[], false);
+        let plain = render_config(
+            Path::new("/d"),
+            "[::1]:1".parse().unwrap(),
+            1,
+            &[],
+            &[],
+            false,
+        );
+        assert!(plain.contains("listen [::1]:1 "));
         assert!(!plain.contains("affinity") && !plain.contains("stub_status"));
         assert_eq!(static_content(1000).len(), 1000);
         assert!(static_content(0).is_empty());

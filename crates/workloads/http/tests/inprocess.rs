@@ -2,16 +2,20 @@
 //! service time (2 workers x 10 ms = 200 requests/s), driven by the http workload through
 //! the engine's load loop. Needs no external binary. The service time is long next to
 //! scheduler noise on a busy machine (a sleep overshoots by up to a millisecond or two),
-//! so the known capacity holds to within ~20%.
+//! so the known capacity holds to within ~20%. The workload acts through local hosts:
+//! one as system under test and load generator at once, or two generators.
 
 mod common;
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::SlowServer;
 use engine::capacity::{self, RampConfig, SearchConfig, Verdict};
-use engine::workload::{Ctx, Workload};
+use engine::host::{Host, Roles};
+use engine::workload::{Ctx, Registration, Workload};
+use hosts::LocalHost;
 use rackbench_http::Http;
 use serde_json::json;
 
@@ -20,7 +24,7 @@ const SERVICE: Duration = Duration::from_millis(10);
 /// Nominal capacity: WORKERS / SERVICE. The real one is a little lower (sleep overshoots).
 const CAPACITY: f64 = 200.0;
 
-fn workload(url: &str, extra: serde_json::Value) -> Http {
+fn workload(url: &str, extra: serde_json::Value, ctx: &Ctx) -> Http {
     let mut p = json!({
         "target": url,
         "connections": 20,
@@ -31,15 +35,15 @@ fn workload(url: &str, extra: serde_json::Value) -> Http {
         p[k] = v.clone();
     }
     let mut h = Http::from_params(p.as_object().unwrap()).unwrap();
-    h.prepare(&Ctx::quiet()).unwrap();
+    h.prepare(ctx).unwrap();
     h
 }
 
 #[test]
 fn objective_search_converges_on_a_server_with_known_service_time() {
     let server = SlowServer::start(WORKERS, SERVICE);
-    let mut h = workload(&server.url(), json!({}));
-    let ctx = Ctx::quiet();
+    let ctx = common::local();
+    let mut h = workload(&server.url(), json!({}), &ctx);
     let mut cfg = SearchConfig::new("p99<60ms".parse().unwrap());
     cfg.start_rate_per_s = 50.0;
     cfg.max_steps = 10;
@@ -88,8 +92,8 @@ fn objective_search_converges_on_a_server_with_known_service_time() {
 #[test]
 fn ramp_finds_the_saturation_point_and_a_dying_server_ends_it_clearly() {
     let server = SlowServer::start(WORKERS, SERVICE);
-    let mut h = workload(&server.url(), json!({}));
-    let ctx = Ctx::quiet();
+    let ctx = common::local();
+    let mut h = workload(&server.url(), json!({}), &ctx);
     let cfg = RampConfig {
         low_rate_per_s: 100.0,
         high_rate_per_s: 400.0,
@@ -120,7 +124,7 @@ fn ramp_finds_the_saturation_point_and_a_dying_server_ends_it_clearly() {
     drop(h);
     drop(server);
     let mut server = SlowServer::start(WORKERS, SERVICE);
-    let mut h = workload(&server.url(), json!({}));
+    let mut h = workload(&server.url(), json!({}), &ctx);
     let mut n = 0;
     let r = capacity::ramp(&cfg, |rate| {
         n += 1;
@@ -150,6 +154,7 @@ fn ramp_finds_the_saturation_point_and_a_dying_server_ends_it_clearly() {
 #[test]
 fn run_test_outputs_for_each_capacity_test() {
     let server = SlowServer::start(WORKERS, SERVICE);
+    let ctx = common::local();
     let dir = tempfile::tempdir().unwrap();
     let hlog = dir.path().join("ramp.hlog");
     let mut h = workload(
@@ -160,8 +165,8 @@ fn run_test_outputs_for_each_capacity_test() {
             "levels": [100, 50], "idle_duration": 0.2,
             "hlog": hlog.display().to_string(),
         }),
+        &ctx,
     );
-    let ctx = Ctx::quiet();
     let ramp = h.run_test("ramp", &ctx).unwrap();
     assert_eq!(ramp.headline, "max_reply_rate_per_s");
     let peak = ramp
@@ -204,5 +209,63 @@ fn run_test_outputs_for_each_capacity_test() {
     // No power source in a test: the overall figure is missing, with the reason.
     assert_eq!(levels.headline, "overall_reply_rate_per_w");
     assert!(levels.missing[0].reason.contains("no power reading"));
+    h.cleanup();
+}
+
+fn fails_to_drive(
+    _: &engine::host::DriverJob,
+    _: &engine::workload::Progress,
+) -> anyhow::Result<serde_json::Value> {
+    std::thread::sleep(Duration::from_millis(300));
+    anyhow::bail!("the generator caught fire")
+}
+
+fn broken_catalog(name: &str) -> Option<Registration> {
+    let mut r = common::catalog(name)?;
+    r.driver = Some(fails_to_drive);
+    Some(r)
+}
+
+#[test]
+fn a_failed_generator_fails_the_result_and_keeps_what_the_other_measured() {
+    let server = SlowServer::start(WORKERS, SERVICE);
+    let good = Arc::new(LocalHost::new("gen-a", common::catalog, false)) as Arc<dyn Host>;
+    let broken = Arc::new(LocalHost::new("gen-b", broken_catalog, false)) as Arc<dyn Host>;
+    let ctx = Ctx {
+        roles: Some(Roles {
+            sut: good.clone(),
+            loadgens: vec![good, broken],
+        }),
+        ..Ctx::quiet()
+    };
+    let mut h = workload(
+        &server.url(),
+        json!({"connections": 4, "duration": 5, "warmup": 0}),
+        &ctx,
+    );
+    let out = h.run_test("load", &ctx).unwrap();
+    let err = out
+        .error
+        .clone()
+        .expect("a failed generator fails the result");
+    assert!(
+        err.contains("gen-b") && err.contains("caught fire"),
+        "{err}"
+    );
+    assert!(out.flags.iter().any(|f| f.code == "host_failed"));
+    let metric = |name: &str| {
+        out.metrics
+            .iter()
+            .find(|m| m.name == name && m.labels.is_empty())
+            .unwrap_or_else(|| panic!("no metric {name}"))
+            .value
+    };
+    // gen-a's load is kept, and was ended when gen-b failed rather than run out.
+    assert!(metric("requests") > 0.0, "gen-a's measurement is kept");
+    assert!(
+        metric("measured_duration_s") < 3.0,
+        "gen-a stopped early: {}",
+        metric("measured_duration_s")
+    );
     h.cleanup();
 }

@@ -2,6 +2,9 @@
 //! connection, and `workers` permits that each request holds for `service` (a sleep), so
 //! its capacity is `workers / service` requests per second and its latency curve is
 //! known. It counts the requests it answered, for cross-checking the generator.
+//!
+//! And the hosts a test's workload acts through: local hosts, one as both system under
+//! test and load generator (the single-host run), or one serving and others generating.
 
 #![allow(dead_code)]
 
@@ -11,6 +14,39 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
+
+use engine::host::{Host, Roles};
+use engine::workload::{Ctx, Registration};
+use hosts::LocalHost;
+
+pub fn catalog(name: &str) -> Option<Registration> {
+    (name == "http").then(rackbench_http::registration)
+}
+
+/// A context whose hosts are `sut` (the service) and `loadgens`, all local.
+pub fn ctx_on(sut: &str, loadgens: &[&str]) -> Ctx {
+    let host = |n: &str| Arc::new(LocalHost::new(n, catalog, false)) as Arc<dyn Host>;
+    let sut = host(sut);
+    let loadgens = loadgens
+        .iter()
+        .map(|n| {
+            if *n == sut.name() {
+                sut.clone()
+            } else {
+                host(n)
+            }
+        })
+        .collect();
+    Ctx {
+        roles: Some(Roles { sut, loadgens }),
+        ..Ctx::quiet()
+    }
+}
+
+/// One local host, both system under test and load generator.
+pub fn local() -> Ctx {
+    ctx_on("local", &["local"])
+}
 
 pub struct SlowServer {
     pub addr: SocketAddr,
