@@ -27,6 +27,7 @@ pub mod load;
 pub mod plan;
 mod sched;
 mod sessions;
+pub mod spread;
 pub mod stop;
 mod stream;
 pub mod validity;

@@ -12,7 +12,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 
 use anyhow::{bail, Context};
 use engine::host::DriverJob;
-use engine::load::{run_stream, LoadOutcome};
+use engine::load::run_stream;
 use engine::wire::WireOutcome;
 use engine::workload::Progress;
 
@@ -39,12 +39,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     Ok(serde_json::to_value(WireOutcome::from(&out))?)
 }
 
-/// A driver's report back into a load outcome (the controller's side).
-pub fn decode(report: &serde_json::Value) -> anyhow::Result<LoadOutcome> {
-    let wire: WireOutcome = serde_json::from_value(report.clone())
-        .context("the kv driver's report is not a load outcome")?;
-    LoadOutcome::try_from(wire)
-}
+pub use engine::spread::decode;
 
 /// `host:port` endpoints to addresses, as this host resolves them.
 fn resolve(endpoints: &[String]) -> anyhow::Result<Vec<SocketAddr>> {

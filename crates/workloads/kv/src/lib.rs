@@ -199,7 +199,10 @@ impl KvConfig {
             }
         }
         if !(self.warmup >= 0.0 && self.warmup <= 3_600.0) {
-            bail!("warmup must be 0 to 3600 seconds, not {} (e.g. --warmup 2)", self.warmup);
+            bail!(
+                "warmup must be 0 to 3600 seconds, not {} (e.g. --warmup 2)",
+                self.warmup
+            );
         }
         if self.pipeline == 0 {
             bail!("pipeline (-P) must be at least 1");

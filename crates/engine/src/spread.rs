@@ -1,0 +1,378 @@
+//! One test's load spread over several load generators, and put back together.
+//!
+//! The workload says how many connections, requests and what offered rate the test has;
+//! [`shares`] gives each generator its part (connections and requests differ by at most
+//! one, the rate follows the connections so every connection offers the same rate, each
+//! generator its own seed); [`drive`] sends every generator its job behind one start
+//! barrier and merges what comes back exactly ([`crate::wire::merge`]); [`Driven`] adds
+//! the per-generator figures and the measurement window to the stored result. kv, http
+//! and oltp share it: only the job's parameters are the workload's own.
+
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use model::{Flag, Metric};
+
+use crate::host::{drive_all, split_count, DriverJob, Host};
+use crate::load::LoadOutcome;
+use crate::validity::CLIENT_BOUND_FRACTION;
+use crate::wire::WireOutcome;
+use crate::workload::{Progress, StepOutput};
+
+/// Seeds of generators 1, 2... are the given seed plus multiples of this odd constant,
+/// unrelated to the per-worker step the load loop adds, so the streams do not overlap.
+const SEED_STEP: u64 = 0xD6E8_FEB8_6659_FD93;
+
+/// A test's load as a whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Load {
+    pub connections: usize,
+    /// The count the test stops after, when it does (None: it runs for a duration).
+    pub requests: Option<u64>,
+    pub rate: Option<f64>,
+    pub seed: u64,
+    /// Threads of each generator's load loop (never more than its connections).
+    pub threads: usize,
+    /// How the user says connections and requests (`-c`, `-n`), for the errors.
+    pub connections_flag: &'static str,
+    pub requests_flag: &'static str,
+}
+
+/// One load generator's part of a test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Share {
+    pub connections: usize,
+    pub requests: Option<u64>,
+    /// Its part of the offered rate, in proportion to its connections.
+    pub rate: Option<f64>,
+    pub seed: u64,
+    /// The index of its first connection among all: endpoints (or paths) are rotated
+    /// from there, as one generator with every connection would rotate them.
+    pub first_connection: usize,
+}
+
+/// Spread `load` over `generators`. Every generator gets at least one connection (and,
+/// when the test stops after a count, one request).
+pub fn shares(load: &Load, generators: usize) -> anyhow::Result<Vec<Share>> {
+    let n = generators.max(1);
+    if load.connections < n {
+        bail!(
+            "{} connection(s) cannot be spread over {n} load generators: give at least one per generator ({} {n})",
+            load.connections,
+            load.connections_flag
+        );
+    }
+    let requests = match load.requests {
+        Some(r) => {
+            let r = usize::try_from(r)
+                .with_context(|| format!("{} is too large", load.requests_flag))?;
+            if r < n {
+                bail!(
+                    "{r} request(s) cannot be spread over {n} load generators: give at least one per generator ({} {n})",
+                    load.requests_flag
+                );
+            }
+            Some(split_count(r, n))
+        }
+        None => None,
+    };
+    let mut first_connection = 0;
+    let mut out = Vec::with_capacity(n);
+    for (i, c) in split_count(load.connections, n).into_iter().enumerate() {
+        out.push(Share {
+            connections: c,
+            requests: requests.as_ref().map(|r| r[i] as u64),
+            // A lone generator offers the rate as given, not one rounded through the
+            // proportion.
+            rate: load.rate.map(|rate| {
+                if c == load.connections {
+                    rate
+                } else {
+                    rate * c as f64 / load.connections as f64
+                }
+            }),
+            seed: load.seed.wrapping_add(SEED_STEP.wrapping_mul(i as u64)),
+            first_connection,
+        });
+        first_connection += c;
+    }
+    Ok(out)
+}
+
+/// What one generator measured, for the per-host figures.
+#[derive(Debug, Clone)]
+pub struct HostRun {
+    pub host: String,
+    pub connections: usize,
+    pub threads: usize,
+    pub throughput: f64,
+    pub requests: u64,
+    pub duration_s: f64,
+    pub cpu_s: f64,
+    pub started_unix_s: f64,
+    pub ended_unix_s: f64,
+    pub start_skew_s: f64,
+}
+
+/// A test driven on every generator, merged.
+pub struct Driven {
+    pub merged: LoadOutcome,
+    pub hosts: Vec<HostRun>,
+    /// Generators whose driver failed while others measured: `name: why`.
+    pub failed: Vec<String>,
+    pub generators: usize,
+}
+
+/// A driver's report back into a load outcome (the drivers send [`WireOutcome`]).
+pub fn decode(report: &serde_json::Value) -> anyhow::Result<LoadOutcome> {
+    let w: WireOutcome = serde_json::from_value(report.clone())
+        .context("a load generator's report does not parse")?;
+    LoadOutcome::try_from(w)
+}
+
+/// Send each generator its job (`job(index, share)`), all behind one start barrier, and
+/// merge what they measured. One generator failing keeps the others' figures (see
+/// [`Driven::failure`]); all failing is an error (a lone generator's own).
+pub fn drive(
+    loadgens: &[Arc<dyn Host>],
+    shares: &[Share],
+    threads: usize,
+    progress: &Arc<Progress>,
+    job: impl Fn(usize, &Share) -> DriverJob,
+) -> anyhow::Result<Driven> {
+    if loadgens.is_empty() {
+        bail!("no load-generator host to drive the test from");
+    }
+    let n = shares.len();
+    let jobs: Vec<(Arc<dyn Host>, DriverJob)> = loadgens
+        .iter()
+        .zip(shares)
+        .enumerate()
+        .map(|(i, (h, s))| (h.clone(), job(i, s)))
+        .collect();
+    let reports = drive_all(jobs, progress);
+    let mut outcomes = Vec::new();
+    let mut hosts = Vec::new();
+    let mut errors: Vec<(String, anyhow::Error)> = Vec::new();
+    for ((host, share), report) in loadgens.iter().zip(shares).zip(reports) {
+        let name = host.name().to_string();
+        match report.and_then(|r| Ok((decode(&r.report)?, r))) {
+            Ok((o, r)) => {
+                hosts.push(HostRun {
+                    host: name,
+                    connections: share.connections,
+                    threads: threads.clamp(1, share.connections.max(1)),
+                    throughput: o.throughput(),
+                    requests: o.total_count(),
+                    duration_s: o.duration_s,
+                    cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
+                    started_unix_s: r.started_unix_s,
+                    ended_unix_s: r.ended_unix_s,
+                    start_skew_s: r.start_skew_s,
+                });
+                outcomes.push(o);
+            }
+            Err(e) => errors.push((name, e)),
+        }
+    }
+    let Some(merged) = crate::wire::merge(outcomes) else {
+        // Nothing measured anywhere: a setup error, as a single generator's always was.
+        if n == 1 {
+            if let Some((_, e)) = errors.pop() {
+                return Err(e);
+            }
+        }
+        bail!(
+            "every load generator failed: {}",
+            errors
+                .iter()
+                .map(|(h, e)| format!("{h}: {e:#}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    };
+    Ok(Driven {
+        merged,
+        hosts,
+        failed: errors.iter().map(|(h, e)| format!("{h}: {e:#}")).collect(),
+        generators: n,
+    })
+}
+
+/// The time every generator was measuring at once, seconds (0 if some never overlapped).
+pub fn window_overlap_s(windows: &[(f64, f64)]) -> f64 {
+    let start = windows
+        .iter()
+        .map(|w| w.0)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let end = windows.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
+    if windows.is_empty() {
+        0.0
+    } else {
+        (end - start).max(0.0)
+    }
+}
+
+impl Driven {
+    /// Why the result fails, when a generator did.
+    pub fn failure(&self) -> Option<String> {
+        (!self.failed.is_empty())
+            .then(|| format!("load generator {} failed", self.failed.join("; ")))
+    }
+
+    /// Connections and threads of the load as a whole (the generators that reported),
+    /// for the checks `validity::step_output` makes.
+    pub fn connections(&self) -> usize {
+        self.hosts.iter().map(|h| h.connections).sum()
+    }
+
+    pub fn threads(&self) -> usize {
+        self.hosts.iter().map(|h| h.threads).sum()
+    }
+
+    /// Per-generator figures (`headline` labelled `host=NAME`, requests, CPU) and the
+    /// measurement window, when there is more than one generator; a generator that
+    /// failed fails the result, what the others measured kept.
+    pub fn add_figures(
+        &self,
+        step: &mut StepOutput,
+        headline: &str,
+        unit: &str,
+        closed_loop: bool,
+    ) {
+        if self.generators > 1 {
+            for h in &self.hosts {
+                let busy_pct = if h.duration_s > 0.0 {
+                    100.0 * h.cpu_s / (h.duration_s * h.threads as f64)
+                } else {
+                    0.0
+                };
+                step.metrics.extend([
+                    Metric::new(headline, h.throughput, unit).label("host", &h.host),
+                    Metric::new("requests", h.requests as f64, "requests").label("host", &h.host),
+                    Metric::new("loadgen_cpu_s", h.cpu_s, "s").label("host", &h.host),
+                    Metric::new("loadgen_busy_pct", busy_pct, "%").label("host", &h.host),
+                ]);
+                // The whole's busy figure averages the generators: one saturated among
+                // idle ones would hide in it. (An open loop spins by design: it is
+                // judged by its schedule instead.)
+                if closed_loop
+                    && busy_pct >= CLIENT_BOUND_FRACTION * 100.0
+                    && !step.flags.iter().any(|f| f.code == "client_bound")
+                {
+                    step.flags.push(Flag::warning(
+                        "client_bound",
+                        format!(
+                            "load generator {} used {busy_pct:.0}% of its {} thread(s): the figure may be its limit, \
+                             not the server's (add --threads, or more generators)",
+                            h.host, h.threads
+                        ),
+                    ));
+                }
+            }
+            if !self.hosts.is_empty() {
+                let skew = self
+                    .hosts
+                    .iter()
+                    .map(|h| h.start_skew_s)
+                    .fold(0.0, f64::max);
+                let windows: Vec<(f64, f64)> = self
+                    .hosts
+                    .iter()
+                    .map(|h| (h.started_unix_s, h.ended_unix_s))
+                    .collect();
+                // How far apart the generators really began, on the controller's clock
+                // (each host's start corrected by its clock offset), beside how late
+                // the latest woke against the common start on its own clock.
+                let first = windows.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+                let last = windows
+                    .iter()
+                    .map(|w| w.0)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let overlap = window_overlap_s(&windows);
+                let union = windows
+                    .iter()
+                    .map(|w| w.1)
+                    .fold(f64::NEG_INFINITY, f64::max)
+                    - first;
+                step.metrics.extend([
+                    Metric::new("start_skew_max_s", skew, "s"),
+                    Metric::new("start_spread_s", (last - first).max(0.0), "s"),
+                    Metric::new("window_overlap_s", overlap, "s"),
+                ]);
+                // The measurement window is the generators' common time; when it is
+                // much shorter than their union, their figures are not of one moment.
+                if union > 0.0 && overlap < 0.9 * union {
+                    step.flags.push(Flag::warning(
+                        "windows_apart",
+                        format!(
+                            "the generators measured together for only {overlap:.2} s of {union:.2} s: \
+                             their throughputs are not of one moment"
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(why) = self.failure() {
+            step.error = Some(why.clone());
+            step.flags.push(Flag::invalid("host_failed", why));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(connections: usize, requests: Option<u64>, rate: Option<f64>) -> Load {
+        Load {
+            connections,
+            requests,
+            rate,
+            seed: 1,
+            threads: 1,
+            connections_flag: "-c",
+            requests_flag: "-n",
+        }
+    }
+
+    #[test]
+    fn shares_add_up_to_the_whole() {
+        let s = shares(&load(7, Some(1001), Some(7000.0)), 3).unwrap();
+        assert_eq!(s.iter().map(|x| x.connections).sum::<usize>(), 7);
+        assert_eq!(s.iter().map(|x| x.requests.unwrap()).sum::<u64>(), 1001);
+        let rate: f64 = s.iter().map(|x| x.rate.unwrap()).sum();
+        assert!((rate - 7000.0).abs() < 1e-9);
+        // Every connection offers the same rate wherever it runs.
+        for x in &s {
+            assert!((x.rate.unwrap() / x.connections as f64 - 1000.0).abs() < 1e-9);
+        }
+        assert_eq!(
+            s.iter().map(|x| x.first_connection).collect::<Vec<_>>(),
+            [0, 3, 5]
+        );
+        assert_ne!(s[0].seed, s[1].seed);
+        // One generator: the load as given.
+        let one = shares(&load(5, None, Some(123.4)), 1).unwrap();
+        assert_eq!(one[0].rate, Some(123.4));
+        assert_eq!(one[0].seed, 1);
+    }
+
+    #[test]
+    fn too_few_connections_or_requests_for_the_generators_is_refused() {
+        let e = shares(&load(1, None, None), 2).unwrap_err();
+        assert!(format!("{e}").contains("-c 2"), "{e}");
+        let e = shares(&load(4, Some(1), None), 2).unwrap_err();
+        assert!(format!("{e}").contains("-n 2"), "{e}");
+    }
+
+    #[test]
+    fn overlap_is_the_intersection_of_the_windows() {
+        assert_eq!(
+            window_overlap_s(&[(0.0, 10.0), (1.0, 9.0), (2.0, 12.0)]),
+            7.0
+        );
+        assert_eq!(window_overlap_s(&[(0.0, 1.0), (2.0, 3.0)]), 0.0);
+        assert_eq!(window_overlap_s(&[]), 0.0);
+    }
+}
