@@ -94,7 +94,8 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("rackbench: error: {e:#}");
+            // Errors carry text from hosts and users: printed safe for the terminal.
+            eprintln!("rackbench: error: {}", model::printable(&format!("{e:#}")));
             std::process::exit(2);
         }
     }

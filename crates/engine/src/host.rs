@@ -356,7 +356,7 @@ pub fn run_on_sut(
         Some(roles) => {
             let sut = roles.sut.clone();
             let name = sut.name().to_string();
-            let rep = drive_all(vec![(sut, job)], &ctx.progress)
+            let rep = drive_all(vec![(sut, job)], &[], &ctx.progress)
                 .pop()
                 .with_context(|| format!("{workload} {test}: {name} returned no report"))?
                 .with_context(|| format!("{workload} {test} on {name}"))?;
@@ -398,56 +398,67 @@ pub const START_LEAD: Duration = Duration::from_millis(300);
 /// Run one job per host behind one start barrier: every job is sent, every host
 /// waits for the same instant (its clock corrected by its offset), then drives.
 /// Results come back in the order of `jobs`; a host that failed gives its error.
+///
+/// While the jobs run, the hosts in `watch` (the system under test, typically) and the
+/// jobs' own hosts are watched: one that is lost, or a job that fails, ends every other
+/// job's load at once (what they measured is kept) instead of letting it run out.
 pub fn drive_all(
     jobs: Vec<(Arc<dyn Host>, DriverJob)>,
+    watch: &[Arc<dyn Host>],
     progress: &Arc<Progress>,
 ) -> Vec<anyhow::Result<DriverReport>> {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let lead = jobs
         .iter()
         .map(|(h, _)| h.start_lead())
         .max()
         .unwrap_or_default();
     let start_at = SystemTime::now() + lead;
-    if jobs.len() == 1 {
-        let (h, job) = &jobs[0];
-        return vec![h.drive(job, start_at, progress)];
-    }
-    progress
-        .cancel
-        .store(false, std::sync::atomic::Ordering::Relaxed);
+    progress.cancel.store(false, Ordering::Relaxed);
     let jobs = &jobs;
+    let done = AtomicBool::new(false);
+    // Ends every job's load: local ones share `progress`, remote ones are told.
+    let end_all = || {
+        progress.cancel.store(true, Ordering::Relaxed);
+        for (h, _) in jobs.iter() {
+            h.interrupt();
+        }
+    };
     std::thread::scope(|s| {
+        s.spawn(|| {
+            let watched: Vec<&Arc<dyn Host>> =
+                watch.iter().chain(jobs.iter().map(|(h, _)| h)).collect();
+            while !done.load(Ordering::Relaxed) {
+                if watched.iter().any(|h| h.lost().is_some()) {
+                    end_all();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
         let handles: Vec<_> = jobs
             .iter()
-            .enumerate()
-            .map(|(i, (h, job))| {
+            .map(|(h, job)| {
                 let progress = progress.clone();
+                let end_all = &end_all;
                 s.spawn(move || {
                     let r = h.drive(job, start_at, &progress);
-                    if r.is_err() {
-                        // One generator is gone: end the others' load now, keeping what
-                        // they measured, rather than letting them run the test out
-                        // (local ones share `progress`, remote ones are told).
-                        progress
-                            .cancel
-                            .store(true, std::sync::atomic::Ordering::Relaxed);
-                        for (j, (other, _)) in jobs.iter().enumerate() {
-                            if j != i {
-                                other.interrupt();
-                            }
-                        }
+                    if r.is_err() && jobs.len() > 1 {
+                        end_all();
                     }
                     r
                 })
             })
             .collect();
-        handles
+        let out = handles
             .into_iter()
             .map(|t| {
                 t.join()
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a driver thread panicked")))
             })
-            .collect()
+            .collect();
+        done.store(true, Ordering::Relaxed);
+        out
     })
 }
 

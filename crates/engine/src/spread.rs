@@ -130,16 +130,17 @@ pub fn decode(report: &serde_json::Value) -> anyhow::Result<LoadOutcome> {
     LoadOutcome::try_from(w)
 }
 
-/// Send each generator its job (`job(index, share)`), all behind one start barrier, and
-/// merge what they measured. One generator failing keeps the others' figures (see
+/// Send each load generator of `roles` its job (`job(index, share)`), all behind one
+/// start barrier while the system under test is watched, and merge what they measured. One generator failing keeps the others' figures (see
 /// [`Driven::failure`]); all failing is an error (a lone generator's own).
 pub fn drive(
-    loadgens: &[Arc<dyn Host>],
+    roles: &crate::host::Roles,
     shares: &[Share],
     threads: usize,
     progress: &Arc<Progress>,
     job: impl Fn(usize, &Share) -> DriverJob,
 ) -> anyhow::Result<Driven> {
+    let loadgens = &roles.loadgens;
     if loadgens.is_empty() {
         bail!("no load-generator host to drive the test from");
     }
@@ -150,7 +151,7 @@ pub fn drive(
         .enumerate()
         .map(|(i, (h, s))| (h.clone(), job(i, s)))
         .collect();
-    let reports = drive_all(jobs, progress);
+    let reports = drive_all(jobs, std::slice::from_ref(&roles.sut), progress);
     let mut outcomes = Vec::new();
     let mut hosts = Vec::new();
     let mut errors: Vec<(String, anyhow::Error)> = Vec::new();

@@ -25,7 +25,8 @@ use crate::proto::{read_frame, write_frame, Envelope, Hello, Request, MAGIC, PRO
 
 /// sha256 of this process's binary, hex: the agent's identity.
 pub fn own_binary_sha256() -> anyhow::Result<String> {
-    let exe = std::env::current_exe().context("cannot find this rackbench binary")?;
+    // This process's image, even if its file was replaced since it started.
+    let exe = std::path::PathBuf::from("/proc/self/exe");
     let mut f = File::open(&exe).with_context(|| format!("cannot read {}", exe.display()))?;
     let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -123,6 +124,9 @@ fn handle(host: &LocalHost, req: Request) -> anyhow::Result<Value> {
             serde_json::to_value(host.drive_interruptible(&job, at)?)?
         }
         Request::Interrupt => {
+            // Sticky: a drive that starts after this (its request raced the interrupt)
+            // ends at once too. An agent serves one run, which is ending.
+            engine::stop::request_stop();
             host.interrupt();
             Value::Null
         }
@@ -188,7 +192,8 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
             .name("agent-watchdog".into())
             .spawn(move || loop {
                 std::thread::sleep(Duration::from_millis(200));
-                let silent = t0.elapsed().as_millis() as u64 - last_seen.load(Ordering::Relaxed);
+                let silent = (t0.elapsed().as_millis() as u64)
+                    .saturating_sub(last_seen.load(Ordering::Relaxed));
                 if silent > idle_timeout.as_millis() as u64 {
                     eprintln!(
                         "rackbench agent {}: no word from the controller for {:.1} s: stopping the load and everything launched here",

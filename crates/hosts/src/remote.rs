@@ -31,6 +31,9 @@ use crate::ssh::{check_destination, Ssh};
 /// A host silent this long is lost (heartbeats go every second).
 pub const SILENCE: Duration = Duration::from_secs(5);
 const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long a request other than a drive may take (starting a PostgreSQL cluster and
+/// loading it is the slowest).
+const CALL_DEADLINE: Duration = Duration::from_secs(600);
 /// Round trips used to estimate the clock offset (the fastest one is kept).
 const CLOCK_PROBES: usize = 8;
 
@@ -103,7 +106,7 @@ impl RemoteHost {
             if verbose {
                 eprintln!("rackbench: copying rackbench to {dest}:{}", probe.path);
             }
-            ssh.deploy(dest, &probe.path)?;
+            ssh.deploy(dest, &probe.path, &sha)?;
         }
         let mut child = ssh.start_agent(dest, &probe.path, dest)?;
         let stdin = child.stdin.take().context("agent stdin")?;
@@ -120,9 +123,20 @@ impl RemoteHost {
         {
             let shared = shared.clone();
             std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // Byte lines, not UTF-8 ones: one bad byte must not stop the reading (the
+                // agent would then block on a full pipe). Shown safe for the terminal.
+                let mut r = BufReader::new(stderr);
+                let mut raw = Vec::new();
+                loop {
+                    raw.clear();
+                    match r.read_until(b'\n', &mut raw) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    raw.truncate(4096);
+                    let line = model::printable(String::from_utf8_lossy(&raw).trim_end());
                     if verbose && !line.trim().is_empty() {
-                        eprintln!("[{}] {line}", shared.name);
+                        eprintln!("[{}] {line}", model::printable(&shared.name));
                     }
                     let mut t = shared.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
                     t.push_back(line);
@@ -212,8 +226,8 @@ impl RemoteHost {
                  (protocol {PROTOCOL_VERSION} version {}, binary {}): refused. Remove {dest}'s cached copy \
                  (~/.cache/rackbench) and run again",
                 hello.protocol,
-                hello.version,
-                &hello.binary_sha256[..hello.binary_sha256.len().min(12)],
+                model::printable(&hello.version),
+                model::printable(hello.binary_sha256.get(..12).unwrap_or(&hello.binary_sha256)),
                 env!("CARGO_PKG_VERSION"),
                 &sha[..12]
             );
@@ -285,8 +299,9 @@ impl RemoteHost {
                     shared.lose(format!("the link to {} broke", shared.name));
                     return;
                 }
-                let silent = shared.t0.elapsed().as_millis() as u64
-                    - shared.last_frame_ms.load(Ordering::Relaxed);
+                // The reader may store a later instant between the two reads.
+                let silent = (shared.t0.elapsed().as_millis() as u64)
+                    .saturating_sub(shared.last_frame_ms.load(Ordering::Relaxed));
                 if silent > SILENCE.as_millis() as u64 {
                     shared.lose(format!(
                         "{} stopped answering: nothing for {:.0} s (host down, link cut or agent stopped)",
@@ -308,6 +323,10 @@ impl RemoteHost {
     }
 
     fn call<T: DeserializeOwned>(&self, req: Request) -> anyhow::Result<T> {
+        let deadline = match req {
+            Request::Drive { .. } | Request::MeasureIdle { .. } => None,
+            _ => Some(CALL_DEADLINE),
+        };
         if let Some(why) = self.shared.lost() {
             bail!("{why}");
         }
@@ -318,6 +337,16 @@ impl RemoteHost {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, tx);
+        // Lost between the check above and the insert: `lose` emptied the map before
+        // this waiter was in it.
+        if let Some(why) = self.shared.lost() {
+            self.shared
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            bail!("{why}");
+        }
         {
             let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
             if let Err(e) = write_frame(&mut *w, &Envelope::request(id, req)) {
@@ -325,9 +354,21 @@ impl RemoteHost {
                     .lose(format!("the link to {} broke: {e:#}", self.shared.name));
             }
         }
-        let reply = rx
-            .recv()
-            .unwrap_or_else(|_| Err(format!("{}: the agent connection closed", self.shared.name)));
+        // Everything but a drive and an idle-power measurement answers at once; a host
+        // that answers pings but not this request is stuck, and is named as such.
+        let reply = match deadline {
+            None => rx.recv().map_err(|_| ()),
+            Some(d) => rx.recv_timeout(d).map_err(|_| ()),
+        }
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "{}: no answer from the agent ({})",
+                self.shared.name,
+                self.shared
+                    .lost()
+                    .unwrap_or_else(|| "it did not reply in time".into())
+            ))
+        });
         match reply {
             Ok(v) => serde_json::from_value(v)
                 .with_context(|| format!("{}: the agent's reply does not parse", self.shared.name)),
@@ -350,6 +391,13 @@ impl Host for RemoteHost {
 
     fn clock_offset_s(&self) -> f64 {
         self.offset_s
+    }
+
+    fn start_lead(&self) -> Duration {
+        // Time for the job to arrive and every connection to open before the common
+        // start, however far away the host is.
+        engine::host::START_LEAD
+            .max(Duration::from_secs_f64(4.0 * self.rtt_s) + Duration::from_millis(100))
     }
 
     fn lost(&self) -> Option<String> {

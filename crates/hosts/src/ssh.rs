@@ -13,8 +13,25 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 pub struct Ssh {
-    config: Option<PathBuf>,
+    /// The config every ssh of ours reads (`-F`): our fixed settings first, then the
+    /// user's config included. ssh takes the first value it finds, and it passes `-F`
+    /// on to the ssh it starts for a `ProxyJump` hop (our `-o` options it does not), so
+    /// host-key checking and BatchMode hold for the jump host too.
+    config: PathBuf,
     control_dir: tempfile::TempDir,
+}
+
+/// Our settings, ahead of the user's config, for every host and every hop.
+fn generated_config(user: &[PathBuf]) -> String {
+    let mut c = String::from(
+        "# Written by rackbench for one run: these settings come first and so win.\n\
+         Host *\n  StrictHostKeyChecking yes\n  BatchMode yes\n  ForwardAgent no\n  ForwardX11 no\n  \
+         ClearAllForwardings yes\n  PermitLocalCommand no\n",
+    );
+    for u in user {
+        c.push_str(&format!("Include \"{}\"\n", u.display()));
+    }
+    c
 }
 
 /// What a host said when probed: its architecture and where our binary lives there.
@@ -64,8 +81,30 @@ impl Ssh {
             control_dir.path().join("owner"),
             std::process::id().to_string(),
         );
+        // --ssh-config replaces ~/.ssh/config and the system's, as `ssh -F` does;
+        // otherwise both apply, in ssh's own order.
+        let user: Vec<PathBuf> = match config {
+            Some(c) => vec![c.canonicalize().unwrap_or(c)],
+            None => {
+                let mut v = Vec::new();
+                if let Some(home) = std::env::var_os("HOME") {
+                    let u = PathBuf::from(home).join(".ssh/config");
+                    if u.is_file() {
+                        v.push(u);
+                    }
+                }
+                let sys = PathBuf::from("/etc/ssh/ssh_config");
+                if sys.is_file() {
+                    v.push(sys);
+                }
+                v
+            }
+        };
+        let generated = control_dir.path().join("config");
+        std::fs::write(&generated, generated_config(&user))
+            .context("writing the ssh settings of this run")?;
         Ok(Ssh {
-            config,
+            config: generated,
             control_dir,
         })
     }
@@ -93,9 +132,11 @@ impl Ssh {
     /// `ssh [options] DEST` with our options; append the remote command.
     pub fn command(&self, dest: &str) -> Command {
         let mut c = Command::new("ssh");
-        if let Some(cfg) = &self.config {
-            c.arg("-F").arg(cfg);
-        }
+        c.arg("-F").arg(&self.config);
+        // Its own process group: a Ctrl-C at the terminal reaches rackbench, which
+        // ends the test on every host and keeps what was measured, not ssh, which
+        // would drop the sessions with the measurements in them.
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
         let control = self.control_dir.path().join("%C");
         for o in [
             "BatchMode=yes".to_string(),
@@ -195,21 +236,36 @@ impl Ssh {
 
     /// Copy this binary to `path` on `dest` (private to the user, atomically renamed),
     /// keeping the three newest copies in the cache (each build is a new copy).
-    pub fn deploy(&self, dest: &str, path: &str) -> anyhow::Result<()> {
-        let exe = std::env::current_exe().context("cannot find this rackbench binary")?;
+    pub fn deploy(&self, dest: &str, path: &str, sha256: &str) -> anyhow::Result<()> {
+        // This process's own image, whatever happened to the file since it started
+        // (the hash was taken from it too).
+        let exe = PathBuf::from("/proc/self/exe");
         let q = shell_quote(path);
-        // `ln` publishes the copy without replacing one another host put there first (a
-        // home directory shared by several hosts): a running binary is never replaced.
+        // The copy is checked against the hash before it is published: a copy cut short
+        // (a link dropped, a read that failed) never gets the name of a good one. `ln`
+        // publishes it without replacing one another host put there first (a home
+        // directory shared by several hosts), so a running binary is never replaced.
         // The prune keeps the three newest copies and never touches this one.
+        let sha = shell_quote(sha256);
         let script = format!(
-            "umask 077; d=\"$(dirname {q})\"; mkdir -p \"$d\" && t={q}.tmp.$$ && cat > \"$t\" && chmod 700 \"$t\" \
-             && {{ ln \"$t\" {q} 2>/dev/null || test -x {q}; }} && rm -f \"$t\" && echo RBCOPIED; \
+            "umask 077; d=\"$(dirname {q})\"; mkdir -p \"$d\" && t={q}.tmp.$$ && trap 'rm -f \"$t\"' EXIT && cat > \"$t\" \
+             && {{ ! command -v sha256sum >/dev/null || echo {sha}\"  $t\" | sha256sum -c --status || {{ echo RBBADCOPY >&2; exit 1; }}; }} \
+             && chmod 700 \"$t\" && {{ ln \"$t\" {q} 2>/dev/null || test -x {q}; }} && echo RBCOPIED; \
              ls -t \"$d\"/rackbench-* 2>/dev/null | grep -v -e '[.]tmp[.]' -e \"^\"{q}\"$\" | tail -n +3 \
              | while read -r old; do rm -f \"$old\"; done"
         );
-        let out = self.run(dest, &script, Some(&exe), Duration::from_secs(300))?;
+        let out = match self.run(dest, &script, Some(&exe), Duration::from_secs(300)) {
+            Ok(o) => o,
+            Err(e) if format!("{e:#}").contains("RBBADCOPY") => {
+                bail!("{dest}: the copy of rackbench arrived damaged (its sha256 differs); nothing was kept there, run again")
+            }
+            Err(e) => return Err(e),
+        };
         if !out.contains("RBCOPIED") {
-            bail!("{dest}: copying rackbench to {path} failed: {}", out.trim());
+            bail!(
+                "{dest}: copying rackbench to {path} failed: {}",
+                model::printable(out.trim())
+            );
         }
         Ok(())
     }

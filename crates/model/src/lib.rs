@@ -23,6 +23,20 @@ pub use telemetry::{
     TelemetrySummary,
 };
 
+/// Text from a store, a host or a user, made safe for a terminal or a log line: control
+/// characters (escape sequences, newlines that would break a table) are shown escaped.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
 /// Version of the JSON shape of [`RunRecord`]; bump on any incompatible change.
 pub const RECORD_FORMAT_VERSION: u32 = 1;
 

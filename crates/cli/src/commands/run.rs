@@ -464,7 +464,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         );
     }
     if let Some(f) = &finished.failure {
-        eprintln!("rackbench: run failed: {f}");
+        eprintln!("rackbench: run failed: {}", model::printable(f));
     }
     if finished.interrupted {
         eprintln!(

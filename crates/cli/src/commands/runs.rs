@@ -686,18 +686,9 @@ pub fn run_header(run: &RunRecord) -> String {
     out
 }
 
-/// Text from a store, a host or a user, made safe for the terminal: control characters
-/// (escape sequences, newlines that would break a table) are shown escaped.
+/// Text from a store, a host or a user, made safe for the terminal.
 pub fn clean(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+    model::printable(s)
 }
 
 #[cfg(test)]

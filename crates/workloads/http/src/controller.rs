@@ -15,21 +15,14 @@ use std::time::SystemTime;
 use anyhow::{bail, Context};
 use engine::capacity::{self, RateStep};
 use engine::capacity_tests::{self, CapacityConfig};
-use engine::host::{split_count, DriverJob, Host, ServiceHandle};
-use engine::load::{LoadOutcome, LoadSpec};
-use engine::validity::CLIENT_BOUND_FRACTION;
+use engine::host::{DriverJob, Host, ServiceHandle};
+use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{Ctx, Params, StepOutput, Workload};
 use model::{Fact, Flag, Metric};
 use serde_json::json;
 
-use crate::driver::{self, LOAD};
+use crate::driver::LOAD;
 use crate::{parse_url, HttpConfig, Plan, CAPACITY, TESTS};
-
-/// Added to the seed once per generator index, so that generators do not draw the same
-/// paths and Poisson gaps (generator 0 keeps the seed: a single-host run is unchanged).
-/// Odd and unrelated to the per-worker step the load loop adds, so the streams do not
-/// overlap.
-const SEED_STEP: u64 = 0xD6E8_FEB8_6659_FD93;
 
 /// The http workload for one sweep point, as the controller holds it.
 pub struct Http {
@@ -53,112 +46,23 @@ struct Running {
     handle: ServiceHandle,
 }
 
-/// One load generator's share of a test.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Share {
-    pub connections: usize,
-    /// Its part of `--requests`, when the test stops after a count.
-    pub requests: Option<u64>,
-    /// Its part of the offered rate, in proportion to its connections, so that every
-    /// connection offers the same rate wherever it runs.
-    pub rate: Option<f64>,
-    pub seed: u64,
-    /// The index of its first connection among all: paths are rotated from there, as
-    /// one generator with every connection would rotate them.
-    pub first_connection: usize,
-}
-
-/// Spread a test's connections, requests and rate across `generators`. Every generator
-/// gets at least one connection (and, when the test stops after a count, one request).
-pub fn shares(cfg: &HttpConfig, generators: usize) -> anyhow::Result<Vec<Share>> {
-    let n = generators.max(1);
-    if cfg.connections < n {
-        bail!(
-            "{} connection(s) cannot be spread over {n} load generators: give at least one per generator (-c {n})",
-            cfg.connections
-        );
-    }
-    let requests = match cfg.requests {
-        Some(r) => {
-            let r = usize::try_from(r).context("--requests is too large")?;
-            if r < n {
-                bail!(
-                    "{r} request(s) cannot be spread over {n} load generators: give at least one per generator (-n {n})"
-                );
-            }
-            Some(split_count(r, n))
-        }
-        None => None,
-    };
-    let mut first_connection = 0;
-    let mut out = Vec::with_capacity(n);
-    for (i, c) in split_count(cfg.connections, n).into_iter().enumerate() {
-        out.push(Share {
-            connections: c,
-            requests: requests.as_ref().map(|r| r[i] as u64),
-            // A lone generator offers the rate as given, not one rounded through the
-            // proportion.
-            rate: cfg.rate.map(|rate| {
-                if c == cfg.connections {
-                    rate
-                } else {
-                    rate * c as f64 / cfg.connections as f64
-                }
-            }),
-            seed: cfg.seed.wrapping_add(SEED_STEP.wrapping_mul(i as u64)),
-            first_connection,
-        });
-        first_connection += c;
-    }
-    Ok(out)
-}
-
-/// What one generator measured, for the per-host figures.
-#[derive(Debug, Clone)]
-struct HostRun {
-    host: String,
-    connections: usize,
-    /// Threads its load loop ran (never more than its connections).
-    threads: usize,
-    requests_per_s: f64,
-    requests: u64,
-    duration_s: f64,
-    cpu_s: f64,
-    started_unix_s: f64,
-    ended_unix_s: f64,
-    start_skew_s: f64,
-}
-
-/// A test driven on every generator, merged.
+/// A test driven on every generator, merged, with the load as a whole (for the checks
+/// `step_output` makes).
 struct Driven {
-    merged: LoadOutcome,
-    /// The load as a whole (every generator's connections and threads that reported),
-    /// for the checks `step_output` makes.
+    spread: engine::spread::Driven,
     spec: LoadSpec,
-    hosts: Vec<HostRun>,
-    /// Generators whose driver failed while others measured: `name: why`.
-    failed: Vec<String>,
-    generators: usize,
 }
 
-impl Driven {
-    fn failure(&self) -> Option<String> {
-        (!self.failed.is_empty())
-            .then(|| format!("load generator {} failed", self.failed.join("; ")))
-    }
-}
-
-/// The time every generator was measuring at once, seconds (0 if some never overlapped).
-fn window_overlap_s(windows: &[(f64, f64)]) -> f64 {
-    let start = windows
-        .iter()
-        .map(|w| w.0)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let end = windows.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
-    if windows.is_empty() {
-        0.0
-    } else {
-        (end - start).max(0.0)
+/// The load of an http test as a whole, to be spread over the generators.
+pub fn load(cfg: &HttpConfig) -> engine::spread::Load {
+    engine::spread::Load {
+        connections: cfg.connections,
+        requests: cfg.requests,
+        rate: cfg.rate,
+        seed: cfg.seed,
+        threads: cfg.threads,
+        connections_flag: "-c",
+        requests_flag: "-n",
     }
 }
 
@@ -210,14 +114,11 @@ impl Http {
         }
     }
 
-    /// Run a `load` job with `params` on every load generator, each with its share,
-    /// and merge.
+    /// Run the load test on every load generator, each with its share of `params`, and
+    /// merge.
     fn drive(&self, params: &Params, ctx: &Ctx) -> anyhow::Result<Driven> {
         let running = self.running()?;
-        let loadgens = &ctx.roles()?.loadgens;
-        if loadgens.is_empty() {
-            bail!("http needs at least one load-generator host");
-        }
+        let roles = ctx.roles()?;
         if running.handle.endpoints.is_empty() {
             bail!(
                 "the http service on {} gave no endpoint",
@@ -225,14 +126,15 @@ impl Http {
             );
         }
         let plan = Plan::from_params(params)?;
-        let shares = shares(&plan.cfg, loadgens.len())?;
+        let shares = engine::spread::shares(&load(&plan.cfg), roles.loadgens.len())?;
         let n = shares.len();
         let paths = plan.cfg.paths.items();
-        let jobs: Vec<(Arc<dyn Host>, DriverJob)> = loadgens
-            .iter()
-            .zip(&shares)
-            .enumerate()
-            .map(|(index, (host, s))| {
+        let spread = engine::spread::drive(
+            roles,
+            &shares,
+            plan.cfg.threads,
+            &ctx.progress,
+            |index, s| {
                 let mut p = params.clone();
                 p.insert("connections".into(), json!(s.connections));
                 if let Some(r) = s.requests {
@@ -247,146 +149,21 @@ impl Http {
                     rotated.rotate_left(s.first_connection % paths.len());
                     p.insert("paths".into(), json!(rotated));
                 }
-                let job = DriverJob {
+                DriverJob {
                     workload: "http".into(),
                     test: LOAD.into(),
                     params: p,
                     endpoints: running.handle.endpoints.clone(),
                     index,
                     generators: n,
-                };
-                (host.clone(), job)
-            })
-            .collect();
-        let reports = engine::host::drive_all(jobs, &ctx.progress);
-
-        let mut outcomes = Vec::new();
-        let mut hosts = Vec::new();
-        let mut errors: Vec<(String, anyhow::Error)> = Vec::new();
-        for ((host, share), report) in loadgens.iter().zip(&shares).zip(reports) {
-            let name = host.name().to_string();
-            match report.and_then(|r| Ok((driver::decode(&r.report)?, r))) {
-                Ok((o, r)) => {
-                    hosts.push(HostRun {
-                        host: name,
-                        connections: share.connections,
-                        threads: plan.cfg.threads.clamp(1, share.connections),
-                        requests_per_s: o.throughput(),
-                        requests: o.total_count(),
-                        duration_s: o.duration_s,
-                        cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
-                        started_unix_s: r.started_unix_s,
-                        ended_unix_s: r.ended_unix_s,
-                        start_skew_s: r.start_skew_s,
-                    });
-                    outcomes.push(o);
                 }
-                Err(e) => errors.push((name, e)),
-            }
-        }
-        let Some(merged) = engine::wire::merge(outcomes) else {
-            // Nothing measured anywhere: a setup error, as a single generator's always was.
-            if n == 1 {
-                if let Some((_, e)) = errors.pop() {
-                    return Err(e);
-                }
-            }
-            bail!(
-                "every load generator failed: {}",
-                errors
-                    .iter()
-                    .map(|(h, e)| format!("{h}: {e:#}"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
-        };
+            },
+        )?;
         let mut spec = plan.cfg.spec(Vec::new());
-        spec.connections = hosts.iter().map(|h| h.connections).sum();
-        spec.threads = hosts.iter().map(|h| h.threads).sum();
+        spec.connections = spread.connections();
+        spec.threads = spread.threads();
         spec.sleep_when_idle = plan.cap.sleep_when_idle(LOAD);
-        Ok(Driven {
-            merged,
-            spec,
-            hosts,
-            failed: errors.iter().map(|(h, e)| format!("{h}: {e:#}")).collect(),
-            generators: n,
-        })
-    }
-
-    /// Per-generator figures and the measurement window, when there is more than one
-    /// generator; a generator that failed fails the result (what the others measured
-    /// is kept).
-    fn add_generator_figures(d: &Driven, step: &mut StepOutput) {
-        if d.generators > 1 {
-            for h in &d.hosts {
-                let busy_pct = if h.duration_s > 0.0 {
-                    100.0 * h.cpu_s / (h.duration_s * h.threads as f64)
-                } else {
-                    0.0
-                };
-                step.metrics.extend([
-                    Metric::new("requests_per_s", h.requests_per_s, "req/s").label("host", &h.host),
-                    Metric::new("requests", h.requests as f64, "requests").label("host", &h.host),
-                    Metric::new("loadgen_cpu_s", h.cpu_s, "s").label("host", &h.host),
-                    Metric::new("loadgen_busy_pct", busy_pct, "%").label("host", &h.host),
-                ]);
-                // The whole's busy figure averages the generators: one saturated among
-                // idle ones would hide in it.
-                if busy_pct >= CLIENT_BOUND_FRACTION * 100.0
-                    && !step.flags.iter().any(|f| f.code == "client_bound")
-                {
-                    step.flags.push(Flag::warning(
-                        "client_bound",
-                        format!(
-                            "load generator {} used {busy_pct:.0}% of its {} thread(s): the figure may be its limit, not the server's (add --threads, or more generators)",
-                            h.host, h.threads
-                        ),
-                    ));
-                }
-            }
-            if !d.hosts.is_empty() {
-                let skew = d.hosts.iter().map(|h| h.start_skew_s).fold(0.0, f64::max);
-                let windows: Vec<(f64, f64)> = d
-                    .hosts
-                    .iter()
-                    .map(|h| (h.started_unix_s, h.ended_unix_s))
-                    .collect();
-                // How far apart the generators really began, on the controller's clock
-                // (each host's start corrected by its clock offset), beside how late
-                // the latest woke against the common start on its own clock.
-                let first = windows.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
-                let last = windows
-                    .iter()
-                    .map(|w| w.0)
-                    .fold(f64::NEG_INFINITY, f64::max);
-                let overlap = window_overlap_s(&windows);
-                let union = windows
-                    .iter()
-                    .map(|w| w.1)
-                    .fold(f64::NEG_INFINITY, f64::max)
-                    - first;
-                step.metrics.extend([
-                    Metric::new("start_skew_max_s", skew, "s"),
-                    Metric::new("start_spread_s", (last - first).max(0.0), "s"),
-                    Metric::new("window_overlap_s", overlap, "s"),
-                ]);
-                // The measurement window is the generators' common time; when it is
-                // much shorter than their union, their figures are not of one moment.
-                if union > 0.0 && overlap < 0.9 * union {
-                    step.flags.push(Flag::warning(
-                        "windows_apart",
-                        format!(
-                            "the generators measured together for only {overlap:.2} s of {union:.2} s: \
-                             their throughputs are not of one moment"
-                        ),
-                    ));
-                }
-            }
-        }
-        if let Some(why) = d.failure() {
-            step.error = Some(why.clone());
-            step.flags.push(Flag::invalid("host_failed", why));
-        }
+        Ok(Driven { spread, spec })
     }
 
     /// Run one capacity step at `rate_per_s` requests/s in total (open loop,
@@ -410,7 +187,7 @@ impl Http {
         params.insert("wait".into(), json!(wait));
         ctx.note(&format!("http: {rate_per_s:.0} req/s for {secs}s"));
         let d = self.drive(&params, ctx)?;
-        let out = &d.merged;
+        let out = &d.spread.merged;
         let mut s = RateStep::from_outcome(rate_per_s, out);
         s.started_at = Some(started);
         let n = out.total_count();
@@ -422,7 +199,7 @@ impl Http {
                 "us/op",
             ));
         }
-        if let Some(why) = d.failure() {
+        if let Some(why) = d.spread.failure() {
             s.error = Some(why);
         }
         if let Some(why) = self.server_exited() {
@@ -447,9 +224,14 @@ impl Http {
         let before = self.requests_served();
         let d = self.drive(&self.params, ctx)?;
         let after = self.requests_served();
-        let (spec, out) = (&d.spec, &d.merged);
+        let (spec, out) = (&d.spec, &d.spread.merged);
         let mut step = engine::validity::step_output(spec, out, "requests_per_s", "req/s");
-        Self::add_generator_figures(&d, &mut step);
+        d.spread.add_figures(
+            &mut step,
+            "requests_per_s",
+            "req/s",
+            spec.shape == LoadShape::Closed,
+        );
         // nginx's own count against the generators' (memtier's self-test). The second
         // status request counts itself; requests in flight when a timed test ends, and
         // those of the warm-up, are served but not counted by the generators; a failed
@@ -463,7 +245,7 @@ impl Http {
             let slack = (spec.connections * spec.pipeline) as u64;
             if spec.warmup.is_zero()
                 && lost == 0
-                && d.failed.is_empty()
+                && d.spread.failed.is_empty()
                 && (served < claimed || served > claimed + slack)
             {
                 step.flags.push(Flag::warning(
@@ -613,44 +395,17 @@ mod tests {
     }
 
     #[test]
-    fn shares_add_up_to_the_whole() {
-        let s = shares(&cfg(7, Some(1001), Some(700.0)), 3).unwrap();
+    fn http_spreads_connections_requests_and_rate() {
+        let s = engine::spread::shares(&load(&cfg(7, Some(1001), Some(700.0))), 3).unwrap();
         assert_eq!(
             s.iter().map(|s| s.connections).collect::<Vec<_>>(),
             vec![3, 2, 2]
         );
         assert_eq!(s.iter().map(|s| s.requests.unwrap()).sum::<u64>(), 1001);
-        let rates: Vec<f64> = s.iter().map(|s| s.rate.unwrap()).collect();
-        assert_eq!(rates, vec![300.0, 200.0, 200.0]);
-        assert_eq!(
-            s.iter().map(|s| s.first_connection).collect::<Vec<_>>(),
-            vec![0, 3, 5]
-        );
-        // Generator 0 keeps the seed (a single-host run is unchanged); the others differ.
-        assert_eq!(s[0].seed, 1);
-        assert!(s[1].seed != s[0].seed && s[2].seed != s[1].seed);
-        let one = shares(&cfg(50, None, Some(1234.5)), 1).unwrap();
-        assert_eq!(one.len(), 1);
-        assert_eq!(
-            (one[0].connections, one[0].requests, one[0].rate),
-            (50, None, Some(1234.5))
-        );
-    }
-
-    #[test]
-    fn too_few_connections_or_requests_for_the_generators_is_refused() {
-        let e = shares(&cfg(1, None, None), 2).unwrap_err();
-        assert!(e.to_string().contains("-c 2"), "{e}");
-        let e = shares(&cfg(4, Some(1), None), 2).unwrap_err();
-        assert!(e.to_string().contains("-n 2"), "{e}");
+        assert_eq!(s[0].rate, Some(300.0));
         // By duration, there is no count to spread.
-        assert!(shares(&cfg(4, None, None), 2).is_ok());
-    }
-
-    #[test]
-    fn overlap_is_the_intersection_of_the_windows() {
-        assert_eq!(window_overlap_s(&[(10.0, 13.0), (10.5, 14.0)]), 2.5);
-        assert_eq!(window_overlap_s(&[(10.0, 11.0), (12.0, 14.0)]), 0.0);
-        assert_eq!(window_overlap_s(&[]), 0.0);
+        assert!(engine::spread::shares(&load(&cfg(4, None, None)), 2).is_ok());
+        let e = engine::spread::shares(&load(&cfg(1, None, None)), 2).unwrap_err();
+        assert!(e.to_string().contains("-c 2"), "{e}");
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use engine::host::DriverJob;
-use engine::load::{run_stream, LoadOutcome};
+use engine::load::run_stream;
 use engine::wire::WireOutcome;
 use engine::workload::Progress;
 
@@ -51,9 +51,4 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     Ok(serde_json::to_value(WireOutcome::from(&out))?)
 }
 
-/// A driver's report back into a load outcome (the controller's side).
-pub fn decode(report: &serde_json::Value) -> anyhow::Result<LoadOutcome> {
-    let wire: WireOutcome = serde_json::from_value(report.clone())
-        .context("the http driver's report is not a load outcome")?;
-    LoadOutcome::try_from(wire)
-}
+pub use engine::spread::decode;

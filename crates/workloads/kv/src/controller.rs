@@ -157,7 +157,8 @@ impl Kv {
     /// Run `test` on every load generator, each with its share of `params`, and merge.
     fn drive(&self, test: &str, params: &Params, ctx: &Ctx) -> anyhow::Result<Driven> {
         let running = self.running()?;
-        let loadgens = &ctx.roles()?.loadgens;
+        let roles = ctx.roles()?;
+        let loadgens = &roles.loadgens;
         let endpoints = &running.handle.endpoints;
         if endpoints.is_empty() {
             bail!("the kv service on {} gave no endpoints", running.sut.name());
@@ -166,7 +167,7 @@ impl Kv {
         let shares = engine::spread::shares(&load(&plan.cfg), loadgens.len())?;
         let n = shares.len();
         let spread = engine::spread::drive(
-            loadgens,
+            roles,
             &shares,
             plan.cfg.threads,
             &ctx.progress,

@@ -395,7 +395,9 @@ impl NetWorkload {
         let (host, value) = match sender_host(ctx)? {
             Some(h) => {
                 let name = h.name().to_string();
-                let rep = engine::host::drive_all(vec![(h, job)], &ctx.progress)
+                // The receiver's host is watched while the sender sends.
+                let watch: Vec<_> = ctx.roles.iter().map(|r| r.sut.clone()).collect();
+                let rep = engine::host::drive_all(vec![(h, job)], &watch, &ctx.progress)
                     .pop()
                     .context("net: the sender's host returned no report")?
                     .with_context(|| format!("net: the sender on {name}"))?;
