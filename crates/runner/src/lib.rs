@@ -283,7 +283,12 @@ pub fn run(
         power_meter: o.power_meter.clone(),
         power_model: o.power_model,
     };
-    let telemetry = match telemetry::Telemetry::start(set.all(), &settings, o.telemetry) {
+    let suts: Vec<String> = host_roles
+        .iter()
+        .filter(|(_, r)| r.contains("sut") || r.contains("receiver"))
+        .map(|(h, _)| h.clone())
+        .collect();
+    let telemetry = match telemetry::Telemetry::start(set.all(), &settings, &suts, o.telemetry) {
         Ok(t) => t,
         Err(e) => {
             store.delete_run(&run_id)?;
@@ -392,7 +397,9 @@ pub fn run(
                     .map(|(k, v)| (k.clone(), redact_value(v)))
                     .collect();
                 params.extend(point_roles.params());
-                let lost = set.lost();
+                // Only a host of this point fails it (a net pair is not failed by a
+                // third host that died).
+                let lost = roles.all().iter().find_map(|h| h.lost());
                 let mut result = match outcome {
                     Ok(out) => {
                         let interrupted = engine::stop::stop_requested();

@@ -21,9 +21,13 @@ pub struct Telemetry {
 
 impl Telemetry {
     /// Start sampling on every host (`on` false: `--no-telemetry`).
+    /// `settings` go to every host; `--power-meter` and `--power-model` describe one
+    /// machine, and go only to the hosts in `measured` (the systems under test): a PDU
+    /// command run on a load generator would report the server's watts as its own.
     pub fn start(
         hosts: &[Arc<dyn Host>],
         settings: &TelemetrySettings,
+        measured: &[String],
         on: bool,
     ) -> anyhow::Result<Telemetry> {
         let mut t = Telemetry {
@@ -38,7 +42,15 @@ impl Telemetry {
         }
         let many = hosts.len() > 1;
         for h in hosts {
-            let info = h.telemetry_start(settings)?;
+            let mine = if measured.iter().any(|m| m == h.name()) {
+                settings.clone()
+            } else {
+                TelemetrySettings {
+                    interval_s: settings.interval_s,
+                    ..TelemetrySettings::default()
+                }
+            };
+            let info = h.telemetry_start(&mine)?;
             for n in info.notes {
                 t.notes.push(if many {
                     format!("{}: {n}", h.name())
