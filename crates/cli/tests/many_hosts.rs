@@ -720,3 +720,72 @@ fn crypto_runs_on_the_system_under_test() {
     );
     assert_nothing_left(&h, 15);
 }
+
+/// Ctrl-C at the terminal (SIGINT to the whole foreground process group): the test
+/// under way ends early on every host, what was measured is stored as interrupted (not
+/// failed: no host was lost), and nothing is left running anywhere.
+#[test]
+fn ctrl_c_ends_the_test_on_every_host_and_keeps_what_was_measured() {
+    use std::os::unix::process::CommandExt;
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let child = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "kv",
+            "-t",
+            "get",
+            "-c",
+            "4",
+            "--duration",
+            "30",
+        ])
+        .args([
+            "--sut",
+            "rbh1",
+            "--loadgen",
+            "rbh2,rbh3",
+            "--ssh-config",
+            &h.ssh_config,
+            "--json",
+            "-q",
+        ])
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    agent_pid("rbh3", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(4));
+    let sent = Instant::now();
+    // SAFETY: kill(2) on the process group we made for the child.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let (code, _, err, _) = finish(child, Duration::from_secs(30));
+    assert!(
+        sent.elapsed() < Duration::from_secs(15),
+        "ended promptly: {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(code, 1, "{err}");
+    let run = latest(&db);
+    assert_eq!(run["status"], "interrupted", "{}", run["status"]);
+    let r = &run["results"][0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    assert!(
+        metric(r, "requests", &[("host", "rbh2")]).unwrap_or(0.0) > 0.0,
+        "rbh2's part kept: {r}"
+    );
+    assert!(
+        metric(r, "requests", &[("host", "rbh3")]).unwrap_or(0.0) > 0.0,
+        "rbh3's part kept: {r}"
+    );
+    assert!(
+        metric(r, "measured_duration_s", &[]).unwrap() < 20.0,
+        "cut short: {r}"
+    );
+    assert_nothing_left(&h, 15);
+}
