@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use model::{Flag, Metric};
 
-use crate::host::{drive_all, split_count, DriverJob, Host};
+use crate::host::{drive_all, split_count, DriverJob, DriverReport, Host};
 use crate::load::LoadOutcome;
 use crate::validity::CLIENT_BOUND_FRACTION;
 use crate::wire::WireOutcome;
@@ -99,25 +99,38 @@ pub fn shares(load: &Load, generators: usize) -> anyhow::Result<Vec<Share>> {
     Ok(out)
 }
 
-/// What one generator measured, for the per-host figures.
+/// What one generator measured.
 #[derive(Debug, Clone)]
-pub struct HostRun {
+pub struct GeneratorRun {
     pub host: String,
-    pub connections: usize,
+    /// Load-loop threads it ran.
     pub threads: usize,
-    pub throughput: f64,
-    pub requests: u64,
+    /// Its connections (or virtual users).
+    pub connections: usize,
+    /// Its throughput and its count, in the workload's terms ([`Figures`]).
+    pub rate: f64,
+    pub count: u64,
     pub duration_s: f64,
     pub cpu_s: f64,
+    /// Its measurement window on the controller's clock, Unix seconds.
     pub started_unix_s: f64,
     pub ended_unix_s: f64,
+    /// How late it woke against the common start, on its own clock.
     pub start_skew_s: f64,
+}
+
+/// The names and units of a workload's per-generator rate and count
+/// (`ops_per_s`/`ops/s`, `requests`/`requests`).
+#[derive(Debug, Clone, Copy)]
+pub struct Figures {
+    pub rate: (&'static str, &'static str),
+    pub count: (&'static str, &'static str),
 }
 
 /// A test driven on every generator, merged.
 pub struct Driven {
     pub merged: LoadOutcome,
-    pub hosts: Vec<HostRun>,
+    pub runs: Vec<GeneratorRun>,
     /// Generators whose driver failed while others measured: `name: why`.
     pub failed: Vec<String>,
     pub generators: usize,
@@ -130,9 +143,52 @@ pub fn decode(report: &serde_json::Value) -> anyhow::Result<LoadOutcome> {
     LoadOutcome::try_from(w)
 }
 
+/// The reports of [`crate::host::drive_all`] (in the order of `hosts`), sorted: what
+/// decoded, with its generator's index and report, and the generators that failed
+/// (`name`, why).
+#[allow(clippy::type_complexity)]
+pub fn decode_reports<T>(
+    hosts: &[Arc<dyn Host>],
+    reports: Vec<anyhow::Result<DriverReport>>,
+    decode: impl Fn(&serde_json::Value) -> anyhow::Result<T>,
+) -> (Vec<(usize, T, DriverReport)>, Vec<(String, anyhow::Error)>) {
+    let mut ok = Vec::new();
+    let mut failed = Vec::new();
+    for (index, (host, report)) in hosts.iter().zip(reports).enumerate() {
+        match report.and_then(|r| Ok((decode(&r.report)?, r))) {
+            Ok((v, r)) => ok.push((index, v, r)),
+            Err(e) => failed.push((host.name().to_string(), e)),
+        }
+    }
+    (ok, failed)
+}
+
+/// The failures as stored: `name: why` each.
+pub fn failures(errors: &[(String, anyhow::Error)]) -> Vec<String> {
+    errors.iter().map(|(h, e)| format!("{h}: {e:#}")).collect()
+}
+
+/// The error of a test no generator measured: a lone generator's own (a setup error,
+/// as a single-host run's always was), else every generator's.
+pub fn nothing_measured(
+    mut errors: Vec<(String, anyhow::Error)>,
+    generators: usize,
+) -> anyhow::Error {
+    if generators == 1 && errors.len() == 1 {
+        if let Some((_, e)) = errors.pop() {
+            return e;
+        }
+    }
+    anyhow::anyhow!(
+        "every load generator failed: {}",
+        failures(&errors).join("; ")
+    )
+}
+
 /// Send each load generator of `roles` its job (`job(index, share)`), all behind one
-/// start barrier while the system under test is watched, and merge what they measured. One generator failing keeps the others' figures (see
-/// [`Driven::failure`]); all failing is an error (a lone generator's own).
+/// start barrier while the system under test is watched, and merge what they measured.
+/// One generator failing keeps the others' figures (see [`Driven::failure`]); all
+/// failing is an error (a lone generator's own).
 pub fn drive(
     roles: &crate::host::Roles,
     shares: &[Share],
@@ -152,50 +208,32 @@ pub fn drive(
         .map(|(i, (h, s))| (h.clone(), job(i, s)))
         .collect();
     let reports = drive_all(jobs, std::slice::from_ref(&roles.sut), progress);
-    let mut outcomes = Vec::new();
-    let mut hosts = Vec::new();
-    let mut errors: Vec<(String, anyhow::Error)> = Vec::new();
-    for ((host, share), report) in loadgens.iter().zip(shares).zip(reports) {
-        let name = host.name().to_string();
-        match report.and_then(|r| Ok((decode(&r.report)?, r))) {
-            Ok((o, r)) => {
-                hosts.push(HostRun {
-                    host: name,
-                    connections: share.connections,
-                    threads: threads.clamp(1, share.connections.max(1)),
-                    throughput: o.throughput(),
-                    requests: o.total_count(),
-                    duration_s: o.duration_s,
-                    cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
-                    started_unix_s: r.started_unix_s,
-                    ended_unix_s: r.ended_unix_s,
-                    start_skew_s: r.start_skew_s,
-                });
-                outcomes.push(o);
-            }
-            Err(e) => errors.push((name, e)),
-        }
+    let (decoded, errors) = decode_reports(loadgens, reports, decode);
+    let mut runs = Vec::with_capacity(decoded.len());
+    let mut outcomes = Vec::with_capacity(decoded.len());
+    for (index, o, r) in decoded {
+        let share = &shares[index];
+        runs.push(GeneratorRun {
+            host: loadgens[index].name().to_string(),
+            threads: threads.clamp(1, share.connections.max(1)),
+            connections: share.connections,
+            rate: o.throughput(),
+            count: o.total_count(),
+            duration_s: o.duration_s,
+            cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
+            started_unix_s: r.started_unix_s,
+            ended_unix_s: r.ended_unix_s,
+            start_skew_s: r.start_skew_s,
+        });
+        outcomes.push(o);
     }
     let Some(merged) = crate::wire::merge(outcomes) else {
-        // Nothing measured anywhere: a setup error, as a single generator's always was.
-        if n == 1 {
-            if let Some((_, e)) = errors.pop() {
-                return Err(e);
-            }
-        }
-        bail!(
-            "every load generator failed: {}",
-            errors
-                .iter()
-                .map(|(h, e)| format!("{h}: {e:#}"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
+        return Err(nothing_measured(errors, n));
     };
     Ok(Driven {
         merged,
-        hosts,
-        failed: errors.iter().map(|(h, e)| format!("{h}: {e:#}")).collect(),
+        runs,
+        failed: failures(&errors),
         generators: n,
     })
 }
@@ -214,110 +252,123 @@ pub fn window_overlap_s(windows: &[(f64, f64)]) -> f64 {
     }
 }
 
+/// Why the result fails when some generators' drivers failed (`name: why` each).
+pub fn failure(failed: &[String]) -> Option<String> {
+    (!failed.is_empty()).then(|| format!("load generator {} failed", failed.join("; ")))
+}
+
+/// Add the per-generator figures of `runs` (when `generators` > 1: each one's rate and
+/// count labelled `host`, its CPU, the start skew and spread, the window they measured
+/// together) and the failure of the `failed` ones to `step`. `closed_loop`: a
+/// saturated generator is client-bound (an open loop spins by design and is judged by
+/// its schedule instead).
+pub fn add_figures(
+    runs: &[GeneratorRun],
+    failed: &[String],
+    generators: usize,
+    names: Figures,
+    closed_loop: bool,
+    step: &mut StepOutput,
+) {
+    if generators > 1 {
+        for h in runs {
+            let busy_pct = if h.duration_s > 0.0 {
+                100.0 * h.cpu_s / (h.duration_s * h.threads.max(1) as f64)
+            } else {
+                0.0
+            };
+            step.metrics.extend([
+                Metric::new(names.rate.0, h.rate, names.rate.1).label("host", &h.host),
+                Metric::new(names.count.0, h.count as f64, names.count.1).label("host", &h.host),
+                Metric::new("loadgen_cpu_s", h.cpu_s, "s").label("host", &h.host),
+                Metric::new("loadgen_busy_pct", busy_pct, "%").label("host", &h.host),
+            ]);
+            // The whole's busy figure averages the generators: one saturated among
+            // idle ones would hide in it.
+            if closed_loop
+                && busy_pct >= CLIENT_BOUND_FRACTION * 100.0
+                && !step.flags.iter().any(|f| f.code == "client_bound")
+            {
+                step.flags.push(Flag::warning(
+                    "client_bound",
+                    format!(
+                        "load generator {} used {busy_pct:.0}% of its {} thread(s): the figure may be its limit, \
+                         not the server's (add threads, or more generators)",
+                        h.host, h.threads
+                    ),
+                ));
+            }
+        }
+        if !runs.is_empty() {
+            let skew = runs.iter().map(|h| h.start_skew_s).fold(0.0, f64::max);
+            let windows: Vec<(f64, f64)> = runs
+                .iter()
+                .map(|h| (h.started_unix_s, h.ended_unix_s))
+                .collect();
+            // How far apart the generators really began, on the controller's clock
+            // (each host's start corrected by its clock offset), beside how late the
+            // latest woke against the common start on its own clock.
+            let first = windows.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+            let last = windows
+                .iter()
+                .map(|w| w.0)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let overlap = window_overlap_s(&windows);
+            let union = windows
+                .iter()
+                .map(|w| w.1)
+                .fold(f64::NEG_INFINITY, f64::max)
+                - first;
+            step.metrics.extend([
+                Metric::new("start_skew_max_s", skew, "s"),
+                Metric::new("start_spread_s", (last - first).max(0.0), "s"),
+                Metric::new("window_overlap_s", overlap, "s"),
+            ]);
+            // The measurement window is the generators' common time; when it is much
+            // shorter than their union, their figures are not of one moment.
+            if union > 0.0 && overlap < 0.9 * union {
+                step.flags.push(Flag::warning(
+                    "windows_apart",
+                    format!(
+                        "the generators measured together for only {overlap:.2} s of {union:.2} s: \
+                         their throughputs are not of one moment"
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(why) = failure(failed) {
+        step.error = Some(why.clone());
+        step.flags.push(Flag::invalid("host_failed", why));
+    }
+}
+
 impl Driven {
     /// Why the result fails, when a generator did.
     pub fn failure(&self) -> Option<String> {
-        (!self.failed.is_empty())
-            .then(|| format!("load generator {} failed", self.failed.join("; ")))
+        failure(&self.failed)
     }
 
     /// Connections and threads of the load as a whole (the generators that reported),
     /// for the checks `validity::step_output` makes.
     pub fn connections(&self) -> usize {
-        self.hosts.iter().map(|h| h.connections).sum()
+        self.runs.iter().map(|h| h.connections).sum()
     }
 
     pub fn threads(&self) -> usize {
-        self.hosts.iter().map(|h| h.threads).sum()
+        self.runs.iter().map(|h| h.threads).sum()
     }
 
-    /// Per-generator figures (`headline` labelled `host=NAME`, requests, CPU) and the
-    /// measurement window, when there is more than one generator; a generator that
-    /// failed fails the result, what the others measured kept.
-    pub fn add_figures(
-        &self,
-        step: &mut StepOutput,
-        headline: &str,
-        unit: &str,
-        closed_loop: bool,
-    ) {
-        if self.generators > 1 {
-            for h in &self.hosts {
-                let busy_pct = if h.duration_s > 0.0 {
-                    100.0 * h.cpu_s / (h.duration_s * h.threads as f64)
-                } else {
-                    0.0
-                };
-                step.metrics.extend([
-                    Metric::new(headline, h.throughput, unit).label("host", &h.host),
-                    Metric::new("requests", h.requests as f64, "requests").label("host", &h.host),
-                    Metric::new("loadgen_cpu_s", h.cpu_s, "s").label("host", &h.host),
-                    Metric::new("loadgen_busy_pct", busy_pct, "%").label("host", &h.host),
-                ]);
-                // The whole's busy figure averages the generators: one saturated among
-                // idle ones would hide in it. (An open loop spins by design: it is
-                // judged by its schedule instead.)
-                if closed_loop
-                    && busy_pct >= CLIENT_BOUND_FRACTION * 100.0
-                    && !step.flags.iter().any(|f| f.code == "client_bound")
-                {
-                    step.flags.push(Flag::warning(
-                        "client_bound",
-                        format!(
-                            "load generator {} used {busy_pct:.0}% of its {} thread(s): the figure may be its limit, \
-                             not the server's (add --threads, or more generators)",
-                            h.host, h.threads
-                        ),
-                    ));
-                }
-            }
-            if !self.hosts.is_empty() {
-                let skew = self
-                    .hosts
-                    .iter()
-                    .map(|h| h.start_skew_s)
-                    .fold(0.0, f64::max);
-                let windows: Vec<(f64, f64)> = self
-                    .hosts
-                    .iter()
-                    .map(|h| (h.started_unix_s, h.ended_unix_s))
-                    .collect();
-                // How far apart the generators really began, on the controller's clock
-                // (each host's start corrected by its clock offset), beside how late
-                // the latest woke against the common start on its own clock.
-                let first = windows.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
-                let last = windows
-                    .iter()
-                    .map(|w| w.0)
-                    .fold(f64::NEG_INFINITY, f64::max);
-                let overlap = window_overlap_s(&windows);
-                let union = windows
-                    .iter()
-                    .map(|w| w.1)
-                    .fold(f64::NEG_INFINITY, f64::max)
-                    - first;
-                step.metrics.extend([
-                    Metric::new("start_skew_max_s", skew, "s"),
-                    Metric::new("start_spread_s", (last - first).max(0.0), "s"),
-                    Metric::new("window_overlap_s", overlap, "s"),
-                ]);
-                // The measurement window is the generators' common time; when it is
-                // much shorter than their union, their figures are not of one moment.
-                if union > 0.0 && overlap < 0.9 * union {
-                    step.flags.push(Flag::warning(
-                        "windows_apart",
-                        format!(
-                            "the generators measured together for only {overlap:.2} s of {union:.2} s: \
-                             their throughputs are not of one moment"
-                        ),
-                    ));
-                }
-            }
-        }
-        if let Some(why) = self.failure() {
-            step.error = Some(why.clone());
-            step.flags.push(Flag::invalid("host_failed", why));
-        }
+    /// See [`add_figures`].
+    pub fn add_figures(&self, step: &mut StepOutput, names: Figures, closed_loop: bool) {
+        add_figures(
+            &self.runs,
+            &self.failed,
+            self.generators,
+            names,
+            closed_loop,
+            step,
+        );
     }
 }
 
@@ -375,5 +426,43 @@ mod tests {
         );
         assert_eq!(window_overlap_s(&[(0.0, 1.0), (2.0, 3.0)]), 0.0);
         assert_eq!(window_overlap_s(&[]), 0.0);
+    }
+
+    fn run(host: &str, window: (f64, f64)) -> GeneratorRun {
+        GeneratorRun {
+            host: host.into(),
+            threads: 2,
+            connections: 2,
+            rate: 100.0,
+            count: 300,
+            duration_s: 3.0,
+            cpu_s: 0.3,
+            started_unix_s: window.0,
+            ended_unix_s: window.1,
+            start_skew_s: 0.001,
+        }
+    }
+
+    const NAMES: Figures = Figures {
+        rate: ("txn_per_s", "transactions/s"),
+        count: ("transactions", "transactions"),
+    };
+
+    #[test]
+    fn one_generator_adds_nothing_but_a_failure() {
+        let mut step = StepOutput::default();
+        add_figures(&[run("a", (0.0, 3.0))], &[], 1, NAMES, true, &mut step);
+        assert!(step.metrics.is_empty() && step.flags.is_empty());
+        let mut step = StepOutput::default();
+        let runs = [run("a", (0.0, 3.0)), run("b", (5.0, 8.0))];
+        add_figures(&runs, &["c: gone".into()], 3, NAMES, true, &mut step);
+        assert!(step
+            .metrics
+            .iter()
+            .any(|m| m.name == "transactions"
+                && m.labels.get("host").map(String::as_str) == Some("b")));
+        assert!(step.flags.iter().any(|f| f.code == "windows_apart"));
+        assert!(step.flags.iter().any(|f| f.code == "host_failed"));
+        assert!(step.error.as_deref().unwrap_or("").contains("c: gone"));
     }
 }

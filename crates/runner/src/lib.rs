@@ -229,7 +229,7 @@ pub fn run(
     if !plan.hosts.is_local() && reg.service.is_none() {
         anyhow::bail!(
             "`{}` runs on this host only for now (it is not split into a service and a driver yet): \
-             drop the host options (kv, http, net, crypto and mem run over several hosts)",
+             drop the host options (kv, http, oltp, net, crypto and mem run over several hosts)",
             reg.name
         );
     }

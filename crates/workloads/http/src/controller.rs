@@ -228,8 +228,10 @@ impl Http {
         let mut step = engine::validity::step_output(spec, out, "requests_per_s", "req/s");
         d.spread.add_figures(
             &mut step,
-            "requests_per_s",
-            "req/s",
+            engine::spread::Figures {
+                rate: ("requests_per_s", "req/s"),
+                count: ("requests", "requests"),
+            },
             spec.shape == LoadShape::Closed,
         );
         // nginx's own count against the generators' (memtier's self-test). The second

@@ -243,8 +243,10 @@ impl Workload for Kv {
         let mut step = engine::validity::step_output(&d.spec, out, "ops_per_s", "ops/s");
         d.spread.add_figures(
             &mut step,
-            "ops_per_s",
-            "ops/s",
+            engine::spread::Figures {
+                rate: ("ops_per_s", "ops/s"),
+                count: ("requests", "requests"),
+            },
             d.spec.shape == LoadShape::Closed,
         );
         if let Some(why) = &self.cpu_clash {

@@ -6,14 +6,14 @@
 //! of the first and last warehouses' first district (the spec's "randomly selected
 //! customers").
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One condition's outcome.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CheckResult {
     /// Condition number in clause 3.3.2.
     pub id: u8,
-    pub name: &'static str,
+    pub name: String,
     /// Rows that break the condition (0: it holds).
     pub violations: i64,
 }
@@ -157,7 +157,7 @@ pub fn run(client: &mut postgres::Client, initial: bool) -> anyhow::Result<Vec<C
             .get(0);
         out.push(CheckResult {
             id: c.id,
-            name: c.name,
+            name: c.name.to_string(),
             violations: n,
         });
     }

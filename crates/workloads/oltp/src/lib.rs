@@ -11,43 +11,47 @@
 //! Several databases run at once (`--databases N`, each with its own virtual users;
 //! metrics labelled `db=N` and aggregated), and `vus` is a sweepable flag, so a
 //! concurrency sweep (`--vus 1,2,5,10,20`) is the runner's ordinary sweep.
+//!
+//! Across hosts, each part runs where it belongs, and the controller joins them:
+//! - the plan (this file): flags, [`Config`], validation, read alike by all the others;
+//! - the [`service`] on the system under test: the PostgreSQL server (launched there,
+//!   listening where the load generators reach it, or `--dsn`'s), the build loaded next
+//!   to it, the consistency check;
+//! - the [`driver`] on each load generator: its share of the virtual users against the
+//!   service's databases, returning the exact load outcome and its validity counters;
+//! - the [`controller`] ([`Oltp`], the `Workload`): starts the service, spreads each test
+//!   across the generators and merges what they measured into one result.
+//!
+//! A password (`--dsn`'s or PGPASSWORD) never appears in endpoints, facts, stored
+//! parameters or a command line: it reaches the service and the drivers inside their
+//! parameters only (which travel in the agent protocol's frames).
 
 pub mod check;
+pub mod controller;
+pub mod driver;
 mod monitor;
 pub mod populate;
 pub mod random;
 mod results;
 pub mod schema;
 pub mod server;
+pub mod service;
 pub mod target;
 pub mod txn;
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use engine::capacity::RateStep;
 use engine::capacity_tests::{self, CapacityConfig, CapacityDefaults};
-use engine::load::{LoadShape, LoadSpec, StopAfter};
-use engine::{Ctx, StepOutput, Workload};
-use model::Fact;
+use engine::workload::Params;
+use engine::Ctx;
 use model::Flag;
-use rand::rngs::SmallRng;
-use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::monitor::{monitor, sample, DbSample};
-use crate::populate::BuildMeta;
-use crate::server::Server;
+pub use crate::controller::Oltp;
 pub use crate::target::Target;
-use crate::txn::{Counters, Mix, Vu, VuParams, CLASSES};
-
-/// `application_name` of the virtual users' connections (to find them in pg_stat_activity).
-const VU_APP_NAME: &str = "rackbench-vu";
+use crate::txn::Mix;
 
 /// Flags of `rackbench run oltp`. Ids are the plan keys; sweepable knobs are strings the
 /// runner parses (`--vus 1,2,5,10,20`, `--databases 1..8`).
@@ -307,7 +311,7 @@ impl Config {
         Ok(())
     }
 
-    fn settings(&self) -> anyhow::Result<server::Settings> {
+    pub(crate) fn settings(&self) -> anyhow::Result<server::Settings> {
         Ok(server::Settings {
             shared_buffers: self.shared_buffers.clone(),
             fsync: self.fsync,
@@ -341,393 +345,81 @@ pub fn registration() -> engine::Registration {
         flags: |c| {
             capacity_tests::document_defaults(<Flags as clap::Args>::augment_args(c), &CAPACITY)
         },
-        build: |m| {
-            let (rest, cap) = capacity_tests::split_params("oltp", m)?;
-            let cfg = Config::from_map(&rest)?;
-            cap.validate(&cfg.tests, &CAPACITY)?;
-            let mut o = Oltp::new(cfg)?;
-            o.cap = cap;
-            Ok(Box::new(o))
-        },
-        service: None,
-        driver: None,
+        build: |m| Ok(Box::new(Oltp::from_params(m)?)),
+        service: Some(service::start_service),
+        driver: Some(driver::drive),
     }
 }
 
-/// The workload object for one sweep point.
-pub struct Oltp {
-    cfg: Config,
-    mix: Mix,
-    target: Option<Target>,
-    metas: Vec<BuildMeta>,
-    version: Option<String>,
-    /// The capacity tests' parameters.
-    cap: CapacityConfig,
-    /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
-    capacity_found: Option<f64>,
+/// Keys the controller adds to the parameters of a service or a driver job, never a
+/// user's: refused in a plan, taken out before the rest is read as a [`Config`].
+pub(crate) mod job_keys {
+    /// The password for a `--dsn` that names none (PGPASSWORD on the controller).
+    pub const PASSWORD: &str = "password";
+    /// A driver's first virtual user's index among every user of a database.
+    pub const FIRST_VU: &str = "first_vu";
+    /// Each database's build constant C_LOAD (the drivers draw the run's C from it).
+    pub const C_LOAD: &str = "c_load";
+    /// Addresses the launched server admits besides its subnet (the load generators').
+    pub const ADMIT: &str = "admit";
+    pub const ALL: [&str; 4] = [PASSWORD, FIRST_VU, C_LOAD, ADMIT];
 }
 
-impl Oltp {
-    pub fn new(cfg: Config) -> anyhow::Result<Oltp> {
-        cfg.validate()?;
-        let mix = Mix::new(&cfg.mix)?;
-        Ok(Oltp {
+/// One sweep point's knobs, validated: the controller, the service and every driver
+/// read their parameters through this, so they cannot disagree on a default.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub cfg: Config,
+    /// The capacity tests' knobs (split off before `Config` reads the rest).
+    pub cap: CapacityConfig,
+    /// What the controller added for a service or a driver (see `job_keys`).
+    pub password: Option<String>,
+    pub first_vu: u32,
+    pub c_load: Vec<u32>,
+    pub admit: Vec<String>,
+}
+
+impl Plan {
+    /// A sweep point's parameters as a user gave them (no job keys).
+    pub fn from_params(p: &Params) -> anyhow::Result<Plan> {
+        for k in job_keys::ALL {
+            if p.contains_key(k) {
+                bail!("oltp: unknown parameter `{k}` (see `rackbench run oltp --help`)");
+            }
+        }
+        Plan::from_job_params(p)
+    }
+
+    /// The parameters of a service or driver job: a user's, plus the job keys.
+    pub fn from_job_params(p: &Params) -> anyhow::Result<Plan> {
+        let (mut rest, cap) = capacity_tests::split_params("oltp", p)?;
+        let password = match rest.remove(job_keys::PASSWORD) {
+            Some(Value::String(s)) => Some(s),
+            Some(_) => bail!("oltp: the job's password is not a string"),
+            None => None,
+        };
+        let first_vu = match rest.remove(job_keys::FIRST_VU) {
+            Some(v) => serde_json::from_value(v).context("oltp: the job's first_vu")?,
+            None => 0,
+        };
+        let c_load = match rest.remove(job_keys::C_LOAD) {
+            Some(v) => serde_json::from_value(v).context("oltp: the job's c_load")?,
+            None => Vec::new(),
+        };
+        let admit = match rest.remove(job_keys::ADMIT) {
+            Some(v) => serde_json::from_value(v).context("oltp: the job's admit")?,
+            None => Vec::new(),
+        };
+        let cfg = Config::from_map(&rest)?;
+        cap.validate(&cfg.tests, &CAPACITY)?;
+        Ok(Plan {
             cfg,
-            mix,
-            target: None,
-            metas: Vec::new(),
-            version: None,
-            cap: CapacityConfig::default(),
-            capacity_found: None,
+            cap,
+            password,
+            first_vu,
+            c_load,
+            admit,
         })
-    }
-
-    pub fn config(&self) -> &Config {
-        &self.cfg
-    }
-
-    /// The launched postmaster's pid (tests kill it to check failure handling).
-    pub fn server_pid(&self) -> Option<u32> {
-        self.target
-            .as_ref()
-            .and_then(|t| t.server.as_ref())
-            .map(Server::pid)
-            .filter(|&p| p != 0)
-    }
-
-    /// Connection settings of database `n` (1-based), for tests and tools.
-    pub fn db_config(&self, n: usize) -> Option<postgres::Config> {
-        let t = self.target.as_ref()?;
-        t.dbs.get(n.checked_sub(1)?).map(|d| t.config(d))
-    }
-
-    fn class_names(&self) -> Vec<String> {
-        let n = self.cfg.databases as usize;
-        let mut v = Vec::with_capacity(5 * n);
-        for d in 1..=n {
-            for c in CLASSES {
-                v.push(if n == 1 {
-                    c.to_string()
-                } else {
-                    format!("{c}@db{d}")
-                });
-            }
-        }
-        v
-    }
-
-    /// Connect every virtual user of every database (the keying/think deadline is set by
-    /// the caller).
-    #[allow(clippy::type_complexity)]
-    fn connect_vus(
-        &self,
-        target: &Target,
-    ) -> anyhow::Result<(
-        Vec<Vu>,
-        Vec<Arc<Counters>>,
-        Option<Arc<Mutex<Vec<hdrhistogram::Histogram<u64>>>>>,
-    )> {
-        let cfg = &self.cfg;
-        let ndb = target.dbs.len();
-        let w = cfg.warehouses;
-        let mut rng = SmallRng::seed_from_u64(cfg.seed ^ 0x7470_6363);
-        let db_latency = cfg.keying_think.then(|| {
-            Arc::new(Mutex::new(
-                (0..5 * ndb)
-                    .map(|_| model::hist::new_latency_histogram())
-                    .collect::<Vec<_>>(),
-            ))
-        });
-        let counters: Vec<Arc<Counters>> =
-            (0..ndb).map(|_| Arc::new(Counters::default())).collect();
-        let mut sessions = Vec::with_capacity(ndb * cfg.vus as usize);
-        for (i, db) in target.dbs.iter().enumerate() {
-            let consts = random::Constants::for_run(&mut rng, self.metas[i].c_load);
-            let mut vcfg = target.config(db);
-            vcfg.application_name(VU_APP_NAME);
-            for v in 0..cfg.vus {
-                let p = VuParams {
-                    home_w: v % w + 1,
-                    stock_district: (v / w) % random::DISTRICTS + 1,
-                    warehouses: w,
-                    consts,
-                    mix: self.mix.clone(),
-                    class_offset: 5 * i,
-                    counters: counters[i].clone(),
-                    waits: cfg.keying_think,
-                    deadline: None,
-                    db_latency: db_latency.clone(),
-                };
-                sessions.push(Vu::connect(&vcfg, p).with_context(|| {
-                    format!("connecting virtual user {} of database {db}", v + 1)
-                })?);
-            }
-        }
-        Ok((sessions, counters, db_latency))
-    }
-
-    /// One open-loop step of the capacity tests: `rate` transactions/s in total across
-    /// every user (the configured mix), `--step-duration` seconds, no ramp-up.
-    pub fn measure_rate(&mut self, rate: f64, ctx: &Ctx) -> anyhow::Result<RateStep> {
-        let target = self
-            .target
-            .as_ref()
-            .context("oltp: prepare was not called")?;
-        let secs = self.cap.step_duration_s(&CAPACITY);
-        let started = std::time::SystemTime::now();
-        let (mut sessions, _counters, _) = self.connect_vus(target)?;
-        let deadline = Instant::now() + Duration::from_secs_f64(secs) + Duration::from_millis(200);
-        for s in &mut sessions {
-            s.set_deadline(deadline);
-        }
-        let spec = LoadSpec {
-            shape: if self.cfg.arrival == "poisson" {
-                LoadShape::Poisson { rate }
-            } else {
-                LoadShape::Constant { rate }
-            },
-            stop: StopAfter::Duration(Duration::from_secs_f64(secs)),
-            warmup: Duration::ZERO,
-            connections: sessions.len(),
-            threads: sessions.len(),
-            pipeline: 1,
-            requests_per_connection: None,
-            client_cpus: engine::launch::parse_cpu_list(&self.cfg.client_cpus)?,
-            seed: self.cfg.seed,
-            interval: Duration::from_secs(1),
-            sleep_when_idle: false,
-        };
-        ctx.note(&format!("oltp: {rate:.0} txn/s for {secs}s"));
-        let names = self.class_names();
-        let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let out = engine::load::run_sessions(&spec, &name_refs, sessions, &ctx.progress)?;
-        let mut step = RateStep::from_outcome(rate, &out);
-        step.started_at = Some(started);
-        if let Some(why) = self
-            .target
-            .as_mut()
-            .and_then(|t| t.server.as_mut())
-            .and_then(Server::exited)
-        {
-            step.error = Some(why);
-        }
-        Ok(step)
-    }
-
-    fn run_tpcc(&mut self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        let target = self
-            .target
-            .as_ref()
-            .context("oltp: prepare was not called")?;
-        let cfg = &self.cfg;
-        let (mut sessions, counters, db_latency) = self.connect_vus(target)?;
-        // Keying and think times end just after the run (the load loop starts right after
-        // this), so the last waits do not hold it open.
-        let deadline = Instant::now()
-            + Duration::from_secs_f64(cfg.rampup + cfg.duration)
-            + Duration::from_millis(200);
-        for s in &mut sessions {
-            s.set_deadline(deadline);
-        }
-        let shape = match (cfg.rate, cfg.arrival.as_str()) {
-            (None, _) => LoadShape::Closed,
-            (Some(rate), "poisson") => LoadShape::Poisson { rate },
-            (Some(rate), _) => LoadShape::Constant { rate },
-        };
-        let spec = LoadSpec {
-            shape,
-            stop: StopAfter::Duration(Duration::from_secs_f64(cfg.duration)),
-            warmup: Duration::from_secs_f64(cfg.rampup),
-            connections: sessions.len(),
-            threads: sessions.len(),
-            pipeline: 1,
-            requests_per_connection: None,
-            client_cpus: engine::launch::parse_cpu_list(&cfg.client_cpus)?,
-            seed: cfg.seed,
-            interval: Duration::from_secs(1),
-            sleep_when_idle: false,
-        };
-        let names = self.class_names();
-        let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let cfgs: Vec<postgres::Config> = target.dbs.iter().map(|d| target.config(d)).collect();
-        let stop = Arc::new(AtomicBool::new(false));
-        let mon = {
-            let (stop, watch, rampup) = (stop.clone(), ctx.watch.clone(), spec.warmup);
-            let cfgs = cfgs.clone();
-            std::thread::spawn(move || monitor(cfgs, rampup, stop, watch))
-        };
-        let result = engine::load::run_sessions(&spec, &name_refs, sessions, &ctx.progress);
-        let t_end = Instant::now();
-        stop.store(true, Ordering::Relaxed);
-        let mut wins = mon.join().unwrap_or_default();
-        let outcome = result?;
-
-        // Final reading after the users disconnected: their backends flush their
-        // statistics on exit, so the commit counters are complete.
-        for (i, c) in cfgs.iter().enumerate() {
-            let Some(win) = wins.get_mut(i) else { continue };
-            if win.first.is_none() {
-                continue;
-            }
-            let final_sample = (|| -> anyhow::Result<DbSample> {
-                let mut client = server::connect(c)?;
-                for _ in 0..100 {
-                    let n: i64 = client
-                        .query_one(
-                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \
-                             AND datname = current_database()",
-                            &[&VU_APP_NAME],
-                        )?
-                        .get(0);
-                    if n == 0 {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                let mut s = sample(&mut client)?;
-                s.at = t_end;
-                Ok(s)
-            })();
-            match final_sample {
-                Ok(s) => win.last = Some(s),
-                Err(e) => {
-                    win.error.get_or_insert(format!("{e:#}"));
-                }
-            }
-        }
-        let db_lat = db_latency
-            .and_then(|a| Arc::try_unwrap(a).ok())
-            .and_then(|m| m.into_inner().ok());
-        Ok(results::step_output(
-            &self.cfg, &self.mix, &outcome, &wins, &counters, db_lat,
-        ))
-    }
-}
-
-impl Workload for Oltp {
-    fn name(&self) -> &'static str {
-        "oltp"
-    }
-
-    fn tests(&self) -> Vec<String> {
-        self.cfg.tests.clone()
-    }
-
-    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
-        let cfg = self.cfg.clone();
-        let mut target = Target::open(&cfg, true)?;
-        ctx.note(&format!("oltp: {}", target.describe));
-        if let Some(pid) = target.server.as_ref().map(Server::pid) {
-            ctx.watch.watch_process("postgres", pid);
-        }
-        let threads = cfg
-            .load_threads
-            .map_or_else(engine::launch::online_cpus, |t| t.max(1) as usize);
-        let built = target.ensure_built(cfg.warehouses, threads, cfg.seed, cfg.rebuild, ctx)?;
-        self.metas = built.into_iter().map(|(_, m, _)| m).collect();
-        let mut c = server::connect(&target.config(&target.dbs[0]))?;
-        self.version = c
-            .query_one("SHOW server_version", &[])
-            .ok()
-            .map(|r| r.get::<_, String>(0));
-        self.target = Some(target);
-        Ok(())
-    }
-
-    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        match test {
-            "tpcc" => self.run_tpcc(ctx),
-            "ramp" | "search" | "levels" => {
-                let cap = self.cap.clone();
-                let mut found = self.capacity_found;
-                let vus = (self.cfg.vus as usize) * self.cfg.databases as usize;
-                let out = capacity_tests::run(
-                    "oltp",
-                    test,
-                    &cap,
-                    &CAPACITY,
-                    ctx,
-                    &mut found,
-                    None,
-                    vus,
-                    |rate| self.measure_rate(rate, ctx),
-                );
-                self.capacity_found = found;
-                out
-            }
-            other => bail!(
-                "unknown oltp test `{other}`: choose from {}",
-                TESTS.join(", ")
-            ),
-        }
-    }
-
-    fn verify(&mut self, ctx: &Ctx) -> anyhow::Result<Vec<Flag>> {
-        if !self.cfg.check {
-            return Ok(Vec::new());
-        }
-        let Some(t) = self.target.as_ref() else {
-            return Ok(Vec::new());
-        };
-        ctx.note("oltp: consistency check (clause 3.3.2)");
-        Ok(check_flags(t.check(false)))
-    }
-
-    fn cleanup(&mut self) {
-        if let Some(mut t) = self.target.take() {
-            t.stop();
-        }
-    }
-
-    fn disclosure(&self) -> BTreeMap<String, Fact> {
-        let mut m = BTreeMap::new();
-        let known = |v: &str| Fact::known(v);
-        m.insert(
-            "software.postgresql".into(),
-            self.version
-                .as_deref()
-                .map_or_else(|| Fact::unknown("not connected"), known),
-        );
-        let launched = self.target.as_ref().is_some_and(|t| t.server.is_some());
-        if launched {
-            m.insert(
-                "server.config.shared_buffers".into(),
-                known(&self.cfg.shared_buffers),
-            );
-            m.insert(
-                "server.config.fsync".into(),
-                known(if self.cfg.fsync { "on" } else { "off" }),
-            );
-            m.insert(
-                "server.config.synchronous_commit".into(),
-                known(&self.cfg.synchronous_commit),
-            );
-            for s in &self.cfg.pg_setting {
-                if let Some((k, v)) = s.split_once('=') {
-                    m.insert(format!("server.config.{}", k.trim()), known(v.trim()));
-                }
-            }
-        } else {
-            m.insert(
-                "server.config".into(),
-                Fact::unknown("server given by --dsn, not launched"),
-            );
-        }
-        m.insert(
-            "oltp.warehouses".into(),
-            known(&self.cfg.warehouses.to_string()),
-        );
-        m.insert(
-            "oltp.databases".into(),
-            known(&self.cfg.databases.to_string()),
-        );
-        m
-    }
-}
-
-impl Drop for Oltp {
-    fn drop(&mut self) {
-        self.cleanup();
     }
 }
 
@@ -769,7 +461,7 @@ pub fn build_command(cfg: &Config, force: bool, ctx: &Ctx) -> anyhow::Result<Vec
     let threads = cfg
         .load_threads
         .map_or_else(engine::launch::online_cpus, |n| n.max(1) as usize);
-    let built = t.ensure_built(cfg.warehouses, threads, cfg.seed, force, ctx)?;
+    let built = t.ensure_built(cfg.warehouses, threads, cfg.seed, force, &|m| ctx.note(m))?;
     let fresh = built.iter().any(|(_, _, i)| i.is_some());
     let checks = t.check(fresh)?;
     let mut lines = Vec::new();

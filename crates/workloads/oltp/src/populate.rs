@@ -116,7 +116,7 @@ pub fn build(
 }
 
 /// What an existing build says about itself (None: no build there).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BuildMeta {
     pub warehouses: u32,
     pub c_load: u32,

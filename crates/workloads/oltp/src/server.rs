@@ -2,6 +2,9 @@
 //! (`initdb` on a temp dir, a free port, settings from the plan, pinned, killed with us,
 //! removed afterwards), a kept cluster directory (`oltp build --dir`, reused by many runs),
 //! or a server given by a connection string (never stored or printed with its password).
+//! A launched server listens on loopback and, when load generators elsewhere drive it,
+//! on the address they reach this host at, admitting them ([`Reach`]); the connection
+//! strings handed to them never hold a password ([`dsn_without_password`]).
 //!
 //! PostgreSQL refuses to run as root, so when rackbench is root the cluster is owned by and
 //! runs as the `postgres` system user (or `nobody` when that user does not exist).
@@ -18,7 +21,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use engine::launch::{free_port, pin_command, ChildGuard};
 
-/// The superuser name every launched cluster is initialised with (trust auth, loopback only).
+/// The superuser name every launched cluster is initialised with (trust auth: local
+/// connections, and the load generators' networks when it listens on one; see [`Reach`]).
 pub const SUPERUSER: &str = "postgres";
 
 const INSTALL_HINT: &str = "Install PostgreSQL (Debian/Ubuntu: `apt-get install postgresql`), \
@@ -67,10 +71,62 @@ pub struct Settings {
     pub cpus: Vec<usize>,
 }
 
+/// Who may connect to a launched server over the network: the addresses it listens on
+/// and the client addresses its authentication admits (trust, as initdb sets for local
+/// connections: the cluster is a throwaway benchmark server, alive for the run only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reach {
+    /// `listen_addresses`.
+    pub listen: String,
+    /// Extra `pg_hba.conf` address fields admitted with trust (`samenet`, `10.0.0.2/32`).
+    /// Empty: the cluster's own `pg_hba.conf` as initdb wrote it (loopback only).
+    pub admit: Vec<String>,
+}
+
+impl Reach {
+    /// Loopback only: the single-host server of before.
+    pub fn loopback() -> Reach {
+        Reach {
+            listen: "127.0.0.1".into(),
+            admit: Vec::new(),
+        }
+    }
+
+    /// Listening on `bind_ip` too (the address load generators reach this host at),
+    /// admitting the hosts of its subnets (`samenet`) and the `clients` addresses (the
+    /// load generators', which may be routed from another subnet). Loopback `bind_ip`:
+    /// [`Reach::loopback`].
+    pub fn at(bind_ip: &str, clients: &[String]) -> anyhow::Result<Reach> {
+        let ip: std::net::IpAddr = bind_ip.parse().with_context(|| {
+            format!("the address to bind PostgreSQL to, `{bind_ip}`, is not an IP address")
+        })?;
+        if ip.is_loopback() {
+            return Ok(Reach::loopback());
+        }
+        let mut admit = vec!["samenet".to_string()];
+        for c in clients {
+            // Only addresses: a name or anything else never reaches pg_hba.conf.
+            match c.parse::<std::net::IpAddr>() {
+                Ok(a) if !a.is_loopback() => {
+                    let cidr = format!("{a}/{}", if a.is_ipv4() { 32 } else { 128 });
+                    if !admit.contains(&cidr) {
+                        admit.push(cidr);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(Reach {
+            listen: format!("127.0.0.1,{ip}"),
+            admit,
+        })
+    }
+}
+
 impl Settings {
-    fn args(&self) -> Vec<String> {
+    fn args(&self, listen: &str) -> Vec<String> {
         let mut v: Vec<(String, String)> = vec![
-            ("listen_addresses".into(), "127.0.0.1".into()),
+            ("listen_addresses".into(), listen.to_string()),
             ("shared_buffers".into(), self.shared_buffers.clone()),
             ("fsync".into(), if self.fsync { "on" } else { "off" }.into()),
             ("synchronous_commit".into(), self.synchronous_commit.clone()),
@@ -179,19 +235,31 @@ pub struct Server {
 impl Server {
     /// A new throwaway cluster in a temp dir, removed when the server is stopped.
     pub fn throwaway(settings: &Settings) -> anyhow::Result<Server> {
+        Server::throwaway_at(settings, &Reach::loopback())
+    }
+
+    /// [`Server::throwaway`], reachable as `reach` says.
+    pub fn throwaway_at(settings: &Settings, reach: &Reach) -> anyhow::Result<Server> {
         let temp = tempfile::Builder::new()
             .prefix("rackbench-oltp-")
             .tempdir()
             .context("creating a temp dir for the PostgreSQL cluster")?;
         let data = temp.path().join("data");
         init_cluster(&data)?;
-        let mut s = Server::start(&data, settings)?;
+        let mut s = Server::start_at(&data, settings, reach)?;
         s.temp = Some(temp);
         Ok(s)
     }
 
     /// Start PostgreSQL on an existing cluster directory (kept afterwards).
     pub fn start(data: &Path, settings: &Settings) -> anyhow::Result<Server> {
+        Server::start_at(data, settings, &Reach::loopback())
+    }
+
+    /// [`Server::start`], reachable as `reach` says. The admitted addresses go into a
+    /// copy of the cluster's `pg_hba.conf` beside the socket (`hba_file`), so a kept
+    /// cluster directory is never changed.
+    pub fn start_at(data: &Path, settings: &Settings, reach: &Reach) -> anyhow::Result<Server> {
         if !data.join("PG_VERSION").is_file() {
             bail!(
                 "{} is not a PostgreSQL cluster directory (no PG_VERSION). Create one with \
@@ -220,6 +288,12 @@ impl Server {
         ));
         let logf = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let port = free_port()?;
+        let mut args = settings.args(&reach.listen);
+        if !reach.admit.is_empty() {
+            let hba = socket_dir.join("pg_hba.conf");
+            write_hba(&data.join("pg_hba.conf"), &hba, &reach.admit)?;
+            args.extend(["-c".to_string(), format!("hba_file={}", hba.display())]);
+        }
         let mut cmd = Command::new(&postgres);
         cmd.arg("-D")
             .arg(data)
@@ -227,7 +301,7 @@ impl Server {
             .arg(port.to_string())
             .arg("-k")
             .arg(&socket_dir)
-            .args(settings.args())
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::from(logf.try_clone()?))
             .stderr(Stdio::from(logf))
@@ -338,6 +412,23 @@ impl Drop for Server {
     }
 }
 
+/// The cluster's own `pg_hba.conf` (`from`) with a trust line per admitted address
+/// appended, written to `to` (readable by the server's user).
+fn write_hba(from: &Path, to: &Path, admit: &[String]) -> anyhow::Result<()> {
+    let mut text =
+        std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# rackbench: the load generators of this run\n");
+    for a in admit {
+        text.push_str(&format!("host all all {a} trust\n"));
+    }
+    std::fs::write(to, text).with_context(|| format!("writing {}", to.display()))?;
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o644))?;
+    Ok(())
+}
+
 /// Parse a user's connection string (key=value or URL form). Errors never echo the
 /// password.
 pub fn parse_dsn(dsn: &str) -> anyhow::Result<postgres::Config> {
@@ -366,4 +457,105 @@ pub fn connect(cfg: &postgres::Config) -> anyhow::Result<postgres::Client> {
             cfg.get_ports()
         )
     })
+}
+
+/// A connection string with everything `cfg` says about where to connect and as whom
+/// (hosts, ports, user, database, options, timeout) and never its password: what the
+/// service hands the load generators, who add the password they were given, if any.
+pub fn dsn_without_password(cfg: &postgres::Config) -> String {
+    let hosts: Vec<String> = cfg
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            postgres::config::Host::Tcp(s) => s.clone(),
+            postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .collect();
+    let ports: Vec<String> = cfg.get_ports().iter().map(u16::to_string).collect();
+    let mut parts: Vec<(&str, String)> = Vec::new();
+    if !hosts.is_empty() {
+        parts.push(("host", hosts.join(",")));
+    }
+    if !ports.is_empty() {
+        parts.push(("port", ports.join(",")));
+    }
+    if let Some(u) = cfg.get_user() {
+        parts.push(("user", u.to_string()));
+    }
+    if let Some(d) = cfg.get_dbname() {
+        parts.push(("dbname", d.to_string()));
+    }
+    if let Some(o) = cfg.get_options() {
+        parts.push(("options", o.to_string()));
+    }
+    if let Some(t) = cfg.get_connect_timeout() {
+        parts.push(("connect_timeout", t.as_secs().max(1).to_string()));
+    }
+    parts
+        .into_iter()
+        .map(|(k, v)| format!("{k}={}", quote_value(&v)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A key=value connection-string value, quoted when it must be.
+fn quote_value(v: &str) -> String {
+    if !v.is_empty() && !v.contains(|c: char| c.is_whitespace() || c == '\'' || c == '\\') {
+        return v.to_string();
+    }
+    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// An endpoint the service handed out, with the password the job carries (if any).
+pub fn endpoint_config(endpoint: &str, password: Option<&str>) -> anyhow::Result<postgres::Config> {
+    let mut c = postgres::Config::from_str(endpoint).map_err(|e| {
+        anyhow::anyhow!(
+            "the oltp endpoint `{}` is not a connection string: {e}",
+            model::redact_secrets(endpoint)
+        )
+    })?;
+    if let Some(p) = password {
+        if c.get_password().is_none() {
+            c.password(p);
+        }
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoint_says_where_and_never_the_password() {
+        let c = parse_dsn("host=db1,/tmp/sock port=5433 user=bob password=s3cret dbname=tpcc_2")
+            .unwrap();
+        let e = dsn_without_password(&c);
+        assert!(!e.contains("s3cret"), "{e}");
+        let back = endpoint_config(&e, Some("pw")).unwrap();
+        assert_eq!(back.get_dbname(), Some("tpcc_2"));
+        assert_eq!(back.get_user(), Some("bob"));
+        assert_eq!(back.get_hosts(), c.get_hosts());
+        assert_eq!(back.get_password(), Some(&b"pw"[..]));
+        let q = parse_dsn("host='/tmp/a b' user=x dbname=y").unwrap();
+        let back = endpoint_config(&dsn_without_password(&q), None).unwrap();
+        assert_eq!(back.get_hosts(), q.get_hosts());
+        assert_eq!(back.get_password(), None);
+    }
+
+    #[test]
+    fn reach_admits_the_subnet_and_the_generators_off_loopback_only() {
+        assert_eq!(
+            Reach::at("127.0.0.1", &["10.0.0.2".into()]).unwrap(),
+            Reach::loopback()
+        );
+        let r = Reach::at(
+            "10.0.0.1",
+            &["10.0.0.2".into(), "gen-b".into(), "10.0.0.2".into()],
+        )
+        .unwrap();
+        assert_eq!(r.listen, "127.0.0.1,10.0.0.1");
+        assert_eq!(r.admit, vec!["samenet".to_string(), "10.0.0.2/32".into()]);
+        assert!(Reach::at("not-an-ip", &[]).is_err());
+    }
 }

@@ -6,10 +6,9 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use engine::Ctx;
 
 use crate::populate::{self, BuildMeta};
-use crate::server::{self, Server};
+use crate::server::{self, Reach, Server};
 use crate::{check, schema, Config};
 
 /// Where the databases live: a server we launched (or none: `--dsn`), and how to connect.
@@ -25,12 +24,32 @@ pub struct Target {
 }
 
 impl Target {
-    /// Launch or reach the server `cfg` names. `create_dir`: a missing `--cluster-dir`
-    /// is initialised (build) rather than an error (check).
+    /// Launch or reach the server `cfg` names, here and for here alone (loopback; the
+    /// password from the DSN or else PGPASSWORD). `create_dir`: a missing
+    /// `--cluster-dir` is initialised (build) rather than an error (check).
     pub fn open(cfg: &Config, create_dir: bool) -> anyhow::Result<Target> {
+        Target::open_at(
+            cfg,
+            create_dir,
+            &Reach::loopback(),
+            env_password().as_deref(),
+        )
+    }
+
+    /// [`Target::open`] with a launched server reachable as `reach` says, and
+    /// `password` for a `--dsn` that names none.
+    pub fn open_at(
+        cfg: &Config,
+        create_dir: bool,
+        reach: &Reach,
+        password: Option<&str>,
+    ) -> anyhow::Result<Target> {
         let settings = cfg.settings()?;
         let (server, base, maintenance_db, first, describe) = if let Some(dsn) = &cfg.dsn {
-            let base = server::parse_dsn(dsn)?;
+            let mut base = server::parse_dsn(dsn)?;
+            if let (None, Some(p)) = (base.get_password(), password) {
+                base.password(p);
+            }
             let first = base.get_dbname().unwrap_or("tpcc").to_string();
             let describe = model::redact_secrets(dsn);
             (None, base, first.clone(), first, describe)
@@ -55,9 +74,9 @@ impl Target {
                         }
                         server::init_cluster(&dir)?;
                     }
-                    Server::start(&dir, &settings)?
+                    Server::start_at(&dir, &settings, reach)?
                 }
-                None => Server::throwaway(&settings)?,
+                None => Server::throwaway_at(&settings, reach)?,
             };
             let base = s.config("postgres");
             let describe = format!(
@@ -96,6 +115,28 @@ impl Target {
         server::with_db(&self.base, db)
     }
 
+    /// One connection string per database for load generators, never with a password.
+    /// A launched server's name its socket first and then `bind_ip`: a generator on
+    /// this host connects over the socket as a single-host run always did, one
+    /// elsewhere finds no such socket and connects over the network.
+    pub fn endpoints(&self, bind_ip: &str) -> Vec<String> {
+        self.dbs
+            .iter()
+            .map(|db| match &self.server {
+                Some(s) => {
+                    let mut c = postgres::Config::new();
+                    c.host_path(&s.socket_dir)
+                        .host(bind_ip)
+                        .port(s.port)
+                        .user(server::SUPERUSER)
+                        .dbname(db);
+                    server::dsn_without_password(&c)
+                }
+                None => server::dsn_without_password(&self.config(db)),
+            })
+            .collect()
+    }
+
     fn database_exists(&self, admin: &mut postgres::Client, db: &str) -> anyhow::Result<bool> {
         Ok(admin
             .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])?
@@ -110,7 +151,7 @@ impl Target {
         threads: usize,
         seed: u64,
         force: bool,
-        ctx: &Ctx,
+        note: &dyn Fn(&str),
     ) -> anyhow::Result<Vec<(String, BuildMeta, Option<populate::BuildInfo>)>> {
         // The admin connection sits in the `postgres` database when it can: a database
         // used as a TEMPLATE must have no other sessions.
@@ -142,7 +183,7 @@ impl Target {
                         && m.warehouses == warehouses
                         && m.schema_version == schema::SCHEMA_VERSION
                     {
-                        ctx.note(&format!(
+                        note(&format!(
                             "oltp: reusing the build in database {db} ({warehouses} warehouses)"
                         ));
                         out.push((db.clone(), m, None));
@@ -163,7 +204,7 @@ impl Target {
             if !users_db {
                 // A copy of an existing build is far faster than a new load.
                 if let Some(t) = template.as_ref().filter(|_| !force) {
-                    ctx.note(&format!("oltp: copying database {t} to {db}"));
+                    note(&format!("oltp: copying database {t} to {db}"));
                     match admin.batch_execute(&format!("CREATE DATABASE \"{db}\" TEMPLATE \"{t}\""))
                     {
                         Ok(()) => {
@@ -173,14 +214,14 @@ impl Target {
                             out.push((db.clone(), m, None));
                             continue;
                         }
-                        Err(e) => ctx.note(&format!(
+                        Err(e) => note(&format!(
                             "oltp: cannot copy {t} ({e}); loading {db} instead"
                         )),
                     }
                 }
                 admin.batch_execute(&format!("CREATE DATABASE \"{db}\""))?;
             }
-            ctx.note(&format!(
+            note(&format!(
                 "oltp: building database {db}: {warehouses} warehouses"
             ));
             let info = populate::build(&self.config(&db), warehouses, threads, seed)?;
@@ -189,7 +230,7 @@ impl Target {
                 c_load: info.c_load,
                 schema_version: schema::SCHEMA_VERSION.into(),
             };
-            ctx.note(&format!(
+            note(&format!(
                 "oltp: database {db} loaded in {:.1} s, indexed in {:.1} s",
                 info.load_s, info.index_s
             ));
@@ -217,4 +258,9 @@ impl Target {
             s.stop();
         }
     }
+}
+
+/// PGPASSWORD, libpq's password for a connection string that names none.
+pub fn env_password() -> Option<String> {
+    std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty())
 }

@@ -94,21 +94,50 @@ impl Default for Mix {
     }
 }
 
-/// Counts behind the spec's run-validity ratios, shared by the users of one database.
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub new_orders: AtomicU64,
-    pub new_order_rollbacks: AtomicU64,
-    pub order_lines: AtomicU64,
-    pub remote_order_lines: AtomicU64,
-    pub payments: AtomicU64,
-    pub remote_payments: AtomicU64,
-    pub payments_by_name: AtomicU64,
-    pub order_statuses: AtomicU64,
-    pub order_statuses_by_name: AtomicU64,
-    pub deliveries: AtomicU64,
-    pub delivery_skipped_districts: AtomicU64,
+/// Declares [`Counters`] and their plain-data twin [`CounterValues`] from one field list.
+macro_rules! counters {
+    ($($field:ident),* $(,)?) => {
+        /// Counts behind the spec's run-validity ratios, shared by the users of one database.
+        #[derive(Debug, Default)]
+        pub struct Counters {
+            $(pub $field: AtomicU64,)*
+        }
+
+        /// [`Counters`] as plain data: what a load generator reports, added up across
+        /// generators by the controller.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+        pub struct CounterValues {
+            $(pub $field: u64,)*
+        }
+
+        impl Counters {
+            pub fn values(&self) -> CounterValues {
+                CounterValues {
+                    $($field: Counters::get(&self.$field),)*
+                }
+            }
+
+            /// Add another generator's counts.
+            pub fn add_values(&self, v: &CounterValues) {
+                $(Counters::add(&self.$field, v.$field);)*
+            }
+        }
+    };
 }
+
+counters!(
+    new_orders,
+    new_order_rollbacks,
+    order_lines,
+    remote_order_lines,
+    payments,
+    remote_payments,
+    payments_by_name,
+    order_statuses,
+    order_statuses_by_name,
+    deliveries,
+    delivery_skipped_districts,
+);
 
 impl Counters {
     pub fn get(c: &AtomicU64) -> u64 {

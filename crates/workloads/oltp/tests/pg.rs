@@ -1,16 +1,23 @@
 //! Against a real PostgreSQL cluster the tests create: build, transactions, consistency
 //! check (passing, and failing on a corrupted table), several databases, a server killed
-//! mid-run. One throwaway server with one build is shared; each test works on its own
-//! copy of the build (CREATE DATABASE ... TEMPLATE), so tests run in parallel.
-//! Skips (with a message) when PostgreSQL is not installed.
+//! mid-run, two load generators sharing the virtual users, a password kept out of
+//! everything returned. One throwaway server with one build is shared; each test works
+//! on its own copy of the build (CREATE DATABASE ... TEMPLATE), so tests run in
+//! parallel. The workload acts through local hosts (`hosts::LocalHost`): one as both
+//! system under test and load generator (the single-host run), or one serving
+//! PostgreSQL and two generating load. Skips (with a message) when PostgreSQL is not
+//! installed.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rackbench_oltp as wl_oltp;
 
+use engine::host::{Host, Roles};
 use engine::load::{Outcome, Session};
+use engine::workload::Registration;
 use engine::{Ctx, Workload};
+use hosts::LocalHost;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde_json::{json, Map, Value};
@@ -19,6 +26,64 @@ use wl_oltp::txn::{Counters, Mix, Vu, VuParams};
 use wl_oltp::{random, Config, Oltp, Target};
 
 const WAREHOUSES: u32 = 2;
+
+fn catalog(name: &str) -> Option<Registration> {
+    (name == "oltp").then(wl_oltp::registration)
+}
+
+/// Drivers that saw the password in their job, and in nothing else they were given.
+static SAW_PASSWORD: AtomicUsize = AtomicUsize::new(0);
+
+/// The oltp driver, noting whether its job carries the test's password as it should:
+/// in the parameters only, with no DSN beside it and none in the endpoints.
+fn recording_driver(
+    job: &engine::host::DriverJob,
+    progress: &engine::workload::Progress,
+) -> anyhow::Result<Value> {
+    let pw = job.params.get("password").and_then(Value::as_str);
+    if pw == Some("s3cret")
+        && !job.params.contains_key("dsn")
+        && job.endpoints.iter().all(|e| !e.contains("s3cret"))
+    {
+        SAW_PASSWORD.fetch_add(1, Ordering::Relaxed);
+    }
+    wl_oltp::driver::drive(job, progress)
+}
+
+fn recording_catalog(name: &str) -> Option<Registration> {
+    let mut r = catalog(name)?;
+    r.driver = Some(recording_driver);
+    Some(r)
+}
+
+/// A context whose hosts are `sut` (the service) and `loadgens`.
+fn ctx_on(sut: &str, loadgens: &[&str]) -> Ctx {
+    ctx_with(catalog, sut, loadgens)
+}
+
+fn ctx_with(catalog: hosts::local::Catalog, sut: &str, loadgens: &[&str]) -> Ctx {
+    let host = |n: &str| Arc::new(LocalHost::new(n, catalog, false)) as Arc<dyn Host>;
+    let sut = host(sut);
+    let loadgens = loadgens
+        .iter()
+        .map(|n| {
+            if *n == sut.name() {
+                sut.clone()
+            } else {
+                host(n)
+            }
+        })
+        .collect();
+    Ctx {
+        roles: Some(Roles { sut, loadgens }),
+        ..Ctx::quiet()
+    }
+}
+
+/// One local host, both system under test and load generator.
+fn local() -> Ctx {
+    ctx_on("local", &["local"])
+}
 
 struct Shared {
     /// Stopped (and its temp dir removed) by `stop_shared` at process exit: statics are
@@ -31,6 +96,18 @@ struct Shared {
 }
 
 static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
+
+/// A test server's settings: no durability, unpinned.
+fn settings(shared_buffers: &str, max_connections: u32) -> Settings {
+    Settings {
+        shared_buffers: shared_buffers.into(),
+        fsync: false,
+        synchronous_commit: "off".into(),
+        max_connections,
+        extra: vec![],
+        cpus: vec![],
+    }
+}
 
 extern "C" fn stop_shared() {
     if let Some(Some(s)) = SHARED.get() {
@@ -47,15 +124,7 @@ fn shared() -> Option<&'static Shared> {
                 eprintln!("skipping: PostgreSQL (initdb, postgres) is not installed");
                 return None;
             }
-            let settings = Settings {
-                shared_buffers: "128MB".into(),
-                fsync: false,
-                synchronous_commit: "off".into(),
-                max_connections: 200,
-                extra: vec![],
-                cpus: vec![],
-            };
-            let server = Server::throwaway(&settings).expect("launching PostgreSQL");
+            let server = Server::throwaway(&settings("128MB", 200)).expect("launching PostgreSQL");
             let mut admin = wl_oltp::server::connect(&server.config("postgres")).unwrap();
             admin.batch_execute("CREATE DATABASE base").unwrap();
             // SAFETY: registers a plain extern "C" function to run at exit.
@@ -262,8 +331,9 @@ fn a_corrupted_table_fails_the_check_and_flags_the_result_invalid() {
     assert!(flags.iter().any(|f| f.severity == model::Severity::Invalid));
     // And through the workload: verify() says invalid.
     let mut w = Oltp::new(config).unwrap();
-    w.prepare(&Ctx::quiet()).unwrap();
-    let flags = w.verify(&Ctx::quiet()).unwrap();
+    let ctx = local();
+    w.prepare(&ctx).unwrap();
+    let flags = w.verify(&ctx).unwrap();
     assert!(flags
         .iter()
         .any(|f| f.code == "consistency" && f.severity == model::Severity::Invalid));
@@ -278,7 +348,7 @@ fn a_run_measures_nopm_tpm_latency_and_passes_the_check() {
         "dsn": d, "warehouses": WAREHOUSES, "vus": 2, "duration": 3, "rampup": 0.5
     })))
     .unwrap();
-    let ctx = Ctx::quiet();
+    let ctx = local();
     w.prepare(&ctx).unwrap();
     let out = match w.run_test("tpcc", &ctx) {
         Ok(o) => o,
@@ -319,7 +389,7 @@ fn two_databases_at_once_report_per_database_and_total() {
         "dsn": d, "warehouses": WAREHOUSES, "vus": 1, "databases": 2, "duration": 2, "rampup": 0
     })))
     .unwrap();
-    let ctx = Ctx::quiet();
+    let ctx = local();
     w.prepare(&ctx).unwrap();
     // The second database was copied from the first (same build).
     let mut c2 = wl_oltp::server::connect(&w.db_config(2).unwrap()).unwrap();
@@ -358,7 +428,7 @@ fn a_server_killed_mid_run_gives_a_failed_result_that_keeps_what_was_measured() 
         "fsync": false, "load_threads": 2
     })))
     .unwrap();
-    let ctx = Ctx::quiet();
+    let ctx = local();
     w.prepare(&ctx).unwrap();
     let pid = w.server_pid().expect("launched server");
     let progress = ctx.progress.clone();
@@ -399,6 +469,286 @@ fn a_server_killed_mid_run_gives_a_failed_result_that_keeps_what_was_measured() 
     let flags = w.verify(&ctx).unwrap();
     assert!(flags.iter().any(|f| f.code == "consistency_not_checked"));
     w.cleanup();
+}
+
+fn labelled(out: &engine::StepOutput, name: &str, key: &str, value: &str) -> Option<f64> {
+    out.metrics
+        .iter()
+        .find(|m| m.name == name && m.labels.get(key).map(String::as_str) == Some(value))
+        .map(|m| m.value)
+}
+
+/// A workload on a private copy of the build (`db`, its DSN + `dsn_extra`) with
+/// `params`, prepared through one system under test and two load generators.
+fn on_two_generators(s: &Shared, db: &str, dsn_extra: &str, params: Value) -> (Oltp, Ctx) {
+    let mut m: Map<String, Value> = serde_json::from_value(params).unwrap();
+    m.insert(
+        "dsn".into(),
+        json!(format!("{}{dsn_extra}", copy_of_build(s, db))),
+    );
+    m.insert("warehouses".into(), json!(WAREHOUSES));
+    let mut w = Oltp::from_params(&m).unwrap();
+    let ctx = ctx_with(recording_catalog, "sut", &["gen-a", "gen-b"]);
+    w.prepare(&ctx).unwrap();
+    (w, ctx)
+}
+
+#[test]
+fn two_load_generators_share_the_users_and_add_up_exactly() {
+    let Some(s) = shared() else { return };
+    let (mut w, ctx) = on_two_generators(
+        s,
+        "t_two_gens",
+        "",
+        json!({ "vus": 3, "duration": 2, "rampup": 0.3 }),
+    );
+    let out = w.run_test("tpcc", &ctx).unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(out.flags.iter().all(|f| f.code != "host_failed"));
+    // The users split 2 + 1, and the whole runs every one of them.
+    assert_eq!(labelled(&out, "vus", "host", "gen-a"), Some(2.0));
+    assert_eq!(labelled(&out, "vus", "host", "gen-b"), Some(1.0));
+    assert_eq!(out.loadgen_threads, Some(3));
+    // Each generator's transactions add up to the whole...
+    let a = labelled(&out, "transactions", "host", "gen-a").expect("gen-a's transactions");
+    let b = labelled(&out, "transactions", "host", "gen-b").expect("gen-b's transactions");
+    assert!(a > 0.0 && b > 0.0, "{a} {b}");
+    let total: f64 = out
+        .metrics
+        .iter()
+        .filter(|m| m.name == "transactions" && m.labels.contains_key("txn"))
+        .map(|m| m.value)
+        .sum();
+    assert_eq!(a + b, total);
+    // ... in one histogram whose count is the sum (merged bucket by bucket).
+    let all = out
+        .histograms
+        .iter()
+        .find(|h| h.name == "all" && h.kind == "service")
+        .expect("the merged histogram of every transaction");
+    assert_eq!(all.summary.count as f64, total);
+    // NOPM from the server's counters (read by the first generator) covers both.
+    let nopm = out
+        .metrics
+        .iter()
+        .find(|m| m.name == "nopm" && m.labels.is_empty())
+        .expect("nopm")
+        .value;
+    assert!(nopm > 0.0);
+    let rate = out
+        .metrics
+        .iter()
+        .find(|m| m.name == "txn_per_s" && m.labels.is_empty())
+        .unwrap()
+        .value;
+    let ra = labelled(&out, "txn_per_s", "host", "gen-a").unwrap();
+    let rb = labelled(&out, "txn_per_s", "host", "gen-b").unwrap();
+    assert!(
+        (rate - (ra + rb)).abs() <= 1e-9 * rate,
+        "{rate} vs {ra} + {rb}"
+    );
+    assert!(labelled(&out, "loadgen_cpu_s", "host", "gen-a").is_some());
+    assert!(out
+        .metrics
+        .iter()
+        .any(|m| m.name == "window_overlap_s" && m.value > 0.0));
+    // The consistency check runs on the system under test, and passes.
+    let flags = w.verify(&ctx).unwrap();
+    assert!(flags.is_empty(), "{flags:?}");
+    w.cleanup();
+}
+
+#[test]
+fn fewer_users_than_generators_is_a_clear_error() {
+    let Some(s) = shared() else { return };
+    let (mut w, ctx) = on_two_generators(
+        s,
+        "t_few_users",
+        "",
+        json!({ "vus": 1, "duration": 1, "rampup": 0 }),
+    );
+    let e = w.run_test("tpcc", &ctx).unwrap_err();
+    assert!(format!("{e:#}").contains("--vus 2"), "{e:#}");
+    w.cleanup();
+}
+
+#[test]
+fn a_password_reaches_the_connections_and_nothing_returned() {
+    let Some(s) = shared() else { return };
+    // Trust authentication ignores it; it must still go nowhere it could be stored.
+    let (mut w, ctx) = on_two_generators(
+        s,
+        "t_password",
+        " password=s3cret",
+        json!({ "vus": 2, "duration": 1, "rampup": 0, "rate": 50 }),
+    );
+    assert_eq!(
+        w.db_config(1).unwrap().get_password(),
+        Some(&b"s3cret"[..]),
+        "the drivers connect with it"
+    );
+    let out = w.run_test("tpcc", &ctx).unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        SAW_PASSWORD.load(Ordering::Relaxed),
+        2,
+        "each driver got it"
+    );
+    let everything = format!(
+        "{:?} {:?} {}",
+        w.endpoints(),
+        w.disclosure(),
+        serde_json::to_string(&out).unwrap()
+    );
+    assert!(!everything.contains("s3cret"), "{everything}");
+    assert!(
+        w.endpoints()[0].contains("dbname=t_password"),
+        "{:?}",
+        w.endpoints()
+    );
+    w.cleanup();
+}
+
+#[test]
+fn a_capacity_ramp_offers_its_rate_from_both_generators() {
+    let Some(s) = shared() else { return };
+    let (mut w, ctx) = on_two_generators(
+        s,
+        "t_ramp",
+        "",
+        json!({
+            "vus": 2, "tests": ["ramp"], "step_duration": 0.5, "ramp_low": 20,
+            "ramp_high": 40, "ramp_step": 20
+        }),
+    );
+    let r = w.run_test("ramp", &ctx).unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let steps: Vec<f64> = r
+        .metrics
+        .iter()
+        .filter(|m| m.name == "demanded_rate_per_s")
+        .map(|m| m.value)
+        .collect();
+    assert_eq!(steps, vec![20.0, 40.0]);
+    let best = r
+        .metrics
+        .iter()
+        .find(|m| m.name == "max_reply_rate_per_s")
+        .unwrap()
+        .value;
+    // Each generator offers half of a step's rate (20/s at the second): more came from both.
+    assert!(best > 25.0, "{best}");
+    assert!(w.verify(&ctx).unwrap().is_empty());
+    w.cleanup();
+}
+
+/// This host's address on its default route (no packet is sent), if it has one.
+fn non_loopback_ip() -> Option<String> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("10.255.255.255:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
+}
+
+#[test]
+fn a_server_for_other_hosts_listens_on_their_address_and_admits_them() {
+    if !wl_oltp::postgres_available() {
+        eprintln!("skipping: PostgreSQL is not installed");
+        return;
+    }
+    let Some(ip) = non_loopback_ip() else {
+        eprintln!("skipping: this host has no address but loopback");
+        return;
+    };
+    let reach = wl_oltp::server::Reach::at(&ip, std::slice::from_ref(&ip)).unwrap();
+    let mut srv = Server::throwaway_at(&settings("32MB", 20), &reach).unwrap();
+    // Over the network, as a load generator elsewhere connects (trust: no password).
+    let mut tcp = postgres::Config::new();
+    tcp.host(&ip)
+        .port(srv.port)
+        .user("postgres")
+        .dbname("postgres");
+    let mut c = wl_oltp::server::connect(&tcp).unwrap();
+    let peer: Option<String> = c
+        .query_one("SELECT host(inet_client_addr())", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(peer.as_deref(), Some(ip.as_str()));
+    let listen: String = c.query_one("SHOW listen_addresses", &[]).unwrap().get(0);
+    assert!(listen.contains(&ip), "{listen}");
+    drop(c);
+    // An endpoint names the socket first: a generator on another host has no such
+    // socket and goes on to the address.
+    let e = format!(
+        "host=/nonexistent/rackbench-sock,{ip} port={} user=postgres dbname=postgres",
+        srv.port
+    );
+    let mut c = wl_oltp::server::connect(&wl_oltp::server::endpoint_config(&e, None).unwrap())
+        .expect("the address after a missing socket");
+    let peer: Option<String> = c
+        .query_one("SELECT host(inet_client_addr())", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(peer.as_deref(), Some(ip.as_str()));
+    drop(c);
+    // The kept cluster's own pg_hba.conf is untouched: the admitted lines live beside it.
+    let own = std::fs::read_to_string(srv.data.join("pg_hba.conf")).unwrap();
+    assert!(!own.contains("rackbench") && !own.contains("all samenet trust"));
+    srv.stop();
+}
+
+#[test]
+fn a_launched_server_on_the_sut_address_serves_two_generators() {
+    if !wl_oltp::postgres_available() {
+        eprintln!("skipping: PostgreSQL is not installed");
+        return;
+    }
+    let Some(ip) = non_loopback_ip() else {
+        eprintln!("skipping: this host has no address but loopback");
+        return;
+    };
+    let sut = Arc::new(LocalHost::new("sut", catalog, false));
+    sut.set_address(&ip);
+    let gen = |n: &str| Arc::new(LocalHost::new(n, catalog, false)) as Arc<dyn Host>;
+    let ctx = Ctx {
+        roles: Some(Roles {
+            sut: sut.clone() as Arc<dyn Host>,
+            loadgens: vec![gen("gen-a"), gen("gen-b")],
+        }),
+        ..Ctx::quiet()
+    };
+    let mut w = Oltp::new(cfg(json!({
+        "warehouses": 1, "vus": 2, "duration": 1.5, "rampup": 0, "shared_buffers": "64MB",
+        "fsync": false, "load_threads": 2
+    })))
+    .unwrap();
+    w.prepare(&ctx).unwrap();
+    // The socket for generators on this host, then the address for the others.
+    let e = &w.endpoints()[0];
+    assert!(e.contains(&format!(",{ip} ")), "{e}");
+    let out = w.run_test("tpcc", &ctx).unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(out
+        .metrics
+        .iter()
+        .any(|m| m.name == "nopm" && m.value > 0.0));
+    assert!(w.verify(&ctx).unwrap().is_empty());
+    let pid = w.server_pid().expect("launched");
+    w.cleanup();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}/status")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .unwrap_or_default()
+                .contains("zombie")
+    );
+}
+
+#[test]
+fn a_plan_cannot_set_the_jobs_own_keys() {
+    let e = Oltp::from_params(json!({ "password": "x" }).as_object().unwrap())
+        .err()
+        .unwrap();
+    assert!(format!("{e:#}").contains("password"), "{e:#}");
 }
 
 #[test]

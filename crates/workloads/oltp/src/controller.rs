@@ -1,0 +1,488 @@
+//! The oltp controller: the `Workload` the runner drives. It starts the
+//! [`crate::service`] on the system under test (the server, the build), gives each load
+//! generator its share of the virtual users (and of an offered rate) as a
+//! [`crate::driver`] job behind one start barrier, merges what they measured exactly
+//! (histograms bucket by bucket, validity counters summed) and turns the merge into the
+//! result of before: NOPM and TPM from the server's counters, read by the first
+//! generator, per-transaction latency, the spec's ratios. The consistency check runs
+//! on the system under test.
+//!
+//! With one host as both system under test and load generator this is the single-host
+//! run of before: the same figures, the same checks, in-process.
+//!
+//! The password (`--dsn`'s, or PGPASSWORD for a `--dsn` without one) goes into the
+//! service's and the drivers' parameters only; nothing this controller returns carries
+//! it (the runner stores the sweep point's parameters redacted).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context};
+use engine::capacity::RateStep;
+use engine::capacity_tests::{self, CapacityConfig};
+use engine::host::{split_count, DriverJob, Host, ServiceHandle};
+use engine::load::LoadOutcome;
+use engine::spread::{self as generators, Figures, GeneratorRun};
+use engine::workload::Params;
+use engine::{Ctx, StepOutput, Workload};
+use model::{Fact, Flag};
+use serde_json::{json, Value};
+
+use crate::check::CheckResult;
+use crate::monitor::DbWindow;
+use crate::populate::BuildMeta;
+use crate::txn::{Counters, Mix};
+use crate::{
+    check_flags, driver, job_keys, results, server, target, Config, Plan, CAPACITY, TESTS,
+};
+
+/// The per-generator figures of an oltp result.
+const FIGURES: Figures = Figures {
+    rate: ("txn_per_s", "transactions/s"),
+    count: ("transactions", "transactions"),
+};
+
+/// The oltp workload for one sweep point, as the controller holds it.
+pub struct Oltp {
+    cfg: Config,
+    mix: Mix,
+    /// The capacity tests' parameters.
+    cap: CapacityConfig,
+    /// The sweep point's parameters as given (the DSN with its password, if it has
+    /// one): the service and the drivers read them again where they run.
+    params: Params,
+    /// The password for the service and the drivers, when the user gave one.
+    password: Option<String>,
+    running: Option<Running>,
+    facts: BTreeMap<String, Fact>,
+    /// Each database's build constant C_LOAD, from the service.
+    c_load: Vec<u32>,
+    /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
+    capacity_found: Option<f64>,
+}
+
+/// The service started on the system under test.
+struct Running {
+    sut: Arc<dyn Host>,
+    handle: ServiceHandle,
+}
+
+/// A test driven on every generator, merged.
+struct Driven {
+    merged: LoadOutcome,
+    /// Validity counters per database, summed over the generators.
+    counters: Vec<Arc<Counters>>,
+    db_latency: Option<Vec<hdrhistogram::Histogram<u64>>>,
+    /// The server's counter readings (from the first generator; None if it failed).
+    windows: Option<Vec<DbWindow>>,
+    runs: Vec<GeneratorRun>,
+    /// Generators whose driver failed while others measured: `name: why`.
+    failed: Vec<String>,
+    generators: usize,
+}
+
+impl Oltp {
+    /// From a configuration alone (tools and tests): the capacity tests' defaults.
+    pub fn new(cfg: Config) -> anyhow::Result<Oltp> {
+        cfg.validate()?;
+        let mut params = Params::new();
+        if let Value::Object(m) = serde_json::to_value(&cfg)? {
+            params.extend(m.into_iter().filter(|(_, v)| !v.is_null()));
+        }
+        Oltp::with(cfg, CapacityConfig::default(), params)
+    }
+
+    /// From a sweep point's parameters (the registry's `build`).
+    pub fn from_params(p: &Params) -> anyhow::Result<Oltp> {
+        let plan = Plan::from_params(p)?;
+        Oltp::with(plan.cfg, plan.cap, p.clone())
+    }
+
+    fn with(cfg: Config, cap: CapacityConfig, params: Params) -> anyhow::Result<Oltp> {
+        let mix = Mix::new(&cfg.mix)?;
+        let password = match &cfg.dsn {
+            Some(dsn) => match server::parse_dsn(dsn)?.get_password() {
+                Some(p) => Some(
+                    String::from_utf8(p.to_vec())
+                        .map_err(|_| anyhow::anyhow!("the --dsn password is not UTF-8"))?,
+                ),
+                None => target::env_password(),
+            },
+            None => None,
+        };
+        Ok(Oltp {
+            cfg,
+            mix,
+            cap,
+            params,
+            password,
+            running: None,
+            facts: BTreeMap::new(),
+            c_load: Vec::new(),
+            capacity_found: None,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The service's connection strings, one per database (after prepare).
+    pub fn endpoints(&self) -> &[String] {
+        self.running
+            .as_ref()
+            .map_or(&[], |r| r.handle.endpoints.as_slice())
+    }
+
+    /// The launched postmaster's pid (tests kill it to check failure handling).
+    pub fn server_pid(&self) -> Option<u32> {
+        let r = self.running.as_ref()?;
+        let v = r.sut.service_query(r.handle.id, "pid").ok()?;
+        serde_json::from_value(v).ok().flatten()
+    }
+
+    /// Connection settings of database `n` (1-based), for tests and tools.
+    pub fn db_config(&self, n: usize) -> Option<postgres::Config> {
+        let e = self.endpoints().get(n.checked_sub(1)?)?;
+        server::endpoint_config(e, self.password.as_deref()).ok()
+    }
+
+    fn running(&self) -> anyhow::Result<&Running> {
+        self.running
+            .as_ref()
+            .context("oltp: prepare was not called")
+    }
+
+    /// Why the server is gone, if it is.
+    fn server_exited(&self) -> Option<String> {
+        let r = self.running.as_ref()?;
+        match r.sut.service_exited(r.handle.id) {
+            Ok(why) => why,
+            Err(e) => Some(format!(
+                "cannot ask {} whether PostgreSQL runs: {e:#}",
+                r.sut.name()
+            )),
+        }
+    }
+
+    /// Run `test` (`tpcc` or `step`) on every load generator, each with its share of
+    /// the virtual users (and of `rate`), and merge. `duration`: the step's.
+    fn drive(
+        &self,
+        test: &str,
+        rate: Option<f64>,
+        duration: Option<f64>,
+        ctx: &Ctx,
+    ) -> anyhow::Result<Driven> {
+        let running = self.running()?;
+        let loadgens = &ctx.roles()?.loadgens;
+        if loadgens.is_empty() {
+            bail!("oltp needs at least one load-generator host");
+        }
+        let endpoints = &running.handle.endpoints;
+        if endpoints.is_empty() {
+            bail!(
+                "the oltp service on {} gave no endpoints",
+                running.sut.name()
+            );
+        }
+        let n = loadgens.len();
+        let vus = self.cfg.vus as usize;
+        if vus < n {
+            bail!(
+                "{vus} virtual user(s) per database cannot be spread over {n} load generators: \
+                 give at least one per generator (--vus {n})"
+            );
+        }
+        let ndb = endpoints.len();
+        // The drivers connect to the endpoints: the DSN (and its password) stays here.
+        let mut base = self.params.clone();
+        base.remove("dsn");
+        if let Some(p) = &self.password {
+            base.insert(job_keys::PASSWORD.into(), json!(p));
+        }
+        base.insert(job_keys::C_LOAD.into(), json!(self.c_load));
+        if let Some(d) = duration {
+            base.insert("duration".into(), json!(d));
+        }
+        let shares = split_count(vus, n);
+        let mut first_vu = 0;
+        let mut jobs: Vec<(Arc<dyn Host>, DriverJob)> = Vec::with_capacity(n);
+        for (index, (host, &share)) in loadgens.iter().zip(&shares).enumerate() {
+            let mut p = base.clone();
+            p.insert("vus".into(), json!(share));
+            p.insert(job_keys::FIRST_VU.into(), json!(first_vu));
+            // Its part of the offered rate, in proportion to its users (a lone
+            // generator offers the rate as given).
+            if let Some(r) = rate {
+                let r = if share == vus {
+                    r
+                } else {
+                    r * share as f64 / vus as f64
+                };
+                p.insert("rate".into(), json!(r));
+            }
+            first_vu += share;
+            let job = DriverJob {
+                workload: "oltp".into(),
+                test: test.into(),
+                params: p,
+                endpoints: endpoints.clone(),
+                index,
+                generators: n,
+            };
+            jobs.push((host.clone(), job));
+        }
+        let watch = [ctx.roles()?.sut.clone()];
+        let reports = engine::host::drive_all(jobs, &watch, &ctx.progress);
+
+        let (decoded, errors) = generators::decode_reports(loadgens, reports, driver::decode);
+        let mut runs = Vec::with_capacity(decoded.len());
+        for (index, d, r) in &decoded {
+            let o = &d.outcome;
+            let sent: u64 = o.classes.iter().map(|c| c.count - c.misses).sum();
+            runs.push(GeneratorRun {
+                host: loadgens[*index].name().to_string(),
+                threads: shares[*index] * ndb,
+                connections: shares[*index] * ndb,
+                rate: if o.duration_s > 0.0 {
+                    sent as f64 / o.duration_s
+                } else {
+                    0.0
+                },
+                count: sent,
+                duration_s: o.duration_s,
+                cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
+                started_unix_s: r.started_unix_s,
+                ended_unix_s: r.ended_unix_s,
+                start_skew_s: r.start_skew_s,
+            });
+        }
+        let counters: Vec<Arc<Counters>> =
+            (0..ndb).map(|_| Arc::new(Counters::default())).collect();
+        let mut db_latency: Option<Vec<hdrhistogram::Histogram<u64>>> = None;
+        let mut windows = None;
+        let mut outcomes = Vec::with_capacity(decoded.len());
+        for (index, d, _) in decoded {
+            for (c, v) in counters.iter().zip(&d.counters) {
+                c.add_values(v);
+            }
+            if let Some(hs) = d.db_latency {
+                match db_latency.as_mut() {
+                    None => db_latency = Some(hs),
+                    Some(acc) => {
+                        for (a, h) in acc.iter_mut().zip(&hs) {
+                            a.add(h).map_err(|e| {
+                                anyhow::anyhow!("merging the generators' database times: {e:?}")
+                            })?;
+                        }
+                    }
+                }
+            }
+            if index == 0 {
+                windows = d.windows;
+            }
+            outcomes.push(d.outcome);
+        }
+        let Some(merged) = engine::wire::merge(outcomes) else {
+            return Err(generators::nothing_measured(errors, n));
+        };
+        Ok(Driven {
+            merged,
+            counters,
+            db_latency,
+            windows,
+            runs,
+            failed: generators::failures(&errors),
+            generators: n,
+        })
+    }
+
+    fn run_tpcc(&mut self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        let lead = ctx
+            .roles()?
+            .loadgens
+            .iter()
+            .map(|h| h.start_lead())
+            .max()
+            .unwrap_or_default();
+        let rampup = Duration::from_secs_f64(self.cfg.rampup);
+        // The ramp-up is warm-up on every host: from now (the jobs go out) until the
+        // common start plus the ramp-up.
+        let stop = AtomicBool::new(false);
+        let this = &*self;
+        let d = std::thread::scope(|s| {
+            if !rampup.is_zero() {
+                ctx.watch.set_warmup(true);
+                s.spawn(|| {
+                    let until = Instant::now() + lead + rampup;
+                    while !stop.load(Ordering::Relaxed) {
+                        let left = until.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            break;
+                        }
+                        std::thread::sleep(left.min(Duration::from_millis(20)));
+                    }
+                    ctx.watch.set_warmup(false);
+                });
+            }
+            let d = this.drive("tpcc", self.cfg.rate, None, ctx);
+            stop.store(true, Ordering::Relaxed);
+            d
+        })?;
+        let wins = d.windows.clone().unwrap_or_else(|| {
+            let why = format!(
+                "the load generator reading the server's counters failed ({})",
+                d.failed.first().map_or("no report", String::as_str)
+            );
+            vec![
+                DbWindow {
+                    error: Some(why),
+                    ..DbWindow::default()
+                };
+                d.counters.len()
+            ]
+        });
+        let mut out = results::step_output(
+            &self.cfg,
+            &self.mix,
+            &d.merged,
+            &wins,
+            &d.counters,
+            d.db_latency.clone(),
+        );
+        generators::add_figures(
+            &d.runs,
+            &d.failed,
+            d.generators,
+            FIGURES,
+            self.cfg.rate.is_none(),
+            &mut out,
+        );
+        if d.generators > 1 {
+            for (r, share) in d
+                .runs
+                .iter()
+                .zip(split_count(self.cfg.vus as usize, d.generators))
+            {
+                out.metrics.push(
+                    model::Metric::new("vus", share as f64, "virtual users per database")
+                        .label("host", &r.host),
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// One open-loop step of the capacity tests: `rate` transactions/s in total across
+    /// every user of every generator (the configured mix), `--step-duration` seconds,
+    /// no ramp-up.
+    pub fn measure_rate(&mut self, rate: f64, ctx: &Ctx) -> anyhow::Result<RateStep> {
+        let secs = self.cap.step_duration_s(&CAPACITY);
+        let started = SystemTime::now();
+        ctx.note(&format!("oltp: {rate:.0} txn/s for {secs}s"));
+        let d = self.drive("step", Some(rate), Some(secs), ctx)?;
+        let mut step = RateStep::from_outcome(rate, &d.merged);
+        step.started_at = Some(started);
+        if let Some(why) = generators::failure(&d.failed) {
+            step.error = Some(why);
+        }
+        if let Some(why) = self.server_exited() {
+            step.error = Some(why);
+        }
+        Ok(step)
+    }
+}
+
+impl Workload for Oltp {
+    fn name(&self) -> &'static str {
+        "oltp"
+    }
+
+    fn tests(&self) -> Vec<String> {
+        self.cfg.tests.clone()
+    }
+
+    fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
+        let roles = ctx.roles()?;
+        let sut = roles.sut.clone();
+        let mut params = self.params.clone();
+        if let Some(p) = &self.password {
+            params.insert(job_keys::PASSWORD.into(), json!(p));
+        }
+        let admit: Vec<String> = roles.loadgens.iter().map(|h| h.address()).collect();
+        params.insert(job_keys::ADMIT.into(), json!(admit));
+        let handle = sut.start_service("oltp", &params)?;
+        self.facts = handle.facts.clone();
+        let id = handle.id;
+        self.running = Some(Running {
+            sut: sut.clone(),
+            handle,
+        });
+        let metas: Vec<BuildMeta> = serde_json::from_value(sut.service_query(id, "builds")?)
+            .context("the oltp service's build metadata")?;
+        self.c_load = metas.iter().map(|m| m.c_load).collect();
+        Ok(())
+    }
+
+    fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        match test {
+            "tpcc" => self.run_tpcc(ctx),
+            "ramp" | "search" | "levels" => {
+                let cap = self.cap.clone();
+                let mut found = self.capacity_found;
+                let vus = (self.cfg.vus as usize) * self.cfg.databases as usize;
+                let out = capacity_tests::run(
+                    "oltp",
+                    test,
+                    &cap,
+                    &CAPACITY,
+                    ctx,
+                    &mut found,
+                    None,
+                    vus,
+                    |rate| self.measure_rate(rate, ctx),
+                );
+                self.capacity_found = found;
+                out
+            }
+            other => bail!(
+                "unknown oltp test `{other}`: choose from {}",
+                TESTS.join(", ")
+            ),
+        }
+    }
+
+    fn verify(&mut self, ctx: &Ctx) -> anyhow::Result<Vec<Flag>> {
+        if !self.cfg.check {
+            return Ok(Vec::new());
+        }
+        let Some(r) = self.running.as_ref() else {
+            return Ok(Vec::new());
+        };
+        ctx.note("oltp: consistency check (clause 3.3.2)");
+        let checked = r.sut.service_query(r.handle.id, "check").and_then(|v| {
+            serde_json::from_value::<Vec<(String, Vec<CheckResult>)>>(v)
+                .context("the oltp service's check results")
+        });
+        Ok(check_flags(checked))
+    }
+
+    fn cleanup(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.sut.stop_service(r.handle.id);
+        }
+    }
+
+    fn disclosure(&self) -> BTreeMap<String, Fact> {
+        self.facts.clone()
+    }
+}
+
+impl Drop for Oltp {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}

@@ -1,0 +1,151 @@
+//! The oltp service: what runs on the system under test for one sweep point.
+//!
+//! Either a PostgreSQL cluster launched here (throwaway, or `--cluster-dir`), pinned to
+//! the server CPUs, listening on the address the load generators reach this host at and
+//! admitting them (trust, as initdb sets for local connections: the cluster lives for
+//! the run only), or the server `--dsn` names, whose connection is only checked. The
+//! TPC-C build is made (or reused) here, next to the database. The service yields one
+//! connection string per database without any password (the drivers get it in their
+//! job, if there is one), the facts the disclosure reports, and answers the
+//! controller's queries: `check` (the consistency conditions, clause 3.3.2), `builds`
+//! (each database's build metadata) and `pid` (the launched postmaster's).
+
+use std::collections::BTreeMap;
+
+use anyhow::bail;
+use engine::host::{Service, ServiceCtx};
+use engine::workload::Params;
+use model::Fact;
+
+use crate::populate::BuildMeta;
+use crate::server::{self, Reach, Server};
+use crate::{Config, Plan, Target};
+
+/// The service a host starts for `oltp` (the registry's `service`).
+pub fn start_service(p: &Params, ctx: &ServiceCtx) -> anyhow::Result<Box<dyn Service>> {
+    let plan = Plan::from_job_params(p)?;
+    Ok(Box::new(OltpService::start(&plan, ctx)?))
+}
+
+/// The server and its databases for one sweep point, alive until [`Service::stop`].
+pub struct OltpService {
+    target: Target,
+    endpoints: Vec<String>,
+    facts: BTreeMap<String, Fact>,
+    metas: Vec<BuildMeta>,
+}
+
+impl OltpService {
+    pub fn start(plan: &Plan, ctx: &ServiceCtx) -> anyhow::Result<OltpService> {
+        let cfg = &plan.cfg;
+        // Checked here: the CPUs are this host's.
+        engine::launch::check_cpus(
+            &engine::launch::parse_cpu_list(&cfg.server_cpus)?,
+            "server_cpus",
+        )?;
+        let reach = Reach::at(&ctx.bind_ip, &plan.admit)?;
+        let mut target = Target::open_at(cfg, true, &reach, plan.password.as_deref())?;
+        ctx.note(&format!("oltp: {}", target.describe));
+        if let Some(pid) = target.server.as_ref().map(Server::pid) {
+            (ctx.watch)("postgres", pid);
+        }
+        let threads = cfg
+            .load_threads
+            .map_or_else(engine::launch::online_cpus, |t| t.max(1) as usize);
+        let built = target.ensure_built(cfg.warehouses, threads, cfg.seed, cfg.rebuild, &|m| {
+            ctx.note(m)
+        })?;
+        let metas = built.into_iter().map(|(_, m, _)| m).collect();
+        let mut c = server::connect(&target.config(&target.dbs[0]))?;
+        let version = c
+            .query_one("SHOW server_version", &[])
+            .ok()
+            .map(|r| r.get::<_, String>(0));
+        drop(c);
+        let facts = facts(cfg, version.as_deref(), target.server.is_some());
+        let endpoints = target.endpoints(&ctx.bind_ip);
+        Ok(OltpService {
+            target,
+            endpoints,
+            facts,
+            metas,
+        })
+    }
+}
+
+/// What the disclosure says about the server and the build.
+fn facts(cfg: &Config, version: Option<&str>, launched: bool) -> BTreeMap<String, Fact> {
+    let mut m = BTreeMap::new();
+    let known = |v: &str| Fact::known(v);
+    m.insert(
+        "software.postgresql".into(),
+        version.map_or_else(|| Fact::unknown("not connected"), known),
+    );
+    if launched {
+        m.insert(
+            "server.config.shared_buffers".into(),
+            known(&cfg.shared_buffers),
+        );
+        m.insert(
+            "server.config.fsync".into(),
+            known(if cfg.fsync { "on" } else { "off" }),
+        );
+        m.insert(
+            "server.config.synchronous_commit".into(),
+            known(&cfg.synchronous_commit),
+        );
+        for s in &cfg.pg_setting {
+            if let Some((k, v)) = s.split_once('=') {
+                m.insert(format!("server.config.{}", k.trim()), known(v.trim()));
+            }
+        }
+    } else {
+        m.insert(
+            "server.config".into(),
+            Fact::unknown("server given by --dsn, not launched"),
+        );
+    }
+    m.insert("oltp.warehouses".into(), known(&cfg.warehouses.to_string()));
+    m.insert("oltp.databases".into(), known(&cfg.databases.to_string()));
+    m
+}
+
+impl Service for OltpService {
+    fn endpoints(&self) -> Vec<String> {
+        self.endpoints.clone()
+    }
+
+    fn facts(&self) -> BTreeMap<String, Fact> {
+        self.facts.clone()
+    }
+
+    fn query(&mut self, what: &str) -> anyhow::Result<serde_json::Value> {
+        match what {
+            "check" => Ok(serde_json::to_value(self.target.check(false)?)?),
+            "builds" => Ok(serde_json::to_value(&self.metas)?),
+            "pid" => Ok(serde_json::to_value(
+                self.target
+                    .server
+                    .as_ref()
+                    .map(Server::pid)
+                    .filter(|&p| p != 0),
+            )?),
+            other => bail!("the oltp service answers `check`, `builds` and `pid`, not `{other}`"),
+        }
+    }
+
+    fn exited(&mut self) -> Option<String> {
+        self.target.server.as_mut().and_then(Server::exited)
+    }
+
+    fn stop(&mut self) {
+        self.target.stop();
+        self.endpoints.clear();
+    }
+}
+
+impl Drop for OltpService {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
