@@ -789,3 +789,90 @@ fn ctrl_c_ends_the_test_on_every_host_and_keeps_what_was_measured() {
     );
     assert_nothing_left(&h, 15);
 }
+
+/// nginx on one host, HTTP clients on two others; PostgreSQL on one host, TPC-C virtual
+/// users on two others, its consistency check passing afterwards.
+#[test]
+fn http_and_oltp_with_the_server_on_one_host_and_clients_on_two_others() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json(
+        &h,
+        &db,
+        &[
+            "http",
+            "-c",
+            "8",
+            "--requests",
+            "20000",
+            "--sut",
+            "rbh1",
+            "--loadgen",
+            "rbh2,rbh3",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let r = &run["results"][0];
+    assert_eq!(
+        metric(r, "requests", &[("host", "rbh2")]),
+        Some(10000.0),
+        "{r}"
+    );
+    assert_eq!(
+        metric(r, "requests", &[("host", "rbh3")]),
+        Some(10000.0),
+        "{r}"
+    );
+    let total = metric(r, "requests_per_s", &[]).unwrap();
+    let parts = metric(r, "requests_per_s", &[("host", "rbh2")]).unwrap()
+        + metric(r, "requests_per_s", &[("host", "rbh3")]).unwrap();
+    assert!((total - parts).abs() / total < 1e-9, "{total} vs {parts}");
+    assert!(r["telemetry_summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["host"] == "rbh1"
+            && s["procs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["role"].as_str().unwrap_or("").starts_with("server"))));
+
+    let (code, run, err) = run_json(
+        &h,
+        &db,
+        &[
+            "oltp",
+            "--warehouses",
+            "1",
+            "--vus",
+            "2",
+            "--duration",
+            "3",
+            "--sut",
+            "rbh1",
+            "--loadgen",
+            "rbh2,rbh3",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let r = &run["results"][0];
+    assert!(metric(r, "nopm", &[]).unwrap_or(0.0) > 0.0, "{r}");
+    assert!(
+        !r["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["severity"] == "invalid"),
+        "consistency holds: {r}"
+    );
+    for host in ["rbh2", "rbh3"] {
+        assert!(
+            metric(r, "transactions", &[("host", host)]).unwrap_or(0.0) > 0.0,
+            "{host} ran users: {r}"
+        );
+    }
+    assert_nothing_left(&h, 20);
+}
