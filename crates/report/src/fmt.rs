@@ -96,6 +96,20 @@ pub fn text_table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Text made safe for a Markdown table cell and inert: no HTML (`<` `>` escaped), no
+/// table break (`|`, newlines), and no link, image or emphasis (their characters
+/// backslash-escaped), whatever a host or a user put in it.
+pub fn md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for ch in tco::md_cell(s).chars() {
+        if matches!(ch, '`' | '*' | '_' | '[' | ']' | '!' | '~') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,18 +131,4 @@ mod tests {
         assert_eq!(si(2000.0), "2k");
         assert_eq!(latency_ns(1_234_567.0), "1.235 ms");
     }
-}
-
-/// Text made safe for a Markdown table cell and inert: no HTML (`<` `>` escaped), no
-/// table break (`|`, newlines), and no link, image or emphasis (their characters
-/// backslash-escaped), whatever a host or a user put in it.
-pub fn md(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for ch in tco::md_cell(s).chars() {
-        if matches!(ch, '`' | '*' | '_' | '[' | ']' | '!' | '~') {
-            out.push('\\');
-        }
-        out.push(ch);
-    }
-    out
 }
