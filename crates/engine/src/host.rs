@@ -414,7 +414,8 @@ pub fn drive_all(
         .max()
         .unwrap_or_default();
     let start_at = SystemTime::now() + lead;
-    progress.cancel.store(false, Ordering::Relaxed);
+    // A cancel already set (before the test reached its hosts) stands: the runner
+    // clears it when a test begins (Progress::reset).
     let jobs = &jobs;
     let done = AtomicBool::new(false);
     // Ends every job's load: local ones share `progress`, remote ones are told.
