@@ -529,6 +529,14 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
         rbh1["facts"]["software.redis-server"]["value"].is_string(),
         "the servers' facts go to the sut: {rbh1}"
     );
+    // Reachable from the network, the servers run nothing but the benchmark's commands.
+    assert!(
+        rbh1["facts"]["server.acl"]["value"]
+            .as_str()
+            .unwrap_or("")
+            .contains("GET SET PING"),
+        "{rbh1}"
+    );
     assert_nothing_left(&h, 15);
 }
 

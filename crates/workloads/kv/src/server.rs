@@ -48,8 +48,16 @@ pub fn launch(
             .args([
                 "--protected-mode",
                 if ip.is_loopback() { "yes" } else { "no" },
-            ])
-            .args(["--dir", &dir.to_string_lossy()])
+            ]);
+        if !ip.is_loopback() {
+            // Reachable from the network for the run, so the default user may run the
+            // benchmark's commands and nothing else: no CONFIG SET, SAVE, EVAL, MODULE
+            // or SHUTDOWN (the ways into the host an open redis offers). No password
+            // is needed for that, so none has to travel or be kept.
+            cmd.args(["--user", "default", "on", "nopass", "~*", "&*", "-@all"])
+                .args(["+get", "+set", "+ping", "+info", "+config|get"]);
+        }
+        cmd.args(["--dir", &dir.to_string_lossy()])
             .args(["--logfile", &log.to_string_lossy()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -129,6 +129,14 @@ impl KvService {
         }
         self.facts
             .insert("server.mode".into(), Fact::known("launched by rackbench"));
+        if !ip.is_loopback() {
+            self.facts.insert(
+                "server.acl".into(),
+                Fact::known(format!(
+                    "listening on {ip}: protected mode off, the default user limited to GET SET PING INFO CONFIG GET"
+                )),
+            );
+        }
         self.facts.insert(
             "server.instances".into(),
             Fact::known(cfg.instances.to_string()),
