@@ -337,6 +337,13 @@ pub fn add_figures(
             }
         }
     }
+    // A lone generator on another machine: how late it began against the common start.
+    if generators == 1 {
+        if let Some(h) = runs.first().filter(|h| h.host != "local") {
+            step.metrics
+                .push(Metric::new("start_skew_max_s", h.start_skew_s, "s").label("host", &h.host));
+        }
+    }
     if let Some(why) = failure(failed) {
         step.error = Some(why.clone());
         step.flags.push(Flag::invalid("host_failed", why));
