@@ -457,9 +457,20 @@ mod tests {
 
     #[test]
     fn one_generator_adds_nothing_but_a_failure() {
+        // A lone generator on this machine: the single-host result of before.
+        let mut step = StepOutput::default();
+        add_figures(&[run("local", (0.0, 3.0))], &[], 1, NAMES, true, &mut step);
+        assert!(step.metrics.is_empty() && step.flags.is_empty());
+        // A lone generator elsewhere: its start skew, labelled with its host.
         let mut step = StepOutput::default();
         add_figures(&[run("a", (0.0, 3.0))], &[], 1, NAMES, true, &mut step);
-        assert!(step.metrics.is_empty() && step.flags.is_empty());
+        assert_eq!(step.metrics.len(), 1);
+        assert_eq!(step.metrics[0].name, "start_skew_max_s");
+        assert_eq!(
+            step.metrics[0].labels.get("host").map(String::as_str),
+            Some("a")
+        );
+        assert!(step.flags.is_empty());
         let mut step = StepOutput::default();
         let runs = [run("a", (0.0, 3.0)), run("b", (5.0, 8.0))];
         add_figures(&runs, &["c: gone".into()], 3, NAMES, true, &mut step);
