@@ -117,6 +117,40 @@ pub struct ServiceHandle {
     pub facts: BTreeMap<String, Fact>,
 }
 
+/// A service a controller started on its system under test, as it holds it.
+pub struct Running {
+    pub sut: Arc<dyn Host>,
+    pub handle: ServiceHandle,
+}
+
+impl Running {
+    /// Start `workload`'s service for `params` on `sut`.
+    pub fn start(sut: Arc<dyn Host>, workload: &str, params: &Params) -> anyhow::Result<Running> {
+        let handle = sut.start_service(workload, params)?;
+        Ok(Running { sut, handle })
+    }
+
+    pub fn query(&self, what: &str) -> anyhow::Result<serde_json::Value> {
+        self.sut.service_query(self.handle.id, what)
+    }
+
+    /// Why its servers (`what`: "its servers", "PostgreSQL") are gone, if they are; a
+    /// host that cannot say is reported as such, naming `what`.
+    pub fn exited(&self, what: &str) -> Option<String> {
+        match self.sut.service_exited(self.handle.id) {
+            Ok(why) => why,
+            Err(e) => Some(format!(
+                "cannot ask {} about {what}: {e:#}",
+                self.sut.name()
+            )),
+        }
+    }
+
+    pub fn stop(self) {
+        self.sut.stop_service(self.handle.id);
+    }
+}
+
 /// Telemetry settings sent to every host.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct TelemetrySettings {

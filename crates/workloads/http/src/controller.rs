@@ -9,13 +9,12 @@
 //! run of before: the same figures, the same checks, in-process.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{bail, Context};
 use engine::capacity::{self, RateStep};
 use engine::capacity_tests::{self, CapacityConfig};
-use engine::host::{DriverJob, Host, ServiceHandle};
+use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{Ctx, Params, StepOutput, Workload};
 use model::{Fact, Flag, Metric};
@@ -38,12 +37,6 @@ pub struct Http {
     capacity_found: Option<f64>,
     /// Whether the test under way sleeps between open-loop sends (`--wait`).
     sleep_when_idle: bool,
-}
-
-/// The service started on the system under test.
-struct Running {
-    sut: Arc<dyn Host>,
-    handle: ServiceHandle,
 }
 
 /// A test driven on every generator, merged, with the load as a whole (for the checks
@@ -98,20 +91,13 @@ impl Http {
     /// `stub_status`, or a `--target`; the check that uses it is skipped).
     fn requests_served(&self) -> Option<u64> {
         let r = self.running.as_ref()?;
-        let v = r.sut.service_query(r.handle.id, "counters").ok()?;
+        let v = r.query("counters").ok()?;
         v.get("requests")?.as_u64()
     }
 
     /// Why the server is gone, if it is.
     fn server_exited(&self) -> Option<String> {
-        let r = self.running.as_ref()?;
-        match r.sut.service_exited(r.handle.id) {
-            Ok(why) => why,
-            Err(e) => Some(format!(
-                "cannot ask {} whether nginx runs: {e:#}",
-                r.sut.name()
-            )),
-        }
+        self.running.as_ref()?.exited("nginx")
     }
 
     /// Run the load test on every load generator, each with its share of `params`, and
@@ -368,7 +354,7 @@ impl Workload for Http {
 
     fn cleanup(&mut self) {
         if let Some(r) = self.running.take() {
-            r.sut.stop_service(r.handle.id);
+            r.stop();
         }
     }
 

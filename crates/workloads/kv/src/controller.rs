@@ -8,13 +8,12 @@
 //! run of before: the same figures, the same checks, in-process.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{bail, Context};
 use engine::capacity;
 use engine::capacity_tests::{self, CapacityConfig};
-use engine::host::{DriverJob, Host, ServiceHandle};
+use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{Ctx, Params, StepOutput, Workload};
 use model::{Fact, Flag, Metric};
@@ -80,12 +79,6 @@ fn list(cpus: &[usize]) -> String {
         .join(",")
 }
 
-/// The service started on the system under test.
-struct Running {
-    sut: Arc<dyn Host>,
-    handle: ServiceHandle,
-}
-
 /// A test driven on every generator, merged, with the load as a whole (for the checks
 /// `step_output` makes).
 struct Driven {
@@ -138,20 +131,13 @@ impl Kv {
     /// uses them is skipped, as with a managed server that refuses INFO).
     fn server_counters(&self) -> Option<BTreeMap<String, u64>> {
         let r = self.running.as_ref()?;
-        let v = r.sut.service_query(r.handle.id, "counters").ok()?;
+        let v = r.query("counters").ok()?;
         serde_json::from_value(v).ok()
     }
 
     /// Why a server is gone, if one is.
     fn server_exited(&self) -> Option<String> {
-        let r = self.running.as_ref()?;
-        match r.sut.service_exited(r.handle.id) {
-            Ok(why) => why,
-            Err(e) => Some(format!(
-                "cannot ask {} whether its servers run: {e:#}",
-                r.sut.name()
-            )),
-        }
+        self.running.as_ref()?.exited("its servers")
     }
 
     /// Run `test` on every load generator, each with its share of `params`, and merge.
@@ -301,7 +287,7 @@ impl Workload for Kv {
 
     fn cleanup(&mut self) {
         if let Some(r) = self.running.take() {
-            r.sut.stop_service(r.handle.id);
+            r.stop();
         }
     }
 

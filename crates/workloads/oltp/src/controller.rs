@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Context};
 use engine::capacity::RateStep;
 use engine::capacity_tests::{self, CapacityConfig};
-use engine::host::{split_count, DriverJob, Host, ServiceHandle};
+use engine::host::{split_count, DriverJob, Host, Running};
 use engine::load::LoadOutcome;
 use engine::spread::{self as generators, Figures, GeneratorRun};
 use engine::workload::Params;
@@ -61,12 +61,6 @@ pub struct Oltp {
     c_load: Vec<u32>,
     /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
     capacity_found: Option<f64>,
-}
-
-/// The service started on the system under test.
-struct Running {
-    sut: Arc<dyn Host>,
-    handle: ServiceHandle,
 }
 
 /// A test driven on every generator, merged.
@@ -139,7 +133,7 @@ impl Oltp {
     /// The launched postmaster's pid (tests kill it to check failure handling).
     pub fn server_pid(&self) -> Option<u32> {
         let r = self.running.as_ref()?;
-        let v = r.sut.service_query(r.handle.id, "pid").ok()?;
+        let v = r.query("pid").ok()?;
         serde_json::from_value(v).ok().flatten()
     }
 
@@ -157,14 +151,7 @@ impl Oltp {
 
     /// Why the server is gone, if it is.
     fn server_exited(&self) -> Option<String> {
-        let r = self.running.as_ref()?;
-        match r.sut.service_exited(r.handle.id) {
-            Ok(why) => why,
-            Err(e) => Some(format!(
-                "cannot ask {} whether PostgreSQL runs: {e:#}",
-                r.sut.name()
-            )),
-        }
+        self.running.as_ref()?.exited("PostgreSQL")
     }
 
     /// Run `test` (`tpcc` or `step`) on every load generator, each with its share of
@@ -463,7 +450,7 @@ impl Workload for Oltp {
             return Ok(Vec::new());
         };
         ctx.note("oltp: consistency check (clause 3.3.2)");
-        let checked = r.sut.service_query(r.handle.id, "check").and_then(|v| {
+        let checked = r.query("check").and_then(|v| {
             serde_json::from_value::<Vec<(String, Vec<CheckResult>)>>(v)
                 .context("the oltp service's check results")
         });
@@ -472,7 +459,7 @@ impl Workload for Oltp {
 
     fn cleanup(&mut self) {
         if let Some(r) = self.running.take() {
-            r.sut.stop_service(r.handle.id);
+            r.stop();
         }
     }
 
