@@ -22,6 +22,25 @@ use engine::host::Host;
 pub use local::{Catalog, LocalHost};
 pub use remote::RemoteHost;
 
+/// Roles made of hosts that are all this machine under other names (`sut` and each
+/// of `loadgens`; a load generator named like the system under test is the same host):
+/// how tests and tools give a workload several "hosts" without any ssh.
+pub fn local_roles(catalog: Catalog, sut: &str, loadgens: &[&str]) -> engine::host::Roles {
+    let host = |n: &str| Arc::new(LocalHost::new(n, catalog, false)) as Arc<dyn Host>;
+    let sut = host(sut);
+    let loadgens = loadgens
+        .iter()
+        .map(|n| {
+            if *n == sut.name() {
+                sut.clone()
+            } else {
+                host(n)
+            }
+        })
+        .collect();
+    engine::host::Roles { sut, loadgens }
+}
+
 /// The name of this machine among the hosts.
 pub const LOCAL: &str = "local";
 

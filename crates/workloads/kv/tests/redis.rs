@@ -17,20 +17,8 @@ fn catalog(name: &str) -> Option<Registration> {
 
 /// A context whose hosts are `sut` (the service) and `loadgens`.
 fn ctx_on(sut: &str, loadgens: &[&str]) -> Ctx {
-    let host = |n: &str| Arc::new(LocalHost::new(n, catalog, false)) as Arc<dyn Host>;
-    let sut = host(sut);
-    let loadgens = loadgens
-        .iter()
-        .map(|n| {
-            if *n == sut.name() {
-                sut.clone()
-            } else {
-                host(n)
-            }
-        })
-        .collect();
     Ctx {
-        roles: Some(Roles { sut, loadgens }),
+        roles: Some(hosts::local_roles(catalog, sut, loadgens)),
         ..Ctx::quiet()
     }
 }

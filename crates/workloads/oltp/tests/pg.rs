@@ -62,20 +62,8 @@ fn ctx_on(sut: &str, loadgens: &[&str]) -> Ctx {
 }
 
 fn ctx_with(catalog: hosts::local::Catalog, sut: &str, loadgens: &[&str]) -> Ctx {
-    let host = |n: &str| Arc::new(LocalHost::new(n, catalog, false)) as Arc<dyn Host>;
-    let sut = host(sut);
-    let loadgens = loadgens
-        .iter()
-        .map(|n| {
-            if *n == sut.name() {
-                sut.clone()
-            } else {
-                host(n)
-            }
-        })
-        .collect();
     Ctx {
-        roles: Some(Roles { sut, loadgens }),
+        roles: Some(hosts::local_roles(catalog, sut, loadgens)),
         ..Ctx::quiet()
     }
 }

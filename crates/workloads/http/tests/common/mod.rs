@@ -15,9 +15,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use engine::host::{Host, Roles};
 use engine::workload::{Ctx, Registration};
-use hosts::LocalHost;
 
 pub fn catalog(name: &str) -> Option<Registration> {
     (name == "http").then(rackbench_http::registration)
@@ -25,20 +23,8 @@ pub fn catalog(name: &str) -> Option<Registration> {
 
 /// A context whose hosts are `sut` (the service) and `loadgens`, all local.
 pub fn ctx_on(sut: &str, loadgens: &[&str]) -> Ctx {
-    let host = |n: &str| Arc::new(LocalHost::new(n, catalog, false)) as Arc<dyn Host>;
-    let sut = host(sut);
-    let loadgens = loadgens
-        .iter()
-        .map(|n| {
-            if *n == sut.name() {
-                sut.clone()
-            } else {
-                host(n)
-            }
-        })
-        .collect();
     Ctx {
-        roles: Some(Roles { sut, loadgens }),
+        roles: Some(hosts::local_roles(catalog, sut, loadgens)),
         ..Ctx::quiet()
     }
 }
