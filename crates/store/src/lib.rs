@@ -164,7 +164,7 @@ impl Store {
     /// Replace the run's host disclosures (after prepare adds server versions).
     pub fn update_hosts(&self, run_id: &str, hosts: &[HostDisclosure]) -> anyhow::Result<()> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         require_run(&tx, run_id, &self.path)?;
         tx.execute("DELETE FROM hosts WHERE run_id = ?1", [run_id])?;
         insert_hosts(&tx, run_id, hosts)?;
@@ -174,7 +174,7 @@ impl Store {
 
     pub fn insert_idle_power(&self, run_id: &str, idle: &IdlePower) -> anyhow::Result<()> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         require_run(&tx, run_id, &self.path)?;
         let ord: i64 = tx.query_row(
             "SELECT COALESCE(MAX(ord) + 1, 0) FROM idle_power WHERE run_id = ?1",
@@ -190,7 +190,7 @@ impl Store {
     /// It is committed (on disk) when this returns.
     pub fn insert_result(&self, run_id: &str, r: &ResultRecord) -> anyhow::Result<()> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         require_run(&tx, run_id, &self.path)?;
         let ord: i64 = tx.query_row(
             "SELECT COALESCE(MAX(ord) + 1, 0) FROM results WHERE run_id = ?1",
@@ -241,7 +241,7 @@ impl Store {
     /// inserted, e.g. by a consistency check at the end of a sweep point).
     pub fn add_flags(&self, run_id: &str, step: u32, flags: &[model::Flag]) -> anyhow::Result<()> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         let ids: Vec<i64> = {
             let mut stmt = tx.prepare("SELECT id FROM results WHERE run_id = ?1 AND step = ?2")?;
             let rows = stmt.query_map(params![run_id, step as i64], |r| r.get(0))?;
@@ -408,7 +408,7 @@ impl Store {
             );
         }
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         if run_exists(&tx, &run.id)? {
             bail!(
                 "run {} is already in the results store {}; list runs with `rackbench runs`",
@@ -476,6 +476,15 @@ pub fn summary_host(hosts: &[HostDisclosure]) -> String {
             _ => h.host.clone(),
         },
     }
+}
+
+/// A transaction that writes: IMMEDIATE, so it takes the write lock at BEGIN, where the
+/// busy timeout waits for another process's writer. A DEFERRED one that reads first and
+/// then writes gets SQLITE_BUSY at once when another process wrote in between (SQLite
+/// cannot wait there without deadlocking), which is how two runs started together on one
+/// store used to fail with "database is locked".
+fn write_tx(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
 }
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
