@@ -1,10 +1,12 @@
 //! rackbench: the binary. Parses arguments, dispatches to a subcommand, prints the error
-//! chain and sets the exit code (0 ok, 1 a run failed or found invalid results, 2 bad
-//! usage or setup). Everything else lives in the library crates.
+//! chain and sets the exit status (0 ok, 1 a run failed or found invalid results, 2 bad
+//! usage or setup, 128+N a run ended early by signal N: README, "Exit status").
+//! Everything else lives in the library crates.
 
 mod commands;
 mod progress;
 mod registry;
+mod signals;
 
 use std::path::PathBuf;
 

@@ -412,7 +412,10 @@ pub fn run(
                         if interrupted && lost.is_none() {
                             flags.push(Flag::warning(
                                 "interrupted",
-                                "stopped by Ctrl-C: this test ran short",
+                                format!(
+                                    "stopped by {}: this test ran short",
+                                    engine::stop::stop_cause()
+                                ),
                             ));
                         }
                         let summary = telemetry.summarize(&samples);

@@ -445,7 +445,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         registration: r.registration,
     };
     let store = store::Store::open(&db)?;
-    install_interrupt_handler();
+    crate::signals::install_for_run();
     let progress = Arc::new(Progress::default());
     let display = crate::progress::Display::start(progress.clone(), verbose);
     let finished = runner::run(&plan, &store, progress, &ShowSteps(&display));
@@ -473,13 +473,13 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         );
     }
     let invalid = stored.results.iter().any(|x| x.is_invalid());
-    Ok(
-        if finished.failure.is_some() || finished.interrupted || invalid {
-            1
-        } else {
-            0
-        },
-    )
+    // Exit statuses (README, "Exit status"): 128 + the signal that ended the run early,
+    // 1 a failed or invalid result, 0 all good.
+    Ok(match crate::signals::exit_status() {
+        Some(code) if finished.interrupted => code,
+        _ if finished.failure.is_some() || finished.interrupted || invalid => 1,
+        _ => 0,
+    })
 }
 
 /// Median and spread of the headline over repetitions, per sweep point and test.
@@ -574,19 +574,6 @@ pub fn peaks(run: &RunRecord) -> String {
     } else {
         format!("\n{out}")
     }
-}
-
-fn install_interrupt_handler() {
-    let _ = ctrlc::set_handler(|| {
-        if engine::stop::stop_requested() {
-            // Second Ctrl-C: no more waiting.
-            engine::launch::kill_all_children();
-            eprintln!("\nrackbench: interrupted twice: servers killed, exiting");
-            std::process::exit(130);
-        }
-        eprintln!("\nrackbench: interrupting: finishing the current test, keeping what was measured (Ctrl-C again to abort)");
-        engine::stop::request_stop();
-    });
 }
 
 #[cfg(test)]
