@@ -92,7 +92,13 @@ fn main() {
         // (it is a fork sharing our memory copy-on-write).
         engine::launch::init_reaper();
     }
+    // What a rackbench killed outright left (temporary directories, PostgreSQL clusters,
+    // servers' leftover processes) goes now, whatever this command is.
+    for cleaned in engine::scratch::sweep() {
+        eprintln!("rackbench: {cleaned}");
+    }
     let result = commands::dispatch(cli);
+    engine::scratch::remove_own();
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {

@@ -412,15 +412,21 @@ fn sigkill_leaves_no_server_and_the_run_is_closed_on_next_open() {
             break;
         }
     }
-    std::thread::sleep(Duration::from_millis(500));
     let alive = |pid: u32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
     };
-    // The servers the second point launched: redis-server children of our child.
-    let servers: Vec<u32> = children_named(child.id(), "redis-server")
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect();
+    // The servers the second point launched: redis-server children of our child (on a
+    // loaded machine the second point may take a while to launch them).
+    let mut servers: Vec<u32> = Vec::new();
+    let launch = Instant::now();
+    while servers.is_empty() && launch.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+        servers = children_named(child.id(), "redis-server")
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+    }
+    std::thread::sleep(Duration::from_millis(300));
     assert!(!servers.is_empty(), "rackbench did not launch redis-server");
     unsafe { kill(child.id() as i32, 9) };
     child.wait().unwrap();

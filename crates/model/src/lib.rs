@@ -11,6 +11,7 @@
 
 pub mod hist;
 pub mod power;
+pub mod process;
 pub mod telemetry;
 
 use std::collections::BTreeMap;

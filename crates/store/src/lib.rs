@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use chrono::{DateTime, SecondsFormat, Utc};
+use model::process::ProcessId;
 use model::{
     Fact, Flag, HistogramRecord, HostDisclosure, IdlePower, LatencySummary, Metric, MissingMetric,
     ResultRecord, RunRecord, Severity, Status, TelemetrySample, TelemetrySummary,
@@ -110,7 +111,7 @@ impl Store {
         };
         let mut closed = Vec::new();
         for (run_id, pid, starttime, boot_id) in owners {
-            let why = if boot_id != me.boot_id {
+            let why = if boot_id.trim() != me.boot_id {
                 format!("the machine restarted while rackbench (pid {pid}) was running this run")
             } else if ProcessId::of(pid).is_some_and(|p| p.starttime == starttime) {
                 continue;
@@ -500,39 +501,6 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 // ---- text forms of the columns ----
 
 /// RFC 3339, UTC, always nine fractional digits: exact, and sorts as text.
-/// A process, identified across pid reuse by its start time, on one boot of the kernel.
-struct ProcessId {
-    pid: u32,
-    /// Field 22 of /proc/PID/stat: start time in clock ticks after boot.
-    starttime: u64,
-    boot_id: String,
-}
-
-impl ProcessId {
-    fn current() -> Option<ProcessId> {
-        Self::of(std::process::id())
-    }
-
-    fn of(pid: u32) -> Option<ProcessId> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // The command name (field 2) may hold spaces and parentheses: fields after the
-        // last `)` start at field 3.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // A zombie has exited: it writes nothing more.
-        if fields.first() == Some(&"Z") {
-            return None;
-        }
-        let starttime = fields.get(22 - 3)?.parse().ok()?;
-        let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-        Some(ProcessId {
-            pid,
-            starttime,
-            boot_id: boot_id.trim().to_string(),
-        })
-    }
-}
-
 fn ts(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Nanos, true)
 }

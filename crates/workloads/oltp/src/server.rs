@@ -240,9 +240,7 @@ impl Server {
 
     /// [`Server::throwaway`], reachable as `reach` says.
     pub fn throwaway_at(settings: &Settings, reach: &Reach) -> anyhow::Result<Server> {
-        let temp = tempfile::Builder::new()
-            .prefix("rackbench-oltp-")
-            .tempdir()
+        let temp = engine::scratch::tempdir("rackbench-oltp-")
             .context("creating a temp dir for the PostgreSQL cluster")?;
         let data = temp.path().join("data");
         init_cluster(&data)?;
