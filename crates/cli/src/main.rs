@@ -103,7 +103,10 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             // Errors carry text from hosts and users: printed safe for the terminal.
-            eprintln!("rackbench: error: {}", model::printable(&format!("{e:#}")));
+            eprintln!(
+                "rackbench: error: {}",
+                model::printable(&model::redact_secrets(&format!("{e:#}")))
+            );
             std::process::exit(2);
         }
     }

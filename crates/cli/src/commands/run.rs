@@ -362,12 +362,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
             points.len()
         );
     }
-    let command = model::redact_secrets(
-        &std::env::args()
-            .map(|s| shell_quote(&s))
-            .collect::<Vec<_>>()
-            .join(" "),
-    );
+    let command = redacted_command_line(std::env::args());
     Ok(Resolved {
         registration: reg,
         opts,
@@ -376,6 +371,15 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         points,
         command,
     })
+}
+
+/// The command line as stored: each argument's passwords masked on its own (a
+/// `--dsn` value parsed as the connection string it is), then shell-quoted. Redacting
+/// after quoting would have to see through the shell's quoting of the DSN's quotes.
+fn redacted_command_line(args: impl Iterator<Item = String>) -> String {
+    args.map(|a| shell_quote(&model::redact_secrets(&a)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn shell_quote(s: &str) -> String {
@@ -587,6 +591,27 @@ mod tests {
         for reg in registry::all() {
             workload_command(&reg).debug_assert();
         }
+    }
+
+    #[test]
+    fn the_stored_command_line_masks_each_arguments_password() {
+        let args = [
+            "rackbench",
+            "run",
+            "oltp",
+            "--dsn",
+            r"host=h password = 'a b\'c' dbname=d",
+            "--dsn=postgresql://u:p%40ss@h/d?sslmode=disable",
+            "PGPASSWORD=s3cret",
+            "--vus",
+            "2",
+        ];
+        let line = redacted_command_line(args.iter().map(|s| s.to_string()));
+        assert_eq!(
+            line,
+            "rackbench run oltp --dsn 'host=h password = *** dbname=d' \
+             '--dsn=postgresql://u:***@h/d?sslmode=disable' 'PGPASSWORD=***' --vus 2"
+        );
     }
 
     #[test]
