@@ -293,6 +293,36 @@ fn a_password_protected_server_and_a_password_found_nowhere() {
     // No password anywhere: refused.
     let (code, out, err) = rackbench(&["oltp", "check", "--dsn", &plain], &[], &no_pgpass);
     assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("asks user bench for a password and none was given"),
+        "{err}"
+    );
+    // Errors say the true cause: a wrong password, a missing database, a refused
+    // connection (not "the database must exist" for all three).
+    let wrong = [("PGPASSWORD", "not-the-password")];
+    let (code, _, err) = rackbench(&["oltp", "check", "--dsn", &plain], &wrong, &no_pgpass);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("the password for user bench was refused"),
+        "{err}"
+    );
+    let right = [("PGPASSWORD", PASSWORD)];
+    let nosuch = format!("host=127.0.0.1 port={port} user=bench dbname=nosuch");
+    let (code, _, err) = rackbench(
+        &["run", "oltp", "--dsn", &nosuch, "--duration", "1"],
+        &right,
+        &no_pgpass,
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("nosuch") && err.contains("does not exist: CREATE DATABASE"),
+        "{err}"
+    );
+    let closed = format!("host=127.0.0.1 port=1 user=bench dbname=tpcc");
+    let (code, _, err) = rackbench(&["oltp", "check", "--dsn", &closed], &right, &no_pgpass);
+    assert_ne!(code, 0);
+    assert!(err.contains("nothing accepts connections there"), "{err}");
+    assert!(!err.contains("must exist"), "{err}");
 
     // PGPASSWORD alone: the build is made.
     let (code, out, err) = rackbench(

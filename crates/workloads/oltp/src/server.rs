@@ -447,14 +447,69 @@ pub fn with_db(base: &postgres::Config, db: &str) -> postgres::Config {
 
 /// Connect, with the error saying where (password redacted: postgres::Config's Debug hides it).
 pub fn connect(cfg: &postgres::Config) -> anyhow::Result<postgres::Client> {
-    cfg.connect(postgres::NoTls).with_context(|| {
-        format!(
-            "connecting to PostgreSQL (database {:?}, hosts {:?}, port {:?})",
+    cfg.connect(postgres::NoTls).map_err(|e| {
+        let cause = connect_cause(&e, cfg);
+        anyhow::Error::new(e).context(format!(
+            "connecting to PostgreSQL (database {:?}, hosts {:?}, port {:?}): {cause}",
             cfg.get_dbname().unwrap_or("?"),
             cfg.get_hosts(),
             cfg.get_ports()
-        )
+        ))
     })
+}
+
+/// An error and its sources, as one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        next = s.source();
+    }
+    text
+}
+
+/// Why a connection failed, in words that say what to do: a wrong password is not a
+/// missing database, and a refused connection is neither.
+pub fn connect_cause(e: &postgres::Error, cfg: &postgres::Config) -> String {
+    use postgres::error::SqlState;
+    let user = cfg.get_user().unwrap_or("(default)");
+    let db = cfg.get_dbname().unwrap_or("(default)");
+    if let Some(d) = e.as_db_error() {
+        let code = d.code();
+        return if *code == SqlState::INVALID_PASSWORD {
+            format!("the password for user {user} was refused (check --dsn, PGPASSWORD or the password file)")
+        } else if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
+            format!("PostgreSQL does not admit user {user} from here (its pg_hba.conf, or no such role)")
+        } else if *code == SqlState::INVALID_CATALOG_NAME {
+            format!(
+                "database {db} does not exist: CREATE DATABASE it first, or name another in --dsn"
+            )
+        } else if *code == SqlState::TOO_MANY_CONNECTIONS {
+            "the server has no connection slot left (raise max_connections, or use fewer virtual users)".into()
+        } else {
+            format!("the server said: {}", d.message())
+        };
+    }
+    let io = std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::kind);
+    match io {
+        Some(std::io::ErrorKind::ConnectionRefused) => {
+            "nothing accepts connections there (is PostgreSQL running, and are the host and port right?)".into()
+        }
+        Some(std::io::ErrorKind::NotFound) => {
+            "no PostgreSQL socket at that path (is PostgreSQL running, and the host directory right?)".into()
+        }
+        Some(std::io::ErrorKind::TimedOut) => {
+            "the connection timed out (is the host reachable from here?)".into()
+        }
+        _ if error_chain(e).contains("password missing") => format!(
+            "the server asks user {user} for a password and none was given (put it in PGPASSWORD or the password file, not on the command line)"
+        ),
+        _ => "the connection failed".into(),
+    }
 }
 
 /// A connection string with everything `cfg` says about where to connect and as whom

@@ -154,11 +154,13 @@ impl Target {
     ) -> anyhow::Result<Vec<(String, BuildMeta, Option<populate::BuildInfo>)>> {
         // The admin connection sits in the `postgres` database when it can: a database
         // used as a TEMPLATE must have no other sessions.
+        // Its error says the true cause (a refused password, a refused connection, a
+        // missing database): the second attempt's, which names the user's own database.
         let mut admin = match server::connect(&self.config("postgres")) {
             Ok(c) => c,
             Err(_) => server::connect(&self.config(&self.maintenance_db)).with_context(|| {
                 if self.server.is_none() {
-                    "the database named in --dsn must exist (CREATE DATABASE it first)"
+                    "connecting to the server --dsn names"
                 } else {
                     "connecting to the launched server"
                 }
