@@ -318,8 +318,8 @@ fn a_password_protected_server_and_a_password_found_nowhere() {
         err.contains("nosuch") && err.contains("does not exist: CREATE DATABASE"),
         "{err}"
     );
-    let closed = format!("host=127.0.0.1 port=1 user=bench dbname=tpcc");
-    let (code, _, err) = rackbench(&["oltp", "check", "--dsn", &closed], &right, &no_pgpass);
+    let closed = "host=127.0.0.1 port=1 user=bench dbname=tpcc";
+    let (code, _, err) = rackbench(&["oltp", "check", "--dsn", closed], &right, &no_pgpass);
     assert_ne!(code, 0);
     assert!(err.contains("nothing accepts connections there"), "{err}");
     assert!(!err.contains("must exist"), "{err}");
