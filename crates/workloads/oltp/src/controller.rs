@@ -385,6 +385,34 @@ impl Oltp {
         }
         Ok(step)
     }
+
+    fn run_test_as_asked(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
+        match test {
+            "tpcc" => self.run_tpcc(ctx),
+            "ramp" | "search" | "levels" => {
+                let cap = self.cap.clone();
+                let mut found = self.capacity_found;
+                let vus = (self.cfg.vus as usize) * self.cfg.databases as usize;
+                let out = capacity_tests::run(
+                    "oltp",
+                    test,
+                    &cap,
+                    &CAPACITY,
+                    ctx,
+                    &mut found,
+                    None,
+                    vus,
+                    |rate| self.measure_rate(rate, ctx),
+                );
+                self.capacity_found = found;
+                out
+            }
+            other => bail!(
+                "unknown oltp test `{other}`: choose from {}",
+                TESTS.join(", ")
+            ),
+        }
+    }
 }
 
 impl Workload for Oltp {
@@ -419,30 +447,17 @@ impl Workload for Oltp {
     }
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        match test {
-            "tpcc" => self.run_tpcc(ctx),
-            "ramp" | "search" | "levels" => {
-                let cap = self.cap.clone();
-                let mut found = self.capacity_found;
-                let vus = (self.cfg.vus as usize) * self.cfg.databases as usize;
-                let out = capacity_tests::run(
-                    "oltp",
-                    test,
-                    &cap,
-                    &CAPACITY,
-                    ctx,
-                    &mut found,
-                    None,
-                    vus,
-                    |rate| self.measure_rate(rate, ctx),
-                );
-                self.capacity_found = found;
-                out
+        let out = self.run_test_as_asked(test, ctx);
+        // A PostgreSQL that died is named as the cause (as a dead redis-server or nginx
+        // is), not the "connection lost" its clients saw; what was measured is kept.
+        match (out, self.server_exited()) {
+            (Ok(mut o), Some(why)) => {
+                o.error = Some(why.clone());
+                o.flags.push(Flag::invalid("server_died", why));
+                Ok(o)
             }
-            other => bail!(
-                "unknown oltp test `{other}`: choose from {}",
-                TESTS.join(", ")
-            ),
+            (Err(e), Some(why)) => Err(e.context(why)),
+            (out, None) => out,
         }
     }
 
