@@ -5,6 +5,7 @@
 use engine::load::Protocol;
 use fuzzkit::{mutate, pick, random_bytes, random_tokens, Bytes, Fuzz, Rng, SmallRng};
 use rackbench_kv::resp::{parse_reply, Mix, Reply, Resp};
+use rackbench_kv::server::{command_calls, parse_info};
 use rand::SeedableRng;
 
 #[global_allocator]
@@ -119,6 +120,19 @@ fn fuzz_resp_valid_prefixes_are_incomplete() {
             }
             let (used, _) = parse_reply(&b.0).unwrap().unwrap();
             assert_eq!(used, b.0.len());
+        },
+    );
+}
+
+#[test]
+fn fuzz_redis_info() {
+    // `INFO` text from the server: parsed into counters, never trusted to be well formed.
+    const INFO: &[u8] = b"# Server\r\nredis_version:7.0.15\r\n\r\n# Commandstats\r\ncmdstat_set:calls=100,usec=250,usec_per_call=2.50\r\ncmdstat_get:calls=18446744073709551615,usec=1\r\n";
+    Fuzz::new("redis_info").cases(3000).run(
+        |rng| Bytes(mutate(rng, INFO, &["cmdstat_", "calls=", ",", ":"])),
+        |b| {
+            let info = parse_info(&String::from_utf8_lossy(&b.0));
+            let _ = command_calls(&info);
         },
     );
 }
