@@ -32,6 +32,18 @@ pub const MAX_SWEEP_VALUES: usize = 10_000;
 /// Most points a whole sweep (the product of every list) may have.
 pub const MAX_SWEEP_POINTS: usize = 10_000;
 
+/// Most bytes of parameters (as JSON) all of a sweep's points may hold together.
+pub const MAX_SWEEP_BYTES: usize = 16 << 20;
+
+/// The JSON size of what one point holds of `v`: one item of a swept list, else all of it.
+fn point_bytes(v: &Value, list_key: bool) -> usize {
+    let len = |v: &Value| serde_json::to_vec(v).map_or(0, |b| b.len());
+    match v.as_array() {
+        Some(items) if !list_key && !items.is_empty() => items.iter().map(len).max().unwrap_or(0),
+        _ => len(v),
+    }
+}
+
 /// Parse one flag value as typed by a user: `100` -> number, `true` -> bool,
 /// `1,100` -> list, `1..4` -> [1,2,3,4], `1..16:x2` -> [1,2,4,8,16],
 /// `0..100:+25` -> [0,25,50,75,100], anything else -> string.
@@ -159,6 +171,19 @@ pub fn expand(
     let Some(total) = total else {
         bail!("the sweep has more than {MAX_SWEEP_POINTS} points; narrow the lists or ranges");
     };
+    // Every point holds its own copy of each value that is not swept (a long string,
+    // a list-natured `server_cpus`): bound the copies too, or 10^4 points x a 10^4-value
+    // list would be 10^8 values.
+    let per_point: usize = params
+        .iter()
+        .map(|(k, v)| k.len() + point_bytes(v, list_keys.contains(&k.as_str())))
+        .sum();
+    if total.saturating_mul(per_point) > MAX_SWEEP_BYTES {
+        bail!(
+            "the sweep's {total} points would hold {per_point} bytes of parameters each, \
+             more than {MAX_SWEEP_BYTES} in all; narrow the lists or ranges"
+        );
+    }
     let mut points = vec![Map::new()];
     for (key, value) in params {
         let is_list_key = list_keys.contains(&key.as_str());
@@ -247,6 +272,13 @@ mod tests {
         assert!(expand(p.as_object().unwrap(), &[]).is_err());
         let many = vec!["0..9999"; 3].join(",");
         assert!(parse_value(&many).is_err());
+        // Found by fuzz_plan_expand: a long value copied into every point.
+        let p = json!({"tests": (0..5000).collect::<Vec<_>>(), "b": (0..5000).collect::<Vec<_>>()});
+        assert!(expand(p.as_object().unwrap(), &["tests"]).is_err());
+        let p = json!({"s": "x".repeat(4000), "b": (0..9999).collect::<Vec<_>>()});
+        assert!(expand(p.as_object().unwrap(), &[]).is_err());
+        let p = json!({"s": "x".repeat(100), "b": (0..9999).collect::<Vec<_>>()});
+        assert_eq!(expand(p.as_object().unwrap(), &[]).unwrap().len(), 9999);
     }
 
     #[test]

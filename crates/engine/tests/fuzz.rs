@@ -62,7 +62,7 @@ fn fuzz_plan_expand() {
     // over MAX_SWEEP_POINTS, else every point holds every key.
     Fuzz::new("plan_expand")
         .cases(2000)
-        .max_alloc(32 << 20)
+        .max_alloc(96 << 20)
         .run(
             |rng| {
                 (0..rng.gen_range(0..6))
