@@ -270,7 +270,7 @@ mod tests {
             "c": (0..10).collect::<Vec<_>>(), "d": (0..10).collect::<Vec<_>>(),
             "e": (0..10).collect::<Vec<_>>()});
         assert!(expand(p.as_object().unwrap(), &[]).is_err());
-        let many = vec!["0..9999"; 3].join(",");
+        let many = ["0..9999"; 3].join(",");
         assert!(parse_value(&many).is_err());
         // Found by fuzz_plan_expand: a long value copied into every point.
         let p = json!({"tests": (0..5000).collect::<Vec<_>>(), "b": (0..5000).collect::<Vec<_>>()});

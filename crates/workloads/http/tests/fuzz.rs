@@ -49,9 +49,10 @@ fn stream(rng: &mut SmallRng) -> Bytes {
             .concat(),
         ),
         _ => {
-            let mut base = Vec::new();
+            let mut base: Vec<u8> = Vec::new();
             for _ in 0..rng.gen_range(1..4) {
-                base.extend_from_slice(*pick(rng, VALID));
+                let piece: &[u8] = pick::<&[u8]>(rng, VALID);
+                base.extend_from_slice(piece);
             }
             Bytes(mutate(rng, &base, WORDS))
         }
