@@ -1,10 +1,12 @@
 //! rackbench: the binary. Parses arguments, dispatches to a subcommand, prints the error
-//! chain and sets the exit code (0 ok, 1 a run failed or found invalid results, 2 bad
-//! usage or setup). Everything else lives in the library crates.
+//! chain and sets the exit status (0 ok, 1 a run failed or found invalid results, 2 bad
+//! usage or setup, 128+N a run ended early by signal N: README, "Exit status").
+//! Everything else lives in the library crates.
 
 mod commands;
 mod progress;
 mod registry;
+mod signals;
 
 use std::path::PathBuf;
 
@@ -90,12 +92,21 @@ fn main() {
         // (it is a fork sharing our memory copy-on-write).
         engine::launch::init_reaper();
     }
+    // What a rackbench killed outright left (temporary directories, PostgreSQL clusters,
+    // servers' leftover processes) goes now, whatever this command is.
+    for cleaned in engine::scratch::sweep() {
+        eprintln!("rackbench: {cleaned}");
+    }
     let result = commands::dispatch(cli);
+    engine::scratch::remove_own();
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             // Errors carry text from hosts and users: printed safe for the terminal.
-            eprintln!("rackbench: error: {}", model::printable(&format!("{e:#}")));
+            eprintln!(
+                "rackbench: error: {}",
+                model::printable(&model::redact_secrets(&format!("{e:#}")))
+            );
             std::process::exit(2);
         }
     }

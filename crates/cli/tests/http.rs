@@ -225,3 +225,98 @@ fn sigkill_takes_nginx_and_its_workers_down() {
         "nginx processes outlived rackbench: {left:?}"
     );
 }
+
+/// `pkill -9 rackbench` kills rackbench and its reaper together (the reaper is a fork of
+/// it): nginx's master goes with its parent-death signal, but its workers would live on,
+/// and its temporary directory would stay. The next rackbench command, whatever it is,
+/// stops those workers and removes the directory.
+#[test]
+fn what_a_killed_run_and_its_reaper_leave_is_cleaned_by_the_next_command() {
+    use common::{bin, children_named};
+    use std::time::{Duration, Instant};
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = bin()
+        .env("TMPDIR", &tmp)
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "http",
+            "--duration",
+            "30",
+        ])
+        .args(["--no-telemetry", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut workers = Vec::new();
+    while workers.is_empty() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+        workers = children_named(child.id(), "nginx")
+            .into_iter()
+            .flat_map(|(master, _)| children_named(master, "nginx"))
+            .map(|(p, _)| p)
+            .collect();
+    }
+    assert!(!workers.is_empty(), "no nginx workers appeared");
+    let reapers: Vec<u32> = children_named(child.id(), "rackbench")
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert!(!reapers.is_empty(), "no reaper");
+    let roots = |d: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("rackbench.")
+            })
+            .collect()
+    };
+    assert_eq!(roots(&tmp).len(), 1, "the run's scratch root is in TMPDIR");
+    unsafe {
+        for r in &reapers {
+            kill(*r as i32, 9);
+        }
+        kill(child.id() as i32, 9);
+    }
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let alive = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    };
+    assert!(
+        workers.iter().any(alive),
+        "the workers outlive a rackbench killed with its reaper (what this test is about)"
+    );
+    let out = bin()
+        .env("TMPDIR", &tmp)
+        .args(["--db", db.to_str().unwrap(), "runs"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cleaned up after rackbench pid"), "{err}");
+    let gone = Instant::now();
+    while workers.iter().any(alive) && gone.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<&u32> = workers.iter().filter(|p| alive(p)).collect();
+    assert!(left.is_empty(), "nginx workers left running: {left:?}");
+    assert!(roots(&tmp).is_empty(), "the scratch root was removed");
+}
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}

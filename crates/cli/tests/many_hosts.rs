@@ -778,7 +778,7 @@ fn ctrl_c_ends_the_test_on_every_host_and_keeps_what_was_measured() {
         "ended promptly: {:?}",
         sent.elapsed()
     );
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 130, "128 + SIGINT: {err}");
     let run = latest(&db);
     assert_eq!(run["status"], "interrupted", "{}", run["status"]);
     let r = &run["results"][0];

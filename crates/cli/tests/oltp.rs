@@ -184,3 +184,235 @@ fn missing_input_says_what_to_type() {
         "the password is never printed: {err}"
     );
 }
+
+/// The password of the password-protected server below: a space, a quote, a backslash,
+/// `@` and `:`, each of which a connection string must quote, escape or encode.
+const PASSWORD: &str = "Zq9 x'y\\z@w:v";
+
+/// Pieces of [`PASSWORD`] that must be found nowhere rackbench prints or stores.
+const FRAGMENTS: [&str; 5] = ["Zq9", "x'y", "y\\z", "y\\\\z", "z@w:v"];
+
+/// A throwaway PostgreSQL where `bench` (owner of database `tpcc`) must give
+/// [`PASSWORD`] over TCP (scram-sha-256); the superuser keeps trust over the socket.
+fn password_server() -> wl_oltp::server::Server {
+    let settings = wl_oltp::server::Settings {
+        shared_buffers: "32MB".into(),
+        fsync: false,
+        synchronous_commit: "off".into(),
+        max_connections: 40,
+        extra: vec![],
+        cpus: vec![],
+    };
+    let s = wl_oltp::server::Server::throwaway(&settings).unwrap();
+    let mut admin = wl_oltp::server::connect(&s.config("postgres")).unwrap();
+    // One statement each: CREATE DATABASE refuses the implicit transaction of several.
+    let role = format!(
+        "CREATE ROLE bench LOGIN CREATEDB PASSWORD '{}'",
+        PASSWORD.replace('\'', "''")
+    );
+    for sql in [
+        "SET password_encryption = 'scram-sha-256'",
+        &role,
+        "CREATE DATABASE tpcc OWNER bench",
+    ] {
+        admin.batch_execute(sql).unwrap();
+    }
+    std::fs::write(
+        s.data.join("pg_hba.conf"),
+        "local all postgres trust\nhost all all 127.0.0.1/32 scram-sha-256\n",
+    )
+    .unwrap();
+    admin.batch_execute("SELECT pg_reload_conf()").unwrap();
+    // The reload is asynchronous: wait until a password is asked for.
+    let tcp = wl_oltp::server::parse_dsn(&format!(
+        "host=127.0.0.1 port={} user=bench dbname=tpcc",
+        s.port
+    ))
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while wl_oltp::server::connect(&tcp).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pg_hba.conf not reloaded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    s
+}
+
+/// `rackbench ARGS...` with no password in the environment but `env`: PGPASSWORD unset
+/// and PGPASSFILE pointing at `no_pgpass` unless `env` says otherwise.
+fn rackbench(args: &[&str], env: &[(&str, &str)], no_pgpass: &Path) -> (i32, String, String) {
+    let mut c = common::bin();
+    c.env_remove("PGPASSWORD").env("PGPASSFILE", no_pgpass);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn assert_no_password(what: &str, text: &str) {
+    for f in FRAGMENTS {
+        assert!(!text.contains(f), "{what} holds {f:?}:\n{text}");
+    }
+}
+
+/// Every byte as percent-encoded in a URI, except letters and digits.
+fn percent_encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// A server that wants a password is used with PGPASSWORD or a password file and none
+/// on the command line; a password given in unusual legal spellings works and is found
+/// nowhere afterwards: not in what was printed, the store's bytes, an export (JSON,
+/// CSV) or a report.
+#[test]
+fn a_password_protected_server_and_a_password_found_nowhere() {
+    if !have_postgres() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let no_pgpass = tmp.path().join("no-pgpass");
+    let mut server = password_server();
+    let port = server.port.to_string();
+    let plain = format!("host=127.0.0.1 port={port} user=bench dbname=tpcc");
+
+    // No password anywhere: refused.
+    let (code, out, err) = rackbench(&["oltp", "check", "--dsn", &plain], &[], &no_pgpass);
+    assert_ne!(code, 0, "{out}{err}");
+
+    // PGPASSWORD alone: the build is made.
+    let (code, out, err) = rackbench(
+        &["-q", "oltp", "build", "--dsn", &plain, "--warehouses", "1"],
+        &[("PGPASSWORD", PASSWORD)],
+        &no_pgpass,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_no_password("oltp build's output", &format!("{out}{err}"));
+
+    // A password file (PGPASSFILE, mode 0600, `:` and `\` escaped) alone.
+    let pgpass = tmp.path().join("pgpass");
+    let escaped = PASSWORD.replace('\\', "\\\\").replace(':', "\\:");
+    std::fs::write(
+        &pgpass,
+        format!("# rackbench test\nother:*:*:*:wrong\n127.0.0.1:{port}:tpcc:bench:{escaped}\n"),
+    )
+    .unwrap();
+    let mode = |m: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    mode(0o600);
+    let pgpass_env = [("PGPASSFILE", pgpass.to_str().unwrap())];
+    let (code, out, err) = rackbench(&["oltp", "check", "--dsn", &plain], &pgpass_env, &no_pgpass);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("consistency ok") || out.contains("ok"),
+        "{out}"
+    );
+    // As libpq: a file the group may read is ignored, with a warning.
+    mode(0o640);
+    let (code, _, err) = rackbench(&["oltp", "check", "--dsn", &plain], &pgpass_env, &no_pgpass);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("group or world access"), "{err}");
+    mode(0o600);
+
+    // Runs: the password in two unusual legal spellings, then from the password file
+    // alone (the load generators get it too).
+    let store = tmp.path().join("r.sqlite");
+    let keyword_value = format!(
+        "host = 127.0.0.1 port = {port} user = bench password = '{}' dbname = tpcc",
+        PASSWORD.replace('\\', "\\\\").replace('\'', "\\'")
+    );
+    let uri = format!(
+        "postgresql://bench@127.0.0.1:{port}/tpcc?application_name=rb&pass%77ord={}",
+        percent_encoded(PASSWORD)
+    );
+    let runs: [(&str, &[(&str, &str)]); 3] =
+        [(&keyword_value, &[]), (&uri, &[]), (&plain, &pgpass_env)];
+    let mut printed = String::new();
+    for (dsn, env) in runs {
+        let (code, out, err) = rackbench(
+            &[
+                "--db",
+                store.to_str().unwrap(),
+                "run",
+                "oltp",
+                "--dsn",
+                dsn,
+                "--warehouses",
+                "1",
+                "--vus",
+                "1",
+                "--duration",
+                "1",
+                "--rampup",
+                "0",
+                "--no-telemetry",
+                "--json",
+                "-q",
+            ],
+            env,
+            &no_pgpass,
+        );
+        assert_eq!(code, 0, "{dsn}: {out}{err}");
+        printed.push_str(&out);
+        printed.push_str(&err);
+    }
+    assert_no_password("what the runs printed", &printed);
+    // Stored readable, with the password masked.
+    assert!(printed.contains("password = ***"), "{printed}");
+    assert!(printed.contains("pass%77ord=***"), "{printed}");
+
+    let db = store.to_str().unwrap();
+    let (code, json, err) = rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass);
+    assert_eq!(code, 0, "{err}");
+    assert!(json.contains("application_name=rb"), "{json}");
+    assert_no_password("the JSON export", &json);
+    let (code, csv, err) = rackbench(
+        &["--db", db, "export", "--all", "--format", "csv"],
+        &[],
+        &no_pgpass,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_no_password("the CSV export", &csv);
+    let report = tmp.path().join("report.html");
+    let ids: Vec<String> = store::export::from_json(&json)
+        .unwrap()
+        .iter()
+        .map(|r| r.id.clone())
+        .collect();
+    let mut args = vec!["--db", db, "report", "-o", report.to_str().unwrap()];
+    args.extend(ids.iter().map(String::as_str));
+    let (code, out, err) = rackbench(&args, &[], &no_pgpass);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_no_password("the report", &std::fs::read_to_string(&report).unwrap());
+
+    // The store's bytes (with its journal files), not just what it gives back.
+    for entry in std::fs::read_dir(tmp.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("r.sqlite")
+        {
+            let bytes = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            assert_no_password(&path.display().to_string(), &bytes);
+        }
+    }
+    server.stop();
+}

@@ -375,6 +375,7 @@ impl ChildGuard {
         if let Ok(mut live) = LIVE.lock() {
             live.push(child.id());
         }
+        crate::scratch::record_group(child.id());
         Ok(ChildGuard {
             name: name.to_string(),
             child: Some(child),

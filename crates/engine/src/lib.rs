@@ -26,6 +26,7 @@ pub mod launch;
 pub mod load;
 pub mod plan;
 mod sched;
+pub mod scratch;
 mod sessions;
 pub mod spread;
 pub mod stop;

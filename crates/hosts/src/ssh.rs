@@ -71,16 +71,9 @@ impl Ssh {
                 bail!("--ssh-config {}: no such file", c.display());
             }
         }
-        remove_dead_control_dirs(&std::env::temp_dir());
-        let control_dir = tempfile::Builder::new()
-            .prefix("rackbench-ssh-")
-            .tempdir()
+        // A run killed outright leaves it; the next command's scratch sweep removes it.
+        let control_dir = engine::scratch::tempdir("rackbench-ssh-")
             .context("creating a private directory for ssh's control sockets")?;
-        // Whose it is: a run killed outright leaves it, and the next one removes it.
-        let _ = std::fs::write(
-            control_dir.path().join("owner"),
-            std::process::id().to_string(),
-        );
         // --ssh-config replaces ~/.ssh/config and the system's, as `ssh -F` does;
         // otherwise both apply, in ssh's own order.
         let user: Vec<PathBuf> = match config {
@@ -284,32 +277,6 @@ impl Ssh {
         cmd.spawn().context(
             "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
         )
-    }
-}
-
-/// Remove the control directories of runs that died without closing them (their
-/// `owner` process is gone). Directories without an owner file are left alone.
-fn remove_dead_control_dirs(tmp: &Path) {
-    let Ok(entries) = std::fs::read_dir(tmp) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let path = e.path();
-        if !e
-            .file_name()
-            .to_string_lossy()
-            .starts_with("rackbench-ssh-")
-        {
-            continue;
-        }
-        let owner = std::fs::read_to_string(path.join("owner"))
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok());
-        if let Some(pid) = owner {
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = std::fs::remove_dir_all(&path);
-            }
-        }
     }
 }
 

@@ -11,6 +11,8 @@
 
 pub mod hist;
 pub mod power;
+pub mod process;
+pub mod secrets;
 pub mod telemetry;
 
 use std::collections::BTreeMap;
@@ -18,6 +20,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use hist::{HistogramRecord, LatencySummary};
+pub use secrets::{redact_json, redact_secrets};
 pub use telemetry::{
     CpuUtil, DiskRate, NicRate, PowerReading, PowerSummary, ProcCpu, TelemetrySample,
     TelemetrySummary,
@@ -262,81 +265,9 @@ pub struct RunRecord {
     pub error: Option<String>,
 }
 
-/// Replace the password in a connection string or URL by `***`.
-///
-/// Handles `postgres://user:pass@host/db`, `password=...` key/value DSNs and
-/// `PGPASSWORD=...`. Used on everything stored or printed.
-pub fn redact_secrets(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    // URL form: scheme://user:pass@host
-    let mut rest = s;
-    while let Some(pos) = rest.find("://") {
-        let (head, tail) = rest.split_at(pos + 3);
-        out.push_str(head);
-        let end = tail
-            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'')
-            .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        if let Some(at) = authority.rfind('@') {
-            let userinfo = &authority[..at];
-            if let Some(colon) = userinfo.find(':') {
-                out.push_str(&userinfo[..colon]);
-                out.push_str(":***");
-                out.push_str(&authority[at..]);
-            } else {
-                out.push_str(authority);
-            }
-        } else {
-            out.push_str(authority);
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    // key=value form
-    let mut result = String::with_capacity(out.len());
-    let lower = out.to_ascii_lowercase();
-    let mut i = 0;
-    let bytes = out.as_bytes();
-    while i < bytes.len() {
-        let found = ["password=", "pgpassword=", "passwd=", "requirepass "]
-            .iter()
-            .find(|k| lower[i..].starts_with(*k));
-        if let Some(k) = found {
-            result.push_str(&out[i..i + k.len()]);
-            result.push_str("***");
-            i += k.len();
-            while i < bytes.len() && !bytes[i].is_ascii_whitespace() && bytes[i] != b'&' {
-                i += 1;
-            }
-        } else {
-            let ch = out[i..].chars().next().unwrap_or(' ');
-            result.push(ch);
-            i += ch.len_utf8();
-        }
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_url_and_keyvalue_passwords() {
-        assert_eq!(
-            redact_secrets("postgres://bob:s3cret@db:5432/tpcc"),
-            "postgres://bob:***@db:5432/tpcc"
-        );
-        assert_eq!(
-            redact_secrets("host=x user=bob password=s3cret dbname=y"),
-            "host=x user=bob password=*** dbname=y"
-        );
-        assert_eq!(
-            redact_secrets("postgres://bob@db/tpcc"),
-            "postgres://bob@db/tpcc"
-        );
-        assert_eq!(redact_secrets("no secrets here"), "no secrets here");
-    }
 
     #[test]
     fn metric_lookup_by_labels() {

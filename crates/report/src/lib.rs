@@ -26,6 +26,13 @@ pub use markdown::markdown;
 
 /// Every chart of the report as standalone SVG files: (file name, SVG text). Charts that
 /// could not be drawn (no histograms, no power) are left out; the HTML report says why.
+/// The mark every HTML report carries in its head: `rackbench report -o` replaces only a
+/// file that has it (or [`COMMENT_MARK`]), never one rackbench did not write.
+pub const GENERATOR_META: &str = r#"<meta name="generator" content="rackbench">"#;
+
+/// The mark at the top of a Markdown report and of an SVG chart (a comment, invisible).
+pub const COMMENT_MARK: &str = "<!-- generator: rackbench -->";
+
 pub fn svg_charts(runs: &[model::RunRecord]) -> Vec<(String, String)> {
     // The workload-specific views' figures too, named after their titles.
     let views = charts::workloads(runs).into_iter().flat_map(|wl| {
@@ -50,7 +57,7 @@ pub fn svg_charts(runs: &[model::RunRecord]) -> Vec<(String, String)> {
             c.svg.map(|s| {
                 (
                     c.file,
-                    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{s}\n"),
+                    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{COMMENT_MARK}\n{s}\n"),
                 )
             })
         })

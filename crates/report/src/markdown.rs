@@ -60,7 +60,11 @@ fn header(cells: &[&str]) -> String {
 /// The report as Markdown.
 pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> String {
     let labels = run_labels(runs);
-    let mut m = format!("# rackbench report: {}\n\n", c(&labels.join(" vs ")));
+    let mut m = format!(
+        "{}\n# rackbench report: {}\n\n",
+        crate::COMMENT_MARK,
+        c(&labels.join(" vs "))
+    );
     m.push_str("## Runs\n\n");
     m.push_str(&header(&[
         "Run", "Label", "Started", "Status", "Results", "Command",

@@ -72,8 +72,15 @@ fn new_run_id() -> String {
     format!("{}-{suffix:06x}", now.format("%Y%m%dT%H%M%S"))
 }
 
+/// Parameters and plans as stored: every string's password masked (each string is
+/// parsed on its own, so a quoted password is found as libpq would read it).
 fn redact_value(v: &Value) -> Value {
-    serde_json::from_str(&model::redact_secrets(&v.to_string())).unwrap_or(Value::Null)
+    model::redact_json(v)
+}
+
+/// An error as stored or shown: a workload's error may quote a connection string.
+fn describe(e: &anyhow::Error) -> String {
+    model::redact_secrets(&format!("{e:#}"))
 }
 
 /// A short label for a sweep point: the swept keys only (`P=100 instances=2`).
@@ -81,9 +88,10 @@ fn point_label(point: &Params, swept: &BTreeMap<String, usize>) -> String {
     swept
         .keys()
         .filter_map(|k| {
-            point
-                .get(k)
-                .map(|v| format!("{k}={}", v.to_string().trim_matches('"')))
+            point.get(k).map(|v| {
+                let v = v.to_string();
+                format!("{k}={}", model::redact_secrets(v.trim_matches('"')))
+            })
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -322,7 +330,7 @@ pub fn run(
         }
         if let Err(e) = w.prepare(&ctx) {
             w.cleanup();
-            let msg = format!("{e:#}");
+            let msg = describe(&e);
             if !any_result {
                 // Nothing measured yet: leave nothing half-written.
                 telemetry.stop();
@@ -412,7 +420,10 @@ pub fn run(
                         if interrupted && lost.is_none() {
                             flags.push(Flag::warning(
                                 "interrupted",
-                                "stopped by Ctrl-C: this test ran short",
+                                format!(
+                                    "stopped by {}: this test ran short",
+                                    engine::stop::stop_cause()
+                                ),
                             ));
                         }
                         let summary = telemetry.summarize(&samples);
@@ -450,9 +461,9 @@ pub fn run(
                         histograms: Vec::new(),
                         telemetry_summary: telemetry.summarize(&samples),
                         telemetry: samples,
-                        flags: vec![Flag::invalid("failed", format!("{e:#}"))],
+                        flags: vec![Flag::invalid("failed", describe(&e))],
                         status: Status::Failed,
-                        error: Some(format!("{e:#}")),
+                        error: Some(describe(&e)),
                     },
                 };
                 if let Some(why) = &lost {
@@ -489,7 +500,7 @@ pub fn run(
             }
             Ok(_) => {}
             Err(e) => {
-                let f = Flag::invalid("verify_failed", format!("{e:#}"));
+                let f = Flag::invalid("verify_failed", describe(&e));
                 for s in &point_steps {
                     store.add_flags(&run_id, *s, std::slice::from_ref(&f))?;
                 }

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use chrono::{DateTime, SecondsFormat, Utc};
+use model::process::ProcessId;
 use model::{
     Fact, Flag, HistogramRecord, HostDisclosure, IdlePower, LatencySummary, Metric, MissingMetric,
     ResultRecord, RunRecord, Severity, Status, TelemetrySample, TelemetrySummary,
@@ -110,7 +111,7 @@ impl Store {
         };
         let mut closed = Vec::new();
         for (run_id, pid, starttime, boot_id) in owners {
-            let why = if boot_id != me.boot_id {
+            let why = if boot_id.trim() != me.boot_id {
                 format!("the machine restarted while rackbench (pid {pid}) was running this run")
             } else if ProcessId::of(pid).is_some_and(|p| p.starttime == starttime) {
                 continue;
@@ -164,7 +165,7 @@ impl Store {
     /// Replace the run's host disclosures (after prepare adds server versions).
     pub fn update_hosts(&self, run_id: &str, hosts: &[HostDisclosure]) -> anyhow::Result<()> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         require_run(&tx, run_id, &self.path)?;
         tx.execute("DELETE FROM hosts WHERE run_id = ?1", [run_id])?;
         insert_hosts(&tx, run_id, hosts)?;
@@ -174,7 +175,7 @@ impl Store {
 
     pub fn insert_idle_power(&self, run_id: &str, idle: &IdlePower) -> anyhow::Result<()> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         require_run(&tx, run_id, &self.path)?;
         let ord: i64 = tx.query_row(
             "SELECT COALESCE(MAX(ord) + 1, 0) FROM idle_power WHERE run_id = ?1",
@@ -190,7 +191,7 @@ impl Store {
     /// It is committed (on disk) when this returns.
     pub fn insert_result(&self, run_id: &str, r: &ResultRecord) -> anyhow::Result<()> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         require_run(&tx, run_id, &self.path)?;
         let ord: i64 = tx.query_row(
             "SELECT COALESCE(MAX(ord) + 1, 0) FROM results WHERE run_id = ?1",
@@ -241,7 +242,7 @@ impl Store {
     /// inserted, e.g. by a consistency check at the end of a sweep point).
     pub fn add_flags(&self, run_id: &str, step: u32, flags: &[model::Flag]) -> anyhow::Result<()> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         let ids: Vec<i64> = {
             let mut stmt = tx.prepare("SELECT id FROM results WHERE run_id = ?1 AND step = ?2")?;
             let rows = stmt.query_map(params![run_id, step as i64], |r| r.get(0))?;
@@ -409,7 +410,7 @@ impl Store {
             );
         }
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         if run_exists(&tx, &run.id)? {
             bail!(
                 "run {} is already in the results store {}; list runs with `rackbench runs`",
@@ -479,6 +480,15 @@ pub fn summary_host(hosts: &[HostDisclosure]) -> String {
     }
 }
 
+/// A transaction that writes: IMMEDIATE, so it takes the write lock at BEGIN, where the
+/// busy timeout waits for another process's writer. A DEFERRED one that reads first and
+/// then writes gets SQLITE_BUSY at once when another process wrote in between (SQLite
+/// cannot wait there without deadlocking), which is how two runs started together on one
+/// store used to fail with "database is locked".
+fn write_tx(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // WAL: readers (`rackbench runs`) do not block the writer. Some filesystems refuse
@@ -492,39 +502,6 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 // ---- text forms of the columns ----
 
 /// RFC 3339, UTC, always nine fractional digits: exact, and sorts as text.
-/// A process, identified across pid reuse by its start time, on one boot of the kernel.
-struct ProcessId {
-    pid: u32,
-    /// Field 22 of /proc/PID/stat: start time in clock ticks after boot.
-    starttime: u64,
-    boot_id: String,
-}
-
-impl ProcessId {
-    fn current() -> Option<ProcessId> {
-        Self::of(std::process::id())
-    }
-
-    fn of(pid: u32) -> Option<ProcessId> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // The command name (field 2) may hold spaces and parentheses: fields after the
-        // last `)` start at field 3.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // A zombie has exited: it writes nothing more.
-        if fields.first() == Some(&"Z") {
-            return None;
-        }
-        let starttime = fields.get(22 - 3)?.parse().ok()?;
-        let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-        Some(ProcessId {
-            pid,
-            starttime,
-            boot_id: boot_id.trim().to_string(),
-        })
-    }
-}
-
 fn ts(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Nanos, true)
 }

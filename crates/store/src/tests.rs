@@ -372,3 +372,40 @@ fn a_second_handle_sees_committed_results() {
     assert_eq!(reader.load_run("r-live").unwrap().results.len(), 1);
     assert_eq!(reader.list_runs().unwrap()[0].results, 1);
 }
+
+#[test]
+fn runs_started_together_on_one_new_store_all_succeed() {
+    // Two `rackbench run`s started at the same moment on one store (a fresh file: both
+    // create it, switch it to WAL and migrate it) must both store their runs.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.sqlite");
+    let n = 6;
+    let barrier = std::sync::Barrier::new(n);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let (path, barrier) = (&path, &barrier);
+                s.spawn(move || -> anyhow::Result<()> {
+                    barrier.wait();
+                    let store = Store::open(path)?;
+                    let id = format!("r-{i}");
+                    let mut header = rich_run(&id, None, t0(i as i64), 0);
+                    header.finished_at = None;
+                    store.begin_run(&header)?;
+                    for k in 0..5 {
+                        store.insert_result(&id, &rich_result(k, "set", 1, t0(k as i64)))?;
+                        let _ = store.list_runs()?;
+                    }
+                    store.finish_run(&id, Status::Ok, None)
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+    });
+    let store = Store::open(&path).unwrap();
+    let runs = store.list_runs().unwrap();
+    assert_eq!(runs.len(), n);
+    assert!(runs.iter().all(|r| r.results == 5), "{runs:?}");
+}

@@ -4,6 +4,7 @@ pub mod disclosure;
 pub mod hosts;
 pub mod net;
 pub mod oltp;
+pub mod output;
 pub mod report;
 pub mod run;
 pub mod runs;

@@ -3,7 +3,7 @@
 //! measures loopback and host-to-host. It serves one test at a time until Ctrl-C/SIGTERM.
 
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -58,9 +58,8 @@ fn serve(a: ServeArgs, g: &Global) -> anyhow::Result<i32> {
     let addr = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
     {
-        let stop = Arc::clone(&stop);
-        // SIGINT and SIGTERM (ChildGuard stops us with SIGTERM) end the loop cleanly.
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed));
+        // SIGINT, SIGTERM (ChildGuard stops us with SIGTERM) and SIGHUP end the loop cleanly.
+        crate::signals::flag_on_termination(&stop);
     }
     if g.json {
         println!("{}", serde_json::json!({"listening": addr.to_string()}));

@@ -27,7 +27,8 @@ pub struct Where {
     /// Cluster directory rackbench creates (if missing), starts and keeps
     #[arg(long, value_name = "DIR", conflicts_with = "dsn")]
     pub dir: Option<String>,
-    /// An existing server's connection string (the database must exist)
+    /// An existing server's connection string (the database must exist; with no
+    /// password in it, PGPASSWORD or the password file is used)
     #[arg(long, value_name = "CONNSTRING")]
     pub dsn: Option<String>,
     /// Databases (tpcc, tpcc_2, ...), as `run oltp --databases`

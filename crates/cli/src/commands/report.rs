@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use model::RunRecord;
 
+use super::output;
 use crate::Global;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,33 +173,6 @@ fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Write `data` to `path` atomically: a temporary file beside it, then a rename.
-fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("creating directory {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> anyhow::Result<()> {
-        let mut f =
-            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(data)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// Evaluate a TCO plan, taking power/performance from the runs its platforms name.
 fn evaluate_plan(
     plan_path: &Path,
@@ -249,12 +223,13 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(default_name));
-    write_atomic(&out, body.as_bytes())?;
+    let db = g.db_path();
+    output::write_atomic(&out, body.as_bytes(), &db)?;
     let mut svgs = Vec::new();
     if let Some(dir) = &a.svg_dir {
         for (name, svg) in report::svg_charts(&runs) {
             let p = dir.join(&name);
-            write_atomic(&p, svg.as_bytes())?;
+            output::write_atomic(&p, svg.as_bytes(), &db)?;
             svgs.push(p);
         }
     }
@@ -316,20 +291,6 @@ pub fn tco(a: TcoArgs, g: &Global) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn atomic_write_replaces_and_leaves_no_temp() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("sub/report.html");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "{names:?}");
-    }
 
     /// A small stored run: one kv result with a real histogram, IPMI power, per-CPU telemetry.
     fn stored_run(id: &str, label: &str, ops: f64) -> RunRecord {

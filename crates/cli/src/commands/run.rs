@@ -356,12 +356,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         params.insert(k, v);
     }
     let points = engine::plan::expand(&params, reg.list_keys)?;
-    let command = model::redact_secrets(
-        &std::env::args()
-            .map(|s| shell_quote(&s))
-            .collect::<Vec<_>>()
-            .join(" "),
-    );
+    let command = redacted_command_line(std::env::args());
     Ok(Resolved {
         registration: reg,
         opts,
@@ -370,6 +365,15 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         points,
         command,
     })
+}
+
+/// The command line as stored: each argument's passwords masked on its own (a
+/// `--dsn` value parsed as the connection string it is), then shell-quoted. Redacting
+/// after quoting would have to see through the shell's quoting of the DSN's quotes.
+fn redacted_command_line(args: impl Iterator<Item = String>) -> String {
+    args.map(|a| shell_quote(&model::redact_secrets(&a)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn shell_quote(s: &str) -> String {
@@ -439,7 +443,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         registration: r.registration,
     };
     let store = store::Store::open(&db)?;
-    install_interrupt_handler();
+    crate::signals::install_for_run();
     let progress = Arc::new(Progress::default());
     let display = crate::progress::Display::start(progress.clone(), verbose);
     let finished = runner::run(&plan, &store, progress, &ShowSteps(&display));
@@ -467,13 +471,13 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         );
     }
     let invalid = stored.results.iter().any(|x| x.is_invalid());
-    Ok(
-        if finished.failure.is_some() || finished.interrupted || invalid {
-            1
-        } else {
-            0
-        },
-    )
+    // Exit statuses (README, "Exit status"): 128 + the signal that ended the run early,
+    // 1 a failed or invalid result, 0 all good.
+    Ok(match crate::signals::exit_status() {
+        Some(code) if finished.interrupted => code,
+        _ if finished.failure.is_some() || finished.interrupted || invalid => 1,
+        _ => 0,
+    })
 }
 
 /// Median and spread of the headline over repetitions, per sweep point and test.
@@ -570,19 +574,6 @@ pub fn peaks(run: &RunRecord) -> String {
     }
 }
 
-fn install_interrupt_handler() {
-    let _ = ctrlc::set_handler(|| {
-        if engine::stop::stop_requested() {
-            // Second Ctrl-C: no more waiting.
-            engine::launch::kill_all_children();
-            eprintln!("\nrackbench: interrupted twice: servers killed, exiting");
-            std::process::exit(130);
-        }
-        eprintln!("\nrackbench: interrupting: finishing the current test, keeping what was measured (Ctrl-C again to abort)");
-        engine::stop::request_stop();
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -594,6 +585,27 @@ mod tests {
         for reg in registry::all() {
             workload_command(&reg).debug_assert();
         }
+    }
+
+    #[test]
+    fn the_stored_command_line_masks_each_arguments_password() {
+        let args = [
+            "rackbench",
+            "run",
+            "oltp",
+            "--dsn",
+            r"host=h password = 'a b\'c' dbname=d",
+            "--dsn=postgresql://u:p%40ss@h/d?sslmode=disable",
+            "PGPASSWORD=s3cret",
+            "--vus",
+            "2",
+        ];
+        let line = redacted_command_line(args.iter().map(|s| s.to_string()));
+        assert_eq!(
+            line,
+            "rackbench run oltp --dsn 'host=h password = *** dbname=d' \
+             '--dsn=postgresql://u:***@h/d?sslmode=disable' 'PGPASSWORD=***' --vus 2"
+        );
     }
 
     #[test]

@@ -3,16 +3,17 @@
 //!
 //! All table formatting lives here ([`results_table`], [`render_table`]) so `rackbench run`
 //! ends with the same table `rackbench show` prints. Files are written atomically
-//! ([`write_atomic`]): an export interrupted half-way leaves the old file, never half a file.
+//! ([`output::write_atomic`]): an export interrupted half-way leaves the old file, never half a file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use model::{ResultRecord, RunRecord, Severity, Status};
 use store::Store;
 
+use super::output;
 use crate::Global;
 
 #[derive(clap::Args, Debug)]
@@ -163,7 +164,7 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
     };
     match &a.output {
         Some(path) => {
-            write_atomic(path, &bytes)?;
+            output::write_atomic(path, &bytes, &g.db_path())?;
             if !g.quiet {
                 eprintln!(
                     "exported {} run{} to {}",
@@ -229,39 +230,6 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
 }
 
 // ---- output ----
-
-/// Write `bytes` to `path` atomically: a temporary file in the same directory, synced,
-/// then renamed over `path`.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let Some(name) = path.file_name() else {
-        bail!("{} is not a file name; give -o FILE", path.display());
-    };
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| {
-            format!(
-                "cannot write {} (does its directory exist and is it writable?)",
-                path.display()
-            )
-        });
-    }
-    Ok(())
-}
 
 fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();

@@ -212,9 +212,7 @@ fn children(pid: u32) -> Vec<u32> {
 /// Launch nginx and wait until it accepts connections.
 pub fn launch(spec: &NginxSpec) -> anyhow::Result<Nginx> {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::Builder::new()
-        .prefix("rackbench-nginx-")
-        .tempdir()
+    let dir = engine::scratch::tempdir("rackbench-nginx-")
         .context("creating a temporary directory for nginx")?;
     let www = dir.path().join("www");
     std::fs::create_dir(&www).context("creating nginx's document root")?;

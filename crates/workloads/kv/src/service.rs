@@ -100,9 +100,7 @@ impl KvService {
                 ctx.bind_ip
             )
         })?;
-        let dir = tempfile::Builder::new()
-            .prefix("rackbench-kv-")
-            .tempdir()
+        let dir = engine::scratch::tempdir("rackbench-kv-")
             .context("creating a temporary directory for redis-server")?;
         let cpus = if server_cpus.is_empty() {
             engine::launch::allowed_cpus()

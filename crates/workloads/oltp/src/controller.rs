@@ -10,9 +10,10 @@
 //! With one host as both system under test and load generator this is the single-host
 //! run of before: the same figures, the same checks, in-process.
 //!
-//! The password (`--dsn`'s, or PGPASSWORD for a `--dsn` without one) goes into the
-//! service's and the drivers' parameters only; nothing this controller returns carries
-//! it (the runner stores the sweep point's parameters redacted).
+//! The password (`--dsn`'s, or for a `--dsn` without one PGPASSWORD or the password
+//! file's, as libpq would use) goes into the service's and the drivers' parameters
+//! only; nothing this controller returns carries it (the runner stores the sweep
+//! point's parameters redacted).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,13 +98,16 @@ impl Oltp {
     fn with(cfg: Config, cap: CapacityConfig, params: Params) -> anyhow::Result<Oltp> {
         let mix = Mix::new(&cfg.mix)?;
         let password = match &cfg.dsn {
-            Some(dsn) => match server::parse_dsn(dsn)?.get_password() {
-                Some(p) => Some(
-                    String::from_utf8(p.to_vec())
-                        .map_err(|_| anyhow::anyhow!("the --dsn password is not UTF-8"))?,
-                ),
-                None => target::env_password(),
-            },
+            Some(dsn) => {
+                let c = server::parse_dsn(dsn)?;
+                match c.get_password() {
+                    Some(p) => Some(
+                        String::from_utf8(p.to_vec())
+                            .map_err(|_| anyhow::anyhow!("the --dsn password is not UTF-8"))?,
+                    ),
+                    None => target::default_password(&c),
+                }
+            }
             None => None,
         };
         Ok(Oltp {

@@ -22,7 +22,7 @@
 //! - the [`controller`] ([`Oltp`], the `Workload`): starts the service, spreads each test
 //!   across the generators and merges what they measured into one result.
 //!
-//! A password (`--dsn`'s or PGPASSWORD) never appears in endpoints, facts, stored
+//! A password (`--dsn`'s, PGPASSWORD or the [`pgpass`] file's) never appears in endpoints, facts, stored
 //! parameters or a command line: it reaches the service and the drivers inside their
 //! parameters only (which travel in the agent protocol's frames).
 
@@ -30,6 +30,7 @@ pub mod check;
 pub mod controller;
 pub mod driver;
 mod monitor;
+pub mod pgpass;
 pub mod populate;
 pub mod random;
 mod results;
@@ -85,7 +86,9 @@ pub struct Flags {
     /// Open-loop arrivals: constant or poisson [default: constant]
     #[arg(long, value_name = "KIND")]
     pub arrival: Option<String>,
-    /// Use this server instead of launching one (password never stored or printed)
+    /// Use this server instead of launching one: a libpq connection string (keyword/value
+    /// or URI). Its password is never stored or printed; with none, PGPASSWORD or the
+    /// password file (PGPASSFILE, ~/.pgpass) is used, as libpq would
     #[arg(long, value_name = "CONNSTRING")]
     pub dsn: Option<String>,
     /// Use (or create and keep) the PostgreSQL cluster in this directory, so one build

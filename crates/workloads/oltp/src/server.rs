@@ -240,9 +240,7 @@ impl Server {
 
     /// [`Server::throwaway`], reachable as `reach` says.
     pub fn throwaway_at(settings: &Settings, reach: &Reach) -> anyhow::Result<Server> {
-        let temp = tempfile::Builder::new()
-            .prefix("rackbench-oltp-")
-            .tempdir()
+        let temp = engine::scratch::tempdir("rackbench-oltp-")
             .context("creating a temp dir for the PostgreSQL cluster")?;
         let data = temp.path().join("data");
         init_cluster(&data)?;
@@ -541,6 +539,44 @@ mod tests {
         let back = endpoint_config(&dsn_without_password(&q), None).unwrap();
         assert_eq!(back.get_hosts(), q.get_hosts());
         assert_eq!(back.get_password(), None);
+    }
+
+    /// Every legal spelling of a password the postgres crate accepts is hidden by
+    /// `redact_secrets`, and what is left still says where and as whom.
+    #[test]
+    fn every_spelling_the_postgres_crate_reads_is_redacted() {
+        let forms = [
+            "host=db user=bob password=Zq9pw dbname=tpcc",
+            "host=db user=bob password = Zq9pw dbname=tpcc",
+            "host=db user=bob password\t=\tZq9pw dbname=tpcc",
+            r"host=db user=bob password='Zq9 p\'w\\x' dbname=tpcc",
+            r"host=db user=bob password=Zq9\ pw dbname=tpcc",
+            "password='Zq9pw' host=db user=bob dbname=tpcc",
+            "postgresql://bob:Zq9pw@db/tpcc",
+            "postgres://bob:Zq9%20p%40w%3A@db:5432/tpcc",
+            "postgresql://bob@db/tpcc?password=Zq9pw&sslmode=disable",
+            "postgresql://bob@db/tpcc?pass%77ord=Zq9pw",
+            "postgresql://bob:Zq9pw@db:5432,db2:5433/tpcc?connect_timeout=5",
+            "postgresql://%62ob@db/tpcc?password=Zq9%20pw",
+        ];
+        for dsn in forms {
+            let c = postgres::Config::from_str(dsn).unwrap_or_else(|e| panic!("{dsn}: {e}"));
+            let pw = String::from_utf8(c.get_password().expect(dsn).to_vec()).unwrap();
+            assert!(pw.starts_with("Zq9"), "{dsn}: {pw}");
+            let r = model::redact_secrets(dsn);
+            assert!(!r.contains("Zq9"), "{dsn} -> {r}");
+            let back = postgres::Config::from_str(&r).unwrap_or_else(|e| panic!("{r}: {e}"));
+            assert_eq!(back.get_hosts(), c.get_hosts(), "{r}");
+            assert_eq!(back.get_ports(), c.get_ports(), "{r}");
+            assert_eq!(back.get_user(), c.get_user(), "{r}");
+            assert_eq!(back.get_dbname(), c.get_dbname(), "{r}");
+            assert_eq!(back.get_password(), Some(&b"***"[..]), "{r}");
+            // The error a bad DSN gives does not echo it either.
+            let bad = format!("{dsn} port=notaport");
+            if let Err(e) = parse_dsn(&bad) {
+                assert!(!format!("{e:#}").contains("Zq9"), "{e:#}");
+            }
+        }
     }
 
     #[test]

@@ -25,15 +25,14 @@ pub struct Target {
 
 impl Target {
     /// Launch or reach the server `cfg` names, here and for here alone (loopback; the
-    /// password from the DSN or else PGPASSWORD). `create_dir`: a missing
-    /// `--cluster-dir` is initialised (build) rather than an error (check).
+    /// password from the DSN, else PGPASSWORD, else the password file). `create_dir`: a
+    /// missing `--cluster-dir` is initialised (build) rather than an error (check).
     pub fn open(cfg: &Config, create_dir: bool) -> anyhow::Result<Target> {
-        Target::open_at(
-            cfg,
-            create_dir,
-            &Reach::loopback(),
-            env_password().as_deref(),
-        )
+        let password = match &cfg.dsn {
+            Some(dsn) => default_password(&server::parse_dsn(dsn)?),
+            None => None,
+        };
+        Target::open_at(cfg, create_dir, &Reach::loopback(), password.as_deref())
     }
 
     /// [`Target::open`] with a launched server reachable as `reach` says, and
@@ -258,6 +257,15 @@ impl Target {
             s.stop();
         }
     }
+}
+
+/// The password libpq would use for `dsn`, a connection string that names none:
+/// PGPASSWORD, else the password file's line for its host, port, database and user
+/// (the postgres crate reads neither). Looked up once, for the DSN's own database, and
+/// used for every database of the run.
+pub fn default_password(dsn: &postgres::Config) -> Option<String> {
+    env_password()
+        .or_else(|| crate::pgpass::password_for(dsn, &|w| eprintln!("rackbench: warning: {w}")))
 }
 
 /// PGPASSWORD, libpq's password for a connection string that names none.

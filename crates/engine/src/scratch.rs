@@ -1,0 +1,345 @@
+//! Scratch space: every temporary directory a rackbench process makes (redis-server's and
+//! nginx's working directories, throwaway PostgreSQL clusters of 300-400 MB, ssh control
+//! sockets) lives under one root of its own, `$TMPDIR/rackbench.PID.START/`, which also
+//! says whose it is (`owner`: pid, start time, boot id) and which process groups it
+//! launched (`groups`: one `PGID START` line each).
+//!
+//! A process that ends normally removes its root ([`remove_own`]). One killed outright
+//! (kill -9, out of memory, the machine rebooted) cannot, and its reaper may have died
+//! with it (`pkill -9 rackbench` reaches both): so every command begins with [`sweep`],
+//! which finds roots whose owner is gone, kills what is left of the process groups they
+//! record, and removes them. Nothing depends on a process surviving to clean up after
+//! itself. Only roots owned by this user and writable by no one else are trusted: a file
+//! another user could write never decides what is killed.
+
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use anyhow::Context as _;
+use model::process::{self, ProcessId};
+
+const PREFIX: &str = "rackbench.";
+
+/// This process's root, made on first use.
+static ROOT: OnceLock<Mutex<Option<PathBuf>>> = OnceLock::new();
+
+/// A new private temporary directory (mode 0700) under this process's root, removed when
+/// dropped; a killed process's is removed by the next command's [`sweep`].
+pub fn tempdir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
+    let root = root().context("creating rackbench's scratch directory in the temp dir")?;
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(&root)
+        .with_context(|| format!("creating a temporary directory in {}", root.display()))
+}
+
+/// Record a process group this process launched (its leader's pid), so that a [`sweep`]
+/// after this process died can kill what is left of it.
+pub fn record_group(pgid: u32) {
+    let Some(stat) = process::stat_of(pgid) else {
+        return;
+    };
+    let Ok(root) = root() else { return };
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(root.join("groups"))
+    {
+        let _ = writeln!(f, "{pgid} {}", stat.starttime);
+    }
+}
+
+/// Remove this process's root (at a normal exit; what is still inside goes too).
+pub fn remove_own() {
+    let Some(lock) = ROOT.get() else { return };
+    if let Some(root) = lock.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = std::fs::remove_dir_all(root);
+    }
+}
+
+fn root() -> std::io::Result<PathBuf> {
+    let lock = ROOT.get_or_init(|| Mutex::new(None));
+    let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = guard.as_ref() {
+        return Ok(r.clone());
+    }
+    let me = ProcessId::current().ok_or_else(|| std::io::Error::other("no /proc/self/stat"))?;
+    let root = std::env::temp_dir().join(format!("{PREFIX}{}.{}", me.pid, me.starttime));
+    // 0711: others may pass through (a PostgreSQL cluster run as `postgres` lives below)
+    // but not list; each directory inside is 0700 with a random name.
+    match std::fs::DirBuilder::new().mode(0o711).create(&root) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && trusted(&root) => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::write(
+        root.join("owner"),
+        format!("{} {} {}\n", me.pid, me.starttime, me.boot_id),
+    )?;
+    *guard = Some(root.clone());
+    Ok(root)
+}
+
+/// What a [`sweep`] did after one dead process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cleaned {
+    pub owner_pid: u32,
+    pub processes_killed: usize,
+    pub bytes_removed: u64,
+}
+
+impl std::fmt::Display for Cleaned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cleaned up after rackbench pid {} that did not exit cleanly: removed {} of temporary files",
+            self.owner_pid,
+            human_bytes(self.bytes_removed)
+        )?;
+        match self.processes_killed {
+            0 => {}
+            1 => write!(f, ", stopped 1 leftover server process")?,
+            n => write!(f, ", stopped {n} leftover server processes")?,
+        }
+        Ok(())
+    }
+}
+
+fn human_bytes(b: u64) -> String {
+    match b {
+        0..=9_999 => format!("{b} B"),
+        10_000..=9_999_999 => format!("{:.0} kB", b as f64 / 1e3),
+        _ => format!("{:.0} MB", b as f64 / 1e6),
+    }
+}
+
+/// Clean up after every rackbench process of this user that died without doing so.
+pub fn sweep() -> Vec<Cleaned> {
+    sweep_in(&std::env::temp_dir())
+}
+
+/// [`sweep`] in `tmp` (tests use their own).
+pub fn sweep_in(tmp: &Path) -> Vec<Cleaned> {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return Vec::new();
+    };
+    let mut cleaned = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let root = e.path();
+        if !trusted(&root) {
+            continue;
+        }
+        let Some(owner) = read_owner(&root) else {
+            continue;
+        };
+        if owner.is_alive() {
+            continue;
+        }
+        let processes_killed = if Some(owner.boot_id.as_str()) == process::boot_id().as_deref() {
+            kill_groups(&root)
+        } else {
+            0 // another boot: nothing of it runs
+        };
+        let bytes_removed = disk_usage(&root);
+        if std::fs::remove_dir_all(&root).is_ok() {
+            cleaned.push(Cleaned {
+                owner_pid: owner.pid,
+                processes_killed,
+                bytes_removed,
+            });
+        }
+    }
+    cleaned
+}
+
+/// A directory (not a symlink) owned by this user that no one else may write to.
+fn trusted(root: &Path) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    std::fs::symlink_metadata(root)
+        .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0)
+}
+
+fn read_owner(root: &Path) -> Option<ProcessId> {
+    let text = std::fs::read_to_string(root.join("owner")).ok()?;
+    let mut f = text.split_whitespace();
+    Some(ProcessId {
+        pid: f.next()?.parse().ok()?,
+        starttime: f.next()?.parse().ok()?,
+        boot_id: f.next()?.to_string(),
+    })
+}
+
+/// SIGKILL what is left of every group `root` records; the number of processes killed.
+///
+/// A group is ours when its leader still runs with the start time recorded, or when its
+/// leader is gone and the group lives on (the kernel does not give a pid out again while
+/// a process group of that id exists, so no newer group can have it). Members are
+/// matched by their own start time too: none may be older than the leader was.
+fn kill_groups(root: &Path) -> usize {
+    let Ok(text) = std::fs::read_to_string(root.join("groups")) else {
+        return 0;
+    };
+    let mut killed = 0;
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(Ok(pgid)), Some(Ok(start))) = (
+            f.next().map(str::parse::<u32>),
+            f.next().map(str::parse::<u64>),
+        ) else {
+            continue;
+        };
+        if pgid <= 1 {
+            continue;
+        }
+        if let Some(leader) = process::stat_of(pgid) {
+            if leader.starttime != start {
+                continue; // the pid now belongs to someone else
+            }
+        }
+        let members: Vec<u32> = members_of(pgid)
+            .into_iter()
+            .filter(|(_, s)| s.starttime >= start && s.state != 'Z')
+            .map(|(pid, _)| pid)
+            .collect();
+        for pid in &members {
+            // SAFETY: kill(2) on a process of a group this user's dead rackbench launched.
+            if unsafe { libc::kill(*pid as i32, libc::SIGKILL) } == 0 {
+                killed += 1;
+            }
+        }
+    }
+    killed
+}
+
+/// Processes whose process group is `pgid`.
+fn members_of(pgid: u32) -> Vec<(u32, process::Stat)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, process::stat_of(pid)?)))
+        .filter(|(_, s)| s.pgrp == pgid)
+        .collect()
+}
+
+/// Bytes in files under `dir` (what removing it frees, roughly).
+fn disk_usage(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => disk_usage(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt as _;
+
+    /// A root as a killed process leaves it: an owner that no longer runs, a big file, and
+    /// a process group still running (a `sleep` in its own group, standing for nginx's
+    /// workers after their master and the reaper died).
+    #[test]
+    fn a_dead_processs_root_and_leftover_group_are_cleaned_and_a_live_ones_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dead = tmp.path().join(format!("{PREFIX}1.1"));
+        std::fs::DirBuilder::new()
+            .mode(0o711)
+            .create(&dead)
+            .unwrap();
+        let boot = process::boot_id().unwrap();
+        // pid 1 with a start time it never had: a process that is gone.
+        std::fs::write(dead.join("owner"), format!("1 999999999 {boot}\n")).unwrap();
+        std::fs::create_dir(dead.join("rackbench-oltp-x")).unwrap();
+        std::fs::write(dead.join("rackbench-oltp-x/base"), vec![0u8; 3_000_000]).unwrap();
+        let mut orphan = std::process::Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let start = process::stat_of(orphan.id()).unwrap().starttime;
+        std::fs::write(dead.join("groups"), format!("{} {start}\n", orphan.id())).unwrap();
+        // A live owner's root (ours) is left alone.
+        let me = ProcessId::current().unwrap();
+        let live = tmp
+            .path()
+            .join(format!("{PREFIX}{}.{}", me.pid, me.starttime));
+        std::fs::DirBuilder::new()
+            .mode(0o711)
+            .create(&live)
+            .unwrap();
+        std::fs::write(
+            live.join("owner"),
+            format!("{} {} {}\n", me.pid, me.starttime, me.boot_id),
+        )
+        .unwrap();
+        // A root anyone may write to is not trusted, whatever it says.
+        let open = tmp.path().join(format!("{PREFIX}2.2"));
+        std::fs::DirBuilder::new()
+            .mode(0o777)
+            .create(&open)
+            .unwrap();
+        std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+        std::fs::write(open.join("owner"), format!("2 2 {boot}\n")).unwrap();
+
+        let cleaned = sweep_in(tmp.path());
+        assert_eq!(cleaned.len(), 1, "{cleaned:?}");
+        assert_eq!(cleaned[0].processes_killed, 1);
+        assert!(cleaned[0].bytes_removed >= 3_000_000);
+        assert!(!dead.exists());
+        assert!(live.exists() && open.exists());
+        let status = orphan.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL)
+        );
+    }
+
+    #[test]
+    fn a_recorded_pid_now_someone_elses_is_not_killed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dead = tmp.path().join(format!("{PREFIX}1.1"));
+        std::fs::DirBuilder::new()
+            .mode(0o711)
+            .create(&dead)
+            .unwrap();
+        let boot = process::boot_id().unwrap();
+        std::fs::write(dead.join("owner"), format!("1 999999999 {boot}\n")).unwrap();
+        let mut other = std::process::Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let start = process::stat_of(other.id()).unwrap().starttime;
+        // The group recorded with another start time: the pid was reused.
+        std::fs::write(
+            dead.join("groups"),
+            format!("{} {}\n", other.id(), start + 7),
+        )
+        .unwrap();
+        let cleaned = sweep_in(tmp.path());
+        assert_eq!(cleaned[0].processes_killed, 0);
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "an unrelated process was killed"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
+    }
+}

@@ -1,0 +1,644 @@
+//! Passwords kept out of everything rackbench prints or stores.
+//!
+//! A PostgreSQL connection string has two legal spellings (libpq, "Connection
+//! Strings"): `keyword = value` pairs, where spaces around `=` are optional and a value
+//! may be single-quoted with `\'` and `\\` escapes, and a `postgresql://` (or
+//! `postgres://`) URI whose parts are percent-encoded, with the password in the
+//! userinfo (`user:pass@`) or as a query parameter (`?password=...`). A string scan for
+//! `password=` misses most of them, so a connection string is parsed as libpq parses it
+//! and rebuilt with each password value replaced by [`MASK`], everything else kept as
+//! written. Text that is not a connection string (a command line, an error message) is
+//! scanned for the same shapes, erring on the side of hiding: a masked word too many is
+//! harmless, a password in a results file is not.
+
+use std::borrow::Cow;
+
+use percent_encoding::percent_decode_str;
+use serde_json::Value;
+
+/// What a password is replaced by.
+pub const MASK: &str = "***";
+
+/// Is a keyword (`password`, `sslpassword`, `PGPASSWORD`, `requirepass`, ...) one
+/// whose value is a secret? Case-insensitive, wider than libpq's own keywords (which
+/// are lowercase): hiding a value too many costs little. `passfile` names a file, not a
+/// password.
+pub fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    let k = k.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if k == "passfile" {
+        return false;
+    }
+    ["password", "passwd", "passphrase", "secret"]
+        .iter()
+        .any(|w| k.contains(w))
+        || k.ends_with("pass")
+}
+
+/// Replace every password in `s` by [`MASK`]: in a whole connection string (either
+/// form) by parsing it as libpq does, otherwise by scanning the text for URIs with a
+/// userinfo password or query password and for `password = value` shapes. Used on
+/// everything stored or printed.
+pub fn redact_secrets(s: &str) -> String {
+    if is_postgres_uri(s) {
+        return redact_uri(s);
+    }
+    if let Some(pairs) = parse_keyword_value(s) {
+        return rebuild_keyword_value(s, &pairs);
+    }
+    redact_text(s)
+}
+
+/// [`redact_secrets`] on every string of a JSON value (a plan, a sweep point's
+/// parameters), and the whole value of any key that names a secret. Walking the value
+/// rather than its serialisation lets each string be parsed as written (JSON escapes
+/// would hide a quoted password from the parser).
+pub fn redact_json(v: &Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(redact_secrets(s)),
+        Value::Array(a) => Value::Array(a.iter().map(redact_json).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let v = if is_secret_key(k) && !v.is_null() {
+                        Value::String(MASK.into())
+                    } else {
+                        redact_json(v)
+                    };
+                    (redact_secrets(k), v)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Does `s` start with a scheme libpq takes as a connection URI? (Case-insensitive:
+/// libpq's is not, but a mistyped scheme still carries a password.)
+fn is_postgres_uri(s: &str) -> bool {
+    let lower = s.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgresql://") || lower.starts_with("postgres://")
+}
+
+/// One `keyword = value` of a connection string: the keyword as written, the value as
+/// libpq reads it (quotes and escapes removed) and where the value is written in the
+/// string (with its quotes).
+#[derive(Debug)]
+struct Pair {
+    key: String,
+    value: String,
+    span: std::ops::Range<usize>,
+}
+
+/// Parse `s` as a keyword/value connection string the way libpq's `conninfo_parse`
+/// does: a keyword runs to whitespace or `=`, whitespace around `=` is skipped, a value
+/// is either single-quoted (to the next unescaped `'`) or runs to whitespace, and `\`
+/// escapes the next character in both. None when `s` is not one (no `=` after a
+/// keyword, an unterminated quote).
+fn parse_keyword_value(s: &str) -> Option<Vec<Pair>> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut pairs = Vec::new();
+    loop {
+        i = skip_ws(b, i);
+        if i == b.len() {
+            return Some(pairs);
+        }
+        let key_start = i;
+        while i < b.len() && !b[i].is_ascii_whitespace() && b[i] != b'=' {
+            i += 1;
+        }
+        let key = &s[key_start..i];
+        i = skip_ws(b, i);
+        if key.is_empty() || b.get(i) != Some(&b'=') {
+            return None;
+        }
+        i = skip_ws(b, i + 1);
+        let value_start = i;
+        let (value, end) = read_value(b, i)?;
+        pairs.push(Pair {
+            key: key.to_string(),
+            value,
+            span: value_start..end,
+        });
+        i = end;
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// A libpq value starting at `i`: its text and where it ends. None for an unterminated
+/// quote (libpq refuses the string).
+fn read_value(b: &[u8], mut i: usize) -> Option<(String, usize)> {
+    let mut out = Vec::new();
+    if b.get(i) == Some(&b'\'') {
+        i += 1;
+        loop {
+            match b.get(i)? {
+                b'\\' => {
+                    out.push(*b.get(i + 1)?);
+                    i += 2;
+                }
+                b'\'' => return Some((String::from_utf8_lossy(&out).into_owned(), i + 1)),
+                c => {
+                    out.push(*c);
+                    i += 1;
+                }
+            }
+        }
+    }
+    while i < b.len() && !b[i].is_ascii_whitespace() {
+        if b[i] == b'\\' && i + 1 < b.len() {
+            i += 1;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    Some((String::from_utf8_lossy(&out).into_owned(), i))
+}
+
+/// `s` with each secret value masked, and each other value that holds a secret of its
+/// own (a `dbname` that is itself a connection string, `--dsn=URI` on a command line)
+/// redacted and quoted again; every other byte as written.
+fn rebuild_keyword_value(s: &str, pairs: &[Pair]) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut at = 0;
+    for p in pairs {
+        let replacement = if is_secret_key(&p.key) {
+            MASK.to_string()
+        } else {
+            let inner = redact_secrets(&p.value);
+            if inner == p.value {
+                continue;
+            }
+            quote_value(&inner)
+        };
+        out.push_str(&s[at..p.span.start]);
+        out.push_str(&replacement);
+        at = p.span.end;
+    }
+    out.push_str(&s[at..]);
+    out
+}
+
+/// A keyword/value value, quoted as libpq needs it to read it back.
+fn quote_value(v: &str) -> String {
+    if !v.is_empty() && !v.contains(|c: char| c.is_whitespace() || c == '\'' || c == '\\') {
+        return v.to_string();
+    }
+    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// A URI (`scheme://[userinfo@]hosts[/path][?query]`, any scheme) with the userinfo's
+/// password and every secret query parameter masked. The userinfo ends at the *last*
+/// `@`: libpq stops at the first `@` before `/`, tokio-postgres at the first `@`
+/// anywhere, and a password with an unencoded `@`, `/` or `?` is hidden whole by taking
+/// the widest reading.
+fn redact_uri(uri: &str) -> String {
+    let Some(scheme_end) = uri.find("://").map(|p| p + 3) else {
+        return redact_text(uri);
+    };
+    let rest = &uri[scheme_end..];
+    let mut out = uri[..scheme_end].to_string();
+    let after_userinfo = match rest.rfind('@') {
+        Some(at) => {
+            let userinfo = &rest[..at];
+            match userinfo.split_once(':') {
+                Some((user, _password)) => {
+                    out.push_str(user);
+                    out.push(':');
+                    out.push_str(MASK);
+                }
+                None => out.push_str(userinfo),
+            }
+            out.push('@');
+            &rest[at + 1..]
+        }
+        None => rest,
+    };
+    match after_userinfo.split_once('?') {
+        Some((hosts_and_path, query)) => {
+            out.push_str(hosts_and_path);
+            out.push('?');
+            out.push_str(&redact_query(query));
+        }
+        None => out.push_str(after_userinfo),
+    }
+    out
+}
+
+/// `name=value&...` with the value of each secret name (percent-decoded first, as libpq
+/// decodes it: `pass%77ord` is `password`) masked, and a value holding a secret of its
+/// own masked whole.
+fn redact_query(query: &str) -> String {
+    query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((k, v)) => {
+                let value = decode(v);
+                if is_secret_key(&decode(k)) || redact_secrets(&value) != value {
+                    format!("{k}={MASK}")
+                } else {
+                    param.to_string()
+                }
+            }
+            None => param.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn decode(s: &str) -> Cow<'_, str> {
+    percent_decode_str(s).decode_utf8_lossy()
+}
+
+/// Free text (a command line, a message): every URI with a scheme redacted as
+/// [`redact_uri`] does (to the next whitespace), and every `KEY = value` or `KEY: value`
+/// whose KEY names a secret with its value masked (a value quoted with `'` or `"` to its
+/// closing quote, escapes honoured, else to the next whitespace); also redis's
+/// `requirepass value`.
+fn redact_text(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        let word_start = i == 0 || !is_word(b[i - 1]);
+        if word_start && b[i].is_ascii_alphabetic() {
+            if let Some(end) = uri_at(b, i) {
+                out.push_str(&redact_uri(&s[i..end]));
+                i = end;
+                continue;
+            }
+        }
+        if word_start && is_word(b[i]) {
+            let mut end = i;
+            while end < b.len() && is_word(b[end]) {
+                end += 1;
+            }
+            let key = &s[i..end];
+            match secret_value_at(b, key, end) {
+                Some((value_start, value_end)) => {
+                    out.push_str(&s[i..value_start]);
+                    out.push_str(MASK);
+                    i = value_end;
+                }
+                None => {
+                    out.push_str(key);
+                    i = end;
+                }
+            }
+            continue;
+        }
+        let ch = s[i..].chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// If a URI (`scheme://...`) starts at `i`, where it ends (the next whitespace).
+fn uri_at(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i;
+    while j < b.len() && (b[j].is_ascii_alphanumeric() || b"+.-".contains(&b[j])) {
+        j += 1;
+    }
+    if !b[j..].starts_with(b"://") {
+        return None;
+    }
+    Some(
+        (j..b.len())
+            .find(|&k| b[k].is_ascii_whitespace())
+            .unwrap_or(b.len()),
+    )
+}
+
+/// For a word `key` ending at `end` that names a secret and is followed by `=` or `:`
+/// (after an optional closing quote, as in JSON, and spaces), the span of its value;
+/// None if there is none to hide.
+fn secret_value_at(b: &[u8], key: &str, end: usize) -> Option<(usize, usize)> {
+    if !is_secret_key(key) {
+        return None;
+    }
+    let mut j = end;
+    if matches!(b.get(j), Some(b'"' | b'\'')) {
+        j += 1;
+    }
+    let spaces = |mut j: usize| {
+        while matches!(b.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        j
+    };
+    let after_key = spaces(j);
+    let value_start = match b.get(after_key) {
+        Some(b'=' | b':') => spaces(after_key + 1),
+        // redis: `requirepass value`
+        Some(_) if key.eq_ignore_ascii_case("requirepass") && after_key > j => after_key,
+        _ => return None,
+    };
+    let value_end = text_value_end(b, value_start);
+    (value_end > value_start).then_some((value_start, value_end))
+}
+
+/// Where a value starting at `i` ends: a `'`- or `"`-quoted one after its closing
+/// quote (backslash escapes honoured; the end of the text if unterminated), else at the
+/// next whitespace.
+fn text_value_end(b: &[u8], mut i: usize) -> usize {
+    match b.get(i) {
+        Some(&q @ (b'\'' | b'"')) => {
+            i += 1;
+            while i < b.len() {
+                match b[i] {
+                    b'\\' => i += 2,
+                    c if c == q => return i + 1,
+                    _ => i += 1,
+                }
+            }
+            b.len()
+        }
+        _ => {
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            i
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// `dsn` redacted is `want`, and no fragment of `secret` survives.
+    fn hides(dsn: &str, secret: &str, want: &str) {
+        let got = redact_secrets(dsn);
+        assert_eq!(got, want, "redacting {dsn:?}");
+        assert!(!got.contains(secret), "{secret:?} left in {got:?}");
+    }
+
+    #[test]
+    fn keyword_value_plain_and_spaced() {
+        hides(
+            "host=x user=bob password=s3cret dbname=y",
+            "s3cret",
+            "host=x user=bob password=*** dbname=y",
+        );
+        hides(
+            "host=x password = s3cret dbname=y",
+            "s3cret",
+            "host=x password = *** dbname=y",
+        );
+        hides(
+            "host=x password\t=\ts3cret",
+            "s3cret",
+            "host=x password\t=\t***",
+        );
+        hides("  password=s3cret  ", "s3cret", "  password=***  ");
+    }
+
+    #[test]
+    fn keyword_value_quoted_with_escapes() {
+        hides(
+            r"host=x password='a b\'c\\d' dbname=y",
+            "a b",
+            "host=x password=*** dbname=y",
+        );
+        hides(
+            r"password = 'has spaces' user=u",
+            "spaces",
+            "password = *** user=u",
+        );
+        hides("password='' user=u", "''", "password=*** user=u");
+        // Unquoted with backslash escapes: libpq reads `a\ b` as `a b`.
+        hides(r"password=a\ b user=u", r"a\ b", r"password=*** user=u");
+        // A password that looks like a keyword/value pair of its own.
+        hides(
+            "password='user=x dbname=y' host=h",
+            "user=x",
+            "password=*** host=h",
+        );
+        // libpq skips whitespace after `=`: the next word is the value.
+        hides("password= s3cret", "s3cret", "password= ***");
+    }
+
+    #[test]
+    fn keyword_case_and_other_secret_keywords() {
+        hides("PASSWORD=s3cret host=h", "s3cret", "PASSWORD=*** host=h");
+        hides("Password = s3cret", "s3cret", "Password = ***");
+        hides(
+            "host=h sslpassword=keypw sslkey=/k",
+            "keypw",
+            "host=h sslpassword=*** sslkey=/k",
+        );
+        assert_eq!(
+            redact_secrets("host=h passfile=/home/u/.pgpass"),
+            "host=h passfile=/home/u/.pgpass"
+        );
+    }
+
+    #[test]
+    fn keyword_value_without_password_is_untouched() {
+        for s in [
+            "host=/tmp port=5432 user=bob dbname=tpcc",
+            "host='/tmp/a b' application_name='it\\'s'",
+            "work_mem=64MB",
+            "",
+            "no secrets here",
+            "/var/run/postgresql",
+        ] {
+            assert_eq!(redact_secrets(s), s);
+        }
+    }
+
+    #[test]
+    fn a_connection_string_inside_a_value() {
+        // libpq expands a dbname that is itself a connection string.
+        hides(
+            "dbname='postgresql://u:pw1@h/db' host=h",
+            "pw1",
+            "dbname=postgresql://u:***@h/db host=h",
+        );
+        hides(
+            "dbname='user=u password=pw1' host=h",
+            "pw1",
+            "dbname='user=u password=***' host=h",
+        );
+        hides(
+            "--dsn=postgresql://u:pw1@h/db",
+            "pw1",
+            "--dsn=postgresql://u:***@h/db",
+        );
+    }
+
+    #[test]
+    fn uri_userinfo() {
+        hides(
+            "postgres://bob:s3cret@db:5432/tpcc",
+            "s3cret",
+            "postgres://bob:***@db:5432/tpcc",
+        );
+        hides(
+            "postgresql://bob:s3cret@db/tpcc",
+            "s3cret",
+            "postgresql://bob:***@db/tpcc",
+        );
+        hides(
+            "postgresql://bob:p%40ss%3Aw%2Fd@db/tpcc",
+            "p%40",
+            "postgresql://bob:***@db/tpcc",
+        );
+        hides("postgresql://:s3cret@db", "s3cret", "postgresql://:***@db");
+        hides(
+            "POSTGRESQL://bob:s3cret@db",
+            "s3cret",
+            "POSTGRESQL://bob:***@db",
+        );
+        assert_eq!(
+            redact_secrets("postgres://bob@db/tpcc"),
+            "postgres://bob@db/tpcc"
+        );
+        assert_eq!(
+            redact_secrets("postgresql:///tpcc?host=/tmp"),
+            "postgresql:///tpcc?host=/tmp"
+        );
+    }
+
+    #[test]
+    fn uri_password_with_unencoded_at_colon_slash() {
+        hides(
+            "postgresql://bob:p@ss:w@db/tpcc",
+            "ss:w",
+            "postgresql://bob:***@db/tpcc",
+        );
+        hides(
+            "postgresql://bob:pa/ss@db/tpcc",
+            "pa/ss",
+            "postgresql://bob:***@db/tpcc",
+        );
+        hides(
+            "postgresql://bob:pa?ss@db/tpcc",
+            "pa?ss",
+            "postgresql://bob:***@db/tpcc",
+        );
+    }
+
+    #[test]
+    fn uri_query_password() {
+        hides(
+            "postgresql://bob@db/tpcc?password=s3cret&sslmode=require",
+            "s3cret",
+            "postgresql://bob@db/tpcc?password=***&sslmode=require",
+        );
+        hides(
+            "postgresql:///tpcc?sslmode=disable&password=s3cret",
+            "s3cret",
+            "postgresql:///tpcc?sslmode=disable&password=***",
+        );
+        // libpq percent-decodes the keyword too.
+        hides(
+            "postgresql://db/tpcc?pass%77ord=s3cret",
+            "s3cret",
+            "postgresql://db/tpcc?pass%77ord=***",
+        );
+        hides(
+            "postgresql://bob:a@db/x?password=b",
+            "=b",
+            "postgresql://bob:***@db/x?password=***",
+        );
+        hides(
+            "postgresql://db/x?dbname=user%3Du%20password%3Dpw1",
+            "pw1",
+            "postgresql://db/x?dbname=***",
+        );
+    }
+
+    #[test]
+    fn uri_with_several_hosts() {
+        hides(
+            "postgresql://bob:s3cret@host1:5432,host2:5433,[::1]:5434/tpcc?target_session_attrs=any",
+            "s3cret",
+            "postgresql://bob:***@host1:5432,host2:5433,[::1]:5434/tpcc?target_session_attrs=any",
+        );
+        assert_eq!(
+            redact_secrets("postgresql://host1:5432,host2/db"),
+            "postgresql://host1:5432,host2/db"
+        );
+    }
+
+    #[test]
+    fn text_around_connection_strings() {
+        hides(
+            "rackbench run oltp --dsn 'host=h password = \"a b\"' -q",
+            "a b",
+            "rackbench run oltp --dsn 'host=h password = ***' -q",
+        );
+        hides(
+            "PGPASSWORD=s3cret rackbench run oltp",
+            "s3cret",
+            "PGPASSWORD=*** rackbench run oltp",
+        );
+        hides(
+            "bad --dsn `postgres://u:s3cret@h/db`: invalid",
+            "s3cret",
+            "bad --dsn `postgres://u:***@h/db`: invalid",
+        );
+        hides(
+            "see redis://:s3cret@10.0.0.1:6379/0 and http://u:pw2@x/",
+            "s3cret",
+            "see redis://:***@10.0.0.1:6379/0 and http://u:***@x/",
+        );
+        hides(
+            r#"{"password": "s3 cret", "x": 1}"#,
+            "s3 cret",
+            r#"{"password": ***, "x": 1}"#,
+        );
+        hides(
+            "config set requirepass s3cret",
+            "s3cret",
+            "config set requirepass ***",
+        );
+        hides(
+            "--pg-password='it\\'s s3cret' next",
+            "s3cret",
+            "--pg-password=*** next",
+        );
+        // Words that only look alike are kept.
+        for s in [
+            "password authentication failed for user \"bob\"",
+            "--user default on nopass ~* &*",
+            "the passes",
+        ] {
+            assert_eq!(redact_secrets(s), s);
+        }
+    }
+
+    #[test]
+    fn json_is_walked_string_by_string() {
+        let plan = json!({
+            "dsn": "host=h password='it\\'s \"x\"' dbname=d",
+            "list": ["postgresql://u:pw1@h/d", 3],
+            "password": "pw2",
+            "nested": {"PGPASSWORD": 42, "n": null, "secret_key": ["a"]},
+        });
+        let r = redact_json(&plan);
+        assert_eq!(
+            r,
+            json!({
+                "dsn": "host=h password=*** dbname=d",
+                "list": ["postgresql://u:***@h/d", 3],
+                "password": "***",
+                "nested": {"PGPASSWORD": "***", "n": null, "secret_key": "***"},
+            })
+        );
+    }
+}
