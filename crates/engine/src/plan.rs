@@ -25,22 +25,39 @@ pub fn config_from_params<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// Most values one list or range may hold; more is a typo (`1..1000000`), and building
+/// it first would spend memory out of all proportion to what was typed.
+pub const MAX_SWEEP_VALUES: usize = 10_000;
+
+/// Most points a whole sweep (the product of every list) may have.
+pub const MAX_SWEEP_POINTS: usize = 10_000;
+
+/// Most bytes of parameters (as JSON) all of a sweep's points may hold together.
+pub const MAX_SWEEP_BYTES: usize = 16 << 20;
+
+/// The JSON size of what one point holds of `v`: one item of a swept list, else all of it.
+fn point_bytes(v: &Value, list_key: bool) -> usize {
+    let len = |v: &Value| serde_json::to_vec(v).map_or(0, |b| b.len());
+    match v.as_array() {
+        Some(items) if !list_key && !items.is_empty() => items.iter().map(len).max().unwrap_or(0),
+        _ => len(v),
+    }
+}
+
 /// Parse one flag value as typed by a user: `100` -> number, `true` -> bool,
 /// `1,100` -> list, `1..4` -> [1,2,3,4], `1..16:x2` -> [1,2,4,8,16],
 /// `0..100:+25` -> [0,25,50,75,100], anything else -> string.
 pub fn parse_value(s: &str) -> anyhow::Result<Value> {
     let s = s.trim();
     if s.contains(',') {
-        let items: anyhow::Result<Vec<Value>> = s
-            .split(',')
-            .filter(|p| !p.trim().is_empty())
-            .map(parse_scalar_or_range)
-            .collect();
         let mut flat = Vec::new();
-        for item in items? {
-            match item {
+        for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+            match parse_scalar_or_range(part)? {
                 Value::Array(a) => flat.extend(a),
                 v => flat.push(v),
+            }
+            if flat.len() > MAX_SWEEP_VALUES {
+                bail!("list `{s}` has more than {MAX_SWEEP_VALUES} values");
             }
         }
         return Ok(Value::Array(flat));
@@ -63,15 +80,8 @@ fn parse_scalar_or_range(s: &str) -> anyhow::Result<Value> {
             if end < start {
                 bail!("range `{s}`: end is below start");
             }
-            let mut out = Vec::new();
-            let mut v = start;
-            match step.map(str::trim) {
-                None => {
-                    while v <= end {
-                        out.push(Value::from(v));
-                        v += 1;
-                    }
-                }
+            let values = match step.map(str::trim) {
+                None => arithmetic(s, start, end, 1)?,
                 Some(st) if st.starts_with('x') || st.starts_with('*') => {
                     let f: i64 = st[1..]
                         .parse()
@@ -79,10 +89,7 @@ fn parse_scalar_or_range(s: &str) -> anyhow::Result<Value> {
                     if f < 2 || start < 1 {
                         bail!("range `{s}`: a factor needs start >= 1 and factor >= 2");
                     }
-                    while v <= end {
-                        out.push(Value::from(v));
-                        v *= f;
-                    }
+                    geometric(start, end, f)
                 }
                 Some(st) => {
                     let inc: i64 = st
@@ -92,19 +99,40 @@ fn parse_scalar_or_range(s: &str) -> anyhow::Result<Value> {
                     if inc < 1 {
                         bail!("range `{s}`: step must be at least 1");
                     }
-                    while v <= end {
-                        out.push(Value::from(v));
-                        v += inc;
-                    }
+                    arithmetic(s, start, end, inc)?
                 }
-            }
-            if out.len() > 10_000 {
-                bail!("range `{s}` has more than 10000 values");
-            }
-            return Ok(Value::Array(out));
+            };
+            return Ok(Value::Array(values.into_iter().map(Value::from).collect()));
         }
     }
     Ok(parse_scalar(s))
+}
+
+/// `start, start + inc, ...` up to `end`, refused before it is built when it would have
+/// more than [`MAX_SWEEP_VALUES`] values (and never stepping past `i64::MAX`).
+fn arithmetic(s: &str, start: i64, end: i64, inc: i64) -> anyhow::Result<Vec<i64>> {
+    let count = (i128::from(end) - i128::from(start)) / i128::from(inc) + 1;
+    if count > MAX_SWEEP_VALUES as i128 {
+        bail!("range `{s}` has more than {MAX_SWEEP_VALUES} values");
+    }
+    let mut out = Vec::with_capacity(count as usize);
+    let mut v = Some(start);
+    while let Some(x) = v.filter(|x| *x <= end) {
+        out.push(x);
+        v = x.checked_add(inc);
+    }
+    Ok(out)
+}
+
+/// `start, start * f, ...` up to `end` (at most 63 values for `f >= 2`, `start >= 1`).
+fn geometric(start: i64, end: i64, f: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut v = Some(start);
+    while let Some(x) = v.filter(|x| *x <= end) {
+        out.push(x);
+        v = x.checked_mul(f);
+    }
+    out
 }
 
 fn parse_scalar(s: &str) -> Value {
@@ -127,8 +155,35 @@ fn parse_scalar(s: &str) -> Value {
 /// (and is not in `list_keys`, the keys that are lists by nature such as `tests` or
 /// `server_cpus`) is swept; the cartesian product is returned in a stable order (the first
 /// key in `order` varies slowest). `list_keys` values that were given as a scalar are
-/// wrapped in a one-element list.
-pub fn expand(params: &Map<String, Value>, list_keys: &[&str]) -> Vec<Map<String, Value>> {
+/// wrapped in a one-element list. A product over [`MAX_SWEEP_POINTS`] is an error, found
+/// before any point is built (ten lists of ten values would otherwise be 10^10 maps).
+pub fn expand(
+    params: &Map<String, Value>,
+    list_keys: &[&str],
+) -> anyhow::Result<Vec<Map<String, Value>>> {
+    let total = params
+        .iter()
+        .filter(|(k, _)| !list_keys.contains(&k.as_str()))
+        .filter_map(|(_, v)| v.as_array().map(Vec::len).filter(|n| *n > 0))
+        .try_fold(1usize, |acc, n| {
+            acc.checked_mul(n).filter(|t| *t <= MAX_SWEEP_POINTS)
+        });
+    let Some(total) = total else {
+        bail!("the sweep has more than {MAX_SWEEP_POINTS} points; narrow the lists or ranges");
+    };
+    // Every point holds its own copy of each value that is not swept (a long string,
+    // a list-natured `server_cpus`): bound the copies too, or 10^4 points x a 10^4-value
+    // list would be 10^8 values.
+    let per_point: usize = params
+        .iter()
+        .map(|(k, v)| k.len() + point_bytes(v, list_keys.contains(&k.as_str())))
+        .sum();
+    if total.saturating_mul(per_point) > MAX_SWEEP_BYTES {
+        bail!(
+            "the sweep's {total} points would hold {per_point} bytes of parameters each, \
+             more than {MAX_SWEEP_BYTES} in all; narrow the lists or ranges"
+        );
+    }
     let mut points = vec![Map::new()];
     for (key, value) in params {
         let is_list_key = list_keys.contains(&key.as_str());
@@ -156,7 +211,8 @@ pub fn expand(params: &Map<String, Value>, list_keys: &[&str]) -> Vec<Map<String
             }
         }
     }
-    points
+    debug_assert_eq!(points.len(), total);
+    Ok(points)
 }
 
 /// The swept keys of a parameter map and their values (for labels such as `P=100`).
@@ -188,6 +244,44 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn fuzz_regression_ranges_to_i64_max_are_refused_not_built() {
+        // `1..9223372036854775807` was built value by value (memory without bound) and
+        // `v += 1` overflowed at the end; `x2` and `+N` steps overflowed the same way.
+        assert!(parse_value("1..9223372036854775807").is_err());
+        assert!(parse_value("-9223372036854775808..9223372036854775807").is_err());
+        assert_eq!(
+            parse_value("9223372036854775806..9223372036854775807").unwrap(),
+            json!([9223372036854775806i64, 9223372036854775807i64])
+        );
+        assert_eq!(
+            parse_value("4611686018427387904..9223372036854775807:x2").unwrap(),
+            json!([4611686018427387904i64])
+        );
+        assert_eq!(
+            parse_value("9223372036854775800..9223372036854775807:+5").unwrap(),
+            json!([9223372036854775800i64, 9223372036854775805i64])
+        );
+    }
+
+    #[test]
+    fn fuzz_regression_many_lists_are_refused_before_expanding() {
+        // Each list is small, the product is not: the old check ran after building it.
+        let p = json!({"a": (0..10).collect::<Vec<_>>(), "b": (0..10).collect::<Vec<_>>(),
+            "c": (0..10).collect::<Vec<_>>(), "d": (0..10).collect::<Vec<_>>(),
+            "e": (0..10).collect::<Vec<_>>()});
+        assert!(expand(p.as_object().unwrap(), &[]).is_err());
+        let many = ["0..9999"; 3].join(",");
+        assert!(parse_value(&many).is_err());
+        // Found by fuzz_plan_expand: a long value copied into every point.
+        let p = json!({"tests": (0..5000).collect::<Vec<_>>(), "b": (0..5000).collect::<Vec<_>>()});
+        assert!(expand(p.as_object().unwrap(), &["tests"]).is_err());
+        let p = json!({"s": "x".repeat(4000), "b": (0..9999).collect::<Vec<_>>()});
+        assert!(expand(p.as_object().unwrap(), &[]).is_err());
+        let p = json!({"s": "x".repeat(100), "b": (0..9999).collect::<Vec<_>>()});
+        assert_eq!(expand(p.as_object().unwrap(), &[]).unwrap().len(), 9999);
+    }
+
+    #[test]
     fn parses_lists_ranges_and_scalars() {
         assert_eq!(parse_value("100").unwrap(), json!(100));
         assert_eq!(parse_value("1,100").unwrap(), json!([1, 100]));
@@ -209,7 +303,7 @@ mod tests {
     #[test]
     fn cartesian_product_skips_list_keys() {
         let p = json!({"pipeline": [1, 100], "instances": [1, 2], "tests": ["set", "get"], "clients": 50});
-        let points = expand(p.as_object().unwrap(), &["tests"]);
+        let points = expand(p.as_object().unwrap(), &["tests"]).unwrap();
         assert_eq!(points.len(), 4);
         assert!(points
             .iter()
@@ -229,7 +323,7 @@ mod tests {
     #[test]
     fn scalar_list_key_is_wrapped() {
         let p = json!({"tests": "set"});
-        let points = expand(p.as_object().unwrap(), &["tests"]);
+        let points = expand(p.as_object().unwrap(), &["tests"]).unwrap();
         assert_eq!(points[0]["tests"], json!(["set"]));
     }
 }

@@ -156,9 +156,15 @@ pub fn read_frame<R: Read, T: for<'de> Deserialize<'de>>(r: &mut R) -> anyhow::R
     if len > MAX_FRAME {
         bail!("a frame of {len} bytes announced: not a rackbench agent stream?");
     }
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body)
-        .context("the stream ended inside a frame")?;
+    // Grown as bytes arrive, not sized from the announced length: a stream announcing
+    // 256 MiB and ending after four bytes costs four bytes.
+    let mut body = Vec::new();
+    r.take(len as u64)
+        .read_to_end(&mut body)
+        .context("reading a frame")?;
+    if body.len() < len {
+        bail!("the stream ended inside a frame");
+    }
     Ok(Some(
         serde_json::from_slice(&body).context("a frame is not valid JSON of the protocol")?,
     ))
@@ -197,6 +203,17 @@ pub fn skip_to_magic<R: Read>(r: &mut R, limit: usize) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fuzz_regression_announced_length_is_not_preallocated() {
+        // A frame header announcing MAX_FRAME bytes allocated them before reading any.
+        let mut stream: &[u8] = &[0x10, 0, 0, 0, b'{'];
+        let err = read_frame::<_, Envelope>(&mut stream).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("ended inside a frame"),
+            "{err:#}"
+        );
+    }
 
     #[test]
     fn frames_round_trip_after_noise() {

@@ -77,19 +77,146 @@ impl HistogramRecord {
     }
 
     /// Decode the exact histogram (for merging across runs/hosts or percentile spectra).
+    /// The encoding comes from outside (an import, a remote host), so its header is
+    /// checked before hdrhistogram sizes anything from it: see [`checked_v2`].
     pub fn histogram(&self) -> Result<Histogram<u64>, String> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(&self.encoded)
             .map_err(|e| format!("histogram {}: bad base64: {e}", self.name))?;
+        let v2 = checked_v2(&bytes).map_err(|e| format!("histogram {}: {e}", self.name))?;
         Deserializer::new()
-            .deserialize(&mut &bytes[..])
+            .deserialize(&mut &v2[..])
             .map_err(|e| format!("histogram {}: bad encoding: {e:?}", self.name))
     }
+}
+
+/// HdrHistogram V2 cookies (plain and DEFLATE-compressed), as hdrhistogram writes them.
+const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
+/// Cookie, payload length, normalizing offset, digits, lowest, highest, ratio.
+const V2_HEADER: usize = 40;
+/// Largest inflated encoding accepted: a full latency histogram (every one of its ~34k
+/// counters at the largest varint) is well under 1 MiB.
+const MAX_V2_BYTES: u64 = 1 << 20;
+
+/// The plain V2 encoding of `bytes` (inflated when compressed), once its header is
+/// known to be safe to hand to hdrhistogram: the payload length it declares is present
+/// (hdrhistogram preallocates it, up to 4 GiB) and the bounds are within a latency
+/// histogram's (hdrhistogram allocates a counter array from them, tens of MiB at most).
+fn checked_v2(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let cookie = be_u32(bytes, 0).ok_or("encoding too short")?;
+    let v2 = match cookie {
+        V2_COOKIE => bytes.to_vec(),
+        V2_COMPRESSED_COOKIE => inflate(bytes.get(8..).unwrap_or_default())?,
+        _ => {
+            return Err(format!(
+                "not an HdrHistogram V2 encoding (cookie {cookie:#x})"
+            ))
+        }
+    };
+    if be_u32(&v2, 0) != Some(V2_COOKIE) || v2.len() < V2_HEADER {
+        return Err("bad V2 header".into());
+    }
+    let payload = be_u32(&v2, 4).unwrap_or(u32::MAX) as usize;
+    if payload > v2.len() - V2_HEADER {
+        return Err(format!(
+            "payload of {payload} bytes declared, {} present",
+            v2.len() - V2_HEADER
+        ));
+    }
+    let digits = be_u32(&v2, 12).unwrap_or(u32::MAX);
+    let low = be_u64(&v2, 16).unwrap_or(0);
+    let high = be_u64(&v2, 24).unwrap_or(u64::MAX);
+    if digits > u32::from(SIGFIG) || low < 1 || high > MAX_LATENCY_NS {
+        return Err(format!(
+            "bounds {low}..{high} with {digits} digits are not a latency histogram's"
+        ));
+    }
+    Ok(v2)
+}
+
+/// Inflate a zlib stream, refusing one that inflates past [`MAX_V2_BYTES`].
+fn inflate(z: &[u8]) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    flate2::read::ZlibDecoder::new(z)
+        .take(MAX_V2_BYTES + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("bad compressed encoding: {e}"))?;
+    if out.len() as u64 > MAX_V2_BYTES {
+        return Err(format!("inflates past {MAX_V2_BYTES} bytes"));
+    }
+    Ok(out)
+}
+
+fn be_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be_u64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A compressed encoding of `v2` (a plain V2 encoding), as hdrhistogram frames it.
+    fn deflate(v2: &[u8]) -> String {
+        use std::io::Write as _;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(v2).unwrap();
+        let z = z.finish().unwrap();
+        let mut out = V2_COMPRESSED_COOKIE.to_be_bytes().to_vec();
+        out.extend_from_slice(&(z.len() as u32).to_be_bytes());
+        out.extend_from_slice(&z);
+        base64::engine::general_purpose::STANDARD.encode(out)
+    }
+
+    fn v2_header(payload: u32, digits: u32, low: u64, high: u64) -> Vec<u8> {
+        let mut h = V2_COOKIE.to_be_bytes().to_vec();
+        h.extend_from_slice(&payload.to_be_bytes());
+        h.extend_from_slice(&0u32.to_be_bytes());
+        h.extend_from_slice(&digits.to_be_bytes());
+        h.extend_from_slice(&low.to_be_bytes());
+        h.extend_from_slice(&high.to_be_bytes());
+        h.extend_from_slice(&1.0f64.to_be_bytes());
+        h
+    }
+
+    fn record(encoded: String) -> HistogramRecord {
+        let mut r = HistogramRecord::from_histogram("get", "service", &new_latency_histogram());
+        r.encoded = encoded;
+        r
+    }
+
+    #[test]
+    fn fuzz_regression_declared_payload_is_not_preallocated() {
+        // hdrhistogram resized its buffer to the declared payload (up to 4 GiB) before
+        // reading a byte of it.
+        let enc = deflate(&v2_header(u32::MAX, 3, 1, MAX_LATENCY_NS));
+        let err = record(enc).histogram().unwrap_err();
+        assert!(err.contains("declared"), "{err}");
+    }
+
+    #[test]
+    fn fuzz_regression_huge_bounds_are_refused() {
+        // Bounds of 1..u64::MAX at 5 digits made hdrhistogram allocate ~50 MiB of counters.
+        let enc = deflate(&v2_header(0, 5, 1, u64::MAX));
+        assert!(record(enc).histogram().unwrap_err().contains("bounds"));
+        let plain = base64::engine::general_purpose::STANDARD.encode(v2_header(0, 3, 1, 1000));
+        assert_eq!(record(plain).histogram().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn fuzz_regression_bad_base64_and_short_input_are_errors() {
+        assert!(record("!!!".into())
+            .histogram()
+            .unwrap_err()
+            .contains("base64"));
+        assert!(record(String::new()).histogram().is_err());
+        assert!(record("AAAA".into()).histogram().is_err());
+    }
 
     #[test]
     fn round_trips_exactly() {

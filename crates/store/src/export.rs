@@ -109,8 +109,54 @@ pub fn from_json(s: &str) -> anyhow::Result<Vec<RunRecord>> {
                 model::RECORD_FORMAT_VERSION
             );
         }
+        check_importable(r)?;
     }
     Ok(runs)
+}
+
+/// Longest run id accepted from outside (rackbench's own are 22 characters).
+const MAX_RUN_ID: usize = 64;
+
+/// Whether `id` can name a run: what rackbench writes (`20261120T210703-a1b2c3`) and
+/// other plain names, never a path (`../x`, `/etc`), a word with a meaning of its own
+/// (`latest`) or text that would confuse a terminal or a shell.
+pub fn valid_run_id(id: &str) -> bool {
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    (1..=MAX_RUN_ID).contains(&id.len())
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id.chars().all(plain)
+        && !id.contains("..")
+        && id != "latest"
+}
+
+/// Refuse a run read from outside (an import) with values no run of rackbench can have:
+/// an id that is not a plain name, a negative or non-finite duration, a histogram that
+/// does not decode. The store then only ever holds what rackbench itself could write.
+pub fn check_importable(run: &RunRecord) -> anyhow::Result<()> {
+    if !valid_run_id(&run.id) {
+        bail!(
+            "run id {:?} is not a rackbench run id (letters, digits, `-`, `_`, `.`; at most {MAX_RUN_ID})",
+            run.id.chars().take(80).collect::<String>()
+        );
+    }
+    let duration = |what: String, d: f64| -> anyhow::Result<()> {
+        if !(d.is_finite() && d >= 0.0) {
+            bail!("run {}: {what} has duration {d} s", run.id);
+        }
+        Ok(())
+    };
+    for idle in &run.idle_power {
+        duration(format!("idle power of {}", idle.host), idle.duration_s)?;
+    }
+    for r in &run.results {
+        duration(format!("step {} ({})", r.step, r.test), r.duration_s)?;
+        for h in &r.histograms {
+            h.histogram().map_err(|e| {
+                anyhow::anyhow!("run {}: step {} ({}): {e}", run.id, r.step, r.test)
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Long-form CSV of the runs (header included).
@@ -440,6 +486,39 @@ mod tests {
         assert_eq!(from_json(&one).unwrap(), vec![runs[0].clone()]);
         let arr = serde_json::to_string(&runs).unwrap();
         assert_eq!(from_json(&arr).unwrap(), runs);
+    }
+
+    #[test]
+    fn fuzz_regression_impossible_runs_are_not_imported() {
+        // Run ids that look like paths, negative durations and bad base64 histograms
+        // were imported as they came.
+        let import = |f: &dyn Fn(&mut RunRecord)| {
+            let mut run = fixtures::rich_run("20261120T210703-aaaaaa", None, fixtures::t0(0), 2);
+            f(&mut run);
+            from_json(&to_json(&[run]))
+        };
+        assert!(import(&|_| {}).is_ok());
+        for id in [
+            "../../x",
+            "/etc/passwd",
+            "",
+            "latest",
+            "a/b",
+            ".hidden",
+            "a\nb",
+            "a..b",
+        ] {
+            let err = import(&|r| r.id = id.into()).unwrap_err();
+            assert!(
+                format!("{err:#}").contains("not a rackbench run id"),
+                "{id}: {err:#}"
+            );
+        }
+        assert!(import(&|r| r.id = "x".repeat(65)).is_err());
+        assert!(import(&|r| r.results[0].duration_s = -1.0).is_err());
+        assert!(import(&|r| r.idle_power[0].duration_s = -0.5).is_err());
+        let err = import(&|r| r.results[1].histograms[0].encoded = "%%%".into()).unwrap_err();
+        assert!(format!("{err:#}").contains("base64"), "{err:#}");
     }
 
     #[test]

@@ -396,6 +396,7 @@ impl Store {
     /// Import a run exported elsewhere (error if the id already exists). One transaction:
     /// the run is imported whole or not at all.
     pub fn import_run(&self, run: &RunRecord) -> anyhow::Result<()> {
+        export::check_importable(run)?;
         self.insert_whole(run, run.status)
     }
 

@@ -437,6 +437,10 @@ pub fn parse_dmidecode_memory(text: &str) -> Vec<Dimm> {
     out
 }
 
+/// A transfer rate no DIMM reaches (DDR5 tops out near 10^4 MT/s): dmidecode text
+/// claiming more is garbage, and summing it could reach infinity (`1e308 MT/s`).
+const MAX_DIMM_MTS: f64 = 1e6;
+
 /// The highest DRAM bandwidth these DIMMs can deliver, GB/s (10^9 B/s): each DIMM's
 /// transfer rate x 8 bytes, summed. A DIMM sits on one channel and a channel carries 8
 /// bytes per transfer (DDR5's two 32-bit subchannels included), and there are never more
@@ -457,7 +461,7 @@ pub fn dram_peak_gb_per_s(dimms: &[Dimm]) -> Option<f64> {
             .trim()
             .parse()
             .ok()
-            .filter(|v: &f64| v.is_finite() && *v > 0.0)?;
+            .filter(|v: &f64| (0.0..MAX_DIMM_MTS).contains(v) && *v > 0.0)?;
         total += mts * 1e6 * 8.0 / 1e9;
     }
     Some(total)
@@ -489,6 +493,18 @@ pub fn parse_bracketed_choice(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fuzz_regression_absurd_dimm_speed_is_no_bound() {
+        // Found by fuzz_proc_and_tool_parsers: `1e308 MT/s` made the peak infinite.
+        let text = "Memory Device\n\tSize: 32 GB\n\tConfigured Memory Speed: 1e308 MT/s\n";
+        assert_eq!(dram_peak_gb_per_s(&parse_dmidecode_memory(text)), None);
+        let real = "Memory Device\n\tSize: 32 GB\n\tSpeed: 4800 MT/s\n";
+        assert_eq!(
+            dram_peak_gb_per_s(&parse_dmidecode_memory(real)),
+            Some(38.4)
+        );
+    }
 
     #[test]
     fn pid_stat_with_spaces_and_parens_in_comm() {

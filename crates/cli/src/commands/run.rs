@@ -355,13 +355,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     for (k, v) in params_from_matches(&cmd, &m)? {
         params.insert(k, v);
     }
-    let points = engine::plan::expand(&params, reg.list_keys);
-    if points.len() > 10_000 {
-        bail!(
-            "the sweep has {} points; narrow the lists or ranges",
-            points.len()
-        );
-    }
+    let points = engine::plan::expand(&params, reg.list_keys)?;
     let command = redacted_command_line(std::env::args());
     Ok(Resolved {
         registration: reg,

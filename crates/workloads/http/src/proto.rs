@@ -17,6 +17,10 @@ use rand::Rng;
 pub const MAX_HEAD: usize = 64 * 1024;
 /// Longest chunk-size line accepted.
 const MAX_CHUNK_LINE: usize = 1024;
+/// Largest response body accepted (the largest `--file-size`). Responses are buffered
+/// whole, so a declared length above it (or a chunked body growing past it) is an error
+/// at once rather than memory spent waiting for it.
+pub const MAX_BODY: usize = 1 << 30;
 
 /// How the path of each request is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +224,7 @@ pub fn parse_response_closing(
                     .ok_or_else(|| "Content-Length too large".to_string())?;
                 (buf.len() >= end).then_some(end)
             }
-            Body::Chunked(pos) => match scan_chunks(buf, pos)? {
+            Body::Chunked(pos) => match scan_chunks(buf, head.end, pos)? {
                 Chunks::Done(end) => Some(end),
                 Chunks::Partial(pos) => {
                     *cached = Some(Head {
@@ -275,6 +279,10 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
         }
         return Ok(None);
     };
+    // The same limit when the head arrived whole, so the read size never decides.
+    if end > MAX_HEAD {
+        return Err(format!("response head longer than {MAX_HEAD} bytes"));
+    }
     let text = std::str::from_utf8(&buf[..end - 4])
         .map_err(|_| "response head is not valid UTF-8".to_string())?;
     let mut lines = text.split("\r\n");
@@ -306,6 +314,9 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
                 .map_err(|_| format!("bad Content-Length: {value:?}"))?;
             if length.is_some_and(|l| l != n) {
                 return Err("conflicting Content-Length headers".into());
+            }
+            if n > MAX_BODY {
+                return Err(format!("Content-Length {n} is over {MAX_BODY} bytes"));
             }
             length = Some(n);
         } else if name.eq_ignore_ascii_case("connection") {
@@ -348,7 +359,10 @@ enum Chunks {
     Partial(usize),
 }
 
-fn scan_chunks(buf: &[u8], mut pos: usize) -> Result<Chunks, String> {
+/// Scan a chunked body from the chunk-size line at `pos`. Every limit (line length,
+/// trailer size, body size) holds however the body was split into reads, so a stream
+/// parses the same in one read or in many.
+fn scan_chunks(buf: &[u8], body_start: usize, mut pos: usize) -> Result<Chunks, String> {
     loop {
         let Some(eol) = find_crlf(buf, pos) else {
             if buf.len() - pos.min(buf.len()) > MAX_CHUNK_LINE {
@@ -356,27 +370,21 @@ fn scan_chunks(buf: &[u8], mut pos: usize) -> Result<Chunks, String> {
             }
             return Ok(Chunks::Partial(pos));
         };
+        if eol - pos > MAX_CHUNK_LINE {
+            return Err("chunk-size line too long".into());
+        }
         let line = std::str::from_utf8(&buf[pos..eol])
             .map_err(|_| "chunk-size line is not text".to_string())?;
         let hex = line.split(';').next().unwrap_or("").trim();
         let size = usize::from_str_radix(hex, 16)
             .map_err(|_| format!("bad chunk size: {:?}", show(line.as_bytes())))?;
         if size == 0 {
-            // Trailer section: header lines until an empty line.
-            let mut p = eol + 2;
-            loop {
-                let Some(e) = find_crlf(buf, p) else {
-                    return Ok(Chunks::Partial(pos));
-                };
-                if e == p {
-                    return Ok(Chunks::Done(e + 2));
-                }
-                p = e + 2;
-            }
+            return scan_trailers(buf, pos, eol + 2);
         }
-        let data_end = (eol + 2)
-            .checked_add(size)
-            .ok_or_else(|| "chunk size too large".to_string())?;
+        let data_end = (eol + 2).saturating_add(size);
+        if data_end - body_start > MAX_BODY {
+            return Err(format!("chunked body over {MAX_BODY} bytes"));
+        }
         if buf.len() < data_end + 2 {
             return Ok(Chunks::Partial(pos));
         }
@@ -384,6 +392,27 @@ fn scan_chunks(buf: &[u8], mut pos: usize) -> Result<Chunks, String> {
             return Err("chunk data not followed by CRLF".into());
         }
         pos = data_end + 2;
+    }
+}
+
+/// The trailer section after the last chunk (its size line at `last`): header lines up
+/// to an empty line, at most [`MAX_HEAD`] bytes of them.
+fn scan_trailers(buf: &[u8], last: usize, mut p: usize) -> Result<Chunks, String> {
+    let start = p;
+    loop {
+        let Some(e) = find_crlf(buf, p) else {
+            if buf.len().saturating_sub(start) > MAX_HEAD {
+                return Err(format!("trailer section longer than {MAX_HEAD} bytes"));
+            }
+            return Ok(Chunks::Partial(last));
+        };
+        if e - start > MAX_HEAD {
+            return Err(format!("trailer section longer than {MAX_HEAD} bytes"));
+        }
+        if e == p {
+            return Ok(Chunks::Done(e + 2));
+        }
+        p = e + 2;
     }
 }
 
@@ -611,6 +640,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn fuzz_regression_long_chunk_line_is_an_error_in_any_read_size() {
+        // Found by fuzz_http_parse_response: a chunk-size line padded with CRs past the
+        // limit was refused when it arrived in pieces but accepted when it came whole.
+        let stream = [
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3".as_slice(),
+            &[b'\r'; MAX_CHUNK_LINE + 10],
+            b"\nabc\r\n0\r\n\r\n",
+        ]
+        .concat();
+        let err = parse_response(&stream, false, &mut None).unwrap_err();
+        assert!(err.contains("too long"), "{err}");
+    }
+
+    #[test]
+    fn fuzz_regression_huge_declared_bodies_are_errors() {
+        // Waiting for 2^62 bytes buffers whatever the server sends; and a chunk size near
+        // usize::MAX overflowed `data_end + 2`.
+        let err = |b: &[u8]| parse_response(b, false, &mut None).unwrap_err();
+        assert!(
+            err(b"HTTP/1.1 200 OK\r\nContent-Length: 4611686018427387904\r\n\r\n").contains("over")
+        );
+        let chunk = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffc0\r\nab";
+        assert!(err(chunk).contains("over"));
+        let max = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n";
+        assert!(err(max).contains("over"));
+        // A body of exactly the limit is only incomplete.
+        let at_limit = format!("HTTP/1.1 200 OK\r\nContent-Length: {MAX_BODY}\r\n\r\n");
+        assert_eq!(
+            parse_response(at_limit.as_bytes(), false, &mut None).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn fuzz_regression_endless_trailers_are_an_error() {
+        let stream = [
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: ".as_slice(),
+            &vec![b'a'; MAX_HEAD + 1],
+        ]
+        .concat();
+        assert!(parse_response(&stream, false, &mut None)
+            .unwrap_err()
+            .contains("trailer"));
     }
 
     #[test]

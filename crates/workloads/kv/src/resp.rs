@@ -129,8 +129,8 @@ fn parse_int(s: &[u8]) -> Result<i64, String> {
         .ok_or_else(|| format!("bad length {:?}", String::from_utf8_lossy(s)))
 }
 
-/// Parse one RESP2 reply at the front of `buf`: Ok(None) if incomplete, else the bytes
-/// used and the reply's kind (with the bulk payload's range).
+/// The kind of one reply (a bulk string with its payload's offset and length).
+#[derive(Debug)]
 pub enum Reply {
     Simple,
     Error(String),
@@ -140,13 +140,31 @@ pub enum Reply {
     Array,
 }
 
+/// Largest bulk string accepted: redis's own `proto-max-bulk-len` default. A longer
+/// declared length is a broken or hostile server, and waiting for it would buffer
+/// without bound.
+pub const MAX_BULK: usize = 512 << 20;
+
+/// Deepest array nesting accepted. The benchmark's replies are flat and admin replies
+/// nest at most a level or two; the limit keeps the recursion off the stack's end.
+pub const MAX_DEPTH: usize = 16;
+
+/// Parse one RESP2 reply at the front of `buf`: Ok(None) if incomplete, else the bytes
+/// used and the reply's kind (with the bulk payload's range).
 pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply)>, String> {
+    parse_nested(buf, 0)
+}
+
+fn parse_nested(buf: &[u8], depth: usize) -> Result<Option<(usize, Reply)>, String> {
     if buf.is_empty() {
         return Ok(None);
     }
     let Some(end) = find_crlf(buf)? else {
         return Ok(None);
     };
+    if end == 0 {
+        return Err("empty reply line (no type byte)".into());
+    }
     let line = &buf[1..end];
     let used = end + 2;
     match buf[0] {
@@ -163,7 +181,10 @@ pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply)>, String> {
             if n < 0 {
                 return Ok(Some((used, Reply::Nil)));
             }
-            let n = n as usize;
+            let n = usize::try_from(n)
+                .ok()
+                .filter(|&n| n <= MAX_BULK)
+                .ok_or_else(|| format!("bulk string of {n} bytes is over {MAX_BULK}"))?;
             if buf.len() < used + n + 2 {
                 return Ok(None);
             }
@@ -174,10 +195,13 @@ pub fn parse_reply(buf: &[u8]) -> Result<Option<(usize, Reply)>, String> {
         }
         b'*' => {
             // Arrays only come from admin commands; skip their elements.
+            if depth >= MAX_DEPTH {
+                return Err(format!("arrays nested deeper than {MAX_DEPTH}"));
+            }
             let n = parse_int(line)?;
             let mut at = used;
             for _ in 0..n.max(0) {
-                match parse_reply(&buf[at..])? {
+                match parse_nested(&buf[at..], depth + 1)? {
                     Some((u, _)) => at += u,
                     None => return Ok(None),
                 }
@@ -314,6 +338,29 @@ mod tests {
         let mut r = Resp::new(Mix::Only(SET), 1, 3, true);
         r.encode(&mut SmallRng::seed_from_u64(1), &mut Vec::new());
         assert!(r.parse(b"?what\r\n").is_err());
+    }
+
+    #[test]
+    fn fuzz_regression_empty_line_is_an_error() {
+        // Found by fuzz_resp_parse_reply: a bare CRLF sliced the type byte out of bounds.
+        assert!(parse_reply(b"\r\n").is_err());
+    }
+
+    #[test]
+    fn fuzz_regression_deep_arrays_are_an_error() {
+        // Each `*1` recursed once: a server sending megabytes of them overflowed the stack.
+        let deep = b"*1\r\n".repeat(200_000);
+        assert!(parse_reply(&deep).unwrap_err().contains("nested deeper"));
+        let ok = [b"*1\r\n".repeat(MAX_DEPTH), b":1\r\n".to_vec()].concat();
+        assert!(parse_reply(&ok).unwrap().is_some());
+    }
+
+    #[test]
+    fn fuzz_regression_huge_bulk_length_is_an_error() {
+        // Waiting for 2^62 bytes would buffer whatever the server sends, forever.
+        assert!(parse_reply(b"$4611686018427387904\r\n").is_err());
+        assert!(parse_reply(b"$9223372036854775807\r\nab").is_err());
+        assert!(parse_reply(b"$536870912\r\n").unwrap().is_none());
     }
 
     #[test]
