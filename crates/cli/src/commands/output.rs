@@ -15,7 +15,8 @@ use anyhow::{bail, Context as _};
 const HEAD: usize = 4096;
 
 /// Write `bytes` to `path` atomically (a temporary file beside it, synced, then renamed
-/// over `path`), after [`check_replaceable`]. `store` is the results store in use.
+/// over `path`), after [`check_replaceable`]. `store` is the results store in use. The
+/// directory must exist: a mistyped one is an error, not a new directory.
 pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<()> {
     check_replaceable(path, store)?;
     let dir = match path.parent() {
@@ -25,8 +26,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<(
     let Some(name) = path.file_name() else {
         bail!("{} is not a file name; give -o FILE", path.display());
     };
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating directory {}", dir.display()))?;
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
         name.to_string_lossy(),
@@ -126,7 +125,7 @@ mod tests {
     fn atomic_write_replaces_its_own_file_and_leaves_no_temp() {
         let d = tempfile::tempdir().unwrap();
         let store = d.path().join("results.sqlite");
-        let p = d.path().join("sub/report.md");
+        let p = d.path().join("report.md");
         let one = format!("{COMMENT_MARK}\none");
         write_atomic(&p, one.as_bytes(), &store).unwrap();
         let two = format!("{COMMENT_MARK}\ntwo");

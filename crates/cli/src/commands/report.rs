@@ -227,6 +227,8 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
     output::write_atomic(&out, body.as_bytes(), &db)?;
     let mut svgs = Vec::new();
     if let Some(dir) = &a.svg_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the --svg-dir directory {}", dir.display()))?;
         for (name, svg) in report::svg_charts(&runs) {
             let p = dir.join(&name);
             output::write_atomic(&p, svg.as_bytes(), &db)?;
