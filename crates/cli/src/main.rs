@@ -92,6 +92,9 @@ fn main() {
         // (it is a fork sharing our memory copy-on-write).
         engine::launch::init_reaper();
     }
+    // Connections and servers' clients need descriptors: the soft limit goes up to the
+    // hard one (launched servers inherit it).
+    engine::limits::raise_open_files();
     // What a rackbench killed outright left (temporary directories, PostgreSQL clusters,
     // servers' leftover processes) goes now, whatever this command is.
     for cleaned in engine::scratch::sweep() {

@@ -23,6 +23,7 @@ pub mod capacity_tests;
 pub mod histlog;
 pub mod host;
 pub mod launch;
+pub mod limits;
 pub mod load;
 pub mod plan;
 mod sched;

@@ -263,6 +263,7 @@ where
     P: Protocol + 'static,
     F: Fn(usize) -> P + Sync,
 {
+    crate::limits::ensure_open_files(spec.connections as u64)?;
     crate::stream::run(spec, endpoints, class_names, new_protocol, progress)
 }
 
@@ -274,5 +275,6 @@ pub fn run_sessions<S: Session + 'static>(
     sessions: Vec<S>,
     progress: &Progress,
 ) -> anyhow::Result<LoadOutcome> {
+    crate::limits::ensure_open_files(sessions.len() as u64)?;
     crate::sessions::run(spec, class_names, sessions, progress)
 }

@@ -42,16 +42,23 @@ pub struct RunOptions {
 
 /// Everything a run needs, validated.
 pub struct Plan {
-    pub registration: Registration,
+    /// One workload's sweep, or a suite of several (seed 001's memory, RSA, web and
+    /// database on one platform), run in turn into one run.
+    pub parts: Vec<Part>,
     pub catalog: Catalog,
     pub opts: RunOptions,
+    /// The command line, secrets redacted.
+    pub command: String,
+    pub hosts: HostsPlan,
+}
+
+/// One workload of a plan and its sweep.
+pub struct Part {
+    pub registration: Registration,
     /// The parameters as given (lists and ranges unexpanded).
     pub params: Params,
     /// The sweep points.
     pub points: Vec<Params>,
-    /// The command line, secrets redacted.
-    pub command: String,
-    pub hosts: HostsPlan,
 }
 
 /// What the caller shows while the run goes.
@@ -226,20 +233,25 @@ pub fn run(
     progress: Arc<Progress>,
     observer: &dyn Observer,
 ) -> anyhow::Result<Finished> {
-    let reg = &plan.registration;
     let o = &plan.opts;
-    // Build every point first: bad parameters fail here, before anything is stored.
-    let expanded = plan.hosts.expand(&plan.points)?;
-    let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(expanded.len());
-    for (p, _) in &expanded {
-        workloads.push((reg.build)(p)?);
-    }
-    if !plan.hosts.is_local() && reg.service.is_none() {
-        anyhow::bail!(
-            "`{}` runs on this host only for now (it is not split into a service and a driver yet): \
-             drop the host options (kv, http, oltp, net, crypto and mem run over several hosts)",
-            reg.name
-        );
+    // Build every point of every part first: bad parameters fail here, before anything
+    // is stored.
+    let mut parts = Vec::with_capacity(plan.parts.len());
+    for part in &plan.parts {
+        let reg = &part.registration;
+        let expanded = plan.hosts.expand(&part.points)?;
+        let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(expanded.len());
+        for (p, _) in &expanded {
+            workloads.push((reg.build)(p)?);
+        }
+        if !plan.hosts.is_local() && reg.service.is_none() {
+            anyhow::bail!(
+                "`{}` runs on this host only for now (it is not split into a service and a driver yet): \
+                 drop the host options (kv, http, oltp, net, crypto and mem run over several hosts)",
+                reg.name
+            );
+        }
+        parts.push((part, expanded, workloads));
     }
     // Hosts up: an unreachable one is an error naming it, nothing left running.
     let set = HostSet::connect(
@@ -249,11 +261,17 @@ pub fn run(
         o.verbose,
     )?;
     let _teardown = Teardown(&set);
-    let host_roles = plan.hosts.roles_by_host(&expanded);
+    let every_point: Vec<_> = parts.iter().flat_map(|(_, e, _)| e.clone()).collect();
+    let host_roles = plan.hosts.roles_by_host(&every_point);
     let mut hosts = disclosures(&set, &host_roles)?;
-    let swept = engine::plan::swept_keys(&plan.params, reg.list_keys);
-    let plan_json = serde_json::json!({
-        "workload": reg.name,
+    let part_json = |part: &Part, points: usize| {
+        serde_json::json!({
+            "workload": part.registration.name,
+            "params": Value::Object(part.params.clone()),
+            "points": points,
+        })
+    };
+    let mut plan_json = serde_json::json!({
         "run": {
             "repeat": o.repeat,
             "until_cv_pct": o.until_cv,
@@ -266,9 +284,24 @@ pub fn run(
             "power_model": o.power_model.map(|(a, b)| format!("{a}:{b}")),
         },
         "hosts": plan.hosts.to_json(),
-        "params": Value::Object(plan.params.clone()),
-        "points": expanded.len(),
     });
+    // One workload: its keys at the top, as always; a suite: one entry per part.
+    match parts.as_slice() {
+        [(part, expanded, _)] => {
+            if let (Value::Object(top), Value::Object(one)) =
+                (&mut plan_json, part_json(part, expanded.len()))
+            {
+                top.extend(one);
+            }
+        }
+        many => {
+            plan_json["suite"] = Value::Array(
+                many.iter()
+                    .map(|(part, expanded, _)| part_json(part, expanded.len()))
+                    .collect(),
+            );
+        }
+    }
     let mut record = RunRecord {
         format_version: model::RECORD_FORMAT_VERSION,
         id: new_run_id(),
@@ -314,200 +347,209 @@ pub fn run(
     let mut step: u32 = 0;
     let mut failure: Option<String> = None;
     let mut any_result = false;
-    'points: for (pi, ((point, point_roles), w)) in expanded.iter().zip(workloads).enumerate() {
-        let roles = point_roles.resolve(&set)?;
-        let ctx = Ctx {
-            progress: progress.clone(),
-            watch: telemetry.watch(roles.sut.clone(), set.local()),
-            verbose: o.verbose,
-            roles: Some(roles.clone()),
-        };
-        // Whatever way this iteration ends (error, Ctrl-C, `?`), the workload's servers go.
-        let mut w = CleanupOnDrop(w);
-        let mut label = point_label(point, &swept);
-        if let Some(pair) = point_roles.pair_label() {
-            label = format!("{label} {pair}").trim().to_string();
-        }
-        if let Err(e) = w.prepare(&ctx) {
-            w.cleanup();
-            let msg = describe(&e);
-            if !any_result {
-                // Nothing measured yet: leave nothing half-written.
-                telemetry.stop();
-                interrupter.stop();
-                store.delete_run(&run_id)?;
-                return Err(e.context(
-                    format!("preparing {} {label}", reg.name)
-                        .trim_end()
-                        .to_string(),
-                ));
+    'run: for (part, expanded, workloads) in parts {
+        let reg = &part.registration;
+        let swept = engine::plan::swept_keys(&part.params, reg.list_keys);
+        for (pi, ((point, point_roles), w)) in expanded.iter().zip(workloads).enumerate() {
+            let roles = point_roles.resolve(&set)?;
+            let ctx = Ctx {
+                progress: progress.clone(),
+                watch: telemetry.watch(roles.sut.clone(), set.local()),
+                verbose: o.verbose,
+                roles: Some(roles.clone()),
+            };
+            // Whatever way this iteration ends (error, Ctrl-C, `?`), the workload's servers go.
+            let mut w = CleanupOnDrop(w);
+            let mut label = point_label(point, &swept);
+            if let Some(pair) = point_roles.pair_label() {
+                label = format!("{label} {pair}").trim().to_string();
             }
-            failure = Some(format!("sweep point {} ({label}): {msg}", pi + 1));
-            break;
-        }
-        // What the workload learnt about the servers goes into the system under test's
-        // disclosure.
-        let facts = w.disclosure();
-        if !facts.is_empty() {
-            if let Some(d) = hosts.iter_mut().find(|d| d.host == roles.sut.name()) {
-                for (k, v) in facts {
-                    d.facts.insert(k, v);
+            if let Err(e) = w.prepare(&ctx) {
+                w.cleanup();
+                let msg = describe(&e);
+                if !any_result {
+                    // Nothing measured yet: leave nothing half-written.
+                    telemetry.stop();
+                    interrupter.stop();
+                    store.delete_run(&run_id)?;
+                    return Err(e.context(
+                        format!("preparing {} {label}", reg.name)
+                            .trim_end()
+                            .to_string(),
+                    ));
                 }
-            }
-            store.update_hosts(&run_id, &hosts)?;
-            record.hosts = hosts.clone();
-        }
-        let mut point_steps: Vec<u32> = Vec::new();
-        let max_repeat = match o.until_cv {
-            Some(_) => o.max_repeat.unwrap_or(10).max(repeat),
-            None => repeat,
-        };
-        for test in w.tests() {
-            let mut headlines: Vec<f64> = Vec::new();
-            for rep in 0..max_repeat {
-                if engine::stop::stop_requested() {
-                    break 'points;
-                }
-                // Enough repetitions once the spread is small (at least 3 to judge it).
-                if rep >= repeat.max(3) {
-                    if let Some(target) = o.until_cv {
-                        if cv_pct(&headlines).is_some_and(|cv| cv <= target) {
-                            break;
-                        }
-                    }
-                }
-                if rep >= repeat && o.until_cv.is_none() {
-                    break;
-                }
-                let what = format!(
-                    "{} {test}{}{}",
+                failure = Some(format!(
+                    "{} sweep point {} ({label}): {msg}",
                     reg.name,
-                    if label.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {label}")
-                    },
-                    if repeat > 1 {
-                        format!(" (rep {}/{repeat})", rep + 1)
-                    } else {
-                        String::new()
+                    pi + 1
+                ));
+                break 'run;
+            }
+            // What the workload learnt about the servers goes into the system under test's
+            // disclosure.
+            let facts = w.disclosure();
+            if !facts.is_empty() {
+                if let Some(d) = hosts.iter_mut().find(|d| d.host == roles.sut.name()) {
+                    for (k, v) in facts {
+                        d.facts.insert(k, v);
                     }
-                );
-                let (total, dur_ms) = expected_size(point);
-                progress.reset(&what, total, dur_ms);
-                telemetry.begin_step();
-                telemetry.mark_warmup(point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0));
-                let started_at = chrono::Utc::now();
-                let outcome = w.run_test(&test, &ctx);
-                let samples = telemetry.end_step();
-                let mut params: BTreeMap<String, Value> = point
-                    .iter()
-                    .map(|(k, v)| (k.clone(), redact_value(v)))
-                    .collect();
-                params.extend(point_roles.params());
-                // Only a host of this point fails it (a net pair is not failed by a
-                // third host that died).
-                let lost = roles.all().iter().find_map(|h| h.lost());
-                let mut result = match outcome {
-                    Ok(out) => {
-                        let interrupted = engine::stop::stop_requested();
-                        let status = match (&out.error, interrupted) {
-                            (Some(_), _) => Status::Failed,
-                            (None, true) => Status::Interrupted,
-                            (None, false) => Status::Ok,
-                        };
-                        let mut flags = out.flags;
-                        if interrupted && lost.is_none() {
-                            flags.push(Flag::warning(
-                                "interrupted",
-                                format!(
-                                    "stopped by {}: this test ran short",
-                                    engine::stop::stop_cause()
-                                ),
-                            ));
+                }
+                store.update_hosts(&run_id, &hosts)?;
+                record.hosts = hosts.clone();
+            }
+            let mut point_steps: Vec<u32> = Vec::new();
+            let max_repeat = match o.until_cv {
+                Some(_) => o.max_repeat.unwrap_or(10).max(repeat),
+                None => repeat,
+            };
+            for test in w.tests() {
+                let mut headlines: Vec<f64> = Vec::new();
+                for rep in 0..max_repeat {
+                    if engine::stop::stop_requested() {
+                        break 'run;
+                    }
+                    // Enough repetitions once the spread is small (at least 3 to judge it).
+                    if rep >= repeat.max(3) {
+                        if let Some(target) = o.until_cv {
+                            if cv_pct(&headlines).is_some_and(|cv| cv <= target) {
+                                break;
+                            }
                         }
-                        let summary = telemetry.summarize(&samples);
-                        let (metrics, missing) = finite_only(out.metrics, out.missing);
-                        ResultRecord {
+                    }
+                    if rep >= repeat && o.until_cv.is_none() {
+                        break;
+                    }
+                    let what = format!(
+                        "{} {test}{}{}",
+                        reg.name,
+                        if label.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" {label}")
+                        },
+                        if repeat > 1 {
+                            format!(" (rep {}/{repeat})", rep + 1)
+                        } else {
+                            String::new()
+                        }
+                    );
+                    let (total, dur_ms) = expected_size(point);
+                    progress.reset(&what, total, dur_ms);
+                    telemetry.begin_step();
+                    telemetry
+                        .mark_warmup(point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0));
+                    let started_at = chrono::Utc::now();
+                    let outcome = w.run_test(&test, &ctx);
+                    let samples = telemetry.end_step();
+                    let mut params: BTreeMap<String, Value> = point
+                        .iter()
+                        .map(|(k, v)| (k.clone(), redact_value(v)))
+                        .collect();
+                    params.extend(point_roles.params());
+                    // Only a host of this point fails it (a net pair is not failed by a
+                    // third host that died).
+                    let lost = roles.all().iter().find_map(|h| h.lost());
+                    let mut result = match outcome {
+                        Ok(out) => {
+                            let interrupted = engine::stop::stop_requested();
+                            let status = match (&out.error, interrupted) {
+                                (Some(_), _) => Status::Failed,
+                                (None, true) => Status::Interrupted,
+                                (None, false) => Status::Ok,
+                            };
+                            let mut flags = out.flags;
+                            if interrupted && lost.is_none() {
+                                flags.push(Flag::warning(
+                                    "interrupted",
+                                    format!(
+                                        "stopped by {}: this test ran short",
+                                        engine::stop::stop_cause()
+                                    ),
+                                ));
+                            }
+                            let summary = telemetry.summarize(&samples);
+                            let (metrics, missing) = finite_only(out.metrics, out.missing);
+                            ResultRecord {
+                                workload: reg.name.to_string(),
+                                test: test.clone(),
+                                step,
+                                repetition: rep,
+                                params,
+                                headline: out.headline,
+                                started_at,
+                                duration_s: out.duration_s,
+                                metrics,
+                                missing,
+                                histograms: out.histograms,
+                                telemetry: samples,
+                                telemetry_summary: summary,
+                                flags,
+                                status,
+                                error: out.error,
+                            }
+                        }
+                        Err(e) => ResultRecord {
                             workload: reg.name.to_string(),
                             test: test.clone(),
                             step,
                             repetition: rep,
                             params,
-                            headline: out.headline,
+                            headline: String::new(),
                             started_at,
-                            duration_s: out.duration_s,
-                            metrics,
-                            missing,
-                            histograms: out.histograms,
+                            duration_s: 0.0,
+                            metrics: Vec::new(),
+                            missing: Vec::new(),
+                            histograms: Vec::new(),
+                            telemetry_summary: telemetry.summarize(&samples),
                             telemetry: samples,
-                            telemetry_summary: summary,
-                            flags,
-                            status,
-                            error: out.error,
+                            flags: vec![Flag::invalid("failed", describe(&e))],
+                            status: Status::Failed,
+                            error: Some(describe(&e)),
+                        },
+                    };
+                    if let Some(why) = &lost {
+                        // A host died during this test: what the others measured stays, named.
+                        result.status = Status::Failed;
+                        result.flags.push(Flag::invalid("host_lost", why.clone()));
+                        if result.error.is_none() {
+                            result.error = Some(why.clone());
                         }
                     }
-                    Err(e) => ResultRecord {
-                        workload: reg.name.to_string(),
-                        test: test.clone(),
-                        step,
-                        repetition: rep,
-                        params,
-                        headline: String::new(),
-                        started_at,
-                        duration_s: 0.0,
-                        metrics: Vec::new(),
-                        missing: Vec::new(),
-                        histograms: Vec::new(),
-                        telemetry_summary: telemetry.summarize(&samples),
-                        telemetry: samples,
-                        flags: vec![Flag::invalid("failed", describe(&e))],
-                        status: Status::Failed,
-                        error: Some(describe(&e)),
-                    },
-                };
-                if let Some(why) = &lost {
-                    // A host died during this test: what the others measured stays, named.
-                    result.status = Status::Failed;
-                    result.flags.push(Flag::invalid("host_lost", why.clone()));
-                    if result.error.is_none() {
-                        result.error = Some(why.clone());
+                    store.insert_result(&run_id, &result)?;
+                    any_result = true;
+                    if let Some(v) = result.headline_value() {
+                        headlines.push(v);
+                    }
+                    observer.step_done(&result);
+                    point_steps.push(step);
+                    step += 1;
+                    let failed = result.status == Status::Failed;
+                    let err = result.error.clone();
+                    record.results.push(result);
+                    if failed {
+                        failure = Some(err.unwrap_or_else(|| "a test failed".into()));
+                        w.cleanup();
+                        break 'run;
                     }
                 }
-                store.insert_result(&run_id, &result)?;
-                any_result = true;
-                if let Some(v) = result.headline_value() {
-                    headlines.push(v);
+            }
+            match w.verify(&ctx) {
+                Ok(flags) if !flags.is_empty() => {
+                    for s in &point_steps {
+                        store.add_flags(&run_id, *s, &flags)?;
+                    }
                 }
-                observer.step_done(&result);
-                point_steps.push(step);
-                step += 1;
-                let failed = result.status == Status::Failed;
-                let err = result.error.clone();
-                record.results.push(result);
-                if failed {
-                    failure = Some(err.unwrap_or_else(|| "a test failed".into()));
-                    w.cleanup();
-                    break 'points;
+                Ok(_) => {}
+                Err(e) => {
+                    let f = Flag::invalid("verify_failed", describe(&e));
+                    for s in &point_steps {
+                        store.add_flags(&run_id, *s, std::slice::from_ref(&f))?;
+                    }
                 }
             }
+            w.cleanup();
+            telemetry.unwatch_servers();
         }
-        match w.verify(&ctx) {
-            Ok(flags) if !flags.is_empty() => {
-                for s in &point_steps {
-                    store.add_flags(&run_id, *s, &flags)?;
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                let f = Flag::invalid("verify_failed", describe(&e));
-                for s in &point_steps {
-                    store.add_flags(&run_id, *s, std::slice::from_ref(&f))?;
-                }
-            }
-        }
-        w.cleanup();
-        telemetry.unwatch_servers();
     }
     telemetry.stop();
     interrupter.stop();

@@ -385,7 +385,7 @@ mod tests {
             json: false,
             quiet: true,
         };
-        let out = d.path().join("out/report.html");
+        let out = d.path().join("report.html");
         let svg_dir = d.path().join("svg");
         let code = report(
             Args {

@@ -47,9 +47,10 @@ pub struct RunOpts {
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub plan: Option<PathBuf>,
-    /// Workload (in a plan file's [run] table).
+    /// Workload, or several run in turn as a suite (in a plan file's [run] table:
+    /// `workload = "kv"` or `workload = ["mem", "crypto", "http", "oltp"]`).
     #[arg(skip)]
-    pub workload: Option<String>,
+    pub workload: Option<Workloads>,
     /// Run every test of every sweep point this many times (median and spread reported).
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
@@ -155,7 +156,34 @@ impl HostsOpts {
     }
 }
 
-/// A plan file: `[run]`, `[hosts]`, plus one table of parameters named after the workload.
+/// `workload = "kv"` or `workload = ["mem", "crypto"]` in a plan's `[run]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Workloads {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Workloads {
+    fn names(&self) -> Vec<String> {
+        match self {
+            Workloads::One(s) => split_names(s),
+            Workloads::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// `kv,http` as given on the command line.
+fn split_names(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// A plan file: `[run]`, `[hosts]`, plus one table of parameters per workload, in the
+/// file's order (a plan with several tables and no `workload` runs them all, in turn).
 #[derive(Debug, Deserialize)]
 struct PlanFile {
     #[serde(default)]
@@ -163,17 +191,22 @@ struct PlanFile {
     #[serde(default)]
     hosts: Option<HostsOpts>,
     #[serde(flatten)]
-    workloads: BTreeMap<String, toml::Value>,
+    workloads: toml::Table,
 }
 
 /// Everything the runner needs, resolved from flags and the plan file.
 pub struct Resolved {
-    pub registration: Registration,
+    pub parts: Vec<Part>,
     pub opts: RunOpts,
     pub hosts: runner::HostsPlan,
+    pub command: String,
+}
+
+/// One workload of the run and its parameters.
+pub struct Part {
+    pub registration: Registration,
     pub params: Params,
     pub points: Vec<Params>,
-    pub command: String,
 }
 
 fn workload_command(reg: &Registration) -> clap::Command {
@@ -227,7 +260,7 @@ fn params_from_matches(cmd: &clap::Command, m: &clap::ArgMatches) -> anyhow::Res
 
 pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     // A plan file may come before or after the workload name.
-    let (mut workload, rest) = a.split();
+    let (cli_names, rest) = a.split();
     let plan_path = rest
         .iter()
         .position(|s| s == "--plan")
@@ -240,7 +273,8 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         });
     let mut plan_opts = RunOpts::default();
     let mut plan_hosts = HostsOpts::default();
-    let mut plan_params: Map<String, Value> = Map::new();
+    let mut tables = toml::Table::new();
+    let mut names = cli_names.as_deref().map(split_names).unwrap_or_default();
     if let Some(path) = &plan_path {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read plan file {}", path.display()))?;
@@ -252,42 +286,34 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         })?;
         plan_opts = plan.run.unwrap_or_default();
         plan_hosts = plan.hosts.unwrap_or_default();
-        let name = workload
-            .clone()
-            .or(plan_opts.workload.clone())
-            .or_else(|| {
-                (plan.workloads.len() == 1)
-                    .then(|| plan.workloads.keys().next().cloned())
-                    .flatten()
-            })
-            .with_context(|| {
-                format!(
-                    "plan file {}: say which workload in [run] workload = \"kv\"",
-                    path.display()
-                )
-            })?;
-        for key in plan.workloads.keys() {
+        tables = plan.workloads;
+        for key in tables.keys() {
             if registry::find(key).is_none() {
                 bail!(
-                    "plan file {}: unknown table [{key}]; workloads are: {}",
+                    "plan file {}: unknown table [{key}]; tables are [run], [hosts] and the workloads: {}",
                     path.display(),
                     registry::names().join(", ")
                 );
             }
         }
-        if let Some(t) = plan.workloads.get(&name) {
-            let v = engine::plan::normalize(serde_json::to_value(t)?);
-            match v {
-                Value::Object(m) => plan_params = m,
-                _ => bail!("plan file {}: [{name}] must be a table", path.display()),
-            }
+        if names.is_empty() {
+            names = match &plan_opts.workload {
+                Some(w) => w.names(),
+                // Every workload table, in the file's order.
+                None => tables.keys().cloned().collect(),
+            };
         }
-        workload = Some(name);
+        if names.is_empty() {
+            bail!(
+                "plan file {}: say which workload: [run] workload = \"kv\" (or a list), or a [kv] table",
+                path.display()
+            );
+        }
     }
-    let Some(name) = workload else {
+    if names.is_empty() {
         if rest.iter().any(|s| s == "--help" || s == "-h") {
             println!(
-                "Usage: rackbench run WORKLOAD [FLAGS]   or   rackbench run --plan FILE\n\nWorkloads:"
+                "Usage: rackbench run WORKLOAD[,WORKLOAD...] [FLAGS]   or   rackbench run --plan FILE\n\nWorkloads:"
             );
             for r in registry::all() {
                 println!("  {:<8} {}", r.name, r.about);
@@ -299,28 +325,54 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
             "which workload? `rackbench run kv --help` lists kv's flags; workloads: {}",
             registry::names().join(", ")
         );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut regs = Vec::new();
+    for name in &names {
+        let reg = registry::find(name).with_context(|| {
+            format!(
+                "unknown workload `{name}`; choose from: {}",
+                registry::names().join(", ")
+            )
+        })?;
+        if !seen.insert(name.clone()) {
+            bail!("workload `{name}` is named twice: a suite runs each workload once (its sweep covers the variants)");
+        }
+        regs.push(reg);
+    }
+    // One workload takes its own flags; a suite only the run's (each workload's
+    // parameters are its plan table's).
+    let cmd = match regs.as_slice() {
+        [one] => workload_command(one),
+        _ => HostsOpts::augment_args(RunOpts::augment_args(
+            clap::Command::new(format!("rackbench run {}", names.join(",")))
+                .no_binary_name(true)
+                .disable_help_flag(true),
+        )),
     };
-    let reg = registry::find(&name).with_context(|| {
-        format!(
-            "unknown workload `{name}`; choose from: {}",
-            registry::names().join(", ")
-        )
-    })?;
-    let cmd = workload_command(&reg);
     let m = cmd.clone().try_get_matches_from(&rest).map_err(|e| {
         if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) {
             let _ = e.print();
             std::process::exit(0);
         }
         let text = e.render().to_string();
-        anyhow::anyhow!("{}", text.trim_end().trim_start_matches("error: "))
+        let text = text.trim_end().trim_start_matches("error: ");
+        if regs.len() > 1 {
+            anyhow::anyhow!(
+                "{text}\n(several workloads take only the run's options on the command line: put each workload's parameters in its table of a plan file, [kv] ..., and run it with --plan FILE)"
+            )
+        } else {
+            anyhow::anyhow!("{text}")
+        }
     })?;
     let mut opts = RunOpts::from_arg_matches(&m)?;
     let host_opts = HostsOpts::from_arg_matches(&m)?.or(plan_hosts);
     let hosts = host_opts.plan()?;
-    hosts.validate(&name)?;
+    for name in &names {
+        hosts.validate(name)?;
+    }
     // Flags override the plan's [run] table.
-    opts.workload = Some(name.clone());
+    opts.workload = Some(Workloads::Many(names.clone()));
     opts.repeat = opts.repeat.or(plan_opts.repeat);
     opts.label = opts.label.or(plan_opts.label);
     opts.until_cv = opts.until_cv.or(plan_opts.until_cv);
@@ -351,18 +403,33 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     {
         bail!("--telemetry-interval must be between 0.05 and 3600 seconds");
     }
-    let mut params = plan_params;
-    for (k, v) in params_from_matches(&cmd, &m)? {
-        params.insert(k, v);
+    let mut parts = Vec::with_capacity(regs.len());
+    for reg in regs {
+        let mut params = match tables.get(reg.name) {
+            None => Map::new(),
+            Some(t) => match engine::plan::normalize(serde_json::to_value(t)?) {
+                Value::Object(m) => m,
+                _ => bail!("plan file: [{}] must be a table", reg.name),
+            },
+        };
+        if parts.is_empty() && names.len() == 1 {
+            for (k, v) in params_from_matches(&cmd, &m)? {
+                params.insert(k, v);
+            }
+        }
+        let points = engine::plan::expand(&params, reg.list_keys)
+            .with_context(|| format!("workload {}", reg.name))?;
+        parts.push(Part {
+            registration: reg,
+            params,
+            points,
+        });
     }
-    let points = engine::plan::expand(&params, reg.list_keys)?;
     let command = redacted_command_line(std::env::args());
     Ok(Resolved {
-        registration: reg,
+        parts,
         opts,
         hosts,
-        params,
-        points,
         command,
     })
 }
@@ -436,11 +503,17 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             power_model: power_model(&r.opts.power_model)?,
             verbose,
         },
-        params: r.params.clone(),
-        points: r.points.clone(),
+        parts: r
+            .parts
+            .into_iter()
+            .map(|p| runner::Part {
+                registration: p.registration,
+                params: p.params,
+                points: p.points,
+            })
+            .collect(),
         command: r.command.clone(),
         hosts: r.hosts.clone(),
-        registration: r.registration,
     };
     let store = store::Store::open(&db)?;
     crate::signals::install_for_run();
@@ -524,33 +597,47 @@ pub fn repetition_summary(run: &RunRecord) -> String {
     out
 }
 
-/// For each test and swept key, the sweep point with the highest headline (the seed's
-/// "best instance count").
+/// For each workload's test, the sweep point with the highest headline (the seed's "best
+/// instance count"), named by the keys swept in that workload (a suite's workloads have
+/// parameters of their own).
 pub fn peaks(run: &RunRecord) -> String {
-    // Keys whose value differs between results: the swept ones.
-    let mut swept: Vec<String> = Vec::new();
-    if let Some(first) = run.results.first() {
-        for k in first.params.keys() {
-            if run
-                .results
-                .iter()
-                .any(|r| r.params.get(k) != first.params.get(k))
-            {
-                swept.push(k.clone());
-            }
-        }
+    let mut workloads: Vec<&str> = run.results.iter().map(|r| r.workload.as_str()).collect();
+    workloads.dedup();
+    let mut out = String::new();
+    for wl in workloads {
+        let results: Vec<&ResultRecord> = run.results.iter().filter(|r| r.workload == wl).collect();
+        out.push_str(&workload_peaks(&results));
     }
+    if out.is_empty() {
+        out
+    } else {
+        format!("\n{out}")
+    }
+}
+
+fn workload_peaks(results: &[&ResultRecord]) -> String {
+    // Keys whose value differs between results: the swept ones.
+    let Some(first) = results.first() else {
+        return String::new();
+    };
+    let swept: Vec<&String> = first
+        .params
+        .keys()
+        .filter(|k| {
+            results
+                .iter()
+                .any(|r| r.params.get(*k) != first.params.get(*k))
+        })
+        .collect();
     if swept.is_empty() {
         return String::new();
     }
     let mut out = String::new();
-    let mut tests: Vec<&str> = run.results.iter().map(|r| r.test.as_str()).collect();
-    tests.dedup();
+    let mut tests: Vec<&str> = results.iter().map(|r| r.test.as_str()).collect();
     tests.sort();
     tests.dedup();
     for test in tests {
-        let best = run
-            .results
+        let best = results
             .iter()
             .filter(|r| r.test == test && !r.is_invalid())
             .filter_map(|r| r.headline_value().map(|v| (v, r)))
@@ -558,7 +645,7 @@ pub fn peaks(run: &RunRecord) -> String {
         if let Some((v, r)) = best {
             let at: Vec<String> = swept
                 .iter()
-                .filter_map(|k| r.params.get(k).map(|x| format!("{k}={x}")))
+                .filter_map(|k| r.params.get(*k).map(|x| format!("{k}={x}")))
                 .collect();
             let unit = r
                 .metric(&r.headline, &[])
@@ -567,11 +654,7 @@ pub fn peaks(run: &RunRecord) -> String {
             out.push_str(&format!("peak {test}: {v:.1} {unit} at {}\n", at.join(" ")));
         }
     }
-    if out.is_empty() {
-        out
-    } else {
-        format!("\n{out}")
-    }
+    out
 }
 
 #[cfg(test)]

@@ -37,6 +37,8 @@ pub struct Kv {
     sleep_when_idle: bool,
     /// Why the load generator competes with the servers for CPUs, when it does.
     cpu_clash: Option<String>,
+    /// Several servers on one CPU, or more generator threads than their CPUs.
+    oversubscribed: Option<String>,
 }
 
 /// Does a load generator on the servers' host share their CPUs? `server`: the CPUs the
@@ -68,6 +70,39 @@ pub fn cpu_clash(server: &[usize], client: &[usize], host: Option<&[usize]>) -> 
             list(client),
             list(&shared),
             list(server)
+        )
+    })
+}
+
+/// Several launched servers pinned to one CPU (`--instances 3` on 2 CPUs), or more
+/// generator threads than the CPUs they are pinned to: they take turns on a CPU, and the
+/// figure measures the sharing as much as the servers.
+pub fn oversubscribed(server: &[usize], client: &[usize], threads: usize) -> Option<String> {
+    let mut distinct = server.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut why = Vec::new();
+    if distinct.len() < server.len() {
+        why.push(format!(
+            "{} redis-server instances on {} CPU{} ({}): instances share a CPU",
+            server.len(),
+            distinct.len(),
+            if distinct.len() == 1 { "" } else { "s" },
+            list(server)
+        ));
+    }
+    if !client.is_empty() && threads > client.len() {
+        why.push(format!(
+            "{threads} load-generator threads on {} CPU{} ({}): threads share a CPU",
+            client.len(),
+            if client.len() == 1 { "" } else { "s" },
+            list(client)
+        ));
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "{} (use at most one per CPU, or give more CPUs)",
+            why.join("; ")
         )
     })
 }
@@ -111,6 +146,7 @@ impl Kv {
             capacity_found: None,
             sleep_when_idle: false,
             cpu_clash: None,
+            oversubscribed: None,
         })
     }
 
@@ -200,15 +236,16 @@ impl Workload for Kv {
         let sut = roles.sut.clone();
         let handle = sut.start_service("kv", &self.params)?;
         self.facts = handle.facts.clone();
+        let server: Vec<usize> = self
+            .facts
+            .get("server.cpus")
+            .and_then(|f| f.value.as_deref())
+            .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+            .unwrap_or_default();
+        let client = engine::launch::cpus_from_values(&self.cfg.client_cpus, "client_cpus")?;
+        self.oversubscribed = oversubscribed(&server, &client, self.cfg.threads);
         // Only a generator on the servers' own host can take their CPUs.
         if roles.loadgens.iter().any(|g| g.name() == sut.name()) {
-            let server: Vec<usize> = self
-                .facts
-                .get("server.cpus")
-                .and_then(|f| f.value.as_deref())
-                .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
-                .unwrap_or_default();
-            let client = engine::launch::cpus_from_values(&self.cfg.client_cpus, "client_cpus")?;
             // This machine's CPUs are known here; another host's are not.
             let here = (sut.name() == "local").then(engine::launch::allowed_cpus);
             self.cpu_clash = cpu_clash(&server, &client, here.as_deref());
@@ -237,6 +274,10 @@ impl Workload for Kv {
         );
         if let Some(why) = &self.cpu_clash {
             step.flags.push(Flag::warning("shares_cpus", why.clone()));
+        }
+        if let Some(why) = &self.oversubscribed {
+            step.flags
+                .push(Flag::warning("cpus_oversubscribed", why.clone()));
         }
 
         // Server-side counters against what the generators claim (memtier's self-test).
@@ -369,6 +410,22 @@ mod tests {
         // Unpinned with a CPU left free, or a host whose CPUs are unknown: not judged.
         assert_eq!(cpu_clash(&[0], &[], Some(&[0, 1])), None);
         assert_eq!(cpu_clash(&[0, 1], &[], None), None);
+    }
+
+    #[test]
+    fn more_servers_or_threads_than_cpus_are_oversubscribed() {
+        let why = oversubscribed(&[0, 1, 0], &[], 1).expect("flagged");
+        assert!(
+            why.contains("3 redis-server instances on 2 CPUs (0,1,0)"),
+            "{why}"
+        );
+        let why = oversubscribed(&[0], &[1], 4).expect("flagged");
+        assert!(
+            why.contains("4 load-generator threads on 1 CPU (1)"),
+            "{why}"
+        );
+        assert_eq!(oversubscribed(&[0, 1], &[], 8), None, "unpinned threads");
+        assert_eq!(oversubscribed(&[0, 1], &[0, 1], 2), None);
     }
 
     fn cfg(clients: usize, requests: u64, rate: Option<f64>) -> KvConfig {
