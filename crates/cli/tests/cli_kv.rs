@@ -455,3 +455,36 @@ fn sigkill_leaves_no_server_and_the_run_is_closed_on_next_open() {
         "redis-server outlived a killed rackbench: {orphans:?}"
     );
 }
+
+/// Two redis-server instances pinned to one CPU take turns on it: flagged, not hidden.
+#[test]
+fn instances_sharing_a_cpu_are_flagged() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json_kv(
+        &db,
+        &[
+            "kv",
+            "--instances",
+            "2",
+            "--server-cpus",
+            "0",
+            "-n",
+            "2000",
+            "-t",
+            "set",
+            "-c",
+            "2",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let flags = run["results"][0]["flags"].to_string();
+    assert!(flags.contains("cpus_oversubscribed"), "{flags}");
+    assert!(
+        flags.contains("2 redis-server instances on 1 CPU"),
+        "{flags}"
+    );
+}
