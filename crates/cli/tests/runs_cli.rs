@@ -131,6 +131,10 @@ fn show_prints_disclosure_and_results() {
         "ops/s",
         "all steps: ! client_bound: load generator at 97% CPU",
         "all steps: not measured: cache_hit_ratio",
+        // What the system under test spent, beside what it did.
+        "system under test: CPU, power, efficiency",
+        "CPU BUSY %",
+        "PERF/W",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
@@ -300,4 +304,46 @@ fn unusable_paths_are_clear_errors() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn report_all_takes_every_stored_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let out = dir.path().join("all.html");
+    ok(&rackbench(
+        &db,
+        &["report", "--all", "-o", out.to_str().unwrap()],
+    ));
+    let html = std::fs::read_to_string(&out).unwrap();
+    for id in [
+        "20261120T210703-aaaaaa",
+        "20261120T210803-bbbbbb",
+        "20261120T210903-cccccc",
+    ] {
+        assert!(html.contains(id), "{id} missing from the report");
+    }
+    // Written again over its own report; never over a file it did not write.
+    ok(&rackbench(
+        &db,
+        &["report", "--all", "-o", out.to_str().unwrap()],
+    ));
+    let theirs = dir.path().join("notes.html");
+    std::fs::write(&theirs, "<p>my notes</p>").unwrap();
+    let o = rackbench(&db, &["report", "--all", "-o", theirs.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not written by rackbench"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "<p>my notes</p>");
+    let o = rackbench(&db, &["report", "--all", "-o", db.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("is the results store"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(Store::open(&db).unwrap().list_runs().unwrap().len() == 3);
 }

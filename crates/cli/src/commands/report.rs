@@ -22,6 +22,9 @@ pub enum Format {
 pub struct Args {
     /// Run ids (or unique prefixes, labels, `latest`); default: the latest run.
     pub runs: Vec<String>,
+    /// Every stored run (or every run of the --from file), oldest first.
+    #[arg(long, conflicts_with = "runs")]
+    pub all: bool,
     /// Output file. Default: report.html (report.md with --format md).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -86,6 +89,18 @@ impl Source {
                 Ok(Source::Store(s))
             }
         }
+    }
+
+    /// Every run's id, oldest first.
+    fn all_ids(&self) -> anyhow::Result<Vec<String>> {
+        Ok(match self {
+            Source::Store(s) => s.list_runs()?.into_iter().rev().map(|r| r.id).collect(),
+            Source::File(runs) => {
+                let mut v: Vec<&RunRecord> = runs.iter().collect();
+                v.sort_by_key(|r| r.created_at);
+                v.into_iter().map(|r| r.id.clone()).collect()
+            }
+        })
     }
 
     fn load(&self, id: &str) -> anyhow::Result<RunRecord> {
@@ -202,11 +217,16 @@ fn evaluate_plan(
 
 pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
     let src = Source::open(a.from.as_deref(), g)?;
-    let ids = if a.runs.is_empty() {
+    let ids = if a.all {
+        src.all_ids()?
+    } else if a.runs.is_empty() {
         vec!["latest".to_string()]
     } else {
         a.runs.clone()
     };
+    if ids.is_empty() {
+        anyhow::bail!("no runs to report: run `rackbench run ...` first");
+    }
     let runs: Vec<RunRecord> = ids
         .iter()
         .map(|id| src.load(id))
@@ -389,6 +409,7 @@ mod tests {
         let svg_dir = d.path().join("svg");
         let code = report(
             Args {
+                all: false,
                 runs: vec!["plat-a".into(), "plat-b".into()],
                 output: Some(out.clone()),
                 format: Format::Html,
@@ -407,6 +428,7 @@ mod tests {
         let md = d.path().join("latest.md");
         report(
             Args {
+                all: false,
                 runs: vec![],
                 output: Some(md.clone()),
                 format: Format::Md,

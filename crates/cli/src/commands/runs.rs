@@ -121,8 +121,81 @@ pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
     let mut out = run_header(&run);
     out.push('\n');
     out.push_str(&results_table(&run));
+    out.push_str(&efficiency_table(&run));
     print_stdout(&out)?;
     Ok(0)
+}
+
+/// Per result, what the system under test spent: its CPUs' busy share (mpstat's 100 -
+/// %idle over all CPUs), its power by the report's one rule, and throughput per watt.
+/// A figure that could not be measured is `-`, and why is said once below the table.
+pub fn efficiency_table(run: &RunRecord) -> String {
+    let mut rows = Vec::new();
+    let mut reasons: Vec<String> = Vec::new();
+    let mut any = false;
+    for r in &run.results {
+        let ts = report::derive::sut_summary(run, r);
+        let busy = ts
+            .and_then(|t| t.cpus.iter().find(|c| c.cpu == -1))
+            .map(|c| 100.0 - c.idle_pct);
+        let power = match ts.map(|t| (t, model::power::headline(&t.power))) {
+            Some((_, Some(h))) => Some(h),
+            Some((t, None)) => {
+                let why = t.power_missing.clone().unwrap_or_else(|| {
+                    "no whole-server source or RAPL package/DRAM zone was read".into()
+                });
+                if !reasons.contains(&why) {
+                    reasons.push(why);
+                }
+                None
+            }
+            None => None,
+        };
+        let perf = r.headline_value().filter(|_| !r.is_invalid());
+        let unit = r
+            .metric(&r.headline, &[])
+            .map(|m| m.unit.clone())
+            .unwrap_or_default();
+        let per_w = match (perf, &power) {
+            (Some(p), Some(h)) if h.mean_watts > 0.0 => Some(p / h.mean_watts),
+            _ => None,
+        };
+        any |= busy.is_some() || power.is_some();
+        let dash = || "-".to_string();
+        rows.push(vec![
+            Cell::right(r.step.to_string()),
+            Cell::left(r.test.clone()),
+            Cell::right(busy.map_or_else(dash, |b| format!("{b:.1}"))),
+            Cell::right(power.as_ref().map_or_else(dash, |h| fmt_num(h.mean_watts))),
+            Cell::left(power.as_ref().map_or_else(dash, |h| {
+                let kind = if h.modelled {
+                    " (modelled)"
+                } else if h.whole_system {
+                    ""
+                } else {
+                    " (CPU+DRAM only)"
+                };
+                format!("{} {}{kind}", h.source, h.zones.join("+"))
+            })),
+            Cell::right(per_w.map_or_else(dash, |v| format!("{} {unit}/W", fmt_num(v)))),
+        ]);
+    }
+    if !any {
+        return if reasons.is_empty() {
+            String::new()
+        } else {
+            format!("\npower and CPU: not measured ({})\n", reasons.join("; "))
+        };
+    }
+    let mut out = String::from("\nsystem under test: CPU, power, efficiency\n");
+    out.push_str(&render_table(
+        &["STEP", "TEST", "CPU BUSY %", "POWER W", "SOURCE", "PERF/W"],
+        &rows,
+    ));
+    for why in reasons {
+        out.push_str(&format!("power not measured: {}\n", clean(&why)));
+    }
+    out
 }
 
 pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
