@@ -108,7 +108,7 @@ fn main() {
             // Errors carry text from hosts and users: printed safe for the terminal.
             eprintln!(
                 "rackbench: error: {}",
-                model::printable(&model::redact_secrets(&format!("{e:#}")))
+                model::printable_lines(&model::redact_secrets(&format!("{e:#}")))
             );
             std::process::exit(2);
         }

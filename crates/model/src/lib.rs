@@ -40,6 +40,12 @@ pub fn printable(s: &str) -> String {
         .collect()
 }
 
+/// [`printable`] for a message of several lines (an error with clap's usage below it):
+/// newlines stay, every other control character is shown escaped.
+pub fn printable_lines(s: &str) -> String {
+    s.split('\n').map(printable).collect::<Vec<_>>().join("\n")
+}
+
 /// Version of the JSON shape of [`RunRecord`]; bump on any incompatible change.
 pub const RECORD_FORMAT_VERSION: u32 = 1;
 

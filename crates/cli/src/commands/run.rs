@@ -213,6 +213,9 @@ fn workload_command(reg: &Registration) -> clap::Command {
     let cmd = clap::Command::new(format!("rackbench run {}", reg.name))
         .about(reg.about)
         .no_binary_name(true)
+        // `--duration -1` reaches the workload's check ("must be above 0"), not clap's
+        // "unexpected argument '-1'".
+        .allow_negative_numbers(true)
         .after_help(
             "Numeric knobs take lists and ranges, run as a cartesian sweep: -P 1,100 --instances 1..4 \
              --clients 1..64:x2",
