@@ -429,6 +429,7 @@ impl ChildGuard {
                 live.retain(|p| *p != pid);
             }
             tell_reaper(-(pid as i32));
+            crate::scratch::forget_group(pid);
         }
     }
 }

@@ -15,24 +15,76 @@
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use anyhow::Context as _;
 use model::process::{self, ProcessId};
 
 const PREFIX: &str = "rackbench.";
 
-/// This process's root, made on first use.
-static ROOT: OnceLock<Mutex<Option<PathBuf>>> = OnceLock::new();
+/// This process's root (made on first use), and what of this process lives in it.
+static ROOT: Mutex<Scratch> = Mutex::new(Scratch {
+    root: None,
+    dirs: 0,
+    groups: Vec::new(),
+});
 
-/// A new private temporary directory (mode 0700) under this process's root, removed when
-/// dropped; a killed process's is removed by the next command's [`sweep`].
-pub fn tempdir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
-    let root = root().context("creating rackbench's scratch directory in the temp dir")?;
-    tempfile::Builder::new()
+struct Scratch {
+    root: Option<PathBuf>,
+    /// [`ScratchDir`]s alive.
+    dirs: usize,
+    /// Process groups launched and not yet stopped.
+    groups: Vec<u32>,
+}
+
+impl Scratch {
+    /// Remove the root once nothing of this process lives in it (a library user, a
+    /// test binary, leaves nothing behind; the next use makes a new one).
+    fn release_if_unused(&mut self) {
+        if self.dirs == 0 && self.groups.is_empty() {
+            if let Some(root) = self.root.take() {
+                let _ = std::fs::remove_dir_all(root);
+            }
+        }
+    }
+}
+
+fn scratch() -> std::sync::MutexGuard<'static, Scratch> {
+    ROOT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A private temporary directory (mode 0700) under this process's root: removed when
+/// dropped (the root too once it is unused); a killed process's is removed by the next
+/// command's [`sweep`].
+pub struct ScratchDir {
+    dir: Option<tempfile::TempDir>,
+}
+
+impl ScratchDir {
+    pub fn path(&self) -> &Path {
+        self.dir.as_ref().map_or(Path::new(""), |d| d.path())
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let mut s = scratch();
+        drop(self.dir.take());
+        s.dirs = s.dirs.saturating_sub(1);
+        s.release_if_unused();
+    }
+}
+
+/// A new [`ScratchDir`] named `prefix` and random letters.
+pub fn tempdir(prefix: &str) -> anyhow::Result<ScratchDir> {
+    let mut s = scratch();
+    let root = root(&mut s).context("creating rackbench's scratch directory in the temp dir")?;
+    let dir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir_in(&root)
-        .with_context(|| format!("creating a temporary directory in {}", root.display()))
+        .with_context(|| format!("creating a temporary directory in {}", root.display()))?;
+    s.dirs += 1;
+    Ok(ScratchDir { dir: Some(dir) })
 }
 
 /// Record a process group this process launched (its leader's pid), so that a [`sweep`]
@@ -41,7 +93,8 @@ pub fn record_group(pgid: u32) {
     let Some(stat) = process::stat_of(pgid) else {
         return;
     };
-    let Ok(root) = root() else { return };
+    let mut s = scratch();
+    let Ok(root) = root(&mut s) else { return };
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
@@ -49,20 +102,25 @@ pub fn record_group(pgid: u32) {
     {
         let _ = writeln!(f, "{pgid} {}", stat.starttime);
     }
+    s.groups.push(pgid);
+}
+
+/// A recorded group was stopped (killed and reaped): it no longer keeps the root.
+pub fn forget_group(pgid: u32) {
+    let mut s = scratch();
+    s.groups.retain(|g| *g != pgid);
+    s.release_if_unused();
 }
 
 /// Remove this process's root (at a normal exit; what is still inside goes too).
 pub fn remove_own() {
-    let Some(lock) = ROOT.get() else { return };
-    if let Some(root) = lock.lock().unwrap_or_else(|e| e.into_inner()).take() {
+    if let Some(root) = scratch().root.take() {
         let _ = std::fs::remove_dir_all(root);
     }
 }
 
-fn root() -> std::io::Result<PathBuf> {
-    let lock = ROOT.get_or_init(|| Mutex::new(None));
-    let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(r) = guard.as_ref() {
+fn root(s: &mut Scratch) -> std::io::Result<PathBuf> {
+    if let Some(r) = s.root.as_ref() {
         return Ok(r.clone());
     }
     let me = ProcessId::current().ok_or_else(|| std::io::Error::other("no /proc/self/stat"))?;
@@ -78,7 +136,7 @@ fn root() -> std::io::Result<PathBuf> {
         root.join("owner"),
         format!("{} {} {}\n", me.pid, me.starttime, me.boot_id),
     )?;
-    *guard = Some(root.clone());
+    s.root = Some(root.clone());
     Ok(root)
 }
 
@@ -309,6 +367,21 @@ mod tests {
             std::os::unix::process::ExitStatusExt::signal(&status),
             Some(libc::SIGKILL)
         );
+    }
+
+    #[test]
+    fn the_root_goes_when_nothing_of_the_process_lives_in_it() {
+        let a = tempdir("rackbench-test-").unwrap();
+        let root = a.path().parent().unwrap().to_path_buf();
+        let b = tempdir("rackbench-test-").unwrap();
+        assert_eq!(b.path().parent().unwrap(), root);
+        drop(a);
+        assert!(root.exists(), "b still lives there");
+        drop(b);
+        // Other tests of this binary may hold a directory there at the same moment.
+        if scratch().dirs == 0 && scratch().groups.is_empty() {
+            assert!(!root.exists(), "the root outlived its last directory");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub struct Ssh {
     /// on to the ssh it starts for a `ProxyJump` hop (our `-o` options it does not), so
     /// host-key checking and BatchMode hold for the jump host too.
     config: PathBuf,
-    control_dir: tempfile::TempDir,
+    control_dir: engine::scratch::ScratchDir,
 }
 
 /// Our settings, ahead of the user's config, for every host and every hop.

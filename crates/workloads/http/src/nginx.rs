@@ -42,7 +42,7 @@ pub struct Nginx {
     pub workers: Vec<u32>,
     /// Whether [`STATUS_PATH`] serves nginx's counters.
     pub stub_status: bool,
-    dir: tempfile::TempDir,
+    dir: engine::scratch::ScratchDir,
 }
 
 impl Nginx {

@@ -38,7 +38,7 @@ pub struct KvService {
     /// The same servers as this host reaches them, for the admin queries.
     admin: Vec<SocketAddr>,
     instances: Vec<server::Instance>,
-    dir: Option<tempfile::TempDir>,
+    dir: Option<engine::scratch::ScratchDir>,
     facts: BTreeMap<String, Fact>,
 }
 

@@ -224,7 +224,7 @@ pub fn init_cluster(data: &Path) -> anyhow::Result<()> {
 pub struct Server {
     guard: Option<ChildGuard>,
     /// Kept alive (and so not removed) until the server is stopped.
-    temp: Option<tempfile::TempDir>,
+    temp: Option<engine::scratch::ScratchDir>,
     pub data: PathBuf,
     pub socket_dir: PathBuf,
     pub port: u16,
@@ -393,7 +393,7 @@ impl Server {
         }
         if let Some(t) = self.temp.take() {
             let sock = self.socket_dir.clone();
-            let _ = t.close();
+            drop(t);
             let _ = std::fs::remove_dir_all(sock);
         }
     }
