@@ -347,3 +347,39 @@ fn report_all_takes_every_stored_run() {
     );
     assert!(Store::open(&db).unwrap().list_runs().unwrap().len() == 3);
 }
+
+/// A label with an escape sequence and a newline (a hostile or careless `--label`, an
+/// imported run) reaches no terminal raw and breaks no table: runs, show, compare.
+#[test]
+fn control_characters_in_labels_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.sqlite");
+    let store = Store::open(&db).unwrap();
+    let evil = "evil\u{1b}[31mred\nline2";
+    store
+        .import_run(&rich_run("20261120T210703-aaaaaa", Some(evil), t0(0), 1))
+        .unwrap();
+    store
+        .import_run(&rich_run(
+            "20261120T210803-bbbbbb",
+            Some("plain"),
+            t0(60),
+            1,
+        ))
+        .unwrap();
+    drop(store);
+    for args in [
+        &["runs"][..],
+        &["show", "20261120T210703"],
+        &["compare", "20261120T210703", "plain"],
+    ] {
+        let out = ok(&rackbench(&db, args));
+        assert!(
+            !out.contains('\u{1b}'),
+            "{args:?} printed a raw escape:\n{out}"
+        );
+        assert!(out.contains("evil\\u{1b}[31mred"), "{args:?}:\n{out}");
+    }
+    let runs = ok(&rackbench(&db, &["runs"]));
+    assert_eq!(runs.lines().count(), 3, "one line per run:\n{runs}");
+}

@@ -295,7 +295,7 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
     if g.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&c)?))?;
     } else {
-        emit(&report::compare_text(&c))?;
+        emit(&model::printable_lines(&report::compare_text(&c)))?;
     }
     Ok(0)
 }
@@ -305,7 +305,7 @@ pub fn tco(a: TcoArgs, g: &Global) -> anyhow::Result<i32> {
     if g.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&t)?))?;
     } else {
-        emit(&tco::text(&t))?;
+        emit(&model::printable_lines(&tco::text(&t)))?;
     }
     Ok(0)
 }

@@ -343,15 +343,18 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// Text from a store, a host or a user is shown with its control characters escaped:
+    /// an escape sequence or a newline in a label must neither reach the terminal nor
+    /// break the table.
     pub fn left(s: impl Into<String>) -> Cell {
         Cell {
-            text: s.into(),
+            text: model::printable(&s.into()),
             right: false,
         }
     }
     pub fn right(s: impl Into<String>) -> Cell {
         Cell {
-            text: s.into(),
+            text: model::printable(&s.into()),
             right: true,
         }
     }
@@ -721,7 +724,8 @@ pub fn run_header(run: &RunRecord) -> String {
     let width = kv.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
     let mut out = String::new();
     for (k, v) in kv {
-        let pad = width - k.chars().count();
+        let (k, v) = (model::printable(&k), model::printable(&v));
+        let pad = width.saturating_sub(k.chars().count());
         out.push_str(&format!("{k}{}  {v}\n", " ".repeat(pad)));
     }
     out
