@@ -24,6 +24,9 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         (&["mem", "--samples", "0"], "samples"),
         (&["kv", "--idle-power", "-1"], "idle-power"),
         (&["kv", "--repeat", "0"], "repeat"),
+        // One meaning per flag: -t is the tests everywhere (wrk's -t is threads).
+        (&["http", "-t", "4"], "use --threads 4"),
+        (&["kv", "--latency-thresholds", "5"], "latency_thresholds"),
     ];
     for (args, names) in cases {
         let out = common::bin()

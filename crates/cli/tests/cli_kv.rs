@@ -488,3 +488,39 @@ fn instances_sharing_a_cpu_are_flagged() {
         "{flags}"
     );
 }
+
+/// The Aerospike study's buckets: the share of requests over each threshold, for kv too.
+#[test]
+fn latency_thresholds_give_the_share_over_each() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json_kv(
+        &db,
+        &[
+            "kv",
+            "-n",
+            "5000",
+            "-t",
+            "get",
+            "-c",
+            "2",
+            "--latency-thresholds",
+            "1us,10s",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let over = |t: &str| {
+        run["results"][0]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "latency_pct_over" && m["labels"]["over"] == t)
+            .and_then(|m| m["value"].as_f64())
+    };
+    // Every request takes more than 1 us and less than 10 s.
+    assert_eq!(over("1us"), Some(100.0), "{}", run["results"][0]);
+    assert_eq!(over("10s"), Some(0.0));
+}

@@ -41,7 +41,7 @@ pub const DEFAULT_BUFFERS: [usize; 4] = [16, 1024, 8192, 16384];
 #[derive(Args, Debug)]
 pub struct Flags {
     /// Tests: rsa (one per --bits), rsa512..rsa4096, ecdsap256, aes256gcm, sha256.
-    #[arg(long = "tests", id = "tests", value_name = "LIST")]
+    #[arg(short = 't', long = "tests", id = "tests", value_name = "LIST")]
     pub tests: Option<String>,
     /// RSA key sizes for the `rsa` test (512,1024,2048,3072,4096).
     #[arg(long = "bits", id = "bits", value_name = "LIST")]

@@ -53,7 +53,7 @@ pub use controller::Http;
 #[derive(Args, Debug, Serialize)]
 pub struct Flags {
     /// Tests to run, in order: load, ramp, search, levels [default: load]
-    #[arg(long, id = "tests", value_name = "LIST")]
+    #[arg(short = 't', long, id = "tests", value_name = "LIST")]
     pub tests: Option<String>,
     /// Use this server instead of launching nginx: http://HOST[:PORT][/PATH]
     #[arg(long, id = "target", value_name = "URL")]
@@ -62,7 +62,7 @@ pub struct Flags {
     #[arg(short = 'c', long, id = "connections", value_name = "N")]
     pub connections: Option<String>,
     /// Load-generator threads (wrk -t) [default: 1]
-    #[arg(short = 't', long, id = "threads", value_name = "N")]
+    #[arg(long, id = "threads", value_name = "N")]
     pub threads: Option<String>,
     /// Seconds of the `load` test (wrk -d) [default: 10]
     #[arg(short = 'd', long, id = "duration", value_name = "SECS")]
@@ -392,6 +392,10 @@ impl HttpConfig {
             bail!("no tests given (--tests load,ramp,search,levels)");
         }
         for t in &tests {
+            if t.parse::<u32>().is_ok() {
+                // wrk's `-t 4` is threads; here, as in every workload, -t is the tests.
+                bail!("`-t {t}`: -t is the tests (load, ramp, ...) in every workload; for {t} load-generator threads use --threads {t}");
+            }
             if !TESTS.contains(&t.as_str()) {
                 bail!("unknown http test `{t}`: choose from {}", TESTS.join(", "));
             }

@@ -272,6 +272,15 @@ impl Workload for Kv {
             },
             d.spec.shape == LoadShape::Closed,
         );
+        // Latency views: the share over each threshold, weighted mean, jitter.
+        let rs = capacity::RateStep::from_outcome(out.offered_rate.unwrap_or(0.0), out);
+        if let Some(h) = &rs.latency {
+            step.metrics.extend(engine::histlog::view_metrics(
+                h,
+                &self.cfg.thresholds_ns(),
+                &[("kind", rs.latency_kind.clone())],
+            ));
+        }
         if let Some(why) = &self.cpu_clash {
             step.flags.push(Flag::warning("shares_cpus", why.clone()));
         }

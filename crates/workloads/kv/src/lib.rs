@@ -100,6 +100,14 @@ pub struct Flags {
     /// Check every GET reply against the value SET wrote [default: true]
     #[arg(long, id = "verify", value_name = "BOOL")]
     pub verify: Option<String>,
+    /// Latency thresholds for the "% of requests over" buckets (the Aerospike study's
+    /// table) [default: 100us,1ms,8ms]
+    #[arg(
+        long = "latency-thresholds",
+        id = "latency_thresholds",
+        value_name = "LIST"
+    )]
+    pub latency_thresholds: Option<String>,
     #[command(flatten)]
     pub capacity: capacity_tests::CapacityArgs,
 }
@@ -128,6 +136,8 @@ pub struct KvConfig {
     pub targets: Vec<String>,
     pub redis_server: String,
     pub verify: bool,
+    /// `100us`, `1ms`...: the share of requests slower than each is stored.
+    pub latency_thresholds: Vec<String>,
 }
 
 impl Default for KvConfig {
@@ -153,6 +163,7 @@ impl Default for KvConfig {
             targets: Vec::new(),
             redis_server: "redis-server".into(),
             verify: true,
+            latency_thresholds: vec!["100us".into(), "1ms".into(), "8ms".into()],
         }
     }
 }
@@ -189,6 +200,18 @@ impl Plan {
 }
 
 impl KvConfig {
+    /// The thresholds in nanoseconds, sorted, without duplicates.
+    pub fn thresholds_ns(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .latency_thresholds
+            .iter()
+            .filter_map(|t| engine::histlog::parse_latency_ns(t).ok())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     fn validate(&self) -> anyhow::Result<()> {
         if self.clients == 0 {
             bail!("clients (-c) must be at least 1");
@@ -206,6 +229,9 @@ impl KvConfig {
         }
         if self.pipeline == 0 {
             bail!("pipeline (-P) must be at least 1");
+        }
+        for t in &self.latency_thresholds {
+            engine::histlog::parse_latency_ns(t).context("--latency-thresholds")?;
         }
         if self.data_size == 0 || self.data_size > 512 * 1024 * 1024 {
             bail!("data_size (-d) must be 1 byte .. 512 MiB");
@@ -314,7 +340,14 @@ pub fn registration() -> Registration {
     Registration {
         name: "kv",
         about: "Redis-protocol SET/GET (redis-benchmark's knobs) against launched or given servers",
-        list_keys: &["tests", "server_cpus", "client_cpus", "targets", "levels"],
+        list_keys: &[
+            "tests",
+            "server_cpus",
+            "client_cpus",
+            "targets",
+            "levels",
+            "latency_thresholds",
+        ],
         flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Kv::from_params(p)?)),
         service: Some(service::start_service),

@@ -41,7 +41,7 @@ use serde_json::Value;
 #[derive(Args, Debug)]
 pub struct Flags {
     /// Tests: latency, bandwidth.
-    #[arg(long = "tests", id = "tests", value_name = "LIST")]
+    #[arg(short = 't', long = "tests", id = "tests", value_name = "LIST")]
     pub tests: Option<String>,
     /// Working-set sizes for latency (`4K,64K,1M,256M`); default: 4 per octave from
     /// --min-size to --max-size.

@@ -50,7 +50,7 @@ pub const DEFAULT_UDP_PAYLOADS: [usize; 2] = [1472, 60];
 #[derive(Args, Debug)]
 pub struct Flags {
     /// Tests: tcp, udp (one per --udp-payload), or udpN (e.g. udp1472).
-    #[arg(long = "tests", id = "tests", value_name = "LIST")]
+    #[arg(short = 't', long = "tests", id = "tests", value_name = "LIST")]
     pub tests: Option<String>,
     /// UDP payload sizes in bytes for the `udp` test (default 1472,60; max 65507).
     #[arg(long = "udp-payload", id = "udp_payload", value_name = "LIST")]
