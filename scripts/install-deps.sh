@@ -14,7 +14,7 @@ fi
 
 PKGS=(redis-server redis-tools nginx-light postgresql postgresql-contrib iperf3 wrk sysstat
       chromium libssl-dev pkg-config build-essential ca-certificates git procps util-linux
-      dmidecode python3 jq)
+      dmidecode ethtool python3 jq)
 
 missing=()
 for p in "${PKGS[@]}"; do

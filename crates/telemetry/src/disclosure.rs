@@ -206,6 +206,17 @@ pub fn collect_with(host: &str, role: &str, src: &DisclosureSources) -> HostDisc
     // --- NICs ---
     nics(&mut f, &src.sys_root);
 
+    // --- the settings that decide results (sysctls, cmdline, tuned, C-states, NICs) ---
+    let live = src.dmidecode.is_some();
+    for (k, v) in crate::tuning::collect(&crate::tuning::Sources {
+        proc_root: &src.proc_root,
+        sys_root: &src.sys_root,
+        etc_root: &src.etc_root,
+        ethtool: live.then_some("ethtool"),
+    }) {
+        f.set(k, v);
+    }
+
     // --- OS ---
     f.file("os.kernel", &src.proc_root.join("sys/kernel/osrelease"));
     f.file("os.hostname", &src.proc_root.join("sys/kernel/hostname"));

@@ -12,6 +12,7 @@ pub mod parse;
 pub mod power;
 pub mod rates;
 pub mod sampler;
+pub mod tuning;
 
 pub use power::{
     detect_power, headline_power, HeadlinePower, PowerConfig, PowerDetection, PowerModel,

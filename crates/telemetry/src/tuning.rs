@@ -1,0 +1,486 @@
+//! The settings that decide results, beside what the hardware is: sysctls, the kernel
+//! command line's tuning parameters, the tuned profile, C-states, THP defrag, irqbalance,
+//! and per NIC its ethtool settings (firmware, channels, rings, coalescing, offloads) and
+//! the CPUs its queues' interrupts go to. A setting changed by hand shows in the
+//! disclosure, so two runs that differ in it are not called comparable.
+//!
+//! Nothing here fails: what cannot be read is `Fact::unknown(why)`. The kernel command
+//! line is filtered to tuning parameters (no `root=UUID=...`, no paths).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use model::Fact;
+
+use crate::power::run_command;
+
+/// Sysctls that move network, memory and scheduler results. Whole directories are listed
+/// as `dir/`; each file in them is one fact.
+const SYSCTLS: &[&str] = &[
+    "net/core/",
+    "net/ipv4/tcp_rmem",
+    "net/ipv4/tcp_wmem",
+    "net/ipv4/tcp_mem",
+    "net/ipv4/udp_mem",
+    "net/ipv4/tcp_congestion_control",
+    "net/ipv4/tcp_timestamps",
+    "net/ipv4/tcp_sack",
+    "net/ipv4/tcp_window_scaling",
+    "net/ipv4/tcp_low_latency",
+    "net/ipv4/tcp_autocorking",
+    "net/ipv4/tcp_slow_start_after_idle",
+    "net/ipv4/tcp_fin_timeout",
+    "net/ipv4/tcp_tw_reuse",
+    "net/ipv4/tcp_max_syn_backlog",
+    "net/ipv4/ip_local_port_range",
+    "vm/swappiness",
+    "vm/dirty_ratio",
+    "vm/dirty_background_ratio",
+    "vm/overcommit_memory",
+    "vm/zone_reclaim_mode",
+    "vm/nr_hugepages",
+    "vm/max_map_count",
+    "kernel/numa_balancing",
+    "kernel/sched_",
+];
+
+/// Kernel command-line parameters that tune (isolation, idle, frequency, mitigations,
+/// huge pages, IOMMU); anything else (root=, initrd paths, console) is left out.
+const CMDLINE_KEYS: &[&str] = &[
+    "isolcpus",
+    "nohz_full",
+    "nohz",
+    "rcu_nocbs",
+    "irqaffinity",
+    "mitigations",
+    "nosmt",
+    "pti",
+    "spectre_v2",
+    "tsx",
+    "intel_pstate",
+    "amd_pstate",
+    "cpufreq.default_governor",
+    "processor.max_cstate",
+    "intel_idle.max_cstate",
+    "idle",
+    "transparent_hugepage",
+    "default_hugepagesz",
+    "hugepagesz",
+    "hugepages",
+    "iommu",
+    "intel_iommu",
+    "amd_iommu",
+    "numa_balancing",
+    "skew_tick",
+    "threadirqs",
+    "preempt",
+    "nmi_watchdog",
+    "nowatchdog",
+    "audit",
+];
+
+/// How long one ethtool call may take.
+const ETHTOOL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Where [`collect`] reads, as plain data (fixture trees in tests).
+pub struct Sources<'a> {
+    pub proc_root: &'a Path,
+    pub sys_root: &'a Path,
+    pub etc_root: &'a Path,
+    /// `ethtool`, on the live host only.
+    pub ethtool: Option<&'a str>,
+}
+
+/// Every tuning fact, keyed as the disclosure keys them.
+pub fn collect(src: &Sources) -> BTreeMap<String, Fact> {
+    let mut f = BTreeMap::new();
+    sysctls(&mut f, src.proc_root);
+    cmdline(&mut f, src.proc_root);
+    tuned(&mut f, src.etc_root);
+    cstates(&mut f, src.sys_root);
+    let thp = src.sys_root.join("kernel/mm/transparent_hugepage/defrag");
+    f.insert(
+        "mem.thp_defrag".into(),
+        match std::fs::read_to_string(&thp) {
+            Ok(s) => crate::parse::parse_bracketed_choice(&s)
+                .map_or_else(|| Fact::unknown(format!("unexpected {s:?}")), Fact::known),
+            Err(e) => Fact::unknown(format!("{}: {e}", thp.display())),
+        },
+    );
+    f.insert("irq.irqbalance".into(), irqbalance(src.proc_root));
+    nic_settings(&mut f, src);
+    f
+}
+
+fn sysctls(f: &mut BTreeMap<String, Fact>, proc_root: &Path) {
+    let root = proc_root.join("sys");
+    for entry in SYSCTLS {
+        let (dir, prefix) = match entry.rsplit_once('/') {
+            Some((d, p)) => (root.join(d), p),
+            None => continue,
+        };
+        // `net/core/` lists the directory; `kernel/sched_` every file starting so; else one file.
+        let files: Vec<PathBuf> = if prefix.is_empty() || prefix.ends_with('_') {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .map(|rd| rd.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default();
+            v.retain(|p| {
+                p.is_file()
+                    && p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            });
+            v.sort();
+            v
+        } else {
+            vec![dir.join(prefix)]
+        };
+        for file in files {
+            let Ok(rel) = file.strip_prefix(&root) else {
+                continue;
+            };
+            let key = format!("sysctl.{}", rel.to_string_lossy().replace('/', "."));
+            // Write-only or absent files are not settings of this kernel: left out.
+            if let Ok(v) = std::fs::read_to_string(&file) {
+                let v = v.split_whitespace().collect::<Vec<_>>().join(" ");
+                f.insert(key, Fact::known(v));
+            }
+        }
+    }
+}
+
+/// The tuning parameters of /proc/cmdline (`none` when it has none).
+pub fn tuning_params(cmdline: &str) -> String {
+    let kept: Vec<&str> = cmdline
+        .split_whitespace()
+        .filter(|p| {
+            let key = p.split_once('=').map_or(*p, |(k, _)| k);
+            CMDLINE_KEYS.contains(&key)
+        })
+        .collect();
+    if kept.is_empty() {
+        "none".into()
+    } else {
+        kept.join(" ")
+    }
+}
+
+fn cmdline(f: &mut BTreeMap<String, Fact>, proc_root: &Path) {
+    let p = proc_root.join("cmdline");
+    f.insert(
+        "kernel.cmdline_tuning".into(),
+        match std::fs::read_to_string(&p) {
+            Ok(s) => Fact::known(tuning_params(&s)),
+            Err(e) => Fact::unknown(format!("{}: {e}", p.display())),
+        },
+    );
+}
+
+fn tuned(f: &mut BTreeMap<String, Fact>, etc_root: &Path) {
+    let p = etc_root.join("tuned/active_profile");
+    f.insert(
+        "os.tuned_profile".into(),
+        match std::fs::read_to_string(&p) {
+            Ok(s) if !s.trim().is_empty() => Fact::known(s.trim()),
+            Ok(_) => Fact::known("none (tuned has no active profile)"),
+            Err(_) => Fact::unknown("tuned is not installed (no /etc/tuned/active_profile)"),
+        },
+    );
+}
+
+/// CPU 0's idle states as `POLL C1 C1E C6(disabled)`, and the cpuidle driver.
+fn cstates(f: &mut BTreeMap<String, Fact>, sys_root: &Path) {
+    let cpu = sys_root.join("devices/system/cpu");
+    let driver = cpu.join("cpuidle/current_driver");
+    f.insert(
+        "cpu.idle_driver".into(),
+        match std::fs::read_to_string(&driver) {
+            Ok(s) => Fact::known(s.trim()),
+            Err(_) => Fact::unknown("no cpuidle driver (a VM, or idle=poll)"),
+        },
+    );
+    let mut states: Vec<(u32, PathBuf)> = std::fs::read_dir(cpu.join("cpu0/cpuidle"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| {
+                    let n = e
+                        .file_name()
+                        .to_string_lossy()
+                        .strip_prefix("state")?
+                        .parse()
+                        .ok()?;
+                    Some((n, e.path()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    states.sort();
+    let names: Vec<String> = states
+        .iter()
+        .filter_map(|(_, d)| {
+            let name = std::fs::read_to_string(d.join("name")).ok()?;
+            let off = std::fs::read_to_string(d.join("disable")).is_ok_and(|s| s.trim() == "1");
+            Some(format!(
+                "{}{}",
+                name.trim(),
+                if off { "(disabled)" } else { "" }
+            ))
+        })
+        .collect();
+    f.insert(
+        "cpu.cstates".into(),
+        if names.is_empty() {
+            Fact::unknown("no cpu0/cpuidle states")
+        } else {
+            Fact::known(names.join(" "))
+        },
+    );
+}
+
+/// Whether an irqbalance daemon runs (it moves interrupts while a run measures).
+fn irqbalance(proc_root: &Path) -> Fact {
+    let Ok(rd) = std::fs::read_dir(proc_root) else {
+        return Fact::unknown(format!("cannot list {}", proc_root.display()));
+    };
+    let running = rd.flatten().any(|e| {
+        e.file_name().to_string_lossy().parse::<u32>().is_ok()
+            && std::fs::read_to_string(e.path().join("comm"))
+                .is_ok_and(|c| c.trim() == "irqbalance")
+    });
+    Fact::known(if running { "running" } else { "not running" })
+}
+
+/// Physical NICs (with a backing device), by name.
+fn physical_nics(sys_root: &Path) -> Vec<String> {
+    let net = sys_root.join("class/net");
+    let mut v: Vec<String> = std::fs::read_dir(&net)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().join("device").exists())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn nic_settings(f: &mut BTreeMap<String, Fact>, src: &Sources) {
+    let interrupts = std::fs::read_to_string(src.proc_root.join("interrupts")).unwrap_or_default();
+    for nic in physical_nics(src.sys_root) {
+        let key = |s: &str| format!("nic.{nic}.{s}");
+        f.insert(key("irq_affinity"), irq_affinity(&nic, src, &interrupts));
+        let Some(ethtool) = src.ethtool else {
+            continue;
+        };
+        // The name came from /sys/class/net: letters, digits, `.-_@:` only; quoted anyway.
+        let quoted = format!("'{}'", nic.replace('\'', ""));
+        let run = |flag: &str| run_command(&format!("{ethtool} {flag} {quoted}"), ETHTOOL_TIMEOUT);
+        match run("-i") {
+            Ok(out) => {
+                let kv = colon_pairs(&out);
+                if let Some(fw) = kv.get("firmware-version").filter(|v| !v.is_empty()) {
+                    f.insert(key("firmware"), Fact::known(fw.clone()));
+                }
+            }
+            Err(e) => {
+                f.insert(key("ethtool"), Fact::unknown(format!("ethtool -i: {e}")));
+                continue;
+            }
+        }
+        if let Ok(out) = run("-l") {
+            f.insert(
+                key("channels"),
+                Fact::known(current_section(&out, &["RX", "TX", "Combined"])),
+            );
+        }
+        if let Ok(out) = run("-g") {
+            f.insert(
+                key("rings"),
+                Fact::known(current_section(&out, &["RX", "TX"])),
+            );
+        }
+        if let Ok(out) = run("-c") {
+            let kv = colon_pairs(&out);
+            let shown: Vec<String> = [
+                "Adaptive RX",
+                "Adaptive TX",
+                "rx-usecs",
+                "tx-usecs",
+                "rx-frames",
+                "tx-frames",
+            ]
+            .iter()
+            .filter_map(|k| {
+                // `Adaptive RX: off  TX: off` is one line: its value holds TX's too.
+                kv.get(*k)
+                    .map(|v| format!("{k} {}", v.split_whitespace().collect::<Vec<_>>().join(" ")))
+            })
+            .collect();
+            if !shown.is_empty() {
+                f.insert(key("coalesce"), Fact::known(shown.join(", ")));
+            }
+        }
+        if let Ok(out) = run("-k") {
+            f.insert(key("offloads_on"), Fact::known(offloads_on(&out)));
+        }
+    }
+}
+
+/// `key: value` lines (ethtool's output), trimmed.
+fn colon_pairs(out: &str) -> BTreeMap<String, String> {
+    out.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// The "Current hardware settings" part of `ethtool -l` / `-g`: `RX 256 TX 256`.
+pub fn current_section(out: &str, keys: &[&str]) -> String {
+    let current = out
+        .split_once("Current hardware settings:")
+        .map_or(out, |(_, c)| c);
+    let kv = colon_pairs(current);
+    let v: Vec<String> = keys
+        .iter()
+        .filter_map(|k| kv.get(*k).map(|v| format!("{k} {v}")))
+        .collect();
+    if v.is_empty() {
+        "not reported".into()
+    } else {
+        v.join(" ")
+    }
+}
+
+/// The offloads `ethtool -k` lists as on, comma separated (`[fixed]` ones included).
+pub fn offloads_on(out: &str) -> String {
+    let on: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(_, v)| v.trim_start().starts_with("on"))
+        .map(|(k, _)| k.trim())
+        .collect();
+    if on.is_empty() {
+        "none".into()
+    } else {
+        on.join(",")
+    }
+}
+
+/// The CPUs each of the NIC's interrupts may run on: `eth0-TxRx-0:0 eth0-TxRx-1:1`.
+/// A virtio NIC's interrupts are named after its virtio device (`virtio0-input.0`).
+fn irq_affinity(nic: &str, src: &Sources, interrupts: &str) -> Fact {
+    let mut names = vec![nic.to_string()];
+    if let Ok(dev) = std::fs::read_link(src.sys_root.join("class/net").join(nic).join("device")) {
+        if let Some(d) = dev.file_name() {
+            names.push(d.to_string_lossy().into_owned());
+        }
+    }
+    let mut out = Vec::new();
+    for line in interrupts.lines() {
+        let Some((irq, rest)) = line.trim_start().split_once(':') else {
+            continue;
+        };
+        let Ok(irq) = irq.parse::<u32>() else {
+            continue;
+        };
+        let Some(name) = rest.split_whitespace().last() else {
+            continue;
+        };
+        if !names.iter().any(|n| name.starts_with(n.as_str())) {
+            continue;
+        }
+        let aff = src.proc_root.join(format!("irq/{irq}/smp_affinity_list"));
+        let cpus =
+            std::fs::read_to_string(aff).map_or_else(|_| "?".to_string(), |s| s.trim().to_string());
+        out.push(format!("{name}:{cpus}"));
+    }
+    if out.is_empty() {
+        Fact::unknown(format!("no interrupt of {nic} in /proc/interrupts"))
+    } else {
+        Fact::known(out.join(" "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_keeps_tuning_and_drops_the_rest() {
+        let c = "BOOT_IMAGE=/vmlinuz root=UUID=abcd ro quiet isolcpus=2-3 nohz_full=2-3 mitigations=off console=ttyS0\n";
+        assert_eq!(
+            tuning_params(c),
+            "isolcpus=2-3 nohz_full=2-3 mitigations=off"
+        );
+        assert_eq!(tuning_params("ro quiet"), "none");
+    }
+
+    #[test]
+    fn ethtool_outputs_become_short_facts() {
+        let l = "Channel parameters for eth0:\nPre-set maximums:\nRX:\t\tn/a\nTX:\t\tn/a\nCombined:\t8\n\
+                 Current hardware settings:\nRX:\t\tn/a\nTX:\t\tn/a\nCombined:\t4\n";
+        assert_eq!(current_section(l, &["Combined"]), "Combined 4");
+        let k = "Features for eth0:\nrx-checksumming: on\ntx-checksumming: on\n\
+                 tcp-segmentation-offload: off\ngeneric-receive-offload: on\nlarge-receive-offload: off [fixed]\n";
+        assert_eq!(
+            offloads_on(k),
+            "rx-checksumming,tx-checksumming,generic-receive-offload"
+        );
+    }
+
+    #[test]
+    fn a_fixture_tree_gives_sysctls_cstates_and_irq_affinity() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |p: &str, s: &str| {
+            let p = d.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        w("proc/sys/net/core/somaxconn", "4096\n");
+        w("proc/sys/net/ipv4/tcp_rmem", "4096\t131072\t6291456\n");
+        w("proc/sys/kernel/sched_autogroup_enabled", "1\n");
+        w("proc/sys/kernel/numa_balancing", "0\n");
+        w("proc/cmdline", "root=/dev/sda1 isolcpus=1\n");
+        w("proc/interrupts", "           CPU0       CPU1\n 24:  1  2  PCI-MSI  eth0-TxRx-0\n 25:  3  4  PCI-MSI  eth0-TxRx-1\n");
+        w("proc/irq/24/smp_affinity_list", "0\n");
+        w("proc/irq/25/smp_affinity_list", "1\n");
+        w("sys/devices/system/cpu/cpu0/cpuidle/state0/name", "POLL\n");
+        w("sys/devices/system/cpu/cpu0/cpuidle/state1/name", "C1\n");
+        w("sys/devices/system/cpu/cpu0/cpuidle/state2/name", "C6\n");
+        w("sys/devices/system/cpu/cpu0/cpuidle/state2/disable", "1\n");
+        w("sys/devices/pci0000:00/0000:00:03.0/vendor", "0x8086\n");
+        std::fs::create_dir_all(d.path().join("sys/class/net/eth0")).unwrap();
+        std::os::unix::fs::symlink(
+            d.path().join("sys/devices/pci0000:00/0000:00:03.0"),
+            d.path().join("sys/class/net/eth0/device"),
+        )
+        .unwrap();
+        w("etc/tuned/active_profile", "network-latency\n");
+        let (p, s, e) = (
+            d.path().join("proc"),
+            d.path().join("sys"),
+            d.path().join("etc"),
+        );
+        let f = collect(&Sources {
+            proc_root: &p,
+            sys_root: &s,
+            etc_root: &e,
+            ethtool: None,
+        });
+        let v = |k: &str| {
+            f.get(k)
+                .and_then(|x| x.value.clone())
+                .unwrap_or_else(|| format!("missing {k}: {f:?}"))
+        };
+        assert_eq!(v("sysctl.net.core.somaxconn"), "4096");
+        assert_eq!(v("sysctl.net.ipv4.tcp_rmem"), "4096 131072 6291456");
+        assert_eq!(v("sysctl.kernel.sched_autogroup_enabled"), "1");
+        assert_eq!(v("sysctl.kernel.numa_balancing"), "0");
+        assert_eq!(v("kernel.cmdline_tuning"), "isolcpus=1");
+        assert_eq!(v("os.tuned_profile"), "network-latency");
+        assert_eq!(v("cpu.cstates"), "POLL C1 C6(disabled)");
+        assert_eq!(v("nic.eth0.irq_affinity"), "eth0-TxRx-0:0 eth0-TxRx-1:1");
+        assert_eq!(v("irq.irqbalance"), "not running");
+    }
+}
