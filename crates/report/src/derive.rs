@@ -44,6 +44,22 @@ pub fn run_labels(runs: &[RunRecord]) -> Vec<String> {
         .collect()
 }
 
+/// The report's title: up to three run labels joined with " vs ", more as a count with
+/// the first two named, so a 16-run report still has a title one can read (and a
+/// browser tab can show). HTML and Markdown both use it; the caller escapes it.
+pub fn report_title(labels: &[String]) -> String {
+    match labels.len() {
+        0 => "rackbench report".to_string(),
+        1..=3 => format!("rackbench report: {}", labels.join(" vs ")),
+        n => format!(
+            "rackbench report: {n} runs: {}, {}, \u{2026} (+{} more)",
+            labels[0],
+            labels[1],
+            n - 2
+        ),
+    }
+}
+
 /// Display form of a parameter value (`100`, `set`, `[1,2]`).
 pub fn param_str(v: &serde_json::Value) -> String {
     match v {
@@ -698,5 +714,29 @@ pub fn row_key(p: &Point, peak: &[&str]) -> String {
         format!("{wl}{}", p.test)
     } else {
         format!("{wl}{} {params}", p.test)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("run{i}")).collect()
+    }
+
+    #[test]
+    fn title_names_up_to_three_runs_and_counts_more() {
+        assert_eq!(report_title(&[]), "rackbench report");
+        assert_eq!(
+            report_title(&labels(3)),
+            "rackbench report: run0 vs run1 vs run2"
+        );
+        let t = report_title(&labels(16));
+        assert_eq!(
+            t,
+            "rackbench report: 16 runs: run0, run1, \u{2026} (+14 more)"
+        );
+        assert!(!t.contains("run15") && !t.contains(" vs "));
     }
 }

@@ -133,11 +133,7 @@ fn figure(c: &Chart) -> String {
 pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
     let mut h = String::new();
     let labels = run_labels(runs);
-    let title = if runs.is_empty() {
-        "rackbench report".to_string()
-    } else {
-        format!("rackbench report: {}", labels.join(" vs "))
-    };
+    let title = derive::report_title(&labels);
     let _ = write!(
         h,
         r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{gen}<meta name="viewport" content="width=device-width, initial-scale=1"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"><title>{t}</title><style>{CSS}</style></head><body><main>"#,

@@ -61,9 +61,9 @@ fn header(cells: &[&str]) -> String {
 pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> String {
     let labels = run_labels(runs);
     let mut m = format!(
-        "{}\n# rackbench report: {}\n\n",
+        "{}\n# {}\n\n",
         crate::COMMENT_MARK,
-        c(&labels.join(" vs "))
+        c(&derive::report_title(&labels))
     );
     m.push_str("## Runs\n\n");
     m.push_str(&header(&[
