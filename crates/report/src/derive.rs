@@ -121,6 +121,47 @@ pub fn varying_params(points: &[Point]) -> Vec<String> {
         .collect()
 }
 
+/// Legend names for the series of one chart, one per point: the run's label first when
+/// the chart shows more than one run, then the test and the parameters that differ among
+/// these points (less `skip`, the chart's x axis). What every series shares is the
+/// chart's context, not news: repeating it in each entry hides what tells them apart.
+pub fn series_names(points: &[Point], labels: &[String], skip: &[&str]) -> Vec<String> {
+    let distinct = |f: &dyn Fn(&Point) -> String| {
+        let mut v: Vec<String> = points.iter().map(f).collect();
+        v.sort();
+        v.dedup();
+        v.len() > 1
+    };
+    let many_runs = distinct(&|p| p.run_index.to_string());
+    let many_tests = distinct(&|p| p.test.clone());
+    let varying = varying_params(points);
+    let mut skip: Vec<&str> = skip.to_vec();
+    skip.extend(
+        points
+            .iter()
+            .flat_map(|p| p.params.keys())
+            .map(String::as_str)
+            .filter(|k| !varying.iter().any(|v| v == k)),
+    );
+    points
+        .iter()
+        .map(|p| {
+            let run = labels.get(p.run_index).cloned().unwrap_or_default();
+            let mut what: Vec<String> = Vec::new();
+            if many_tests {
+                what.push(p.test.clone());
+            }
+            what.push(p.param_label(&skip));
+            let what = what.join(" ").trim().to_string();
+            match (many_runs, what.is_empty()) {
+                (true, false) => format!("{run} \u{b7} {what}"),
+                (false, false) => what,
+                (_, true) => run,
+            }
+        })
+        .collect()
+}
+
 /// Where a power figure came from, and so how far it may be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

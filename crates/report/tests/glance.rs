@@ -37,3 +37,59 @@ fn title_of_many_runs_is_short() {
     let h = report::html(&runs[..2], None);
     assert!(h.contains("<title>rackbench report: run0 vs run1</title>"));
 }
+
+#[test]
+fn legends_show_only_what_varies_among_their_series() {
+    let mut runs = common::two_platforms();
+    for r in runs.iter_mut().flat_map(|r| r.results.iter_mut()) {
+        r.params.insert("value_size".into(), serde_json::json!(10));
+    }
+    let charts = report::svg_charts(&runs);
+    for (name, svg) in &charts {
+        assert!(
+            !svg.contains("value_size=10"),
+            "{name} repeats a fixed parameter"
+        );
+    }
+    let latency = &charts.iter().find(|c| c.0 == "kv_latency.svg").unwrap().1;
+    // Both runs peak at instances=4: the legend names the run, test and pipeline only.
+    assert!(
+        latency.contains(">x86-a \u{b7} set pipeline=1<"),
+        "{latency}"
+    );
+    assert!(!latency.contains("instances=4"));
+    // One chart per test: the test and its pipeline are the title, the legend the runs.
+    let buckets = &charts
+        .iter()
+        .find(|c| c.0 == "kv_buckets_set_pipeline_1.svg")
+        .unwrap()
+        .1;
+    assert!(buckets.contains(">arm-b<") && !buckets.contains("pipeline=1)"));
+}
+
+#[test]
+fn per_cpu_breakdown_for_every_test_not_only_the_fastest() {
+    // A net-like run: a fast TCP test and a slow UDP test, each with per-CPU telemetry.
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    run.results.retain(|r| r.params["pipeline"] == 1);
+    for (r, (test, gbit)) in run.results.iter_mut().zip([("tcp", 15.0), ("udp", 1.7)]) {
+        r.workload = "net".into();
+        r.test = test.into();
+        r.params.clear();
+        r.headline = "throughput_gbit_per_s".into();
+        r.metrics = vec![model::Metric::new("throughput_gbit_per_s", gbit, "Gbit/s")];
+    }
+    let charts = report::svg_charts(std::slice::from_ref(&run));
+    let cpu: Vec<&str> = charts
+        .iter()
+        .filter(|c| c.0.starts_with("cpu_"))
+        .map(|c| c.0.as_str())
+        .collect();
+    assert_eq!(cpu, ["cpu_x86_a_net_tcp.svg", "cpu_x86_a_net_udp.svg"]);
+    let h = report::html(&[run], None);
+    assert!(h.contains("per-CPU utilisation on local during net udp"));
+}
