@@ -43,6 +43,11 @@ figcaption{font-size:12px;color:var(--muted);padding:4px 4px 0}
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;background:var(--soft);padding:1px 4px;border-radius:3px;word-break:break-all}
 .modelled{color:var(--bad);font-weight:600}
 .component{color:var(--warn);font-weight:600}
+.scroll{overflow-x:auto;max-width:100%;margin:8px 0 14px}
+.scroll table{max-width:none;margin:0}
+th.fact,td.fact{white-space:nowrap;min-width:16em}
+td.fact code{word-break:normal}
+details{margin:8px 0 14px}
 footer{margin-top:40px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
 @media print{main{max-width:none;padding:0}figure{break-inside:avoid}h2{break-before:auto}}
 "#;
@@ -592,51 +597,45 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
 
 fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     h.push_str(r#"<h2 id="disclosure">Systems (disclosure)</h2>"#);
-    let cols: Vec<(usize, &model::HostDisclosure)> = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| r.hosts.iter().map(move |hd| (i, hd)))
-        .collect();
-    if cols.is_empty() {
+    let d = crate::hosts_view::disclosure(runs);
+    if d.cols.is_empty() {
         h.push_str(r#"<div class="note">No host disclosure was stored with these runs.</div>"#);
         return;
     }
-    let mut keys: Vec<&String> = cols.iter().flat_map(|(_, hd)| hd.facts.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    h.push_str("<table><tr><th>Fact</th>");
-    for (i, hd) in &cols {
-        let _ = write!(
-            h,
-            "<th>{}<br><span class=\"muted\">{} ({})</span></th>",
-            esc(&labels[*i]),
-            esc(&hd.host),
-            esc(&hd.role)
+    if !d.differ.is_empty() {
+        h.push_str(
+            r#"<div class="scroll"><table class="disclosure"><tr><th class="fact">Fact</th>"#,
         );
-    }
-    h.push_str("</tr>");
-    for k in keys {
-        let vals: Vec<String> = cols
-            .iter()
-            .map(|(_, hd)| {
-                hd.facts
-                    .get(k)
-                    .map_or("-".to_string(), |f| human_fact(k, f))
-            })
-            .collect();
-        let differs = vals.windows(2).any(|w| w[0] != w[1]);
-        let _ = write!(h, "<tr><td><code>{}</code></td>", esc(k));
-        for v in vals {
-            let style = if differs {
-                r#" style="background:#fff8e6""#
-            } else {
-                ""
-            };
-            let _ = write!(h, "<td{style}>{}</td>", esc(&v));
+        for (i, hd) in &d.cols {
+            let _ = write!(
+                h,
+                "<th>{}<br><span class=\"muted\">{} ({})</span></th>",
+                esc(&labels[*i]),
+                esc(&hd.host),
+                esc(&hd.role)
+            );
         }
         h.push_str("</tr>");
+        for (k, vals) in &d.differ {
+            let _ = write!(h, r#"<tr><td class="fact"><code>{}</code></td>"#, esc(k));
+            for v in vals {
+                let _ = write!(h, "<td>{}</td>", esc(v));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</table></div>");
     }
-    h.push_str("</table>");
+    if !d.same.is_empty() {
+        let _ = write!(
+            h,
+            "<details><summary>same on every run ({} facts)</summary><ul>",
+            d.same.len()
+        );
+        for (k, v) in &d.same {
+            let _ = write!(h, "<li><code>{}</code>: {}</li>", esc(k), esc(v));
+        }
+        h.push_str("</ul></details>");
+    }
     // Idle power measured before load.
     let idle: Vec<(usize, &model::IdlePower)> = runs
         .iter()
@@ -668,17 +667,6 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             }
         }
         h.push_str("</table>");
-    }
-}
-
-/// A fact for people: byte counts also in GiB.
-fn human_fact(key: &str, f: &model::Fact) -> String {
-    match (&f.value, key.ends_with("_bytes")) {
-        (Some(v), true) => match v.parse::<f64>() {
-            Ok(b) => format!("{:.1} GiB ({v})", b / (1u64 << 30) as f64),
-            Err(_) => v.clone(),
-        },
-        _ => f.display(),
     }
 }
 

@@ -282,29 +282,26 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
     }
     m.push_str(&crate::hosts_view::hosts_markdown(runs));
     m.push_str("\n## Systems\n\n");
-    let cols: Vec<(usize, &model::HostDisclosure)> = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| r.hosts.iter().map(move |h| (i, h)))
-        .collect();
-    if !cols.is_empty() {
+    let d = crate::hosts_view::disclosure(runs);
+    if !d.differ.is_empty() {
         let mut head = vec!["Fact".to_string()];
         head.extend(
-            cols.iter()
+            d.cols
+                .iter()
                 .map(|(i, h)| format!("{} {} ({})", labels[*i], h.host, h.role)),
         );
         m.push_str(&row(&head));
         m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
-        let mut keys: Vec<&String> = cols.iter().flat_map(|(_, h)| h.facts.keys()).collect();
-        keys.sort();
-        keys.dedup();
-        for k in keys {
+        for (k, vals) in &d.differ {
             let mut cells = vec![format!("`{k}`")];
-            cells.extend(
-                cols.iter()
-                    .map(|(_, h)| h.facts.get(k).map_or("-".into(), |f| f.display())),
-            );
+            cells.extend(vals.iter().cloned());
             m.push_str(&row(&cells));
+        }
+    }
+    if !d.same.is_empty() {
+        let _ = writeln!(m, "\nSame on every run ({} facts):\n", d.same.len());
+        for (k, v) in &d.same {
+            let _ = writeln!(m, "- {}: {}", c(k), c(v));
         }
     }
     if let Some(t) = tco_result {

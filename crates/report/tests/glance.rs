@@ -93,3 +93,29 @@ fn per_cpu_breakdown_for_every_test_not_only_the_fastest() {
     let h = report::html(&[run], None);
     assert!(h.contains("per-CPU utilisation on local during net udp"));
 }
+
+#[test]
+fn disclosure_shows_what_differs_and_folds_what_is_the_same() {
+    let mut runs = many_runs(4);
+    runs[3].hosts[0]
+        .facts
+        .insert("os.kernel".into(), model::Fact::known("6.12.0-custom"));
+    let h = report::html(&runs, None);
+    let sys = &h[h.find(r#"id="disclosure""#).unwrap()..];
+    let table = &sys[..sys.find("</table>").unwrap()];
+    assert!(table.contains("<code>os.kernel</code>") && table.contains("6.12.0-custom"));
+    assert!(!table.contains("cpu.model"), "same on every run: folded");
+    let n = 12; // the fixture's facts, less the kernel
+    assert!(sys.contains(&format!(
+        "<details><summary>same on every run ({n} facts)</summary>"
+    )));
+    assert!(sys.contains("<li><code>cpu.model</code>: AMD EPYC 7B13</li>"));
+    // The fact names do not wrap; the table scrolls sideways.
+    assert!(h.contains("th.fact,td.fact{white-space:nowrap;min-width:"));
+    assert!(sys.contains(r#"<div class="scroll"><table class="disclosure">"#));
+    let m = report::markdown(&runs, None);
+    assert!(m.contains(&format!("Same on every run ({n} facts):")));
+    // One run: nothing to fold.
+    let h = report::html(&runs[..1], None);
+    assert!(!h.contains("same on every run"));
+}
