@@ -424,7 +424,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
     // 4. Power and perf/W of the best points.
     let mut power_series = Vec::new();
     let mut perfw_series = Vec::new();
-    let mut reasons: Vec<String> = Vec::new();
+    let mut absent: Vec<(usize, Result<derive::PowerFigure, String>)> = Vec::new();
     let mut bases: Vec<PowerBasis> = Vec::new();
     for (i, l) in labels.iter().enumerate() {
         let mut pw = Vec::new();
@@ -440,10 +440,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                     pf.push(e.as_ref().and_then(|e| e.perf_per_w));
                 }
                 Some(Err(why)) => {
-                    let r = format!("{l}: {why}");
-                    if !reasons.contains(&r) {
-                        reasons.push(r);
-                    }
+                    absent.push((i, Err(why.clone())));
                     pw.push(None);
                     pf.push(None);
                 }
@@ -465,6 +462,10 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             warn: vec![false; n],
         });
     }
+    let reasons: Vec<String> = derive::absent_reasons(&labels, absent.iter().map(|(i, p)| (*i, p)))
+        .into_iter()
+        .map(|(who, why)| format!("{why} ({who})"))
+        .collect();
     let any = power_series
         .iter()
         .any(|s| s.values.iter().any(Option::is_some));

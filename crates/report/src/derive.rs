@@ -162,6 +162,44 @@ pub fn series_names(points: &[Point], labels: &[String], skip: &[&str]) -> Vec<S
         .collect()
 }
 
+/// Why power is absent, said once per reason rather than once per result: each
+/// distinct reason with the runs it holds for, `on every run` when it holds for all of
+/// `labels` (a VM without a power source says so once for the report). Cells that were
+/// not run are not absences.
+pub fn absent_reasons<'a>(
+    labels: &[String],
+    power: impl Iterator<Item = (usize, &'a Result<PowerFigure, String>)>,
+) -> Vec<(String, String)> {
+    let mut by_reason: Vec<(String, Vec<usize>)> = Vec::new();
+    for (run, p) in power {
+        let Err(why) = p else { continue };
+        if why == NOT_RUN {
+            continue;
+        }
+        match by_reason.iter_mut().find(|(w, _)| w == why) {
+            Some((_, runs)) if runs.contains(&run) => {}
+            Some((_, runs)) => runs.push(run),
+            None => by_reason.push((why.clone(), vec![run])),
+        }
+    }
+    by_reason
+        .into_iter()
+        .map(|(why, mut runs)| {
+            runs.sort_unstable();
+            let who = if labels.len() > 1 && runs.len() == labels.len() {
+                "on every run".to_string()
+            } else {
+                let names: Vec<&str> = runs.iter().map(|i| labels[*i].as_str()).collect();
+                format!("for {}", names.join(", "))
+            };
+            (who, why)
+        })
+        .collect()
+}
+
+/// The power "reason" of a summary cell whose run has no such test.
+pub const NOT_RUN: &str = "not run";
+
 /// Where a power figure came from, and so how far it may be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -684,7 +722,7 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
                 }
                 None => {
                     row.perf.push(None);
-                    row.power.push(Err("not run".to_string()));
+                    row.power.push(Err(NOT_RUN.to_string()));
                     row.chosen.push(String::new());
                     row.flags.push(vec![]);
                 }
@@ -764,6 +802,34 @@ mod tests {
 
     fn labels(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("run{i}")).collect()
+    }
+
+    #[test]
+    fn power_absent_reason_said_once() {
+        let why: Result<PowerFigure, String> = Err("no power source: a VM".into());
+        let other: Result<PowerFigure, String> = Err("ipmitool failed".into());
+        let l = labels(3);
+        // One reason on every result of every run: once for the report.
+        let cells = (0..3).flat_map(|run| std::iter::repeat_n((run, &why), 20));
+        assert_eq!(
+            absent_reasons(&l, cells),
+            vec![(
+                "on every run".to_string(),
+                "no power source: a VM".to_string()
+            )]
+        );
+        // Two reasons: once per reason, with its runs.
+        let cells = [(0, &why), (0, &why), (2, &why), (1, &other)];
+        assert_eq!(
+            absent_reasons(&l, cells.into_iter()),
+            vec![
+                (
+                    "for run0, run2".to_string(),
+                    "no power source: a VM".to_string()
+                ),
+                ("for run1".to_string(), "ipmitool failed".to_string())
+            ]
+        );
     }
 
     #[test]

@@ -86,28 +86,21 @@ fn power_cell(p: &Result<PowerFigure, String>) -> String {
                 esc(&p.source)
             )
         }
-        Err(why) => format!(r#"<span class="muted" title="{}">absent*</span>"#, esc(why)),
+        Err(_) => r#"<span class="muted">absent*</span>"#.to_string(),
     }
 }
 
-/// "* Power absent for RUN: reason", once per run and reason.
+/// "* Power absent on every run: reason" (or "for RUN, RUN"), once per reason.
 fn absent_notes<'a>(
-    items: impl Iterator<Item = (&'a str, &'a Result<PowerFigure, String>)>,
+    labels: &[String],
+    items: impl Iterator<Item = (usize, &'a Result<PowerFigure, String>)>,
 ) -> String {
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for (run, p) in items {
-        if let Err(why) = p {
-            let e = (run.to_string(), why.clone());
-            if why != "not run" && !seen.contains(&e) {
-                seen.push(e);
-            }
-        }
-    }
-    seen.iter()
-        .map(|(run, why)| {
+    derive::absent_reasons(labels, items)
+        .iter()
+        .map(|(who, why)| {
             format!(
-                r#"<div class="note">* Power absent for {}: {}</div>"#,
-                esc(run),
+                r#"<div class="note">* Power absent {}: {}</div>"#,
+                esc(who),
                 esc(why)
             )
         })
@@ -409,12 +402,10 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
     }
     h.push_str("</tr></table>");
-    h.push_str(&absent_notes(s.rows.iter().flat_map(|r| {
-        r.power
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (labels[i].as_str(), p))
-    })));
+    h.push_str(&absent_notes(
+        &labels,
+        s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
+    ));
     if !s.left_out.is_empty() {
         let _ = write!(
             h,

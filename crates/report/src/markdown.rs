@@ -30,8 +30,20 @@ fn power(p: &Result<PowerFigure, String>) -> String {
                 PowerBasis::Component => ", component only",
             }
         ),
-        Err(why) => format!("absent: {why}"),
+        // The reason is said once under the table (`absent_notes`), not in every cell.
+        Err(_) => "absent*".to_string(),
     }
+}
+
+/// "\\* Power absent on every run: reason" (or "for RUN, RUN"), once per reason.
+fn absent_notes<'a>(
+    labels: &[String],
+    items: impl Iterator<Item = (usize, &'a Result<PowerFigure, String>)>,
+) -> String {
+    derive::absent_reasons(labels, items)
+        .iter()
+        .map(|(who, why)| format!("\n\\* Power absent {}: {}\n", c(who), c(why)))
+        .collect()
 }
 
 fn row(cells: &[String]) -> String {
@@ -190,6 +202,10 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         }
         m.push_str(&bold_row(&g));
         m.push_str(&bold_row(&a));
+        m.push_str(&absent_notes(
+            &wl_labels,
+            s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
+        ));
         m.push_str(&crate::views::views_markdown(&wr, &wl));
         m.push_str(&crate::hosts_view::pairs_markdown(&wr, &wl));
         m.push_str("\n### Efficiency (each run's best point)\n\n");

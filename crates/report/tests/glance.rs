@@ -119,3 +119,26 @@ fn disclosure_shows_what_differs_and_folds_what_is_the_same() {
     let h = report::html(&runs[..1], None);
     assert!(!h.contains("same on every run"));
 }
+
+#[test]
+fn power_absent_reason_is_said_once_not_per_result() {
+    let why = "no power source found: a VM";
+    let runs: Vec<RunRecord> = many_runs(3)
+        .into_iter()
+        .map(|mut r| {
+            for x in &mut r.results {
+                x.telemetry_summary[0].power.clear();
+                x.telemetry_summary[0].power_missing = Some(why.into());
+            }
+            r.idle_power.clear();
+            r
+        })
+        .collect();
+    // Once under the summary table, once where the power chart would be.
+    let h = report::html(&runs, None);
+    assert_eq!(h.matches(why).count(), 2, "html");
+    assert!(h.contains(&format!("* Power absent on every run: {why}")));
+    let m = report::markdown(&runs, None);
+    assert_eq!(m.matches(why).count(), 2, "markdown");
+    assert!(m.contains(&format!("\\* Power absent on every run: {why}")));
+}
