@@ -60,6 +60,42 @@ pub fn report_title(labels: &[String]) -> String {
     }
 }
 
+/// A metric's unit for display: `signs_per_s` stored in `ops/s` reads `signs/s`, so a
+/// table never calls an RSA sign a generic operation; any other unit is kept as stored.
+pub fn display_unit(metric: &str, unit: &str) -> String {
+    match metric.strip_suffix("_per_s") {
+        Some(what) if unit == "ops/s" && what != "ops" && !what.is_empty() => format!("{what}/s"),
+        _ => unit.to_string(),
+    }
+}
+
+/// Workloads whose tests are different operations, not a suite of one kind of work
+/// (RSA-2048 signs, RSA-4096 signs, AES bytes; each at several thread counts): a
+/// geometric mean across them mixes unlike things, so their summary has none.
+const NO_MEAN_ACROSS_TESTS: &[&str] = &["crypto"];
+
+/// Why the summary has no geometric mean across its rows, if it has none: rows counted
+/// in different units, or a workload whose tests are unlike operations.
+fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String]) -> Option<String> {
+    let mut units: Vec<&str> = rows.iter().map(|r| r.unit.as_str()).collect();
+    units.sort_unstable();
+    units.dedup();
+    if units.len() > 1 {
+        return Some(format!(
+            "no geometric mean: the tests are counted in different units ({})",
+            units.join(", ")
+        ));
+    }
+    workloads
+        .iter()
+        .find(|w| NO_MEAN_ACROSS_TESTS.contains(&w.as_str()))
+        .map(|w| {
+            format!(
+                "no geometric mean: {w}'s tests (key sizes, operations, thread counts) are different measurements, shown one by one"
+            )
+        })
+}
+
 /// Display form of a parameter value (`100`, `set`, `[1,2]`).
 pub fn param_str(v: &serde_json::Value) -> String {
     match v {
@@ -329,10 +365,15 @@ impl<'a> Point<'a> {
         self.results.first().map_or("", |r| r.headline.as_str())
     }
 
+    /// The headline's unit as a reader wants it: the stored unit, except that a generic
+    /// `ops/s` on a metric that names its operation (`signs_per_s`) says which (`signs/s`).
     pub fn headline_unit(&self) -> String {
         self.results
             .iter()
-            .find_map(|r| r.metric(&r.headline, &[]).map(|m| m.unit.clone()))
+            .find_map(|r| {
+                r.metric(&r.headline, &[])
+                    .map(|m| display_unit(&m.name, &m.unit))
+            })
             .unwrap_or_default()
     }
 
@@ -601,6 +642,8 @@ pub struct SummaryRow {
     pub chosen: Vec<String>,
     /// Per run: warnings on the chosen point.
     pub flags: Vec<Vec<Flag>>,
+    /// The headline's unit in this row (`signs/s`, `MB/s`).
+    pub unit: String,
 }
 
 /// The Redis study's Table A1: per test, each run's figure and power, then the geometric
@@ -608,15 +651,44 @@ pub struct SummaryRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub runs: Vec<String>,
+    /// The unit every row shares, or empty when rows differ (each row says its own).
     pub unit: String,
     pub peak_params: Vec<String>,
     pub rows: Vec<SummaryRow>,
     pub geomean: Vec<Option<f64>>,
+    /// Why there is no geometric mean (all None), when the rows are unlike things.
+    pub geomean_note: Option<String>,
     pub power_mean: Vec<Option<f64>>,
     /// Basis of each run's power mean (None when no power).
     pub power_basis: Vec<Option<PowerBasis>>,
     /// Tests left out of the means because some run lacks them.
     pub left_out: Vec<String>,
+}
+
+impl Summary {
+    /// `Performance (ops/s)` when every row shares a unit, else `Performance` (each row
+    /// then says its own, see [`Summary::row_name`]).
+    pub fn perf_heading(&self) -> String {
+        if self.unit.is_empty() {
+            "Performance".to_string()
+        } else {
+            format!("Performance ({})", self.unit)
+        }
+    }
+
+    /// A row's name, less the `strip` prefix (the workload), with the row's unit when
+    /// the rows do not share one (`rsa2048 threads=2 (signs/s)`).
+    pub fn row_name(&self, row: &SummaryRow, strip: &str) -> String {
+        let name = row
+            .label
+            .strip_prefix(strip)
+            .map_or(row.label.as_str(), str::trim_start);
+        if self.unit.is_empty() && !row.unit.is_empty() {
+            format!("{name} ({})", row.unit)
+        } else {
+            name.to_string()
+        }
+    }
 }
 
 /// The sweep parameters a summary takes the best over (those of [`PEAK_PARAMS`] that vary).
@@ -704,6 +776,12 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
             power: vec![],
             chosen: vec![],
             flags: vec![],
+            unit: per_run
+                .iter()
+                .flatten()
+                .next()
+                .map(|p| p.headline_unit())
+                .unwrap_or_default(),
         };
         for best in per_run {
             match best {
@@ -740,8 +818,16 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
         .map(|r| r.label.clone())
         .collect();
     let n = runs.len();
+    let wls: Vec<String> = runs
+        .iter()
+        .flat_map(|r| r.results.iter().map(|x| x.workload.clone()))
+        .collect();
+    let geomean_note = no_geomean_reason(&rows, &wls);
     let geomean = (0..n)
-        .map(|i| stats::geomean(&common.iter().filter_map(|r| r.perf[i]).collect::<Vec<_>>()))
+        .map(|i| {
+            let v: Vec<f64> = common.iter().filter_map(|r| r.perf[i]).collect();
+            geomean_note.is_none().then(|| stats::geomean(&v)).flatten()
+        })
         .collect();
     let mut power_mean = Vec::new();
     let mut power_basis = Vec::new();
@@ -762,19 +848,17 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
             power_basis.push(None);
         }
     }
-    let unit = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| points(i, r))
-        .next()
-        .map(|p| p.headline_unit())
-        .unwrap_or_default();
+    let unit = match &rows[..] {
+        [first, rest @ ..] if rest.iter().all(|r| r.unit == first.unit) => first.unit.clone(),
+        _ => String::new(),
+    };
     Summary {
         runs: labels,
         unit,
         peak_params: peak,
         rows,
         geomean,
+        geomean_note,
         power_mean,
         power_basis,
         left_out,

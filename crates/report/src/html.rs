@@ -345,18 +345,11 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
     }
     h.push_str("</tr><tr>");
     for _ in &labels {
-        let _ = write!(h, "<th>Performance ({})</th><th>Power</th>", esc(&s.unit));
+        let _ = write!(h, "<th>{}</th><th>Power</th>", esc(&s.perf_heading()));
     }
     h.push_str("</tr>");
     for row in &s.rows {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td>",
-            esc(row
-                .label
-                .strip_prefix(&format!("{wl} "))
-                .unwrap_or(&row.label))
-        );
+        let _ = write!(h, "<tr><td>{}</td>", esc(&s.row_name(row, wl)));
         for i in 0..labels.len() {
             let chosen = if row.chosen[i].is_empty() {
                 String::new()
@@ -377,15 +370,18 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         }
         h.push_str("</tr>");
     }
-    h.push_str(r#"<tr class="mean"><td>Geometric mean</td>"#);
-    for i in 0..labels.len() {
-        let _ = write!(
-            h,
-            r#"<td class="n">{}</td><td>n/a</td>"#,
-            s.geomean[i].map_or("-".to_string(), |v| esc(&num(v)))
-        );
+    if s.geomean_note.is_none() {
+        h.push_str(r#"<tr class="mean"><td>Geometric mean</td>"#);
+        for i in 0..labels.len() {
+            let _ = write!(
+                h,
+                r#"<td class="n">{}</td><td>n/a</td>"#,
+                s.geomean[i].map_or("-".to_string(), |v| esc(&num(v)))
+            );
+        }
+        h.push_str("</tr>");
     }
-    h.push_str(r#"</tr><tr class="mean"><td>Arithmetic mean</td>"#);
+    h.push_str(r#"<tr class="mean"><td>Arithmetic mean</td>"#);
     for i in 0..labels.len() {
         let p = match (s.power_mean[i], s.power_basis[i]) {
             (Some(w), Some(b)) => format!(
@@ -406,6 +402,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         &labels,
         s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
     ));
+    if let Some(n) = &s.geomean_note {
+        let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
+    }
     if !s.left_out.is_empty() {
         let _ = write!(
             h,

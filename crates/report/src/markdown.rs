@@ -162,13 +162,13 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         let _ = write!(m, "\n## Workload: {}\n\n", c(&wl));
         let mut head = vec!["Test".to_string()];
         for l in &wl_labels {
-            head.push(format!("{l}: performance ({})", s.unit));
+            head.push(format!("{l}: {}", s.perf_heading().to_lowercase()));
             head.push(format!("{l}: power"));
         }
         m.push_str(&row(&head));
         m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
         for r in &s.rows {
-            let mut cells = vec![r.label.clone()];
+            let mut cells = vec![s.row_name(r, "")];
             for i in 0..wl_labels.len() {
                 cells.push(format!(
                     "{}{}{}",
@@ -200,8 +200,13 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
                 _ => "n/a".into(),
             });
         }
-        m.push_str(&bold_row(&g));
+        if s.geomean_note.is_none() {
+            m.push_str(&bold_row(&g));
+        }
         m.push_str(&bold_row(&a));
+        if let Some(n) = &s.geomean_note {
+            let _ = write!(m, "\n{}\n", c(n));
+        }
         m.push_str(&absent_notes(
             &wl_labels,
             s.rows.iter().flat_map(|r| r.power.iter().enumerate()),

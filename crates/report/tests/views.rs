@@ -478,3 +478,34 @@ fn crypto_points_that_differ_beyond_threads_are_separate_rows() {
     assert!(m.contains("| 2048 engine=b | 3,000 |"), "{m}");
     assert!(!m.contains("2,500"), "averaged: {m}");
 }
+
+#[test]
+fn crypto_summary_per_test_in_its_unit_without_a_geomean() {
+    let mut r = crypto_run();
+    let h = report::html(std::slice::from_ref(&r), None);
+    let summary = &h[h.find("Summary of measured data").unwrap()..];
+    let summary = &summary[..summary.find("</table>").unwrap()];
+    // Signs are signs/s, each key size at each thread count its own row, no mean of them.
+    assert!(summary.contains("Performance (signs/s)"), "{summary}");
+    assert!(!summary.contains("ops/s"));
+    assert!(!summary.contains("Geometric mean"));
+    for row in [
+        "rsa1024 threads=1",
+        "rsa1024 threads=2",
+        "rsa2048 threads=2",
+    ] {
+        assert!(summary.contains(&format!("<td>{row}</td>")), "{row}");
+    }
+    assert!(h.contains("no geometric mean"));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(!m.contains("**Geometric mean**") && m.contains("signs/s"));
+    // A bulk test beside: each row says its own unit.
+    let mut aes = r.results[0].clone();
+    aes.test = "aes-256-gcm".into();
+    aes.headline = "throughput_mb_per_s".into();
+    aes.metrics = vec![Metric::new("throughput_mb_per_s", 4200.0, "MB/s")];
+    r.results.push(aes);
+    let h = report::html(&[r], None);
+    assert!(h.contains("<td>aes-256-gcm threads=1 (MB/s)</td>"), "{h}");
+    assert!(h.contains("<td>rsa2048 threads=1 (signs/s)</td>"));
+}
