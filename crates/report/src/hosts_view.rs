@@ -355,14 +355,10 @@ fn pair_groups(
         .collect()
 }
 
-/// Throughput unit of a table: Mbit/s when every figure is below 1 Gbit/s (the seed's
-/// small-packet UDP table), else Gbit/s. Returns (multiplier from Gbit/s, unit).
+/// Throughput unit of a table (the seed's small-packet UDP table reads in Mbit/s).
+/// Returns (multiplier from Gbit/s, unit).
 fn tput_unit(values: &[f64]) -> (f64, &'static str) {
-    if !values.is_empty() && values.iter().all(|v| v.abs() < 1.0) {
-        (1000.0, "Mbit/s")
-    } else {
-        (1.0, "Gbit/s")
-    }
+    crate::fmt::bit_rate_unit(values)
 }
 
 fn who(runs: &[RunRecord], i: usize, labels: &[String]) -> String {

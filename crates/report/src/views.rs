@@ -647,15 +647,28 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             warn: vec![false; tests.len()],
         },
     ];
+    // The axis in the unit of the largest bar, so the figures on it keep their digits.
+    let top = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten())
+        .fold(0.0, |a: f64, b| a.max(*b));
+    let (scale, unit) = crate::fmt::bit_rate_unit(&[top]);
+    let series: Vec<BarSeries> = series
+        .into_iter()
+        .map(|s| BarSeries {
+            values: s.values.iter().map(|v| v.map(|v| v * scale)).collect(),
+            ..s
+        })
+        .collect();
     let title = format!("{who}network throughput per test");
-    let fig = svg::bar_chart(&title, "Gbit/s", &cats, &series);
+    let fig = svg::bar_chart(&title, unit, &cats, &series);
     let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
     let rows = tests
         .iter()
         .map(|(k, rs)| {
             vec![
                 k.clone(),
-                f(avg(rs, "throughput_gbit_per_s", &[]), 2),
+                avg(rs, "throughput_gbit_per_s", &[]).map_or("-".into(), crate::fmt::bit_rate),
                 f(avg(rs, "sender_cpu_pct", &[]), 1),
                 f(avg(rs, "receiver_cpu_pct", &[]), 1),
                 f(avg(rs, "cpu_pct_per_gbit", &[("end", "sender")]), 2),
@@ -673,7 +686,7 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions)".into(),
             head: [
                 "Test and parameters",
-                "Gbit/s",
+                "Throughput",
                 "Sender CPU %",
                 "Receiver CPU %",
                 "Sender %CPU per Gbit/s",

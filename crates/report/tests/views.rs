@@ -295,7 +295,7 @@ fn net_throughput_bars_and_cpu_table() {
     }
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(
-        m.contains("| tcp | 15.57 | 61.5 | 72.3 | 3.95 | - | - | - | - |"),
+        m.contains("| tcp | 15.57 Gbit/s | 61.5 | 72.3 | 3.95 | - | - | - | - |"),
         "{m}"
     );
     assert!(!report::html(&[crypto_run()], None).contains("network throughput per test"));
@@ -411,8 +411,8 @@ fn sweep_points_are_never_averaged_as_repetitions() {
     // The second result is a repetition of the first point (same test, same params).
     r.results[1].repetition = 1;
     let m = report::markdown(std::slice::from_ref(&r), None);
-    assert!(m.contains("| tcp streams=1 | 38.00 |"), "{m}");
-    assert!(m.contains("| tcp streams=2 | 67.70 |"), "{m}");
+    assert!(m.contains("| tcp streams=1 | 38.00 Gbit/s |"), "{m}");
+    assert!(m.contains("| tcp streams=2 | 67.70 Gbit/s |"), "{m}");
     // The parameters that do not vary are not in the view's labels.
     assert!(!m.contains("| tcp streams=1 time=10"), "{m}");
     let h = report::html(std::slice::from_ref(&r), None);
@@ -508,4 +508,24 @@ fn crypto_summary_per_test_in_its_unit_without_a_geomean() {
     let h = report::html(&[r], None);
     assert!(h.contains("<td>aes-256-gcm threads=1 (MB/s)</td>"), "{h}");
     assert!(h.contains("<td>rsa2048 threads=1 (signs/s)</td>"));
+}
+
+#[test]
+fn small_packet_udp_keeps_its_digits_and_packets() {
+    let mut r = net_run();
+    let udp = &mut r.results[1];
+    udp.test = "udp60".into();
+    for m in &mut udp.metrics {
+        if m.name == "throughput_gbit_per_s" {
+            m.value = 0.0984;
+        }
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| udp60 | 98.40 Mbit/s |"), "{m}");
+    assert!(!m.contains("0.10"));
+    assert!(m.contains("146,000"), "packets/s");
+    // Alone in a chart, it is drawn in Mbit/s.
+    r.results.remove(0);
+    let h = report::html(&[r], None);
+    assert!(h.contains(">Mbit/s<"), "axis unit");
 }
