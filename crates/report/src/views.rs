@@ -349,12 +349,20 @@ fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             ]
         })
         .collect();
-    let notes = r
+    let clock = measured_clock(r);
+    let mut notes: Vec<String> = r
         .missing
         .iter()
-        .filter(|m| m.name.ends_with("_latency_ns"))
+        .filter(|m| m.name.ends_with("_latency_ns") || m.name == CLOCK)
         .map(|m| format!("{}: {}", m.name, m.reason))
         .collect();
+    if let Some(c) = &clock {
+        notes.insert(
+            0,
+            format!("Cycles are counted at the measured CPU clock, {c}."),
+        );
+    }
+    let cycles_head = clock.map_or("Cycles".to_string(), |c| format!("Cycles (at {c})"));
     Some(View {
         title: format!("{who}memory latency by level"),
         figures: vec![(title, fig)],
@@ -364,13 +372,30 @@ fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             head: vec![
                 "Level".into(),
                 "Latency (ns)".into(),
-                "Cycles".into(),
+                cycles_head,
                 "Plateau range".into(),
                 "Cache size".into(),
             ],
             rows,
         }],
         notes,
+    })
+}
+
+/// The mem workload's measured core clock (`core_freq_mhz`, labelled with where the
+/// frequency came from).
+const CLOCK: &str = "core_freq_mhz";
+
+/// The clock the latency in cycles was counted at, as `2,450 MHz, cpuinfo`: a cycle
+/// count means nothing to a reader who cannot see the clock it assumes.
+fn measured_clock(r: &ResultRecord) -> Option<String> {
+    let m = r
+        .metrics
+        .iter()
+        .find(|m| m.name == CLOCK && m.value.is_finite())?;
+    Some(match m.labels.get("freq_source") {
+        Some(src) => format!("{} MHz, {src}", num(m.value)),
+        None => format!("{} MHz", num(m.value)),
     })
 }
 

@@ -529,3 +529,27 @@ fn small_packet_udp_keeps_its_digits_and_packets() {
     let h = report::html(&[r], None);
     assert!(h.contains(">Mbit/s<"), "axis unit");
 }
+
+#[test]
+fn mem_view_shows_the_measured_clock_beside_cycles() {
+    let mut r = mem_run();
+    r.results[0]
+        .metrics
+        .push(Metric::new("core_freq_mhz", 3050.0, "MHz").label("freq_source", "dependent-add"));
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(
+        h.contains("<th>Cycles (at 3,050 MHz, dependent-add)</th>"),
+        "{h}"
+    );
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("Cycles (at 3,050 MHz, dependent-add)"));
+    assert!(m.contains("measured CPU clock, 3,050 MHz"));
+    // Without a clock, the reason it is missing is said.
+    let mut r = mem_run();
+    r.results[0].missing.push(MissingMetric {
+        name: "core_freq_mhz".into(),
+        reason: "no cpufreq".into(),
+    });
+    let h = report::html(&[r], None);
+    assert!(h.contains("core_freq_mhz: no cpufreq") && h.contains("<th>Cycles</th>"));
+}
