@@ -1,6 +1,8 @@
 //! The report as Markdown: the same tables as the HTML report (summary, efficiency,
-//! results, comparison, disclosure, TCO), with chart files referenced by name (write
-//! them with `svg_charts`). Cell text is made table-safe with `md_cell`.
+//! results, comparison, disclosure, TCO). Chart files are linked only when the caller
+//! says the directory [`crate::svg_charts`] wrote them to ([`markdown_with_charts`]);
+//! otherwise the report says how to get them rather than link files that do not exist.
+//! Cell text is made table-safe with `md_cell`.
 
 use std::fmt::Write as _;
 
@@ -69,8 +71,42 @@ fn header(cells: &[&str]) -> String {
     s
 }
 
-/// The report as Markdown.
+/// What the Markdown says in place of chart links when it was not told where they are.
+pub const NO_CHARTS: &str = "charts: rerun with --svg-dir DIR";
+
+/// The report as Markdown, without chart links (it cannot know where, or whether, the
+/// chart files were written): see [`markdown_with_charts`].
 pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> String {
+    markdown_with_charts(runs, tco_result, None)
+}
+
+/// A chart file's link target under `dir`, with the characters that would end a
+/// Markdown link (space, parentheses, angle brackets) percent-encoded.
+fn chart_link(dir: &str, file: &str) -> String {
+    let path = format!("{}/{file}", dir.trim_end_matches('/'));
+    let mut out = String::with_capacity(path.len());
+    for ch in path.chars() {
+        match ch {
+            ' ' => out.push_str("%20"),
+            '(' => out.push_str("%28"),
+            ')' => out.push_str("%29"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The report as Markdown, linking each chart as `svg_dir/FILE` when `svg_dir` is the
+/// directory the files of [`crate::svg_charts`] were written to (as the Markdown sees
+/// it, e.g. relative to the report); with `None`, no chart is linked and the report
+/// says how to get them.
+pub fn markdown_with_charts(
+    runs: &[RunRecord],
+    tco_result: Option<&tco::TcoResult>,
+    svg_dir: Option<&str>,
+) -> String {
     let labels = run_labels(runs);
     let mut m = format!(
         "{}\n# {}\n\n",
@@ -288,11 +324,12 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
                 ]));
             }
         }
+        let Some(dir) = svg_dir else { continue };
         m.push_str("\n### Charts\n\n");
         for ch in all_charts.iter().filter(|ch| ch.workload == wl) {
             match (&ch.svg, &ch.note) {
                 (Some(_), _) => {
-                    let _ = writeln!(m, "- ![{}]({})", c(&ch.title), ch.file);
+                    let _ = writeln!(m, "- ![{}]({})", c(&ch.title), chart_link(dir, &ch.file));
                 }
                 (None, Some(n)) => {
                     let _ = writeln!(m, "- {}: {}", c(&ch.title), c(n));
@@ -300,6 +337,9 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
                 _ => {}
             }
         }
+    }
+    if svg_dir.is_none() && !runs.is_empty() {
+        let _ = write!(m, "\n{}\n", c(NO_CHARTS));
     }
     m.push_str(&crate::hosts_view::hosts_markdown(runs));
     m.push_str("\n## Systems\n\n");

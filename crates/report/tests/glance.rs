@@ -139,6 +139,32 @@ fn power_absent_reason_is_said_once_not_per_result() {
     assert_eq!(h.matches(why).count(), 2, "html");
     assert!(h.contains(&format!("* Power absent on every run: {why}")));
     let m = report::markdown(&runs, None);
-    assert_eq!(m.matches(why).count(), 2, "markdown");
+    // Without chart links, the chart's note is not there either: said once.
+    assert_eq!(m.matches(why).count(), 1, "markdown");
     assert!(m.contains(&format!("\\* Power absent on every run: {why}")));
+}
+
+#[test]
+fn markdown_links_charts_only_where_they_were_written() {
+    let runs = common::two_platforms();
+    // Not told where the charts are: no links to files that may not exist.
+    let m = report::markdown(&runs, None);
+    assert!(!m.contains(".svg)"), "links a chart it did not write");
+    assert_eq!(m.matches(report::NO_CHARTS).count(), 1);
+    // Told the directory: every linked file is one svg_charts writes, under it.
+    let m = report::markdown_with_charts(&runs, None, Some("my charts"));
+    assert!(!m.contains(report::NO_CHARTS));
+    let written: Vec<String> = report::svg_charts(&runs)
+        .into_iter()
+        .map(|(name, _)| format!("my%20charts/{name}"))
+        .collect();
+    let links: Vec<&str> = m
+        .lines()
+        .filter_map(|l| l.strip_prefix("- !["))
+        .filter_map(|l| l.rsplit_once("](").map(|(_, t)| t.trim_end_matches(')')))
+        .collect();
+    assert!(links.contains(&"my%20charts/kv_bars.svg"), "{links:?}");
+    for l in links {
+        assert!(written.iter().any(|w| w == l), "{l} is not a written file");
+    }
 }
