@@ -33,6 +33,16 @@ const SENDER_CPUS: &str = "sender_cpus";
 const RECEIVER_CPUS: &str = "receiver_cpus";
 const SUT_HOST: &str = "sut_host";
 const LOADGEN_HOSTS: &str = "loadgen_hosts";
+/// Parameters that name the hosts and CPUs a point ran on: they differ between two
+/// platforms measured alike, so they do not make two points different measurements.
+pub(crate) const HOST_PARAMS: [&str; 6] = [
+    SENDER_HOST,
+    RECEIVER_HOST,
+    SENDER_CPUS,
+    RECEIVER_CPUS,
+    SUT_HOST,
+    LOADGEN_HOSTS,
+];
 /// Per-host facts the runner adds to each disclosure.
 const FACT_ADDRESS: &str = "host.address";
 const FACT_CLOCK_OFFSET: &str = "host.clock_offset_s";

@@ -187,7 +187,7 @@ pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
         if !alone.is_empty() {
             let _ = write!(
                 h,
-                r#"<div class="note">Not compared (no earlier run measured the same workload and tests): {}</div>"#,
+                r#"<div class="note">Not compared (no earlier run measured the same workload and tests at the same parameters): {}</div>"#,
                 esc(&alone
                     .iter()
                     .map(|i| labels[*i].as_str())

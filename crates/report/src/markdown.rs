@@ -133,7 +133,7 @@ pub fn markdown_with_charts(
         if !alone.is_empty() {
             let _ = write!(
                 m,
-                "\nNot compared (no earlier run measured the same workload and tests): {}\n",
+                "\nNot compared (no earlier run measured the same workload and tests at the same parameters): {}\n",
                 c(&alone
                     .iter()
                     .map(|i| labels[*i].as_str())

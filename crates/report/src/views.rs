@@ -1260,12 +1260,23 @@ pub fn views_markdown(runs: &[RunRecord], wl: &str) -> String {
     m
 }
 
-/// What a run measured: its (workload, test) pairs, sorted.
-fn signature(run: &RunRecord) -> Vec<(String, String)> {
-    let mut s: Vec<(String, String)> = run
+/// What a run measured: its (workload, test, parameters) points, sorted. Two runs are
+/// comparable only when these are equal: the same tests at different parameters (60-byte
+/// against 1472-byte UDP, 1 against 8 threads) measure different things. Parameters that
+/// only name the hosts are left out, as they differ between any two platforms.
+fn signature(run: &RunRecord) -> Vec<(String, String, String)> {
+    let mut s: Vec<(String, String, String)> = run
         .results
         .iter()
-        .map(|r| (r.workload.clone(), r.test.clone()))
+        .map(|r| {
+            let params: Vec<String> = r
+                .params
+                .iter()
+                .filter(|(k, _)| !crate::hosts_view::HOST_PARAMS.contains(&k.as_str()))
+                .map(|(k, v)| format!("{k}={}", derive::param_str(v)))
+                .collect();
+            (r.workload.clone(), r.test.clone(), params.join(" "))
+        })
         .collect();
     s.sort();
     s.dedup();
@@ -1273,8 +1284,9 @@ fn signature(run: &RunRecord) -> Vec<(String, String)> {
 }
 
 /// Which runs to compare: each run after the first against the first earlier run that
-/// measured the same workloads and tests (B index, A index). Runs of different workloads
-/// (mem vs net) have nothing to compare; they are listed in the second vector.
+/// measured the same workloads and tests at the same parameters (A index, B index). Runs
+/// of different workloads (mem vs net), or of one test at different parameters, have
+/// nothing to compare; they are listed in the second vector.
 pub fn comparable_pairs(runs: &[RunRecord]) -> (Vec<(usize, usize)>, Vec<usize>) {
     let sigs: Vec<_> = runs.iter().map(signature).collect();
     let mut pairs = Vec::new();

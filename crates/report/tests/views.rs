@@ -358,7 +358,7 @@ fn comparisons_only_between_runs_of_the_same_tests() {
     );
     assert!(!h.contains("(B) vs mem-a (A)"));
     assert!(h.contains(
-        "Not compared (no earlier run measured the same workload and tests): net-a, crypto-a"
+        "Not compared (no earlier run measured the same workload and tests at the same parameters): net-a, crypto-a"
     ));
 }
 
@@ -552,4 +552,30 @@ fn mem_view_shows_the_measured_clock_beside_cycles() {
     });
     let h = report::html(&[r], None);
     assert!(h.contains("core_freq_mhz: no cpufreq") && h.contains("<th>Cycles</th>"));
+}
+
+#[test]
+fn no_automatic_comparison_of_the_same_tests_at_other_parameters() {
+    let a = crypto_run();
+    let mut b = crypto_run();
+    b.id = "crypto-b".into();
+    b.label = Some("crypto-b".into());
+    for r in &mut b.results {
+        r.params.insert("threads".into(), serde_json::json!(8));
+    }
+    let h = report::html(&[a.clone(), b.clone()], None);
+    assert!(!h.contains("(B) vs"), "paired runs of different parameters");
+    assert!(h.contains("at the same parameters): crypto-b"));
+    let m = report::markdown(&[a.clone(), b], None);
+    assert!(!m.contains("(B) vs"));
+    // Hosts named in the parameters do not make points different.
+    let mut c = crypto_run();
+    c.id = "crypto-c".into();
+    c.label = Some("crypto-c".into());
+    for r in &mut c.results {
+        r.params
+            .insert("sut_host".into(), serde_json::json!("arm-1"));
+    }
+    let h = report::html(&[a, c], None);
+    assert!(h.contains("<h3>crypto-c (B) vs crypto-a (A)</h3>"));
 }
