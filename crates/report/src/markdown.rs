@@ -92,6 +92,7 @@ fn chart_link(dir: &str, file: &str) -> String {
             ')' => out.push_str("%29"),
             '<' => out.push_str("%3C"),
             '>' => out.push_str("%3E"),
+            c if c.is_control() => {}
             c => out.push(c),
         }
     }
