@@ -144,21 +144,6 @@ pub fn pct_over(h: &Histogram<u64>, threshold_ns: u64) -> f64 {
     100.0 * (n - h.count_between(0, threshold_ns) as f64) / n
 }
 
-/// Short name of a run+point series (`Centriq set P=1`).
-fn series_name(labels: &[String], p: &Point, skip: &[&str]) -> String {
-    let params = p.param_label(skip);
-    let t = if params.is_empty() {
-        p.test.clone()
-    } else {
-        format!("{} {params}", p.test)
-    };
-    if labels.len() > 1 {
-        format!("{} · {t}", labels[p.run_index])
-    } else {
-        t
-    }
-}
-
 /// Line styles: with several runs, one colour per run and a dash pattern per series of
 /// that run; with one run, one colour per series.
 /// A line before styling: name, (x, y) points, run index.
@@ -266,16 +251,17 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         {
             continue;
         }
-        // One line per run and combination of the other parameters.
+        // One line per run and combination of the other parameters, named by what
+        // differs among them.
         let mut lines: Vec<RawLine> = Vec::new();
-        for p in &all {
+        let names = derive::series_names(&all, &labels, &[param.as_str()]);
+        for (p, name) in all.iter().zip(names) {
             let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
                 continue;
             };
             let Some(y) = p.headline().map(|s| s.mean) else {
                 continue;
             };
-            let name = series_name(&labels, p, &[param.as_str()]);
             match lines.iter_mut().find(|l| l.0 == name) {
                 Some(l) => l.1.push((x, y)),
                 None => lines.push((name, vec![(x, y)], p.run_index)),
@@ -317,17 +303,22 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         });
     }
     // 3. Latency percentile curves and histogram buckets of the best points.
-    let mut curves: Vec<(String, Histogram<u64>, String, usize)> = Vec::new();
-    for (_, per_run) in &best {
-        for p in per_run.iter().flatten() {
-            if let Some((kind, _, h)) = p.latency() {
-                curves.push((series_name(&labels, p, &[]), h, kind, p.run_index));
-            }
-        }
-    }
+    let mut with_latency: Vec<(Point, (String, Histogram<u64>))> = best
+        .iter()
+        .flat_map(|(_, per_run)| per_run.iter().flatten())
+        .filter_map(|p| p.latency().map(|(kind, _, h)| (p.clone(), (kind, h))))
+        .collect();
     // Runs side by side within each test, so a run keeps its colour.
-    curves.sort_by_key(|c| c.3);
-    curves.truncate(10);
+    with_latency.sort_by_key(|c| c.0.run_index);
+    with_latency.truncate(10);
+    let (shown, hists): (Vec<Point>, Vec<_>) = with_latency.into_iter().unzip();
+    let curves: Vec<(String, Histogram<u64>, String, usize)> =
+        derive::series_names(&shown, &labels, &[])
+            .into_iter()
+            .zip(hists)
+            .zip(&shown)
+            .map(|((name, (kind, h)), p)| (name, h, kind, p.run_index))
+            .collect();
     if curves.is_empty() {
         out.push(Chart {
             file: format!("{}_latency.svg", slug(wl)),
@@ -381,22 +372,14 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         // Histogram buckets, one chart per test (the Aerospike study's view: each run's
         // share of operations per latency bucket, side by side).
         for (row, per_run) in best.iter().take(4) {
-            let hs: Vec<(String, Histogram<u64>)> = per_run
+            let (pts, hists): (Vec<Point>, Vec<Histogram<u64>>) = per_run
                 .iter()
-                .enumerate()
-                .filter_map(|(i, p)| {
-                    let p = p.as_ref()?;
-                    let (_, _, h) = p.latency()?;
-                    let chosen = p.param_label(&[]);
-                    Some((
-                        if labels.len() > 1 {
-                            format!("{} ({chosen})", labels[i])
-                        } else {
-                            chosen
-                        },
-                        h,
-                    ))
-                })
+                .flatten()
+                .filter_map(|p| p.latency().map(|(_, _, h)| (p.clone(), h)))
+                .unzip();
+            let hs: Vec<(String, Histogram<u64>)> = derive::series_names(&pts, &labels, &[])
+                .into_iter()
+                .zip(hists)
                 .collect();
             if hs.is_empty() {
                 continue;
@@ -441,7 +424,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
     // 4. Power and perf/W of the best points.
     let mut power_series = Vec::new();
     let mut perfw_series = Vec::new();
-    let mut reasons: Vec<String> = Vec::new();
+    let mut absent: Vec<(usize, Result<derive::PowerFigure, String>)> = Vec::new();
     let mut bases: Vec<PowerBasis> = Vec::new();
     for (i, l) in labels.iter().enumerate() {
         let mut pw = Vec::new();
@@ -457,10 +440,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                     pf.push(e.as_ref().and_then(|e| e.perf_per_w));
                 }
                 Some(Err(why)) => {
-                    let r = format!("{l}: {why}");
-                    if !reasons.contains(&r) {
-                        reasons.push(r);
-                    }
+                    absent.push((i, Err(why.clone())));
                     pw.push(None);
                     pf.push(None);
                 }
@@ -482,6 +462,10 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             warn: vec![false; n],
         });
     }
+    let reasons: Vec<String> = derive::absent_reasons(&labels, absent.iter().map(|(i, p)| (*i, p)))
+        .into_iter()
+        .map(|(who, why)| format!("{why} ({who})"))
+        .collect();
     let any = power_series
         .iter()
         .any(|s| s.values.iter().any(Option::is_some));
@@ -564,74 +548,80 @@ fn bucket_label(lo: u64, hi: u64) -> String {
     )
 }
 
-/// Stacked per-CPU breakdown of each run's highest-throughput step on the SUT.
+/// Stacked per-CPU breakdown on the SUT at every test's best point of each run (not only
+/// the run's fastest test: a net run's TCP and UDP tests load the CPUs differently, and
+/// that difference is what the breakdown is for).
 fn cpu_charts(runs: &[RunRecord]) -> Vec<Chart> {
     let labels = run_labels(runs);
     let mut out = Vec::new();
-    for (i, run) in runs.iter().enumerate() {
-        let pts = points(i, run);
-        let best = pts
-            .iter()
-            .filter_map(|p| p.headline().map(|s| (p, s.mean)))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        let file = format!("cpu_{}.svg", slug(&labels[i]));
-        let Some((p, _)) = best else { continue };
-        let Some(ts) = p.sut_summaries().first().copied() else {
+    for (run, label) in runs.iter().zip(&labels) {
+        let mut any = false;
+        for wl in workloads(std::slice::from_ref(run)) {
+            let wrun = only_workload(std::slice::from_ref(run), &wl);
+            for (row, best) in best_points(&wrun, &peak_params(&wrun)) {
+                let Some(p) = best.into_iter().flatten().next() else {
+                    continue;
+                };
+                let Some(ts) = p.sut_summaries().first().copied() else {
+                    continue;
+                };
+                any = true;
+                out.extend(cpu_chart(label, &row, &p, ts));
+            }
+        }
+        if !any && !run.results.is_empty() {
             out.push(Chart {
-                file,
-                title: format!("{}: per-CPU utilisation", labels[i]),
+                file: format!("cpu_{}.svg", slug(label)),
+                title: format!("{label}: per-CPU utilisation"),
                 section: "cpu".into(),
-                workload: p.workload.clone(),
+                workload: run.results[0].workload.clone(),
                 svg: None,
                 note: Some("no telemetry was recorded for this run".into()),
             });
-            continue;
-        };
-        let mut cpus: Vec<_> = ts.cpus.iter().filter(|c| c.cpu >= 0).collect();
-        cpus.sort_by_key(|c| c.cpu);
-        if cpus.is_empty() {
-            continue;
         }
-        let stacks: Vec<Stack> = cpus
-            .iter()
-            .map(|c| Stack {
-                label: format!("{}", c.cpu),
-                segments: vec![
-                    ("%usr".into(), c.usr_pct),
-                    ("%nice".into(), c.nice_pct),
-                    ("%sys".into(), c.sys_pct),
-                    ("%irq".into(), c.irq_pct),
-                    ("%soft".into(), c.soft_pct),
-                    ("%iowait".into(), c.iowait_pct),
-                    ("%steal".into(), c.steal_pct),
-                ],
-            })
-            .collect();
-        let title = format!(
-            "{}: per-CPU utilisation on {} during {} {}",
-            labels[i],
-            ts.host,
-            p.workload,
-            series_name(&labels[i..=i], p, &[])
-        );
-        out.push(Chart {
-            file,
-            title: title.clone(),
-            section: "cpu".into(),
-            workload: p.workload.clone(),
-            svg: Some(svg::stacked_chart(
-                &title,
-                "% of CPU",
-                100.0,
-                &stacks,
-                &[
-                    "#0072B2", "#56B4E9", "#D55E00", "#CC79A7", "#E69F00", "#999999", "#000000",
-                ],
-            )),
-            note: None,
-        });
     }
     out
+}
+
+/// The per-CPU stacked chart of one run's best point of one test (`row`, `net udp`).
+fn cpu_chart(label: &str, row: &str, p: &Point, ts: &model::TelemetrySummary) -> Option<Chart> {
+    let mut cpus: Vec<_> = ts.cpus.iter().filter(|c| c.cpu >= 0).collect();
+    cpus.sort_by_key(|c| c.cpu);
+    if cpus.is_empty() {
+        return None;
+    }
+    let stacks: Vec<Stack> = cpus
+        .iter()
+        .map(|c| Stack {
+            label: format!("{}", c.cpu),
+            segments: vec![
+                ("%usr".into(), c.usr_pct),
+                ("%nice".into(), c.nice_pct),
+                ("%sys".into(), c.sys_pct),
+                ("%irq".into(), c.irq_pct),
+                ("%soft".into(), c.soft_pct),
+                ("%iowait".into(), c.iowait_pct),
+                ("%steal".into(), c.steal_pct),
+            ],
+        })
+        .collect();
+    let title = format!("{label}: per-CPU utilisation on {} during {row}", ts.host);
+    Some(Chart {
+        file: format!("cpu_{}_{}.svg", slug(label), slug(row)),
+        title: title.clone(),
+        section: "cpu".into(),
+        workload: p.workload.clone(),
+        svg: Some(svg::stacked_chart(
+            &title,
+            "% of CPU",
+            100.0,
+            &stacks,
+            &[
+                "#0072B2", "#56B4E9", "#D55E00", "#CC79A7", "#E69F00", "#999999", "#000000",
+            ],
+        )),
+        note: None,
+    })
 }
 
 /// The parameter values of a point as text (for tables).

@@ -44,6 +44,58 @@ pub fn run_labels(runs: &[RunRecord]) -> Vec<String> {
         .collect()
 }
 
+/// The report's title: up to three run labels joined with " vs ", more as a count with
+/// the first two named, so a 16-run report still has a title one can read (and a
+/// browser tab can show). HTML and Markdown both use it; the caller escapes it.
+pub fn report_title(labels: &[String]) -> String {
+    match labels.len() {
+        0 => "rackbench report".to_string(),
+        1..=3 => format!("rackbench report: {}", labels.join(" vs ")),
+        n => format!(
+            "rackbench report: {n} runs: {}, {}, \u{2026} (+{} more)",
+            labels[0],
+            labels[1],
+            n - 2
+        ),
+    }
+}
+
+/// A metric's unit for display: `signs_per_s` stored in `ops/s` reads `signs/s`, so a
+/// table never calls an RSA sign a generic operation; any other unit is kept as stored.
+pub fn display_unit(metric: &str, unit: &str) -> String {
+    match metric.strip_suffix("_per_s") {
+        Some(what) if unit == "ops/s" && what != "ops" && !what.is_empty() => format!("{what}/s"),
+        _ => unit.to_string(),
+    }
+}
+
+/// Workloads whose tests are different operations, not a suite of one kind of work
+/// (RSA-2048 signs, RSA-4096 signs, AES bytes; each at several thread counts): a
+/// geometric mean across them mixes unlike things, so their summary has none.
+const NO_MEAN_ACROSS_TESTS: &[&str] = &["crypto"];
+
+/// Why the summary has no geometric mean across its rows, if it has none: rows counted
+/// in different units, or a workload whose tests are unlike operations.
+fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String]) -> Option<String> {
+    let mut units: Vec<&str> = rows.iter().map(|r| r.unit.as_str()).collect();
+    units.sort_unstable();
+    units.dedup();
+    if units.len() > 1 {
+        return Some(format!(
+            "no geometric mean: the tests are counted in different units ({})",
+            units.join(", ")
+        ));
+    }
+    workloads
+        .iter()
+        .find(|w| NO_MEAN_ACROSS_TESTS.contains(&w.as_str()))
+        .map(|w| {
+            format!(
+                "no geometric mean: {w}'s tests (key sizes, operations, thread counts) are different measurements, shown one by one"
+            )
+        })
+}
+
 /// Display form of a parameter value (`100`, `set`, `[1,2]`).
 pub fn param_str(v: &serde_json::Value) -> String {
     match v {
@@ -104,6 +156,85 @@ pub fn varying_params(points: &[Point]) -> Vec<String> {
         .map(|(k, _)| k.to_string())
         .collect()
 }
+
+/// Legend names for the series of one chart, one per point: the run's label first when
+/// the chart shows more than one run, then the test and the parameters that differ among
+/// these points (less `skip`, the chart's x axis). What every series shares is the
+/// chart's context, not news: repeating it in each entry hides what tells them apart.
+pub fn series_names(points: &[Point], labels: &[String], skip: &[&str]) -> Vec<String> {
+    let distinct = |f: &dyn Fn(&Point) -> String| {
+        let mut v: Vec<String> = points.iter().map(f).collect();
+        v.sort();
+        v.dedup();
+        v.len() > 1
+    };
+    let many_runs = distinct(&|p| p.run_index.to_string());
+    let many_tests = distinct(&|p| p.test.clone());
+    let varying = varying_params(points);
+    let mut skip: Vec<&str> = skip.to_vec();
+    skip.extend(
+        points
+            .iter()
+            .flat_map(|p| p.params.keys())
+            .map(String::as_str)
+            .filter(|k| !varying.iter().any(|v| v == k)),
+    );
+    points
+        .iter()
+        .map(|p| {
+            let run = labels.get(p.run_index).cloned().unwrap_or_default();
+            let mut what: Vec<String> = Vec::new();
+            if many_tests {
+                what.push(p.test.clone());
+            }
+            what.push(p.param_label(&skip));
+            let what = what.join(" ").trim().to_string();
+            match (many_runs, what.is_empty()) {
+                (true, false) => format!("{run} \u{b7} {what}"),
+                (false, false) => what,
+                (_, true) => run,
+            }
+        })
+        .collect()
+}
+
+/// Why power is absent, said once per reason rather than once per result: each
+/// distinct reason with the runs it holds for, `on every run` when it holds for all of
+/// `labels` (a VM without a power source says so once for the report). Cells that were
+/// not run are not absences.
+pub fn absent_reasons<'a>(
+    labels: &[String],
+    power: impl Iterator<Item = (usize, &'a Result<PowerFigure, String>)>,
+) -> Vec<(String, String)> {
+    let mut by_reason: Vec<(String, Vec<usize>)> = Vec::new();
+    for (run, p) in power {
+        let Err(why) = p else { continue };
+        if why == NOT_RUN {
+            continue;
+        }
+        match by_reason.iter_mut().find(|(w, _)| w == why) {
+            Some((_, runs)) if runs.contains(&run) => {}
+            Some((_, runs)) => runs.push(run),
+            None => by_reason.push((why.clone(), vec![run])),
+        }
+    }
+    by_reason
+        .into_iter()
+        .map(|(why, mut runs)| {
+            runs.sort_unstable();
+            let who = if labels.len() > 1 && runs.len() == labels.len() {
+                "on every run".to_string()
+            } else {
+                let names: Vec<&str> = runs.iter().map(|i| labels[*i].as_str()).collect();
+                format!("for {}", names.join(", "))
+            };
+            (who, why)
+        })
+        .collect()
+}
+
+/// The power "reason" of a summary cell whose run has no such test.
+pub const NOT_RUN: &str = "not run";
 
 /// Where a power figure came from, and so how far it may be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,10 +365,15 @@ impl<'a> Point<'a> {
         self.results.first().map_or("", |r| r.headline.as_str())
     }
 
+    /// The headline's unit as a reader wants it: the stored unit, except that a generic
+    /// `ops/s` on a metric that names its operation (`signs_per_s`) says which (`signs/s`).
     pub fn headline_unit(&self) -> String {
         self.results
             .iter()
-            .find_map(|r| r.metric(&r.headline, &[]).map(|m| m.unit.clone()))
+            .find_map(|r| {
+                r.metric(&r.headline, &[])
+                    .map(|m| display_unit(&m.name, &m.unit))
+            })
             .unwrap_or_default()
     }
 
@@ -506,6 +642,8 @@ pub struct SummaryRow {
     pub chosen: Vec<String>,
     /// Per run: warnings on the chosen point.
     pub flags: Vec<Vec<Flag>>,
+    /// The headline's unit in this row (`signs/s`, `MB/s`).
+    pub unit: String,
 }
 
 /// The Redis study's Table A1: per test, each run's figure and power, then the geometric
@@ -513,15 +651,44 @@ pub struct SummaryRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub runs: Vec<String>,
+    /// The unit every row shares, or empty when rows differ (each row says its own).
     pub unit: String,
     pub peak_params: Vec<String>,
     pub rows: Vec<SummaryRow>,
     pub geomean: Vec<Option<f64>>,
+    /// Why there is no geometric mean (all None), when the rows are unlike things.
+    pub geomean_note: Option<String>,
     pub power_mean: Vec<Option<f64>>,
     /// Basis of each run's power mean (None when no power).
     pub power_basis: Vec<Option<PowerBasis>>,
     /// Tests left out of the means because some run lacks them.
     pub left_out: Vec<String>,
+}
+
+impl Summary {
+    /// `Performance (ops/s)` when every row shares a unit, else `Performance` (each row
+    /// then says its own, see [`Summary::row_name`]).
+    pub fn perf_heading(&self) -> String {
+        if self.unit.is_empty() {
+            "Performance".to_string()
+        } else {
+            format!("Performance ({})", self.unit)
+        }
+    }
+
+    /// A row's name, less the `strip` prefix (the workload), with the row's unit when
+    /// the rows do not share one (`rsa2048 threads=2 (signs/s)`).
+    pub fn row_name(&self, row: &SummaryRow, strip: &str) -> String {
+        let name = row
+            .label
+            .strip_prefix(strip)
+            .map_or(row.label.as_str(), str::trim_start);
+        if self.unit.is_empty() && !row.unit.is_empty() {
+            format!("{name} ({})", row.unit)
+        } else {
+            name.to_string()
+        }
+    }
 }
 
 /// The sweep parameters a summary takes the best over (those of [`PEAK_PARAMS`] that vary).
@@ -609,6 +776,12 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
             power: vec![],
             chosen: vec![],
             flags: vec![],
+            unit: per_run
+                .iter()
+                .flatten()
+                .next()
+                .map(|p| p.headline_unit())
+                .unwrap_or_default(),
         };
         for best in per_run {
             match best {
@@ -627,7 +800,7 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
                 }
                 None => {
                     row.perf.push(None);
-                    row.power.push(Err("not run".to_string()));
+                    row.power.push(Err(NOT_RUN.to_string()));
                     row.chosen.push(String::new());
                     row.flags.push(vec![]);
                 }
@@ -645,8 +818,16 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
         .map(|r| r.label.clone())
         .collect();
     let n = runs.len();
+    let wls: Vec<String> = runs
+        .iter()
+        .flat_map(|r| r.results.iter().map(|x| x.workload.clone()))
+        .collect();
+    let geomean_note = no_geomean_reason(&rows, &wls);
     let geomean = (0..n)
-        .map(|i| stats::geomean(&common.iter().filter_map(|r| r.perf[i]).collect::<Vec<_>>()))
+        .map(|i| {
+            let v: Vec<f64> = common.iter().filter_map(|r| r.perf[i]).collect();
+            geomean_note.is_none().then(|| stats::geomean(&v)).flatten()
+        })
         .collect();
     let mut power_mean = Vec::new();
     let mut power_basis = Vec::new();
@@ -667,19 +848,17 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
             power_basis.push(None);
         }
     }
-    let unit = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| points(i, r))
-        .next()
-        .map(|p| p.headline_unit())
-        .unwrap_or_default();
+    let unit = match &rows[..] {
+        [first, rest @ ..] if rest.iter().all(|r| r.unit == first.unit) => first.unit.clone(),
+        _ => String::new(),
+    };
     Summary {
         runs: labels,
         unit,
         peak_params: peak,
         rows,
         geomean,
+        geomean_note,
         power_mean,
         power_basis,
         left_out,
@@ -698,5 +877,57 @@ pub fn row_key(p: &Point, peak: &[&str]) -> String {
         format!("{wl}{}", p.test)
     } else {
         format!("{wl}{} {params}", p.test)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("run{i}")).collect()
+    }
+
+    #[test]
+    fn power_absent_reason_said_once() {
+        let why: Result<PowerFigure, String> = Err("no power source: a VM".into());
+        let other: Result<PowerFigure, String> = Err("ipmitool failed".into());
+        let l = labels(3);
+        // One reason on every result of every run: once for the report.
+        let cells = (0..3).flat_map(|run| std::iter::repeat_n((run, &why), 20));
+        assert_eq!(
+            absent_reasons(&l, cells),
+            vec![(
+                "on every run".to_string(),
+                "no power source: a VM".to_string()
+            )]
+        );
+        // Two reasons: once per reason, with its runs.
+        let cells = [(0, &why), (0, &why), (2, &why), (1, &other)];
+        assert_eq!(
+            absent_reasons(&l, cells.into_iter()),
+            vec![
+                (
+                    "for run0, run2".to_string(),
+                    "no power source: a VM".to_string()
+                ),
+                ("for run1".to_string(), "ipmitool failed".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn title_names_up_to_three_runs_and_counts_more() {
+        assert_eq!(report_title(&[]), "rackbench report");
+        assert_eq!(
+            report_title(&labels(3)),
+            "rackbench report: run0 vs run1 vs run2"
+        );
+        let t = report_title(&labels(16));
+        assert_eq!(
+            t,
+            "rackbench report: 16 runs: run0, run1, \u{2026} (+14 more)"
+        );
+        assert!(!t.contains("run15") && !t.contains(" vs "));
     }
 }

@@ -70,6 +70,42 @@ pub fn latency_ns(ns: f64) -> String {
     }
 }
 
+/// Bit-rate units and their multiplier from Gbit/s, largest first.
+const BIT_RATES: [(f64, &str); 4] = [
+    (1.0, "Gbit/s"),
+    (1e3, "Mbit/s"),
+    (1e6, "kbit/s"),
+    (1e9, "bit/s"),
+];
+
+/// The unit for rates given in Gbit/s: the largest in which the smallest nonzero one is
+/// at least 1, so that every figure keeps three significant digits (60-byte UDP reads
+/// `98.4 Mbit/s`, not `0.10 Gbit/s`). Returns (multiplier from Gbit/s, unit).
+pub fn bit_rate_unit(gbit: &[f64]) -> (f64, &'static str) {
+    let least = gbit
+        .iter()
+        .map(|v| v.abs())
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    BIT_RATES
+        .iter()
+        .copied()
+        .find(|(m, _)| least * m >= 1.0)
+        .unwrap_or(BIT_RATES[BIT_RATES.len() - 1])
+}
+
+/// A rate given in Gbit/s in its own unit, with at least three significant digits
+/// (`15.57 Gbit/s`, `98.40 Mbit/s`, `512 kbit/s`).
+pub fn bit_rate(gbit: f64) -> String {
+    let (m, u) = bit_rate_unit(&[gbit]);
+    let v = gbit * m;
+    if v.abs() >= 100.0 {
+        format!("{} {u}", num(v))
+    } else {
+        format!("{v:.2} {u}")
+    }
+}
+
 /// Aligned text table; the first row is the header.
 pub fn text_table(rows: &[Vec<String>]) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -121,6 +157,16 @@ mod tests {
             "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"
         );
         assert_eq!(esc("a\u{1}b"), "ab");
+    }
+
+    #[test]
+    fn bit_rates_keep_three_significant_digits() {
+        assert_eq!(bit_rate(0.1004), "100 Mbit/s");
+        assert_eq!(bit_rate(0.0984), "98.40 Mbit/s");
+        assert_eq!(bit_rate(15.57), "15.57 Gbit/s");
+        assert_eq!(bit_rate(0.000512), "512 kbit/s");
+        assert_eq!(bit_rate_unit(&[15.0, 0.1]), (1e3, "Mbit/s"));
+        assert_eq!(bit_rate_unit(&[15.0, 0.0]), (1.0, "Gbit/s"));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use model::{CpuUtil, ResultRecord, RunRecord, Status, TelemetrySummary};
+use model::{CpuUtil, HostDisclosure, ResultRecord, RunRecord, Status, TelemetrySummary};
 use serde_json::Value;
 
 use crate::derive::{
@@ -33,6 +33,16 @@ const SENDER_CPUS: &str = "sender_cpus";
 const RECEIVER_CPUS: &str = "receiver_cpus";
 const SUT_HOST: &str = "sut_host";
 const LOADGEN_HOSTS: &str = "loadgen_hosts";
+/// Parameters that name the hosts and CPUs a point ran on: they differ between two
+/// platforms measured alike, so they do not make two points different measurements.
+pub(crate) const HOST_PARAMS: [&str; 6] = [
+    SENDER_HOST,
+    RECEIVER_HOST,
+    SENDER_CPUS,
+    RECEIVER_CPUS,
+    SUT_HOST,
+    LOADGEN_HOSTS,
+];
 /// Per-host facts the runner adds to each disclosure.
 const FACT_ADDRESS: &str = "host.address";
 const FACT_CLOCK_OFFSET: &str = "host.clock_offset_s";
@@ -355,14 +365,10 @@ fn pair_groups(
         .collect()
 }
 
-/// Throughput unit of a table: Mbit/s when every figure is below 1 Gbit/s (the seed's
-/// small-packet UDP table), else Gbit/s. Returns (multiplier from Gbit/s, unit).
+/// Throughput unit of a table (the seed's small-packet UDP table reads in Mbit/s).
+/// Returns (multiplier from Gbit/s, unit).
 fn tput_unit(values: &[f64]) -> (f64, &'static str) {
-    if !values.is_empty() && values.iter().all(|v| v.abs() < 1.0) {
-        (1000.0, "Mbit/s")
-    } else {
-        (1.0, "Gbit/s")
-    }
+    crate::fmt::bit_rate_unit(values)
 }
 
 fn who(runs: &[RunRecord], i: usize, labels: &[String]) -> String {
@@ -1016,6 +1022,59 @@ pub fn pairs_markdown(runs: &[RunRecord], wl: &str) -> String {
         m.push_str(&table_md(x));
     }
     m
+}
+
+/// The hosts' disclosure split for reading: the facts that differ between the columns
+/// (what a reader compares) in the table, and the facts the same on every column said
+/// once, so sixteen runs do not make a table of sixteen identical values per row.
+pub struct Disclosure<'a> {
+    /// (run index, host) per column.
+    pub cols: Vec<(usize, &'a HostDisclosure)>,
+    /// Fact name and its value in each column.
+    pub differ: Vec<(String, Vec<String>)>,
+    /// Fact name and its one value; empty with a single column (nothing to compare).
+    pub same: Vec<(String, String)>,
+}
+
+/// Every host disclosure of these runs, one column per (run, host).
+pub fn disclosure(runs: &[RunRecord]) -> Disclosure<'_> {
+    let cols: Vec<(usize, &HostDisclosure)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.hosts.iter().map(move |hd| (i, hd)))
+        .collect();
+    let mut keys: Vec<&String> = cols.iter().flat_map(|(_, hd)| hd.facts.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut differ = Vec::new();
+    let mut same = Vec::new();
+    for k in keys {
+        let vals: Vec<String> = cols
+            .iter()
+            .map(|(_, hd)| {
+                hd.facts
+                    .get(k)
+                    .map_or("-".to_string(), |f| human_fact(k, f))
+            })
+            .collect();
+        if cols.len() > 1 && vals.windows(2).all(|w| w[0] == w[1]) {
+            same.push((k.clone(), vals[0].clone()));
+        } else {
+            differ.push((k.clone(), vals));
+        }
+    }
+    Disclosure { cols, differ, same }
+}
+
+/// A fact for people: byte counts also in GiB.
+fn human_fact(key: &str, f: &model::Fact) -> String {
+    match (&f.value, key.ends_with("_bytes")) {
+        (Some(v), true) => match v.parse::<f64>() {
+            Ok(b) => format!("{:.1} GiB ({v})", b / (1u64 << 30) as f64),
+            Err(_) => v.clone(),
+        },
+        _ => f.display(),
+    }
 }
 
 /// Whether the report has a "Hosts" section (some run spans several hosts).

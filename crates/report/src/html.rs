@@ -43,6 +43,11 @@ figcaption{font-size:12px;color:var(--muted);padding:4px 4px 0}
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;background:var(--soft);padding:1px 4px;border-radius:3px;word-break:break-all}
 .modelled{color:var(--bad);font-weight:600}
 .component{color:var(--warn);font-weight:600}
+.scroll{overflow-x:auto;max-width:100%;margin:8px 0 14px}
+.scroll table{max-width:none;margin:0}
+th.fact,td.fact{white-space:nowrap;min-width:16em}
+td.fact code{word-break:normal}
+details{margin:8px 0 14px}
 footer{margin-top:40px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
 @media print{main{max-width:none;padding:0}figure{break-inside:avoid}h2{break-before:auto}}
 "#;
@@ -81,28 +86,21 @@ fn power_cell(p: &Result<PowerFigure, String>) -> String {
                 esc(&p.source)
             )
         }
-        Err(why) => format!(r#"<span class="muted" title="{}">absent*</span>"#, esc(why)),
+        Err(_) => r#"<span class="muted">absent*</span>"#.to_string(),
     }
 }
 
-/// "* Power absent for RUN: reason", once per run and reason.
+/// "* Power absent on every run: reason" (or "for RUN, RUN"), once per reason.
 fn absent_notes<'a>(
-    items: impl Iterator<Item = (&'a str, &'a Result<PowerFigure, String>)>,
+    labels: &[String],
+    items: impl Iterator<Item = (usize, &'a Result<PowerFigure, String>)>,
 ) -> String {
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for (run, p) in items {
-        if let Err(why) = p {
-            let e = (run.to_string(), why.clone());
-            if why != "not run" && !seen.contains(&e) {
-                seen.push(e);
-            }
-        }
-    }
-    seen.iter()
-        .map(|(run, why)| {
+    derive::absent_reasons(labels, items)
+        .iter()
+        .map(|(who, why)| {
             format!(
-                r#"<div class="note">* Power absent for {}: {}</div>"#,
-                esc(run),
+                r#"<div class="note">* Power absent {}: {}</div>"#,
+                esc(who),
                 esc(why)
             )
         })
@@ -133,11 +131,7 @@ fn figure(c: &Chart) -> String {
 pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
     let mut h = String::new();
     let labels = run_labels(runs);
-    let title = if runs.is_empty() {
-        "rackbench report".to_string()
-    } else {
-        format!("rackbench report: {}", labels.join(" vs "))
-    };
+    let title = derive::report_title(&labels);
     let _ = write!(
         h,
         r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{gen}<meta name="viewport" content="width=device-width, initial-scale=1"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"><title>{t}</title><style>{CSS}</style></head><body><main>"#,
@@ -193,7 +187,7 @@ pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
         if !alone.is_empty() {
             let _ = write!(
                 h,
-                r#"<div class="note">Not compared (no earlier run measured the same workload and tests): {}</div>"#,
+                r#"<div class="note">Not compared (no earlier run measured the same workload and tests at the same parameters): {}</div>"#,
                 esc(&alone
                     .iter()
                     .map(|i| labels[*i].as_str())
@@ -207,7 +201,7 @@ pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
         workload_section(&mut h, &wruns, wl, &all_charts);
     }
     h.push_str(&crate::hosts_view::hosts_html(runs));
-    h.push_str(r#"<h2 id="cpu">CPU utilisation</h2><p class="muted">Per-CPU mean over the measured (non-warm-up) samples of each run's highest-throughput step, on the system under test (mpstat's arithmetic).</p><div class="grid">"#);
+    h.push_str(r#"<h2 id="cpu">CPU utilisation</h2><p class="muted">Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, on the system under test (mpstat's arithmetic).</p><div class="grid">"#);
     let cpu: Vec<&Chart> = all_charts.iter().filter(|c| c.section == "cpu").collect();
     if cpu.is_empty() {
         h.push_str(r#"<div class="note">No per-CPU telemetry in these runs.</div>"#);
@@ -351,18 +345,11 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
     }
     h.push_str("</tr><tr>");
     for _ in &labels {
-        let _ = write!(h, "<th>Performance ({})</th><th>Power</th>", esc(&s.unit));
+        let _ = write!(h, "<th>{}</th><th>Power</th>", esc(&s.perf_heading()));
     }
     h.push_str("</tr>");
     for row in &s.rows {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td>",
-            esc(row
-                .label
-                .strip_prefix(&format!("{wl} "))
-                .unwrap_or(&row.label))
-        );
+        let _ = write!(h, "<tr><td>{}</td>", esc(&s.row_name(row, wl)));
         for i in 0..labels.len() {
             let chosen = if row.chosen[i].is_empty() {
                 String::new()
@@ -383,15 +370,18 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         }
         h.push_str("</tr>");
     }
-    h.push_str(r#"<tr class="mean"><td>Geometric mean</td>"#);
-    for i in 0..labels.len() {
-        let _ = write!(
-            h,
-            r#"<td class="n">{}</td><td>n/a</td>"#,
-            s.geomean[i].map_or("-".to_string(), |v| esc(&num(v)))
-        );
+    if s.geomean_note.is_none() {
+        h.push_str(r#"<tr class="mean"><td>Geometric mean</td>"#);
+        for i in 0..labels.len() {
+            let _ = write!(
+                h,
+                r#"<td class="n">{}</td><td>n/a</td>"#,
+                s.geomean[i].map_or("-".to_string(), |v| esc(&num(v)))
+            );
+        }
+        h.push_str("</tr>");
     }
-    h.push_str(r#"</tr><tr class="mean"><td>Arithmetic mean</td>"#);
+    h.push_str(r#"<tr class="mean"><td>Arithmetic mean</td>"#);
     for i in 0..labels.len() {
         let p = match (s.power_mean[i], s.power_basis[i]) {
             (Some(w), Some(b)) => format!(
@@ -408,12 +398,13 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
     }
     h.push_str("</tr></table>");
-    h.push_str(&absent_notes(s.rows.iter().flat_map(|r| {
-        r.power
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (labels[i].as_str(), p))
-    })));
+    h.push_str(&absent_notes(
+        &labels,
+        s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
+    ));
+    if let Some(n) = &s.geomean_note {
+        let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
+    }
     if !s.left_out.is_empty() {
         let _ = write!(
             h,
@@ -596,51 +587,45 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
 
 fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     h.push_str(r#"<h2 id="disclosure">Systems (disclosure)</h2>"#);
-    let cols: Vec<(usize, &model::HostDisclosure)> = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| r.hosts.iter().map(move |hd| (i, hd)))
-        .collect();
-    if cols.is_empty() {
+    let d = crate::hosts_view::disclosure(runs);
+    if d.cols.is_empty() {
         h.push_str(r#"<div class="note">No host disclosure was stored with these runs.</div>"#);
         return;
     }
-    let mut keys: Vec<&String> = cols.iter().flat_map(|(_, hd)| hd.facts.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    h.push_str("<table><tr><th>Fact</th>");
-    for (i, hd) in &cols {
-        let _ = write!(
-            h,
-            "<th>{}<br><span class=\"muted\">{} ({})</span></th>",
-            esc(&labels[*i]),
-            esc(&hd.host),
-            esc(&hd.role)
+    if !d.differ.is_empty() {
+        h.push_str(
+            r#"<div class="scroll"><table class="disclosure"><tr><th class="fact">Fact</th>"#,
         );
-    }
-    h.push_str("</tr>");
-    for k in keys {
-        let vals: Vec<String> = cols
-            .iter()
-            .map(|(_, hd)| {
-                hd.facts
-                    .get(k)
-                    .map_or("-".to_string(), |f| human_fact(k, f))
-            })
-            .collect();
-        let differs = vals.windows(2).any(|w| w[0] != w[1]);
-        let _ = write!(h, "<tr><td><code>{}</code></td>", esc(k));
-        for v in vals {
-            let style = if differs {
-                r#" style="background:#fff8e6""#
-            } else {
-                ""
-            };
-            let _ = write!(h, "<td{style}>{}</td>", esc(&v));
+        for (i, hd) in &d.cols {
+            let _ = write!(
+                h,
+                "<th>{}<br><span class=\"muted\">{} ({})</span></th>",
+                esc(&labels[*i]),
+                esc(&hd.host),
+                esc(&hd.role)
+            );
         }
         h.push_str("</tr>");
+        for (k, vals) in &d.differ {
+            let _ = write!(h, r#"<tr><td class="fact"><code>{}</code></td>"#, esc(k));
+            for v in vals {
+                let _ = write!(h, "<td>{}</td>", esc(v));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</table></div>");
     }
-    h.push_str("</table>");
+    if !d.same.is_empty() {
+        let _ = write!(
+            h,
+            "<details><summary>same on every run ({} facts)</summary><ul>",
+            d.same.len()
+        );
+        for (k, v) in &d.same {
+            let _ = write!(h, "<li><code>{}</code>: {}</li>", esc(k), esc(v));
+        }
+        h.push_str("</ul></details>");
+    }
     // Idle power measured before load.
     let idle: Vec<(usize, &model::IdlePower)> = runs
         .iter()
@@ -672,17 +657,6 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             }
         }
         h.push_str("</table>");
-    }
-}
-
-/// A fact for people: byte counts also in GiB.
-fn human_fact(key: &str, f: &model::Fact) -> String {
-    match (&f.value, key.ends_with("_bytes")) {
-        (Some(v), true) => match v.parse::<f64>() {
-            Ok(b) => format!("{:.1} GiB ({v})", b / (1u64 << 30) as f64),
-            Err(_) => v.clone(),
-        },
-        _ => f.display(),
     }
 }
 

@@ -22,7 +22,7 @@ pub use compare::{
 };
 pub use derive::{summary, Efficiency, PowerBasis, PowerFigure, Summary};
 pub use html::html;
-pub use markdown::markdown;
+pub use markdown::{markdown, markdown_with_charts, NO_CHARTS};
 
 /// Every chart of the report as standalone SVG files: (file name, SVG text). Charts that
 /// could not be drawn (no histograms, no power) are left out; the HTML report says why.

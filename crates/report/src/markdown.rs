@@ -1,6 +1,8 @@
 //! The report as Markdown: the same tables as the HTML report (summary, efficiency,
-//! results, comparison, disclosure, TCO), with chart files referenced by name (write
-//! them with `svg_charts`). Cell text is made table-safe with `md_cell`.
+//! results, comparison, disclosure, TCO). Chart files are linked only when the caller
+//! says the directory [`crate::svg_charts`] wrote them to ([`markdown_with_charts`]);
+//! otherwise the report says how to get them rather than link files that do not exist.
+//! Cell text is made table-safe with `md_cell`.
 
 use std::fmt::Write as _;
 
@@ -30,8 +32,20 @@ fn power(p: &Result<PowerFigure, String>) -> String {
                 PowerBasis::Component => ", component only",
             }
         ),
-        Err(why) => format!("absent: {why}"),
+        // The reason is said once under the table (`absent_notes`), not in every cell.
+        Err(_) => "absent*".to_string(),
     }
+}
+
+/// "\\* Power absent on every run: reason" (or "for RUN, RUN"), once per reason.
+fn absent_notes<'a>(
+    labels: &[String],
+    items: impl Iterator<Item = (usize, &'a Result<PowerFigure, String>)>,
+) -> String {
+    derive::absent_reasons(labels, items)
+        .iter()
+        .map(|(who, why)| format!("\n\\* Power absent {}: {}\n", c(who), c(why)))
+        .collect()
 }
 
 fn row(cells: &[String]) -> String {
@@ -57,13 +71,48 @@ fn header(cells: &[&str]) -> String {
     s
 }
 
-/// The report as Markdown.
+/// What the Markdown says in place of chart links when it was not told where they are.
+pub const NO_CHARTS: &str = "charts: rerun with --svg-dir DIR";
+
+/// The report as Markdown, without chart links (it cannot know where, or whether, the
+/// chart files were written): see [`markdown_with_charts`].
 pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> String {
+    markdown_with_charts(runs, tco_result, None)
+}
+
+/// A chart file's link target under `dir`, with the characters that would end a
+/// Markdown link (space, parentheses, angle brackets) percent-encoded.
+fn chart_link(dir: &str, file: &str) -> String {
+    let path = format!("{}/{file}", dir.trim_end_matches('/'));
+    let mut out = String::with_capacity(path.len());
+    for ch in path.chars() {
+        match ch {
+            ' ' => out.push_str("%20"),
+            '(' => out.push_str("%28"),
+            ')' => out.push_str("%29"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The report as Markdown, linking each chart as `svg_dir/FILE` when `svg_dir` is the
+/// directory the files of [`crate::svg_charts`] were written to (as the Markdown sees
+/// it, e.g. relative to the report); with `None`, no chart is linked and the report
+/// says how to get them.
+pub fn markdown_with_charts(
+    runs: &[RunRecord],
+    tco_result: Option<&tco::TcoResult>,
+    svg_dir: Option<&str>,
+) -> String {
     let labels = run_labels(runs);
     let mut m = format!(
-        "{}\n# rackbench report: {}\n\n",
+        "{}\n# {}\n\n",
         crate::COMMENT_MARK,
-        c(&labels.join(" vs "))
+        c(&derive::report_title(&labels))
     );
     m.push_str("## Runs\n\n");
     m.push_str(&header(&[
@@ -85,7 +134,7 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         if !alone.is_empty() {
             let _ = write!(
                 m,
-                "\nNot compared (no earlier run measured the same workload and tests): {}\n",
+                "\nNot compared (no earlier run measured the same workload and tests at the same parameters): {}\n",
                 c(&alone
                     .iter()
                     .map(|i| labels[*i].as_str())
@@ -150,13 +199,13 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
         let _ = write!(m, "\n## Workload: {}\n\n", c(&wl));
         let mut head = vec!["Test".to_string()];
         for l in &wl_labels {
-            head.push(format!("{l}: performance ({})", s.unit));
+            head.push(format!("{l}: {}", s.perf_heading().to_lowercase()));
             head.push(format!("{l}: power"));
         }
         m.push_str(&row(&head));
         m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
         for r in &s.rows {
-            let mut cells = vec![r.label.clone()];
+            let mut cells = vec![s.row_name(r, "")];
             for i in 0..wl_labels.len() {
                 cells.push(format!(
                     "{}{}{}",
@@ -188,8 +237,17 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
                 _ => "n/a".into(),
             });
         }
-        m.push_str(&bold_row(&g));
+        if s.geomean_note.is_none() {
+            m.push_str(&bold_row(&g));
+        }
         m.push_str(&bold_row(&a));
+        if let Some(n) = &s.geomean_note {
+            let _ = write!(m, "\n{}\n", c(n));
+        }
+        m.push_str(&absent_notes(
+            &wl_labels,
+            s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
+        ));
         m.push_str(&crate::views::views_markdown(&wr, &wl));
         m.push_str(&crate::hosts_view::pairs_markdown(&wr, &wl));
         m.push_str("\n### Efficiency (each run's best point)\n\n");
@@ -267,11 +325,12 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
                 ]));
             }
         }
+        let Some(dir) = svg_dir else { continue };
         m.push_str("\n### Charts\n\n");
         for ch in all_charts.iter().filter(|ch| ch.workload == wl) {
             match (&ch.svg, &ch.note) {
                 (Some(_), _) => {
-                    let _ = writeln!(m, "- ![{}]({})", c(&ch.title), ch.file);
+                    let _ = writeln!(m, "- ![{}]({})", c(&ch.title), chart_link(dir, &ch.file));
                 }
                 (None, Some(n)) => {
                     let _ = writeln!(m, "- {}: {}", c(&ch.title), c(n));
@@ -280,31 +339,31 @@ pub fn markdown(runs: &[RunRecord], tco_result: Option<&tco::TcoResult>) -> Stri
             }
         }
     }
+    if svg_dir.is_none() && !runs.is_empty() {
+        let _ = write!(m, "\n{}\n", c(NO_CHARTS));
+    }
     m.push_str(&crate::hosts_view::hosts_markdown(runs));
     m.push_str("\n## Systems\n\n");
-    let cols: Vec<(usize, &model::HostDisclosure)> = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| r.hosts.iter().map(move |h| (i, h)))
-        .collect();
-    if !cols.is_empty() {
+    let d = crate::hosts_view::disclosure(runs);
+    if !d.differ.is_empty() {
         let mut head = vec!["Fact".to_string()];
         head.extend(
-            cols.iter()
+            d.cols
+                .iter()
                 .map(|(i, h)| format!("{} {} ({})", labels[*i], h.host, h.role)),
         );
         m.push_str(&row(&head));
         m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
-        let mut keys: Vec<&String> = cols.iter().flat_map(|(_, h)| h.facts.keys()).collect();
-        keys.sort();
-        keys.dedup();
-        for k in keys {
+        for (k, vals) in &d.differ {
             let mut cells = vec![format!("`{k}`")];
-            cells.extend(
-                cols.iter()
-                    .map(|(_, h)| h.facts.get(k).map_or("-".into(), |f| f.display())),
-            );
+            cells.extend(vals.iter().cloned());
             m.push_str(&row(&cells));
+        }
+    }
+    if !d.same.is_empty() {
+        let _ = writeln!(m, "\nSame on every run ({} facts):\n", d.same.len());
+        for (k, v) in &d.same {
+            let _ = writeln!(m, "- {}: {}", c(k), c(v));
         }
     }
     if let Some(t) = tco_result {

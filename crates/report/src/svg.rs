@@ -115,21 +115,41 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 
 /// A new SVG document of the given size with its title drawn (for charts drawn elsewhere).
 pub fn open_svg(title: &str, w: f64, h: f64) -> String {
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}" font-family="Helvetica, Arial, sans-serif" font-size="12"><title>{t}</title><rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/><text x="{ML}" y="20" font-size="15" font-weight="bold" fill="#222">{t}</text>"##,
-        t = esc(title)
-    );
-    out
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}" font-family="Helvetica, Arial, sans-serif" font-size="12"><title>{t}</title><rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>{head}"##,
+        t = esc(title),
+        head = title_text(title, w)
+    )
 }
 
 fn open(out: &mut String, title: &str, h: f64) {
-    let _ = write!(
-        out,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}" font-family="Helvetica, Arial, sans-serif" font-size="12"><title>{t}</title><rect x="0" y="0" width="{W}" height="{h}" fill="#ffffff"/><text x="{ML}" y="20" font-size="15" font-weight="bold" fill="#222">{t}</text>"##,
+    out.push_str(&open_svg(title, W, h));
+}
+
+/// Average glyph width of Helvetica/Arial, in ems (for sizing text without a font).
+const EM_PER_CHAR: f64 = 0.56;
+const TITLE_PX: f64 = 15.0;
+const TITLE_MIN_PX: f64 = 10.0;
+
+/// The chart's title, whole: at 15 px when it fits the width, else in a smaller font,
+/// and below 10 px squeezed to the width (`textLength`) rather than cut at the edge,
+/// because a chart whose title is cut no longer says what it shows.
+fn title_text(title: &str, w: f64) -> String {
+    let x = 12.0;
+    let room = w - 2.0 * x;
+    let chars = title.chars().count().max(1) as f64;
+    // Rounded down to the 0.1 px written out, so the title drawn is no wider than `room`.
+    let px = ((room / (chars * EM_PER_CHAR)) * 10.0).floor() / 10.0;
+    let px = px.clamp(TITLE_MIN_PX, TITLE_PX);
+    let squeeze = if chars * EM_PER_CHAR * px > room {
+        format!(r#" textLength="{room:.0}" lengthAdjust="spacingAndGlyphs""#)
+    } else {
+        String::new()
+    };
+    format!(
+        r##"<text class="title" x="{x}" y="20" font-size="{px:.1}" font-weight="bold" fill="#222"{squeeze}>{t}</text>"##,
         t = esc(title)
-    );
+    )
 }
 
 /// Legend entries laid out left to right, wrapping onto new rows: (x, row) per name.
@@ -551,6 +571,38 @@ mod tests {
             log_ticks(1.0, 100.0),
             vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
         );
+    }
+
+    /// The width a title takes as drawn: its font size times its length, or the squeezed
+    /// `textLength`.
+    fn drawn_width(svg: &str) -> (f64, f64) {
+        let t = &svg[svg.find(r#"<text class="title""#).unwrap()..];
+        let attr = |name: &str| {
+            t.find(&format!(r#" {name}=""#)).map(|i| {
+                let v = &t[i + name.len() + 3..];
+                v[..v.find('"').unwrap()].parse::<f64>().unwrap()
+            })
+        };
+        let px = attr("font-size").unwrap();
+        (px, attr("textLength").unwrap_or(f64::MAX))
+    }
+
+    #[test]
+    fn long_titles_fit_the_chart() {
+        let short = bar_chart("kv: ops/s per test", "ops/s", &[], &[]);
+        assert_eq!(drawn_width(&short).0, 15.0);
+        let long =
+            "kv: latency by percentile (service) for a report of sixteen runs with long labels, at their best points";
+        let svg = bar_chart(long, "ops/s", &[], &[]);
+        let (px, _) = drawn_width(&svg);
+        assert!(px < 15.0, "smaller font for a long title: {px}");
+        let chars = long.chars().count() as f64;
+        assert!(chars * EM_PER_CHAR * px <= W - 24.0 + 0.5);
+        let very_long = long.repeat(3);
+        let (px, len) = drawn_width(&bar_chart(&very_long, "", &[], &[]));
+        assert_eq!(px, TITLE_MIN_PX);
+        assert!(len <= W - 24.0, "squeezed to the width");
+        assert!(svg.contains(long), "never cut");
     }
 
     #[test]

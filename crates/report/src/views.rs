@@ -349,12 +349,20 @@ fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             ]
         })
         .collect();
-    let notes = r
+    let clock = measured_clock(r);
+    let mut notes: Vec<String> = r
         .missing
         .iter()
-        .filter(|m| m.name.ends_with("_latency_ns"))
+        .filter(|m| m.name.ends_with("_latency_ns") || m.name == CLOCK)
         .map(|m| format!("{}: {}", m.name, m.reason))
         .collect();
+    if let Some(c) = &clock {
+        notes.insert(
+            0,
+            format!("Cycles are counted at the measured CPU clock, {c}."),
+        );
+    }
+    let cycles_head = clock.map_or("Cycles".to_string(), |c| format!("Cycles (at {c})"));
     Some(View {
         title: format!("{who}memory latency by level"),
         figures: vec![(title, fig)],
@@ -364,13 +372,30 @@ fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             head: vec![
                 "Level".into(),
                 "Latency (ns)".into(),
-                "Cycles".into(),
+                cycles_head,
                 "Plateau range".into(),
                 "Cache size".into(),
             ],
             rows,
         }],
         notes,
+    })
+}
+
+/// The mem workload's measured core clock (`core_freq_mhz`, labelled with where the
+/// frequency came from).
+const CLOCK: &str = "core_freq_mhz";
+
+/// The clock the latency in cycles was counted at, as `2,450 MHz, cpuinfo`: a cycle
+/// count means nothing to a reader who cannot see the clock it assumes.
+fn measured_clock(r: &ResultRecord) -> Option<String> {
+    let m = r
+        .metrics
+        .iter()
+        .find(|m| m.name == CLOCK && m.value.is_finite())?;
+    Some(match m.labels.get("freq_source") {
+        Some(src) => format!("{} MHz, {src}", num(m.value)),
+        None => format!("{} MHz", num(m.value)),
     })
 }
 
@@ -647,15 +672,28 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             warn: vec![false; tests.len()],
         },
     ];
+    // The axis in the unit of the largest bar, so the figures on it keep their digits.
+    let top = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten())
+        .fold(0.0, |a: f64, b| a.max(*b));
+    let (scale, unit) = crate::fmt::bit_rate_unit(&[top]);
+    let series: Vec<BarSeries> = series
+        .into_iter()
+        .map(|s| BarSeries {
+            values: s.values.iter().map(|v| v.map(|v| v * scale)).collect(),
+            ..s
+        })
+        .collect();
     let title = format!("{who}network throughput per test");
-    let fig = svg::bar_chart(&title, "Gbit/s", &cats, &series);
+    let fig = svg::bar_chart(&title, unit, &cats, &series);
     let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
     let rows = tests
         .iter()
         .map(|(k, rs)| {
             vec![
                 k.clone(),
-                f(avg(rs, "throughput_gbit_per_s", &[]), 2),
+                avg(rs, "throughput_gbit_per_s", &[]).map_or("-".into(), crate::fmt::bit_rate),
                 f(avg(rs, "sender_cpu_pct", &[]), 1),
                 f(avg(rs, "receiver_cpu_pct", &[]), 1),
                 f(avg(rs, "cpu_pct_per_gbit", &[("end", "sender")]), 2),
@@ -673,7 +711,7 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions)".into(),
             head: [
                 "Test and parameters",
-                "Gbit/s",
+                "Throughput",
                 "Sender CPU %",
                 "Receiver CPU %",
                 "Sender %CPU per Gbit/s",
@@ -1222,12 +1260,23 @@ pub fn views_markdown(runs: &[RunRecord], wl: &str) -> String {
     m
 }
 
-/// What a run measured: its (workload, test) pairs, sorted.
-fn signature(run: &RunRecord) -> Vec<(String, String)> {
-    let mut s: Vec<(String, String)> = run
+/// What a run measured: its (workload, test, parameters) points, sorted. Two runs are
+/// comparable only when these are equal: the same tests at different parameters (60-byte
+/// against 1472-byte UDP, 1 against 8 threads) measure different things. Parameters that
+/// only name the hosts are left out, as they differ between any two platforms.
+fn signature(run: &RunRecord) -> Vec<(String, String, String)> {
+    let mut s: Vec<(String, String, String)> = run
         .results
         .iter()
-        .map(|r| (r.workload.clone(), r.test.clone()))
+        .map(|r| {
+            let params: Vec<String> = r
+                .params
+                .iter()
+                .filter(|(k, _)| !crate::hosts_view::HOST_PARAMS.contains(&k.as_str()))
+                .map(|(k, v)| format!("{k}={}", derive::param_str(v)))
+                .collect();
+            (r.workload.clone(), r.test.clone(), params.join(" "))
+        })
         .collect();
     s.sort();
     s.dedup();
@@ -1235,8 +1284,9 @@ fn signature(run: &RunRecord) -> Vec<(String, String)> {
 }
 
 /// Which runs to compare: each run after the first against the first earlier run that
-/// measured the same workloads and tests (B index, A index). Runs of different workloads
-/// (mem vs net) have nothing to compare; they are listed in the second vector.
+/// measured the same workloads and tests at the same parameters (A index, B index). Runs
+/// of different workloads (mem vs net), or of one test at different parameters, have
+/// nothing to compare; they are listed in the second vector.
 pub fn comparable_pairs(runs: &[RunRecord]) -> (Vec<(usize, usize)>, Vec<usize>) {
     let sigs: Vec<_> = runs.iter().map(signature).collect();
     let mut pairs = Vec::new();

@@ -295,7 +295,7 @@ fn net_throughput_bars_and_cpu_table() {
     }
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(
-        m.contains("| tcp | 15.57 | 61.5 | 72.3 | 3.95 | - | - | - | - |"),
+        m.contains("| tcp | 15.57 Gbit/s | 61.5 | 72.3 | 3.95 | - | - | - | - |"),
         "{m}"
     );
     assert!(!report::html(&[crypto_run()], None).contains("network throughput per test"));
@@ -358,7 +358,7 @@ fn comparisons_only_between_runs_of_the_same_tests() {
     );
     assert!(!h.contains("(B) vs mem-a (A)"));
     assert!(h.contains(
-        "Not compared (no earlier run measured the same workload and tests): net-a, crypto-a"
+        "Not compared (no earlier run measured the same workload and tests at the same parameters): net-a, crypto-a"
     ));
 }
 
@@ -411,8 +411,8 @@ fn sweep_points_are_never_averaged_as_repetitions() {
     // The second result is a repetition of the first point (same test, same params).
     r.results[1].repetition = 1;
     let m = report::markdown(std::slice::from_ref(&r), None);
-    assert!(m.contains("| tcp streams=1 | 38.00 |"), "{m}");
-    assert!(m.contains("| tcp streams=2 | 67.70 |"), "{m}");
+    assert!(m.contains("| tcp streams=1 | 38.00 Gbit/s |"), "{m}");
+    assert!(m.contains("| tcp streams=2 | 67.70 Gbit/s |"), "{m}");
     // The parameters that do not vary are not in the view's labels.
     assert!(!m.contains("| tcp streams=1 time=10"), "{m}");
     let h = report::html(std::slice::from_ref(&r), None);
@@ -477,4 +477,105 @@ fn crypto_points_that_differ_beyond_threads_are_separate_rows() {
     assert!(m.contains("| 2048 engine=a | 2,000 |"), "{m}");
     assert!(m.contains("| 2048 engine=b | 3,000 |"), "{m}");
     assert!(!m.contains("2,500"), "averaged: {m}");
+}
+
+#[test]
+fn crypto_summary_per_test_in_its_unit_without_a_geomean() {
+    let mut r = crypto_run();
+    let h = report::html(std::slice::from_ref(&r), None);
+    let summary = &h[h.find("Summary of measured data").unwrap()..];
+    let summary = &summary[..summary.find("</table>").unwrap()];
+    // Signs are signs/s, each key size at each thread count its own row, no mean of them.
+    assert!(summary.contains("Performance (signs/s)"), "{summary}");
+    assert!(!summary.contains("ops/s"));
+    assert!(!summary.contains("Geometric mean"));
+    for row in [
+        "rsa1024 threads=1",
+        "rsa1024 threads=2",
+        "rsa2048 threads=2",
+    ] {
+        assert!(summary.contains(&format!("<td>{row}</td>")), "{row}");
+    }
+    assert!(h.contains("no geometric mean"));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(!m.contains("**Geometric mean**") && m.contains("signs/s"));
+    // A bulk test beside: each row says its own unit.
+    let mut aes = r.results[0].clone();
+    aes.test = "aes-256-gcm".into();
+    aes.headline = "throughput_mb_per_s".into();
+    aes.metrics = vec![Metric::new("throughput_mb_per_s", 4200.0, "MB/s")];
+    r.results.push(aes);
+    let h = report::html(&[r], None);
+    assert!(h.contains("<td>aes-256-gcm threads=1 (MB/s)</td>"), "{h}");
+    assert!(h.contains("<td>rsa2048 threads=1 (signs/s)</td>"));
+}
+
+#[test]
+fn small_packet_udp_keeps_its_digits_and_packets() {
+    let mut r = net_run();
+    let udp = &mut r.results[1];
+    udp.test = "udp60".into();
+    for m in &mut udp.metrics {
+        if m.name == "throughput_gbit_per_s" {
+            m.value = 0.0984;
+        }
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| udp60 | 98.40 Mbit/s |"), "{m}");
+    assert!(!m.contains("0.10"));
+    assert!(m.contains("146,000"), "packets/s");
+    // Alone in a chart, it is drawn in Mbit/s.
+    r.results.remove(0);
+    let h = report::html(&[r], None);
+    assert!(h.contains(">Mbit/s<"), "axis unit");
+}
+
+#[test]
+fn mem_view_shows_the_measured_clock_beside_cycles() {
+    let mut r = mem_run();
+    r.results[0]
+        .metrics
+        .push(Metric::new("core_freq_mhz", 3050.0, "MHz").label("freq_source", "dependent-add"));
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(
+        h.contains("<th>Cycles (at 3,050 MHz, dependent-add)</th>"),
+        "{h}"
+    );
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("Cycles (at 3,050 MHz, dependent-add)"));
+    assert!(m.contains("measured CPU clock, 3,050 MHz"));
+    // Without a clock, the reason it is missing is said.
+    let mut r = mem_run();
+    r.results[0].missing.push(MissingMetric {
+        name: "core_freq_mhz".into(),
+        reason: "no cpufreq".into(),
+    });
+    let h = report::html(&[r], None);
+    assert!(h.contains("core_freq_mhz: no cpufreq") && h.contains("<th>Cycles</th>"));
+}
+
+#[test]
+fn no_automatic_comparison_of_the_same_tests_at_other_parameters() {
+    let a = crypto_run();
+    let mut b = crypto_run();
+    b.id = "crypto-b".into();
+    b.label = Some("crypto-b".into());
+    for r in &mut b.results {
+        r.params.insert("threads".into(), serde_json::json!(8));
+    }
+    let h = report::html(&[a.clone(), b.clone()], None);
+    assert!(!h.contains("(B) vs"), "paired runs of different parameters");
+    assert!(h.contains("at the same parameters): crypto-b"));
+    let m = report::markdown(&[a.clone(), b], None);
+    assert!(!m.contains("(B) vs"));
+    // Hosts named in the parameters do not make points different.
+    let mut c = crypto_run();
+    c.id = "crypto-c".into();
+    c.label = Some("crypto-c".into());
+    for r in &mut c.results {
+        r.params
+            .insert("sut_host".into(), serde_json::json!("arm-1"));
+    }
+    let h = report::html(&[a, c], None);
+    assert!(h.contains("<h3>crypto-c (B) vs crypto-a (A)</h3>"));
 }

@@ -1,0 +1,170 @@
+//! Issue 13 item 8, "the report reads at a glance": titles, legends, the disclosure
+//! table, power notes, crypto/net/mem views, Markdown chart links and automatic
+//! comparisons on reports of many runs.
+
+mod common;
+
+use common::{kv_run, Spec};
+use model::RunRecord;
+use rackbench_report as report;
+
+/// `n` kv runs of the fixture sweep, labelled `run0`.. with distinct ids and seeds.
+fn many_runs(n: usize) -> Vec<RunRecord> {
+    (0..n)
+        .map(|i| {
+            let label: &'static str = Box::leak(format!("run{i}").into_boxed_str());
+            let id: &'static str = Box::leak(format!("20261120T23{i:04}-aaaaaa").into_boxed_str());
+            kv_run(&Spec {
+                label,
+                id,
+                seed: i as u64 + 1,
+                reps: 1,
+                ..Spec::default()
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn title_of_many_runs_is_short() {
+    let runs = many_runs(16);
+    let h = report::html(&runs, None);
+    let title = "rackbench report: 16 runs: run0, run1, \u{2026} (+14 more)";
+    assert!(h.contains(&format!("<title>{title}</title>")), "html title");
+    assert!(!h.contains("run0 vs run1"));
+    let m = report::markdown(&runs, None);
+    assert!(m.contains(&format!("# {title}\n")), "markdown title");
+    let h = report::html(&runs[..2], None);
+    assert!(h.contains("<title>rackbench report: run0 vs run1</title>"));
+}
+
+#[test]
+fn legends_show_only_what_varies_among_their_series() {
+    let mut runs = common::two_platforms();
+    for r in runs.iter_mut().flat_map(|r| r.results.iter_mut()) {
+        r.params.insert("value_size".into(), serde_json::json!(10));
+    }
+    let charts = report::svg_charts(&runs);
+    for (name, svg) in &charts {
+        assert!(
+            !svg.contains("value_size=10"),
+            "{name} repeats a fixed parameter"
+        );
+    }
+    let latency = &charts.iter().find(|c| c.0 == "kv_latency.svg").unwrap().1;
+    // Both runs peak at instances=4: the legend names the run, test and pipeline only.
+    assert!(
+        latency.contains(">x86-a \u{b7} set pipeline=1<"),
+        "{latency}"
+    );
+    assert!(!latency.contains("instances=4"));
+    // One chart per test: the test and its pipeline are the title, the legend the runs.
+    let buckets = &charts
+        .iter()
+        .find(|c| c.0 == "kv_buckets_set_pipeline_1.svg")
+        .unwrap()
+        .1;
+    assert!(buckets.contains(">arm-b<") && !buckets.contains("pipeline=1)"));
+}
+
+#[test]
+fn per_cpu_breakdown_for_every_test_not_only_the_fastest() {
+    // A net-like run: a fast TCP test and a slow UDP test, each with per-CPU telemetry.
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    run.results.retain(|r| r.params["pipeline"] == 1);
+    for (r, (test, gbit)) in run.results.iter_mut().zip([("tcp", 15.0), ("udp", 1.7)]) {
+        r.workload = "net".into();
+        r.test = test.into();
+        r.params.clear();
+        r.headline = "throughput_gbit_per_s".into();
+        r.metrics = vec![model::Metric::new("throughput_gbit_per_s", gbit, "Gbit/s")];
+    }
+    let charts = report::svg_charts(std::slice::from_ref(&run));
+    let cpu: Vec<&str> = charts
+        .iter()
+        .filter(|c| c.0.starts_with("cpu_"))
+        .map(|c| c.0.as_str())
+        .collect();
+    assert_eq!(cpu, ["cpu_x86_a_net_tcp.svg", "cpu_x86_a_net_udp.svg"]);
+    let h = report::html(&[run], None);
+    assert!(h.contains("per-CPU utilisation on local during net udp"));
+}
+
+#[test]
+fn disclosure_shows_what_differs_and_folds_what_is_the_same() {
+    let mut runs = many_runs(4);
+    runs[3].hosts[0]
+        .facts
+        .insert("os.kernel".into(), model::Fact::known("6.12.0-custom"));
+    let h = report::html(&runs, None);
+    let sys = &h[h.find(r#"id="disclosure""#).unwrap()..];
+    let table = &sys[..sys.find("</table>").unwrap()];
+    assert!(table.contains("<code>os.kernel</code>") && table.contains("6.12.0-custom"));
+    assert!(!table.contains("cpu.model"), "same on every run: folded");
+    let n = 12; // the fixture's facts, less the kernel
+    assert!(sys.contains(&format!(
+        "<details><summary>same on every run ({n} facts)</summary>"
+    )));
+    assert!(sys.contains("<li><code>cpu.model</code>: AMD EPYC 7B13</li>"));
+    // The fact names do not wrap; the table scrolls sideways.
+    assert!(h.contains("th.fact,td.fact{white-space:nowrap;min-width:"));
+    assert!(sys.contains(r#"<div class="scroll"><table class="disclosure">"#));
+    let m = report::markdown(&runs, None);
+    assert!(m.contains(&format!("Same on every run ({n} facts):")));
+    // One run: nothing to fold.
+    let h = report::html(&runs[..1], None);
+    assert!(!h.contains("same on every run"));
+}
+
+#[test]
+fn power_absent_reason_is_said_once_not_per_result() {
+    let why = "no power source found: a VM";
+    let runs: Vec<RunRecord> = many_runs(3)
+        .into_iter()
+        .map(|mut r| {
+            for x in &mut r.results {
+                x.telemetry_summary[0].power.clear();
+                x.telemetry_summary[0].power_missing = Some(why.into());
+            }
+            r.idle_power.clear();
+            r
+        })
+        .collect();
+    // Once under the summary table, once where the power chart would be.
+    let h = report::html(&runs, None);
+    assert_eq!(h.matches(why).count(), 2, "html");
+    assert!(h.contains(&format!("* Power absent on every run: {why}")));
+    let m = report::markdown(&runs, None);
+    // Without chart links, the chart's note is not there either: said once.
+    assert_eq!(m.matches(why).count(), 1, "markdown");
+    assert!(m.contains(&format!("\\* Power absent on every run: {why}")));
+}
+
+#[test]
+fn markdown_links_charts_only_where_they_were_written() {
+    let runs = common::two_platforms();
+    // Not told where the charts are: no links to files that may not exist.
+    let m = report::markdown(&runs, None);
+    assert!(!m.contains(".svg)"), "links a chart it did not write");
+    assert_eq!(m.matches(report::NO_CHARTS).count(), 1);
+    // Told the directory: every linked file is one svg_charts writes, under it.
+    let m = report::markdown_with_charts(&runs, None, Some("my charts"));
+    assert!(!m.contains(report::NO_CHARTS));
+    let written: Vec<String> = report::svg_charts(&runs)
+        .into_iter()
+        .map(|(name, _)| format!("my%20charts/{name}"))
+        .collect();
+    let links: Vec<&str> = m
+        .lines()
+        .filter_map(|l| l.strip_prefix("- !["))
+        .filter_map(|l| l.rsplit_once("](").map(|(_, t)| t.trim_end_matches(')')))
+        .collect();
+    assert!(links.contains(&"my%20charts/kv_bars.svg"), "{links:?}");
+    for l in links {
+        assert!(written.iter().any(|w| w == l), "{l} is not a written file");
+    }
+}
