@@ -383,3 +383,51 @@ fn control_characters_in_labels_never_reach_the_terminal() {
     let runs = ok(&rackbench(&db, &["runs"]));
     assert_eq!(runs.lines().count(), 3, "one line per run:\n{runs}");
 }
+
+/// The Markdown report links only chart files this command wrote, as the report finds
+/// them (relative to it); without --svg-dir it links none.
+#[test]
+fn markdown_links_only_the_charts_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let md = dir.path().join("r.md");
+    let charts = dir.path().join("charts");
+    ok(&rackbench(
+        &db,
+        &[
+            "report",
+            "--all",
+            "--format",
+            "md",
+            "-o",
+            md.to_str().unwrap(),
+            "--svg-dir",
+            charts.to_str().unwrap(),
+        ],
+    ));
+    let text = std::fs::read_to_string(&md).unwrap();
+    let links: Vec<&str> = text
+        .split("](")
+        .skip(1)
+        .filter_map(|s| s.split(')').next())
+        .filter(|l| l.ends_with(".svg"))
+        .collect();
+    assert!(!links.is_empty(), "{text}");
+    for l in links {
+        assert!(l.starts_with("charts/"), "relative to the report: {l}");
+        assert!(dir.path().join(l).is_file(), "{l} was not written");
+    }
+    let bare = dir.path().join("bare.md");
+    ok(&rackbench(
+        &db,
+        &[
+            "report",
+            "--all",
+            "--format",
+            "md",
+            "-o",
+            bare.to_str().unwrap(),
+        ],
+    ));
+    assert!(!std::fs::read_to_string(&bare).unwrap().contains(".svg)"));
+}

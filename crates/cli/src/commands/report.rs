@@ -188,6 +188,17 @@ fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// `svg_dir` as the Markdown file at `out` sees it: relative to its directory when it
+/// lies below it, else as given (absolute, or relative to where rackbench ran).
+fn chart_dir_from(out: &Path, svg_dir: &Path) -> String {
+    let base = out.parent().unwrap_or(Path::new(""));
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    match abs(svg_dir).strip_prefix(abs(base)) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
+        _ => svg_dir.to_string_lossy().into_owned(),
+    }
+}
+
 /// Evaluate a TCO plan, taking power/performance from the runs its platforms name.
 fn evaluate_plan(
     plan_path: &Path,
@@ -235,14 +246,22 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         Some(p) => Some(evaluate_plan(p, a.from.as_deref(), g)?),
         None => None,
     };
-    let (body, default_name) = match a.format {
-        Format::Html => (report::html(&runs, tco_result.as_ref()), "report.html"),
-        Format::Md => (report::markdown(&runs, tco_result.as_ref()), "report.md"),
+    let default_name = match a.format {
+        Format::Html => "report.html",
+        Format::Md => "report.md",
     };
     let out = a
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(default_name));
+    let body = match a.format {
+        Format::Html => report::html(&runs, tco_result.as_ref()),
+        // Chart links only to files this command writes, as the report's reader finds them.
+        Format::Md => {
+            let link_dir = a.svg_dir.as_deref().map(|d| chart_dir_from(&out, d));
+            report::markdown_with_charts(&runs, tco_result.as_ref(), link_dir.as_deref())
+        }
+    };
     let db = g.db_path();
     output::write_atomic(&out, body.as_bytes(), &db)?;
     let mut svgs = Vec::new();
