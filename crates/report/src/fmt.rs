@@ -160,6 +160,13 @@ mod tests {
     }
 
     #[test]
+    fn markdown_cells_carry_no_control_characters() {
+        let m = md("evil\u{1b}[31mred\nline|x");
+        assert!(!m.chars().any(char::is_control), "{m:?}");
+        assert_eq!(m, "evil\\u{1b}\\[31mred line\\|x");
+    }
+
+    #[test]
     fn bit_rates_keep_three_significant_digits() {
         assert_eq!(bit_rate(0.1004), "100 Mbit/s");
         assert_eq!(bit_rate(0.0984), "98.40 Mbit/s");

@@ -270,6 +270,17 @@ pub fn md_cell(s: &str) -> String {
         .replace(['\n', '\r'], " ")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+        // Other control characters (an escape sequence in a label) would reach a terminal
+        // that shows the file: shown as `\u{1b}`.
+        .chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 /// The table as Markdown (a GitHub-style pipe table and the footnotes as a list).
