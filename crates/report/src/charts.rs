@@ -190,117 +190,149 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
     let labels = run_labels(runs);
     let peak = peak_params(runs);
     let best = best_points(runs, &peak);
-    let unit = best
-        .iter()
-        .flat_map(|(_, v)| v.iter().flatten())
-        .next()
-        .map(|p| p.headline_unit())
-        .unwrap_or_default();
-    let headline = best
-        .iter()
-        .flat_map(|(_, v)| v.iter().flatten())
-        .next()
-        .map(|p| p.headline_name().to_string())
-        .unwrap_or_default();
     let strip = |k: &str| k.strip_prefix(&format!("{wl} ")).unwrap_or(k).to_string();
-    let cats: Vec<String> = best.iter().map(|(k, _)| strip(k)).collect();
-    // 1. Bars per test and run.
-    let series: Vec<BarSeries> = labels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| BarSeries {
-            name: l.clone(),
-            values: best
-                .iter()
-                .map(|(_, v)| v[i].as_ref().and_then(|p| p.headline().map(|s| s.mean)))
-                .collect(),
-            warn: best
-                .iter()
-                .map(|(_, v)| v[i].as_ref().is_some_and(|p| !p.flags().is_empty()))
-                .collect(),
-        })
-        .collect();
     let peak_note = if peak.is_empty() {
         String::new()
     } else {
         format!(" (best over {})", peak.join(", "))
     };
-    out.push(Chart {
-        file: format!("{}_bars.svg", slug(wl)),
-        title: format!("{wl}: {headline} per test{peak_note}"),
-        section: "results".into(),
-        workload: wl.to_string(),
-        svg: Some(svg::bar_chart(
-            &format!("{wl}: {headline} per test{peak_note}"),
-            &unit,
-            &cats,
-            &series,
-        )),
-        note: None,
-    });
-    // 2. Throughput against each swept numeric parameter.
-    let all: Vec<Point> = runs
+    // 1. Bars per test and run: one chart per headline and unit (signs/s and MB/s on one
+    // axis would be a figure that cannot be read).
+    let mut groups: Vec<(String, String, Vec<usize>)> = Vec::new();
+    for (i, (_, v)) in best.iter().enumerate() {
+        let Some(p) = v.iter().flatten().next() else {
+            continue;
+        };
+        let (name, unit) = (p.headline_name().to_string(), p.headline_unit());
+        match groups.iter_mut().find(|g| g.0 == name && g.1 == unit) {
+            Some(g) => g.2.push(i),
+            None => groups.push((name, unit, vec![i])),
+        }
+    }
+    let several = groups.len() > 1;
+    for (headline, unit, rows) in &groups {
+        let cats: Vec<String> = rows.iter().map(|&i| strip(&best[i].0)).collect();
+        let series: Vec<BarSeries> = labels
+            .iter()
+            .enumerate()
+            .map(|(r, l)| BarSeries {
+                name: l.clone(),
+                values: rows
+                    .iter()
+                    .map(|&i| {
+                        best[i].1[r]
+                            .as_ref()
+                            .and_then(|p| p.headline().map(|s| s.mean))
+                    })
+                    .collect(),
+                warn: rows
+                    .iter()
+                    .map(|&i| best[i].1[r].as_ref().is_some_and(|p| !p.flags().is_empty()))
+                    .collect(),
+            })
+            .collect();
+        let title = format!("{wl}: {headline} per test{peak_note}");
+        let file = if several {
+            format!("{}_bars_{}.svg", slug(wl), slug(headline))
+        } else {
+            format!("{}_bars.svg", slug(wl))
+        };
+        out.push(Chart {
+            file,
+            title: title.clone(),
+            section: "results".into(),
+            workload: wl.to_string(),
+            svg: Some(svg::bar_chart(&title, unit, &cats, &series)),
+            note: None,
+        });
+    }
+    // The charts below name one unit; with several, each category says its own.
+    let unit_of = |i: usize| best[i].1.iter().flatten().next().map(|p| p.headline_unit());
+    let cats: Vec<String> = (0..best.len())
+        .map(|i| match (several, unit_of(i)) {
+            (true, Some(u)) => format!("{} ({u})", strip(&best[i].0)),
+            _ => strip(&best[i].0),
+        })
+        .collect();
+    let unit = match groups.as_slice() {
+        [(_, u, _)] => u.clone(),
+        _ => "throughput".to_string(),
+    };
+    // 2. Throughput against each swept numeric parameter, one chart per headline and unit.
+    let every: Vec<Point> = runs
         .iter()
         .enumerate()
         .flat_map(|(i, r)| points(i, r))
         .collect();
-    for param in derive::varying_params(&all) {
-        if !all
+    for (headline, unit, _) in &groups {
+        let all: Vec<Point> = every
             .iter()
-            .all(|p| p.params.get(&param).is_none_or(|v| v.is_number()))
-        {
-            continue;
-        }
-        // One line per run and combination of the other parameters, named by what
-        // differs among them.
-        let mut lines: Vec<RawLine> = Vec::new();
-        let names = derive::series_names(&all, &labels, &[param.as_str()]);
-        for (p, name) in all.iter().zip(names) {
-            let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
+            .filter(|p| p.headline_name() == headline && p.headline_unit() == *unit)
+            .cloned()
+            .collect();
+        for param in derive::varying_params(&all) {
+            if !all
+                .iter()
+                .all(|p| p.params.get(&param).is_none_or(|v| v.is_number()))
+            {
                 continue;
-            };
-            let Some(y) = p.headline().map(|s| s.mean) else {
-                continue;
-            };
-            match lines.iter_mut().find(|l| l.0 == name) {
-                Some(l) => l.1.push((x, y)),
-                None => lines.push((name, vec![(x, y)], p.run_index)),
             }
+            // One line per run and combination of the other parameters, named by what
+            // differs among them.
+            let mut lines: Vec<RawLine> = Vec::new();
+            let names = derive::series_names(&all, &labels, &[param.as_str()]);
+            for (p, name) in all.iter().zip(names) {
+                let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
+                    continue;
+                };
+                let Some(y) = p.headline().map(|s| s.mean) else {
+                    continue;
+                };
+                match lines.iter_mut().find(|l| l.0 == name) {
+                    Some(l) => l.1.push((x, y)),
+                    None => lines.push((name, vec![(x, y)], p.run_index)),
+                }
+            }
+            lines.retain(|l| l.1.len() > 1);
+            if lines.is_empty() {
+                continue;
+            }
+            lines.truncate(12);
+            let ys: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).collect();
+            let ymax = ys.iter().cloned().fold(f64::MIN, f64::max);
+            let ymin = ys.iter().cloned().fold(f64::MAX, f64::min);
+            // Pipelined and unpipelined figures differ by 20x or more: a log axis keeps both readable.
+            let y_scale = if ymin > 0.0 && ymax / ymin >= 30.0 {
+                Scale::Log
+            } else {
+                Scale::Linear
+            };
+            let xs: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)).collect();
+            let xmax = xs.iter().cloned().fold(f64::MIN, f64::max);
+            let xmin = xs.iter().cloned().fold(f64::MAX, f64::min);
+            let scale = if xmin > 0.0 && xmax / xmin >= 20.0 {
+                Scale::Log
+            } else {
+                Scale::Linear
+            };
+            let series = styled(labels.len(), lines);
+            let title = format!("{wl}: {headline} vs {param}");
+            let file = if several {
+                format!("{}_{}_vs_{}.svg", slug(wl), slug(headline), slug(&param))
+            } else {
+                format!("{}_vs_{}.svg", slug(wl), slug(&param))
+            };
+            out.push(Chart {
+                file,
+                title: title.clone(),
+                section: "sweep".into(),
+                workload: wl.to_string(),
+                svg: Some(svg::line_chart(
+                    &title, &param, unit, scale, y_scale, &series,
+                )),
+                note: None,
+            });
         }
-        lines.retain(|l| l.1.len() > 1);
-        if lines.is_empty() {
-            continue;
-        }
-        lines.truncate(12);
-        let ys: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).collect();
-        let ymax = ys.iter().cloned().fold(f64::MIN, f64::max);
-        let ymin = ys.iter().cloned().fold(f64::MAX, f64::min);
-        // Pipelined and unpipelined figures differ by 20x or more: a log axis keeps both readable.
-        let y_scale = if ymin > 0.0 && ymax / ymin >= 30.0 {
-            Scale::Log
-        } else {
-            Scale::Linear
-        };
-        let xs: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)).collect();
-        let xmax = xs.iter().cloned().fold(f64::MIN, f64::max);
-        let xmin = xs.iter().cloned().fold(f64::MAX, f64::min);
-        let scale = if xmin > 0.0 && xmax / xmin >= 20.0 {
-            Scale::Log
-        } else {
-            Scale::Linear
-        };
-        let series = styled(labels.len(), lines);
-        let title = format!("{wl}: {headline} vs {param}");
-        out.push(Chart {
-            file: format!("{}_vs_{}.svg", slug(wl), slug(&param)),
-            title: title.clone(),
-            section: "sweep".into(),
-            workload: wl.to_string(),
-            svg: Some(svg::line_chart(
-                &title, &param, &unit, scale, y_scale, &series,
-            )),
-            note: None,
-        });
     }
     // 3. Latency percentile curves and histogram buckets of the best points.
     let mut with_latency: Vec<(Point, (String, Histogram<u64>))> = best

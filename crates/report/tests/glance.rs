@@ -168,3 +168,35 @@ fn markdown_links_charts_only_where_they_were_written() {
         assert!(written.iter().any(|w| w == l), "{l} is not a written file");
     }
 }
+
+/// Tests counted in different units (crypto's signs/s and MB/s) never share an axis: one
+/// bar chart and one sweep chart per headline and unit.
+#[test]
+fn tests_in_different_units_get_charts_of_their_own() {
+    let mut runs = vec![common::kv_run(&common::Spec::default())];
+    // The `get` results become a test counted in another unit.
+    for r in runs[0].results.iter_mut().filter(|r| r.test == "get") {
+        r.headline = "throughput_mb_per_s".into();
+        let v = r.headline_value().unwrap_or(1.0);
+        r.metrics.push(model::Metric::new(
+            "throughput_mb_per_s",
+            v / 1000.0,
+            "MB/s",
+        ));
+    }
+    let charts = rackbench_report::charts::charts(&runs);
+    let bars: Vec<&str> = charts
+        .iter()
+        .filter(|c| c.file.starts_with("kv_bars"))
+        .map(|c| c.file.as_str())
+        .collect();
+    assert_eq!(bars.len(), 2, "{bars:?}");
+    for c in charts.iter().filter(|c| c.file.starts_with("kv_bars")) {
+        let svg = c.svg.as_deref().unwrap();
+        assert!(
+            !(svg.contains("MB/s") && svg.contains(">ops/s<")),
+            "{} mixes units",
+            c.file
+        );
+    }
+}
