@@ -381,8 +381,12 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         }
         h.push_str("</tr>");
     }
-    h.push_str(r#"<tr class="mean"><td>Arithmetic mean</td>"#);
-    for i in 0..labels.len() {
+    // The arithmetic mean is of power: a row of n/a says nothing when no run has power.
+    let any_power = s.power_mean.iter().any(Option::is_some);
+    if any_power {
+        h.push_str(r#"<tr class="mean"><td>Arithmetic mean</td>"#);
+    }
+    for i in (0..labels.len()).filter(|_| any_power) {
         let p = match (s.power_mean[i], s.power_basis[i]) {
             (Some(w), Some(b)) => format!(
                 "{} W{}",
@@ -397,7 +401,10 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         };
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
     }
-    h.push_str("</tr></table>");
+    if any_power {
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
     h.push_str(&absent_notes(
         &labels,
         s.rows.iter().flat_map(|r| r.power.iter().enumerate()),

@@ -240,7 +240,10 @@ pub fn markdown_with_charts(
         if s.geomean_note.is_none() {
             m.push_str(&bold_row(&g));
         }
-        m.push_str(&bold_row(&a));
+        // The arithmetic mean is of power: left out when no run has power.
+        if s.power_mean.iter().any(Option::is_some) {
+            m.push_str(&bold_row(&a));
+        }
         if let Some(n) = &s.geomean_note {
             let _ = write!(m, "\n{}\n", c(n));
         }
