@@ -1,15 +1,31 @@
 //! A/B comparison of two runs or two groups of runs, and whether they are comparable.
 //!
-//! Differences are (new - old) / old with A as old, per sweep point, on the headline
-//! figure and on p99 latency. Repetitions of a point (within a run, or the same point in
-//! several runs of a group) are pooled; with at least two on each side the difference
-//! carries Welch's 95% confidence interval and a verdict at p < 0.05 (METHODS 10). With
-//! fewer, the verdict says no confidence can be given.
+//! **Matching.** A sweep point is its workload, its test (by name) and the values of the
+//! parameters swept *within* a side (`pipeline=1,16` on both sides). A parameter that is
+//! constant on each side but differs between them is the setting under study (or a
+//! mistake): it does not keep points apart, and it is listed among the differences. List
+//! parameters (`tests=["set","get"]`) never take part.
+//!
+//! **Figures.** Per point: the headline; latency p50, p90, p99, p99.9, max and the
+//! weighted mean from each repetition's exact histogram; the share over each latency
+//! threshold; CPU per operation on the system under test; power and perf/W by the one
+//! power rule. Each with its difference, (B - A) / A with A as old.
+//!
+//! **Significance, honestly.** Repetitions inside one run share a server process, its
+//! memory layout and the minute it ran in, so they scatter less than runs do: treating
+//! them as independent samples calls two runs of one configuration different far more
+//! often than 5% of the time. The unit of replication is therefore the run: each run's
+//! repetitions are averaged, and with at least two runs on each side the difference
+//! carries Welch's 95% confidence interval over the run means and a verdict at
+//! p < 0.05 (METHODS 10). With fewer, the verdict says there are not enough repetitions
+//! and gives no p-value. A test repeats an A/A comparison many times and checks the
+//! false-positive rate stays near the stated 5%.
 //!
 //! Comparability diffs the system-under-test disclosures on the keys that change results
-//! (CPU, memory, kernel, mitigations, SMT, governor, software versions) and the workload
-//! parameters. Hardware differences are what a platform comparison is for; software or
-//! setting differences make it not like for like.
+//! (CPU, memory, kernel, mitigations, SMT, governor, software versions, sysctls, kernel
+//! command line, NIC settings) and the workload parameters. Hardware differences are what
+//! a platform comparison is for; software or setting differences make it not like for
+//! like.
 
 use std::collections::BTreeMap;
 
@@ -86,6 +102,13 @@ const KEYS: &[&str] = &[
     "mitigation.*",
     "software.*",
     "server.config.*",
+    "sysctl.*",
+    "kernel.cmdline_tuning",
+    "os.tuned_profile",
+    "cpu.cstates",
+    "mem.thp_defrag",
+    "irq.irqbalance",
+    "nic.*",
 ];
 
 fn category(key: &str) -> &'static str {
@@ -100,7 +123,15 @@ fn category(key: &str) -> &'static str {
         "hardware"
     } else if key.starts_with("param.") {
         "workload"
-    } else if key.starts_with("server.config.") {
+    } else if key.starts_with("server.config.")
+        || key.starts_with("sysctl.")
+        || key.starts_with("kernel.cmdline")
+        || key.starts_with("os.tuned")
+        || key.starts_with("irq.")
+        || key == "cpu.cstates"
+        || key == "mem.thp_defrag"
+        || (key.starts_with("nic.") && !key.ends_with(".model") && !key.ends_with(".driver"))
+    {
         "settings"
     } else {
         "software"
@@ -108,8 +139,9 @@ fn category(key: &str) -> &'static str {
 }
 
 fn key_matters(key: &str) -> bool {
-    // Where a binary lives does not change what it measures; its version does.
-    if key.ends_with(".binary") {
+    // Where a binary lives does not change what it measures; its version does. A link's
+    // state and interrupt counters' names say nothing of the settings.
+    if key.ends_with(".binary") || key.ends_with(".operstate") {
         return false;
     }
     KEYS.iter().any(|k| match k.strip_suffix('*') {
@@ -223,36 +255,150 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
     }
 }
 
-/// Per sweep point and metric: pooled repetitions of a group.
-fn pooled(runs: &[RunRecord]) -> BTreeMap<(String, String), (Vec<f64>, String, bool)> {
-    let mut out: BTreeMap<(String, String), (Vec<f64>, String, bool)> = BTreeMap::new();
-    for (i, run) in runs.iter().enumerate() {
-        for p in points(i, run) {
-            let key = format!("{} {}", p.workload, p.label());
-            let head = p.headline_name().to_string();
-            let unit = p.headline_unit();
-            let e = out
-                .entry((key.clone(), head))
-                .or_insert((vec![], unit, true));
-            e.0.extend(p.headline_values());
-            // p99 of each repetition from its own exact histogram.
-            for r in p.valid() {
-                let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
-                for h in &r.histograms {
-                    if let Ok(d) = h.histogram() {
-                        match merged.as_mut() {
-                            None => merged = Some(d),
-                            Some(m) => {
-                                let _ = m.add(&d);
-                            }
-                        }
+/// One figure of one sweep point on one side: per run, that run's repetitions.
+struct Figure {
+    unit: String,
+    higher_is_better: bool,
+    per_run: BTreeMap<usize, Vec<f64>>,
+}
+
+/// The parameters that keep sweep points apart: scalar ones that take more than one
+/// value within side A or within side B, per workload.
+fn swept_within(a: &[RunRecord], b: &[RunRecord]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for side in [a, b] {
+        let mut seen: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        for (i, run) in side.iter().enumerate() {
+            for p in points(i, run) {
+                for (k, v) in &p.params {
+                    if v.is_array() || v.is_object() {
+                        continue;
+                    }
+                    let e = seen.entry((p.workload.clone(), k.clone())).or_default();
+                    let v = param_str(v);
+                    if !e.contains(&v) {
+                        e.push(v);
                     }
                 }
-                if let Some(m) = merged.filter(|m| !m.is_empty()) {
-                    let e = out
-                        .entry((key.clone(), "latency_p99_ns".to_string()))
-                        .or_insert((vec![], "ns".to_string(), false));
-                    e.0.push(m.value_at_quantile(0.99) as f64);
+            }
+        }
+        for (key, values) in seen {
+            if values.len() > 1 && !out.contains(&key) {
+                out.push(key);
+            }
+        }
+    }
+    out
+}
+
+/// `kv get pipeline=16`: the workload, the test and the swept parameters' values.
+fn point_key(p: &crate::derive::Point, swept: &[(String, String)]) -> String {
+    let mut key = format!("{} {}", p.workload, p.test);
+    for (wl, k) in swept {
+        if *wl == p.workload {
+            if let Some(v) = p.params.get(k) {
+                key.push_str(&format!(" {k}={}", param_str(v)));
+            }
+        }
+    }
+    key
+}
+
+/// The figures of one repetition: (metric, unit, higher is better, value).
+fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<(String, String, bool, f64)> {
+    let mut out = Vec::new();
+    let Some(head) = r.headline_value() else {
+        return out;
+    };
+    let unit = r
+        .metric(&r.headline, &[])
+        .map(|m| crate::derive::display_unit(&r.headline, &m.unit))
+        .unwrap_or_default();
+    let latency_headline = unit == "ns" || r.headline.contains("latency");
+    out.push((r.headline.clone(), unit.clone(), !latency_headline, head));
+    // Latency from the repetition's exact histograms (merged over its generators).
+    let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
+    for h in &r.histograms {
+        if let Ok(d) = h.histogram() {
+            match merged.as_mut() {
+                None => merged = Some(d),
+                Some(m) => {
+                    let _ = m.add(&d);
+                }
+            }
+        }
+    }
+    if let Some(m) = merged.filter(|m| !m.is_empty()) {
+        for (name, q) in [
+            ("latency_p50_ns", 0.50),
+            ("latency_p90_ns", 0.90),
+            ("latency_p99_ns", 0.99),
+            ("latency_p99.9_ns", 0.999),
+        ] {
+            out.push((
+                name.into(),
+                "ns".into(),
+                false,
+                m.value_at_quantile(q) as f64,
+            ));
+        }
+        out.push(("latency_max_ns".into(), "ns".into(), false, m.max() as f64));
+        out.push(("latency_mean_ns".into(), "ns".into(), false, m.mean()));
+    }
+    for m in r.metrics.iter().filter(|m| m.name == "latency_pct_over") {
+        if let Some(t) = m.labels.get("over") {
+            out.push((format!("pct_over_{t}"), "%".into(), false, m.value));
+        }
+    }
+    // What the system under test spent: CPU per operation, power, perf/W.
+    if let Some(ts) = crate::derive::sut_summary(run, r) {
+        let per_s = unit.ends_with("/s") && head > 0.0;
+        let ncpu = ts.cpus.iter().filter(|c| c.cpu >= 0).count() as f64;
+        if let Some(all) = ts.cpus.iter().find(|c| c.cpu == -1).filter(|_| per_s) {
+            let busy_cpus = (100.0 - all.idle_pct) / 100.0 * ncpu;
+            out.push((
+                "cpu_us_per_op".into(),
+                "us".into(),
+                false,
+                busy_cpus / head * 1e6,
+            ));
+        }
+        if let Ok((h, _)) = crate::derive::power_of_summary(ts) {
+            out.push(("power_w".into(), "W".into(), false, h.mean_watts));
+            if h.mean_watts > 0.0 && !latency_headline {
+                out.push((
+                    format!("{unit} per W"),
+                    format!("{unit}/W"),
+                    true,
+                    head / h.mean_watts,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Per sweep point and figure: each run's repetitions.
+fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, String), Figure> {
+    let mut out: BTreeMap<(String, String), Figure> = BTreeMap::new();
+    for (i, run) in runs.iter().enumerate() {
+        for p in points(i, run) {
+            let key = point_key(&p, swept);
+            for r in p.valid() {
+                for (metric, unit, hib, v) in figures_of(run, r) {
+                    if !v.is_finite() {
+                        continue;
+                    }
+                    out.entry((key.clone(), metric))
+                        .or_insert_with(|| Figure {
+                            unit,
+                            higher_is_better: hib,
+                            per_run: BTreeMap::new(),
+                        })
+                        .per_run
+                        .entry(i)
+                        .or_default()
+                        .push(v);
                 }
             }
         }
@@ -268,59 +414,100 @@ fn p_text(p: f64) -> String {
     }
 }
 
+/// The difference of B against A, judged on run means (the unit of replication).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub a: Option<Sample>,
+    pub b: Option<Sample>,
+    pub diff_pct: Option<f64>,
+    pub ci95_pct: Option<(f64, f64)>,
+    pub p_value: Option<f64>,
+    pub verdict: String,
+}
+
+/// Judge B against A from each side's runs (each inner list one run's repetitions).
+pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -> Judged {
+    let means = |runs: &[Vec<f64>]| -> Vec<f64> {
+        runs.iter().filter_map(|r| crate::stats::mean(r)).collect()
+    };
+    let (ma, mb) = (means(a_runs), means(b_runs));
+    let (sa, sb) = (Sample::of(&ma), Sample::of(&mb));
+    let diff_pct = match (&sa, &sb) {
+        (Some(x), Some(y)) if x.mean != 0.0 => Some(100.0 * (y.mean - x.mean) / x.mean),
+        _ => None,
+    };
+    let w = match (&sa, &sb) {
+        (Some(x), Some(y)) => welch(x, y),
+        _ => None,
+    };
+    let ci95_pct = match (&w, &sa) {
+        (Some(w), Some(x)) if x.mean != 0.0 => {
+            Some((100.0 * w.ci95_low / x.mean, 100.0 * w.ci95_high / x.mean))
+        }
+        _ => None,
+    };
+    let reps = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).max().unwrap_or(0);
+    let verdict = match (&w, diff_pct) {
+        (_, None) => "no figure on one side".to_string(),
+        (None, Some(_)) => format!(
+            "not enough repetitions ({} vs {} runs{})",
+            ma.len(),
+            mb.len(),
+            if reps(a_runs) > 1 || reps(b_runs) > 1 {
+                "; repetitions inside a run do not count"
+            } else {
+                ""
+            }
+        ),
+        (Some(w), Some(d)) if w.p < 0.05 => {
+            let better = (d > 0.0) == higher_is_better;
+            format!(
+                "{} (significant, {}, {} vs {} runs)",
+                if better { "better" } else { "worse" },
+                p_text(w.p),
+                ma.len(),
+                mb.len()
+            )
+        }
+        (Some(w), Some(_)) => format!("no significant difference ({})", p_text(w.p)),
+    };
+    Judged {
+        a: sa,
+        b: sb,
+        diff_pct,
+        ci95_pct,
+        p_value: w.map(|w| w.p),
+        verdict,
+    }
+}
+
 /// Compare group B (new) against group A (old).
 pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
-    let pa = pooled(a);
-    let pb = pooled(b);
+    let swept = swept_within(a, b);
+    let ga = gather(a, &swept);
+    let gb = gather(b, &swept);
     let mut rows = Vec::new();
-    for (key, (va, unit, hib)) in &pa {
-        let Some((vb, _, _)) = pb.get(key) else {
+    for (key, fa) in &ga {
+        let Some(fb) = gb.get(key) else {
             continue;
         };
-        let sa = Sample::of(va);
-        let sb = Sample::of(vb);
-        let diff_pct = match (&sa, &sb) {
-            (Some(x), Some(y)) if x.mean != 0.0 => Some(100.0 * (y.mean - x.mean) / x.mean),
-            _ => None,
-        };
-        let w = match (&sa, &sb) {
-            (Some(x), Some(y)) => welch(x, y),
-            _ => None,
-        };
-        let ci = match (&w, &sa) {
-            (Some(w), Some(x)) if x.mean != 0.0 => {
-                Some((100.0 * w.ci95_low / x.mean, 100.0 * w.ci95_high / x.mean))
-            }
-            _ => None,
-        };
-        let verdict = match (&w, diff_pct) {
-            (_, None) => "no figure on one side".to_string(),
-            (None, Some(_)) => {
-                "single run: no confidence interval (repeat with --repeat)".to_string()
-            }
-            (Some(w), Some(d)) if w.p < 0.05 => {
-                let better = (d > 0.0) == *hib;
-                format!(
-                    "{} (significant, {})",
-                    if better { "better" } else { "worse" },
-                    p_text(w.p)
-                )
-            }
-            (Some(w), Some(_)) => format!("no significant difference ({})", p_text(w.p)),
-        };
+        let runs = |f: &Figure| f.per_run.values().cloned().collect::<Vec<_>>();
+        let j = judge(&runs(fa), &runs(fb), fa.higher_is_better);
         rows.push(CompareRow {
             point: key.0.clone(),
             metric: key.1.clone(),
-            unit: unit.clone(),
-            higher_is_better: *hib,
-            a: sa,
-            b: sb,
-            diff_pct,
-            ci95_pct: ci,
-            p_value: w.map(|w| w.p),
-            verdict,
+            unit: fa.unit.clone(),
+            higher_is_better: fa.higher_is_better,
+            a: j.a,
+            b: j.b,
+            diff_pct: j.diff_pct,
+            ci95_pct: j.ci95_pct,
+            p_value: j.p_value,
+            verdict: j.verdict,
         });
     }
+    // The headline first in each point, then latency, then cost.
+    rows.sort_by_key(|r| (r.point.clone(), metric_rank(&r.metric), r.metric.clone()));
     Comparison {
         a: run_labels(a),
         b: run_labels(b),
@@ -328,6 +515,35 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         comparability: comparability(a, b),
     }
 }
+
+/// Where a figure goes within its point: the headline, latency by percentile, the
+/// threshold buckets, then what it cost.
+fn metric_rank(m: &str) -> u8 {
+    const LATENCY: [&str; 6] = [
+        "latency_p50_ns",
+        "latency_p90_ns",
+        "latency_p99_ns",
+        "latency_p99.9_ns",
+        "latency_max_ns",
+        "latency_mean_ns",
+    ];
+    if let Some(i) = LATENCY.iter().position(|l| *l == m) {
+        10 + i as u8
+    } else if m.starts_with("pct_over_") {
+        20
+    } else if m == "cpu_us_per_op" {
+        30
+    } else if m == "power_w" {
+        40
+    } else if m.ends_with(" per W") {
+        41
+    } else {
+        0
+    }
+}
+
+/// Said once under a comparison that has rows without a verdict.
+pub const REPETITIONS_NOTE: &str = "Significance is judged on runs, the unit of replication: repetitions inside one run share a server and a minute and scatter less than runs do. Give each side two runs or more: rackbench compare --a RUN,RUN --b RUN,RUN.";
 
 /// The comparison as aligned text for a terminal.
 pub fn compare_text(c: &Comparison) -> String {
@@ -367,6 +583,12 @@ pub fn compare_text(c: &Comparison) -> String {
         ]);
     }
     out.push_str(&crate::fmt::text_table(&table));
+    if c.rows
+        .iter()
+        .any(|r| r.verdict.starts_with("not enough repetitions"))
+    {
+        out.push_str(&format!("\n{REPETITIONS_NOTE}\n"));
+    }
     out.push_str(&format!("\nComparability: {}\n", c.comparability.verdict));
     for d in &c.comparability.differences {
         out.push_str(&format!(

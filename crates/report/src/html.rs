@@ -180,9 +180,21 @@ pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
         h.push_str(r#"<h2 id="compare">Comparison</h2>"#);
         // Only runs of the same workload and tests are compared (mem vs net says nothing).
         let (pairs, alone) = crate::views::comparable_pairs(runs);
+        let mut unjudged = false;
         for (a, b) in pairs {
             let c = compare(&runs[a..=a], &runs[b..=b]);
+            unjudged |= c
+                .rows
+                .iter()
+                .any(|r| r.verdict.starts_with("not enough repetitions"));
             comparison_html(&mut h, &c);
+        }
+        if unjudged {
+            let _ = write!(
+                h,
+                r#"<p class="muted">{}</p>"#,
+                esc(crate::compare::REPETITIONS_NOTE)
+            );
         }
         if !alone.is_empty() {
             let _ = write!(

@@ -287,16 +287,50 @@ fn iperf3_study_cpu_and_watts_per_throughput() {
     assert!((e.dw_per_perf.unwrap() - 1.119).abs() < 0.001);
 }
 
+/// Three runs per platform: the difference is judged on run means (the unit of
+/// replication), with Welch's interval and a verdict.
+fn platform_runs(label: &'static str, scale: f64, seed0: u64) -> Vec<RunRecord> {
+    let ids = [
+        "20261120T230000-aaaaa1",
+        "20261120T230100-aaaaa2",
+        "20261120T230200-aaaaa3",
+        "20261120T231000-bbbbb1",
+        "20261120T231100-bbbbb2",
+        "20261120T231200-bbbbb3",
+    ];
+    (0..3)
+        .map(|i| {
+            kv_run(&Spec {
+                label,
+                id: ids[(if scale > 1.0 { 3 } else { 0 }) + i as usize],
+                cpu_model: if scale > 1.0 {
+                    "Ampere Altra Q80-30"
+                } else {
+                    "AMD EPYC 7B13"
+                },
+                scale,
+                seed: seed0 + i,
+                ..Spec::default()
+            })
+        })
+        .collect()
+}
+
 #[test]
 fn ab_comparison_with_confidence() {
-    let runs = two_platforms();
-    let c = report::compare(&runs[..1], &runs[1..]);
+    let a = platform_runs("x86-a", 1.0, 1);
+    let b = platform_runs("arm-b", 1.3, 11);
+    let c = report::compare(&a, &b);
     let row = c
         .rows
         .iter()
         .find(|r| r.point == "kv set instances=2 pipeline=1" && r.metric == "ops_per_s")
         .expect("row");
-    assert_eq!(row.a.as_ref().unwrap().n, 3);
+    assert_eq!(
+        row.a.as_ref().unwrap().n,
+        3,
+        "three runs, not nine repetitions"
+    );
     let d = row.diff_pct.unwrap();
     assert!((d - 30.0).abs() < 5.0, "diff {d}");
     let (lo, hi) = row.ci95_pct.unwrap();
@@ -306,11 +340,24 @@ fn ab_comparison_with_confidence() {
         "{}",
         row.verdict
     );
-    // Latency p99 is compared too; lower is better.
+    // Latency is compared too, percentile by percentile; lower is better.
+    for m in [
+        "latency_p50_ns",
+        "latency_p99_ns",
+        "latency_p99.9_ns",
+        "latency_max_ns",
+    ] {
+        assert!(
+            c.rows.iter().any(|r| r.metric == m && !r.higher_is_better),
+            "{m}"
+        );
+    }
+    // Power and perf/W (IPMI in the fixtures).
+    assert!(c.rows.iter().any(|r| r.metric == "power_w"));
     assert!(c
         .rows
         .iter()
-        .any(|r| r.metric == "latency_p99_ns" && !r.higher_is_better));
+        .any(|r| r.metric.ends_with(" per W") && r.higher_is_better));
     // Hardware differs, software the same: a platform comparison.
     assert!(c.comparability.like_for_like);
     assert!(c.comparability.verdict.starts_with("platform comparison"));
@@ -319,13 +366,9 @@ fn ab_comparison_with_confidence() {
         .differences
         .iter()
         .any(|d| d.key == "cpu.model"));
-    // Same platform, same figures: no significant difference.
-    let a2 = kv_run(&Spec {
-        id: "20261120T232000-cccccc",
-        seed: 7,
-        ..Spec::default()
-    });
-    let same = report::compare(&runs[..1], std::slice::from_ref(&a2));
+    // Same platform, other runs: no significant difference.
+    let a2 = platform_runs("x86-a", 1.0, 21);
+    let same = report::compare(&a, &a2);
     let row = same
         .rows
         .iter()
@@ -339,24 +382,98 @@ fn ab_comparison_with_confidence() {
         kernel: "6.12.0",
         ..Spec::default()
     });
-    let other = report::comparability(&runs[..1], &[k]);
+    let other = report::comparability(&a[..1], &[k]);
     assert!(!other.like_for_like);
     assert!(other.verdict.contains("os.kernel"));
-    // Single runs: a difference, but no confidence claimed.
-    let s1 = kv_run(&Spec {
-        reps: 1,
-        ..Spec::default()
-    });
-    let s2 = kv_run(&Spec {
-        reps: 1,
-        scale: 1.2,
-        seed: 3,
-        ..Spec::default()
-    });
-    let single = report::compare(&[s1], &[s2]);
-    assert!(single.rows[0].ci95_pct.is_none());
-    assert!(single.rows[0].verdict.starts_with("single run"));
+    // One run a side, however many repetitions inside: a difference, no confidence
+    // claimed, and the reason said.
+    let one = report::compare(&a[..1], &b[..1]);
+    let row = one.rows.iter().find(|r| r.metric == "ops_per_s").unwrap();
+    assert!(row.ci95_pct.is_none() && row.p_value.is_none());
+    assert!(
+        row.verdict.starts_with("not enough repetitions"),
+        "{}",
+        row.verdict
+    );
     println!("{}", report::compare_text(&c));
+}
+
+/// Two runs that differ only in the setting under study (here `data_size`, constant on
+/// each side) still line up point by point; the setting is listed as a difference.
+#[test]
+fn runs_differing_in_one_setting_line_up() {
+    let a = kv_run(&Spec::default());
+    let mut b = kv_run(&Spec {
+        id: "20261120T233000-eeeeee",
+        seed: 5,
+        ..Spec::default()
+    });
+    for r in &mut b.results {
+        r.params.insert("data_size".into(), serde_json::json!(1024));
+        r.params.insert("tests".into(), serde_json::json!(["get"]));
+    }
+    let c = report::compare(&[a], &[b]);
+    assert!(
+        c.rows
+            .iter()
+            .any(|r| r.point == "kv get instances=1 pipeline=100"),
+        "{:?}",
+        c.rows.iter().map(|r| &r.point).collect::<Vec<_>>()
+    );
+    assert!(c
+        .comparability
+        .differences
+        .iter()
+        .any(|d| d.key.ends_with("data_size")));
+}
+
+/// The A/A test: the same configuration compared with itself many times is called
+/// significantly different about as often as the stated 5% level, no more. Runs scatter
+/// more than the repetitions inside a run (the usual case): judging on repetitions would
+/// call most of these A/A pairs different; judging on run means keeps the promise.
+#[test]
+fn aa_comparisons_are_called_significant_about_five_percent_of_the_time() {
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+    let mut rng = SmallRng::seed_from_u64(42);
+    let mut normal = move |mean: f64, sd: f64| {
+        // Box-Muller.
+        let (u1, u2): (f64, f64) = (rng.gen_range(1e-12..1.0), rng.gen());
+        mean + sd * (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    };
+    let trials = 2000;
+    let (mut ours, mut pooled) = (0, 0);
+    for _ in 0..trials {
+        let mut side = || -> Vec<Vec<f64>> {
+            (0..3)
+                .map(|_| {
+                    let run_mean = normal(100_000.0, 3_000.0);
+                    (0..5).map(|_| normal(run_mean, 500.0)).collect()
+                })
+                .collect()
+        };
+        let (a, b) = (side(), side());
+        if report::compare::judge(&a, &b, true)
+            .p_value
+            .is_some_and(|p| p < 0.05)
+        {
+            ours += 1;
+        }
+        // The old way: every repetition a sample.
+        let flat = |v: &[Vec<f64>]| v.concat();
+        let (fa, fb) = (flat(&a), flat(&b));
+        let w = report::stats::welch(
+            &report::stats::Sample::of(&fa).unwrap(),
+            &report::stats::Sample::of(&fb).unwrap(),
+        )
+        .unwrap();
+        if w.p < 0.05 {
+            pooled += 1;
+        }
+    }
+    let rate = ours as f64 / trials as f64;
+    let old = pooled as f64 / trials as f64;
+    assert!(rate > 0.02 && rate < 0.08, "A/A false positives {rate}");
+    assert!(old > 0.3, "pooling repetitions would say {old}");
 }
 
 #[test]
