@@ -222,9 +222,57 @@ pub trait Host: Send + Sync {
     fn unwatch_servers(&self);
     /// Idle power over `secs`, when something on this host measures power.
     fn measure_idle(&self, secs: f64) -> anyhow::Result<Option<IdlePower>>;
+    /// Run shell commands here in order (a variant's setup or teardown), stopping after
+    /// the first that fails; each one's outcome comes back.
+    fn run_commands(&self, commands: &[String]) -> anyhow::Result<Vec<CommandRun>>;
 
     /// Stop everything this host runs for the run (services, sampler, agent).
     fn shutdown(&self);
+}
+
+/// One shell command a host ran for the run (a variant's setup or teardown).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CommandRun {
+    pub command: String,
+    pub ok: bool,
+    /// Its output (stdout, or why it failed), trimmed and bounded.
+    pub output: String,
+}
+
+/// How long one setup or teardown command may take.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Run `commands` with `sh -c` on this machine, in order, stopping after the first that
+/// fails (what a host's [`Host::run_commands`] does).
+pub fn run_commands_here(
+    commands: &[String],
+    run: impl Fn(&str, Duration) -> Result<String, String>,
+) -> Vec<CommandRun> {
+    let mut out = Vec::new();
+    for c in commands {
+        let (ok, output) = match run(c, COMMAND_TIMEOUT) {
+            Ok(o) => (true, o),
+            Err(e) => (false, e),
+        };
+        let mut output = output.trim().to_string();
+        if output.len() > 4096 {
+            let mut cut = 4096;
+            while !output.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            output.truncate(cut);
+            output.push_str(" ...");
+        }
+        out.push(CommandRun {
+            command: c.clone(),
+            ok,
+            output,
+        });
+        if !ok {
+            break;
+        }
+    }
+    out
 }
 
 /// The hosts of one sweep point, by role.

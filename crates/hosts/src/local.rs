@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use engine::host::{
-    unix_s, DriverJob, DriverReport, Host, Service, ServiceCtx, ServiceHandle, TelemetryInfo,
-    TelemetrySettings,
+    unix_s, CommandRun, DriverJob, DriverReport, Host, Service, ServiceCtx, ServiceHandle,
+    TelemetryInfo, TelemetrySettings,
 };
 use engine::workload::{Params, Progress, Registration};
 use model::{HostDisclosure, IdlePower, TelemetrySample};
@@ -263,6 +263,13 @@ impl Host for LocalHost {
             s.unwatch_all();
             s.watch_process("loadgen", self.loadgen_pid);
         }
+    }
+
+    fn run_commands(&self, commands: &[String]) -> anyhow::Result<Vec<CommandRun>> {
+        Ok(engine::host::run_commands_here(
+            commands,
+            telemetry::power::run_command,
+        ))
     }
 
     fn measure_idle(&self, secs: f64) -> anyhow::Result<Option<IdlePower>> {

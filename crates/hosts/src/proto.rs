@@ -89,6 +89,11 @@ pub enum Request {
     MeasureIdle {
         secs: f64,
     },
+    /// A variant's setup or teardown commands (they travel in the frame, never on a
+    /// remote command line).
+    RunCommands {
+        commands: Vec<String>,
+    },
     /// Stop everything and exit.
     Shutdown,
 }

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
 use engine::host::{
-    unix_s, DriverJob, DriverReport, Host, ServiceHandle, TelemetryInfo, TelemetrySettings,
+    unix_s, CommandRun, DriverJob, DriverReport, Host, ServiceHandle, TelemetryInfo,
+    TelemetrySettings,
 };
 use engine::workload::{Params, Progress};
 use model::{HostDisclosure, IdlePower, TelemetrySample};
@@ -324,7 +325,9 @@ impl RemoteHost {
 
     fn call<T: DeserializeOwned>(&self, req: Request) -> anyhow::Result<T> {
         let deadline = match req {
-            Request::Drive { .. } | Request::MeasureIdle { .. } => None,
+            Request::Drive { .. } | Request::MeasureIdle { .. } | Request::RunCommands { .. } => {
+                None
+            }
             _ => Some(CALL_DEADLINE),
         };
         if let Some(why) = self.shared.lost() {
@@ -487,6 +490,12 @@ impl Host for RemoteHost {
 
     fn measure_idle(&self, secs: f64) -> anyhow::Result<Option<IdlePower>> {
         self.call(Request::MeasureIdle { secs })
+    }
+
+    fn run_commands(&self, commands: &[String]) -> anyhow::Result<Vec<CommandRun>> {
+        self.call(Request::RunCommands {
+            commands: commands.to_vec(),
+        })
     }
 
     fn shutdown(&self) {

@@ -24,6 +24,144 @@ use serde_json::Value;
 
 pub use roles::{HostsPlan, PointRoles};
 
+/// A named setting under study (the Aerospike study's NIC feature off and on, a tuned
+/// profile, a sysctl): commands that put it in place before a repetition and take it out
+/// after, on the hosts of a role. Every sweep point runs under every variant,
+/// interleaved per repetition (A B A B ...), so drift over the run hits all alike.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// Runs however the repetition ends (error, Ctrl-C), when setup began.
+    #[serde(default)]
+    pub teardown: Vec<String>,
+    /// Where the commands run: `sut` (default), `loadgen` or `all`.
+    #[serde(default = "Variant::default_on")]
+    pub on: String,
+}
+
+impl Variant {
+    fn default_on() -> String {
+        "sut".into()
+    }
+
+    /// Refused before anything runs: a name a parameter can carry, a known role.
+    pub fn validate(variants: &[Variant]) -> anyhow::Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        for v in variants {
+            if v.name.is_empty()
+                || !v
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c))
+            {
+                anyhow::bail!(
+                    "variant name `{}`: use letters, digits and - _ . + (e.g. gro-off)",
+                    model::printable(&v.name)
+                );
+            }
+            if !seen.insert(v.name.clone()) {
+                anyhow::bail!("variant `{}` is declared twice", v.name);
+            }
+            if !["sut", "loadgen", "all"].contains(&v.on.as_str()) {
+                anyhow::bail!(
+                    "variant `{}`: on = `{}`; choose sut, loadgen or all",
+                    v.name,
+                    model::printable(&v.on)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The hosts of `roles` its commands run on (each once).
+    fn hosts(&self, roles: &engine::host::Roles) -> Vec<Arc<dyn Host>> {
+        let mut out: Vec<Arc<dyn Host>> = Vec::new();
+        let mut add = |h: &Arc<dyn Host>| {
+            if !out.iter().any(|o| o.name() == h.name()) {
+                out.push(h.clone());
+            }
+        };
+        if self.on != "loadgen" {
+            add(&roles.sut);
+        }
+        if self.on != "sut" {
+            roles.loadgens.iter().for_each(&mut add);
+        }
+        out
+    }
+}
+
+/// Runs a variant's teardown when dropped: after the repetition, and also when it ends
+/// by an error, a lost host or Ctrl-C.
+struct VariantOn {
+    variant: Variant,
+    hosts: Vec<Arc<dyn Host>>,
+    verbose: bool,
+}
+
+impl VariantOn {
+    /// Run the setup on every host; an error (naming the host and the command) when one
+    /// fails, after the teardown ran.
+    fn set_up(
+        variant: &Variant,
+        roles: &engine::host::Roles,
+        verbose: bool,
+    ) -> anyhow::Result<(VariantOn, Vec<(String, Vec<engine::host::CommandRun>)>)> {
+        let on = VariantOn {
+            variant: variant.clone(),
+            hosts: variant.hosts(roles),
+            verbose,
+        };
+        let mut log = Vec::new();
+        for h in &on.hosts {
+            let runs = h.run_commands(&variant.setup)?;
+            if let Some(bad) = runs.iter().find(|r| !r.ok) {
+                anyhow::bail!(
+                    "variant {}: setup on {} failed: `{}`: {}",
+                    variant.name,
+                    h.name(),
+                    bad.command,
+                    bad.output
+                );
+            }
+            log.push((h.name().to_string(), runs));
+        }
+        Ok((on, log))
+    }
+}
+
+impl Drop for VariantOn {
+    fn drop(&mut self) {
+        for h in &self.hosts {
+            match h.run_commands(&self.variant.teardown) {
+                Ok(runs) => {
+                    if let Some(bad) = runs.iter().find(|r| !r.ok) {
+                        eprintln!(
+                            "rackbench: warning: variant {}: teardown on {} failed: `{}`: {}",
+                            self.variant.name,
+                            model::printable(h.name()),
+                            model::printable(&bad.command),
+                            model::printable(&bad.output)
+                        );
+                    }
+                }
+                Err(e) => eprintln!(
+                    "rackbench: warning: variant {}: teardown on {}: {}",
+                    self.variant.name,
+                    model::printable(h.name()),
+                    model::printable(&format!("{e:#}"))
+                ),
+            }
+        }
+        if self.verbose {
+            eprintln!("rackbench: variant {}: torn down", self.variant.name);
+        }
+    }
+}
+
 /// Options of every run, whatever the workload, as plain data.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -38,6 +176,8 @@ pub struct RunOptions {
     /// IDLE_W, MAX_W
     pub power_model: Option<(f64, f64)>,
     pub verbose: bool,
+    /// Settings under study, each sweep point run under each (empty: none).
+    pub variants: Vec<Variant>,
 }
 
 /// Everything a run needs, validated.
@@ -171,6 +311,59 @@ impl Drop for CleanupOnDrop {
     }
 }
 
+/// One entry of a part's execution order: a sweep point, and with variants the variant
+/// and repetition it stands for.
+struct Item {
+    point: usize,
+    variant: Option<usize>,
+    rep: Option<u32>,
+}
+
+/// A variant's commands and what they printed, in the disclosure of the hosts they ran
+/// on (first time only: every repetition runs the same commands).
+fn disclose_variant(
+    hosts: &mut [HostDisclosure],
+    v: &Variant,
+    log: &[(String, Vec<engine::host::CommandRun>)],
+) {
+    for (host, runs) in log {
+        let Some(d) = hosts.iter_mut().find(|d| &d.host == host) else {
+            continue;
+        };
+        let key = format!("variant.{}.setup", v.name);
+        if d.facts.contains_key(&key) {
+            continue;
+        }
+        let text = runs
+            .iter()
+            .map(|r| {
+                if r.output.is_empty() {
+                    format!("$ {}", r.command)
+                } else {
+                    format!("$ {} -> {}", r.command, r.output)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        d.facts.insert(
+            key,
+            Fact::known(if text.is_empty() {
+                "(none)".into()
+            } else {
+                text
+            }),
+        );
+        d.facts.insert(
+            format!("variant.{}.teardown", v.name),
+            Fact::known(if v.teardown.is_empty() {
+                "(none)".into()
+            } else {
+                v.teardown.join("; ")
+            }),
+        );
+    }
+}
+
 /// Tears every host down however the run ends.
 struct Teardown<'a>(&'a HostSet);
 
@@ -239,11 +432,40 @@ pub fn run(
     let mut parts = Vec::with_capacity(plan.parts.len());
     for part in &plan.parts {
         let reg = &part.registration;
-        let expanded = plan.hosts.expand(&part.points)?;
-        let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(expanded.len());
-        for (p, _) in &expanded {
-            workloads.push((reg.build)(p)?);
+        let mut expanded = plan.hosts.expand(&part.points)?;
+        // With variants, every point becomes one item per repetition and variant, in
+        // that order (A B A B ...), each a single repetition of its own.
+        let mut items: Vec<Item> = Vec::new();
+        for (i, _) in expanded.iter().enumerate() {
+            if o.variants.is_empty() {
+                items.push(Item {
+                    point: i,
+                    variant: None,
+                    rep: None,
+                });
+            } else {
+                for rep in 0..o.repeat.max(1) {
+                    for v in 0..o.variants.len() {
+                        items.push(Item {
+                            point: i,
+                            variant: Some(v),
+                            rep: Some(rep),
+                        });
+                    }
+                }
+            }
         }
+        let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(items.len());
+        for it in &items {
+            workloads.push((reg.build)(&expanded[it.point].0)?);
+        }
+        let expanded_items: Vec<_> = items
+            .iter()
+            .map(|it| (expanded[it.point].clone(), it.variant, it.rep))
+            .collect();
+        expanded = expanded_items.iter().map(|(e, _, _)| e.clone()).collect();
+        let markers: Vec<(Option<usize>, Option<u32>)> =
+            expanded_items.iter().map(|(_, v, r)| (*v, *r)).collect();
         if !plan.hosts.is_local() && reg.service.is_none() {
             anyhow::bail!(
                 "`{}` runs on this host only for now (it is not split into a service and a driver yet): \
@@ -251,7 +473,7 @@ pub fn run(
                 reg.name
             );
         }
-        parts.push((part, expanded, workloads));
+        parts.push((part, expanded, workloads, markers));
     }
     // Hosts up: an unreachable one is an error naming it, nothing left running.
     let set = HostSet::connect(
@@ -261,7 +483,7 @@ pub fn run(
         o.verbose,
     )?;
     let _teardown = Teardown(&set);
-    let every_point: Vec<_> = parts.iter().flat_map(|(_, e, _)| e.clone()).collect();
+    let every_point: Vec<_> = parts.iter().flat_map(|(_, e, _, _)| e.clone()).collect();
     let host_roles = plan.hosts.roles_by_host(&every_point);
     let mut hosts = disclosures(&set, &host_roles)?;
     let part_json = |part: &Part, points: usize| {
@@ -284,10 +506,11 @@ pub fn run(
             "power_model": o.power_model.map(|(a, b)| format!("{a}:{b}")),
         },
         "hosts": plan.hosts.to_json(),
+        "variants": o.variants,
     });
     // One workload: its keys at the top, as always; a suite: one entry per part.
     match parts.as_slice() {
-        [(part, expanded, _)] => {
+        [(part, expanded, _, _)] => {
             if let (Value::Object(top), Value::Object(one)) =
                 (&mut plan_json, part_json(part, expanded.len()))
             {
@@ -297,7 +520,7 @@ pub fn run(
         many => {
             plan_json["suite"] = Value::Array(
                 many.iter()
-                    .map(|(part, expanded, _)| part_json(part, expanded.len()))
+                    .map(|(part, expanded, _, _)| part_json(part, expanded.len()))
                     .collect(),
             );
         }
@@ -347,11 +570,40 @@ pub fn run(
     let mut step: u32 = 0;
     let mut failure: Option<String> = None;
     let mut any_result = false;
-    'run: for (part, expanded, workloads) in parts {
+    'run: for (part, expanded, workloads, markers) in parts {
         let reg = &part.registration;
         let swept = engine::plan::swept_keys(&part.params, reg.list_keys);
-        for (pi, ((point, point_roles), w)) in expanded.iter().zip(workloads).enumerate() {
+        for (pi, (((point, point_roles), w), (variant, fixed_rep))) in
+            expanded.iter().zip(workloads).zip(markers).enumerate()
+        {
             let roles = point_roles.resolve(&set)?;
+            if engine::stop::stop_requested() {
+                break 'run;
+            }
+            // The variant's setup before the servers start (a server option, a sysctl);
+            // its teardown when `_variant` drops, however this item ends.
+            let variant = variant.map(|v| &o.variants[v]);
+            let _variant = match variant {
+                None => None,
+                Some(v) => match VariantOn::set_up(v, &roles, o.verbose) {
+                    Ok((on, log)) => {
+                        disclose_variant(&mut hosts, v, &log);
+                        store.update_hosts(&run_id, &hosts)?;
+                        record.hosts = hosts.clone();
+                        Some(on)
+                    }
+                    Err(e) if !any_result => {
+                        telemetry.stop();
+                        interrupter.stop();
+                        store.delete_run(&run_id)?;
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        failure = Some(describe(&e));
+                        break 'run;
+                    }
+                },
+            };
             let ctx = Ctx {
                 progress: progress.clone(),
                 watch: telemetry.watch(roles.sut.clone(), set.local()),
@@ -363,6 +615,9 @@ pub fn run(
             let mut label = point_label(point, &swept);
             if let Some(pair) = point_roles.pair_label() {
                 label = format!("{label} {pair}").trim().to_string();
+            }
+            if let Some(v) = variant {
+                label = format!("{label} variant={}", v.name).trim().to_string();
             }
             if let Err(e) = w.prepare(&ctx) {
                 w.cleanup();
@@ -404,7 +659,12 @@ pub fn run(
             };
             for test in w.tests() {
                 let mut headlines: Vec<f64> = Vec::new();
-                for rep in 0..max_repeat {
+                // A variant's item is one repetition, numbered as it falls in the run.
+                let reps = match fixed_rep {
+                    Some(r) => r..r + 1,
+                    None => 0..max_repeat,
+                };
+                for rep in reps {
                     if engine::stop::stop_requested() {
                         break 'run;
                     }
@@ -446,6 +706,9 @@ pub fn run(
                         .map(|(k, v)| (k.clone(), redact_value(v)))
                         .collect();
                     params.extend(point_roles.params());
+                    if let Some(v) = variant {
+                        params.insert("variant".into(), Value::String(v.name.clone()));
+                    }
                     // Only a host of this point fails it (a net pair is not failed by a
                     // third host that died).
                     let lost = roles.all().iter().find_map(|h| h.lost());

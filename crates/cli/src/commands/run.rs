@@ -190,6 +190,9 @@ struct PlanFile {
     run: Option<RunOpts>,
     #[serde(default)]
     hosts: Option<HostsOpts>,
+    /// `[[variant]]`: settings under study, each with setup and teardown commands.
+    #[serde(default)]
+    variant: Vec<runner::Variant>,
     #[serde(flatten)]
     workloads: toml::Table,
 }
@@ -197,6 +200,7 @@ struct PlanFile {
 /// Everything the runner needs, resolved from flags and the plan file.
 pub struct Resolved {
     pub parts: Vec<Part>,
+    pub variants: Vec<runner::Variant>,
     pub opts: RunOpts,
     pub hosts: runner::HostsPlan,
     pub command: String,
@@ -277,6 +281,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     let mut plan_opts = RunOpts::default();
     let mut plan_hosts = HostsOpts::default();
     let mut tables = toml::Table::new();
+    let mut variants = Vec::new();
     let mut names = cli_names.as_deref().map(split_names).unwrap_or_default();
     if let Some(path) = &plan_path {
         let text = std::fs::read_to_string(path)
@@ -290,6 +295,9 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         plan_opts = plan.run.unwrap_or_default();
         plan_hosts = plan.hosts.unwrap_or_default();
         tables = plan.workloads;
+        variants = plan.variant;
+        runner::Variant::validate(&variants)
+            .with_context(|| format!("plan file {}", path.display()))?;
         for key in tables.keys() {
             if registry::find(key).is_none() {
                 bail!(
@@ -380,6 +388,9 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     opts.label = opts.label.or(plan_opts.label);
     opts.until_cv = opts.until_cv.or(plan_opts.until_cv);
     opts.max_repeat = opts.max_repeat.or(plan_opts.max_repeat);
+    if opts.until_cv.is_some() && !variants.is_empty() {
+        bail!("--until-cv cannot be used with variants (each variant runs --repeat times, interleaved); give --repeat N");
+    }
     if opts.until_cv.is_some_and(|c| !(c > 0.0 && c < 100.0)) {
         bail!("--until-cv is a percentage between 0 and 100, e.g. 3");
     }
@@ -431,6 +442,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     let command = redacted_command_line(std::env::args());
     Ok(Resolved {
         parts,
+        variants,
         opts,
         hosts,
         command,
@@ -505,6 +517,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             power_meter: r.opts.power_meter.clone(),
             power_model: power_model(&r.opts.power_model)?,
             verbose,
+            variants: r.variants.clone(),
         },
         parts: r
             .parts

@@ -1,0 +1,199 @@
+//! Variants: a plan's settings under study, each sweep point run under each, interleaved
+//! per repetition, with setup and teardown commands that always pair up (also after a
+//! failure and after Ctrl-C), disclosed, and the variant a parameter of every result.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{bin, have};
+
+/// A kv plan whose variants log their setup and teardown to `log`.
+fn plan(dir: &Path, log: &Path, kv: &str, b_setup: &str) -> std::path::PathBuf {
+    let p = dir.join("variants.toml");
+    let log = log.display();
+    std::fs::write(
+        &p,
+        format!(
+            "[kv]\n{kv}\n\n\
+             [[variant]]\nname = \"a\"\nsetup = [\"echo setup-a >> {log}\", \"sysctl -n net.core.somaxconn\"]\n\
+             teardown = [\"echo teardown-a >> {log}\"]\n\n\
+             [[variant]]\nname = \"b\"\nsetup = [\"echo setup-b >> {log}\", \"{b_setup}\"]\n\
+             teardown = [\"echo teardown-b >> {log}\"]\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn read_log(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn variants_interleave_per_repetition_and_are_disclosed() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let plan = plan(
+        dir.path(),
+        &log,
+        "tests = [\"get\"]\nrequests = 3000\nclients = 2",
+        "true",
+    );
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = common::run_json(
+        &db,
+        &["--plan", plan.to_str().unwrap(), "--repeat", "2"],
+        &["--no-telemetry"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        read_log(&log),
+        [
+            "setup-a",
+            "teardown-a",
+            "setup-b",
+            "teardown-b",
+            "setup-a",
+            "teardown-a",
+            "setup-b",
+            "teardown-b"
+        ]
+    );
+    let order: Vec<(i64, String)> = run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["repetition"].as_i64().unwrap(),
+                r["params"]["variant"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (0, "a".into()),
+            (0, "b".into()),
+            (1, "a".into()),
+            (1, "b".into())
+        ]
+    );
+    let facts = &run["hosts"][0]["facts"];
+    let setup = facts["variant.a.setup"]["value"].as_str().unwrap();
+    assert!(setup.contains("sysctl -n net.core.somaxconn ->"), "{setup}");
+    assert_eq!(run["plan"]["variants"][1]["name"], "b");
+}
+
+#[test]
+fn teardown_runs_after_a_failed_setup_and_after_ctrl_c() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // b's setup fails: a was measured and torn down, b's teardown still runs (its setup
+    // may have half-applied), and the run says which command failed where.
+    let log = dir.path().join("log");
+    let plan1 = plan(
+        dir.path(),
+        &log,
+        "tests = [\"get\"]\nrequests = 2000\nclients = 2",
+        "false",
+    );
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = common::run_json(&db, &["--plan", plan1.to_str().unwrap()], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        read_log(&log),
+        ["setup-a", "teardown-a", "setup-b", "teardown-b"]
+    );
+    assert!(
+        run["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("variant b: setup on local failed: `false`"),
+        "{run}"
+    );
+    // Ctrl-C during a's test: its teardown runs before rackbench exits.
+    let log2 = dir.path().join("log2");
+    let plan2 = plan(
+        dir.path(),
+        &log2,
+        "tests = [\"get\"]\nduration = 30\nclients = 2",
+        "true",
+    );
+    let child = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "--plan",
+            plan2.to_str().unwrap(),
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while read_log(&log2).is_empty() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe { kill(child.id() as i32, 2) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(read_log(&log2), ["setup-a", "teardown-a"]);
+}
+
+#[test]
+fn bad_variants_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    for (variants, says) in [
+        ("[[variant]]\nname = \"a b\"\n", "use letters, digits"),
+        (
+            "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"a\"\n",
+            "declared twice",
+        ),
+        (
+            "[[variant]]\nname = \"a\"\non = \"db\"\n",
+            "choose sut, loadgen or all",
+        ),
+        (
+            "[[variant]]\nname = \"a\"\nsetpu = [\"x\"]\n",
+            "unknown field",
+        ),
+    ] {
+        let p = dir.path().join("bad.toml");
+        std::fs::write(&p, format!("[kv]\nrequests = 10\n\n{variants}")).unwrap();
+        let (code, _, err) = common::run_json(&db, &["--plan", p.to_str().unwrap()], &[]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(says), "{variants}: {err}");
+    }
+    let p = dir.path().join("cv.toml");
+    std::fs::write(&p, "[kv]\nrequests = 10\n[[variant]]\nname = \"a\"\n").unwrap();
+    let (code, _, err) = common::run_json(
+        &db,
+        &["--plan", p.to_str().unwrap(), "--until-cv", "3"],
+        &[],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--until-cv cannot be used with variants"),
+        "{err}"
+    );
+}
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
