@@ -94,6 +94,9 @@ impl Variant {
     }
 }
 
+/// What each host printed for a variant's commands: (host, its command runs).
+type CommandLog = Vec<(String, Vec<engine::host::CommandRun>)>;
+
 /// Runs a variant's teardown when dropped: after the repetition, and also when it ends
 /// by an error, a lost host or Ctrl-C.
 struct VariantOn {
@@ -109,7 +112,7 @@ impl VariantOn {
         variant: &Variant,
         roles: &engine::host::Roles,
         verbose: bool,
-    ) -> anyhow::Result<(VariantOn, Vec<(String, Vec<engine::host::CommandRun>)>)> {
+    ) -> anyhow::Result<(VariantOn, CommandLog)> {
         let on = VariantOn {
             variant: variant.clone(),
             hosts: variant.hosts(roles),
@@ -321,11 +324,7 @@ struct Item {
 
 /// A variant's commands and what they printed, in the disclosure of the hosts they ran
 /// on (first time only: every repetition runs the same commands).
-fn disclose_variant(
-    hosts: &mut [HostDisclosure],
-    v: &Variant,
-    log: &[(String, Vec<engine::host::CommandRun>)],
-) {
+fn disclose_variant(hosts: &mut [HostDisclosure], v: &Variant, log: &CommandLog) {
     for (host, runs) in log {
         let Some(d) = hosts.iter_mut().find(|d| &d.host == host) else {
             continue;
