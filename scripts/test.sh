@@ -49,6 +49,11 @@ fi
 
 status=0
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee /tmp/rackbench-test.log || status=${PIPESTATUS[0]}
+# The kill tests leave what a rackbench killed outright leaves, on purpose; any next
+# rackbench command cleans that up (engine::scratch), so run one.
+sweep_db=$(mktemp -d)
+./target/debug/rackbench --db "$sweep_db/sweep.sqlite" runs >/dev/null 2>&1 || true
+rm -rf "$sweep_db"
 # One closing line over all test binaries.
 awk '/^test result:/ {p+=$4; f+=$6; i+=$8} END {printf "rackbench tests: %d passed, %d failed, %d skipped\n", p, f, i}' /tmp/rackbench-test.log
 [ -z "${RACKBENCH_TESTHOSTS_SKIP:-}" ] || echo "rackbench many-host tests skipped: ${RACKBENCH_TESTHOSTS_SKIP}"
