@@ -40,7 +40,7 @@ pub fn is_secret_key(key: &str) -> bool {
 /// userinfo password or query password and for `password = value` shapes. Used on
 /// everything stored or printed.
 pub fn redact_secrets(s: &str) -> String {
-    if is_postgres_uri(s) {
+    if is_connection_uri(s) {
         return redact_uri(s);
     }
     if let Some(pairs) = parse_keyword_value(s) {
@@ -73,11 +73,15 @@ pub fn redact_json(v: &Value) -> Value {
     }
 }
 
-/// Does `s` start with a scheme libpq takes as a connection URI? (Case-insensitive:
-/// libpq's is not, but a mistyped scheme still carries a password.)
-fn is_postgres_uri(s: &str) -> bool {
+/// Does `s` start with a scheme taken as a connection URI: libpq's, or the MySQL and
+/// MariaDB clients' (`mysql://user:pass@host:port/db?socket=...`, the same userinfo
+/// and query shapes)? Case-insensitive: libpq's is not, but a mistyped scheme still
+/// carries a password.
+fn is_connection_uri(s: &str) -> bool {
     let lower = s.trim_start().to_ascii_lowercase();
-    lower.starts_with("postgresql://") || lower.starts_with("postgres://")
+    ["postgresql://", "postgres://", "mysql://", "mariadb://"]
+        .iter()
+        .any(|scheme| lower.starts_with(scheme))
 }
 
 /// One `keyword = value` of a connection string: the keyword as written, the value as
@@ -560,6 +564,29 @@ mod tests {
             "pw1",
             "postgresql://db/x?dbname=***",
         );
+    }
+
+    /// `--dsn mysql://` and `mariadb://` (oltp --engine mariadb): the password in the
+    /// userinfo or the query is hidden, the rest kept.
+    #[test]
+    fn mysql_and_mariadb_uris() {
+        hides(
+            "mysql://bench:Zq9pw@127.0.0.1:3306/tpcc",
+            "Zq9pw",
+            "mysql://bench:***@127.0.0.1:3306/tpcc",
+        );
+        hides(
+            "MariaDB://bench:Zq9%40p%3Aw@db/tpcc?socket=/run/mysqld/mysqld.sock",
+            "Zq9",
+            "MariaDB://bench:***@db/tpcc?socket=/run/mysqld/mysqld.sock",
+        );
+        hides(
+            "mysql://bench@db/tpcc?password=Zq9pw&prefer_socket=false",
+            "Zq9pw",
+            "mysql://bench@db/tpcc?password=***&prefer_socket=false",
+        );
+        let text = redact_secrets("cannot reach mysql://u:Zq9pw@h/db: refused");
+        assert!(!text.contains("Zq9pw"), "{text}");
     }
 
     #[test]

@@ -31,6 +31,7 @@ use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag};
 use serde_json::{json, Value};
 
+use crate::backend::{backend_for_endpoint, Backend, EngineKind};
 use crate::check::CheckResult;
 use crate::monitor::DbWindow;
 use crate::populate::BuildMeta;
@@ -98,6 +99,12 @@ impl Oltp {
     fn with(cfg: Config, cap: CapacityConfig, params: Params) -> anyhow::Result<Oltp> {
         let mix = Mix::new(&cfg.mix)?;
         let password = match &cfg.dsn {
+            Some(dsn) if cfg.engine_kind()? == EngineKind::Mariadb => {
+                // A URL's own password travels inside the DSN; MYSQL_PWD otherwise.
+                crate::mariadb::MyDb::from_dsn(dsn, None)?
+                    .password()
+                    .or_else(target::mysql_env_password)
+            }
             Some(dsn) => {
                 let c = server::parse_dsn(dsn)?;
                 match c.get_password() {
@@ -141,7 +148,13 @@ impl Oltp {
         serde_json::from_value(v).ok().flatten()
     }
 
-    /// Connection settings of database `n` (1-based), for tests and tools.
+    /// Connection settings of database `n` (1-based), any engine, for tests and tools.
+    pub fn db_backend(&self, n: usize) -> Option<Box<dyn Backend>> {
+        let e = self.endpoints().get(n.checked_sub(1)?)?;
+        backend_for_endpoint(e, self.password.as_deref()).ok()
+    }
+
+    /// PostgreSQL connection settings of database `n` (1-based), for tests and tools.
     pub fn db_config(&self, n: usize) -> Option<postgres::Config> {
         let e = self.endpoints().get(n.checked_sub(1)?)?;
         server::endpoint_config(e, self.password.as_deref()).ok()
@@ -155,7 +168,8 @@ impl Oltp {
 
     /// Why the server is gone, if it is.
     fn server_exited(&self) -> Option<String> {
-        self.running.as_ref()?.exited("PostgreSQL")
+        let engine = self.cfg.engine_kind().unwrap_or_default();
+        self.running.as_ref()?.exited(engine.label())
     }
 
     /// Run `test` (`tpcc` or `step`) on every load generator, each with its share of

@@ -31,13 +31,10 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
+use crate::backend::{backend_for_endpoint, Backend};
 use crate::monitor::{monitor, sample, DbSample, DbWindow, WireWindow};
-use crate::server;
 use crate::txn::{CounterValues, Counters, Mix, Vu, VuParams, CLASSES};
 use crate::{random, Config, Plan};
-
-/// `application_name` of the virtual users' connections (to find them in pg_stat_activity).
-const VU_APP_NAME: &str = "rackbench-vu";
 
 /// Added to the seed of the users' random streams once per generator index, so that
 /// generators do not draw the same inputs (generator 0 keeps the seed: a single-host
@@ -113,7 +110,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     let dbs = job
         .endpoints
         .iter()
-        .map(|e| server::endpoint_config(e, plan.password.as_deref()))
+        .map(|e| backend_for_endpoint(e, plan.password.as_deref()))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if dbs.is_empty() || dbs.len() != plan.cfg.databases as usize {
         bail!(
@@ -148,7 +145,7 @@ struct Driver<'a> {
     plan: &'a Plan,
     mix: Mix,
     /// Connection settings per database (password added).
-    dbs: Vec<postgres::Config>,
+    dbs: Vec<Box<dyn Backend>>,
     client_cpus: Vec<usize>,
     /// This generator's seed of its users' random streams.
     seed: u64,
@@ -187,8 +184,6 @@ impl Driver<'_> {
         let mut sessions = Vec::with_capacity(ndb * cfg.vus as usize);
         for (i, db) in self.dbs.iter().enumerate() {
             let consts = random::Constants::for_run(&mut rng, self.plan.c_load[i]);
-            let mut vcfg = db.clone();
-            vcfg.application_name(VU_APP_NAME);
             for v in self.plan.first_vu..self.plan.first_vu + cfg.vus {
                 let p = VuParams {
                     home_w: v % w + 1,
@@ -202,11 +197,11 @@ impl Driver<'_> {
                     deadline: None,
                     db_latency: db_latency.clone(),
                 };
-                sessions.push(Vu::connect(&vcfg, p).with_context(|| {
+                sessions.push(Vu::connect(&**db, p).with_context(|| {
                     format!(
                         "connecting virtual user {} of database {}",
                         v + 1,
-                        db.get_dbname().unwrap_or("?")
+                        db.db_name()
                     )
                 })?);
             }
@@ -287,8 +282,10 @@ impl Driver<'_> {
         let spec = self.spec(shape, cfg.duration, cfg.rampup, sessions.len());
         let stop = Arc::new(AtomicBool::new(false));
         let mon = read_counters.then(|| {
-            let (stop, rampup, cfgs) = (stop.clone(), spec.warmup, self.monitor_configs());
-            std::thread::spawn(move || monitor(cfgs, rampup, stop))
+            let (stop, rampup) = (stop.clone(), spec.warmup);
+            let dbs: Vec<Box<dyn Backend>> =
+                self.dbs.iter().map(|d| d.with_db(&d.db_name())).collect();
+            std::thread::spawn(move || monitor(dbs, rampup, stop))
         });
         let result = self.run(&spec, sessions, progress);
         let t_end = Instant::now();
@@ -314,45 +311,24 @@ impl Driver<'_> {
         })
     }
 
-    /// The monitor's connections (named as a launched server's admin connections are).
-    fn monitor_configs(&self) -> Vec<postgres::Config> {
-        self.dbs
-            .iter()
-            .map(|c| {
-                let mut c = c.clone();
-                if c.get_application_name().is_none() {
-                    c.application_name("rackbench");
-                }
-                c
-            })
-            .collect()
-    }
-
     /// Final reading after the users disconnected (every generator's: the count is of
     /// the database's sessions): their backends flush their statistics on exit, so the
     /// commit counters are complete.
     fn final_readings(&self, wins: &mut [DbWindow], t_end: Instant) {
-        for (i, c) in self.monitor_configs().iter().enumerate() {
+        for (i, db) in self.dbs.iter().enumerate() {
             let Some(win) = wins.get_mut(i) else { continue };
             if win.first.is_none() {
                 continue;
             }
             let final_sample = (|| -> anyhow::Result<DbSample> {
-                let mut client = server::connect(c)?;
+                let mut client = db.connect()?;
                 for _ in 0..100 {
-                    let n: i64 = client
-                        .query_one(
-                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \
-                             AND datname = current_database()",
-                            &[&VU_APP_NAME],
-                        )?
-                        .get(0);
-                    if n == 0 {
+                    if client.vu_sessions()? == 0 {
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
-                let mut s = sample(&mut client)?;
+                let mut s = sample(&mut *client)?;
                 s.at = t_end;
                 Ok(s)
             })();

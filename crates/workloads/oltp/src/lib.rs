@@ -1,4 +1,8 @@
-//! The `oltp` workload: TPC-C on PostgreSQL, natively (METHODS.md section 1).
+//! The `oltp` workload: TPC-C on PostgreSQL and on MariaDB/MySQL, natively (METHODS.md
+//! section 1). One model over both engines: the transactions' inputs, the data generator,
+//! the consistency conditions and the figures are written once; what differs per engine
+//! (connect, DDL, bulk load, the server-side transactions, counters) is behind the
+//! traits of [`backend`] ([`pg`], [`mariadb`]).
 //!
 //! Pipeline: a server ([`server`]: throwaway cluster, kept cluster dir, or `--dsn`) ->
 //! a build ([`populate`]: the nine tables loaded with COPY in parallel, indexes after) ->
@@ -26,10 +30,14 @@
 //! parameters or a command line: it reaches the service and the drivers inside their
 //! parameters only (which travel in the agent protocol's frames).
 
+pub mod backend;
 pub mod check;
 pub mod controller;
 pub mod driver;
+pub mod mariadb;
+pub mod mariadb_server;
 mod monitor;
+pub mod pg;
 pub mod pgpass;
 pub mod populate;
 pub mod random;
@@ -58,6 +66,10 @@ use crate::txn::Mix;
 /// runner parses (`--vus 1,2,5,10,20`, `--databases 1..8`).
 #[derive(clap::Args, Debug, Default)]
 pub struct Flags {
+    /// Database engine: postgresql or mariadb (mysql is taken as mariadb) [default: the
+    /// --dsn's scheme (mysql://, mariadb://), else postgresql]
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<String>,
     /// TPC-C warehouses per database [default: 1]
     #[arg(long, value_name = "N")]
     pub warehouses: Option<String>,
@@ -87,8 +99,9 @@ pub struct Flags {
     #[arg(long, value_name = "KIND")]
     pub arrival: Option<String>,
     /// Use this server instead of launching one: a libpq connection string (keyword/value
-    /// or URI). Its password is never stored or printed; with none, PGPASSWORD or the
-    /// password file (PGPASSFILE, ~/.pgpass) is used, as libpq would
+    /// or URI), or mysql://user@host:port/db (mariadb://, ?socket=PATH) for MariaDB. Its
+    /// password is never stored or printed; with none, PGPASSWORD or the password file
+    /// (PGPASSFILE, ~/.pgpass) is used, as libpq would, or MYSQL_PWD for MariaDB
     #[arg(long, value_name = "CONNSTRING")]
     pub dsn: Option<String>,
     /// Use (or create and keep) the PostgreSQL cluster in this directory, so one build
@@ -113,6 +126,15 @@ pub struct Flags {
     /// Launched server: extra settings, name=value (repeatable)
     #[arg(long, value_name = "NAME=VALUE")]
     pub pg_setting: Option<Vec<String>>,
+    /// Launched MariaDB: innodb_buffer_pool_size [default: 256M]
+    #[arg(long, value_name = "SIZE")]
+    pub innodb_buffer_pool_size: Option<String>,
+    /// Launched MariaDB: innodb_flush_log_at_trx_commit, 1 (durable), 2 or 0 [default: 1]
+    #[arg(long, value_name = "0|1|2")]
+    pub innodb_flush_log_at_trx_commit: Option<String>,
+    /// Launched MariaDB: extra mariadbd options, name=value (repeatable)
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub mariadb_setting: Option<Vec<String>>,
     /// Pin the launched server to these CPUs (0-3,8)
     #[arg(long, value_name = "CPUS")]
     pub server_cpus: Option<String>,
@@ -147,6 +169,7 @@ pub const LIST_KEYS: &[&str] = &[
     "tests",
     "mix",
     "pg_setting",
+    "mariadb_setting",
     "server_cpus",
     "client_cpus",
     "levels",
@@ -154,6 +177,8 @@ pub const LIST_KEYS: &[&str] = &[
 
 /// Keys whose values are strings even when they look like numbers or booleans.
 const STRING_KEYS: &[&str] = &[
+    "engine",
+    "innodb_buffer_pool_size",
     "arrival",
     "dsn",
     "cluster_dir",
@@ -165,6 +190,8 @@ const STRING_KEYS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// None: from the DSN's scheme, else PostgreSQL (see [`Config::engine_kind`]).
+    pub engine: Option<String>,
     pub warehouses: u32,
     pub vus: u32,
     pub databases: u32,
@@ -182,6 +209,9 @@ pub struct Config {
     pub fsync: bool,
     pub synchronous_commit: String,
     pub pg_setting: Vec<String>,
+    pub innodb_buffer_pool_size: String,
+    pub innodb_flush_log_at_trx_commit: u8,
+    pub mariadb_setting: Vec<String>,
     pub server_cpus: String,
     pub client_cpus: String,
     pub load_threads: Option<u32>,
@@ -192,6 +222,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            engine: None,
             warehouses: 1,
             vus: 4,
             databases: 1,
@@ -209,6 +240,9 @@ impl Default for Config {
             fsync: true,
             synchronous_commit: "on".into(),
             pg_setting: Vec::new(),
+            innodb_buffer_pool_size: "256M".into(),
+            innodb_flush_log_at_trx_commit: 1,
+            mariadb_setting: Vec::new(),
             server_cpus: String::new(),
             client_cpus: String::new(),
             load_threads: None,
@@ -248,7 +282,7 @@ impl Config {
                         })
                         .collect::<anyhow::Result<_>>()?,
                 ),
-                ("pg_setting" | "tests", Value::String(s)) => Value::Array(
+                ("pg_setting" | "mariadb_setting" | "tests", Value::String(s)) => Value::Array(
                     s.split(',')
                         .map(|p| Value::String(p.trim().into()))
                         .collect(),
@@ -308,6 +342,24 @@ impl Config {
                 bail!("--pg-setting wants name=value, got `{s}`");
             }
         }
+        for s in &self.mariadb_setting {
+            if !s.contains('=') {
+                bail!("--mariadb-setting wants name=value, got `{s}`");
+            }
+        }
+        if self.innodb_flush_log_at_trx_commit > 2 {
+            bail!("--innodb-flush-log-at-trx-commit must be 0, 1 or 2");
+        }
+        if self.engine_kind()? == backend::EngineKind::Mariadb {
+            if self.cluster_dir.is_some() {
+                bail!("--cluster-dir keeps a PostgreSQL cluster; with --engine mariadb give a kept server with --dsn mysql://user@host:port/tpcc");
+            }
+            if !self.pg_setting.is_empty() {
+                bail!("--pg-setting is for PostgreSQL; with --engine mariadb use --mariadb-setting name=value");
+            }
+        } else if !self.mariadb_setting.is_empty() {
+            bail!("--mariadb-setting is for MariaDB (--engine mariadb); PostgreSQL takes --pg-setting");
+        }
         Mix::new(&self.mix)?;
         engine::launch::parse_cpu_list(&self.server_cpus)?;
         engine::launch::parse_cpu_list(&self.client_cpus)?;
@@ -331,6 +383,46 @@ impl Config {
         })
     }
 
+    /// The engine: `--engine`, else the DSN's scheme, else PostgreSQL. An `--engine`
+    /// that disagrees with the DSN's scheme is an error.
+    pub fn engine_kind(&self) -> anyhow::Result<backend::EngineKind> {
+        let from_dsn = self.dsn.as_deref().and_then(backend::EngineKind::from_dsn);
+        match (&self.engine, from_dsn) {
+            (Some(e), d) => {
+                let k = backend::EngineKind::parse(e)?;
+                if let Some(d) = d.filter(|d| *d != k) {
+                    bail!(
+                        "--engine {e} but --dsn is a {} URL: leave out --engine, or give a {} DSN",
+                        d.label(),
+                        k.label()
+                    );
+                }
+                if k == backend::EngineKind::Mariadb && self.dsn.is_some() && d.is_none() {
+                    bail!("with --engine mariadb, --dsn is a URL: mysql://user@host:port/tpcc");
+                }
+                Ok(k)
+            }
+            (None, Some(d)) => Ok(d),
+            (None, None) => Ok(backend::EngineKind::Postgresql),
+        }
+    }
+
+    /// A launched MariaDB's settings.
+    pub(crate) fn mariadb_settings(&self) -> anyhow::Result<mariadb_server::Settings> {
+        Ok(mariadb_server::Settings {
+            buffer_pool: self.innodb_buffer_pool_size.clone(),
+            flush_log_at_trx_commit: self.innodb_flush_log_at_trx_commit,
+            max_connections: (self.vus * self.databases + 2 * self.databases + 20).max(151),
+            extra: self
+                .mariadb_setting
+                .iter()
+                .filter_map(|s| s.split_once('='))
+                .map(|(k, v)| (k.trim().replace('_', "-"), v.trim().to_string()))
+                .collect(),
+            cpus: engine::launch::parse_cpu_list(&self.server_cpus)?,
+        })
+    }
+
     /// The effective config as stored (the DSN's password redacted).
     pub fn echo(&self) -> Value {
         let mut c = self.clone();
@@ -343,7 +435,7 @@ impl Config {
 pub fn registration() -> engine::Registration {
     engine::Registration {
         name: "oltp",
-        about: "TPC-C on PostgreSQL: NOPM/TPM, per-transaction latency, consistency check, databases x users",
+        about: "TPC-C on PostgreSQL or MariaDB: NOPM/TPM, per-transaction latency, consistency check, databases x users",
         list_keys: LIST_KEYS,
         flags: |c| {
             capacity_tests::document_defaults(<Flags as clap::Args>::augment_args(c), &CAPACITY)
@@ -357,7 +449,7 @@ pub fn registration() -> engine::Registration {
 /// Keys the controller adds to the parameters of a service or a driver job, never a
 /// user's: refused in a plan, taken out before the rest is read as a [`Config`].
 pub(crate) mod job_keys {
-    /// The password for a `--dsn` that names none (PGPASSWORD on the controller).
+    /// The password for a `--dsn` that names none (PGPASSWORD or MYSQL_PWD on the controller).
     pub const PASSWORD: &str = "password";
     /// A driver's first virtual user's index among every user of a database.
     pub const FIRST_VU: &str = "first_vu";
@@ -504,6 +596,11 @@ pub fn check_command(
     let r = t.check(initial);
     t.stop();
     r
+}
+
+/// Is a MariaDB server installed here (for tests that skip without one)?
+pub fn mariadb_available() -> bool {
+    mariadb_server::available()
 }
 
 /// Is a PostgreSQL server installed here (for tests that skip without one)?

@@ -1,5 +1,6 @@
 //! The server-side counters behind NOPM and TPM (HammerDB's method): sum(d_next_o_id)
-//! over the districts and this database's xact_commit + xact_rollback, read when the
+//! over the districts and the engine's transaction count (PostgreSQL: this database's
+//! xact_commit + xact_rollback; MariaDB: the server's Com_commit + Com_rollback), read when the
 //! ramp-up ends and then every second, so a server that dies mid-run still leaves its last
 //! good reading. It runs on the first load generator, next to the virtual users (as in a
 //! single-host run); its readings cross to the controller as [`WireWindow`]s.
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::server;
+use crate::backend::{Backend, Conn};
 
 /// One reading of a database's counters.
 #[derive(Debug, Clone, Copy)]
@@ -20,16 +21,12 @@ pub(crate) struct DbSample {
     pub(crate) xacts: i64,
 }
 
-const SAMPLE_SQL: &str = "SELECT (SELECT sum(d_next_o_id) FROM district)::int8, \
-    (SELECT xact_commit + xact_rollback FROM pg_stat_database \
-     WHERE datname = current_database())::int8";
-
-pub(crate) fn sample(c: &mut postgres::Client) -> Result<DbSample, postgres::Error> {
-    let r = c.query_one(SAMPLE_SQL, &[])?;
+pub(crate) fn sample(c: &mut dyn Conn) -> anyhow::Result<DbSample> {
+    let r = c.counts()?;
     Ok(DbSample {
         at: Instant::now(),
-        next_o_id_sum: r.get::<_, Option<i64>>(0).unwrap_or(0),
-        xacts: r.get::<_, Option<i64>>(1).unwrap_or(0),
+        next_o_id_sum: r.next_o_id_sum,
+        xacts: r.xacts,
     })
 }
 
@@ -100,15 +97,15 @@ impl DbWindow {
 /// that dies mid-run still leaves the last good reading), until told to stop. (The
 /// controller marks the ramp-up as warm-up on every host.)
 pub(crate) fn monitor(
-    cfgs: Vec<postgres::Config>,
+    dbs: Vec<Box<dyn Backend>>,
     rampup: Duration,
     stop: Arc<AtomicBool>,
 ) -> Vec<DbWindow> {
-    let mut wins = vec![DbWindow::default(); cfgs.len()];
-    let mut clients: Vec<Option<postgres::Client>> = cfgs
+    let mut wins = vec![DbWindow::default(); dbs.len()];
+    let mut clients: Vec<Option<Box<dyn Conn>>> = dbs
         .iter()
         .zip(wins.iter_mut())
-        .map(|(c, w)| match server::connect(c) {
+        .map(|(c, w)| match c.connect() {
             Ok(c) => Some(c),
             Err(e) => {
                 w.error = Some(format!("{e:#}"));
@@ -124,16 +121,16 @@ pub(crate) fn monitor(
     loop {
         for (c, w) in clients.iter_mut().zip(wins.iter_mut()) {
             let Some(client) = c.as_mut() else { continue };
-            match sample(client) {
+            match sample(&mut **client) {
                 Ok(s) => {
                     if w.first.is_none() {
                         w.first = Some(s);
                     }
                     w.last = Some(s);
-                    w.own_xacts += 1;
+                    w.own_xacts += i64::from(client.reading_is_a_transaction());
                 }
                 Err(e) => {
-                    w.error = Some(e.to_string());
+                    w.error = Some(format!("{e:#}"));
                     *c = None;
                 }
             }

@@ -1,5 +1,7 @@
-//! The initial population (clause 4.3.3.1) for W warehouses, streamed with COPY from
-//! several connections in parallel, indexes and functions created after the load.
+//! The initial population (clause 4.3.3.1) for W warehouses, generated once for every
+//! engine as tab-separated rows (PostgreSQL's COPY text format, which MariaDB's LOAD DATA
+//! reads as is) and bulk-loaded from several connections in parallel, indexes and the
+//! transactions' server-side code created after the load (see [`crate::backend::Dialect`]).
 //!
 //! Work is cut into units (the ITEM table; then per warehouse: warehouse+district, stock,
 //! customer+history, orders+new_order+order_line), each generated from its own seeded RNG
@@ -14,6 +16,7 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use crate::backend::{Backend, Conn};
 use crate::random::*;
 use crate::schema;
 
@@ -38,9 +41,9 @@ pub struct BuildInfo {
     pub index_s: f64,
 }
 
-/// Create the schema in the (empty) database `cfg` points at and load W warehouses.
+/// Create the schema in the (empty) database `db` names and load W warehouses.
 pub fn build(
-    cfg: &postgres::Config,
+    db: &dyn Backend,
     warehouses: u32,
     threads: usize,
     seed: u64,
@@ -48,15 +51,16 @@ pub fn build(
     if warehouses == 0 {
         anyhow::bail!("--warehouses must be at least 1");
     }
-    let mut client = crate::server::connect(cfg)?;
-    client.batch_execute(schema::TABLES).context(
-        "creating the TPC-C tables (is the database empty? use a new database or --rebuild)",
-    )?;
+    let dialect = db.engine().dialect();
+    let mut client = db.connect()?;
+    for sql in dialect.tables {
+        client.batch(sql).context(
+            "creating the TPC-C tables (is the database empty? use a new database or --rebuild)",
+        )?;
+    }
     let mut rng = SmallRng::seed_from_u64(seed);
     let c_load = rng.gen_range(0..=A_C_LAST);
-    let ts: String = client
-        .query_one("SELECT to_char(now(), 'YYYY-MM-DD HH24:MI:SS')", &[])?
-        .get(0);
+    let ts = client.now_text()?;
 
     let mut units = vec![Unit::Item];
     for w in 1..=warehouses {
@@ -67,31 +71,25 @@ pub fn build(
     }
     let threads = threads.clamp(1, units.len());
     let t0 = std::time::Instant::now();
-    // Bulk load: no need to wait for the WAL flush of each COPY.
-    in_parallel(
-        cfg,
-        threads,
-        &units,
-        "SET synchronous_commit = off",
-        |c, u| load_unit(c, *u, seed, c_load, &ts).with_context(|| format!("loading {u:?}")),
-    )?;
+    in_parallel(db, threads, &units, dialect.load_session, |c, u| {
+        load_unit(c, *u, seed, c_load, &ts).with_context(|| format!("loading {u:?}"))
+    })?;
     let load_s = t0.elapsed().as_secs_f64();
 
     let t1 = std::time::Instant::now();
     in_parallel(
-        cfg,
+        db,
         threads,
-        schema::INDEXES,
-        "SET maintenance_work_mem = '256MB'",
-        |c, sql| {
-            c.batch_execute(sql)
-                .with_context(|| format!("running `{sql}`"))
-        },
+        dialect.indexes,
+        dialect.index_session,
+        |c, sql| c.batch(sql).with_context(|| format!("running `{sql}`")),
     )?;
-    client
-        .batch_execute(schema::FUNCTIONS)
-        .context("creating the transaction functions")?;
-    client.batch_execute("VACUUM ANALYZE")?;
+    for sql in dialect.procedures {
+        client
+            .batch(sql)
+            .context("creating the transactions' server-side code")?;
+    }
+    client.batch(dialect.analyze)?;
     let index_s = t1.elapsed().as_secs_f64();
     let meta = [
         ("schema_version", schema::SCHEMA_VERSION.to_string()),
@@ -101,11 +99,7 @@ pub fn build(
         ("built_at", ts.clone()),
     ];
     for (k, v) in meta {
-        client.execute(
-            "INSERT INTO rackbench_tpcc (key, value) VALUES ($1, $2) \
-             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            &[&k, &v],
-        )?;
+        client.set_meta(k, &v)?;
     }
     Ok(BuildInfo {
         warehouses,
@@ -123,19 +117,11 @@ pub struct BuildMeta {
     pub schema_version: String,
 }
 
-pub fn read_meta(client: &mut postgres::Client) -> anyhow::Result<Option<BuildMeta>> {
-    let exists: bool = client
-        .query_one("SELECT to_regclass('rackbench_tpcc') IS NOT NULL", &[])?
-        .get(0);
-    if !exists {
+pub fn read_meta(client: &mut dyn Conn) -> anyhow::Result<Option<BuildMeta>> {
+    let Some(rows) = client.meta()? else {
         return Ok(None);
-    }
-    let rows = client.query("SELECT key, value FROM rackbench_tpcc", &[])?;
-    let get = |k: &str| -> Option<String> {
-        rows.iter()
-            .find(|r| r.get::<_, String>(0) == k)
-            .map(|r| r.get::<_, String>(1))
     };
+    let get = |k: &str| -> Option<String> { rows.iter().find(|r| r.0 == k).map(|r| r.1.clone()) };
     let (Some(w), Some(c), Some(v)) = (get("warehouses"), get("c_load"), get("schema_version"))
     else {
         return Ok(None);
@@ -162,37 +148,35 @@ fn unit_rng(seed: u64, u: Unit) -> SmallRng {
     SmallRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k)
 }
 
-/// Stream `fill` rows into `COPY table FROM STDIN` (text format).
+/// Load the rows `fill` writes (one per call, false after the last) into `table`, in
+/// chunks of whole rows.
 fn copy(
-    client: &mut postgres::Client,
+    client: &mut dyn Conn,
     table: &str,
     mut fill: impl FnMut(&mut Vec<u8>) -> bool,
 ) -> anyhow::Result<()> {
-    let mut w = client.copy_in(&format!("COPY {table} FROM STDIN"))?;
     let mut buf = Vec::with_capacity(CHUNK_BYTES + 4096);
     loop {
         let more = fill(&mut buf);
-        if buf.len() >= CHUNK_BYTES || !more {
-            w.write_all(&buf)?;
+        if buf.len() >= CHUNK_BYTES || (!more && !buf.is_empty()) {
+            client.load(table, &buf)?;
             buf.clear();
         }
         if !more {
-            break;
+            return Ok(());
         }
     }
-    w.finish()?;
-    Ok(())
 }
 
 /// Run `work` on every item, `threads` connections at once (each set up with
 /// `session_sql`) taking the next item in turn; the first error stops the others before
 /// their next item and is returned.
 fn in_parallel<T: Sync>(
-    cfg: &postgres::Config,
+    db: &dyn Backend,
     threads: usize,
     items: &[T],
     session_sql: &str,
-    work: impl Fn(&mut postgres::Client, &T) -> anyhow::Result<()> + Sync,
+    work: impl Fn(&mut dyn Conn, &T) -> anyhow::Result<()> + Sync,
 ) -> anyhow::Result<()> {
     let next = AtomicUsize::new(0);
     let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -200,8 +184,8 @@ fn in_parallel<T: Sync>(
         for _ in 0..threads.clamp(1, items.len().max(1)) {
             s.spawn(|| {
                 let res = (|| -> anyhow::Result<()> {
-                    let mut c = crate::server::connect(cfg)?;
-                    c.batch_execute(session_sql)?;
+                    let mut c = db.connect()?;
+                    c.batch(session_sql)?;
                     loop {
                         if first_error.lock().map(|e| e.is_some()).unwrap_or(true) {
                             return Ok(());
@@ -210,7 +194,7 @@ fn in_parallel<T: Sync>(
                         let Some(item) = items.get(i) else {
                             return Ok(());
                         };
-                        work(&mut c, item)?;
+                        work(&mut *c, item)?;
                     }
                 })();
                 if let Err(e) = res {
@@ -227,13 +211,7 @@ fn in_parallel<T: Sync>(
     }
 }
 
-fn load_unit(
-    c: &mut postgres::Client,
-    u: Unit,
-    seed: u64,
-    c_load: u32,
-    ts: &str,
-) -> anyhow::Result<()> {
+fn load_unit(c: &mut dyn Conn, u: Unit, seed: u64, c_load: u32, ts: &str) -> anyhow::Result<()> {
     let mut rng = unit_rng(seed, u);
     let rng = &mut rng;
     match u {
@@ -345,7 +323,7 @@ fn load_unit(
             let mut orders = Vec::with_capacity(3 << 20);
             let mut new_orders = Vec::with_capacity(128 << 10);
             let mut lines: Vec<u8> = Vec::with_capacity(CHUNK_BYTES + 4096);
-            let mut ol = c.copy_in("COPY order_line FROM STDIN")?;
+
             for d in 1..=DISTRICTS {
                 let mut perm: Vec<u32> = (1..=CUSTOMERS_PER_DISTRICT).collect();
                 perm.shuffle(rng);
@@ -377,19 +355,14 @@ fn load_unit(
                         lines.push(b'\n');
                     }
                     if lines.len() >= CHUNK_BYTES {
-                        ol.write_all(&lines)?;
+                        c.load("order_line", &lines)?;
                         lines.clear();
                     }
                 }
             }
-            ol.write_all(&lines)?;
-            ol.finish()?;
-            let mut w1 = c.copy_in("COPY orders FROM STDIN")?;
-            w1.write_all(&orders)?;
-            w1.finish()?;
-            let mut w2 = c.copy_in("COPY new_order FROM STDIN")?;
-            w2.write_all(&new_orders)?;
-            w2.finish()?;
+            c.load("order_line", &lines)?;
+            c.load("orders", &orders)?;
+            c.load("new_order", &new_orders)?;
             Ok(())
         }
     }

@@ -1,6 +1,7 @@
 //! The oltp service: what runs on the system under test for one sweep point.
 //!
-//! Either a PostgreSQL cluster launched here (throwaway, or `--cluster-dir`), pinned to
+//! Either a server launched here (a MariaDB `mariadbd`, loopback only; or a PostgreSQL
+//! cluster: (throwaway, or `--cluster-dir`), pinned to
 //! the server CPUs, listening on the address the load generators reach this host at and
 //! admitting them (trust, as initdb sets for local connections: the cluster lives for
 //! the run only), or the server `--dsn` names, whose connection is only checked. The
@@ -17,9 +18,11 @@ use engine::host::{Service, ServiceCtx};
 use engine::workload::Params;
 use model::Fact;
 
+use crate::backend::EngineKind;
 use crate::populate::BuildMeta;
-use crate::server::{self, Reach, Server};
-use crate::{Config, Plan, Target};
+use crate::server::Reach;
+use crate::target::Launched;
+use crate::{mariadb_server, Config, Plan, Target};
 
 /// The service a host starts for `oltp` (the registry's `service`).
 pub fn start_service(p: &Params, ctx: &ServiceCtx) -> anyhow::Result<Box<dyn Service>> {
@@ -46,8 +49,12 @@ impl OltpService {
         let reach = Reach::at(&ctx.bind_ip, &plan.admit)?;
         let mut target = Target::open_at(cfg, true, &reach, plan.password.as_deref())?;
         ctx.note(&format!("oltp: {}", target.describe));
-        if let Some(pid) = target.server.as_ref().map(Server::pid) {
-            (ctx.watch)("postgres", pid);
+        if let Some(pid) = target.server.as_ref().map(Launched::pid) {
+            let name = match target.engine {
+                EngineKind::Postgresql => "postgres",
+                EngineKind::Mariadb => "mariadbd",
+            };
+            (ctx.watch)(name, pid);
         }
         let threads = cfg
             .load_threads
@@ -56,13 +63,20 @@ impl OltpService {
             ctx.note(m)
         })?;
         let metas = built.into_iter().map(|(_, m, _)| m).collect();
-        let mut c = server::connect(&target.config(&target.dbs[0]))?;
-        let version = c
-            .query_one("SHOW server_version", &[])
-            .ok()
-            .map(|r| r.get::<_, String>(0));
+        let mut c = target.connect(&target.dbs[0])?;
+        let version = c.server_version().ok();
+        let mut facts = facts(cfg, version.as_deref(), target.server.is_some());
+        if target.engine == EngineKind::Mariadb {
+            // Read back from the server, launched or not: what it really runs with.
+            for (k, v) in mariadb_server::persistence(&mut *c) {
+                facts.insert(format!("server.config.{k}"), Fact::known(&v));
+            }
+            facts.insert(
+                "server.config.transactions".into(),
+                Fact::known("stored procedures (neword, payment, ostat, delivery, slev)"),
+            );
+        }
         drop(c);
-        let facts = facts(cfg, version.as_deref(), target.server.is_some());
         let endpoints = target.endpoints(&ctx.bind_ip);
         Ok(OltpService {
             target,
@@ -77,11 +91,23 @@ impl OltpService {
 fn facts(cfg: &Config, version: Option<&str>, launched: bool) -> BTreeMap<String, Fact> {
     let mut m = BTreeMap::new();
     let known = |v: &str| Fact::known(v);
+    let engine = cfg.engine_kind().unwrap_or_default();
+    let software = match engine {
+        EngineKind::Postgresql => "software.postgresql",
+        EngineKind::Mariadb => "software.mariadb",
+    };
     m.insert(
-        "software.postgresql".into(),
+        software.into(),
         version.map_or_else(|| Fact::unknown("not connected"), known),
     );
-    if launched {
+    m.insert("oltp.engine".into(), known(engine.label()));
+    if launched && engine == EngineKind::Mariadb {
+        for s in &cfg.mariadb_setting {
+            if let Some((k, v)) = s.split_once('=') {
+                m.insert(format!("server.config.{}", k.trim()), known(v.trim()));
+            }
+        }
+    } else if launched {
         m.insert(
             "server.config.shared_buffers".into(),
             known(&cfg.shared_buffers),
@@ -127,7 +153,7 @@ impl Service for OltpService {
                 self.target
                     .server
                     .as_ref()
-                    .map(Server::pid)
+                    .map(Launched::pid)
                     .filter(|&p| p != 0),
             )?),
             other => bail!("the oltp service answers `check`, `builds` and `pid`, not `{other}`"),
@@ -135,7 +161,7 @@ impl Service for OltpService {
     }
 
     fn exited(&mut self) -> Option<String> {
-        self.target.server.as_mut().and_then(Server::exited)
+        self.target.server.as_mut().and_then(Launched::exited)
     }
 
     fn stop(&mut self) {

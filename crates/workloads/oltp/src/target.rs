@@ -1,20 +1,54 @@
-//! Where the TPC-C databases live: a server rackbench launched (throwaway or a kept
-//! cluster directory) or one given by `--dsn`; building each database (reusing a matching
-//! build, copying the first build for the others with CREATE DATABASE ... TEMPLATE) and
-//! checking them.
+//! Where the TPC-C databases live: a server rackbench launched (PostgreSQL: throwaway or
+//! a kept cluster directory; MariaDB: throwaway) or one given by `--dsn`; building each
+//! database (reusing a matching build, copying the first build for the others where the
+//! engine can, PostgreSQL's CREATE DATABASE ... TEMPLATE) and checking them. Everything
+//! past the launch goes through the engine's [`Backend`].
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 
+use crate::backend::{Backend, Conn, EngineKind};
+use crate::mariadb::MyDb;
+use crate::mariadb_server::Mariadbd;
 use crate::populate::{self, BuildMeta};
 use crate::server::{self, Reach, Server};
 use crate::{check, schema, Config};
 
+/// A server rackbench launched, of either engine.
+pub enum Launched {
+    Pg(Server),
+    Maria(Mariadbd),
+}
+
+impl Launched {
+    pub fn pid(&self) -> u32 {
+        match self {
+            Launched::Pg(s) => s.pid(),
+            Launched::Maria(s) => s.pid(),
+        }
+    }
+
+    pub fn exited(&mut self) -> Option<String> {
+        match self {
+            Launched::Pg(s) => s.exited(),
+            Launched::Maria(s) => s.exited(),
+        }
+    }
+
+    pub fn stop(&mut self) {
+        match self {
+            Launched::Pg(s) => s.stop(),
+            Launched::Maria(s) => s.stop(),
+        }
+    }
+}
+
 /// Where the databases live: a server we launched (or none: `--dsn`), and how to connect.
 pub struct Target {
-    pub server: Option<Server>,
-    base: postgres::Config,
+    pub server: Option<Launched>,
+    pub engine: EngineKind,
+    base: Box<dyn Backend>,
     /// A database to connect to for CREATE/DROP DATABASE.
     maintenance_db: String,
     /// Database names, index 0 = database 1.
@@ -29,6 +63,7 @@ impl Target {
     /// missing `--cluster-dir` is initialised (build) rather than an error (check).
     pub fn open(cfg: &Config, create_dir: bool) -> anyhow::Result<Target> {
         let password = match &cfg.dsn {
+            Some(dsn) if cfg.engine_kind()? == EngineKind::Mariadb => mysql_env_password(),
             Some(dsn) => default_password(&server::parse_dsn(dsn)?),
             None => None,
         };
@@ -43,6 +78,10 @@ impl Target {
         reach: &Reach,
         password: Option<&str>,
     ) -> anyhow::Result<Target> {
+        let engine = cfg.engine_kind()?;
+        if engine == EngineKind::Mariadb {
+            return Target::open_mariadb(cfg, reach, password);
+        }
         let settings = cfg.settings()?;
         let (server, base, maintenance_db, first, describe) = if let Some(dsn) = &cfg.dsn {
             let mut base = server::parse_dsn(dsn)?;
@@ -85,33 +124,72 @@ impl Target {
                 s.port
             );
             (
-                Some(s),
+                Some(Launched::Pg(s)),
                 base,
                 "postgres".to_string(),
                 "tpcc".to_string(),
                 describe,
             )
         };
-        let dbs = (1..=cfg.databases)
-            .map(|n| {
-                if n == 1 {
-                    first.clone()
-                } else {
-                    format!("{first}_{n}")
-                }
-            })
-            .collect();
         Ok(Target {
             server,
-            base,
+            engine,
+            base: Box::new(base),
             maintenance_db,
-            dbs,
+            dbs: db_names(&first, cfg.databases),
             describe,
         })
     }
 
-    pub fn config(&self, db: &str) -> postgres::Config {
-        server::with_db(&self.base, db)
+    /// MariaDB: a throwaway `mariadbd` (loopback only: a remote load generator needs
+    /// `--dsn`), or the server `--dsn` names.
+    fn open_mariadb(cfg: &Config, reach: &Reach, password: Option<&str>) -> anyhow::Result<Target> {
+        if let Some(dsn) = &cfg.dsn {
+            let base = MyDb::from_dsn(dsn, password)?;
+            let first = match base.db_name().as_str() {
+                "?" | "" => "tpcc".to_string(),
+                d => d.to_string(),
+            };
+            return Ok(Target {
+                server: None,
+                engine: EngineKind::Mariadb,
+                base: base.with_db(&first),
+                maintenance_db: first.clone(),
+                dbs: db_names(&first, cfg.databases),
+                describe: model::redact_secrets(dsn),
+            });
+        }
+        if *reach != Reach::loopback() {
+            bail!(
+                "a launched MariaDB listens on loopback only: with load generators on other \
+                 hosts, start MariaDB yourself and give it with --dsn mysql://user@host:port/tpcc"
+            );
+        }
+        let s = Mariadbd::throwaway(&cfg.mariadb_settings()?)?;
+        let describe = format!(
+            "MariaDB {} launched on {} (port {})",
+            s.version,
+            s.socket.display(),
+            s.port
+        );
+        Ok(Target {
+            base: Box::new(s.backend("tpcc")),
+            server: Some(Launched::Maria(s)),
+            engine: EngineKind::Mariadb,
+            maintenance_db: "mysql".into(),
+            dbs: db_names("tpcc", cfg.databases),
+            describe,
+        })
+    }
+
+    /// Connection settings of database `db` (any engine).
+    pub fn backend(&self, db: &str) -> Box<dyn Backend> {
+        self.base.with_db(db)
+    }
+
+    /// A connection to database `db`.
+    pub fn connect(&self, db: &str) -> anyhow::Result<Box<dyn Conn>> {
+        self.backend(db).connect()
     }
 
     /// One connection string per database for load generators, never with a password.
@@ -122,7 +200,7 @@ impl Target {
         self.dbs
             .iter()
             .map(|db| match &self.server {
-                Some(s) => {
+                Some(Launched::Pg(s)) => {
                     let mut c = postgres::Config::new();
                     c.host_path(&s.socket_dir)
                         .host(bind_ip)
@@ -131,15 +209,9 @@ impl Target {
                         .dbname(db);
                     server::dsn_without_password(&c)
                 }
-                None => server::dsn_without_password(&self.config(db)),
+                _ => self.backend(db).endpoint(),
             })
             .collect()
-    }
-
-    fn database_exists(&self, admin: &mut postgres::Client, db: &str) -> anyhow::Result<bool> {
-        Ok(admin
-            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])?
-            .is_some())
     }
 
     /// Make every database hold a build of `warehouses` (reusing a matching one unless
@@ -156,9 +228,13 @@ impl Target {
         // used as a TEMPLATE must have no other sessions.
         // Its error says the true cause (a refused password, a refused connection, a
         // missing database): the second attempt's, which names the user's own database.
-        let mut admin = match server::connect(&self.config("postgres")) {
+        let admin_db = match self.engine {
+            EngineKind::Postgresql => "postgres",
+            EngineKind::Mariadb => "mysql",
+        };
+        let mut admin = match self.connect(admin_db) {
             Ok(c) => c,
-            Err(_) => server::connect(&self.config(&self.maintenance_db)).with_context(|| {
+            Err(_) => self.connect(&self.maintenance_db).with_context(|| {
                 if self.server.is_none() {
                     "connecting to the server --dsn names"
                 } else {
@@ -171,14 +247,14 @@ impl Target {
         let mut out = Vec::new();
         let mut template: Option<String> = None;
         for db in self.dbs.clone() {
-            let exists = self.database_exists(&mut admin, &db)?;
+            let exists = admin.database_exists(&db)?;
             let users_db = dsn_db.as_deref() == Some(db.as_str());
             if users_db && !exists {
                 bail!("database {db} named in --dsn does not exist: CREATE DATABASE it first");
             }
             if exists {
-                let mut c = server::connect(&self.config(&db))?;
-                let meta = populate::read_meta(&mut c)?;
+                let mut c = self.connect(&db)?;
+                let meta = populate::read_meta(&mut *c)?;
                 if let Some(m) = meta {
                     if !force
                         && m.warehouses == warehouses
@@ -193,39 +269,36 @@ impl Target {
                     }
                 }
                 if users_db {
-                    c.batch_execute(
-                        "DROP TABLE IF EXISTS warehouse, district, customer, history, new_order, \
-                         orders, order_line, item, stock, rackbench_tpcc CASCADE",
-                    )?;
+                    c.batch(self.engine.dialect().drop_tables)?;
                 } else {
                     drop(c);
-                    admin.batch_execute(&format!("DROP DATABASE \"{db}\""))?;
+                    admin.drop_database(&db)?;
                 }
             }
             if !users_db {
                 // A copy of an existing build is far faster than a new load.
                 if let Some(t) = template.as_ref().filter(|_| !force) {
-                    note(&format!("oltp: copying database {t} to {db}"));
-                    match admin.batch_execute(&format!("CREATE DATABASE \"{db}\" TEMPLATE \"{t}\""))
-                    {
-                        Ok(()) => {
-                            let mut c = server::connect(&self.config(&db))?;
-                            let m = populate::read_meta(&mut c)?
+                    match admin.copy_database(&db, t) {
+                        Ok(true) => {
+                            note(&format!("oltp: copied database {t} to {db}"));
+                            let mut c = self.connect(&db)?;
+                            let m = populate::read_meta(&mut *c)?
                                 .context("the template database lost its build metadata")?;
                             out.push((db.clone(), m, None));
                             continue;
                         }
+                        Ok(false) => {}
                         Err(e) => note(&format!(
-                            "oltp: cannot copy {t} ({e}); loading {db} instead"
+                            "oltp: cannot copy {t} ({e:#}); loading {db} instead"
                         )),
                     }
                 }
-                admin.batch_execute(&format!("CREATE DATABASE \"{db}\""))?;
+                admin.create_database(&db)?;
             }
             note(&format!(
                 "oltp: building database {db}: {warehouses} warehouses"
             ));
-            let info = populate::build(&self.config(&db), warehouses, threads, seed)?;
+            let info = populate::build(&*self.backend(&db), warehouses, threads, seed)?;
             let m = BuildMeta {
                 warehouses,
                 c_load: info.c_load,
@@ -245,11 +318,11 @@ impl Target {
     pub fn check(&self, initial: bool) -> anyhow::Result<Vec<(String, Vec<check::CheckResult>)>> {
         let mut out = Vec::new();
         for db in &self.dbs {
-            let mut c = server::connect(&self.config(db))?;
-            if populate::read_meta(&mut c)?.is_none() {
+            let mut c = self.connect(db)?;
+            if populate::read_meta(&mut *c)?.is_none() {
                 bail!("database {db} holds no TPC-C build; run `rackbench oltp build` first");
             }
-            out.push((db.clone(), check::run(&mut c, initial)?));
+            out.push((db.clone(), check::run(&mut *c, initial)?));
         }
         Ok(out)
     }
@@ -259,6 +332,25 @@ impl Target {
             s.stop();
         }
     }
+}
+
+/// Database names: the first, then `first_2`, `first_3`...
+fn db_names(first: &str, databases: u32) -> Vec<String> {
+    (1..=databases)
+        .map(|n| {
+            if n == 1 {
+                first.to_string()
+            } else {
+                format!("{first}_{n}")
+            }
+        })
+        .collect()
+}
+
+/// MYSQL_PWD, the MySQL and MariaDB clients' password for a URL that names none (the
+/// password is never read from the command line).
+pub fn mysql_env_password() -> Option<String> {
+    std::env::var("MYSQL_PWD").ok().filter(|p| !p.is_empty())
 }
 
 /// The password libpq would use for `dsn`, a connection string that names none:

@@ -1,8 +1,9 @@
-//! A virtual user: one PostgreSQL connection with its home warehouse, running the five
-//! TPC-C transactions (clauses 2.4-2.8) with the spec's input rules, picked from the mix,
-//! with keying and think times when asked (5.2.5.7). It plugs into the engine's load loop
-//! as an [`engine::load::Session`]; each transaction is one round trip to a server-side
-//! function (see `schema`).
+//! A virtual user: one database connection (any engine's, see [`crate::backend`]) with
+//! its home warehouse, running the five TPC-C transactions (clauses 2.4-2.8) with the
+//! spec's input rules, picked from the mix, with keying and think times when asked
+//! (5.2.5.7). It plugs into the engine's load loop as an [`engine::load::Session`]; each
+//! transaction's inputs are drawn here, once for every engine, and sent in one round
+//! trip to the engine's server-side code (PL/pgSQL functions, MariaDB procedures).
 //!
 //! The spec's per-run validity ratios (5.5.1.5: rollbacks, remote lines, remote and
 //! by-last-name payments...) are counted in [`Counters`] shared by the users of a database.
@@ -16,8 +17,8 @@ use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
+use crate::backend::{Backend, NewOrder, OrderStatus, Payment, TxnError, Txns};
 use crate::random::*;
-use crate::schema;
 
 /// Transaction classes, in the order of the mix weights.
 pub const CLASSES: [&str; 5] = [
@@ -168,28 +169,18 @@ pub struct VuParams {
     pub db_latency: Option<Arc<Mutex<Vec<Histogram<u64>>>>>,
 }
 
-/// One virtual user (a TPC-C terminal without the screen).
+/// One virtual user (a TPC-C terminal without the screen): draws each transaction's
+/// inputs here, once for every engine, and hands them to its engine connection.
 pub struct Vu {
-    client: postgres::Client,
-    st: [postgres::Statement; 5],
+    conn: Box<dyn Txns>,
     p: VuParams,
     own: Vec<Histogram<u64>>,
 }
 
 impl Vu {
-    pub fn connect(cfg: &postgres::Config, p: VuParams) -> anyhow::Result<Vu> {
-        let mut client = crate::server::connect(cfg)?;
-        let st = [
-            client.prepare(schema::NEW_ORDER_SQL)?,
-            client.prepare(schema::PAYMENT_SQL)?,
-            client.prepare(schema::ORDER_STATUS_SQL)?,
-            client.prepare(schema::DELIVERY_SQL)?,
-            client.prepare(schema::STOCK_LEVEL_SQL)?,
-        ];
-        // PostgreSQL counts each Parse/Sync above as a committed transaction, and a backend
-        // flushes its counters at most once a second (later still when idle): flush now,
-        // so setup does not leak into the measured TPM (PostgreSQL 15+; older: ignored).
-        let _ = client.batch_execute("SELECT pg_stat_force_next_flush()");
+    /// Connect a user to the database `db` names (any engine's [`Backend`]).
+    pub fn connect(db: &dyn Backend, p: VuParams) -> anyhow::Result<Vu> {
+        let conn = db.connect_vu()?;
         let own = if p.db_latency.is_some() {
             (0..5)
                 .map(|_| model::hist::new_latency_histogram())
@@ -197,7 +188,7 @@ impl Vu {
         } else {
             Vec::new()
         };
-        Ok(Vu { client, st, p, own })
+        Ok(Vu { conn, p, own })
     }
 
     /// When keying and think times stop (set once every user is connected).
@@ -215,25 +206,11 @@ impl Vu {
             _ => self.stock_level(rng),
         };
         match r {
-            Ok(o) => Ok(o),
-            Err(e) => self.classify(e),
+            Ok(()) => Ok(Outcome::Ok),
+            Err(TxnError::Rollback) => Ok(Outcome::Rollback),
+            Err(TxnError::Db(e)) => Ok(Outcome::Error(e)),
+            Err(TxnError::Lost(e)) => Err(e),
         }
-    }
-
-    /// A database error is data (deadlock, serialization failure, the 1% rollback); a
-    /// broken connection ends this user.
-    fn classify(&mut self, e: postgres::Error) -> Result<Outcome, String> {
-        if let Some(db) = e.as_db_error() {
-            let code = db.code().code();
-            if code == schema::ROLLBACK_SQLSTATE {
-                return Ok(Outcome::Rollback);
-            }
-            if !self.client.is_closed() && !code.starts_with("57") && !code.starts_with("08") {
-                let msg: String = db.message().chars().take(60).collect();
-                return Ok(Outcome::Error(format!("{code} {msg}")));
-            }
-        }
-        Err(format!("connection lost: {e}"))
     }
 
     fn other_warehouse(&self, rng: &mut SmallRng) -> u32 {
@@ -246,145 +223,112 @@ impl Vu {
         }
     }
 
-    fn new_order(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
+    /// A customer by id (40%) or by last name (60%: id 0), as Payment and
+    /// Order-Status pick them (2.5.1.2, 2.6.1.2).
+    fn customer(&self, rng: &mut SmallRng) -> (u32, String, bool) {
+        let k = self.p.consts;
+        if rng.gen_range(1..=100) <= 60 {
+            (0, last_name(nurand(rng, A_C_LAST, 0, 999, k.c_last)), true)
+        } else {
+            let c = nurand(rng, A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id);
+            (c, String::new(), false)
+        }
+    }
+
+    fn new_order(&mut self, rng: &mut SmallRng) -> Result<(), TxnError> {
         let w = self.p.home_w;
         let k = self.p.consts;
-        let d = rng.gen_range(1..=DISTRICTS) as i32;
-        let c = nurand(rng, A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id) as i32;
+        let d = rng.gen_range(1..=DISTRICTS);
+        let c = nurand(rng, A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id);
         let cnt = rng.gen_range(5..=15usize);
         let rollback = rng.gen_range(1..=100) == 1;
-        let mut lines: Vec<(i32, i32, i32)> = Vec::with_capacity(cnt);
+        let mut lines: Vec<(u32, u32, u32)> = Vec::with_capacity(cnt);
         let mut remote = 0u64;
         for _ in 0..cnt {
-            let item = nurand(rng, A_OL_I_ID, 1, ITEMS, k.ol_i_id) as i32;
+            let item = nurand(rng, A_OL_I_ID, 1, ITEMS, k.ol_i_id);
             let supply = if self.p.warehouses > 1 && rng.gen_range(1..=100) == 1 {
                 remote += 1;
                 self.other_warehouse(rng)
             } else {
                 w
             };
-            lines.push((supply as i32, item, rng.gen_range(1..=10)));
+            lines.push((supply, item, rng.gen_range(1..=10)));
         }
         // Stock rows are locked in one global order so concurrent New-Orders cannot
         // deadlock; the unused item of a rollback stays last, as 2.4.1.4 wants.
         lines.sort_unstable();
         if rollback {
             if let Some(last) = lines.last_mut() {
-                last.1 = ITEMS as i32 + 1;
+                last.1 = ITEMS + 1;
             }
         }
-        let supply: Vec<i32> = lines.iter().map(|l| l.0).collect();
-        let items: Vec<i32> = lines.iter().map(|l| l.1).collect();
-        let qty: Vec<i32> = lines.iter().map(|l| l.2).collect();
         let cs = &self.p.counters;
         Counters::add(&cs.new_orders, 1);
         Counters::add(&cs.order_lines, cnt as u64);
         Counters::add(&cs.remote_order_lines, remote);
-        let r = self.client.query_one(
-            &self.st[NEW_ORDER],
-            &[&(w as i32), &d, &c, &items, &supply, &qty],
-        );
-        match r {
-            Ok(_) => Ok(Outcome::Ok),
-            Err(e) => {
-                if e.as_db_error().map(|d| d.code().code()) == Some(schema::ROLLBACK_SQLSTATE) {
-                    Counters::add(&cs.new_order_rollbacks, 1);
-                }
-                Err(e)
-            }
+        let r = self.conn.new_order(&NewOrder { w, d, c, lines });
+        if let Err(TxnError::Rollback) = r {
+            Counters::add(&cs.new_order_rollbacks, 1);
         }
+        r
     }
 
-    fn payment(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
+    fn payment(&mut self, rng: &mut SmallRng) -> Result<(), TxnError> {
         let w = self.p.home_w;
-        let k = self.p.consts;
-        let d = rng.gen_range(1..=DISTRICTS) as i32;
+        let d = rng.gen_range(1..=DISTRICTS);
         let remote = self.p.warehouses > 1 && rng.gen_range(1..=100) > 85;
         let (c_w, c_d) = if remote {
-            (
-                self.other_warehouse(rng),
-                rng.gen_range(1..=DISTRICTS) as i32,
-            )
+            (self.other_warehouse(rng), rng.gen_range(1..=DISTRICTS))
         } else {
             (w, d)
         };
-        let by_name = rng.gen_range(1..=100) <= 60;
-        let (c_id, c_last) = if by_name {
-            (0i32, last_name(nurand(rng, A_C_LAST, 0, 999, k.c_last)))
-        } else {
-            (
-                nurand(rng, A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id) as i32,
-                String::new(),
-            )
-        };
-        let amount_cents: i32 = rng.gen_range(100..=500_000);
+        let (c_id, c_last, by_name) = self.customer(rng);
+        let amount_cents = rng.gen_range(100..=500_000);
         let cs = &self.p.counters;
         Counters::add(&cs.payments, 1);
         Counters::add(&cs.remote_payments, remote as u64);
         Counters::add(&cs.payments_by_name, by_name as u64);
-        self.client.query_one(
-            &self.st[PAYMENT],
-            &[
-                &(w as i32),
-                &d,
-                &(c_w as i32),
-                &c_d,
-                &c_id,
-                &c_last,
-                &amount_cents,
-            ],
-        )?;
-        Ok(Outcome::Ok)
+        self.conn.payment(&Payment {
+            w,
+            d,
+            c_w,
+            c_d,
+            c_id,
+            c_last,
+            amount_cents,
+        })
     }
 
-    fn order_status(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
-        let k = self.p.consts;
-        let d = rng.gen_range(1..=DISTRICTS) as i32;
-        let by_name = rng.gen_range(1..=100) <= 60;
-        let (c_id, c_last) = if by_name {
-            (0i32, last_name(nurand(rng, A_C_LAST, 0, 999, k.c_last)))
-        } else {
-            (
-                nurand(rng, A_C_ID, 1, CUSTOMERS_PER_DISTRICT, k.c_id) as i32,
-                String::new(),
-            )
-        };
+    fn order_status(&mut self, rng: &mut SmallRng) -> Result<(), TxnError> {
+        let d = rng.gen_range(1..=DISTRICTS);
+        let (c_id, c_last, by_name) = self.customer(rng);
         let cs = &self.p.counters;
         Counters::add(&cs.order_statuses, 1);
         Counters::add(&cs.order_statuses_by_name, by_name as u64);
-        self.client.query_one(
-            &self.st[ORDER_STATUS],
-            &[&(self.p.home_w as i32), &d, &c_id, &c_last],
-        )?;
-        Ok(Outcome::Ok)
+        self.conn.order_status(&OrderStatus {
+            w: self.p.home_w,
+            d,
+            c_id,
+            c_last,
+        })
     }
 
-    fn delivery(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
-        let carrier: i32 = rng.gen_range(1..=10);
-        let row = self
-            .client
-            .query_one(&self.st[DELIVERY], &[&(self.p.home_w as i32), &carrier])?;
-        let delivered: i32 = row.get(0);
+    fn delivery(&mut self, rng: &mut SmallRng) -> Result<(), TxnError> {
+        let carrier = rng.gen_range(1..=10);
+        let delivered = self.conn.delivery(self.p.home_w, carrier)?;
         let cs = &self.p.counters;
         Counters::add(&cs.deliveries, 1);
         Counters::add(
             &cs.delivery_skipped_districts,
-            (DISTRICTS as i32 - delivered).max(0) as u64,
+            u64::from(DISTRICTS.saturating_sub(delivered)),
         );
-        Ok(Outcome::Ok)
+        Ok(())
     }
 
-    fn stock_level(&mut self, rng: &mut SmallRng) -> Result<Outcome, postgres::Error> {
-        let threshold: i32 = rng.gen_range(10..=20);
-        self.client.query_one(
-            &self.st[STOCK_LEVEL],
-            &[
-                &(self.p.home_w as i32),
-                &(self.p.stock_district as i32),
-                &threshold,
-            ],
-        )?;
-        Ok(Outcome::Ok)
+    fn stock_level(&mut self, rng: &mut SmallRng) -> Result<(), TxnError> {
+        let threshold = rng.gen_range(10..=20);
+        self.conn
+            .stock_level(self.p.home_w, self.p.stock_district, threshold)
     }
 
     /// Sleep up to `d`, cut short at the run's deadline or on Ctrl-C. False when cut.

@@ -1,0 +1,321 @@
+//! A throwaway MariaDB server rackbench launches itself: `mariadb-install-db` into a
+//! scratch dir, `mariadbd` on a unix socket there and on 127.0.0.1 at a free port, pinned
+//! to the server CPUs, under a [`ChildGuard`] (stopped with us), removed afterwards.
+//!
+//! root is created with no password (`--auth-root-authentication-method=normal`): a
+//! benchmark server alive for the run only, listening on loopback, as PostgreSQL's
+//! trust. mariadbd refuses to run as root, so when rackbench is root it runs as the
+//! `mysql` system user (which the Debian package creates), else `nobody`. The binary
+//! log is off (`--skip-log-bin`) as in a default install, and every persistence
+//! setting is read back from the server for the disclosure ([`Mariadbd::persistence`]).
+
+use std::ffi::CString;
+use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use engine::launch::{free_port, pin_command, ChildGuard};
+
+use crate::backend::Backend;
+use crate::mariadb::MyDb;
+
+const INSTALL_HINT: &str = "Install MariaDB (Debian/Ubuntu: `apt-get install mariadb-server`), \
+     or give a running server with --dsn 'mysql://user@host:3306/tpcc'";
+
+/// The settings a launched server starts with (from the plan).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub buffer_pool: String,
+    /// 1: flush the redo log at each commit (durable, the default); 0 or 2: not.
+    pub flush_log_at_trx_commit: u8,
+    pub max_connections: u32,
+    /// Extra `name=value` options (`--mariadb-setting`).
+    pub extra: Vec<(String, String)>,
+    pub cpus: Vec<usize>,
+}
+
+/// Where a binary is: on PATH, or in /usr/sbin (Debian keeps mariadbd there).
+pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
+    if let Ok(p) = engine::launch::find_binary(name, "mariadb-server") {
+        return Ok(p);
+    }
+    for dir in ["/usr/sbin", "/usr/bin", "/usr/local/mysql/bin"] {
+        let p = Path::new(dir).join(name);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    bail!("`{name}` was not found on PATH nor in /usr/sbin. {INSTALL_HINT}")
+}
+
+/// Is a MariaDB server installed here (tests skip without one)?
+pub fn available() -> bool {
+    find_binary("mariadbd").is_ok() && find_binary("mariadb-install-db").is_ok()
+}
+
+/// The OS user the server runs as when we are root: `mysql`, else `nobody`.
+fn run_as() -> Option<(u32, u32)> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    for name in ["mysql", "nobody"] {
+        let Ok(c) = CString::new(name) else { continue };
+        // SAFETY: getpwnam returns static storage or null; copied out at once.
+        let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+        if !pw.is_null() {
+            // SAFETY: pw is non-null and points to a valid passwd record.
+            return Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) });
+        }
+    }
+    None
+}
+
+fn user_name(who: Option<(u32, u32)>) -> Option<String> {
+    let (uid, _) = who?;
+    // SAFETY: getpwuid returns static storage or null; copied out at once.
+    let pw = unsafe { libc::getpwuid(uid) };
+    if pw.is_null() {
+        return None;
+    }
+    // SAFETY: pw_name is a NUL-terminated string in the record.
+    let name = unsafe { std::ffi::CStr::from_ptr((*pw).pw_name) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+fn make_dir_for(dir: &Path, who: Option<(u32, u32)>) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o750))?;
+    if let Some((uid, gid)) = who {
+        std::os::unix::fs::chown(dir, Some(uid), Some(gid))
+            .with_context(|| format!("chown {} to uid {uid}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// A running mariadbd we started, in its scratch dir.
+pub struct Mariadbd {
+    guard: Option<ChildGuard>,
+    temp: Option<engine::scratch::ScratchDir>,
+    pub socket: PathBuf,
+    pub port: u16,
+    pub version: String,
+    log: PathBuf,
+}
+
+impl Mariadbd {
+    /// Install a data dir in a scratch dir and start the server on it.
+    pub fn throwaway(settings: &Settings) -> anyhow::Result<Mariadbd> {
+        let install = find_binary("mariadb-install-db")?;
+        let mariadbd = find_binary("mariadbd")?;
+        let temp = engine::scratch::tempdir("rackbench-mariadb-")
+            .context("creating a temp dir for the MariaDB server")?;
+        let who = run_as();
+        // The server's user must reach its directories through the temp dir.
+        std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755))?;
+        let data = temp.path().join("data");
+        let run = temp.path().join("run");
+        make_dir_for(&data, who)?;
+        make_dir_for(&run, who)?;
+        let log = temp.path().join("mariadbd.log");
+        let mut cmd = Command::new(&install);
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .args([
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+                "--skip-name-resolve",
+            ])
+            .stdin(Stdio::null());
+        if let Some(u) = user_name(who) {
+            cmd.arg(format!("--user={u}"));
+        }
+        let out = cmd
+            .output()
+            .with_context(|| format!("running {}", install.display()))?;
+        if !out.status.success() {
+            bail!(
+                "mariadb-install-db failed ({}): {}",
+                out.status,
+                tail(&String::from_utf8_lossy(&out.stderr))
+            );
+        }
+        let port = free_port()?;
+        let socket = run.join("mysqld.sock");
+        let logf = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut cmd = Command::new(&mariadbd);
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--pid-file={}", run.join("mariadbd.pid").display()))
+            .arg(format!("--port={port}"))
+            .args(settings.args())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(logf.try_clone()?))
+            .stderr(Stdio::from(logf));
+        if let Some(u) = user_name(who) {
+            cmd.arg(format!("--user={u}"));
+        }
+        if let Some((uid, gid)) = who {
+            cmd.uid(uid).gid(gid).env("HOME", "/tmp");
+        }
+        pin_command(&mut cmd, &settings.cpus);
+        let guard = ChildGuard::spawn("mariadbd", &mut cmd)?;
+        let mut s = Mariadbd {
+            guard: Some(guard),
+            temp: Some(temp),
+            socket,
+            port,
+            version: String::new(),
+            log,
+        };
+        s.wait_ready(Duration::from_secs(60))?;
+        let mut c = s.backend("mysql").connect()?;
+        s.version = c.server_version().unwrap_or_default();
+        Ok(s)
+    }
+
+    /// Root over the unix socket, database `db`.
+    pub fn backend(&self, db: &str) -> MyDb {
+        MyDb::launched(&self.socket.to_string_lossy(), "127.0.0.1", self.port, db)
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        let db = self.backend("mysql");
+        loop {
+            if self.socket.exists() {
+                match db.connect() {
+                    Ok(_) => return Ok(()),
+                    Err(e) if Instant::now() >= deadline => {
+                        bail!(
+                            "MariaDB did not accept connections within {timeout:?}: {e:#}; {}",
+                            self.log_tail()
+                        )
+                    }
+                    Err(_) => {}
+                }
+            }
+            if let Some(why) = self.guard.as_mut().and_then(ChildGuard::exited) {
+                bail!("mariadbd {why} while starting: {}", self.log_tail());
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "MariaDB did not start within {timeout:?}: {}",
+                    self.log_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Last lines of the server log (for error messages).
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        format!("server log {}: {}", self.log.display(), tail(&text))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.guard.as_ref().map_or(0, ChildGuard::pid)
+    }
+
+    pub fn exited(&mut self) -> Option<String> {
+        self.guard.as_mut().and_then(ChildGuard::exited)
+    }
+
+    /// SIGTERM (a clean shutdown), then the guard's SIGKILL if it hangs; the scratch dir
+    /// goes with it. Idempotent.
+    pub fn stop(&mut self) {
+        if let Some(mut g) = self.guard.take() {
+            let pid = g.pid();
+            if g.exited().is_none() && pid != 0 {
+                // SAFETY: kill(2) on our own unreaped child.
+                unsafe {
+                    libc::kill(pid as i32, libc::SIGTERM);
+                }
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while g.exited().is_none() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            g.stop(Duration::from_secs(2));
+        }
+        if let Some(t) = self.temp.take() {
+            drop(t);
+        }
+    }
+}
+
+impl Drop for Mariadbd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Settings {
+    fn args(&self) -> Vec<String> {
+        let mut v: Vec<(String, String)> = vec![
+            ("bind-address".into(), "127.0.0.1".into()),
+            ("skip-name-resolve".into(), String::new()),
+            ("skip-log-bin".into(), String::new()),
+            ("local-infile".into(), "1".into()),
+            ("innodb-buffer-pool-size".into(), self.buffer_pool.clone()),
+            (
+                "innodb-flush-log-at-trx-commit".into(),
+                self.flush_log_at_trx_commit.to_string(),
+            ),
+            ("max-connections".into(), self.max_connections.to_string()),
+        ];
+        v.extend(self.extra.iter().cloned());
+        v.into_iter()
+            .map(|(k, val)| {
+                if val.is_empty() {
+                    format!("--{k}")
+                } else {
+                    format!("--{k}={val}")
+                }
+            })
+            .collect()
+    }
+}
+
+/// The persistence settings a server runs with, as facts (`server.config.NAME`), read
+/// from the server itself (a launched one's and a `--dsn` one's alike).
+pub fn persistence(c: &mut dyn crate::backend::Conn) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for name in [
+        "innodb_buffer_pool_size",
+        "innodb_flush_log_at_trx_commit",
+        "sync_binlog",
+        "log_bin",
+        "tx_isolation",
+        "innodb_doublewrite",
+        "innodb_flush_method",
+    ] {
+        let sql = format!("SELECT CAST(@@global.{name} AS CHAR)");
+        if let Ok(v) = text(c, &sql) {
+            out.push((name.to_string(), v));
+        }
+    }
+    out
+}
+
+fn text(c: &mut dyn crate::backend::Conn, sql: &str) -> anyhow::Result<String> {
+    c.query_text(sql)
+}
+
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .take(5)
+        .collect();
+    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
