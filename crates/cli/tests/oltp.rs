@@ -446,3 +446,172 @@ fn a_password_protected_server_and_a_password_found_nowhere() {
     }
     server.stop();
 }
+
+fn have_mariadb() -> bool {
+    let ok = wl_oltp::mariadb_available();
+    if !ok {
+        eprintln!("skipped: MariaDB (mariadbd, mariadb-install-db) is not installed");
+    }
+    ok
+}
+
+/// `--engine mariadb` end to end: a launched mariadbd, a run that stores NOPM and TPM
+/// side by side with latency per transaction type and passes the check; then a server
+/// with a password, used with it in MYSQL_PWD and in a `mariadb://` URL: a wrong one is a
+/// clear error that stores no run, and the right one is found nowhere afterwards (not
+/// printed, not in the store's bytes, not in an export). No mariadbd is left running.
+#[test]
+fn mariadb_runs_and_its_password_is_kept_out_of_everything() {
+    if !have_mariadb() {
+        return;
+    }
+    let tmp = engine::scratch::tempdir("rackbench-cli-mariadb-").unwrap();
+    let store = tmp.path().join("r.sqlite");
+    let db = store.to_str().unwrap();
+    let no_pgpass = tmp.path().join("no-pgpass");
+    let (code, out, err) = rackbench(
+        &[
+            "--db",
+            db,
+            "run",
+            "oltp",
+            "--engine",
+            "mariadb",
+            "--warehouses",
+            "1",
+            "--vus",
+            "2",
+            "--duration",
+            "3",
+            "--rampup",
+            "1",
+            "--innodb-buffer-pool-size",
+            "64M",
+        ],
+        &[],
+        &no_pgpass,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("MariaDB"), "{err}");
+    let header = out.lines().find(|l| l.starts_with("STEP")).unwrap_or("");
+    assert!(header.contains("NOPM") && header.contains("TPM"), "{out}");
+    assert!(
+        out.contains("latency per type:") && out.contains("AVG MS"),
+        "{out}"
+    );
+    assert!(!out.contains("consistency"), "the check passes: {out}");
+
+    // A server where `bench` needs a password.
+    let mut s = wl_oltp::mariadb_server::Mariadbd::throwaway(&wl_oltp::mariadb_server::Settings {
+        buffer_pool: "32M".into(),
+        flush_log_at_trx_commit: 2,
+        max_connections: 50,
+        extra: vec![],
+        cpus: vec![],
+    })
+    .unwrap();
+    {
+        use wl_oltp::backend::Backend;
+        let mut admin = s.backend("mysql").connect().unwrap();
+        let quoted = PASSWORD.replace('\\', "\\\\").replace('\'', "\\'");
+        admin
+            .batch(&format!(
+                "CREATE USER 'bench'@'127.0.0.1' IDENTIFIED BY '{quoted}'"
+            ))
+            .unwrap();
+        admin.batch("CREATE DATABASE tpcc").unwrap();
+        admin
+            .batch("GRANT ALL ON tpcc.* TO 'bench'@'127.0.0.1'")
+            .unwrap();
+    }
+    let url = format!(
+        "mysql://bench@127.0.0.1:{}/tpcc?prefer_socket=false",
+        s.port
+    );
+    let args = |dsn: &str| -> Vec<String> {
+        [
+            "--db",
+            db,
+            "run",
+            "oltp",
+            "--dsn",
+            dsn,
+            "--warehouses",
+            "1",
+            "--vus",
+            "2",
+            "--duration",
+            "2",
+            "--rampup",
+            "0.5",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+    };
+    let runs_before =
+        store::export::from_json(&rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass).1)
+            .unwrap()
+            .len();
+    let wrong = args(&url);
+    let wrong: Vec<&str> = wrong.iter().map(String::as_str).collect();
+    let (code, out, err) = rackbench(&wrong, &[("MYSQL_PWD", "not-the-password")], &no_pgpass);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("the password for user bench was refused"),
+        "{err}"
+    );
+    let (_, json, _) = rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass);
+    let ok_runs = store::export::from_json(&json)
+        .unwrap()
+        .iter()
+        .filter(|r| r.results.iter().any(|x| x.metric("nopm", &[]).is_some()))
+        .count();
+    assert_eq!(ok_runs, runs_before, "a refused login stores no figures");
+
+    let mut printed = String::new();
+    let env_run = args(&url);
+    let env_run: Vec<&str> = env_run.iter().map(String::as_str).collect();
+    let (code, out, err) = rackbench(&env_run, &[("MYSQL_PWD", PASSWORD)], &no_pgpass);
+    assert_eq!(code, 0, "{out}{err}");
+    printed.push_str(&out);
+    printed.push_str(&err);
+    let in_url = format!(
+        "mariadb://bench:{}@127.0.0.1:{}/tpcc?prefer_socket=false",
+        percent_encoded(PASSWORD),
+        s.port
+    );
+    let url_run = args(&in_url);
+    let url_run: Vec<&str> = url_run.iter().map(String::as_str).collect();
+    let (code, out, err) = rackbench(&url_run, &[], &no_pgpass);
+    assert_eq!(code, 0, "{out}{err}");
+    printed.push_str(&out);
+    printed.push_str(&err);
+    assert_no_password("what the runs printed", &printed);
+    assert!(!printed.contains(&percent_encoded(PASSWORD)), "{printed}");
+
+    let (code, json, err) = rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass);
+    assert_eq!(code, 0, "{err}");
+    assert_no_password("the JSON export", &json);
+    assert!(!json.contains(&percent_encoded(PASSWORD)), "{json}");
+    assert!(json.contains("mariadb://bench:***@"), "{json}");
+    for entry in std::fs::read_dir(tmp.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("r.sqlite")
+        {
+            let bytes = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            assert_no_password(&path.display().to_string(), &bytes);
+            assert!(!bytes.contains(&percent_encoded(PASSWORD)));
+        }
+    }
+    let pid = s.pid();
+    s.stop();
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "mariadbd left running"
+    );
+}

@@ -486,6 +486,56 @@ fn percentiles_ns(r: &ResultRecord) -> [Option<f64>; 3] {
     ]
 }
 
+/// Each transaction type's latency, one row per result and type: count, the average
+/// beside p50/p95/p99 in ms, from the stored histogram (merged exactly, never averaged
+/// percentiles). Types are those a workload labels its metrics with (`txn=`); the
+/// coordinated-omission corrected histogram is preferred where there is one. Empty when
+/// no result stores any.
+fn per_type_latency_table(results: &[ResultRecord]) -> String {
+    let mut rows = Vec::new();
+    for r in results {
+        let mut types: Vec<&str> = r
+            .metrics
+            .iter()
+            .filter_map(|m| m.labels.get("txn").map(String::as_str))
+            .collect();
+        types.dedup();
+        for t in types {
+            let Some(h) = r
+                .histograms
+                .iter()
+                .filter(|h| h.name == t)
+                .max_by_key(|h| h.kind == "corrected")
+            else {
+                continue;
+            };
+            let p95 = h
+                .histogram()
+                .ok()
+                .filter(|x| !x.is_empty())
+                .map(|x| x.value_at_quantile(0.95) as f64);
+            let s = &h.summary;
+            rows.push(vec![
+                Cell::right(r.step.to_string()),
+                Cell::left(t.to_string()),
+                Cell::left(h.kind.clone()),
+                Cell::right(s.count.to_string()),
+                Cell::right(ms(s.mean_ns)),
+                Cell::right(ms(s.p50_ns as f64)),
+                Cell::right(p95.map(ms).unwrap_or_else(|| "-".into())),
+                Cell::right(ms(s.p99_ns as f64)),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let headers = [
+        "STEP", "TYPE", "LATENCY", "COUNT", "AVG MS", "P50 MS", "P95 MS", "P99 MS",
+    ];
+    format!("\nlatency per type:\n{}", render_table(&headers, &rows))
+}
+
 /// Errors: the unlabelled `errors` metric, else the sum of the labelled ones.
 fn errors_of(r: &ResultRecord) -> Option<f64> {
     r.metric("errors", &[]).map(|m| m.value).or_else(|| {
@@ -516,9 +566,11 @@ fn flag_codes(r: &ResultRecord) -> String {
 
 /// The results of a run as an aligned text table, one row per result: step, test, the
 /// parameters that vary, the headline figure with its unit, ops/s (when the headline is
-/// something else), p50/p99/p99.9 in ms, errors and flags (`! code` a warning, `!! code`
-/// an invalid figure). Notes below the table give each flag's message, errors and
-/// missing figures: a suspect number is never shown without its reason.
+/// something else), NOPM and TPM side by side (TPC-C results, whichever leads), p50/p99/
+/// p99.9 in ms, errors and flags (`! code` a warning, `!! code` an invalid figure). A
+/// second table gives each transaction type's latency (average beside p50/p95/p99) where
+/// its histogram is stored. Notes below give each flag's message, errors and missing
+/// figures: a suspect number is never shown without its reason.
 pub fn results_table(run: &RunRecord) -> String {
     let results = &run.results;
     if results.is_empty() {
@@ -534,6 +586,8 @@ pub fn results_table(run: &RunRecord) -> String {
     let show_pct = [0, 1, 2].map(|i| pct.iter().any(|p| p[i].is_some()));
     let errors: Vec<Option<f64>> = results.iter().map(errors_of).collect();
     let show_errors = errors.iter().any(Option::is_some);
+    // TPC-C's two figures side by side, whichever the mix made the headline.
+    let show_tpcc = ["nopm", "tpm"].map(|n| results.iter().any(|r| r.metric(n, &[]).is_some()));
 
     let mut headers: Vec<String> = vec!["STEP".into(), "TEST".into()];
     if show_rep {
@@ -543,6 +597,11 @@ pub fn results_table(run: &RunRecord) -> String {
     headers.push("RESULT".into());
     if show_ops {
         headers.push("OPS/S".into());
+    }
+    for (i, h) in ["NOPM", "TPM"].into_iter().enumerate() {
+        if show_tpcc[i] {
+            headers.push(h.into());
+        }
     }
     for (i, h) in ["P50 MS", "P99 MS", "P99.9 MS"].into_iter().enumerate() {
         if show_pct[i] {
@@ -581,6 +640,15 @@ pub fn results_table(run: &RunRecord) -> String {
                     .unwrap_or_else(|| "-".into()),
             ));
         }
+        for (j, name) in ["nopm", "tpm"].into_iter().enumerate() {
+            if show_tpcc[j] {
+                row.push(Cell::right(
+                    r.metric(name, &[])
+                        .map(|m| fmt_num(m.value))
+                        .unwrap_or_else(|| "-".into()),
+                ));
+            }
+        }
         for (j, shown) in show_pct.iter().enumerate() {
             if *shown {
                 row.push(Cell::right(pct[i][j].map(ms).unwrap_or_else(|| "-".into())));
@@ -596,6 +664,7 @@ pub fn results_table(run: &RunRecord) -> String {
     }
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut out = render_table(&headers, &rows);
+    out.push_str(&per_type_latency_table(results));
 
     // Notes: what each flag means, errors, and missing figures, each said once with the
     // steps it applies to (in order of first appearance).
@@ -812,5 +881,58 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             t.contains("step 1: not measured: ops_per_s: server died"),
             "{t}"
         );
+    }
+
+    /// A TPC-C result: NOPM and TPM side by side whichever leads, and each transaction
+    /// type's average latency beside its p50/p95/p99, from the stored histogram.
+    #[test]
+    fn tpcc_results_show_nopm_tpm_and_latency_per_transaction_type() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
+        let mut h = model::hist::new_latency_histogram();
+        for v in 1..=100u64 {
+            h.record(v * 1_000_000).unwrap();
+        }
+        for (i, r) in run.results.iter_mut().enumerate() {
+            r.headline = if i == 0 { "nopm" } else { "tpm" }.into();
+            r.metrics.clear();
+            r.flags.clear();
+            r.missing.clear();
+            r.status = Status::Ok;
+            r.error = None;
+            r.metrics
+                .push(model::Metric::new("tpm", 3000.0, "transactions/min"));
+            if i == 0 {
+                r.metrics
+                    .push(model::Metric::new("nopm", 1300.0, "new orders/min"));
+            }
+            r.metrics.push(
+                model::Metric::new("transactions", 100.0, "transactions").label("txn", "new_order"),
+            );
+            r.histograms = vec![model::HistogramRecord::from_histogram(
+                "new_order",
+                "service",
+                &h,
+            )];
+        }
+        let t = results_table(&run);
+        let lines: Vec<&str> = t.lines().collect();
+        let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words(lines[0]).contains("RESULT NOPM TPM P50 MS"), "{t}");
+        assert!(
+            words(lines[1]).contains("1300 new orders/min 1300 3000"),
+            "{t}"
+        );
+        assert!(
+            words(lines[2]).contains("3000 transactions/min - 3000"),
+            "{t}"
+        );
+        assert!(t.contains("latency per type:"), "{t}");
+        let row = lines
+            .iter()
+            .find(|l| l.contains("new_order"))
+            .expect("a new_order row");
+        // 1..100 ms: average 50.5, p50 50, p95 95, p99 99 (within the histogram's precision).
+        let want = "new_order service 100 50.499 50.004 95.027 99.025";
+        assert!(words(row).contains(want), "{want} missing: {t}");
     }
 }
