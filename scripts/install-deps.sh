@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what rackbench needs on Debian/Ubuntu (run as root): the servers it launches
-# (redis-server, nginx, PostgreSQL), the reference tools the bench scripts compare against
+# (redis-server, nginx, PostgreSQL, MariaDB), the reference tools the bench scripts compare against
 # (redis-benchmark, iperf3, wrk, pgbench, openssl), headless Chromium for the report test,
 # and a Rust toolchain when none is present.
 set -euo pipefail
@@ -12,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 
-PKGS=(redis-server redis-tools nginx-light postgresql postgresql-contrib iperf3 wrk sysstat
+PKGS=(redis-server redis-tools nginx-light postgresql postgresql-contrib mariadb-server iperf3 wrk sysstat
       chromium libssl-dev pkg-config build-essential ca-certificates git procps util-linux
       dmidecode ethtool python3 jq)
 
@@ -27,7 +27,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # Debian starts the packaged services; rackbench launches its own on free ports.
-for svc in redis-server nginx postgresql; do
+for svc in redis-server nginx postgresql mariadb; do
   $SUDO service "$svc" stop >/dev/null 2>&1 || true
 done
 

@@ -340,6 +340,16 @@ impl MyDb {
         self.opts().get_pass().map(str::to_string)
     }
 
+    /// A server we launched, from a load generator: root over TCP to `host`.
+    pub fn launched_tcp(host: &str, port: u16, db: &str) -> MyDb {
+        let b = mysql::OptsBuilder::new()
+            .ip_or_hostname(Some(host))
+            .tcp_port(port)
+            .user(Some("root"))
+            .db_name(Some(db));
+        MyDb { opts: b }
+    }
+
     fn opts(&self) -> mysql::Opts {
         mysql::Opts::from(self.opts.clone())
     }

@@ -1,10 +1,12 @@
 //! A throwaway MariaDB server rackbench launches itself: `mariadb-install-db` into a
-//! scratch dir, `mariadbd` on a unix socket there and on 127.0.0.1 at a free port, pinned
-//! to the server CPUs, under a [`ChildGuard`] (stopped with us), removed afterwards.
+//! scratch dir, `mariadbd` on a unix socket there and on 127.0.0.1 at a free port (and on
+//! the address load generators on other hosts reach it at, see [`Reach`]), pinned to the
+//! server CPUs, under a [`ChildGuard`] (stopped with us), removed afterwards.
 //!
 //! root is created with no password (`--auth-root-authentication-method=normal`): a
-//! benchmark server alive for the run only, listening on loopback, as PostgreSQL's
-//! trust. mariadbd refuses to run as root, so when rackbench is root it runs as the
+//! benchmark server alive for the run only, as PostgreSQL's trust. Off loopback, root is
+//! admitted from the system under test's own address and each load generator's, by IP
+//! (`--skip-name-resolve`), and from nowhere else. mariadbd refuses to run as root, so when rackbench is root it runs as the
 //! `mysql` system user (which the Debian package creates), else `nobody`. The binary
 //! log is off (`--skip-log-bin`) as in a default install, and every persistence
 //! setting is read back from the server for the disclosure ([`Mariadbd::persistence`]).
@@ -22,6 +24,7 @@ use engine::launch::{free_port, pin_command, ChildGuard};
 
 use crate::backend::Backend;
 use crate::mariadb::MyDb;
+use crate::server::Reach;
 
 const INSTALL_HINT: &str = "Install MariaDB (Debian/Ubuntu: `apt-get install mariadb-server`), \
      or give a running server with --dsn 'mysql://user@host:3306/tpcc'";
@@ -108,8 +111,14 @@ pub struct Mariadbd {
 }
 
 impl Mariadbd {
-    /// Install a data dir in a scratch dir and start the server on it.
+    /// Install a data dir in a scratch dir and start the server on it, on loopback.
     pub fn throwaway(settings: &Settings) -> anyhow::Result<Mariadbd> {
+        Mariadbd::throwaway_at(settings, &Reach::loopback())
+    }
+
+    /// [`Mariadbd::throwaway`], listening where `reach` says and admitting root from
+    /// the addresses it lists (the load generators') and from its own listen address.
+    pub fn throwaway_at(settings: &Settings, reach: &Reach) -> anyhow::Result<Mariadbd> {
         let install = find_binary("mariadb-install-db")?;
         let mariadbd = find_binary("mariadbd")?;
         let temp = engine::scratch::tempdir("rackbench-mariadb-")
@@ -153,6 +162,7 @@ impl Mariadbd {
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--pid-file={}", run.join("mariadbd.pid").display()))
             .arg(format!("--port={port}"))
+            .arg(format!("--bind-address={}", reach.listen))
             .args(settings.args())
             .stdin(Stdio::null())
             .stdout(Stdio::from(logf.try_clone()?))
@@ -176,6 +186,15 @@ impl Mariadbd {
         s.wait_ready(Duration::from_secs(60))?;
         let mut c = s.backend("mysql").connect()?;
         s.version = c.server_version().unwrap_or_default();
+        for host in admitted_hosts(reach) {
+            c.batch(&format!("CREATE USER IF NOT EXISTS 'root'@'{host}'"))
+                .and_then(|()| {
+                    c.batch(&format!(
+                        "GRANT ALL PRIVILEGES ON *.* TO 'root'@'{host}' WITH GRANT OPTION"
+                    ))
+                })
+                .with_context(|| format!("admitting root from {host}"))?;
+        }
         Ok(s)
     }
 
@@ -256,10 +275,30 @@ impl Drop for Mariadbd {
     }
 }
 
+/// The client addresses root is admitted from besides loopback: the listen addresses
+/// other than 127.0.0.1 (generators on the system under test connect from there) and
+/// each admitted `a.b.c.d/32` (a load generator). Only IP addresses reach the SQL.
+fn admitted_hosts(reach: &Reach) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let listed = reach
+        .listen
+        .split(',')
+        .chain(reach.admit.iter().map(String::as_str));
+    for a in listed {
+        let ip = a.split('/').next().unwrap_or("").trim();
+        match ip.parse::<std::net::IpAddr>() {
+            Ok(addr) if !addr.is_loopback() && !out.contains(&addr.to_string()) => {
+                out.push(addr.to_string())
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 impl Settings {
     fn args(&self) -> Vec<String> {
         let mut v: Vec<(String, String)> = vec![
-            ("bind-address".into(), "127.0.0.1".into()),
             ("skip-name-resolve".into(), String::new()),
             ("skip-log-bin".into(), String::new()),
             ("local-infile".into(), "1".into()),

@@ -159,13 +159,7 @@ impl Target {
                 describe: model::redact_secrets(dsn),
             });
         }
-        if *reach != Reach::loopback() {
-            bail!(
-                "a launched MariaDB listens on loopback only: with load generators on other \
-                 hosts, start MariaDB yourself and give it with --dsn mysql://user@host:port/tpcc"
-            );
-        }
-        let s = Mariadbd::throwaway(&cfg.mariadb_settings()?)?;
+        let s = Mariadbd::throwaway_at(&cfg.mariadb_settings()?, reach)?;
         let describe = format!(
             "MariaDB {} launched on {} (port {})",
             s.version,
@@ -208,6 +202,10 @@ impl Target {
                         .user(server::SUPERUSER)
                         .dbname(db);
                     server::dsn_without_password(&c)
+                }
+                // Off loopback, TCP to the address (a generator elsewhere has no socket).
+                Some(Launched::Maria(s)) if !is_loopback(bind_ip) => {
+                    MyDb::launched_tcp(bind_ip, s.port, db).endpoint()
                 }
                 _ => self.backend(db).endpoint(),
             })
@@ -332,6 +330,12 @@ impl Target {
             s.stop();
         }
     }
+}
+
+fn is_loopback(ip: &str) -> bool {
+    ip.parse::<std::net::IpAddr>()
+        .map(|a| a.is_loopback())
+        .unwrap_or(false)
 }
 
 /// Database names: the first, then `first_2`, `first_3`...

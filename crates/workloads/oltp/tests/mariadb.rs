@@ -5,12 +5,14 @@
 //! error that names neither the password nor leaves a server behind. Skips (with a
 //! message) when MariaDB is not installed.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rackbench_oltp as wl_oltp;
 
+use engine::host::{Host, Roles};
 use engine::workload::Registration;
 use engine::{Ctx, Workload};
+use hosts::LocalHost;
 use serde_json::{json, Map, Value};
 use wl_oltp::{Config, Oltp};
 
@@ -273,4 +275,55 @@ fn a_bad_dsn_or_a_wrong_password_is_a_clear_error_without_the_password() {
     let pid = s.pid();
     s.stop();
     nothing_left(Some(pid));
+}
+
+fn non_loopback_ip() -> Option<String> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("10.255.255.255:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
+}
+
+/// The system under test at a non-loopback address and two load generators: the
+/// launched mariadbd listens there too, the endpoints are TCP to it, and the users of
+/// both generators add up to one result that passes the check.
+#[test]
+fn a_launched_mariadb_on_the_sut_address_serves_two_generators() {
+    if !have_mariadb() {
+        return;
+    }
+    let Some(ip) = non_loopback_ip() else {
+        eprintln!("skipping: this host has no address but loopback");
+        return;
+    };
+    let _one = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    let sut = Arc::new(LocalHost::new("sut", catalog, false));
+    sut.set_address(&ip);
+    let gen = |n: &str| Arc::new(LocalHost::new(n, catalog, false)) as Arc<dyn Host>;
+    let ctx = Ctx {
+        roles: Some(Roles {
+            sut: sut.clone() as Arc<dyn Host>,
+            loadgens: vec![gen("gen-a"), gen("gen-b")],
+        }),
+        ..Ctx::quiet()
+    };
+    let mut w = Oltp::new(cfg(json!({
+        "engine": "mariadb", "warehouses": 1, "vus": 2, "duration": 2, "rampup": 0.5,
+        "innodb_buffer_pool_size": "64M", "load_threads": 2
+    })))
+    .unwrap();
+    w.prepare(&ctx).unwrap();
+    let e = &w.endpoints()[0];
+    assert!(e.starts_with(&format!("mysql://root@{ip}:")), "{e}");
+    let out = w.run_test("tpcc", &ctx).unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(
+        metric(&out, "nopm").unwrap_or(0.0) > 0.0,
+        "{:?}",
+        out.metrics
+    );
+    assert!(w.verify(&ctx).unwrap().is_empty());
+    let pid = w.server_pid();
+    w.cleanup();
+    nothing_left(pid);
 }
