@@ -28,7 +28,8 @@ pub struct Where {
     #[arg(long, value_name = "DIR", conflicts_with = "dsn")]
     pub dir: Option<String>,
     /// An existing server's connection string (the database must exist; with no
-    /// password in it, PGPASSWORD or the password file is used)
+    /// password in it, PGPASSWORD or the password file is used), or a MariaDB/MySQL URL
+    /// mysql://user@host:port/db (the password from MYSQL_PWD)
     #[arg(long, value_name = "CONNSTRING")]
     pub dsn: Option<String>,
     /// Databases (tpcc, tpcc_2, ...), as `run oltp --databases`

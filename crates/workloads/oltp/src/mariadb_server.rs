@@ -331,7 +331,9 @@ pub fn persistence(c: &mut dyn crate::backend::Conn) -> Vec<(String, String)> {
         "innodb_flush_log_at_trx_commit",
         "sync_binlog",
         "log_bin",
+        // The isolation level: MariaDB's name, and MySQL 8's (only those that exist are kept).
         "tx_isolation",
+        "transaction_isolation",
         "innodb_doublewrite",
         "innodb_flush_method",
     ] {

@@ -1,5 +1,6 @@
-//! The TPC-C schema (clause 1.3): the nine tables, the indexes created after the load, and
-//! the five transactions as server-side PL/pgSQL functions, so that each transaction is
+//! PostgreSQL's TPC-C schema (clause 1.3; MariaDB's is in [`crate::mariadb`]): the nine
+//! tables, the indexes created after the load, and the five transactions as server-side
+//! PL/pgSQL functions, so that each transaction is
 //! one round trip (Bind/Execute/Sync of a prepared `SELECT fn(...)`), as HammerDB's
 //! stored-procedure mode does. Fewer round trips is where a cheap driver comes from.
 

@@ -420,6 +420,124 @@ mod tests {
         assert!(mix.below_spec().is_empty());
     }
 
+    /// A third engine is the [`Backend`] and [`Txns`] traits and nothing else: this one
+    /// keeps no data and records what the shared transaction logic sent it, so the
+    /// input rules are checked without a server (fio's `null` engine, for TPC-C).
+    #[derive(Default)]
+    struct Seen {
+        new_orders: Vec<NewOrder>,
+        payments: Vec<Payment>,
+        deliveries: u32,
+    }
+
+    struct NullDb(Arc<Mutex<Seen>>);
+
+    impl Backend for NullDb {
+        fn engine(&self) -> crate::backend::EngineKind {
+            crate::backend::EngineKind::Postgresql
+        }
+        fn db_name(&self) -> String {
+            "null".into()
+        }
+        fn with_db(&self, _db: &str) -> Box<dyn Backend> {
+            Box::new(NullDb(self.0.clone()))
+        }
+        fn connect(&self) -> anyhow::Result<Box<dyn crate::backend::Conn>> {
+            anyhow::bail!("the null engine has no admin connection")
+        }
+        fn connect_vu(&self) -> anyhow::Result<Box<dyn Txns>> {
+            Ok(Box::new(NullDb(self.0.clone())))
+        }
+        fn endpoint(&self) -> String {
+            "null://".into()
+        }
+    }
+
+    impl Txns for NullDb {
+        fn new_order(&mut self, t: &NewOrder) -> Result<(), TxnError> {
+            self.0.lock().unwrap().new_orders.push(t.clone());
+            if t.lines.last().is_some_and(|l| l.1 > ITEMS) {
+                return Err(TxnError::Rollback);
+            }
+            Ok(())
+        }
+        fn payment(&mut self, t: &Payment) -> Result<(), TxnError> {
+            self.0.lock().unwrap().payments.push(t.clone());
+            Ok(())
+        }
+        fn order_status(&mut self, _t: &OrderStatus) -> Result<(), TxnError> {
+            Err(TxnError::Db("40001 serialization failure".into()))
+        }
+        fn delivery(&mut self, _w: u32, _carrier: u32) -> Result<u32, TxnError> {
+            self.0.lock().unwrap().deliveries += 1;
+            Ok(7)
+        }
+        fn stock_level(&mut self, _w: u32, _d: u32, _t: u32) -> Result<(), TxnError> {
+            Err(TxnError::Lost("connection reset".into()))
+        }
+    }
+
+    #[test]
+    fn the_transaction_logic_runs_on_any_engine_and_follows_the_input_rules() {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let mut rng = SmallRng::seed_from_u64(7);
+        let counters = Arc::new(Counters::default());
+        let p = VuParams {
+            home_w: 2,
+            stock_district: 1,
+            warehouses: 3,
+            consts: Constants::for_run(&mut rng, 100),
+            mix: Mix::default(),
+            class_offset: 0,
+            counters: counters.clone(),
+            waits: false,
+            deadline: None,
+            db_latency: None,
+        };
+        let mut vu = Vu::connect(&NullDb(seen.clone()), p).unwrap();
+        let mut rollbacks = 0;
+        for _ in 0..2000 {
+            match vu.run(NEW_ORDER, &mut rng) {
+                Ok(Outcome::Rollback) => rollbacks += 1,
+                Ok(Outcome::Ok) => {}
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(vu.run(PAYMENT, &mut rng), Ok(Outcome::Ok));
+        }
+        assert!(matches!(
+            vu.run(ORDER_STATUS, &mut rng),
+            Ok(Outcome::Error(_))
+        ));
+        assert_eq!(vu.run(DELIVERY, &mut rng), Ok(Outcome::Ok));
+        assert!(
+            vu.run(STOCK_LEVEL, &mut rng).is_err(),
+            "a lost connection ends the user"
+        );
+        let seen = seen.lock().unwrap();
+        // 2.4.1: 5..15 lines, sorted (one lock order), about 1% rolled back, about 1% of
+        // lines from another warehouse.
+        for t in &seen.new_orders {
+            assert!((5..=15).contains(&t.lines.len()) && t.w == 2);
+            assert!(t.lines.windows(2).all(|w| w[0] <= w[1]) || t.lines.last().unwrap().1 > ITEMS);
+        }
+        assert!((5..=50).contains(&rollbacks), "{rollbacks}");
+        let v = counters.values();
+        assert_eq!(v.new_order_rollbacks, rollbacks);
+        let remote_pct = 100.0 * v.remote_order_lines as f64 / v.order_lines as f64;
+        assert!((0.5..1.5).contains(&remote_pct), "{remote_pct}");
+        // 2.5.1: 60% by last name, 15% remote, amounts 1.00..5000.00.
+        let by_name = seen.payments.iter().filter(|p| p.c_id == 0).count() as f64 / 2000.0;
+        assert!((0.55..0.65).contains(&by_name), "{by_name}");
+        let remote = seen.payments.iter().filter(|p| p.c_w != 2).count() as f64 / 2000.0;
+        assert!((0.12..0.18).contains(&remote), "{remote}");
+        assert!(seen
+            .payments
+            .iter()
+            .all(|p| (100..=500_000).contains(&p.amount_cents)));
+        assert_eq!(seen.deliveries, 1);
+        assert_eq!(v.delivery_skipped_districts, 3);
+    }
+
     #[test]
     fn mix_rejects_bad_weights() {
         assert!(Mix::new(&[50.0, 50.0]).is_err());
