@@ -52,6 +52,16 @@ impl EngineKind {
         }
     }
 
+    /// Does the engine count transactions for the whole server rather than per
+    /// database? MariaDB's Com_commit is server-wide: its TPM is then read once, never
+    /// summed over the databases of a run.
+    pub fn xacts_server_wide(self) -> bool {
+        match self {
+            EngineKind::Postgresql => false,
+            EngineKind::Mariadb => true,
+        }
+    }
+
     /// The SQL this engine speaks.
     pub fn dialect(self) -> &'static Dialect {
         match self {
@@ -137,13 +147,12 @@ pub struct Counts {
     /// sum(d_next_o_id) over the districts: grows by one per committed New-Order.
     pub next_o_id_sum: i64,
     /// Committed + rolled back transactions (this database's, or the server's: see
-    /// [`Conn::xacts_server_wide`]).
+    /// [`EngineKind::xacts_server_wide`]).
     pub xacts: i64,
 }
 
 /// An admin connection to one database: what a build, the monitor and the check need.
 pub trait Conn: Send {
-    fn engine(&self) -> EngineKind;
     /// Run one or more statements, no results.
     fn batch(&mut self, sql: &str) -> anyhow::Result<()>;
     /// The single integer a query returns (NULL: 0).
@@ -166,9 +175,6 @@ pub trait Conn: Send {
     /// Does one [`Conn::counts`] reading count as a transaction itself (PostgreSQL's
     /// autocommit SELECT does; MariaDB's Com_commit does not)?
     fn reading_is_a_transaction(&self) -> bool;
-    /// Are [`Counts::xacts`] the server's (MariaDB keeps no per-schema commit count)
-    /// rather than this database's?
-    fn xacts_server_wide(&self) -> bool;
     /// Sessions still open under the virtual users' name (their counters are complete
     /// once they are gone); 0 where counters are never late.
     fn vu_sessions(&mut self) -> anyhow::Result<i64>;

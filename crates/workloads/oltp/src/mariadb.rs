@@ -8,7 +8,7 @@
 //!
 //! TPM comes from the server's `Com_commit + Com_rollback` (HammerDB's MySQL counter),
 //! which MariaDB keeps for the whole server, not per database: with several databases
-//! it counts them all at once (see [`Conn::xacts_server_wide`]).
+//! it counts them all at once (see [`EngineKind::xacts_server_wide`]).
 
 use std::sync::Arc;
 
@@ -468,10 +468,6 @@ struct MyConn {
 }
 
 impl Conn for MyConn {
-    fn engine(&self) -> EngineKind {
-        EngineKind::Mariadb
-    }
-
     fn batch(&mut self, sql: &str) -> anyhow::Result<()> {
         Ok(self.c.query_drop(sql)?)
     }
@@ -562,10 +558,6 @@ impl Conn for MyConn {
 
     fn reading_is_a_transaction(&self) -> bool {
         false
-    }
-
-    fn xacts_server_wide(&self) -> bool {
-        true
     }
 
     fn vu_sessions(&mut self) -> anyhow::Result<i64> {

@@ -60,10 +60,6 @@ impl Backend for postgres::Config {
 }
 
 impl Conn for postgres::Client {
-    fn engine(&self) -> EngineKind {
-        EngineKind::Postgresql
-    }
-
     fn batch(&mut self, sql: &str) -> anyhow::Result<()> {
         Ok(self.batch_execute(sql)?)
     }
@@ -133,10 +129,6 @@ impl Conn for postgres::Client {
 
     fn reading_is_a_transaction(&self) -> bool {
         true
-    }
-
-    fn xacts_server_wide(&self) -> bool {
-        false
     }
 
     fn vu_sessions(&mut self) -> anyhow::Result<i64> {

@@ -29,9 +29,11 @@ pub(crate) fn step_output(
     } else {
         "tpm"
     };
-    // MariaDB counts commits for the whole server: its TPM is read once (database 1's
-    // window), never summed over the databases.
-    let server_wide = cfg.engine_kind().ok() == Some(crate::backend::EngineKind::Mariadb);
+    // An engine that counts commits for the whole server (MariaDB): its TPM is read once
+    // (database 1's window), never summed over the databases.
+    let server_wide = cfg
+        .engine_kind()
+        .is_ok_and(crate::backend::EngineKind::xacts_server_wide);
     let mut out = StepOutput {
         headline: headline.into(),
         duration_s: o.duration_s,
@@ -477,6 +479,55 @@ mod tests {
             .iter()
             .find(|m| m.name == name && m.labels.is_empty())
             .map(|m| m.value)
+    }
+
+    /// MariaDB's commit counter is the server's: with two databases its TPM is the one
+    /// reading, not twice it, and no per-database TPM is made up; NOPM stays per database.
+    #[test]
+    fn a_server_wide_tpm_is_counted_once() {
+        let cfg = Config {
+            engine: Some("mariadb".into()),
+            databases: 2,
+            ..Config::default()
+        };
+        let mut wins = [window(4455, 28_000), window(4000, 28_000)];
+        for w in &mut wins {
+            // Com_commit is not moved by the monitor's reads.
+            w.own_xacts = 0;
+            if let Some(l) = w.last.as_mut() {
+                l.xacts -= 61;
+            }
+        }
+        let out = step_output(
+            &cfg,
+            &Mix::default(),
+            &outcome(),
+            &wins,
+            &[counters(45), counters(45)],
+            None,
+        );
+        assert!((value(&out, "tpm").unwrap() - 28_000.0).abs() < 1e-6);
+        assert!((value(&out, "nopm").unwrap() - 8455.0).abs() < 1e-6);
+        assert!(out
+            .metrics
+            .iter()
+            .all(|m| m.name != "tpm" || m.labels.is_empty()));
+    }
+
+    /// A mix without New-Order has no NOPM to lead with: TPM leads.
+    #[test]
+    fn a_read_only_mix_leads_with_tpm() {
+        let mix = Mix::new(&[0.0, 0.0, 50.0, 0.0, 50.0]).unwrap();
+        let out = step_output(
+            &Config::default(),
+            &mix,
+            &outcome(),
+            &[window(0, 14_000)],
+            &[counters(0)],
+            None,
+        );
+        assert_eq!(out.headline, "tpm");
+        assert!(value(&out, "tpm").unwrap() > 0.0);
     }
 
     #[test]
