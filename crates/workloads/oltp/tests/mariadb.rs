@@ -66,13 +66,21 @@ fn a_run_on_mariadb_measures_nopm_tpm_latency_and_passes_the_check() {
     let _one = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
     let mut w = Oltp::new(cfg(json!({
         "engine": "mariadb", "warehouses": 1, "vus": 3, "duration": 4, "rampup": 1,
-        "innodb_buffer_pool_size": "64M", "innodb_flush_log_at_trx_commit": 2
+        "innodb_buffer_pool_size": "64M", "innodb_flush_log_at_trx_commit": 2,
+        "server_cpus": "0"
     })))
     .unwrap();
     let ctx = local();
     w.prepare(&ctx).unwrap();
     let pid = w.server_pid();
     assert!(pid.is_some(), "a launched mariadbd");
+    // Pinned to --server-cpus, as PostgreSQL is.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.unwrap())).unwrap();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(str::trim);
+    assert_eq!(allowed, Some("0"), "{status}");
     assert!(
         w.endpoints()[0].starts_with("mysql://root@127.0.0.1:"),
         "{:?}",
@@ -273,8 +281,16 @@ fn a_bad_dsn_or_a_wrong_password_is_a_clear_error_without_the_password() {
         assert_eq!(n, 0);
     }
     let pid = s.pid();
+    let scratch = s
+        .socket
+        .parent()
+        .and_then(|p| p.parent())
+        .unwrap()
+        .to_path_buf();
+    assert!(scratch.is_dir());
     s.stop();
     nothing_left(Some(pid));
+    assert!(!scratch.exists(), "{} left behind", scratch.display());
 }
 
 fn non_loopback_ip() -> Option<String> {
