@@ -197,3 +197,65 @@ fn bad_variants_are_refused_before_anything_runs() {
 extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
 }
+
+/// `compare RUN@a RUN@b`: the two variants of one run side by side, each repetition a
+/// replication of its own (interleaved, servers of its own), so with 3 repetitions the
+/// difference carries a confidence interval.
+#[test]
+fn compare_takes_two_variants_of_one_run() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let plan = plan(
+        dir.path(),
+        &log,
+        "tests = [\"get\"]\nrequests = 3000\nclients = 2",
+        "true",
+    );
+    let db = dir.path().join("r.sqlite");
+    let (code, _, err) = common::run_json(
+        &db,
+        &["--plan", plan.to_str().unwrap(), "--repeat", "3"],
+        &["--no-telemetry"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let out = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "compare",
+            "latest@a",
+            "latest@b",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["point"] == "kv get" && r["metric"] == "ops_per_s")
+        .unwrap_or_else(|| panic!("{c}"));
+    assert_eq!(row["a"]["n"], 3);
+    assert!(row["p_value"].is_number(), "{row}");
+    let out = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "compare",
+            "latest@x",
+            "latest@b",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("it has: a, b"));
+}

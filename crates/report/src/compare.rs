@@ -481,6 +481,59 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
     }
 }
 
+/// The results of `variant` in `run`, one record per repetition: a run's variants are
+/// interleaved per repetition, each with servers of its own, so each repetition is a
+/// replication of its own (as a run is across runs). The `variant` parameter is dropped,
+/// so the two sides' points line up. None when the run has no such variant.
+pub fn variant_runs(run: &RunRecord, variant: &str) -> Option<Vec<RunRecord>> {
+    let mine: Vec<&model::ResultRecord> = run
+        .results
+        .iter()
+        .filter(|r| r.params.get("variant").and_then(|v| v.as_str()) == Some(variant))
+        .collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let mut reps: Vec<u32> = mine.iter().map(|r| r.repetition).collect();
+    reps.sort_unstable();
+    reps.dedup();
+    Some(
+        reps.into_iter()
+            .map(|rep| {
+                let mut one = run.clone();
+                one.label = Some(format!(
+                    "{}@{variant} rep {}",
+                    run.label.clone().unwrap_or_else(|| run.id.clone()),
+                    rep + 1
+                ));
+                one.results = mine
+                    .iter()
+                    .filter(|r| r.repetition == rep)
+                    .map(|r| {
+                        let mut r = (*r).clone();
+                        r.params.remove("variant");
+                        r
+                    })
+                    .collect();
+                one
+            })
+            .collect(),
+    )
+}
+
+/// The variants a run was measured under, in the order they first ran.
+pub fn variants_of(run: &RunRecord) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in &run.results {
+        if let Some(v) = r.params.get("variant").and_then(|v| v.as_str()) {
+            if !out.iter().any(|o| o == v) {
+                out.push(v.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// Compare group B (new) against group A (old).
 pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let swept = swept_within(a, b);

@@ -44,7 +44,8 @@ pub struct Args {
 
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
-    /// Two runs: A (old, baseline) then B (new).
+    /// Two runs: A (old, baseline) then B (new). `RUN@VARIANT` takes one variant of a run
+    /// measured under `[[variant]]`s (`compare RUN@gro-on RUN@gro-off`).
     pub runs: Vec<String>,
     /// Group A: comma-separated runs whose repetitions are pooled.
     #[arg(long = "a", value_name = "RUN,RUN", value_delimiter = ',')]
@@ -307,7 +308,11 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
     };
     let src = Source::open(a.from.as_deref(), g)?;
     let load = |ids: &[String]| -> anyhow::Result<Vec<RunRecord>> {
-        ids.iter().map(|id| src.load(id)).collect()
+        let mut out = Vec::new();
+        for id in ids {
+            out.extend(load_side(&src, id)?);
+        }
+        Ok(out)
     };
     let (ra, rb) = (load(&ga)?, load(&gb)?);
     let c = report::compare(&ra, &rb);
@@ -317,6 +322,30 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
         emit(&model::printable_lines(&report::compare_text(&c)))?;
     }
     Ok(0)
+}
+
+/// `RUN` (the whole run) or `RUN@VARIANT` (that variant's repetitions, each a
+/// replication of its own: variants run interleaved, each repetition with its servers).
+fn load_side(src: &Source, id: &str) -> anyhow::Result<Vec<RunRecord>> {
+    let Some((run_id, variant)) = id.rsplit_once('@') else {
+        return Ok(vec![src.load(id)?]);
+    };
+    let run = src.load(run_id)?;
+    report::compare::variant_runs(&run, variant).ok_or_else(|| {
+        let have = report::compare::variants_of(&run);
+        if have.is_empty() {
+            anyhow::anyhow!("run {} was not measured under variants; compare whole runs", run.id)
+        } else {
+            anyhow::anyhow!(
+                "run {} has no variant `{}`; it has: {} (e.g. rackbench compare {run_id}@{} {run_id}@{})",
+                run.id,
+                model::printable(variant),
+                have.join(", "),
+                have[0],
+                have.get(1).unwrap_or(&have[0])
+            )
+        }
+    })
 }
 
 pub fn tco(a: TcoArgs, g: &Global) -> anyhow::Result<i32> {
