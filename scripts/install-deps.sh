@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what rackbench needs on Debian/Ubuntu (run as root): the servers it launches
 # (redis-server, nginx, PostgreSQL, MariaDB), the reference tools the bench scripts compare against
-# (redis-benchmark, iperf3, wrk, pgbench, openssl), headless Chromium for the report test,
+# (redis-benchmark, iperf3, wrk, pgbench, sysbench, openssl), headless Chromium for the report test,
 # and a Rust toolchain when none is present.
 set -euo pipefail
 
@@ -12,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 
-PKGS=(redis-server redis-tools nginx-light postgresql postgresql-contrib mariadb-server iperf3 wrk sysstat
+PKGS=(redis-server redis-tools nginx-light postgresql postgresql-contrib mariadb-server iperf3 wrk sysbench sysstat
       chromium libssl-dev pkg-config build-essential ca-certificates git procps util-linux
       dmidecode ethtool python3 jq)
 
