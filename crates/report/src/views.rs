@@ -154,6 +154,7 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
                 out.extend(mem_bandwidth(run, wl, &who));
             }
             "net" => out.extend(net(run, wl, &who)),
+            "oltp" => out.extend(oltp(run, wl, &who)),
             _ => {}
         }
         out.extend(ramp(run, wl, &who));
@@ -286,6 +287,173 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             head,
             rows,
         }],
+        notes: vec![],
+    })
+}
+
+// ---------------------------------------------------------------- oltp
+
+/// TPC-C transaction types in the order HammerDB lists them.
+const TXNS: [&str; 5] = [
+    "new_order",
+    "payment",
+    "order_status",
+    "delivery",
+    "stock_level",
+];
+
+/// What a HammerDB user reads first: NOPM and TPM side by side per sweep point (and per
+/// database with `--databases`), each transaction type's count, average and p50/p95/p99
+/// latency, and, when the virtual users were swept, transactions per second against the
+/// users (seed 001's "queries per second vs concurrent users").
+fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    let points = sweep_points(run, wl, |t| t == "tpcc", true, &[]);
+    if points.is_empty() {
+        return None;
+    }
+    let avg = |rs: &[&ResultRecord], name: &str, labels: &[(&str, &str)]| {
+        mean(
+            &rs.iter()
+                .filter_map(|r| metric(r, name, labels))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let cell = |v: Option<f64>| v.map_or("-".to_string(), num);
+    let mut rows = Vec::new();
+    let mut per_db = Vec::new();
+    let mut latency = Vec::new();
+    for (point, rs) in &points {
+        let name = if point.is_empty() {
+            "tpcc".to_string()
+        } else {
+            point.clone()
+        };
+        rows.push(vec![
+            name.clone(),
+            cell(avg(rs, "nopm", &[])),
+            cell(avg(rs, "tpm", &[])),
+            cell(avg(rs, "txn_per_s", &[])),
+            cell(avg(rs, "loadgen_cpu_per_txn_us", &[])),
+            rs.len().to_string(),
+        ]);
+        for db in 1..=64u32 {
+            let d = db.to_string();
+            let (nopm, tpm) = (
+                avg(rs, "nopm", &[("db", &d)]),
+                avg(rs, "tpm", &[("db", &d)]),
+            );
+            if nopm.is_none() && tpm.is_none() {
+                break;
+            }
+            per_db.push(vec![name.clone(), d, cell(nopm), cell(tpm)]);
+        }
+        for t in TXNS {
+            let n = avg(rs, "transactions", &[("txn", t)]);
+            if n.is_none() {
+                continue;
+            }
+            // Latency metrics carry the kind (service or corrected) too: take the first.
+            let lat = |m: &str| {
+                mean(
+                    &rs.iter()
+                        .filter_map(|r| {
+                            r.metrics
+                                .iter()
+                                .find(|x| {
+                                    x.name == m
+                                        && x.labels.get("txn").map(String::as_str) == Some(t)
+                                })
+                                .map(|x| x.value)
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            };
+            latency.push(vec![
+                name.clone(),
+                t.to_string(),
+                cell(n),
+                lat("latency_mean_ns").map_or("-".into(), crate::fmt::latency_ns),
+                lat("latency_p50_ns").map_or("-".into(), crate::fmt::latency_ns),
+                lat("latency_p95_ns")
+                    .or(lat("latency_p90_ns"))
+                    .map_or("-".into(), crate::fmt::latency_ns),
+                lat("latency_p99_ns").map_or("-".into(), crate::fmt::latency_ns),
+            ]);
+        }
+    }
+    let mut tables = vec![Table {
+        caption: "TPC-C (HammerDB style): new orders and all transactions per minute, mean over the repetitions of each sweep point".into(),
+        head: ["Point", "NOPM", "TPM", "txn/s", "client CPU us/txn", "n"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    }];
+    if !per_db.is_empty() {
+        tables.push(Table {
+            caption: "Per database (--databases)".into(),
+            head: ["Point", "Database", "NOPM", "TPM"]
+                .map(String::from)
+                .to_vec(),
+            rows: per_db,
+        });
+    }
+    if !latency.is_empty() {
+        tables.push(Table {
+            caption: "Latency per transaction type".into(),
+            head: [
+                "Point",
+                "Transaction",
+                "Count",
+                "Mean",
+                "p50",
+                "p95 (p90)",
+                "p99",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: latency,
+        });
+    }
+    // Throughput against the virtual users, when they were swept.
+    let mut by_vus: Vec<(f64, f64)> = derive::points(0, run)
+        .into_iter()
+        .filter(|p| p.workload == wl && p.test == "tpcc")
+        .filter_map(|p| {
+            let vus = p.params.get("vus").and_then(|v| v.as_f64())?;
+            let rs = p.valid();
+            let tps = mean(
+                &rs.iter()
+                    .filter_map(|r| metric(r, "txn_per_s", &[]))
+                    .collect::<Vec<_>>(),
+            )?;
+            Some((vus, tps))
+        })
+        .collect();
+    by_vus.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut figures = Vec::new();
+    if by_vus.len() > 1 {
+        let title = format!("{who}transactions per second vs virtual users");
+        figures.push((
+            title.clone(),
+            svg::line_chart(
+                &title,
+                "virtual users",
+                "txn/s",
+                Scale::Linear,
+                Scale::Linear,
+                &[LineSeries {
+                    name: "txn/s".into(),
+                    points: by_vus,
+                    color: 0,
+                    dash: 0,
+                }],
+            ),
+        ));
+    }
+    Some(View {
+        title: format!("{who}TPC-C: NOPM, TPM and latency per transaction"),
+        figures,
+        tables,
         notes: vec![],
     })
 }

@@ -579,3 +579,53 @@ fn no_automatic_comparison_of_the_same_tests_at_other_parameters() {
     let h = report::html(&[a, c], None);
     assert!(h.contains("<h3>crypto-c (B) vs crypto-a (A)</h3>"));
 }
+
+/// TPC-C as a HammerDB user reads it: NOPM and TPM side by side, per database, each
+/// transaction type's latency, and throughput against the virtual users.
+#[test]
+fn oltp_nopm_tpm_per_database_latency_and_users_chart() {
+    let point = |vus: u32, nopm: f64| {
+        let mut m = vec![
+            Metric::new("nopm", nopm, "new orders/min"),
+            Metric::new("tpm", nopm * 2.3, "transactions/min"),
+            Metric::new("txn_per_s", nopm * 2.3 / 60.0, "transactions/s"),
+        ];
+        for db in 1..=2 {
+            m.push(Metric::new("nopm", nopm / 2.0, "new orders/min").label("db", db));
+            m.push(Metric::new("tpm", nopm * 1.15, "transactions/min").label("db", db));
+        }
+        m.push(Metric::new("transactions", 4321.0, "transactions").label("txn", "new_order"));
+        for (name, v) in [("latency_mean_ns", 1.5e6), ("latency_p99_ns", 7.25e6)] {
+            m.push(
+                Metric::new(name, v, "ns")
+                    .label("txn", "new_order")
+                    .label("kind", "service"),
+            );
+        }
+        ("tpcc", serde_json::json!({ "vus": vus, "databases": 2 }), m)
+    };
+    let r = run(
+        "pg",
+        "oltp",
+        vec![point(1, 40_000.0), point(2, 60_000.0), point(4, 70_000.0)],
+    );
+    let h = report::html(std::slice::from_ref(&r), None);
+    for want in [
+        "TPC-C (HammerDB style)",
+        "NOPM",
+        "TPM",
+        "60,000",
+        "138,000",
+        "Per database",
+        "69,000",
+        "Latency per transaction type",
+        "new_order",
+        "4,321",
+        "7.250 ms",
+        "transactions per second vs virtual users",
+    ] {
+        assert!(h.contains(want), "missing {want}");
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| vus=2 | 60,000 | 138,000 |"), "{m}");
+}
