@@ -14,6 +14,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # ctrl-c, keeping the tests' exit status. Where they cannot be made (not root, `ip netns`
 # not permitted) the many-host tests skip with the reason in RACKBENCH_TESTHOSTS_SKIP.
 unset RACKBENCH_TESTHOSTS_ENV RACKBENCH_TESTHOSTS_SKIP
+# The logs of this script go beside the build, not into /tmp.
+mkdir -p target
 testhosts_up=0
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 finish() {
@@ -32,9 +34,9 @@ if [ "$(id -u)" -ne 0 ]; then
 else
   testhosts_up=1
   th_rc=0
-  bash scripts/testhosts.sh up 3 2>&1 | tee /tmp/rackbench-testhosts.log || th_rc=${PIPESTATUS[0]}
+  bash scripts/testhosts.sh up 3 2>&1 | tee target/rackbench-testhosts.log || th_rc=${PIPESTATUS[0]}
   if [ "$th_rc" -eq 3 ]; then
-    RACKBENCH_TESTHOSTS_SKIP=$(sed -n 's/^testhosts: cannot create test hosts: //p' /tmp/rackbench-testhosts.log | tail -n1)
+    RACKBENCH_TESTHOSTS_SKIP=$(sed -n 's/^testhosts: cannot create test hosts: //p' target/rackbench-testhosts.log | tail -n1)
   elif [ "$th_rc" -ne 0 ]; then
     echo "test.sh: scripts/testhosts.sh up 3 failed (status $th_rc); see above" >&2
     exit "$th_rc"
@@ -48,13 +50,13 @@ if [ -n "${RACKBENCH_TESTHOSTS_SKIP:-}" ]; then
 fi
 
 status=0
-cargo test --workspace --locked --no-fail-fast 2>&1 | tee /tmp/rackbench-test.log || status=${PIPESTATUS[0]}
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/rackbench-test.log || status=${PIPESTATUS[0]}
 # The kill tests leave what a rackbench killed outright leaves, on purpose; any next
 # rackbench command cleans that up (engine::scratch), so run one.
 sweep_db=$(mktemp -d)
 ./target/debug/rackbench --db "$sweep_db/sweep.sqlite" runs >/dev/null 2>&1 || true
 rm -rf "$sweep_db"
 # One closing line over all test binaries.
-awk '/^test result:/ {p+=$4; f+=$6; i+=$8} END {printf "rackbench tests: %d passed, %d failed, %d skipped\n", p, f, i}' /tmp/rackbench-test.log
+awk '/^test result:/ {p+=$4; f+=$6; i+=$8} END {printf "rackbench tests: %d passed, %d failed, %d skipped\n", p, f, i}' target/rackbench-test.log
 [ -z "${RACKBENCH_TESTHOSTS_SKIP:-}" ] || echo "rackbench many-host tests skipped: ${RACKBENCH_TESTHOSTS_SKIP}"
 exit "$status"

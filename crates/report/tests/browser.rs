@@ -77,8 +77,9 @@ fn report_renders_in_headless_chromium() {
         tco::Plan::from_toml(include_str!("../../tco/examples/seed_redis_tco.toml")).unwrap();
     let t = tco::evaluate(&plan, &Default::default()).unwrap();
     let html = report::html(&runs, Some(&t));
-    // Kept after the test: the screenshot is for a person to look at.
-    let out_dir = std::env::temp_dir().join("rackbench-report-browser-test");
+    // Kept after the test, beside the build (not in /tmp): the screenshot is for a
+    // person to look at.
+    let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-browser-test");
     let _ = std::fs::remove_dir_all(&out_dir);
     std::fs::create_dir_all(&out_dir).unwrap();
     let page = out_dir.join("report.html");
