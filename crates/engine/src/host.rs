@@ -48,6 +48,16 @@ impl ServiceCtx {
         }
     }
 
+    /// [`ServiceCtx::bind_ip`] as an address, or an error naming the `server` to bind.
+    pub fn bind_addr(&self, server: &str) -> anyhow::Result<std::net::IpAddr> {
+        anyhow::Context::with_context(self.bind_ip.parse(), || {
+            format!(
+                "the address to bind {server} to, `{}`, is not an IP address",
+                self.bind_ip
+            )
+        })
+    }
+
     pub fn note(&self, msg: &str) {
         if self.verbose {
             eprintln!("rackbench: {msg}");

@@ -404,6 +404,24 @@ impl ChildGuard {
         }
     }
 
+    /// A server's own clean shutdown: `signal` (PostgreSQL's fast-shutdown SIGINT,
+    /// mariadbd's SIGTERM), up to `patience` for it to exit, then [`ChildGuard::stop`]
+    /// with a 2 s grace for whatever still runs.
+    pub fn stop_after(&mut self, signal: libc::c_int, patience: Duration) {
+        let pid = self.pid();
+        if pid != 0 && self.exited().is_none() {
+            // SAFETY: kill(2) on our own (unreaped) child's pid.
+            unsafe {
+                libc::kill(pid as i32, signal);
+            }
+            let deadline = Instant::now() + patience;
+            while self.exited().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.stop(Duration::from_secs(2));
+    }
+
     /// SIGTERM, wait up to `grace` for it to exit, then SIGKILL to its whole process
     /// group (what it forked, nginx's workers, included: also when it exited on its own
     /// and left them), and only then reap it.

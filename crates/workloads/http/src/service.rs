@@ -9,7 +9,6 @@
 //! how the generators' claims are checked against the server wherever they run.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -84,12 +83,7 @@ impl HttpService {
         server_cpus: &[usize],
         ctx: &ServiceCtx,
     ) -> anyhow::Result<()> {
-        let ip: IpAddr = ctx.bind_ip.parse().with_context(|| {
-            format!(
-                "the address to bind nginx to, `{}`, is not an IP address",
-                ctx.bind_ip
-            )
-        })?;
+        let ip = ctx.bind_addr("nginx")?;
         let binary = engine::launch::find_binary(&cfg.nginx, "nginx-light")?;
         ctx.note(&format!(
             "launching nginx ({} worker(s){}) on {ip} serving a {}-byte file",

@@ -8,7 +8,7 @@
 //! is how the generators' claims are checked against the servers wherever they run.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -94,12 +94,7 @@ impl KvService {
         server_cpus: &[usize],
         ctx: &ServiceCtx,
     ) -> anyhow::Result<()> {
-        let ip: IpAddr = ctx.bind_ip.parse().with_context(|| {
-            format!(
-                "the address to bind redis-server to, `{}`, is not an IP address",
-                ctx.bind_ip
-            )
-        })?;
+        let ip = ctx.bind_addr("redis-server")?;
         let dir = engine::scratch::tempdir("rackbench-kv-")
             .context("creating a temporary directory for redis-server")?;
         let cpus = if server_cpus.is_empty() {

@@ -250,22 +250,9 @@ impl Mariadbd {
     /// goes with it. Idempotent.
     pub fn stop(&mut self) {
         if let Some(mut g) = self.guard.take() {
-            let pid = g.pid();
-            if g.exited().is_none() && pid != 0 {
-                // SAFETY: kill(2) on our own unreaped child.
-                unsafe {
-                    libc::kill(pid as i32, libc::SIGTERM);
-                }
-                let deadline = Instant::now() + Duration::from_secs(30);
-                while g.exited().is_none() && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            }
-            g.stop(Duration::from_secs(2));
+            g.stop_after(libc::SIGTERM, Duration::from_secs(30));
         }
-        if let Some(t) = self.temp.take() {
-            drop(t);
-        }
+        self.temp = None;
     }
 }
 
