@@ -161,6 +161,9 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
         out.extend(search(run, wl, &who));
         out.extend(levels(run, wl, &who));
     }
+    if wl == "oltp" {
+        out.extend(oltp_runs_by_vus(&mine, wl));
+    }
     out
 }
 
@@ -415,21 +418,7 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         });
     }
     // Throughput against the virtual users, when they were swept.
-    let mut by_vus: Vec<(f64, f64)> = derive::points(0, run)
-        .into_iter()
-        .filter(|p| p.workload == wl && p.test == "tpcc")
-        .filter_map(|p| {
-            let vus = p.params.get("vus").and_then(|v| v.as_f64())?;
-            let rs = p.valid();
-            let tps = mean(
-                &rs.iter()
-                    .filter_map(|r| metric(r, "txn_per_s", &[]))
-                    .collect::<Vec<_>>(),
-            )?;
-            Some((vus, tps))
-        })
-        .collect();
-    by_vus.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let by_vus = tps_by_vus(run, wl);
     let mut figures = Vec::new();
     if by_vus.len() > 1 {
         let title = format!("{who}transactions per second vs virtual users");
@@ -455,6 +444,77 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         figures,
         tables,
         notes: vec![],
+    })
+}
+
+/// Transactions per second (mean over repetitions) at each virtual-user count, for
+/// the runs that swept `vus`; sorted by users.
+fn tps_by_vus(run: &RunRecord, wl: &str) -> Vec<(f64, f64)> {
+    let mut by_vus: Vec<(f64, f64)> = derive::points(0, run)
+        .into_iter()
+        .filter(|p| p.workload == wl && p.test == "tpcc")
+        .filter_map(|p| {
+            let vus = p.params.get("vus").and_then(|v| v.as_f64())?;
+            let rs = p.valid();
+            let tps = mean(
+                &rs.iter()
+                    .filter_map(|r| metric(r, "txn_per_s", &[]))
+                    .collect::<Vec<_>>(),
+            )?;
+            Some((vus, tps))
+        })
+        .collect();
+    by_vus.sort_by(|a, b| a.0.total_cmp(&b.0));
+    by_vus
+}
+
+/// Seed 001's chart: every run that swept the virtual users as one line, named by its
+/// label and database engine, so PostgreSQL and MariaDB (or two platforms) share axes.
+fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
+    let series: Vec<LineSeries> = runs
+        .iter()
+        .map(|(run, label)| (tps_by_vus(run, wl), run, label))
+        .filter(|(points, _, _)| points.len() > 1)
+        .enumerate()
+        .map(|(i, (points, run, label))| {
+            let engine = run
+                .hosts
+                .iter()
+                .find_map(|h| h.facts.get("oltp.engine").and_then(|f| f.value.clone()));
+            LineSeries {
+                name: match engine {
+                    Some(e) if !label.contains(&e) => format!("{label} ({e})"),
+                    _ => label.to_string(),
+                },
+                points,
+                color: i,
+                dash: 0,
+            }
+        })
+        .collect();
+    if series.len() < 2 {
+        return None;
+    }
+    let title = "transactions per second vs concurrent users, all runs".to_string();
+    Some(View {
+        title: "TPC-C: throughput against concurrent users, run beside run".into(),
+        figures: vec![(
+            title.clone(),
+            svg::line_chart(
+                &title,
+                "virtual users",
+                "txn/s",
+                Scale::Linear,
+                Scale::Linear,
+                &series,
+            ),
+        )],
+        tables: vec![],
+        notes: vec![
+            "Each line is one run's mean over repetitions at each virtual-user count; a \
+             transaction is one stored-procedure call (or its statements), as HammerDB counts."
+                .into(),
+        ],
     })
 }
 

@@ -85,8 +85,9 @@ pub struct Flags {
     /// Ramp-up in seconds before measuring (HammerDB's rampup) [default: 10]
     #[arg(long, value_name = "SECONDS")]
     pub rampup: Option<String>,
-    /// Mix in percent: New-Order,Payment,Order-Status,Delivery,Stock-Level [default: 45,43,4,4,4]
-    #[arg(long, value_name = "NO,P,OS,D,SL")]
+    /// Mix in percent: New-Order,Payment,Order-Status,Delivery,Stock-Level, or a named
+    /// mix: tpcc (45,43,4,4,4), read-mostly (4,4,44,4,44) [default: tpcc]
+    #[arg(long, value_name = "NO,P,OS,D,SL|NAME")]
     pub mix: Option<String>,
     /// Use the spec's keying and think times (5.2.5.7); off by default, as in HammerDB
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
@@ -261,6 +262,37 @@ fn scalar_to_string(v: &Value) -> String {
     }
 }
 
+/// `--mix` as five numbers: a named mix's weights, or the percentages given (as one
+/// string, or a list the runner split at the commas).
+fn mix_value(v: &Value) -> anyhow::Result<Value> {
+    let named = match v {
+        Value::String(s) => Some(s.as_str()),
+        Value::Array(a) if a.len() == 1 => a[0].as_str(),
+        _ => None,
+    };
+    if let Some(name) = named.filter(|s| s.chars().any(|c| c.is_ascii_alphabetic())) {
+        return match txn::named_mix(name) {
+            Some(w) => Ok(serde_json::json!(w)),
+            None => bail!(
+                "--mix {name:?}: not a named mix (tpcc, read-mostly) nor five percentages \
+                 such as 45,43,4,4,4"
+            ),
+        };
+    }
+    match v {
+        Value::String(s) => engine::plan::parse_value(s),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| match x {
+                Value::String(s) => engine::plan::parse_value(s),
+                x => Ok(x.clone()),
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+            .map(Value::Array),
+        v => Ok(v.clone()),
+    }
+}
+
 impl Config {
     /// From a sweep point's map (values as the runner parsed them, or raw strings).
     /// Unknown keys and bad values are errors that name the key.
@@ -273,15 +305,7 @@ impl Config {
                     Value::String(a.iter().map(scalar_to_string).collect::<Vec<_>>().join(","))
                 }
                 ("server_cpus" | "client_cpus", v) => Value::String(scalar_to_string(v)),
-                ("mix", Value::String(s)) => engine::plan::parse_value(s)?,
-                ("mix", Value::Array(a)) => Value::Array(
-                    a.iter()
-                        .map(|x| match x {
-                            Value::String(s) => engine::plan::parse_value(s),
-                            x => Ok(x.clone()),
-                        })
-                        .collect::<anyhow::Result<_>>()?,
-                ),
+                ("mix", v) => mix_value(v)?,
                 ("pg_setting" | "mariadb_setting" | "tests", Value::String(s)) => Value::Array(
                     s.split(',')
                         .map(|p| Value::String(p.trim().into()))

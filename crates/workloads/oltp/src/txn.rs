@@ -41,6 +41,29 @@ pub const THINK_MEAN_S: [f64; 5] = [12.0, 12.0, 10.0, 5.0, 5.0];
 /// Spec minimum share of the mix, percent (5.2.3); New-Order has none.
 pub const MIX_MIN_PCT: [f64; 5] = [0.0, 43.0, 4.0, 4.0, 4.0];
 
+/// Mixes by name, for `--mix NAME`: the weights and what the mix is for.
+pub const NAMED_MIXES: [(&str, [f64; 5], &str); 2] = [
+    (
+        "tpcc",
+        [45.0, 43.0, 4.0, 4.0, 4.0],
+        "TPC-C's and HammerDB's mix (the default)",
+    ),
+    (
+        "read-mostly",
+        [4.0, 4.0, 44.0, 4.0, 44.0],
+        "88% read-only transactions (Order-Status, Stock-Level): the queries-per-second \
+         against concurrent users of database shoot-outs",
+    ),
+];
+
+/// The weights of a named mix (`tpcc`, `read-mostly`); None for other words.
+pub fn named_mix(name: &str) -> Option<[f64; 5]> {
+    NAMED_MIXES
+        .iter()
+        .find(|(n, _, _)| n.eq_ignore_ascii_case(name.trim()))
+        .map(|(_, w, _)| *w)
+}
+
 /// The transaction mix: weights in percent, picked at random per transaction (as
 /// HammerDB and go-tpc do).
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +79,8 @@ impl Mix {
         if w.len() != 5 || w.iter().any(|x| !x.is_finite() || *x < 0.0) {
             anyhow::bail!(
                 "--mix needs five non-negative percentages (New-Order, Payment, Order-Status, \
-                 Delivery, Stock-Level), e.g. --mix 45,43,4,4,4; got {w:?}"
+                 Delivery, Stock-Level), e.g. --mix 45,43,4,4,4, or a named mix: tpcc, read-mostly; \
+                 got {w:?}"
             );
         }
         let sum: f64 = w.iter().sum();

@@ -765,4 +765,14 @@ fn config_from_runner_strings() {
     assert_eq!(c.synchronous_commit, "off");
     assert_eq!(c.server_cpus, "0,1");
     assert!(!c.echo().to_string().contains("s3cret"));
+    // Named mixes, and a word that is none.
+    let c = cfg(json!({ "mix": "read-mostly" }));
+    assert_eq!(c.mix, vec![4.0, 4.0, 44.0, 4.0, 44.0]);
+    assert_eq!(
+        cfg(json!({ "mix": "TPCC" })).mix,
+        vec![45.0, 43.0, 4.0, 4.0, 4.0]
+    );
+    let e = Config::from_map(&serde_json::from_value(json!({ "mix": "readonly" })).unwrap())
+        .unwrap_err();
+    assert!(format!("{e:#}").contains("read-mostly"), "{e:#}");
 }
