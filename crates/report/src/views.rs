@@ -483,7 +483,9 @@ fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
                 .find_map(|h| h.facts.get("oltp.engine").and_then(|f| f.value.clone()));
             LineSeries {
                 name: match engine {
-                    Some(e) if !label.contains(&e) => format!("{label} ({e})"),
+                    Some(e) if !label.to_lowercase().contains(&e.to_lowercase()) => {
+                        format!("{label} ({e})")
+                    }
                     _ => label.to_string(),
                 },
                 points,

@@ -41,6 +41,10 @@ pub const THINK_MEAN_S: [f64; 5] = [12.0, 12.0, 10.0, 5.0, 5.0];
 /// Spec minimum share of the mix, percent (5.2.3); New-Order has none.
 pub const MIX_MIN_PCT: [f64; 5] = [0.0, 43.0, 4.0, 4.0, 4.0];
 
+/// The New-Order share (percent) from which NOPM is a run's headline; below it (a
+/// read-mostly mix) TPM is.
+pub const NOPM_HEADLINE_MIN_PCT: f64 = 10.0;
+
 /// Mixes by name, for `--mix NAME`: the weights and what the mix is for.
 pub const NAMED_MIXES: [(&str, [f64; 5], &str); 2] = [
     (
