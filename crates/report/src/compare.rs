@@ -481,44 +481,68 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
     }
 }
 
-/// The results of `variant` in `run`, one record per repetition: a run's variants are
-/// interleaved per repetition, each with servers of its own, so each repetition is a
-/// replication of its own (as a run is across runs). The `variant` parameter is dropped,
-/// so the two sides' points line up. None when the run has no such variant.
-pub fn variant_runs(run: &RunRecord, variant: &str) -> Option<Vec<RunRecord>> {
-    let mine: Vec<&model::ResultRecord> = run
+/// The results of `variant` in `run` as a run of their own, labelled `LABEL@VARIANT`,
+/// with the `variant` parameter dropped so its points line up with another variant's.
+/// None when the run has no such variant.
+pub fn variant_run(run: &RunRecord, variant: &str) -> Option<RunRecord> {
+    let mine: Vec<model::ResultRecord> = run
         .results
         .iter()
         .filter(|r| r.params.get("variant").and_then(|v| v.as_str()) == Some(variant))
+        .map(|r| {
+            let mut r = r.clone();
+            r.params.remove("variant");
+            r
+        })
         .collect();
     if mine.is_empty() {
         return None;
     }
-    let mut reps: Vec<u32> = mine.iter().map(|r| r.repetition).collect();
+    let mut one = run.clone();
+    one.label = Some(format!(
+        "{}@{variant}",
+        run.label.clone().unwrap_or_else(|| run.id.clone())
+    ));
+    one.results = mine;
+    Some(one)
+}
+
+/// The results of `variant` in `run`, one record per repetition: a run's variants are
+/// interleaved per repetition, each with servers of its own, so each repetition is a
+/// replication of its own (as a run is across runs). None when the run has no such
+/// variant.
+pub fn variant_runs(run: &RunRecord, variant: &str) -> Option<Vec<RunRecord>> {
+    let all = variant_run(run, variant)?;
+    let mut reps: Vec<u32> = all.results.iter().map(|r| r.repetition).collect();
     reps.sort_unstable();
     reps.dedup();
     Some(
         reps.into_iter()
             .map(|rep| {
-                let mut one = run.clone();
+                let mut one = all.clone();
                 one.label = Some(format!(
-                    "{}@{variant} rep {}",
-                    run.label.clone().unwrap_or_else(|| run.id.clone()),
+                    "{} rep {}",
+                    all.label.as_deref().unwrap_or_default(),
                     rep + 1
                 ));
-                one.results = mine
-                    .iter()
-                    .filter(|r| r.repetition == rep)
-                    .map(|r| {
-                        let mut r = (*r).clone();
-                        r.params.remove("variant");
-                        r
-                    })
-                    .collect();
+                one.results.retain(|r| r.repetition == rep);
                 one
             })
             .collect(),
     )
+}
+
+/// A run as report columns: one per variant when it was measured under several (the
+/// seed-003 tables put the setting's values side by side), else the run itself.
+pub fn variant_columns(run: RunRecord) -> Vec<RunRecord> {
+    let variants = variants_of(&run);
+    if variants.len() < 2 {
+        return vec![run];
+    }
+    variants
+        .iter()
+        .filter_map(|v| variant_run(&run, v))
+        .collect()
 }
 
 /// The variants a run was measured under, in the order they first ran.

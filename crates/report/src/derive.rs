@@ -15,6 +15,7 @@ use model::power::HeadlinePower;
 use model::{Flag, ResultRecord, RunRecord, Status, TelemetrySummary};
 use serde::{Deserialize, Serialize};
 
+use crate::selection::{Extrapolate, Extrapolation, Selection};
 use crate::stats::{self, Sample};
 
 /// Parameters that are swept to find a peak (the seed picks the best instance count per
@@ -646,11 +647,41 @@ pub struct SummaryRow {
     pub unit: String,
 }
 
+/// One Difference column: a column's figures over the baseline column's (1.7 = 1.7x).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiffColumn {
+    /// `B vs A`.
+    pub label: String,
+    /// Per row.
+    pub perf: Vec<Option<f64>>,
+    pub geomean: Option<f64>,
+    pub power_mean: Option<f64>,
+}
+
+impl DiffColumn {
+    /// `1.15x (+15%)`, `-` when either side is missing.
+    pub fn cell(r: Option<f64>) -> String {
+        r.map_or("-".to_string(), |r| {
+            format!("{r:.2}x ({:+.0}%)", (r - 1.0) * 100.0)
+        })
+    }
+}
+
 /// The Redis study's Table A1: per test, each run's figure and power, then the geometric
-/// mean of performance and the arithmetic mean of power, over the tests every run has.
+/// mean of performance and the arithmetic mean of power, over the tests every run has;
+/// extrapolated columns after the measured ones, and Difference columns after those.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Column headings: the runs (or variants), then the extrapolated columns.
     pub runs: Vec<String>,
+    /// How many of the columns are measured (the rest are extrapolated).
+    pub measured: usize,
+    /// Which point each row is taken at (`each column at its best instances`).
+    pub selection: String,
+    /// What was extrapolated, and how; what could not be.
+    pub notes: Vec<String>,
+    /// Each other column against the baseline (the first, unless chosen).
+    pub differences: Vec<DiffColumn>,
     /// The unit every row shares, or empty when rows differ (each row says its own).
     pub unit: String,
     pub peak_params: Vec<String>,
@@ -733,13 +764,33 @@ pub fn best_points<'a>(
     runs: &'a [RunRecord],
     peak: &[String],
 ) -> Vec<(String, Vec<Option<Point<'a>>>)> {
+    best_points_in(runs, peak, &Selection::default())
+}
+
+/// [`best_points`] over the selection's tests, at its sweep point (the best over the
+/// peak parameters it leaves free).
+#[allow(clippy::type_complexity)]
+pub fn best_points_in<'a>(
+    runs: &'a [RunRecord],
+    peak: &[String],
+    sel: &Selection,
+) -> Vec<(String, Vec<Option<Point<'a>>>)> {
     let fixed = fixed_params(runs);
     let peak: Vec<&str> = peak
         .iter()
         .map(String::as_str)
         .chain(fixed.iter().map(|(k, _)| k.as_str()))
         .collect();
-    let all: Vec<Vec<Point>> = runs.iter().enumerate().map(|(i, r)| points(i, r)).collect();
+    let all: Vec<Vec<Point>> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            points(i, r)
+                .into_iter()
+                .filter(|p| sel.takes_test(p, &peak) && sel.takes_point(p))
+                .collect()
+        })
+        .collect();
     let mut keys: Vec<String> = Vec::new();
     for p in all.iter().flatten() {
         let k = row_key(p, &peak);
@@ -764,12 +815,28 @@ pub fn best_points<'a>(
         .collect()
 }
 
-/// Build the Table A1 summary of these runs (one column per run).
+/// Build the Table A1 summary of these runs (one column per run, each at its best).
 pub fn summary(runs: &[RunRecord]) -> Summary {
+    summary_with(runs, &Selection::default())
+}
+
+/// The summary as the selection lays it out: its tests and sweep point, its
+/// extrapolated columns, and a Difference column for every column against the baseline.
+pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     let labels = run_labels(runs);
     let peak = peak_params(runs);
+    // Tests chosen for another workload leave this one's rows alone.
+    let keep_all = Selection {
+        tests: vec![],
+        ..sel.clone()
+    };
+    let sel = if sel.applies_to_tests_of(runs) {
+        sel
+    } else {
+        &keep_all
+    };
     let mut rows = Vec::new();
-    for (k, per_run) in best_points(runs, &peak) {
+    for (k, per_run) in best_points_in(runs, &peak, sel) {
         let mut row = SummaryRow {
             label: k.clone(),
             perf: vec![],
@@ -852,9 +919,11 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
         [first, rest @ ..] if rest.iter().all(|r| r.unit == first.unit) => first.unit.clone(),
         _ => String::new(),
     };
-    Summary {
+    let mut s = Summary {
         runs: labels,
+        measured: n,
         unit,
+        selection: sel.describe(&peak),
         peak_params: peak,
         rows,
         geomean,
@@ -862,6 +931,113 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
         power_mean,
         power_basis,
         left_out,
+        notes: vec![],
+        differences: vec![],
+    };
+    for e in &sel.extrapolate {
+        s.add_extrapolated(runs, e);
+    }
+    let base = sel
+        .baseline
+        .as_ref()
+        .and_then(|b| s.runs.iter().position(|l| l == b))
+        .unwrap_or(0);
+    if s.runs.len() > 1 {
+        s.differences = (0..s.runs.len())
+            .filter(|&i| i != base)
+            .map(|i| s.difference(i, base))
+            .collect();
+    }
+    s
+}
+
+/// The clock a run's CPU is rated at (the disclosed `cpu.freq_max_mhz` of its system
+/// under test), for clock extrapolation.
+fn rated_mhz(run: &RunRecord) -> Option<f64> {
+    let sut = sut_hosts(run);
+    run.hosts
+        .iter()
+        .filter(|h| sut.is_empty() || sut.contains(&h.host.as_str()))
+        .find_map(|h| {
+            h.facts
+                .get("cpu.freq_max_mhz")?
+                .value
+                .as_deref()?
+                .parse()
+                .ok()
+        })
+}
+
+impl Summary {
+    /// Append the column `e` extrapolates from a measured one (a no-op, with a note,
+    /// when it cannot be made).
+    fn add_extrapolated(&mut self, runs: &[RunRecord], e: &Extrapolation) {
+        let Some(from) = self.runs[..self.measured].iter().position(|l| *l == e.from) else {
+            self.notes
+                .push(format!("No column `{}` to extrapolate from.", e.from));
+            return;
+        };
+        let f = match e.how.perf_factor(rated_mhz(&runs[from])) {
+            Ok(f) => f,
+            Err(why) => {
+                self.notes.push(format!(
+                    "{} {} not extrapolated: {why}.",
+                    e.from,
+                    e.how.heading()
+                ));
+                return;
+            }
+        };
+        let pf = e.how.power_factor();
+        let label = format!("{} {} (extrapolated)", e.from, e.how.heading());
+        for row in &mut self.rows {
+            row.perf.push(row.perf[from].map(|v| v * f));
+            row.power.push(match (&row.power[from], pf) {
+                (Ok(p), Some(k)) => Ok(PowerFigure {
+                    watts: p.watts * k,
+                    idle_w: p.idle_w.map(|w| w * k),
+                    ..p.clone()
+                }),
+                (Ok(_), None) => Err("power at another clock is not extrapolated".into()),
+                (Err(w), _) => Err(w.clone()),
+            });
+            row.chosen.push(row.chosen[from].clone());
+            row.flags.push(row.flags[from].clone());
+        }
+        self.geomean.push(self.geomean[from].map(|v| v * f));
+        self.power_mean
+            .push(pf.and_then(|k| self.power_mean[from].map(|w| w * k)));
+        self.power_basis.push(pf.and(self.power_basis[from]));
+        self.notes.push(match &e.how {
+            Extrapolate::Times { factor, unit } => format!(
+                "{label}: performance and power of {from_l} times {factor}, linearly, as if                  {factor} {unit} each did what the one measured did.",
+                from_l = e.from
+            ),
+            Extrapolate::Clock { elasticity, .. } => format!(
+                "{label}: performance of {from_l} times {f:.3} ({} clock elasticity {elasticity});                  power is not extrapolated.",
+                if (*elasticity - 1.0).abs() < 1e-12 { "linear in the clock," } else { "" },
+                from_l = e.from
+            ),
+        });
+        self.runs.push(label);
+    }
+
+    /// Column `i` against column `base`: per row, the geometric mean and the power mean.
+    fn difference(&self, i: usize, base: usize) -> DiffColumn {
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 && a.is_finite() => Some(a / b),
+            _ => None,
+        };
+        DiffColumn {
+            label: format!("{} vs {}", self.runs[i], self.runs[base]),
+            perf: self
+                .rows
+                .iter()
+                .map(|r| ratio(r.perf[i], r.perf[base]))
+                .collect(),
+            geomean: ratio(self.geomean[i], self.geomean[base]),
+            power_mean: ratio(self.power_mean[i], self.power_mean[base]),
+        }
     }
 }
 

@@ -8,8 +8,9 @@ use model::{Flag, RunRecord, Severity};
 
 use crate::charts::{charts, only_workload, pct_over, workloads, Chart};
 use crate::compare::{compare, Comparison};
-use crate::derive::{self, points, run_labels, unit_scale, PowerBasis, PowerFigure};
+use crate::derive::{self, points, run_labels, unit_scale, DiffColumn, PowerBasis, PowerFigure};
 use crate::fmt::{esc, latency_ns, num};
+use crate::selection::Selection;
 
 const CSS: &str = r#"
 :root{--ink:#1d2330;--muted:#5b6576;--line:#d9dee7;--soft:#f4f6f9;--accent:#0072B2;--warn:#a15c00;--bad:#b3261e}
@@ -129,6 +130,12 @@ fn figure(c: &Chart) -> String {
 
 /// The whole report as one HTML document.
 pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
+    html_with(runs, tco, &Selection::default())
+}
+
+/// [`html`] with the summaries laid out as `sel` chooses (tests, sweep point, baseline,
+/// extrapolated columns).
+pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selection) -> String {
     let mut h = String::new();
     let labels = run_labels(runs);
     let title = derive::report_title(&labels);
@@ -210,7 +217,7 @@ pub fn html(runs: &[RunRecord], tco: Option<&tco::TcoResult>) -> String {
     }
     for wl in &wls {
         let wruns = only_workload(runs, wl);
-        workload_section(&mut h, &wruns, wl, &all_charts);
+        workload_section(&mut h, &wruns, wl, &all_charts, sel);
     }
     h.push_str(&crate::hosts_view::hosts_html(runs));
     h.push_str(r#"<h2 id="cpu">CPU utilisation</h2><p class="muted">Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, on the system under test (mpstat's arithmetic).</p><div class="grid">"#);
@@ -325,15 +332,19 @@ fn comparison_html(h: &mut String, c: &Comparison) {
     h.push_str("</table>");
 }
 
-fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart]) {
-    let labels = run_labels(runs);
+fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart], sel: &Selection) {
     let _ = write!(h, r#"<h2 id="wl-{0}">Workload: {0}</h2>"#, esc(wl));
-    let s = derive::summary(runs);
-    // Table A1: per test, performance and power per run; geomean and arithmetic mean.
-    let peak = if s.peak_params.is_empty() {
+    let s = derive::summary_with(runs, sel);
+    // The summary's columns (runs, then extrapolated ones); the tables after it are of
+    // the measured runs only.
+    let labels = &s.runs;
+    let run_labels = run_labels(runs);
+    // Table A1: per test, performance and power per column; geomean and arithmetic
+    // mean; a Difference column for each column against the baseline.
+    let peak = if s.selection.is_empty() {
         String::new()
     } else {
-        format!(" (each run at its best {})", s.peak_params.join(", "))
+        format!(" ({})", s.selection)
     };
     let fixed = derive::fixed_params(runs);
     if !fixed.is_empty() {
@@ -352,15 +363,33 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         r#"<table><caption>Summary of measured data{}</caption><tr><th rowspan="2">Test</th>"#,
         esc(&peak)
     );
-    for l in &labels {
-        let _ = write!(h, r#"<th colspan="2">{}</th>"#, esc(l));
+    for (i, l) in labels.iter().enumerate() {
+        let class = if i >= s.measured {
+            r#" class="extrapolated""#
+        } else {
+            ""
+        };
+        let _ = write!(h, r#"<th colspan="2"{class}>{}</th>"#, esc(l));
+    }
+    for d in &s.differences {
+        let _ = write!(
+            h,
+            r#"<th rowspan="2" class="diff">Difference<br>{}</th>"#,
+            esc(&d.label)
+        );
     }
     h.push_str("</tr><tr>");
-    for _ in &labels {
+    for _ in labels {
         let _ = write!(h, "<th>{}</th><th>Power</th>", esc(&s.perf_heading()));
     }
     h.push_str("</tr>");
-    for row in &s.rows {
+    let diff_cells = |pick: &dyn Fn(&derive::DiffColumn) -> Option<f64>| -> String {
+        s.differences
+            .iter()
+            .map(|d| format!(r#"<td class="n">{}</td>"#, esc(&DiffColumn::cell(pick(d)))))
+            .collect()
+    };
+    for (ri, row) in s.rows.iter().enumerate() {
         let _ = write!(h, "<tr><td>{}</td>", esc(&s.row_name(row, wl)));
         for i in 0..labels.len() {
             let chosen = if row.chosen[i].is_empty() {
@@ -380,6 +409,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
                 }
             );
         }
+        h.push_str(&diff_cells(&|d| d.perf[ri]));
         h.push_str("</tr>");
     }
     if s.geomean_note.is_none() {
@@ -391,6 +421,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
                 s.geomean[i].map_or("-".to_string(), |v| esc(&num(v)))
             );
         }
+        h.push_str(&diff_cells(&|d| d.geomean));
         h.push_str("</tr>");
     }
     // The arithmetic mean is of power: a row of n/a says nothing when no run has power.
@@ -414,11 +445,15 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
     }
     if any_power {
+        h.push_str(&diff_cells(&|d| d.power_mean));
         h.push_str("</tr>");
     }
     h.push_str("</table>");
+    for n in &s.notes {
+        let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
+    }
     h.push_str(&absent_notes(
-        &labels,
+        labels,
         s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
     ));
     if let Some(n) = &s.geomean_note {
@@ -442,7 +477,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
     h.push_str("</div>");
     h.push_str(&crate::views::views_html(runs, wl));
     h.push_str(&crate::hosts_view::pairs_html(runs, wl));
-    efficiency_table(h, runs, &labels);
+    efficiency_table(h, runs, &run_labels);
     h.push_str(r#"<div class="grid">"#);
     for c in mine("power") {
         h.push_str(&figure(c));
@@ -461,8 +496,8 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart])
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
-    thresholds_table(h, runs, &labels);
-    results_tables(h, runs, &labels);
+    thresholds_table(h, runs, &run_labels);
+    results_tables(h, runs, &run_labels);
 }
 
 /// The Aerospike study's view: the share of operations slower than each threshold, for

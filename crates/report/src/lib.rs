@@ -3,6 +3,8 @@
 //!
 //! - [`derive`]: sweep points, power rules, perf/W, CPU and W per unit of throughput,
 //!   Table A1 geometric/arithmetic means, extrapolation.
+//! - [`selection`]: the seeds' choices for that table (tests, sweep point, baseline,
+//!   extrapolated columns).
 //! - [`compare`]: A/B differences with Welch confidence intervals, and comparability.
 //! - [`html`], [`markdown`], [`svg_charts`]: the report a person would publish.
 
@@ -13,6 +15,7 @@ pub mod fmt;
 pub mod hosts_view;
 mod html;
 mod markdown;
+pub mod selection;
 pub mod stats;
 pub mod svg;
 pub mod views;
@@ -20,9 +23,10 @@ pub mod views;
 pub use compare::{
     comparability, compare, compare_text, Comparability, CompareRow, Comparison, Difference,
 };
-pub use derive::{summary, Efficiency, PowerBasis, PowerFigure, Summary};
-pub use html::html;
-pub use markdown::{markdown, markdown_with_charts, NO_CHARTS};
+pub use derive::{summary, summary_with, Efficiency, PowerBasis, PowerFigure, Summary};
+pub use html::{html, html_with};
+pub use markdown::{markdown, markdown_with, markdown_with_charts, NO_CHARTS};
+pub use selection::Selection;
 
 /// Every chart of the report as standalone SVG files: (file name, SVG text). Charts that
 /// could not be drawn (no histograms, no power) are left out; the HTML report says why.

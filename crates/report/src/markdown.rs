@@ -10,9 +10,10 @@ use model::{Flag, RunRecord};
 
 use crate::charts::{charts, only_workload, workloads};
 use crate::compare::compare;
-use crate::derive::{self, points, run_labels, unit_scale, PowerBasis, PowerFigure};
+use crate::derive::{self, points, run_labels, unit_scale, DiffColumn, PowerBasis, PowerFigure};
 use crate::fmt::md as c;
 use crate::fmt::{latency_ns, num};
+use crate::selection::Selection;
 
 fn flags(f: &[Flag]) -> String {
     f.iter()
@@ -108,6 +109,16 @@ pub fn markdown_with_charts(
     tco_result: Option<&tco::TcoResult>,
     svg_dir: Option<&str>,
 ) -> String {
+    markdown_with(runs, tco_result, svg_dir, &Selection::default())
+}
+
+/// [`markdown_with_charts`] with the summaries laid out as `sel` chooses.
+pub fn markdown_with(
+    runs: &[RunRecord],
+    tco_result: Option<&tco::TcoResult>,
+    svg_dir: Option<&str>,
+    sel: &Selection,
+) -> String {
     let labels = run_labels(runs);
     let mut m = format!(
         "{}\n# {}\n\n",
@@ -195,18 +206,24 @@ pub fn markdown_with_charts(
     for wl in workloads(runs) {
         let wr = only_workload(runs, &wl);
         let wl_labels = run_labels(&wr);
-        let s = derive::summary(&wr);
+        let s = derive::summary_with(&wr, sel);
         let _ = write!(m, "\n## Workload: {}\n\n", c(&wl));
+        if !s.selection.is_empty() {
+            let _ = write!(m, "Summary: {}.\n\n", c(&s.selection));
+        }
         let mut head = vec!["Test".to_string()];
-        for l in &wl_labels {
+        for l in &s.runs {
             head.push(format!("{l}: {}", s.perf_heading().to_lowercase()));
             head.push(format!("{l}: power"));
         }
+        for d in &s.differences {
+            head.push(format!("Difference: {}", d.label));
+        }
         m.push_str(&row(&head));
         m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
-        for r in &s.rows {
+        for (ri, r) in s.rows.iter().enumerate() {
             let mut cells = vec![s.row_name(r, "")];
-            for i in 0..wl_labels.len() {
+            for i in 0..s.runs.len() {
                 cells.push(format!(
                     "{}{}{}",
                     r.perf[i].map_or("-".into(), num),
@@ -223,11 +240,12 @@ pub fn markdown_with_charts(
                     "-".into()
                 });
             }
+            cells.extend(s.differences.iter().map(|d| DiffColumn::cell(d.perf[ri])));
             m.push_str(&row(&cells));
         }
         let mut g = vec!["Geometric mean".to_string()];
         let mut a = vec!["Arithmetic mean".to_string()];
-        for i in 0..wl_labels.len() {
+        for i in 0..s.runs.len() {
             g.push(s.geomean[i].map_or("-".into(), num));
             g.push("n/a".into());
             a.push("n/a".into());
@@ -237,6 +255,8 @@ pub fn markdown_with_charts(
                 _ => "n/a".into(),
             });
         }
+        g.extend(s.differences.iter().map(|d| DiffColumn::cell(d.geomean)));
+        a.extend(s.differences.iter().map(|d| DiffColumn::cell(d.power_mean)));
         if s.geomean_note.is_none() {
             m.push_str(&bold_row(&g));
         }
@@ -247,8 +267,11 @@ pub fn markdown_with_charts(
         if let Some(n) = &s.geomean_note {
             let _ = write!(m, "\n{}\n", c(n));
         }
+        for n in &s.notes {
+            let _ = write!(m, "\n{}\n", c(n));
+        }
         m.push_str(&absent_notes(
-            &wl_labels,
+            &s.runs,
             s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
         ));
         m.push_str(&crate::views::views_markdown(&wr, &wl));

@@ -145,3 +145,67 @@ fn report_renders_in_headless_chromium() {
     );
     println!("report: {}\nscreenshot: {}", page.display(), png.display());
 }
+
+/// Seed 000's table shape in a real browser: platforms in columns, the extrapolated
+/// "x2 boards" column after the measured ones, then the Difference columns against the
+/// chosen baseline, and the geometric-mean row, in that order in the rendered DOM.
+#[test]
+fn seed_000_table_shape_renders_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        eprintln!("SKIP seed_000_table_shape_renders_in_headless_chromium: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let runs = common::two_platforms();
+    let sel = report::Selection {
+        at: vec![("instances".into(), "4".into())],
+        baseline: Some("x86-a".into()),
+        extrapolate: vec![report::selection::parse_extrapolation("arm-b=x2:boards", 1.0).unwrap()],
+        ..Default::default()
+    };
+    sel.check(&runs).unwrap();
+    let html = report::html_with(&runs, None, &sel);
+    let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-seed-table");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let page = out_dir.join("report.html");
+    std::fs::write(&page, &html).unwrap();
+    let url = format!("file://{}", page.display());
+    let profile = tempfile::tempdir().unwrap();
+    let (ok, dom, log) = run_chromium(
+        &bin,
+        profile.path(),
+        &["--dump-dom", "--virtual-time-budget=2000"],
+        &url,
+    );
+    assert!(ok, "chromium --dump-dom failed:\n{log}");
+    let table = dom
+        .find("Summary of measured data (at instances=4)")
+        .map(|i| &dom[i..])
+        .expect("the summary, at the chosen sweep point");
+    let table = &table[..table.find("</table>").unwrap()];
+    let order = [
+        "x86-a",
+        "arm-b",
+        "arm-b x2 boards (extrapolated)",
+        "Difference<br>arm-b vs x86-a",
+        "Difference<br>arm-b x2 boards (extrapolated) vs x86-a",
+        "Geometric mean",
+    ];
+    let mut at = 0;
+    for want in order {
+        let i = table[at..]
+            .find(want)
+            .unwrap_or_else(|| panic!("{want:?} missing or out of order in:\n{table}"));
+        at += i + want.len();
+    }
+    // The Difference of the extrapolated column is twice the measured one's.
+    let diffs: Vec<f64> = table
+        .match_indices("x (")
+        .filter_map(|(i, _)| {
+            let start = table[..i].rfind('>')? + 1;
+            table[start..i].parse().ok()
+        })
+        .collect();
+    assert!(diffs.len() >= 4, "{diffs:?}");
+    assert!((diffs[1] / diffs[0] - 2.0).abs() < 0.02, "{diffs:?}");
+}

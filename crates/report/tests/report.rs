@@ -178,6 +178,130 @@ fn reproduces_seed_table_a1_means() {
     assert_eq!(s.power_basis[0], Some(report::PowerBasis::Component));
 }
 
+/// Seed 000's tables: the Centriq measured on one board, extrapolated to two boards per
+/// chassis, a Difference column against the Xeon; a chosen subset of the tests.
+#[test]
+fn seed_tables_difference_extrapolation_and_chosen_tests() {
+    let q = table_a1_run(
+        "q",
+        "Centriq 2452",
+        &[
+            ("set", 1, 3_478_470.0, 45.2),
+            ("get", 1, 3_474_360.0, 43.9),
+            ("get", 100, 31_619_580.0, 60.6),
+        ],
+    );
+    let i = table_a1_run(
+        "i",
+        "Xeon Gold 5120",
+        &[
+            ("set", 1, 3_582_254.0, 174.7),
+            ("get", 1, 3_548_964.0, 169.9),
+            ("get", 100, 45_094_940.0, 190.7),
+        ],
+    );
+    let runs = [q, i];
+    let sel = report::Selection {
+        baseline: Some("Xeon Gold 5120".into()),
+        extrapolate: vec![
+            report::selection::parse_extrapolation("Centriq 2452=x2:boards", 1.0).unwrap(),
+        ],
+        ..Default::default()
+    };
+    sel.check(&runs).unwrap();
+    let s = report::summary_with(&runs, &sel);
+    assert_eq!(
+        s.runs,
+        [
+            "Centriq 2452",
+            "Xeon Gold 5120",
+            "Centriq 2452 x2 boards (extrapolated)"
+        ]
+    );
+    assert_eq!(s.measured, 2);
+    // The seed's Table 2: 14,513,419 for two boards, 1.7x the Xeon's 8,307,339.
+    assert_eq!(s.geomean[2].map(|v| v.round()), Some(14_513_419.0));
+    assert!((s.power_mean[2].unwrap() - 99.8).abs() < 0.1);
+    let two = s
+        .differences
+        .iter()
+        .find(|d| d.label.starts_with("Centriq 2452 x2"))
+        .unwrap();
+    assert!((two.geomean.unwrap() - 1.747).abs() < 0.001, "{two:?}");
+    let one = &s.differences[0];
+    assert_eq!(one.label, "Centriq 2452 vs Xeon Gold 5120");
+    assert!((one.perf[0].unwrap() - 3_478_470.0 / 3_582_254.0).abs() < 1e-9);
+    assert_eq!(
+        report::derive::DiffColumn::cell(two.geomean),
+        "1.75x (+75%)"
+    );
+
+    // Rendered: the columns, the Difference heading, the note saying how it was made.
+    let h = report::html_with(&runs, None, &sel);
+    for want in [
+        "Centriq 2452 x2 boards (extrapolated)",
+        "Difference<br>Centriq 2452 vs Xeon Gold 5120",
+        "linearly",
+        "1.75x (+75%)",
+    ] {
+        assert!(h.contains(want), "{want}");
+    }
+    let m = report::markdown_with(&runs, None, None, &sel);
+    assert!(m.contains("Difference: Centriq 2452 x2 boards (extrapolated) vs Xeon Gold 5120"));
+
+    // The tests of the geometric mean are chosen: two rows, their geomean.
+    let two_tests = report::Selection {
+        tests: vec!["set pipeline=1".into(), "get pipeline=100".into()],
+        ..Default::default()
+    };
+    two_tests.check(&runs).unwrap();
+    let s = report::summary_with(&runs, &two_tests);
+    assert_eq!(s.rows.len(), 2);
+    let want = (3_478_470.0f64 * 31_619_580.0).sqrt();
+    assert!((s.geomean[0].unwrap() - want).abs() < 1.0);
+    // Names that match nothing are refused, naming what there is.
+    let bad = report::Selection {
+        tests: vec!["hset".into()],
+        at: vec![("instances".into(), "7".into())],
+        baseline: Some("Graviton".into()),
+        ..Default::default()
+    };
+    let e = bad.check(&runs).unwrap_err();
+    assert!(
+        e.contains("no test `hset`") && e.contains("set pipeline=1"),
+        "{e}"
+    );
+    assert!(e.contains("--at") && e.contains("instances"), "{e}");
+    assert!(e.contains("no column `Graviton`"), "{e}");
+}
+
+/// `--at instances=N` takes every row at that sweep point, not each column's best.
+#[test]
+fn summary_at_a_chosen_sweep_point() {
+    let run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1, 2],
+        ..Spec::default()
+    });
+    let best = report::summary(std::slice::from_ref(&run));
+    assert!(
+        best.selection.contains("best instances"),
+        "{}",
+        best.selection
+    );
+    let sel = report::Selection {
+        at: vec![("instances".into(), "1".into())],
+        ..Default::default()
+    };
+    sel.check(std::slice::from_ref(&run)).unwrap();
+    let at = report::summary_with(std::slice::from_ref(&run), &sel);
+    assert_eq!(at.selection, "at instances=1");
+    for (b, a) in best.rows.iter().zip(&at.rows) {
+        assert_eq!(a.chosen[0], "instances=1");
+        assert!(a.perf[0] <= b.perf[0], "{a:?} {b:?}");
+    }
+}
+
 #[test]
 fn power_rules_measured_modelled_component_absent() {
     let eff = |p: Power| {
@@ -545,7 +669,13 @@ bom = [{ name = "Server", unit_cost = 6000 }]
     .unwrap();
     let mut from = BTreeMap::new();
     for (p, r) in plan.platforms.iter().zip(&runs) {
-        from.insert(p.name.clone(), tco::from_run(r, p));
+        let mut fr = tco::from_run(r, p);
+        assert!(
+            fr.perf.is_none(),
+            "the geometric mean is the report's summary's"
+        );
+        fr.perf = Some(report::selection::tco_perf(r, p).unwrap());
+        from.insert(p.name.clone(), fr);
     }
     let x = &from["x86"];
     let pw = x.power_w.as_ref().expect("whole-server power from the run");
@@ -557,11 +687,27 @@ bom = [{ name = "Server", unit_cost = 6000 }]
     assert!(pw.source.contains("ipmi-dcmi system"));
     let perf = x.perf.as_ref().unwrap();
     assert_eq!(perf.unit.as_deref(), Some("ops/s"));
+    // The summary's selection: every test at instances=4, never sweep points averaged.
+    let summary = report::summary_with(
+        &runs[..1],
+        &report::Selection {
+            at: vec![("instances".into(), "4".into())],
+            ..Default::default()
+        },
+    );
+    assert_eq!(Some(perf.value), summary.geomean[0]);
     assert!(
-        perf.source.contains("geometric mean of 4 sweep points"),
+        perf.source.contains("geometric mean of")
+            && perf.source.contains("at instances=4")
+            && !perf.source.contains("sweep points"),
         "{}",
         perf.source
     );
+    // A test the run does not have is refused, naming the ones it has.
+    let mut wrong = plan.platforms[0].clone();
+    wrong.tests = vec!["hset".into()];
+    let e = report::selection::tco_perf(&runs[0], &wrong).unwrap_err();
+    assert!(e.contains("no test `hset`") && e.contains("x86"), "{e}");
     let t = tco::evaluate(&plan, &from).unwrap();
     // 9,500 W / 180 W = 52 by power, 40 by space: space binds.
     assert_eq!(t.platforms[0].servers_per_rack, 40);
@@ -589,7 +735,8 @@ bom = [{ name = "Server", unit_cost = 6000 }]
         power: Power::Modelled(200.0),
         ..Spec::default()
     });
-    let fr = tco::from_run(&modelled, &plan.platforms[0]);
+    let mut fr = tco::from_run(&modelled, &plan.platforms[0]);
+    fr.perf = Some(report::selection::tco_perf(&modelled, &plan.platforms[0]).unwrap());
     assert!(fr.power_w.as_ref().unwrap().modelled);
     let mut m = BTreeMap::new();
     m.insert("x86".to_string(), fr);

@@ -119,20 +119,10 @@ fn perf_of(run: &RunRecord, results: &[&ResultRecord], how: PerfFrom) -> Option<
                 unit: Some(unit),
             })
         }
-        PerfFrom::Geomean => {
-            let vals: Vec<f64> = means.iter().map(|m| m.1).collect();
-            let g = crate::compute::geometric_mean(&vals)?;
-            Some(Sourced {
-                value: g,
-                source: format!(
-                    "run {}: geometric mean of {} sweep points",
-                    run.id,
-                    vals.len()
-                ),
-                modelled: false,
-                unit: Some(unit),
-            })
-        }
+        // The geometric mean over chosen tests at one sweep point is the report's
+        // summary selection; the CLI takes it from there (`report::summary_with`), so
+        // the TCO and the report's table agree.
+        PerfFrom::Geomean => None,
     }
 }
 

@@ -108,6 +108,11 @@ pub struct Platform {
     /// With `run`: only this test's results.
     #[serde(default)]
     pub test: Option<String>,
+    /// With `run` and `perf_from = "geomean"`: the tests of the geometric mean, named as
+    /// `rackbench report --tests` names them (default: every test of the run); taken at
+    /// `params` (`{ instances = 2 }`) or each at its best, as the report's summary does.
+    #[serde(default)]
+    pub tests: Vec<String>,
     /// With `run`: only results whose parameters have these values (`{ instances = 46 }`).
     #[serde(default)]
     pub params: std::collections::BTreeMap<String, serde_json::Value>,

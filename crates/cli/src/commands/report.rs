@@ -40,6 +40,80 @@ pub struct Args {
     /// Read runs from an exported JSON file (`rackbench export`) instead of the store.
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
+    #[command(flatten)]
+    pub table: TableArgs,
+}
+
+/// How the summary tables are laid out (the seeds' choices). A run measured under
+/// several `[[variant]]`s is one column per variant.
+#[derive(clap::Args, Debug)]
+pub struct TableArgs {
+    /// Only these tests in the summary and its geometric mean: test names (`set`) or
+    /// rows as the table names them (`get pipeline=16`), comma-separated
+    #[arg(long, value_name = "TEST,TEST", value_delimiter = ',')]
+    pub tests: Vec<String>,
+    /// Every row at this sweep point (`instances=2`) instead of each column at its best
+    #[arg(long, value_name = "KEY=VALUE,...")]
+    pub at: Option<String>,
+    /// The column the Difference columns divide by (a run's label or id, or
+    /// RUN@VARIANT) [default: the first]
+    #[arg(long, value_name = "COLUMN")]
+    pub baseline: Option<String>,
+    /// A column extrapolated from a measured one: RUN=x2:boards (N boards or sockets of
+    /// the one measured: performance and power times N), RUN=3GHz or RUN=2.4GHz:3GHz
+    /// (another CPU clock: performance only). Repeatable
+    #[arg(long, value_name = "RUN=HOW")]
+    pub extrapolate: Vec<String>,
+    /// How performance follows the clock in clock extrapolations: 1 is linear, 0.7 is 7%
+    /// more for 10% more clock (measure it from two clocks of one CPU) [default: 1]
+    #[arg(long, value_name = "E", default_value_t = 1.0)]
+    pub clock_elasticity: f64,
+}
+
+impl Default for TableArgs {
+    fn default() -> Self {
+        TableArgs {
+            tests: vec![],
+            at: None,
+            baseline: None,
+            extrapolate: vec![],
+            clock_elasticity: 1.0,
+        }
+    }
+}
+
+impl TableArgs {
+    /// The selection these flags ask for, checked against the runs (names that match
+    /// nothing are an error that lists what there is).
+    pub fn selection(&self, runs: &[RunRecord]) -> anyhow::Result<report::Selection> {
+        if !(self.clock_elasticity.is_finite() && self.clock_elasticity > 0.0) {
+            anyhow::bail!(
+                "--clock-elasticity {}: give a positive number (1 = linear in the clock)",
+                self.clock_elasticity
+            );
+        }
+        let sel = report::Selection {
+            tests: self
+                .tests
+                .iter()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect(),
+            at: match &self.at {
+                Some(a) => report::selection::parse_at(a).map_err(anyhow::Error::msg)?,
+                None => vec![],
+            },
+            baseline: self.baseline.clone(),
+            extrapolate: self
+                .extrapolate
+                .iter()
+                .map(|e| report::selection::parse_extrapolation(e, self.clock_elasticity))
+                .collect::<Result<_, _>>()
+                .map_err(anyhow::Error::msg)?,
+        };
+        sel.check(runs).map_err(anyhow::Error::msg)?;
+        Ok(sel)
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -221,7 +295,12 @@ fn evaluate_plan(
             let run = src
                 .load(id)
                 .with_context(|| format!("platform `{}`: run = \"{id}\"", p.name))?;
-            from_runs.insert(p.name.clone(), tco::from_run(&run, p));
+            let mut fr = tco::from_run(&run, p);
+            let perf_given = p.perf.is_some() || !p.perf_tests.is_empty();
+            if p.perf_from == tco::PerfFrom::Geomean && !perf_given {
+                fr.perf = Some(report::selection::tco_perf(&run, p).map_err(anyhow::Error::msg)?);
+            }
+            from_runs.insert(p.name.clone(), fr);
         }
     }
     tco::evaluate(&plan, &from_runs).with_context(|| format!("in {}", plan_path.display()))
@@ -242,7 +321,11 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
     let runs: Vec<RunRecord> = ids
         .iter()
         .map(|id| src.load(id))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<anyhow::Result<Vec<_>>>()?
+        .into_iter()
+        .flat_map(report::compare::variant_columns)
+        .collect();
+    let sel = a.table.selection(&runs)?;
     let tco_result = match &a.tco {
         Some(p) => Some(evaluate_plan(p, a.from.as_deref(), g)?),
         None => None,
@@ -256,11 +339,11 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(default_name));
     let body = match a.format {
-        Format::Html => report::html(&runs, tco_result.as_ref()),
+        Format::Html => report::html_with(&runs, tco_result.as_ref(), &sel),
         // Chart links only to files this command writes, as the report's reader finds them.
         Format::Md => {
             let link_dir = a.svg_dir.as_deref().map(|d| chart_dir_from(&out, d));
-            report::markdown_with_charts(&runs, tco_result.as_ref(), link_dir.as_deref())
+            report::markdown_with(&runs, tco_result.as_ref(), link_dir.as_deref(), &sel)
         }
     };
     let db = g.db_path();
@@ -464,6 +547,7 @@ mod tests {
                 svg_dir: Some(svg_dir.clone()),
                 tco: None,
                 from: None,
+                table: TableArgs::default(),
             },
             &g,
         )
@@ -483,6 +567,7 @@ mod tests {
                 svg_dir: None,
                 tco: None,
                 from: None,
+                table: TableArgs::default(),
             },
             &g,
         )

@@ -1,0 +1,390 @@
+//! What a summary table shows, chosen the way the seeds choose it: which tests (the Redis
+//! study's three), at which sweep point (`instances=2`) or at each column's best, which
+//! column the others are measured against, and which columns are extrapolated from a
+//! measured one (seed 000's "two boards per chassis", seed 001's "Opteron at 3 GHz").
+//!
+//! Parsed from the command line here, applied in [`crate::derive::summary_with`]; the
+//! same selection gives `rackbench tco` its performance figure.
+
+use model::RunRecord;
+
+use crate::derive::{param_str, points, row_key, Point};
+
+/// The seeds' choices for a summary. The default is every test, each column at its best.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// Rows in the table and its geometric mean, as the table names them (`kv get
+    /// pipeline=16`, or without the workload), or a test name (`set`: all its rows).
+    /// Empty: every row.
+    pub tests: Vec<String>,
+    /// Every row at this sweep point instead of each column's best (`instances=2`). A
+    /// key a test does not have is no constraint on it.
+    pub at: Vec<(String, String)>,
+    /// The column the Difference columns divide by (a run label); None: the first.
+    pub baseline: Option<String>,
+    /// Columns extrapolated from a measured one, after the measured columns.
+    pub extrapolate: Vec<Extrapolation>,
+}
+
+/// One extrapolated column: a measured column scaled by a constant factor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extrapolation {
+    /// The measured column (run label) it is made from.
+    pub from: String,
+    pub how: Extrapolate,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Extrapolate {
+    /// `N` boards (sockets, chassis) of what was measured on one: performance and power
+    /// times `N` (seed 000: "linearly extrapolated ... two single-socket motherboards").
+    Times { factor: f64, unit: String },
+    /// The measured figure at another CPU clock: performance times
+    /// `1 + elasticity * (to / from - 1)` (elasticity 1 is linear in the clock; seed 001
+    /// measured 0.7: "every 10% in clockspeed ... a 7% performance increase"). Power at
+    /// another clock is unknown and is not extrapolated.
+    Clock {
+        from_mhz: Option<f64>,
+        to_mhz: f64,
+        elasticity: f64,
+    },
+}
+
+impl Extrapolate {
+    /// The factor on performance, given the measured column's clock when the
+    /// extrapolation does not say it.
+    pub fn perf_factor(&self, run_mhz: Option<f64>) -> Result<f64, String> {
+        match self {
+            Extrapolate::Times { factor, .. } => Ok(*factor),
+            Extrapolate::Clock {
+                from_mhz,
+                to_mhz,
+                elasticity,
+            } => {
+                let from = from_mhz.or(run_mhz).ok_or_else(|| {
+                    "the run does not disclose its CPU clock (cpu.freq_max_mhz): give it, \
+                     as in --extrapolate 'RUN=2.4GHz:3GHz'"
+                        .to_string()
+                })?;
+                Ok(1.0 + elasticity * (to_mhz / from - 1.0))
+            }
+        }
+    }
+
+    /// The factor on power: boards multiply it; another clock leaves it unknown.
+    pub fn power_factor(&self) -> Option<f64> {
+        match self {
+            Extrapolate::Times { factor, .. } => Some(*factor),
+            Extrapolate::Clock { .. } => None,
+        }
+    }
+
+    /// The column's heading beside the measured column's label: `x2 boards`, `at 3 GHz`.
+    pub fn heading(&self) -> String {
+        match self {
+            Extrapolate::Times { factor, unit } => format!("x{} {unit}", fmt_num(*factor)),
+            Extrapolate::Clock { to_mhz, .. } => format!("at {}", fmt_mhz(*to_mhz)),
+        }
+    }
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn fmt_mhz(mhz: f64) -> String {
+    if mhz >= 1000.0 {
+        format!("{} GHz", fmt_num(mhz / 1000.0))
+    } else {
+        format!("{} MHz", fmt_num(mhz))
+    }
+}
+
+/// `3GHz`, `2400MHz`, `2.4ghz` as MHz.
+fn parse_clock(s: &str) -> Result<f64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ghz") {
+        (n, 1000.0)
+    } else if let Some(n) = t.strip_suffix("mhz") {
+        (n, 1.0)
+    } else {
+        return Err(format!("`{s}` is not a clock: write it as 3GHz or 2400MHz"));
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+        _ => Err(format!("`{s}` is not a clock: write it as 3GHz or 2400MHz")),
+    }
+}
+
+/// `--extrapolate RUN=x2:boards`, `RUN=3GHz`, `RUN=2.4GHz:3GHz`, with the elasticity of
+/// clock extrapolations (`--clock-elasticity`, 1 = linear).
+pub fn parse_extrapolation(s: &str, elasticity: f64) -> Result<Extrapolation, String> {
+    let usage = "write --extrapolate RUN=x2:boards (N boards or sockets of one measured), \
+                 RUN=3GHz or RUN=2.4GHz:3GHz (another CPU clock)";
+    let (from, how) = s
+        .rsplit_once('=')
+        .filter(|(f, h)| !f.trim().is_empty() && !h.trim().is_empty())
+        .ok_or_else(|| format!("--extrapolate `{s}`: {usage}"))?;
+    let how = how.trim();
+    let how = if let Some(rest) = how.strip_prefix(['x', 'X']) {
+        let (n, unit) = rest.split_once(':').unwrap_or((rest, "boards"));
+        match n.trim().parse::<f64>() {
+            Ok(f) if f.is_finite() && f > 0.0 => Extrapolate::Times {
+                factor: f,
+                unit: unit.trim().to_string(),
+            },
+            _ => return Err(format!("--extrapolate `{s}`: `x{n}` is no factor; {usage}")),
+        }
+    } else {
+        let (from_mhz, to) = match how.split_once(':') {
+            Some((a, b)) => (Some(parse_clock(a)?), b),
+            None => (None, how),
+        };
+        Extrapolate::Clock {
+            from_mhz,
+            to_mhz: parse_clock(to).map_err(|e| format!("--extrapolate `{s}`: {e}; {usage}"))?,
+            elasticity,
+        }
+    };
+    Ok(Extrapolation {
+        from: from.trim().to_string(),
+        how,
+    })
+}
+
+/// `instances=2,threads=4` as pairs.
+pub fn parse_at(s: &str) -> Result<Vec<(String, String)>, String> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            p.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+                .ok_or_else(|| {
+                    format!("--at `{p}`: write a sweep point as KEY=VALUE, e.g. --at instances=2")
+                })
+        })
+        .collect()
+}
+
+impl Selection {
+    /// Whether a point is one of the chosen tests.
+    pub fn takes_test(&self, p: &Point, peak: &[&str]) -> bool {
+        if self.tests.is_empty() {
+            return true;
+        }
+        let key = row_key(p, peak);
+        let bare = key
+            .strip_prefix(&p.workload)
+            .map_or(key.as_str(), str::trim_start);
+        self.tests
+            .iter()
+            .any(|t| t == &p.test || t == &key || t == bare)
+    }
+
+    /// Whether any chosen test is among these runs' (a report of several workloads:
+    /// tests chosen for one leave the others' rows alone).
+    pub fn applies_to_tests_of(&self, runs: &[RunRecord]) -> bool {
+        let peak = crate::derive::peak_params(runs);
+        let peak: Vec<&str> = peak.iter().map(String::as_str).collect();
+        !self.tests.is_empty()
+            && runs
+                .iter()
+                .enumerate()
+                .flat_map(|(i, r)| points(i, r))
+                .any(|p| self.takes_test(&p, &peak))
+    }
+
+    /// Whether a point is at the chosen sweep point (keys it has must match).
+    pub fn takes_point(&self, p: &Point) -> bool {
+        self.at
+            .iter()
+            .all(|(k, v)| p.params.get(k).is_none_or(|have| &param_str(have) == v))
+    }
+
+    /// `each column at its best instances`, `at instances=2`.
+    pub fn describe(&self, peak: &[String]) -> String {
+        let at: Vec<String> = self.at.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let best: Vec<&String> = peak
+            .iter()
+            .filter(|p| !self.at.iter().any(|(k, _)| k == *p))
+            .collect();
+        let mut parts = Vec::new();
+        if !at.is_empty() {
+            parts.push(format!("at {}", at.join(", ")));
+        }
+        if !best.is_empty() {
+            parts.push(format!(
+                "each column at its best {}",
+                best.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        parts.join("; ")
+    }
+
+    /// Every name of this selection that matches nothing in these runs, as one message
+    /// that lists what there is; Ok when all match.
+    pub fn check(&self, runs: &[RunRecord]) -> Result<(), String> {
+        let all: Vec<Point> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| points(i, r))
+            .collect();
+        let peak = crate::derive::peak_params(runs);
+        let peak: Vec<&str> = peak.iter().map(String::as_str).collect();
+        let mut problems = Vec::new();
+        for t in &self.tests {
+            let one = Selection {
+                tests: vec![t.clone()],
+                ..Selection::default()
+            };
+            if !all.iter().any(|p| one.takes_test(p, &peak)) {
+                let mut have: Vec<String> = all.iter().map(|p| row_key(p, &peak)).collect();
+                have.dedup();
+                have.sort();
+                have.dedup();
+                problems.push(format!(
+                    "--tests: no test `{t}` in these runs (there are: {})",
+                    have.join(", ")
+                ));
+            }
+        }
+        for (k, v) in &self.at {
+            let values: Vec<String> = all
+                .iter()
+                .filter_map(|p| p.params.get(k).map(param_str))
+                .collect();
+            if values.is_empty() {
+                problems.push(format!("--at: no run was swept over `{k}`"));
+            } else if !values.contains(v) {
+                let mut have = values;
+                have.sort();
+                have.dedup();
+                problems.push(format!(
+                    "--at: no point has {k}={v} (measured: {})",
+                    have.join(", ")
+                ));
+            }
+        }
+        let labels = crate::derive::run_labels(runs);
+        let known = |l: &str| labels.iter().any(|x| x == l);
+        for name in self
+            .baseline
+            .iter()
+            .chain(self.extrapolate.iter().map(|e| &e.from))
+        {
+            if !known(name) {
+                problems.push(format!(
+                    "no column `{name}` in this report (columns: {})",
+                    labels.join(", ")
+                ));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+}
+
+/// A TCO platform's performance as the report's summary has it: the geometric mean over
+/// its `tests` (or `test`, or all) at its `params` (or each at its best), saying which
+/// points it took.
+pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, String> {
+    let runs = std::slice::from_ref(run);
+    let sel = Selection {
+        tests: p.tests.iter().chain(&p.test).cloned().collect(),
+        at: p
+            .params
+            .iter()
+            .map(|(k, v)| (k.clone(), param_str(v)))
+            .collect(),
+        ..Default::default()
+    };
+    sel.check(runs)
+        .map_err(|e| format!("platform `{}`, run {}: {e}", p.name, run.id))?;
+    let s = crate::derive::summary_with(runs, &sel);
+    let taken: Vec<String> = s
+        .rows
+        .iter()
+        .filter(|r| r.perf[0].is_some())
+        .map(|r| match r.chosen[0].as_str() {
+            "" => r.label.clone(),
+            at => format!("{} at {at}", r.label),
+        })
+        .collect();
+    let value = match (&s.geomean_note, s.geomean[0]) {
+        (None, Some(v)) => v,
+        (Some(why), _) => {
+            return Err(format!(
+                "platform `{}`, run {}: {why}; choose one kind with `tests = [...]`, or give `perf_from = \"max\"`",
+                p.name, run.id
+            ))
+        }
+        (None, None) => {
+            return Err(format!(
+                "platform `{}`, run {}: no valid result to take performance from",
+                p.name, run.id
+            ))
+        }
+    };
+    Ok(tco::Sourced {
+        value,
+        source: format!(
+            "run {}: geometric mean of {} test(s): {}",
+            run.id,
+            taken.len(),
+            taken.join(", ")
+        ),
+        modelled: false,
+        unit: (!s.unit.is_empty()).then(|| s.unit.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extrapolations_parse_and_scale() {
+        let e = parse_extrapolation("centriq=x2:boards", 1.0).unwrap();
+        assert_eq!(e.from, "centriq");
+        assert_eq!(e.how.heading(), "x2 boards");
+        assert_eq!(e.how.perf_factor(None), Ok(2.0));
+        assert_eq!(e.how.power_factor(), Some(2.0));
+        let e = parse_extrapolation("opteron=2.4GHz:3GHz", 0.7).unwrap();
+        assert_eq!(e.how.heading(), "at 3 GHz");
+        // Seed 001: 7% more per 10% more clock; 2.4 -> 3 GHz is +25% clock, +17.5%.
+        let f = e.how.perf_factor(None).unwrap();
+        assert!((f - 1.175).abs() < 1e-9, "{f}");
+        assert_eq!(e.how.power_factor(), None);
+        let e = parse_extrapolation("a=3000MHz", 1.0).unwrap();
+        assert!(e.how.perf_factor(None).is_err());
+        assert!((e.how.perf_factor(Some(2400.0)).unwrap() - 1.25).abs() < 1e-9);
+        for bad in [
+            "x2", "=x2", "a=", "a=x0", "a=xq", "a=3", "a=3Ghzz", "a=-1GHz",
+        ] {
+            let e = parse_extrapolation(bad, 1.0).unwrap_err();
+            assert!(
+                e.contains("--extrapolate") || e.contains("clock"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(
+            parse_at("instances=2, threads=4").unwrap(),
+            vec![
+                ("instances".into(), "2".into()),
+                ("threads".into(), "4".into())
+            ]
+        );
+        assert!(parse_at("instances").unwrap_err().contains("KEY=VALUE"));
+    }
+}
