@@ -258,4 +258,51 @@ fn compare_takes_two_variants_of_one_run() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("it has: a, b"));
+
+    // The report puts the variants in columns (seed 003), with a Difference column
+    // against the chosen baseline and the chosen tests.
+    let html = dir.path().join("variants.html");
+    let report = |extra: &[&str]| {
+        let mut args = vec![
+            "--db",
+            db.to_str().unwrap(),
+            "report",
+            "latest",
+            "-o",
+            html.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        bin().args(&args).output().unwrap()
+    };
+    let out = report(&["--tests", "get"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let summary = &page[page.find("Summary of measured data").unwrap()..];
+    let summary = &summary[..summary.find("</table>").unwrap()];
+    assert!(
+        summary.contains("@a</th>") && summary.contains("@b</th>"),
+        "{summary}"
+    );
+    assert!(summary.contains("Difference"), "{summary}");
+    // Names that match nothing: a clear error, and the report is not rewritten.
+    std::fs::remove_file(&html).unwrap();
+    for (args, says) in [
+        (&["--tests", "hset"][..], "no test `hset`"),
+        (
+            &["--extrapolate", "nosuch=x2:boards"][..],
+            "no column `nosuch`",
+        ),
+        (&["--extrapolate", "whatever=fast"][..], "--extrapolate"),
+        (&["--at", "instances"][..], "KEY=VALUE"),
+    ] {
+        let out = report(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!html.exists(), "{args:?} wrote a report");
+    }
 }
