@@ -19,37 +19,17 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use hdrhistogram::Histogram;
 use model::Metric;
 
 /// Ticks per half distance HdrHistogram uses by default (`outputPercentileDistribution`).
 pub const DEFAULT_TICKS_PER_HALF_DISTANCE: u32 = 5;
 
-/// Parse a latency such as `360us`, `1ms`, `1.5ms`, `500ns`, `2s`, `250µs` into nanoseconds.
-/// A bare number is refused: a latency without its unit is a guess.
+/// Parse a latency such as `360us`, `1ms`, `500ns` into nanoseconds (see
+/// [`model::hist::parse_latency_ns`]; a bare number is refused).
 pub fn parse_latency_ns(s: &str) -> anyhow::Result<u64> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .with_context(|| format!("latency `{s}`: expected a number with a unit, e.g. `1ms`"))?;
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" | "μs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "" => bail!("latency `{s}` has no unit: write it as `{num}us` or `{num}ms`"),
-        u => bail!("latency `{s}`: unknown unit `{u}` (use ns, us, ms or s)"),
-    };
-    let ns = v * scale;
-    if !ns.is_finite() || ns < 1.0 {
-        bail!("latency `{s}` is below 1 ns");
-    }
-    Ok(ns.round() as u64)
+    model::hist::parse_latency_ns(s).map_err(anyhow::Error::msg)
 }
 
 /// Parse a threshold list such as `1ms,8ms,64ms` (sorted, duplicates removed).

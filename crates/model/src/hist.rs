@@ -11,6 +11,40 @@ pub const SIGFIG: u8 = 3;
 /// Highest latency tracked: one hour in nanoseconds. Larger values are clamped and counted.
 pub const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
 
+/// Parse a latency such as `360us`, `1ms`, `1.5ms`, `500ns`, `2s`, `250µs` into nanoseconds.
+/// A bare number is refused: a latency without its unit is a guess.
+pub fn parse_latency_ns(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("latency `{s}`: expected a number with a unit, e.g. `1ms`"))?;
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" | "μs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "" => {
+            return Err(format!(
+                "latency `{s}` has no unit: write it as `{num}us` or `{num}ms`"
+            ))
+        }
+        u => {
+            return Err(format!(
+                "latency `{s}`: unknown unit `{u}` (use ns, us, ms or s)"
+            ))
+        }
+    };
+    let ns = v * scale;
+    if !ns.is_finite() || ns < 1.0 {
+        return Err(format!("latency `{s}` is below 1 ns"));
+    }
+    Ok(ns.round() as u64)
+}
+
 /// A new empty latency histogram in nanoseconds (1 ns .. 1 h, 3 significant digits).
 pub fn new_latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_NS, SIGFIG).expect("static bounds are valid")

@@ -111,6 +111,35 @@ pub fn bucket_edges(hs: &[&Histogram<u64>]) -> Vec<u64> {
     edges
 }
 
+/// The latency thresholds the runs' results were given (`latency_thresholds`), in ns,
+/// sorted: None when no result says, or when results say different things.
+pub fn user_thresholds(runs: &[RunRecord]) -> Option<Vec<u64>> {
+    let mut seen: Option<Vec<u64>> = None;
+    for r in runs.iter().flat_map(|r| &r.results) {
+        let Some(v) = r.params.get("latency_thresholds") else {
+            continue;
+        };
+        let items: Vec<String> = match v {
+            serde_json::Value::Array(a) => a.iter().map(crate::derive::param_str).collect(),
+            other => crate::derive::param_str(other)
+                .split(',')
+                .map(str::to_string)
+                .collect(),
+        };
+        let mut ns: Vec<u64> = items
+            .iter()
+            .map(|t| model::hist::parse_latency_ns(t).ok())
+            .collect::<Option<_>>()?;
+        ns.sort_unstable();
+        ns.dedup();
+        match &seen {
+            Some(s) if *s != ns => return None,
+            _ => seen = Some(ns),
+        }
+    }
+    seen.filter(|v| !v.is_empty())
+}
+
 /// Percent of operations in each bucket [edge[i-1], edge[i]) plus the tail above the last.
 pub fn bucket_shares(h: &Histogram<u64>, edges: &[u64]) -> Vec<f64> {
     let n = h.len() as f64;

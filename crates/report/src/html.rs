@@ -516,7 +516,10 @@ fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         return;
     }
     let refs: Vec<&hdrhistogram::Histogram<u64>> = rows.iter().map(|r| &r.1).collect();
-    let edges = crate::charts::bucket_edges(&refs);
+    // The user's --latency-thresholds when the runs were given them (the seed-003 table's
+    // 40us, 100us, 360us, 1ms), else 1-2-5 steps over the measured range.
+    let edges =
+        crate::charts::user_thresholds(runs).unwrap_or_else(|| crate::charts::bucket_edges(&refs));
     h.push_str(r#"<table><caption>Share of operations slower than each threshold</caption><tr><th>Run · test</th>"#);
     for e in &edges {
         let _ = write!(h, "<th>&gt; {}</th>", esc(&crate::charts::compact_ns(*e)));

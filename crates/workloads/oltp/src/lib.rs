@@ -89,6 +89,14 @@ pub struct Flags {
     /// mix: tpcc (45,43,4,4,4), read-mostly (4,4,44,4,44) [default: tpcc]
     #[arg(long, value_name = "NO,P,OS,D,SL|NAME")]
     pub mix: Option<String>,
+    /// Latency thresholds for the "% of transactions over" buckets (the Aerospike study's
+    /// table), over all transaction types [default: 1ms,10ms,100ms]
+    #[arg(
+        long = "latency-thresholds",
+        id = "latency_thresholds",
+        value_name = "LIST"
+    )]
+    pub latency_thresholds: Option<String>,
     /// Use the spec's keying and think times (5.2.5.7); off by default, as in HammerDB
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub keying_think: Option<String>,
@@ -174,6 +182,7 @@ pub const LIST_KEYS: &[&str] = &[
     "server_cpus",
     "client_cpus",
     "levels",
+    "latency_thresholds",
 ];
 
 /// Keys whose values are strings even when they look like numbers or booleans.
@@ -218,6 +227,7 @@ pub struct Config {
     pub load_threads: Option<u32>,
     pub seed: u64,
     pub tests: Vec<String>,
+    pub latency_thresholds: Vec<String>,
 }
 
 impl Default for Config {
@@ -249,6 +259,7 @@ impl Default for Config {
             load_threads: None,
             seed: 1,
             tests: vec!["tpcc".into()],
+            latency_thresholds: vec!["1ms".into(), "10ms".into(), "100ms".into()],
         }
     }
 }
@@ -294,6 +305,18 @@ fn mix_value(v: &Value) -> anyhow::Result<Value> {
 }
 
 impl Config {
+    /// The latency thresholds in nanoseconds, sorted, without duplicates.
+    pub fn thresholds_ns(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .latency_thresholds
+            .iter()
+            .filter_map(|t| engine::histlog::parse_latency_ns(t).ok())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// From a sweep point's map (values as the runner parsed them, or raw strings).
     /// Unknown keys and bad values are errors that name the key.
     pub fn from_map(map: &Map<String, Value>) -> anyhow::Result<Config> {
@@ -306,7 +329,10 @@ impl Config {
                 }
                 ("server_cpus" | "client_cpus", v) => Value::String(scalar_to_string(v)),
                 ("mix", v) => mix_value(v)?,
-                ("pg_setting" | "mariadb_setting" | "tests", Value::String(s)) => Value::Array(
+                (
+                    "pg_setting" | "mariadb_setting" | "tests" | "latency_thresholds",
+                    Value::String(s),
+                ) => Value::Array(
                     s.split(',')
                         .map(|p| Value::String(p.trim().into()))
                         .collect(),
@@ -385,6 +411,9 @@ impl Config {
             bail!("--mariadb-setting is for MariaDB (--engine mariadb); PostgreSQL takes --pg-setting");
         }
         Mix::new(&self.mix)?;
+        for t in &self.latency_thresholds {
+            engine::histlog::parse_latency_ns(t).context("--latency-thresholds")?;
+        }
         engine::launch::parse_cpu_list(&self.server_cpus)?;
         engine::launch::parse_cpu_list(&self.client_cpus)?;
         Ok(())

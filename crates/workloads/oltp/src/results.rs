@@ -224,7 +224,17 @@ pub(crate) fn step_output(
             }
         }
     }
+    // Over all transaction types: the share over each threshold, mean and jitter.
+    let thresholds = cfg.thresholds_ns();
+    let views = |h: &hdrhistogram::Histogram<u64>, kind: &str| {
+        engine::histlog::view_metrics(
+            h,
+            &thresholds,
+            &[("txn", "all".into()), ("kind", kind.into())],
+        )
+    };
     if let Some(all) = merge(o.classes.iter().map(|c| &c.service)).filter(|h| !h.is_empty()) {
+        out.metrics.extend(views(&all, "service"));
         if db_latency.is_none() {
             out.histograms
                 .push(HistogramRecord::from_histogram("all", "service", &all));
@@ -233,6 +243,7 @@ pub(crate) fn step_output(
     if let Some(all) =
         merge(o.classes.iter().filter_map(|c| c.corrected.as_ref())).filter(|h| !h.is_empty())
     {
+        out.metrics.extend(views(&all, "corrected"));
         out.histograms
             .push(HistogramRecord::from_histogram("all", "corrected", &all));
     }
@@ -542,6 +553,36 @@ mod tests {
             );
             assert_eq!(out.headline, lead, "{name}");
         }
+    }
+
+    /// `--latency-thresholds`: the share of all transactions over each, as kv and http.
+    #[test]
+    fn latency_thresholds_give_the_share_over_each() {
+        let cfg = Config {
+            latency_thresholds: vec!["2ms".into(), "500us".into()],
+            ..Config::default()
+        };
+        let out = step_output(
+            &cfg,
+            &Mix::default(),
+            &outcome(),
+            &[window(0, 14_000)],
+            &[counters(0)],
+            None,
+        );
+        let over = |t: &str| {
+            out.metrics
+                .iter()
+                .find(|m| {
+                    m.name == "latency_pct_over"
+                        && m.labels.get("over").map(String::as_str) == Some(t)
+                        && m.labels.get("txn").map(String::as_str) == Some("all")
+                })
+                .map(|m| m.value)
+        };
+        // Every transaction took 1.000 to 1.0045 ms.
+        assert_eq!(over("500us"), Some(100.0));
+        assert_eq!(over("2ms"), Some(0.0));
     }
 
     #[test]

@@ -775,4 +775,11 @@ fn config_from_runner_strings() {
     let e = Config::from_map(&serde_json::from_value(json!({ "mix": "readonly" })).unwrap())
         .unwrap_err();
     assert!(format!("{e:#}").contains("read-mostly"), "{e:#}");
+    // Latency thresholds as kv and http take them.
+    let c = cfg(json!({ "latency_thresholds": "5ms,1ms" }));
+    assert_eq!(c.thresholds_ns(), vec![1_000_000, 5_000_000]);
+    let e =
+        Config::from_map(&serde_json::from_value(json!({ "latency_thresholds": "5" })).unwrap())
+            .unwrap_err();
+    assert!(format!("{e:#}").contains("no unit"), "{e:#}");
 }
