@@ -32,6 +32,18 @@ pub fn parse_latency_ns(s: &str) -> anyhow::Result<u64> {
     model::hist::parse_latency_ns(s).map_err(anyhow::Error::msg)
 }
 
+/// A workload's `latency_thresholds` in nanoseconds, sorted, without duplicates (the
+/// ones that do not parse are left out: the workload's validation refuses them first).
+pub fn thresholds_ns(list: &[String]) -> Vec<u64> {
+    let mut v: Vec<u64> = list
+        .iter()
+        .filter_map(|t| parse_latency_ns(t).ok())
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 /// Parse a threshold list such as `1ms,8ms,64ms` (sorted, duplicates removed).
 pub fn parse_thresholds(s: &str) -> anyhow::Result<Vec<u64>> {
     let mut v = s

@@ -421,22 +421,14 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let by_vus = tps_by_vus(run, wl);
     let mut figures = Vec::new();
     if by_vus.len() > 1 {
-        let title = format!("{who}transactions per second vs virtual users");
-        figures.push((
-            title.clone(),
-            svg::line_chart(
-                &title,
-                "virtual users",
-                "txn/s",
-                Scale::Linear,
-                Scale::Linear,
-                &[LineSeries {
-                    name: "txn/s".into(),
-                    points: by_vus,
-                    color: 0,
-                    dash: 0,
-                }],
-            ),
+        figures.push(txn_per_s_by_users(
+            format!("{who}transactions per second vs virtual users"),
+            &[LineSeries {
+                name: "txn/s".into(),
+                points: by_vus,
+                color: 0,
+                dash: 0,
+            }],
         ));
     }
     Some(View {
@@ -445,6 +437,19 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         tables,
         notes: vec![],
     })
+}
+
+/// A (title, SVG) figure of transactions per second against virtual users.
+fn txn_per_s_by_users(title: String, series: &[LineSeries]) -> (String, String) {
+    let svg = svg::line_chart(
+        &title,
+        "virtual users",
+        "txn/s",
+        Scale::Linear,
+        Scale::Linear,
+        series,
+    );
+    (title, svg)
 }
 
 /// Transactions per second (mean over repetitions) at each virtual-user count, for
@@ -497,19 +502,11 @@ fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
     if series.len() < 2 {
         return None;
     }
-    let title = "transactions per second vs concurrent users, all runs".to_string();
     Some(View {
         title: "TPC-C: throughput against concurrent users, run beside run".into(),
-        figures: vec![(
-            title.clone(),
-            svg::line_chart(
-                &title,
-                "virtual users",
-                "txn/s",
-                Scale::Linear,
-                Scale::Linear,
-                &series,
-            ),
+        figures: vec![txn_per_s_by_users(
+            "transactions per second vs concurrent users, all runs".into(),
+            &series,
         )],
         tables: vec![],
         notes: vec![

@@ -66,6 +66,18 @@ fn run_chromium(bin: &Path, profile: &Path, extra: &[&str], url: &str) -> (bool,
     (status.success(), read(&out_path), read(&err_path))
 }
 
+/// The page written to `CARGO_TARGET_TMPDIR/NAME/report.html`, kept after the test
+/// beside the build (not in /tmp) for a person to look at: (dir, file, file:// URL).
+fn kept_page(name: &str, html: &str) -> (PathBuf, PathBuf, String) {
+    let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let page = out_dir.join("report.html");
+    std::fs::write(&page, html).unwrap();
+    let url = format!("file://{}", page.display());
+    (out_dir, page, url)
+}
+
 #[test]
 fn report_renders_in_headless_chromium() {
     let Some(bin) = chromium() else {
@@ -77,14 +89,7 @@ fn report_renders_in_headless_chromium() {
         tco::Plan::from_toml(include_str!("../../tco/examples/seed_redis_tco.toml")).unwrap();
     let t = tco::evaluate(&plan, &Default::default()).unwrap();
     let html = report::html(&runs, Some(&t));
-    // Kept after the test, beside the build (not in /tmp): the screenshot is for a
-    // person to look at.
-    let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-browser-test");
-    let _ = std::fs::remove_dir_all(&out_dir);
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let page = out_dir.join("report.html");
-    std::fs::write(&page, &html).unwrap();
-    let url = format!("file://{}", page.display());
+    let (out_dir, page, url) = kept_page("report-browser-test", &html);
     let profile = tempfile::tempdir().unwrap();
 
     // 1. The DOM after load, with console messages on stderr.
@@ -164,12 +169,7 @@ fn seed_000_table_shape_renders_in_headless_chromium() {
     };
     sel.check(&runs).unwrap();
     let html = report::html_with(&runs, None, &sel);
-    let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-seed-table");
-    let _ = std::fs::remove_dir_all(&out_dir);
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let page = out_dir.join("report.html");
-    std::fs::write(&page, &html).unwrap();
-    let url = format!("file://{}", page.display());
+    let (_, _, url) = kept_page("report-seed-table", &html);
     let profile = tempfile::tempdir().unwrap();
     let (ok, dom, log) = run_chromium(
         &bin,

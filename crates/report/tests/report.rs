@@ -148,8 +148,9 @@ fn table_a1_run(id: &str, label: &str, figures: &[(&str, u32, f64, f64)]) -> Run
     run
 }
 
-#[test]
-fn reproduces_seed_table_a1_means() {
+/// Seed 000's Table A1 as two runs: the Centriq and the Xeon, three tests each, with
+/// processor socket power.
+fn seed_table_a1_runs() -> [RunRecord; 2] {
     let q = table_a1_run(
         "q",
         "Centriq 2452",
@@ -168,7 +169,12 @@ fn reproduces_seed_table_a1_means() {
             ("get", 100, 45_094_940.0, 190.7),
         ],
     );
-    let s = report::summary(&[q, i]);
+    [q, i]
+}
+
+#[test]
+fn reproduces_seed_table_a1_means() {
+    let s = report::summary(&seed_table_a1_runs());
     assert_eq!(s.rows.len(), 3);
     assert_eq!(s.geomean[0].map(|v| v.round()), Some(7_256_709.0));
     assert_eq!(s.geomean[1].map(|v| v.round()), Some(8_307_339.0));
@@ -182,25 +188,7 @@ fn reproduces_seed_table_a1_means() {
 /// chassis, a Difference column against the Xeon; a chosen subset of the tests.
 #[test]
 fn seed_tables_difference_extrapolation_and_chosen_tests() {
-    let q = table_a1_run(
-        "q",
-        "Centriq 2452",
-        &[
-            ("set", 1, 3_478_470.0, 45.2),
-            ("get", 1, 3_474_360.0, 43.9),
-            ("get", 100, 31_619_580.0, 60.6),
-        ],
-    );
-    let i = table_a1_run(
-        "i",
-        "Xeon Gold 5120",
-        &[
-            ("set", 1, 3_582_254.0, 174.7),
-            ("get", 1, 3_548_964.0, 169.9),
-            ("get", 100, 45_094_940.0, 190.7),
-        ],
-    );
-    let runs = [q, i];
+    let runs = seed_table_a1_runs();
     let sel = report::Selection {
         baseline: Some("Xeon Gold 5120".into()),
         extrapolate: vec![

@@ -410,15 +410,7 @@ impl HttpConfig {
     }
 
     pub fn thresholds_ns(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self
-            .latency_thresholds
-            .items()
-            .iter()
-            .filter_map(|t| engine::histlog::parse_latency_ns(t).ok())
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+        engine::histlog::thresholds_ns(&self.latency_thresholds.items())
     }
 
     pub fn body_bytes(&self) -> Vec<u8> {

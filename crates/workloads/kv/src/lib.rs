@@ -202,14 +202,7 @@ impl Plan {
 impl KvConfig {
     /// The thresholds in nanoseconds, sorted, without duplicates.
     pub fn thresholds_ns(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self
-            .latency_thresholds
-            .iter()
-            .filter_map(|t| engine::histlog::parse_latency_ns(t).ok())
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+        engine::histlog::thresholds_ns(&self.latency_thresholds)
     }
 
     fn validate(&self) -> anyhow::Result<()> {

@@ -307,14 +307,7 @@ fn mix_value(v: &Value) -> anyhow::Result<Value> {
 impl Config {
     /// The latency thresholds in nanoseconds, sorted, without duplicates.
     pub fn thresholds_ns(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self
-            .latency_thresholds
-            .iter()
-            .filter_map(|t| engine::histlog::parse_latency_ns(t).ok())
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+        engine::histlog::thresholds_ns(&self.latency_thresholds)
     }
 
     /// From a sweep point's map (values as the runner parsed them, or raw strings).
