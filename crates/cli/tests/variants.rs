@@ -246,6 +246,12 @@ fn compare_takes_two_variants_of_one_run() {
         .unwrap_or_else(|| panic!("{c}"));
     assert_eq!(row["a"]["n"], 3);
     assert!(row["p_value"].is_number(), "{row}");
+    // The variant is the difference under study, said as such; nothing else differs.
+    let verdict = c["comparability"]["verdict"].as_str().unwrap_or_default();
+    assert_eq!(
+        verdict, "like for like but the declared variant (a vs b)",
+        "{c}"
+    );
     let out = bin()
         .args([
             "--db",

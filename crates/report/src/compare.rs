@@ -109,10 +109,20 @@ const KEYS: &[&str] = &[
     "mem.thp_defrag",
     "irq.irqbalance",
     "nic.*",
+    VARIANT_FACT,
 ];
 
+/// The fact a run's variant carries in its hosts' disclosure once taken apart by
+/// [`variant_run`], and the category of its difference.
+pub const VARIANT_FACT: &str = "variant";
+const DECLARED: &str = "declared variant";
+
 fn category(key: &str) -> &'static str {
-    if key.starts_with("cpu.governor") || key.starts_with("cpu.turbo") || key.starts_with("cpu.smt")
+    if key == VARIANT_FACT {
+        DECLARED
+    } else if key.starts_with("cpu.governor")
+        || key.starts_with("cpu.turbo")
+        || key.starts_with("cpu.smt")
     {
         "settings"
     } else if key.starts_with("cpu.")
@@ -220,12 +230,40 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
             });
         }
     }
+    // The declared variant is the setting under study: said, never held against the
+    // comparison; anything else that differs besides it is.
+    let declared = differences
+        .iter()
+        .find(|d| d.category == DECLARED)
+        .map(|d| format!("the declared variant ({} vs {})", d.a, d.b));
     let non_hw: Vec<&Difference> = differences
         .iter()
-        .filter(|d| d.category != "hardware")
+        .filter(|d| d.category != "hardware" && d.category != DECLARED)
         .collect();
+    let others = differences
+        .iter()
+        .filter(|d| d.category != DECLARED)
+        .count();
     let (like, verdict) =
-        if differences.is_empty() {
+        if let Some(v) = &declared {
+            if non_hw.is_empty() && others == 0 {
+                (true, format!("like for like but {v}"))
+            } else if non_hw.is_empty() {
+                (true, format!("{v}, and hardware differs too"))
+            } else {
+                (
+                    false,
+                    format!(
+                        "NOT like for like: besides {v}, {} differ",
+                        non_hw
+                            .iter()
+                            .map(|d| d.key.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            }
+        } else if differences.is_empty() {
             (true, "like for like".to_string())
         } else if non_hw.is_empty() {
             (
@@ -504,6 +542,10 @@ pub fn variant_run(run: &RunRecord, variant: &str) -> Option<RunRecord> {
         run.label.clone().unwrap_or_else(|| run.id.clone())
     ));
     one.results = mine;
+    for h in &mut one.hosts {
+        h.facts
+            .insert(VARIANT_FACT.into(), model::Fact::known(variant));
+    }
     Some(one)
 }
 

@@ -263,6 +263,38 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     assert!(e.contains("no column `Graviton`"), "{e}");
 }
 
+/// Two variants of one run: the variant is the declared difference; a setting that
+/// differs besides it (a sysctl changed by hand on one side) is warned about.
+#[test]
+fn compare_names_the_declared_variant_and_warns_of_anything_else() {
+    let mut run = kv_run(&Spec::default());
+    // Each point's repetitions split between the variants, as interleaving does.
+    for r in run.results.iter_mut() {
+        let v = if r.repetition % 2 == 0 { "off" } else { "on" };
+        r.params.insert("variant".into(), serde_json::json!(v));
+    }
+    let a = report::compare::variant_run(&run, "off").unwrap();
+    let mut b = report::compare::variant_run(&run, "on").unwrap();
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert!(c.like_for_like, "{c:?}");
+    assert_eq!(
+        c.verdict,
+        "like for like but the declared variant (off vs on)"
+    );
+    b.hosts[0]
+        .facts
+        .insert("sysctl.net.core.busy_poll".into(), model::Fact::known("50"));
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert!(!c.like_for_like);
+    assert!(
+        c.verdict
+            .contains("besides the declared variant (off vs on)")
+            && c.verdict.contains("sysctl.net.core.busy_poll"),
+        "{}",
+        c.verdict
+    );
+}
+
 /// `--at instances=N` takes every row at that sweep point, not each column's best.
 #[test]
 fn summary_at_a_chosen_sweep_point() {
