@@ -74,7 +74,7 @@ impl Store {
         }
         let mut conn = Connection::open(path)
             .with_context(|| format!("cannot open the results store {}; {hint}", path.display()))?;
-        configure(&conn).with_context(|| {
+        configure_retrying(&conn).with_context(|| {
             format!(
                 "cannot use the results store {} (is it writable, and an SQLite file?); {hint}",
                 path.display()
@@ -487,6 +487,30 @@ pub fn summary_host(hosts: &[HostDisclosure]) -> String {
 /// store used to fail with "database is locked".
 fn write_tx(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
+/// `configure`, tried again while another process holds the lock it needs. Switching a
+/// fresh file to WAL takes an exclusive lock, and SQLite answers SQLITE_BUSY at once there,
+/// without calling the busy handler, while another connection is switching or recovering
+/// it (so several runs started together on a new store failed one time in a few hundred).
+/// Waits up to the same `BUSY_TIMEOUT` the busy handler would.
+fn configure_retrying(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match configure(conn) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
 }
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
