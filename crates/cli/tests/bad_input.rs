@@ -26,6 +26,7 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         (&["kv", "--repeat", "0"], "repeat"),
         // One meaning per flag: -t is the tests everywhere (wrk's -t is threads).
         (&["http", "-t", "4"], "use --threads 4"),
+        (&["http", "-d", "10"], "use --duration 10"),
         (&["kv", "--latency-thresholds", "5"], "latency_thresholds"),
     ];
     for (args, names) in cases {

@@ -35,7 +35,7 @@ fn http_load_against_launched_nginx_is_stored() {
         &db,
         &[
             "http",
-            "-d",
+            "--duration",
             "1",
             "--warmup",
             "0",
@@ -167,7 +167,7 @@ fn http_bad_input_says_what_to_type() {
         .unwrap()
         .port();
     let url = format!("http://127.0.0.1:{port}/");
-    let (code, _, err) = run_json(&db, &["http", "--target", &url, "-d", "1"]);
+    let (code, _, err) = run_json(&db, &["http", "--target", &url, "--duration", "1"]);
     assert_ne!(code, 0);
     assert!(err.contains("cannot connect"), "{err}");
 }

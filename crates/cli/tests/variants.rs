@@ -9,6 +9,14 @@ use std::time::{Duration, Instant};
 
 use common::{bin, have};
 
+/// One test of this file at a time: one of them changes a sysctl, which every run's
+/// variants would see change under them (as they should: it is the system's state).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A kv plan whose variants log their setup and teardown to `log`.
 fn plan(dir: &Path, log: &Path, kv: &str, b_setup: &str) -> std::path::PathBuf {
     let p = dir.join("variants.toml");
@@ -37,6 +45,7 @@ fn read_log(log: &Path) -> Vec<String> {
 
 #[test]
 fn variants_interleave_per_repetition_and_are_disclosed() {
+    let _serial = serial();
     if !have("redis-server", "redis-server") {
         return;
     }
@@ -96,6 +105,7 @@ fn variants_interleave_per_repetition_and_are_disclosed() {
 
 #[test]
 fn teardown_runs_after_a_failed_setup_and_after_ctrl_c() {
+    let _serial = serial();
     if !have("redis-server", "redis-server") {
         return;
     }
@@ -156,7 +166,140 @@ fn teardown_runs_after_a_failed_setup_and_after_ctrl_c() {
 }
 
 #[test]
+fn a_variant_that_sets_a_sysctl_is_restored_disclosed_and_explains_the_comparison() {
+    let _serial = serial();
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let key = "/proc/sys/net/core/somaxconn";
+    let Ok(orig) = std::fs::read_to_string(key) else {
+        return;
+    };
+    let orig: u64 = orig.trim().parse().unwrap();
+    if std::fs::write(key, format!("{orig}\n")).is_err() {
+        eprintln!("skipped: cannot write {key} (not root)");
+        return;
+    }
+    let new = if orig > 200 { orig - 1 } else { orig + 1 };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("sysctl.toml");
+    // The teardown's first command fails: the next one must still run.
+    std::fs::write(
+        &p,
+        format!(
+            "[kv]\ntests = [\"get\"]\nrequests = 2000\nclients = 2\n\n\
+             [[variant]]\nname = \"base\"\n\n\
+             [[variant]]\nname = \"tuned\"\nsetup = [\"sysctl -w net.core.somaxconn={new}\"]\n\
+             teardown = [\"false\", \"sysctl -w net.core.somaxconn={orig}\"]\n"
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = common::run_json(&db, &["--plan", p.to_str().unwrap()], &[]);
+    let now: u64 = std::fs::read_to_string(key)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if now != orig {
+        let _ = std::fs::write(key, format!("{orig}\n"));
+    }
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(now, orig, "the teardown did not restore somaxconn");
+    assert!(err.contains("teardown on local failed: `false`"), "{err}");
+    let facts = &run["hosts"][0]["facts"];
+    assert_eq!(
+        facts["sysctl.net.core.somaxconn"]["value"].as_str(),
+        Some(orig.to_string().as_str()),
+        "the disclosure before the variants"
+    );
+    assert_eq!(
+        facts["variant.tuned.set.sysctl.net.core.somaxconn"]["value"].as_str(),
+        Some(new.to_string().as_str()),
+        "what the variant set, read back after its setup"
+    );
+    assert!(facts
+        .get("variant.base.set.sysctl.net.core.somaxconn")
+        .is_none());
+    let teardown = facts["variant.tuned.teardown"]["value"].as_str().unwrap();
+    assert!(
+        teardown.contains("$ false -> FAILED")
+            && teardown.contains(&format!("$ sysctl -w net.core.somaxconn={orig}")),
+        "{teardown}"
+    );
+    // The variants' comparison: the sysctl differs, explained by the declared variant.
+    let id = run["id"].as_str().unwrap();
+    let out = bin()
+        .args(["--db", db.to_str().unwrap(), "compare", "--json"])
+        .args([format!("{id}@base"), format!("{id}@tuned")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = c.to_string();
+    assert!(
+        text.contains("which sets sysctl.net.core.somaxconn"),
+        "{text}"
+    );
+    assert!(text.contains("set by the declared variant"), "{text}");
+    assert!(!text.contains("NOT like for like"), "{text}");
+}
+
+#[test]
+fn teardown_runs_after_a_failure_during_the_measurement() {
+    let _serial = serial();
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let plan = plan(
+        dir.path(),
+        &log,
+        "tests = [\"get\"]\nduration = 30\nclients = 2",
+        "true",
+    );
+    let db = dir.path().join("r.sqlite");
+    let child = bin()
+        .args(["--db", db.to_str().unwrap(), "run", "--plan"])
+        .arg(&plan)
+        .args(["-q", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The server dies during a's test: the test fails, a's teardown still runs.
+    let start = Instant::now();
+    let mut killed = false;
+    while start.elapsed() < Duration::from_secs(20) && !killed {
+        std::thread::sleep(Duration::from_millis(200));
+        if read_log(&log).is_empty() {
+            continue;
+        }
+        for (pid, _) in common::children_named(child.id(), "redis-server") {
+            std::thread::sleep(Duration::from_millis(1000));
+            unsafe { kill(pid as i32, 9) };
+            killed = true;
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(killed, "no redis-server was seen to kill");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read_log(&log), ["setup-a", "teardown-a"]);
+}
+
+#[test]
 fn bad_variants_are_refused_before_anything_runs() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     for (variants, says) in [
@@ -203,6 +346,7 @@ extern "C" {
 /// difference carries a confidence interval.
 #[test]
 fn compare_takes_two_variants_of_one_run() {
+    let _serial = serial();
     if !have("redis-server", "redis-server") {
         return;
     }

@@ -432,7 +432,11 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         });
         // Histogram buckets, one chart per test (the Aerospike study's view: each run's
         // share of operations per latency bucket, side by side).
-        for (row, per_run) in best.iter().take(4) {
+        // With the user's thresholds (the seed-003 figure): the share over each, every
+        // test; without, 1-2-5 buckets over the measured range, for the first few tests.
+        let thresholds = user_thresholds(runs);
+        let shown = if thresholds.is_some() { best.len() } else { 4 };
+        for (row, per_run) in best.iter().take(shown) {
             let (pts, hists): (Vec<Point>, Vec<Histogram<u64>>) = per_run
                 .iter()
                 .flatten()
@@ -443,6 +447,31 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 .zip(hists)
                 .collect();
             if hs.is_empty() {
+                continue;
+            }
+            let test = strip(row);
+            if let Some(edges) = &thresholds {
+                let cats: Vec<String> = edges
+                    .iter()
+                    .map(|e| format!("> {}", compact_ns(*e)))
+                    .collect();
+                let series: Vec<BarSeries> = hs
+                    .iter()
+                    .map(|(n, h)| BarSeries {
+                        name: n.clone(),
+                        warn: vec![false; edges.len()],
+                        values: edges.iter().map(|e| Some(pct_over(h, *e))).collect(),
+                    })
+                    .collect();
+                let title = format!("{wl} {test}: % of operations over each latency threshold");
+                out.push(Chart {
+                    file: format!("{}_buckets_{}.svg", slug(wl), slug(&test)),
+                    title: title.clone(),
+                    section: "latency".into(),
+                    workload: wl.to_string(),
+                    svg: Some(svg::bar_chart(&title, "% of operations", &cats, &series)),
+                    note: None,
+                });
                 continue;
             }
             let refs: Vec<&Histogram<u64>> = hs.iter().map(|h| &h.1).collect();
@@ -470,7 +499,6 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                     }
                 })
                 .collect();
-            let test = strip(row);
             let title = format!("{wl} {test}: % of operations per latency bucket");
             out.push(Chart {
                 file: format!("{}_buckets_{}.svg", slug(wl), slug(&test)),

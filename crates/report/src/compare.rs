@@ -85,6 +85,8 @@ pub struct Comparison {
 /// Disclosure keys whose differences change results (prefix match for the `*` ones).
 const KEYS: &[&str] = &[
     "cpu.model",
+    "cpu.scaling_driver",
+    "cpu.idle_driver",
     "cpu.sockets",
     "cpu.cores",
     "cpu.threads",
@@ -116,6 +118,10 @@ const KEYS: &[&str] = &[
 /// [`variant_run`], and the category of its difference.
 pub const VARIANT_FACT: &str = "variant";
 const DECLARED: &str = "declared variant";
+/// The facts a variant's setup changed, comma-separated (see [`variant_run`]).
+const SET_BY_VARIANT_FACT: &str = "variant.sets";
+/// The category of a fact that differs because the declared variant set it.
+const SET_BY_VARIANT: &str = "set by the declared variant";
 
 fn category(key: &str) -> &'static str {
     if key == VARIANT_FACT {
@@ -230,20 +236,47 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
             });
         }
     }
+    // What either side's variant set differs because of the variant.
+    let set_by_variant: Vec<&str> = a
+        .iter()
+        .chain(b)
+        .flat_map(|r| &r.hosts)
+        .filter_map(|h| h.facts.get(SET_BY_VARIANT_FACT)?.value.as_deref())
+        .flat_map(|v| v.split(','))
+        .collect();
+    for d in &mut differences {
+        if set_by_variant.contains(&d.key.as_str()) {
+            d.category = SET_BY_VARIANT.to_string();
+        }
+    }
+    let explained = |d: &&Difference| d.category == DECLARED || d.category == SET_BY_VARIANT;
     // The declared variant is the setting under study: said, never held against the
-    // comparison; anything else that differs besides it is.
+    // comparison, nor what it set; anything else that differs besides it is.
     let declared = differences
         .iter()
         .find(|d| d.category == DECLARED)
-        .map(|d| format!("the declared variant ({} vs {})", d.a, d.b));
+        .map(|d| {
+            let set: Vec<&str> = differences
+                .iter()
+                .filter(|d| d.category == SET_BY_VARIANT)
+                .map(|d| d.key.as_str())
+                .collect();
+            if set.is_empty() {
+                format!("the declared variant ({} vs {})", d.a, d.b)
+            } else {
+                format!(
+                    "the declared variant ({} vs {}, which sets {})",
+                    d.a,
+                    d.b,
+                    set.join(", ")
+                )
+            }
+        });
     let non_hw: Vec<&Difference> = differences
         .iter()
-        .filter(|d| d.category != "hardware" && d.category != DECLARED)
+        .filter(|d| d.category != "hardware" && !explained(d))
         .collect();
-    let others = differences
-        .iter()
-        .filter(|d| d.category != DECLARED)
-        .count();
+    let others = differences.iter().filter(|d| !explained(d)).count();
     let (like, verdict) =
         if let Some(v) = &declared {
             if non_hw.is_empty() && others == 0 {
@@ -343,6 +376,15 @@ fn point_key(p: &crate::derive::Point, swept: &[(String, String)]) -> String {
 }
 
 /// The figures of one repetition: (metric, unit, higher is better, value).
+/// Throughput figures compared beside a headline: TPC-C's NOPM and TPM, whichever leads.
+fn companions(headline: &str) -> &'static [&'static str] {
+    match headline {
+        "nopm" => &["tpm"],
+        "tpm" => &["nopm"],
+        _ => &[],
+    }
+}
+
 fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<(String, String, bool, f64)> {
     let mut out = Vec::new();
     let Some(head) = r.headline_value() else {
@@ -354,19 +396,17 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<(String, String, 
         .unwrap_or_default();
     let latency_headline = unit == "ns" || r.headline.contains("latency");
     out.push((r.headline.clone(), unit.clone(), !latency_headline, head));
-    // Latency from the repetition's exact histograms (merged over its generators).
-    let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
-    for h in &r.histograms {
-        if let Ok(d) = h.histogram() {
-            match merged.as_mut() {
-                None => merged = Some(d),
-                Some(m) => {
-                    let _ = m.add(&d);
-                }
-            }
+    // The figure read beside the headline (HammerDB's users read NOPM and TPM together).
+    for other in companions(&r.headline) {
+        if let Some(m) = r.metric(other, &[]) {
+            let unit = crate::derive::display_unit(other, &m.unit);
+            out.push((other.to_string(), unit, true, m.value));
         }
     }
-    if let Some(m) = merged.filter(|m| !m.is_empty()) {
+    // Latency from the repetition's exact histograms (merged over its generators), of one
+    // kind: an open loop's corrected view, never blended with its service view.
+    let latency = crate::derive::merged_latency(r.histograms.iter());
+    if let Some((_, _, m)) = &latency {
         for (name, q) in [
             ("latency_p50_ns", 0.50),
             ("latency_p90_ns", 0.90),
@@ -383,7 +423,17 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<(String, String, 
         out.push(("latency_max_ns".into(), "ns".into(), false, m.max() as f64));
         out.push(("latency_mean_ns".into(), "ns".into(), false, m.mean()));
     }
-    for m in r.metrics.iter().filter(|m| m.name == "latency_pct_over") {
+    // The share over each threshold, of the same kind and over all operations.
+    let kind = latency.as_ref().map(|(k, _, _)| k.as_str());
+    for m in r.metrics.iter().filter(|m| {
+        m.name == "latency_pct_over"
+            && match (m.labels.get("kind"), kind) {
+                (Some(mk), Some(k)) => mk == k,
+                _ => true,
+            }
+            && m.labels.get("txn").is_none_or(|t| t == "all")
+            && !m.labels.contains_key("db")
+    }) {
         if let Some(t) = m.labels.get("over") {
             out.push((format!("pct_over_{t}"), "%".into(), false, m.value));
         }
@@ -472,6 +522,8 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
     let (sa, sb) = (Sample::of(&ma), Sample::of(&mb));
     let diff_pct = match (&sa, &sb) {
         (Some(x), Some(y)) if x.mean != 0.0 => Some(100.0 * (y.mean - x.mean) / x.mean),
+        // Zero on both sides (no request over a threshold): the same, not a missing figure.
+        (Some(x), Some(y)) if x.mean == 0.0 && y.mean == 0.0 => Some(0.0),
         _ => None,
     };
     let w = match (&sa, &sb) {
@@ -486,6 +538,9 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
     };
     let reps = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).max().unwrap_or(0);
     let verdict = match (&w, diff_pct) {
+        (_, None) if sa.is_some() && sb.is_some() => {
+            "no difference in percent: A is zero".to_string()
+        }
         (_, None) => "no figure on one side".to_string(),
         (None, Some(_)) => format!(
             "not enough repetitions ({} vs {} runs{})",
@@ -542,7 +597,25 @@ pub fn variant_run(run: &RunRecord, variant: &str) -> Option<RunRecord> {
         run.label.clone().unwrap_or_else(|| run.id.clone())
     ));
     one.results = mine;
+    // What the variant's setup changed (a sysctl, a governor) is that host's disclosure
+    // under the variant, so the variants' comparison shows the setting they differ in.
+    let prefix = format!("variant.{variant}.set.");
     for h in &mut one.hosts {
+        let set: Vec<(String, model::Fact)> = h
+            .facts
+            .iter()
+            .filter_map(|(k, f)| k.strip_prefix(&prefix).map(|k| (k.to_string(), f.clone())))
+            .collect();
+        if !set.is_empty() {
+            let keys = set
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>()
+                .join(",");
+            h.facts
+                .insert(SET_BY_VARIANT_FACT.into(), model::Fact::known(keys));
+        }
+        h.facts.extend(set);
         h.facts
             .insert(VARIANT_FACT.into(), model::Fact::known(variant));
     }

@@ -279,6 +279,39 @@ fn sut_hosts(run: &RunRecord) -> Vec<&str> {
         .collect()
 }
 
+/// The exact latency distribution of some stored histograms: those of the preferred
+/// kind (`corrected` when present: an open loop's coordinated-omission-correct view,
+/// never mixed with its `service` view) merged, and of an `all` histogram alone when
+/// there is one (it already holds every operation). Returns (kind, names merged,
+/// histogram); None when nothing was recorded.
+pub fn merged_latency<'a>(
+    hists: impl Iterator<Item = &'a model::HistogramRecord> + Clone,
+) -> Option<(String, Vec<String>, Histogram<u64>)> {
+    let kind = if hists.clone().any(|h| h.kind == "corrected") {
+        "corrected".to_string()
+    } else {
+        hists.clone().next()?.kind.clone()
+    };
+    let has_all = hists.clone().any(|h| h.kind == kind && h.name == "all");
+    let mut merged: Option<Histogram<u64>> = None;
+    let mut names = Vec::new();
+    for h in hists.filter(|h| h.kind == kind && (!has_all || h.name == "all")) {
+        let Ok(d) = h.histogram() else { continue };
+        match merged.as_mut() {
+            None => merged = Some(d),
+            Some(m) => {
+                if m.add(&d).is_err() {
+                    continue;
+                }
+            }
+        }
+        if !names.contains(&h.name) {
+            names.push(h.name.clone());
+        }
+    }
+    merged.filter(|h| !h.is_empty()).map(|h| (kind, names, h))
+}
+
 /// The telemetry summary of the system under test in one result.
 pub fn sut_summary<'a>(run: &RunRecord, r: &'a ResultRecord) -> Option<&'a TelemetrySummary> {
     let sut = sut_hosts(run);
@@ -437,36 +470,7 @@ impl<'a> Point<'a> {
     /// Returns (kind, names merged, histogram).
     pub fn latency(&self) -> Option<(String, Vec<String>, Histogram<u64>)> {
         let valid = self.valid();
-        let recs: Vec<_> = valid.iter().flat_map(|r| r.histograms.iter()).collect();
-        let kind = if recs.iter().any(|h| h.kind == "corrected") {
-            "corrected"
-        } else {
-            recs.first()?.kind.as_str()
-        };
-        // An `all` histogram already holds every operation; merge it alone when present.
-        let has_all = recs.iter().any(|h| h.kind == kind && h.name == "all");
-        let mut merged: Option<Histogram<u64>> = None;
-        let mut names = Vec::new();
-        for h in recs
-            .iter()
-            .filter(|h| h.kind == kind && (!has_all || h.name == "all"))
-        {
-            let Ok(d) = h.histogram() else { continue };
-            if !names.contains(&h.name) {
-                names.push(h.name.clone());
-            }
-            match merged.as_mut() {
-                None => merged = Some(d),
-                Some(m) => {
-                    if m.add(&d).is_err() {
-                        continue;
-                    }
-                }
-            }
-        }
-        merged
-            .filter(|h| !h.is_empty())
-            .map(|h| (kind.to_string(), names, h))
+        merged_latency(valid.iter().flat_map(|r| r.histograms.iter()))
     }
 
     /// Mean power on the system under test over valid repetitions, or why there is none.

@@ -504,37 +504,60 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
 /// each run's best point per test, from the exact merged histograms.
 fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     let peak = derive::peak_params(runs);
-    let mut rows: Vec<(String, hdrhistogram::Histogram<u64>)> = Vec::new();
+    // Per test, each run's (or variant's) exact distribution at its best point: the
+    // seed-003 table, the settings side by side in columns.
+    let mut groups: Vec<(String, Vec<Option<hdrhistogram::Histogram<u64>>>)> = Vec::new();
     for (row, per_run) in derive::best_points(runs, &peak) {
-        for (i, p) in per_run.iter().enumerate() {
-            if let Some((_, _, hist)) = p.as_ref().and_then(|p| p.latency()) {
-                rows.push((format!("{} · {}", labels[i], row), hist));
-            }
+        let hists: Vec<Option<hdrhistogram::Histogram<u64>>> = per_run
+            .iter()
+            .map(|p| p.as_ref().and_then(|p| p.latency()).map(|(_, _, h)| h))
+            .collect();
+        if hists.iter().any(Option::is_some) {
+            groups.push((row, hists));
         }
     }
-    if rows.is_empty() {
+    if groups.is_empty() {
         return;
     }
-    let refs: Vec<&hdrhistogram::Histogram<u64>> = rows.iter().map(|r| &r.1).collect();
+    let refs: Vec<&hdrhistogram::Histogram<u64>> =
+        groups.iter().flat_map(|g| g.1.iter().flatten()).collect();
     // The user's --latency-thresholds when the runs were given them (the seed-003 table's
     // 40us, 100us, 360us, 1ms), else 1-2-5 steps over the measured range.
     let edges =
         crate::charts::user_thresholds(runs).unwrap_or_else(|| crate::charts::bucket_edges(&refs));
-    h.push_str(r#"<table><caption>Share of operations slower than each threshold</caption><tr><th>Run · test</th>"#);
-    for e in &edges {
-        let _ = write!(h, "<th>&gt; {}</th>", esc(&crate::charts::compact_ns(*e)));
+    h.push_str(r#"<table><caption>Share of operations slower than each threshold, each run side by side (at its best point)</caption><tr><th>Test</th><th>Threshold</th>"#);
+    for l in labels {
+        let _ = write!(h, "<th>{}</th>", esc(l));
     }
-    h.push_str("<th>weighted mean</th></tr>");
-    for (name, hist) in &rows {
-        let _ = write!(h, "<tr><td>{}</td>", esc(name));
-        for e in &edges {
-            let _ = write!(h, r#"<td class="n">{:.2}%</td>"#, pct_over(hist, *e));
+    h.push_str("</tr>");
+    let cells = |h: &mut String,
+                 hists: &[Option<hdrhistogram::Histogram<u64>>],
+                 f: &dyn Fn(&hdrhistogram::Histogram<u64>) -> String| {
+        for x in hists {
+            match x {
+                Some(x) => {
+                    let _ = write!(h, r#"<td class="n">{}</td>"#, esc(&f(x)));
+                }
+                None => h.push_str(r#"<td class="n">-</td>"#),
+            }
         }
-        let _ = write!(
-            h,
-            r#"<td class="n">{}</td></tr>"#,
-            esc(&latency_ns(hist.mean()))
-        );
+        h.push_str("</tr>");
+    };
+    for (row, hists) in &groups {
+        let span = edges.len() + 2;
+        for (k, e) in edges.iter().enumerate() {
+            if k == 0 {
+                let _ = write!(h, r#"<tr><td rowspan="{span}">{}</td>"#, esc(row));
+            } else {
+                h.push_str("<tr>");
+            }
+            let _ = write!(h, "<td>&gt; {}</td>", esc(&crate::charts::compact_ns(*e)));
+            cells(h, hists, &|x| format!("{:.2}%", pct_over(x, *e)));
+        }
+        h.push_str("<tr><td>weighted mean</td>");
+        cells(h, hists, &|x| latency_ns(x.mean()));
+        h.push_str("<tr><td>p99</td>");
+        cells(h, hists, &|x| latency_ns(x.value_at_quantile(0.99) as f64));
     }
     h.push_str("</table>");
 }

@@ -295,12 +295,40 @@ impl Selection {
     }
 }
 
-/// A TCO platform's performance as the report's summary has it: the geometric mean over
-/// its `tests` (or `test`, or all) at its `params` (or each at its best), saying which
-/// points it took.
-pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, String> {
+/// A TCO platform's figures from a run as the report's summary has them: performance is
+/// the geometric mean over its `tests` (or `test`, or all) at its `params` (or each at its
+/// best), and power the mean over the very same sweep points (never over every point of
+/// the sweep), each saying which points it took.
+pub fn tco_from_run(run: &RunRecord, p: &tco::Platform) -> Result<tco::FromRun, String> {
+    let perf = tco_perf(run, p)?;
+    let sel = tco_selection(p);
     let runs = std::slice::from_ref(run);
-    let sel = Selection {
+    let peak = crate::derive::peak_params(runs);
+    let mut taken: Vec<&model::ResultRecord> = Vec::new();
+    for (_, per_run) in crate::derive::best_points_in(runs, &peak, &sel) {
+        if let Some(Some(point)) = per_run.first() {
+            taken.extend(point.valid());
+        }
+    }
+    let mut only = run.clone();
+    only.results = taken.into_iter().cloned().collect();
+    // The power rule and its refusals are tco's own; given these results only, with
+    // `params` and `test` already applied.
+    let whole = tco::Platform {
+        test: None,
+        params: Default::default(),
+        ..p.clone()
+    };
+    let mut fr = tco::from_run(&only, &whole);
+    if let Some(w) = fr.power_w.as_mut() {
+        w.source = format!("{} over the points of the performance figure", w.source);
+    }
+    fr.perf = Some(perf);
+    Ok(fr)
+}
+
+fn tco_selection(p: &tco::Platform) -> Selection {
+    Selection {
         tests: p.tests.iter().chain(&p.test).cloned().collect(),
         at: p
             .params
@@ -308,7 +336,15 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
             .map(|(k, v)| (k.clone(), param_str(v)))
             .collect(),
         ..Default::default()
-    };
+    }
+}
+
+/// A TCO platform's performance as the report's summary has it: the geometric mean over
+/// its `tests` (or `test`, or all) at its `params` (or each at its best), saying which
+/// points it took.
+pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, String> {
+    let runs = std::slice::from_ref(run);
+    let sel = tco_selection(p);
     sel.check(runs)
         .map_err(|e| format!("platform `{}`, run {}: {e}", p.name, run.id))?;
     let s = crate::derive::summary_with(runs, &sel);

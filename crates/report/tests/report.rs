@@ -892,3 +892,129 @@ bom = [{ name = "Server", unit_cost = 5000 }]
         }
     }
 }
+
+/// An open loop stores two views of one distribution: `service` (from the actual send)
+/// and `corrected` (from the intended send). compare reads the corrected one, never a
+/// blend of both; the share over a threshold is of that view too, and zero on both sides
+/// is "no difference", not a missing figure.
+#[test]
+fn compare_takes_one_latency_kind_and_the_companion_throughput() {
+    let mut run = kv_run(&Spec {
+        reps: 2,
+        instances: &[1],
+        ..Spec::default()
+    });
+    for r in run.results.iter_mut() {
+        let mut service = model::hist::new_latency_histogram();
+        let mut corrected = model::hist::new_latency_histogram();
+        for _ in 0..1000 {
+            service.record(20_000).unwrap();
+            corrected.record(2_000_000).unwrap();
+        }
+        r.histograms = vec![
+            model::HistogramRecord::from_histogram(&r.test, "service", &service),
+            model::HistogramRecord::from_histogram(&r.test, "corrected", &corrected),
+        ];
+        r.metrics.retain(|m| m.name != "latency_pct_over");
+        for (kind, pct) in [("service", 0.0), ("corrected", 100.0)] {
+            r.metrics.push(
+                model::Metric::new("latency_pct_over", pct, "%")
+                    .label("over", "1ms")
+                    .label("kind", kind),
+            );
+        }
+        r.metrics
+            .push(model::Metric::new("latency_pct_over", 0.0, "%").label("over", "10ms"));
+    }
+    let c = report::compare::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    let row = |metric: &str| {
+        c.rows
+            .iter()
+            .find(|r| r.metric == metric && r.point.contains("set pipeline=1"))
+            .unwrap_or_else(|| panic!("no {metric} row: {:?}", c.rows))
+    };
+    let p50 = row("latency_p50_ns").a.as_ref().unwrap().mean;
+    assert!(
+        (p50 - 2_000_000.0).abs() / 2e6 < 0.01,
+        "p50 {p50}: the corrected view, not the service one nor a blend"
+    );
+    assert_eq!(row("pct_over_1ms").a.as_ref().unwrap().mean, 100.0);
+    let zero = row("pct_over_10ms");
+    assert_eq!(zero.diff_pct, Some(0.0));
+    assert!(!zero.verdict.contains("no figure"), "{}", zero.verdict);
+
+    // TPC-C: NOPM and TPM side by side, whichever leads.
+    for r in run.results.iter_mut() {
+        r.headline = "nopm".into();
+        r.metrics
+            .push(model::Metric::new("nopm", 1000.0, "new orders/min"));
+        r.metrics
+            .push(model::Metric::new("tpm", 2300.0, "transactions/min"));
+    }
+    let c = report::compare::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    assert!(c.rows.iter().any(|r| r.metric == "nopm"));
+    assert!(c.rows.iter().any(|r| r.metric == "tpm"), "{:?}", c.rows);
+}
+
+/// The TCO takes power from the very points its performance comes from: each test at its
+/// best instance count when no `params` are given, never the mean of every sweep point
+/// (the fixture's power grows with the instance count, so the two differ).
+#[test]
+fn tco_power_comes_from_the_points_of_its_performance() {
+    let run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1, 4],
+        ..Spec::default()
+    });
+    let plan = tco::Plan::from_toml(
+        r#"years = 3
+energy_price_per_kwh = 0.10
+[rack]
+power_budget_w = 10000
+rack_units = 40
+[[platform]]
+name = "x86"
+run = "x86-a"
+tests = ["get pipeline=100"]
+bom = [{ name = "Server", unit_cost = 5000 }]
+"#,
+    )
+    .unwrap();
+    let p = &plan.platforms[0];
+    let fr = report::selection::tco_from_run(&run, p).unwrap();
+    let perf = fr.perf.as_ref().unwrap();
+    assert!(perf.source.contains("at instances=4"), "{}", perf.source);
+    let chosen: Vec<&ResultRecord> = run
+        .results
+        .iter()
+        .filter(|r| {
+            r.test == "get"
+                && r.params["instances"] == serde_json::json!(4)
+                && r.params["pipeline"] == serde_json::json!(100)
+        })
+        .collect();
+    let only = RunRecord {
+        results: chosen.into_iter().cloned().collect(),
+        ..run.clone()
+    };
+    let want = tco::from_run(
+        &only,
+        &tco::Platform {
+            tests: vec![],
+            ..p.clone()
+        },
+    )
+    .power_w
+    .unwrap()
+    .value;
+    let every_point = tco::from_run(&run, p).power_w.unwrap().value;
+    let got = fr.power_w.as_ref().unwrap();
+    assert!((got.value - want).abs() < 1e-9, "{} vs {want}", got.value);
+    assert!(
+        (got.value - every_point).abs() > 1.0,
+        "the mean of every point ({every_point}) is not the figure"
+    );
+    assert!(got
+        .source
+        .contains("over the points of the performance figure"));
+}

@@ -629,3 +629,51 @@ fn oltp_nopm_tpm_per_database_latency_and_users_chart() {
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(m.contains("| vus=2 | 60,000 | 138,000 |"), "{m}");
 }
+
+/// Seed 003's latency view: with `--latency-thresholds`, the table puts each run (or
+/// variant) side by side in columns, a row per threshold, and the chart shows the share
+/// over each of the user's thresholds (not 1-2-5 buckets of its own).
+#[test]
+fn latency_thresholds_side_by_side_in_the_table_and_the_chart() {
+    let mut runs = common::two_platforms();
+    for run in runs.iter_mut() {
+        for r in run.results.iter_mut() {
+            r.params.insert(
+                "latency_thresholds".into(),
+                serde_json::json!(["40us", "100us", "360us", "1ms"]),
+            );
+        }
+    }
+    let h = report::html(&runs, None);
+    let start = h
+        .find("Share of operations slower than each threshold")
+        .expect("the threshold table");
+    let table = &h[start..start + h[start..].find("</table>").unwrap()];
+    for t in ["&gt; 40 us", "&gt; 100 us", "&gt; 360 us", "&gt; 1 ms"] {
+        assert!(table.contains(t), "{t} row missing: {table}");
+    }
+    let labels = report::derive::run_labels(&runs);
+    let header = &table[..table.find("</tr>").unwrap()];
+    for l in &labels {
+        assert!(header.contains(l.as_str()), "{l} is not a column: {header}");
+    }
+    let charts = report::charts::charts(&runs);
+    let buckets: Vec<_> = charts
+        .iter()
+        .filter(|c| c.file.contains("_buckets_"))
+        .collect();
+    assert!(!buckets.is_empty());
+    for c in buckets {
+        assert!(
+            c.title.contains("over each latency threshold"),
+            "{}",
+            c.title
+        );
+        let svg = c.svg.as_deref().unwrap();
+        assert!(
+            svg.contains("&gt; 360 us") || svg.contains("> 360 us"),
+            "{}",
+            c.title
+        );
+    }
+}

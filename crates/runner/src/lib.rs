@@ -103,6 +103,7 @@ struct VariantOn {
     variant: Variant,
     hosts: Vec<Arc<dyn Host>>,
     verbose: bool,
+    torn_down: bool,
 }
 
 impl VariantOn {
@@ -117,6 +118,7 @@ impl VariantOn {
             variant: variant.clone(),
             hosts: variant.hosts(roles),
             verbose,
+            torn_down: false,
         };
         let mut log = Vec::new();
         for h in &on.hosts {
@@ -134,33 +136,98 @@ impl VariantOn {
         }
         Ok((on, log))
     }
+
+    /// Run the teardown on every host, every command even after one failed (a teardown
+    /// that stopped at its first failure would leave the rest of the setting in place),
+    /// warning of each failure; what each printed, per host.
+    fn tear_down(&mut self) -> CommandLog {
+        self.torn_down = true;
+        let mut log = Vec::new();
+        for h in &self.hosts {
+            let mut runs = Vec::new();
+            for c in &self.variant.teardown {
+                match h.run_commands(std::slice::from_ref(c)) {
+                    Ok(r) => runs.extend(r),
+                    Err(e) => runs.push(engine::host::CommandRun {
+                        command: c.clone(),
+                        ok: false,
+                        output: format!("{e:#}"),
+                    }),
+                }
+            }
+            for bad in runs.iter().filter(|r| !r.ok) {
+                eprintln!(
+                    "rackbench: warning: variant {}: teardown on {} failed: `{}`: {}",
+                    self.variant.name,
+                    model::printable(h.name()),
+                    model::printable(&bad.command),
+                    model::printable(&bad.output)
+                );
+            }
+            log.push((h.name().to_string(), runs));
+        }
+        if self.verbose {
+            eprintln!("rackbench: variant {}: torn down", self.variant.name);
+        }
+        log
+    }
+
+    /// What the setup changed in each host's disclosure (a sysctl it set, a governor),
+    /// against the disclosure taken before any variant ran: `variant.NAME.set.KEY` facts
+    /// with the value in force under the variant, and `variant.NAME.changes` saying what
+    /// changed, so that a comparison of the variants shows the setting they differ in.
+    /// First time only, as [`disclose_variant`].
+    fn disclose_changes(&self, hosts: &mut [HostDisclosure]) {
+        let name = &self.variant.name;
+        for h in &self.hosts {
+            let Some(d) = hosts.iter_mut().find(|d| d.host == h.name()) else {
+                continue;
+            };
+            let key = format!("variant.{name}.changes");
+            if d.facts.contains_key(&key) {
+                continue;
+            }
+            let now = match h.disclosure(&d.role) {
+                Ok(now) => now,
+                Err(e) => {
+                    d.facts.insert(
+                        key,
+                        Fact::unknown(format!("could not read the disclosure again: {e:#}")),
+                    );
+                    continue;
+                }
+            };
+            let mut changes = Vec::new();
+            for (k, f) in now.facts {
+                if k.starts_with("variant.") {
+                    continue;
+                }
+                let before = d.facts.get(&k).map(|b| b.display());
+                if before.as_deref() != Some(f.display().as_str()) {
+                    changes.push(format!(
+                        "{k}: {} -> {}",
+                        before.unwrap_or_else(|| "(not disclosed)".into()),
+                        f.display()
+                    ));
+                    d.facts.insert(format!("variant.{name}.set.{k}"), f);
+                }
+            }
+            d.facts.insert(
+                key,
+                Fact::known(if changes.is_empty() {
+                    "(no disclosed fact changed)".into()
+                } else {
+                    changes.join("; ")
+                }),
+            );
+        }
+    }
 }
 
 impl Drop for VariantOn {
     fn drop(&mut self) {
-        for h in &self.hosts {
-            match h.run_commands(&self.variant.teardown) {
-                Ok(runs) => {
-                    if let Some(bad) = runs.iter().find(|r| !r.ok) {
-                        eprintln!(
-                            "rackbench: warning: variant {}: teardown on {} failed: `{}`: {}",
-                            self.variant.name,
-                            model::printable(h.name()),
-                            model::printable(&bad.command),
-                            model::printable(&bad.output)
-                        );
-                    }
-                }
-                Err(e) => eprintln!(
-                    "rackbench: warning: variant {}: teardown on {}: {}",
-                    self.variant.name,
-                    model::printable(h.name()),
-                    model::printable(&format!("{e:#}"))
-                ),
-            }
-        }
-        if self.verbose {
-            eprintln!("rackbench: variant {}: torn down", self.variant.name);
+        if !self.torn_down {
+            self.tear_down();
         }
     }
 }
@@ -333,33 +400,40 @@ fn disclose_variant(hosts: &mut [HostDisclosure], v: &Variant, log: &CommandLog)
         if d.facts.contains_key(&key) {
             continue;
         }
-        let text = runs
-            .iter()
-            .map(|r| {
-                if r.output.is_empty() {
-                    format!("$ {}", r.command)
-                } else {
-                    format!("$ {} -> {}", r.command, r.output)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-        d.facts.insert(
-            key,
-            Fact::known(if text.is_empty() {
-                "(none)".into()
-            } else {
-                text
-            }),
-        );
-        d.facts.insert(
-            format!("variant.{}.teardown", v.name),
-            Fact::known(if v.teardown.is_empty() {
-                "(none)".into()
-            } else {
-                v.teardown.join("; ")
-            }),
-        );
+        d.facts.insert(key, Fact::known(command_log_text(runs)));
+    }
+}
+
+/// The commands a log ran and what they printed, as one disclosure value.
+fn command_log_text(runs: &[engine::host::CommandRun]) -> String {
+    let text = runs
+        .iter()
+        .map(|r| match (r.ok, r.output.is_empty()) {
+            (true, true) => format!("$ {}", r.command),
+            (true, false) => format!("$ {} -> {}", r.command, r.output),
+            (false, _) => format!("$ {} -> FAILED: {}", r.command, r.output),
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    if text.is_empty() {
+        "(none)".into()
+    } else {
+        text
+    }
+}
+
+/// A variant's teardown commands and what they printed, in the disclosure of the hosts
+/// they ran on (first time, and again whenever one failed: a failed teardown is news).
+fn disclose_teardown(hosts: &mut [HostDisclosure], v: &Variant, log: &CommandLog) {
+    for (host, runs) in log {
+        let Some(d) = hosts.iter_mut().find(|d| &d.host == host) else {
+            continue;
+        };
+        let key = format!("variant.{}.teardown", v.name);
+        if d.facts.contains_key(&key) && runs.iter().all(|r| r.ok) {
+            continue;
+        }
+        d.facts.insert(key, Fact::known(command_log_text(runs)));
     }
 }
 
@@ -582,11 +656,12 @@ pub fn run(
             // The variant's setup before the servers start (a server option, a sysctl);
             // its teardown when `_variant` drops, however this item ends.
             let variant = variant.map(|v| &o.variants[v]);
-            let _variant = match variant {
+            let mut variant_on = match variant {
                 None => None,
                 Some(v) => match VariantOn::set_up(v, &roles, o.verbose) {
                     Ok((on, log)) => {
                         disclose_variant(&mut hosts, v, &log);
+                        on.disclose_changes(&mut hosts);
                         store.update_hosts(&run_id, &hosts)?;
                         record.hosts = hosts.clone();
                         Some(on)
@@ -811,6 +886,13 @@ pub fn run(
             }
             w.cleanup();
             telemetry.unwatch_servers();
+            // The servers are gone: take the setting out, and disclose what that printed.
+            if let (Some(mut on), Some(v)) = (variant_on.take(), variant) {
+                let log = on.tear_down();
+                disclose_teardown(&mut hosts, v, &log);
+                store.update_hosts(&run_id, &hosts)?;
+                record.hosts = hosts.clone();
+            }
         }
     }
     telemetry.stop();

@@ -292,14 +292,15 @@ fn evaluate_plan(
         let src = Source::open(from, g)?;
         for p in &plan.platforms {
             let Some(id) = &p.run else { continue };
-            let run = src
-                .load(id)
+            let run = load_run_or_variant(&src, id)
                 .with_context(|| format!("platform `{}`: run = \"{id}\"", p.name))?;
-            let mut fr = tco::from_run(&run, p);
             let perf_given = p.perf.is_some() || !p.perf_tests.is_empty();
-            if p.perf_from == tco::PerfFrom::Geomean && !perf_given {
-                fr.perf = Some(report::selection::tco_perf(&run, p).map_err(anyhow::Error::msg)?);
-            }
+            // Performance and power from the same points: the report's summary selection.
+            let fr = if p.perf_from == tco::PerfFrom::Geomean && !perf_given {
+                report::selection::tco_from_run(&run, p).map_err(anyhow::Error::msg)?
+            } else {
+                tco::from_run(&run, p)
+            };
             from_runs.insert(p.name.clone(), fr);
         }
     }
@@ -409,11 +410,36 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
 
 /// `RUN` (the whole run) or `RUN@VARIANT` (that variant's repetitions, each a
 /// replication of its own: variants run interleaved, each repetition with its servers).
+/// A run, or with `RUN@VARIANT` the results of one of its variants as a run of their own.
+fn load_run_or_variant(src: &Source, id: &str) -> anyhow::Result<RunRecord> {
+    // load_side names the variants a run has when the one asked for is not among them.
+    let reps = load_side(src, id)?;
+    match id.rsplit_once('@') {
+        Some((run_id, variant)) if src.load(id).is_err() => {
+            let run = src.load(run_id)?;
+            report::compare::variant_run(&run, variant)
+                .ok_or_else(|| anyhow::anyhow!("run {} has no variant `{variant}`", run.id))
+        }
+        _ => reps
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("no run `{}`", model::printable(id))),
+    }
+}
+
 fn load_side(src: &Source, id: &str) -> anyhow::Result<Vec<RunRecord>> {
     let Some((run_id, variant)) = id.rsplit_once('@') else {
         return Ok(vec![src.load(id)?]);
     };
-    let run = src.load(run_id)?;
+    // A run whose label itself holds an `@` is that run, not one of its variants.
+    let whole = src.load(id);
+    let run = match src.load(run_id) {
+        Ok(run) => run,
+        Err(e) => return whole.map(|r| vec![r]).map_err(|_| e),
+    };
+    if let Ok(r) = whole {
+        return Ok(vec![r]);
+    }
     report::compare::variant_runs(&run, variant).ok_or_else(|| {
         let have = report::compare::variants_of(&run);
         if have.is_empty() {

@@ -65,8 +65,12 @@ pub struct Flags {
     #[arg(long, id = "threads", value_name = "N")]
     pub threads: Option<String>,
     /// Seconds of the `load` test (wrk -d) [default: 10]
-    #[arg(short = 'd', long, id = "duration", value_name = "SECS")]
+    #[arg(long, id = "duration", value_name = "SECS")]
     pub duration: Option<String>,
+    /// wrk's `-d`: refused with the flag to use (`-d` is the value size in kv, as in
+    /// redis-benchmark; one meaning per flag in every workload).
+    #[arg(short = 'd', id = "wrk_d", value_name = "SECS", hide = true)]
+    pub wrk_d: Option<String>,
     /// Stop the `load` test after this many requests instead of --duration
     #[arg(short = 'n', long, id = "requests", value_name = "N")]
     pub requests: Option<String>,
@@ -507,6 +511,13 @@ pub struct Plan {
 
 impl Plan {
     pub fn from_params(p: &Params) -> anyhow::Result<Plan> {
+        if let Some(v) = p.get("wrk_d") {
+            let v = match v {
+                serde_json::Value::String(s) => model::printable(s),
+                other => other.to_string(),
+            };
+            bail!("`-d {v}`: -d is the value size (kv, as redis-benchmark's -d) in every workload; for the test's duration use --duration {v}");
+        }
         let (p, cap) = capacity_tests::split_params("http", p)?;
         let cfg: HttpConfig = engine::plan::config_from_params("http", &p)?;
         cfg.validate()?;
