@@ -237,6 +237,29 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     let m = report::markdown_with(&runs, None, None, &sel);
     assert!(m.contains("Difference: Centriq 2452 x2 boards (extrapolated) vs Xeon Gold 5120"));
 
+    // Seed 001's "at 3 GHz" column: the Xeon measured at 2.2 GHz, taken to 3 GHz with
+    // the performance following the clock (elasticity 0.8: 80% of the clock's gain).
+    let clock = report::Selection {
+        extrapolate: vec![report::selection::parse_extrapolation(
+            "Xeon Gold 5120=2.2GHz:3GHz",
+            0.8,
+        )
+        .unwrap()],
+        ..Default::default()
+    };
+    clock.check(&runs).unwrap();
+    let s = report::summary_with(&runs, &clock);
+    assert_eq!(s.runs[2], "Xeon Gold 5120 at 3 GHz (extrapolated)");
+    let factor = 1.0 + 0.8 * (3000.0 / 2200.0 - 1.0);
+    let want = s.geomean[1].unwrap() * factor;
+    assert!(
+        (s.geomean[2].unwrap() - want).abs() < 1e-6 * want,
+        "{:?}",
+        s.geomean
+    );
+    let h = report::html_with(&runs, None, &clock);
+    assert!(h.contains("Xeon Gold 5120 at 3 GHz (extrapolated)"));
+
     // The tests of the geometric mean are chosen: two rows, their geomean.
     let two_tests = report::Selection {
         tests: vec!["set pipeline=1".into(), "get pipeline=100".into()],
