@@ -7,7 +7,8 @@
 # run's requests/s and client CPU per request (user+sys of the whole client process from
 # the shell's `times`, divided by the requests it completed), then the medians.
 #
-# Goal (issue 6): rackbench's req/s at least wrk's, with no more client CPU per request.
+# Goals, printed as GOAL lines at the end: rackbench's client CPU per request at most 0.7x
+# wrk's at equal requests/s (nginx is the limit, so both reach the same rate).
 # Each round runs wrk then rackbench back to back, so their ratio within a round is the
 # figure to read on a noisy machine (a VM's throughput drifts by 20% from minute to
 # minute); the medians of those paired ratios are printed last.
@@ -113,3 +114,7 @@ printf "  rackbench: %10.0f req/s  %6.2f us client CPU per request (load loop al
 printf "  paired ratios rackbench/wrk, median of %s rounds: req/s %.3f (min %.3f, max %.3f), client CPU per request %.3f\n" \
     "$ROUNDS" "$(median "${P_RPS[@]}")" "$(printf "%s\n" "${P_RPS[@]}" | sort -g | head -1)" \
     "$(printf "%s\n" "${P_RPS[@]}" | sort -g | tail -1)" "$(median "${P_CPU[@]}")"
+ratio_cpu=$(median "${P_CPU[@]}")
+ratio_rps=$(median "${P_RPS[@]}")
+awk -v r="$ratio_cpu" 'BEGIN { printf "GOAL http client CPU per request <= 0.7x wrk'"'"'s: %.3f %s\n", r, (r <= 0.7 ? "OK" : "SHORT") }'
+awk -v r="$ratio_rps" 'BEGIN { printf "GOAL http requests/s at least equal to wrk'"'"'s (>= 0.97x, nginx-bound): %.3f %s\n", r, (r >= 0.97 ? "OK" : "SHORT") }'

@@ -30,8 +30,10 @@
 #
 # Environment: SECS (crypto seconds, 3), NET_SECS (net seconds, 10), REPS (alternations, 1),
 #   RACKBENCH (binary, target/release/rackbench), USE_EXAMPLES (1 = example binaries).
-# Goals (issue 4): RSA within 5% of openssl speed; TCP >= 95% of iperf3's Gbit/s with no
-# more CPU per Gbit/s. Needs: openssl, iperf3, taskset, jq, python3; 2+ CPUs.
+# Goals (printed as GOAL lines at the end): RSA within 5% of openssl speed; TCP at least
+# iperf3's Gbit/s at no more CPU per Gbit/s; UDP at least iperf3's packets/s at no more
+# sender CPU per packet (one datagram per send, as iperf3). UDP_BATCH=N also runs
+# rackbench's --udp-batch N (sendmmsg) and says how far beyond iperf3 it goes. Needs: openssl, iperf3, taskset, jq, python3; 2+ CPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,7 +97,7 @@ rb_crypto() { # threads -> json file
   else "${pin[@]}" "$EX/crypto_speed" rsa2048 "$1" "$SECS" > "$2"; fi
 }
 
-declare -a R1S R1V R2S R2V TG TC TGC TCC U1472 U60
+declare -a R1S R1V R2S R2V TG TC TGC TCC U1472 U60 UC1472 UC60 UB1472 UB60
 echo
 echo "## RSA 2048 (${SECS} s per operation)"
 printf "%-34s %12s %12s\n" "" "sign/s" "verify/s"
@@ -198,7 +200,18 @@ for rep in $(seq "$REPS"); do
     printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "iperf3" "$isg" "$isp" "$irg" "$il" "$ij" "$ic" "$is"
     printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "rackbench net udp$len" "$rsg" "$rsp" "$rrg" "$rl" "$rj" "$rc" "$rs"
     printf "%-26s %10s %10s %10s\n" "  ratio rackbench/iperf3" "$(ratio "$rsg" "$isg")" "$(ratio "$rsp" "$isp")" "$(ratio "$rrg" "$irg")"
-    if [ "$len" = 1472 ]; then U1472+=("$(ratio "$rsp" "$isp")"); else U60+=("$(ratio "$rsp" "$isp")"); fi
+    # CPU per packet: the sender's CPU% over its packets/s, rackbench over iperf3.
+    cpp=$(python3 -c "import sys; rc,rsp,ic,isp=map(float,sys.argv[1:]); print('%.3f' % ((rc/rsp)/(ic/isp)) if rsp and isp and ic else 'nan')" "$rc" "$rsp" "$ic" "$isp")
+    printf "%-26s %43s %9s\n" "  sender CPU per packet" "" "$cpp"
+    if [ "$len" = 1472 ]; then U1472+=("$(ratio "$rsp" "$isp")"); UC1472+=("$cpp"); else U60+=("$(ratio "$rsp" "$isp")"); UC60+=("$cpp"); fi
+    if [ "${UDP_BATCH:-0}" -gt 1 ] && [ $MODE = run ]; then
+      # What iperf3 cannot do: several datagrams per system call (sendmmsg).
+      "$RB" run net --tests "udp$len" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 \
+        --rate 0 --udp-batch "$UDP_BATCH" --json -q > "$TMP/r_udpb.json"
+      rbp=$(metric "$TMP/r_udpb.json" packets_per_s sender)
+      printf "%-26s %10s %10.0f   (%sx iperf3's packets/s)\n" "rackbench --udp-batch $UDP_BATCH" "" "$rbp" "$(ratio "$rbp" "$isp")"
+      if [ "$len" = 1472 ]; then UB1472+=("$(ratio "$rbp" "$isp")"); else UB60+=("$(ratio "$rbp" "$isp")"); fi
+    fi
   done
 done
 summary() { # name values... -> "name: median (min..max) of N"
@@ -220,7 +233,28 @@ if [ ${#TGC[@]} -gt 0 ]; then
   summary "TCP CPU% per Gbit/s (cubic)" "${TCC[@]}"
 fi
 summary "UDP 1472 B packets/s sent" "${U1472[@]}"
+summary "UDP 1472 B sender CPU per packet" "${UC1472[@]}"
 summary "UDP 60 B packets/s sent" "${U60[@]}"
+summary "UDP 60 B sender CPU per packet" "${UC60[@]}"
+if [ ${#UB1472[@]} -gt 0 ]; then
+  summary "UDP 1472 B packets/s, --udp-batch $UDP_BATCH" "${UB1472[@]}"
+  summary "UDP 60 B packets/s, --udp-batch $UDP_BATCH" "${UB60[@]}"
+fi
 echo
-echo "Goals: RSA ratios within 0.95-1.05; TCP Gbit/s ratio >= 0.95 with CPU%/Gbit ratio <= 1.0."
-echo "Identical runs vary by up to +-30% on shared VMs (BASELINE.md): use REPS=3 and compare medians."
+echo "Identical runs vary by up to +-30% on shared VMs (BASELINE.md): use REPS=8 and compare medians."
+med() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END { if (NR == 0) print "nan"; else print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2 }'; }
+goal() { # text value op bound
+  python3 -c "import sys; t,v,op,b=sys.argv[1],float(sys.argv[2]),sys.argv[3],float(sys.argv[4]); ok=(v>=b if op=='>=' else v<=b); print(f'GOAL {t}: median paired ratio {v:.3f} (goal {op} {b}) {\"OK\" if ok else \"SHORT\"}')" "$@"
+}
+goal "RSA-2048 sign vs openssl speed, 1 process" "$(med "${R1S[@]}")" ">=" 0.95
+goal "RSA-2048 sign vs openssl speed -multi 2" "$(med "${R2S[@]}")" ">=" 0.95
+goal "TCP Gbit/s vs iperf3 ($DEFAULT_CC, $REPS pairs)" "$(med "${TG[@]}")" ">=" 1.0
+goal "TCP CPU per Gbit/s vs iperf3 ($DEFAULT_CC)" "$(med "${TC[@]}")" "<=" 1.0
+if [ ${#TGC[@]} -gt 0 ]; then
+  goal "TCP Gbit/s vs iperf3 (cubic, $REPS pairs)" "$(med "${TGC[@]}")" ">=" 1.0
+  goal "TCP CPU per Gbit/s vs iperf3 (cubic)" "$(med "${TCC[@]}")" "<=" 1.0
+fi
+goal "UDP 1472 B packets/s vs iperf3" "$(med "${U1472[@]}")" ">=" 1.0
+goal "UDP 1472 B sender CPU per packet vs iperf3" "$(med "${UC1472[@]}")" "<=" 1.0
+goal "UDP 60 B packets/s vs iperf3" "$(med "${U60[@]}")" ">=" 1.0
+goal "UDP 60 B sender CPU per packet vs iperf3" "$(med "${UC60[@]}")" "<=" 1.0

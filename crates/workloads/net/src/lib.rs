@@ -74,6 +74,10 @@ pub struct Flags {
     /// sweep: cubic,bbr). Default: the sender host's net.ipv4.tcp_congestion_control.
     #[arg(long = "congestion", id = "congestion", value_name = "ALGO")]
     pub congestion: Option<String>,
+    /// UDP datagrams per system call (default 1: one send(2) each, as iperf3). Above 1,
+    /// sendmmsg(2) hands the kernel that many at once, which iperf3 cannot (e.g. 32).
+    #[arg(long = "udp-batch", id = "udp_batch", value_name = "N")]
+    pub udp_batch: Option<String>,
     /// Receiver control address host:port (`rackbench net serve` running there). Default:
     /// launch one on the system under test.
     #[arg(long = "target", id = "target", value_name = "HOST:PORT")]
@@ -110,6 +114,8 @@ pub struct Config {
     pub tcp_len: usize,
     #[serde(default)]
     pub congestion: Option<String>,
+    #[serde(default = "one")]
+    pub udp_batch: usize,
     #[serde(default)]
     pub target: Option<String>,
     #[serde(default)]
@@ -231,6 +237,9 @@ impl Plan {
                 bail!("net: `congestion` must name a TCP congestion control like cubic, bbr or reno, not `{cc}`");
             }
         }
+        if cfg.udp_batch == 0 || cfg.udp_batch > 1024 {
+            bail!("net: `udp_batch` must be 1 (one datagram per send, as iperf3) to 1024 (e.g. --udp-batch 32)");
+        }
         let rate_bps = match &cfg.rate {
             None => 0.0,
             Some(Value::Number(n)) => n.as_f64().unwrap_or(-1.0),
@@ -289,6 +298,7 @@ impl Plan {
             sender_cpus: self.sender_cpus.clone(),
             receiver_cpus: self.receiver_cpus.clone(),
             congestion: self.cfg.congestion.clone(),
+            udp_batch: self.cfg.udp_batch,
         }
     }
 }
@@ -511,9 +521,13 @@ impl Workload for NetWorkload {
             "net.method".into(),
             Fact::known(format!(
                 "TCP: non-blocking write() of {} B, up to 10 per poll() (iperf3's sender loop), receiver poll() then read() \
-                 until the buffer is full or drained (iperf3's); UDP: one send() per datagram on a connected socket (no sendmmsg); \
+                 until the buffer is full or drained (iperf3's); UDP: {} on a connected socket; \
                  CPU = getrusage(RUSAGE_THREAD) of each end's worker threads",
-                self.plan.cfg.tcp_len
+                self.plan.cfg.tcp_len,
+                match self.plan.cfg.udp_batch {
+                    1 => "one send() per datagram (as iperf3)".to_string(),
+                    n => format!("sendmmsg() of {n} datagrams per call (--udp-batch)"),
+                }
             )),
         );
         if let Some(r) = &self.receiver {
