@@ -450,56 +450,47 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 continue;
             }
             let test = strip(row);
-            if let Some(edges) = &thresholds {
-                let cats: Vec<String> = edges
-                    .iter()
-                    .map(|e| format!("> {}", compact_ns(*e)))
-                    .collect();
-                let series: Vec<BarSeries> = hs
-                    .iter()
-                    .map(|(n, h)| BarSeries {
-                        name: n.clone(),
-                        warn: vec![false; edges.len()],
-                        values: edges.iter().map(|e| Some(pct_over(h, *e))).collect(),
-                    })
-                    .collect();
-                let title = format!("{wl} {test}: % of operations over each latency threshold");
-                out.push(Chart {
-                    file: format!("{}_buckets_{}.svg", slug(wl), slug(&test)),
-                    title: title.clone(),
-                    section: "latency".into(),
-                    workload: wl.to_string(),
-                    svg: Some(svg::bar_chart(&title, "% of operations", &cats, &series)),
-                    note: None,
-                });
-                continue;
-            }
-            let refs: Vec<&Histogram<u64>> = hs.iter().map(|h| &h.1).collect();
-            let edges = bucket_edges(&refs);
-            let mut cats: Vec<String> = Vec::new();
-            let mut prev: Option<u64> = None;
-            for e in &edges {
-                cats.push(match prev {
-                    None => format!("< {}", compact_ns(*e)),
-                    Some(p) => bucket_label(p, *e),
-                });
-                prev = Some(*e);
-            }
-            if let Some(p) = prev {
-                cats.push(format!(">= {}", compact_ns(p)));
-            }
+            // (categories, each series' share per category, what the shares are of)
+            let (cats, shares, what): (Vec<String>, Vec<Vec<f64>>, &str) = match &thresholds {
+                Some(edges) => (
+                    edges
+                        .iter()
+                        .map(|e| format!("> {}", compact_ns(*e)))
+                        .collect(),
+                    hs.iter()
+                        .map(|(_, h)| edges.iter().map(|e| pct_over(h, *e)).collect())
+                        .collect(),
+                    "over each latency threshold",
+                ),
+                None => {
+                    let refs: Vec<&Histogram<u64>> = hs.iter().map(|h| &h.1).collect();
+                    let edges = bucket_edges(&refs);
+                    let mut cats: Vec<String> = Vec::new();
+                    let mut prev: Option<u64> = None;
+                    for e in &edges {
+                        cats.push(match prev {
+                            None => format!("< {}", compact_ns(*e)),
+                            Some(p) => bucket_label(p, *e),
+                        });
+                        prev = Some(*e);
+                    }
+                    if let Some(p) = prev {
+                        cats.push(format!(">= {}", compact_ns(p)));
+                    }
+                    let shares = hs.iter().map(|(_, h)| bucket_shares(h, &edges)).collect();
+                    (cats, shares, "per latency bucket")
+                }
+            };
             let series: Vec<BarSeries> = hs
                 .iter()
-                .map(|(n, h)| {
-                    let v = bucket_shares(h, &edges);
-                    BarSeries {
-                        name: n.clone(),
-                        warn: vec![false; v.len()],
-                        values: v.into_iter().map(Some).collect(),
-                    }
+                .zip(shares)
+                .map(|((n, _), v)| BarSeries {
+                    name: n.clone(),
+                    warn: vec![false; v.len()],
+                    values: v.into_iter().map(Some).collect(),
                 })
                 .collect();
-            let title = format!("{wl} {test}: % of operations per latency bucket");
+            let title = format!("{wl} {test}: % of operations {what}");
             out.push(Chart {
                 file: format!("{}_buckets_{}.svg", slug(wl), slug(&test)),
                 title: title.clone(),

@@ -70,9 +70,10 @@ pub struct TestReport {
     pub send_errors: u64,
 }
 
-/// UDP datagrams sent several per `sendmmsg(2)` on the connected socket. The buffers and
-/// the kernel's message headers pointing at them are built once and reused for every
-/// call. Hand-written (libc structures) because it is the measured hot path.
+/// UDP datagrams on the connected socket: one per `send(2)` (iperf3's way) for a batch of
+/// one, else several per `sendmmsg(2)`, the buffers and the kernel's message headers
+/// pointing at them built once and reused for every call. Hand-written (libc
+/// structures) because it is the measured hot path.
 struct Batch {
     bufs: Vec<proto::AlignedBuf>,
     iovs: Vec<libc::iovec>,
@@ -87,6 +88,7 @@ impl Batch {
         // block), so the iovecs stay valid; likewise the iovecs for the headers.
         let mut iovs: Vec<libc::iovec> = bufs
             .iter_mut()
+            .filter(|_| n > 1)
             .map(|b| {
                 let b = b.as_mut_slice();
                 libc::iovec {
@@ -113,6 +115,11 @@ impl Batch {
     /// numbers go to the next batch, so the receiver sees no gap.
     fn send(&mut self, s: &UdpSocket, seq: u64) -> std::io::Result<(usize, u64)> {
         let now = wall_ns();
+        if let [one] = self.bufs.as_mut_slice() {
+            let buf = one.as_mut_slice();
+            proto::put_udp_header(buf, seq, now);
+            return s.send(buf).map(|n| (1, n as u64));
+        }
         for (k, b) in self.bufs.iter_mut().enumerate() {
             proto::put_udp_header(b.as_mut_slice(), seq + k as u64, now);
         }
@@ -445,11 +452,13 @@ pub fn run(
                             let _ = s.set_nonblocking(false);
                             let _ = s.shutdown(Shutdown::Write);
                         }
-                        Data::Udp(s) if batch > 1 => {
-                            let mut seq = 0u64;
+                        Data::Udp(s) => {
                             let mut b = Batch::new(batch, payload);
+                            let mut seq = 0u64;
                             while !stop.load(Ordering::Relaxed) {
                                 if rate > 0.0 {
+                                    // Pace: stay at or below rate; sleep off any lead (iperf3
+                                    // checks its 1 ms pacing timer the same way).
                                     let ahead_s = (o.sent.bytes as f64 * 8.0) / rate
                                         - t0.elapsed().as_secs_f64();
                                     if ahead_s > 0.0 {
@@ -468,47 +477,9 @@ pub fn run(
                                         ctr.1.store(o.sent.packets, Ordering::Relaxed);
                                     }
                                     Err(e) => {
-                                        o.errors += 1;
-                                        if gone.load(Ordering::Relaxed) {
-                                            break;
-                                        }
-                                        if e.kind() != std::io::ErrorKind::ConnectionRefused {
-                                            std::thread::yield_now();
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                        Data::Udp(s) => {
-                            let mut buf = proto::AlignedBuf::new(payload, 0);
-                            let buf = buf.as_mut_slice();
-                            let mut seq = 0u64;
-                            while !stop.load(Ordering::Relaxed) {
-                                if rate > 0.0 {
-                                    // Pace: stay at or below rate; sleep off any lead (iperf3
-                                    // checks its 1 ms pacing timer the same way).
-                                    let ahead_s = (o.sent.bytes as f64 * 8.0) / rate
-                                        - t0.elapsed().as_secs_f64();
-                                    if ahead_s > 0.0 {
-                                        std::thread::sleep(Duration::from_secs_f64(
-                                            ahead_s.min(0.001),
-                                        ));
-                                        continue;
-                                    }
-                                }
-                                proto::put_udp_header(buf, seq, wall_ns());
-                                match s.send(buf) {
-                                    Ok(n) => {
-                                        seq += 1;
-                                        o.sent.packets += 1;
-                                        o.sent.bytes += n as u64;
-                                        ctr.0.store(o.sent.bytes, Ordering::Relaxed);
-                                        ctr.1.store(o.sent.packets, Ordering::Relaxed);
-                                    }
-                                    Err(e) => {
                                         // ECONNREFUSED: an ICMP port-unreachable came back (the
-                                        // receiver is gone); ENOBUFS: the queue is full. Neither
-                                        // datagram was sent; count and go on until told to stop.
+                                        // receiver is gone); ENOBUFS: the queue is full. Nothing
+                                        // was sent; count and go on until told to stop.
                                         o.errors += 1;
                                         if gone.load(Ordering::Relaxed) {
                                             break;
