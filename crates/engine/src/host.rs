@@ -499,7 +499,7 @@ pub fn drive_all(
     watch: &[Arc<dyn Host>],
     progress: &Arc<Progress>,
 ) -> Vec<anyhow::Result<DriverReport>> {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::Ordering;
     let lead = jobs
         .iter()
         .map(|(h, _)| h.start_lead())
@@ -509,7 +509,9 @@ pub fn drive_all(
     // A cancel already set (before the test reached its hosts) stands: the runner
     // clears it when a test begins (Progress::reset).
     let jobs = &jobs;
-    let done = AtomicBool::new(false);
+    // Dropped when every driver is back: wakes the watcher at once (a sleep of its own
+    // would hold every test's end, and the process's exit, by up to its period).
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     // Ends every job's load: local ones share `progress`, remote ones are told.
     let end_all = || {
         progress.cancel.store(true, Ordering::Relaxed);
@@ -518,15 +520,16 @@ pub fn drive_all(
         }
     };
     std::thread::scope(|s| {
-        s.spawn(|| {
+        s.spawn(move || {
             let watched: Vec<&Arc<dyn Host>> =
                 watch.iter().chain(jobs.iter().map(|(h, _)| h)).collect();
-            while !done.load(Ordering::Relaxed) {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                done_rx.recv_timeout(Duration::from_millis(100))
+            {
                 if watched.iter().any(|h| h.lost().is_some()) {
                     end_all();
                     return;
                 }
-                std::thread::sleep(Duration::from_millis(100));
             }
         });
         let handles: Vec<_> = jobs
@@ -550,7 +553,7 @@ pub fn drive_all(
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a driver thread panicked")))
             })
             .collect();
-        done.store(true, Ordering::Relaxed);
+        drop(done_tx);
         out
     })
 }
