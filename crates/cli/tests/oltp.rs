@@ -720,3 +720,208 @@ fn both_engines_swept_over_users_share_one_chart() {
         "{rest}"
     );
 }
+
+/// The value of the metric `name` with exactly these labels in a stored result.
+fn labelled(r: &model::ResultRecord, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    r.metrics
+        .iter()
+        .find(|m| {
+            m.name == name
+                && m.labels.len() == labels.len()
+                && labels
+                    .iter()
+                    .all(|(k, v)| m.labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|m| m.value)
+}
+
+/// The rows of the Markdown table whose header row holds `head`, as trimmed cells.
+fn md_table(md: &str, head: &str) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = md.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with('|') && l.contains(head))
+        .unwrap_or_else(|| panic!("no table headed {head:?} in:\n{md}"));
+    lines[at..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim()
+                .trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().replace("\\_", "_"))
+                .collect()
+        })
+        .collect()
+}
+
+/// `--databases 2` on MariaDB, whose server counts commits for the whole server: the
+/// table after the run shows each database's NOPM and a TPM the client counted (said
+/// so), the stored per-database figures add up to the client's total, and the
+/// report's per-database TPM is filled and marked client-counted. The report's p95 per
+/// transaction type is the 0.95 quantile of the stored histogram, for this run and for
+/// the same run stored without the p95 metric (as runs were before it existed).
+#[test]
+fn mariadb_two_databases_have_per_database_figures_and_the_report_a_true_p95() {
+    if !have_mariadb() {
+        return;
+    }
+    let tmp = engine::scratch::tempdir("rackbench-cli-mariadb2-").unwrap();
+    let store = tmp.path().join("r.sqlite");
+    let db = store.to_str().unwrap();
+    let no_pgpass = tmp.path().join("no-pgpass");
+    let (code, out, err) = rackbench(
+        &[
+            "--db",
+            db,
+            "run",
+            "oltp",
+            "--engine",
+            "mariadb",
+            "--databases",
+            "2",
+            "--warehouses",
+            "1",
+            "--vus",
+            "2",
+            "--duration",
+            "3",
+            "--rampup",
+            "1",
+            "--innodb-buffer-pool-size",
+            "64M",
+            "--no-telemetry",
+        ],
+        &[],
+        &no_pgpass,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+
+    let (code, json, err) = rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass);
+    assert_eq!(code, 0, "{err}");
+    let runs = store::export::from_json(&json).unwrap();
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run.results.len(), 1);
+    let r = &run.results[0];
+    // The headline stays the server's, for both databases together.
+    let tpm = labelled(r, "tpm", &[]).expect("the server-wide TPM");
+    assert!(labelled(r, "tpm", &[("db", "1")]).is_none());
+    let client: Vec<f64> = ["1", "2"]
+        .iter()
+        .map(|d| labelled(r, "tpm_client", &[("db", d)]).expect("a client-counted TPM per db"))
+        .collect();
+    assert!(client.iter().all(|&c| c > 0.0), "{client:?}");
+    let unit = r
+        .metrics
+        .iter()
+        .find(|m| m.name == "tpm_client" && !m.labels.is_empty())
+        .map(|m| m.unit.clone())
+        .unwrap();
+    assert!(unit.contains("client-counted"), "{unit}");
+    // Committed + rolled back per database add up to the client's total (no errors).
+    let errors: f64 = r
+        .metrics
+        .iter()
+        .filter(|m| m.name == "errors")
+        .map(|m| m.value)
+        .sum();
+    assert_eq!(errors, 0.0);
+    let total = labelled(r, "tpm_client", &[]).unwrap();
+    assert!(
+        (client[0] + client[1] - total).abs() < 1e-6 * total,
+        "{client:?} vs {total}"
+    );
+    // And the server saw about as many (its Com_commit also counts the rest of the run).
+    assert!(
+        ((client[0] + client[1]) / tpm - 1.0).abs() < 0.5,
+        "{client:?} vs the server's {tpm}"
+    );
+
+    // The table after the run: one row per database, NOPM and the client's TPM.
+    let from = out.find("per database:").unwrap_or_else(|| panic!("{out}"));
+    let rows: Vec<Vec<&str>> = out[from..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for (i, row) in rows.iter().enumerate() {
+        let d = (i + 1).to_string();
+        assert_eq!(row[1], d, "{out}");
+        let nopm: f64 = row[2].parse().unwrap_or_else(|_| panic!("{out}"));
+        let stored = labelled(r, "nopm", &[("db", &d)]).unwrap();
+        assert!(nopm > 0.0 && (nopm - stored).abs() <= 1.0, "{out}");
+        let shown: f64 = row[3].parse().unwrap_or_else(|_| panic!("{out}"));
+        assert!((shown - client[i]).abs() <= 1.0, "{out}");
+        assert_eq!(row.get(4), Some(&"(client)"), "{out}");
+    }
+    assert!(out.contains("(client): counted by the client"), "{out}");
+
+    // The report.
+    let md_path = tmp.path().join("report.md");
+    let (code, o, e) = rackbench(
+        &[
+            "--db",
+            db,
+            "report",
+            &run.id,
+            "--format",
+            "md",
+            "-o",
+            md_path.to_str().unwrap(),
+        ],
+        &[],
+        &no_pgpass,
+    );
+    assert_eq!(code, 0, "{o}{e}");
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    let per_db = md_table(&md, "| Database |");
+    assert_eq!(per_db.len(), 4, "head, rule, two databases: {md}");
+    for row in &per_db[2..] {
+        assert!(row[3].ends_with("(client-counted)"), "{md}");
+    }
+    assert!(
+        md.contains("the client's count of committed and rolled-back"),
+        "{md}"
+    );
+
+    let p95_column = |md: &str| -> Vec<(String, String)> {
+        let t = md_table(md, "| Transaction |");
+        let col = t[0].iter().position(|c| c == "p95").expect("a p95 column");
+        assert!(!t[0].iter().any(|c| c.contains("p90")), "{:?}", t[0]);
+        t[2..]
+            .iter()
+            .map(|r| (r[1].clone(), r[col].clone()))
+            .collect()
+    };
+    let want = |r: &model::ResultRecord, txn: &str| {
+        let h = r
+            .histograms
+            .iter()
+            .find(|h| h.name == txn && h.kind == "service")
+            .unwrap()
+            .histogram()
+            .unwrap();
+        report::fmt::latency_ns(h.value_at_quantile(0.95) as f64)
+    };
+    let shown = p95_column(&md);
+    assert_eq!(shown.len(), 5, "{md}");
+    for (txn, p95) in &shown {
+        assert_eq!(*p95, want(r, txn), "{txn}: {md}");
+        // The stored metric is that quantile too.
+        let metric = labelled(r, "latency_p95_ns", &[("txn", txn), ("kind", "service")]);
+        assert_eq!(
+            metric.map(report::fmt::latency_ns).as_deref(),
+            Some(p95.as_str())
+        );
+    }
+    // A run stored before the p95 metric existed: read from its histogram, never p90.
+    let mut old = run.clone();
+    for r in &mut old.results {
+        r.metrics.retain(|m| m.name != "latency_p95_ns");
+    }
+    let old_md = report::markdown(std::slice::from_ref(&old), None);
+    assert_eq!(p95_column(&old_md), shown);
+}

@@ -695,3 +695,47 @@ fn oltp_p95_is_the_histograms() {
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert_eq!(p95_cell(&m), "-");
 }
+
+/// A per-database TPM only the client counted (MariaDB's server counts commits
+/// server-wide) fills the per-database TPM column, marked client-counted and explained;
+/// the server's own per-database count (PostgreSQL) is shown unmarked.
+#[test]
+fn oltp_a_client_counted_per_database_tpm_is_marked() {
+    let result = |server_per_db: bool| {
+        let mut m = vec![
+            Metric::new("nopm", 1000.0, "new orders/min"),
+            Metric::new("tpm", 2500.0, "transactions/min"),
+        ];
+        for db in 1..=2 {
+            m.push(Metric::new("nopm", 500.0, "new orders/min").label("db", db));
+            m.push(
+                Metric::new(
+                    "tpm_client",
+                    1200.0 + db as f64,
+                    "transactions/min (client-counted)",
+                )
+                .label("db", db),
+            );
+            if server_per_db {
+                m.push(Metric::new("tpm", 1300.0 + db as f64, "transactions/min").label("db", db));
+            }
+        }
+        ("tpcc", serde_json::json!({ "databases": 2 }), m)
+    };
+    let m = report::markdown(&[run("my", "oltp", vec![result(false)])], None);
+    assert!(
+        m.contains("| tpcc | 1 | 500 | 1,201 (client-counted) |"),
+        "{m}"
+    );
+    assert!(
+        m.contains("| tpcc | 2 | 500 | 1,202 (client-counted) |"),
+        "{m}"
+    );
+    assert!(
+        m.contains("client's count of committed and rolled-back"),
+        "{m}"
+    );
+    let m = report::markdown(&[run("pg", "oltp", vec![result(true)])], None);
+    assert!(m.contains("| tpcc | 1 | 500 | 1,301 |"), "{m}");
+    assert!(!m.contains("client-counted"), "{m}");
+}

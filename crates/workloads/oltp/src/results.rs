@@ -137,6 +137,27 @@ pub(crate) fn step_output(
         let nopm_client = no_ok as f64 / dur_min;
         out.metrics
             .push(Metric::new("nopm_client", nopm_client, "new orders/min"));
+        // Per database, the client's count of committed and rolled-back transactions per
+        // minute of the measured window: the per-database TPM of an engine whose server
+        // counts commits for the whole server (MariaDB), a cross-check of the server's
+        // per-database TPM on the others. Named `tpm_client` so no reader takes it for
+        // the server's count.
+        if multi {
+            for d in 0..ndb {
+                let done: u64 = (0..CLASSES.len())
+                    .filter_map(|t| o.classes.get(5 * d + t))
+                    .map(|c| c.ok - c.misses + c.rollbacks)
+                    .sum();
+                out.metrics.push(
+                    Metric::new(
+                        "tpm_client",
+                        done as f64 / dur_min,
+                        "transactions/min (client-counted)",
+                    )
+                    .label("db", d + 1),
+                );
+            }
+        }
         if have_all && o.duration_s >= 10.0 && nopm_total > 0.0 {
             let diff = (nopm_client - nopm_total).abs() / nopm_total;
             if diff > 0.10 {
@@ -503,7 +524,8 @@ mod tests {
     }
 
     /// MariaDB's commit counter is the server's: with two databases its TPM is the one
-    /// reading, not twice it, and no per-database TPM is made up; NOPM stays per database.
+    /// reading, not twice it, and no per-database TPM is made up from it (the client's
+    /// per-database count is `tpm_client`); NOPM stays per database.
     #[test]
     fn a_server_wide_tpm_is_counted_once() {
         let cfg = Config {
@@ -533,6 +555,62 @@ mod tests {
             .metrics
             .iter()
             .all(|m| m.name != "tpm" || m.labels.is_empty()));
+    }
+
+    /// Per database, the client's committed and rolled-back transactions per minute
+    /// (`tpm_client{db=N}`, said to be client-counted in its unit): the only per-database
+    /// TPM an engine counting commits server-wide can give. Misses (nothing sent) and
+    /// errors are not transactions done.
+    #[test]
+    fn per_database_tpm_is_counted_by_the_client() {
+        let cfg = Config {
+            engine: Some("mariadb".into()),
+            databases: 2,
+            ..Config::default()
+        };
+        let mut o = outcome();
+        let mut second = outcome().classes;
+        // Database 2: 100 fewer payments, 20 of its new orders missed, 5 failed.
+        second[1] = class("payment", 4200, 0);
+        second[0].misses = 20;
+        second[0].count += 5;
+        second[0].errors.insert("deadlock".into(), 5);
+        o.classes.extend(second);
+        let wins = [window(4455, 28_000), window(4000, 28_000)];
+        let out = step_output(
+            &cfg,
+            &Mix::default(),
+            &o,
+            &wins,
+            &[counters(45), counters(45)],
+            None,
+        );
+        let per_db = |d: &str| {
+            out.metrics
+                .iter()
+                .find(|m| {
+                    m.name == "tpm_client"
+                        && m.labels.len() == 1
+                        && m.labels.get("db").map(String::as_str) == Some(d)
+                })
+                .unwrap_or_else(|| panic!("no tpm_client{{db={d}}}: {:?}", out.metrics))
+        };
+        // 60 s measured: committed + rolled back, per minute.
+        assert_eq!(per_db("1").value, 10_000.0);
+        assert_eq!(per_db("2").value, 10_000.0 - 100.0 - 20.0);
+        assert!(per_db("1").unit.contains("client-counted"));
+        // The server's figure stays the headline, read once.
+        assert!((value(&out, "tpm").unwrap() - 28_000.0).abs() < 1e-6);
+        // One database: no per-database figure.
+        let out = step_output(
+            &Config::default(),
+            &Mix::default(),
+            &outcome(),
+            &[window(4455, 14_000)],
+            &[counters(45)],
+            None,
+        );
+        assert!(out.metrics.iter().all(|m| !m.labels.contains_key("db")));
     }
 
     /// Each transaction type's p95 is the 0.95 quantile of its merged histogram (not
