@@ -925,3 +925,69 @@ fn mariadb_two_databases_have_per_database_figures_and_the_report_a_true_p95() {
     let old_md = report::markdown(std::slice::from_ref(&old), None);
     assert_eq!(p95_column(&old_md), shown);
 }
+
+/// The runs a store holds, from `rackbench runs --json` (none when the store was never
+/// created).
+fn stored_runs(db: &Path) -> Vec<serde_json::Value> {
+    if !db.exists() {
+        return Vec::new();
+    }
+    let (code, out, err) = run(&["--db", db.to_str().unwrap(), "--json", "runs"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str::<Vec<serde_json::Value>>(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// A server program that cannot be found (`RACKBENCH_MARIADB_BINDIR`,
+/// `RACKBENCH_PG_BINDIR` pointing at a directory that does not exist, which replaces the
+/// search of PATH and the distribution's directories): `run oltp` on either engine is a
+/// setup error (exit 2) naming the program and the package to install, and stores nothing.
+#[test]
+fn a_server_program_not_found_is_a_setup_error_that_stores_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nowhere = tmp.path().join("no-such-bin");
+    let nowhere = nowhere.to_str().unwrap();
+    let cases: [(&[&str], &str, &[&str]); 3] = [
+        (
+            &["--engine", "mariadb"],
+            "RACKBENCH_MARIADB_BINDIR",
+            &["mariadb-install-db", "apt-get install mariadb-server"],
+        ),
+        // A launched server's own settings are fine, and do not hide the real error.
+        (
+            &["--engine", "mariadb", "--innodb-buffer-pool-size", "64M"],
+            "RACKBENCH_MARIADB_BINDIR",
+            &["mariadb-install-db", "apt-get install mariadb-server"],
+        ),
+        // PostgreSQL, the default engine.
+        (
+            &["--shared-buffers", "64MB"],
+            "RACKBENCH_PG_BINDIR",
+            &["initdb", "apt-get install postgresql"],
+        ),
+    ];
+    for (i, (args, var, wants)) in cases.iter().enumerate() {
+        let db = tmp.path().join(format!("r{i}.sqlite"));
+        let out = common::bin()
+            .env(var, nowhere)
+            .args(["--db", db.to_str().unwrap(), "run", "oltp"])
+            .args(*args)
+            .args(["--warehouses", "1", "--duration", "1", "--rampup", "0"])
+            .args(["--no-telemetry", "-q"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for want in *wants {
+            assert!(err.contains(want), "{args:?}: no {want:?} in {err}");
+        }
+        assert!(
+            err.contains(var) && err.contains(nowhere),
+            "{args:?}: {err}"
+        );
+        assert!(
+            stored_runs(&db).is_empty(),
+            "{args:?}: a run was stored: {:?}",
+            stored_runs(&db)
+        );
+    }
+}
