@@ -991,3 +991,87 @@ fn a_server_program_not_found_is_a_setup_error_that_stores_nothing() {
         );
     }
 }
+
+/// A launched server's setting given where it would be silently ignored, one engine's
+/// on the other or any with `--dsn` (a server rackbench does not launch): refused with
+/// an error naming the flag and where it applies (exit 2), before anything is launched
+/// or stored.
+#[test]
+fn a_setting_for_the_other_engine_or_an_unlaunched_server_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let my = "mysql://root@127.0.0.1:1/tpcc";
+    let pg = "host=127.0.0.1 port=1 dbname=tpcc";
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--engine", "mariadb", "--fsync", "off"],
+            &["--fsync", "PostgreSQL", "MariaDB"],
+        ),
+        (
+            &["--engine", "mariadb", "--shared-buffers", "64MB"],
+            &[
+                "--shared-buffers",
+                "PostgreSQL",
+                "--innodb-buffer-pool-size",
+            ],
+        ),
+        (
+            &["--engine", "mariadb", "--synchronous-commit", "off"],
+            &["--synchronous-commit", "PostgreSQL"],
+        ),
+        (&["--dsn", my, "--fsync", "on"], &["--fsync", "PostgreSQL"]),
+        (
+            &["--innodb-buffer-pool-size", "64M"],
+            &[
+                "--innodb-buffer-pool-size",
+                "--engine mariadb",
+                "--shared-buffers",
+            ],
+        ),
+        (
+            &[
+                "--engine",
+                "postgresql",
+                "--innodb-flush-log-at-trx-commit",
+                "2",
+            ],
+            &["--innodb-flush-log-at-trx-commit", "--engine mariadb"],
+        ),
+        (
+            &["--dsn", pg, "--innodb-buffer-pool-size", "64M"],
+            &["--innodb-buffer-pool-size", "--engine mariadb"],
+        ),
+        (
+            &["--dsn", my, "--innodb-buffer-pool-size", "64M"],
+            &["--innodb-buffer-pool-size", "--dsn", "does not launch"],
+        ),
+        (
+            &["--dsn", my, "--innodb-flush-log-at-trx-commit", "2"],
+            &[
+                "--innodb-flush-log-at-trx-commit",
+                "--dsn",
+                "does not launch",
+            ],
+        ),
+        (
+            &["--dsn", pg, "--shared-buffers", "64MB"],
+            &["--shared-buffers", "--dsn", "does not launch"],
+        ),
+    ];
+    for (args, names) in cases {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run", "oltp"])
+            .args(*args)
+            .args(["--duration", "1", "--no-telemetry", "-q"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for n in *names {
+            assert!(err.contains(n), "{args:?} should name {n}: {err}");
+        }
+        // Refused for the setting, not for the server nobody listens at.
+        assert!(!err.contains("accepts connections"), "{args:?}: {err}");
+    }
+    assert!(stored_runs(&db).is_empty());
+}
