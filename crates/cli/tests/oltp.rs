@@ -564,10 +564,15 @@ fn mariadb_runs_and_its_password_is_kept_out_of_everything() {
         .map(|a| a.to_string())
         .collect()
     };
-    let runs_before =
+    let before =
         store::export::from_json(&rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass).1)
-            .unwrap()
-            .len();
+            .unwrap();
+    let runs_before = before.len();
+    let results_before: usize = before.iter().map(|r| r.results.len()).sum();
+    // The first run stored one ok result.
+    assert_eq!(runs_before, 1);
+    assert_eq!(results_before, 1);
+    assert!(before[0].results[0].metric("nopm", &[]).is_some());
     let wrong = args(&url);
     let wrong: Vec<&str> = wrong.iter().map(String::as_str).collect();
     let (code, out, err) = rackbench(&wrong, &[("MYSQL_PWD", "not-the-password")], &no_pgpass);
@@ -576,13 +581,15 @@ fn mariadb_runs_and_its_password_is_kept_out_of_everything() {
         err.contains("the password for user bench was refused"),
         "{err}"
     );
+    // Nothing at all is stored: no run, whatever its status, and no result.
     let (_, json, _) = rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass);
-    let ok_runs = store::export::from_json(&json)
-        .unwrap()
-        .iter()
-        .filter(|r| r.results.iter().any(|x| x.metric("nopm", &[]).is_some()))
-        .count();
-    assert_eq!(ok_runs, runs_before, "a refused login stores no figures");
+    let stored = store::export::from_json(&json).unwrap();
+    assert_eq!(stored.len(), runs_before, "a refused login stores no run");
+    assert_eq!(
+        stored.iter().map(|r| r.results.len()).sum::<usize>(),
+        results_before,
+        "a refused login stores no result"
+    );
 
     let mut printed = String::new();
     let env_run = args(&url);
