@@ -1082,3 +1082,71 @@ fn a_setting_for_the_other_engine_or_an_unlaunched_server_is_refused() {
     }
     assert!(stored_runs(&db).is_empty());
 }
+
+/// The consistency check fails on MariaDB too: a build and a run on a kept server pass
+/// it; after a district's next order number is moved, `oltp check` fails (exit 1) and
+/// names the broken condition (2: D_NEXT_O_ID - 1 = max(O_ID)).
+#[test]
+fn a_corrupted_mariadb_table_fails_the_check() {
+    if !have_mariadb() {
+        return;
+    }
+    let tmp = engine::scratch::tempdir("rackbench-cli-mariadb-check-").unwrap();
+    let store = tmp.path().join("r.sqlite");
+    let mut s = wl_oltp::mariadb_server::Mariadbd::throwaway(&wl_oltp::mariadb_server::Settings {
+        buffer_pool: "64M".into(),
+        flush_log_at_trx_commit: 2,
+        max_connections: 50,
+        extra: vec![],
+        cpus: vec![],
+    })
+    .unwrap();
+    {
+        use wl_oltp::backend::Backend;
+        let mut admin = s.backend("mysql").connect().unwrap();
+        admin.batch("CREATE DATABASE tpcc").unwrap();
+    }
+    let dsn = format!("mysql://root@127.0.0.1:{}/tpcc?prefer_socket=false", s.port);
+    let (code, out, err) = run(&["-q", "oltp", "build", "--dsn", &dsn, "--warehouses", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("consistency ok"), "{out}");
+    let (code, out, err) = run(&[
+        "--db",
+        store.to_str().unwrap(),
+        "run",
+        "oltp",
+        "--dsn",
+        &dsn,
+        "--warehouses",
+        "1",
+        "--vus",
+        "2",
+        "--duration",
+        "2",
+        "--rampup",
+        "0",
+        "--no-telemetry",
+        "-q",
+    ]);
+    assert_eq!(code, 0, "the run passes the check: {out}{err}");
+    let (code, out, err) = run(&["--json", "oltp", "check", "--dsn", &dsn]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+
+    {
+        use wl_oltp::backend::Backend;
+        let mut c = s.backend("tpcc").connect().unwrap();
+        c.batch("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = 1 AND d_id = 4")
+            .unwrap();
+    }
+    let (code, out, err) = run(&["oltp", "check", "--dsn", &dsn]);
+    assert_eq!(code, 1, "a failed check exits 1: {out}{err}");
+    let failed: Vec<&str> = out.lines().filter(|l| l.contains("FAIL")).collect();
+    assert_eq!(failed.len(), 1, "only the broken condition fails: {out}");
+    assert!(
+        failed[0].contains("D_NEXT_O_ID - 1 = max(O_ID)") && failed[0].contains("(1 rows)"),
+        "{out}"
+    );
+    s.stop();
+}
