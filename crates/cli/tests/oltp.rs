@@ -564,10 +564,15 @@ fn mariadb_runs_and_its_password_is_kept_out_of_everything() {
         .map(|a| a.to_string())
         .collect()
     };
-    let runs_before =
+    let before =
         store::export::from_json(&rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass).1)
-            .unwrap()
-            .len();
+            .unwrap();
+    let runs_before = before.len();
+    let results_before: usize = before.iter().map(|r| r.results.len()).sum();
+    // The first run stored one ok result.
+    assert_eq!(runs_before, 1);
+    assert_eq!(results_before, 1);
+    assert!(before[0].results[0].metric("nopm", &[]).is_some());
     let wrong = args(&url);
     let wrong: Vec<&str> = wrong.iter().map(String::as_str).collect();
     let (code, out, err) = rackbench(&wrong, &[("MYSQL_PWD", "not-the-password")], &no_pgpass);
@@ -576,13 +581,15 @@ fn mariadb_runs_and_its_password_is_kept_out_of_everything() {
         err.contains("the password for user bench was refused"),
         "{err}"
     );
+    // Nothing at all is stored: no run, whatever its status, and no result.
     let (_, json, _) = rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass);
-    let ok_runs = store::export::from_json(&json)
-        .unwrap()
-        .iter()
-        .filter(|r| r.results.iter().any(|x| x.metric("nopm", &[]).is_some()))
-        .count();
-    assert_eq!(ok_runs, runs_before, "a refused login stores no figures");
+    let stored = store::export::from_json(&json).unwrap();
+    assert_eq!(stored.len(), runs_before, "a refused login stores no run");
+    assert_eq!(
+        stored.iter().map(|r| r.results.len()).sum::<usize>(),
+        results_before,
+        "a refused login stores no result"
+    );
 
     let mut printed = String::new();
     let env_run = args(&url);
@@ -719,4 +726,427 @@ fn both_engines_swept_over_users_share_one_chart() {
         rest.contains("PostgreSQL") && rest.contains("MariaDB"),
         "{rest}"
     );
+}
+
+/// The value of the metric `name` with exactly these labels in a stored result.
+fn labelled(r: &model::ResultRecord, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    r.metrics
+        .iter()
+        .find(|m| {
+            m.name == name
+                && m.labels.len() == labels.len()
+                && labels
+                    .iter()
+                    .all(|(k, v)| m.labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|m| m.value)
+}
+
+/// The rows of the Markdown table whose header row holds `head`, as trimmed cells.
+fn md_table(md: &str, head: &str) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = md.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with('|') && l.contains(head))
+        .unwrap_or_else(|| panic!("no table headed {head:?} in:\n{md}"));
+    lines[at..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim()
+                .trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().replace("\\_", "_"))
+                .collect()
+        })
+        .collect()
+}
+
+/// `--databases 2` on MariaDB, whose server counts commits for the whole server: the
+/// table after the run shows each database's NOPM and a TPM the client counted (said
+/// so), the stored per-database figures add up to the client's total, and the
+/// report's per-database TPM is filled and marked client-counted. The report's p95 per
+/// transaction type is the 0.95 quantile of the stored histogram, for this run and for
+/// the same run stored without the p95 metric (as runs were before it existed).
+#[test]
+fn mariadb_two_databases_have_per_database_figures_and_the_report_a_true_p95() {
+    if !have_mariadb() {
+        return;
+    }
+    let tmp = engine::scratch::tempdir("rackbench-cli-mariadb2-").unwrap();
+    let store = tmp.path().join("r.sqlite");
+    let db = store.to_str().unwrap();
+    let no_pgpass = tmp.path().join("no-pgpass");
+    let (code, out, err) = rackbench(
+        &[
+            "--db",
+            db,
+            "run",
+            "oltp",
+            "--engine",
+            "mariadb",
+            "--databases",
+            "2",
+            "--warehouses",
+            "1",
+            "--vus",
+            "2",
+            "--duration",
+            "3",
+            "--rampup",
+            "1",
+            "--innodb-buffer-pool-size",
+            "64M",
+            "--no-telemetry",
+        ],
+        &[],
+        &no_pgpass,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+
+    let (code, json, err) = rackbench(&["--db", db, "export", "--all"], &[], &no_pgpass);
+    assert_eq!(code, 0, "{err}");
+    let runs = store::export::from_json(&json).unwrap();
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run.results.len(), 1);
+    let r = &run.results[0];
+    // The headline stays the server's, for both databases together.
+    let tpm = labelled(r, "tpm", &[]).expect("the server-wide TPM");
+    assert!(labelled(r, "tpm", &[("db", "1")]).is_none());
+    let client: Vec<f64> = ["1", "2"]
+        .iter()
+        .map(|d| labelled(r, "tpm_client", &[("db", d)]).expect("a client-counted TPM per db"))
+        .collect();
+    assert!(client.iter().all(|&c| c > 0.0), "{client:?}");
+    let unit = r
+        .metrics
+        .iter()
+        .find(|m| m.name == "tpm_client" && !m.labels.is_empty())
+        .map(|m| m.unit.clone())
+        .unwrap();
+    assert!(unit.contains("client-counted"), "{unit}");
+    // Committed + rolled back per database add up to the client's total (no errors).
+    let errors: f64 = r
+        .metrics
+        .iter()
+        .filter(|m| m.name == "errors")
+        .map(|m| m.value)
+        .sum();
+    assert_eq!(errors, 0.0);
+    let total = labelled(r, "tpm_client", &[]).unwrap();
+    assert!(
+        (client[0] + client[1] - total).abs() < 1e-6 * total,
+        "{client:?} vs {total}"
+    );
+    // And the server saw about as many (its Com_commit also counts the rest of the run).
+    assert!(
+        ((client[0] + client[1]) / tpm - 1.0).abs() < 0.5,
+        "{client:?} vs the server's {tpm}"
+    );
+
+    // The table after the run: one row per database, NOPM and the client's TPM.
+    let from = out.find("per database:").unwrap_or_else(|| panic!("{out}"));
+    let rows: Vec<Vec<&str>> = out[from..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for (i, row) in rows.iter().enumerate() {
+        let d = (i + 1).to_string();
+        assert_eq!(row[1], d, "{out}");
+        let nopm: f64 = row[2].parse().unwrap_or_else(|_| panic!("{out}"));
+        let stored = labelled(r, "nopm", &[("db", &d)]).unwrap();
+        assert!(nopm > 0.0 && (nopm - stored).abs() <= 1.0, "{out}");
+        let shown: f64 = row[3].parse().unwrap_or_else(|_| panic!("{out}"));
+        assert!((shown - client[i]).abs() <= 1.0, "{out}");
+        assert_eq!(row.get(4), Some(&"(client)"), "{out}");
+    }
+    assert!(out.contains("(client): counted by the client"), "{out}");
+
+    // The report.
+    let md_path = tmp.path().join("report.md");
+    let (code, o, e) = rackbench(
+        &[
+            "--db",
+            db,
+            "report",
+            &run.id,
+            "--format",
+            "md",
+            "-o",
+            md_path.to_str().unwrap(),
+        ],
+        &[],
+        &no_pgpass,
+    );
+    assert_eq!(code, 0, "{o}{e}");
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    let per_db = md_table(&md, "| Database |");
+    assert_eq!(per_db.len(), 4, "head, rule, two databases: {md}");
+    for row in &per_db[2..] {
+        assert!(row[3].ends_with("(client-counted)"), "{md}");
+    }
+    assert!(
+        md.contains("the client's count of committed and rolled-back"),
+        "{md}"
+    );
+
+    let p95_column = |md: &str| -> Vec<(String, String)> {
+        let t = md_table(md, "| Transaction |");
+        let col = t[0].iter().position(|c| c == "p95").expect("a p95 column");
+        assert!(!t[0].iter().any(|c| c.contains("p90")), "{:?}", t[0]);
+        t[2..]
+            .iter()
+            .map(|r| (r[1].clone(), r[col].clone()))
+            .collect()
+    };
+    let want = |r: &model::ResultRecord, txn: &str| {
+        let h = r
+            .histograms
+            .iter()
+            .find(|h| h.name == txn && h.kind == "service")
+            .unwrap()
+            .histogram()
+            .unwrap();
+        report::fmt::latency_ns(h.value_at_quantile(0.95) as f64)
+    };
+    let shown = p95_column(&md);
+    assert_eq!(shown.len(), 5, "{md}");
+    for (txn, p95) in &shown {
+        assert_eq!(*p95, want(r, txn), "{txn}: {md}");
+        // The stored metric is that quantile too.
+        let metric = labelled(r, "latency_p95_ns", &[("txn", txn), ("kind", "service")]);
+        assert_eq!(
+            metric.map(report::fmt::latency_ns).as_deref(),
+            Some(p95.as_str())
+        );
+    }
+    // A run stored before the p95 metric existed: read from its histogram, never p90.
+    let mut old = run.clone();
+    for r in &mut old.results {
+        r.metrics.retain(|m| m.name != "latency_p95_ns");
+    }
+    let old_md = report::markdown(std::slice::from_ref(&old), None);
+    assert_eq!(p95_column(&old_md), shown);
+}
+
+/// The runs a store holds, from `rackbench runs --json` (none when the store was never
+/// created).
+fn stored_runs(db: &Path) -> Vec<serde_json::Value> {
+    if !db.exists() {
+        return Vec::new();
+    }
+    let (code, out, err) = run(&["--db", db.to_str().unwrap(), "--json", "runs"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str::<Vec<serde_json::Value>>(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// A server program that cannot be found (`RACKBENCH_MARIADB_BINDIR`,
+/// `RACKBENCH_PG_BINDIR` pointing at a directory that does not exist, which replaces the
+/// search of PATH and the distribution's directories): `run oltp` on either engine is a
+/// setup error (exit 2) naming the program and the package to install, and stores nothing.
+#[test]
+fn a_server_program_not_found_is_a_setup_error_that_stores_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nowhere = tmp.path().join("no-such-bin");
+    let nowhere = nowhere.to_str().unwrap();
+    let cases: [(&[&str], &str, &[&str]); 3] = [
+        (
+            &["--engine", "mariadb"],
+            "RACKBENCH_MARIADB_BINDIR",
+            &["mariadb-install-db", "apt-get install mariadb-server"],
+        ),
+        // A launched server's own settings are fine, and do not hide the real error.
+        (
+            &["--engine", "mariadb", "--innodb-buffer-pool-size", "64M"],
+            "RACKBENCH_MARIADB_BINDIR",
+            &["mariadb-install-db", "apt-get install mariadb-server"],
+        ),
+        // PostgreSQL, the default engine.
+        (
+            &["--shared-buffers", "64MB"],
+            "RACKBENCH_PG_BINDIR",
+            &["initdb", "apt-get install postgresql"],
+        ),
+    ];
+    for (i, (args, var, wants)) in cases.iter().enumerate() {
+        let db = tmp.path().join(format!("r{i}.sqlite"));
+        let out = common::bin()
+            .env(var, nowhere)
+            .args(["--db", db.to_str().unwrap(), "run", "oltp"])
+            .args(*args)
+            .args(["--warehouses", "1", "--duration", "1", "--rampup", "0"])
+            .args(["--no-telemetry", "-q"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for want in *wants {
+            assert!(err.contains(want), "{args:?}: no {want:?} in {err}");
+        }
+        assert!(
+            err.contains(var) && err.contains(nowhere),
+            "{args:?}: {err}"
+        );
+        assert!(
+            stored_runs(&db).is_empty(),
+            "{args:?}: a run was stored: {:?}",
+            stored_runs(&db)
+        );
+    }
+}
+
+/// A launched server's setting given where it would be silently ignored, one engine's
+/// on the other or any with `--dsn` (a server rackbench does not launch): refused with
+/// an error naming the flag and where it applies (exit 2), before anything is launched
+/// or stored.
+#[test]
+fn a_setting_for_the_other_engine_or_an_unlaunched_server_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.sqlite");
+    let my = "mysql://root@127.0.0.1:1/tpcc";
+    let pg = "host=127.0.0.1 port=1 dbname=tpcc";
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--engine", "mariadb", "--fsync", "off"],
+            &["--fsync", "PostgreSQL", "MariaDB"],
+        ),
+        (
+            &["--engine", "mariadb", "--shared-buffers", "64MB"],
+            &[
+                "--shared-buffers",
+                "PostgreSQL",
+                "--innodb-buffer-pool-size",
+            ],
+        ),
+        (
+            &["--engine", "mariadb", "--synchronous-commit", "off"],
+            &["--synchronous-commit", "PostgreSQL"],
+        ),
+        (&["--dsn", my, "--fsync", "on"], &["--fsync", "PostgreSQL"]),
+        (
+            &["--innodb-buffer-pool-size", "64M"],
+            &[
+                "--innodb-buffer-pool-size",
+                "--engine mariadb",
+                "--shared-buffers",
+            ],
+        ),
+        (
+            &[
+                "--engine",
+                "postgresql",
+                "--innodb-flush-log-at-trx-commit",
+                "2",
+            ],
+            &["--innodb-flush-log-at-trx-commit", "--engine mariadb"],
+        ),
+        (
+            &["--dsn", pg, "--innodb-buffer-pool-size", "64M"],
+            &["--innodb-buffer-pool-size", "--engine mariadb"],
+        ),
+        (
+            &["--dsn", my, "--innodb-buffer-pool-size", "64M"],
+            &["--innodb-buffer-pool-size", "--dsn", "does not launch"],
+        ),
+        (
+            &["--dsn", my, "--innodb-flush-log-at-trx-commit", "2"],
+            &[
+                "--innodb-flush-log-at-trx-commit",
+                "--dsn",
+                "does not launch",
+            ],
+        ),
+        (
+            &["--dsn", pg, "--shared-buffers", "64MB"],
+            &["--shared-buffers", "--dsn", "does not launch"],
+        ),
+    ];
+    for (args, names) in cases {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run", "oltp"])
+            .args(*args)
+            .args(["--duration", "1", "--no-telemetry", "-q"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for n in *names {
+            assert!(err.contains(n), "{args:?} should name {n}: {err}");
+        }
+        // Refused for the setting, not for the server nobody listens at.
+        assert!(!err.contains("accepts connections"), "{args:?}: {err}");
+    }
+    assert!(stored_runs(&db).is_empty());
+}
+
+/// The consistency check fails on MariaDB too: a build and a run on a kept server pass
+/// it; after a district's next order number is moved, `oltp check` fails (exit 1) and
+/// names the broken condition (2: D_NEXT_O_ID - 1 = max(O_ID)).
+#[test]
+fn a_corrupted_mariadb_table_fails_the_check() {
+    if !have_mariadb() {
+        return;
+    }
+    let tmp = engine::scratch::tempdir("rackbench-cli-mariadb-check-").unwrap();
+    let store = tmp.path().join("r.sqlite");
+    let mut s = wl_oltp::mariadb_server::Mariadbd::throwaway(&wl_oltp::mariadb_server::Settings {
+        buffer_pool: "64M".into(),
+        flush_log_at_trx_commit: 2,
+        max_connections: 50,
+        extra: vec![],
+        cpus: vec![],
+    })
+    .unwrap();
+    {
+        use wl_oltp::backend::Backend;
+        let mut admin = s.backend("mysql").connect().unwrap();
+        admin.batch("CREATE DATABASE tpcc").unwrap();
+    }
+    let dsn = format!("mysql://root@127.0.0.1:{}/tpcc?prefer_socket=false", s.port);
+    let (code, out, err) = run(&["-q", "oltp", "build", "--dsn", &dsn, "--warehouses", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("consistency ok"), "{out}");
+    let (code, out, err) = run(&[
+        "--db",
+        store.to_str().unwrap(),
+        "run",
+        "oltp",
+        "--dsn",
+        &dsn,
+        "--warehouses",
+        "1",
+        "--vus",
+        "2",
+        "--duration",
+        "2",
+        "--rampup",
+        "0",
+        "--no-telemetry",
+        "-q",
+    ]);
+    assert_eq!(code, 0, "the run passes the check: {out}{err}");
+    let (code, out, err) = run(&["--json", "oltp", "check", "--dsn", &dsn]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+
+    {
+        use wl_oltp::backend::Backend;
+        let mut c = s.backend("tpcc").connect().unwrap();
+        c.batch("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = 1 AND d_id = 4")
+            .unwrap();
+    }
+    let (code, out, err) = run(&["oltp", "check", "--dsn", &dsn]);
+    assert_eq!(code, 1, "a failed check exits 1: {out}{err}");
+    let failed: Vec<&str> = out.lines().filter(|l| l.contains("FAIL")).collect();
+    assert_eq!(failed.len(), 1, "only the broken condition fails: {out}");
+    assert!(
+        failed[0].contains("D_NEXT_O_ID - 1 = max(O_ID)") && failed[0].contains("(1 rows)"),
+        "{out}"
+    );
+    s.stop();
 }

@@ -677,3 +677,113 @@ fn latency_thresholds_side_by_side_in_the_table_and_the_chart() {
         );
     }
 }
+
+/// The per-transaction p95 column is the true 95th percentile: the stored
+/// `latency_p95_ns`, else (a run stored before it existed) the 0.95 quantile of the
+/// stored histogram of the same kind, never the p90.
+#[test]
+fn oltp_p95_is_the_histograms() {
+    let mut h = model::hist::new_latency_histogram();
+    for v in 1..=100u64 {
+        h.record(v * 1_000_000).unwrap();
+    }
+    let p95 = report::fmt::latency_ns(h.value_at_quantile(0.95) as f64);
+    let p90 = report::fmt::latency_ns(h.value_at_quantile(0.90) as f64);
+    assert_ne!(p95, p90);
+    let result = |with_p95: bool| {
+        let mut m = vec![
+            Metric::new("nopm", 1000.0, "new orders/min"),
+            Metric::new("tpm", 2500.0, "transactions/min"),
+            Metric::new("transactions", 100.0, "transactions").label("txn", "new_order"),
+        ];
+        let mut lat = vec![
+            ("latency_p50_ns", 50e6),
+            ("latency_p90_ns", h.value_at_quantile(0.90) as f64),
+        ];
+        if with_p95 {
+            lat.push(("latency_p95_ns", h.value_at_quantile(0.95) as f64));
+        }
+        for (name, v) in lat {
+            m.push(
+                Metric::new(name, v, "ns")
+                    .label("txn", "new_order")
+                    .label("kind", "service"),
+            );
+        }
+        ("tpcc", serde_json::json!({}), m)
+    };
+    let p95_cell = |m: &str| {
+        let head = m
+            .lines()
+            .find(|l| l.contains("| Transaction |"))
+            .unwrap_or_else(|| panic!("{m}"));
+        assert!(head.contains("| p95 |") && !head.contains("p90"), "{head}");
+        let row = m
+            .lines()
+            .find(|l| l.contains("| new\\_order |"))
+            .unwrap_or_else(|| panic!("{m}"));
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        cells[5].to_string()
+    };
+    for with_p95 in [true, false] {
+        let mut r = run("my", "oltp", vec![result(with_p95)]);
+        // A corrected histogram first: the service one is the kind the figures are of.
+        let mut other = model::hist::new_latency_histogram();
+        other.record(7).unwrap();
+        r.results[0].histograms = vec![
+            model::HistogramRecord::from_histogram("new_order", "corrected", &other),
+            model::HistogramRecord::from_histogram("new_order", "service", &h),
+        ];
+        let m = report::markdown(std::slice::from_ref(&r), None);
+        assert_eq!(p95_cell(&m), p95, "with the metric: {with_p95}");
+    }
+    // Neither the metric nor a histogram: shown as absent, not as the p90.
+    let mut r = run("my", "oltp", vec![result(false)]);
+    r.results[0].histograms.clear();
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert_eq!(p95_cell(&m), "-");
+}
+
+/// A per-database TPM only the client counted (MariaDB's server counts commits
+/// server-wide) fills the per-database TPM column, marked client-counted and explained;
+/// the server's own per-database count (PostgreSQL) is shown unmarked.
+#[test]
+fn oltp_a_client_counted_per_database_tpm_is_marked() {
+    let result = |server_per_db: bool| {
+        let mut m = vec![
+            Metric::new("nopm", 1000.0, "new orders/min"),
+            Metric::new("tpm", 2500.0, "transactions/min"),
+        ];
+        for db in 1..=2 {
+            m.push(Metric::new("nopm", 500.0, "new orders/min").label("db", db));
+            m.push(
+                Metric::new(
+                    "tpm_client",
+                    1200.0 + db as f64,
+                    "transactions/min (client-counted)",
+                )
+                .label("db", db),
+            );
+            if server_per_db {
+                m.push(Metric::new("tpm", 1300.0 + db as f64, "transactions/min").label("db", db));
+            }
+        }
+        ("tpcc", serde_json::json!({ "databases": 2 }), m)
+    };
+    let m = report::markdown(&[run("my", "oltp", vec![result(false)])], None);
+    assert!(
+        m.contains("| tpcc | 1 | 500 | 1,201 (client-counted) |"),
+        "{m}"
+    );
+    assert!(
+        m.contains("| tpcc | 2 | 500 | 1,202 (client-counted) |"),
+        "{m}"
+    );
+    assert!(
+        m.contains("client's count of committed and rolled-back"),
+        "{m}"
+    );
+    let m = report::markdown(&[run("pg", "oltp", vec![result(true)])], None);
+    assert!(m.contains("| tpcc | 1 | 500 | 1,301 |"), "{m}");
+    assert!(!m.contains("client-counted"), "{m}");
+}

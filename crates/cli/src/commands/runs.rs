@@ -536,6 +536,56 @@ fn per_type_latency_table(results: &[ResultRecord]) -> String {
     format!("\nlatency per type:\n{}", render_table(&headers, &rows))
 }
 
+/// TPC-C with `--databases N`: each database's NOPM and TPM, one row per result and
+/// database. TPM is the server's count for that database where the engine keeps one
+/// (PostgreSQL), else the client's count of committed and rolled-back transactions
+/// (`tpm_client`, MariaDB, whose server counts commits server-wide), marked `(client)`
+/// with a note saying so. Empty when no result has per-database figures.
+fn per_database_table(results: &[ResultRecord]) -> String {
+    let mut rows = Vec::new();
+    let mut client_counted = false;
+    for r in results {
+        let by_db = |name: &str, db: &str| r.metric(name, &[("db", db)]).map(|m| m.value);
+        for db in 1..=64u32 {
+            let d = db.to_string();
+            let (nopm, tpm, client) =
+                (by_db("nopm", &d), by_db("tpm", &d), by_db("tpm_client", &d));
+            if nopm.is_none() && tpm.is_none() && client.is_none() {
+                break;
+            }
+            let tpm = match (tpm, client) {
+                (Some(t), _) => fmt_num(t),
+                (None, Some(c)) => {
+                    client_counted = true;
+                    format!("{} (client)", fmt_num(c))
+                }
+                (None, None) => "-".into(),
+            };
+            rows.push(vec![
+                Cell::right(r.step.to_string()),
+                Cell::right(d),
+                Cell::right(nopm.map(fmt_num).unwrap_or_else(|| "-".into())),
+                Cell::right(tpm),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nper database:\n{}",
+        render_table(&["STEP", "DB", "NOPM", "TPM"], &rows)
+    );
+    if client_counted {
+        out.push_str(
+            "(client): counted by the client (committed + rolled-back transactions per minute \
+             of the measured window), as the server counts commits for all databases together; \
+             the TPM above is the server's\n",
+        );
+    }
+    out
+}
+
 /// Errors: the unlabelled `errors` metric, else the sum of the labelled ones.
 fn errors_of(r: &ResultRecord) -> Option<f64> {
     r.metric("errors", &[]).map(|m| m.value).or_else(|| {
@@ -664,6 +714,7 @@ pub fn results_table(run: &RunRecord) -> String {
     }
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut out = render_table(&headers, &rows);
+    out.push_str(&per_database_table(results));
     out.push_str(&per_type_latency_table(results));
 
     // Notes: what each flag means, errors, and missing figures, each said once with the
@@ -934,5 +985,55 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         // 1..100 ms: average 50.5, p50 50, p95 95, p99 99 (within the histogram's precision).
         let want = "new_order service 100 50.499 50.004 95.027 99.025";
         assert!(words(row).contains(want), "{want} missing: {t}");
+    }
+
+    /// `--databases 2`: a row per database with its NOPM and TPM, the server's where it
+    /// counts per database (PostgreSQL), else the client's, marked and explained.
+    #[test]
+    fn per_database_rows_say_whose_tpm_they_show() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.headline = "nopm".into();
+        r.metrics = vec![
+            model::Metric::new("nopm", 2000.0, "new orders/min"),
+            model::Metric::new("tpm", 5000.0, "transactions/min"),
+        ];
+        for db in 1..=2 {
+            r.metrics.push(
+                model::Metric::new("nopm", 1000.0 + db as f64, "new orders/min").label("db", db),
+            );
+            r.metrics.push(
+                model::Metric::new(
+                    "tpm_client",
+                    2400.0 + db as f64,
+                    "transactions/min (client-counted)",
+                )
+                .label("db", db),
+            );
+        }
+        let words = |t: &str| {
+            t.lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect::<Vec<_>>()
+        };
+        let t = results_table(&run);
+        let lines = words(&t);
+        assert!(lines.iter().any(|l| l == "STEP DB NOPM TPM"), "{t}");
+        assert!(lines.iter().any(|l| l == "0 1 1001 2401 (client)"), "{t}");
+        assert!(lines.iter().any(|l| l == "0 2 1002 2402 (client)"), "{t}");
+        assert!(t.contains("(client): counted by the client"), "{t}");
+        // The server's own per-database count is shown as it is.
+        for db in 1..=2 {
+            run.results[0].metrics.push(
+                model::Metric::new("tpm", 2500.0 + db as f64, "transactions/min").label("db", db),
+            );
+        }
+        let t = results_table(&run);
+        let lines = words(&t);
+        assert!(lines.iter().any(|l| l == "0 1 1001 2501"), "{t}");
+        assert!(!t.contains("(client)"), "{t}");
+        // One database: no such table.
+        run.results[0].metrics.retain(|m| m.labels.is_empty());
+        assert!(!results_table(&run).contains("per database"));
     }
 }

@@ -123,16 +123,16 @@ pub struct Flags {
     /// Run the consistency check (clause 3.3.2) after the run [default: true]
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub check: Option<String>,
-    /// Launched server: shared_buffers [default: 256MB]
+    /// Launched PostgreSQL: shared_buffers (refused with --engine mariadb or --dsn) [default: 256MB]
     #[arg(long, value_name = "SIZE")]
     pub shared_buffers: Option<String>,
-    /// Launched server: fsync on/off [default: on]
+    /// Launched PostgreSQL: fsync on/off (refused with --engine mariadb or --dsn) [default: on]
     #[arg(long, value_name = "BOOL")]
     pub fsync: Option<String>,
-    /// Launched server: synchronous_commit [default: on]
+    /// Launched PostgreSQL: synchronous_commit (refused with --engine mariadb or --dsn) [default: on]
     #[arg(long, value_name = "VALUE")]
     pub synchronous_commit: Option<String>,
-    /// Launched server: extra settings, name=value (repeatable)
+    /// Launched PostgreSQL: extra settings, name=value (repeatable)
     #[arg(long, value_name = "NAME=VALUE")]
     pub pg_setting: Option<Vec<String>>,
     /// Launched MariaDB: innodb_buffer_pool_size [default: 256M]
@@ -528,7 +528,9 @@ impl Plan {
                 bail!("oltp: unknown parameter `{k}` (see `rackbench run oltp --help`)");
             }
         }
-        Plan::from_job_params(p)
+        let plan = Plan::from_job_params(p)?;
+        refuse_settings_that_do_not_apply(p, &plan.cfg)?;
+        Ok(plan)
     }
 
     /// The parameters of a service or driver job: a user's, plus the job keys.
@@ -562,6 +564,63 @@ impl Plan {
             admit,
         })
     }
+}
+
+/// The settings of a server rackbench launches, per engine: (plan key, flag).
+const PG_SERVER_KEYS: [(&str, &str); 4] = [
+    ("shared_buffers", "--shared-buffers"),
+    ("fsync", "--fsync"),
+    ("synchronous_commit", "--synchronous-commit"),
+    ("pg_setting", "--pg-setting"),
+];
+const MARIADB_SERVER_KEYS: [(&str, &str); 3] = [
+    ("innodb_buffer_pool_size", "--innodb-buffer-pool-size"),
+    (
+        "innodb_flush_log_at_trx_commit",
+        "--innodb-flush-log-at-trx-commit",
+    ),
+    ("mariadb_setting", "--mariadb-setting"),
+];
+
+/// A launched server's setting the user gave (not a default) where it would be silently
+/// ignored: one engine's on the other engine, or any with `--dsn` (a server rackbench
+/// does not launch, which runs with its own settings). An error naming where it applies.
+fn refuse_settings_that_do_not_apply(p: &Params, cfg: &Config) -> anyhow::Result<()> {
+    let engine = cfg.engine_kind()?;
+    let given = |keys: &[(&'static str, &'static str)]| -> Option<&'static str> {
+        keys.iter()
+            .find(|(k, _)| p.contains_key(*k))
+            .map(|(_, flag)| *flag)
+    };
+    let (own, other) = match engine {
+        backend::EngineKind::Postgresql => (&PG_SERVER_KEYS[..], &MARIADB_SERVER_KEYS[..]),
+        backend::EngineKind::Mariadb => (&MARIADB_SERVER_KEYS[..], &PG_SERVER_KEYS[..]),
+    };
+    if let Some(flag) = given(other) {
+        return Err(match engine {
+            backend::EngineKind::Postgresql => anyhow::anyhow!(
+                "{flag} sets up a launched MariaDB server (--engine mariadb), and this run is \
+                 on PostgreSQL: leave it out, or give --engine mariadb (PostgreSQL's are \
+                 --shared-buffers, --fsync, --synchronous-commit and --pg-setting)"
+            ),
+            backend::EngineKind::Mariadb => anyhow::anyhow!(
+                "{flag} sets up a launched PostgreSQL server, and this run is on MariaDB \
+                 (--engine mariadb): leave it out (MariaDB's are --innodb-buffer-pool-size, \
+                 --innodb-flush-log-at-trx-commit and --mariadb-setting)"
+            ),
+        });
+    }
+    if cfg.dsn.is_some() {
+        if let Some(flag) = given(own) {
+            bail!(
+                "{flag} sets up a {} server rackbench launches, and --dsn names a server it \
+                 does not launch (which runs with its own settings): leave {flag} out and set \
+                 it on that server, or leave out --dsn to have rackbench launch one",
+                engine.label()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Turn check results into flags: a broken condition makes the result invalid; a check

@@ -41,8 +41,33 @@ pub struct Settings {
     pub cpus: Vec<usize>,
 }
 
-/// Where a binary is: on PATH, or in /usr/sbin (Debian keeps mariadbd there).
+/// Directories (separated by `:`, as PATH) holding the MariaDB server's programs
+/// (`mariadbd`, `mariadb-install-db`): when set, they are looked for there only, not on
+/// PATH nor in /usr/sbin (another build of MariaDB, or a test that none is found).
+pub const BINDIR_ENV: &str = "RACKBENCH_MARIADB_BINDIR";
+
+/// Where a binary is: in [`BINDIR_ENV`]'s directories when it is set, else on PATH, or
+/// in /usr/sbin (Debian keeps mariadbd there).
 pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
+    find_binary_in(name, std::env::var_os(BINDIR_ENV).as_deref())
+}
+
+/// [`find_binary`] with [`BINDIR_ENV`]'s value given (None: not set).
+pub fn find_binary_in(name: &str, bindir: Option<&std::ffi::OsStr>) -> anyhow::Result<PathBuf> {
+    if let Some(dirs) = bindir {
+        if let Some(p) = std::env::split_paths(dirs)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+        {
+            return Ok(p);
+        }
+        bail!(
+            "`{name}` was not found in {BINDIR_ENV}={} (which replaces the search of PATH and \
+             /usr/sbin). {INSTALL_HINT}, or set {BINDIR_ENV} to the directories holding \
+             mariadbd and mariadb-install-db",
+            Path::new(dirs).display()
+        );
+    }
     if let Ok(p) = engine::launch::find_binary(name, "mariadb-server") {
         return Ok(p);
     }

@@ -137,6 +137,27 @@ pub(crate) fn step_output(
         let nopm_client = no_ok as f64 / dur_min;
         out.metrics
             .push(Metric::new("nopm_client", nopm_client, "new orders/min"));
+        // Per database, the client's count of committed and rolled-back transactions per
+        // minute of the measured window: the per-database TPM of an engine whose server
+        // counts commits for the whole server (MariaDB), a cross-check of the server's
+        // per-database TPM on the others. Named `tpm_client` so no reader takes it for
+        // the server's count.
+        if multi {
+            for d in 0..ndb {
+                let done: u64 = (0..CLASSES.len())
+                    .filter_map(|t| o.classes.get(5 * d + t))
+                    .map(|c| c.ok - c.misses + c.rollbacks)
+                    .sum();
+                out.metrics.push(
+                    Metric::new(
+                        "tpm_client",
+                        done as f64 / dur_min,
+                        "transactions/min (client-counted)",
+                    )
+                    .label("db", d + 1),
+                );
+            }
+        }
         if have_all && o.duration_s >= 10.0 && nopm_total > 0.0 {
             let diff = (nopm_client - nopm_total).abs() / nopm_total;
             if diff > 0.10 {
@@ -199,13 +220,13 @@ pub(crate) fn step_output(
         };
         if let Some(h) = service.filter(|h| !h.is_empty()) {
             let rec = HistogramRecord::from_histogram(name, "service", &h);
-            push_latency(&mut out, name, "service", &rec);
+            push_latency(&mut out, name, "service", &rec, &h);
             out.histograms.push(rec);
         }
         let corrected = merge(per_db.iter().filter_map(|c| c.corrected.as_ref()));
         if let Some(h) = corrected.filter(|h| !h.is_empty()) {
             let rec = HistogramRecord::from_histogram(name, "corrected", &h);
-            push_latency(&mut out, name, "corrected", &rec);
+            push_latency(&mut out, name, "corrected", &rec, &h);
             out.histograms.push(rec);
         }
         if multi && db_latency.is_none() {
@@ -387,12 +408,21 @@ fn merge<'a>(
     acc
 }
 
-fn push_latency(out: &mut StepOutput, txn: &str, kind: &str, rec: &HistogramRecord) {
+/// One transaction type's latency figures, from its exact merged histogram `h` (`rec` is
+/// its stored form): p95 is not in the stored summary, so it is read from `h` itself.
+fn push_latency(
+    out: &mut StepOutput,
+    txn: &str,
+    kind: &str,
+    rec: &HistogramRecord,
+    h: &hdrhistogram::Histogram<u64>,
+) {
     let s = &rec.summary;
     for (name, v) in [
         ("latency_mean_ns", s.mean_ns),
         ("latency_p50_ns", s.p50_ns as f64),
         ("latency_p90_ns", s.p90_ns as f64),
+        ("latency_p95_ns", h.value_at_quantile(0.95) as f64),
         ("latency_p99_ns", s.p99_ns as f64),
         ("latency_max_ns", s.max_ns as f64),
     ] {
@@ -494,7 +524,8 @@ mod tests {
     }
 
     /// MariaDB's commit counter is the server's: with two databases its TPM is the one
-    /// reading, not twice it, and no per-database TPM is made up; NOPM stays per database.
+    /// reading, not twice it, and no per-database TPM is made up from it (the client's
+    /// per-database count is `tpm_client`); NOPM stays per database.
     #[test]
     fn a_server_wide_tpm_is_counted_once() {
         let cfg = Config {
@@ -524,6 +555,108 @@ mod tests {
             .metrics
             .iter()
             .all(|m| m.name != "tpm" || m.labels.is_empty()));
+    }
+
+    /// Per database, the client's committed and rolled-back transactions per minute
+    /// (`tpm_client{db=N}`, said to be client-counted in its unit): the only per-database
+    /// TPM an engine counting commits server-wide can give. Misses (nothing sent) and
+    /// errors are not transactions done.
+    #[test]
+    fn per_database_tpm_is_counted_by_the_client() {
+        let cfg = Config {
+            engine: Some("mariadb".into()),
+            databases: 2,
+            ..Config::default()
+        };
+        let mut o = outcome();
+        let mut second = outcome().classes;
+        // Database 2: 100 fewer payments, 20 of its new orders missed, 5 failed.
+        second[1] = class("payment", 4200, 0);
+        second[0].misses = 20;
+        second[0].count += 5;
+        second[0].errors.insert("deadlock".into(), 5);
+        o.classes.extend(second);
+        let wins = [window(4455, 28_000), window(4000, 28_000)];
+        let out = step_output(
+            &cfg,
+            &Mix::default(),
+            &o,
+            &wins,
+            &[counters(45), counters(45)],
+            None,
+        );
+        let per_db = |d: &str| {
+            out.metrics
+                .iter()
+                .find(|m| {
+                    m.name == "tpm_client"
+                        && m.labels.len() == 1
+                        && m.labels.get("db").map(String::as_str) == Some(d)
+                })
+                .unwrap_or_else(|| panic!("no tpm_client{{db={d}}}: {:?}", out.metrics))
+        };
+        // 60 s measured: committed + rolled back, per minute.
+        assert_eq!(per_db("1").value, 10_000.0);
+        assert_eq!(per_db("2").value, 10_000.0 - 100.0 - 20.0);
+        assert!(per_db("1").unit.contains("client-counted"));
+        // The server's figure stays the headline, read once.
+        assert!((value(&out, "tpm").unwrap() - 28_000.0).abs() < 1e-6);
+        // One database: no per-database figure.
+        let out = step_output(
+            &Config::default(),
+            &Mix::default(),
+            &outcome(),
+            &[window(4455, 14_000)],
+            &[counters(45)],
+            None,
+        );
+        assert!(out.metrics.iter().all(|m| !m.labels.contains_key("db")));
+    }
+
+    /// Each transaction type's p95 is the 0.95 quantile of its merged histogram (not
+    /// the p90 the stored summary holds).
+    #[test]
+    fn p95_per_transaction_type_is_the_histograms() {
+        let mut o = outcome();
+        // new_order: 1..=100 ms, so p90 (90 ms) and p95 (95 ms) are far apart.
+        let mut h = model::hist::new_latency_histogram();
+        for v in 1..=100u64 {
+            h.record(v * 1_000_000).unwrap();
+        }
+        o.classes[0].service = h;
+        let out = step_output(
+            &Config::default(),
+            &Mix::default(),
+            &o,
+            &[window(4455, 14_000)],
+            &[counters(45)],
+            None,
+        );
+        for name in CLASSES {
+            let rec = out
+                .histograms
+                .iter()
+                .find(|h| h.name == name && h.kind == "service")
+                .unwrap();
+            let want = rec.histogram().unwrap().value_at_quantile(0.95) as f64;
+            let p95 = out
+                .metrics
+                .iter()
+                .find(|m| {
+                    m.name == "latency_p95_ns"
+                        && m.labels.get("txn").map(String::as_str) == Some(name)
+                        && m.labels.get("kind").map(String::as_str) == Some("service")
+                })
+                .map(|m| m.value);
+            assert_eq!(p95, Some(want), "{name}");
+        }
+        let p95 = out
+            .metrics
+            .iter()
+            .find(|m| m.name == "latency_p95_ns")
+            .unwrap()
+            .value;
+        assert!((p95 / 95e6 - 1.0).abs() < 0.001, "{p95}");
     }
 
     /// A mix without New-Order, or with little, has no NOPM to lead with: TPM leads.

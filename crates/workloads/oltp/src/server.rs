@@ -28,9 +28,35 @@ pub const SUPERUSER: &str = "postgres";
 const INSTALL_HINT: &str = "Install PostgreSQL (Debian/Ubuntu: `apt-get install postgresql`), \
      or give a running server with --dsn 'host=... user=... dbname=...'";
 
-/// Find a PostgreSQL server binary: on PATH first, then the newest `/usr/lib/postgresql/*/bin`
-/// (Debian keeps initdb and postgres off PATH).
+/// Directories (separated by `:`, as PATH) holding PostgreSQL's server programs
+/// (`initdb`, `postgres`), such as `/usr/lib/postgresql/16/bin`: when set, they are
+/// looked for there only, not on PATH nor in /usr/lib/postgresql (another version, or a
+/// test that none is found).
+pub const PG_BINDIR_ENV: &str = "RACKBENCH_PG_BINDIR";
+
+/// Find a PostgreSQL server binary: in [`PG_BINDIR_ENV`]'s directories when it is set,
+/// else on PATH first, then the newest `/usr/lib/postgresql/*/bin` (Debian keeps initdb
+/// and postgres off PATH).
 pub fn find_pg_binary(name: &str) -> anyhow::Result<PathBuf> {
+    find_pg_binary_in(name, std::env::var_os(PG_BINDIR_ENV).as_deref())
+}
+
+/// [`find_pg_binary`] with [`PG_BINDIR_ENV`]'s value given (None: not set).
+pub fn find_pg_binary_in(name: &str, bindir: Option<&std::ffi::OsStr>) -> anyhow::Result<PathBuf> {
+    if let Some(dirs) = bindir {
+        if let Some(p) = std::env::split_paths(dirs)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+        {
+            return Ok(p);
+        }
+        bail!(
+            "`{name}` was not found in {PG_BINDIR_ENV}={} (which replaces the search of PATH \
+             and /usr/lib/postgresql/*/bin). {INSTALL_HINT}, or set {PG_BINDIR_ENV} to the \
+             directory holding initdb and postgres",
+            Path::new(dirs).display()
+        );
+    }
     if let Ok(p) = engine::launch::find_binary(name, "postgresql") {
         return Ok(p);
     }

@@ -196,21 +196,35 @@ fn a_capacity_ramp_runs_on_mariadb() {
 }
 
 /// A missing mariadbd is an error that says what to install; nothing is launched.
+/// `RACKBENCH_MARIADB_BINDIR` (given here as its value, no environment changed under
+/// the other tests' threads) replaces the search of PATH and /usr/sbin, so the real
+/// name is not found even where MariaDB is installed.
 #[test]
 fn a_missing_server_binary_says_what_to_install() {
-    let _one = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
-    let empty = engine::scratch::tempdir("rackbench-test-path-").unwrap();
-    let old = std::env::var_os("PATH");
-    // Only this test changes PATH, under the lock that every test of this file holds.
-    std::env::set_var("PATH", empty.path());
-    let r = wl_oltp::mariadb_server::find_binary("mariadbd-not-installed");
-    if let Some(p) = old {
-        std::env::set_var("PATH", p);
+    let empty = engine::scratch::tempdir("rackbench-test-bindir-").unwrap();
+    let nowhere = empty.path().join("no-such-dir");
+    for name in ["mariadbd", "mariadb-install-db"] {
+        let e = wl_oltp::mariadb_server::find_binary_in(name, Some(nowhere.as_os_str()))
+            .expect_err("no such binary");
+        let text = format!("{e:#}");
+        assert!(text.contains(&format!("`{name}`")), "{text}");
+        assert!(text.contains("apt-get install mariadb-server"), "{text}");
+        assert!(text.contains("RACKBENCH_MARIADB_BINDIR"), "{text}");
+        assert!(text.contains("--dsn"), "{text}");
     }
-    let e = r.expect_err("no such binary");
-    let text = format!("{e:#}");
-    assert!(text.contains("apt-get install mariadb-server"), "{text}");
-    assert!(text.contains("--dsn"), "{text}");
+    // And a directory that holds it is used, whatever PATH says.
+    if let Ok(real) = wl_oltp::mariadb_server::find_binary_in("mariadbd", None) {
+        let dir = real.parent().unwrap();
+        let found = wl_oltp::mariadb_server::find_binary_in(
+            "mariadbd",
+            Some(
+                std::ffi::OsString::from(format!("{}:{}", nowhere.display(), dir.display()))
+                    .as_os_str(),
+            ),
+        )
+        .unwrap();
+        assert_eq!(found, real);
+    }
 }
 
 /// A DSN that is not a URL, one nothing listens at, and a wrong password: each a
