@@ -28,38 +28,48 @@ pub enum Mix {
 /// Key `key:%012d`, as redis-benchmark's `key:__rand_int__`.
 pub const KEY_LEN: usize = 16;
 
+/// "00" to "99": two digits per division (hot path: every request formats a key).
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// `k`'s last 12 decimal digits, zero-padded, as redis-benchmark's `__rand_int__`.
+#[inline]
+fn digits12(k: u64) -> [u8; 12] {
+    let mut d = [b'0'; 12];
+    let mut v = k;
+    // The leading zeros are there already: a keyspace of 10,000 takes two steps, not six.
+    for i in (0..6).rev() {
+        if v == 0 {
+            break;
+        }
+        let p = (v % 100) as usize * 2;
+        v /= 100;
+        d[i * 2] = PAIRS[p];
+        d[i * 2 + 1] = PAIRS[p + 1];
+    }
+    d
+}
+
 #[inline]
 pub fn write_key(out: &mut Vec<u8>, k: u64) {
-    let mut digits = [b'0'; 12];
-    let mut v = k;
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (v % 10) as u8;
-        v /= 10;
-    }
-    out.extend_from_slice(b"key:");
-    out.extend_from_slice(&digits);
+    let mut key = *b"key:000000000000";
+    key[4..].copy_from_slice(&digits12(k));
+    out.extend_from_slice(&key);
 }
 
 /// The value stored under key `k`: the key's 12 digits repeated to `size` bytes.
 #[inline]
 pub fn expected_value_matches(k: u64, value: &[u8]) -> bool {
-    let mut digits = [b'0'; 12];
-    let mut v = k;
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (v % 10) as u8;
-        v /= 10;
-    }
-    value.iter().enumerate().all(|(i, &b)| b == digits[i % 12])
+    let digits = digits12(k);
+    value.chunks(12).all(|c| c == &digits[..c.len()])
 }
 
 #[inline]
 fn write_value(out: &mut Vec<u8>, k: u64, size: usize) {
-    let mut digits = [b'0'; 12];
-    let mut v = k;
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (v % 10) as u8;
-        v /= 10;
-    }
+    let digits = digits12(k);
     let mut left = size;
     while left >= 12 {
         out.extend_from_slice(&digits);
@@ -122,11 +132,26 @@ fn find_crlf(buf: &[u8]) -> Result<Option<usize>, String> {
     }
 }
 
+/// A RESP length: `-1`, or up to 18 decimal digits. By hand: every bulk reply has one,
+/// and going through `str::parse` cost more than the rest of the reply's parsing.
+#[inline]
 fn parse_int(s: &[u8]) -> Result<i64, String> {
-    std::str::from_utf8(s)
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .ok_or_else(|| format!("bad length {:?}", String::from_utf8_lossy(s)))
+    let bad = || format!("bad length {:?}", String::from_utf8_lossy(s));
+    let (neg, digits) = match s {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return Err(bad());
+    }
+    let mut n: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return Err(bad());
+        }
+        n = n * 10 + i64::from(b - b'0');
+    }
+    Ok(if neg { -n } else { n })
 }
 
 /// The kind of one reply (a bulk string with its payload's offset and length).
@@ -240,9 +265,10 @@ impl Protocol for Resp {
                 out.extend_from_slice(b"\r\n");
             }
             GET => {
-                out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$16\r\n");
-                write_key(out, key);
-                out.extend_from_slice(b"\r\n");
+                // One copy of the whole request (each extend checks capacity).
+                let mut req = *b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000000\r\n";
+                req[22..34].copy_from_slice(&digits12(key));
+                out.extend_from_slice(&req);
             }
             _ => out.extend_from_slice(b"*1\r\n$4\r\nPING\r\n"),
         }
@@ -338,6 +364,53 @@ mod tests {
         let mut r = Resp::new(Mix::Only(SET), 1, 3, true);
         r.encode(&mut SmallRng::seed_from_u64(1), &mut Vec::new());
         assert!(r.parse(b"?what\r\n").is_err());
+    }
+
+    #[test]
+    fn keys_values_and_lengths_by_hand_agree_with_the_slow_way() {
+        for k in [
+            0u64,
+            7,
+            42,
+            999,
+            10_000,
+            123_456_789_012,
+            999_999_999_999,
+            u64::MAX,
+        ] {
+            let slow = format!("{:012}", k % 1_000_000_000_000);
+            let mut out = Vec::new();
+            write_key(&mut out, k);
+            assert_eq!(out, format!("key:{slow}").as_bytes(), "{k}");
+            let mut v = Vec::new();
+            write_value(&mut v, k, 30);
+            assert_eq!(v, slow.repeat(3)[..30].as_bytes());
+            assert!(expected_value_matches(k, &v));
+            let mut r = Resp::new(Mix::Only(GET), 1, 3, true);
+            r.keyspace = u64::MAX;
+            let mut get = Vec::new();
+            r.encode(&mut SmallRng::seed_from_u64(k), &mut get);
+            let key = r.inflight[0].1;
+            assert_eq!(
+                get,
+                format!(
+                    "*2\r\n$3\r\nGET\r\n$16\r\nkey:{:012}\r\n",
+                    key % 1_000_000_000_000
+                )
+                .as_bytes()
+            );
+        }
+        for (text, n) in [
+            ("0", 0),
+            ("-1", -1),
+            ("512", 512),
+            ("123456789012345678", 123456789012345678),
+        ] {
+            assert_eq!(parse_int(text.as_bytes()), Ok(n), "{text}");
+        }
+        for bad in ["", "-", "1x", "+1", "1234567890123456789", " 1"] {
+            assert!(parse_int(bad.as_bytes()).is_err(), "{bad}");
+        }
     }
 
     #[test]
