@@ -255,18 +255,34 @@ pub fn parse_response_closing(
     }
 }
 
+/// The searchers, built once: building one per response cost as much as the search.
+static CRLF: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\r\n"));
+static HEAD_END: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\r\n\r\n"));
+
 fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
-    buf.get(from..)?
-        .windows(2)
-        .position(|w| w == b"\r\n")
-        .map(|p| p + from)
+    CRLF.find(buf.get(from..)?).map(|p| p + from)
 }
 
 fn find_head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+    HEAD_END.find(buf).map(|p| p + 4)
 }
 
-/// Parse a response head at the start of `buf`; `Ok(None)` when incomplete.
+/// `s` without ASCII spaces and tabs at either end (header values' optional whitespace).
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// Parse a response head at the start of `buf`; `Ok(None)` when incomplete. Works on
+/// bytes (memchr finds the line ends): every response of an http test goes through it,
+/// and splitting the head as text cost more than the rest of the request.
 fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
     let Some(end) = find_head_end(buf) else {
         if buf.len() > MAX_HEAD {
@@ -283,35 +299,41 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
     if end > MAX_HEAD {
         return Err(format!("response head longer than {MAX_HEAD} bytes"));
     }
-    let text = std::str::from_utf8(&buf[..end - 4])
-        .map_err(|_| "response head is not valid UTF-8".to_string())?;
-    let mut lines = text.split("\r\n");
-    let status_line = lines.next().unwrap_or("");
-    let rest = status_line.strip_prefix("HTTP/1.").ok_or_else(|| {
-        format!(
-            "not an HTTP/1.x status line: {:?}",
-            show(status_line.as_bytes())
-        )
-    })?;
-    let code = rest
-        .get(2..5)
-        .filter(|_| rest.as_bytes().get(1) == Some(&b' '));
-    let status: u16 = code
-        .and_then(|c| c.parse().ok())
-        .filter(|s| (100..600).contains(s))
-        .ok_or_else(|| format!("bad status line: {:?}", show(status_line.as_bytes())))?;
+    let head = &buf[..end - 4];
+    let mut lines = CRLF
+        .find_iter(head)
+        .chain(std::iter::once(head.len()))
+        .scan(0usize, |from, to| {
+            let line = &head[*from..to];
+            *from = to + 2;
+            Some(line)
+        });
+    let status_line = lines.next().unwrap_or(b"");
+    let rest = status_line
+        .strip_prefix(b"HTTP/1.")
+        .ok_or_else(|| format!("not an HTTP/1.x status line: {:?}", show(status_line)))?;
+    let status: u16 = match rest {
+        [_, b' ', a, b, c, ..] if [a, b, c].iter().all(|d| d.is_ascii_digit()) => {
+            u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0')
+        }
+        _ => 0,
+    };
+    if !(100..600).contains(&status) {
+        return Err(format!("bad status line: {:?}", show(status_line)));
+    }
     let mut length: Option<usize> = None;
     let mut chunked = false;
     let mut close = false;
     for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(format!("bad header line: {:?}", show(line.as_bytes())));
+        let Some(colon) = memchr::memchr(b':', line) else {
+            return Err(format!("bad header line: {:?}", show(line)));
         };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            let n: usize = value
-                .parse()
-                .map_err(|_| format!("bad Content-Length: {value:?}"))?;
+        let (name, value) = (&line[..colon], trim_ows(&line[colon + 1..]));
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let n: usize = std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("bad Content-Length: {:?}", show(value)))?;
             if length.is_some_and(|l| l != n) {
                 return Err("conflicting Content-Length headers".into());
             }
@@ -319,15 +341,15 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
                 return Err(format!("Content-Length {n} is over {MAX_BODY} bytes"));
             }
             length = Some(n);
-        } else if name.eq_ignore_ascii_case("connection") {
+        } else if name.eq_ignore_ascii_case(b"connection") {
             close = value
-                .split(',')
-                .any(|t| t.trim().eq_ignore_ascii_case("close"));
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                .split(|&b| b == b',')
+                .any(|t| trim_ows(t).eq_ignore_ascii_case(b"close"));
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             chunked = value
-                .rsplit(',')
+                .rsplit(|&b| b == b',')
                 .next()
-                .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+                .is_some_and(|last| trim_ows(last).eq_ignore_ascii_case(b"chunked"));
         }
     }
     let no_body = head_request || (100..200).contains(&status) || status == 204 || status == 304;
