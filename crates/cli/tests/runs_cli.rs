@@ -338,6 +338,19 @@ fn report_all_takes_every_stored_run() {
         stderr(&o)
     );
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "<p>my notes</p>");
+    // Notes that quote a report (its head and mark early in the file), and the report
+    // once edited by hand, are not rackbench's to replace.
+    let report = std::fs::read_to_string(&out).unwrap();
+    let quoting = dir.path().join("mynotes.html");
+    let mine = format!("<p>notes</p>\n{report}");
+    std::fs::write(&quoting, &mine).unwrap();
+    let edited = report.replacen("<main>", "<main><p>my remark</p>", 1);
+    std::fs::write(&out, &edited).unwrap();
+    for (p, want) in [(&quoting, &mine), (&out, &edited)] {
+        let o = rackbench(&db, &["report", "--all", "-o", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", p.display());
+        assert_eq!(&std::fs::read_to_string(p).unwrap(), want);
+    }
     let o = rackbench(&db, &["report", "--all", "-o", db.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
