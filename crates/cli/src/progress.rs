@@ -117,7 +117,7 @@ impl Display {
             }
         );
         if self.bar.is_hidden() {
-            eprintln!("{line}");
+            engine::errln!("{line}");
         } else {
             self.bar.println(line);
         }

@@ -30,9 +30,9 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     }
     let d = telemetry::disclosure::collect(&a.host, &a.role, &a.proc_root, &a.sys_root);
     if g.json {
-        println!("{}", serde_json::to_string_pretty(&d)?);
+        engine::outln!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        print!("{}", render_table(&d));
+        engine::out!("{}", render_table(&d));
     }
     Ok(0)
 }

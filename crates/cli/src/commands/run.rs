@@ -323,13 +323,13 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     }
     if names.is_empty() {
         if rest.iter().any(|s| s == "--help" || s == "-h") {
-            println!(
+            engine::outln!(
                 "Usage: rackbench run WORKLOAD[,WORKLOAD...] [FLAGS]   or   rackbench run --plan FILE\n\nWorkloads:"
             );
             for r in registry::all() {
-                println!("  {:<8} {}", r.name, r.about);
+                engine::outln!("  {:<8} {}", r.name, r.about);
             }
-            println!("\n`rackbench run WORKLOAD --help` lists a workload's flags.");
+            engine::outln!("\n`rackbench run WORKLOAD --help` lists a workload's flags.");
             std::process::exit(0);
         }
         bail!(
@@ -541,20 +541,20 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     let run_id = finished.run_id;
     let stored = store.load_run(&run_id)?;
     if r.opts.json {
-        println!("{}", serde_json::to_string_pretty(&stored)?);
+        engine::outln!("{}", serde_json::to_string_pretty(&stored)?);
     } else {
-        print!("{}", crate::commands::runs::results_table(&stored));
-        print!("{}", repetition_summary(&stored));
+        engine::out!("{}", crate::commands::runs::results_table(&stored));
+        engine::out!("{}", repetition_summary(&stored));
         let db_shown = db.display();
-        println!(
+        engine::outln!(
             "\nstored as run {run_id} in {db_shown}\n  details: rackbench show {run_id}\n  report:  rackbench report {run_id} -o report.html"
         );
     }
     if let Some(f) = &finished.failure {
-        eprintln!("rackbench: run failed: {}", model::printable(f));
+        engine::errln!("rackbench: run failed: {}", model::printable(f));
     }
     if finished.interrupted {
-        eprintln!(
+        engine::errln!(
             "rackbench: interrupted: what was measured is stored ({})",
             stored.results.len()
         );

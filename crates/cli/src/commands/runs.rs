@@ -72,7 +72,7 @@ pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
     }
     if runs.is_empty() {
         if !g.quiet {
-            eprintln!(
+            engine::errln!(
                 "no runs in {}; start one with `rackbench run kv ...`, or pick another store with --db PATH",
                 store.path().display()
             );
@@ -239,7 +239,7 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
         Some(path) => {
             output::write_atomic(path, &bytes, &g.db_path())?;
             if !g.quiet {
-                eprintln!(
+                engine::errln!(
                     "exported {} run{} to {}",
                     runs.len(),
                     plural(runs.len()),
@@ -297,7 +297,7 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
                 skipped.join(", ")
             ));
         }
-        eprintln!("{msg}");
+        engine::errln!("{msg}");
     }
     Ok(0)
 }
