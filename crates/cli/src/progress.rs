@@ -116,6 +116,7 @@ impl Display {
                 format!("  [{}]", flags.join(", "))
             }
         );
+        let line = model::printable(&line);
         if self.bar.is_hidden() {
             engine::errln!("{line}");
         } else {

@@ -369,9 +369,17 @@ fn control_characters_in_labels_never_reach_the_terminal() {
     let db = dir.path().join("results.sqlite");
     let store = Store::open(&db).unwrap();
     let evil = "evil\u{1b}[31mred\nline2";
-    store
-        .import_run(&rich_run("20261120T210703-aaaaaa", Some(evil), t0(0), 1))
-        .unwrap();
+    // Escapes in every stored text `show` prints: flags, errors, missing figures too.
+    let mut hostile = rich_run("20261120T210703-aaaaaa", Some(evil), t0(0), 1);
+    for r in &mut hostile.results {
+        r.flags.push(model::Flag::invalid(evil, evil));
+        r.error = Some(evil.into());
+        r.missing.push(model::MissingMetric {
+            name: evil.into(),
+            reason: evil.into(),
+        });
+    }
+    store.import_run(&hostile).unwrap();
     store
         .import_run(&rich_run(
             "20261120T210803-bbbbbb",

@@ -125,7 +125,7 @@ impl Ctx {
     /// A note for the user on stderr (unless quiet).
     pub fn note(&self, msg: &str) {
         if self.verbose {
-            crate::errln!("rackbench: {msg}");
+            crate::errln!("rackbench: {}", model::printable(msg));
         }
     }
 }

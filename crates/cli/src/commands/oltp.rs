@@ -99,7 +99,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 );
             } else {
                 for l in &lines {
-                    engine::outln!("{l}");
+                    engine::outln!("{}", model::printable(l));
                 }
                 if let Some(d) = &b.at.dir {
                     engine::outln!("next: rackbench run oltp --cluster-dir {d} --warehouses {} --vus 4 --duration 60", b.warehouses);
@@ -119,7 +119,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                 engine::outln!("{}", serde_json::json!({ "databases": v, "ok": !failed }));
             } else {
                 for (db, r) in &res {
-                    engine::outln!("database {db}");
+                    engine::outln!("database {}", model::printable(db));
                     for c in r {
                         engine::outln!(
                             "  {:>2}  {:<4}  {}{}",

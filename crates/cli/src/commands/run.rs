@@ -544,7 +544,8 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         engine::outln!("{}", serde_json::to_string_pretty(&stored)?);
     } else {
         engine::out!("{}", crate::commands::runs::results_table(&stored));
-        engine::out!("{}", repetition_summary(&stored));
+        // Parameters, tests and units come from the plan and the workloads: shown safe.
+        engine::out!("{}", model::printable_lines(&repetition_summary(&stored)));
         let db_shown = db.display();
         engine::outln!(
             "\nstored as run {run_id} in {db_shown}\n  details: rackbench show {run_id}\n  report:  rackbench report {run_id} -o report.html"

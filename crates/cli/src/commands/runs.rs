@@ -680,11 +680,14 @@ pub fn results_table(run: &RunRecord) -> String {
             } else {
                 "!"
             };
-            note(format!("{mark} {}: {}", f.code, f.message), r.step);
+            note(
+                format!("{mark} {}: {}", clean(&f.code), clean(&f.message)),
+                r.step,
+            );
         }
         if let Some(e) = &r.error {
             note(
-                format!("{}: {}", status_word(r.status), one_line(e)),
+                format!("{}: {}", status_word(r.status), clean(&one_line(e))),
                 r.step,
             );
         }
@@ -695,7 +698,10 @@ pub fn results_table(run: &RunRecord) -> String {
             .iter()
             .filter(|m| !m.name.starts_with("interval_rate_"))
         {
-            note(format!("not measured: {}: {}", m.name, m.reason), r.step);
+            note(
+                format!("not measured: {}: {}", clean(&m.name), clean(&m.reason)),
+                r.step,
+            );
         }
     }
     if !notes.is_empty() {
@@ -881,6 +887,24 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             t.contains("step 1: not measured: ops_per_s: server died"),
             "{t}"
         );
+    }
+
+    /// Flag messages, errors and missing figures of an imported run (a hostile export)
+    /// reach the terminal with their escape sequences shown, never raw.
+    #[test]
+    fn notes_carry_no_raw_escape_sequences() {
+        let evil = "x\u{1b}]0;pwned\u{7}\u{1b}[31mred";
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.flags = vec![model::Flag::warning(evil, evil)];
+        r.error = Some(evil.into());
+        r.missing = vec![model::MissingMetric {
+            name: evil.into(),
+            reason: evil.into(),
+        }];
+        let t = results_table(&run);
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+        assert_eq!(t.matches("x\\u{1b}]0;pwned").count(), 6, "{t}");
     }
 
     /// A TPC-C result: NOPM and TPM side by side whichever leads, and each transaction
