@@ -27,6 +27,12 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         // One meaning per flag: -t is the tests everywhere (wrk's -t is threads).
         (&["http", "-t", "4"], "use --threads 4"),
         (&["kv", "--latency-thresholds", "5"], "latency_thresholds"),
+        // A run too big to mean: refused before it starts, saying what to do.
+        (
+            &["crypto", "--threads", "1..100", "--buffer-sizes", "1..100"],
+            "--allow-long",
+        ),
+        (&["crypto", "--repeat", "4294967295"], "at most 1000"),
     ];
     for (args, names) in cases {
         let out = common::bin()

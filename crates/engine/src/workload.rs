@@ -177,6 +177,14 @@ pub trait Workload: Send {
     /// after errors and on Ctrl-C.
     fn cleanup(&mut self);
 
+    /// How long running `test` once takes, in seconds, where the workload knows better
+    /// than the sweep point's `duration` + `warmup` (crypto times every key's signs and
+    /// verifies, every buffer size, `duration` each). None: from those, else unknown.
+    /// Only for sizing a run before it starts (`rackbench run` refuses an absurd one).
+    fn expected_duration_s(&self, _test: &str) -> Option<f64> {
+        None
+    }
+
     /// What the disclosure should say about the servers and tools this workload used
     /// (`software.redis-server`, `server.config.appendonly`...). Called after prepare.
     fn disclosure(&self) -> BTreeMap<String, Fact> {

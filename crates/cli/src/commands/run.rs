@@ -61,6 +61,11 @@ pub struct RunOpts {
     /// Upper bound of repetitions with --until-cv [default: 10].
     #[arg(long = "max-repeat", value_name = "N")]
     pub max_repeat: Option<u32>,
+    /// Start a run estimated to take longer than 12 hours (or of more than 100000 tests):
+    /// refused without this, as a likely slip of a sweep range.
+    #[arg(long = "allow-long")]
+    #[serde(default)]
+    pub allow_long: bool,
     /// A label for this run, e.g. the platform's name (reports and comparisons use it).
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
@@ -388,6 +393,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     opts.label = opts.label.or(plan_opts.label);
     opts.until_cv = opts.until_cv.or(plan_opts.until_cv);
     opts.max_repeat = opts.max_repeat.or(plan_opts.max_repeat);
+    opts.allow_long |= plan_opts.allow_long;
     if opts.until_cv.is_some() && !variants.is_empty() {
         bail!("--until-cv cannot be used with variants (each variant runs --repeat times, interleaved); give --repeat N");
     }
@@ -410,6 +416,15 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     }
     if opts.repeat == Some(0) {
         bail!("--repeat must be at least 1");
+    }
+    for (flag, n) in [("--repeat", opts.repeat), ("--max-repeat", opts.max_repeat)] {
+        if n.is_some_and(|n| n > MAX_REPEAT) {
+            bail!(
+                "{flag} {} is more repetitions than a run can mean: use at most {MAX_REPEAT} \
+                 (5 to 30 give a median and spread; --until-cv PCT stops once the spread is small)",
+                n.unwrap_or_default()
+            );
+        }
     }
     if opts
         .telemetry_interval
@@ -439,6 +454,9 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
             points,
         });
     }
+    if !opts.allow_long {
+        check_size(&parts, &opts, &hosts, variants.len())?;
+    }
     let command = redacted_command_line(std::env::args());
     Ok(Resolved {
         parts,
@@ -447,6 +465,69 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         hosts,
         command,
     })
+}
+
+/// Repetitions of every test no run needs (`--repeat 4294967295` is a slip, not a plan).
+const MAX_REPEAT: u32 = 1000;
+/// A run estimated longer than this is refused unless --allow-long.
+const MAX_RUN_S: f64 = 12.0 * 3600.0;
+/// As many tests (every point, test, repetition and variant) as a run may have without
+/// --allow-long, whatever their duration.
+const MAX_TESTS: u64 = 100_000;
+
+/// Refuse, before anything starts, a run whose size is likely a slip of a sweep range:
+/// more than [`MAX_TESTS`] tests, or an estimated duration (points x tests x repetitions x
+/// variants x each test's duration, where known) above [`MAX_RUN_S`].
+fn check_size(
+    parts: &[Part],
+    opts: &RunOpts,
+    hosts: &runner::HostsPlan,
+    variants: usize,
+) -> anyhow::Result<()> {
+    let repeat = opts.repeat.unwrap_or(1);
+    let reps = match opts.until_cv {
+        Some(_) => opts.max_repeat.unwrap_or(10).max(repeat),
+        None => repeat,
+    };
+    let times = f64::from(reps) * variants.max(1) as f64;
+    let (mut tests, mut secs) = (0.0f64, 0.0f64);
+    for part in parts {
+        let points = hosts.expand(&part.points)?;
+        for (point, _) in &points {
+            let w = (part.registration.build)(point)
+                .with_context(|| format!("workload {}", part.registration.name))?;
+            let given = ["duration", "warmup"]
+                .iter()
+                .filter_map(|k| point.get(*k).and_then(Value::as_f64))
+                .sum::<f64>();
+            for t in w.tests() {
+                tests += times;
+                secs += times * w.expected_duration_s(&t).unwrap_or(given);
+            }
+        }
+    }
+    let how = "narrow the sweep (fewer values per range, fewer tests, a shorter --duration), \
+               or add --allow-long if this is the run you mean";
+    if tests > MAX_TESTS as f64 {
+        bail!("this run has {tests:.0} tests (points x tests x repetitions), more than {MAX_TESTS}: {how}");
+    }
+    if secs > MAX_RUN_S {
+        bail!(
+            "this run would take about {} of measurement alone, more than {:.0} hours: {how}",
+            human_duration(secs),
+            MAX_RUN_S / 3600.0
+        );
+    }
+    Ok(())
+}
+
+/// `17.7 hours`, `3.2 days`.
+fn human_duration(secs: f64) -> String {
+    if secs >= 2.0 * 86_400.0 {
+        format!("{:.1} days", secs / 86_400.0)
+    } else {
+        format!("{:.1} hours", secs / 3600.0)
+    }
 }
 
 /// The command line as stored: each argument's passwords masked on its own (a
@@ -706,6 +787,68 @@ mod tests {
             "rackbench run oltp --dsn 'host=h password = *** dbname=d' \
              '--dsn=postgresql://u:***@h/d?sslmode=disable' 'PGPASSWORD=***' --vus 2"
         );
+    }
+
+    fn resolved(args: &[&str]) -> anyhow::Result<Resolved> {
+        let a = Args {
+            args: args.iter().map(|s| s.to_string()).collect(),
+        };
+        let g = Global {
+            db: None,
+            json: false,
+            quiet: true,
+        };
+        resolve(&a, &g)
+    }
+
+    /// A sweep range slipped (100 thread counts x 100 buffer sizes: about 18 hours of
+    /// crypto) or an absurd --repeat is refused before anything starts, saying what to do;
+    /// --allow-long lets the long one through, never the absurd repeat.
+    #[test]
+    fn a_run_too_long_to_mean_is_refused_unless_allowed() {
+        let long = ["crypto", "--threads", "1..100", "--buffer-sizes", "1..100"];
+        let e = resolved(&long).err().expect("refused");
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("17.7 hours") && e.contains("--allow-long"),
+            "{e}"
+        );
+        let mut allowed = long.to_vec();
+        allowed.push("--allow-long");
+        assert!(resolved(&allowed).is_ok());
+        // Many short tests: the count is the bound.
+        let e = resolved(&[
+            "crypto",
+            "-t",
+            "sha256",
+            "--duration",
+            "0.001",
+            "--threads",
+            "1..1000",
+            "--repeat",
+            "200",
+        ])
+        .err()
+        .expect("refused");
+        assert!(format!("{e:#}").contains("200000 tests"), "{e:#}");
+        for repeat in [["--repeat", "4294967295"], ["--max-repeat", "1001"]] {
+            let mut args = vec!["crypto", "--allow-long"];
+            args.extend(repeat);
+            let e = format!("{:#}", resolved(&args).err().expect("refused"));
+            assert!(e.contains("at most 1000"), "{e}");
+        }
+        // What a person means passes untouched.
+        assert!(resolved(&["crypto", "--threads", "1..8:x2", "--repeat", "5"]).is_ok());
+        assert!(resolved(&[
+            "kv",
+            "--duration",
+            "60",
+            "--repeat",
+            "5",
+            "--clients",
+            "1..64:x2"
+        ])
+        .is_ok());
     }
 
     #[test]

@@ -221,6 +221,15 @@ impl Workload for CryptoWorkload {
         Ok(())
     }
 
+    fn expected_duration_s(&self, test: &str) -> Option<f64> {
+        // Sign then verify for a key; one timed run per buffer size for bulk operations.
+        let runs = match Op::parse(test).ok()? {
+            Op::Rsa(_) | Op::EcdsaP256 => 2,
+            _ => self.cfg.buffer_sizes.len(),
+        };
+        Some(runs as f64 * self.cfg.duration)
+    }
+
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
         let op = Op::parse(test)?;
         let per = match op {
