@@ -16,10 +16,13 @@
 //! - [`stop`]: the process-wide interrupt flag set by Ctrl-C.
 //! - [`capacity`], [`capacity_tests`]: rate ramps, latency-objective searches and load
 //!   levels, and the shared flags and driver that offer them as tests of any workload.
+//! - [`cpu_use`]: a load generator sharing the servers' CPUs, servers or threads taking
+//!   turns on a CPU, judged the same for every workload that launches servers.
 //! - [`validity`]: checks every result gets (client-bound, errors, zero throughput...).
 
 pub mod capacity;
 pub mod capacity_tests;
+pub mod cpu_use;
 pub mod histlog;
 pub mod host;
 pub mod launch;
