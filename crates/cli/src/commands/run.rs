@@ -665,7 +665,7 @@ pub fn repetition_summary(run: &RunRecord) -> String {
             );
             let unit = r
                 .metric(&r.headline, &[])
-                .map(|m| m.unit.clone())
+                .map(crate::commands::runs::unit_of)
                 .unwrap_or_default();
             groups.entry(key).or_default().push((v, unit));
         }
@@ -747,7 +747,7 @@ fn workload_peaks(results: &[&ResultRecord]) -> String {
                 .collect();
             let unit = r
                 .metric(&r.headline, &[])
-                .map(|m| m.unit.clone())
+                .map(crate::commands::runs::unit_of)
                 .unwrap_or_default();
             out.push_str(&format!("peak {test}: {v:.1} {unit} at {}\n", at.join(" ")));
         }

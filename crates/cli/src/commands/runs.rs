@@ -152,10 +152,7 @@ pub fn efficiency_table(run: &RunRecord) -> String {
             None => None,
         };
         let perf = r.headline_value().filter(|_| !r.is_invalid());
-        let unit = r
-            .metric(&r.headline, &[])
-            .map(|m| m.unit.clone())
-            .unwrap_or_default();
+        let unit = r.metric(&r.headline, &[]).map(unit_of).unwrap_or_default();
         let per_w = match (perf, &power) {
             (Some(p), Some(h)) if h.mean_watts > 0.0 => Some(p / h.mean_watts),
             _ => None,
@@ -630,7 +627,7 @@ pub fn results_table(run: &RunRecord) -> String {
             row.push(Cell::right(param_text(r.params.get(k))));
         }
         row.push(Cell::right(match r.metric(&r.headline, &[]) {
-            Some(m) => format!("{} {}", fmt_num(m.value), m.unit),
+            Some(m) => format!("{} {}", fmt_num(m.value), unit_of(m)),
             None => format!("{}: missing", r.headline),
         }));
         if show_ops {
@@ -717,6 +714,11 @@ pub fn results_table(run: &RunRecord) -> String {
         }
     }
     out
+}
+
+/// A metric's unit as the report shows it: `signs_per_s` in `ops/s` reads `signs/s`.
+pub fn unit_of(m: &model::Metric) -> String {
+    report::derive::display_unit(&m.name, &m.unit)
 }
 
 fn one_line(s: &str) -> String {
@@ -887,6 +889,21 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             t.contains("step 1: not measured: ops_per_s: server died"),
             "{t}"
         );
+    }
+
+    /// A crypto result's headline in its own unit: RSA signs per second read `signs/s`,
+    /// not a generic `ops/s`, in the table, the efficiency table and nowhere else either.
+    #[test]
+    fn a_crypto_result_reads_in_signs_per_second() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.workload = "crypto".into();
+        r.test = "rsa2048".into();
+        r.headline = "signs_per_s".into();
+        r.metrics = vec![model::Metric::new("signs_per_s", 1234.0, "ops/s")];
+        let t = results_table(&run);
+        assert!(t.contains("1234 signs/s"), "{t}");
+        assert!(!t.contains("ops/s"), "{t}");
     }
 
     /// Flag messages, errors and missing figures of an imported run (a hostile export)
