@@ -12,6 +12,11 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+/// The unit tests' fuzz targets (`fuzz_*`) bound what one case may allocate.
+#[cfg(test)]
+#[global_allocator]
+static ALLOC: fuzzkit::TrackingAlloc = fuzzkit::TrackingAlloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "rackbench",

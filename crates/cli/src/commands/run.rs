@@ -202,6 +202,29 @@ struct PlanFile {
     workloads: toml::Table,
 }
 
+/// A plan file's text, parsed and checked: every table is `[run]`, `[hosts]` or a
+/// workload's, every `[[variant]]` is valid. (Fuzzed: `fuzz_plan_file`.)
+fn load_plan(text: &str, path: &std::path::Path) -> anyhow::Result<PlanFile> {
+    let plan: PlanFile = toml::from_str(text).with_context(|| {
+        format!(
+            "plan file {} is not valid (see README: Plan files)",
+            path.display()
+        )
+    })?;
+    runner::Variant::validate(&plan.variant)
+        .with_context(|| format!("plan file {}", path.display()))?;
+    for key in plan.workloads.keys() {
+        if registry::find(key).is_none() {
+            bail!(
+                "plan file {}: unknown table [{key}]; tables are [run], [hosts] and the workloads: {}",
+                path.display(),
+                registry::names().join(", ")
+            );
+        }
+    }
+    Ok(plan)
+}
+
 /// Everything the runner needs, resolved from flags and the plan file.
 pub struct Resolved {
     pub parts: Vec<Part>,
@@ -291,27 +314,11 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     if let Some(path) = &plan_path {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read plan file {}", path.display()))?;
-        let plan: PlanFile = toml::from_str(&text).with_context(|| {
-            format!(
-                "plan file {} is not valid (see README: Plan files)",
-                path.display()
-            )
-        })?;
+        let plan = load_plan(&text, path)?;
         plan_opts = plan.run.unwrap_or_default();
         plan_hosts = plan.hosts.unwrap_or_default();
         tables = plan.workloads;
         variants = plan.variant;
-        runner::Variant::validate(&variants)
-            .with_context(|| format!("plan file {}", path.display()))?;
-        for key in tables.keys() {
-            if registry::find(key).is_none() {
-                bail!(
-                    "plan file {}: unknown table [{key}]; tables are [run], [hosts] and the workloads: {}",
-                    path.display(),
-                    registry::names().join(", ")
-                );
-            }
-        }
         if names.is_empty() {
             names = match &plan_opts.workload {
                 Some(w) => w.names(),
@@ -758,6 +765,7 @@ fn workload_peaks(results: &[&ResultRecord]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     /// Every workload's flags sit beside the run options without a clash (clap checks
     /// names, ids and short flags in debug builds).
@@ -849,6 +857,188 @@ mod tests {
             "1..64:x2"
         ])
         .is_ok());
+    }
+
+    /// A plan file as a person writes one: every table, lists, ranges, variants.
+    const PLAN: &str = r#"
+[run]
+workload = ["kv", "crypto", "mem", "http", "net", "oltp"]
+repeat = 3
+label = "arm-1"
+telemetry_interval = 0.5
+idle_power = 0
+power_model = "120:350"
+
+[hosts]
+sut = "local"
+loadgen = ["local"]
+pairs = ["a>b", "b>a"]
+
+[[variant]]
+name = "thp-on"
+setup = ["echo always > /sys/kernel/mm/transparent_hugepage/enabled"]
+teardown = ["echo never > /sys/kernel/mm/transparent_hugepage/enabled"]
+on = "sut"
+
+[[variant]]
+name = "thp.off"
+on = "all"
+
+[kv]
+tests = ["set", "get"]
+instances = "1..4:x2"
+pipeline = [1, 16]
+clients = 8
+requests = 20000
+server_cpus = "0-1"
+
+[crypto]
+tests = ["rsa", "sha256"]
+bits = [2048]
+threads = "1,2"
+duration = 0.5
+buffer_sizes = [16, 1024]
+
+[mem]
+tests = ["latency"]
+sizes = "4K,64K"
+
+[http]
+connections = "2..8:x2"
+duration = 1
+rate = 1000.5
+paths = ["/a", "/b"]
+headers = ["Accept: */*"]
+
+[net]
+proto = "udp"
+streams = 2
+duration = 1
+
+[oltp]
+warehouses = 2
+vus = "1,4"
+duration = 10
+mix = "tpcc"
+"#;
+
+    const WORDS: &[&str] = &[
+        "[run]",
+        "[hosts]",
+        "[[variant]]",
+        "[kv]",
+        "[http]",
+        "[crypto]",
+        "[mem]",
+        "[net]",
+        "[oltp]",
+        "[run.x]",
+        "name = ",
+        "setup = ",
+        "teardown = ",
+        "on = ",
+        "workload = ",
+        "repeat = ",
+        "until_cv = ",
+        "max_repeat = ",
+        "allow_long = true",
+        "sut = ",
+        "loadgen = ",
+        "pairs = ",
+        "hosts = ",
+        "ssh_config = ",
+        "tests = ",
+        "threads = ",
+        "duration = ",
+        "\"1..4\"",
+        "\"1..1000000:x2\"",
+        "\"0-1000000\"",
+        "[]",
+        "{}",
+        "[[]]",
+        "\"\"",
+        "true",
+        "1e308",
+        "-1",
+        "nan",
+        "inf",
+        "'a>b'",
+        "\"x>\"",
+        "\"\\u0000\"",
+    ];
+
+    /// The plan-file loader on mutated plans: an error or a plan whose workloads'
+    /// points and hosts can be resolved, never a panic or an allocation out of
+    /// proportion (issue 13 item 17).
+    #[test]
+    fn fuzz_plan_file() {
+        use fuzzkit::{mutate, random_tokens, Bytes, Fuzz, Rng};
+        assert!(load_plan(PLAN, Path::new("plan.toml")).is_ok());
+        Fuzz::new("plan_file").cases(1500).max_alloc(64 << 20).run(
+            |rng| {
+                if rng.gen_range(0..6) == 0 {
+                    Bytes(random_tokens(rng, WORDS, 30))
+                } else {
+                    Bytes(mutate(rng, PLAN.as_bytes(), WORDS))
+                }
+            },
+            |b| check_plan(&String::from_utf8_lossy(&b.0)),
+        );
+    }
+
+    /// Found by `fuzz_plan_file`: a CPU range past any machine's (`0-4611686018427387904`)
+    /// was expanded into a list of 2^62 CPUs (capacity overflow, or all memory): now an
+    /// error naming the list.
+    #[test]
+    fn fuzz_regression_plan_file_huge_cpu_range() {
+        let plan = "[kv]\nserver_cpus = \"0-4611686018427387904\"\n\n[http]\nclient_cpus = \"1-99999999999\"\n";
+        check_plan(plan);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.toml");
+        std::fs::write(&path, plan).unwrap();
+        for workload in ["kv", "http"] {
+            let e = resolved(&[workload, "--plan", path.to_str().unwrap()])
+                .err()
+                .expect("refused");
+            assert!(format!("{e:#}").contains("does not exist"), "{e:#}");
+        }
+    }
+
+    /// What `rackbench run --plan` does with a plan before anything starts, short of
+    /// running it: load, hosts, each workload's points, the first points built.
+    fn check_plan(text: &str) {
+        let Ok(plan) = load_plan(text, Path::new("fuzz.toml")) else {
+            return;
+        };
+        if let Some(h) = &plan.hosts {
+            if let Ok(hosts) = h.plan() {
+                for name in plan.workloads.keys() {
+                    let _ = hosts.validate(name);
+                }
+            }
+        }
+        if let Some(w) = plan.run.as_ref().and_then(|r| r.workload.as_ref()) {
+            let _ = w.names();
+        }
+        for (name, table) in &plan.workloads {
+            let reg = registry::find(name).expect("load_plan checked the tables");
+            let Ok(v) = serde_json::to_value(table) else {
+                continue;
+            };
+            let Value::Object(params) = engine::plan::normalize(v) else {
+                continue;
+            };
+            let Ok(points) = engine::plan::expand(&params, reg.list_keys) else {
+                continue;
+            };
+            for p in points.iter().take(3) {
+                if let Ok(w) = (reg.build)(p) {
+                    for t in w.tests() {
+                        let _ = w.expected_duration_s(&t);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
