@@ -97,8 +97,9 @@ pub fn check_replaceable(path: &Path, store: &Path) -> anyhow::Result<()> {
                 Ok(())
             } else {
                 bail!(
-                    "{shown} was written by rackbench but edited since; rackbench does not overwrite it: \
-                     give -o another file, or remove it first if the edits are not needed"
+                    "{shown} was written by rackbench but edited since (or by a rackbench that did not \
+                     seal its reports yet); rackbench does not overwrite it: give -o another file, or \
+                     remove it first if the edits are not needed"
                 )
             }
         }
