@@ -24,6 +24,7 @@ finish() {
   if [ "$testhosts_up" -eq 1 ]; then
     bash scripts/testhosts.sh down || echo "test.sh: warning: testhosts down failed" >&2
   fi
+  [ -z "${test_tmp:-}" ] || rm -rf "$test_tmp"
   exit "$rc"
 }
 trap finish EXIT
@@ -49,13 +50,26 @@ if [ -n "${RACKBENCH_TESTHOSTS_SKIP:-}" ]; then
   echo "test.sh: many-host tests are skipped: ${RACKBENCH_TESTHOSTS_SKIP}"
 fi
 
+# The tests' temporary files go to a fresh directory of their own, so that what they
+# leave behind is theirs and is found (below), whatever else uses /tmp. Not under target/:
+# ssh's control sockets live in it, three levels down, and a Unix socket's path has at
+# most 107 bytes.
+test_tmp=$(mktemp -d /tmp/rbt.XXXXXX)
 status=0
-cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/rackbench-test.log || status=${PIPESTATUS[0]}
+TMPDIR="$test_tmp" cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/rackbench-test.log || status=${PIPESTATUS[0]}
 # The kill tests leave what a rackbench killed outright leaves, on purpose; any next
 # rackbench command cleans that up (engine::scratch), so run one.
-sweep_db=$(mktemp -d)
-./target/debug/rackbench --db "$sweep_db/sweep.sqlite" runs >/dev/null 2>&1 || true
+sweep_db=$(TMPDIR="$test_tmp" mktemp -d)
+TMPDIR="$test_tmp" ./target/debug/rackbench --db "$sweep_db/sweep.sqlite" runs >/dev/null 2>&1 || true
 rm -rf "$sweep_db"
+# After that, no rackbench directory may be left: a test (or a rackbench it ran) that
+# leaks its scratch space fails the suite, named.
+leftovers=$(find "$test_tmp" -mindepth 1 -maxdepth 1 \( -name 'rackbench-*' -o -name 'rackbench.*' \) -print)
+if [ -n "$leftovers" ]; then
+  echo "test.sh: the tests left these behind in their temporary directory:" >&2
+  printf '%s\n' "$leftovers" | sed 's/^/  /' >&2
+  [ "$status" -ne 0 ] || status=1
+fi
 # One closing line over all test binaries.
 awk '/^test result:/ {p+=$4; f+=$6; i+=$8} END {printf "rackbench tests: %d passed, %d failed, %d skipped\n", p, f, i}' target/rackbench-test.log
 [ -z "${RACKBENCH_TESTHOSTS_SKIP:-}" ] || echo "rackbench many-host tests skipped: ${RACKBENCH_TESTHOSTS_SKIP}"

@@ -12,6 +12,11 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+/// The unit tests' fuzz targets (`fuzz_*`) bound what one case may allocate.
+#[cfg(test)]
+#[global_allocator]
+static ALLOC: fuzzkit::TrackingAlloc = fuzzkit::TrackingAlloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "rackbench",
@@ -78,7 +83,27 @@ pub enum Command {
     Agent(commands::hosts::AgentArgs),
 }
 
+/// Standard descriptors the caller closed (`2>&-`) are opened on /dev/null before anything
+/// else: otherwise the first file rackbench opens (the results store, a server's log) takes
+/// the number, and what is printed for the user is written into that file.
+fn reopen_closed_stdio() {
+    for fd in 0..=2 {
+        // SAFETY: F_GETFD only asks whether the descriptor is open.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            let mode = if fd == 0 {
+                libc::O_RDONLY
+            } else {
+                libc::O_WRONLY
+            };
+            // SAFETY: a constant NUL-terminated path; open takes the lowest free number,
+            // `fd` itself, as the ones below it are open by now.
+            unsafe { libc::open(c"/dev/null".as_ptr(), mode) };
+        }
+    }
+}
+
 fn main() {
+    reopen_closed_stdio();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -98,7 +123,7 @@ fn main() {
     // What a rackbench killed outright left (temporary directories, PostgreSQL clusters,
     // servers' leftover processes) goes now, whatever this command is.
     for cleaned in engine::scratch::sweep() {
-        eprintln!("rackbench: {cleaned}");
+        engine::errln!("rackbench: {cleaned}");
     }
     let result = commands::dispatch(cli);
     engine::scratch::remove_own();
@@ -106,7 +131,7 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             // Errors carry text from hosts and users: printed safe for the terminal.
-            eprintln!(
+            engine::errln!(
                 "rackbench: error: {}",
                 model::printable_lines(&model::redact_secrets(&format!("{e:#}")))
             );

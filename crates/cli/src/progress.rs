@@ -102,7 +102,7 @@ impl Display {
         }
         let head = r
             .metric(&r.headline, &[])
-            .map(|m| format!("{} {}", human(m.value), m.unit))
+            .map(|m| format!("{} {}", human(m.value), crate::commands::runs::unit_of(m)))
             .unwrap_or_else(|| "no result".into());
         let flags: Vec<&str> = r.flags.iter().map(|f| f.code.as_str()).collect();
         let line = format!(
@@ -116,8 +116,9 @@ impl Display {
                 format!("  [{}]", flags.join(", "))
             }
         );
+        let line = model::printable(&line);
         if self.bar.is_hidden() {
-            eprintln!("{line}");
+            engine::errln!("{line}");
         } else {
             self.bar.println(line);
         }

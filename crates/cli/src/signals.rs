@@ -62,7 +62,7 @@ pub fn exit_status() -> Option<i32> {
 /// Handle SIGINT, SIGTERM and SIGHUP for a run (on a thread of their own).
 pub fn install_for_run() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-        eprintln!("rackbench: warning: cannot handle termination signals; Ctrl-C will lose the test under way");
+        engine::errln!("rackbench: warning: cannot handle termination signals; Ctrl-C will lose the test under way");
         return;
     };
     std::thread::Builder::new()
@@ -73,7 +73,7 @@ pub fn install_for_run() {
                 match requests.on(signo, Instant::now()) {
                     Action::Stop => {
                         engine::stop::request_stop_by_signal(signo);
-                        eprintln!(
+                        engine::errln!(
                             "\nrackbench: {} received: finishing the current test, keeping what was measured (Ctrl-C again to abort)",
                             engine::stop::stop_cause()
                         );
@@ -90,10 +90,10 @@ pub fn install_for_run() {
 /// closes as interrupted with what was stored); exit after a grace period whatever happens.
 fn abort() {
     engine::launch::kill_all_children();
-    eprintln!("\nrackbench: interrupted twice: servers killed; closing the run");
+    engine::errln!("\nrackbench: interrupted twice: servers killed; closing the run");
     std::thread::spawn(|| {
         std::thread::sleep(ABORT_GRACE);
-        eprintln!("rackbench: the run did not close in time; exiting (the next command marks it interrupted)");
+        engine::errln!("rackbench: the run did not close in time; exiting (the next command marks it interrupted)");
         std::process::exit(exit_status().unwrap_or(130));
     });
 }

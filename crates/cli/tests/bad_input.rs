@@ -28,6 +28,12 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         (&["http", "-t", "4"], "use --threads 4"),
         (&["http", "-d", "10"], "use --duration 10"),
         (&["kv", "--latency-thresholds", "5"], "latency_thresholds"),
+        // A run too big to mean: refused before it starts, saying what to do.
+        (
+            &["crypto", "--threads", "1..100", "--buffer-sizes", "1..100"],
+            "--allow-long",
+        ),
+        (&["crypto", "--repeat", "4294967295"], "at most 1000"),
     ];
     for (args, names) in cases {
         let out = common::bin()
@@ -53,4 +59,70 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
                 .unwrap()
                 .is_empty()
     );
+}
+
+/// Bad input exits 2, the documented status, whatever became of stderr: closed (`2>&-`)
+/// or a pipe whose reader is gone. Printing the error must not panic (exit 101). Likewise
+/// help on a stdout whose reader is gone exits 0.
+#[test]
+fn bad_input_exits_2_with_stderr_closed_or_broken() {
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    use std::os::unix::process::CommandExt as _;
+    use std::process::Stdio;
+
+    /// A pipe whose read end is already closed: every write fails with EPIPE.
+    fn broken_pipe() -> Stdio {
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        drop(unsafe { OwnedFd::from_raw_fd(fds[0]) });
+        Stdio::from(unsafe { OwnedFd::from_raw_fd(fds[1]) })
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let db = db.to_str().unwrap();
+    let bad: &[&[&str]] = &[
+        &["--db", db, "run", "crypto", "--nosuch"],
+        &[
+            "--db",
+            db,
+            "run",
+            "crypto",
+            "--threads",
+            "0",
+            "--no-telemetry",
+        ],
+        &["--db", db, "show", "no-such-run"],
+    ];
+    for args in bad {
+        let mut closed = common::bin();
+        closed.args(*args).stdout(Stdio::null());
+        unsafe {
+            closed.pre_exec(|| {
+                libc::close(2);
+                Ok(())
+            });
+        }
+        assert_eq!(closed.status().unwrap().code(), Some(2), "2>&- {args:?}");
+        let broken = common::bin()
+            .args(*args)
+            .stdout(Stdio::null())
+            .stderr(broken_pipe())
+            .status()
+            .unwrap();
+        assert_eq!(broken.code(), Some(2), "broken stderr {args:?}");
+    }
+    for args in [
+        &["run", "--help"][..],
+        &["run", "crypto", "--help"],
+        &["--help"],
+    ] {
+        let st = common::bin()
+            .args(args)
+            .stdout(broken_pipe())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(st.code(), Some(0), "broken stdout {args:?}");
+    }
 }

@@ -61,6 +61,50 @@ fn http_load_against_launched_nginx_is_stored() {
         .is_some_and(|v| v.starts_with("nginx/")));
 }
 
+/// A load generator pinned onto nginx's CPU competes with the server it measures: flagged
+/// `shares_cpus`, as in kv (issue 13 item 5). Two workers on one CPU take turns on it:
+/// `cpus_oversubscribed`. Apart, on a CPU each, neither.
+#[test]
+fn a_load_generator_on_nginxs_cpus_is_flagged() {
+    if !have("nginx") {
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let flags_of = |cpus: &[&str]| {
+        let mut args = vec!["http", "-d", "0.3", "--warmup", "0", "-c", "2"];
+        args.extend_from_slice(cpus);
+        let (code, run, err) = run_json(&db, &args);
+        assert!(code == 0 || code == 1, "{cpus:?}: {err}");
+        let r = &run["results"][0];
+        assert!(metric(r, "requests_per_s").is_some_and(|v| v > 0.0), "{r}");
+        r["flags"].to_string()
+    };
+    let shared = flags_of(&["--server-cpus", "0", "--client-cpus", "0"]);
+    assert!(shared.contains("shares_cpus"), "{shared}");
+    assert!(shared.contains("shares CPU 0 with the servers"), "{shared}");
+    let crowded = flags_of(&[
+        "--server-cpus",
+        "0",
+        "--server-workers",
+        "2",
+        "--client-cpus",
+        "1",
+    ]);
+    assert!(crowded.contains("cpus_oversubscribed"), "{crowded}");
+    assert!(crowded.contains("2 nginx workers on 1 CPU"), "{crowded}");
+    assert!(!crowded.contains("shares_cpus"), "{crowded}");
+    let apart = flags_of(&["--server-cpus", "0", "--client-cpus", "1"]);
+    assert!(
+        !apart.contains("shares_cpus") && !apart.contains("cpus_oversubscribed"),
+        "{apart}"
+    );
+}
+
 #[test]
 fn http_capacity_tests_become_results() {
     if !have("nginx") {

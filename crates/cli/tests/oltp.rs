@@ -164,6 +164,97 @@ fn build_check_run_and_a_corrupted_table() {
     );
 }
 
+/// PostgreSQL killed mid-run (issue 13 item 16): the stored result names the dead server
+/// as the cause, as a dead redis-server or nginx is named (`server_died`, "postgres exited
+/// (killed by signal 9)"), not the "connection lost" its clients saw; what was measured
+/// before is kept, and the run fails (exit 1).
+#[test]
+fn a_postgres_killed_mid_run_is_named_as_the_cause() {
+    use std::time::{Duration, Instant};
+    if !have_postgres() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let d = data.to_str().unwrap();
+    let (code, out, err) = run(&["-q", "oltp", "build", "--dir", d, "--warehouses", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let store = tmp.path().join("r.sqlite");
+    let child = common::bin()
+        .args([
+            "--db",
+            store.to_str().unwrap(),
+            "run",
+            "oltp",
+            "--cluster-dir",
+            d,
+        ])
+        .args([
+            "--warehouses",
+            "1",
+            "--vus",
+            "2",
+            "--duration",
+            "30",
+            "--rampup",
+            "0",
+        ])
+        .args(["--no-telemetry", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The postmaster rackbench launched on the build, then some transactions.
+    let started = Instant::now();
+    let postmaster = loop {
+        let found = common::children_named(child.id(), "postgres");
+        if let Some((pid, _)) = found.first() {
+            break *pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "rackbench did not launch postgres"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: kill(2) on the postmaster this test's rackbench launched.
+    unsafe { libc::kill(postmaster as i32, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("being written") {
+        eprintln!("skipped: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let cause = "postgres exited (killed by signal 9)";
+    assert!(err.contains(&format!("run failed: {cause}")), "{err}");
+    let (_, shown, _) = run(&["--db", store.to_str().unwrap(), "show", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    let r = &v["results"][0];
+    assert_eq!(r["status"], "failed", "{r}");
+    assert!(
+        r["error"].as_str().is_some_and(|e| e.contains(cause)),
+        "{}",
+        r["error"]
+    );
+    let died = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "server_died")
+        .unwrap_or_else(|| panic!("no server_died flag: {}", r["flags"]));
+    assert!(died["message"].as_str().unwrap().contains(cause), "{died}");
+    let done: f64 = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "transactions")
+        .filter_map(|m| m["value"].as_f64())
+        .sum();
+    assert!(done > 0.0, "what was measured before the kill is kept: {r}");
+}
+
 #[test]
 fn missing_input_says_what_to_type() {
     let (code, _, err) = run(&["oltp", "build", "--warehouses", "1"]);

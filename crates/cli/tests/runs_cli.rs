@@ -338,6 +338,19 @@ fn report_all_takes_every_stored_run() {
         stderr(&o)
     );
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "<p>my notes</p>");
+    // Notes that quote a report (its head and mark early in the file), and the report
+    // once edited by hand, are not rackbench's to replace.
+    let report = std::fs::read_to_string(&out).unwrap();
+    let quoting = dir.path().join("mynotes.html");
+    let mine = format!("<p>notes</p>\n{report}");
+    std::fs::write(&quoting, &mine).unwrap();
+    let edited = report.replacen("<main>", "<main><p>my remark</p>", 1);
+    std::fs::write(&out, &edited).unwrap();
+    for (p, want) in [(&quoting, &mine), (&out, &edited)] {
+        let o = rackbench(&db, &["report", "--all", "-o", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", p.display());
+        assert_eq!(&std::fs::read_to_string(p).unwrap(), want);
+    }
     let o = rackbench(&db, &["report", "--all", "-o", db.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -356,9 +369,17 @@ fn control_characters_in_labels_never_reach_the_terminal() {
     let db = dir.path().join("results.sqlite");
     let store = Store::open(&db).unwrap();
     let evil = "evil\u{1b}[31mred\nline2";
-    store
-        .import_run(&rich_run("20261120T210703-aaaaaa", Some(evil), t0(0), 1))
-        .unwrap();
+    // Escapes in every stored text `show` prints: flags, errors, missing figures too.
+    let mut hostile = rich_run("20261120T210703-aaaaaa", Some(evil), t0(0), 1);
+    for r in &mut hostile.results {
+        r.flags.push(model::Flag::invalid(evil, evil));
+        r.error = Some(evil.into());
+        r.missing.push(model::MissingMetric {
+            name: evil.into(),
+            reason: evil.into(),
+        });
+    }
+    store.import_run(&hostile).unwrap();
     store
         .import_run(&rich_run(
             "20261120T210803-bbbbbb",

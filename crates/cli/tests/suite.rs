@@ -131,3 +131,88 @@ fn a_suite_refuses_what_it_cannot_mean() {
     let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert!(runs.as_array().is_none_or(|a| a.is_empty()), "{runs}");
 }
+
+/// Ctrl-C in the middle of a crypto test: the test is stored `interrupted` (not `failed`
+/// with "interrupted" as its error), the figures measured before the stop are kept, and
+/// rackbench exits 130, as kv does (issue 13: crypto, mem and net were stored failed).
+#[test]
+fn ctrl_c_stores_a_crypto_test_interrupted_with_what_was_measured() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let dbs = db.to_str().unwrap();
+    let child = bin()
+        .args([
+            "--db",
+            dbs,
+            "run",
+            "crypto",
+            "-t",
+            "sha256",
+            "--duration",
+            "1",
+        ])
+        .args(["--buffer-sizes", "16,64,256,1024,4096,16384,65536,262144"])
+        .args(["-q", "--no-telemetry"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run is stored (status running) once its hosts are up and the tests begin.
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the run never started"
+        );
+        let runs = bin()
+            .args(["--db", dbs, "runs", "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap_or_default();
+        if v.as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The first buffer size (1 s) is measured, a later one is under way.
+    std::thread::sleep(Duration::from_millis(2500));
+    unsafe { kill(child.id() as i32, SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(!err.contains("run failed"), "{err}");
+    let show = bin()
+        .args(["--db", dbs, "show", "latest", "--json"])
+        .output()
+        .unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run}");
+    let r = &results[0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    assert!(
+        r["error"].is_null(),
+        "a stop is not an error: {}",
+        r["error"]
+    );
+    let flags = r["flags"].to_string();
+    assert!(flags.contains("stopped by Ctrl-C"), "{flags}");
+    let measured = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "throughput_mb_per_s" && m["labels"]["buffer_bytes"] == "16")
+        .and_then(|m| m["value"].as_f64());
+    assert!(
+        measured.is_some_and(|v| v > 0.0),
+        "the 16-byte figure measured before the stop is kept: {r}"
+    );
+}
+
+const SIGINT: i32 = 2;
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}

@@ -60,7 +60,7 @@ impl ServiceCtx {
 
     pub fn note(&self, msg: &str) {
         if self.verbose {
-            eprintln!("rackbench: {msg}");
+            crate::errln!("rackbench: {}", model::printable(msg));
         }
     }
 }

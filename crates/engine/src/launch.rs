@@ -522,23 +522,33 @@ pub fn wait_for_port(
     }
 }
 
+/// No CPU number reaches this (the kernel's largest NR_CPUS is 8192): a range past it is
+/// a typo, refused before it becomes a list of billions.
+pub const MAX_CPUS: usize = 8192;
+
 /// Parse a CPU list as Linux writes them: `0-3,8,10-11`.
 pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
     let mut out = Vec::new();
+    let cpu = |n: &str| -> anyhow::Result<usize> {
+        let c: usize = n.parse().with_context(|| format!("bad CPU list `{s}`"))?;
+        if c >= MAX_CPUS {
+            bail!(
+                "bad CPU list `{s}`: CPU {c} does not exist on any machine (CPUs are numbered 0 to {})",
+                MAX_CPUS - 1
+            );
+        }
+        Ok(c)
+    };
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
-                let a: usize = a.parse().with_context(|| format!("bad CPU list `{s}`"))?;
-                let b: usize = b.parse().with_context(|| format!("bad CPU list `{s}`"))?;
+                let (a, b) = (cpu(a)?, cpu(b)?);
                 if b < a {
                     bail!("bad CPU list `{s}`: {b} < {a}");
                 }
                 out.extend(a..=b);
             }
-            None => out.push(
-                part.parse()
-                    .with_context(|| format!("bad CPU list `{s}`"))?,
-            ),
+            None => out.push(cpu(part)?),
         }
     }
     Ok(out)
@@ -554,6 +564,10 @@ mod tests {
         assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("a").is_err());
+        // A typo past any machine's CPUs is an error, not a list of billions.
+        let e = parse_cpu_list("0-4611686018427387904").unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        assert_eq!(parse_cpu_list("8191").unwrap(), vec![8191]);
     }
 
     #[test]

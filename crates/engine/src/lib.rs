@@ -16,10 +16,13 @@
 //! - [`stop`]: the process-wide interrupt flag set by Ctrl-C.
 //! - [`capacity`], [`capacity_tests`]: rate ramps, latency-objective searches and load
 //!   levels, and the shared flags and driver that offer them as tests of any workload.
+//! - [`cpu_use`]: a load generator sharing the servers' CPUs, servers or threads taking
+//!   turns on a CPU, judged the same for every workload that launches servers.
 //! - [`validity`]: checks every result gets (client-bound, errors, zero throughput...).
 
 pub mod capacity;
 pub mod capacity_tests;
+pub mod cpu_use;
 pub mod histlog;
 pub mod host;
 pub mod launch;
@@ -38,3 +41,32 @@ pub mod workload;
 
 pub use load::{LoadOutcome, LoadShape, LoadSpec, Outcome, StopAfter};
 pub use workload::{Ctx, Registration, StepOutput, Workload};
+
+/// `eprintln!` that never panics: a closed or broken stderr (`2>&-`, `2>&1 | head` after
+/// head quit) loses the line, never the run or its exit status. rackbench prints to
+/// stderr with this, never with `eprintln!`.
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` that never panics: a closed stdout (`| head`) ends the output quietly.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` that never panics (see [`outln!`]).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::write!(::std::io::stdout(), $($arg)*);
+    }};
+}

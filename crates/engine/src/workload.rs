@@ -125,7 +125,7 @@ impl Ctx {
     /// A note for the user on stderr (unless quiet).
     pub fn note(&self, msg: &str) {
         if self.verbose {
-            eprintln!("rackbench: {msg}");
+            crate::errln!("rackbench: {}", model::printable(msg));
         }
     }
 }
@@ -176,6 +176,14 @@ pub trait Workload: Send {
     /// Stop and remove everything `prepare` launched. Must be idempotent; also called
     /// after errors and on Ctrl-C.
     fn cleanup(&mut self);
+
+    /// How long running `test` once takes, in seconds, where the workload knows better
+    /// than the sweep point's `duration` + `warmup` (crypto times every key's signs and
+    /// verifies, every buffer size, `duration` each). None: from those, else unknown.
+    /// Only for sizing a run before it starts (`rackbench run` refuses an absurd one).
+    fn expected_duration_s(&self, _test: &str) -> Option<f64> {
+        None
+    }
 
     /// What the disclosure should say about the servers and tools this workload used
     /// (`software.redis-server`, `server.config.appendonly`...). Called after prepare.

@@ -196,7 +196,7 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
                 let silent = (t0.elapsed().as_millis() as u64)
                     .saturating_sub(last_seen.load(Ordering::Relaxed));
                 if silent > idle_timeout.as_millis() as u64 {
-                    eprintln!(
+                    engine::errln!(
                         "rackbench agent {}: no word from the controller for {:.1} s: stopping the load and everything launched here",
                         host.name(),
                         silent as f64 / 1000.0
@@ -215,7 +215,7 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
             Ok(Some(e)) => e,
             Ok(None) => break,
             Err(e) => {
-                eprintln!("rackbench agent {name}: {e:#}");
+                engine::errln!("rackbench agent {name}: {e:#}");
                 break;
             }
         };
@@ -233,7 +233,7 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
             let reply = Envelope::reply(env.id, handle(&host, req));
             let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
             if let Err(e) = write_frame(&mut *o, &reply) {
-                eprintln!("rackbench agent: cannot answer the controller: {e:#}");
+                engine::errln!("rackbench agent: cannot answer the controller: {e:#}");
             }
         };
         if quick {

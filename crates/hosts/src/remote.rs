@@ -105,7 +105,7 @@ impl RemoteHost {
         }
         if !probe.present {
             if verbose {
-                eprintln!("rackbench: copying rackbench to {dest}:{}", probe.path);
+                engine::errln!("rackbench: copying rackbench to {dest}:{}", probe.path);
             }
             ssh.deploy(dest, &probe.path, &sha)?;
         }
@@ -137,7 +137,7 @@ impl RemoteHost {
                     raw.truncate(4096);
                     let line = model::printable(String::from_utf8_lossy(&raw).trim_end());
                     if verbose && !line.trim().is_empty() {
-                        eprintln!("[{}] {line}", model::printable(&shared.name));
+                        engine::errln!("[{}] {line}", model::printable(&shared.name));
                     }
                     let mut t = shared.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
                     t.push_back(line);

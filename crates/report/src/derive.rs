@@ -387,7 +387,12 @@ impl<'a> Point<'a> {
 
     /// `set pipeline=100 instances=2`.
     pub fn label(&self) -> String {
-        let p = self.param_label(&[]);
+        self.label_without(&[])
+    }
+
+    /// [`Point::label`] less the parameters in `skip`.
+    pub fn label_without(&self, skip: &[&str]) -> String {
+        let p = self.param_label(skip);
         if p.is_empty() {
             self.test.clone()
         } else {
@@ -608,14 +613,18 @@ pub fn unit_scale(values: &[f64]) -> (f64, &'static str) {
 }
 
 /// Efficiency of each run's best point per summary row: (row, run index, point label, figures).
+/// The point is named by its test and the parameters that vary among these runs' points:
+/// the fixed ones are said once ([`fixed_params`]), not in every cell.
 pub fn efficiency_rows(runs: &[RunRecord]) -> Vec<(String, usize, String, Efficiency)> {
     let peak = peak_params(runs);
+    let fixed = fixed_params(runs);
+    let fixed: Vec<&str> = fixed.iter().map(|(k, _)| k.as_str()).collect();
     let mut out = Vec::new();
     for (row, per_run) in best_points(runs, &peak) {
         for (i, p) in per_run.iter().enumerate() {
             if let Some(p) = p {
                 if let Some(e) = p.efficiency() {
-                    out.push((row.clone(), i, p.label(), e));
+                    out.push((row.clone(), i, p.label_without(&fixed), e));
                 }
             }
         }

@@ -20,6 +20,18 @@ pub fn esc(s: &str) -> String {
     out
 }
 
+/// `example.org...` after an `@`: what makes GitHub link an e-mail address (`run@a`, a
+/// variant's column, is no address and stays as it is).
+fn domain_follows(rest: &[char]) -> bool {
+    let label = rest
+        .iter()
+        .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_'))
+        .count();
+    label > 0
+        && rest.get(label) == Some(&'.')
+        && rest.get(label + 1).is_some_and(|c| c.is_alphanumeric())
+}
+
 /// A figure for a table: thousands separators for large ones, 3 significant digits else.
 pub fn num(v: f64) -> String {
     tco::fmt_number(v)
@@ -133,15 +145,30 @@ pub fn text_table(rows: &[Vec<String>]) -> String {
 }
 
 /// Text made safe for a Markdown table cell and inert: no HTML (`<` `>` escaped), no
-/// table break (`|`, newlines), and no link, image or emphasis (their characters
-/// backslash-escaped), whatever a host or a user put in it.
+/// table break (`|`, newlines), no link, image or emphasis (their characters
+/// backslash-escaped), and no autolink (GitHub makes a live link of a bare
+/// `https://...`, `www.` or e-mail address: the `:` of `://`, the `.` of `www.` and the
+/// `@` of an address are written as character references, which read the same and link
+/// nowhere),
+/// whatever a host or a user put in it.
 pub fn md(s: &str) -> String {
+    let cell: Vec<char> = tco::md_cell(s).chars().collect();
     let mut out = String::with_capacity(s.len() + 8);
-    for ch in tco::md_cell(s).chars() {
-        if matches!(ch, '`' | '*' | '_' | '[' | ']' | '!' | '~') {
-            out.push('\\');
+    for (i, &ch) in cell.iter().enumerate() {
+        let next = |k: usize| cell.get(i + k).copied();
+        let www = i >= 3
+            && cell[i - 3..i].iter().all(|c| c.eq_ignore_ascii_case(&'w'))
+            && (i == 3 || !cell[i - 4].is_alphanumeric());
+        match ch {
+            '`' | '*' | '_' | '[' | ']' | '!' | '~' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            ':' if next(1) == Some('/') && next(2) == Some('/') => out.push_str("&#58;"),
+            '.' if www => out.push_str("&#46;"),
+            '@' if domain_follows(&cell[i + 1..]) => out.push_str("&#64;"),
+            c => out.push(c),
         }
-        out.push(ch);
     }
     out
 }
@@ -164,6 +191,25 @@ mod tests {
         let m = md("evil\u{1b}[31mred\nline|x");
         assert!(!m.chars().any(char::is_control), "{m:?}");
         assert_eq!(m, "evil\\u{1b}\\[31mred line\\|x");
+    }
+
+    /// A bare URL in a label stays text in Markdown: GitHub would autolink
+    /// `https://evil.example`, `www.evil.example` and `me@evil.example` (issue 13 item 15).
+    #[test]
+    fn markdown_cells_make_no_autolinks() {
+        let m = md("see https://evil.example/x or HTTP://a.b, www.evil.example, me@evil.example");
+        assert_eq!(
+            m,
+            "see https&#58;//evil.example/x or HTTP&#58;//a.b, www&#46;evil.example, me&#64;evil.example"
+        );
+        for bare in ["://", "www.", "@"] {
+            assert!(!m.contains(bare), "{bare} left in {m}");
+        }
+        // Words that merely contain the letters are left alone.
+        assert_eq!(
+            md("a:b ratio 1:2, awww.x, run@a, a@b."),
+            "a:b ratio 1:2, awww.x, run@a, a@b."
+        );
     }
 
     #[test]

@@ -141,9 +141,9 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
     let title = derive::report_title(&labels);
     let _ = write!(
         h,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{gen}<meta name="viewport" content="width=device-width, initial-scale=1"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"><title>{t}</title><style>{CSS}</style></head><body><main>"#,
+        r#"{start}{t}</title><style>{CSS}</style></head><body><main>"#,
         t = esc(&title),
-        gen = crate::GENERATOR_META
+        start = crate::HTML_START
     );
     let _ = write!(h, r#"<header class="top"><h1>{}</h1>"#, esc(&title));
     let generated = runs

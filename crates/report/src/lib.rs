@@ -28,15 +28,23 @@ pub use html::{html, html_with};
 pub use markdown::{markdown, markdown_with, markdown_with_charts, NO_CHARTS};
 pub use selection::Selection;
 
-/// Every chart of the report as standalone SVG files: (file name, SVG text). Charts that
-/// could not be drawn (no histograms, no power) are left out; the HTML report says why.
-/// The mark every HTML report carries in its head: `rackbench report -o` replaces only a
-/// file that has it (or [`COMMENT_MARK`]), never one rackbench did not write.
+/// The mark every HTML report carries in its head (part of [`HTML_START`]).
 pub const GENERATOR_META: &str = r#"<meta name="generator" content="rackbench">"#;
 
-/// The mark at the top of a Markdown report and of an SVG chart (a comment, invisible).
+/// How every HTML report starts, byte for byte, up to its title: `rackbench report -o`
+/// replaces an HTML file only when it starts so (and is unedited, see the CLI's output
+/// module), never one rackbench did not write.
+pub const HTML_START: &str = r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="generator" content="rackbench"><meta name="viewport" content="width=device-width, initial-scale=1"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"><title>"#;
+
+/// The first line of a Markdown report (a comment, invisible).
 pub const COMMENT_MARK: &str = "<!-- generator: rackbench -->";
 
+/// How every SVG chart file starts: the XML declaration, then [`COMMENT_MARK`].
+pub const SVG_START: &str =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!-- generator: rackbench -->\n";
+
+/// Every chart of the report as standalone SVG files: (file name, SVG text). Charts that
+/// could not be drawn (no histograms, no power) are left out; the HTML report says why.
 pub fn svg_charts(runs: &[model::RunRecord]) -> Vec<(String, String)> {
     // The workload-specific views' figures too, named after their titles.
     let views = charts::workloads(runs).into_iter().flat_map(|wl| {
@@ -57,13 +65,17 @@ pub fn svg_charts(runs: &[model::RunRecord]) -> Vec<(String, String)> {
     charts::charts(runs)
         .into_iter()
         .chain(views)
-        .filter_map(|c| {
-            c.svg.map(|s| {
-                (
-                    c.file,
-                    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{COMMENT_MARK}\n{s}\n"),
-                )
-            })
-        })
+        .filter_map(|c| c.svg.map(|s| (c.file, format!("{SVG_START}{s}\n"))))
         .collect()
+}
+
+#[cfg(test)]
+mod marks {
+    use super::*;
+
+    #[test]
+    fn the_starts_carry_the_marks() {
+        assert!(HTML_START.contains(GENERATOR_META));
+        assert!(SVG_START.ends_with(&format!("\n{COMMENT_MARK}\n")));
+    }
 }

@@ -211,9 +211,21 @@ pub fn markdown_with(
         if !s.selection.is_empty() {
             let _ = write!(m, "Summary: {}.\n\n", c(&s.selection));
         }
+        // Said once here, as the HTML does, and left out of every point's name below.
+        let fixed = derive::fixed_params(&wr);
+        if !fixed.is_empty() {
+            let list: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = write!(m, "Fixed parameters: {}.\n\n", c(&list.join(", ")));
+        }
         let mut head = vec!["Test".to_string()];
         for l in &s.runs {
-            head.push(format!("{l}: {}", s.perf_heading().to_lowercase()));
+            // `performance (MB/s)`: the word lowercased, never the unit.
+            let heading = s.perf_heading();
+            let mut first = heading.chars();
+            let heading = first.next().map_or_else(String::new, |f| {
+                f.to_lowercase().chain(first).collect::<String>()
+            });
+            head.push(format!("{l}: {heading}"));
             head.push(format!("{l}: power"));
         }
         for d in &s.differences {

@@ -1041,3 +1041,33 @@ bom = [{ name = "Server", unit_cost = 5000 }]
         .source
         .contains("over the points of the performance figure"));
 }
+
+/// Issue 13 item 8: the Markdown summary's header keeps the unit's case (`MB/s`, not
+/// `mb/s`), and a summary point is named by the parameters that vary, the fixed ones
+/// said once (`Fixed parameters: requests=20000`), not repeated in every cell.
+#[test]
+fn markdown_summary_keeps_units_and_names_points_by_what_varies() {
+    let mut run = kv_run(&Spec::default());
+    for r in &mut run.results {
+        r.params.insert("requests".into(), serde_json::json!(20000));
+        for m in &mut r.metrics {
+            if m.name == "ops_per_s" {
+                m.unit = "MB/s".into();
+            }
+        }
+    }
+    let runs = [run];
+    let md = report::markdown(&runs, None);
+    assert!(md.contains(": performance (MB/s) |"), "{md}");
+    assert!(!md.contains("mb/s"), "{md}");
+    assert!(md.contains("Fixed parameters: requests=20000."), "{md}");
+    let eff = report::derive::efficiency_rows(&runs);
+    assert!(!eff.is_empty());
+    for (_, _, point, _) in &eff {
+        assert!(!point.contains("requests="), "{point}");
+        assert!(
+            point.contains("instances=") || point.contains("pipeline="),
+            "{point}"
+        );
+    }
+}

@@ -156,7 +156,7 @@ impl VariantOn {
                 }
             }
             for bad in runs.iter().filter(|r| !r.ok) {
-                eprintln!(
+                engine::errln!(
                     "rackbench: warning: variant {}: teardown on {} failed: `{}`: {}",
                     self.variant.name,
                     model::printable(h.name()),
@@ -167,7 +167,7 @@ impl VariantOn {
             log.push((h.name().to_string(), runs));
         }
         if self.verbose {
-            eprintln!("rackbench: variant {}: torn down", self.variant.name);
+            engine::errln!("rackbench: variant {}: torn down", self.variant.name);
         }
         log
     }
@@ -789,9 +789,12 @@ pub fn run(
                     let mut result = match outcome {
                         Ok(out) => {
                             let interrupted = engine::stop::stop_requested();
+                            // An error while a stop was asked for (connections and
+                            // servers going away with it) is the interruption, not a
+                            // failure: the test is stored interrupted, measured figures kept.
                             let status = match (&out.error, interrupted) {
-                                (Some(_), _) => Status::Failed,
-                                (None, true) => Status::Interrupted,
+                                (_, true) => Status::Interrupted,
+                                (Some(_), false) => Status::Failed,
                                 (None, false) => Status::Ok,
                             };
                             let mut flags = out.flags;

@@ -71,7 +71,7 @@ impl Telemetry {
             return Vec::new();
         }
         if verbose {
-            eprintln!(
+            engine::errln!(
                 "rackbench: measuring idle power for {secs:.0} s on {}",
                 self.measured_power.join(", ")
             );
@@ -93,7 +93,7 @@ impl Telemetry {
                     Ok(None) => None,
                     Err(e) => {
                         if verbose {
-                            eprintln!("rackbench: idle power on {name}: {e:#}");
+                            engine::errln!("rackbench: idle power on {name}: {e:#}");
                         }
                         None
                     }

@@ -30,9 +30,9 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     }
     let d = telemetry::disclosure::collect(&a.host, &a.role, &a.proc_root, &a.sys_root);
     if g.json {
-        println!("{}", serde_json::to_string_pretty(&d)?);
+        engine::outln!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        print!("{}", render_table(&d));
+        engine::out!("{}", render_table(&d));
     }
     Ok(0)
 }
@@ -47,10 +47,12 @@ fn render_table(d: &model::HostDisclosure) -> String {
         .unwrap_or(0)
         .max("host".len());
     let mut out = String::new();
-    out.push_str(&format!("{:width$}  {}\n", "host", d.host));
-    out.push_str(&format!("{:width$}  {}\n", "role", d.role));
+    // Facts are what the host's firmware and tools say: shown safe for the terminal.
+    let safe = model::printable;
+    out.push_str(&format!("{:width$}  {}\n", "host", safe(&d.host)));
+    out.push_str(&format!("{:width$}  {}\n", "role", safe(&d.role)));
     for (k, f) in &d.facts {
-        out.push_str(&format!("{k:width$}  {}\n", f.display()));
+        out.push_str(&format!("{:width$}  {}\n", safe(k), safe(&f.display())));
     }
     out
 }

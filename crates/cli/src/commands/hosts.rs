@@ -93,12 +93,12 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             .collect()
     });
     if g.json {
-        println!("{}", serde_json::to_string_pretty(&checks)?);
+        engine::outln!("{}", serde_json::to_string_pretty(&checks)?);
     } else {
         for h in &checks {
             let name = crate::commands::runs::clean(&h.host);
             if !h.reachable {
-                println!(
+                engine::outln!(
                     "{name}: UNREACHABLE: {}",
                     crate::commands::runs::clean(h.error.as_deref().unwrap_or(""))
                 );
@@ -106,27 +106,29 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             }
             let opt =
                 |v: &Option<String>| crate::commands::runs::clean(v.as_deref().unwrap_or("?"));
-            println!("{name}: ok");
-            println!(
+            engine::outln!("{name}: ok");
+            engine::outln!(
                 "  hostname {}  arch {}  kernel {}  cpus {}",
                 opt(&h.hostname),
                 opt(&h.arch),
                 opt(&h.kernel),
                 h.cpus.unwrap_or(0)
             );
-            println!(
+            engine::outln!(
                 "  rackbench {}  address {}",
                 opt(&h.rackbench),
                 opt(&h.address)
             );
             match (h.clock_offset_ms, h.rtt_ms) {
-                (Some(o), Some(r)) => println!("  clock offset {o:+.3} ms (round trip {r:.3} ms)"),
-                _ => println!("  clock offset 0 (this machine)"),
+                (Some(o), Some(r)) => {
+                    engine::outln!("  clock offset {o:+.3} ms (round trip {r:.3} ms)")
+                }
+                _ => engine::outln!("  clock offset 0 (this machine)"),
             }
             if h.power.is_empty() {
-                println!("  power: none ({})", opt(&h.power_missing));
+                engine::outln!("  power: none ({})", opt(&h.power_missing));
             } else {
-                println!(
+                engine::outln!(
                     "  power: {}",
                     crate::commands::runs::clean(&h.power.join(", "))
                 );
@@ -141,7 +143,7 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                     )
                 })
                 .collect();
-            println!(
+            engine::outln!(
                 "  servers: {}",
                 crate::commands::runs::clean(&servers.join(", "))
             );

@@ -62,9 +62,9 @@ fn serve(a: ServeArgs, g: &Global) -> anyhow::Result<i32> {
         crate::signals::flag_on_termination(&stop);
     }
     if g.json {
-        println!("{}", serde_json::json!({"listening": addr.to_string()}));
+        engine::outln!("{}", serde_json::json!({"listening": addr.to_string()}));
     } else {
-        println!("rackbench net serve: listening on {addr}");
+        engine::outln!("rackbench net serve: listening on {addr}");
     }
     let opts = wl_net::ServeOptions {
         cpus,

@@ -93,16 +93,16 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             let lines = wl_oltp::build_command(&cfg, b.rebuild, &ctx)?;
             let failed = lines.iter().any(|l| l.contains("FAILED"));
             if g.json {
-                println!(
+                engine::outln!(
                     "{}",
                     serde_json::json!({ "databases": lines, "config": cfg.echo(), "ok": !failed })
                 );
             } else {
                 for l in &lines {
-                    println!("{l}");
+                    engine::outln!("{}", model::printable(l));
                 }
                 if let Some(d) = &b.at.dir {
-                    println!("next: rackbench run oltp --cluster-dir {d} --warehouses {} --vus 4 --duration 60", b.warehouses);
+                    engine::outln!("next: rackbench run oltp --cluster-dir {d} --warehouses {} --vus 4 --duration 60", b.warehouses);
                 }
             }
             Ok(if failed { 1 } else { 0 })
@@ -116,12 +116,12 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
                     .iter()
                     .map(|(db, r)| serde_json::json!({ "database": db, "conditions": r }))
                     .collect();
-                println!("{}", serde_json::json!({ "databases": v, "ok": !failed }));
+                engine::outln!("{}", serde_json::json!({ "databases": v, "ok": !failed }));
             } else {
                 for (db, r) in &res {
-                    println!("database {db}");
+                    engine::outln!("database {}", model::printable(db));
                     for c in r {
-                        println!(
+                        engine::outln!(
                             "  {:>2}  {:<4}  {}{}",
                             c.id,
                             if c.passed() { "ok" } else { "FAIL" },

@@ -1,10 +1,20 @@
 //! Files rackbench writes for the user (reports, SVG charts, exports): written whole or not
-//! at all, and never over a file rackbench did not write.
+//! at all, and never over a file rackbench did not write, nor over a report someone edited.
 //!
-//! `-o results.sqlite`, `-o ~/.bashrc` or a colleague's hand-edited report must survive a
-//! mistyped command. Every file rackbench writes carries a mark near its start (a generator
-//! `<meta>` in HTML, a comment in Markdown and SVG, the export's own header in CSV and JSON);
-//! an existing file without one is refused, and the results store is refused by name.
+//! `-o results.sqlite`, `-o ~/.bashrc`, notes that quote a rackbench report, or a
+//! colleague's hand-edited report must survive a mistyped command. So a file is replaced
+//! only when it is, from its first byte, what rackbench writes:
+//! - a report or chart (HTML, Markdown, SVG) starts exactly as rackbench starts one (the
+//!   HTML report's head up to its title, the Markdown's first line `<!-- generator:
+//!   rackbench -->`, the SVG's XML declaration then that line), and ends with the seal
+//!   rackbench put there when it wrote the file: a comment with a digest of everything
+//!   before it. A file whose content no longer matches its seal was edited and is kept;
+//!   a mark anywhere but at the very start (a snippet pasted into notes) counts for nothing.
+//! - an export starts with its own header (CSV: the header line; JSON: `{"format_version"`).
+//!   Exports are data rebuilt from the store at will, with no room for a seal: an edited
+//!   export is not told apart.
+//!
+//! The results store is refused by name (and by inode), any SQLite database by its header.
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;
@@ -19,6 +29,8 @@ const HEAD: usize = 4096;
 /// directory must exist: a mistyped one is an error, not a new directory.
 pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<()> {
     check_replaceable(path, store)?;
+    let bytes = seal(bytes);
+    let bytes = bytes.as_slice();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -74,13 +86,28 @@ pub fn check_replaceable(path: &Path, store: &Path) -> anyhow::Result<()> {
     if head.starts_with(b"SQLite format 3\0") {
         bail!("{shown} is an SQLite database (a results store?); rackbench never writes over it: give -o another file");
     }
-    if !written_by_rackbench(&head) {
-        bail!(
+    match ownership(&head) {
+        Owner::Export => Ok(()),
+        Owner::Report => {
+            let mut whole = Vec::new();
+            std::fs::File::open(path)
+                .and_then(|mut f| f.read_to_end(&mut whole))
+                .with_context(|| format!("cannot read {shown} to check it before replacing it"))?;
+            if sealed(&whole) {
+                Ok(())
+            } else {
+                bail!(
+                    "{shown} was written by rackbench but edited since (or by a rackbench that did not \
+                     seal its reports yet); rackbench does not overwrite it: give -o another file, or \
+                     remove it first if the edits are not needed"
+                )
+            }
+        }
+        Owner::Other => bail!(
             "{shown} exists and was not written by rackbench; rackbench does not overwrite it: \
              give -o another file, or remove it first if it is not needed"
-        );
+        ),
     }
-    Ok(())
 }
 
 /// The same file as the store, its write-ahead log or its shared memory (compared by device
@@ -97,15 +124,78 @@ fn is_store_file(path: &Path, store: &Path) -> bool {
     })
 }
 
-/// Whether the first bytes of a file carry the mark of a file rackbench writes.
-fn written_by_rackbench(head: &[u8]) -> bool {
+/// Who a file is, by its first bytes.
+#[derive(Debug, PartialEq, Eq)]
+enum Owner {
+    /// Starts as a rackbench report or chart does: replaceable if its seal holds.
+    Report,
+    /// Starts with an export's header.
+    Export,
+    /// Anything else.
+    Other,
+}
+
+/// What the first bytes of a file say it is: only its very start counts.
+fn ownership(head: &[u8]) -> Owner {
+    let report_starts = [
+        report::HTML_START.to_string(),
+        format!("{}\n", report::COMMENT_MARK),
+        report::SVG_START.to_string(),
+    ];
+    if report_starts.iter().any(|s| head.starts_with(s.as_bytes())) {
+        return Owner::Report;
+    }
     let text = String::from_utf8_lossy(head);
-    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
-    let first_line = trimmed.lines().next().unwrap_or("");
-    text.contains(report::COMMENT_MARK)
-        || text.contains(report::GENERATOR_META)
-        || first_line == store::export::CSV_COLUMNS.join(",")
-        || is_json_export(trimmed)
+    let first_line = text.split('\n').next().unwrap_or("");
+    if first_line.trim_end_matches('\r') == store::export::CSV_COLUMNS.join(",")
+        || is_json_export(&text)
+    {
+        Owner::Export
+    } else {
+        Owner::Other
+    }
+}
+
+/// The seal's text around the digest: the last line of every report and chart written.
+const SEAL_OPEN: &str = "<!-- rackbench seal: fnv1a64 ";
+const SEAL_CLOSE: &str = " -->\n";
+
+/// FNV-1a, 64 bits: tells an edit from the file as written (not a defence against forgery:
+/// the point is to never destroy someone's work by accident).
+fn digest(bytes: &[u8]) -> String {
+    let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    });
+    format!("{h:016x}")
+}
+
+/// A report or chart with its seal appended (on a line of its own); anything else as is.
+fn seal(bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    if ownership(&bytes[..bytes.len().min(HEAD)]) != Owner::Report {
+        return out;
+    }
+    if !out.ends_with(b"\n") {
+        out.push(b'\n');
+    }
+    let line = format!("{SEAL_OPEN}{}{SEAL_CLOSE}", digest(&out));
+    out.extend_from_slice(line.as_bytes());
+    out
+}
+
+/// Whether a whole file ends with a seal that matches everything before it.
+fn sealed(whole: &[u8]) -> bool {
+    let Some(body) = whole.strip_suffix(b"\n") else {
+        return false;
+    };
+    let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let (content, last) = whole.split_at(start);
+    let Ok(last) = std::str::from_utf8(last) else {
+        return false;
+    };
+    last.strip_prefix(SEAL_OPEN)
+        .and_then(|r| r.strip_suffix(SEAL_CLOSE))
+        .is_some_and(|d| d == digest(content))
 }
 
 /// `{"format_version": N, "runs": ...` as `export --format json` writes it.
@@ -130,7 +220,8 @@ mod tests {
         write_atomic(&p, one.as_bytes(), &store).unwrap();
         let two = format!("{COMMENT_MARK}\ntwo");
         write_atomic(&p, two.as_bytes(), &store).unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), two);
+        let written = std::fs::read(&p).unwrap();
+        assert!(written.starts_with(two.as_bytes()) && sealed(&written));
         let names: Vec<_> = std::fs::read_dir(p.parent().unwrap())
             .unwrap()
             .map(|e| e.unwrap().file_name())
@@ -179,19 +270,80 @@ mod tests {
         )];
         let mut csv = Vec::new();
         store::export::to_csv(&runs, &mut csv).unwrap();
-        let outputs = [
+        // The fixture's figures are all flagged out, so it has no chart: one as
+        // `svg_charts` writes them stands in.
+        let mut reports = vec![
             report::html(&runs, None).into_bytes(),
             report::markdown(&runs, None).into_bytes(),
-            store::export::to_json(&runs).into_bytes(),
-            csv,
+            format!(
+                "{}<svg xmlns=\"http://www.w3.org/2000/svg\"></svg>\n",
+                report::SVG_START
+            )
+            .into_bytes(),
         ];
-        for o in outputs {
-            assert!(written_by_rackbench(&o[..o.len().min(HEAD)]));
+        reports.extend(
+            report::svg_charts(&runs)
+                .into_iter()
+                .map(|(_, s)| s.into_bytes()),
+        );
+        for o in &reports {
+            assert_eq!(ownership(&o[..o.len().min(HEAD)]), Owner::Report);
+            assert!(!sealed(o), "sealed only when written");
+            assert!(sealed(&seal(o)));
         }
-        for (name, svg) in report::svg_charts(&runs) {
-            assert!(written_by_rackbench(svg.as_bytes()), "{name}");
+        for o in [store::export::to_json(&runs).into_bytes(), csv] {
+            assert_eq!(ownership(&o[..o.len().min(HEAD)]), Owner::Export);
+            assert_eq!(seal(&o), o, "exports are written as they are");
         }
-        assert!(!written_by_rackbench(b"{\"runs\": []}"));
-        assert!(!written_by_rackbench(b"<html><body>hello</body></html>"));
+        assert_eq!(ownership(b"{\"runs\": []}"), Owner::Other);
+        assert_eq!(ownership(b"<html><body>hello</body></html>"), Owner::Other);
+    }
+
+    /// Notes that quote a rackbench report (its mark, its head) are not a report, and a
+    /// report edited by hand is no longer rackbench's to replace.
+    #[test]
+    fn notes_quoting_a_report_and_edited_reports_survive() {
+        let d = tempfile::tempdir().unwrap();
+        let store = d.path().join("results.sqlite");
+        let runs = vec![store::fixtures::rich_run(
+            "r1",
+            Some("a"),
+            store::fixtures::t0(0),
+            2,
+        )];
+        let md = report::markdown(&runs, None);
+        let html = report::html(&runs, None);
+        // A snippet pasted into notes, the mark within the first bytes but not first.
+        let notes = d.path().join("mynotes.md");
+        let mine = format!("# my notes\n\nFrom last week's run:\n\n{md}");
+        std::fs::write(&notes, &mine).unwrap();
+        let e = write_atomic(&notes, md.as_bytes(), &store).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("not written by rackbench"),
+            "{e:#}"
+        );
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), mine);
+        // A BOM or a blank line first: not how rackbench starts a file.
+        let shifted = d.path().join("shifted.md");
+        std::fs::write(&shifted, format!("\n{md}")).unwrap();
+        assert!(write_atomic(&shifted, md.as_bytes(), &store).is_err());
+        // Written by rackbench: replaced again, and again.
+        for (name, body) in [("r.md", &md), ("r.html", &html)] {
+            let p = d.path().join(name);
+            write_atomic(&p, body.as_bytes(), &store).unwrap();
+            write_atomic(&p, body.as_bytes(), &store).unwrap();
+            let written = std::fs::read_to_string(&p).unwrap();
+            assert!(written.starts_with(body.as_str()), "{name}");
+            // Edited by hand (a line added, or a figure changed): kept.
+            for edited in [
+                format!("{written}extra line\n"),
+                written.replacen("rackbench report", "rackbench  report", 1),
+            ] {
+                std::fs::write(&p, &edited).unwrap();
+                let e = write_atomic(&p, body.as_bytes(), &store).unwrap_err();
+                assert!(format!("{e:#}").contains("edited since"), "{name}: {e:#}");
+                assert_eq!(std::fs::read_to_string(&p).unwrap(), edited);
+            }
+        }
     }
 }

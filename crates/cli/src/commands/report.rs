@@ -371,7 +371,7 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         emit(&format!("{}\n", out.display()))?;
         if !g.quiet {
             if let Some(dir) = &a.svg_dir {
-                eprintln!(
+                engine::errln!(
                     "rackbench: {} chart(s) written to {}",
                     svgs.len(),
                     dir.display()

@@ -61,6 +61,11 @@ pub struct RunOpts {
     /// Upper bound of repetitions with --until-cv [default: 10].
     #[arg(long = "max-repeat", value_name = "N")]
     pub max_repeat: Option<u32>,
+    /// Start a run estimated to take longer than 12 hours (or of more than 100000 tests):
+    /// refused without this, as a likely slip of a sweep range.
+    #[arg(long = "allow-long")]
+    #[serde(default)]
+    pub allow_long: bool,
     /// A label for this run, e.g. the platform's name (reports and comparisons use it).
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
@@ -197,6 +202,29 @@ struct PlanFile {
     workloads: toml::Table,
 }
 
+/// A plan file's text, parsed and checked: every table is `[run]`, `[hosts]` or a
+/// workload's, every `[[variant]]` is valid. (Fuzzed: `fuzz_plan_file`.)
+fn load_plan(text: &str, path: &std::path::Path) -> anyhow::Result<PlanFile> {
+    let plan: PlanFile = toml::from_str(text).with_context(|| {
+        format!(
+            "plan file {} is not valid (see README: Plan files)",
+            path.display()
+        )
+    })?;
+    runner::Variant::validate(&plan.variant)
+        .with_context(|| format!("plan file {}", path.display()))?;
+    for key in plan.workloads.keys() {
+        if registry::find(key).is_none() {
+            bail!(
+                "plan file {}: unknown table [{key}]; tables are [run], [hosts] and the workloads: {}",
+                path.display(),
+                registry::names().join(", ")
+            );
+        }
+    }
+    Ok(plan)
+}
+
 /// Everything the runner needs, resolved from flags and the plan file.
 pub struct Resolved {
     pub parts: Vec<Part>,
@@ -286,27 +314,11 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     if let Some(path) = &plan_path {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read plan file {}", path.display()))?;
-        let plan: PlanFile = toml::from_str(&text).with_context(|| {
-            format!(
-                "plan file {} is not valid (see README: Plan files)",
-                path.display()
-            )
-        })?;
+        let plan = load_plan(&text, path)?;
         plan_opts = plan.run.unwrap_or_default();
         plan_hosts = plan.hosts.unwrap_or_default();
         tables = plan.workloads;
         variants = plan.variant;
-        runner::Variant::validate(&variants)
-            .with_context(|| format!("plan file {}", path.display()))?;
-        for key in tables.keys() {
-            if registry::find(key).is_none() {
-                bail!(
-                    "plan file {}: unknown table [{key}]; tables are [run], [hosts] and the workloads: {}",
-                    path.display(),
-                    registry::names().join(", ")
-                );
-            }
-        }
         if names.is_empty() {
             names = match &plan_opts.workload {
                 Some(w) => w.names(),
@@ -323,13 +335,13 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     }
     if names.is_empty() {
         if rest.iter().any(|s| s == "--help" || s == "-h") {
-            println!(
+            engine::outln!(
                 "Usage: rackbench run WORKLOAD[,WORKLOAD...] [FLAGS]   or   rackbench run --plan FILE\n\nWorkloads:"
             );
             for r in registry::all() {
-                println!("  {:<8} {}", r.name, r.about);
+                engine::outln!("  {:<8} {}", r.name, r.about);
             }
-            println!("\n`rackbench run WORKLOAD --help` lists a workload's flags.");
+            engine::outln!("\n`rackbench run WORKLOAD --help` lists a workload's flags.");
             std::process::exit(0);
         }
         bail!(
@@ -388,6 +400,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     opts.label = opts.label.or(plan_opts.label);
     opts.until_cv = opts.until_cv.or(plan_opts.until_cv);
     opts.max_repeat = opts.max_repeat.or(plan_opts.max_repeat);
+    opts.allow_long |= plan_opts.allow_long;
     if opts.until_cv.is_some() && !variants.is_empty() {
         bail!("--until-cv cannot be used with variants (each variant runs --repeat times, interleaved); give --repeat N");
     }
@@ -410,6 +423,15 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     }
     if opts.repeat == Some(0) {
         bail!("--repeat must be at least 1");
+    }
+    for (flag, n) in [("--repeat", opts.repeat), ("--max-repeat", opts.max_repeat)] {
+        if n.is_some_and(|n| n > MAX_REPEAT) {
+            bail!(
+                "{flag} {} is more repetitions than a run can mean: use at most {MAX_REPEAT} \
+                 (5 to 30 give a median and spread; --until-cv PCT stops once the spread is small)",
+                n.unwrap_or_default()
+            );
+        }
     }
     if opts
         .telemetry_interval
@@ -439,6 +461,9 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
             points,
         });
     }
+    if !opts.allow_long {
+        check_size(&parts, &opts, &hosts, variants.len())?;
+    }
     let command = redacted_command_line(std::env::args());
     Ok(Resolved {
         parts,
@@ -447,6 +472,69 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         hosts,
         command,
     })
+}
+
+/// Repetitions of every test no run needs (`--repeat 4294967295` is a slip, not a plan).
+const MAX_REPEAT: u32 = 1000;
+/// A run estimated longer than this is refused unless --allow-long.
+const MAX_RUN_S: f64 = 12.0 * 3600.0;
+/// As many tests (every point, test, repetition and variant) as a run may have without
+/// --allow-long, whatever their duration.
+const MAX_TESTS: u64 = 100_000;
+
+/// Refuse, before anything starts, a run whose size is likely a slip of a sweep range:
+/// more than [`MAX_TESTS`] tests, or an estimated duration (points x tests x repetitions x
+/// variants x each test's duration, where known) above [`MAX_RUN_S`].
+fn check_size(
+    parts: &[Part],
+    opts: &RunOpts,
+    hosts: &runner::HostsPlan,
+    variants: usize,
+) -> anyhow::Result<()> {
+    let repeat = opts.repeat.unwrap_or(1);
+    let reps = match opts.until_cv {
+        Some(_) => opts.max_repeat.unwrap_or(10).max(repeat),
+        None => repeat,
+    };
+    let times = f64::from(reps) * variants.max(1) as f64;
+    let (mut tests, mut secs) = (0.0f64, 0.0f64);
+    for part in parts {
+        let points = hosts.expand(&part.points)?;
+        for (point, _) in &points {
+            let w = (part.registration.build)(point)
+                .with_context(|| format!("workload {}", part.registration.name))?;
+            let given = ["duration", "warmup"]
+                .iter()
+                .filter_map(|k| point.get(*k).and_then(Value::as_f64))
+                .sum::<f64>();
+            for t in w.tests() {
+                tests += times;
+                secs += times * w.expected_duration_s(&t).unwrap_or(given);
+            }
+        }
+    }
+    let how = "narrow the sweep (fewer values per range, fewer tests, a shorter --duration), \
+               or add --allow-long if this is the run you mean";
+    if tests > MAX_TESTS as f64 {
+        bail!("this run has {tests:.0} tests (points x tests x repetitions), more than {MAX_TESTS}: {how}");
+    }
+    if secs > MAX_RUN_S {
+        bail!(
+            "this run would take about {} of measurement alone, more than {:.0} hours: {how}",
+            human_duration(secs),
+            MAX_RUN_S / 3600.0
+        );
+    }
+    Ok(())
+}
+
+/// `17.7 hours`, `3.2 days`.
+fn human_duration(secs: f64) -> String {
+    if secs >= 2.0 * 86_400.0 {
+        format!("{:.1} days", secs / 86_400.0)
+    } else {
+        format!("{:.1} hours", secs / 3600.0)
+    }
 }
 
 /// The command line as stored: each argument's passwords masked on its own (a
@@ -541,20 +629,21 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     let run_id = finished.run_id;
     let stored = store.load_run(&run_id)?;
     if r.opts.json {
-        println!("{}", serde_json::to_string_pretty(&stored)?);
+        engine::outln!("{}", serde_json::to_string_pretty(&stored)?);
     } else {
-        print!("{}", crate::commands::runs::results_table(&stored));
-        print!("{}", repetition_summary(&stored));
+        engine::out!("{}", crate::commands::runs::results_table(&stored));
+        // Parameters, tests and units come from the plan and the workloads: shown safe.
+        engine::out!("{}", model::printable_lines(&repetition_summary(&stored)));
         let db_shown = db.display();
-        println!(
+        engine::outln!(
             "\nstored as run {run_id} in {db_shown}\n  details: rackbench show {run_id}\n  report:  rackbench report {run_id} -o report.html"
         );
     }
     if let Some(f) = &finished.failure {
-        eprintln!("rackbench: run failed: {}", model::printable(f));
+        engine::errln!("rackbench: run failed: {}", model::printable(f));
     }
     if finished.interrupted {
-        eprintln!(
+        engine::errln!(
             "rackbench: interrupted: what was measured is stored ({})",
             stored.results.len()
         );
@@ -583,7 +672,7 @@ pub fn repetition_summary(run: &RunRecord) -> String {
             );
             let unit = r
                 .metric(&r.headline, &[])
-                .map(|m| m.unit.clone())
+                .map(crate::commands::runs::unit_of)
                 .unwrap_or_default();
             groups.entry(key).or_default().push((v, unit));
         }
@@ -665,7 +754,7 @@ fn workload_peaks(results: &[&ResultRecord]) -> String {
                 .collect();
             let unit = r
                 .metric(&r.headline, &[])
-                .map(|m| m.unit.clone())
+                .map(crate::commands::runs::unit_of)
                 .unwrap_or_default();
             out.push_str(&format!("peak {test}: {v:.1} {unit} at {}\n", at.join(" ")));
         }
@@ -676,6 +765,7 @@ fn workload_peaks(results: &[&ResultRecord]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     /// Every workload's flags sit beside the run options without a clash (clap checks
     /// names, ids and short flags in debug builds).
@@ -705,6 +795,250 @@ mod tests {
             "rackbench run oltp --dsn 'host=h password = *** dbname=d' \
              '--dsn=postgresql://u:***@h/d?sslmode=disable' 'PGPASSWORD=***' --vus 2"
         );
+    }
+
+    fn resolved(args: &[&str]) -> anyhow::Result<Resolved> {
+        let a = Args {
+            args: args.iter().map(|s| s.to_string()).collect(),
+        };
+        let g = Global {
+            db: None,
+            json: false,
+            quiet: true,
+        };
+        resolve(&a, &g)
+    }
+
+    /// A sweep range slipped (100 thread counts x 100 buffer sizes: about 18 hours of
+    /// crypto) or an absurd --repeat is refused before anything starts, saying what to do;
+    /// --allow-long lets the long one through, never the absurd repeat.
+    #[test]
+    fn a_run_too_long_to_mean_is_refused_unless_allowed() {
+        let long = ["crypto", "--threads", "1..100", "--buffer-sizes", "1..100"];
+        let e = resolved(&long).err().expect("refused");
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("17.7 hours") && e.contains("--allow-long"),
+            "{e}"
+        );
+        let mut allowed = long.to_vec();
+        allowed.push("--allow-long");
+        assert!(resolved(&allowed).is_ok());
+        // Many short tests: the count is the bound.
+        let e = resolved(&[
+            "crypto",
+            "-t",
+            "sha256",
+            "--duration",
+            "0.001",
+            "--threads",
+            "1..1000",
+            "--repeat",
+            "200",
+        ])
+        .err()
+        .expect("refused");
+        assert!(format!("{e:#}").contains("200000 tests"), "{e:#}");
+        for repeat in [["--repeat", "4294967295"], ["--max-repeat", "1001"]] {
+            let mut args = vec!["crypto", "--allow-long"];
+            args.extend(repeat);
+            let e = format!("{:#}", resolved(&args).err().expect("refused"));
+            assert!(e.contains("at most 1000"), "{e}");
+        }
+        // What a person means passes untouched.
+        assert!(resolved(&["crypto", "--threads", "1..8:x2", "--repeat", "5"]).is_ok());
+        assert!(resolved(&[
+            "kv",
+            "--duration",
+            "60",
+            "--repeat",
+            "5",
+            "--clients",
+            "1..64:x2"
+        ])
+        .is_ok());
+    }
+
+    /// A plan file as a person writes one: every table, lists, ranges, variants.
+    const PLAN: &str = r#"
+[run]
+workload = ["kv", "crypto", "mem", "http", "net", "oltp"]
+repeat = 3
+label = "arm-1"
+telemetry_interval = 0.5
+idle_power = 0
+power_model = "120:350"
+
+[hosts]
+sut = "local"
+loadgen = ["local"]
+pairs = ["a>b", "b>a"]
+
+[[variant]]
+name = "thp-on"
+setup = ["echo always > /sys/kernel/mm/transparent_hugepage/enabled"]
+teardown = ["echo never > /sys/kernel/mm/transparent_hugepage/enabled"]
+on = "sut"
+
+[[variant]]
+name = "thp.off"
+on = "all"
+
+[kv]
+tests = ["set", "get"]
+instances = "1..4:x2"
+pipeline = [1, 16]
+clients = 8
+requests = 20000
+server_cpus = "0-1"
+
+[crypto]
+tests = ["rsa", "sha256"]
+bits = [2048]
+threads = "1,2"
+duration = 0.5
+buffer_sizes = [16, 1024]
+
+[mem]
+tests = ["latency"]
+sizes = "4K,64K"
+
+[http]
+connections = "2..8:x2"
+duration = 1
+rate = 1000.5
+paths = ["/a", "/b"]
+headers = ["Accept: */*"]
+
+[net]
+proto = "udp"
+streams = 2
+duration = 1
+
+[oltp]
+warehouses = 2
+vus = "1,4"
+duration = 10
+mix = "tpcc"
+"#;
+
+    const WORDS: &[&str] = &[
+        "[run]",
+        "[hosts]",
+        "[[variant]]",
+        "[kv]",
+        "[http]",
+        "[crypto]",
+        "[mem]",
+        "[net]",
+        "[oltp]",
+        "[run.x]",
+        "name = ",
+        "setup = ",
+        "teardown = ",
+        "on = ",
+        "workload = ",
+        "repeat = ",
+        "until_cv = ",
+        "max_repeat = ",
+        "allow_long = true",
+        "sut = ",
+        "loadgen = ",
+        "pairs = ",
+        "hosts = ",
+        "ssh_config = ",
+        "tests = ",
+        "threads = ",
+        "duration = ",
+        "\"1..4\"",
+        "\"1..1000000:x2\"",
+        "\"0-1000000\"",
+        "[]",
+        "{}",
+        "[[]]",
+        "\"\"",
+        "true",
+        "1e308",
+        "-1",
+        "nan",
+        "inf",
+        "'a>b'",
+        "\"x>\"",
+        "\"\\u0000\"",
+    ];
+
+    /// The plan-file loader on mutated plans: an error or a plan whose workloads'
+    /// points and hosts can be resolved, never a panic or an allocation out of
+    /// proportion (issue 13 item 17).
+    #[test]
+    fn fuzz_plan_file() {
+        use fuzzkit::{mutate, random_tokens, Bytes, Fuzz, Rng};
+        assert!(load_plan(PLAN, Path::new("plan.toml")).is_ok());
+        Fuzz::new("plan_file").cases(1500).max_alloc(64 << 20).run(
+            |rng| {
+                if rng.gen_range(0..6) == 0 {
+                    Bytes(random_tokens(rng, WORDS, 30))
+                } else {
+                    Bytes(mutate(rng, PLAN.as_bytes(), WORDS))
+                }
+            },
+            |b| check_plan(&String::from_utf8_lossy(&b.0)),
+        );
+    }
+
+    /// Found by `fuzz_plan_file`: a CPU range past any machine's (`0-4611686018427387904`)
+    /// was expanded into a list of 2^62 CPUs (capacity overflow, or all memory): now an
+    /// error naming the list.
+    #[test]
+    fn fuzz_regression_plan_file_huge_cpu_range() {
+        let plan = "[kv]\nserver_cpus = \"0-4611686018427387904\"\n\n[http]\nclient_cpus = \"1-99999999999\"\n";
+        check_plan(plan);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.toml");
+        std::fs::write(&path, plan).unwrap();
+        for workload in ["kv", "http"] {
+            let e = resolved(&[workload, "--plan", path.to_str().unwrap()])
+                .err()
+                .expect("refused");
+            assert!(format!("{e:#}").contains("does not exist"), "{e:#}");
+        }
+    }
+
+    /// What `rackbench run --plan` does with a plan before anything starts, short of
+    /// running it: load, hosts, each workload's points, the first points built.
+    fn check_plan(text: &str) {
+        let Ok(plan) = load_plan(text, Path::new("fuzz.toml")) else {
+            return;
+        };
+        if let Some(h) = &plan.hosts {
+            if let Ok(hosts) = h.plan() {
+                for name in plan.workloads.keys() {
+                    let _ = hosts.validate(name);
+                }
+            }
+        }
+        if let Some(w) = plan.run.as_ref().and_then(|r| r.workload.as_ref()) {
+            let _ = w.names();
+        }
+        for (name, table) in &plan.workloads {
+            let reg = registry::find(name).expect("load_plan checked the tables");
+            let Ok(v) = serde_json::to_value(table) else {
+                continue;
+            };
+            let Value::Object(params) = engine::plan::normalize(v) else {
+                continue;
+            };
+            let Ok(points) = engine::plan::expand(&params, reg.list_keys) else {
+                continue;
+            };
+            for p in points.iter().take(3) {
+                if let Ok(w) = (reg.build)(p) {
+                    for t in w.tests() {
+                        let _ = w.expected_duration_s(&t);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

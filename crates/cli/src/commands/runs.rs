@@ -72,7 +72,7 @@ pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
     }
     if runs.is_empty() {
         if !g.quiet {
-            eprintln!(
+            engine::errln!(
                 "no runs in {}; start one with `rackbench run kv ...`, or pick another store with --db PATH",
                 store.path().display()
             );
@@ -152,10 +152,7 @@ pub fn efficiency_table(run: &RunRecord) -> String {
             None => None,
         };
         let perf = r.headline_value().filter(|_| !r.is_invalid());
-        let unit = r
-            .metric(&r.headline, &[])
-            .map(|m| m.unit.clone())
-            .unwrap_or_default();
+        let unit = r.metric(&r.headline, &[]).map(unit_of).unwrap_or_default();
         let per_w = match (perf, &power) {
             (Some(p), Some(h)) if h.mean_watts > 0.0 => Some(p / h.mean_watts),
             _ => None,
@@ -239,7 +236,7 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
         Some(path) => {
             output::write_atomic(path, &bytes, &g.db_path())?;
             if !g.quiet {
-                eprintln!(
+                engine::errln!(
                     "exported {} run{} to {}",
                     runs.len(),
                     plural(runs.len()),
@@ -297,7 +294,7 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
                 skipped.join(", ")
             ));
         }
-        eprintln!("{msg}");
+        engine::errln!("{msg}");
     }
     Ok(0)
 }
@@ -680,7 +677,7 @@ pub fn results_table(run: &RunRecord) -> String {
             row.push(Cell::right(param_text(r.params.get(k))));
         }
         row.push(Cell::right(match r.metric(&r.headline, &[]) {
-            Some(m) => format!("{} {}", fmt_num(m.value), m.unit),
+            Some(m) => format!("{} {}", fmt_num(m.value), unit_of(m)),
             None => format!("{}: missing", r.headline),
         }));
         if show_ops {
@@ -731,11 +728,14 @@ pub fn results_table(run: &RunRecord) -> String {
             } else {
                 "!"
             };
-            note(format!("{mark} {}: {}", f.code, f.message), r.step);
+            note(
+                format!("{mark} {}: {}", clean(&f.code), clean(&f.message)),
+                r.step,
+            );
         }
         if let Some(e) = &r.error {
             note(
-                format!("{}: {}", status_word(r.status), one_line(e)),
+                format!("{}: {}", status_word(r.status), clean(&one_line(e))),
                 r.step,
             );
         }
@@ -746,7 +746,10 @@ pub fn results_table(run: &RunRecord) -> String {
             .iter()
             .filter(|m| !m.name.starts_with("interval_rate_"))
         {
-            note(format!("not measured: {}: {}", m.name, m.reason), r.step);
+            note(
+                format!("not measured: {}: {}", clean(&m.name), clean(&m.reason)),
+                r.step,
+            );
         }
     }
     if !notes.is_empty() {
@@ -762,6 +765,11 @@ pub fn results_table(run: &RunRecord) -> String {
         }
     }
     out
+}
+
+/// A metric's unit as the report shows it: `signs_per_s` in `ops/s` reads `signs/s`.
+pub fn unit_of(m: &model::Metric) -> String {
+    report::derive::display_unit(&m.name, &m.unit)
 }
 
 fn one_line(s: &str) -> String {
@@ -932,6 +940,39 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             t.contains("step 1: not measured: ops_per_s: server died"),
             "{t}"
         );
+    }
+
+    /// A crypto result's headline in its own unit: RSA signs per second read `signs/s`,
+    /// not a generic `ops/s`, in the table, the efficiency table and nowhere else either.
+    #[test]
+    fn a_crypto_result_reads_in_signs_per_second() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.workload = "crypto".into();
+        r.test = "rsa2048".into();
+        r.headline = "signs_per_s".into();
+        r.metrics = vec![model::Metric::new("signs_per_s", 1234.0, "ops/s")];
+        let t = results_table(&run);
+        assert!(t.contains("1234 signs/s"), "{t}");
+        assert!(!t.contains("ops/s"), "{t}");
+    }
+
+    /// Flag messages, errors and missing figures of an imported run (a hostile export)
+    /// reach the terminal with their escape sequences shown, never raw.
+    #[test]
+    fn notes_carry_no_raw_escape_sequences() {
+        let evil = "x\u{1b}]0;pwned\u{7}\u{1b}[31mred";
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.flags = vec![model::Flag::warning(evil, evil)];
+        r.error = Some(evil.into());
+        r.missing = vec![model::MissingMetric {
+            name: evil.into(),
+            reason: evil.into(),
+        }];
+        let t = results_table(&run);
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+        assert_eq!(t.matches("x\\u{1b}]0;pwned").count(), 6, "{t}");
     }
 
     /// A TPC-C result: NOPM and TPM side by side whichever leads, and each transaction

@@ -14,6 +14,7 @@ use std::time::SystemTime;
 use anyhow::{bail, Context};
 use engine::capacity::{self, RateStep};
 use engine::capacity_tests::{self, CapacityConfig};
+use engine::cpu_use::CpuUse;
 use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{Ctx, Params, StepOutput, Workload};
@@ -37,6 +38,8 @@ pub struct Http {
     capacity_found: Option<f64>,
     /// Whether the test under way sleeps between open-loop sends (`--wait`).
     sleep_when_idle: bool,
+    /// How nginx's workers and the load generator sit on the CPUs (said on every result).
+    cpu_use: CpuUse,
 }
 
 /// A test driven on every generator, merged, with the load as a whole (for the checks
@@ -70,6 +73,7 @@ impl Http {
             facts: BTreeMap::new(),
             capacity_found: None,
             sleep_when_idle: false,
+            cpu_use: CpuUse::default(),
         })
     }
 
@@ -320,7 +324,24 @@ impl Workload for Http {
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
-        let sut = ctx.roles()?.sut.clone();
+        let roles = ctx.roles()?;
+        let sut = roles.sut.clone();
+        let plan = Plan::from_params(&self.params)?;
+        // A launched nginx's worker i runs on the i-th of --server-cpus, round robin; a
+        // --target's CPUs are not ours to know.
+        let server: Vec<usize> = if self.cfg.target.is_none() && !plan.server_cpus.is_empty() {
+            (0..self.cfg.server_workers)
+                .map(|i| plan.server_cpus[i % plan.server_cpus.len()])
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.cpu_use = CpuUse::judge(roles, &server, &plan.client_cpus).with_oversubscription(
+            &server,
+            "nginx workers",
+            &plan.client_cpus,
+            self.cfg.threads,
+        );
         let handle = sut.start_service("http", &self.params)?;
         self.facts = handle.facts.clone();
         let url = handle.endpoints.first().cloned();
@@ -342,14 +363,16 @@ impl Workload for Http {
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
         self.sleep_when_idle = self.cap.sleep_when_idle(test);
-        match test {
+        let mut step = match test {
             "load" => self.run_load(ctx),
             "ramp" | "search" | "levels" => self.run_capacity(test, ctx),
             other => bail!(
                 "unknown http test `{other}`: choose from {}",
                 TESTS.join(", ")
             ),
-        }
+        }?;
+        self.cpu_use.flag(&mut step);
+        Ok(step)
     }
 
     fn cleanup(&mut self) {

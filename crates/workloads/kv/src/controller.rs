@@ -13,6 +13,7 @@ use std::time::SystemTime;
 use anyhow::{bail, Context};
 use engine::capacity;
 use engine::capacity_tests::{self, CapacityConfig};
+use engine::cpu_use::CpuUse;
 use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{Ctx, Params, StepOutput, Workload};
@@ -35,83 +36,8 @@ pub struct Kv {
     capacity_found: Option<f64>,
     /// Whether the capacity test under way sleeps between sends (`--wait`).
     sleep_when_idle: bool,
-    /// Why the load generator competes with the servers for CPUs, when it does.
-    cpu_clash: Option<String>,
-    /// Several servers on one CPU, or more generator threads than their CPUs.
-    oversubscribed: Option<String>,
-}
-
-/// Does a load generator on the servers' host share their CPUs? `server`: the CPUs the
-/// instances are pinned to; `client`: the generator's (empty: not pinned); `host`: every
-/// CPU of the host when known. A generator that competes with the server it measures
-/// takes its CPU away: the figure is then neither the server's nor the client's.
-pub fn cpu_clash(server: &[usize], client: &[usize], host: Option<&[usize]>) -> Option<String> {
-    if server.is_empty() {
-        return None;
-    }
-    if client.is_empty() {
-        let host = host?;
-        return host.iter().all(|c| server.contains(c)).then(|| {
-            format!(
-                "the load generator is not pinned and the servers are on every CPU of their host ({}): \
-                 they compete for CPUs (give --client-cpus and --server-cpus apart, or a load generator host)",
-                list(server)
-            )
-        });
-    }
-    let shared: Vec<usize> = client
-        .iter()
-        .copied()
-        .filter(|c| server.contains(c))
-        .collect();
-    (!shared.is_empty()).then(|| {
-        format!(
-            "the load generator (CPUs {}) shares CPU {} with the servers (CPUs {}): they compete for it",
-            list(client),
-            list(&shared),
-            list(server)
-        )
-    })
-}
-
-/// Several launched servers pinned to one CPU (`--instances 3` on 2 CPUs), or more
-/// generator threads than the CPUs they are pinned to: they take turns on a CPU, and the
-/// figure measures the sharing as much as the servers.
-pub fn oversubscribed(server: &[usize], client: &[usize], threads: usize) -> Option<String> {
-    let mut distinct = server.to_vec();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let mut why = Vec::new();
-    if distinct.len() < server.len() {
-        why.push(format!(
-            "{} redis-server instances on {} CPU{} ({}): instances share a CPU",
-            server.len(),
-            distinct.len(),
-            if distinct.len() == 1 { "" } else { "s" },
-            list(server)
-        ));
-    }
-    if !client.is_empty() && threads > client.len() {
-        why.push(format!(
-            "{threads} load-generator threads on {} CPU{} ({}): threads share a CPU",
-            client.len(),
-            if client.len() == 1 { "" } else { "s" },
-            list(client)
-        ));
-    }
-    (!why.is_empty()).then(|| {
-        format!(
-            "{} (use at most one per CPU, or give more CPUs)",
-            why.join("; ")
-        )
-    })
-}
-
-fn list(cpus: &[usize]) -> String {
-    cpus.iter()
-        .map(|c| c.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
+    /// How the servers and the load generator sit on the CPUs (said on every result).
+    cpu_use: CpuUse,
 }
 
 /// A test driven on every generator, merged, with the load as a whole (for the checks
@@ -145,8 +71,7 @@ impl Kv {
             facts: BTreeMap::new(),
             capacity_found: None,
             sleep_when_idle: false,
-            cpu_clash: None,
-            oversubscribed: None,
+            cpu_use: CpuUse::default(),
         })
     }
 
@@ -243,20 +168,21 @@ impl Workload for Kv {
             .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
             .unwrap_or_default();
         let client = engine::launch::cpus_from_values(&self.cfg.client_cpus, "client_cpus")?;
-        self.oversubscribed = oversubscribed(&server, &client, self.cfg.threads);
-        // Only a generator on the servers' own host can take their CPUs.
-        if roles.loadgens.iter().any(|g| g.name() == sut.name()) {
-            // This machine's CPUs are known here; another host's are not.
-            let here = (sut.name() == "local").then(engine::launch::allowed_cpus);
-            self.cpu_clash = cpu_clash(&server, &client, here.as_deref());
-        }
+        self.cpu_use = CpuUse::judge(roles, &server, &client).with_oversubscription(
+            &server,
+            "redis-server instances",
+            &client,
+            self.cfg.threads,
+        );
         self.running = Some(Running { sut, handle });
         Ok(())
     }
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
         if capacity_tests::TESTS.contains(&test) {
-            return self.run_capacity(test, ctx);
+            let mut step = self.run_capacity(test, ctx)?;
+            self.cpu_use.flag(&mut step);
+            return Ok(step);
         }
         // Refused here, before any generator is bothered with it.
         self.cfg.mix(test)?;
@@ -281,13 +207,7 @@ impl Workload for Kv {
                 &[("kind", rs.latency_kind.clone())],
             ));
         }
-        if let Some(why) = &self.cpu_clash {
-            step.flags.push(Flag::warning("shares_cpus", why.clone()));
-        }
-        if let Some(why) = &self.oversubscribed {
-            step.flags
-                .push(Flag::warning("cpus_oversubscribed", why.clone()));
-        }
+        self.cpu_use.flag(&mut step);
 
         // Server-side counters against what the generators claim (memtier's self-test).
         if let (Some(b), Some(a)) = (before, self.server_counters()) {
@@ -405,37 +325,6 @@ impl Drop for Kv {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_generator_on_the_servers_cpus_is_named() {
-        // --client-cpus 0 --server-cpus 0 (issue 13 item 5).
-        let why = cpu_clash(&[0], &[0], Some(&[0, 1])).expect("flagged");
-        assert!(why.contains("shares CPU 0"), "{why}");
-        // Apart: nothing to say.
-        assert_eq!(cpu_clash(&[0], &[1], Some(&[0, 1])), None);
-        // Unpinned, with a server on every CPU of the host.
-        let why = cpu_clash(&[0, 1], &[], Some(&[0, 1])).expect("flagged");
-        assert!(why.contains("not pinned"), "{why}");
-        // Unpinned with a CPU left free, or a host whose CPUs are unknown: not judged.
-        assert_eq!(cpu_clash(&[0], &[], Some(&[0, 1])), None);
-        assert_eq!(cpu_clash(&[0, 1], &[], None), None);
-    }
-
-    #[test]
-    fn more_servers_or_threads_than_cpus_are_oversubscribed() {
-        let why = oversubscribed(&[0, 1, 0], &[], 1).expect("flagged");
-        assert!(
-            why.contains("3 redis-server instances on 2 CPUs (0,1,0)"),
-            "{why}"
-        );
-        let why = oversubscribed(&[0], &[1], 4).expect("flagged");
-        assert!(
-            why.contains("4 load-generator threads on 1 CPU (1)"),
-            "{why}"
-        );
-        assert_eq!(oversubscribed(&[0, 1], &[], 8), None, "unpinned threads");
-        assert_eq!(oversubscribed(&[0, 1], &[0, 1], 2), None);
-    }
 
     fn cfg(clients: usize, requests: u64, rate: Option<f64>) -> KvConfig {
         KvConfig {

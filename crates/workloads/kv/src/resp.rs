@@ -384,7 +384,7 @@ mod tests {
             assert_eq!(out, format!("key:{slow}").as_bytes(), "{k}");
             let mut v = Vec::new();
             write_value(&mut v, k, 30);
-            assert_eq!(v, slow.repeat(3)[..30].as_bytes());
+            assert_eq!(v, &slow.repeat(3).as_bytes()[..30]);
             assert!(expected_value_matches(k, &v));
             let mut r = Resp::new(Mix::Only(GET), 1, 3, true);
             r.keyspace = u64::MAX;

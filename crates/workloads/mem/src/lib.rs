@@ -310,6 +310,15 @@ fn check_bw_elems(elems: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A test cut short by a stop (Ctrl-C, SIGTERM, the run's cancel) is not a failure: no
+/// error (the runner stores it as interrupted, what was measured kept), a warning saying so.
+fn stopped_early(out: &mut StepOutput) {
+    out.flags.push(Flag::warning(
+        "stopped_early",
+        "the test stopped early: interrupted",
+    ));
+}
+
 /// Label the test under way, keeping a stop asked for before it began (the host's
 /// interrupt may reach the job before the test starts).
 fn begin(progress: &Progress, label: &str, total: u64) {
@@ -488,7 +497,7 @@ impl MemBench {
         let (pts, freq, interrupted) = res;
         out.duration_s = t0.elapsed().as_secs_f64();
         if interrupted {
-            out.error = Some("interrupted".into());
+            stopped_early(&mut out);
         }
         let freq_label = freq.as_ref().map_or("none", |f| f.source);
         match &freq {
@@ -604,7 +613,7 @@ impl MemBench {
         let runs = checks.then_some((1, true)).into_iter();
         for (i, (t, is_reference)) in runs.chain(order.iter().map(|&t| (t, false))).enumerate() {
             if progress.stopping() {
-                out.error = Some("interrupted".into());
+                stopped_early(&mut out);
                 break;
             }
             for (k, gbs) in bw::bandwidth(self.bw_elems, t, 5, &cpus) {
@@ -887,7 +896,12 @@ mod tests {
         ctx.progress.cancel.store(true, Ordering::Relaxed);
         let out = w.run_test("latency", &ctx).unwrap();
         w.cleanup();
-        assert_eq!(out.error.as_deref(), Some("interrupted"));
+        assert_eq!(out.error, None, "a stop is not a failure");
+        assert!(
+            out.flags.iter().any(|f| f.code == "stopped_early"),
+            "{:?}",
+            out.flags
+        );
         assert!(!out.metrics.iter().any(|m| m.name == "latency_ns"));
     }
 

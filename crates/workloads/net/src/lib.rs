@@ -719,7 +719,16 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         out.error = Some(e.clone());
         out.flags.push(Flag::warning("net_incomplete", e.clone()));
     }
-    if spec.proto == Proto::Tcp && rep.error.is_none() && sent_bytes != recv_bytes {
+    // A stop is not a failure: the runner stores the test as interrupted, with what was
+    // measured until then.
+    if rep.interrupted {
+        out.flags.push(Flag::warning(
+            "stopped_early",
+            "the test stopped early: interrupted",
+        ));
+    }
+    let complete = rep.error.is_none() && !rep.interrupted;
+    if spec.proto == Proto::Tcp && complete && sent_bytes != recv_bytes {
         out.flags.push(Flag::invalid(
             "bytes_mismatch",
             format!("sent {sent_bytes} B but the receiver counted {recv_bytes} B over TCP"),

@@ -67,6 +67,9 @@ pub struct TestReport {
     pub congestion: Option<String>,
     /// Why the test ended early (receiver stopped, a stream failed), with what was measured kept.
     pub error: Option<String>,
+    /// The test was cut short by a stop (Ctrl-C, SIGTERM, the run's cancel): not a failure,
+    /// what was measured until then is kept.
+    pub interrupted: bool,
     pub send_errors: u64,
 }
 
@@ -507,13 +510,14 @@ pub fn run(
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs_f64(spec.duration_s);
     let mut early = None;
+    let mut interrupted = false;
     loop {
         let now = Instant::now();
         if now >= deadline {
             break;
         }
         if stop_all() {
-            early = Some("interrupted".to_string());
+            interrupted = true;
             break;
         }
         if receiver_gone.load(Ordering::Relaxed) {
@@ -532,6 +536,7 @@ pub fn run(
     stop.store(true, Ordering::Relaxed);
     let mut rep = TestReport {
         congestion,
+        interrupted,
         ..Default::default()
     };
     for h in handles {

@@ -38,7 +38,7 @@ pub fn serve(listener: TcpListener, opts: &ServeOptions, stop: &AtomicBool) -> a
                 match handle_test(conn, opts, stop) {
                     Ok(true) => {
                         if opts.verbose {
-                            eprintln!("rackbench net serve: test from {peer} done");
+                            engine::errln!("rackbench net serve: test from {peer} done");
                         }
                         if opts.once {
                             return Ok(());
@@ -48,7 +48,7 @@ pub fn serve(listener: TcpListener, opts: &ServeOptions, stop: &AtomicBool) -> a
                     Ok(false) => {}
                     Err(e) => {
                         if opts.verbose {
-                            eprintln!("rackbench net serve: test from {peer} failed: {e:#}");
+                            engine::errln!("rackbench net serve: test from {peer} failed: {e:#}");
                         }
                         if opts.once {
                             return Err(e);

@@ -310,6 +310,7 @@ fn metrics_from_a_synthetic_report() {
         }),
         intervals: vec![],
         error: None,
+        interrupted: false,
         send_errors: 0,
         congestion: None,
     };

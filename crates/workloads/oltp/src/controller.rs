@@ -23,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Context};
 use engine::capacity::RateStep;
 use engine::capacity_tests::{self, CapacityConfig};
+use engine::cpu_use::CpuUse;
 use engine::host::{split_count, DriverJob, Host, Running};
 use engine::load::LoadOutcome;
 use engine::spread::{self as generators, Figures, GeneratorRun};
@@ -63,6 +64,8 @@ pub struct Oltp {
     c_load: Vec<u32>,
     /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
     capacity_found: Option<f64>,
+    /// Whether the load generator competes with a launched server for its CPUs.
+    cpu_use: CpuUse,
 }
 
 /// A test driven on every generator, merged.
@@ -127,6 +130,7 @@ impl Oltp {
             facts: BTreeMap::new(),
             c_load: Vec::new(),
             capacity_found: None,
+            cpu_use: CpuUse::default(),
         })
     }
 
@@ -445,6 +449,14 @@ impl Workload for Oltp {
         if let Some(p) = &self.password {
             params.insert(job_keys::PASSWORD.into(), json!(p));
         }
+        // A launched server runs on --server-cpus (all its processes share them); a
+        // --dsn's CPUs are not ours to know.
+        let server = match &self.cfg.dsn {
+            None => engine::launch::parse_cpu_list(&self.cfg.server_cpus)?,
+            Some(_) => Vec::new(),
+        };
+        let client = engine::launch::parse_cpu_list(&self.cfg.client_cpus)?;
+        self.cpu_use = CpuUse::judge(roles, &server, &client);
         let admit: Vec<String> = roles.loadgens.iter().map(|h| h.address()).collect();
         params.insert(job_keys::ADMIT.into(), json!(admit));
         let handle = sut.start_service("oltp", &params)?;
@@ -461,7 +473,10 @@ impl Workload for Oltp {
     }
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        let out = self.run_test_as_asked(test, ctx);
+        let out = self.run_test_as_asked(test, ctx).map(|mut o| {
+            self.cpu_use.flag(&mut o);
+            o
+        });
         // A PostgreSQL that died is named as the cause (as a dead redis-server or nginx
         // is), not the "connection lost" its clients saw; what was measured is kept.
         match (out, self.server_exited()) {

@@ -379,7 +379,14 @@ pub(crate) fn step_output(
             ),
         ));
     }
-    if let Some(e) = &o.stopped_early {
+    // A stop (Ctrl-C, SIGTERM) is not a failure: the runner stores the test as
+    // interrupted, with what was measured until then.
+    if o.stopped_early.as_deref() == Some("interrupted") {
+        out.flags.push(Flag::warning(
+            "stopped_early",
+            "the test stopped early: interrupted",
+        ));
+    } else if let Some(e) = &o.stopped_early {
         out.error = Some(e.clone());
     } else if let Some(e) = wins.iter().find_map(|w| w.error.clone()) {
         out.error = Some(format!("server counters: {e}"));

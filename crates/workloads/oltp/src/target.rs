@@ -362,8 +362,9 @@ pub fn mysql_env_password() -> Option<String> {
 /// (the postgres crate reads neither). Looked up once, for the DSN's own database, and
 /// used for every database of the run.
 pub fn default_password(dsn: &postgres::Config) -> Option<String> {
-    env_password()
-        .or_else(|| crate::pgpass::password_for(dsn, &|w| eprintln!("rackbench: warning: {w}")))
+    env_password().or_else(|| {
+        crate::pgpass::password_for(dsn, &|w| engine::errln!("rackbench: warning: {w}"))
+    })
 }
 
 /// PGPASSWORD, libpq's password for a connection string that names none.
