@@ -54,7 +54,10 @@ fi
 # leave behind is theirs and is found (below), whatever else uses /tmp. Not under target/:
 # ssh's control sockets live in it, three levels down, and a Unix socket's path has at
 # most 107 bytes.
+# Open to all as /tmp is (sticky): launched servers run as their own users (postgres,
+# mysql, nginx's workers) and must reach their files in it.
 test_tmp=$(mktemp -d /tmp/rbt.XXXXXX)
+chmod 1777 "$test_tmp"
 status=0
 TMPDIR="$test_tmp" cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/rackbench-test.log || status=${PIPESTATUS[0]}
 # The kill tests leave what a rackbench killed outright leaves, on purpose; any next

@@ -76,7 +76,7 @@ fn a_load_generator_on_nginxs_cpus_is_flagged() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     let flags_of = |cpus: &[&str]| {
-        let mut args = vec!["http", "-d", "0.3", "--warmup", "0", "-c", "2"];
+        let mut args = vec!["http", "--duration", "0.3", "--warmup", "0", "-c", "2"];
         args.extend_from_slice(cpus);
         let (code, run, err) = run_json(&db, &args);
         assert!(code == 0 || code == 1, "{cpus:?}: {err}");

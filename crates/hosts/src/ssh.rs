@@ -93,6 +93,17 @@ impl Ssh {
                 v
             }
         };
+        // The longest socket path ssh makes there: the directory, `/`, 12 digits, and
+        // the 17 characters it appends while setting a master up.
+        let longest = control_dir.path().as_os_str().len() + 1 + 12 + 17;
+        if longest > 107 {
+            bail!(
+                "the temporary directory {} is too deep for ssh's control sockets (a Unix \
+                 socket's path has at most 107 bytes); set TMPDIR to a shorter directory, \
+                 e.g. TMPDIR=/tmp",
+                control_dir.path().display()
+            );
+        }
         let generated = control_dir.path().join("config");
         std::fs::write(&generated, generated_config(&user))
             .context("writing the ssh settings of this run")?;
@@ -122,6 +133,17 @@ impl Ssh {
         let _ = std::fs::remove_dir_all(self.control_dir.path());
     }
 
+    /// The control socket for `dest`: 12 hex digits of its sha256 in the run's control
+    /// directory. Not ssh's `%C` (40 digits): a Unix socket's path has at most 107
+    /// bytes, ssh adds 17 to it while it sets the master up, and the directory is already
+    /// deep in the temp dir (a TMPDIR of a dozen more bytes put `%C` past the limit).
+    fn control_path(&self, dest: &str) -> PathBuf {
+        use sha2::Digest;
+        let hash = sha2::Sha256::digest(dest.as_bytes());
+        let name: String = hash[..6].iter().map(|b| format!("{b:02x}")).collect();
+        self.control_dir.path().join(name)
+    }
+
     /// `ssh [options] DEST` with our options; append the remote command.
     pub fn command(&self, dest: &str) -> Command {
         let mut c = Command::new("ssh");
@@ -130,7 +152,7 @@ impl Ssh {
         // ends the test on every host and keeps what was measured, not ssh, which
         // would drop the sessions with the measurements in them.
         std::os::unix::process::CommandExt::process_group(&mut c, 0);
-        let control = self.control_dir.path().join("%C");
+        let control = self.control_path(dest);
         for o in [
             "BatchMode=yes".to_string(),
             "StrictHostKeyChecking=yes".to_string(),
