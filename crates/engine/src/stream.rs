@@ -21,7 +21,7 @@ use mio::{Events, Interest, Poll, Token};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::load::{LoadOutcome, LoadShape, LoadSpec, Protocol, StopAfter};
+use crate::load::{LoadOutcome, LoadShape, LoadSpec, Outcome, Protocol, StopAfter};
 use crate::sched::{merge, thread_cpu, Recorder, Schedule};
 use crate::workload::Progress;
 
@@ -617,7 +617,22 @@ fn read_replies<P: Protocol>(
                 // SAFETY: the kernel initialised n bytes after len.
                 unsafe { c.rbuf.set_len(len + n) };
                 rec.bytes_rx += n as u64;
-                // Parse every complete reply.
+                // Parse every complete reply. Consecutive ones alike (class, outcome,
+                // send and intended times: a pipeline's) are recorded once, counted.
+                let mut run: Option<(usize, Outcome, u64, u64, u64)> = None;
+                let flush_run =
+                    |rec: &mut Recorder, run: Option<(usize, Outcome, u64, u64, u64)>| {
+                        if let Some((class, outcome, sent, intended, k)) = run {
+                            rec.record_n(
+                                class,
+                                outcome,
+                                sent,
+                                intended,
+                                done_ns - warm_ns.min(done_ns),
+                                k,
+                            );
+                        }
+                    };
                 loop {
                     if c.rstart >= c.rbuf.len() {
                         break;
@@ -626,6 +641,7 @@ fn read_replies<P: Protocol>(
                         Ok(Some((used, outcome))) => {
                             c.rstart += used.max(1);
                             let Some(p) = c.inflight.pop_front() else {
+                                flush_run(rec, run.take());
                                 return Err("reply without a request (protocol out of sync)".into());
                             };
                             replies += 1;
@@ -635,19 +651,33 @@ fn read_replies<P: Protocol>(
                                 p.sent_ns >= warm_ns
                             };
                             if measured {
-                                rec.record(
-                                    p.class as usize,
-                                    outcome,
-                                    p.sent_ns - warm_ns.min(p.sent_ns),
-                                    p.intended_ns - warm_ns.min(p.intended_ns),
-                                    done_ns - warm_ns.min(done_ns),
-                                );
+                                let sent = p.sent_ns - warm_ns.min(p.sent_ns);
+                                let intended = p.intended_ns - warm_ns.min(p.intended_ns);
+                                let class = p.class as usize;
+                                match run.as_mut() {
+                                    Some((c, o, s, i, k))
+                                        if *c == class
+                                            && *o == outcome
+                                            && *s == sent
+                                            && *i == intended =>
+                                    {
+                                        *k += 1
+                                    }
+                                    _ => {
+                                        flush_run(rec, run.take());
+                                        run = Some((class, outcome, sent, intended, 1));
+                                    }
+                                }
                             }
                         }
                         Ok(None) => break,
-                        Err(e) => return Err(format!("unparsable reply: {e}")),
+                        Err(e) => {
+                            flush_run(rec, run.take());
+                            return Err(format!("unparsable reply: {e}"));
+                        }
                     }
                 }
+                flush_run(rec, run.take());
                 if c.rstart == c.rbuf.len() {
                     c.rbuf.clear();
                     c.rstart = 0;
