@@ -539,7 +539,7 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
     let reps = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).max().unwrap_or(0);
     let verdict = match (&w, diff_pct) {
         (_, None) if sa.is_some() && sb.is_some() => {
-            "no difference in percent: A is zero".to_string()
+            "A is zero: the difference has no percentage".to_string()
         }
         (_, None) => "no figure on one side".to_string(),
         (None, Some(_)) => format!(
@@ -699,7 +699,20 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         });
     }
     // The headline first in each point, then latency, then cost.
-    rows.sort_by_key(|r| (r.point.clone(), metric_rank(&r.metric), r.metric.clone()));
+    // Thresholds in the order of their values (100us, 360us, 1ms), not of their names.
+    let threshold_ns = |m: &str| {
+        m.strip_prefix("pct_over_")
+            .and_then(|t| model::hist::parse_latency_ns(t).ok())
+            .unwrap_or(0)
+    };
+    rows.sort_by_key(|r| {
+        (
+            r.point.clone(),
+            metric_rank(&r.metric),
+            threshold_ns(&r.metric),
+            r.metric.clone(),
+        )
+    });
     Comparison {
         a: run_labels(a),
         b: run_labels(b),
