@@ -189,6 +189,31 @@ fn spawn_from_launcher(cmd: &mut Command) -> std::io::Result<Child> {
     child
 }
 
+/// Find `name` in the directories of the environment variable `var` (its value `dirs`,
+/// `:`-separated), which replace every other search. The error says what the variable
+/// replaced (`searched`), how to install the program (`install`) and what the directories
+/// must hold (`holds`).
+pub fn find_binary_in_dirs(
+    name: &str,
+    var: &str,
+    dirs: &std::ffi::OsStr,
+    searched: &str,
+    install: &str,
+    holds: &str,
+) -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::split_paths(dirs)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+    {
+        return Ok(p);
+    }
+    bail!(
+        "`{name}` was not found in {var}={} (which replaces the search of {searched}). \
+         {install}, or set {var} to the {holds}",
+        Path::new(dirs).display()
+    )
+}
+
 /// Find `name` on PATH. The error names the Debian package that provides it.
 pub fn find_binary(name: &str, debian_package: &str) -> anyhow::Result<PathBuf> {
     if name.contains('/') {

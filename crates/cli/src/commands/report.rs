@@ -408,53 +408,61 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `RUN` (the whole run) or `RUN@VARIANT` (that variant's repetitions, each a
-/// replication of its own: variants run interleaved, each repetition with its servers).
+/// What a `RUN` or `RUN@VARIANT` argument names.
+enum Side {
+    Run(RunRecord),
+    /// A run measured under variants, and the one asked for (which it has).
+    Variant(RunRecord, String),
+}
+
+/// Resolve `RUN` or `RUN@VARIANT`, loading each run once. A run whose label itself holds
+/// an `@` is that run, not one of its variants; a variant the run lacks is an error that
+/// names the ones it has.
+fn resolve_side(src: &Source, id: &str) -> anyhow::Result<Side> {
+    let Some((run_id, variant)) = id.rsplit_once('@') else {
+        return Ok(Side::Run(src.load(id)?));
+    };
+    if let Ok(r) = src.load(id) {
+        return Ok(Side::Run(r));
+    }
+    let run = src.load(run_id)?;
+    let have = report::compare::variants_of(&run);
+    if have.iter().any(|v| v == variant) {
+        return Ok(Side::Variant(run, variant.to_string()));
+    }
+    if have.is_empty() {
+        anyhow::bail!(
+            "run {} was not measured under variants; compare whole runs",
+            run.id
+        )
+    }
+    anyhow::bail!(
+        "run {} has no variant `{}`; it has: {} (e.g. rackbench compare {run_id}@{} {run_id}@{})",
+        run.id,
+        model::printable(variant),
+        have.join(", "),
+        have[0],
+        have.get(1).unwrap_or(&have[0])
+    )
+}
+
 /// A run, or with `RUN@VARIANT` the results of one of its variants as a run of their own.
 fn load_run_or_variant(src: &Source, id: &str) -> anyhow::Result<RunRecord> {
-    // load_side names the variants a run has when the one asked for is not among them.
-    let reps = load_side(src, id)?;
-    match id.rsplit_once('@') {
-        Some((run_id, variant)) if src.load(id).is_err() => {
-            let run = src.load(run_id)?;
-            report::compare::variant_run(&run, variant)
-                .ok_or_else(|| anyhow::anyhow!("run {} has no variant `{variant}`", run.id))
-        }
-        _ => reps
-            .into_iter()
-            .next()
-            .ok_or_else(|| anyhow::anyhow!("no run `{}`", model::printable(id))),
+    match resolve_side(src, id)? {
+        Side::Run(r) => Ok(r),
+        Side::Variant(run, v) => report::compare::variant_run(&run, &v)
+            .ok_or_else(|| anyhow::anyhow!("run {} has no variant `{v}`", run.id)),
     }
 }
 
+/// `RUN` (the whole run) or `RUN@VARIANT` (that variant's repetitions, each a
+/// replication of its own: variants run interleaved, each repetition with its servers).
 fn load_side(src: &Source, id: &str) -> anyhow::Result<Vec<RunRecord>> {
-    let Some((run_id, variant)) = id.rsplit_once('@') else {
-        return Ok(vec![src.load(id)?]);
-    };
-    // A run whose label itself holds an `@` is that run, not one of its variants.
-    let whole = src.load(id);
-    let run = match src.load(run_id) {
-        Ok(run) => run,
-        Err(e) => return whole.map(|r| vec![r]).map_err(|_| e),
-    };
-    if let Ok(r) = whole {
-        return Ok(vec![r]);
+    match resolve_side(src, id)? {
+        Side::Run(r) => Ok(vec![r]),
+        Side::Variant(run, v) => report::compare::variant_runs(&run, &v)
+            .ok_or_else(|| anyhow::anyhow!("run {} has no variant `{v}`", run.id)),
     }
-    report::compare::variant_runs(&run, variant).ok_or_else(|| {
-        let have = report::compare::variants_of(&run);
-        if have.is_empty() {
-            anyhow::anyhow!("run {} was not measured under variants; compare whole runs", run.id)
-        } else {
-            anyhow::anyhow!(
-                "run {} has no variant `{}`; it has: {} (e.g. rackbench compare {run_id}@{} {run_id}@{})",
-                run.id,
-                model::printable(variant),
-                have.join(", "),
-                have[0],
-                have.get(1).unwrap_or(&have[0])
-            )
-        }
-    })
 }
 
 pub fn tco(a: TcoArgs, g: &Global) -> anyhow::Result<i32> {

@@ -55,17 +55,13 @@ pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
 /// [`find_binary`] with [`BINDIR_ENV`]'s value given (None: not set).
 pub fn find_binary_in(name: &str, bindir: Option<&std::ffi::OsStr>) -> anyhow::Result<PathBuf> {
     if let Some(dirs) = bindir {
-        if let Some(p) = std::env::split_paths(dirs)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-        {
-            return Ok(p);
-        }
-        bail!(
-            "`{name}` was not found in {BINDIR_ENV}={} (which replaces the search of PATH and \
-             /usr/sbin). {INSTALL_HINT}, or set {BINDIR_ENV} to the directories holding \
-             mariadbd and mariadb-install-db",
-            Path::new(dirs).display()
+        return engine::launch::find_binary_in_dirs(
+            name,
+            BINDIR_ENV,
+            dirs,
+            "PATH and /usr/sbin",
+            INSTALL_HINT,
+            "directories holding mariadbd and mariadb-install-db",
         );
     }
     if let Ok(p) = engine::launch::find_binary(name, "mariadb-server") {

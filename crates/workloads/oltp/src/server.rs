@@ -44,17 +44,13 @@ pub fn find_pg_binary(name: &str) -> anyhow::Result<PathBuf> {
 /// [`find_pg_binary`] with [`PG_BINDIR_ENV`]'s value given (None: not set).
 pub fn find_pg_binary_in(name: &str, bindir: Option<&std::ffi::OsStr>) -> anyhow::Result<PathBuf> {
     if let Some(dirs) = bindir {
-        if let Some(p) = std::env::split_paths(dirs)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-        {
-            return Ok(p);
-        }
-        bail!(
-            "`{name}` was not found in {PG_BINDIR_ENV}={} (which replaces the search of PATH \
-             and /usr/lib/postgresql/*/bin). {INSTALL_HINT}, or set {PG_BINDIR_ENV} to the \
-             directory holding initdb and postgres",
-            Path::new(dirs).display()
+        return engine::launch::find_binary_in_dirs(
+            name,
+            PG_BINDIR_ENV,
+            dirs,
+            "PATH and /usr/lib/postgresql/*/bin",
+            INSTALL_HINT,
+            "directory holding initdb and postgres",
         );
     }
     if let Ok(p) = engine::launch::find_binary(name, "postgresql") {
