@@ -528,7 +528,8 @@ impl Workload for NetWorkload {
                     1 => "one send() per datagram (as iperf3)".to_string(),
                     n => format!("sendmmsg() of {n} datagrams per call (--udp-batch)"),
                 }
-            )),
+            ) + "; UDP receiver: recvmmsg() of what has queued, a 50 us nap when the queue is empty (poll() after 8 empty looks), \
+                 arrival times from the kernel (SO_TIMESTAMPNS)"),
         );
         if let Some(r) = &self.receiver {
             m.extend(r.facts());
