@@ -82,7 +82,7 @@ cpu_of() { # prints "<cpu_s>" on fd 3, the command's stdout on stdout
     echo "$out" | awk '{ split($1,u,"m"); split($2,s,"m"); sub("s","",u[2]); sub("s","",s[2]); printf "%.3f\n", u[1]*60+u[2]+s[1]*60+s[2] }'
 }
 
-declare -a W_RPS W_CPU R_RPS R_CPU R_LOOP P_RPS P_CPU
+W_RPS=(); W_CPU=(); R_RPS=(); R_CPU=(); R_LOOP=(); P_RPS=(); P_CPU=()
 printf "%-9s %5s %12s %16s %20s\n" tool round req_per_s client_us_per_req loadgen_us_per_req
 for r in $(seq "$ROUNDS"); do
     cpu=$(cpu_of taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" "$URL")

@@ -97,7 +97,7 @@ rb_crypto() { # threads -> json file
   else "${pin[@]}" "$EX/crypto_speed" rsa2048 "$1" "$SECS" > "$2"; fi
 }
 
-declare -a R1S R1V R2S R2V TG TC TGC TCC U1472 U60 UC1472 UC60 UB1472 UB60
+R1S=(); R1V=(); R2S=(); R2V=(); TG=(); TC=(); TGC=(); TCC=(); U1472=(); U60=(); UC1472=(); UC60=(); UB1472=(); UB60=()
 echo
 echo "## RSA 2048 (${SECS} s per operation)"
 printf "%-34s %12s %12s\n" "" "sign/s" "verify/s"
