@@ -266,10 +266,12 @@ pub fn collect_with(host: &str, role: &str, src: &DisclosureSources) -> HostDisc
     virt(&mut f, &blocks, &src.sys_root);
     match &src.detect_container {
         None => f.unknown("virt.container", "not collected (not the live host)"),
-        // systemd-detect-virt prints `none` and exits 1 when there is no container.
-        Some(cmd) => match run_command(&format!("{cmd} || true"), TOOL_TIMEOUT) {
+        // Started directly, not through a shell (`|| true` was a second process on every
+        // run): it prints `none` and exits 1 when there is no container.
+        Some(cmd) => match run_command(cmd, TOOL_TIMEOUT) {
             Ok(out) if !out.trim().is_empty() => f.known("virt.container", out.trim()),
-            Ok(_) => f.unknown("virt.container", "systemd-detect-virt not installed"),
+            Ok(_) => f.unknown("virt.container", format!("`{cmd}` printed nothing")),
+            Err(e) if e.contains("(exit status: 1)") => f.known("virt.container", "none"),
             Err(e) => f.unknown("virt.container", e),
         },
     }
