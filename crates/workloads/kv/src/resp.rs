@@ -64,9 +64,15 @@ pub fn write_key(out: &mut Vec<u8>, k: u64) {
 /// The value stored under key `k`: the key's 12 digits repeated to `size` bytes.
 #[inline]
 pub fn expected_value_matches(k: u64, value: &[u8]) -> bool {
-    let digits = digits12(k);
+    value_matches(&digits12(k), value)
+}
+
+/// `value` is `digits` repeated.
+#[inline]
+fn value_matches(digits: &[u8; 12], value: &[u8]) -> bool {
     value.chunks(12).all(|c| c == &digits[..c.len()])
 }
+
 
 #[inline]
 fn write_value(out: &mut Vec<u8>, k: u64, size: usize) {
@@ -102,8 +108,9 @@ pub struct Resp {
     keys: Uniform<u64>,
     value_size: usize,
     verify: bool,
-    /// (class, key) of each request in flight, oldest first.
-    inflight: VecDeque<(u8, u64)>,
+    /// (class, key digits) of each request in flight, oldest first: the digits, not the
+    /// key, so that checking a GET's value does not format the key again.
+    inflight: VecDeque<(u8, [u8; 12])>,
     /// `$<size>\r\n` for SET values, precomputed.
     value_header: Vec<u8>,
     /// A whole SET request for key 0, copied once per SET and its key's digits and value
@@ -273,11 +280,11 @@ impl Protocol for Resp {
         } else {
             0
         };
+        let digits = digits12(key);
         match class {
             SET => {
                 let at = out.len();
                 out.extend_from_slice(&self.set_template);
-                let digits = digits12(key);
                 out[at + SET_KEY_AT..at + SET_KEY_AT + 12].copy_from_slice(&digits);
                 let v = at + SET_KEY_AT + 14 + self.value_header.len();
                 for chunk in out[v..v + self.value_size].chunks_mut(12) {
@@ -287,12 +294,12 @@ impl Protocol for Resp {
             GET => {
                 // One copy of the whole request (each extend checks capacity).
                 let mut req = *b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000000\r\n";
-                req[22..34].copy_from_slice(&digits12(key));
+                req[22..34].copy_from_slice(&digits);
                 out.extend_from_slice(&req);
             }
             _ => out.extend_from_slice(b"*1\r\n$4\r\nPING\r\n"),
         }
-        self.inflight.push_back((class as u8, key));
+        self.inflight.push_back((class as u8, digits));
         class
     }
 
@@ -301,15 +308,16 @@ impl Protocol for Resp {
         // The reply the oldest request expects, whole at the front (nearly every reply
         // of a benchmark): recognised by comparing bytes, without scanning for the line
         // end or reading the length's digits. Anything else takes the general parser.
-        if let Some(&(class, key)) = self.inflight.front() {
+        if let Some(&(class, digits)) = self.inflight.front() {
             let h = self.value_header.len();
             let end = h + self.value_size;
             let fast = match class as usize {
                 GET if buf.len() >= end + 2
                     && buf.starts_with(&self.value_header)
-                    && &buf[end..end + 2] == b"\r\n" =>
+                    && buf[end] == b'\r'
+                    && buf[end + 1] == b'\n' =>
                 {
-                    let good = !self.verify || expected_value_matches(key, &buf[h..end]);
+                    let good = !self.verify || value_matches(&digits, &buf[h..end]);
                     Some((
                         end + 2,
                         if good {
@@ -331,13 +339,13 @@ impl Protocol for Resp {
         let Some((used, reply)) = parse_reply(buf)? else {
             return Ok(None);
         };
-        let (class, key) = self.inflight.pop_front().ok_or("reply without a request")?;
+        let (class, digits) = self.inflight.pop_front().ok_or("reply without a request")?;
         let outcome = match (class as usize, reply) {
             (_, Reply::Error(kind)) => Outcome::Error(kind),
             (GET, Reply::Nil) => Outcome::Miss,
             (GET, Reply::Bulk(at, n)) => {
                 if !self.verify
-                    || (n == self.value_size && expected_value_matches(key, &buf[at..at + n]))
+                    || (n == self.value_size && value_matches(&digits, &buf[at..at + n]))
                 {
                     Outcome::Hit
                 } else {
@@ -372,8 +380,8 @@ mod tests {
                 r.encode(&mut rng, &mut out);
             }
             let mut at = 8;
-            for &(_, key) in &r.inflight {
-                let digits = format!("{key:012}");
+            for (_, key) in &r.inflight {
+                let digits = String::from_utf8_lossy(key);
                 let value: String = digits.chars().cycle().take(size).collect();
                 let want =
                     format!("*3\r\n$3\r\nSET\r\n$16\r\nkey:{digits}\r\n${size}\r\n{value}\r\n");
@@ -499,11 +507,13 @@ mod tests {
             write_value(&mut v, k, 30);
             assert_eq!(v, &slow.repeat(3).as_bytes()[..30]);
             assert!(expected_value_matches(k, &v));
-            let mut r = Resp::new(Mix::Only(GET), 1, 3, true);
-            r.keyspace = u64::MAX;
+            let mut r = Resp::new(Mix::Only(GET), u64::MAX, 3, true);
             let mut get = Vec::new();
             r.encode(&mut SmallRng::seed_from_u64(k), &mut get);
-            let key = r.inflight[0].1;
+            let key: u64 = std::str::from_utf8(&r.inflight[0].1)
+                .unwrap()
+                .parse()
+                .unwrap();
             assert_eq!(
                 get,
                 format!(
