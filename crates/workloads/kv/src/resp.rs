@@ -73,7 +73,6 @@ fn value_matches(digits: &[u8; 12], value: &[u8]) -> bool {
     value.chunks(12).all(|c| c == &digits[..c.len()])
 }
 
-
 #[inline]
 fn write_value(out: &mut Vec<u8>, k: u64, size: usize) {
     let digits = digits12(k);
