@@ -33,7 +33,8 @@
 # Goals (printed as GOAL lines at the end): RSA within 5% of openssl speed; TCP at least
 # iperf3's Gbit/s at no more CPU per Gbit/s; UDP at least iperf3's packets/s at no more
 # sender CPU per packet (one datagram per send, as iperf3). UDP_BATCH=N also runs
-# rackbench's --udp-batch N (sendmmsg) and says how far beyond iperf3 it goes. Needs: openssl, iperf3, taskset, jq, python3; 2+ CPUs.
+# rackbench's --udp-batch N (sendmmsg) and UDP_GSO=N its --udp-gso N (one GSO buffer per
+# send), and says how far beyond iperf3 each goes. Needs: openssl, iperf3, taskset, jq, python3; 2+ CPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -97,7 +98,7 @@ rb_crypto() { # threads -> json file
   else "${pin[@]}" "$EX/crypto_speed" rsa2048 "$1" "$SECS" > "$2"; fi
 }
 
-R1S=(); R1V=(); R2S=(); R2V=(); TG=(); TC=(); TGC=(); TCC=(); U1472=(); U60=(); UC1472=(); UC60=(); UB1472=(); UB60=()
+R1S=(); R1V=(); R2S=(); R2V=(); TG=(); TC=(); TGC=(); TCC=(); U1472=(); U60=(); UC1472=(); UC60=(); UB1472=(); UB60=(); UG1472=(); UG60=()
 echo
 echo "## RSA 2048 (${SECS} s per operation)"
 printf "%-34s %12s %12s\n" "" "sign/s" "verify/s"
@@ -212,6 +213,14 @@ for rep in $(seq "$REPS"); do
       printf "%-26s %10s %10.0f   (%sx iperf3's packets/s)\n" "rackbench --udp-batch $UDP_BATCH" "" "$rbp" "$(ratio "$rbp" "$isp")"
       if [ "$len" = 1472 ]; then UB1472+=("$(ratio "$rbp" "$isp")"); else UB60+=("$(ratio "$rbp" "$isp")"); fi
     fi
+    if [ "${UDP_GSO:-0}" -gt 1 ] && [ $MODE = run ]; then
+      # Also beyond iperf3: one send(2) of a GSO buffer the kernel cuts into datagrams.
+      "$RB" run net --tests "udp$len" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 \
+        --rate 0 --udp-gso "$UDP_GSO" --json -q > "$TMP/r_udpg.json"
+      rgp=$(metric "$TMP/r_udpg.json" packets_per_s sender); rgl=$(metric "$TMP/r_udpg.json" loss_pct)
+      printf "%-26s %10s %10.0f   (%sx iperf3's packets/s, loss %s%%)\n" "rackbench --udp-gso $UDP_GSO" "" "$rgp" "$(ratio "$rgp" "$isp")" "$rgl"
+      if [ "$len" = 1472 ]; then UG1472+=("$(ratio "$rgp" "$isp")"); else UG60+=("$(ratio "$rgp" "$isp")"); fi
+    fi
   done
 done
 summary() { # name values... -> "name: median (min..max) of N"
@@ -239,6 +248,10 @@ summary "UDP 60 B sender CPU per packet" "${UC60[@]}"
 if [ ${#UB1472[@]} -gt 0 ]; then
   summary "UDP 1472 B packets/s, --udp-batch $UDP_BATCH" "${UB1472[@]}"
   summary "UDP 60 B packets/s, --udp-batch $UDP_BATCH" "${UB60[@]}"
+fi
+if [ ${#UG1472[@]} -gt 0 ]; then
+  summary "UDP 1472 B packets/s, --udp-gso $UDP_GSO" "${UG1472[@]}"
+  summary "UDP 60 B packets/s, --udp-gso $UDP_GSO" "${UG60[@]}"
 fi
 echo
 echo "Identical runs vary by up to +-30% on shared VMs (BASELINE.md): use REPS=8 and compare medians."

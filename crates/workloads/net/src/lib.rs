@@ -78,6 +78,11 @@ pub struct Flags {
     /// sendmmsg(2) hands the kernel that many at once, which iperf3 cannot (e.g. 32).
     #[arg(long = "udp-batch", id = "udp_batch", value_name = "N")]
     pub udp_batch: Option<String>,
+    /// UDP datagrams per send(2) as one UDP GSO buffer (UDP_SEGMENT: the kernel cuts it
+    /// into datagrams), which iperf3 cannot: 2 to 64, at most 65,507 bytes a send (44 of
+    /// 1472 B). Default 0: off.
+    #[arg(long = "udp-gso", id = "udp_gso", value_name = "N")]
+    pub udp_gso: Option<String>,
     /// Receiver control address host:port (`rackbench net serve` running there). Default:
     /// launch one on the system under test.
     #[arg(long = "target", id = "target", value_name = "HOST:PORT")]
@@ -116,6 +121,8 @@ pub struct Config {
     pub congestion: Option<String>,
     #[serde(default = "one")]
     pub udp_batch: usize,
+    #[serde(default)]
+    pub udp_gso: usize,
     #[serde(default)]
     pub target: Option<String>,
     #[serde(default)]
@@ -240,6 +247,17 @@ impl Plan {
         if cfg.udp_batch == 0 || cfg.udp_batch > 1024 {
             bail!("net: `udp_batch` must be 1 (one datagram per send, as iperf3) to 1024 (e.g. --udp-batch 32)");
         }
+        if cfg.udp_gso == 1 || cfg.udp_gso > sender::UDP_GSO_MAX_SEGMENTS {
+            bail!(
+                "net: `udp_gso` must be 0 (off) or 2 to {} datagrams per send (e.g. --udp-gso 32)",
+                sender::UDP_GSO_MAX_SEGMENTS
+            );
+        }
+        if cfg.udp_gso > 1 && cfg.udp_batch > 1 {
+            bail!(
+                "net: give `udp_batch` (sendmmsg) or `udp_gso` (one GSO buffer per send), not both"
+            );
+        }
         let rate_bps = match &cfg.rate {
             None => 0.0,
             Some(Value::Number(n)) => n.as_f64().unwrap_or(-1.0),
@@ -299,6 +317,7 @@ impl Plan {
             receiver_cpus: self.receiver_cpus.clone(),
             congestion: self.cfg.congestion.clone(),
             udp_batch: self.cfg.udp_batch,
+            udp_gso: self.cfg.udp_gso,
         }
     }
 }
@@ -524,9 +543,14 @@ impl Workload for NetWorkload {
                  until the buffer is full or drained (iperf3's); UDP: {} on a connected socket; \
                  CPU = getrusage(RUSAGE_THREAD) of each end's worker threads",
                 self.plan.cfg.tcp_len,
-                match self.plan.cfg.udp_batch {
-                    1 => "one send() per datagram (as iperf3)".to_string(),
-                    n => format!("sendmmsg() of {n} datagrams per call (--udp-batch)"),
+                match (self.plan.cfg.udp_batch, self.plan.cfg.udp_gso) {
+                    (_, g) if g > 1 => format!(
+                        "send() of up to {g} datagrams as one UDP GSO buffer (UDP_SEGMENT, --udp-gso; \
+                         the kernel cuts it into datagrams; at most {} bytes a send)",
+                        sender::UDP_GSO_MAX_BYTES
+                    ),
+                    (1, _) => "one send() per datagram (as iperf3)".to_string(),
+                    (n, _) => format!("sendmmsg() of {n} datagrams per call (--udp-batch)"),
                 }
             ) + "; UDP receiver: recvmmsg() of what has queued, a 50 us nap when the queue is empty (poll() after 8 empty looks), \
                  arrival times from the kernel (SO_TIMESTAMPNS)"),

@@ -5,7 +5,8 @@
 //! Hot paths: TCP writes 128 KiB buffers (iperf3's default `-l`) on non-blocking sockets,
 //! up to ten per poll as iperf3's sender does; UDP sends one datagram per `send(2)` on a
 //! connected socket, as iperf3 does (so packets/s compare like for like), paced per
-//! stream when a rate is given; `udp_batch` > 1 sends that many per `sendmmsg(2)`.
+//! stream when a rate is given; `udp_batch` > 1 sends that many per `sendmmsg(2)`, and
+//! `udp_gso` > 1 that many per `send(2)` as one buffer the kernel cuts (UDP GSO).
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
@@ -40,6 +41,21 @@ pub struct SendSpec {
     /// UDP datagrams per system call: 1 sends each with `send(2)` as iperf3 does; more
     /// hands the kernel that many at once with `sendmmsg(2)`, which iperf3 cannot.
     pub udp_batch: usize,
+    /// UDP datagrams per `send(2)` as one GSO buffer (`UDP_SEGMENT`), 0 or 1: off.
+    pub udp_gso: usize,
+}
+
+/// The most segments one UDP GSO send may carry (the kernel's `UDP_MAX_SEGMENTS`).
+pub const UDP_GSO_MAX_SEGMENTS: usize = 64;
+/// The most bytes one UDP GSO send may carry over IPv4 (65,535 less the IP and UDP headers).
+pub const UDP_GSO_MAX_BYTES: usize = 65_507;
+
+/// Datagrams of `payload` bytes that one GSO send of up to `wanted` may carry.
+pub fn gso_segments(wanted: usize, payload: usize) -> usize {
+    wanted
+        .min(UDP_GSO_MAX_SEGMENTS)
+        .min(UDP_GSO_MAX_BYTES / payload.max(1))
+        .max(1)
 }
 
 /// One interval as both ends saw it.
@@ -77,13 +93,46 @@ pub struct TestReport {
 /// one, else several per `sendmmsg(2)`, the buffers and the kernel's message headers
 /// pointing at them built once and reused for every call. Hand-written (libc
 /// structures) because it is the measured hot path.
+///
+/// With GSO, one buffer holds the datagrams back to back and goes in one `send(2)`; the
+/// socket's `UDP_SEGMENT` option tells the kernel where to cut it (Linux 4.18 and later).
 struct Batch {
     bufs: Vec<proto::AlignedBuf>,
     iovs: Vec<libc::iovec>,
     msgs: Vec<libc::mmsghdr>,
+    /// GSO: the datagrams in `bufs[0]` and their size.
+    gso: Option<(usize, usize)>,
 }
 
 impl Batch {
+    /// `segments` datagrams of `payload` bytes per `send(2)` on `s`, cut by the kernel.
+    fn gso(s: &UdpSocket, segments: usize, payload: usize) -> std::io::Result<Batch> {
+        let size = payload as libc::c_int;
+        // SAFETY: an int option on our own socket.
+        let rc = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_UDP,
+                libc::UDP_SEGMENT,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("UDP GSO (UDP_SEGMENT) is not available here: {e}; leave out --udp-gso, or use --udp-batch"),
+            ));
+        }
+        Ok(Batch {
+            bufs: vec![proto::AlignedBuf::new(segments * payload, 0)],
+            iovs: Vec::new(),
+            msgs: Vec::new(),
+            gso: Some((segments, payload)),
+        })
+    }
+
     fn new(n: usize, payload: usize) -> Batch {
         let mut bufs: Vec<proto::AlignedBuf> =
             (0..n).map(|_| proto::AlignedBuf::new(payload, 0)).collect();
@@ -110,7 +159,12 @@ impl Batch {
                 m
             })
             .collect();
-        Batch { bufs, iovs, msgs }
+        Batch {
+            bufs,
+            iovs,
+            msgs,
+            gso: None,
+        }
     }
 
     /// Stamp sequence numbers from `seq` and the send time, and send them all: (datagrams
@@ -118,6 +172,14 @@ impl Batch {
     /// numbers go to the next batch, so the receiver sees no gap.
     fn send(&mut self, s: &UdpSocket, seq: u64) -> std::io::Result<(usize, u64)> {
         let now = wall_ns();
+        if let Some((segments, payload)) = self.gso {
+            let buf = self.bufs[0].as_mut_slice();
+            for k in 0..segments {
+                proto::put_udp_header(&mut buf[k * payload..], seq + k as u64, now);
+            }
+            // One datagram to the kernel, all or nothing: it leaves as `segments`.
+            return s.send(buf).map(|n| (n / payload, n as u64));
+        }
         if let [one] = self.bufs.as_mut_slice() {
             let buf = one.as_mut_slice();
             proto::put_udp_header(buf, seq, now);
@@ -424,6 +486,7 @@ pub fn run(
         let payload = spec.payload;
         let rate = spec.rate_bps;
         let batch = spec.udp_batch.max(1);
+        let gso = (spec.udp_gso > 1).then(|| gso_segments(spec.udp_gso, payload));
         let h = std::thread::Builder::new()
             .name(format!("net-tx-{i}"))
             .spawn(move || -> Out {
@@ -454,7 +517,17 @@ pub fn run(
                             let _ = s.shutdown(Shutdown::Write);
                         }
                         Data::Udp(s) => {
-                            let mut b = Batch::new(batch, payload);
+                            let mut b = match gso {
+                                Some(n) => match Batch::gso(&s, n, payload) {
+                                    Ok(b) => b,
+                                    Err(e) => {
+                                        o.error = Some(format!("UDP stream {i}: {e}"));
+                                        o.send_s = t0.elapsed().as_secs_f64();
+                                        return o;
+                                    }
+                                },
+                                None => Batch::new(batch, payload),
+                            };
                             let mut seq = 0u64;
                             while !stop.load(Ordering::Relaxed) {
                                 if rate > 0.0 {

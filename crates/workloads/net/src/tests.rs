@@ -108,6 +108,7 @@ fn tcp_runs_with_the_congestion_control_asked_for() {
         // Reno is built into every kernel and allowed without privileges.
         congestion: Some("reno".into()),
         udp_batch: 1,
+        udp_gso: 0,
     };
     let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
     stop.store(true, Ordering::Relaxed);
@@ -171,6 +172,53 @@ fn udp_paced_has_loss_jitter_and_packets() {
     // No congestion control with UDP only.
     assert!(!w.disclosure().contains_key("net.tcp_congestion"));
     w.cleanup();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+}
+
+/// `--udp-gso 64`: datagrams go as one GSO buffer per send(2), cut by the kernel at
+/// most 44 to a send of 1472-byte datagrams (64 KiB); the receiver sees each with its own
+/// sequence number, so count, loss and bytes are as with one send each, and pacing holds.
+#[test]
+fn udp_gso_sends_arrive_as_datagrams_with_their_sequence() {
+    assert_eq!(sender::gso_segments(64, 1472), 44);
+    assert_eq!(sender::gso_segments(64, 60), 64);
+    assert_eq!(sender::gso_segments(8, 1472), 8);
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["udp"], "udp_payload": [1472, 60], "rate": "50M", "duration": 0.5,
+        "interval": 0.1, "target": addr.to_string(), "udp_gso": 64
+    })))
+    .unwrap();
+    let (_local, ctx) = one_host();
+    w.prepare(&ctx).unwrap();
+    assert!(fact(&w, "net.method").contains("UDP GSO buffer"));
+    for (test, size) in [("udp1472", 1472.0), ("udp60", 60.0)] {
+        let out = w.run_test(test, &ctx).unwrap();
+        assert!(out.error.is_none(), "{test}: {:?}", out.error);
+        let pps = metric(&out, "packets_per_s").unwrap();
+        let want = 50e6 / (8.0 * size);
+        assert!(
+            pps < want * 1.3 && pps > want * 0.3,
+            "{test}: {pps} packets/s, want ~{want}"
+        );
+        assert!(
+            metric(&out, "loss_pct").unwrap() < 5.0,
+            "{test}: {:?}",
+            out.metrics
+        );
+    }
+    w.cleanup();
+    for bad in [
+        json!({"udp_gso": 1}),
+        json!({"udp_gso": 65}),
+        json!({"udp_gso": 8, "udp_batch": 8}),
+    ] {
+        assert!(
+            NetWorkload::from_params(&params(bad.clone())).is_err(),
+            "{bad}"
+        );
+    }
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
 }
@@ -285,6 +333,7 @@ fn metrics_from_a_synthetic_report() {
         receiver_cpus: vec![],
         congestion: None,
         udp_batch: 1,
+        udp_gso: 0,
     };
     let rep = TestReport {
         sent: vec![proto::SentStats {
