@@ -79,7 +79,7 @@ rows = [l.strip().split(",") for l in open(sys.argv[1]) if l.strip()]
 seq = {}
 for tool, p, test, ops, cpu in rows:
     seq.setdefault((tool, p, test), []).append((float(ops), float(cpu)))
-print(f"{'P':>4} {'test':<4} {'redis-benchmark ops/s':>22} {'rackbench ops/s':>16} {'ratio':>6} | {'rb CPU s/Mop':>12} {'rk CPU s/Mop':>12} {'ratio':>6}")
+print(f"{'P':>4} {'test':<4} {'redis-benchmark ops/s':>22} {'rackbench ops/s':>16} {'ratio':>6} | {'r-b CPU s/Mop':>13} {'rackbench CPU':>13} {'ratio':>6}")
 goals = []
 for p in ("1", "100"):
     cpu_ratios, tput = [], []
@@ -91,7 +91,7 @@ for p in ("1", "100"):
         cpu_r = [y[1] / x[1] for x, y in zip(a, b)]
         ao = statistics.median(x for x, _ in a); bo = statistics.median(x for x, _ in b)
         ac = statistics.median(c for _, c in a); bc = statistics.median(c for _, c in b)
-        print(f"{p:>4} {t:<4} {ao:>22,.0f} {bo:>16,.0f} {statistics.median(ops_r):>6.2f} | {ac:>12.3f} {bc:>12.3f} {statistics.median(cpu_r):>6.2f}")
+        print(f"{p:>4} {t:<4} {ao:>22,.0f} {bo:>16,.0f} {statistics.median(ops_r):>6.2f} | {ac:>13.3f} {bc:>13.3f} {statistics.median(cpu_r):>6.2f}")
         tput += ops_r
         if t == "SET":  # one CPU figure per run covers both tests
             cpu_r_all = cpu_r

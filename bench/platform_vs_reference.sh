@@ -9,7 +9,9 @@
 #           signs_per_cpu_s (CPU time), so the 1-process ratio uses signs_per_cpu_s and
 #           the -multi ratio uses signs_per_s.
 #   net:    iperf3 TCP and UDP (1472 B and 60 B, -b 0) on loopback, server pinned to CPU 0
-#           and client to CPU 1, beside rackbench net with receiver CPU 0, sender CPU 1.
+#           and client to CPU 1, beside rackbench net with receiver CPU 0, sender CPU 1;
+#           like iperf3's client, the whole rackbench process runs under `taskset -c 1`
+#           (the receiver it launches pins itself to CPU 0, --receiver-cpus).
 #           TCP runs with the system's congestion control, and again with cubic (iperf3
 #           -C cubic, rackbench --congestion cubic) when that default is another one: under
 #           BBR, loopback throughput is set by BBR's pacing (an hrtimer per packet, costly
@@ -143,7 +145,7 @@ rb_net() { # test [congestion] -> json on stdout
     local extra=()
     case $1 in udp*) extra=(--rate 0);; esac
     [ -n "${2:-}" ] && extra+=(--congestion "$2")
-    "$RB" run net --tests "$1" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 "${extra[@]}" --json -q
+    taskset -c 1 "$RB" run net --tests "$1" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 "${extra[@]}" --json -q
   else
     "$EX/net_speed" "$1" "127.0.0.1:$PORT_R" "$NET_SECS" 1 0 0 ${2:+"$2"}
   fi
@@ -207,7 +209,7 @@ for rep in $(seq "$REPS"); do
     if [ "$len" = 1472 ]; then U1472+=("$(ratio "$rsp" "$isp")"); UC1472+=("$cpp"); else U60+=("$(ratio "$rsp" "$isp")"); UC60+=("$cpp"); fi
     if [ "${UDP_BATCH:-0}" -gt 1 ] && [ $MODE = run ]; then
       # What iperf3 cannot do: several datagrams per system call (sendmmsg).
-      "$RB" run net --tests "udp$len" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 \
+      taskset -c 1 "$RB" run net --tests "udp$len" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 \
         --rate 0 --udp-batch "$UDP_BATCH" --json -q > "$TMP/r_udpb.json"
       rbp=$(metric "$TMP/r_udpb.json" packets_per_s sender)
       printf "%-26s %10s %10.0f   (%sx iperf3's packets/s)\n" "rackbench --udp-batch $UDP_BATCH" "" "$rbp" "$(ratio "$rbp" "$isp")"
@@ -215,7 +217,7 @@ for rep in $(seq "$REPS"); do
     fi
     if [ "${UDP_GSO:-0}" -gt 1 ] && [ $MODE = run ]; then
       # Also beyond iperf3: one send(2) of a GSO buffer the kernel cuts into datagrams.
-      "$RB" run net --tests "udp$len" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 \
+      taskset -c 1 "$RB" run net --tests "udp$len" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 \
         --rate 0 --udp-gso "$UDP_GSO" --json -q > "$TMP/r_udpg.json"
       rgp=$(metric "$TMP/r_udpg.json" packets_per_s sender); rgl=$(metric "$TMP/r_udpg.json" loss_pct)
       printf "%-26s %10s %10.0f   (%sx iperf3's packets/s, loss %s%%)\n" "rackbench --udp-gso $UDP_GSO" "" "$rgp" "$(ratio "$rgp" "$isp")" "$rgl"

@@ -313,6 +313,43 @@ pub fn cpus_from_values(values: &[serde_json::Value], what: &str) -> anyhow::Res
     Ok(out)
 }
 
+/// The calling thread pinned to some CPUs for as long as this lives, then given back the
+/// CPUs it had. Threads it starts meanwhile inherit the pinning: a driver's helpers (its
+/// control connection's reader, its deadline loop) then stay off the CPUs of the server it
+/// loads, as a reference client run under `taskset` does.
+pub struct PinnedForNow {
+    old: Option<libc::cpu_set_t>,
+}
+
+impl PinnedForNow {
+    /// Pin to `cpus` (none: leave the thread as it is). Best effort: a pinning the system
+    /// refuses leaves the thread where it was (the workers' own pinning reports it).
+    pub fn new(cpus: &[usize]) -> PinnedForNow {
+        if cpus.is_empty() {
+            return PinnedForNow { old: None };
+        }
+        // SAFETY: cpu_set_t is plain data, filled by the kernel for our own thread.
+        let old = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+                .then_some(set)
+        };
+        if old.is_none() || pin_current_thread(cpus).is_err() {
+            return PinnedForNow { old: None };
+        }
+        PinnedForNow { old }
+    }
+}
+
+impl Drop for PinnedForNow {
+    fn drop(&mut self) {
+        if let Some(set) = self.old.take() {
+            // SAFETY: a mask the kernel gave this thread before.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        }
+    }
+}
+
 /// Pin the calling thread to the given CPUs (Linux `sched_setaffinity`).
 pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
     if cpus.is_empty() {

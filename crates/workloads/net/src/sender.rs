@@ -350,6 +350,9 @@ pub fn run(
             proto::UDP_HEADER_BYTES
         );
     }
+    // This thread and those it starts (the control reader) on the sender CPUs, as the
+    // whole of a reference client under `taskset`: off the receiver's CPUs.
+    let _pinned = engine::launch::PinnedForNow::new(&spec.sender_cpus);
     let mut ctl = connect_control(&spec.target)?;
     ctl.set_nodelay(true)?;
     let peer = ctl.peer_addr()?;
