@@ -310,22 +310,29 @@ mod tests {
 
     #[test]
     fn two_threads_on_a_real_machine_stay_below_twice_one_thread() {
-        // 16 MiB arrays: past most caches, still quick. Before each thread timed itself
-        // this gave 4-600x the 1-thread figure on 2 CPUs.
+        // Before each thread timed itself this gave 4-600x the 1-thread figure on 2 CPUs.
+        // The bound holds for arrays streamed from DRAM only: each at least twice the
+        // last-level cache, as the workload checks (16 MiB arrays sat in a 260 MiB L3 and
+        // two threads made 2.3x one: more cores, a faster uncore).
         let _alone = crate::REAL_RUN.lock();
-        let elems = 2 << 20;
+        let llc = crate::read_caches()
+            .last()
+            .map_or(8 << 20, |c| c.size_bytes) as usize;
+        let elems = (2 * llc).max(16 << 20) / 8;
         let cpus: Vec<usize> = (0..engine::launch::online_cpus()).collect();
-        // The 1-thread reference is the best of six runs around the 2-thread ones: a
+        // The 1-thread reference is the best of the runs around the 2-thread ones: a
         // burst of load from another process (this machine is shared) can only make it
         // lower, and must not turn into a failure.
         let mut one = [0.0f64; 4];
         let mut two = Vec::new();
-        for _ in 0..3 {
-            for (i, (_, g)) in bandwidth(elems, 1, 5, &cpus).into_iter().enumerate() {
+        // Arrays past a big cache take long to stream (unoptimised in tests): fewer rounds.
+        let (rounds, reps) = if elems > 2 << 20 { (1, 3) } else { (3, 5) };
+        for _ in 0..rounds {
+            for (i, (_, g)) in bandwidth(elems, 1, reps, &cpus).into_iter().enumerate() {
                 one[i] = one[i].max(g);
             }
-            two.push(bandwidth(elems, 2, 5, &cpus));
-            for (i, (_, g)) in bandwidth(elems, 1, 5, &cpus).into_iter().enumerate() {
+            two.push(bandwidth(elems, 2, reps, &cpus));
+            for (i, (_, g)) in bandwidth(elems, 1, reps, &cpus).into_iter().enumerate() {
                 one[i] = one[i].max(g);
             }
         }
@@ -341,6 +348,9 @@ mod tests {
 
     #[test]
     fn small_arrays_give_positive_bandwidth_for_every_kernel() {
+        // Alone, like every test that runs the kernels: its threads beside another test's
+        // 1-thread reference made that reference low (CI: 2 threads at 2.36x it).
+        let _alone = crate::REAL_RUN.lock();
         for threads in [1, 2, 3] {
             let r = bandwidth(1 << 16, threads, 2, &[]);
             assert_eq!(r.len(), 4);

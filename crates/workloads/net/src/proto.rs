@@ -193,6 +193,30 @@ impl AlignedBuf {
     }
 }
 
+/// Set an int socket option (`setsockopt(2)`) on one of our sockets.
+pub fn set_int_option(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: an int option and its size, on a socket the caller owns.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Wait until `fd` is ready for `events` (`libc::POLLIN`, `libc::POLLOUT`) or `timeout`
 /// passes: true when ready (or in error: the next read or write reports it), false on
 /// timeout or a signal.

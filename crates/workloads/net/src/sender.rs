@@ -108,18 +108,8 @@ impl Batch {
     /// `segments` datagrams of `payload` bytes per `send(2)` on `s`, cut by the kernel.
     fn gso(s: &UdpSocket, segments: usize, payload: usize) -> std::io::Result<Batch> {
         let size = payload as libc::c_int;
-        // SAFETY: an int option on our own socket.
-        let rc = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_UDP,
-                libc::UDP_SEGMENT,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
+        if let Err(e) = proto::set_int_option(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_SEGMENT, size)
+        {
             return Err(std::io::Error::new(
                 e.kind(),
                 format!("UDP GSO (UDP_SEGMENT) is not available here: {e}; leave out --udp-gso, or use --udp-batch"),

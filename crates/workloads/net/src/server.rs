@@ -456,17 +456,7 @@ const RX_NAPS_BEFORE_WAIT: u32 = 8;
 /// Hand-written (libc structures) because it is the measured hot path.
 fn rx_udp(s: UdpSocket, payload: usize, live: &Live, finish: &AtomicBool, t0: Instant) {
     let fd = s.as_raw_fd();
-    let on: libc::c_int = 1;
-    // SAFETY: an int option on our own socket.
-    let stamped = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    } == 0;
+    let stamped = proto::set_int_option(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok();
     // A nap of 50 µs should not become 100 (the default timer slack); best effort.
     // SAFETY: prctl on this thread only.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 5_000 as libc::c_ulong) };
@@ -603,20 +593,20 @@ mod tests {
     #[test]
     fn a_batch_takes_what_queued_with_the_kernels_arrival_times() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let on: libc::c_int = 1;
-        // SAFETY: an int option on our own socket.
-        let r = unsafe {
-            libc::setsockopt(
-                rx.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(r, 0);
+        proto::set_int_option(rx.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).unwrap();
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
         tx.connect(rx.local_addr().unwrap()).unwrap();
+        // The kernel turns arrival stamping on for the first socket that asks a moment
+        // later (deferred work); until then a datagram is stamped when it is read. Wait
+        // for a probe that is stamped on arrival (CI caught the window once).
+        let mut b = RxBatch::new(200);
+        let on = (0..200).any(|_| {
+            tx.send(&[0u8; 16]).unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            let read_at = wall_ns();
+            b.recv(rx.as_raw_fd()) == 1 && b.get(0).1.is_some_and(|t| t + 2_000_000 < read_at)
+        });
+        assert!(on, "the kernel never stamped a datagram on arrival");
         let before = wall_ns();
         for seq in 0..3u64 {
             let mut d = vec![7u8; 100 + seq as usize];
@@ -625,14 +615,16 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(30));
         let looked = wall_ns();
-        let mut b = RxBatch::new(200);
         assert_eq!(b.recv(rx.as_raw_fd()), 3);
         for k in 0..3 {
             let (data, stamp) = b.get(k);
             assert_eq!(data.len(), 100 + k);
             assert_eq!(proto::parse_udp_header(data).unwrap().0, k as u64);
             let stamp = stamp.expect("a kernel timestamp");
-            assert!(stamp >= before - 1_000_000 && stamp + 20_000_000 < looked);
+            assert!(
+                stamp >= before - 1_000_000 && stamp + 20_000_000 < looked,
+                "stamp {stamp}, sent from {before}, read at {looked}"
+            );
         }
         // Nothing more queued: no wait, none taken.
         assert_eq!(b.recv(rx.as_raw_fd()), 0);
