@@ -76,6 +76,19 @@ impl Digits {
         }
     }
 
+    /// Write the digits repeated over `value` (a key's stored value): whole repetitions
+    /// as two stores each, the rest byte by byte.
+    #[inline]
+    fn fill(self, value: &mut [u8]) {
+        let mut chunks = value.chunks_exact_mut(12);
+        for c in &mut chunks {
+            self.put(c, 0);
+        }
+        for (i, b) in chunks.into_remainder().iter_mut().enumerate() {
+            *b = self.byte(i);
+        }
+    }
+
     /// `value` is the digits repeated: whole repetitions compared as words, the rest
     /// byte by byte.
     #[inline]
@@ -117,16 +130,10 @@ fn eight_digits(n: u32) -> u64 {
     (q | ((v - q * 10) << 8)) + 0x3030_3030_3030_3030
 }
 
-/// `k`'s last 12 decimal digits, zero-padded, as redis-benchmark's `__rand_int__`.
-#[inline]
-fn digits12(k: u64) -> [u8; 12] {
-    Digits::of(k).bytes()
-}
-
 #[inline]
 pub fn write_key(out: &mut Vec<u8>, k: u64) {
     let mut key = *b"key:000000000000";
-    key[4..].copy_from_slice(&digits12(k));
+    Digits::of(k).put(&mut key, 4);
     out.extend_from_slice(&key);
 }
 
@@ -138,13 +145,9 @@ pub fn expected_value_matches(k: u64, value: &[u8]) -> bool {
 
 #[inline]
 fn write_value(out: &mut Vec<u8>, k: u64, size: usize) {
-    let digits = digits12(k);
-    let mut left = size;
-    while left >= 12 {
-        out.extend_from_slice(&digits);
-        left -= 12;
-    }
-    out.extend_from_slice(&digits[..left]);
+    let at = out.len();
+    out.resize(at + size, 0);
+    Digits::of(k).fill(&mut out[at..]);
 }
 
 fn write_usize(out: &mut Vec<u8>, mut n: usize) {
@@ -256,11 +259,12 @@ pub struct Resp {
     set_template: Vec<u8>,
 }
 
-/// A GET of key 0; the key's digits start at byte 22.
+/// A GET of key 0.
 const GET_REQUEST: &[u8; 36] = b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000000\r\n";
 
-/// Where a SET request's key digits start: after `*3\r\n$3\r\nSET\r\n$16\r\nkey:`.
-const SET_KEY_AT: usize = 22;
+/// Where a GET's or a SET's key digits start: after `*2\r\n$3\r\nGET\r\n$16\r\nkey:`
+/// (`*3` and `SET` for a SET).
+const KEY_DIGITS_AT: usize = 22;
 
 impl Resp {
     pub fn new(mix: Mix, keyspace: u64, value_size: usize, verify: bool) -> Resp {
@@ -289,6 +293,20 @@ impl Resp {
             }),
             value_header,
             set_template,
+        }
+    }
+
+    /// `buf` starts with the value header.
+    #[inline]
+    fn value_header_at_front(&self, buf: &[u8]) -> bool {
+        match self.value_header_word {
+            Some((word, mask)) if buf.len() >= 8 => {
+                let w = u64::from_le_bytes([
+                    buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
+                ]);
+                w & mask == word
+            }
+            _ => buf.starts_with(&self.value_header),
         }
     }
 }
@@ -409,22 +427,6 @@ fn parse_nested(buf: &[u8], depth: usize) -> Result<Option<(usize, Reply)>, Stri
     }
 }
 
-impl Resp {
-    /// `buf` starts with the value header.
-    #[inline]
-    fn value_header_at_front(&self, buf: &[u8]) -> bool {
-        match self.value_header_word {
-            Some((word, mask)) if buf.len() >= 8 => {
-                let w = u64::from_le_bytes([
-                    buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7],
-                ]);
-                w & mask == word
-            }
-            _ => buf.starts_with(&self.value_header),
-        }
-    }
-}
-
 impl Protocol for Resp {
     #[inline]
     fn encode(&mut self, rng: &mut SmallRng, out: &mut Vec<u8>) -> usize {
@@ -448,21 +450,14 @@ impl Protocol for Resp {
         match class {
             SET => {
                 out.extend_from_slice(&self.set_template);
-                digits.put(out, at + SET_KEY_AT);
-                let v = at + SET_KEY_AT + 14 + self.value_header.len();
-                let value = &mut out[v..v + self.value_size];
-                let mut chunks = value.chunks_exact_mut(12);
-                for c in &mut chunks {
-                    digits.put(c, 0);
-                }
-                for (i, b) in chunks.into_remainder().iter_mut().enumerate() {
-                    *b = digits.byte(i);
-                }
+                digits.put(out, at + KEY_DIGITS_AT);
+                let v = at + KEY_DIGITS_AT + 14 + self.value_header.len();
+                digits.fill(&mut out[v..v + self.value_size]);
             }
             GET => {
                 // The request copied whole, then the key's digits stored over it.
                 out.extend_from_slice(GET_REQUEST);
-                digits.put(out, at + 22);
+                digits.put(out, at + KEY_DIGITS_AT);
             }
             _ => out.extend_from_slice(b"*1\r\n$4\r\nPING\r\n"),
         }

@@ -225,8 +225,9 @@ const MULTISEND: usize = 10;
 /// iperf3's sending loop (`iperf_send` -> `Nwrite`): a non-blocking socket, poll for room,
 /// then [`MULTISEND`] writes of the whole buffer, each continued until the socket would
 /// block, and the next one tried even when the last one was cut short (as iperf3 does: on
-/// loopback the receiver frees room meanwhile, and a write that succeeds saves a poll). With the receiver's poll-and-drain loop this keeps each end's share of
-/// the loopback work where iperf3 puts it (see `server::rx_tcp`).
+/// loopback the receiver frees room meanwhile, and a write that succeeds saves a poll).
+/// With the receiver's poll-and-drain loop this keeps each end's share of the loopback
+/// work where iperf3 puts it (see `server::rx_tcp`).
 fn tcp_send(
     s: &mut TcpStream,
     buf: &[u8],
