@@ -374,6 +374,54 @@ pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The unprivileged OS user a launched server runs as when rackbench is root (PostgreSQL
+/// and MariaDB refuse to run as root).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl ServiceUser {
+    /// The first of `names` this system knows, when rackbench runs as root; `None` when
+    /// it does not (a server then runs as rackbench's own user) or none is known.
+    ///
+    /// The lookup is the reentrant one (`getpwnam_r`): plain `getpwnam` returns one static
+    /// record, and two servers started at once from two threads could each read the
+    /// other's user (a PostgreSQL started as `mysql` cannot read its own cluster).
+    pub fn when_root(names: &[&str]) -> Option<ServiceUser> {
+        if !nix::unistd::geteuid().is_root() {
+            return None;
+        }
+        names.iter().find_map(|name| {
+            let u = nix::unistd::User::from_name(name).ok()??;
+            Some(ServiceUser {
+                name: u.name,
+                uid: u.uid.as_raw(),
+                gid: u.gid.as_raw(),
+            })
+        })
+    }
+
+    /// Make `cmd` run as this user, with a `HOME` outside root's.
+    pub fn apply(&self, cmd: &mut Command) {
+        cmd.uid(self.uid).gid(self.gid).env("HOME", "/tmp");
+    }
+
+    /// Give `path` to this user.
+    pub fn own(&self, path: &Path) -> anyhow::Result<()> {
+        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).with_context(|| {
+            format!(
+                "chown {} to {} (uid {})",
+                path.display(),
+                self.name,
+                self.uid
+            )
+        })
+    }
+}
+
 /// Make `cmd` start pinned to `cpus` (applied in the child before exec).
 pub fn pin_command(cmd: &mut Command, cpus: &[usize]) {
     if cpus.is_empty() {
@@ -652,6 +700,34 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// Servers start from parallel threads (tests, sweeps): each lookup must see its own
+    /// user, never the record another thread's lookup left in a shared buffer.
+    #[test]
+    fn service_users_looked_up_at_once_from_many_threads_are_each_their_own() {
+        if !nix::unistd::geteuid().is_root() {
+            assert_eq!(ServiceUser::when_root(&["nobody"]), None);
+            return;
+        }
+        let names = ["root", "nobody", "daemon", "bin"];
+        let expected: Vec<ServiceUser> = names
+            .iter()
+            .filter_map(|n| ServiceUser::when_root(&[n]))
+            .collect();
+        assert!(expected.iter().any(|u| u.name == "root" && u.uid == 0));
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let expected = &expected;
+                s.spawn(move || {
+                    for i in 0..2_000 {
+                        let want = &expected[(i + t) % expected.len()];
+                        let got = ServiceUser::when_root(&["no-such-user-rb", &want.name]);
+                        assert_eq!(got.as_ref(), Some(want));
+                    }
+                });
+            }
+        });
     }
 
     #[test]

@@ -11,16 +11,14 @@
 //! log is off (`--skip-log-bin`) as in a default install, and every persistence
 //! setting is read back from the server for the disclosure ([`Mariadbd::persistence`]).
 
-use std::ffi::CString;
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use engine::launch::{free_port, pin_command, ChildGuard};
+use engine::launch::{free_port, pin_command, ChildGuard, ServiceUser};
 
 use crate::backend::Backend;
 use crate::mariadb::MyDb;
@@ -82,43 +80,14 @@ pub fn available() -> bool {
 }
 
 /// The OS user the server runs as when we are root: `mysql`, else `nobody`.
-fn run_as() -> Option<(u32, u32)> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    for name in ["mysql", "nobody"] {
-        let Ok(c) = CString::new(name) else { continue };
-        // SAFETY: getpwnam returns static storage or null; copied out at once.
-        let pw = unsafe { libc::getpwnam(c.as_ptr()) };
-        if !pw.is_null() {
-            // SAFETY: pw is non-null and points to a valid passwd record.
-            return Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) });
-        }
-    }
-    None
+fn run_as() -> Option<ServiceUser> {
+    ServiceUser::when_root(&["mysql", "nobody"])
 }
 
-fn user_name(who: Option<(u32, u32)>) -> Option<String> {
-    let (uid, _) = who?;
-    // SAFETY: getpwuid returns static storage or null; copied out at once.
-    let pw = unsafe { libc::getpwuid(uid) };
-    if pw.is_null() {
-        return None;
-    }
-    // SAFETY: pw_name is a NUL-terminated string in the record.
-    let name = unsafe { std::ffi::CStr::from_ptr((*pw).pw_name) };
-    Some(name.to_string_lossy().into_owned())
-}
-
-fn make_dir_for(dir: &Path, who: Option<(u32, u32)>) -> anyhow::Result<()> {
+fn make_dir_for(dir: &Path, who: Option<&ServiceUser>) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o750))?;
-    if let Some((uid, gid)) = who {
-        std::os::unix::fs::chown(dir, Some(uid), Some(gid))
-            .with_context(|| format!("chown {} to uid {uid}", dir.display()))?;
-    }
-    Ok(())
+    who.map_or(Ok(()), |u| u.own(dir))
 }
 
 /// A running mariadbd we started, in its scratch dir.
@@ -149,8 +118,8 @@ impl Mariadbd {
         std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755))?;
         let data = temp.path().join("data");
         let run = temp.path().join("run");
-        make_dir_for(&data, who)?;
-        make_dir_for(&run, who)?;
+        make_dir_for(&data, who.as_ref())?;
+        make_dir_for(&run, who.as_ref())?;
         let log = temp.path().join("mariadbd.log");
         let mut cmd = Command::new(&install);
         cmd.arg("--no-defaults")
@@ -161,8 +130,8 @@ impl Mariadbd {
                 "--skip-name-resolve",
             ])
             .stdin(Stdio::null());
-        if let Some(u) = user_name(who) {
-            cmd.arg(format!("--user={u}"));
+        if let Some(u) = &who {
+            cmd.arg(format!("--user={}", u.name));
         }
         let out = cmd
             .output()
@@ -188,11 +157,9 @@ impl Mariadbd {
             .stdin(Stdio::null())
             .stdout(Stdio::from(logf.try_clone()?))
             .stderr(Stdio::from(logf));
-        if let Some(u) = user_name(who) {
-            cmd.arg(format!("--user={u}"));
-        }
-        if let Some((uid, gid)) = who {
-            cmd.uid(uid).gid(gid).env("HOME", "/tmp");
+        if let Some(u) = &who {
+            cmd.arg(format!("--user={}", u.name));
+            u.apply(&mut cmd);
         }
         pin_command(&mut cmd, &settings.cpus);
         let guard = ChildGuard::spawn("mariadbd", &mut cmd)?;

@@ -9,17 +9,15 @@
 //! PostgreSQL refuses to run as root, so when rackbench is root the cluster is owned by and
 //! runs as the `postgres` system user (or `nobody` when that user does not exist).
 
-use std::ffi::CString;
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use engine::launch::{free_port, pin_command, ChildGuard};
+use engine::launch::{free_port, pin_command, ChildGuard, ServiceUser};
 
 /// The superuser name every launched cluster is initialised with (trust auth: local
 /// connections, and the load generators' networks when it listens on one; see [`Reach`]).
@@ -164,43 +162,18 @@ impl Settings {
 }
 
 /// The OS user a cluster runs as: ourselves, or `postgres`/`nobody` when we are root.
-#[derive(Debug, Clone, Copy)]
-struct RunAs {
-    uid: u32,
-    gid: u32,
+fn run_as() -> Option<ServiceUser> {
+    ServiceUser::when_root(&["postgres", "nobody"])
 }
 
-fn run_as() -> Option<RunAs> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    for name in ["postgres", "nobody"] {
-        let Ok(c) = CString::new(name) else { continue };
-        // SAFETY: getpwnam returns a pointer to static storage or null; we copy out at once.
-        let pw = unsafe { libc::getpwnam(c.as_ptr()) };
-        if !pw.is_null() {
-            // SAFETY: pw is non-null and points to a valid passwd record.
-            let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
-            return Some(RunAs { uid, gid });
-        }
-    }
-    None
+fn chown(path: &Path, who: Option<&ServiceUser>) -> anyhow::Result<()> {
+    who.map_or(Ok(()), |u| u.own(path))
 }
 
-fn chown(path: &Path, who: Option<RunAs>) -> anyhow::Result<()> {
-    if let Some(r) = who {
-        std::os::unix::fs::chown(path, Some(r.uid), Some(r.gid))
-            .with_context(|| format!("chown {} to uid {}", path.display(), r.uid))?;
-    }
-    Ok(())
-}
-
-fn as_user(cmd: &mut Command, who: Option<RunAs>) {
-    if let Some(r) = who {
-        cmd.uid(r.uid).gid(r.gid);
+fn as_user(cmd: &mut Command, who: Option<&ServiceUser>) {
+    if let Some(u) = who {
         // initdb/postgres look at HOME only for psqlrc-like files; keep them out of /root.
-        cmd.env("HOME", "/tmp");
+        u.apply(cmd);
     }
 }
 
@@ -208,6 +181,7 @@ fn as_user(cmd: &mut Command, who: Option<RunAs>) {
 pub fn init_cluster(data: &Path) -> anyhow::Result<()> {
     let initdb = find_pg_binary("initdb")?;
     let who = run_as();
+    let who = who.as_ref();
     std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
     std::fs::set_permissions(data, std::fs::Permissions::from_mode(0o700))?;
     chown(data, who)?;
@@ -290,6 +264,7 @@ impl Server {
         }
         let postgres = find_pg_binary("postgres")?;
         let who = run_as();
+        let who = who.as_ref();
         let version = std::fs::read_to_string(data.join("PG_VERSION"))
             .map(|s| s.trim().to_string())
             .unwrap_or_default();
