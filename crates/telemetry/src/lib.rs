@@ -8,6 +8,7 @@
 //! are `model`'s, so the store and reports never depend on this crate.
 
 pub mod disclosure;
+pub mod nic_ioctl;
 pub mod parse;
 pub mod power;
 pub mod rates;

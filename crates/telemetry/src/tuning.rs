@@ -88,7 +88,8 @@ pub struct Sources<'a> {
     pub proc_root: &'a Path,
     pub sys_root: &'a Path,
     pub etc_root: &'a Path,
-    /// `ethtool`, on the live host only.
+    /// `ethtool` (for coalescing and offloads), on the live host only: NICs are queried
+    /// only then (firmware, channels and rings in-process, see [`crate::nic_ioctl`]).
     pub ethtool: Option<&'a str>,
 }
 
@@ -273,33 +274,31 @@ fn nic_settings(f: &mut BTreeMap<String, Fact>, src: &Sources) {
         let Some(ethtool) = src.ethtool else {
             continue;
         };
-        // The name came from /sys/class/net: letters, digits, `.-_@:` only; quoted anyway.
-        let quoted = format!("'{}'", nic.replace('\'', ""));
-        let run = |flag: &str| run_command(&format!("{ethtool} {flag} {quoted}"), ETHTOOL_TIMEOUT);
-        match run("-i") {
-            Ok(out) => {
-                let kv = colon_pairs(&out);
-                if let Some(fw) = kv.get("firmware-version").filter(|v| !v.is_empty()) {
-                    f.insert(key("firmware"), Fact::known(fw.clone()));
+        // Firmware, channels and rings: ethtool's own requests, made in-process.
+        let queried = crate::nic_ioctl::Nic::open(&nic).and_then(|n| Ok((n.firmware()?, n)));
+        match queried {
+            Ok((fw, n)) => {
+                if !fw.is_empty() {
+                    f.insert(key("firmware"), Fact::known(fw));
+                }
+                if let Ok(c) = n.channels() {
+                    f.insert(key("channels"), Fact::known(c));
+                }
+                if let Ok(r) = n.rings() {
+                    f.insert(key("rings"), Fact::known(r));
                 }
             }
             Err(e) => {
-                f.insert(key("ethtool"), Fact::unknown(format!("ethtool -i: {e}")));
+                f.insert(
+                    key("ethtool"),
+                    Fact::unknown(format!("SIOCETHTOOL on {nic}: {e}")),
+                );
                 continue;
             }
         }
-        if let Ok(out) = run("-l") {
-            f.insert(
-                key("channels"),
-                Fact::known(current_section(&out, &["RX", "TX", "Combined"])),
-            );
-        }
-        if let Ok(out) = run("-g") {
-            f.insert(
-                key("rings"),
-                Fact::known(current_section(&out, &["RX", "TX"])),
-            );
-        }
+        // The name came from /sys/class/net: letters, digits, `.-_@:` only; quoted anyway.
+        let quoted = format!("'{}'", nic.replace('\'', ""));
+        let run = |flag: &str| run_command(&format!("{ethtool} {flag} {quoted}"), ETHTOOL_TIMEOUT);
         if let Ok(out) = run("-c") {
             let kv = colon_pairs(&out);
             let shown: Vec<String> = [
@@ -427,6 +426,44 @@ mod tests {
             offloads_on(k),
             "rx-checksumming,tx-checksumming,generic-receive-offload"
         );
+    }
+
+    /// Every NIC of this host: what the in-process requests give is what `ethtool`
+    /// prints for the same settings (the test is silent where ethtool is not installed).
+    #[test]
+    fn in_process_nic_settings_are_what_ethtool_prints() {
+        let ethtool = |flag: &str, nic: &str| {
+            std::process::Command::new("ethtool")
+                .args([flag, nic])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        };
+        for nic in physical_nics(Path::new("/sys")) {
+            let Some(info) = ethtool("-i", &nic) else {
+                continue;
+            };
+            let n = crate::nic_ioctl::Nic::open(&nic).unwrap();
+            let fw = colon_pairs(&info).get("firmware-version").cloned();
+            assert_eq!(n.firmware().unwrap(), fw.unwrap_or_default(), "{nic}");
+            match ethtool("-l", &nic) {
+                Some(out) => assert_eq!(
+                    n.channels().unwrap(),
+                    current_section(&out, &["RX", "TX", "Combined"]),
+                    "{nic}"
+                ),
+                None => assert!(n.channels().is_err(), "{nic}"),
+            }
+            match ethtool("-g", &nic) {
+                Some(out) => assert_eq!(
+                    n.rings().unwrap(),
+                    current_section(&out, &["RX", "TX"]),
+                    "{nic}"
+                ),
+                None => assert!(n.rings().is_err(), "{nic}"),
+            }
+        }
     }
 
     #[test]
