@@ -34,7 +34,6 @@ struct DrvInfo {
 
 /// `struct ethtool_channels` and `struct ethtool_ringparam`: a command and eight u32.
 #[repr(C)]
-#[derive(Default)]
 struct Eight {
     cmd: u32,
     v: [u32; 8],
@@ -88,6 +87,13 @@ impl Nic {
         Ok(())
     }
 
+    /// A request whose answer is eight u32 after the command.
+    fn eight(&self, cmd: u32) -> std::io::Result<[u32; 8]> {
+        let mut e = Eight { cmd, v: [0; 8] };
+        self.request(&mut e)?;
+        Ok(e.v)
+    }
+
     /// The firmware version (`ethtool -i`'s `firmware-version`); empty when the driver
     /// has none.
     pub fn firmware(&self) -> std::io::Result<String> {
@@ -103,13 +109,8 @@ impl Nic {
 
     /// `ethtool -l`'s current settings: `RX n/a TX n/a Combined 4`.
     pub fn channels(&self) -> std::io::Result<String> {
-        let mut c = Eight {
-            cmd: ETHTOOL_GCHANNELS,
-            ..Eight::default()
-        };
-        self.request(&mut c)?;
         // max_rx, max_tx, max_other, max_combined, rx, tx, other, combined
-        let [max_rx, max_tx, _, max_comb, rx, tx, _, comb] = c.v;
+        let [max_rx, max_tx, _, max_comb, rx, tx, _, comb] = self.eight(ETHTOOL_GCHANNELS)?;
         Ok(shown(&[
             ("RX", max_rx, rx),
             ("TX", max_tx, tx),
@@ -119,13 +120,8 @@ impl Nic {
 
     /// `ethtool -g`'s current settings: `RX 256 TX 256`.
     pub fn rings(&self) -> std::io::Result<String> {
-        let mut r = Eight {
-            cmd: ETHTOOL_GRINGPARAM,
-            ..Eight::default()
-        };
-        self.request(&mut r)?;
         // rx_max, rx_mini_max, rx_jumbo_max, tx_max, rx, rx_mini, rx_jumbo, tx
-        let [max_rx, _, _, max_tx, rx, _, _, tx] = r.v;
+        let [max_rx, _, _, max_tx, rx, _, _, tx] = self.eight(ETHTOOL_GRINGPARAM)?;
         Ok(shown(&[("RX", max_rx, rx), ("TX", max_tx, tx)]))
     }
 }
