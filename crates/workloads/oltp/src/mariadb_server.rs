@@ -118,12 +118,18 @@ impl Mariadbd {
         std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755))?;
         let data = temp.path().join("data");
         let run = temp.path().join("run");
-        make_dir_for(&data, who.as_ref())?;
-        make_dir_for(&run, who.as_ref())?;
+        // A temporary directory of its own: a mariadbd starting removes every `#sql*`
+        // file in its tmpdir as left over, and in a shared $TMPDIR those can be another
+        // server's live temporary tables (two servers installing at once failed so).
+        let tmp = temp.path().join("tmp");
+        for dir in [&data, &run, &tmp] {
+            make_dir_for(dir, who.as_ref())?;
+        }
         let log = temp.path().join("mariadbd.log");
         let mut cmd = Command::new(&install);
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args([
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
@@ -149,6 +155,7 @@ impl Mariadbd {
         let mut cmd = Command::new(&mariadbd);
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--pid-file={}", run.join("mariadbd.pid").display()))
             .arg(format!("--port={port}"))

@@ -371,3 +371,33 @@ fn a_launched_mariadb_on_the_sut_address_serves_two_generators() {
     w.cleanup();
     nothing_left(pid);
 }
+
+/// Two launched servers on one host: a mariadbd starting removes the `#sql*` files in its
+/// tmpdir as left over, so each has a tmpdir of its own, and the first server's live
+/// temporary table (files there) is still whole after the second server's start (with a
+/// shared tmpdir, dropping it failed: its files were gone).
+#[test]
+fn a_second_server_starting_leaves_the_firsts_temporary_tables_alone() {
+    if !have_mariadb() {
+        return;
+    }
+    use wl_oltp::backend::Backend;
+    let _one = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    let settings = wl_oltp::mariadb_server::Settings {
+        buffer_pool: "32M".into(),
+        flush_log_at_trx_commit: 2,
+        max_connections: 50,
+        extra: vec![],
+        cpus: vec![],
+    };
+    let first = wl_oltp::mariadb_server::Mariadbd::throwaway(&settings).unwrap();
+    let mut c = first.backend("mysql").connect().unwrap();
+    c.batch("CREATE TEMPORARY TABLE kept (x INT) ENGINE=Aria")
+        .unwrap();
+    c.batch("INSERT INTO kept VALUES (7)").unwrap();
+    let second = wl_oltp::mariadb_server::Mariadbd::throwaway(&settings).unwrap();
+    assert_eq!(c.query_i64("SELECT x FROM kept").unwrap(), 7);
+    // An open table outlives its files being removed; dropping it finds them gone.
+    c.batch("DROP TEMPORARY TABLE kept").unwrap();
+    drop(second);
+}
