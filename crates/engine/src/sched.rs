@@ -182,10 +182,9 @@ pub(crate) fn merge(
     stopped_early: Option<String>,
 ) -> LoadOutcome {
     let open = spec.shape != LoadShape::Closed;
-    let mut classes: Vec<ClassStats> = class_names
-        .iter()
-        .map(|n| ClassStats::new(n, open))
-        .collect();
+    // The first worker's classes, named, are the sum the others are added to (one
+    // latency histogram fewer to zero per class; most runs have one worker).
+    let mut classes: Vec<ClassStats> = Vec::new();
     let mut intervals: Vec<u64> = Vec::new();
     let mut out = LoadOutcome {
         classes: Vec::new(),
@@ -202,9 +201,23 @@ pub(crate) fn merge(
         stopped_early,
     };
     let interval_s = spec.interval.as_secs_f64().max(1e-9);
-    for r in recorders {
-        for (dst, src) in classes.iter_mut().zip(&r.classes) {
-            dst.add(src);
+    for mut r in recorders {
+        // Taken only when shaped as a fresh sum would be (a panicked session's stand-in
+        // recorder is closed-loop whatever the run).
+        let fits = r.classes.len() == class_names.len()
+            && r.classes.iter().all(|c| c.corrected.is_some() == open);
+        if classes.is_empty() && fits {
+            classes = std::mem::take(&mut r.classes);
+            for (c, n) in classes.iter_mut().zip(class_names) {
+                c.name = n.to_string();
+            }
+        } else {
+            if classes.is_empty() {
+                classes = fresh_classes(class_names, open);
+            }
+            for (dst, src) in classes.iter_mut().zip(&r.classes) {
+                dst.add(src);
+            }
         }
         if r.intervals.len() > intervals.len() {
             intervals.resize(r.intervals.len(), 0);
@@ -228,13 +241,94 @@ pub(crate) fn merge(
         .iter()
         .map(|&n| n as f64 / interval_s)
         .collect();
-    out.classes = classes;
+    out.classes = if classes.is_empty() {
+        fresh_classes(class_names, open)
+    } else {
+        classes
+    };
     out
+}
+
+fn fresh_classes(class_names: &[&str], open: bool) -> Vec<ClassStats> {
+    class_names
+        .iter()
+        .map(|n| ClassStats::new(n, open))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Merging takes the first worker's classes as the sum: with one worker or several,
+    /// open or closed loop, the merge names the classes and holds exactly every
+    /// worker's counts and latencies; a closed-loop stand-in (a panicked session's) first
+    /// in an open-loop run leaves the others' corrected latencies in.
+    #[test]
+    fn a_merge_is_the_exact_sum_of_its_workers() {
+        for open in [false, true] {
+            let spec = LoadSpec {
+                shape: if open {
+                    LoadShape::Constant { rate: 1_000.0 }
+                } else {
+                    LoadShape::Closed
+                },
+                ..LoadSpec::default()
+            };
+            let worker = |base: u64| {
+                let mut r = Recorder::new(2, open, Duration::from_millis(10));
+                for i in 0..50 {
+                    r.record(i % 2, Outcome::Ok, 1_000, 900, base + i as u64 * 7_000);
+                }
+                r
+            };
+            let mut expect = model::hist::new_latency_histogram();
+            for base in [20_000, 90_000] {
+                for r in worker(base).classes {
+                    expect.add(&r.service).unwrap();
+                }
+            }
+            let one = merge(&spec, &["get", "set"], vec![worker(20_000)], 1.0, None);
+            assert_eq!(
+                one.classes
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>(),
+                ["get", "set"]
+            );
+            assert_eq!(one.total_count(), 50);
+            let two = merge(
+                &spec,
+                &["get", "set"],
+                vec![worker(20_000), worker(90_000)],
+                1.0,
+                None,
+            );
+            assert_eq!(two.total_count(), 100);
+            let mut got = model::hist::new_latency_histogram();
+            for c in &two.classes {
+                got.add(&c.service).unwrap();
+                assert_eq!(c.corrected.is_some(), open);
+            }
+            assert_eq!(got, expect);
+            if open {
+                let stand_in = Recorder::new(2, false, Duration::from_millis(10));
+                let m = merge(
+                    &spec,
+                    &["get", "set"],
+                    vec![stand_in, worker(20_000)],
+                    1.0,
+                    None,
+                );
+                let corrected: u64 = m
+                    .classes
+                    .iter()
+                    .map(|c| c.corrected.as_ref().unwrap().len())
+                    .sum();
+                assert_eq!(corrected, 50);
+            }
+        }
+    }
 
     /// Recording a pipeline's alike replies once with their count is exactly recording
     /// each: the same counts, outcomes, histogram, intervals and times.

@@ -3,6 +3,8 @@
 //! zero throughput, offered vs achieved rate, a saturated load generator, latency that
 //! breaks Little's law). Shared by every workload that runs the load loop.
 
+use std::borrow::Cow;
+
 use hdrhistogram::Histogram;
 use model::hist::new_latency_histogram;
 use model::{Flag, HistogramRecord, Metric, MissingMetric};
@@ -57,21 +59,27 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     metrics.push(Metric::new("requests", total as f64, "requests"));
     metrics.push(Metric::new("measured_duration_s", out.duration_s, "s"));
 
-    // All classes merged, then each class.
-    let mut all_service = new_latency_histogram();
-    let mut all_corrected = new_latency_histogram();
+    // All classes merged, then each class. One class is its own merge (a latency
+    // histogram is 270 KB to zero and add; a run makes several per test).
     let classes_used: Vec<_> = out.classes.iter().filter(|c| c.count > 0).collect();
-    for c in &classes_used {
-        let _ = all_service.add(&c.service);
-        if let Some(h) = &c.corrected {
-            let _ = all_corrected.add(h);
+    let merged = |pick: fn(&crate::load::ClassStats) -> Option<&Histogram<u64>>| match classes_used
+        .as_slice()
+    {
+        [one] => pick(one).map_or_else(|| Cow::Owned(new_latency_histogram()), Cow::Borrowed),
+        many => {
+            let mut all = new_latency_histogram();
+            for h in many.iter().filter_map(|c| pick(c)) {
+                let _ = all.add(h);
+            }
+            Cow::Owned(all)
         }
-    }
+    };
+    let all_service = merged(|c| Some(&c.service));
     // The headline latency is the honest one: from the intended send time in open loop.
-    let (main, main_kind) = if open {
-        (&all_corrected, "corrected")
-    } else {
-        (&all_service, "service")
+    let all_corrected = open.then(|| merged(|c| c.corrected.as_ref()));
+    let (main, main_kind) = match &all_corrected {
+        Some(h) => (h.as_ref(), "corrected"),
+        None => (all_service.as_ref(), "service"),
     };
     metrics.extend(latency_metrics("latency", main, &[]));
     if open {
