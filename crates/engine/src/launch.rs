@@ -668,35 +668,21 @@ pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
 mod tests {
     use super::*;
 
-    fn affinity() -> Vec<usize> {
-        // SAFETY: plain data filled by the kernel for this thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            assert_eq!(
-                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
-                0
-            );
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect()
-        }
-    }
-
     /// A thread pinned for now is on the CPUs asked, so is a thread it starts meanwhile,
     /// and it has its own CPUs back when the pinning ends; no CPUs asked changes nothing.
     #[test]
     fn pinned_for_now_pins_the_thread_and_its_children_then_gives_back() {
         std::thread::spawn(|| {
-            let before = affinity();
+            let before = allowed_cpus();
             let last = *before.last().unwrap();
             {
                 let _p = PinnedForNow::new(&[last]);
-                assert_eq!(affinity(), vec![last]);
-                assert_eq!(std::thread::spawn(affinity).join().unwrap(), vec![last]);
+                assert_eq!(allowed_cpus(), vec![last]);
+                assert_eq!(std::thread::spawn(allowed_cpus).join().unwrap(), vec![last]);
             }
-            assert_eq!(affinity(), before);
+            assert_eq!(allowed_cpus(), before);
             let _none = PinnedForNow::new(&[]);
-            assert_eq!(affinity(), before);
+            assert_eq!(allowed_cpus(), before);
         })
         .join()
         .unwrap();

@@ -334,23 +334,6 @@ fn colon_pairs(out: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The "Current hardware settings" part of `ethtool -l` / `-g`: `RX 256 TX 256`.
-pub fn current_section(out: &str, keys: &[&str]) -> String {
-    let current = out
-        .split_once("Current hardware settings:")
-        .map_or(out, |(_, c)| c);
-    let kv = colon_pairs(current);
-    let v: Vec<String> = keys
-        .iter()
-        .filter_map(|k| kv.get(*k).map(|v| format!("{k} {v}")))
-        .collect();
-    if v.is_empty() {
-        "not reported".into()
-    } else {
-        v.join(" ")
-    }
-}
-
 /// The offloads `ethtool -k` lists as on, comma separated (`[fixed]` ones included).
 pub fn offloads_on(out: &str) -> String {
     let on: Vec<&str> = out
@@ -404,6 +387,24 @@ fn irq_affinity(nic: &str, src: &Sources, interrupts: &str) -> Fact {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The "Current hardware settings" part of `ethtool -l` / `-g`: `RX 256 TX 256`, as
+    /// [`crate::nic_ioctl`] formats what it reads in-process.
+    fn current_section(out: &str, keys: &[&str]) -> String {
+        let current = out
+            .split_once("Current hardware settings:")
+            .map_or(out, |(_, c)| c);
+        let kv = colon_pairs(current);
+        let v: Vec<String> = keys
+            .iter()
+            .filter_map(|k| kv.get(*k).map(|v| format!("{k} {v}")))
+            .collect();
+        if v.is_empty() {
+            "not reported".into()
+        } else {
+            v.join(" ")
+        }
+    }
 
     #[test]
     fn the_command_line_keeps_tuning_and_drops_the_rest() {
