@@ -405,6 +405,10 @@ where
         let now = now_ns(t0);
         if !cpu_marked && now >= warm_ns {
             rec.cpu_start = thread_cpu();
+            // Bytes, like CPU, count from the end of warm-up: they are divided by the
+            // measured duration (rx_bytes_per_s, net_io_bytes_per_s).
+            rec.bytes_tx = 0;
+            rec.bytes_rx = 0;
             cpu_marked = true;
             progress.warmup.store(false, Ordering::Relaxed);
         }

@@ -116,6 +116,33 @@ fn closed_loop_issues_exactly_n_requests() {
 }
 
 #[test]
+fn bytes_count_from_the_end_of_warm_up_like_the_duration_they_are_divided_by() {
+    // A fast server answers tens of thousands of requests in the 300 ms of warm-up; the
+    // 2,000 measured ones are 2 bytes out (`x\n`) and 3 back (`ok\n`) each.
+    let f = fake(Duration::ZERO, None);
+    let s = LoadSpec {
+        warmup: Duration::from_millis(300),
+        ..spec(StopAfter::Requests(2_000))
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.total_count(), 2_000);
+    let warm_served = f.served.load(Ordering::SeqCst) - 2_000;
+    assert!(warm_served > 2_000, "only {warm_served} in warm-up");
+    // At the boundary, up to one request per connection is in flight either way.
+    let slack = 2 * s.connections as u64;
+    assert!(
+        out.bytes_tx.abs_diff(2 * 2_000) <= 2 * slack,
+        "{} bytes sent for 2,000 requests",
+        out.bytes_tx
+    );
+    assert!(
+        out.bytes_rx.abs_diff(3 * 2_000) <= 3 * slack,
+        "{} bytes received for 2,000 replies",
+        out.bytes_rx
+    );
+}
+
+#[test]
 fn closed_loop_mean_latency_obeys_littles_law() {
     // 4 connections, 2 ms service each: throughput ~ 4 / 2 ms; mean latency ~ conns / tput.
     let f = fake(Duration::from_millis(2), None);
