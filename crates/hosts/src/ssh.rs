@@ -255,24 +255,14 @@ impl Ssh {
         // This process's own image, whatever happened to the file since it started
         // (the hash was taken from it too).
         let exe = PathBuf::from("/proc/self/exe");
-        let q = shell_quote(path);
-        // The copy is checked against the hash before it is published: a copy cut short
-        // (a link dropped, a read that failed) never gets the name of a good one. `ln`
-        // publishes it without replacing one another host put there first (a home
-        // directory shared by several hosts), so a running binary is never replaced.
-        // The prune keeps the three newest copies and never touches this one.
-        let sha = shell_quote(sha256);
-        let script = format!(
-            "umask 077; d=\"$(dirname {q})\"; mkdir -p \"$d\" && t={q}.tmp.$$ && trap 'rm -f \"$t\"' EXIT && cat > \"$t\" \
-             && {{ ! command -v sha256sum >/dev/null || echo {sha}\"  $t\" | sha256sum -c --status || {{ echo RBBADCOPY >&2; exit 1; }}; }} \
-             && chmod 700 \"$t\" && {{ ln \"$t\" {q} 2>/dev/null || test -x {q}; }} && echo RBCOPIED; \
-             ls -t \"$d\"/rackbench-* 2>/dev/null | grep -v -e '[.]tmp[.]' -e \"^\"{q}\"$\" | tail -n +3 \
-             | while read -r old; do rm -f \"$old\"; done"
-        );
+        let size = std::fs::metadata(&exe)
+            .context("cannot read the size of rackbench's own binary (/proc/self/exe)")?
+            .len();
+        let script = deploy_script(path, sha256, size);
         let out = match self.run(dest, &script, Some(&exe), Duration::from_secs(300)) {
             Ok(o) => o,
             Err(e) if format!("{e:#}").contains("RBBADCOPY") => {
-                bail!("{dest}: the copy of rackbench arrived damaged (its sha256 differs); nothing was kept there, run again")
+                bail!("{dest}: the copy of rackbench arrived damaged (its size or sha256 differs); nothing was kept there, run again")
             }
             Err(e) => return Err(e),
         };
@@ -300,6 +290,27 @@ impl Ssh {
             "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
         )
     }
+}
+
+/// The remote script that receives the binary on stdin and publishes it at `path`.
+/// The copy is checked before it is published, so that a copy cut short (a link dropped,
+/// ssh killed at the deploy timeout, a read that failed on our side: each ends `cat`
+/// cleanly at end of input) never gets the name of a good one: always by its size, and by
+/// its sha256 where the host has `sha256sum`. `ln` publishes it without replacing one
+/// another host put there first (a home directory shared by several hosts), so a running
+/// binary is never replaced. The prune keeps the three newest copies and never touches
+/// this one.
+fn deploy_script(path: &str, sha256: &str, size: u64) -> String {
+    let q = shell_quote(path);
+    let sha = shell_quote(sha256);
+    format!(
+        "umask 077; d=\"$(dirname {q})\"; mkdir -p \"$d\" && t={q}.tmp.$$ && trap 'rm -f \"$t\"' EXIT && cat > \"$t\" \
+         && {{ [ $(wc -c < \"$t\") -eq {size} ] || {{ echo RBBADCOPY >&2; exit 1; }}; }} \
+         && {{ ! command -v sha256sum >/dev/null || echo {sha}\"  $t\" | sha256sum -c --status || {{ echo RBBADCOPY >&2; exit 1; }}; }} \
+         && chmod 700 \"$t\" && {{ ln \"$t\" {q} 2>/dev/null || test -x {q}; }} && echo RBCOPIED; \
+         ls -t \"$d\"/rackbench-* 2>/dev/null | grep -v -e '[.]tmp[.]' -e \"^\"{q}\"$\" | tail -n +3 \
+         | while read -r old; do rm -f \"$old\"; done"
+    )
 }
 
 /// Single-quote for a POSIX shell.
@@ -397,6 +408,69 @@ pub fn classify(dest: &str, stderr: &str, code: Option<i32>) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Run the deploy script here with `sh`, `input` on its stdin, and only the tools in
+    /// `tools` on its PATH: (stdout, stderr).
+    fn deploy_here(path: &Path, want: &[u8], input: &[u8], tools: &[&str]) -> (String, String) {
+        use sha2::Digest;
+        let bin = path.parent().unwrap().with_file_name("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for t in tools {
+            let found = ["/usr/bin", "/bin"]
+                .iter()
+                .map(|d| Path::new(d).join(t))
+                .find(|p| p.exists())
+                .unwrap_or_else(|| panic!("{t} is not installed"));
+            let _ = std::os::unix::fs::symlink(found, bin.join(t));
+        }
+        let sha = format!("{:x}", sha2::Sha256::digest(want));
+        let script = deploy_script(path.to_str().unwrap(), &sha, want.len() as u64);
+        let mut child = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(script)
+            .env_clear()
+            .env("PATH", &bin)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
+    }
+
+    #[test]
+    fn a_copy_cut_short_is_never_published_even_without_sha256sum() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("cache/rackbench-abc");
+        let want: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let base = [
+            "dirname", "mkdir", "cat", "wc", "chmod", "ln", "ls", "grep", "tail", "rm",
+        ];
+        let with_sha: Vec<&str> = base.iter().copied().chain(["sha256sum"]).collect();
+        for tools in [&base[..], &with_sha[..]] {
+            // Cut short: refused, and nothing left under any name.
+            let (out, err) = deploy_here(&target, &want, &want[..60_000], tools);
+            assert!(
+                !out.contains("RBCOPIED") && err.contains("RBBADCOPY"),
+                "{out} {err}"
+            );
+            assert!(!target.exists());
+            let left: Vec<_> = std::fs::read_dir(target.parent().unwrap())
+                .unwrap()
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+        }
+        // Whole: published, without sha256sum too.
+        let (out, err) = deploy_here(&target, &want, &want, &base);
+        assert!(out.contains("RBCOPIED"), "{out} {err}");
+        assert_eq!(std::fs::read(&target).unwrap(), want);
+    }
 
     #[test]
     fn destinations_that_could_be_options_or_commands_are_refused() {
