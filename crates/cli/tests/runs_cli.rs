@@ -469,4 +469,49 @@ fn markdown_links_only_the_charts_it_wrote() {
         ],
     ));
     assert!(!std::fs::read_to_string(&bare).unwrap().contains(".svg)"));
+
+    // A chart that may not be replaced (someone's own file of that name), or an
+    // --svg-dir that is a file: refused before anything is written, the report included.
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    let name = std::fs::read_dir(&charts)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .find(|n| n.to_string_lossy().ends_with(".svg"))
+        .unwrap();
+    std::fs::write(theirs.join(&name), "my own drawing").unwrap();
+    let not_a_dir = dir.path().join("not-a-dir");
+    std::fs::write(&not_a_dir, "notes").unwrap();
+    for (svg_dir, says) in [
+        (&theirs, "not written by rackbench"),
+        (&not_a_dir, "not a directory"),
+    ] {
+        let md = dir.path().join("refused.md");
+        let o = rackbench(
+            &db,
+            &[
+                "report",
+                "--all",
+                "--format",
+                "md",
+                "-o",
+                md.to_str().unwrap(),
+                "--svg-dir",
+                svg_dir.to_str().unwrap(),
+            ],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(says), "{err}");
+        assert!(
+            !md.exists(),
+            "the report was written beside a refused chart"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read(theirs.join(&name)).unwrap(),
+        b"my own drawing"
+    );
+    assert_eq!(std::fs::read(&not_a_dir).unwrap(), b"notes");
 }

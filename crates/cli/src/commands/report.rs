@@ -348,17 +348,38 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         }
     };
     let db = g.db_path();
-    output::write_atomic(&out, body.as_bytes(), &db)?;
-    let mut svgs = Vec::new();
+    // Every file this command writes is checked before the first is written: a chart
+    // that may not be replaced leaves no report linking to charts that are not there.
+    let charts = match &a.svg_dir {
+        Some(dir) => {
+            if dir.exists() && !dir.is_dir() {
+                anyhow::bail!(
+                    "--svg-dir {} exists and is not a directory: give a directory (it is created if missing)",
+                    dir.display()
+                );
+            }
+            let charts: Vec<(PathBuf, String)> = report::svg_charts(&runs)
+                .into_iter()
+                .map(|(name, svg)| (dir.join(name), svg))
+                .collect();
+            for (p, _) in &charts {
+                output::check_replaceable(p, &db)?;
+            }
+            charts
+        }
+        None => Vec::new(),
+    };
+    output::check_replaceable(&out, &db)?;
     if let Some(dir) = &a.svg_dir {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the --svg-dir directory {}", dir.display()))?;
-        for (name, svg) in report::svg_charts(&runs) {
-            let p = dir.join(&name);
-            output::write_atomic(&p, svg.as_bytes(), &db)?;
-            svgs.push(p);
-        }
     }
+    let mut svgs = Vec::new();
+    for (p, svg) in charts {
+        output::write_atomic(&p, svg.as_bytes(), &db)?;
+        svgs.push(p);
+    }
+    output::write_atomic(&out, body.as_bytes(), &db)?;
     if g.json {
         let v = serde_json::json!({
             "report": out,
