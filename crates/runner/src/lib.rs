@@ -784,8 +784,13 @@ pub fn run(
                         params.insert("variant".into(), Value::String(v.name.clone()));
                     }
                     // Only a host of this point fails it (a net pair is not failed by a
-                    // third host that died).
-                    let lost = roles.all().iter().find_map(|h| h.lost());
+                    // third host that died). Its reason quotes the agent's stderr: redacted,
+                    // as every stored error is.
+                    let lost = roles
+                        .all()
+                        .iter()
+                        .find_map(|h| h.lost())
+                        .map(|why| model::redact_secrets(&why));
                     let mut result = match outcome {
                         Ok(out) => {
                             let interrupted = engine::stop::stop_requested();
