@@ -429,21 +429,24 @@ fn markdown_links_only_the_charts_it_wrote() {
             "--no-telemetry",
         ],
     ));
-    let md = dir.path().join("r.md");
-    let charts = dir.path().join("charts");
-    ok(&rackbench(
-        &db,
-        &[
+    // `report --all --format md -o MD [--svg-dir DIR]`
+    let report_md = |md: &Path, svg_dir: Option<&Path>| {
+        let mut args = vec![
             "report",
             "--all",
             "--format",
             "md",
             "-o",
             md.to_str().unwrap(),
-            "--svg-dir",
-            charts.to_str().unwrap(),
-        ],
-    ));
+        ];
+        if let Some(d) = svg_dir {
+            args.extend(["--svg-dir", d.to_str().unwrap()]);
+        }
+        rackbench(&db, &args)
+    };
+    let md = dir.path().join("r.md");
+    let charts = dir.path().join("charts");
+    ok(&report_md(&md, Some(&charts)));
     let text = std::fs::read_to_string(&md).unwrap();
     let links: Vec<&str> = text
         .split("](")
@@ -457,17 +460,7 @@ fn markdown_links_only_the_charts_it_wrote() {
         assert!(dir.path().join(l).is_file(), "{l} was not written");
     }
     let bare = dir.path().join("bare.md");
-    ok(&rackbench(
-        &db,
-        &[
-            "report",
-            "--all",
-            "--format",
-            "md",
-            "-o",
-            bare.to_str().unwrap(),
-        ],
-    ));
+    ok(&report_md(&bare, None));
     assert!(!std::fs::read_to_string(&bare).unwrap().contains(".svg)"));
 
     // A chart that may not be replaced (someone's own file of that name), or an
@@ -488,19 +481,7 @@ fn markdown_links_only_the_charts_it_wrote() {
         (&not_a_dir, "not a directory"),
     ] {
         let md = dir.path().join("refused.md");
-        let o = rackbench(
-            &db,
-            &[
-                "report",
-                "--all",
-                "--format",
-                "md",
-                "-o",
-                md.to_str().unwrap(),
-                "--svg-dir",
-                svg_dir.to_str().unwrap(),
-            ],
-        );
+        let o = report_md(&md, Some(svg_dir));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success() && err.contains(says), "{err}");
         assert!(
