@@ -1042,6 +1042,71 @@ bom = [{ name = "Server", unit_cost = 5000 }]
         .contains("over the points of the performance figure"));
 }
 
+/// With `perf_from = "max"` the performance is one sweep point's (the highest headline),
+/// and the power is that point's too, not the mean over every point of the sweep.
+#[test]
+fn tco_max_takes_power_from_the_best_point_only() {
+    let run = kv_run(&Spec {
+        reps: 2,
+        instances: &[1, 2, 4],
+        ..Spec::default()
+    });
+    let plan = tco::Plan::from_toml(
+        r#"years = 3
+energy_price_per_kwh = 0.10
+[rack]
+power_budget_w = 10000
+rack_units = 40
+[[platform]]
+name = "x86"
+run = "x86-a"
+perf_from = "max"
+test = "get"
+bom = [{ name = "Server", unit_cost = 5000 }]
+"#,
+    )
+    .unwrap();
+    let p = &plan.platforms[0];
+    let fr = tco::from_run(&run, p);
+    let perf = fr.perf.as_ref().unwrap();
+    let power = fr.power_w.as_ref().unwrap();
+    // The best point, found independently: the highest mean headline of `get`.
+    let mut by_point: BTreeMap<String, Vec<&ResultRecord>> = BTreeMap::new();
+    for r in run.results.iter().filter(|r| r.test == "get") {
+        by_point.entry(format!("{:?}", r.params)).or_default().push(r);
+    }
+    let mean = |rs: &[&ResultRecord], f: &dyn Fn(&ResultRecord) -> f64| {
+        rs.iter().map(|r| f(r)).sum::<f64>() / rs.len() as f64
+    };
+    let headline = |r: &ResultRecord| r.headline_value().unwrap();
+    let watts = |r: &ResultRecord| {
+        model::power::headline(&r.telemetry_summary[0].power)
+            .unwrap()
+            .mean_watts
+    };
+    let best = by_point
+        .values()
+        .max_by(|a, b| mean(a, &headline).total_cmp(&mean(b, &headline)))
+        .unwrap();
+    assert!((perf.value - mean(best, &headline)).abs() < 1e-9);
+    let want = mean(best, &watts);
+    let every: Vec<&ResultRecord> = by_point.values().flatten().copied().collect();
+    assert!(
+        (mean(&every, &watts) - want).abs() > 1.0,
+        "the fixture's points must draw different power for this test to tell"
+    );
+    assert!(
+        (power.value - want).abs() < 1e-9,
+        "{} W, the best point draws {want} W",
+        power.value
+    );
+    assert!(
+        power.source.contains("at the performance figure's point"),
+        "{}",
+        power.source
+    );
+}
+
 /// Issue 13 item 8: the Markdown summary's header keeps the unit's case (`MB/s`, not
 /// `mb/s`), and a summary point is named by the parameters that vary, the fixed ones
 /// said once (`Fixed parameters: requests=20000`), not repeated in every cell.

@@ -75,9 +75,28 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
         ));
         return out;
     }
-    out.perf = perf_of(run, &results, p.perf_from);
-    out.power_w = match power_of(run, &results) {
-        Ok(s) => Some(s),
+    let perf = perf_of(run, &results, p.perf_from);
+    // Power from the very point the performance figure is: a sweep's points draw
+    // different power, and their mean beside the best point's performance is no server.
+    let (power_results, of_point) = match &perf {
+        Some((_, Some(key))) => (
+            results
+                .iter()
+                .copied()
+                .filter(|r| &point_key(r) == key)
+                .collect(),
+            Some(key.clone()),
+        ),
+        _ => (results, None),
+    };
+    out.perf = perf.map(|(s, _)| s);
+    out.power_w = match power_of(run, &power_results) {
+        Ok(mut s) => {
+            if let Some(key) = of_point {
+                s.source = format!("{} at the performance figure's point ({key})", s.source);
+            }
+            Some(s)
+        }
         Err(why) => {
             out.problems.push(why);
             None
@@ -86,7 +105,12 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
     out
 }
 
-fn perf_of(run: &RunRecord, results: &[&ResultRecord], how: PerfFrom) -> Option<Sourced> {
+/// The performance figure, and the sweep point it comes from when it is one point's.
+fn perf_of(
+    run: &RunRecord,
+    results: &[&ResultRecord],
+    how: PerfFrom,
+) -> Option<(Sourced, Option<String>)> {
     // Repetitions of a sweep point are averaged first: one figure per point.
     let mut points: BTreeMap<String, (f64, usize, String)> = BTreeMap::new();
     for r in results {
@@ -112,12 +136,15 @@ fn perf_of(run: &RunRecord, results: &[&ResultRecord], how: PerfFrom) -> Option<
     match how {
         PerfFrom::Max => {
             let best = means.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-            Some(Sourced {
-                value: best.1,
-                source: format!("run {}: highest headline ({})", run.id, best.0),
-                modelled: false,
-                unit: Some(unit),
-            })
+            Some((
+                Sourced {
+                    value: best.1,
+                    source: format!("run {}: highest headline ({})", run.id, best.0),
+                    modelled: false,
+                    unit: Some(unit),
+                },
+                Some(best.0.clone()),
+            ))
         }
         // The geometric mean over chosen tests at one sweep point is the report's
         // summary selection; the CLI takes it from there (`report::summary_with`), so
