@@ -1073,7 +1073,10 @@ bom = [{ name = "Server", unit_cost = 5000 }]
     // The best point, found independently: the highest mean headline of `get`.
     let mut by_point: BTreeMap<String, Vec<&ResultRecord>> = BTreeMap::new();
     for r in run.results.iter().filter(|r| r.test == "get") {
-        by_point.entry(format!("{:?}", r.params)).or_default().push(r);
+        by_point
+            .entry(format!("{:?}", r.params))
+            .or_default()
+            .push(r);
     }
     let mean = |rs: &[&ResultRecord], f: &dyn Fn(&ResultRecord) -> f64| {
         rs.iter().map(|r| f(r)).sum::<f64>() / rs.len() as f64

@@ -315,9 +315,7 @@ mod tests {
         // last-level cache, as the workload checks (16 MiB arrays sat in a 260 MiB L3 and
         // two threads made 2.3x one: more cores, a faster uncore).
         let _alone = crate::REAL_RUN.lock();
-        let llc = crate::read_caches()
-            .last()
-            .map_or(8 << 20, |c| c.size_bytes) as usize;
+        let llc = crate::read_llc_total().unwrap_or(8 << 20) as usize;
         let elems = (2 * llc).max(16 << 20) / 8;
         let cpus: Vec<usize> = (0..engine::launch::online_cpus()).collect();
         // The 1-thread reference is the best of six runs around the 2-thread ones: a

@@ -179,6 +179,32 @@ fn read_caches() -> Vec<plateau::CacheLevel> {
     plateau::caches_from_sysfs(&entries)
 }
 
+/// The whole machine's last-level cache (every instance of it), for the bandwidth arrays.
+fn read_llc_total() -> Option<u64> {
+    let mut entries = Vec::new();
+    let cpus = std::fs::read_dir("/sys/devices/system/cpu").ok()?;
+    for cpu in cpus.flatten() {
+        let name = cpu.file_name();
+        let name = name.to_string_lossy();
+        if !name
+            .strip_prefix("cpu")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        for i in 0..8 {
+            let d = cpu.path().join(format!("cache/index{i}"));
+            let rd = |f: &str| std::fs::read_to_string(d.join(f)).ok();
+            if let (Some(l), Some(t), Some(s), Some(sh)) =
+                (rd("level"), rd("type"), rd("size"), rd("shared_cpu_list"))
+            {
+                entries.push((l, t, s, sh));
+            }
+        }
+    }
+    plateau::llc_total_from_sysfs(&entries)
+}
+
 fn mem_available() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kb: u64 = s
@@ -343,6 +369,9 @@ pub struct MemBench {
     pub bw_elems: usize,
     pub bw_threads: Vec<usize>,
     pub caches: Vec<plateau::CacheLevel>,
+    /// Every instance of the last-level cache together, when sysfs lists them.
+    #[serde(default)]
+    pub llc_total_bytes: Option<u64>,
     /// Warnings about the resolution (working sets capped by memory), on the latency
     /// result.
     pub notes: Vec<Flag>,
@@ -387,9 +416,13 @@ impl MemBench {
             }
         }
         check_sizes(&sizes)?;
-        let bw_bytes = plan
-            .bw_bytes
-            .unwrap_or_else(|| (4 * llc).max(64 << 20).min(avail / 8));
+        // Every thread streams the arrays: they are sized against every LLC instance.
+        let llc_total_bytes = read_llc_total();
+        let bw_bytes = plan.bw_bytes.unwrap_or_else(|| {
+            (4 * llc_total_bytes.unwrap_or(llc).max(llc))
+                .max(64 << 20)
+                .min(avail / 8)
+        });
         let bw_elems = (bw_bytes / 8) as usize;
         check_bw_elems(bw_elems)?;
         let all = engine::launch::online_cpus();
@@ -403,6 +436,7 @@ impl MemBench {
             bw_elems,
             bw_threads,
             caches,
+            llc_total_bytes,
             notes,
         })
     }
@@ -442,6 +476,13 @@ impl MemBench {
                 Fact::known(c.size_bytes.to_string()),
             );
         }
+        m.insert(
+            "cpu.cache.llc_total_bytes".into(),
+            match self.llc_total_bytes {
+                Some(b) => Fact::known(b.to_string()),
+                None => Fact::unknown("sysfs lists no cache with its shared_cpu_list"),
+            },
+        );
         let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
             .map(|s| Fact::known(s.trim()))
             .unwrap_or_else(|e| Fact::unknown(e.to_string()));
@@ -572,12 +613,15 @@ impl MemBench {
         Ok(out)
     }
 
-    /// Whether the bandwidth arrays stream from DRAM: each is at least twice the
-    /// last-level cache (or the caches are unknown, and the figures are checked anyway).
+    /// Whether the bandwidth arrays stream from DRAM: each is at least twice the whole
+    /// last-level cache, every instance of it (or the caches are unknown, and the figures
+    /// are checked anyway).
     fn arrays_exceed_caches(&self) -> bool {
-        self.caches
+        let llc = self
+            .caches
             .last()
-            .is_none_or(|c| (self.bw_elems * 8) as u64 >= 2 * c.size_bytes)
+            .map(|c| c.size_bytes.max(self.llc_total_bytes.unwrap_or(0)));
+        llc.is_none_or(|llc| (self.bw_elems * 8) as u64 >= 2 * llc)
     }
 
     /// The DIMMs' peak bandwidth, when dmidecode lists every DIMM with its rate.
@@ -772,6 +816,35 @@ mod tests {
             "tests": ["latency"], "min_size": "4K", "max_size": "64K", "sample_ms": 2, "samples": 3
         })))
         .unwrap()
+    }
+
+    /// Arrays that fill cpu0's L3 many times over but not the whole machine's (one L3 per
+    /// core complex) do not stream from DRAM with every CPU reading; the default arrays
+    /// are sized against the whole.
+    #[test]
+    fn bandwidth_arrays_are_held_to_every_llc_instance() {
+        let mut b = MemBench::resolve(&Plan::from_params(&params(json!({}))).unwrap()).unwrap();
+        let l3 = 32u64 << 20;
+        b.caches = vec![plateau::CacheLevel {
+            level: 3,
+            size_bytes: l3,
+        }];
+        b.bw_elems = (4 * l3 / 8) as usize;
+        b.llc_total_bytes = Some(12 * l3);
+        assert!(!b.arrays_exceed_caches(), "128 MiB arrays in 384 MiB of L3");
+        b.llc_total_bytes = Some(l3);
+        assert!(b.arrays_exceed_caches());
+        // This machine: the default arrays are at least 4x every LLC instance together.
+        let here = MemBench::resolve(&Plan::from_params(&params(json!({}))).unwrap()).unwrap();
+        if let Some(total) = here.llc_total_bytes {
+            let avail = mem_available().unwrap();
+            assert!(
+                (here.bw_elems * 8) as u64 >= (4 * total).min(avail / 8),
+                "{} B arrays, {total} B of LLC",
+                here.bw_elems * 8
+            );
+            assert!(here.arrays_exceed_caches() || 4 * total > avail / 8);
+        }
     }
 
     /// Prepare `w` on the local host and run `test` there.

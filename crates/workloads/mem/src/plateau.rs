@@ -117,6 +117,32 @@ pub fn caches_from_sysfs(entries: &[(String, String, String)]) -> Vec<CacheLevel
     v
 }
 
+/// The machine's whole last-level cache, from every CPU's `(level, type, size,
+/// shared_cpu_list)` as read from `/sys/devices/system/cpu/cpu*/cache/index*`: each
+/// instance of the highest level counted once (CPUs that share one list the same CPUs).
+/// cpu0's own LLC is one of several on parts with an L3 per core complex (an EPYC 9654
+/// has twelve 32 MiB L3s: 384 MiB); arrays that must stream from DRAM with every CPU
+/// reading are sized against the whole. None when no data cache is listed.
+pub fn llc_total_from_sysfs(entries: &[(String, String, String, String)]) -> Option<u64> {
+    let caches: Vec<(u32, u64, &str)> = entries
+        .iter()
+        .filter(|(_, t, _, _)| t.trim() != "Instruction")
+        .filter_map(|(l, _, s, shared)| {
+            Some((l.trim().parse().ok()?, parse_cache_size(s)?, shared.trim()))
+        })
+        .collect();
+    let top = caches.iter().map(|c| c.0).max()?;
+    let mut seen: Vec<&str> = Vec::new();
+    let mut total = 0;
+    for &(level, size, shared) in &caches {
+        if level == top && !seen.contains(&shared) {
+            seen.push(shared);
+            total += size;
+        }
+    }
+    Some(total)
+}
+
 /// Plateaus named by level: `levels[0]` L1, `[1]` L2, `[2]` L3, `[3]` RAM.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Levels {
@@ -194,6 +220,32 @@ mod tests {
             k += 1;
         }
         pts
+    }
+
+    #[test]
+    fn the_whole_llc_counts_each_shared_instance_once() {
+        let e = |l: &str, t: &str, s: &str, sh: &str| {
+            (l.to_string(), t.to_string(), s.to_string(), sh.to_string())
+        };
+        // Two core complexes of two CPUs, an L3 each; L1/L2 per CPU.
+        let mut entries = Vec::new();
+        for cpu in 0..4 {
+            let ccx = if cpu < 2 { "0-1" } else { "2-3" };
+            entries.push(e("1", "Data", "32K", &cpu.to_string()));
+            entries.push(e("1", "Instruction", "32K", &cpu.to_string()));
+            entries.push(e("2", "Unified", "1024K", &cpu.to_string()));
+            entries.push(e("3", "Unified", "32768K", ccx));
+        }
+        assert_eq!(llc_total_from_sysfs(&entries), Some(64 << 20));
+        // One L3 for all: counted once, however many CPUs list it.
+        for x in entries.iter_mut().filter(|x| x.0 == "3") {
+            x.3 = "0-3".into();
+        }
+        assert_eq!(llc_total_from_sysfs(&entries), Some(32 << 20));
+        assert_eq!(
+            llc_total_from_sysfs(&[e("1", "Instruction", "32K", "0")]),
+            None
+        );
     }
 
     #[test]
