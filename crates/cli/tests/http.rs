@@ -61,6 +61,34 @@ fn http_load_against_launched_nginx_is_stored() {
         .is_some_and(|v| v.starts_with("nginx/")));
 }
 
+/// http warms up 1 s by default (as its figures leave out): the telemetry marks that
+/// second as warm-up although the sweep point carries no `warmup`, so CPU and power
+/// summaries cover what the figures cover.
+#[test]
+fn the_default_warm_up_is_marked_in_the_telemetry() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) =
+        common::run_json(&db, &["http", "--duration", "1", "--connections", "2"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let r = &run["results"][0];
+    assert!(r["params"].get("warmup").is_none(), "{}", r["params"]);
+    let samples = r["telemetry"].as_array().unwrap();
+    let warm: f64 = samples
+        .iter()
+        .filter(|s| s["warmup"] == true)
+        .map(|s| s["interval_s"].as_f64().unwrap())
+        .sum();
+    assert!(
+        (0.8..=1.6).contains(&warm),
+        "{warm} s of samples marked warm-up: {samples:?}"
+    );
+    assert!(samples.iter().any(|s| s["warmup"] == false));
+}
+
 /// A load generator pinned onto nginx's CPU competes with the server it measures: flagged
 /// `shares_cpus`, as in kv (issue 13 item 5). Two workers on one CPU take turns on it:
 /// `cpus_oversubscribed`. Apart, on a CPU each, neither.

@@ -185,6 +185,14 @@ pub trait Workload: Send {
         None
     }
 
+    /// How long `test` warms up before it measures, where the workload resolves it (a
+    /// default the sweep point does not carry: http's 1 s). The runner marks it in the
+    /// telemetry, so that CPU and power summaries cover what the figures cover. None: the
+    /// sweep point's `warmup`, else none.
+    fn warmup_s(&self, _test: &str) -> Option<f64> {
+        None
+    }
+
     /// What the disclosure should say about the servers and tools this workload used
     /// (`software.redis-server`, `server.config.appendonly`...). Called after prepare.
     fn disclosure(&self) -> BTreeMap<String, Fact> {

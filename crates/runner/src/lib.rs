@@ -770,8 +770,11 @@ pub fn run(
                     let (total, dur_ms) = expected_size(point);
                     progress.reset(&what, total, dur_ms);
                     telemetry.begin_step();
-                    telemetry
-                        .mark_warmup(point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0));
+                    telemetry.mark_warmup(
+                        w.warmup_s(&test)
+                            .or_else(|| point.get("warmup").and_then(Value::as_f64))
+                            .unwrap_or(0.0),
+                    );
                     let started_at = chrono::Utc::now();
                     let outcome = w.run_test(&test, &ctx);
                     let samples = telemetry.end_step();

@@ -381,6 +381,10 @@ impl Workload for Http {
         }
     }
 
+    fn warmup_s(&self, _test: &str) -> Option<f64> {
+        Some(self.cfg.warmup)
+    }
+
     fn disclosure(&self) -> BTreeMap<String, Fact> {
         self.facts.clone()
     }

@@ -156,6 +156,10 @@ impl Workload for Kv {
         self.cfg.tests.clone()
     }
 
+    fn warmup_s(&self, _test: &str) -> Option<f64> {
+        Some(self.cfg.warmup)
+    }
+
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
         let roles = ctx.roles()?;
         let sut = roles.sut.clone();
