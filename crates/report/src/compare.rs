@@ -9,7 +9,8 @@
 //! **Figures.** Per point: the headline; latency p50, p90, p99, p99.9, max and the
 //! weighted mean from each repetition's exact histogram; the share over each latency
 //! threshold; CPU per operation on the system under test; power and perf/W by the one
-//! power rule. Each with its difference, (B - A) / A with A as old.
+//! power rule. Each with its difference, (B - A) / A with A as old. A capacity test
+//! (ramp, search, levels) is compared on its headline only: its other figures are per step.
 //!
 //! **Significance, honestly.** Repetitions inside one run share a server process, its
 //! memory layout and the minute it ran in, so they scatter less than runs do: treating
@@ -402,6 +403,12 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<(String, String, 
             let unit = crate::derive::display_unit(other, &m.unit);
             out.push((other.to_string(), unit, true, m.value));
         }
+    }
+    // A capacity test is a curve of steps at different offered rates: its headline (the
+    // saturation or peak rate, the rate meeting the objective, SPECpower's ops/s/W) is
+    // compared; its latency, CPU and power mix every step and are not.
+    if crate::derive::capacity_phase(r).is_some() {
+        return out;
     }
     // Latency from the repetition's exact histograms (merged over its generators), of one
     // kind: an open loop's corrected view, never blended with its service view.

@@ -97,6 +97,29 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String]) -> Option<String
         })
 }
 
+/// The capacity procedures every rate-driven workload offers as tests (the engine's
+/// `capacity_tests::TESTS`).
+pub const CAPACITY_TESTS: [&str; 3] = ["ramp", "search", "levels"];
+
+/// The capacity procedure a result is (`ramp`, `search` or `levels`), or None for an
+/// ordinary test: the one place the report decides it. The marker is the one the engine
+/// stores: every step's metrics are labelled `phase=<test>` (and its histograms are
+/// `<test>_step<i>`, one per step, with no `all`).
+///
+/// Such a result is a curve of steps at different offered rates. Its headline is one
+/// point of that curve (the peak reply rate, the highest rate meeting the objective,
+/// SPECpower's overall ops/s/W), while the whole test's latency, power and CPU mix every
+/// step: no generic figure may be taken from it (a "ramp p99" merging twenty offered
+/// rates, a peak rate over the mean power of the whole ramp). Its views show it per step.
+pub fn capacity_phase(r: &ResultRecord) -> Option<&str> {
+    let test = r.test.as_str();
+    let marked = r
+        .metrics
+        .iter()
+        .any(|m| m.labels.get("phase").is_some_and(|p| p == test));
+    (CAPACITY_TESTS.contains(&test) && marked).then_some(test)
+}
+
 /// Display form of a parameter value (`100`, `set`, `[1,2]`).
 pub fn param_str(v: &serde_json::Value) -> String {
     match v {
@@ -364,6 +387,11 @@ pub(crate) fn idle_for(run: &RunRecord, host: &str, h: &HeadlinePower) -> Option
 }
 
 impl<'a> Point<'a> {
+    /// The capacity procedure this point is ([`capacity_phase`]), None for an ordinary test.
+    pub fn capacity_phase(&self) -> Option<&'a str> {
+        self.results.iter().find_map(|r| capacity_phase(r))
+    }
+
     /// Repetitions that count: completed and not flagged invalid.
     pub fn valid(&self) -> Vec<&'a ResultRecord> {
         self.results
@@ -472,8 +500,12 @@ impl<'a> Point<'a> {
 
     /// The exact latency distribution of the valid repetitions: histograms of the
     /// preferred kind (`corrected` when present) merged, never percentiles averaged.
-    /// Returns (kind, names merged, histogram).
+    /// Returns (kind, names merged, histogram). None for a capacity test: its histograms
+    /// are one per offered rate, and their merge is no rate's latency.
     pub fn latency(&self) -> Option<(String, Vec<String>, Histogram<u64>)> {
+        if self.capacity_phase().is_some() {
+            return None;
+        }
         let valid = self.valid();
         merged_latency(valid.iter().flat_map(|r| r.histograms.iter()))
     }
@@ -537,8 +569,12 @@ impl<'a> Point<'a> {
         stats::mean(&v)
     }
 
-    /// Efficiency figures of this point.
+    /// Efficiency figures of this point. None for a capacity test: its headline is one
+    /// step's figure (or already per watt), the power and CPU the whole test's.
     pub fn efficiency(&self) -> Option<Efficiency> {
+        if self.capacity_phase().is_some() {
+            return None;
+        }
         let perf = self.headline()?.mean;
         let power = self.power();
         let cpu = self.cpu_used_pct();
@@ -781,7 +817,8 @@ pub fn best_points<'a>(
 }
 
 /// [`best_points`] over the selection's tests, at its sweep point (the best over the
-/// peak parameters it leaves free).
+/// peak parameters it leaves free). Capacity tests are never among them: their figures
+/// are per step ([`capacity_phase`]).
 #[allow(clippy::type_complexity)]
 pub fn best_points_in<'a>(
     runs: &'a [RunRecord],
@@ -800,6 +837,7 @@ pub fn best_points_in<'a>(
         .map(|(i, r)| {
             points(i, r)
                 .into_iter()
+                .filter(|p| p.capacity_phase().is_none())
                 .filter(|p| sel.takes_test(p, &peak) && sel.takes_point(p))
                 .collect()
         })
@@ -949,6 +987,20 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     };
     for e in &sel.extrapolate {
         s.add_extrapolated(runs, e);
+    }
+    let mut capacity: Vec<String> = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        for p in points(i, run) {
+            if p.capacity_phase().is_some() && !capacity.contains(&p.test) {
+                capacity.push(p.test.clone());
+            }
+        }
+    }
+    if !capacity.is_empty() {
+        s.notes.push(format!(
+            "Not in this table: {} (capacity tests, a curve of steps at different offered rates: their figures are per step, in their views).",
+            capacity.join(", ")
+        ));
     }
     let base = sel
         .baseline

@@ -622,6 +622,36 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         );
         for p in pts {
             let s = p.headline();
+            let head = s.as_ref().map_or("-".to_string(), |s| {
+                format!(
+                    "{}{} {}",
+                    esc(&num(s.mean)),
+                    s.sd.map(|sd| format!(" &plusmn; {}", esc(&num(sd))))
+                        .unwrap_or_default(),
+                    esc(&p.headline_unit())
+                )
+            });
+            let cv = s
+                .as_ref()
+                .and_then(|s| s.cv_pct())
+                .map_or("-".to_string(), |c| format!("{c:.1}%"));
+            let lead = format!(
+                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{head}</td><td class="n">{cv}</td>"#,
+                esc(&p.test),
+                esc(&p.param_label(&[])),
+                p.valid().len(),
+                p.results.len(),
+            );
+            if let Some(phase) = p.capacity_phase() {
+                // A curve of steps: its latency is per offered rate, in its own view.
+                let _ = write!(
+                    h,
+                    r#"{lead}<td colspan="6" class="muted">{}</td><td>{}</td></tr>"#,
+                    esc(&crate::views::per_step(&p.workload, phase)),
+                    flags_html(&p.flags())
+                );
+                continue;
+            }
             let lat = p.latency();
             let q = |x: f64| {
                 lat.as_ref().map_or("-".to_string(), |(_, _, hh)| {
@@ -634,21 +664,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             });
             let _ = write!(
                 h,
-                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{over}</td><td>{}</td><td>{}</td></tr>"#,
-                esc(&p.test),
-                esc(&p.param_label(&[])),
-                p.valid().len(),
-                p.results.len(),
-                s.as_ref().map_or("-".to_string(), |s| format!(
-                    "{}{} {}",
-                    esc(&num(s.mean)),
-                    s.sd.map(|sd| format!(" &plusmn; {}", esc(&num(sd))))
-                        .unwrap_or_default(),
-                    esc(&p.headline_unit())
-                )),
-                s.as_ref()
-                    .and_then(|s| s.cv_pct())
-                    .map_or("-".to_string(), |c| format!("{c:.1}%")),
+                r#"{lead}<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{over}</td><td>{}</td><td>{}</td></tr>"#,
                 q(0.5),
                 q(0.99),
                 q(0.999),

@@ -998,6 +998,22 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 
 // ---------------------------------------------------------------- capacity
 
+/// The name of a capacity test's view (`capacity ramp`), in its title and in the
+/// generic tables that point to it for what they cannot show.
+pub fn capacity_view(phase: &str) -> &'static str {
+    match phase {
+        "ramp" => "capacity ramp",
+        "search" => "latency-objective search",
+        _ => "load levels",
+    }
+}
+
+/// What the generic tables show in place of a capacity test's latency or efficiency:
+/// those figures exist per step only ([`derive::capacity_phase`]).
+pub fn per_step(wl: &str, phase: &str) -> String {
+    format!("n/a: per step, see the {wl} {} view", capacity_view(phase))
+}
+
 /// Per-step values of one phase: step index -> (metric name -> value).
 fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<String, f64>> {
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
@@ -1034,7 +1050,7 @@ fn rate_unit(r: &ResultRecord) -> String {
 }
 
 fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| r.test == "ramp")?;
+    let r = ok_results(run, wl).find(|r| derive::capacity_phase(r) == Some("ramp"))?;
     let u = rate_unit(r);
     let st = ordered(steps(r, "ramp", "step"));
     let pts: Vec<(f64, f64)> = st
@@ -1190,7 +1206,7 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             .map(|m| m.reason.clone()),
     );
     Some(View {
-        title: format!("{who}{wl} capacity ramp"),
+        title: format!("{who}{wl} {}", capacity_view("ramp")),
         figures,
         tables: vec![Table {
             caption: "Ramp steps".into(),
@@ -1214,7 +1230,7 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 }
 
 fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| r.test == "search")?;
+    let r = ok_results(run, wl).find(|r| derive::capacity_phase(r) == Some("search"))?;
     let u = rate_unit(r);
     let st = ordered(steps(r, "search", "step"));
     let probes: Vec<(f64, f64)> = st
@@ -1314,7 +1330,7 @@ fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             .map(|m| m.reason.clone()),
     );
     Some(View {
-        title: format!("{who}{wl} latency-objective search"),
+        title: format!("{who}{wl} {}", capacity_view("search")),
         figures,
         tables: vec![Table {
             caption: format!("Probes in measurement order (objective {obj})"),
@@ -1335,7 +1351,7 @@ fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 }
 
 fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| r.test == "levels")?;
+    let r = ok_results(run, wl).find(|r| derive::capacity_phase(r) == Some("levels"))?;
     let u = rate_unit(r);
     let st: Vec<(String, BTreeMap<String, f64>)> = steps(r, "levels", "level")
         .into_iter()
@@ -1433,7 +1449,7 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             .map(|m| m.reason.clone()),
     );
     Some(View {
-        title: format!("{who}{wl} load levels"),
+        title: format!("{who}{wl} {}", capacity_view("levels")),
         figures,
         tables: vec![Table {
             caption: "Load levels".into(),
