@@ -929,3 +929,110 @@ fn oltp_a_client_counted_per_database_tpm_is_marked() {
     assert!(m.contains("| tpcc | 1 | 500 | 1,301 |"), "{m}");
     assert!(!m.contains("client-counted"), "{m}");
 }
+
+/// The oltp view takes a sweep point's valid repetitions only (an interrupted one, or one
+/// flagged invalid, is left out and named), and its per-transaction latency is the
+/// merge of their histograms, never an average of their percentiles; without a
+/// histogram to merge, each repetition's own figures are shown side by side.
+#[test]
+fn oltp_uses_valid_repetitions_and_merges_their_histograms() {
+    let hist = |values: &[(u64, u64)]| {
+        let mut h = model::hist::new_latency_histogram();
+        for (ms, n) in values {
+            h.record_n(ms * 1_000_000, *n).unwrap();
+        }
+        h
+    };
+    // Repetition 0: mostly 1 ms with a 10 ms tail; repetition 1: 2 ms throughout. Merged,
+    // the p50 is 2 ms and the p99 10 ms; their averages would be 1.5 ms and 6 ms.
+    let reps = [
+        (40_000.0, hist(&[(1, 900), (10, 100)])),
+        (44_000.0, hist(&[(2, 1000)])),
+        (1_000.0, hist(&[(500, 1000)])),
+        (99_000.0, hist(&[(50, 1000)])),
+    ];
+    let results = reps
+        .iter()
+        .map(|(nopm, h)| {
+            let mut m = vec![
+                Metric::new("nopm", *nopm, "new orders/min"),
+                Metric::new("tpm", nopm * 2.0, "transactions/min"),
+                Metric::new("transactions", 1000.0, "transactions").label("txn", "new_order"),
+            ];
+            for (name, v) in [
+                ("latency_mean_ns", h.mean()),
+                ("latency_p50_ns", h.value_at_quantile(0.5) as f64),
+                ("latency_p95_ns", h.value_at_quantile(0.95) as f64),
+                ("latency_p99_ns", h.value_at_quantile(0.99) as f64),
+            ] {
+                m.push(
+                    Metric::new(name, v, "ns")
+                        .label("txn", "new_order")
+                        .label("kind", "service"),
+                );
+            }
+            ("tpcc", serde_json::json!({}), m)
+        })
+        .collect();
+    let mut r = run("my", "oltp", results);
+    for (i, res) in r.results.iter_mut().enumerate() {
+        res.repetition = i as u32;
+        res.histograms = vec![model::HistogramRecord::from_histogram(
+            "new_order",
+            "service",
+            &reps[i].1,
+        )];
+    }
+    r.results[2].status = model::Status::Interrupted;
+    r.results[3].flags.push(model::Flag::invalid(
+        "consistency",
+        "the consistency check failed",
+    ));
+    let row = |m: &str, first: &str| -> Vec<String> {
+        let line = m
+            .lines()
+            .find(|l| l.starts_with(&format!("| {first} |")))
+            .unwrap_or_else(|| panic!("no row {first}: {m}"));
+        line.trim_matches('|')
+            .split(" | ")
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    // NOPM and TPM: the mean of the two valid repetitions, n = 2.
+    assert_eq!(row(&m, "tpcc")[1..3], ["42,000", "84,000"], "{m}");
+    assert_eq!(row(&m, "tpcc")[5], "2", "{m}");
+    let mut merged = reps[0].1.clone();
+    merged.add(&reps[1].1).unwrap();
+    let ns = |v: f64| report::fmt::latency_ns(v);
+    let lat = row(&m, "tpcc | new\\_order");
+    assert_eq!(
+        lat[3..],
+        [
+            ns(merged.mean()),
+            ns(merged.value_at_quantile(0.5) as f64),
+            ns(merged.value_at_quantile(0.95) as f64),
+            ns(merged.value_at_quantile(0.99) as f64),
+        ],
+        "{m}"
+    );
+    assert!(lat[6].starts_with("10."), "p99 of the merge: {lat:?}");
+    assert!(
+        m.contains("step 2 (interrupted)") && m.contains("step 3 (flagged invalid)"),
+        "{m}"
+    );
+
+    // No histogram to merge: each valid repetition's own figures, never their mean.
+    for res in &mut r.results {
+        res.histograms.clear();
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    let lat = row(&m, "tpcc | new\\_order");
+    let p99 = |h: &hdrhistogram::Histogram<u64>| ns(h.value_at_quantile(0.99) as f64);
+    assert_eq!(
+        lat[6],
+        format!("{} / {}", p99(&reps[0].1), p99(&reps[1].1)),
+        "{m}"
+    );
+    assert!(m.contains("Latency shown per repetition"), "{m}");
+}
