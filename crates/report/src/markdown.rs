@@ -320,9 +320,19 @@ pub fn markdown_with(
                     e.perf_per_w.map_or("-".into(), num),
                     f(e.w_per_perf, sw),
                     f(e.dw_per_perf, sd),
-                    e.cpu_used_pct.map_or("-".into(), |v| format!("{v:.1}%")),
+                    match &e.cpu_used {
+                        Ok(c) => format!("{:.1}% ({})", c.pct, c.basis.label()),
+                        // The reason is said once under the table.
+                        Err(_) => "absent†".into(),
+                    },
                     f(e.cpu_pct_per_perf, sc),
                 ]));
+            }
+            let _ = write!(m, "\n{}\n", c(derive::CPU_USED_MEANING));
+            for (who, why) in
+                derive::absent_reasons(&wl_labels, eff.iter().map(|r| (r.1, &r.3.cpu_used)))
+            {
+                let _ = write!(m, "\n† %CPU used absent {}: {}\n", c(&who), c(&why));
             }
         }
         m.push_str("\n### Results\n\n");
