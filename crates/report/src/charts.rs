@@ -218,7 +218,12 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
     let mut out = Vec::new();
     let labels = run_labels(runs);
     let peak = peak_params(runs);
+    // Capacity tests are not among the best points (their figures are per step, in
+    // their views): a workload that ran only those has no test to set beside another.
     let best = best_points(runs, &peak);
+    if best.is_empty() {
+        return out;
+    }
     let strip = |k: &str| k.strip_prefix(&format!("{wl} ")).unwrap_or(k).to_string();
     let peak_note = if peak.is_empty() {
         String::new()
@@ -292,6 +297,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         .iter()
         .enumerate()
         .flat_map(|(i, r)| points(i, r))
+        .filter(|p| p.capacity_phase().is_none())
         .collect();
     for (headline, unit, _) in &groups {
         let all: Vec<Point> = every
@@ -635,10 +641,11 @@ fn cpu_charts(runs: &[RunRecord]) -> Vec<Chart> {
     let labels = run_labels(runs);
     let mut out = Vec::new();
     for (run, label) in runs.iter().zip(&labels) {
-        let mut any = false;
+        let (mut any, mut tried) = (false, false);
         for wl in workloads(std::slice::from_ref(run)) {
             let wrun = only_workload(std::slice::from_ref(run), &wl);
             for (row, best) in best_points(&wrun, &peak_params(&wrun)) {
+                tried = true;
                 let Some(p) = best.into_iter().flatten().next() else {
                     continue;
                 };
@@ -649,7 +656,8 @@ fn cpu_charts(runs: &[RunRecord]) -> Vec<Chart> {
                 out.extend(cpu_chart(label, &row, &p, ts));
             }
         }
-        if !any && !run.results.is_empty() {
+        // A run of capacity tests only has no best point to chart, not a lack of telemetry.
+        if !any && tried {
             out.push(Chart {
                 file: format!("cpu_{}.svg", slug(label)),
                 title: format!("{label}: per-CPU utilisation"),

@@ -8,8 +8,11 @@
 //!
 //! **Figures.** Per point: the headline; latency p50, p90, p99, p99.9, max and the
 //! weighted mean from each repetition's exact histogram; the share over each latency
-//! threshold; CPU per operation on the system under test; power and perf/W by the one
-//! power rule. Each with its difference, (B - A) / A with A as old.
+//! threshold; CPU per operation on the system under test (`cpu_us_per_op`, its whole
+//! host, when that host ran no load generator; else `server_cpu_us_per_op`, its watched
+//! server processes, or missing with the reason); power and perf/W by the one power
+//! rule. Each with its difference, (B - A) / A with A as old. A capacity test (ramp,
+//! search, levels) is compared on its headline only: its other figures are per step.
 //!
 //! **Significance, honestly.** Repetitions inside one run share a server process, its
 //! memory layout and the minute it ran in, so they scatter less than runs do: treating
@@ -32,7 +35,7 @@ use std::collections::BTreeMap;
 use model::{HostDisclosure, RunRecord};
 use serde::{Deserialize, Serialize};
 
-use crate::derive::{param_str, points, run_labels};
+use crate::derive::{param_str, points, run_labels, CpuBasis};
 use crate::stats::{welch, Sample};
 
 /// One compared figure.
@@ -326,11 +329,13 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
     }
 }
 
-/// One figure of one sweep point on one side: per run, that run's repetitions.
+/// One figure of one sweep point on one side: per run, that run's repetitions; and why
+/// it could not be had, for repetitions that have none.
 struct Figure {
     unit: String,
     higher_is_better: bool,
     per_run: BTreeMap<usize, Vec<f64>>,
+    missing: Vec<String>,
 }
 
 /// The parameters that keep sweep points apart: scalar ones that take more than one
@@ -375,7 +380,6 @@ fn point_key(p: &crate::derive::Point, swept: &[(String, String)]) -> String {
     key
 }
 
-/// The figures of one repetition: (metric, unit, higher is better, value).
 /// Throughput figures compared beside a headline: TPC-C's NOPM and TPM, whichever leads.
 fn companions(headline: &str) -> &'static [&'static str] {
     match headline {
@@ -385,7 +389,18 @@ fn companions(headline: &str) -> &'static [&'static str] {
     }
 }
 
-fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<(String, String, bool, f64)> {
+/// CPU per operation on the system under test, microseconds: every CPU of a host that
+/// ran no load generator ([`crate::derive::sut_cpu`])...
+const CPU_PER_OP: &str = "cpu_us_per_op";
+/// ... or the watched server processes' CPU, on a host that also ran the load generator.
+const SERVER_CPU_PER_OP: &str = "server_cpu_us_per_op";
+
+/// One figure of a repetition: (metric, unit, higher is better, value or why it is
+/// missing).
+type FigureOf = (String, String, bool, Result<f64, String>);
+
+/// The figures of one repetition.
+fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
     let mut out = Vec::new();
     let Some(head) = r.headline_value() else {
         return out;
@@ -395,13 +410,24 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<(String, String, 
         .map(|m| crate::derive::display_unit(&r.headline, &m.unit))
         .unwrap_or_default();
     let latency_headline = unit == "ns" || r.headline.contains("latency");
-    out.push((r.headline.clone(), unit.clone(), !latency_headline, head));
+    out.push((
+        r.headline.clone(),
+        unit.clone(),
+        !latency_headline,
+        Ok(head),
+    ));
     // The figure read beside the headline (HammerDB's users read NOPM and TPM together).
     for other in companions(&r.headline) {
         if let Some(m) = r.metric(other, &[]) {
             let unit = crate::derive::display_unit(other, &m.unit);
-            out.push((other.to_string(), unit, true, m.value));
+            out.push((other.to_string(), unit, true, Ok(m.value)));
         }
+    }
+    // A capacity test is a curve of steps at different offered rates: its headline (the
+    // saturation or peak rate, the rate meeting the objective, SPECpower's ops/s/W) is
+    // compared; its latency, CPU and power mix every step and are not.
+    if crate::derive::capacity_phase(r).is_some() {
+        return out;
     }
     // Latency from the repetition's exact histograms (merged over its generators), of one
     // kind: an open loop's corrected view, never blended with its service view.
@@ -417,11 +443,16 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<(String, String, 
                 name.into(),
                 "ns".into(),
                 false,
-                m.value_at_quantile(q) as f64,
+                Ok(m.value_at_quantile(q) as f64),
             ));
         }
-        out.push(("latency_max_ns".into(), "ns".into(), false, m.max() as f64));
-        out.push(("latency_mean_ns".into(), "ns".into(), false, m.mean()));
+        out.push((
+            "latency_max_ns".into(),
+            "ns".into(),
+            false,
+            Ok(m.max() as f64),
+        ));
+        out.push(("latency_mean_ns".into(), "ns".into(), false, Ok(m.mean())));
     }
     // The share over each threshold, of the same kind and over all operations.
     let kind = latency.as_ref().map(|(k, _, _)| k.as_str());
@@ -435,30 +466,36 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<(String, String, 
             && !m.labels.contains_key("db")
     }) {
         if let Some(t) = m.labels.get("over") {
-            out.push((format!("pct_over_{t}"), "%".into(), false, m.value));
+            out.push((format!("pct_over_{t}"), "%".into(), false, Ok(m.value)));
         }
     }
-    // What the system under test spent: CPU per operation, power, perf/W.
-    if let Some(ts) = crate::derive::sut_summary(run, r) {
-        let per_s = unit.ends_with("/s") && head > 0.0;
-        let ncpu = ts.cpus.iter().filter(|c| c.cpu >= 0).count() as f64;
-        if let Some(all) = ts.cpus.iter().find(|c| c.cpu == -1).filter(|_| per_s) {
-            let busy_cpus = (100.0 - all.idle_pct) / 100.0 * ncpu;
-            out.push((
-                "cpu_us_per_op".into(),
+    // What the system under test spent: CPU per operation (named by whose CPU it counts,
+    // so a host's and its server processes' are never set against each other), power,
+    // perf/W.
+    if unit.ends_with("/s") && head > 0.0 {
+        match crate::derive::sut_cpu(run, r) {
+            Ok(c) => out.push((
+                match c.basis {
+                    CpuBasis::Host => CPU_PER_OP,
+                    CpuBasis::ServerProcesses(_) => SERVER_CPU_PER_OP,
+                }
+                .into(),
                 "us".into(),
                 false,
-                busy_cpus / head * 1e6,
-            ));
+                Ok(c.pct / 100.0 / head * 1e6),
+            )),
+            Err(why) => out.push((CPU_PER_OP.into(), "us".into(), false, Err(why))),
         }
+    }
+    if let Some(ts) = crate::derive::sut_summary(run, r) {
         if let Ok((h, _)) = crate::derive::power_of_summary(ts) {
-            out.push(("power_w".into(), "W".into(), false, h.mean_watts));
+            out.push(("power_w".into(), "W".into(), false, Ok(h.mean_watts)));
             if h.mean_watts > 0.0 && !latency_headline {
                 out.push((
                     format!("{unit} per W"),
                     format!("{unit}/W"),
                     true,
-                    head / h.mean_watts,
+                    Ok(head / h.mean_watts),
                 ));
             }
         }
@@ -474,19 +511,20 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, S
             let key = point_key(&p, swept);
             for r in p.valid() {
                 for (metric, unit, hib, v) in figures_of(run, r) {
-                    if !v.is_finite() {
+                    if v.as_ref().is_ok_and(|v| !v.is_finite()) {
                         continue;
                     }
-                    out.entry((key.clone(), metric))
-                        .or_insert_with(|| Figure {
-                            unit,
-                            higher_is_better: hib,
-                            per_run: BTreeMap::new(),
-                        })
-                        .per_run
-                        .entry(i)
-                        .or_default()
-                        .push(v);
+                    let f = out.entry((key.clone(), metric)).or_insert_with(|| Figure {
+                        unit,
+                        higher_is_better: hib,
+                        per_run: BTreeMap::new(),
+                        missing: Vec::new(),
+                    });
+                    match v {
+                        Ok(v) => f.per_run.entry(i).or_default().push(v),
+                        Err(why) if !f.missing.contains(&why) => f.missing.push(why),
+                        Err(_) => {}
+                    }
                 }
             }
         }
@@ -684,7 +722,16 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             continue;
         };
         let runs = |f: &Figure| f.per_run.values().cloned().collect::<Vec<_>>();
-        let j = judge(&runs(fa), &runs(fb), fa.higher_is_better);
+        let mut j = judge(&runs(fa), &runs(fb), fa.higher_is_better);
+        // A figure that could not be had on a side says why, rather than being left out.
+        let why = |f: &Figure| (f.per_run.is_empty()).then(|| f.missing.join("; "));
+        match (why(fa), why(fb)) {
+            (Some(a), Some(b)) if a == b => j.verdict = format!("missing: {a}"),
+            (Some(a), Some(b)) => j.verdict = format!("missing: A: {a}; B: {b}"),
+            (Some(a), None) => j.verdict = format!("missing on A: {a}"),
+            (None, Some(b)) => j.verdict = format!("missing on B: {b}"),
+            (None, None) => {}
+        }
         rows.push(CompareRow {
             point: key.0.clone(),
             metric: key.1.clone(),
@@ -736,7 +783,7 @@ fn metric_rank(m: &str) -> u8 {
         10 + i as u8
     } else if m.starts_with("pct_over_") {
         20
-    } else if m == "cpu_us_per_op" {
+    } else if m == CPU_PER_OP || m == SERVER_CPU_PER_OP {
         30
     } else if m == "power_w" {
         40

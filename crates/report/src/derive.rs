@@ -7,6 +7,9 @@
 //! [`model::power::headline`] (measured whole server, then a declared model labelled
 //! "modelled", then RAPL package + DRAM labelled "component"); with none, perf/W is
 //! absent and the reason is kept.
+//!
+//! CPU: the system under test's, by one rule ([`sut_cpu`]): its whole host when that host
+//! ran no load generator, else its watched server processes, else absent with the reason.
 
 use std::collections::BTreeMap;
 
@@ -95,6 +98,29 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String]) -> Option<String
                 "no geometric mean: {w}'s tests (key sizes, operations, thread counts) are different measurements, shown one by one"
             )
         })
+}
+
+/// The capacity procedures every rate-driven workload offers as tests (the engine's
+/// `capacity_tests::TESTS`).
+pub const CAPACITY_TESTS: [&str; 3] = ["ramp", "search", "levels"];
+
+/// The capacity procedure a result is (`ramp`, `search` or `levels`), or None for an
+/// ordinary test: the one place the report decides it. The marker is the one the engine
+/// stores: every step's metrics are labelled `phase=<test>` (and its histograms are
+/// `<test>_step<i>`, one per step, with no `all`).
+///
+/// Such a result is a curve of steps at different offered rates. Its headline is one
+/// point of that curve (the peak reply rate, the highest rate meeting the objective,
+/// SPECpower's overall ops/s/W), while the whole test's latency, power and CPU mix every
+/// step: no generic figure may be taken from it (a "ramp p99" merging twenty offered
+/// rates, a peak rate over the mean power of the whole ramp). Its views show it per step.
+pub fn capacity_phase(r: &ResultRecord) -> Option<&str> {
+    let test = r.test.as_str();
+    let marked = r
+        .metrics
+        .iter()
+        .any(|m| m.labels.get("phase").is_some_and(|p| p == test));
+    (CAPACITY_TESTS.contains(&test) && marked).then_some(test)
 }
 
 /// Display form of a parameter value (`100`, `set`, `[1,2]`).
@@ -203,9 +229,9 @@ pub fn series_names(points: &[Point], labels: &[String], skip: &[&str]) -> Vec<S
 /// distinct reason with the runs it holds for, `on every run` when it holds for all of
 /// `labels` (a VM without a power source says so once for the report). Cells that were
 /// not run are not absences.
-pub fn absent_reasons<'a>(
+pub fn absent_reasons<'a, T: 'a>(
     labels: &[String],
-    power: impl Iterator<Item = (usize, &'a Result<PowerFigure, String>)>,
+    power: impl Iterator<Item = (usize, &'a Result<T, String>)>,
 ) -> Vec<(String, String)> {
     let mut by_reason: Vec<(String, Vec<usize>)> = Vec::new();
     for (run, p) in power {
@@ -277,6 +303,124 @@ fn sut_hosts(run: &RunRecord) -> Vec<&str> {
         .filter(|h| h.role.contains("sut"))
         .map(|h| h.host.as_str())
         .collect()
+}
+
+/// The role telemetry gives rackbench's own process on every host (the in-process load
+/// generator, or an agent); every other watched process belongs to the workload's server.
+const LOADGEN_ROLE: &str = "loadgen";
+
+/// Workloads that launch no server: the measured work runs in the driver itself (crypto's
+/// signs, mem's loads), so the host's CPU is the work's even on a host that is both the
+/// system under test and the load generator.
+const WORK_IN_DRIVER: &[&str] = &["crypto", "mem"];
+
+/// Watched server processes whose own CPU time is not their server's: PostgreSQL serves
+/// each connection in a backend process of its own, forked by the postmaster (the one
+/// process watched), so the postmaster's figure misses nearly all of the server's work.
+const SERVER_WORK_IN_CHILDREN: &[&str] = &["postgres"];
+
+/// Whose CPU a "%CPU used" figure counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuBasis {
+    /// Every CPU of a system-under-test host (the iperf3 study's "%CPU used"): one that
+    /// ran no load generator, or whose work runs in the driver itself.
+    Host,
+    /// The watched server processes (their roles, `mariadbd`, `server:0`), on a host
+    /// that also ran the load generator.
+    ServerProcesses(Vec<String>),
+}
+
+impl CpuBasis {
+    /// `whole SUT host`, `server processes (server x3)`.
+    pub fn label(&self) -> String {
+        match self {
+            CpuBasis::Host => "whole SUT host".to_string(),
+            CpuBasis::ServerProcesses(roles) => {
+                // `server:0`, `server:worker1`... as `server x3`.
+                let mut kinds: Vec<(&str, usize)> = Vec::new();
+                for r in roles {
+                    let k = r.split(':').next().unwrap_or(r);
+                    match kinds.iter_mut().find(|(x, _)| *x == k) {
+                        Some((_, n)) => *n += 1,
+                        None => kinds.push((k, 1)),
+                    }
+                }
+                let kinds: Vec<String> = kinds
+                    .into_iter()
+                    .map(|(k, n)| {
+                        if n > 1 {
+                            format!("{k} x{n}")
+                        } else {
+                            k.to_string()
+                        }
+                    })
+                    .collect();
+                format!("server processes ({})", kinds.join(", "))
+            }
+        }
+    }
+}
+
+/// What a "%CPU used" column holds, said under every table that shows one.
+pub const CPU_USED_MEANING: &str = "%CPU used is the system under test's CPU in percent of one CPU: the sum of every CPU's busy % on a host that ran no load generator (as in the iperf3 study), else the watched server processes' CPU; each figure says which.";
+
+/// CPU used on the system under test, in percent of one CPU (100 = one core busy).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuFigure {
+    pub pct: f64,
+    pub basis: CpuBasis,
+}
+
+/// The CPU the system under test spent during one result, or why it cannot be told.
+///
+/// On a host that is the system under test only, every CPU's busy percent summed (the
+/// iperf3 study's "%CPU used"). On a host that also ran the load generator (a single-host
+/// run's `sut+loadgen`), the host's CPU is the generator's too (an open-loop generator
+/// spinning a core would make the server's CPU per operation ten times what it is): the
+/// watched server processes' CPU is taken instead, and without it the figure is missing.
+pub fn sut_cpu(run: &RunRecord, r: &ResultRecord) -> Result<CpuFigure, String> {
+    let ts = sut_summary(run, r).ok_or("no telemetry was recorded for this result")?;
+    let role = run
+        .hosts
+        .iter()
+        .find(|h| h.host == ts.host)
+        .map_or("", |h| h.role.as_str());
+    let shared = role.split('+').any(|x| x == LOADGEN_ROLE);
+    if shared && !WORK_IN_DRIVER.contains(&r.workload.as_str()) {
+        let server: Vec<&model::ProcCpu> =
+            ts.procs.iter().filter(|p| p.role != LOADGEN_ROLE).collect();
+        if server.is_empty() {
+            return Err(
+                "the SUT host also ran the load generator; no per-process CPU of the server was recorded"
+                    .to_string(),
+            );
+        }
+        if let Some(p) = server
+            .iter()
+            .find(|p| SERVER_WORK_IN_CHILDREN.contains(&p.role.as_str()))
+        {
+            return Err(format!(
+                "the SUT host also ran the load generator, and of the server only `{}` was watched, not the processes it serves connections in",
+                p.role
+            ));
+        }
+        let mut roles: Vec<String> = server.iter().map(|p| p.role.clone()).collect();
+        roles.sort();
+        roles.dedup();
+        return Ok(CpuFigure {
+            pct: server.iter().map(|p| p.total_pct()).sum(),
+            basis: CpuBasis::ServerProcesses(roles),
+        });
+    }
+    let per_cpu: Vec<_> = ts.cpus.iter().filter(|c| c.cpu >= 0).collect();
+    if per_cpu.is_empty() {
+        return Err("no per-CPU utilisation was recorded on the SUT".to_string());
+    }
+    Ok(CpuFigure {
+        pct: per_cpu.iter().map(|c| c.busy_pct()).sum(),
+        basis: CpuBasis::Host,
+    })
 }
 
 /// The exact latency distribution of some stored histograms: those of the preferred
@@ -364,6 +508,11 @@ pub(crate) fn idle_for(run: &RunRecord, host: &str, h: &HeadlinePower) -> Option
 }
 
 impl<'a> Point<'a> {
+    /// The capacity procedure this point is ([`capacity_phase`]), None for an ordinary test.
+    pub fn capacity_phase(&self) -> Option<&'a str> {
+        self.results.iter().find_map(|r| capacity_phase(r))
+    }
+
     /// Repetitions that count: completed and not flagged invalid.
     pub fn valid(&self) -> Vec<&'a ResultRecord> {
         self.results
@@ -472,8 +621,12 @@ impl<'a> Point<'a> {
 
     /// The exact latency distribution of the valid repetitions: histograms of the
     /// preferred kind (`corrected` when present) merged, never percentiles averaged.
-    /// Returns (kind, names merged, histogram).
+    /// Returns (kind, names merged, histogram). None for a capacity test: its histograms
+    /// are one per offered rate, and their merge is no rate's latency.
     pub fn latency(&self) -> Option<(String, Vec<String>, Histogram<u64>)> {
+        if self.capacity_phase().is_some() {
+            return None;
+        }
         let valid = self.valid();
         merged_latency(valid.iter().flat_map(|r| r.histograms.iter()))
     }
@@ -519,29 +672,37 @@ impl<'a> Point<'a> {
             .collect()
     }
 
-    /// Total CPU used on the system under test, in percent of one CPU (the iperf3
-    /// study's "%CPU used": the sum of every CPU's busy percent), mean of repetitions.
-    pub fn cpu_used_pct(&self) -> Option<f64> {
-        let v: Vec<f64> = self
-            .sut_summaries()
-            .iter()
-            .filter_map(|ts| {
-                let per_cpu: Vec<_> = ts.cpus.iter().filter(|c| c.cpu >= 0).collect();
-                if !per_cpu.is_empty() {
-                    Some(per_cpu.iter().map(|c| c.busy_pct()).sum())
-                } else {
-                    None
+    /// CPU used on the system under test ([`sut_cpu`]), mean of the valid repetitions
+    /// counted on the first one's basis, or why there is none.
+    pub fn cpu_used(&self) -> Result<CpuFigure, String> {
+        let mut pcts = Vec::new();
+        let mut basis: Option<CpuBasis> = None;
+        let mut why = None;
+        for r in self.valid() {
+            match sut_cpu(self.run, r) {
+                Ok(f) if basis.as_ref().is_none_or(|b| *b == f.basis) => {
+                    pcts.push(f.pct);
+                    basis = Some(f.basis);
                 }
-            })
-            .collect();
-        stats::mean(&v)
+                Ok(_) => {}
+                Err(e) => why = Some(e),
+            }
+        }
+        match (basis, stats::mean(&pcts)) {
+            (Some(basis), Some(pct)) => Ok(CpuFigure { pct, basis }),
+            _ => Err(why.unwrap_or_else(|| "no valid result".to_string())),
+        }
     }
 
-    /// Efficiency figures of this point.
+    /// Efficiency figures of this point. None for a capacity test: its headline is one
+    /// step's figure (or already per watt), the power and CPU the whole test's.
     pub fn efficiency(&self) -> Option<Efficiency> {
+        if self.capacity_phase().is_some() {
+            return None;
+        }
         let perf = self.headline()?.mean;
         let power = self.power();
-        let cpu = self.cpu_used_pct();
+        let cpu = self.cpu_used();
         let (perf_per_w, w_per_perf, dw_per_perf) = match &power {
             Ok(p) if p.watts > 0.0 && perf > 0.0 => (
                 Some(perf / p.watts),
@@ -557,8 +718,12 @@ impl<'a> Point<'a> {
             perf_per_w,
             w_per_perf,
             dw_per_perf,
-            cpu_used_pct: cpu,
-            cpu_pct_per_perf: cpu.filter(|_| perf > 0.0).map(|c| c / perf),
+            cpu_pct_per_perf: cpu
+                .as_ref()
+                .ok()
+                .filter(|_| perf > 0.0)
+                .map(|c| c.pct / perf),
+            cpu_used: cpu,
         })
     }
 }
@@ -575,8 +740,8 @@ pub struct Efficiency {
     pub w_per_perf: Option<f64>,
     /// Watts above idle per unit of throughput (the iperf3 study's W/tput).
     pub dw_per_perf: Option<f64>,
-    /// Sum of per-CPU busy percent on the SUT.
-    pub cpu_used_pct: Option<f64>,
+    /// CPU used on the SUT and whose it is ([`sut_cpu`]), or why it is absent.
+    pub cpu_used: Result<CpuFigure, String>,
     /// %CPU per unit of throughput (the iperf3 study's CPU/tput).
     pub cpu_pct_per_perf: Option<f64>,
 }
@@ -781,7 +946,8 @@ pub fn best_points<'a>(
 }
 
 /// [`best_points`] over the selection's tests, at its sweep point (the best over the
-/// peak parameters it leaves free).
+/// peak parameters it leaves free). Capacity tests are never among them: their figures
+/// are per step ([`capacity_phase`]).
 #[allow(clippy::type_complexity)]
 pub fn best_points_in<'a>(
     runs: &'a [RunRecord],
@@ -800,6 +966,7 @@ pub fn best_points_in<'a>(
         .map(|(i, r)| {
             points(i, r)
                 .into_iter()
+                .filter(|p| p.capacity_phase().is_none())
                 .filter(|p| sel.takes_test(p, &peak) && sel.takes_point(p))
                 .collect()
         })
@@ -949,6 +1116,20 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     };
     for e in &sel.extrapolate {
         s.add_extrapolated(runs, e);
+    }
+    let mut capacity: Vec<String> = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        for p in points(i, run) {
+            if p.capacity_phase().is_some() && !capacity.contains(&p.test) {
+                capacity.push(p.test.clone());
+            }
+        }
+    }
+    if !capacity.is_empty() {
+        s.notes.push(format!(
+            "Not in this table: {} (capacity tests, a curve of steps at different offered rates: their figures are per step, in their views).",
+            capacity.join(", ")
+        ));
     }
     let base = sel
         .baseline

@@ -576,7 +576,7 @@ fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
     let _ = write!(
         h,
-        r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput (%CPU used = sum of every CPU's busy %, as in the iperf3 study)</caption><tr><th>Test</th><th>Run</th><th>Throughput</th><th>Power</th><th>Idle</th><th>Perf/W</th><th>W per {pw}{u}</th><th>W above idle per {pd}{u}</th><th>%CPU used</th><th>%CPU per {pc}{u}</th></tr>"#,
+        r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput</caption><tr><th>Test</th><th>Run</th><th>Throughput</th><th>Power</th><th>Idle</th><th>Perf/W</th><th>W per {pw}{u}</th><th>W above idle per {pd}{u}</th><th>%CPU used</th><th>%CPU per {pc}{u}</th></tr>"#,
         u = esc(&unit)
     );
     for (row, i, point, e) in &rows {
@@ -597,16 +597,37 @@ fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             e.perf_per_w.map_or("-".to_string(), |v| esc(&num(v))),
             f(e.w_per_perf, sw),
             f(e.dw_per_perf, sd),
-            e.cpu_used_pct
-                .map_or("-".to_string(), |v| format!("{v:.1}%")),
+            cpu_cell(&e.cpu_used),
             f(e.cpu_pct_per_perf, sc)
         );
     }
     let _ = write!(
         h,
-        r#"</table><p class="muted">Throughput and perf/W in {u} and {u} per W.</p>"#,
+        r#"</table><p class="muted">Throughput and perf/W in {u} and {u} per W. {}</p>"#,
+        esc(derive::CPU_USED_MEANING),
         u = esc(&unit)
     );
+    for (who, why) in derive::absent_reasons(labels, rows.iter().map(|r| (r.1, &r.3.cpu_used))) {
+        let _ = write!(
+            h,
+            r#"<div class="note">&dagger; %CPU used absent {}: {}</div>"#,
+            esc(&who),
+            esc(&why)
+        );
+    }
+}
+
+/// A %CPU used figure with whose CPU it is, or "absent" (the reason listed once under
+/// the table).
+fn cpu_cell(c: &Result<derive::CpuFigure, String>) -> String {
+    match c {
+        Ok(c) => format!(
+            r#"{:.1}%<br><span class="muted">{}</span>"#,
+            c.pct,
+            esc(&c.basis.label())
+        ),
+        Err(_) => r#"<span class="muted">absent&dagger;</span>"#.to_string(),
+    }
 }
 
 fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
@@ -622,6 +643,36 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         );
         for p in pts {
             let s = p.headline();
+            let head = s.as_ref().map_or("-".to_string(), |s| {
+                format!(
+                    "{}{} {}",
+                    esc(&num(s.mean)),
+                    s.sd.map(|sd| format!(" &plusmn; {}", esc(&num(sd))))
+                        .unwrap_or_default(),
+                    esc(&p.headline_unit())
+                )
+            });
+            let cv = s
+                .as_ref()
+                .and_then(|s| s.cv_pct())
+                .map_or("-".to_string(), |c| format!("{c:.1}%"));
+            let lead = format!(
+                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{head}</td><td class="n">{cv}</td>"#,
+                esc(&p.test),
+                esc(&p.param_label(&[])),
+                p.valid().len(),
+                p.results.len(),
+            );
+            if let Some(phase) = p.capacity_phase() {
+                // A curve of steps: its latency is per offered rate, in its own view.
+                let _ = write!(
+                    h,
+                    r#"{lead}<td colspan="6" class="muted">{}</td><td>{}</td></tr>"#,
+                    esc(&crate::views::per_step(&p.workload, phase)),
+                    flags_html(&p.flags())
+                );
+                continue;
+            }
             let lat = p.latency();
             let q = |x: f64| {
                 lat.as_ref().map_or("-".to_string(), |(_, _, hh)| {
@@ -634,21 +685,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             });
             let _ = write!(
                 h,
-                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{over}</td><td>{}</td><td>{}</td></tr>"#,
-                esc(&p.test),
-                esc(&p.param_label(&[])),
-                p.valid().len(),
-                p.results.len(),
-                s.as_ref().map_or("-".to_string(), |s| format!(
-                    "{}{} {}",
-                    esc(&num(s.mean)),
-                    s.sd.map(|sd| format!(" &plusmn; {}", esc(&num(sd))))
-                        .unwrap_or_default(),
-                    esc(&p.headline_unit())
-                )),
-                s.as_ref()
-                    .and_then(|s| s.cv_pct())
-                    .map_or("-".to_string(), |c| format!("{c:.1}%")),
+                r#"{lead}<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{over}</td><td>{}</td><td>{}</td></tr>"#,
                 q(0.5),
                 q(0.99),
                 q(0.999),

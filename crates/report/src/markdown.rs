@@ -288,39 +288,52 @@ pub fn markdown_with(
         ));
         m.push_str(&crate::views::views_markdown(&wr, &wl));
         m.push_str(&crate::hosts_view::pairs_markdown(&wr, &wl));
-        m.push_str("\n### Efficiency (each run's best point)\n\n");
         let eff = derive::efficiency_rows(&wr);
-        let unit = eff.first().map(|r| r.3.unit.clone()).unwrap_or_default();
-        let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
-            eff.iter().filter_map(|r| f(&r.3)).collect()
-        };
-        let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
-        let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
-        let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
-        m.push_str(&header(&[
-            "Test",
-            "Run",
-            &format!("Throughput ({unit})"),
-            "Power",
-            &format!("Perf/W ({unit} per W)"),
-            &format!("W per {pw}{unit}"),
-            &format!("W above idle per {pd}{unit}"),
-            "%CPU used",
-            &format!("%CPU per {pc}{unit}"),
-        ]));
-        for (rowname, i, point, e) in &eff {
-            let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| num(v * s));
-            m.push_str(&row(&[
-                rowname.clone(),
-                format!("{} ({point})", wl_labels[*i]),
-                num(e.perf),
-                power(&e.power),
-                e.perf_per_w.map_or("-".into(), num),
-                f(e.w_per_perf, sw),
-                f(e.dw_per_perf, sd),
-                e.cpu_used_pct.map_or("-".into(), |v| format!("{v:.1}%")),
-                f(e.cpu_pct_per_perf, sc),
+        // A workload that ran only capacity tests has no best point (their figures are per step).
+        if !eff.is_empty() {
+            m.push_str("\n### Efficiency (each run's best point)\n\n");
+            let unit = eff.first().map(|r| r.3.unit.clone()).unwrap_or_default();
+            let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
+                eff.iter().filter_map(|r| f(&r.3)).collect()
+            };
+            let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
+            let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
+            let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
+            m.push_str(&header(&[
+                "Test",
+                "Run",
+                &format!("Throughput ({unit})"),
+                "Power",
+                &format!("Perf/W ({unit} per W)"),
+                &format!("W per {pw}{unit}"),
+                &format!("W above idle per {pd}{unit}"),
+                "%CPU used",
+                &format!("%CPU per {pc}{unit}"),
             ]));
+            for (rowname, i, point, e) in &eff {
+                let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| num(v * s));
+                m.push_str(&row(&[
+                    rowname.clone(),
+                    format!("{} ({point})", wl_labels[*i]),
+                    num(e.perf),
+                    power(&e.power),
+                    e.perf_per_w.map_or("-".into(), num),
+                    f(e.w_per_perf, sw),
+                    f(e.dw_per_perf, sd),
+                    match &e.cpu_used {
+                        Ok(c) => format!("{:.1}% ({})", c.pct, c.basis.label()),
+                        // The reason is said once under the table.
+                        Err(_) => "absent†".into(),
+                    },
+                    f(e.cpu_pct_per_perf, sc),
+                ]));
+            }
+            let _ = write!(m, "\n{}\n", c(derive::CPU_USED_MEANING));
+            for (who, why) in
+                derive::absent_reasons(&wl_labels, eff.iter().map(|r| (r.1, &r.3.cpu_used)))
+            {
+                let _ = write!(m, "\n† %CPU used absent {}: {}\n", c(&who), c(&why));
+            }
         }
         m.push_str("\n### Results\n\n");
         m.push_str(&header(&[
@@ -343,6 +356,15 @@ pub fn markdown_with(
                         latency_ns(h.value_at_quantile(x) as f64)
                     })
                 };
+                // A capacity test's latency is per offered rate, in its own view.
+                let [p50, p99, p999] = match p.capacity_phase() {
+                    Some(phase) => [
+                        crate::views::per_step(&p.workload, phase),
+                        "n/a".into(),
+                        "n/a".into(),
+                    ],
+                    None => [q(0.5), q(0.99), q(0.999)],
+                };
                 m.push_str(&row(&[
                     wl_labels[i].clone(),
                     p.test.clone(),
@@ -356,9 +378,9 @@ pub fn markdown_with(
                             p.headline_unit()
                         )
                     }),
-                    q(0.5),
-                    q(0.99),
-                    q(0.999),
+                    p50,
+                    p99,
+                    p999,
                     flags(&p.flags()),
                 ]));
             }

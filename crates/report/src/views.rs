@@ -67,9 +67,10 @@ fn ok_results<'a>(run: &'a RunRecord, wl: &'a str) -> impl Iterator<Item = &'a R
 }
 
 /// The sweep points of workload `wl` in `run` whose test passes `test`, in run order:
-/// each is a test at one set of parameters with its usable repetitions, the only
-/// results a view may average. Labelled by the test (unless `skip_test`) and the
-/// parameters that vary among them, less `skip` (`tcp streams=2`).
+/// each is a test at one set of parameters with its valid repetitions ([`Point::valid`]:
+/// completed and not flagged invalid), the only results a view may average; a point
+/// with none is left out. Labelled by the test (unless `skip_test`) and the parameters
+/// that vary among them, less `skip` (`tcp streams=2`).
 fn sweep_points<'a>(
     run: &'a RunRecord,
     wl: &str,
@@ -96,13 +97,7 @@ fn sweep_points<'a>(
                 (false, true) => p.test.clone(),
                 (false, false) => format!("{} {params}", p.test),
             };
-            let rs = p
-                .results
-                .iter()
-                .copied()
-                .filter(|r| r.status != Status::Failed)
-                .collect();
-            (label, rs)
+            (label, p.valid())
         })
         .filter(|(_, rs): &(String, Vec<&ResultRecord>)| !rs.is_empty())
         .collect()
@@ -325,6 +320,7 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let mut rows = Vec::new();
     let mut per_db = Vec::new();
     let mut client_counted = false;
+    let mut per_repetition = false;
     let mut latency = Vec::new();
     for (point, rs) in &points {
         let name = if point.is_empty() {
@@ -367,40 +363,15 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             if n.is_none() {
                 continue;
             }
-            // Latency metrics carry the kind (service or corrected) too: take the first.
-            let lat = |m: &str| {
-                mean(
-                    &rs.iter()
-                        .filter_map(|r| {
-                            r.metrics
-                                .iter()
-                                .find(|x| {
-                                    x.name == m
-                                        && x.labels.get("txn").map(String::as_str) == Some(t)
-                                })
-                                .map(|x| x.value)
-                        })
-                        .collect::<Vec<_>>(),
-                )
-            };
-            let p95 = mean(
-                &rs.iter()
-                    .filter_map(|r| txn_p95_ns(r, t))
-                    .collect::<Vec<_>>(),
-            );
-            latency.push(vec![
-                name.clone(),
-                t.to_string(),
-                cell(n),
-                lat("latency_mean_ns").map_or("-".into(), crate::fmt::latency_ns),
-                lat("latency_p50_ns").map_or("-".into(), crate::fmt::latency_ns),
-                p95.map_or("-".into(), crate::fmt::latency_ns),
-                lat("latency_p99_ns").map_or("-".into(), crate::fmt::latency_ns),
-            ]);
+            let (figures, merged) = txn_latency(rs, t);
+            per_repetition |= !merged && rs.len() > 1;
+            let mut row = vec![name.clone(), t.to_string(), cell(n)];
+            row.extend(figures);
+            latency.push(row);
         }
     }
     let mut tables = vec![Table {
-        caption: "TPC-C (HammerDB style): new orders and all transactions per minute, mean over the repetitions of each sweep point".into(),
+        caption: "TPC-C (HammerDB style): new orders and all transactions per minute, mean over the valid repetitions of each sweep point".into(),
         head: ["Point", "NOPM", "TPM", "txn/s", "client CPU us/txn", "n"]
             .map(String::from)
             .to_vec(),
@@ -417,7 +388,7 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     }
     if !latency.is_empty() {
         tables.push(Table {
-            caption: "Latency per transaction type".into(),
+            caption: "Latency per transaction type: count per repetition; latency of the valid repetitions' histograms merged".into(),
             head: ["Point", "Transaction", "Count", "Mean", "p50", "p95", "p99"]
                 .map(String::from)
                 .to_vec(),
@@ -434,6 +405,37 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
              measured window; the TPM above is the server's, for all databases together."
                 .to_string(),
         );
+    }
+    if per_repetition {
+        notes.push(
+            "Latency shown per repetition (a / b): those repetitions stored no histogram of \
+             the transaction type to merge, and percentiles of repetitions are never averaged."
+                .to_string(),
+        );
+    }
+    let left_out: Vec<String> = derive::points(0, run)
+        .iter()
+        .filter(|p| p.workload == wl && p.test == "tpcc")
+        .flat_map(|p| {
+            let valid = p.valid();
+            p.results
+                .iter()
+                .filter(move |r| !valid.iter().any(|v| std::ptr::eq(*v, **r)))
+                .map(|r| {
+                    let why = if r.is_invalid() {
+                        "flagged invalid".to_string()
+                    } else {
+                        format!("{:?}", r.status).to_lowercase()
+                    };
+                    format!("step {} ({why})", r.step)
+                })
+        })
+        .collect();
+    if !left_out.is_empty() {
+        notes.push(format!(
+            "Left out of these tables (not a valid repetition): {}.",
+            left_out.join(", ")
+        ));
     }
     let by_vus = tps_by_vus(run, wl);
     let mut figures = Vec::new();
@@ -454,6 +456,87 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         tables,
         notes,
     })
+}
+
+/// Mean, p50, p95 and p99 latency of transaction type `txn` over the valid repetitions
+/// `rs` of one sweep point, and whether they are one merged distribution. The histograms
+/// of `txn` (of the kind the stored figures are of, service unless only corrected was
+/// stored) are merged exactly when every repetition has one; else each repetition's own
+/// figures are shown side by side (`1.2 ms / 1.4 ms`), as percentiles of repetitions do
+/// not average into a percentile.
+fn txn_latency(rs: &[&ResultRecord], txn: &str) -> ([String; 4], bool) {
+    let stored_kind = rs.iter().find_map(|r| {
+        r.metrics
+            .iter()
+            .filter(|m| m.name.starts_with("latency_"))
+            .filter(|m| m.labels.get("txn").map(String::as_str) == Some(txn))
+            .find_map(|m| m.labels.get("kind"))
+    });
+    let hists = |kind: &str| -> Option<Vec<hdrhistogram::Histogram<u64>>> {
+        rs.iter()
+            .map(|r| {
+                r.histograms
+                    .iter()
+                    .find(|h| h.name == txn && h.kind == kind)
+                    .and_then(|h| h.histogram().ok())
+            })
+            .collect()
+    };
+    let kind = stored_kind.cloned().or_else(|| {
+        let named = || {
+            rs.iter()
+                .flat_map(|r| &r.histograms)
+                .filter(|h| h.name == txn)
+        };
+        if named().any(|h| h.kind == "corrected") {
+            Some("corrected".to_string())
+        } else {
+            named().next().map(|h| h.kind.clone())
+        }
+    });
+    let merged = kind.and_then(|k| hists(&k)).and_then(|hs| {
+        let mut it = hs.into_iter();
+        let mut all = it.next()?;
+        for h in it {
+            all.add(&h).ok()?;
+        }
+        (!all.is_empty()).then_some(all)
+    });
+    if let Some(h) = merged {
+        let q = |x: f64| crate::fmt::latency_ns(h.value_at_quantile(x) as f64);
+        return (
+            [crate::fmt::latency_ns(h.mean()), q(0.5), q(0.95), q(0.99)],
+            true,
+        );
+    }
+    // A repetition's own figure, of the kind the others are of.
+    let of_txn = |r: &ResultRecord, name: &str| {
+        r.metrics
+            .iter()
+            .filter(|x| x.name == name && x.labels.get("txn").map(String::as_str) == Some(txn))
+            .find(|x| stored_kind.is_none_or(|k| x.labels.get("kind") == Some(k)))
+            .map(|x| x.value)
+            .filter(|v| v.is_finite())
+    };
+    let each = |f: &dyn Fn(&ResultRecord) -> Option<f64>| {
+        let v: Vec<Option<f64>> = rs.iter().map(|r| f(r)).collect();
+        if v.iter().all(Option::is_none) {
+            return "-".to_string();
+        }
+        v.iter()
+            .map(|x| x.map_or("-".into(), crate::fmt::latency_ns))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    (
+        [
+            each(&|r| of_txn(r, "latency_mean_ns")),
+            each(&|r| of_txn(r, "latency_p50_ns")),
+            each(&|r| txn_p95_ns(r, txn)),
+            each(&|r| of_txn(r, "latency_p99_ns")),
+        ],
+        false,
+    )
 }
 
 /// One result's 95th percentile latency of transaction type `txn`: its stored
@@ -998,6 +1081,22 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 
 // ---------------------------------------------------------------- capacity
 
+/// The name of a capacity test's view (`capacity ramp`), in its title and in the
+/// generic tables that point to it for what they cannot show.
+pub fn capacity_view(phase: &str) -> &'static str {
+    match phase {
+        "ramp" => "capacity ramp",
+        "search" => "latency-objective search",
+        _ => "load levels",
+    }
+}
+
+/// What the generic tables show in place of a capacity test's latency or efficiency:
+/// those figures exist per step only ([`derive::capacity_phase`]).
+pub fn per_step(wl: &str, phase: &str) -> String {
+    format!("n/a: per step, see the {wl} {} view", capacity_view(phase))
+}
+
 /// Per-step values of one phase: step index -> (metric name -> value).
 fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<String, f64>> {
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
@@ -1034,7 +1133,7 @@ fn rate_unit(r: &ResultRecord) -> String {
 }
 
 fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| r.test == "ramp")?;
+    let r = ok_results(run, wl).find(|r| derive::capacity_phase(r) == Some("ramp"))?;
     let u = rate_unit(r);
     let st = ordered(steps(r, "ramp", "step"));
     let pts: Vec<(f64, f64)> = st
@@ -1190,7 +1289,7 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             .map(|m| m.reason.clone()),
     );
     Some(View {
-        title: format!("{who}{wl} capacity ramp"),
+        title: format!("{who}{wl} {}", capacity_view("ramp")),
         figures,
         tables: vec![Table {
             caption: "Ramp steps".into(),
@@ -1214,7 +1313,7 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 }
 
 fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| r.test == "search")?;
+    let r = ok_results(run, wl).find(|r| derive::capacity_phase(r) == Some("search"))?;
     let u = rate_unit(r);
     let st = ordered(steps(r, "search", "step"));
     let probes: Vec<(f64, f64)> = st
@@ -1314,7 +1413,7 @@ fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             .map(|m| m.reason.clone()),
     );
     Some(View {
-        title: format!("{who}{wl} latency-objective search"),
+        title: format!("{who}{wl} {}", capacity_view("search")),
         figures,
         tables: vec![Table {
             caption: format!("Probes in measurement order (objective {obj})"),
@@ -1335,7 +1434,7 @@ fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 }
 
 fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| r.test == "levels")?;
+    let r = ok_results(run, wl).find(|r| derive::capacity_phase(r) == Some("levels"))?;
     let u = rate_unit(r);
     let st: Vec<(String, BTreeMap<String, f64>)> = steps(r, "levels", "level")
         .into_iter()
@@ -1433,7 +1532,7 @@ fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             .map(|m| m.reason.clone()),
     );
     Some(View {
-        title: format!("{who}{wl} load levels"),
+        title: format!("{who}{wl} {}", capacity_view("levels")),
         figures,
         tables: vec![Table {
             caption: "Load levels".into(),

@@ -406,6 +406,9 @@ fn iperf3_study_cpu_and_watts_per_throughput() {
         ..Spec::default()
     });
     run.results.truncate(1);
+    // The study's receiver is a host of its own (the sender ran on another): its whole
+    // CPU is the receiver's.
+    run.hosts[0].role = "sut".into();
     let r: &mut ResultRecord = &mut run.results[0];
     r.workload = "net".into();
     r.test = "tcp".into();
@@ -449,7 +452,9 @@ fn iperf3_study_cpu_and_watts_per_throughput() {
     r.status = Status::Ok;
     let pts = report::derive::points(0, &run);
     let e = pts[0].efficiency().unwrap();
-    assert!((e.cpu_used_pct.unwrap() - 197.01).abs() < 0.01);
+    let cpu = e.cpu_used.as_ref().unwrap();
+    assert!((cpu.pct - 197.01).abs() < 0.01);
+    assert_eq!(cpu.basis, report::derive::CpuBasis::Host);
     assert!((e.cpu_pct_per_perf.unwrap() - 7.351).abs() < 0.001);
     assert!((e.dw_per_perf.unwrap() - 1.119).abs() < 0.001);
 }
@@ -1138,4 +1143,127 @@ fn markdown_summary_keeps_units_and_names_points_by_what_varies() {
             "{point}"
         );
     }
+}
+
+/// A single-host run (`sut+loadgen`): the host's busy CPU is the load generator's too (an
+/// open-loop generator spinning a core), so the server's %CPU and CPU per operation are
+/// its watched server processes', labelled so; without them the figure is missing with
+/// the reason, never the host's. A host that is only the system under test keeps the
+/// whole-host figure, and a workload whose work runs in the driver (crypto) too.
+#[test]
+fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
+    let one = |id: &'static str, role: &str, procs: &[(&str, f64)]| {
+        let mut run = kv_run(&Spec {
+            id,
+            label: id,
+            reps: 1,
+            instances: &[1],
+            ..Spec::default()
+        });
+        run.hosts[0].role = role.into();
+        run.results.truncate(1);
+        let r = &mut run.results[0];
+        r.metrics = vec![model::Metric::new("ops_per_s", 100_000.0, "ops/s")];
+        r.telemetry_summary[0].procs = procs
+            .iter()
+            .enumerate()
+            .map(|(i, (role, pct))| model::ProcCpu {
+                role: role.to_string(),
+                pid: 100 + i as u32,
+                usr_pct: pct * 0.25,
+                sys_pct: pct * 0.75,
+            })
+            .collect();
+        run
+    };
+    let host_busy: f64 = {
+        let run = one("h", "sut", &[]);
+        run.results[0].telemetry_summary[0]
+            .cpus
+            .iter()
+            .filter(|c| c.cpu >= 0)
+            .map(|c| c.busy_pct())
+            .sum()
+    };
+    let cpu = |run: &RunRecord| {
+        let pts = report::derive::points(0, run);
+        let e = pts[0].efficiency().unwrap();
+        (e.cpu_used.clone(), e.cpu_pct_per_perf)
+    };
+    let spinning = [("loadgen", 100.0), ("server:0", 20.0), ("server:1", 10.0)];
+
+    // Single host, server processes watched: theirs, and said so.
+    let shared = one("a", "sut+loadgen", &spinning);
+    let (c, per_perf) = cpu(&shared);
+    let c = c.unwrap();
+    assert!((c.pct - 30.0).abs() < 1e-9, "{c:?}");
+    assert_eq!(c.basis.label(), "server processes (server x2)");
+    assert!((per_perf.unwrap() - 30.0 / 100_000.0).abs() < 1e-12);
+    let h = report::html(std::slice::from_ref(&shared), None);
+    assert!(h.contains("30.0%<br><span class=\"muted\">server processes (server x2)</span>"));
+    let m = report::markdown(std::slice::from_ref(&shared), None);
+    assert!(
+        m.contains("| 30.0% (server processes (server x2)) |"),
+        "{m}"
+    );
+
+    // Single host, only the generator watched: missing, with the reason, never the host's.
+    let blind = one("b", "sut+loadgen", &[("loadgen", 100.0)]);
+    let (c, per_perf) = cpu(&blind);
+    let why =
+        "the SUT host also ran the load generator; no per-process CPU of the server was recorded";
+    assert_eq!(c, Err(why.to_string()));
+    assert_eq!(per_perf, None);
+    let m = report::markdown(std::slice::from_ref(&blind), None);
+    assert!(m.contains("| absent† |"), "{m}");
+    assert!(
+        m.contains(&format!("† %CPU used absent for b: {why}")),
+        "{m}"
+    );
+    let h = report::html(std::slice::from_ref(&blind), None);
+    assert!(h.contains(&format!("&dagger; %CPU used absent for b: {why}")));
+    assert!(
+        !h.contains(&format!("{host_busy:.1}%")),
+        "the host's busy CPU shown"
+    );
+
+    // PostgreSQL's postmaster alone is not the server's CPU (its backends are not watched).
+    let pg = one("p", "sut+loadgen", &[("loadgen", 100.0), ("postgres", 0.5)]);
+    assert!(cpu(&pg)
+        .0
+        .unwrap_err()
+        .contains("only `postgres` was watched"));
+
+    // A host that is only the system under test: its whole CPU, as the iperf3 study.
+    let alone = one("s", "sut", &spinning);
+    let c = cpu(&alone).0.unwrap();
+    assert_eq!(c.basis, report::derive::CpuBasis::Host);
+    assert!((c.pct - host_busy).abs() < 1e-9);
+    // Crypto's work runs in the driver: the host's CPU is the work's.
+    let mut crypto = one("c", "sut+loadgen", &[("loadgen", 100.0)]);
+    crypto.results[0].workload = "crypto".into();
+    assert_eq!(
+        cpu(&crypto).0.unwrap().basis,
+        report::derive::CpuBasis::Host
+    );
+
+    // compare: per operation, named by its basis; missing with the reason.
+    let metric = |a: &RunRecord, b: &RunRecord, name: &str| {
+        report::compare(std::slice::from_ref(a), std::slice::from_ref(b))
+            .rows
+            .into_iter()
+            .find(|r| r.metric == name)
+    };
+    let mut shared_b = one("a2", "sut+loadgen", &spinning);
+    shared_b.hosts[0].facts = shared.hosts[0].facts.clone();
+    let row = metric(&shared, &shared_b, "server_cpu_us_per_op").unwrap();
+    // 30% of one CPU over 100k ops/s: 3 us of server CPU per operation.
+    assert!((row.a.unwrap().mean - 3.0).abs() < 1e-9);
+    assert!(metric(&shared, &shared_b, "cpu_us_per_op").is_none());
+    let row = metric(&blind, &blind, "cpu_us_per_op").unwrap();
+    assert_eq!(row.a, None);
+    assert_eq!(row.verdict, format!("missing: {why}"));
+    let row = metric(&blind, &alone, "cpu_us_per_op").unwrap();
+    assert_eq!(row.verdict, format!("missing on A: {why}"));
+    assert!(row.b.is_some());
 }

@@ -344,6 +344,148 @@ fn capacity_ramp_search_levels() {
     assert!(!h.contains("ramp: reply rate") && !h.contains("load levels"));
 }
 
+/// A capacity run as the engine stores one, beside an ordinary `set` test: one latency
+/// histogram per step (`ramp_step<i>`, no `all`), each step at its own offered rate, the
+/// peak reply rate as the headline, and the SUT's power and CPU over the whole test.
+fn capacity_with_steps(id: &str, scale: f64) -> RunRecord {
+    let mut r = capacity_run(true);
+    let template = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    })
+    .results
+    .remove(0);
+    r.id = id.into();
+    r.label = Some(id.into());
+    for res in &mut r.results {
+        res.telemetry_summary = template.telemetry_summary.clone();
+    }
+    let ramp = &mut r.results[0];
+    ramp.metrics
+        .push(Metric::new("max_reply_rate_per_s", 5100.0 * scale, "req/s"));
+    ramp.headline = "max_reply_rate_per_s".into();
+    // 1 ms at 2k/s, 2 ms at 4k/s, 40 ms once saturated at 6k/s.
+    for (i, ms) in [1u64, 2, 40].iter().enumerate() {
+        let mut h = model::hist::new_latency_histogram();
+        for _ in 0..1000 {
+            h.record(ms * 1_000_000).unwrap();
+        }
+        ramp.histograms.push(model::HistogramRecord::from_histogram(
+            &format!("ramp_step{i}"),
+            "corrected",
+            &h,
+        ));
+    }
+    let levels = &mut r.results[2];
+    levels.metrics.push(Metric::new(
+        "overall_reply_rate_per_w",
+        250.0 * scale,
+        "req/s/W",
+    ));
+    levels.headline = "overall_reply_rate_per_w".into();
+    let mut set = template;
+    set.step = 3;
+    r.results.push(set);
+    r
+}
+
+/// A capacity test (ramp, search, levels) is a curve of steps at different offered
+/// rates: the generic tables keep its row and headline but show no whole-test latency
+/// (a "ramp p99" merging every rate) and no efficiency (the peak rate over the whole
+/// ramp's power); it is no best point, in no chart that sets tests side by side, and
+/// `compare` judges its headline only.
+#[test]
+fn capacity_tests_have_no_whole_test_latency_or_efficiency() {
+    let a = capacity_with_steps("cap-a", 1.0);
+    let pts = report::derive::points(0, &a);
+    let ramp = pts.iter().find(|p| p.test == "ramp").unwrap();
+    assert_eq!(ramp.capacity_phase(), Some("ramp"));
+    assert!(ramp.latency().is_none(), "a merge of every step's latency");
+    assert!(
+        ramp.efficiency().is_none(),
+        "the peak rate over the whole ramp's power"
+    );
+    let set = pts.iter().find(|p| p.test == "set").unwrap();
+    assert_eq!(set.capacity_phase(), None);
+    assert!(set.latency().is_some() && set.efficiency().is_some());
+
+    let runs = [a.clone()];
+    let eff = report::derive::efficiency_rows(&runs);
+    assert_eq!(
+        eff.iter().map(|e| e.0.as_str()).collect::<Vec<_>>(),
+        ["kv set instances=1 pipeline=1"]
+    );
+    let s = report::summary(&runs);
+    assert_eq!(s.rows.len(), 1, "{:?}", s.rows);
+    assert!(s.notes.iter().any(|n| n.contains("ramp, search, levels")));
+    let peak = report::derive::peak_params(&runs);
+    for (row, _) in report::derive::best_points(&runs, &peak) {
+        assert!(!row.contains("ramp") && !row.contains("levels"), "{row}");
+    }
+    for c in report::charts::charts(&runs) {
+        assert!(
+            !c.title.contains("ramp") && !c.title.contains("levels"),
+            "{}",
+            c.title
+        );
+        for t in ["ramp", "search", "levels"] {
+            assert!(
+                !c.svg.as_deref().unwrap_or("").contains(&format!(">{t}<")),
+                "{}",
+                c.title
+            );
+        }
+    }
+
+    // A run of capacity tests only: no chart of tests side by side, and no note that its
+    // latency or telemetry was not recorded (it was, per step).
+    let mut only = a.clone();
+    only.results.retain(|r| r.test != "set");
+    let charts = report::charts::charts(&[only]);
+    assert!(
+        charts.is_empty(),
+        "{:?}",
+        charts.iter().map(|c| &c.title).collect::<Vec<_>>()
+    );
+
+    // The results tables keep the row, with the latency columns pointing to the view.
+    let h = report::html(&runs, None);
+    assert!(
+        h.contains(
+            r#"<td colspan="6" class="muted">n/a: per step, see the kv capacity ramp view</td>"#
+        ),
+        "{h}"
+    );
+    assert!(h.contains("5,100 req/s"));
+    let m = report::markdown(&runs, None);
+    let row = m
+        .lines()
+        .find(|l| l.contains("| ramp |"))
+        .unwrap_or_else(|| panic!("{m}"));
+    assert!(
+        row.contains("| n/a: per step, see the kv capacity ramp view | n/a | n/a |"),
+        "{row}"
+    );
+
+    // Compare: the capacity headline is judged, nothing else of the capacity tests.
+    let b = capacity_with_steps("cap-b", 1.2);
+    let c = report::compare(&[a], &[b]);
+    let of = |point: &str| -> Vec<&str> {
+        c.rows
+            .iter()
+            .filter(|r| r.point == point)
+            .map(|r| r.metric.as_str())
+            .collect()
+    };
+    assert_eq!(of("kv ramp"), ["max_reply_rate_per_s"]);
+    assert_eq!(of("kv levels"), ["overall_reply_rate_per_w"]);
+    assert_eq!(of("kv search"), ["max_rate_meeting_slo_per_s"]);
+    let ramp = c.rows.iter().find(|r| r.point == "kv ramp").unwrap();
+    assert!((ramp.diff_pct.unwrap() - 20.0).abs() < 1e-9);
+    assert!(of("kv set").contains(&"latency_p99_ns"));
+}
+
 #[test]
 fn comparisons_only_between_runs_of_the_same_tests() {
     let a = crypto_run();
@@ -786,4 +928,111 @@ fn oltp_a_client_counted_per_database_tpm_is_marked() {
     let m = report::markdown(&[run("pg", "oltp", vec![result(true)])], None);
     assert!(m.contains("| tpcc | 1 | 500 | 1,301 |"), "{m}");
     assert!(!m.contains("client-counted"), "{m}");
+}
+
+/// The oltp view takes a sweep point's valid repetitions only (an interrupted one, or one
+/// flagged invalid, is left out and named), and its per-transaction latency is the
+/// merge of their histograms, never an average of their percentiles; without a
+/// histogram to merge, each repetition's own figures are shown side by side.
+#[test]
+fn oltp_uses_valid_repetitions_and_merges_their_histograms() {
+    let hist = |values: &[(u64, u64)]| {
+        let mut h = model::hist::new_latency_histogram();
+        for (ms, n) in values {
+            h.record_n(ms * 1_000_000, *n).unwrap();
+        }
+        h
+    };
+    // Repetition 0: mostly 1 ms with a 10 ms tail; repetition 1: 2 ms throughout. Merged,
+    // the p50 is 2 ms and the p99 10 ms; their averages would be 1.5 ms and 6 ms.
+    let reps = [
+        (40_000.0, hist(&[(1, 900), (10, 100)])),
+        (44_000.0, hist(&[(2, 1000)])),
+        (1_000.0, hist(&[(500, 1000)])),
+        (99_000.0, hist(&[(50, 1000)])),
+    ];
+    let results = reps
+        .iter()
+        .map(|(nopm, h)| {
+            let mut m = vec![
+                Metric::new("nopm", *nopm, "new orders/min"),
+                Metric::new("tpm", nopm * 2.0, "transactions/min"),
+                Metric::new("transactions", 1000.0, "transactions").label("txn", "new_order"),
+            ];
+            for (name, v) in [
+                ("latency_mean_ns", h.mean()),
+                ("latency_p50_ns", h.value_at_quantile(0.5) as f64),
+                ("latency_p95_ns", h.value_at_quantile(0.95) as f64),
+                ("latency_p99_ns", h.value_at_quantile(0.99) as f64),
+            ] {
+                m.push(
+                    Metric::new(name, v, "ns")
+                        .label("txn", "new_order")
+                        .label("kind", "service"),
+                );
+            }
+            ("tpcc", serde_json::json!({}), m)
+        })
+        .collect();
+    let mut r = run("my", "oltp", results);
+    for (i, res) in r.results.iter_mut().enumerate() {
+        res.repetition = i as u32;
+        res.histograms = vec![model::HistogramRecord::from_histogram(
+            "new_order",
+            "service",
+            &reps[i].1,
+        )];
+    }
+    r.results[2].status = model::Status::Interrupted;
+    r.results[3].flags.push(model::Flag::invalid(
+        "consistency",
+        "the consistency check failed",
+    ));
+    let row = |m: &str, first: &str| -> Vec<String> {
+        let line = m
+            .lines()
+            .find(|l| l.starts_with(&format!("| {first} |")))
+            .unwrap_or_else(|| panic!("no row {first}: {m}"));
+        line.trim_matches('|')
+            .split(" | ")
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    // NOPM and TPM: the mean of the two valid repetitions, n = 2.
+    assert_eq!(row(&m, "tpcc")[1..3], ["42,000", "84,000"], "{m}");
+    assert_eq!(row(&m, "tpcc")[5], "2", "{m}");
+    let mut merged = reps[0].1.clone();
+    merged.add(&reps[1].1).unwrap();
+    let ns = |v: f64| report::fmt::latency_ns(v);
+    let lat = row(&m, "tpcc | new\\_order");
+    assert_eq!(
+        lat[3..],
+        [
+            ns(merged.mean()),
+            ns(merged.value_at_quantile(0.5) as f64),
+            ns(merged.value_at_quantile(0.95) as f64),
+            ns(merged.value_at_quantile(0.99) as f64),
+        ],
+        "{m}"
+    );
+    assert!(lat[6].starts_with("10."), "p99 of the merge: {lat:?}");
+    assert!(
+        m.contains("step 2 (interrupted)") && m.contains("step 3 (flagged invalid)"),
+        "{m}"
+    );
+
+    // No histogram to merge: each valid repetition's own figures, never their mean.
+    for res in &mut r.results {
+        res.histograms.clear();
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    let lat = row(&m, "tpcc | new\\_order");
+    let p99 = |h: &hdrhistogram::Histogram<u64>| ns(h.value_at_quantile(0.99) as f64);
+    assert_eq!(
+        lat[6],
+        format!("{} / {}", p99(&reps[0].1), p99(&reps[1].1)),
+        "{m}"
+    );
+    assert!(m.contains("Latency shown per repetition"), "{m}");
 }
