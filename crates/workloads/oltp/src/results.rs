@@ -19,7 +19,6 @@ pub(crate) fn step_output(
     o: &LoadOutcome,
     wins: &[DbWindow],
     counters: &[Arc<Counters>],
-    db_latency: Option<Vec<hdrhistogram::Histogram<u64>>>,
 ) -> StepOutput {
     let ndb = counters.len();
     let multi = ndb > 1;
@@ -214,10 +213,7 @@ pub(crate) fn step_output(
                 );
             }
         }
-        let service: Option<hdrhistogram::Histogram<u64>> = match &db_latency {
-            Some(h) => merge((0..ndb).filter_map(|d| h.get(5 * d + t))),
-            None => merge(per_db.iter().map(|c| &c.service)),
-        };
+        let service = merge(per_db.iter().map(|c| &c.service));
         if let Some(h) = service.filter(|h| !h.is_empty()) {
             let rec = HistogramRecord::from_histogram(name, "service", &h);
             push_latency(&mut out, name, "service", &rec, &h);
@@ -229,7 +225,7 @@ pub(crate) fn step_output(
             push_latency(&mut out, name, "corrected", &rec, &h);
             out.histograms.push(rec);
         }
-        if multi && db_latency.is_none() {
+        if multi {
             for (d, c) in per_db.iter().enumerate() {
                 if !c.service.is_empty() {
                     out.histograms.push(HistogramRecord::from_histogram(
@@ -254,14 +250,7 @@ pub(crate) fn step_output(
             &[("txn", "all".into()), ("kind", kind.into())],
         )
     };
-    // With keying and think times the load loop's histograms time each terminal's whole
-    // cycle (keying, transaction, think): the figures over all types come from the
-    // database times, as each type's do.
-    let all_service = match &db_latency {
-        Some(h) => merge(h.iter()),
-        None => merge(o.classes.iter().map(|c| &c.service)),
-    };
-    if let Some(all) = all_service.filter(|h| !h.is_empty()) {
+    if let Some(all) = merge(o.classes.iter().map(|c| &c.service)).filter(|h| !h.is_empty()) {
         out.metrics.extend(views(&all, "service"));
         out.histograms
             .push(HistogramRecord::from_histogram("all", "service", &all));
@@ -559,7 +548,6 @@ mod tests {
             &outcome(),
             &wins,
             &[counters(45), counters(45)],
-            None,
         );
         assert!((value(&out, "tpm").unwrap() - 28_000.0).abs() < 1e-6);
         assert!((value(&out, "nopm").unwrap() - 8455.0).abs() < 1e-6);
@@ -595,7 +583,6 @@ mod tests {
             &o,
             &wins,
             &[counters(45), counters(45)],
-            None,
         );
         let per_db = |d: &str| {
             out.metrics
@@ -620,7 +607,6 @@ mod tests {
             &outcome(),
             &[window(4455, 14_000)],
             &[counters(45)],
-            None,
         );
         assert!(out.metrics.iter().all(|m| !m.labels.contains_key("db")));
     }
@@ -642,7 +628,6 @@ mod tests {
             &o,
             &[window(4455, 14_000)],
             &[counters(45)],
-            None,
         );
         for name in CLASSES {
             let rec = out
@@ -681,7 +666,6 @@ mod tests {
             &outcome(),
             &[window(0, 14_000)],
             &[counters(0)],
-            None,
         );
         assert_eq!(out.headline, "tpm");
         assert!(value(&out, "tpm").unwrap() > 0.0);
@@ -694,7 +678,6 @@ mod tests {
                 &outcome(),
                 &[window(0, 14_000)],
                 &[counters(0)],
-                None,
             );
             assert_eq!(out.headline, lead, "{name}");
         }
@@ -713,7 +696,6 @@ mod tests {
             &outcome(),
             &[window(0, 14_000)],
             &[counters(0)],
-            None,
         );
         let over = |t: &str| {
             out.metrics
@@ -730,76 +712,6 @@ mod tests {
         assert_eq!(over("2ms"), Some(0.0));
     }
 
-    /// With keying and think times the load loop's histograms time the terminal's whole
-    /// cycle (keying ~9.6 s, 5 ms in the database, think ~11.4 s): the figures over all
-    /// types, as each type's, are the database times, merged bucket by bucket.
-    #[test]
-    fn with_keying_and_think_times_every_latency_figure_is_the_database_time() {
-        let mut o = outcome();
-        let mut db = Vec::new();
-        for (t, c) in o.classes.iter_mut().enumerate() {
-            let (mut cycle, mut own) = (
-                model::hist::new_latency_histogram(),
-                model::hist::new_latency_histogram(),
-            );
-            for i in 0..c.count {
-                // 1..9 ms, a little longer for the later types, so the merge is not
-                // any one type's histogram.
-                let ns = 1_000_000 + (i % 9) * 1_000_000 + t as u64 * 100_000;
-                own.record(ns).unwrap();
-                cycle.record(9_600_000_000 + ns + 11_400_000_000).unwrap();
-            }
-            c.service = cycle;
-            db.push(own);
-        }
-        let mut all = model::hist::new_latency_histogram();
-        for h in &db {
-            all.add(h).unwrap();
-        }
-        let out = step_output(
-            &Config::default(),
-            &Mix::default(),
-            &o,
-            &[window(4455, 14_000)],
-            &[counters(45)],
-            Some(db.clone()),
-        );
-        let over_all = |name: &str, over: Option<&str>| {
-            out.metrics
-                .iter()
-                .find(|m| {
-                    m.name == name
-                        && m.labels.get("txn").map(String::as_str) == Some("all")
-                        && m.labels.get("kind").map(String::as_str) == Some("service")
-                        && m.labels.get("over").map(String::as_str) == over
-                })
-                .map(|m| m.value)
-        };
-        let mean = over_all("latency_mean_ns", None).expect("the mean over all types");
-        assert_eq!(mean, all.mean());
-        assert!(
-            mean < 10e6,
-            "{mean} ns: the keying and think times are in it"
-        );
-        assert_eq!(over_all("latency_jitter_ns", None), Some(all.stdev()));
-        // 1 ms: all but the 1.0 ms new orders (1 in 9 of 4,500, of 10,000); 100 ms: none.
-        let under = 100.0 * 500.0 / 10_000.0;
-        for (over, share) in [("1ms", 100.0 - under), ("100ms", 0.0)] {
-            let got = over_all("latency_pct_over", Some(over)).expect(over);
-            assert!((got - share).abs() < 1e-9, "{over}: {got} vs {share}");
-        }
-        let rec = out
-            .histograms
-            .iter()
-            .find(|h| h.name == "all" && h.kind == "service")
-            .expect("the merged histogram of every transaction");
-        assert_eq!(rec.histogram().unwrap(), all);
-        for (t, name) in CLASSES.iter().enumerate() {
-            let rec = out.histograms.iter().find(|h| h.name == *name).unwrap();
-            assert_eq!(rec.histogram().unwrap(), db[t], "{name}");
-        }
-    }
-
     #[test]
     fn nopm_and_tpm_come_from_the_server_counters() {
         let cfg = Config::default();
@@ -809,7 +721,6 @@ mod tests {
             &outcome(),
             &[window(4455, 14_000)],
             &[counters(45)],
-            None,
         );
         assert_eq!(out.headline, "nopm");
         assert!((value(&out, "nopm").unwrap() - 4455.0).abs() < 1e-6);
@@ -832,7 +743,6 @@ mod tests {
             &outcome(),
             &[window(4275, 14_000)],
             &[counters(225)],
-            None,
         );
         assert!(out
             .flags
@@ -852,7 +762,6 @@ mod tests {
             &outcome(),
             &[w],
             &[counters(45)],
-            None,
         );
         assert_eq!(value(&out, "nopm"), None);
         assert!(out
