@@ -12,6 +12,9 @@
 //! merged once at the end. In open loop, latency is measured from each request's
 //! *intended* send time (coordinated-omission correct, METHODS.md 2.5) into the
 //! `corrected` histogram, and from the actual send time into the `service` histogram.
+//! A session that waits around its operation (a TPC-C terminal's keying and think
+//! times) returns the operation's own time ([`Latency::Own`]): the loop counts and
+//! windows it as any other, and records that time, not the waits.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -146,9 +149,46 @@ pub trait Protocol: Send {
 
 /// A blocking client session (one thread each): executes one operation synchronously.
 pub trait Session: Send {
-    /// Execute one operation; return its class index and outcome. `Err` means the
-    /// session is broken (server gone): the worker stops and the error is reported.
-    fn execute(&mut self, rng: &mut SmallRng) -> Result<(usize, Outcome), String>;
+    /// Execute one operation; say what it was, how it ended and how to time it. `Err`
+    /// means the session is broken (server gone): the worker stops and the error is
+    /// reported.
+    fn execute(&mut self, rng: &mut SmallRng) -> Result<Executed, String>;
+}
+
+/// What one [`Session::execute`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Executed {
+    /// The operation's class index (into the class names given to [`run_sessions`]).
+    pub class: usize,
+    pub outcome: Outcome,
+    pub latency: Latency,
+}
+
+impl Executed {
+    /// An operation that is the whole call (timed by the loop).
+    pub fn call(class: usize, outcome: Outcome) -> Executed {
+        Executed {
+            class,
+            outcome,
+            latency: Latency::Call,
+        }
+    }
+}
+
+/// How the loop times one execution. Whatever it says, the execution is counted (or
+/// not) by when the call started, as every other: warm-up and the end of the run apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Latency {
+    /// The whole call is the operation.
+    Call,
+    /// The operation's own time, from its send to its reply: the session waited before
+    /// or after it (a TPC-C terminal's keying and think times are the user's, not the
+    /// system's). Open loop: its corrected latency is this plus how late the call
+    /// started (the wait before the send moves the intended send with it).
+    Own(Duration),
+    /// Nothing was sent (the run ended while the session waited): counted by its
+    /// outcome, not timed.
+    NotSent,
 }
 
 /// Per-class counts and latency.

@@ -121,6 +121,24 @@ impl Recorder {
         done_ns: u64,
         n: u64,
     ) {
+        let latency = (
+            done_ns.saturating_sub(sent_ns),
+            done_ns.saturating_sub(intended_ns),
+        );
+        self.tally(class, outcome, Some(latency), done_ns, n);
+    }
+
+    /// Record `n` replies done at `done_ns` whose latency the caller measured:
+    /// `latency` is (service, corrected) in ns, None when there is none (nothing was sent).
+    #[inline]
+    pub(crate) fn tally(
+        &mut self,
+        class: usize,
+        outcome: Outcome,
+        latency: Option<(u64, u64)>,
+        done_ns: u64,
+        n: u64,
+    ) {
         let Some(c) = self.classes.get_mut(class) else {
             return;
         };
@@ -139,10 +157,11 @@ impl Recorder {
             Outcome::Rollback => c.rollbacks += n,
             Outcome::Error(kind) => *c.errors.entry(kind).or_insert(0) += n,
         }
-        c.service
-            .saturating_record_n(done_ns.saturating_sub(sent_ns).max(1), n);
-        if let Some(h) = c.corrected.as_mut() {
-            h.saturating_record_n(done_ns.saturating_sub(intended_ns).max(1), n);
+        if let Some((service_ns, corrected_ns)) = latency {
+            c.service.saturating_record_n(service_ns.max(1), n);
+            if let Some(h) = c.corrected.as_mut() {
+                h.saturating_record_n(corrected_ns.max(1), n);
+            }
         }
         let idx = (done_ns / self.interval_ns) as usize;
         if idx >= self.intervals.len() {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::load::{LoadOutcome, LoadShape, LoadSpec, Session, StopAfter};
+use crate::load::{Latency, LoadOutcome, LoadShape, LoadSpec, Session, StopAfter};
 use crate::sched::{merge, thread_cpu, Recorder, Schedule};
 use crate::workload::Progress;
 
@@ -152,7 +152,7 @@ fn worker<S: Session>(
         let result = session.execute(&mut rng);
         now = now_ns();
         match result {
-            Ok((class, outcome)) => {
+            Ok(done) => {
                 let counted = if open {
                     intended >= warm_ns
                 } else {
@@ -160,13 +160,20 @@ fn worker<S: Session>(
                 };
                 if counted {
                     measured += 1;
-                    rec.record(
-                        class,
-                        outcome,
-                        sent - warm_ns,
-                        intended - warm_ns,
-                        now - warm_ns,
-                    );
+                    let (class, outcome, done_ns) = (done.class, done.outcome, now - warm_ns);
+                    match done.latency {
+                        Latency::Call => {
+                            rec.record(class, outcome, sent - warm_ns, intended - warm_ns, done_ns)
+                        }
+                        Latency::Own(d) => {
+                            // The wait before the send moves the intended send with it:
+                            // only how late the call started adds to the corrected time.
+                            let own = d.as_nanos().min(u128::from(u64::MAX)) as u64;
+                            let corrected = own.saturating_add(sent.saturating_sub(intended));
+                            rec.tally(class, outcome, Some((own, corrected)), done_ns, 1)
+                        }
+                        Latency::NotSent => rec.tally(class, outcome, None, done_ns, 1),
+                    }
                     progress.done.fetch_add(1, Ordering::Relaxed);
                 }
             }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::load::{run_sessions, run_stream, Outcome, Protocol, Session};
+use engine::load::{run_sessions, run_stream, Executed, Latency, Outcome, Protocol, Session};
 use engine::workload::Progress;
 use engine::{LoadShape, LoadSpec, StopAfter};
 use rackbench_engine as engine;
@@ -272,13 +272,13 @@ struct Counter {
     n: u32,
 }
 impl Session for Counter {
-    fn execute(&mut self, _rng: &mut SmallRng) -> Result<(usize, Outcome), String> {
+    fn execute(&mut self, _rng: &mut SmallRng) -> Result<Executed, String> {
         self.n += 1;
         if self.fail_after.is_some_and(|f| self.n > f) {
             return Err("session broke".into());
         }
         std::thread::sleep(Duration::from_micros(200));
-        Ok(((self.n % 2) as usize, Outcome::Ok))
+        Ok(Executed::call((self.n % 2) as usize, Outcome::Ok))
     }
 }
 
@@ -331,6 +331,87 @@ fn sessions_that_all_break_stop_early_with_measurements_kept() {
     .unwrap();
     assert_eq!(out.total_count(), 20);
     assert_eq!(out.stopped_early.as_deref(), Some("session broke"));
+}
+
+/// A session that waits `wait` around each operation (a TPC-C terminal's keying and
+/// think times) and reports the operation's own 300 us; every 3rd call nothing is sent.
+struct Waiter {
+    wait: Duration,
+    calls: Arc<AtomicU64>,
+}
+const OWN: Duration = Duration::from_micros(300);
+impl Session for Waiter {
+    fn execute(&mut self, _rng: &mut SmallRng) -> Result<Executed, String> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        std::thread::sleep(self.wait);
+        let (outcome, latency) = if n.is_multiple_of(3) {
+            (Outcome::Miss, Latency::NotSent)
+        } else {
+            (Outcome::Ok, Latency::Own(OWN))
+        };
+        Ok(Executed {
+            class: (n % 2) as usize,
+            outcome,
+            latency,
+        })
+    }
+}
+
+/// A session's own time is what the loop records, counted as every call is (warm-up
+/// left out); a call that sent nothing is counted, not timed; in open loop the
+/// corrected latency is the own time plus how late the call started, not the waits.
+#[test]
+fn a_sessions_own_time_is_recorded_in_the_loops_window() {
+    let calls = Arc::new(AtomicU64::new(0));
+    let sessions = (0..2)
+        .map(|_| Waiter {
+            wait: Duration::from_millis(5),
+            calls: calls.clone(),
+        })
+        .collect();
+    let s = LoadSpec {
+        warmup: Duration::from_millis(300),
+        ..spec(StopAfter::Duration(Duration::from_millis(300)))
+    };
+    let out = run_sessions(&s, &["a", "b"], sessions, &Progress::default()).unwrap();
+    let calls = calls.load(Ordering::SeqCst);
+    // As many calls in the warm-up as measured (120 each on an idle machine).
+    let measured = out.total_count();
+    assert!(
+        measured > 10 && calls - measured >= measured / 2,
+        "{measured} measured of {calls}"
+    );
+    for c in &out.classes {
+        assert!(c.misses > 0, "{}", c.name);
+        assert_eq!(c.service.len(), c.count - c.misses, "{}", c.name);
+        assert!(c.service.equivalent(c.service.min(), OWN.as_nanos() as u64));
+        assert!(c.service.equivalent(c.service.max(), OWN.as_nanos() as u64));
+    }
+
+    let calls = Arc::new(AtomicU64::new(0));
+    let sessions = (0..2)
+        .map(|_| Waiter {
+            wait: Duration::from_millis(30),
+            calls: calls.clone(),
+        })
+        .collect();
+    // 60 ms between each session's intended starts: each keeps up.
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 2.0 / 0.06 },
+        ..spec(StopAfter::Duration(Duration::from_millis(600)))
+    };
+    let out = run_sessions(&s, &["a", "b"], sessions, &Progress::default()).unwrap();
+    for c in &out.classes {
+        let corrected = c.corrected.as_ref().unwrap();
+        assert_eq!(corrected.len(), c.service.len(), "{}", c.name);
+        assert!(corrected.min() >= c.service.min(), "{}", c.name);
+        assert!(
+            corrected.mean() < 10e6,
+            "{}: {} ns, the waits are in it",
+            c.name,
+            corrected.mean()
+        );
+    }
 }
 
 /// A line protocol whose server may announce `bye` (HTTP's `Connection: close`).

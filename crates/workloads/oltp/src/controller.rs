@@ -73,7 +73,6 @@ struct Driven {
     merged: LoadOutcome,
     /// Validity counters per database, summed over the generators.
     counters: Vec<Arc<Counters>>,
-    db_latency: Option<Vec<hdrhistogram::Histogram<u64>>>,
     /// The server's counter readings (from the first generator; None if it failed).
     windows: Option<Vec<DbWindow>>,
     runs: Vec<GeneratorRun>,
@@ -271,24 +270,11 @@ impl Oltp {
         }
         let counters: Vec<Arc<Counters>> =
             (0..ndb).map(|_| Arc::new(Counters::default())).collect();
-        let mut db_latency: Option<Vec<hdrhistogram::Histogram<u64>>> = None;
         let mut windows = None;
         let mut outcomes = Vec::with_capacity(decoded.len());
         for (index, d, _) in decoded {
             for (c, v) in counters.iter().zip(&d.counters) {
                 c.add_values(v);
-            }
-            if let Some(hs) = d.db_latency {
-                match db_latency.as_mut() {
-                    None => db_latency = Some(hs),
-                    Some(acc) => {
-                        for (a, h) in acc.iter_mut().zip(&hs) {
-                            a.add(h).map_err(|e| {
-                                anyhow::anyhow!("merging the generators' database times: {e:?}")
-                            })?;
-                        }
-                    }
-                }
             }
             if index == 0 {
                 windows = d.windows;
@@ -301,7 +287,6 @@ impl Oltp {
         Ok(Driven {
             merged,
             counters,
-            db_latency,
             windows,
             runs,
             failed: generators::failures(&errors),
@@ -354,14 +339,7 @@ impl Oltp {
                 d.counters.len()
             ]
         });
-        let mut out = results::step_output(
-            &self.cfg,
-            &self.mix,
-            &d.merged,
-            &wins,
-            &d.counters,
-            d.db_latency.clone(),
-        );
+        let mut out = results::step_output(&self.cfg, &self.mix, &d.merged, &wins, &d.counters);
         generators::add_figures(
             &d.runs,
             &d.failed,

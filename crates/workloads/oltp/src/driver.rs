@@ -14,11 +14,11 @@
 //! - `step`: one open-loop step of the capacity tests (`rate`, `duration`), no ramp-up.
 //!
 //! The report ([`Report`]) is the load outcome in its wire form (histograms whole, so the
-//! controller merges them exactly), the validity counters per database, the database
-//! times when keying and think times run, and the counter readings.
+//! controller merges them exactly), the validity counters per database and the counter
+//! readings.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -26,7 +26,6 @@ use engine::host::DriverJob;
 use engine::load::{LoadOutcome, LoadShape, LoadSpec, StopAfter};
 use engine::wire::WireOutcome;
 use engine::workload::Progress;
-use model::HistogramRecord;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -47,8 +46,6 @@ pub(crate) struct Report {
     pub(crate) outcome: WireOutcome,
     /// Per database.
     pub(crate) counters: Vec<CounterValues>,
-    /// With keying and think times: each class's database time (5 per database).
-    pub(crate) db_latency: Option<Vec<HistogramRecord>>,
     /// The server's counter readings per database (the generator that read them).
     pub(crate) windows: Option<Vec<WireWindow>>,
 }
@@ -57,7 +54,6 @@ pub(crate) struct Report {
 pub(crate) struct Decoded {
     pub(crate) outcome: LoadOutcome,
     pub(crate) counters: Vec<CounterValues>,
-    pub(crate) db_latency: Option<Vec<hdrhistogram::Histogram<u64>>>,
     pub(crate) windows: Option<Vec<DbWindow>>,
 }
 
@@ -66,18 +62,9 @@ pub(crate) fn decode(report: &serde_json::Value) -> anyhow::Result<Decoded> {
     let r: Report = serde_json::from_value(report.clone())
         .context("the oltp driver's report is not a TPC-C outcome")?;
     let now = Instant::now();
-    let db_latency = match r.db_latency {
-        Some(hs) => Some(
-            hs.iter()
-                .map(|h| h.histogram().map_err(anyhow::Error::msg))
-                .collect::<anyhow::Result<Vec<_>>>()?,
-        ),
-        None => None,
-    };
     Ok(Decoded {
         outcome: LoadOutcome::try_from(r.outcome)?,
         counters: r.counters,
-        db_latency,
         windows: r.windows.map(|ws| {
             ws.into_iter()
                 .map(|w| DbWindow::from_wire(w, now))
@@ -151,12 +138,8 @@ struct Driver<'a> {
     seed: u64,
 }
 
-/// Connected users, their counters per database and, with waits, their database times.
-type Users = (
-    Vec<Vu>,
-    Vec<Arc<Counters>>,
-    Option<Arc<Mutex<Vec<hdrhistogram::Histogram<u64>>>>>,
-);
+/// Connected users and their counters per database.
+type Users = (Vec<Vu>, Vec<Arc<Counters>>);
 
 impl Driver<'_> {
     fn cfg(&self) -> &Config {
@@ -172,13 +155,6 @@ impl Driver<'_> {
         // The run's constants come from the sweep point's seed, the same on every
         // generator (the job's `seed` only moves its users' random streams).
         let mut rng = SmallRng::seed_from_u64(cfg.seed ^ 0x7470_6363);
-        let db_latency = cfg.keying_think.then(|| {
-            Arc::new(Mutex::new(
-                (0..5 * ndb)
-                    .map(|_| model::hist::new_latency_histogram())
-                    .collect::<Vec<_>>(),
-            ))
-        });
         let counters: Vec<Arc<Counters>> =
             (0..ndb).map(|_| Arc::new(Counters::default())).collect();
         let mut sessions = Vec::with_capacity(ndb * cfg.vus as usize);
@@ -193,9 +169,8 @@ impl Driver<'_> {
                     mix: self.mix.clone(),
                     class_offset: 5 * i,
                     counters: counters[i].clone(),
-                    waits: cfg.keying_think,
+                    waits: cfg.keying_think.then_some(1.0),
                     deadline: None,
-                    db_latency: db_latency.clone(),
                 };
                 sessions.push(Vu::connect(&**db, p).with_context(|| {
                     format!(
@@ -206,7 +181,7 @@ impl Driver<'_> {
                 })?);
             }
         }
-        Ok((sessions, counters, db_latency))
+        Ok((sessions, counters))
     }
 
     fn spec(&self, shape: LoadShape, secs: f64, warmup: f64, sessions: usize) -> LoadSpec {
@@ -241,7 +216,7 @@ impl Driver<'_> {
     fn step(&self, progress: &Progress) -> anyhow::Result<Report> {
         let cfg = self.cfg();
         let rate = cfg.rate.context("a capacity step needs its rate")?;
-        let (mut sessions, counters, _) = self.connect_vus()?;
+        let (mut sessions, counters) = self.connect_vus()?;
         let deadline =
             Instant::now() + Duration::from_secs_f64(cfg.duration) + Duration::from_millis(200);
         for s in &mut sessions {
@@ -257,7 +232,6 @@ impl Driver<'_> {
         Ok(Report {
             outcome: WireOutcome::from(&out),
             counters: counters.iter().map(|c| c.values()).collect(),
-            db_latency: None,
             windows: None,
         })
     }
@@ -265,7 +239,7 @@ impl Driver<'_> {
     /// The measured TPC-C run; `read_counters`: read the server's counters too.
     fn tpcc(&self, read_counters: bool, progress: &Progress) -> anyhow::Result<Report> {
         let cfg = self.cfg();
-        let (mut sessions, counters, db_latency) = self.connect_vus()?;
+        let (mut sessions, counters) = self.connect_vus()?;
         // Keying and think times end just after the run (the load loop starts right after
         // this), so the last waits do not hold it open.
         let deadline = Instant::now()
@@ -295,18 +269,10 @@ impl Driver<'_> {
         if let Some(wins) = wins.as_mut() {
             self.final_readings(wins, t_end);
         }
-        let db_latency = db_latency
-            .and_then(|a| Arc::try_unwrap(a).ok())
-            .and_then(|m| m.into_inner().ok());
         let now = Instant::now();
         Ok(Report {
             outcome: WireOutcome::from(&outcome),
             counters: counters.iter().map(|c| c.values()).collect(),
-            db_latency: db_latency.map(|hs| {
-                hs.iter()
-                    .map(|h| HistogramRecord::from_histogram("db", "service", h))
-                    .collect()
-            }),
             windows: wins.map(|ws| ws.iter().map(|w| w.to_wire(now)).collect()),
         })
     }

@@ -19,7 +19,6 @@ pub(crate) fn step_output(
     o: &LoadOutcome,
     wins: &[DbWindow],
     counters: &[Arc<Counters>],
-    db_latency: Option<Vec<hdrhistogram::Histogram<u64>>>,
 ) -> StepOutput {
     let ndb = counters.len();
     let multi = ndb > 1;
@@ -214,10 +213,7 @@ pub(crate) fn step_output(
                 );
             }
         }
-        let service: Option<hdrhistogram::Histogram<u64>> = match &db_latency {
-            Some(h) => merge((0..ndb).filter_map(|d| h.get(5 * d + t))),
-            None => merge(per_db.iter().map(|c| &c.service)),
-        };
+        let service = merge(per_db.iter().map(|c| &c.service));
         if let Some(h) = service.filter(|h| !h.is_empty()) {
             let rec = HistogramRecord::from_histogram(name, "service", &h);
             push_latency(&mut out, name, "service", &rec, &h);
@@ -229,7 +225,7 @@ pub(crate) fn step_output(
             push_latency(&mut out, name, "corrected", &rec, &h);
             out.histograms.push(rec);
         }
-        if multi && db_latency.is_none() {
+        if multi {
             for (d, c) in per_db.iter().enumerate() {
                 if !c.service.is_empty() {
                     out.histograms.push(HistogramRecord::from_histogram(
@@ -256,10 +252,8 @@ pub(crate) fn step_output(
     };
     if let Some(all) = merge(o.classes.iter().map(|c| &c.service)).filter(|h| !h.is_empty()) {
         out.metrics.extend(views(&all, "service"));
-        if db_latency.is_none() {
-            out.histograms
-                .push(HistogramRecord::from_histogram("all", "service", &all));
-        }
+        out.histograms
+            .push(HistogramRecord::from_histogram("all", "service", &all));
     }
     if let Some(all) =
         merge(o.classes.iter().filter_map(|c| c.corrected.as_ref())).filter(|h| !h.is_empty())
@@ -554,7 +548,6 @@ mod tests {
             &outcome(),
             &wins,
             &[counters(45), counters(45)],
-            None,
         );
         assert!((value(&out, "tpm").unwrap() - 28_000.0).abs() < 1e-6);
         assert!((value(&out, "nopm").unwrap() - 8455.0).abs() < 1e-6);
@@ -590,7 +583,6 @@ mod tests {
             &o,
             &wins,
             &[counters(45), counters(45)],
-            None,
         );
         let per_db = |d: &str| {
             out.metrics
@@ -615,7 +607,6 @@ mod tests {
             &outcome(),
             &[window(4455, 14_000)],
             &[counters(45)],
-            None,
         );
         assert!(out.metrics.iter().all(|m| !m.labels.contains_key("db")));
     }
@@ -637,7 +628,6 @@ mod tests {
             &o,
             &[window(4455, 14_000)],
             &[counters(45)],
-            None,
         );
         for name in CLASSES {
             let rec = out
@@ -676,7 +666,6 @@ mod tests {
             &outcome(),
             &[window(0, 14_000)],
             &[counters(0)],
-            None,
         );
         assert_eq!(out.headline, "tpm");
         assert!(value(&out, "tpm").unwrap() > 0.0);
@@ -689,7 +678,6 @@ mod tests {
                 &outcome(),
                 &[window(0, 14_000)],
                 &[counters(0)],
-                None,
             );
             assert_eq!(out.headline, lead, "{name}");
         }
@@ -708,7 +696,6 @@ mod tests {
             &outcome(),
             &[window(0, 14_000)],
             &[counters(0)],
-            None,
         );
         let over = |t: &str| {
             out.metrics
@@ -734,7 +721,6 @@ mod tests {
             &outcome(),
             &[window(4455, 14_000)],
             &[counters(45)],
-            None,
         );
         assert_eq!(out.headline, "nopm");
         assert!((value(&out, "nopm").unwrap() - 4455.0).abs() < 1e-6);
@@ -757,7 +743,6 @@ mod tests {
             &outcome(),
             &[window(4275, 14_000)],
             &[counters(225)],
-            None,
         );
         assert!(out
             .flags
@@ -777,7 +762,6 @@ mod tests {
             &outcome(),
             &[w],
             &[counters(45)],
-            None,
         );
         assert_eq!(value(&out, "nopm"), None);
         assert!(out

@@ -9,11 +9,10 @@
 //! by-last-name payments...) are counted in [`Counters`] shared by the users of a database.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::load::{Outcome, Session};
-use hdrhistogram::Histogram;
+use engine::load::{Executed, Latency, Outcome, Session};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
@@ -189,12 +188,12 @@ pub struct VuParams {
     /// Added to the class index (several databases: classes 5*db..5*db+4).
     pub class_offset: usize,
     pub counters: Arc<Counters>,
-    /// Spec keying and think times; the user stops waiting at `deadline`.
-    pub waits: bool,
+    /// Keying and think times (5.2.5.7): None, none (HammerDB's default); Some(f), the
+    /// spec's times multiplied by f (1.0 with --keying-think; tests run them shorter).
+    /// The user stops waiting at `deadline`. With waits, [`Vu::execute`] gives each
+    /// transaction's time in the database as its latency, as the call holds the waits too.
+    pub waits: Option<f64>,
     pub deadline: Option<Instant>,
-    /// With waits, the database time of each transaction goes here (the load loop's
-    /// latency then includes the waits, which is not what a latency figure means).
-    pub db_latency: Option<Arc<Mutex<Vec<Histogram<u64>>>>>,
 }
 
 /// One virtual user (a TPC-C terminal without the screen): draws each transaction's
@@ -202,21 +201,13 @@ pub struct VuParams {
 pub struct Vu {
     conn: Box<dyn Txns>,
     p: VuParams,
-    own: Vec<Histogram<u64>>,
 }
 
 impl Vu {
     /// Connect a user to the database `db` names (any engine's [`Backend`]).
     pub fn connect(db: &dyn Backend, p: VuParams) -> anyhow::Result<Vu> {
         let conn = db.connect_vu()?;
-        let own = if p.db_latency.is_some() {
-            (0..5)
-                .map(|_| model::hist::new_latency_histogram())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        Ok(Vu { conn, p, own })
+        Ok(Vu { conn, p })
     }
 
     /// When keying and think times stop (set once every user is connected).
@@ -374,43 +365,35 @@ impl Vu {
 }
 
 impl Session for Vu {
-    fn execute(&mut self, rng: &mut SmallRng) -> Result<(usize, Outcome), String> {
+    fn execute(&mut self, rng: &mut SmallRng) -> Result<Executed, String> {
         let t = self.p.mix.pick(rng);
-        if self.p.waits && !self.wait(Duration::from_secs_f64(KEYING_S[t])) {
-            // The run ended while this terminal was keying: no transaction is sent (the
-            // load loop ignores what comes back after the end).
-            return Ok((self.p.class_offset + t, Outcome::Miss));
+        let class = self.p.class_offset + t;
+        let Some(scale) = self.p.waits else {
+            return Ok(Executed::call(class, self.run(t, rng)?));
+        };
+        if !self.wait(Duration::from_secs_f64(KEYING_S[t] * scale)) {
+            // The run ended while this terminal was keying: no transaction is sent.
+            return Ok(Executed {
+                class,
+                outcome: Outcome::Miss,
+                latency: Latency::NotSent,
+            });
         }
         let t0 = Instant::now();
-        let out = self.run(t, rng)?;
-        if self.p.waits {
-            let ns = t0
-                .elapsed()
-                .as_nanos()
-                .min(model::hist::MAX_LATENCY_NS as u128) as u64;
-            if let Some(h) = self.own.get_mut(t) {
-                let _ = h.record(ns.max(1));
-            }
-            // Tt = -ln(r) * mean, truncated at 10x the mean (5.2.5.4).
-            let r: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
-            let think = (-r.ln() * THINK_MEAN_S[t]).min(10.0 * THINK_MEAN_S[t]);
-            let _ = self.wait(Duration::from_secs_f64(think));
-        }
-        Ok((self.p.class_offset + t, out))
-    }
-}
-
-impl Drop for Vu {
-    fn drop(&mut self) {
-        if let Some(shared) = &self.p.db_latency {
-            if let Ok(mut all) = shared.lock() {
-                for (i, h) in self.own.iter().enumerate() {
-                    if let Some(dst) = all.get_mut(self.p.class_offset + i) {
-                        let _ = dst.add(h);
-                    }
-                }
-            }
-        }
+        let outcome = self.run(t, rng)?;
+        // The transaction's latency is its time in the database: the keying before it
+        // and the think after it are the user's (the load loop counts the call by its
+        // start, warm-up and end of run applied, and records this time).
+        let latency = Latency::Own(t0.elapsed());
+        // Tt = -ln(r) * mean, truncated at 10x the mean (5.2.5.4).
+        let r: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+        let think = (-r.ln() * THINK_MEAN_S[t]).min(10.0 * THINK_MEAN_S[t]);
+        let _ = self.wait(Duration::from_secs_f64(think * scale));
+        Ok(Executed {
+            class,
+            outcome,
+            latency,
+        })
     }
 }
 
@@ -418,6 +401,7 @@ impl Drop for Vu {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use std::sync::Mutex;
 
     #[test]
     fn mix_frequencies_within_spec_over_many_draws() {
@@ -518,9 +502,8 @@ mod tests {
             mix: Mix::default(),
             class_offset: 0,
             counters: counters.clone(),
-            waits: false,
+            waits: None,
             deadline: None,
-            db_latency: None,
         };
         let mut vu = Vu::connect(&NullDb(seen.clone()), p).unwrap();
         let mut rollbacks = 0;
@@ -564,6 +547,118 @@ mod tests {
             .all(|p| (100..=500_000).contains(&p.amount_cents)));
         assert_eq!(seen.deliveries, 1);
         assert_eq!(v.delivery_skipped_districts, 3);
+    }
+
+    /// Keying and think times (scaled down 200 times) through the engine's load loop,
+    /// with a warm-up, into the result: each type's latency histogram holds exactly the
+    /// transactions counted for it (none from the warm-up, none the end of the run kept
+    /// from being sent), the figures over all types come from those histograms merged,
+    /// and every figure is the database's time, not the terminal's waits.
+    #[test]
+    fn with_keying_and_think_times_latency_is_the_measured_transactions_database_time() {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let counters = Arc::new(Counters::default());
+        let mut rng = SmallRng::seed_from_u64(3);
+        let consts = Constants::for_run(&mut rng, 100);
+        // No Stock-Level: the null engine loses its connection on it.
+        let mix = Mix::new(&[45.0, 43.0, 4.0, 8.0, 0.0]).unwrap();
+        let (warmup, duration) = (Duration::from_millis(400), Duration::from_millis(800));
+        let deadline = Instant::now() + warmup + duration + Duration::from_millis(200);
+        let vus: Vec<Vu> = (0..3)
+            .map(|v| {
+                let mut vu = Vu::connect(
+                    &NullDb(seen.clone()),
+                    VuParams {
+                        home_w: v + 1,
+                        stock_district: 1,
+                        warehouses: 3,
+                        consts,
+                        mix: mix.clone(),
+                        class_offset: 0,
+                        counters: counters.clone(),
+                        waits: Some(0.005),
+                        deadline: None,
+                    },
+                )
+                .unwrap();
+                vu.set_deadline(deadline);
+                vu
+            })
+            .collect();
+        let spec = engine::load::LoadSpec {
+            stop: engine::load::StopAfter::Duration(duration),
+            warmup,
+            connections: vus.len(),
+            threads: vus.len(),
+            ..Default::default()
+        };
+        let o = engine::load::run_sessions(
+            &spec,
+            &CLASSES,
+            vus,
+            &engine::workload::Progress::default(),
+        )
+        .unwrap();
+        let cfg = crate::Config {
+            mix: mix.weights.to_vec(),
+            keying_think: true,
+            ..crate::Config::default()
+        };
+        let out = crate::results::step_output(&cfg, &mix, &o, &[], std::slice::from_ref(&counters));
+        let metric = |name: &str, labels: &[(&str, &str)]| {
+            out.metrics
+                .iter()
+                .find(|m| {
+                    m.name == name
+                        && m.labels.len() == labels.len()
+                        && labels
+                            .iter()
+                            .all(|(k, v)| m.labels.get(*k).map(String::as_str) == Some(*v))
+                })
+                .map(|m| m.value)
+        };
+        let mut all = model::hist::new_latency_histogram();
+        let mut measured = 0;
+        for name in CLASSES {
+            let count = metric("transactions", &[("txn", name)]).unwrap() as u64;
+            let h = out
+                .histograms
+                .iter()
+                .find(|h| h.name == name && h.kind == "service")
+                .map(|h| h.histogram().unwrap());
+            assert_eq!(h.as_ref().map_or(0, |h| h.len()), count, "{name}");
+            if let Some(h) = h {
+                all.add(&h).unwrap();
+            }
+            measured += count;
+        }
+        // New-Orders and Payments both ran in the warm-up too: fewer were measured
+        // than run.
+        let ran = counters.values();
+        assert!(measured > 10, "{measured} measured");
+        assert!(
+            ran.new_orders + ran.payments
+                > metric("transactions", &[("txn", "new_order")]).unwrap() as u64
+                    + metric("transactions", &[("txn", "payment")]).unwrap() as u64,
+            "{ran:?}"
+        );
+        let stored = out
+            .histograms
+            .iter()
+            .find(|h| h.name == "all" && h.kind == "service")
+            .expect("the histogram of every type");
+        assert_eq!(stored.histogram().unwrap(), all);
+        let all_kind = [("txn", "all"), ("kind", "service")];
+        let mean = metric("latency_mean_ns", &all_kind).unwrap();
+        assert_eq!(mean, all.mean());
+        assert_eq!(metric("latency_jitter_ns", &all_kind), Some(all.stdev()));
+        // The shortest keying time alone is 10 ms here; the null engine takes microseconds.
+        assert!(
+            mean < 1e6,
+            "{mean} ns: the keying and think times are in it"
+        );
+        let over_1ms = [("txn", "all"), ("kind", "service"), ("over", "1ms")];
+        assert_eq!(metric("latency_pct_over", &over_1ms), Some(0.0));
     }
 
     #[test]

@@ -10,11 +10,12 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use rackbench_oltp as wl_oltp;
 
 use engine::host::{Host, Roles};
-use engine::load::{Outcome, Session};
+use engine::load::{run_sessions, Executed, LoadSpec, Outcome, Session, StopAfter};
 use engine::workload::Registration;
 use engine::{Ctx, Workload};
 use hosts::LocalHost;
@@ -247,9 +248,8 @@ fn transactions_keep_the_database_consistent_and_the_counters_agree() {
                     mix: Mix::default(),
                     class_offset: 0,
                     counters: counters.clone(),
-                    waits: false,
+                    waits: None,
                     deadline: None,
-                    db_latency: None,
                 },
             )
             .unwrap()
@@ -259,7 +259,11 @@ fn transactions_keep_the_database_consistent_and_the_counters_agree() {
     let (mut ok_new_orders, mut rollbacks) = (0i64, 0u64);
     for i in 0..1500 {
         let vu = &mut vus[i % 2];
-        let (class, out) = vu.execute(&mut rng).expect("session broken");
+        let Executed {
+            class,
+            outcome: out,
+            ..
+        } = vu.execute(&mut rng).expect("session broken");
         per_class[class] += 1;
         match out {
             Outcome::Ok if class == wl_oltp::txn::NEW_ORDER => ok_new_orders += 1,
@@ -782,4 +786,77 @@ fn config_from_runner_strings() {
         Config::from_map(&serde_json::from_value(json!({ "latency_thresholds": "5" })).unwrap())
             .unwrap_err();
     assert!(format!("{e:#}").contains("no unit"), "{e:#}");
+}
+
+/// Keying and think times (scaled down 50 times: 60-360 ms keying, 100-240 ms mean
+/// think) against the real server, through the engine's load loop with a warm-up: each
+/// type's latency histogram holds exactly the transactions counted for it, none from the
+/// warm-up, and times the transaction in the database, not the terminal's waits.
+#[test]
+fn with_keying_and_think_times_latency_is_the_measured_transactions_database_time() {
+    let Some(s) = shared() else { return };
+    let d = copy_of_build(s, "t_keying");
+    let pcfg = wl_oltp::server::parse_dsn(&d).unwrap();
+    let mut c = wl_oltp::server::connect(&pcfg).unwrap();
+    let meta = wl_oltp::populate::read_meta(&mut c).unwrap().unwrap();
+    let mut rng = SmallRng::seed_from_u64(9);
+    let consts = random::Constants::for_run(&mut rng, meta.c_load);
+    let counters = Arc::new(Counters::default());
+    let (warmup, duration) = (Duration::from_secs(1), Duration::from_secs(2));
+    let deadline = Instant::now() + warmup + duration + Duration::from_millis(200);
+    let vus: Vec<Vu> = (0..4u32)
+        .map(|v| {
+            let mut vu = Vu::connect(
+                &pcfg,
+                VuParams {
+                    home_w: v % WAREHOUSES + 1,
+                    stock_district: v / WAREHOUSES + 1,
+                    warehouses: WAREHOUSES,
+                    consts,
+                    mix: Mix::default(),
+                    class_offset: 0,
+                    counters: counters.clone(),
+                    waits: Some(0.02),
+                    deadline: None,
+                },
+            )
+            .unwrap();
+            vu.set_deadline(deadline);
+            vu
+        })
+        .collect();
+    let spec = LoadSpec {
+        stop: StopAfter::Duration(duration),
+        warmup,
+        connections: vus.len(),
+        threads: vus.len(),
+        ..LoadSpec::default()
+    };
+    let out = run_sessions(
+        &spec,
+        &wl_oltp::txn::CLASSES,
+        vus,
+        &engine::workload::Progress::default(),
+    )
+    .unwrap();
+    assert!(out.stopped_early.is_none(), "{:?}", out.stopped_early);
+    let mut all = model::hist::new_latency_histogram();
+    for c in &out.classes {
+        assert_eq!(c.service.len(), c.count - c.misses, "{}", c.name);
+        all.add(&c.service).unwrap();
+    }
+    let no = &out.classes[wl_oltp::txn::NEW_ORDER];
+    assert!(no.count - no.misses > 0, "no New-Order measured");
+    // Every New-Order run, the warm-up's too, against those measured.
+    assert!(
+        Counters::get(&counters.new_orders) > no.count - no.misses,
+        "the warm-up ran none"
+    );
+    // The mean keying plus think time is about 420 ms here; the database's time is
+    // a few ms.
+    assert!(
+        all.mean() < 100e6,
+        "{} ns: the keying and think times are in it",
+        all.mean()
+    );
 }
