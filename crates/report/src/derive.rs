@@ -457,7 +457,19 @@ pub fn merged_latency<'a>(
 }
 
 /// The telemetry summary of the system under test in one result.
+///
+/// The result's own system under test first: the `sut_host` its point ran against, or a
+/// net pair's `receiver_host` (a pair's receiver is its system under test, as the runner
+/// names the roles). A host of a net matrix is sender in one pair and receiver in another,
+/// so the run's roles cannot tell, and the first summary of the result may be the
+/// sender's. Then a host whose role is the system under test; then the only host.
 pub fn sut_summary<'a>(run: &RunRecord, r: &'a ResultRecord) -> Option<&'a TelemetrySummary> {
+    let own = ["sut_host", "receiver_host"]
+        .iter()
+        .find_map(|k| r.params.get(*k).and_then(|v| v.as_str()));
+    if let Some(host) = own {
+        return r.telemetry_summary.iter().find(|t| t.host == host);
+    }
     let sut = sut_hosts(run);
     r.telemetry_summary
         .iter()

@@ -311,6 +311,25 @@ fn pair_table_takes_each_end_from_its_own_host() {
     );
 }
 
+/// The system under test of a pair's result is its receiver, whatever order the hosts'
+/// summaries are stored in: its %CPU used is the receiver host's, never the sender's.
+#[test]
+fn a_pairs_system_under_test_is_its_receiver() {
+    let run = net_matrix(&NAMES);
+    for r in run.results.iter().filter(|r| r.status == Status::Ok) {
+        let recv = r.params["receiver_host"].as_str().unwrap();
+        let h = NAMES.iter().position(|n| *n == recv).unwrap();
+        let ts = report::derive::sut_summary(&run, r).unwrap();
+        assert_eq!(ts.host, recv);
+        let cpu = report::derive::sut_cpu(&run, r).unwrap();
+        assert!(
+            (cpu.pct - (busy(h, 2) + busy(h, 4))).abs() < 1e-9,
+            "{} for receiver {recv}",
+            cpu.pct
+        );
+    }
+}
+
 #[test]
 fn udp_rows_and_small_throughput_in_mbit() {
     let run = net_matrix(&NAMES);
