@@ -7,22 +7,25 @@
 //! parameters (`tests=["set","get"]`) never take part.
 //!
 //! **Figures.** Per point: the headline; latency p50, p90, p99, p99.9, max and the
-//! weighted mean from each repetition's exact histogram; the share over each latency
-//! threshold; CPU per operation on the system under test (`cpu_us_per_op`, its whole
-//! host, when that host ran no load generator; else `server_cpu_us_per_op`, its watched
-//! server processes, or missing with the reason); power and perf/W by the one power
-//! rule. Each with its difference, (B - A) / A with A as old. A capacity test (ramp,
-//! search, levels) is compared on its headline only: its other figures are per step.
+//! weighted mean, read once per run from its valid repetitions' exact histograms merged
+//! (as the results table reads them: percentiles are never averaged); the share over
+//! each latency threshold; CPU per operation on the system under test (`cpu_us_per_op`,
+//! its whole host, when that host ran no load generator; else `server_cpu_us_per_op`,
+//! its watched server processes, or missing with the reason); power and perf/W by the
+//! one power rule. Each with its difference, (B - A) / A with A as old. A capacity test
+//! (ramp, search, levels) is compared on its headline only: its other figures are per
+//! step.
 //!
 //! **Significance, honestly.** Repetitions inside one run share a server process, its
 //! memory layout and the minute it ran in, so they scatter less than runs do: treating
 //! them as independent samples calls two runs of one configuration different far more
-//! often than 5% of the time. The unit of replication is therefore the run: each run's
-//! repetitions are averaged, and with at least two runs on each side the difference
-//! carries Welch's 95% confidence interval over the run means and a verdict at
-//! p < 0.05 (METHODS 10). With fewer, the verdict says there are not enough repetitions
-//! and gives no p-value. A test repeats an A/A comparison many times and checks the
-//! false-positive rate stays near the stated 5%.
+//! often than 5% of the time. The unit of replication is therefore the run: each run
+//! gives one value (its repetitions' mean, or its merged latency's percentile), and with
+//! at least two runs on each side the difference carries Welch's 95% confidence
+//! interval over the run means and a verdict at p < 0.05 (METHODS 10). With fewer, the
+//! verdict says there are not enough repetitions and gives no p-value. A test repeats
+//! an A/A comparison many times and checks the false-positive rate stays near the
+//! stated 5%.
 //!
 //! Comparability diffs the system-under-test disclosures on the keys that change results
 //! (CPU, memory, kernel, mitigations, SMT, governor, software versions, sysctls, kernel
@@ -329,8 +332,9 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
     }
 }
 
-/// One figure of one sweep point on one side: per run, that run's repetitions; and why
-/// it could not be had, for repetitions that have none.
+/// One figure of one sweep point on one side: per run, its values (one per repetition,
+/// or the run's one, as its latency percentiles); and why it could not be had, for
+/// repetitions that have none.
 struct Figure {
     unit: String,
     higher_is_better: bool,
@@ -399,8 +403,10 @@ const SERVER_CPU_PER_OP: &str = "server_cpu_us_per_op";
 /// missing).
 type FigureOf = (String, String, bool, Result<f64, String>);
 
-/// The figures of one repetition.
-fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
+/// The figures of one repetition: its headline and companions, the share over each
+/// latency threshold (of `kind`, its point's latency kind), and what it cost. Its
+/// latency percentiles are not among them: they are the run's ([`latency_of`]).
+fn figures_of(run: &RunRecord, r: &model::ResultRecord, kind: Option<&str>) -> Vec<FigureOf> {
     let mut out = Vec::new();
     let Some(head) = r.headline_value() else {
         return out;
@@ -429,33 +435,7 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
     if crate::derive::capacity_phase(r).is_some() {
         return out;
     }
-    // Latency from the repetition's exact histograms (merged over its generators), of one
-    // kind: an open loop's corrected view, never blended with its service view.
-    let latency = crate::derive::merged_latency(r.histograms.iter());
-    if let Some((_, _, m)) = &latency {
-        for (name, q) in [
-            ("latency_p50_ns", 0.50),
-            ("latency_p90_ns", 0.90),
-            ("latency_p99_ns", 0.99),
-            ("latency_p99.9_ns", 0.999),
-        ] {
-            out.push((
-                name.into(),
-                "ns".into(),
-                false,
-                Ok(m.value_at_quantile(q) as f64),
-            ));
-        }
-        out.push((
-            "latency_max_ns".into(),
-            "ns".into(),
-            false,
-            Ok(m.max() as f64),
-        ));
-        out.push(("latency_mean_ns".into(), "ns".into(), false, Ok(m.mean())));
-    }
     // The share over each threshold, of the same kind and over all operations.
-    let kind = latency.as_ref().map(|(k, _, _)| k.as_str());
     for m in r.metrics.iter().filter(|m| {
         m.name == "latency_pct_over"
             && match (m.labels.get("kind"), kind) {
@@ -503,28 +483,64 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
     out
 }
 
-/// Per sweep point and figure: each run's repetitions.
+/// A run's latency figures at one sweep point, each read once from `m`, its valid
+/// repetitions' histograms merged exactly as the results table takes them
+/// ([`crate::derive::Point::latency`]: one kind, an open loop's corrected view never
+/// blended with its service view; none for a capacity test). Never the mean of each
+/// repetition's percentiles: three repetitions with maxima of 2, 40 and 3 ms have a
+/// maximum of 40 ms, not 15.
+fn latency_of(m: &hdrhistogram::Histogram<u64>) -> Vec<FigureOf> {
+    let mut out: Vec<FigureOf> = [
+        ("latency_p50_ns", 0.50),
+        ("latency_p90_ns", 0.90),
+        ("latency_p99_ns", 0.99),
+        ("latency_p99.9_ns", 0.999),
+    ]
+    .into_iter()
+    .map(|(name, q)| {
+        (
+            name.into(),
+            "ns".into(),
+            false,
+            Ok(m.value_at_quantile(q) as f64),
+        )
+    })
+    .collect();
+    out.push((
+        "latency_max_ns".into(),
+        "ns".into(),
+        false,
+        Ok(m.max() as f64),
+    ));
+    out.push(("latency_mean_ns".into(), "ns".into(), false, Ok(m.mean())));
+    out
+}
+
+/// Per sweep point and figure: each run's values (one per repetition, or one for the
+/// run where the figure is the run's, as its latency is).
 fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, String), Figure> {
     let mut out: BTreeMap<(String, String), Figure> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         for p in points(i, run) {
             let key = point_key(&p, swept);
-            for r in p.valid() {
-                for (metric, unit, hib, v) in figures_of(run, r) {
-                    if v.as_ref().is_ok_and(|v| !v.is_finite()) {
-                        continue;
-                    }
-                    let f = out.entry((key.clone(), metric)).or_insert_with(|| Figure {
-                        unit,
-                        higher_is_better: hib,
-                        per_run: BTreeMap::new(),
-                        missing: Vec::new(),
-                    });
-                    match v {
-                        Ok(v) => f.per_run.entry(i).or_default().push(v),
-                        Err(why) if !f.missing.contains(&why) => f.missing.push(why),
-                        Err(_) => {}
-                    }
+            let latency = p.latency();
+            let kind = latency.as_ref().map(|(k, _, _)| k.as_str());
+            let per_rep = p.valid().into_iter().flat_map(|r| figures_of(run, r, kind));
+            let per_run = latency.iter().flat_map(|(_, _, m)| latency_of(m));
+            for (metric, unit, hib, v) in per_rep.chain(per_run) {
+                if v.as_ref().is_ok_and(|v| !v.is_finite()) {
+                    continue;
+                }
+                let f = out.entry((key.clone(), metric)).or_insert_with(|| Figure {
+                    unit,
+                    higher_is_better: hib,
+                    per_run: BTreeMap::new(),
+                    missing: Vec::new(),
+                });
+                match v {
+                    Ok(v) => f.per_run.entry(i).or_default().push(v),
+                    Err(why) if !f.missing.contains(&why) => f.missing.push(why),
+                    Err(_) => {}
                 }
             }
         }

@@ -984,6 +984,73 @@ fn compare_takes_one_latency_kind_and_the_companion_throughput() {
     assert!(c.rows.iter().any(|r| r.metric == "tpm"), "{:?}", c.rows);
 }
 
+/// A run's latency in compare is read from its valid repetitions' histograms merged, as
+/// the results table reads it (`Point::latency`): never the mean of each repetition's
+/// percentiles. Repetitions with maxima of 2, 40 and 3 ms have a maximum of 40 ms (their
+/// mean, 15 ms, was shown); the run, not the repetition, stays the unit of replication.
+#[test]
+fn compare_reads_a_runs_latency_from_its_merged_repetitions() {
+    let with_tails = |id: &'static str| {
+        let mut run = kv_run(&Spec {
+            id,
+            reps: 3,
+            instances: &[1],
+            ..Spec::default()
+        });
+        for r in run.results.iter_mut() {
+            // p99 of 100 us, 100 us and 1 ms (mean 400 us); merged, a third of the
+            // operations take 1 ms or more, so the merge's p99 is 1 ms.
+            let (body_ns, max_ns) = [
+                (100_000, 2_000_000),
+                (100_000, 40_000_000),
+                (1_000_000, 3_000_000),
+            ][r.repetition as usize];
+            let mut h = model::hist::new_latency_histogram();
+            h.record_n(body_ns, 1000).unwrap();
+            h.record(max_ns).unwrap();
+            r.histograms = vec![model::HistogramRecord::from_histogram(
+                &r.test, "service", &h,
+            )];
+        }
+        run
+    };
+    let run = with_tails("20261120T230000-aaaaaa");
+    let merged = report::derive::points(0, &run)[0].latency().unwrap().2;
+    let c = report::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    let row = |c: &report::Comparison, metric: &str| {
+        c.rows
+            .iter()
+            .find(|r| r.metric == metric && r.point == "kv set pipeline=1")
+            .unwrap_or_else(|| panic!("no {metric} row: {:?}", c.rows))
+            .clone()
+    };
+    let max = row(&c, "latency_max_ns").a.unwrap();
+    assert_eq!(max.n, 1, "one run: one value");
+    assert!((max.mean - 40e6).abs() / 40e6 < 0.01, "max {}", max.mean);
+    assert_eq!(max.mean, merged.max() as f64);
+    let p99 = row(&c, "latency_p99_ns").a.unwrap().mean;
+    assert!((p99 - 1e6).abs() / 1e6 < 0.01, "p99 {p99}");
+    assert_eq!(p99, merged.value_at_quantile(0.99) as f64);
+    assert_eq!(
+        row(&c, "latency_mean_ns").a.unwrap().mean,
+        merged.mean(),
+        "the mean weighted by operations"
+    );
+    assert!(row(&c, "latency_p99_ns")
+        .verdict
+        .starts_with("not enough repetitions"));
+    // Two runs a side: one value per run, judged on the runs.
+    let two = [run.clone(), with_tails("20261120T230100-aaaaa2")];
+    let c = report::compare(&two, &two);
+    let max = row(&c, "latency_max_ns");
+    assert_eq!(
+        max.a.as_ref().unwrap().n,
+        2,
+        "two runs, not six repetitions"
+    );
+    assert!(max.p_value.is_some(), "{}", max.verdict);
+}
+
 /// The TCO takes power from the very points its performance comes from: each test at its
 /// best instance count when no `params` are given, never the mean of every sweep point
 /// (the fixture's power grows with the instance count, so the two differ).
