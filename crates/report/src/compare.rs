@@ -11,10 +11,12 @@
 //! (as the results table reads them: percentiles are never averaged); the share over
 //! each latency threshold; CPU per operation on the system under test (`cpu_us_per_op`,
 //! its whole host, when that host ran no load generator; else `server_cpu_us_per_op`,
-//! its watched server processes, or missing with the reason); power and perf/W by the
-//! one power rule. Each with its difference, (B - A) / A with A as old. A capacity test
-//! (ramp, search, levels) is compared on its headline only: its other figures are per
-//! step.
+//! its watched server processes, or missing with the reason); each run's power and
+//! perf/W by the one power rule, as the results table takes them, named by their basis
+//! (whole server measured untagged, `MODELLED`, `component only`), and `not comparable`
+//! with no percentage where the sides' bases differ. Each with its difference,
+//! (B - A) / A with A as old. A capacity test (ramp, search, levels) is compared on its
+//! headline only: its other figures are per step.
 //!
 //! **Significance, honestly.** Repetitions inside one run share a server process, its
 //! memory layout and the minute it ran in, so they scatter less than runs do: treating
@@ -38,7 +40,7 @@ use std::collections::BTreeMap;
 use model::{HostDisclosure, RunRecord};
 use serde::{Deserialize, Serialize};
 
-use crate::derive::{param_str, points, run_labels, CpuBasis};
+use crate::derive::{param_str, points, run_labels, CpuBasis, PowerBasis};
 use crate::stats::{welch, Sample};
 
 /// One compared figure.
@@ -340,6 +342,9 @@ struct Figure {
     higher_is_better: bool,
     per_run: BTreeMap<usize, Vec<f64>>,
     missing: Vec<String>,
+    /// For power and perf/W, each run's power basis: whole-server measured, modelled and
+    /// component watts are never set against each other.
+    basis: BTreeMap<usize, PowerBasis>,
 }
 
 /// The parameters that keep sweep points apart: scalar ones that take more than one
@@ -467,20 +472,46 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord, kind: Option<&str>) -> V
             Err(why) => out.push((CPU_PER_OP.into(), "us".into(), false, Err(why))),
         }
     }
-    if let Some(ts) = crate::derive::sut_summary(run, r) {
-        if let Ok((h, _)) = crate::derive::power_of_summary(ts) {
-            out.push(("power_w".into(), "W".into(), false, Ok(h.mean_watts)));
-            if h.mean_watts > 0.0 && !latency_headline {
-                out.push((
-                    format!("{unit} per W"),
-                    format!("{unit}/W"),
-                    true,
-                    Ok(head / h.mean_watts),
-                ));
-            }
+    out
+}
+
+/// The power figure's name, one for every basis so that its rows line up; the basis is
+/// carried beside it ([`Figure::basis`]) and said in the row.
+const POWER: &str = "power_w";
+
+/// A run's power at one sweep point and its perf/W, by the one rule the results table
+/// uses ([`crate::derive::Point::power`]: [`model::power::headline`], over the valid
+/// repetitions whose figure has the first one's source), with its basis; None without
+/// power or for a capacity test.
+fn power_of(p: &crate::derive::Point) -> Option<(PowerBasis, Vec<FigureOf>)> {
+    if p.capacity_phase().is_some() {
+        return None;
+    }
+    let power = p.power().ok()?;
+    let mut out: Vec<FigureOf> = vec![(POWER.into(), "W".into(), false, Ok(power.watts))];
+    let unit = p.headline_unit();
+    let latency_headline = unit == "ns" || p.headline_name().contains("latency");
+    if let Some(perf_per_w) = p.efficiency().and_then(|e| e.perf_per_w) {
+        if !latency_headline {
+            out.push((
+                format!("{unit} per W"),
+                format!("{unit}/W"),
+                true,
+                Ok(perf_per_w),
+            ));
         }
     }
-    out
+    Some((power.basis, out))
+}
+
+/// How a row names a power figure of one basis: as the summary tags it, measured whole
+/// server untagged.
+fn with_basis(metric: &str, basis: PowerBasis) -> String {
+    match basis {
+        PowerBasis::Measured => metric.to_string(),
+        PowerBasis::Modelled => format!("{metric} (MODELLED)"),
+        PowerBasis::Component => format!("{metric} (component only)"),
+    }
 }
 
 /// A run's latency figures at one sweep point, each read once from `m`, its valid
@@ -525,9 +556,14 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, S
             let key = point_key(&p, swept);
             let latency = p.latency();
             let kind = latency.as_ref().map(|(k, _, _)| k.as_str());
+            // Each figure with its power basis, for those that have one.
             let per_rep = p.valid().into_iter().flat_map(|r| figures_of(run, r, kind));
-            let per_run = latency.iter().flat_map(|(_, _, m)| latency_of(m));
-            for (metric, unit, hib, v) in per_rep.chain(per_run) {
+            let latency = latency.iter().flat_map(|(_, _, m)| latency_of(m));
+            let power = power_of(&p)
+                .into_iter()
+                .flat_map(|(b, figures)| figures.into_iter().map(move |f| (f, Some(b))));
+            let figures = per_rep.chain(latency).map(|f| (f, None)).chain(power);
+            for ((metric, unit, hib, v), basis) in figures {
                 if v.as_ref().is_ok_and(|v| !v.is_finite()) {
                     continue;
                 }
@@ -536,7 +572,11 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, S
                     higher_is_better: hib,
                     per_run: BTreeMap::new(),
                     missing: Vec::new(),
+                    basis: BTreeMap::new(),
                 });
+                if let Some(b) = basis {
+                    f.basis.insert(i, b);
+                }
                 match v {
                     Ok(v) => f.per_run.entry(i).or_default().push(v),
                     Err(why) if !f.missing.contains(&why) => f.missing.push(why),
@@ -727,6 +767,29 @@ pub fn variants_of(run: &RunRecord) -> Vec<String> {
     out
 }
 
+/// The power bases of a figure's runs, each once.
+fn bases(f: &Figure) -> Vec<PowerBasis> {
+    let mut out: Vec<PowerBasis> = Vec::new();
+    for b in f.basis.values() {
+        if !out.contains(b) {
+            out.push(*b);
+        }
+    }
+    out
+}
+
+/// `measured, whole server`, or `... and ...` for a side whose runs differ.
+fn basis_labels(bases: &[PowerBasis]) -> String {
+    if bases.is_empty() {
+        return "no power".to_string();
+    }
+    bases
+        .iter()
+        .map(|b| b.label())
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
 /// Compare group B (new) against group A (old).
 pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let swept = swept_within(a, b);
@@ -748,9 +811,27 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             (None, Some(b)) => j.verdict = format!("missing on B: {b}"),
             (None, None) => {}
         }
+        // Power of one basis is set against power of the same basis only: a whole
+        // server's 310 W against its CPU packages' 140 W is no saving.
+        let mut metric = key.1.clone();
+        let (ba, bb) = (bases(fa), bases(fb));
+        match (&ba[..], &bb[..]) {
+            ([], []) => {}
+            ([a], [b]) if a == b => metric = with_basis(&metric, *a),
+            _ => {
+                j.diff_pct = None;
+                j.ci95_pct = None;
+                j.p_value = None;
+                j.verdict = format!(
+                    "not comparable: {} vs {}",
+                    basis_labels(&ba),
+                    basis_labels(&bb)
+                );
+            }
+        }
         rows.push(CompareRow {
             point: key.0.clone(),
-            metric: key.1.clone(),
+            metric,
             unit: fa.unit.clone(),
             higher_is_better: fa.higher_is_better,
             a: j.a,
@@ -801,9 +882,9 @@ fn metric_rank(m: &str) -> u8 {
         20
     } else if m == CPU_PER_OP || m == SERVER_CPU_PER_OP {
         30
-    } else if m == "power_w" {
+    } else if m.starts_with(POWER) {
         40
-    } else if m.ends_with(" per W") {
+    } else if m.contains(" per W") {
         41
     } else {
         0

@@ -1051,6 +1051,92 @@ fn compare_reads_a_runs_latency_from_its_merged_repetitions() {
     assert!(max.p_value.is_some(), "{}", max.verdict);
 }
 
+/// compare takes power by the one headline rule, per run as the results table does, and
+/// sets it against power of the same basis only: a whole server's IPMI watts against
+/// another's RAPL package + DRAM watts was "+144% perf/W, better (significant)". Where
+/// the bases differ the row says so with no percentage; modelled power says it is.
+#[test]
+fn compare_sets_power_against_power_of_the_same_basis_only() {
+    let side = |power: Power, ids: [&'static str; 2], seed: u64| -> Vec<RunRecord> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| {
+                kv_run(&Spec {
+                    id,
+                    power,
+                    reps: 2,
+                    instances: &[1],
+                    seed: seed + i as u64,
+                    ..Spec::default()
+                })
+            })
+            .collect()
+    };
+    let a_ids = ["20261120T230000-aaaaa1", "20261120T230100-aaaaa2"];
+    let b_ids = ["20261120T231000-bbbbb1", "20261120T231100-bbbbb2"];
+    let rows = |c: &report::Comparison, metric: &str| -> Vec<report::CompareRow> {
+        c.rows
+            .iter()
+            .filter(|r| r.metric == metric && r.point == "kv set pipeline=1")
+            .cloned()
+            .collect()
+    };
+    let ipmi = side(Power::Ipmi(310.0), a_ids, 1);
+    let rapl = side(Power::Rapl(140.0), b_ids, 11);
+    let c = report::compare(&ipmi, &rapl);
+    for metric in ["power_w", "ops/s per W"] {
+        let [row] = &rows(&c, metric)[..] else {
+            panic!("one {metric} row: {:?}", c.rows)
+        };
+        assert_eq!(
+            row.verdict,
+            "not comparable: measured, whole server vs component only (CPU package/DRAM)",
+            "{metric}"
+        );
+        assert!(
+            row.diff_pct.is_none() && row.ci95_pct.is_none() && row.p_value.is_none(),
+            "{row:?}"
+        );
+        assert!(
+            row.a.is_some() && row.b.is_some(),
+            "each side's figure is shown"
+        );
+    }
+    // The figure is the results table's: the point's power (IPMI, not the RAPL package
+    // the fixture also reads) and its perf/W.
+    let eff = report::derive::points(0, &ipmi[0])[0].efficiency().unwrap();
+    let one = report::compare(&ipmi[..1], &ipmi[..1]);
+    let power = &rows(&one, "power_w")[0];
+    assert_eq!(
+        power.a.as_ref().unwrap().mean,
+        eff.power.as_ref().unwrap().watts
+    );
+    let ppw = &rows(&one, "ops/s per W")[0];
+    assert_eq!(ppw.a.as_ref().unwrap().mean, eff.perf_per_w.unwrap());
+    // Modelled on both sides: compared, and named modelled.
+    let c = report::compare(
+        &side(Power::Modelled(300.0), a_ids, 1),
+        &side(Power::Modelled(250.0), b_ids, 11),
+    );
+    for metric in ["power_w (MODELLED)", "ops/s per W (MODELLED)"] {
+        let [row] = &rows(&c, metric)[..] else {
+            panic!("one {metric} row: {:?}", c.rows)
+        };
+        assert!(row.diff_pct.is_some() && row.p_value.is_some(), "{row:?}");
+    }
+    assert!(rows(&c, "power_w").is_empty());
+    // A side whose runs differ in basis is no figure of one basis either.
+    let mixed = vec![
+        ipmi[0].clone(),
+        side(Power::Rapl(140.0), a_ids, 3).remove(1),
+    ];
+    let c = report::compare(&mixed, &ipmi);
+    assert_eq!(
+        rows(&c, "power_w")[0].verdict,
+        "not comparable: measured, whole server and component only (CPU package/DRAM) vs measured, whole server"
+    );
+}
+
 /// The TCO takes power from the very points its performance comes from: each test at its
 /// best instance count when no `params` are given, never the mean of every sweep point
 /// (the fixture's power grows with the instance count, so the two differ).
