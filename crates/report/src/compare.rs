@@ -41,7 +41,7 @@ use model::{HostDisclosure, RunRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::derive::{param_str, points, run_labels, CpuBasis, PowerBasis};
-use crate::stats::{welch, Sample};
+use crate::stats::{no_spread, welch, Sample};
 
 /// One compared figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -636,6 +636,11 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
             "A is zero: the difference has no percentage".to_string()
         }
         (_, None) => "no figure on one side".to_string(),
+        // Every run of a side gives the same value (a percentile in one histogram bucket):
+        // no spread to judge a difference by, which is no certainty either.
+        (None, Some(_)) if matches!((&sa, &sb), (Some(x), Some(y)) if no_spread(x, y)) => {
+            "no spread: cannot judge (every run of each side gives the same value)".to_string()
+        }
         (None, Some(_)) => format!(
             "not enough repetitions ({} vs {} runs{})",
             ma.len(),

@@ -65,7 +65,8 @@ pub struct Welch {
     pub ci95_high: f64,
 }
 
-/// Welch's t-test; None unless both sides have at least two values.
+/// Welch's t-test; None unless both sides have at least two values, and None when
+/// neither side has any spread but their means differ ([`no_spread`]).
 pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
     let (sa, sb) = (a.sd?, b.sd?);
     let (na, nb) = (a.n as f64, b.n as f64);
@@ -74,18 +75,13 @@ pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
     let se = (va + vb).sqrt();
     let diff = b.mean - a.mean;
     if se == 0.0 {
-        // No spread at all: the difference is exact (identical repetitions).
-        let p = if diff == 0.0 { 1.0 } else { 0.0 };
-        return Some(Welch {
-            t: if diff == 0.0 {
-                0.0
-            } else {
-                f64::INFINITY.copysign(diff)
-            },
+        // Identical values on both sides and the same mean: nothing differs.
+        return (diff == 0.0).then_some(Welch {
+            t: 0.0,
             df: na + nb - 2.0,
-            p,
-            ci95_low: diff,
-            ci95_high: diff,
+            p: 1.0,
+            ci95_low: 0.0,
+            ci95_high: 0.0,
         });
     }
     let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
@@ -99,6 +95,14 @@ pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
         ci95_low: diff - q * se,
         ci95_high: diff + q * se,
     })
+}
+
+/// Whether two samples have no spread at all and different means: a t-test has nothing
+/// to divide by. Equal values within a side are common where a figure is quantised (a
+/// histogram keeps 3 significant digits, so runs' p99s often fall in one bucket); such a
+/// difference is neither exact nor certain, so it gets no p-value and no interval.
+pub fn no_spread(a: &Sample, b: &Sample) -> bool {
+    a.sd == Some(0.0) && b.sd == Some(0.0) && a.mean != b.mean
 }
 
 /// P(T > t) for Student's t with `df` degrees of freedom, t >= 0.
@@ -249,6 +253,19 @@ mod tests {
         assert!((w.df - 6.519).abs() < 1e-2, "df {}", w.df);
         assert!((w.p - 0.02354).abs() < 2e-4, "p {}", w.p);
         assert!(w.ci95_low > 0.0 && w.ci95_high > w.ci95_low);
+    }
+
+    #[test]
+    fn no_spread_and_different_means_is_no_test() {
+        // Two runs a side with p99s in one histogram bucket each: 1.01 ms vs 1.02 ms.
+        let a = Sample::of(&[1_010_000.0, 1_010_000.0]).unwrap();
+        let b = Sample::of(&[1_020_000.0, 1_020_000.0]).unwrap();
+        assert!(no_spread(&a, &b));
+        assert_eq!(welch(&a, &b), None, "no p = 0, no zero-width interval");
+        // The same values on both sides: no difference, p = 1.
+        let w = welch(&a, &a).unwrap();
+        assert_eq!((w.p, w.ci95_low, w.ci95_high), (1.0, 0.0, 0.0));
+        assert!(!no_spread(&a, &a));
     }
 
     #[test]

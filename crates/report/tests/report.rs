@@ -648,6 +648,30 @@ fn aa_comparisons_are_called_significant_about_five_percent_of_the_time() {
     assert!(old > 0.3, "pooling repetitions would say {old}");
 }
 
+/// Runs whose figure falls in one histogram bucket on each side (3 significant digits:
+/// p99s of 1.01 ms and 1.02 ms) have no spread: Welch has nothing to divide by, and the
+/// difference was called significant at p = 0 with a zero-width interval.
+#[test]
+fn no_spread_on_either_side_is_not_judged() {
+    let a = [vec![1_010_000.0; 3], vec![1_010_000.0; 3]];
+    let b = [vec![1_020_000.0; 3], vec![1_020_000.0; 3]];
+    let j = report::compare::judge(&a, &b, false);
+    assert!(
+        j.verdict.starts_with("no spread: cannot judge"),
+        "{}",
+        j.verdict
+    );
+    assert_eq!((j.p_value, j.ci95_pct), (None, None));
+    assert!((j.diff_pct.unwrap() - 0.990).abs() < 1e-3);
+    // The same value on both sides is no difference, as before.
+    let same = report::compare::judge(&a, &a, false);
+    assert!(
+        same.verdict.starts_with("no significant difference"),
+        "{}",
+        same.verdict
+    );
+}
+
 #[test]
 fn percentile_curves_come_from_merged_histograms() {
     let run = kv_run(&Spec::default());
@@ -1122,7 +1146,11 @@ fn compare_sets_power_against_power_of_the_same_basis_only() {
         let [row] = &rows(&c, metric)[..] else {
             panic!("one {metric} row: {:?}", c.rows)
         };
-        assert!(row.diff_pct.is_some() && row.p_value.is_some(), "{row:?}");
+        // A model's watts have no spread to judge by; the difference is still given.
+        assert!(
+            row.diff_pct.is_some() && !row.verdict.starts_with("not comparable"),
+            "{row:?}"
+        );
     }
     assert!(rows(&c, "power_w").is_empty());
     // A side whose runs differ in basis is no figure of one basis either.
