@@ -420,11 +420,10 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord, kind: Option<&str>) -> V
         .metric(&r.headline, &[])
         .map(|m| crate::derive::display_unit(&r.headline, &m.unit))
         .unwrap_or_default();
-    let latency_headline = unit == "ns" || r.headline.contains("latency");
     out.push((
         r.headline.clone(),
         unit.clone(),
-        !latency_headline,
+        crate::derive::higher_is_better(&r.headline, &unit),
         Ok(head),
     ));
     // The figure read beside the headline (HammerDB's users read NOPM and TPM together).
@@ -489,10 +488,10 @@ fn power_of(p: &crate::derive::Point) -> Option<(PowerBasis, Vec<FigureOf>)> {
     }
     let power = p.power().ok()?;
     let mut out: Vec<FigureOf> = vec![(POWER.into(), "W".into(), false, Ok(power.watts))];
-    let unit = p.headline_unit();
-    let latency_headline = unit == "ns" || p.headline_name().contains("latency");
     if let Some(perf_per_w) = p.efficiency().and_then(|e| e.perf_per_w) {
-        if !latency_headline {
+        // Latency per watt is no efficiency.
+        if p.higher_is_better() {
+            let unit = p.headline_unit();
             out.push((
                 format!("{unit} per W"),
                 format!("{unit}/W"),

@@ -123,6 +123,38 @@ pub fn capacity_phase(r: &ResultRecord) -> Option<&str> {
     (CAPACITY_TESTS.contains(&test) && marked).then_some(test)
 }
 
+/// Whether more of a headline is better: the one place the report decides it, for the
+/// best sweep point ([`best_of`]), compare's verdicts and the console's best line. A
+/// latency (a headline in `ns`, or named one: mem's `ram_latency_ns`) is better lower;
+/// throughput, rates and perf/W are better higher.
+pub fn higher_is_better(headline: &str, unit: &str) -> bool {
+    !(unit == "ns" || headline.contains("latency"))
+}
+
+/// The best of some sweep points of one test: the highest mean headline over each
+/// point's valid repetitions, or the lowest where lower is better
+/// ([`Point::higher_is_better`]). A point with no valid repetition is never the best;
+/// of equals, the last. The one rule for the summary's best point and the console's.
+pub fn best_of<'p, 'a: 'p>(
+    points: impl IntoIterator<Item = &'p Point<'a>>,
+) -> Option<&'p Point<'a>> {
+    let scored: Vec<(&Point, f64)> = points
+        .into_iter()
+        .filter_map(|p| p.headline().map(|s| (p, s.mean)))
+        .collect();
+    let higher = scored.first()?.0.higher_is_better();
+    scored
+        .into_iter()
+        .max_by(|a, b| {
+            if higher {
+                a.1.total_cmp(&b.1)
+            } else {
+                b.1.total_cmp(&a.1)
+            }
+        })
+        .map(|(p, _)| p)
+}
+
 /// Display form of a parameter value (`100`, `set`, `[1,2]`).
 pub fn param_str(v: &serde_json::Value) -> String {
     match v {
@@ -565,6 +597,11 @@ impl<'a> Point<'a> {
         self.results.first().map_or("", |r| r.headline.as_str())
     }
 
+    /// Whether more of this point's headline is better ([`higher_is_better`]).
+    pub fn higher_is_better(&self) -> bool {
+        higher_is_better(self.headline_name(), &self.headline_unit())
+    }
+
     /// The headline's unit as a reader wants it: the stored unit, except that a generic
     /// `ops/s` on a metric that names its operation (`signs_per_s`) says which (`signs/s`).
     pub fn headline_unit(&self) -> String {
@@ -994,13 +1031,7 @@ pub fn best_points_in<'a>(
         .map(|k| {
             let per_run = all
                 .iter()
-                .map(|pts| {
-                    pts.iter()
-                        .filter(|p| row_key(p, &peak) == k)
-                        .filter_map(|p| p.headline().map(|s| (p, s.mean)))
-                        .max_by(|a, b| a.1.total_cmp(&b.1))
-                        .map(|(p, _)| p.clone())
-                })
+                .map(|pts| best_of(pts.iter().filter(|p| row_key(p, &peak) == k)).cloned())
                 .collect();
             (k, per_run)
         })

@@ -11,6 +11,7 @@ use anyhow::{bail, Context};
 use clap::{Args as ClapArgs, FromArgMatches};
 use engine::workload::{Params, Progress, Registration};
 use model::{ResultRecord, RunRecord};
+use report::derive::Point;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -702,16 +703,30 @@ pub fn repetition_summary(run: &RunRecord) -> String {
     out
 }
 
-/// For each workload's test, the sweep point with the highest headline (the seed's "best
-/// instance count"), named by the keys swept in that workload (a suite's workloads have
-/// parameters of their own).
+/// For each workload's test, its best sweep point (the seed's "best instance count"), as
+/// the report chooses it ([`report::derive::best_of`]): the best mean headline over a
+/// point's valid repetitions, the lowest where lower is better (mem's `ram_latency_ns`),
+/// capacity tests aside. Named by the keys swept in that workload (a suite's workloads
+/// have parameters of their own).
 pub fn peaks(run: &RunRecord) -> String {
-    let mut workloads: Vec<&str> = run.results.iter().map(|r| r.workload.as_str()).collect();
-    workloads.dedup();
+    let points: Vec<Point> = report::derive::points(0, run)
+        .into_iter()
+        .filter(|p| p.capacity_phase().is_none())
+        .collect();
+    let mut workloads: Vec<&str> = Vec::new();
+    for p in &points {
+        if !workloads.contains(&p.workload.as_str()) {
+            workloads.push(&p.workload);
+        }
+    }
     let mut out = String::new();
     for wl in workloads {
-        let results: Vec<&ResultRecord> = run.results.iter().filter(|r| r.workload == wl).collect();
-        out.push_str(&workload_peaks(&results));
+        let mine: Vec<Point> = points
+            .iter()
+            .filter(|p| p.workload == wl)
+            .cloned()
+            .collect();
+        out.push_str(&workload_peaks(&mine));
     }
     if out.is_empty() {
         out
@@ -720,44 +735,45 @@ pub fn peaks(run: &RunRecord) -> String {
     }
 }
 
-fn workload_peaks(results: &[&ResultRecord]) -> String {
-    // Keys whose value differs between results: the swept ones.
-    let Some(first) = results.first() else {
-        return String::new();
-    };
-    let swept: Vec<&String> = first
-        .params
-        .keys()
-        .filter(|k| {
-            results
-                .iter()
-                .any(|r| r.params.get(*k) != first.params.get(*k))
-        })
-        .collect();
+fn workload_peaks(points: &[Point]) -> String {
+    let swept = report::derive::varying_params(points);
     if swept.is_empty() {
         return String::new();
     }
     let mut out = String::new();
-    let mut tests: Vec<&str> = results.iter().map(|r| r.test.as_str()).collect();
+    let mut tests: Vec<&str> = points.iter().map(|p| p.test.as_str()).collect();
     tests.sort();
     tests.dedup();
     for test in tests {
-        let best = results
+        let Some(best) = report::derive::best_of(points.iter().filter(|p| p.test == test)) else {
+            continue;
+        };
+        let Some(head) = best.headline() else {
+            continue;
+        };
+        let at: Vec<String> = swept
             .iter()
-            .filter(|r| r.test == test && !r.is_invalid())
-            .filter_map(|r| r.headline_value().map(|v| (v, r)))
-            .max_by(|a, b| a.0.total_cmp(&b.0));
-        if let Some((v, r)) = best {
-            let at: Vec<String> = swept
-                .iter()
-                .filter_map(|k| r.params.get(*k).map(|x| format!("{k}={x}")))
-                .collect();
-            let unit = r
-                .metric(&r.headline, &[])
-                .map(crate::commands::runs::unit_of)
-                .unwrap_or_default();
-            out.push_str(&format!("peak {test}: {v:.1} {unit} at {}\n", at.join(" ")));
-        }
+            .filter_map(|k| {
+                let v = best.params.get(k)?;
+                Some(format!("{k}={}", report::derive::param_str(v)))
+            })
+            .collect();
+        let of = if head.n > 1 {
+            format!(" (mean of {} repetitions)", head.n)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "{} {test}: {:.1} {}{of} at {}\n",
+            if best.higher_is_better() {
+                "peak"
+            } else {
+                "lowest"
+            },
+            head.mean,
+            best.headline_unit(),
+            at.join(" ")
+        ));
     }
     out
 }
@@ -766,6 +782,66 @@ fn workload_peaks(results: &[&ResultRecord]) -> String {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    /// One repetition's result with its headline alone.
+    fn rep(
+        wl: &str,
+        (test, headline, unit): (&str, &str, &str),
+        (key, at): (&str, u32),
+        repetition: u32,
+        value: f64,
+        status: model::Status,
+    ) -> ResultRecord {
+        let mut r = store::fixtures::rich_result(0, test, 1, store::fixtures::t0(0));
+        r.workload = wl.into();
+        r.params = [(key.to_string(), serde_json::json!(at))].into();
+        r.repetition = repetition;
+        r.headline = headline.into();
+        r.metrics = vec![model::Metric::new(headline, value, unit)];
+        r.flags.clear();
+        r.status = status;
+        r.error = None;
+        r
+    }
+
+    /// The end-of-run best line is the report's best point: the best mean over valid
+    /// repetitions, the lowest for a latency. It said "peak 140000 at instances=1" from
+    /// one lucky repetition (100k, 140k, 101k: mean 113.7k) while the report took
+    /// instances=2 at 125k, counted an interrupted repetition, and called mem's highest
+    /// latency its peak.
+    #[test]
+    fn the_best_line_is_the_reports_best_point() {
+        use model::Status::{Interrupted, Ok};
+        let set = ("set", "ops_per_s", "ops/s");
+        let lat = ("latency", "ram_latency_ns", "ns");
+        let mut run = store::fixtures::rich_run("r", None, store::fixtures::t0(0), 0);
+        run.results = vec![
+            rep("kv", set, ("instances", 1), 0, 100_000.0, Ok),
+            rep("kv", set, ("instances", 1), 1, 140_000.0, Ok),
+            rep("kv", set, ("instances", 1), 2, 101_000.0, Ok),
+            rep("kv", set, ("instances", 2), 0, 125_000.0, Ok),
+            rep("kv", set, ("instances", 2), 1, 126_000.0, Ok),
+            rep("kv", set, ("instances", 2), 2, 124_000.0, Ok),
+            // Cut short: its figure is not a measurement of the point.
+            rep("kv", set, ("instances", 4), 0, 300_000.0, Interrupted),
+            rep("mem", lat, ("cpu", 0), 0, 90.0, Ok),
+            rep("mem", lat, ("cpu", 1), 0, 80.0, Ok),
+        ];
+        let out = peaks(&run);
+        assert_eq!(
+            out,
+            "\npeak set: 125000.0 ops/s (mean of 3 repetitions) at instances=2\n\
+             lowest latency: 80.0 ns at cpu=1\n",
+        );
+        // The report chose the same point.
+        let kv: Vec<RunRecord> = vec![RunRecord {
+            results: run.results[..7].to_vec(),
+            ..run.clone()
+        }];
+        let s = report::derive::summary(&kv);
+        assert_eq!(s.rows[0].chosen, ["instances=2"]);
+        assert_eq!(s.rows[0].perf, [Some(125_000.0)]);
+    }
 
     /// Every workload's flags sit beside the run options without a clash (clap checks
     /// names, ids and short flags in debug builds).
