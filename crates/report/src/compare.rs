@@ -898,6 +898,14 @@ fn metric_rank(m: &str) -> u8 {
 /// Said once under a comparison that has rows without a verdict.
 pub const REPETITIONS_NOTE: &str = "Significance is judged on runs, the unit of replication: repetitions inside one run share a server and a minute and scatter less than runs do. Give each side two runs or more: rackbench compare --a RUN,RUN --b RUN,RUN.";
 
+/// Said under a comparison with p-values: each row is its own test, and nothing corrects
+/// for how many there are (a sweep's points times some ten figures).
+pub fn multiple_rows_note(tested: usize) -> String {
+    format!(
+        "Each of the {tested} rows with a p-value is tested on its own at p < 0.05, with no correction for the number of rows: where nothing changed, about 1 in 20 of them would still read \"significant\"."
+    )
+}
+
 /// The comparison as aligned text for a terminal.
 pub fn compare_text(c: &Comparison) -> String {
     let mut out = format!(
@@ -941,6 +949,10 @@ pub fn compare_text(c: &Comparison) -> String {
         .any(|r| r.verdict.starts_with("not enough repetitions"))
     {
         out.push_str(&format!("\n{REPETITIONS_NOTE}\n"));
+    }
+    let tested = c.rows.iter().filter(|r| r.p_value.is_some()).count();
+    if tested > 0 {
+        out.push_str(&format!("\n{}\n", multiple_rows_note(tested)));
     }
     out.push_str(&format!("\nComparability: {}\n", c.comparability.verdict));
     for d in &c.comparability.differences {

@@ -568,6 +568,13 @@ fn ab_comparison_with_confidence() {
         row.verdict
     );
     println!("{}", report::compare_text(&c));
+    // Each row is its own test at p < 0.05: said, with how many there are.
+    let tested = c.rows.iter().filter(|r| r.p_value.is_some()).count();
+    assert!(tested > 20, "{tested}");
+    assert!(report::compare_text(&c).contains(&format!(
+        "Each of the {tested} rows with a p-value is tested on its own at p < 0.05, with no correction"
+    )));
+    assert!(!report::compare_text(&one).contains("no correction"));
 }
 
 /// Two runs that differ only in the setting under study (here `data_size`, constant on
