@@ -135,7 +135,7 @@ pub enum Span {
 
 /// Merge the outcomes of generators that ran the same test at the same time (behind
 /// one start barrier): counts and histograms add exactly, interval rates add interval
-/// by interval, CPU time adds. The merged duration is the test's `span`: for a test
+/// by interval over the intervals every generator has, CPU time adds. The merged duration is the test's `span`: for a test
 /// stopped by a duration, the one at which the merged count gives the sum of the
 /// generators' throughputs (each over its own window); for a test stopped by a count,
 /// the union of their windows. A lone generator's duration is its own.
@@ -153,9 +153,10 @@ pub fn merge(outcomes: Vec<LoadOutcome>, span: Span) -> Option<LoadOutcome> {
                 None => acc.classes.push(c.clone()),
             }
         }
-        if acc.interval_rates.len() < o.interval_rates.len() {
-            acc.interval_rates.resize(o.interval_rates.len(), 0.0);
-        }
+        // Each generator's series ends at its last whole interval (its last reply just
+        // before a whole second cuts that second): an interval one generator has and
+        // another cut holds only part of the load, not the whole's rate.
+        acc.interval_rates.truncate(o.interval_rates.len());
         for (a, r) in acc.interval_rates.iter_mut().zip(&o.interval_rates) {
             *a += r;
         }
@@ -272,6 +273,22 @@ mod tests {
         // A lone generator's duration is its own, whatever the span.
         let lone = merge(vec![a], Span::Union(7.0)).unwrap();
         assert_eq!(lone.duration_s, 0.5);
+    }
+
+    #[test]
+    fn interval_rates_merge_over_the_intervals_every_generator_has() {
+        // Two generators of a 3 s test at 500/s each: one's last reply came just after
+        // 3 s (three whole intervals), the other's just before (two). Padding the short
+        // series with a zero read a third second of 500/s: a false minimum, and a
+        // stddev of 289 for a steady 1,000/s.
+        let mut a = outcome(&vec![5_000; 1_500], 3.001);
+        a.interval_rates = vec![500.0, 500.0, 500.0];
+        let mut b = outcome(&vec![5_000; 1_500], 2.999);
+        b.interval_rates = vec![500.0, 500.0];
+        for pair in [vec![a.clone(), b.clone()], vec![b, a]] {
+            let m = merge(pair, Span::Together).unwrap();
+            assert_eq!(m.interval_rates, vec![1_000.0, 1_000.0]);
+        }
     }
 
     #[test]
