@@ -35,6 +35,8 @@ pub struct WireOutcome {
     offered_rate: Option<f64>,
     late_sends: u64,
     connection_errors: BTreeMap<String, u64>,
+    #[serde(default)]
+    lost_requests: BTreeMap<String, u64>,
     reconnects: u64,
     bytes_tx: u64,
     bytes_rx: u64,
@@ -70,6 +72,7 @@ impl From<&LoadOutcome> for WireOutcome {
             offered_rate: o.offered_rate,
             late_sends: o.late_sends,
             connection_errors: o.connection_errors.clone(),
+            lost_requests: o.lost_requests.clone(),
             reconnects: o.reconnects,
             bytes_tx: o.bytes_tx,
             bytes_rx: o.bytes_rx,
@@ -110,6 +113,7 @@ impl TryFrom<WireOutcome> for LoadOutcome {
             offered_rate: w.offered_rate,
             late_sends: w.late_sends,
             connection_errors: w.connection_errors,
+            lost_requests: w.lost_requests,
             reconnects: w.reconnects,
             bytes_tx: w.bytes_tx,
             bytes_rx: w.bytes_rx,
@@ -168,6 +172,9 @@ pub fn merge(outcomes: Vec<LoadOutcome>, span: Span) -> Option<LoadOutcome> {
         for (k, v) in &o.connection_errors {
             *acc.connection_errors.entry(k.clone()).or_insert(0) += v;
         }
+        for (k, v) in &o.lost_requests {
+            *acc.lost_requests.entry(k.clone()).or_insert(0) += v;
+        }
         acc.reconnects += o.reconnects;
         acc.bytes_tx += o.bytes_tx;
         acc.bytes_rx += o.bytes_rx;
@@ -210,6 +217,7 @@ mod tests {
             offered_rate: None,
             late_sends: 0,
             connection_errors: BTreeMap::new(),
+            lost_requests: BTreeMap::new(),
             reconnects: 0,
             bytes_tx: 0,
             bytes_rx: 0,

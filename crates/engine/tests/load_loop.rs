@@ -16,7 +16,7 @@ use engine::host::{
 use engine::load::{run_sessions, run_stream, Executed, Latency, Outcome, Protocol, Session};
 use engine::wire::WireOutcome;
 use engine::workload::{Params, Progress};
-use engine::{spread, validity, LoadShape, LoadSpec, StopAfter};
+use engine::{capacity, spread, validity, LoadShape, LoadSpec, StopAfter};
 use rackbench_engine as engine;
 use rand::rngs::SmallRng;
 
@@ -337,6 +337,9 @@ fn sessions_that_all_break_stop_early_with_measurements_kept() {
     .unwrap();
     assert_eq!(out.total_count(), 20);
     assert_eq!(out.stopped_early.as_deref(), Some("session broke"));
+    // Each session's failure once, and the call it was making lost once.
+    assert_eq!(out.connection_error_count(), 2);
+    assert_eq!(out.lost_count(), 2);
 }
 
 /// A session that waits `wait` around each operation (a TPC-C terminal's keying and
@@ -444,6 +447,62 @@ impl Protocol for LineClose {
     fn closing(&self) -> bool {
         self.closing
     }
+}
+
+#[test]
+fn a_request_lost_with_its_connection_is_one_error() {
+    // A server that answers 9 requests of each connection and closes it on the 10th
+    // without an answer: 200 requests on one connection are 20 connections, 180 replies
+    // and 20 requests lost, each with its connection. httperf counts 20 errors in 200
+    // attempts, 10%; counting each failure as an error besides its lost request said
+    // 40 errors, 40 / 220 = 18.2%.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(conn) = conn else { break };
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                let mut r = BufReader::new(conn);
+                for _ in 0..9 {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || w.write_all(b"ok\n").is_err() {
+                        return;
+                    }
+                }
+                // The 10th request is read, then the connection closed under it.
+                let mut line = String::new();
+                let _ = r.read_line(&mut line);
+            });
+        }
+    });
+    let s = LoadSpec {
+        connections: 1,
+        ..spec(StopAfter::Requests(200))
+    };
+    let out = run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.total_count(), 180);
+    let step = validity::step_output(&s, &out, "ops_per_s", "ops/s");
+    let sum = |name: &str| -> f64 {
+        step.metrics
+            .iter()
+            .filter(|m| m.name == name)
+            .map(|m| m.value)
+            .sum()
+    };
+    assert_eq!(sum("errors_total"), 20.0);
+    assert_eq!(sum("lost_requests"), 20.0);
+    // The failures stay a metric of their own, one each.
+    assert_eq!(sum("connection_errors"), 20.0);
+    let flag = step.flags.iter().find(|f| f.code == "errors").unwrap();
+    assert!(
+        flag.message.contains("20 errors (10.000% of requests)"),
+        "{}",
+        flag.message
+    );
+    // autobench's errors column for a capacity step: the same 10%.
+    let rs = capacity::RateStep::from_outcome(0.0, &out);
+    assert!((rs.errors_pct() - 10.0).abs() < 1e-9, "{}", rs.errors_pct());
 }
 
 #[test]

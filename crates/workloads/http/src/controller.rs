@@ -233,7 +233,9 @@ impl Http {
             step.metrics
                 .push(Metric::new("server_requests", served as f64, "requests"));
             let claimed = out.total_count();
-            let lost: u64 = out.connection_errors.values().sum();
+            // Lost requests may have reached nginx; a failed connection may be what
+            // lost them.
+            let lost = out.lost_count() + out.connection_error_count();
             let slack = (spec.connections * spec.pipeline) as u64;
             if spec.warmup.is_zero()
                 && lost == 0

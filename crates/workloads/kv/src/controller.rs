@@ -225,7 +225,9 @@ impl Workload for Kv {
             step.metrics
                 .push(Metric::new("server_calls", server_calls as f64, "calls"));
             let claimed = out.total_count();
-            let lost: u64 = out.connection_errors.values().sum();
+            // Lost requests may have reached the servers; a failed connection may be
+            // what lost them.
+            let lost = out.lost_count() + out.connection_error_count();
             // A failed generator's requests reached the servers but not the merge.
             if d.spec.warmup.is_zero()
                 && lost == 0
