@@ -74,6 +74,10 @@ pub struct RateStep {
     pub error: Option<String>,
     /// When the step started (filled in by the drivers if the closure leaves it unset).
     pub started_at: Option<SystemTime>,
+    /// The step's measured window on the controller's clock (the first generator's end
+    /// of warm-up to the last one's last reply), where the closure knows it: the step's
+    /// power and CPU are taken over it alone. None: over the whole call.
+    pub window: Option<(SystemTime, SystemTime)>,
 }
 
 impl RateStep {
@@ -95,6 +99,7 @@ impl RateStep {
             extra: Vec::new(),
             error: None,
             started_at: None,
+            window: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! and oltp share it: only the job's parameters are the workload's own.
 
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use model::{Flag, Metric};
@@ -145,10 +146,15 @@ pub struct Window {
     pub duration_s: f64,
 }
 
+/// The earliest start, Unix seconds (None when there is no window).
+fn earliest(windows: &[Window]) -> Option<f64> {
+    windows.iter().map(|w| w.start_unix_s).reduce(f64::min)
+}
+
 /// The windows' (start, end) in seconds from the earliest start (None when there is
 /// none). A difference of two close Unix times is exact, so each length stays its own.
 fn from_first(windows: &[Window]) -> Option<impl Iterator<Item = (f64, f64)> + '_> {
-    let first = windows.iter().map(|w| w.start_unix_s).reduce(f64::min)?;
+    let first = earliest(windows)?;
     Some(windows.iter().map(move |w| {
         let start = w.start_unix_s - first;
         (start, start + w.duration_s)
@@ -298,6 +304,20 @@ pub fn window_union_s(windows: &[Window]) -> f64 {
     from_first(windows).map_or(0.0, |spans| spans.map(|w| w.1).fold(0.0, f64::max))
 }
 
+/// The test's measured window on the controller's clock: from the first generator's end
+/// of `warmup` (the same on each) to the last one's last reply. None when no generator
+/// reported, or its clock made no sense.
+pub fn measured_window(
+    runs: &[GeneratorRun],
+    warmup: Duration,
+) -> Option<(SystemTime, SystemTime)> {
+    let windows: Vec<Window> = runs.iter().map(GeneratorRun::window).collect();
+    let first = Duration::try_from_secs_f64(earliest(&windows)?).ok()?;
+    let union = Duration::try_from_secs_f64(window_union_s(&windows)).ok()?;
+    let start = UNIX_EPOCH.checked_add(first)?.checked_add(warmup)?;
+    Some((start, start.checked_add(union)?))
+}
+
 /// Why the result fails when some generators' drivers failed (`name: why` each).
 pub fn failure(failed: &[String]) -> Option<String> {
     (!failed.is_empty()).then(|| format!("load generator {} failed", failed.join("; ")))
@@ -408,6 +428,11 @@ impl Driven {
         self.runs.iter().map(|h| h.threads).sum()
     }
 
+    /// See [`measured_window`].
+    pub fn measured_window(&self, warmup: Duration) -> Option<(SystemTime, SystemTime)> {
+        measured_window(&self.runs, warmup)
+    }
+
     /// See [`add_figures`].
     pub fn add_figures(&self, step: &mut StepOutput, names: Figures, closed_loop: bool) {
         add_figures(
@@ -486,6 +511,19 @@ mod tests {
         );
         assert_eq!(window_overlap_s(&windows(&[(0.0, 1.0), (2.0, 3.0)])), 0.0);
         assert_eq!(window_overlap_s(&[]), 0.0);
+    }
+
+    #[test]
+    fn the_measured_window_is_the_first_end_of_warm_up_to_the_last_reply() {
+        // Two generators began 10 ms apart and measured 2 s and 1.5 s after a 1 s
+        // warm-up: the test measured from the first one's warm-up end for 2 s.
+        let t = 1_752_000_000.0;
+        let runs = [run("a", (t + 0.01, t + 1.51)), run("b", (t, t + 2.0))];
+        let (from, to) = measured_window(&runs, Duration::from_secs(1)).unwrap();
+        let unix = |s: SystemTime| s.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+        assert!((unix(from) - (t + 1.0)).abs() < 1e-6, "{}", unix(from) - t);
+        assert!((unix(to) - (t + 3.0)).abs() < 1e-6, "{}", unix(to) - t);
+        assert_eq!(measured_window(&[], Duration::ZERO), None);
     }
 
     #[test]

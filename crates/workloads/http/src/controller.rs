@@ -180,6 +180,7 @@ impl Http {
         let out = &d.spread.merged;
         let mut s = RateStep::from_outcome(rate_per_s, out);
         s.started_at = Some(started);
+        s.window = d.spread.measured_window(d.spec.warmup);
         let n = out.total_count();
         if n > 0 {
             let cpu = out.loadgen_cpu_user_s + out.loadgen_cpu_sys_s;

@@ -292,6 +292,7 @@ impl Kv {
         let d = self.drive("mix", &params, ctx)?;
         let mut s = capacity::RateStep::from_outcome(rate, &d.spread.merged);
         s.started_at = Some(started);
+        s.window = d.spread.measured_window(d.spec.warmup);
         if let Some(why) = d.spread.failure() {
             s.error = Some(why);
         }

@@ -374,6 +374,8 @@ impl Oltp {
         let d = self.drive("step", Some(rate), Some(secs), ctx)?;
         let mut step = RateStep::from_outcome(rate, &d.merged);
         step.started_at = Some(started);
+        // A step has no ramp-up: it measures from the common start.
+        step.window = generators::measured_window(&d.runs, Duration::ZERO);
         if let Some(why) = generators::failure(&d.failed) {
             step.error = Some(why);
         }
