@@ -53,10 +53,11 @@ pub struct RateStep {
     pub interval_rates: Vec<f64>,
     /// Replies received (all outcomes, error replies included).
     pub replies: u64,
-    /// Error replies plus connection-level errors.
+    /// Error replies (and mismatches) plus lost requests.
     pub errors: u64,
-    /// The connection-level part of `errors` (refused, reset, unparsable stream).
-    pub connection_errors: u64,
+    /// The requests of `errors` that got no reply (their connection failed under them,
+    /// or the step ended first): attempts as well as errors.
+    pub lost_requests: u64,
     /// Measured duration of the step, seconds.
     pub duration_s: f64,
     /// Latency in ns: corrected (from intended send time) in open loop, else service.
@@ -73,6 +74,10 @@ pub struct RateStep {
     pub error: Option<String>,
     /// When the step started (filled in by the drivers if the closure leaves it unset).
     pub started_at: Option<SystemTime>,
+    /// The step's measured window on the controller's clock (the first generator's end
+    /// of warm-up to the last one's last reply), where the closure knows it: the step's
+    /// power and CPU are taken over it alone. None: over the whole call.
+    pub window: Option<(SystemTime, SystemTime)>,
 }
 
 impl RateStep {
@@ -84,7 +89,7 @@ impl RateStep {
             interval_rates: Vec::new(),
             replies: 0,
             errors: 0,
-            connection_errors: 0,
+            lost_requests: 0,
             duration_s: 0.0,
             latency: None,
             latency_kind: String::new(),
@@ -94,6 +99,7 @@ impl RateStep {
             extra: Vec::new(),
             error: None,
             started_at: None,
+            window: None,
         }
     }
 
@@ -103,13 +109,13 @@ impl RateStep {
         s.reply_rate_per_s = o.throughput();
         s.interval_rates = o.interval_rates.clone();
         s.replies = o.total_count();
-        s.connection_errors = o.connection_errors.values().sum::<u64>();
+        s.lost_requests = o.lost_count();
         s.errors = o
             .classes
             .iter()
             .map(|c| c.error_count() + c.mismatches)
             .sum::<u64>()
-            + s.connection_errors;
+            + s.lost_requests;
         s.duration_s = o.duration_s;
         let corrected = !o.classes.is_empty() && o.classes.iter().all(|c| c.corrected.is_some());
         let mut merged: Option<Histogram<u64>> = None;
@@ -137,10 +143,11 @@ impl RateStep {
         s
     }
 
-    /// Errors as a percentage of attempts (replies + connection errors). autobench divides
-    /// by replies and writes 101 when there are none; we say 100% when nothing came back.
+    /// Errors as a percentage of attempts (replies + lost requests), each lost request
+    /// counted once, as httperf does. autobench divides by replies and writes 101 when
+    /// there are none; we say 100% when nothing came back.
     pub fn errors_pct(&self) -> f64 {
-        let attempts = self.replies + self.connection_errors;
+        let attempts = self.replies + self.lost_requests;
         if attempts == 0 {
             if self.demanded_rate_per_s > 0.0 {
                 100.0

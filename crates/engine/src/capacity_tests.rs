@@ -11,6 +11,7 @@
 //! rate and the load levels give SPECpower's per-level power and perf/W.
 
 use std::io::Write;
+use std::time::SystemTime;
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -325,6 +326,7 @@ pub fn run(
 ) -> anyhow::Result<StepOutput> {
     let idle_s = cfg.idle_duration_s(d);
     let mut step_fn = |rate: f64| -> anyhow::Result<RateStep> {
+        let marked = SystemTime::now();
         let mark = ctx.watch.mark();
         let mut step = if rate <= 0.0 {
             active_idle(idle_s)
@@ -332,7 +334,12 @@ pub fn run(
             measure(rate)?
         };
         if let Some(m) = mark {
-            step.extra.extend(ctx.watch.since_mark(m));
+            // Only the step's measured window: the start's lead (300 ms or more for a
+            // generator elsewhere), the connections' setup, the warm-up and the drain
+            // are near-idle time that would dilute its power and CPU.
+            let after = |t: SystemTime| t.duration_since(marked).map_or(0.0, |d| d.as_secs_f64());
+            let window = step.window.map(|(from, to)| (after(from), after(to)));
+            step.extra.extend(ctx.watch.since_mark(m, window));
         }
         Ok(step)
     };
@@ -495,7 +502,7 @@ mod tests {
         fn mark(&self) -> Option<u64> {
             Some(self.marks.fetch_add(1, Ordering::Relaxed))
         }
-        fn since_mark(&self, _mark: u64) -> Vec<Metric> {
+        fn since_mark(&self, _mark: u64, _window: Option<(f64, f64)>) -> Vec<Metric> {
             let rate = f64::from_bits(self.last_rate.load(Ordering::Relaxed));
             let source = if self.modelled {
                 "model:system"
@@ -684,6 +691,74 @@ mod tests {
             .iter()
             .filter(|m| m.name == "demanded_rate_per_s")
             .count()
+    }
+
+    /// A server that draws 200 W, and 400 W while under load: what a sampler sees of
+    /// any stretch of time since the mark, exactly (no sampling interval).
+    #[derive(Default)]
+    struct PowerTimeline {
+        marked: std::sync::Mutex<Option<SystemTime>>,
+        loaded: std::sync::Mutex<Vec<(SystemTime, SystemTime)>>,
+    }
+
+    impl Watch for PowerTimeline {
+        fn set_warmup(&self, _on: bool) {}
+        fn watch_process(&self, _role: &str, _pid: u32) {}
+        fn mark(&self) -> Option<u64> {
+            *self.marked.lock().unwrap() = Some(SystemTime::now());
+            Some(0)
+        }
+        fn since_mark(&self, _mark: u64, window: Option<(f64, f64)>) -> Vec<Metric> {
+            let marked = self.marked.lock().unwrap().unwrap();
+            let after = |t: SystemTime| t.duration_since(marked).unwrap().as_secs_f64();
+            let (from, to) = window.unwrap_or((0.0, after(SystemTime::now())));
+            let loaded: f64 = self
+                .loaded
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|&(a, b)| (after(b).min(to) - after(a).max(from)).max(0.0))
+                .sum();
+            let watts = (200.0 * (to - from - loaded) + 400.0 * loaded) / (to - from);
+            vec![Metric::new("power_w", watts, "W").label("source", "meter:system")]
+        }
+    }
+
+    /// A load level's power is that of its measured window: the start's lead and the
+    /// connections' setup before it (300 ms here, as for a generator on another host)
+    /// and the drain after it are near-idle, and over the whole call a 200 ms level at
+    /// 400 W read ~273 W.
+    #[test]
+    fn a_steps_power_is_that_of_its_measured_window() {
+        let watch = Arc::new(PowerTimeline::default());
+        let c = ctx(watch.clone());
+        let (_, cfg) = split_params(
+            "kv",
+            &params(json!({"capacity": 500, "levels": [100], "idle_duration": 0})),
+        )
+        .unwrap();
+        let mut found = None;
+        let measure = |rate: f64| {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let from = SystemTime::now();
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let to = SystemTime::now();
+            watch.loaded.lock().unwrap().push((from, to));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut s = step(rate)?;
+            s.window = Some((from, to));
+            Ok(s)
+        };
+        let l = run("kv", "levels", &cfg, &D, &c, &mut found, None, 1, measure).unwrap();
+        let power = l
+            .metrics
+            .iter()
+            .find(|m| {
+                m.name == "power_w" && m.labels.get("level").map(String::as_str) == Some("100%")
+            })
+            .expect("the level's power")
+            .value;
+        assert!((power - 400.0).abs() < 1.0, "{power} W");
     }
 
     #[test]

@@ -263,8 +263,13 @@ pub struct LoadOutcome {
     /// Requests that were sent later than their intended time by more than 1 ms
     /// (open loop: the generator or the connections could not keep up).
     pub late_sends: u64,
-    /// Connection-level failures (refused, reset, unparsable stream), by message.
+    /// Connection-level failures (refused, reset, unparsable stream), by message: one per
+    /// failure, whatever it lost.
     pub connection_errors: BTreeMap<String, u64>,
+    /// Measured requests whose reply never came (the connection failed under them, or
+    /// the test ended first), by why: each is one error and one attempt, as httperf
+    /// counts them.
+    pub lost_requests: BTreeMap<String, u64>,
     /// Reconnects made (keep-alive off, or after errors).
     pub reconnects: u64,
     /// Bytes written and read during measurement.
@@ -280,6 +285,14 @@ pub struct LoadOutcome {
 impl LoadOutcome {
     pub fn total_count(&self) -> u64 {
         self.classes.iter().map(|c| c.count).sum()
+    }
+    /// Measured requests that got no reply.
+    pub fn lost_count(&self) -> u64 {
+        self.lost_requests.values().sum()
+    }
+    /// Connection failures.
+    pub fn connection_error_count(&self) -> u64 {
+        self.connection_errors.values().sum()
     }
     pub fn throughput(&self) -> f64 {
         if self.duration_s > 0.0 {

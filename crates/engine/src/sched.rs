@@ -64,6 +64,7 @@ pub(crate) struct Recorder {
     pub intervals: Vec<u64>,
     pub interval_ns: u64,
     pub connection_errors: BTreeMap<String, u64>,
+    pub lost_requests: BTreeMap<String, u64>,
     pub late_sends: u64,
     pub reconnects: u64,
     pub bytes_tx: u64,
@@ -83,6 +84,7 @@ impl Recorder {
             intervals: Vec::new(),
             interval_ns: interval.as_nanos().max(1) as u64,
             connection_errors: BTreeMap::new(),
+            lost_requests: BTreeMap::new(),
             late_sends: 0,
             reconnects: 0,
             bytes_tx: 0,
@@ -174,8 +176,16 @@ impl Recorder {
         self.last_ns = self.last_ns.max(done_ns);
     }
 
+    /// One connection failure (the failure itself, not the requests it lost).
     pub(crate) fn connection_error(&mut self, what: String) {
         *self.connection_errors.entry(what).or_insert(0) += 1;
+    }
+
+    /// `n` measured requests whose reply will never come, because of `why`.
+    pub(crate) fn lost_requests(&mut self, why: &str, n: u64) {
+        if n > 0 {
+            *self.lost_requests.entry(why.to_string()).or_insert(0) += n;
+        }
     }
 }
 
@@ -212,6 +222,7 @@ pub(crate) fn merge(
         offered_rate: spec.shape.offered_rate(),
         late_sends: 0,
         connection_errors: BTreeMap::new(),
+        lost_requests: BTreeMap::new(),
         reconnects: 0,
         bytes_tx: 0,
         bytes_rx: 0,
@@ -246,6 +257,9 @@ pub(crate) fn merge(
         }
         for (k, v) in r.connection_errors {
             *out.connection_errors.entry(k).or_insert(0) += v;
+        }
+        for (k, v) in r.lost_requests {
+            *out.lost_requests.entry(k).or_insert(0) += v;
         }
         out.late_sends += r.late_sends;
         out.reconnects += r.reconnects;

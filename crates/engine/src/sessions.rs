@@ -151,13 +151,13 @@ fn worker<S: Session>(
         let sent = now;
         let result = session.execute(&mut rng);
         now = now_ns();
+        let counted = if open {
+            intended >= warm_ns
+        } else {
+            sent >= warm_ns
+        };
         match result {
             Ok(done) => {
-                let counted = if open {
-                    intended >= warm_ns
-                } else {
-                    sent >= warm_ns
-                };
                 if counted {
                     measured += 1;
                     let (class, outcome, done_ns) = (done.class, done.outcome, now - warm_ns);
@@ -178,6 +178,11 @@ fn worker<S: Session>(
                 }
             }
             Err(e) => {
+                // The call under way is lost with the session: one lost request (the
+                // session's failure is counted once more by `run`, as a connection's).
+                if counted {
+                    rec.lost_requests(&e, 1);
+                }
                 rec.cpu_end = thread_cpu();
                 return (rec, Some(e));
             }

@@ -9,6 +9,7 @@
 //! and oltp share it: only the job's parameters are the workload's own.
 
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use model::{Flag, Metric};
@@ -16,7 +17,7 @@ use model::{Flag, Metric};
 use crate::host::{drive_all, split_count, DriverJob, DriverReport, Host};
 use crate::load::LoadOutcome;
 use crate::validity::CLIENT_BOUND_FRACTION;
-use crate::wire::WireOutcome;
+use crate::wire::{Span, WireOutcome};
 use crate::workload::{Progress, StepOutput};
 
 /// Seeds of generators 1, 2... are the given seed plus multiples of this odd constant,
@@ -112,11 +113,52 @@ pub struct GeneratorRun {
     pub count: u64,
     pub duration_s: f64,
     pub cpu_s: f64,
-    /// Its measurement window on the controller's clock, Unix seconds.
+    /// When its load loop began (after the common start), on the controller's clock,
+    /// Unix seconds.
     pub started_unix_s: f64,
+    /// When its driver was back (after the drain and the connections' close), on the
+    /// controller's clock, Unix seconds.
     pub ended_unix_s: f64,
     /// How late it woke against the common start, on its own clock.
     pub start_skew_s: f64,
+}
+
+impl GeneratorRun {
+    /// Its measured window on the controller's clock, less the test's warm-up: from its
+    /// load loop's start, for its measured duration (to its last reply). The warm-up is
+    /// the same on every generator, so it shifts every window alike and leaves their
+    /// overlap and union as they are; `ended_unix_s` would add the drain, the close and
+    /// the report's way back.
+    pub fn window(&self) -> Window {
+        Window {
+            start_unix_s: self.started_unix_s,
+            duration_s: self.duration_s,
+        }
+    }
+}
+
+/// A generator's measured window: when it began on the controller's clock, and for how
+/// long. Kept as a length rather than an end: an end in Unix seconds would round a
+/// window's length by up to 0.2 us, and the union of one window would no longer be it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    pub start_unix_s: f64,
+    pub duration_s: f64,
+}
+
+/// The earliest start, Unix seconds (None when there is no window).
+fn earliest(windows: &[Window]) -> Option<f64> {
+    windows.iter().map(|w| w.start_unix_s).reduce(f64::min)
+}
+
+/// The windows' (start, end) in seconds from the earliest start (None when there is
+/// none). A difference of two close Unix times is exact, so each length stays its own.
+fn from_first(windows: &[Window]) -> Option<impl Iterator<Item = (f64, f64)> + '_> {
+    let first = earliest(windows)?;
+    Some(windows.iter().map(move |w| {
+        let start = w.start_unix_s - first;
+        (start, start + w.duration_s)
+    }))
 }
 
 /// The names and units of a workload's per-generator rate and count
@@ -227,7 +269,16 @@ pub fn drive(
         });
         outcomes.push(o);
     }
-    let Some(merged) = crate::wire::merge(outcomes) else {
+    // A test stopped by a count ends on each generator when its share is done: it
+    // lasted from the first one's start to the last one's end. Stopped by a duration,
+    // the windows are one by design.
+    let span = if shares.iter().any(|s| s.requests.is_some()) {
+        let windows: Vec<Window> = runs.iter().map(GeneratorRun::window).collect();
+        Span::Union(window_union_s(&windows))
+    } else {
+        Span::Together
+    };
+    let Some(merged) = crate::wire::merge(outcomes, span) else {
         return Err(nothing_measured(errors, n));
     };
     Ok(Driven {
@@ -239,17 +290,32 @@ pub fn drive(
 }
 
 /// The time every generator was measuring at once, seconds (0 if some never overlapped).
-pub fn window_overlap_s(windows: &[(f64, f64)]) -> f64 {
-    let start = windows
-        .iter()
-        .map(|w| w.0)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let end = windows.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
-    if windows.is_empty() {
-        0.0
-    } else {
-        (end - start).max(0.0)
-    }
+pub fn window_overlap_s(windows: &[Window]) -> f64 {
+    let Some(spans) = from_first(windows) else {
+        return 0.0;
+    };
+    let (start, end) = spans.fold((0.0, f64::INFINITY), |(s, e), w| (w.0.max(s), w.1.min(e)));
+    (end - start).max(0.0)
+}
+
+/// The time from the earliest window's start to the latest one's end, seconds (0 when
+/// there is none): the whole test's wall time.
+pub fn window_union_s(windows: &[Window]) -> f64 {
+    from_first(windows).map_or(0.0, |spans| spans.map(|w| w.1).fold(0.0, f64::max))
+}
+
+/// The test's measured window on the controller's clock: from the first generator's end
+/// of `warmup` (the same on each) to the last one's last reply. None when no generator
+/// reported, or its clock made no sense.
+pub fn measured_window(
+    runs: &[GeneratorRun],
+    warmup: Duration,
+) -> Option<(SystemTime, SystemTime)> {
+    let windows: Vec<Window> = runs.iter().map(GeneratorRun::window).collect();
+    let first = Duration::try_from_secs_f64(earliest(&windows)?).ok()?;
+    let union = Duration::try_from_secs_f64(window_union_s(&windows)).ok()?;
+    let start = UNIX_EPOCH.checked_add(first)?.checked_add(warmup)?;
+    Some((start, start.checked_add(union)?))
 }
 
 /// Why the result fails when some generators' drivers failed (`name: why` each).
@@ -301,24 +367,20 @@ pub fn add_figures(
         }
         if !runs.is_empty() {
             let skew = runs.iter().map(|h| h.start_skew_s).fold(0.0, f64::max);
-            let windows: Vec<(f64, f64)> = runs
-                .iter()
-                .map(|h| (h.started_unix_s, h.ended_unix_s))
-                .collect();
+            let windows: Vec<Window> = runs.iter().map(GeneratorRun::window).collect();
             // How far apart the generators really began, on the controller's clock
             // (each host's start corrected by its clock offset), beside how late the
             // latest woke against the common start on its own clock.
-            let first = windows.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+            let first = windows
+                .iter()
+                .map(|w| w.start_unix_s)
+                .fold(f64::INFINITY, f64::min);
             let last = windows
                 .iter()
-                .map(|w| w.0)
+                .map(|w| w.start_unix_s)
                 .fold(f64::NEG_INFINITY, f64::max);
             let overlap = window_overlap_s(&windows);
-            let union = windows
-                .iter()
-                .map(|w| w.1)
-                .fold(f64::NEG_INFINITY, f64::max)
-                - first;
+            let union = window_union_s(&windows);
             step.metrics.extend([
                 Metric::new("start_skew_max_s", skew, "s"),
                 Metric::new("start_spread_s", (last - first).max(0.0), "s"),
@@ -364,6 +426,11 @@ impl Driven {
 
     pub fn threads(&self) -> usize {
         self.runs.iter().map(|h| h.threads).sum()
+    }
+
+    /// See [`measured_window`].
+    pub fn measured_window(&self, warmup: Duration) -> Option<(SystemTime, SystemTime)> {
+        measured_window(&self.runs, warmup)
     }
 
     /// See [`add_figures`].
@@ -425,14 +492,62 @@ mod tests {
         assert!(format!("{e}").contains("-n 2"), "{e}");
     }
 
+    /// Windows from (start, end) pairs.
+    fn windows(pairs: &[(f64, f64)]) -> Vec<Window> {
+        pairs
+            .iter()
+            .map(|&(start_unix_s, end)| Window {
+                start_unix_s,
+                duration_s: end - start_unix_s,
+            })
+            .collect()
+    }
+
     #[test]
     fn overlap_is_the_intersection_of_the_windows() {
         assert_eq!(
-            window_overlap_s(&[(0.0, 10.0), (1.0, 9.0), (2.0, 12.0)]),
+            window_overlap_s(&windows(&[(0.0, 10.0), (1.0, 9.0), (2.0, 12.0)])),
             7.0
         );
-        assert_eq!(window_overlap_s(&[(0.0, 1.0), (2.0, 3.0)]), 0.0);
+        assert_eq!(window_overlap_s(&windows(&[(0.0, 1.0), (2.0, 3.0)])), 0.0);
         assert_eq!(window_overlap_s(&[]), 0.0);
+    }
+
+    #[test]
+    fn the_measured_window_is_the_first_end_of_warm_up_to_the_last_reply() {
+        // Two generators began 10 ms apart and measured 2 s and 1.5 s after a 1 s
+        // warm-up: the test measured from the first one's warm-up end for 2 s.
+        let t = 1_752_000_000.0;
+        let runs = [run("a", (t + 0.01, t + 1.51)), run("b", (t, t + 2.0))];
+        let (from, to) = measured_window(&runs, Duration::from_secs(1)).unwrap();
+        let unix = |s: SystemTime| s.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+        assert!((unix(from) - (t + 1.0)).abs() < 1e-6, "{}", unix(from) - t);
+        assert!((unix(to) - (t + 3.0)).abs() < 1e-6, "{}", unix(to) - t);
+        assert_eq!(measured_window(&[], Duration::ZERO), None);
+    }
+
+    #[test]
+    fn union_is_the_first_start_to_the_last_end() {
+        assert_eq!(
+            window_union_s(&windows(&[(1.0, 10.0), (0.0, 9.0), (2.0, 12.0)])),
+            12.0
+        );
+        assert_eq!(window_union_s(&windows(&[(0.0, 1.0), (2.0, 3.0)])), 3.0);
+        assert_eq!(window_union_s(&[]), 0.0);
+        // In Unix seconds, the union holds each window's length exactly.
+        let (a, b) = (
+            Window {
+                start_unix_s: 1_752_000_000.123_456,
+                duration_s: 0.062_031_7,
+            },
+            Window {
+                start_unix_s: 1_752_000_000.123_457,
+                duration_s: 0.051_2,
+            },
+        );
+        assert_eq!(window_union_s(&[a]), a.duration_s);
+        assert!(window_union_s(&[a, b]) >= a.duration_s);
+        assert!(window_union_s(&[b, a]) >= b.duration_s);
     }
 
     fn run(host: &str, window: (f64, f64)) -> GeneratorRun {
@@ -442,10 +557,10 @@ mod tests {
             connections: 2,
             rate: 100.0,
             count: 300,
-            duration_s: 3.0,
+            duration_s: window.1 - window.0,
             cpu_s: 0.3,
             started_unix_s: window.0,
-            ended_unix_s: window.1,
+            ended_unix_s: window.1 + 0.1,
             start_skew_s: 0.001,
         }
     }

@@ -114,6 +114,19 @@ struct Pending {
     intended_ns: u64,
 }
 
+impl Pending {
+    /// Does this request count (its reply, or its loss)? Open loop: intended after the
+    /// warm-up; closed loop: sent after it.
+    #[inline]
+    fn measured(&self, warm_ns: u64) -> bool {
+        if self.intended_ns != self.sent_ns {
+            self.intended_ns >= warm_ns
+        } else {
+            self.sent_ns >= warm_ns
+        }
+    }
+}
+
 /// The requests in flight on one connection, oldest first, run-length encoded: the
 /// requests of one pipelined batch (same class, send and intended time) are one entry and
 /// a count, so that queueing a request is a compare and an increment instead of a push,
@@ -162,6 +175,15 @@ impl Inflight {
     fn clear(&mut self) {
         self.runs.clear();
         self.len = 0;
+    }
+
+    /// How many of the requests in flight count (see [`Pending::measured`]).
+    fn measured(&self, warm_ns: u64) -> u64 {
+        self.runs
+            .iter()
+            .filter(|(p, _)| p.measured(warm_ns))
+            .map(|(_, n)| u64::from(*n))
+            .sum()
     }
 }
 
@@ -437,9 +459,10 @@ where
             let dl = *drain_deadline.get_or_insert(now + wait.as_nanos() as u64);
             if now >= dl {
                 for c in conns.iter_mut() {
-                    for _ in 0..c.inflight.len() {
-                        rec.connection_error("no reply before the end of the test".into());
-                    }
+                    rec.lost_requests(
+                        "no reply before the end of the test",
+                        c.inflight.measured(warm_ns),
+                    );
                     c.inflight.clear();
                 }
                 break;
@@ -538,7 +561,7 @@ where
                         reconnect(c, &mut poll, slot, &mut rec);
                     }
                     Err(why) => {
-                        fail_conn(c, &mut rec, &why);
+                        fail_conn(c, &mut rec, &why, warm_ns);
                         reconnect(c, &mut poll, slot, &mut rec);
                     }
                 }
@@ -702,12 +725,7 @@ fn read_replies<P: Protocol>(
                                 return Err("reply without a request (protocol out of sync)".into());
                             };
                             replies += 1;
-                            let measured = if p.intended_ns != p.sent_ns {
-                                p.intended_ns >= warm_ns
-                            } else {
-                                p.sent_ns >= warm_ns
-                            };
-                            if measured {
+                            if p.measured(warm_ns) {
                                 let sent = p.sent_ns - warm_ns.min(p.sent_ns);
                                 let intended = p.intended_ns - warm_ns.min(p.intended_ns);
                                 let class = p.class as usize;
@@ -752,13 +770,11 @@ fn read_replies<P: Protocol>(
     }
 }
 
-/// Count the failure and the replies it lost.
-fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str) {
+/// Count the failure, once, and the measured requests it lost, once each (httperf
+/// counts a lost request as one error; the failure is not another).
+fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str, warm_ns: u64) {
     rec.connection_error(why.to_string());
-    let lost = c.inflight.len();
-    for _ in 0..lost {
-        rec.connection_error(format!("request lost: {why}"));
-    }
+    rec.lost_requests(why, c.inflight.measured(warm_ns));
     c.inflight.clear();
     c.stream = None;
 }

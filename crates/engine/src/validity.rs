@@ -141,12 +141,18 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
         }
         errors_total += c.error_count();
     }
-    let conn_errors: u64 = out.connection_errors.values().sum();
+    // A request lost with its connection is one error (httperf's count); the failure
+    // that lost it is not another, and has its own metric.
+    let lost = out.lost_count();
+    let conn_failures = out.connection_error_count();
     metrics.push(Metric::new(
         "errors_total",
-        (errors_total + conn_errors) as f64,
+        (errors_total + lost) as f64,
         "errors",
     ));
+    for (kind, n) in &out.lost_requests {
+        metrics.push(Metric::new("lost_requests", *n as f64, "requests").label("kind", kind));
+    }
     for (kind, n) in &out.connection_errors {
         metrics.push(Metric::new("connection_errors", *n as f64, "errors").label("kind", kind));
     }
@@ -231,15 +237,17 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
             ),
         ));
     }
-    let all_errors = errors_total + conn_errors;
-    if all_errors > 0 {
-        flags.push(Flag::warning(
-            "errors",
-            format!(
-                "{all_errors} errors ({:.3}% of requests)",
-                100.0 * all_errors as f64 / (total + conn_errors).max(1) as f64
-            ),
-        ));
+    let all_errors = errors_total + lost;
+    if all_errors > 0 || conn_failures > 0 {
+        // Of the requests made: those answered and those lost.
+        let mut why = format!(
+            "{all_errors} errors ({:.3}% of requests)",
+            100.0 * all_errors as f64 / (total + lost).max(1) as f64
+        );
+        if conn_failures > 0 {
+            why.push_str(&format!("; {conn_failures} connection failure(s)"));
+        }
+        flags.push(Flag::warning("errors", why));
     }
     if let Some(offered) = out.offered_rate {
         metrics.push(Metric::new("offered_rate_per_s", offered, "ops/s"));
@@ -315,6 +323,7 @@ mod tests {
             offered_rate: Some(10_000.0),
             late_sends,
             connection_errors: BTreeMap::new(),
+            lost_requests: BTreeMap::new(),
             reconnects: 0,
             bytes_tx: 0,
             bytes_rx: 0,

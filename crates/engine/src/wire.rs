@@ -35,6 +35,8 @@ pub struct WireOutcome {
     offered_rate: Option<f64>,
     late_sends: u64,
     connection_errors: BTreeMap<String, u64>,
+    #[serde(default)]
+    lost_requests: BTreeMap<String, u64>,
     reconnects: u64,
     bytes_tx: u64,
     bytes_rx: u64,
@@ -70,6 +72,7 @@ impl From<&LoadOutcome> for WireOutcome {
             offered_rate: o.offered_rate,
             late_sends: o.late_sends,
             connection_errors: o.connection_errors.clone(),
+            lost_requests: o.lost_requests.clone(),
             reconnects: o.reconnects,
             bytes_tx: o.bytes_tx,
             bytes_rx: o.bytes_rx,
@@ -110,6 +113,7 @@ impl TryFrom<WireOutcome> for LoadOutcome {
             offered_rate: w.offered_rate,
             late_sends: w.late_sends,
             connection_errors: w.connection_errors,
+            lost_requests: w.lost_requests,
             reconnects: w.reconnects,
             bytes_tx: w.bytes_tx,
             bytes_rx: w.bytes_rx,
@@ -120,12 +124,27 @@ impl TryFrom<WireOutcome> for LoadOutcome {
     }
 }
 
+/// How the generators of one test ended, which says how long the merged test lasted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Span {
+    /// After one duration, behind one start barrier: their measured windows are one by
+    /// design, and the merged throughput is the sum of theirs.
+    Together,
+    /// Each after its share of a count, at its own time: the test lasted this many
+    /// seconds, the union of their measured windows on the controller's clock
+    /// ([`crate::spread::window_union_s`]), and the merged throughput is the requests
+    /// over that wall time, as redis-benchmark's (requests / wall time of the whole test).
+    Union(f64),
+}
+
 /// Merge the outcomes of generators that ran the same test at the same time (behind
-/// one start barrier): counts and histograms add exactly, rates add, interval rates add
-/// interval by interval, CPU time adds. The merged duration is the one at which the
-/// merged count gives the sum of the generators' throughputs (each over its own
-/// window), so `throughput()` is that sum.
-pub fn merge(outcomes: Vec<LoadOutcome>) -> Option<LoadOutcome> {
+/// one start barrier): counts and histograms add exactly, interval rates add interval
+/// by interval over the intervals every generator has, CPU time adds. The merged duration is the test's `span`: for a test
+/// stopped by a duration, the one at which the merged count gives the sum of the
+/// generators' throughputs (each over its own window); for a test stopped by a count,
+/// the union of their windows. A lone generator's duration is its own.
+pub fn merge(outcomes: Vec<LoadOutcome>, span: Span) -> Option<LoadOutcome> {
+    let lone = outcomes.len() == 1;
     let mut it = outcomes.into_iter();
     let first = it.next()?;
     let mut rate_sum = first.throughput();
@@ -138,9 +157,10 @@ pub fn merge(outcomes: Vec<LoadOutcome>) -> Option<LoadOutcome> {
                 None => acc.classes.push(c.clone()),
             }
         }
-        if acc.interval_rates.len() < o.interval_rates.len() {
-            acc.interval_rates.resize(o.interval_rates.len(), 0.0);
-        }
+        // Each generator's series ends at its last whole interval (its last reply just
+        // before a whole second cuts that second): an interval one generator has and
+        // another cut holds only part of the load, not the whole's rate.
+        acc.interval_rates.truncate(o.interval_rates.len());
         for (a, r) in acc.interval_rates.iter_mut().zip(&o.interval_rates) {
             *a += r;
         }
@@ -152,6 +172,9 @@ pub fn merge(outcomes: Vec<LoadOutcome>) -> Option<LoadOutcome> {
         for (k, v) in &o.connection_errors {
             *acc.connection_errors.entry(k.clone()).or_insert(0) += v;
         }
+        for (k, v) in &o.lost_requests {
+            *acc.lost_requests.entry(k.clone()).or_insert(0) += v;
+        }
         acc.reconnects += o.reconnects;
         acc.bytes_tx += o.bytes_tx;
         acc.bytes_rx += o.bytes_rx;
@@ -161,9 +184,16 @@ pub fn merge(outcomes: Vec<LoadOutcome>) -> Option<LoadOutcome> {
             acc.stopped_early = o.stopped_early;
         }
     }
-    let total = acc.total_count() as f64;
-    if rate_sum > 0.0 {
-        acc.duration_s = total / rate_sum;
+    if !lone {
+        match span {
+            Span::Together => {
+                let total = acc.total_count() as f64;
+                if rate_sum > 0.0 {
+                    acc.duration_s = total / rate_sum;
+                }
+            }
+            Span::Union(s) => acc.duration_s = s,
+        }
     }
     Some(acc)
 }
@@ -187,6 +217,7 @@ mod tests {
             offered_rate: None,
             late_sends: 0,
             connection_errors: BTreeMap::new(),
+            lost_requests: BTreeMap::new(),
             reconnects: 0,
             bytes_tx: 0,
             bytes_rx: 0,
@@ -209,7 +240,7 @@ mod tests {
             let text = serde_json::to_string(&WireOutcome::from(o)).unwrap();
             LoadOutcome::try_from(serde_json::from_str::<WireOutcome>(&text).unwrap()).unwrap()
         };
-        let merged = merge(vec![wire(&a), wire(&b)]).unwrap();
+        let merged = merge(vec![wire(&a), wire(&b)], Span::Together).unwrap();
         let mut union = new_latency_histogram();
         for v in fast.iter().chain(&slow) {
             union.record(*v).unwrap();
@@ -235,11 +266,45 @@ mod tests {
     }
 
     #[test]
+    fn a_test_stopped_by_a_count_lasts_the_union_of_the_windows() {
+        // Two generators of 5,000 requests, done at 0.5 s and 1 s: the server answered
+        // 10,000 in 1 s, not 10,000/s + 5,000/s.
+        let a = outcome(&vec![5_000; 5_000], 0.5);
+        let b = outcome(&vec![5_000; 5_000], 1.0);
+        let m = merge(vec![a.clone(), b], Span::Union(1.0)).unwrap();
+        assert_eq!(m.duration_s, 1.0);
+        assert!(
+            (m.throughput() - 10_000.0).abs() < 1e-6,
+            "{}",
+            m.throughput()
+        );
+        // A lone generator's duration is its own, whatever the span.
+        let lone = merge(vec![a], Span::Union(7.0)).unwrap();
+        assert_eq!(lone.duration_s, 0.5);
+    }
+
+    #[test]
+    fn interval_rates_merge_over_the_intervals_every_generator_has() {
+        // Two generators of a 3 s test at 500/s each: one's last reply came just after
+        // 3 s (three whole intervals), the other's just before (two). Padding the short
+        // series with a zero read a third second of 500/s: a false minimum, and a
+        // stddev of 289 for a steady 1,000/s.
+        let mut a = outcome(&vec![5_000; 1_500], 3.001);
+        a.interval_rates = vec![500.0, 500.0, 500.0];
+        let mut b = outcome(&vec![5_000; 1_500], 2.999);
+        b.interval_rates = vec![500.0, 500.0];
+        for pair in [vec![a.clone(), b.clone()], vec![b, a]] {
+            let m = merge(pair, Span::Together).unwrap();
+            assert_eq!(m.interval_rates, vec![1_000.0, 1_000.0]);
+        }
+    }
+
+    #[test]
     fn throughput_is_the_sum_of_each_generators_rate() {
         // One generator ran 2 s, the other 1 s: 1000/s + 1000/s.
         let a = outcome(&vec![5_000; 2_000], 2.0);
         let b = outcome(&vec![5_000; 1_000], 1.0);
-        let m = merge(vec![a, b]).unwrap();
+        let m = merge(vec![a, b], Span::Together).unwrap();
         assert!(
             (m.throughput() - 2_000.0).abs() < 1e-6,
             "{}",

@@ -1,16 +1,22 @@
 //! The shared load loop against an in-process fake server (a line protocol: each `x\n`
-//! is answered `ok\n`, optionally after a delay). Real servers are exercised by the
+//! is answered `ok\n`, optionally after a delay), and one test spread over two
+//! generators in this process and put back together. Real servers are exercised by the
 //! workload crates' tests; these pin the loop's own arithmetic.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use engine::host::{
+    unix_s, CommandRun, DriverJob, DriverReport, Host, Roles, ServiceHandle, TelemetryInfo,
+    TelemetrySettings,
+};
 use engine::load::{run_sessions, run_stream, Executed, Latency, Outcome, Protocol, Session};
-use engine::workload::Progress;
-use engine::{LoadShape, LoadSpec, StopAfter};
+use engine::wire::WireOutcome;
+use engine::workload::{Params, Progress};
+use engine::{capacity, spread, validity, LoadShape, LoadSpec, StopAfter};
 use rackbench_engine as engine;
 use rand::rngs::SmallRng;
 
@@ -331,6 +337,9 @@ fn sessions_that_all_break_stop_early_with_measurements_kept() {
     .unwrap();
     assert_eq!(out.total_count(), 20);
     assert_eq!(out.stopped_early.as_deref(), Some("session broke"));
+    // Each session's failure once, and the call it was making lost once.
+    assert_eq!(out.connection_error_count(), 2);
+    assert_eq!(out.lost_count(), 2);
 }
 
 /// A session that waits `wait` around each operation (a TPC-C terminal's keying and
@@ -441,6 +450,62 @@ impl Protocol for LineClose {
 }
 
 #[test]
+fn a_request_lost_with_its_connection_is_one_error() {
+    // A server that answers 9 requests of each connection and closes it on the 10th
+    // without an answer: 200 requests on one connection are 20 connections, 180 replies
+    // and 20 requests lost, each with its connection. httperf counts 20 errors in 200
+    // attempts, 10%; counting each failure as an error besides its lost request said
+    // 40 errors, 40 / 220 = 18.2%.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(conn) = conn else { break };
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                let mut r = BufReader::new(conn);
+                for _ in 0..9 {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || w.write_all(b"ok\n").is_err() {
+                        return;
+                    }
+                }
+                // The 10th request is read, then the connection closed under it.
+                let mut line = String::new();
+                let _ = r.read_line(&mut line);
+            });
+        }
+    });
+    let s = LoadSpec {
+        connections: 1,
+        ..spec(StopAfter::Requests(200))
+    };
+    let out = run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.total_count(), 180);
+    let step = validity::step_output(&s, &out, "ops_per_s", "ops/s");
+    let sum = |name: &str| -> f64 {
+        step.metrics
+            .iter()
+            .filter(|m| m.name == name)
+            .map(|m| m.value)
+            .sum()
+    };
+    assert_eq!(sum("errors_total"), 20.0);
+    assert_eq!(sum("lost_requests"), 20.0);
+    // The failures stay a metric of their own, one each.
+    assert_eq!(sum("connection_errors"), 20.0);
+    let flag = step.flags.iter().find(|f| f.code == "errors").unwrap();
+    assert!(
+        flag.message.contains("20 errors (10.000% of requests)"),
+        "{}",
+        flag.message
+    );
+    // autobench's errors column for a capacity step: the same 10%.
+    let rs = capacity::RateStep::from_outcome(0.0, &out);
+    assert!((rs.errors_pct() - 10.0).abs() < 1e-9, "{}", rs.errors_pct());
+}
+
+#[test]
 fn a_server_that_announces_close_loses_no_request() {
     // Answers three requests per connection, the third with `ok bye`, then closes.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -483,4 +548,169 @@ fn a_server_that_announces_close_loses_no_request() {
         out.connection_errors
     );
     assert!(out.reconnects >= 18, "{}", out.reconnects);
+}
+
+/// A load generator in this process that runs a job as a host's driver does: its own
+/// progress, the load loop connected first and then waiting for the common start, its
+/// window on this (the controller's) clock. Jobs are `connections` and `requests` of the
+/// line protocol against the job's endpoints.
+struct InProcess(&'static str);
+
+impl Host for InProcess {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn address(&self) -> String {
+        "127.0.0.1".into()
+    }
+    fn start_lead(&self) -> Duration {
+        Duration::from_millis(50)
+    }
+    fn disclosure(&self, _role: &str) -> anyhow::Result<model::HostDisclosure> {
+        anyhow::bail!("a test host discloses nothing")
+    }
+    fn start_service(&self, _workload: &str, _params: &Params) -> anyhow::Result<ServiceHandle> {
+        anyhow::bail!("a test host runs no service")
+    }
+    fn service_query(&self, _id: u64, _what: &str) -> anyhow::Result<serde_json::Value> {
+        anyhow::bail!("a test host runs no service")
+    }
+    fn service_exited(&self, _id: u64) -> anyhow::Result<Option<String>> {
+        Ok(None)
+    }
+    fn stop_service(&self, _id: u64) {}
+    fn drive(
+        &self,
+        job: &DriverJob,
+        start_at: SystemTime,
+        _progress: &Progress,
+    ) -> anyhow::Result<DriverReport> {
+        let n = |k: &str| job.params[k].as_u64().unwrap();
+        let s = LoadSpec {
+            connections: n("connections") as usize,
+            stop: StopAfter::Requests(n("requests")),
+            threads: 1,
+            ..LoadSpec::default()
+        };
+        let endpoints: Vec<SocketAddr> = job.endpoints.iter().map(|e| e.parse().unwrap()).collect();
+        let progress = Progress::default();
+        *progress.start_at.lock().unwrap() = Some(start_at);
+        let out = run_stream(&s, &endpoints, &["x"], |_| Line, &progress)?;
+        let ended = SystemTime::now();
+        let (started, late) = progress
+            .started
+            .lock()
+            .unwrap()
+            .expect("waited for the start");
+        Ok(DriverReport {
+            host: self.0.into(),
+            report: serde_json::to_value(WireOutcome::from(&out))?,
+            started_unix_s: unix_s(started),
+            ended_unix_s: unix_s(ended),
+            start_skew_s: late.as_secs_f64(),
+        })
+    }
+    fn interrupt(&self) {}
+    fn telemetry_start(&self, _settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo> {
+        anyhow::bail!("a test host samples nothing")
+    }
+    fn telemetry_take(&self) -> Vec<model::TelemetrySample> {
+        Vec::new()
+    }
+    fn telemetry_mark(&self) -> Option<u64> {
+        None
+    }
+    fn telemetry_since(&self, _mark: u64) -> Vec<model::TelemetrySample> {
+        Vec::new()
+    }
+    fn set_warmup(&self, _on: bool) {}
+    fn unwatch_servers(&self) {}
+    fn measure_idle(&self, _secs: f64) -> anyhow::Result<Option<model::IdlePower>> {
+        Ok(None)
+    }
+    fn run_commands(&self, _commands: &[String]) -> anyhow::Result<Vec<CommandRun>> {
+        Ok(Vec::new())
+    }
+    fn shutdown(&self) {}
+}
+
+/// Drive `requests` over two in-process generators behind one start barrier, generator
+/// i against `endpoints[i]`, and merge.
+fn drive_two(endpoints: [SocketAddr; 2], requests: u64) -> spread::Driven {
+    let hosts: Vec<Arc<dyn Host>> = vec![Arc::new(InProcess("a")), Arc::new(InProcess("b"))];
+    let roles = Roles {
+        sut: hosts[0].clone(),
+        loadgens: hosts,
+    };
+    let load = spread::Load {
+        connections: 4,
+        requests: Some(requests),
+        rate: None,
+        seed: 1,
+        threads: 1,
+        connections_flag: "-c",
+        requests_flag: "-n",
+    };
+    let shares = spread::shares(&load, 2).unwrap();
+    let progress = Arc::new(Progress::default());
+    spread::drive(&roles, &shares, 1, &progress, |i, s| DriverJob {
+        workload: "line".into(),
+        test: "x".into(),
+        params: serde_json::json!({"connections": s.connections, "requests": s.requests})
+            .as_object()
+            .unwrap()
+            .clone(),
+        endpoints: vec![endpoints[i].to_string()],
+        index: i,
+        generators: 2,
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_test_stopped_by_a_count_lasts_from_the_first_start_to_the_last_end() {
+    // 600 requests over two generators (-n 600 -c 4), 300 each on 2 connections, one
+    // against a server answering in 1 ms (done in ~0.16 s), the other in 4 ms (~0.6 s).
+    // The servers answered 600 requests in ~0.6 s: ~1,000/s, as redis-benchmark would
+    // say (requests / wall time). Adding each one's rate over its own window said
+    // ~2,400/s.
+    let fast = fake(Duration::from_millis(1), None);
+    let slow = fake(Duration::from_millis(4), None);
+    let d = drive_two([fast.addr, slow.addr], 600);
+    assert_eq!(d.merged.total_count(), 600);
+    let (a, b) = (&d.runs[0], &d.runs[1]);
+    assert!(
+        b.duration_s > 2.0 * a.duration_s,
+        "the slow generator took {} s, the fast {} s",
+        b.duration_s,
+        a.duration_s
+    );
+    let first_start = a.started_unix_s.min(b.started_unix_s);
+    let last_end = (a.started_unix_s + a.duration_s).max(b.started_unix_s + b.duration_s);
+    let wall = last_end - first_start;
+    assert!(
+        (d.merged.duration_s - wall).abs() < 1e-6,
+        "merged duration {} s, wall time {wall} s",
+        d.merged.duration_s
+    );
+    let sum_of_rates = a.rate + b.rate;
+    assert!(
+        d.merged.throughput() < 0.8 * sum_of_rates,
+        "merged {}/s is the sum of the generators' rates ({sum_of_rates}/s)",
+        d.merged.throughput()
+    );
+    // The figures that derive from the duration follow it: per-operation rate, bytes.
+    let spec = LoadSpec {
+        connections: d.connections(),
+        threads: d.threads(),
+        ..spec(StopAfter::Requests(600))
+    };
+    let step = validity::step_output(&spec, &d.merged, "ops_per_s", "ops/s");
+    let per_op = step
+        .metrics
+        .iter()
+        .find(|m| m.name == "ops_per_s" && m.labels.get("op").map(String::as_str) == Some("x"))
+        .unwrap();
+    assert!((per_op.value - 600.0 / wall).abs() < 1e-6 * per_op.value);
+    assert_eq!(step.duration_s, d.merged.duration_s);
 }

@@ -204,10 +204,13 @@ impl Watch for HostsWatch {
     fn mark(&self) -> Option<u64> {
         self.sut.telemetry_mark()
     }
-    fn since_mark(&self, mark: u64) -> Vec<Metric> {
-        window_metrics(&telemetry::sampler::summarize(
-            &self.sut.telemetry_since(mark),
-        ))
+    fn since_mark(&self, mark: u64, window: Option<(f64, f64)>) -> Vec<Metric> {
+        let mut samples = self.sut.telemetry_since(mark);
+        if let Some((from_s, to_s)) = window {
+            // The mark closed an interval: the first sample since begins at it.
+            samples = telemetry::within(&samples, from_s, to_s);
+        }
+        window_metrics(&telemetry::sampler::summarize(&samples))
     }
 }
 

@@ -20,5 +20,5 @@ pub use power::{
     PowerSources,
 };
 pub use sampler::{
-    measure_idle, summarize, summarize_with_notes, Sampler, SamplerConfig, MIN_INTERVAL,
+    measure_idle, summarize, summarize_with_notes, within, Sampler, SamplerConfig, MIN_INTERVAL,
 };

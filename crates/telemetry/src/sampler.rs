@@ -547,6 +547,30 @@ impl<const N: usize> Acc<N> {
     }
 }
 
+/// The part of one host's consecutive samples (as [`Sampler::since`] returns them) from
+/// `from_s` to `to_s` seconds after the first one began. A sample partly inside keeps
+/// its figures (its interval's means) and weighs only as much as its part inside, so a
+/// summary of the result is exact to within one sampling interval at each end; a
+/// sample outside is left out.
+pub fn within(samples: &[TelemetrySample], from_s: f64, to_s: f64) -> Vec<TelemetrySample> {
+    let Some(first) = samples.first() else {
+        return Vec::new();
+    };
+    // Each sample ends at t_s and covers the interval_s before it.
+    let origin = first.t_s - first.interval_s;
+    samples
+        .iter()
+        .filter_map(|s| {
+            let end = s.t_s - origin;
+            let inside = end.min(to_s) - (end - s.interval_s).max(from_s);
+            (inside > 0.0).then(|| TelemetrySample {
+                interval_s: inside,
+                ..s.clone()
+            })
+        })
+        .collect()
+}
+
 /// Per-host means over the non-warm-up samples, weighted by interval length. A NIC,
 /// disk, process or power zone present in only some samples is averaged over those.
 /// Hosts with no measured sample are left out.

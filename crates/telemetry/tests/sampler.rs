@@ -265,6 +265,52 @@ fn summary_is_interval_weighted() {
 }
 
 #[test]
+fn a_window_after_the_mark_keeps_its_part_of_each_sample() {
+    // Four 1 s samples since a mark 10 s into the run: 200 W idle (the start's lead and
+    // warm-up), 400 W twice (the measured load), 200 W (the drain and after). The step
+    // measured from 0.5 s to 3.0 s after the mark: its power is 360 W by the parts
+    // inside (0.5 s of 200 W, 2 s of 400 W); over the whole, 300 W.
+    let mk = |t_s: f64, watts: f64| model::TelemetrySample {
+        host: "h".into(),
+        t_s,
+        interval_s: 1.0,
+        warmup: false,
+        cpus: vec![],
+        ctxt_per_s: 0.0,
+        intr_per_s: 0.0,
+        nics: vec![],
+        disks: vec![],
+        freq_mhz: vec![],
+        procs: vec![],
+        power: vec![model::PowerReading {
+            source: "meter".into(),
+            zone: "system".into(),
+            watts,
+            whole_system: true,
+            modelled: false,
+        }],
+    };
+    let since = [
+        mk(11.0, 200.0),
+        mk(12.0, 400.0),
+        mk(13.0, 400.0),
+        mk(14.0, 200.0),
+    ];
+    let watts = |s: &[model::TelemetrySample]| summarize(s)[0].power[0].mean_watts;
+    assert!((watts(&since) - 300.0).abs() < 1e-9);
+    let w = telemetry::within(&since, 0.5, 3.0);
+    assert_eq!(
+        w.iter().map(|s| s.interval_s).collect::<Vec<_>>(),
+        vec![0.5, 1.0, 1.0]
+    );
+    assert!((watts(&w) - 360.0).abs() < 1e-9, "{}", watts(&w));
+    // The measured load alone, on the samples' edges: 400 W.
+    assert!((watts(&telemetry::within(&since, 1.0, 3.0)) - 400.0).abs() < 1e-9);
+    assert!(telemetry::within(&since, 5.0, 6.0).is_empty());
+    assert!(telemetry::within(&[], 0.0, 1.0).is_empty());
+}
+
+#[test]
 fn measure_idle_uses_every_source_and_refuses_without_one() {
     let fake = Fake::new();
     let mut cfg = fake.cfg();

@@ -180,6 +180,7 @@ impl Http {
         let out = &d.spread.merged;
         let mut s = RateStep::from_outcome(rate_per_s, out);
         s.started_at = Some(started);
+        s.window = d.spread.measured_window(d.spec.warmup);
         let n = out.total_count();
         if n > 0 {
             let cpu = out.loadgen_cpu_user_s + out.loadgen_cpu_sys_s;
@@ -233,7 +234,9 @@ impl Http {
             step.metrics
                 .push(Metric::new("server_requests", served as f64, "requests"));
             let claimed = out.total_count();
-            let lost: u64 = out.connection_errors.values().sum();
+            // Lost requests may have reached nginx; a failed connection may be what
+            // lost them.
+            let lost = out.lost_count() + out.connection_error_count();
             let slack = (spec.connections * spec.pipeline) as u64;
             if spec.warmup.is_zero()
                 && lost == 0

@@ -225,7 +225,9 @@ impl Workload for Kv {
             step.metrics
                 .push(Metric::new("server_calls", server_calls as f64, "calls"));
             let claimed = out.total_count();
-            let lost: u64 = out.connection_errors.values().sum();
+            // Lost requests may have reached the servers; a failed connection may be
+            // what lost them.
+            let lost = out.lost_count() + out.connection_error_count();
             // A failed generator's requests reached the servers but not the merge.
             if d.spec.warmup.is_zero()
                 && lost == 0
@@ -290,6 +292,7 @@ impl Kv {
         let d = self.drive("mix", &params, ctx)?;
         let mut s = capacity::RateStep::from_outcome(rate, &d.spread.merged);
         s.started_at = Some(started);
+        s.window = d.spread.measured_window(d.spec.warmup);
         if let Some(why) = d.spread.failure() {
             s.error = Some(why);
         }

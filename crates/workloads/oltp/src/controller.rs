@@ -281,7 +281,8 @@ impl Oltp {
             }
             outcomes.push(d.outcome);
         }
-        let Some(merged) = engine::wire::merge(outcomes) else {
+        // Every oltp test runs for a duration, behind one start barrier.
+        let Some(merged) = engine::wire::merge(outcomes, engine::wire::Span::Together) else {
             return Err(generators::nothing_measured(errors, n));
         };
         Ok(Driven {
@@ -373,6 +374,8 @@ impl Oltp {
         let d = self.drive("step", Some(rate), Some(secs), ctx)?;
         let mut step = RateStep::from_outcome(rate, &d.merged);
         step.started_at = Some(started);
+        // A step has no ramp-up: it measures from the common start.
+        step.window = generators::measured_window(&d.runs, Duration::ZERO);
         if let Some(why) = generators::failure(&d.failed) {
             step.error = Some(why);
         }

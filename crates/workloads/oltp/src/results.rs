@@ -477,6 +477,7 @@ mod tests {
             offered_rate: None,
             late_sends: 0,
             connection_errors: BTreeMap::new(),
+            lost_requests: BTreeMap::new(),
             reconnects: 0,
             bytes_tx: 0,
             bytes_rx: 0,
