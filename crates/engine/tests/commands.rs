@@ -101,6 +101,9 @@ fn killed_while_running(test: &str, kind: &str, shell: bool) {
     wait_until("the command starts", Duration::from_secs(10), || {
         running(&m).len() >= want
     });
+    // A probe is registered by its runner microseconds after it shows in /proc (see
+    // engine::command::Kind::Probe): the kill comes after that.
+    std::thread::sleep(Duration::from_millis(100));
     holder.kill().unwrap();
     holder.wait().unwrap();
     let t0 = Instant::now();
@@ -144,14 +147,19 @@ fn killing_every_child_ends_the_commands_under_way() {
         .into_iter()
         .map(|kind| {
             let cmd = format!("sleep {m}");
-            std::thread::spawn(move || command::run(&cmd, Duration::from_secs(600), kind))
+            std::thread::spawn(move || command::run(&cmd, Duration::from_secs(30), kind))
         })
         .collect();
     wait_until("both commands start", Duration::from_secs(10), || {
         running(&m).len() == 2
     });
+    // A command shows in /proc a moment before its spawn returns and registers it (a
+    // window of microseconds, accepted): the kill is repeated until both waits return.
     let t0 = Instant::now();
-    engine::launch::kill_all_children();
+    while !waits.iter().all(|w| w.is_finished()) && t0.elapsed() < Duration::from_secs(2) {
+        engine::launch::kill_all_children();
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for w in waits {
         let e = w.join().unwrap().unwrap_err();
         assert!(e.contains("signal: 9"), "{e}");
