@@ -233,8 +233,13 @@ pub trait Host: Send + Sync {
     /// Idle power over `secs`, when something on this host measures power.
     fn measure_idle(&self, secs: f64) -> anyhow::Result<Option<IdlePower>>;
     /// Run shell commands here in order (a variant's setup or teardown), stopping after
-    /// the first that fails; each one's outcome comes back.
-    fn run_commands(&self, commands: &[String]) -> anyhow::Result<Vec<CommandRun>>;
+    /// the first that fails; each one's outcome comes back. A setup's commands end at a
+    /// stop request (see [`CommandsFor`]).
+    fn run_commands(
+        &self,
+        commands: &[String],
+        purpose: CommandsFor,
+    ) -> anyhow::Result<Vec<CommandRun>>;
 
     /// Stop everything this host runs for the run (services, sampler, agent).
     fn shutdown(&self);
@@ -249,18 +254,31 @@ pub struct CommandRun {
     pub output: String,
 }
 
+/// What a host's commands are for, which decides whether a stop request ends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandsFor {
+    /// A variant's setup: a stop request (Ctrl-C) ends the command under way and the
+    /// rest are not started; the run is ending, and the teardown follows.
+    Setup,
+    /// A variant's teardown: runs on after a stop request (it puts the host back); only
+    /// its timeout, an abort (a second Ctrl-C) or the end of rackbench ends it early.
+    Teardown,
+}
+
 /// How long one setup or teardown command may take.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Run `commands` with `sh -c` on this machine, in order, stopping after the first that
-/// fails (what a host's [`Host::run_commands`] does).
-pub fn run_commands_here(
-    commands: &[String],
-    run: impl Fn(&str, Duration) -> Result<String, String>,
-) -> Vec<CommandRun> {
+/// fails (what a host's [`Host::run_commands`] does). Each runs as a launched server
+/// does ([`crate::command::Kind::Lasting`]): nothing of it outlives rackbench.
+pub fn run_commands_here(commands: &[String], purpose: CommandsFor) -> Vec<CommandRun> {
+    let kind = crate::command::Kind::Lasting {
+        until_stop: purpose == CommandsFor::Setup,
+    };
     let mut out = Vec::new();
     for c in commands {
-        let (ok, output) = match run(c, COMMAND_TIMEOUT) {
+        let (ok, output) = match crate::command::run(c, COMMAND_TIMEOUT, kind) {
             Ok(o) => (true, o),
             Err(e) => (false, e),
         };

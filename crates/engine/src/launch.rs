@@ -1,7 +1,8 @@
 //! Servers rackbench launches itself: find the binary (or say how to install it), pick a
 //! free port, pin to CPUs, wait until ready, and make sure every process is gone when the
 //! run ends, fails, or is interrupted (guards kill on drop; a process-wide list lets the
-//! Ctrl-C path kill what is still running).
+//! Ctrl-C path kill what is still running). The commands rackbench runs to their end (a
+//! variant's setup, ethtool: [`crate::command`]) run under the same guard.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -462,6 +463,13 @@ impl ChildGuard {
     /// the process (see [`spawn_from_launcher`]). What the child forks into its group
     /// (nginx's workers) is killed by the reaper (see [`init_reaper`]).
     pub fn spawn(name: &str, cmd: &mut Command) -> anyhow::Result<ChildGuard> {
+        ChildGuard::start(name, cmd)
+            .with_context(|| format!("starting {name} ({:?})", cmd.get_program()))
+    }
+
+    /// [`ChildGuard::spawn`], with the spawn's own error (a command runner tells a program
+    /// not found from other failures).
+    pub(crate) fn start(name: &str, cmd: &mut Command) -> std::io::Result<ChildGuard> {
         cmd.process_group(0);
         let parent = std::process::id();
         // SAFETY: send (in tell_reaper), getpid, prctl and getppid are async-signal-safe.
@@ -480,8 +488,7 @@ impl ChildGuard {
                 Ok(())
             });
         }
-        let child = spawn_from_launcher(cmd)
-            .with_context(|| format!("starting {name} ({:?})", cmd.get_program()))?;
+        let child = spawn_from_launcher(cmd)?;
         if let Ok(mut live) = LIVE.lock() {
             live.push(child.id());
         }
@@ -490,6 +497,35 @@ impl ChildGuard {
             name: name.to_string(),
             child: Some(child),
         })
+    }
+
+    /// Spawn a probe (ethtool, dmidecode, a power meter's reading: see
+    /// [`crate::command::Kind::Probe`]) in a process group of its own and guard it.
+    ///
+    /// A probe may run while a test measures, in a rackbench holding gigabytes, so it is
+    /// spawned the way that copies nothing of rackbench: no hook between fork and exec
+    /// (std forks, copying every page table, for any such hook, and uses posix_spawn
+    /// without), so no parent-death signal either. It is known to the reaper and to
+    /// [`kill_all_children`] from here, right after the spawn, and [`crate::command`]
+    /// records it for the sweep if it lasts. Accepted: rackbench killed in the microseconds between
+    /// the spawn and the registration leaves the probe to end by itself.
+    pub(crate) fn start_probe(name: &str, cmd: &mut Command) -> std::io::Result<ChildGuard> {
+        init_reaper();
+        cmd.process_group(0);
+        let child = cmd.spawn()?;
+        tell_reaper(child.id() as i32);
+        if let Ok(mut live) = LIVE.lock() {
+            live.push(child.id());
+        }
+        Ok(ChildGuard {
+            name: name.to_string(),
+            child: Some(child),
+        })
+    }
+
+    /// The child, to take its output pipes (a command runner).
+    pub(crate) fn child_mut(&mut self) -> Option<&mut Child> {
+        self.child.as_mut()
     }
 
     pub fn pid(&self) -> u32 {
@@ -536,6 +572,13 @@ impl ChildGuard {
     /// group (what it forked, nginx's workers, included: also when it exited on its own
     /// and left them), and only then reap it.
     pub fn stop(&mut self, grace: Duration) {
+        self.end(grace);
+    }
+
+    /// [`ChildGuard::stop`], and how the child ended: its own exit status when it had
+    /// exited before the kill, else the kill's; None when it was stopped already or
+    /// cannot be reaped.
+    pub(crate) fn end(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         if let Some(mut child) = self.child.take() {
             let pid = child.id();
             // SAFETY: plain kill(2) on our own (unreaped) child's pid.
@@ -551,14 +594,17 @@ impl ChildGuard {
             unsafe {
                 libc::kill(-(pid as i32), libc::SIGKILL);
             }
-            let _ = child.kill();
-            let _ = child.wait();
+            // Forgotten everywhere before it is reaped: until then its id cannot be
+            // reused, so no list ever holds an id that is someone else's.
             if let Ok(mut live) = LIVE.lock() {
                 live.retain(|p| *p != pid);
             }
             tell_reaper(-(pid as i32));
             crate::scratch::forget_group(pid);
+            let _ = child.kill();
+            return child.wait().ok();
         }
+        None
     }
 }
 
@@ -569,7 +615,7 @@ impl Drop for ChildGuard {
 }
 
 /// Has child `pid` exited? Asked without reaping it (`WNOWAIT`): Ok(Some(how)) once it has.
-fn peek_exit(pid: u32) -> std::io::Result<Option<String>> {
+pub(crate) fn peek_exit(pid: u32) -> std::io::Result<Option<String>> {
     // SAFETY: a zeroed siginfo_t is valid; waitid fills it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let rc = unsafe {
@@ -595,7 +641,8 @@ fn peek_exit(pid: u32) -> std::io::Result<Option<String>> {
     }))
 }
 
-/// Kill every child still running (the Ctrl-C and panic path). Safe to call twice.
+/// Kill every child still running, launched servers and commands run to their end
+/// ([`crate::command`]) alike (the second Ctrl-C, the agent's exits). Safe to call twice.
 pub fn kill_all_children() {
     let pids: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     for pid in pids {

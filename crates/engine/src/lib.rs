@@ -11,6 +11,8 @@
 //! - [`plan`]: plan values, lists and ranges as sweeps, the cartesian product.
 //! - [`launch`]: servers rackbench starts itself (free ports, CPU pinning, readiness,
 //!   teardown on drop, on error and on Ctrl-C).
+//! - [`command`]: command lines run to their end (a variant's setup and teardown, the
+//!   probes that read a host), each under the launch machinery like a server.
 //! - [`host`]: the `Host` a workload acts through (system under test, load generators),
 //!   the `Service`/driver split, the start barrier.
 //! - [`stop`]: the process-wide interrupt flag set by Ctrl-C.
@@ -22,6 +24,7 @@
 
 pub mod capacity;
 pub mod capacity_tests;
+pub mod command;
 pub mod cpu_use;
 pub mod histlog;
 pub mod host;

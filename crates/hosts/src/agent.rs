@@ -145,7 +145,9 @@ fn handle(host: &LocalHost, req: Request) -> anyhow::Result<Value> {
             Value::Null
         }
         Request::MeasureIdle { secs } => serde_json::to_value(host.measure_idle(secs)?)?,
-        Request::RunCommands { commands } => serde_json::to_value(host.run_commands(&commands)?)?,
+        Request::RunCommands { commands, purpose } => {
+            serde_json::to_value(host.run_commands(&commands, purpose)?)?
+        }
         Request::Shutdown => {
             host.shutdown();
             Value::Null

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use engine::host::{
-    unix_s, CommandRun, DriverJob, DriverReport, Host, Service, ServiceCtx, ServiceHandle,
-    TelemetryInfo, TelemetrySettings,
+    unix_s, CommandRun, CommandsFor, DriverJob, DriverReport, Host, Service, ServiceCtx,
+    ServiceHandle, TelemetryInfo, TelemetrySettings,
 };
 use engine::workload::{Params, Progress, Registration};
 use model::{HostDisclosure, IdlePower, TelemetrySample};
@@ -265,11 +265,12 @@ impl Host for LocalHost {
         }
     }
 
-    fn run_commands(&self, commands: &[String]) -> anyhow::Result<Vec<CommandRun>> {
-        Ok(engine::host::run_commands_here(
-            commands,
-            telemetry::power::run_command,
-        ))
+    fn run_commands(
+        &self,
+        commands: &[String],
+        purpose: CommandsFor,
+    ) -> anyhow::Result<Vec<CommandRun>> {
+        Ok(engine::host::run_commands_here(commands, purpose))
     }
 
     fn measure_idle(&self, secs: f64) -> anyhow::Result<Option<IdlePower>> {

@@ -17,7 +17,7 @@ use engine::workload::Params;
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to the frames or messages.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Written by the agent before its first frame; anything before it is skipped.
 pub const MAGIC: &[u8] = b"\x00RACKBENCH-AGENT\x00";
@@ -93,6 +93,8 @@ pub enum Request {
     /// remote command line).
     RunCommands {
         commands: Vec<String>,
+        /// A setup's commands end at the agent's stop (the controller's Ctrl-C).
+        purpose: engine::host::CommandsFor,
     },
     /// Stop everything and exit.
     Shutdown,

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
 use engine::host::{
-    unix_s, CommandRun, DriverJob, DriverReport, Host, ServiceHandle, TelemetryInfo,
+    unix_s, CommandRun, CommandsFor, DriverJob, DriverReport, Host, ServiceHandle, TelemetryInfo,
     TelemetrySettings,
 };
 use engine::workload::{Params, Progress};
@@ -492,9 +492,14 @@ impl Host for RemoteHost {
         self.call(Request::MeasureIdle { secs })
     }
 
-    fn run_commands(&self, commands: &[String]) -> anyhow::Result<Vec<CommandRun>> {
+    fn run_commands(
+        &self,
+        commands: &[String],
+        purpose: CommandsFor,
+    ) -> anyhow::Result<Vec<CommandRun>> {
         self.call(Request::RunCommands {
             commands: commands.to_vec(),
+            purpose,
         })
     }
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use engine::host::{Host, TelemetrySettings};
+use engine::host::{CommandsFor, Host, TelemetrySettings};
 use engine::workload::{Ctx, Params, Progress, Registration, Workload};
 use hosts::{Catalog, HostSet};
 use model::{Fact, Flag, HostDisclosure, ResultRecord, RunRecord, Status};
@@ -32,6 +32,10 @@ pub use roles::{HostsPlan, PointRoles};
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     pub name: String,
+    /// Shell commands run in order on each host before the repetition; one failing fails
+    /// the run, a stop request (Ctrl-C) ends the one under way. What a command leaves
+    /// running in its process group is killed when it exits (start a service with
+    /// `systemctl`, not with `&`): nothing a command starts outlives rackbench.
     #[serde(default)]
     pub setup: Vec<String>,
     /// Runs however the repetition ends (error, Ctrl-C), when setup began.
@@ -108,12 +112,13 @@ struct VariantOn {
 
 impl VariantOn {
     /// Run the setup on every host; an error (naming the host and the command) when one
-    /// fails, after the teardown ran.
+    /// fails, after the teardown ran. None when a stop request (Ctrl-C) came during the
+    /// setup: the command under way was ended, no other started, and the teardown ran.
     fn set_up(
         variant: &Variant,
         roles: &engine::host::Roles,
         verbose: bool,
-    ) -> anyhow::Result<(VariantOn, CommandLog)> {
+    ) -> anyhow::Result<Option<(VariantOn, CommandLog)>> {
         let on = VariantOn {
             variant: variant.clone(),
             hosts: variant.hosts(roles),
@@ -122,7 +127,22 @@ impl VariantOn {
         };
         let mut log = Vec::new();
         for h in &on.hosts {
-            let runs = h.run_commands(&variant.setup)?;
+            if engine::stop::stop_requested() {
+                return Ok(None);
+            }
+            let runs = h.run_commands(&variant.setup, CommandsFor::Setup)?;
+            // A command the stop ended is not the setup failing.
+            if engine::stop::stop_requested() {
+                if verbose {
+                    engine::errln!(
+                        "rackbench: variant {}: setup on {} ended by {}",
+                        variant.name,
+                        model::printable(h.name()),
+                        engine::stop::stop_cause()
+                    );
+                }
+                return Ok(None);
+            }
             if let Some(bad) = runs.iter().find(|r| !r.ok) {
                 anyhow::bail!(
                     "variant {}: setup on {} failed: `{}`: {}",
@@ -134,7 +154,7 @@ impl VariantOn {
             }
             log.push((h.name().to_string(), runs));
         }
-        Ok((on, log))
+        Ok(Some((on, log)))
     }
 
     /// Run the teardown on every host, every command even after one failed (a teardown
@@ -146,7 +166,7 @@ impl VariantOn {
         for h in &self.hosts {
             let mut runs = Vec::new();
             for c in &self.variant.teardown {
-                match h.run_commands(std::slice::from_ref(c)) {
+                match h.run_commands(std::slice::from_ref(c), CommandsFor::Teardown) {
                     Ok(r) => runs.extend(r),
                     Err(e) => runs.push(engine::host::CommandRun {
                         command: c.clone(),
@@ -659,13 +679,16 @@ pub fn run(
             let mut variant_on = match variant {
                 None => None,
                 Some(v) => match VariantOn::set_up(v, &roles, o.verbose) {
-                    Ok((on, log)) => {
+                    Ok(Some((on, log))) => {
                         disclose_variant(&mut hosts, v, &log);
                         on.disclose_changes(&mut hosts);
                         store.update_hosts(&run_id, &hosts)?;
                         record.hosts = hosts.clone();
                         Some(on)
                     }
+                    // Stopped during the setup (torn down already): the run ends
+                    // interrupted, with what was measured before.
+                    Ok(None) => break 'run,
                     Err(e) if !any_result => {
                         telemetry.stop();
                         interrupter.stop();
@@ -966,5 +989,84 @@ impl Drop for Interrupter {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// Live (not zombie) processes with `marker` as a word of their command line.
+    fn running(marker: &str) -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                cmdline.split(|&b| b == 0).any(|w| w == marker.as_bytes())
+                    && !stat.rsplit(')').next().unwrap_or("").starts_with(" Z")
+            })
+            .collect()
+    }
+
+    /// Ctrl-C while a variant's setup command runs: the setup returns at once (not after
+    /// the command's 120 s), nothing of it is left running, the next setup command is not
+    /// started, and the teardown runs.
+    #[test]
+    fn a_stop_during_a_variants_setup_returns_at_once_and_tears_down() {
+        let dir =
+            std::env::temp_dir().join(format!("rackbench-variant-stop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (next, down) = (dir.join("next"), dir.join("down"));
+        // A `sleep` argument no other process has (about four days).
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let m = format!("3{:05}.{nanos:09}", std::process::id() % 100_000);
+        let variant = Variant {
+            name: "slow".into(),
+            setup: vec![format!("sleep {m}"), format!("touch {}", next.display())],
+            teardown: vec![format!("touch {}", down.display())],
+            on: "sut".into(),
+        };
+        let roles = hosts::local_roles(|_| None, "local", &["local"]);
+        let t0 = Instant::now();
+        let stopper = {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                while running(&m).is_empty() && t0.elapsed() < Duration::from_secs(10) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                engine::stop::request_stop();
+                Instant::now()
+            })
+        };
+        let r = VariantOn::set_up(&variant, &roles, false);
+        let returned = Instant::now();
+        let asked = stopper.join().unwrap();
+        engine::stop::reset();
+        let left = running(&m);
+        for pid in &left {
+            // SAFETY: kill(2) on a sleep this test started (a failure leaves none behind).
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        let (next_ran, torn_down) = (next.exists(), down.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            matches!(r, Ok(None)),
+            "{:?}",
+            r.map(|o| o.map(|(_, log)| log))
+        );
+        let took = returned.saturating_duration_since(asked);
+        assert!(
+            took < Duration::from_millis(500),
+            "set_up returned {took:?} after the stop"
+        );
+        assert!(left.is_empty(), "the setup command still runs as {left:?}");
+        assert!(!next_ran, "a setup command started after the stop");
+        assert!(torn_down, "the teardown did not run");
     }
 }

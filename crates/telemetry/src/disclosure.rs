@@ -10,13 +10,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use engine::command::probe;
 use model::{Fact, HostDisclosure};
 
 use crate::parse::{
     parse_bracketed_choice, parse_cache_size, parse_cpuinfo, parse_dmidecode_memory,
     parse_khz_as_mhz, parse_meminfo, parse_os_release, CpuInfoBlock,
 };
-use crate::power::{detect_power, run_command, PowerConfig};
+use crate::power::{detect_power, PowerConfig};
 
 /// Where [`collect_with`] reads from, as plain data.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,7 +81,7 @@ pub const DMIDECODE_MEMORY: &str = "dmidecode -t 17";
 /// The populated DIMMs `cmd` (a dmidecode invocation) lists. Shared by the disclosure
 /// and the `mem` workload's bandwidth bound, so both read the same devices.
 pub fn read_dimms(cmd: &str) -> Result<Vec<crate::parse::Dimm>, String> {
-    run_command(cmd, TOOL_TIMEOUT).map(|out| parse_dmidecode_memory(&out))
+    probe(cmd, TOOL_TIMEOUT).map(|out| parse_dmidecode_memory(&out))
 }
 
 struct Facts(BTreeMap<String, Fact>);
@@ -268,7 +269,7 @@ pub fn collect_with(host: &str, role: &str, src: &DisclosureSources) -> HostDisc
         None => f.unknown("virt.container", "not collected (not the live host)"),
         // Started directly, not through a shell (`|| true` was a second process on every
         // run): it prints `none` and exits 1 when there is no container.
-        Some(cmd) => match run_command(cmd, TOOL_TIMEOUT) {
+        Some(cmd) => match probe(cmd, TOOL_TIMEOUT) {
             Ok(out) if !out.trim().is_empty() => f.known("virt.container", out.trim()),
             Ok(_) => f.unknown("virt.container", format!("`{cmd}` printed nothing")),
             Err(e) if e.contains("(exit status: 1)") => f.known("virt.container", "none"),

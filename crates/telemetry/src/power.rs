@@ -18,8 +18,6 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The headline power rule is the model's, so that the sampler, the report and the TCO
@@ -547,108 +545,8 @@ fn local_bmc_present() -> bool {
         .any(|p| Path::new(p).exists())
 }
 
-/// Run `cmd` through `sh -c` in its own process group, killed after `timeout`.
-/// Returns stdout on exit status 0; otherwise an error with the first stderr line.
-pub fn run_command(cmd: &str, timeout: Duration) -> Result<String, String> {
-    use std::os::unix::process::CommandExt;
-    // A command of plain words is started directly: a shell for each of the disclosure's
-    // ethtool and dmidecode calls doubled what every run spends before it measures.
-    let mut command = match plain_words(cmd) {
-        Some(w) if !w.is_empty() => {
-            let mut c = Command::new(&w[0]);
-            c.args(&w[1..]);
-            c
-        }
-        _ => {
-            let mut c = Command::new("sh");
-            c.arg("-c").arg(cmd);
-            c
-        }
-    };
-    let child = match command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!(
-                "`{cmd}` failed (command not found: install it, or fix the path)"
-            ))
-        }
-        Err(e) => return Err(format!("could not start `{cmd}`: {e}")),
-    };
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(out)) => {
-            if out.status.success() {
-                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-            } else {
-                let err = String::from_utf8_lossy(&out.stderr);
-                let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                let hint = if out.status.code() == Some(127) {
-                    " (command not found: install it, or fix the path)"
-                } else {
-                    ""
-                };
-                Err(format!("`{cmd}` failed ({}){hint}: {first}", out.status))
-            }
-        }
-        Ok(Err(e)) => Err(format!("`{cmd}`: {e}")),
-        Err(_) => {
-            // The child is still ours (not yet reaped): kill its whole process group.
-            if let Ok(pgid) = i32::try_from(pid) {
-                // SAFETY: kill(2) with a negative pid signals the process group we created.
-                unsafe {
-                    libc::kill(-pgid, libc::SIGKILL);
-                }
-            }
-            Err(format!("`{cmd}` did not answer within {timeout:?}"))
-        }
-    }
-}
-
-/// The words of `cmd` when it needs no shell: words of letters, digits and `-_./:=,+@%`,
-/// or single-quoted; None when it has anything a shell would interpret (operators,
-/// redirections, expansions, double quotes, backslashes).
-fn plain_words(cmd: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut cur: Option<String> = None;
-    let mut chars = cmd.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' => {
-                if let Some(w) = cur.take() {
-                    words.push(w);
-                }
-            }
-            '\'' => {
-                let w = cur.get_or_insert_with(String::new);
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        q => w.push(q),
-                    }
-                }
-            }
-            c if c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c) => {
-                cur.get_or_insert_with(String::new).push(c);
-            }
-            _ => return None,
-        }
-    }
-    words.extend(cur);
-    Some(words)
-}
-
 fn read_ipmi(prefix: &str) -> Result<f64, String> {
-    let out = run_command(&format!("{prefix} dcmi power reading"), COMMAND_TIMEOUT)?;
+    let out = engine::command::probe(&format!("{prefix} dcmi power reading"), COMMAND_TIMEOUT)?;
     let r = parse_dcmi_power_reading(&out)?;
     if r.activated == Some(false) {
         return Err("the BMC reports `Power reading state is: deactivated`; \
@@ -659,7 +557,7 @@ fn read_ipmi(prefix: &str) -> Result<f64, String> {
 }
 
 fn read_meter(cmd: &str) -> Result<f64, String> {
-    let out = run_command(cmd, COMMAND_TIMEOUT)?;
+    let out = engine::command::probe(cmd, COMMAND_TIMEOUT)?;
     parse_meter_watts(&out).ok_or_else(|| {
         let first = out.lines().next().unwrap_or("");
         format!("`{cmd}` printed no watts (first line: {first:?}); it must print a number")
@@ -695,55 +593,5 @@ mod tests {
         let msg = describe_read_error(Path::new("/x/energy_uj"), &e);
         assert!(msg.contains("CVE-2020-8694"), "{msg}");
         assert!(msg.contains("run rackbench as root"), "{msg}");
-    }
-
-    #[test]
-    fn command_timeout_kills() {
-        let t0 = Instant::now();
-        let r = run_command("sleep 5", Duration::from_millis(200));
-        assert!(r.unwrap_err().contains("did not answer"));
-        assert!(t0.elapsed() < Duration::from_secs(3));
-    }
-
-    #[test]
-    fn plain_commands_need_no_shell() {
-        assert_eq!(
-            plain_words("ethtool -k 'eth0'"),
-            Some(vec!["ethtool".into(), "-k".into(), "eth0".into()])
-        );
-        assert_eq!(
-            plain_words("ipmitool -I lanplus 'a b'"),
-            Some(vec![
-                "ipmitool".into(),
-                "-I".into(),
-                "lanplus".into(),
-                "a b".into()
-            ])
-        );
-        for shell in [
-            "a || true",
-            "echo $HOME",
-            "cat < x",
-            "a; b",
-            "echo \"x\"",
-            "'open",
-        ] {
-            assert_eq!(plain_words(shell), None, "{shell}");
-        }
-        // Both ways give the same output.
-        assert_eq!(
-            run_command("echo 'a  b'", Duration::from_secs(5)).unwrap(),
-            "a  b\n"
-        );
-        assert_eq!(
-            run_command("echo a | cat", Duration::from_secs(5)).unwrap(),
-            "a\n"
-        );
-    }
-
-    #[test]
-    fn command_not_found_says_so() {
-        let r = run_command("definitely-not-a-command-xyz", Duration::from_secs(5));
-        assert!(r.unwrap_err().contains("command not found"));
     }
 }

@@ -11,9 +11,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use engine::command::probe;
 use model::Fact;
-
-use crate::power::run_command;
 
 /// Sysctls that move network, memory and scheduler results. Whole directories are listed
 /// as `dir/`; each file in them is one fact.
@@ -298,7 +297,7 @@ fn nic_settings(f: &mut BTreeMap<String, Fact>, src: &Sources) {
         }
         // The name came from /sys/class/net: letters, digits, `.-_@:` only; quoted anyway.
         let quoted = format!("'{}'", nic.replace('\'', ""));
-        let run = |flag: &str| run_command(&format!("{ethtool} {flag} {quoted}"), ETHTOOL_TIMEOUT);
+        let run = |flag: &str| probe(&format!("{ethtool} {flag} {quoted}"), ETHTOOL_TIMEOUT);
         if let Ok(out) = run("-c") {
             let kv = colon_pairs(&out);
             let shown: Vec<String> = [
