@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use engine::host::{
-    unix_s, CommandRun, DriverJob, DriverReport, Host, Roles, ServiceHandle, TelemetryInfo,
-    TelemetrySettings,
+    unix_s, CommandRun, CommandsFor, DriverJob, DriverReport, Host, Roles, ServiceHandle,
+    TelemetryInfo, TelemetrySettings,
 };
 use engine::load::{run_sessions, run_stream, Executed, Latency, Outcome, Protocol, Session};
 use engine::wire::WireOutcome;
@@ -628,7 +628,11 @@ impl Host for InProcess {
     fn measure_idle(&self, _secs: f64) -> anyhow::Result<Option<model::IdlePower>> {
         Ok(None)
     }
-    fn run_commands(&self, _commands: &[String]) -> anyhow::Result<Vec<CommandRun>> {
+    fn run_commands(
+        &self,
+        _commands: &[String],
+        _for: CommandsFor,
+    ) -> anyhow::Result<Vec<CommandRun>> {
         Ok(Vec::new())
     }
     fn shutdown(&self) {}
