@@ -332,6 +332,16 @@ impl Roles {
         out
     }
 
+    /// How far ahead a common start of these load generators is set ([`drive_all`]'s
+    /// lead): how long a test spends reaching its generators before it loads anything.
+    pub fn start_lead(&self) -> Duration {
+        self.loadgens
+            .iter()
+            .map(|h| h.start_lead())
+            .max()
+            .unwrap_or_default()
+    }
+
     /// True when everything runs on one host (nothing crosses a network).
     pub fn single_host(&self) -> bool {
         self.loadgens.iter().all(|h| h.name() == self.sut.name())

@@ -188,10 +188,12 @@ pub trait Workload: Send {
         None
     }
 
-    /// How long `test` warms up before it measures, where the workload resolves it (a
-    /// default the sweep point does not carry: http's 1 s). The runner marks it in the
-    /// telemetry, so that CPU and power summaries cover what the figures cover. None: the
-    /// sweep point's `warmup`, else none.
+    /// How long `test` warms up after its load generators' common start
+    /// ([`crate::host::drive_all`]) before it measures, where the workload loads through
+    /// that start and resolves its warm-up (a default the sweep point does not carry:
+    /// http's 1 s). The runner marks the start lead and this in the telemetry, so that CPU
+    /// and power summaries cover what the figures cover. None: the sweep point's
+    /// `warmup` from the test's beginning, else none.
     fn warmup_s(&self, _test: &str) -> Option<f64> {
         None
     }

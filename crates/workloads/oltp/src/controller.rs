@@ -296,13 +296,7 @@ impl Oltp {
     }
 
     fn run_tpcc(&mut self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        let lead = ctx
-            .roles()?
-            .loadgens
-            .iter()
-            .map(|h| h.start_lead())
-            .max()
-            .unwrap_or_default();
+        let lead = ctx.roles()?.start_lead();
         let rampup = Duration::from_secs_f64(self.cfg.rampup);
         // The ramp-up is warm-up on every host: from now (the jobs go out) until the
         // common start plus the ramp-up.
