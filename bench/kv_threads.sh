@@ -8,7 +8,8 @@
 # on a 2-CPU machine (server on 0, client on 1) two threads share one CPU and the right
 # figure is 1.0x throughput at the same CPU per operation (what a thread costs); with the
 # server on 0 and CLIENT_CPUS=1,2 on a bigger machine it is 2x until the server's CPU is
-# full. Prints per-round figures, then the medians of paired ratios and one GOAL line.
+# full. Prints per-round figures, then the medians of paired ratios and one GOAL line (N/A
+# with fewer than two client CPUs, where only a CHECK that a second thread costs nothing runs).
 #
 # Usage: bench/kv_threads.sh [ROUNDS=5] [REQUESTS=1000000]
 # Environment: SERVER_CPU (0), CLIENT_CPUS (1), PIPELINE (1), RACKBENCH (binary).
@@ -69,6 +70,12 @@ tp = [v["2"][0] / v["1"][0] for v in by.values() if "1" in v and "2" in v]
 cp = [v["2"][1] / v["1"][1] for v in by.values() if "1" in v and "2" in v]
 s = statistics.median(tp); c = statistics.median(cp)
 print(f"2 threads / 1 thread, medians of {len(tp)} paired rounds: throughput {s:.3f}x, client CPU per op {c:.3f}x")
-eff = s / expect
-print(f"GOAL kv --threads 2 scales to {expect:.0f}x on client CPUs {cpus} (>= 0.9 of it): {eff:.3f} {'OK' if eff >= 0.9 else 'SHORT'}")
+if expect >= 2:
+    eff = s / expect
+    print(f"GOAL kv --threads 2 scales to 2x on client CPUs {cpus} (>= 0.9 of it): {eff:.3f} {'OK' if eff >= 0.9 else 'SHORT'}")
+else:
+    # Scaling needs a client CPU per thread beside the server's: on this machine that
+    # cannot be tested, and a --threads that did nothing would pass a 1-CPU check.
+    print(f"GOAL kv --threads 2 scales to 2x: N/A (CLIENT_CPUS={cpus} is one CPU; needs two beside the server's, e.g. SERVER_CPU=0 CLIENT_CPUS=1,2)")
+    print(f"CHECK kv --threads 2 on one client CPU loses nothing (>= 0.9x throughput, what a thread costs): {s:.3f} {'OK' if s >= 0.9 else 'SHORT'}")
 PY

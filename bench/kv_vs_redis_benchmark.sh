@@ -31,31 +31,39 @@ until redis-cli -p "$PORT" ping >/dev/null 2>&1; do sleep 0.1; done
 export RACKBENCH_DB="$TMP/bench.sqlite"
 TIMEFORMAT='%3U %3S'
 
-for P in $DEPTHS; do
-  for r in $(seq "$ROUNDS"); do
-    # redis-benchmark
-    cpu=$( { time taskset -c 1 redis-benchmark -p "$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$P" \
-              -t set,get --csv -q > "$TMP/rb.csv"; } 2>&1 )
-    python3 - "$TMP/rb.csv" "$cpu" "$N" "$P" redis-benchmark >> "$TMP/rows" <<'PY'
+# One run of each tool at depth $1, its row(s) appended to $TMP/rows.
+redis_benchmark_run() {
+  cpu=$( { time taskset -c 1 redis-benchmark -p "$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$1" \
+            -t set,get --csv -q > "$TMP/rb.csv"; } 2>&1 )
+  python3 - "$TMP/rb.csv" "$cpu" "$N" "$1" redis-benchmark >> "$TMP/rows" <<'PY'
 import csv, sys
 path, cpu, n, p, tool = sys.argv[1:]
 u, s = map(float, cpu.split())
 rows = {r[0]: float(r[1]) for r in csv.reader(open(path)) if r and r[0] in ("SET", "GET")}
 for t in ("SET", "GET"):
-    print(f"{tool},{p},{t},{rows[t]:.0f},{(u+s)/(2*int(n))*1e6:.3f}")
+  print(f"{tool},{p},{t},{rows[t]:.0f},{(u+s)/(2*int(n))*1e6:.3f}")
 PY
-    # rackbench
-    cpu=$( { time taskset -c 1 "$BIN" run kv --target "127.0.0.1:$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$P" \
-              -t set,get --client-cpus 1 --no-telemetry --json -q > "$TMP/rk.json"; } 2>&1 )
-    python3 - "$TMP/rk.json" "$cpu" "$N" "$P" rackbench >> "$TMP/rows" <<'PY'
+}
+rackbench_run() {
+  cpu=$( { time taskset -c 1 "$BIN" run kv --target "127.0.0.1:$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$1" \
+            -t set,get --client-cpus 1 --no-telemetry --json -q > "$TMP/rk.json"; } 2>&1 )
+  python3 - "$TMP/rk.json" "$cpu" "$N" "$1" rackbench >> "$TMP/rows" <<'PY'
 import json, sys
 path, cpu, n, p, tool = sys.argv[1:]
 u, s = map(float, cpu.split())
 run = json.load(open(path))
 for r in run["results"]:
-    ops = next(m["value"] for m in r["metrics"] if m["name"] == "ops_per_s" and not m.get("labels"))
-    print(f"{tool},{p},{r['test'].upper()},{ops:.0f},{(u+s)/(2*int(n))*1e6:.3f}")
+  ops = next(m["value"] for m in r["metrics"] if m["name"] == "ops_per_s" and not m.get("labels"))
+  print(f"{tool},{p},{r['test'].upper()},{ops:.0f},{(u+s)/(2*int(n))*1e6:.3f}")
 PY
+}
+
+# Alternating: redis-benchmark first in odd rounds, rackbench first in even ones (what
+# ran just before moves a loopback figure by a few percent).
+for P in $DEPTHS; do
+  for r in $(seq "$ROUNDS"); do
+    if [ $((r % 2)) = 1 ]; then redis_benchmark_run "$P"; rackbench_run "$P"
+    else rackbench_run "$P"; redis_benchmark_run "$P"; fi
   done
 done
 
