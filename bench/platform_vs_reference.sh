@@ -180,8 +180,11 @@ for rep in $(seq "$REPS"); do
     ic=$(jq '.end.cpu_utilization_percent.host_total' "$TMP/i_tcp.json")
     is=$(jq '.end.cpu_utilization_percent.remote_total' "$TMP/i_tcp.json")
     rg=$(metric "$TMP/r_tcp.json" throughput_gbit_per_s)
-    rc=$(metric "$TMP/r_tcp.json" sender_cpu_pct); rs=$(metric "$TMP/r_tcp.json" receiver_cpu_pct)
-    ipg=$(python3 -c "print((${ic}+${is})/${ig})"); rpg=$(metric "$TMP/r_tcp.json" cpu_pct_per_gbit)
+    # Whole processes on both sides: iperf3's cpu_utilization_percent is getrusage(RUSAGE_SELF)
+    # over the test, and so is rackbench's process_cpu_pct (its worker threads' own CPU,
+    # sender_cpu_pct, leaves out control and telemetry).
+    rc=$(metric "$TMP/r_tcp.json" process_cpu_pct sender); rs=$(metric "$TMP/r_tcp.json" process_cpu_pct receiver)
+    ipg=$(python3 -c "print((${ic}+${is})/${ig})"); rpg=$(metric "$TMP/r_tcp.json" process_cpu_pct_per_gbit)
     printf "%-34s %10.2f %9.1f %9.1f %12.2f\n" "iperf3" "$ig" "$ic" "$is" "$ipg"
     printf "%-34s %10.2f %9.1f %9.1f %12.2f\n" "rackbench net tcp" "$rg" "$rc" "$rs" "$rpg"
     printf "%-34s %10s %20s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "" "$(ratio "$rpg" "$ipg")"
@@ -200,7 +203,7 @@ for rep in $(seq "$REPS"); do
     rsg=$(metric "$TMP/r_udp.json" throughput_gbit_per_s sender); rsp=$(metric "$TMP/r_udp.json" packets_per_s sender)
     rrg=$(metric "$TMP/r_udp.json" throughput_gbit_per_s)
     rl=$(metric "$TMP/r_udp.json" loss_pct); rj=$(metric "$TMP/r_udp.json" jitter_ms)
-    rc=$(metric "$TMP/r_udp.json" sender_cpu_pct); rs=$(metric "$TMP/r_udp.json" receiver_cpu_pct)
+    rc=$(metric "$TMP/r_udp.json" process_cpu_pct sender); rs=$(metric "$TMP/r_udp.json" process_cpu_pct receiver)
     printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "iperf3" "$isg" "$isp" "$irg" "$il" "$ij" "$ic" "$is"
     printf "%-26s %10.3f %10.0f %10.3f %8.2f %9.4f %9.1f %9.1f\n" "rackbench net udp$len" "$rsg" "$rsp" "$rrg" "$rl" "$rj" "$rc" "$rs"
     printf "%-26s %10s %10s %10s\n" "  ratio rackbench/iperf3" "$(ratio "$rsg" "$isg")" "$(ratio "$rsp" "$isp")" "$(ratio "$rrg" "$irg")"

@@ -41,6 +41,22 @@ fn tcp_and_udp_between_two_processes_and_loss_when_receiver_killed() {
     assert!(tcp.error.is_none(), "{:?}", tcp.error);
     assert_eq!(metric(&tcp, "bytes_sent"), metric(&tcp, "bytes_received"));
     assert!(metric(&tcp, "throughput_gbit_per_s").unwrap() > 0.01);
+    // Each end's whole process, as iperf3 counts its CPU: at least its working threads'.
+    let labelled = |name: &str, end: &str| {
+        tcp.metrics
+            .iter()
+            .find(|m| m.name == name && m.labels.get("end").map(String::as_str) == Some(end))
+            .map(|m| m.value)
+    };
+    for end in ["sender", "receiver"] {
+        let process = labelled("process_cpu_pct", end).unwrap();
+        let threads = metric(&tcp, &format!("{end}_cpu_pct")).unwrap();
+        assert!(
+            process >= threads * 0.97 && process < 200.0,
+            "{end}: process {process}% vs its threads {threads}%"
+        );
+    }
+    assert!(metric(&tcp, "process_cpu_pct_per_gbit").is_some());
     let udp = w.run_test("udp60", &ctx).unwrap();
     assert!(udp.error.is_none(), "{:?}", udp.error);
     assert!(metric(&udp, "packets_per_s").unwrap() > 1000.0);

@@ -541,7 +541,8 @@ impl Workload for NetWorkload {
             Fact::known(format!(
                 "TCP: non-blocking write() of {} B, up to 10 per poll() (iperf3's sender loop), receiver poll() then read() \
                  until the buffer is full or drained (iperf3's); UDP: {} on a connected socket; \
-                 CPU = getrusage(RUSAGE_THREAD) of each end's worker threads",
+                 CPU = getrusage(RUSAGE_THREAD) of each end's worker threads (sender_cpu_pct, receiver_cpu_pct), \
+                 and of each end's whole process over the test as iperf3 counts it, getrusage(RUSAGE_SELF) (process_cpu_pct)",
                 self.plan.cfg.tcp_len,
                 match (self.plan.cfg.udp_batch, self.plan.cfg.udp_gso) {
                     (_, g) if g > 1 => format!(
@@ -705,6 +706,7 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             "%/(Gbit/s)",
         ));
     }
+    push_process_cpu(&mut out, rep, recv_gbit);
     // Per interval, as the receiver counted them.
     for iv in &rep.intervals {
         let len = iv.end_s - iv.start_s;
@@ -782,6 +784,46 @@ pub fn spawn_receiver(
 /// One end's CPU as a percent of one CPU over that end's own clock (iperf3's
 /// cpu_utilization_percent): `<end>_cpu_pct`, its user and system parts, and the CPU per
 /// Gbit/s that end moved. Returns the percent.
+/// Each end's whole process, as iperf3 reports its CPU (`getrusage(RUSAGE_SELF)` over the
+/// test: every thread, control and telemetry included): `process_cpu_pct{end}` and, with
+/// both ends, `process_cpu_pct_per_gbit`. Two ends in one process (no roles) are one
+/// figure, `end=both`.
+fn push_process_cpu(out: &mut StepOutput, rep: &TestReport, recv_gbit: f64) {
+    let pct = |p: &proto::ProcessCpu| 100.0 * (p.cpu.user_s + p.cpu.system_s) / p.span_s;
+    let s = &rep.sender_process;
+    if s.span_s <= 0.0 {
+        return;
+    }
+    match &rep.receiver_process {
+        Some(r) if r.process == s.process => {
+            out.metrics
+                .push(Metric::new("process_cpu_pct", pct(s), "%").label("end", "both"));
+        }
+        Some(r) if r.span_s > 0.0 => {
+            let (ps, pr) = (pct(s), pct(r));
+            out.metrics
+                .push(Metric::new("process_cpu_pct", ps, "%").label("end", "sender"));
+            out.metrics
+                .push(Metric::new("process_cpu_pct", pr, "%").label("end", "receiver"));
+            if recv_gbit > 0.0 {
+                out.metrics.push(Metric::new(
+                    "process_cpu_pct_per_gbit",
+                    (ps + pr) / recv_gbit,
+                    "%/(Gbit/s)",
+                ));
+            }
+        }
+        _ => {
+            out.metrics
+                .push(Metric::new("process_cpu_pct", pct(s), "%").label("end", "sender"));
+            out.missing.push(MissingMetric {
+                name: "process_cpu_pct".into(),
+                reason: "the receiver's process CPU: it sent no final report with it".into(),
+            });
+        }
+    }
+}
+
 fn push_end_cpu(
     metrics: &mut Vec<Metric>,
     end: &str,

@@ -55,6 +55,28 @@ pub struct CpuUsage {
     pub system_s: f64,
 }
 
+/// CPU time of one end's whole process over a span of its own clock (every thread:
+/// control, telemetry, the workers), and which process that was: a token drawn once per
+/// process, so that two ends in one process are told apart from two processes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCpu {
+    pub cpu: CpuUsage,
+    pub span_s: f64,
+    pub process: u64,
+}
+
+/// This process's token for [`ProcessCpu::process`].
+pub fn process_token() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static TOKEN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    // RandomState's keys are drawn from the OS's randomness: unpredictable per process.
+    *TOKEN.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.finish()
+    })
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Msg {
@@ -86,6 +108,10 @@ pub enum Msg {
         duration_s: f64,
         streams: Vec<StreamStats>,
         cpu: CpuUsage,
+        /// The receiver's whole process from `go` to this report, as iperf3 counts its
+        /// CPU (`getrusage(RUSAGE_SELF)`), with that span and which process it was.
+        #[serde(default)]
+        process: Option<ProcessCpu>,
     },
     Error {
         message: String,

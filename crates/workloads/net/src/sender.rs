@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::proto::{self, CpuUsage, LineReader, Msg, Proto, SentStats, StreamStats};
-use crate::server::{thread_cpu, wall_ns};
+use crate::server::{process_cpu, thread_cpu, wall_ns};
 
 /// One test as the sender runs it.
 #[derive(Debug, Clone)]
@@ -58,6 +58,10 @@ pub fn gso_segments(wanted: usize, payload: usize) -> usize {
         .max(1)
 }
 
+/// The receiver's final report: its duration, each stream's totals, its workers' CPU,
+/// and its whole process's.
+type ReceiverResult = (f64, Vec<StreamStats>, CpuUsage, Option<proto::ProcessCpu>);
+
 /// One interval as both ends saw it.
 #[derive(Debug, Clone, Default)]
 pub struct IntervalReport {
@@ -78,6 +82,10 @@ pub struct TestReport {
     pub receive_duration_s: f64,
     /// None when the receiver never sent its final report.
     pub receiver_cpu: Option<CpuUsage>,
+    /// Each end's whole process over the test (iperf3's CPU figure); the receiver's None
+    /// without its final report (or from a receiver that does not send it).
+    pub sender_process: proto::ProcessCpu,
+    pub receiver_process: Option<proto::ProcessCpu>,
     pub intervals: Vec<IntervalReport>,
     /// The TCP congestion control the data streams ran with, as the kernel reports it.
     pub congestion: Option<String>,
@@ -408,6 +416,9 @@ pub fn run(
         Data::Udp(_) => None,
     });
     proto::send(&mut ctl, &Msg::Go)?;
+    // The whole process from `go` on, as iperf3 counts its CPU (control and telemetry
+    // threads included), beside the sending threads' own.
+    let process0 = (process_cpu(), Instant::now());
 
     // The control reader: intervals as they come, then the result (or the receiver's end).
     let receiver_gone = Arc::new(AtomicBool::new(false));
@@ -416,48 +427,47 @@ pub fn run(
     let reader = {
         let gone = Arc::clone(&receiver_gone);
         let intervals = Arc::clone(&intervals);
-        std::thread::spawn(
-            move || -> Result<(f64, Vec<StreamStats>, CpuUsage), String> {
-                loop {
-                    match rd.next(total_deadline) {
-                        Ok(Some(Msg::Interval {
-                            start_s,
-                            end_s,
-                            streams,
-                        })) => {
-                            if let Ok(mut v) = intervals.lock() {
-                                v.push(IntervalReport {
-                                    start_s,
-                                    end_s,
-                                    received: streams,
-                                });
-                            }
-                        }
-                        Ok(Some(Msg::Result {
-                            duration_s,
-                            streams,
-                            cpu,
-                        })) => return Ok((duration_s, streams, cpu)),
-                        Ok(Some(Msg::Error { message })) => {
-                            gone.store(true, Ordering::Relaxed);
-                            return Err(format!("the receiver reported an error: {message}"));
-                        }
-                        Ok(Some(other)) => {
-                            gone.store(true, Ordering::Relaxed);
-                            return Err(format!("unexpected control message {other:?}"));
-                        }
-                        Ok(None) => {
-                            gone.store(true, Ordering::Relaxed);
-                            return Err("the receiver sent no result in time".into());
-                        }
-                        Err(e) => {
-                            gone.store(true, Ordering::Relaxed);
-                            return Err(format!("{e:#}"));
+        std::thread::spawn(move || -> Result<ReceiverResult, String> {
+            loop {
+                match rd.next(total_deadline) {
+                    Ok(Some(Msg::Interval {
+                        start_s,
+                        end_s,
+                        streams,
+                    })) => {
+                        if let Ok(mut v) = intervals.lock() {
+                            v.push(IntervalReport {
+                                start_s,
+                                end_s,
+                                received: streams,
+                            });
                         }
                     }
+                    Ok(Some(Msg::Result {
+                        duration_s,
+                        streams,
+                        cpu,
+                        process,
+                    })) => return Ok((duration_s, streams, cpu, process)),
+                    Ok(Some(Msg::Error { message })) => {
+                        gone.store(true, Ordering::Relaxed);
+                        return Err(format!("the receiver reported an error: {message}"));
+                    }
+                    Ok(Some(other)) => {
+                        gone.store(true, Ordering::Relaxed);
+                        return Err(format!("unexpected control message {other:?}"));
+                    }
+                    Ok(None) => {
+                        gone.store(true, Ordering::Relaxed);
+                        return Err("the receiver sent no result in time".into());
+                    }
+                    Err(e) => {
+                        gone.store(true, Ordering::Relaxed);
+                        return Err(format!("{e:#}"));
+                    }
                 }
-            },
-        )
+            }
+        })
     };
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -620,6 +630,15 @@ pub fn run(
     if early.is_some() {
         rep.error = early;
     }
+    let process1 = process_cpu();
+    rep.sender_process = proto::ProcessCpu {
+        cpu: CpuUsage {
+            user_s: process1.user_s - process0.0.user_s,
+            system_s: process1.system_s - process0.0.system_s,
+        },
+        span_s: process0.1.elapsed().as_secs_f64(),
+        process: proto::process_token(),
+    };
     let _ = ctl.write_all(&proto::encode(&Msg::Done {
         sent: rep.sent.clone(),
     }));
@@ -628,10 +647,11 @@ pub fn run(
         .map_err(|_| anyhow::anyhow!("the control reader panicked"))?;
     rep.intervals = intervals.lock().map(|v| v.clone()).unwrap_or_default();
     match result {
-        Ok((d, streams, cpu)) => {
+        Ok((d, streams, cpu, process)) => {
             rep.receive_duration_s = d;
             rep.received = streams;
             rep.receiver_cpu = Some(cpu);
+            rep.receiver_process = process;
         }
         Err(why) => {
             // No final report: what the receiver reported interval by interval is all we

@@ -91,11 +91,21 @@ impl Live {
     }
 }
 
+/// CPU time of the calling thread.
 pub(crate) fn thread_cpu() -> CpuUsage {
+    rusage(libc::RUSAGE_THREAD)
+}
+
+/// CPU time of this whole process (every thread), as iperf3 counts its own.
+pub(crate) fn process_cpu() -> CpuUsage {
+    rusage(libc::RUSAGE_SELF)
+}
+
+fn rusage(who: libc::c_int) -> CpuUsage {
     // SAFETY: getrusage fills the zeroed struct we own.
     unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
+        if libc::getrusage(who, &mut ru) != 0 {
             return CpuUsage::default();
         }
         let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
@@ -229,6 +239,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     }
     let t0 = Instant::now();
     let cpu0 = thread_cpu();
+    let process0 = process_cpu();
     let finish = Arc::new(AtomicBool::new(false));
     let lives: Vec<Arc<Live>> = (0..streams).map(|_| Arc::new(Live::default())).collect();
     let mut handles = Vec::new();
@@ -365,12 +376,22 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     if sender_gone {
         bail!("the sender closed the control connection before `done`");
     }
+    let process1 = process_cpu();
+    let process = proto::ProcessCpu {
+        cpu: CpuUsage {
+            user_s: process1.user_s - process0.user_s,
+            system_s: process1.system_s - process0.system_s,
+        },
+        span_s: t0.elapsed().as_secs_f64(),
+        process: proto::process_token(),
+    };
     proto::send(
         &mut out,
         &Msg::Result {
             duration_s: duration,
             streams: totals,
             cpu,
+            process: Some(process),
         },
     )?;
     Ok(true)

@@ -362,8 +362,43 @@ fn metrics_from_a_synthetic_report() {
         interrupted: false,
         send_errors: 0,
         congestion: None,
+        sender_process: proto::ProcessCpu {
+            cpu: proto::CpuUsage {
+                user_s: 0.2,
+                system_s: 0.4,
+            },
+            span_s: 1.2,
+            process: 1,
+        },
+        receiver_process: Some(proto::ProcessCpu {
+            cpu: proto::CpuUsage {
+                user_s: 0.1,
+                system_s: 0.3,
+            },
+            span_s: 1.0,
+            process: 2,
+        }),
     };
     let out = step_output(&spec, &rep);
+    let by_end = |out: &engine::StepOutput, end: &str| {
+        out.metrics
+            .iter()
+            .find(|m| {
+                m.name == "process_cpu_pct" && m.labels.get("end").map(String::as_str) == Some(end)
+            })
+            .map(|m| m.value)
+    };
+    // Two processes: each over its own span; together per Gbit/s.
+    assert!((by_end(&out, "sender").unwrap() - 50.0).abs() < 1e-9);
+    assert!((by_end(&out, "receiver").unwrap() - 40.0).abs() < 1e-9);
+    let gbit = 900.0 * 1472.0 * 8.0 / 1e9;
+    assert!((metric(&out, "process_cpu_pct_per_gbit").unwrap() - 90.0 / gbit).abs() < 1e-6);
+    // One process for both ends: one figure, not counted twice.
+    let mut one = rep.clone();
+    one.receiver_process.as_mut().unwrap().process = 1;
+    let o = step_output(&spec, &one);
+    assert!((by_end(&o, "both").unwrap() - 50.0).abs() < 1e-9);
+    assert!(by_end(&o, "sender").is_none() && metric(&o, "process_cpu_pct_per_gbit").is_none());
     assert!((metric(&out, "loss_pct").unwrap() - 10.0).abs() < 1e-9);
     assert!((metric(&out, "packets_per_s").unwrap() - 900.0).abs() < 1e-9);
     assert!((metric(&out, "sender_cpu_pct").unwrap() - 50.0).abs() < 1e-9);
