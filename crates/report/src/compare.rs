@@ -408,10 +408,10 @@ const SERVER_CPU_PER_OP: &str = "server_cpu_us_per_op";
 /// missing).
 type FigureOf = (String, String, bool, Result<f64, String>);
 
-/// The figures of one repetition: its headline and companions, the share over each
-/// latency threshold (of `kind`, its point's latency kind), and what it cost. Its
-/// latency percentiles are not among them: they are the run's ([`latency_of`]).
-fn figures_of(run: &RunRecord, r: &model::ResultRecord, kind: Option<&str>) -> Vec<FigureOf> {
+/// The figures of one repetition: its headline and companions, and what it cost. Its
+/// latency percentiles and shares over thresholds are not among them: they are the
+/// run's ([`latency_of`]).
+fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
     let mut out = Vec::new();
     let Some(head) = r.headline_value() else {
         return out;
@@ -438,20 +438,6 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord, kind: Option<&str>) -> V
     // compared; its latency, CPU and power mix every step and are not.
     if crate::derive::capacity_phase(r).is_some() {
         return out;
-    }
-    // The share over each threshold, of the same kind and over all operations.
-    for m in r.metrics.iter().filter(|m| {
-        m.name == "latency_pct_over"
-            && match (m.labels.get("kind"), kind) {
-                (Some(mk), Some(k)) => mk == k,
-                _ => true,
-            }
-            && m.labels.get("txn").is_none_or(|t| t == "all")
-            && !m.labels.contains_key("db")
-    }) {
-        if let Some(t) = m.labels.get("over") {
-            out.push((format!("pct_over_{t}"), "%".into(), false, Ok(m.value)));
-        }
     }
     // What the system under test spent: CPU per operation (named by whose CPU it counts,
     // so a host's and its server processes' are never set against each other), power,
@@ -546,6 +532,54 @@ fn latency_of(m: &hdrhistogram::Histogram<u64>) -> Vec<FigureOf> {
     out
 }
 
+/// The share of a run's operations over each latency threshold its repetitions report
+/// (`latency_pct_over{over=1ms}`, of `kind`, over all operations), read from its merged
+/// histogram `m` as its percentiles are: the mean of each repetition's share weighs a
+/// short repetition as much as a long one.
+fn pct_over_of(
+    valid: &[&model::ResultRecord],
+    kind: &str,
+    m: &hdrhistogram::Histogram<u64>,
+) -> Vec<FigureOf> {
+    let mut over: Vec<&str> = Vec::new();
+    for r in valid {
+        for x in r.metrics.iter().filter(|x| {
+            x.name == "latency_pct_over"
+                && x.labels.get("kind").is_none_or(|k| k == kind)
+                && x.labels.get("txn").is_none_or(|t| t == "all")
+                && !x.labels.contains_key("db")
+        }) {
+            if let Some(t) = x.labels.get("over").filter(|t| !over.contains(&t.as_str())) {
+                over.push(t);
+            }
+        }
+    }
+    over.into_iter()
+        .filter_map(|t| {
+            let ns = threshold_ns(t)?;
+            Some((
+                format!("pct_over_{t}"),
+                "%".into(),
+                false,
+                Ok(crate::charts::pct_over(m, ns)),
+            ))
+        })
+        .collect()
+}
+
+/// A threshold label as the engine writes it (`500ns`, `360us`, `1ms`, `2s`) in ns.
+fn threshold_ns(label: &str) -> Option<u64> {
+    let (num, mult) = [
+        ("ns", 1),
+        ("us", 1_000),
+        ("ms", 1_000_000),
+        ("s", 1_000_000_000),
+    ]
+    .into_iter()
+    .find_map(|(suffix, mult)| label.strip_suffix(suffix).map(|n| (n, mult)))?;
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
 /// Per sweep point and figure: each run's values (one per repetition, or one for the
 /// run where the figure is the run's, as its latency is).
 fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, String), Figure> {
@@ -554,10 +588,14 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, S
         for p in points(i, run) {
             let key = point_key(&p, swept);
             let latency = p.latency();
-            let kind = latency.as_ref().map(|(k, _, _)| k.as_str());
+            let valid = p.valid();
             // Each figure with its power basis, for those that have one.
-            let per_rep = p.valid().into_iter().flat_map(|r| figures_of(run, r, kind));
-            let latency = latency.iter().flat_map(|(_, _, m)| latency_of(m));
+            let per_rep = valid.iter().flat_map(|r| figures_of(run, r));
+            let latency = latency.iter().flat_map(|(kind, _, m)| {
+                latency_of(m)
+                    .into_iter()
+                    .chain(pct_over_of(&valid, kind, m))
+            });
             let power = power_of(&p)
                 .into_iter()
                 .flat_map(|(b, figures)| figures.into_iter().map(move |f| (f, Some(b))));

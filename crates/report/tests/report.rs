@@ -1082,6 +1082,42 @@ fn compare_reads_a_runs_latency_from_its_merged_repetitions() {
     assert!(max.p_value.is_some(), "{}", max.verdict);
 }
 
+/// The share over a latency threshold is a run's, from its merged histogram, as its
+/// percentiles are: a repetition of 100 operations all over 1 ms and one of 9,900 all
+/// under are 1% over, not the 50% the mean of their shares gives.
+#[test]
+fn compare_reads_a_runs_share_over_a_threshold_from_its_merged_repetitions() {
+    let mut run = kv_run(&Spec {
+        reps: 2,
+        instances: &[1],
+        ..Spec::default()
+    });
+    for r in run.results.iter_mut() {
+        let (n, ns, share) =
+            [(100, 2_000_000, 100.0), (9_900, 100_000, 0.0)][r.repetition as usize];
+        let mut h = model::hist::new_latency_histogram();
+        h.record_n(ns, n).unwrap();
+        r.histograms = vec![model::HistogramRecord::from_histogram(
+            &r.test, "service", &h,
+        )];
+        r.metrics.retain(|m| m.name != "latency_pct_over");
+        r.metrics.push(
+            model::Metric::new("latency_pct_over", share, "%")
+                .label("over", "1ms")
+                .label("kind", "service"),
+        );
+    }
+    let c = report::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    let over = c
+        .rows
+        .iter()
+        .find(|r| r.metric == "pct_over_1ms" && r.point == "kv set pipeline=1")
+        .unwrap_or_else(|| panic!("no pct_over_1ms row: {:?}", c.rows));
+    let a = over.a.as_ref().unwrap();
+    assert_eq!(a.n, 1, "one run: one value");
+    assert!((a.mean - 1.0).abs() < 1e-9, "{}% over 1 ms", a.mean);
+}
+
 /// compare takes power by the one headline rule, per run as the results table does, and
 /// sets it against power of the same basis only: a whole server's IPMI watts against
 /// another's RAPL package + DRAM watts was "+144% perf/W, better (significant)". Where
