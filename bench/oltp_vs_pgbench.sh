@@ -5,10 +5,12 @@
 # once (pg_ctl; as the postgres user when run as root), initialises a pgbench database
 # (scale 10) in the same cluster, then alternates ROUNDS times: pgbench TPC-B-like,
 # pgbench select-only, rackbench TPC-C (closed loop, no keying/think time), each with
-# CLIENTS connections for SECONDS. Prints per tool the transactions/s, the load
+# CLIENTS connections for SECONDS, the server pinned to SERVER_CPU (0) and the clients to
+# CLIENT_CPU (1), which tool goes first alternating by round. Prints per tool the transactions/s, the load
 # generator's CPU per transaction (user+sys of the whole client process from bash's
 # `time`, divided by the transactions it completed), and rackbench's NOPM and TPM
-# (medians over rounds). Goal: rackbench's CPU per transaction <= pgbench's TPC-B-like.
+# (medians over rounds). Goal: rackbench's CPU per transaction <= pgbench's TPC-B-like
+# (the median of the ratios paired within each round).
 #
 # Usage: bench/oltp_vs_pgbench.sh [CLIENTS=4] [SECONDS=20] [WAREHOUSES=2] [ROUNDS=3]
 # Env: RACKBENCH=path/to/rackbench (default target/release/rackbench). While `rackbench run`
@@ -22,6 +24,8 @@ T=${2:-20}
 W=${3:-2}
 ROUNDS=${4:-3}
 BIN=${RACKBENCH:-target/release/rackbench}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
 EXAMPLE=target/release/examples/tpcc
 [ -x "$BIN" ] || cargo build --release -q -p rackbench
 PGBIN=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")")
@@ -38,7 +42,8 @@ AS=()
 "$BIN" -q oltp build --dir "$TMP/data" --warehouses "$W" >/dev/null
 SOCK="$TMP/data-sock"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"${AS[@]}" "$PGBIN/pg_ctl" -D "$TMP/data" -l "$SOCK/pg.log" -w -s \
+# The server (postmaster and every backend it forks) on SERVER_CPU, the clients on CLIENT_CPU.
+taskset -c "$SERVER_CPU" "${AS[@]}" "$PGBIN/pg_ctl" -D "$TMP/data" -l "$SOCK/pg.log" -w -s \
   -o "-p $PORT -k $SOCK -c listen_addresses='' -c shared_buffers=256MB -c max_connections=100" start
 stop() { "${AS[@]}" "$PGBIN/pg_ctl" -D "$TMP/data" -m fast -w -s stop || true; rm -rf "$TMP"; }
 trap stop EXIT
@@ -49,35 +54,38 @@ DSN="host=$SOCK port=$PORT user=postgres dbname=tpcc"
 TIMEFORMAT='%3U %3S'
 
 rackbench_tpcc() {
-  if [ "${OLTP_VIA_EXAMPLE:-0}" != 1 ] && "$BIN" run oltp --dsn "$DSN" --warehouses "$W" --vus "$C" --duration "$T" --rampup 0 \
+  if [ "${OLTP_VIA_EXAMPLE:-0}" != 1 ] && taskset -c "$CLIENT_CPU" "$BIN" run oltp --dsn "$DSN" --warehouses "$W" --vus "$C" --duration "$T" --rampup 0 \
        --check false --no-telemetry --json -q > "$TMP/rk.json" 2> "$TMP/rk.err"; then
     return 0
   fi
   [ "${OLTP_VIA_EXAMPLE:-0}" = 1 ] || grep -q "being written" "$TMP/rk.err" \
     || { cat "$TMP/rk.err" >&2; return 1; }
   [ -x "$EXAMPLE" ] || cargo build --release -q -p rackbench-oltp --example tpcc
-  "$EXAMPLE" dsn="$DSN" warehouses="$W" vus="$C" duration="$T" rampup=0 check=false \
+  taskset -c "$CLIENT_CPU" "$EXAMPLE" dsn="$DSN" warehouses="$W" vus="$C" duration="$T" rampup=0 check=false \
     > "$TMP/rk.json" 2>/dev/null
 }
 
-for r in $(seq "$ROUNDS"); do
+# One round of each tool, its rows appended to $TMP/rows (with the round number).
+pgbench_round() {
   for mode in tpcb select-only; do
     flag=(); [ "$mode" = select-only ] && flag=(-S)
-    cpu=$( { time "$PGBENCH" "${PG[@]}" -n -c "$C" -j 1 -T "$T" "${flag[@]}" pgb > "$TMP/pgb.out" 2>&1; } 2>&1 )
-    python3 - "$TMP/pgb.out" "$cpu" "$mode" >> "$TMP/rows" <<'PY'
+    cpu=$( { time taskset -c "$CLIENT_CPU" "$PGBENCH" "${PG[@]}" -n -c "$C" -j 1 -T "$T" "${flag[@]}" pgb > "$TMP/pgb.out" 2>&1; } 2>&1 )
+    python3 - "$TMP/pgb.out" "$cpu" "$mode" "$1" >> "$TMP/rows" <<'PY'
 import re, sys
-path, cpu, mode = sys.argv[1:]
+path, cpu, mode, rnd = sys.argv[1:]
 text = open(path).read()
 n = int(re.search(r"number of transactions actually processed: (\d+)", text).group(1))
 tps = float(re.search(r"tps = ([\d.]+) \(without initial", text).group(1))
 u, s = map(float, cpu.split())
-print(f"pgbench,{mode},{tps:.1f},{(u + s) / n * 1e6:.1f},,")
+print(f"{rnd},pgbench,{mode},{tps:.1f},{(u + s) / n * 1e6:.1f},,")
 PY
   done
+}
+rackbench_round() {
   cpu=$( { time rackbench_tpcc; } 2>&1 )
-  python3 - "$TMP/rk.json" "$cpu" >> "$TMP/rows" <<'PY'
+  python3 - "$TMP/rk.json" "$cpu" "$1" >> "$TMP/rows" <<'PY'
 import json, sys
-path, cpu = sys.argv[1:]
+path, cpu, rnd = sys.argv[1:]
 doc = json.load(open(path))
 res = doc["results"][0] if "results" in doc else doc
 ms = res["metrics"]
@@ -85,8 +93,13 @@ def get(name):
     return next((m["value"] for m in ms if m["name"] == name and not m.get("labels")), float("nan"))
 n = sum(m["value"] for m in ms if m["name"] == "transactions" and set(m.get("labels", {})) == {"txn"})
 u, s = map(float, cpu.split())
-print(f"rackbench,tpcc,{get('txn_per_s'):.1f},{(u + s) / n * 1e6:.1f},{get('nopm'):.0f},{get('tpm'):.0f}")
+print(f"{rnd},rackbench,tpcc,{get('txn_per_s'):.1f},{(u + s) / n * 1e6:.1f},{get('nopm'):.0f},{get('tpm'):.0f}")
 PY
+}
+# Alternating: pgbench first in odd rounds, rackbench first in even ones.
+for r in $(seq "$ROUNDS"); do
+  if [ $((r % 2)) = 1 ]; then pgbench_round "$r"; rackbench_round "$r"
+  else rackbench_round "$r"; pgbench_round "$r"; fi
 done
 
 python3 - "$TMP/rows" "$C" "$T" "$W" <<'PY'
@@ -94,8 +107,10 @@ import statistics, sys
 path, c, t, w = sys.argv[1:]
 rows = [l.strip().split(",") for l in open(path) if l.strip()]
 groups = {}
-for tool, test, tps, cpu, nopm, tpm in rows:
+by_round = {}
+for rnd, tool, test, tps, cpu, nopm, tpm in rows:
     groups.setdefault((tool, test), []).append((float(tps), float(cpu), nopm, tpm))
+    by_round.setdefault(rnd, {})[(tool, test)] = float(cpu)
 print(f"clients={c} seconds={t} warehouses={w} rounds={len(next(iter(groups.values())))} (medians)")
 print(f"{'tool':<10} {'test':<12} {'txn/s':>9} {'client CPU us/txn':>18} {'NOPM':>8} {'TPM':>8}")
 med = {}
@@ -106,7 +121,10 @@ for (tool, test), v in groups.items():
     nopm = statistics.median(float(x[2]) for x in v) if v[0][2] else None
     tpm = statistics.median(float(x[3]) for x in v) if v[0][3] else None
     print(f"{tool:<10} {test:<12} {tps:>9.1f} {cpu:>18.1f} {'' if nopm is None else f'{nopm:.0f}':>8} {'' if tpm is None else f'{tpm:.0f}':>8}")
-if ("rackbench", "tpcc") in med and ("pgbench", "tpcb") in med:
-    r = med[("rackbench", "tpcc")] / med[("pgbench", "tpcb")]
-    print(f"CPU per transaction, rackbench TPC-C / pgbench TPC-B-like: {r:.2f} (goal <= 1)")
+# Paired within each round, then the median (a VM drifts from minute to minute).
+pairs = [v[("rackbench", "tpcc")] / v[("pgbench", "tpcb")] for v in by_round.values()
+         if ("rackbench", "tpcc") in v and ("pgbench", "tpcb") in v]
+if pairs:
+    r = statistics.median(pairs)
+    print(f"CPU per transaction, rackbench TPC-C / pgbench TPC-B-like, median of {len(pairs)} paired rounds: {r:.2f} (goal <= 1)")
 PY
