@@ -26,6 +26,14 @@ pub use telemetry::{
     TelemetrySummary,
 };
 
+/// Whether more of a headline is better: the one rule for every part that picks a best
+/// figure (the report's best point, compare's verdicts, the console's best line, the TCO's
+/// `perf_from = "max"`). A latency (a headline in `ns`, or named one: mem's
+/// `ram_latency_ns`) is better lower; throughput, rates and perf/W are better higher.
+pub fn higher_is_better(headline: &str, unit: &str) -> bool {
+    !(unit == "ns" || headline.contains("latency"))
+}
+
 /// Text from a store, a host or a user, made safe for a terminal or a log line: control
 /// characters (escape sequences, newlines that would break a table) are shown escaped.
 pub fn printable(s: &str) -> String {

@@ -123,12 +123,10 @@ pub fn capacity_phase(r: &ResultRecord) -> Option<&str> {
     (CAPACITY_TESTS.contains(&test) && marked).then_some(test)
 }
 
-/// Whether more of a headline is better: the one place the report decides it, for the
-/// best sweep point ([`best_of`]), compare's verdicts and the console's best line. A
-/// latency (a headline in `ns`, or named one: mem's `ram_latency_ns`) is better lower;
-/// throughput, rates and perf/W are better higher.
+/// Whether more of a headline is better ([`model::higher_is_better`], the one rule), for
+/// the best sweep point ([`best_of`]), compare's verdicts and the console's best line.
 pub fn higher_is_better(headline: &str, unit: &str) -> bool {
-    !(unit == "ns" || headline.contains("latency"))
+    model::higher_is_better(headline, unit)
 }
 
 /// The best of some sweep points of one test: the highest mean headline over each

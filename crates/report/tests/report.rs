@@ -1082,6 +1082,31 @@ fn compare_reads_a_runs_latency_from_its_merged_repetitions() {
     assert!(max.p_value.is_some(), "{}", max.verdict);
 }
 
+/// A TCO sizes a rack by throughput: a run whose headline is better lower (mem's
+/// `ram_latency_ns`) gives no performance figure, says why, and still gives its power.
+#[test]
+fn tco_takes_no_performance_from_a_latency_headline() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1, 2],
+        ..Spec::default()
+    });
+    for (i, r) in run.results.iter_mut().enumerate() {
+        r.headline = "ram_latency_ns".into();
+        r.metrics
+            .push(model::Metric::new("ram_latency_ns", 80.0 + i as f64, "ns"));
+    }
+    let plan = max_plan("");
+    let fr = tco::from_run(&run, &plan.platforms[0]);
+    assert!(fr.perf.is_none(), "{:?}", fr.perf);
+    assert!(
+        fr.problems.iter().any(|p| p.contains("better lower")),
+        "{:?}",
+        fr.problems
+    );
+    assert!(fr.power_w.is_some());
+}
+
 /// The share over a latency threshold is a run's, from its merged histogram, as its
 /// percentiles are: a repetition of 100 operations all over 1 ms and one of 9,900 all
 /// under are 1% over, not the 50% the mean of their shares gives.
@@ -1271,16 +1296,10 @@ bom = [{ name = "Server", unit_cost = 5000 }]
         .contains("over the points of the performance figure"));
 }
 
-/// With `perf_from = "max"` the performance is one sweep point's (the highest headline),
-/// and the power is that point's too, not the mean over every point of the sweep.
-#[test]
-fn tco_max_takes_power_from_the_best_point_only() {
-    let run = kv_run(&Spec {
-        reps: 2,
-        instances: &[1, 2, 4],
-        ..Spec::default()
-    });
-    let plan = tco::Plan::from_toml(
+/// A one-platform TCO plan over run `x86-a` with `perf_from = "max"`, `extra` added to
+/// its platform.
+fn max_plan(extra: &str) -> tco::Plan {
+    tco::Plan::from_toml(&format!(
         r#"years = 3
 energy_price_per_kwh = 0.10
 [rack]
@@ -1290,11 +1309,22 @@ rack_units = 40
 name = "x86"
 run = "x86-a"
 perf_from = "max"
-test = "get"
-bom = [{ name = "Server", unit_cost = 5000 }]
-"#,
-    )
-    .unwrap();
+{extra}bom = [{{ name = "Server", unit_cost = 5000 }}]
+"#
+    ))
+    .unwrap()
+}
+
+/// With `perf_from = "max"` the performance is one sweep point's (the highest headline),
+/// and the power is that point's too, not the mean over every point of the sweep.
+#[test]
+fn tco_max_takes_power_from_the_best_point_only() {
+    let run = kv_run(&Spec {
+        reps: 2,
+        instances: &[1, 2, 4],
+        ..Spec::default()
+    });
+    let plan = max_plan("test = \"get\"\n");
     let p = &plan.platforms[0];
     let fr = tco::from_run(&run, p);
     let perf = fr.perf.as_ref().unwrap();

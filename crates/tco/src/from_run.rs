@@ -75,7 +75,26 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
         ));
         return out;
     }
-    let perf = perf_of(run, &results, p.perf_from);
+    // A rack is sized by throughput: a headline better lower (a latency) is no performance
+    // to divide by dollars or watts (its power is still the run's).
+    let lower_better = results.iter().find(|r| {
+        let unit = r
+            .metric(&r.headline, &[])
+            .map(|m| m.unit.as_str())
+            .unwrap_or("");
+        !model::higher_is_better(&r.headline, unit)
+    });
+    let perf = match lower_better {
+        Some(r) => {
+            out.problems.push(format!(
+                "run {}: the headline of `{}` is {}, better lower: a TCO needs a throughput \
+                 (choose another test with `test = ...`, or give `perf = ...`)",
+                run.id, r.test, r.headline
+            ));
+            None
+        }
+        None => perf_of(run, &results, p.perf_from),
+    };
     // Power from the very point the performance figure is: a sweep's points draw
     // different power, and their mean beside the best point's performance is no server.
     let (power_results, of_point) = match &perf {
