@@ -449,13 +449,9 @@ impl Protocol for LineClose {
     }
 }
 
-#[test]
-fn a_request_lost_with_its_connection_is_one_error() {
-    // A server that answers 9 requests of each connection and closes it on the 10th
-    // without an answer: 200 requests on one connection are 20 connections, 180 replies
-    // and 20 requests lost, each with its connection. httperf counts 20 errors in 200
-    // attempts, 10%; counting each failure as an error besides its lost request said
-    // 40 errors, 40 / 220 = 18.2%.
+/// A server that reads `per_conn` requests on each connection, answers each `ok` but the
+/// last, which it answers `last` (or, with None, leaves unanswered), then closes it.
+fn closing_server(per_conn: usize, last: Option<&'static [u8]>) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -464,18 +460,34 @@ fn a_request_lost_with_its_connection_is_one_error() {
             std::thread::spawn(move || {
                 let mut w = conn.try_clone().unwrap();
                 let mut r = BufReader::new(conn);
-                for _ in 0..9 {
+                for i in 0..per_conn {
                     let mut line = String::new();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 || w.write_all(b"ok\n").is_err() {
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let reply = if i + 1 < per_conn {
+                        Some(&b"ok\n"[..])
+                    } else {
+                        last
+                    };
+                    if reply.is_some_and(|x| w.write_all(x).is_err()) {
                         return;
                     }
                 }
-                // The 10th request is read, then the connection closed under it.
-                let mut line = String::new();
-                let _ = r.read_line(&mut line);
             });
         }
     });
+    addr
+}
+
+#[test]
+fn a_request_lost_with_its_connection_is_one_error() {
+    // A server that answers 9 requests of each connection and closes it on the 10th
+    // without an answer: 200 requests on one connection are 20 connections, 180 replies
+    // and 20 requests lost, each with its connection. httperf counts 20 errors in 200
+    // attempts, 10%; counting each failure as an error besides its lost request said
+    // 40 errors, 40 / 220 = 18.2%.
+    let addr = closing_server(10, None);
     let s = LoadSpec {
         connections: 1,
         ..spec(StopAfter::Requests(200))
@@ -508,27 +520,7 @@ fn a_request_lost_with_its_connection_is_one_error() {
 #[test]
 fn a_server_that_announces_close_loses_no_request() {
     // Answers three requests per connection, the third with `ok bye`, then closes.
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(conn) = conn else { break };
-            std::thread::spawn(move || {
-                let mut w = conn.try_clone().unwrap();
-                let mut r = BufReader::new(conn);
-                for i in 0..3 {
-                    let mut line = String::new();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let reply: &[u8] = if i == 2 { b"ok bye\n" } else { b"ok\n" };
-                    if w.write_all(reply).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
+    let addr = closing_server(3, Some(b"ok bye\n"));
     let s = LoadSpec {
         connections: 2,
         ..spec(StopAfter::Requests(60))
