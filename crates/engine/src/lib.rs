@@ -38,6 +38,8 @@ mod sessions;
 pub mod spread;
 pub mod stop;
 mod stream;
+#[doc(hidden)]
+pub mod testing;
 pub mod validity;
 pub mod wire;
 pub mod workload;

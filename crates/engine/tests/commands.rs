@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use engine::command::{self, Kind};
+use engine::testing::{kill_left, marker, running, wait_until};
 use rackbench_engine as engine;
 
 /// Tests of this file that run commands in this process, one at a time: a stop request
@@ -20,46 +21,10 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A `sleep` argument no other process has: its pid in the seconds, a clock in the
-/// fraction (about four days: a leftover is unmistakable).
-fn marker() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("3{:05}.{nanos:09}", std::process::id() % 100_000)
-}
-
-/// Live (not zombie) processes with `marker` as a word of their command line.
-fn running(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            cmdline.split(|&b| b == 0).any(|w| w == marker.as_bytes())
-                && !stat.rsplit(')').next().unwrap_or("").starts_with(" Z")
-        })
-        .collect()
-}
-
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !done() {
-        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Kill what a failed test left (so that a failure leaves no four-day sleep behind), then
 /// check nothing was left.
 fn assert_none_running(marker: &str, why: &str) {
-    let left = running(marker);
-    for pid in &left {
-        // SAFETY: kill(2) on a sleep this test started.
-        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
-    }
+    let left = kill_left(marker);
     assert!(
         left.is_empty(),
         "{why}: sleep {marker} still runs as {left:?}"

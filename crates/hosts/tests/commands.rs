@@ -12,40 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use engine::host::{CommandRun, CommandsFor, Host};
+use engine::testing::{kill_left, marker, running, wait_until};
 use rackbench_hosts::proto::{read_frame, skip_to_magic, write_frame, Envelope, Hello, Request};
 use rackbench_hosts::{agent, LocalHost};
-
-/// A `sleep` argument no other process has: its pid in the seconds, a clock in the
-/// fraction (about four days: a leftover is unmistakable).
-fn marker() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("3{:05}.{nanos:09}", std::process::id() % 100_000)
-}
-
-/// Live (not zombie) processes with `marker` as a word of their command line.
-fn running(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            cmdline.split(|&b| b == 0).any(|w| w == marker.as_bytes())
-                && !stat.rsplit(')').next().unwrap_or("").starts_with(" Z")
-        })
-        .collect()
-}
-
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !done() {
-        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 /// Wait up to 3 s for the marker's processes to go; kill what is left (a failure leaves
 /// no four-day sleep behind) and check nothing was.
@@ -54,11 +23,7 @@ fn assert_gone_soon(marker: &str, why: &str) {
     while !running(marker).is_empty() && t0.elapsed() < Duration::from_secs(3) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let left = running(marker);
-    for pid in &left {
-        // SAFETY: kill(2) on a sleep this test started.
-        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
-    }
+    let left = kill_left(marker);
     assert!(
         left.is_empty(),
         "{why}: sleep {marker} still runs as {left:?}"

@@ -997,21 +997,8 @@ impl Drop for Interrupter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::testing::{kill_left, marker, running};
     use std::time::Instant;
-
-    /// Live (not zombie) processes with `marker` as a word of their command line.
-    fn running(marker: &str) -> Vec<u32> {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                cmdline.split(|&b| b == 0).any(|w| w == marker.as_bytes())
-                    && !stat.rsplit(')').next().unwrap_or("").starts_with(" Z")
-            })
-            .collect()
-    }
 
     /// Ctrl-C while a variant's setup command runs: the setup returns at once (not after
     /// the command's 120 s), nothing of it is left running, the next setup command is not
@@ -1022,12 +1009,7 @@ mod tests {
             std::env::temp_dir().join(format!("rackbench-variant-stop-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (next, down) = (dir.join("next"), dir.join("down"));
-        // A `sleep` argument no other process has (about four days).
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let m = format!("3{:05}.{nanos:09}", std::process::id() % 100_000);
+        let m = marker();
         let variant = Variant {
             name: "slow".into(),
             setup: vec![format!("sleep {m}"), format!("touch {}", next.display())],
@@ -1050,11 +1032,7 @@ mod tests {
         let returned = Instant::now();
         let asked = stopper.join().unwrap();
         engine::stop::reset();
-        let left = running(&m);
-        for pid in &left {
-            // SAFETY: kill(2) on a sleep this test started (a failure leaves none behind).
-            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
-        }
+        let left = kill_left(&m);
         let (next_ran, torn_down) = (next.exists(), down.exists());
         let _ = std::fs::remove_dir_all(&dir);
         assert!(
