@@ -5,7 +5,7 @@
 use engine::load::Outcome;
 use fuzzkit::{mutate, pick, random_bytes, random_tokens, Bytes, Fuzz, Rng, SmallRng};
 use rackbench_http::nginx::parse_stub_status;
-use rackbench_http::proto::parse_response;
+use rackbench_http::proto::{parse_response, parse_response_with, LastHead};
 
 #[global_allocator]
 static ALLOC: fuzzkit::TrackingAlloc = fuzzkit::TrackingAlloc;
@@ -62,6 +62,16 @@ fn stream(rng: &mut SmallRng) -> Bytes {
 /// Every response `stream` yields when it arrives in reads of `step` bytes, and whether
 /// it ended in an error. Checks each consumed length lies inside what has arrived.
 fn parse_in_steps(stream: &[u8], step: usize, head: bool) -> (Vec<Outcome>, bool) {
+    parse_in_steps_with(stream, step, head, None)
+}
+
+/// [`parse_in_steps`], taking heads like the last one as parsed when `last` is given.
+fn parse_in_steps_with(
+    stream: &[u8],
+    step: usize,
+    head: bool,
+    mut last: Option<&mut LastHead>,
+) -> (Vec<Outcome>, bool) {
     let mut cached = None;
     let mut out = Vec::new();
     let (mut at, mut end) = (0, 0);
@@ -71,7 +81,12 @@ fn parse_in_steps(stream: &[u8], step: usize, head: bool) -> (Vec<Outcome>, bool
             if at == end {
                 break;
             }
-            match parse_response(&stream[at..end], head, &mut cached) {
+            let part = &stream[at..end];
+            let parsed = match last.as_deref_mut() {
+                Some(l) => parse_response_with(part, head, &mut cached, &mut false, Some(l)),
+                None => parse_response(part, head, &mut cached),
+            };
+            match parsed {
                 Ok(Some((used, o))) => {
                     assert!(used > 0 && at + used <= end, "used {used} at {at} of {end}");
                     at += used;
@@ -98,6 +113,14 @@ fn fuzz_http_parse_response() {
                 let whole = parse_in_steps(&b.0, b.0.len().max(1), *head);
                 let stepped = parse_in_steps(&b.0, *step, *head);
                 assert_eq!(whole, stepped, "read size {step} changed the parse");
+                // Remembering the last head changes nothing either, whether it was this
+                // stream's or another's, read whole or in steps.
+                let mut last = LastHead::default();
+                let _ = parse_in_steps_with(VALID[0], VALID[0].len(), false, Some(&mut last));
+                for s in [b.0.len().max(1), *step, b.0.len().max(1)] {
+                    let remembered = parse_in_steps_with(&b.0, s, *head, Some(&mut last));
+                    assert_eq!(whole, remembered, "the last head changed the parse");
+                }
             },
         );
 }
