@@ -16,7 +16,9 @@
 //! (whole server measured untagged, `MODELLED`, `component only`), and `not comparable`
 //! with no percentage where the sides' bases differ. Each with its difference,
 //! (B - A) / A with A as old. A capacity test (ramp, search, levels) is compared on its
-//! headline only: its other figures are per step.
+//! headline only: its other figures are per step. A figure only one side has (CPU per
+//! operation on different bases, power on one side, a point only one side ran: by its
+//! headline) keeps its row, with that side's value and `only on A: <why B has none>`.
 //!
 //! **Significance, honestly.** Repetitions inside one run share a server process, its
 //! memory layout and the minute it ran in, so they scatter less than runs do: treating
@@ -35,7 +37,7 @@
 //! a platform comparison is for; software or setting differences make it not like for
 //! like.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use model::{HostDisclosure, RunRecord};
 use serde::{Deserialize, Serialize};
@@ -838,9 +840,58 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let ga = gather(a, &swept);
     let gb = gather(b, &swept);
     let mut rows = Vec::new();
-    for (key, fa) in &ga {
-        let Some(fb) = gb.get(key) else {
-            continue;
+    let points_of = |g: &BTreeMap<(String, String), Figure>| -> BTreeSet<String> {
+        g.keys().map(|(p, _)| p.clone()).collect()
+    };
+    let (pa, pb) = (points_of(&ga), points_of(&gb));
+    let keys: BTreeSet<&(String, String)> = ga.keys().chain(gb.keys()).collect();
+    for key in keys {
+        let (fa, fb) = match (ga.get(key), gb.get(key)) {
+            (Some(fa), Some(fb)) => (fa, fb),
+            // A figure one side has and the other not is said, never left out.
+            (fa, fb) => {
+                let (side, other, f, others_points) = match (fa, fb) {
+                    (Some(f), _) => ("A", "B", f, &pb),
+                    (_, Some(f)) => ("B", "A", f, &pa),
+                    (None, None) => continue,
+                };
+                let others = if side == "A" { &gb } else { &ga };
+                let why = if !others_points.contains(&key.0) {
+                    // A point the other side did not run: its headline says so, once.
+                    if metric_rank(&key.1) != 0 {
+                        continue;
+                    }
+                    format!("{other} has no such point")
+                } else {
+                    one_sided(&key.1, other, |m| {
+                        others.contains_key(&(key.0.clone(), m.to_string()))
+                    })
+                };
+                let means: Vec<f64> = f
+                    .per_run
+                    .values()
+                    .filter_map(|r| crate::stats::mean(r))
+                    .collect();
+                let sample = Sample::of(&means);
+                let (a, b) = if side == "A" {
+                    (sample, None)
+                } else {
+                    (None, sample)
+                };
+                rows.push(CompareRow {
+                    point: key.0.clone(),
+                    metric: key.1.clone(),
+                    unit: f.unit.clone(),
+                    higher_is_better: f.higher_is_better,
+                    a,
+                    b,
+                    diff_pct: None,
+                    ci95_pct: None,
+                    p_value: None,
+                    verdict: format!("only on {side}: {why}"),
+                });
+                continue;
+            }
         };
         let runs = |f: &Figure| f.per_run.values().cloned().collect::<Vec<_>>();
         let mut j = judge(&runs(fa), &runs(fb), fa.higher_is_better);
@@ -904,6 +955,38 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         b: run_labels(b),
         rows,
         comparability: comparability(a, b),
+    }
+}
+
+/// Why a point's figure is on one side only; `has` says whether the `other` side has a
+/// figure of that name at the point.
+fn one_sided(metric: &str, other: &str, has: impl Fn(&str) -> bool) -> String {
+    let cpu = |m: &str| {
+        if m == CPU_PER_OP {
+            "every CPU of the SUT host"
+        } else {
+            "the server processes' CPU"
+        }
+    };
+    match metric {
+        CPU_PER_OP | SERVER_CPU_PER_OP => {
+            let instead = if metric == CPU_PER_OP {
+                SERVER_CPU_PER_OP
+            } else {
+                CPU_PER_OP
+            };
+            if has(instead) {
+                format!(
+                    "{other} has {instead} ({}) where this side counts {}: not comparable",
+                    cpu(instead),
+                    cpu(metric)
+                )
+            } else {
+                format!("{other} has no CPU per operation for the SUT")
+            }
+        }
+        m if m.starts_with(POWER) || m.contains(" per W") => format!("{other} has no power"),
+        _ => format!("{other} has no such figure"),
     }
 }
 

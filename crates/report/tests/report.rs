@@ -1231,6 +1231,15 @@ fn compare_sets_power_against_power_of_the_same_basis_only() {
         rows(&c, "power_w")[0].verdict,
         "not comparable: measured, whole server and component only (CPU package/DRAM) vs measured, whole server"
     );
+    // Power on one side only (B a VM with no source): A's figure, and why B has none.
+    let c = report::compare(&ipmi, &side(Power::None, b_ids, 11));
+    for metric in ["power_w", "ops/s per W"] {
+        let [row] = &rows(&c, metric)[..] else {
+            panic!("one {metric} row: {:?}", c.rows)
+        };
+        assert_eq!(row.verdict, "only on A: B has no power", "{metric}");
+        assert!(row.a.is_some() && row.b.is_none() && row.diff_pct.is_none());
+    }
 }
 
 /// The TCO takes power from the very points its performance comes from: each test at its
@@ -1520,4 +1529,59 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
     let row = metric(&blind, &alone, "cpu_us_per_op").unwrap();
     assert_eq!(row.verdict, format!("missing on A: {why}"));
     assert!(row.b.is_some());
+    // Different bases on the two sides: each row is kept with its side's figure and
+    // says why the other has none, rather than both dropping out of the table.
+    let row = metric(&shared, &alone, "server_cpu_us_per_op").unwrap();
+    assert!((row.a.unwrap().mean - 3.0).abs() < 1e-9);
+    assert_eq!((row.b, row.diff_pct), (None, None));
+    assert_eq!(
+        row.verdict,
+        "only on A: B has cpu_us_per_op (every CPU of the SUT host) where this side \
+         counts the server processes' CPU: not comparable"
+    );
+    let row = metric(&shared, &alone, "cpu_us_per_op").unwrap();
+    assert!(row.a.is_none() && row.b.is_some());
+    assert!(row
+        .verdict
+        .starts_with("only on B: A has server_cpu_us_per_op"));
+    let text = report::compare_text(&report::compare(
+        std::slice::from_ref(&shared),
+        std::slice::from_ref(&alone),
+    ));
+    assert!(text.contains("only on A: B has cpu_us_per_op"), "{text}");
+}
+
+/// A sweep point one side ran and the other did not is said once, by its headline, not
+/// left out of the comparison.
+#[test]
+fn compare_says_which_points_only_one_side_ran() {
+    let run = |id: &'static str, instances: &'static [u32], seed: u64| {
+        kv_run(&Spec {
+            id,
+            reps: 2,
+            instances,
+            seed,
+            ..Spec::default()
+        })
+    };
+    let a = run("20261120T230000-aaaaa1", &[1, 2], 1);
+    let b = run("20261120T231000-bbbbb1", &[1], 2);
+    let c = report::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    let only: Vec<&report::CompareRow> = c
+        .rows
+        .iter()
+        .filter(|r| r.verdict.starts_with("only on"))
+        .collect();
+    assert!(!only.is_empty(), "{:?}", c.rows);
+    for r in &only {
+        assert_eq!(r.verdict, "only on A: B has no such point", "{r:?}");
+        assert!(r.point.contains("instances=2"), "{r:?}");
+        assert_eq!(r.metric, "ops_per_s", "the headline alone: {r:?}");
+        assert!(r.a.is_some() && r.b.is_none());
+    }
+    // The point both ran is compared as before.
+    assert!(c
+        .rows
+        .iter()
+        .any(|r| r.point.contains("instances=1") && r.b.is_some() && r.a.is_some()));
 }
