@@ -140,6 +140,9 @@ pub struct HttpProtocol {
     last: LastHead,
 }
 
+/// Heads longer than this are not remembered (each connection keeps at most this much).
+const LAST_HEAD_MAX: usize = 4096;
+
 /// The last complete response head parsed on a connection, with its bytes.
 ///
 /// A server answers the same request with the same head (a static file's head changes only
@@ -165,7 +168,7 @@ impl LastHead {
             }
         }
         let parsed = parse_head(buf, head_request)?;
-        if let Some(h) = parsed {
+        if let Some(h) = parsed.filter(|h| h.end <= LAST_HEAD_MAX) {
             self.bytes.clear();
             self.bytes.extend_from_slice(&buf[..h.end]);
             self.head_request = head_request;
@@ -709,6 +712,16 @@ mod tests {
         );
         // Only a whole head is remembered: its prefix is still incomplete.
         assert_eq!(parse(&gone.as_bytes()[..40], true), None);
+        // A head over LAST_HEAD_MAX is parsed, not kept: the last short one stays.
+        let long = format!(
+            "HTTP/1.1 200 OK\r\nX: {}\r\nContent-Length: 0\r\n\r\n",
+            "a".repeat(LAST_HEAD_MAX)
+        );
+        assert_eq!(
+            parse(long.as_bytes(), false),
+            Some((long.len(), Outcome::Ok))
+        );
+        assert_eq!(last.bytes.len(), later.len() - "hello world\n".len());
     }
 
     #[test]
