@@ -415,7 +415,13 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// moves the sender's throughput. So the receiver sleeps and wakes where iperf3's does,
 /// and the two compare like for like. Measured against iperf3 under BBR on a 2-CPU VM
 /// (paired rounds): a blocking read() loop 0.91; this loop 0.91-0.98; 256 KiB reads 0.85;
-/// spinning 50 reads before each poll 1.08 (at more CPU per Gbit/s, so not done).
+/// spinning 50 reads before each poll 1.08 (at more CPU per Gbit/s, so not done). Napping
+/// between drains instead of waiting on the socket (as the UDP receiver does; the nap
+/// sized by the rate to find ~256 KiB a look): 1.11x under BBR at 0.95x the CPU per
+/// Gbit/s, but under CUBIC 0.48x (8 pairs), with segments out of order, SACK recoveries
+/// and retransmissions on loopback (nstat), at which CUBIC backs off. A likely cause, not
+/// verified: each drain opens a burst of window, and the window-update ACK, processed on
+/// the receiver's CPU, sends data from there too. Not done.
 fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     if s.set_nonblocking(true).is_err() {
         return;
