@@ -878,9 +878,15 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
                 } else {
                     (None, sample)
                 };
+                // Named by its basis, as a row of both sides is (modelled power is never
+                // shown untagged).
+                let metric = match &bases(f)[..] {
+                    [b] => with_basis(&key.1, *b),
+                    _ => key.1.clone(),
+                };
                 rows.push(CompareRow {
                     point: key.0.clone(),
-                    metric: key.1.clone(),
+                    metric,
                     unit: f.unit.clone(),
                     higher_is_better: f.higher_is_better,
                     a,

@@ -1240,6 +1240,18 @@ fn compare_sets_power_against_power_of_the_same_basis_only() {
         assert_eq!(row.verdict, "only on A: B has no power", "{metric}");
         assert!(row.a.is_some() && row.b.is_none() && row.diff_pct.is_none());
     }
+    // ... named by its basis as a row of both sides is: modelled power is never untagged.
+    let c = report::compare(
+        &side(Power::None, a_ids, 1),
+        &side(Power::Modelled(250.0), b_ids, 11),
+    );
+    for metric in ["power_w (MODELLED)", "ops/s per W (MODELLED)"] {
+        let [row] = &rows(&c, metric)[..] else {
+            panic!("one {metric} row: {:?}", c.rows)
+        };
+        assert_eq!(row.verdict, "only on B: A has no power", "{metric}");
+    }
+    assert!(rows(&c, "power_w").is_empty());
 }
 
 /// The TCO takes power from the very points its performance comes from: each test at its
