@@ -646,12 +646,14 @@ pub struct Judged {
     pub verdict: String,
 }
 
+/// Each run's value: the mean of its repetitions (the unit of replication is the run).
+fn run_means(runs: &[Vec<f64>]) -> Vec<f64> {
+    runs.iter().filter_map(|r| crate::stats::mean(r)).collect()
+}
+
 /// Judge B against A from each side's runs (each inner list one run's repetitions).
 pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -> Judged {
-    let means = |runs: &[Vec<f64>]| -> Vec<f64> {
-        runs.iter().filter_map(|r| crate::stats::mean(r)).collect()
-    };
-    let (ma, mb) = (means(a_runs), means(b_runs));
+    let (ma, mb) = (run_means(a_runs), run_means(b_runs));
     let (sa, sb) = (Sample::of(&ma), Sample::of(&mb));
     let diff_pct = match (&sa, &sb) {
         (Some(x), Some(y)) if x.mean != 0.0 => Some(100.0 * (y.mean - x.mean) / x.mean),
@@ -849,55 +851,15 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         let (fa, fb) = match (ga.get(key), gb.get(key)) {
             (Some(fa), Some(fb)) => (fa, fb),
             // A figure one side has and the other not is said, never left out.
-            (fa, fb) => {
-                let (side, other, f, others_points) = match (fa, fb) {
-                    (Some(f), _) => ("A", "B", f, &pb),
-                    (_, Some(f)) => ("B", "A", f, &pa),
-                    (None, None) => continue,
-                };
-                let others = if side == "A" { &gb } else { &ga };
-                let why = if !others_points.contains(&key.0) {
-                    // A point the other side did not run: its headline says so, once.
-                    if metric_rank(&key.1) != 0 {
-                        continue;
-                    }
-                    format!("{other} has no such point")
-                } else {
-                    one_sided(&key.1, other, |m| {
-                        others.contains_key(&(key.0.clone(), m.to_string()))
-                    })
-                };
-                let means: Vec<f64> = f
-                    .per_run
-                    .values()
-                    .filter_map(|r| crate::stats::mean(r))
-                    .collect();
-                let sample = Sample::of(&means);
-                let (a, b) = if side == "A" {
-                    (sample, None)
-                } else {
-                    (None, sample)
-                };
-                // Named by its basis, as a row of both sides is (modelled power is never
-                // shown untagged).
-                let metric = match &bases(f)[..] {
-                    [b] => with_basis(&key.1, *b),
-                    _ => key.1.clone(),
-                };
-                rows.push(CompareRow {
-                    point: key.0.clone(),
-                    metric,
-                    unit: f.unit.clone(),
-                    higher_is_better: f.higher_is_better,
-                    a,
-                    b,
-                    diff_pct: None,
-                    ci95_pct: None,
-                    p_value: None,
-                    verdict: format!("only on {side}: {why}"),
-                });
+            (Some(f), None) => {
+                rows.extend(one_sided_row(key, f, "A", "B", &gb, &pb));
                 continue;
             }
+            (None, Some(f)) => {
+                rows.extend(one_sided_row(key, f, "B", "A", &ga, &pa));
+                continue;
+            }
+            (None, None) => continue,
         };
         let runs = |f: &Figure| f.per_run.values().cloned().collect::<Vec<_>>();
         let mut j = judge(&runs(fa), &runs(fb), fa.higher_is_better);
@@ -962,6 +924,54 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         rows,
         comparability: comparability(a, b),
     }
+}
+
+/// The row of a figure `f` only `side` has, at point and metric `key`; `others` and
+/// `others_points` are the other side's figures and points. A point the other side did not
+/// run is said once, by its headline (None for its other figures).
+fn one_sided_row(
+    key: &(String, String),
+    f: &Figure,
+    side: &str,
+    other: &str,
+    others: &BTreeMap<(String, String), Figure>,
+    others_points: &BTreeSet<String>,
+) -> Option<CompareRow> {
+    let why = if !others_points.contains(&key.0) {
+        if metric_rank(&key.1) != 0 {
+            return None;
+        }
+        format!("{other} has no such point")
+    } else {
+        one_sided(&key.1, other, |m| {
+            others.contains_key(&(key.0.clone(), m.to_string()))
+        })
+    };
+    let runs: Vec<Vec<f64>> = f.per_run.values().cloned().collect();
+    let sample = Sample::of(&run_means(&runs));
+    let (a, b) = if side == "A" {
+        (sample, None)
+    } else {
+        (None, sample)
+    };
+    // Named by its basis, as a row of both sides is (modelled power is never shown
+    // untagged).
+    let metric = match &bases(f)[..] {
+        [b] => with_basis(&key.1, *b),
+        _ => key.1.clone(),
+    };
+    Some(CompareRow {
+        point: key.0.clone(),
+        metric,
+        unit: f.unit.clone(),
+        higher_is_better: f.higher_is_better,
+        a,
+        b,
+        diff_pct: None,
+        ci95_pct: None,
+        p_value: None,
+        verdict: format!("only on {side}: {why}"),
+    })
 }
 
 /// Why a point's figure is on one side only; `has` says whether the `other` side has a
