@@ -10,9 +10,11 @@
  *
  * With -u it does the same through io_uring (one io_uring_enter submits every send and
  * receive that is ready and reaps what completed), to show whether batching the system
- * calls across connections moves the floor.
+ * calls across connections moves the floor. With -m, through io_uring with one multishot
+ * receive armed per connection into provided buffers (Linux 6.0+): no poll re-armed per
+ * reply, which is what rackbench's closed loop does where the kernel has it.
  *
- * Usage: floor [-u] HOST PORT CONNS DEPTH SECONDS REQUEST_FILE REPLY_BYTES
+ * Usage: floor [-u|-m] HOST PORT CONNS DEPTH SECONDS REQUEST_FILE REPLY_BYTES
  * Prints: requests=N seconds=S user_s=U sys_s=K us_per_req=X
  * Build: cc -O2 -o floor floor.c [-DWITH_URING -luring]
  */
@@ -32,6 +34,7 @@
 #include <unistd.h>
 #ifdef WITH_URING
 #include <liburing.h>
+#include <sys/mman.h>
 #endif
 
 struct conn {
@@ -168,17 +171,94 @@ static int run_uring(struct conn *c, int n, double secs) {
     report(reqs, now_s() - t0);
     return 0;
 }
+
+/* -m: one multishot receive per connection into a ring of provided buffers. */
+#define NBUF 1024
+#define BUF_SIZE 4096
+static void arm_multishot(struct io_uring *ring, int fd, int i) {
+    struct io_uring_sqe *s = io_uring_get_sqe(ring);
+    io_uring_prep_recv_multishot(s, fd, NULL, 0, 0);
+    s->flags |= IOSQE_BUFFER_SELECT;
+    s->buf_group = 0;
+    io_uring_sqe_set_data64(s, (unsigned long long)i << 1 | 1);
+}
+
+static int run_multishot(struct conn *c, int n, double secs) {
+    struct io_uring ring;
+    if (io_uring_queue_init(4 * n + 8, &ring,
+                            IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN) < 0)
+        die("io_uring_queue_init (multishot needs Linux 6.1)");
+    struct io_uring_buf_ring *br = mmap(NULL, NBUF * sizeof(struct io_uring_buf),
+                                        PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    char *mem = malloc((size_t)NBUF * BUF_SIZE);
+    if (br == MAP_FAILED || !mem) die("buffers");
+    io_uring_buf_ring_init(br);
+    struct io_uring_buf_reg reg = {.ring_addr = (unsigned long)br, .ring_entries = NBUF, .bgid = 0};
+    if (io_uring_register_buf_ring(&ring, &reg, 0)) die("io_uring_register_buf_ring");
+    int mask = io_uring_buf_ring_mask(NBUF);
+    for (int b = 0; b < NBUF; b++)
+        io_uring_buf_ring_add(br, mem + (size_t)b * BUF_SIZE, BUF_SIZE, b, mask, b);
+    io_uring_buf_ring_advance(br, NBUF);
+    for (int i = 0; i < n; i++) {
+        arm_multishot(&ring, c[i].fd, i);
+        struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+        io_uring_prep_send(s, c[i].fd, batch, batch_len, 0);
+        io_uring_sqe_set_data64(s, (unsigned long long)i << 1);
+        c[i].want = reply_len * depth;
+    }
+    unsigned long long reqs = 0;
+    double t0 = now_s(), end = t0 + secs;
+    for (;;) {
+        io_uring_submit_and_wait(&ring, 1);
+        struct io_uring_cqe *cqe;
+        unsigned head, seen = 0, given = 0;
+        io_uring_for_each_cqe(&ring, head, cqe) {
+            seen++;
+            unsigned long long d = cqe->user_data;
+            int i = d >> 1;
+            if (!(d & 1)) {
+                if (cqe->res != (int)batch_len) { fprintf(stderr, "short send\n"); return 1; }
+                continue;
+            }
+            if (cqe->res <= 0 && cqe->res != -ENOBUFS) { fprintf(stderr, "recv: %d\n", cqe->res); return 1; }
+            if (cqe->flags & IORING_CQE_F_BUFFER) {
+                int bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+                io_uring_buf_ring_add(br, mem + (size_t)bid * BUF_SIZE, BUF_SIZE, bid, mask, given++);
+            }
+            if (cqe->res > 0) {
+                if ((size_t)cqe->res > c[i].want) {
+                    fprintf(stderr, "more reply bytes than expected: is REPLY_BYTES right?\n");
+                    return 1;
+                }
+                c[i].want -= cqe->res;
+                if (c[i].want == 0) {
+                    reqs += depth;
+                    struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+                    io_uring_prep_send(s, c[i].fd, batch, batch_len, 0);
+                    io_uring_sqe_set_data64(s, (unsigned long long)i << 1);
+                    c[i].want = reply_len * depth;
+                }
+            }
+            if (!(cqe->flags & IORING_CQE_F_MORE)) arm_multishot(&ring, c[i].fd, i);
+        }
+        io_uring_buf_ring_advance(br, given);
+        io_uring_cq_advance(&ring, seen);
+        if (now_s() >= end) break;
+    }
+    report(reqs, now_s() - t0);
+    return 0;
+}
 #endif
 
 int main(int argc, char **argv) {
     int uring = 0;
-    if (argc > 1 && strcmp(argv[1], "-u") == 0) {
-        uring = 1;
+    if (argc > 1 && (strcmp(argv[1], "-u") == 0 || strcmp(argv[1], "-m") == 0)) {
+        uring = argv[1][1] == 'u' ? 1 : 2;
         argv++;
         argc--;
     }
     if (argc != 8) {
-        fprintf(stderr, "usage: floor [-u] HOST PORT CONNS DEPTH SECONDS REQUEST_FILE REPLY_BYTES\n");
+        fprintf(stderr, "usage: floor [-u|-m] HOST PORT CONNS DEPTH SECONDS REQUEST_FILE REPLY_BYTES\n");
         return 2;
     }
     int n = atoi(argv[3]);
@@ -201,7 +281,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) c[i].fd = dial(argv[1], atoi(argv[2]));
     if (uring) {
 #ifdef WITH_URING
-        return run_uring(c, n, secs);
+        return uring == 2 ? run_multishot(c, n, secs) : run_uring(c, n, secs);
 #else
         fprintf(stderr, "floor: built without io_uring (cc -DWITH_URING ... -luring)\n");
         return 2;

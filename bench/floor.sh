@@ -3,16 +3,18 @@
 #
 # The floor is bench/floor.c: a client that only sends a fixed request and receives a reply
 # of known length on CONNS connections over one epoll (one send and one recv per batch of
-# DEPTH requests, epoll_wait shared), nothing parsed, timed or recorded; and the same over
-# io_uring (-u), to show whether batching the system calls across connections moves it.
+# DEPTH requests, epoll_wait shared), nothing parsed, timed or recorded; the same over
+# io_uring (-u: a receive per reply), to show whether batching the system calls across
+# connections moves it; and over io_uring with a multishot receive per connection (-m),
+# what rackbench's closed loop does where the kernel has it.
 # Beside it, on the same server, alternating: rackbench and the reference tool, each the
 # whole client process measured from outside (user+sys from bash's `time`, divided by the
 # requests it completed), all pinned to CLIENT_CPU with the server on SERVER_CPU.
 #
 #   kv:   redis-server, GET of one 10-byte value, 50 connections, -P 1 and -P 100:
-#         floor, floor -u, rackbench run kv --target, redis-benchmark -t get
+#         floor, floor -u, floor -m, rackbench run kv --target, redis-benchmark -t get
 #   http: nginx (1 worker, 1 KiB file, as bench/http_vs_wrk.sh), 50 connections:
-#         floor, floor -u, rackbench run http --target, wrk -t1
+#         floor, floor -u, floor -m, rackbench run http --target, wrk -t1
 #
 # Prints per-round lines, then per case the medians and each tool's CPU per request over
 # the floor's (paired within a round, median over rounds). Information, not a goal: the
@@ -79,6 +81,8 @@ for P in 1 100; do
     if [ "$URING" = 1 ]; then
       c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -u 127.0.0.1 "$RPORT" "$CONNS" "$P" "$SECS" "$TMP/get.req" "$GET_REPLY")
       floor_row "kv-P$P" floor-io_uring "$r" "$c"
+      c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -m 127.0.0.1 "$RPORT" "$CONNS" "$P" "$SECS" "$TMP/get.req" "$GET_REPLY")
+      floor_row "kv-P$P" floor-multishot "$r" "$c"
     fi
     c=$(cpu_of taskset -c "$CLIENT_CPU" "$BIN" run kv --target "127.0.0.1:$RPORT" -c "$CONNS" -r 1 -d 10 -P "$P" \
           -t get --duration "$SECS" --client-cpus "$CLIENT_CPU" --no-telemetry --json -q)
@@ -141,6 +145,8 @@ for r in $(seq "$ROUNDS"); do
   if [ "$URING" = 1 ]; then
     c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -u 127.0.0.1 "$HPORT" "$CONNS" 1 "$SECS" "$TMP/http.req" "$HTTP_REPLY")
     floor_row http floor-io_uring "$r" "$c"
+    c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -m 127.0.0.1 "$HPORT" "$CONNS" 1 "$SECS" "$TMP/http.req" "$HTTP_REPLY")
+    floor_row http floor-multishot "$r" "$c"
   fi
   c=$(cpu_of taskset -c "$CLIENT_CPU" "$BIN" run http --target "$URL" --connections "$CONNS" --threads 1 \
         --duration "$SECS" --warmup 0 --client-cpus "$CLIENT_CPU" --no-telemetry --json --quiet)

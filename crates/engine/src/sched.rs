@@ -73,6 +73,8 @@ pub(crate) struct Recorder {
     pub last_ns: u64,
     pub cpu_start: (f64, f64),
     pub cpu_end: (f64, f64),
+    /// Why this worker ran on epoll when io_uring was wanted (`auto`).
+    pub io_fallback: Option<String>,
 }
 
 impl Recorder {
@@ -93,6 +95,7 @@ impl Recorder {
             last_ns: 0,
             cpu_start: (0.0, 0.0),
             cpu_end: (0.0, 0.0),
+            io_fallback: None,
         }
     }
 
@@ -229,6 +232,7 @@ pub(crate) fn merge(
         loadgen_cpu_user_s: 0.0,
         loadgen_cpu_sys_s: 0.0,
         stopped_early,
+        client_io_fallback: None,
     };
     let interval_s = spec.interval.as_secs_f64().max(1e-9);
     for mut r in recorders {
@@ -267,6 +271,9 @@ pub(crate) fn merge(
         out.bytes_rx += r.bytes_rx;
         out.loadgen_cpu_user_s += (r.cpu_end.0 - r.cpu_start.0).max(0.0);
         out.loadgen_cpu_sys_s += (r.cpu_end.1 - r.cpu_start.1).max(0.0);
+        if out.client_io_fallback.is_none() {
+            out.client_io_fallback = r.io_fallback;
+        }
     }
     // Full intervals only: the last, partial interval would read low.
     let full = ((measured_s / interval_s).floor() as usize).min(intervals.len());

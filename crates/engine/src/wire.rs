@@ -43,6 +43,8 @@ pub struct WireOutcome {
     loadgen_cpu_user_s: f64,
     loadgen_cpu_sys_s: f64,
     stopped_early: Option<String>,
+    #[serde(default)]
+    client_io_fallback: Option<String>,
 }
 
 impl From<&LoadOutcome> for WireOutcome {
@@ -79,6 +81,7 @@ impl From<&LoadOutcome> for WireOutcome {
             loadgen_cpu_user_s: o.loadgen_cpu_user_s,
             loadgen_cpu_sys_s: o.loadgen_cpu_sys_s,
             stopped_early: o.stopped_early.clone(),
+            client_io_fallback: o.client_io_fallback.clone(),
         }
     }
 }
@@ -120,6 +123,7 @@ impl TryFrom<WireOutcome> for LoadOutcome {
             loadgen_cpu_user_s: w.loadgen_cpu_user_s,
             loadgen_cpu_sys_s: w.loadgen_cpu_sys_s,
             stopped_early: w.stopped_early,
+            client_io_fallback: w.client_io_fallback,
         })
     }
 }
@@ -183,6 +187,9 @@ pub fn merge(outcomes: Vec<LoadOutcome>, span: Span) -> Option<LoadOutcome> {
         if acc.stopped_early.is_none() {
             acc.stopped_early = o.stopped_early;
         }
+        if acc.client_io_fallback.is_none() {
+            acc.client_io_fallback = o.client_io_fallback;
+        }
     }
     if !lone {
         match span {
@@ -224,6 +231,7 @@ mod tests {
             loadgen_cpu_user_s: 0.5,
             loadgen_cpu_sys_s: 0.25,
             stopped_early: None,
+            client_io_fallback: None,
         }
     }
 

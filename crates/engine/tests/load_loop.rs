@@ -13,7 +13,9 @@ use engine::host::{
     unix_s, CommandRun, CommandsFor, DriverJob, DriverReport, Host, Roles, ServiceHandle,
     TelemetryInfo, TelemetrySettings,
 };
-use engine::load::{run_sessions, run_stream, Executed, Latency, Outcome, Protocol, Session};
+use engine::load::{
+    run_sessions, run_stream, ClientIo, Executed, Latency, Outcome, Protocol, Session,
+};
 use engine::wire::WireOutcome;
 use engine::workload::{Params, Progress};
 use engine::{capacity, spread, validity, LoadShape, LoadSpec, StopAfter};
@@ -709,4 +711,151 @@ fn a_test_stopped_by_a_count_lasts_from_the_first_start_to_the_last_end() {
         .unwrap();
     assert!((per_op.value - 600.0 / wall).abs() < 1e-6 * per_op.value);
     assert_eq!(step.duration_s, d.merged.duration_s);
+}
+
+/// A reply of `len` bytes (`k`s and a newline) to each `x\n`.
+struct Long {
+    len: usize,
+}
+impl Protocol for Long {
+    fn encode(&mut self, _rng: &mut SmallRng, out: &mut Vec<u8>) -> usize {
+        out.extend_from_slice(b"x\n");
+        0
+    }
+    fn parse(&mut self, buf: &[u8]) -> Result<Option<(usize, Outcome)>, String> {
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) if i + 1 == self.len && buf[..i].iter().all(|&b| b == b'k') => {
+                Ok(Some((i + 1, Outcome::Ok)))
+            }
+            Some(i) => Err(format!("a reply of {} bytes, not {}", i + 1, self.len)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Answers every `x\n` with `len` bytes, written in pieces of `piece` bytes.
+fn long_server(len: usize, piece: usize) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let mut reply = vec![b'k'; len];
+    reply[len - 1] = b'\n';
+    let reply: &'static [u8] = reply.leak();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(conn) = conn else { break };
+            std::thread::spawn(move || {
+                conn.set_nodelay(true).unwrap();
+                let mut w = conn.try_clone().unwrap();
+                let mut r = BufReader::new(conn);
+                let mut line = String::new();
+                while r.read_line(&mut line).unwrap_or(0) > 0 {
+                    line.clear();
+                    for p in reply.chunks(piece) {
+                        if w.write_all(p).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The closed loop gives the same counts on epoll and on io_uring, in every case where
+/// the two differ in what they do: pipelined batches over threads, a connection per
+/// request, a server that closes after announcing it, one that drops connections with a
+/// request unanswered, replies longer than an io_uring buffer (16 KiB) and replies in
+/// small pieces, and a server that dies.
+#[test]
+fn epoll_and_io_uring_count_alike() {
+    for io in [ClientIo::Epoll, ClientIo::IoUring] {
+        let run = |s: LoadSpec, addr: SocketAddr, long: Option<usize>| {
+            let s = LoadSpec { client_io: io, ..s };
+            let out = match long {
+                Some(len) => {
+                    run_stream(&s, &[addr], &["x"], |_| Long { len }, &Progress::default())
+                }
+                None => run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()),
+            };
+            let out = out.unwrap_or_else(|e| panic!("{io:?}: {e:#}"));
+            assert!(
+                out.client_io_fallback.is_none(),
+                "{io:?}: {:?}",
+                out.client_io_fallback
+            );
+            out
+        };
+        let f = fake(Duration::ZERO, None);
+        let s = LoadSpec {
+            connections: 5,
+            pipeline: 3,
+            threads: 2,
+            ..spec(StopAfter::Requests(10_001))
+        };
+        let out = run(s, f.addr, None);
+        assert_eq!(out.total_count(), 10_001, "{io:?}");
+        assert_eq!(out.classes[0].ok, 10_001, "{io:?}");
+        assert_eq!(f.served.load(Ordering::SeqCst), 10_001, "{io:?}");
+        assert_eq!(out.bytes_rx, 3 * 10_001, "{io:?}");
+        assert_eq!(out.bytes_tx, 2 * 10_001, "{io:?}");
+
+        let s = LoadSpec {
+            requests_per_connection: Some(1),
+            connections: 2,
+            ..spec(StopAfter::Requests(50))
+        };
+        let f = fake(Duration::ZERO, None);
+        let out = run(s, f.addr, None);
+        assert_eq!(out.total_count(), 50, "{io:?}");
+        assert!(out.reconnects >= 48, "{io:?}: {}", out.reconnects);
+        assert!(
+            out.connection_errors.is_empty(),
+            "{io:?}: {:?}",
+            out.connection_errors
+        );
+
+        let s = LoadSpec {
+            connections: 1,
+            ..spec(StopAfter::Requests(200))
+        };
+        let out = run(s, closing_server(10, None), None);
+        assert_eq!(out.total_count(), 180, "{io:?}");
+        assert_eq!(out.lost_count(), 20, "{io:?}");
+        assert_eq!(out.connection_error_count(), 20, "{io:?}");
+
+        for (len, piece) in [(40_000, 40_000), (40_000, 7), (1_000, 999)] {
+            let s = LoadSpec {
+                connections: 3,
+                pipeline: 2,
+                ..spec(StopAfter::Requests(300))
+            };
+            let out = run(s, long_server(len, piece), Some(len));
+            assert_eq!(out.total_count(), 300, "{io:?} {len} in {piece}");
+            assert_eq!(out.classes[0].ok, 300, "{io:?} {len} in {piece}");
+            assert_eq!(out.bytes_rx, 300 * len as u64, "{io:?} {len} in {piece}");
+        }
+
+        let f = fake(Duration::ZERO, Some(2000));
+        let out = run(spec(StopAfter::Requests(1_000_000)), f.addr, None);
+        assert!(
+            out.total_count() > 1000 && out.total_count() <= 2000,
+            "{io:?}: {}",
+            out.total_count()
+        );
+        assert!(out.stopped_early.is_some(), "{io:?}");
+    }
+}
+
+/// io_uring is for the closed loop: asked for with a rate, it is a clear error.
+#[test]
+fn io_uring_with_an_open_loop_is_a_clear_error() {
+    let f = fake(Duration::ZERO, None);
+    let s = LoadSpec {
+        shape: LoadShape::Poisson { rate: 1000.0 },
+        client_io: ClientIo::IoUring,
+        ..spec(StopAfter::Requests(10))
+    };
+    let e = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap_err();
+    assert!(format!("{e:#}").contains("closed loops only"), "{e:#}");
 }

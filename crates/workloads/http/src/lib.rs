@@ -40,7 +40,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use engine::capacity_tests::{self, CapacityConfig, CapacityDefaults};
-use engine::load::{LoadShape, LoadSpec, StopAfter};
+use engine::load::{ClientIo, LoadShape, LoadSpec, StopAfter};
 use engine::workload::{Params, Registration};
 use serde::{Deserialize, Serialize};
 
@@ -120,6 +120,14 @@ pub struct Flags {
     /// CPUs for the load-generator threads, e.g. 1 [default: not pinned]
     #[arg(long = "client-cpus", id = "client_cpus", value_name = "CPULIST")]
     pub client_cpus: Option<String>,
+    /// The client's system calls in a closed loop: auto (io_uring where the kernel has
+    /// it, else epoll), epoll, or io_uring [default: auto]
+    #[arg(
+        long = "client-io",
+        id = "client_io",
+        value_name = "auto|epoll|io_uring"
+    )]
+    pub client_io: Option<String>,
     /// nginx binary to launch [default: nginx from PATH]
     #[arg(long, id = "nginx", value_name = "PATH")]
     pub nginx: Option<String>,
@@ -210,6 +218,7 @@ pub struct HttpConfig {
     pub server_workers: usize,
     pub server_cpus: List,
     pub client_cpus: List,
+    pub client_io: ClientIo,
     pub nginx: String,
     pub seed: u64,
     pub latency_thresholds: List,
@@ -239,6 +248,7 @@ impl Default for HttpConfig {
             server_workers: 1,
             server_cpus: List::default(),
             client_cpus: List::default(),
+            client_io: ClientIo::Auto,
             nginx: "nginx".into(),
             seed: 1,
             latency_thresholds: List::of(&["1ms", "8ms", "64ms"]),
@@ -465,6 +475,7 @@ impl HttpConfig {
             seed: self.seed,
             interval,
             sleep_when_idle: false,
+            client_io: self.client_io,
         }
     }
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use engine::capacity_tests::{self, CapacityConfig, CapacityDefaults};
-use engine::load::{LoadShape, LoadSpec, StopAfter};
+use engine::load::{ClientIo, LoadShape, LoadSpec, StopAfter};
 use engine::workload::{Params, Registration};
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +91,14 @@ pub struct Flags {
     /// CPUs for the load-generator threads, e.g. 1 [default: not pinned]
     #[arg(long = "client-cpus", id = "client_cpus", value_name = "CPULIST")]
     pub client_cpus: Option<String>,
+    /// The client's system calls in a closed loop: auto (io_uring where the kernel has
+    /// it, else epoll), epoll, or io_uring [default: auto]
+    #[arg(
+        long = "client-io",
+        id = "client_io",
+        value_name = "auto|epoll|io_uring"
+    )]
+    pub client_io: Option<String>,
     /// Use existing servers instead of launching (repeatable): host:port
     #[arg(long = "target", id = "targets", value_name = "HOST:PORT", action = clap::ArgAction::Append)]
     pub targets: Option<Vec<String>>,
@@ -133,6 +141,7 @@ pub struct KvConfig {
     pub instances: usize,
     pub server_cpus: Vec<serde_json::Value>,
     pub client_cpus: Vec<serde_json::Value>,
+    pub client_io: ClientIo,
     pub targets: Vec<String>,
     pub redis_server: String,
     pub verify: bool,
@@ -160,6 +169,7 @@ impl Default for KvConfig {
             instances: 1,
             server_cpus: Vec::new(),
             client_cpus: Vec::new(),
+            client_io: ClientIo::Auto,
             targets: Vec::new(),
             redis_server: "redis-server".into(),
             verify: true,
@@ -299,6 +309,7 @@ impl KvConfig {
             seed: self.seed,
             interval: Duration::from_secs(1),
             sleep_when_idle: false,
+            client_io: self.client_io,
         }
     }
 }

@@ -197,6 +197,7 @@ impl Driver<'_> {
             seed: self.seed,
             interval: Duration::from_secs(1),
             sleep_when_idle: false,
+            client_io: Default::default(),
         }
     }
 

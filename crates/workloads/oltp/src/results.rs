@@ -484,6 +484,7 @@ mod tests {
             loadgen_cpu_user_s: 0.5,
             loadgen_cpu_sys_s: 0.5,
             stopped_early: None,
+            client_io_fallback: None,
         }
     }
 

@@ -25,6 +25,8 @@ use crate::load::{LoadOutcome, LoadShape, LoadSpec, Outcome, Protocol, StopAfter
 use crate::sched::{merge, thread_cpu, Recorder, Schedule};
 use crate::workload::Progress;
 
+mod uring;
+
 const READ_CHUNK: usize = 64 * 1024;
 /// How long to wait for replies still in flight once sending has stopped.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -200,6 +202,21 @@ struct Conn<P> {
     dead: bool,
 }
 
+impl<P> Conn<P> {
+    /// At least `at_least` bytes of room after the read buffer's end: when there is less,
+    /// the parsed front is dropped and `grow` bytes reserved.
+    #[inline]
+    fn make_room(&mut self, at_least: usize, grow: usize) {
+        if self.rbuf.capacity() - self.rbuf.len() < at_least {
+            if self.rstart > 0 {
+                self.rbuf.drain(..self.rstart);
+                self.rstart = 0;
+            }
+            self.rbuf.reserve(grow);
+        }
+    }
+}
+
 fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
     let s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     s.set_nodelay(true)?;
@@ -308,59 +325,38 @@ where
     P: Protocol,
     F: Fn(usize) -> P + Sync,
 {
-    if !spec.client_cpus.is_empty() {
-        let cpu = spec.client_cpus[index % spec.client_cpus.len()];
-        if let Err(e) = crate::launch::pin_current_thread(&[cpu]) {
-            barrier.wait();
-            return Err(e);
+    // Everything that can fail before the start fails here, and still meets the barrier
+    // (the other threads and `run` wait on it).
+    let setup = || -> anyhow::Result<(Io, Option<String>, Vec<Conn<P>>)> {
+        if !spec.client_cpus.is_empty() {
+            let cpu = spec.client_cpus[index % spec.client_cpus.len()];
+            crate::launch::pin_current_thread(&[cpu])?;
         }
-    }
-    let open = spec.shape != LoadShape::Closed;
-    let mut rec = Recorder::new(n_classes, open, spec.interval);
-    let mut rng = SmallRng::seed_from_u64(spec.seed.wrapping_add(index as u64 * 0x9E37_79B9));
-    let mut poll = match Poll::new() {
-        Ok(p) => p,
-        Err(e) => {
-            barrier.wait();
-            return Err(e.into());
+        let (mut io, fallback) = Io::new(spec, conn_ids.len())?;
+        let mut conns: Vec<Conn<P>> = Vec::with_capacity(conn_ids.len());
+        for (slot, &cid) in conn_ids.iter().enumerate() {
+            let addr = endpoints[cid % endpoints.len()];
+            let stream = connect(addr)
+                .and_then(|s| io.register(s, slot))
+                .map_err(|e| anyhow::anyhow!("connecting to {addr}: {e}"))?;
+            conns.push(Conn {
+                stream: Some(stream),
+                addr,
+                proto: new_protocol(cid),
+                rbuf: Vec::with_capacity(READ_CHUNK),
+                rstart: 0,
+                wbuf: Vec::with_capacity(4096),
+                wpos: 0,
+                inflight: Inflight::default(),
+                sent_on_conn: 0,
+                dead: false,
+            });
         }
+        Ok((io, fallback, conns))
     };
-    let mut conns: Vec<Conn<P>> = Vec::with_capacity(conn_ids.len());
-    let mut setup_err = None;
-    for (slot, &cid) in conn_ids.iter().enumerate() {
-        let addr = endpoints[cid % endpoints.len()];
-        let mut conn = Conn {
-            stream: None,
-            addr,
-            proto: new_protocol(cid),
-            rbuf: Vec::with_capacity(READ_CHUNK),
-            rstart: 0,
-            wbuf: Vec::with_capacity(4096),
-            wpos: 0,
-            inflight: Inflight::default(),
-            sent_on_conn: 0,
-            dead: false,
-        };
-        match connect(addr).and_then(|mut s| {
-            poll.registry().register(
-                &mut s,
-                Token(slot),
-                Interest::READABLE | Interest::WRITABLE,
-            )?;
-            Ok(s)
-        }) {
-            Ok(s) => conn.stream = Some(s),
-            Err(e) => {
-                setup_err = Some(anyhow::anyhow!("connecting to {addr}: {e}"));
-                break;
-            }
-        }
-        conns.push(conn);
-    }
+    let ready = setup();
     barrier.wait();
-    if let Some(e) = setup_err {
-        return Err(e);
-    }
+    let (io, fallback, mut conns) = ready?;
     // Every connection is open: now the common start of all generators, if any.
     progress.wait_for_start();
     // One common origin for all threads: the first thread to get here sets it.
@@ -369,19 +365,252 @@ where
         *g.get_or_insert_with(Instant::now)
     };
     let warm_ns = spec.warmup.as_nanos() as u64;
-    let end_ns = match spec.stop {
-        StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
-        StopAfter::Requests(_) => None,
+    let mut lp = Loop {
+        spec,
+        progress,
+        pace: Pace {
+            t0,
+            warm_ns,
+            end_ns: match spec.stop {
+                StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
+                StopAfter::Requests(_) => None,
+            },
+            quota,
+            issued_measured: 0,
+            stop_sending: false,
+            drain_deadline: None,
+            stopped_early: None,
+            cpu_marked: warm_ns == 0,
+        },
+        rec: Recorder::new(n_classes, spec.shape != LoadShape::Closed, spec.interval),
+        rng: SmallRng::seed_from_u64(spec.seed.wrapping_add(index as u64 * 0x9E37_79B9)),
     };
-    let share = 1.0 / threads as f64;
-    let mut schedule = Schedule::new(spec.shape, share);
-    let mut issued_measured: u64 = 0;
-    let mut cpu_marked = false;
-    if warm_ns == 0 {
-        rec.cpu_start = thread_cpu();
-        cpu_marked = true;
+    lp.rec.io_fallback = fallback;
+    if lp.pace.cpu_marked {
+        lp.rec.cpu_start = thread_cpu();
+    } else {
+        progress.warmup.store(true, Ordering::Relaxed);
     }
-    let now_ns = |t0: Instant| t0.elapsed().as_nanos() as u64;
+    match io {
+        Io::Epoll(poll) => epoll_loop(&mut lp, poll, &mut conns, threads)?,
+        Io::Uring(ring) => uring::closed_loop(&mut lp, *ring, &mut conns)?,
+    }
+    let Loop { mut rec, pace, .. } = lp;
+    rec.cpu_end = thread_cpu();
+    if !pace.cpu_marked {
+        rec.cpu_start = rec.cpu_end;
+    }
+    // Times are recorded from the end of warm-up; nothing measured means zero duration.
+    if rec.first_ns.is_none() {
+        rec.last_ns = 0;
+    }
+    Ok((rec, pace.stopped_early))
+}
+
+/// How a worker waits for its connections: epoll (every load shape, every kernel), or an
+/// io_uring with one multishot receive per connection (closed loop, where the kernel has
+/// it and the spec allows it; see [`uring`]).
+enum Io {
+    Epoll(Poll),
+    Uring(Box<uring::Ring>),
+}
+
+impl Io {
+    /// The loop for this spec, and why `auto` could not have io_uring (if so).
+    fn new(spec: &LoadSpec, conns: usize) -> anyhow::Result<(Io, Option<String>)> {
+        match uring::Ring::for_spec(spec, conns)? {
+            Some(Ok(ring)) => Ok((Io::Uring(Box::new(ring)), None)),
+            Some(Err(why)) => Ok((Io::Epoll(Poll::new()?), Some(why))),
+            None => Ok((Io::Epoll(Poll::new()?), None)),
+        }
+    }
+
+    /// Watch a newly opened connection in slot `slot`.
+    fn register(&mut self, mut s: TcpStream, slot: usize) -> io::Result<TcpStream> {
+        match self {
+            Io::Epoll(poll) => {
+                poll.registry().register(
+                    &mut s,
+                    Token(slot),
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
+            }
+            // The ring's receive is armed when the loop starts (and on each reopen).
+            Io::Uring(_) => {}
+        }
+        Ok(s)
+    }
+}
+
+/// The test's clock and where it stands against its stop condition, for either loop.
+struct Pace {
+    t0: Instant,
+    warm_ns: u64,
+    end_ns: Option<u64>,
+    quota: Option<u64>,
+    issued_measured: u64,
+    stop_sending: bool,
+    drain_deadline: Option<u64>,
+    stopped_early: Option<String>,
+    cpu_marked: bool,
+}
+
+impl Pace {
+    #[inline]
+    fn now(&self) -> u64 {
+        self.t0.elapsed().as_nanos() as u64
+    }
+
+    /// Can another request be issued now (stop condition, quota)?
+    #[inline]
+    fn may_issue(&self, now: u64) -> bool {
+        !self.stop_sending
+            && self.end_ns.is_none_or(|e| now < e)
+            && self
+                .quota
+                .is_none_or(|q| self.issued_measured < q || now < self.warm_ns)
+    }
+
+    /// The longest a wait may last: `cap`, shortened to the end of the test while sending.
+    fn wait_at_most(&self, now: u64, cap: Duration) -> Duration {
+        match self.end_ns {
+            Some(e) if !self.stop_sending => cap.min(Duration::from_nanos(e.saturating_sub(now))),
+            _ => cap,
+        }
+    }
+}
+
+/// What both loops share: the spec, the clock, the recorder and the request generator.
+struct Loop<'a> {
+    spec: &'a LoadSpec,
+    progress: &'a Progress,
+    pace: Pace,
+    rec: Recorder,
+    rng: SmallRng,
+}
+
+impl Loop<'_> {
+    /// The bookkeeping at the top of each round: the end of warm-up, Ctrl-C, the stop
+    /// condition, and the wait for replies in flight once sending stopped. Returns
+    /// `now`, or None when the loop is done.
+    fn round<P>(&mut self, conns: &mut [Conn<P>]) -> Option<u64> {
+        let now = self.pace.now();
+        let pace = &mut self.pace;
+        if !pace.cpu_marked && now >= pace.warm_ns {
+            self.rec.cpu_start = thread_cpu();
+            // Bytes, like CPU, count from the end of warm-up: they are divided by the
+            // measured duration (rx_bytes_per_s, net_io_bytes_per_s).
+            self.rec.bytes_tx = 0;
+            self.rec.bytes_rx = 0;
+            pace.cpu_marked = true;
+            self.progress.warmup.store(false, Ordering::Relaxed);
+        }
+        if self.progress.stopping() && !pace.stop_sending {
+            pace.stop_sending = true;
+            pace.stopped_early
+                .get_or_insert_with(|| "interrupted".to_string());
+        }
+        if !pace.stop_sending && !pace.may_issue(now) {
+            pace.stop_sending = true;
+        }
+        if conns.iter().all(|c| c.dead) {
+            pace.stopped_early
+                .get_or_insert_with(|| "every connection failed".to_string());
+            return None;
+        }
+        if pace.stop_sending {
+            // Only once sending stopped does the loop need the count in flight.
+            if conns.iter().all(|c| c.inflight.is_empty()) {
+                return None;
+            }
+            // Ctrl-C waits half a second for replies in flight, a normal end five.
+            let wait = if self.progress.stopping() {
+                INTERRUPT_DRAIN
+            } else {
+                DRAIN_TIMEOUT
+            };
+            let dl = *pace
+                .drain_deadline
+                .get_or_insert(now + wait.as_nanos() as u64);
+            if now >= dl {
+                for c in conns.iter_mut() {
+                    self.rec.lost_requests(
+                        "no reply before the end of the test",
+                        c.inflight.measured(pace.warm_ns),
+                    );
+                    c.inflight.clear();
+                }
+                return None;
+            }
+        }
+        Some(now)
+    }
+
+    /// Closed loop: fill the connection's pipeline, as far as the stop condition allows,
+    /// with requests sent at `now` (the time its replies were taken: the clock is read
+    /// once for both).
+    fn top_up<P: Protocol>(&mut self, c: &mut Conn<P>, now: u64) {
+        for _ in 0..budget(c, self.spec) {
+            if !self.pace.may_issue(now) {
+                break;
+            }
+            issue(
+                c,
+                &mut self.rng,
+                now,
+                now,
+                self.pace.warm_ns,
+                &mut self.pace.issued_measured,
+            );
+        }
+    }
+
+    /// Take the outcome of reading a connection's replies: count them, or the failure.
+    /// Returns the replies, and whether the connection must be reopened: the server
+    /// closed it or it failed, or it is spent (keep-alive off, N requests per connection)
+    /// or the server said it closes, with no reply still in flight.
+    fn settle<P: Protocol>(&mut self, c: &mut Conn<P>, read: Result<u64, String>) -> (u64, bool) {
+        match read {
+            Ok(n) => {
+                let spent = self
+                    .spec
+                    .requests_per_connection
+                    .is_some_and(|k| c.sent_on_conn >= k);
+                let reopen = (spent || c.proto.closing()) && c.inflight.is_empty() && !c.dead;
+                (n, reopen)
+            }
+            // A server may close a connection with nothing in flight (HTTP
+            // `Connection: close` after N requests): reopen it, no error.
+            Err(why) if why == CLOSED && c.inflight.is_empty() => (0, true),
+            Err(why) => {
+                fail_conn(c, &mut self.rec, &why, self.pace.warm_ns);
+                (0, true)
+            }
+        }
+    }
+
+    /// Count replies towards the progress display, in batches (an atomic add per reply
+    /// would cost more than the rest of the reply's bookkeeping).
+    fn report_progress(&self, pending: &mut u64, idle: bool) {
+        if *pending >= 256 || (*pending > 0 && idle) {
+            self.progress.done.fetch_add(*pending, Ordering::Relaxed);
+            *pending = 0;
+        }
+    }
+}
+
+/// The epoll loop: every load shape. Open loop sends what is due on connections with room
+/// (sleeping on the timer between sends); closed loop tops each connection up as its
+/// replies come in.
+fn epoll_loop<P: Protocol>(
+    lp: &mut Loop<'_>,
+    mut poll: Poll,
+    conns: &mut [Conn<P>],
+    threads: usize,
+) -> anyhow::Result<()> {
+    let spec = lp.spec;
+    let open = spec.shape != LoadShape::Closed;
+    let mut schedule = Schedule::new(spec.shape, 1.0 / threads as f64);
     let mut events = Events::with_capacity(1024);
     // Without a timer (spinning asked for, or timerfd refused) an open loop spins on
     // waits under 1 ms.
@@ -391,91 +620,24 @@ where
         None
     };
     let mut progress_pending: u64 = 0;
-    let mut stop_sending = false;
-    let mut drain_deadline: Option<u64> = None;
-    let mut stopped_early: Option<String> = None;
     let mut rr_cursor = 0usize;
-
-    // Can another request be issued now (stop condition, quota)?
-    macro_rules! may_issue {
-        ($now:expr) => {
-            !stop_sending
-                && end_ns.map_or(true, |e| $now < e)
-                && quota.map_or(true, |q| issued_measured < q || $now < warm_ns)
-        };
-    }
 
     // Closed loop: fill every connection's pipeline to start.
     if !open {
-        let now = now_ns(t0);
         for c in conns.iter_mut() {
-            let want = budget(c, spec);
-            for _ in 0..want {
-                if !may_issue!(now) {
-                    break;
-                }
-                issue(c, &mut rng, now, now, warm_ns, &mut issued_measured);
-            }
-            flush(c, &mut rec);
+            lp.top_up(c, lp.pace.now());
+            flush(c, &mut lp.rec);
         }
     }
 
-    if !cpu_marked {
-        progress.warmup.store(true, Ordering::Relaxed);
-    }
-    loop {
-        let now = now_ns(t0);
-        if !cpu_marked && now >= warm_ns {
-            rec.cpu_start = thread_cpu();
-            // Bytes, like CPU, count from the end of warm-up: they are divided by the
-            // measured duration (rx_bytes_per_s, net_io_bytes_per_s).
-            rec.bytes_tx = 0;
-            rec.bytes_rx = 0;
-            cpu_marked = true;
-            progress.warmup.store(false, Ordering::Relaxed);
-        }
-        if progress.stopping() && !stop_sending {
-            stop_sending = true;
-            stopped_early.get_or_insert_with(|| "interrupted".to_string());
-        }
-        if !stop_sending && !may_issue!(now) {
-            stop_sending = true;
-        }
-        if conns.iter().all(|c| c.dead) {
-            stopped_early.get_or_insert_with(|| "every connection failed".to_string());
-            break;
-        }
-        if stop_sending {
-            // Only once sending stopped does the loop need the count in flight.
-            if conns.iter().all(|c| c.inflight.is_empty()) {
-                break;
-            }
-            // Ctrl-C waits half a second for replies in flight, a normal end five.
-            let wait = if progress.stopping() {
-                INTERRUPT_DRAIN
-            } else {
-                DRAIN_TIMEOUT
-            };
-            let dl = *drain_deadline.get_or_insert(now + wait.as_nanos() as u64);
-            if now >= dl {
-                for c in conns.iter_mut() {
-                    rec.lost_requests(
-                        "no reply before the end of the test",
-                        c.inflight.measured(warm_ns),
-                    );
-                    c.inflight.clear();
-                }
-                break;
-            }
-        }
-
+    while let Some(now) = lp.round(conns) {
         // Open loop: send everything that is due, on connections with room.
         let mut timeout = Duration::from_millis(100);
         if let Some(s) = schedule.as_mut() {
-            if !stop_sending {
+            if !lp.pace.stop_sending {
                 loop {
                     let due = s.peek() as u64;
-                    if due > now || !may_issue!(now) {
+                    if due > now || !lp.pace.may_issue(now) {
                         break;
                     }
                     let n = conns.len();
@@ -494,22 +656,22 @@ where
                     }
                     let Some(i) = found else { break };
                     rr_cursor = i + 1;
-                    let intended = s.advance(&mut rng);
-                    if now.saturating_sub(intended) > LATE_NS && intended >= warm_ns {
-                        rec.late_sends += 1;
+                    let intended = s.advance(&mut lp.rng);
+                    if now.saturating_sub(intended) > LATE_NS && intended >= lp.pace.warm_ns {
+                        lp.rec.late_sends += 1;
                     }
                     issue(
                         &mut conns[i],
-                        &mut rng,
+                        &mut lp.rng,
                         now,
                         intended,
-                        warm_ns,
-                        &mut issued_measured,
+                        lp.pace.warm_ns,
+                        &mut lp.pace.issued_measured,
                     );
-                    flush(&mut conns[i], &mut rec);
+                    flush(&mut conns[i], &mut lp.rec);
                 }
                 let due = s.peek() as u64;
-                let wait = due.saturating_sub(now_ns(t0));
+                let wait = due.saturating_sub(lp.pace.now());
                 timeout = match timer.as_mut() {
                     _ if wait < SPIN_NS => Duration::ZERO,
                     Some(t) => {
@@ -522,17 +684,12 @@ where
                 };
             }
         }
-        if let Some(e) = end_ns {
-            if !stop_sending {
-                timeout = timeout.min(Duration::from_nanos(e.saturating_sub(now)));
-            }
-        }
+        let timeout = lp.pace.wait_at_most(now, timeout);
         if let Err(e) = poll.poll(&mut events, Some(timeout)) {
             if e.kind() != io::ErrorKind::Interrupted {
                 return Err(e.into());
             }
         }
-        let mut replies_this_round = 0u64;
         for ev in events.iter() {
             if ev.token() == TIMER {
                 if let Some(t) = timer.as_mut() {
@@ -548,63 +705,45 @@ where
                 continue;
             }
             if ev.is_writable() {
-                flush(c, &mut rec);
+                flush(c, &mut lp.rec);
             }
             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                let done = now_ns(t0);
-                match read_replies(c, &mut rec, done, warm_ns) {
-                    Ok(n) => replies_this_round += n,
-                    // A server may close a connection with nothing in flight (HTTP
-                    // `Connection: close` after N requests): reopen it, no error.
-                    Err(why) if why == CLOSED && c.inflight.is_empty() => {
-                        c.stream = None;
-                        reconnect(c, &mut poll, slot, &mut rec);
-                    }
-                    Err(why) => {
-                        fail_conn(c, &mut rec, &why, warm_ns);
-                        reconnect(c, &mut poll, slot, &mut rec);
-                    }
-                }
-                // Keep-alive off (or N requests per connection), or the server said it
-                // closes: reopen once the replies in flight are in.
-                let spent = spec
-                    .requests_per_connection
-                    .is_some_and(|k| c.sent_on_conn >= k);
-                if (spent || c.proto.closing()) && c.inflight.is_empty() && !c.dead {
+                let done = lp.pace.now();
+                let read = read_replies(c, &mut lp.rec, done, lp.pace.warm_ns);
+                let (replies, reopen) = lp.settle(c, read);
+                progress_pending += replies;
+                if reopen {
                     if let Some(mut s) = c.stream.take() {
                         let _ = poll.registry().deregister(&mut s);
                     }
-                    reconnect(c, &mut poll, slot, &mut rec);
+                    if reopen_conn(c, &mut lp.rec) {
+                        let registered = c.stream.as_mut().map(|s| {
+                            poll.registry().register(
+                                s,
+                                Token(slot),
+                                Interest::READABLE | Interest::WRITABLE,
+                            )
+                        });
+                        if let Some(Err(e)) = registered {
+                            lp.rec
+                                .connection_error(format!("reconnect to {}: {e}", c.addr));
+                            c.stream = None;
+                            c.dead = true;
+                        }
+                    }
                 }
                 if !open && !c.dead {
-                    let now = now_ns(t0);
-                    let want = budget(c, spec);
-                    for _ in 0..want {
-                        if !may_issue!(now) {
-                            break;
-                        }
-                        issue(c, &mut rng, now, now, warm_ns, &mut issued_measured);
-                    }
-                    flush(c, &mut rec);
+                    lp.top_up(c, done);
+                    flush(c, &mut lp.rec);
                 }
             }
         }
-        progress_pending += replies_this_round;
-        if progress_pending >= 256 || (progress_pending > 0 && events.is_empty()) {
-            progress.done.fetch_add(progress_pending, Ordering::Relaxed);
-            progress_pending = 0;
-        }
+        lp.report_progress(&mut progress_pending, events.is_empty());
     }
-    progress.done.fetch_add(progress_pending, Ordering::Relaxed);
-    rec.cpu_end = thread_cpu();
-    if !cpu_marked {
-        rec.cpu_start = rec.cpu_end;
-    }
-    // Times are recorded from the end of warm-up; nothing measured means zero duration.
-    if rec.first_ns.is_none() {
-        rec.last_ns = 0;
-    }
-    Ok((rec, stopped_early))
+    lp.progress
+        .done
+        .fetch_add(progress_pending, Ordering::Relaxed);
+    Ok(())
 }
 
 /// How many more requests this connection may take now (pipeline room and the
@@ -672,16 +811,10 @@ fn read_replies<P: Protocol>(
 ) -> Result<u64, String> {
     let mut replies = 0u64;
     loop {
+        c.make_room(READ_CHUNK / 4, READ_CHUNK);
         let Some(stream) = c.stream.as_mut() else {
             return Err("not connected".into());
         };
-        if c.rbuf.capacity() - c.rbuf.len() < READ_CHUNK / 4 {
-            if c.rstart > 0 {
-                c.rbuf.drain(..c.rstart);
-                c.rstart = 0;
-            }
-            c.rbuf.reserve(READ_CHUNK);
-        }
         let len = c.rbuf.len();
         let cap = c.rbuf.capacity();
         // SAFETY: we read into the spare capacity and only expose bytes the kernel wrote.
@@ -697,66 +830,7 @@ fn read_replies<P: Protocol>(
                 // SAFETY: the kernel initialised n bytes after len.
                 unsafe { c.rbuf.set_len(len + n) };
                 rec.bytes_rx += n as u64;
-                // Parse every complete reply. Consecutive ones alike (class, outcome,
-                // send and intended times: a pipeline's) are recorded once, counted.
-                let mut run: Option<(usize, Outcome, u64, u64, u64)> = None;
-                let flush_run =
-                    |rec: &mut Recorder, run: Option<(usize, Outcome, u64, u64, u64)>| {
-                        if let Some((class, outcome, sent, intended, k)) = run {
-                            rec.record_n(
-                                class,
-                                outcome,
-                                sent,
-                                intended,
-                                done_ns - warm_ns.min(done_ns),
-                                k,
-                            );
-                        }
-                    };
-                loop {
-                    if c.rstart >= c.rbuf.len() {
-                        break;
-                    }
-                    match c.proto.parse(&c.rbuf[c.rstart..]) {
-                        Ok(Some((used, outcome))) => {
-                            c.rstart += used.max(1);
-                            let Some(p) = c.inflight.pop() else {
-                                flush_run(rec, run.take());
-                                return Err("reply without a request (protocol out of sync)".into());
-                            };
-                            replies += 1;
-                            if p.measured(warm_ns) {
-                                let sent = p.sent_ns - warm_ns.min(p.sent_ns);
-                                let intended = p.intended_ns - warm_ns.min(p.intended_ns);
-                                let class = p.class as usize;
-                                match run.as_mut() {
-                                    Some((c, o, s, i, k))
-                                        if *c == class
-                                            && *o == outcome
-                                            && *s == sent
-                                            && *i == intended =>
-                                    {
-                                        *k += 1
-                                    }
-                                    _ => {
-                                        flush_run(rec, run.take());
-                                        run = Some((class, outcome, sent, intended, 1));
-                                    }
-                                }
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            flush_run(rec, run.take());
-                            return Err(format!("unparsable reply: {e}"));
-                        }
-                    }
-                }
-                flush_run(rec, run.take());
-                if c.rstart == c.rbuf.len() {
-                    c.rbuf.clear();
-                    c.rstart = 0;
-                }
+                replies += parse_replies(c, rec, done_ns, warm_ns)?;
                 // A short read means the socket is drained (edge-triggered: new data
                 // makes a new event), so no extra recv just to see EAGAIN.
                 if len + n < cap {
@@ -770,18 +844,111 @@ fn read_replies<P: Protocol>(
     }
 }
 
+/// Parse every complete reply in the connection's buffer and record it: the number of
+/// replies, or why the stream cannot be parsed further.
+fn parse_replies<P: Protocol>(
+    c: &mut Conn<P>,
+    rec: &mut Recorder,
+    done_ns: u64,
+    warm_ns: u64,
+) -> Result<u64, String> {
+    let (replies, used) = parse_from(
+        &mut c.proto,
+        &mut c.inflight,
+        &c.rbuf[c.rstart..],
+        rec,
+        done_ns,
+        warm_ns,
+    )?;
+    c.rstart += used;
+    if c.rstart == c.rbuf.len() {
+        c.rbuf.clear();
+        c.rstart = 0;
+    }
+    Ok(replies)
+}
+
+/// Parse every complete reply at the front of `buf` and record it, taking its request
+/// off `inflight`: the number of replies and the bytes they used, or why the stream
+/// cannot be parsed further. Consecutive replies alike (class, outcome, send and
+/// intended times: a pipeline's) are recorded once, counted.
+fn parse_from<P: Protocol>(
+    proto: &mut P,
+    inflight: &mut Inflight,
+    buf: &[u8],
+    rec: &mut Recorder,
+    done_ns: u64,
+    warm_ns: u64,
+) -> Result<(u64, usize), String> {
+    let mut replies = 0u64;
+    let mut at = 0usize;
+    let mut run: Option<(usize, Outcome, u64, u64, u64)> = None;
+    let flush_run = |rec: &mut Recorder, run: Option<(usize, Outcome, u64, u64, u64)>| {
+        if let Some((class, outcome, sent, intended, k)) = run {
+            rec.record_n(
+                class,
+                outcome,
+                sent,
+                intended,
+                done_ns - warm_ns.min(done_ns),
+                k,
+            );
+        }
+    };
+    while at < buf.len() {
+        match proto.parse(&buf[at..]) {
+            Ok(Some((used, outcome))) => {
+                at += used.max(1);
+                let Some(p) = inflight.pop() else {
+                    flush_run(rec, run.take());
+                    return Err("reply without a request (protocol out of sync)".into());
+                };
+                replies += 1;
+                if p.measured(warm_ns) {
+                    let sent = p.sent_ns - warm_ns.min(p.sent_ns);
+                    let intended = p.intended_ns - warm_ns.min(p.intended_ns);
+                    let class = p.class as usize;
+                    match run.as_mut() {
+                        Some((c, o, s, i, k))
+                            if *c == class && *o == outcome && *s == sent && *i == intended =>
+                        {
+                            *k += 1
+                        }
+                        _ => {
+                            flush_run(rec, run.take());
+                            run = Some((class, outcome, sent, intended, 1));
+                        }
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                flush_run(rec, run.take());
+                return Err(format!("unparsable reply: {e}"));
+            }
+        }
+    }
+    flush_run(rec, run.take());
+    Ok((replies, at.min(buf.len())))
+}
+
 /// Count the failure, once, and the measured requests it lost, once each (httperf
 /// counts a lost request as one error; the failure is not another).
 fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str, warm_ns: u64) {
     rec.connection_error(why.to_string());
     rec.lost_requests(why, c.inflight.measured(warm_ns));
     c.inflight.clear();
-    c.stream = None;
+    // Shut down, not only closed: an io_uring receive armed on it holds it open.
+    if let Some(s) = c.stream.take() {
+        let _ = s.shutdown(std::net::Shutdown::Both);
+    }
 }
 
-/// Open the connection again (blocking connect; fast on loopback). A refused connect
-/// marks the connection dead: the server is gone.
-fn reconnect<P: Protocol>(c: &mut Conn<P>, poll: &mut Poll, slot: usize, rec: &mut Recorder) {
+/// Open the connection again (blocking connect; fast on loopback), with empty buffers
+/// and nothing in flight. A refused connect marks the connection dead: the server is
+/// gone. Returns whether it is open; the caller watches the new socket.
+fn reopen_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder) -> bool {
+    c.stream = None;
     c.rbuf.clear();
     c.rstart = 0;
     c.wbuf.clear();
@@ -789,18 +956,16 @@ fn reconnect<P: Protocol>(c: &mut Conn<P>, poll: &mut Poll, slot: usize, rec: &m
     c.inflight.clear();
     c.sent_on_conn = 0;
     c.proto.reset();
-    match connect(c.addr).and_then(|mut s| {
-        poll.registry()
-            .register(&mut s, Token(slot), Interest::READABLE | Interest::WRITABLE)?;
-        Ok(s)
-    }) {
+    match connect(c.addr) {
         Ok(s) => {
             c.stream = Some(s);
             rec.reconnects += 1;
+            true
         }
         Err(e) => {
             rec.connection_error(format!("reconnect to {}: {e}", c.addr));
             c.dead = true;
+            false
         }
     }
 }

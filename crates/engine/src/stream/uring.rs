@@ -1,0 +1,572 @@
+//! The closed-loop generator on io_uring: one multishot receive per connection into
+//! buffers the kernel picks from a ring it shares with us, and the sends, all submitted
+//! and reaped by one `io_uring_enter` per round.
+//!
+//! Why (bench/floor.c `-m` against its epoll loop, nginx and redis on loopback): the
+//! epoll loop pays per reply an `epoll_wait` share, the socket's poll callback and a
+//! re-poll, and a `recv` system call; an armed multishot receive pays none of these, and
+//! the completion is posted when this thread enters the ring (`DEFER_TASKRUN`), not by
+//! interrupting it. That is about 5% less CPU per request at the floor (4% for kv at
+//! pipeline 1). A one-shot receive per reply (the floor's `-u`) saves nothing: it
+//! re-arms the socket's poll every time.
+//!
+//! Used for the closed loop only (an open loop sleeps on a timer between sends, which
+//! the epoll loop does well), and only where the kernel has what it needs (6.1: single
+//! issuer, deferred task work; multishot receive and provided-buffer rings are older)
+//! and lets this process create a ring (`kernel.io_uring_disabled`, seccomp). `auto`
+//! falls back to epoll otherwise and says why in the result; `io_uring` asked for
+//! explicitly fails instead.
+//!
+//! Memory the kernel may touch (the provided buffers, each send's bytes) stays put until
+//! the kernel is done with it: a send's buffer is the connection's only while its
+//! completion is outstanding (a reopened connection leaves it with the old socket until
+//! then), and at the end every socket is shut down and every completion reaped; if some
+//! never come, the memory is leaked rather than freed under the kernel.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use io_uring::types::{BufRingEntry, Fd, SubmitArgs, Timespec};
+use io_uring::{cqueue, opcode, squeue, IoUring};
+
+use super::{parse_from, parse_replies, reopen_conn, Conn, Loop, CLOSED, READ_CHUNK};
+use crate::load::{ClientIo, LoadShape, LoadSpec, Protocol};
+
+/// Bytes per provided buffer: a reply larger than this arrives in several completions.
+const BUF_SIZE: usize = 16 * 1024;
+/// The buffer group's id (one group per ring).
+const GROUP: u16 = 0;
+/// How long the end waits for the kernel to hand back what it holds.
+const RELEASE_WAIT: Duration = Duration::from_secs(2);
+
+const RECV: u64 = 0;
+const SEND: u64 = 1;
+/// The `user_data` of the round's timer (no connection has this slot).
+const TICK: u64 = u64::MAX;
+/// The longest a round waits when nothing completes (Ctrl-C, a stalled server).
+const TICK_MAX: Duration = Duration::from_millis(100);
+
+/// `user_data`: slot, the connection's generation (a reopened connection's old socket
+/// still completes), and the operation.
+fn tag(slot: usize, gen: u32, op: u64) -> u64 {
+    (slot as u64) << 32 | u64::from(gen) << 1 | op
+}
+
+fn untag(data: u64) -> (usize, u32, u64) {
+    (
+        (data >> 32) as usize,
+        ((data >> 1) & 0x7fff_ffff) as u32,
+        data & 1,
+    )
+}
+
+/// The ring's view of one connection.
+#[derive(Default)]
+struct Slot {
+    gen: u32,
+    /// The bytes of the send in flight (the kernel reads them until its completion).
+    sending: Vec<u8>,
+    sent: usize,
+    send_busy: bool,
+    recv_armed: bool,
+}
+
+/// The provided buffers: a ring of entries the kernel takes buffers from, and the
+/// buffers. Both are ours to free only once the kernel is done (see the module doc).
+struct Buffers {
+    entries: *mut BufRingEntry,
+    n: u16,
+    mem: *mut u8,
+    /// Buffers handed back since the tail was last published.
+    added: u16,
+    tail: u16,
+}
+
+impl Buffers {
+    fn layouts(n: u16) -> (Layout, Layout) {
+        // The kernel wants the entry ring page-aligned.
+        let entries = Layout::from_size_align(usize::from(n) * 16, 4096).expect("layout");
+        let mem = Layout::from_size_align(usize::from(n) * BUF_SIZE, 64).expect("layout");
+        (entries, mem)
+    }
+
+    fn new(n: u16) -> io::Result<Buffers> {
+        let (le, lm) = Buffers::layouts(n);
+        // SAFETY: non-zero sizes; null is checked.
+        let (entries, mem) = unsafe { (alloc_zeroed(le), alloc_zeroed(lm)) };
+        if entries.is_null() || mem.is_null() {
+            return Err(io::Error::from(io::ErrorKind::OutOfMemory));
+        }
+        let mut b = Buffers {
+            entries: entries.cast(),
+            n,
+            mem,
+            added: 0,
+            tail: 0,
+        };
+        for bid in 0..n {
+            b.give(bid);
+        }
+        b.publish();
+        Ok(b)
+    }
+
+    /// Hand buffer `bid` back to the kernel (seen once [`Buffers::publish`] runs).
+    #[inline]
+    fn give(&mut self, bid: u16) {
+        let i = usize::from(self.tail.wrapping_add(self.added) & (self.n - 1));
+        // SAFETY: i < n, inside the entry ring; the kernel reads an entry only between
+        // the old and the new tail, and this one is past the published tail.
+        let e = unsafe { &mut *self.entries.add(i) };
+        e.set_addr(self.buf_ptr(bid) as u64);
+        e.set_len(BUF_SIZE as u32);
+        e.set_bid(bid);
+        self.added += 1;
+    }
+
+    #[inline]
+    fn publish(&mut self) {
+        if self.added == 0 {
+            return;
+        }
+        self.tail = self.tail.wrapping_add(self.added);
+        self.added = 0;
+        // SAFETY: the tail is the first entry's reserved field, a u16 the kernel reads
+        // atomically (liburing's io_uring_buf_ring_advance: a release store).
+        unsafe {
+            let tail = BufRingEntry::tail(self.entries) as *const AtomicU16;
+            (*tail).store(self.tail, Ordering::Release);
+        }
+    }
+
+    #[inline]
+    fn buf_ptr(&self, bid: u16) -> *mut u8 {
+        // SAFETY: bid < n, so inside the allocation.
+        unsafe { self.mem.add(usize::from(bid) * BUF_SIZE) }
+    }
+
+    /// The first `len` bytes of buffer `bid`, which the kernel has filled and not yet
+    /// been given back.
+    #[inline]
+    fn bytes(&self, bid: u16, len: usize) -> &[u8] {
+        // SAFETY: the completion said the kernel wrote `len` <= BUF_SIZE bytes there,
+        // and the buffer is not handed back before this slice is dropped.
+        unsafe { std::slice::from_raw_parts(self.buf_ptr(bid), len.min(BUF_SIZE)) }
+    }
+}
+
+impl Drop for Buffers {
+    fn drop(&mut self) {
+        let (le, lm) = Buffers::layouts(self.n);
+        // SAFETY: allocated in `new` with these layouts; the ring (which could write
+        // them) is gone or has handed everything back (see `Ring::drop`).
+        unsafe {
+            dealloc(self.entries.cast(), le);
+            dealloc(self.mem, lm);
+        }
+    }
+}
+
+/// One worker's ring.
+pub(super) struct Ring {
+    ring: Option<IoUring>,
+    bufs: Option<Buffers>,
+    slots: Vec<Slot>,
+    /// Send buffers of reopened connections, until their completions come.
+    orphans: Vec<(u64, Vec<u8>)>,
+    cqes: Vec<cqueue::Entry>,
+    /// The timer's duration, read by the kernel when it takes the entry.
+    tick: Box<Timespec>,
+}
+
+impl Ring {
+    /// A ring for this spec's worker of `conns` connections; None for the epoll loop (an
+    /// open loop, or epoll asked for); `Some(Err(why))` when `auto` finds no io_uring
+    /// here (the epoll loop runs, and the result says why).
+    pub(super) fn for_spec(
+        spec: &LoadSpec,
+        conns: usize,
+    ) -> anyhow::Result<Option<Result<Ring, String>>> {
+        let closed = spec.shape == LoadShape::Closed;
+        match spec.client_io {
+            ClientIo::Epoll => Ok(None),
+            ClientIo::Auto if !closed => Ok(None),
+            ClientIo::IoUring if !closed => anyhow::bail!(
+                "client io io_uring drives closed loops only; an open loop (a rate) runs on \
+                 epoll: leave client_io at auto or set it to epoll"
+            ),
+            ClientIo::Auto => Ok(Some(Ring::new(conns).map_err(|e| e.to_string()))),
+            ClientIo::IoUring => Ring::new(conns).map(|r| Some(Ok(r))).map_err(|e| {
+                anyhow::anyhow!("{e}; leave client_io at auto (epoll where io_uring is missing)")
+            }),
+        }
+    }
+
+    fn new(conns: usize) -> anyhow::Result<Ring> {
+        let sq = (2 * conns + 16).next_power_of_two().min(32_768) as u32;
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_cqsize(sq * 2)
+            .build(sq)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "io_uring unavailable ({e}): it needs Linux 6.1 or later, and \
+                     kernel.io_uring_disabled at 0 (or no seccomp filter against it)"
+                )
+            })?;
+        // Enough buffers for a reply per connection in flight per round, twice over.
+        let n = (2 * conns).next_power_of_two().clamp(64, 4096) as u16;
+        let bufs = Buffers::new(n)?;
+        // SAFETY: the entry ring is page-aligned, n entries long, and lives until the
+        // ring is dropped (Ring::drop drops the ring first).
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(bufs.entries as u64, n, GROUP, 0)
+        }
+        .map_err(|e| {
+            anyhow::anyhow!("io_uring provided buffers unavailable ({e}): it needs Linux 5.19")
+        })?;
+        Ok(Ring {
+            ring: Some(ring),
+            bufs: Some(bufs),
+            slots: (0..conns).map(|_| Slot::default()).collect(),
+            orphans: Vec::new(),
+            cqes: Vec::with_capacity(sq as usize * 2),
+            tick: Box::new(Timespec::new()),
+        })
+    }
+
+    fn ring(&mut self) -> &mut IoUring {
+        self.ring.as_mut().expect("ring in use")
+    }
+
+    /// Queue one entry, submitting what is queued when the queue is full.
+    fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
+        let ring = self.ring();
+        loop {
+            // SAFETY: what the entry points at (a slot's send buffer, the provided
+            // buffers) outlives its completion (see the module doc).
+            if unsafe { ring.submission().push(&e) }.is_ok() {
+                return Ok(());
+            }
+            ring.submit()?;
+        }
+    }
+
+    fn arm_recv<P>(&mut self, slot: usize, c: &Conn<P>) -> io::Result<()> {
+        let Some(s) = c.stream.as_ref() else {
+            return Ok(());
+        };
+        let e = opcode::RecvMulti::new(Fd(s.as_raw_fd()), GROUP)
+            .build()
+            .user_data(tag(slot, self.slots[slot].gen, RECV));
+        self.push(e)?;
+        self.slots[slot].recv_armed = true;
+        Ok(())
+    }
+
+    /// Send what the connection has queued, unless a send is already in flight (its
+    /// completion sends the rest).
+    fn flush<P>(&mut self, slot: usize, c: &mut Conn<P>) -> io::Result<()> {
+        let s = &mut self.slots[slot];
+        let Some(stream) = c.stream.as_ref() else {
+            return Ok(());
+        };
+        if s.send_busy || c.wbuf.is_empty() {
+            return Ok(());
+        }
+        std::mem::swap(&mut s.sending, &mut c.wbuf);
+        c.wbuf.clear();
+        s.sent = 0;
+        s.send_busy = true;
+        let e = send_entry(stream.as_raw_fd(), &s.sending, 0, tag(slot, s.gen, SEND));
+        self.push(e)
+    }
+
+    /// Close the connection's socket (its receive then completes, empty) and open a new
+    /// one with its receive armed. A send still in flight keeps its buffer until its
+    /// completion comes.
+    fn reopen<P: Protocol>(
+        &mut self,
+        slot: usize,
+        c: &mut Conn<P>,
+        rec: &mut crate::sched::Recorder,
+    ) -> io::Result<()> {
+        if let Some(s) = c.stream.take() {
+            // SAFETY: a valid socket; shut down so the armed receive ends (close alone
+            // would not: the ring holds the socket open).
+            unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };
+        }
+        let s = &mut self.slots[slot];
+        if s.send_busy {
+            self.orphans
+                .push((tag(slot, s.gen, SEND), std::mem::take(&mut s.sending)));
+            s.send_busy = false;
+        }
+        s.gen = (s.gen + 1) & 0x7fff_ffff;
+        s.recv_armed = false;
+        if reopen_conn(c, rec) {
+            self.arm_recv(slot, c)?;
+        }
+        Ok(())
+    }
+
+    /// Arm the round's timer to fire in `after`. A timer armed once per firing (every
+    /// 100 ms at most) rather than a timeout on every wait: a timed wait starts and
+    /// cancels a kernel timer each time it sleeps, 1-4% of the CPU per request.
+    fn arm_tick(&mut self, after: Duration) -> io::Result<()> {
+        let after = after.max(Duration::from_micros(1));
+        *self.tick = Timespec::new()
+            .sec(after.as_secs())
+            .nsec(after.subsec_nanos());
+        let ts: *const Timespec = &*self.tick;
+        self.push(opcode::Timeout::new(ts).build().user_data(TICK))
+    }
+
+    /// Submit what is queued and wait for one completion (the round's timer bounds the
+    /// wait; `timeout` bounds it when the timer is not armed); then take every completion
+    /// there is.
+    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        let waited = match timeout {
+            None => self.ring().submit_and_wait(1),
+            Some(t) => {
+                let ts = Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos());
+                let args = SubmitArgs::new().timespec(&ts);
+                self.ring().submitter().submit_with_args(1, &args)
+            }
+        };
+        match waited {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
+            Err(e) => return Err(e),
+        }
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.extend(self.ring().completion());
+        self.cqes = cqes;
+        Ok(())
+    }
+
+    /// Is the kernel still holding anything of ours (a receive armed, a send's bytes)?
+    fn holding(&self) -> bool {
+        !self.orphans.is_empty() || self.slots.iter().any(|s| s.send_busy || s.recv_armed)
+    }
+
+    /// A send's or receive's completion on an old socket: give back what it held.
+    fn retire(&mut self, data: u64, flags: u32) {
+        if let Some(bid) = cqueue::buffer_select(flags) {
+            if let Some(b) = self.bufs.as_mut() {
+                b.give(bid);
+            }
+        }
+        let (slot, gen, op) = untag(data);
+        if op == SEND {
+            self.orphans.retain(|(d, _)| *d != data);
+        }
+        if let Some(s) = self.slots.get_mut(slot) {
+            if s.gen == gen {
+                match op {
+                    SEND => s.send_busy = false,
+                    _ if !cqueue::more(flags) => s.recv_armed = false,
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Shut every socket down and reap until the kernel holds nothing of ours.
+    fn release<P>(&mut self, conns: &mut [Conn<P>]) {
+        for c in conns.iter_mut() {
+            if let Some(s) = c.stream.as_ref() {
+                // SAFETY: a valid socket.
+                unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+        }
+        let until = Instant::now() + RELEASE_WAIT;
+        while self.holding() && Instant::now() < until {
+            if self.wait(Some(Duration::from_millis(50))).is_err() {
+                break;
+            }
+            let cqes = std::mem::take(&mut self.cqes);
+            for cqe in &cqes {
+                self.retire(cqe.user_data(), cqe.flags());
+            }
+            self.cqes = cqes;
+            self.cqes.clear();
+            if let Some(b) = self.bufs.as_mut() {
+                b.publish();
+            }
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // The ring first: closing it cancels what is left. Memory the kernel may still
+        // hold is leaked rather than freed under it.
+        let holding = self.holding();
+        drop(self.ring.take());
+        if holding {
+            std::mem::forget(self.bufs.take());
+            for s in &mut self.slots {
+                std::mem::forget(std::mem::take(&mut s.sending));
+            }
+            for (_, b) in self.orphans.drain(..) {
+                std::mem::forget(b);
+            }
+        }
+    }
+}
+
+fn send_entry(fd: i32, buf: &[u8], from: usize, data: u64) -> squeue::Entry {
+    let rest = &buf[from..];
+    opcode::Send::new(
+        Fd(fd),
+        rest.as_ptr(),
+        rest.len().min(u32::MAX as usize) as u32,
+    )
+    .build()
+    .user_data(data)
+}
+
+/// The closed loop on the ring: every connection's receive armed and its pipeline sent,
+/// then per round one `io_uring_enter` that submits the sends and reaps the replies.
+pub(super) fn closed_loop<P: Protocol>(
+    lp: &mut Loop<'_>,
+    mut ring: Ring,
+    conns: &mut [Conn<P>],
+) -> anyhow::Result<()> {
+    let run = run_ring(lp, &mut ring, conns);
+    ring.release(conns);
+    run
+}
+
+fn run_ring<P: Protocol>(
+    lp: &mut Loop<'_>,
+    ring: &mut Ring,
+    conns: &mut [Conn<P>],
+) -> anyhow::Result<()> {
+    for (slot, c) in conns.iter_mut().enumerate() {
+        ring.arm_recv(slot, c)?;
+        lp.top_up(c, lp.pace.now());
+        ring.flush(slot, c)?;
+    }
+    ring.arm_tick(lp.pace.wait_at_most(lp.pace.now(), TICK_MAX))?;
+    let mut progress_pending: u64 = 0;
+    while lp.round(conns).is_some() {
+        ring.wait(None)?;
+        let cqes = std::mem::take(&mut ring.cqes);
+        let idle = cqes.is_empty();
+        // One time for the whole reap: its receives ran in this thread's one
+        // io_uring_enter (deferred task work), and its new requests leave in the next.
+        let done = lp.pace.now();
+        for cqe in &cqes {
+            let (data, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
+            if data == TICK {
+                ring.arm_tick(lp.pace.wait_at_most(done, TICK_MAX))?;
+                continue;
+            }
+            let (slot, gen, op) = untag(data);
+            let live = conns
+                .get(slot)
+                .is_some_and(|c| !c.dead && c.stream.is_some())
+                && ring.slots[slot].gen == gen;
+            if !live {
+                ring.retire(data, flags);
+                continue;
+            }
+            let c = &mut conns[slot];
+            if op == SEND {
+                let s = &mut ring.slots[slot];
+                if res > 0 && s.sent + (res as usize) < s.sending.len() {
+                    // A short send: the rest, from where it stopped.
+                    s.sent += res as usize;
+                    lp.rec.bytes_tx += res as u64;
+                    let fd = c.stream.as_ref().map_or(-1, |x| x.as_raw_fd());
+                    let e = send_entry(fd, &s.sending, s.sent, data);
+                    ring.push(e)?;
+                    continue;
+                }
+                if res > 0 {
+                    lp.rec.bytes_tx += res as u64;
+                }
+                // Done, or failed: the receive sees the failure and handles it.
+                s.sending.clear();
+                s.send_busy = false;
+                ring.flush(slot, c)?;
+                continue;
+            }
+            let more = cqueue::more(flags);
+            let read = if res > 0 {
+                let len = res as usize;
+                lp.rec.bytes_rx += len as u64;
+                match (cqueue::buffer_select(flags), ring.bufs.as_mut()) {
+                    (Some(bid), Some(b)) => {
+                        let bytes = b.bytes(bid, len);
+                        let read = if c.rbuf.is_empty() {
+                            // Parsed where the kernel put it; only an incomplete reply's
+                            // start is kept (most replies come whole: no copy).
+                            parse_from(
+                                &mut c.proto,
+                                &mut c.inflight,
+                                bytes,
+                                &mut lp.rec,
+                                done,
+                                lp.pace.warm_ns,
+                            )
+                            .map(|(n, used)| {
+                                c.rbuf.extend_from_slice(&bytes[used..]);
+                                n
+                            })
+                        } else {
+                            c.make_room(len, len.max(READ_CHUNK));
+                            c.rbuf.extend_from_slice(bytes);
+                            parse_replies(c, &mut lp.rec, done, lp.pace.warm_ns)
+                        };
+                        b.give(bid);
+                        read
+                    }
+                    _ => Err("io_uring receive without a buffer".to_string()),
+                }
+            } else if res == 0 {
+                Err(CLOSED.to_string())
+            } else if matches!(-res, libc::ENOBUFS | libc::EINTR | libc::EAGAIN) {
+                // Out of buffers (they are given back below) or interrupted: re-armed.
+                Ok(0)
+            } else {
+                Err(io::Error::from_raw_os_error(-res).to_string())
+            };
+            if !more {
+                ring.slots[slot].recv_armed = false;
+            }
+            let (replies, reopen) = lp.settle(c, read);
+            progress_pending += replies;
+            if reopen {
+                ring.reopen(slot, c, &mut lp.rec)?;
+            } else if !more && c.stream.is_some() {
+                ring.arm_recv(slot, c)?;
+            }
+            if !c.dead {
+                lp.top_up(c, done);
+                ring.flush(slot, c)?;
+            }
+        }
+        ring.cqes = cqes;
+        ring.cqes.clear();
+        if let Some(b) = ring.bufs.as_mut() {
+            b.publish();
+        }
+        lp.report_progress(&mut progress_pending, idle);
+    }
+    lp.progress
+        .done
+        .fetch_add(progress_pending, Ordering::Relaxed);
+    Ok(())
+}
