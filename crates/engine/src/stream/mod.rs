@@ -490,11 +490,10 @@ struct Loop<'a> {
 }
 
 impl Loop<'_> {
-    /// The bookkeeping at the top of each round: the end of warm-up, Ctrl-C, the stop
-    /// condition, and the wait for replies in flight once sending stopped. Returns
-    /// `now`, or None when the loop is done.
-    fn round<P>(&mut self, conns: &mut [Conn<P>]) -> Option<u64> {
-        let now = self.pace.now();
+    /// The bookkeeping at the top of each round, at `now`: the end of warm-up, Ctrl-C,
+    /// the stop condition, and the wait for replies in flight once sending stopped.
+    /// Returns false when the loop is done.
+    fn round<P>(&mut self, conns: &mut [Conn<P>], now: u64) -> bool {
         let pace = &mut self.pace;
         if !pace.cpu_marked && now >= pace.warm_ns {
             self.rec.cpu_start = thread_cpu();
@@ -516,12 +515,12 @@ impl Loop<'_> {
         if conns.iter().all(|c| c.dead) {
             pace.stopped_early
                 .get_or_insert_with(|| "every connection failed".to_string());
-            return None;
+            return false;
         }
         if pace.stop_sending {
             // Only once sending stopped does the loop need the count in flight.
             if conns.iter().all(|c| c.inflight.is_empty()) {
-                return None;
+                return false;
             }
             // Ctrl-C waits half a second for replies in flight, a normal end five.
             let wait = if self.progress.stopping() {
@@ -540,10 +539,10 @@ impl Loop<'_> {
                     );
                     c.inflight.clear();
                 }
-                return None;
+                return false;
             }
         }
-        Some(now)
+        true
     }
 
     /// Closed loop: fill the connection's pipeline, as far as the stop condition allows,
@@ -630,7 +629,11 @@ fn epoll_loop<P: Protocol>(
         }
     }
 
-    while let Some(now) = lp.round(conns) {
+    loop {
+        let now = lp.pace.now();
+        if !lp.round(conns, now) {
+            break;
+        }
         // Open loop: send everything that is due, on connections with room.
         let mut timeout = Duration::from_millis(100);
         if let Some(s) = schedule.as_mut() {

@@ -29,7 +29,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
-use io_uring::types::{BufRingEntry, Fd, SubmitArgs, Timespec};
+use io_uring::types::{BufRingEntry, Fixed, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 
 use super::{parse_from, parse_replies, reopen_conn, Conn, Loop, CLOSED, READ_CHUNK};
@@ -48,6 +48,42 @@ const SEND: u64 = 1;
 const TICK: u64 = u64::MAX;
 /// The longest a round waits when nothing completes (Ctrl-C, a stalled server).
 const TICK_MAX: Duration = Duration::from_millis(100);
+
+/// io_uring_register(2)'s opcode and io_uring_enter(2)'s flags for a ring entered by its
+/// registered index (the io-uring crate registers one, but keeps the index inside a
+/// short-lived `Submitter`, so the enter that waits each round is made here).
+const IORING_REGISTER_RING_FDS: libc::c_uint = 20;
+const IORING_ENTER_GETEVENTS: libc::c_uint = 1;
+const IORING_ENTER_REGISTERED_RING: libc::c_uint = 1 << 4;
+
+/// `struct io_uring_rsrc_update`.
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// Register the ring's own descriptor with it: entered by index, the kernel skips the
+/// file lookup of every `io_uring_enter` (Linux 5.18). None where it cannot.
+fn register_ring_fd(ring: &IoUring) -> Option<u32> {
+    let mut up = RsrcUpdate {
+        offset: u32::MAX,
+        resv: 0,
+        data: ring.as_raw_fd() as u64,
+    };
+    // SAFETY: one valid update entry, as the call's count says.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring.as_raw_fd(),
+            IORING_REGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1u32,
+        )
+    };
+    (r == 1).then_some(up.offset)
+}
 
 /// `user_data`: slot, the connection's generation (a reopened connection's old socket
 /// still completes), and the operation.
@@ -72,6 +108,8 @@ struct Slot {
     sent: usize,
     send_busy: bool,
     recv_armed: bool,
+    /// The generation whose socket is in the ring's file table at this slot's index.
+    registered: Option<u32>,
 }
 
 /// The provided buffers: a ring of entries the kernel takes buffers from, and the
@@ -180,6 +218,8 @@ pub(super) struct Ring {
     cqes: Vec<cqueue::Entry>,
     /// The timer's duration, read by the kernel when it takes the entry.
     tick: Box<Timespec>,
+    /// The ring's registered index, when it has one.
+    index: Option<u32>,
 }
 
 impl Ring {
@@ -218,6 +258,11 @@ impl Ring {
                      kernel.io_uring_disabled at 0 (or no seccomp filter against it)"
                 )
             })?;
+        ring.submitter()
+            .register_files_sparse(conns as u32)
+            .map_err(|e| {
+                anyhow::anyhow!("io_uring file table unavailable ({e}): it needs Linux 5.19")
+            })?;
         // Enough buffers for a reply per connection in flight per round, twice over.
         let n = (2 * conns).next_power_of_two().clamp(64, 4096) as u16;
         let bufs = Buffers::new(n)?;
@@ -230,7 +275,9 @@ impl Ring {
         .map_err(|e| {
             anyhow::anyhow!("io_uring provided buffers unavailable ({e}): it needs Linux 5.19")
         })?;
+        let index = register_ring_fd(&ring);
         Ok(Ring {
+            index,
             ring: Some(ring),
             bufs: Some(bufs),
             slots: (0..conns).map(|_| Slot::default()).collect(),
@@ -257,13 +304,26 @@ impl Ring {
         }
     }
 
+    /// Arm the connection's receive, its socket first put in the ring's file table at the
+    /// slot's index when it is new (sends and receives then name it by index: no file
+    /// lookup per request).
     fn arm_recv<P>(&mut self, slot: usize, c: &Conn<P>) -> io::Result<()> {
         let Some(s) = c.stream.as_ref() else {
             return Ok(());
         };
-        let e = opcode::RecvMulti::new(Fd(s.as_raw_fd()), GROUP)
+        let gen = self.slots[slot].gen;
+        if self.slots[slot].registered != Some(gen) {
+            // What is queued names the slot's old socket: submitted first, it takes that
+            // one (a file is looked up when its entry is submitted).
+            self.ring().submit()?;
+            self.ring()
+                .submitter()
+                .register_files_update(slot as u32, &[s.as_raw_fd()])?;
+            self.slots[slot].registered = Some(gen);
+        }
+        let e = opcode::RecvMulti::new(Fixed(slot as u32), GROUP)
             .build()
-            .user_data(tag(slot, self.slots[slot].gen, RECV));
+            .user_data(tag(slot, gen, RECV));
         self.push(e)?;
         self.slots[slot].recv_armed = true;
         Ok(())
@@ -273,17 +333,14 @@ impl Ring {
     /// completion sends the rest).
     fn flush<P>(&mut self, slot: usize, c: &mut Conn<P>) -> io::Result<()> {
         let s = &mut self.slots[slot];
-        let Some(stream) = c.stream.as_ref() else {
-            return Ok(());
-        };
-        if s.send_busy || c.wbuf.is_empty() {
+        if c.stream.is_none() || s.send_busy || c.wbuf.is_empty() {
             return Ok(());
         }
         std::mem::swap(&mut s.sending, &mut c.wbuf);
         c.wbuf.clear();
         s.sent = 0;
         s.send_busy = true;
-        let e = send_entry(stream.as_raw_fd(), &s.sending, 0, tag(slot, s.gen, SEND));
+        let e = send_entry(slot, &s.sending, 0, tag(slot, s.gen, SEND));
         self.push(e)
     }
 
@@ -331,9 +388,31 @@ impl Ring {
     /// wait; `timeout` bounds it when the timer is not armed); then take every completion
     /// there is.
     fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        let waited = match timeout {
-            None => self.ring().submit_and_wait(1),
-            Some(t) => {
+        let waited = match (timeout, self.index) {
+            (None, Some(index)) => {
+                let queued = self.ring().submission().len() as libc::c_uint;
+                // SAFETY: io_uring_enter on this ring's registered index: the queued
+                // entries (published by the submission queue's drop) and a wait for one
+                // completion; no argument pointer.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_io_uring_enter,
+                        index,
+                        queued,
+                        1 as libc::c_uint,
+                        IORING_ENTER_GETEVENTS | IORING_ENTER_REGISTERED_RING,
+                        std::ptr::null::<libc::c_void>(),
+                        0usize,
+                    )
+                };
+                if r < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(r as usize)
+                }
+            }
+            (None, None) => self.ring().submit_and_wait(1),
+            (Some(t), _) => {
                 let ts = Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos());
                 let args = SubmitArgs::new().timespec(&ts);
                 self.ring().submitter().submit_with_args(1, &args)
@@ -425,10 +504,11 @@ impl Drop for Ring {
     }
 }
 
-fn send_entry(fd: i32, buf: &[u8], from: usize, data: u64) -> squeue::Entry {
+/// Send `buf` from `from` on the socket at `slot` in the ring's file table.
+fn send_entry(slot: usize, buf: &[u8], from: usize, data: u64) -> squeue::Entry {
     let rest = &buf[from..];
     opcode::Send::new(
-        Fd(fd),
+        Fixed(slot as u32),
         rest.as_ptr(),
         rest.len().min(u32::MAX as usize) as u32,
     )
@@ -460,13 +540,16 @@ fn run_ring<P: Protocol>(
     }
     ring.arm_tick(lp.pace.wait_at_most(lp.pace.now(), TICK_MAX))?;
     let mut progress_pending: u64 = 0;
-    while lp.round(conns).is_some() {
+    // One clock reading per round: taken after the wait, it times the reap's replies and
+    // its new requests, and the next round's stop condition (a reap later).
+    let mut done = lp.pace.now();
+    while lp.round(conns, done) {
         ring.wait(None)?;
         let cqes = std::mem::take(&mut ring.cqes);
         let idle = cqes.is_empty();
         // One time for the whole reap: its receives ran in this thread's one
         // io_uring_enter (deferred task work), and its new requests leave in the next.
-        let done = lp.pace.now();
+        done = lp.pace.now();
         for cqe in &cqes {
             let (data, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
             if data == TICK {
@@ -489,8 +572,7 @@ fn run_ring<P: Protocol>(
                     // A short send: the rest, from where it stopped.
                     s.sent += res as usize;
                     lp.rec.bytes_tx += res as u64;
-                    let fd = c.stream.as_ref().map_or(-1, |x| x.as_raw_fd());
-                    let e = send_entry(fd, &s.sending, s.sent, data);
+                    let e = send_entry(slot, &s.sending, s.sent, data);
                     ring.push(e)?;
                     continue;
                 }
