@@ -263,8 +263,10 @@ impl Ring {
             .map_err(|e| {
                 anyhow::anyhow!("io_uring file table unavailable ({e}): it needs Linux 5.19")
             })?;
-        // Enough buffers for a reply per connection in flight per round, twice over.
-        let n = (2 * conns).next_power_of_two().clamp(64, 4096) as u16;
+        // Enough buffers for a reply per connection per round, twice over, up to 16 MiB a
+        // thread: past that, a round in which more connections than buffers have data
+        // ends some receives (ENOBUFS), and they are armed again, which costs a little.
+        let n = (2 * conns).next_power_of_two().clamp(64, 1024) as u16;
         let bufs = Buffers::new(n)?;
         // SAFETY: the entry ring is page-aligned, n entries long, and lives until the
         // ring is dropped (Ring::drop drops the ring first).
