@@ -727,16 +727,21 @@ fn epoll_loop<P: Protocol>(
                                 Interest::READABLE | Interest::WRITABLE,
                             )
                         });
-                        if let Some(Err(e)) = registered {
-                            lp.rec
-                                .connection_error(format!("reconnect to {}: {e}", c.addr));
-                            c.stream = None;
-                            c.dead = true;
+                        match registered {
+                            Some(Err(e)) => {
+                                lp.rec
+                                    .connection_error(format!("reconnect to {}: {e}", c.addr));
+                                c.stream = None;
+                                c.dead = true;
+                            }
+                            _ => lp.rec.reconnects += 1,
                         }
                     }
                 }
                 if !open && !c.dead {
-                    lp.top_up(c, done);
+                    // After a reopen, the new requests leave after the connect.
+                    let now = if reopen { lp.pace.now() } else { done };
+                    lp.top_up(c, now);
                     flush(c, &mut lp.rec);
                 }
             }
@@ -949,7 +954,8 @@ fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str, warm_n
 
 /// Open the connection again (blocking connect; fast on loopback), with empty buffers
 /// and nothing in flight. A refused connect marks the connection dead: the server is
-/// gone. Returns whether it is open; the caller watches the new socket.
+/// gone. Returns whether it is open; the caller watches the new socket (and counts the
+/// reconnect once it does).
 fn reopen_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder) -> bool {
     c.stream = None;
     c.rbuf.clear();
@@ -962,7 +968,6 @@ fn reopen_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder) -> bool {
     match connect(c.addr) {
         Ok(s) => {
             c.stream = Some(s);
-            rec.reconnects += 1;
             true
         }
         Err(e) => {

@@ -53,6 +53,7 @@ const TICK_MAX: Duration = Duration::from_millis(100);
 /// registered index (the io-uring crate registers one, but keeps the index inside a
 /// short-lived `Submitter`, so the enter that waits each round is made here).
 const IORING_REGISTER_RING_FDS: libc::c_uint = 20;
+const IORING_UNREGISTER_RING_FDS: libc::c_uint = 21;
 const IORING_ENTER_GETEVENTS: libc::c_uint = 1;
 const IORING_ENTER_REGISTERED_RING: libc::c_uint = 1 << 4;
 
@@ -83,6 +84,25 @@ fn register_ring_fd(ring: &IoUring) -> Option<u32> {
         )
     };
     (r == 1).then_some(up.offset)
+}
+
+/// Undo [`register_ring_fd`] (`IORING_UNREGISTER_RING_FDS`).
+fn unregister_ring_fd(ring: &IoUring, index: u32) {
+    let mut up = RsrcUpdate {
+        offset: index,
+        resv: 0,
+        data: 0,
+    };
+    // SAFETY: one valid update entry, as the call's count says.
+    unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring.as_raw_fd(),
+            IORING_UNREGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1u32,
+        )
+    };
 }
 
 /// `user_data`: slot, the connection's generation (a reopened connection's old socket
@@ -126,7 +146,9 @@ struct Buffers {
 impl Buffers {
     fn layouts(n: u16) -> (Layout, Layout) {
         // The kernel wants the entry ring page-aligned.
-        let entries = Layout::from_size_align(usize::from(n) * 16, 4096).expect("layout");
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        let entries = Layout::from_size_align(usize::from(n) * 16, page).expect("layout");
         let mem = Layout::from_size_align(usize::from(n) * BUF_SIZE, 64).expect("layout");
         (entries, mem)
     }
@@ -220,6 +242,9 @@ pub(super) struct Ring {
     tick: Box<Timespec>,
     /// The ring's registered index, when it has one.
     index: Option<u32>,
+    /// Receives still armed on sockets of reopened connections, until their last
+    /// completions come.
+    stale_recvs: usize,
 }
 
 impl Ring {
@@ -250,6 +275,9 @@ impl Ring {
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
+            // A failing entry does not stop the ones after it (a reopen relies on every
+            // queued entry being submitted before the slot's file is replaced).
+            .setup_submit_all()
             .setup_cqsize(sq * 2)
             .build(sq)
             .map_err(|e| {
@@ -280,6 +308,7 @@ impl Ring {
         let index = register_ring_fd(&ring);
         Ok(Ring {
             index,
+            stale_recvs: 0,
             ring: Some(ring),
             bufs: Some(bufs),
             slots: (0..conns).map(|_| Slot::default()).collect(),
@@ -367,9 +396,12 @@ impl Ring {
             s.send_busy = false;
         }
         s.gen = (s.gen + 1) & 0x7fff_ffff;
-        s.recv_armed = false;
+        if std::mem::take(&mut s.recv_armed) {
+            self.stale_recvs += 1;
+        }
         if reopen_conn(c, rec) {
             self.arm_recv(slot, c)?;
+            rec.reconnects += 1;
         }
         Ok(())
     }
@@ -437,28 +469,36 @@ impl Ring {
 
     /// Is the kernel still holding anything of ours (a receive armed, a send's bytes)?
     fn holding(&self) -> bool {
-        !self.orphans.is_empty() || self.slots.iter().any(|s| s.send_busy || s.recv_armed)
+        self.stale_recvs > 0
+            || !self.orphans.is_empty()
+            || self.slots.iter().any(|s| s.send_busy || s.recv_armed)
     }
 
-    /// A send's or receive's completion on an old socket: give back what it held.
-    fn retire(&mut self, data: u64, flags: u32) {
+    /// A completion of an old socket's (or, at the end, any socket's) operation: give
+    /// back what it held. Returns the bytes a send of it sent.
+    fn retire(&mut self, data: u64, res: i32, flags: u32) -> u64 {
+        if data == TICK {
+            return 0;
+        }
         if let Some(bid) = cqueue::buffer_select(flags) {
             if let Some(b) = self.bufs.as_mut() {
                 b.give(bid);
             }
         }
         let (slot, gen, op) = untag(data);
-        if op == SEND {
-            self.orphans.retain(|(d, _)| *d != data);
+        let last = op == SEND || !cqueue::more(flags);
+        let current = self.slots.get(slot).is_some_and(|s| s.gen == gen);
+        match (op, current) {
+            (SEND, true) => self.slots[slot].send_busy = false,
+            (SEND, false) => self.orphans.retain(|(d, _)| *d != data),
+            (_, true) if last => self.slots[slot].recv_armed = false,
+            (_, false) if last => self.stale_recvs = self.stale_recvs.saturating_sub(1),
+            _ => {}
         }
-        if let Some(s) = self.slots.get_mut(slot) {
-            if s.gen == gen {
-                match op {
-                    SEND => s.send_busy = false,
-                    _ if !cqueue::more(flags) => s.recv_armed = false,
-                    _ => {}
-                }
-            }
+        if op == SEND {
+            res.max(0) as u64
+        } else {
+            0
         }
     }
 
@@ -470,6 +510,10 @@ impl Ring {
                 unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };
             }
         }
+        // Completions an error left unread first.
+        for cqe in std::mem::take(&mut self.cqes) {
+            self.retire(cqe.user_data(), cqe.result(), cqe.flags());
+        }
         let until = Instant::now() + RELEASE_WAIT;
         while self.holding() && Instant::now() < until {
             if self.wait(Some(Duration::from_millis(50))).is_err() {
@@ -477,7 +521,7 @@ impl Ring {
             }
             let cqes = std::mem::take(&mut self.cqes);
             for cqe in &cqes {
-                self.retire(cqe.user_data(), cqe.flags());
+                self.retire(cqe.user_data(), cqe.result(), cqe.flags());
             }
             self.cqes = cqes;
             self.cqes.clear();
@@ -490,9 +534,13 @@ impl Ring {
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        // The ring first: closing it cancels what is left. Memory the kernel may still
-        // hold is leaked rather than freed under it.
+        // The ring first: closing it cancels what is left (its registered index holds a
+        // reference to it too, so that goes first). Memory the kernel may still hold is
+        // leaked rather than freed under it.
         let holding = self.holding();
+        if let (Some(ring), Some(index)) = (self.ring.as_ref(), self.index) {
+            unregister_ring_fd(ring, index);
+        }
         drop(self.ring.take());
         if holding {
             std::mem::forget(self.bufs.take());
@@ -548,98 +596,15 @@ fn run_ring<P: Protocol>(
     while lp.round(conns, done) {
         ring.wait(None)?;
         let cqes = std::mem::take(&mut ring.cqes);
-        let idle = cqes.is_empty();
         // One time for the whole reap: its receives ran in this thread's one
         // io_uring_enter (deferred task work), and its new requests leave in the next.
         done = lp.pace.now();
-        for cqe in &cqes {
-            let (data, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
-            if data == TICK {
-                ring.arm_tick(lp.pace.wait_at_most(done, TICK_MAX))?;
-                continue;
-            }
-            let (slot, gen, op) = untag(data);
-            let live = conns
-                .get(slot)
-                .is_some_and(|c| !c.dead && c.stream.is_some())
-                && ring.slots[slot].gen == gen;
-            if !live {
-                ring.retire(data, flags);
-                continue;
-            }
-            let c = &mut conns[slot];
-            if op == SEND {
-                let s = &mut ring.slots[slot];
-                if res > 0 && s.sent + (res as usize) < s.sending.len() {
-                    // A short send: the rest, from where it stopped.
-                    s.sent += res as usize;
-                    lp.rec.bytes_tx += res as u64;
-                    let e = send_entry(slot, &s.sending, s.sent, data);
-                    ring.push(e)?;
-                    continue;
-                }
-                if res > 0 {
-                    lp.rec.bytes_tx += res as u64;
-                }
-                // Done, or failed: the receive sees the failure and handles it.
-                s.sending.clear();
-                s.send_busy = false;
-                ring.flush(slot, c)?;
-                continue;
-            }
-            let more = cqueue::more(flags);
-            let read = if res > 0 {
-                let len = res as usize;
-                lp.rec.bytes_rx += len as u64;
-                match (cqueue::buffer_select(flags), ring.bufs.as_mut()) {
-                    (Some(bid), Some(b)) => {
-                        let bytes = b.bytes(bid, len);
-                        let read = if c.rbuf.is_empty() {
-                            // Parsed where the kernel put it; only an incomplete reply's
-                            // start is kept (most replies come whole: no copy).
-                            parse_from(
-                                &mut c.proto,
-                                &mut c.inflight,
-                                bytes,
-                                &mut lp.rec,
-                                done,
-                                lp.pace.warm_ns,
-                            )
-                            .map(|(n, used)| {
-                                c.rbuf.extend_from_slice(&bytes[used..]);
-                                n
-                            })
-                        } else {
-                            c.make_room(len, len.max(READ_CHUNK));
-                            c.rbuf.extend_from_slice(bytes);
-                            parse_replies(c, &mut lp.rec, done, lp.pace.warm_ns)
-                        };
-                        b.give(bid);
-                        read
-                    }
-                    _ => Err("io_uring receive without a buffer".to_string()),
-                }
-            } else if res == 0 {
-                Err(CLOSED.to_string())
-            } else if matches!(-res, libc::ENOBUFS | libc::EINTR | libc::EAGAIN) {
-                // Out of buffers (they are given back below) or interrupted: re-armed.
-                Ok(0)
-            } else {
-                Err(io::Error::from_raw_os_error(-res).to_string())
-            };
-            if !more {
-                ring.slots[slot].recv_armed = false;
-            }
-            let (replies, reopen) = lp.settle(c, read);
-            progress_pending += replies;
-            if reopen {
-                ring.reopen(slot, c, &mut lp.rec)?;
-            } else if !more && c.stream.is_some() {
-                ring.arm_recv(slot, c)?;
-            }
-            if !c.dead {
-                lp.top_up(c, done);
-                ring.flush(slot, c)?;
+        let mut replies = 0u64;
+        for (i, cqe) in cqes.iter().enumerate() {
+            if let Err(e) = on_completion(lp, ring, conns, cqe, done, &mut replies) {
+                // What this reap did not get to is given back at the end (`release`).
+                ring.cqes = cqes[i + 1..].to_vec();
+                return Err(e.into());
             }
         }
         ring.cqes = cqes;
@@ -647,10 +612,116 @@ fn run_ring<P: Protocol>(
         if let Some(b) = ring.bufs.as_mut() {
             b.publish();
         }
-        lp.report_progress(&mut progress_pending, idle);
+        progress_pending += replies;
+        lp.report_progress(&mut progress_pending, replies == 0);
     }
     lp.progress
         .done
         .fetch_add(progress_pending, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Take one completion: the round's timer, a send's (the rest of a short one, the next
+/// batch), or a receive's (its replies parsed and recorded, the connection reopened or
+/// topped up).
+fn on_completion<P: Protocol>(
+    lp: &mut Loop<'_>,
+    ring: &mut Ring,
+    conns: &mut [Conn<P>],
+    cqe: &cqueue::Entry,
+    done: u64,
+    replies: &mut u64,
+) -> io::Result<()> {
+    let (data, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
+    if data == TICK {
+        return ring.arm_tick(lp.pace.wait_at_most(done, TICK_MAX));
+    }
+    let (slot, gen, op) = untag(data);
+    let live = conns
+        .get(slot)
+        .is_some_and(|c| !c.dead && c.stream.is_some())
+        && ring.slots[slot].gen == gen;
+    if !live {
+        // A socket since replaced: what its sends sent still went out.
+        lp.rec.bytes_tx += ring.retire(data, res, flags);
+        return Ok(());
+    }
+    let c = &mut conns[slot];
+    if op == SEND {
+        let s = &mut ring.slots[slot];
+        if res > 0 {
+            s.sent += res as usize;
+            lp.rec.bytes_tx += res as u64;
+        }
+        let again = res > 0 || matches!(-res, libc::EAGAIN | libc::EINTR | libc::ENOBUFS);
+        if again && s.sent < s.sending.len() {
+            // A short send, or one the kernel could not make now: the rest, from where
+            // it stopped (the requests in it are in flight: they must go out).
+            let e = send_entry(slot, &s.sending, s.sent, data);
+            return ring.push(e);
+        }
+        // Done, or failed: the receive sees the failure and handles it.
+        s.sending.clear();
+        s.send_busy = false;
+        return ring.flush(slot, c);
+    }
+    let more = cqueue::more(flags);
+    let read = if res > 0 {
+        let len = res as usize;
+        lp.rec.bytes_rx += len as u64;
+        match (cqueue::buffer_select(flags), ring.bufs.as_mut()) {
+            (Some(bid), Some(b)) => {
+                let bytes = b.bytes(bid, len);
+                let read = if c.rbuf.is_empty() {
+                    // Parsed where the kernel put it; only an incomplete reply's start
+                    // is kept (most replies come whole: no copy).
+                    parse_from(
+                        &mut c.proto,
+                        &mut c.inflight,
+                        bytes,
+                        &mut lp.rec,
+                        done,
+                        lp.pace.warm_ns,
+                    )
+                    .map(|(n, used)| {
+                        c.rbuf.extend_from_slice(&bytes[used..]);
+                        n
+                    })
+                } else {
+                    c.make_room(len, len.max(READ_CHUNK));
+                    c.rbuf.extend_from_slice(bytes);
+                    parse_replies(c, &mut lp.rec, done, lp.pace.warm_ns)
+                };
+                b.give(bid);
+                read
+            }
+            _ => Err("io_uring receive without a buffer".to_string()),
+        }
+    } else if res == 0 {
+        Err(CLOSED.to_string())
+    } else if matches!(-res, libc::ENOBUFS | libc::EINTR | libc::EAGAIN) {
+        // Out of buffers (they are given back after this reap) or interrupted: armed
+        // again below.
+        Ok(0)
+    } else {
+        Err(io::Error::from_raw_os_error(-res).to_string())
+    };
+    if !more {
+        ring.slots[slot].recv_armed = false;
+    }
+    let (n, reopen) = lp.settle(c, read);
+    *replies += n;
+    let mut now = done;
+    if reopen {
+        ring.reopen(slot, c, &mut lp.rec)?;
+        // The new requests leave after the connect, not before it.
+        now = lp.pace.now();
+    } else if !more && c.stream.is_some() {
+        ring.arm_recv(slot, c)?;
+    }
+    if !c.dead {
+        lp.top_up(c, now);
+        ring.flush(slot, c)?;
+    }
     Ok(())
 }
