@@ -371,4 +371,33 @@ mod tests {
             .expect("flagged");
         assert!(f.message.contains("5.0%"), "{}", f.message);
     }
+
+    /// A generator that wanted io_uring and ran on epoll says so, with why; one that had
+    /// what it wanted says nothing. The wire form (remote generators) keeps the why.
+    #[test]
+    fn an_epoll_fallback_is_said_with_its_reason() {
+        let (spec, mut out) = open_loop(0, 0.2);
+        let s = step_output(&spec, &out, "ops_per_s", "ops/s");
+        assert!(!s.flags.iter().any(|f| f.code == "client_io_epoll"));
+        out.client_io_fallback = Some("io_uring unavailable (Operation not permitted)".into());
+        let wire = crate::wire::WireOutcome::from(&out);
+        let back = LoadOutcome::try_from(
+            serde_json::from_value::<crate::wire::WireOutcome>(
+                serde_json::to_value(&wire).unwrap(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let s = step_output(&spec, &back, "ops_per_s", "ops/s");
+        let f = s
+            .flags
+            .iter()
+            .find(|f| f.code == "client_io_epoll")
+            .expect("flagged");
+        assert!(
+            f.message.contains("Operation not permitted"),
+            "{}",
+            f.message
+        );
+    }
 }
