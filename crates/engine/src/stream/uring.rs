@@ -39,6 +39,14 @@ use crate::load::{ClientIo, LoadShape, LoadSpec, Protocol};
 const BUF_SIZE: usize = 16 * 1024;
 /// The buffer group's id (one group per ring).
 const GROUP: u16 = 0;
+/// The most provided buffers a ring has: 16 MiB of them (unit tests use few, to run out).
+#[cfg(not(test))]
+const MAX_BUFFERS: usize = 1024;
+#[cfg(test)]
+const MAX_BUFFERS: usize = 64;
+/// Receives that ended out of buffers and were armed again (unit tests check the path).
+#[cfg(test)]
+static OUT_OF_BUFFERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// How long the end waits for the kernel to hand back what it holds.
 const RELEASE_WAIT: Duration = Duration::from_secs(2);
 
@@ -294,7 +302,7 @@ impl Ring {
         // Enough buffers for a reply per connection per round, twice over, up to 16 MiB a
         // thread: past that, a round in which more connections than buffers have data
         // ends some receives (ENOBUFS), and they are armed again, which costs a little.
-        let n = (2 * conns).next_power_of_two().clamp(64, 1024) as u16;
+        let n = (2 * conns).next_power_of_two().clamp(64, MAX_BUFFERS) as u16;
         let bufs = Buffers::new(n)?;
         // SAFETY: the entry ring is page-aligned, n entries long, and lives until the
         // ring is dropped (Ring::drop drops the ring first).
@@ -700,6 +708,10 @@ fn on_completion<P: Protocol>(
     } else if res == 0 {
         Err(CLOSED.to_string())
     } else if matches!(-res, libc::ENOBUFS | libc::EINTR | libc::EAGAIN) {
+        #[cfg(test)]
+        if -res == libc::ENOBUFS {
+            OUT_OF_BUFFERS.fetch_add(1, Ordering::Relaxed);
+        }
         // Out of buffers (they are given back after this reap) or interrupted: armed
         // again below.
         Ok(0)
@@ -724,4 +736,82 @@ fn on_completion<P: Protocol>(
         ring.flush(slot, c)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+
+    use rand::rngs::SmallRng;
+
+    use super::OUT_OF_BUFFERS;
+    use crate::load::{ClientIo, LoadSpec, Outcome, Protocol, StopAfter};
+    use crate::workload::Progress;
+
+    /// `x\n` answered by `len` bytes: `k`s and a newline.
+    struct Long(usize);
+    impl Protocol for Long {
+        fn encode(&mut self, _rng: &mut SmallRng, out: &mut Vec<u8>) -> usize {
+            out.extend_from_slice(b"x\n");
+            0
+        }
+        fn parse(&mut self, buf: &[u8]) -> Result<Option<(usize, Outcome)>, String> {
+            match buf.iter().position(|&b| b == b'\n') {
+                Some(i) if i + 1 == self.0 && buf[..i].iter().all(|&b| b == b'k') => {
+                    Ok(Some((i + 1, Outcome::Ok)))
+                }
+                Some(i) => Err(format!("a reply of {} bytes, not {}", i + 1, self.0)),
+                None => Ok(None),
+            }
+        }
+    }
+
+    /// More data at once than the ring has buffers (64 here): receives end with ENOBUFS
+    /// and are armed again, and every reply still arrives whole and in order.
+    #[test]
+    fn receives_out_of_buffers_are_armed_again_and_lose_nothing() {
+        const LEN: usize = 100_000;
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut reply = vec![b'k'; LEN];
+            reply[LEN - 1] = b'\n';
+            let reply: &'static [u8] = reply.leak();
+            for conn in l.incoming() {
+                let Ok(conn) = conn else { break };
+                std::thread::spawn(move || {
+                    let mut w = conn.try_clone().unwrap();
+                    let mut r = BufReader::new(conn);
+                    let mut line = String::new();
+                    while r.read_line(&mut line).unwrap_or(0) > 0 {
+                        line.clear();
+                        if w.write_all(reply).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let spec = LoadSpec {
+            stop: StopAfter::Requests(1_000),
+            connections: 40,
+            pipeline: 4,
+            client_io: ClientIo::IoUring,
+            ..LoadSpec::default()
+        };
+        let before = OUT_OF_BUFFERS.load(std::sync::atomic::Ordering::Relaxed);
+        let out =
+            super::super::run(&spec, &[addr], &["x"], |_| Long(LEN), &Progress::default()).unwrap();
+        assert_eq!(out.total_count(), 1_000);
+        assert_eq!(out.classes[0].ok, 1_000);
+        assert_eq!(out.bytes_rx, 1_000 * LEN as u64);
+        assert!(
+            out.connection_errors.is_empty(),
+            "{:?}",
+            out.connection_errors
+        );
+        let ran_out = OUT_OF_BUFFERS.load(std::sync::atomic::Ordering::Relaxed) - before;
+        assert!(ran_out > 0, "the test never ran the ring out of buffers");
+    }
 }
