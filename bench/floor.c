@@ -120,6 +120,15 @@ static int run_epoll(struct conn *c, int n, double secs) {
 
 #ifdef WITH_URING
 /* user_data: connection index << 1 | 1 for a receive, 0 for a send. */
+
+/* Queue connection i's next batch of DEPTH requests, and expect its replies. */
+static void queue_batch(struct io_uring *ring, struct conn *c, int i) {
+    struct io_uring_sqe *s = io_uring_get_sqe(ring);
+    io_uring_prep_send(s, c[i].fd, batch, batch_len, 0);
+    io_uring_sqe_set_data64(s, (unsigned long long)i << 1);
+    c[i].want = reply_len * depth;
+}
+
 static int run_uring(struct conn *c, int n, double secs) {
     struct io_uring ring;
     /* Completions run when this task asks for them (not by interrupting it per packet):
@@ -130,13 +139,10 @@ static int run_uring(struct conn *c, int n, double secs) {
         die("io_uring_queue_init");
     char (*bufs)[4096] = calloc(n, 4096);
     for (int i = 0; i < n; i++) {
+        queue_batch(&ring, c, i);
         struct io_uring_sqe *s = io_uring_get_sqe(&ring);
-        io_uring_prep_send(s, c[i].fd, batch, batch_len, 0);
-        io_uring_sqe_set_data64(s, (unsigned long long)i << 1);
-        s = io_uring_get_sqe(&ring);
         io_uring_prep_recv(s, c[i].fd, bufs[i], 4096, 0);
         io_uring_sqe_set_data64(s, (unsigned long long)i << 1 | 1);
-        c[i].want = reply_len * depth;
     }
     unsigned long long reqs = 0;
     double t0 = now_s(), end = t0 + secs;
@@ -156,10 +162,7 @@ static int run_uring(struct conn *c, int n, double secs) {
             c[i].want -= cqe->res;
             if (c[i].want == 0) {
                 reqs += depth;
-                struct io_uring_sqe *s = io_uring_get_sqe(&ring);
-                io_uring_prep_send(s, c[i].fd, batch, batch_len, 0);
-                io_uring_sqe_set_data64(s, (unsigned long long)i << 1);
-                c[i].want = reply_len * depth;
+                queue_batch(&ring, c, i);
             }
             struct io_uring_sqe *s = io_uring_get_sqe(&ring);
             io_uring_prep_recv(s, c[i].fd, bufs[i], 4096, 0);
@@ -201,10 +204,7 @@ static int run_multishot(struct conn *c, int n, double secs) {
     io_uring_buf_ring_advance(br, NBUF);
     for (int i = 0; i < n; i++) {
         arm_multishot(&ring, c[i].fd, i);
-        struct io_uring_sqe *s = io_uring_get_sqe(&ring);
-        io_uring_prep_send(s, c[i].fd, batch, batch_len, 0);
-        io_uring_sqe_set_data64(s, (unsigned long long)i << 1);
-        c[i].want = reply_len * depth;
+        queue_batch(&ring, c, i);
     }
     unsigned long long reqs = 0;
     double t0 = now_s(), end = t0 + secs;
@@ -233,10 +233,7 @@ static int run_multishot(struct conn *c, int n, double secs) {
                 c[i].want -= cqe->res;
                 if (c[i].want == 0) {
                     reqs += depth;
-                    struct io_uring_sqe *s = io_uring_get_sqe(&ring);
-                    io_uring_prep_send(s, c[i].fd, batch, batch_len, 0);
-                    io_uring_sqe_set_data64(s, (unsigned long long)i << 1);
-                    c[i].want = reply_len * depth;
+                    queue_batch(&ring, c, i);
                 }
             }
             if (!(cqe->flags & IORING_CQE_F_MORE)) arm_multishot(&ring, c[i].fd, i);
