@@ -73,20 +73,20 @@ struct RsrcUpdate {
     data: u64,
 }
 
-/// Register the ring's own descriptor with it: entered by index, the kernel skips the
-/// file lookup of every `io_uring_enter` (Linux 5.18). None where it cannot.
-fn register_ring_fd(ring: &IoUring) -> Option<u32> {
+/// One `IORING_(UN)REGISTER_RING_FDS` update of the ring's registered descriptors: the
+/// index it took, None where the call did not take it.
+fn update_ring_fds(ring: &IoUring, opcode: libc::c_uint, offset: u32, data: u64) -> Option<u32> {
     let mut up = RsrcUpdate {
-        offset: u32::MAX,
+        offset,
         resv: 0,
-        data: ring.as_raw_fd() as u64,
+        data,
     };
     // SAFETY: one valid update entry, as the call's count says.
     let r = unsafe {
         libc::syscall(
             libc::SYS_io_uring_register,
             ring.as_raw_fd(),
-            IORING_REGISTER_RING_FDS,
+            opcode,
             &mut up as *mut RsrcUpdate,
             1u32,
         )
@@ -94,23 +94,20 @@ fn register_ring_fd(ring: &IoUring) -> Option<u32> {
     (r == 1).then_some(up.offset)
 }
 
-/// Undo [`register_ring_fd`] (`IORING_UNREGISTER_RING_FDS`).
+/// Register the ring's own descriptor with it: entered by index, the kernel skips the
+/// file lookup of every `io_uring_enter` (Linux 5.18). None where it cannot.
+fn register_ring_fd(ring: &IoUring) -> Option<u32> {
+    update_ring_fds(
+        ring,
+        IORING_REGISTER_RING_FDS,
+        u32::MAX,
+        ring.as_raw_fd() as u64,
+    )
+}
+
+/// Undo [`register_ring_fd`].
 fn unregister_ring_fd(ring: &IoUring, index: u32) {
-    let mut up = RsrcUpdate {
-        offset: index,
-        resv: 0,
-        data: 0,
-    };
-    // SAFETY: one valid update entry, as the call's count says.
-    unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            ring.as_raw_fd(),
-            IORING_UNREGISTER_RING_FDS,
-            &mut up as *mut RsrcUpdate,
-            1u32,
-        )
-    };
+    update_ring_fds(ring, IORING_UNREGISTER_RING_FDS, index, 0);
 }
 
 /// `user_data`: slot, the connection's generation (a reopened connection's old socket
