@@ -428,18 +428,18 @@ impl Io {
     /// Watch a newly opened connection in slot `slot`.
     fn register(&mut self, mut s: TcpStream, slot: usize) -> io::Result<TcpStream> {
         match self {
-            Io::Epoll(poll) => {
-                poll.registry().register(
-                    &mut s,
-                    Token(slot),
-                    Interest::READABLE | Interest::WRITABLE,
-                )?;
-            }
+            Io::Epoll(poll) => watch(poll, &mut s, slot)?,
             // The ring's receive is armed when the loop starts (and on each reopen).
             Io::Uring(_) => {}
         }
         Ok(s)
     }
+}
+
+/// Watch connection `slot`'s socket on epoll (edge-triggered, once for its life).
+fn watch(poll: &Poll, s: &mut TcpStream, slot: usize) -> io::Result<()> {
+    poll.registry()
+        .register(s, Token(slot), Interest::READABLE | Interest::WRITABLE)
 }
 
 /// The test's clock and where it stands against its stop condition, for either loop.
@@ -720,13 +720,7 @@ fn epoll_loop<P: Protocol>(
                         let _ = poll.registry().deregister(&mut s);
                     }
                     if reopen_conn(c, &mut lp.rec) {
-                        let registered = c.stream.as_mut().map(|s| {
-                            poll.registry().register(
-                                s,
-                                Token(slot),
-                                Interest::READABLE | Interest::WRITABLE,
-                            )
-                        });
+                        let registered = c.stream.as_mut().map(|s| watch(&poll, s, slot));
                         match registered {
                             Some(Err(e)) => {
                                 lp.rec
