@@ -276,6 +276,9 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
 
     // Report intervals until the sender says `done` (or leaves, or we are stopped).
     let mut prev: Vec<StreamStats> = vec![StreamStats::default(); streams];
+    // Intervals follow one another: each starts where the last ended (a late tick makes
+    // one a little longer, not two overlap).
+    let mut prev_end_s = 0.0;
     let mut next_tick = t0 + Duration::from_secs_f64(interval_s);
     let mut sent = None;
     let mut sender_gone = false;
@@ -304,28 +307,10 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         }
         if Instant::now() >= next_tick {
             let end_s = t0.elapsed().as_secs_f64();
-            let start_s = end_s - interval_s;
             let now: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
-            let delta = now
-                .iter()
-                .zip(&prev)
-                .map(|(n, p)| StreamStats {
-                    bytes: n.bytes - p.bytes,
-                    packets: n.packets - p.packets,
-                    lost: n.lost.saturating_sub(p.lost),
-                    out_of_order: n.out_of_order - p.out_of_order,
-                    jitter_ms: n.jitter_ms,
-                })
-                .collect();
+            let _ = proto::send(&mut out, &interval(prev_end_s, end_s, &now, &prev));
             prev = now;
-            let _ = proto::send(
-                &mut out,
-                &Msg::Interval {
-                    start_s: start_s.max(0.0),
-                    end_s,
-                    streams: delta,
-                },
-            );
+            prev_end_s = end_s;
             next_tick += Duration::from_secs_f64(interval_s);
         }
         if Instant::now() > hard_deadline {
@@ -376,6 +361,12 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     if sender_gone {
         bail!("the sender closed the control connection before `done`");
     }
+    // The last, partial interval (a test of 10 s at 1 s intervals has ten, as iperf3
+    // reports them), unless it is too short to give a rate worth printing: its bytes are in
+    // the totals either way.
+    if duration - prev_end_s >= FINAL_INTERVAL_MIN * interval_s {
+        let _ = proto::send(&mut out, &interval(prev_end_s, duration, &totals, &prev));
+    }
     let process1 = process_cpu();
     let process = proto::ProcessCpu {
         cpu: CpuUsage {
@@ -395,6 +386,28 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         },
     )?;
     Ok(true)
+}
+
+/// The shortest last interval reported, as a share of the interval length.
+const FINAL_INTERVAL_MIN: f64 = 0.1;
+
+/// One interval's report: what each stream counted between `prev` and `now`.
+fn interval(start_s: f64, end_s: f64, now: &[StreamStats], prev: &[StreamStats]) -> Msg {
+    Msg::Interval {
+        start_s,
+        end_s,
+        streams: now
+            .iter()
+            .zip(prev)
+            .map(|(n, p)| StreamStats {
+                bytes: n.bytes - p.bytes,
+                packets: n.packets - p.packets,
+                lost: n.lost.saturating_sub(p.lost),
+                out_of_order: n.out_of_order - p.out_of_order,
+                jitter_ms: n.jitter_ms,
+            })
+            .collect(),
+    }
 }
 
 enum Sock {

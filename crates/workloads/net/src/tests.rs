@@ -92,24 +92,29 @@ fn tcp_two_streams_counts_every_byte() {
     assert!(intervals >= 3, "only {intervals} interval figures");
 }
 
-#[test]
-fn tcp_runs_with_the_congestion_control_asked_for() {
-    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
-    let spec = SendSpec {
+/// One TCP stream to `addr` for `duration_s`, intervals of 0.1 s.
+fn tcp_spec(addr: std::net::SocketAddr, duration_s: f64, congestion: Option<&str>) -> SendSpec {
+    SendSpec {
         target: addr.to_string(),
         proto: Proto::Tcp,
         payload: DEFAULT_TCP_LEN,
-        duration_s: 0.3,
+        duration_s,
         streams: 1,
         interval_s: 0.1,
         rate_bps: 0.0,
         sender_cpus: vec![],
         receiver_cpus: vec![],
-        // Reno is built into every kernel and allowed without privileges.
-        congestion: Some("reno".into()),
+        congestion: congestion.map(str::to_string),
         udp_batch: 1,
         udp_gso: 0,
-    };
+    }
+}
+
+#[test]
+fn tcp_runs_with_the_congestion_control_asked_for() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    // Reno is built into every kernel and allowed without privileges.
+    let spec = tcp_spec(addr, 0.3, Some("reno"));
     let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
@@ -118,6 +123,34 @@ fn tcp_runs_with_the_congestion_control_asked_for() {
     let sent: u64 = rep.sent.iter().map(|s| s.bytes).sum();
     let got: u64 = rep.received.iter().map(|s| s.bytes).sum();
     assert!(sent > 0 && sent == got, "sent {sent} B, received {got} B");
+}
+
+#[test]
+fn intervals_follow_one_another_to_the_end_of_the_test() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let spec = tcp_spec(addr, 0.35, None);
+    let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    let iv = &rep.intervals;
+    assert!(iv.len() >= 3, "{iv:?}");
+    assert_eq!(iv[0].start_s, 0.0);
+    for w in iv.windows(2) {
+        assert_eq!(w[0].end_s, w[1].start_s, "a gap or an overlap: {iv:?}");
+    }
+    // The last, partial interval is there unless shorter than a tenth of one; its bytes
+    // make the intervals add up to the total.
+    let tail = rep.receive_duration_s - iv.last().unwrap().end_s;
+    assert!(
+        tail < 0.1 * spec.interval_s,
+        "the last {tail} s are in no interval: {iv:?}"
+    );
+    let got: u64 = rep.received.iter().map(|s| s.bytes).sum();
+    let in_intervals: u64 = iv.iter().flat_map(|i| &i.received).map(|s| s.bytes).sum();
+    if tail <= 0.0 {
+        assert_eq!(in_intervals, got);
+    }
 }
 
 #[test]
