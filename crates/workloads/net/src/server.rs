@@ -440,11 +440,12 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// iperf3's, because this loop, cheaper per pass than iperf3's select loop, finds the
 /// socket empty and sleeps 6,000-10,000 times a second against iperf3's 3,500; and nstat
 /// counts about twice iperf3's SACK recoveries (reordered segments, undone by DSACK).
-/// Under BBR the two senders' profiles are the same. Tried, paired against iperf3, not
-/// kept: SO_RCVLOWAT of 64-256 KiB (the receiver's ACKs wait on its reads: BBR 0.65x);
-/// a 10-30 us nap after a drain instead of polling (BBR 1.02-1.14x but 1.01-1.13x the CPU
-/// per Gbit/s, the naps' timers; CUBIC 0.94x, and 0.36x in one run of four at 30 us);
-/// 64 KiB reads (CUBIC 1.01x, BBR 0.94x).
+/// Under BBR the two senders' profiles are the same. Tried and not kept: SO_RCVLOWAT of
+/// 64-256 KiB (0.63-0.85x this loop's rate under BBR: the window opens only as the
+/// receiver reads); a 10-30 us nap after a drain instead of a poll, paired against iperf3
+/// (BBR 1.02-1.14x the rate but up to 1.13x the CPU per Gbit/s, the naps' timers; CUBIC
+/// 0.94-0.97x at 10 us, and runs at 0.36-0.66x at 20-30 us); 64 KiB reads, paired (CUBIC
+/// 0.92-1.06x at 1.01-1.10x the CPU per Gbit/s, BBR 0.87-0.99x).
 fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     if s.set_nonblocking(true).is_err() {
         return;
