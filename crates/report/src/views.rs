@@ -1051,6 +1051,8 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 avg(rs, "packets_per_s", &[]).map_or("-".into(), num),
                 f(avg(rs, "loss_pct", &[]), 3),
                 f(avg(rs, "jitter_ms", &[]), 3),
+                f(avg(rs, "retransmits", &[]), 0),
+                f(avg(rs, "rtt_mean_ns", &[]).map(|ns| ns / 1e3), 1),
             ]
         })
         .collect();
@@ -1058,7 +1060,7 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         title: format!("{who}network throughput and CPU cost"),
         figures: vec![(title, fig)],
         tables: vec![Table {
-            caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions)".into(),
+            caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions); TCP retransmits and RTT as the sender's kernel counted them (TCP_INFO, iperf3's Retr and RTT)".into(),
             head: [
                 "Test and parameters",
                 "Throughput",
@@ -1069,6 +1071,8 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 "Packets/s",
                 "Loss %",
                 "Jitter ms",
+                "TCP retransmits",
+                "TCP mean RTT us",
             ]
             .iter()
             .map(|s| s.to_string())

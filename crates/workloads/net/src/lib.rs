@@ -22,6 +22,7 @@ pub mod proto;
 pub mod sender;
 pub mod server;
 pub mod service;
+pub mod tcpinfo;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -542,7 +543,9 @@ impl Workload for NetWorkload {
                 "TCP: non-blocking write() of {} B, up to 10 per poll() (iperf3's sender loop), receiver poll() then read() \
                  until the buffer is full or drained (iperf3's); UDP: {} on a connected socket; \
                  CPU = getrusage(RUSAGE_THREAD) of each end's worker threads (sender_cpu_pct, receiver_cpu_pct), \
-                 and of each end's whole process over the test as iperf3 counts it, getrusage(RUSAGE_SELF) (process_cpu_pct)",
+                 and of each end's whole process over the test as iperf3 counts it, getrusage(RUSAGE_SELF) (process_cpu_pct); \
+                 TCP retransmits, RTT and congestion window: the sender's TCP_INFO, read as each interval's report arrives \
+                 and at the end (iperf3's Retr, RTT and Cwnd)",
                 self.plan.cfg.tcp_len,
                 match (self.plan.cfg.udp_batch, self.plan.cfg.udp_gso) {
                     (_, g) if g > 1 => format!(
@@ -707,6 +710,7 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         ));
     }
     push_process_cpu(&mut out, rep, recv_gbit);
+    push_tcp_counters(&mut out, rep);
     // Per interval, as the receiver counted them.
     for iv in &rep.intervals {
         let len = iv.end_s - iv.start_s;
@@ -714,6 +718,11 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             continue;
         }
         let at = format!("{:.1}", iv.start_s);
+        if let Some(r) = iv.retransmits {
+            out.metrics.push(
+                Metric::new("retransmits", r as f64, "segments").label("interval_start_s", &at),
+            );
+        }
         let bytes: u64 = iv.received.iter().map(|s| s.bytes).sum();
         out.metrics.push(
             Metric::new(
@@ -788,6 +797,51 @@ pub fn spawn_receiver(
 /// test: every thread, control and telemetry included): `process_cpu_pct{end}` and, with
 /// both ends, `process_cpu_pct_per_gbit`. Two ends in one process (no roles) are one
 /// figure, `end=both`.
+/// TCP: what the sender's kernel counted over the test, iperf3's Retr, RTT and Cwnd.
+fn push_tcp_counters(out: &mut StepOutput, rep: &TestReport) {
+    const NAMES: [&str; 4] = [
+        "retransmits",
+        "rtt_mean_ns",
+        "rtt_min_ns",
+        "snd_cwnd_max_bytes",
+    ];
+    let missing = |out: &mut StepOutput, name: &str, reason: &str| {
+        out.missing.push(MissingMetric {
+            name: name.into(),
+            reason: reason.into(),
+        })
+    };
+    match &rep.tcp {
+        None => {}
+        Some(Err(why)) => {
+            for name in NAMES {
+                missing(out, name, why);
+            }
+        }
+        Some(Ok(t)) => {
+            out.metrics
+                .push(Metric::new("retransmits", t.retransmits as f64, "segments"));
+            out.metrics
+                .push(Metric::new("rtt_mean_ns", t.rtt_mean_us * 1e3, "ns"));
+            match t.rtt_min_us {
+                Some(us) => out
+                    .metrics
+                    .push(Metric::new("rtt_min_ns", f64::from(us) * 1e3, "ns")),
+                None => missing(
+                    out,
+                    "rtt_min_ns",
+                    "the sender's kernel reports no minimum RTT (tcpi_min_rtt: Linux 4.10 and later)",
+                ),
+            }
+            out.metrics.push(Metric::new(
+                "snd_cwnd_max_bytes",
+                t.snd_cwnd_max_bytes as f64,
+                "B",
+            ));
+        }
+    }
+}
+
 fn push_process_cpu(out: &mut StepOutput, rep: &TestReport, recv_gbit: f64) {
     let pct = |p: &proto::ProcessCpu| 100.0 * (p.cpu.user_s + p.cpu.system_s) / p.span_s;
     let s = &rep.sender_process;

@@ -19,6 +19,7 @@ use anyhow::{bail, Context};
 
 use crate::proto::{self, CpuUsage, LineReader, Msg, Proto, SentStats, StreamStats};
 use crate::server::{process_cpu, thread_cpu, wall_ns};
+use crate::tcpinfo::{TcpStats, Tracker};
 
 /// One test as the sender runs it.
 #[derive(Debug, Clone)]
@@ -68,6 +69,8 @@ pub struct IntervalReport {
     pub start_s: f64,
     pub end_s: f64,
     pub received: Vec<StreamStats>,
+    /// TCP: segments the sender retransmitted, all streams, read as the interval came in.
+    pub retransmits: Option<u64>,
 }
 
 /// What one test measured.
@@ -89,6 +92,9 @@ pub struct TestReport {
     pub intervals: Vec<IntervalReport>,
     /// The TCP congestion control the data streams ran with, as the kernel reports it.
     pub congestion: Option<String>,
+    /// TCP: the sender's kernel counters over the test (retransmits, RTT, window), or why
+    /// they could not be read; None for UDP.
+    pub tcp: Option<Result<TcpStats, String>>,
     /// Why the test ended early (receiver stopped, a stream failed), with what was measured kept.
     pub error: Option<String>,
     /// The test was cut short by a stop (Ctrl-C, SIGTERM, the run's cancel): not a failure,
@@ -415,7 +421,20 @@ pub fn run(
         Data::Tcp(s) => congestion_of(s).ok(),
         Data::Udp(_) => None,
     });
+    // Second handles on the TCP streams, for their kernel counters.
+    let tcp_socks = socks
+        .iter()
+        .filter_map(|d| match d {
+            Data::Tcp(s) => Some(s.try_clone()),
+            Data::Udp(_) => None,
+        })
+        .collect::<std::io::Result<Vec<_>>>();
     proto::send(&mut ctl, &Msg::Go)?;
+    let tracker = (spec.proto == Proto::Tcp).then(|| {
+        tcp_socks
+            .map(|s| Arc::new(Mutex::new(Tracker::new(s))))
+            .map_err(|e| format!("a second handle on a TCP stream: {e}"))
+    });
     // The whole process from `go` on, as iperf3 counts its CPU (control and telemetry
     // threads included), beside the sending threads' own.
     let process0 = (process_cpu(), Instant::now());
@@ -427,6 +446,7 @@ pub fn run(
     let reader = {
         let gone = Arc::clone(&receiver_gone);
         let intervals = Arc::clone(&intervals);
+        let tracker = tracker.as_ref().and_then(|t| t.as_ref().ok()).cloned();
         std::thread::spawn(move || -> Result<ReceiverResult, String> {
             loop {
                 match rd.next(total_deadline) {
@@ -435,11 +455,15 @@ pub fn run(
                         end_s,
                         streams,
                     })) => {
+                        let retransmits = tracker
+                            .as_ref()
+                            .and_then(|t| t.lock().ok().and_then(|mut t| t.interval()));
                         if let Ok(mut v) = intervals.lock() {
                             v.push(IntervalReport {
                                 start_s,
                                 end_s,
                                 received: streams,
+                                retransmits,
                             });
                         }
                     }
@@ -646,6 +670,15 @@ pub fn run(
         .join()
         .map_err(|_| anyhow::anyhow!("the control reader panicked"))?;
     rep.intervals = intervals.lock().map(|v| v.clone()).unwrap_or_default();
+    rep.tcp = tracker.map(|t| {
+        t.and_then(|t| {
+            Arc::try_unwrap(t)
+                .map_err(|_| "the control reader still holds the TCP counters".to_string())?
+                .into_inner()
+                .map_err(|_| "a thread panicked reading the TCP counters".to_string())?
+                .finish()
+        })
+    });
     match result {
         Ok((d, streams, cpu, process)) => {
             rep.receive_duration_s = d;

@@ -84,6 +84,8 @@ fn tcp_two_streams_counts_every_byte() {
     assert!(metric(&out, "throughput_gbit_per_s").unwrap() > 0.01);
     assert!(metric(&out, "receiver_cpu_pct").is_some());
     assert!(metric(&out, "cpu_pct_per_gbit").is_some());
+    assert!(metric(&out, "retransmits").is_some());
+    assert!(metric(&out, "rtt_mean_ns").unwrap() > 0.0);
     let intervals = out
         .metrics
         .iter()
@@ -120,6 +122,19 @@ fn tcp_runs_with_the_congestion_control_asked_for() {
     h.join().unwrap().unwrap();
     assert_eq!(rep.congestion.as_deref(), Some("reno"));
     assert!(rep.error.is_none(), "{:?}", rep.error);
+    // The sender's kernel counters, over the test and at each interval.
+    let t = rep.tcp.clone().unwrap().unwrap();
+    assert!(t.rtt_mean_us > 0.0 && t.snd_cwnd_max_bytes > 0, "{t:?}");
+    assert!(
+        t.rtt_min_us.is_some_and(|m| f64::from(m) <= t.rtt_mean_us),
+        "{t:?}"
+    );
+    let per_interval: Option<u64> = rep.intervals.iter().map(|i| i.retransmits).sum();
+    assert!(
+        per_interval.is_some_and(|r| r <= t.retransmits),
+        "{:?}",
+        rep.intervals
+    );
     let sent: u64 = rep.sent.iter().map(|s| s.bytes).sum();
     let got: u64 = rep.received.iter().map(|s| s.bytes).sum();
     assert!(sent > 0 && sent == got, "sent {sent} B, received {got} B");
@@ -395,6 +410,7 @@ fn metrics_from_a_synthetic_report() {
         interrupted: false,
         send_errors: 0,
         congestion: None,
+        tcp: None,
         sender_process: proto::ProcessCpu {
             cpu: proto::CpuUsage {
                 user_s: 0.2,
@@ -440,6 +456,40 @@ fn metrics_from_a_synthetic_report() {
     assert!((metric(&out, "throughput_gbit_per_s").unwrap() - gbit).abs() < 1e-12);
     assert!((metric(&out, "cpu_pct_per_gbit").unwrap() - 80.0 / gbit).abs() < 1e-6);
     assert_eq!(out.headline, "throughput_gbit_per_s");
+    assert!(metric(&out, "retransmits").is_none());
+    assert!(out.missing.iter().all(|m| m.name != "retransmits"));
+
+    // TCP: the sender's kernel counters over the test and per interval, or for each the
+    // reason they could not be read.
+    let mut tcp = rep.clone();
+    tcp.tcp = Some(Ok(tcpinfo::TcpStats {
+        retransmits: 7,
+        rtt_mean_us: 12.5,
+        rtt_min_us: None,
+        snd_cwnd_max_bytes: 1 << 20,
+    }));
+    tcp.intervals = vec![sender::IntervalReport {
+        start_s: 0.0,
+        end_s: 1.0,
+        received: rep.received.clone(),
+        retransmits: Some(3),
+    }];
+    let o = step_output(&spec, &tcp);
+    assert_eq!(metric(&o, "retransmits"), Some(7.0));
+    assert_eq!(metric(&o, "rtt_mean_ns"), Some(12_500.0));
+    assert_eq!(metric(&o, "snd_cwnd_max_bytes"), Some(1048576.0));
+    assert!(o
+        .missing
+        .iter()
+        .any(|m| m.name == "rtt_min_ns" && m.reason.contains("4.10")));
+    assert!(o.metrics.iter().any(|m| m.name == "retransmits"
+        && m.value == 3.0
+        && m.labels.get("interval_start_s").map(String::as_str) == Some("0.0")));
+    tcp.tcp = Some(Err("reading TCP_INFO: refused".into()));
+    let o = step_output(&spec, &tcp);
+    assert!(metric(&o, "retransmits").is_none());
+    let said = o.missing.iter().filter(|m| m.reason.contains("refused"));
+    assert_eq!(said.count(), 4);
 }
 
 #[test]
