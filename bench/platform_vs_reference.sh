@@ -174,7 +174,7 @@ pair() { # round ref_out rb_out ref_cmd... -- rb_cmd...
 for rep in $(seq "$REPS"); do
   for cc in "${CCS[@]}"; do
     label="TCP (${cc:-$DEFAULT_CC, the default})"
-    printf "%-34s %10s %9s %9s %12s\n" "$label" "Gbit/s" "snd CPU%" "rcv CPU%" "CPU%/Gbit"
+    printf "%-34s %10s %9s %9s %12s %6s\n" "$label" "Gbit/s" "snd CPU%" "rcv CPU%" "CPU%/Gbit" "retr"
     pair "$rep" "$TMP/i_tcp.json" "$TMP/r_tcp.json" iperf ${cc:+-C "$cc"} -- rb_net tcp "$cc"
     ig=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_tcp.json")
     ic=$(jq '.end.cpu_utilization_percent.host_total' "$TMP/i_tcp.json")
@@ -185,8 +185,11 @@ for rep in $(seq "$REPS"); do
     # sender_cpu_pct, leaves out control and telemetry).
     rc=$(metric "$TMP/r_tcp.json" process_cpu_pct sender); rs=$(metric "$TMP/r_tcp.json" process_cpu_pct receiver)
     ipg=$(python3 -c "print((${ic}+${is})/${ig})"); rpg=$(metric "$TMP/r_tcp.json" process_cpu_pct_per_gbit)
-    printf "%-34s %10.2f %9.1f %9.1f %12.2f\n" "iperf3" "$ig" "$ic" "$is" "$ipg"
-    printf "%-34s %10.2f %9.1f %9.1f %12.2f\n" "rackbench net tcp" "$rg" "$rc" "$rs" "$rpg"
+    # Segments the sender retransmitted (TCP_INFO on both): on loopback, reordering that
+    # makes a run's congestion control back off.
+    ir=$(jq '.end.sum_sent.retransmits // "nan"' "$TMP/i_tcp.json"); rr=$(metric "$TMP/r_tcp.json" retransmits)
+    printf "%-34s %10.2f %9.1f %9.1f %12.2f %6.0f\n" "iperf3" "$ig" "$ic" "$is" "$ipg" "$ir"
+    printf "%-34s %10.2f %9.1f %9.1f %12.2f %6.0f\n" "rackbench net tcp" "$rg" "$rc" "$rs" "$rpg" "$rr"
     printf "%-34s %10s %20s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "" "$(ratio "$rpg" "$ipg")"
     if [ -z "$cc" ]; then TG+=("$(ratio "$rg" "$ig")"); TC+=("$(ratio "$rpg" "$ipg")")
     else TGC+=("$(ratio "$rg" "$ig")"); TCC+=("$(ratio "$rpg" "$ipg")"); fi
