@@ -797,12 +797,14 @@ pub fn spawn_receiver(
 /// test: every thread, control and telemetry included): `process_cpu_pct{end}` and, with
 /// both ends, `process_cpu_pct_per_gbit`. Two ends in one process (no roles) are one
 /// figure, `end=both`.
-/// TCP: what the sender's kernel counted over the test, iperf3's Retr, RTT and Cwnd.
+/// TCP: what the sender's kernel counted over the test: iperf3's Retr, its mean, minimum
+/// and maximum RTT, and its largest Cwnd.
 fn push_tcp_counters(out: &mut StepOutput, rep: &TestReport) {
-    const NAMES: [&str; 4] = [
+    const NAMES: [&str; 5] = [
         "retransmits",
         "rtt_mean_ns",
         "rtt_min_ns",
+        "rtt_max_ns",
         "snd_cwnd_max_bytes",
     ];
     let missing = |out: &mut StepOutput, name: &str, reason: &str| {
@@ -833,6 +835,11 @@ fn push_tcp_counters(out: &mut StepOutput, rep: &TestReport) {
                     "the sender's kernel reports no minimum RTT (tcpi_min_rtt: Linux 4.10 and later)",
                 ),
             }
+            out.metrics.push(Metric::new(
+                "rtt_max_ns",
+                f64::from(t.rtt_max_us) * 1e3,
+                "ns",
+            ));
             out.metrics.push(Metric::new(
                 "snd_cwnd_max_bytes",
                 t.snd_cwnd_max_bytes as f64,

@@ -59,6 +59,8 @@ pub struct TcpStats {
     pub rtt_mean_us: f64,
     /// Lowest RTT any stream saw (iperf3's min_rtt); None where the kernel gives none.
     pub rtt_min_us: Option<u32>,
+    /// Highest smoothed RTT read (iperf3's max_rtt).
+    pub rtt_max_us: u32,
     /// Largest congestion window read (iperf3's max_snd_cwnd), bytes.
     pub snd_cwnd_max_bytes: u64,
 }
@@ -71,6 +73,7 @@ pub struct Tracker {
     rtt_sum: f64,
     rtt_n: u64,
     min_rtt: Option<u32>,
+    max_rtt: u32,
     cwnd_max: u64,
     error: Option<String>,
 }
@@ -85,6 +88,7 @@ impl Tracker {
             rtt_sum: 0.0,
             rtt_n: 0,
             min_rtt: None,
+            max_rtt: 0,
             cwnd_max: 0,
             error: None,
         };
@@ -119,6 +123,7 @@ impl Tracker {
             self.last[i] = s.total_retrans;
             self.rtt_sum += f64::from(s.rtt_us);
             self.rtt_n += 1;
+            self.max_rtt = self.max_rtt.max(s.rtt_us);
             self.cwnd_max = self.cwnd_max.max(s.snd_cwnd_bytes);
             if let Some(m) = s.min_rtt_us {
                 self.min_rtt = Some(self.min_rtt.map_or(m, |x| x.min(m)));
@@ -142,6 +147,7 @@ impl Tracker {
                 .sum(),
             rtt_mean_us: self.rtt_sum / self.rtt_n.max(1) as f64,
             rtt_min_us: self.min_rtt,
+            rtt_max_us: self.max_rtt,
             snd_cwnd_max_bytes: self.cwnd_max,
         })
     }

@@ -129,6 +129,7 @@ fn tcp_runs_with_the_congestion_control_asked_for() {
         t.rtt_min_us.is_some_and(|m| f64::from(m) <= t.rtt_mean_us),
         "{t:?}"
     );
+    assert!(f64::from(t.rtt_max_us) >= t.rtt_mean_us, "{t:?}");
     let per_interval: Option<u64> = rep.intervals.iter().map(|i| i.retransmits).sum();
     assert!(
         per_interval.is_some_and(|r| r <= t.retransmits),
@@ -466,6 +467,7 @@ fn metrics_from_a_synthetic_report() {
         retransmits: 7,
         rtt_mean_us: 12.5,
         rtt_min_us: None,
+        rtt_max_us: 40,
         snd_cwnd_max_bytes: 1 << 20,
     }));
     tcp.intervals = vec![sender::IntervalReport {
@@ -477,6 +479,7 @@ fn metrics_from_a_synthetic_report() {
     let o = step_output(&spec, &tcp);
     assert_eq!(metric(&o, "retransmits"), Some(7.0));
     assert_eq!(metric(&o, "rtt_mean_ns"), Some(12_500.0));
+    assert_eq!(metric(&o, "rtt_max_ns"), Some(40_000.0));
     assert_eq!(metric(&o, "snd_cwnd_max_bytes"), Some(1048576.0));
     assert!(o
         .missing
@@ -489,7 +492,7 @@ fn metrics_from_a_synthetic_report() {
     let o = step_output(&spec, &tcp);
     assert!(metric(&o, "retransmits").is_none());
     let said = o.missing.iter().filter(|m| m.reason.contains("refused"));
-    assert_eq!(said.count(), 4);
+    assert_eq!(said.count(), 5);
 }
 
 #[test]
