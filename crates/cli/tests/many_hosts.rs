@@ -601,6 +601,9 @@ fn net_matrix_over_three_hosts() {
             metric(r, "throughput_gbit_per_s", &[]).unwrap() > 0.1,
             "{r}"
         );
+        // The sender's kernel counters came back from its host with the rest.
+        assert!(metric(r, "retransmits", &[]).is_some(), "{r}");
+        assert!(metric(r, "rtt_mean_ns", &[]).unwrap() > 0.0, "{r}");
         let sums = r["telemetry_summary"].as_array().unwrap();
         for end in [s, rx] {
             assert!(sums.iter().any(|x| x["host"] == end), "telemetry of {end}");
