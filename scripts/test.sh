@@ -70,7 +70,17 @@ rm -rf "$sweep_db"
 leftovers=$(find "$test_tmp" -mindepth 1 -maxdepth 1 \( -name 'rackbench-*' -o -name 'rackbench.*' \) -print)
 if [ -n "$leftovers" ]; then
   echo "test.sh: the tests left these behind in their temporary directory:" >&2
-  printf '%s\n' "$leftovers" | sed 's/^/  /' >&2
+  # With what each holds and whose it is (a scratch root's `owner` is "PID START BOOT"),
+  # so that a leak that happens once can be traced.
+  while IFS= read -r left; do
+    echo "  $left ($(stat -c '%U %a' "$left"))" >&2
+    ls -la "$left" 2>&1 | sed 's/^/    /' >&2
+    for f in owner groups; do
+      [ -f "$left/$f" ] && sed "s/^/    $f: /" "$left/$f" >&2
+    done
+    pid=$(awk '{print $1; exit}' "$left/owner" 2>/dev/null || true)
+    [ -z "$pid" ] || ps -o pid,ppid,etime,args -p "$pid" 2>&1 | sed 's/^/    /' >&2 || true
+  done <<< "$leftovers"
   [ "$status" -ne 0 ] || status=1
 fi
 # One closing line over all test binaries.
