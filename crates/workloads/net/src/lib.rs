@@ -790,13 +790,6 @@ pub fn spawn_receiver(
     Ok((addr, stop, h))
 }
 
-/// One end's CPU as a percent of one CPU over that end's own clock (iperf3's
-/// cpu_utilization_percent): `<end>_cpu_pct`, its user and system parts, and the CPU per
-/// Gbit/s that end moved. Returns the percent.
-/// Each end's whole process, as iperf3 reports its CPU (`getrusage(RUSAGE_SELF)` over the
-/// test: every thread, control and telemetry included): `process_cpu_pct{end}` and, with
-/// both ends, `process_cpu_pct_per_gbit`. Two ends in one process (no roles) are one
-/// figure, `end=both`.
 /// TCP: what the sender's kernel counted over the test: iperf3's Retr, its mean, minimum
 /// and maximum RTT, and its largest Cwnd.
 fn push_tcp_counters(out: &mut StepOutput, rep: &TestReport) {
@@ -849,6 +842,10 @@ fn push_tcp_counters(out: &mut StepOutput, rep: &TestReport) {
     }
 }
 
+/// Each end's whole process, as iperf3 reports its CPU (`getrusage(RUSAGE_SELF)` over the
+/// test: every thread, control and telemetry included): `process_cpu_pct{end}` and, with
+/// both ends, `process_cpu_pct_per_gbit`. Two ends in one process (no roles) are one
+/// figure, `end=both`.
 fn push_process_cpu(out: &mut StepOutput, rep: &TestReport, recv_gbit: f64) {
     let pct = |p: &proto::ProcessCpu| 100.0 * (p.cpu.user_s + p.cpu.system_s) / p.span_s;
     let s = &rep.sender_process;
@@ -885,6 +882,9 @@ fn push_process_cpu(out: &mut StepOutput, rep: &TestReport, recv_gbit: f64) {
     }
 }
 
+/// One end's CPU as a percent of one CPU over that end's own clock (iperf3's
+/// cpu_utilization_percent): `<end>_cpu_pct`, its user and system parts, and the CPU per
+/// Gbit/s that end moved. Returns the percent.
 fn push_end_cpu(
     metrics: &mut Vec<Metric>,
     end: &str,
