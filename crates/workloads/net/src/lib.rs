@@ -72,7 +72,8 @@ pub struct Flags {
     #[arg(long = "tcp-len", id = "tcp_len", value_name = "BYTES")]
     pub tcp_len: Option<String>,
     /// TCP congestion control for the data streams, iperf3 -C style (cubic, bbr, reno;
-    /// sweep: cubic,bbr). Default: the sender host's net.ipv4.tcp_congestion_control.
+    /// sweep: cubic,bbr), set on both ends before the streams connect. Default: each
+    /// host's net.ipv4.tcp_congestion_control.
     #[arg(long = "congestion", id = "congestion", value_name = "ALGO")]
     pub congestion: Option<String>,
     /// UDP datagrams per system call (default 1: one send(2) each, as iperf3). Above 1,
@@ -545,7 +546,8 @@ impl Workload for NetWorkload {
                  CPU = getrusage(RUSAGE_THREAD) of each end's worker threads (sender_cpu_pct, receiver_cpu_pct), \
                  and of each end's whole process over the test as iperf3 counts it, getrusage(RUSAGE_SELF) (process_cpu_pct); \
                  TCP retransmits, RTT and congestion window: the sender's TCP_INFO, read as each interval's report arrives \
-                 and at the end (iperf3's Retr, RTT and Cwnd)",
+                 and at the end (iperf3's Retr, RTT and Cwnd); a congestion control asked for is set on the \
+                 sending socket before it connects and on the receiver's listener (iperf3 -C)",
                 self.plan.cfg.tcp_len,
                 match (self.plan.cfg.udp_batch, self.plan.cfg.udp_gso) {
                     (_, g) if g > 1 => format!(

@@ -90,6 +90,10 @@ pub enum Msg {
         /// CPUs the receiver's data threads should run on (empty: its own default).
         #[serde(default)]
         cpus: Vec<usize>,
+        /// TCP congestion control for the receiving end too (iperf3 `-C` sets it on its
+        /// server's listener); None: the receiving host's default.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        congestion: Option<String>,
     },
     Ready {
         data_ports: Vec<u16>,
@@ -376,6 +380,7 @@ mod tests {
             streams: 2,
             interval_s: 1.0,
             cpus: vec![0],
+            congestion: Some("cubic".into()),
         };
         let line = encode(&m);
         assert!(line.ends_with(b"\n"));

@@ -313,6 +313,24 @@ pub fn set_congestion(s: &impl AsRawFd, name: &str) -> anyhow::Result<()> {
     )
 }
 
+/// A TCP data stream to `to`, on congestion control `congestion` (the system's default
+/// when None). It is chosen before the connection opens, as iperf3 `-C` does: the
+/// connection starts on the default, and a default that paces (BBR asks the kernel for
+/// pacing when it starts) keeps pacing after a switch made later, so a socket switched
+/// to CUBIC after connecting would run CUBIC paced, which no other tool measures.
+pub(crate) fn connect_tcp(to: SocketAddr, congestion: Option<&str>) -> anyhow::Result<TcpStream> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(to),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    if let Some(cc) = congestion {
+        set_congestion(&s, cc)?;
+    }
+    s.connect_timeout(&to.into(), Duration::from_secs(3))?;
+    Ok(s.into())
+}
+
 /// The congestion control a TCP socket uses, as the kernel reports it.
 pub fn congestion_of(s: &TcpStream) -> std::io::Result<String> {
     let mut name = [0u8; 32];
@@ -372,6 +390,10 @@ pub fn run(
             streams: spec.streams,
             interval_s: spec.interval_s,
             cpus: spec.receiver_cpus.clone(),
+            congestion: match spec.proto {
+                Proto::Tcp => spec.congestion.clone(),
+                Proto::Udp => None,
+            },
         },
     )?;
     let ports = match rd.next(Instant::now() + Duration::from_secs(10))? {
@@ -391,16 +413,10 @@ pub fn run(
         match spec.proto {
             Proto::Tcp => {
                 let port = *ports.first().context("receiver gave no data port")?;
-                let s = TcpStream::connect_timeout(
-                    &SocketAddr::new(peer.ip(), port),
-                    Duration::from_secs(3),
-                )
-                .with_context(|| {
+                let s = connect_tcp(SocketAddr::new(peer.ip(), port), spec.congestion.as_deref())
+                    .with_context(|| {
                     format!("net: opening TCP data stream {i} to {}:{port}", peer.ip())
                 })?;
-                if let Some(cc) = &spec.congestion {
-                    set_congestion(&s, cc)?;
-                }
                 socks.push(Data::Tcp(s));
             }
             Proto::Udp => {

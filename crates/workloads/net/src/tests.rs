@@ -113,6 +113,40 @@ fn tcp_spec(addr: std::net::SocketAddr, duration_s: f64, congestion: Option<&str
 }
 
 #[test]
+fn the_congestion_control_is_chosen_before_the_stream_connects() {
+    // Chosen after connecting, a stream starts on the system's default, and BBR as the
+    // default leaves its pacing on a stream switched to CUBIC afterwards. So the choice
+    // comes first: a refused one opens no connection at all.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let addr = l.local_addr().unwrap();
+    let err = format!(
+        "{:#}",
+        sender::connect_tcp(addr, Some("nosuchcc")).unwrap_err()
+    );
+    assert!(err.contains("congestion control `nosuchcc`"), "{err}");
+    std::thread::sleep(Duration::from_millis(50));
+    let accepted = l.accept().map(|_| ()).map_err(|e| e.kind());
+    assert_eq!(accepted, Err(std::io::ErrorKind::WouldBlock));
+    let s = sender::connect_tcp(addr, Some("reno")).unwrap();
+    assert_eq!(sender::congestion_of(&s).unwrap(), "reno");
+}
+
+#[test]
+fn a_receiver_without_the_congestion_control_refuses_the_test() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let spec = tcp_spec(addr, 0.3, Some("nosuchcc"));
+    let err = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap_err();
+    stop.store(true, Ordering::Relaxed);
+    let _ = h.join().unwrap();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("refused the test") && err.contains("congestion control `nosuchcc`"),
+        "{err}"
+    );
+}
+
+#[test]
 fn tcp_runs_with_the_congestion_control_asked_for() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
     // Reno is built into every kernel and allowed without privileges.
