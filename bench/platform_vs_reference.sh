@@ -15,7 +15,11 @@
 #           TCP runs with the system's congestion control, and again with cubic (iperf3
 #           -C cubic, rackbench --congestion cubic) when that default is another one: under
 #           BBR, loopback throughput is set by BBR's pacing (an hrtimer per packet, costly
-#           in a VM), not by how the tools move bytes.
+#           in a VM), not by how the tools move bytes. Not quite like for like: iperf3
+#           (3.12) sets -C after its stream has connected, and a stream that started on BBR
+#           keeps BBR's pacing after the switch, so its "cubic" is paced CUBIC; rackbench
+#           sets it before connecting. For both on plain CUBIC, make cubic the system's
+#           default (sysctl net.ipv4.tcp_congestion_control=cubic) and run again.
 #
 # The rackbench commands:
 #   rackbench run crypto --tests rsa2048 --threads 1 --duration 3 --json   (taskset -c 1)
@@ -273,7 +277,8 @@ goal "RSA-2048 sign vs openssl speed -multi 2" "$(med "${R2S[@]}")" ">=" 0.95
 goal "TCP Gbit/s vs iperf3 ($DEFAULT_CC, $REPS pairs)" "$(med "${TG[@]}")" ">=" 1.0 8
 goal "TCP CPU per Gbit/s vs iperf3 ($DEFAULT_CC)" "$(med "${TC[@]}")" "<=" 1.0 8
 if [ ${#TGC[@]} -gt 0 ]; then
-  goal "TCP Gbit/s vs iperf3 (cubic, $REPS pairs)" "$(med "${TGC[@]}")" ">=" 1.0 8
+  # iperf3's cubic stream is paced when the default paces (see the top of this script).
+  goal "TCP Gbit/s vs iperf3 (cubic; iperf3's paced if $DEFAULT_CC paces, $REPS pairs)" "$(med "${TGC[@]}")" ">=" 1.0 8
   goal "TCP CPU per Gbit/s vs iperf3 (cubic)" "$(med "${TCC[@]}")" "<=" 1.0 8
 fi
 goal "UDP 1472 B packets/s vs iperf3" "$(med "${U1472[@]}")" ">=" 1.0 8

@@ -547,7 +547,8 @@ impl Workload for NetWorkload {
                  and of each end's whole process over the test as iperf3 counts it, getrusage(RUSAGE_SELF) (process_cpu_pct); \
                  TCP retransmits, RTT and congestion window: the sender's TCP_INFO, read as each interval's report arrives \
                  and at the end (iperf3's Retr, RTT and Cwnd); a congestion control asked for is set on the \
-                 sending socket before it connects and on the receiver's listener (iperf3 -C)",
+                 sending socket before it connects and on the receiver's listener (iperf3 -C switches after connecting, \
+                 so on a host whose default paces, BBR, its streams keep that pacing)",
                 self.plan.cfg.tcp_len,
                 match (self.plan.cfg.udp_batch, self.plan.cfg.udp_gso) {
                     (_, g) if g > 1 => format!(

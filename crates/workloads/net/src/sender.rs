@@ -314,10 +314,11 @@ pub fn set_congestion(s: &impl AsRawFd, name: &str) -> anyhow::Result<()> {
 }
 
 /// A TCP data stream to `to`, on congestion control `congestion` (the system's default
-/// when None). It is chosen before the connection opens, as iperf3 `-C` does: the
-/// connection starts on the default, and a default that paces (BBR asks the kernel for
-/// pacing when it starts) keeps pacing after a switch made later, so a socket switched
-/// to CUBIC after connecting would run CUBIC paced, which no other tool measures.
+/// when None). It is chosen before the connection opens: a connection starts on the
+/// default, and a default that paces (BBR asks the kernel for pacing when it starts)
+/// keeps pacing after a later switch, so a stream switched to CUBIC after connecting runs
+/// CUBIC paced. iperf3 (3.12) does switch after connecting, so on a host whose default
+/// is BBR its `-C cubic` is paced CUBIC; here it is the CUBIC asked for.
 pub(crate) fn connect_tcp(to: SocketAddr, congestion: Option<&str>) -> anyhow::Result<TcpStream> {
     let s = socket2::Socket::new(
         socket2::Domain::for_address(to),

@@ -193,8 +193,8 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         Proto::Tcp => {
             let l = TcpListener::bind(SocketAddr::new(ip, 0))
                 .context("binding the TCP data listener")?;
-            // On the listener, so the accepted streams start on it (iperf3's server does
-            // the same with -C).
+            // On the listener, so the accepted streams start on it (iperf3's server
+            // sets -C on each stream it accepts, after the connection opened).
             if let Some(cc) = &congestion {
                 if let Err(e) = crate::sender::set_congestion(&l, cc) {
                     let m = format!("{e:#}");
@@ -461,9 +461,11 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// The CUBIC figures above were taken while a stream asked to run CUBIC still chose it
 /// after connecting, on a host whose default is BBR: it kept BBR's pacing, and a third of
 /// the runs fell to a third of iperf3's rate for seconds (the sender's CPU in the pacing
-/// path, the receiver idle). Since the choice comes before the connection, CUBIC runs at
-/// 0.93-1.21x iperf3 (8 pairs, median 1.03) with no such falls; the other variants were
-/// not measured again under CUBIC. Also tried since, paired under BBR: an edge-triggered
+/// path, the receiver idle); iperf3's late switch leaves its CUBIC paced too, but it
+/// showed no such falls. Since the choice comes before the connection, CUBIC runs at
+/// 0.93-1.21x iperf3's (paced) CUBIC (8 pairs, median 1.03) with no such falls, and with
+/// cubic as the system's default (both tools unpaced) at 0.85-1.21x (6 pairs, median
+/// 1.05); the other variants were not measured again under CUBIC. Also tried since, paired under BBR: an edge-triggered
 /// epoll wait instead of poll (0.98x this loop's rate over 8 pairs), and an io_uring
 /// receive (0.81-0.92x iperf3's rate, against this loop's 0.93-1.02x in the same rounds).
 fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
