@@ -465,9 +465,13 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// showed no such falls. Since the choice comes before the connection, CUBIC runs at
 /// 0.93-1.21x iperf3's (paced) CUBIC (8 pairs, median 1.03) with no such falls, and with
 /// cubic as the system's default (both tools unpaced) at 0.85-1.21x (6 pairs, median
-/// 1.05); the other variants were not measured again under CUBIC. Also tried since, paired under BBR: an edge-triggered
-/// epoll wait instead of poll (0.98x this loop's rate over 8 pairs), and an io_uring
-/// receive (0.81-0.92x iperf3's rate, against this loop's 0.93-1.02x in the same rounds).
+/// 1.05); the other variants were not measured again under CUBIC. Also tried since,
+/// paired under BBR: an edge-triggered epoll wait instead of poll (0.98x this loop's rate
+/// over 8 pairs), and an io_uring receive (0.81-0.92x iperf3's rate, against this loop's
+/// 0.93-1.02x in the same rounds). Under BBR the two receivers' reads are alike
+/// (`sock:sock_recv_length`, 2 s each: 36,300 and 34,500 calls/s, 30% of them empty,
+/// 95 KiB per read with data, the same spread of sizes), as are their wake-ups, softirqs
+/// and pacing timers per CPU (`perf stat -a -A`).
 fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     if s.set_nonblocking(true).is_err() {
         return;
