@@ -584,11 +584,16 @@ fn net_matrix_over_three_hosts() {
             "0",
             "--telemetry-interval",
             "0.25",
+            // Set on each remote sender's socket and each remote receiver's listener
+            // (a receiver that refused it would fail its pair).
+            "--congestion",
+            "reno",
         ],
     );
     assert_eq!(code, 0, "{err}");
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 6, "every ordered pair of 3 hosts");
+    assert!(results.iter().all(|r| r["params"]["congestion"] == "reno"));
     let mut pairs = Vec::new();
     for r in results {
         let (s, rx) = (
