@@ -124,6 +124,17 @@ pub(crate) fn wall_ns() -> u64 {
 
 /// Run one test on an accepted control connection. Ok(false): the peer left before
 /// asking for anything (a readiness probe).
+/// A test refused: the sender is told why (best effort), and the same reason is the error.
+fn refuse(out: &mut TcpStream, why: String) -> anyhow::Error {
+    let _ = proto::send(
+        out,
+        &Msg::Error {
+            message: why.clone(),
+        },
+    );
+    anyhow::anyhow!(why)
+}
+
 fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyhow::Result<bool> {
     let mut out = conn.try_clone()?;
     let mut rd = LineReader::new(conn);
@@ -148,8 +159,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                     "protocol version {version} not supported (this receiver speaks {})",
                     proto::PROTOCOL_VERSION
                 );
-                let _ = proto::send(&mut out, &Msg::Error { message: m.clone() });
-                bail!(m);
+                return Err(refuse(&mut out, m));
             }
             (
                 proto, payload, duration_s, streams, interval_s, cpus, congestion,
@@ -176,8 +186,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         None
     };
     if let Some(m) = bad {
-        let _ = proto::send(&mut out, &Msg::Error { message: m.clone() });
-        bail!(m);
+        return Err(refuse(&mut out, m));
     }
     let cpus = if cpus.is_empty() {
         opts.cpus.clone()
@@ -197,9 +206,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             // sets -C on each stream it accepts, after the connection opened).
             if let Some(cc) = &congestion {
                 if let Err(e) = crate::sender::set_congestion(&l, cc) {
-                    let m = format!("{e:#}");
-                    let _ = proto::send(&mut out, &Msg::Error { message: m.clone() });
-                    bail!(m);
+                    return Err(refuse(&mut out, format!("{e:#}")));
                 }
             }
             let p = l.local_addr()?.port();
