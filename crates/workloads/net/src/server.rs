@@ -122,8 +122,6 @@ pub(crate) fn wall_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// Run one test on an accepted control connection. Ok(false): the peer left before
-/// asking for anything (a readiness probe).
 /// A test refused: the sender is told why (best effort), and the same reason is the error.
 fn refuse(out: &mut TcpStream, why: String) -> anyhow::Error {
     let _ = proto::send(
@@ -135,6 +133,8 @@ fn refuse(out: &mut TcpStream, why: String) -> anyhow::Error {
     anyhow::anyhow!(why)
 }
 
+/// Run one test on an accepted control connection. Ok(false): the peer left before
+/// asking for anything (a readiness probe).
 fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyhow::Result<bool> {
     let mut out = conn.try_clone()?;
     let mut rd = LineReader::new(conn);
