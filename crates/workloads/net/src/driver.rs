@@ -44,22 +44,29 @@ pub struct SenderReport {
 /// Run one job on this host (`Registration::driver`).
 pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json::Value> {
     let plan = Plan::from_params(&job.params)?;
-    let step = if job.test == CHECK {
+    let (step, on_stream) = if job.test == CHECK {
         if plan.runs_tcp() {
             probe_congestion(&plan)?;
         }
-        None
+        (None, None)
     } else {
-        Some(send(&plan, job, progress)?)
+        let (step, on_stream) = send(&plan, job, progress)?;
+        (Some(step), on_stream)
     };
     let report = SenderReport {
         step,
-        facts: sender_facts(&plan),
+        facts: sender_facts(&plan, on_stream.as_deref()),
     };
     serde_json::to_value(&report).context("net: serialising the sender's report")
 }
 
-fn send(plan: &Plan, job: &DriverJob, progress: &Progress) -> anyhow::Result<StepOutput> {
+/// Run one test; with its output, the congestion control the kernel reported on the TCP
+/// data streams (None for UDP).
+fn send(
+    plan: &Plan,
+    job: &DriverJob,
+    progress: &Progress,
+) -> anyhow::Result<(StepOutput, Option<String>)> {
     let (proto_, payload) = parse_test(&job.test, plan.cfg.tcp_len)?;
     if proto_ == Proto::Tcp {
         // Refused before anything is sent, rather than from the first data stream.
@@ -78,7 +85,7 @@ fn send(plan: &Plan, job: &DriverJob, progress: &Progress) -> anyhow::Result<Ste
     let rep = sender::run(&spec, &progress.done, &|| progress.stopping())?;
     let mut out = step_output(&spec, &rep);
     keep_finite(&mut out);
-    Ok(out)
+    Ok((out, rep.congestion))
 }
 
 /// Whether this host lets a TCP socket use the congestion control asked for. The probe
@@ -100,21 +107,26 @@ fn probe_congestion(plan: &Plan) -> anyhow::Result<()> {
 }
 
 /// The sender host's facts. The congestion control is disclosed only when a tcp test
-/// runs: UDP has none.
-pub fn sender_facts(plan: &Plan) -> BTreeMap<String, Fact> {
+/// runs (UDP has none): the one the kernel reported on the data streams (`on_stream`)
+/// when a test ran, else the one a stream would get.
+pub fn sender_facts(plan: &Plan, on_stream: Option<&str>) -> BTreeMap<String, Fact> {
     let mut m = BTreeMap::new();
     if plan.runs_tcp() {
-        m.insert(
-            "net.tcp_congestion".into(),
-            match (
-                &plan.cfg.congestion,
-                sysctl("net.ipv4.tcp_congestion_control"),
-            ) {
-                (Some(cc), _) => Fact::known(format!("{cc} (--congestion)")),
-                (None, Ok(d)) => Fact::known(format!("{d} (the sender's system default)")),
-                (None, Err(e)) => Fact::unknown(e),
-            },
-        );
+        let read_back = "read back from the data stream";
+        let fact = match (
+            on_stream,
+            &plan.cfg.congestion,
+            sysctl("net.ipv4.tcp_congestion_control"),
+        ) {
+            (Some(k), Some(_), _) => Fact::known(format!("{k} (--congestion; {read_back})")),
+            (Some(k), None, _) => {
+                Fact::known(format!("{k} (the sender's system default; {read_back})"))
+            }
+            (None, Some(cc), _) => Fact::known(format!("{cc} (--congestion)")),
+            (None, None, Ok(d)) => Fact::known(format!("{d} (the sender's system default)")),
+            (None, None, Err(e)) => Fact::unknown(e),
+        };
+        m.insert("net.tcp_congestion".into(), fact);
     }
     for key in SENDER_SYSCTLS {
         m.insert(

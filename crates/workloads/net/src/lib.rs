@@ -766,6 +766,16 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             "the test stopped early: interrupted",
         ));
     }
+    if let (Proto::Tcp, Some(asked), Some(ran)) = (spec.proto, &spec.congestion, &rep.congestion) {
+        if asked != ran {
+            out.flags.push(Flag::invalid(
+                "congestion_mismatch",
+                format!(
+                    "--congestion {asked} was asked for, but the kernel ran the stream on {ran}"
+                ),
+            ));
+        }
+    }
     let complete = rep.error.is_none() && !rep.interrupted;
     if spec.proto == Proto::Tcp && complete && sent_bytes != recv_bytes {
         out.flags.push(Flag::invalid(

@@ -71,7 +71,12 @@ fn tcp_two_streams_counts_every_byte() {
     assert!(fact(&w, "net.receiver").contains(&addr.to_string()));
     assert!(fact(&w, "net.receiver.net.ipv4.tcp_rmem").contains("--target"));
     assert!(fact(&w, "net.sender").contains("local"));
-    assert!(fact(&w, "net.tcp_congestion").contains("system default"));
+    // The one the kernel ran the stream on.
+    let cc = fact(&w, "net.tcp_congestion");
+    assert!(
+        cc.contains("system default; read back from the data stream"),
+        "{cc}"
+    );
     assert!(w.disclosure().contains_key("net.sender.net.ipv4.tcp_wmem"));
     w.cleanup();
     stop.store(true, Ordering::Relaxed);
@@ -144,6 +149,31 @@ fn a_receiver_without_the_congestion_control_refuses_the_test() {
         err.contains("refused the test") && err.contains("congestion control `nosuchcc`"),
         "{err}"
     );
+}
+
+#[test]
+fn a_stream_on_another_congestion_control_than_asked_for_is_invalid() {
+    let spec = tcp_spec("127.0.0.1:9".parse().unwrap(), 1.0, Some("cubic"));
+    let flagged = |ran: Option<&str>| {
+        let rep = TestReport {
+            congestion: ran.map(str::to_string),
+            ..TestReport::default()
+        };
+        step_output(&spec, &rep)
+            .flags
+            .iter()
+            .filter(|f| f.code == "congestion_mismatch")
+            .map(|f| f.message.clone())
+            .collect::<Vec<_>>()
+    };
+    let said = flagged(Some("bbr"));
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("cubic") && said[0].contains("bbr"),
+        "{said:?}"
+    );
+    assert!(flagged(Some("cubic")).is_empty());
+    assert!(flagged(None).is_empty());
 }
 
 #[test]
