@@ -128,6 +128,9 @@ pub fn sender_facts(plan: &Plan, on_stream: Option<&str>) -> BTreeMap<String, Fa
         };
         m.insert("net.tcp_congestion".into(), fact);
     }
+    if let Some(w) = plan.cfg.window {
+        m.insert("net.window".into(), window_fact(w));
+    }
     for key in SENDER_SYSCTLS {
         m.insert(
             sender_key(key),
@@ -135,6 +138,31 @@ pub fn sender_facts(plan: &Plan, on_stream: Option<&str>) -> BTreeMap<String, Fa
         );
     }
     m
+}
+
+/// `--window` as this host's kernel takes it: set on a probe socket and read back.
+fn window_fact(bytes: usize) -> Fact {
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .map_err(anyhow::Error::from)
+        .and_then(|s| {
+            sender::set_buffers(&s, bytes)?;
+            Ok((s.send_buffer_size()?, s.recv_buffer_size()?))
+        });
+    match held {
+        Ok((snd, rcv)) => {
+            let capped = if snd < 2 * bytes || rcv < 2 * bytes {
+                ", capped by net.core.wmem_max or rmem_max"
+            } else {
+                ""
+            };
+            Fact::known(format!(
+                "{bytes} B (--window): SO_SNDBUF and SO_RCVBUF on both ends' data sockets, \
+                 autotuning off; the sender's kernel holds {snd} B to send and {rcv} B to \
+                 receive (twice the size asked for{capped})"
+            ))
+        }
+        Err(e) => Fact::unknown(format!("{e:#}")),
+    }
 }
 
 /// The disclosure key of a sender-side sysctl (`net.sender.net.ipv4.tcp_wmem`).

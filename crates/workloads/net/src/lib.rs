@@ -44,6 +44,10 @@ pub use service::{start_service, NetService};
 
 /// iperf3's default TCP buffer (`-l`).
 pub const DEFAULT_TCP_LEN: usize = 128 * 1024;
+/// The socket buffer sizes `--window` accepts (the kernel's own floor is about 4.5 KiB,
+/// and SO_RCVBUF takes an int that it doubles).
+pub const WINDOW_MIN: usize = 4096;
+pub const WINDOW_MAX: usize = 512 << 20;
 /// UDP payloads measured by default: a full 1500-byte MTU frame and a small packet.
 pub const DEFAULT_UDP_PAYLOADS: [usize; 2] = [1472, 60];
 
@@ -76,6 +80,12 @@ pub struct Flags {
     /// host's net.ipv4.tcp_congestion_control.
     #[arg(long = "congestion", id = "congestion", value_name = "ALGO")]
     pub congestion: Option<String>,
+    /// Socket buffer size in bytes for the data sockets on both ends, iperf3 -w: SO_SNDBUF
+    /// and SO_RCVBUF, set before the streams connect (which turns the kernel's buffer
+    /// autotuning off for them; the kernel doubles it, capped by net.core.wmem_max and
+    /// rmem_max). Default: autotuning, as iperf3.
+    #[arg(long = "window", id = "window", value_name = "BYTES")]
+    pub window: Option<String>,
     /// UDP datagrams per system call (default 1: one send(2) each, as iperf3). Above 1,
     /// sendmmsg(2) hands the kernel that many at once, which iperf3 cannot (e.g. 32).
     #[arg(long = "udp-batch", id = "udp_batch", value_name = "N")]
@@ -121,6 +131,8 @@ pub struct Config {
     pub tcp_len: usize,
     #[serde(default)]
     pub congestion: Option<String>,
+    #[serde(default)]
+    pub window: Option<usize>,
     #[serde(default = "one")]
     pub udp_batch: usize,
     #[serde(default)]
@@ -246,6 +258,15 @@ impl Plan {
                 bail!("net: `congestion` must name a TCP congestion control like cubic, bbr or reno, not `{cc}`");
             }
         }
+        if cfg
+            .window
+            .is_some_and(|w| !(WINDOW_MIN..=WINDOW_MAX).contains(&w))
+        {
+            bail!(
+                "net: `window` must be {WINDOW_MIN} B to {WINDOW_MAX} B (e.g. --window 4194304), \
+                 or left out for the kernel's autotuning"
+            );
+        }
         if cfg.udp_batch == 0 || cfg.udp_batch > 1024 {
             bail!("net: `udp_batch` must be 1 (one datagram per send, as iperf3) to 1024 (e.g. --udp-batch 32)");
         }
@@ -318,6 +339,7 @@ impl Plan {
             sender_cpus: self.sender_cpus.clone(),
             receiver_cpus: self.receiver_cpus.clone(),
             congestion: self.cfg.congestion.clone(),
+            window: self.cfg.window,
             udp_batch: self.cfg.udp_batch,
             udp_gso: self.cfg.udp_gso,
         }

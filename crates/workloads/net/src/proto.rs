@@ -94,6 +94,10 @@ pub enum Msg {
         /// server's listener); None: the receiving host's default.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         congestion: Option<String>,
+        /// SO_RCVBUF and SO_SNDBUF for the receiver's data sockets (iperf3 `-w`); None:
+        /// the kernel's autotuning.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window: Option<usize>,
     },
     Ready {
         data_ports: Vec<u16>,
@@ -381,6 +385,7 @@ mod tests {
             interval_s: 1.0,
             cpus: vec![0],
             congestion: Some("cubic".into()),
+            window: Some(1 << 20),
         };
         let line = encode(&m);
         assert!(line.ends_with(b"\n"));

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,6 +39,9 @@ pub struct SendSpec {
     pub receiver_cpus: Vec<usize>,
     /// TCP congestion control for the data streams (iperf3 `-C`); None: the system default.
     pub congestion: Option<String>,
+    /// SO_SNDBUF and SO_RCVBUF for the data sockets on both ends (iperf3 `-w`); None: the
+    /// kernel's autotuning.
+    pub window: Option<usize>,
     /// UDP datagrams per system call: 1 sends each with `send(2)` as iperf3 does; more
     /// hands the kernel that many at once with `sendmmsg(2)`, which iperf3 cannot.
     pub udp_batch: usize,
@@ -319,7 +322,13 @@ pub fn set_congestion(s: &impl AsRawFd, name: &str) -> anyhow::Result<()> {
 /// keeps pacing after a later switch, so a stream switched to CUBIC after connecting runs
 /// CUBIC paced. iperf3 (3.12) does switch after connecting, so on a host whose default
 /// is BBR its `-C cubic` is paced CUBIC; here it is the CUBIC asked for.
-pub(crate) fn connect_tcp(to: SocketAddr, congestion: Option<&str>) -> anyhow::Result<TcpStream> {
+/// With `window`, its buffers are set first too (the window scale is chosen as the
+/// connection opens).
+pub(crate) fn connect_tcp(
+    to: SocketAddr,
+    congestion: Option<&str>,
+    window: Option<usize>,
+) -> anyhow::Result<TcpStream> {
     let s = socket2::Socket::new(
         socket2::Domain::for_address(to),
         socket2::Type::STREAM,
@@ -328,8 +337,20 @@ pub(crate) fn connect_tcp(to: SocketAddr, congestion: Option<&str>) -> anyhow::R
     if let Some(cc) = congestion {
         set_congestion(&s, cc)?;
     }
+    if let Some(w) = window {
+        set_buffers(&s, w)?;
+    }
     s.connect_timeout(&to.into(), Duration::from_secs(3))?;
     Ok(s.into())
+}
+
+/// Both socket buffers of `s` to `bytes` (iperf3 `-w`): the kernel stops autotuning them,
+/// doubles the size for its bookkeeping and caps it at net.core.wmem_max and rmem_max.
+pub fn set_buffers(s: &impl AsFd, bytes: usize) -> anyhow::Result<()> {
+    let s = socket2::SockRef::from(s);
+    s.set_send_buffer_size(bytes)
+        .and_then(|()| s.set_recv_buffer_size(bytes))
+        .with_context(|| format!("net: cannot set the socket buffers to {bytes} B (--window)"))
 }
 
 /// The congestion control a TCP socket uses, as the kernel reports it.
@@ -395,6 +416,7 @@ pub fn run(
                 Proto::Tcp => spec.congestion.clone(),
                 Proto::Udp => None,
             },
+            window: spec.window,
         },
     )?;
     let ports = match rd.next(Instant::now() + Duration::from_secs(10))? {
@@ -414,8 +436,12 @@ pub fn run(
         match spec.proto {
             Proto::Tcp => {
                 let port = *ports.first().context("receiver gave no data port")?;
-                let s = connect_tcp(SocketAddr::new(peer.ip(), port), spec.congestion.as_deref())
-                    .with_context(|| {
+                let s = connect_tcp(
+                    SocketAddr::new(peer.ip(), port),
+                    spec.congestion.as_deref(),
+                    spec.window,
+                )
+                .with_context(|| {
                     format!("net: opening TCP data stream {i} to {}:{port}", peer.ip())
                 })?;
                 socks.push(Data::Tcp(s));
@@ -429,6 +455,9 @@ pub fn run(
                 }
                 .parse()?;
                 let s = UdpSocket::bind(local)?;
+                if let Some(w) = spec.window {
+                    set_buffers(&s, w)?;
+                }
                 s.connect(SocketAddr::new(peer.ip(), port))?;
                 socks.push(Data::Udp(s));
             }

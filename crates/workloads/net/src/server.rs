@@ -143,7 +143,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         Ok(None) => return Ok(false),
         Err(_) => return Ok(false),
     };
-    let (proto_, payload, duration_s, streams, interval_s, cpus, congestion) = match start {
+    let (proto_, payload, duration_s, streams, interval_s, cpus, congestion, window) = match start {
         Msg::Start {
             version,
             proto,
@@ -153,6 +153,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             interval_s,
             cpus,
             congestion,
+            window,
         } => {
             if version != proto::PROTOCOL_VERSION {
                 let m = format!(
@@ -162,7 +163,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                 return Err(refuse(&mut out, m));
             }
             (
-                proto, payload, duration_s, streams, interval_s, cpus, congestion,
+                proto, payload, duration_s, streams, interval_s, cpus, congestion, window,
             )
         }
         other => bail!("expected `start`, got {other:?}"),
@@ -209,6 +210,13 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                     return Err(refuse(&mut out, format!("{e:#}")));
                 }
             }
+            // On the listener too, so the accepted streams have them from the first
+            // segment (the window scale is chosen as the connection opens), as iperf3 -w.
+            if let Some(w) = window {
+                if let Err(e) = crate::sender::set_buffers(&l, w) {
+                    return Err(refuse(&mut out, format!("{e:#}")));
+                }
+            }
             let p = l.local_addr()?.port();
             tcp_listener = Some(l);
             vec![p]
@@ -218,7 +226,12 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             for _ in 0..streams {
                 let s =
                     UdpSocket::bind(SocketAddr::new(ip, 0)).context("binding a UDP data socket")?;
-                // The system's default receive buffer, as iperf3 leaves it: loss then
+                if let Some(w) = window {
+                    if let Err(e) = crate::sender::set_buffers(&s, w) {
+                        return Err(refuse(&mut out, format!("{e:#}")));
+                    }
+                }
+                // Without --window, the system's default receive buffer, as iperf3 leaves it: loss then
                 // compares like for like (net.core.rmem_default is in the disclosure).
                 s.set_read_timeout(Some(Duration::from_millis(20)))?;
                 v.push(s.local_addr()?.port());

@@ -112,6 +112,7 @@ fn tcp_spec(addr: std::net::SocketAddr, duration_s: f64, congestion: Option<&str
         sender_cpus: vec![],
         receiver_cpus: vec![],
         congestion: congestion.map(str::to_string),
+        window: None,
         udp_batch: 1,
         udp_gso: 0,
     }
@@ -127,13 +128,13 @@ fn the_congestion_control_is_chosen_before_the_stream_connects() {
     let addr = l.local_addr().unwrap();
     let err = format!(
         "{:#}",
-        sender::connect_tcp(addr, Some("nosuchcc")).unwrap_err()
+        sender::connect_tcp(addr, Some("nosuchcc"), None).unwrap_err()
     );
     assert!(err.contains("congestion control `nosuchcc`"), "{err}");
     std::thread::sleep(Duration::from_millis(50));
     let accepted = l.accept().map(|_| ()).map_err(|e| e.kind());
     assert_eq!(accepted, Err(std::io::ErrorKind::WouldBlock));
-    let s = sender::connect_tcp(addr, Some("reno")).unwrap();
+    let s = sender::connect_tcp(addr, Some("reno"), None).unwrap();
     assert_eq!(sender::congestion_of(&s).unwrap(), "reno");
 }
 
@@ -149,6 +150,59 @@ fn a_receiver_without_the_congestion_control_refuses_the_test() {
         err.contains("refused the test") && err.contains("congestion control `nosuchcc`"),
         "{err}"
     );
+}
+
+#[test]
+fn the_window_is_set_on_both_ends_before_the_streams_connect() {
+    // 40 KiB: under the kernel's default cap (net.core.wmem_max and rmem_max, 208 KiB),
+    // so the kernel holds exactly twice it, and not any default size (tcp_rmem's and
+    // tcp_wmem's are 128 and 16 KiB).
+    const W: usize = 40 << 10;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // The receiver sets it on its data listener; the streams it accepts inherit it.
+    sender::set_buffers(&l, W).unwrap();
+    let s = sender::connect_tcp(l.local_addr().unwrap(), None, Some(W)).unwrap();
+    let (accepted, _) = l.accept().unwrap();
+    for sock in [&s, &accepted] {
+        let r = socket2::SockRef::from(sock);
+        assert_eq!(r.send_buffer_size().unwrap(), 2 * W);
+        assert_eq!(r.recv_buffer_size().unwrap(), 2 * W);
+    }
+    // Without it, autotuning: the default buffers, not the ones asked for.
+    let s = sender::connect_tcp(l.local_addr().unwrap(), None, None).unwrap();
+    assert_ne!(
+        socket2::SockRef::from(&s).recv_buffer_size().unwrap(),
+        2 * W
+    );
+
+    // A whole test with it, TCP and UDP, against a real receiver: it sends, and says so.
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["tcp", "udp"], "udp_payload": [1472], "rate": "100M", "window": W,
+        "duration": 0.3, "interval": 0.1, "target": addr.to_string()
+    })))
+    .unwrap();
+    let (_local, ctx) = one_host();
+    w.prepare(&ctx).unwrap();
+    for test in ["tcp", "udp1472"] {
+        let out = w.run_test(test, &ctx).unwrap();
+        assert!(out.error.is_none(), "{test}: {:?}", out.error);
+        assert!(metric(&out, "bytes_received").unwrap() > 0.0, "{test}");
+    }
+    let said = fact(&w, "net.window");
+    assert!(
+        said.contains(&format!("{W} B (--window)")) && said.contains(&format!("{} B", 2 * W)),
+        "{said}"
+    );
+    w.cleanup();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+
+    let err = NetWorkload::from_params(&params(json!({"window": 100})))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("`window` must be 4096 B"), "{err}");
 }
 
 #[test]
@@ -445,6 +499,7 @@ fn metrics_from_a_synthetic_report() {
         sender_cpus: vec![],
         receiver_cpus: vec![],
         congestion: None,
+        window: None,
         udp_batch: 1,
         udp_gso: 0,
     };
