@@ -492,6 +492,13 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// (`sock:sock_recv_length`, 2 s each: 36,300 and 34,500 calls/s, 30% of them empty,
 /// 95 KiB per read with data, the same spread of sizes), as are their wake-ups, softirqs
 /// and pacing timers per CPU (`perf stat -a -A`).
+/// One difference does show (`ss -tmi` 5 s into a BBR test, 2 runs each): the kernel's
+/// receive-buffer autotuning gives this receiver 0.8 MB (receive RTT 7-8 us, 0.26 MB
+/// queued) and iperf3's 2.0-2.5 MB (24-42 us, 0.9-1.2 MB queued), because this loop
+/// drains sooner. A fixed buffer does not close the gap, though: SO_RCVBUF of 2 or 4 MiB
+/// on this receiver alone, 6 rounds each, 1.02x and 1.03x this loop's median rate, within
+/// the noise; `--window 2097152` (both buffers, both ends) 5 pairs against iperf3 `-w 2M`
+/// at a median 0.95 of its rate, and about this loop's own rate without it.
 fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     if s.set_nonblocking(true).is_err() {
         return;
