@@ -196,7 +196,6 @@ impl LineReader {
     }
 }
 
-/// Write the UDP header into the start of `buf` (which must hold 16 bytes).
 /// A page-aligned byte buffer for the data paths. The kernel copies each write from, and
 /// each read into, this memory (`copy_from_user`/`copy_to_user`, `rep movsb` on x86), and
 /// that copy is slower when the user buffer is not cache-line aligned: a plain
@@ -280,6 +279,7 @@ pub fn wait_ready(
     }
 }
 
+/// Write the UDP header into the start of `buf` (which must hold 16 bytes).
 pub fn put_udp_header(buf: &mut [u8], seq: u64, send_ns: u64) {
     buf[..8].copy_from_slice(&seq.to_be_bytes());
     buf[8..16].copy_from_slice(&send_ns.to_be_bytes());
