@@ -24,6 +24,9 @@ use crate::{parse_test, sender, step_output, sysctl, Plan, Proto};
 /// `tcp` and `udpN`), so the two cannot be confused.
 pub const CHECK: &str = "check";
 
+/// The disclosure key of the TCP congestion control the sender used.
+pub const TCP_CONGESTION: &str = "net.tcp_congestion";
+
 /// The send side's sysctls: TCP autotuning's send buffer and the socket send-buffer
 /// limits a UDP sender writes into.
 pub const SENDER_SYSCTLS: [&str; 3] = [
@@ -53,10 +56,13 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
         let (step, on_stream) = send(&plan, job, progress)?;
         (Some(step), on_stream)
     };
-    let report = SenderReport {
-        step,
-        facts: sender_facts(&plan, on_stream.as_deref()),
-    };
+    let mut facts = sender_facts(&plan, on_stream.as_deref());
+    if step.is_some() && on_stream.is_none() {
+        // A udp test reads no congestion control back: the tcp test's fact (or the
+        // check's) stands, and this report leaves it out rather than replace it.
+        facts.remove(TCP_CONGESTION);
+    }
+    let report = SenderReport { step, facts };
     serde_json::to_value(&report).context("net: serialising the sender's report")
 }
 
@@ -126,7 +132,7 @@ pub fn sender_facts(plan: &Plan, on_stream: Option<&str>) -> BTreeMap<String, Fa
             (None, None, Ok(d)) => Fact::known(format!("{d} (the sender's system default)")),
             (None, None, Err(e)) => Fact::unknown(e),
         };
-        m.insert("net.tcp_congestion".into(), fact);
+        m.insert(TCP_CONGESTION.into(), fact);
     }
     if let Some(w) = plan.cfg.window {
         m.insert("net.window".into(), window_fact(w));

@@ -464,7 +464,16 @@ impl NetWorkload {
                  version on every host?)"
             )
         })?;
-        self.sender = Some((host, rep.facts.clone()));
+        // Each report adds to what the earlier tests on the same host said (a udp test
+        // has no congestion control to read back, so the tcp test's stays).
+        let facts = match self.sender.take() {
+            Some((before, mut facts)) if before == host => {
+                facts.extend(rep.facts.clone());
+                facts
+            }
+            _ => rep.facts.clone(),
+        };
+        self.sender = Some((host, facts));
         Ok(rep)
     }
 }

@@ -189,6 +189,9 @@ fn the_window_is_set_on_both_ends_before_the_streams_connect() {
         assert!(out.error.is_none(), "{test}: {:?}", out.error);
         assert!(metric(&out, "bytes_received").unwrap() > 0.0, "{test}");
     }
+    // The tcp test's read-back congestion control outlives the udp test after it.
+    let cc = fact(&w, "net.tcp_congestion");
+    assert!(cc.contains("read back from the data stream"), "{cc}");
     let said = fact(&w, "net.window");
     assert!(
         said.contains(&format!("{W} B (--window)")) && said.contains(&format!("{} B", 2 * W)),
