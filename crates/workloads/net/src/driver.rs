@@ -8,7 +8,6 @@
 //! whichever host sent.
 
 use std::collections::BTreeMap;
-use std::os::fd::FromRawFd;
 
 use anyhow::Context;
 use engine::host::DriverJob;
@@ -100,16 +99,13 @@ fn probe_congestion(plan: &Plan) -> anyhow::Result<()> {
     let Some(cc) = &plan.cfg.congestion else {
         return Ok(());
     };
-    // SAFETY: socket(2); the descriptor is owned (and closed) by `probe`.
-    let probe = unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error())
-                .context("net: opening a socket to check --congestion");
-        }
-        std::os::fd::OwnedFd::from_raw_fd(fd)
-    };
+    let probe = probe_socket().context("net: opening a socket to check --congestion")?;
     sender::set_congestion(&probe, cc)
+}
+
+/// A fresh TCP socket to try a setting on, never bound or connected.
+fn probe_socket() -> std::io::Result<socket2::Socket> {
+    socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
 }
 
 /// The sender host's facts. The congestion control is disclosed only when a tcp test
@@ -148,12 +144,10 @@ pub fn sender_facts(plan: &Plan, on_stream: Option<&str>) -> BTreeMap<String, Fa
 
 /// `--window` as this host's kernel takes it: set on a probe socket and read back.
 fn window_fact(bytes: usize) -> Fact {
-    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
-        .map_err(anyhow::Error::from)
-        .and_then(|s| {
-            sender::set_buffers(&s, bytes)?;
-            Ok((s.send_buffer_size()?, s.recv_buffer_size()?))
-        });
+    let held = probe_socket().map_err(anyhow::Error::from).and_then(|s| {
+        sender::set_buffers(&s, bytes)?;
+        Ok((s.send_buffer_size()?, s.recv_buffer_size()?))
+    });
     match held {
         Ok((snd, rcv)) => {
             let capped = if snd < 2 * bytes || rcv < 2 * bytes {

@@ -206,16 +206,14 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             // On the listener, so the accepted streams start on it (iperf3's server
             // sets -C on each stream it accepts, after the connection opened).
             if let Some(cc) = &congestion {
-                if let Err(e) = crate::sender::set_congestion(&l, cc) {
-                    return Err(refuse(&mut out, format!("{e:#}")));
-                }
+                crate::sender::set_congestion(&l, cc)
+                    .map_err(|e| refuse(&mut out, format!("{e:#}")))?;
             }
             // On the listener too, so the accepted streams have them from the first
             // segment (the window scale is chosen as the connection opens), as iperf3 -w.
             if let Some(w) = window {
-                if let Err(e) = crate::sender::set_buffers(&l, w) {
-                    return Err(refuse(&mut out, format!("{e:#}")));
-                }
+                crate::sender::set_buffers(&l, w)
+                    .map_err(|e| refuse(&mut out, format!("{e:#}")))?;
             }
             let p = l.local_addr()?.port();
             tcp_listener = Some(l);
@@ -227,12 +225,12 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                 let s =
                     UdpSocket::bind(SocketAddr::new(ip, 0)).context("binding a UDP data socket")?;
                 if let Some(w) = window {
-                    if let Err(e) = crate::sender::set_buffers(&s, w) {
-                        return Err(refuse(&mut out, format!("{e:#}")));
-                    }
+                    crate::sender::set_buffers(&s, w)
+                        .map_err(|e| refuse(&mut out, format!("{e:#}")))?;
                 }
-                // Without --window, the system's default receive buffer, as iperf3 leaves it: loss then
-                // compares like for like (net.core.rmem_default is in the disclosure).
+                // Without --window, the system's default receive buffer, as iperf3 leaves
+                // it: loss then compares like for like (net.core.rmem_default is in the
+                // disclosure).
                 s.set_read_timeout(Some(Duration::from_millis(20)))?;
                 v.push(s.local_addr()?.port());
                 udp_socks.push(s);
