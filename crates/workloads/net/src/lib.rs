@@ -607,6 +607,16 @@ impl Workload for NetWorkload {
     }
 }
 
+/// The mean of the streams' jitter (iperf3's sum line), over those that have one: each
+/// item is a stream's datagrams received and its jitter, and a stream with fewer than two
+/// has no jitter (it is left out, not averaged in as 0). None when no stream has one.
+fn mean_jitter(streams: impl Iterator<Item = (u64, f64)>) -> Option<f64> {
+    let (n, sum) = streams
+        .filter(|&(packets, _)| packets >= 2)
+        .fold((0usize, 0.0), |(n, sum), (_, j)| (n + 1, sum + j));
+    (n > 0).then(|| sum / n as f64)
+}
+
 /// A sysctl's value (`net.ipv4.tcp_wmem`), its whitespace collapsed to single spaces.
 pub(crate) fn sysctl(key: &str) -> Result<String, String> {
     std::fs::read_to_string(format!("/proc/sys/{}", key.replace('.', "/")))
@@ -644,8 +654,15 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             reason: "the receiver reported nothing".into(),
         });
     }
-    out.metrics
-        .push(Metric::new("throughput_gbit_per_s", send_gbit, "Gbit/s").label("end", "sender"));
+    if rep.send_duration_s > 0.0 {
+        out.metrics
+            .push(Metric::new("throughput_gbit_per_s", send_gbit, "Gbit/s").label("end", "sender"));
+    } else {
+        out.missing.push(MissingMetric {
+            name: "throughput_gbit_per_s (sender)".into(),
+            reason: "the sender sent nothing".into(),
+        });
+    }
     out.metrics
         .push(Metric::new("bytes_sent", sent_bytes as f64, "B"));
     out.metrics
@@ -676,27 +693,36 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             "packets",
         ));
         let lost: u64 = rep.received.iter().map(|s| s.lost).sum();
-        out.metrics
-            .push(Metric::new("lost_packets", lost as f64, "packets"));
-        match proto::loss_pct(sent_packets, sent_packets.saturating_sub(lost)) {
-            Some(p) => out.metrics.push(Metric::new("loss_pct", p, "%")),
-            None => out.missing.push(MissingMetric {
-                name: "loss_pct".into(),
-                reason: "no datagram was sent".into(),
-            }),
+        match &rep.loss_unknown {
+            None => {
+                out.metrics
+                    .push(Metric::new("lost_packets", lost as f64, "packets"));
+                match proto::loss_pct(sent_packets, sent_packets.saturating_sub(lost)) {
+                    Some(p) => out.metrics.push(Metric::new("loss_pct", p, "%")),
+                    None => out.missing.push(MissingMetric {
+                        name: "loss_pct".into(),
+                        reason: "no datagram was sent".into(),
+                    }),
+                }
+            }
+            Some(why) => {
+                for name in ["lost_packets", "loss_pct"] {
+                    out.missing.push(MissingMetric {
+                        name: name.into(),
+                        reason: why.clone(),
+                    });
+                }
+            }
         }
         let ooo: u64 = rep.received.iter().map(|s| s.out_of_order).sum();
         out.metrics
             .push(Metric::new("out_of_order_packets", ooo as f64, "packets"));
-        // iperf3's sum line averages the streams' jitter.
-        if !rep.received.is_empty() && recv_packets > 1 {
-            let j =
-                rep.received.iter().map(|s| s.jitter_ms).sum::<f64>() / rep.received.len() as f64;
+        if let Some(j) = mean_jitter(rep.received.iter().map(|s| (s.packets, s.jitter_ms))) {
             out.metrics.push(Metric::new("jitter_ms", j, "ms"));
         } else {
             out.missing.push(MissingMetric {
                 name: "jitter_ms".into(),
-                reason: "fewer than 2 datagrams received".into(),
+                reason: "no stream received 2 datagrams".into(),
             });
         }
         out.metrics
@@ -745,13 +771,21 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     }
     push_process_cpu(&mut out, rep, recv_gbit);
     push_tcp_counters(&mut out, rep);
-    // Per interval, as the receiver counted them.
+    // Per interval, as the receiver counted them. Labelled by start time, to the tenth of
+    // a second, or the hundredth when intervals are shorter than 0.1 s (they are at least
+    // 0.05 s), so no two share a label.
+    let decimals = if rep.intervals.iter().any(|iv| iv.end_s - iv.start_s < 0.1) {
+        2
+    } else {
+        1
+    };
+    let mut received_so_far = vec![0u64; spec.streams];
     for iv in &rep.intervals {
         let len = iv.end_s - iv.start_s;
         if len <= 0.0 {
             continue;
         }
-        let at = format!("{:.1}", iv.start_s);
+        let at = format!("{:.*}", decimals, iv.start_s);
         if let Some(r) = iv.retransmits {
             out.metrics.push(
                 Metric::new("retransmits", r as f64, "segments").label("interval_start_s", &at),
@@ -779,10 +813,16 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
                         .label("interval_start_s", &at),
                 );
             }
-            let j = iv.received.iter().map(|s| s.jitter_ms).sum::<f64>()
-                / iv.received.len().max(1) as f64;
-            out.metrics
-                .push(Metric::new("jitter_ms", j, "ms").label("interval_start_s", &at));
+            // A stream's jitter at an interval's end is its running estimate: it has one
+            // once the stream has received two datagrams, in this interval or before.
+            for (seen, r) in received_so_far.iter_mut().zip(&iv.received) {
+                *seen += r.packets;
+            }
+            let so_far = received_so_far.iter().zip(&iv.received);
+            if let Some(j) = mean_jitter(so_far.map(|(&seen, r)| (seen, r.jitter_ms))) {
+                out.metrics
+                    .push(Metric::new("jitter_ms", j, "ms").label("interval_start_s", &at));
+            }
         }
     }
     if let Some(e) = &rep.error {

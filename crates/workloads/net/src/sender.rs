@@ -104,6 +104,9 @@ pub struct TestReport {
     /// what was measured until then is kept.
     pub interrupted: bool,
     pub send_errors: u64,
+    /// Why the datagrams lost cannot be counted (the receiver sent no final report: what
+    /// was sent after its last interval is not known to have arrived); None when they can.
+    pub loss_unknown: Option<String>,
 }
 
 /// UDP datagrams on the connected socket: one per `send(2)` (iperf3's way) for a batch of
@@ -741,20 +744,27 @@ pub fn run(
         }
         Err(why) => {
             // No final report: what the receiver reported interval by interval is all we
-            // know it received; everything else counts as lost.
+            // know it received. What was sent after its last interval may have arrived
+            // too, so the loss over the test is not known (not everything unreported).
             let mut sum = vec![StreamStats::default(); spec.streams];
             for iv in &rep.intervals {
                 for (s, r) in sum.iter_mut().zip(&iv.received) {
                     s.bytes += r.bytes;
                     s.packets += r.packets;
+                    s.lost += r.lost;
                     s.out_of_order += r.out_of_order;
                     s.jitter_ms = r.jitter_ms;
                 }
             }
-            for (s, sent) in sum.iter_mut().zip(&rep.sent) {
-                s.lost = sent.packets.saturating_sub(s.packets);
-            }
             rep.receive_duration_s = rep.intervals.last().map_or(0.0, |iv| iv.end_s);
+            rep.loss_unknown = Some(match rep.intervals.last() {
+                Some(iv) => format!(
+                    "the receiver sent no final report: what was sent after its last \
+                     interval (to {:.2} s) is not known to have arrived",
+                    iv.end_s
+                ),
+                None => "the receiver sent no report: nothing is known to have arrived".into(),
+            });
             rep.received = sum;
             if rep.error.is_none() {
                 rep.error = Some(format!("no final report from the receiver: {why}"));

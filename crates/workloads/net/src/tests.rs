@@ -423,8 +423,11 @@ fn udp_batched_sends_keep_sequence_rate_and_counts() {
     h.join().unwrap().unwrap();
 }
 
+/// A receiver stopped mid-run sends no final report: what it reported is kept, and the
+/// loss over the test is missing with the reason (what was sent after its last interval
+/// may have arrived), not everything unreported counted as lost.
 #[test]
-fn udp_loss_counted_when_receiver_stops_mid_run() {
+fn udp_loss_is_unknown_when_the_receiver_stops_mid_run() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
     let mut w = NetWorkload::from_params(&params(json!({
         "tests": ["udp1472"], "rate": "50M", "duration": 1.5, "interval": 0.1,
@@ -447,11 +450,16 @@ fn udp_loss_counted_when_receiver_stops_mid_run() {
         out.error.is_some(),
         "a stopped receiver must mark the result"
     );
-    let loss = metric(&out, "loss_pct").unwrap();
     let sent = metric(&out, "packets_sent").unwrap();
     let recv = metric(&out, "packets_received").unwrap();
-    assert!(sent > recv, "sent {sent} received {recv}");
-    assert!(loss > 0.0 && loss <= 100.0, "loss {loss}");
+    assert!(sent > recv && recv > 0.0, "sent {sent} received {recv}");
+    assert!(metric(&out, "loss_pct").is_none(), "{:?}", out.metrics);
+    let why = out.missing.iter().find(|m| m.name == "loss_pct");
+    assert!(
+        why.is_some_and(|m| m.reason.contains("no final report")),
+        "{:?}",
+        out.missing
+    );
     assert!(out.missing.iter().any(|m| m.name == "receiver_cpu_pct"));
 }
 
@@ -489,9 +497,9 @@ fn oversized_udp_payload_is_a_clear_error() {
     assert!(e.to_string().contains("stream"), "{e}");
 }
 
-#[test]
-fn metrics_from_a_synthetic_report() {
-    let spec = SendSpec {
+/// A one-second, one-stream UDP test of 1472 B datagrams (for reports made by hand).
+fn udp_spec() -> SendSpec {
+    SendSpec {
         target: "x:1".into(),
         proto: Proto::Udp,
         payload: 1472,
@@ -505,7 +513,12 @@ fn metrics_from_a_synthetic_report() {
         window: None,
         udp_batch: 1,
         udp_gso: 0,
-    };
+    }
+}
+
+#[test]
+fn metrics_from_a_synthetic_report() {
+    let spec = udp_spec();
     let rep = TestReport {
         sent: vec![proto::SentStats {
             bytes: 1000 * 1472,
@@ -532,6 +545,7 @@ fn metrics_from_a_synthetic_report() {
         error: None,
         interrupted: false,
         send_errors: 0,
+        loss_unknown: None,
         congestion: None,
         tcp: None,
         sender_process: proto::ProcessCpu {
@@ -615,6 +629,116 @@ fn metrics_from_a_synthetic_report() {
     assert!(metric(&o, "retransmits").is_none());
     let said = o.missing.iter().filter(|m| m.reason.contains("refused"));
     assert_eq!(said.count(), 5);
+}
+
+/// What was not measured is missing, not 0 or averaged in: a stream without datagrams has
+/// no jitter, a sender that sent nothing no rate, and without the receiver's final report
+/// the loss over the test is unknown (what was sent after its last interval may have
+/// arrived). Intervals shorter than 0.1 s keep distinct labels.
+#[test]
+fn what_was_not_measured_is_missing_not_zero() {
+    let spec = SendSpec {
+        duration_s: 0.2,
+        streams: 2,
+        interval_s: 0.05,
+        ..udp_spec()
+    };
+    let stream = |packets: u64, jitter_ms: f64| proto::StreamStats {
+        bytes: packets * 1472,
+        packets,
+        lost: 0,
+        out_of_order: 0,
+        jitter_ms,
+    };
+    // Four 0.05 s intervals; the second stream gets nothing (a starved stream).
+    let intervals: Vec<sender::IntervalReport> = (0..4)
+        .map(|i| sender::IntervalReport {
+            start_s: 0.05 * i as f64 + 0.0001 * i as f64,
+            end_s: 0.05 * (i + 1) as f64 + 0.0001 * i as f64,
+            received: vec![stream(100, 0.8), stream(0, 0.0)],
+            retransmits: None,
+        })
+        .collect();
+    let rep = TestReport {
+        sent: vec![
+            proto::SentStats {
+                bytes: 500 * 1472,
+                packets: 500,
+            },
+            proto::SentStats {
+                bytes: 500 * 1472,
+                packets: 500,
+            },
+        ],
+        send_duration_s: 0.25,
+        received: vec![stream(400, 0.8), stream(0, 0.0)],
+        receive_duration_s: 0.2,
+        intervals,
+        ..TestReport::default()
+    };
+    let out = step_output(&spec, &rep);
+    assert_eq!(metric(&out, "jitter_ms"), Some(0.8));
+    let jitters: Vec<f64> = out
+        .metrics
+        .iter()
+        .filter(|m| m.name == "jitter_ms" && m.labels.contains_key("interval_start_s"))
+        .map(|m| m.value)
+        .collect();
+    assert_eq!(jitters, vec![0.8; 4]);
+    let mut labels: Vec<&str> = out
+        .metrics
+        .iter()
+        .filter(|m| m.name == "packets_per_s")
+        .filter_map(|m| m.labels.get("interval_start_s").map(String::as_str))
+        .collect();
+    assert_eq!(labels, ["0.00", "0.05", "0.10", "0.15"]);
+    labels.dedup();
+    assert_eq!(labels.len(), 4);
+    // With the final report, loss is what the receiver counted: 600 of 1000.
+    let mut counted = rep.clone();
+    counted.received[1].lost = 500;
+    counted.received[0].lost = 100;
+    assert_eq!(
+        metric(&step_output(&spec, &counted), "loss_pct"),
+        Some(60.0)
+    );
+
+    // Without it: no loss figure at all, and the reason says why.
+    let mut cut = counted.clone();
+    cut.loss_unknown = Some("the receiver sent no final report".into());
+    let o = step_output(&spec, &cut);
+    assert!(metric(&o, "loss_pct").is_none() && metric(&o, "lost_packets").is_none());
+    for name in ["loss_pct", "lost_packets"] {
+        assert!(
+            o.missing
+                .iter()
+                .any(|m| m.name == name && m.reason.contains("final report")),
+            "{name}: {:?}",
+            o.missing
+        );
+    }
+
+    // No stream with two datagrams: jitter is missing, not 0.
+    let mut none = rep.clone();
+    none.received = vec![stream(1, 0.0), stream(0, 0.0)];
+    none.intervals.clear();
+    let o = step_output(&spec, &none);
+    assert!(metric(&o, "jitter_ms").is_none());
+    assert!(o.missing.iter().any(|m| m.name == "jitter_ms"));
+
+    // Nothing sent: no sender rate (a 0 would read as a measured stall).
+    let mut silent = none.clone();
+    silent.send_duration_s = 0.0;
+    let o = step_output(&spec, &silent);
+    let sender_rate = o.metrics.iter().any(|m| {
+        m.name == "throughput_gbit_per_s"
+            && m.labels.get("end").map(String::as_str) == Some("sender")
+    });
+    assert!(!sender_rate);
+    assert!(o
+        .missing
+        .iter()
+        .any(|m| m.name.starts_with("throughput_gbit_per_s")));
 }
 
 #[test]
