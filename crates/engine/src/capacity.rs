@@ -68,6 +68,8 @@ pub struct RateStep {
     pub bytes_rx: u64,
     /// Sends later than their intended time (the generator could not keep the schedule).
     pub late_sends: u64,
+    /// Requests that fell due and were never sent (every connection waited on the server).
+    pub unsent_requests: u64,
     /// What else the caller measured during the step (`power_w`, `cpu_busy_pct`...).
     pub extra: Vec<Metric>,
     /// Set when the step could not run to its end (server gone, every connection failed).
@@ -96,6 +98,7 @@ impl RateStep {
             bytes_tx: 0,
             bytes_rx: 0,
             late_sends: 0,
+            unsent_requests: 0,
             extra: Vec::new(),
             error: None,
             started_at: None,
@@ -139,6 +142,7 @@ impl RateStep {
         s.bytes_tx = o.bytes_tx;
         s.bytes_rx = o.bytes_rx;
         s.late_sends = o.late_sends;
+        s.unsent_requests = o.unsent_requests;
         s.error = o.stopped_early.clone();
         s
     }
@@ -216,6 +220,11 @@ impl RateStep {
             with(Metric::new("errors", self.errors as f64, "req")),
             with(Metric::new("errors_pct", self.errors_pct(), "%")),
             with(Metric::new("late_sends", self.late_sends as f64, "req")),
+            with(Metric::new(
+                "unsent_requests",
+                self.unsent_requests as f64,
+                "req",
+            )),
         ];
         if let Some(st) = self.reply_rate_stats() {
             out.push(with(Metric::new("reply_rate_min_per_s", st.min, "req/s")));

@@ -282,6 +282,10 @@ pub struct LoadOutcome {
     /// Requests that were sent later than their intended time by more than 1 ms
     /// (open loop: the generator or the connections could not keep up).
     pub late_sends: u64,
+    /// Open loop: requests due before the end of sending that were never sent (every
+    /// connection was waiting on the server). They have no latency, so the percentiles
+    /// leave out what would have been the slowest requests.
+    pub unsent_requests: u64,
     /// Connection-level failures (refused, reset, unparsable stream), by message: one per
     /// failure, whatever it lost.
     pub connection_errors: BTreeMap<String, u64>,

@@ -44,6 +44,19 @@ impl Schedule {
         self.next_ns
     }
 
+    /// Requests due from `from_ns` up to (not including) `until_ns` that were never sent:
+    /// the schedule consumed up to `until_ns`, counting those intended at or after
+    /// `from_ns` (the end of warm-up). Called once sending has stopped.
+    pub(crate) fn count_unsent(&mut self, rng: &mut SmallRng, from_ns: u64, until_ns: u64) -> u64 {
+        let mut n = 0;
+        while self.next_ns.is_finite() && (self.next_ns as u64) < until_ns {
+            if self.advance(rng) >= from_ns {
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Consume the current intended time and draw the next.
     pub(crate) fn advance(&mut self, rng: &mut SmallRng) -> u64 {
         let t = self.next_ns;
@@ -66,6 +79,7 @@ pub(crate) struct Recorder {
     pub connection_errors: BTreeMap<String, u64>,
     pub lost_requests: BTreeMap<String, u64>,
     pub late_sends: u64,
+    pub unsent: u64,
     pub reconnects: u64,
     pub bytes_tx: u64,
     pub bytes_rx: u64,
@@ -88,6 +102,7 @@ impl Recorder {
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),
             late_sends: 0,
+            unsent: 0,
             reconnects: 0,
             bytes_tx: 0,
             bytes_rx: 0,
@@ -224,6 +239,7 @@ pub(crate) fn merge(
         interval_rates: Vec::new(),
         offered_rate: spec.shape.offered_rate(),
         late_sends: 0,
+        unsent_requests: 0,
         connection_errors: BTreeMap::new(),
         lost_requests: BTreeMap::new(),
         reconnects: 0,
@@ -266,6 +282,7 @@ pub(crate) fn merge(
             *out.lost_requests.entry(k).or_insert(0) += v;
         }
         out.late_sends += r.late_sends;
+        out.unsent_requests += r.unsent;
         out.reconnects += r.reconnects;
         out.bytes_tx += r.bytes_tx;
         out.bytes_rx += r.bytes_rx;

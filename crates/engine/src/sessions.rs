@@ -125,11 +125,20 @@ fn worker<S: Session>(
             rec.cpu_start = thread_cpu();
             cpu_marked = true;
         }
+        // Open loop, a timed test: what fell due and was never sent (the session was
+        // busy with a slow server) is counted once sending stops; it has no latency.
+        let mut count_unsent = |rec: &mut Recorder, rng: &mut SmallRng, now: u64| {
+            if let (Some(s), Some(end)) = (schedule.as_mut(), end_ns) {
+                rec.unsent += s.count_unsent(rng, warm_ns, end.min(now));
+            }
+        };
         if progress.stopping() {
+            count_unsent(&mut rec, &mut rng, now);
             rec.cpu_end = thread_cpu();
             return (rec, Some("interrupted".into()));
         }
         if end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| measured >= q) {
+            count_unsent(&mut rec, &mut rng, now);
             break;
         }
         let intended = match schedule.as_mut() {

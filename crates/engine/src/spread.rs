@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use model::{Flag, Metric};
+use model::{Flag, Metric, MissingMetric};
 
 use crate::host::{drive_all, split_count, DriverJob, DriverReport, Host};
 use crate::load::LoadOutcome;
@@ -338,17 +338,24 @@ pub fn add_figures(
 ) {
     if generators > 1 {
         for h in runs {
-            let busy_pct = if h.duration_s > 0.0 {
-                100.0 * h.cpu_s / (h.duration_s * h.threads.max(1) as f64)
-            } else {
-                0.0
-            };
             step.metrics.extend([
                 Metric::new(names.rate.0, h.rate, names.rate.1).label("host", &h.host),
                 Metric::new(names.count.0, h.count as f64, names.count.1).label("host", &h.host),
                 Metric::new("loadgen_cpu_s", h.cpu_s, "s").label("host", &h.host),
-                Metric::new("loadgen_busy_pct", busy_pct, "%").label("host", &h.host),
             ]);
+            // Without a measured time (no reply came) the share is unknown, not 0.
+            let busy_pct = if h.duration_s > 0.0 {
+                let busy_pct = 100.0 * h.cpu_s / (h.duration_s * h.threads.max(1) as f64);
+                step.metrics
+                    .push(Metric::new("loadgen_busy_pct", busy_pct, "%").label("host", &h.host));
+                busy_pct
+            } else {
+                step.missing.push(MissingMetric {
+                    name: format!("loadgen_busy_pct (host {})", h.host),
+                    reason: "no measured time: no reply came".into(),
+                });
+                0.0
+            };
             // The whole's busy figure averages the generators: one saturated among
             // idle ones would hide in it.
             if closed_loop

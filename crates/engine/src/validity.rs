@@ -197,18 +197,26 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     }
     let threads = spec.threads.clamp(1, spec.connections.max(1));
     let busy = if out.duration_s > 0.0 {
-        cpu_s / (out.duration_s * threads as f64)
+        let busy = cpu_s / (out.duration_s * threads as f64);
+        metrics.push(Metric::new("loadgen_busy_pct", busy * 100.0, "%"));
+        busy
     } else {
+        missing.push(MissingMetric {
+            name: "loadgen_busy_pct".into(),
+            reason: "no measured time: no reply came".into(),
+        });
         0.0
     };
-    metrics.push(Metric::new("loadgen_busy_pct", busy * 100.0, "%"));
 
     // Validity.
     if total == 0 {
         flags.push(Flag::invalid("zero_throughput", "no request completed"));
     }
-    let late_fraction = if total > 0 {
-        out.late_sends as f64 / total as f64
+    // Open loop: requests sent late, and those never sent (due while every connection
+    // waited), of all that fell due.
+    let behind = out.late_sends + out.unsent_requests;
+    let late_fraction = if total + out.unsent_requests > 0 {
+        behind as f64 / (total + out.unsent_requests) as f64
     } else {
         0.0
     };
@@ -217,12 +225,19 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
         // by design (a whole core at any rate), so its CPU says nothing about whether
         // it kept up. Sends later than 1 ms past their intended time say it did not.
         if late_fraction > LATE_FRACTION {
+            let unsent = match out.unsent_requests {
+                0 => String::new(),
+                n => format!(
+                    " ({n} of them were never sent: they have no latency, so the percentiles \
+                     leave out what would have been the slowest requests and read low)"
+                ),
+            };
             flags.push(Flag::warning(
                 "behind_schedule",
                 format!(
-                    "{:.1}% of requests were sent more than 1 ms after their intended time: the generator \
-                     (or the connections, all busy with a slow server) could not keep the offered rate; \
-                     add --threads or --clients, or lower --rate",
+                    "{:.1}% of requests were sent more than 1 ms after their intended time or not at all{unsent}: \
+                     the generator (or the connections, all busy with a slow server) could not keep the \
+                     offered rate; add --threads or --clients, or lower --rate",
                     late_fraction * 100.0
                 ),
             ));
@@ -253,6 +268,11 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
         metrics.push(Metric::new("offered_rate_per_s", offered, "ops/s"));
         metrics.push(Metric::new("achieved_rate_per_s", tput, "ops/s"));
         metrics.push(Metric::new("late_sends", out.late_sends as f64, "requests"));
+        metrics.push(Metric::new(
+            "unsent_requests",
+            out.unsent_requests as f64,
+            "requests",
+        ));
         if tput < 0.95 * offered {
             flags.push(Flag::warning(
                 "rate_not_achieved",
@@ -332,6 +352,7 @@ mod tests {
             interval_rates: vec![10_000.0],
             offered_rate: Some(10_000.0),
             late_sends,
+            unsent_requests: 0,
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),
             reconnects: 0,
@@ -370,6 +391,38 @@ mod tests {
             .find(|f| f.code == "behind_schedule")
             .expect("flagged");
         assert!(f.message.contains("5.0%"), "{}", f.message);
+        assert!(!f.message.contains("never sent"), "{}", f.message);
+    }
+
+    /// `out` as a remote generator sends it, read back.
+    fn through_the_wire(out: &LoadOutcome) -> LoadOutcome {
+        let wire = serde_json::to_value(crate::wire::WireOutcome::from(out)).unwrap();
+        LoadOutcome::try_from(serde_json::from_value::<crate::wire::WireOutcome>(wire).unwrap())
+            .unwrap()
+    }
+
+    /// Requests that fell due and were never sent count as behind the schedule, and the
+    /// flag says the percentiles leave them out; the count survives the wire form.
+    #[test]
+    fn an_open_loop_that_never_sent_some_requests_says_so() {
+        let (spec, mut out) = open_loop(0, 0.2);
+        out.unsent_requests = 1_000;
+        let back = through_the_wire(&out);
+        let s = step_output(&spec, &back, "ops_per_s", "ops/s");
+        let m = s.metrics.iter().find(|m| m.name == "unsent_requests");
+        assert_eq!(m.map(|m| m.value), Some(1_000.0));
+        let f = s
+            .flags
+            .iter()
+            .find(|f| f.code == "behind_schedule")
+            .expect("flagged");
+        // 1,000 of the 11,000 that fell due.
+        assert!(f.message.contains("9.1%"), "{}", f.message);
+        assert!(
+            f.message.contains("1000 of them were never sent"),
+            "{}",
+            f.message
+        );
     }
 
     /// A generator that wanted io_uring and ran on epoll says so, with why; one that had
@@ -380,14 +433,7 @@ mod tests {
         let s = step_output(&spec, &out, "ops_per_s", "ops/s");
         assert!(!s.flags.iter().any(|f| f.code == "client_io_epoll"));
         out.client_io_fallback = Some("io_uring unavailable (Operation not permitted)".into());
-        let wire = crate::wire::WireOutcome::from(&out);
-        let back = LoadOutcome::try_from(
-            serde_json::from_value::<crate::wire::WireOutcome>(
-                serde_json::to_value(&wire).unwrap(),
-            )
-            .unwrap(),
-        )
-        .unwrap();
+        let back = through_the_wire(&out);
         let s = step_output(&spec, &back, "ops_per_s", "ops/s");
         let f = s
             .flags

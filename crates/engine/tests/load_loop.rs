@@ -227,6 +227,10 @@ fn open_loop_latency_counts_queueing_behind_a_slow_server() {
         "corrected p50 {corrected_p50} should dwarf service p50 {service_p50}"
     );
     assert!(out.late_sends > 0);
+    // 200 requests fell due in the 0.5 s (one every 2.5 ms): each was either sent, or,
+    // still waiting for the one connection when sending stopped, counted as unsent.
+    assert!(out.unsent_requests > 50, "{} unsent", out.unsent_requests);
+    assert_eq!(out.total_count() + out.unsent_requests, 200);
 }
 
 #[test]
@@ -366,6 +370,26 @@ impl Session for Waiter {
             latency,
         })
     }
+}
+
+/// An open loop of sessions slower than its schedule: what fell due and was never
+/// started before the end is counted as unsent, every due call once.
+#[test]
+fn sessions_behind_their_schedule_count_what_they_never_sent() {
+    let calls = Arc::new(AtomicU64::new(0));
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 400.0 },
+        ..spec(StopAfter::Duration(Duration::from_millis(500)))
+    };
+    let sessions = vec![Waiter {
+        wait: Duration::from_millis(5),
+        calls: calls.clone(),
+    }];
+    let out = run_sessions(&s, &["a", "b"], sessions, &Progress::default()).unwrap();
+    let made = calls.load(Ordering::SeqCst);
+    assert!(out.unsent_requests > 50, "{} unsent", out.unsent_requests);
+    assert_eq!(made + out.unsent_requests, 200, "{made} made");
+    assert!(out.late_sends > 0);
 }
 
 /// A session's own time is what the loop records, counted as every call is (warm-up

@@ -378,6 +378,7 @@ where
             quota,
             issued_measured: 0,
             stop_sending: false,
+            sending_stopped_ns: None,
             drain_deadline: None,
             stopped_early: None,
             cpu_marked: warm_ns == 0,
@@ -450,6 +451,8 @@ struct Pace {
     quota: Option<u64>,
     issued_measured: u64,
     stop_sending: bool,
+    /// When sending stopped (the deadline, a quota, Ctrl-C).
+    sending_stopped_ns: Option<u64>,
     drain_deadline: Option<u64>,
     stopped_early: Option<String>,
     cpu_marked: bool,
@@ -469,6 +472,14 @@ impl Pace {
             && self
                 .quota
                 .is_none_or(|q| self.issued_measured < q || now < self.warm_ns)
+    }
+
+    /// Open loop, a timed test: requests intended before this time and never sent are
+    /// unsent (sending stopped at the deadline, or earlier on Ctrl-C or when every
+    /// connection failed, at `now`). None for a test stopped by a request count.
+    fn unsent_until(&self, now: u64) -> Option<u64> {
+        let end = self.end_ns?;
+        Some(end.min(self.sending_stopped_ns.unwrap_or(now)))
     }
 
     /// The longest a wait may last: `cap`, shortened to the end of the test while sending.
@@ -511,6 +522,9 @@ impl Loop<'_> {
         }
         if !pace.stop_sending && !pace.may_issue(now) {
             pace.stop_sending = true;
+        }
+        if pace.stop_sending {
+            pace.sending_stopped_ns.get_or_insert(now);
         }
         if conns.iter().all(|c| c.dead) {
             pace.stopped_early
@@ -741,6 +755,11 @@ fn epoll_loop<P: Protocol>(
             }
         }
         lp.report_progress(&mut progress_pending, events.is_empty());
+    }
+    // Open loop: what fell due while every connection waited on the server, and was
+    // never sent before sending stopped, is counted (its latency cannot be).
+    if let (Some(s), Some(until)) = (schedule.as_mut(), lp.pace.unsent_until(lp.pace.now())) {
+        lp.rec.unsent += s.count_unsent(&mut lp.rng, lp.pace.warm_ns, until);
     }
     lp.progress
         .done

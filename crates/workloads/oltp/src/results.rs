@@ -270,6 +270,11 @@ pub(crate) fn step_output(
             o.late_sends as f64,
             "transactions",
         ));
+        out.metrics.push(Metric::new(
+            "unsent_requests",
+            o.unsent_requests as f64,
+            "transactions",
+        ));
     }
 
     // The spec's run-validity ratios (5.5.1.5), over all databases.
@@ -476,6 +481,7 @@ mod tests {
             interval_rates: vec![],
             offered_rate: None,
             late_sends: 0,
+            unsent_requests: 0,
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),
             reconnects: 0,
