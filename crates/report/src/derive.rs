@@ -1182,6 +1182,11 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             .filter(|&i| i != base)
             .map(|i| s.difference(i, base))
             .collect();
+        let unlike: Vec<String> = (0..s.runs.len())
+            .filter(|&i| i != base)
+            .filter_map(|i| s.power_not_compared(i, base))
+            .collect();
+        s.notes.extend(unlike);
     }
     s
 }
@@ -1271,7 +1276,26 @@ impl Summary {
                 .map(|r| ratio(r.perf[i], r.perf[base]))
                 .collect(),
             geomean: ratio(self.geomean[i], self.geomean[base]),
-            power_mean: ratio(self.power_mean[i], self.power_mean[base]),
+            // Power of one basis against power of the same basis only (as `compare`): a
+            // whole server's 310 W against CPU packages' 140 W is no saving.
+            power_mean: (self.power_basis[i] == self.power_basis[base])
+                .then(|| ratio(self.power_mean[i], self.power_mean[base]))
+                .flatten(),
+        }
+    }
+
+    /// Why column `i`'s power is not set against the baseline's, when both have power of
+    /// different bases.
+    fn power_not_compared(&self, i: usize, base: usize) -> Option<String> {
+        match (self.power_basis[i], self.power_basis[base]) {
+            (Some(a), Some(b)) if a != b => Some(format!(
+                "Power of {} is not set against {}'s: {} against {} is no like for like.",
+                self.runs[i],
+                self.runs[base],
+                a.label(),
+                b.label()
+            )),
+            _ => None,
         }
     }
 }

@@ -184,6 +184,36 @@ fn reproduces_seed_table_a1_means() {
     assert_eq!(s.power_basis[0], Some(report::PowerBasis::Component));
 }
 
+/// A run whose power is the whole server's is not set against one whose power is its
+/// CPU packages': the Difference column has no power ratio, and a note says why; the
+/// same basis on both sides keeps it.
+#[test]
+fn summary_power_of_unlike_bases_is_not_compared() {
+    let [q, mut i] = seed_table_a1_runs();
+    for r in &mut i.results {
+        let p = &mut r.telemetry_summary[0].power[0];
+        p.source = "ipmi-dcmi".into();
+        p.zone = "system".into();
+        p.whole_system = true;
+    }
+    let s = report::summary(&[q.clone(), i]);
+    assert!(s.power_mean[0].is_some() && s.power_mean[1].is_some());
+    assert_eq!(s.differences.len(), 1);
+    assert_eq!(s.differences[0].power_mean, None, "{:?}", s.differences[0]);
+    assert!(s.differences[0].geomean.is_some());
+    let note = s.notes.iter().find(|n| n.contains("no like for like"));
+    assert!(
+        note.is_some_and(|n| n.contains("measured, whole server") && n.contains("component")),
+        "{:?}",
+        s.notes
+    );
+    // Like for like: the ratio is there, and no such note.
+    let s = report::summary(&seed_table_a1_runs());
+    let r = s.differences[0].power_mean.unwrap();
+    assert!((r - 178.4 / 49.9).abs() < 0.01, "{r}");
+    assert!(!s.notes.iter().any(|n| n.contains("no like for like")));
+}
+
 /// Seed 000's tables: the Centriq measured on one board, extrapolated to two boards per
 /// chassis, a Difference column against the Xeon; a chosen subset of the tests.
 #[test]
@@ -1254,6 +1284,77 @@ fn compare_sets_power_against_power_of_the_same_basis_only() {
     assert!(rows(&c, "power_w").is_empty());
 }
 
+/// A plan of one platform, `x86`, from stored run `run`, `lines` added to its platform.
+fn one_platform_plan(run: &str, lines: &str) -> tco::Plan {
+    tco::Plan::from_toml(&format!(
+        r#"years = 3
+energy_price_per_kwh = 0.10
+[rack]
+power_budget_w = 10000
+rack_units = 40
+[[platform]]
+name = "x86"
+run = "{run}"
+{lines}bom = [{{ name = "Server", unit_cost = 5000 }}]
+"#
+    ))
+    .unwrap()
+}
+
+/// Whole-server power measured on every test, with more valid repetitions of one test
+/// than of another.
+fn unevenly_repeated_run() -> RunRecord {
+    let mut run = table_a1_run(
+        "u",
+        "uneven",
+        &[
+            ("set", 1, 1_000_000.0, 300.0),
+            ("set", 1, 1_000_000.0, 300.0),
+            ("set", 1, 1_000_000.0, 300.0),
+            ("get", 1, 1_000_000.0, 200.0),
+        ],
+    );
+    for (i, r) in run.results.iter_mut().enumerate() {
+        (r.step, r.repetition) = if i < 3 { (0, i as u32) } else { (1, 0) };
+        let p = &mut r.telemetry_summary[0].power[0];
+        p.source = "ipmi-dcmi".into();
+        p.zone = "system".into();
+        p.whole_system = true;
+    }
+    run
+}
+
+/// The TCO's power is the report's: each point's repetitions averaged first, then the
+/// points (3 repetitions of `set` at 300 W and one of `get` at 200 W are 250 W, not
+/// 275 W); tests measured by unlike sources have no one mean, in either.
+#[test]
+fn tco_power_weighs_each_point_as_the_report_does() {
+    let run = unevenly_repeated_run();
+    let s = report::summary(std::slice::from_ref(&run));
+    assert!(
+        (s.power_mean[0].unwrap() - 250.0).abs() < 1e-9,
+        "{:?}",
+        s.power_mean
+    );
+    let plan = one_platform_plan("u", "tests = [\"set\", \"get\"]\n");
+    let p = &plan.platforms[0];
+    let fr = report::selection::tco_from_run(&run, p).unwrap();
+    let w = fr.power_w.as_ref().expect("power");
+    assert!((w.value - 250.0).abs() < 1e-9, "{} ({})", w.value, w.source);
+    assert!(w.source.contains("2 point(s)"), "{}", w.source);
+
+    let mut unlike = run.clone();
+    unlike.results[3].telemetry_summary[0].power[0].source = "meter".into();
+    assert!(report::summary(std::slice::from_ref(&unlike)).power_mean[0].is_none());
+    let fr = report::selection::tco_from_run(&unlike, p).unwrap();
+    assert!(fr.power_w.is_none());
+    assert!(
+        fr.problems.iter().any(|m| m.contains("unlike sources")),
+        "{:?}",
+        fr.problems
+    );
+}
+
 /// The TCO takes power from the very points its performance comes from: each test at its
 /// best instance count when no `params` are given, never the mean of every sweep point
 /// (the fixture's power grows with the instance count, so the two differ).
@@ -1264,20 +1365,7 @@ fn tco_power_comes_from_the_points_of_its_performance() {
         instances: &[1, 4],
         ..Spec::default()
     });
-    let plan = tco::Plan::from_toml(
-        r#"years = 3
-energy_price_per_kwh = 0.10
-[rack]
-power_budget_w = 10000
-rack_units = 40
-[[platform]]
-name = "x86"
-run = "x86-a"
-tests = ["get pipeline=100"]
-bom = [{ name = "Server", unit_cost = 5000 }]
-"#,
-    )
-    .unwrap();
+    let plan = one_platform_plan("x86-a", "tests = [\"get pipeline=100\"]\n");
     let p = &plan.platforms[0];
     let fr = report::selection::tco_from_run(&run, p).unwrap();
     let perf = fr.perf.as_ref().unwrap();
@@ -1320,20 +1408,7 @@ bom = [{ name = "Server", unit_cost = 5000 }]
 /// A one-platform TCO plan over run `x86-a` with `perf_from = "max"`, `extra` added to
 /// its platform.
 fn max_plan(extra: &str) -> tco::Plan {
-    tco::Plan::from_toml(&format!(
-        r#"years = 3
-energy_price_per_kwh = 0.10
-[rack]
-power_budget_w = 10000
-rack_units = 40
-[[platform]]
-name = "x86"
-run = "x86-a"
-perf_from = "max"
-{extra}bom = [{{ name = "Server", unit_cost = 5000 }}]
-"#
-    ))
-    .unwrap()
+    one_platform_plan("x86-a", &format!("perf_from = \"max\"\n{extra}"))
 }
 
 /// With `perf_from = "max"` the performance is one sweep point's (the highest headline),

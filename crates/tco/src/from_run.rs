@@ -180,8 +180,12 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
         .filter(|h| h.role.contains("sut"))
         .map(|h| h.host.as_str())
         .collect();
-    let mut per_step: Vec<f64> = Vec::new();
+    // Each sweep point's repetitions are averaged first, then the points: the report's
+    // summary takes its power mean the same way, so a test with more valid repetitions
+    // does not weigh more here than there.
+    let mut per_point: Vec<(String, Vec<f64>)> = Vec::new();
     let mut chosen: Option<(String, String, bool)> = None;
+    let mut unlike: Option<String> = None;
     let mut components: Vec<String> = Vec::new();
     let mut missing: Vec<String> = Vec::new();
     for r in results {
@@ -199,9 +203,22 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
             match model::power::headline(&ts.power) {
                 Some(h) if h.whole_system => {
                     let key = (h.source.clone(), h.zones.join("+"), h.modelled);
-                    if !matches!(&chosen, Some(c) if c != &key) {
-                        chosen = Some(key);
-                        per_step.push(h.mean_watts);
+                    match &chosen {
+                        Some(c) if c != &key => {
+                            unlike.get_or_insert(format!(
+                                "run {}: {} {} measured power with {} {}, the other tests with {} {}: \
+                                 there is no one mean of unlike sources",
+                                run.id, r.workload, r.test, key.0, key.1, c.0, c.1
+                            ));
+                            continue;
+                        }
+                        Some(_) => {}
+                        None => chosen = Some(key),
+                    }
+                    let point = point_key(r);
+                    match per_point.iter_mut().find(|(k, _)| *k == point) {
+                        Some((_, w)) => w.push(h.mean_watts),
+                        None => per_point.push((point, vec![h.mean_watts])),
                     }
                 }
                 Some(h) => {
@@ -214,16 +231,23 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
             }
         }
     }
+    if let Some(why) = unlike {
+        return Err(why);
+    }
     match chosen {
-        Some((source, zone, modelled)) if !per_step.is_empty() => {
-            let mean = per_step.iter().sum::<f64>() / per_step.len() as f64;
+        Some((source, zone, modelled)) if !per_point.is_empty() => {
+            let means: Vec<f64> = per_point
+                .iter()
+                .map(|(_, w)| w.iter().sum::<f64>() / w.len() as f64)
+                .collect();
+            let mean = means.iter().sum::<f64>() / means.len() as f64;
             Ok(Sourced {
                 value: mean,
                 source: format!(
-                    "run {}: {}{source} {zone}, mean of {} step(s)",
+                    "run {}: {}{source} {zone}, mean of {} point(s), each the mean of its repetitions",
                     run.id,
                     if modelled { "MODELLED " } else { "" },
-                    per_step.len()
+                    means.len()
                 ),
                 modelled,
                 unit: Some("W".to_string()),
