@@ -129,7 +129,7 @@ fn worker<S: Session>(
         // busy with a slow server) is counted once sending stops; it has no latency.
         let mut count_unsent = |rec: &mut Recorder, rng: &mut SmallRng, now: u64| {
             if let (Some(s), Some(end)) = (schedule.as_mut(), end_ns) {
-                rec.unsent += s.count_unsent(rng, warm_ns, end.min(now));
+                rec.unsent += s.count_unsent(rng, warm_ns, end.min(now), LATE_NS);
             }
         };
         if progress.stopping() {

@@ -351,8 +351,8 @@ pub fn add_figures(
                 busy_pct
             } else {
                 step.missing.push(MissingMetric {
-                    name: format!("loadgen_busy_pct (host {})", h.host),
-                    reason: "no measured time: no reply came".into(),
+                    name: format!("loadgen_busy_pct{{host={}}}", h.host),
+                    reason: "no measured time: no reply came after warm-up".into(),
                 });
                 0.0
             };

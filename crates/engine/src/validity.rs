@@ -203,7 +203,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     } else {
         missing.push(MissingMetric {
             name: "loadgen_busy_pct".into(),
-            reason: "no measured time: no reply came".into(),
+            reason: "no measured time: no reply came after warm-up".into(),
         });
         0.0
     };
@@ -423,6 +423,23 @@ mod tests {
             "{}",
             f.message
         );
+    }
+
+    /// A generator from before the unsent count decodes, with none counted.
+    #[test]
+    fn an_outcome_without_the_unsent_count_decodes() {
+        let (_, out) = open_loop(0, 0.2);
+        let mut v = serde_json::to_value(crate::wire::WireOutcome::from(&out)).unwrap();
+        assert!(v
+            .as_object_mut()
+            .unwrap()
+            .remove("unsent_requests")
+            .is_some());
+        let back =
+            LoadOutcome::try_from(serde_json::from_value::<crate::wire::WireOutcome>(v).unwrap())
+                .unwrap();
+        assert_eq!(back.unsent_requests, 0);
+        assert_eq!(back.late_sends, out.late_sends);
     }
 
     /// A generator that wanted io_uring and ran on epoll says so, with why; one that had

@@ -18,7 +18,8 @@ const HOURS_PER_YEAR: f64 = 24.0 * 365.0;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sourced {
     pub value: f64,
-    /// Human description: `run 2026...: ipmi-dcmi system, mean of 3 point(s), each the mean of its repetitions`.
+    /// Human description: `run 2026...: ipmi-dcmi system, mean of 3 point(s), each the
+    /// mean of its repetitions`.
     pub source: String,
     /// Computed from a declared power model rather than measured.
     #[serde(default)]

@@ -184,7 +184,9 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
     // summary takes its power mean the same way, so a test with more valid repetitions
     // does not weigh more here than there.
     let mut per_point: Vec<(String, Vec<f64>)> = Vec::new();
+    // The power source, zones and whether modelled, of the first point that had power.
     let mut chosen: Option<(String, String, bool)> = None;
+    let mut first_point = String::new();
     let mut unlike: Option<String> = None;
     let mut components: Vec<String> = Vec::new();
     let mut missing: Vec<String> = Vec::new();
@@ -203,19 +205,28 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
             match model::power::headline(&ts.power) {
                 Some(h) if h.whole_system => {
                     let key = (h.source.clone(), h.zones.join("+"), h.modelled);
+                    let point = point_key(r);
                     match &chosen {
                         Some(c) if c != &key => {
+                            let named = |(source, zones, modelled): &(String, String, bool)| {
+                                let m = if *modelled { "MODELLED " } else { "" };
+                                format!("{m}{source} {zones}")
+                            };
                             unlike.get_or_insert(format!(
-                                "run {}: {} {} measured power with {} {}, the other tests with {} {}: \
-                                 there is no one mean of unlike sources",
-                                run.id, r.workload, r.test, key.0, key.1, c.0, c.1
+                                "run {}: the power of `{point}` ({}) and of `{first_point}` ({}) \
+                                 come from unlike sources: there is no one mean of them",
+                                run.id,
+                                named(&key),
+                                named(c)
                             ));
                             continue;
                         }
                         Some(_) => {}
-                        None => chosen = Some(key),
+                        None => {
+                            chosen = Some(key);
+                            first_point = point.clone();
+                        }
                     }
-                    let point = point_key(r);
                     match per_point.iter_mut().find(|(k, _)| *k == point) {
                         Some((_, w)) => w.push(h.mean_watts),
                         None => per_point.push((point, vec![h.mean_watts])),

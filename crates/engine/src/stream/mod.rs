@@ -759,7 +759,7 @@ fn epoll_loop<P: Protocol>(
     // Open loop: what fell due while every connection waited on the server, and was
     // never sent before sending stopped, is counted (its latency cannot be).
     if let (Some(s), Some(until)) = (schedule.as_mut(), lp.pace.unsent_until(lp.pace.now())) {
-        lp.rec.unsent += s.count_unsent(&mut lp.rng, lp.pace.warm_ns, until);
+        lp.rec.unsent += s.count_unsent(&mut lp.rng, lp.pace.warm_ns, until, LATE_NS);
     }
     lp.progress
         .done

@@ -654,12 +654,12 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             reason: "the receiver reported nothing".into(),
         });
     }
-    if rep.send_duration_s > 0.0 {
+    if sent_bytes > 0 && rep.send_duration_s > 0.0 {
         out.metrics
             .push(Metric::new("throughput_gbit_per_s", send_gbit, "Gbit/s").label("end", "sender"));
     } else {
         out.missing.push(MissingMetric {
-            name: "throughput_gbit_per_s (sender)".into(),
+            name: "throughput_gbit_per_s{end=sender}".into(),
             reason: "the sender sent nothing".into(),
         });
     }
@@ -772,13 +772,9 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     push_process_cpu(&mut out, rep, recv_gbit);
     push_tcp_counters(&mut out, rep);
     // Per interval, as the receiver counted them. Labelled by start time, to the tenth of
-    // a second, or the hundredth when intervals are shorter than 0.1 s (they are at least
-    // 0.05 s), so no two share a label.
-    let decimals = if rep.intervals.iter().any(|iv| iv.end_s - iv.start_s < 0.1) {
-        2
-    } else {
-        1
-    };
+    // a second, or the hundredth when the interval asked for is under 0.1 s (it is at
+    // least 0.05 s), so no two share a label and a setting always gives the same form.
+    let decimals = if spec.interval_s < 0.1 { 2 } else { 1 };
     let mut received_so_far = vec![0u64; spec.streams];
     for iv in &rep.intervals {
         let len = iv.end_s - iv.start_s;

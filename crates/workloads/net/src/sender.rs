@@ -751,7 +751,6 @@ pub fn run(
                 for (s, r) in sum.iter_mut().zip(&iv.received) {
                     s.bytes += r.bytes;
                     s.packets += r.packets;
-                    s.lost += r.lost;
                     s.out_of_order += r.out_of_order;
                     s.jitter_ms = r.jitter_ms;
                 }

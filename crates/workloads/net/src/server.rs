@@ -493,19 +493,19 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// One difference does show (`ss -tmi` 5 s into a BBR test, 2 runs each): the kernel's
 /// receive-buffer autotuning gives this receiver 0.8 MB (receive RTT 7-8 us, 0.26 MB
 /// queued) and iperf3's 2.0-2.5 MB (24-42 us, 0.9-1.2 MB queued), because this loop
-/// drains sooner (a later reading, one run: 4.7 MB, 25 receive drops). A fixed buffer
-/// did not close the gap in an earlier test: SO_RCVBUF of 2 or 4 MiB on this receiver
-/// alone, 6 rounds each, 1.02x and 1.03x this loop's median rate; set on the listener
-/// (before the handshake), 0.96-1.02x (4 rounds); `--window 2097152` (both buffers, both
-/// ends) 5 pairs against iperf3 `-w 2M` at a median 0.95 of its rate, and level with it at
-/// 128 KiB, 256 KiB and 4 MiB (15-19 Gbit/s both). Set on the accepted stream, after the handshake,
-/// a 2 or 4 MiB SO_RCVBUF lifted this loop under BBR to 29-34 Gbit/s at 4.3-5.0 %CPU per
-/// Gbit/s (11 rounds; iperf3 17.2-19.6 at 7.1-7.7 the same day; `ss`: the window held at
-/// a rcv_ssthresh of 126 KiB, no receive drops), while iperf3's receiver given the same
-/// after-accept setting (an `accept` shim) stayed at 17.7-18.5. Not done: it is a
-/// receiver setting iperf3 does not make, by default or by option, whose effect is a
-/// loopback interaction not understood; with it the figure would no longer be the one
-/// iperf3 users compare against.
+/// drains sooner (a later reading, one run: 4.7 MB, 25 receive drops). A fixed receive
+/// buffer does not close the gap when it is in place before the handshake: SO_RCVBUF of 2
+/// or 4 MiB on this receiver alone, 6 rounds each, 1.02x and 1.03x this loop's median rate
+/// (an earlier test, where it was set not recorded); on the listener, 0.96-1.02x (4
+/// rounds); `--window 2097152` (both buffers, both ends) 5 pairs against iperf3 `-w 2M` at
+/// a median 0.95 of its rate, and level with it at 128 KiB, 256 KiB and 4 MiB (15-19 Gbit/s
+/// both). Set on the accepted stream after the handshake, a 2 or 4 MiB SO_RCVBUF lifted
+/// this loop under BBR to 29-34 Gbit/s at 4.3-5.0 %CPU per Gbit/s (11 rounds; iperf3
+/// 17.2-19.6 at 7.1-7.7 the same day; `ss`: the window held at a rcv_ssthresh of 126 KiB,
+/// no receive drops), while iperf3's receiver given the same after-accept setting (an
+/// `accept` shim) stayed at 17.7-18.5. Not done: it is a receiver setting iperf3 does not
+/// make, by default or by option, whose effect is a loopback interaction not understood;
+/// with it the figure would no longer be the one iperf3 users compare against.
 fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     if s.set_nonblocking(true).is_err() {
         return;
