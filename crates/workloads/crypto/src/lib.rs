@@ -5,8 +5,9 @@
 //! thread loops `EVP_PKEY_sign` (PKCS#1 v1.5 padding, no digest: a private-key encryption
 //! of the 36 bytes, as speed.c does) until a stop flag set after `duration`, then the same
 //! for `EVP_PKEY_verify`. Rates are counted on the wall clock like `openssl speed -multi`;
-//! the per-CPU-second rate (what plain `openssl speed` prints, from user CPU time) is kept
-//! beside it. Each thread has its own key handle (parsed from DER, not shared) so that no
+//! the per-CPU-second rate (what plain `openssl speed` prints, from user CPU time; ours
+//! divides by the threads' user and system time, so it can only read a little lower) is
+//! kept beside it. Each thread has its own key handle (parsed from DER, not shared) so that no
 //! reference count or lock is contended between threads. ECDSA P-256 signs a 20-byte
 //! buffer as speed.c does; AES-256-GCM seals one record per buffer (new nonce, encrypt, tag:
 //! the `openssl speed -aead` method); SHA-256 hashes one buffer per operation.

@@ -136,16 +136,17 @@ pub(crate) fn step_output(
         let nopm_client = no_ok as f64 / dur_min;
         out.metrics
             .push(Metric::new("nopm_client", nopm_client, "new orders/min"));
-        // Per database, the client's count of committed and rolled-back transactions per
-        // minute of the measured window: the per-database TPM of an engine whose server
-        // counts commits for the whole server (MariaDB), a cross-check of the server's
-        // per-database TPM on the others. Named `tpm_client` so no reader takes it for
-        // the server's count.
+        // Per database, the client's count of the transactions it sent per minute of the
+        // measured window (committed, rolled back, or failed: the server rolls those back
+        // and counts them too), as the total above counts them, so the databases add up
+        // to it: the per-database TPM of an engine whose server counts commits for the
+        // whole server (MariaDB), a cross-check of the server's per-database TPM on the
+        // others. Named `tpm_client` so no reader takes it for the server's count.
         if multi {
             for d in 0..ndb {
                 let done: u64 = (0..CLASSES.len())
                     .filter_map(|t| o.classes.get(5 * d + t))
-                    .map(|c| c.ok - c.misses + c.rollbacks)
+                    .map(sent)
                     .sum();
                 out.metrics.push(
                     Metric::new(
@@ -565,10 +566,11 @@ mod tests {
             .all(|m| m.name != "tpm" || m.labels.is_empty()));
     }
 
-    /// Per database, the client's committed and rolled-back transactions per minute
-    /// (`tpm_client{db=N}`, said to be client-counted in its unit): the only per-database
-    /// TPM an engine counting commits server-wide can give. Misses (nothing sent) and
-    /// errors are not transactions done.
+    /// Per database, the client's transactions sent per minute (`tpm_client{db=N}`, said
+    /// to be client-counted in its unit): the only per-database TPM an engine counting
+    /// commits server-wide can give. Misses (nothing sent) are not transactions; failed
+    /// ones are (the server rolled them back), as in the total, which the databases sum
+    /// to.
     #[test]
     fn per_database_tpm_is_counted_by_the_client() {
         let cfg = Config {
@@ -602,9 +604,15 @@ mod tests {
                 })
                 .unwrap_or_else(|| panic!("no tpm_client{{db={d}}}: {:?}", out.metrics))
         };
-        // 60 s measured: committed + rolled back, per minute.
+        // 60 s measured: committed + rolled back + failed, per minute.
         assert_eq!(per_db("1").value, 10_000.0);
-        assert_eq!(per_db("2").value, 10_000.0 - 100.0 - 20.0);
+        assert_eq!(per_db("2").value, 10_000.0 - 100.0 - 20.0 + 5.0);
+        let total = out
+            .metrics
+            .iter()
+            .find(|m| m.name == "tpm_client" && m.labels.is_empty())
+            .unwrap();
+        assert_eq!(total.value, per_db("1").value + per_db("2").value);
         assert!(per_db("1").unit.contains("client-counted"));
         // The server's figure stays the headline, read once.
         assert!((value(&out, "tpm").unwrap() - 28_000.0).abs() < 1e-6);
