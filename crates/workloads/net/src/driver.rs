@@ -46,22 +46,21 @@ pub struct SenderReport {
 /// Run one job on this host (`Registration::driver`).
 pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json::Value> {
     let plan = Plan::from_params(&job.params)?;
-    let (step, on_stream) = if job.test == CHECK {
+    let report = if job.test == CHECK {
         if plan.runs_tcp() {
             probe_congestion(&plan)?;
         }
-        (None, None)
+        SenderReport {
+            step: None,
+            facts: sender_facts(&plan, Ran::Check),
+        }
     } else {
         let (step, on_stream) = send(&plan, job, progress)?;
-        (Some(step), on_stream)
+        SenderReport {
+            step: Some(step),
+            facts: sender_facts(&plan, Ran::Test(on_stream.as_deref())),
+        }
     };
-    let mut facts = sender_facts(&plan, on_stream.as_deref());
-    if step.is_some() && on_stream.is_none() {
-        // A udp test reads no congestion control back: the tcp test's fact (or the
-        // check's) stands, and this report leaves it out rather than replace it.
-        facts.remove(TCP_CONGESTION);
-    }
-    let report = SenderReport { step, facts };
     serde_json::to_value(&report).context("net: serialising the sender's report")
 }
 
@@ -108,27 +107,40 @@ fn probe_socket() -> std::io::Result<socket2::Socket> {
     socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
 }
 
-/// The sender host's facts. The congestion control is disclosed only when a tcp test
-/// runs (UDP has none): the one the kernel reported on the data streams (`on_stream`)
-/// when a test ran, else the one a stream would get.
-pub fn sender_facts(plan: &Plan, on_stream: Option<&str>) -> BTreeMap<String, Fact> {
+/// What a driver job ran, as the sender's facts need it.
+pub enum Ran<'a> {
+    /// The check before the tests: no stream yet.
+    Check,
+    /// A test, with the congestion control the kernel reported on its TCP data streams
+    /// (None for UDP, which has none to read back).
+    Test(Option<&'a str>),
+}
+
+/// The sender host's facts. The congestion control is disclosed only when tcp tests run:
+/// after a tcp test, the one the kernel reported on the data streams; at the check, the
+/// one a stream would get. A udp test leaves it out, so that the workload keeps the tcp
+/// test's (each report adds to the earlier ones).
+pub fn sender_facts(plan: &Plan, ran: Ran) -> BTreeMap<String, Fact> {
     let mut m = BTreeMap::new();
     if plan.runs_tcp() {
         let read_back = "read back from the data stream";
-        let fact = match (
-            on_stream,
-            &plan.cfg.congestion,
-            sysctl("net.ipv4.tcp_congestion_control"),
-        ) {
-            (Some(k), Some(_), _) => Fact::known(format!("{k} (--congestion; {read_back})")),
-            (Some(k), None, _) => {
-                Fact::known(format!("{k} (the sender's system default; {read_back})"))
+        let fact = match (ran, &plan.cfg.congestion) {
+            (Ran::Test(None), _) => None,
+            (Ran::Test(Some(k)), Some(_)) => {
+                Some(Fact::known(format!("{k} (--congestion; {read_back})")))
             }
-            (None, Some(cc), _) => Fact::known(format!("{cc} (--congestion)")),
-            (None, None, Ok(d)) => Fact::known(format!("{d} (the sender's system default)")),
-            (None, None, Err(e)) => Fact::unknown(e),
+            (Ran::Test(Some(k)), None) => Some(Fact::known(format!(
+                "{k} (the sender's system default; {read_back})"
+            ))),
+            (Ran::Check, Some(cc)) => Some(Fact::known(format!("{cc} (--congestion)"))),
+            (Ran::Check, None) => Some(match sysctl("net.ipv4.tcp_congestion_control") {
+                Ok(d) => Fact::known(format!("{d} (the sender's system default)")),
+                Err(e) => Fact::unknown(e),
+            }),
         };
-        m.insert(TCP_CONGESTION.into(), fact);
+        if let Some(f) = fact {
+            m.insert(TCP_CONGESTION.into(), f);
+        }
     }
     if let Some(w) = plan.cfg.window {
         m.insert("net.window".into(), window_fact(w));
