@@ -385,13 +385,17 @@ mod tests {
     fn an_open_loop_behind_its_schedule_is_flagged() {
         let (spec, out) = open_loop(500, 0.2);
         let s = step_output(&spec, &out, "ops_per_s", "ops/s");
-        let f = s
-            .flags
-            .iter()
-            .find(|f| f.code == "behind_schedule")
-            .expect("flagged");
+        let f = flagged(&s, "behind_schedule");
         assert!(f.message.contains("5.0%"), "{}", f.message);
         assert!(!f.message.contains("never sent"), "{}", f.message);
+    }
+
+    /// The flag `code` of `s`, which must be there.
+    fn flagged<'a>(s: &'a StepOutput, code: &str) -> &'a Flag {
+        s.flags
+            .iter()
+            .find(|f| f.code == code)
+            .unwrap_or_else(|| panic!("no {code} flag: {:?}", s.flags))
     }
 
     /// `out` as a remote generator sends it, read back.
@@ -411,11 +415,7 @@ mod tests {
         let s = step_output(&spec, &back, "ops_per_s", "ops/s");
         let m = s.metrics.iter().find(|m| m.name == "unsent_requests");
         assert_eq!(m.map(|m| m.value), Some(1_000.0));
-        let f = s
-            .flags
-            .iter()
-            .find(|f| f.code == "behind_schedule")
-            .expect("flagged");
+        let f = flagged(&s, "behind_schedule");
         // 1,000 of the 11,000 that fell due.
         assert!(f.message.contains("9.1%"), "{}", f.message);
         assert!(
@@ -452,11 +452,7 @@ mod tests {
         out.client_io_fallback = Some("io_uring unavailable (Operation not permitted)".into());
         let back = through_the_wire(&out);
         let s = step_output(&spec, &back, "ops_per_s", "ops/s");
-        let f = s
-            .flags
-            .iter()
-            .find(|f| f.code == "client_io_epoll")
-            .expect("flagged");
+        let f = flagged(&s, "client_io_epoll");
         assert!(
             f.message.contains("Operation not permitted"),
             "{}",
