@@ -38,7 +38,10 @@
 # Environment: SECS (crypto seconds, 3), NET_SECS (net seconds, 10), REPS (alternations, 8;
 #   the TCP and UDP goals need at least 8 pairs and say INSUFFICIENT with fewer),
 #   RACKBENCH (binary, target/release/rackbench), USE_EXAMPLES (1 = example binaries),
-#   CUBIC_AS_DEFAULT (1: cubic as the system default during the cubic pairs, root only).
+#   CUBIC_AS_DEFAULT (1: cubic as the system default during the cubic pairs, root only),
+#   AA (1: each TCP round runs iperf3 a second time, right after the pair, and the summary
+#   gives iperf3's paired ratio to itself: how far a TCP ratio strays with no difference
+#   between the tools, the band to read the TCP goals in).
 # Goals (printed as GOAL lines at the end): RSA within 5% of openssl speed; TCP at least
 # iperf3's Gbit/s at no more CPU per Gbit/s; UDP at least iperf3's packets/s at no more
 # sender CPU per packet (one datagram per send, as iperf3). UDP_BATCH=N also runs
@@ -111,7 +114,7 @@ rb_crypto() { # threads -> json file
   else "${pin[@]}" "$EX/crypto_speed" rsa2048 "$1" "$SECS" > "$2"; fi
 }
 
-R1S=(); R1V=(); R2S=(); R2V=(); TG=(); TC=(); TGC=(); TCC=(); U1472=(); U60=(); UC1472=(); UC60=(); UB1472=(); UB60=(); UG1472=(); UG60=()
+R1S=(); R1V=(); R2S=(); R2V=(); TG=(); TC=(); TGC=(); TCC=(); AAG=(); AAC=(); AAGC=(); AACC=(); U1472=(); U60=(); UC1472=(); UC60=(); UB1472=(); UB60=(); UG1472=(); UG60=()
 echo
 echo "## RSA 2048 (${SECS} s per operation)"
 printf "%-34s %12s %12s\n" "" "sign/s" "verify/s"
@@ -210,6 +213,18 @@ for rep in $(seq "$REPS"); do
     printf "%-34s %10s %20s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rg" "$ig")" "" "$(ratio "$rpg" "$ipg")"
     if [ -z "$cc" ]; then TG+=("$(ratio "$rg" "$ig")"); TC+=("$(ratio "$rpg" "$ipg")")
     else TGC+=("$(ratio "$rg" "$ig")"); TCC+=("$(ratio "$rpg" "$ipg")"); fi
+    if [ "${AA:-0}" = 1 ]; then
+      # The A/A control: iperf3 again, set against its own run of this round.
+      [ -n "$cc" ] && [ "$CUBIC_AS_DEFAULT" = 1 ] && echo cubic > "$CC_SYSCTL"
+      iperf ${cc:+-C "$cc"} > "$TMP/i_tcp2.json"
+      restore_cc
+      ag=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_tcp2.json")
+      apg=$(jq "(.end.cpu_utilization_percent.host_total+.end.cpu_utilization_percent.remote_total)/$ag" "$TMP/i_tcp2.json")
+      printf "%-34s %10.2f %33.2f\n" "iperf3 again (A/A)" "$ag" "$apg"
+      printf "%-34s %10s %20s %12s\n" "  ratio iperf3/iperf3" "$(ratio "$ag" "$ig")" "" "$(ratio "$apg" "$ipg")"
+      if [ -z "$cc" ]; then AAG+=("$(ratio "$ag" "$ig")"); AAC+=("$(ratio "$apg" "$ipg")")
+      else AAGC+=("$(ratio "$ag" "$ig")"); AACC+=("$(ratio "$apg" "$ipg")"); fi
+    fi
   done
   for len in 1472 60; do
     printf "%-26s %10s %10s %10s %8s %9s %9s %9s\n" "UDP $len B, -b 0" "sent Gb/s" "sent pk/s" "rcvd Gb/s" "loss%" "jitter" "snd CPU%" "rcv CPU%"
@@ -263,9 +278,19 @@ summary "RSA-2048 sign, -multi 2 (wall)" "${R2S[@]}"
 summary "RSA-2048 verify, -multi 2 (wall)" "${R2V[@]}"
 summary "TCP Gbit/s ($DEFAULT_CC)" "${TG[@]}"
 summary "TCP CPU% per Gbit/s ($DEFAULT_CC)" "${TC[@]}"
+# The A/A control (AA=1) beside each TCP goal: what the same ratio reads between two runs of iperf3.
+aa_summary() { # label gbit_ratios... -- cpu_ratios...
+  local label=$1 g=() c=(); shift
+  while [ "$1" != -- ]; do g+=("$1"); shift; done; shift
+  c=("$@")
+  summary "A/A iperf3/iperf3 Gbit/s ($label)" "${g[@]}"
+  summary "A/A iperf3/iperf3 CPU%/Gbit ($label)" "${c[@]}"
+}
+if [ ${#AAG[@]} -gt 0 ]; then aa_summary "$DEFAULT_CC" "${AAG[@]}" -- "${AAC[@]}"; fi
 if [ ${#TGC[@]} -gt 0 ]; then
   summary "TCP Gbit/s (cubic)" "${TGC[@]}"
   summary "TCP CPU% per Gbit/s (cubic)" "${TCC[@]}"
+  if [ ${#AAGC[@]} -gt 0 ]; then aa_summary cubic "${AAGC[@]}" -- "${AACC[@]}"; fi
 fi
 summary "UDP 1472 B packets/s sent" "${U1472[@]}"
 summary "UDP 1472 B sender CPU per packet" "${UC1472[@]}"

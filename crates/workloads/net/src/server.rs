@@ -506,6 +506,13 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// `accept` shim) stayed at 17.7-18.5. Not done: it is a receiver setting iperf3 does not
 /// make, by default or by option, whose effect is a loopback interaction not understood;
 /// with it the figure would no longer be the one iperf3 users compare against.
+/// Tried on a later day, paired under BBR against iperf3 (4-5 rounds of 6 s), none kept:
+/// reading on for 3 or 10 us after a drain before polling (medians 0.967 and 0.922 of
+/// iperf3's rate, at 1.03 and 1.12 its CPU per Gbit/s, against this loop's 0.953 and
+/// 1.03); a dual-stack listener, so the data stream is an IPv6 socket carrying IPv4 as
+/// under iperf3's default `-s` (0.949, against this loop's 0.964 in the same rounds); and
+/// the 37 bytes iperf3 sends on a stream before its data (0.956). In those rounds
+/// `iperf3 -s -4` ran at 0.93-1.06 of `iperf3 -s` (median 0.996): that is the noise.
 fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     if s.set_nonblocking(true).is_err() {
         return;
