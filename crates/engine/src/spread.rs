@@ -16,7 +16,7 @@ use model::{Flag, Metric, MissingMetric};
 
 use crate::host::{drive_all, split_count, DriverJob, DriverReport, Host};
 use crate::load::LoadOutcome;
-use crate::validity::CLIENT_BOUND_FRACTION;
+use crate::validity::{CLIENT_BOUND_FRACTION, NO_MEASURED_TIME};
 use crate::wire::{Span, WireOutcome};
 use crate::workload::{Progress, StepOutput};
 
@@ -352,7 +352,7 @@ pub fn add_figures(
             } else {
                 step.missing.push(MissingMetric {
                     name: format!("loadgen_busy_pct{{host={}}}", h.host),
-                    reason: "no measured time: no reply came after warm-up".into(),
+                    reason: NO_MEASURED_TIME.into(),
                 });
                 0.0
             };

@@ -15,6 +15,10 @@ use crate::workload::StepOutput;
 /// Fraction of its threads' CPU time above which the load generator counts as saturated.
 pub const CLIENT_BOUND_FRACTION: f64 = 0.90;
 
+/// Why `loadgen_busy_pct` is missing when a generator measured no time (the whole run's
+/// and each generator's, `spread::add_figures`).
+pub(crate) const NO_MEASURED_TIME: &str = "no measured time: no reply came after warm-up";
+
 /// Share of an open loop's requests sent late (more than 1 ms after their intended time)
 /// above which the generator is said to be behind its schedule.
 pub const LATE_FRACTION: f64 = 0.01;
@@ -203,7 +207,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     } else {
         missing.push(MissingMetric {
             name: "loadgen_busy_pct".into(),
-            reason: "no measured time: no reply came after warm-up".into(),
+            reason: NO_MEASURED_TIME.into(),
         });
         0.0
     };

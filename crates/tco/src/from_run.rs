@@ -184,9 +184,13 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
     // summary takes its power mean the same way, so a test with more valid repetitions
     // does not weigh more here than there.
     let mut per_point: Vec<(String, Vec<f64>)> = Vec::new();
-    // The power source, zones and whether modelled, of the first point that had power.
-    let mut chosen: Option<(String, String, bool)> = None;
-    let mut first_point = String::new();
+    // The power source, zones and whether modelled, of the first point that had power,
+    // and that point.
+    let mut chosen: Option<((String, String, bool), String)> = None;
+    let named = |(source, zones, modelled): &(String, String, bool)| {
+        let m = if *modelled { "MODELLED " } else { "" };
+        format!("{m}{source} {zones}")
+    };
     let mut unlike: Option<String> = None;
     let mut components: Vec<String> = Vec::new();
     let mut missing: Vec<String> = Vec::new();
@@ -207,11 +211,7 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                     let key = (h.source.clone(), h.zones.join("+"), h.modelled);
                     let point = point_key(r);
                     match &chosen {
-                        Some(c) if c != &key => {
-                            let named = |(source, zones, modelled): &(String, String, bool)| {
-                                let m = if *modelled { "MODELLED " } else { "" };
-                                format!("{m}{source} {zones}")
-                            };
+                        Some((c, first_point)) if c != &key => {
                             unlike.get_or_insert(format!(
                                 "run {}: the power of `{point}` ({}) and of `{first_point}` ({}) \
                                  come from unlike sources: there is no one mean of them",
@@ -222,10 +222,7 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                             continue;
                         }
                         Some(_) => {}
-                        None => {
-                            chosen = Some(key);
-                            first_point = point.clone();
-                        }
+                        None => chosen = Some((key, point.clone())),
                     }
                     match per_point.iter_mut().find(|(k, _)| *k == point) {
                         Some((_, w)) => w.push(h.mean_watts),
@@ -245,8 +242,9 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
     if let Some(why) = unlike {
         return Err(why);
     }
+    // A chosen source means a point was recorded with it.
     match chosen {
-        Some((source, zone, modelled)) if !per_point.is_empty() => {
+        Some((key, _)) => {
             let means: Vec<f64> = per_point
                 .iter()
                 .map(|(_, w)| w.iter().sum::<f64>() / w.len() as f64)
@@ -255,12 +253,12 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
             Ok(Sourced {
                 value: mean,
                 source: format!(
-                    "run {}: {}{source} {zone}, mean of {} point(s), each the mean of its repetitions",
+                    "run {}: {}, mean of {} point(s), each the mean of its repetitions",
                     run.id,
-                    if modelled { "MODELLED " } else { "" },
+                    named(&key),
                     means.len()
                 ),
-                modelled,
+                modelled: key.2,
                 unit: Some("W".to_string()),
             })
         }
