@@ -6,7 +6,7 @@ use super::*;
 use engine::host::Roles;
 use hosts::LocalHost;
 use serde_json::json;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 fn params(v: serde_json::Value) -> serde_json::Map<String, Value> {
@@ -914,4 +914,42 @@ fn receiver_process_launched_through_the_sut_host() {
     assert!(out.flags.is_empty(), "{:?}", out.flags);
     assert!(metric(&out, "receiver_cpu_pct").is_some());
     assert_eq!(metric(&out, "bytes_sent"), metric(&out, "bytes_received"));
+}
+
+/// The voluntary context switches of thread `tid` of this process so far.
+fn wakeups_of(tid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+/// An idle receiver waits on its listener instead of trying `accept` on a timer (an empty
+/// accept allocates and frees a socket, which slowed a TCP test on the same CPU by a
+/// fifth): it wakes only at its poll timeout, about ten times a second, where the old
+/// 20 ms accept loop woke fifty. It still serves a sender that comes afterwards.
+#[test]
+fn an_idle_receiver_sleeps_on_its_listener() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let s2 = Arc::clone(&stop);
+    let h = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        tid_tx.send(unsafe { libc::gettid() }).unwrap();
+        serve(l, &ServeOptions::default(), &s2)
+    });
+    let tid = tid_rx.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let before = wakeups_of(tid);
+    std::thread::sleep(Duration::from_secs(1));
+    let woke = wakeups_of(tid) - before;
+    assert!(woke <= 20, "an idle receiver woke {woke} times in 1 s");
+    let rep = sender::run(&tcp_spec(addr, 0.2, None), &AtomicU64::new(0), &|| false).unwrap();
+    assert!(rep.received.iter().map(|s| s.bytes).sum::<u64>() > 0);
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
 }
