@@ -68,7 +68,8 @@ impl ProcCpu {
     }
 }
 
-/// One power reading averaged over the interval.
+/// One power reading of one sample: a mean over its interval, or (`instantaneous`) the
+/// value at the moment the interval closed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PowerReading {
     /// `rapl`, `ipmi-dcmi`, `hwmon`, `meter`, `model`.
@@ -80,6 +81,14 @@ pub struct PowerReading {
     pub whole_system: bool,
     /// true when computed from a user-declared power model rather than measured.
     pub modelled: bool,
+    /// true when the figure is what the source showed as it was read (IPMI DCMI, a meter
+    /// command, an hwmon power input), so it stands for the instant the sample closed;
+    /// false when it is the mean over the sample's interval (energy counters, the power
+    /// model). Such a reading counts for a window only when it was taken inside it, and
+    /// is not taken at all when a test's end closes an interval: by then the load has
+    /// stopped.
+    #[serde(default)]
+    pub instantaneous: bool,
 }
 
 /// Everything one host reported for one sampling interval.

@@ -17,6 +17,10 @@ pub struct Telemetry {
     notes: Vec<String>,
     /// Hosts whose power something measures (idle power is measured there).
     measured_power: Vec<String>,
+    /// Each host's power sources, and the sampling interval: why a test that had a
+    /// source has no power figure.
+    power_sources: Vec<(String, Vec<String>)>,
+    interval_s: f64,
 }
 
 impl Telemetry {
@@ -35,6 +39,8 @@ impl Telemetry {
             on,
             notes: Vec::new(),
             measured_power: Vec::new(),
+            power_sources: Vec::new(),
+            interval_s: settings.interval_s,
         };
         if !on {
             t.notes.push("telemetry off (--no-telemetry)".into());
@@ -61,6 +67,8 @@ impl Telemetry {
             if info.power_sources.iter().any(|s| !s.starts_with("model")) {
                 t.measured_power.push(h.name().to_string());
             }
+            t.power_sources
+                .push((h.name().to_string(), info.power_sources.clone()));
         }
         Ok(t)
     }
@@ -177,8 +185,42 @@ impl Telemetry {
         self.each(|h| h.unwatch_servers());
     }
 
+    /// Per-host means of a test's samples. A host with a power source and no power
+    /// figure either had only sources read at the sampler's ticks (energy counters and
+    /// the power model give a figure at every close) and one sample, the interval the
+    /// test's end closed; or had ticks, and its sources failed. The reason says which,
+    /// where the detection notes would say nothing was found.
     pub fn summarize(&self, samples: &[TelemetrySample]) -> Vec<TelemetrySummary> {
-        telemetry::sampler::summarize_with_notes(samples, &self.notes)
+        let mut out = telemetry::sampler::summarize_with_notes(samples, &self.notes);
+        for s in &mut out {
+            let sources = self
+                .power_sources
+                .iter()
+                .find(|(h, _)| *h == s.host)
+                .map(|(_, v)| v.as_slice())
+                .unwrap_or_default();
+            if s.power_missing.is_none() || sources.is_empty() {
+                continue;
+            }
+            // One sample: the interval the test's end closed, with no tick before it.
+            s.power_missing = Some(if s.samples > 1 {
+                format!(
+                    "this host's power sources ({}) gave no reading during the test \
+                     (the run's telemetry notes say why)",
+                    sources.join(", ")
+                )
+            } else {
+                format!(
+                    "no power reading inside the test: this host's power ({}) is read as \
+                     the watts of the moment, once per sampling interval ({} s), and no \
+                     interval ended while the load ran; run the test for longer than the \
+                     interval, or sample more often (--telemetry-interval)",
+                    sources.join(", "),
+                    self.interval_s
+                )
+            });
+        }
+        out
     }
 
     pub fn stop(&self) {

@@ -75,6 +75,7 @@ fn power_reading() -> Vec<PowerReading> {
             watts: 87.125,
             whole_system: false,
             modelled: false,
+            instantaneous: false,
         },
         PowerReading {
             source: "ipmi-dcmi".into(),
@@ -82,6 +83,7 @@ fn power_reading() -> Vec<PowerReading> {
             watts: 212.0,
             whole_system: true,
             modelled: false,
+            instantaneous: true,
         },
     ]
 }

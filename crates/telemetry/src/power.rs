@@ -270,9 +270,16 @@ impl PowerSources {
     }
 
     /// Read every source at `now`. Energy counters give the mean watts since their
-    /// previous reading; instantaneous sources give their current value. `busy_pct` is
-    /// the all-CPU busy % of the interval, for the power model.
-    pub fn read(&mut self, now: Instant, busy_pct: Option<f64>) -> Vec<PowerReading> {
+    /// previous reading; instantaneous sources give their current value, and are read
+    /// only with `instants` (a sampler's own tick, not an interval a test's end closed
+    /// after its load stopped). `busy_pct` is the all-CPU busy % of the interval, for
+    /// the power model.
+    pub fn read(
+        &mut self,
+        now: Instant,
+        busy_pct: Option<f64>,
+        instants: bool,
+    ) -> Vec<PowerReading> {
         let mut out = Vec::new();
         let mut errors = Vec::new();
         for z in &mut self.rapl {
@@ -287,6 +294,7 @@ impl PowerSources {
                                 watts: d as f64 / 1e6 / dt,
                                 whole_system: false,
                                 modelled: false,
+                                instantaneous: false,
                             }),
                             Some(_) => {}
                             None => errors.push(format!(
@@ -303,6 +311,7 @@ impl PowerSources {
         }
         for s in &mut self.hwmon {
             match &mut s.kind {
+                HwmonKind::PowerUw if !instants => {}
                 HwmonKind::PowerUw => match read_u64(&s.path) {
                     Ok(uw) => out.push(PowerReading {
                         source: "hwmon".into(),
@@ -310,6 +319,7 @@ impl PowerSources {
                         watts: uw as f64 / 1e6,
                         whole_system: s.whole_system,
                         modelled: false,
+                        instantaneous: true,
                     }),
                     Err(e) => errors.push(describe_read_error(&s.path, &e)),
                 },
@@ -325,6 +335,7 @@ impl PowerSources {
                                     watts: (e - prev) as f64 / 1e6 / dt,
                                     whole_system: s.whole_system,
                                     modelled: false,
+                                    instantaneous: false,
                                 });
                             }
                         }
@@ -334,7 +345,7 @@ impl PowerSources {
                 },
             }
         }
-        if let Some(cmd) = &self.ipmitool {
+        if let Some(cmd) = self.ipmitool.as_ref().filter(|_| instants) {
             match read_ipmi(cmd) {
                 Ok(w) => out.push(PowerReading {
                     source: "ipmi-dcmi".into(),
@@ -342,11 +353,12 @@ impl PowerSources {
                     watts: w,
                     whole_system: true,
                     modelled: false,
+                    instantaneous: true,
                 }),
                 Err(e) => errors.push(format!("ipmi-dcmi: {e}")),
             }
         }
-        if let Some(cmd) = &self.meter {
+        if let Some(cmd) = self.meter.as_ref().filter(|_| instants) {
             match read_meter(cmd) {
                 Ok(w) => out.push(PowerReading {
                     source: "meter".into(),
@@ -354,6 +366,7 @@ impl PowerSources {
                     watts: w,
                     whole_system: true,
                     modelled: false,
+                    instantaneous: true,
                 }),
                 Err(e) => errors.push(format!("meter: {e}")),
             }
@@ -365,6 +378,7 @@ impl PowerSources {
                 watts: m.watts(b),
                 whole_system: true,
                 modelled: true,
+                instantaneous: false,
             });
         }
         for e in errors {

@@ -235,9 +235,11 @@ impl State {
         }
     }
 
-    /// Close the current interval now. False when it is too short to be measured or
-    /// /proc/stat could not be read (a note says why).
-    fn sample_now(&mut self) -> bool {
+    /// Close the current interval now: at the sampler's own `tick`, or because the caller
+    /// asked (a test's start or end, a warm-up's, a mark), where instantaneous power is
+    /// not read (see [`model::PowerReading::instantaneous`]). False when it is too short
+    /// to be measured or /proc/stat could not be read (a note says why).
+    fn sample_now(&mut self, tick: bool) -> bool {
         let now = Instant::now();
         if now.saturating_duration_since(self.prev.at) < MIN_INTERVAL {
             return false;
@@ -306,7 +308,7 @@ impl State {
         self.prev = cur;
         let freq_mhz = self.read_freq();
         let busy = cpus.iter().find(|c| c.cpu == -1).map(|c| c.busy_pct());
-        let power = self.power.read(now, busy);
+        let power = self.power.read(now, busy, tick);
         for e in self.power.errors().to_vec() {
             self.note(e);
         }
@@ -422,7 +424,7 @@ impl Sampler {
     pub fn set_warmup(&self, on: bool) {
         let mut st = lock(&self.shared.0);
         if st.warmup != on {
-            st.sample_now();
+            st.sample_now(false);
             st.warmup = on;
             self.shared.1.notify_all();
         }
@@ -431,7 +433,7 @@ impl Sampler {
     /// Close the current interval now and return every sample since the last `take`.
     pub fn take(&self) -> Vec<TelemetrySample> {
         let mut st = lock(&self.shared.0);
-        st.sample_now();
+        st.sample_now(false);
         self.shared.1.notify_all();
         st.taken += st.samples.len();
         std::mem::take(&mut st.samples)
@@ -441,7 +443,7 @@ impl Sampler {
     /// [`Sampler::since`]) cover only what follows.
     pub fn mark(&self) -> usize {
         let mut st = lock(&self.shared.0);
-        st.sample_now();
+        st.sample_now(false);
         self.shared.1.notify_all();
         st.taken + st.samples.len()
     }
@@ -450,7 +452,7 @@ impl Sampler {
     /// (they stay in place for [`Sampler::take`]; those already taken are gone).
     pub fn since(&self, mark: usize) -> Vec<TelemetrySample> {
         let mut st = lock(&self.shared.0);
-        st.sample_now();
+        st.sample_now(false);
         self.shared.1.notify_all();
         let from = mark.saturating_sub(st.taken).min(st.samples.len());
         st.samples[from..].to_vec()
@@ -468,10 +470,12 @@ impl Sampler {
     }
 
     /// Stop the thread, close the last interval, and return the samples not yet taken.
+    /// The close reads every power source, instantaneous ones too: what the sampler
+    /// measured still holds as it stops (idle, in [`measure_idle`]).
     pub fn stop(mut self) -> Vec<TelemetrySample> {
         self.halt();
         let mut st = lock(&self.shared.0);
-        st.sample_now();
+        st.sample_now(true);
         std::mem::take(&mut st.samples)
     }
 
@@ -502,7 +506,7 @@ fn run(shared: Shared) {
         if now >= due {
             // Pushes `due` one interval on, even when /proc/stat could not be read, so a
             // failing read is retried once per interval, not in a hot loop.
-            st.sample_now();
+            st.sample_now(true);
             if st.due <= now {
                 st.due = now + st.cfg.interval;
             }
@@ -551,7 +555,8 @@ impl<const N: usize> Acc<N> {
 /// `from_s` to `to_s` seconds after the first one began. A sample partly inside keeps
 /// its figures (its interval's means) and weighs only as much as its part inside, so a
 /// summary of the result is exact to within one sampling interval at each end; a
-/// sample outside is left out.
+/// sample outside is left out. An instantaneous power reading stands for the moment its
+/// sample ended, so it is kept only when that moment is inside.
 pub fn within(samples: &[TelemetrySample], from_s: f64, to_s: f64) -> Vec<TelemetrySample> {
     let Some(first) = samples.first() else {
         return Vec::new();
@@ -563,9 +568,15 @@ pub fn within(samples: &[TelemetrySample], from_s: f64, to_s: f64) -> Vec<Teleme
         .filter_map(|s| {
             let end = s.t_s - origin;
             let inside = end.min(to_s) - (end - s.interval_s).max(from_s);
-            (inside > 0.0).then(|| TelemetrySample {
-                interval_s: inside,
-                ..s.clone()
+            (inside > 0.0).then(|| {
+                let mut part = TelemetrySample {
+                    interval_s: inside,
+                    ..s.clone()
+                };
+                if end > to_s {
+                    part.power.retain(|p| !p.instantaneous);
+                }
+                part
             })
         })
         .collect()

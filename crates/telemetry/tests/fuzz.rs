@@ -266,7 +266,7 @@ fn fuzz_disclosure_and_power_tree() {
             let t0 = Instant::now();
             let rapl = sys_root.join("class/powercap/intel-rapl:0/energy_uj");
             fs::write(rapl, &energy.0).unwrap();
-            for r in power.read(t0 + Duration::from_secs(1), Some(50.0)) {
+            for r in power.read(t0 + Duration::from_secs(1), Some(50.0), true) {
                 assert!(r.watts.is_finite(), "{r:?}");
             }
         },

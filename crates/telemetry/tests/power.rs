@@ -92,7 +92,7 @@ fn rapl_packages_and_subzones_with_wraparound() {
     set_energy(root, "intel-rapl:1", max - 1_000_000);
     set_energy(root, "intel-rapl:1:0", 200_000 + 10_000_000);
     set_energy(root, "intel-rapl:2", 3_000_000 + 400_000_000);
-    let r = src.read(t0 + Duration::from_secs(2), None);
+    let r = src.read(t0 + Duration::from_secs(2), None, true);
     let near = |a: f64, b: f64| (a - b).abs() / b < 0.01;
     assert!(near(watts(&r, "rapl", "package-0"), 75.0), "{r:?}");
     assert!(near(watts(&r, "rapl", "core-0"), 50.0));
@@ -103,7 +103,7 @@ fn rapl_packages_and_subzones_with_wraparound() {
 
     // The wrap: 1 J before the top of the range, then 49 J after zero.
     set_energy(root, "intel-rapl:1", 49_000_000);
-    let r = src.read(t0 + Duration::from_secs(3), None);
+    let r = src.read(t0 + Duration::from_secs(3), None, true);
     let w = watts(&r, "rapl", "package-1");
     assert!((w - 50.0).abs() < 0.01, "wrapped package-1 gave {w} W");
     assert!(src.errors().is_empty(), "{:?}", src.errors());
@@ -119,12 +119,12 @@ fn rapl_backwards_without_range_drops_the_interval() {
     let (mut src, det) = PowerSources::open(&empty_cfg(root));
     assert_eq!(det.sources, ["rapl:package-0"]);
     write(&pc.join("energy_uj"), "1000\n");
-    let r = src.read(Instant::now() + Duration::from_secs(1), None);
+    let r = src.read(Instant::now() + Duration::from_secs(1), None, true);
     assert!(r.is_empty(), "{r:?}");
     assert!(src.errors()[0].contains("interval dropped"));
     // The next interval is measured again from the new baseline.
     write(&pc.join("energy_uj"), "2001000\n");
-    let r = src.read(Instant::now() + Duration::from_secs(2), None);
+    let r = src.read(Instant::now() + Duration::from_secs(2), None, true);
     assert_eq!(r.len(), 1);
 }
 
@@ -202,7 +202,7 @@ fn hwmon_power_meter_and_energy_counter() {
         ]
     );
     write(&hw.join("hwmon2/energy1_input"), "31000000\n");
-    let r = src.read(Instant::now() + Duration::from_secs(2), None);
+    let r = src.read(Instant::now() + Duration::from_secs(2), None, true);
     let pm = r.iter().find(|p| p.zone == "power_meter/power1").unwrap();
     assert_eq!(pm.watts, 245.0);
     assert!(pm.whole_system);
@@ -238,7 +238,7 @@ fn ipmi_dcmi_through_a_fake_ipmitool() {
     cfg.ipmitool = Some(fake_ipmitool(dir.path(), "ipmitool_dcmi_power_reading.txt"));
     let (mut src, det) = PowerSources::open(&cfg);
     assert_eq!(det.sources, ["ipmi-dcmi:system"]);
-    let r = src.read(Instant::now(), None);
+    let r = src.read(Instant::now(), None, true);
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].source, "ipmi-dcmi");
     assert_eq!(r[0].watts, 312.0);
@@ -287,13 +287,13 @@ fn meter_command_and_model() {
     });
     let (mut src, det) = PowerSources::open(&cfg);
     assert_eq!(det.sources, ["meter:system", "model:system"]);
-    let r = src.read(Instant::now(), Some(50.0));
+    let r = src.read(Instant::now(), Some(50.0), true);
     assert_eq!(watts(&r, "meter", "system"), 201.0);
     let m = r.iter().find(|p| p.source == "model").unwrap();
     assert_eq!(m.watts, 250.0);
     assert!(m.modelled && m.whole_system);
     // No busy figure: no modelled reading rather than a made-up one.
-    let r = src.read(Instant::now(), None);
+    let r = src.read(Instant::now(), None, true);
     assert!(r.iter().all(|p| p.source != "model"));
     assert_eq!(watts(&r, "meter", "system"), 202.0);
 }

@@ -253,6 +253,7 @@ fn summary_is_interval_weighted() {
             watts: w,
             whole_system: false,
             modelled: false,
+            instantaneous: false,
         }],
     };
     // 3 s at 10 % and 1 s at 90 %: weighted mean 30 %, not 50 %.
@@ -264,13 +265,21 @@ fn summary_is_interval_weighted() {
     assert_eq!(s[0].power_missing, None);
 }
 
-#[test]
-fn a_window_after_the_mark_keeps_its_part_of_each_sample() {
-    // Four 1 s samples since a mark 10 s into the run: 200 W idle (the start's lead and
-    // warm-up), 400 W twice (the measured load), 200 W (the drain and after). The step
-    // measured from 0.5 s to 3.0 s after the mark: its power is 360 W by the parts
-    // inside (0.5 s of 200 W, 2 s of 400 W); over the whole, 300 W.
-    let mk = |t_s: f64, watts: f64| model::TelemetrySample {
+/// A whole-system power reading of `source`.
+fn whole(source: &str, watts: f64, instantaneous: bool) -> model::PowerReading {
+    model::PowerReading {
+        source: source.into(),
+        zone: "system".into(),
+        watts,
+        whole_system: true,
+        modelled: false,
+        instantaneous,
+    }
+}
+
+/// A 1 s sample of host `h` ending at `t_s` with only `power` in it.
+fn power_sample(t_s: f64, power: Vec<model::PowerReading>) -> model::TelemetrySample {
+    model::TelemetrySample {
         host: "h".into(),
         t_s,
         interval_s: 1.0,
@@ -282,14 +291,17 @@ fn a_window_after_the_mark_keeps_its_part_of_each_sample() {
         disks: vec![],
         freq_mhz: vec![],
         procs: vec![],
-        power: vec![model::PowerReading {
-            source: "meter".into(),
-            zone: "system".into(),
-            watts,
-            whole_system: true,
-            modelled: false,
-        }],
-    };
+        power,
+    }
+}
+
+#[test]
+fn a_window_after_the_mark_keeps_its_part_of_each_sample() {
+    // Four 1 s samples since a mark 10 s into the run: 200 W idle (the start's lead and
+    // warm-up), 400 W twice (the measured load), 200 W (the drain and after). The step
+    // measured from 0.5 s to 3.0 s after the mark: its power is 360 W by the parts
+    // inside (0.5 s of 200 W, 2 s of 400 W); over the whole, 300 W.
+    let mk = |t_s: f64, watts: f64| power_sample(t_s, vec![whole("meter", watts, true)]);
     let since = [
         mk(11.0, 200.0),
         mk(12.0, 400.0),
@@ -428,4 +440,67 @@ fn unreadable_stat_mid_run_keeps_the_old_baseline() {
     assert!(samples[0].interval_s >= 0.12, "{}", samples[0].interval_s);
     let cpu0 = samples[0].cpus.iter().find(|c| c.cpu == 0).unwrap();
     assert!((cpu0.usr_pct - 60.0).abs() < 1e-9);
+}
+
+/// A meter that gives the watts of the moment (here an ACPI power meter's power1_input)
+/// is read at the sampler's own ticks, inside the load; the interval a test's end closes
+/// (after the load stopped) carries no reading of it, so the idle moment after the load
+/// does not count as the load's last interval. Energy counters are still read there.
+#[test]
+fn instantaneous_power_is_read_at_ticks_not_at_a_tests_end() {
+    let fake = Fake::new();
+    let hw = fake.sys().join("class/hwmon/hwmon0");
+    write(&hw.join("name"), "power_meter\n");
+    write(&hw.join("power1_input"), "300000000\n");
+    let rapl = fake.sys().join("class/powercap/intel-rapl:0");
+    write(&rapl.join("name"), "package-0\n");
+    write(&rapl.join("energy_uj"), "1000000\n");
+    write(&rapl.join("max_energy_range_uj"), "262143328850\n");
+    let mut cfg = fake.cfg();
+    cfg.interval = Duration::from_millis(50);
+    let s = Sampler::start(cfg).unwrap();
+    std::thread::sleep(Duration::from_millis(180));
+    let taken = s.take();
+    let meter = |x: &model::TelemetrySample| x.power.iter().any(|p| p.source == "hwmon");
+    let rapl_read = |x: &model::TelemetrySample| x.power.iter().any(|p| p.source == "rapl");
+    let (last, ticks) = taken.split_last().unwrap();
+    assert!(ticks.len() >= 2, "{} ticks in 180 ms at 50 ms", ticks.len());
+    assert!(ticks.iter().all(meter), "every tick reads the meter");
+    assert!(!meter(last), "the closing interval has no meter reading");
+    assert!(rapl_read(last), "energy counters are read at every close");
+    assert!(last
+        .power
+        .iter()
+        .all(|p| !p.instantaneous && p.source == "rapl"));
+    let sum = summarize(&taken);
+    let pm = sum[0].power.iter().find(|p| p.source == "hwmon").unwrap();
+    assert_eq!(pm.mean_watts, 300.0);
+}
+
+/// A window keeps an instantaneous reading only when its sample ended inside it; an
+/// energy counter's mean is kept, weighted by the part inside, as every other figure.
+#[test]
+fn a_window_keeps_instantaneous_power_read_inside_it() {
+    let mk = |t_s: f64, meter_w: f64| {
+        power_sample(
+            t_s,
+            vec![whole("meter", meter_w, true), whole("rapl", 100.0, false)],
+        )
+    };
+    // The load runs from 0 to 2.5 s after the first sample began; the meter read 400 W
+    // at 1 s and 2 s, and 150 W at 3 s, after the load.
+    let since = [mk(1.0, 400.0), mk(2.0, 400.0), mk(3.0, 150.0)];
+    let w = telemetry::within(&since, 0.0, 2.5);
+    assert_eq!(w.len(), 3);
+    assert!(w[2].power.iter().all(|p| p.source == "rapl"));
+    let s = summarize(&w);
+    let mean = |src: &str| {
+        s[0].power
+            .iter()
+            .find(|p| p.source == src)
+            .unwrap()
+            .mean_watts
+    };
+    assert_eq!(mean("meter"), 400.0);
+    assert_eq!(mean("rapl"), 100.0);
 }
