@@ -23,7 +23,7 @@
 # Usage: bench/floor.sh [ROUNDS=3] [SECS=5]
 # Environment: SERVER_CPU (0), CLIENT_CPU (1), CONNS (50), RACKBENCH (binary).
 # Needs: cc, redis-server, redis-benchmark, nginx, wrk, jq, taskset, python3;
-# liburing-dev for the io_uring floor (skipped, and said so, without it).
+# liburing-dev for the io_uring floor (scripts/install-deps.sh installs it; skipped, and said so, without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}

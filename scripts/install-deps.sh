@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what rackbench needs on Debian/Ubuntu (run as root): the servers it launches
 # (redis-server, nginx, PostgreSQL, MariaDB), the reference tools the bench scripts compare against
-# (redis-benchmark, iperf3, wrk, pgbench, sysbench, openssl), headless Chromium for the report test,
-# and a Rust toolchain when none is present.
+# (redis-benchmark, iperf3, wrk, pgbench, sysbench, openssl), liburing's headers for the
+# io_uring floors of bench/floor.sh, headless Chromium for the report test, and a Rust
+# toolchain when none is present.
 set -euo pipefail
 
 SUDO=""
@@ -14,7 +15,7 @@ fi
 
 PKGS=(redis-server redis-tools nginx-light postgresql postgresql-contrib mariadb-server iperf3 wrk sysbench sysstat
       chromium libssl-dev pkg-config build-essential ca-certificates git procps util-linux
-      dmidecode ethtool python3 jq)
+      dmidecode ethtool python3 jq liburing-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do
