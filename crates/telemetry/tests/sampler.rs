@@ -459,12 +459,12 @@ fn instantaneous_power_is_read_at_ticks_not_at_a_tests_end() {
     let mut cfg = fake.cfg();
     cfg.interval = Duration::from_millis(50);
     let s = Sampler::start(cfg).unwrap();
-    std::thread::sleep(Duration::from_millis(180));
+    std::thread::sleep(Duration::from_millis(400));
     let taken = s.take();
     let meter = |x: &model::TelemetrySample| x.power.iter().any(|p| p.source == "hwmon");
     let rapl_read = |x: &model::TelemetrySample| x.power.iter().any(|p| p.source == "rapl");
     let (last, ticks) = taken.split_last().unwrap();
-    assert!(ticks.len() >= 2, "{} ticks in 180 ms at 50 ms", ticks.len());
+    assert!(ticks.len() >= 2, "{} ticks in 400 ms at 50 ms", ticks.len());
     assert!(ticks.iter().all(meter), "every tick reads the meter");
     assert!(!meter(last), "the closing interval has no meter reading");
     assert!(rapl_read(last), "energy counters are read at every close");
@@ -474,7 +474,7 @@ fn instantaneous_power_is_read_at_ticks_not_at_a_tests_end() {
         .all(|p| !p.instantaneous && p.source == "rapl"));
     let sum = summarize(&taken);
     let pm = sum[0].power.iter().find(|p| p.source == "hwmon").unwrap();
-    assert_eq!(pm.mean_watts, 300.0);
+    assert!((pm.mean_watts - 300.0).abs() < 1e-9, "{}", pm.mean_watts);
 }
 
 /// A window keeps an instantaneous reading only when its sample ended inside it; an
@@ -501,6 +501,6 @@ fn a_window_keeps_instantaneous_power_read_inside_it() {
             .unwrap()
             .mean_watts
     };
-    assert_eq!(mean("meter"), 400.0);
-    assert_eq!(mean("rapl"), 100.0);
+    assert!((mean("meter") - 400.0).abs() < 1e-9);
+    assert!((mean("rapl") - 100.0).abs() < 1e-9);
 }
