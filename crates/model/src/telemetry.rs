@@ -19,6 +19,22 @@ pub struct CpuUtil {
 }
 
 impl CpuUtil {
+    /// A CPU wholly idle over its interval (also what mpstat shows for a CPU that counted
+    /// no tick at all).
+    pub fn idle(cpu: i32) -> CpuUtil {
+        CpuUtil {
+            cpu,
+            usr_pct: 0.0,
+            nice_pct: 0.0,
+            sys_pct: 0.0,
+            iowait_pct: 0.0,
+            irq_pct: 0.0,
+            soft_pct: 0.0,
+            steal_pct: 0.0,
+            idle_pct: 100.0,
+        }
+    }
+
     /// Busy percent: 100 - idle - iowait (mpstat's "%CPU" complement of idle).
     pub fn busy_pct(&self) -> f64 {
         (100.0 - self.idle_pct - self.iowait_pct).max(0.0)

@@ -796,10 +796,16 @@ pub fn run(
                     // A test that loads through its generators' common start measures
                     // from that start plus its warm-up: the lead (>= 0.3 s to a remote
                     // generator) is setup, not load.
-                    telemetry.mark_warmup(match w.warmup_s(&test) {
-                        Some(warm) => roles.start_lead().as_secs_f64() + warm,
-                        None => point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0),
-                    });
+                    let lead_and_warmup = w
+                        .warmup_s(&test)
+                        .map(|warm| roles.start_lead().as_secs_f64() + warm);
+                    telemetry.mark_warmup(lead_and_warmup.unwrap_or_else(|| {
+                        point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0)
+                    }));
+                    // The measured load's start is marked only where a common start and
+                    // its warm-up are: there, and only there, the samples can be cut to
+                    // the measured time at its end too.
+                    let start_marked = lead_and_warmup.is_some_and(|s| s > 0.0);
                     let started_at = chrono::Utc::now();
                     let outcome = w.run_test(&test, &ctx);
                     let samples = telemetry.end_step();
@@ -840,7 +846,14 @@ pub fn run(
                                     ),
                                 ));
                             }
-                            let summary = telemetry.summarize(&samples);
+                            let summary = if start_marked {
+                                telemetry.summarize(&crate::telemetry::measured_part(
+                                    &samples,
+                                    out.duration_s,
+                                ))
+                            } else {
+                                telemetry.summarize(&samples)
+                            };
                             let (metrics, missing) = finite_only(out.metrics, out.missing);
                             ResultRecord {
                                 workload: reg.name.to_string(),

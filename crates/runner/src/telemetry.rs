@@ -256,6 +256,35 @@ impl Watch for HostsWatch {
     }
 }
 
+/// The part of a test's samples its figures cover, where the measured load's start is
+/// marked (the end of warm-up, after the generators' common start): each host's samples
+/// from that mark to `duration_s` later, by [`telemetry::within`]. The tail after the
+/// load (the generators' teardown, their results coming back, a receiver's last report)
+/// is left out as the lead and the warm-up are, instead of diluting the test's CPU and
+/// power with idle time. Warm-up samples pass unchanged (summaries leave them out).
+pub fn measured_part(samples: &[TelemetrySample], duration_s: f64) -> Vec<TelemetrySample> {
+    if duration_s.is_nan() || duration_s <= 0.0 {
+        return samples.to_vec();
+    }
+    let mut hosts: Vec<&str> = Vec::new();
+    for s in samples {
+        if !hosts.contains(&s.host.as_str()) {
+            hosts.push(&s.host);
+        }
+    }
+    let mut out = Vec::with_capacity(samples.len());
+    for h in hosts {
+        let (warm, measured): (Vec<TelemetrySample>, Vec<TelemetrySample>) = samples
+            .iter()
+            .filter(|s| s.host == h)
+            .cloned()
+            .partition(|s| s.warmup);
+        out.extend(warm);
+        out.extend(telemetry::within(&measured, 0.0, duration_s));
+    }
+    out
+}
+
 /// One step's telemetry as metrics: CPU busy over all CPUs, each watched process's CPU,
 /// and the headline power by the one rule (`model::power::headline`), labelled with
 /// where it came from.
@@ -286,4 +315,68 @@ pub fn window_metrics(summaries: &[TelemetrySummary]) -> Vec<Metric> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 2-CPU host's sample ending at `t_s` after `interval_s`, `busy` % busy on all.
+    fn sample(host: &str, t_s: f64, interval_s: f64, warmup: bool, busy: f64) -> TelemetrySample {
+        TelemetrySample {
+            host: host.into(),
+            t_s,
+            interval_s,
+            warmup,
+            cpus: vec![model::CpuUtil {
+                usr_pct: busy,
+                idle_pct: 100.0 - busy,
+                ..model::CpuUtil::idle(-1)
+            }],
+            ctxt_per_s: 0.0,
+            intr_per_s: 0.0,
+            nics: vec![],
+            disks: vec![],
+            freq_mhz: vec![],
+            procs: vec![],
+            power: vec![],
+        }
+    }
+
+    fn busy(summaries: &[TelemetrySummary], host: &str) -> f64 {
+        summaries
+            .iter()
+            .find(|s| s.host == host)
+            .and_then(|s| s.cpus.iter().find(|c| c.cpu == -1))
+            .map(model::CpuUtil::busy_pct)
+            .unwrap()
+    }
+
+    /// Two hosts, each with a warm-up, 2 s of load at 80% and a 0.4 s tail at 5% (the
+    /// teardown) that its test's end closed; each host's clock its own. Cut to the 2 s
+    /// measured, each is at 80%; uncut, the tail dilutes it to 71%.
+    #[test]
+    fn the_tail_after_the_measured_load_is_left_out() {
+        let samples = vec![
+            sample("a", 0.8, 0.8, true, 30.0),
+            sample("a", 1.8, 1.0, false, 80.0),
+            sample("a", 2.8, 1.0, false, 80.0),
+            sample("a", 3.2, 0.4, false, 5.0),
+            sample("b", 10.5, 0.5, true, 30.0),
+            sample("b", 11.5, 1.0, false, 80.0),
+            sample("b", 12.5, 1.0, false, 80.0),
+            sample("b", 12.9, 0.4, false, 5.0),
+        ];
+        let all = telemetry::sampler::summarize(&samples);
+        assert!((busy(&all, "a") - (160.0 + 2.0) / 2.4).abs() < 1e-9);
+        let cut = measured_part(&samples, 2.0);
+        assert_eq!(cut.len(), 6);
+        assert!(cut.iter().filter(|s| s.warmup).count() == 2);
+        let s = telemetry::sampler::summarize(&cut);
+        assert!((busy(&s, "a") - 80.0).abs() < 1e-9);
+        assert!((busy(&s, "b") - 80.0).abs() < 1e-9);
+        // Nothing measured (or a bad figure): the samples as they are.
+        assert_eq!(measured_part(&samples, 0.0), samples);
+        assert_eq!(measured_part(&samples, f64::NAN), samples);
+    }
 }

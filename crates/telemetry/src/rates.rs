@@ -60,17 +60,7 @@ pub fn cpu_util(cpu: i32, prev: &CpuTimes, cur: &CpuTimes) -> CpuUtil {
     let deltot = total(c).wrapping_sub(total(&p)).wrapping_add(ishift);
     if deltot == 0 {
         // No tick at all in the interval: mpstat shows such a (tickless) CPU as idle.
-        return CpuUtil {
-            cpu,
-            usr_pct: 0.0,
-            nice_pct: 0.0,
-            sys_pct: 0.0,
-            iowait_pct: 0.0,
-            irq_pct: 0.0,
-            soft_pct: 0.0,
-            steal_pct: 0.0,
-            idle_pct: 100.0,
-        };
+        return CpuUtil::idle(cpu);
     }
     // ll_sp_value: a counter that went backwards gives 0, never a negative percent.
     let sp = |a: u64, b: u64| {
