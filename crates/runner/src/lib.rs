@@ -804,8 +804,11 @@ pub fn run(
                     }));
                     // The measured load's start is marked only where a common start and
                     // its warm-up are: there, and only there, the samples can be cut to
-                    // the measured time at its end too.
-                    let start_marked = lead_and_warmup.is_some_and(|s| s > 0.0);
+                    // the measured time at its end too. Not for a capacity test: its
+                    // duration adds up its steps' measured windows, with the idle and
+                    // warm-ups between them left out (each step's window is cut apart).
+                    let start_marked = lead_and_warmup.is_some_and(|s| s > 0.0)
+                        && !engine::capacity_tests::TESTS.contains(&test.as_str());
                     let started_at = chrono::Utc::now();
                     let outcome = w.run_test(&test, &ctx);
                     let samples = telemetry.end_step();
