@@ -15,10 +15,8 @@ pub struct Telemetry {
     hosts: Vec<Arc<dyn Host>>,
     on: bool,
     notes: Vec<String>,
-    /// Hosts whose power something measures (idle power is measured there).
-    measured_power: Vec<String>,
-    /// Each host's power sources, and the sampling interval: why a test that had a
-    /// source has no power figure.
+    /// Each host's power sources (where something measures, idle power is measured), and
+    /// the sampling interval: why a test that had a source has no power figure.
     power_sources: Vec<(String, Vec<String>)>,
     interval_s: f64,
 }
@@ -38,7 +36,6 @@ impl Telemetry {
             hosts: hosts.to_vec(),
             on,
             notes: Vec::new(),
-            measured_power: Vec::new(),
             power_sources: Vec::new(),
             interval_s: settings.interval_s,
         };
@@ -64,30 +61,37 @@ impl Telemetry {
                     n
                 });
             }
-            if info.power_sources.iter().any(|s| !s.starts_with("model")) {
-                t.measured_power.push(h.name().to_string());
-            }
             t.power_sources
                 .push((h.name().to_string(), info.power_sources.clone()));
         }
         Ok(t)
     }
 
+    /// Hosts whose power something measures (not only the power model).
+    fn measured_power(&self) -> Vec<&str> {
+        self.power_sources
+            .iter()
+            .filter(|(_, sources)| sources.iter().any(|s| !s.starts_with("model")))
+            .map(|(h, _)| h.as_str())
+            .collect()
+    }
+
     /// Idle power before any load on every host where something measures it.
     pub fn measure_idle(&self, secs: f64, verbose: bool) -> Vec<IdlePower> {
-        if !self.on || secs <= 0.0 || self.measured_power.is_empty() {
+        let measured = self.measured_power();
+        if !self.on || secs <= 0.0 || measured.is_empty() {
             return Vec::new();
         }
         if verbose {
             engine::errln!(
                 "rackbench: measuring idle power for {secs:.0} s on {}",
-                self.measured_power.join(", ")
+                measured.join(", ")
             );
         }
         let hosts: Vec<&Arc<dyn Host>> = self
             .hosts
             .iter()
-            .filter(|h| self.measured_power.iter().any(|m| m == h.name()))
+            .filter(|h| measured.contains(&h.name()))
             .collect();
         std::thread::scope(|s| {
             let hs: Vec<_> = hosts

@@ -29,6 +29,24 @@ pub struct ServeOptions {
 /// How long the idle receiver waits in poll for a sender before it looks at `stop` again.
 const ACCEPT_POLL: Duration = Duration::from_millis(100);
 
+/// Wait up to [`ACCEPT_POLL`] for a connection on the non-blocking `listener` and accept
+/// it: None when none came, or when the one that made it ready left before the accept.
+fn accept_ready(listener: &TcpListener) -> std::io::Result<Option<(TcpStream, SocketAddr)>> {
+    if !proto::wait_ready(listener.as_raw_fd(), libc::POLLIN, ACCEPT_POLL)? {
+        return Ok(None);
+    }
+    match listener.accept() {
+        Ok(c) => Ok(Some(c)),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::WouldBlock
+                || e.kind() == std::io::ErrorKind::Interrupted =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Serve tests on `listener` until `stop` is set (or after one test with `once`).
 ///
 /// The listener is waited on with poll, and accepted from only when a sender is there.
@@ -43,13 +61,10 @@ pub fn serve(listener: TcpListener, opts: &ServeOptions, stop: &AtomicBool) -> a
     listener
         .set_nonblocking(true)
         .context("setting the listener non-blocking")?;
-    let fd = listener.as_raw_fd();
     while !stop.load(Ordering::Relaxed) {
-        if !proto::wait_ready(fd, libc::POLLIN, ACCEPT_POLL).context("waiting for a sender")? {
-            continue;
-        }
-        match listener.accept() {
-            Ok((conn, peer)) => {
+        match accept_ready(&listener) {
+            Ok(None) => {}
+            Ok(Some((conn, peer))) => {
                 conn.set_nonblocking(false)?;
                 match handle_test(conn, opts, stop) {
                     Ok(true) => {
@@ -72,10 +87,6 @@ pub fn serve(listener: TcpListener, opts: &ServeOptions, stop: &AtomicBool) -> a
                     }
                 }
             }
-            // The sender that made the listener ready left before the accept.
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e).context("accepting a control connection"),
         }
     }
@@ -269,18 +280,9 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                     tcp_conns.len()
                 );
             }
-            if !proto::wait_ready(l.as_raw_fd(), libc::POLLIN, ACCEPT_POLL)? {
-                continue;
-            }
-            match l.accept() {
-                Ok((c, _)) => {
-                    c.set_nonblocking(false)?;
-                    tcp_conns.push(c);
-                }
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::WouldBlock
-                        || e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e).context("accepting a data connection"),
+            if let Some((c, _)) = accept_ready(l).context("accepting a data connection")? {
+                c.set_nonblocking(false)?;
+                tcp_conns.push(c);
             }
         }
     }
