@@ -396,6 +396,13 @@ pub fn run(
         other => bail!("`{other}` is not a capacity test (ramp, search, levels)"),
     };
     let dur = steps.iter().map(|s| s.duration_s).sum::<f64>();
+    // The test's telemetry is its steps' windows, as its duration is (the gaps between
+    // them left out); whole when some step does not know its window.
+    let measured = steps
+        .iter()
+        .map(|s| s.window)
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default();
     // Power that was modelled from CPU rather than measured says so beside the figures.
     if metrics.iter().any(|m| {
         m.name == "power_w"
@@ -435,6 +442,7 @@ pub fn run(
         flags,
         error: stopped.filter(|w| !w.starts_with("interrupted")),
         loadgen_threads: Some(loadgen_threads),
+        measured,
     })
 }
 
@@ -463,8 +471,10 @@ fn active_idle(secs: f64) -> RateStep {
         );
     }
     let mut s = RateStep::new(0.0);
-    s.duration_s = t0.elapsed().as_secs_f64();
+    let took = t0.elapsed();
+    s.duration_s = took.as_secs_f64();
     s.started_at = Some(started);
+    s.window = Some((started, started + took));
     s
 }
 

@@ -472,24 +472,27 @@ pub fn run_on_sut(
         index: 0,
         generators: 1,
     };
-    let (host, report) = match &ctx.roles {
+    let (host, report, offset_s) = match &ctx.roles {
         Some(roles) => {
             let sut = roles.sut.clone();
             let name = sut.name().to_string();
+            let offset_s = sut.clock_offset_s();
             let rep = drive_all(vec![(sut, job)], &[], &ctx.progress)
                 .pop()
                 .with_context(|| format!("{workload} {test}: {name} returned no report"))?
                 .with_context(|| format!("{workload} {test} on {name}"))?;
-            (rep.host, rep.report)
+            (rep.host, rep.report, offset_s)
         }
-        None => ("this process".to_string(), here(&job, &ctx.progress)?),
+        None => ("this process".to_string(), here(&job, &ctx.progress)?, 0.0),
     };
-    serde_json::from_value(report).with_context(|| {
+    let mut out: StepOutput = serde_json::from_value(report).with_context(|| {
         format!(
             "{workload} {test}: cannot read the result from {host} (is the same rackbench \
              version on every host?)"
         )
-    })
+    })?;
+    out.on_controller_clock(offset_s);
+    Ok(out)
 }
 
 /// A test's [`StepOutput`] as a driver returns it. JSON has no NaN or infinity (they

@@ -326,6 +326,8 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
         flags,
         error: out.stopped_early.clone().filter(|w| w != "interrupted"),
         loadgen_threads: Some(threads),
+        // The workload knows its window (its generators' starts and warm-up).
+        measured: Vec::new(),
     }
 }
 

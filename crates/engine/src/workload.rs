@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use model::{Fact, Flag, HistogramRecord, Metric, MissingMetric};
 use serde::{Deserialize, Serialize};
@@ -152,6 +153,38 @@ pub struct StepOutput {
     /// generator is saturated when its CPU time nears this many cores). None: not a
     /// load-generating workload (crypto, mem), no client-bound check.
     pub loadgen_threads: Option<usize>,
+    /// When the load was measured: one (start, end) per timed part (crypto's sign and
+    /// verify, each buffer size; a load test's one window, warm-up excluded), on the
+    /// controller's clock. The runner summarises each host's telemetry over these only,
+    /// so the test's setup (keys made, connections opened) and its teardown (the UDP
+    /// receiver's wait for late datagrams, the generators' reports coming back) do not
+    /// dilute its CPU and power. A driver fills them on its own host's clock; whoever
+    /// reads its report back moves them onto the controller's ([`Self::on_controller_clock`]).
+    /// Empty: not known (a capacity test, whose levels are cut apart by their own
+    /// windows), and the test's telemetry is summarised whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured: Vec<(SystemTime, SystemTime)>,
+}
+
+impl StepOutput {
+    /// A driver's measured spans, read on the clock of a host `offset_s` ahead of the
+    /// controller's (see [`crate::host::Host::clock_offset_s`]), onto the controller's.
+    pub fn on_controller_clock(&mut self, offset_s: f64) {
+        let Ok(by) = Duration::try_from_secs_f64(offset_s.abs()) else {
+            return;
+        };
+        let shift = |t: SystemTime| {
+            if offset_s >= 0.0 {
+                t.checked_sub(by)
+            } else {
+                t.checked_add(by)
+            }
+            .unwrap_or(t)
+        };
+        for (from, to) in &mut self.measured {
+            (*from, *to) = (shift(*from), shift(*to));
+        }
+    }
 }
 
 /// A workload: one folder in `crates/workloads/` plus one line in the registry.

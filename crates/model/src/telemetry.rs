@@ -148,6 +148,10 @@ pub struct PowerSummary {
 pub struct TelemetrySummary {
     pub host: String,
     pub samples: u32,
+    /// Seconds of samples the means cover: the test's measured time where its workload
+    /// says when that was, else its whole time (None: stored before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covered_s: Option<f64>,
     /// Per-CPU means; index -1 is the all-CPU line.
     pub cpus: Vec<CpuUtil>,
     pub ctxt_per_s: f64,

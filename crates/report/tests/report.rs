@@ -458,6 +458,7 @@ fn iperf3_study_cpu_and_watts_per_throughput() {
     r.telemetry_summary = vec![TelemetrySummary {
         host: "local".into(),
         samples: 10,
+        covered_s: Some(10.0),
         cpus: vec![
             cpu(2, 0.80, 98.02, 0.0, 0.0, 1.18),
             cpu(4, 0.0, 0.02, 0.0, 98.16, 1.81),

@@ -792,7 +792,7 @@ pub fn run(
                     );
                     let (total, dur_ms) = expected_size(point);
                     progress.reset(&what, total, dur_ms);
-                    telemetry.begin_step();
+                    let clock = telemetry.begin_step();
                     // A test that loads through its generators' common start measures
                     // from that start plus its warm-up: the lead (>= 0.3 s to a remote
                     // generator) is setup, not load.
@@ -802,13 +802,6 @@ pub fn run(
                     telemetry.mark_warmup(lead_and_warmup.unwrap_or_else(|| {
                         point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0)
                     }));
-                    // The measured load's start is marked only where a common start and
-                    // its warm-up are: there, and only there, the samples can be cut to
-                    // the measured time at its end too. Not for a capacity test: its
-                    // duration adds up its steps' measured windows, with the idle and
-                    // warm-ups between them left out (each step's window is cut apart).
-                    let start_marked = lead_and_warmup.is_some_and(|s| s > 0.0)
-                        && !engine::capacity_tests::TESTS.contains(&test.as_str());
                     let started_at = chrono::Utc::now();
                     let outcome = w.run_test(&test, &ctx);
                     let samples = telemetry.end_step();
@@ -849,14 +842,13 @@ pub fn run(
                                     ),
                                 ));
                             }
-                            let summary = if start_marked {
-                                telemetry.summarize(&crate::telemetry::measured_part(
-                                    &samples,
-                                    out.duration_s,
-                                ))
-                            } else {
-                                telemetry.summarize(&samples)
-                            };
+                            // Over the load the workload measured, not its setup and
+                            // teardown around it.
+                            let summary = telemetry.summarize(&crate::telemetry::measured_part(
+                                &samples,
+                                &clock,
+                                &out.measured,
+                            ));
                             let (metrics, missing) = finite_only(out.metrics, out.missing);
                             ResultRecord {
                                 workload: reg.name.to_string(),

@@ -4,7 +4,7 @@
 //! its host.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use engine::host::{Host, TelemetrySettings};
 use engine::workload::{NoWatch, Watch};
@@ -143,12 +143,22 @@ impl Telemetry {
         });
     }
 
-    /// A test starts: drop what was sampled between tests (server launch, setup).
-    pub fn begin_step(&self) {
+    /// A test starts: drop what was sampled between tests (server launch, setup). Each
+    /// host's next sample begins now; when, on the controller's clock, is returned for
+    /// [`measured_part`] (a remote host's: the middle of the call's round trip).
+    pub fn begin_step(&self) -> StepClock {
+        let began = std::sync::Mutex::new(Vec::new());
         self.each(|h| {
+            let before = SystemTime::now();
             let _ = h.telemetry_take();
+            let after = SystemTime::now();
             h.set_warmup(false);
+            let half = after.duration_since(before).unwrap_or_default() / 2;
+            if let Ok(mut b) = began.lock() {
+                b.push((h.name().to_string(), before + half));
+            }
         });
+        StepClock(began.into_inner().unwrap_or_default())
     }
 
     /// Mark the first `secs` of the test that starts now as warm-up on every host.
@@ -260,16 +270,29 @@ impl Watch for HostsWatch {
     }
 }
 
-/// The part of a test's samples its figures cover, where the measured load's start is
-/// marked (the end of warm-up, after the generators' common start): each host's samples
-/// from that mark to `duration_s` later, by [`telemetry::within`]. The tail after the
-/// load (the generators' teardown, their results coming back, a receiver's last report)
-/// is left out as the lead and the warm-up are, instead of diluting the test's CPU and
-/// power with idle time. Warm-up samples pass unchanged (summaries leave them out).
-pub fn measured_part(samples: &[TelemetrySample], duration_s: f64) -> Vec<TelemetrySample> {
-    if duration_s.is_nan() || duration_s <= 0.0 {
+/// When each host's samples of a test begin, on the controller's clock (by host name).
+#[derive(Debug, Clone, Default)]
+pub struct StepClock(Vec<(String, SystemTime)>);
+
+/// The part of a test's samples its figures cover: each host's samples over the test's
+/// `measured` spans (see `StepOutput::measured`), by [`telemetry::within`], with
+/// `clock` placing the host's first sample on the controller's clock. The setup before
+/// the load (keys made, streams opened, the generators' common start and warm-up) and
+/// the teardown after it (the UDP receiver's wait for late datagrams, the generators'
+/// reports coming back) are left out instead of diluting the test's CPU and power with
+/// idle time. What lies in a span counts, a warm-up mark or not: the workload knows
+/// when it measured. No spans, or a host the clock or the spans miss (its cut would be
+/// empty): that host's samples as they are, the whole test.
+pub fn measured_part(
+    samples: &[TelemetrySample],
+    clock: &StepClock,
+    measured: &[(SystemTime, SystemTime)],
+) -> Vec<TelemetrySample> {
+    if measured.is_empty() {
         return samples.to_vec();
     }
+    let mut spans = measured.to_vec();
+    spans.sort();
     let mut hosts: Vec<&str> = Vec::new();
     for s in samples {
         if !hosts.contains(&s.host.as_str()) {
@@ -278,13 +301,30 @@ pub fn measured_part(samples: &[TelemetrySample], duration_s: f64) -> Vec<Teleme
     }
     let mut out = Vec::with_capacity(samples.len());
     for h in hosts {
-        let (warm, measured): (Vec<TelemetrySample>, Vec<TelemetrySample>) = samples
-            .iter()
-            .filter(|s| s.host == h)
-            .cloned()
-            .partition(|s| s.warmup);
-        out.extend(warm);
-        out.extend(telemetry::within(&measured, 0.0, duration_s));
+        let mine: Vec<TelemetrySample> = samples.iter().filter(|s| s.host == h).cloned().collect();
+        let Some((_, began)) = clock.0.iter().find(|(name, _)| name == h) else {
+            out.extend(mine);
+            continue;
+        };
+        // Seconds after the host's first sample began (negative: before it).
+        let after = |t: SystemTime| match t.duration_since(*began) {
+            Ok(d) => d.as_secs_f64(),
+            Err(e) => -e.duration().as_secs_f64(),
+        };
+        let mut cut = Vec::new();
+        // Spans in order, each from where the one before ended, so none counts twice.
+        let mut done = f64::NEG_INFINITY;
+        for (from, to) in &spans {
+            let (from, to) = (after(*from).max(done), after(*to));
+            if to > from {
+                cut.extend(telemetry::within(&mine, from, to).into_iter().map(|mut s| {
+                    s.warmup = false;
+                    s
+                }));
+                done = to;
+            }
+        }
+        out.extend(if cut.is_empty() { mine } else { cut });
     }
     out
 }
@@ -356,31 +396,63 @@ mod tests {
             .unwrap()
     }
 
-    /// Two hosts, each with a warm-up, 2 s of load at 80% and a 0.4 s tail at 5% (the
-    /// teardown) that its test's end closed; each host's clock its own. Cut to the 2 s
-    /// measured, each is at 80%; uncut, the tail dilutes it to 71%.
+    fn covered(summaries: &[TelemetrySummary], host: &str) -> f64 {
+        summaries
+            .iter()
+            .find(|s| s.host == host)
+            .and_then(|s| s.covered_s)
+            .unwrap()
+    }
+
+    /// Two hosts on their own clocks (b's first sample began 0.1 s after a's), each with
+    /// 0.3 s of setup at 10% before the load, 2 s of load at 80% and a 0.4 s tail at 5%
+    /// (the teardown) that the test's end closed. Cut to the 2 s the workload says it
+    /// measured, each is at 80% over 2 s; uncut, the setup and the tail dilute it to 67%.
     #[test]
-    fn the_tail_after_the_measured_load_is_left_out() {
+    fn the_setup_and_the_tail_around_the_load_are_left_out() {
         let samples = vec![
-            sample("a", 0.8, 0.8, true, 30.0),
-            sample("a", 1.8, 1.0, false, 80.0),
-            sample("a", 2.8, 1.0, false, 80.0),
-            sample("a", 3.2, 0.4, false, 5.0),
-            sample("b", 10.5, 0.5, true, 30.0),
-            sample("b", 11.5, 1.0, false, 80.0),
-            sample("b", 12.5, 1.0, false, 80.0),
-            sample("b", 12.9, 0.4, false, 5.0),
+            sample("a", 0.3, 0.3, false, 10.0),
+            // A warm-up mark that outlasted the workload's own start: inside the span, it
+            // counts.
+            sample("a", 1.3, 1.0, true, 80.0),
+            sample("a", 2.3, 1.0, false, 80.0),
+            sample("a", 2.7, 0.4, false, 5.0),
+            sample("b", 10.2, 0.2, false, 10.0),
+            sample("b", 11.2, 1.0, false, 80.0),
+            sample("b", 12.2, 1.0, false, 80.0),
+            sample("b", 12.6, 0.4, false, 5.0),
+            sample("c", 5.0, 3.0, false, 50.0),
         ];
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let clock = StepClock(vec![("a".into(), t0), ("b".into(), at(0.1))]);
         let all = telemetry::sampler::summarize(&samples);
-        assert!((busy(&all, "a") - (160.0 + 2.0) / 2.4).abs() < 1e-9);
-        let cut = measured_part(&samples, 2.0);
-        assert_eq!(cut.len(), 6);
-        assert!(cut.iter().filter(|s| s.warmup).count() == 2);
-        let s = telemetry::sampler::summarize(&cut);
-        assert!((busy(&s, "a") - 80.0).abs() < 1e-9);
-        assert!((busy(&s, "b") - 80.0).abs() < 1e-9);
-        // Nothing measured (or a bad figure): the samples as they are.
-        assert_eq!(measured_part(&samples, 0.0), samples);
-        assert_eq!(measured_part(&samples, f64::NAN), samples);
+        assert!((busy(&all, "b") - (2.0 + 160.0 + 2.0) / 2.6).abs() < 1e-9);
+        let load = [(at(0.3), at(2.3))];
+        let cut = telemetry::sampler::summarize(&measured_part(&samples, &clock, &load));
+        for h in ["a", "b"] {
+            assert!(
+                (busy(&cut, h) - 80.0).abs() < 1e-9,
+                "{h}: {}",
+                busy(&cut, h)
+            );
+            assert!((covered(&cut, h) - 2.0).abs() < 1e-9);
+        }
+        // A host the clock does not know: whole.
+        assert!((covered(&cut, "c") - 3.0).abs() < 1e-9);
+        // Two timed parts with a gap (crypto's sign and verify): only they count.
+        let parts = [(at(1.8), at(2.3)), (at(0.3), at(1.3))];
+        let cut = telemetry::sampler::summarize(&measured_part(&samples, &clock, &parts));
+        assert!((covered(&cut, "a") - 1.5).abs() < 1e-9);
+        assert!((busy(&cut, "a") - 80.0).abs() < 1e-9);
+        // Spans that overlap count their time once.
+        let twice = [(at(0.3), at(2.3)), (at(1.0), at(2.0))];
+        let cut = telemetry::sampler::summarize(&measured_part(&samples, &clock, &twice));
+        assert!((covered(&cut, "a") - 2.0).abs() < 1e-9);
+        // No spans (a capacity step that did not know its window), or spans nowhere near
+        // a host's samples: the samples as they are.
+        assert_eq!(measured_part(&samples, &clock, &[]), samples);
+        let far = [(at(100.0), at(102.0))];
+        assert_eq!(measured_part(&samples, &clock, &far), samples);
     }
 }

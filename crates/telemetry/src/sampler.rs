@@ -740,6 +740,7 @@ fn summarize_host(
     Some(TelemetrySummary {
         host: host.to_string(),
         samples: measured.len() as u32,
+        covered_s: Some(measured.iter().map(|s| s.interval_s).sum()),
         cpus: cpus
             .into_iter()
             .map(|(cpu, a)| {

@@ -534,6 +534,7 @@ mod tests {
             telemetry_summary: vec![model::TelemetrySummary {
                 host: "local".into(),
                 samples: 2,
+                covered_s: Some(2.0),
                 cpus: vec![cpu],
                 ctxt_per_s: 0.0,
                 intr_per_s: 0.0,

@@ -206,6 +206,7 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
                         telemetry_summary: vec![TelemetrySummary {
                             host: "local".into(),
                             samples: 4,
+                            covered_s: Some(4.0),
                             cpus,
                             ctxt_per_s: 12000.0,
                             intr_per_s: 30000.0,

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
 use engine::workload::Progress;
@@ -70,6 +70,9 @@ pub struct OpResult {
     /// Operations that failed or did not verify (should be 0).
     pub wrong: u64,
     pub interrupted: bool,
+    /// The timed part, on this host's clock: from the first thread's start to the last
+    /// one's end (None: nothing ran).
+    pub span: Option<(SystemTime, SystemTime)>,
 }
 
 impl OpResult {
@@ -105,6 +108,7 @@ fn thread_cpu_s() -> f64 {
 
 struct ThreadOut {
     ops: u64,
+    span: (SystemTime, SystemTime),
     wall_s: f64,
     cpu_s: f64,
     wrong: u64,
@@ -150,7 +154,7 @@ where
                     barrier.wait();
                     let mut state = prepared?;
                     let cpu0 = thread_cpu_s();
-                    let t0 = Instant::now();
+                    let (wall0, t0) = (SystemTime::now(), Instant::now());
                     let (mut ops, mut wrong) = (0u64, 0u64);
                     while !stop.load(Ordering::Relaxed) {
                         if !body(&mut state) {
@@ -161,9 +165,11 @@ where
                             counts[i].store(ops, Ordering::Relaxed);
                         }
                     }
+                    let took = t0.elapsed();
                     Ok(ThreadOut {
                         ops,
-                        wall_s: t0.elapsed().as_secs_f64(),
+                        span: (wall0, wall0 + took),
+                        wall_s: took.as_secs_f64(),
                         cpu_s: thread_cpu_s() - cpu0,
                         wrong,
                     })
@@ -207,6 +213,10 @@ where
         r.ops += t.ops;
         r.rate_per_s += t.ops as f64 / t.wall_s.max(1e-9);
         r.wall_s = r.wall_s.max(t.wall_s);
+        r.span = Some(match r.span {
+            Some((from, to)) => (from.min(t.span.0), to.max(t.span.1)),
+            None => t.span,
+        });
         r.cpu_s += t.cpu_s;
         r.wrong += t.wrong;
     }

@@ -70,6 +70,8 @@ pub fn run(
                 ));
             }
             measured += sign.wall_s + verify.wall_s;
+            out.measured
+                .extend(sign.span.into_iter().chain(verify.span));
             if sign.interrupted || verify.interrupted {
                 stopped_early(&mut out);
             }
@@ -91,6 +93,7 @@ pub fn run(
                         .label("threads", threads),
                 );
                 measured += r.wall_s;
+                out.measured.extend(r.span);
                 if r.interrupted {
                     stopped_early(&mut out);
                     break;

@@ -217,6 +217,7 @@ impl Http {
         let after = self.requests_served();
         let (spec, out) = (&d.spec, &d.spread.merged);
         let mut step = engine::validity::step_output(spec, out, "requests_per_s", "req/s");
+        step.measured = d.spread.measured_window(spec.warmup).into_iter().collect();
         d.spread.add_figures(
             &mut step,
             engine::spread::Figures {

@@ -194,6 +194,11 @@ impl Workload for Kv {
         let d = self.drive(test, &self.params, ctx)?;
         let out = &d.spread.merged;
         let mut step = engine::validity::step_output(&d.spec, out, "ops_per_s", "ops/s");
+        step.measured = d
+            .spread
+            .measured_window(d.spec.warmup)
+            .into_iter()
+            .collect();
         d.spread.add_figures(
             &mut step,
             engine::spread::Figures {

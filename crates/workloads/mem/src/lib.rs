@@ -505,7 +505,7 @@ impl MemBench {
         let samples = self.samples;
         let cpu = self.cpu;
         begin(progress, "mem latency", sizes.len() as u64);
-        let t0 = std::time::Instant::now();
+        let (wall0, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
         // A thread of its own, so pinning does not change the runner's affinity.
         let res = std::thread::scope(|s| {
             s.spawn(|| -> anyhow::Result<ChaseRun> {
@@ -536,7 +536,9 @@ impl MemBench {
         })
         .map_err(|_| anyhow::anyhow!("mem: the latency thread panicked"))??;
         let (pts, freq, interrupted) = res;
-        out.duration_s = t0.elapsed().as_secs_f64();
+        let took = t0.elapsed();
+        out.duration_s = took.as_secs_f64();
+        out.measured = vec![(wall0, wall0 + took)];
         if interrupted {
             stopped_early(&mut out);
         }
@@ -636,7 +638,7 @@ impl MemBench {
             headline: "triad_gb_per_s".into(),
             ..Default::default()
         };
-        let t0 = std::time::Instant::now();
+        let (wall0, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
         let cpus: Vec<usize> = (0..engine::launch::online_cpus()).collect();
         // The 1-thread figures are the reference every other count is checked against.
         // It is measured once more before the requested counts (after them too, when 1 is
@@ -708,7 +710,9 @@ impl MemBench {
             (self.bw_elems * 8) as f64,
             "B",
         ));
-        out.duration_s = t0.elapsed().as_secs_f64();
+        let took = t0.elapsed();
+        out.duration_s = took.as_secs_f64();
+        out.measured = vec![(wall0, wall0 + took)];
         Ok(out)
     }
 }

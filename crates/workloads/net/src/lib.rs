@@ -445,25 +445,33 @@ impl NetWorkload {
     /// Run one job on the sender's host (in this process without roles) and read its
     /// report; the sender's facts are kept for the disclosure.
     fn send(&mut self, job: DriverJob, ctx: &Ctx) -> anyhow::Result<driver::SenderReport> {
-        let (host, value) = match sender_host(ctx)? {
+        let (host, value, offset_s) = match sender_host(ctx)? {
             Some(h) => {
                 let name = h.name().to_string();
+                let offset_s = h.clock_offset_s();
                 // The receiver's host is watched while the sender sends.
                 let watch: Vec<_> = ctx.roles.iter().map(|r| r.sut.clone()).collect();
                 let rep = engine::host::drive_all(vec![(h, job)], &watch, &ctx.progress)
                     .pop()
                     .context("net: the sender's host returned no report")?
                     .with_context(|| format!("net: the sender on {name}"))?;
-                (rep.host, rep.report)
+                (rep.host, rep.report, offset_s)
             }
-            None => (IN_PROCESS.to_string(), driver::drive(&job, &ctx.progress)?),
+            None => (
+                IN_PROCESS.to_string(),
+                driver::drive(&job, &ctx.progress)?,
+                0.0,
+            ),
         };
-        let rep: driver::SenderReport = serde_json::from_value(value).with_context(|| {
+        let mut rep: driver::SenderReport = serde_json::from_value(value).with_context(|| {
             format!(
                 "net: cannot read the sender's report from {host} (is the same rackbench \
                  version on every host?)"
             )
         })?;
+        if let Some(step) = &mut rep.step {
+            step.on_controller_clock(offset_s);
+        }
         // Each report adds to what the earlier tests on the same host said (a udp test
         // has no congestion control to read back, so the tcp test's stays).
         let facts = match self.sender.take() {
@@ -645,6 +653,14 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     let recv_gbit = gbit(recv_bytes, rep.receive_duration_s);
     let send_gbit = gbit(sent_bytes, rep.send_duration_s);
     out.duration_s = rep.send_duration_s;
+    // The load is the sending: the receiver's wait for late datagrams after it, and the
+    // streams' setup before it, are not.
+    out.measured = rep
+        .send_started
+        .zip(std::time::Duration::try_from_secs_f64(rep.send_duration_s).ok())
+        .map(|(from, took)| (from, from + took))
+        .into_iter()
+        .collect();
     if rep.receive_duration_s > 0.0 {
         out.metrics
             .push(Metric::new("throughput_gbit_per_s", recv_gbit, "Gbit/s"));

@@ -13,7 +13,7 @@ use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
 
@@ -82,6 +82,8 @@ pub struct TestReport {
     pub sent: Vec<SentStats>,
     /// Sender clock from the first send to the last, seconds.
     pub send_duration_s: f64,
+    /// When the streams began sending, on the sender host's clock (None: none did).
+    pub send_started: Option<SystemTime>,
     pub sender_cpu: CpuUsage,
     /// Receiver totals (from its final report, or the sum of its intervals if it stopped).
     pub received: Vec<StreamStats>,
@@ -562,6 +564,8 @@ pub fn run(
         error: Option<String>,
     }
     let mut handles = Vec::new();
+    // Each stream's clock starts as its thread does, just after this.
+    let send_started = SystemTime::now();
     for (i, sock) in socks.into_iter().enumerate() {
         let stop = Arc::clone(&stop);
         let gone = Arc::clone(&receiver_gone);
@@ -692,6 +696,7 @@ pub fn run(
     let mut rep = TestReport {
         congestion,
         interrupted,
+        send_started: Some(send_started),
         ..Default::default()
     };
     for h in handles {

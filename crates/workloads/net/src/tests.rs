@@ -519,12 +519,14 @@ fn udp_spec() -> SendSpec {
 #[test]
 fn metrics_from_a_synthetic_report() {
     let spec = udp_spec();
+    let started = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let rep = TestReport {
         sent: vec![proto::SentStats {
             bytes: 1000 * 1472,
             packets: 1000,
         }],
         send_duration_s: 1.0,
+        send_started: Some(started),
         sender_cpu: proto::CpuUsage {
             user_s: 0.1,
             system_s: 0.4,
@@ -566,6 +568,11 @@ fn metrics_from_a_synthetic_report() {
         }),
     };
     let out = step_output(&spec, &rep);
+    // The load is the sending, on the sender's clock.
+    assert_eq!(
+        out.measured,
+        vec![(started, started + Duration::from_secs(1))]
+    );
     let by_end = |out: &engine::StepOutput, end: &str| {
         out.metrics
             .iter()

@@ -335,6 +335,10 @@ impl Oltp {
             ]
         });
         let mut out = results::step_output(&self.cfg, &self.mix, &d.merged, &wins, &d.counters);
+        // Measured after the ramp-up, as the figures are.
+        out.measured = generators::measured_window(&d.runs, rampup)
+            .into_iter()
+            .collect();
         generators::add_figures(
             &d.runs,
             &d.failed,
