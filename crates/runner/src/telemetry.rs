@@ -293,14 +293,8 @@ pub fn measured_part(
     }
     let mut spans = measured.to_vec();
     spans.sort();
-    let mut hosts: Vec<&str> = Vec::new();
-    for s in samples {
-        if !hosts.contains(&s.host.as_str()) {
-            hosts.push(&s.host);
-        }
-    }
     let mut out = Vec::with_capacity(samples.len());
-    for h in hosts {
+    for h in telemetry::sampler::hosts_in(samples) {
         let mine: Vec<TelemetrySample> = samples.iter().filter(|s| s.host == h).cloned().collect();
         let Some((_, began)) = clock.0.iter().find(|(name, _)| name == h) else {
             out.extend(mine);

@@ -595,6 +595,14 @@ pub fn summarize_with_notes(
     samples: &[TelemetrySample],
     power_notes: &[String],
 ) -> Vec<TelemetrySummary> {
+    hosts_in(samples)
+        .into_iter()
+        .filter_map(|h| summarize_host(h, samples, power_notes))
+        .collect()
+}
+
+/// The hosts that samples are of, in the order they first appear.
+pub fn hosts_in(samples: &[TelemetrySample]) -> Vec<&str> {
     let mut hosts: Vec<&str> = Vec::new();
     for s in samples {
         if !hosts.contains(&s.host.as_str()) {
@@ -602,9 +610,6 @@ pub fn summarize_with_notes(
         }
     }
     hosts
-        .into_iter()
-        .filter_map(|h| summarize_host(h, samples, power_notes))
-        .collect()
 }
 
 /// Running mean and max of one power source/zone.
