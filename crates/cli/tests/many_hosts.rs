@@ -487,6 +487,9 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
             (0.25..=1.5).contains(&warm),
             "{warm} s of rbh1's samples marked warm-up"
         );
+        // Each host's summary: from the end of the warm-up, after the common start,
+        // to the last reply, on every host.
+        assert_covers_the_load(r, 0.02);
         // Each host's telemetry is its own: namespaces have their own NICs.
         let sums = r["telemetry_summary"].as_array().unwrap();
         for host in ["rbh1", "rbh2", "rbh3"] {
@@ -560,6 +563,21 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
 
 /// The iperf3 study's matrix: every ordered pair of three hosts, each end on its own
 /// host, with both ends' telemetry.
+/// Every host's summary of `r` covers the test's measured time (to within `slack`
+/// seconds: each host is placed by its clock offset and the round trip of the call that
+/// began its samples), not the lead, setup and teardown its raw samples also hold.
+fn assert_covers_the_load(r: &Value, slack: f64) {
+    let duration = r["duration_s"].as_f64().unwrap();
+    for s in r["telemetry_summary"].as_array().unwrap() {
+        let covered = s["covered_s"].as_f64().unwrap();
+        assert!(
+            (covered - duration).abs() < slack,
+            "{}: {covered} s covered of a {duration} s test",
+            s["host"]
+        );
+    }
+}
+
 #[test]
 fn net_matrix_over_three_hosts() {
     let Some(h) = testhosts() else { return };
@@ -625,6 +643,7 @@ fn net_matrix_over_three_hosts() {
         };
         assert!(nic(s, "tx_bytes_per_s") > 1e6, "{s} sent");
         assert!(nic(rx, "rx_bytes_per_s") > 1e6, "{rx} received");
+        assert_covers_the_load(r, 0.02);
     }
     pairs.sort();
     pairs.dedup();
@@ -746,6 +765,8 @@ fn crypto_runs_on_the_system_under_test() {
                     .sum::<f64>()
             })
     };
+    // Its sign and verify, timed on rbh1's clock, not the key made before them.
+    assert_covers_the_load(r, 0.02);
     let there = proc_cpu("rbh1").expect("telemetry from rbh1");
     let here = proc_cpu("local").unwrap_or(0.0);
     assert!(
