@@ -21,15 +21,19 @@ fn raw_span(result: &serde_json::Value, host: &str) -> f64 {
 }
 
 /// The summary's covered time against the test's duration: equal (to `slack` seconds),
-/// and the raw samples longer by at least `around` (what was left out).
+/// and the raw samples longer by at least `around` (what was left out). A test that ends
+/// within 20 ms of a sampling tick ends its last sample at that tick (an interval of
+/// /proc/stat's 10 ms ticks is not measured shorter), so up to that much of its end may
+/// be uncovered.
 fn check(result: &serde_json::Value, slack: f64, around: f64) {
     let summary = &result["telemetry_summary"][0];
     let host = summary["host"].as_str().unwrap();
     let covered = summary["covered_s"].as_f64().unwrap();
     let duration = result["duration_s"].as_f64().unwrap();
     let test = &result["test"];
+    let last_tick = telemetry::sampler::MIN_INTERVAL.as_secs_f64();
     assert!(
-        (covered - duration).abs() < slack,
+        covered < duration + slack && covered > duration - slack - last_tick,
         "{test}: the summary covers {covered} s of a {duration} s test"
     );
     let raw = raw_span(result, host);

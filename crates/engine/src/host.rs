@@ -179,6 +179,11 @@ pub struct TelemetryInfo {
     /// Why power is absent, when it is.
     pub power_missing: Option<String>,
     pub notes: Vec<String>,
+    /// When the host's samples' clock began (their `t_s` counts from it), Unix seconds:
+    /// on the controller's clock once a remote host has taken its offset off (None: an
+    /// agent that does not say).
+    #[serde(default)]
+    pub started_unix_s: Option<f64>,
 }
 
 /// A machine the run uses: the local one, or one reached over ssh.

@@ -160,8 +160,8 @@ pub struct StepOutput {
     /// receiver's wait for late datagrams, the generators' reports coming back) do not
     /// dilute its CPU and power. A driver fills them on its own host's clock; whoever
     /// reads its report back moves them onto the controller's ([`Self::on_controller_clock`]).
-    /// Empty: not known (a capacity test, whose levels are cut apart by their own
-    /// windows), and the test's telemetry is summarised whole.
+    /// A capacity test gives its steps' windows. Empty: not known (a capacity step that
+    /// did not know its window), and the test's telemetry is summarised whole.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measured: Vec<(SystemTime, SystemTime)>,
 }
@@ -265,4 +265,30 @@ pub struct Registration {
     pub service: Option<crate::host::ServiceFn>,
     /// What a load generator runs against the service's endpoints.
     pub driver: Option<crate::host::DriverFn>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host's clock 2 s ahead of the controller's reads its spans 2 s late: they come
+    /// back 2 s earlier; one behind, later.
+    #[test]
+    fn a_drivers_spans_come_onto_the_controllers_clock() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let two = Duration::from_secs(2);
+        let spans = |offset_s: f64| {
+            let mut out = StepOutput {
+                measured: vec![(t, t + two)],
+                ..Default::default()
+            };
+            out.on_controller_clock(offset_s);
+            out.measured
+        };
+        assert_eq!(spans(2.0), vec![(t - two, t)]);
+        assert_eq!(spans(-2.0), vec![(t + two, t + two + two)]);
+        assert_eq!(spans(0.0), vec![(t, t + two)]);
+        // An offset that is no time at all leaves them.
+        assert_eq!(spans(f64::NAN), vec![(t, t + two)]);
+    }
 }

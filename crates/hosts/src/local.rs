@@ -232,6 +232,7 @@ impl Host for LocalHost {
             power_missing: det.sources.is_empty().then(|| det.missing_reason()),
             power_sources: det.sources.clone(),
             notes: det.notes.clone(),
+            started_unix_s: Some(unix_s(sampler.started_at())),
         };
         *lock(&self.sampler) = Some(Arc::new(sampler));
         *lock(&self.sampler_cfg) = Some(cfg);

@@ -456,9 +456,12 @@ impl Host for RemoteHost {
     }
 
     fn telemetry_start(&self, settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo> {
-        self.call(Request::TelemetryStart {
+        let mut info: TelemetryInfo = self.call(Request::TelemetryStart {
             settings: settings.clone(),
-        })
+        })?;
+        // The agent's clock back to ours.
+        info.started_unix_s = info.started_unix_s.map(|t| t - self.offset_s);
+        Ok(info)
     }
 
     fn telemetry_take(&self) -> Vec<TelemetrySample> {

@@ -792,7 +792,7 @@ pub fn run(
                     );
                     let (total, dur_ms) = expected_size(point);
                     progress.reset(&what, total, dur_ms);
-                    let clock = telemetry.begin_step();
+                    telemetry.begin_step();
                     // A test that loads through its generators' common start measures
                     // from that start plus its warm-up: the lead (>= 0.3 s to a remote
                     // generator) is setup, not load.
@@ -846,7 +846,7 @@ pub fn run(
                             // teardown around it.
                             let summary = telemetry.summarize(&crate::telemetry::measured_part(
                                 &samples,
-                                &clock,
+                                telemetry.clocks(),
                                 &out.measured,
                             ));
                             let (metrics, missing) = finite_only(out.metrics, out.missing);

@@ -4,7 +4,7 @@
 //! its host.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use engine::host::{Host, TelemetrySettings};
 use engine::workload::{NoWatch, Watch};
@@ -19,6 +19,7 @@ pub struct Telemetry {
     /// the sampling interval: why a test that had a source has no power figure.
     power_sources: Vec<(String, Vec<String>)>,
     interval_s: f64,
+    clocks: SampleClocks,
 }
 
 impl Telemetry {
@@ -38,6 +39,7 @@ impl Telemetry {
             notes: Vec::new(),
             power_sources: Vec::new(),
             interval_s: settings.interval_s,
+            clocks: SampleClocks::default(),
         };
         if !on {
             t.notes.push("telemetry off (--no-telemetry)".into());
@@ -63,6 +65,12 @@ impl Telemetry {
             }
             t.power_sources
                 .push((h.name().to_string(), info.power_sources.clone()));
+            if let Some(at) = info
+                .started_unix_s
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            {
+                t.clocks.0.push((h.name().to_string(), UNIX_EPOCH + at));
+            }
         }
         Ok(t)
     }
@@ -143,22 +151,17 @@ impl Telemetry {
         });
     }
 
-    /// A test starts: drop what was sampled between tests (server launch, setup). Each
-    /// host's next sample begins now; when, on the controller's clock, is returned for
-    /// [`measured_part`] (a remote host's: the middle of the call's round trip).
-    pub fn begin_step(&self) -> StepClock {
-        let began = std::sync::Mutex::new(Vec::new());
+    /// A test starts: drop what was sampled between tests (server launch, setup).
+    pub fn begin_step(&self) {
         self.each(|h| {
-            let before = SystemTime::now();
             let _ = h.telemetry_take();
-            let after = SystemTime::now();
             h.set_warmup(false);
-            let half = after.duration_since(before).unwrap_or_default() / 2;
-            if let Ok(mut b) = began.lock() {
-                b.push((h.name().to_string(), before + half));
-            }
         });
-        StepClock(began.into_inner().unwrap_or_default())
+    }
+
+    /// When each host's samples' clock began, on the controller's clock.
+    pub fn clocks(&self) -> &SampleClocks {
+        &self.clocks
     }
 
     /// Mark the first `secs` of the test that starts now as warm-up on every host.
@@ -270,22 +273,25 @@ impl Watch for HostsWatch {
     }
 }
 
-/// When each host's samples of a test begin, on the controller's clock (by host name).
+/// When each host's samples' clock began (their `t_s` counts from it), on the
+/// controller's clock, by host name.
 #[derive(Debug, Clone, Default)]
-pub struct StepClock(Vec<(String, SystemTime)>);
+pub struct SampleClocks(Vec<(String, SystemTime)>);
 
 /// The part of a test's samples its figures cover: each host's samples over the test's
 /// `measured` spans (see `StepOutput::measured`), by [`telemetry::within`], with
-/// `clock` placing the host's first sample on the controller's clock. The setup before
+/// `clocks` placing the host's samples on the controller's clock. The setup before
 /// the load (keys made, streams opened, the generators' common start and warm-up) and
 /// the teardown after it (the UDP receiver's wait for late datagrams, the generators'
 /// reports coming back) are left out instead of diluting the test's CPU and power with
 /// idle time. What lies in a span counts, a warm-up mark or not: the workload knows
-/// when it measured. No spans, or a host the clock or the spans miss (its cut would be
-/// empty): that host's samples as they are, the whole test.
+/// when it measured. No spans, or a host the clocks or the spans miss (its cut would be
+/// empty): that host's samples as they are, the whole test. A test that ends within
+/// `telemetry::sampler::MIN_INTERVAL` of a sampling tick has no sample after that tick
+/// (so short an interval is not measured), and that much of its end is not covered.
 pub fn measured_part(
     samples: &[TelemetrySample],
-    clock: &StepClock,
+    clocks: &SampleClocks,
     measured: &[(SystemTime, SystemTime)],
 ) -> Vec<TelemetrySample> {
     if measured.is_empty() {
@@ -296,14 +302,20 @@ pub fn measured_part(
     let mut out = Vec::with_capacity(samples.len());
     for h in telemetry::sampler::hosts_in(samples) {
         let mine: Vec<TelemetrySample> = samples.iter().filter(|s| s.host == h).cloned().collect();
-        let Some((_, began)) = clock.0.iter().find(|(name, _)| name == h) else {
+        let (Some((_, zero)), Some(first)) =
+            (clocks.0.iter().find(|(name, _)| name == h), mine.first())
+        else {
             out.extend(mine);
             continue;
         };
         // Seconds after the host's first sample began (negative: before it).
-        let after = |t: SystemTime| match t.duration_since(*began) {
-            Ok(d) => d.as_secs_f64(),
-            Err(e) => -e.duration().as_secs_f64(),
+        let origin = first.t_s - first.interval_s;
+        let after = |t: SystemTime| {
+            let since_zero = match t.duration_since(*zero) {
+                Ok(d) => d.as_secs_f64(),
+                Err(e) => -e.duration().as_secs_f64(),
+            };
+            since_zero - origin
         };
         let mut cut = Vec::new();
         // Spans in order, each from where the one before ended, so none counts twice.
@@ -398,10 +410,11 @@ mod tests {
             .unwrap()
     }
 
-    /// Two hosts on their own clocks (b's first sample began 0.1 s after a's), each with
-    /// 0.3 s of setup at 10% before the load, 2 s of load at 80% and a 0.4 s tail at 5%
-    /// (the teardown) that the test's end closed. Cut to the 2 s the workload says it
-    /// measured, each is at 80% over 2 s; uncut, the setup and the tail dilute it to 67%.
+    /// Two hosts whose samplers started at different times (b's 9.9 s before a's; b's
+    /// first sample of the test began 0.1 s after a's), each with 0.3 s of setup at 10%
+    /// before the load, 2 s of load at 80% and a 0.4 s tail at 5% (the teardown) that
+    /// the test's end closed. Cut to the 2 s the workload says it measured, each is at
+    /// 80% over 2 s; uncut, b's setup and tail dilute it to 63%.
     #[test]
     fn the_setup_and_the_tail_around_the_load_are_left_out() {
         let samples = vec![
@@ -419,7 +432,10 @@ mod tests {
         ];
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let at = |s: f64| t0 + Duration::from_secs_f64(s);
-        let clock = StepClock(vec![("a".into(), t0), ("b".into(), at(0.1))]);
+        let clock = SampleClocks(vec![
+            ("a".into(), t0),
+            ("b".into(), t0 - Duration::from_secs_f64(9.9)),
+        ]);
         let all = telemetry::sampler::summarize(&samples);
         assert!((busy(&all, "b") - (2.0 + 160.0 + 2.0) / 2.6).abs() < 1e-9);
         let load = [(at(0.3), at(2.3))];

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use model::{
@@ -87,6 +87,8 @@ enum FreqSource {
 struct State {
     cfg: SamplerConfig,
     start: Instant,
+    /// `start` on the wall clock: samples' `t_s` count from it.
+    started_at: SystemTime,
     prev: Snapshot,
     power: PowerSources,
     detection: PowerDetection,
@@ -368,8 +370,12 @@ impl Sampler {
         let cpus: Vec<u32> = prev.stat.cpus.iter().map(|(n, _)| *n).collect();
         let freq = detect_freq_source(&cfg, &cpus);
         let interval = cfg.interval;
+        let started_at = SystemTime::now()
+            .checked_sub(prev.at.elapsed())
+            .unwrap_or_else(SystemTime::now);
         let state = State {
             start: prev.at,
+            started_at,
             cfg,
             prev,
             power,
@@ -456,6 +462,12 @@ impl Sampler {
         self.shared.1.notify_all();
         let from = mark.saturating_sub(st.taken).min(st.samples.len());
         st.samples[from..].to_vec()
+    }
+
+    /// When the samples' clock began (their `t_s` is seconds since), on this host's
+    /// wall clock.
+    pub fn started_at(&self) -> SystemTime {
+        lock(&self.shared.0).started_at
     }
 
     /// What the power detection found at start.
@@ -744,7 +756,8 @@ fn summarize_host(
     });
     Some(TelemetrySummary {
         host: host.to_string(),
-        samples: measured.len() as u32,
+        // Pieces of one sample (cut apart by a test's timed parts) count once.
+        samples: (1 + measured.windows(2).filter(|w| w[0].t_s != w[1].t_s).count()) as u32,
         covered_s: Some(measured.iter().map(|s| s.interval_s).sum()),
         cpus: cpus
             .into_iter()

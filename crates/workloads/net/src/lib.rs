@@ -655,12 +655,7 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     out.duration_s = rep.send_duration_s;
     // The load is the sending: the receiver's wait for late datagrams after it, and the
     // streams' setup before it, are not.
-    out.measured = rep
-        .send_started
-        .zip(std::time::Duration::try_from_secs_f64(rep.send_duration_s).ok())
-        .map(|(from, took)| (from, from + took))
-        .into_iter()
-        .collect();
+    out.measured = rep.send_span.into_iter().collect();
     if rep.receive_duration_s > 0.0 {
         out.metrics
             .push(Metric::new("throughput_gbit_per_s", recv_gbit, "Gbit/s"));

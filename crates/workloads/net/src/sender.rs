@@ -82,8 +82,9 @@ pub struct TestReport {
     pub sent: Vec<SentStats>,
     /// Sender clock from the first send to the last, seconds.
     pub send_duration_s: f64,
-    /// When the streams began sending, on the sender host's clock (None: none did).
-    pub send_started: Option<SystemTime>,
+    /// From the first stream's start to the last one's end, on the sender host's clock
+    /// (None: no stream ran).
+    pub send_span: Option<(SystemTime, SystemTime)>,
     pub sender_cpu: CpuUsage,
     /// Receiver totals (from its final report, or the sum of its intervals if it stopped).
     pub received: Vec<StreamStats>,
@@ -560,12 +561,12 @@ pub fn run(
         sent: SentStats,
         cpu: CpuUsage,
         send_s: f64,
+        /// When its clock started, on the wall clock.
+        started: SystemTime,
         errors: u64,
         error: Option<String>,
     }
     let mut handles = Vec::new();
-    // Each stream's clock starts as its thread does, just after this.
-    let send_started = SystemTime::now();
     for (i, sock) in socks.into_iter().enumerate() {
         let stop = Arc::clone(&stop);
         let gone = Arc::clone(&receiver_gone);
@@ -582,11 +583,12 @@ pub fn run(
                     .err()
                     .map(|e| format!("{e:#}"));
                 let c0 = thread_cpu();
-                let t0 = Instant::now();
+                let (started, t0) = (SystemTime::now(), Instant::now());
                 let mut o = Out {
                     sent: SentStats::default(),
                     cpu: CpuUsage::default(),
                     send_s: 0.0,
+                    started,
                     errors: 0,
                     error: pin_err,
                 };
@@ -696,7 +698,6 @@ pub fn run(
     let mut rep = TestReport {
         congestion,
         interrupted,
-        send_started: Some(send_started),
         ..Default::default()
     };
     for h in handles {
@@ -707,6 +708,13 @@ pub fn run(
         rep.sender_cpu.user_s += o.cpu.user_s;
         rep.sender_cpu.system_s += o.cpu.system_s;
         rep.send_duration_s = rep.send_duration_s.max(o.send_s);
+        if let Ok(took) = Duration::try_from_secs_f64(o.send_s) {
+            let (from, to) = (o.started, o.started + took);
+            rep.send_span = Some(
+                rep.send_span
+                    .map_or((from, to), |(f, t)| (f.min(from), t.max(to))),
+            );
+        }
         rep.send_errors += o.errors;
         if rep.error.is_none() {
             rep.error = o.error;

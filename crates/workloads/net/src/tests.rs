@@ -526,7 +526,7 @@ fn metrics_from_a_synthetic_report() {
             packets: 1000,
         }],
         send_duration_s: 1.0,
-        send_started: Some(started),
+        send_span: Some((started, started + Duration::from_secs(1))),
         sender_cpu: proto::CpuUsage {
             user_s: 0.1,
             system_s: 0.4,
