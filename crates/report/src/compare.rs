@@ -132,6 +132,9 @@ const DECLARED: &str = "declared variant";
 const SET_BY_VARIANT_FACT: &str = "variant.sets";
 /// The category of a fact that differs because the declared variant set it.
 const SET_BY_VARIANT: &str = "set by the declared variant";
+/// Over what time a run's CPU and power summaries were taken (a method, not a fact of
+/// the host): it differs between runs stored before and after they were cut.
+const TELEMETRY_WINDOW: &str = "rackbench.telemetry_window";
 
 fn category(key: &str) -> &'static str {
     if key == VARIANT_FACT {
@@ -203,6 +206,25 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
                 }
             }
         }
+        // How its CPU and power were summarised: runs stored before the summaries were
+        // cut to each test's measured time (no `covered_s`) read lower CPU busy and power
+        // wherever a test had setup or teardown around its load (UDP: 10% of a 3 s test).
+        let summaries: Vec<&model::TelemetrySummary> = run
+            .results
+            .iter()
+            .flat_map(|r| &r.telemetry_summary)
+            .collect();
+        if !summaries.is_empty() {
+            let window = if summaries.iter().all(|s| s.covered_s.is_some()) {
+                "each test's measured time"
+            } else {
+                "each test's whole time (stored before summaries were cut to the measured time)"
+            };
+            let e = out.entry(TELEMETRY_WINDOW.to_string()).or_default();
+            if !e.iter().any(|v| v == window) {
+                e.push(window.to_string());
+            }
+        }
         // Workload settings: every parameter's set of values over the run's results.
         for r in &run.results {
             for (k, v) in &r.params {
@@ -237,7 +259,9 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
             .get(k)
             .map(|v| v.join(", "))
             .unwrap_or_else(|| "(not disclosed)".into());
-        if va != vb {
+        // A side without telemetry (--no-telemetry) has no summaries to differ in.
+        let unsampled = k == TELEMETRY_WINDOW && (!fa.contains_key(k) || !fb.contains_key(k));
+        if va != vb && !unsampled {
             differences.push(Difference {
                 key: k.clone(),
                 a: va,

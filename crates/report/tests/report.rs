@@ -1673,3 +1673,40 @@ fn compare_says_which_points_only_one_side_ran() {
         .iter()
         .any(|r| r.point.contains("instances=1") && r.b.is_some() && r.a.is_some()));
 }
+
+/// A run stored before CPU and power summaries were cut to each test's measured time
+/// (no `covered_s`) does not compare like for like with one stored after: its CPU busy
+/// and power read lower wherever a test had setup or teardown around its load. A side
+/// without telemetry has no summaries to differ in.
+#[test]
+fn compare_names_summaries_taken_over_different_windows() {
+    let a = kv_run(&Spec::default());
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&a));
+    assert!(c.like_for_like, "{c:?}");
+    let mut old = a.clone();
+    for r in old.results.iter_mut() {
+        for s in r.telemetry_summary.iter_mut() {
+            s.covered_s = None;
+        }
+    }
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&old));
+    assert!(!c.like_for_like, "{c:?}");
+    let d = c
+        .differences
+        .iter()
+        .find(|d| d.key == "rackbench.telemetry_window")
+        .expect("the window is named");
+    assert_eq!(d.a, "each test's measured time");
+    assert!(d.b.starts_with("each test's whole time"), "{}", d.b);
+    let mut unsampled = a.clone();
+    for r in unsampled.results.iter_mut() {
+        r.telemetry_summary.clear();
+    }
+    let c = report::comparability(std::slice::from_ref(&old), std::slice::from_ref(&unsampled));
+    assert!(
+        !c.differences
+            .iter()
+            .any(|d| d.key == "rackbench.telemetry_window"),
+        "{c:?}"
+    );
+}
