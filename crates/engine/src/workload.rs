@@ -187,6 +187,15 @@ impl StepOutput {
     }
 }
 
+/// The span from the earliest start to the latest end of `so_far` and `part` (threads or
+/// streams timed each on its own, as one timed part of [`StepOutput::measured`]).
+pub fn widen(
+    so_far: Option<(SystemTime, SystemTime)>,
+    part: (SystemTime, SystemTime),
+) -> (SystemTime, SystemTime) {
+    so_far.map_or(part, |(from, to)| (from.min(part.0), to.max(part.1)))
+}
+
 /// A workload: one folder in `crates/workloads/` plus one line in the registry.
 pub trait Workload: Send {
     /// Registry name (`kv`, `oltp`...).

@@ -796,12 +796,10 @@ pub fn run(
                     // A test that loads through its generators' common start measures
                     // from that start plus its warm-up: the lead (>= 0.3 s to a remote
                     // generator) is setup, not load.
-                    let lead_and_warmup = w
-                        .warmup_s(&test)
-                        .map(|warm| roles.start_lead().as_secs_f64() + warm);
-                    telemetry.mark_warmup(lead_and_warmup.unwrap_or_else(|| {
-                        point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0)
-                    }));
+                    telemetry.mark_warmup(match w.warmup_s(&test) {
+                        Some(warm) => roles.start_lead().as_secs_f64() + warm,
+                        None => point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0),
+                    });
                     let started_at = chrono::Utc::now();
                     let outcome = w.run_test(&test, &ctx);
                     let samples = telemetry.end_step();

@@ -231,15 +231,9 @@ fn summary_is_interval_weighted() {
         interval_s: dt,
         warmup: false,
         cpus: vec![model::CpuUtil {
-            cpu: -1,
             usr_pct: usr,
-            nice_pct: 0.0,
-            sys_pct: 0.0,
-            iowait_pct: 0.0,
-            irq_pct: 0.0,
-            soft_pct: 0.0,
-            steal_pct: 0.0,
             idle_pct: 100.0 - usr,
+            ..model::CpuUtil::idle(-1)
         }],
         ctxt_per_s: 0.0,
         intr_per_s: 0.0,

@@ -213,10 +213,7 @@ where
         r.ops += t.ops;
         r.rate_per_s += t.ops as f64 / t.wall_s.max(1e-9);
         r.wall_s = r.wall_s.max(t.wall_s);
-        r.span = Some(match r.span {
-            Some((from, to)) => (from.min(t.span.0), to.max(t.span.1)),
-            None => t.span,
-        });
+        r.span = Some(engine::workload::widen(r.span, t.span));
         r.cpu_s += t.cpu_s;
         r.wrong += t.wrong;
     }

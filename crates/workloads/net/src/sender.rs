@@ -709,11 +709,8 @@ pub fn run(
         rep.sender_cpu.system_s += o.cpu.system_s;
         rep.send_duration_s = rep.send_duration_s.max(o.send_s);
         if let Ok(took) = Duration::try_from_secs_f64(o.send_s) {
-            let (from, to) = (o.started, o.started + took);
-            rep.send_span = Some(
-                rep.send_span
-                    .map_or((from, to), |(f, t)| (f.min(from), t.max(to))),
-            );
+            let stream = (o.started, o.started + took);
+            rep.send_span = Some(engine::workload::widen(rep.send_span, stream));
         }
         rep.send_errors += o.errors;
         if rep.error.is_none() {
