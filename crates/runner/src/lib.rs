@@ -847,6 +847,7 @@ pub fn run(
                                 telemetry.clocks(),
                                 &out.measured,
                             ));
+                            flags.extend(crate::telemetry::steal_flags(&summary));
                             let (metrics, missing) = finite_only(out.metrics, out.missing);
                             ResultRecord {
                                 workload: reg.name.to_string(),

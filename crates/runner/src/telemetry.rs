@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use engine::host::{Host, TelemetrySettings};
 use engine::workload::{NoWatch, Watch};
 use hosts::LocalHost;
-use model::{IdlePower, Metric, TelemetrySample, TelemetrySummary};
+use model::{Flag, IdlePower, Metric, TelemetrySample, TelemetrySummary};
 
 pub struct Telemetry {
     hosts: Vec<Arc<dyn Host>>,
@@ -335,6 +335,46 @@ pub fn measured_part(
     out
 }
 
+/// Mean steal (a VM's CPU time the hypervisor gave to someone else) on any one CPU of a
+/// host, over a test's measured time, above which the test is flagged.
+pub const STEAL_WARN_PCT: f64 = 5.0;
+
+/// A warning per host whose CPUs were stolen from while the test measured: mpstat's
+/// %steal, which the busy figures count as busy (as Kepler's active time does), so
+/// throughput, latency and CPU per operation then carry a neighbour's contention, not
+/// the platform's alone. Names the worst CPU (or the all-CPU line when it is the worst).
+pub fn steal_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
+    let mut out = Vec::new();
+    for s in summaries.iter().filter(|s| s.samples > 0) {
+        let Some(worst) = s
+            .cpus
+            .iter()
+            .filter(|c| c.steal_pct.is_finite())
+            .max_by(|a, b| a.steal_pct.total_cmp(&b.steal_pct))
+        else {
+            continue;
+        };
+        if worst.steal_pct < STEAL_WARN_PCT {
+            continue;
+        }
+        let which = if worst.cpu < 0 {
+            "its CPUs".to_string()
+        } else {
+            format!("CPU {}", worst.cpu)
+        };
+        out.push(Flag::warning(
+            "steal",
+            format!(
+                "host {}: the hypervisor took {:.1}% of {which}'s time (%steal) while the \
+                 test measured: its figures include a neighbour's contention, not the \
+                 platform's alone; run again on a quieter host, or on dedicated CPUs",
+                s.host, worst.steal_pct
+            ),
+        ));
+    }
+    out
+}
+
 /// One step's telemetry as metrics: CPU busy over all CPUs, each watched process's CPU,
 /// and the headline power by the one rule (`model::power::headline`), labelled with
 /// where it came from.
@@ -464,5 +504,29 @@ mod tests {
         assert_eq!(measured_part(&samples, &clock, &[]), samples);
         let far = [(at(100.0), at(102.0))];
         assert_eq!(measured_part(&samples, &clock, &far), samples);
+    }
+
+    #[test]
+    fn steal_on_any_cpu_over_the_limit_is_flagged_per_host() {
+        let stolen = |cpu: i32, steal: f64| model::CpuUtil {
+            usr_pct: 50.0,
+            steal_pct: steal,
+            idle_pct: 50.0 - steal,
+            ..model::CpuUtil::idle(cpu)
+        };
+        let mut a = sample("a", 1.0, 1.0, false, 50.0);
+        a.cpus = vec![stolen(-1, 3.0), stolen(0, 0.5), stolen(1, 6.0)];
+        let mut b = sample("b", 1.0, 1.0, false, 50.0);
+        b.cpus = vec![stolen(-1, 4.9), stolen(0, 4.9), stolen(1, 4.9)];
+        let flags = steal_flags(&telemetry::sampler::summarize(&[a, b]));
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert_eq!(flags[0].code, "steal");
+        assert!(
+            flags[0].message.contains("host a") && flags[0].message.contains("6.0% of CPU 1"),
+            "{}",
+            flags[0].message
+        );
+        // A host with no samples says nothing.
+        assert!(steal_flags(&telemetry::sampler::summarize(&[])).is_empty());
     }
 }
