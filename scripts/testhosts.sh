@@ -25,6 +25,8 @@
 #                          RB_SSH_KEY="<dir>/id_ed25519"   client key, no passphrase
 #                          RB_BADKEY_HOST="rbh1-badkey"
 #                          RB_CONTROLLER_IP="10.77.0.254"  this (root) namespace on the bridge
+#                          RB_TESTHOSTS_SKEW_S="0 3.5 -2.25"  each host's clock against this
+#                            one's, seconds (same order): what its sessions read as the time
 #   ssh_config           use as `ssh -F "$RB_SSH_CONFIG" rbhK CMD`. One block per host:
 #                          Host rbhK 10.77.0.K: HostName 10.77.0.K, User root, IdentityFile id_ed25519,
 #                          IdentitiesOnly yes, UserKnownHostsFile known_hosts,
@@ -38,6 +40,13 @@
 #   id_ed25519(.pub), authorized_keys
 #   hosts/rbhK/          sshd_config, ssh_host_ed25519_key(.pub), sshd.pid, sshd.log
 #
+# Clocks: the namespaces share this machine's clock, so by default host 2's sessions run
+# 3.5 s ahead of it and host 3's 2.25 s behind (libfaketime, preloaded by sshd's SetEnv
+# into every session: the agent and what it launches), as real hosts whose clocks were
+# never synchronised would; the tests then check that rackbench measures each host's
+# offset and places its samples and timings on the controller's clock. Other hosts: 0.
+# TESTHOSTS_SKEW_S="S1 S2 ..." (seconds, per host in order) sets them; "0" for none.
+
 # Network: bridge rbbr0 (10.77.0.254/24) in the root namespace; namespace rbhK has eth0
 # (10.77.0.K/24, the peer of veth rbvK on the bridge) and lo, and no default route. The
 # root namespace reaches the hosts directly over the bridge and the hosts reach each other
@@ -86,7 +95,7 @@ our_veths() {
 have_bridge() { ip link show "$BRIDGE" >/dev/null 2>&1; }
 
 install_packages() {
-  local pkgs=(openssh-server openssh-client iproute2) missing=() p
+  local pkgs=(openssh-server openssh-client iproute2 libfaketime) missing=() p
   for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
@@ -221,10 +230,26 @@ cmd_up() {
   ip addr add "$CONTROLLER_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
 
-  local hosts=() ips=()
+  local skews=() skew env
+  read -r -a skews <<<"${TESTHOSTS_SKEW_S:-0 3.5 -2.25}"
+  for skew in "${skews[@]}"; do
+    [[ "$skew" =~ ^[+-]?[0-9]+(\.[0-9]+)?$ ]] || die "TESTHOSTS_SKEW_S: '$skew' is not a number of seconds (e.g. \"0 3.5 -2.25\")"
+  done
+  local faketime
+  faketime=$(dpkg -L libfaketime 2>/dev/null | grep '/libfaketime\.so\.1$' | head -n1) || true
+  local hosts=() ips=() skewed=()
   for k in $(seq 1 "$n"); do
     ns=$NS_PREFIX$k ip=$SUBNET.$k hd=$DIR/hosts/$ns
     hosts+=("$ns") ips+=("$ip")
+    skew=${skews[$((k - 1))]:-0}
+    skew=${skew#+}
+    env=""
+    if [ "$(awk -v s="$skew" 'BEGIN { print (s + 0 != 0) }')" = 1 ]; then
+      [ -n "$faketime" ] || die "a skewed clock needs libfaketime (apt-get install libfaketime), or TESTHOSTS_SKEW_S=0"
+      # "+3.5s" / "-2.25s": an offset from the real time, monotonic clocks included.
+      case "$skew" in -*) env="SetEnv LD_PRELOAD=$faketime FAKETIME=${skew}s" ;; *) env="SetEnv LD_PRELOAD=$faketime FAKETIME=+${skew}s" ;; esac
+    fi
+    skewed+=("$skew")
     ip netns add "$ns"
     ip -n "$ns" link set lo up
     # Peer made in the root namespace under a temporary name (eth0 exists here), then moved.
@@ -264,6 +289,7 @@ UseDNS no
 MaxStartups 200
 MaxSessions 100
 LogLevel VERBOSE
+$env
 EOF
     /usr/sbin/sshd -t -f "$hd/sshd_config" || die "sshd rejects $hd/sshd_config"
     # Own UTS namespace: the host's own hostname. sshd daemonizes; the namespaces live on
@@ -295,6 +321,7 @@ RB_TESTHOSTS_IPS="${ips[*]}"
 RB_SSH_KEY="$DIR/id_ed25519"
 RB_BADKEY_HOST="${hosts[0]}-badkey"
 RB_CONTROLLER_IP="$CONTROLLER_IP"
+RB_TESTHOSTS_SKEW_S="${skewed[*]}"
 EOF
 
   # Every host must answer over ssh with its own hostname and see only its own interfaces.
@@ -323,7 +350,17 @@ EOF
     failed=1
   fi
   [ "$failed" -eq 0 ] || die "up: test hosts not reachable (state left in $DIR for inspection; run 'down')"
-  say "$n test hosts up: ${hosts[*]} (${ips[*]}); env: $DIR/hosts.env"
+  # Each host's sessions read its skewed clock (within the ssh round trip's second).
+  local before after there
+  for k in "${!hosts[@]}"; do
+    before=$(date +%s.%N)
+    there=$(timeout 20 ssh -F "$DIR/ssh_config" "${hosts[$k]}" 'date +%s.%N') || die "${hosts[$k]}: ssh failed reading its clock"
+    after=$(date +%s.%N)
+    awk -v b="$before" -v a="$after" -v t="$there" -v s="${skewed[$k]}" \
+      'BEGIN { d = t - s; exit !(d >= b - 0.05 && d <= a + 0.05) }' \
+      || die "${hosts[$k]}: its clock reads $there, expected $before..$after moved by ${skewed[$k]} s"
+  done
+  say "$n test hosts up: ${hosts[*]} (${ips[*]}), clocks ${skewed[*]} s off this one's; env: $DIR/hosts.env"
 }
 
 # ssh_block PATTERNS HOSTNAME KNOWN_HOSTS

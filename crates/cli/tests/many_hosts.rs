@@ -24,6 +24,8 @@ static SERIAL: Mutex<()> = Mutex::new(());
 struct TestHosts {
     names: Vec<String>,
     ssh_config: String,
+    /// Each host's clock against this one's, seconds (libfaketime in its sessions).
+    skew_s: Vec<f64>,
 }
 
 fn testhosts() -> Option<TestHosts> {
@@ -46,6 +48,10 @@ fn testhosts() -> Option<TestHosts> {
             .map(String::from)
             .collect(),
         ssh_config: vars["RB_SSH_CONFIG"].clone(),
+        skew_s: vars
+            .get("RB_TESTHOSTS_SKEW_S")
+            .map(|v| v.split_whitespace().map(|x| x.parse().unwrap()).collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -161,7 +167,11 @@ fn hosts_check_reports_each_host_as_itself() {
         // Its own UTS namespace: the hostname is the test host's, not this machine's.
         assert_eq!(c["hostname"], name.as_str(), "{c}");
         assert_eq!(c["address"], format!("10.77.0.{}", i + 1));
-        assert!(c["clock_offset_ms"].as_f64().is_some(), "{c}");
+        // Its clock's offset as set up (host 2 ahead, host 3 behind), to within the
+        // estimate's error (half a round trip over the bridge) and the skew's setting.
+        let offset_ms = c["clock_offset_ms"].as_f64().unwrap();
+        let skew_ms = 1000.0 * h.skew_s.get(i).copied().unwrap_or(0.0);
+        assert!((offset_ms - skew_ms).abs() < 20.0, "{skew_ms} ms set: {c}");
         assert!(c["rackbench"]
             .as_str()
             .unwrap()
@@ -489,7 +499,7 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
         );
         // Each host's summary: from the end of the warm-up, after the common start,
         // to the last reply, on every host.
-        assert_covers_the_load(r, 0.02);
+        assert_covers_the_load(r, 0.2, 1, 0.02);
         // Each host's telemetry is its own: namespaces have their own NICs.
         let sums = r["telemetry_summary"].as_array().unwrap();
         for host in ["rbh1", "rbh2", "rbh3"] {
@@ -561,17 +571,21 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
     assert_nothing_left(&h, 15);
 }
 
-/// Every host's summary of `r` covers the test's measured time (to within `slack`
-/// seconds: each host's samples are placed by its sampler's start and clock offset; and
-/// a test that ends within 20 ms of a sampling tick has its last sample end at that
-/// tick), not the lead, setup and teardown its raw samples also hold.
-fn assert_covers_the_load(r: &Value, slack: f64) {
+/// Every host's summary of `r` covers the test's measured time, not the lead, setup and
+/// teardown its raw samples also hold: at least that time less a sampling interval at
+/// each end of each of its `spans` timed parts (a sample that holds both load and what
+/// was around it is left out); at most that time and what a sample counted as wholly
+/// inside may reach beyond a part's edge (20 ms here), and `slack` seconds (each host's
+/// samples are placed by its sampler's start and clock offset, which the test hosts'
+/// skewed clocks make seconds apart).
+fn assert_covers_the_load(r: &Value, interval: f64, spans: u32, slack: f64) {
     let duration = r["duration_s"].as_f64().unwrap();
-    let last_tick = telemetry::sampler::MIN_INTERVAL.as_secs_f64();
+    let edges = 2.0 * f64::from(spans);
+    let reach = edges * telemetry::sampler::MIN_INTERVAL.as_secs_f64();
     for s in r["telemetry_summary"].as_array().unwrap() {
         let covered = s["covered_s"].as_f64().unwrap();
         assert!(
-            covered < duration + slack && covered > duration - slack - last_tick,
+            covered < duration + reach + slack && covered > duration - edges * interval - slack,
             "{}: {covered} s covered of a {duration} s test",
             s["host"]
         );
@@ -645,7 +659,7 @@ fn net_matrix_over_three_hosts() {
         };
         assert!(nic(s, "tx_bytes_per_s") > 1e6, "{s} sent");
         assert!(nic(rx, "rx_bytes_per_s") > 1e6, "{rx} received");
-        assert_covers_the_load(r, 0.02);
+        assert_covers_the_load(r, 0.25, 1, 0.02);
     }
     pairs.sort();
     pairs.dedup();
@@ -718,7 +732,7 @@ fn a_plan_file_names_the_hosts() {
     assert_nothing_left(&h, 15);
 }
 
-/// crypto measures the system under test itself: the work runs in rbh1's agent, whose
+/// crypto measures the system under test itself: the work runs in rbh2's agent, whose
 /// CPU shows it, not on this machine.
 #[test]
 fn crypto_runs_on_the_system_under_test() {
@@ -726,6 +740,8 @@ fn crypto_runs_on_the_system_under_test() {
     let _l = lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
+    // The host whose clock runs ahead: its timings must come back onto this one's.
+    let sut = h.names[1].as_str();
     let (code, run, err) = run_json(
         &h,
         &db,
@@ -738,14 +754,14 @@ fn crypto_runs_on_the_system_under_test() {
             "--threads",
             "1",
             "--sut",
-            "rbh1",
+            sut,
             "--telemetry-interval",
             "0.5",
         ],
     );
     assert_eq!(code, 0, "{err}");
     let r = &run["results"][0];
-    assert_eq!(r["params"]["sut_host"], "rbh1");
+    assert_eq!(r["params"]["sut_host"], sut);
     assert!(r["metrics"]
         .as_array()
         .unwrap()
@@ -767,13 +783,13 @@ fn crypto_runs_on_the_system_under_test() {
                     .sum::<f64>()
             })
     };
-    // Its sign and verify, timed on rbh1's clock, not the key made before them.
-    assert_covers_the_load(r, 0.02);
-    let there = proc_cpu("rbh1").expect("telemetry from rbh1");
+    // Its sign and verify, timed on its own clock, not the key made before them.
+    assert_covers_the_load(r, 0.5, 2, 0.02);
+    let there = proc_cpu(sut).expect("telemetry from the system under test");
     let here = proc_cpu("local").unwrap_or(0.0);
     assert!(
         there > 50.0 && here < 30.0,
-        "the agent on rbh1 did the work: rbh1 {there:.0}%, local {here:.0}%"
+        "the agent on {sut} did the work: {sut} {there:.0}%, local {here:.0}%"
     );
     assert_nothing_left(&h, 15);
 }

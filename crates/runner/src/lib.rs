@@ -842,11 +842,13 @@ pub fn run(
                             }
                             // Over the load the workload measured, not its setup and
                             // teardown around it.
-                            let summary = telemetry.summarize(&crate::telemetry::measured_part(
+                            let (measured, window_flags) = crate::telemetry::measured_part(
                                 &samples,
                                 telemetry.clocks(),
                                 &out.measured,
-                            ));
+                            );
+                            flags.extend(window_flags);
+                            let summary = telemetry.summarize(&measured);
                             flags.extend(crate::telemetry::steal_flags(&summary));
                             let (metrics, missing) = finite_only(out.metrics, out.missing);
                             ResultRecord {

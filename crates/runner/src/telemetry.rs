@@ -222,9 +222,12 @@ impl Telemetry {
             // One sample: the interval the test's end closed, with no tick before it.
             s.power_missing = Some(if s.samples > 1 {
                 format!(
-                    "this host's power sources ({}) gave no reading during the test \
-                     (the run's telemetry notes say why)",
-                    sources.join(", ")
+                    "this host's power sources ({}) gave no reading during the test's \
+                     measured time: they failed (the run's telemetry notes say why), or, \
+                     read as the watts of the moment once per sampling interval ({} s), \
+                     none was read inside a measured time shorter than the interval",
+                    sources.join(", "),
+                    self.interval_s
                 )
             } else {
                 format!(
@@ -278,61 +281,67 @@ impl Watch for HostsWatch {
 #[derive(Debug, Clone, Default)]
 pub struct SampleClocks(Vec<(String, SystemTime)>);
 
-/// The part of a test's samples its figures cover: each host's samples over the test's
-/// `measured` spans (see `StepOutput::measured`), by [`telemetry::within`], with
-/// `clocks` placing the host's samples on the controller's clock. The setup before
-/// the load (keys made, streams opened, the generators' common start and warm-up) and
-/// the teardown after it (the UDP receiver's wait for late datagrams, the generators'
-/// reports coming back) are left out instead of diluting the test's CPU and power with
-/// idle time. What lies in a span counts, a warm-up mark or not: the workload knows
-/// when it measured. No spans, or a host the clocks or the spans miss (its cut would be
-/// empty): that host's samples as they are, the whole test. A test that ends within
-/// `telemetry::sampler::MIN_INTERVAL` of a sampling tick has no sample after that tick
-/// (so short an interval is not measured), and that much of its end is not covered.
+/// The part of a test's samples its figures cover: each host's samples that lie wholly
+/// inside the test's `measured` spans (see `StepOutput::measured`), by
+/// [`telemetry::within_spans`], with `clocks` placing the host's samples on the
+/// controller's clock. The setup before the load (keys made, streams opened, the
+/// generators' common start and warm-up) and the teardown after it (the UDP receiver's
+/// wait for late datagrams, the generators' reports coming back) are left out instead of
+/// diluting the test's CPU and power with idle time, and so is a sample that holds some
+/// of both (up to an interval at each end). What lies in a span counts, a warm-up mark or
+/// not: the workload knows when it measured. No spans: the samples as they are, the
+/// whole test. A host the clocks or the spans miss (a clock stepped since the host
+/// connected would place them apart): that host's samples as they are, and a warning
+/// that says so.
 pub fn measured_part(
     samples: &[TelemetrySample],
     clocks: &SampleClocks,
     measured: &[(SystemTime, SystemTime)],
-) -> Vec<TelemetrySample> {
+) -> (Vec<TelemetrySample>, Vec<Flag>) {
     if measured.is_empty() {
-        return samples.to_vec();
+        return (samples.to_vec(), Vec::new());
     }
-    let mut spans = measured.to_vec();
-    spans.sort();
     let mut out = Vec::with_capacity(samples.len());
+    let mut flags = Vec::new();
     for h in telemetry::sampler::hosts_in(samples) {
         let mine: Vec<TelemetrySample> = samples.iter().filter(|s| s.host == h).cloned().collect();
-        let (Some((_, zero)), Some(first)) =
-            (clocks.0.iter().find(|(name, _)| name == h), mine.first())
-        else {
-            out.extend(mine);
-            continue;
-        };
-        // Seconds after the host's first sample began (negative: before it).
-        let origin = first.t_s - first.interval_s;
-        let after = |t: SystemTime| {
-            let since_zero = match t.duration_since(*zero) {
-                Ok(d) => d.as_secs_f64(),
-                Err(e) => -e.duration().as_secs_f64(),
-            };
-            since_zero - origin
-        };
-        let mut cut = Vec::new();
-        // Spans in order, each from where the one before ended, so none counts twice.
-        let mut done = f64::NEG_INFINITY;
-        for (from, to) in &spans {
-            let (from, to) = (after(*from).max(done), after(*to));
-            if to > from {
-                cut.extend(telemetry::within(&mine, from, to).into_iter().map(|mut s| {
-                    s.warmup = false;
-                    s
-                }));
-                done = to;
+        let cut = match (clocks.0.iter().find(|(name, _)| name == h), mine.first()) {
+            (Some((_, zero)), Some(first)) => {
+                // Seconds after the host's first sample began (negative: before it).
+                let origin = first.t_s - first.interval_s;
+                let after = |t: SystemTime| {
+                    let since_zero = match t.duration_since(*zero) {
+                        Ok(d) => d.as_secs_f64(),
+                        Err(e) => -e.duration().as_secs_f64(),
+                    };
+                    since_zero - origin
+                };
+                let spans: Vec<(f64, f64)> = measured
+                    .iter()
+                    .map(|(a, b)| (after(*a), after(*b)))
+                    .collect();
+                telemetry::within_spans(&mine, &spans)
             }
+            _ => Vec::new(),
+        };
+        if cut.is_empty() {
+            flags.push(Flag::warning(
+                "telemetry_window",
+                format!(
+                    "host {h}: no sample of it falls in the time the test measured (its clock \
+                     placed them apart: stepped, or drifted since it connected?); its CPU and \
+                     power summary covers the whole test, setup included"
+                ),
+            ));
+            out.extend(mine);
+        } else {
+            out.extend(cut.into_iter().map(|mut s| {
+                s.warmup = false;
+                s
+            }));
         }
-        out.extend(if cut.is_empty() { mine } else { cut });
     }
-    out
+    (out, flags)
 }
 
 /// Mean steal (a VM's CPU time the hypervisor gave to someone else) on any one CPU of a
@@ -478,8 +487,11 @@ mod tests {
         ]);
         let all = telemetry::sampler::summarize(&samples);
         assert!((busy(&all, "b") - (2.0 + 160.0 + 2.0) / 2.6).abs() < 1e-9);
-        let load = [(at(0.3), at(2.3))];
-        let cut = telemetry::sampler::summarize(&measured_part(&samples, &clock, &load));
+        let cut_to = |spans: &[(SystemTime, SystemTime)]| {
+            let (part, flags) = measured_part(&samples, &clock, spans);
+            (telemetry::sampler::summarize(&part), flags)
+        };
+        let (cut, flags) = cut_to(&[(at(0.3), at(2.3))]);
         for h in ["a", "b"] {
             assert!(
                 (busy(&cut, h) - 80.0).abs() < 1e-9,
@@ -488,22 +500,59 @@ mod tests {
             );
             assert!((covered(&cut, h) - 2.0).abs() < 1e-9);
         }
-        // A host the clock does not know: whole.
+        // A host the clock does not know: whole, and said.
         assert!((covered(&cut, "c") - 3.0).abs() < 1e-9);
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert!(flags[0].message.starts_with("host c:"), "{flags:?}");
         // Two timed parts with a gap (crypto's sign and verify): only they count.
-        let parts = [(at(1.8), at(2.3)), (at(0.3), at(1.3))];
-        let cut = telemetry::sampler::summarize(&measured_part(&samples, &clock, &parts));
-        assert!((covered(&cut, "a") - 1.5).abs() < 1e-9);
+        let (cut, _) = cut_to(&[(at(1.8), at(2.3)), (at(0.3), at(1.3))]);
+        assert!(
+            (covered(&cut, "a") - 1.0).abs() < 1e-9,
+            "{}",
+            covered(&cut, "a")
+        );
         assert!((busy(&cut, "a") - 80.0).abs() < 1e-9);
         // Spans that overlap count their time once.
-        let twice = [(at(0.3), at(2.3)), (at(1.0), at(2.0))];
-        let cut = telemetry::sampler::summarize(&measured_part(&samples, &clock, &twice));
+        let (cut, _) = cut_to(&[(at(0.3), at(2.3)), (at(1.0), at(2.0))]);
         assert!((covered(&cut, "a") - 2.0).abs() < 1e-9);
-        // No spans (a capacity step that did not know its window), or spans nowhere near
-        // a host's samples: the samples as they are.
-        assert_eq!(measured_part(&samples, &clock, &[]), samples);
-        let far = [(at(100.0), at(102.0))];
-        assert_eq!(measured_part(&samples, &clock, &far), samples);
+        // Edges within a few ms of the samples' (the runner's warm-up mark closing an
+        // interval a little before the generators' window opens): the samples count.
+        let (cut, _) = cut_to(&[(at(0.31), at(2.29))]);
+        assert!((covered(&cut, "a") - 2.0).abs() < 1e-9);
+        // No spans (a capacity step that did not know its window): the samples as they are.
+        assert_eq!(measured_part(&samples, &clock, &[]).0, samples);
+        // Spans nowhere near the hosts' samples: as they are, and said for each host.
+        let (part, flags) = measured_part(&samples, &clock, &[(at(100.0), at(102.0))]);
+        assert_eq!(part, samples);
+        assert_eq!(flags.len(), 3, "{flags:?}");
+        assert!(flags.iter().all(|f| f.code == "telemetry_window"));
+    }
+
+    /// Samples that straddle the spans' edges are left out, not weighted by their part
+    /// inside: the load at 80% over 3 s, 0.3 s of setup at 10% before it and 0.3 s of
+    /// tail at 5% after it, 1 s ticks. By parts the cut would read 71%.
+    #[test]
+    fn samples_across_an_edge_do_not_dilute_the_load() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let clock = SampleClocks(vec![("a".into(), t0)]);
+        let samples = vec![
+            sample("a", 0.9, 0.9, false, (0.3 * 10.0 + 0.6 * 80.0) / 0.9),
+            sample("a", 1.9, 1.0, false, 80.0),
+            sample("a", 2.9, 1.0, false, 80.0),
+            sample("a", 3.6, 0.7, false, (0.4 * 80.0 + 0.3 * 5.0) / 0.7),
+        ];
+        let (part, flags) = measured_part(&samples, &clock, &[(at(0.3), at(3.3))]);
+        assert!(flags.is_empty());
+        let cut = telemetry::sampler::summarize(&part);
+        assert!((busy(&cut, "a") - 80.0).abs() < 1e-9, "{}", busy(&cut, "a"));
+        assert!((covered(&cut, "a") - 2.0).abs() < 1e-9);
+        // A span with no sample wholly inside: each sample weighs its part inside.
+        let (part, _) = measured_part(&samples, &clock, &[(at(0.6), at(1.4))]);
+        let cut = telemetry::sampler::summarize(&part);
+        assert!((covered(&cut, "a") - 0.8).abs() < 1e-9);
+        let by_parts = (0.3 * samples[0].cpus[0].usr_pct + 0.5 * 80.0) / 0.8;
+        assert!((busy(&cut, "a") - by_parts).abs() < 1e-9);
     }
 
     #[test]

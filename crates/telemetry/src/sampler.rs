@@ -564,34 +564,76 @@ impl<const N: usize> Acc<N> {
 }
 
 /// The part of one host's consecutive samples (as [`Sampler::since`] returns them) from
-/// `from_s` to `to_s` seconds after the first one began. A sample partly inside keeps
-/// its figures (its interval's means) and weighs only as much as its part inside, so a
-/// summary of the result is exact to within one sampling interval at each end; a
-/// sample outside is left out. An instantaneous power reading stands for the moment its
-/// sample ended, so it is kept only when that moment is inside.
+/// `from_s` to `to_s` seconds after the first one began: [`within_spans`] of one span.
 pub fn within(samples: &[TelemetrySample], from_s: f64, to_s: f64) -> Vec<TelemetrySample> {
+    within_spans(samples, &[(from_s, to_s)])
+}
+
+/// How far a sample may reach outside the spans and still count as wholly inside them:
+/// the shortest interval the sampler measures, or 2% of the sample's own.
+fn edge_slack(interval_s: f64) -> f64 {
+    MIN_INTERVAL.as_secs_f64().max(0.02 * interval_s)
+}
+
+/// The samples of one host (consecutive, as [`Sampler::since`] returns them) that lie
+/// wholly inside `spans` (seconds after the first sample began; overlapping spans count
+/// once), to [`edge_slack`], kept as they are. A sample that straddles a span's edge is
+/// left out: its means mix the load with what was around it (a UDP test's first second
+/// holds its streams' setup, its last the receiver's wait), and no weighting can take
+/// that apart: the load at 80% busy over 3 s, its 0.3 s of setup at 10%, and 1 s ticks
+/// would read 71% by each sample's part inside. So the summary covers less than the
+/// spans, up to an interval at each edge, and is the load's alone.
+/// When no sample lies wholly inside (spans shorter than about two intervals), the
+/// parts: each sample inside in part keeps its figures and weighs as much as its part
+/// inside, exact to within an interval at each end. An instantaneous power reading stands
+/// for the moment its sample ended, so a part keeps it only when that moment is inside.
+pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Vec<TelemetrySample> {
     let Some(first) = samples.first() else {
         return Vec::new();
     };
+    let mut sorted: Vec<(f64, f64)> = spans.iter().copied().filter(|(a, b)| b > a).collect();
+    sorted.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(sorted.len());
+    for (a, b) in sorted {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
     // Each sample ends at t_s and covers the interval_s before it.
     let origin = first.t_s - first.interval_s;
-    samples
+    let overlap = |s: &TelemetrySample, (a, b): (f64, f64)| {
+        let end = s.t_s - origin;
+        end.min(b) - (end - s.interval_s).max(a)
+    };
+    let whole: Vec<TelemetrySample> = samples
         .iter()
-        .filter_map(|s| {
-            let end = s.t_s - origin;
-            let inside = end.min(to_s) - (end - s.interval_s).max(from_s);
-            (inside > 0.0).then(|| {
+        .filter(|s| {
+            let inside: f64 = merged.iter().map(|m| overlap(s, *m).max(0.0)).sum();
+            inside > 0.0 && s.interval_s - inside <= edge_slack(s.interval_s)
+        })
+        .cloned()
+        .collect();
+    if !whole.is_empty() {
+        return whole;
+    }
+    let mut parts = Vec::new();
+    for s in samples {
+        for &(a, b) in &merged {
+            let inside = overlap(s, (a, b));
+            if inside > 0.0 {
                 let mut part = TelemetrySample {
                     interval_s: inside,
                     ..s.clone()
                 };
-                if end > to_s {
+                if s.t_s - origin > b {
                     part.power.retain(|p| !p.instantaneous);
                 }
-                part
-            })
-        })
-        .collect()
+                parts.push(part);
+            }
+        }
+    }
+    parts
 }
 
 /// Per-host means over the non-warm-up samples, weighted by interval length. A NIC,

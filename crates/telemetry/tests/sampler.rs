@@ -290,11 +290,12 @@ fn power_sample(t_s: f64, power: Vec<model::PowerReading>) -> model::TelemetrySa
 }
 
 #[test]
-fn a_window_after_the_mark_keeps_its_part_of_each_sample() {
+fn a_window_after_the_mark_keeps_the_samples_wholly_inside_it() {
     // Four 1 s samples since a mark 10 s into the run: 200 W idle (the start's lead and
     // warm-up), 400 W twice (the measured load), 200 W (the drain and after). The step
-    // measured from 0.5 s to 3.0 s after the mark: its power is 360 W by the parts
-    // inside (0.5 s of 200 W, 2 s of 400 W); over the whole, 300 W.
+    // measured from 0.5 s to 3.0 s after the mark: the two samples wholly inside it say
+    // 400 W; the first, half inside, mixes the lead with the load and is left out (by
+    // the parts inside, 360 W; over the whole, 300 W).
     let mk = |t_s: f64, watts: f64| power_sample(t_s, vec![whole("meter", watts, true)]);
     let since = [
         mk(11.0, 200.0),
@@ -306,14 +307,28 @@ fn a_window_after_the_mark_keeps_its_part_of_each_sample() {
     assert!((watts(&since) - 300.0).abs() < 1e-9);
     let w = telemetry::within(&since, 0.5, 3.0);
     assert_eq!(
-        w.iter().map(|s| s.interval_s).collect::<Vec<_>>(),
-        vec![0.5, 1.0, 1.0]
+        w.iter().map(|s| s.t_s).collect::<Vec<_>>(),
+        vec![12.0, 13.0]
     );
-    assert!((watts(&w) - 360.0).abs() < 1e-9, "{}", watts(&w));
-    // The measured load alone, on the samples' edges: 400 W.
-    assert!((watts(&telemetry::within(&since, 1.0, 3.0)) - 400.0).abs() < 1e-9);
+    assert!((watts(&w) - 400.0).abs() < 1e-9, "{}", watts(&w));
+    // On the samples' edges, to within the slack: the same two.
+    assert_eq!(telemetry::within(&since, 1.015, 2.99).len(), 2);
+    // Shorter than a sample: the parts inside, each weighed by its part; the meter's
+    // reading at 1.0 s is the one taken inside (the next, at 2.0 s, is after it).
+    let w = telemetry::within(&since, 0.5, 1.5);
+    assert_eq!(
+        w.iter().map(|s| s.interval_s).collect::<Vec<_>>(),
+        vec![0.5, 0.5]
+    );
+    assert!((watts(&w) - 200.0).abs() < 1e-9, "{}", watts(&w));
     assert!(telemetry::within(&since, 5.0, 6.0).is_empty());
     assert!(telemetry::within(&[], 0.0, 1.0).is_empty());
+    // Spans that overlap count once; a gap between two spans leaves its sample out.
+    let w = telemetry::within_spans(&since, &[(1.0, 2.0), (1.5, 2.0), (3.0, 4.0)]);
+    assert_eq!(
+        w.iter().map(|s| s.t_s).collect::<Vec<_>>(),
+        vec![12.0, 14.0]
+    );
 }
 
 #[test]
@@ -481,12 +496,12 @@ fn a_window_keeps_instantaneous_power_read_inside_it() {
             vec![whole("meter", meter_w, true), whole("rapl", 100.0, false)],
         )
     };
-    // The load runs from 0 to 2.5 s after the first sample began; the meter read 400 W
-    // at 1 s and 2 s, and 150 W at 3 s, after the load.
-    let since = [mk(1.0, 400.0), mk(2.0, 400.0), mk(3.0, 150.0)];
-    let w = telemetry::within(&since, 0.0, 2.5);
-    assert_eq!(w.len(), 3);
-    assert!(w[2].power.iter().all(|p| p.source == "rapl"));
+    // The load runs from 0.5 to 1.5 s after the first sample began (no sample wholly
+    // inside: the parts count); the meter read 400 W at 1 s, and 150 W at 2 s, after it.
+    let since = [mk(1.0, 400.0), mk(2.0, 150.0), mk(3.0, 150.0)];
+    let w = telemetry::within(&since, 0.5, 1.5);
+    assert_eq!(w.len(), 2);
+    assert!(w[1].power.iter().all(|p| p.source == "rapl"));
     let s = summarize(&w);
     let mean = |src: &str| {
         s[0].power
