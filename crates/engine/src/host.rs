@@ -227,6 +227,15 @@ pub trait Host: Send + Sync {
     fn interrupt(&self);
 
     fn telemetry_start(&self, settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo>;
+    /// Measure this host's clock against the controller's again (its offset, which
+    /// [`Host::clock_offset_s`] then gives), and say when its samples' clock began, on
+    /// the controller's clock as the two stand now (None: no telemetry here). Clocks
+    /// drift apart and get stepped; the runner asks before each test, so the test's
+    /// samples and the timings its drivers bring back are placed by where the clocks
+    /// stood as it began, and again after it, to see whether they moved meanwhile.
+    fn sync_clock(&self) -> Option<SystemTime> {
+        None
+    }
     /// Every sample since the last take (the current interval closed now).
     fn telemetry_take(&self) -> Vec<TelemetrySample>;
     fn telemetry_mark(&self) -> Option<u64>;

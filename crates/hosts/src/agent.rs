@@ -134,6 +134,9 @@ fn handle(host: &LocalHost, req: Request) -> anyhow::Result<Value> {
             serde_json::to_value(host.telemetry_start(&settings)?)?
         }
         Request::TelemetryTake => serde_json::to_value(host.telemetry_take())?,
+        Request::TelemetryClock => {
+            serde_json::to_value(host.sync_clock().map(engine::host::unix_s))?
+        }
         Request::TelemetryMark => serde_json::to_value(host.telemetry_mark())?,
         Request::TelemetrySince { mark } => serde_json::to_value(host.telemetry_since(mark))?,
         Request::SetWarmup { on } => {

@@ -243,6 +243,10 @@ impl Host for LocalHost {
         self.sampler().map(|s| s.take()).unwrap_or_default()
     }
 
+    fn sync_clock(&self) -> Option<SystemTime> {
+        self.sampler().map(|s| s.started_at())
+    }
+
     fn telemetry_mark(&self) -> Option<u64> {
         self.sampler().map(|s| s.mark() as u64)
     }

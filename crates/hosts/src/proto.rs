@@ -17,7 +17,7 @@ use engine::workload::Params;
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to the frames or messages.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Written by the agent before its first frame; anything before it is skipped.
 pub const MAGIC: &[u8] = b"\x00RACKBENCH-AGENT\x00";
@@ -78,6 +78,8 @@ pub enum Request {
         settings: TelemetrySettings,
     },
     TelemetryTake,
+    /// When the samples' clock began, on the agent's wall clock as it reads now.
+    TelemetryClock,
     TelemetryMark,
     TelemetrySince {
         mark: u64,

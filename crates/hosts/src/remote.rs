@@ -12,7 +12,7 @@ use std::process::{Child, ChildStdin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use engine::host::{
@@ -80,7 +80,9 @@ pub struct RemoteHost {
     shared: Arc<Shared>,
     ssh: Arc<Ssh>,
     hello: Hello,
-    offset_s: f64,
+    /// The agent's clock minus ours, seconds (f64 bits): measured as the host connects
+    /// and again before each test ([`Host::sync_clock`]).
+    offset_s: AtomicU64,
     rtt_s: f64,
     writer: Arc<Mutex<ChildStdin>>,
     child: Mutex<Child>,
@@ -237,14 +239,14 @@ impl RemoteHost {
             shared,
             ssh,
             hello,
-            offset_s: 0.0,
+            offset_s: AtomicU64::new(0f64.to_bits()),
             rtt_s: 0.0,
             writer: Arc::new(Mutex::new(stdin)),
             child: Mutex::new(child),
             next: AtomicU64::new(1),
         };
         let (offset, rtt) = host.estimate_offset()?;
-        host.offset_s = offset;
+        host.set_offset(offset);
         host.rtt_s = rtt;
         host.start_heartbeat();
         Ok(host)
@@ -268,6 +270,10 @@ impl RemoteHost {
             }
         }
         best.context("no clock probe")
+    }
+
+    fn set_offset(&self, offset_s: f64) {
+        self.offset_s.store(offset_s.to_bits(), Ordering::Relaxed);
     }
 
     pub fn rtt_s(&self) -> f64 {
@@ -393,7 +399,7 @@ impl Host for RemoteHost {
     }
 
     fn clock_offset_s(&self) -> f64 {
-        self.offset_s
+        f64::from_bits(self.offset_s.load(Ordering::Relaxed))
     }
 
     fn start_lead(&self) -> Duration {
@@ -439,14 +445,15 @@ impl Host for RemoteHost {
         start_at: SystemTime,
         _progress: &Progress,
     ) -> anyhow::Result<DriverReport> {
-        let at = unix_s(start_at) + self.offset_s;
+        let offset = self.clock_offset_s();
+        let at = unix_s(start_at) + offset;
         let mut r: DriverReport = self.call(Request::Drive {
             job: job.clone(),
             start_at_unix_s: at,
         })?;
         // The agent's clock back to ours.
-        r.started_unix_s -= self.offset_s;
-        r.ended_unix_s -= self.offset_s;
+        r.started_unix_s -= offset;
+        r.ended_unix_s -= offset;
         r.host = self.shared.name.clone();
         Ok(r)
     }
@@ -460,8 +467,21 @@ impl Host for RemoteHost {
             settings: settings.clone(),
         })?;
         // The agent's clock back to ours.
-        info.started_unix_s = info.started_unix_s.map(|t| t - self.offset_s);
+        let offset = self.clock_offset_s();
+        info.started_unix_s = info.started_unix_s.map(|t| t - offset);
         Ok(info)
+    }
+
+    fn sync_clock(&self) -> Option<SystemTime> {
+        // A failed probe leaves the last offset (a host gone is noticed elsewhere).
+        if let Ok((offset, _)) = self.estimate_offset() {
+            self.set_offset(offset);
+        }
+        let began: Option<f64> = self.call(Request::TelemetryClock).ok().flatten();
+        let on_ours = began? - self.clock_offset_s();
+        Duration::try_from_secs_f64(on_ours)
+            .ok()
+            .map(|d| UNIX_EPOCH + d)
     }
 
     fn telemetry_take(&self) -> Vec<TelemetrySample> {

@@ -844,10 +844,11 @@ pub fn run(
                             // teardown around it.
                             let (measured, window_flags) = crate::telemetry::measured_part(
                                 &samples,
-                                telemetry.clocks(),
+                                &telemetry.clocks(),
                                 &out.measured,
                             );
                             flags.extend(window_flags);
+                            flags.extend(telemetry.clock_flags());
                             let summary = telemetry.summarize(&measured);
                             flags.extend(crate::telemetry::steal_flags(&summary));
                             let (metrics, missing) = finite_only(out.metrics, out.missing);

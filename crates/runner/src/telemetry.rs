@@ -3,7 +3,7 @@
 //! a step's samples hold every host's CPUs, NICs, processes and power, each tagged with
 //! its host.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use engine::host::{Host, TelemetrySettings};
@@ -19,8 +19,17 @@ pub struct Telemetry {
     /// the sampling interval: why a test that had a source has no power figure.
     power_sources: Vec<(String, Vec<String>)>,
     interval_s: f64,
-    clocks: SampleClocks,
+    /// Where each host's samples' clock began, on the controller's clock, as of the
+    /// current test's start (see [`Host::sync_clock`]).
+    clocks: Mutex<SampleClocks>,
+    /// How far each host's clock moved against the controller's during the last test.
+    moved: Mutex<Vec<(String, f64)>>,
 }
+
+/// A host whose clock moved by more than this against the controller's while a test ran
+/// (stepped, or drifting without time sync) gets the test flagged: its samples were
+/// placed by where the clocks stood as the test began.
+pub const CLOCK_MOVED_S: f64 = 0.05;
 
 impl Telemetry {
     /// Start sampling on every host (`on` false: `--no-telemetry`).
@@ -39,7 +48,8 @@ impl Telemetry {
             notes: Vec::new(),
             power_sources: Vec::new(),
             interval_s: settings.interval_s,
-            clocks: SampleClocks::default(),
+            clocks: Mutex::new(SampleClocks::default()),
+            moved: Mutex::new(Vec::new()),
         };
         if !on {
             t.notes.push("telemetry off (--no-telemetry)".into());
@@ -69,7 +79,11 @@ impl Telemetry {
                 .started_unix_s
                 .and_then(|s| Duration::try_from_secs_f64(s).ok())
             {
-                t.clocks.0.push((h.name().to_string(), UNIX_EPOCH + at));
+                t.clocks
+                    .get_mut()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+                    .push((h.name().to_string(), UNIX_EPOCH + at));
             }
         }
         Ok(t)
@@ -151,17 +165,51 @@ impl Telemetry {
         });
     }
 
-    /// A test starts: drop what was sampled between tests (server launch, setup).
+    /// A test starts: drop what was sampled between tests (server launch, setup), and
+    /// measure every host's clock again: the test's samples and timings are placed by
+    /// where the clocks stand now, not where they stood when the run began.
     pub fn begin_step(&self) {
         self.each(|h| {
             let _ = h.telemetry_take();
             h.set_warmup(false);
+            if let Some(at) = h.sync_clock() {
+                self.clocks
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .set(h.name(), at);
+            }
         });
     }
 
-    /// When each host's samples' clock began, on the controller's clock.
-    pub fn clocks(&self) -> &SampleClocks {
-        &self.clocks
+    /// When each host's samples' clock began, on the controller's clock, as the clocks
+    /// stood when the current test began.
+    pub fn clocks(&self) -> SampleClocks {
+        self.clocks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A warning per host whose clock moved against the controller's by more than
+    /// [`CLOCK_MOVED_S`] during the test that just ended.
+    pub fn clock_flags(&self) -> Vec<Flag> {
+        let moved = self.moved.lock().unwrap_or_else(PoisonError::into_inner);
+        moved
+            .iter()
+            .filter(|(_, by)| by.abs() > CLOCK_MOVED_S)
+            .map(|(h, by)| {
+                Flag::warning(
+                    "clock_moved",
+                    format!(
+                        "host {h}: its clock moved {:+.0} ms against this one's while the test \
+                         ran (stepped, or drifting without time sync): its samples and timings \
+                         were placed by where the clocks stood as it began, so its CPU and \
+                         power summary may be cut that far off",
+                        by * 1000.0
+                    ),
+                )
+            })
+            .collect()
     }
 
     /// Mark the first `secs` of the test that starts now as warm-up on every host.
@@ -184,17 +232,40 @@ impl Telemetry {
         if !self.on {
             return Vec::new();
         }
-        let per_host: Vec<Vec<TelemetrySample>> = std::thread::scope(|s| {
+        let began = self.clocks();
+        // Per host: its samples, and how far its clock moved during the test.
+        type HostEnd = (Vec<TelemetrySample>, Option<(String, f64)>);
+        let per_host: Vec<HostEnd> = std::thread::scope(|s| {
             let hs: Vec<_> = self
                 .hosts
                 .iter()
-                .map(|h| s.spawn(move || h.telemetry_take()))
+                .map(|h| {
+                    let began = &began;
+                    s.spawn(move || {
+                        let samples = h.telemetry_take();
+                        let moved = began.get(h.name()).zip(h.sync_clock()).map(|(a, b)| {
+                            let by = match b.duration_since(a) {
+                                Ok(d) => d.as_secs_f64(),
+                                Err(e) => -e.duration().as_secs_f64(),
+                            };
+                            (h.name().to_string(), by)
+                        });
+                        (samples, moved)
+                    })
+                })
                 .collect();
             hs.into_iter()
                 .map(|t| t.join().unwrap_or_default())
                 .collect()
         });
-        per_host.into_iter().flatten().collect()
+        let mut moved = self.moved.lock().unwrap_or_else(PoisonError::into_inner);
+        moved.clear();
+        let mut out = Vec::new();
+        for (samples, m) in per_host {
+            out.extend(samples);
+            moved.extend(m);
+        }
+        out
     }
 
     /// A sweep point's servers are gone: stop watching them everywhere.
@@ -280,6 +351,19 @@ impl Watch for HostsWatch {
 /// controller's clock, by host name.
 #[derive(Debug, Clone, Default)]
 pub struct SampleClocks(Vec<(String, SystemTime)>);
+
+impl SampleClocks {
+    fn get(&self, host: &str) -> Option<SystemTime> {
+        self.0.iter().find(|(h, _)| h == host).map(|(_, at)| *at)
+    }
+
+    fn set(&mut self, host: &str, at: SystemTime) {
+        match self.0.iter_mut().find(|(h, _)| h == host) {
+            Some(slot) => slot.1 = at,
+            None => self.0.push((host.to_string(), at)),
+        }
+    }
+}
 
 /// The part of a test's samples its figures cover: each host's samples that lie wholly
 /// inside the test's `measured` spans (see `StepOutput::measured`), by
@@ -577,5 +661,118 @@ mod tests {
         );
         // A host with no samples says nothing.
         assert!(steal_flags(&telemetry::sampler::summarize(&[])).is_empty());
+    }
+
+    /// A host whose clock the test can move: its samples' clock began at `began`
+    /// (controller clock), as its `sync_clock` reports.
+    struct Stepped {
+        began: std::sync::Mutex<SystemTime>,
+    }
+
+    impl Host for Stepped {
+        fn name(&self) -> &str {
+            "stepped"
+        }
+        fn address(&self) -> String {
+            "stepped".into()
+        }
+        fn disclosure(&self, _: &str) -> anyhow::Result<model::HostDisclosure> {
+            unreachable!()
+        }
+        fn start_service(
+            &self,
+            _: &str,
+            _: &engine::workload::Params,
+        ) -> anyhow::Result<engine::host::ServiceHandle> {
+            unreachable!()
+        }
+        fn service_query(&self, _: u64, _: &str) -> anyhow::Result<serde_json::Value> {
+            unreachable!()
+        }
+        fn service_exited(&self, _: u64) -> anyhow::Result<Option<String>> {
+            unreachable!()
+        }
+        fn stop_service(&self, _: u64) {}
+        fn drive(
+            &self,
+            _: &engine::host::DriverJob,
+            _: SystemTime,
+            _: &engine::workload::Progress,
+        ) -> anyhow::Result<engine::host::DriverReport> {
+            unreachable!()
+        }
+        fn interrupt(&self) {}
+        fn telemetry_start(
+            &self,
+            _: &TelemetrySettings,
+        ) -> anyhow::Result<engine::host::TelemetryInfo> {
+            Ok(engine::host::TelemetryInfo::default())
+        }
+        fn sync_clock(&self) -> Option<SystemTime> {
+            Some(*self.began.lock().unwrap())
+        }
+        fn telemetry_take(&self) -> Vec<TelemetrySample> {
+            Vec::new()
+        }
+        fn telemetry_mark(&self) -> Option<u64> {
+            None
+        }
+        fn telemetry_since(&self, _: u64) -> Vec<TelemetrySample> {
+            Vec::new()
+        }
+        fn set_warmup(&self, _: bool) {}
+        fn unwatch_servers(&self) {}
+        fn measure_idle(&self, _: f64) -> anyhow::Result<Option<IdlePower>> {
+            Ok(None)
+        }
+        fn run_commands(
+            &self,
+            _: &[String],
+            _: engine::host::CommandsFor,
+        ) -> anyhow::Result<Vec<engine::host::CommandRun>> {
+            unreachable!()
+        }
+        fn shutdown(&self) {}
+    }
+
+    /// Each test is placed by where the host's clock stood as it began, and a clock that
+    /// moved while a test ran flags that test.
+    #[test]
+    fn each_test_is_placed_by_the_clocks_at_its_start() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let host = Arc::new(Stepped {
+            began: std::sync::Mutex::new(t0),
+        });
+        let hosts: Vec<Arc<dyn Host>> = vec![host.clone()];
+        let settings = TelemetrySettings {
+            interval_s: 1.0,
+            ..TelemetrySettings::default()
+        };
+        let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
+        t.begin_step();
+        assert_eq!(t.clocks().get("stepped"), Some(t0));
+        t.end_step();
+        assert!(t.clock_flags().is_empty());
+        // Stepped 2 s forward between tests: the next test is placed by the new clock,
+        // and nothing is flagged.
+        let stepped = t0 + Duration::from_secs(2);
+        *host.began.lock().unwrap() = stepped;
+        t.begin_step();
+        assert_eq!(t.clocks().get("stepped"), Some(stepped));
+        t.end_step();
+        assert!(t.clock_flags().is_empty());
+        // Back 0.3 s while a test ran: that test is flagged, by how far.
+        t.begin_step();
+        *host.began.lock().unwrap() = stepped - Duration::from_millis(300);
+        t.end_step();
+        let flags = t.clock_flags();
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert_eq!(flags[0].code, "clock_moved");
+        assert!(flags[0].message.contains("-300 ms"), "{}", flags[0].message);
+        // A drift within the estimate's error is not.
+        t.begin_step();
+        *host.began.lock().unwrap() += Duration::from_millis(5);
+        t.end_step();
+        assert!(t.clock_flags().is_empty());
     }
 }

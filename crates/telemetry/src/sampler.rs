@@ -87,8 +87,6 @@ enum FreqSource {
 struct State {
     cfg: SamplerConfig,
     start: Instant,
-    /// `start` on the wall clock: samples' `t_s` count from it.
-    started_at: SystemTime,
     prev: Snapshot,
     power: PowerSources,
     detection: PowerDetection,
@@ -370,12 +368,8 @@ impl Sampler {
         let cpus: Vec<u32> = prev.stat.cpus.iter().map(|(n, _)| *n).collect();
         let freq = detect_freq_source(&cfg, &cpus);
         let interval = cfg.interval;
-        let started_at = SystemTime::now()
-            .checked_sub(prev.at.elapsed())
-            .unwrap_or_else(SystemTime::now);
         let state = State {
             start: prev.at,
-            started_at,
             cfg,
             prev,
             power,
@@ -464,10 +458,13 @@ impl Sampler {
         st.samples[from..].to_vec()
     }
 
-    /// When the samples' clock began (their `t_s` is seconds since), on this host's
-    /// wall clock.
+    /// When the samples' clock began (their `t_s` is seconds since, on the monotonic
+    /// clock), on this host's wall clock as it reads now: a wall clock stepped since the
+    /// start moves it, the samples do not move.
     pub fn started_at(&self) -> SystemTime {
-        lock(&self.shared.0).started_at
+        let elapsed = lock(&self.shared.0).start.elapsed();
+        let now = SystemTime::now();
+        now.checked_sub(elapsed).unwrap_or(now)
     }
 
     /// What the power detection found at start.
