@@ -44,8 +44,11 @@
 # 3.5 s ahead of it and host 3's 2.25 s behind (libfaketime, preloaded by sshd's SetEnv
 # into every session: the agent and what it launches), as real hosts whose clocks were
 # never synchronised would; the tests then check that rackbench measures each host's
-# offset and places its samples and timings on the controller's clock. Other hosts: 0.
-# TESTHOSTS_SKEW_S="S1 S2 ..." (seconds, per host in order) sets them; "0" for none.
+# offset and places its samples and timings on the controller's clock. Only the wall
+# clock is moved: the monotonic clock stays the machine's, as on a real host (a moved
+# one would also move every timed wait, which the kernel measures on the real one).
+# Other hosts: 0. TESTHOSTS_SKEW_S="S1 S2 ..." (seconds, per host in order) sets them;
+# "0" for none (then libfaketime is not needed).
 
 # Network: bridge rbbr0 (10.77.0.254/24) in the root namespace; namespace rbhK has eth0
 # (10.77.0.K/24, the peer of veth rbvK on the bridge) and lo, and no default route. The
@@ -94,8 +97,9 @@ our_veths() {
 }
 have_bridge() { ip link show "$BRIDGE" >/dev/null 2>&1; }
 
+# install_packages [EXTRA...]
 install_packages() {
-  local pkgs=(openssh-server openssh-client iproute2 libfaketime) missing=() p
+  local pkgs=(openssh-server openssh-client iproute2 "$@") missing=() p
   for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
@@ -192,7 +196,13 @@ cmd_up() {
   fi
   check_dir
   [ "$(id -u)" -eq 0 ] || skip "not root (uid $(id -u)); network namespaces need root"
-  install_packages
+  local skews=() skew env extra=()
+  read -r -a skews <<<"${TESTHOSTS_SKEW_S:-0 3.5 -2.25}"
+  for skew in "${skews[@]}"; do
+    [[ "$skew" =~ ^[+-]?[0-9]+(\.[0-9]+)?$ ]] || die "TESTHOSTS_SKEW_S: '$skew' is not a number of seconds (e.g. \"0 3.5 -2.25\")"
+    if [ "$(awk -v s="$skew" 'BEGIN { print (s + 0 != 0) }')" = 1 ]; then extra=(libfaketime); fi
+  done
+  install_packages "${extra[@]}"
   command -v ip >/dev/null 2>&1 || die "no 'ip' command after installing iproute2"
   [ -x /usr/sbin/sshd ] || die "no /usr/sbin/sshd after installing openssh-server"
 
@@ -230,11 +240,6 @@ cmd_up() {
   ip addr add "$CONTROLLER_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
 
-  local skews=() skew env
-  read -r -a skews <<<"${TESTHOSTS_SKEW_S:-0 3.5 -2.25}"
-  for skew in "${skews[@]}"; do
-    [[ "$skew" =~ ^[+-]?[0-9]+(\.[0-9]+)?$ ]] || die "TESTHOSTS_SKEW_S: '$skew' is not a number of seconds (e.g. \"0 3.5 -2.25\")"
-  done
   local faketime
   faketime=$(dpkg -L libfaketime 2>/dev/null | grep '/libfaketime\.so\.1$' | head -n1) || true
   local hosts=() ips=() skewed=()
@@ -247,7 +252,8 @@ cmd_up() {
     if [ "$(awk -v s="$skew" 'BEGIN { print (s + 0 != 0) }')" = 1 ]; then
       [ -n "$faketime" ] || die "a skewed clock needs libfaketime (apt-get install libfaketime), or TESTHOSTS_SKEW_S=0"
       # "+3.5s" / "-2.25s": an offset from the real time, monotonic clocks included.
-      case "$skew" in -*) env="SetEnv LD_PRELOAD=$faketime FAKETIME=${skew}s" ;; *) env="SetEnv LD_PRELOAD=$faketime FAKETIME=+${skew}s" ;; esac
+      case "$skew" in -*) env="FAKETIME=${skew}s" ;; *) env="FAKETIME=+${skew}s" ;; esac
+      env="SetEnv LD_PRELOAD=$faketime $env FAKETIME_DONT_FAKE_MONOTONIC=1"
     fi
     skewed+=("$skew")
     ip netns add "$ns"

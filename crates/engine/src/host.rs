@@ -196,6 +196,11 @@ pub trait Host: Send + Sync {
     fn clock_offset_s(&self) -> f64 {
         0.0
     }
+    /// The round trip of the probe that measured the offset last, seconds: the offset is
+    /// known to within half of it (0 for the local host).
+    fn clock_rtt_s(&self) -> f64 {
+        0.0
+    }
     /// How far ahead a common start must be set for a job to reach this host in time
     /// (none for this machine: the job is already here).
     fn start_lead(&self) -> Duration {

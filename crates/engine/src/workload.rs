@@ -82,9 +82,10 @@ pub trait Watch: Send + Sync {
     /// What was sampled from `mark` to now, as metrics: `cpu_busy_pct` (all CPUs),
     /// `process_cpu_pct` per watched role, `power_w` (labelled with its source). Used for
     /// per-step figures inside one test (capacity ramps and load levels). `window`, in
-    /// seconds after the mark: only that part of it (a step's measured window, without
-    /// the start's lead, the connections' setup, the warm-up and the drain), exact to
-    /// within a sampling interval at each end.
+    /// seconds after the mark: only the samples wholly inside it (a step's measured
+    /// window, without the start's lead, the connections' setup, the warm-up and the
+    /// drain; a sample across its edges holds some of those too), or, for a window too
+    /// short to hold one, each sample's part inside (see `telemetry::within_spans`).
     fn since_mark(&self, _mark: u64, _window: Option<(f64, f64)>) -> Vec<model::Metric> {
         Vec::new()
     }

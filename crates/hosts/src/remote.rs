@@ -83,6 +83,8 @@ pub struct RemoteHost {
     /// The agent's clock minus ours, seconds (f64 bits): measured as the host connects
     /// and again before each test ([`Host::sync_clock`]).
     offset_s: AtomicU64,
+    /// The round trip of the probe that measured `offset_s` (f64 bits).
+    offset_rtt_s: AtomicU64,
     rtt_s: f64,
     writer: Arc<Mutex<ChildStdin>>,
     child: Mutex<Child>,
@@ -240,13 +242,14 @@ impl RemoteHost {
             ssh,
             hello,
             offset_s: AtomicU64::new(0f64.to_bits()),
+            offset_rtt_s: AtomicU64::new(0f64.to_bits()),
             rtt_s: 0.0,
             writer: Arc::new(Mutex::new(stdin)),
             child: Mutex::new(child),
             next: AtomicU64::new(1),
         };
         let (offset, rtt) = host.estimate_offset()?;
-        host.set_offset(offset);
+        host.set_offset(offset, rtt);
         host.rtt_s = rtt;
         host.start_heartbeat();
         Ok(host)
@@ -272,8 +275,9 @@ impl RemoteHost {
         best.context("no clock probe")
     }
 
-    fn set_offset(&self, offset_s: f64) {
+    fn set_offset(&self, offset_s: f64, rtt_s: f64) {
         self.offset_s.store(offset_s.to_bits(), Ordering::Relaxed);
+        self.offset_rtt_s.store(rtt_s.to_bits(), Ordering::Relaxed);
     }
 
     pub fn rtt_s(&self) -> f64 {
@@ -402,6 +406,10 @@ impl Host for RemoteHost {
         f64::from_bits(self.offset_s.load(Ordering::Relaxed))
     }
 
+    fn clock_rtt_s(&self) -> f64 {
+        f64::from_bits(self.offset_rtt_s.load(Ordering::Relaxed))
+    }
+
     fn start_lead(&self) -> Duration {
         // Time for the job to arrive and every connection to open before the common
         // start, however far away the host is.
@@ -473,13 +481,13 @@ impl Host for RemoteHost {
     }
 
     fn sync_clock(&self) -> Option<SystemTime> {
-        // A failed probe leaves the last offset (a host gone is noticed elsewhere).
-        if let Ok((offset, _)) = self.estimate_offset() {
-            self.set_offset(offset);
-        }
-        let began: Option<f64> = self.call(Request::TelemetryClock).ok().flatten();
-        let on_ours = began? - self.clock_offset_s();
-        Duration::try_from_secs_f64(on_ours)
+        // Both answers or neither: an offset changed while the samples' start was not
+        // read again would place the drivers' timings and the samples apart. A host that
+        // does not answer keeps the last ones (a host gone is noticed elsewhere).
+        let (offset, rtt) = self.estimate_offset().ok()?;
+        let began: Option<f64> = self.call(Request::TelemetryClock).ok()?;
+        self.set_offset(offset, rtt);
+        Duration::try_from_secs_f64(began? - offset)
             .ok()
             .map(|d| UNIX_EPOCH + d)
     }

@@ -152,6 +152,12 @@ pub struct TelemetrySummary {
     /// says when that was, else its whole time (None: stored before this was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covered_s: Option<f64>,
+    /// The means are over samples wholly inside the measured time, none straddling its
+    /// edges. False: the whole test (no measured time known), a measured time too short
+    /// to hold a whole sample (each sample then weighs by its part inside), or a summary
+    /// stored before whole samples were kept (edge samples weighed by their part inside).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_samples: bool,
     /// Per-CPU means; index -1 is the all-CPU line.
     pub cpus: Vec<CpuUtil>,
     pub ctxt_per_s: f64,

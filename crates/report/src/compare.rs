@@ -208,15 +208,26 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
         }
         // How its CPU and power were summarised: runs stored before the summaries were
         // cut to each test's measured time (no `covered_s`) read lower CPU busy and power
-        // wherever a test had setup or teardown around its load (UDP: 10% of a 3 s test).
+        // wherever a test had setup or teardown around its load (UDP: 10% of a 3 s test),
+        // and so, less, do summaries that weigh the samples across the measured time's
+        // edges by their part inside (stored before only whole samples were kept). The
+        // completed tests' (a failed one is summarised whole).
         let summaries: Vec<&model::TelemetrySummary> = run
             .results
             .iter()
+            .filter(|r| r.status == model::Status::Ok)
             .flat_map(|r| &r.telemetry_summary)
             .collect();
         if !summaries.is_empty() {
-            let window = if summaries.iter().all(|s| s.covered_s.is_some()) {
+            let window = if summaries
+                .iter()
+                .all(|s| s.covered_s.is_some() && s.whole_samples)
+            {
                 "each test's measured time"
+            } else if summaries.iter().all(|s| s.covered_s.is_some()) {
+                "each test's measured time, the samples across its edges weighed by their part \
+                 inside (stored before only whole samples were kept, or tests shorter than two \
+                 sampling intervals)"
             } else {
                 "each test's whole time (stored before summaries were cut to the measured time)"
             };

@@ -459,6 +459,7 @@ fn iperf3_study_cpu_and_watts_per_throughput() {
         host: "local".into(),
         samples: 10,
         covered_s: Some(10.0),
+        whole_samples: true,
         cpus: vec![
             cpu(2, 0.80, 98.02, 0.0, 0.0, 1.18),
             cpu(4, 0.0, 0.02, 0.0, 98.16, 1.81),
@@ -1698,6 +1699,22 @@ fn compare_names_summaries_taken_over_different_windows() {
         .expect("the window is named");
     assert_eq!(d.a, "each test's measured time");
     assert!(d.b.starts_with("each test's whole time"), "{}", d.b);
+    // Cut to the measured time, but with the samples across its edges weighed by their
+    // part inside: not like for like either.
+    let mut parts = a.clone();
+    for r in parts.results.iter_mut() {
+        for s in r.telemetry_summary.iter_mut() {
+            s.whole_samples = false;
+        }
+    }
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&parts));
+    assert!(!c.like_for_like, "{c:?}");
+    let d = c
+        .differences
+        .iter()
+        .find(|d| d.key == "rackbench.telemetry_window")
+        .expect("the window is named");
+    assert!(d.b.contains("weighed by their part inside"), "{}", d.b);
     let mut unsampled = a.clone();
     for r in unsampled.results.iter_mut() {
         r.telemetry_summary.clear();

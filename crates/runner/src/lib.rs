@@ -842,14 +842,17 @@ pub fn run(
                             }
                             // Over the load the workload measured, not its setup and
                             // teardown around it.
-                            let (measured, window_flags) = crate::telemetry::measured_part(
+                            let part = crate::telemetry::measured_part(
                                 &samples,
                                 &telemetry.clocks(),
                                 &out.measured,
                             );
-                            flags.extend(window_flags);
+                            flags.extend(part.flags);
                             flags.extend(telemetry.clock_flags());
-                            let summary = telemetry.summarize(&measured);
+                            let mut summary = telemetry.summarize(&part.samples);
+                            for s in &mut summary {
+                                s.whole_samples = part.whole.contains(&s.host);
+                            }
                             flags.extend(crate::telemetry::steal_flags(&summary));
                             let (metrics, missing) = finite_only(out.metrics, out.missing);
                             ResultRecord {

@@ -22,7 +22,11 @@ pub struct Telemetry {
     /// Where each host's samples' clock began, on the controller's clock, as of the
     /// current test's start (see [`Host::sync_clock`]).
     clocks: Mutex<SampleClocks>,
-    /// How far each host's clock moved against the controller's during the last test.
+    /// Each host's clocks as the current test began (where its samples' clock began, on
+    /// the controller's clock; its offset), for the hosts that answered.
+    synced: Mutex<Vec<(String, SystemTime, f64)>>,
+    /// The hosts whose clock moved against the controller's during the last test by more
+    /// than [`CLOCK_MOVED_S`] (or their round trip), and by how much.
     moved: Mutex<Vec<(String, f64)>>,
 }
 
@@ -49,6 +53,7 @@ impl Telemetry {
             power_sources: Vec::new(),
             interval_s: settings.interval_s,
             clocks: Mutex::new(SampleClocks::default()),
+            synced: Mutex::new(Vec::new()),
             moved: Mutex::new(Vec::new()),
         };
         if !on {
@@ -151,9 +156,13 @@ impl Telemetry {
     }
 
     fn each(&self, f: impl Fn(&Arc<dyn Host>) + Sync) {
-        if !self.on {
-            return;
+        if self.on {
+            self.each_host(f);
         }
+    }
+
+    /// `f` on every host at once, telemetry on or off.
+    fn each_host(&self, f: impl Fn(&Arc<dyn Host>) + Sync) {
         if self.hosts.len() == 1 {
             return f(&self.hosts[0]);
         }
@@ -168,16 +177,29 @@ impl Telemetry {
     /// A test starts: drop what was sampled between tests (server launch, setup), and
     /// measure every host's clock again: the test's samples and timings are placed by
     /// where the clocks stand now, not where they stood when the run began.
+    /// Without telemetry the offsets are measured again all the same: the drivers' common
+    /// start and their timings use them.
     pub fn begin_step(&self) {
-        self.each(|h| {
-            let _ = h.telemetry_take();
-            h.set_warmup(false);
-            if let Some(at) = h.sync_clock() {
-                self.clocks
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .set(h.name(), at);
+        self.synced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        self.each_host(|h| {
+            if self.on {
+                let _ = h.telemetry_take();
+                h.set_warmup(false);
             }
+            let Some(at) = h.sync_clock() else {
+                return;
+            };
+            self.clocks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .set(h.name(), at);
+            self.synced
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((h.name().to_string(), at, h.clock_offset_s()));
         });
     }
 
@@ -196,7 +218,6 @@ impl Telemetry {
         let moved = self.moved.lock().unwrap_or_else(PoisonError::into_inner);
         moved
             .iter()
-            .filter(|(_, by)| by.abs() > CLOCK_MOVED_S)
             .map(|(h, by)| {
                 Flag::warning(
                     "clock_moved",
@@ -232,7 +253,11 @@ impl Telemetry {
         if !self.on {
             return Vec::new();
         }
-        let began = self.clocks();
+        let began = self
+            .synced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         // Per host: its samples, and how far its clock moved during the test.
         type HostEnd = (Vec<TelemetrySample>, Option<(String, f64)>);
         let per_host: Vec<HostEnd> = std::thread::scope(|s| {
@@ -243,13 +268,11 @@ impl Telemetry {
                     let began = &began;
                     s.spawn(move || {
                         let samples = h.telemetry_take();
-                        let moved = began.get(h.name()).zip(h.sync_clock()).map(|(a, b)| {
-                            let by = match b.duration_since(a) {
-                                Ok(d) => d.as_secs_f64(),
-                                Err(e) => -e.duration().as_secs_f64(),
-                            };
-                            (h.name().to_string(), by)
-                        });
+                        let moved = began
+                            .iter()
+                            .find(|(name, _, _)| name == h.name())
+                            .and_then(|(_, zero, offset)| moved_by(h.as_ref(), *zero, *offset))
+                            .map(|by| (h.name().to_string(), by));
                         (samples, moved)
                     })
                 })
@@ -347,6 +370,26 @@ impl Watch for HostsWatch {
     }
 }
 
+/// How far `h`'s clock moved against the controller's since it stood at `zero` (where
+/// its samples' clock began, on the controller's) and `offset`: the larger of the two
+/// changes (the controller's clock stepped moves the first; the host's own, the second),
+/// when it is beyond what the estimate can tell apart (its round trip, at least
+/// [`CLOCK_MOVED_S`]). None when the host could not be asked.
+fn moved_by(h: &dyn Host, zero: SystemTime, offset: f64) -> Option<f64> {
+    let now = h.sync_clock()?;
+    let zero_moved = match now.duration_since(zero) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    };
+    let offset_moved = h.clock_offset_s() - offset;
+    let by = if offset_moved.abs() > zero_moved.abs() {
+        offset_moved
+    } else {
+        zero_moved
+    };
+    (by.abs() > CLOCK_MOVED_S.max(h.clock_rtt_s())).then_some(by)
+}
+
 /// When each host's samples' clock began (their `t_s` counts from it), on the
 /// controller's clock, by host name.
 #[derive(Debug, Clone, Default)]
@@ -365,6 +408,17 @@ impl SampleClocks {
     }
 }
 
+/// What [`measured_part`] keeps of a test's samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredPart {
+    pub samples: Vec<TelemetrySample>,
+    /// Hosts whose samples could not be placed in the measured time (kept whole).
+    pub flags: Vec<Flag>,
+    /// Hosts cut to samples wholly inside the measured time (see
+    /// `TelemetrySummary::whole_samples`).
+    pub whole: Vec<String>,
+}
+
 /// The part of a test's samples its figures cover: each host's samples that lie wholly
 /// inside the test's `measured` spans (see `StepOutput::measured`), by
 /// [`telemetry::within_spans`], with `clocks` placing the host's samples on the
@@ -374,27 +428,30 @@ impl SampleClocks {
 /// diluting the test's CPU and power with idle time, and so is a sample that holds some
 /// of both (up to an interval at each end). What lies in a span counts, a warm-up mark or
 /// not: the workload knows when it measured. No spans: the samples as they are, the
-/// whole test. A host the clocks or the spans miss (a clock stepped since the host
-/// connected would place them apart): that host's samples as they are, and a warning
-/// that says so.
+/// whole test. A host the clocks or the spans miss (a clock stepped during the test
+/// would place them apart): that host's samples as they are, and a warning that says so.
 pub fn measured_part(
     samples: &[TelemetrySample],
     clocks: &SampleClocks,
     measured: &[(SystemTime, SystemTime)],
-) -> (Vec<TelemetrySample>, Vec<Flag>) {
+) -> MeasuredPart {
+    let mut out = MeasuredPart {
+        samples: Vec::with_capacity(samples.len()),
+        flags: Vec::new(),
+        whole: Vec::new(),
+    };
     if measured.is_empty() {
-        return (samples.to_vec(), Vec::new());
+        out.samples = samples.to_vec();
+        return out;
     }
-    let mut out = Vec::with_capacity(samples.len());
-    let mut flags = Vec::new();
     for h in telemetry::sampler::hosts_in(samples) {
         let mine: Vec<TelemetrySample> = samples.iter().filter(|s| s.host == h).cloned().collect();
-        let cut = match (clocks.0.iter().find(|(name, _)| name == h), mine.first()) {
-            (Some((_, zero)), Some(first)) => {
+        let cut = match (clocks.get(h), mine.first()) {
+            (Some(zero), Some(first)) => {
                 // Seconds after the host's first sample began (negative: before it).
                 let origin = first.t_s - first.interval_s;
                 let after = |t: SystemTime| {
-                    let since_zero = match t.duration_since(*zero) {
+                    let since_zero = match t.duration_since(zero) {
                         Ok(d) => d.as_secs_f64(),
                         Err(e) => -e.duration().as_secs_f64(),
                     };
@@ -404,28 +461,34 @@ pub fn measured_part(
                     .iter()
                     .map(|(a, b)| (after(*a), after(*b)))
                     .collect();
-                telemetry::within_spans(&mine, &spans)
+                Some(telemetry::within_spans(&mine, &spans))
             }
-            _ => Vec::new(),
+            _ => None,
         };
-        if cut.is_empty() {
-            flags.push(Flag::warning(
-                "telemetry_window",
-                format!(
-                    "host {h}: no sample of it falls in the time the test measured (its clock \
-                     placed them apart: stepped, or drifted since it connected?); its CPU and \
-                     power summary covers the whole test, setup included"
-                ),
-            ));
-            out.extend(mine);
-        } else {
-            out.extend(cut.into_iter().map(|mut s| {
-                s.warmup = false;
-                s
-            }));
+        match cut {
+            Some(cut) if !cut.samples.is_empty() => {
+                if cut.whole {
+                    out.whole.push(h.to_string());
+                }
+                out.samples.extend(cut.samples.into_iter().map(|mut s| {
+                    s.warmup = false;
+                    s
+                }));
+            }
+            _ => {
+                out.flags.push(Flag::warning(
+                    "telemetry_window",
+                    format!(
+                        "host {h}: no sample of it falls in the time the test measured (a \
+                         clock stepped during the test would place them apart); its CPU and \
+                         power summary covers the whole test, setup included"
+                    ),
+                ));
+                out.samples.extend(mine);
+            }
         }
     }
-    (out, flags)
+    out
 }
 
 /// Mean steal (a VM's CPU time the hypervisor gave to someone else) on any one CPU of a
@@ -572,8 +635,8 @@ mod tests {
         let all = telemetry::sampler::summarize(&samples);
         assert!((busy(&all, "b") - (2.0 + 160.0 + 2.0) / 2.6).abs() < 1e-9);
         let cut_to = |spans: &[(SystemTime, SystemTime)]| {
-            let (part, flags) = measured_part(&samples, &clock, spans);
-            (telemetry::sampler::summarize(&part), flags)
+            let part = measured_part(&samples, &clock, spans);
+            (telemetry::sampler::summarize(&part.samples), part.flags)
         };
         let (cut, flags) = cut_to(&[(at(0.3), at(2.3))]);
         for h in ["a", "b"] {
@@ -588,10 +651,11 @@ mod tests {
         assert!((covered(&cut, "c") - 3.0).abs() < 1e-9);
         assert_eq!(flags.len(), 1, "{flags:?}");
         assert!(flags[0].message.starts_with("host c:"), "{flags:?}");
-        // Two timed parts with a gap (crypto's sign and verify): only they count.
+        // Two timed parts with a gap (crypto's sign and verify): only they count, the
+        // first by its whole sample, the second (holding none whole) by its part of one.
         let (cut, _) = cut_to(&[(at(1.8), at(2.3)), (at(0.3), at(1.3))]);
         assert!(
-            (covered(&cut, "a") - 1.0).abs() < 1e-9,
+            (covered(&cut, "a") - 1.5).abs() < 1e-9,
             "{}",
             covered(&cut, "a")
         );
@@ -604,12 +668,13 @@ mod tests {
         let (cut, _) = cut_to(&[(at(0.31), at(2.29))]);
         assert!((covered(&cut, "a") - 2.0).abs() < 1e-9);
         // No spans (a capacity step that did not know its window): the samples as they are.
-        assert_eq!(measured_part(&samples, &clock, &[]).0, samples);
+        assert_eq!(measured_part(&samples, &clock, &[]).samples, samples);
         // Spans nowhere near the hosts' samples: as they are, and said for each host.
-        let (part, flags) = measured_part(&samples, &clock, &[(at(100.0), at(102.0))]);
-        assert_eq!(part, samples);
-        assert_eq!(flags.len(), 3, "{flags:?}");
-        assert!(flags.iter().all(|f| f.code == "telemetry_window"));
+        let part = measured_part(&samples, &clock, &[(at(100.0), at(102.0))]);
+        assert_eq!(part.samples, samples);
+        assert_eq!(part.flags.len(), 3, "{:?}", part.flags);
+        assert!(part.flags.iter().all(|f| f.code == "telemetry_window"));
+        assert!(part.whole.is_empty());
     }
 
     /// Samples that straddle the spans' edges are left out, not weighted by their part
@@ -626,17 +691,29 @@ mod tests {
             sample("a", 2.9, 1.0, false, 80.0),
             sample("a", 3.6, 0.7, false, (0.4 * 80.0 + 0.3 * 5.0) / 0.7),
         ];
-        let (part, flags) = measured_part(&samples, &clock, &[(at(0.3), at(3.3))]);
-        assert!(flags.is_empty());
-        let cut = telemetry::sampler::summarize(&part);
+        let part = measured_part(&samples, &clock, &[(at(0.3), at(3.3))]);
+        assert!(part.flags.is_empty());
+        assert_eq!(part.whole, ["a"]);
+        let cut = telemetry::sampler::summarize(&part.samples);
         assert!((busy(&cut, "a") - 80.0).abs() < 1e-9, "{}", busy(&cut, "a"));
         assert!((covered(&cut, "a") - 2.0).abs() < 1e-9);
         // A span with no sample wholly inside: each sample weighs its part inside.
-        let (part, _) = measured_part(&samples, &clock, &[(at(0.6), at(1.4))]);
-        let cut = telemetry::sampler::summarize(&part);
+        let part = measured_part(&samples, &clock, &[(at(0.6), at(1.4))]);
+        assert!(part.whole.is_empty());
+        let cut = telemetry::sampler::summarize(&part.samples);
         assert!((covered(&cut, "a") - 0.8).abs() < 1e-9);
         let by_parts = (0.3 * samples[0].cpus[0].usr_pct + 0.5 * 80.0) / 0.8;
         assert!((busy(&cut, "a") - by_parts).abs() < 1e-9);
+        // A long span and a short one: the long one's whole samples, and the short one's
+        // parts (its load is not left out because the other held whole samples).
+        let part = measured_part(&samples, &clock, &[(at(0.9), at(1.9)), (at(3.0), at(3.5))]);
+        assert!(part.whole.is_empty());
+        let cut = telemetry::sampler::summarize(&part.samples);
+        assert!(
+            (covered(&cut, "a") - 1.5).abs() < 1e-9,
+            "{}",
+            covered(&cut, "a")
+        );
     }
 
     #[test]
@@ -664,9 +741,10 @@ mod tests {
     }
 
     /// A host whose clock the test can move: its samples' clock began at `began`
-    /// (controller clock), as its `sync_clock` reports.
+    /// (controller clock), as its `sync_clock` reports, and its clock is `offset` ahead.
     struct Stepped {
         began: std::sync::Mutex<SystemTime>,
+        offset: std::sync::Mutex<f64>,
     }
 
     impl Host for Stepped {
@@ -711,6 +789,9 @@ mod tests {
         fn sync_clock(&self) -> Option<SystemTime> {
             Some(*self.began.lock().unwrap())
         }
+        fn clock_offset_s(&self) -> f64 {
+            *self.offset.lock().unwrap()
+        }
         fn telemetry_take(&self) -> Vec<TelemetrySample> {
             Vec::new()
         }
@@ -742,6 +823,7 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let host = Arc::new(Stepped {
             began: std::sync::Mutex::new(t0),
+            offset: std::sync::Mutex::new(3.5),
         });
         let hosts: Vec<Arc<dyn Host>> = vec![host.clone()];
         let settings = TelemetrySettings {
@@ -774,5 +856,26 @@ mod tests {
         *host.began.lock().unwrap() += Duration::from_millis(5);
         t.end_step();
         assert!(t.clock_flags().is_empty());
+        // The host's own clock stepped 1 s forward while a test ran: its samples (on its
+        // monotonic clock) stay where they were, its offset moves, and so would the
+        // timings its drivers read on its wall clock.
+        t.begin_step();
+        *host.offset.lock().unwrap() += 1.0;
+        t.end_step();
+        let flags = t.clock_flags();
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert!(
+            flags[0].message.contains("+1000 ms"),
+            "{}",
+            flags[0].message
+        );
+        // Telemetry off: the offsets are measured again all the same.
+        let off = Telemetry::start(&hosts, &settings, &[], false).unwrap();
+        *host.began.lock().unwrap() = t0 + Duration::from_secs(60);
+        off.begin_step();
+        assert_eq!(
+            off.clocks().get("stepped"),
+            Some(t0 + Duration::from_secs(60))
+        );
     }
 }

@@ -20,6 +20,6 @@ pub use power::{
     PowerSources,
 };
 pub use sampler::{
-    measure_idle, summarize, summarize_with_notes, within, within_spans, Sampler, SamplerConfig,
-    MIN_INTERVAL,
+    measure_idle, summarize, summarize_with_notes, within, within_spans, Cut, Sampler,
+    SamplerConfig, MIN_INTERVAL,
 };

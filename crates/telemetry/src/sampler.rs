@@ -563,30 +563,44 @@ impl<const N: usize> Acc<N> {
 /// The part of one host's consecutive samples (as [`Sampler::since`] returns them) from
 /// `from_s` to `to_s` seconds after the first one began: [`within_spans`] of one span.
 pub fn within(samples: &[TelemetrySample], from_s: f64, to_s: f64) -> Vec<TelemetrySample> {
-    within_spans(samples, &[(from_s, to_s)])
+    within_spans(samples, &[(from_s, to_s)]).samples
 }
 
-/// How far a sample may reach outside the spans and still count as wholly inside them:
-/// the shortest interval the sampler measures, or 2% of the sample's own.
+/// How far a sample may reach outside a span and still count as wholly inside it: the
+/// shortest interval the sampler measures, or 2% of the sample's own.
 fn edge_slack(interval_s: f64) -> f64 {
     MIN_INTERVAL.as_secs_f64().max(0.02 * interval_s)
 }
 
+/// What [`within_spans`] keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cut {
+    pub samples: Vec<TelemetrySample>,
+    /// Every span held a sample wholly inside it, and only such samples were kept.
+    pub whole: bool,
+}
+
 /// The samples of one host (consecutive, as [`Sampler::since`] returns them) that lie
 /// wholly inside `spans` (seconds after the first sample began; overlapping spans count
-/// once), to [`edge_slack`], kept as they are. A sample that straddles a span's edge is
-/// left out: its means mix the load with what was around it (a UDP test's first second
-/// holds its streams' setup, its last the receiver's wait), and no weighting can take
-/// that apart: the load at 80% busy over 3 s, its 0.3 s of setup at 10%, and 1 s ticks
-/// would read 71% by each sample's part inside. So the summary covers less than the
-/// spans, up to an interval at each edge, and is the load's alone.
-/// When no sample lies wholly inside (spans shorter than about two intervals), the
-/// parts: each sample inside in part keeps its figures and weighs as much as its part
-/// inside, exact to within an interval at each end. An instantaneous power reading stands
-/// for the moment its sample ended, so a part keeps it only when that moment is inside.
-pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Vec<TelemetrySample> {
+/// once), to [`edge_slack`] and at least half inside, kept as they are. A sample that
+/// straddles a span's edge is left out: its means mix the load with what was around it
+/// (a UDP test's first second holds its streams' setup, its last the receiver's wait),
+/// and no weighting can take that apart: the load at 80% busy over 3 s, its 0.3 s of
+/// setup at 10%, and 1 s ticks would read 71% by each sample's part inside. So the
+/// summary covers less than the spans, up to an interval at each edge, and is the
+/// load's alone.
+/// A span that holds no whole sample (shorter than about two intervals) gives its parts
+/// instead: each sample inside it in part keeps its figures and weighs as much as its
+/// part inside, exact to within an interval at each end. An instantaneous power reading
+/// stands for the moment its sample ended, so a part keeps it only when that moment is
+/// inside.
+pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
+    let mut cut = Cut {
+        samples: Vec::new(),
+        whole: true,
+    };
     let Some(first) = samples.first() else {
-        return Vec::new();
+        return cut;
     };
     let mut sorted: Vec<(f64, f64)> = spans.iter().copied().filter(|(a, b)| b > a).collect();
     sorted.sort_by(|x, y| x.0.total_cmp(&y.0));
@@ -603,34 +617,34 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Vec<Te
         let end = s.t_s - origin;
         end.min(b) - (end - s.interval_s).max(a)
     };
-    let whole: Vec<TelemetrySample> = samples
-        .iter()
-        .filter(|s| {
-            let inside: f64 = merged.iter().map(|m| overlap(s, *m).max(0.0)).sum();
-            inside > 0.0 && s.interval_s - inside <= edge_slack(s.interval_s)
-        })
-        .cloned()
-        .collect();
-    if !whole.is_empty() {
-        return whole;
-    }
-    let mut parts = Vec::new();
-    for s in samples {
-        for &(a, b) in &merged {
-            let inside = overlap(s, (a, b));
+    for span in merged {
+        let whole: Vec<&TelemetrySample> = samples
+            .iter()
+            .filter(|s| {
+                let inside = overlap(s, span);
+                inside >= s.interval_s / 2.0 && s.interval_s - inside <= edge_slack(s.interval_s)
+            })
+            .collect();
+        if !whole.is_empty() {
+            cut.samples.extend(whole.into_iter().cloned());
+            continue;
+        }
+        cut.whole = false;
+        for s in samples {
+            let inside = overlap(s, span);
             if inside > 0.0 {
                 let mut part = TelemetrySample {
                     interval_s: inside,
                     ..s.clone()
                 };
-                if s.t_s - origin > b {
+                if s.t_s - origin > span.1 {
                     part.power.retain(|p| !p.instantaneous);
                 }
-                parts.push(part);
+                cut.samples.push(part);
             }
         }
     }
-    parts
+    cut
 }
 
 /// Per-host means over the non-warm-up samples, weighted by interval length. A NIC,
@@ -798,6 +812,7 @@ fn summarize_host(
         // Pieces of one sample (cut apart by a test's timed parts) count once.
         samples: (1 + measured.windows(2).filter(|w| w[0].t_s != w[1].t_s).count()) as u32,
         covered_s: Some(measured.iter().map(|s| s.interval_s).sum()),
+        whole_samples: false,
         cpus: cpus
             .into_iter()
             .map(|(cpu, a)| {

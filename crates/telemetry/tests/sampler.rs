@@ -324,7 +324,7 @@ fn a_window_after_the_mark_keeps_the_samples_wholly_inside_it() {
     assert!(telemetry::within(&since, 5.0, 6.0).is_empty());
     assert!(telemetry::within(&[], 0.0, 1.0).is_empty());
     // Spans that overlap count once; a gap between two spans leaves its sample out.
-    let w = telemetry::within_spans(&since, &[(1.0, 2.0), (1.5, 2.0), (3.0, 4.0)]);
+    let w = telemetry::within_spans(&since, &[(1.0, 2.0), (1.5, 2.0), (3.0, 4.0)]).samples;
     assert_eq!(
         w.iter().map(|s| s.t_s).collect::<Vec<_>>(),
         vec![12.0, 14.0]

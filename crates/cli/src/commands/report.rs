@@ -535,6 +535,7 @@ mod tests {
                 host: "local".into(),
                 samples: 2,
                 covered_s: Some(2.0),
+                whole_samples: true,
                 cpus: vec![cpu],
                 ctxt_per_s: 0.0,
                 intr_per_s: 0.0,

@@ -207,6 +207,7 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
                             host: "local".into(),
                             samples: 4,
                             covered_s: Some(4.0),
+                            whole_samples: true,
                             cpus,
                             ctxt_per_s: 12000.0,
                             intr_per_s: 30000.0,
