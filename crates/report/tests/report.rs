@@ -1684,37 +1684,29 @@ fn compare_names_summaries_taken_over_different_windows() {
     let a = kv_run(&Spec::default());
     let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&a));
     assert!(c.like_for_like, "{c:?}");
-    let mut old = a.clone();
-    for r in old.results.iter_mut() {
-        for s in r.telemetry_summary.iter_mut() {
-            s.covered_s = None;
+    // `b` as `a` with each summary changed by `f`: not like for like, and the windows
+    // named (a's, b's).
+    let windows_apart = |f: fn(&mut model::TelemetrySummary)| {
+        let mut b = a.clone();
+        for r in b.results.iter_mut() {
+            r.telemetry_summary.iter_mut().for_each(f);
         }
-    }
-    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&old));
-    assert!(!c.like_for_like, "{c:?}");
-    let d = c
-        .differences
-        .iter()
-        .find(|d| d.key == "rackbench.telemetry_window")
-        .expect("the window is named");
-    assert_eq!(d.a, "each test's measured time");
-    assert!(d.b.starts_with("each test's whole time"), "{}", d.b);
+        let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&b));
+        assert!(!c.like_for_like, "{c:?}");
+        let d = c
+            .differences
+            .iter()
+            .find(|d| d.key == "rackbench.telemetry_window")
+            .expect("the window is named");
+        (b, d.a.clone(), d.b.clone())
+    };
+    let (old, now, then) = windows_apart(|s| s.covered_s = None);
+    assert_eq!(now, "each test's measured time");
+    assert!(then.starts_with("each test's whole time"), "{then}");
     // Cut to the measured time, but with the samples across its edges weighed by their
     // part inside: not like for like either.
-    let mut parts = a.clone();
-    for r in parts.results.iter_mut() {
-        for s in r.telemetry_summary.iter_mut() {
-            s.whole_samples = false;
-        }
-    }
-    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&parts));
-    assert!(!c.like_for_like, "{c:?}");
-    let d = c
-        .differences
-        .iter()
-        .find(|d| d.key == "rackbench.telemetry_window")
-        .expect("the window is named");
-    assert!(d.b.contains("weighed by their part inside"), "{}", d.b);
+    let (_, _, parts) = windows_apart(|s| s.whole_samples = false);
+    assert!(parts.contains("weighed by their part inside"), "{parts}");
     let mut unsampled = a.clone();
     for r in unsampled.results.iter_mut() {
         r.telemetry_summary.clear();
