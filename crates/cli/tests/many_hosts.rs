@@ -157,7 +157,8 @@ fn hosts_check_reports_each_host_as_itself() {
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}",
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
