@@ -376,11 +376,7 @@ impl Watch for HostsWatch {
 /// when it is beyond what the estimate can tell apart (its round trip, at least
 /// [`CLOCK_MOVED_S`]). None when the host could not be asked.
 fn moved_by(h: &dyn Host, zero: SystemTime, offset: f64) -> Option<f64> {
-    let now = h.sync_clock()?;
-    let zero_moved = match now.duration_since(zero) {
-        Ok(d) => d.as_secs_f64(),
-        Err(e) => -e.duration().as_secs_f64(),
-    };
+    let zero_moved = secs_between(zero, h.sync_clock()?);
     let offset_moved = h.clock_offset_s() - offset;
     let by = if offset_moved.abs() > zero_moved.abs() {
         offset_moved
@@ -388,6 +384,14 @@ fn moved_by(h: &dyn Host, zero: SystemTime, offset: f64) -> Option<f64> {
         zero_moved
     };
     (by.abs() > CLOCK_MOVED_S.max(h.clock_rtt_s())).then_some(by)
+}
+
+/// Seconds from `from` to `to`, negative when `to` is the earlier.
+fn secs_between(from: SystemTime, to: SystemTime) -> f64 {
+    match to.duration_since(from) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    }
 }
 
 /// When each host's samples' clock began (their `t_s` counts from it), on the
@@ -450,13 +454,7 @@ pub fn measured_part(
             (Some(zero), Some(first)) => {
                 // Seconds after the host's first sample began (negative: before it).
                 let origin = first.t_s - first.interval_s;
-                let after = |t: SystemTime| {
-                    let since_zero = match t.duration_since(zero) {
-                        Ok(d) => d.as_secs_f64(),
-                        Err(e) => -e.duration().as_secs_f64(),
-                    };
-                    since_zero - origin
-                };
+                let after = |t: SystemTime| secs_between(zero, t) - origin;
                 let spans: Vec<(f64, f64)> = measured
                     .iter()
                     .map(|(a, b)| (after(*a), after(*b)))
@@ -843,26 +841,24 @@ mod tests {
         assert_eq!(t.clocks().get("stepped"), Some(stepped));
         t.end_step();
         assert!(t.clock_flags().is_empty());
+        // A test during which `change` moved the host's clock: its flags.
+        let during = |change: &dyn Fn()| {
+            t.begin_step();
+            change();
+            t.end_step();
+            t.clock_flags()
+        };
         // Back 0.3 s while a test ran: that test is flagged, by how far.
-        t.begin_step();
-        *host.began.lock().unwrap() = stepped - Duration::from_millis(300);
-        t.end_step();
-        let flags = t.clock_flags();
+        let flags = during(&|| *host.began.lock().unwrap() = stepped - Duration::from_millis(300));
         assert_eq!(flags.len(), 1, "{flags:?}");
         assert_eq!(flags[0].code, "clock_moved");
         assert!(flags[0].message.contains("-300 ms"), "{}", flags[0].message);
         // A drift within the estimate's error is not.
-        t.begin_step();
-        *host.began.lock().unwrap() += Duration::from_millis(5);
-        t.end_step();
-        assert!(t.clock_flags().is_empty());
+        assert!(during(&|| *host.began.lock().unwrap() += Duration::from_millis(5)).is_empty());
         // The host's own clock stepped 1 s forward while a test ran: its samples (on its
         // monotonic clock) stay where they were, its offset moves, and so would the
         // timings its drivers read on its wall clock.
-        t.begin_step();
-        *host.offset.lock().unwrap() += 1.0;
-        t.end_step();
-        let flags = t.clock_flags();
+        let flags = during(&|| *host.offset.lock().unwrap() += 1.0);
         assert_eq!(flags.len(), 1, "{flags:?}");
         assert!(
             flags[0].message.contains("+1000 ms"),
