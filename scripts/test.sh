@@ -83,6 +83,18 @@ if [ -n "$leftovers" ]; then
   done <<< "$leftovers"
   [ "$status" -ne 0 ] || status=1
 fi
+# A failure with the test hosts up: their sshds' logs (LogLevel VERBOSE) say what each host
+# saw of it (a refused or dropped session, a command that failed there), and go with the
+# hosts when they are torn down, so they are shown now; a copy stays beside the build.
+if [ "$status" -ne 0 ] && [ -n "${RACKBENCH_TESTHOSTS_ENV:-}" ]; then
+  for log in "$(dirname "$RACKBENCH_TESTHOSTS_ENV")"/hosts/*/sshd.log; do
+    [ -s "$log" ] || continue
+    host=$(basename "$(dirname "$log")")
+    cp "$log" "target/rackbench-testhost-$host-sshd.log"
+    echo "--- $host: the last 40 lines of its sshd log (all of it: target/rackbench-testhost-$host-sshd.log)" >&2
+    tail -n 40 "$log" >&2
+  done
+fi
 # One closing line over all test binaries.
 awk '/^test result:/ {p+=$4; f+=$6; i+=$8} END {printf "rackbench tests: %d passed, %d failed, %d skipped\n", p, f, i}' target/rackbench-test.log
 [ -z "${RACKBENCH_TESTHOSTS_SKIP:-}" ] || echo "rackbench many-host tests skipped: ${RACKBENCH_TESTHOSTS_SKIP}"

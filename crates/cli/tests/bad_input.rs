@@ -126,3 +126,26 @@ fn bad_input_exits_2_with_stderr_closed_or_broken() {
         assert_eq!(st.code(), Some(0), "broken stdout {args:?}");
     }
 }
+
+/// An --ssh-config that is not there is bad input, said once, before any host is tried:
+/// `hosts check` had reported it once per host, as that host's failure.
+#[test]
+fn a_missing_ssh_config_is_said_once_before_any_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-config");
+    let out = common::bin()
+        .args(["hosts", "check", "--ssh-config"])
+        .arg(&missing)
+        .args(["h1.invalid", "h2.invalid"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("no such file").count(), 1, "{err}");
+    assert!(
+        err.contains("leave the option out"),
+        "says what to do: {err}"
+    );
+    assert!(!err.contains("h1.invalid"), "no host was tried: {err}");
+    assert!(out.stdout.is_empty(), "nothing printed as a result");
+}

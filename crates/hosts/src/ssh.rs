@@ -58,6 +58,18 @@ pub fn check_destination(dest: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An `--ssh-config` that is not a file: refused, saying what to do.
+pub fn check_config(path: &Path) -> anyhow::Result<()> {
+    if !path.is_file() {
+        bail!(
+            "--ssh-config {}: no such file; give an ssh config file (as `ssh -F`), or leave \
+             the option out to use ~/.ssh/config",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// The first 32 hex digits of the binary's sha256 name its cached copy.
 pub fn cache_name(sha256: &str) -> String {
     format!("rackbench-{}", &sha256[..sha256.len().min(32)])
@@ -67,9 +79,7 @@ impl Ssh {
     /// `config`: an ssh config file to use instead of ~/.ssh/config (`ssh -F`).
     pub fn new(config: Option<PathBuf>) -> anyhow::Result<Ssh> {
         if let Some(c) = &config {
-            if !c.is_file() {
-                bail!("--ssh-config {}: no such file", c.display());
-            }
+            check_config(c)?;
         }
         // A run killed outright leaves it; the next command's scratch sweep removes it.
         let control_dir = engine::scratch::tempdir("rackbench-ssh-")

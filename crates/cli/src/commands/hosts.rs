@@ -74,6 +74,10 @@ struct HostCheck {
 
 pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     let Cmd::Check(c) = a.cmd;
+    // Bad input, said once (each host's check would meet it on its own).
+    if let Some(cfg) = &c.ssh_config {
+        hosts::ssh::check_config(cfg)?;
+    }
     let verbose = !g.quiet;
     let checks: Vec<HostCheck> = std::thread::scope(|s| {
         let hs: Vec<_> = c
