@@ -60,6 +60,7 @@ test_tmp=$(mktemp -d /tmp/rbt.XXXXXX)
 chmod 1777 "$test_tmp"
 status=0
 TMPDIR="$test_tmp" cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/rackbench-test.log || status=${PIPESTATUS[0]}
+tests_status=$status
 # The kill tests leave what a rackbench killed outright leaves, on purpose; any next
 # rackbench command cleans that up (engine::scratch), so run one.
 sweep_db=$(TMPDIR="$test_tmp" mktemp -d)
@@ -83,10 +84,10 @@ if [ -n "$leftovers" ]; then
   done <<< "$leftovers"
   [ "$status" -ne 0 ] || status=1
 fi
-# A failure with the test hosts up: their sshds' logs (LogLevel VERBOSE) say what each host
-# saw of it (a refused or dropped session, a command that failed there), and go with the
-# hosts when they are torn down, so they are shown now; a copy stays beside the build.
-if [ "$status" -ne 0 ] && [ -n "${RACKBENCH_TESTHOSTS_ENV:-}" ]; then
+# A test failed with the test hosts up: their sshds' logs (LogLevel VERBOSE) say what each
+# host saw of it (a refused or dropped session, a command that failed there), and go with
+# the hosts when they are torn down, so they are shown now; a copy stays beside the build.
+if [ "$tests_status" -ne 0 ] && [ -n "${RACKBENCH_TESTHOSTS_ENV:-}" ]; then
   for log in "$(dirname "$RACKBENCH_TESTHOSTS_ENV")"/hosts/*/sshd.log; do
     [ -s "$log" ] || continue
     host=$(basename "$(dirname "$log")")

@@ -11,6 +11,12 @@
 //! record, and removes them. Nothing depends on a process surviving to clean up after
 //! itself. Only roots owned by this user and writable by no one else are trusted: a file
 //! another user could write never decides what is killed.
+//!
+//! Once [`remove_own`] has run, the root is not made again: a thread still at work while
+//! the process exits (a probe recording its group) would leave a root no one removes,
+//! and, written while a sweep removed it, a root without its `owner` (found in CI).
+//! A root that has lost its `owner` all the same is judged by its name
+//! (`rackbench.PID.START`): removed once that process is gone, killing nothing.
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
@@ -23,11 +29,7 @@ use model::process::{self, ProcessId};
 const PREFIX: &str = "rackbench.";
 
 /// This process's root (made on first use), and what of this process lives in it.
-static ROOT: Mutex<Scratch> = Mutex::new(Scratch {
-    root: None,
-    dirs: 0,
-    groups: Vec::new(),
-});
+static ROOT: Mutex<Scratch> = Mutex::new(Scratch::new());
 
 struct Scratch {
     root: Option<PathBuf>,
@@ -35,9 +37,28 @@ struct Scratch {
     dirs: usize,
     /// Process groups launched and not yet stopped.
     groups: Vec<u32>,
+    /// [`remove_own`] has run: the process is ending, no root is made again.
+    closed: bool,
 }
 
 impl Scratch {
+    const fn new() -> Scratch {
+        Scratch {
+            root: None,
+            dirs: 0,
+            groups: Vec::new(),
+            closed: false,
+        }
+    }
+
+    /// Remove the root (what is still inside goes too) and make none again.
+    fn close(&mut self) {
+        self.closed = true;
+        if let Some(root) = self.root.take() {
+            let _ = std::fs::remove_dir_all(root);
+        }
+    }
+
     /// Remove the root once nothing of this process lives in it (a library user, a
     /// test binary, leaves nothing behind; the next use makes a new one).
     fn release_if_unused(&mut self) {
@@ -78,7 +99,8 @@ impl Drop for ScratchDir {
 /// A new [`ScratchDir`] named `prefix` and random letters.
 pub fn tempdir(prefix: &str) -> anyhow::Result<ScratchDir> {
     let mut s = scratch();
-    let root = root(&mut s).context("creating rackbench's scratch directory in the temp dir")?;
+    let root = root_in(&mut s, &std::env::temp_dir())
+        .context("creating rackbench's scratch directory in the temp dir")?;
     let dir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir_in(&root)
@@ -94,7 +116,9 @@ pub fn record_group(pgid: u32) {
         return;
     };
     let mut s = scratch();
-    let Ok(root) = root(&mut s) else { return };
+    let Ok(root) = root_in(&mut s, &std::env::temp_dir()) else {
+        return;
+    };
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
@@ -112,19 +136,24 @@ pub fn forget_group(pgid: u32) {
     s.release_if_unused();
 }
 
-/// Remove this process's root (at a normal exit; what is still inside goes too).
+/// Remove this process's root (at a normal exit; what is still inside goes too), for
+/// good: a later [`tempdir`] fails and a later [`record_group`] records nothing.
 pub fn remove_own() {
-    if let Some(root) = scratch().root.take() {
-        let _ = std::fs::remove_dir_all(root);
-    }
+    scratch().close();
 }
 
-fn root(s: &mut Scratch) -> std::io::Result<PathBuf> {
+/// This process's root in `tmp`, made on first use (not once closed).
+fn root_in(s: &mut Scratch, tmp: &Path) -> std::io::Result<PathBuf> {
     if let Some(r) = s.root.as_ref() {
         return Ok(r.clone());
     }
+    if s.closed {
+        return Err(std::io::Error::other(
+            "rackbench is exiting: its scratch directory is gone",
+        ));
+    }
     let me = ProcessId::current().ok_or_else(|| std::io::Error::other("no /proc/self/stat"))?;
-    let root = std::env::temp_dir().join(format!("{PREFIX}{}.{}", me.pid, me.starttime));
+    let root = tmp.join(format!("{PREFIX}{}.{}", me.pid, me.starttime));
     // 0711: others may pass through (a PostgreSQL cluster run as `postgres` lives below)
     // but not list; each directory inside is 0700 with a random name.
     match std::fs::DirBuilder::new().mode(0o711).create(&root) {
@@ -193,21 +222,28 @@ pub fn sweep_in(tmp: &Path) -> Vec<Cleaned> {
         if !trusted(&root) {
             continue;
         }
-        let Some(owner) = read_owner(&root) else {
-            continue;
-        };
-        if owner.is_alive() {
-            continue;
-        }
-        let processes_killed = if Some(owner.boot_id.as_str()) == process::boot_id().as_deref() {
-            kill_groups(&root)
-        } else {
-            0 // another boot: nothing of it runs
+        let (owner_pid, processes_killed) = match read_owner(&root) {
+            Some(owner) if owner.is_alive() => continue,
+            Some(owner) => {
+                let this_boot = Some(owner.boot_id.as_str()) == process::boot_id().as_deref();
+                // Another boot: nothing of it runs.
+                (owner.pid, if this_boot { kill_groups(&root) } else { 0 })
+            }
+            // No owner (or not a whole one): the name says whose it was. Alive, or making
+            // it (the owner comes just after the directory): left alone. Gone: removed,
+            // killing nothing, since without the owner's boot its groups' ids mean
+            // nothing (its reaper killed them as it died).
+            None => match named_owner(&name.to_string_lossy()) {
+                Some((pid, start)) if ProcessId::of(pid).is_none_or(|p| p.starttime != start) => {
+                    (pid, 0)
+                }
+                _ => continue,
+            },
         };
         let bytes_removed = disk_usage(&root);
-        if std::fs::remove_dir_all(&root).is_ok() {
+        if remove_settled(&root) {
             cleaned.push(Cleaned {
-                owner_pid: owner.pid,
+                owner_pid,
                 processes_killed,
                 bytes_removed,
             });
@@ -222,6 +258,26 @@ fn trusted(root: &Path) -> bool {
     let me = unsafe { libc::geteuid() };
     std::fs::symlink_metadata(root)
         .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0)
+}
+
+/// Remove `root`, again after a moment if something was written into it meanwhile (a
+/// dying process's last thread finishing a write): true once it is gone.
+fn remove_settled(root: &Path) -> bool {
+    for attempt in 0..3 {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if std::fs::remove_dir_all(root).is_ok() || !root.exists() {
+            return true;
+        }
+    }
+    false
+}
+
+/// The pid and start time a root's name gives (`rackbench.PID.START`).
+fn named_owner(name: &str) -> Option<(u32, u64)> {
+    let (pid, start) = name.strip_prefix(PREFIX)?.split_once('.')?;
+    Some((pid.parse().ok()?, start.parse().ok()?))
 }
 
 fn read_owner(root: &Path) -> Option<ProcessId> {
@@ -309,6 +365,17 @@ mod tests {
     use super::*;
     use std::os::unix::process::CommandExt as _;
 
+    /// A `sleep 60` leading a process group of its own, and its start time.
+    fn sleeping_group() -> (std::process::Child, u64) {
+        let child = std::process::Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let start = process::stat_of(child.id()).unwrap().starttime;
+        (child, start)
+    }
+
     /// A root as a killed process leaves it: an owner that no longer runs, a big file, and
     /// a process group still running (a `sleep` in its own group, standing for nginx's
     /// workers after their master and the reaper died).
@@ -325,12 +392,7 @@ mod tests {
         std::fs::write(dead.join("owner"), format!("1 999999999 {boot}\n")).unwrap();
         std::fs::create_dir(dead.join("rackbench-oltp-x")).unwrap();
         std::fs::write(dead.join("rackbench-oltp-x/base"), vec![0u8; 3_000_000]).unwrap();
-        let mut orphan = std::process::Command::new("sleep")
-            .arg("60")
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let start = process::stat_of(orphan.id()).unwrap().starttime;
+        let (mut orphan, start) = sleeping_group();
         std::fs::write(dead.join("groups"), format!("{} {start}\n", orphan.id())).unwrap();
         // A live owner's root (ours) is left alone.
         let me = ProcessId::current().unwrap();
@@ -369,6 +431,53 @@ mod tests {
         );
     }
 
+    /// What was found in CI: a root holding only `groups`, its owner removed by a sweep
+    /// while the process's last thread wrote it. Its name says whose it was.
+    #[test]
+    fn a_root_without_its_owner_is_judged_by_its_name_and_nothing_is_killed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let private_dir = |name: String| {
+            let d = tmp.path().join(name);
+            std::fs::DirBuilder::new().mode(0o711).create(&d).unwrap();
+            d
+        };
+        let (mut bystander, start) = sleeping_group();
+        // pid 1 with a start time it never had: gone. Its groups are not trusted.
+        let gone = private_dir(format!("{PREFIX}1.999999999"));
+        std::fs::write(gone.join("groups"), format!("{} {start}\n", bystander.id())).unwrap();
+        // Ours, as it is being made (the owner not yet written): alive, kept.
+        let me = ProcessId::current().unwrap();
+        let making = private_dir(format!("{PREFIX}{}.{}", me.pid, me.starttime));
+        // A name that says nothing: kept.
+        let unnamed = private_dir(format!("{PREFIX}x"));
+
+        let cleaned = sweep_in(tmp.path());
+        assert_eq!(cleaned.len(), 1, "{cleaned:?}");
+        assert_eq!((cleaned[0].owner_pid, cleaned[0].processes_killed), (1, 0));
+        assert!(!gone.exists());
+        assert!(making.exists() && unnamed.exists());
+        assert!(
+            bystander.try_wait().unwrap().is_none(),
+            "a process was killed"
+        );
+        bystander.kill().unwrap();
+        bystander.wait().unwrap();
+    }
+
+    /// After the exit's cleanup no root is made again: a thread still at work as the
+    /// process ends (a probe recording its group) would leave one no one removes.
+    #[test]
+    fn a_closed_scratch_makes_no_root_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut s = Scratch::new();
+        let root = root_in(&mut s, tmp.path()).unwrap();
+        assert!(root.join("owner").is_file());
+        s.close();
+        assert!(!root.exists());
+        assert!(root_in(&mut s, tmp.path()).is_err());
+        assert!(!root.exists(), "made again after the close");
+    }
+
     #[test]
     fn the_root_goes_when_nothing_of_the_process_lives_in_it() {
         let a = tempdir("rackbench-test-").unwrap();
@@ -394,12 +503,7 @@ mod tests {
             .unwrap();
         let boot = process::boot_id().unwrap();
         std::fs::write(dead.join("owner"), format!("1 999999999 {boot}\n")).unwrap();
-        let mut other = std::process::Command::new("sleep")
-            .arg("60")
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let start = process::stat_of(other.id()).unwrap().starttime;
+        let (mut other, start) = sleeping_group();
         // The group recorded with another start time: the pid was reused.
         std::fs::write(
             dead.join("groups"),
