@@ -259,7 +259,7 @@ for rep in $(seq "$REPS"); do
       taskset -c 1 "$RB" run net --tests "udp$len" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 \
         --rate 0 --udp-gso "$UDP_GSO" --json -q > "$TMP/r_udpg.json"
       rgp=$(metric "$TMP/r_udpg.json" packets_per_s sender); rgl=$(metric "$TMP/r_udpg.json" loss_pct)
-      printf "%-26s %10s %10.0f   (%sx iperf3's packets/s, loss %s%%)\n" "rackbench --udp-gso $UDP_GSO" "" "$rgp" "$(ratio "$rgp" "$isp")" "$rgl"
+      printf "%-26s %10s %10.0f   (%sx iperf3's packets/s, loss %.1f%%)\n" "rackbench --udp-gso $UDP_GSO" "" "$rgp" "$(ratio "$rgp" "$isp")" "$rgl"
       if [ "$len" = 1472 ]; then UG1472+=("$(ratio "$rgp" "$isp")"); else UG60+=("$(ratio "$rgp" "$isp")"); fi
     fi
   done
