@@ -20,11 +20,9 @@ pub struct Telemetry {
     power_sources: Vec<(String, Vec<String>)>,
     interval_s: f64,
     /// Where each host's samples' clock began, on the controller's clock, as of the
-    /// current test's start (see [`Host::sync_clock`]).
+    /// current test's start (see [`Host::sync_clock`]), with the offset then of the hosts
+    /// that answered at that start.
     clocks: Mutex<SampleClocks>,
-    /// Each host's clocks as the current test began (where its samples' clock began, on
-    /// the controller's clock; its offset), for the hosts that answered.
-    synced: Mutex<Vec<(String, SystemTime, f64)>>,
     /// The hosts whose clock moved against the controller's during the last test by more
     /// than [`CLOCK_MOVED_S`] (or their round trip), and by how much.
     moved: Mutex<Vec<(String, f64)>>,
@@ -53,7 +51,6 @@ impl Telemetry {
             power_sources: Vec::new(),
             interval_s: settings.interval_s,
             clocks: Mutex::new(SampleClocks::default()),
-            synced: Mutex::new(Vec::new()),
             moved: Mutex::new(Vec::new()),
         };
         if !on {
@@ -88,7 +85,7 @@ impl Telemetry {
                     .get_mut()
                     .unwrap_or_else(PoisonError::into_inner)
                     .0
-                    .push((h.name().to_string(), UNIX_EPOCH + at));
+                    .push((h.name().to_string(), UNIX_EPOCH + at, None));
             }
         }
         Ok(t)
@@ -180,10 +177,10 @@ impl Telemetry {
     /// Without telemetry the offsets are measured again all the same: the drivers' common
     /// start and their timings use them.
     pub fn begin_step(&self) {
-        self.synced
+        self.clocks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+            .forget_offsets();
         self.each_host(|h| {
             if self.on {
                 let _ = h.telemetry_take();
@@ -195,11 +192,7 @@ impl Telemetry {
             self.clocks
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .set(h.name(), at);
-            self.synced
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((h.name().to_string(), at, h.clock_offset_s()));
+                .set(h.name(), at, h.clock_offset_s());
         });
     }
 
@@ -253,11 +246,7 @@ impl Telemetry {
         if !self.on {
             return Vec::new();
         }
-        let began = self
-            .synced
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let began = self.clocks();
         // Per host: its samples, and how far its clock moved during the test.
         type HostEnd = (Vec<TelemetrySample>, Option<(String, f64)>);
         let per_host: Vec<HostEnd> = std::thread::scope(|s| {
@@ -269,9 +258,8 @@ impl Telemetry {
                     s.spawn(move || {
                         let samples = h.telemetry_take();
                         let moved = began
-                            .iter()
-                            .find(|(name, _, _)| name == h.name())
-                            .and_then(|(_, zero, offset)| moved_by(h.as_ref(), *zero, *offset))
+                            .at_start(h.name())
+                            .and_then(|(zero, offset)| moved_by(h.as_ref(), zero, offset))
                             .map(|by| (h.name().to_string(), by));
                         (samples, moved)
                     })
@@ -395,19 +383,37 @@ fn secs_between(from: SystemTime, to: SystemTime) -> f64 {
 }
 
 /// When each host's samples' clock began (their `t_s` counts from it), on the
-/// controller's clock, by host name.
+/// controller's clock, by host name; and the host's offset as the current test began,
+/// when it answered then (None: kept from an earlier test, or from its connection).
 #[derive(Debug, Clone, Default)]
-pub struct SampleClocks(Vec<(String, SystemTime)>);
+pub struct SampleClocks(Vec<(String, SystemTime, Option<f64>)>);
 
 impl SampleClocks {
     fn get(&self, host: &str) -> Option<SystemTime> {
-        self.0.iter().find(|(h, _)| h == host).map(|(_, at)| *at)
+        self.0
+            .iter()
+            .find(|(h, ..)| h == host)
+            .map(|(_, at, _)| *at)
     }
 
-    fn set(&mut self, host: &str, at: SystemTime) {
-        match self.0.iter_mut().find(|(h, _)| h == host) {
-            Some(slot) => slot.1 = at,
-            None => self.0.push((host.to_string(), at)),
+    /// Where `host`'s samples' clock began and its offset, both as measured at the
+    /// current test's start (None when it did not answer then).
+    fn at_start(&self, host: &str) -> Option<(SystemTime, f64)> {
+        let (_, at, offset) = self.0.iter().find(|(h, ..)| h == host)?;
+        Some((*at, (*offset)?))
+    }
+
+    fn set(&mut self, host: &str, at: SystemTime, offset: f64) {
+        match self.0.iter_mut().find(|(h, ..)| h == host) {
+            Some(slot) => (slot.1, slot.2) = (at, Some(offset)),
+            None => self.0.push((host.to_string(), at, Some(offset))),
+        }
+    }
+
+    /// A test starts: no offset is this test's until its host answers again.
+    fn forget_offsets(&mut self) {
+        for slot in &mut self.0 {
+            slot.2 = None;
         }
     }
 }
@@ -627,8 +633,8 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let at = |s: f64| t0 + Duration::from_secs_f64(s);
         let clock = SampleClocks(vec![
-            ("a".into(), t0),
-            ("b".into(), t0 - Duration::from_secs_f64(9.9)),
+            ("a".into(), t0, None),
+            ("b".into(), t0 - Duration::from_secs_f64(9.9), None),
         ]);
         let all = telemetry::sampler::summarize(&samples);
         assert!((busy(&all, "b") - (2.0 + 160.0 + 2.0) / 2.6).abs() < 1e-9);
@@ -682,7 +688,7 @@ mod tests {
     fn samples_across_an_edge_do_not_dilute_the_load() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let at = |s: f64| t0 + Duration::from_secs_f64(s);
-        let clock = SampleClocks(vec![("a".into(), t0)]);
+        let clock = SampleClocks(vec![("a".into(), t0, None)]);
         let samples = vec![
             sample("a", 0.9, 0.9, false, (0.3 * 10.0 + 0.6 * 80.0) / 0.9),
             sample("a", 1.9, 1.0, false, 80.0),
