@@ -96,6 +96,8 @@ our_veths() {
   ip -o link show 2>/dev/null | awk -F': ' -v p="$VETH_PREFIX" '{sub(/@.*/, "", $2)} $2 ~ "^" p "[0-9]+$" {print $2}' | sort -V
 }
 have_bridge() { ip link show "$BRIDGE" >/dev/null 2>&1; }
+# is_skewed SECONDS: a clock offset other than zero ("0", "0.0", "-0" are none).
+is_skewed() { [ "$(awk -v s="$1" 'BEGIN { print (s + 0 != 0) }')" = 1 ]; }
 
 # install_packages [EXTRA...]
 install_packages() {
@@ -200,7 +202,7 @@ cmd_up() {
   read -r -a skews <<<"${TESTHOSTS_SKEW_S:-0 3.5 -2.25}"
   for skew in "${skews[@]}"; do
     [[ "$skew" =~ ^[+-]?[0-9]+(\.[0-9]+)?$ ]] || die "TESTHOSTS_SKEW_S: '$skew' is not a number of seconds (e.g. \"0 3.5 -2.25\")"
-    if [ "$(awk -v s="$skew" 'BEGIN { print (s + 0 != 0) }')" = 1 ]; then extra=(libfaketime); fi
+    if is_skewed "$skew"; then extra=(libfaketime); fi
   done
   install_packages "${extra[@]}"
   command -v ip >/dev/null 2>&1 || die "no 'ip' command after installing iproute2"
@@ -249,9 +251,9 @@ cmd_up() {
     skew=${skews[$((k - 1))]:-0}
     skew=${skew#+}
     env=""
-    if [ "$(awk -v s="$skew" 'BEGIN { print (s + 0 != 0) }')" = 1 ]; then
+    if is_skewed "$skew"; then
       [ -n "$faketime" ] || die "a skewed clock needs libfaketime (apt-get install libfaketime), or TESTHOSTS_SKEW_S=0"
-      # "+3.5s" / "-2.25s": an offset from the real time, monotonic clocks included.
+      # "+3.5s" / "-2.25s": an offset from the real time, of the wall clock only.
       case "$skew" in -*) env="FAKETIME=${skew}s" ;; *) env="FAKETIME=+${skew}s" ;; esac
       env="SetEnv LD_PRELOAD=$faketime $env FAKETIME_DONT_FAKE_MONOTONIC=1"
     fi
