@@ -890,3 +890,70 @@ fn io_uring_with_an_open_loop_is_a_clear_error() {
     let e = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap_err();
     assert!(format!("{e:#}").contains("closed loops only"), "{e:#}");
 }
+
+/// One CPU's idle and iowait ticks from /proc/stat.
+fn idle_and_iowait(cpu: usize) -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let line = stat
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))
+        .unwrap();
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (v[3], v[4])
+}
+
+/// A client waiting on its ring for replies leaves its CPU idle, not "in iowait", where
+/// the kernel lets the wait say so (IORING_ENTER_NO_IOWAIT, Linux 6.15): without it, the
+/// idle time of a load generator's CPU reads as %iowait (80% of it in a kv test), which
+/// anyone reading mpstat or the report takes for a disk.
+#[test]
+fn an_io_uring_client_waiting_leaves_its_cpu_idle_not_in_iowait() {
+    let Ok(probe) = io_uring::IoUring::new(2) else {
+        eprintln!("skipped: no io_uring here");
+        return;
+    };
+    if !probe.params().is_feature_no_iowait() {
+        eprintln!("skipped: this kernel counts every io_uring wait as iowait (before 6.15)");
+        return;
+    }
+    let cpu = *engine::launch::allowed_cpus().last().unwrap();
+    // Replies 2 ms after each request: the client waits nearly all the time.
+    let f = fake(Duration::from_millis(2), None);
+    let s = LoadSpec {
+        client_io: ClientIo::IoUring,
+        connections: 2,
+        client_cpus: vec![cpu],
+        ..spec(StopAfter::Duration(Duration::from_secs(1)))
+    };
+    // Other tests of this binary may keep the CPU busy (then the test runs again), and
+    // any process's disk waits may land on it; the client's own waits, counted as iowait,
+    // would be nearly all of its idle time.
+    for attempt in 1..=3 {
+        let before = idle_and_iowait(cpu);
+        let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+        let after = idle_and_iowait(cpu);
+        assert!(
+            out.client_io_fallback.is_none(),
+            "{:?}",
+            out.client_io_fallback
+        );
+        assert!(out.total_count() > 100, "{}", out.total_count());
+        let (idle, iowait) = (after.0 - before.0, after.1 - before.1);
+        if idle + iowait < 20 && attempt < 3 {
+            continue;
+        }
+        assert!(
+            idle + iowait >= 20,
+            "CPU {cpu} was never idle: {idle} + {iowait} ticks"
+        );
+        assert!(
+            iowait * 3 <= idle + iowait,
+            "CPU {cpu}: {iowait} ticks of iowait against {idle} idle while the client waited"
+        );
+        return;
+    }
+}

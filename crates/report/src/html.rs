@@ -220,7 +220,7 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         workload_section(&mut h, &wruns, wl, &all_charts, sel);
     }
     h.push_str(&crate::hosts_view::hosts_html(runs));
-    h.push_str(r#"<h2 id="cpu">CPU utilisation</h2><p class="muted">Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, on the system under test (mpstat's arithmetic).</p><div class="grid">"#);
+    h.push_str(r#"<h2 id="cpu">CPU utilisation</h2><p class="muted">Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, on the system under test (mpstat's arithmetic). %iowait is idle time with I/O outstanding, not busy; on Linux before 6.15 it also holds a load generator's waits on io_uring.</p><div class="grid">"#);
     let cpu: Vec<&Chart> = all_charts.iter().filter(|c| c.section == "cpu").collect();
     if cpu.is_empty() {
         h.push_str(r#"<div class="note">No per-CPU telemetry in these runs.</div>"#);

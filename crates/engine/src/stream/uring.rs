@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use io_uring::types::{BufRingEntry, Fixed, SubmitArgs, Timespec};
-use io_uring::{cqueue, opcode, squeue, IoUring};
+use io_uring::{cqueue, opcode, squeue, EnterFlags, IoUring};
 
 use super::{parse_from, parse_replies, reopen_conn, Conn, Loop, CLOSED, READ_CHUNK};
 use crate::load::{ClientIo, LoadShape, LoadSpec, Protocol};
@@ -64,6 +64,7 @@ const IORING_REGISTER_RING_FDS: libc::c_uint = 20;
 const IORING_UNREGISTER_RING_FDS: libc::c_uint = 21;
 const IORING_ENTER_GETEVENTS: libc::c_uint = 1;
 const IORING_ENTER_REGISTERED_RING: libc::c_uint = 1 << 4;
+const IORING_ENTER_NO_IOWAIT: libc::c_uint = 1 << 7;
 
 /// `struct io_uring_rsrc_update`.
 #[repr(C)]
@@ -254,6 +255,8 @@ pub(super) struct Ring {
     /// Receives still armed on sockets of reopened connections, until their last
     /// completions come.
     stale_recvs: usize,
+    /// Wait without being counted in iowait (see [`Ring::wait`]).
+    no_iowait: bool,
 }
 
 impl Ring {
@@ -315,9 +318,11 @@ impl Ring {
             anyhow::anyhow!("io_uring provided buffers unavailable ({e}): it needs Linux 5.19")
         })?;
         let index = register_ring_fd(&ring);
+        let no_iowait = ring.params().is_feature_no_iowait();
         Ok(Ring {
             index,
             stale_recvs: 0,
+            no_iowait,
             ring: Some(ring),
             bufs: Some(bufs),
             slots: (0..conns).map(|_| Slot::default()).collect(),
@@ -437,7 +442,20 @@ impl Ring {
     /// interval late. And it saves little: at the floor (bench/floor.c `-m`, nginx, 50
     /// connections, 6 pairs) a count of 3 cost 0.92-1.03x the CPU per request of 1 (median
     /// 0.98), 4 cost 1.08x, and 4-16 bounded by a 200 us timeout 1.3-1.6x (the timer).
+    ///
+    /// The wait is not counted as iowait where the kernel lets it be (Linux 6.15,
+    /// `IORING_ENTER_NO_IOWAIT`). Otherwise a thread waiting with receives armed is "in
+    /// iowait", and the idle time of the load generator's CPUs shows in `/proc/stat` (and
+    /// mpstat, and this tool's telemetry) as %iowait: up to 80% of a client CPU in a kv
+    /// test, read by anyone as a disk. It is idle time (busy figures leave it out either
+    /// way), and no reference tool's epoll wait is counted so; on hosts with schedutil,
+    /// iowait also boosts the waiting CPU's frequency, which epoll clients do not get.
     fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        let (no_iowait, raw_no_iowait) = if self.no_iowait {
+            (EnterFlags::NO_IOWAIT, IORING_ENTER_NO_IOWAIT)
+        } else {
+            (EnterFlags::empty(), 0)
+        };
         let waited = match (timeout, self.index) {
             (None, Some(index)) => {
                 let queued = self.ring().submission().len() as libc::c_uint;
@@ -450,7 +468,7 @@ impl Ring {
                         index,
                         queued,
                         1 as libc::c_uint,
-                        IORING_ENTER_GETEVENTS | IORING_ENTER_REGISTERED_RING,
+                        IORING_ENTER_GETEVENTS | IORING_ENTER_REGISTERED_RING | raw_no_iowait,
                         std::ptr::null::<libc::c_void>(),
                         0usize,
                     )
@@ -461,11 +479,18 @@ impl Ring {
                     Ok(r as usize)
                 }
             }
+            (None, None) if self.no_iowait => {
+                self.ring()
+                    .submitter()
+                    .submit_with_args_and_flags(1, &SubmitArgs::new(), no_iowait)
+            }
             (None, None) => self.ring().submit_and_wait(1),
             (Some(t), _) => {
                 let ts = Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos());
                 let args = SubmitArgs::new().timespec(&ts);
-                self.ring().submitter().submit_with_args(1, &args)
+                self.ring()
+                    .submitter()
+                    .submit_with_args_and_flags(1, &args, no_iowait)
             }
         };
         match waited {
