@@ -854,6 +854,7 @@ pub fn run(
                                 s.whole_samples = part.whole.contains(&s.host);
                             }
                             flags.extend(crate::telemetry::steal_flags(&summary));
+                            flags.extend(crate::telemetry::coarse_flags(&summary));
                             let (metrics, missing) = finite_only(out.metrics, out.missing);
                             ResultRecord {
                                 workload: reg.name.to_string(),

@@ -535,6 +535,39 @@ pub fn steal_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
     out
 }
 
+/// Measured time, on a host, under which its CPU figures are flagged as coarse: /proc/stat
+/// and /proc/PID/stat count CPU time in ticks of 10 ms (USER_HZ 100, every mainstream
+/// kernel), so over half a second one tick is 2 points of a CPU's %, and over a test of
+/// 60 ms (a kv test at pipeline 100 and -n 200000) it is 17 points.
+pub const COARSE_CPU_S: f64 = 0.5;
+
+/// A warning per host whose CPU figures (per CPU, and per watched process) come from a
+/// measured time too short for the kernel's tick counting to resolve them: each % there
+/// is good to no better than one tick's share, which the message gives.
+pub fn coarse_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
+    summaries
+        .iter()
+        .filter(|s| s.samples > 0)
+        .filter_map(|s| {
+            let covered = s.covered_s.filter(|c| *c > 0.0 && *c < COARSE_CPU_S)?;
+            let ticks = covered * 100.0;
+            Some(Flag::warning(
+                "cpu_coarse",
+                format!(
+                    "host {}: its CPU figures cover {:.2} s of measured time, {:.0} clock \
+                     ticks of 10 ms per CPU: each CPU's % and each process's is good to \
+                     about {:.0} points; run the test for a second or more (--duration, \
+                     or a larger -n)",
+                    s.host,
+                    covered,
+                    ticks.round(),
+                    100.0 / ticks.max(1.0)
+                ),
+            ))
+        })
+        .collect()
+}
+
 /// One step's telemetry as metrics: CPU busy over all CPUs, each watched process's CPU,
 /// and the headline power by the one rule (`model::power::headline`), labelled with
 /// where it came from.
@@ -742,6 +775,30 @@ mod tests {
         );
         // A host with no samples says nothing.
         assert!(steal_flags(&telemetry::sampler::summarize(&[])).is_empty());
+    }
+
+    #[test]
+    fn cpu_figures_over_too_short_a_time_are_flagged_per_host() {
+        let mut sums = telemetry::sampler::summarize(&[
+            sample("short", 1.0, 1.0, false, 50.0),
+            sample("long", 1.0, 1.0, false, 50.0),
+            sample("unknown", 1.0, 1.0, false, 50.0),
+        ]);
+        for s in &mut sums {
+            s.covered_s = match s.host.as_str() {
+                "short" => Some(0.06),
+                "long" => Some(COARSE_CPU_S),
+                _ => None,
+            };
+        }
+        let flags = coarse_flags(&sums);
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert_eq!(flags[0].code, "cpu_coarse");
+        let m = &flags[0].message;
+        assert!(
+            m.contains("host short") && m.contains("0.06 s") && m.contains("17 points"),
+            "{m}"
+        );
     }
 
     /// A host whose clock the test can move: its samples' clock began at `began`
