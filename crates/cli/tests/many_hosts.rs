@@ -248,17 +248,32 @@ fn spawn_kv(h: &TestHosts, db: &std::path::Path, secs: u32, loadgens: &str) -> s
         .unwrap()
 }
 
-/// Wait until `ns` runs a rackbench agent that drives load (its redis peer is up).
-fn agent_pid(ns: &str, within: Duration) -> u32 {
+/// Wait until `ns` runs a rackbench agent that drives load (its redis peer is up). When
+/// none comes (the run ended early, or is stuck before the load), the run is killed and
+/// the failure shows what it printed and what `ns` runs.
+fn agent_pid(ns: &str, within: Duration, child: &mut std::process::Child) -> u32 {
     let deadline = Instant::now() + within;
     loop {
-        if let Some((p, _)) = procs_in(ns)
-            .into_iter()
-            .find(|(_, c)| c.contains(" agent "))
-        {
-            return p;
+        let seen = procs_in(ns);
+        if let Some((p, _)) = seen.iter().find(|(_, c)| c.contains(" agent ")) {
+            return *p;
         }
-        assert!(Instant::now() < deadline, "no agent appeared on {ns}");
+        let ended = child.try_wait().ok().flatten();
+        if ended.is_some() || Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!(
+                "no agent appeared on {ns} ({}); {ns} runs {seen:?}; rackbench's stderr:\n{err}",
+                match ended {
+                    Some(st) => format!("rackbench ended first: {st}"),
+                    None => format!("rackbench still running after {within:?}"),
+                }
+            );
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -313,8 +328,8 @@ fn kill_9_of_an_agent_fails_the_step_naming_its_host_and_keeps_the_rest() {
     let _l = lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let child = spawn_kv(&h, &db, 20, "rbh2,rbh3");
-    let victim = agent_pid("rbh3", Duration::from_secs(30));
+    let mut child = spawn_kv(&h, &db, 20, "rbh2,rbh3");
+    let victim = agent_pid("rbh3", Duration::from_secs(30), &mut child);
     std::thread::sleep(Duration::from_secs(4));
     // SAFETY: kill(2) on the agent process in the test namespace.
     unsafe { libc::kill(victim as i32, libc::SIGKILL) };
@@ -334,8 +349,8 @@ fn an_agent_stopped_with_sigstop_is_noticed_within_seconds() {
     let _l = lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let child = spawn_kv(&h, &db, 30, "rbh2,rbh3");
-    let victim = agent_pid("rbh2", Duration::from_secs(30));
+    let mut child = spawn_kv(&h, &db, 30, "rbh2,rbh3");
+    let victim = agent_pid("rbh2", Duration::from_secs(30), &mut child);
     std::thread::sleep(Duration::from_secs(4));
     let stopped = Instant::now();
     // SAFETY: kill(2) on the agent process in the test namespace.
@@ -355,8 +370,8 @@ fn a_link_set_down_mid_run_is_noticed_and_nothing_stays_on_either_side() {
     let _l = lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let child = spawn_kv(&h, &db, 30, "rbh2");
-    agent_pid("rbh2", Duration::from_secs(30));
+    let mut child = spawn_kv(&h, &db, 30, "rbh2");
+    agent_pid("rbh2", Duration::from_secs(30), &mut child);
     std::thread::sleep(Duration::from_secs(4));
     let link = |state: &str| {
         let ok = Command::new("ip")
@@ -392,7 +407,7 @@ fn rackbench_killed_leaves_nothing_running_on_any_host() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     let mut child = spawn_kv(&h, &db, 30, "rbh2,rbh3");
-    agent_pid("rbh3", Duration::from_secs(30));
+    agent_pid("rbh3", Duration::from_secs(30), &mut child);
     std::thread::sleep(Duration::from_secs(3));
     assert!(
         !leftovers(&h).is_empty(),
@@ -805,7 +820,7 @@ fn ctrl_c_ends_the_test_on_every_host_and_keeps_what_was_measured() {
     let _l = lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let child = bin()
+    let mut child = bin()
         .args([
             "--db",
             db.to_str().unwrap(),
@@ -833,7 +848,7 @@ fn ctrl_c_ends_the_test_on_every_host_and_keeps_what_was_measured() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    agent_pid("rbh3", Duration::from_secs(30));
+    agent_pid("rbh3", Duration::from_secs(30), &mut child);
     std::thread::sleep(Duration::from_secs(4));
     let sent = Instant::now();
     // SAFETY: kill(2) on the process group we made for the child.
