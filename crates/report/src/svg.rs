@@ -331,6 +331,13 @@ pub enum Scale {
     Nines,
 }
 
+/// A quantile as a percentage, to the digits it has: 0.99999 is "99.999%" (100 * 0.99999
+/// prints as 99.99900000000001).
+fn percent(q: f64) -> String {
+    let s = format!("{:.6}", 100.0 * q);
+    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// Lines with markers. `x_ticks_labels` overrides tick labels (e.g. percentiles).
 pub fn line_chart(
     title: &str,
@@ -400,7 +407,7 @@ pub fn line_chart(
         Scale::Nines => [0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999]
             .iter()
             .filter(|q| **q <= xmax + 1e-12)
-            .map(|q| (*q, format!("{}%", 100.0 * q)))
+            .map(|q| (*q, percent(*q)))
             .collect(),
     };
     let xmin_t = match x_scale {
@@ -467,7 +474,11 @@ pub fn line_chart(
                     cy = py(*y),
                     c = color(s.color),
                     t = esc(&s.name),
-                    xv = esc(&si(*x)),
+                    xv = esc(&if x_scale == Scale::Nines {
+                        percent(*x)
+                    } else {
+                        si(*x)
+                    }),
                     yv = esc(&si(*y))
                 );
             }
@@ -603,6 +614,31 @@ mod tests {
         assert_eq!(px, TITLE_MIN_PX);
         assert!(len <= W - 24.0, "squeezed to the width");
         assert!(svg.contains(long), "never cut");
+    }
+
+    #[test]
+    fn percentile_ticks_read_as_written() {
+        let svg = line_chart(
+            "kv: latency by percentile",
+            "percentile",
+            "latency (us)",
+            Scale::Nines,
+            Scale::Log,
+            &[LineSeries {
+                name: "get".into(),
+                points: vec![(0.5, 100.0), (0.999999, 3000.0)],
+                color: 0,
+                dash: 0,
+            }],
+        );
+        for l in ["50%", "99.9%", "99.999%", "99.9999%"] {
+            assert!(svg.contains(&format!(">{l}<")), "{l} in {svg}");
+        }
+        // Each point says its percentile too.
+        assert!(svg.contains("get: 99.9999%, 3k"), "{svg}");
+        assert!(!svg.contains("0000000"), "{svg}");
+        assert_eq!(percent(0.995), "99.5%");
+        assert_eq!(percent(0.75), "75%");
     }
 
     #[test]
