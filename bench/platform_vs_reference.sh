@@ -306,7 +306,9 @@ if [ ${#UG1472[@]} -gt 0 ]; then
 fi
 echo
 echo "Identical runs vary by up to +-30% on shared VMs (BASELINE.md): use REPS=8 and compare medians."
-med() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END { if (NR == 0) print "nan"; else print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2 }'; }
+# Printed whole (awk's print keeps 6 digits, and that rounding then rounded again made a
+# GOAL line read 1.004 beside a summary median of 1.003).
+med() { printf "%s\n" "$@" | sort -g | awk 'NF {a[++n]=$1} END { if (n == 0) print "nan"; else printf "%.17g\n", (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }'; }
 goal() { # text value op bound [min_pairs [note]]: OK/SHORT, or INSUFFICIENT with fewer pairs
   python3 -c "import sys; t,v,op,b,m,n,note=sys.argv[1],float(sys.argv[2]),sys.argv[3],float(sys.argv[4]),int(sys.argv[5]),int(sys.argv[6]),sys.argv[7]; ok=(v>=b if op=='>=' else v<=b); verdict=(f'INSUFFICIENT ({n} pairs; the goal needs {m}: REPS={m})' if n<m else ('OK' if ok else 'SHORT')); print(f'GOAL {t}: median paired ratio {v:.3f} (goal {op} {b}) {verdict}' + (f'; {note}' if note else ''))" "$1" "$2" "$3" "$4" "${5:-1}" "$REPS" "${6:-}"
 }
