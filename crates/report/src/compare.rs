@@ -90,7 +90,37 @@ pub struct Comparison {
     pub b: Vec<String>,
     pub rows: Vec<CompareRow>,
     pub comparability: Comparability,
+    /// The compared points whose results on either side carry warnings: their figures
+    /// stand, but deserve the second look the run's own report gives them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<PointWarnings>,
 }
+
+/// The warning codes (`client_bound`, `cpu_coarse`, `steal`) of one compared point's
+/// results, per side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointWarnings {
+    pub point: String,
+    pub a: Vec<String>,
+    pub b: Vec<String>,
+}
+
+impl PointWarnings {
+    /// `A: cpu_coarse, shares_cpus; B: none`.
+    pub fn text(&self) -> String {
+        let side = |w: &[String]| {
+            if w.is_empty() {
+                "none".to_string()
+            } else {
+                w.join(", ")
+            }
+        };
+        format!("A: {}; B: {}", side(&self.a), side(&self.b))
+    }
+}
+
+/// The note above a comparison's list of warned points.
+pub const WARNINGS_NOTE: &str = "Warnings at compared points (the figures stand; `rackbench show RUN` gives each warning's text):";
 
 /// Disclosure keys whose differences change results (prefix match for the `*` ones).
 const KEYS: &[&str] = &[
@@ -662,6 +692,29 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, S
     out
 }
 
+/// Per sweep point, the warning codes of the valid results at it (invalid ones are not
+/// compared at all).
+fn warnings_of(
+    runs: &[RunRecord],
+    swept: &[(String, String)],
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (i, run) in runs.iter().enumerate() {
+        for p in points(i, run) {
+            let codes = out.entry(point_key(&p, swept)).or_default();
+            for r in p.valid() {
+                codes.extend(
+                    r.flags
+                        .iter()
+                        .filter(|f| f.severity == model::Severity::Warning)
+                        .map(|f| f.code.clone()),
+                );
+            }
+        }
+    }
+    out
+}
+
 fn p_text(p: f64) -> String {
     if p < 0.001 {
         "p<0.001".to_string()
@@ -953,11 +1006,29 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             r.metric.clone(),
         )
     });
+    let (wa, wb) = (warnings_of(a, &swept), warnings_of(b, &swept));
+    let compared: BTreeSet<&String> = rows.iter().map(|r| &r.point).collect();
+    let warnings = compared
+        .into_iter()
+        .filter_map(|point| {
+            let side = |w: &BTreeMap<String, BTreeSet<String>>| -> Vec<String> {
+                w.get(point)
+                    .map_or_else(Vec::new, |c| c.iter().cloned().collect())
+            };
+            let (a, b) = (side(&wa), side(&wb));
+            (!a.is_empty() || !b.is_empty()).then(|| PointWarnings {
+                point: point.clone(),
+                a,
+                b,
+            })
+        })
+        .collect();
     Comparison {
         a: run_labels(a),
         b: run_labels(b),
         rows,
         comparability: comparability(a, b),
+        warnings,
     }
 }
 
@@ -1116,6 +1187,12 @@ pub fn compare_text(c: &Comparison) -> String {
         ]);
     }
     out.push_str(&crate::fmt::text_table(&table));
+    if !c.warnings.is_empty() {
+        out.push_str(&format!("\n{WARNINGS_NOTE}\n"));
+        for w in &c.warnings {
+            out.push_str(&format!("  {}: {}\n", w.point, w.text()));
+        }
+    }
     if c.rows
         .iter()
         .any(|r| r.verdict.starts_with("not enough repetitions"))

@@ -330,6 +330,17 @@ fn comparison_html(h: &mut String, c: &Comparison) {
         );
     }
     h.push_str("</table>");
+    if !c.warnings.is_empty() {
+        let _ = write!(
+            h,
+            r#"<div class="note">{}<ul>"#,
+            esc(crate::compare::WARNINGS_NOTE)
+        );
+        for w in &c.warnings {
+            let _ = write!(h, "<li>{}: {}</li>", esc(&w.point), esc(&w.text()));
+        }
+        h.push_str("</ul></div>");
+    }
 }
 
 fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart], sel: &Selection) {

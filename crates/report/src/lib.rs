@@ -22,6 +22,7 @@ pub mod views;
 
 pub use compare::{
     comparability, compare, compare_text, Comparability, CompareRow, Comparison, Difference,
+    PointWarnings,
 };
 pub use derive::{summary, summary_with, Efficiency, PowerBasis, PowerFigure, Summary};
 pub use html::{html, html_with};

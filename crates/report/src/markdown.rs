@@ -200,6 +200,12 @@ pub fn markdown_with(
                     r.verdict.clone(),
                 ]));
             }
+            if !cmp.warnings.is_empty() {
+                let _ = writeln!(m, "\n{}\n", crate::compare::WARNINGS_NOTE);
+                for w in &cmp.warnings {
+                    let _ = writeln!(m, "- {}: {}", c(&w.point), c(&w.text()));
+                }
+            }
         }
     }
     let all_charts = charts(runs);

@@ -1719,3 +1719,74 @@ fn compare_names_summaries_taken_over_different_windows() {
         "{c:?}"
     );
 }
+
+/// A compared point whose results carry warnings says so beside the comparison (text,
+/// JSON, HTML, Markdown), per side; points without warnings are not listed, and an
+/// invalid result is not compared at all (its warnings with it).
+#[test]
+fn compare_lists_the_warnings_of_the_points_it_compares() {
+    let mut a = kv_run(&Spec {
+        id: "20261120T230000-aaaaaa",
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut b = kv_run(&Spec {
+        id: "20261120T230001-bbbbbb",
+        instances: &[1],
+        ..Spec::default()
+    });
+    // The fixture's own flags (client_bound) out of the way.
+    for r in a.results.iter_mut().chain(b.results.iter_mut()) {
+        r.flags.clear();
+    }
+    let first = b.results[0].clone();
+    b.results[0].flags.push(model::Flag::warning(
+        "cpu_coarse",
+        "host local: its CPU figures cover 0.06 s of measured time",
+    ));
+    b.results[0]
+        .flags
+        .push(model::Flag::warning("<b>odd</b>", "escaped"));
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    let w = &c.warnings[0];
+    assert!(
+        w.point.contains(&first.test),
+        "{} at {}",
+        w.point,
+        first.test
+    );
+    assert!(w.a.is_empty());
+    assert_eq!(w.b, ["<b>odd</b>", "cpu_coarse"]);
+    let text = report::compare_text(&c);
+    assert!(
+        text.contains(&format!("{}: A: none; B: <b>odd</b>, cpu_coarse", w.point)),
+        "{text}"
+    );
+    let json = serde_json::to_value(&c).unwrap();
+    assert_eq!(json["warnings"][0]["b"][1], "cpu_coarse", "{json}");
+    let both = [a.clone(), b.clone()];
+    let html = report::html(&both, None);
+    assert!(html.contains("A: none; B: &lt;b&gt;odd&lt;/b&gt;, cpu_coarse"));
+    assert!(!html.contains("<b>odd</b>"));
+    let md = report::markdown(&both, None);
+    assert!(
+        md.contains("kv set pipeline=1: A: none; B: &lt;b&gt;odd&lt;/b&gt;, cpu\\_coarse"),
+        "{md}"
+    );
+
+    // Invalid: not compared, so no warning of it is listed either.
+    b.results[0]
+        .flags
+        .push(model::Flag::invalid("errors", "every request failed"));
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert!(
+        c.warnings.iter().all(|w| w.b.is_empty()),
+        "{:?}",
+        c.warnings
+    );
+    // Without any warning, nothing is said.
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&a));
+    assert!(c.warnings.is_empty());
+    assert!(!report::compare_text(&c).contains("Warnings at compared points"));
+}
