@@ -264,11 +264,27 @@ for rep in $(seq "$REPS"); do
     fi
   done
 done
+# Rounds' ratios -> "N median min max" at full precision (awk's print keeps 6 digits, and
+# rounding that again made a GOAL line read 1.004 beside a summary median of 1.003). A
+# round whose figure is not a number (`nan`: a measurement that failed) makes all three
+# nan, so no goal can pass on it (gawk reads "nan" as 0, which passes a "<=" goal).
+stats() {
+  printf "%s\n" "$@" | sort -g | awk 'NF == 0 { next }
+    $1 !~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/ { bad = 1; next }
+    { a[++n] = $1 + 0 }
+    END {
+      if (bad || n == 0) { print n + 0, "nan", "nan", "nan"; exit }
+      m = (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2;
+      printf "%d %.17g %.17g %.17g\n", n, m, a[1], a[n] }'
+}
 summary() { # name values... -> "name: median (min..max) of N"
-  local name=$1; shift
-  printf "%s\n" "$@" | sort -g | awk -v n="$name" '{a[NR]=$1} END {
-    m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2;
-    printf "  %-38s median %.3f  (min %.3f, max %.3f, %d rounds)\n", n, m, a[1], a[NR], NR }'
+  local name=$1 n m lo hi; shift
+  read -r n m lo hi < <(stats "$@")
+  if [ "$m" = nan ]; then
+    printf "  %-38s median nan  (%d of %d rounds have a figure)\n" "$name" "$n" "$#"
+  else
+    printf "  %-38s median %.3f  (min %.3f, max %.3f, %d rounds)\n" "$name" "$m" "$lo" "$hi" "$n"
+  fi
 }
 echo
 echo "## Paired ratios rackbench/reference, medians over $REPS rounds"
@@ -306,9 +322,7 @@ if [ ${#UG1472[@]} -gt 0 ]; then
 fi
 echo
 echo "Identical runs vary by up to +-30% on shared VMs (BASELINE.md): use REPS=8 and compare medians."
-# Printed whole (awk's print keeps 6 digits, and that rounding then rounded again made a
-# GOAL line read 1.004 beside a summary median of 1.003).
-med() { printf "%s\n" "$@" | sort -g | awk 'NF {a[++n]=$1} END { if (n == 0) print "nan"; else printf "%.17g\n", (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }'; }
+med() { local n m lo hi; read -r n m lo hi < <(stats "$@"); echo "$m"; }
 goal() { # text value op bound [min_pairs [note]]: OK/SHORT, or INSUFFICIENT with fewer pairs
   python3 -c "import sys; t,v,op,b,m,n,note=sys.argv[1],float(sys.argv[2]),sys.argv[3],float(sys.argv[4]),int(sys.argv[5]),int(sys.argv[6]),sys.argv[7]; ok=(v>=b if op=='>=' else v<=b); verdict=(f'INSUFFICIENT ({n} pairs; the goal needs {m}: REPS={m})' if n<m else ('OK' if ok else 'SHORT')); print(f'GOAL {t}: median paired ratio {v:.3f} (goal {op} {b}) {verdict}' + (f'; {note}' if note else ''))" "$1" "$2" "$3" "$4" "${5:-1}" "$REPS" "${6:-}"
 }
@@ -316,9 +330,10 @@ goal() { # text value op bound [min_pairs [note]]: OK/SHORT, or INSUFFICIENT wit
 # A rackbench ratio inside it differs from 1 by no more than iperf3 differs from itself.
 aa_note() { # ratios...
   [ $# -gt 0 ] || return 0
-  printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END {
-    m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2;
-    printf "A/A iperf3/iperf3 %.3f (%.3f-%.3f)", m, a[1], a[NR] }'
+  local n m lo hi
+  read -r n m lo hi < <(stats "$@")
+  if [ "$m" = nan ]; then printf "A/A iperf3/iperf3 nan (a round has no figure)"
+  else printf "A/A iperf3/iperf3 %.3f (%.3f-%.3f)" "$m" "$lo" "$hi"; fi
 }
 goal "RSA-2048 sign vs openssl speed, 1 process" "$(med "${R1S[@]}")" ">=" 0.95
 goal "RSA-2048 sign vs openssl speed -multi 2" "$(med "${R2S[@]}")" ">=" 0.95
