@@ -551,6 +551,20 @@ pub fn coarse_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
         .filter_map(|s| {
             let covered = s.covered_s.filter(|c| *c > 0.0 && *c < COARSE_CPU_S)?;
             let ticks = covered * 100.0;
+            if !s.whole_samples {
+                // No sample lies wholly inside the test: its figures are the samples'
+                // own, each weighed by its part inside, and hold the time around it.
+                return Some(Flag::warning(
+                    "cpu_coarse",
+                    format!(
+                        "host {}: the test measured for {:.2} s, shorter than the samples \
+                         its CPU figures come from: they hold the time around it too; run \
+                         the test for a second or more (--duration, or a larger -n), or \
+                         sample more often (--telemetry-interval)",
+                        s.host, covered
+                    ),
+                ));
+            }
             Some(Flag::warning(
                 "cpu_coarse",
                 format!(
@@ -785,6 +799,7 @@ mod tests {
             sample("unknown", 1.0, 1.0, false, 50.0),
         ]);
         for s in &mut sums {
+            s.whole_samples = true;
             s.covered_s = match s.host.as_str() {
                 "short" => Some(0.06),
                 "long" => Some(COARSE_CPU_S),
@@ -797,6 +812,16 @@ mod tests {
         let m = &flags[0].message;
         assert!(
             m.contains("host short") && m.contains("0.06 s") && m.contains("17 points"),
+            "{m}"
+        );
+        // Parts of longer samples: their figures hold the time around the test, which
+        // is what the warning then says (their ticks are not the test's).
+        sums[0].whole_samples = false;
+        let flags = coarse_flags(&sums);
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        let m = &flags[0].message;
+        assert!(
+            m.contains("host short") && m.contains("time around it") && !m.contains("points"),
             "{m}"
         );
     }
