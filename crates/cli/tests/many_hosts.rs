@@ -262,10 +262,19 @@ fn agent_pid(ns: &str, within: Duration, child: &mut std::process::Child) -> u32
         if ended.is_some() || Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            let mut err = String::new();
+            // Read on a thread, for at most 5 s: a process that inherited the pipe
+            // would otherwise hold this failure open.
+            let (tx, rx) = std::sync::mpsc::channel();
             if let Some(mut e) = child.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                std::thread::spawn(move || {
+                    let mut err = String::new();
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                    let _ = tx.send(err);
+                });
             }
+            let err = rx
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_else(|_| "(not read: the pipe stayed open)".into());
             panic!(
                 "no agent appeared on {ns} ({}); {ns} runs {seen:?}; rackbench's stderr:\n{err}",
                 match ended {
