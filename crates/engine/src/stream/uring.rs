@@ -64,7 +64,6 @@ const IORING_REGISTER_RING_FDS: libc::c_uint = 20;
 const IORING_UNREGISTER_RING_FDS: libc::c_uint = 21;
 const IORING_ENTER_GETEVENTS: libc::c_uint = 1;
 const IORING_ENTER_REGISTERED_RING: libc::c_uint = 1 << 4;
-const IORING_ENTER_NO_IOWAIT: libc::c_uint = 1 << 7;
 
 /// `struct io_uring_rsrc_update`.
 #[repr(C)]
@@ -255,8 +254,8 @@ pub(super) struct Ring {
     /// Receives still armed on sockets of reopened connections, until their last
     /// completions come.
     stale_recvs: usize,
-    /// Wait without being counted in iowait (see [`Ring::wait`]).
-    no_iowait: bool,
+    /// The flags of every wait: `NO_IOWAIT` where the kernel has it (see [`Ring::wait`]).
+    wait_flags: EnterFlags,
 }
 
 impl Ring {
@@ -318,11 +317,15 @@ impl Ring {
             anyhow::anyhow!("io_uring provided buffers unavailable ({e}): it needs Linux 5.19")
         })?;
         let index = register_ring_fd(&ring);
-        let no_iowait = ring.params().is_feature_no_iowait();
+        let wait_flags = if ring.params().is_feature_no_iowait() {
+            EnterFlags::NO_IOWAIT
+        } else {
+            EnterFlags::empty()
+        };
         Ok(Ring {
             index,
             stale_recvs: 0,
-            no_iowait,
+            wait_flags,
             ring: Some(ring),
             bufs: Some(bufs),
             slots: (0..conns).map(|_| Slot::default()).collect(),
@@ -451,11 +454,7 @@ impl Ring {
     /// way), and no reference tool's epoll wait is counted so; on hosts with schedutil,
     /// iowait also boosts the waiting CPU's frequency, which epoll clients do not get.
     fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        let (no_iowait, raw_no_iowait) = if self.no_iowait {
-            (EnterFlags::NO_IOWAIT, IORING_ENTER_NO_IOWAIT)
-        } else {
-            (EnterFlags::empty(), 0)
-        };
+        let flags = self.wait_flags;
         let waited = match (timeout, self.index) {
             (None, Some(index)) => {
                 let queued = self.ring().submission().len() as libc::c_uint;
@@ -468,7 +467,7 @@ impl Ring {
                         index,
                         queued,
                         1 as libc::c_uint,
-                        IORING_ENTER_GETEVENTS | IORING_ENTER_REGISTERED_RING | raw_no_iowait,
+                        IORING_ENTER_GETEVENTS | IORING_ENTER_REGISTERED_RING | flags.bits(),
                         std::ptr::null::<libc::c_void>(),
                         0usize,
                     )
@@ -479,18 +478,17 @@ impl Ring {
                     Ok(r as usize)
                 }
             }
-            (None, None) if self.no_iowait => {
-                self.ring()
-                    .submitter()
-                    .submit_with_args_and_flags(1, &SubmitArgs::new(), no_iowait)
-            }
+            (None, None) if !flags.is_empty() => self
+                .ring()
+                .submitter()
+                .submit_with_args_and_flags(1, &SubmitArgs::new(), flags),
             (None, None) => self.ring().submit_and_wait(1),
             (Some(t), _) => {
                 let ts = Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos());
                 let args = SubmitArgs::new().timespec(&ts);
                 self.ring()
                     .submitter()
-                    .submit_with_args_and_flags(1, &args, no_iowait)
+                    .submit_with_args_and_flags(1, &args, flags)
             }
         };
         match waited {
