@@ -551,22 +551,7 @@ pub fn coarse_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
         .filter_map(|s| {
             let covered = s.covered_s.filter(|c| *c > 0.0 && *c < COARSE_CPU_S)?;
             let ticks = covered * 100.0;
-            if !s.whole_samples {
-                // No sample lies wholly inside the test: its figures are the samples'
-                // own, each weighed by its part inside, and hold the time around it.
-                return Some(Flag::warning(
-                    "cpu_coarse",
-                    format!(
-                        "host {}: the test measured for {:.2} s, shorter than the samples \
-                         its CPU figures come from: they hold the time around it too; run \
-                         the test for a second or more (--duration, or a larger -n), or \
-                         sample more often (--telemetry-interval)",
-                        s.host, covered
-                    ),
-                ));
-            }
-            Some(Flag::warning(
-                "cpu_coarse",
+            let message = if s.whole_samples {
                 format!(
                     "host {}: its CPU figures cover {:.2} s of measured time, {:.0} clock \
                      ticks of 10 ms per CPU: each CPU's % and each process's is good to \
@@ -576,8 +561,19 @@ pub fn coarse_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
                     covered,
                     ticks.round(),
                     100.0 / ticks.max(1.0)
-                ),
-            ))
+                )
+            } else {
+                // No sample lies wholly inside the test: its figures are the samples'
+                // own, each weighed by its part inside, and hold the time around it.
+                format!(
+                    "host {}: the test measured for {:.2} s, shorter than the samples \
+                     its CPU figures come from: they hold the time around it too; run \
+                     the test for a second or more (--duration, or a larger -n), or \
+                     sample more often (--telemetry-interval)",
+                    s.host, covered
+                )
+            };
+            Some(Flag::warning("cpu_coarse", message))
         })
         .collect()
 }
