@@ -647,15 +647,31 @@ fn threshold_ns(label: &str) -> Option<u64> {
     num.parse::<u64>().ok()?.checked_mul(mult)
 }
 
+/// What one side gives the comparison: per sweep point and figure, each run's values;
+/// per sweep point, the warning codes of its valid results.
+struct Gathered {
+    figures: BTreeMap<(String, String), Figure>,
+    warnings: BTreeMap<String, BTreeSet<String>>,
+}
+
 /// Per sweep point and figure: each run's values (one per repetition, or one for the
-/// run where the figure is the run's, as its latency is).
-fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, String), Figure> {
+/// run where the figure is the run's, as its latency is); and per sweep point, the
+/// warning codes of the valid results at it (invalid ones are not compared at all).
+fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
     let mut out: BTreeMap<(String, String), Figure> = BTreeMap::new();
+    let mut warnings: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         for p in points(i, run) {
             let key = point_key(&p, swept);
             let latency = p.latency();
             let valid = p.valid();
+            warnings.entry(key.clone()).or_default().extend(
+                valid
+                    .iter()
+                    .flat_map(|r| &r.flags)
+                    .filter(|f| f.severity == model::Severity::Warning)
+                    .map(|f| f.code.clone()),
+            );
             // Each figure with its power basis, for those that have one.
             let per_rep = valid.iter().flat_map(|r| figures_of(run, r));
             let latency = latency.iter().flat_map(|(kind, _, m)| {
@@ -689,30 +705,10 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> BTreeMap<(String, S
             }
         }
     }
-    out
-}
-
-/// Per sweep point, the warning codes of the valid results at it (invalid ones are not
-/// compared at all).
-fn warnings_of(
-    runs: &[RunRecord],
-    swept: &[(String, String)],
-) -> BTreeMap<String, BTreeSet<String>> {
-    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (i, run) in runs.iter().enumerate() {
-        for p in points(i, run) {
-            let codes = out.entry(point_key(&p, swept)).or_default();
-            for r in p.valid() {
-                codes.extend(
-                    r.flags
-                        .iter()
-                        .filter(|f| f.severity == model::Severity::Warning)
-                        .map(|f| f.code.clone()),
-                );
-            }
-        }
+    Gathered {
+        figures: out,
+        warnings,
     }
-    out
 }
 
 fn p_text(p: f64) -> String {
@@ -927,8 +923,14 @@ fn basis_labels(bases: &[PowerBasis]) -> String {
 /// Compare group B (new) against group A (old).
 pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let swept = swept_within(a, b);
-    let ga = gather(a, &swept);
-    let gb = gather(b, &swept);
+    let Gathered {
+        figures: ga,
+        warnings: wa,
+    } = gather(a, &swept);
+    let Gathered {
+        figures: gb,
+        warnings: wb,
+    } = gather(b, &swept);
     let mut rows = Vec::new();
     let points_of = |g: &BTreeMap<(String, String), Figure>| -> BTreeSet<String> {
         g.keys().map(|(p, _)| p.clone()).collect()
@@ -1006,7 +1008,6 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             r.metric.clone(),
         )
     });
-    let (wa, wb) = (warnings_of(a, &swept), warnings_of(b, &swept));
     let compared: BTreeSet<&String> = rows.iter().map(|r| &r.point).collect();
     let warnings = compared
         .into_iter()
