@@ -250,12 +250,21 @@ cmd_up() {
     hosts+=("$ns") ips+=("$ip")
     skew=${skews[$((k - 1))]:-0}
     skew=${skew#+}
-    env=""
+    env="" shm=""
     if is_skewed "$skew"; then
       [ -n "$faketime" ] || die "a skewed clock needs libfaketime (apt-get install libfaketime), or TESTHOSTS_SKEW_S=0"
       # "+3.5s" / "-2.25s": an offset from the real time, of the wall clock only.
       case "$skew" in -*) env="FAKETIME=${skew}s" ;; *) env="FAKETIME=+${skew}s" ;; esac
       env="SetEnv LD_PRELOAD=$faketime $env FAKETIME_DONT_FAKE_MONOTONIC=1"
+      # libfaketime 0.9.10 shares a semaphore and a segment in /dev/shm between the
+      # processes of a session, named by the pid of the first; a forked child of that
+      # process unlinks them when it exits, and a process starting at that moment dies
+      # with "sem_open failed" before main (about 1 in 150 here): an empty `uname -m`
+      # in rackbench's probe, a `wc -c` that failed its copy check. It needs that
+      # sharing only for features we do not use, and skips it, silently, when it cannot
+      # create the semaphore: so this host's sshd gets a /dev/shm of its own, read-only.
+      # (Nothing run on a skewed host needs /dev/shm: PostgreSQL runs on the first.)
+      shm="mount -t tmpfs -o ro,size=4k,mode=755 rackbench-noshm /dev/shm && "
     fi
     skewed+=("$skew")
     ip netns add "$ns"
@@ -300,11 +309,11 @@ LogLevel VERBOSE
 $env
 EOF
     /usr/sbin/sshd -t -f "$hd/sshd_config" || die "sshd rejects $hd/sshd_config"
-    # Own UTS namespace: the host's own hostname. sshd daemonizes; the namespaces live on
-    # with it. -E: its log goes to a file (there is no syslog in a namespace necessarily).
+    # Own UTS namespace: the host's own hostname; own mount namespace: a skewed host's
+    # /dev/shm (above). sshd daemonizes; the namespaces live on with it. -E: its log goes to a file (there is no syslog in a namespace necessarily).
     # shellcheck disable=SC2016 # $1..$3 are the inner sh's arguments
-    ip netns exec "$ns" unshare --uts sh -c \
-      'hostname "$1" && exec /usr/sbin/sshd -f "$2" -E "$3"' sh "$ns" "$hd/sshd_config" "$hd/sshd.log" \
+    ip netns exec "$ns" unshare --uts --mount --propagation private sh -c \
+      "$shm"'hostname "$1" && exec /usr/sbin/sshd -f "$2" -E "$3"' sh "$ns" "$hd/sshd_config" "$hd/sshd.log" \
       </dev/null >/dev/null 2>&1 || { show_log "$ns"; die "sshd for $ns did not start"; }
   done
 

@@ -193,6 +193,18 @@ impl Ssh {
         input: Option<&Path>,
         timeout: Duration,
     ) -> anyhow::Result<String> {
+        self.run_output(dest, remote, input, timeout)
+            .map(|o| o.stdout)
+    }
+
+    /// [`Ssh::run`], with what the remote command printed on stderr beside its stdout.
+    fn run_output(
+        &self,
+        dest: &str,
+        remote: &str,
+        input: Option<&Path>,
+        timeout: Duration,
+    ) -> anyhow::Result<Said> {
         let mut cmd = self.command(dest);
         cmd.arg(remote)
             .stdin(if input.is_some() {
@@ -225,7 +237,10 @@ impl Ssh {
                 out.status.code(),
             ));
         }
-        Ok(String::from_utf8_lossy(&out.stdout).to_string())
+        Ok(Said {
+            stdout: String::from_utf8_lossy(&out.stdout).to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).to_string(),
+        })
     }
 
     /// Where our binary (by content hash) is on `dest`, and its architecture.
@@ -236,27 +251,8 @@ impl Ssh {
              if [ -x \"$f\" ]; then p=present; else p=absent; fi; \
              printf 'RBPROBE %s %s %s\\n' \"$(uname -m)\" \"$p\" \"$f\""
         );
-        let out = self.run(dest, &script, None, Duration::from_secs(20))?;
-        let line = out
-            .lines()
-            .find_map(|l| l.strip_prefix("RBPROBE "))
-            .with_context(|| {
-                format!(
-                    "{dest}: the probe printed nothing rackbench understands: {}",
-                    out.trim()
-                )
-            })?;
-        let mut it = line.splitn(3, ' ');
-        let (arch, present, path) = (
-            it.next().unwrap_or_default(),
-            it.next().unwrap_or_default(),
-            it.next().unwrap_or_default(),
-        );
-        Ok(Probe {
-            arch: arch.to_string(),
-            path: path.to_string(),
-            present: present == "present",
-        })
+        let said = self.run_output(dest, &script, None, Duration::from_secs(20))?;
+        read_probe(dest, &said)
     }
 
     /// Copy this binary to `path` on `dest` (private to the user, atomically renamed),
@@ -269,12 +265,28 @@ impl Ssh {
             .context("cannot read the size of rackbench's own binary (/proc/self/exe)")?
             .len();
         let script = deploy_script(path, sha256, size);
-        let out = match self.run(dest, &script, Some(&exe), Duration::from_secs(300)) {
-            Ok(o) => o,
-            Err(e) if format!("{e:#}").contains("RBBADCOPY") => {
-                bail!("{dest}: the copy of rackbench arrived damaged (its size or sha256 differs); nothing was kept there, run again")
+        // A damaged copy (a stream cut short, a check that could not run) is copied once
+        // more before it is an error: the script kept nothing of it.
+        let mut attempt = 1;
+        let out = loop {
+            match self.run_output(dest, &script, Some(&exe), Duration::from_secs(300)) {
+                Ok(o) => break o.stdout,
+                Err(e) if format!("{e:#}").contains("RBBADCOPY") => {
+                    if attempt == 2 {
+                        bail!(
+                            "{dest}: the copy of rackbench arrived damaged twice (its size or \
+                             sha256 differs: {}); nothing was kept there. Check the disk and \
+                             the link to it, then run again",
+                            model::printable(&format!("{e:#}"))
+                        )
+                    }
+                    engine::errln!(
+                        "rackbench: {dest}: the copy of rackbench arrived damaged; copying it again"
+                    );
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         };
         if !out.contains("RBCOPIED") {
             bail!(
@@ -299,6 +311,73 @@ impl Ssh {
         cmd.spawn().context(
             "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
         )
+    }
+}
+
+/// The probe's answer, or an error that says what the host printed instead.
+fn read_probe(dest: &str, said: &Said) -> anyhow::Result<Probe> {
+    let out = &said.stdout;
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("RBPROBE "))
+        .with_context(|| {
+            format!(
+                "{dest}: the probe printed nothing rackbench understands: `{}`{}",
+                model::printable(out.trim()),
+                said.stderr_tail()
+            )
+        })?;
+    let mut it = line.splitn(3, ' ');
+    let (arch, present, path) = (
+        it.next().unwrap_or_default(),
+        it.next().unwrap_or_default(),
+        it.next().unwrap_or_default(),
+    );
+    // A command that died before printing (a preloaded library failing, no memory,
+    // no processes left) leaves the architecture empty: say so, not "x86_64 vs ''".
+    if arch.is_empty()
+        || !arch
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        bail!(
+            "{dest}: cannot tell its architecture: `uname -m` printed {}{}; check that \
+             commands run there (`ssh {dest} uname -m`), then run again",
+            if arch.is_empty() {
+                "nothing".to_string()
+            } else {
+                format!("`{}`", model::printable(arch))
+            },
+            said.stderr_tail()
+        );
+    }
+    Ok(Probe {
+        arch: arch.to_string(),
+        path: path.to_string(),
+        present: present == "present",
+    })
+}
+
+/// What a remote command printed.
+struct Said {
+    stdout: String,
+    stderr: String,
+}
+
+impl Said {
+    /// The last lines it printed on stderr, as ` (it said: ...)`, or nothing.
+    fn stderr_tail(&self) -> String {
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        if lines.is_empty() {
+            return String::new();
+        }
+        let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+        format!(" (it said: {})", model::printable(&tail))
     }
 }
 
@@ -480,6 +559,39 @@ mod tests {
         let (out, err) = deploy_here(&target, &want, &want, &base);
         assert!(out.contains("RBCOPIED"), "{out} {err}");
         assert_eq!(std::fs::read(&target).unwrap(), want);
+    }
+
+    #[test]
+    fn a_probe_without_an_architecture_says_what_the_host_printed() {
+        let said = |out: &str, err: &str| Said {
+            stdout: out.into(),
+            stderr: err.into(),
+        };
+        let p = read_probe("h1", &said("RBPROBE x86_64 present /r/.cache/rb x", "")).unwrap();
+        assert_eq!(
+            (p.arch.as_str(), p.present, p.path.as_str()),
+            ("x86_64", true, "/r/.cache/rb x")
+        );
+        // What the flaky test host printed: uname died in a preloaded library.
+        let e = read_probe(
+            "h1",
+            &said(
+                "RBPROBE  absent /r/.cache/rb\n",
+                "libfaketime: In ft_shm_init(), sem_open failed\nlibfaketime: sem_name was /s\n",
+            ),
+        )
+        .unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("cannot tell its architecture: `uname -m` printed nothing")
+                && e.contains("sem_open failed")
+                && e.contains("ssh h1 uname -m"),
+            "{e}"
+        );
+        let e = read_probe("h1", &said("RBPROBE \x1b[31m absent /p", "")).unwrap_err();
+        assert!(!format!("{e:#}").contains('\x1b'), "{e:#}");
+        let e = read_probe("h1", &said("Welcome!\n", "bash: printf: not found\n")).unwrap_err();
+        assert!(format!("{e:#}").contains("printf: not found"), "{e:#}");
     }
 
     #[test]
