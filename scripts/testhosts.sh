@@ -367,12 +367,17 @@ EOF
     failed=1
   fi
   [ "$failed" -eq 0 ] || die "up: test hosts not reachable (state left in $DIR for inspection; run 'down')"
-  # Each host's sessions read its skewed clock (within the ssh round trip's second).
-  local before after there
+  # Each host's sessions read its skewed clock (within the ssh round trip's second), and
+  # libfaketime shares nothing between them (a shell it loaded exports FAKETIME_SHARED
+  # when it made its semaphore: the read-only /dev/shm above must prevent that).
+  local before after there shared
   for k in "${!hosts[@]}"; do
     before=$(date +%s.%N)
-    there=$(timeout 20 ssh -F "$DIR/ssh_config" "${hosts[$k]}" 'date +%s.%N') || die "${hosts[$k]}: ssh failed reading its clock"
+    there=$(timeout 20 ssh -F "$DIR/ssh_config" "${hosts[$k]}" 'date +%s.%N; printenv FAKETIME_SHARED || true') \
+      || die "${hosts[$k]}: ssh failed reading its clock"
     after=$(date +%s.%N)
+    shared=$(sed -n 2p <<<"$there") there=$(head -n1 <<<"$there")
+    [ -z "$shared" ] || die "${hosts[$k]}: libfaketime shares a semaphore there ($shared): its processes can die at start; is /dev/shm read-only in its sshd's mount namespace?"
     awk -v b="$before" -v a="$after" -v t="$there" -v s="${skewed[$k]}" \
       'BEGIN { d = t - s; exit !(d >= b - 0.05 && d <= a + 0.05) }' \
       || die "${hosts[$k]}: its clock reads $there, expected $before..$after moved by ${skewed[$k]} s"
