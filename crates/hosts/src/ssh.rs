@@ -265,29 +265,9 @@ impl Ssh {
             .context("cannot read the size of rackbench's own binary (/proc/self/exe)")?
             .len();
         let script = deploy_script(path, sha256, size);
-        // A damaged copy (a stream cut short, a check that could not run) is copied once
-        // more before it is an error: the script kept nothing of it.
-        let mut attempt = 1;
-        let out = loop {
-            match self.run_output(dest, &script, Some(&exe), Duration::from_secs(300)) {
-                Ok(o) => break o.stdout,
-                Err(e) if format!("{e:#}").contains("RBBADCOPY") => {
-                    if attempt == 2 {
-                        bail!(
-                            "{dest}: the copy of rackbench arrived damaged twice (its size or \
-                             sha256 differs: {}); nothing was kept there. Check the disk and \
-                             the link to it, then run again",
-                            model::printable(&format!("{e:#}"))
-                        )
-                    }
-                    engine::errln!(
-                        "rackbench: {dest}: the copy of rackbench arrived damaged; copying it again"
-                    );
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        };
+        let out = copy_retrying_once(dest, || {
+            self.run_output(dest, &script, Some(&exe), Duration::from_secs(300))
+        })?;
         if !out.contains("RBCOPIED") {
             bail!(
                 "{dest}: copying rackbench to {path} failed: {}",
@@ -311,6 +291,36 @@ impl Ssh {
         cmd.spawn().context(
             "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
         )
+    }
+}
+
+/// Run `copy` (the deploy) and return what it printed. A damaged copy (a stream cut
+/// short, a check that could not run) is copied once more before it is an error: the
+/// script kept nothing of it. Any other error is returned at once.
+fn copy_retrying_once(
+    dest: &str,
+    mut copy: impl FnMut() -> anyhow::Result<Said>,
+) -> anyhow::Result<String> {
+    let mut attempt = 1;
+    loop {
+        match copy() {
+            Ok(o) => return Ok(o.stdout),
+            Err(e) if format!("{e:#}").contains("RBBADCOPY") => {
+                if attempt == 2 {
+                    bail!(
+                        "{dest}: the copy of rackbench arrived damaged twice (its size or \
+                         sha256 differs: {}); nothing was kept there. Check the disk and the \
+                         link to it, then run again",
+                        model::printable(&format!("{e:#}"))
+                    )
+                }
+                engine::errln!(
+                    "rackbench: {dest}: the copy of rackbench arrived damaged; copying it again"
+                );
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -592,6 +602,51 @@ mod tests {
         assert!(!format!("{e:#}").contains('\x1b'), "{e:#}");
         let e = read_probe("h1", &said("Welcome!\n", "bash: printf: not found\n")).unwrap_err();
         assert!(format!("{e:#}").contains("printf: not found"), "{e:#}");
+    }
+
+    #[test]
+    fn a_damaged_copy_is_copied_once_more_and_then_is_an_error() {
+        let bad = || {
+            Err(anyhow::anyhow!(
+                "h1: the remote command failed (exit 1): RBBADCOPY"
+            ))
+        };
+        let good = || {
+            Ok(Said {
+                stdout: "RBCOPIED\n".into(),
+                stderr: String::new(),
+            })
+        };
+        // Damaged once: copied again, and that copy is the answer.
+        let mut calls = 0;
+        let out = copy_retrying_once("h1", || {
+            calls += 1;
+            if calls == 1 {
+                bad()
+            } else {
+                good()
+            }
+        })
+        .unwrap();
+        assert_eq!((out.as_str(), calls), ("RBCOPIED\n", 2));
+        // Damaged twice: an error that says so, after two copies, not three.
+        let mut calls = 0;
+        let e = copy_retrying_once("h1", || {
+            calls += 1;
+            bad()
+        })
+        .unwrap_err();
+        assert_eq!(calls, 2);
+        assert!(format!("{e:#}").contains("arrived damaged twice"), "{e:#}");
+        // Any other failure (a host gone) is not copied again.
+        let mut calls = 0;
+        let e = copy_retrying_once("h1", || {
+            calls += 1;
+            Err(anyhow::anyhow!("h1 is unreachable over ssh"))
+        })
+        .unwrap_err();
+        assert_eq!(calls, 1);
+        assert!(format!("{e:#}").contains("unreachable"), "{e:#}");
     }
 
     #[test]
