@@ -198,7 +198,7 @@ cmd_up() {
   fi
   check_dir
   [ "$(id -u)" -eq 0 ] || skip "not root (uid $(id -u)); network namespaces need root"
-  local skews=() skew env extra=()
+  local skews=() skew env shm extra=()
   read -r -a skews <<<"${TESTHOSTS_SKEW_S:-0 3.5 -2.25}"
   for skew in "${skews[@]}"; do
     [[ "$skew" =~ ^[+-]?[0-9]+(\.[0-9]+)?$ ]] || die "TESTHOSTS_SKEW_S: '$skew' is not a number of seconds (e.g. \"0 3.5 -2.25\")"
@@ -263,8 +263,11 @@ cmd_up() {
       # in rackbench's probe, a `wc -c` that failed its copy check. It needs that
       # sharing only for features we do not use, and skips it, silently, when it cannot
       # create the semaphore: so this host's sshd gets a /dev/shm of its own, read-only.
-      # (Nothing run on a skewed host needs /dev/shm: PostgreSQL runs on the first.)
-      shm="mount -t tmpfs -o ro,size=4k,mode=755 rackbench-noshm /dev/shm && "
+      # The agent, redis-server, nginx and the load generators need no /dev/shm;
+      # PostgreSQL does, and the tests run it on the first host, whose clock is not
+      # skewed by default. The mount's complaint, if any, goes to the sshd log.
+      # shellcheck disable=SC2016 # $3 is the inner sh's: the log
+      shm='mount -t tmpfs -o ro,size=4k,mode=755 rackbench-noshm /dev/shm 2>>"$3" && '
     fi
     skewed+=("$skew")
     ip netns add "$ns"
@@ -309,10 +312,13 @@ LogLevel VERBOSE
 $env
 EOF
     /usr/sbin/sshd -t -f "$hd/sshd_config" || die "sshd rejects $hd/sshd_config"
-    # Own UTS namespace: the host's own hostname; own mount namespace: a skewed host's
-    # /dev/shm (above). sshd daemonizes; the namespaces live on with it. -E: its log goes to a file (there is no syslog in a namespace necessarily).
+    # Own UTS namespace: the host's own hostname. Own mount namespace, a slave of the
+    # one `ip netns exec` made: a skewed host's /dev/shm (above) stays its own, while
+    # mounts and unmounts made here later (`ip netns del`) still reach it. sshd
+    # daemonizes; the namespaces live on with it. -E: its log goes to a file (there is
+    # no syslog in a namespace necessarily).
     # shellcheck disable=SC2016 # $1..$3 are the inner sh's arguments
-    ip netns exec "$ns" unshare --uts --mount --propagation private sh -c \
+    ip netns exec "$ns" unshare --uts --mount --propagation slave sh -c \
       "$shm"'hostname "$1" && exec /usr/sbin/sshd -f "$2" -E "$3"' sh "$ns" "$hd/sshd_config" "$hd/sshd.log" \
       </dev/null >/dev/null 2>&1 || { show_log "$ns"; die "sshd for $ns did not start"; }
   done
@@ -368,19 +374,19 @@ EOF
   fi
   [ "$failed" -eq 0 ] || die "up: test hosts not reachable (state left in $DIR for inspection; run 'down')"
   # Each host's sessions read its skewed clock (within the ssh round trip's second), and
-  # libfaketime shares nothing between them (a shell it loaded exports FAKETIME_SHARED
-  # when it made its semaphore: the read-only /dev/shm above must prevent that).
-  local before after there shared
+  # libfaketime shares nothing between them (a shell it loaded has FAKETIME_SHARED in its
+  # environment when it made its semaphore: the read-only /dev/shm above prevents that).
+  local before after out there shared
   for k in "${!hosts[@]}"; do
     before=$(date +%s.%N)
-    there=$(timeout 20 ssh -F "$DIR/ssh_config" "${hosts[$k]}" 'date +%s.%N; printenv FAKETIME_SHARED || true') \
+    out=$(timeout 20 ssh -F "$DIR/ssh_config" "${hosts[$k]}" 'echo "shared=${FAKETIME_SHARED:-}"; echo "now=$(date +%s.%N)"') \
       || die "${hosts[$k]}: ssh failed reading its clock"
     after=$(date +%s.%N)
-    shared=$(sed -n 2p <<<"$there") there=$(head -n1 <<<"$there")
+    shared=$(sed -n 's/^shared=//p' <<<"$out") there=$(sed -n 's/^now=//p' <<<"$out")
     [ -z "$shared" ] || die "${hosts[$k]}: libfaketime shares a semaphore there ($shared): its processes can die at start; is /dev/shm read-only in its sshd's mount namespace?"
     awk -v b="$before" -v a="$after" -v t="$there" -v s="${skewed[$k]}" \
       'BEGIN { d = t - s; exit !(d >= b - 0.05 && d <= a + 0.05) }' \
-      || die "${hosts[$k]}: its clock reads $there, expected $before..$after moved by ${skewed[$k]} s"
+      || die "${hosts[$k]}: its clock reads ${there:-nothing}, expected $before..$after moved by ${skewed[$k]} s"
   done
   say "$n test hosts up: ${hosts[*]} (${ips[*]}), clocks ${skewed[*]} s off this one's; env: $DIR/hosts.env"
 }

@@ -205,6 +205,18 @@ impl Ssh {
         input: Option<&Path>,
         timeout: Duration,
     ) -> anyhow::Result<Said> {
+        self.run_said(dest, remote, input, timeout)?.checked(dest)
+    }
+
+    /// Run a remote command and keep what it printed and how it ended, failed or not;
+    /// an error only when ssh could not be run or did not finish in time.
+    fn run_said(
+        &self,
+        dest: &str,
+        remote: &str,
+        input: Option<&Path>,
+        timeout: Duration,
+    ) -> anyhow::Result<Said> {
         let mut cmd = self.command(dest);
         cmd.arg(remote)
             .stdin(if input.is_some() {
@@ -230,16 +242,11 @@ impl Ssh {
         let out = wait_with_timeout(child, timeout).with_context(|| {
             format!("{dest}: ssh did not finish within {} s", timeout.as_secs())
         })?;
-        if !out.status.success() {
-            return Err(classify(
-                dest,
-                &String::from_utf8_lossy(&out.stderr),
-                out.status.code(),
-            ));
-        }
         Ok(Said {
             stdout: String::from_utf8_lossy(&out.stdout).to_string(),
             stderr: String::from_utf8_lossy(&out.stderr).to_string(),
+            ok: out.status.success(),
+            code: out.status.code(),
         })
     }
 
@@ -266,7 +273,7 @@ impl Ssh {
             .len();
         let script = deploy_script(path, sha256, size);
         let out = copy_retrying_once(dest, || {
-            self.run_output(dest, &script, Some(&exe), Duration::from_secs(300))
+            self.run_said(dest, &script, Some(&exe), Duration::from_secs(300))
         })?;
         if !out.contains("RBCOPIED") {
             bail!(
@@ -294,34 +301,34 @@ impl Ssh {
     }
 }
 
-/// Run `copy` (the deploy) and return what it printed. A damaged copy (a stream cut
-/// short, a check that could not run) is copied once more before it is an error: the
-/// script kept nothing of it. Any other error is returned at once.
+/// Run `copy` (the deploy) and return what it printed. A copy that failed its check (a
+/// stream cut short, or a check that could not run) is copied once more before it is an
+/// error: the script kept nothing of it. Any other failure is returned at once.
 fn copy_retrying_once(
     dest: &str,
     mut copy: impl FnMut() -> anyhow::Result<Said>,
 ) -> anyhow::Result<String> {
-    let mut attempt = 1;
-    loop {
-        match copy() {
-            Ok(o) => return Ok(o.stdout),
-            Err(e) if format!("{e:#}").contains("RBBADCOPY") => {
-                if attempt == 2 {
-                    bail!(
-                        "{dest}: the copy of rackbench arrived damaged twice (its size or \
-                         sha256 differs: {}); nothing was kept there. Check the disk and the \
-                         link to it, then run again",
-                        model::printable(&format!("{e:#}"))
-                    )
-                }
-                engine::errln!(
-                    "rackbench: {dest}: the copy of rackbench arrived damaged; copying it again"
-                );
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
+    for attempt in 1.. {
+        let said = copy()?;
+        if said.ok {
+            return Ok(said.stdout);
         }
+        if !said.stderr.lines().any(|l| l.trim() == BAD_COPY) {
+            return Err(classify(dest, &said.stderr, said.code));
+        }
+        if attempt == 2 {
+            bail!(
+                "{dest}: the copy of rackbench failed its size or sha256 check twice (or the \
+                 check could not run){}; nothing was kept there. Check the disk and the link \
+                 to it, then run again",
+                said.stderr_tail()
+            )
+        }
+        engine::errln!(
+            "rackbench: {dest}: the copy of rackbench failed its size or sha256 check; copying it again"
+        );
     }
+    unreachable!("the loop returns by its second attempt")
 }
 
 /// The probe's answer, or an error that says what the host printed instead.
@@ -332,8 +339,12 @@ fn read_probe(dest: &str, said: &Said) -> anyhow::Result<Probe> {
         .find_map(|l| l.strip_prefix("RBPROBE "))
         .with_context(|| {
             format!(
-                "{dest}: the probe printed nothing rackbench understands: `{}`{}",
-                model::printable(out.trim()),
+                "{dest}: the probe printed nothing rackbench understands: {}{}",
+                if out.trim().is_empty() {
+                    "nothing at all".to_string()
+                } else {
+                    format!("`{}`", model::printable(out.trim()))
+                },
                 said.stderr_tail()
             )
         })?;
@@ -352,7 +363,7 @@ fn read_probe(dest: &str, said: &Said) -> anyhow::Result<Probe> {
     {
         bail!(
             "{dest}: cannot tell its architecture: `uname -m` printed {}{}; check that \
-             commands run there (`ssh {dest} uname -m`), then run again",
+             commands run there over ssh (`uname -m`), then run again",
             if arch.is_empty() {
                 "nothing".to_string()
             } else {
@@ -368,20 +379,38 @@ fn read_probe(dest: &str, said: &Said) -> anyhow::Result<Probe> {
     })
 }
 
-/// What a remote command printed.
+/// What the deploy script prints on stderr, alone on a line, when the copy failed its
+/// check.
+const BAD_COPY: &str = "RBBADCOPY";
+
+/// What a remote command printed, and how it ended.
 struct Said {
     stdout: String,
     stderr: String,
+    /// It exited with status 0.
+    ok: bool,
+    /// Its exit status (None: ended by a signal).
+    code: Option<i32>,
 }
 
 impl Said {
-    /// The last lines it printed on stderr, as ` (it said: ...)`, or nothing.
+    /// Itself when the command succeeded, else an error that says why it failed.
+    fn checked(self, dest: &str) -> anyhow::Result<Said> {
+        if self.ok {
+            Ok(self)
+        } else {
+            Err(classify(dest, &self.stderr, self.code))
+        }
+    }
+
+    /// The last lines it printed on stderr (our own markers left out), as
+    /// ` (it said: ...)`, or nothing.
     fn stderr_tail(&self) -> String {
         let lines: Vec<&str> = self
             .stderr
             .lines()
             .map(str::trim)
-            .filter(|l| !l.is_empty())
+            .filter(|l| !l.is_empty() && *l != BAD_COPY)
             .collect();
         if lines.is_empty() {
             return String::new();
@@ -404,8 +433,8 @@ fn deploy_script(path: &str, sha256: &str, size: u64) -> String {
     let sha = shell_quote(sha256);
     format!(
         "umask 077; d=\"$(dirname {q})\"; mkdir -p \"$d\" && t={q}.tmp.$$ && trap 'rm -f \"$t\"' EXIT && cat > \"$t\" \
-         && {{ [ $(wc -c < \"$t\") -eq {size} ] || {{ echo RBBADCOPY >&2; exit 1; }}; }} \
-         && {{ ! command -v sha256sum >/dev/null || echo {sha}\"  $t\" | sha256sum -c --status || {{ echo RBBADCOPY >&2; exit 1; }}; }} \
+         && {{ [ $(wc -c < \"$t\") -eq {size} ] || {{ echo {BAD_COPY} >&2; exit 1; }}; }} \
+         && {{ ! command -v sha256sum >/dev/null || echo {sha}\"  $t\" | sha256sum -c --status || {{ echo {BAD_COPY} >&2; exit 1; }}; }} \
          && chmod 700 \"$t\" && {{ ln \"$t\" {q} 2>/dev/null || test -x {q}; }} && echo RBCOPIED; \
          ls -t \"$d\"/rackbench-* 2>/dev/null | grep -v -e '[.]tmp[.]' -e \"^\"{q}\"$\" | tail -n +3 \
          | while read -r old; do rm -f \"$old\"; done"
@@ -576,6 +605,8 @@ mod tests {
         let said = |out: &str, err: &str| Said {
             stdout: out.into(),
             stderr: err.into(),
+            ok: true,
+            code: Some(0),
         };
         let p = read_probe("h1", &said("RBPROBE x86_64 present /r/.cache/rb x", "")).unwrap();
         assert_eq!(
@@ -595,7 +626,7 @@ mod tests {
         assert!(
             e.contains("cannot tell its architecture: `uname -m` printed nothing")
                 && e.contains("sem_open failed")
-                && e.contains("ssh h1 uname -m"),
+                && e.contains("over ssh"),
             "{e}"
         );
         let e = read_probe("h1", &said("RBPROBE \x1b[31m absent /p", "")).unwrap_err();
@@ -606,17 +637,18 @@ mod tests {
 
     #[test]
     fn a_damaged_copy_is_copied_once_more_and_then_is_an_error() {
-        let bad = || {
-            Err(anyhow::anyhow!(
-                "h1: the remote command failed (exit 1): RBBADCOPY"
-            ))
-        };
-        let good = || {
+        let ended = |stdout: &str, stderr: &str, code: i32| {
             Ok(Said {
-                stdout: "RBCOPIED\n".into(),
-                stderr: String::new(),
+                stdout: stdout.into(),
+                stderr: stderr.into(),
+                ok: code == 0,
+                code: Some(code),
             })
         };
+        // What the deploy script prints when its check fails: the marker, after whatever
+        // the failing command said.
+        let bad = || ended("", "wc: died before main\nRBBADCOPY\n", 1);
+        let good = || ended("RBCOPIED\n", "", 0);
         // Damaged once: copied again, and that copy is the answer.
         let mut calls = 0;
         let out = copy_retrying_once("h1", || {
@@ -629,20 +661,31 @@ mod tests {
         })
         .unwrap();
         assert_eq!((out.as_str(), calls), ("RBCOPIED\n", 2));
-        // Damaged twice: an error that says so, after two copies, not three.
+        // Damaged twice: an error after two copies, not three, with what the host said
+        // and not our marker.
         let mut calls = 0;
         let e = copy_retrying_once("h1", || {
             calls += 1;
             bad()
         })
         .unwrap_err();
+        let e = format!("{e:#}");
         assert_eq!(calls, 2);
-        assert!(format!("{e:#}").contains("arrived damaged twice"), "{e:#}");
+        assert!(
+            e.contains("check twice")
+                && e.contains("wc: died before main")
+                && !e.contains(BAD_COPY),
+            "{e}"
+        );
         // Any other failure (a host gone) is not copied again.
         let mut calls = 0;
         let e = copy_retrying_once("h1", || {
             calls += 1;
-            Err(anyhow::anyhow!("h1 is unreachable over ssh"))
+            ended(
+                "",
+                "ssh: connect to host h1 port 22: Connection refused\n",
+                255,
+            )
         })
         .unwrap_err();
         assert_eq!(calls, 1);
