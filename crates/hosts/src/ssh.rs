@@ -21,6 +21,10 @@ pub struct Ssh {
     control_dir: engine::scratch::ScratchDir,
 }
 
+/// What to do when there is no ssh client to run.
+const NO_SSH: &str =
+    "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)";
+
 /// Our settings, ahead of the user's config, for every host and every hop.
 fn generated_config(user: &[PathBuf]) -> String {
     let mut c = String::from(
@@ -193,19 +197,10 @@ impl Ssh {
         input: Option<&Path>,
         timeout: Duration,
     ) -> anyhow::Result<String> {
-        self.run_output(dest, remote, input, timeout)
-            .map(|o| o.stdout)
-    }
-
-    /// [`Ssh::run`], with what the remote command printed on stderr beside its stdout.
-    fn run_output(
-        &self,
-        dest: &str,
-        remote: &str,
-        input: Option<&Path>,
-        timeout: Duration,
-    ) -> anyhow::Result<Said> {
-        self.run_said(dest, remote, input, timeout)?.checked(dest)
+        Ok(self
+            .run_said(dest, remote, input, timeout)?
+            .checked(dest)?
+            .stdout)
     }
 
     /// Run a remote command and keep what it printed and how it ended, failed or not;
@@ -226,9 +221,7 @@ impl Ssh {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().context(
-            "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
-        )?;
+        let mut child = cmd.spawn().context(NO_SSH)?;
         if let Some(path) = input {
             let mut stdin = child.stdin.take().context("ssh stdin")?;
             let path = path.to_path_buf();
@@ -245,7 +238,6 @@ impl Ssh {
         Ok(Said {
             stdout: String::from_utf8_lossy(&out.stdout).to_string(),
             stderr: String::from_utf8_lossy(&out.stderr).to_string(),
-            ok: out.status.success(),
             code: out.status.code(),
         })
     }
@@ -258,8 +250,8 @@ impl Ssh {
              if [ -x \"$f\" ]; then p=present; else p=absent; fi; \
              printf 'RBPROBE %s %s %s\\n' \"$(uname -m)\" \"$p\" \"$f\""
         );
-        let said = self.run_output(dest, &script, None, Duration::from_secs(20))?;
-        read_probe(dest, &said)
+        let said = self.run_said(dest, &script, None, Duration::from_secs(20))?;
+        read_probe(dest, &said.checked(dest)?)
     }
 
     /// Copy this binary to `path` on `dest` (private to the user, atomically renamed),
@@ -295,9 +287,7 @@ impl Ssh {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        cmd.spawn().context(
-            "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
-        )
+        cmd.spawn().context(NO_SSH)
     }
 }
 
@@ -310,7 +300,7 @@ fn copy_retrying_once(
 ) -> anyhow::Result<String> {
     for attempt in 1.. {
         let said = copy()?;
-        if said.ok {
+        if said.ok() {
             return Ok(said.stdout);
         }
         if !said.stderr.lines().any(|l| l.trim() == BAD_COPY) {
@@ -387,16 +377,19 @@ const BAD_COPY: &str = "RBBADCOPY";
 struct Said {
     stdout: String,
     stderr: String,
-    /// It exited with status 0.
-    ok: bool,
     /// Its exit status (None: ended by a signal).
     code: Option<i32>,
 }
 
 impl Said {
+    /// It exited with status 0.
+    fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+
     /// Itself when the command succeeded, else an error that says why it failed.
     fn checked(self, dest: &str) -> anyhow::Result<Said> {
-        if self.ok {
+        if self.ok() {
             Ok(self)
         } else {
             Err(classify(dest, &self.stderr, self.code))
@@ -605,7 +598,6 @@ mod tests {
         let said = |out: &str, err: &str| Said {
             stdout: out.into(),
             stderr: err.into(),
-            ok: true,
             code: Some(0),
         };
         let p = read_probe("h1", &said("RBPROBE x86_64 present /r/.cache/rb x", "")).unwrap();
@@ -641,7 +633,6 @@ mod tests {
             Ok(Said {
                 stdout: stdout.into(),
                 stderr: stderr.into(),
-                ok: code == 0,
                 code: Some(code),
             })
         };
