@@ -41,7 +41,10 @@
 #   CUBIC_AS_DEFAULT (1: cubic as the system default during the cubic pairs, root only),
 #   AA (1: each TCP round runs iperf3 a second time, right after the pair, and the summary
 #   gives iperf3's paired ratio to itself: how far a TCP ratio strays with no difference
-#   between the tools, the band to read the TCP goals in; each TCP GOAL line names it).
+#   between the tools, the band to read the TCP goals in; each TCP GOAL line names it),
+#   ONLY (the parts to run, comma-separated, of rsa,tcp,cubic,udp; all by default: e.g.
+#   ONLY=tcp REPS=16 AA=1 runs 16 TCP pairs under the default congestion control alone,
+#   about 8 minutes, and prints only the goals of what ran).
 # Goals (printed as GOAL lines at the end): RSA within 5% of openssl speed; TCP at least
 # iperf3's Gbit/s at no more CPU per Gbit/s; UDP at least iperf3's packets/s at no more
 # sender CPU per packet (one datagram per send, as iperf3). UDP_BATCH=N also runs
@@ -53,6 +56,11 @@ cd "$(dirname "$0")/.."
 SECS=${SECS:-3}
 NET_SECS=${NET_SECS:-10}
 REPS=${REPS:-8}
+ONLY=${ONLY:-rsa,tcp,cubic,udp}
+for part in ${ONLY//,/ }; do
+  case $part in rsa|tcp|cubic|udp) ;; *) echo "ONLY=$ONLY: unknown part '$part'; choose from rsa,tcp,cubic,udp (comma-separated)" >&2; exit 2;; esac
+done
+want() { [[ ",$ONLY," == *",$1,"* ]]; }
 RB=${RACKBENCH:-target/release/rackbench}
 EX=target/release/examples
 
@@ -115,6 +123,7 @@ rb_crypto() { # threads -> json file
 }
 
 R1S=(); R1V=(); R2S=(); R2V=(); TG=(); TC=(); TGC=(); TCC=(); AAG=(); AAC=(); AAGC=(); AACC=(); U1472=(); U60=(); UC1472=(); UC60=(); UB1472=(); UB60=(); UG1472=(); UG60=()
+if want rsa; then
 echo
 echo "## RSA 2048 (${SECS} s per operation)"
 printf "%-34s %12s %12s\n" "" "sign/s" "verify/s"
@@ -136,6 +145,7 @@ for rep in $(seq "$REPS"); do
   R1S+=("$(ratio "$rb1s" "$os1s")"); R1V+=("$(ratio "$rb1v" "$os1v")")
   R2S+=("$(ratio "$rb2s" "$os2s")"); R2V+=("$(ratio "$rb2v" "$os2v")")
 done
+fi
 
 echo
 echo "## Loopback, receiver/server on CPU 0, sender/client on CPU 1 (${NET_SECS} s)"
@@ -166,9 +176,10 @@ rb_net() { # test [congestion] -> json on stdout
 }
 # TCP congestion controls to compare under: the system's, then cubic if that is another.
 DEFAULT_CC=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)
-CCS=("")
+CCS=()
+want tcp && CCS+=("")
 # Choosing one needs it loaded, and root or its name in the allowed list.
-if [ "$DEFAULT_CC" != cubic ] && grep -qw cubic /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null \
+if want cubic && [ "$DEFAULT_CC" != cubic ] && grep -qw cubic /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null \
    && { [ "$(id -u)" = 0 ] || grep -qw cubic /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null; }; then
   CCS+=(cubic)
 fi
@@ -226,6 +237,7 @@ for rep in $(seq "$REPS"); do
       else AAGC+=("$(ratio "$ag" "$ig")"); AACC+=("$(ratio "$apg" "$ipg")"); fi
     fi
   done
+  want udp || continue
   for len in 1472 60; do
     printf "%-26s %10s %10s %10s %8s %9s %9s %9s\n" "UDP $len B, -b 0" "sent Gb/s" "sent pk/s" "rcvd Gb/s" "loss%" "jitter" "snd CPU%" "rcv CPU%"
     pair "$rep" "$TMP/i_udp.json" "$TMP/r_udp.json" iperf -u -b 0 -l "$len" -- rb_net "udp$len"
@@ -288,12 +300,16 @@ summary() { # name values... -> "name: median (min..max) of N"
 }
 echo
 echo "## Paired ratios rackbench/reference, medians over $REPS rounds"
-summary "RSA-2048 sign, 1 process (CPU-s)" "${R1S[@]}"
-summary "RSA-2048 verify, 1 process (CPU-s)" "${R1V[@]}"
-summary "RSA-2048 sign, -multi 2 (wall)" "${R2S[@]}"
-summary "RSA-2048 verify, -multi 2 (wall)" "${R2V[@]}"
-summary "TCP Gbit/s ($DEFAULT_CC)" "${TG[@]}"
-summary "TCP CPU% per Gbit/s ($DEFAULT_CC)" "${TC[@]}"
+if want rsa; then
+  summary "RSA-2048 sign, 1 process (CPU-s)" "${R1S[@]}"
+  summary "RSA-2048 verify, 1 process (CPU-s)" "${R1V[@]}"
+  summary "RSA-2048 sign, -multi 2 (wall)" "${R2S[@]}"
+  summary "RSA-2048 verify, -multi 2 (wall)" "${R2V[@]}"
+fi
+if want tcp; then
+  summary "TCP Gbit/s ($DEFAULT_CC)" "${TG[@]}"
+  summary "TCP CPU% per Gbit/s ($DEFAULT_CC)" "${TC[@]}"
+fi
 # The A/A control (AA=1) beside each TCP goal: what the same ratio reads between two runs of iperf3.
 aa_summary() { # label gbit_ratios... -- cpu_ratios...
   local label=$1 g=() c=(); shift
@@ -308,10 +324,12 @@ if [ ${#TGC[@]} -gt 0 ]; then
   summary "TCP CPU% per Gbit/s (cubic)" "${TCC[@]}"
   if [ ${#AAGC[@]} -gt 0 ]; then aa_summary cubic "${AAGC[@]}" -- "${AACC[@]}"; fi
 fi
-summary "UDP 1472 B packets/s sent" "${U1472[@]}"
-summary "UDP 1472 B sender CPU per packet" "${UC1472[@]}"
-summary "UDP 60 B packets/s sent" "${U60[@]}"
-summary "UDP 60 B sender CPU per packet" "${UC60[@]}"
+if want udp; then
+  summary "UDP 1472 B packets/s sent" "${U1472[@]}"
+  summary "UDP 1472 B sender CPU per packet" "${UC1472[@]}"
+  summary "UDP 60 B packets/s sent" "${U60[@]}"
+  summary "UDP 60 B sender CPU per packet" "${UC60[@]}"
+fi
 if [ ${#UB1472[@]} -gt 0 ]; then
   summary "UDP 1472 B packets/s, --udp-batch $UDP_BATCH" "${UB1472[@]}"
   summary "UDP 60 B packets/s, --udp-batch $UDP_BATCH" "${UB60[@]}"
@@ -335,10 +353,14 @@ aa_note() { # ratios...
   if [ "$m" = nan ]; then printf "A/A iperf3/iperf3 nan (a round has no figure)"
   else printf "A/A iperf3/iperf3 %.3f (%.3f-%.3f)" "$m" "$lo" "$hi"; fi
 }
-goal "RSA-2048 sign vs openssl speed, 1 process" "$(med "${R1S[@]}")" ">=" 0.95
-goal "RSA-2048 sign vs openssl speed -multi 2" "$(med "${R2S[@]}")" ">=" 0.95
-goal "TCP Gbit/s vs iperf3 ($DEFAULT_CC, $REPS pairs)" "$(med "${TG[@]}")" ">=" 1.0 8 "$(aa_note "${AAG[@]}")"
-goal "TCP CPU per Gbit/s vs iperf3 ($DEFAULT_CC)" "$(med "${TC[@]}")" "<=" 1.0 8 "$(aa_note "${AAC[@]}")"
+if want rsa; then
+  goal "RSA-2048 sign vs openssl speed, 1 process" "$(med "${R1S[@]}")" ">=" 0.95
+  goal "RSA-2048 sign vs openssl speed -multi 2" "$(med "${R2S[@]}")" ">=" 0.95
+fi
+if want tcp; then
+  goal "TCP Gbit/s vs iperf3 ($DEFAULT_CC, $REPS pairs)" "$(med "${TG[@]}")" ">=" 1.0 8 "$(aa_note "${AAG[@]}")"
+  goal "TCP CPU per Gbit/s vs iperf3 ($DEFAULT_CC)" "$(med "${TC[@]}")" "<=" 1.0 8 "$(aa_note "${AAC[@]}")"
+fi
 if [ ${#TGC[@]} -gt 0 ]; then
   # iperf3's cubic stream is paced when the default paces, unless CUBIC_AS_DEFAULT=1
   # (see the top of this script).
@@ -346,7 +368,9 @@ if [ ${#TGC[@]} -gt 0 ]; then
   goal "TCP Gbit/s vs iperf3 (cubic; $how, $REPS pairs)" "$(med "${TGC[@]}")" ">=" 1.0 8 "$(aa_note "${AAGC[@]}")"
   goal "TCP CPU per Gbit/s vs iperf3 (cubic)" "$(med "${TCC[@]}")" "<=" 1.0 8 "$(aa_note "${AACC[@]}")"
 fi
-goal "UDP 1472 B packets/s vs iperf3" "$(med "${U1472[@]}")" ">=" 1.0 8
-goal "UDP 1472 B sender CPU per packet vs iperf3" "$(med "${UC1472[@]}")" "<=" 1.0 8
-goal "UDP 60 B packets/s vs iperf3" "$(med "${U60[@]}")" ">=" 1.0 8
-goal "UDP 60 B sender CPU per packet vs iperf3" "$(med "${UC60[@]}")" "<=" 1.0 8
+if want udp; then
+  goal "UDP 1472 B packets/s vs iperf3" "$(med "${U1472[@]}")" ">=" 1.0 8
+  goal "UDP 1472 B sender CPU per packet vs iperf3" "$(med "${UC1472[@]}")" "<=" 1.0 8
+  goal "UDP 60 B packets/s vs iperf3" "$(med "${U60[@]}")" ">=" 1.0 8
+  goal "UDP 60 B sender CPU per packet vs iperf3" "$(med "${UC60[@]}")" "<=" 1.0 8
+fi
