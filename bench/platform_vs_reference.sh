@@ -42,6 +42,8 @@
 #   AA (1: each TCP round runs iperf3 a second time, right after the pair, and the summary
 #   gives iperf3's paired ratio to itself: how far a TCP ratio strays with no difference
 #   between the tools, the band to read the TCP goals in; each TCP GOAL line names it),
+#   ZEROCOPY (1: each TCP round under the default congestion control also pairs iperf3 -Z
+#   with rackbench --zerocopy, both sending by sendfile; information, no goal),
 #   ONLY (the parts to run, comma-separated, of rsa,tcp,cubic,udp; all by default: e.g.
 #   ONLY=tcp REPS=16 AA=1 runs 16 TCP pairs under the default congestion control alone,
 #   about 8 minutes, and prints only the goals of what ran).
@@ -122,7 +124,7 @@ rb_crypto() { # threads -> json file
   else "${pin[@]}" "$EX/crypto_speed" rsa2048 "$1" "$SECS" > "$2"; fi
 }
 
-R1S=(); R1V=(); R2S=(); R2V=(); TG=(); TC=(); TGC=(); TCC=(); AAG=(); AAC=(); AAGC=(); AACC=(); U1472=(); U60=(); UC1472=(); UC60=(); UB1472=(); UB60=(); UG1472=(); UG60=()
+ZG=(); ZC=(); R1S=(); R1V=(); R2S=(); R2V=(); TG=(); TC=(); TGC=(); TCC=(); AAG=(); AAC=(); AAGC=(); AACC=(); U1472=(); U60=(); UC1472=(); UC60=(); UB1472=(); UB60=(); UG1472=(); UG60=()
 if want rsa; then
 echo
 echo "## RSA 2048 (${SECS} s per operation)"
@@ -164,11 +166,12 @@ iperf() { # extra args... -> json on stdout
   taskset -c 1 iperf3 -c 127.0.0.1 -p "$PORT_I" -t "$NET_SECS" -J "$@" || true
   wait $spid 2>/dev/null || true
 }
-rb_net() { # test [congestion] -> json on stdout
+rb_net() { # test [congestion [more rackbench flags...]] -> json on stdout
   if [ $MODE = run ]; then
     local extra=()
     case $1 in udp*) extra=(--rate 0);; esac
     [ -n "${2:-}" ] && extra+=(--congestion "$2")
+    extra+=("${@:3}")
     taskset -c 1 "$RB" run net --tests "$1" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 "${extra[@]}" --json -q
   else
     "$EX/net_speed" "$1" "127.0.0.1:$PORT_R" "$NET_SECS" 1 0 0 ${2:+"$2"}
@@ -235,6 +238,17 @@ for rep in $(seq "$REPS"); do
       printf "%-34s %10s %20s %12s\n" "  ratio iperf3/iperf3" "$(ratio "$ag" "$ig")" "" "$(ratio "$apg" "$ipg")"
       if [ -z "$cc" ]; then AAG+=("$(ratio "$ag" "$ig")"); AAC+=("$(ratio "$apg" "$ipg")")
       else AAGC+=("$(ratio "$ag" "$ig")"); AACC+=("$(ratio "$apg" "$ipg")"); fi
+    fi
+    if [ "${ZEROCOPY:-0}" = 1 ] && [ -z "$cc" ] && [ $MODE = run ]; then
+      # Both tools' sendfile path: iperf3 -Z beside rackbench --zerocopy (information).
+      pair "$rep" "$TMP/i_tcpz.json" "$TMP/r_tcpz.json" iperf -Z -- rb_net tcp "" --zerocopy
+      zg=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_tcpz.json")
+      zpg=$(jq "(.end.cpu_utilization_percent.host_total+.end.cpu_utilization_percent.remote_total)/$zg" "$TMP/i_tcpz.json")
+      rzg=$(metric "$TMP/r_tcpz.json" throughput_gbit_per_s); rzpg=$(metric "$TMP/r_tcpz.json" process_cpu_pct_per_gbit)
+      printf "%-34s %10.2f %33.2f\n" "iperf3 -Z" "$zg" "$zpg"
+      printf "%-34s %10.2f %33.2f\n" "rackbench net tcp --zerocopy" "$rzg" "$rzpg"
+      printf "%-34s %10s %20s %12s\n" "  ratio rackbench/iperf3" "$(ratio "$rzg" "$zg")" "" "$(ratio "$rzpg" "$zpg")"
+      ZG+=("$(ratio "$rzg" "$zg")"); ZC+=("$(ratio "$rzpg" "$zpg")")
     fi
   done
   want udp || continue
@@ -309,6 +323,10 @@ fi
 if want tcp; then
   summary "TCP Gbit/s ($DEFAULT_CC)" "${TG[@]}"
   summary "TCP CPU% per Gbit/s ($DEFAULT_CC)" "${TC[@]}"
+fi
+if [ ${#ZG[@]} -gt 0 ]; then
+  summary "TCP Gbit/s, --zerocopy vs -Z ($DEFAULT_CC)" "${ZG[@]}"
+  summary "TCP CPU% per Gbit/s, --zerocopy vs -Z" "${ZC[@]}"
 fi
 # The A/A control (AA=1) beside each TCP goal: what the same ratio reads between two runs of iperf3.
 aa_summary() { # label gbit_ratios... -- cpu_ratios...

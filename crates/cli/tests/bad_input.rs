@@ -19,6 +19,11 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         (&["http", "-c", "0"], "connections"),
         (&["oltp", "--duration", "0"], "duration"),
         (&["net", "--duration", "-1"], "duration"),
+        // iperf3 -Z sends TCP by sendfile; UDP has nothing to take it.
+        (
+            &["net", "--tests", "udp", "--zerocopy"],
+            "applies to the tcp test",
+        ),
         (&["crypto", "--duration", "-1"], "duration"),
         (&["crypto", "--threads", "0"], "threads"),
         (&["mem", "--samples", "0"], "samples"),

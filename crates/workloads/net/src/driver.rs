@@ -50,6 +50,10 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
         if plan.runs_tcp() {
             probe_congestion(&plan)?;
         }
+        if plan.cfg.zerocopy {
+            // Refused here, before any test, rather than from each stream's first send.
+            sender::buffer_file(&[0])?;
+        }
         SenderReport {
             step: None,
             facts: sender_facts(&plan, Ran::Check),

@@ -95,6 +95,11 @@ pub struct Flags {
     /// 1472 B). Default 0: off.
     #[arg(long = "udp-gso", id = "udp_gso", value_name = "N")]
     pub udp_gso: Option<String>,
+    /// TCP: send each buffer with sendfile(2) from a temporary file holding it (iperf3 -Z),
+    /// so the sender's CPU does not copy it from user memory; UDP sends as before (as
+    /// iperf3). Default false: write(2), as iperf3 without -Z (sweep: false,true).
+    #[arg(long, id = "zerocopy", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub zerocopy: Option<String>,
     /// Receiver control address host:port (`rackbench net serve` running there). Default:
     /// launch one on the system under test.
     #[arg(long = "target", id = "target", value_name = "HOST:PORT")]
@@ -137,6 +142,8 @@ pub struct Config {
     pub udp_batch: usize,
     #[serde(default)]
     pub udp_gso: usize,
+    #[serde(default)]
+    pub zerocopy: bool,
     #[serde(default)]
     pub target: Option<String>,
     #[serde(default)]
@@ -306,6 +313,13 @@ impl Plan {
         if tests.is_empty() {
             bail!("net: no tests selected (e.g. --tests tcp,udp)");
         }
+        if cfg.zerocopy && !tests.iter().any(|t| t == "tcp") {
+            bail!(
+                "net: `zerocopy` (sendfile, iperf3 -Z) applies to the tcp test, and the tests \
+                 asked are {}; add tcp to --tests, or leave --zerocopy out",
+                tests.join(",")
+            );
+        }
         let sender_cpus = cpu_list("sender_cpus", &cfg.sender_cpus)?;
         let receiver_cpus = cpu_list("receiver_cpus", &cfg.receiver_cpus)?;
         Ok(Plan {
@@ -342,6 +356,7 @@ impl Plan {
             window: self.cfg.window,
             udp_batch: self.cfg.udp_batch,
             udp_gso: self.cfg.udp_gso,
+            zerocopy: self.cfg.zerocopy && proto_ == Proto::Tcp,
         }
     }
 }
@@ -580,7 +595,7 @@ impl Workload for NetWorkload {
         m.insert(
             "net.method".into(),
             Fact::known(format!(
-                "TCP: non-blocking write() of {} B, up to 10 per poll() (iperf3's sender loop), receiver poll() then read() \
+                "TCP: {}, receiver poll() then read() \
                  until the buffer is full or drained (iperf3's); UDP: {} on a connected socket; \
                  CPU = getrusage(RUSAGE_THREAD) of each end's worker threads (sender_cpu_pct, receiver_cpu_pct), \
                  and of each end's whole process over the test as iperf3 counts it, getrusage(RUSAGE_SELF) (process_cpu_pct); \
@@ -588,7 +603,18 @@ impl Workload for NetWorkload {
                  and at the end (iperf3's Retr, RTT and Cwnd); a congestion control asked for is set on the \
                  sending socket before it connects and on the receiver's listener (iperf3 -C switches after connecting, \
                  so on a host whose default paces, BBR, its streams keep that pacing)",
-                self.plan.cfg.tcp_len,
+                if self.plan.cfg.zerocopy {
+                    format!(
+                        "non-blocking sendfile() of {} B from a temporary file holding the buffer (--zerocopy, iperf3 -Z's \
+                         loop: up to 10 per poll(), a send that finds no room ending the round)",
+                        self.plan.cfg.tcp_len
+                    )
+                } else {
+                    format!(
+                        "non-blocking write() of {} B, up to 10 per poll() (iperf3's sender loop)",
+                        self.plan.cfg.tcp_len
+                    )
+                },
                 match (self.plan.cfg.udp_batch, self.plan.cfg.udp_gso) {
                     (_, g) if g > 1 => format!(
                         "send() of up to {g} datagrams as one UDP GSO buffer (UDP_SEGMENT, --udp-gso; \

@@ -6,7 +6,8 @@
 //! up to ten per poll as iperf3's sender does; UDP sends one datagram per `send(2)` on a
 //! connected socket, as iperf3 does (so packets/s compare like for like), paced per
 //! stream when a rate is given; `udp_batch` > 1 sends that many per `sendmmsg(2)`, and
-//! `udp_gso` > 1 that many per `send(2)` as one buffer the kernel cuts (UDP GSO).
+//! `udp_gso` > 1 that many per `send(2)` as one buffer the kernel cuts (UDP GSO); TCP
+//! with `zerocopy` sends each buffer by `sendfile(2)` from a file holding it (iperf3 -Z).
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
@@ -47,6 +48,9 @@ pub struct SendSpec {
     pub udp_batch: usize,
     /// UDP datagrams per `send(2)` as one GSO buffer (`UDP_SEGMENT`), 0 or 1: off.
     pub udp_gso: usize,
+    /// TCP: each buffer goes out by `sendfile(2)` from a temporary file holding it (iperf3
+    /// `-Z`) instead of `write(2)`. Ignored for UDP.
+    pub zerocopy: bool,
 }
 
 /// The most segments one UDP GSO send may carry (the kernel's `UDP_MAX_SEGMENTS`).
@@ -252,15 +256,26 @@ const WATCH: Duration = Duration::from_millis(100);
 /// Whole buffers written per poll, iperf3's `multisend`.
 const MULTISEND: usize = 10;
 
-/// iperf3's sending loop (`iperf_send` -> `Nwrite`): a non-blocking socket, poll for room,
-/// then [`MULTISEND`] writes of the whole buffer, each continued until the socket would
-/// block, and the next one tried even when the last one was cut short (as iperf3 does: on
-/// loopback the receiver frees room meanwhile, and a write that succeeds saves a poll).
+/// How a TCP stream hands the kernel one buffer: as much of it as the socket takes
+/// without blocking, and the error that stopped it (would-block is not one).
+enum TcpSend<'a> {
+    /// `write(2)` from the buffer (iperf3's `Nwrite`); a cut-short write does not end the
+    /// round: the next one is tried (on loopback the receiver frees room meanwhile, and a
+    /// write that succeeds saves a poll).
+    Write(&'a [u8]),
+    /// `sendfile(2)` of a file's first `len` bytes (iperf3 `-Z`'s `Nsendfile`): the kernel
+    /// hands the file's pages to the socket instead of copying the buffer from user
+    /// memory; a send that finds no room at all ends the round (iperf3's soft error).
+    File(&'a std::fs::File, usize),
+}
+
+/// iperf3's sending loop (`iperf_send`): a non-blocking socket, poll for room, then
+/// [`MULTISEND`] sends of the whole buffer, each continued until the socket would block.
 /// With the receiver's poll-and-drain loop this keeps each end's share of the loopback
 /// work where iperf3 puts it (see `server::rx_tcp`).
 fn tcp_send(
-    s: &mut TcpStream,
-    buf: &[u8],
+    s: &TcpStream,
+    how: TcpSend,
     stop: &AtomicBool,
     progress: &AtomicU64,
     sent: &mut SentStats,
@@ -272,11 +287,17 @@ fn tcp_send(
             continue;
         }
         for _ in 0..MULTISEND {
-            let (n, failed) = write_nonblocking(s, buf);
+            let (n, failed) = match how {
+                TcpSend::Write(buf) => write_nonblocking(s, buf),
+                TcpSend::File(src, len) => sendfile_nonblocking(fd, src.as_raw_fd(), len),
+            };
             sent.bytes += n as u64;
             progress.store(sent.bytes, Ordering::Relaxed);
             if let Some(e) = failed {
                 return Err(e);
+            }
+            if n == 0 && matches!(how, TcpSend::File(..)) {
+                break;
             }
         }
     }
@@ -285,7 +306,7 @@ fn tcp_send(
 
 /// Write as much of `buf` as the socket takes without blocking (iperf3's `Nwrite`): the
 /// bytes written, and the error that stopped it (would-block is not one).
-fn write_nonblocking(s: &mut TcpStream, buf: &[u8]) -> (usize, Option<std::io::Error>) {
+fn write_nonblocking(mut s: &TcpStream, buf: &[u8]) -> (usize, Option<std::io::Error>) {
     let mut off = 0;
     while off < buf.len() {
         match s.write(&buf[off..]) {
@@ -297,6 +318,55 @@ fn write_nonblocking(s: &mut TcpStream, buf: &[u8]) -> (usize, Option<std::io::E
         }
     }
     (off, None)
+}
+
+/// Send the first `len` bytes of the file `from` to the socket `to` with `sendfile(2)`, as
+/// much as the socket takes without blocking: the bytes sent, and the error that stopped
+/// it (would-block is not one).
+pub(crate) fn sendfile_nonblocking(
+    to: std::os::fd::RawFd,
+    from: std::os::fd::RawFd,
+    len: usize,
+) -> (usize, Option<std::io::Error>) {
+    let mut done = 0;
+    while done < len {
+        let mut offset = done as libc::off_t;
+        // SAFETY: both descriptors are open for the call, and `offset` is an off_t the
+        // kernel reads and advances; the file's own position is left alone.
+        let r = unsafe { libc::sendfile(to, from, &mut offset, len - done) };
+        if r > 0 {
+            done += r as usize;
+            continue;
+        }
+        if r == 0 {
+            // The file ends before `len`: nothing more can come from it.
+            return (done, Some(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        let e = std::io::Error::last_os_error();
+        match e.kind() {
+            std::io::ErrorKind::Interrupted => {}
+            std::io::ErrorKind::WouldBlock => break,
+            _ => return (done, Some(e)),
+        }
+    }
+    (done, None)
+}
+
+/// A temporary file holding `bytes`, the source `sendfile(2)` reads: unnamed, in the
+/// temporary directory (TMPDIR, else /tmp), as iperf3 `-Z` keeps its buffer.
+pub(crate) fn buffer_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
+    let mut f = tempfile::tempfile().map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "--zerocopy sends from a temporary file, and none could be made in {}: {e}; \
+                 set TMPDIR to a writable directory, or leave --zerocopy out",
+                std::env::temp_dir().display()
+            ),
+        )
+    })?;
+    f.write_all(bytes)?;
+    Ok(f)
 }
 
 /// Use congestion control `name` on a TCP socket (`TCP_CONGESTION`, as iperf3 `-C`).
@@ -576,6 +646,7 @@ pub fn run(
         let rate = spec.rate_bps;
         let batch = spec.udp_batch.max(1);
         let gso = (spec.udp_gso > 1).then(|| gso_segments(spec.udp_gso, payload));
+        let zerocopy = spec.zerocopy;
         let h = std::thread::Builder::new()
             .name(format!("net-tx-{i}"))
             .spawn(move || -> Out {
@@ -594,11 +665,18 @@ pub fn run(
                 };
                 if o.error.is_none() {
                     match sock {
-                        Data::Tcp(mut s) => {
+                        Data::Tcp(s) => {
                             let buf = proto::AlignedBuf::new(payload, 0x5a);
-                            if let Err(e) =
-                                tcp_send(&mut s, buf.as_slice(), &stop, &ctr.0, &mut o.sent)
-                            {
+                            let sent = if zerocopy {
+                                buffer_file(buf.as_slice()).and_then(|src| {
+                                    let how = TcpSend::File(&src, payload);
+                                    tcp_send(&s, how, &stop, &ctr.0, &mut o.sent)
+                                })
+                            } else {
+                                let how = TcpSend::Write(buf.as_slice());
+                                tcp_send(&s, how, &stop, &ctr.0, &mut o.sent)
+                            };
+                            if let Err(e) = sent {
                                 if !stop.load(Ordering::Relaxed) {
                                     o.error = Some(format!("TCP stream {i}: {e}"));
                                 }

@@ -6,6 +6,7 @@ use super::*;
 use engine::host::Roles;
 use hosts::LocalHost;
 use serde_json::json;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -99,6 +100,84 @@ fn tcp_two_streams_counts_every_byte() {
     assert!(intervals >= 3, "only {intervals} interval figures");
 }
 
+/// `sendfile_nonblocking` sends the file's bytes, not a buffer's: a pattern put in
+/// the file arrives whole and in order on the other end of a loopback connection.
+#[test]
+fn sendfile_sends_the_files_bytes() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let want = bytes.clone();
+    let reader = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut s, &mut got).unwrap();
+        got
+    });
+    let src = sender::buffer_file(&bytes).unwrap();
+    let s = std::net::TcpStream::connect(addr).unwrap();
+    // A blocking socket: each call sends until the file's bytes are all out.
+    let (n, err) = sender::sendfile_nonblocking(s.as_raw_fd(), src.as_raw_fd(), bytes.len());
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(n, bytes.len());
+    // Past the file's end there is nothing to send: an error, not a silent short count.
+    let (_, err) = sender::sendfile_nonblocking(s.as_raw_fd(), src.as_raw_fd(), bytes.len() + 1);
+    assert_eq!(
+        err.map(|e| e.kind()),
+        Some(std::io::ErrorKind::UnexpectedEof)
+    );
+    drop(s);
+    let got = reader.join().unwrap();
+    assert_eq!(got.len(), 2 * bytes.len());
+    assert!(got[..want.len()] == want[..] && got[want.len()..] == want[..]);
+}
+
+/// `--zerocopy`: the TCP test sends by sendfile (iperf3 -Z), every byte counted on both
+/// ends, and the method says so; asked for without a tcp test, it is refused.
+#[test]
+fn zerocopy_tcp_counts_every_byte_and_says_how_it_sent() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["tcp"], "duration": 0.3, "interval": 0.1, "target": addr.to_string(),
+        "zerocopy": true
+    })))
+    .unwrap();
+    let (_local, ctx) = one_host();
+    w.prepare(&ctx).unwrap();
+    // sendfile(2) counts what it moves in the process's read and write bytes; send(2) on
+    // a socket, the default path, in neither.
+    let written = || -> u64 {
+        let io = std::fs::read_to_string("/proc/self/io").unwrap();
+        io.lines()
+            .find_map(|l| l.strip_prefix("wchar: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap()
+    };
+    let before = written();
+    let out = w.run_test("tcp", &ctx).unwrap();
+    let moved = written() - before;
+    assert!(fact(&w, "net.method").contains("sendfile() of 131072 B from a temporary file"));
+    w.cleanup();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let sent = metric(&out, "bytes_sent").unwrap();
+    assert!(sent > 1e6, "sent only {sent} B");
+    assert_eq!(Some(sent), metric(&out, "bytes_received"));
+    assert!(
+        moved as f64 >= sent,
+        "{moved} B through sendfile, {sent} B sent"
+    );
+    let err = NetWorkload::from_params(&params(json!({"tests": ["udp"], "zerocopy": true})))
+        .err()
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_default();
+    assert!(err.contains("applies to the tcp test"), "{err}");
+    // Without it, the method is iperf3's default write() loop.
+    let w = NetWorkload::from_params(&params(json!({"tests": ["tcp"]}))).unwrap();
+    assert!(fact(&w, "net.method").contains("non-blocking write() of 131072 B"));
+}
+
 /// One TCP stream to `addr` for `duration_s`, intervals of 0.1 s.
 fn tcp_spec(addr: std::net::SocketAddr, duration_s: f64, congestion: Option<&str>) -> SendSpec {
     SendSpec {
@@ -115,6 +194,7 @@ fn tcp_spec(addr: std::net::SocketAddr, duration_s: f64, congestion: Option<&str
         window: None,
         udp_batch: 1,
         udp_gso: 0,
+        zerocopy: false,
     }
 }
 
@@ -513,6 +593,7 @@ fn udp_spec() -> SendSpec {
         window: None,
         udp_batch: 1,
         udp_gso: 0,
+        zerocopy: false,
     }
 }
 
