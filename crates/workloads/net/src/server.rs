@@ -536,6 +536,18 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// under iperf3's default `-s` (0.949, against this loop's 0.964 in the same rounds); and
 /// the 37 bytes iperf3 sends on a stream before its data (0.956). In those rounds
 /// `iperf3 -s -4` ran at 0.93-1.06 of `iperf3 -s` (median 0.996): that is the noise.
+/// Tried later still, paired against iperf3 (8 pairs each, cubic the system's default for
+/// the CUBIC pairs): a pure spin (no system call, no timer) before polling. After every
+/// drain, 2 us: BBR 1.058 of iperf3's rate at 0.958 its CPU per Gbit/s, CUBIC 1.248 at
+/// 0.814, with the receiver's CPU at 99% and the sender's at 91-95% (the receiver near its
+/// limit); wake-up IPIs per GB fell to iperf3's (4,500-5,300, iperf3 4,600-5,500, this
+/// loop 5,500-6,000). Not kept: a pause after every drain also delays the next 128 KiB
+/// read when data is plentiful, which would cap one stream's receive rate on a fast NIC.
+/// Only after a drain that emptied the socket, no steady gain: 2 us, BBR 1.009 (A/A
+/// 1.029) and CUBIC 1.042 (A/A 1.024); 4 us, BBR 0.967 and CUBIC 0.901. The same day
+/// this loop read 0.966 of iperf3's rate over 16 pairs (A/A 1.000), with the same
+/// syscalls, segments, softirqs and ACKs per GB as iperf3 (`perf stat`, tracepoints) but
+/// 6-10% more wake-up IPIs into the receiver's CPU.
 fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     if s.set_nonblocking(true).is_err() {
         return;
