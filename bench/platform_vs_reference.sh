@@ -59,6 +59,7 @@ SECS=${SECS:-3}
 NET_SECS=${NET_SECS:-10}
 REPS=${REPS:-8}
 ONLY=${ONLY:-rsa,tcp,cubic,udp}
+ONLY=${ONLY// /}
 for part in ${ONLY//,/ }; do
   case $part in rsa|tcp|cubic|udp) ;; *) echo "ONLY=$ONLY: unknown part '$part'; choose from rsa,tcp,cubic,udp (comma-separated)" >&2; exit 2;; esac
 done
@@ -149,11 +150,13 @@ for rep in $(seq "$REPS"); do
 done
 fi
 
-echo
-echo "## Loopback, receiver/server on CPU 0, sender/client on CPU 1 (${NET_SECS} s)"
+if want tcp || want cubic || want udp; then
+  echo
+  echo "## Loopback, receiver/server on CPU 0, sender/client on CPU 1 (${NET_SECS} s)"
+fi
 PORT_I=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 PORT_R=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-if [ $MODE = examples ]; then
+if [ $MODE = examples ] && { want tcp || want cubic || want udp; }; then
   taskset -c 0 "$RB" net serve --bind "127.0.0.1:$PORT_R" --cpus 0 -q > /dev/null &
   SERVE_PID=$!
   sleep 0.5
@@ -185,11 +188,17 @@ want tcp && CCS+=("")
 if want cubic && [ "$DEFAULT_CC" != cubic ] && grep -qw cubic /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null \
    && { [ "$(id -u)" = 0 ] || grep -qw cubic /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null; }; then
   CCS+=(cubic)
+elif want cubic; then
+  echo "ONLY names cubic, but it is this host's default ($DEFAULT_CC), or not loaded, or not allowed here: no cubic pairs" >&2
 fi
 CUBIC_AS_DEFAULT=${CUBIC_AS_DEFAULT:-0}
-if [ "$CUBIC_AS_DEFAULT" = 1 ] && { [ "$(id -u)" != 0 ] || [ ${#CCS[@]} -lt 2 ]; }; then
+if [ "$CUBIC_AS_DEFAULT" = 1 ] && { [ "$(id -u)" != 0 ] || [[ " ${CCS[*]} " != *" cubic "* ]]; }; then
   echo "CUBIC_AS_DEFAULT=1 needs root and a default other than cubic; running without it" >&2
   CUBIC_AS_DEFAULT=0
+fi
+
+if [ "${ZEROCOPY:-0}" = 1 ] && { [ $MODE != run ] || ! want tcp; }; then
+  echo "ZEROCOPY=1 pairs run beside the tcp pairs of \`rackbench run\` only (ONLY=$ONLY, via $MODE): none run" >&2
 fi
 
 # One reference run and one rackbench run, iperf3 first in odd rounds and rackbench first

@@ -3,6 +3,16 @@
 
 mod common;
 
+/// No results store at `db`, or one without runs.
+fn nothing_stored(db: &std::path::Path) -> bool {
+    !db.exists()
+        || store::Store::open(db)
+            .unwrap()
+            .list_runs()
+            .unwrap()
+            .is_empty()
+}
+
 #[test]
 fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
     let dir = tempfile::tempdir().unwrap();
@@ -56,14 +66,28 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "{args:?}: newlines shown escaped: {err}"
         );
     }
+    assert!(nothing_stored(&db));
+}
+
+/// `--zerocopy` on a sender host without a usable temporary directory: refused before any
+/// test, saying what to do; nothing stored, nothing left running.
+#[test]
+fn zerocopy_without_a_temporary_directory_is_refused_before_any_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let out = common::bin()
+        .env("TMPDIR", dir.path().join("missing"))
+        .args(["--db", db.to_str().unwrap(), "run", "net", "--tests", "tcp"])
+        .args(["--zerocopy", "--duration", "0.2", "-q", "--no-telemetry"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        !db.exists()
-            || store::Store::open(&db)
-                .unwrap()
-                .list_runs()
-                .unwrap()
-                .is_empty()
+        err.contains("set TMPDIR to a writable directory with room"),
+        "{err}"
     );
+    assert!(nothing_stored(&db));
 }
 
 /// Bad input exits 2, the documented status, whatever became of stderr: closed (`2>&-`)

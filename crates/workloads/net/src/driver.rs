@@ -51,8 +51,8 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
             probe_congestion(&plan)?;
         }
         if plan.cfg.zerocopy {
-            // Refused here, before any test, rather than from each stream's first send.
-            sender::buffer_file(&[0])?;
+            // Refused here, before any test, rather than as a test sets its streams up.
+            sender::buffer_file(&vec![0x5a; plan.cfg.tcp_len])?;
         }
         SenderReport {
             step: None,

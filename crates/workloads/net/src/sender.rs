@@ -289,7 +289,7 @@ fn tcp_send(
         for _ in 0..MULTISEND {
             let (n, failed) = match how {
                 TcpSend::Write(buf) => write_nonblocking(s, buf),
-                TcpSend::File(src, len) => sendfile_nonblocking(fd, src.as_raw_fd(), len),
+                TcpSend::File(src, len) => sendfile_nonblocking(s.as_fd(), src.as_fd(), len),
             };
             sent.bytes += n as u64;
             progress.store(sent.bytes, Ordering::Relaxed);
@@ -324,16 +324,17 @@ fn write_nonblocking(mut s: &TcpStream, buf: &[u8]) -> (usize, Option<std::io::E
 /// much as the socket takes without blocking: the bytes sent, and the error that stopped
 /// it (would-block is not one).
 pub(crate) fn sendfile_nonblocking(
-    to: std::os::fd::RawFd,
-    from: std::os::fd::RawFd,
+    to: std::os::fd::BorrowedFd,
+    from: std::os::fd::BorrowedFd,
     len: usize,
 ) -> (usize, Option<std::io::Error>) {
     let mut done = 0;
     while done < len {
         let mut offset = done as libc::off_t;
-        // SAFETY: both descriptors are open for the call, and `offset` is an off_t the
-        // kernel reads and advances; the file's own position is left alone.
-        let r = unsafe { libc::sendfile(to, from, &mut offset, len - done) };
+        // SAFETY: both descriptors are borrowed, so open for the call, and `offset` is an
+        // off_t the kernel reads and advances; the file's own position is left alone.
+        let r =
+            unsafe { libc::sendfile(to.as_raw_fd(), from.as_raw_fd(), &mut offset, len - done) };
         if r > 0 {
             done += r as usize;
             continue;
@@ -355,18 +356,18 @@ pub(crate) fn sendfile_nonblocking(
 /// A temporary file holding `bytes`, the source `sendfile(2)` reads: unnamed, in the
 /// temporary directory (TMPDIR, else /tmp), as iperf3 `-Z` keeps its buffer.
 pub(crate) fn buffer_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
-    let mut f = tempfile::tempfile().map_err(|e| {
+    let made = tempfile::tempfile().and_then(|mut f| f.write_all(bytes).map(|()| f));
+    made.map_err(|e| {
         std::io::Error::new(
             e.kind(),
             format!(
-                "--zerocopy sends from a temporary file, and none could be made in {}: {e}; \
-                 set TMPDIR to a writable directory, or leave --zerocopy out",
+                "--zerocopy sends from a temporary file of {} B, and none could be made in {}: \
+                 {e}; set TMPDIR to a writable directory with room, or leave --zerocopy out",
+                bytes.len(),
                 std::env::temp_dir().display()
             ),
         )
-    })?;
-    f.write_all(bytes)?;
-    Ok(f)
+    })
 }
 
 /// Use congestion control `name` on a TCP socket (`TCP_CONGESTION`, as iperf3 `-C`).
@@ -546,6 +547,14 @@ pub fn run(
             }
         }
     }
+    // iperf3 -Z makes its file as it sets a stream up, before anything is timed. One file
+    // serves every stream: each send names its own offset and leaves the file's alone.
+    let zerocopy_src = if spec.zerocopy && spec.proto == Proto::Tcp {
+        let buf = proto::AlignedBuf::new(spec.payload, 0x5a);
+        Some(Arc::new(buffer_file(buf.as_slice())?))
+    } else {
+        None
+    };
     let congestion = socks.iter().find_map(|d| match d {
         Data::Tcp(s) => congestion_of(s).ok(),
         Data::Udp(_) => None,
@@ -646,7 +655,7 @@ pub fn run(
         let rate = spec.rate_bps;
         let batch = spec.udp_batch.max(1);
         let gso = (spec.udp_gso > 1).then(|| gso_segments(spec.udp_gso, payload));
-        let zerocopy = spec.zerocopy;
+        let src = zerocopy_src.clone();
         let h = std::thread::Builder::new()
             .name(format!("net-tx-{i}"))
             .spawn(move || -> Out {
@@ -667,15 +676,11 @@ pub fn run(
                     match sock {
                         Data::Tcp(s) => {
                             let buf = proto::AlignedBuf::new(payload, 0x5a);
-                            let sent = if zerocopy {
-                                buffer_file(buf.as_slice()).and_then(|src| {
-                                    let how = TcpSend::File(&src, payload);
-                                    tcp_send(&s, how, &stop, &ctr.0, &mut o.sent)
-                                })
-                            } else {
-                                let how = TcpSend::Write(buf.as_slice());
-                                tcp_send(&s, how, &stop, &ctr.0, &mut o.sent)
+                            let how = match &src {
+                                Some(f) => TcpSend::File(f, payload),
+                                None => TcpSend::Write(buf.as_slice()),
                             };
+                            let sent = tcp_send(&s, how, &stop, &ctr.0, &mut o.sent);
                             if let Err(e) = sent {
                                 if !stop.load(Ordering::Relaxed) {
                                     o.error = Some(format!("TCP stream {i}: {e}"));

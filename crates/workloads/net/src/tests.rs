@@ -6,7 +6,7 @@ use super::*;
 use engine::host::Roles;
 use hosts::LocalHost;
 use serde_json::json;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -117,11 +117,11 @@ fn sendfile_sends_the_files_bytes() {
     let src = sender::buffer_file(&bytes).unwrap();
     let s = std::net::TcpStream::connect(addr).unwrap();
     // A blocking socket: each call sends until the file's bytes are all out.
-    let (n, err) = sender::sendfile_nonblocking(s.as_raw_fd(), src.as_raw_fd(), bytes.len());
+    let (n, err) = sender::sendfile_nonblocking(s.as_fd(), src.as_fd(), bytes.len());
     assert!(err.is_none(), "{err:?}");
     assert_eq!(n, bytes.len());
     // Past the file's end there is nothing to send: an error, not a silent short count.
-    let (_, err) = sender::sendfile_nonblocking(s.as_raw_fd(), src.as_raw_fd(), bytes.len() + 1);
+    let (_, err) = sender::sendfile_nonblocking(s.as_fd(), src.as_fd(), bytes.len() + 1);
     assert_eq!(
         err.map(|e| e.kind()),
         Some(std::io::ErrorKind::UnexpectedEof)
