@@ -620,13 +620,25 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         command: r.command.clone(),
         hosts: r.hosts.clone(),
     };
+    let made_store = !db.exists();
     let store = store::Store::open(&db)?;
     crate::signals::install_for_run();
     let progress = Arc::new(Progress::default());
     let display = crate::progress::Display::start(progress.clone(), verbose);
     let finished = runner::run(&plan, &store, progress, &ShowSteps(&display));
     display.finish();
-    let finished = finished?;
+    let finished = match finished {
+        Ok(f) => f,
+        Err(e) => {
+            // Refused before anything was stored (a check in prepare): a store this
+            // command made is not left behind, empty.
+            if made_store && store.list_runs().is_ok_and(|runs| runs.is_empty()) {
+                drop(store);
+                remove_store_files(&db);
+            }
+            return Err(e);
+        }
+    };
     let run_id = finished.run_id;
     let stored = store.load_run(&run_id)?;
     if r.opts.json {
@@ -657,6 +669,16 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         _ if finished.failure.is_some() || finished.interrupted || invalid => 1,
         _ => 0,
     })
+}
+
+/// Remove the results store at `db` with SQLite's side files (its write-ahead log and
+/// shared memory); best effort.
+fn remove_store_files(db: &std::path::Path) {
+    for side in ["", "-wal", "-shm", "-journal"] {
+        let mut path = db.as_os_str().to_owned();
+        path.push(side);
+        let _ = std::fs::remove_file(PathBuf::from(path));
+    }
 }
 
 /// Median and spread of the headline over repetitions, per sweep point and test.
