@@ -300,11 +300,8 @@ fn copy_retrying_once(
 ) -> anyhow::Result<String> {
     for attempt in 1.. {
         let said = copy()?;
-        if said.ok() {
-            return Ok(said.stdout);
-        }
-        if !said.stderr.lines().any(|l| l.trim() == BAD_COPY) {
-            return Err(classify(dest, &said.stderr, said.code));
+        if said.ok() || !said.stderr.lines().any(|l| l.trim() == BAD_COPY) {
+            return Ok(said.checked(dest)?.stdout);
         }
         if attempt == 2 {
             bail!(

@@ -603,15 +603,18 @@ impl Workload for NetWorkload {
                  and at the end (iperf3's Retr, RTT and Cwnd); a congestion control asked for is set on the \
                  sending socket before it connects and on the receiver's listener (iperf3 -C switches after connecting, \
                  so on a host whose default paces, BBR, its streams keep that pacing)",
-                if self.plan.cfg.zerocopy {
+                {
+                    let (call, from, whose) = if self.plan.cfg.zerocopy {
+                        (
+                            "sendfile()",
+                            " from a temporary file holding the buffer",
+                            "--zerocopy, iperf3 -Z's loop: a send that finds no room ends the round",
+                        )
+                    } else {
+                        ("write()", "", "iperf3's sender loop")
+                    };
                     format!(
-                        "non-blocking sendfile() of {} B from a temporary file holding the buffer (--zerocopy, iperf3 -Z's \
-                         loop: up to 10 per poll(), a send that finds no room ending the round)",
-                        self.plan.cfg.tcp_len
-                    )
-                } else {
-                    format!(
-                        "non-blocking write() of {} B, up to 10 per poll() (iperf3's sender loop)",
+                        "non-blocking {call} of {} B{from}, up to 10 per poll() ({whose})",
                         self.plan.cfg.tcp_len
                     )
                 },

@@ -675,10 +675,14 @@ pub fn run(
                 if o.error.is_none() {
                     match sock {
                         Data::Tcp(s) => {
-                            let buf = proto::AlignedBuf::new(payload, 0x5a);
+                            // A buffer in memory only for write(2): sendfile's is the file.
+                            let buf;
                             let how = match &src {
                                 Some(f) => TcpSend::File(f, payload),
-                                None => TcpSend::Write(buf.as_slice()),
+                                None => {
+                                    buf = proto::AlignedBuf::new(payload, 0x5a);
+                                    TcpSend::Write(buf.as_slice())
+                                }
                             };
                             let sent = tcp_send(&s, how, &stop, &ctr.0, &mut o.sent);
                             if let Err(e) = sent {
