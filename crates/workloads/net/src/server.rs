@@ -478,76 +478,11 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// data, then read until the 128 KiB buffer is full or the socket is drained. On loopback
 /// the sender's CPU runs the receive path too, and pays for each wake-up of a sleeping
 /// receiver (an inter-processor interrupt, dear in a VM): how often the receiver sleeps
-/// moves the sender's throughput. So the receiver sleeps and wakes where iperf3's does,
-/// and the two compare like for like. Measured against iperf3 under BBR on a 2-CPU VM
-/// (paired rounds): a blocking read() loop 0.91; this loop 0.91-0.98; 256 KiB reads 0.85;
-/// spinning 50 reads before each poll 1.08 (at more CPU per Gbit/s, so not done). Napping
-/// between drains instead of waiting on the socket (as the UDP receiver does; the nap
-/// sized by the rate to find ~256 KiB a look): 1.11x under BBR at 0.95x the CPU per
-/// Gbit/s, but under CUBIC 0.48x (8 pairs), with segments out of order, SACK recoveries
-/// and retransmissions on loopback (nstat), at which CUBIC backs off. A likely cause, not
-/// verified: each drain opens a burst of window, and the window-update ACK, processed on
-/// the receiver's CPU, sends data from there too. Not done.
-/// Where the last few percent go (perf on the sender's CPU, CUBIC): the sender's share of
-/// time waking the receiver (`sock_def_readable`, paid with interrupts off) is about twice
-/// iperf3's, because this loop, cheaper per pass than iperf3's select loop, finds the
-/// socket empty and sleeps 6,000-10,000 times a second against iperf3's 3,500; and nstat
-/// counts about twice iperf3's SACK recoveries (reordered segments, undone by DSACK).
-/// Under BBR the two senders' profiles are the same. Tried and not kept: SO_RCVLOWAT of
-/// 64-256 KiB (0.63-0.85x this loop's rate under BBR: the window opens only as the
-/// receiver reads); a 10-30 us nap after a drain instead of a poll, paired against iperf3
-/// (BBR 1.02-1.14x the rate but up to 1.13x the CPU per Gbit/s, the naps' timers; CUBIC
-/// 0.94-0.97x at 10 us, and runs at 0.36-0.66x at 20-30 us); 64 KiB reads, paired (CUBIC
-/// 0.92-1.06x at 1.01-1.10x the CPU per Gbit/s, BBR 0.87-0.99x).
-/// The CUBIC figures above were taken while a stream asked to run CUBIC still chose it
-/// after connecting, on a host whose default is BBR: it kept BBR's pacing, and a third of
-/// the runs fell to a third of iperf3's rate for seconds (the sender's CPU in the pacing
-/// path, the receiver idle); iperf3's late switch leaves its CUBIC paced too, but it
-/// showed no such falls. Since the choice comes before the connection, CUBIC runs at
-/// 0.93-1.21x iperf3's (paced) CUBIC (8 pairs, median 1.03) with no such falls, and with
-/// cubic as the system's default (both tools unpaced) at 0.85-1.21x (6 pairs, median
-/// 1.05); the other variants were not measured again under CUBIC. Also tried since,
-/// paired under BBR: an edge-triggered epoll wait instead of poll (0.98x this loop's rate
-/// over 8 pairs), and an io_uring receive (0.81-0.92x iperf3's rate, against this loop's
-/// 0.93-1.02x in the same rounds). Under BBR the two receivers' reads are alike
-/// (`sock:sock_recv_length`, 2 s each: 36,300 and 34,500 calls/s, 30% of them empty,
-/// 95 KiB per read with data, the same spread of sizes), as are their wake-ups, softirqs
-/// and pacing timers per CPU (`perf stat -a -A`).
-/// One difference does show (`ss -tmi` 5 s into a BBR test, 2 runs each): the kernel's
-/// receive-buffer autotuning gives this receiver 0.8 MB (receive RTT 7-8 us, 0.26 MB
-/// queued) and iperf3's 2.0-2.5 MB (24-42 us, 0.9-1.2 MB queued), because this loop
-/// drains sooner (a later reading, one run: 4.7 MB, 25 receive drops). A fixed receive
-/// buffer does not close the gap when it is in place before the handshake: SO_RCVBUF of 2
-/// or 4 MiB on this receiver alone, 6 rounds each, 1.02x and 1.03x this loop's median rate
-/// (an earlier test, where it was set not recorded); on the listener, 0.96-1.02x (4
-/// rounds); `--window 2097152` (both buffers, both ends) 5 pairs against iperf3 `-w 2M` at
-/// a median 0.95 of its rate, and level with it at 128 KiB, 256 KiB and 4 MiB (15-19 Gbit/s
-/// both). Set on the accepted stream after the handshake, a 2 or 4 MiB SO_RCVBUF lifted
-/// this loop under BBR to 29-34 Gbit/s at 4.3-5.0 %CPU per Gbit/s (11 rounds; iperf3
-/// 17.2-19.6 at 7.1-7.7 the same day; `ss`: the window held at a rcv_ssthresh of 126 KiB,
-/// no receive drops), while iperf3's receiver given the same after-accept setting (an
-/// `accept` shim) stayed at 17.7-18.5. Not done: it is a receiver setting iperf3 does not
-/// make, by default or by option, whose effect is a loopback interaction not understood;
-/// with it the figure would no longer be the one iperf3 users compare against.
-/// Tried on a later day, paired under BBR against iperf3 (4-5 rounds of 6 s), none kept:
-/// reading on for 3 or 10 us after a drain before polling (medians 0.967 and 0.922 of
-/// iperf3's rate, at 1.03 and 1.12 its CPU per Gbit/s, against this loop's 0.953 and
-/// 1.03); a dual-stack listener, so the data stream is an IPv6 socket carrying IPv4 as
-/// under iperf3's default `-s` (0.949, against this loop's 0.964 in the same rounds); and
-/// the 37 bytes iperf3 sends on a stream before its data (0.956). In those rounds
-/// `iperf3 -s -4` ran at 0.93-1.06 of `iperf3 -s` (median 0.996): that is the noise.
-/// Tried later still, paired against iperf3 (8 pairs each, cubic the system's default for
-/// the CUBIC pairs): a pure spin (no system call, no timer) before polling. After every
-/// drain, 2 us: BBR 1.058 of iperf3's rate at 0.958 its CPU per Gbit/s, CUBIC 1.248 at
-/// 0.814, with the receiver's CPU at 99% and the sender's at 91-95% (the receiver near its
-/// limit); wake-up IPIs per GB fell to iperf3's (4,500-5,300, iperf3 4,600-5,500, this
-/// loop 5,500-6,000). Not kept: a pause after every drain also delays the next 128 KiB
-/// read when data is plentiful, which would cap one stream's receive rate on a fast NIC.
-/// Only after a drain that emptied the socket, no steady gain: 2 us, BBR 1.009 (A/A
-/// 1.029) and CUBIC 1.042 (A/A 1.024); 4 us, BBR 0.967 and CUBIC 0.901. The same day
-/// this loop read 0.966 of iperf3's rate over 16 pairs (A/A 1.000), with the same
-/// syscalls, segments, softirqs and ACKs per GB as iperf3 (`perf stat`, tracepoints) but
-/// 6-10% more wake-up IPIs into the receiver's CPU.
+/// moves the sender's throughput, and a receiver merely faster than iperf3's slows the
+/// sender. So this one sleeps and wakes where iperf3's does, and the two compare like for
+/// like. The receivers tried instead (blocking reads, other read sizes, naps, spins,
+/// SO_RCVLOWAT, epoll, io_uring, fixed buffers), with their figures against iperf3 and
+/// why none was kept, are in `bench/tcp-receiver.md`.
 fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     if s.set_nonblocking(true).is_err() {
         return;
