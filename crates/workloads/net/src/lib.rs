@@ -69,7 +69,8 @@ pub struct Flags {
     /// Seconds per reported interval (default 1).
     #[arg(long = "interval", id = "interval", value_name = "S")]
     pub interval: Option<String>,
-    /// UDP target rate per stream in bits/s, iperf3 -b style (0 = unlimited, 500M, 2G).
+    /// Target rate per stream in bits/s, TCP and UDP, iperf3 -b style (0 = unlimited,
+    /// 500M, 2G): a stream sends only while its average since its start is below it.
     #[arg(long = "rate", id = "rate", value_name = "BITS")]
     pub rate: Option<String>,
     /// TCP write size in bytes (default 131072, iperf3's -l).
@@ -231,7 +232,7 @@ pub struct Plan {
     pub cfg: Config,
     /// The tests in order, `udp` expanded per payload (`tcp`, `udp1472`, `udp60`).
     pub tests: Vec<String>,
-    /// UDP target rate per stream, bits/s (0 = unlimited).
+    /// Target rate per stream, bits/s (0 = unlimited), TCP and UDP.
     pub rate_bps: f64,
     pub sender_cpus: Vec<usize>,
     pub receiver_cpus: Vec<usize>,
@@ -345,11 +346,7 @@ impl Plan {
             duration_s: self.cfg.duration,
             streams: self.cfg.streams,
             interval_s: self.cfg.interval,
-            rate_bps: if proto_ == Proto::Udp {
-                self.rate_bps
-            } else {
-                0.0
-            },
+            rate_bps: self.rate_bps,
             sender_cpus: self.sender_cpus.clone(),
             receiver_cpus: self.receiver_cpus.clone(),
             congestion: self.cfg.congestion.clone(),
@@ -428,6 +425,19 @@ pub struct NetWorkload {
 const IN_PROCESS: &str = "this process";
 
 impl NetWorkload {
+    /// How `--rate` paces the streams, for `net.method` (empty without it).
+    fn pacing(&self) -> String {
+        if self.plan.rate_bps <= 0.0 {
+            return String::new();
+        }
+        format!(
+            "; paced (--rate {} bit/s per stream, iperf3 -b): a stream, TCP or UDP, sends only \
+             while its average rate since its start is below that, checked before each send \
+             (one TCP send per poll), and sleeps 1 ms (iperf3's pacing timer) while ahead",
+            self.plan.rate_bps
+        )
+    }
+
     pub fn from_params(m: &Params) -> anyhow::Result<Self> {
         Ok(NetWorkload {
             plan: Plan::from_params(m)?,
@@ -628,7 +638,8 @@ impl Workload for NetWorkload {
                     (n, _) => format!("sendmmsg() of {n} datagrams per call (--udp-batch)"),
                 }
             ) + "; UDP receiver: recvmmsg() of what has queued, a 50 us nap when the queue is empty (poll() after 8 empty looks), \
-                 arrival times from the kernel (SO_TIMESTAMPNS)"),
+                 arrival times from the kernel (SO_TIMESTAMPNS)"
+                + &self.pacing()),
         );
         if let Some(r) = &self.receiver {
             m.extend(r.facts());
@@ -707,6 +718,7 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         .push(Metric::new("bytes_sent", sent_bytes as f64, "B"));
     out.metrics
         .push(Metric::new("bytes_received", recv_bytes as f64, "B"));
+    push_target_rate(&mut out, spec, rep, send_gbit);
     if spec.proto == Proto::Udp {
         if rep.receive_duration_s > 0.0 {
             out.metrics.push(Metric::new(
@@ -912,6 +924,34 @@ pub fn spawn_receiver(
 
 /// TCP: what the sender's kernel counted over the test: iperf3's Retr, its mean, minimum
 /// and maximum RTT, and its largest Cwnd.
+/// A paced test's sending below this share of its target rate is flagged.
+const TARGET_RATE_KEPT: f64 = 0.95;
+
+/// With `--rate`: the rate asked of all streams together (`target_gbit_per_s`), and a
+/// warning when the streams sent less than [`TARGET_RATE_KEPT`] of it over a whole test
+/// (the offered load was not the one asked for: the sender's CPU or the path held it).
+fn push_target_rate(out: &mut StepOutput, spec: &SendSpec, rep: &TestReport, send_gbit: f64) {
+    if spec.rate_bps <= 0.0 {
+        return;
+    }
+    let target = spec.rate_bps * spec.streams as f64 / 1e9;
+    out.metrics
+        .push(Metric::new("target_gbit_per_s", target, "Gbit/s"));
+    let whole = rep.error.is_none() && !rep.interrupted && rep.send_duration_s > 0.0;
+    if whole && send_gbit < target * TARGET_RATE_KEPT {
+        out.flags.push(Flag::warning(
+            "below_target_rate",
+            format!(
+                "the streams sent {send_gbit:.3} Gbit/s of the {target:.3} asked (--rate {} bit/s \
+                 per stream, {} stream(s)): the sender's CPU or the path could not keep the rate, \
+                 so the figures are for the load it could offer; lower --rate, or add --streams \
+                 or --sender-cpus",
+                spec.rate_bps, spec.streams
+            ),
+        ));
+    }
+}
+
 fn push_tcp_counters(out: &mut StepOutput, rep: &TestReport) {
     const NAMES: [&str; 5] = [
         "retransmits",

@@ -426,6 +426,72 @@ fn udp_paced_has_loss_jitter_and_packets() {
     h.join().unwrap().unwrap();
 }
 
+/// `--rate` paces TCP as iperf3 -b does: two streams at 100 Mbit/s each send 200 Mbit/s
+/// in all, every byte arrives, the target is stored beside the figure, and the method
+/// says how the streams were paced. A rate the sender cannot reach is flagged, never
+/// reported as if it had been offered.
+#[test]
+fn tcp_at_a_rate_sends_that_rate_and_a_rate_out_of_reach_is_flagged() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["tcp"], "rate": "100M", "streams": 2, "duration": 1.0,
+        "interval": 0.25, "target": addr.to_string()
+    })))
+    .unwrap();
+    let (_local, ctx) = one_host();
+    w.prepare(&ctx).unwrap();
+    let out = w.run_test("tcp", &ctx).unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(metric(&out, "bytes_sent"), metric(&out, "bytes_received"));
+    assert_eq!(metric(&out, "target_gbit_per_s"), Some(0.2));
+    let sent = out
+        .metrics
+        .iter()
+        .find(|m| {
+            m.name == "throughput_gbit_per_s"
+                && m.labels.get("end").map(String::as_str) == Some("sender")
+        })
+        .unwrap()
+        .value;
+    // Unpaced, loopback moves tens of Gbit/s; paced, within a buffer a stream of the
+    // rate (128 KiB of the 12.5 MB each sends in the second).
+    assert!(
+        (0.18..0.21).contains(&sent),
+        "sent {sent} Gbit/s at --rate 100M x 2"
+    );
+    assert!(
+        out.flags.iter().all(|f| f.code != "below_target_rate"),
+        "{:?}",
+        out.flags
+    );
+    let method = fact(&w, "net.method");
+    assert!(
+        method.contains("paced (--rate 100000000 bit/s per stream"),
+        "{method}"
+    );
+    w.cleanup();
+
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["tcp"], "rate": "10T", "duration": 0.3,
+        "interval": 0.1, "target": addr.to_string()
+    })))
+    .unwrap();
+    w.prepare(&ctx).unwrap();
+    let out = w.run_test("tcp", &ctx).unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(metric(&out, "target_gbit_per_s"), Some(10_000.0));
+    let flag = out.flags.iter().find(|f| f.code == "below_target_rate");
+    let flag = flag.unwrap_or_else(|| panic!("no below_target_rate flag: {:?}", out.flags));
+    assert!(
+        flag.message.contains("of the 10000.000 asked"),
+        "{}",
+        flag.message
+    );
+    w.cleanup();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+}
+
 /// `--udp-gso 64`: datagrams go as one GSO buffer per send(2), cut by the kernel at
 /// most 44 to a send of 1472-byte datagrams (64 KiB); the receiver sees each with its own
 /// sequence number, so count, loss and bytes are as with one send each, and pacing holds.
