@@ -44,9 +44,13 @@
 #   between the tools, the band to read the TCP goals in; each TCP GOAL line names it),
 #   ZEROCOPY (1: each TCP round under the default congestion control also pairs iperf3 -Z
 #   with rackbench --zerocopy, both sending by sendfile; information, no goal),
-#   ONLY (the parts to run, comma-separated, of rsa,tcp,cubic,udp; all by default: e.g.
-#   ONLY=tcp REPS=16 AA=1 runs 16 TCP pairs under the default congestion control alone,
-#   about 8 minutes, and prints only the goals of what ran).
+#   ONLY (the parts to run, comma-separated, of rsa,tcp,cubic,udp,paced; all but paced by
+#   default: e.g. ONLY=tcp REPS=16 AA=1 runs 16 TCP pairs under the default congestion
+#   control alone, about 8 minutes, and prints only the goals of what ran),
+#   PACED (the rates of the paced part, default 500M,2G: per round and rate, iperf3 -b R
+#   beside rackbench --rate R, TCP and UDP 1472 B; each end's CPU and UDP's loss at the
+#   same offered load, with the paired ratio of the two ends' CPU together; information,
+#   no goal: ONLY=paced REPS=4 takes about 6 minutes).
 # Goals (printed as GOAL lines at the end): RSA within 5% of openssl speed; TCP at least
 # iperf3's Gbit/s at no more CPU per Gbit/s; UDP at least iperf3's packets/s at no more
 # sender CPU per packet (one datagram per send, as iperf3). UDP_BATCH=N also runs
@@ -61,7 +65,13 @@ REPS=${REPS:-8}
 ONLY=${ONLY:-rsa,tcp,cubic,udp}
 ONLY=${ONLY// /}
 for part in ${ONLY//,/ }; do
-  case $part in rsa|tcp|cubic|udp) ;; *) echo "ONLY=$ONLY: unknown part '$part'; choose from rsa,tcp,cubic,udp (comma-separated)" >&2; exit 2;; esac
+  case $part in rsa|tcp|cubic|udp|paced) ;; *) echo "ONLY=$ONLY: unknown part '$part'; choose from rsa,tcp,cubic,udp,paced (comma-separated)" >&2; exit 2;; esac
+done
+PACED=${PACED:-500M,2G}
+PACED=${PACED// /}
+for r in ${PACED//,/ }; do
+  [[ $r =~ ^[0-9]+(\.[0-9]+)?[kKmMgG]?$ ]] && [[ ! $r =~ ^0+(\.0*)?[kKmMgG]?$ ]] \
+    || { echo "PACED=$PACED: '$r' is not a rate above 0 like 500M or 2G" >&2; exit 2; }
 done
 want() { [[ ",$ONLY," == *",$1,"* ]]; }
 RB=${RACKBENCH:-target/release/rackbench}
@@ -126,6 +136,7 @@ rb_crypto() { # threads -> json file
 }
 
 ZG=(); ZC=(); R1S=(); R1V=(); R2S=(); R2V=(); TG=(); TC=(); TGC=(); TCC=(); AAG=(); AAC=(); AAGC=(); AACC=(); U1472=(); U60=(); UC1472=(); UC60=(); UB1472=(); UB60=(); UG1472=(); UG60=()
+declare -A PACED_CPU=() PACED_LOSS=()
 if want rsa; then
 echo
 echo "## RSA 2048 (${SECS} s per operation)"
@@ -150,7 +161,7 @@ for rep in $(seq "$REPS"); do
 done
 fi
 
-if want tcp || want cubic || want udp; then
+if want tcp || want cubic || want udp || want paced; then
   echo
   echo "## Loopback, receiver/server on CPU 0, sender/client on CPU 1 (${NET_SECS} s)"
 fi
@@ -195,6 +206,10 @@ CUBIC_AS_DEFAULT=${CUBIC_AS_DEFAULT:-0}
 if [ "$CUBIC_AS_DEFAULT" = 1 ] && { [ "$(id -u)" != 0 ] || [[ " ${CCS[*]} " != *" cubic "* ]]; }; then
   echo "CUBIC_AS_DEFAULT=1 needs root and a default other than cubic; running without it" >&2
   CUBIC_AS_DEFAULT=0
+fi
+
+if want paced && [ $MODE != run ]; then
+  echo "ONLY names paced, which needs \`rackbench run\` (via $MODE): no paced pairs" >&2
 fi
 
 if [ "${ZEROCOPY:-0}" = 1 ] && { [ $MODE != run ] || ! want tcp; }; then
@@ -260,6 +275,29 @@ for rep in $(seq "$REPS"); do
       ZG+=("$(ratio "$rzg" "$zg")"); ZC+=("$(ratio "$rzpg" "$zpg")")
     fi
   done
+  if want paced && [ $MODE = run ]; then
+    for r in ${PACED//,/ }; do
+      # The same offered load from both tools (iperf3 -b; rackbench --rate): what it
+      # costs each end, and what UDP loses, when neither sender is at its limit.
+      printf "%-30s %10s %9s %9s %8s %11s\n" "paced $r per stream" "rcvd Gb/s" "snd CPU%" "rcv CPU%" "loss%" "CPU ratio"
+      for t in tcp udp1472; do
+        iargs=(-b "$r"); [ $t = udp1472 ] && iargs+=(-u -l 1472)
+        pair "$rep" "$TMP/i_p.json" "$TMP/r_p.json" iperf "${iargs[@]}" -- \
+          taskset -c 1 "$RB" run net --tests $t --rate "$r" --duration "$NET_SECS" --sender-cpus 1 --receiver-cpus 0 --json -q
+        if [ $t = tcp ]; then ig=$(jq '.end.sum_received.bits_per_second/1e9' "$TMP/i_p.json"); il=nan; rl=nan
+        else ig=$(jq '.end.sum.bits_per_second/1e9' "$TMP/i_p.json"); il=$(jq '.end.sum.lost_percent' "$TMP/i_p.json")
+             rl=$(metric "$TMP/r_p.json" loss_pct); fi
+        ic=$(jq '.end.cpu_utilization_percent.host_total' "$TMP/i_p.json"); is=$(jq '.end.cpu_utilization_percent.remote_total' "$TMP/i_p.json")
+        rg=$(metric "$TMP/r_p.json" throughput_gbit_per_s)
+        rc=$(metric "$TMP/r_p.json" process_cpu_pct sender); rs=$(metric "$TMP/r_p.json" process_cpu_pct receiver)
+        cr=$(python3 -c "import sys; a,b,c,d=map(float,sys.argv[1:]); print('%.3f' % ((a+b)/(c+d)) if c+d else 'nan')" "$rc" "$rs" "$ic" "$is")
+        printf "%-30s %10.3f %9.1f %9.1f %8.2f\n" "  iperf3 $t" "$ig" "$ic" "$is" "$il"
+        printf "%-30s %10.3f %9.1f %9.1f %8.2f %11s\n" "  rackbench $t" "$rg" "$rc" "$rs" "$rl" "$cr"
+        PACED_CPU["$t $r"]+="$cr "
+        PACED_LOSS["$t $r"]+="$rl/$il "
+      done
+    done
+  fi
   want udp || continue
   for len in 1472 60; do
     printf "%-26s %10s %10s %10s %8s %9s %9s %9s\n" "UDP $len B, -b 0" "sent Gb/s" "sent pk/s" "rcvd Gb/s" "loss%" "jitter" "snd CPU%" "rcv CPU%"
@@ -364,6 +402,15 @@ fi
 if [ ${#UG1472[@]} -gt 0 ]; then
   summary "UDP 1472 B packets/s, --udp-gso $UDP_GSO" "${UG1472[@]}"
   summary "UDP 60 B packets/s, --udp-gso $UDP_GSO" "${UG60[@]}"
+fi
+if [ ${#PACED_CPU[@]} -gt 0 ]; then
+  for r in ${PACED//,/ }; do
+    for t in tcp udp1472; do
+      # shellcheck disable=SC2086 # one ratio per word
+      summary "paced $r $t, CPU of both ends" ${PACED_CPU["$t $r"]}
+    done
+    echo "  paced $r udp1472 loss% rackbench/iperf3 by round: ${PACED_LOSS["udp1472 $r"]}"
+  done
 fi
 echo
 echo "Identical runs vary by up to +-30% on shared VMs (BASELINE.md): use REPS=8 and compare medians."

@@ -86,6 +86,8 @@ pub struct TestReport {
     pub sent: Vec<SentStats>,
     /// Sender clock from the first send to the last, seconds.
     pub send_duration_s: f64,
+    /// Each stream's own sending time, seconds, in the order of `sent`.
+    pub stream_send_s: Vec<f64>,
     /// From the first stream's start to the last one's end, on the sender host's clock
     /// (None: no stream ran).
     pub send_span: Option<(SystemTime, SystemTime)>,
@@ -256,21 +258,23 @@ const WATCH: Duration = Duration::from_millis(100);
 /// Whole buffers written per poll, iperf3's `multisend` (1 under `--rate`, as iperf3 -b).
 const MULTISEND: usize = 10;
 
-/// How long a paced stream that is ahead of its rate sleeps, iperf3's default
-/// `--pacing-timer` (1 ms).
-const PACING_TICK: Duration = Duration::from_millis(1);
+/// A paced stream's timer period, iperf3's default `--pacing-timer` (1 ms).
+const PACING_TICK_NS: u128 = 1_000_000;
 
 /// iperf3's `-b` throttle: a stream sends only while its average rate since `t0` is below
 /// `rate_bps` (bits/s; 0: unlimited). Returns false when the stream may send now, and
-/// otherwise sleeps one [`PACING_TICK`] and returns true. As iperf3's timer, the tick is
-/// whole even when the lead is one datagram: the stream then sends a tick's worth in a
-/// burst. Sleeping off only the lead paces each datagram, at one wake-up per datagram:
-/// at 500 Mbit/s of 1472 B, 2.4x iperf3's sender CPU and 3.6x its receiver's.
+/// otherwise sleeps to the next tick of a timer that ticks every [`PACING_TICK_NS`] from
+/// `t0`, as iperf3's periodic pacing timer does, and returns true. A stream ahead by one
+/// datagram thus waits for the tick and then sends what the tick allows in a burst.
+/// Sleeping off only the lead paces each datagram, at one wake-up per datagram: at 500
+/// Mbit/s of 1472 B, 2.4x iperf3's sender CPU and 3.6x its receiver's.
 fn paced(rate_bps: f64, bytes_sent: u64, t0: Instant) -> bool {
-    if rate_bps <= 0.0 || bytes_sent as f64 * 8.0 / rate_bps <= t0.elapsed().as_secs_f64() {
+    let elapsed = t0.elapsed();
+    if rate_bps <= 0.0 || bytes_sent as f64 * 8.0 / rate_bps <= elapsed.as_secs_f64() {
         return false;
     }
-    std::thread::sleep(PACING_TICK);
+    let to_tick = PACING_TICK_NS - elapsed.as_nanos() % PACING_TICK_NS;
+    std::thread::sleep(Duration::from_nanos(to_tick as u64));
     true
 }
 
@@ -811,6 +815,7 @@ pub fn run(
         rep.sender_cpu.user_s += o.cpu.user_s;
         rep.sender_cpu.system_s += o.cpu.system_s;
         rep.send_duration_s = rep.send_duration_s.max(o.send_s);
+        rep.stream_send_s.push(o.send_s);
         if let Ok(took) = Duration::try_from_secs_f64(o.send_s) {
             let stream = (o.started, o.started + took);
             rep.send_span = Some(engine::workload::widen(rep.send_span, stream));

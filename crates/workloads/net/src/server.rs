@@ -533,8 +533,8 @@ const RX_BATCH: usize = 64;
 /// the receiver 25% of its CPU at 500 Mbit/s of 1472 B (iperf3's 10%), 12% with two. An
 /// unlimited sender leaves the queue empty twice in a row only when it stalls: with two,
 /// 1.13x and 1.16x iperf3's packets/s at 1472 and 60 B (8 pairs), as with 8.
-const RX_NAP: Duration = Duration::from_micros(50);
-const RX_NAPS_BEFORE_WAIT: u32 = 2;
+pub(crate) const RX_NAP: Duration = Duration::from_micros(50);
+pub(crate) const RX_NAPS_BEFORE_WAIT: u32 = 2;
 
 /// Receive one UDP stream. While datagrams keep coming, the receiver takes what has queued
 /// (up to `RX_BATCH` per `recvmmsg`) and naps `RX_NAP` when the queue is empty, instead of

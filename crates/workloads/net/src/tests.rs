@@ -471,6 +471,22 @@ fn tcp_at_a_rate_sends_that_rate_and_a_rate_out_of_reach_is_flagged() {
     );
     w.cleanup();
 
+    // The sendfile path (--zerocopy) is paced alike.
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["tcp"], "rate": "100M", "duration": 0.5, "zerocopy": true,
+        "interval": 0.1, "target": addr.to_string()
+    })))
+    .unwrap();
+    w.prepare(&ctx).unwrap();
+    let out = w.run_test("tcp", &ctx).unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let sent = metric(&out, "bytes_sent").unwrap() * 8.0 / 0.5 / 1e9;
+    assert!(
+        (0.09..0.11).contains(&sent),
+        "--zerocopy sent {sent} Gbit/s at --rate 100M"
+    );
+    w.cleanup();
+
     let mut w = NetWorkload::from_params(&params(json!({
         "tests": ["tcp"], "rate": "10T", "duration": 0.3,
         "interval": 0.1, "target": addr.to_string()
@@ -483,7 +499,7 @@ fn tcp_at_a_rate_sends_that_rate_and_a_rate_out_of_reach_is_flagged() {
     let flag = out.flags.iter().find(|f| f.code == "below_target_rate");
     let flag = flag.unwrap_or_else(|| panic!("no below_target_rate flag: {:?}", out.flags));
     assert!(
-        flag.message.contains("of the 10000.000 asked"),
+        flag.message.contains("of the 10000.000 asked of each"),
         "{}",
         flag.message
     );
@@ -663,6 +679,66 @@ fn udp_spec() -> SendSpec {
     }
 }
 
+/// `--rate`: the target over all streams is stored; a stream that sent under 95% of its
+/// rate over its own time is flagged, judged on its own clock (a stream that started late
+/// is not short), and a test stopped early or failed is not (it has its own flag).
+#[test]
+fn a_stream_below_its_rate_is_flagged_on_its_own_clock() {
+    let spec = SendSpec {
+        rate_bps: 1e9,
+        streams: 2,
+        ..udp_spec()
+    };
+    let report = |bytes: [u64; 2], secs: [f64; 2]| TestReport {
+        sent: bytes
+            .iter()
+            .map(|&b| proto::SentStats {
+                bytes: b,
+                packets: b / 1472,
+            })
+            .collect(),
+        send_duration_s: secs[0].max(secs[1]),
+        stream_send_s: secs.to_vec(),
+        ..TestReport::default()
+    };
+    let flag = |rep: &TestReport| {
+        let out = step_output(&spec, rep);
+        assert_eq!(metric(&out, "target_gbit_per_s"), Some(2.0));
+        out.flags
+            .into_iter()
+            .find(|f| f.code == "below_target_rate")
+            .map(|f| f.message)
+    };
+    // Both at 1 Gbit/s, one over a shorter time (it started 50 ms late): not short.
+    assert_eq!(flag(&report([125_000_000, 118_750_000], [1.0, 0.95])), None);
+    // One at half its rate: flagged, naming it and its figure.
+    let half = report([125_000_000, 62_500_000], [1.0, 1.0]);
+    let msg = flag(&half).expect("a stream at half its rate is flagged");
+    assert!(
+        msg.contains("stream 1 sent 0.500 Gbit/s of the 1.000 asked of each"),
+        "{msg}"
+    );
+    // Stopped early or failed: no such flag.
+    assert_eq!(
+        flag(&TestReport {
+            interrupted: true,
+            ..half.clone()
+        }),
+        None
+    );
+    assert_eq!(
+        flag(&TestReport {
+            error: Some("gone".into()),
+            ..half
+        }),
+        None
+    );
+    // Without a rate: neither the target nor the flag.
+    let out = step_output(&udp_spec(), &report([1, 1], [1.0, 1.0]));
+    assert_eq!(metric(&out, "target_gbit_per_s"), None);
+    assert!(out.flags.iter().all(|f| f.code != "below_target_rate"));
+}
+
 #[test]
 fn metrics_from_a_synthetic_report() {
     let spec = udp_spec();
@@ -673,6 +749,7 @@ fn metrics_from_a_synthetic_report() {
             packets: 1000,
         }],
         send_duration_s: 1.0,
+        stream_send_s: vec![1.0],
         send_span: Some((started, started + Duration::from_secs(1))),
         sender_cpu: proto::CpuUsage {
             user_s: 0.1,
