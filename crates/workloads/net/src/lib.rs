@@ -433,7 +433,9 @@ impl NetWorkload {
         format!(
             "; paced (--rate {} bit/s per stream, iperf3 -b): a stream, TCP or UDP, sends only \
              while its average rate since its start is below that, checked before each send, \
-             and while ahead sleeps to the next tick of its 1 ms pacing timer (iperf3's default)",
+             and while ahead sleeps to the next tick of its 1 ms pacing timer (iperf3's default); \
+             the UDP receiver of a paced stream waits on the socket whenever its queue is empty, \
+             as iperf3's does, instead of napping",
             self.plan.rate_bps
         )
     }

@@ -98,6 +98,10 @@ pub enum Msg {
         /// the kernel's autotuning.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         window: Option<usize>,
+        /// The sender paces its streams (`--rate`): a UDP receiver then waits on the
+        /// socket whenever its queue is empty, as iperf3's does, instead of napping.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        paced: bool,
     },
     Ready {
         data_ports: Vec<u16>,
@@ -386,6 +390,7 @@ mod tests {
             cpus: vec![0],
             congestion: Some("cubic".into()),
             window: Some(1 << 20),
+            paced: true,
         };
         let line = encode(&m);
         assert!(line.ends_with(b"\n"));

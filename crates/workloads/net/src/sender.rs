@@ -530,6 +530,7 @@ pub fn run(
                 Proto::Udp => None,
             },
             window: spec.window,
+            paced: spec.rate_bps > 0.0,
         },
     )?;
     let ports = match rd.next(Instant::now() + Duration::from_secs(10))? {

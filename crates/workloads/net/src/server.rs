@@ -170,31 +170,34 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         Ok(None) => return Ok(false),
         Err(_) => return Ok(false),
     };
-    let (proto_, payload, duration_s, streams, interval_s, cpus, congestion, window) = match start {
-        Msg::Start {
-            version,
-            proto,
-            payload,
-            duration_s,
-            streams,
-            interval_s,
-            cpus,
-            congestion,
-            window,
-        } => {
-            if version != proto::PROTOCOL_VERSION {
-                let m = format!(
-                    "protocol version {version} not supported (this receiver speaks {})",
-                    proto::PROTOCOL_VERSION
-                );
-                return Err(refuse(&mut out, m));
+    let (proto_, payload, duration_s, streams, interval_s, cpus, congestion, window, paced) =
+        match start {
+            Msg::Start {
+                version,
+                proto,
+                payload,
+                duration_s,
+                streams,
+                interval_s,
+                cpus,
+                congestion,
+                window,
+                paced,
+            } => {
+                if version != proto::PROTOCOL_VERSION {
+                    let m = format!(
+                        "protocol version {version} not supported (this receiver speaks {})",
+                        proto::PROTOCOL_VERSION
+                    );
+                    return Err(refuse(&mut out, m));
+                }
+                (
+                    proto, payload, duration_s, streams, interval_s, cpus, congestion, window,
+                    paced,
+                )
             }
-            (
-                proto, payload, duration_s, streams, interval_s, cpus, congestion, window,
-            )
-        }
-        other => bail!("expected `start`, got {other:?}"),
-    };
+            other => bail!("expected `start`, got {other:?}"),
+        };
     let bad = if streams == 0 || streams > 256 {
         Some(format!("streams = {streams}: use 1 to 256"))
     } else if proto_ == Proto::Udp
@@ -315,7 +318,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                 let c0 = thread_cpu();
                 match sock {
                     Sock::Tcp(s) => rx_tcp(s, &live, &finish, t0),
-                    Sock::Udp(s) => rx_udp(s, payload, &live, &finish, t0),
+                    Sock::Udp(s) => rx_udp(s, payload, paced, &live, &finish, t0),
                 }
                 live.done.store(true, Ordering::Relaxed);
                 let c1 = thread_cpu();
@@ -527,12 +530,9 @@ fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
 /// Datagrams taken per `recvmmsg(2)` call.
 const RX_BATCH: usize = 64;
 /// How long the UDP receiver sleeps when its queue is empty, and how many empty looks in a
-/// row before it waits on the socket instead (a slow stream, or none). Two: one nap, then
-/// the socket. A paced sender (iperf3's 1 ms pacing ticks) sends a tick's worth at once
-/// and then nothing until the next tick; napping through that gap, 8 looks at first, cost
-/// the receiver 25% of its CPU at 500 Mbit/s of 1472 B (iperf3's 10%), 12% with two. An
-/// unlimited sender leaves the queue empty twice in a row only when it stalls: with two,
-/// 1.13x and 1.16x iperf3's packets/s at 1472 and 60 B (8 pairs), as with 8.
+/// row before it waits on the socket instead (a stalled sender, or none). An unlimited
+/// sender leaves the queue empty twice in a row only when it stalls: with two, 1.13x and
+/// 1.16x iperf3's packets/s at 1472 and 60 B (8 pairs), as with 8.
 pub(crate) const RX_NAP: Duration = Duration::from_micros(50);
 pub(crate) const RX_NAPS_BEFORE_WAIT: u32 = 2;
 
@@ -543,11 +543,24 @@ pub(crate) const RX_NAPS_BEFORE_WAIT: u32 = 2;
 /// side being measured (iperf3's select+read receiver is slower and so sleeps less often;
 /// a faster receiver blocking in `recv` cut the sender's packets/s by a seventh). Arrival
 /// times are the kernel's (`SO_TIMESTAMPNS`, taken as the datagram enters the stack), so
-/// jitter does not depend on when the receiver looked. The system's default receive buffer
-/// holds far more than a nap's worth of datagrams at any rate loopback reaches. After
-/// `RX_NAPS_BEFORE_WAIT` empty looks it waits on the socket (a paced or stopped sender).
+/// jitter does not depend on when the receiver looked. After `RX_NAPS_BEFORE_WAIT` empty
+/// looks it waits on the socket.
+/// A `paced` stream (`--rate`) is received as iperf3 receives: waiting on the socket
+/// whenever the queue is empty. Its sender is not at its limit, so the wake-ups cost
+/// nothing measured, and it sends each 1 ms tick's worth at once, then nothing: napping
+/// through the gaps cost the receiver 25% of its CPU at 500 Mbit/s of 1472 B (iperf3's
+/// 10%; 13-14% napping once, 10.5-10.8% waiting), and a nap that overshoots on a VM lets
+/// a tick's burst fill the receive buffer (loss at 2 Gbit/s 0.30-0.45% napping once,
+/// 0.27-0.38% waiting; iperf3 0.12-0.24%, its sender's bursts slower).
 /// Hand-written (libc structures) because it is the measured hot path.
-fn rx_udp(s: UdpSocket, payload: usize, live: &Live, finish: &AtomicBool, t0: Instant) {
+fn rx_udp(
+    s: UdpSocket,
+    payload: usize,
+    paced: bool,
+    live: &Live,
+    finish: &AtomicBool,
+    t0: Instant,
+) {
     let fd = s.as_raw_fd();
     let stamped = proto::set_int_option(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok();
     // A nap of 50 µs should not become 100 (the default timer slack); best effort.
@@ -560,7 +573,7 @@ fn rx_udp(s: UdpSocket, payload: usize, live: &Live, finish: &AtomicBool, t0: In
         let n = b.recv(fd);
         if n == 0 {
             empty += 1;
-            if empty < RX_NAPS_BEFORE_WAIT {
+            if !paced && empty < RX_NAPS_BEFORE_WAIT {
                 std::thread::sleep(RX_NAP);
             } else if proto::wait_ready(fd, libc::POLLIN, RX_POLL).is_err() {
                 break;
