@@ -170,34 +170,28 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         Ok(None) => return Ok(false),
         Err(_) => return Ok(false),
     };
-    let (proto_, payload, duration_s, streams, interval_s, cpus, congestion, window, paced) =
-        match start {
-            Msg::Start {
-                version,
-                proto,
-                payload,
-                duration_s,
-                streams,
-                interval_s,
-                cpus,
-                congestion,
-                window,
-                paced,
-            } => {
-                if version != proto::PROTOCOL_VERSION {
-                    let m = format!(
-                        "protocol version {version} not supported (this receiver speaks {})",
-                        proto::PROTOCOL_VERSION
-                    );
-                    return Err(refuse(&mut out, m));
-                }
-                (
-                    proto, payload, duration_s, streams, interval_s, cpus, congestion, window,
-                    paced,
-                )
-            }
-            other => bail!("expected `start`, got {other:?}"),
-        };
+    let Msg::Start {
+        version,
+        proto: proto_,
+        payload,
+        duration_s,
+        streams,
+        interval_s,
+        cpus,
+        congestion,
+        window,
+        paced,
+    } = start
+    else {
+        bail!("expected `start`, got {start:?}");
+    };
+    if version != proto::PROTOCOL_VERSION {
+        let m = format!(
+            "protocol version {version} not supported (this receiver speaks {})",
+            proto::PROTOCOL_VERSION
+        );
+        return Err(refuse(&mut out, m));
+    }
     let bad = if streams == 0 || streams > 256 {
         Some(format!("streams = {streams}: use 1 to 256"))
     } else if proto_ == Proto::Udp
