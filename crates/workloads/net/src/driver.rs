@@ -52,7 +52,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
         }
         if plan.cfg.zerocopy {
             // Refused here, before any test, rather than as a test sets its streams up.
-            sender::buffer_file(&vec![0x5a; plan.cfg.tcp_len])?;
+            sender::zerocopy_source(plan.cfg.tcp_len)?;
         }
         SenderReport {
             step: None,

@@ -701,8 +701,9 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         }
     };
     let recv_gbit = gbit(recv_bytes, rep.receive_duration_s);
-    let send_gbit = gbit(sent_bytes, rep.send_duration_s);
-    out.duration_s = rep.send_duration_s;
+    let send_s = rep.send_duration_s();
+    let send_gbit = gbit(sent_bytes, send_s);
+    out.duration_s = send_s;
     // The load is the sending: the receiver's wait for late datagrams after it, and the
     // streams' setup before it, are not.
     out.measured = rep.send_span.into_iter().collect();
@@ -715,7 +716,7 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             reason: "the receiver reported nothing".into(),
         });
     }
-    if sent_bytes > 0 && rep.send_duration_s > 0.0 {
+    if sent_bytes > 0 && send_s > 0.0 {
         out.metrics
             .push(Metric::new("throughput_gbit_per_s", send_gbit, "Gbit/s").label("end", "sender"));
     } else {
@@ -737,14 +738,10 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
                 "packets/s",
             ));
         }
-        if rep.send_duration_s > 0.0 {
+        if send_s > 0.0 {
             out.metrics.push(
-                Metric::new(
-                    "packets_per_s",
-                    sent_packets as f64 / rep.send_duration_s,
-                    "packets/s",
-                )
-                .label("end", "sender"),
+                Metric::new("packets_per_s", sent_packets as f64 / send_s, "packets/s")
+                    .label("end", "sender"),
             );
         }
         out.metrics
@@ -797,12 +794,12 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     // CPU: percent of one CPU, over each end's own clock (iperf3's cpu_utilization_percent).
     let mut total_pct = 0.0;
     let mut have_both = true;
-    if rep.send_duration_s > 0.0 {
+    if send_s > 0.0 {
         total_pct += push_end_cpu(
             &mut out.metrics,
             "sender",
             &rep.sender_cpu,
-            rep.send_duration_s,
+            send_s,
             send_gbit,
         );
     }

@@ -84,8 +84,6 @@ pub struct IntervalReport {
 #[derive(Debug, Clone, Default)]
 pub struct TestReport {
     pub sent: Vec<SentStats>,
-    /// Sender clock from the first send to the last, seconds.
-    pub send_duration_s: f64,
     /// Each stream's own sending time, seconds, in the order of `sent`.
     pub stream_send_s: Vec<f64>,
     /// From the first stream's start to the last one's end, on the sender host's clock
@@ -116,6 +114,13 @@ pub struct TestReport {
     /// Why the datagrams lost cannot be counted (the receiver sent no final report: what
     /// was sent after its last interval is not known to have arrived); None when they can.
     pub loss_unknown: Option<String>,
+}
+
+impl TestReport {
+    /// The sender's time over the test, seconds: its longest stream's.
+    pub fn send_duration_s(&self) -> f64 {
+        self.stream_send_s.iter().copied().fold(0.0, f64::max)
+    }
 }
 
 /// UDP datagrams on the connected socket: one per `send(2)` (iperf3's way) for a batch of
@@ -382,6 +387,14 @@ pub(crate) fn sendfile_nonblocking(
     (done, None)
 }
 
+/// The bytes every TCP buffer holds, written or sent from a file.
+const FILL: u8 = 0x5a;
+
+/// `--zerocopy`'s source: a temporary file holding one TCP buffer of `len` bytes.
+pub(crate) fn zerocopy_source(len: usize) -> std::io::Result<std::fs::File> {
+    buffer_file(proto::AlignedBuf::new(len, FILL).as_slice())
+}
+
 /// A temporary file holding `bytes`, the source `sendfile(2)` reads: unnamed, in the
 /// temporary directory (TMPDIR, else /tmp), as iperf3 `-Z` keeps its buffer.
 pub(crate) fn buffer_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
@@ -580,8 +593,7 @@ pub fn run(
     // iperf3 -Z makes its file as it sets a stream up, before anything is timed. One file
     // serves every stream: each send names its own offset and leaves the file's alone.
     let zerocopy_src = if spec.zerocopy && spec.proto == Proto::Tcp {
-        let buf = proto::AlignedBuf::new(spec.payload, 0x5a);
-        Some(Arc::new(buffer_file(buf.as_slice())?))
+        Some(Arc::new(zerocopy_source(spec.payload)?))
     } else {
         None
     };
@@ -710,7 +722,7 @@ pub fn run(
                             let how = match &src {
                                 Some(f) => TcpSend::File(f, payload),
                                 None => {
-                                    buf = proto::AlignedBuf::new(payload, 0x5a);
+                                    buf = proto::AlignedBuf::new(payload, FILL);
                                     TcpSend::Write(buf.as_slice())
                                 }
                             };
@@ -815,7 +827,6 @@ pub fn run(
         rep.sent.push(o.sent);
         rep.sender_cpu.user_s += o.cpu.user_s;
         rep.sender_cpu.system_s += o.cpu.system_s;
-        rep.send_duration_s = rep.send_duration_s.max(o.send_s);
         rep.stream_send_s.push(o.send_s);
         if let Ok(took) = Duration::try_from_secs_f64(o.send_s) {
             let stream = (o.started, o.started + took);

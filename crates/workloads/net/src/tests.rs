@@ -697,7 +697,6 @@ fn a_stream_below_its_rate_is_flagged_on_its_own_clock() {
                 packets: b / 1472,
             })
             .collect(),
-        send_duration_s: secs[0].max(secs[1]),
         stream_send_s: secs.to_vec(),
         ..TestReport::default()
     };
@@ -748,7 +747,6 @@ fn metrics_from_a_synthetic_report() {
             bytes: 1000 * 1472,
             packets: 1000,
         }],
-        send_duration_s: 1.0,
         stream_send_s: vec![1.0],
         send_span: Some((started, started + Duration::from_secs(1))),
         sender_cpu: proto::CpuUsage {
@@ -901,7 +899,7 @@ fn what_was_not_measured_is_missing_not_zero() {
                 packets: 500,
             },
         ],
-        send_duration_s: 0.25,
+        stream_send_s: vec![0.25, 0.25],
         received: vec![stream(400, 0.8), stream(0, 0.0)],
         receive_duration_s: 0.2,
         intervals,
