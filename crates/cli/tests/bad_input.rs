@@ -19,6 +19,7 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         (&["http", "-c", "0"], "connections"),
         (&["oltp", "--duration", "0"], "duration"),
         (&["net", "--duration", "-1"], "duration"),
+        (&["net", "--warmup", "-1"], "warmup"),
         // iperf3 -Z sends TCP by sendfile; UDP has nothing to take it.
         (
             &["net", "--tests", "udp", "--zerocopy"],

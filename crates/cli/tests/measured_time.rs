@@ -1,7 +1,7 @@
 //! A test's CPU and power summaries cover the time its workload measured, not the setup
 //! before it or the teardown after it: a UDP test's receiver waits for late datagrams
 //! after the sending ends, and an RSA test makes its key before it signs; the raw
-//! samples hold that time, the summary does not.
+//! samples hold that time, the summary does not; nor does it hold a warm-up asked for.
 
 mod common;
 
@@ -83,28 +83,33 @@ fn check(result: &serde_json::Value, interval: f64, spans: u32, around: f64) {
     );
 }
 
-#[test]
-fn a_udp_tests_summary_leaves_out_the_receivers_wait_after_it() {
+/// One net test of 1 s at 100 Mbit/s with telemetry every 0.25 s, and `extra` flags: its
+/// stored result.
+fn net_result(test: &str, extra: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let (code, run, err) = run_json(
-        &db,
-        &[
-            "net",
-            "--tests",
-            "udp1472",
-            "--duration",
-            "1",
-            "--rate",
-            "100M",
-            "--telemetry-interval",
-            "0.25",
-        ],
-        &[],
-    );
+    let mut args = vec!["net", "--tests", test, "--duration", "1", "--rate", "100M"];
+    args.extend(["--telemetry-interval", "0.25"]);
+    args.extend(extra);
+    let (code, run, err) = run_json(&db, &args, &[]);
     assert_eq!(code, 0, "{err}");
+    run["results"][0].clone()
+}
+
+#[test]
+fn a_udp_tests_summary_leaves_out_the_receivers_wait_after_it() {
     // One span: the sending, timed on the sender's own clock.
-    check(&run["results"][0], 0.25, 1, 0.05);
+    check(&net_result("udp1472", &[]), 0.25, 1, 0.05);
+}
+
+/// `--warmup` (iperf3 -O): the summary covers the test after it, as its figures do; the
+/// raw samples keep the warm-up's second too.
+#[test]
+fn a_net_tests_summary_leaves_out_its_warmup() {
+    let result = net_result("tcp", &["--warmup", "1"]);
+    let duration = result["duration_s"].as_f64().unwrap();
+    assert!((0.95..1.1).contains(&duration), "{duration} s measured");
+    check(&result, 0.25, 1, 0.9);
 }
 
 #[test]

@@ -1038,31 +1038,41 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let title = format!("{who}network throughput per test");
     let fig = svg::bar_chart(&title, unit, &cats, &series);
     let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    // A paced test's target (--rate, iperf3 -b) beside what it moved, when any test had one.
+    let paced = tests
+        .iter()
+        .any(|(_, rs)| avg(rs, "target_gbit_per_s", &[]).is_some());
     let rows = tests
         .iter()
         .map(|(k, rs)| {
-            vec![
-                k.clone(),
-                avg(rs, "throughput_gbit_per_s", &[]).map_or("-".into(), crate::fmt::bit_rate),
-                f(avg(rs, "sender_cpu_pct", &[]), 1),
-                f(avg(rs, "receiver_cpu_pct", &[]), 1),
-                f(avg(rs, "cpu_pct_per_gbit", &[("end", "sender")]), 2),
-                f(avg(rs, "cpu_pct_per_gbit", &[("end", "receiver")]), 2),
-                avg(rs, "packets_per_s", &[]).map_or("-".into(), num),
-                f(avg(rs, "loss_pct", &[]), 3),
-                f(avg(rs, "jitter_ms", &[]), 3),
-                f(avg(rs, "retransmits", &[]), 0),
-                f(avg(rs, "rtt_mean_ns", &[]).map(|ns| ns / 1e3), 1),
-            ]
+            let target = avg(rs, "target_gbit_per_s", &[]).map_or("-".into(), crate::fmt::bit_rate);
+            [k.clone()]
+                .into_iter()
+                .chain(paced.then_some(target))
+                .chain([
+                    avg(rs, "throughput_gbit_per_s", &[]).map_or("-".into(), crate::fmt::bit_rate),
+                    f(avg(rs, "sender_cpu_pct", &[]), 1),
+                    f(avg(rs, "receiver_cpu_pct", &[]), 1),
+                    f(avg(rs, "cpu_pct_per_gbit", &[("end", "sender")]), 2),
+                    f(avg(rs, "cpu_pct_per_gbit", &[("end", "receiver")]), 2),
+                    avg(rs, "packets_per_s", &[]).map_or("-".into(), num),
+                    f(avg(rs, "loss_pct", &[]), 3),
+                    f(avg(rs, "jitter_ms", &[]), 3),
+                    f(avg(rs, "retransmits", &[]), 0),
+                    f(avg(rs, "rtt_mean_ns", &[]).map(|ns| ns / 1e3), 1),
+                ])
+                .collect()
         })
         .collect();
     Some(View {
         title: format!("{who}network throughput and CPU cost"),
         figures: vec![(title, fig)],
         tables: vec![Table {
-            caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions); TCP retransmits and RTT as the sender's kernel counted them (TCP_INFO, iperf3's Retr and RTT)".into(),
-            head: [
-                "Test and parameters",
+            caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions); with --rate, the rate asked of all streams beside it (iperf3 -b); TCP retransmits and RTT as the sender's kernel counted them (TCP_INFO, iperf3's Retr and RTT)".into(),
+            head: ["Test and parameters"]
+                .into_iter()
+                .chain(paced.then_some("Target rate"))
+                .chain([
                 "Throughput",
                 "Sender CPU %",
                 "Receiver CPU %",
@@ -1073,9 +1083,8 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 "Jitter ms",
                 "TCP retransmits",
                 "TCP mean RTT us",
-            ]
-            .iter()
-            .map(|s| s.to_string())
+            ])
+            .map(str::to_string)
             .collect(),
             rows,
         }],

@@ -299,6 +299,22 @@ fn net_throughput_bars_and_cpu_table() {
         "{m}"
     );
     assert!(!report::html(&[crypto_run()], None).contains("network throughput per test"));
+    // Paced (--rate): the rate asked for stands beside what was moved, and only then.
+    assert!(!m.contains("Target rate"), "{m}");
+    let mut paced = r.clone();
+    paced.results[0]
+        .metrics
+        .push(Metric::new("target_gbit_per_s", 16.0, "Gbit/s"));
+    let m = report::markdown(std::slice::from_ref(&paced), None);
+    assert!(
+        m.contains("| Test and parameters | Target rate | Throughput |"),
+        "{m}"
+    );
+    assert!(
+        m.contains("| tcp | 16.00 Gbit/s | 15.57 Gbit/s | 61.5 |"),
+        "{m}"
+    );
+    assert!(m.contains("| udp1472 | - | 1.72 Gbit/s |"), "{m}");
 }
 
 #[test]

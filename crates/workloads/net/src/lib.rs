@@ -18,6 +18,7 @@
 //! - [`sender`]: the sending end.
 
 pub mod driver;
+pub mod mark;
 pub mod proto;
 pub mod sender;
 pub mod server;
@@ -66,6 +67,11 @@ pub struct Flags {
     /// Seconds per test (default 10, as iperf3).
     #[arg(long = "duration", id = "duration", value_name = "S")]
     pub duration: Option<String>,
+    /// Seconds sent first and left out of every figure, iperf3 -O (default 0): TCP's slow
+    /// start, a congestion control's probing. Both ends count from their own end of it;
+    /// its intervals are kept, labelled warmup.
+    #[arg(long = "warmup", id = "warmup", value_name = "S")]
+    pub warmup: Option<String>,
     /// Seconds per reported interval (default 1).
     #[arg(long = "interval", id = "interval", value_name = "S")]
     pub interval: Option<String>,
@@ -129,6 +135,8 @@ pub struct Config {
     pub streams: usize,
     #[serde(default = "ten")]
     pub duration: f64,
+    #[serde(default)]
+    pub warmup: f64,
     #[serde(default = "one_f")]
     pub interval: f64,
     #[serde(default)]
@@ -251,6 +259,9 @@ impl Plan {
         if !(cfg.duration > 0.0 && cfg.duration <= 86_400.0) {
             bail!("net: `duration` must be above 0 s (e.g. --duration 10)");
         }
+        if !(cfg.warmup >= 0.0 && cfg.warmup + cfg.duration <= 86_400.0) {
+            bail!("net: `warmup` must be 0 s or more, and with `duration` at most a day (e.g. --warmup 2)");
+        }
         if !cfg.interval.is_finite() || cfg.interval < 0.05 {
             bail!("net: `interval` must be at least 0.05 s (e.g. --interval 1)");
         }
@@ -344,6 +355,7 @@ impl Plan {
             proto: proto_,
             payload,
             duration_s: self.cfg.duration,
+            warmup_s: self.cfg.warmup,
             streams: self.cfg.streams,
             interval_s: self.cfg.interval,
             rate_bps: self.rate_bps,
@@ -437,6 +449,21 @@ impl NetWorkload {
              the UDP receiver of a paced stream waits on the socket whenever its queue is empty, \
              as iperf3's does, instead of napping",
             self.plan.rate_bps
+        )
+    }
+
+    /// How `--warmup` was left out, for `net.method` (empty without it).
+    fn warmup(&self) -> String {
+        if self.plan.cfg.warmup <= 0.0 {
+            return String::new();
+        }
+        format!(
+            "; the first {} s of each test are a warm-up left out of every figure (iperf3 -O): \
+             each end's control thread marks its end on its own clock, each worker thread notes \
+             its counters and CPU when it next looks, and counts from there; UDP loss is of the \
+             datagrams sent after the receiver's mark (from the sequence number it expected \
+             next); TCP retransmits, RTT and window from the warm-up's last interval report",
+            self.plan.cfg.warmup
         )
     }
 
@@ -649,7 +676,8 @@ impl Workload for NetWorkload {
                  (poll() after {} empty looks), arrival times from the kernel (SO_TIMESTAMPNS)",
                 server::RX_NAP.as_micros(),
                 server::RX_NAPS_BEFORE_WAIT
-            ) + &self.pacing()),
+            ) + &self.pacing()
+                + &self.warmup()),
         );
         if let Some(r) = &self.receiver {
             m.extend(r.facts());
@@ -830,9 +858,11 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     }
     push_process_cpu(&mut out, rep, recv_gbit);
     push_tcp_counters(&mut out, rep);
-    // Per interval, as the receiver counted them. Labelled by start time, to the tenth of
-    // a second, or the hundredth when the interval asked for is under 0.1 s (it is at
-    // least 0.05 s), so no two share a label and a setting always gives the same form.
+    // Per interval, as the receiver counted them. Labelled by start time from the end of
+    // the warm-up, to the tenth of a second, or the hundredth when the interval asked for
+    // is under 0.1 s (it is at least 0.05 s), so no two share a label and a setting always
+    // gives the same form; the warm-up's (before 0) are labelled `warmup` too, as iperf3
+    // marks them `omitted`.
     let decimals = if spec.interval_s < 0.1 { 2 } else { 1 };
     let mut received_so_far = vec![0u64; spec.streams];
     for iv in &rep.intervals {
@@ -841,32 +871,38 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             continue;
         }
         let at = format!("{:.*}", decimals, iv.start_s);
+        let labelled = |m: Metric| {
+            let m = m.label("interval_start_s", &at);
+            if iv.warmup {
+                m.label("warmup", "true")
+            } else {
+                m
+            }
+        };
         if let Some(r) = iv.retransmits {
-            out.metrics.push(
-                Metric::new("retransmits", r as f64, "segments").label("interval_start_s", &at),
-            );
+            out.metrics
+                .push(labelled(Metric::new("retransmits", r as f64, "segments")));
         }
         let bytes: u64 = iv.received.iter().map(|s| s.bytes).sum();
-        out.metrics.push(
-            Metric::new(
-                "throughput_gbit_per_s",
-                bytes as f64 * 8.0 / len / 1e9,
-                "Gbit/s",
-            )
-            .label("interval_start_s", &at),
-        );
+        out.metrics.push(labelled(Metric::new(
+            "throughput_gbit_per_s",
+            bytes as f64 * 8.0 / len / 1e9,
+            "Gbit/s",
+        )));
         if spec.proto == Proto::Udp {
             let pk: u64 = iv.received.iter().map(|s| s.packets).sum();
             let lost: u64 = iv.received.iter().map(|s| s.lost).sum();
-            out.metrics.push(
-                Metric::new("packets_per_s", pk as f64 / len, "packets/s")
-                    .label("interval_start_s", &at),
-            );
+            out.metrics.push(labelled(Metric::new(
+                "packets_per_s",
+                pk as f64 / len,
+                "packets/s",
+            )));
             if pk + lost > 0 {
-                out.metrics.push(
-                    Metric::new("loss_pct", 100.0 * lost as f64 / (pk + lost) as f64, "%")
-                        .label("interval_start_s", &at),
-                );
+                out.metrics.push(labelled(Metric::new(
+                    "loss_pct",
+                    100.0 * lost as f64 / (pk + lost) as f64,
+                    "%",
+                )));
             }
             // A stream's jitter at an interval's end is its running estimate: it has one
             // once the stream has received two datagrams, in this interval or before.
@@ -876,7 +912,7 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             let so_far = received_so_far.iter().zip(&iv.received);
             if let Some(j) = mean_jitter(so_far.map(|(&seen, r)| (seen, r.jitter_ms))) {
                 out.metrics
-                    .push(Metric::new("jitter_ms", j, "ms").label("interval_start_s", &at));
+                    .push(labelled(Metric::new("jitter_ms", j, "ms")));
             }
         }
     }
@@ -902,11 +938,14 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             ));
         }
     }
+    // Over the whole stream, warm-up included: each end marks its own end of it.
     let complete = rep.error.is_none() && !rep.interrupted;
-    if spec.proto == Proto::Tcp && complete && sent_bytes != recv_bytes {
+    let whole_sent = sent_bytes + rep.warmup_sent.iter().map(|s| s.bytes).sum::<u64>();
+    let whole_received = recv_bytes + rep.warmup_received.iter().map(|s| s.bytes).sum::<u64>();
+    if spec.proto == Proto::Tcp && complete && whole_sent != whole_received {
         out.flags.push(Flag::invalid(
             "bytes_mismatch",
-            format!("sent {sent_bytes} B but the receiver counted {recv_bytes} B over TCP"),
+            format!("sent {whole_sent} B but the receiver counted {whole_received} B over TCP"),
         ));
     }
     out

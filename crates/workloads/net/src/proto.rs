@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-pub const PROTOCOL_VERSION: u32 = 1;
+/// 2: `start` carries the warm-up, `interval` and `result` keep it apart.
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Sequence (u64) + send time (u64 ns).
 pub const UDP_HEADER_BYTES: usize = 16;
 /// Largest UDP payload over IPv4: 65535 - 20 (IP) - 8 (UDP).
@@ -102,32 +103,52 @@ pub enum Msg {
         /// socket whenever its queue is empty, as iperf3's does, instead of napping.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         paced: bool,
+        /// Seconds from `go` left out of the figures (`--warmup`, iperf3 -O): each end
+        /// counts from its own mark, as iperf3's omit timer resets both.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        warmup_s: f64,
     },
     Ready {
         data_ports: Vec<u16>,
     },
     Go,
     Interval {
+        /// Seconds from the end of the warm-up on the receiver's clock (before it: < 0).
         start_s: f64,
         end_s: f64,
         streams: Vec<StreamStats>,
+        /// An interval of the warm-up (iperf3's `omitted`): reported, left out of the figures.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        warmup: bool,
     },
     Done {
+        /// What each stream sent, warm-up included.
         sent: Vec<SentStats>,
     },
     Result {
-        /// Receiver clock: from `go` to the last byte received.
+        /// Receiver clock: from the end of the warm-up (`go` without one) to the last
+        /// byte received.
         duration_s: f64,
+        /// Each stream's counts over that time.
         streams: Vec<StreamStats>,
+        /// What each stream counted during the warm-up (empty without one).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warmup: Vec<StreamStats>,
+        /// The receiver's worker threads over that time.
         cpu: CpuUsage,
-        /// The receiver's whole process from `go` to this report, as iperf3 counts its
-        /// CPU (`getrusage(RUSAGE_SELF)`), with that span and which process it was.
+        /// The receiver's whole process from the end of the warm-up (`go`) to this report,
+        /// as iperf3 counts its CPU (`getrusage(RUSAGE_SELF)`), with that span and which
+        /// process it was.
         #[serde(default)]
         process: Option<ProcessCpu>,
     },
     Error {
         message: String,
     },
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 pub fn encode(msg: &Msg) -> Vec<u8> {
@@ -391,6 +412,7 @@ mod tests {
             congestion: Some("cubic".into()),
             window: Some(1 << 20),
             paced: true,
+            warmup_s: 2.0,
         };
         let line = encode(&m);
         assert!(line.ends_with(b"\n"));

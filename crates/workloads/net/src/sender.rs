@@ -18,8 +18,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
 
+use crate::mark::Marker;
 use crate::proto::{self, CpuUsage, LineReader, Msg, Proto, SentStats, StreamStats};
-use crate::server::{process_cpu, thread_cpu, wall_ns};
+use crate::server::{process_cpu, wall_ns};
 use crate::tcpinfo::{TcpStats, Tracker};
 
 /// One test as the sender runs it.
@@ -30,7 +31,10 @@ pub struct SendSpec {
     pub proto: Proto,
     /// UDP datagram payload bytes, or TCP write size.
     pub payload: usize,
+    /// Seconds measured, after the warm-up.
     pub duration_s: f64,
+    /// Seconds sent first and left out of the figures (iperf3 -O), on both ends.
+    pub warmup_s: f64,
     pub streams: usize,
     pub interval_s: f64,
     /// Target rate per stream, bits/s (iperf3 -b; 0 = unlimited), TCP and UDP.
@@ -66,32 +70,46 @@ pub fn gso_segments(wanted: usize, payload: usize) -> usize {
         .max(1)
 }
 
-/// The receiver's final report: its duration, each stream's totals, its workers' CPU,
-/// and its whole process's.
-type ReceiverResult = (f64, Vec<StreamStats>, CpuUsage, Option<proto::ProcessCpu>);
+/// The receiver's final report (`Msg::Result`).
+struct ReceiverResult {
+    duration_s: f64,
+    streams: Vec<StreamStats>,
+    warmup: Vec<StreamStats>,
+    cpu: CpuUsage,
+    process: Option<proto::ProcessCpu>,
+}
 
 /// One interval as both ends saw it.
 #[derive(Debug, Clone, Default)]
 pub struct IntervalReport {
+    /// Seconds from the end of the warm-up, on the receiver's clock (< 0: in it).
     pub start_s: f64,
     pub end_s: f64,
     pub received: Vec<StreamStats>,
     /// TCP: segments the sender retransmitted, all streams, read as the interval came in.
     pub retransmits: Option<u64>,
+    /// An interval of the warm-up, left out of the figures.
+    pub warmup: bool,
 }
 
-/// What one test measured.
+/// What one test measured. Everything but the `warmup_` counts and the warm-up's
+/// intervals is from each end's mark at the end of the warm-up (the test's start
+/// without one) to its end.
 #[derive(Debug, Clone, Default)]
 pub struct TestReport {
     pub sent: Vec<SentStats>,
     /// Each stream's own sending time, seconds, in the order of `sent`.
     pub stream_send_s: Vec<f64>,
-    /// From the first stream's start to the last one's end, on the sender host's clock
+    /// From the first stream's mark to the last one's end, on the sender host's clock
     /// (None: no stream ran).
     pub send_span: Option<(SystemTime, SystemTime)>,
     pub sender_cpu: CpuUsage,
+    /// What each stream sent during the warm-up.
+    pub warmup_sent: Vec<SentStats>,
     /// Receiver totals (from its final report, or the sum of its intervals if it stopped).
     pub received: Vec<StreamStats>,
+    /// What the receiver counted during the warm-up (empty without one).
+    pub warmup_received: Vec<StreamStats>,
     pub receive_duration_s: f64,
     /// None when the receiver never sent its final report.
     pub receiver_cpu: Option<CpuUsage>,
@@ -301,11 +319,13 @@ enum TcpSend<'a> {
 /// With the receiver's poll-and-drain loop this keeps each end's share of the loopback
 /// work where iperf3 puts it (see `server::rx_tcp`). With a rate (`--rate`, iperf3 -b),
 /// as iperf3: one send per poll, each only while the stream is below the rate ([`paced`]).
+#[allow(clippy::too_many_arguments)]
 fn tcp_send(
     s: &TcpStream,
     how: TcpSend,
     rate_bps: f64,
     stop: &AtomicBool,
+    marker: &mut Marker<SentStats>,
     progress: &AtomicU64,
     sent: &mut SentStats,
 ) -> std::io::Result<()> {
@@ -314,6 +334,7 @@ fn tcp_send(
     let per_poll = if rate_bps > 0.0 { 1 } else { MULTISEND };
     let t0 = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        marker.check(|| sent.clone());
         if paced(rate_bps, sent.bytes, t0) {
             continue;
         }
@@ -538,6 +559,7 @@ pub fn run(
             streams: spec.streams,
             interval_s: spec.interval_s,
             cpus: spec.receiver_cpus.clone(),
+            warmup_s: spec.warmup_s,
             congestion: match spec.proto {
                 Proto::Tcp => spec.congestion.clone(),
                 Proto::Udp => None,
@@ -615,14 +637,18 @@ pub fn run(
             .map(|s| Arc::new(Mutex::new(Tracker::new(s))))
             .map_err(|e| format!("a second handle on a TCP stream: {e}"))
     });
-    // The whole process from `go` on, as iperf3 counts its CPU (control and telemetry
-    // threads included), beside the sending threads' own.
-    let process0 = (process_cpu(), Instant::now());
+    // The whole process from the end of the warm-up (`go` without one), as iperf3 counts
+    // its CPU (control and telemetry threads included), beside the sending threads' own.
+    let mut process0 = (process_cpu(), Instant::now());
+    // Up at the end of the warm-up (at once without one): each sending thread then notes
+    // where it stands (`mark`).
+    let measuring = Arc::new(AtomicBool::new(spec.warmup_s <= 0.0));
 
     // The control reader: intervals as they come, then the result (or the receiver's end).
     let receiver_gone = Arc::new(AtomicBool::new(false));
     let intervals = Arc::new(Mutex::new(Vec::<IntervalReport>::new()));
-    let total_deadline = Instant::now() + Duration::from_secs_f64(spec.duration_s + 15.0);
+    let total_deadline =
+        Instant::now() + Duration::from_secs_f64(spec.warmup_s + spec.duration_s + 15.0);
     let reader = {
         let gone = Arc::clone(&receiver_gone);
         let intervals = Arc::clone(&intervals);
@@ -634,25 +660,42 @@ pub fn run(
                         start_s,
                         end_s,
                         streams,
+                        warmup,
                     })) => {
-                        let retransmits = tracker
-                            .as_ref()
-                            .and_then(|t| t.lock().ok().and_then(|mut t| t.interval()));
+                        let retransmits = tracker.as_ref().and_then(|t| {
+                            let mut t = t.lock().ok()?;
+                            let r = t.interval();
+                            if warmup {
+                                // The test's counters start after the warm-up's last interval.
+                                t.restart();
+                            }
+                            r
+                        });
                         if let Ok(mut v) = intervals.lock() {
                             v.push(IntervalReport {
                                 start_s,
                                 end_s,
                                 received: streams,
                                 retransmits,
+                                warmup,
                             });
                         }
                     }
                     Ok(Some(Msg::Result {
                         duration_s,
                         streams,
+                        warmup,
                         cpu,
                         process,
-                    })) => return Ok((duration_s, streams, cpu, process)),
+                    })) => {
+                        return Ok(ReceiverResult {
+                            duration_s,
+                            streams,
+                            warmup,
+                            cpu,
+                            process,
+                        })
+                    }
                     Ok(Some(Msg::Error { message })) => {
                         gone.store(true, Ordering::Relaxed);
                         return Err(format!("the receiver reported an error: {message}"));
@@ -678,8 +721,10 @@ pub fn run(
     let counters: Vec<Arc<(AtomicU64, AtomicU64)>> = (0..spec.streams)
         .map(|_| Arc::new((AtomicU64::new(0), AtomicU64::new(0))))
         .collect();
+    /// One stream from its mark to its end, and what it sent before the mark.
     struct Out {
         sent: SentStats,
+        warmup: SentStats,
         cpu: CpuUsage,
         send_s: f64,
         /// When its clock started, on the wall clock.
@@ -690,6 +735,7 @@ pub fn run(
     let mut handles = Vec::new();
     for (i, sock) in socks.into_iter().enumerate() {
         let stop = Arc::clone(&stop);
+        let measuring = Arc::clone(&measuring);
         let gone = Arc::clone(&receiver_gone);
         let ctr = Arc::clone(&counters[i]);
         let cpus = spec.sender_cpus.clone();
@@ -704,10 +750,11 @@ pub fn run(
                 let pin_err = engine::launch::pin_current_thread(&cpus)
                     .err()
                     .map(|e| format!("{e:#}"));
-                let c0 = thread_cpu();
                 let (started, t0) = (SystemTime::now(), Instant::now());
+                let mut marker = Marker::new(&measuring);
                 let mut o = Out {
                     sent: SentStats::default(),
+                    warmup: SentStats::default(),
                     cpu: CpuUsage::default(),
                     send_s: 0.0,
                     started,
@@ -726,7 +773,8 @@ pub fn run(
                                     TcpSend::Write(buf.as_slice())
                                 }
                             };
-                            let sent = tcp_send(&s, how, rate, &stop, &ctr.0, &mut o.sent);
+                            let sent =
+                                tcp_send(&s, how, rate, &stop, &mut marker, &ctr.0, &mut o.sent);
                             if let Err(e) = sent {
                                 if !stop.load(Ordering::Relaxed) {
                                     o.error = Some(format!("TCP stream {i}: {e}"));
@@ -749,6 +797,7 @@ pub fn run(
                             };
                             let mut seq = 0u64;
                             while !stop.load(Ordering::Relaxed) {
+                                marker.check(|| o.sent.clone());
                                 if paced(rate, o.sent.bytes, t0) {
                                     continue;
                                 }
@@ -777,23 +826,31 @@ pub fn run(
                         }
                     }
                 }
-                o.send_s = t0.elapsed().as_secs_f64();
-                let c1 = thread_cpu();
-                o.cpu = CpuUsage {
-                    user_s: c1.user_s - c0.user_s,
-                    system_s: c1.system_s - c0.system_s,
+                let m = marker.finish(|| o.sent.clone());
+                o.send_s = m.at.elapsed().as_secs_f64();
+                o.started = m.wall;
+                o.cpu = m.cpu_since();
+                o.sent = SentStats {
+                    bytes: o.sent.bytes - m.counted.bytes,
+                    packets: o.sent.packets - m.counted.packets,
                 };
+                o.warmup = m.counted;
                 o
             })?;
         handles.push(h);
     }
 
     let t0 = Instant::now();
-    let deadline = t0 + Duration::from_secs_f64(spec.duration_s);
+    let mark_at = t0 + Duration::from_secs_f64(spec.warmup_s);
+    let deadline = mark_at + Duration::from_secs_f64(spec.duration_s);
     let mut early = None;
     let mut interrupted = false;
     loop {
         let now = Instant::now();
+        if now >= mark_at && !measuring.load(Ordering::Relaxed) {
+            measuring.store(true, Ordering::Relaxed);
+            process0 = (process_cpu(), Instant::now());
+        }
         if now >= deadline {
             break;
         }
@@ -812,7 +869,8 @@ pub fn run(
             counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum(),
             Ordering::Relaxed,
         );
-        std::thread::sleep((deadline - now).min(WATCH));
+        let next = if now < mark_at { mark_at } else { deadline };
+        std::thread::sleep((next - now).min(WATCH));
     }
     stop.store(true, Ordering::Relaxed);
     let mut rep = TestReport {
@@ -825,6 +883,7 @@ pub fn run(
             .join()
             .map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
         rep.sent.push(o.sent);
+        rep.warmup_sent.push(o.warmup);
         rep.sender_cpu.user_s += o.cpu.user_s;
         rep.sender_cpu.system_s += o.cpu.system_s;
         rep.stream_send_s.push(o.send_s);
@@ -849,8 +908,17 @@ pub fn run(
         span_s: process0.1.elapsed().as_secs_f64(),
         process: proto::process_token(),
     };
+    // The whole streams: the receiver counts its UDP loss from its own mark.
+    let whole = rep
+        .sent
+        .iter()
+        .zip(&rep.warmup_sent)
+        .map(|(s, w)| SentStats {
+            bytes: s.bytes + w.bytes,
+            packets: s.packets + w.packets,
+        });
     let _ = ctl.write_all(&proto::encode(&Msg::Done {
-        sent: rep.sent.clone(),
+        sent: whole.collect(),
     }));
     let result = reader
         .join()
@@ -866,26 +934,32 @@ pub fn run(
         })
     });
     match result {
-        Ok((d, streams, cpu, process)) => {
-            rep.receive_duration_s = d;
-            rep.received = streams;
-            rep.receiver_cpu = Some(cpu);
-            rep.receiver_process = process;
+        Ok(r) => {
+            rep.receive_duration_s = r.duration_s;
+            rep.received = r.streams;
+            rep.warmup_received = r.warmup;
+            rep.receiver_cpu = Some(r.cpu);
+            rep.receiver_process = r.process;
         }
         Err(why) => {
             // No final report: what the receiver reported interval by interval is all we
             // know it received. What was sent after its last interval may have arrived
             // too, so the loss over the test is not known (not everything unreported).
             let mut sum = vec![StreamStats::default(); spec.streams];
+            let mut warm = vec![StreamStats::default(); spec.streams];
             for iv in &rep.intervals {
-                for (s, r) in sum.iter_mut().zip(&iv.received) {
+                let into = if iv.warmup { &mut warm } else { &mut sum };
+                for (s, r) in into.iter_mut().zip(&iv.received) {
                     s.bytes += r.bytes;
                     s.packets += r.packets;
                     s.out_of_order += r.out_of_order;
                     s.jitter_ms = r.jitter_ms;
                 }
             }
-            rep.receive_duration_s = rep.intervals.last().map_or(0.0, |iv| iv.end_s);
+            if spec.warmup_s > 0.0 {
+                rep.warmup_received = warm;
+            }
+            rep.receive_duration_s = rep.intervals.last().map_or(0.0, |iv| iv.end_s.max(0.0));
             rep.loss_unknown = Some(match rep.intervals.last() {
                 Some(iv) => format!(
                     "the receiver sent no final report: what was sent after its last \

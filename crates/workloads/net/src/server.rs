@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 
+use crate::mark::Marker;
 use crate::proto::{self, CpuUsage, LineReader, Msg, Proto, StreamStats, MAX_UDP_PAYLOAD};
 
 /// Options of `rackbench net serve`.
@@ -101,6 +102,8 @@ struct Live {
     lost: AtomicU64,
     ooo: AtomicU64,
     jitter_bits: AtomicU64,
+    /// UDP: the next sequence number expected.
+    expected: AtomicU64,
     /// ns since `go` of the last data received.
     last_ns: AtomicU64,
     done: AtomicBool,
@@ -115,6 +118,12 @@ impl Live {
             out_of_order: self.ooo.load(Ordering::Relaxed),
             jitter_ms: f64::from_bits(self.jitter_bits.load(Ordering::Relaxed)) * 1e3,
         }
+    }
+
+    /// What a worker notes at the end of the warm-up: its counts and, for UDP, the next
+    /// sequence number expected (every datagram from there on was sent after the mark).
+    fn at_mark(&self) -> (StreamStats, u64) {
+        (self.snapshot(), self.expected.load(Ordering::Relaxed))
     }
 }
 
@@ -181,6 +190,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         congestion,
         window,
         paced,
+        warmup_s,
     } = start
     else {
         bail!("expected `start`, got {start:?}");
@@ -202,11 +212,12 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             proto::UDP_HEADER_BYTES
         ))
     } else if !(duration_s > 0.0
-        && duration_s <= 86_400.0
+        && warmup_s >= 0.0
+        && duration_s + warmup_s <= 86_400.0
         && interval_s.is_finite()
         && interval_s >= 0.05)
     {
-        Some("duration or interval out of range".to_string())
+        Some("duration, warm-up or interval out of range".to_string())
     } else {
         None
     };
@@ -288,14 +299,20 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         other => bail!("expected `go`, got {other:?}"),
     }
     let t0 = Instant::now();
-    let cpu0 = thread_cpu();
-    let process0 = process_cpu();
+    // Up at the end of the warm-up (at once without one): each worker then notes where
+    // it stands, and this thread its own CPU and the process's.
+    let measuring = Arc::new(AtomicBool::new(warmup_s <= 0.0));
+    let mark_at = t0 + Duration::from_secs_f64(warmup_s);
+    let mut mark = measuring
+        .load(Ordering::Relaxed)
+        .then(|| (0.0, thread_cpu(), process_cpu()));
     let finish = Arc::new(AtomicBool::new(false));
     let lives: Vec<Arc<Live>> = (0..streams).map(|_| Arc::new(Live::default())).collect();
     let mut handles = Vec::new();
     for (i, live) in lives.iter().enumerate() {
         let live = Arc::clone(live);
         let finish = Arc::clone(&finish);
+        let measuring = Arc::clone(&measuring);
         let cpus = cpus.clone();
         let sock = match proto_ {
             Proto::Tcp => Sock::Tcp(tcp_conns.remove(0)),
@@ -303,23 +320,20 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         };
         let h = std::thread::Builder::new()
             .name(format!("net-rx-{i}"))
-            .spawn(move || -> CpuUsage {
+            .spawn(move || -> (CpuUsage, (StreamStats, u64)) {
                 if !cpus.is_empty() {
                     // Best effort: a CPU the receiver may not use is reported by the
                     // numbers (and by `--cpus` checking at startup), not by failing here.
                     let _ = engine::launch::pin_current_thread(&cpus);
                 }
-                let c0 = thread_cpu();
+                let mut marker = Marker::new(&measuring);
                 match sock {
-                    Sock::Tcp(s) => rx_tcp(s, &live, &finish, t0),
-                    Sock::Udp(s) => rx_udp(s, payload, paced, &live, &finish, t0),
+                    Sock::Tcp(s) => rx_tcp(s, &live, &finish, &mut marker, t0),
+                    Sock::Udp(s) => rx_udp(s, payload, paced, &live, &finish, &mut marker, t0),
                 }
                 live.done.store(true, Ordering::Relaxed);
-                let c1 = thread_cpu();
-                CpuUsage {
-                    user_s: c1.user_s - c0.user_s,
-                    system_s: c1.system_s - c0.system_s,
-                }
+                let m = marker.finish(|| live.at_mark());
+                (m.cpu_since(), m.counted)
             })?;
         handles.push(h);
     }
@@ -327,12 +341,21 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     // Report intervals until the sender says `done` (or leaves, or we are stopped).
     let mut prev: Vec<StreamStats> = vec![StreamStats::default(); streams];
     // Intervals follow one another: each starts where the last ended (a late tick makes
-    // one a little longer, not two overlap).
-    let mut prev_end_s = 0.0;
-    let mut next_tick = t0 + Duration::from_secs_f64(interval_s);
+    // one a little longer, not two overlap). Times are from the end of the warm-up: the
+    // warm-up's intervals, every `interval_s` from `go`, end before 0, the last at 0 (the
+    // mark), and the measured ones run every `interval_s` from there.
+    let every = Duration::from_secs_f64(interval_s);
+    let mut prev_end_s = match mark {
+        None => -warmup_s,
+        Some(_) => 0.0,
+    };
+    let mut next_tick = match mark {
+        None => (t0 + every).min(mark_at),
+        Some(_) => t0 + every,
+    };
     let mut sent = None;
     let mut sender_gone = false;
-    let hard_deadline = t0 + Duration::from_secs_f64(duration_s + 30.0);
+    let hard_deadline = mark_at + Duration::from_secs_f64(duration_s + 30.0);
     loop {
         if stop.load(Ordering::Relaxed) {
             // Stopped mid-run: drop everything without a result, as a killed process would.
@@ -356,12 +379,25 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             }
         }
         if Instant::now() >= next_tick {
-            let end_s = t0.elapsed().as_secs_f64();
+            let warm = mark.is_none();
+            let ends_warmup = warm && next_tick >= mark_at;
+            let end_s = if ends_warmup {
+                0.0
+            } else {
+                t0.elapsed().as_secs_f64() - mark.as_ref().map_or(warmup_s, |m| m.0)
+            };
             let now: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
-            let _ = proto::send(&mut out, &interval(prev_end_s, end_s, &now, &prev));
+            let _ = proto::send(&mut out, &interval(prev_end_s, end_s, &now, &prev, warm));
             prev = now;
             prev_end_s = end_s;
-            next_tick += Duration::from_secs_f64(interval_s);
+            if ends_warmup {
+                measuring.store(true, Ordering::Relaxed);
+                mark = Some((t0.elapsed().as_secs_f64(), thread_cpu(), process_cpu()));
+            }
+            next_tick += every;
+            if mark.is_none() {
+                next_tick = next_tick.min(mark_at);
+            }
         }
         if Instant::now() > hard_deadline {
             bail!("the sender never said `done`");
@@ -382,20 +418,37 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     }
     finish.store(true, Ordering::Relaxed);
     let mut cpu = CpuUsage::default();
+    let mut at_marks = Vec::new();
     for h in handles {
-        if let Ok(c) = h.join() {
-            cpu.user_s += c.user_s;
-            cpu.system_s += c.system_s;
-        }
+        let (c, at_mark) = h.join().unwrap_or_default();
+        cpu.user_s += c.user_s;
+        cpu.system_s += c.system_s;
+        at_marks.push(at_mark);
     }
+    // Stopped during the warm-up: nothing measured, everything was warm-up.
+    let ended_warm = mark.is_none();
+    let (mark_s, cpu0, process0) = mark.unwrap_or_else(|| {
+        let end = t0.elapsed().as_secs_f64();
+        (end, thread_cpu(), process_cpu())
+    });
     let c1 = thread_cpu();
     cpu.user_s += c1.user_s - cpu0.user_s;
     cpu.system_s += c1.system_s - cpu0.system_s;
-    let mut totals: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
+    let ends: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
+    // Each stream's counts from its mark, and what its warm-up counted.
+    let (mut totals, warmup): (Vec<StreamStats>, Vec<StreamStats>) = ends
+        .iter()
+        .zip(&at_marks)
+        .map(|(end, (warm, _))| (counted_since(end, warm), warm.clone()))
+        .unzip();
     if let (Proto::Udp, Some(sent)) = (proto_, &sent) {
-        // End-of-test loss counts the tail too: whatever was sent and never arrived.
-        for (t, s) in totals.iter_mut().zip(sent) {
-            t.lost = s.packets.saturating_sub(t.packets);
+        // End-of-test loss counts the tail too: whatever was sent after the mark (every
+        // sequence number from the one it expected next) and never arrived.
+        for ((t, s), (_, expected)) in totals.iter_mut().zip(sent).zip(&at_marks) {
+            t.lost = s
+                .packets
+                .saturating_sub(*expected)
+                .saturating_sub(t.packets);
         }
     }
     let last_ns = lives
@@ -403,11 +456,12 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         .map(|l| l.last_ns.load(Ordering::Relaxed))
         .max()
         .unwrap_or(0);
-    let duration = if last_ns > 0 {
+    let last_s = if last_ns > 0 {
         last_ns as f64 / 1e9
     } else {
         t0.elapsed().as_secs_f64()
     };
+    let duration = (last_s - mark_s).max(0.0);
     if sender_gone {
         bail!("the sender closed the control connection before `done`");
     }
@@ -415,7 +469,10 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     // reports them), unless it is too short to give a rate worth printing: its bytes are in
     // the totals either way.
     if duration - prev_end_s >= FINAL_INTERVAL_MIN * interval_s {
-        let _ = proto::send(&mut out, &interval(prev_end_s, duration, &totals, &prev));
+        let _ = proto::send(
+            &mut out,
+            &interval(prev_end_s, duration, &ends, &prev, ended_warm),
+        );
     }
     let process1 = process_cpu();
     let process = proto::ProcessCpu {
@@ -423,7 +480,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             user_s: process1.user_s - process0.user_s,
             system_s: process1.system_s - process0.system_s,
         },
-        span_s: t0.elapsed().as_secs_f64(),
+        span_s: t0.elapsed().as_secs_f64() - mark_s,
         process: proto::process_token(),
     };
     proto::send(
@@ -431,6 +488,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         &Msg::Result {
             duration_s: duration,
             streams: totals,
+            warmup: if warmup_s > 0.0 { warmup } else { Vec::new() },
             cpu,
             process: Some(process),
         },
@@ -442,21 +500,33 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
 const FINAL_INTERVAL_MIN: f64 = 0.1;
 
 /// One interval's report: what each stream counted between `prev` and `now`.
-fn interval(start_s: f64, end_s: f64, now: &[StreamStats], prev: &[StreamStats]) -> Msg {
+fn interval(
+    start_s: f64,
+    end_s: f64,
+    now: &[StreamStats],
+    prev: &[StreamStats],
+    warmup: bool,
+) -> Msg {
     Msg::Interval {
         start_s,
         end_s,
         streams: now
             .iter()
             .zip(prev)
-            .map(|(n, p)| StreamStats {
-                bytes: n.bytes - p.bytes,
-                packets: n.packets - p.packets,
-                lost: n.lost.saturating_sub(p.lost),
-                out_of_order: n.out_of_order - p.out_of_order,
-                jitter_ms: n.jitter_ms,
-            })
+            .map(|(n, p)| counted_since(n, p))
             .collect(),
+        warmup,
+    }
+}
+
+/// What a stream counted from `before` to `now`; its jitter is the running estimate at `now`.
+fn counted_since(now: &StreamStats, before: &StreamStats) -> StreamStats {
+    StreamStats {
+        bytes: now.bytes.saturating_sub(before.bytes),
+        packets: now.packets.saturating_sub(before.packets),
+        lost: now.lost.saturating_sub(before.lost),
+        out_of_order: now.out_of_order.saturating_sub(before.out_of_order),
+        jitter_ms: now.jitter_ms,
     }
 }
 
@@ -480,7 +550,13 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// like. The receivers tried instead (blocking reads, other read sizes, naps, spins,
 /// SO_RCVLOWAT, epoll, io_uring, fixed buffers), with their figures against iperf3 and
 /// why none was kept, are in `bench/tcp-receiver.md`.
-fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
+fn rx_tcp(
+    s: TcpStream,
+    live: &Live,
+    finish: &AtomicBool,
+    marker: &mut Marker<(StreamStats, u64)>,
+    t0: Instant,
+) {
     if s.set_nonblocking(true).is_err() {
         return;
     }
@@ -491,6 +567,7 @@ fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, t0: Instant) {
     let mut total = 0u64;
     let mut open = true;
     while open && !finish.load(Ordering::Relaxed) {
+        marker.check(|| live.at_mark());
         match proto::wait_ready(fd, libc::POLLIN, RX_POLL) {
             Ok(true) => {}
             Ok(false) => continue,
@@ -553,6 +630,7 @@ fn rx_udp(
     paced: bool,
     live: &Live,
     finish: &AtomicBool,
+    marker: &mut Marker<(StreamStats, u64)>,
     t0: Instant,
 ) {
     let fd = s.as_raw_fd();
@@ -564,6 +642,7 @@ fn rx_udp(
     let mut rx = proto::UdpRx::default();
     let mut empty = 0u32;
     while !finish.load(Ordering::Relaxed) {
+        marker.check(|| live.at_mark());
         let n = b.recv(fd);
         if n == 0 {
             empty += 1;
@@ -591,6 +670,7 @@ fn rx_udp(
         live.packets.store(rx.packets, Ordering::Relaxed);
         live.lost.store(rx.lost, Ordering::Relaxed);
         live.ooo.store(rx.out_of_order, Ordering::Relaxed);
+        live.expected.store(rx.expected, Ordering::Relaxed);
         live.jitter_bits
             .store(rx.jitter_s.to_bits(), Ordering::Relaxed);
         live.last_ns

@@ -132,6 +132,17 @@ impl Tracker {
         Some(retrans)
     }
 
+    /// Count from the counters last read on (the end of the warm-up): retransmits, RTT
+    /// and window before it are not the test's.
+    pub fn restart(&mut self) {
+        self.base.clone_from(&self.last);
+        self.rtt_sum = 0.0;
+        self.rtt_n = 0;
+        self.min_rtt = None;
+        self.max_rtt = 0;
+        self.cwnd_max = 0;
+    }
+
     /// The test's figures, read once more now; the reason when they cannot be had.
     pub fn finish(mut self) -> Result<TcpStats, String> {
         self.interval();

@@ -92,12 +92,16 @@ fn tcp_two_streams_counts_every_byte() {
     assert!(metric(&out, "cpu_pct_per_gbit").is_some());
     assert!(metric(&out, "retransmits").is_some());
     assert!(metric(&out, "rtt_mean_ns").unwrap() > 0.0);
-    let intervals = out
+    let starts: Vec<&str> = out
         .metrics
         .iter()
-        .filter(|m| m.labels.contains_key("interval_start_s"))
-        .count();
-    assert!(intervals >= 3, "only {intervals} interval figures");
+        .filter(|m| m.name == "throughput_gbit_per_s")
+        .filter_map(|m| m.labels.get("interval_start_s").map(String::as_str))
+        .collect();
+    assert!(starts.len() >= 3, "only {starts:?} intervals");
+    // Without a warm-up, intervals run from 0 (not -0) and none is the warm-up's.
+    assert_eq!(starts[0], "0.0");
+    assert!(out.metrics.iter().all(|m| !m.labels.contains_key("warmup")));
 }
 
 /// `sendfile_nonblocking` sends the file's bytes, not a buffer's: a pattern put in
@@ -185,6 +189,7 @@ fn tcp_spec(addr: std::net::SocketAddr, duration_s: f64, congestion: Option<&str
         proto: Proto::Tcp,
         payload: DEFAULT_TCP_LEN,
         duration_s,
+        warmup_s: 0.0,
         streams: 1,
         interval_s: 0.1,
         rate_bps: 0.0,
@@ -508,6 +513,91 @@ fn tcp_at_a_rate_sends_that_rate_and_a_rate_out_of_reach_is_flagged() {
     h.join().unwrap().unwrap();
 }
 
+/// `--warmup` (iperf3 -O): a paced stream sends through a warm-up and the test, and every
+/// figure is the test's alone: the bytes of its duration at the rate (not of both), over
+/// its duration on both clocks, the warm-up's intervals before 0 and labelled, the whole
+/// stream's bytes still all accounted for. UDP loss is of what was sent after the
+/// receiver's mark: the warm-up's datagrams are neither sent nor lost in the figures.
+#[test]
+fn a_warmup_is_sent_and_left_out_of_every_figure() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let (_local, ctx) = one_host();
+    for test in ["tcp", "udp1472"] {
+        let mut w = NetWorkload::from_params(&params(json!({
+            "tests": [test], "rate": "100M", "duration": 0.6, "warmup": 0.6,
+            "interval": 0.2, "target": addr.to_string()
+        })))
+        .unwrap();
+        w.prepare(&ctx).unwrap();
+        let out = w.run_test(test, &ctx).unwrap();
+        assert!(out.error.is_none(), "{test}: {:?}", out.error);
+        assert!(out.flags.is_empty(), "{test}: {:?}", out.flags);
+        // 100 Mbit/s for the 0.6 s measured: 7.5 MB, where both would be 15 MB.
+        let sent = metric(&out, "bytes_sent").unwrap();
+        assert!(
+            (6.5e6..8.5e6).contains(&sent),
+            "{test}: {sent} B sent in the measured 0.6 s at 100 Mbit/s"
+        );
+        assert!(
+            (0.55..0.7).contains(&out.duration_s),
+            "{test}: {}",
+            out.duration_s
+        );
+        let got = metric(&out, "throughput_gbit_per_s").unwrap();
+        assert!(
+            (0.085..0.115).contains(&got),
+            "{test}: {got} Gbit/s received"
+        );
+        // The sender's measured span is the test's, not the warm-up's.
+        let (from, to) = out.measured[0];
+        let span = to.duration_since(from).unwrap().as_secs_f64();
+        assert!(
+            (0.55..0.7).contains(&span),
+            "{test}: measured span {span} s"
+        );
+        let at = |m: &model::Metric| m.labels.get("interval_start_s").cloned();
+        let warm: Vec<String> = out
+            .metrics
+            .iter()
+            .filter(|m| m.name == "throughput_gbit_per_s" && m.labels.contains_key("warmup"))
+            .filter_map(at)
+            .collect();
+        assert_eq!(warm, ["-0.6", "-0.4", "-0.2"], "{test}: warm-up intervals");
+        let measured: Vec<String> = out
+            .metrics
+            .iter()
+            .filter(|m| {
+                m.name == "throughput_gbit_per_s"
+                    && m.labels.contains_key("interval_start_s")
+                    && !m.labels.contains_key("warmup")
+            })
+            .filter_map(at)
+            .collect();
+        assert_eq!(
+            measured.first().map(String::as_str),
+            Some("0.0"),
+            "{test}: {measured:?}"
+        );
+        if test == "udp1472" {
+            let lost = metric(&out, "lost_packets").unwrap();
+            let sent = metric(&out, "packets_sent").unwrap();
+            assert!(lost < 0.02 * sent, "{test}: {lost} of {sent} lost");
+        }
+        assert!(
+            fact(&w, "net.method").contains("the first 0.6 s of each test are a warm-up"),
+            "{}",
+            fact(&w, "net.method")
+        );
+        w.cleanup();
+    }
+    let e = NetWorkload::from_params(&params(json!({"warmup": -1})))
+        .err()
+        .unwrap();
+    assert!(format!("{e:#}").contains("--warmup 2"), "{e:#}");
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+}
+
 /// `--udp-gso 64`: datagrams go as one GSO buffer per send(2), cut by the kernel at
 /// most 44 to a send of 1472-byte datagrams (64 KiB); the receiver sees each with its own
 /// sequence number, so count, loss and bytes are as with one send each, and pacing holds.
@@ -666,6 +756,7 @@ fn udp_spec() -> SendSpec {
         proto: Proto::Udp,
         payload: 1472,
         duration_s: 1.0,
+        warmup_s: 0.0,
         streams: 1,
         interval_s: 1.0,
         rate_bps: 0.0,
@@ -766,6 +857,8 @@ fn metrics_from_a_synthetic_report() {
             system_s: 0.25,
         }),
         intervals: vec![],
+        warmup_sent: vec![],
+        warmup_received: vec![],
         error: None,
         interrupted: false,
         send_errors: 0,
@@ -840,6 +933,7 @@ fn metrics_from_a_synthetic_report() {
         end_s: 1.0,
         received: rep.received.clone(),
         retransmits: Some(3),
+        warmup: false,
     }];
     let o = step_output(&spec, &tcp);
     assert_eq!(metric(&o, "retransmits"), Some(7.0));
@@ -886,6 +980,7 @@ fn what_was_not_measured_is_missing_not_zero() {
             end_s: 0.05 * (i + 1) as f64 + 0.0001 * i as f64,
             received: vec![stream(100, 0.8), stream(0, 0.0)],
             retransmits: None,
+            warmup: false,
         })
         .collect();
     let rep = TestReport {
