@@ -88,7 +88,7 @@ fn send(
     progress.reset(
         &format!("net {} streams={}", job.test, spec.streams),
         0,
-        (spec.duration_s * 1000.0) as u64,
+        ((spec.warmup_s + spec.duration_s) * 1000.0) as u64,
     );
     let rep = sender::run(&spec, &progress.done, &|| progress.stopping())?;
     let mut out = step_output(&spec, &rep);

@@ -461,8 +461,9 @@ impl NetWorkload {
             "; the first {} s of each test are a warm-up left out of every figure (iperf3 -O): \
              each end's control thread marks its end on its own clock, each worker thread notes \
              its counters and CPU when it next looks, and counts from there; UDP loss is of the \
-             datagrams sent after the receiver's mark (from the sequence number it expected \
-             next); TCP retransmits, RTT and window from the warm-up's last interval report",
+             datagrams the sender sent after its mark (each carries it in its sequence number); \
+             TCP retransmits, RTT and window from the warm-up's last interval report; pacing \
+             (--rate) runs from each stream's start, warm-up included",
             self.plan.cfg.warmup
         )
     }
@@ -732,6 +733,18 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     let send_s = rep.send_duration_s();
     let send_gbit = gbit(sent_bytes, send_s);
     out.duration_s = send_s;
+    if rep.in_warmup {
+        // Stopped (or failed) before its warm-up ended: nothing is the test's.
+        out.missing.push(MissingMetric {
+            name: "throughput_gbit_per_s".into(),
+            reason: format!(
+                "the test ended during its {} s warm-up (--warmup): nothing after it was measured",
+                spec.warmup_s
+            ),
+        });
+        push_outcome(&mut out, spec, rep);
+        return out;
+    }
     // The load is the sending: the receiver's wait for late datagrams after it, and the
     // streams' setup before it, are not.
     out.measured = rep.send_span.into_iter().collect();
@@ -916,6 +929,13 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             }
         }
     }
+    push_outcome(&mut out, spec, rep);
+    out
+}
+
+/// How the test ended: its error, a stop, a congestion control the kernel did not use, and
+/// TCP bytes that did not all arrive.
+fn push_outcome(out: &mut StepOutput, spec: &SendSpec, rep: &TestReport) {
     if let Some(e) = &rep.error {
         out.error = Some(e.clone());
         out.flags.push(Flag::warning("net_incomplete", e.clone()));
@@ -940,15 +960,21 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     }
     // Over the whole stream, warm-up included: each end marks its own end of it.
     let complete = rep.error.is_none() && !rep.interrupted;
-    let whole_sent = sent_bytes + rep.warmup_sent.iter().map(|s| s.bytes).sum::<u64>();
-    let whole_received = recv_bytes + rep.warmup_received.iter().map(|s| s.bytes).sum::<u64>();
+    let whole_sent: u64 = rep
+        .sent
+        .iter()
+        .chain(&rep.warmup_sent)
+        .map(|s| s.bytes)
+        .sum();
+    let whole_received: u64 = (rep.received.iter().chain(&rep.warmup_received))
+        .map(|s| s.bytes)
+        .sum();
     if spec.proto == Proto::Tcp && complete && whole_sent != whole_received {
         out.flags.push(Flag::invalid(
             "bytes_mismatch",
             format!("sent {whole_sent} B but the receiver counted {whole_received} B over TCP"),
         ));
     }
-    out
 }
 
 /// The receiver in-process on a thread, for tests and embedding: returns its address, the

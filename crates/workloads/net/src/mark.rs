@@ -61,6 +61,12 @@ impl<'a, T> Marker<'a, T> {
         }
     }
 
+    /// Whether the worker has passed its mark.
+    #[inline]
+    pub fn marked(&self) -> bool {
+        self.mark.is_some()
+    }
+
     /// The mark, taken now from `counted()` if the worker ended before it (the test
     /// stopped during its warm-up: everything it counted was warm-up).
     pub fn finish(self, counted: impl FnOnce() -> T) -> Mark<T> {

@@ -122,8 +122,11 @@ pub enum Msg {
         warmup: bool,
     },
     Done {
-        /// What each stream sent, warm-up included.
+        /// What each stream sent after the warm-up (all it sent without one).
         sent: Vec<SentStats>,
+        /// What each stream sent during the warm-up (empty without one).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warmup: Vec<SentStats>,
     },
     Result {
         /// Receiver clock: from the end of the warm-up (`go` without one) to the last
@@ -310,6 +313,11 @@ pub fn put_udp_header(buf: &mut [u8], seq: u64, send_ns: u64) {
     buf[8..16].copy_from_slice(&send_ns.to_be_bytes());
 }
 
+/// Set in the sequence number of every datagram sent after the sender's end of the
+/// warm-up (all of them without one): the receiver counts which of those arrived, so UDP
+/// loss is of what the sender sent in the test, whenever each end marked it.
+pub const MEASURED_SEQ_BIT: u64 = 1 << 63;
+
 /// Sequence and send time from a datagram, None if it is too short to be ours.
 pub fn parse_udp_header(buf: &[u8]) -> Option<(u64, u64)> {
     if buf.len() < UDP_HEADER_BYTES {
@@ -324,6 +332,8 @@ pub fn parse_udp_header(buf: &[u8]) -> Option<(u64, u64)> {
 #[derive(Debug, Clone, Default)]
 pub struct UdpRx {
     pub packets: u64,
+    /// Datagrams received that were sent after the sender's end of the warm-up.
+    pub measured_packets: u64,
     pub bytes: u64,
     /// Next sequence number expected.
     pub expected: u64,
@@ -338,8 +348,11 @@ pub struct UdpRx {
 impl UdpRx {
     /// Account one datagram: its sequence, its send time and arrival time (ns, any epochs
     /// as long as each end keeps its own), and its length.
+    /// A sequence number carrying [`MEASURED_SEQ_BIT`] is counted as sent in the test.
     pub fn on_packet(&mut self, seq: u64, send_ns: u64, arrival_ns: u64, len: usize) {
         self.packets += 1;
+        self.measured_packets += u64::from(seq & MEASURED_SEQ_BIT != 0);
+        let seq = seq & !MEASURED_SEQ_BIT;
         self.bytes += len as u64;
         if seq >= self.expected {
             self.lost += seq - self.expected;
@@ -441,6 +454,21 @@ mod tests {
         assert_eq!(rx.out_of_order, 1);
         assert_eq!(rx.lost, 2);
         assert_eq!(rx.expected, 8);
+        assert_eq!(rx.measured_packets, 0);
+    }
+
+    /// Datagrams sent after the sender's end of the warm-up carry its bit: they are
+    /// counted apart, and the bit is no part of the sequence (no gap, no reordering).
+    #[test]
+    fn the_tests_datagrams_are_counted_apart_from_the_warmups() {
+        let mut rx = UdpRx::default();
+        for seq in [0, 1, 2 | MEASURED_SEQ_BIT, 4 | MEASURED_SEQ_BIT, 3] {
+            rx.on_packet(seq, 0, 0, 100);
+        }
+        assert_eq!(rx.packets, 5);
+        assert_eq!(rx.measured_packets, 2);
+        assert_eq!(rx.expected, 5);
+        assert_eq!((rx.lost, rx.out_of_order), (0, 1));
     }
 
     #[test]

@@ -93,8 +93,9 @@ pub struct IntervalReport {
 }
 
 /// What one test measured. Everything but the `warmup_` counts and the warm-up's
-/// intervals is from each end's mark at the end of the warm-up (the test's start
-/// without one) to its end.
+/// intervals is from the end of the warm-up (the test's start without one) to the end:
+/// a worker's counts and CPU from its own mark, a process's CPU from its control
+/// thread's.
 #[derive(Debug, Clone, Default)]
 pub struct TestReport {
     pub sent: Vec<SentStats>,
@@ -110,6 +111,9 @@ pub struct TestReport {
     pub received: Vec<StreamStats>,
     /// What the receiver counted during the warm-up (empty without one).
     pub warmup_received: Vec<StreamStats>,
+    /// The test ended (stopped, or the receiver failed) before its warm-up did: nothing
+    /// after it was measured.
+    pub in_warmup: bool,
     pub receive_duration_s: f64,
     /// None when the receiver never sent its final report.
     pub receiver_cpu: Option<CpuUsage>,
@@ -727,7 +731,7 @@ pub fn run(
         warmup: SentStats,
         cpu: CpuUsage,
         send_s: f64,
-        /// When its clock started, on the wall clock.
+        /// Its mark (the end of the warm-up, or its start), on the wall clock.
         started: SystemTime,
         errors: u64,
         error: Option<String>,
@@ -801,7 +805,13 @@ pub fn run(
                                 if paced(rate, o.sent.bytes, t0) {
                                     continue;
                                 }
-                                match b.send(&s, seq) {
+                                // Datagrams of the test proper carry its bit.
+                                let bit = if marker.marked() {
+                                    proto::MEASURED_SEQ_BIT
+                                } else {
+                                    0
+                                };
+                                match b.send(&s, seq | bit) {
                                     Ok((n, bytes)) => {
                                         seq += n as u64;
                                         o.sent.packets += n as u64;
@@ -860,8 +870,14 @@ pub fn run(
         }
         if receiver_gone.load(Ordering::Relaxed) {
             early = Some(format!(
-                "the receiver stopped after {:.2} s; totals are what it reported before that",
-                t0.elapsed().as_secs_f64()
+                "the receiver stopped {:.2} s into the test{}; totals are what it reported \
+                 before that",
+                t0.elapsed().as_secs_f64(),
+                if spec.warmup_s > 0.0 {
+                    " (its warm-up included)"
+                } else {
+                    ""
+                }
             ));
             break;
         }
@@ -876,6 +892,7 @@ pub fn run(
     let mut rep = TestReport {
         congestion,
         interrupted,
+        in_warmup: !measuring.load(Ordering::Relaxed),
         ..Default::default()
     };
     for h in handles {
@@ -908,17 +925,13 @@ pub fn run(
         span_s: process0.1.elapsed().as_secs_f64(),
         process: proto::process_token(),
     };
-    // The whole streams: the receiver counts its UDP loss from its own mark.
-    let whole = rep
-        .sent
-        .iter()
-        .zip(&rep.warmup_sent)
-        .map(|(s, w)| SentStats {
-            bytes: s.bytes + w.bytes,
-            packets: s.packets + w.packets,
-        });
     let _ = ctl.write_all(&proto::encode(&Msg::Done {
-        sent: whole.collect(),
+        sent: rep.sent.clone(),
+        warmup: if spec.warmup_s > 0.0 {
+            rep.warmup_sent.clone()
+        } else {
+            Vec::new()
+        },
     }));
     let result = reader
         .join()
@@ -963,8 +976,13 @@ pub fn run(
             rep.loss_unknown = Some(match rep.intervals.last() {
                 Some(iv) => format!(
                     "the receiver sent no final report: what was sent after its last \
-                     interval (to {:.2} s) is not known to have arrived",
-                    iv.end_s
+                     interval (to {:.2} s{}) is not known to have arrived",
+                    iv.end_s,
+                    if spec.warmup_s > 0.0 {
+                        " after the warm-up"
+                    } else {
+                        ""
+                    }
                 ),
                 None => "the receiver sent no report: nothing is known to have arrived".into(),
             });

@@ -102,8 +102,8 @@ struct Live {
     lost: AtomicU64,
     ooo: AtomicU64,
     jitter_bits: AtomicU64,
-    /// UDP: the next sequence number expected.
-    expected: AtomicU64,
+    /// UDP: datagrams received that were sent after the sender's end of the warm-up.
+    measured_packets: AtomicU64,
     /// ns since `go` of the last data received.
     last_ns: AtomicU64,
     done: AtomicBool,
@@ -118,12 +118,6 @@ impl Live {
             out_of_order: self.ooo.load(Ordering::Relaxed),
             jitter_ms: f64::from_bits(self.jitter_bits.load(Ordering::Relaxed)) * 1e3,
         }
-    }
-
-    /// What a worker notes at the end of the warm-up: its counts and, for UDP, the next
-    /// sequence number expected (every datagram from there on was sent after the mark).
-    fn at_mark(&self) -> (StreamStats, u64) {
-        (self.snapshot(), self.expected.load(Ordering::Relaxed))
     }
 }
 
@@ -320,7 +314,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         };
         let h = std::thread::Builder::new()
             .name(format!("net-rx-{i}"))
-            .spawn(move || -> (CpuUsage, (StreamStats, u64)) {
+            .spawn(move || -> (CpuUsage, StreamStats) {
                 if !cpus.is_empty() {
                     // Best effort: a CPU the receiver may not use is reported by the
                     // numbers (and by `--cpus` checking at startup), not by failing here.
@@ -332,7 +326,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                     Sock::Udp(s) => rx_udp(s, payload, paced, &live, &finish, &mut marker, t0),
                 }
                 live.done.store(true, Ordering::Relaxed);
-                let m = marker.finish(|| live.at_mark());
+                let m = marker.finish(|| live.snapshot());
                 (m.cpu_since(), m.counted)
             })?;
         handles.push(h);
@@ -367,8 +361,8 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         }
         let wait = next_tick.min(Instant::now() + Duration::from_millis(50));
         match rd.next(wait) {
-            Ok(Some(Msg::Done { sent: s })) => {
-                sent = Some(s);
+            Ok(Some(Msg::Done { sent: s, warmup: w })) => {
+                sent = Some((s, w));
                 break;
             }
             Ok(Some(other)) => bail!("unexpected control message {other:?}"),
@@ -439,16 +433,22 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     let (mut totals, warmup): (Vec<StreamStats>, Vec<StreamStats>) = ends
         .iter()
         .zip(&at_marks)
-        .map(|(end, (warm, _))| (counted_since(end, warm), warm.clone()))
+        .map(|(end, warm)| (counted_since(end, warm), warm.clone()))
         .unzip();
-    if let (Proto::Udp, Some(sent)) = (proto_, &sent) {
-        // End-of-test loss counts the tail too: whatever was sent after the mark (every
-        // sequence number from the one it expected next) and never arrived.
-        for ((t, s), (_, expected)) in totals.iter_mut().zip(sent).zip(&at_marks) {
-            t.lost = s
-                .packets
-                .saturating_sub(*expected)
-                .saturating_sub(t.packets);
+    // The last interval, counted from `go` as the others, ends with the tail's loss.
+    let mut ends = ends;
+    if let (Proto::Udp, Some((sent, warm))) = (proto_, &sent) {
+        // End-of-test loss counts the tail too: of the datagrams the sender sent after
+        // its end of the warm-up (they carry its mark), those that never arrived; and
+        // for the last interval, counted from `go` as the others, of all it sent.
+        for (i, (t, e)) in totals.iter_mut().zip(&mut ends).enumerate() {
+            let measured = sent.get(i).map_or(0, |s| s.packets);
+            let before = warm.get(i).map_or(0, |w| w.packets);
+            e.lost = (measured + before).saturating_sub(e.packets);
+            if !ended_warm {
+                let arrived = lives[i].measured_packets.load(Ordering::Relaxed);
+                t.lost = measured.saturating_sub(arrived);
+            }
         }
     }
     let last_ns = lives
@@ -462,16 +462,22 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         t0.elapsed().as_secs_f64()
     };
     let duration = (last_s - mark_s).max(0.0);
+    // Where the last interval ends: the last data, on the intervals' time (from the mark).
+    let last_end_s = if ended_warm {
+        last_s - warmup_s
+    } else {
+        duration
+    };
     if sender_gone {
         bail!("the sender closed the control connection before `done`");
     }
     // The last, partial interval (a test of 10 s at 1 s intervals has ten, as iperf3
     // reports them), unless it is too short to give a rate worth printing: its bytes are in
     // the totals either way.
-    if duration - prev_end_s >= FINAL_INTERVAL_MIN * interval_s {
+    if last_end_s - prev_end_s >= FINAL_INTERVAL_MIN * interval_s {
         let _ = proto::send(
             &mut out,
-            &interval(prev_end_s, duration, &ends, &prev, ended_warm),
+            &interval(prev_end_s, last_end_s, &ends, &prev, ended_warm),
         );
     }
     let process1 = process_cpu();
@@ -554,7 +560,7 @@ fn rx_tcp(
     s: TcpStream,
     live: &Live,
     finish: &AtomicBool,
-    marker: &mut Marker<(StreamStats, u64)>,
+    marker: &mut Marker<StreamStats>,
     t0: Instant,
 ) {
     if s.set_nonblocking(true).is_err() {
@@ -567,7 +573,7 @@ fn rx_tcp(
     let mut total = 0u64;
     let mut open = true;
     while open && !finish.load(Ordering::Relaxed) {
-        marker.check(|| live.at_mark());
+        marker.check(|| live.snapshot());
         match proto::wait_ready(fd, libc::POLLIN, RX_POLL) {
             Ok(true) => {}
             Ok(false) => continue,
@@ -630,7 +636,7 @@ fn rx_udp(
     paced: bool,
     live: &Live,
     finish: &AtomicBool,
-    marker: &mut Marker<(StreamStats, u64)>,
+    marker: &mut Marker<StreamStats>,
     t0: Instant,
 ) {
     let fd = s.as_raw_fd();
@@ -642,7 +648,7 @@ fn rx_udp(
     let mut rx = proto::UdpRx::default();
     let mut empty = 0u32;
     while !finish.load(Ordering::Relaxed) {
-        marker.check(|| live.at_mark());
+        marker.check(|| live.snapshot());
         let n = b.recv(fd);
         if n == 0 {
             empty += 1;
@@ -670,7 +676,8 @@ fn rx_udp(
         live.packets.store(rx.packets, Ordering::Relaxed);
         live.lost.store(rx.lost, Ordering::Relaxed);
         live.ooo.store(rx.out_of_order, Ordering::Relaxed);
-        live.expected.store(rx.expected, Ordering::Relaxed);
+        live.measured_packets
+            .store(rx.measured_packets, Ordering::Relaxed);
         live.jitter_bits
             .store(rx.jitter_s.to_bits(), Ordering::Relaxed);
         live.last_ns

@@ -132,8 +132,9 @@ impl Tracker {
         Some(retrans)
     }
 
-    /// Count from the counters last read on (the end of the warm-up): retransmits, RTT
-    /// and window before it are not the test's.
+    /// Count from the counters last read on (the end of the warm-up): the retransmits,
+    /// RTTs and windows read before it are not the test's. (The minimum RTT is the
+    /// kernel's own, over its window of minutes: it may be one the warm-up saw.)
     pub fn restart(&mut self) {
         self.base.clone_from(&self.last);
         self.rtt_sum = 0.0;

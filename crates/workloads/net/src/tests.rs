@@ -598,6 +598,50 @@ fn a_warmup_is_sent_and_left_out_of_every_figure() {
     h.join().unwrap().unwrap();
 }
 
+/// A test stopped during its warm-up measured nothing: its figures are missing with the
+/// reason, not made of a few microseconds after a mark taken at the end (a CPU share of
+/// noise, the tail's loss as the test's); the stop is flagged as any stop.
+#[test]
+fn a_test_stopped_in_its_warmup_has_no_figures() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    for proto_ in [Proto::Tcp, Proto::Udp] {
+        let spec = SendSpec {
+            proto: proto_,
+            payload: if proto_ == Proto::Tcp {
+                DEFAULT_TCP_LEN
+            } else {
+                1472
+            },
+            warmup_s: 5.0,
+            rate_bps: 1e8,
+            ..tcp_spec(addr, 1.0, None)
+        };
+        let t0 = std::time::Instant::now();
+        let stop_at = || t0.elapsed() > Duration::from_millis(300);
+        let rep = sender::run(&spec, &AtomicU64::new(0), &stop_at).unwrap();
+        assert!(rep.in_warmup && rep.interrupted, "{proto_:?}: {rep:?}");
+        assert!(
+            rep.warmup_sent[0].bytes > 0,
+            "{proto_:?}: sent nothing in the warm-up"
+        );
+        let out = step_output(&spec, &rep);
+        let why = out
+            .missing
+            .iter()
+            .find(|m| m.name == "throughput_gbit_per_s");
+        let why = why.unwrap_or_else(|| panic!("{proto_:?}: {:?}", out.missing));
+        assert!(
+            why.reason.contains("during its 5 s warm-up"),
+            "{}",
+            why.reason
+        );
+        assert!(out.metrics.is_empty(), "{proto_:?}: {:?}", out.metrics);
+        assert!(out.flags.iter().any(|f| f.code == "stopped_early"));
+    }
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+}
+
 /// `--udp-gso 64`: datagrams go as one GSO buffer per send(2), cut by the kernel at
 /// most 44 to a send of 1472-byte datagrams (64 KiB); the receiver sees each with its own
 /// sequence number, so count, loss and bytes are as with one send each, and pacing holds.
@@ -859,6 +903,7 @@ fn metrics_from_a_synthetic_report() {
         intervals: vec![],
         warmup_sent: vec![],
         warmup_received: vec![],
+        in_warmup: false,
         error: None,
         interrupted: false,
         send_errors: 0,
