@@ -323,7 +323,6 @@ enum TcpSend<'a> {
 /// With the receiver's poll-and-drain loop this keeps each end's share of the loopback
 /// work where iperf3 puts it (see `server::rx_tcp`). With a rate (`--rate`, iperf3 -b),
 /// as iperf3: one send per poll, each only while the stream is below the rate ([`paced`]).
-#[allow(clippy::too_many_arguments)]
 fn tcp_send(
     s: &TcpStream,
     how: TcpSend,
