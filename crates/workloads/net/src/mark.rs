@@ -34,11 +34,7 @@ impl<T> Mark<T> {
 
     /// The thread's CPU from the mark to now.
     pub fn cpu_since(&self) -> CpuUsage {
-        let now = thread_cpu();
-        CpuUsage {
-            user_s: now.user_s - self.cpu.user_s,
-            system_s: now.system_s - self.cpu.system_s,
-        }
+        thread_cpu().since(&self.cpu)
     }
 }
 

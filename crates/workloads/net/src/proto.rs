@@ -56,6 +56,22 @@ pub struct CpuUsage {
     pub system_s: f64,
 }
 
+impl CpuUsage {
+    /// The CPU time from `earlier` to this reading of the same clock.
+    pub fn since(&self, earlier: &CpuUsage) -> CpuUsage {
+        CpuUsage {
+            user_s: self.user_s - earlier.user_s,
+            system_s: self.system_s - earlier.system_s,
+        }
+    }
+
+    /// Count `other` in too (another thread's time).
+    pub fn add(&mut self, other: &CpuUsage) {
+        self.user_s += other.user_s;
+        self.system_s += other.system_s;
+    }
+}
+
 /// CPU time of one end's whole process over a span of its own clock (every thread:
 /// control, telemetry, the workers), and which process that was: a token drawn once per
 /// process, so that two ends in one process are told apart from two processes.

@@ -900,8 +900,7 @@ pub fn run(
             .map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
         rep.sent.push(o.sent);
         rep.warmup_sent.push(o.warmup);
-        rep.sender_cpu.user_s += o.cpu.user_s;
-        rep.sender_cpu.system_s += o.cpu.system_s;
+        rep.sender_cpu.add(&o.cpu);
         rep.stream_send_s.push(o.send_s);
         if let Ok(took) = Duration::try_from_secs_f64(o.send_s) {
             let stream = (o.started, o.started + took);
@@ -915,12 +914,8 @@ pub fn run(
     if early.is_some() {
         rep.error = early;
     }
-    let process1 = process_cpu();
     rep.sender_process = proto::ProcessCpu {
-        cpu: CpuUsage {
-            user_s: process1.user_s - process0.0.user_s,
-            system_s: process1.system_s - process0.0.system_s,
-        },
+        cpu: process_cpu().since(&process0.0),
         span_s: process0.1.elapsed().as_secs_f64(),
         process: proto::process_token(),
     };

@@ -415,8 +415,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     let mut at_marks = Vec::new();
     for h in handles {
         let (c, at_mark) = h.join().unwrap_or_default();
-        cpu.user_s += c.user_s;
-        cpu.system_s += c.system_s;
+        cpu.add(&c);
         at_marks.push(at_mark);
     }
     // Stopped during the warm-up: nothing measured, everything was warm-up.
@@ -425,18 +424,14 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         let end = t0.elapsed().as_secs_f64();
         (end, thread_cpu(), process_cpu())
     });
-    let c1 = thread_cpu();
-    cpu.user_s += c1.user_s - cpu0.user_s;
-    cpu.system_s += c1.system_s - cpu0.system_s;
-    let ends: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
+    cpu.add(&thread_cpu().since(&cpu0));
+    let mut ends: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
     // Each stream's counts from its mark, and what its warm-up counted.
     let (mut totals, warmup): (Vec<StreamStats>, Vec<StreamStats>) = ends
         .iter()
         .zip(&at_marks)
         .map(|(end, warm)| (counted_since(end, warm), warm.clone()))
         .unzip();
-    // The last interval, counted from `go` as the others, ends with the tail's loss.
-    let mut ends = ends;
     if let (Proto::Udp, Some((sent, warm))) = (proto_, &sent) {
         // End-of-test loss counts the tail too: of the datagrams the sender sent after
         // its end of the warm-up (they carry its mark), those that never arrived; and
@@ -480,12 +475,8 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             &interval(prev_end_s, last_end_s, &ends, &prev, ended_warm),
         );
     }
-    let process1 = process_cpu();
     let process = proto::ProcessCpu {
-        cpu: CpuUsage {
-            user_s: process1.user_s - process0.user_s,
-            system_s: process1.system_s - process0.system_s,
-        },
+        cpu: process_cpu().since(&process0),
         span_s: t0.elapsed().as_secs_f64() - mark_s,
         process: proto::process_token(),
     };

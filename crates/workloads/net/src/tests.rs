@@ -516,8 +516,8 @@ fn tcp_at_a_rate_sends_that_rate_and_a_rate_out_of_reach_is_flagged() {
 /// `--warmup` (iperf3 -O): a paced stream sends through a warm-up and the test, and every
 /// figure is the test's alone: the bytes of its duration at the rate (not of both), over
 /// its duration on both clocks, the warm-up's intervals before 0 and labelled, the whole
-/// stream's bytes still all accounted for. UDP loss is of what was sent after the
-/// receiver's mark: the warm-up's datagrams are neither sent nor lost in the figures.
+/// stream's bytes still all accounted for. UDP loss is of what the sender sent after its
+/// mark: the warm-up's datagrams are neither sent nor lost in the figures.
 #[test]
 fn a_warmup_is_sent_and_left_out_of_every_figure() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
