@@ -269,7 +269,8 @@ pub fn collect_with(host: &str, role: &str, src: &DisclosureSources) -> HostDisc
         None => f.unknown("virt.container", "not collected (not the live host)"),
         // Started directly, not through a shell (`|| true` was a second process on every
         // run): it prints `none` and exits 1 when there is no container.
-        Some(cmd) => match probe(cmd, TOOL_TIMEOUT) {
+        // Asked once per boot: the answer cannot change before the next.
+        Some(cmd) => match crate::boot_cache::probe_per_boot(cmd, TOOL_TIMEOUT) {
             Ok(out) if !out.trim().is_empty() => f.known("virt.container", out.trim()),
             Ok(_) => f.unknown("virt.container", format!("`{cmd}` printed nothing")),
             Err(e) if e.contains("(exit status: 1)") => f.known("virt.container", "none"),

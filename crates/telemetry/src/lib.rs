@@ -7,6 +7,7 @@
 //! and summarises a step; [`disclosure`] collects and diffs host facts. Output types
 //! are `model`'s, so the store and reports never depend on this crate.
 
+pub mod boot_cache;
 pub mod disclosure;
 pub mod nic_ioctl;
 pub mod parse;

@@ -1,0 +1,199 @@
+//! What a command prints that cannot change until the host boots again, kept for the rest
+//! of the boot: whether this is a container (`systemd-detect-virt --container`). Every run
+//! discloses it, and asking costs about 6 ms of CPU (the tool loads systemd's shared
+//! library): a fifth of what a short run spends before it measures. Asked once per boot,
+//! a run after the first spends none of it. (dmidecode's DIMM table is as lasting, but
+//! its output holds serial numbers, which nothing here keeps; it costs 1 ms.)
+//!
+//! The answers live in a directory only this user can write, on a file system emptied at
+//! boot (`/run/rackbench` for root, `$XDG_RUNTIME_DIR/rackbench` otherwise), each under the
+//! boot's id (`/proc/sys/kernel/random/boot_id`), so an answer of another boot is never
+//! read. A directory that others could write, or that is not this user's, is not used:
+//! the command runs every time then, as it does where there is no such directory.
+//! What a failure says is kept when it is the command's own answer (an exit status, as
+//! `systemd-detect-virt` exits 1 for "none"); a command that timed out or is missing is
+//! asked again next time.
+
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use engine::command::probe;
+
+/// `probe(cmd)`, asked once per boot (see the module doc).
+pub fn probe_per_boot(cmd: &str, timeout: Duration) -> Result<String, String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id");
+    match (cache_dir(), boot) {
+        (Some(dir), Ok(boot)) => probe_cached(cmd, timeout, &dir, boot.trim()),
+        _ => probe(cmd, timeout),
+    }
+}
+
+/// Where this user's answers are kept, if there is such a place.
+fn cache_dir() -> Option<PathBuf> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return Some(PathBuf::from("/run/rackbench"));
+    }
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")?;
+    Some(Path::new(&runtime).join("rackbench"))
+}
+
+/// `probe(cmd)` through the answers kept in `dir` for the boot `boot`.
+fn probe_cached(cmd: &str, timeout: Duration, dir: &Path, boot: &str) -> Result<String, String> {
+    if !private_dir(dir) {
+        return probe(cmd, timeout);
+    }
+    let file = dir.join(file_name(cmd));
+    if let Some(kept) = read_answer(&file, boot) {
+        return kept;
+    }
+    let answer = probe(cmd, timeout);
+    let lasting = match &answer {
+        Ok(_) => true,
+        Err(e) => e.contains("(exit status: "),
+    };
+    if lasting {
+        // Not kept is only slower: the command runs again next time.
+        let _ = write_answer(dir, &file, boot, &answer);
+    }
+    answer
+}
+
+/// Is `dir` there (made if not), this user's, and writable by no one else?
+fn private_dir(dir: &Path) -> bool {
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    let Ok(m) = std::fs::symlink_metadata(dir) else {
+        return false;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0
+}
+
+/// The file of `cmd`'s answer: its letters and digits, the rest as `_`, and a hash of the
+/// whole, so that two commands never share a file.
+fn file_name(cmd: &str) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    cmd.hash(&mut h);
+    let readable: String = cmd
+        .chars()
+        .take(40)
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("{readable}-{:016x}", h.finish())
+}
+
+/// A kept answer: `boot`'s id, `ok` or `err`, then what the command printed or said.
+fn read_answer(file: &Path, boot: &str) -> Option<Result<String, String>> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let (id, rest) = text.split_once('\n')?;
+    if id != boot {
+        return None;
+    }
+    let (kind, body) = rest.split_once('\n')?;
+    match kind {
+        "ok" => Some(Ok(body.to_string())),
+        "err" => Some(Err(body.to_string())),
+        _ => None,
+    }
+}
+
+/// Keep `answer`, whole or not at all (written aside, then renamed over the old one).
+fn write_answer(
+    dir: &Path,
+    file: &Path,
+    boot: &str,
+    answer: &Result<String, String>,
+) -> std::io::Result<()> {
+    let (kind, body) = match answer {
+        Ok(out) => ("ok", out),
+        Err(e) => ("err", e),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    write!(tmp, "{boot}\n{kind}\n{body}")?;
+    tmp.persist(file).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    const T: Duration = Duration::from_secs(5);
+
+    /// A command that notes each time it runs in `log` and prints `out`.
+    fn counting(log: &Path, out: &str, status: i32) -> String {
+        format!("echo ran >> '{}'; echo {out}; exit {status}", log.display())
+    }
+
+    fn runs(log: &Path) -> usize {
+        std::fs::read_to_string(log).map_or(0, |s| s.lines().count())
+    }
+
+    #[test]
+    fn an_answer_is_asked_once_per_boot() {
+        let d = tempfile::tempdir().unwrap();
+        let (dir, log) = (d.path().join("cache"), d.path().join("log"));
+        let cmd = counting(&log, "kvm", 0);
+        assert_eq!(probe_cached(&cmd, T, &dir, "boot-a").unwrap(), "kvm\n");
+        assert_eq!(probe_cached(&cmd, T, &dir, "boot-a").unwrap(), "kvm\n");
+        assert_eq!(runs(&log), 1, "the second call read the kept answer");
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "made private");
+        // Another boot asks again, and keeps that boot's answer.
+        assert_eq!(probe_cached(&cmd, T, &dir, "boot-b").unwrap(), "kvm\n");
+        assert_eq!(runs(&log), 2);
+        assert_eq!(probe_cached(&cmd, T, &dir, "boot-b").unwrap(), "kvm\n");
+        assert_eq!(runs(&log), 2);
+    }
+
+    #[test]
+    fn an_exit_status_is_an_answer_and_a_timeout_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let (dir, log) = (d.path().join("cache"), d.path().join("log"));
+        let none = counting(&log, "none", 1);
+        let first = probe_cached(&none, T, &dir, "b").unwrap_err();
+        assert!(first.contains("(exit status: 1)"), "{first}");
+        assert_eq!(probe_cached(&none, T, &dir, "b").unwrap_err(), first);
+        assert_eq!(runs(&log), 1);
+
+        let slow = format!("echo ran >> '{}'; sleep 5", log.display());
+        let short = Duration::from_millis(100);
+        assert!(probe_cached(&slow, short, &dir, "b").is_err());
+        assert!(probe_cached(&slow, short, &dir, "b").is_err());
+        assert_eq!(runs(&log), 3, "a timeout is asked again");
+    }
+
+    #[test]
+    fn a_directory_others_can_write_is_not_used() {
+        let d = tempfile::tempdir().unwrap();
+        let (dir, log) = (d.path().join("cache"), d.path().join("log"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let cmd = counting(&log, "x", 0);
+        probe_cached(&cmd, T, &dir, "b").unwrap();
+        probe_cached(&cmd, T, &dir, "b").unwrap();
+        assert_eq!(runs(&log), 2);
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "nothing kept there"
+        );
+    }
+
+    #[test]
+    fn a_kept_answer_of_another_shape_is_asked_again() {
+        let d = tempfile::tempdir().unwrap();
+        let (dir, log) = (d.path().join("cache"), d.path().join("log"));
+        let cmd = counting(&log, "y", 0);
+        probe_cached(&cmd, T, &dir, "b").unwrap();
+        std::fs::write(dir.join(file_name(&cmd)), "b\nmaybe\nz").unwrap();
+        assert_eq!(probe_cached(&cmd, T, &dir, "b").unwrap(), "y\n");
+        assert_eq!(runs(&log), 2);
+        assert_ne!(file_name("dmidecode -t 17"), file_name("dmidecode -t 16"));
+    }
+}
