@@ -45,6 +45,9 @@ fn tcp_and_udp_between_two_processes_and_loss_when_receiver_killed() {
     assert!((0.007..0.02).contains(&gbit), "{gbit} Gbit/s at --rate 10M");
     assert_eq!(metric(&tcp, "target_gbit_per_s"), Some(0.01));
     // Each end's whole process, as iperf3 counts its CPU: at least its working threads'.
+    // Each share is of its own clock: the threads' of the data's span, the process's up to
+    // its final report, some milliseconds longer, which at this paced test's share of a
+    // few tenths of a percent is more than 3% of it.
     let labelled = |name: &str, end: &str| {
         tcp.metrics
             .iter()
@@ -55,7 +58,7 @@ fn tcp_and_udp_between_two_processes_and_loss_when_receiver_killed() {
         let process = labelled("process_cpu_pct", end).unwrap();
         let threads = metric(&tcp, &format!("{end}_cpu_pct")).unwrap();
         assert!(
-            process >= threads * 0.97 && process < 200.0,
+            process >= threads * 0.9 && process < 200.0,
             "{end}: process {process}% vs its threads {threads}%"
         );
     }
