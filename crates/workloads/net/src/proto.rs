@@ -348,8 +348,10 @@ pub fn parse_udp_header(buf: &[u8]) -> Option<(u64, u64)> {
 #[derive(Debug, Clone, Default)]
 pub struct UdpRx {
     pub packets: u64,
-    /// Datagrams received that were sent after the sender's end of the warm-up.
+    /// Datagrams received that were sent after the sender's end of the warm-up, and
+    /// their bytes.
     pub measured_packets: u64,
+    pub measured_bytes: u64,
     pub bytes: u64,
     /// Next sequence number expected.
     pub expected: u64,
@@ -367,7 +369,9 @@ impl UdpRx {
     /// A sequence number carrying [`MEASURED_SEQ_BIT`] is counted as sent in the test.
     pub fn on_packet(&mut self, seq: u64, send_ns: u64, arrival_ns: u64, len: usize) {
         self.packets += 1;
-        self.measured_packets += u64::from(seq & MEASURED_SEQ_BIT != 0);
+        let measured = seq & MEASURED_SEQ_BIT != 0;
+        self.measured_packets += u64::from(measured);
+        self.measured_bytes += if measured { len as u64 } else { 0 };
         let seq = seq & !MEASURED_SEQ_BIT;
         self.bytes += len as u64;
         if seq >= self.expected {
@@ -482,7 +486,7 @@ mod tests {
             rx.on_packet(seq, 0, 0, 100);
         }
         assert_eq!(rx.packets, 5);
-        assert_eq!(rx.measured_packets, 2);
+        assert_eq!((rx.measured_packets, rx.measured_bytes), (2, 200));
         assert_eq!(rx.expected, 5);
         assert_eq!((rx.lost, rx.out_of_order), (0, 1));
     }

@@ -102,8 +102,10 @@ struct Live {
     lost: AtomicU64,
     ooo: AtomicU64,
     jitter_bits: AtomicU64,
-    /// UDP: datagrams received that were sent after the sender's end of the warm-up.
+    /// UDP: datagrams received that were sent after the sender's end of the warm-up, and
+    /// their bytes.
     measured_packets: AtomicU64,
+    measured_bytes: AtomicU64,
     /// ns since `go` of the last data received.
     last_ns: AtomicU64,
     done: AtomicBool,
@@ -349,6 +351,8 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     };
     let mut sent = None;
     let mut sender_gone = false;
+    // The streams' counts when the warm-up ended, where the measured intervals start.
+    let mut counts_at_mark: Option<Vec<StreamStats>> = None;
     let hard_deadline = mark_at + Duration::from_secs_f64(duration_s + 30.0);
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -382,12 +386,13 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             };
             let now: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
             let _ = proto::send(&mut out, &interval(prev_end_s, end_s, &now, &prev, warm));
-            prev = now;
             prev_end_s = end_s;
             if ends_warmup {
+                counts_at_mark = Some(now.clone());
                 measuring.store(true, Ordering::Relaxed);
                 mark = Some((t0.elapsed().as_secs_f64(), thread_cpu(), process_cpu()));
             }
+            prev = now;
             next_tick += every;
             if mark.is_none() {
                 next_tick = next_tick.min(mark_at);
@@ -412,11 +417,11 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     }
     finish.store(true, Ordering::Relaxed);
     let mut cpu = CpuUsage::default();
-    let mut at_marks = Vec::new();
+    let mut worker_marks = Vec::new();
     for h in handles {
         let (c, at_mark) = h.join().unwrap_or_default();
         cpu.add(&c);
-        at_marks.push(at_mark);
+        worker_marks.push(at_mark);
     }
     // Stopped during the warm-up: nothing measured, everything was warm-up.
     let ended_warm = mark.is_none();
@@ -426,23 +431,29 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     });
     cpu.add(&thread_cpu().since(&cpu0));
     let mut ends: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
-    // Each stream's counts from its mark, and what its warm-up counted.
+    // Each stream's counts from the mark, and what its warm-up counted: from the snapshot
+    // the measured intervals start from, so that they add up to the totals (each worker's
+    // own mark, up to one pass of its loop later, is where its CPU is counted from).
+    let at_marks = counts_at_mark.unwrap_or(worker_marks);
     let (mut totals, warmup): (Vec<StreamStats>, Vec<StreamStats>) = ends
         .iter()
         .zip(&at_marks)
         .map(|(end, warm)| (counted_since(end, warm), warm.clone()))
         .unzip();
     if let (Proto::Udp, Some((sent, warm))) = (proto_, &sent) {
-        // End-of-test loss counts the tail too: of the datagrams the sender sent after
-        // its end of the warm-up (they carry its mark), those that never arrived; and
-        // for the last interval, counted from `go` as the others, of all it sent.
+        // The test's datagrams are those the sender sent after its end of the warm-up
+        // (they carry its mark): what arrived of them is what was received, whenever this
+        // end marked its own, so that sent less received is the loss. End-of-test loss
+        // counts the tail too; for the last interval, counted from `go` as the others, of
+        // all the sender sent.
         for (i, (t, e)) in totals.iter_mut().zip(&mut ends).enumerate() {
             let measured = sent.get(i).map_or(0, |s| s.packets);
             let before = warm.get(i).map_or(0, |w| w.packets);
             e.lost = (measured + before).saturating_sub(e.packets);
             if !ended_warm {
-                let arrived = lives[i].measured_packets.load(Ordering::Relaxed);
-                t.lost = measured.saturating_sub(arrived);
+                t.packets = lives[i].measured_packets.load(Ordering::Relaxed);
+                t.bytes = lives[i].measured_bytes.load(Ordering::Relaxed);
+                t.lost = measured.saturating_sub(t.packets);
             }
         }
     }
@@ -669,6 +680,8 @@ fn rx_udp(
         live.ooo.store(rx.out_of_order, Ordering::Relaxed);
         live.measured_packets
             .store(rx.measured_packets, Ordering::Relaxed);
+        live.measured_bytes
+            .store(rx.measured_bytes, Ordering::Relaxed);
         live.jitter_bits
             .store(rx.jitter_s.to_bits(), Ordering::Relaxed);
         live.last_ns

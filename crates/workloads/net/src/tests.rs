@@ -347,32 +347,49 @@ fn tcp_runs_with_the_congestion_control_asked_for() {
     assert!(sent > 0 && sent == got, "sent {sent} B, received {got} B");
 }
 
+/// Without a warm-up and with one: intervals follow one another, and the measured ones add
+/// up to the test's totals, the warm-up's to the warm-up's (both counted from the same
+/// snapshot at the mark).
 #[test]
 fn intervals_follow_one_another_to_the_end_of_the_test() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
-    let spec = tcp_spec(addr, 0.35, None);
-    let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+    for warmup_s in [0.0, 0.2] {
+        let spec = SendSpec {
+            warmup_s,
+            ..tcp_spec(addr, 0.35, None)
+        };
+        let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+        assert!(rep.error.is_none(), "{:?}", rep.error);
+        let iv = &rep.intervals;
+        assert!(iv.len() >= 3, "{iv:?}");
+        assert_eq!(iv[0].start_s, -warmup_s);
+        for w in iv.windows(2) {
+            assert_eq!(w[0].end_s, w[1].start_s, "a gap or an overlap: {iv:?}");
+        }
+        // The last, partial interval is there unless shorter than a tenth of one; its
+        // bytes make the intervals add up to the total.
+        let tail = rep.receive_duration_s - iv.last().unwrap().end_s;
+        assert!(
+            tail < 0.1 * spec.interval_s,
+            "the last {tail} s are in no interval: {iv:?}"
+        );
+        let sum = |warm: bool| -> u64 {
+            iv.iter()
+                .filter(|i| i.warmup == warm)
+                .flat_map(|i| &i.received)
+                .map(|s| s.bytes)
+                .sum()
+        };
+        let got: u64 = rep.received.iter().map(|s| s.bytes).sum();
+        if tail <= 0.0 {
+            assert_eq!(sum(false), got, "warm-up {warmup_s} s");
+        }
+        let warm: u64 = rep.warmup_received.iter().map(|s| s.bytes).sum();
+        assert_eq!(sum(true), warm, "warm-up {warmup_s} s");
+        assert_eq!(warm > 0, warmup_s > 0.0);
+    }
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
-    assert!(rep.error.is_none(), "{:?}", rep.error);
-    let iv = &rep.intervals;
-    assert!(iv.len() >= 3, "{iv:?}");
-    assert_eq!(iv[0].start_s, 0.0);
-    for w in iv.windows(2) {
-        assert_eq!(w[0].end_s, w[1].start_s, "a gap or an overlap: {iv:?}");
-    }
-    // The last, partial interval is there unless shorter than a tenth of one; its bytes
-    // make the intervals add up to the total.
-    let tail = rep.receive_duration_s - iv.last().unwrap().end_s;
-    assert!(
-        tail < 0.1 * spec.interval_s,
-        "the last {tail} s are in no interval: {iv:?}"
-    );
-    let got: u64 = rep.received.iter().map(|s| s.bytes).sum();
-    let in_intervals: u64 = iv.iter().flat_map(|i| &i.received).map(|s| s.bytes).sum();
-    if tail <= 0.0 {
-        assert_eq!(in_intervals, got);
-    }
 }
 
 #[test]
@@ -582,6 +599,16 @@ fn a_warmup_is_sent_and_left_out_of_every_figure() {
             let lost = metric(&out, "lost_packets").unwrap();
             let sent = metric(&out, "packets_sent").unwrap();
             assert!(lost < 0.02 * sent, "{test}: {lost} of {sent} lost");
+            // Received and lost are of the same datagrams, those sent after the sender's
+            // mark, whenever the receiver marked its own end.
+            let received = metric(&out, "packets_received").unwrap();
+            assert_eq!(
+                sent - received,
+                lost,
+                "{test}: {sent} sent, {received} received"
+            );
+            let bytes = metric(&out, "bytes_received").unwrap();
+            assert_eq!(bytes, received * 1472.0, "{test}");
         }
         assert!(
             fact(&w, "net.method").contains("the first 0.6 s of each test are a warm-up"),
