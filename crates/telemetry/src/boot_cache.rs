@@ -7,12 +7,14 @@
 //!
 //! The answers live in a directory only this user can write, on a file system emptied at
 //! boot (`/run/rackbench` for root, `$XDG_RUNTIME_DIR/rackbench` otherwise), each under the
-//! boot's id (`/proc/sys/kernel/random/boot_id`), so an answer of another boot is never
-//! read. A directory that others could write, or that is not this user's, is not used:
-//! the command runs every time then, as it does where there is no such directory.
-//! What a failure says is kept when it is the command's own answer (an exit status, as
-//! `systemd-detect-virt` exits 1 for "none"); a command that timed out or is missing is
-//! asked again next time.
+//! boot's id (`/proc/sys/kernel/random/boot_id`) and this process's mount and PID
+//! namespaces, so an answer of another boot is never read, nor the host's in a container
+//! (which shares the boot's id, and may share `/run` or the runtime directory with it).
+//! A directory that others could write, that is not this user's, or that is a symbolic
+//! link, is not used: the command runs every time then, as it does where there is no such
+//! directory. What a failure says is kept when it is the command's own answer (an exit
+//! status of 1 to 125, as `systemd-detect-virt` exits 1 for "none"); a command that timed
+//! out, could not be found (127) or run (126), or died of a signal, is asked again.
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
@@ -23,11 +25,19 @@ use engine::command::probe;
 
 /// `probe(cmd)`, asked once per boot (see the module doc).
 pub fn probe_per_boot(cmd: &str, timeout: Duration) -> Result<String, String> {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id");
-    match (cache_dir(), boot) {
-        (Some(dir), Ok(boot)) => probe_cached(cmd, timeout, &dir, boot.trim()),
+    match (cache_dir(), this_boot()) {
+        (Some(dir), Some(boot)) => probe_cached(cmd, timeout, &dir, &boot),
         _ => probe(cmd, timeout),
     }
+}
+
+/// This boot as this process sees it: the boot's id and the mount and PID namespaces the
+/// process is in. None where any of them cannot be read.
+fn this_boot() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let ns = |n: &str| std::fs::read_link(format!("/proc/self/ns/{n}")).ok();
+    let (mnt, pid) = (ns("mnt")?, ns("pid")?);
+    Some(format!("{} {} {}", id.trim(), mnt.display(), pid.display()))
 }
 
 /// Where this user's answers are kept, if there is such a place.
@@ -52,13 +62,20 @@ fn probe_cached(cmd: &str, timeout: Duration, dir: &Path, boot: &str) -> Result<
     let answer = probe(cmd, timeout);
     let lasting = match &answer {
         Ok(_) => true,
-        Err(e) => e.contains("(exit status: "),
+        Err(e) => exit_code(cmd, e).is_some_and(|c| (1..=125).contains(&c)),
     };
     if lasting {
         // Not kept is only slower: the command runs again next time.
         let _ = write_answer(dir, &file, boot, &answer);
     }
     answer
+}
+
+/// The exit status a failed probe of `cmd` reports (`` `cmd` failed (exit status: 1)...``),
+/// None for any other failure (a timeout, a signal, a command that did not start).
+fn exit_code(cmd: &str, err: &str) -> Option<i32> {
+    let rest = err.strip_prefix(&format!("`{cmd}` failed (exit status: "))?;
+    rest.split(')').next()?.parse().ok()
 }
 
 /// Is `dir` there (made if not), this user's, and writable by no one else?
@@ -166,23 +183,51 @@ mod tests {
         assert!(probe_cached(&slow, short, &dir, "b").is_err());
         assert!(probe_cached(&slow, short, &dir, "b").is_err());
         assert_eq!(runs(&log), 3, "a timeout is asked again");
+
+        // The shell's "not found" is no answer of the command's.
+        let missing = counting(&log, "x", 127);
+        assert!(probe_cached(&missing, T, &dir, "b").is_err());
+        assert!(probe_cached(&missing, T, &dir, "b").is_err());
+        assert_eq!(runs(&log), 5, "a command not found is asked again");
+        assert_eq!(exit_code("c", "`c` failed (exit status: 1): none"), Some(1));
+        assert_eq!(exit_code("c", "`c` did not answer within 5s"), None);
     }
 
     #[test]
-    fn a_directory_others_can_write_is_not_used() {
+    fn this_boot_names_the_namespaces_too() {
+        let boot = this_boot().unwrap();
+        assert_eq!(boot.split(' ').count(), 3, "{boot}");
+        assert!(boot.contains("mnt:[") && boot.contains("pid:["), "{boot}");
+        assert!(!boot.contains('\n'));
+    }
+
+    /// A directory others can write, and a symbolic link to a private one: the command
+    /// runs every time, and nothing is kept in either.
+    #[test]
+    fn a_directory_not_ours_alone_is_not_used() {
         let d = tempfile::tempdir().unwrap();
-        let (dir, log) = (d.path().join("cache"), d.path().join("log"));
-        std::fs::create_dir(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let cmd = counting(&log, "x", 0);
-        probe_cached(&cmd, T, &dir, "b").unwrap();
-        probe_cached(&cmd, T, &dir, "b").unwrap();
-        assert_eq!(runs(&log), 2);
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            0,
-            "nothing kept there"
+        let (open, real, link) = (
+            d.path().join("open"),
+            d.path().join("real"),
+            d.path().join("link"),
         );
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&real)
+            .unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        for (dir, holds) in [(&open, &open), (&link, &real)] {
+            let log = d.path().join("log");
+            let _ = std::fs::remove_file(&log);
+            let cmd = counting(&log, "x", 0);
+            probe_cached(&cmd, T, dir, "b").unwrap();
+            probe_cached(&cmd, T, dir, "b").unwrap();
+            assert_eq!(runs(&log), 2, "{}", dir.display());
+            let kept = std::fs::read_dir(holds).unwrap().count();
+            assert_eq!(kept, 0, "nothing kept in {}", holds.display());
+        }
     }
 
     #[test]

@@ -432,10 +432,12 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     cpu.add(&thread_cpu().since(&cpu0));
     let mut ends: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
     // Each stream's counts from the mark, and what its warm-up counted: from the snapshot
-    // the measured intervals start from, so that they add up to the totals (each worker's
-    // own mark, up to one pass of its loop later, is where its CPU is counted from).
+    // the measured intervals start from, so that TCP's add up to the totals (each worker's
+    // own mark, up to one pass of its loop later, is where its CPU is counted from). UDP's
+    // totals are of the sender's datagrams (below): its intervals, on this end's clock,
+    // add up to them within what crossed between the two ends' marks.
     let at_marks = counts_at_mark.unwrap_or(worker_marks);
-    let (mut totals, warmup): (Vec<StreamStats>, Vec<StreamStats>) = ends
+    let (mut totals, mut warmup): (Vec<StreamStats>, Vec<StreamStats>) = ends
         .iter()
         .zip(&at_marks)
         .map(|(end, warm)| (counted_since(end, warm), warm.clone()))
@@ -446,7 +448,8 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         // end marked its own, so that sent less received is the loss. End-of-test loss
         // counts the tail too; for the last interval, counted from `go` as the others, of
         // all the sender sent.
-        for (i, (t, e)) in totals.iter_mut().zip(&mut ends).enumerate() {
+        let streams = totals.iter_mut().zip(&mut warmup).zip(&mut ends);
+        for (i, ((t, wu), e)) in streams.enumerate() {
             let measured = sent.get(i).map_or(0, |s| s.packets);
             let before = warm.get(i).map_or(0, |w| w.packets);
             e.lost = (measured + before).saturating_sub(e.packets);
@@ -454,6 +457,9 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                 t.packets = lives[i].measured_packets.load(Ordering::Relaxed);
                 t.bytes = lives[i].measured_bytes.load(Ordering::Relaxed);
                 t.lost = measured.saturating_sub(t.packets);
+                // The warm-up's are the rest: each datagram counted once.
+                wu.packets = e.packets.saturating_sub(t.packets);
+                wu.bytes = e.bytes.saturating_sub(t.bytes);
             }
         }
     }
