@@ -443,24 +443,18 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         .map(|(end, warm)| (counted_since(end, warm), warm.clone()))
         .unzip();
     if let (Proto::Udp, Some((sent, warm))) = (proto_, &sent) {
-        // The test's datagrams are those the sender sent after its end of the warm-up
-        // (they carry its mark): what arrived of them is what was received, whenever this
-        // end marked its own, so that sent less received is the loss. End-of-test loss
-        // counts the tail too; for the last interval, counted from `go` as the others, of
-        // all the sender sent.
         let streams = totals.iter_mut().zip(&mut warmup).zip(&mut ends);
         for (i, ((t, wu), e)) in streams.enumerate() {
-            let measured = sent.get(i).map_or(0, |s| s.packets);
-            let before = warm.get(i).map_or(0, |w| w.packets);
-            e.lost = (measured + before).saturating_sub(e.packets);
-            if !ended_warm {
-                t.packets = lives[i].measured_packets.load(Ordering::Relaxed);
-                t.bytes = lives[i].measured_bytes.load(Ordering::Relaxed);
-                t.lost = measured.saturating_sub(t.packets);
-                // The warm-up's are the rest: each datagram counted once.
-                wu.packets = e.packets.saturating_sub(t.packets);
-                wu.bytes = e.bytes.saturating_sub(t.bytes);
-            }
+            let l = &lives[i];
+            let arrived = (!ended_warm).then(|| {
+                let packets = l.measured_packets.load(Ordering::Relaxed);
+                (packets, l.measured_bytes.load(Ordering::Relaxed))
+            });
+            let sent = (
+                sent.get(i).map_or(0, |s| s.packets),
+                warm.get(i).map_or(0, |w| w.packets),
+            );
+            split_udp(e, t, wu, arrived, sent);
         }
     }
     let last_ns = lives
@@ -530,6 +524,36 @@ fn interval(
             .map(|(n, p)| counted_since(n, p))
             .collect(),
         warmup,
+    }
+}
+
+/// One UDP stream's counts at the end of a test, split by the sender's end of the warm-up.
+/// The test's datagrams are those the sender sent after it (they carry its mark): of
+/// them, what arrived is what was received, whenever this end marked its own, so that
+/// sent less received is the loss; the warm-up's are the rest of what arrived, so each
+/// datagram is counted once.
+///
+/// `end`: everything that arrived; its loss becomes that of all the sender sent (the last
+/// interval's, counted from `go` as the others). `test` and `warm`: the counts from this
+/// end's mark and before it, replaced here. `arrived`: packets and bytes of the marked
+/// datagrams that arrived, None when the test ended in its warm-up (nothing is the
+/// test's, and `test` and `warm` are left as they are). `sent`: what the sender sent
+/// after its mark and before it.
+fn split_udp(
+    end: &mut StreamStats,
+    test: &mut StreamStats,
+    warm: &mut StreamStats,
+    arrived: Option<(u64, u64)>,
+    sent: (u64, u64),
+) {
+    let (after, before) = sent;
+    end.lost = (after + before).saturating_sub(end.packets);
+    if let Some((packets, bytes)) = arrived {
+        test.packets = packets;
+        test.bytes = bytes;
+        test.lost = after.saturating_sub(packets);
+        warm.packets = end.packets.saturating_sub(packets);
+        warm.bytes = end.bytes.saturating_sub(bytes);
     }
 }
 
@@ -784,6 +808,51 @@ impl RxBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The two ends mark the end of the warm-up on their own clocks: whichever marks first,
+    /// the test's received and lost are of the datagrams sent after the sender's mark, and
+    /// the warm-up holds the rest of what arrived.
+    #[test]
+    fn udp_counts_split_at_the_senders_mark_whichever_end_marked_first() {
+        let stats = |packets: u64, lost: u64| StreamStats {
+            bytes: packets * 100,
+            packets,
+            lost,
+            ..StreamStats::default()
+        };
+        // 400 sent in the warm-up, 610 after it; 1000 arrived, 600 of them marked. This
+        // end's own mark fell 10 datagrams after the sender's (590 / 410 by it), or 10
+        // before (610 / 390).
+        for (from_mark, before_mark) in [(590, 410), (610, 390)] {
+            let mut end = stats(1000, 0);
+            let (mut test, mut warm) = (stats(from_mark, 0), stats(before_mark, 0));
+            split_udp(
+                &mut end,
+                &mut test,
+                &mut warm,
+                Some((600, 60_000)),
+                (610, 400),
+            );
+            assert_eq!((test.packets, test.bytes, test.lost), (600, 60_000, 10));
+            assert_eq!(
+                610 - test.packets,
+                test.lost,
+                "sent less received is the loss"
+            );
+            assert_eq!((warm.packets, warm.bytes), (400, 40_000));
+            assert_eq!(
+                test.packets + warm.packets,
+                end.packets,
+                "each counted once"
+            );
+            assert_eq!(end.lost, 10, "of all that was sent");
+        }
+        // Ended in its warm-up: nothing is the test's, the counts are left as they are.
+        let mut end = stats(300, 0);
+        let (mut test, mut warm) = (stats(0, 0), stats(300, 0));
+        split_udp(&mut end, &mut test, &mut warm, None, (0, 320));
+        assert_eq!((test.packets, warm.packets, end.lost), (0, 300, 20));
+    }
 
     /// The receiver's batch takes every queued datagram whole, and their arrival times are
     /// the kernel's, from when they arrived, not from when the receiver looked.
