@@ -253,7 +253,7 @@ pub fn sweep_in(tmp: &Path) -> Vec<Cleaned> {
 }
 
 /// A directory (not a symlink) owned by this user that no one else may write to.
-fn trusted(root: &Path) -> bool {
+pub fn trusted(root: &Path) -> bool {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     std::fs::symlink_metadata(root)

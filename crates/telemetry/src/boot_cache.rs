@@ -17,7 +17,7 @@
 //! out, could not be found (127) or run (126), or died of a signal, is asked again.
 
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -81,12 +81,7 @@ fn exit_code(cmd: &str, err: &str) -> Option<i32> {
 /// Is `dir` there (made if not), this user's, and writable by no one else?
 fn private_dir(dir: &Path) -> bool {
     let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
-    let Ok(m) = std::fs::symlink_metadata(dir) else {
-        return false;
-    };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0
+    engine::scratch::trusted(dir)
 }
 
 /// The file of `cmd`'s answer: its letters and digits, the rest as `_`, and a hash of the

@@ -460,7 +460,8 @@ impl NetWorkload {
         format!(
             "; the first {} s of each test are a warm-up left out of every figure (iperf3 -O): \
              each end's control thread marks its end on its own clock, each worker thread notes \
-             its counters and CPU when it next looks, and counts from there; UDP's received and \
+             its CPU (a sending thread its counters too) when it next looks, and counts from \
+             there, the receiver's counts from its control thread's mark; UDP's received and \
              lost datagrams are those the sender sent after its mark (each carries it in its \
              sequence number), so that sent less received is the loss; \
              TCP retransmits, RTT and window from the warm-up's last interval report; pacing \

@@ -295,13 +295,15 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         other => bail!("expected `go`, got {other:?}"),
     }
     let t0 = Instant::now();
-    // Up at the end of the warm-up (at once without one): each worker then notes where
-    // it stands, and this thread its own CPU and the process's.
+    // Up at the end of the warm-up (at once without one): each worker then notes its CPU,
+    // and this thread the time, its own CPU, the process's and the streams' counts (where
+    // the measured intervals and the totals start).
     let measuring = Arc::new(AtomicBool::new(warmup_s <= 0.0));
     let mark_at = t0 + Duration::from_secs_f64(warmup_s);
-    let mut mark = measuring
-        .load(Ordering::Relaxed)
-        .then(|| (0.0, thread_cpu(), process_cpu()));
+    let mut mark = measuring.load(Ordering::Relaxed).then(|| {
+        let counts = vec![StreamStats::default(); streams];
+        (0.0, thread_cpu(), process_cpu(), counts)
+    });
     let finish = Arc::new(AtomicBool::new(false));
     let lives: Vec<Arc<Live>> = (0..streams).map(|_| Arc::new(Live::default())).collect();
     let mut handles = Vec::new();
@@ -316,7 +318,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         };
         let h = std::thread::Builder::new()
             .name(format!("net-rx-{i}"))
-            .spawn(move || -> (CpuUsage, StreamStats) {
+            .spawn(move || -> CpuUsage {
                 if !cpus.is_empty() {
                     // Best effort: a CPU the receiver may not use is reported by the
                     // numbers (and by `--cpus` checking at startup), not by failing here.
@@ -328,8 +330,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                     Sock::Udp(s) => rx_udp(s, payload, paced, &live, &finish, &mut marker, t0),
                 }
                 live.done.store(true, Ordering::Relaxed);
-                let m = marker.finish(|| live.snapshot());
-                (m.cpu_since(), m.counted)
+                marker.finish(|| ()).cpu_since()
             })?;
         handles.push(h);
     }
@@ -351,8 +352,6 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     };
     let mut sent = None;
     let mut sender_gone = false;
-    // The streams' counts when the warm-up ended, where the measured intervals start.
-    let mut counts_at_mark: Option<Vec<StreamStats>> = None;
     let hard_deadline = mark_at + Duration::from_secs_f64(duration_s + 30.0);
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -388,9 +387,9 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             let _ = proto::send(&mut out, &interval(prev_end_s, end_s, &now, &prev, warm));
             prev_end_s = end_s;
             if ends_warmup {
-                counts_at_mark = Some(now.clone());
                 measuring.store(true, Ordering::Relaxed);
-                mark = Some((t0.elapsed().as_secs_f64(), thread_cpu(), process_cpu()));
+                let at = t0.elapsed().as_secs_f64();
+                mark = Some((at, thread_cpu(), process_cpu(), now.clone()));
             }
             prev = now;
             next_tick += every;
@@ -417,26 +416,22 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     }
     finish.store(true, Ordering::Relaxed);
     let mut cpu = CpuUsage::default();
-    let mut worker_marks = Vec::new();
     for h in handles {
-        let (c, at_mark) = h.join().unwrap_or_default();
-        cpu.add(&c);
-        worker_marks.push(at_mark);
+        cpu.add(&h.join().unwrap_or_default());
     }
+    let mut ends: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
     // Stopped during the warm-up: nothing measured, everything was warm-up.
     let ended_warm = mark.is_none();
-    let (mark_s, cpu0, process0) = mark.unwrap_or_else(|| {
+    let (mark_s, cpu0, process0, at_marks) = mark.unwrap_or_else(|| {
         let end = t0.elapsed().as_secs_f64();
-        (end, thread_cpu(), process_cpu())
+        (end, thread_cpu(), process_cpu(), ends.clone())
     });
     cpu.add(&thread_cpu().since(&cpu0));
-    let mut ends: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
     // Each stream's counts from the mark, and what its warm-up counted: from the snapshot
     // the measured intervals start from, so that TCP's add up to the totals (each worker's
     // own mark, up to one pass of its loop later, is where its CPU is counted from). UDP's
     // totals are of the sender's datagrams (below): its intervals, on this end's clock,
     // add up to them within what crossed between the two ends' marks.
-    let at_marks = counts_at_mark.unwrap_or(worker_marks);
     let (mut totals, mut warmup): (Vec<StreamStats>, Vec<StreamStats>) = ends
         .iter()
         .zip(&at_marks)
@@ -588,13 +583,7 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// like. The receivers tried instead (blocking reads, other read sizes, naps, spins,
 /// SO_RCVLOWAT, epoll, io_uring, fixed buffers), with their figures against iperf3 and
 /// why none was kept, are in `bench/tcp-receiver.md`.
-fn rx_tcp(
-    s: TcpStream,
-    live: &Live,
-    finish: &AtomicBool,
-    marker: &mut Marker<StreamStats>,
-    t0: Instant,
-) {
+fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, marker: &mut Marker<()>, t0: Instant) {
     if s.set_nonblocking(true).is_err() {
         return;
     }
@@ -605,7 +594,7 @@ fn rx_tcp(
     let mut total = 0u64;
     let mut open = true;
     while open && !finish.load(Ordering::Relaxed) {
-        marker.check(|| live.snapshot());
+        marker.check(|| ());
         match proto::wait_ready(fd, libc::POLLIN, RX_POLL) {
             Ok(true) => {}
             Ok(false) => continue,
@@ -668,7 +657,7 @@ fn rx_udp(
     paced: bool,
     live: &Live,
     finish: &AtomicBool,
-    marker: &mut Marker<StreamStats>,
+    marker: &mut Marker<()>,
     t0: Instant,
 ) {
     let fd = s.as_raw_fd();
@@ -680,7 +669,7 @@ fn rx_udp(
     let mut rx = proto::UdpRx::default();
     let mut empty = 0u32;
     while !finish.load(Ordering::Relaxed) {
-        marker.check(|| live.snapshot());
+        marker.check(|| ());
         let n = b.recv(fd);
         if n == 0 {
             empty += 1;
