@@ -463,7 +463,8 @@ impl NetWorkload {
              its CPU (a sending thread its counters too) when it next looks, and counts from \
              there, the receiver's counts from its control thread's mark; UDP's received and \
              lost datagrams are those the sender sent after its mark (each carries it in its \
-             sequence number), so that sent less received is the loss; \
+             sequence number), so that sent less received is the loss, and the receiver's \
+             UDP rate is of them over the span from the first of them to arrive; \
              TCP retransmits, RTT and window from the warm-up's last interval report; pacing \
              (--rate) runs from each stream's start, warm-up included",
             self.plan.cfg.warmup

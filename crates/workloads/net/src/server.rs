@@ -108,6 +108,9 @@ struct Live {
     measured_bytes: AtomicU64,
     /// ns since `go` of the last data received.
     last_ns: AtomicU64,
+    /// UDP: ns since `go` of the read that brought this stream's first datagram sent after
+    /// the sender's end of the warm-up (0: none yet).
+    first_measured_ns: AtomicU64,
     done: AtomicBool,
 }
 
@@ -462,13 +465,20 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     } else {
         t0.elapsed().as_secs_f64()
     };
-    let duration = (last_s - mark_s).max(0.0);
     // Where the last interval ends: the last data, on the intervals' time (from the mark).
     let last_end_s = if ended_warm {
         last_s - warmup_s
     } else {
-        duration
+        (last_s - mark_s).max(0.0)
     };
+    let first_measured_s = lives
+        .iter()
+        .map(|l| l.first_measured_ns.load(Ordering::Relaxed))
+        .filter(|&ns| ns > 0)
+        .min()
+        .map(|ns| ns as f64 / 1e9);
+    let by_senders_mark = proto_ == Proto::Udp && warmup_s > 0.0 && !ended_warm;
+    let duration = counts_span_s(mark_s, last_s, first_measured_s.filter(|_| by_senders_mark));
     if sender_gone {
         bail!("the sender closed the control connection before `done`");
     }
@@ -497,6 +507,15 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         },
     )?;
     Ok(true)
+}
+
+/// The span the end-of-test counts were taken over, seconds: from this end's mark to the
+/// last data. A UDP test after a warm-up counts the datagrams sent after the sender's mark
+/// ([`split_udp`]), whenever this end marked its own: its span starts at the read that
+/// brought the first of them (`first_measured_s`), so that the rate is of those datagrams
+/// over their own time, not over a span a mark's skew made longer or shorter.
+fn counts_span_s(mark_s: f64, last_s: f64, first_measured_s: Option<f64>) -> f64 {
+    (last_s - first_measured_s.unwrap_or(mark_s)).max(0.0)
 }
 
 /// The shortest last interval reported, as a share of the interval length.
@@ -703,8 +722,11 @@ fn rx_udp(
             .store(rx.measured_bytes, Ordering::Relaxed);
         live.jitter_bits
             .store(rx.jitter_s.to_bits(), Ordering::Relaxed);
-        live.last_ns
-            .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let now_ns = t0.elapsed().as_nanos() as u64;
+        if rx.measured_packets > 0 && live.first_measured_ns.load(Ordering::Relaxed) == 0 {
+            live.first_measured_ns.store(now_ns, Ordering::Relaxed);
+        }
+        live.last_ns.store(now_ns, Ordering::Relaxed);
         if n < RX_BATCH {
             std::thread::sleep(RX_NAP);
         }
@@ -841,6 +863,20 @@ mod tests {
         let (mut test, mut warm) = (stats(0, 0), stats(300, 0));
         split_udp(&mut end, &mut test, &mut warm, None, (0, 320));
         assert_eq!((test.packets, warm.packets, end.lost), (0, 300, 20));
+    }
+
+    /// The sender's test datagrams are counted over their own span: a receiver that marked
+    /// 0.1 s after them (or before) neither shortens nor stretches it; without such a
+    /// count (TCP, no warm-up) the span is from this end's mark.
+    #[test]
+    fn the_counts_span_starts_at_the_first_datagram_after_the_senders_mark() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // Marked at 2.1 s, the sender's first test datagram read at 2.0 s, the last at 12.0.
+        assert!(close(counts_span_s(2.1, 12.0, Some(2.0)), 10.0));
+        // Marked at 1.9 s, the sender's first read at 2.0 s.
+        assert!(close(counts_span_s(1.9, 12.0, Some(2.0)), 10.0));
+        assert!(close(counts_span_s(2.1, 12.0, None), 9.9));
+        assert_eq!(counts_span_s(2.1, 1.0, None), 0.0);
     }
 
     /// The receiver's batch takes every queued datagram whole, and their arrival times are
