@@ -56,13 +56,41 @@ pub fn probe(cmd: &str, timeout: Duration) -> Result<String, String> {
     run(cmd, timeout, Kind::Probe)
 }
 
+/// A command that did not succeed: what [`run`] says of it, and its exit status when it
+/// exited with one (not when it timed out, was stopped, could not start or died of a
+/// signal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    pub message: String,
+    pub exit_code: Option<i32>,
+}
+
+impl From<String> for Failed {
+    fn from(message: String) -> Self {
+        Failed {
+            message,
+            exit_code: None,
+        }
+    }
+}
+
+/// [`probe`], telling an exit status apart from the other failures.
+pub fn probe_status(cmd: &str, timeout: Duration) -> Result<String, Failed> {
+    run_status(cmd, timeout, Kind::Probe)
+}
+
 /// Run `cmd` (through `sh -c` when it needs a shell), killed with its process group after
 /// `timeout`. Its stdout on exit status 0; otherwise an error with the first line of its
 /// stderr, or saying it timed out or was stopped.
 pub fn run(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, String> {
+    run_status(cmd, timeout, kind).map_err(|f| f.message)
+}
+
+/// [`run`], its failure with the exit status apart.
+pub fn run_status(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, Failed> {
     let until_stop = kind == Kind::Lasting { until_stop: true };
     if until_stop && crate::stop::stop_requested() {
-        return Err(stopped(cmd));
+        return Err(stopped(cmd).into());
     }
     // A command of plain words is started directly: a shell for each of the disclosure's
     // ethtool and dmidecode calls doubled what every run spends before it measures.
@@ -89,17 +117,17 @@ pub fn run(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, String> {
     let mut guard = match started {
         Ok(g) => g,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!(
-                "`{cmd}` failed (command not found: install it, or fix the path)"
-            ))
+            return Err(
+                format!("`{cmd}` failed (command not found: install it, or fix the path)").into(),
+            )
         }
-        Err(e) => return Err(format!("could not start `{cmd}`: {e}")),
+        Err(e) => return Err(format!("could not start `{cmd}`: {e}").into()),
     };
     let (ended, [stdout, stderr]) = wait(&mut guard, Instant::now() + timeout, kind);
     let status = guard.end(Duration::ZERO);
     match (ended, status) {
-        (Ended::TimedOut, _) => Err(format!("`{cmd}` did not answer within {timeout:?}")),
-        (Ended::Stopped, _) => Err(stopped(cmd)),
+        (Ended::TimedOut, _) => Err(format!("`{cmd}` did not answer within {timeout:?}").into()),
+        (Ended::Stopped, _) => Err(stopped(cmd).into()),
         (Ended::Exited, Some(s)) if s.success() => Ok(String::from_utf8_lossy(&stdout).into()),
         (Ended::Exited, Some(s)) => {
             let err = String::from_utf8_lossy(&stderr);
@@ -109,9 +137,12 @@ pub fn run(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, String> {
             } else {
                 ""
             };
-            Err(format!("`{cmd}` failed ({s}){hint}: {first}"))
+            Err(Failed {
+                message: format!("`{cmd}` failed ({s}){hint}: {first}"),
+                exit_code: s.code(),
+            })
         }
-        (Ended::Exited, None) => Err(format!("`{cmd}`: how it ended cannot be learnt")),
+        (Ended::Exited, None) => Err(format!("`{cmd}`: how it ended cannot be learnt").into()),
     }
 }
 
@@ -359,6 +390,16 @@ mod tests {
             e,
             "`echo; echo 'no such knob' >&2; exit 3` failed (exit status: 3): no such knob"
         );
+        let t = Duration::from_secs(5);
+        assert_eq!(probe_status("false", t).unwrap_err().exit_code, Some(1));
+        assert_eq!(
+            probe_status("true; exit 3", t).unwrap_err().exit_code,
+            Some(3)
+        );
+        let killed = probe_status("kill -9 $$", t).unwrap_err();
+        assert_eq!(killed.exit_code, None, "{}", killed.message);
+        let late = probe_status("sleep 5", Duration::from_millis(50)).unwrap_err();
+        assert_eq!(late.exit_code, None, "{}", late.message);
     }
 
     /// A job a command leaves in the background is killed when the command exits, also

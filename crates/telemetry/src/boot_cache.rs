@@ -14,14 +14,17 @@
 //! link, is not used: the command runs every time then, as it does where there is no such
 //! directory. What a failure says is kept when it is the command's own answer (an exit
 //! status of 1 to 125, as `systemd-detect-virt` exits 1 for "none"); a command that timed
-//! out, could not be found (127) or run (126), or died of a signal, is asked again.
+//! out, could not be found (127) or run (126), or died of a signal, is asked again (the
+//! status comes from [`engine::command::probe_status`], not from its message). An answer
+//! is written aside and renamed into place; what a run killed in between left is removed
+//! by the next write.
 
 use std::io::Write as _;
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use engine::command::probe;
+use engine::command::{probe, probe_status};
 
 /// `probe(cmd)`, asked once per boot (see the module doc).
 pub fn probe_per_boot(cmd: &str, timeout: Duration) -> Result<String, String> {
@@ -59,23 +62,17 @@ fn probe_cached(cmd: &str, timeout: Duration, dir: &Path, boot: &str) -> Result<
     if let Some(kept) = read_answer(&file, boot) {
         return kept;
     }
-    let answer = probe(cmd, timeout);
+    let answer = probe_status(cmd, timeout);
     let lasting = match &answer {
         Ok(_) => true,
-        Err(e) => exit_code(cmd, e).is_some_and(|c| (1..=125).contains(&c)),
+        Err(f) => f.exit_code.is_some_and(|c| (1..=125).contains(&c)),
     };
+    let answer = answer.map_err(|f| f.message);
     if lasting {
         // Not kept is only slower: the command runs again next time.
         let _ = write_answer(dir, &file, boot, &answer);
     }
     answer
-}
-
-/// The exit status a failed probe of `cmd` reports (`` `cmd` failed (exit status: 1)...``),
-/// None for any other failure (a timeout, a signal, a command that did not start).
-fn exit_code(cmd: &str, err: &str) -> Option<i32> {
-    let rest = err.strip_prefix(&format!("`{cmd}` failed (exit status: "))?;
-    rest.split(')').next()?.parse().ok()
 }
 
 /// Is `dir` there (made if not), this user's, and writable by no one else?
@@ -124,10 +121,33 @@ fn write_answer(
         Ok(out) => ("ok", out),
         Err(e) => ("err", e),
     };
+    remove_stale_temps(dir);
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     write!(tmp, "{boot}\n{kind}\n{body}")?;
     tmp.persist(file).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// A temporary file is older than this only when the run writing it was killed between
+/// making it and renaming it.
+const STALE_TEMP: Duration = Duration::from_secs(60);
+
+/// Remove what killed runs left half-written in `dir` (best effort: a file that cannot be
+/// removed is only a few bytes until the next boot).
+fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let temp = e.file_name().to_string_lossy().starts_with(".tmp");
+        let age = e
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok()?.elapsed().ok());
+        if temp && age.is_some_and(|a| a > STALE_TEMP) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -184,8 +204,27 @@ mod tests {
         assert!(probe_cached(&missing, T, &dir, "b").is_err());
         assert!(probe_cached(&missing, T, &dir, "b").is_err());
         assert_eq!(runs(&log), 5, "a command not found is asked again");
-        assert_eq!(exit_code("c", "`c` failed (exit status: 1): none"), Some(1));
-        assert_eq!(exit_code("c", "`c` did not answer within 5s"), None);
+
+        // Nor is a death by a signal, whatever the shell had printed.
+        let killed = format!("echo ran >> '{}'; echo none; kill -9 $$", log.display());
+        assert!(probe_cached(&killed, T, &dir, "b").is_err());
+        assert!(probe_cached(&killed, T, &dir, "b").is_err());
+        assert_eq!(runs(&log), 7, "a command killed is asked again");
+
+        // What a killed run left half-written goes when the next answer is written; what
+        // another run is writing now stays.
+        let (old, new) = (dir.join(".tmpOLD"), dir.join(".tmpNEW"));
+        std::fs::write(&old, "b\nok\nhalf").unwrap();
+        std::fs::write(&new, "b\nok\nhalf").unwrap();
+        let long_ago = std::time::SystemTime::now() - 2 * STALE_TEMP;
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        probe_cached(&counting(&log, "other", 0), T, &dir, "b").unwrap();
+        assert!(!old.exists() && new.exists());
     }
 
     #[test]
