@@ -669,11 +669,15 @@ impl Workload for NetWorkload {
                 match (self.plan.cfg.udp_batch, self.plan.cfg.udp_gso) {
                     (_, g) if g > 1 => format!(
                         "send() of up to {g} datagrams as one UDP GSO buffer (UDP_SEGMENT, --udp-gso; \
-                         the kernel cuts it into datagrams; at most {} bytes a send)",
+                         the kernel cuts it into datagrams; at most {} bytes a send; jitter \
+                         between sends, from the first datagram of each)",
                         sender::UDP_GSO_MAX_BYTES
                     ),
                     (1, _) => "one send() per datagram (as iperf3)".to_string(),
-                    (n, _) => format!("sendmmsg() of {n} datagrams per call (--udp-batch)"),
+                    (n, _) => format!(
+                        "sendmmsg() of {n} datagrams per call (--udp-batch; jitter between \
+                         calls, from the first datagram of each)"
+                    ),
                 }
             ) + &format!(
                 "; UDP receiver: recvmmsg() of what has queued, a {} us nap when the queue is empty \
@@ -714,6 +718,10 @@ pub(crate) fn sysctl(key: &str) -> Result<String, String> {
         .map_err(|e| format!("cannot read {key}: {e}"))
 }
 
+/// Why the receiver's figures of a test are missing when it reported a span of none.
+const RECEIVER_STILL_WARM: &str = "the receiver was still in its warm-up when the sender \
+     finished (the two ends' marks fell further apart than the test): it measured none of it";
+
 /// Turn one test's report into metrics (pure: tested without sockets).
 pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     let mut out = StepOutput {
@@ -751,13 +759,20 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     // The load is the sending: the receiver's wait for late datagrams after it, and the
     // streams' setup before it, are not.
     out.measured = rep.send_span.into_iter().collect();
+    // A receiver still in its warm-up when the sender finished counted none of a TCP test
+    // (a UDP test's datagrams carry the sender's mark, so their counts stand).
+    let receiver_warm = rep.receiver_cpu.is_some() && rep.receiver_cpu_span_s == Some(0.0);
     if rep.receive_duration_s > 0.0 {
         out.metrics
             .push(Metric::new("throughput_gbit_per_s", recv_gbit, "Gbit/s"));
     } else {
         out.missing.push(MissingMetric {
             name: "throughput_gbit_per_s".into(),
-            reason: "the receiver reported nothing".into(),
+            reason: if receiver_warm {
+                RECEIVER_STILL_WARM.into()
+            } else {
+                "the receiver reported nothing".into()
+            },
         });
     }
     if sent_bytes > 0 && send_s > 0.0 {
@@ -771,8 +786,15 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     }
     out.metrics
         .push(Metric::new("bytes_sent", sent_bytes as f64, "B"));
-    out.metrics
-        .push(Metric::new("bytes_received", recv_bytes as f64, "B"));
+    if receiver_warm && spec.proto == Proto::Tcp {
+        out.missing.push(MissingMetric {
+            name: "bytes_received".into(),
+            reason: RECEIVER_STILL_WARM.into(),
+        });
+    } else {
+        out.metrics
+            .push(Metric::new("bytes_received", recv_bytes as f64, "B"));
+    }
     push_target_rate(&mut out, spec, rep);
     if spec.proto == Proto::Udp {
         if rep.receive_duration_s > 0.0 {
@@ -847,21 +869,19 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             send_gbit,
         );
     }
-    match (&rep.receiver_cpu, rep.receive_duration_s > 0.0) {
+    let receiver_cpu_s = rep.receiver_cpu_span_s.unwrap_or(rep.receive_duration_s);
+    match (&rep.receiver_cpu, receiver_cpu_s > 0.0) {
         (Some(c), true) => {
-            total_pct += push_end_cpu(
-                &mut out.metrics,
-                "receiver",
-                c,
-                rep.receive_duration_s,
-                recv_gbit,
-            );
+            total_pct += push_end_cpu(&mut out.metrics, "receiver", c, receiver_cpu_s, recv_gbit);
         }
-        _ => {
+        (c, _) => {
             have_both = false;
             out.missing.push(MissingMetric {
                 name: "receiver_cpu_pct".into(),
-                reason: "the receiver sent no final report".into(),
+                reason: match c {
+                    Some(_) => RECEIVER_STILL_WARM.into(),
+                    None => "the receiver sent no final report".into(),
+                },
             });
         }
     }
@@ -1120,12 +1140,15 @@ fn push_process_cpu(out: &mut StepOutput, rep: &TestReport, recv_gbit: f64) {
                 ));
             }
         }
-        _ => {
+        r => {
             out.metrics
                 .push(Metric::new("process_cpu_pct", pct(s), "%").label("end", "sender"));
             out.missing.push(MissingMetric {
                 name: "process_cpu_pct".into(),
-                reason: "the receiver's process CPU: it sent no final report with it".into(),
+                reason: match r {
+                    Some(_) => format!("the receiver's process CPU: {RECEIVER_STILL_WARM}"),
+                    None => "the receiver's process CPU: it sent no final report with it".into(),
+                },
             });
         }
     }

@@ -153,11 +153,16 @@ pub enum Msg {
         /// What each stream counted during the warm-up (empty without one).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         warmup: Vec<StreamStats>,
-        /// The receiver's worker threads over that time.
+        /// The receiver's worker threads from its end of the warm-up (`go`).
         cpu: CpuUsage,
-        /// The receiver's whole process from the end of the warm-up (`go`) to this report,
-        /// as iperf3 counts its CPU (`getrusage(RUSAGE_SELF)`), with that span and which
-        /// process it was.
+        /// Receiver clock: the span `cpu` and `process` are over, from its end of the
+        /// warm-up (`go`) to the sender's `done` or the last data, whichever came later;
+        /// 0 if the receiver was still in its warm-up then. None from a receiver that
+        /// does not say (`cpu` is then over `duration_s`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpu_span_s: Option<f64>,
+        /// The receiver's whole process over that span, as iperf3 counts its CPU
+        /// (`getrusage(RUSAGE_SELF)`), with which process it was.
         #[serde(default)]
         process: Option<ProcessCpu>,
     },
@@ -361,6 +366,7 @@ pub struct UdpRx {
     /// RFC 3550 jitter, seconds.
     pub jitter_s: f64,
     prev_transit_s: Option<f64>,
+    prev_send_ns: Option<u64>,
 }
 
 impl UdpRx {
@@ -383,6 +389,13 @@ impl UdpRx {
             self.lost = self.lost.saturating_sub(1);
         }
         // RFC 3550 A.8: J += (|D| - J) / 16, D the difference of consecutive transit times.
+        // Datagrams sent in one call (`--udp-batch`, `--udp-gso`) share its send time, so
+        // the spacing of their arrivals would be taken for jitter: only the first of each
+        // send time counts, and jitter is between sends, as with one datagram per call.
+        if self.prev_send_ns == Some(send_ns) {
+            return;
+        }
+        self.prev_send_ns = Some(send_ns);
         let transit = (arrival_ns as f64 - send_ns as f64) / 1e9;
         if let Some(prev) = self.prev_transit_s {
             let d = (transit - prev).abs();
@@ -506,6 +519,15 @@ mod tests {
             rx.on_packet(i, i * 10_000_000, i * 10_000_000 + extra, 60);
         }
         assert!((rx.jitter_s - 0.001).abs() < 1e-6, "{}", rx.jitter_s);
+        // Batches of 16 sent in one call every ms, sharing its send time, arriving 2 us
+        // apart on a steady path: the spacing within a batch is not jitter.
+        let mut rx = UdpRx::default();
+        for i in 0..1600u64 {
+            let sent = (i / 16) * 1_000_000;
+            rx.on_packet(i, sent, sent + 50_000 + (i % 16) * 2_000, 60);
+        }
+        assert!(rx.jitter_s.abs() < 1e-12, "{}", rx.jitter_s);
+        assert_eq!((rx.packets, rx.lost), (1600, 0));
     }
 
     #[test]

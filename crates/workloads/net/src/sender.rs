@@ -76,6 +76,7 @@ struct ReceiverResult {
     streams: Vec<StreamStats>,
     warmup: Vec<StreamStats>,
     cpu: CpuUsage,
+    cpu_span_s: Option<f64>,
     process: Option<proto::ProcessCpu>,
 }
 
@@ -117,6 +118,9 @@ pub struct TestReport {
     pub receive_duration_s: f64,
     /// None when the receiver never sent its final report.
     pub receiver_cpu: Option<CpuUsage>,
+    /// The span `receiver_cpu` is over, on the receiver's clock (0: the receiver was still
+    /// in its warm-up when the sender finished); None: `receive_duration_s`.
+    pub receiver_cpu_span_s: Option<f64>,
     /// Each end's whole process over the test (iperf3's CPU figure); the receiver's None
     /// without its final report (or from a receiver that does not send it).
     pub sender_process: proto::ProcessCpu,
@@ -689,6 +693,7 @@ pub fn run(
                         streams,
                         warmup,
                         cpu,
+                        cpu_span_s,
                         process,
                     })) => {
                         return Ok(ReceiverResult {
@@ -696,6 +701,7 @@ pub fn run(
                             streams,
                             warmup,
                             cpu,
+                            cpu_span_s,
                             process,
                         })
                     }
@@ -946,6 +952,7 @@ pub fn run(
             rep.received = r.streams;
             rep.warmup_received = r.warmup;
             rep.receiver_cpu = Some(r.cpu);
+            rep.receiver_cpu_span_s = r.cpu_span_s;
             rep.receiver_process = r.process;
         }
         Err(why) => {

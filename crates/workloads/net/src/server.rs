@@ -354,6 +354,9 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         Some(_) => t0 + every,
     };
     let mut sent = None;
+    // When the sender said `done`: where the CPU figures' span ends (not after the wait
+    // for late data below, which would spread the same CPU over a longer, idle span).
+    let mut done_s = 0.0;
     let mut sender_gone = false;
     let hard_deadline = mark_at + Duration::from_secs_f64(duration_s + 30.0);
     loop {
@@ -369,6 +372,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         match rd.next(wait) {
             Ok(Some(Msg::Done { sent: s, warmup: w })) => {
                 sent = Some((s, w));
+                done_s = t0.elapsed().as_secs_f64();
                 break;
             }
             Ok(Some(other)) => bail!("unexpected control message {other:?}"),
@@ -433,8 +437,9 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     // Each stream's counts from the mark, and what its warm-up counted: from the snapshot
     // the measured intervals start from, so that TCP's add up to the totals (each worker's
     // own mark, up to one pass of its loop later, is where its CPU is counted from). UDP's
-    // totals are of the sender's datagrams (below): its intervals, on this end's clock,
-    // add up to them within what crossed between the two ends' marks.
+    // totals are of the sender's datagrams (below), over their own span: its intervals, on
+    // this end's clock from its mark, add up to them within what crossed between the two
+    // ends' marks, in datagrams and in time.
     let (mut totals, mut warmup): (Vec<StreamStats>, Vec<StreamStats>) = ends
         .iter()
         .zip(&at_marks)
@@ -444,10 +449,12 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         let streams = totals.iter_mut().zip(&mut warmup).zip(&mut ends);
         for (i, ((t, wu), e)) in streams.enumerate() {
             let l = &lives[i];
-            let arrived = (!ended_warm).then(|| {
-                let packets = l.measured_packets.load(Ordering::Relaxed);
-                (packets, l.measured_bytes.load(Ordering::Relaxed))
-            });
+            // Whenever this end marked (even after the sender's `done`, on ends whose
+            // marks fell further apart than the test): the datagrams carry the sender's.
+            let arrived = Some((
+                l.measured_packets.load(Ordering::Relaxed),
+                l.measured_bytes.load(Ordering::Relaxed),
+            ));
             let sent = (
                 sent.get(i).map_or(0, |s| s.packets),
                 warm.get(i).map_or(0, |w| w.packets),
@@ -477,8 +484,15 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         .filter(|&ns| ns > 0)
         .min()
         .map(|ns| ns as f64 / 1e9);
-    let by_senders_mark = proto_ == Proto::Udp && warmup_s > 0.0 && !ended_warm;
+    let by_senders_mark = proto_ == Proto::Udp && warmup_s > 0.0;
     let duration = counts_span_s(mark_s, last_s, first_measured_s.filter(|_| by_senders_mark));
+    // The CPU's span: from this end's mark to the sender's `done` (or the last data, if
+    // later); none if this end never marked.
+    let cpu_span_s = if ended_warm {
+        0.0
+    } else {
+        (done_s.max(last_s) - mark_s).max(0.0)
+    };
     if sender_gone {
         bail!("the sender closed the control connection before `done`");
     }
@@ -493,7 +507,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     }
     let process = proto::ProcessCpu {
         cpu: process_cpu().since(&process0),
-        span_s: t0.elapsed().as_secs_f64() - mark_s,
+        span_s: cpu_span_s,
         process: proto::process_token(),
     };
     proto::send(
@@ -503,6 +517,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             streams: totals,
             warmup: if warmup_s > 0.0 { warmup } else { Vec::new() },
             cpu,
+            cpu_span_s: Some(cpu_span_s),
             process: Some(process),
         },
     )?;

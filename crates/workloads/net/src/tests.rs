@@ -927,6 +927,7 @@ fn metrics_from_a_synthetic_report() {
             user_s: 0.05,
             system_s: 0.25,
         }),
+        receiver_cpu_span_s: None,
         intervals: vec![],
         warmup_sent: vec![],
         warmup_received: vec![],
@@ -987,6 +988,36 @@ fn metrics_from_a_synthetic_report() {
     assert!((metric(&out, "throughput_gbit_per_s").unwrap() - gbit).abs() < 1e-12);
     assert!((metric(&out, "cpu_pct_per_gbit").unwrap() - 80.0 / gbit).abs() < 1e-6);
     assert_eq!(out.headline, "throughput_gbit_per_s");
+    // The receiver's CPU over the span it was counted over, when it says which (its
+    // datagrams' span after a warm-up starts at the first of them to arrive).
+    let mut spanned = rep.clone();
+    spanned.receiver_cpu_span_s = Some(1.5);
+    let o = step_output(&spec, &spanned);
+    assert!((metric(&o, "receiver_cpu_pct").unwrap() - 20.0).abs() < 1e-9);
+    assert!((metric(&o, "throughput_gbit_per_s").unwrap() - gbit).abs() < 1e-12);
+    // A receiver still in its warm-up when the sender finished: its CPU is missing, and
+    // a TCP test's counts too (a UDP test's datagrams carry the sender's mark).
+    let missing = |o: &engine::StepOutput, name: &str| {
+        o.missing
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.reason.clone())
+            .unwrap_or_default()
+    };
+    let mut warm = rep.clone();
+    warm.receiver_cpu_span_s = Some(0.0);
+    warm.receiver_process.as_mut().unwrap().span_s = 0.0;
+    let o = step_output(&spec, &warm);
+    assert!(missing(&o, "receiver_cpu_pct").contains("still in its warm-up"));
+    assert!(missing(&o, "process_cpu_pct").contains("still in its warm-up"));
+    assert!(metric(&o, "receiver_cpu_pct").is_none() && metric(&o, "bytes_received").is_some());
+    warm.receive_duration_s = 0.0;
+    let o = step_output(&tcp_spec("127.0.0.1:9".parse().unwrap(), 1.0, None), &warm);
+    assert!(missing(&o, "bytes_received").contains("still in its warm-up"));
+    assert!(missing(&o, "throughput_gbit_per_s").contains("still in its warm-up"));
+    assert!(
+        metric(&o, "bytes_received").is_none() && metric(&o, "throughput_gbit_per_s").is_none()
+    );
     assert!(metric(&out, "retransmits").is_none());
     assert!(out.missing.iter().all(|m| m.name != "retransmits"));
 
