@@ -464,7 +464,9 @@ impl NetWorkload {
              there, the receiver's counts from its control thread's mark; UDP's received and \
              lost datagrams are those the sender sent after its mark (each carries it in its \
              sequence number), so that sent less received is the loss, and the receiver's \
-             UDP rate is of them over the span from the first of them to arrive; \
+             UDP rate is of them over their own span (from the receiver's read before the \
+             one that brought the first of them); the receiver's CPU is from its own mark \
+             to the sender's end, and missing, with why, if it had not marked by then; \
              TCP retransmits, RTT and window from the warm-up's last interval report; pacing \
              (--rate) runs from each stream's start, warm-up included",
             self.plan.cfg.warmup
@@ -879,7 +881,8 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             out.missing.push(MissingMetric {
                 name: "receiver_cpu_pct".into(),
                 reason: match c {
-                    Some(_) => RECEIVER_STILL_WARM.into(),
+                    Some(_) if rep.receiver_cpu_span_s == Some(0.0) => RECEIVER_STILL_WARM.into(),
+                    Some(_) => "the receiver reported a span of none".into(),
                     None => "the receiver sent no final report".into(),
                 },
             });

@@ -16,7 +16,9 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
 /// 2: `start` carries the warm-up, `interval` and `result` keep it apart.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: `result` carries the span of the receiver's CPU (`cpu_span_s`), and a UDP test's
+/// `duration_s` after a warm-up is of the sender's test datagrams.
+pub const PROTOCOL_VERSION: u32 = 3;
 /// Sequence (u64) + send time (u64 ns).
 pub const UDP_HEADER_BYTES: usize = 16;
 /// Largest UDP payload over IPv4: 65535 - 20 (IP) - 8 (UDP).
@@ -146,19 +148,21 @@ pub enum Msg {
     },
     Result {
         /// Receiver clock: from the end of the warm-up (`go` without one) to the last
-        /// byte received.
+        /// byte received; for a UDP test after a warm-up, from where the first datagram
+        /// the sender sent after its own end of it can have arrived.
         duration_s: f64,
         /// Each stream's counts over that time.
         streams: Vec<StreamStats>,
         /// What each stream counted during the warm-up (empty without one).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         warmup: Vec<StreamStats>,
-        /// The receiver's worker threads from its end of the warm-up (`go`).
+        /// The receiver's worker threads and control thread from its end of the warm-up
+        /// (`go` without one).
         cpu: CpuUsage,
         /// Receiver clock: the span `cpu` and `process` are over, from its end of the
-        /// warm-up (`go`) to the sender's `done` or the last data, whichever came later;
-        /// 0 if the receiver was still in its warm-up then. None from a receiver that
-        /// does not say (`cpu` is then over `duration_s`).
+        /// warm-up (`go` without one) to the sender's `done` or the last data, whichever
+        /// came later; 0 if the receiver was still in its warm-up then. None from a
+        /// receiver that does not say (`cpu` is then over `duration_s`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cpu_span_s: Option<f64>,
         /// The receiver's whole process over that span, as iperf3 counts its CPU

@@ -108,8 +108,9 @@ struct Live {
     measured_bytes: AtomicU64,
     /// ns since `go` of the last data received.
     last_ns: AtomicU64,
-    /// UDP: ns since `go` of the read that brought this stream's first datagram sent after
-    /// the sender's end of the warm-up (0: none yet).
+    /// UDP: ns since `go` of the last read with data before the one that brought this
+    /// stream's first datagram sent after the sender's end of the warm-up (that read's own
+    /// time if there was none before; 0: none yet).
     first_measured_ns: AtomicU64,
     done: AtomicBool,
 }
@@ -354,8 +355,10 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         Some(_) => t0 + every,
     };
     let mut sent = None;
-    // When the sender said `done`: where the CPU figures' span ends (not after the wait
-    // for late data below, which would spread the same CPU over a longer, idle span).
+    // When the sender said `done`: where the CPU figures' span ends, not after the wait
+    // for late data below, which would spread the test's CPU over a longer, idle span.
+    // (The CPU itself is read after that wait: the little it spends, a few polls and
+    // the reading of what was still queued, is counted.)
     let mut done_s = 0.0;
     let mut sender_gone = false;
     let hard_deadline = mark_at + Duration::from_secs_f64(duration_s + 30.0);
@@ -467,10 +470,12 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         .map(|l| l.last_ns.load(Ordering::Relaxed))
         .max()
         .unwrap_or(0);
+    // Without any data, the test ended when the sender said so (not after the wait for
+    // late data).
     let last_s = if last_ns > 0 {
         last_ns as f64 / 1e9
     } else {
-        t0.elapsed().as_secs_f64()
+        done_s
     };
     // Where the last interval ends: the last data, on the intervals' time (from the mark).
     let last_end_s = if ended_warm {
@@ -526,11 +531,16 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
 
 /// The span the end-of-test counts were taken over, seconds: from this end's mark to the
 /// last data. A UDP test after a warm-up counts the datagrams sent after the sender's mark
-/// ([`split_udp`]), whenever this end marked its own: its span starts at the read that
-/// brought the first of them (`first_measured_s`), so that the rate is of those datagrams
-/// over their own time, not over a span a mark's skew made longer or shorter.
+/// ([`split_udp`]), whenever this end marked its own: its span starts where the first of
+/// them can have arrived, the read with data before the one that brought it
+/// (`first_measured_s`), so that the rate is of those datagrams over their own time, not
+/// over a span a mark's skew made longer or shorter.
 fn counts_span_s(mark_s: f64, last_s: f64, first_measured_s: Option<f64>) -> f64 {
-    (last_s - first_measured_s.unwrap_or(mark_s)).max(0.0)
+    match first_measured_s.map(|first| last_s - first) {
+        Some(span) if span > 0.0 => span,
+        // One read brought them all, with none before it: from the mark.
+        _ => (last_s - mark_s).max(0.0),
+    }
 }
 
 /// The shortest last interval reported, as a share of the interval length.
@@ -739,7 +749,12 @@ fn rx_udp(
             .store(rx.jitter_s.to_bits(), Ordering::Relaxed);
         let now_ns = t0.elapsed().as_nanos() as u64;
         if rx.measured_packets > 0 && live.first_measured_ns.load(Ordering::Relaxed) == 0 {
-            live.first_measured_ns.store(now_ns, Ordering::Relaxed);
+            // The first of them arrived after the last read that brought data (or, with
+            // none before, by this one): the span starts there, so that it holds the
+            // arrival of every datagram counted, the first read's too.
+            let before = live.last_ns.load(Ordering::Relaxed);
+            let from = if before > 0 { before } else { now_ns };
+            live.first_measured_ns.store(from, Ordering::Relaxed);
         }
         live.last_ns.store(now_ns, Ordering::Relaxed);
         if n < RX_BATCH {
@@ -892,6 +907,8 @@ mod tests {
         assert!(close(counts_span_s(1.9, 12.0, Some(2.0)), 10.0));
         assert!(close(counts_span_s(2.1, 12.0, None), 9.9));
         assert_eq!(counts_span_s(2.1, 1.0, None), 0.0);
+        // All of them in one read with none before it: not a span of 0, the mark's.
+        assert!(close(counts_span_s(2.1, 12.0, Some(12.0)), 9.9));
     }
 
     /// The receiver's batch takes every queued datagram whole, and their arrival times are

@@ -530,6 +530,38 @@ fn tcp_at_a_rate_sends_that_rate_and_a_rate_out_of_reach_is_flagged() {
     h.join().unwrap().unwrap();
 }
 
+/// A slow UDP stream after a warm-up: a handful of datagrams, each read on its own. The
+/// receiver's rate is of the datagrams the sender sent after its mark over the time they
+/// took to arrive, the first one's included: the rate they were paced at, not N/(N-1)
+/// of it (as when the span started at the read that brought the first of them).
+#[test]
+fn a_slow_udp_stream_after_a_warmup_is_received_at_the_rate_it_was_sent() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let (_local, ctx) = one_host();
+    let mut w = NetWorkload::from_params(&params(json!({
+        "tests": ["udp1472"], "rate": "100k", "duration": 1.0, "warmup": 0.3,
+        "target": addr.to_string()
+    })))
+    .unwrap();
+    w.prepare(&ctx).unwrap();
+    let out = w.run_test("udp1472", &ctx).unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let sent = metric(&out, "packets_sent").unwrap();
+    assert!((6.0..=11.0).contains(&sent), "{sent} datagrams sent");
+    let got = metric(&out, "packets_per_s").unwrap_or_else(|| panic!("{:?}", out.missing));
+    assert_eq!(metric(&out, "packets_received"), Some(sent));
+    // Paced evenly at 100 kbit/s: a datagram every 118 ms, 8.49 a second; N/(N-1) of it
+    // would be 9.55 for 9.
+    let asked = 100e3 / (1472.0 * 8.0);
+    assert!(
+        (got / asked - 1.0).abs() < 0.04,
+        "received {got} datagrams/s, {asked} asked ({sent} datagrams)"
+    );
+    w.cleanup();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
+}
+
 /// `--warmup` (iperf3 -O): a paced stream sends through a warm-up and the test, and every
 /// figure is the test's alone: the bytes of its duration at the rate (not of both), over
 /// its duration on both clocks, the warm-up's intervals before 0 and labelled, the whole
@@ -988,8 +1020,8 @@ fn metrics_from_a_synthetic_report() {
     assert!((metric(&out, "throughput_gbit_per_s").unwrap() - gbit).abs() < 1e-12);
     assert!((metric(&out, "cpu_pct_per_gbit").unwrap() - 80.0 / gbit).abs() < 1e-6);
     assert_eq!(out.headline, "throughput_gbit_per_s");
-    // The receiver's CPU over the span it was counted over, when it says which (its
-    // datagrams' span after a warm-up starts at the first of them to arrive).
+    // The receiver's CPU over the span it was counted over when it says which (from its
+    // mark to the sender's end), not over the counts' span.
     let mut spanned = rep.clone();
     spanned.receiver_cpu_span_s = Some(1.5);
     let o = step_output(&spec, &spanned);
