@@ -454,10 +454,10 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             let l = &lives[i];
             // Whenever this end marked (even after the sender's `done`, on ends whose
             // marks fell further apart than the test): the datagrams carry the sender's.
-            let arrived = Some((
+            let arrived = (
                 l.measured_packets.load(Ordering::Relaxed),
                 l.measured_bytes.load(Ordering::Relaxed),
-            ));
+            );
             let sent = (
                 sent.get(i).map_or(0, |s| s.packets),
                 warm.get(i).map_or(0, |w| w.packets),
@@ -575,25 +575,24 @@ fn interval(
 /// `end`: everything that arrived; its loss becomes that of all the sender sent (the last
 /// interval's, counted from `go` as the others). `test` and `warm`: the counts from this
 /// end's mark and before it, replaced here. `arrived`: packets and bytes of the marked
-/// datagrams that arrived, None when the test ended in its warm-up (nothing is the
-/// test's, and `test` and `warm` are left as they are). `sent`: what the sender sent
-/// after its mark and before it.
+/// datagrams that arrived, whenever this end marked (if at all: ends whose marks fell
+/// further apart than the test). `sent`: what the sender sent after its mark and before
+/// it.
 fn split_udp(
     end: &mut StreamStats,
     test: &mut StreamStats,
     warm: &mut StreamStats,
-    arrived: Option<(u64, u64)>,
+    arrived: (u64, u64),
     sent: (u64, u64),
 ) {
     let (after, before) = sent;
+    let (packets, bytes) = arrived;
     end.lost = (after + before).saturating_sub(end.packets);
-    if let Some((packets, bytes)) = arrived {
-        test.packets = packets;
-        test.bytes = bytes;
-        test.lost = after.saturating_sub(packets);
-        warm.packets = end.packets.saturating_sub(packets);
-        warm.bytes = end.bytes.saturating_sub(bytes);
-    }
+    test.packets = packets;
+    test.bytes = bytes;
+    test.lost = after.saturating_sub(packets);
+    warm.packets = end.packets.saturating_sub(packets);
+    warm.bytes = end.bytes.saturating_sub(bytes);
 }
 
 /// What a stream counted from `before` to `now`; its jitter is the running estimate at `now`.
@@ -867,13 +866,7 @@ mod tests {
         for (from_mark, before_mark) in [(590, 410), (610, 390)] {
             let mut end = stats(1000, 0);
             let (mut test, mut warm) = (stats(from_mark, 0), stats(before_mark, 0));
-            split_udp(
-                &mut end,
-                &mut test,
-                &mut warm,
-                Some((600, 60_000)),
-                (610, 400),
-            );
+            split_udp(&mut end, &mut test, &mut warm, (600, 60_000), (610, 400));
             assert_eq!((test.packets, test.bytes, test.lost), (600, 60_000, 10));
             assert_eq!(
                 610 - test.packets,
@@ -888,11 +881,19 @@ mod tests {
             );
             assert_eq!(end.lost, 10, "of all that was sent");
         }
-        // Ended in its warm-up: nothing is the test's, the counts are left as they are.
+        // Ended in the sender's warm-up: nothing is the test's.
         let mut end = stats(300, 0);
         let (mut test, mut warm) = (stats(0, 0), stats(300, 0));
-        split_udp(&mut end, &mut test, &mut warm, None, (0, 320));
+        split_udp(&mut end, &mut test, &mut warm, (0, 0), (0, 320));
         assert_eq!((test.packets, warm.packets, end.lost), (0, 300, 20));
+        assert_eq!(test.lost, 0);
+        // This end still in its warm-up when the sender ended its test of 50 datagrams,
+        // 45 of them arrived: they are the test's, its 5 lost too (not 0 of 0).
+        let mut end = stats(345, 0);
+        let (mut test, mut warm) = (stats(0, 0), stats(345, 0));
+        split_udp(&mut end, &mut test, &mut warm, (45, 4_500), (50, 300));
+        assert_eq!((test.packets, test.lost, warm.packets), (45, 5, 300));
+        assert_eq!(end.lost, 5);
     }
 
     /// The sender's test datagrams are counted over their own span: a receiver that marked
