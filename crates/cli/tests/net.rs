@@ -45,8 +45,9 @@ fn tcp_and_udp_between_two_processes_and_loss_when_receiver_killed() {
     assert!((0.007..0.02).contains(&gbit), "{gbit} Gbit/s at --rate 10M");
     assert_eq!(metric(&tcp, "target_gbit_per_s"), Some(0.01));
     // Each end's whole process, as iperf3 counts its CPU: at least its working threads'.
-    // Each share is of its own clock: the threads' of the data's span, the process's up to
-    // its final report. Unpaced, data flows to the end and the two spans differ by
+    // Each share is of its own span: the receiver's threads and process both from its mark
+    // to the sender's end; the sender's threads of the data's span, its process up to its
+    // final report. Unpaced, data flows to the end and the sender's two spans differ by
     // milliseconds; paced (above), the last 128 KiB write may leave 0.1 s without data.
     let full = json!({"tests": ["tcp"], "duration": 0.5, "interval": 0.1, "target": target});
     let mut wf = wl_net::NetWorkload::from_params(full.as_object().unwrap()).unwrap();

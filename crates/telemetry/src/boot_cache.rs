@@ -24,13 +24,13 @@ use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use engine::command::{probe, probe_status};
+use engine::command::{probe_status, Failed};
 
-/// `probe(cmd)`, asked once per boot (see the module doc).
-pub fn probe_per_boot(cmd: &str, timeout: Duration) -> Result<String, String> {
+/// `probe_status(cmd)`, asked once per boot (see the module doc).
+pub fn probe_per_boot(cmd: &str, timeout: Duration) -> Result<String, Failed> {
     match (cache_dir(), this_boot()) {
         (Some(dir), Some(boot)) => probe_cached(cmd, timeout, &dir, &boot),
-        _ => probe(cmd, timeout),
+        _ => probe_status(cmd, timeout),
     }
 }
 
@@ -53,10 +53,10 @@ fn cache_dir() -> Option<PathBuf> {
     Some(Path::new(&runtime).join("rackbench"))
 }
 
-/// `probe(cmd)` through the answers kept in `dir` for the boot `boot`.
-fn probe_cached(cmd: &str, timeout: Duration, dir: &Path, boot: &str) -> Result<String, String> {
+/// `probe_status(cmd)` through the answers kept in `dir` for the boot `boot`.
+fn probe_cached(cmd: &str, timeout: Duration, dir: &Path, boot: &str) -> Result<String, Failed> {
     if !private_dir(dir) {
-        return probe(cmd, timeout);
+        return probe_status(cmd, timeout);
     }
     let file = dir.join(file_name(cmd));
     if let Some(kept) = read_answer(&file, boot) {
@@ -67,7 +67,6 @@ fn probe_cached(cmd: &str, timeout: Duration, dir: &Path, boot: &str) -> Result<
         Ok(_) => true,
         Err(f) => f.exit_code.is_some_and(|c| (1..=125).contains(&c)),
     };
-    let answer = answer.map_err(|f| f.message);
     if lasting {
         // Not kept is only slower: the command runs again next time.
         let _ = write_answer(dir, &file, boot, &answer);
@@ -95,19 +94,23 @@ fn file_name(cmd: &str) -> String {
     format!("{readable}-{:016x}", h.finish())
 }
 
-/// A kept answer: `boot`'s id, `ok` or `err`, then what the command printed or said.
-fn read_answer(file: &Path, boot: &str) -> Option<Result<String, String>> {
+/// A kept answer: `boot`'s id, `ok` or `err` and the exit status, then what the command
+/// printed or what its failure said.
+fn read_answer(file: &Path, boot: &str) -> Option<Result<String, Failed>> {
     let text = std::fs::read_to_string(file).ok()?;
     let (id, rest) = text.split_once('\n')?;
     if id != boot {
         return None;
     }
     let (kind, body) = rest.split_once('\n')?;
-    match kind {
-        "ok" => Some(Ok(body.to_string())),
-        "err" => Some(Err(body.to_string())),
-        _ => None,
+    if kind == "ok" {
+        return Some(Ok(body.to_string()));
     }
+    let code = kind.strip_prefix("err ")?.parse().ok()?;
+    Some(Err(Failed {
+        message: body.to_string(),
+        exit_code: Some(code),
+    }))
 }
 
 /// Keep `answer`, whole or not at all (written aside, then renamed over the old one).
@@ -115,11 +118,14 @@ fn write_answer(
     dir: &Path,
     file: &Path,
     boot: &str,
-    answer: &Result<String, String>,
+    answer: &Result<String, Failed>,
 ) -> std::io::Result<()> {
     let (kind, body) = match answer {
-        Ok(out) => ("ok", out),
-        Err(e) => ("err", e),
+        Ok(out) => ("ok".to_string(), out),
+        Err(f) => match f.exit_code {
+            Some(code) => (format!("err {code}"), &f.message),
+            None => return Ok(()),
+        },
     };
     remove_stale_temps(dir);
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -189,7 +195,12 @@ mod tests {
         let (dir, log) = (d.path().join("cache"), d.path().join("log"));
         let none = counting(&log, "none", 1);
         let first = probe_cached(&none, T, &dir, "b").unwrap_err();
-        assert!(first.contains("(exit status: 1)"), "{first}");
+        assert_eq!(first.exit_code, Some(1), "{}", first.message);
+        assert!(
+            first.message.contains("(exit status: 1)"),
+            "{}",
+            first.message
+        );
         assert_eq!(probe_cached(&none, T, &dir, "b").unwrap_err(), first);
         assert_eq!(runs(&log), 1);
 
@@ -273,6 +284,10 @@ mod tests {
         std::fs::write(dir.join(file_name(&cmd)), "b\nmaybe\nz").unwrap();
         assert_eq!(probe_cached(&cmd, T, &dir, "b").unwrap(), "y\n");
         assert_eq!(runs(&log), 2);
+        // A failure kept without its exit status (an older shape) is asked again too.
+        std::fs::write(dir.join(file_name(&cmd)), "b\nerr\nnone").unwrap();
+        assert_eq!(probe_cached(&cmd, T, &dir, "b").unwrap(), "y\n");
+        assert_eq!(runs(&log), 3);
         assert_ne!(file_name("dmidecode -t 17"), file_name("dmidecode -t 16"));
     }
 }

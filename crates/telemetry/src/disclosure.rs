@@ -273,8 +273,8 @@ pub fn collect_with(host: &str, role: &str, src: &DisclosureSources) -> HostDisc
         Some(cmd) => match crate::boot_cache::probe_per_boot(cmd, TOOL_TIMEOUT) {
             Ok(out) if !out.trim().is_empty() => f.known("virt.container", out.trim()),
             Ok(_) => f.unknown("virt.container", format!("`{cmd}` printed nothing")),
-            Err(e) if e.contains("(exit status: 1)") => f.known("virt.container", "none"),
-            Err(e) => f.unknown("virt.container", e),
+            Err(e) if e.exit_code == Some(1) => f.known("virt.container", "none"),
+            Err(e) => f.unknown("virt.container", e.message),
         },
     }
 

@@ -881,7 +881,7 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             out.missing.push(MissingMetric {
                 name: "receiver_cpu_pct".into(),
                 reason: match c {
-                    Some(_) if rep.receiver_cpu_span_s == Some(0.0) => RECEIVER_STILL_WARM.into(),
+                    Some(_) if receiver_warm => RECEIVER_STILL_WARM.into(),
                     Some(_) => "the receiver reported a span of none".into(),
                     None => "the receiver sent no final report".into(),
                 },
