@@ -703,13 +703,14 @@ impl Workload for NetWorkload {
     }
 }
 
-/// The mean of the streams' jitter (iperf3's sum line), over those that have one: each
-/// item is a stream's datagrams received and its jitter, and a stream with fewer than two
-/// has no jitter (it is left out, not averaged in as 0). None when no stream has one.
-fn mean_jitter(streams: impl Iterator<Item = (u64, f64)>) -> Option<f64> {
+/// The mean of the streams' jitter (iperf3's sum line), over those that have one: a
+/// stream whose receiver took no difference of transit times (fewer than two datagrams,
+/// or all of them from one `--udp-gso`/`--udp-batch` send) has no jitter, and is left
+/// out, not averaged in as 0. None when no stream has one.
+fn mean_jitter<'a>(streams: impl Iterator<Item = &'a proto::StreamStats>) -> Option<f64> {
     let (n, sum) = streams
-        .filter(|&(packets, _)| packets >= 2)
-        .fold((0usize, 0.0), |(n, sum), (_, j)| (n + 1, sum + j));
+        .filter(|s| s.jitter_samples > 0)
+        .fold((0usize, 0.0), |(n, sum), s| (n + 1, sum + s.jitter_ms));
     (n > 0).then(|| sum / n as f64)
 }
 
@@ -844,12 +845,12 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         let ooo: u64 = rep.received.iter().map(|s| s.out_of_order).sum();
         out.metrics
             .push(Metric::new("out_of_order_packets", ooo as f64, "packets"));
-        if let Some(j) = mean_jitter(rep.received.iter().map(|s| (s.packets, s.jitter_ms))) {
+        if let Some(j) = mean_jitter(rep.received.iter()) {
             out.metrics.push(Metric::new("jitter_ms", j, "ms"));
         } else {
             out.missing.push(MissingMetric {
                 name: "jitter_ms".into(),
-                reason: "no stream received 2 datagrams".into(),
+                reason: "no stream received two datagrams sent at different times".into(),
             });
         }
         out.metrics
@@ -903,7 +904,6 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     // gives the same form; the warm-up's (before 0) are labelled `warmup` too, as iperf3
     // marks them `omitted`.
     let decimals = if spec.interval_s < 0.1 { 2 } else { 1 };
-    let mut received_so_far = vec![0u64; spec.streams];
     for iv in &rep.intervals {
         let len = iv.end_s - iv.start_s;
         if len <= 0.0 {
@@ -944,12 +944,9 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
                 )));
             }
             // A stream's jitter at an interval's end is its running estimate: it has one
-            // once the stream has received two datagrams, in this interval or before.
-            for (seen, r) in received_so_far.iter_mut().zip(&iv.received) {
-                *seen += r.packets;
-            }
-            let so_far = received_so_far.iter().zip(&iv.received);
-            if let Some(j) = mean_jitter(so_far.map(|(&seen, r)| (seen, r.jitter_ms))) {
+            // once its receiver took a difference of transit times, in this interval or
+            // before.
+            if let Some(j) = mean_jitter(iv.received.iter()) {
                 out.metrics
                     .push(labelled(Metric::new("jitter_ms", j, "ms")));
             }

@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 /// 2: `start` carries the warm-up, `interval` and `result` keep it apart.
 /// 3: `result` carries the span of the receiver's CPU (`cpu_span_s`), and a UDP test's
 /// `duration_s` after a warm-up is of the sender's test datagrams.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 4: a stream's counters carry how many transit-time differences its jitter is of
+/// (`jitter_samples`).
+pub const PROTOCOL_VERSION: u32 = 4;
 /// Sequence (u64) + send time (u64 ns).
 pub const UDP_HEADER_BYTES: usize = 16;
 /// Largest UDP payload over IPv4: 65535 - 20 (IP) - 8 (UDP).
@@ -42,6 +44,10 @@ pub struct StreamStats {
     pub out_of_order: u64,
     /// RFC 3550 jitter at the end of the interval, ms (UDP).
     pub jitter_ms: f64,
+    /// The transit-time differences the stream's jitter is of, since its start (like
+    /// the jitter, a running figure, not a delta): none, and it has no jitter, however
+    /// many datagrams arrived (one `--udp-gso` or `--udp-batch` send shares one time).
+    pub jitter_samples: u64,
 }
 
 /// Per-stream send counters the sender reports at the end.
@@ -369,6 +375,8 @@ pub struct UdpRx {
     pub out_of_order: u64,
     /// RFC 3550 jitter, seconds.
     pub jitter_s: f64,
+    /// The transit-time differences `jitter_s` is of.
+    pub jitter_samples: u64,
     prev_transit_s: Option<f64>,
     prev_send_ns: Option<u64>,
 }
@@ -404,6 +412,7 @@ impl UdpRx {
         if let Some(prev) = self.prev_transit_s {
             let d = (transit - prev).abs();
             self.jitter_s += (d - self.jitter_s) / 16.0;
+            self.jitter_samples += 1;
         }
         self.prev_transit_s = Some(transit);
     }
@@ -516,6 +525,7 @@ mod tests {
             rx.on_packet(i, i * 1_000_000, i * 1_000_000 + 200_000, 60);
         }
         assert!(rx.jitter_s.abs() < 1e-12);
+        assert_eq!(rx.jitter_samples, 99);
         // Transit alternating 0 and 1 ms: |D| = 1 ms every packet; J converges to 1 ms.
         let mut rx = UdpRx::default();
         for i in 0..2000u64 {
@@ -531,7 +541,13 @@ mod tests {
             rx.on_packet(i, sent, sent + 50_000 + (i % 16) * 2_000, 60);
         }
         assert!(rx.jitter_s.abs() < 1e-12, "{}", rx.jitter_s);
-        assert_eq!((rx.packets, rx.lost), (1600, 0));
+        assert_eq!((rx.packets, rx.lost, rx.jitter_samples), (1600, 0, 99));
+        // One batch: 16 datagrams and no jitter at all (not a jitter of 0).
+        let mut rx = UdpRx::default();
+        for i in 0..16u64 {
+            rx.on_packet(i, 5_000, 50_000 + i * 2_000, 60);
+        }
+        assert_eq!((rx.packets, rx.jitter_samples), (16, 0));
     }
 
     #[test]

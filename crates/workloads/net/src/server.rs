@@ -102,6 +102,7 @@ struct Live {
     lost: AtomicU64,
     ooo: AtomicU64,
     jitter_bits: AtomicU64,
+    jitter_samples: AtomicU64,
     /// UDP: datagrams received that were sent after the sender's end of the warm-up, and
     /// their bytes.
     measured_packets: AtomicU64,
@@ -123,6 +124,7 @@ impl Live {
             lost: self.lost.load(Ordering::Relaxed),
             out_of_order: self.ooo.load(Ordering::Relaxed),
             jitter_ms: f64::from_bits(self.jitter_bits.load(Ordering::Relaxed)) * 1e3,
+            jitter_samples: self.jitter_samples.load(Ordering::Relaxed),
         }
     }
 }
@@ -595,7 +597,8 @@ fn split_udp(
     warm.bytes = end.bytes.saturating_sub(bytes);
 }
 
-/// What a stream counted from `before` to `now`; its jitter is the running estimate at `now`.
+/// What a stream counted from `before` to `now`; its jitter is the running estimate at
+/// `now`, and the samples it is of are all since the stream's start.
 fn counted_since(now: &StreamStats, before: &StreamStats) -> StreamStats {
     StreamStats {
         bytes: now.bytes.saturating_sub(before.bytes),
@@ -603,6 +606,7 @@ fn counted_since(now: &StreamStats, before: &StreamStats) -> StreamStats {
         lost: now.lost.saturating_sub(before.lost),
         out_of_order: now.out_of_order.saturating_sub(before.out_of_order),
         jitter_ms: now.jitter_ms,
+        jitter_samples: now.jitter_samples,
     }
 }
 
@@ -746,6 +750,8 @@ fn rx_udp(
             .store(rx.measured_bytes, Ordering::Relaxed);
         live.jitter_bits
             .store(rx.jitter_s.to_bits(), Ordering::Relaxed);
+        live.jitter_samples
+            .store(rx.jitter_samples, Ordering::Relaxed);
         let now_ns = t0.elapsed().as_nanos() as u64;
         if rx.measured_packets > 0 && live.first_measured_ns.load(Ordering::Relaxed) == 0 {
             // The first of them arrived after the last read that brought data (or, with

@@ -953,6 +953,7 @@ fn metrics_from_a_synthetic_report() {
             lost: 100,
             out_of_order: 0,
             jitter_ms: 0.02,
+            jitter_samples: 899,
         }],
         receive_duration_s: 1.0,
         receiver_cpu: Some(proto::CpuUsage {
@@ -1107,6 +1108,7 @@ fn what_was_not_measured_is_missing_not_zero() {
         lost: 0,
         out_of_order: 0,
         jitter_ms,
+        jitter_samples: packets.saturating_sub(1),
     };
     // Four 0.05 s intervals; the second stream gets nothing (a starved stream).
     let intervals: Vec<sender::IntervalReport> = (0..4)
@@ -1182,6 +1184,29 @@ fn what_was_not_measured_is_missing_not_zero() {
     none.received = vec![stream(1, 0.0), stream(0, 0.0)];
     none.intervals.clear();
     let o = step_output(&spec, &none);
+    assert!(metric(&o, "jitter_ms").is_none());
+    assert!(o.missing.iter().any(|m| m.name == "jitter_ms"));
+    // Nor is it 0 for a stream whose datagrams all came from one GSO send (one send
+    // time, no difference of transit times), however many they were: it is left out
+    // of the mean, overall and per interval.
+    let mut one_send = rep.clone();
+    let gso = proto::StreamStats {
+        jitter_samples: 0,
+        ..stream(40, 0.0)
+    };
+    one_send.received[1] = gso.clone();
+    for iv in &mut one_send.intervals {
+        iv.received[1] = gso.clone();
+    }
+    let o = step_output(&spec, &one_send);
+    assert_eq!(metric(&o, "jitter_ms"), Some(0.8));
+    assert!(o
+        .metrics
+        .iter()
+        .filter(|m| m.name == "jitter_ms")
+        .all(|m| m.value == 0.8));
+    one_send.received[0].jitter_samples = 0;
+    let o = step_output(&spec, &one_send);
     assert!(metric(&o, "jitter_ms").is_none());
     assert!(o.missing.iter().any(|m| m.name == "jitter_ms"));
 
