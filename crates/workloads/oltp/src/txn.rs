@@ -652,13 +652,20 @@ mod tests {
         let mean = metric("latency_mean_ns", &all_kind).unwrap();
         assert_eq!(mean, all.mean());
         assert_eq!(metric("latency_jitter_ns", &all_kind), Some(all.stdev()));
-        // The shortest keying time alone is 10 ms here; the null engine takes microseconds.
+        // The shortest keying time alone is 10 ms here, so with the waits in it every
+        // latency would be over 10 ms; the null engine takes microseconds. The bound is
+        // half that, not a few microseconds: on a loaded 2-CPU machine one of the dozen
+        // or so measured calls can be preempted for milliseconds (it once read 1.4 ms).
         assert!(
-            mean < 1e6,
+            mean < 5e6,
             "{mean} ns: the keying and think times are in it"
         );
-        let over_1ms = [("txn", "all"), ("kind", "service"), ("over", "1ms")];
-        assert_eq!(metric("latency_pct_over", &over_1ms), Some(0.0));
+        let over_10ms = [("txn", "all"), ("kind", "service"), ("over", "10ms")];
+        assert!(
+            metric("latency_pct_over", &over_10ms).is_some_and(|p| p < 50.0),
+            "{:?}: the keying times are in the latencies",
+            metric("latency_pct_over", &over_10ms)
+        );
     }
 
     #[test]
