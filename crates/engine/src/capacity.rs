@@ -644,25 +644,27 @@ pub fn write_steps_log<'a, W: Write>(
     steps: impl Iterator<Item = &'a RateStep>,
 ) -> anyhow::Result<W> {
     let steps: Vec<&RateStep> = steps.collect();
+    // A step's interval is its measured window where it is known (the histogram's
+    // requests are of it alone: not the start's lead, the connects nor the warm-up),
+    // else from its start for its duration.
+    let interval = |s: &RateStep| match s.window {
+        Some((from, to)) => (Some(from), to.duration_since(from).unwrap_or_default()),
+        None => (s.started_at, Duration::from_secs_f64(s.duration_s.max(0.0))),
+    };
     let start = steps
         .iter()
-        .filter_map(|s| s.started_at)
+        .filter_map(|s| interval(s).0)
         .min()
         .unwrap_or_else(SystemTime::now);
     let mut w = IntervalLogWriter::new(out, start, &[comment])?;
     for s in steps {
         let Some(h) = &s.latency else { continue };
-        let offset = s
-            .started_at
+        let (from, length) = interval(s);
+        let offset = from
             .and_then(|t| t.duration_since(start).ok())
             .unwrap_or(Duration::ZERO);
         let tag = format!("rate={:.0}", s.demanded_rate_per_s);
-        w.write_interval(
-            Some(&tag),
-            offset,
-            Duration::from_secs_f64(s.duration_s.max(0.0)),
-            h,
-        )?;
+        w.write_interval(Some(&tag), offset, length, h)?;
     }
     w.flush()?;
     Ok(w.into_inner())
@@ -1652,5 +1654,50 @@ mod tests {
             .count();
         assert_eq!(n, 3);
         assert!(String::from_utf8(log).unwrap().contains("Tag=rate=2000,"));
+    }
+
+    /// A step's interval in the log is its measured window where it has one (after the
+    /// start's lead, the connects and the warm-up), from its start otherwise.
+    #[test]
+    fn a_steps_interval_is_its_measured_window() {
+        use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let mut h = model::hist::new_latency_histogram();
+        h.record(50_000).unwrap();
+        let step = |started: SystemTime, window: Option<(u64, u64)>| RateStep {
+            latency: Some(h.clone()),
+            duration_s: 2.0,
+            started_at: Some(started),
+            window: window.map(|(a, b)| (t + Duration::from_secs(a), t + Duration::from_secs(b))),
+            ..RateStep::new(100.0)
+        };
+        // Started at t, measured from t+3 to t+5; the next started at t+6, measured
+        // from t+9 to t+11.
+        let steps = [
+            step(t, Some((3, 5))),
+            step(t + Duration::from_secs(6), Some((9, 11))),
+        ];
+        let log = write_steps_log(Vec::new(), "x", steps.iter()).unwrap();
+        let mut start = None;
+        let mut spans = Vec::new();
+        for e in IntervalLogIterator::new(&log) {
+            match e.unwrap() {
+                LogEntry::StartTime(s) => start = Some(s),
+                LogEntry::Interval(i) => spans.push((i.start_timestamp(), i.duration())),
+                _ => {}
+            }
+        }
+        assert_eq!(start, Some(Duration::from_secs(1_700_000_003)));
+        assert_eq!(
+            spans,
+            [
+                (Duration::ZERO, Duration::from_secs(2)),
+                (Duration::from_secs(6), Duration::from_secs(2))
+            ]
+        );
+        // Without a window: from the start, for the duration.
+        let log = write_steps_log(Vec::new(), "x", [step(t, None)].iter()).unwrap();
+        let text = String::from_utf8(log).unwrap();
+        assert!(text.contains("#[StartTime: 1700000000.000"), "{text}");
     }
 }

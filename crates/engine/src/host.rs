@@ -102,6 +102,14 @@ pub struct DriverJob {
     pub generators: usize,
 }
 
+impl DriverJob {
+    /// Where this generator stands among the test's generators, as a fraction in [0, 1)
+    /// ([`crate::load::LoadSpec::phase`]).
+    pub fn phase(&self) -> f64 {
+        self.index as f64 / self.generators.max(1) as f64
+    }
+}
+
 /// Runs one driver job on the host it is given to; the result is the workload's own
 /// serialisable report (kv: the load outcome with exact histograms).
 pub type DriverFn = fn(&DriverJob, &Progress) -> anyhow::Result<serde_json::Value>;

@@ -89,6 +89,11 @@ pub struct LoadSpec {
     /// How a closed-loop generator waits on its connections (an open loop uses epoll).
     #[serde(default)]
     pub client_io: ClientIo,
+    /// This generator's place among the test's generators, as a fraction (index /
+    /// generators; 0 for the only one): its constant-rate schedules start that much of
+    /// a worker's share later, so that generators do not send in step.
+    #[serde(default)]
+    pub phase: f64,
 }
 
 /// The closed-loop generator's system-call path.
@@ -121,6 +126,7 @@ impl Default for LoadSpec {
             interval: Duration::from_secs(1),
             sleep_when_idle: false,
             client_io: ClientIo::Auto,
+            phase: 0.0,
         }
     }
 }

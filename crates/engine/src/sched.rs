@@ -20,8 +20,21 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    /// `rate` is this worker's share of the offered rate (requests/s). None for closed loop.
-    pub(crate) fn new(shape: LoadShape, share: f64) -> Option<Schedule> {
+    /// The schedule of worker `index` of `threads`, each offering an equal share of the
+    /// offered rate (requests/s), in a generator at `phase` (0 <= phase < 1) among the
+    /// test's generators. None for closed loop.
+    ///
+    /// A constant rate's workers (and generators) start at staggered times, so that
+    /// together they send one request every 1/R, not `threads` at once every
+    /// `threads`/R: worker k's first send is (k + phase)/threads of its gap after the
+    /// start. Poisson workers start together: independent Poisson streams add up to one.
+    pub(crate) fn new(
+        shape: LoadShape,
+        index: usize,
+        threads: usize,
+        phase: f64,
+    ) -> Option<Schedule> {
+        let share = 1.0 / threads.max(1) as f64;
         let (rate, poisson) = match shape {
             LoadShape::Closed => return None,
             LoadShape::Constant { rate } => (rate * share, false),
@@ -32,10 +45,15 @@ impl Schedule {
         } else {
             f64::INFINITY
         };
+        let next_ns = if poisson || !gap_ns.is_finite() {
+            0.0
+        } else {
+            gap_ns * (index as f64 + phase.clamp(0.0, 1.0)) * share
+        };
         Some(Schedule {
             gap_ns,
             poisson,
-            next_ns: 0.0,
+            next_ns,
         })
     }
 
@@ -335,21 +353,57 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(1);
         let shape = LoadShape::Constant { rate: 1000.0 };
         // Due at 0, 1, ..., 10 ms; stopped at 10.5 ms with a 1 ms grace: 0..=9 ms.
-        let mut s = Schedule::new(shape, 1.0).unwrap();
+        let mut s = Schedule::new(shape, 0, 1, 0.0).unwrap();
         assert_eq!(s.count_unsent(&mut rng, 0, 10_500_000, 1_000_000), 10);
         assert_eq!(s.peek(), 11_000_000.0);
         // Warm-up to 3 ms: 3..=9 ms. No grace: 3..=10 ms.
-        let mut s = Schedule::new(shape, 1.0).unwrap();
+        let mut s = Schedule::new(shape, 0, 1, 0.0).unwrap();
         assert_eq!(
             s.count_unsent(&mut rng, 3_000_000, 10_500_000, 1_000_000),
             7
         );
-        let mut s = Schedule::new(shape, 1.0).unwrap();
+        let mut s = Schedule::new(shape, 0, 1, 0.0).unwrap();
         assert_eq!(s.count_unsent(&mut rng, 3_000_000, 10_500_000, 0), 8);
         // Sending stopped before anything fell due.
-        let mut s = Schedule::new(shape, 1.0).unwrap();
+        let mut s = Schedule::new(shape, 0, 1, 0.0).unwrap();
         s.advance(&mut rng);
         assert_eq!(s.count_unsent(&mut rng, 0, 500_000, 1_000_000), 0);
+    }
+
+    /// A constant rate spread over workers and generators is one request every 1/R
+    /// from them all, not a burst of one per worker every workers/R; Poisson workers
+    /// start together (their sum is Poisson however they start).
+    #[test]
+    fn constant_rate_workers_are_staggered() {
+        let mut rng = SmallRng::seed_from_u64(1);
+        let rate = 100_000.0;
+        let shape = LoadShape::Constant { rate };
+        let (threads, generators) = (16, 3);
+        let mut times = Vec::new();
+        for g in 0..generators {
+            for k in 0..threads {
+                // Each generator offers a third of the rate over its 16 workers.
+                let shape = LoadShape::Constant {
+                    rate: rate / generators as f64,
+                };
+                let mut s = Schedule::new(shape, k, threads, g as f64 / generators as f64).unwrap();
+                times.extend((0..50).map(|_| s.advance(&mut rng)));
+            }
+        }
+        times.sort_unstable();
+        let gaps: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        let want = 1e9 / rate;
+        assert!(
+            gaps.iter().all(|&g| (g as f64 - want).abs() <= 1.0),
+            "gaps {:?}",
+            &gaps[..20]
+        );
+        // One worker: its first send at the start.
+        assert_eq!(Schedule::new(shape, 0, 1, 0.0).unwrap().peek(), 0.0);
+        let poisson = LoadShape::Poisson { rate };
+        assert!(
+            (0..threads).all(|k| Schedule::new(poisson, k, threads, 0.5).unwrap().peek() == 0.0)
+        );
     }
 
     /// Merging takes the first worker's classes as the sum: with one worker or several,

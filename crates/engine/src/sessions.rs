@@ -109,7 +109,7 @@ fn worker<S: Session>(
             crate::launch::pin_current_thread(&[spec.client_cpus[index % spec.client_cpus.len()]]);
     }
     let mut rng = SmallRng::seed_from_u64(spec.seed.wrapping_add(index as u64 * 0x9E37_79B9));
-    let mut schedule = Schedule::new(spec.shape, 1.0 / n as f64);
+    let mut schedule = Schedule::new(spec.shape, index, n, spec.phase);
     barrier.wait();
     let warm_ns = spec.warmup.as_nanos() as u64;
     let end_ns = match spec.stop {

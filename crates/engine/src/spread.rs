@@ -372,6 +372,22 @@ pub fn add_figures(
                 ));
             }
         }
+        // The whole's busy share is of the time each generator's threads measured: a
+        // test stopped by a count ends on each generator when its share is done, and
+        // over their union (what the merge divides by) the earlier ones would read idle.
+        let (cpu_s, thread_s) = runs
+            .iter()
+            .filter(|h| h.duration_s > 0.0)
+            .fold((0.0, 0.0), |(c, t), h| {
+                (c + h.cpu_s, t + h.duration_s * h.threads.max(1) as f64)
+            });
+        if thread_s > 0.0 {
+            for m in step.metrics.iter_mut() {
+                if m.name == "loadgen_busy_pct" && m.labels.is_empty() {
+                    m.value = 100.0 * cpu_s / thread_s;
+                }
+            }
+        }
         if !runs.is_empty() {
             let skew = runs.iter().map(|h| h.start_skew_s).fold(0.0, f64::max);
             let windows: Vec<Window> = runs.iter().map(GeneratorRun::window).collect();
@@ -604,5 +620,42 @@ mod tests {
         assert!(step.flags.iter().any(|f| f.code == "windows_apart"));
         assert!(step.flags.iter().any(|f| f.code == "host_failed"));
         assert!(step.error.as_deref().unwrap_or("").contains("c: gone"));
+    }
+
+    /// Two generators of a test stopped by a count, both busy the whole time they
+    /// measured (10 s and 5 s, one thread each): the whole is 100% busy, not the 75% of
+    /// their CPU over the union of their windows times their threads.
+    #[test]
+    fn the_wholes_busy_share_is_over_each_generators_own_time() {
+        let busy = |host: &str, secs: f64| GeneratorRun {
+            threads: 1,
+            cpu_s: secs,
+            ..run(host, (0.0, secs))
+        };
+        let mut step = StepOutput::default();
+        // What validity::step_output put there from the merge: 15 s over 10 s x 2.
+        step.metrics
+            .push(Metric::new("loadgen_busy_pct", 75.0, "%"));
+        add_figures(
+            &[busy("a", 10.0), busy("b", 5.0)],
+            &[],
+            2,
+            NAMES,
+            true,
+            &mut step,
+        );
+        let whole: Vec<f64> = step
+            .metrics
+            .iter()
+            .filter(|m| m.name == "loadgen_busy_pct" && m.labels.is_empty())
+            .map(|m| m.value)
+            .collect();
+        assert_eq!(whole, [100.0]);
+        let per_host = step
+            .metrics
+            .iter()
+            .filter(|m| m.name == "loadgen_busy_pct" && !m.labels.is_empty())
+            .count();
+        assert_eq!(per_host, 2);
     }
 }

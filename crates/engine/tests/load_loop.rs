@@ -207,6 +207,31 @@ fn open_loop_sleeping_on_its_timer_keeps_the_schedule() {
 }
 
 #[test]
+fn a_spinning_open_loop_sends_on_time_at_a_low_rate() {
+    // 200/s: 5 ms between sends, long enough that the loop sleeps in epoll_wait before
+    // spinning. epoll rounds its timeout up to a whole millisecond: sleeping the whole
+    // wait sent each request up to 1 ms late (never counted late, under the 1 ms grace),
+    // and the latency from the intended time read about 0.5 ms over the service time.
+    let f = fake(Duration::ZERO, None);
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 200.0 },
+        connections: 1,
+        sleep_when_idle: false,
+        ..spec(StopAfter::Requests(200))
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.total_count(), 200);
+    let c = &out.classes[0];
+    let corrected_p50 = c.corrected.as_ref().unwrap().value_at_quantile(0.5);
+    let service_p50 = c.service.value_at_quantile(0.5);
+    assert!(
+        corrected_p50 < service_p50 + 250_000,
+        "latency from the intended time {corrected_p50} ns, from the send {service_p50} ns: \
+         the sends left late"
+    );
+}
+
+#[test]
 fn open_loop_latency_counts_queueing_behind_a_slow_server() {
     // 1 connection, 5 ms service, offered 400/s (capacity ~200/s): latency from the
     // intended send time grows with the backlog while the service time stays ~5 ms.
@@ -246,6 +271,19 @@ fn reconnect_per_request_opens_a_connection_each_time() {
     // 2 initial + one per request (the last ones may reconnect once more at the end).
     assert!(f.accepted.load(Ordering::SeqCst) >= 50);
     assert!(out.reconnects >= 48);
+    // After a warm-up, reconnects count from its end, as the requests do: one per
+    // measured request (and a last one or two), not the warm-up's hundreds too.
+    let s = LoadSpec {
+        warmup: Duration::from_millis(300),
+        ..s
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.total_count(), 50);
+    assert!(
+        (48..=52).contains(&out.reconnects),
+        "{} reconnects for 50 measured requests",
+        out.reconnects
+    );
 }
 
 #[test]

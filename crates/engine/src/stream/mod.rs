@@ -393,7 +393,7 @@ where
         progress.warmup.store(true, Ordering::Relaxed);
     }
     match io {
-        Io::Epoll(poll) => epoll_loop(&mut lp, poll, &mut conns, threads)?,
+        Io::Epoll(poll) => epoll_loop(&mut lp, poll, &mut conns, index, threads)?,
         Io::Uring(ring) => uring::closed_loop(&mut lp, *ring, &mut conns)?,
     }
     let Loop { mut rec, pace, .. } = lp;
@@ -509,9 +509,12 @@ impl Loop<'_> {
         if !pace.cpu_marked && now >= pace.warm_ns {
             self.rec.cpu_start = thread_cpu();
             // Bytes, like CPU, count from the end of warm-up: they are divided by the
-            // measured duration (rx_bytes_per_s, net_io_bytes_per_s).
+            // measured duration (rx_bytes_per_s, net_io_bytes_per_s). So do reconnects
+            // (one per request with -k 0: beside the measured requests). A connection
+            // that failed in the warm-up stays counted: the test ran without it.
             self.rec.bytes_tx = 0;
             self.rec.bytes_rx = 0;
+            self.rec.reconnects = 0;
             pace.cpu_marked = true;
             self.progress.warmup.store(false, Ordering::Relaxed);
         }
@@ -619,11 +622,12 @@ fn epoll_loop<P: Protocol>(
     lp: &mut Loop<'_>,
     mut poll: Poll,
     conns: &mut [Conn<P>],
+    index: usize,
     threads: usize,
 ) -> anyhow::Result<()> {
     let spec = lp.spec;
     let open = spec.shape != LoadShape::Closed;
-    let mut schedule = Schedule::new(spec.shape, 1.0 / threads as f64);
+    let mut schedule = Schedule::new(spec.shape, index, threads, spec.phase);
     let mut events = Events::with_capacity(1024);
     // Without a timer (spinning asked for, or timerfd refused) an open loop spins on
     // waits under 1 ms.
@@ -695,9 +699,11 @@ fn epoll_loop<P: Protocol>(
                         t.arm(due, wait - SPIN_NS / 2);
                         timeout
                     }
-                    // epoll_wait has millisecond resolution: below 1 ms, poll without sleeping.
-                    None if wait < 1_000_000 => Duration::ZERO,
-                    None => Duration::from_nanos(wait).min(timeout),
+                    // epoll_wait has millisecond resolution, and rounds a timeout up to
+                    // the next whole one (the wake would come up to 1 ms after the send
+                    // was due, and never count as late): sleep the whole milliseconds
+                    // but the last, and spin the rest.
+                    None => spin_wait_sleep(wait).min(timeout),
                 };
             }
         }
@@ -780,6 +786,14 @@ fn budget<P: Protocol>(c: &Conn<P>, spec: &LoadSpec) -> usize {
     }
 }
 
+/// How long an open loop without a timer sleeps in `epoll_wait` before a send due in
+/// `wait_ns`: whole milliseconds, at least one short of the wait (epoll rounds its
+/// timeout up to the next millisecond, and the wake-up comes later still), so that it
+/// wakes before the send is due and spins the rest; zero below 2 ms.
+fn spin_wait_sleep(wait_ns: u64) -> Duration {
+    Duration::from_millis((wait_ns / 1_000_000).saturating_sub(1))
+}
+
 #[inline]
 fn issue<P: Protocol>(
     c: &mut Conn<P>,
@@ -790,13 +804,17 @@ fn issue<P: Protocol>(
     issued_measured: &mut u64,
 ) {
     let class = c.proto.encode(rng, &mut c.wbuf) as u32;
-    c.inflight.push(Pending {
+    let p = Pending {
         class,
         sent_ns: now_ns,
         intended_ns,
-    });
+    };
+    c.inflight.push(p);
     c.sent_on_conn += 1;
-    if now_ns >= warm_ns {
+    // A request counts towards the test's count by the rule its reply is recorded by (an
+    // open loop's by its intended time): one due in the warm-up and sent after it would
+    // take a place in the count and never be recorded.
+    if p.measured(warm_ns) {
         *issued_measured += 1;
     }
 }
@@ -995,6 +1013,64 @@ fn reopen_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder) -> bool {
 mod tests {
     use super::{Inflight, Pending};
     use std::collections::VecDeque;
+    use std::time::Duration;
+
+    /// Without a timer, an open loop sleeps whole milliseconds short of the send (epoll
+    /// rounds up) and spins the rest; below 2 ms it only spins.
+    #[test]
+    fn a_spinning_wait_sleeps_short_of_the_send() {
+        use super::spin_wait_sleep;
+        assert_eq!(spin_wait_sleep(999_999), Duration::ZERO);
+        assert_eq!(spin_wait_sleep(1_999_999), Duration::ZERO);
+        assert_eq!(spin_wait_sleep(2_000_000), Duration::from_millis(1));
+        assert_eq!(spin_wait_sleep(4_700_000), Duration::from_millis(3));
+    }
+
+    /// A request counts towards the test's count by the rule its reply is recorded by:
+    /// an open loop's by its intended time (one due in the warm-up and sent after it
+    /// would take a place and never be recorded), a closed loop's by its send.
+    #[test]
+    fn the_count_takes_what_is_recorded() {
+        use super::{issue, Conn, Protocol};
+        use crate::load::Outcome;
+        use rand::SeedableRng;
+        struct One;
+        impl Protocol for One {
+            fn encode(&mut self, _: &mut rand::rngs::SmallRng, out: &mut Vec<u8>) -> usize {
+                out.push(b'x');
+                0
+            }
+            fn parse(&mut self, _: &[u8]) -> Result<Option<(usize, Outcome)>, String> {
+                Ok(None)
+            }
+        }
+        let mut c = Conn {
+            stream: None,
+            addr: "127.0.0.1:9".parse().unwrap(),
+            proto: One,
+            rbuf: Vec::new(),
+            rstart: 0,
+            wbuf: Vec::new(),
+            wpos: 0,
+            inflight: Inflight::default(),
+            sent_on_conn: 0,
+            dead: false,
+        };
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        let warm = 1_000;
+        let mut counted = 0;
+        // Open loop: due at 900, sent at 1,100 (after the warm-up): not counted.
+        issue(&mut c, &mut rng, 1_100, 900, warm, &mut counted);
+        assert_eq!(counted, 0);
+        // Due at 1,000, sent at 1,200: counted.
+        issue(&mut c, &mut rng, 1_200, 1_000, warm, &mut counted);
+        assert_eq!(counted, 1);
+        // Closed loop (sent when "intended"): by its send.
+        issue(&mut c, &mut rng, 999, 999, warm, &mut counted);
+        issue(&mut c, &mut rng, 1_000, 1_000, warm, &mut counted);
+        assert_eq!(counted, 2);
+        assert_eq!(c.inflight.measured(warm), 2);
+    }
 
     /// The run-length queue gives back exactly the requests a plain queue would, in order,
     /// whether they come in pipelined runs (alike) or one by one (open loop: all differ).

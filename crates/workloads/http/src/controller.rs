@@ -281,6 +281,7 @@ impl Http {
             if self.cfg.hlog.is_some() {
                 let mut rs = rs.clone();
                 rs.started_at = Some(started);
+                rs.window = d.spread.measured_window(spec.warmup);
                 let log = capacity::write_steps_log(
                     Vec::new(),
                     "rackbench http load",

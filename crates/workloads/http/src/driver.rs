@@ -41,6 +41,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     let set = Arc::new(plan.cfg.request_set(&parse_url(url)?)?);
     let mut spec = plan.cfg.spec(plan.client_cpus.clone());
     spec.sleep_when_idle = plan.cap.sleep_when_idle(&job.test);
+    spec.phase = job.phase();
     let out = run_stream(
         &spec,
         &[target.addr],

@@ -476,6 +476,8 @@ impl HttpConfig {
             interval,
             sleep_when_idle: false,
             client_io: self.client_io,
+            // The first generator's (a driver sets its own).
+            phase: 0.0,
         }
     }
 

@@ -28,6 +28,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     let endpoints = resolve(&job.endpoints)?;
     let mut spec = cfg.spec(plan.client_cpus.clone());
     spec.sleep_when_idle = plan.cap.sleep_when_idle(&job.test);
+    spec.phase = job.phase();
     let (keyspace, size, verify) = (cfg.keyspace, cfg.data_size, cfg.verify);
     let out = run_stream(
         &spec,

@@ -310,6 +310,8 @@ impl KvConfig {
             interval: Duration::from_secs(1),
             sleep_when_idle: false,
             client_io: self.client_io,
+            // The first generator's (a driver sets its own).
+            phase: 0.0,
         }
     }
 }

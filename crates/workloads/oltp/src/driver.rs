@@ -118,6 +118,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
             .cfg
             .seed
             .wrapping_add(SEED_STEP.wrapping_mul(job.index as u64)),
+        phase: job.phase(),
     };
     let report = match job.test.as_str() {
         "tpcc" => d.tpcc(job.index == 0, progress)?,
@@ -136,6 +137,8 @@ struct Driver<'a> {
     client_cpus: Vec<usize>,
     /// This generator's seed of its users' random streams.
     seed: u64,
+    /// Its place among the generators ([`LoadSpec::phase`]).
+    phase: f64,
 }
 
 /// Connected users and their counters per database.
@@ -198,6 +201,7 @@ impl Driver<'_> {
             interval: Duration::from_secs(1),
             sleep_when_idle: false,
             client_io: Default::default(),
+            phase: self.phase,
         }
     }
 
