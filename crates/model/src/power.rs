@@ -28,16 +28,25 @@ pub struct HeadlinePower {
 /// `power_meter`) is the firmware's own. `ipmi` is an older spelling of `ipmi-dcmi`.
 const MEASURED_WHOLE: [&[&str]; 3] = [&["meter"], &["ipmi-dcmi", "ipmi"], &["hwmon"]];
 
-/// A RAPL zone that is counted: a package (`package-0`) or a DRAM domain (`dram-0`).
-/// Core and uncore (`core-0`, `uncore-0`, or `package-0-core` as some kernels name them)
-/// are inside their package, so adding them counts the same joules twice; `psys` is the
-/// platform as the SoC sees it and overlaps everything.
+/// A RAPL zone that is counted: a package (`package-0`, or `package-0-die-1` where the
+/// kernel gives each die of a multi-die package its own zone) or a DRAM domain
+/// (`dram-0`). Core and uncore (`core-0`, `uncore-0`, or `package-0-core` as some kernels
+/// name them) are inside their package, so adding them counts the same joules twice;
+/// `psys` is the platform as the SoC sees it and overlaps everything.
 fn is_rapl_package_or_dram(zone: &str) -> bool {
-    let idx = |prefix: &str| {
-        zone.strip_prefix(prefix)
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    };
-    idx("package-") || idx("dram-") || zone == "dram"
+    let number = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    let package = zone.strip_prefix("package-").is_some_and(|rest| {
+        number(rest)
+            || rest
+                .split_once("-die-")
+                .is_some_and(|(p, d)| number(p) && number(d))
+    });
+    let dram = zone.strip_prefix("dram-").is_some_and(number) || zone == "dram";
+    package || dram
+}
+
+fn is_rapl_package(zone: &str) -> bool {
+    zone.starts_with("package-") && is_rapl_package_or_dram(zone)
 }
 
 fn single(p: &PowerSummary) -> HeadlinePower {
@@ -80,7 +89,9 @@ pub fn headline(power: &[PowerSummary]) -> Option<HeadlinePower> {
         .iter()
         .filter(|p| p.source == "rapl" && !p.modelled && is_rapl_package_or_dram(&p.zone))
         .collect();
-    if rapl.is_empty() {
+    // DRAM without a package is no CPU-and-memory figure (a package zone this rule does
+    // not know would leave only the DRAM's few watts to divide by).
+    if !rapl.iter().any(|p| is_rapl_package(&p.zone)) {
         return None;
     }
     let zones: Vec<String> = rapl.iter().map(|p| p.zone.clone()).collect();
@@ -204,6 +215,27 @@ mod tests {
         assert_eq!(h.zones, ["package-0", "dram-0", "package-1", "dram-1"]);
         // Subzones alone (no package read) are no figure at all.
         assert_eq!(headline(&[ps("rapl", "core-0", 80.0)]), None);
+        // Nor is DRAM alone: its few watts are no CPU-and-memory figure.
+        assert_eq!(headline(&[ps("rapl", "dram-0", 15.0)]), None);
+    }
+
+    /// A multi-die package has a zone per die (`package-0-die-1`): every die counts, as
+    /// a package does (left out, the headline was the DRAM's watts alone).
+    #[test]
+    fn rapl_dies_of_a_package_count() {
+        let p = [
+            ps("rapl", "package-0-die-0", 200.0),
+            ps("rapl", "package-0-die-1", 190.0),
+            ps("rapl", "dram-0", 15.0),
+            ps("rapl", "dram-1", 14.0),
+            ps("rapl", "package-0-die-0-core", 150.0),
+        ];
+        let h = headline(&p).unwrap();
+        assert_eq!(h.mean_watts, 419.0);
+        assert_eq!(
+            h.zones,
+            ["package-0-die-0", "package-0-die-1", "dram-0", "dram-1"]
+        );
     }
 
     #[test]

@@ -100,11 +100,34 @@ pub fn counter_delta(prev: u64, cur: u64) -> u64 {
     }
 }
 
+/// Increase of a counter the kernel keeps in 64 bits (`/proc/stat`'s ctxt and intr;
+/// `/proc/net/dev` and diskstats' counts on a 64-bit kernel): going backwards is a reset,
+/// never a wrap, and the new value is the increase since it. (Read as a 32-bit wrap, a
+/// drop counter reset from 1,200 to 3 was 4.29e9 drops in one second.)
+pub fn counter64_delta(prev: u64, cur: u64) -> u64 {
+    if cur >= prev {
+        cur - prev
+    } else {
+        cur
+    }
+}
+
+/// Increase of a counter the kernel keeps as `unsigned long`: 64 bits on a 64-bit kernel
+/// (which a 64-bit build runs on), 32 on a 32-bit one.
+fn ulong_delta(prev: u64, cur: u64) -> u64 {
+    if cfg!(target_pointer_width = "64") {
+        counter64_delta(prev, cur)
+    } else {
+        counter_delta(prev, cur)
+    }
+}
+
+/// Per second of a network or disk count (`unsigned long` in the kernel).
 fn per_s(prev: u64, cur: u64, dt_s: f64) -> f64 {
     if dt_s <= 0.0 {
         return 0.0;
     }
-    counter_delta(prev, cur) as f64 / dt_s
+    ulong_delta(prev, cur) as f64 / dt_s
 }
 
 /// NIC rates for every interface present in both snapshots (in `cur`'s order).
@@ -287,6 +310,22 @@ mod tests {
         assert_eq!(counter_delta(u64::from(u32::MAX) - 5, 4), 10);
         // 64-bit counter reset (interface re-created): increase since reset
         assert_eq!(counter_delta(1 << 40, 1000), 1000);
+        // A 64-bit counter reset from below 2^32 is a reset too, not a wrap.
+        assert_eq!(counter64_delta(1_200, 3), 3);
+        assert_eq!(counter64_delta(3, 1_200), 1_197);
+    }
+
+    /// A NIC's drop counter reset (interface re-created, driver reloaded) from 1,200 to 3
+    /// in a one-second sample is 3 drops, not the 4.29e9 of a 32-bit wrap.
+    #[test]
+    fn a_reset_nic_counter_is_no_wrap() {
+        let dev = |rx_drop: u64| NetDevCounters {
+            name: "eth0".into(),
+            rx_drop,
+            ..NetDevCounters::default()
+        };
+        let r = nic_rates(&[dev(1_200)], &[dev(3)], 1.0);
+        assert_eq!(r[0].rx_drops_per_s, 3.0);
     }
 
     #[test]

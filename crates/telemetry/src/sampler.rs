@@ -24,7 +24,7 @@ use crate::parse::{
     parse_proc_stat, DiskCounters, NetDevCounters, PidStat, ProcStat,
 };
 use crate::power::{PowerConfig, PowerDetection, PowerSources};
-use crate::rates::{counter_delta, cpu_util, disk_rates, nic_rates, proc_cpu};
+use crate::rates::{counter64_delta, cpu_util, disk_rates, nic_rates, proc_cpu};
 
 /// What to sample and how often, as plain data.
 #[derive(Debug, Clone, PartialEq)]
@@ -265,7 +265,7 @@ impl State {
             }
         }
         let rate = |p: Option<u64>, c: Option<u64>| match (p, c) {
-            (Some(p), Some(c)) if dt > 0.0 => counter_delta(p, c) as f64 / dt,
+            (Some(p), Some(c)) if dt > 0.0 => counter64_delta(p, c) as f64 / dt,
             _ => 0.0,
         };
         let ctxt_per_s = rate(self.prev.stat.ctxt, cur.stat.ctxt);
