@@ -42,37 +42,53 @@ pub fn run(
             let bits = if let Op::Rsa(b) = op { b } else { 256 };
             let keys = bench::make_key(op).with_context(|| format!("generating the {test} key"))?;
             let sign = bench::run_pkey(&keys, true, threads, dur, cpus, progress)?;
-            let verify = bench::run_pkey(&keys, false, threads, dur, cpus, progress)?;
+            // Stopped during the signs: the verifies are not run (a timed loop that sees
+            // the stop at once would time one operation, or none, and store it).
+            let verify = if sign.interrupted || progress.stopping() {
+                None
+            } else {
+                Some(bench::run_pkey(&keys, false, threads, dur, cpus, progress)?)
+            };
             let labels = |m: Metric| m.label("bits", bits).label("threads", threads);
-            out.metrics
-                .push(Metric::new("signs_per_s", sign.ops_per_s(), "ops/s"));
-            out.metrics
-                .push(Metric::new("verifies_per_s", verify.ops_per_s(), "ops/s"));
-            out.metrics.push(labels(Metric::new(
-                "signs_per_s",
-                sign.ops_per_s(),
-                "ops/s",
-            )));
-            out.metrics.push(labels(Metric::new(
-                "verifies_per_s",
-                verify.ops_per_s(),
-                "ops/s",
-            )));
-            push_cpu_metrics(&mut out, "sign", "signs", &sign);
-            push_cpu_metrics(&mut out, "verify", "verifies", &verify);
-            if sign.wrong > 0 || verify.wrong > 0 {
+            for (name, what, plural, r) in [
+                ("signs_per_s", "sign", "signs", Some(&sign)),
+                ("verifies_per_s", "verify", "verifies", verify.as_ref()),
+            ] {
+                match r.filter(|r| r.ops > 0) {
+                    Some(r) => {
+                        out.metrics.push(Metric::new(name, r.ops_per_s(), "ops/s"));
+                        out.metrics
+                            .push(labels(Metric::new(name, r.ops_per_s(), "ops/s")));
+                        push_cpu_metrics(&mut out, what, plural, r);
+                    }
+                    None => out.missing.push(MissingMetric {
+                        name: name.into(),
+                        reason: if r.is_none() {
+                            "the run was stopped before the verifies".into()
+                        } else {
+                            "the run was stopped before an operation completed".into()
+                        },
+                    }),
+                }
+            }
+            let wrong = sign.wrong + verify.as_ref().map_or(0, |v| v.wrong);
+            if wrong > 0 {
                 out.flags.push(Flag::invalid(
                     "crypto_failed",
                     format!(
                         "{} sign and {} verify operations failed or did not verify",
-                        sign.wrong, verify.wrong
+                        sign.wrong,
+                        verify.as_ref().map_or(0, |v| v.wrong)
                     ),
                 ));
             }
-            measured += sign.wall_s + verify.wall_s;
-            out.measured
-                .extend(sign.span.into_iter().chain(verify.span));
-            if sign.interrupted || verify.interrupted {
+            measured += sign.wall_s + verify.as_ref().map_or(0.0, |v| v.wall_s);
+            out.measured.extend(
+                sign.span
+                    .into_iter()
+                    .chain(verify.as_ref().and_then(|v| v.span)),
+            );
+            if sign.interrupted || verify.as_ref().is_none_or(|v| v.interrupted) {
                 stopped_early(&mut out);
             }
             out.headline = "signs_per_s".into();
@@ -81,6 +97,22 @@ pub fn run(
             let mut last = None;
             for &size in &cfg.buffer_sizes {
                 let r = bench::run_bulk(op, size, threads, dur, cpus, progress)?;
+                measured += r.wall_s;
+                out.measured.extend(r.span);
+                // A size cut short by a stop is no figure (one that saw the stop at once
+                // timed one operation, or none): the sizes measured before it stand.
+                if r.interrupted {
+                    stopped_early(&mut out);
+                    if last.is_none() {
+                        out.missing.push(MissingMetric {
+                            name: "throughput_mb_per_s".into(),
+                            reason: format!(
+                                "the run was stopped during the first buffer size ({size} B)"
+                            ),
+                        });
+                    }
+                    break;
+                }
                 let mbps = r.ops_per_s() * size as f64 / 1e6;
                 out.metrics.push(
                     Metric::new("throughput_mb_per_s", mbps, "MB/s")
@@ -92,12 +124,6 @@ pub fn run(
                         .label("buffer_bytes", size)
                         .label("threads", threads),
                 );
-                measured += r.wall_s;
-                out.measured.extend(r.span);
-                if r.interrupted {
-                    stopped_early(&mut out);
-                    break;
-                }
                 last = Some((size, mbps));
             }
             // The headline is the largest buffer, the figure people quote for bulk speed.
@@ -147,4 +173,32 @@ fn stopped_early(out: &mut StepOutput) {
         "stopped_early",
         "the test stopped early: interrupted",
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    /// A test cancelled before it ran keeps no figure of 0 (nor of the one operation a
+    /// loop that saw the stop at once would time): the verifies are not run, and every
+    /// rate is missing with its reason.
+    #[test]
+    fn a_cancelled_test_stores_no_rate() {
+        let cfg = parse_config(&serde_json::Map::new()).unwrap();
+        let progress = Progress::default();
+        progress.cancel.store(true, Ordering::Relaxed);
+        let out = run(&cfg, &[], "rsa512", &progress).unwrap();
+        assert!(
+            !out.metrics.iter().any(|m| m.name == "verifies_per_s"),
+            "{:?}",
+            out.metrics
+        );
+        assert!(out.missing.iter().any(|m| m.name == "verifies_per_s"));
+        assert!(out.metrics.iter().all(|m| m.value != 0.0 || m.unit == "B"));
+        assert!(out.flags.iter().any(|f| f.code == "stopped_early"));
+        let out = run(&cfg, &[], "aes256gcm", &progress).unwrap();
+        assert!(!out.metrics.iter().any(|m| m.name == "throughput_mb_per_s"));
+        assert!(out.missing.iter().any(|m| m.name == "throughput_mb_per_s"));
+    }
 }
