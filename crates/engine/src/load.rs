@@ -13,8 +13,8 @@
 //! *intended* send time (coordinated-omission correct, METHODS.md 2.5) into the
 //! `corrected` histogram, and from the actual send time into the `service` histogram.
 //! A session that waits around its operation (a TPC-C terminal's keying and think
-//! times) returns the operation's own time ([`Latency::Own`]): the loop counts and
-//! windows it as any other, and records that time, not the waits.
+//! times) returns the operation's own time and when it was sent ([`Latency::Own`]): the
+//! loop counts and windows it by that send, and records that time, not the waits.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -178,6 +178,12 @@ pub trait Session: Send {
     /// means the session is broken (server gone): the worker stops and the error is
     /// reported.
     fn execute(&mut self, rng: &mut SmallRng) -> Result<Executed, String>;
+
+    /// When a timed run ends, told once before the first [`Session::execute`] (on the
+    /// loop's clock, after the generators' common start): a session that waits around
+    /// its operations stops waiting there, neither holding the run open nor sending
+    /// past its end.
+    fn run_ends_at(&mut self, _end: std::time::Instant) {}
 }
 
 /// What one [`Session::execute`] did.
@@ -200,17 +206,24 @@ impl Executed {
     }
 }
 
-/// How the loop times one execution. Whatever it says, the execution is counted (or
-/// not) by when the call started, as every other: warm-up and the end of the run apply.
+/// How the loop times one execution. The execution is counted (or not) by when the call
+/// started, as every other, or, with [`Latency::Own`] in a closed loop, by when its
+/// operation was sent: warm-up and the end of the run apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Latency {
     /// The whole call is the operation.
     Call,
-    /// The operation's own time, from its send to its reply: the session waited before
-    /// or after it (a TPC-C terminal's keying and think times are the user's, not the
-    /// system's). Open loop: its corrected latency is this plus how late the call
-    /// started (the wait before the send moves the intended send with it).
-    Own(Duration),
+    /// The operation's own time (`took`), from its send to its reply, sent `sent_after`
+    /// the call began: the session waited before or after it (a TPC-C terminal's keying
+    /// and think times are the user's, not the system's). It counts by its send: by the
+    /// call's start, the transactions keyed in the ramp-up and sent after it would be
+    /// left out, and a rate over the run would read low by the keying time (18 s of a
+    /// 60 s run for New-Order). Open loop: its corrected latency is `took` plus how late
+    /// the call started (the wait before the send moves the intended send with it).
+    Own {
+        took: Duration,
+        sent_after: Duration,
+    },
     /// Nothing was sent (the run ended while the session waited): counted by its
     /// outcome, not timed.
     NotSent,

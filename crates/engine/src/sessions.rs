@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::load::{Latency, LoadOutcome, LoadShape, LoadSpec, Session, StopAfter};
+use crate::load::{Executed, Latency, LoadOutcome, LoadShape, LoadSpec, Session, StopAfter};
 use crate::sched::{merge, thread_cpu, Recorder, Schedule};
 use crate::workload::Progress;
 
@@ -116,6 +116,9 @@ fn worker<S: Session>(
         StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
         StopAfter::Requests(_) => None,
     };
+    if let Some(e) = end_ns {
+        session.run_ends_at(t0 + Duration::from_nanos(e));
+    }
     let now_ns = || t0.elapsed().as_nanos() as u64;
     let mut measured = 0u64;
     let mut cpu_marked = false;
@@ -160,10 +163,19 @@ fn worker<S: Session>(
         let sent = now;
         let result = session.execute(&mut rng);
         now = now_ns();
-        let counted = if open {
-            intended >= warm_ns
-        } else {
-            sent >= warm_ns
+        // A closed loop counts an operation the session sent after a wait by that send
+        // (a terminal's keying), within the run: keyed in the ramp-up and sent after
+        // it, it counts; sent after the end (a session that did not stop waiting), not.
+        let counted = match &result {
+            _ if open => intended >= warm_ns,
+            Ok(Executed {
+                latency: Latency::Own { sent_after, .. },
+                ..
+            }) => {
+                let op_sent = sent.saturating_add(sent_after.as_nanos() as u64);
+                op_sent >= warm_ns && end_ns.is_none_or(|e| op_sent < e)
+            }
+            _ => sent >= warm_ns,
         };
         match result {
             Ok(done) => {
@@ -174,10 +186,10 @@ fn worker<S: Session>(
                         Latency::Call => {
                             rec.record(class, outcome, sent - warm_ns, intended - warm_ns, done_ns)
                         }
-                        Latency::Own(d) => {
+                        Latency::Own { took, .. } => {
                             // The wait before the send moves the intended send with it:
                             // only how late the call started adds to the corrected time.
-                            let own = d.as_nanos().min(u128::from(u64::MAX)) as u64;
+                            let own = took.as_nanos().min(u128::from(u64::MAX)) as u64;
                             let corrected = own.saturating_add(sent.saturating_sub(intended));
                             rec.tally(class, outcome, Some((own, corrected)), done_ns, 1)
                         }

@@ -400,7 +400,13 @@ impl Session for Waiter {
         let (outcome, latency) = if n.is_multiple_of(3) {
             (Outcome::Miss, Latency::NotSent)
         } else {
-            (Outcome::Ok, Latency::Own(OWN))
+            (
+                Outcome::Ok,
+                Latency::Own {
+                    took: OWN,
+                    sent_after: self.wait,
+                },
+            )
         };
         Ok(Executed {
             class: (n % 2) as usize,
@@ -408,6 +414,72 @@ impl Session for Waiter {
             latency,
         })
     }
+}
+
+/// A terminal that keys for `keying` before each instant operation, and stops keying
+/// when the run ends (a keying cut short sends nothing).
+struct Keyer {
+    keying: Duration,
+    end: Option<std::time::Instant>,
+}
+impl Session for Keyer {
+    fn run_ends_at(&mut self, end: std::time::Instant) {
+        self.end = Some(end);
+    }
+    fn execute(&mut self, _rng: &mut SmallRng) -> Result<Executed, String> {
+        let send = std::time::Instant::now() + self.keying;
+        if let Some(end) = self.end.filter(|&e| e < send) {
+            std::thread::sleep(end.saturating_duration_since(std::time::Instant::now()));
+            return Ok(Executed {
+                class: 0,
+                outcome: Outcome::Miss,
+                latency: Latency::NotSent,
+            });
+        }
+        std::thread::sleep(self.keying);
+        Ok(Executed {
+            class: 0,
+            outcome: Outcome::Ok,
+            latency: Latency::Own {
+                took: OWN,
+                sent_after: self.keying,
+            },
+        })
+    }
+}
+
+/// An operation a session sends after a wait (a terminal's keying) counts by its send:
+/// keyed 0.4 s at a time through a 0.5 s ramp-up and a 2 s run, the operations sent in
+/// the run are those of 0.8, 1.2, 1.6, 2.0 and 2.4 s: five. By the call's start, the one
+/// keyed across the ramp-up's end was left out (four, a rate 20% low), and the session
+/// learns when the run ends (its last keying is cut there, nothing sent).
+#[test]
+fn an_operation_sent_after_a_wait_counts_by_its_send() {
+    let s = LoadSpec {
+        warmup: Duration::from_millis(500),
+        connections: 1,
+        threads: 1,
+        ..spec(StopAfter::Duration(Duration::from_secs(2)))
+    };
+    let sessions = vec![Keyer {
+        keying: Duration::from_millis(400),
+        end: None,
+    }];
+    let out = run_sessions(&s, &["a"], sessions, &Progress::default()).unwrap();
+    let c = &out.classes[0];
+    assert_eq!(
+        c.service.len(),
+        5,
+        "{} sent in the run, {} misses",
+        c.service.len(),
+        c.misses
+    );
+    assert_eq!(c.ok - c.misses, 5);
+    assert!(
+        out.duration_s < 2.2,
+        "the last keying held the run open: {} s",
+        out.duration_s
+    );
 }
 
 /// An open loop of sessions slower than its schedule: what fell due and was never

@@ -221,12 +221,8 @@ impl Driver<'_> {
     fn step(&self, progress: &Progress) -> anyhow::Result<Report> {
         let cfg = self.cfg();
         let rate = cfg.rate.context("a capacity step needs its rate")?;
-        let (mut sessions, counters) = self.connect_vus()?;
-        let deadline =
-            Instant::now() + Duration::from_secs_f64(cfg.duration) + Duration::from_millis(200);
-        for s in &mut sessions {
-            s.set_deadline(deadline);
-        }
+        // Waits end with the step (`Session::run_ends_at`).
+        let (sessions, counters) = self.connect_vus()?;
         let shape = if cfg.arrival == "poisson" {
             LoadShape::Poisson { rate }
         } else {
@@ -244,15 +240,9 @@ impl Driver<'_> {
     /// The measured TPC-C run; `read_counters`: read the server's counters too.
     fn tpcc(&self, read_counters: bool, progress: &Progress) -> anyhow::Result<Report> {
         let cfg = self.cfg();
-        let (mut sessions, counters) = self.connect_vus()?;
-        // Keying and think times end just after the run (the load loop starts right after
-        // this), so the last waits do not hold it open.
-        let deadline = Instant::now()
-            + Duration::from_secs_f64(cfg.rampup + cfg.duration)
-            + Duration::from_millis(200);
-        for s in &mut sessions {
-            s.set_deadline(deadline);
-        }
+        // Keying and think times end with the run (the load loop tells each user when,
+        // `Session::run_ends_at`), so the last waits do not hold it open.
+        let (sessions, counters) = self.connect_vus()?;
         let shape = match (cfg.rate, cfg.arrival.as_str()) {
             (None, _) => LoadShape::Closed,
             (Some(rate), "poisson") => LoadShape::Poisson { rate },

@@ -44,24 +44,44 @@ pub(crate) fn step_output(
 
     // NOPM / TPM from the server's counters (HammerDB's method), per database and total.
     let (mut nopm_total, mut tpm_total, mut have_all) = (0.0, 0.0, true);
+    // Why TPM is not known although both readings are there (its counter went back).
+    let mut tpm_unknown: Option<String> = None;
     for (i, w) in wins.iter().enumerate() {
         match (w.first, w.last) {
             (Some(a), Some(b)) if b.at > a.at => {
                 let min = (b.at - a.at).as_secs_f64() / 60.0;
                 let nopm = (b.next_o_id_sum - a.next_o_id_sum) as f64 / min;
-                let xacts = (b.xacts - a.xacts - w.own_xacts).max(0) as f64;
-                let tpm = xacts / min;
                 nopm_total += nopm;
-                if !server_wide || i == 0 {
-                    tpm_total += tpm;
-                }
                 if multi {
                     out.metrics
                         .push(Metric::new("nopm", nopm, "new orders/min").label("db", i + 1));
-                    if !server_wide {
-                        out.metrics
-                            .push(Metric::new("tpm", tpm, "transactions/min").label("db", i + 1));
-                    }
+                }
+                if server_wide && i > 0 {
+                    continue;
+                }
+                // A commit counter lower at the end than at the start was reset (a server
+                // restarted, its statistics reset): the commits in between are not known,
+                // and 0 would read as a measured stall.
+                if b.xacts < a.xacts {
+                    tpm_unknown.get_or_insert(format!(
+                        "the server's commit counter went back during the run ({} to {}{}): \
+                         a restart or a statistics reset",
+                        a.xacts,
+                        b.xacts,
+                        if multi {
+                            format!(", database {}", i + 1)
+                        } else {
+                            String::new()
+                        }
+                    ));
+                    continue;
+                }
+                let xacts = (b.xacts - a.xacts - w.own_xacts).max(0) as f64;
+                let tpm = xacts / min;
+                tpm_total += tpm;
+                if multi && !server_wide {
+                    out.metrics
+                        .push(Metric::new("tpm", tpm, "transactions/min").label("db", i + 1));
                 }
             }
             _ => {
@@ -83,8 +103,15 @@ pub(crate) fn step_output(
     if have_all {
         out.metrics
             .push(Metric::new("nopm", nopm_total, "new orders/min"));
-        out.metrics
-            .push(Metric::new("tpm", tpm_total, "transactions/min"));
+        match tpm_unknown {
+            None => out
+                .metrics
+                .push(Metric::new("tpm", tpm_total, "transactions/min")),
+            Some(why) => out.missing.push(MissingMetric {
+                name: "tpm".into(),
+                reason: why,
+            }),
+        }
     } else {
         if multi {
             out.missing.push(MissingMetric {
@@ -751,6 +778,38 @@ mod tests {
         assert_eq!(value(&out, "remote_order_line_pct"), Some(0.0));
     }
 
+    /// A commit counter lower at the end than at the start (the server restarted, its
+    /// statistics were reset): TPM is missing with the reason, not 0; NOPM (from the
+    /// districts' next order ids) stands.
+    /// The result of one database's counter window `w`, the rest of the fixture's.
+    fn of_window(w: DbWindow) -> StepOutput {
+        step_output(
+            &Config::default(),
+            &Mix::default(),
+            &outcome(),
+            &[w],
+            &[counters(45)],
+        )
+    }
+
+    #[test]
+    fn a_commit_counter_that_went_back_gives_no_tpm() {
+        let mut w = window(4455, 14_000);
+        if let Some(l) = w.last.as_mut() {
+            l.xacts = 9_000;
+        }
+        if let Some(f) = w.first.as_mut() {
+            f.xacts = 1_200_000;
+        }
+        let out = of_window(w);
+        assert_eq!(value(&out, "tpm"), None);
+        assert!(out
+            .missing
+            .iter()
+            .any(|m| m.name == "tpm" && m.reason.contains("went back")));
+        assert!((value(&out, "nopm").unwrap() - 4455.0).abs() < 1e-6);
+    }
+
     #[test]
     fn a_ratio_far_outside_the_spec_is_flagged() {
         let out = step_output(
@@ -772,13 +831,7 @@ mod tests {
             error: Some("connection refused".into()),
             ..DbWindow::default()
         };
-        let out = step_output(
-            &Config::default(),
-            &Mix::default(),
-            &outcome(),
-            &[w],
-            &[counters(45)],
-        );
+        let out = of_window(w);
         assert_eq!(value(&out, "nopm"), None);
         assert!(out
             .missing

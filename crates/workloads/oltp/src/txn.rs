@@ -365,7 +365,12 @@ impl Vu {
 }
 
 impl Session for Vu {
+    fn run_ends_at(&mut self, end: Instant) {
+        self.set_deadline(end);
+    }
+
     fn execute(&mut self, rng: &mut SmallRng) -> Result<Executed, String> {
+        let called = Instant::now();
         let t = self.p.mix.pick(rng);
         let class = self.p.class_offset + t;
         let Some(scale) = self.p.waits else {
@@ -382,9 +387,12 @@ impl Session for Vu {
         let t0 = Instant::now();
         let outcome = self.run(t, rng)?;
         // The transaction's latency is its time in the database: the keying before it
-        // and the think after it are the user's (the load loop counts the call by its
-        // start, warm-up and end of run applied, and records this time).
-        let latency = Latency::Own(t0.elapsed());
+        // and the think after it are the user's (the load loop counts the transaction by
+        // its send, warm-up and end of run applied, and records this time).
+        let latency = Latency::Own {
+            took: t0.elapsed(),
+            sent_after: t0.duration_since(called),
+        };
         // Tt = -ln(r) * mean, truncated at 10x the mean (5.2.5.4).
         let r: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
         let think = (-r.ln() * THINK_MEAN_S[t]).min(10.0 * THINK_MEAN_S[t]);
