@@ -386,12 +386,14 @@ impl RampConfig {
         if st.is_nan() || st <= 0.0 {
             bail!("ramp step must be above 0 (e.g. --ramp-step 1000)");
         }
-        let n = ((hi - lo) / st).floor() as usize + 1;
+        // A whole number of steps computed in floating point can come out just under
+        // (0.6 / 0.1 = 5.999...): a relative tolerance keeps the top step.
+        let n = ((hi - lo) / st * (1.0 + 1e-9)).floor() as usize + 1;
         if n > MAX_RAMP_STEPS {
             bail!("the ramp {lo}..{hi} by {st} has {n} steps, more than {MAX_RAMP_STEPS}: use a larger --ramp-step");
         }
         // Computed from the index, not accumulated, so 0.1-sized steps do not drift.
-        Ok((0..n).map(|i| lo + st * i as f64).collect())
+        Ok((0..n).map(|i| (lo + st * i as f64).min(hi)).collect())
     }
 }
 
@@ -836,12 +838,34 @@ pub struct SearchResult {
 }
 
 fn probe_verdict(step: &RateStep, cfg: &SearchConfig) -> (Option<u64>, bool, String) {
-    let lat = step.latency_at(cfg.objective.percentile);
+    let pct = cfg.objective.percentile;
+    let lat = step.latency_at(pct);
     match judge(step, cfg.saturation_fraction, cfg.max_error_pct) {
         Verdict::Failed(r) => return (lat, false, format!("failed: {r}")),
         Verdict::Saturated(r) => return (lat, false, r),
         Verdict::Sustained => {}
     }
+    // Requests that fell due and were never sent have no latency, but would have been the
+    // slowest: the percentile is of every request due, with them at the top.
+    let recorded = step.latency.as_ref().map_or(0, |h| h.len());
+    let unsent = step.unsent_requests;
+    let lat = if unsent > 0 && recorded > 0 {
+        let due = (recorded + unsent) as f64;
+        let rank = pct / 100.0 * due;
+        if rank > recorded as f64 {
+            return (
+                lat,
+                false,
+                format!(
+                    "{unsent} of {due:.0} requests that fell due were never sent: p{pct} is \
+                     among them, above any bound"
+                ),
+            );
+        }
+        step.latency_at(100.0 * rank / recorded as f64)
+    } else {
+        lat
+    };
     match lat {
         None => (None, false, "no latency was measured".into()),
         Some(v) if cfg.objective.met_by_value(v) => (Some(v), true, String::new()),
@@ -1179,9 +1203,11 @@ pub fn load_levels(
 impl LevelsResult {
     /// SPECpower's overall figure: sum of reply rates over the loaded levels / sum of
     /// average power over every level including active idle. None unless every point
-    /// carries `power_w` and the plan ran to its end.
+    /// carries `power_w`, the plan ran to its end and active idle was measured (without
+    /// it the sum of power leaves out a level, and the figure reads higher than
+    /// SPECpower's by the idle's share).
     pub fn overall_per_w(&self) -> Option<f64> {
-        if self.stopped.is_some() || self.points.is_empty() {
+        if self.stopped.is_some() || self.points.is_empty() || !self.config.active_idle {
             return None;
         }
         let mut ops = 0.0;
@@ -1232,6 +1258,9 @@ impl LevelsResult {
         }
         let reason = match &self.stopped {
             Some(s) => format!("the levels did not all run: {s}"),
+            None if !self.config.active_idle => "active idle was not measured (--idle-duration 0): \
+                 SPECpower's overall figure divides by the power of every level and of active idle"
+                .into(),
             None => "no power reading at every level (no RAPL, IPMI, hwmon or meter command on this host)".into(),
         };
         vec![MissingMetric {
@@ -1478,6 +1507,16 @@ mod tests {
             ..d
         };
         assert_eq!(r.rates().unwrap().len(), 10);
+        // Nor is the top step lost to rounding: (0.7 - 0.1) / 0.1 is 5.999... in floating
+        // point, and the ramp stopped at 0.6.
+        let r = RampConfig {
+            low_rate_per_s: 0.1,
+            high_rate_per_s: 0.7,
+            ..r
+        };
+        let rates = r.rates().unwrap();
+        assert_eq!(rates.len(), 7);
+        assert_eq!(*rates.last().unwrap(), 0.7);
     }
 
     #[test]
@@ -1544,6 +1583,35 @@ mod tests {
         assert_eq!(m.calls[..3], [50_000.0, 25_000.0, 12_500.0]);
         let best = r.max_rate_meeting_slo_per_s().unwrap();
         assert!(best > 6790.0 && best < 7000.0, "{best} {:?}", m.calls);
+    }
+
+    /// A probe whose recorded requests meet the objective, but with more requests never
+    /// sent than the percentile leaves above it, misses: they would have been the slowest.
+    /// Fewer, and the percentile is read at its rank among every request due.
+    #[test]
+    fn a_probe_counts_its_unsent_requests_above_the_bound() {
+        let cfg = SearchConfig::new("p99<1ms".parse().unwrap());
+        let mut s = RateStep::new(20_000.0);
+        let mut h = new_latency_histogram();
+        h.record_n(500_000, 98_000).unwrap();
+        h.record_n(900_000, 500).unwrap();
+        s.latency = Some(h);
+        s.replies = 98_500;
+        s.reply_rate_per_s = 19_700.0;
+        s.duration_s = 5.0;
+        let (_, meets, why) = probe_verdict(&s, &cfg);
+        assert!(meets, "{why}");
+        // 1.5% never sent: p99 is among them.
+        s.unsent_requests = 1_500;
+        let (_, meets, why) = probe_verdict(&s, &cfg);
+        assert!(!meets);
+        assert!(why.contains("never sent"), "{why}");
+        // 700 never sent: p99 of the 99,200 due is the 98,208th recorded, 900 us (the
+        // recorded p99 is 500 us), and still meets.
+        s.unsent_requests = 700;
+        let (lat, meets, why) = probe_verdict(&s, &cfg);
+        assert!(meets, "{why}");
+        assert!(lat.unwrap() >= 899_000, "{lat:?}");
     }
 
     #[test]
@@ -1631,6 +1699,28 @@ mod tests {
         assert_eq!(r.points.len(), 11);
         assert!(r.missing()[0].reason.contains("no power reading"));
         assert!(load_levels(&LevelsConfig::new(0.0), |rate| Ok(RateStep::new(rate))).is_err());
+
+        // Without active idle, SPECpower's overall figure is not there to give: 55,000 /
+        // 1,550 W of the loaded levels alone would read 6.5% above it.
+        let cfg = LevelsConfig {
+            active_idle: false,
+            ..LevelsConfig::new(10_000.0)
+        };
+        let r = load_levels(&cfg, |rate| {
+            let mut s = RateStep::new(rate);
+            s.reply_rate_per_s = rate;
+            s.extra
+                .push(Metric::new("power_w", 100.0 + rate * 0.01, "W"));
+            Ok(s)
+        })
+        .unwrap();
+        assert_eq!(r.points.len(), 10);
+        assert_eq!(r.overall_per_w(), None);
+        assert!(!r
+            .to_metrics()
+            .iter()
+            .any(|m| m.name == "overall_reply_rate_per_w"));
+        assert!(r.missing()[0].reason.contains("active idle"));
     }
 
     #[test]

@@ -99,7 +99,7 @@ pub struct CapacityArgs {
     /// Levels: percentages of capacity, in order [default: 100,90,...,10]
     #[arg(long, id = "levels", value_name = "LIST")]
     pub levels: Option<String>,
-    /// Levels: seconds of active idle at the end (0: none) [default: --step-duration]
+    /// Levels: seconds of active idle at the end (0: none, and no overall ops/s/W: SPECpower's divides by idle's power too) [default: --step-duration]
     #[arg(long = "idle-duration", id = "idle_duration", value_name = "SECS")]
     pub idle_duration: Option<String>,
     /// Open loop (--rate and the capacity tests of kv and http), between sends: `spin`
