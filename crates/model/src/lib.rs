@@ -196,7 +196,30 @@ impl ResultRecord {
     pub fn is_invalid(&self) -> bool {
         self.flags.iter().any(|f| f.severity == Severity::Invalid)
     }
+
+    /// The capacity procedure this result is (`ramp`, `search` or `levels`), or None for
+    /// an ordinary test. The marker is the one the engine stores: every step's metrics
+    /// are labelled `phase=<test>` (and its histograms are `<test>_step<i>`, one per
+    /// step, with no `all`).
+    ///
+    /// Such a result is a curve of steps at different offered rates. Its headline is one
+    /// point of that curve (the peak reply rate, the highest rate meeting the objective,
+    /// SPECpower's overall ops/s/W), while the whole test's latency, power and CPU mix
+    /// every step: no generic figure may be taken from it (a "ramp p99" merging twenty
+    /// offered rates, a peak rate over the mean power of the whole ramp, a TCO's server).
+    pub fn capacity_phase(&self) -> Option<&str> {
+        let test = self.test.as_str();
+        let marked = self
+            .metrics
+            .iter()
+            .any(|m| m.labels.get("phase").is_some_and(|p| p == test));
+        (CAPACITY_TESTS.contains(&test) && marked).then_some(test)
+    }
 }
+
+/// The capacity procedures every rate-driven workload offers as tests (the engine's
+/// `capacity_tests::TESTS`).
+pub const CAPACITY_TESTS: [&str; 3] = ["ramp", "search", "levels"];
 
 /// One fact of a host's disclosure: its value, or why it could not be read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -556,6 +556,31 @@ fn power_of(p: &crate::derive::Point) -> Option<(PowerBasis, Vec<FigureOf>)> {
     Some((power.basis, out))
 }
 
+/// A levels test's headline: its loaded levels' replies over their and active idle's
+/// power, SPECpower's overall figure.
+const LEVELS_PER_W: &str = "overall_reply_rate_per_w";
+
+/// The power basis of a levels test's per-watt headline, from its levels' `power_w`
+/// (labelled with the figure's source and scope): None unless every level's is of one
+/// basis (a figure over unlike power is then set against nothing).
+fn levels_basis(r: &model::ResultRecord) -> Option<PowerBasis> {
+    if r.capacity_phase() != Some("levels") {
+        return None;
+    }
+    let mut bases = r.metrics.iter().filter(|m| m.name == POWER).map(|m| {
+        let source = m.labels.get("source").map_or("", String::as_str);
+        if source.starts_with("model") {
+            PowerBasis::Modelled
+        } else if m.labels.get("scope").is_some_and(|s| s == "whole_system") {
+            PowerBasis::Measured
+        } else {
+            PowerBasis::Component
+        }
+    });
+    let first = bases.next()?;
+    bases.all(|b| b == first).then_some(first)
+}
+
 /// How a row names a power figure of one basis: as the summary tags it, measured whole
 /// server untagged.
 fn with_basis(metric: &str, basis: PowerBasis) -> String {
@@ -672,17 +697,27 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                     .filter(|f| f.severity == model::Severity::Warning)
                     .map(|f| f.code.clone()),
             );
-            // Each figure with its power basis, for those that have one.
-            let per_rep = valid.iter().flat_map(|r| figures_of(run, r));
-            let latency = latency.iter().flat_map(|(kind, _, m)| {
-                latency_of(m)
-                    .into_iter()
-                    .chain(pct_over_of(&valid, kind, m))
+            // Each figure with its power basis, for those that have one (a levels test's
+            // headline is per watt: of its levels' power).
+            let per_rep = valid.iter().flat_map(|r| {
+                let basis = levels_basis(r);
+                figures_of(run, r).into_iter().map(move |f| {
+                    let b = (f.0 == LEVELS_PER_W).then_some(basis).flatten();
+                    (f, b)
+                })
             });
+            let latency = latency
+                .iter()
+                .flat_map(|(kind, _, m)| {
+                    latency_of(m)
+                        .into_iter()
+                        .chain(pct_over_of(&valid, kind, m))
+                })
+                .map(|f| (f, None));
             let power = power_of(&p)
                 .into_iter()
                 .flat_map(|(b, figures)| figures.into_iter().map(move |f| (f, Some(b))));
-            let figures = per_rep.chain(latency).map(|f| (f, None)).chain(power);
+            let figures = per_rep.chain(latency).chain(power);
             for ((metric, unit, hib, v), basis) in figures {
                 if v.as_ref().is_ok_and(|v| !v.is_finite()) {
                     continue;

@@ -100,27 +100,12 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String]) -> Option<String
         })
 }
 
-/// The capacity procedures every rate-driven workload offers as tests (the engine's
-/// `capacity_tests::TESTS`).
-pub const CAPACITY_TESTS: [&str; 3] = ["ramp", "search", "levels"];
+pub use model::CAPACITY_TESTS;
 
 /// The capacity procedure a result is (`ramp`, `search` or `levels`), or None for an
-/// ordinary test: the one place the report decides it. The marker is the one the engine
-/// stores: every step's metrics are labelled `phase=<test>` (and its histograms are
-/// `<test>_step<i>`, one per step, with no `all`).
-///
-/// Such a result is a curve of steps at different offered rates. Its headline is one
-/// point of that curve (the peak reply rate, the highest rate meeting the objective,
-/// SPECpower's overall ops/s/W), while the whole test's latency, power and CPU mix every
-/// step: no generic figure may be taken from it (a "ramp p99" merging twenty offered
-/// rates, a peak rate over the mean power of the whole ramp). Its views show it per step.
+/// ordinary test ([`ResultRecord::capacity_phase`], the one place it is decided).
 pub fn capacity_phase(r: &ResultRecord) -> Option<&str> {
-    let test = r.test.as_str();
-    let marked = r
-        .metrics
-        .iter()
-        .any(|m| m.labels.get("phase").is_some_and(|p| p == test));
-    (CAPACITY_TESTS.contains(&test) && marked).then_some(test)
+    r.capacity_phase()
 }
 
 /// Whether more of a headline is better ([`model::higher_is_better`], the one rule), for
@@ -678,9 +663,17 @@ impl<'a> Point<'a> {
         merged_latency(valid.iter().flat_map(|r| r.histograms.iter()))
     }
 
-    /// Mean power on the system under test over valid repetitions, or why there is none.
-    pub fn power(&self) -> Result<PowerFigure, String> {
-        let mut ws = Vec::new();
+    /// The valid repetitions whose power is on the first one's source, each with its
+    /// watts; that source (basis, figure, host); or why none has power.
+    #[allow(clippy::type_complexity)]
+    fn powered(
+        &self,
+    ) -> (
+        Vec<(&'a ResultRecord, f64)>,
+        Option<(PowerBasis, HeadlinePower, String)>,
+        Option<String>,
+    ) {
+        let mut reps = Vec::new();
         let mut chosen: Option<(PowerBasis, HeadlinePower, String)> = None;
         let mut why = None;
         for r in self.valid() {
@@ -693,13 +686,20 @@ impl<'a> Point<'a> {
                     // Only repetitions whose figure has the first one's source are averaged.
                     if !matches!(&chosen, Some(c) if c.0 != basis || c.1.provenance != h.provenance)
                     {
-                        ws.push(h.mean_watts);
+                        reps.push((r, h.mean_watts));
                         chosen = Some((basis, h, ts.host.clone()));
                     }
                 }
                 Err(e) => why = Some(e),
             }
         }
+        (reps, chosen, why)
+    }
+
+    /// Mean power on the system under test over valid repetitions, or why there is none.
+    pub fn power(&self) -> Result<PowerFigure, String> {
+        let (reps, chosen, why) = self.powered();
+        let ws: Vec<f64> = reps.iter().map(|(_, w)| *w).collect();
         match (chosen, stats::mean(&ws)) {
             (Some((basis, h, host)), Some(w)) => Ok(PowerFigure {
                 watts: w,
@@ -750,12 +750,27 @@ impl<'a> Point<'a> {
         let perf = self.headline()?.mean;
         let power = self.power();
         let cpu = self.cpu_used();
+        // Per watt over the repetitions that have both figures: the throughput of those
+        // whose power was read, not of every one (100k, 100k and 160k ops/s over 300 W,
+        // 300 W and none is 333 per W, not the 400 of the three's mean over the two's).
+        // A headline better lower (a latency) has no per-watt figure.
+        let (reps, _, _) = self.powered();
+        let (perf_sum, w_sum, n) = reps
+            .iter()
+            .filter_map(|(r, w)| r.headline_value().map(|v| (v, *w)))
+            .fold((0.0, 0.0, 0usize), |(p, ws, n), (v, w)| {
+                (p + v, ws + w, n + 1)
+            });
+        let throughput = self.higher_is_better();
         let (perf_per_w, w_per_perf, dw_per_perf) = match &power {
-            Ok(p) if p.watts > 0.0 && perf > 0.0 => (
-                Some(perf / p.watts),
-                Some(p.watts / perf),
-                p.idle_w.map(|i| (p.watts - i) / perf),
-            ),
+            Ok(p) if throughput && n > 0 && w_sum > 0.0 && perf_sum > 0.0 => {
+                let (perf_m, w_m) = (perf_sum / n as f64, w_sum / n as f64);
+                (
+                    Some(perf_m / w_m),
+                    Some(w_m / perf_m),
+                    p.idle_w.map(|i| (w_m - i) / perf_m),
+                )
+            }
             _ => (None, None, None),
         };
         Some(Efficiency {
@@ -768,7 +783,7 @@ impl<'a> Point<'a> {
             cpu_pct_per_perf: cpu
                 .as_ref()
                 .ok()
-                .filter(|_| perf > 0.0)
+                .filter(|_| throughput && perf > 0.0)
                 .map(|c| c.pct / perf),
             cpu_used: cpu,
         })
@@ -842,6 +857,17 @@ pub fn efficiency_rows(runs: &[RunRecord]) -> Vec<(String, usize, String, Effici
         }
     }
     out
+}
+
+/// The units of efficiency rows' throughputs, in the order they first come.
+pub fn units_of(rows: &[(String, usize, String, Efficiency)]) -> Vec<String> {
+    let mut units: Vec<String> = Vec::new();
+    for r in rows {
+        if !units.contains(&r.3.unit) {
+            units.push(r.3.unit.clone());
+        }
+    }
+    units
 }
 
 /// Linear extrapolation (the seed's "two single-socket boards per chassis"): a figure

@@ -743,6 +743,10 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             if !p.results.iter().any(|r| r.telemetry_summary.len() > 1) {
                 continue;
             }
+            // A capacity test's power and CPU mix every step: its views show them per step.
+            if p.capacity_phase().is_some() {
+                continue;
+            }
             let ok = p.valid();
             let headline = p.headline_name().to_string();
             let gen_metric = |r: &ResultRecord, host: &str| {

@@ -574,11 +574,29 @@ fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
 }
 
 fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
-    let rows = derive::efficiency_rows(runs);
-    if rows.is_empty() {
-        return;
+    let all = derive::efficiency_rows(runs);
+    // One table per unit of throughput (a memory run's GB/s and ns, a crypto run's MB/s
+    // and signs/s): a column's unit is its header's.
+    for unit in derive::units_of(&all) {
+        let rows: Vec<_> = all.iter().filter(|r| r.3.unit == unit).collect();
+        efficiency_unit_table(h, &rows, &unit, labels);
     }
-    let unit = rows[0].3.unit.clone();
+    for (who, why) in derive::absent_reasons(labels, all.iter().map(|r| (r.1, &r.3.cpu_used))) {
+        let _ = write!(
+            h,
+            r#"<div class="note">&dagger; %CPU used absent {}: {}</div>"#,
+            esc(&who),
+            esc(&why)
+        );
+    }
+}
+
+fn efficiency_unit_table(
+    h: &mut String,
+    rows: &[&(String, usize, String, derive::Efficiency)],
+    unit: &str,
+    labels: &[String],
+) {
     let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
         rows.iter().filter_map(|r| f(&r.3)).collect()
     };
@@ -588,9 +606,9 @@ fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     let _ = write!(
         h,
         r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput</caption><tr><th>Test</th><th>Run</th><th>Throughput</th><th>Power</th><th>Idle</th><th>Perf/W</th><th>W per {pw}{u}</th><th>W above idle per {pd}{u}</th><th>%CPU used</th><th>%CPU per {pc}{u}</th></tr>"#,
-        u = esc(&unit)
+        u = esc(unit)
     );
-    for (row, i, point, e) in &rows {
+    for (row, i, point, e) in rows.iter().copied() {
         let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| esc(&num(v * s)));
         let _ = write!(
             h,
@@ -616,16 +634,8 @@ fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         h,
         r#"</table><p class="muted">Throughput and perf/W in {u} and {u} per W. {}</p>"#,
         esc(derive::CPU_USED_MEANING),
-        u = esc(&unit)
+        u = esc(unit)
     );
-    for (who, why) in derive::absent_reasons(labels, rows.iter().map(|r| (r.1, &r.3.cpu_used))) {
-        let _ = write!(
-            h,
-            r#"<div class="note">&dagger; %CPU used absent {}: {}</div>"#,
-            esc(&who),
-            esc(&why)
-        );
-    }
 }
 
 /// A %CPU used figure with whose CPU it is, or "absent" (the reason listed once under

@@ -294,11 +294,15 @@ pub fn markdown_with(
         ));
         m.push_str(&crate::views::views_markdown(&wr, &wl));
         m.push_str(&crate::hosts_view::pairs_markdown(&wr, &wl));
-        let eff = derive::efficiency_rows(&wr);
+        let all_eff = derive::efficiency_rows(&wr);
         // A workload that ran only capacity tests has no best point (their figures are per step).
-        if !eff.is_empty() {
+        if !all_eff.is_empty() {
             m.push_str("\n### Efficiency (each run's best point)\n\n");
-            let unit = eff.first().map(|r| r.3.unit.clone()).unwrap_or_default();
+        }
+        // One table per unit of throughput (a memory run's GB/s and ns, a crypto run's
+        // MB/s and signs/s): a column's unit is its header's.
+        for unit in derive::units_of(&all_eff) {
+            let eff: Vec<_> = all_eff.iter().filter(|r| r.3.unit == unit).collect();
             let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
                 eff.iter().filter_map(|r| f(&r.3)).collect()
             };
@@ -316,7 +320,7 @@ pub fn markdown_with(
                 "%CPU used",
                 &format!("%CPU per {pc}{unit}"),
             ]));
-            for (rowname, i, point, e) in &eff {
+            for (rowname, i, point, e) in eff.iter().copied() {
                 let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| num(v * s));
                 m.push_str(&row(&[
                     rowname.clone(),
@@ -334,9 +338,12 @@ pub fn markdown_with(
                     f(e.cpu_pct_per_perf, sc),
                 ]));
             }
-            let _ = write!(m, "\n{}\n", c(derive::CPU_USED_MEANING));
+            m.push('\n');
+        }
+        if !all_eff.is_empty() {
+            let _ = writeln!(m, "{}", c(derive::CPU_USED_MEANING));
             for (who, why) in
-                derive::absent_reasons(&wl_labels, eff.iter().map(|r| (r.1, &r.3.cpu_used)))
+                derive::absent_reasons(&wl_labels, all_eff.iter().map(|r| (r.1, &r.3.cpu_used)))
             {
                 let _ = write!(m, "\n† %CPU used absent {}: {}\n", c(&who), c(&why));
             }

@@ -437,17 +437,26 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             left_out.join(", ")
         ));
     }
-    let by_vus = tps_by_vus(run, wl);
+    let series: Vec<LineSeries> = tps_by_vus(run, wl)
+        .into_iter()
+        .filter(|(_, points)| points.len() > 1)
+        .enumerate()
+        .map(|(i, (others, points))| LineSeries {
+            name: if others.is_empty() {
+                "txn/s".into()
+            } else {
+                format!("txn/s, {others}")
+            },
+            points,
+            color: i,
+            dash: 0,
+        })
+        .collect();
     let mut figures = Vec::new();
-    if by_vus.len() > 1 {
+    if !series.is_empty() {
         figures.push(txn_per_s_by_users(
             format!("{who}transactions per second vs virtual users"),
-            &[LineSeries {
-                name: "txn/s".into(),
-                points: by_vus,
-                color: 0,
-                dash: 0,
-            }],
+            &series,
         ));
     }
     Some(View {
@@ -575,25 +584,51 @@ fn txn_per_s_by_users(title: String, series: &[LineSeries]) -> (String, String) 
     (title, svg)
 }
 
-/// Transactions per second (mean over repetitions) at each virtual-user count, for
-/// the runs that swept `vus`; sorted by users.
-fn tps_by_vus(run: &RunRecord, wl: &str) -> Vec<(f64, f64)> {
-    let mut by_vus: Vec<(f64, f64)> = derive::points(0, run)
+/// Transactions per second (mean over repetitions) at each virtual-user count, one line
+/// per setting of the run's other parameters (`warehouses=100`: a sweep of warehouses
+/// and users is a line per warehouse count, not one line jumping between them), each
+/// sorted by users.
+fn tps_by_vus(run: &RunRecord, wl: &str) -> Vec<(String, Vec<(f64, f64)>)> {
+    let points: Vec<_> = derive::points(0, run)
         .into_iter()
         .filter(|p| p.workload == wl && p.test == "tpcc")
-        .filter_map(|p| {
-            let vus = p.params.get("vus").and_then(|v| v.as_f64())?;
-            let rs = p.valid();
-            let tps = mean(
-                &rs.iter()
-                    .filter_map(|r| metric(r, "txn_per_s", &[]))
-                    .collect::<Vec<_>>(),
-            )?;
-            Some((vus, tps))
-        })
         .collect();
-    by_vus.sort_by(|a, b| a.0.total_cmp(&b.0));
-    by_vus
+    // The other parameters that differ between the points name the lines.
+    let varying: Vec<&String> = points
+        .iter()
+        .flat_map(|p| p.params.keys())
+        .filter(|k| k.as_str() != "vus")
+        .filter(|k| {
+            let first = points[0].params.get(k.as_str());
+            points.iter().any(|p| p.params.get(k.as_str()) != first)
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for p in &points {
+        let Some(vus) = p.params.get("vus").and_then(|v| v.as_f64()) else {
+            continue;
+        };
+        let rs = p.valid();
+        let Some(tps) = mean(
+            &rs.iter()
+                .filter_map(|r| metric(r, "txn_per_s", &[]))
+                .collect::<Vec<_>>(),
+        ) else {
+            continue;
+        };
+        let others = varying
+            .iter()
+            .filter_map(|k| p.params.get(k.as_str()).map(|v| format!("{k}={v}")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        lines.entry(others).or_default().push((vus, tps));
+    }
+    for l in lines.values_mut() {
+        l.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    lines.into_iter().collect()
 }
 
 /// Seed 001's chart: every run that swept the virtual users as one line, named by its
@@ -601,20 +636,29 @@ fn tps_by_vus(run: &RunRecord, wl: &str) -> Vec<(f64, f64)> {
 fn oltp_runs_by_vus(runs: &[(&RunRecord, &String)], wl: &str) -> Option<View> {
     let series: Vec<LineSeries> = runs
         .iter()
-        .map(|(run, label)| (tps_by_vus(run, wl), run, label))
-        .filter(|(points, _, _)| points.len() > 1)
+        .flat_map(|(run, label)| {
+            tps_by_vus(run, wl)
+                .into_iter()
+                .map(move |(others, points)| (others, points, run, label))
+        })
+        .filter(|(_, points, _, _)| points.len() > 1)
         .enumerate()
-        .map(|(i, (points, run, label))| {
+        .map(|(i, (others, points, run, label))| {
             let engine = run
                 .hosts
                 .iter()
                 .find_map(|h| h.facts.get("oltp.engine").and_then(|f| f.value.clone()));
+            let name = match engine {
+                Some(e) if !label.to_lowercase().contains(&e.to_lowercase()) => {
+                    format!("{label} ({e})")
+                }
+                _ => label.to_string(),
+            };
             LineSeries {
-                name: match engine {
-                    Some(e) if !label.to_lowercase().contains(&e.to_lowercase()) => {
-                        format!("{label} ({e})")
-                    }
-                    _ => label.to_string(),
+                name: if others.is_empty() {
+                    name
+                } else {
+                    format!("{name}, {others}")
                 },
                 points,
                 color: i,

@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{kv_run, two_platforms, Power, Spec};
-use model::{CpuUtil, PowerSummary, ResultRecord, RunRecord, Status, TelemetrySummary};
+use model::{CpuUtil, Metric, PowerSummary, ResultRecord, RunRecord, Status, TelemetrySummary};
 use rackbench_report as report;
 
 #[test]
@@ -1789,4 +1789,214 @@ fn compare_lists_the_warnings_of_the_points_it_compares() {
     let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&a));
     assert!(c.warnings.is_empty());
     assert!(!report::compare_text(&c).contains("Warnings at compared points"));
+}
+
+/// Perf/W is over the repetitions that have both figures: a repetition whose power was
+/// not read adds its throughput to neither side (100k, 100k and 160k over 300 W, 300 W
+/// and none is 333 per W, not the 400 of the three's mean over the two's).
+#[test]
+fn perf_per_watt_is_over_the_repetitions_with_power() {
+    let mut run = kv_run(&Spec {
+        reps: 3,
+        instances: &[2],
+        power: Power::Ipmi(200.0),
+        ..Spec::default()
+    });
+    let first = run.results.iter().position(|r| r.test == "get").unwrap();
+    let params = run.results[first].params.clone();
+    let get: Vec<usize> = (0..run.results.len())
+        .filter(|&i| run.results[i].test == "get" && run.results[i].params == params)
+        .collect();
+    assert_eq!(get.len(), 3);
+    let third = &mut run.results[get[2]];
+    for ts in &mut third.telemetry_summary {
+        ts.power.clear();
+        ts.power_missing = Some("no reading inside the test".into());
+    }
+    let headline = third.headline.clone();
+    for m in third.metrics.iter_mut() {
+        if m.name == headline && m.labels.is_empty() {
+            m.value *= 1.6;
+        }
+    }
+    let perf = |r: &ResultRecord| r.headline_value().unwrap();
+    let watts = |r: &ResultRecord| {
+        model::power::headline(&r.telemetry_summary[0].power)
+            .unwrap()
+            .mean_watts
+    };
+    let (a, b) = (&run.results[get[0]], &run.results[get[1]]);
+    let want = (perf(a) + perf(b)) / (watts(a) + watts(b));
+    let pts = report::derive::points(0, &run);
+    let p = pts
+        .iter()
+        .find(|p| p.test == "get" && p.params == params)
+        .unwrap();
+    let e = p.efficiency().unwrap();
+    assert!(
+        (e.perf_per_w.unwrap() - want).abs() < 1e-9 * want,
+        "{:?} per W, the two powered repetitions give {want}",
+        e.perf_per_w
+    );
+    // The throughput shown is still every valid repetition's mean.
+    let all = (perf(a) + perf(b) + perf(&run.results[get[2]])) / 3.0;
+    assert!((e.perf - all).abs() < 1e-9 * all);
+}
+
+/// A headline better lower (a latency) has no per-watt figure, and rows of different
+/// units are tables of their own, each column headed with its unit.
+#[test]
+fn efficiency_is_per_unit_and_of_throughputs_only() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[2],
+        power: Power::Ipmi(200.0),
+        ..Spec::default()
+    });
+    for r in run.results.iter_mut().filter(|r| r.test == "set") {
+        r.headline = "latency_p50_ns".into();
+        r.metrics.push(Metric::new("latency_p50_ns", 95.0, "ns"));
+    }
+    let runs = [run];
+    let eff = report::derive::efficiency_rows(&runs);
+    let latency = eff.iter().find(|r| r.3.unit.contains("ns")).unwrap();
+    assert!(latency.3.perf_per_w.is_none() && latency.3.w_per_perf.is_none());
+    assert!(latency.3.cpu_pct_per_perf.is_none());
+    let ops = eff.iter().find(|r| !r.3.unit.contains("ns")).unwrap();
+    assert!(ops.3.perf_per_w.is_some());
+    let md = report::markdown(&runs, None);
+    let heads: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| Test | Run | Throughput ("))
+        .collect();
+    assert_eq!(heads.len(), 2, "{md}");
+    assert!(
+        heads.iter().any(|h| h.contains("Throughput (ns)")),
+        "{heads:?}"
+    );
+    let h = report::html(&runs, None);
+    assert_eq!(h.matches("<caption>Efficiency at each run").count(), 2);
+}
+
+/// A levels test's headline is per watt (SPECpower's overall figure): set against
+/// another's only when their levels' power is of one basis, as power and perf/W are.
+#[test]
+fn compare_sets_levels_per_watt_against_the_same_power_basis_only() {
+    let side = |scope: &str, source: &str, ids: [&'static str; 2], per_w: f64| -> Vec<RunRecord> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mut run = kv_run(&Spec {
+                    id,
+                    reps: 1,
+                    instances: &[1],
+                    seed: 40 + i as u64,
+                    ..Spec::default()
+                });
+                let mut levels = run.results[0].clone();
+                levels.test = "levels".into();
+                levels.params.clear();
+                levels.headline = "overall_reply_rate_per_w".into();
+                levels.histograms.clear();
+                levels.telemetry_summary.clear();
+                levels.metrics = vec![Metric::new(
+                    "overall_reply_rate_per_w",
+                    per_w * (1.0 + 0.01 * i as f64),
+                    "ops/s/W",
+                )];
+                for level in ["100%", "50%", "active_idle"] {
+                    levels.metrics.push(
+                        Metric::new("power_w", 200.0, "W")
+                            .label("phase", "levels")
+                            .label("level", level)
+                            .label("source", source)
+                            .label("scope", scope),
+                    );
+                }
+                run.results.push(levels);
+                run
+            })
+            .collect()
+    };
+    let a = side(
+        "whole_system",
+        "ipmi-dcmi:system",
+        ["20261120T230000-aaaaa1", "20261120T230100-aaaaa2"],
+        250.0,
+    );
+    let b = side(
+        "cpu_and_dram",
+        "rapl:package-0+dram-0",
+        ["20261120T231000-bbbbb1", "20261120T231100-bbbbb2"],
+        650.0,
+    );
+    let levels_row = |b: &[RunRecord]| -> report::CompareRow {
+        let c = report::compare(&a, b);
+        c.rows
+            .iter()
+            .find(|r| r.metric.starts_with("overall_reply_rate_per_w"))
+            .cloned()
+            .unwrap_or_else(|| panic!("a levels row: {:?}", c.rows))
+    };
+    let row = levels_row(&b);
+    assert!(row.verdict.starts_with("not comparable"), "{row:?}");
+    assert!(row.diff_pct.is_none(), "{row:?}");
+    // Of one basis on both sides: compared.
+    let b2 = side(
+        "whole_system",
+        "ipmi-dcmi:system",
+        ["20261120T231000-bbbbb1", "20261120T231100-bbbbb2"],
+        300.0,
+    );
+    let row = levels_row(&b2);
+    assert!(row.diff_pct.is_some(), "{row:?}");
+}
+
+/// A TCO taken from a run leaves its capacity tests out: a ramp's headline is its peak,
+/// its power the mean of every step, and neither is a server's. With `perf_from = "max"`
+/// the performance is an ordinary test's, in that test's unit; headlines of different
+/// units are no maximum at all.
+#[test]
+fn tco_from_a_run_leaves_capacity_tests_out() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let best = run
+        .results
+        .iter()
+        .filter_map(|r| r.headline_value())
+        .fold(0.0, f64::max);
+    let mut ramp = run.results[0].clone();
+    ramp.test = "ramp".into();
+    ramp.params.clear();
+    ramp.headline = "max_reply_rate_per_s".into();
+    ramp.metrics = vec![
+        Metric::new("max_reply_rate_per_s", 10.0 * best, "ops/s"),
+        Metric::new("reply_rate_per_s", 10.0 * best, "ops/s")
+            .label("phase", "ramp")
+            .label("step", 0),
+    ];
+    run.results.push(ramp);
+    let plan = max_plan("");
+    let fr = tco::from_run(&run, &plan.platforms[0]);
+    let perf = fr.perf.as_ref().unwrap();
+    assert_eq!(perf.value, best, "{perf:?}");
+    assert!(!perf.source.contains("ramp"), "{perf:?}");
+    // Headlines in different units: no maximum across them.
+    let mut mixed = run.clone();
+    let last = mixed.results.len() - 2;
+    let r = &mut mixed.results[last];
+    let headline = r.headline.clone();
+    for m in r.metrics.iter_mut().filter(|m| m.name == headline) {
+        m.unit = "MB/s".into();
+    }
+    let fr = tco::from_run(&mixed, &plan.platforms[0]);
+    assert!(fr.perf.is_none(), "{:?}", fr.perf);
+    assert!(
+        fr.problems.iter().any(|p| p.contains("different units")),
+        "{:?}",
+        fr.problems
+    );
 }

@@ -28,11 +28,13 @@ fn param_matches(have: Option<&serde_json::Value>, want: &serde_json::Value) -> 
 }
 
 /// The results of `run` that a platform selects: completed, not invalid, of its test and
-/// parameters.
+/// parameters, and not a capacity procedure (a ramp's headline is its peak, its power
+/// the mean of every step: no server's figures).
 pub fn select<'a>(run: &'a RunRecord, p: &Platform) -> Vec<&'a ResultRecord> {
     run.results
         .iter()
         .filter(|r| r.status == Status::Ok && !r.is_invalid())
+        .filter(|r| r.capacity_phase().is_none())
         .filter(|r| !matches!(&p.test, Some(t) if t != &r.test))
         .filter(|r| {
             p.params
@@ -93,7 +95,18 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
             ));
             None
         }
-        None => perf_of(run, &results, p.perf_from),
+        None => match units_apart(&results) {
+            // The highest of MB/s and signs/s is no performance: one test at a time.
+            Some(units) if p.perf_from == PerfFrom::Max => {
+                out.problems.push(format!(
+                    "run {}: its tests' headlines are in different units ({units}): the \
+                     highest of them is no performance (choose one with `test = ...`)",
+                    run.id
+                ));
+                None
+            }
+            _ => perf_of(run, &results, p.perf_from),
+        },
     };
     // Power from the very point the performance figure is: a sweep's points draw
     // different power, and their mean beside the best point's performance is no server.
@@ -108,6 +121,32 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
         ),
         _ => (results, None),
     };
+    // Performance given in the plan, power from the run: the power must be of one
+    // configuration. Results at several values of a swept parameter are as many servers
+    // (1 to 46 instances: 150 to 400 W), and their mean is none of them.
+    if of_point.is_none() && (p.perf.is_some() || !p.perf_tests.is_empty()) {
+        let configs: std::collections::BTreeSet<String> = power_results
+            .iter()
+            .map(|r| {
+                r.params
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        if configs.len() > 1 {
+            out.problems.push(format!(
+                "run {}: its results are at {} sweep points ({}): give `params` (and `test`) \
+                 for the one whose power goes with the performance given",
+                run.id,
+                configs.len(),
+                configs.into_iter().collect::<Vec<_>>().join("; ")
+            ));
+            out.perf = perf.map(|(s, _)| s);
+            return out;
+        }
+    }
     out.perf = perf.map(|(s, _)| s);
     out.power_w = match power_of(run, &power_results) {
         Ok(mut s) => {
@@ -122,6 +161,15 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
         }
     };
     out
+}
+
+/// The headlines' units, joined, when they are not all one.
+fn units_apart(results: &[&ResultRecord]) -> Option<String> {
+    let units: std::collections::BTreeSet<&str> = results
+        .iter()
+        .filter_map(|r| r.metric(&r.headline, &[]).map(|m| m.unit.as_str()))
+        .collect();
+    (units.len() > 1).then(|| units.into_iter().collect::<Vec<_>>().join(", "))
 }
 
 /// The performance figure, and the sweep point it comes from when it is one point's.
@@ -151,7 +199,6 @@ fn perf_of(
     if means.is_empty() {
         return None;
     }
-    let unit = means[0].2.clone();
     match how {
         PerfFrom::Max => {
             let best = means.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
@@ -160,7 +207,7 @@ fn perf_of(
                     value: best.1,
                     source: format!("run {}: highest headline ({})", run.id, best.0),
                     modelled: false,
-                    unit: Some(unit),
+                    unit: Some(best.2.clone()),
                 },
                 Some(best.0.clone()),
             ))

@@ -34,7 +34,10 @@ pub fn fmt_number(v: f64) -> String {
     } else if a == 0.0 {
         "0".to_string()
     } else {
-        format!("{v:.3}")
+        // Below 1: three significant digits, however small (0.000333 Gbit/s per $
+        // printed as 0.000 beside a 1.2x difference).
+        let decimals = (2 - a.log10().floor() as i32).max(3) as usize;
+        format!("{v:.decimals$}")
     }
 }
 

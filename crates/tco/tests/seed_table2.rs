@@ -177,3 +177,23 @@ fn json_round_trips() {
     let back: tco::TcoResult = serde_json::from_str(&j).unwrap();
     assert_eq!(back.platforms[0].servers_per_rack, 36);
 }
+
+/// Figures keep three significant digits however small (a Gbit/s per $ of 0.000333 is
+/// not 0.000), and large ones their thousands separators.
+#[test]
+fn small_figures_keep_three_significant_digits() {
+    let cases = [
+        (0.000333, "0.000333"),
+        (-0.000333, "-0.000333"),
+        (0.0025, "0.00250"),
+        (0.5, "0.500"),
+        (1.5, "1.50"),
+        (12.34, "12.3"),
+        (123.4, "123"),
+        (12345.6, "12,346"),
+        (0.0, "0"),
+    ];
+    for (v, want) in cases {
+        assert_eq!(tco::fmt_number(v), want, "{v}");
+    }
+}
