@@ -2000,3 +2000,33 @@ fn tco_from_a_run_leaves_capacity_tests_out() {
         fr.problems
     );
 }
+
+/// Performance given in the plan and power from a run of several sweep points: no power
+/// (their mean is of no one configuration) until `params` names the point.
+#[test]
+fn tco_with_perf_given_takes_power_of_one_point_only() {
+    let run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1, 2, 4],
+        ..Spec::default()
+    });
+    let plan = one_platform_plan("x86-a", "perf = 1000000\ntest = \"get\"\n");
+    let fr = tco::from_run(&run, &plan.platforms[0]);
+    assert!(fr.power_w.is_none(), "{:?}", fr.power_w);
+    assert!(
+        fr.problems.iter().any(|p| p.contains("sweep points")),
+        "{:?}",
+        fr.problems
+    );
+    let params = &run.results.iter().find(|r| r.test == "get").unwrap().params;
+    let at: Vec<String> = params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    let plan = one_platform_plan(
+        "x86-a",
+        &format!(
+            "perf = 1000000\ntest = \"get\"\nparams = {{ {} }}\n",
+            at.join(", ")
+        ),
+    );
+    let fr = tco::from_run(&run, &plan.platforms[0]);
+    assert!(fr.power_w.is_some(), "{:?}", fr.problems);
+}
