@@ -357,7 +357,9 @@ pub fn run(
         "ramp" => {
             let r = capacity::ramp(&cfg.ramp_config(d), &mut step_fn)?;
             ctx.note(&format!("{workload} ramp:\n{}", r.table()));
-            *found = r.last_sustained_rate_per_s().or(*found);
+            // The capacity a later `levels` takes is the latest ramp's or search's: one
+            // that found none leaves none (not an earlier repetition's, unsaid).
+            *found = r.last_sustained_rate_per_s();
             let steps = r.points.iter().map(|p| p.step.clone()).collect();
             let (m, miss, h) = (r.to_metrics(), r.missing(), r.histograms());
             ("max_reply_rate_per_s", m, miss, h, r.stopped, steps)
@@ -370,8 +372,8 @@ pub fn run(
                     "{workload} search: {best:.0} {unit} meets {}",
                     sc.objective
                 ));
-                *found = Some(best);
             }
+            *found = r.max_rate_meeting_slo_per_s();
             if let Some(n) = &r.note {
                 flags.push(Flag::warning("search_limit", n.clone()));
             }
@@ -694,6 +696,41 @@ mod tests {
             watch.marks.load(Ordering::Relaxed) as usize,
             s_points(&s) + 3
         );
+
+        // A later search that meets its objective nowhere leaves no capacity: the next
+        // levels asks for one, rather than taking the earlier search's unsaid.
+        let (_, none) = split_params(
+            "kv",
+            &params(json!({"slo": "p99<1us", "search_start": 100, "levels": [100, 50]})),
+        )
+        .unwrap();
+        run(
+            "kv",
+            "search",
+            &none,
+            &D,
+            &c,
+            &mut found,
+            None,
+            1,
+            &mut measure,
+        )
+        .unwrap();
+        assert_eq!(found, None);
+        let e = run(
+            "kv",
+            "levels",
+            &none,
+            &D,
+            &c,
+            &mut found,
+            None,
+            1,
+            &mut measure,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("found none"), "{e}");
     }
 
     fn s_points(s: &StepOutput) -> usize {
