@@ -59,7 +59,8 @@ pub struct Flags {
     /// Latency samples per size (default 7; the minimum is kept, as lmbench does).
     #[arg(long = "samples", id = "samples", value_name = "N")]
     pub samples: Option<String>,
-    /// CPU to run the latency chase on (default: unpinned).
+    /// CPU to run the latency chase on (default: the CPU it starts on, pinned there so
+    /// that its memory, touched first there, stays on that CPU's node).
     #[arg(long = "cpu", id = "cpu", value_name = "N")]
     pub cpu: Option<String>,
     /// Bytes per bandwidth array (default: 4x the last-level cache, at least 64M).
@@ -508,34 +509,47 @@ impl MemBench {
         let (wall0, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
         // A thread of its own, so pinning does not change the runner's affinity.
         let res = std::thread::scope(|s| {
-            s.spawn(|| -> anyhow::Result<ChaseRun> {
-                if let Some(c) = cpu {
+            s.spawn(|| -> anyhow::Result<(ChaseRun, Option<usize>)> {
+                // Pinned, asked or not: a thread that moved between sockets would time
+                // its memory (touched first where it began) locally at some sizes and
+                // from the other node at others, one curve of two latencies.
+                // SAFETY: sched_getcpu takes nothing and returns a CPU or -1.
+                let here = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
+                let on = cpu.or(here);
+                if let Some(c) = on {
                     engine::launch::pin_current_thread(&[c])?;
                 }
-                let freq = chase::measure_frequency();
-                let max = sizes.last().copied().unwrap_or(0) as usize;
-                let mut region = chase::Region::new(max.max(4096))?;
-                let mut pts = Vec::new();
-                for (i, &s) in sizes.iter().enumerate() {
-                    if progress.stopping() {
-                        return Ok((pts, freq, true));
+                let run = || -> anyhow::Result<ChaseRun> {
+                    let freq = chase::measure_frequency();
+                    let max = sizes.last().copied().unwrap_or(0) as usize;
+                    let mut region = chase::Region::new(max.max(4096))?;
+                    let mut pts = Vec::new();
+                    for (i, &s) in sizes.iter().enumerate() {
+                        if progress.stopping() {
+                            return Ok((pts, freq, true));
+                        }
+                        let ns = chase::latency_ns(
+                            &mut region,
+                            s as usize,
+                            sample_s,
+                            samples,
+                            0x5eed + i as u64,
+                        )?;
+                        pts.push((s, ns));
+                        progress.done.store(i as u64 + 1, Ordering::Relaxed);
                     }
-                    let ns = chase::latency_ns(
-                        &mut region,
-                        s as usize,
-                        sample_s,
-                        samples,
-                        0x5eed + i as u64,
-                    )?;
-                    pts.push((s, ns));
-                    progress.done.store(i as u64 + 1, Ordering::Relaxed);
-                }
-                Ok((pts, freq, false))
+                    Ok((pts, freq, false))
+                };
+                Ok((run()?, on))
             })
             .join()
         })
         .map_err(|_| anyhow::anyhow!("mem: the latency thread panicked"))??;
-        let (pts, freq, interrupted) = res;
+        let ((pts, freq, interrupted), on) = res;
+        if let Some(c) = on {
+            out.metrics
+                .push(Metric::new("latency_cpu", c as f64, "cpu"));
+        }
         let took = t0.elapsed();
         out.duration_s = took.as_secs_f64();
         out.measured = vec![(wall0, wall0 + took)];
@@ -915,6 +929,13 @@ mod tests {
             .expect("l1 plateau");
         assert!(l1.value < 10.0, "{l1:?}");
         assert!(out.metrics.iter().any(|m| m.name == "latency_cycles"));
+        // Pinned by default, to a CPU this machine has, and said which.
+        let on = out
+            .metrics
+            .iter()
+            .find(|m| m.name == "latency_cpu")
+            .expect("the CPU the chase ran on");
+        assert!((on.value as usize) < engine::launch::online_cpus());
         // 64 KiB is not beyond any LLC: RAM is missing, with the reason, never 0.
         assert!(out.missing.iter().any(|m| m.name == "ram_latency_ns"));
     }
