@@ -943,9 +943,8 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
                     "%",
                 )));
             }
-            // A stream's jitter at an interval's end is its running estimate: it has one
-            // once its receiver took a difference of transit times, in this interval or
-            // before.
+            // A stream's jitter at an interval's end is its running estimate, counted
+            // for the streams whose receiver took a difference of transit times in it.
             if let Some(j) = mean_jitter(iv.received.iter()) {
                 out.metrics
                     .push(labelled(Metric::new("jitter_ms", j, "ms")));

@@ -44,9 +44,10 @@ pub struct StreamStats {
     pub out_of_order: u64,
     /// RFC 3550 jitter at the end of the interval, ms (UDP).
     pub jitter_ms: f64,
-    /// The transit-time differences the stream's jitter is of, since its start (like
-    /// the jitter, a running figure, not a delta): none, and it has no jitter, however
-    /// many datagrams arrived (one `--udp-gso` or `--udp-batch` send shares one time).
+    /// The transit-time differences the receiver took in the interval (or the test):
+    /// none, and the stream has no jitter of its own there, however many datagrams
+    /// arrived (one `--udp-gso` or `--udp-batch` send shares one time), nor one from
+    /// the warm-up alone.
     pub jitter_samples: u64,
 }
 

@@ -968,7 +968,7 @@ pub fn run(
                     s.packets += r.packets;
                     s.out_of_order += r.out_of_order;
                     s.jitter_ms = r.jitter_ms;
-                    s.jitter_samples = r.jitter_samples;
+                    s.jitter_samples += r.jitter_samples;
                 }
             }
             if spec.warmup_s > 0.0 {

@@ -598,7 +598,7 @@ fn split_udp(
 }
 
 /// What a stream counted from `before` to `now`; its jitter is the running estimate at
-/// `now`, and the samples it is of are all since the stream's start.
+/// `now`, and its samples those taken in between.
 fn counted_since(now: &StreamStats, before: &StreamStats) -> StreamStats {
     StreamStats {
         bytes: now.bytes.saturating_sub(before.bytes),
@@ -606,7 +606,7 @@ fn counted_since(now: &StreamStats, before: &StreamStats) -> StreamStats {
         lost: now.lost.saturating_sub(before.lost),
         out_of_order: now.out_of_order.saturating_sub(before.out_of_order),
         jitter_ms: now.jitter_ms,
-        jitter_samples: now.jitter_samples,
+        jitter_samples: now.jitter_samples.saturating_sub(before.jitter_samples),
     }
 }
 
@@ -858,6 +858,22 @@ mod tests {
     /// The two ends mark the end of the warm-up on their own clocks: whichever marks first,
     /// the test's received and lost are of the datagrams sent after the sender's mark, and
     /// the warm-up holds the rest of what arrived.
+    /// A span's jitter samples are those taken in it: a stream whose every difference of
+    /// transit times came in the warm-up has none in the test (its running jitter, the
+    /// warm-up's, is not the test's).
+    #[test]
+    fn a_spans_jitter_samples_are_those_taken_in_it() {
+        let at = |samples: u64, packets: u64| StreamStats {
+            packets,
+            jitter_ms: 0.3,
+            jitter_samples: samples,
+            ..StreamStats::default()
+        };
+        let warm = at(40, 41);
+        assert_eq!(counted_since(&at(40, 41), &warm).jitter_samples, 0);
+        assert_eq!(counted_since(&at(55, 60), &warm).jitter_samples, 15);
+    }
+
     #[test]
     fn udp_counts_split_at_the_senders_mark_whichever_end_marked_first() {
         let stats = |packets: u64, lost: u64| StreamStats {
