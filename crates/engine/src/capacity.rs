@@ -853,8 +853,9 @@ fn probe_verdict(step: &RateStep, cfg: &SearchConfig) -> (Option<u64>, bool, Str
         let due = (recorded + unsent) as f64;
         let rank = pct / 100.0 * due;
         if rank > recorded as f64 {
+            // Its latency is none recorded: above the slowest, unknown by how much.
             return (
-                lat,
+                None,
                 false,
                 format!(
                     "{unsent} of {due:.0} requests that fell due were never sent: p{pct} is \

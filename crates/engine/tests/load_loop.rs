@@ -225,7 +225,7 @@ fn a_spinning_open_loop_sends_on_time_at_a_low_rate() {
     let corrected_p50 = c.corrected.as_ref().unwrap().value_at_quantile(0.5);
     let service_p50 = c.service.value_at_quantile(0.5);
     assert!(
-        corrected_p50 < service_p50 + 250_000,
+        corrected_p50 < service_p50 + 300_000,
         "latency from the intended time {corrected_p50} ns, from the send {service_p50} ns: \
          the sends left late"
     );

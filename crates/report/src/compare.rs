@@ -561,11 +561,12 @@ fn power_of(p: &crate::derive::Point) -> Option<(PowerBasis, Vec<FigureOf>)> {
 const LEVELS_PER_W: &str = "overall_reply_rate_per_w";
 
 /// The power basis of a levels test's per-watt headline, from its levels' `power_w`
-/// (labelled with the figure's source and scope): None unless every level's is of one
-/// basis (a figure over unlike power is then set against nothing).
-fn levels_basis(r: &model::ResultRecord) -> Option<PowerBasis> {
+/// (labelled with the figure's source and scope): None for another test or a levels
+/// test without power, an error when its levels' power is of unlike bases (a figure
+/// over unlike power is set against nothing).
+fn levels_basis(r: &model::ResultRecord) -> Result<Option<PowerBasis>, String> {
     if r.capacity_phase() != Some("levels") {
-        return None;
+        return Ok(None);
     }
     let mut bases = r.metrics.iter().filter(|m| m.name == POWER).map(|m| {
         let source = m.labels.get("source").map_or("", String::as_str);
@@ -577,8 +578,17 @@ fn levels_basis(r: &model::ResultRecord) -> Option<PowerBasis> {
             PowerBasis::Component
         }
     });
-    let first = bases.next()?;
-    bases.all(|b| b == first).then_some(first)
+    let Some(first) = bases.next() else {
+        return Ok(None);
+    };
+    if bases.all(|b| b == first) {
+        Ok(Some(first))
+    } else {
+        Err(
+            "its levels' power came from unlike sources (whole server, modelled, components)"
+                .into(),
+        )
+    }
 }
 
 /// How a row names a power figure of one basis: as the summary tags it, measured whole
@@ -701,10 +711,14 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
             // headline is per watt: of its levels' power).
             let per_rep = valid.iter().flat_map(|r| {
                 let basis = levels_basis(r);
-                figures_of(run, r).into_iter().map(move |f| {
-                    let b = (f.0 == LEVELS_PER_W).then_some(basis).flatten();
-                    (f, b)
-                })
+                figures_of(run, r)
+                    .into_iter()
+                    .map(move |f| match (&basis, f.0 == LEVELS_PER_W) {
+                        (Ok(b), true) => (f, *b),
+                        // Over unlike power: no figure to set against another.
+                        (Err(why), true) => ((f.0, f.1, f.2, Err(why.clone())), None),
+                        (_, false) => (f, None),
+                    })
             });
             let latency = latency
                 .iter()
@@ -1001,9 +1015,12 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         // server's 310 W against its CPU packages' 140 W is no saving.
         let mut metric = key.1.clone();
         let (ba, bb) = (bases(fa), bases(fb));
+        let missing = why(fa).is_some() || why(fb).is_some();
         match (&ba[..], &bb[..]) {
             ([], []) => {}
             ([a], [b]) if a == b => metric = with_basis(&metric, *a),
+            // A side without the figure says why (above), not that it has no basis.
+            _ if missing => {}
             _ => {
                 j.diff_pct = None;
                 j.ci95_pct = None;

@@ -1950,6 +1950,22 @@ fn compare_sets_levels_per_watt_against_the_same_power_basis_only() {
     );
     let row = levels_row(&b2);
     assert!(row.diff_pct.is_some(), "{row:?}");
+    // A side whose levels' power is of unlike bases has no figure to set against.
+    let mut mixed = b2.clone();
+    for run in &mut mixed {
+        let levels = run.results.iter_mut().find(|r| r.test == "levels").unwrap();
+        let m = levels
+            .metrics
+            .iter_mut()
+            .find(|m| m.name == "power_w")
+            .unwrap();
+        m.labels.insert("scope".into(), "cpu_and_dram".into());
+        m.labels
+            .insert("source".into(), "rapl:package-0+dram-0".into());
+    }
+    let row = levels_row(&mixed);
+    assert!(row.diff_pct.is_none(), "{row:?}");
+    assert!(row.verdict.contains("unlike sources"), "{row:?}");
 }
 
 /// A TCO taken from a run leaves its capacity tests out: a ramp's headline is its peak,

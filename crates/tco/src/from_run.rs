@@ -70,6 +70,11 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
             "run {} has no completed, valid result{}",
             run.id,
             match (&p.test, p.params.is_empty()) {
+                (Some(t), _) if model::CAPACITY_TESTS.contains(&t.as_str()) => format!(
+                    " for test `{t}` that a TCO can take: a capacity test's figures are per \
+                     step (its headline one step's, its power every step's), no server's; \
+                     choose an ordinary test"
+                ),
                 (Some(t), _) => format!(" for test `{t}`"),
                 (None, false) => " with the given params".to_string(),
                 _ => String::new(),
@@ -97,7 +102,9 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
         }
         None => match units_apart(&results) {
             // The highest of MB/s and signs/s is no performance: one test at a time.
-            Some(units) if p.perf_from == PerfFrom::Max => {
+            Some(units)
+                if p.perf_from == PerfFrom::Max && p.perf.is_none() && p.perf_tests.is_empty() =>
+            {
                 out.problems.push(format!(
                     "run {}: its tests' headlines are in different units ({units}): the \
                      highest of them is no performance (choose one with `test = ...`)",

@@ -37,7 +37,15 @@ pub fn fmt_number(v: f64) -> String {
         // Below 1: three significant digits, however small (0.000333 Gbit/s per $
         // printed as 0.000 beside a 1.2x difference).
         let decimals = (2 - a.log10().floor() as i32).max(3) as usize;
-        format!("{v:.decimals$}")
+        let s = format!("{v:.decimals$}");
+        // Rounded up to the next power of ten (0.00099996 -> 0.001000): one decimal less.
+        match s.trim_start_matches('-').parse::<f64>() {
+            Ok(r) if decimals > 3 && r >= 10f64.powi(3 - decimals as i32) => {
+                let d = decimals - 1;
+                format!("{v:.d$}")
+            }
+            _ => s,
+        }
     }
 }
 

@@ -630,7 +630,7 @@ fn epoll_loop<P: Protocol>(
     let mut schedule = Schedule::new(spec.shape, index, threads, spec.phase);
     let mut events = Events::with_capacity(1024);
     // Without a timer (spinning asked for, or timerfd refused) an open loop spins on
-    // waits under 1 ms.
+    // waits under 2 ms and the last 1-2 ms of longer ones ([`spin_wait_sleep`]).
     let mut timer = if open && spec.sleep_when_idle {
         Timer::new(&poll).ok()
     } else {

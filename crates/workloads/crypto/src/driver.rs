@@ -183,9 +183,10 @@ mod tests {
     use super::*;
     use std::sync::atomic::Ordering;
 
-    /// A test cancelled before it ran keeps no figure of 0 (nor of the one operation a
-    /// loop that saw the stop at once would time): the verifies are not run, and every
-    /// rate is missing with its reason.
+    /// A test cancelled before it ran stores no figure of 0: the verifies are not run
+    /// (missing, with the reason), a rate no operation completed for is missing, and
+    /// what an operation or two completed before the threads saw the stop is kept,
+    /// flagged `stopped_early` (the result is stored as interrupted).
     #[test]
     fn a_cancelled_test_stores_no_rate() {
         let cfg = parse_config(&serde_json::Map::new()).unwrap();

@@ -778,9 +778,6 @@ mod tests {
         assert_eq!(value(&out, "remote_order_line_pct"), Some(0.0));
     }
 
-    /// A commit counter lower at the end than at the start (the server restarted, its
-    /// statistics were reset): TPM is missing with the reason, not 0; NOPM (from the
-    /// districts' next order ids) stands.
     /// The result of one database's counter window `w`, the rest of the fixture's.
     fn of_window(w: DbWindow) -> StepOutput {
         step_output(
@@ -792,6 +789,9 @@ mod tests {
         )
     }
 
+    /// A commit counter lower at the end than at the start (the server restarted, its
+    /// statistics were reset): TPM is missing with the reason, not 0; NOPM (from the
+    /// districts' next order ids) stands.
     #[test]
     fn a_commit_counter_that_went_back_gives_no_tpm() {
         let mut w = window(4455, 14_000);
