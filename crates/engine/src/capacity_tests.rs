@@ -625,34 +625,16 @@ mod tests {
             last_rate.store(rate.to_bits(), Ordering::Relaxed);
             step(rate)
         };
-        let s = run(
-            "kv",
-            "search",
-            &cfg,
-            &D,
-            &c,
-            &mut found,
-            None,
-            1,
-            &mut measure,
-        )
-        .unwrap();
+        // One capacity test of this sweep point, the capacity found carried in `found`.
+        let mut test = |name: &str, cfg: &CapacityConfig, found: &mut Option<f64>| {
+            run("kv", name, cfg, &D, &c, found, None, 1, &mut measure)
+        };
+        let s = test("search", &cfg, &mut found).unwrap();
         let best = found.expect("the search found a capacity");
         assert!((700.0..800.0).contains(&best), "{best}");
         assert!(s.metrics.iter().any(|m| m.name == "power_w"));
 
-        let l = run(
-            "kv",
-            "levels",
-            &cfg,
-            &D,
-            &c,
-            &mut found,
-            None,
-            1,
-            &mut measure,
-        )
-        .unwrap();
+        let l = test("levels", &cfg, &mut found).unwrap();
         let at = |level: &str, name: &str| {
             l.metrics
                 .iter()
@@ -704,32 +686,9 @@ mod tests {
             &params(json!({"slo": "p99<1us", "search_start": 100, "levels": [100, 50]})),
         )
         .unwrap();
-        run(
-            "kv",
-            "search",
-            &none,
-            &D,
-            &c,
-            &mut found,
-            None,
-            1,
-            &mut measure,
-        )
-        .unwrap();
+        test("search", &none, &mut found).unwrap();
         assert_eq!(found, None);
-        let e = run(
-            "kv",
-            "levels",
-            &none,
-            &D,
-            &c,
-            &mut found,
-            None,
-            1,
-            &mut measure,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = test("levels", &none, &mut found).unwrap_err().to_string();
         assert!(e.contains("found none"), "{e}");
     }
 

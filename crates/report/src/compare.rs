@@ -569,14 +569,11 @@ fn levels_basis(r: &model::ResultRecord) -> Result<Option<PowerBasis>, String> {
         return Ok(None);
     }
     let mut bases = r.metrics.iter().filter(|m| m.name == POWER).map(|m| {
-        let source = m.labels.get("source").map_or("", String::as_str);
-        if source.starts_with("model") {
-            PowerBasis::Modelled
-        } else if m.labels.get("scope").is_some_and(|s| s == "whole_system") {
-            PowerBasis::Measured
-        } else {
-            PowerBasis::Component
-        }
+        let label = |k: &str| m.labels.get(k).map_or("", String::as_str);
+        PowerBasis::of(
+            label("source").starts_with("model"),
+            label("scope") == "whole_system",
+        )
     });
     let Some(first) = bases.next() else {
         return Ok(None);

@@ -291,6 +291,18 @@ pub enum PowerBasis {
 }
 
 impl PowerBasis {
+    /// The basis of a power figure: declared by a model, measured on the whole server,
+    /// or of components only.
+    pub fn of(modelled: bool, whole_system: bool) -> PowerBasis {
+        if modelled {
+            PowerBasis::Modelled
+        } else if whole_system {
+            PowerBasis::Measured
+        } else {
+            PowerBasis::Component
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             PowerBasis::Measured => "measured, whole server",
@@ -499,13 +511,7 @@ pub(crate) fn power_of_summary(
 ) -> Result<(HeadlinePower, PowerBasis), String> {
     match model::power::headline(&ts.power) {
         Some(h) => {
-            let basis = if h.modelled {
-                PowerBasis::Modelled
-            } else if h.whole_system {
-                PowerBasis::Measured
-            } else {
-                PowerBasis::Component
-            };
+            let basis = PowerBasis::of(h.modelled, h.whole_system);
             Ok((h, basis))
         }
         None if !ts.power.is_empty() => Err(format!(
@@ -664,51 +670,36 @@ impl<'a> Point<'a> {
     }
 
     /// The valid repetitions whose power is on the first one's source, each with its
-    /// watts; that source (basis, figure, host); or why none has power.
-    #[allow(clippy::type_complexity)]
-    fn powered(
-        &self,
-    ) -> (
-        Vec<(&'a ResultRecord, f64)>,
-        Option<(PowerBasis, HeadlinePower, String)>,
-        Option<String>,
-    ) {
-        let mut reps = Vec::new();
-        let mut chosen: Option<(PowerBasis, HeadlinePower, String)> = None;
-        let mut why = None;
+    /// watts, and that source; or why none has power.
+    fn powered(&self) -> Powered<'a> {
+        let mut out = Powered {
+            reps: Vec::new(),
+            chosen: None,
+            why: None,
+        };
         for r in self.valid() {
             let Some(ts) = sut_summary(self.run, r) else {
-                why = Some("no telemetry was recorded for this result".to_string());
+                out.why = Some("no telemetry was recorded for this result".to_string());
                 continue;
             };
             match power_of_summary(ts) {
                 Ok((h, basis)) => {
                     // Only repetitions whose figure has the first one's source are averaged.
-                    if !matches!(&chosen, Some(c) if c.0 != basis || c.1.provenance != h.provenance)
+                    if !matches!(&out.chosen, Some(c) if c.0 != basis || c.1.provenance != h.provenance)
                     {
-                        reps.push((r, h.mean_watts));
-                        chosen = Some((basis, h, ts.host.clone()));
+                        out.reps.push((r, h.mean_watts));
+                        out.chosen = Some((basis, h, ts.host.clone()));
                     }
                 }
-                Err(e) => why = Some(e),
+                Err(e) => out.why = Some(e),
             }
         }
-        (reps, chosen, why)
+        out
     }
 
     /// Mean power on the system under test over valid repetitions, or why there is none.
     pub fn power(&self) -> Result<PowerFigure, String> {
-        let (reps, chosen, why) = self.powered();
-        let ws: Vec<f64> = reps.iter().map(|(_, w)| *w).collect();
-        match (chosen, stats::mean(&ws)) {
-            (Some((basis, h, host)), Some(w)) => Ok(PowerFigure {
-                watts: w,
-                basis,
-                idle_w: idle_for(self.run, &host, &h),
-                source: source_label(&h),
-            }),
-            _ => Err(why.unwrap_or_else(|| "no valid result".to_string())),
-        }
+        self.powered().figure(self.run)
     }
 
     /// The telemetry summaries of the SUT for valid repetitions.
@@ -748,14 +739,15 @@ impl<'a> Point<'a> {
             return None;
         }
         let perf = self.headline()?.mean;
-        let power = self.power();
+        let powered = self.powered();
+        let power = powered.figure(self.run);
         let cpu = self.cpu_used();
         // Per watt over the repetitions that have both figures: the throughput of those
         // whose power was read, not of every one (100k, 100k and 160k ops/s over 300 W,
         // 300 W and none is 333 per W, not the 400 of the three's mean over the two's).
         // A headline better lower (a latency) has no per-watt figure.
-        let (reps, _, _) = self.powered();
-        let (perf_sum, w_sum, n) = reps
+        let (perf_sum, w_sum, n) = powered
+            .reps
             .iter()
             .filter_map(|(r, w)| r.headline_value().map(|v| (v, *w)))
             .fold((0.0, 0.0, 0usize), |(p, ws, n), (v, w)| {
@@ -787,6 +779,35 @@ impl<'a> Point<'a> {
                 .map(|c| c.pct / perf),
             cpu_used: cpu,
         })
+    }
+}
+
+/// A sweep point's repetitions with power ([`Point::powered`]).
+struct Powered<'a> {
+    /// The valid repetitions whose power is on the first one's source, with its watts.
+    reps: Vec<(&'a ResultRecord, f64)>,
+    /// That source: its basis, its figure, the host it was read on.
+    chosen: Option<(PowerBasis, HeadlinePower, String)>,
+    /// Why a repetition had no power.
+    why: Option<String>,
+}
+
+impl Powered<'_> {
+    /// Their mean power, or why there is none.
+    fn figure(&self, run: &RunRecord) -> Result<PowerFigure, String> {
+        let ws: Vec<f64> = self.reps.iter().map(|(_, w)| *w).collect();
+        match (&self.chosen, stats::mean(&ws)) {
+            (Some((basis, h, host)), Some(w)) => Ok(PowerFigure {
+                watts: w,
+                basis: *basis,
+                idle_w: idle_for(run, host, h),
+                source: source_label(h),
+            }),
+            _ => Err(self
+                .why
+                .clone()
+                .unwrap_or_else(|| "no valid result".to_string())),
+        }
     }
 }
 

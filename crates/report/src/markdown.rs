@@ -298,49 +298,47 @@ pub fn markdown_with(
         // A workload that ran only capacity tests has no best point (their figures are per step).
         if !all_eff.is_empty() {
             m.push_str("\n### Efficiency (each run's best point)\n\n");
-        }
-        // One table per unit of throughput (a memory run's GB/s and ns, a crypto run's
-        // MB/s and signs/s): a column's unit is its header's.
-        for unit in derive::units_of(&all_eff) {
-            let eff: Vec<_> = all_eff.iter().filter(|r| r.3.unit == unit).collect();
-            let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
-                eff.iter().filter_map(|r| f(&r.3)).collect()
-            };
-            let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
-            let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
-            let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
-            m.push_str(&header(&[
-                "Test",
-                "Run",
-                &format!("Throughput ({unit})"),
-                "Power",
-                &format!("Perf/W ({unit} per W)"),
-                &format!("W per {pw}{unit}"),
-                &format!("W above idle per {pd}{unit}"),
-                "%CPU used",
-                &format!("%CPU per {pc}{unit}"),
-            ]));
-            for (rowname, i, point, e) in eff.iter().copied() {
-                let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| num(v * s));
-                m.push_str(&row(&[
-                    rowname.clone(),
-                    format!("{} ({point})", wl_labels[*i]),
-                    num(e.perf),
-                    power(&e.power),
-                    e.perf_per_w.map_or("-".into(), num),
-                    f(e.w_per_perf, sw),
-                    f(e.dw_per_perf, sd),
-                    match &e.cpu_used {
-                        Ok(c) => format!("{:.1}% ({})", c.pct, c.basis.label()),
-                        // The reason is said once under the table.
-                        Err(_) => "absent†".into(),
-                    },
-                    f(e.cpu_pct_per_perf, sc),
+            // One table per unit of throughput (a memory run's GB/s and ns, a crypto run's
+            // MB/s and signs/s): a column's unit is its header's.
+            for unit in derive::units_of(&all_eff) {
+                let eff: Vec<_> = all_eff.iter().filter(|r| r.3.unit == unit).collect();
+                let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
+                    eff.iter().filter_map(|r| f(&r.3)).collect()
+                };
+                let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
+                let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
+                let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
+                m.push_str(&header(&[
+                    "Test",
+                    "Run",
+                    &format!("Throughput ({unit})"),
+                    "Power",
+                    &format!("Perf/W ({unit} per W)"),
+                    &format!("W per {pw}{unit}"),
+                    &format!("W above idle per {pd}{unit}"),
+                    "%CPU used",
+                    &format!("%CPU per {pc}{unit}"),
                 ]));
+                for (rowname, i, point, e) in eff.iter().copied() {
+                    let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| num(v * s));
+                    m.push_str(&row(&[
+                        rowname.clone(),
+                        format!("{} ({point})", wl_labels[*i]),
+                        num(e.perf),
+                        power(&e.power),
+                        e.perf_per_w.map_or("-".into(), num),
+                        f(e.w_per_perf, sw),
+                        f(e.dw_per_perf, sd),
+                        match &e.cpu_used {
+                            Ok(c) => format!("{:.1}% ({})", c.pct, c.basis.label()),
+                            // The reason is said once under the table.
+                            Err(_) => "absent†".into(),
+                        },
+                        f(e.cpu_pct_per_perf, sc),
+                    ]));
+                }
+                m.push('\n');
             }
-            m.push('\n');
-        }
-        if !all_eff.is_empty() {
             let _ = writeln!(m, "{}", c(derive::CPU_USED_MEANING));
             for (who, why) in
                 derive::absent_reasons(&wl_labels, all_eff.iter().map(|r| (r.1, &r.3.cpu_used)))

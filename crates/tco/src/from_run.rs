@@ -46,19 +46,24 @@ pub fn select<'a>(run: &'a RunRecord, p: &Platform) -> Vec<&'a ResultRecord> {
 
 /// A stable key for a result's sweep point: test plus its parameters.
 fn point_key(r: &ResultRecord) -> String {
-    let params: Vec<String> = r
-        .params
+    let params = params_key(r);
+    if params.is_empty() {
+        r.test.clone()
+    } else {
+        format!("{} {params}", r.test)
+    }
+}
+
+/// A result's parameters, `k=v` joined by spaces: the configuration it ran.
+fn params_key(r: &ResultRecord) -> String {
+    r.params
         .iter()
         .map(|(k, v)| match v {
             serde_json::Value::String(s) => format!("{k}={s}"),
             other => format!("{k}={other}"),
         })
-        .collect();
-    if params.is_empty() {
-        r.test.clone()
-    } else {
-        format!("{} {}", r.test, params.join(" "))
-    }
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Power and performance of one board from a stored run.
@@ -132,16 +137,8 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
     // configuration. Results at several values of a swept parameter are as many servers
     // (1 to 46 instances: 150 to 400 W), and their mean is none of them.
     if of_point.is_none() && (p.perf.is_some() || !p.perf_tests.is_empty()) {
-        let configs: std::collections::BTreeSet<String> = power_results
-            .iter()
-            .map(|r| {
-                r.params
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect();
+        let configs: std::collections::BTreeSet<String> =
+            power_results.iter().map(|r| params_key(r)).collect();
         if configs.len() > 1 {
             out.problems.push(format!(
                 "run {}: its results are at {} sweep points ({}): give `params` (and `test`) \

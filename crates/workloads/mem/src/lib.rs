@@ -524,28 +524,25 @@ impl MemBench {
                     (None, Some(c)) => engine::launch::pin_current_thread(&[c]).ok().map(|_| c),
                     (None, None) => None,
                 };
-                let run = || -> anyhow::Result<ChaseRun> {
-                    let freq = chase::measure_frequency();
-                    let max = sizes.last().copied().unwrap_or(0) as usize;
-                    let mut region = chase::Region::new(max.max(4096))?;
-                    let mut pts = Vec::new();
-                    for (i, &s) in sizes.iter().enumerate() {
-                        if progress.stopping() {
-                            return Ok((pts, freq, true));
-                        }
-                        let ns = chase::latency_ns(
-                            &mut region,
-                            s as usize,
-                            sample_s,
-                            samples,
-                            0x5eed + i as u64,
-                        )?;
-                        pts.push((s, ns));
-                        progress.done.store(i as u64 + 1, Ordering::Relaxed);
+                let freq = chase::measure_frequency();
+                let max = sizes.last().copied().unwrap_or(0) as usize;
+                let mut region = chase::Region::new(max.max(4096))?;
+                let mut pts = Vec::new();
+                for (i, &s) in sizes.iter().enumerate() {
+                    if progress.stopping() {
+                        return Ok(((pts, freq, true), on));
                     }
-                    Ok((pts, freq, false))
-                };
-                Ok((run()?, on))
+                    let ns = chase::latency_ns(
+                        &mut region,
+                        s as usize,
+                        sample_s,
+                        samples,
+                        0x5eed + i as u64,
+                    )?;
+                    pts.push((s, ns));
+                    progress.done.store(i as u64 + 1, Ordering::Relaxed);
+                }
+                Ok(((pts, freq, false), on))
             })
             .join()
         })
