@@ -47,7 +47,8 @@ impl Display {
                     if label != last.2 {
                         started = now;
                         last = (now, 0, label.clone());
-                        bar.set_prefix(label.clone());
+                        // A label holds parameter values (http paths, ...): no terminal escapes.
+                        bar.set_prefix(model::printable(&label));
                     }
                     let rate = (done.saturating_sub(last.1)) as f64
                         / now.duration_since(last.0).as_secs_f64().max(1e-3);

@@ -285,7 +285,7 @@ fn redact_text(s: &str) -> String {
                 end += 1;
             }
             let key = &s[i..end];
-            match secret_value_at(b, key, end) {
+            match secret_value_at(b, key, end).or_else(|| option_value_at(b, i, key, end)) {
                 Some((value_start, value_end)) => {
                     out.push_str(&s[i..value_start]);
                     out.push_str(MASK);
@@ -351,6 +351,39 @@ fn secret_value_at(b: &[u8], key: &str, end: usize) -> Option<(usize, usize)> {
     };
     let value_end = text_value_end(b, value_start);
     (value_end > value_start).then_some((value_start, value_end))
+}
+
+/// A command line's option that takes a secret as its next word (a power meter's or a
+/// variant's command: `ipmitool -P pw`, `--password pw`, `curl -u user:pw`): for the
+/// option word `key` starting at `i` (after its dashes) and ending at `end`, the span
+/// to hide: the whole next word, or for a `user:password` one what follows the colon.
+/// `-P` is ipmitool's and sshpass's password; elsewhere (redis-benchmark's pipeline)
+/// hiding it costs a number.
+fn option_value_at(b: &[u8], i: usize, key: &str, end: usize) -> Option<(usize, usize)> {
+    let dashes = b[..i].iter().rev().take_while(|&&c| c == b'-').count();
+    let opens = i == dashes || b[i - dashes - 1].is_ascii_whitespace();
+    if !(1..=2).contains(&dashes) || !opens || !matches!(b.get(end), Some(b' ' | b'\t')) {
+        return None;
+    }
+    let mut value_start = end;
+    while matches!(b.get(value_start), Some(b' ' | b'\t')) {
+        value_start += 1;
+    }
+    if b.get(value_start).is_none_or(|&c| c == b'-') {
+        return None;
+    }
+    let value_end = text_value_end(b, value_start);
+    let whole = (value_start, value_end);
+    match (dashes, key) {
+        (1, "P") => Some(whole),
+        (1, "u") | (2, "user") => {
+            // `user:password`: the user is kept.
+            let colon = b[value_start..value_end].iter().position(|&c| c == b':')?;
+            (value_start + colon + 1 < value_end).then_some((value_start + colon + 1, value_end))
+        }
+        _ if is_secret_key(key) => Some(whole),
+        _ => None,
+    }
 }
 
 /// Where a value starting at `i` ends: a `'`- or `"`-quoted one after its closing
@@ -639,8 +672,28 @@ mod tests {
             "s3cret",
             "--pg-password=*** next",
         );
+        // A command's options that take a secret as their next word.
+        hides(
+            "ipmitool -I lanplus -H bmc -U admin -P s3cret dcmi power reading",
+            "s3cret",
+            "ipmitool -I lanplus -H bmc -U admin -P *** dcmi power reading",
+        );
+        hides(
+            "curl -s -u admin:s3cret http://pdu/power",
+            "s3cret",
+            "curl -s -u admin:*** http://pdu/power",
+        );
+        hides(
+            "meter --user=admin --password 's3 cret' --port 1",
+            "s3 cret",
+            "meter --user=admin --password *** --port 1",
+        );
+        hides("pdu --user admin:s3cret", "s3cret", "pdu --user admin:***");
         // Words that only look alike are kept.
         for s in [
+            "curl -u admin http://pdu/",
+            "tool --password --next",
+            "a-P x",
             "password authentication failed for user \"bob\"",
             "--user default on nopass ~* &*",
             "the passes",

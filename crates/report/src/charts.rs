@@ -211,7 +211,27 @@ pub fn charts(runs: &[RunRecord]) -> Vec<Chart> {
         out.extend(workload_charts(&wruns, &wl));
     }
     out.extend(cpu_charts(runs));
+    unique_files(&mut out);
     out
+}
+
+/// File names are slugs of labels and tests, and two can meet (`Arm 1` and `arm-1`, or
+/// two labels of CJK that slug to nothing): a later chart gets `_2`, `_3`, ... so none
+/// is written over another and each link finds its own picture.
+fn unique_files(charts: &mut [Chart]) {
+    let mut seen = std::collections::HashSet::new();
+    for c in charts.iter_mut() {
+        if seen.insert(c.file.clone()) {
+            continue;
+        }
+        let stem = c.file.strip_suffix(".svg").unwrap_or(&c.file).to_string();
+        let file = (2..)
+            .map(|n| format!("{stem}_{n}.svg"))
+            .find(|f| !seen.contains(f))
+            .expect("an unused name");
+        seen.insert(file.clone());
+        c.file = file;
+    }
 }
 
 fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {

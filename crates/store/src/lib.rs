@@ -51,6 +51,14 @@ pub struct RunSummary {
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// The file's device and inode when opened: a run begins only in the file its path
+    /// still names (see [`Store::remove_if_unused`]).
+    file: Option<(u64, u64)>,
+}
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Store {
@@ -84,6 +92,7 @@ impl Store {
         let store = Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
+            file: file_id(path),
         };
         if version >= 3 {
             // Best effort: a store we may read but not write still opens.
@@ -132,6 +141,36 @@ impl Store {
         Ok(closed)
     }
 
+    /// Remove this store's files (the database, its write-ahead log and shared memory)
+    /// if nothing was ever stored in it: for a command that made the store and then
+    /// refused to run, so bad input leaves no file behind. Decided under SQLite's
+    /// exclusive lock; a command that opened the file meanwhile refuses to begin a run
+    /// in it ([`Store::begin_run`]). Best effort: returns whether it removed it.
+    pub fn remove_if_unused(self) -> bool {
+        let path = self.path.clone();
+        let mut conn = self.conn.into_inner().unwrap_or_else(|e| e.into_inner());
+        let Ok(tx) = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
+        else {
+            return false;
+        };
+        let empty = ["runs", "run_owner"].iter().all(|t| {
+            tx.query_row(&format!("SELECT COUNT(*) FROM {t}"), [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .is_ok_and(|n| n == 0)
+        });
+        if !empty {
+            return false;
+        }
+        for side in ["", "-wal", "-shm", "-journal"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(side);
+            let _ = std::fs::remove_file(PathBuf::from(p));
+        }
+        drop(tx);
+        true
+    }
+
     /// The file this store lives in.
     pub fn path(&self) -> &Path {
         &self.path
@@ -151,15 +190,19 @@ impl Store {
     /// Record a run as started (status Running), with its plan and disclosure. Any
     /// results and idle power already in `run` are stored too.
     pub fn begin_run(&self, run: &RunRecord) -> anyhow::Result<()> {
-        self.insert_whole(run, Status::Running)?;
-        if let Some(me) = ProcessId::current() {
-            self.lock().execute(
-                "INSERT OR REPLACE INTO run_owner (run_id, pid, starttime, boot_id)
-                 VALUES (?1, ?2, ?3, ?4)",
-                params![run.id, me.pid, me.starttime, me.boot_id],
-            )?;
+        // Another command that made this store and failed before storing anything
+        // removes it ([`Store::remove_if_unused`]); a run begun in the removed file
+        // would be lost when this one ends.
+        if self.file.is_some() && file_id(&self.path) != self.file {
+            bail!(
+                "the results store {} was removed or replaced since this command opened it \
+                 (another rackbench that made it failed?); run again",
+                self.path.display()
+            );
         }
-        Ok(())
+        // The run and its owner in one transaction: a kill between the two would leave
+        // a `running` run no later command could tell was abandoned.
+        self.insert_whole(run, Status::Running, &run.error, ProcessId::current())
     }
 
     /// Replace the run's host disclosures (after prepare adds server versions).
@@ -395,12 +438,28 @@ impl Store {
 
     /// Import a run exported elsewhere (error if the id already exists). One transaction:
     /// the run is imported whole or not at all.
+    ///
+    /// A run exported while it was still running has no process here that could finish
+    /// it, and none that `close_abandoned_runs` could find gone: it is imported as
+    /// interrupted, with what it had stored then.
     pub fn import_run(&self, run: &RunRecord) -> anyhow::Result<()> {
         export::check_importable(run)?;
-        self.insert_whole(run, run.status)
+        if run.status == Status::Running {
+            let why = Some(
+                "exported while it was still running: the results it had stored then".to_string(),
+            );
+            return self.insert_whole(run, Status::Interrupted, &why, None);
+        }
+        self.insert_whole(run, run.status, &run.error, None)
     }
 
-    fn insert_whole(&self, run: &RunRecord, status: Status) -> anyhow::Result<()> {
+    fn insert_whole(
+        &self,
+        run: &RunRecord,
+        status: Status,
+        error: &Option<String>,
+        owner: Option<ProcessId>,
+    ) -> anyhow::Result<()> {
         if run.format_version > model::RECORD_FORMAT_VERSION {
             bail!(
                 "run {} has record format {}, newer than this rackbench understands ({}); upgrade rackbench",
@@ -429,7 +488,7 @@ impl Store {
                 ts(&run.created_at),
                 run.finished_at.as_ref().map(ts),
                 status_str(status),
-                run.error,
+                error,
                 run.rackbench_version,
                 run.command,
                 serde_json::to_string(&run.plan)?,
@@ -446,6 +505,13 @@ impl Store {
                     r.step, r.test, run.id
                 )
             })?;
+        }
+        if let Some(me) = owner {
+            tx.execute(
+                "INSERT OR REPLACE INTO run_owner (run_id, pid, starttime, boot_id)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![run.id, me.pid, me.starttime, me.boot_id],
+            )?;
         }
         tx.commit()?;
         Ok(())

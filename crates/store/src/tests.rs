@@ -35,6 +35,34 @@ fn import_then_load_round_trips_exactly() {
 }
 
 #[test]
+fn a_run_exported_while_running_is_imported_interrupted() {
+    let (_d, store) = tmp_store();
+    let mut run = rich_run("r-live", None, t0(0), 2);
+    run.status = Status::Running;
+    run.error = None;
+    run.finished_at = None;
+    store.import_run(&run).unwrap();
+    let back = store.load_run(&run.id).unwrap();
+    assert_eq!(back.status, Status::Interrupted);
+    assert!(back.error.unwrap().contains("still running"));
+    assert_eq!(back.results, run.results);
+    // Nothing owns it here: no later command takes it for a live run of this machine.
+    assert_eq!(count(&store, "run_owner"), 0);
+}
+
+#[test]
+fn a_begun_run_has_its_owner_in_the_same_write() {
+    let (_d, store) = tmp_store();
+    let mut run = rich_run("r-own", None, t0(0), 0);
+    run.status = Status::Running;
+    store.begin_run(&run).unwrap();
+    assert_eq!(count(&store, "run_owner"), 1);
+    // Begun twice: refused, and the first owner row is the only one.
+    assert!(store.begin_run(&run).is_err());
+    assert_eq!(count(&store, "run_owner"), 1);
+}
+
+#[test]
 fn incremental_writes_round_trip_exactly() {
     let (_d, store) = tmp_store();
     let full = rich_run("r-inc", None, t0(0), 3);
@@ -408,4 +436,25 @@ fn runs_started_together_on_one_new_store_all_succeed() {
     let runs = store.list_runs().unwrap();
     assert_eq!(runs.len(), n);
     assert!(runs.iter().all(|r| r.results == 5), "{runs:?}");
+}
+
+#[test]
+fn an_unused_store_is_removed_and_a_run_never_begins_in_a_removed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.sqlite");
+    let made = Store::open(&path).unwrap();
+    // Another command opened the same new store meanwhile.
+    let other = Store::open(&path).unwrap();
+    assert!(made.remove_if_unused());
+    assert!(!path.exists());
+    let mut run = rich_run("r-late", None, t0(0), 0);
+    run.status = Status::Running;
+    let err = other.begin_run(&run).unwrap_err().to_string();
+    assert!(err.contains("removed or replaced"), "{err}");
+
+    // A store with a run in it is kept.
+    let used = Store::open(&path).unwrap();
+    used.begin_run(&run).unwrap();
+    assert!(!used.remove_if_unused());
+    assert!(path.exists());
 }

@@ -570,11 +570,16 @@ fn read_ipmi(prefix: &str) -> Result<f64, String> {
     Ok(r.instantaneous_w)
 }
 
+/// The meter command's reading; its errors (stored and printed) with the command's
+/// secrets hidden (`ipmitool -P pw`, `curl -u user:pw`).
 fn read_meter(cmd: &str) -> Result<f64, String> {
-    let out = engine::command::probe(cmd, COMMAND_TIMEOUT)?;
+    let out =
+        engine::command::probe(cmd, COMMAND_TIMEOUT).map_err(|e| model::redact_secrets(&e))?;
     parse_meter_watts(&out).ok_or_else(|| {
         let first = out.lines().next().unwrap_or("");
-        format!("`{cmd}` printed no watts (first line: {first:?}); it must print a number")
+        model::redact_secrets(&format!(
+            "`{cmd}` printed no watts (first line: {first:?}); it must print a number"
+        ))
     })
 }
 

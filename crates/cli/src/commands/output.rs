@@ -38,19 +38,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<(
     let Some(name) = path.file_name() else {
         bail!("{} is not a file name; give -o FILE", path.display());
     };
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    // A new file of a random name, created exclusively (never through a link another
+    // user planted in a shared directory), renamed over `path` once synced.
     let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = tempfile::Builder::new()
+            .prefix(&format!(".{}.tmp-", name.to_string_lossy()))
+            // As a plain create would (the umask applies), not tempfile's 0600: a
+            // report is meant to be read.
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .tempfile_in(dir)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        f.as_file().sync_all()?;
+        f.persist(path).map_err(|e| e.error)?;
+        Ok(())
     })();
+    // A failed write removes its temporary file (dropped with it).
     if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| {
             format!(
                 "cannot write {} (does its directory exist and is it writable?)",
@@ -227,6 +230,16 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("report.md")]);
+        // Its mode is a plain create's (0666 less the umask), not tempfile's 0600.
+        use std::os::unix::fs::PermissionsExt;
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let umask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .map(|m| u32::from_str_radix(m.trim(), 8).unwrap())
+            .unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o666 & !umask, "{mode:o}");
     }
 
     #[test]

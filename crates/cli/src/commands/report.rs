@@ -231,27 +231,9 @@ fn find_in(runs: &[RunRecord], id: &str) -> anyhow::Result<RunRecord> {
 /// Runs exported as JSON: one run, an array of runs, or `{"runs": [...]}`.
 fn read_runs_file(p: &Path) -> anyhow::Result<Vec<RunRecord>> {
     let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))?;
-    let list = match v {
-        serde_json::Value::Array(a) => a,
-        serde_json::Value::Object(mut o) if o.contains_key("runs") => match o.remove("runs") {
-            Some(serde_json::Value::Array(a)) => a,
-            _ => anyhow::bail!("{}: `runs` is not an array", p.display()),
-        },
-        other => vec![other],
-    };
-    list.into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            serde_json::from_value(v).with_context(|| {
-                format!(
-                    "{}: entry {i} is not a rackbench run (export it with `rackbench export`)",
-                    p.display()
-                )
-            })
-        })
-        .collect()
+    // The import's checks (format version, ids, histograms), not a second reading of
+    // the file that would take what an import refuses.
+    store::export::from_json(&text).with_context(|| format!("{}", p.display()))
 }
 
 /// Print to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
@@ -499,6 +481,18 @@ pub fn tco(a: TcoArgs, g: &Global) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_file_gets_the_imports_checks() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("runs.json");
+        std::fs::write(&p, r#"{"format_version": 2, "runs": []}"#).unwrap();
+        let err = format!("{:#}", read_runs_file(&p).unwrap_err());
+        assert!(err.contains("upgrade rackbench"), "{err}");
+        let run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        std::fs::write(&p, store::export::to_json(std::slice::from_ref(&run))).unwrap();
+        assert_eq!(read_runs_file(&p).unwrap(), vec![run]);
+    }
 
     /// A small stored run: one kv result with a real histogram, IPMI power, per-CPU telemetry.
     fn stored_run(id: &str, label: &str, ops: f64) -> RunRecord {

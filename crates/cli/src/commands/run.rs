@@ -572,8 +572,10 @@ fn power_model(s: &Option<String>) -> anyhow::Result<Option<(f64, f64)>> {
         .trim()
         .parse()
         .map_err(|_| anyhow::anyhow!("--power-model: bad max watts `{b}`"))?;
-    if !(0.0..=100_000.0).contains(&idle_w) || max_w < idle_w {
-        bail!("--power-model: need 0 <= IDLE_W <= MAX_W");
+    // `contains` is false for NaN; infinity is caught by the upper bound on both.
+    if !(0.0..=100_000.0).contains(&idle_w) || !(0.0..=100_000.0).contains(&max_w) || max_w < idle_w
+    {
+        bail!("--power-model: need 0 <= IDLE_W <= MAX_W <= 100000 watts, e.g. 120:350 (got `{s}`)");
     }
     Ok(Some((idle_w, max_w)))
 }
@@ -632,9 +634,8 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         Err(e) => {
             // Refused before anything was stored (a check in prepare): a store this
             // command made is not left behind, empty.
-            if made_store && store.list_runs().is_ok_and(|runs| runs.is_empty()) {
-                drop(store);
-                remove_store_files(&db);
+            if made_store {
+                store.remove_if_unused();
             }
             return Err(e);
         }
@@ -669,16 +670,6 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
         _ if finished.failure.is_some() || finished.interrupted || invalid => 1,
         _ => 0,
     })
-}
-
-/// Remove the results store at `db` with SQLite's side files (its write-ahead log and
-/// shared memory); best effort.
-fn remove_store_files(db: &std::path::Path) {
-    for side in ["", "-wal", "-shm", "-journal"] {
-        let mut path = db.as_os_str().to_owned();
-        path.push(side);
-        let _ = std::fs::remove_file(PathBuf::from(path));
-    }
 }
 
 /// Median and spread of the headline over repetitions, per sweep point and test.
@@ -804,6 +795,16 @@ fn workload_peaks(points: &[Point]) -> String {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn a_power_model_must_be_finite_watts() {
+        let model = |s: &str| power_model(&Some(s.to_string()));
+        assert_eq!(model("120:350").unwrap(), Some((120.0, 350.0)));
+        for bad in ["100:nan", "nan:100", "100:inf", "-1:100", "200:100", "100"] {
+            let err = model(bad).unwrap_err().to_string();
+            assert!(err.contains("--power-model"), "{bad}: {err}");
+        }
+    }
 
     /// One repetition's result with its headline alone.
     fn rep(

@@ -471,9 +471,11 @@ fn param_text(v: Option<&serde_json::Value>) -> String {
 /// p50, p99, p99.9 in ns: from the unlabelled `latency_p50_ns`... metrics, else from the
 /// histogram summary (`all` first, coordinated-omission-corrected before service time).
 fn percentiles_ns(r: &ResultRecord) -> [Option<f64>; 3] {
+    // A histogram that recorded nothing has no percentiles (not 0 ms).
     let hist = r
         .histograms
         .iter()
+        .filter(|h| h.summary.count > 0)
         .max_by_key(|h| (h.name == "all", h.kind == "corrected"));
     let from_metric = |name: &str| r.metric(name, &[]).map(|m| m.value);
     [
@@ -512,15 +514,17 @@ fn per_type_latency_table(results: &[ResultRecord]) -> String {
                 .filter(|x| !x.is_empty())
                 .map(|x| x.value_at_quantile(0.95) as f64);
             let s = &h.summary;
+            // No transaction of the type completed: a count of 0 and no latencies.
+            let of = |ns: f64| if s.count > 0 { ms(ns) } else { "-".into() };
             rows.push(vec![
                 Cell::right(r.step.to_string()),
                 Cell::left(t.to_string()),
                 Cell::left(h.kind.clone()),
                 Cell::right(s.count.to_string()),
-                Cell::right(ms(s.mean_ns)),
-                Cell::right(ms(s.p50_ns as f64)),
+                Cell::right(of(s.mean_ns)),
+                Cell::right(of(s.p50_ns as f64)),
                 Cell::right(p95.map(ms).unwrap_or_else(|| "-".into())),
-                Cell::right(ms(s.p99_ns as f64)),
+                Cell::right(of(s.p99_ns as f64)),
             ]);
         }
     }
@@ -640,7 +644,8 @@ pub fn results_table(run: &RunRecord) -> String {
     if show_rep {
         headers.push("REP".into());
     }
-    headers.extend(params.iter().map(|p| p.to_uppercase()));
+    // Parameter keys come from stored (possibly imported) runs: shown safe.
+    headers.extend(params.iter().map(|p| model::printable(&p.to_uppercase())));
     headers.push("RESULT".into());
     if show_ops {
         headers.push("OPS/S".into());
