@@ -151,9 +151,32 @@ pub fn check_importable(run: &RunRecord) -> anyhow::Result<()> {
     for r in &run.results {
         duration(format!("step {} ({})", r.step, r.test), r.duration_s)?;
         for h in &r.histograms {
-            h.histogram().map_err(|e| {
+            let decoded = h.histogram().map_err(|e| {
                 anyhow::anyhow!("run {}: step {} ({}): {e}", run.id, r.step, r.test)
             })?;
+            // `show` and the CSV read the summary, the report decodes the histogram: an
+            // edited summary would give one result two p99s. Its counted figures must be
+            // the histogram's (the mean and deviation are sums of floats: left alone).
+            let (got, want) = (&h.summary, model::LatencySummary::of(&decoded));
+            let counted = |s: &model::LatencySummary| {
+                [
+                    s.count, s.min_ns, s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns, s.max_ns,
+                ]
+            };
+            if counted(got) != counted(&want) {
+                bail!(
+                    "run {}: step {} ({}): histogram {}'s summary (count {}, p99 {} ns) is not its \
+                     data's (count {}, p99 {} ns): the export was edited or damaged",
+                    run.id,
+                    r.step,
+                    r.test,
+                    h.name,
+                    got.count,
+                    got.p99_ns,
+                    want.count,
+                    want.p99_ns
+                );
+            }
         }
     }
     Ok(())
@@ -539,6 +562,8 @@ mod tests {
         assert!(import(&|r| r.idle_power[0].duration_s = -0.5).is_err());
         let err = import(&|r| r.results[1].histograms[0].encoded = "%%%".into()).unwrap_err();
         assert!(format!("{err:#}").contains("base64"), "{err:#}");
+        let err = import(&|r| r.results[1].histograms[0].summary.p99_ns /= 2).unwrap_err();
+        assert!(format!("{err:#}").contains("is not its data's"), "{err:#}");
     }
 
     #[test]
