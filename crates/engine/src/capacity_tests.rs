@@ -308,9 +308,60 @@ impl CapacityConfig {
     }
 }
 
+/// The capacities the ramps or searches of one sweep point found, carried to a later
+/// `levels` test: its repetitions run after the ramp's (or search's) repetitions, and
+/// take the median of what they found, not the last one's alone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Found {
+    /// The test that found them (`ramp` or `search`).
+    test: String,
+    /// Each repetition's capacity; None for one that found none.
+    each: Vec<Option<f64>>,
+    /// A `levels` test has taken them: the next ramp or search starts a new series.
+    taken: bool,
+}
+
+impl Found {
+    /// A ramp's or search's repetition found `capacity` (None: none).
+    pub fn record(&mut self, test: &str, capacity: Option<f64>) {
+        if self.taken || self.test != test {
+            self.each.clear();
+        }
+        self.test = test.to_string();
+        self.taken = false;
+        self.each.push(capacity);
+    }
+
+    /// The capacity for a `levels` test: the median over the repetitions that found
+    /// one, with how it was reached (said in the result); None when none found one.
+    pub fn take(&mut self) -> Option<(f64, String)> {
+        self.taken = true;
+        let mut got: Vec<f64> = self.each.iter().flatten().copied().collect();
+        got.sort_by(f64::total_cmp);
+        let n = got.len();
+        let median = match n {
+            0 => return None,
+            _ if n % 2 == 1 => got[n / 2],
+            _ => (got[n / 2 - 1] + got[n / 2]) / 2.0,
+        };
+        let test = &self.test;
+        let how = match (self.each.len(), n) {
+            (1, _) => format!("what the {test} before it found"),
+            (all, found) if all == found => {
+                format!("the median of what the {all} {test} repetitions before it found")
+            }
+            (all, found) => format!(
+                "the median of what {found} of the {all} {test} repetitions before it found \
+                 (the others found none)"
+            ),
+        };
+        Some((median, how))
+    }
+}
+
 /// Run one capacity test. `measure(rate)` runs one open-loop step at `rate` per second
-/// (the driver handles rate 0, active idle, itself); `found` carries the capacity a
-/// ramp or search found to a later `levels` test of the same sweep point; `hlog`, when
+/// (the driver handles rate 0, active idle, itself); `found` carries the capacities the
+/// ramps or searches found to a later `levels` test of the same sweep point; `hlog`, when
 /// given, is where the steps' latency histograms go as an HdrHistogram interval log.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
@@ -319,7 +370,7 @@ pub fn run(
     cfg: &CapacityConfig,
     d: &CapacityDefaults,
     ctx: &Ctx,
-    found: &mut Option<f64>,
+    found: &mut Found,
     hlog: Option<&str>,
     loadgen_threads: usize,
     mut measure: impl FnMut(f64) -> anyhow::Result<RateStep>,
@@ -357,9 +408,7 @@ pub fn run(
         "ramp" => {
             let r = capacity::ramp(&cfg.ramp_config(d), &mut step_fn)?;
             ctx.note(&format!("{workload} ramp:\n{}", r.table()));
-            // The capacity a later `levels` takes is the latest ramp's or search's: one
-            // that found none leaves none (not an earlier repetition's, unsaid).
-            *found = r.last_sustained_rate_per_s();
+            found.record("ramp", r.last_sustained_rate_per_s());
             let steps = r.points.iter().map(|p| p.step.clone()).collect();
             let (m, miss, h) = (r.to_metrics(), r.missing(), r.histograms());
             ("max_reply_rate_per_s", m, miss, h, r.stopped, steps)
@@ -373,7 +422,7 @@ pub fn run(
                     sc.objective
                 ));
             }
-            *found = r.max_rate_meeting_slo_per_s();
+            found.record("search", r.max_rate_meeting_slo_per_s());
             if let Some(n) = &r.note {
                 flags.push(Flag::warning("search_limit", n.clone()));
             }
@@ -382,9 +431,15 @@ pub fn run(
             ("max_rate_meeting_slo_per_s", m, miss, h, r.stopped, steps)
         }
         "levels" => {
-            let capacity = cfg.capacity.or(*found).with_context(|| {
-                "the `levels` test has no capacity: the ramp or search before it found none; give --capacity"
-            })?;
+            let (capacity, how) = match cfg.capacity {
+                Some(c) => (c, "given with --capacity".to_string()),
+                None => found.take().with_context(|| {
+                    "the `levels` test has no capacity: the ramp or search before it found none; give --capacity"
+                })?,
+            };
+            ctx.note(&format!(
+                "{workload} levels: 100% is {capacity:.0} {unit}, {how}"
+            ));
             let mut lc = LevelsConfig::new(capacity);
             lc.levels_pct = cfg.levels_pct()?;
             lc.active_idle = idle_s > 0.0;
@@ -620,17 +675,17 @@ mod tests {
             &params(json!({"slo": "p99<1ms", "search_start": 100, "levels": [100, 50]})),
         )
         .unwrap();
-        let mut found = None;
+        let mut found = Found::default();
         let mut measure = |rate: f64| {
             last_rate.store(rate.to_bits(), Ordering::Relaxed);
             step(rate)
         };
         // One capacity test of this sweep point, the capacity found carried in `found`.
-        let mut test = |name: &str, cfg: &CapacityConfig, found: &mut Option<f64>| {
+        let mut test = |name: &str, cfg: &CapacityConfig, found: &mut Found| {
             run("kv", name, cfg, &D, &c, found, None, 1, &mut measure)
         };
         let s = test("search", &cfg, &mut found).unwrap();
-        let best = found.expect("the search found a capacity");
+        let best = found.clone().take().expect("the search found a capacity").0;
         assert!((700.0..800.0).contains(&best), "{best}");
         assert!(s.metrics.iter().any(|m| m.name == "power_w"));
 
@@ -687,9 +742,39 @@ mod tests {
         )
         .unwrap();
         test("search", &none, &mut found).unwrap();
-        assert_eq!(found, None);
+        assert_eq!(found.clone().take(), None);
         let e = test("levels", &none, &mut found).unwrap_err().to_string();
         assert!(e.contains("found none"), "{e}");
+    }
+
+    #[test]
+    fn levels_take_the_median_of_the_repetitions_before_them() {
+        let mut f = Found::default();
+        for c in [Some(900.0), Some(1000.0), Some(1300.0)] {
+            f.record("ramp", c);
+        }
+        let (c, how) = f.take().unwrap();
+        assert_eq!(c, 1000.0, "the median, not the last repetition's 1300");
+        assert!(how.contains("median of what the 3 ramp"), "{how}");
+        // Every levels repetition takes the same; a new ramp starts a new series.
+        assert_eq!(f.take().unwrap().0, 1000.0);
+        f.record("ramp", Some(500.0));
+        f.record("ramp", None);
+        let (c, how) = f.take().unwrap();
+        assert_eq!(c, 500.0);
+        assert!(
+            how.contains("1 of the 2") && how.contains("found none"),
+            "{how}"
+        );
+        // A search after a ramp is its own series; one that found nothing leaves none.
+        f.record("ramp", Some(1.0));
+        f.record("search", None);
+        assert_eq!(f.take(), None);
+        // An even count: the mean of the middle two.
+        let mut f = Found::default();
+        f.record("search", Some(10.0));
+        f.record("search", Some(20.0));
+        assert_eq!(f.take().unwrap().0, 15.0);
     }
 
     fn s_points(s: &StepOutput) -> usize {
@@ -743,7 +828,7 @@ mod tests {
             &params(json!({"capacity": 500, "levels": [100], "idle_duration": 0})),
         )
         .unwrap();
-        let mut found = None;
+        let mut found = Found::default();
         let measure = |rate: f64| {
             std::thread::sleep(std::time::Duration::from_millis(300));
             let from = SystemTime::now();
@@ -777,7 +862,7 @@ mod tests {
         }));
         let (_, cfg) =
             split_params("kv", &params(json!({"capacity": 500, "levels": [100]}))).unwrap();
-        let mut found = None;
+        let mut found = Found::default();
         let l = run("kv", "levels", &cfg, &D, &c, &mut found, None, 1, step).unwrap();
         assert!(l.flags.iter().any(|f| f.code == "power_modelled"));
 

@@ -152,14 +152,52 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
             "oltp" => out.extend(oltp(run, wl, &who)),
             _ => {}
         }
-        out.extend(ramp(run, wl, &who));
-        out.extend(search(run, wl, &who));
-        out.extend(levels(run, wl, &who));
+        // Every capacity test of the run has its view (one per sweep point and
+        // repetition), each named by what sets it apart from the others.
+        for phase in ["ramp", "search", "levels"] {
+            let tests: Vec<&ResultRecord> = ok_results(run, wl)
+                .filter(|r| derive::capacity_phase(r) == Some(phase))
+                .collect();
+            for r in &tests {
+                let who = format!("{who}{}", apart(&tests, r));
+                out.extend(match phase {
+                    "ramp" => ramp(r, wl, &who),
+                    "search" => search(r, wl, &who),
+                    _ => levels(r, wl, &who),
+                });
+            }
+        }
     }
     if wl == "oltp" {
         out.extend(oltp_runs_by_vus(&mine, wl));
     }
     out
+}
+
+/// What sets capacity test `r` apart from the others of `tests` (`pipeline=16,
+/// repetition 2: `): the parameters whose values differ among them, and its repetition
+/// when others share its parameters; empty for the only one.
+fn apart(tests: &[&ResultRecord], r: &ResultRecord) -> String {
+    let mut parts: Vec<String> = r
+        .params
+        .iter()
+        .filter(|(k, v)| tests.iter().any(|o| o.params.get(*k) != Some(*v)))
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            v => format!("{k}={v}"),
+        })
+        .collect();
+    if tests
+        .iter()
+        .any(|o| o.params == r.params && o.repetition != r.repetition)
+    {
+        parts.push(format!("repetition {}", r.repetition + 1));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", parts.join(", "))
+    }
 }
 
 // ---------------------------------------------------------------- crypto
@@ -1189,8 +1227,7 @@ fn rate_unit(r: &ResultRecord) -> String {
         .map_or("req/s".to_string(), |m| m.unit.clone())
 }
 
-fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| derive::capacity_phase(r) == Some("ramp"))?;
+fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     let u = rate_unit(r);
     let st = ordered(steps(r, "ramp", "step"));
     let pts: Vec<(f64, f64)> = st
@@ -1369,8 +1406,7 @@ fn ramp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     })
 }
 
-fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| derive::capacity_phase(r) == Some("search"))?;
+fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     let u = rate_unit(r);
     let st = ordered(steps(r, "search", "step"));
     let probes: Vec<(f64, f64)> = st
@@ -1490,8 +1526,7 @@ fn search(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     })
 }
 
-fn levels(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| derive::capacity_phase(r) == Some("levels"))?;
+fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     let u = rate_unit(r);
     let st: Vec<(String, BTreeMap<String, f64>)> = steps(r, "levels", "level")
         .into_iter()

@@ -360,6 +360,37 @@ fn capacity_ramp_search_levels() {
     assert!(!h.contains("ramp: reply rate") && !h.contains("load levels"));
 }
 
+/// Each repetition and sweep point of a capacity test has its view, named by what sets
+/// it apart: not the first one's alone.
+#[test]
+fn every_capacity_test_of_a_run_has_its_view() {
+    let mut r = capacity_run(true);
+    let ramp = r.results[0].clone();
+    let mut again = ramp.clone();
+    again.repetition = 1;
+    again.step += 10;
+    let mut other = ramp.clone();
+    other
+        .params
+        .insert("pipeline".into(), serde_json::json!(16));
+    other.step += 20;
+    r.results[0]
+        .params
+        .insert("pipeline".into(), serde_json::json!(1));
+    again.params.insert("pipeline".into(), serde_json::json!(1));
+    r.results.extend([again, other]);
+    let h = report::html(std::slice::from_ref(&r), None);
+    for who in [
+        "pipeline=1, repetition 1: kv ramp: reply rate",
+        "pipeline=1, repetition 2: kv ramp: reply rate",
+        "pipeline=16: kv ramp: reply rate",
+    ] {
+        assert!(h.contains(who), "no view {who}");
+    }
+    // The only search of the run is named as before.
+    assert!(h.contains(">kv search: latency at the objective per probed rate"));
+}
+
 /// A capacity run as the engine stores one, beside an ordinary `set` test: one latency
 /// histogram per step (`ramp_step<i>`, no `all`), each step at its own offered rate, the
 /// peak reply rate as the headline, and the SUT's power and CPU over the whole test.

@@ -35,7 +35,7 @@ pub struct Http {
     running: Option<Running>,
     facts: BTreeMap<String, Fact>,
     /// Capacity found by a `ramp` or `search` test, for a later `levels` test.
-    capacity_found: Option<f64>,
+    capacity_found: capacity_tests::Found,
     /// Whether the test under way sleeps between open-loop sends (`--wait`).
     sleep_when_idle: bool,
     /// How nginx's workers and the load generator sit on the CPUs (said on every result).
@@ -71,7 +71,7 @@ impl Http {
             params: p.clone(),
             running: None,
             facts: BTreeMap::new(),
-            capacity_found: None,
+            capacity_found: capacity_tests::Found::default(),
             sleep_when_idle: false,
             cpu_use: CpuUse::default(),
         })
@@ -301,7 +301,7 @@ impl Http {
     fn run_capacity(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
         let cap = self.cap.clone();
         let hlog = self.cfg.hlog.clone();
-        let mut found = self.capacity_found;
+        let mut found = std::mem::take(&mut self.capacity_found);
         let threads = self.cfg.threads;
         let out = capacity_tests::run(
             "http",

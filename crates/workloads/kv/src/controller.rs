@@ -33,7 +33,7 @@ pub struct Kv {
     running: Option<Running>,
     facts: BTreeMap<String, Fact>,
     /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
-    capacity_found: Option<f64>,
+    capacity_found: capacity_tests::Found,
     /// Whether the capacity test under way sleeps between sends (`--wait`).
     sleep_when_idle: bool,
     /// How the servers and the load generator sit on the CPUs (said on every result).
@@ -69,7 +69,7 @@ impl Kv {
             params: p.clone(),
             running: None,
             facts: BTreeMap::new(),
-            capacity_found: None,
+            capacity_found: capacity_tests::Found::default(),
             sleep_when_idle: false,
             cpu_use: CpuUse::default(),
         })
@@ -310,7 +310,7 @@ impl Kv {
     fn run_capacity(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
         self.sleep_when_idle = self.cap.sleep_when_idle(test);
         let cap = self.cap.clone();
-        let mut found = self.capacity_found;
+        let mut found = std::mem::take(&mut self.capacity_found);
         let threads = self.cfg.threads;
         let out = capacity_tests::run(
             "kv",

@@ -63,7 +63,7 @@ pub struct Oltp {
     /// Each database's build constant C_LOAD, from the service.
     c_load: Vec<u32>,
     /// Capacity found by a `ramp` or `search` test, for a `levels` test after it.
-    capacity_found: Option<f64>,
+    capacity_found: capacity_tests::Found,
     /// Whether the load generator competes with a launched server for its CPUs.
     cpu_use: CpuUse,
 }
@@ -128,7 +128,7 @@ impl Oltp {
             running: None,
             facts: BTreeMap::new(),
             c_load: Vec::new(),
-            capacity_found: None,
+            capacity_found: capacity_tests::Found::default(),
             cpu_use: CpuUse::default(),
         })
     }
@@ -388,7 +388,7 @@ impl Oltp {
             "tpcc" => self.run_tpcc(ctx),
             "ramp" | "search" | "levels" => {
                 let cap = self.cap.clone();
-                let mut found = self.capacity_found;
+                let mut found = std::mem::take(&mut self.capacity_found);
                 let vus = (self.cfg.vus as usize) * self.cfg.databases as usize;
                 let out = capacity_tests::run(
                     "oltp",
