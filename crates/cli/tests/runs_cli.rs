@@ -97,6 +97,7 @@ fn runs_lists_newest_first() {
 fn empty_store_says_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("new/results.sqlite");
+    drop(Store::open(&db).unwrap());
     let out = rackbench(&db, &["runs"]);
     assert_eq!(ok(&out), "");
     assert!(stderr(&out).contains("rackbench run"), "{}", stderr(&out));
@@ -201,13 +202,14 @@ fn export_json_then_import_elsewhere() {
     ok(&out);
     assert!(stderr(&out).contains("imported 3 runs"), "{}", stderr(&out));
     let other = Store::open(&db2).unwrap();
-    for r in &runs {
+    for r in &runs[..2] {
         assert_eq!(r, &other.load_run(&r.id).unwrap());
     }
-    assert_eq!(
-        other.load_run("20261120T210903-cccccc").unwrap().status,
-        Status::Running
-    );
+    // The run exported while it was running has no process here to finish it.
+    let live = other.load_run("20261120T210903-cccccc").unwrap();
+    assert_eq!(live.status, Status::Interrupted);
+    assert!(live.error.unwrap().contains("still running"));
+    assert_eq!(live.results, runs[2].results);
     // Importing again changes nothing and says so.
     let out = rackbench(&db2, &["import", file.to_str().unwrap()]);
     ok(&out);
@@ -495,4 +497,29 @@ fn markdown_links_only_the_charts_it_wrote() {
         b"my own drawing"
     );
     assert_eq!(std::fs::read(&not_a_dir).unwrap(), b"notes");
+}
+
+/// Reading a store that is not there (a mistyped --db) says so and makes none: no empty
+/// store left behind that would then "hold no runs".
+#[test]
+fn reading_commands_never_make_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("typo.sqlite");
+    for args in [
+        &["runs"][..],
+        &["show", "latest"],
+        &["export", "latest"],
+        &["report", "latest"],
+        &["compare", "a", "b"],
+    ] {
+        let out = rackbench(&db, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("no results store at"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -67,6 +67,20 @@ impl Store {
         Self::open_at_version(path, SCHEMA_VERSION)
     }
 
+    /// Open a store that must already exist: for the commands that only read one
+    /// (`runs`, `show`, `export`, `report`, ...), where a mistyped `--db` would otherwise
+    /// leave a new empty store behind and say it holds no runs.
+    pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
+        if !path.exists() {
+            bail!(
+                "no results store at {}: start one with `rackbench run ...`, or give the path \
+                 of an existing one with --db PATH (or RACKBENCH_DB)",
+                path.display()
+            );
+        }
+        Self::open(path)
+    }
+
     /// Open and migrate only up to `version` (tests of the migrations use it).
     #[doc(hidden)]
     pub fn open_at_version(path: &Path, version: u32) -> anyhow::Result<Store> {

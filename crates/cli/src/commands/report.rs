@@ -155,6 +155,13 @@ impl Source {
             Some(p) => Ok(Source::File(read_runs_file(p)?)),
             None => {
                 let db = g.db_path();
+                // Reading never makes a store (a mistyped --db would leave an empty one).
+                if !db.exists() {
+                    anyhow::bail!(
+                        "no results store at {}: run `rackbench run ...` first, pass --db PATH, or --from FILE.json",
+                        db.display()
+                    );
+                }
                 let s = store::Store::open(&db).with_context(|| {
                     format!(
                         "cannot open the results store {} (run `rackbench run ...` first, pass --db PATH, or --from FILE.json)",

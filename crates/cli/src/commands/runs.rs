@@ -61,7 +61,7 @@ pub struct ImportArgs {
 }
 
 pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
-    let store = Store::open(&g.db_path())?;
+    let store = Store::open_existing(&g.db_path())?;
     let mut runs = store.list_runs()?;
     if let Some(n) = a.limit {
         runs.truncate(n);
@@ -111,7 +111,7 @@ pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
 }
 
 pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
-    let store = Store::open(&g.db_path())?;
+    let store = Store::open_existing(&g.db_path())?;
     let id = store.resolve(&a.run)?;
     let run = store.load_run(&id)?;
     if g.json {
@@ -196,7 +196,7 @@ pub fn efficiency_table(run: &RunRecord) -> String {
 }
 
 pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
-    let store = Store::open(&g.db_path())?;
+    let store = Store::open_existing(&g.db_path())?;
     let ids: Vec<String> = if a.all {
         // Oldest first: the order the runs were made.
         store.list_runs()?.into_iter().rev().map(|s| s.id).collect()
