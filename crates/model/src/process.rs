@@ -46,6 +46,18 @@ pub fn boot_id() -> Option<String> {
     )
 }
 
+/// Where this process runs, as far as seeing other processes goes: the hostname and the
+/// pid namespace (`altra-01/pid:[4026531836]`). Two processes of one place can look each
+/// other up in /proc; of two places (a container, another machine sharing a store over
+/// NFS) they cannot.
+pub fn place() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let ns = std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{}/{ns}", host.trim())
+}
+
 impl ProcessId {
     pub fn current() -> Option<ProcessId> {
         Self::of(std::process::id())

@@ -124,16 +124,24 @@ impl Store {
             return Ok(Vec::new());
         };
         let conn = self.lock();
-        let owners: Vec<(String, u32, u64, String)> = {
+        let here = model::process::place();
+        let owners: Vec<(String, u32, u64, String, String)> = {
             let mut stmt = conn.prepare(
-                "SELECT o.run_id, o.pid, o.starttime, o.boot_id FROM run_owner o
+                "SELECT o.run_id, o.pid, o.starttime, o.boot_id, o.place FROM run_owner o
                  JOIN runs r ON r.id = o.run_id WHERE r.status = 'running'",
             )?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+            let rows = stmt.query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?;
             rows.collect::<Result<_, _>>()?
         };
         let mut closed = Vec::new();
-        for (run_id, pid, starttime, boot_id) in owners {
+        for (run_id, pid, starttime, boot_id, place) in owners {
+            // A run written from another machine or container: its process cannot be
+            // looked up from here, alive or not. Left for a command there to judge.
+            if !place.is_empty() && place != here {
+                continue;
+            }
             let why = if boot_id.trim() != me.boot_id {
                 format!("the machine restarted while rackbench (pid {pid}) was running this run")
             } else if ProcessId::of(pid).is_some_and(|p| p.starttime == starttime) {
@@ -522,9 +530,15 @@ impl Store {
         }
         if let Some(me) = owner {
             tx.execute(
-                "INSERT OR REPLACE INTO run_owner (run_id, pid, starttime, boot_id)
-                 VALUES (?1, ?2, ?3, ?4)",
-                params![run.id, me.pid, me.starttime, me.boot_id],
+                "INSERT OR REPLACE INTO run_owner (run_id, pid, starttime, boot_id, place)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    run.id,
+                    me.pid,
+                    me.starttime,
+                    me.boot_id,
+                    model::process::place()
+                ],
             )?;
         }
         tx.commit()?;

@@ -159,8 +159,15 @@ CREATE TABLE run_owner (
 );
 "#;
 
+/// v4: where the owner runs (its hostname and pid namespace, [`model::process::place`]):
+/// a store shared with a container or another machine holds runs whose process this one
+/// cannot see, and must not take them for abandoned. Empty for rows written before.
+const V4: &str = r#"
+ALTER TABLE run_owner ADD COLUMN place TEXT NOT NULL DEFAULT '';
+"#;
+
 /// The migrations, in order. The store's version is the number applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -145,6 +145,18 @@ fn a_run_whose_process_is_gone_is_closed_as_interrupted_on_open() {
                 params![pid, start],
             )
             .unwrap();
+        // A run of a container or machine sharing the store: its pid means nothing here.
+        let mut elsewhere = header.clone();
+        elsewhere.id = "r-elsewhere".into();
+        store.begin_run(&elsewhere).unwrap();
+        store
+            .lock()
+            .execute(
+                "UPDATE run_owner SET pid = ?1, starttime = ?2, place = 'other/pid:[1]'
+                 WHERE run_id = 'r-elsewhere'",
+                params![pid, start],
+            )
+            .unwrap();
     }
     let store = Store::open(&path).unwrap();
     let back = store.load_run("r-killed").unwrap();
@@ -158,6 +170,12 @@ fn a_run_whose_process_is_gone_is_closed_as_interrupted_on_open() {
     assert_eq!(back.results, vec![r0], "what it stored is kept");
     // This test process is alive: its run stays running.
     assert_eq!(store.load_run("r-live").unwrap().status, Status::Running);
+    // Another place's run is left for a command there to judge.
+    assert_eq!(
+        store.load_run("r-elsewhere").unwrap().status,
+        Status::Running
+    );
+    store.finish_run("r-elsewhere", Status::Ok, None).unwrap();
     // Finishing a run forgets its owner.
     store.finish_run("r-live", Status::Ok, None).unwrap();
     assert_eq!(count(&store, "run_owner"), 0);
