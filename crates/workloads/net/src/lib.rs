@@ -765,7 +765,26 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     // A receiver still in its warm-up when the sender finished counted none of a TCP test
     // (a UDP test's datagrams carry the sender's mark, so their counts stand).
     let receiver_warm = rep.receiver_cpu.is_some() && rep.receiver_cpu_span_s == Some(0.0);
-    if rep.receive_duration_s > 0.0 {
+    // Nothing sent after the warm-up (every stream failed at its first send, or the test
+    // stopped at once): the receiver's span still runs to the sender's `done`, and a rate
+    // over it would read as a path measured at 0. No rate was measured; the test is
+    // invalid, with why.
+    let nothing_sent = (sent_bytes == 0).then(|| {
+        let what = match spec.proto {
+            Proto::Tcp => "the sender sent nothing",
+            Proto::Udp => "the sender sent no datagram",
+        };
+        match &rep.error {
+            Some(e) => format!("{what} ({e})"),
+            None => what.to_string(),
+        }
+    });
+    if let Some(why) = &nothing_sent {
+        out.missing.push(MissingMetric {
+            name: "throughput_gbit_per_s".into(),
+            reason: why.clone(),
+        });
+    } else if rep.receive_duration_s > 0.0 {
         out.metrics
             .push(Metric::new("throughput_gbit_per_s", recv_gbit, "Gbit/s"));
     } else {
@@ -784,7 +803,9 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     } else {
         out.missing.push(MissingMetric {
             name: "throughput_gbit_per_s{end=sender}".into(),
-            reason: "the sender sent nothing".into(),
+            reason: nothing_sent
+                .clone()
+                .unwrap_or_else(|| "the sender sent nothing".into()),
         });
     }
     out.metrics
@@ -800,18 +821,27 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     }
     push_target_rate(&mut out, spec, rep);
     if spec.proto == Proto::Udp {
-        if rep.receive_duration_s > 0.0 {
-            out.metrics.push(Metric::new(
-                "packets_per_s",
-                recv_packets as f64 / rep.receive_duration_s,
-                "packets/s",
-            ));
-        }
-        if send_s > 0.0 {
-            out.metrics.push(
-                Metric::new("packets_per_s", sent_packets as f64 / send_s, "packets/s")
-                    .label("end", "sender"),
-            );
+        if let Some(why) = &nothing_sent {
+            for name in ["packets_per_s", "packets_per_s{end=sender}"] {
+                out.missing.push(MissingMetric {
+                    name: name.into(),
+                    reason: why.clone(),
+                });
+            }
+        } else {
+            if rep.receive_duration_s > 0.0 {
+                out.metrics.push(Metric::new(
+                    "packets_per_s",
+                    recv_packets as f64 / rep.receive_duration_s,
+                    "packets/s",
+                ));
+            }
+            if send_s > 0.0 {
+                out.metrics.push(
+                    Metric::new("packets_per_s", sent_packets as f64 / send_s, "packets/s")
+                        .label("end", "sender"),
+                );
+            }
         }
         out.metrics
             .push(Metric::new("packets_sent", sent_packets as f64, "packets"));
@@ -950,6 +980,9 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
                     .push(labelled(Metric::new("jitter_ms", j, "ms")));
             }
         }
+    }
+    if let Some(why) = nothing_sent {
+        out.flags.push(Flag::invalid("zero_throughput", why));
     }
     push_outcome(&mut out, spec, rep);
     out

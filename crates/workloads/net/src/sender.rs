@@ -415,6 +415,96 @@ pub(crate) fn sendfile_nonblocking(
     (done, None)
 }
 
+/// A UDP stream's sending loop: `b`'s datagrams on the connected socket `s` until `stop`
+/// (or, at a failed send, until the receiver is `gone`), paced at `rate_bps` as
+/// [`tcp_send`] is. A send that fails for a passing reason ([`udp_error_passes`]) is
+/// counted in `errors` and tried again; any other error ends the stream and is returned:
+/// it fails every later send alike (EINVAL for a GSO buffer the path cannot take, a
+/// firewall's EPERM), and spinning on it for the whole test left a test that sent
+/// nothing looking like one that measured 0 Gbit/s.
+#[allow(clippy::too_many_arguments)]
+fn udp_send(
+    s: &UdpSocket,
+    b: &mut Batch,
+    rate_bps: f64,
+    stop: &AtomicBool,
+    gone: &AtomicBool,
+    marker: &mut Marker<SentStats>,
+    progress: &(AtomicU64, AtomicU64),
+    sent: &mut SentStats,
+    errors: &mut u64,
+) -> std::io::Result<()> {
+    let t0 = Instant::now();
+    let mut seq = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        marker.check(|| sent.clone());
+        if paced(rate_bps, sent.bytes, t0) {
+            continue;
+        }
+        // Datagrams of the test proper carry its bit.
+        let bit = if marker.marked() {
+            proto::MEASURED_SEQ_BIT
+        } else {
+            0
+        };
+        match b.send(s, seq | bit) {
+            Ok((n, bytes)) => {
+                seq += n as u64;
+                sent.packets += n as u64;
+                sent.bytes += bytes;
+                progress.0.store(sent.bytes, Ordering::Relaxed);
+                progress.1.store(sent.packets, Ordering::Relaxed);
+            }
+            Err(e) if udp_error_passes(&e) => {
+                // Nothing was sent; count and go on until told to stop.
+                *errors += 1;
+                if gone.load(Ordering::Relaxed) {
+                    break;
+                }
+                if e.kind() != std::io::ErrorKind::ConnectionRefused {
+                    std::thread::yield_now();
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Whether a failed UDP send is passing, to be counted and tried again: the queue is full
+/// (ENOBUFS; EAGAIN, which is EWOULDBLOCK on Linux), an ICMP port-unreachable came back
+/// for an earlier datagram (ECONNREFUSED: the receiver is gone, which its control
+/// connection tells), or a signal came (EINTR).
+fn udp_error_passes(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOBUFS | libc::EAGAIN | libc::ECONNREFUSED | libc::EINTR)
+    )
+}
+
+/// Why UDP stream `i` stopped sending on `e`, naming `--udp-gso` (`gso`: its datagrams
+/// per send) or `--udp-batch` when in use: their sends fail where one datagram per
+/// `send(2)` may not, and what to change is then theirs.
+fn udp_send_failure(i: usize, e: &std::io::Error, gso: Option<usize>, batch: usize) -> String {
+    let hint = match (e.raw_os_error(), gso) {
+        (Some(libc::EINVAL), Some(_)) => {
+            "; EINVAL: a GSO send larger than the path MTU allows? lower --udp-gso or \
+             --udp-payload (each datagram must fit the MTU), or leave out --udp-gso"
+                .to_string()
+        }
+        (Some(libc::EIO), Some(_)) => {
+            "; EIO: the interface has no UDP checksum offload for GSO sends? leave out \
+             --udp-gso, or use --udp-batch"
+                .to_string()
+        }
+        (Some(libc::EPERM), _) => "; EPERM: a firewall rule refused the datagrams?".to_string(),
+        (_, Some(n)) => format!(" (--udp-gso: {n} datagrams per send)"),
+        _ if batch > 1 => format!(" (--udp-batch {batch}: sendmmsg)"),
+        _ => String::new(),
+    };
+    format!("UDP stream {i}: a send failed, so the stream stopped sending: {e}{hint}")
+}
+
 /// The bytes every TCP buffer holds, written or sent from a file.
 const FILL: u8 = 0x5a;
 
@@ -804,39 +894,19 @@ pub fn run(
                                 },
                                 None => Batch::new(batch, payload),
                             };
-                            let mut seq = 0u64;
-                            while !stop.load(Ordering::Relaxed) {
-                                marker.check(|| o.sent.clone());
-                                if paced(rate, o.sent.bytes, t0) {
-                                    continue;
-                                }
-                                // Datagrams of the test proper carry its bit.
-                                let bit = if marker.marked() {
-                                    proto::MEASURED_SEQ_BIT
-                                } else {
-                                    0
-                                };
-                                match b.send(&s, seq | bit) {
-                                    Ok((n, bytes)) => {
-                                        seq += n as u64;
-                                        o.sent.packets += n as u64;
-                                        o.sent.bytes += bytes;
-                                        ctr.0.store(o.sent.bytes, Ordering::Relaxed);
-                                        ctr.1.store(o.sent.packets, Ordering::Relaxed);
-                                    }
-                                    Err(e) => {
-                                        // ECONNREFUSED: an ICMP port-unreachable came back (the
-                                        // receiver is gone); ENOBUFS: the queue is full. Nothing
-                                        // was sent; count and go on until told to stop.
-                                        o.errors += 1;
-                                        if gone.load(Ordering::Relaxed) {
-                                            break;
-                                        }
-                                        if e.kind() != std::io::ErrorKind::ConnectionRefused {
-                                            std::thread::yield_now();
-                                        }
-                                    }
-                                }
+                            let sent = udp_send(
+                                &s,
+                                &mut b,
+                                rate,
+                                &stop,
+                                &gone,
+                                &mut marker,
+                                &ctr,
+                                &mut o.sent,
+                                &mut o.errors,
+                            );
+                            if let Err(e) = sent {
+                                o.error = Some(udp_send_failure(i, &e, gso, batch));
                             }
                         }
                     }
@@ -884,6 +954,11 @@ pub fn run(
                     ""
                 }
             ));
+            break;
+        }
+        // Every stream has ended on its own (each failed, and says why): nothing more
+        // will be sent, so waiting out the duration would only make a failed test long.
+        if handles.iter().all(|h| h.is_finished()) {
             break;
         }
         progress.store(
@@ -995,4 +1070,79 @@ pub fn run(
         }
     }
     Ok(rep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A send the kernel refuses every time ends the stream at once with the error, named
+    /// for `--udp-gso`, instead of being counted and retried for the whole test (at 100%
+    /// CPU, the test stored as measured at 0 Gbit/s); a full queue or a port-unreachable
+    /// passes.
+    #[test]
+    fn a_send_refused_for_good_ends_the_stream_and_says_why() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        // A GSO send from a socket that leaves out UDP checksums (SO_NO_CHECK) fails with
+        // EINVAL every time, as one too large for the path MTU does (loopback's 64 KiB
+        // MTU takes any).
+        proto::set_int_option(tx.as_raw_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK, 1).unwrap();
+        let mut b = Batch::gso(&tx, 8, 1472).unwrap();
+        let (stop, gone, measuring) = (
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+            AtomicBool::new(true),
+        );
+        let ended = AtomicBool::new(false);
+        let ctr = (AtomicU64::new(0), AtomicU64::new(0));
+        let (mut sent, mut errors) = (SentStats::default(), 0);
+        let t0 = Instant::now();
+        let got = std::thread::scope(|sc| {
+            // A stream that retries for ever is stopped after 3 s, so the test fails
+            // rather than hangs.
+            sc.spawn(|| {
+                while !ended.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                stop.store(true, Ordering::Relaxed);
+            });
+            let mut marker = Marker::new(&measuring);
+            let got = udp_send(
+                &tx,
+                &mut b,
+                0.0,
+                &stop,
+                &gone,
+                &mut marker,
+                &ctr,
+                &mut sent,
+                &mut errors,
+            );
+            ended.store(true, Ordering::Relaxed);
+            got
+        });
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+        let e = got.expect_err("a send refused for good ends the stream");
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+        assert_eq!((sent.packets, errors), (0, 0));
+        let why = udp_send_failure(0, &e, Some(8), 1);
+        assert!(why.contains("EINVAL") && why.contains("--udp-gso"), "{why}");
+        let why = udp_send_failure(1, &std::io::Error::from_raw_os_error(libc::EPERM), None, 32);
+        assert!(
+            why.starts_with("UDP stream 1") && why.contains("firewall"),
+            "{why}"
+        );
+        let e = std::io::Error::from_raw_os_error(libc::EMSGSIZE);
+        assert!(udp_send_failure(0, &e, None, 32).contains("--udp-batch 32"));
+        for passing in [libc::ENOBUFS, libc::EAGAIN, libc::ECONNREFUSED, libc::EINTR] {
+            assert!(udp_error_passes(&std::io::Error::from_raw_os_error(
+                passing
+            )));
+        }
+        for fatal in [libc::EINVAL, libc::EIO, libc::EPERM, libc::EMSGSIZE] {
+            assert!(!udp_error_passes(&std::io::Error::from_raw_os_error(fatal)));
+        }
+    }
 }

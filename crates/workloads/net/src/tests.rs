@@ -1226,6 +1226,52 @@ fn what_was_not_measured_is_missing_not_zero() {
         .any(|m| m.name == "throughput_gbit_per_s{end=sender}"));
 }
 
+/// A UDP test whose streams sent no datagram (each failed at its first send) measured no
+/// rate: throughput and packets/s are missing with why, not 0, and the test is invalid
+/// and failed, however long the receiver's span ran.
+#[test]
+fn a_test_that_sent_nothing_has_no_rate_and_is_invalid() {
+    let why = "UDP stream 0: a send failed, so the stream stopped sending: EINVAL";
+    let rep = TestReport {
+        sent: vec![proto::SentStats::default()],
+        stream_send_s: vec![0.001],
+        received: vec![proto::StreamStats::default()],
+        receive_duration_s: 1.0,
+        receiver_cpu: Some(proto::CpuUsage::default()),
+        error: Some(why.into()),
+        ..TestReport::default()
+    };
+    let out = step_output(&udp_spec(), &rep);
+    assert!(
+        out.metrics
+            .iter()
+            .all(|m| m.name != "throughput_gbit_per_s" && m.name != "packets_per_s"),
+        "{:?}",
+        out.metrics
+    );
+    for name in [
+        "throughput_gbit_per_s",
+        "throughput_gbit_per_s{end=sender}",
+        "packets_per_s",
+        "packets_per_s{end=sender}",
+    ] {
+        assert!(
+            out.missing
+                .iter()
+                .any(|m| m.name == name && m.reason.contains("sent no datagram (UDP stream 0")),
+            "{name}: {:?}",
+            out.missing
+        );
+    }
+    assert!(out
+        .flags
+        .iter()
+        .any(|f| f.code == "zero_throughput" && f.severity == model::Severity::Invalid));
+    assert_eq!(out.error.as_deref(), Some(why));
+    // The counts are counts: none sent, none received.
+    assert_eq!(metric(&out, "packets_sent"), Some(0.0));
+}
+
 #[test]
 fn receiver_starts_on_the_sut_and_the_sender_runs_on_the_load_generator() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
