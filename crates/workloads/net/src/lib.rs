@@ -850,7 +850,13 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             recv_packets as f64,
             "packets",
         ));
-        let lost: u64 = rep.received.iter().map(|s| s.lost).sum();
+        // Over the whole test a stream's loss is sent less received, never below 0 (only
+        // an interval's can be).
+        let lost: u64 = rep
+            .received
+            .iter()
+            .map(|s| u64::try_from(s.lost).unwrap_or(0))
+            .sum();
         match &rep.loss_unknown {
             None => {
                 out.metrics
@@ -960,16 +966,19 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         )));
         if spec.proto == Proto::Udp {
             let pk: u64 = iv.received.iter().map(|s| s.packets).sum();
-            let lost: u64 = iv.received.iter().map(|s| s.lost).sum();
+            // Below 0 when datagrams counted lost in an earlier interval arrived in this
+            // one (as iperf3's interval loss): so the intervals' loss adds up to the test's.
+            let lost: i64 = iv.received.iter().map(|s| s.lost).sum();
             out.metrics.push(labelled(Metric::new(
                 "packets_per_s",
                 pk as f64 / len,
                 "packets/s",
             )));
-            if pk + lost > 0 {
+            let expected = pk as i64 + lost;
+            if expected > 0 {
                 out.metrics.push(labelled(Metric::new(
                     "loss_pct",
-                    100.0 * lost as f64 / (pk + lost) as f64,
+                    100.0 * lost as f64 / expected as f64,
                     "%",
                 )));
             }

@@ -121,7 +121,7 @@ impl Live {
         StreamStats {
             bytes: self.bytes.load(Ordering::Relaxed),
             packets: self.packets.load(Ordering::Relaxed),
-            lost: self.lost.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed) as i64,
             out_of_order: self.ooo.load(Ordering::Relaxed),
             jitter_ms: f64::from_bits(self.jitter_bits.load(Ordering::Relaxed)) * 1e3,
             jitter_samples: self.jitter_samples.load(Ordering::Relaxed),
@@ -589,21 +589,24 @@ fn split_udp(
 ) {
     let (after, before) = sent;
     let (packets, bytes) = arrived;
-    end.lost = (after + before).saturating_sub(end.packets);
+    end.lost = (after + before).saturating_sub(end.packets) as i64;
     test.packets = packets;
     test.bytes = bytes;
-    test.lost = after.saturating_sub(packets);
+    test.lost = after.saturating_sub(packets) as i64;
     warm.packets = end.packets.saturating_sub(packets);
     warm.bytes = end.bytes.saturating_sub(bytes);
 }
 
 /// What a stream counted from `before` to `now`; its jitter is the running estimate at
-/// `now`, and its samples those taken in between.
+/// `now`, and its samples those taken in between. Its loss is the change in the loss
+/// count, below 0 when datagrams counted lost before `before` arrived late in between
+/// (not clipped to 0, which left them lost in the earlier interval and the intervals'
+/// loss above the test's).
 fn counted_since(now: &StreamStats, before: &StreamStats) -> StreamStats {
     StreamStats {
         bytes: now.bytes.saturating_sub(before.bytes),
         packets: now.packets.saturating_sub(before.packets),
-        lost: now.lost.saturating_sub(before.lost),
+        lost: now.lost - before.lost,
         out_of_order: now.out_of_order.saturating_sub(before.out_of_order),
         jitter_ms: now.jitter_ms,
         jitter_samples: now.jitter_samples.saturating_sub(before.jitter_samples),
@@ -876,7 +879,7 @@ mod tests {
 
     #[test]
     fn udp_counts_split_at_the_senders_mark_whichever_end_marked_first() {
-        let stats = |packets: u64, lost: u64| StreamStats {
+        let stats = |packets: u64, lost: i64| StreamStats {
             bytes: packets * 100,
             packets,
             lost,
@@ -891,7 +894,7 @@ mod tests {
             split_udp(&mut end, &mut test, &mut warm, (600, 60_000), (610, 400));
             assert_eq!((test.packets, test.bytes, test.lost), (600, 60_000, 10));
             assert_eq!(
-                610 - test.packets,
+                610 - test.packets as i64,
                 test.lost,
                 "sent less received is the loss"
             );

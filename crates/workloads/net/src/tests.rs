@@ -1272,6 +1272,100 @@ fn a_test_that_sent_nothing_has_no_rate_and_is_invalid() {
     assert_eq!(metric(&out, "packets_sent"), Some(0.0));
 }
 
+/// A UDP test's sender played by hand on `addr`'s receiver: `start`, `ready`, `go`, then
+/// one stream of 100-byte datagrams (1000 s, so that only the test ends it) at
+/// `interval_s`: the control connection, its reader and the data socket, connected.
+fn udp_by_hand(
+    addr: std::net::SocketAddr,
+    interval_s: f64,
+) -> (std::net::TcpStream, proto::LineReader, std::net::UdpSocket) {
+    let mut ctl = std::net::TcpStream::connect(addr).unwrap();
+    let mut rd = proto::LineReader::new(ctl.try_clone().unwrap());
+    let start = proto::Msg::Start {
+        version: proto::PROTOCOL_VERSION,
+        proto: Proto::Udp,
+        payload: 100,
+        duration_s: 1000.0,
+        streams: 1,
+        interval_s,
+        cpus: vec![],
+        congestion: None,
+        window: None,
+        paced: false,
+        warmup_s: 0.0,
+    };
+    proto::send(&mut ctl, &start).unwrap();
+    let soon = || std::time::Instant::now() + Duration::from_secs(5);
+    let Some(proto::Msg::Ready { data_ports }) = rd.next(soon()).unwrap() else {
+        panic!("no `ready`");
+    };
+    let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    data.connect(("127.0.0.1", data_ports[0])).unwrap();
+    proto::send(&mut ctl, &proto::Msg::Go).unwrap();
+    (ctl, rd, data)
+}
+
+/// Datagram `seq` of the test proper (it carries the sender's mark), 100 bytes.
+fn send_datagram(data: &std::net::UdpSocket, seq: u64) {
+    let mut d = [0u8; 100];
+    proto::put_udp_header(&mut d, seq | proto::MEASURED_SEQ_BIT, server::wall_ns());
+    data.send(&d).unwrap();
+}
+
+/// A datagram that arrives an interval after the gap it left is taken off the loss of
+/// the interval it arrives in (below 0 there, as iperf3 counts an interval's loss), not
+/// left lost in the first and clipped in the second: the intervals' loss adds up to the
+/// test's.
+#[test]
+fn a_late_datagram_is_taken_off_the_loss_of_the_interval_it_arrives_in() {
+    let once = ServeOptions {
+        once: true,
+        ..ServeOptions::default()
+    };
+    let (addr, _stop, h) = spawn_receiver(once).unwrap();
+    let (mut ctl, mut rd, data) = udp_by_hand(addr, 0.1);
+    let mut losses = Vec::new();
+    // The reports up to the first that `pred` takes (in 5 s), each interval's loss kept.
+    let mut read_until = |rd: &mut proto::LineReader, pred: &dyn Fn(&proto::Msg) -> bool| {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let Some(m) = rd.next(until).unwrap() else {
+                panic!("not reported in 5 s; the intervals lost {losses:?}");
+            };
+            if let proto::Msg::Interval { streams, .. } = &m {
+                losses.push(streams[0].lost);
+            }
+            if pred(&m) {
+                return m;
+            }
+        }
+    };
+    let lost_is = |n: i64| move |m: &proto::Msg| matches!(m, proto::Msg::Interval { streams, .. } if streams[0].lost == n);
+    // 1 goes missing: its interval counts it lost.
+    send_datagram(&data, 0);
+    send_datagram(&data, 2);
+    read_until(&mut rd, &lost_is(1));
+    // It arrives in a later interval, with the rest.
+    send_datagram(&data, 1);
+    send_datagram(&data, 3);
+    read_until(&mut rd, &lost_is(-1));
+    let done = proto::Msg::Done {
+        sent: vec![proto::SentStats {
+            bytes: 400,
+            packets: 4,
+        }],
+        warmup: vec![],
+    };
+    proto::send(&mut ctl, &done).unwrap();
+    let result = read_until(&mut rd, &|m| matches!(m, proto::Msg::Result { .. }));
+    h.join().unwrap().unwrap();
+    let proto::Msg::Result { streams, .. } = result else {
+        unreachable!()
+    };
+    assert_eq!((streams[0].packets, streams[0].lost), (4, 0));
+    assert_eq!(losses.iter().sum::<i64>(), 0, "{losses:?}");
+}
+
 #[test]
 fn receiver_starts_on_the_sut_and_the_sender_runs_on_the_load_generator() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
