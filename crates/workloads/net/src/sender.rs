@@ -20,7 +20,7 @@ use anyhow::{bail, Context};
 
 use crate::mark::Marker;
 use crate::proto::{self, CpuUsage, LineReader, Msg, Proto, SentStats, StreamStats};
-use crate::server::{process_cpu, wall_ns};
+use crate::server::{process_cpu, wall_ns, Workers};
 use crate::tcpinfo::{TcpStats, Tracker};
 
 /// One test as the sender runs it.
@@ -831,7 +831,9 @@ pub fn run(
         errors: u64,
         error: Option<String>,
     }
-    let mut handles = Vec::new();
+    // Stopped and joined on every way out, so that a stream that failed to start, or a
+    // panic, does not leave the others sending.
+    let mut workers = Workers::new(&stop);
     for (i, sock) in socks.into_iter().enumerate() {
         let stop = Arc::clone(&stop);
         let measuring = Arc::clone(&measuring);
@@ -922,7 +924,7 @@ pub fn run(
                 o.warmup = m.counted;
                 o
             })?;
-        handles.push(h);
+        workers.push(h);
     }
 
     let t0 = Instant::now();
@@ -958,7 +960,7 @@ pub fn run(
         }
         // Every stream has ended on its own (each failed, and says why): nothing more
         // will be sent, so waiting out the duration would only make a failed test long.
-        if handles.iter().all(|h| h.is_finished()) {
+        if workers.all_finished() {
             break;
         }
         progress.store(
@@ -968,17 +970,15 @@ pub fn run(
         let next = if now < mark_at { mark_at } else { deadline };
         std::thread::sleep((next - now).min(WATCH));
     }
-    stop.store(true, Ordering::Relaxed);
     let mut rep = TestReport {
         congestion,
         interrupted,
         in_warmup: !measuring.load(Ordering::Relaxed),
         ..Default::default()
     };
-    for h in handles {
-        let o = h
-            .join()
-            .map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
+    // Every stream stopped and joined before a panic in one is returned.
+    for o in workers.join() {
+        let o = o.map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
         rep.sent.push(o.sent);
         rep.warmup_sent.push(o.warmup);
         rep.sender_cpu.add(&o.cpu);

@@ -160,6 +160,52 @@ pub(crate) fn wall_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// Data threads that run until `end` is raised (a receiver's `finish`, a sender's
+/// `stop`), which is raised and the threads joined on every way out of the function that
+/// started them: an error returned (`?`, `bail!`) on its way would otherwise leave them
+/// running, a UDP thread for ever.
+pub(crate) struct Workers<T> {
+    end: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<T>>,
+}
+
+impl<T> Workers<T> {
+    pub(crate) fn new(end: &Arc<AtomicBool>) -> Self {
+        Workers {
+            end: Arc::clone(end),
+            handles: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, h: std::thread::JoinHandle<T>) {
+        self.handles.push(h);
+    }
+
+    /// Every thread has returned (each on its own: none was told to end).
+    pub(crate) fn all_finished(&self) -> bool {
+        self.handles.iter().all(|h| h.is_finished())
+    }
+
+    /// Raise `end` and join every thread: what each returned (Err if it panicked), in
+    /// the order they were started.
+    pub(crate) fn join(mut self) -> Vec<std::thread::Result<T>> {
+        self.end.store(true, Ordering::Relaxed);
+        std::mem::take(&mut self.handles)
+            .into_iter()
+            .map(|h| h.join())
+            .collect()
+    }
+}
+
+impl<T> Drop for Workers<T> {
+    fn drop(&mut self) {
+        self.end.store(true, Ordering::Relaxed);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
 /// A test refused: the sender is told why (best effort), and the same reason is the error.
 fn refuse(out: &mut TcpStream, why: String) -> anyhow::Error {
     let _ = proto::send(
@@ -312,7 +358,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     });
     let finish = Arc::new(AtomicBool::new(false));
     let lives: Vec<Arc<Live>> = (0..streams).map(|_| Arc::new(Live::default())).collect();
-    let mut handles = Vec::new();
+    let mut workers = Workers::new(&finish);
     for (i, live) in lives.iter().enumerate() {
         let live = Arc::clone(live);
         let finish = Arc::clone(&finish);
@@ -338,7 +384,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                 live.done.store(true, Ordering::Relaxed);
                 marker.finish(|| ()).cpu_since()
             })?;
-        handles.push(h);
+        workers.push(h);
     }
 
     // Report intervals until the sender says `done` (or leaves, or we are stopped).
@@ -366,11 +412,8 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     let hard_deadline = mark_at + Duration::from_secs_f64(duration_s + 30.0);
     loop {
         if stop.load(Ordering::Relaxed) {
-            // Stopped mid-run: drop everything without a result, as a killed process would.
-            finish.store(true, Ordering::Relaxed);
-            for h in handles {
-                let _ = h.join();
-            }
+            // Stopped mid-run: drop everything without a result, as a killed process would
+            // (the data threads are ended and joined as `workers` goes).
             return Ok(true);
         }
         let wait = next_tick.min(Instant::now() + Duration::from_millis(50));
@@ -426,10 +469,9 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    finish.store(true, Ordering::Relaxed);
     let mut cpu = CpuUsage::default();
-    for h in handles {
-        cpu.add(&h.join().unwrap_or_default());
+    for c in workers.join() {
+        cpu.add(&c.unwrap_or_default());
     }
     let mut ends: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
     // Stopped during the warm-up: nothing measured, everything was warm-up.

@@ -1366,6 +1366,29 @@ fn a_late_datagram_is_taken_off_the_loss_of_the_interval_it_arrives_in() {
     assert_eq!(losses.iter().sum::<i64>(), 0, "{losses:?}");
 }
 
+/// A receiver that gives up on a test (here: a message out of turn) ends the test's data
+/// threads before it returns: the UDP one, which reads until told to end, has let its
+/// socket go, so its port is free again.
+#[test]
+fn a_receiver_that_gives_up_ends_its_data_threads() {
+    let once = ServeOptions {
+        once: true,
+        ..ServeOptions::default()
+    };
+    let (addr, _stop, h) = spawn_receiver(once).unwrap();
+    let (mut ctl, _rd, data) = udp_by_hand(addr, 0.1);
+    send_datagram(&data, 0);
+    proto::send(&mut ctl, &proto::Msg::Go).unwrap();
+    let err = h.join().unwrap().unwrap_err();
+    assert!(
+        format!("{err:#}").contains("unexpected control message"),
+        "{err:#}"
+    );
+    let port = data.peer_addr().unwrap().port();
+    let again = std::net::UdpSocket::bind(("127.0.0.1", port));
+    assert!(again.is_ok(), "port {port} still held: {again:?}");
+}
+
 #[test]
 fn receiver_starts_on_the_sut_and_the_sender_runs_on_the_load_generator() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
