@@ -113,6 +113,10 @@ struct Live {
     /// stream's first datagram sent after the sender's end of the warm-up (that read's own
     /// time if there was none before; 0: none yet).
     first_measured_ns: AtomicU64,
+    /// UDP: raised after the sender's `done` (and [`UDP_SETTLE`]): the stream's thread
+    /// ends at its first receive that finds the socket empty.
+    drain: AtomicBool,
+    /// The stream's thread has ended.
     done: AtomicBool,
 }
 
@@ -457,14 +461,21 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         }
     }
     // TCP: the sender closed its data connections before `done`; wait for EOF on each.
-    // UDP: give datagrams still in socket buffers a moment to be read.
+    // UDP: datagrams still on their way get `UDP_SETTLE`, then each stream reads what
+    // queued until it finds its socket empty: a fixed wait counted a queue longer than it
+    // (a large --window) as lost.
+    let waited = Instant::now();
     let grace = match proto_ {
-        Proto::Tcp => Duration::from_secs(5),
-        Proto::Udp => Duration::from_millis(200),
+        Proto::Tcp => TCP_END_WAIT,
+        Proto::Udp => UDP_DRAIN_MAX,
     };
-    let until = Instant::now() + grace;
-    while Instant::now() < until {
-        if proto_ == Proto::Tcp && lives.iter().all(|l| l.done.load(Ordering::Relaxed)) {
+    while waited.elapsed() < grace {
+        if proto_ == Proto::Udp && waited.elapsed() >= UDP_SETTLE {
+            for l in &lives {
+                l.drain.store(true, Ordering::Relaxed);
+            }
+        }
+        if lives.iter().all(|l| l.done.load(Ordering::Relaxed)) {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -663,6 +674,17 @@ enum Sock {
 /// 128 KiB reads, like iperf3's default TCP buffer.
 const TCP_READ: usize = 128 * 1024;
 
+/// After the sender's `done`: how long the receiver waits for the end of each TCP stream
+/// (the sender closed them before it).
+pub(crate) const TCP_END_WAIT: Duration = Duration::from_secs(5);
+/// UDP after `done`: how long datagrams still on their way are waited for before the
+/// streams drain (the sender's last ones can reach the receiver after its `done`, on
+/// another queue of either end's NIC).
+const UDP_SETTLE: Duration = Duration::from_millis(200);
+/// UDP after `done`: the longest the streams read what queued before they are ended, the
+/// rest of it counted lost.
+pub(crate) const UDP_DRAIN_MAX: Duration = Duration::from_secs(2);
+
 /// How long a receiving thread waits in poll before it looks at `finish` again.
 const RX_POLL: Duration = Duration::from_millis(100);
 
@@ -742,6 +764,8 @@ pub(crate) const RX_NAPS_BEFORE_WAIT: u32 = 2;
 /// 10%; 13-14% napping once, 10.5-10.8% waiting), and a nap that overshoots on a VM lets
 /// a tick's burst fill the receive buffer (loss at 2 Gbit/s 0.30-0.45% napping once,
 /// 0.27-0.38% waiting; iperf3 0.12-0.24%, its sender's bursts slower).
+/// Once told to drain (`live.drain`, after the sender's `done`), it returns at the first
+/// receive that finds the socket empty: what queued has all been counted.
 /// Hand-written (libc structures) because it is the measured hot path.
 fn rx_udp(
     s: UdpSocket,
@@ -762,8 +786,13 @@ fn rx_udp(
     let mut empty = 0u32;
     while !finish.load(Ordering::Relaxed) {
         marker.check(|| ());
+        // Looked at before the receive, so that an empty one below came after the order.
+        let drain = live.drain.load(Ordering::Relaxed);
         let n = b.recv(fd);
         if n == 0 {
+            if drain {
+                break;
+            }
             empty += 1;
             if !paced && empty < RX_NAPS_BEFORE_WAIT {
                 std::thread::sleep(RX_NAP);
@@ -977,6 +1006,41 @@ mod tests {
         assert_eq!(counts_span_s(2.1, 1.0, None), 0.0);
         // All of them in one read with none before it: not a span of 0, the mark's.
         assert!(close(counts_span_s(2.1, 12.0, Some(12.0)), 9.9));
+    }
+
+    /// After the sender's `done`, a UDP stream reads all that queued, however long that
+    /// takes, and ends by itself at the first receive that finds its socket empty (a
+    /// fixed wait counted what it had not read by then as lost).
+    #[test]
+    fn a_draining_udp_stream_reads_what_queued_and_ends_when_empty() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        for seq in 0..100u64 {
+            let mut d = [0u8; 100];
+            proto::put_udp_header(&mut d, seq | proto::MEASURED_SEQ_BIT, wall_ns());
+            tx.send(&d).unwrap();
+        }
+        let live = Live::default();
+        live.drain.store(true, Ordering::Relaxed);
+        let (finish, measuring) = (AtomicBool::new(false), AtomicBool::new(true));
+        let t0 = Instant::now();
+        std::thread::scope(|sc| {
+            // A stream that does not end by itself is ended after 3 s, so that the test
+            // fails rather than hangs.
+            sc.spawn(|| {
+                while !live.done.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                finish.store(true, Ordering::Relaxed);
+            });
+            let mut marker = Marker::new(&measuring);
+            rx_udp(rx, 100, false, &live, &finish, &mut marker, t0);
+            live.done.store(true, Ordering::Relaxed);
+        });
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+        let got = live.snapshot();
+        assert_eq!((got.packets, got.lost), (100, 0));
     }
 
     /// The receiver's batch takes every queued datagram whole, and their arrival times are
