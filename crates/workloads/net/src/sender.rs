@@ -286,6 +286,10 @@ const TX_POLL: Duration = Duration::from_millis(100);
 /// polled for: the last sleep ends at the deadline.
 const WATCH: Duration = Duration::from_millis(100);
 
+/// How much longer than the receiver's own wait after `done` (for the streams' ends, or
+/// their queued datagrams) the sender waits for its final report.
+const RESULT_MARGIN: Duration = Duration::from_secs(5);
+
 /// Whole buffers written per poll, iperf3's `multisend` (1 under `--rate`, as iperf3 -b).
 const MULTISEND: usize = 10;
 
@@ -746,11 +750,14 @@ pub fn run(
     let intervals = Arc::new(Mutex::new(Vec::<IntervalReport>::new()));
     let total_deadline =
         Instant::now() + Duration::from_secs_f64(spec.warmup_s + spec.duration_s + 15.0);
+    // What the reader ends with comes on a channel as well, so that the wait for it can
+    // be bounded and can see a stop (a join cannot).
+    let (reported, report) = std::sync::mpsc::channel();
     let reader = {
         let gone = Arc::clone(&receiver_gone);
         let intervals = Arc::clone(&intervals);
         let tracker = tracker.as_ref().and_then(|t| t.as_ref().ok()).cloned();
-        std::thread::spawn(move || -> Result<ReceiverResult, String> {
+        let mut read = move || -> Result<ReceiverResult, String> {
             loop {
                 match rd.next(total_deadline) {
                     Ok(Some(Msg::Interval {
@@ -813,6 +820,9 @@ pub fn run(
                     }
                 }
             }
+        };
+        std::thread::spawn(move || {
+            let _ = reported.send(read());
         })
     };
 
@@ -1008,9 +1018,50 @@ pub fn run(
             Vec::new()
         },
     }));
-    let result = reader
+    // The final report comes once the receiver has waited for the streams' ends (or
+    // drained their datagrams): wait that long and a margin, not to the test's deadline
+    // from its start (a receiver whose host froze held a stopped hour-long test for most
+    // of an hour). A stop asked for meanwhile ends the wait at once; one that stopped the
+    // test does not (the final report of a test cut short is still worth the wait).
+    let wait = match spec.proto {
+        Proto::Tcp => crate::server::TCP_END_WAIT,
+        Proto::Udp => crate::server::UDP_DRAIN_MAX,
+    } + RESULT_MARGIN;
+    let until = Instant::now() + wait;
+    let mut gave_up = None;
+    let mut result = None;
+    while result.is_none() && gave_up.is_none() {
+        let left = until.saturating_duration_since(Instant::now());
+        match report.recv_timeout(left.min(WATCH)) {
+            Ok(r) => result = Some(r),
+            // The reader panicked: its join says so below.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if !interrupted && stop_all() {
+                    gave_up = Some("stopped while waiting for it".to_string());
+                } else if Instant::now() >= until {
+                    gave_up = Some(format!(
+                        "none came within {} s of the sender's `done`",
+                        wait.as_secs()
+                    ));
+                }
+            }
+        }
+    }
+    if gave_up.is_some() {
+        // The reader is still in a read: ending the connection ends it.
+        let _ = ctl.shutdown(Shutdown::Both);
+    }
+    reader
         .join()
         .map_err(|_| anyhow::anyhow!("the control reader panicked"))?;
+    // A report that came as the wait was given up is taken; otherwise the reader's error
+    // is only that the connection ended, and the reason is why the wait was given up.
+    let result = match result.or_else(|| report.try_recv().ok()) {
+        Some(Ok(r)) => Ok(r),
+        Some(Err(e)) => Err(gave_up.unwrap_or(e)),
+        None => Err(gave_up.unwrap_or_else(|| "the control reader ended".into())),
+    };
     rep.intervals = intervals.lock().map(|v| v.clone()).unwrap_or_default();
     rep.tcp = tracker.map(|t| {
         t.and_then(|t| {
@@ -1065,7 +1116,10 @@ pub fn run(
             });
             rep.received = sum;
             if rep.error.is_none() {
-                rep.error = Some(format!("no final report from the receiver: {why}"));
+                rep.error = Some(format!(
+                    "no final report from the receiver: {why}; what it received is the sum \
+                     of its interval reports"
+                ));
             }
         }
     }

@@ -1389,6 +1389,72 @@ fn a_receiver_that_gives_up_ends_its_data_threads() {
     assert!(again.is_ok(), "port {port} still held: {again:?}");
 }
 
+/// A receiver that stops answering once its test has started (its host froze): it takes
+/// `start` and `go` and never reports, holding the connection until `held` is dropped.
+fn frozen_receiver(held: std::sync::mpsc::Receiver<()>) -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (c, _) = l.accept().unwrap();
+        let mut out = c.try_clone().unwrap();
+        let mut rd = proto::LineReader::new(c);
+        let soon = || std::time::Instant::now() + Duration::from_secs(5);
+        let _start = rd.next(soon());
+        let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let data_ports = vec![data.local_addr().unwrap().port()];
+        proto::send(&mut out, &proto::Msg::Ready { data_ports }).unwrap();
+        let _go = rd.next(soon());
+        let _ = held.recv();
+    });
+    addr
+}
+
+/// A test stopped while the sender waits for a frozen receiver's final report ends at
+/// once, and one stopped mid-run (Ctrl-C 0.3 s into 30 s) waits only the receiver's
+/// own wait and a margin, not the test's deadline: either keeps the intervals' sums and
+/// says why there was no final report.
+#[test]
+fn the_wait_for_a_frozen_receivers_report_is_bounded_and_sees_a_stop() {
+    let (hold, held) = std::sync::mpsc::channel();
+    let spec = SendSpec {
+        target: frozen_receiver(held).to_string(),
+        duration_s: 0.3,
+        rate_bps: 1e6,
+        ..udp_spec()
+    };
+    // Stopped 1 s in: 0.7 s into the wait for the report.
+    let t0 = std::time::Instant::now();
+    let stop = || t0.elapsed() > Duration::from_secs(1);
+    let rep = sender::run(&spec, &AtomicU64::new(0), &stop).unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert!(!rep.interrupted && rep.receiver_cpu.is_none());
+    let why = rep.error.unwrap_or_default();
+    assert!(why.contains("stopped while waiting"), "{why}");
+    assert!(rep.loss_unknown.is_some());
+    drop(hold);
+
+    let (hold, held) = std::sync::mpsc::channel();
+    let spec = SendSpec {
+        target: frozen_receiver(held).to_string(),
+        duration_s: 30.0,
+        ..spec
+    };
+    let t0 = std::time::Instant::now();
+    let stop = || t0.elapsed() > Duration::from_millis(300);
+    let rep = sender::run(&spec, &AtomicU64::new(0), &stop).unwrap();
+    let took = t0.elapsed();
+    // The receiver's 2 s for its queued datagrams and the 5 s margin.
+    assert!(
+        took > Duration::from_secs(7) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    assert!(rep.interrupted);
+    let why = rep.error.unwrap_or_default();
+    assert!(why.contains("none came within 7 s"), "{why}");
+    assert!(why.contains("sum of its interval reports"), "{why}");
+    drop(hold);
+}
+
 #[test]
 fn receiver_starts_on_the_sut_and_the_sender_runs_on_the_load_generator() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
