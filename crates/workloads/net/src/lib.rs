@@ -309,17 +309,33 @@ impl Plan {
         if !rate_bps.is_finite() || rate_bps < 0.0 {
             bail!("net: `rate` must be 0 (unlimited) or positive");
         }
-        let mut tests = Vec::new();
+        let mut tests: Vec<String> = Vec::new();
         for t in &cfg.tests {
             let t = t.trim().to_ascii_lowercase();
-            if t == "udp" {
+            let named = if t == "udp" {
+                let mut v = Vec::new();
                 for &p in &cfg.udp_payload {
                     check_udp_payload(p)?;
-                    tests.push(format!("udp{p}"));
+                    v.push(format!("udp{p}"));
                 }
-            } else if !t.is_empty() {
-                parse_test(&t, cfg.tcp_len)?;
-                tests.push(t);
+                v
+            } else if t.is_empty() {
+                Vec::new()
+            } else {
+                // Named as `udp` names them (udp01472 is udp1472), so a test asked for
+                // twice is seen to be one.
+                match parse_test(&t, cfg.tcp_len)? {
+                    (Proto::Tcp, _) => vec![t],
+                    (Proto::Udp, p) => vec![format!("udp{p}")],
+                }
+            };
+            // Each test once, where first asked for (`--tests udp,udp1472`, or
+            // `--udp-payload 1472,1472`): the same test twice would be stored twice under
+            // one name and repetition.
+            for t in named {
+                if !tests.contains(&t) {
+                    tests.push(t);
+                }
             }
         }
         if tests.is_empty() {
@@ -329,6 +345,21 @@ impl Plan {
             bail!(
                 "net: `zerocopy` (sendfile, iperf3 -Z) applies to the tcp test, and the tests \
                  asked are {}; add tcp to --tests, or leave --zerocopy out",
+                tests.join(",")
+            );
+        }
+        // The mirror case: the UDP send modes without a udp test would be ignored unsaid.
+        let udp_mode = if cfg.udp_gso > 1 {
+            Some(("udp_gso", "--udp-gso"))
+        } else if cfg.udp_batch > 1 {
+            Some(("udp_batch", "--udp-batch"))
+        } else {
+            None
+        };
+        if let Some((key, flag)) = udp_mode.filter(|_| !tests.iter().any(|t| t != "tcp")) {
+            bail!(
+                "net: `{key}` applies to the udp tests, and the tests asked are {}; add udp \
+                 to --tests, or leave {flag} out",
                 tests.join(",")
             );
         }

@@ -836,6 +836,39 @@ fn unreachable_receiver_is_a_clear_error() {
     );
 }
 
+/// A test asked for twice runs once, where first asked for (it would be stored twice
+/// under one name and repetition); the UDP send modes without a udp test are refused, as
+/// --zerocopy without tcp is.
+#[test]
+fn a_test_asked_for_twice_runs_once_and_udp_modes_need_a_udp_test() {
+    let tests = |v: serde_json::Value| NetWorkload::from_params(&params(v)).unwrap().tests();
+    assert_eq!(
+        tests(json!({"tests": ["udp", "udp1472", "tcp", "TCP"]})),
+        ["udp1472", "udp60", "tcp"]
+    );
+    assert_eq!(
+        tests(json!({"tests": ["udp", "udp01472"], "udp_payload": [1472, 1472]})),
+        ["udp1472"]
+    );
+    for (v, flag) in [
+        (json!({"tests": ["tcp"], "udp_gso": 8}), "--udp-gso"),
+        (json!({"tests": ["tcp"], "udp_batch": 32}), "--udp-batch"),
+    ] {
+        let err = NetWorkload::from_params(&params(v))
+            .err()
+            .map(|e| format!("{e:#}"))
+            .unwrap_or_default();
+        assert!(
+            err.contains("applies to the udp tests") && err.contains(flag),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        tests(json!({"tests": ["tcp", "udp60"], "udp_gso": 8})),
+        ["tcp", "udp60"]
+    );
+}
+
 #[test]
 fn oversized_udp_payload_is_a_clear_error() {
     let e = NetWorkload::from_params(&params(json!({"tests": ["udp"], "udp_payload": [65508]})))
