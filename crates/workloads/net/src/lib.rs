@@ -967,16 +967,25 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     push_tcp_counters(&mut out, rep);
     // Per interval, as the receiver counted them. Labelled by start time from the end of
     // the warm-up, to the tenth of a second, or the hundredth when the interval asked for
-    // is under 0.1 s (it is at least 0.05 s), so no two share a label and a setting always
-    // gives the same form; the warm-up's (before 0) are labelled `warmup` too, as iperf3
-    // marks them `omitted`.
+    // is under 0.1 s (it is at least 0.05 s), so a setting always gives the same form; the
+    // warm-up's (before 0) are labelled `warmup` too, as iperf3 marks them `omitted`.
+    // The start is the one the receiver's schedule gave the interval (each `interval_s`
+    // from the end of the warm-up, the warm-up's from its start), not the one measured:
+    // a tick 50 ms late moved an interval's start onto the next one's label.
     let decimals = if spec.interval_s < 0.1 { 2 } else { 1 };
+    let (mut warm_k, mut test_k) = (0, 0);
     for iv in &rep.intervals {
+        let (k, from_s) = if iv.warmup {
+            (&mut warm_k, -spec.warmup_s)
+        } else {
+            (&mut test_k, 0.0)
+        };
+        let at = interval_label(from_s, *k, spec.interval_s, decimals);
+        *k += 1;
         let len = iv.end_s - iv.start_s;
         if len <= 0.0 {
             continue;
         }
-        let at = format!("{:.*}", decimals, iv.start_s);
         let labelled = |m: Metric| {
             let m = m.label("interval_start_s", &at);
             if iv.warmup {
@@ -1026,6 +1035,28 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     }
     push_outcome(&mut out, spec, rep);
     out
+}
+
+/// The label of the interval the receiver scheduled `k` intervals of `interval_s` after
+/// `from_s` (seconds from the end of the warm-up), to `decimals` places. Counted in whole
+/// nanoseconds, so that intervals (at least one place long) never share a label, whichever
+/// way a float would round a start halfway between two: a start from 0 on rounds halves
+/// up; one before 0 (the warm-up's) rounds down, so that its label stays below 0, apart
+/// from the test's.
+fn interval_label(from_s: f64, k: usize, interval_s: f64, decimals: usize) -> String {
+    let ns = |s: f64| (s * 1e9).round() as i64;
+    let start = ns(from_s) + k as i64 * ns(interval_s);
+    let place = 10i64.pow(9 - decimals as u32);
+    let places = if start < 0 {
+        start.div_euclid(place)
+    } else {
+        (start + place / 2) / place
+    };
+    format!(
+        "{:.*}",
+        decimals,
+        places as f64 / 10f64.powi(decimals as i32)
+    )
 }
 
 /// How the test ended: its error, a stop, a congestion control the kernel did not use, and

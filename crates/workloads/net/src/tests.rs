@@ -1488,6 +1488,64 @@ fn the_wait_for_a_frozen_receivers_report_is_bounded_and_sees_a_stop() {
     drop(hold);
 }
 
+/// Intervals are labelled by the start the receiver scheduled, not the one measured: a
+/// tick 60 ms late (the third interval from 0.26 s, the fourth from 0.30 s) gave two
+/// intervals the label 0.3. Warm-up starts halfway between two labels keep apart too.
+#[test]
+fn interval_labels_are_the_scheduled_starts() {
+    let spec = SendSpec {
+        interval_s: 0.1,
+        ..udp_spec()
+    };
+    let iv = |start_s: f64, end_s: f64, warmup: bool| sender::IntervalReport {
+        start_s,
+        end_s,
+        received: vec![proto::StreamStats {
+            bytes: 1472,
+            packets: 1,
+            ..proto::StreamStats::default()
+        }],
+        retransmits: None,
+        warmup,
+    };
+    let labels = |spec: &SendSpec, intervals: Vec<sender::IntervalReport>| -> Vec<String> {
+        let rep = TestReport {
+            sent: vec![proto::SentStats {
+                bytes: 1472,
+                packets: 1,
+            }],
+            stream_send_s: vec![1.0],
+            intervals,
+            ..TestReport::default()
+        };
+        step_output(spec, &rep)
+            .metrics
+            .iter()
+            .filter(|m| m.name == "packets_per_s")
+            .filter_map(|m| m.labels.get("interval_start_s").cloned())
+            .collect()
+    };
+    let late = [0.0, 0.1, 0.26, 0.30, 0.4, 0.5]
+        .windows(2)
+        .map(|w| iv(w[0], w[1], false))
+        .collect();
+    assert_eq!(labels(&spec, late), ["0.0", "0.1", "0.2", "0.3", "0.4"]);
+    // A warm-up of 0.35 s at 0.1 s intervals: starts at -0.35, -0.25, -0.15 and -0.05.
+    let warm = SendSpec {
+        warmup_s: 0.35,
+        ..spec
+    };
+    let mut intervals: Vec<_> = [-0.35, -0.25, -0.15, -0.05, 0.0]
+        .windows(2)
+        .map(|w| iv(w[0], w[1], true))
+        .collect();
+    intervals.push(iv(0.0, 0.1, false));
+    assert_eq!(
+        labels(&warm, intervals),
+        ["-0.4", "-0.3", "-0.2", "-0.1", "0.0"]
+    );
+}
+
 #[test]
 fn receiver_starts_on_the_sut_and_the_sender_runs_on_the_load_generator() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
