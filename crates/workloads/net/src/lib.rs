@@ -309,17 +309,33 @@ impl Plan {
         if !rate_bps.is_finite() || rate_bps < 0.0 {
             bail!("net: `rate` must be 0 (unlimited) or positive");
         }
-        let mut tests = Vec::new();
+        let mut tests: Vec<String> = Vec::new();
         for t in &cfg.tests {
             let t = t.trim().to_ascii_lowercase();
-            if t == "udp" {
+            let named = if t == "udp" {
+                let mut v = Vec::new();
                 for &p in &cfg.udp_payload {
                     check_udp_payload(p)?;
-                    tests.push(format!("udp{p}"));
+                    v.push(format!("udp{p}"));
                 }
-            } else if !t.is_empty() {
-                parse_test(&t, cfg.tcp_len)?;
-                tests.push(t);
+                v
+            } else if t.is_empty() {
+                Vec::new()
+            } else {
+                // Named as `udp` names them (udp01472 is udp1472), so a test asked for
+                // twice is seen to be one.
+                match parse_test(&t, cfg.tcp_len)? {
+                    (Proto::Tcp, _) => vec![t],
+                    (Proto::Udp, p) => vec![format!("udp{p}")],
+                }
+            };
+            // Each test once, where first asked for (`--tests udp,udp1472`, or
+            // `--udp-payload 1472,1472`): the same test twice would be stored twice under
+            // one name and repetition.
+            for t in named {
+                if !tests.contains(&t) {
+                    tests.push(t);
+                }
             }
         }
         if tests.is_empty() {
@@ -329,6 +345,21 @@ impl Plan {
             bail!(
                 "net: `zerocopy` (sendfile, iperf3 -Z) applies to the tcp test, and the tests \
                  asked are {}; add tcp to --tests, or leave --zerocopy out",
+                tests.join(",")
+            );
+        }
+        // The mirror case: the UDP send modes without a udp test would be ignored unsaid.
+        let udp_mode = if cfg.udp_gso > 1 {
+            Some(("udp_gso", "--udp-gso"))
+        } else if cfg.udp_batch > 1 {
+            Some(("udp_batch", "--udp-batch"))
+        } else {
+            None
+        };
+        if let Some((key, flag)) = udp_mode.filter(|_| !tests.iter().any(|t| t != "tcp")) {
+            bail!(
+                "net: `{key}` applies to the udp tests, and the tests asked are {}; add udp \
+                 to --tests, or leave {flag} out",
                 tests.join(",")
             );
         }
@@ -765,7 +796,26 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     // A receiver still in its warm-up when the sender finished counted none of a TCP test
     // (a UDP test's datagrams carry the sender's mark, so their counts stand).
     let receiver_warm = rep.receiver_cpu.is_some() && rep.receiver_cpu_span_s == Some(0.0);
-    if rep.receive_duration_s > 0.0 {
+    // Nothing sent after the warm-up (every stream failed at its first send, or the test
+    // stopped at once): the receiver's span still runs to the sender's `done`, and a rate
+    // over it would read as a path measured at 0. No rate was measured; the test is
+    // invalid, with why.
+    let nothing_sent = (sent_bytes == 0).then(|| {
+        let what = match spec.proto {
+            Proto::Tcp => "the sender sent nothing",
+            Proto::Udp => "the sender sent no datagram",
+        };
+        match &rep.error {
+            Some(e) => format!("{what} ({e})"),
+            None => what.to_string(),
+        }
+    });
+    if let Some(why) = &nothing_sent {
+        out.missing.push(MissingMetric {
+            name: "throughput_gbit_per_s".into(),
+            reason: why.clone(),
+        });
+    } else if rep.receive_duration_s > 0.0 {
         out.metrics
             .push(Metric::new("throughput_gbit_per_s", recv_gbit, "Gbit/s"));
     } else {
@@ -784,7 +834,9 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     } else {
         out.missing.push(MissingMetric {
             name: "throughput_gbit_per_s{end=sender}".into(),
-            reason: "the sender sent nothing".into(),
+            reason: nothing_sent
+                .clone()
+                .unwrap_or_else(|| "the sender sent nothing".into()),
         });
     }
     out.metrics
@@ -800,18 +852,27 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     }
     push_target_rate(&mut out, spec, rep);
     if spec.proto == Proto::Udp {
-        if rep.receive_duration_s > 0.0 {
-            out.metrics.push(Metric::new(
-                "packets_per_s",
-                recv_packets as f64 / rep.receive_duration_s,
-                "packets/s",
-            ));
-        }
-        if send_s > 0.0 {
-            out.metrics.push(
-                Metric::new("packets_per_s", sent_packets as f64 / send_s, "packets/s")
-                    .label("end", "sender"),
-            );
+        if let Some(why) = &nothing_sent {
+            for name in ["packets_per_s", "packets_per_s{end=sender}"] {
+                out.missing.push(MissingMetric {
+                    name: name.into(),
+                    reason: why.clone(),
+                });
+            }
+        } else {
+            if rep.receive_duration_s > 0.0 {
+                out.metrics.push(Metric::new(
+                    "packets_per_s",
+                    recv_packets as f64 / rep.receive_duration_s,
+                    "packets/s",
+                ));
+            }
+            if send_s > 0.0 {
+                out.metrics.push(
+                    Metric::new("packets_per_s", sent_packets as f64 / send_s, "packets/s")
+                        .label("end", "sender"),
+                );
+            }
         }
         out.metrics
             .push(Metric::new("packets_sent", sent_packets as f64, "packets"));
@@ -820,7 +881,13 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             recv_packets as f64,
             "packets",
         ));
-        let lost: u64 = rep.received.iter().map(|s| s.lost).sum();
+        // Over the whole test a stream's loss is sent less received, never below 0 (only
+        // an interval's can be).
+        let lost: u64 = rep
+            .received
+            .iter()
+            .map(|s| u64::try_from(s.lost).unwrap_or(0))
+            .sum();
         match &rep.loss_unknown {
             None => {
                 out.metrics
@@ -900,16 +967,25 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     push_tcp_counters(&mut out, rep);
     // Per interval, as the receiver counted them. Labelled by start time from the end of
     // the warm-up, to the tenth of a second, or the hundredth when the interval asked for
-    // is under 0.1 s (it is at least 0.05 s), so no two share a label and a setting always
-    // gives the same form; the warm-up's (before 0) are labelled `warmup` too, as iperf3
-    // marks them `omitted`.
+    // is under 0.1 s (it is at least 0.05 s), so a setting always gives the same form; the
+    // warm-up's (before 0) are labelled `warmup` too, as iperf3 marks them `omitted`.
+    // The start is the one the receiver's schedule gave the interval (each `interval_s`
+    // from the end of the warm-up, the warm-up's from its start), not the one measured:
+    // a tick 50 ms late moved an interval's start onto the next one's label.
     let decimals = if spec.interval_s < 0.1 { 2 } else { 1 };
+    let (mut warm_k, mut test_k) = (0, 0);
     for iv in &rep.intervals {
+        let (k, from_s) = if iv.warmup {
+            (&mut warm_k, -spec.warmup_s)
+        } else {
+            (&mut test_k, 0.0)
+        };
+        let at = interval_label(from_s, *k, spec.interval_s, decimals);
+        *k += 1;
         let len = iv.end_s - iv.start_s;
         if len <= 0.0 {
             continue;
         }
-        let at = format!("{:.*}", decimals, iv.start_s);
         let labelled = |m: Metric| {
             let m = m.label("interval_start_s", &at);
             if iv.warmup {
@@ -930,16 +1006,19 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         )));
         if spec.proto == Proto::Udp {
             let pk: u64 = iv.received.iter().map(|s| s.packets).sum();
-            let lost: u64 = iv.received.iter().map(|s| s.lost).sum();
+            // Below 0 when datagrams counted lost in an earlier interval arrived in this
+            // one (as iperf3's interval loss): so the intervals' loss adds up to the test's.
+            let lost: i64 = iv.received.iter().map(|s| s.lost).sum();
             out.metrics.push(labelled(Metric::new(
                 "packets_per_s",
                 pk as f64 / len,
                 "packets/s",
             )));
-            if pk + lost > 0 {
+            let expected = pk as i64 + lost;
+            if expected > 0 {
                 out.metrics.push(labelled(Metric::new(
                     "loss_pct",
-                    100.0 * lost as f64 / (pk + lost) as f64,
+                    100.0 * lost as f64 / expected as f64,
                     "%",
                 )));
             }
@@ -951,8 +1030,33 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             }
         }
     }
+    if let Some(why) = nothing_sent {
+        out.flags.push(Flag::invalid("zero_throughput", why));
+    }
     push_outcome(&mut out, spec, rep);
     out
+}
+
+/// The label of the interval the receiver scheduled `k` intervals of `interval_s` after
+/// `from_s` (seconds from the end of the warm-up), to `decimals` places. Counted in whole
+/// nanoseconds, so that intervals (at least one place long) never share a label, whichever
+/// way a float would round a start halfway between two: a start from 0 on rounds halves
+/// up; one before 0 (the warm-up's) rounds down, so that its label stays below 0, apart
+/// from the test's.
+fn interval_label(from_s: f64, k: usize, interval_s: f64, decimals: usize) -> String {
+    let ns = |s: f64| (s * 1e9).round() as i64;
+    let start = ns(from_s) + k as i64 * ns(interval_s);
+    let place = 10i64.pow(9 - decimals as u32);
+    let places = if start < 0 {
+        start.div_euclid(place)
+    } else {
+        (start + place / 2) / place
+    };
+    format!(
+        "{:.*}",
+        decimals,
+        places as f64 / 10f64.powi(decimals as i32)
+    )
 }
 
 /// How the test ended: its error, a stop, a congestion control the kernel did not use, and

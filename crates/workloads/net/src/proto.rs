@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 /// `duration_s` after a warm-up is of the sender's test datagrams.
 /// 4: a stream's counters carry how many transit-time differences its jitter is of
 /// (`jitter_samples`).
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: a stream's `lost` is signed: over an interval it may be below 0.
+pub const PROTOCOL_VERSION: u32 = 5;
 /// Sequence (u64) + send time (u64 ns).
 pub const UDP_HEADER_BYTES: usize = 16;
 /// Largest UDP payload over IPv4: 65535 - 20 (IP) - 8 (UDP).
@@ -39,8 +40,13 @@ pub struct StreamStats {
     pub bytes: u64,
     /// UDP datagrams received (0 for TCP).
     pub packets: u64,
-    /// UDP datagrams lost (sequence gaps; at the end, sent - received).
-    pub lost: u64,
+    /// UDP datagrams lost (sequence gaps, less the datagrams of a gap that arrived late; at
+    /// the end, sent - received). Over an interval, the change in that count, which is
+    /// below 0 when more datagrams counted lost in an earlier interval arrived late in it
+    /// than went missing (as iperf3's interval loss): taking those off the interval they
+    /// arrived in, not leaving them counted in the earlier one, is what makes the
+    /// intervals' loss add up to the whole test's.
+    pub lost: i64,
     pub out_of_order: u64,
     /// RFC 3550 jitter at the end of the interval, ms (UDP).
     pub jitter_ms: f64,

@@ -20,7 +20,7 @@ use anyhow::{bail, Context};
 
 use crate::mark::Marker;
 use crate::proto::{self, CpuUsage, LineReader, Msg, Proto, SentStats, StreamStats};
-use crate::server::{process_cpu, wall_ns};
+use crate::server::{process_cpu, wall_ns, Workers};
 use crate::tcpinfo::{TcpStats, Tracker};
 
 /// One test as the sender runs it.
@@ -286,6 +286,10 @@ const TX_POLL: Duration = Duration::from_millis(100);
 /// polled for: the last sleep ends at the deadline.
 const WATCH: Duration = Duration::from_millis(100);
 
+/// How much longer than the receiver's own wait after `done` (for the streams' ends, or
+/// their queued datagrams) the sender waits for its final report.
+const RESULT_MARGIN: Duration = Duration::from_secs(5);
+
 /// Whole buffers written per poll, iperf3's `multisend` (1 under `--rate`, as iperf3 -b).
 const MULTISEND: usize = 10;
 
@@ -413,6 +417,96 @@ pub(crate) fn sendfile_nonblocking(
         }
     }
     (done, None)
+}
+
+/// A UDP stream's sending loop: `b`'s datagrams on the connected socket `s` until `stop`
+/// (or, at a failed send, until the receiver is `gone`), paced at `rate_bps` as
+/// [`tcp_send`] is. A send that fails for a passing reason ([`udp_error_passes`]) is
+/// counted in `errors` and tried again; any other error ends the stream and is returned:
+/// it fails every later send alike (EINVAL for a GSO buffer the path cannot take, a
+/// firewall's EPERM), and spinning on it for the whole test left a test that sent
+/// nothing looking like one that measured 0 Gbit/s.
+#[allow(clippy::too_many_arguments)]
+fn udp_send(
+    s: &UdpSocket,
+    b: &mut Batch,
+    rate_bps: f64,
+    stop: &AtomicBool,
+    gone: &AtomicBool,
+    marker: &mut Marker<SentStats>,
+    progress: &(AtomicU64, AtomicU64),
+    sent: &mut SentStats,
+    errors: &mut u64,
+) -> std::io::Result<()> {
+    let t0 = Instant::now();
+    let mut seq = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        marker.check(|| sent.clone());
+        if paced(rate_bps, sent.bytes, t0) {
+            continue;
+        }
+        // Datagrams of the test proper carry its bit.
+        let bit = if marker.marked() {
+            proto::MEASURED_SEQ_BIT
+        } else {
+            0
+        };
+        match b.send(s, seq | bit) {
+            Ok((n, bytes)) => {
+                seq += n as u64;
+                sent.packets += n as u64;
+                sent.bytes += bytes;
+                progress.0.store(sent.bytes, Ordering::Relaxed);
+                progress.1.store(sent.packets, Ordering::Relaxed);
+            }
+            Err(e) if udp_error_passes(&e) => {
+                // Nothing was sent; count and go on until told to stop.
+                *errors += 1;
+                if gone.load(Ordering::Relaxed) {
+                    break;
+                }
+                if e.kind() != std::io::ErrorKind::ConnectionRefused {
+                    std::thread::yield_now();
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Whether a failed UDP send is passing, to be counted and tried again: the queue is full
+/// (ENOBUFS; EAGAIN, which is EWOULDBLOCK on Linux), an ICMP port-unreachable came back
+/// for an earlier datagram (ECONNREFUSED: the receiver is gone, which its control
+/// connection tells), or a signal came (EINTR).
+fn udp_error_passes(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOBUFS | libc::EAGAIN | libc::ECONNREFUSED | libc::EINTR)
+    )
+}
+
+/// Why UDP stream `i` stopped sending on `e`, naming `--udp-gso` (`gso`: its datagrams
+/// per send) or `--udp-batch` when in use: their sends fail where one datagram per
+/// `send(2)` may not, and what to change is then theirs.
+fn udp_send_failure(i: usize, e: &std::io::Error, gso: Option<usize>, batch: usize) -> String {
+    let hint = match (e.raw_os_error(), gso) {
+        (Some(libc::EINVAL), Some(_)) => {
+            "; EINVAL: a GSO send larger than the path MTU allows? lower --udp-gso or \
+             --udp-payload (each datagram must fit the MTU), or leave out --udp-gso"
+                .to_string()
+        }
+        (Some(libc::EIO), Some(_)) => {
+            "; EIO: the interface has no UDP checksum offload for GSO sends? leave out \
+             --udp-gso, or use --udp-batch"
+                .to_string()
+        }
+        (Some(libc::EPERM), _) => "; EPERM: a firewall rule refused the datagrams?".to_string(),
+        (_, Some(n)) => format!(" (--udp-gso: {n} datagrams per send)"),
+        _ if batch > 1 => format!(" (--udp-batch {batch}: sendmmsg)"),
+        _ => String::new(),
+    };
+    format!("UDP stream {i}: a send failed, so the stream stopped sending: {e}{hint}")
 }
 
 /// The bytes every TCP buffer holds, written or sent from a file.
@@ -656,11 +750,14 @@ pub fn run(
     let intervals = Arc::new(Mutex::new(Vec::<IntervalReport>::new()));
     let total_deadline =
         Instant::now() + Duration::from_secs_f64(spec.warmup_s + spec.duration_s + 15.0);
+    // What the reader ends with comes on a channel as well, so that the wait for it can
+    // be bounded and can see a stop (a join cannot).
+    let (reported, report) = std::sync::mpsc::channel();
     let reader = {
         let gone = Arc::clone(&receiver_gone);
         let intervals = Arc::clone(&intervals);
         let tracker = tracker.as_ref().and_then(|t| t.as_ref().ok()).cloned();
-        std::thread::spawn(move || -> Result<ReceiverResult, String> {
+        let mut read = move || -> Result<ReceiverResult, String> {
             loop {
                 match rd.next(total_deadline) {
                     Ok(Some(Msg::Interval {
@@ -723,6 +820,9 @@ pub fn run(
                     }
                 }
             }
+        };
+        std::thread::spawn(move || {
+            let _ = reported.send(read());
         })
     };
 
@@ -741,7 +841,9 @@ pub fn run(
         errors: u64,
         error: Option<String>,
     }
-    let mut handles = Vec::new();
+    // Stopped and joined on every way out, so that a stream that failed to start, or a
+    // panic, does not leave the others sending.
+    let mut workers = Workers::new(&stop);
     for (i, sock) in socks.into_iter().enumerate() {
         let stop = Arc::clone(&stop);
         let measuring = Arc::clone(&measuring);
@@ -804,39 +906,19 @@ pub fn run(
                                 },
                                 None => Batch::new(batch, payload),
                             };
-                            let mut seq = 0u64;
-                            while !stop.load(Ordering::Relaxed) {
-                                marker.check(|| o.sent.clone());
-                                if paced(rate, o.sent.bytes, t0) {
-                                    continue;
-                                }
-                                // Datagrams of the test proper carry its bit.
-                                let bit = if marker.marked() {
-                                    proto::MEASURED_SEQ_BIT
-                                } else {
-                                    0
-                                };
-                                match b.send(&s, seq | bit) {
-                                    Ok((n, bytes)) => {
-                                        seq += n as u64;
-                                        o.sent.packets += n as u64;
-                                        o.sent.bytes += bytes;
-                                        ctr.0.store(o.sent.bytes, Ordering::Relaxed);
-                                        ctr.1.store(o.sent.packets, Ordering::Relaxed);
-                                    }
-                                    Err(e) => {
-                                        // ECONNREFUSED: an ICMP port-unreachable came back (the
-                                        // receiver is gone); ENOBUFS: the queue is full. Nothing
-                                        // was sent; count and go on until told to stop.
-                                        o.errors += 1;
-                                        if gone.load(Ordering::Relaxed) {
-                                            break;
-                                        }
-                                        if e.kind() != std::io::ErrorKind::ConnectionRefused {
-                                            std::thread::yield_now();
-                                        }
-                                    }
-                                }
+                            let sent = udp_send(
+                                &s,
+                                &mut b,
+                                rate,
+                                &stop,
+                                &gone,
+                                &mut marker,
+                                &ctr,
+                                &mut o.sent,
+                                &mut o.errors,
+                            );
+                            if let Err(e) = sent {
+                                o.error = Some(udp_send_failure(i, &e, gso, batch));
                             }
                         }
                     }
@@ -852,7 +934,7 @@ pub fn run(
                 o.warmup = m.counted;
                 o
             })?;
-        handles.push(h);
+        workers.push(h);
     }
 
     let t0 = Instant::now();
@@ -886,6 +968,11 @@ pub fn run(
             ));
             break;
         }
+        // Every stream has ended on its own (each failed, and says why): nothing more
+        // will be sent, so waiting out the duration would only make a failed test long.
+        if workers.all_finished() {
+            break;
+        }
         progress.store(
             counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum(),
             Ordering::Relaxed,
@@ -893,17 +980,15 @@ pub fn run(
         let next = if now < mark_at { mark_at } else { deadline };
         std::thread::sleep((next - now).min(WATCH));
     }
-    stop.store(true, Ordering::Relaxed);
     let mut rep = TestReport {
         congestion,
         interrupted,
         in_warmup: !measuring.load(Ordering::Relaxed),
         ..Default::default()
     };
-    for h in handles {
-        let o = h
-            .join()
-            .map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
+    // Every stream stopped and joined before a panic in one is returned.
+    for o in workers.join() {
+        let o = o.map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
         rep.sent.push(o.sent);
         rep.warmup_sent.push(o.warmup);
         rep.sender_cpu.add(&o.cpu);
@@ -933,9 +1018,50 @@ pub fn run(
             Vec::new()
         },
     }));
-    let result = reader
+    // The final report comes once the receiver has waited for the streams' ends (or
+    // drained their datagrams): wait that long and a margin, not to the test's deadline
+    // from its start (a receiver whose host froze held a stopped hour-long test for most
+    // of an hour). A stop asked for meanwhile ends the wait at once; one that stopped the
+    // test does not (the final report of a test cut short is still worth the wait).
+    let wait = match spec.proto {
+        Proto::Tcp => crate::server::TCP_END_WAIT,
+        Proto::Udp => crate::server::UDP_DRAIN_MAX,
+    } + RESULT_MARGIN;
+    let until = Instant::now() + wait;
+    let mut gave_up = None;
+    let mut result = None;
+    while result.is_none() && gave_up.is_none() {
+        let left = until.saturating_duration_since(Instant::now());
+        match report.recv_timeout(left.min(WATCH)) {
+            Ok(r) => result = Some(r),
+            // The reader panicked: its join says so below.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if !interrupted && stop_all() {
+                    gave_up = Some("stopped while waiting for it".to_string());
+                } else if Instant::now() >= until {
+                    gave_up = Some(format!(
+                        "none came within {} s of the sender's `done`",
+                        wait.as_secs()
+                    ));
+                }
+            }
+        }
+    }
+    if gave_up.is_some() {
+        // The reader is still in a read: ending the connection ends it.
+        let _ = ctl.shutdown(Shutdown::Both);
+    }
+    reader
         .join()
         .map_err(|_| anyhow::anyhow!("the control reader panicked"))?;
+    // A report that came as the wait was given up is taken; otherwise the reader's error
+    // is only that the connection ended, and the reason is why the wait was given up.
+    let result = match result.or_else(|| report.try_recv().ok()) {
+        Some(Ok(r)) => Ok(r),
+        Some(Err(e)) => Err(gave_up.unwrap_or(e)),
+        None => Err(gave_up.unwrap_or_else(|| "the control reader ended".into())),
+    };
     rep.intervals = intervals.lock().map(|v| v.clone()).unwrap_or_default();
     rep.tcp = tracker.map(|t| {
         t.and_then(|t| {
@@ -990,9 +1116,87 @@ pub fn run(
             });
             rep.received = sum;
             if rep.error.is_none() {
-                rep.error = Some(format!("no final report from the receiver: {why}"));
+                rep.error = Some(format!(
+                    "no final report from the receiver: {why}; what it received is the sum \
+                     of its interval reports"
+                ));
             }
         }
     }
     Ok(rep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A send the kernel refuses every time ends the stream at once with the error, named
+    /// for `--udp-gso`, instead of being counted and retried for the whole test (at 100%
+    /// CPU, the test stored as measured at 0 Gbit/s); a full queue or a port-unreachable
+    /// passes.
+    #[test]
+    fn a_send_refused_for_good_ends_the_stream_and_says_why() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        // A GSO send from a socket that leaves out UDP checksums (SO_NO_CHECK) fails with
+        // EINVAL every time, as one too large for the path MTU does (loopback's 64 KiB
+        // MTU takes any).
+        proto::set_int_option(tx.as_raw_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK, 1).unwrap();
+        let mut b = Batch::gso(&tx, 8, 1472).unwrap();
+        let (stop, gone, measuring) = (
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+            AtomicBool::new(true),
+        );
+        let ended = AtomicBool::new(false);
+        let ctr = (AtomicU64::new(0), AtomicU64::new(0));
+        let (mut sent, mut errors) = (SentStats::default(), 0);
+        let t0 = Instant::now();
+        let got = std::thread::scope(|sc| {
+            // A stream that retries for ever is stopped after 3 s, so the test fails
+            // rather than hangs.
+            sc.spawn(|| {
+                while !ended.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                stop.store(true, Ordering::Relaxed);
+            });
+            let mut marker = Marker::new(&measuring);
+            let got = udp_send(
+                &tx,
+                &mut b,
+                0.0,
+                &stop,
+                &gone,
+                &mut marker,
+                &ctr,
+                &mut sent,
+                &mut errors,
+            );
+            ended.store(true, Ordering::Relaxed);
+            got
+        });
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+        let e = got.expect_err("a send refused for good ends the stream");
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+        assert_eq!((sent.packets, errors), (0, 0));
+        let why = udp_send_failure(0, &e, Some(8), 1);
+        assert!(why.contains("EINVAL") && why.contains("--udp-gso"), "{why}");
+        let why = udp_send_failure(1, &std::io::Error::from_raw_os_error(libc::EPERM), None, 32);
+        assert!(
+            why.starts_with("UDP stream 1") && why.contains("firewall"),
+            "{why}"
+        );
+        let e = std::io::Error::from_raw_os_error(libc::EMSGSIZE);
+        assert!(udp_send_failure(0, &e, None, 32).contains("--udp-batch 32"));
+        for passing in [libc::ENOBUFS, libc::EAGAIN, libc::ECONNREFUSED, libc::EINTR] {
+            assert!(udp_error_passes(&std::io::Error::from_raw_os_error(
+                passing
+            )));
+        }
+        for fatal in [libc::EINVAL, libc::EIO, libc::EPERM, libc::EMSGSIZE] {
+            assert!(!udp_error_passes(&std::io::Error::from_raw_os_error(fatal)));
+        }
+    }
 }

@@ -113,6 +113,10 @@ struct Live {
     /// stream's first datagram sent after the sender's end of the warm-up (that read's own
     /// time if there was none before; 0: none yet).
     first_measured_ns: AtomicU64,
+    /// UDP: raised after the sender's `done` (and [`UDP_SETTLE`]): the stream's thread
+    /// ends at its first receive that finds the socket empty.
+    drain: AtomicBool,
+    /// The stream's thread has ended.
     done: AtomicBool,
 }
 
@@ -121,7 +125,7 @@ impl Live {
         StreamStats {
             bytes: self.bytes.load(Ordering::Relaxed),
             packets: self.packets.load(Ordering::Relaxed),
-            lost: self.lost.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed) as i64,
             out_of_order: self.ooo.load(Ordering::Relaxed),
             jitter_ms: f64::from_bits(self.jitter_bits.load(Ordering::Relaxed)) * 1e3,
             jitter_samples: self.jitter_samples.load(Ordering::Relaxed),
@@ -158,6 +162,52 @@ pub(crate) fn wall_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Data threads that run until `end` is raised (a receiver's `finish`, a sender's
+/// `stop`), which is raised and the threads joined on every way out of the function that
+/// started them: an error returned (`?`, `bail!`) on its way would otherwise leave them
+/// running, a UDP thread for ever.
+pub(crate) struct Workers<T> {
+    end: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<T>>,
+}
+
+impl<T> Workers<T> {
+    pub(crate) fn new(end: &Arc<AtomicBool>) -> Self {
+        Workers {
+            end: Arc::clone(end),
+            handles: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, h: std::thread::JoinHandle<T>) {
+        self.handles.push(h);
+    }
+
+    /// Every thread has returned (each on its own: none was told to end).
+    pub(crate) fn all_finished(&self) -> bool {
+        self.handles.iter().all(|h| h.is_finished())
+    }
+
+    /// Raise `end` and join every thread: what each returned (Err if it panicked), in
+    /// the order they were started.
+    pub(crate) fn join(mut self) -> Vec<std::thread::Result<T>> {
+        self.end.store(true, Ordering::Relaxed);
+        std::mem::take(&mut self.handles)
+            .into_iter()
+            .map(|h| h.join())
+            .collect()
+    }
+}
+
+impl<T> Drop for Workers<T> {
+    fn drop(&mut self) {
+        self.end.store(true, Ordering::Relaxed);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
 }
 
 /// A test refused: the sender is told why (best effort), and the same reason is the error.
@@ -312,7 +362,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     });
     let finish = Arc::new(AtomicBool::new(false));
     let lives: Vec<Arc<Live>> = (0..streams).map(|_| Arc::new(Live::default())).collect();
-    let mut handles = Vec::new();
+    let mut workers = Workers::new(&finish);
     for (i, live) in lives.iter().enumerate() {
         let live = Arc::clone(live);
         let finish = Arc::clone(&finish);
@@ -338,7 +388,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                 live.done.store(true, Ordering::Relaxed);
                 marker.finish(|| ()).cpu_since()
             })?;
-        handles.push(h);
+        workers.push(h);
     }
 
     // Report intervals until the sender says `done` (or leaves, or we are stopped).
@@ -366,11 +416,8 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     let hard_deadline = mark_at + Duration::from_secs_f64(duration_s + 30.0);
     loop {
         if stop.load(Ordering::Relaxed) {
-            // Stopped mid-run: drop everything without a result, as a killed process would.
-            finish.store(true, Ordering::Relaxed);
-            for h in handles {
-                let _ = h.join();
-            }
+            // Stopped mid-run: drop everything without a result, as a killed process would
+            // (the data threads are ended and joined as `workers` goes).
             return Ok(true);
         }
         let wait = next_tick.min(Instant::now() + Duration::from_millis(50));
@@ -414,22 +461,28 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         }
     }
     // TCP: the sender closed its data connections before `done`; wait for EOF on each.
-    // UDP: give datagrams still in socket buffers a moment to be read.
+    // UDP: datagrams still on their way get `UDP_SETTLE`, then each stream reads what
+    // queued until it finds its socket empty: a fixed wait counted a queue longer than it
+    // (a large --window) as lost.
+    let waited = Instant::now();
     let grace = match proto_ {
-        Proto::Tcp => Duration::from_secs(5),
-        Proto::Udp => Duration::from_millis(200),
+        Proto::Tcp => TCP_END_WAIT,
+        Proto::Udp => UDP_DRAIN_MAX,
     };
-    let until = Instant::now() + grace;
-    while Instant::now() < until {
-        if proto_ == Proto::Tcp && lives.iter().all(|l| l.done.load(Ordering::Relaxed)) {
+    while waited.elapsed() < grace {
+        if proto_ == Proto::Udp && waited.elapsed() >= UDP_SETTLE {
+            for l in &lives {
+                l.drain.store(true, Ordering::Relaxed);
+            }
+        }
+        if lives.iter().all(|l| l.done.load(Ordering::Relaxed)) {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    finish.store(true, Ordering::Relaxed);
     let mut cpu = CpuUsage::default();
-    for h in handles {
-        cpu.add(&h.join().unwrap_or_default());
+    for c in workers.join() {
+        cpu.add(&c.unwrap_or_default());
     }
     let mut ends: Vec<StreamStats> = lives.iter().map(|l| l.snapshot()).collect();
     // Stopped during the warm-up: nothing measured, everything was warm-up.
@@ -589,21 +642,24 @@ fn split_udp(
 ) {
     let (after, before) = sent;
     let (packets, bytes) = arrived;
-    end.lost = (after + before).saturating_sub(end.packets);
+    end.lost = (after + before).saturating_sub(end.packets) as i64;
     test.packets = packets;
     test.bytes = bytes;
-    test.lost = after.saturating_sub(packets);
+    test.lost = after.saturating_sub(packets) as i64;
     warm.packets = end.packets.saturating_sub(packets);
     warm.bytes = end.bytes.saturating_sub(bytes);
 }
 
 /// What a stream counted from `before` to `now`; its jitter is the running estimate at
-/// `now`, and its samples those taken in between.
+/// `now`, and its samples those taken in between. Its loss is the change in the loss
+/// count, below 0 when datagrams counted lost before `before` arrived late in between
+/// (not clipped to 0, which left them lost in the earlier interval and the intervals'
+/// loss above the test's).
 fn counted_since(now: &StreamStats, before: &StreamStats) -> StreamStats {
     StreamStats {
         bytes: now.bytes.saturating_sub(before.bytes),
         packets: now.packets.saturating_sub(before.packets),
-        lost: now.lost.saturating_sub(before.lost),
+        lost: now.lost - before.lost,
         out_of_order: now.out_of_order.saturating_sub(before.out_of_order),
         jitter_ms: now.jitter_ms,
         jitter_samples: now.jitter_samples.saturating_sub(before.jitter_samples),
@@ -617,6 +673,17 @@ enum Sock {
 
 /// 128 KiB reads, like iperf3's default TCP buffer.
 const TCP_READ: usize = 128 * 1024;
+
+/// After the sender's `done`: how long the receiver waits for the end of each TCP stream
+/// (the sender closed them before it).
+pub(crate) const TCP_END_WAIT: Duration = Duration::from_secs(5);
+/// UDP after `done`: how long datagrams still on their way are waited for before the
+/// streams drain (the sender's last ones can reach the receiver after its `done`, on
+/// another queue of either end's NIC).
+const UDP_SETTLE: Duration = Duration::from_millis(200);
+/// UDP after `done`: the longest the streams read what queued before they are ended, the
+/// rest of it counted lost.
+pub(crate) const UDP_DRAIN_MAX: Duration = Duration::from_secs(2);
 
 /// How long a receiving thread waits in poll before it looks at `finish` again.
 const RX_POLL: Duration = Duration::from_millis(100);
@@ -697,6 +764,8 @@ pub(crate) const RX_NAPS_BEFORE_WAIT: u32 = 2;
 /// 10%; 13-14% napping once, 10.5-10.8% waiting), and a nap that overshoots on a VM lets
 /// a tick's burst fill the receive buffer (loss at 2 Gbit/s 0.30-0.45% napping once,
 /// 0.27-0.38% waiting; iperf3 0.12-0.24%, its sender's bursts slower).
+/// Once told to drain (`live.drain`, after the sender's `done`), it returns at the first
+/// receive that finds the socket empty: what queued has all been counted.
 /// Hand-written (libc structures) because it is the measured hot path.
 fn rx_udp(
     s: UdpSocket,
@@ -717,8 +786,13 @@ fn rx_udp(
     let mut empty = 0u32;
     while !finish.load(Ordering::Relaxed) {
         marker.check(|| ());
+        // Looked at before the receive, so that an empty one below came after the order.
+        let drain = live.drain.load(Ordering::Relaxed);
         let n = b.recv(fd);
         if n == 0 {
+            if drain {
+                break;
+            }
             empty += 1;
             if !paced && empty < RX_NAPS_BEFORE_WAIT {
                 std::thread::sleep(RX_NAP);
@@ -876,7 +950,7 @@ mod tests {
 
     #[test]
     fn udp_counts_split_at_the_senders_mark_whichever_end_marked_first() {
-        let stats = |packets: u64, lost: u64| StreamStats {
+        let stats = |packets: u64, lost: i64| StreamStats {
             bytes: packets * 100,
             packets,
             lost,
@@ -891,7 +965,7 @@ mod tests {
             split_udp(&mut end, &mut test, &mut warm, (600, 60_000), (610, 400));
             assert_eq!((test.packets, test.bytes, test.lost), (600, 60_000, 10));
             assert_eq!(
-                610 - test.packets,
+                610 - test.packets as i64,
                 test.lost,
                 "sent less received is the loss"
             );
@@ -932,6 +1006,41 @@ mod tests {
         assert_eq!(counts_span_s(2.1, 1.0, None), 0.0);
         // All of them in one read with none before it: not a span of 0, the mark's.
         assert!(close(counts_span_s(2.1, 12.0, Some(12.0)), 9.9));
+    }
+
+    /// After the sender's `done`, a UDP stream reads all that queued, however long that
+    /// takes, and ends by itself at the first receive that finds its socket empty (a
+    /// fixed wait counted what it had not read by then as lost).
+    #[test]
+    fn a_draining_udp_stream_reads_what_queued_and_ends_when_empty() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        for seq in 0..100u64 {
+            let mut d = [0u8; 100];
+            proto::put_udp_header(&mut d, seq | proto::MEASURED_SEQ_BIT, wall_ns());
+            tx.send(&d).unwrap();
+        }
+        let live = Live::default();
+        live.drain.store(true, Ordering::Relaxed);
+        let (finish, measuring) = (AtomicBool::new(false), AtomicBool::new(true));
+        let t0 = Instant::now();
+        std::thread::scope(|sc| {
+            // A stream that does not end by itself is ended after 3 s, so that the test
+            // fails rather than hangs.
+            sc.spawn(|| {
+                while !live.done.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                finish.store(true, Ordering::Relaxed);
+            });
+            let mut marker = Marker::new(&measuring);
+            rx_udp(rx, 100, false, &live, &finish, &mut marker, t0);
+            live.done.store(true, Ordering::Relaxed);
+        });
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+        let got = live.snapshot();
+        assert_eq!((got.packets, got.lost), (100, 0));
     }
 
     /// The receiver's batch takes every queued datagram whole, and their arrival times are

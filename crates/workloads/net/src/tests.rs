@@ -836,6 +836,39 @@ fn unreachable_receiver_is_a_clear_error() {
     );
 }
 
+/// A test asked for twice runs once, where first asked for (it would be stored twice
+/// under one name and repetition); the UDP send modes without a udp test are refused, as
+/// --zerocopy without tcp is.
+#[test]
+fn a_test_asked_for_twice_runs_once_and_udp_modes_need_a_udp_test() {
+    let tests = |v: serde_json::Value| NetWorkload::from_params(&params(v)).unwrap().tests();
+    assert_eq!(
+        tests(json!({"tests": ["udp", "udp1472", "tcp", "TCP"]})),
+        ["udp1472", "udp60", "tcp"]
+    );
+    assert_eq!(
+        tests(json!({"tests": ["udp", "udp01472"], "udp_payload": [1472, 1472]})),
+        ["udp1472"]
+    );
+    for (v, flag) in [
+        (json!({"tests": ["tcp"], "udp_gso": 8}), "--udp-gso"),
+        (json!({"tests": ["tcp"], "udp_batch": 32}), "--udp-batch"),
+    ] {
+        let err = NetWorkload::from_params(&params(v))
+            .err()
+            .map(|e| format!("{e:#}"))
+            .unwrap_or_default();
+        assert!(
+            err.contains("applies to the udp tests") && err.contains(flag),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        tests(json!({"tests": ["tcp", "udp60"], "udp_gso": 8})),
+        ["tcp", "udp60"]
+    );
+}
+
 #[test]
 fn oversized_udp_payload_is_a_clear_error() {
     let e = NetWorkload::from_params(&params(json!({"tests": ["udp"], "udp_payload": [65508]})))
@@ -1224,6 +1257,293 @@ fn what_was_not_measured_is_missing_not_zero() {
         .missing
         .iter()
         .any(|m| m.name == "throughput_gbit_per_s{end=sender}"));
+}
+
+/// A UDP test whose streams sent no datagram (each failed at its first send) measured no
+/// rate: throughput and packets/s are missing with why, not 0, and the test is invalid
+/// and failed, however long the receiver's span ran.
+#[test]
+fn a_test_that_sent_nothing_has_no_rate_and_is_invalid() {
+    let why = "UDP stream 0: a send failed, so the stream stopped sending: EINVAL";
+    let rep = TestReport {
+        sent: vec![proto::SentStats::default()],
+        stream_send_s: vec![0.001],
+        received: vec![proto::StreamStats::default()],
+        receive_duration_s: 1.0,
+        receiver_cpu: Some(proto::CpuUsage::default()),
+        error: Some(why.into()),
+        ..TestReport::default()
+    };
+    let out = step_output(&udp_spec(), &rep);
+    assert!(
+        out.metrics
+            .iter()
+            .all(|m| m.name != "throughput_gbit_per_s" && m.name != "packets_per_s"),
+        "{:?}",
+        out.metrics
+    );
+    for name in [
+        "throughput_gbit_per_s",
+        "throughput_gbit_per_s{end=sender}",
+        "packets_per_s",
+        "packets_per_s{end=sender}",
+    ] {
+        assert!(
+            out.missing
+                .iter()
+                .any(|m| m.name == name && m.reason.contains("sent no datagram (UDP stream 0")),
+            "{name}: {:?}",
+            out.missing
+        );
+    }
+    assert!(out
+        .flags
+        .iter()
+        .any(|f| f.code == "zero_throughput" && f.severity == model::Severity::Invalid));
+    assert_eq!(out.error.as_deref(), Some(why));
+    // The counts are counts: none sent, none received.
+    assert_eq!(metric(&out, "packets_sent"), Some(0.0));
+}
+
+/// A UDP test's sender played by hand on `addr`'s receiver: `start`, `ready`, `go`, then
+/// one stream of 100-byte datagrams (1000 s, so that only the test ends it) at
+/// `interval_s`: the control connection, its reader and the data socket, connected.
+fn udp_by_hand(
+    addr: std::net::SocketAddr,
+    interval_s: f64,
+) -> (std::net::TcpStream, proto::LineReader, std::net::UdpSocket) {
+    let mut ctl = std::net::TcpStream::connect(addr).unwrap();
+    let mut rd = proto::LineReader::new(ctl.try_clone().unwrap());
+    let start = proto::Msg::Start {
+        version: proto::PROTOCOL_VERSION,
+        proto: Proto::Udp,
+        payload: 100,
+        duration_s: 1000.0,
+        streams: 1,
+        interval_s,
+        cpus: vec![],
+        congestion: None,
+        window: None,
+        paced: false,
+        warmup_s: 0.0,
+    };
+    proto::send(&mut ctl, &start).unwrap();
+    let soon = || std::time::Instant::now() + Duration::from_secs(5);
+    let Some(proto::Msg::Ready { data_ports }) = rd.next(soon()).unwrap() else {
+        panic!("no `ready`");
+    };
+    let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    data.connect(("127.0.0.1", data_ports[0])).unwrap();
+    proto::send(&mut ctl, &proto::Msg::Go).unwrap();
+    (ctl, rd, data)
+}
+
+/// Datagram `seq` of the test proper (it carries the sender's mark), 100 bytes.
+fn send_datagram(data: &std::net::UdpSocket, seq: u64) {
+    let mut d = [0u8; 100];
+    proto::put_udp_header(&mut d, seq | proto::MEASURED_SEQ_BIT, server::wall_ns());
+    data.send(&d).unwrap();
+}
+
+/// A datagram that arrives an interval after the gap it left is taken off the loss of
+/// the interval it arrives in (below 0 there, as iperf3 counts an interval's loss), not
+/// left lost in the first and clipped in the second: the intervals' loss adds up to the
+/// test's.
+#[test]
+fn a_late_datagram_is_taken_off_the_loss_of_the_interval_it_arrives_in() {
+    let once = ServeOptions {
+        once: true,
+        ..ServeOptions::default()
+    };
+    let (addr, _stop, h) = spawn_receiver(once).unwrap();
+    let (mut ctl, mut rd, data) = udp_by_hand(addr, 0.1);
+    let mut losses = Vec::new();
+    // The reports up to the first that `pred` takes (in 5 s), each interval's loss kept.
+    let mut read_until = |rd: &mut proto::LineReader, pred: &dyn Fn(&proto::Msg) -> bool| {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let Some(m) = rd.next(until).unwrap() else {
+                panic!("not reported in 5 s; the intervals lost {losses:?}");
+            };
+            if let proto::Msg::Interval { streams, .. } = &m {
+                losses.push(streams[0].lost);
+            }
+            if pred(&m) {
+                return m;
+            }
+        }
+    };
+    let lost_is = |n: i64| move |m: &proto::Msg| matches!(m, proto::Msg::Interval { streams, .. } if streams[0].lost == n);
+    // 1 goes missing: its interval counts it lost.
+    send_datagram(&data, 0);
+    send_datagram(&data, 2);
+    read_until(&mut rd, &lost_is(1));
+    // It arrives in a later interval, with the rest.
+    send_datagram(&data, 1);
+    send_datagram(&data, 3);
+    read_until(&mut rd, &lost_is(-1));
+    let done = proto::Msg::Done {
+        sent: vec![proto::SentStats {
+            bytes: 400,
+            packets: 4,
+        }],
+        warmup: vec![],
+    };
+    proto::send(&mut ctl, &done).unwrap();
+    let result = read_until(&mut rd, &|m| matches!(m, proto::Msg::Result { .. }));
+    h.join().unwrap().unwrap();
+    let proto::Msg::Result { streams, .. } = result else {
+        unreachable!()
+    };
+    assert_eq!((streams[0].packets, streams[0].lost), (4, 0));
+    assert_eq!(losses.iter().sum::<i64>(), 0, "{losses:?}");
+}
+
+/// A receiver that gives up on a test (here: a message out of turn) ends the test's data
+/// threads before it returns: the UDP one, which reads until told to end, has let its
+/// socket go, so its port is free again.
+#[test]
+fn a_receiver_that_gives_up_ends_its_data_threads() {
+    let once = ServeOptions {
+        once: true,
+        ..ServeOptions::default()
+    };
+    let (addr, _stop, h) = spawn_receiver(once).unwrap();
+    let (mut ctl, _rd, data) = udp_by_hand(addr, 0.1);
+    send_datagram(&data, 0);
+    proto::send(&mut ctl, &proto::Msg::Go).unwrap();
+    let err = h.join().unwrap().unwrap_err();
+    assert!(
+        format!("{err:#}").contains("unexpected control message"),
+        "{err:#}"
+    );
+    let port = data.peer_addr().unwrap().port();
+    let again = std::net::UdpSocket::bind(("127.0.0.1", port));
+    assert!(again.is_ok(), "port {port} still held: {again:?}");
+}
+
+/// A receiver that stops answering once its test has started (its host froze): it takes
+/// `start` and `go` and never reports, holding the connection until `held` is dropped.
+fn frozen_receiver(held: std::sync::mpsc::Receiver<()>) -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (c, _) = l.accept().unwrap();
+        let mut out = c.try_clone().unwrap();
+        let mut rd = proto::LineReader::new(c);
+        let soon = || std::time::Instant::now() + Duration::from_secs(5);
+        let _start = rd.next(soon());
+        let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let data_ports = vec![data.local_addr().unwrap().port()];
+        proto::send(&mut out, &proto::Msg::Ready { data_ports }).unwrap();
+        let _go = rd.next(soon());
+        let _ = held.recv();
+    });
+    addr
+}
+
+/// A test stopped while the sender waits for a frozen receiver's final report ends at
+/// once, and one stopped mid-run (Ctrl-C 0.3 s into 30 s) waits only the receiver's
+/// own wait and a margin, not the test's deadline: either keeps the intervals' sums and
+/// says why there was no final report.
+#[test]
+fn the_wait_for_a_frozen_receivers_report_is_bounded_and_sees_a_stop() {
+    let (hold, held) = std::sync::mpsc::channel();
+    let spec = SendSpec {
+        target: frozen_receiver(held).to_string(),
+        duration_s: 0.3,
+        rate_bps: 1e6,
+        ..udp_spec()
+    };
+    // Stopped 1 s in: 0.7 s into the wait for the report.
+    let t0 = std::time::Instant::now();
+    let stop = || t0.elapsed() > Duration::from_secs(1);
+    let rep = sender::run(&spec, &AtomicU64::new(0), &stop).unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert!(!rep.interrupted && rep.receiver_cpu.is_none());
+    let why = rep.error.unwrap_or_default();
+    assert!(why.contains("stopped while waiting"), "{why}");
+    assert!(rep.loss_unknown.is_some());
+    drop(hold);
+
+    let (hold, held) = std::sync::mpsc::channel();
+    let spec = SendSpec {
+        target: frozen_receiver(held).to_string(),
+        duration_s: 30.0,
+        ..spec
+    };
+    let t0 = std::time::Instant::now();
+    let stop = || t0.elapsed() > Duration::from_millis(300);
+    let rep = sender::run(&spec, &AtomicU64::new(0), &stop).unwrap();
+    let took = t0.elapsed();
+    // The receiver's 2 s for its queued datagrams and the 5 s margin.
+    assert!(
+        took > Duration::from_secs(7) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    assert!(rep.interrupted);
+    let why = rep.error.unwrap_or_default();
+    assert!(why.contains("none came within 7 s"), "{why}");
+    assert!(why.contains("sum of its interval reports"), "{why}");
+    drop(hold);
+}
+
+/// Intervals are labelled by the start the receiver scheduled, not the one measured: a
+/// tick 60 ms late (the third interval from 0.26 s, the fourth from 0.30 s) gave two
+/// intervals the label 0.3. Warm-up starts halfway between two labels keep apart too.
+#[test]
+fn interval_labels_are_the_scheduled_starts() {
+    let spec = SendSpec {
+        interval_s: 0.1,
+        ..udp_spec()
+    };
+    let iv = |start_s: f64, end_s: f64, warmup: bool| sender::IntervalReport {
+        start_s,
+        end_s,
+        received: vec![proto::StreamStats {
+            bytes: 1472,
+            packets: 1,
+            ..proto::StreamStats::default()
+        }],
+        retransmits: None,
+        warmup,
+    };
+    let labels = |spec: &SendSpec, intervals: Vec<sender::IntervalReport>| -> Vec<String> {
+        let rep = TestReport {
+            sent: vec![proto::SentStats {
+                bytes: 1472,
+                packets: 1,
+            }],
+            stream_send_s: vec![1.0],
+            intervals,
+            ..TestReport::default()
+        };
+        step_output(spec, &rep)
+            .metrics
+            .iter()
+            .filter(|m| m.name == "packets_per_s")
+            .filter_map(|m| m.labels.get("interval_start_s").cloned())
+            .collect()
+    };
+    let late = [0.0, 0.1, 0.26, 0.30, 0.4, 0.5]
+        .windows(2)
+        .map(|w| iv(w[0], w[1], false))
+        .collect();
+    assert_eq!(labels(&spec, late), ["0.0", "0.1", "0.2", "0.3", "0.4"]);
+    // A warm-up of 0.35 s at 0.1 s intervals: starts at -0.35, -0.25, -0.15 and -0.05.
+    let warm = SendSpec {
+        warmup_s: 0.35,
+        ..spec
+    };
+    let mut intervals: Vec<_> = [-0.35, -0.25, -0.15, -0.05, 0.0]
+        .windows(2)
+        .map(|w| iv(w[0], w[1], true))
+        .collect();
+    intervals.push(iv(0.0, 0.1, false));
+    assert_eq!(
+        labels(&warm, intervals),
+        ["-0.4", "-0.3", "-0.2", "-0.1", "0.0"]
+    );
 }
 
 #[test]
