@@ -197,8 +197,16 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
     let hello = hello()?;
     let host = Arc::new(LocalHost::new(name, catalog, true));
     let outbox: Arc<Outbox> = Arc::default();
-    if let Some(a) = &hello.address {
-        host.set_address(a);
+    // The address the controller reached us at, as sshd saw it: ours unless something
+    // in between rewrote it, which a bind would then fail on, server after server.
+    match &hello.address {
+        Some(a) if crate::is_local_address(a) => host.set_address(a),
+        Some(a) => engine::errln!(
+            "rackbench agent {name}: warning: reached at {}, not an address of this host \
+             (NAT?): services here bind 127.0.0.1, which other hosts cannot reach",
+            model::printable(a)
+        ),
+        None => {}
     }
     let out = Arc::new(Mutex::new(private_stdout()?));
     {
