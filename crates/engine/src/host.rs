@@ -249,8 +249,11 @@ pub trait Host: Send + Sync {
     fn sync_clock(&self) -> Option<SystemTime> {
         None
     }
-    /// Every sample since the last take (the current interval closed now).
-    fn telemetry_take(&self) -> Vec<TelemetrySample>;
+    /// Every sample since the last take (the current interval closed now). An error when
+    /// they could not be brought back (a host lost, an agent that failed to answer): the
+    /// caller then says this host's figures are missing, and why, instead of leaving them
+    /// out unsaid.
+    fn telemetry_take(&self) -> anyhow::Result<Vec<TelemetrySample>>;
     fn telemetry_mark(&self) -> Option<u64>;
     fn telemetry_since(&self, mark: u64) -> Vec<TelemetrySample>;
     fn set_warmup(&self, on: bool);

@@ -742,8 +742,8 @@ impl Host for InProcess {
     fn telemetry_start(&self, _settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo> {
         anyhow::bail!("a test host samples nothing")
     }
-    fn telemetry_take(&self) -> Vec<model::TelemetrySample> {
-        Vec::new()
+    fn telemetry_take(&self) -> anyhow::Result<Vec<model::TelemetrySample>> {
+        Ok(Vec::new())
     }
     fn telemetry_mark(&self) -> Option<u64> {
         None

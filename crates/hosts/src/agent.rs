@@ -7,7 +7,7 @@
 //! everything it launched and exits. What it launched also dies with it if it is killed
 //! outright (the launch reaper).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::os::fd::FromRawFd;
@@ -21,7 +21,10 @@ use serde_json::{json, Value};
 use sha2::Digest;
 
 use crate::local::{Catalog, LocalHost};
-use crate::proto::{read_frame, write_frame, Envelope, Hello, Request, MAGIC, PROTOCOL_VERSION};
+use crate::proto::{
+    frame_body, next_chunk, read_frame, write_body, write_frame, Envelope, Hello, Request, MAGIC,
+    PROTOCOL_VERSION, TAKE_CHUNK_BYTES,
+};
 
 /// sha256 of this process's binary, hex: the agent's identity.
 pub fn own_binary_sha256() -> anyhow::Result<String> {
@@ -103,7 +106,10 @@ fn now_unix_s() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn handle(host: &LocalHost, req: Request) -> anyhow::Result<Value> {
+/// The samples of the telemetry take under way, sent a chunk at a time.
+type Outbox = Mutex<VecDeque<model::TelemetrySample>>;
+
+fn handle(host: &LocalHost, outbox: &Outbox, req: Request) -> anyhow::Result<Value> {
     Ok(match req {
         Request::Ping => json!(now_unix_s()),
         Request::Disclosure { role } => serde_json::to_value(host.disclosure(&role)?)?,
@@ -133,7 +139,17 @@ fn handle(host: &LocalHost, req: Request) -> anyhow::Result<Value> {
         Request::TelemetryStart { settings } => {
             serde_json::to_value(host.telemetry_start(&settings)?)?
         }
-        Request::TelemetryTake => serde_json::to_value(host.telemetry_take())?,
+        Request::TelemetryTake => {
+            let mut q = outbox.lock().unwrap_or_else(|e| e.into_inner());
+            // What a take the controller gave up on left is dropped, not sent as this
+            // step's: its samples are of the earlier one.
+            *q = host.telemetry_take()?.into();
+            serde_json::to_value(next_chunk(&mut q, TAKE_CHUNK_BYTES)?)?
+        }
+        Request::TelemetryTakeMore => {
+            let mut q = outbox.lock().unwrap_or_else(|e| e.into_inner());
+            serde_json::to_value(next_chunk(&mut q, TAKE_CHUNK_BYTES)?)?
+        }
         Request::TelemetryClock => {
             serde_json::to_value(host.sync_clock().map(engine::host::unix_s))?
         }
@@ -180,8 +196,17 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
     engine::launch::init_reaper();
     let hello = hello()?;
     let host = Arc::new(LocalHost::new(name, catalog, true));
-    if let Some(a) = &hello.address {
-        host.set_address(a);
+    let outbox: Arc<Outbox> = Arc::default();
+    // The address the controller reached us at, as sshd saw it: ours unless something
+    // in between rewrote it, which a bind would then fail on, server after server.
+    match &hello.address {
+        Some(a) if crate::is_local_address(a) => host.set_address(a),
+        Some(a) => engine::errln!(
+            "rackbench agent {name}: warning: reached at {}, not an address of this host \
+             (NAT?): services here bind 127.0.0.1, which other hosts cannot reach",
+            model::printable(a)
+        ),
+        None => {}
     }
     let out = Arc::new(Mutex::new(private_stdout()?));
     {
@@ -232,12 +257,25 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
             let _ = write_frame(&mut *o, &Envelope::reply(env.id, Ok(Value::Null)));
             return Ok(0);
         }
-        let (host, out) = (host.clone(), out.clone());
+        let (host, out, outbox) = (host.clone(), out.clone(), outbox.clone());
         let quick = matches!(req, Request::Ping);
         let work = move || {
-            let reply = Envelope::reply(env.id, handle(&host, req));
-            let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
-            if let Err(e) = write_frame(&mut *o, &reply) {
+            let reply = Envelope::reply(env.id, handle(&host, &outbox, req));
+            // Encoded before the output is locked: the lock is held only while bytes
+            // go out, and a heartbeat's answer never waits for an encoding. A reply too
+            // large for a frame is answered with that error, not left unanswered (the
+            // controller would wait for it until its deadline).
+            let body = frame_body(&reply).or_else(|e| {
+                frame_body(&Envelope::reply(
+                    env.id,
+                    Err(e.context("the agent's reply is too large to send")),
+                ))
+            });
+            let sent = body.and_then(|b| {
+                let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+                write_body(&mut *o, &b)
+            });
+            if let Err(e) = sent {
                 engine::errln!("rackbench agent: cannot answer the controller: {e:#}");
             }
         };

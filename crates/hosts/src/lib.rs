@@ -41,6 +41,35 @@ pub fn local_roles(catalog: Catalog, sut: &str, loadgens: &[&str]) -> engine::ho
     engine::host::Roles { sut, loadgens }
 }
 
+/// Whether `ip` is an address of this machine: one a socket can be bound to here.
+pub fn is_local_address(ip: &str) -> bool {
+    ip.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| std::net::TcpListener::bind((ip, 0)).is_ok())
+}
+
+/// The address this machine's services bind, from the addresses the other hosts saw it
+/// connect from ((host, address), from SSH_CONNECTION): the first that is this
+/// machine's. Behind a jump host (ProxyJump) or NAT a host sees the jump host's or the
+/// NAT's address, which no service here can bind, and a service bound elsewhere would
+/// not be where the others look: that is an error saying so (None: no host said).
+pub fn service_address(seen: &[(String, String)]) -> Result<Option<String>, String> {
+    if seen.is_empty() {
+        return Ok(None);
+    }
+    if let Some((_, ip)) = seen.iter().find(|(_, ip)| is_local_address(ip)) {
+        return Ok(Some(ip.clone()));
+    }
+    Err(format!(
+        "the other hosts saw this machine connect from {}, not an address of this machine \
+         (a jump host or NAT between them?): services run here bind 127.0.0.1, which they \
+         cannot reach; run the system under test (or a net receiver) on another host",
+        seen.iter()
+            .map(|(h, ip)| format!("{ip} ({h})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// The name of this machine among the hosts.
 pub const LOCAL: &str = "local";
 
@@ -119,13 +148,16 @@ impl HostSet {
             );
         }
         // Services on this machine must be reachable from the others: bind the address
-        // they reached us from.
-        if let Some(peer) = set
+        // they reached us from, when it is one of ours.
+        let seen: Vec<(String, String)> = set
             .remotes
             .iter()
-            .find_map(|r| r.hello().peer_address.clone())
-        {
-            set.local.set_address(&peer);
+            .filter_map(|r| Some((r.name().to_string(), r.hello().peer_address.clone()?)))
+            .collect();
+        match service_address(&seen) {
+            Ok(Some(ip)) => set.local.set_address(&ip),
+            Ok(None) => {}
+            Err(why) => engine::errln!("rackbench: warning: {}", model::printable(&why)),
         }
         Ok(set)
     }
@@ -167,5 +199,36 @@ impl HostSet {
             let names: Vec<String> = self.remotes.iter().map(|r| r.name().to_string()).collect();
             ssh.close(&names);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Behind a jump host or NAT the address a host saw us connect from is not ours:
+    /// it was bound as the services' address all the same (the first remote's), and
+    /// the services failed to start or listened where nobody looked.
+    #[test]
+    fn the_services_address_is_one_of_this_machines() {
+        let seen = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(h, ip)| (h.to_string(), ip.to_string()))
+                .collect()
+        };
+        assert!(is_local_address("127.0.0.1"));
+        // TEST-NET-1: nobody's address.
+        assert!(!is_local_address("192.0.2.1"));
+        assert!(!is_local_address("rbh1"));
+        assert_eq!(
+            service_address(&seen(&[("jumped", "192.0.2.1"), ("direct", "127.0.0.1")])),
+            Ok(Some("127.0.0.1".to_string()))
+        );
+        let e = service_address(&seen(&[("jumped", "192.0.2.1")])).unwrap_err();
+        assert!(
+            e.contains("192.0.2.1 (jumped)") && e.contains("jump host"),
+            "{e}"
+        );
+        assert_eq!(service_address(&[]), Ok(None));
     }
 }

@@ -239,8 +239,8 @@ impl Host for LocalHost {
         Ok(info)
     }
 
-    fn telemetry_take(&self) -> Vec<TelemetrySample> {
-        self.sampler().map(|s| s.take()).unwrap_or_default()
+    fn telemetry_take(&self) -> anyhow::Result<Vec<TelemetrySample>> {
+        Ok(self.sampler().map(|s| s.take()).unwrap_or_default())
     }
 
     fn sync_clock(&self) -> Option<SystemTime> {

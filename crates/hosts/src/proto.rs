@@ -8,22 +8,30 @@
 //! agent whose protocol version or binary differs from its own: the two ends of a frame
 //! must be the same code.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 
 use anyhow::{bail, Context};
 use engine::host::{DriverJob, TelemetrySettings};
 use engine::workload::Params;
+use model::TelemetrySample;
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to the frames or messages.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Written by the agent before its first frame; anything before it is skipped.
 pub const MAGIC: &[u8] = b"\x00RACKBENCH-AGENT\x00";
 
 /// Largest frame accepted (a test's histograms are well under a megabyte).
 pub const MAX_FRAME: usize = 256 << 20;
+
+/// Most bytes of samples in one reply of a telemetry take. A long test's samples (a
+/// sample a second, tens of kilobytes each on a large host) outgrow [`MAX_FRAME`], and
+/// one big reply would hold the agent's output for as long as it takes to write, the
+/// heartbeats' answers waiting behind it until both ends take the host for lost. So a
+/// take comes back in chunks of about this size, each written in well under a second.
+pub const TAKE_CHUNK_BYTES: usize = 4 << 20;
 
 /// The agent introduces itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,7 +85,11 @@ pub enum Request {
     TelemetryStart {
         settings: TelemetrySettings,
     },
+    /// Close the current interval and set aside every sample since the last take; the
+    /// reply is the first [`TakeChunk`] of them.
     TelemetryTake,
+    /// The next [`TakeChunk`] of the take under way.
+    TelemetryTakeMore,
     /// When the samples' clock began, on the agent's wall clock as it reads now.
     TelemetryClock,
     TelemetryMark,
@@ -100,6 +112,37 @@ pub enum Request {
     },
     /// Stop everything and exit.
     Shutdown,
+}
+
+/// One reply of a telemetry take: some of its samples, oldest first, and how many are
+/// still to come ([`Request::TelemetryTakeMore`] until none).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TakeChunk {
+    pub samples: Vec<TelemetrySample>,
+    pub remaining: usize,
+}
+
+/// The next chunk of `queue`: samples from its front while their JSON stays within
+/// `max_bytes`, and always at least one (a chunk that carried none would never end the
+/// take).
+pub fn next_chunk(
+    queue: &mut VecDeque<TelemetrySample>,
+    max_bytes: usize,
+) -> anyhow::Result<TakeChunk> {
+    let mut samples = Vec::new();
+    let mut bytes = 0usize;
+    while let Some(s) = queue.front() {
+        let size = serde_json::to_vec(s)?.len() + 1;
+        if !samples.is_empty() && bytes + size > max_bytes {
+            break;
+        }
+        bytes += size;
+        samples.extend(queue.pop_front());
+    }
+    Ok(TakeChunk {
+        samples,
+        remaining: queue.len(),
+    })
 }
 
 /// One frame after the hello: a request (controller to agent) or a reply.
@@ -141,16 +184,27 @@ impl Envelope {
     }
 }
 
-/// Write one frame.
-pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> anyhow::Result<()> {
+/// One frame's body, or an error when it is larger than [`MAX_FRAME`] (nothing written:
+/// the stream stays usable, and the sender can say so instead).
+pub fn frame_body<T: Serialize>(msg: &T) -> anyhow::Result<Vec<u8>> {
     let body = serde_json::to_vec(msg)?;
     if body.len() > MAX_FRAME {
         bail!("a frame of {} bytes is larger than {MAX_FRAME}", body.len());
     }
+    Ok(body)
+}
+
+/// Write one frame body ([`frame_body`]).
+pub fn write_body<W: Write>(w: &mut W, body: &[u8]) -> anyhow::Result<()> {
     w.write_all(&(body.len() as u32).to_be_bytes())?;
-    w.write_all(&body)?;
+    w.write_all(body)?;
     w.flush()?;
     Ok(())
+}
+
+/// Write one frame.
+pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> anyhow::Result<()> {
+    write_body(w, &frame_body(msg)?)
 }
 
 /// Read one frame; Ok(None) at a clean end of stream (between frames).
@@ -255,5 +309,63 @@ mod tests {
     fn no_magic_is_a_clear_error() {
         let e = skip_to_magic(&mut &b"bash: rackbench: command not found\n"[..], 4096).unwrap_err();
         assert!(format!("{e}").contains("command not found"), "{e}");
+    }
+
+    /// A sample of a large host: `cpus` CPU lines, at `t_s`.
+    fn big_sample(t_s: f64, cpus: usize) -> TelemetrySample {
+        TelemetrySample {
+            host: String::new(),
+            t_s,
+            interval_s: 1.0,
+            warmup: false,
+            cpus: (0..cpus as i32).map(model::CpuUtil::idle).collect(),
+            ctxt_per_s: 0.0,
+            intr_per_s: 0.0,
+            nics: vec![],
+            disks: vec![],
+            freq_mhz: vec![],
+            procs: vec![],
+            power: vec![],
+        }
+    }
+
+    /// A take larger than one chunk comes back in chunks, each a frame within the chunk
+    /// size (and so far from MAX_FRAME, however long the test), in order, none lost, each
+    /// carrying at least one sample.
+    #[test]
+    fn a_take_comes_in_bounded_chunks_in_order() {
+        let mut q: VecDeque<TelemetrySample> = (0..200).map(|i| big_sample(i as f64, 64)).collect();
+        let one = serde_json::to_vec(&q[0]).unwrap().len();
+        let max = 10 * one + 5;
+        let mut got = Vec::new();
+        loop {
+            let chunk = next_chunk(&mut q, max).unwrap();
+            assert!(!chunk.samples.is_empty());
+            let reply = Envelope::reply(1, Ok(serde_json::to_value(&chunk).unwrap()));
+            // The frame carries the samples and a few bytes of envelope.
+            assert!(frame_body(&reply).unwrap().len() < max + 200);
+            assert_eq!(chunk.remaining, q.len());
+            got.extend(chunk.samples);
+            if chunk.remaining == 0 {
+                break;
+            }
+        }
+        assert_eq!(got.len(), 200);
+        assert!(got.windows(2).all(|w| w[0].t_s < w[1].t_s));
+        // A sample larger than a chunk still goes, alone.
+        let mut q: VecDeque<TelemetrySample> = vec![big_sample(0.0, 64), big_sample(1.0, 1)].into();
+        let c = next_chunk(&mut q, 10).unwrap();
+        assert_eq!((c.samples.len(), c.remaining), (1, 1));
+        // Nothing to take: an empty chunk, nothing remaining.
+        let c = next_chunk(&mut VecDeque::new(), 10).unwrap();
+        assert!(c.samples.is_empty() && c.remaining == 0);
+    }
+
+    #[test]
+    fn a_frame_too_large_is_refused_before_anything_is_written() {
+        let big = "x".repeat(MAX_FRAME + 1);
+        let mut out: Vec<u8> = Vec::new();
+        assert!(write_frame(&mut out, &big).is_err());
+        assert!(out.is_empty());
     }
 }

@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::proto::{
-    read_frame, skip_to_magic, write_frame, Envelope, Hello, Request, PROTOCOL_VERSION,
+    read_frame, skip_to_magic, write_frame, Envelope, Hello, Request, TakeChunk, PROTOCOL_VERSION,
 };
 use crate::ssh::{check_destination, Ssh};
 
@@ -492,12 +492,14 @@ impl Host for RemoteHost {
             .map(|d| UNIX_EPOCH + d)
     }
 
-    fn telemetry_take(&self) -> Vec<TelemetrySample> {
-        let mut v: Vec<TelemetrySample> = self.call(Request::TelemetryTake).unwrap_or_default();
-        for s in &mut v {
-            s.host = self.shared.name.clone();
-        }
-        v
+    fn telemetry_take(&self) -> anyhow::Result<Vec<TelemetrySample>> {
+        take_in_chunks(&self.shared.name, |more| {
+            self.call(if more {
+                Request::TelemetryTakeMore
+            } else {
+                Request::TelemetryTake
+            })
+        })
     }
 
     fn telemetry_mark(&self) -> Option<u64> {
@@ -552,8 +554,102 @@ impl Host for RemoteHost {
     }
 }
 
+/// A telemetry take in chunks ([`TakeChunk`]): `ask(false)` begins it, `ask(true)` asks
+/// for the next chunk, until none remains. Every sample is `host`'s.
+fn take_in_chunks(
+    host: &str,
+    mut ask: impl FnMut(bool) -> anyhow::Result<TakeChunk>,
+) -> anyhow::Result<Vec<TelemetrySample>> {
+    let what = || format!("{host}: bringing its telemetry back");
+    let mut chunk = ask(false).with_context(what)?;
+    let mut all = std::mem::take(&mut chunk.samples);
+    while chunk.remaining > 0 {
+        chunk = ask(true).with_context(what)?;
+        if chunk.samples.is_empty() {
+            // Another take began on the agent meanwhile: what is left is not this one's.
+            bail!(
+                "{}: {} samples announced and none sent",
+                what(),
+                chunk.remaining
+            );
+        }
+        all.append(&mut chunk.samples);
+    }
+    for s in &mut all {
+        s.host = host.to_string();
+    }
+    Ok(all)
+}
+
 impl Drop for RemoteHost {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    fn sample(t_s: f64) -> TelemetrySample {
+        TelemetrySample {
+            host: "as the agent named it".into(),
+            t_s,
+            interval_s: 1.0,
+            warmup: false,
+            cpus: vec![model::CpuUtil::idle(-1)],
+            ctxt_per_s: 0.0,
+            intr_per_s: 0.0,
+            nics: vec![],
+            disks: vec![],
+            freq_mhz: vec![],
+            procs: vec![],
+            power: vec![],
+        }
+    }
+
+    /// The controller's side of a take: chunks asked for until none remains, every
+    /// sample named after the host; a chunk that fails fails the take, naming the host
+    /// (the runner then says its figures are missing), instead of an empty take.
+    #[test]
+    fn a_take_asks_for_chunks_until_none_remains() {
+        let mut agent: VecDeque<TelemetrySample> = (0..25).map(|i| sample(i as f64)).collect();
+        let mut asked = Vec::new();
+        let all = take_in_chunks("rbh2", |more| {
+            asked.push(more);
+            crate::proto::next_chunk(&mut agent, 700)
+        })
+        .unwrap();
+        assert_eq!(all.len(), 25);
+        assert!(all.iter().all(|s| s.host == "rbh2"));
+        assert!(all.windows(2).all(|w| w[0].t_s < w[1].t_s));
+        assert!(asked.len() > 2, "{asked:?}");
+        assert!(!asked[0] && asked[1..].iter().all(|m| *m));
+
+        let mut n = 0;
+        let e = take_in_chunks("rbh2", |_| {
+            n += 1;
+            if n == 1 {
+                Ok(TakeChunk {
+                    samples: vec![sample(0.0)],
+                    remaining: 3,
+                })
+            } else {
+                anyhow::bail!("rbh2: no answer from the agent (it did not reply in time)")
+            }
+        })
+        .unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("rbh2: bringing its telemetry back"), "{e}");
+        assert!(e.contains("did not reply"), "{e}");
+        // An agent that announces samples and sends none ends the take, not loops.
+        let e = take_in_chunks("rbh2", |_| {
+            Ok(TakeChunk {
+                samples: vec![],
+                remaining: 3,
+            })
+        });
+        assert!(e.is_err());
     }
 }

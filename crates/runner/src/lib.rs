@@ -114,22 +114,25 @@ impl VariantOn {
     /// Run the setup on every host; an error (naming the host and the command) when one
     /// fails, after the teardown ran. None when a stop request (Ctrl-C) came during the
     /// setup: the command under way was ended, no other started, and the teardown ran.
+    /// The teardown runs on the hosts whose setup began, not on those it never reached:
+    /// a teardown undoing what was never done could itself change a host.
     fn set_up(
         variant: &Variant,
         roles: &engine::host::Roles,
         verbose: bool,
     ) -> anyhow::Result<Option<(VariantOn, CommandLog)>> {
-        let on = VariantOn {
+        let mut on = VariantOn {
             variant: variant.clone(),
-            hosts: variant.hosts(roles),
+            hosts: Vec::new(),
             verbose,
             torn_down: false,
         };
         let mut log = Vec::new();
-        for h in &on.hosts {
+        for h in variant.hosts(roles) {
             if engine::stop::stop_requested() {
                 return Ok(None);
             }
+            on.hosts.push(h.clone());
             let runs = h.run_commands(&variant.setup, CommandsFor::Setup)?;
             // A command the stop ended is not the setup failing.
             if engine::stop::stop_requested() {
@@ -377,6 +380,27 @@ fn finite_only(
         });
     }
     (ok, missing)
+}
+
+/// A test that returned an error: failed; or, when a stop was asked for (a second
+/// Ctrl-C killed the servers and the client failed), interrupted, which is what it is,
+/// so that the run ends interrupted and rackbench exits as the signal says.
+fn error_status(e: &anyhow::Error) -> (Status, Flag) {
+    if engine::stop::stop_requested() {
+        (
+            Status::Interrupted,
+            Flag::warning(
+                "interrupted",
+                format!(
+                    "stopped by {}: this test ended with an error as it stopped, and \
+                     measured nothing",
+                    engine::stop::stop_cause()
+                ),
+            ),
+        )
+    } else {
+        (Status::Failed, Flag::invalid("failed", describe(e)))
+    }
 }
 
 /// Owns a workload and calls its (idempotent) cleanup when dropped.
@@ -652,12 +676,19 @@ pub fn run(
             return Err(e);
         }
     };
-    for idle in telemetry.measure_idle(o.idle_power_s, o.verbose) {
-        store.insert_idle_power(&run_id, &idle)?;
-        record.idle_power.push(idle);
-    }
-    // Ctrl-C reaches the remote drivers too.
+    // Ctrl-C reaches the remote drivers too, and an idle measurement there (before it,
+    // a stop would leave the hosts measuring idle for up to --idle-power).
     let interrupter = Interrupter::start(&set);
+    // A stop while the hosts were reached (that cannot be cut short: ssh's own timeouts
+    // bound it) ends the run here, stored as interrupted with nothing measured; the loop
+    // below checks again before each sweep point.
+    if !engine::stop::stop_requested() {
+        // Cut short by a stop, an idle figure says the time it covered (duration_s).
+        for idle in telemetry.measure_idle(o.idle_power_s, o.verbose) {
+            store.insert_idle_power(&run_id, &idle)?;
+            record.idle_power.push(idle);
+        }
+    }
 
     let repeat = o.repeat.max(1);
     let mut step: u32 = 0;
@@ -687,8 +718,10 @@ pub fn run(
                         Some(on)
                     }
                     // Stopped during the setup (torn down already): the run ends
-                    // interrupted, with what was measured before.
+                    // interrupted, with what was measured before. So does an error that
+                    // came with the stop (a host's answer cut off by it).
                     Ok(None) => break 'run,
+                    Err(_) if engine::stop::stop_requested() => break 'run,
                     Err(e) if !any_result => {
                         telemetry.stop();
                         interrupter.stop();
@@ -718,6 +751,19 @@ pub fn run(
             }
             if let Err(e) = w.prepare(&ctx) {
                 w.cleanup();
+                // Servers stopped or killed by Ctrl-C fail the prepare under way: that is
+                // the interruption, not a failure (and not a refusal to store nothing).
+                if engine::stop::stop_requested() {
+                    if o.verbose {
+                        engine::errln!(
+                            "rackbench: preparing {} ended by {}: {}",
+                            reg.name,
+                            engine::stop::stop_cause(),
+                            model::printable(&describe(&e))
+                        );
+                    }
+                    break 'run;
+                }
                 let msg = describe(&e);
                 if !any_result {
                     // Nothing measured yet: leave nothing half-written.
@@ -803,6 +849,9 @@ pub fn run(
                     let started_at = chrono::Utc::now();
                     let outcome = w.run_test(&test, &ctx);
                     let samples = telemetry.end_step();
+                    let point_hosts: Vec<String> =
+                        roles.all().iter().map(|h| h.name().to_string()).collect();
+                    let point_hosts: Vec<&str> = point_hosts.iter().map(String::as_str).collect();
                     let mut params: BTreeMap<String, Value> = point
                         .iter()
                         .map(|(k, v)| (k.clone(), redact_value(v)))
@@ -841,21 +890,11 @@ pub fn run(
                                 ));
                             }
                             // Over the load the workload measured, not its setup and
-                            // teardown around it.
-                            let part = crate::telemetry::measured_part(
-                                &samples,
-                                &telemetry.clocks(),
-                                &out.measured,
-                            );
-                            flags.extend(part.flags);
-                            flags.extend(telemetry.clock_flags());
-                            let mut summary = telemetry.summarize(&part.samples);
-                            for s in &mut summary {
-                                s.whole_samples = part.whole.contains(&s.host);
-                            }
-                            flags.extend(crate::telemetry::steal_flags(&summary));
-                            flags.extend(crate::telemetry::coarse_flags(&summary));
-                            let (metrics, missing) = finite_only(out.metrics, out.missing);
+                            // teardown around it; flags of this point's hosts only.
+                            let tel = telemetry.figures(&samples, &out.measured, &point_hosts);
+                            flags.extend(tel.flags);
+                            let (metrics, mut missing) = finite_only(out.metrics, out.missing);
+                            missing.extend(tel.missing);
                             ResultRecord {
                                 workload: reg.name.to_string(),
                                 test: test.clone(),
@@ -868,31 +907,37 @@ pub fn run(
                                 metrics,
                                 missing,
                                 histograms: out.histograms,
-                                telemetry: samples,
-                                telemetry_summary: summary,
+                                telemetry: samples.samples,
+                                telemetry_summary: tel.summary,
                                 flags,
                                 status,
                                 error: out.error,
                             }
                         }
-                        Err(e) => ResultRecord {
-                            workload: reg.name.to_string(),
-                            test: test.clone(),
-                            step,
-                            repetition: rep,
-                            params,
-                            headline: String::new(),
-                            started_at,
-                            duration_s: 0.0,
-                            metrics: Vec::new(),
-                            missing: Vec::new(),
-                            histograms: Vec::new(),
-                            telemetry_summary: telemetry.summarize(&samples),
-                            telemetry: samples,
-                            flags: vec![Flag::invalid("failed", describe(&e))],
-                            status: Status::Failed,
-                            error: Some(describe(&e)),
-                        },
+                        Err(e) => {
+                            // The whole test's telemetry (no measured time is known), and
+                            // the hosts whose samples did not come back named.
+                            let tel = telemetry.figures(&samples, &[], &point_hosts);
+                            let (status, flag) = error_status(&e);
+                            ResultRecord {
+                                workload: reg.name.to_string(),
+                                test: test.clone(),
+                                step,
+                                repetition: rep,
+                                params,
+                                headline: String::new(),
+                                started_at,
+                                duration_s: 0.0,
+                                metrics: Vec::new(),
+                                missing: tel.missing,
+                                histograms: Vec::new(),
+                                telemetry_summary: tel.summary,
+                                telemetry: samples.samples,
+                                flags: vec![flag],
+                                status,
+                                error: Some(describe(&e)),
+                            }
+                        }
                     };
                     if let Some(why) = &lost {
                         // A host died during this test: what the others measured stays, named.
@@ -1014,6 +1059,10 @@ mod tests {
     use engine::testing::{kill_left, marker, running};
     use std::time::Instant;
 
+    /// The stop flag is the process's: the tests that set it, or that a stop set by
+    /// another would change, run one at a time.
+    static STOP_FLAG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// Ctrl-C while a variant's setup command runs: the setup returns at once (not after
     /// the command's 120 s), nothing of it is left running, the next setup command is not
     /// started, and the teardown runs.
@@ -1030,6 +1079,7 @@ mod tests {
             teardown: vec![format!("touch {}", down.display())],
             on: "sut".into(),
         };
+        let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
         let roles = hosts::local_roles(|_| None, "local", &["local"]);
         let t0 = Instant::now();
         let stopper = {
@@ -1062,5 +1112,51 @@ mod tests {
         assert!(left.is_empty(), "the setup command still runs as {left:?}");
         assert!(!next_ran, "a setup command started after the stop");
         assert!(torn_down, "the teardown did not run");
+    }
+
+    /// A setup that fails on the first host tears down that host only: the teardown
+    /// used to run on every host of the variant, the ones never set up too.
+    #[test]
+    fn a_setup_that_fails_tears_down_only_the_hosts_it_reached() {
+        let dir =
+            std::env::temp_dir().join(format!("rackbench-variant-reach-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let down = dir.join("down");
+        let variant = Variant {
+            name: "bad".into(),
+            setup: vec!["false".into()],
+            teardown: vec![format!("echo torn >> {}", down.display())],
+            on: "all".into(),
+        };
+        // Two hosts (both this machine under two names): the system under test first.
+        let roles = hosts::local_roles(|_| None, "sut-host", &["loadgen-host"]);
+        let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
+        let r = VariantOn::set_up(&variant, &roles, false);
+        let torn = std::fs::read_to_string(&down).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = r.err().expect("the setup failed");
+        assert!(
+            format!("{e:#}").contains("setup on sut-host failed"),
+            "{e:#}"
+        );
+        assert_eq!(torn.lines().count(), 1, "torn down {torn:?}");
+    }
+
+    /// A test's error under a stop request is the interruption (stored interrupted, the
+    /// run too, the exit status the signal's), not a failure.
+    #[test]
+    fn an_error_under_a_stop_is_an_interruption() {
+        let e = anyhow::anyhow!("connection reset by peer");
+        let (status, flag) = error_status(&e);
+        assert_eq!(status, Status::Failed);
+        assert_eq!(flag.code, "failed");
+        let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
+        // SIGINT
+        engine::stop::request_stop_by_signal(2);
+        let (status, flag) = error_status(&e);
+        engine::stop::reset();
+        assert_eq!(status, Status::Interrupted);
+        assert_eq!(flag.code, "interrupted");
+        assert!(flag.message.contains("Ctrl-C"), "{}", flag.message);
     }
 }

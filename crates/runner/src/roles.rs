@@ -132,6 +132,22 @@ impl HostsPlan {
         if pairs && (self.sut.is_some() || !self.loadgens.is_empty()) {
             bail!("net: give either pairs (--hosts or --pairs) or --sut/--loadgen, not both");
         }
+        // A host named twice: in --hosts, its pairs would run twice with the same
+        // parameters and repetition numbers (or, `a,a`, none at all, and net on this
+        // machine's loopback, unsaid); in --loadgen, two jobs would share one host's
+        // progress. Refused, naming it, rather than quietly dropped.
+        for (flag, list) in [("--hosts", &self.matrix), ("--loadgen", &self.loadgens)] {
+            if let Some(h) = list
+                .iter()
+                .enumerate()
+                .find_map(|(i, h)| list[..i].contains(h).then_some(h))
+            {
+                bail!(
+                    "{flag} names {} more than once: give each host once",
+                    model::printable(h)
+                );
+            }
+        }
         if self.matrix.len() == 1 {
             bail!("--hosts needs at least two hosts to make pairs (e.g. --hosts rbh1,rbh2,rbh3)");
         }
@@ -272,5 +288,40 @@ mod tests {
             ..Default::default()
         };
         assert!(h.validate("kv").is_err());
+    }
+
+    /// A host named twice is refused, naming it: `--hosts a,b,a` measured a's pairs
+    /// twice under one repetition number, `--hosts a,a` passed and ran net on loopback,
+    /// `--loadgen local,local` gave two jobs one progress.
+    #[test]
+    fn a_host_named_twice_is_refused_naming_it() {
+        for (matrix, loadgens) in [
+            (vec!["a", "b", "a"], vec![]),
+            (vec!["a", "a"], vec![]),
+            (vec![], vec!["local", "local"]),
+        ] {
+            let h = HostsPlan {
+                matrix: matrix.iter().map(|s| s.to_string()).collect(),
+                loadgens: loadgens.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            };
+            let workload = if matrix.is_empty() { "kv" } else { "net" };
+            let e = h.validate(workload).unwrap_err().to_string();
+            let (flag, host) = if matrix.is_empty() {
+                ("--loadgen", "local")
+            } else {
+                ("--hosts", "a")
+            };
+            assert!(
+                e.contains(flag) && e.contains(&format!("names {host} more")),
+                "{e}"
+            );
+        }
+        let h = HostsPlan {
+            sut: Some("a".into()),
+            loadgens: vec!["a".into(), "b".into()],
+            ..Default::default()
+        };
+        h.validate("kv").unwrap();
     }
 }

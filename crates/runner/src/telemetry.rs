@@ -3,13 +3,13 @@
 //! a step's samples hold every host's CPUs, NICs, processes and power, each tagged with
 //! its host.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use engine::host::{Host, TelemetrySettings};
 use engine::workload::{NoWatch, Watch};
 use hosts::LocalHost;
-use model::{Flag, IdlePower, Metric, TelemetrySample, TelemetrySummary};
+use model::{Flag, IdlePower, Metric, MissingMetric, TelemetrySample, TelemetrySummary};
 
 pub struct Telemetry {
     hosts: Vec<Arc<dyn Host>>,
@@ -26,6 +26,27 @@ pub struct Telemetry {
     /// The hosts whose clock moved against the controller's during the last test by more
     /// than [`CLOCK_MOVED_S`] (or their round trip), and by how much.
     moved: Mutex<Vec<(String, f64)>>,
+    /// The warm-up mark under way: its number, bumped by each [`Telemetry::mark_warmup`]
+    /// and at each test's start, so that an earlier test's timer, still asleep when the
+    /// next test marks its own warm-up, ends nothing.
+    warmup: Arc<(Mutex<u64>, Condvar)>,
+}
+
+/// A test's samples from every host, and the hosts whose samples did not come back.
+#[derive(Debug, Clone, Default)]
+pub struct StepSamples {
+    pub samples: Vec<TelemetrySample>,
+    /// (host, why): a take that failed (a host lost, an agent that did not answer), or
+    /// that brought nothing back from a host that was sampling.
+    pub missing: Vec<(String, String)>,
+}
+
+/// What telemetry adds to one test's result.
+#[derive(Debug, Clone, Default)]
+pub struct StepFigures {
+    pub summary: Vec<TelemetrySummary>,
+    pub flags: Vec<Flag>,
+    pub missing: Vec<MissingMetric>,
 }
 
 /// A host whose clock moved by more than this against the controller's while a test ran
@@ -52,6 +73,7 @@ impl Telemetry {
             interval_s: settings.interval_s,
             clocks: Mutex::new(SampleClocks::default()),
             moved: Mutex::new(Vec::new()),
+            warmup: Arc::default(),
         };
         if !on {
             t.notes.push("telemetry off (--no-telemetry)".into());
@@ -177,6 +199,7 @@ impl Telemetry {
     /// Without telemetry the offsets are measured again all the same: the drivers' common
     /// start and their timings use them.
     pub fn begin_step(&self) {
+        self.cancel_warmup_timer();
         self.clocks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -205,12 +228,13 @@ impl Telemetry {
             .clone()
     }
 
-    /// A warning per host whose clock moved against the controller's by more than
-    /// [`CLOCK_MOVED_S`] during the test that just ended.
-    pub fn clock_flags(&self) -> Vec<Flag> {
+    /// A warning per host of `hosts` whose clock moved against the controller's by more
+    /// than [`CLOCK_MOVED_S`] during the test that just ended.
+    pub fn clock_flags(&self, hosts: &[&str]) -> Vec<Flag> {
         let moved = self.moved.lock().unwrap_or_else(PoisonError::into_inner);
         moved
             .iter()
+            .filter(|(h, _)| hosts.contains(&h.as_str()))
             .map(|(h, by)| {
                 Flag::warning(
                     "clock_moved",
@@ -231,24 +255,50 @@ impl Telemetry {
         if !self.on || secs <= 0.0 {
             return;
         }
-        self.each(|h| h.set_warmup(true));
+        let (gen, wake) = &*self.warmup;
+        // Under the lock: an earlier timer cannot end this mark between its number and
+        // the hosts' warm-up set.
+        let mine = {
+            let mut g = gen.lock().unwrap_or_else(PoisonError::into_inner);
+            *g += 1;
+            wake.notify_all();
+            self.each(|h| h.set_warmup(true));
+            *g
+        };
         let hosts = self.hosts.clone();
+        let warmup = self.warmup.clone();
         std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_secs_f64(secs));
-            for h in &hosts {
-                h.set_warmup(false);
+            let (gen, wake) = &*warmup;
+            let g = gen.lock().unwrap_or_else(PoisonError::into_inner);
+            // Woken early when a later mark or test supersedes this one: it then ends.
+            let (g, _) = wake
+                .wait_timeout_while(g, Duration::from_secs_f64(secs), |g| *g == mine)
+                .unwrap_or_else(PoisonError::into_inner);
+            if *g == mine {
+                for h in &hosts {
+                    h.set_warmup(false);
+                }
             }
         });
     }
 
-    /// A test ended: every host's samples (the last, partial interval closed now).
-    pub fn end_step(&self) -> Vec<TelemetrySample> {
+    /// A test starts (or the run ends): a warm-up timer still asleep ends without effect.
+    fn cancel_warmup_timer(&self) {
+        let (gen, wake) = &*self.warmup;
+        *gen.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        wake.notify_all();
+    }
+
+    /// A test ended: every host's samples (the last, partial interval closed now), and
+    /// the hosts whose samples did not come back, with why.
+    pub fn end_step(&self) -> StepSamples {
         if !self.on {
-            return Vec::new();
+            return StepSamples::default();
         }
         let began = self.clocks();
-        // Per host: its samples, and how far its clock moved during the test.
-        type HostEnd = (Vec<TelemetrySample>, Option<(String, f64)>);
+        // Per host: its samples or why there are none, and how far its clock moved
+        // during the test.
+        type HostEnd = (String, Result<Vec<TelemetrySample>, String>, Option<f64>);
         let per_host: Vec<HostEnd> = std::thread::scope(|s| {
             let hs: Vec<_> = self
                 .hosts
@@ -256,27 +306,101 @@ impl Telemetry {
                 .map(|h| {
                     let began = &began;
                     s.spawn(move || {
-                        let samples = h.telemetry_take();
+                        let samples = match h.telemetry_take() {
+                            // Every host samples while telemetry is on, and a take closes
+                            // the interval under way: nothing at all is news.
+                            Ok(v) if v.is_empty() => Err(format!(
+                                "no sample of the test came back from it (its sampler \
+                                 gave none: stopped, or a test shorter than {} ms)",
+                                telemetry::sampler::MIN_INTERVAL.as_millis()
+                            )),
+                            Ok(v) => Ok(v),
+                            Err(e) => Err(model::redact_secrets(&format!("{e:#}"))),
+                        };
                         let moved = began
                             .at_start(h.name())
-                            .and_then(|(zero, offset)| moved_by(h.as_ref(), zero, offset))
-                            .map(|by| (h.name().to_string(), by));
-                        (samples, moved)
+                            .and_then(|(zero, offset)| moved_by(h.as_ref(), zero, offset));
+                        (h.name().to_string(), samples, moved)
                     })
                 })
                 .collect();
             hs.into_iter()
-                .map(|t| t.join().unwrap_or_default())
+                .zip(&self.hosts)
+                .map(|(t, h)| {
+                    t.join().unwrap_or_else(|_| {
+                        (
+                            h.name().to_string(),
+                            Err("taking its samples panicked".into()),
+                            None,
+                        )
+                    })
+                })
                 .collect()
         });
         let mut moved = self.moved.lock().unwrap_or_else(PoisonError::into_inner);
         moved.clear();
-        let mut out = Vec::new();
-        for (samples, m) in per_host {
-            out.extend(samples);
-            moved.extend(m);
+        let mut out = StepSamples::default();
+        for (host, samples, m) in per_host {
+            match samples {
+                Ok(v) => out.samples.extend(v),
+                Err(why) => out.missing.push((host.clone(), why)),
+            }
+            moved.extend(m.map(|by| (host, by)));
         }
         out
+    }
+
+    /// What a test's telemetry adds to its result: each host's summary over the time the
+    /// test `measured`, and the flags of the hosts in the test's roles (`point_hosts`;
+    /// the controller and a net matrix's third host took no part, and their steal or
+    /// clock says nothing of this test). A host of the test whose samples did not come
+    /// back has its figures named missing, with why, and a warning, never a silent gap
+    /// (no summary: one without samples would still carry zeros, read as measured).
+    pub fn figures(
+        &self,
+        step: &StepSamples,
+        measured: &[(SystemTime, SystemTime)],
+        point_hosts: &[&str],
+    ) -> StepFigures {
+        let in_point = |h: &str| point_hosts.contains(&h);
+        let part = measured_part(&step.samples, &self.clocks(), measured);
+        let mut flags: Vec<Flag> = part
+            .flags
+            .into_iter()
+            .filter(|(h, _)| in_point(h))
+            .map(|(_, f)| f)
+            .collect();
+        flags.extend(self.clock_flags(point_hosts));
+        let mut summary = self.summarize(&part.samples);
+        for s in &mut summary {
+            s.whole_samples = part.whole.contains(&s.host);
+        }
+        let ours: Vec<TelemetrySummary> = summary
+            .iter()
+            .filter(|s| in_point(&s.host))
+            .cloned()
+            .collect();
+        flags.extend(steal_flags(&ours));
+        flags.extend(coarse_flags(&ours));
+        let mut missing = Vec::new();
+        for (host, why) in step.missing.iter().filter(|(h, _)| in_point(h)) {
+            missing.push(MissingMetric {
+                name: format!("telemetry.{host}"),
+                reason: format!("CPU, power and NIC figures of host {host}: {why}"),
+            });
+            flags.push(Flag::warning(
+                "telemetry_missing",
+                format!(
+                    "host {host}: its telemetry for this test did not come back ({why}): \
+                     its CPU, power and NIC figures are missing"
+                ),
+            ));
+        }
+        StepFigures {
+            summary,
+            flags,
+            missing,
+        }
     }
 
     /// A sweep point's servers are gone: stop watching them everywhere.
@@ -326,6 +450,7 @@ impl Telemetry {
     }
 
     pub fn stop(&self) {
+        self.cancel_warmup_timer();
         self.each(|h| h.set_warmup(false));
     }
 }
@@ -422,8 +547,9 @@ impl SampleClocks {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeasuredPart {
     pub samples: Vec<TelemetrySample>,
-    /// Hosts whose samples could not be placed in the measured time (kept whole).
-    pub flags: Vec<Flag>,
+    /// Hosts whose samples could not be placed in the measured time (kept whole), each
+    /// with its warning.
+    pub flags: Vec<(String, Flag)>,
     /// Hosts cut to samples wholly inside the measured time (see
     /// `TelemetrySummary::whole_samples`).
     pub whole: Vec<String>,
@@ -480,12 +606,15 @@ pub fn measured_part(
                 }));
             }
             _ => {
-                out.flags.push(Flag::warning(
-                    "telemetry_window",
-                    format!(
-                        "host {h}: no sample of it falls in the time the test measured (a \
-                         clock stepped during the test would place them apart); its CPU and \
-                         power summary covers the whole test, setup included"
+                out.flags.push((
+                    h.to_string(),
+                    Flag::warning(
+                        "telemetry_window",
+                        format!(
+                            "host {h}: no sample of it falls in the time the test measured \
+                             (a clock stepped during the test would place them apart); its \
+                             CPU and power summary covers the whole test, setup included"
+                        ),
                     ),
                 ));
                 out.samples.extend(mine);
@@ -697,7 +826,8 @@ mod tests {
         // A host the clock does not know: whole, and said.
         assert!((covered(&cut, "c") - 3.0).abs() < 1e-9);
         assert_eq!(flags.len(), 1, "{flags:?}");
-        assert!(flags[0].message.starts_with("host c:"), "{flags:?}");
+        assert_eq!(flags[0].0, "c");
+        assert!(flags[0].1.message.starts_with("host c:"), "{flags:?}");
         // Two timed parts with a gap (crypto's sign and verify): only they count, the
         // first by its whole sample, the second (holding none whole) by its part of one.
         let (cut, _) = cut_to(&[(at(1.8), at(2.3)), (at(0.3), at(1.3))]);
@@ -720,7 +850,7 @@ mod tests {
         let part = measured_part(&samples, &clock, &[(at(100.0), at(102.0))]);
         assert_eq!(part.samples, samples);
         assert_eq!(part.flags.len(), 3, "{:?}", part.flags);
-        assert!(part.flags.iter().all(|f| f.code == "telemetry_window"));
+        assert!(part.flags.iter().all(|(_, f)| f.code == "telemetry_window"));
         assert!(part.whole.is_empty());
     }
 
@@ -824,14 +954,30 @@ mod tests {
 
     /// A host whose clock the test can move: its samples' clock began at `began`
     /// (controller clock), as its `sync_clock` reports, and its clock is `offset` ahead.
+    /// Its take gives `take` (None: nothing), and `warm` is its warm-up mark.
     struct Stepped {
+        name: &'static str,
         began: std::sync::Mutex<SystemTime>,
         offset: std::sync::Mutex<f64>,
+        take: Option<Result<Vec<TelemetrySample>, String>>,
+        warm: std::sync::Mutex<bool>,
+    }
+
+    impl Stepped {
+        fn new(name: &'static str, began: SystemTime) -> Stepped {
+            Stepped {
+                name,
+                began: std::sync::Mutex::new(began),
+                offset: std::sync::Mutex::new(0.0),
+                take: None,
+                warm: std::sync::Mutex::new(false),
+            }
+        }
     }
 
     impl Host for Stepped {
         fn name(&self) -> &str {
-            "stepped"
+            self.name
         }
         fn address(&self) -> String {
             "stepped".into()
@@ -874,8 +1020,12 @@ mod tests {
         fn clock_offset_s(&self) -> f64 {
             *self.offset.lock().unwrap()
         }
-        fn telemetry_take(&self) -> Vec<TelemetrySample> {
-            Vec::new()
+        fn telemetry_take(&self) -> anyhow::Result<Vec<TelemetrySample>> {
+            match &self.take {
+                None => Ok(Vec::new()),
+                Some(Ok(v)) => Ok(v.clone()),
+                Some(Err(e)) => Err(anyhow::anyhow!("{e}")),
+            }
         }
         fn telemetry_mark(&self) -> Option<u64> {
             None
@@ -883,7 +1033,9 @@ mod tests {
         fn telemetry_since(&self, _: u64) -> Vec<TelemetrySample> {
             Vec::new()
         }
-        fn set_warmup(&self, _: bool) {}
+        fn set_warmup(&self, on: bool) {
+            *self.warm.lock().unwrap() = on;
+        }
         fn unwatch_servers(&self) {}
         fn measure_idle(&self, _: f64) -> anyhow::Result<Option<IdlePower>> {
             Ok(None)
@@ -903,10 +1055,8 @@ mod tests {
     #[test]
     fn each_test_is_placed_by_the_clocks_at_its_start() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let host = Arc::new(Stepped {
-            began: std::sync::Mutex::new(t0),
-            offset: std::sync::Mutex::new(3.5),
-        });
+        let host = Arc::new(Stepped::new("stepped", t0));
+        *host.offset.lock().unwrap() = 3.5;
         let hosts: Vec<Arc<dyn Host>> = vec![host.clone()];
         let settings = TelemetrySettings {
             interval_s: 1.0,
@@ -916,7 +1066,7 @@ mod tests {
         t.begin_step();
         assert_eq!(t.clocks().get("stepped"), Some(t0));
         t.end_step();
-        assert!(t.clock_flags().is_empty());
+        assert!(t.clock_flags(&["stepped"]).is_empty());
         // Stepped 2 s forward between tests: the next test is placed by the new clock,
         // and nothing is flagged.
         let stepped = t0 + Duration::from_secs(2);
@@ -924,13 +1074,13 @@ mod tests {
         t.begin_step();
         assert_eq!(t.clocks().get("stepped"), Some(stepped));
         t.end_step();
-        assert!(t.clock_flags().is_empty());
+        assert!(t.clock_flags(&["stepped"]).is_empty());
         // A test during which `change` moved the host's clock: its flags.
         let during = |change: &dyn Fn()| {
             t.begin_step();
             change();
             t.end_step();
-            t.clock_flags()
+            t.clock_flags(&["stepped"])
         };
         // Back 0.3 s while a test ran: that test is flagged, by how far.
         let flags = during(&|| *host.began.lock().unwrap() = stepped - Duration::from_millis(300));
@@ -957,5 +1107,125 @@ mod tests {
             off.clocks().get("stepped"),
             Some(t0 + Duration::from_secs(60))
         );
+    }
+
+    /// A take that failed, or brought nothing back from a host that was sampling: that
+    /// host's figures are named missing with the reason, and the result is flagged (the
+    /// host used to be left out of the result, unsaid). Only for the point's hosts.
+    #[test]
+    fn a_host_whose_samples_did_not_come_back_is_missing_and_flagged() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut good = Stepped::new("a", t0);
+        good.take = Some(Ok(vec![sample("a", 1.0, 1.0, false, 50.0)]));
+        let mut failed = Stepped::new("b", t0);
+        failed.take = Some(Err("b: bringing its telemetry back: no answer".into()));
+        // Sampling, and nothing came back: not in this point.
+        let quiet = Stepped::new("c", t0);
+        let hosts: Vec<Arc<dyn Host>> = vec![Arc::new(good), Arc::new(failed), Arc::new(quiet)];
+        let settings = TelemetrySettings {
+            interval_s: 1.0,
+            ..TelemetrySettings::default()
+        };
+        let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
+        t.begin_step();
+        let step = t.end_step();
+        assert_eq!(step.samples.len(), 1);
+        let named: Vec<&str> = step.missing.iter().map(|(h, _)| h.as_str()).collect();
+        assert_eq!(named, ["b", "c"]);
+        assert!(
+            step.missing[0].1.contains("no answer"),
+            "{:?}",
+            step.missing
+        );
+        assert!(
+            step.missing[1].1.contains("no sample"),
+            "{:?}",
+            step.missing
+        );
+        let fig = t.figures(&step, &[], &["a", "b"]);
+        assert_eq!(fig.summary.len(), 1);
+        assert_eq!(fig.summary[0].host, "a");
+        assert_eq!(fig.missing.len(), 1, "{:?}", fig.missing);
+        assert_eq!(fig.missing[0].name, "telemetry.b");
+        assert!(fig.missing[0].reason.contains("no answer"));
+        let warned: Vec<&Flag> = fig
+            .flags
+            .iter()
+            .filter(|f| f.code == "telemetry_missing")
+            .collect();
+        assert_eq!(warned.len(), 1, "{:?}", fig.flags);
+        assert!(warned[0].message.starts_with("host b:"));
+        assert_eq!(warned[0].severity, model::Severity::Warning);
+    }
+
+    /// Steal, coarse CPU and window flags are of the hosts in the test's roles only: the
+    /// controller (or a net matrix's third host) sampled too, and its figures say
+    /// nothing of this test.
+    #[test]
+    fn only_the_points_hosts_flag_a_result() {
+        let t = Telemetry::start(&[], &TelemetrySettings::default(), &[], true).unwrap();
+        let mut stolen = sample("controller", 0.1, 0.1, false, 50.0);
+        stolen.cpus[0].steal_pct = 20.0;
+        stolen.cpus[0].idle_pct = 30.0;
+        let step = StepSamples {
+            samples: vec![stolen, sample("sut", 2.0, 2.0, false, 50.0)],
+            missing: vec![("third".into(), "no answer".into())],
+        };
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        // Spans the clocks cannot place (no clock known): a window flag per host.
+        let spans = [(t0, t0 + Duration::from_secs(1))];
+        let fig = t.figures(&step, &spans, &["sut"]);
+        let codes: Vec<&str> = fig.flags.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["telemetry_window"], "{:?}", fig.flags);
+        assert!(fig.flags[0].message.starts_with("host sut:"));
+        assert!(fig.missing.is_empty());
+        // Both hosts' figures are still summarised.
+        assert_eq!(fig.summary.len(), 2);
+        // The controller in the roles (a single-host run): its flags count.
+        let fig = t.figures(&step, &spans, &["sut", "controller", "third"]);
+        let mut codes: Vec<&str> = fig.flags.iter().map(|f| f.code.as_str()).collect();
+        codes.sort();
+        assert_eq!(
+            codes,
+            [
+                "cpu_coarse",
+                "steal",
+                "telemetry_missing",
+                "telemetry_window",
+                "telemetry_window"
+            ],
+            "{:?}",
+            fig.flags
+        );
+    }
+
+    /// A test shorter than the one before's warm-up: the earlier test's timer, still
+    /// asleep, no longer ends the next test's warm-up early.
+    #[test]
+    fn an_earlier_tests_warmup_timer_does_not_end_the_next_ones() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let host = Arc::new(Stepped::new("h", t0));
+        let hosts: Vec<Arc<dyn Host>> = vec![host.clone()];
+        let settings = TelemetrySettings {
+            interval_s: 1.0,
+            ..TelemetrySettings::default()
+        };
+        let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
+        let start = std::time::Instant::now();
+        t.begin_step();
+        t.mark_warmup(0.3);
+        assert!(*host.warm.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+        t.end_step();
+        // The next test, with a warm-up of 0.8 s: until about 0.85 s from the start.
+        t.begin_step();
+        t.mark_warmup(0.8);
+        std::thread::sleep(Duration::from_millis(500).saturating_sub(start.elapsed()));
+        assert!(
+            *host.warm.lock().unwrap(),
+            "the first test's timer ended the second test's warm-up"
+        );
+        std::thread::sleep(Duration::from_millis(1300).saturating_sub(start.elapsed()));
+        assert!(!*host.warm.lock().unwrap(), "the warm-up never ended");
     }
 }

@@ -223,14 +223,28 @@ fn perf_of(
     }
 }
 
+/// The host a result's power is taken from: the one its point ran against, `sut_host`,
+/// or a net pair's `receiver_host` (a pair's receiver is its system under test: the
+/// runner starts the service there, and the report takes its power as the pair's). None
+/// when the result does not say.
+fn own_sut(r: &ResultRecord) -> Option<&str> {
+    ["sut_host", "receiver_host"]
+        .iter()
+        .find_map(|k| r.params.get(*k).and_then(|v| v.as_str()))
+}
+
 fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, String> {
-    // Hosts that are (or include) the system under test; all hosts if roles are unknown.
+    // Hosts that are (or include) the system under test; all hosts only if the run names
+    // no roles at all. A run whose roles name none (a net matrix's are `sender` and
+    // `receiver`, and this machine's `controller`) must not average every host, the
+    // controller included: each result's own system under test, or a refusal.
     let sut: Vec<&str> = run
         .hosts
         .iter()
         .filter(|h| h.role.contains("sut"))
         .map(|h| h.host.as_str())
         .collect();
+    let roles_known = run.hosts.iter().any(|h| !h.role.is_empty());
     // Each sweep point's repetitions are averaged first, then the points: the report's
     // summary takes its power mean the same way, so a test with more valid repetitions
     // does not weigh more here than there.
@@ -246,6 +260,19 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
     let mut components: Vec<String> = Vec::new();
     let mut missing: Vec<String> = Vec::new();
     for r in results {
+        let sut: Vec<&str> = match own_sut(r) {
+            Some(h) => vec![h],
+            None => sut.clone(),
+        };
+        if sut.is_empty() && roles_known {
+            return Err(format!(
+                "run {}: `{}` names no system under test (no host's role is `sut`, and no \
+                 sut_host or receiver_host parameter): its power would be every host's, the \
+                 controller's too",
+                run.id,
+                point_key(r)
+            ));
+        }
         for ts in &r.telemetry_summary {
             if !sut.is_empty() && !sut.contains(&ts.host.as_str()) {
                 continue;
@@ -320,5 +347,74 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
         )),
         _ if !missing.is_empty() => Err(format!("run {}: {}", run.id, missing.join("; "))),
         _ => Err(format!("run {} has no power readings", run.id)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A whole-server power summary of `host` at `watts`.
+    fn summary(host: &str, watts: f64) -> serde_json::Value {
+        json!({
+            "host": host, "samples": 3, "cpus": [], "ctxt_per_s": 0.0, "intr_per_s": 0.0,
+            "nics": [], "disks": [], "mean_freq_mhz": null, "procs": [],
+            "power": [{"source": "meter", "zone": "system", "mean_watts": watts,
+                       "max_watts": watts, "whole_system": true, "modelled": false}],
+        })
+    }
+
+    fn result(params: serde_json::Value) -> ResultRecord {
+        serde_json::from_value(json!({
+            "workload": "net", "test": "tcp", "step": 0, "repetition": 0,
+            "params": params, "headline": "throughput_gbps",
+            "started_at": "2026-01-01T00:00:00Z", "duration_s": 10.0,
+            "metrics": [], "missing": [], "histograms": [], "telemetry": [],
+            "telemetry_summary": [summary("local", 50.0), summary("rbh1", 100.0),
+                                  summary("rbh2", 200.0)],
+            "flags": [], "status": "ok",
+        }))
+        .unwrap()
+    }
+
+    fn run(roles: &[(&str, &str)]) -> RunRecord {
+        let hosts: Vec<serde_json::Value> = roles
+            .iter()
+            .map(|(h, r)| json!({"host": h, "role": r, "facts": {}}))
+            .collect();
+        serde_json::from_value(json!({
+            "format_version": 1, "id": "r1", "created_at": "2026-01-01T00:00:00Z",
+            "rackbench_version": "0", "command": "", "plan": {}, "hosts": hosts,
+            "results": [], "status": "ok",
+        }))
+        .unwrap()
+    }
+
+    /// A net pair's power is its receiver's: the run's roles are sender, receiver and
+    /// controller, none `sut`, and the power used to be the mean of every host's, the
+    /// controller's included (116.7 W here).
+    #[test]
+    fn a_net_pairs_power_is_its_receivers() {
+        let run = run(&[
+            ("local", "controller"),
+            ("rbh1", "sender+receiver"),
+            ("rbh2", "sender+receiver"),
+        ]);
+        let r = result(json!({"sender_host": "rbh1", "receiver_host": "rbh2"}));
+        let p = power_of(&run, &[&r]).unwrap();
+        assert!((p.value - 200.0).abs() < 1e-9, "{}", p.value);
+        // No result names its system under test, and no role is `sut`: refused.
+        let r = result(json!({}));
+        let e = power_of(&run, &[&r]).unwrap_err();
+        assert!(e.contains("names no system under test"), "{e}");
+        // A run with a `sut` role: that host.
+        let run = self::run(&[
+            ("local", "controller"),
+            ("rbh1", "sut"),
+            ("rbh2", "loadgen"),
+        ]);
+        let p = power_of(&run, &[&r]).unwrap();
+        assert!((p.value - 100.0).abs() < 1e-9, "{}", p.value);
     }
 }

@@ -882,13 +882,25 @@ fn summarize_host(
 /// Measure power with no load for `duration` (the caller makes sure nothing runs), as
 /// the mean of each source. Fails with the detection notes when no source measures
 /// power, so the caller can record why idle power is missing.
+///
+/// A stop request (Ctrl-C; on an agent, the controller's) ends it early: up to an hour
+/// of waiting would otherwise hold the run, and the hosts, after the user asked it to
+/// end. What was measured until then is kept, and its `duration_s` is the time it
+/// covered, not the time asked for.
 pub fn measure_idle(cfg: &SamplerConfig, duration: Duration) -> anyhow::Result<IdlePower> {
     let sampler = Sampler::start(cfg.clone())?;
     let detection = sampler.power_detection();
     if detection.sources.is_empty() {
         anyhow::bail!("idle power not measured: {}", detection.missing_reason());
     }
-    std::thread::sleep(duration);
+    let until = Instant::now() + duration;
+    while !engine::stop::stop_requested() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
     let samples = sampler.stop();
     let duration_s: f64 = samples
         .iter()
