@@ -403,6 +403,38 @@ fn error_status(e: &anyhow::Error) -> (Status, Flag) {
     }
 }
 
+/// The error for a test whose result the store refused (`e`): the run as measured so
+/// far, this result included, goes to a file beside the store that `rackbench import`
+/// reads, and the run is closed as failed where the store still takes that.
+fn unstored(
+    store: &store::Store,
+    record: &mut RunRecord,
+    step: u32,
+    e: &anyhow::Error,
+) -> anyhow::Error {
+    let why = format!("could not store the result of step {step}: {e:#}");
+    record.status = Status::Failed;
+    record.error = Some(why.clone());
+    record.finished_at = Some(chrono::Utc::now());
+    let file = store
+        .path()
+        .with_file_name(format!("{}.unstored.json", record.id));
+    let kept = match std::fs::write(&file, store::export::to_json(std::slice::from_ref(record))) {
+        Ok(()) => format!(
+            "the run as measured, that result included, is in {}: `rackbench import {}` \
+             into a store that can take it",
+            file.display(),
+            file.display()
+        ),
+        Err(w) => format!(
+            "and it could not be written to {} either ({w}): it is lost",
+            file.display()
+        ),
+    };
+    let _ = store.finish_run(&record.id, Status::Failed, Some(&format!("{why}; {kept}")));
+    anyhow::anyhow!("{why}; {kept}")
+}
+
 /// Owns a workload and calls its (idempotent) cleanup when dropped.
 struct CleanupOnDrop(Box<dyn Workload>);
 
@@ -947,7 +979,14 @@ pub fn run(
                             result.error = Some(why.clone());
                         }
                     }
-                    store.insert_result(&run_id, &result)?;
+                    if let Err(e) = store.insert_result(&run_id, &result) {
+                        // The disk is full, or another writer held the store too long:
+                        // what this test measured is not lost with it.
+                        telemetry.stop();
+                        interrupter.stop();
+                        record.results.push(result);
+                        return Err(unstored(store, &mut record, step, &e));
+                    }
                     any_result = true;
                     if let Some(v) = result.headline_value() {
                         headlines.push(v);
@@ -1112,6 +1151,38 @@ mod tests {
         assert!(left.is_empty(), "the setup command still runs as {left:?}");
         assert!(!next_ran, "a setup command started after the stop");
         assert!(torn_down, "the teardown did not run");
+    }
+
+    /// A result the store refused is not lost: the run as measured goes to a file beside
+    /// the store that an import takes back, and the run is closed as failed, saying where.
+    #[test]
+    fn a_result_the_store_refused_is_kept_beside_it() {
+        use store::fixtures::{rich_result, rich_run, t0};
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("r.sqlite");
+        let st = store::Store::open(&db).unwrap();
+        let mut record = rich_run("20261128T060000-abcdef", None, t0(0), 1);
+        record.status = Status::Running;
+        st.begin_run(&record).unwrap();
+        record.results.push(rich_result(1, "get", 1, t0(20)));
+        let e = unstored(
+            &st,
+            &mut record,
+            1,
+            &anyhow::anyhow!("database or disk is full"),
+        );
+        let file = dir.path().join("20261128T060000-abcdef.unstored.json");
+        assert!(format!("{e}").contains("rackbench import"), "{e}");
+        let back = store::export::from_json(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(
+            back[0].results.len(),
+            2,
+            "the refused result is in the file"
+        );
+        assert_eq!(back[0].status, Status::Failed);
+        let stored = st.load_run(&record.id).unwrap();
+        assert_eq!(stored.status, Status::Failed);
+        assert!(stored.error.unwrap().contains(&file.display().to_string()));
     }
 
     /// A setup that fails on the first host tears down that host only: the teardown
