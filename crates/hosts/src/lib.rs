@@ -41,10 +41,25 @@ pub fn local_roles(catalog: Catalog, sut: &str, loadgens: &[&str]) -> engine::ho
     engine::host::Roles { sut, loadgens }
 }
 
-/// Whether `ip` is an address of this machine: one a socket can be bound to here.
+/// Whether `ip` is an address of this machine: a loopback address, or one of its
+/// interfaces' (getifaddrs). Not "can a socket bind it": with `ip_nonlocal_bind` set
+/// (keepalived and load-balancer hosts) every address binds.
 pub fn is_local_address(ip: &str) -> bool {
-    ip.parse::<std::net::IpAddr>()
-        .is_ok_and(|ip| std::net::TcpListener::bind((ip, 0)).is_ok())
+    let Ok(ip) = ip.parse::<std::net::IpAddr>() else {
+        return false;
+    };
+    if ip.is_loopback() {
+        return true;
+    }
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+        return false;
+    };
+    addrs.filter_map(|a| a.address).any(|a| {
+        a.as_sockaddr_in()
+            .map(|v4| std::net::IpAddr::V4(v4.ip()))
+            .or_else(|| a.as_sockaddr_in6().map(|v6| std::net::IpAddr::V6(v6.ip())))
+            == Some(ip)
+    })
 }
 
 /// The address this machine's services bind, from the addresses the other hosts saw it
@@ -79,6 +94,7 @@ pub struct HostSet {
     remotes: Vec<Arc<RemoteHost>>,
     local: Arc<LocalHost>,
     ssh: Option<Arc<ssh::Ssh>>,
+    local_unreachable: Option<String>,
 }
 
 impl HostSet {
@@ -96,6 +112,7 @@ impl HostSet {
             remotes: Vec::new(),
             local,
             ssh: None,
+            local_unreachable: None,
         };
         let mut wanted: Vec<&String> = Vec::new();
         for n in names {
@@ -157,7 +174,9 @@ impl HostSet {
         match service_address(&seen) {
             Ok(Some(ip)) => set.local.set_address(&ip),
             Ok(None) => {}
-            Err(why) => engine::errln!("rackbench: warning: {}", model::printable(&why)),
+            // An error only where a point serves from here to another host (see
+            // `local_unreachable`): a controller that only drives others needs no address.
+            Err(why) => set.local_unreachable = Some(why),
         }
         Ok(set)
     }
@@ -168,6 +187,12 @@ impl HostSet {
             .find(|h| h.name() == name)
             .cloned()
             .with_context(|| format!("no host `{name}` in this run"))
+    }
+
+    /// Why the other hosts cannot reach a service on this machine (they saw it connect
+    /// from an address not its own: a jump host or NAT between), if so.
+    pub fn local_unreachable(&self) -> Option<&str> {
+        self.local_unreachable.as_deref()
     }
 
     /// This machine.

@@ -422,7 +422,7 @@ fn unstored(
     let kept = match std::fs::write(&file, store::export::to_json(std::slice::from_ref(record))) {
         Ok(()) => format!(
             "the run as measured, that result included, is in {}: `rackbench import {}` \
-             into a store that can take it",
+             puts it in the store in place of this copy once the store takes writes again",
             file.display(),
             file.display()
         ),
@@ -633,6 +633,12 @@ pub fn run(
     )?;
     let _teardown = Teardown(&set);
     let every_point: Vec<_> = parts.iter().flat_map(|(_, e, _, _)| e.clone()).collect();
+    // A point serving from this machine to another host that cannot reach it here.
+    if let Some(why) = set.local_unreachable() {
+        if every_point.iter().any(|(_, r)| r.served_here_to_others()) {
+            anyhow::bail!("{}", model::printable(why));
+        }
+    }
     let host_roles = plan.hosts.roles_by_host(&every_point);
     let mut hosts = disclosures(&set, &host_roles)?;
     let part_json = |part: &Part, points: usize| {
@@ -1183,6 +1189,10 @@ mod tests {
         let stored = st.load_run(&record.id).unwrap();
         assert_eq!(stored.status, Status::Failed);
         assert!(stored.error.unwrap().contains(&file.display().to_string()));
+        // The file goes back in place of the shorter copy; a second time changes nothing.
+        assert!(st.import_more_of(&back[0]).unwrap());
+        assert_eq!(st.load_run(&record.id).unwrap().results.len(), 2);
+        assert!(!st.import_more_of(&back[0]).unwrap());
     }
 
     /// A setup that fails on the first host tears down that host only: the teardown
@@ -1217,11 +1227,11 @@ mod tests {
     /// run too, the exit status the signal's), not a failure.
     #[test]
     fn an_error_under_a_stop_is_an_interruption() {
+        let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
         let e = anyhow::anyhow!("connection reset by peer");
         let (status, flag) = error_status(&e);
         assert_eq!(status, Status::Failed);
         assert_eq!(flag.code, "failed");
-        let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
         // SIGINT
         engine::stop::request_stop_by_signal(2);
         let (status, flag) = error_status(&e);

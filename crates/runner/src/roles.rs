@@ -48,6 +48,16 @@ impl PointRoles {
         Ok(Roles { sut, loadgens })
     }
 
+    /// Whether a service on this machine is reached from another host at this point: it
+    /// is the system under test with a load generator elsewhere, or a net pair's
+    /// receiver with its sender elsewhere.
+    pub fn served_here_to_others(&self) -> bool {
+        match &self.pair {
+            Some((sender, receiver)) => receiver == hosts::LOCAL && sender != hosts::LOCAL,
+            None => self.sut == hosts::LOCAL && self.loadgens.iter().any(|l| l != hosts::LOCAL),
+        }
+    }
+
     /// `rbh1>rbh2` for a net pair.
     pub fn pair_label(&self) -> Option<String> {
         self.pair.as_ref().map(|(s, r)| format!("{s}>{r}"))
@@ -235,6 +245,21 @@ impl HostsPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_here_is_reached_from_elsewhere_only_with_a_remote_peer() {
+        let roles = |sut: &str, loadgens: &[&str], pair: Option<(&str, &str)>| PointRoles {
+            sut: sut.into(),
+            loadgens: loadgens.iter().map(|s| s.to_string()).collect(),
+            pair: pair.map(|(a, b)| (a.into(), b.into())),
+            remote: true,
+        };
+        assert!(roles("local", &["rbh1"], None).served_here_to_others());
+        assert!(!roles("local", &["local"], None).served_here_to_others());
+        assert!(!roles("rbh1", &["local"], None).served_here_to_others());
+        assert!(roles("local", &[], Some(("rbh1", "local"))).served_here_to_others());
+        assert!(!roles("rbh1", &[], Some(("local", "rbh1"))).served_here_to_others());
+    }
 
     #[test]
     fn a_matrix_of_three_hosts_is_six_ordered_pairs_times_the_points() {

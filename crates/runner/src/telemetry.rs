@@ -1217,15 +1217,16 @@ mod tests {
         assert!(*host.warm.lock().unwrap());
         std::thread::sleep(Duration::from_millis(50));
         t.end_step();
-        // The next test, with a warm-up of 0.8 s: until about 0.85 s from the start.
+        // The next test, with a warm-up of 3 s (long beside the first timer's 0.3 s, so
+        // that a busy machine's late wake-up cannot pass its end): until about 3.05 s.
         t.begin_step();
-        t.mark_warmup(0.8);
+        t.mark_warmup(3.0);
         std::thread::sleep(Duration::from_millis(500).saturating_sub(start.elapsed()));
         assert!(
             *host.warm.lock().unwrap(),
             "the first test's timer ended the second test's warm-up"
         );
-        std::thread::sleep(Duration::from_millis(1300).saturating_sub(start.elapsed()));
+        std::thread::sleep(Duration::from_millis(4500).saturating_sub(start.elapsed()));
         assert!(!*host.warm.lock().unwrap(), "the warm-up never ended");
     }
 }

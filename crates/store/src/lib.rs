@@ -96,6 +96,9 @@ impl Store {
         }
         let mut conn = Connection::open(path)
             .with_context(|| format!("cannot open the results store {}; {hint}", path.display()))?;
+        // The file opened, before anything waits on its lock (a command removing it
+        // unused holds that lock while it unlinks: see `begin_run`).
+        let file = file_id(path);
         configure_retrying(&conn).with_context(|| {
             format!(
                 "cannot use the results store {} (is it writable, and an SQLite file?); {hint}",
@@ -106,7 +109,7 @@ impl Store {
         let store = Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
-            file: file_id(path),
+            file,
         };
         if version >= 3 {
             // Best effort: a store we may read but not write still opens.
@@ -193,6 +196,66 @@ impl Store {
         true
     }
 
+    /// Close a run left `running` that no command here can judge (its owner ran in a
+    /// container since gone, or on another machine sharing the store): interrupted, by
+    /// hand, with what it stored kept. Refused for a run whose process is alive here,
+    /// and for a run that is not running.
+    pub fn close_by_hand(&self, run_id: &str) -> anyhow::Result<()> {
+        let mut conn = self.lock();
+        let tx = write_tx(&mut conn)?;
+        let status: Option<String> = tx
+            .query_row("SELECT status FROM runs WHERE id = ?1", [run_id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        match status.as_deref() {
+            None => bail!("{}", not_found(run_id, &self.path)),
+            Some("running") => {}
+            Some(other) => bail!("run {run_id} is not running (it is {other}): nothing to close"),
+        }
+        let owner: Option<(u32, u64, String, String)> = tx
+            .query_row(
+                "SELECT pid, starttime, boot_id, place FROM run_owner WHERE run_id = ?1",
+                [run_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?;
+        let here = model::process::place();
+        let whose = match &owner {
+            Some((pid, starttime, boot_id, place)) => {
+                let mine = place.is_empty() || *place == here;
+                let alive = ProcessId {
+                    pid: *pid,
+                    starttime: *starttime,
+                    boot_id: boot_id.trim().to_string(),
+                }
+                .is_alive();
+                if mine && alive {
+                    bail!(
+                        "run {run_id} is in progress (rackbench pid {pid} on this machine): \
+                         stop it with Ctrl-C there, or end that process"
+                    );
+                }
+                format!(
+                    "rackbench pid {pid} on {}",
+                    if place.is_empty() { "?" } else { place }
+                )
+            }
+            None => "a rackbench process this store has no record of".to_string(),
+        };
+        let why = format!(
+            "closed by hand (`rackbench runs --close`): its process ({whose}) could not be \
+             seen from here; the results it stored are kept"
+        );
+        tx.execute(
+            "UPDATE runs SET status = 'interrupted', error = ?2, finished_at = ?3 WHERE id = ?1",
+            params![run_id, why, ts(&Utc::now())],
+        )?;
+        tx.execute("DELETE FROM run_owner WHERE run_id = ?1", [run_id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// The file this store lives in.
     pub fn path(&self) -> &Path {
         &self.path
@@ -215,7 +278,7 @@ impl Store {
         // Another command that made this store and failed before storing anything
         // removes it ([`Store::remove_if_unused`]); a run begun in the removed file
         // would be lost when this one ends.
-        if self.file.is_some() && file_id(&self.path) != self.file {
+        if file_id(&self.path) != self.file {
             bail!(
                 "the results store {} was removed or replaced since this command opened it \
                  (another rackbench that made it failed?); run again",
@@ -224,7 +287,13 @@ impl Store {
         }
         // The run and its owner in one transaction: a kill between the two would leave
         // a `running` run no later command could tell was abandoned.
-        self.insert_whole(run, Status::Running, &run.error, ProcessId::current())
+        self.insert_whole(
+            run,
+            Status::Running,
+            &run.error,
+            ProcessId::current(),
+            false,
+        )
     }
 
     /// Replace the run's host disclosures (after prepare adds server versions).
@@ -470,9 +539,23 @@ impl Store {
             let why = Some(
                 "exported while it was still running: the results it had stored then".to_string(),
             );
-            return self.insert_whole(run, Status::Interrupted, &why, None);
+            return self.insert_whole(run, Status::Interrupted, &why, None, false);
         }
-        self.insert_whole(run, run.status, &run.error, None)
+        self.insert_whole(run, run.status, &run.error, None, false)
+    }
+
+    /// Import `run` over the stored copy of it when that copy holds less: a run that
+    /// ended failed or interrupted whose results are the first of `run`'s (the file a run
+    /// whose result the store refused leaves beside it, or a later export of a run first
+    /// exported while running). One write. Ok(false), nothing changed, when the stored
+    /// copy is not such a run.
+    pub fn import_more_of(&self, run: &RunRecord) -> anyhow::Result<bool> {
+        export::check_importable(run)?;
+        if !holds_less(&self.lock(), run)? {
+            return Ok(false);
+        }
+        self.insert_whole(run, run.status, &run.error, None, true)?;
+        Ok(true)
     }
 
     fn insert_whole(
@@ -481,6 +564,7 @@ impl Store {
         status: Status,
         error: &Option<String>,
         owner: Option<ProcessId>,
+        replace_less: bool,
     ) -> anyhow::Result<()> {
         if run.format_version > model::RECORD_FORMAT_VERSION {
             bail!(
@@ -493,11 +577,15 @@ impl Store {
         let mut conn = self.lock();
         let tx = write_tx(&mut conn)?;
         if run_exists(&tx, &run.id)? {
-            bail!(
-                "run {} is already in the results store {}; list runs with `rackbench runs`",
-                run.id,
-                self.path.display()
-            );
+            if !replace_less || !holds_less(&tx, run)? {
+                bail!(
+                    "run {} is already in the results store {}; list runs with `rackbench runs`",
+                    run.id,
+                    self.path.display()
+                );
+            }
+            // Cascades to everything of the run; the new copy goes in the same write.
+            tx.execute("DELETE FROM runs WHERE id = ?1", [&run.id])?;
         }
         tx.execute(
             "INSERT INTO runs (id, format_version, label, created_at, finished_at, status, error,
@@ -544,6 +632,31 @@ impl Store {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Whether the stored run of `run`'s id ended failed or interrupted with fewer results
+/// than `run`, each the same step, test and repetition as `run`'s at its place.
+fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
+    let status: Option<String> = conn
+        .query_row("SELECT status FROM runs WHERE id = ?1", [&run.id], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    if !matches!(status.as_deref(), Some("failed" | "interrupted")) {
+        return Ok(false);
+    }
+    let mut stmt =
+        conn.prepare("SELECT step, test, repetition FROM results WHERE run_id = ?1 ORDER BY ord")?;
+    let stored: Vec<(u32, String, u32)> = stmt
+        .query_map([&run.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    Ok(stored.len() < run.results.len()
+        && stored
+            .iter()
+            .zip(&run.results)
+            .all(|((step, test, rep), r)| {
+                *step == r.step && *test == r.test && *rep == r.repetition
+            }))
 }
 
 /// Default location of the results store.

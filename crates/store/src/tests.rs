@@ -170,12 +170,18 @@ fn a_run_whose_process_is_gone_is_closed_as_interrupted_on_open() {
     assert_eq!(back.results, vec![r0], "what it stored is kept");
     // This test process is alive: its run stays running.
     assert_eq!(store.load_run("r-live").unwrap().status, Status::Running);
-    // Another place's run is left for a command there to judge.
+    // Another place's run is left for a command there to judge, or closed by hand.
     assert_eq!(
         store.load_run("r-elsewhere").unwrap().status,
         Status::Running
     );
-    store.finish_run("r-elsewhere", Status::Ok, None).unwrap();
+    let err = store.close_by_hand("r-live").unwrap_err().to_string();
+    assert!(err.contains("in progress"), "{err}");
+    store.close_by_hand("r-elsewhere").unwrap();
+    let closed = store.load_run("r-elsewhere").unwrap();
+    assert_eq!(closed.status, Status::Interrupted);
+    assert!(closed.error.unwrap().contains("other/pid:[1]"));
+    assert!(store.close_by_hand("r-elsewhere").is_err(), "closed twice");
     // Finishing a run forgets its owner.
     store.finish_run("r-live", Status::Ok, None).unwrap();
     assert_eq!(count(&store, "run_owner"), 0);

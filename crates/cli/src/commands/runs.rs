@@ -21,6 +21,11 @@ pub struct ListArgs {
     /// Show at most this many runs (newest first).
     #[arg(long, short = 'n', value_name = "N")]
     pub limit: Option<usize>,
+    /// Close a run left `running` whose process cannot be seen from here (it ran in a
+    /// container since gone, or on another machine sharing the store): it becomes
+    /// interrupted, with what it stored kept. Refused for a run alive on this machine.
+    #[arg(long, value_name = "RUN")]
+    pub close: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -62,6 +67,13 @@ pub struct ImportArgs {
 
 pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
     let store = Store::open_existing(&g.db_path())?;
+    if let Some(run) = &a.close {
+        let id = store.resolve(run)?;
+        store.close_by_hand(&id)?;
+        if !g.quiet {
+            engine::errln!("closed run {id}: interrupted, with what it stored kept");
+        }
+    }
     let mut runs = store.list_runs()?;
     if let Some(n) = a.limit {
         runs.truncate(n);
@@ -271,7 +283,13 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
     let mut skipped = Vec::new();
     for run in &runs {
         if store.has_run(&run.id)? {
-            skipped.push(run.id.clone());
+            // A copy holding more of a failed or interrupted run (the file a run leaves
+            // when the store refused a result) takes its place; any other is skipped.
+            if store.import_more_of(run)? {
+                imported.push(run.id.clone());
+            } else {
+                skipped.push(run.id.clone());
+            }
             continue;
         }
         store.import_run(run)?;

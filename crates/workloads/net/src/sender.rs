@@ -422,10 +422,16 @@ pub(crate) fn sendfile_nonblocking(
 /// A UDP stream's sending loop: `b`'s datagrams on the connected socket `s` until `stop`
 /// (or, at a failed send, until the receiver is `gone`), paced at `rate_bps` as
 /// [`tcp_send`] is. A send that fails for a passing reason ([`udp_error_passes`]) is
-/// counted in `errors` and tried again; any other error ends the stream and is returned:
-/// it fails every later send alike (EINVAL for a GSO buffer the path cannot take, a
-/// firewall's EPERM), and spinning on it for the whole test left a test that sent
+/// counted in `errors` and tried again. EINVAL and EIO end the stream at once: they fail
+/// every later send alike (a GSO buffer the path cannot take). Any other error (a
+/// firewall's EPERM, EHOSTUNREACH while a route flaps) is counted and tried again until
+/// sends have failed for [`UDP_FAILING_MAX`] with none going through; then it ends the
+/// stream and is returned. Spinning on it for the whole test left a test that sent
 /// nothing looking like one that measured 0 Gbit/s.
+/// How long a UDP stream's sends may all fail, for a reason neither passing nor
+/// certain (EPERM, EHOSTUNREACH), before the stream ends with the error.
+const UDP_FAILING_MAX: Duration = Duration::from_secs(1);
+
 #[allow(clippy::too_many_arguments)]
 fn udp_send(
     s: &UdpSocket,
@@ -440,6 +446,8 @@ fn udp_send(
 ) -> std::io::Result<()> {
     let t0 = Instant::now();
     let mut seq = 0u64;
+    // Since when every send has failed (None while they go through).
+    let mut failing_since: Option<Instant> = None;
     while !stop.load(Ordering::Relaxed) {
         marker.check(|| sent.clone());
         if paced(rate_bps, sent.bytes, t0) {
@@ -458,8 +466,9 @@ fn udp_send(
                 sent.bytes += bytes;
                 progress.0.store(sent.bytes, Ordering::Relaxed);
                 progress.1.store(sent.packets, Ordering::Relaxed);
+                failing_since = None;
             }
-            Err(e) if udp_error_passes(&e) => {
+            Err(e) if udp_error_is_tried_again(&e, &mut failing_since) => {
                 // Nothing was sent; count and go on until told to stop.
                 *errors += 1;
                 if gone.load(Ordering::Relaxed) {
@@ -473,6 +482,15 @@ fn udp_send(
         }
     }
     Ok(())
+}
+
+/// Whether to count a failed UDP send and try again: a passing error, or one neither
+/// passing nor certain (not EINVAL or EIO) while sends have failed for less than
+/// [`UDP_FAILING_MAX`] (`failing_since`: since when, set here at the first).
+fn udp_error_is_tried_again(e: &std::io::Error, failing_since: &mut Option<Instant>) -> bool {
+    udp_error_passes(e)
+        || (!matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EIO))
+            && failing_since.get_or_insert_with(Instant::now).elapsed() < UDP_FAILING_MAX)
 }
 
 /// Whether a failed UDP send is passing, to be counted and tried again: the queue is full
@@ -1134,6 +1152,23 @@ mod tests {
     /// for `--udp-gso`, instead of being counted and retried for the whole test (at 100%
     /// CPU, the test stored as measured at 0 Gbit/s); a full queue or a port-unreachable
     /// passes.
+    #[test]
+    fn a_send_error_ends_a_stream_only_when_certain_or_lasting() {
+        let err = std::io::Error::from_raw_os_error;
+        let mut since = None;
+        assert!(udp_error_is_tried_again(&err(libc::ENOBUFS), &mut since));
+        assert!(since.is_none(), "a passing error starts no clock");
+        assert!(!udp_error_is_tried_again(&err(libc::EINVAL), &mut since));
+        // A firewall's EPERM or a route flap: tried again, until sends have failed 1 s.
+        assert!(udp_error_is_tried_again(&err(libc::EPERM), &mut since));
+        assert!(udp_error_is_tried_again(
+            &err(libc::EHOSTUNREACH),
+            &mut since
+        ));
+        let mut long_ago = Some(Instant::now() - UDP_FAILING_MAX);
+        assert!(!udp_error_is_tried_again(&err(libc::EPERM), &mut long_ago));
+    }
+
     #[test]
     fn a_send_refused_for_good_ends_the_stream_and_says_why() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -8,6 +8,7 @@ use hosts::LocalHost;
 use serde_json::json;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 fn params(v: serde_json::Value) -> serde_json::Map<String, Value> {
@@ -1424,22 +1425,29 @@ fn a_receiver_that_gives_up_ends_its_data_threads() {
 
 /// A receiver that stops answering once its test has started (its host froze): it takes
 /// `start` and `go` and never reports, holding the connection until `held` is dropped.
-fn frozen_receiver(held: std::sync::mpsc::Receiver<()>) -> std::net::SocketAddr {
+fn frozen_receiver(
+    held: std::sync::mpsc::Receiver<()>,
+) -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicBool>) {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
+    // Set when the sender's done came: the sender is then waiting for the report.
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = done.clone();
     std::thread::spawn(move || {
         let (c, _) = l.accept().unwrap();
         let mut out = c.try_clone().unwrap();
         let mut rd = proto::LineReader::new(c);
-        let soon = || std::time::Instant::now() + Duration::from_secs(5);
+        let soon = || std::time::Instant::now() + Duration::from_secs(60);
         let _start = rd.next(soon());
         let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let data_ports = vec![data.local_addr().unwrap().port()];
         proto::send(&mut out, &proto::Msg::Ready { data_ports }).unwrap();
         let _go = rd.next(soon());
+        let _done = rd.next(soon());
+        seen.store(true, Ordering::Relaxed);
         let _ = held.recv();
     });
-    addr
+    (addr, done)
 }
 
 /// A test stopped while the sender waits for a frozen receiver's final report ends at
@@ -1449,17 +1457,26 @@ fn frozen_receiver(held: std::sync::mpsc::Receiver<()>) -> std::net::SocketAddr 
 #[test]
 fn the_wait_for_a_frozen_receivers_report_is_bounded_and_sees_a_stop() {
     let (hold, held) = std::sync::mpsc::channel();
+    let (addr, done) = frozen_receiver(held);
     let spec = SendSpec {
-        target: frozen_receiver(held).to_string(),
+        target: addr.to_string(),
         duration_s: 0.3,
         rate_bps: 1e6,
         ..udp_spec()
     };
-    // Stopped 1 s in: 0.7 s into the wait for the report.
-    let t0 = std::time::Instant::now();
-    let stop = || t0.elapsed() > Duration::from_secs(1);
+    // Stopped once the receiver has the sender's done: in the wait for the report,
+    // however long the setup took on a busy machine.
+    let stopped_at = std::sync::OnceLock::new();
+    let stop = || {
+        let now = done.load(Ordering::Relaxed);
+        if now {
+            stopped_at.get_or_init(std::time::Instant::now);
+        }
+        now
+    };
     let rep = sender::run(&spec, &AtomicU64::new(0), &stop).unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    let after = stopped_at.get().expect("the stop was seen").elapsed();
+    assert!(after < Duration::from_secs(2), "{after:?} after the stop");
     assert!(!rep.interrupted && rep.receiver_cpu.is_none());
     let why = rep.error.unwrap_or_default();
     assert!(why.contains("stopped while waiting"), "{why}");
@@ -1468,7 +1485,7 @@ fn the_wait_for_a_frozen_receivers_report_is_bounded_and_sees_a_stop() {
 
     let (hold, held) = std::sync::mpsc::channel();
     let spec = SendSpec {
-        target: frozen_receiver(held).to_string(),
+        target: frozen_receiver(held).0.to_string(),
         duration_s: 30.0,
         ..spec
     };
