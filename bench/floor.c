@@ -159,6 +159,10 @@ static int run_uring(struct conn *c, int n, double secs) {
                 continue;
             }
             if (cqe->res <= 0) { fprintf(stderr, "recv: %d\n", cqe->res); return 1; }
+            if ((size_t)cqe->res > c[i].want) {
+                fprintf(stderr, "more reply bytes than expected: is REPLY_BYTES right?\n");
+                return 1;
+            }
             c[i].want -= cqe->res;
             if (c[i].want == 0) {
                 reqs += depth;

@@ -40,7 +40,8 @@ print(len(s))" "$CLIENT_CPUS")
 EXPECT=$(( NCPU < 2 ? NCPU : 2 ))
 
 one() { # threads -> "ops cpu_us_per_op"
-  "$BIN" run kv --target "127.0.0.1:$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$PIPELINE" -t get \
+  # The whole process on the client CPUs (its control threads too), as in the other scripts.
+  taskset -c "$CLIENT_CPUS" "$BIN" run kv --target "127.0.0.1:$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$PIPELINE" -t get \
     --threads "$1" --client-cpus "$CLIENT_CPUS" --no-telemetry --json -q > "$TMP/out.json"
   python3 - "$TMP/out.json" <<'PY'
 import json, sys
