@@ -89,6 +89,9 @@ pub struct RemoteHost {
     writer: Arc<Mutex<ChildStdin>>,
     child: Mutex<Child>,
     next: AtomicU64,
+    /// Where the agent's binary is there: a lost agent is killed only if its PID still
+    /// runs that binary (see [`kill_if_ours`]).
+    agent_path: String,
 }
 
 impl RemoteHost {
@@ -247,6 +250,7 @@ impl RemoteHost {
             writer: Arc::new(Mutex::new(stdin)),
             child: Mutex::new(child),
             next: AtomicU64::new(1),
+            agent_path: probe.path.clone(),
         };
         let (offset, rtt) = host.estimate_offset()?;
         host.set_offset(offset, rtt);
@@ -290,6 +294,7 @@ impl RemoteHost {
         let writer = self.writer.clone();
         let pid = self.hello.pid;
         let ssh = self.ssh.clone();
+        let kill = kill_if_ours(pid, &self.agent_path);
         std::thread::spawn(move || {
             let mut n: u64 = u64::MAX / 2;
             loop {
@@ -321,12 +326,7 @@ impl RemoteHost {
                     ));
                     // Kill the agent over a fresh connection if the host can still be
                     // reached (a stopped agent); its reaper then takes its servers.
-                    let _ = ssh.run(
-                        &shared.name,
-                        &format!("kill -KILL {pid} 2>/dev/null; true"),
-                        None,
-                        Duration::from_secs(8),
-                    );
+                    let _ = ssh.run(&shared.name, &kill, None, Duration::from_secs(8));
                     return;
                 }
             }
@@ -388,6 +388,17 @@ impl RemoteHost {
             Err(e) => Err(anyhow::anyhow!("{e}")),
         }
     }
+}
+
+/// The command that kills a lost agent, PID `pid` running the binary at `path`: only
+/// if that PID still runs it. The agent's own watchdog may have ended it already, and a
+/// PID used again since by another process (rackbench as root there) is left alone.
+fn kill_if_ours(pid: u32, path: &str) -> String {
+    let q = crate::ssh::shell_quote(path);
+    format!(
+        "case \"$(readlink /proc/{pid}/exe 2>/dev/null)\" in {q}|{q}' (deleted)') \
+         kill -KILL {pid} 2>/dev/null;; esac; true"
+    )
 }
 
 impl Host for RemoteHost {
@@ -591,6 +602,35 @@ impl Drop for RemoteHost {
 mod tests {
     use super::*;
     use std::collections::VecDeque;
+
+    /// A lost agent's PID is killed only while it runs the agent's binary.
+    #[test]
+    fn a_lost_agent_is_killed_only_if_its_pid_runs_our_binary() {
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = other.id();
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+        let sh = |cmd: String| {
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .status()
+                .unwrap()
+        };
+        // Another binary under that PID (the agent gone, the PID used again): left alone.
+        assert!(sh(kill_if_ours(pid, "/home/u/.cache/rackbench/rackbench-0123")).success());
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "a process not ours was killed"
+        );
+        // The agent's own binary: killed.
+        assert!(sh(kill_if_ours(pid, &exe.to_string_lossy())).success());
+        let status = other.wait().unwrap();
+        assert!(!status.success(), "{status:?}");
+    }
 
     fn sample(t_s: f64) -> TelemetrySample {
         TelemetrySample {

@@ -245,11 +245,7 @@ impl Ssh {
     /// Where our binary (by content hash) is on `dest`, and its architecture.
     pub fn probe(&self, dest: &str, sha256: &str) -> anyhow::Result<Probe> {
         let name = cache_name(sha256);
-        let script = format!(
-            "c=\"${{XDG_CACHE_HOME:-$HOME/.cache}}/rackbench\"; f=\"$c/{name}\"; \
-             if [ -x \"$f\" ]; then p=present; else p=absent; fi; \
-             printf 'RBPROBE %s %s %s\\n' \"$(uname -m)\" \"$p\" \"$f\""
-        );
+        let script = probe_script(&name);
         let said = self.run_said(dest, &script, None, Duration::from_secs(20))?;
         read_probe(dest, &said.checked(dest)?)
     }
@@ -319,6 +315,21 @@ fn copy_retrying_once(
 }
 
 /// The probe's answer, or an error that says what the host printed instead.
+/// The probe: this host's architecture, and whether our binary is in its cache.
+fn probe_script(name: &str) -> String {
+    // A binary another user could have put or changed there is never run: the cache
+    // directory and the file must be this user's and writable by no one else
+    // (`unsafe` otherwise; an absent directory is made private by the deploy).
+    format!(
+            "c=\"${{XDG_CACHE_HOME:-$HOME/.cache}}/rackbench\"; f=\"$c/{name}\"; \
+             loose() {{ [ ! -O \"$1\" ] || [ -n \"$(find \"$1\" -maxdepth 0 -perm /022 2>/dev/null)\" ]; }}; \
+             if [ -e \"$c\" ] && loose \"$c\"; then p=unsafe; \
+             elif [ -x \"$f\" ] && loose \"$f\"; then p=unsafe; \
+             elif [ -x \"$f\" ]; then p=present; else p=absent; fi; \
+             printf 'RBPROBE %s %s %s\\n' \"$(uname -m)\" \"$p\" \"$f\""
+    )
+}
+
 fn read_probe(dest: &str, said: &Said) -> anyhow::Result<Probe> {
     let out = &said.stdout;
     let line = out
@@ -357,6 +368,16 @@ fn read_probe(dest: &str, said: &Said) -> anyhow::Result<Probe> {
                 format!("`{}`", model::printable(arch))
             },
             said.stderr_tail()
+        );
+    }
+    if present == "unsafe" {
+        let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
+        bail!(
+            "{dest}: the rackbench cache {} is not yours alone (another user owns it or may \
+             write to it), so a binary there is not run: `chmod 700 {}` there (or remove it), \
+             then run again",
+            model::printable(dir),
+            model::printable(dir)
         );
     }
     Ok(Probe {
@@ -618,10 +639,53 @@ mod tests {
                 && e.contains("over ssh"),
             "{e}"
         );
+        let e = read_probe(
+            "h1",
+            &said("RBPROBE x86_64 unsafe /tmp/c/rackbench/rb-1", ""),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("chmod 700 /tmp/c/rackbench"),
+            "{e:#}"
+        );
         let e = read_probe("h1", &said("RBPROBE \x1b[31m absent /p", "")).unwrap_err();
         assert!(!format!("{e:#}").contains('\x1b'), "{e:#}");
         let e = read_probe("h1", &said("Welcome!\n", "bash: printf: not found\n")).unwrap_err();
         assert!(format!("{e:#}").contains("printf: not found"), "{e:#}");
+    }
+
+    /// The probe run by a real shell: a cache directory or binary another user may write
+    /// to is `unsafe`, never `present`.
+    #[test]
+    fn a_cache_others_may_write_to_is_never_run_from() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let cache = home.path().join("rackbench");
+        let probe = || {
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(probe_script("rackbench-x"))
+                .env("XDG_CACHE_HOME", home.path())
+                .output()
+                .unwrap();
+            let line = String::from_utf8(out.stdout).unwrap();
+            line.split(' ').nth(2).unwrap().to_string()
+        };
+        assert_eq!(probe(), "absent");
+        std::fs::create_dir(&cache).unwrap();
+        let bin = cache.join("rackbench-x");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        let mode = |p: &std::path::Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        mode(&cache, 0o700);
+        mode(&bin, 0o700);
+        assert_eq!(probe(), "present");
+        mode(&cache, 0o777);
+        assert_eq!(probe(), "unsafe");
+        mode(&cache, 0o700);
+        mode(&bin, 0o722);
+        assert_eq!(probe(), "unsafe");
     }
 
     #[test]
