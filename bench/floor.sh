@@ -7,7 +7,8 @@
 # io_uring (-u: a receive per reply), to show whether batching the system calls across
 # connections moves it; and over io_uring with a multishot receive per connection (-m),
 # what rackbench's closed loop does where the kernel has it.
-# Beside it, on the same server, alternating: rackbench and the reference tool, each the
+# Beside it, on the same server, alternating (the five in turn, the other way round in
+# even rounds): rackbench and the reference tool, each the
 # whole client process measured from outside (user+sys from bash's `time`, divided by the
 # requests it completed), all pinned to CLIENT_CPU with the server on SERVER_CPU.
 #
@@ -72,26 +73,46 @@ redis-cli -p "$RPORT" set key:000000000000 0000000000 >/dev/null
 redis-cli -p "$RPORT" set key:__rand_int__ 0000000000 >/dev/null
 printf '*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000000\r\n' > "$TMP/get.req"
 GET_REPLY=17 # $10\r\n0000000000\r\n
+# One client's run of a round (its row added); the order of the five is turned round in
+# even rounds, so that none always runs first (or last) on a host whose speed drifts.
+kv_floor() {
+  c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor" 127.0.0.1 "$RPORT" "$CONNS" "$P" "$SECS" "$TMP/get.req" "$GET_REPLY")
+  floor_row "kv-P$P" floor "$r" "$c"
+}
+kv_uring() {
+  [ "$URING" = 1 ] || return 0
+  c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -u 127.0.0.1 "$RPORT" "$CONNS" "$P" "$SECS" "$TMP/get.req" "$GET_REPLY")
+  floor_row "kv-P$P" floor-io_uring "$r" "$c"
+}
+kv_multishot() {
+  [ "$URING" = 1 ] || return 0
+  c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -m 127.0.0.1 "$RPORT" "$CONNS" "$P" "$SECS" "$TMP/get.req" "$GET_REPLY")
+  floor_row "kv-P$P" floor-multishot "$r" "$c"
+}
+kv_rackbench() {
+  c=$(cpu_of taskset -c "$CLIENT_CPU" "$BIN" run kv --target "127.0.0.1:$RPORT" -c "$CONNS" -r 1 -d 10 -P "$P" \
+        -t get --duration "$SECS" --client-cpus "$CLIENT_CPU" --no-telemetry --json -q)
+  n=$(jq -r '.results[0].metrics[] | select(.name=="requests" and (.labels|length)==0) | .value' "$TMP/out")
+  s=$(jq -r '.results[0].metrics[] | select(.name=="measured_duration_s" and (.labels|length)==0) | .value' "$TMP/out")
+  row "kv-P$P" rackbench "$r" "$n" "$c" "$s"
+}
+kv_reference() {
+  c=$(cpu_of taskset -c "$CLIENT_CPU" redis-benchmark -p "$RPORT" -c "$CONNS" -n "$N" -d 10 -P "$P" -t get --csv -q)
+  rps=$(python3 -c 'import csv,sys; print(next(float(r[1]) for r in csv.reader(open(sys.argv[1])) if r and r[0]=="GET"))' "$TMP/out")
+  row "kv-P$P" redis-benchmark "$r" "$N" "$c" "$(awk -v n="$N" -v r="$rps" 'BEGIN{print n/r}')"
+}
+# in_order ROUND FN...: the functions in order, or the other way round in even rounds.
+in_order() {
+  local round=$1; shift
+  local fns=("$@") i
+  if [ $((round % 2)) = 1 ]; then for i in "${fns[@]}"; do "$i"; done
+  else for ((i = ${#fns[@]} - 1; i >= 0; i--)); do "${fns[$i]}"; done; fi
+}
 for P in 1 100; do
   # redis-benchmark runs a count of requests: about SECS seconds' worth.
   N=$(( P == 1 ? 120000 * SECS : 2000000 * SECS ))
   for r in $(seq "$ROUNDS"); do
-    c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor" 127.0.0.1 "$RPORT" "$CONNS" "$P" "$SECS" "$TMP/get.req" "$GET_REPLY")
-    floor_row "kv-P$P" floor "$r" "$c"
-    if [ "$URING" = 1 ]; then
-      c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -u 127.0.0.1 "$RPORT" "$CONNS" "$P" "$SECS" "$TMP/get.req" "$GET_REPLY")
-      floor_row "kv-P$P" floor-io_uring "$r" "$c"
-      c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -m 127.0.0.1 "$RPORT" "$CONNS" "$P" "$SECS" "$TMP/get.req" "$GET_REPLY")
-      floor_row "kv-P$P" floor-multishot "$r" "$c"
-    fi
-    c=$(cpu_of taskset -c "$CLIENT_CPU" "$BIN" run kv --target "127.0.0.1:$RPORT" -c "$CONNS" -r 1 -d 10 -P "$P" \
-          -t get --duration "$SECS" --client-cpus "$CLIENT_CPU" --no-telemetry --json -q)
-    n=$(jq -r '.results[0].metrics[] | select(.name=="requests" and (.labels|length)==0) | .value' "$TMP/out")
-    s=$(jq -r '.results[0].metrics[] | select(.name=="measured_duration_s" and (.labels|length)==0) | .value' "$TMP/out")
-    row "kv-P$P" rackbench "$r" "$n" "$c" "$s"
-    c=$(cpu_of taskset -c "$CLIENT_CPU" redis-benchmark -p "$RPORT" -c "$CONNS" -n "$N" -d 10 -P "$P" -t get --csv -q)
-    rps=$(python3 -c 'import csv,sys; print(next(float(r[1]) for r in csv.reader(open(sys.argv[1])) if r and r[0]=="GET"))' "$TMP/out")
-    row "kv-P$P" redis-benchmark "$r" "$N" "$c" "$(awk -v n="$N" -v r="$rps" 'BEGIN{print n/r}')"
+    in_order "$r" kv_floor kv_uring kv_multishot kv_rackbench kv_reference
   done
 done
 
@@ -139,24 +160,35 @@ while len(body) < length:
 print(len(head) + 4 + length)
 PY
 )
-for r in $(seq "$ROUNDS"); do
+http_floor() {
   c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor" 127.0.0.1 "$HPORT" "$CONNS" 1 "$SECS" "$TMP/http.req" "$HTTP_REPLY")
   floor_row http floor "$r" "$c"
-  if [ "$URING" = 1 ]; then
-    c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -u 127.0.0.1 "$HPORT" "$CONNS" 1 "$SECS" "$TMP/http.req" "$HTTP_REPLY")
-    floor_row http floor-io_uring "$r" "$c"
-    c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -m 127.0.0.1 "$HPORT" "$CONNS" 1 "$SECS" "$TMP/http.req" "$HTTP_REPLY")
-    floor_row http floor-multishot "$r" "$c"
-  fi
+}
+http_uring() {
+  [ "$URING" = 1 ] || return 0
+  c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -u 127.0.0.1 "$HPORT" "$CONNS" 1 "$SECS" "$TMP/http.req" "$HTTP_REPLY")
+  floor_row http floor-io_uring "$r" "$c"
+}
+http_multishot() {
+  [ "$URING" = 1 ] || return 0
+  c=$(cpu_of taskset -c "$CLIENT_CPU" "$TMP/floor-u" -m 127.0.0.1 "$HPORT" "$CONNS" 1 "$SECS" "$TMP/http.req" "$HTTP_REPLY")
+  floor_row http floor-multishot "$r" "$c"
+}
+http_rackbench() {
   c=$(cpu_of taskset -c "$CLIENT_CPU" "$BIN" run http --target "$URL" --connections "$CONNS" --threads 1 \
         --duration "$SECS" --warmup 0 --client-cpus "$CLIENT_CPU" --no-telemetry --json --quiet)
   n=$(jq -r '.results[0].metrics[] | select(.name=="requests" and (.labels|length)==0) | .value' "$TMP/out")
   rps=$(jq -r '.results[0].metrics[] | select(.name=="requests_per_s" and (.labels|length)==0) | .value' "$TMP/out")
   row http rackbench "$r" "$n" "$c" "$(awk -v n="$n" -v r="$rps" 'BEGIN{print n/r}')"
+}
+http_reference() {
   c=$(cpu_of taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${SECS}s" "$URL")
   n=$(awk '/requests in/ {print $1}' "$TMP/out")
   rps=$(awk '/Requests\/sec/ {print $2}' "$TMP/out")
   row http wrk "$r" "$n" "$c" "$(awk -v n="$n" -v r="$rps" 'BEGIN{print n/r}')"
+}
+for r in $(seq "$ROUNDS"); do
+  in_order "$r" http_floor http_uring http_multishot http_rackbench http_reference
 done
 
 python3 - "$ROWS" <<'PY'
