@@ -314,18 +314,10 @@ mod tests {
     /// A sample of a large host: `cpus` CPU lines, at `t_s`.
     fn big_sample(t_s: f64, cpus: usize) -> TelemetrySample {
         TelemetrySample {
-            host: String::new(),
             t_s,
             interval_s: 1.0,
-            warmup: false,
             cpus: (0..cpus as i32).map(model::CpuUtil::idle).collect(),
-            ctxt_per_s: 0.0,
-            intr_per_s: 0.0,
-            nics: vec![],
-            disks: vec![],
-            freq_mhz: vec![],
-            procs: vec![],
-            power: vec![],
+            ..TelemetrySample::default()
         }
     }
 

@@ -637,15 +637,8 @@ mod tests {
             host: "as the agent named it".into(),
             t_s,
             interval_s: 1.0,
-            warmup: false,
             cpus: vec![model::CpuUtil::idle(-1)],
-            ctxt_per_s: 0.0,
-            intr_per_s: 0.0,
-            nics: vec![],
-            disks: vec![],
-            freq_mhz: vec![],
-            procs: vec![],
-            power: vec![],
+            ..TelemetrySample::default()
         }
     }
 

@@ -107,8 +107,9 @@ pub struct PowerReading {
     pub instantaneous: bool,
 }
 
-/// Everything one host reported for one sampling interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Everything one host reported for one sampling interval. `Default`: an empty sample
+/// (no host, time 0), for tests to fill what they need.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TelemetrySample {
     pub host: String,
     /// End of the interval, seconds since the run started.
