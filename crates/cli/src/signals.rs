@@ -74,8 +74,8 @@ pub fn install_for_run() {
                     Action::Stop => {
                         engine::stop::request_stop_by_signal(signo);
                         engine::errln!(
-                            "\nrackbench: {} received: finishing the current test, keeping what was measured (Ctrl-C again to abort)",
-                            engine::stop::stop_cause()
+                            "\n{}",
+                            stopping_message(&engine::stop::stop_cause(), signo)
                         );
                     }
                     Action::AlreadyStopping => {}
@@ -86,16 +86,33 @@ pub fn install_for_run() {
         .ok();
 }
 
-/// A second Ctrl-C: servers killed at once (their clients then fail fast, and the run
-/// closes as interrupted with what was stored); exit after a grace period whatever happens.
+/// A second Ctrl-C: servers killed at once, here and on every remote host (its agent's
+/// ssh ended: the agent kills what it launched), so their clients fail fast and the run
+/// closes as interrupted with what was stored; exit after a grace period whatever happens.
 fn abort() {
     engine::launch::kill_all_children();
+    hosts::remote::kill_agents();
     engine::errln!("\nrackbench: interrupted twice: servers killed; closing the run");
     std::thread::spawn(|| {
         std::thread::sleep(ABORT_GRACE);
         engine::errln!("rackbench: the run did not close in time; exiting (the next command marks it interrupted)");
         std::process::exit(exit_status().unwrap_or(130));
     });
+}
+
+/// What the first request prints: the run stops at whatever stage it is (a test ends
+/// early, a setup or build is abandoned), keeping what was measured. Only a terminal's
+/// Ctrl-C is told how to abort: a supervisor's SIGTERM has no one to read it.
+fn stopping_message(cause: &str, signo: i32) -> String {
+    format!(
+        "rackbench: {cause} received: stopping; a test under way ends now and what was \
+         measured is kept{}",
+        if signo == SIGINT {
+            " (Ctrl-C again to abort)"
+        } else {
+            ""
+        }
+    )
 }
 
 /// For commands that only need a flag (`net serve`): any of the three signals sets it.
@@ -129,5 +146,18 @@ mod tests {
         let mut r = Requests::default();
         assert_eq!(r.on(SIGTERM, ms(0)), Action::Stop);
         assert_eq!(r.on(SIGINT, ms(2000)), Action::Abort);
+    }
+
+    #[test]
+    fn only_a_terminals_ctrl_c_is_told_how_to_abort() {
+        let m = stopping_message("Ctrl-C (SIGINT)", SIGINT);
+        assert!(m.ends_with("(Ctrl-C again to abort)"), "{m}");
+        // Not "finishing the current test": it may come during a setup or a build.
+        assert!(!m.contains("current test"), "{m}");
+        let m = stopping_message("SIGTERM", SIGTERM);
+        assert!(
+            m.contains("SIGTERM received") && !m.contains("Ctrl-C"),
+            "{m}"
+        );
     }
 }

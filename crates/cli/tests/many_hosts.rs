@@ -194,10 +194,13 @@ fn an_unknown_or_changed_host_key_is_refused_and_nothing_is_stored() {
         err.contains("host key") && err.contains("rbh1-badkey"),
         "{err}"
     );
+    // What to run acts on the files this run read: the known_hosts file ssh named (not
+    // ~/.ssh/known_hosts) and the --ssh-config.
     assert!(
-        err.contains("ssh-keygen -R") || err.contains("ssh-keyscan"),
-        "says what to run: {err}"
+        err.contains("ssh-keygen -f") && err.contains("known_hosts.badkey"),
+        "says what to run, on which file: {err}"
     );
+    assert!(err.contains("ssh -F "), "names the --ssh-config: {err}");
     // An unresolvable host is named too.
     let (code, _, err) = run_json(
         &h,

@@ -255,6 +255,62 @@ fn a_postgres_killed_mid_run_is_named_as_the_cause() {
     assert!(done > 0.0, "what was measured before the kill is kept: {r}");
 }
 
+/// Ctrl-C during a build of many warehouses (minutes on a real host) ends it within a
+/// chunk's load, not at its end: the run is interrupted, nothing is left running, and
+/// what the build left is not reused as a build.
+#[test]
+fn ctrl_c_during_a_build_ends_the_build() {
+    use std::io::BufRead as _;
+    if !have_postgres() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let store = tmp.path().join("r.sqlite");
+    let mut child = common::bin()
+        .args(["--db", store.to_str().unwrap(), "run", "oltp"])
+        .args(["--cluster-dir", data.to_str().unwrap()])
+        .args(["--warehouses", "20", "--vus", "2", "--duration", "5"])
+        .args(["--no-telemetry"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut err = String::new();
+    for l in lines.by_ref() {
+        let l = l.unwrap();
+        err.push_str(&l);
+        err.push('\n');
+        if l.contains("building database") {
+            // SAFETY: kill(2) on the rackbench this test started.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            break;
+        }
+    }
+    for l in lines {
+        err.push_str(&l.unwrap());
+        err.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("the build was interrupted"), "{err}");
+    assert!(
+        !err.contains("loaded in"),
+        "the build ran to its end: {err}"
+    );
+    let (_, shown, _) = run(&["--db", store.to_str().unwrap(), "runs", "--json"]);
+    assert!(shown.contains("interrupted"), "{shown}");
+    let dir = tmp.path().to_str().unwrap().to_string();
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok())
+        .filter(|c| c.contains(&dir))
+        .collect();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
 #[test]
 fn missing_input_says_what_to_type() {
     let (code, _, err) = run(&["oltp", "build", "--warehouses", "1"]);

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
@@ -87,11 +87,30 @@ pub struct RemoteHost {
     offset_rtt_s: AtomicU64,
     rtt_s: f64,
     writer: Arc<Mutex<ChildStdin>>,
-    child: Mutex<Child>,
+    /// The ssh that runs the agent (known to [`kill_agents`] too).
+    child: Arc<Mutex<Child>>,
     next: AtomicU64,
     /// Where the agent's binary is there: a lost agent is killed only if its PID still
     /// runs that binary (see [`kill_if_ours`]).
     agent_path: String,
+}
+
+/// Every connected agent's ssh, for [`kill_agents`].
+static AGENTS: Mutex<Vec<Weak<Mutex<Child>>>> = Mutex::new(Vec::new());
+
+/// The second Ctrl-C: end every agent's ssh at once, without a word to the agents (a
+/// call in flight may hold the link). An agent whose input ends stops its load and kills
+/// everything it launched ([`crate::agent`]), so remote servers go as the local ones do,
+/// not when rackbench exits. An ssh already reaped is left alone (std does not signal a
+/// child it has waited for), and one whose lock is held (a shutdown waiting for it) is
+/// ending already.
+pub fn kill_agents() {
+    let agents = AGENTS.lock().unwrap_or_else(|e| e.into_inner());
+    for a in agents.iter().filter_map(Weak::upgrade) {
+        if let Ok(mut c) = a.try_lock() {
+            let _ = c.kill();
+        }
+    }
 }
 
 impl RemoteHost {
@@ -248,10 +267,15 @@ impl RemoteHost {
             offset_rtt_s: AtomicU64::new(0f64.to_bits()),
             rtt_s: 0.0,
             writer: Arc::new(Mutex::new(stdin)),
-            child: Mutex::new(child),
+            child: Arc::new(Mutex::new(child)),
             next: AtomicU64::new(1),
             agent_path: probe.path.clone(),
         };
+        {
+            let mut agents = AGENTS.lock().unwrap_or_else(|e| e.into_inner());
+            agents.retain(|a| a.strong_count() > 0);
+            agents.push(Arc::downgrade(&host.child));
+        }
         let (offset, rtt) = host.estimate_offset()?;
         host.set_offset(offset, rtt);
         host.rtt_s = rtt;

@@ -18,6 +18,8 @@ pub struct Ssh {
     /// on to the ssh it starts for a `ProxyJump` hop (our `-o` options it does not), so
     /// host-key checking and BatchMode hold for the jump host too.
     config: PathBuf,
+    /// The user's `--ssh-config`, named in the commands an error tells them to run.
+    user_config: Option<PathBuf>,
     control_dir: engine::scratch::ScratchDir,
 }
 
@@ -90,8 +92,9 @@ impl Ssh {
             .context("creating a private directory for ssh's control sockets")?;
         // --ssh-config replaces ~/.ssh/config and the system's, as `ssh -F` does;
         // otherwise both apply, in ssh's own order.
-        let user: Vec<PathBuf> = match config {
-            Some(c) => vec![c.canonicalize().unwrap_or(c)],
+        let user_config = config.map(|c| c.canonicalize().unwrap_or(c));
+        let user: Vec<PathBuf> = match &user_config {
+            Some(c) => vec![c.clone()],
             None => {
                 let mut v = Vec::new();
                 if let Some(home) = std::env::var_os("HOME") {
@@ -123,6 +126,7 @@ impl Ssh {
             .context("writing the ssh settings of this run")?;
         Ok(Ssh {
             config: generated,
+            user_config,
             control_dir,
         })
     }
@@ -199,7 +203,7 @@ impl Ssh {
     ) -> anyhow::Result<String> {
         Ok(self
             .run_said(dest, remote, input, timeout)?
-            .checked(dest)?
+            .checked(dest, self.user_config.as_deref())?
             .stdout)
     }
 
@@ -247,7 +251,7 @@ impl Ssh {
         let name = cache_name(sha256);
         let script = probe_script(&name);
         let said = self.run_said(dest, &script, None, Duration::from_secs(20))?;
-        read_probe(dest, &said.checked(dest)?)
+        read_probe(dest, &said.checked(dest, self.user_config.as_deref())?)
     }
 
     /// Copy this binary to `path` on `dest` (private to the user, atomically renamed),
@@ -260,7 +264,7 @@ impl Ssh {
             .context("cannot read the size of rackbench's own binary (/proc/self/exe)")?
             .len();
         let script = deploy_script(path, sha256, size);
-        let out = copy_retrying_once(dest, || {
+        let out = copy_retrying_once(dest, self.user_config.as_deref(), || {
             self.run_said(dest, &script, Some(&exe), Duration::from_secs(300))
         })?;
         if !out.contains("RBCOPIED") {
@@ -292,12 +296,13 @@ impl Ssh {
 /// error: the script kept nothing of it. Any other failure is returned at once.
 fn copy_retrying_once(
     dest: &str,
+    user_config: Option<&Path>,
     mut copy: impl FnMut() -> anyhow::Result<Said>,
 ) -> anyhow::Result<String> {
     for attempt in 1.. {
         let said = copy()?;
         if said.ok() || !said.stderr.lines().any(|l| l.trim() == BAD_COPY) {
-            return Ok(said.checked(dest)?.stdout);
+            return Ok(said.checked(dest, user_config)?.stdout);
         }
         if attempt == 2 {
             bail!(
@@ -405,12 +410,13 @@ impl Said {
         self.code == Some(0)
     }
 
-    /// Itself when the command succeeded, else an error that says why it failed.
-    fn checked(self, dest: &str) -> anyhow::Result<Said> {
+    /// Itself when the command succeeded, else an error that says why it failed
+    /// (`user_config`: the `--ssh-config` the commands it suggests must name).
+    fn checked(self, dest: &str, user_config: Option<&Path>) -> anyhow::Result<Said> {
         if self.ok() {
             Ok(self)
         } else {
-            Err(classify(dest, &self.stderr, self.code))
+            Err(classify(dest, &self.stderr, self.code, user_config))
         }
     }
 
@@ -493,19 +499,44 @@ fn wait_with_timeout(mut child: Child, timeout: Duration) -> anyhow::Result<std:
     }
 }
 
-/// Turn ssh's complaint into an error that says what to do.
-pub fn classify(dest: &str, stderr: &str, code: Option<i32>) -> anyhow::Error {
+/// Turn ssh's complaint into an error that says what to do. The commands it suggests
+/// name `user_config` (`--ssh-config`) when there is one, and the known_hosts file ssh
+/// itself named, so that they act on the files this run read.
+pub fn classify(
+    dest: &str,
+    stderr: &str,
+    code: Option<i32>,
+    user_config: Option<&Path>,
+) -> anyhow::Error {
     let s = stderr.trim();
     let said = s
         .lines()
         .rfind(|l| !l.trim().is_empty())
         .unwrap_or("")
         .to_string();
+    let ssh = match user_config {
+        Some(f) => format!("ssh -F {}", shell_quote(&f.to_string_lossy())),
+        None => "ssh".to_string(),
+    };
     if s.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") {
+        // ssh's own "remove with: ssh-keygen -f FILE -R HOST" names the file and the
+        // name the key is kept under; else "Offending ED25519 key in FILE:LINE".
+        let remove = match s
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("ssh-keygen -f "))
+        {
+            Some(own) => model::printable(own),
+            None => match offending_known_hosts(s) {
+                Some(file) => format!("ssh-keygen -f {} -R {dest}", shell_quote(file)),
+                None => format!("ssh-keygen -R {dest}"),
+            },
+        };
         return anyhow::anyhow!(
             "{dest}: its ssh host key has CHANGED since it was recorded in known_hosts: refusing it. \
-             If the change is expected (reinstalled host), remove the old key with `ssh-keygen -R {dest}` \
-             and check the new one with `ssh {dest}` once; otherwise someone may be in the middle"
+             If the change is expected (a reinstalled host), remove the old key with `{remove}` \
+             and check the new one with `{ssh} {dest}` once; if it is not expected, do not \
+             connect: someone may be between this machine and the host"
         );
     }
     if s.contains("Host key verification failed")
@@ -514,19 +545,28 @@ pub fn classify(dest: &str, stderr: &str, code: Option<i32>) -> anyhow::Error {
     {
         return anyhow::anyhow!(
             "{dest}: its ssh host key is not in known_hosts, and rackbench never accepts keys itself. \
-             Run `ssh {dest}` once and check the fingerprint, or add it with \
-             `ssh-keyscan {dest} >> ~/.ssh/known_hosts` after checking it"
+             Run `{ssh} {dest}` once and check the fingerprint, or add it with \
+             `ssh-keyscan {dest} >> ~/.ssh/known_hosts` after checking it{}",
+            if user_config.is_some() {
+                " (or to the UserKnownHostsFile your --ssh-config names)"
+            } else {
+                ""
+            }
         );
     }
     if s.contains("Permission denied") {
         return anyhow::anyhow!(
             "{dest}: ssh could not log in without a prompt (BatchMode). Set up key login \
-             (`ssh-copy-id {dest}`) or load your key in ssh-agent, then check with `ssh {dest} true`"
+             (`ssh-copy-id {dest}`) or load your key in ssh-agent, then check with `{ssh} {dest} true`"
         );
     }
     if s.contains("Could not resolve hostname") {
         return anyhow::anyhow!(
-            "{dest}: unknown host name ({said}); check the name or your ~/.ssh/config"
+            "{dest}: unknown host name ({said}); check the name or {}",
+            match user_config {
+                Some(f) => format!("the Host entries of {}", f.display()),
+                None => "your ~/.ssh/config".to_string(),
+            }
         );
     }
     if s.contains("Connection refused")
@@ -542,6 +582,17 @@ pub fn classify(dest: &str, stderr: &str, code: Option<i32>) -> anyhow::Error {
         "{dest}: the remote command failed (exit {}): {said}",
         code.map_or("by signal".to_string(), |c| c.to_string())
     )
+}
+
+/// The known_hosts file ssh named as holding the key that no longer matches.
+fn offending_known_hosts(stderr: &str) -> Option<&str> {
+    stderr.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("Offending ")?;
+        let (_, file) = rest.split_once(" key in ")?;
+        let (file, line) = file.rsplit_once(':')?;
+        line.trim().parse::<u32>().ok()?;
+        Some(file)
+    })
 }
 
 #[cfg(test)]
@@ -703,7 +754,7 @@ mod tests {
         let good = || ended("RBCOPIED\n", "", 0);
         // Damaged once: copied again, and that copy is the answer.
         let mut calls = 0;
-        let out = copy_retrying_once("h1", || {
+        let out = copy_retrying_once("h1", None, || {
             calls += 1;
             if calls == 1 {
                 bad()
@@ -716,7 +767,7 @@ mod tests {
         // Damaged twice: an error after two copies, not three, with what the host said
         // and not our marker.
         let mut calls = 0;
-        let e = copy_retrying_once("h1", || {
+        let e = copy_retrying_once("h1", None, || {
             calls += 1;
             bad()
         })
@@ -731,7 +782,7 @@ mod tests {
         );
         // Any other failure (a host gone) is not copied again.
         let mut calls = 0;
-        let e = copy_retrying_once("h1", || {
+        let e = copy_retrying_once("h1", None, || {
             calls += 1;
             ended(
                 "",
@@ -764,18 +815,74 @@ mod tests {
 
     #[test]
     fn ssh_errors_say_what_to_run() {
-        let e = classify("h1", "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.", Some(255));
+        let e = classify("h1", "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\nHost key verification failed.", Some(255), None);
         assert!(format!("{e}").contains("ssh-keygen -R h1"), "{e}");
-        let e = classify("h1", "No ED25519 host key is known for h1 and you have requested strict checking.\nHost key verification failed.", Some(255));
+        let e = classify("h1", "No ED25519 host key is known for h1 and you have requested strict checking.\nHost key verification failed.", Some(255), None);
         assert!(format!("{e}").contains("ssh-keyscan h1"), "{e}");
-        let e = classify("h1", "root@h1: Permission denied (publickey).", Some(255));
+        let e = classify(
+            "h1",
+            "root@h1: Permission denied (publickey).",
+            Some(255),
+            None,
+        );
         assert!(format!("{e}").contains("ssh-copy-id"), "{e}");
         let e = classify(
             "h1",
             "ssh: connect to host 10.0.0.1 port 22: Connection refused",
             Some(255),
+            None,
         );
         assert!(format!("{e}").contains("unreachable"), "{e}");
+    }
+
+    /// With --ssh-config, the advice acts on the files this run read: the known_hosts
+    /// file ssh named, and `ssh -F CONFIG` (a user's plain `ssh-keygen -R` edited
+    /// ~/.ssh/known_hosts, and `ssh ALIAS` did not resolve without -F).
+    #[test]
+    fn ssh_errors_name_the_files_this_run_read() {
+        let changed = "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@\n\
+                       Offending ED25519 key in /srv/kh/known_hosts.lab:4\n  remove with:\n  \
+                       ssh-keygen -f \"/srv/kh/known_hosts.lab\" -R \"10.1.0.1\"\n\
+                       Host key verification failed.";
+        let f = Path::new("/srv/lab ssh.cfg");
+        let e = format!("{}", classify("lab1", changed, Some(255), Some(f)));
+        assert!(
+            e.contains("`ssh-keygen -f \"/srv/kh/known_hosts.lab\" -R \"10.1.0.1\"`"),
+            "{e}"
+        );
+        assert!(e.contains("`ssh -F '/srv/lab ssh.cfg' lab1`"), "{e}");
+        assert!(
+            e.ends_with("someone may be between this machine and the host"),
+            "{e}"
+        );
+        // Without ssh's own line, the offending file is named.
+        let e = format!(
+            "{}",
+            classify(
+                "lab1",
+                "REMOTE HOST IDENTIFICATION HAS CHANGED\nOffending RSA key in /k/hosts:12",
+                Some(255),
+                None
+            )
+        );
+        assert!(e.contains("`ssh-keygen -f '/k/hosts' -R lab1`"), "{e}");
+        assert!(e.contains("`ssh lab1`"), "{e}");
+        let e = format!(
+            "{}",
+            classify("lab1", "Host key verification failed.", Some(255), Some(f))
+        );
+        assert!(e.contains("`ssh -F '/srv/lab ssh.cfg' lab1`"), "{e}");
+        assert!(e.contains("UserKnownHostsFile"), "{e}");
+        let e = format!(
+            "{}",
+            classify(
+                "lab1",
+                "ssh: Could not resolve hostname lab1: Name or service not known",
+                Some(255),
+                Some(f)
+            )
+        );
+        assert!(e.contains("Host entries of /srv/lab ssh.cfg"), "{e}");
     }
 
     #[test]

@@ -159,6 +159,7 @@ fn copy(
     loop {
         let more = fill(&mut buf);
         if buf.len() >= CHUNK_BYTES || (!more && !buf.is_empty()) {
+            not_stopped()?;
             client.load(table, &buf)?;
             buf.clear();
         }
@@ -168,9 +169,20 @@ fn copy(
     }
 }
 
+/// An error once a stop is asked for (Ctrl-C here, or the controller's interrupt on an
+/// agent): checked before each unit, index and 1 MiB chunk, so a build of many
+/// warehouses (minutes) ends within a chunk's load. What it left has no build metadata,
+/// so no later run reuses it.
+fn not_stopped() -> anyhow::Result<()> {
+    if engine::stop::stop_requested() {
+        anyhow::bail!("stopped: the build was interrupted before it ended");
+    }
+    Ok(())
+}
+
 /// Run `work` on every item, `threads` connections at once (each set up with
 /// `session_sql`) taking the next item in turn; the first error stops the others before
-/// their next item and is returned.
+/// their next item and is returned, as is a stop ([`not_stopped`]).
 fn in_parallel<T: Sync>(
     db: &dyn Backend,
     threads: usize,
@@ -194,6 +206,7 @@ fn in_parallel<T: Sync>(
                         let Some(item) = items.get(i) else {
                             return Ok(());
                         };
+                        not_stopped()?;
                         work(&mut *c, item)?;
                     }
                 })();
@@ -355,6 +368,7 @@ fn load_unit(c: &mut dyn Conn, u: Unit, seed: u64, c_load: u32, ts: &str) -> any
                         lines.push(b'\n');
                     }
                     if lines.len() >= CHUNK_BYTES {
+                        not_stopped()?;
                         c.load("order_line", &lines)?;
                         lines.clear();
                     }
