@@ -60,6 +60,44 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// A `--target` where nothing listens is bad input in every workload that takes one:
+/// exit 2 before any test, saying what to start, and no store left (net stored a failed
+/// run, exit 1, where kv and http refused).
+#[test]
+fn a_target_where_nothing_listens_is_refused_in_every_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    // A port of this machine's that nothing listens on (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let at = format!("127.0.0.1:{port}");
+    let url = format!("http://{at}/");
+    let cases: [(&[&str], &str); 3] = [
+        (&["kv", "--target", &at], "is redis-server running there"),
+        (&["http", "--target", &url], &at),
+        (&["net", "--target", &at], "rackbench net serve --bind"),
+    ];
+    for (args, says) in cases {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run"])
+            .args(args)
+            .args(["--duration", "1", "-q", "--no-telemetry"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?} should say {says}: {err}");
+        assert!(
+            !db.exists(),
+            "{args:?}: a store was left at {}",
+            db.display()
+        );
+    }
+}
+
 /// `--zerocopy` on a sender host without a usable temporary directory: refused before any
 /// test (in prepare, after the store was opened), saying what to do; no store is left.
 #[test]

@@ -256,7 +256,7 @@ impl Batch {
     }
 }
 
-fn connect_control(target: &str) -> anyhow::Result<TcpStream> {
+pub(crate) fn connect_control(target: &str) -> anyhow::Result<TcpStream> {
     let addrs: Vec<SocketAddr> = target
         .to_socket_addrs()
         .with_context(|| format!("net: cannot resolve receiver address `{target}` (use host:port, e.g. 127.0.0.1:5201)"))?

@@ -827,8 +827,8 @@ fn unreachable_receiver_is_a_clear_error() {
     })))
     .unwrap();
     let (_local, ctx) = one_host();
-    w.prepare(&ctx).unwrap();
-    let e = w.run_test("tcp", &ctx).unwrap_err();
+    // Before any test: the receiver is looked for as the point is prepared.
+    let e = w.prepare(&ctx).unwrap_err();
     w.cleanup();
     let s = format!("{e:#}");
     assert!(
