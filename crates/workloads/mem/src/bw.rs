@@ -2,7 +2,11 @@
 //! (a = b + s*c) over f64 arrays split evenly across threads, each thread pinned to its own
 //! CPU. Bytes are counted as STREAM counts them (8 B per element read or written, no
 //! write-allocate traffic); each kernel's best of several timed passes is kept, after one
-//! untimed pass that also places the pages (first touch by the thread that uses them).
+//! untimed pass. Every array is written first, by the thread that uses it, with STREAM's
+//! initial values (a = 1, b = 2, c = 0): that places its pages (first touch), and an
+//! array never written would be read from the kernel's one shared zero page, from the
+//! caches, not from memory (triad read `b` so, and beat the plain read kernel by 10-40%).
+//! The results are checked at the end, as STREAM's `checkSTREAMresults` does.
 
 use std::sync::Barrier;
 use std::time::Instant;
@@ -89,7 +93,7 @@ pub fn bandwidth(
     threads: usize,
     passes: usize,
     cpus: &[usize],
-) -> Vec<(Kernel, f64)> {
+) -> anyhow::Result<Vec<(Kernel, f64)>> {
     let threads = threads.max(1);
     let mut a = vec![0.0f64; elems];
     let mut b = vec![0.0f64; elems];
@@ -114,8 +118,12 @@ pub fn bandwidth(
                 if let Some(c) = cpu {
                     let _ = engine::launch::pin_current_thread(&[c]);
                 }
+                // STREAM's initial values, written by this thread (see the module doc).
+                pa.fill(INIT.0);
+                pb.fill(INIT.1);
+                pc.fill(INIT.2);
                 let mut mine = Vec::with_capacity(passes);
-                // Untimed first pass (places pages), then the timed passes.
+                // Untimed first pass, then the timed passes.
                 for pass in 0..=passes {
                     let now = Instant::now();
                     let mut row = [(now, now); 4];
@@ -140,8 +148,9 @@ pub fn bandwidth(
             .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     });
+    validate(&a, &b, &c)?;
     let bytes_of = |k: Kernel| (k.bytes_per_elem() * elems) as f64;
-    KERNELS
+    Ok(KERNELS
         .iter()
         .enumerate()
         .map(|(ki, k)| {
@@ -156,7 +165,27 @@ pub fn bandwidth(
                 .fold(f64::INFINITY, f64::min);
             (*k, bytes_of(*k) / best / 1e9)
         })
-        .collect()
+        .collect())
+}
+
+/// STREAM's initial values of a, b and c.
+const INIT: (f64, f64, f64) = (1.0, 2.0, 0.0);
+
+/// The arrays as the kernels leave them, each pass alike: write sets a = 1.5, copy sets
+/// c = a, triad sets a = b + 3c (b keeps its initial value). Exact in binary floating
+/// point. An error names the first element that differs: a kernel that did not do the
+/// work its bytes are counted for (STREAM's "Failed Validation").
+fn validate(a: &[f64], b: &[f64], c: &[f64]) -> anyhow::Result<()> {
+    let want = (INIT.1 + 3.0 * 1.5, INIT.1, 1.5);
+    for (name, v, w) in [("a", a, want.0), ("b", b, want.1), ("c", c, want.2)] {
+        if let Some(i) = v.iter().position(|x| *x != w) {
+            anyhow::bail!(
+                "the bandwidth kernels' results do not validate: {name}[{i}] is {}, not {w}",
+                v[i]
+            );
+        }
+    }
+    Ok(())
 }
 
 /// How far past a bound a figure may go before it is impossible rather than noise: the
@@ -332,11 +361,19 @@ mod tests {
         // Arrays past a big cache take longer to stream: fewer repetitions per figure.
         let reps = if elems > 4 << 20 { 2 } else { 5 };
         for _ in 0..3 {
-            for (i, (_, g)) in bandwidth(elems, 1, reps, &cpus).into_iter().enumerate() {
+            for (i, (_, g)) in bandwidth(elems, 1, reps, &cpus)
+                .unwrap()
+                .into_iter()
+                .enumerate()
+            {
                 one[i] = one[i].max(g);
             }
-            two.push(bandwidth(elems, 2, reps, &cpus));
-            for (i, (_, g)) in bandwidth(elems, 1, reps, &cpus).into_iter().enumerate() {
+            two.push(bandwidth(elems, 2, reps, &cpus).unwrap());
+            for (i, (_, g)) in bandwidth(elems, 1, reps, &cpus)
+                .unwrap()
+                .into_iter()
+                .enumerate()
+            {
                 one[i] = one[i].max(g);
             }
         }
@@ -356,7 +393,8 @@ mod tests {
         // 1-thread reference made that reference low (CI: 2 threads at 2.36x it).
         let _alone = crate::REAL_RUN.lock();
         for threads in [1, 2, 3] {
-            let r = bandwidth(1 << 16, threads, 2, &[]);
+            // Unwrapped: the arrays validate (each written first, b included).
+            let r = bandwidth(1 << 16, threads, 2, &[]).unwrap();
             assert_eq!(r.len(), 4);
             for (k, gbs) in r {
                 assert!(
@@ -365,5 +403,23 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The arrays must hold what the kernels computed: a `b` never written (left on the
+    /// zero page, read from cache for triad's bytes) or a kernel skipped is an error.
+    #[test]
+    fn results_that_do_not_validate_are_an_error() {
+        let n = 64;
+        let (a, b, c) = (vec![6.5; n], vec![2.0; n], vec![1.5; n]);
+        validate(&a, &b, &c).unwrap();
+        let zero_b = vec![0.0; n];
+        let e = validate(&vec![4.5; n], &zero_b, &c)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a[0] is 4.5, not 6.5"), "{e}");
+        let mut skipped = c.clone();
+        skipped[n - 1] = 0.0;
+        let e = validate(&a, &b, &skipped).unwrap_err().to_string();
+        assert!(e.contains(&format!("c[{}]", n - 1)), "{e}");
     }
 }

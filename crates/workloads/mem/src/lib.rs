@@ -678,7 +678,7 @@ impl MemBench {
                 stopped_early(&mut out);
                 break;
             }
-            for (k, gbs) in bw::bandwidth(self.bw_elems, t, 5, &cpus) {
+            for (k, gbs) in bw::bandwidth(self.bw_elems, t, 5, &cpus)? {
                 if is_reference {
                     reference.push((k, t, gbs));
                 } else {
