@@ -139,8 +139,12 @@ pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
 }
 
 /// Per result, what the system under test spent: its CPUs' busy share (mpstat's 100 -
-/// %idle over all CPUs), its power by the report's one rule, and throughput per watt.
-/// A figure that could not be measured is `-`, and why is said once below the table.
+/// %idle - %iowait over all CPUs, [`model::CpuUtil::busy_pct`], as stored and reported),
+/// its power by the report's one rule, and throughput per watt. A figure that could not
+/// be measured is `-`, and why is said once below the table. A capacity test has no
+/// perf/W here: a levels test's headline is its perf/W already (SPECpower's overall
+/// ops/s/W: dividing it by watts again gave ops/s/W/W), and a ramp's or a search's power
+/// spans steps of different loads.
 pub fn efficiency_table(run: &RunRecord) -> String {
     let mut rows = Vec::new();
     let mut reasons: Vec<String> = Vec::new();
@@ -149,7 +153,7 @@ pub fn efficiency_table(run: &RunRecord) -> String {
         let ts = report::derive::sut_summary(run, r);
         let busy = ts
             .and_then(|t| t.cpus.iter().find(|c| c.cpu == -1))
-            .map(|c| 100.0 - c.idle_pct);
+            .map(|c| c.busy_pct());
         let power = match ts.map(|t| (t, model::power::headline(&t.power))) {
             Some((_, Some(h))) => Some(h),
             Some((t, None)) => {
@@ -165,8 +169,12 @@ pub fn efficiency_table(run: &RunRecord) -> String {
         };
         let perf = r.headline_value().filter(|_| !r.is_invalid());
         let unit = r.metric(&r.headline, &[]).map(unit_of).unwrap_or_default();
+        let capacity = r.capacity_phase().is_some();
+        if capacity && power.is_some() && !reasons.iter().any(|w| w == CAPACITY_PER_W) {
+            reasons.push(CAPACITY_PER_W.to_string());
+        }
         let per_w = match (perf, &power) {
-            (Some(p), Some(h)) if h.mean_watts > 0.0 => Some(p / h.mean_watts),
+            (Some(p), Some(h)) if h.mean_watts > 0.0 && !capacity => Some(p / h.mean_watts),
             _ => None,
         };
         any |= busy.is_some() || power.is_some();
@@ -202,10 +210,18 @@ pub fn efficiency_table(run: &RunRecord) -> String {
         &rows,
     ));
     for why in reasons {
-        out.push_str(&format!("power not measured: {}\n", clean(&why)));
+        if why == CAPACITY_PER_W {
+            out.push_str(&format!("{why}\n"));
+        } else {
+            out.push_str(&format!("power not measured: {}\n", clean(&why)));
+        }
     }
     out
 }
+
+/// Why a capacity test's PERF/W is `-` in [`efficiency_table`].
+const CAPACITY_PER_W: &str = "PERF/W of ramp, search and levels: none here; a levels \
+    test's headline is its perf/W (overall ops/s/W), and the report has each step's";
 
 pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
     let store = Store::open_existing(&g.db_path())?;
@@ -978,6 +994,38 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         let t = results_table(&run);
         assert!(t.contains("1234 signs/s"), "{t}");
         assert!(!t.contains("ops/s"), "{t}");
+    }
+
+    /// The efficiency table reads busy as stored (iowait is idle time, not busy), and a
+    /// levels test's headline, already ops/s/W, is not divided by watts again.
+    #[test]
+    fn efficiency_reads_busy_without_iowait_and_no_per_watt_of_capacity_tests() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
+        for r in &mut run.results {
+            r.flags.clear();
+            r.status = Status::Ok;
+            r.error = None;
+            let all = &mut r.telemetry_summary[0].cpus[0];
+            assert_eq!(all.cpu, -1);
+            (all.idle_pct, all.iowait_pct) = (50.0, 10.0);
+        }
+        let levels = &mut run.results[1];
+        levels.test = "levels".into();
+        levels.headline = "overall_ops_per_watt".into();
+        levels.metrics =
+            vec![model::Metric::new("overall_ops_per_watt", 109.5, "ops/s/W")
+                .label("phase", "levels")];
+        let t = efficiency_table(&run);
+        let rows: Vec<&str> = t.lines().filter(|l| l.contains(" 40.0 ")).collect();
+        assert_eq!(
+            rows.len(),
+            2,
+            "busy = 100 - idle - iowait in every row: {t}"
+        );
+        assert!(!rows[0].ends_with(" -"), "a load test has perf/W: {t}");
+        assert!(rows[1].ends_with(" -"), "no perf/W of a levels test: {t}");
+        assert!(!t.contains("/W/W"), "{t}");
+        assert!(t.contains("PERF/W of ramp, search and levels"), "{t}");
     }
 
     /// Flag messages, errors and missing figures of an imported run (a hostile export)
