@@ -931,18 +931,12 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     let mut total_pct = 0.0;
     let mut have_both = true;
     if send_s > 0.0 {
-        total_pct += push_end_cpu(
-            &mut out.metrics,
-            "sender",
-            &rep.sender_cpu,
-            send_s,
-            send_gbit,
-        );
+        total_pct += push_end_cpu(&mut out, "sender", &rep.sender_cpu, send_s, send_gbit);
     }
     let receiver_cpu_s = rep.receiver_cpu_span_s.unwrap_or(rep.receive_duration_s);
     match (&rep.receiver_cpu, receiver_cpu_s > 0.0) {
         (Some(c), true) => {
-            total_pct += push_end_cpu(&mut out.metrics, "receiver", c, receiver_cpu_s, recv_gbit);
+            total_pct += push_end_cpu(&mut out, "receiver", c, receiver_cpu_s, recv_gbit);
         }
         (c, _) => {
             have_both = false;
@@ -1260,29 +1254,51 @@ fn push_process_cpu(out: &mut StepOutput, rep: &TestReport, recv_gbit: f64) {
 /// One end's CPU as a percent of one CPU over that end's own clock (iperf3's
 /// cpu_utilization_percent): `<end>_cpu_pct`, its user and system parts, and the CPU per
 /// Gbit/s that end moved. Returns the percent.
-fn push_end_cpu(
-    metrics: &mut Vec<Metric>,
-    end: &str,
-    c: &proto::CpuUsage,
-    secs: f64,
-    gbit: f64,
-) -> f64 {
+///
+/// The total is the scheduler's exact run time; the user/system split is the kernel's
+/// tick sampling scaled to it. A thread that always runs between two ticks (a paced
+/// stream waking on its 1 ms timer, sending, and sleeping again) is never sampled, and
+/// the kernel then calls all of its time user time: 4.5% user and 0% system for a
+/// stream that did nothing but write(2). An end that moved data with no system time at
+/// all is such a case: its split is missing, with why, and its total stands.
+fn push_end_cpu(out: &mut StepOutput, end: &str, c: &proto::CpuUsage, secs: f64, gbit: f64) -> f64 {
     let pct = 100.0 * (c.user_s + c.system_s) / secs;
-    metrics.push(Metric::new(format!("{end}_cpu_pct"), pct, "%"));
-    metrics.push(Metric::new(
-        format!("{end}_cpu_user_pct"),
-        100.0 * c.user_s / secs,
-        "%",
-    ));
-    metrics.push(Metric::new(
-        format!("{end}_cpu_sys_pct"),
-        100.0 * c.system_s / secs,
-        "%",
-    ));
+    out.metrics
+        .push(Metric::new(format!("{end}_cpu_pct"), pct, "%"));
+    if split_unsampled(c, gbit) {
+        for part in ["user", "sys"] {
+            out.missing.push(MissingMetric {
+                name: format!("{end}_cpu_{part}_pct"),
+                reason: format!(
+                    "the kernel's tick sampling saw none of the {end}'s system time (its \
+                     threads ran between ticks), and called all of it user time; the total, \
+                     {end}_cpu_pct, is exact"
+                ),
+            });
+        }
+    } else {
+        out.metrics.push(Metric::new(
+            format!("{end}_cpu_user_pct"),
+            100.0 * c.user_s / secs,
+            "%",
+        ));
+        out.metrics.push(Metric::new(
+            format!("{end}_cpu_sys_pct"),
+            100.0 * c.system_s / secs,
+            "%",
+        ));
+    }
     if gbit > 0.0 {
-        metrics.push(Metric::new("cpu_pct_per_gbit", pct / gbit, "%/(Gbit/s)").label("end", end));
+        out.metrics
+            .push(Metric::new("cpu_pct_per_gbit", pct / gbit, "%/(Gbit/s)").label("end", end));
     }
     pct
+}
+
+/// Data moved through system calls with no system time sampled: the user/system split
+/// is the kernel's default for a task no tick saw (see [`push_end_cpu`]).
+fn split_unsampled(c: &proto::CpuUsage, gbit: f64) -> bool {
+    gbit > 0.0 && c.user_s > 0.0 && c.system_s == 0.0
 }
 
 #[cfg(test)]

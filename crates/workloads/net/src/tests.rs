@@ -1774,3 +1774,40 @@ fn an_idle_receiver_sleeps_on_its_listener() {
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
 }
+
+/// A paced stream's threads, run between ticks, read 4.5% user and 0% system: the split
+/// is missing with why, the exact total stays; a split the ticks saw is kept.
+#[test]
+fn a_user_system_split_no_tick_saw_is_missing_and_the_total_stays() {
+    let mut out = StepOutput::default();
+    let unsampled = proto::CpuUsage {
+        user_s: 0.135,
+        system_s: 0.0,
+    };
+    let pct = push_end_cpu(&mut out, "sender", &unsampled, 3.0, 1.0);
+    assert!((pct - 4.5).abs() < 1e-9);
+    let names: Vec<&str> = out.metrics.iter().map(|m| m.name.as_str()).collect();
+    assert!(names.contains(&"sender_cpu_pct"), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("user") || n.contains("sys")),
+        "{names:?}"
+    );
+    let missing: Vec<&str> = out.missing.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(missing, ["sender_cpu_user_pct", "sender_cpu_sys_pct"]);
+    assert!(out.missing[0].reason.contains("tick sampling"));
+
+    let mut out = StepOutput::default();
+    let sampled = proto::CpuUsage {
+        user_s: 0.03,
+        system_s: 0.105,
+    };
+    push_end_cpu(&mut out, "sender", &sampled, 3.0, 1.0);
+    assert!(out.missing.is_empty(), "{:?}", out.missing);
+    assert_eq!(out.metrics.len(), 4, "{:?}", out.metrics);
+    // An idle end (nothing moved) keeps its split, however small.
+    let mut out = StepOutput::default();
+    push_end_cpu(&mut out, "receiver", &unsampled, 3.0, 0.0);
+    assert!(out.missing.is_empty());
+}
