@@ -243,6 +243,38 @@ fn export_defaults_and_selection() {
     );
 }
 
+/// `-o -` is stdout (no file named `-`), and a name that is neither JSON nor CSV is
+/// refused, not filled with JSON (a report.md overwritten).
+#[test]
+fn export_to_dash_is_stdout_and_a_report_name_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let run_in = |args: &[&str]| {
+        common::bin()
+            .current_dir(dir.path())
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap()
+    };
+    let runs = store::export::from_json(&ok(&run_in(&["export", "-o", "-"]))).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert!(!dir.path().join("-").exists(), "a file named - was written");
+    let out = run_in(&["export", "-o", "report.md"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("rackbench report"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("report.md").exists());
+    // Told the format, any name is taken.
+    ok(&run_in(&["export", "-o", "runs.txt", "--format", "csv"]));
+    let csv = std::fs::read_to_string(dir.path().join("runs.txt")).unwrap();
+    assert!(csv.starts_with("run_id,"), "{csv}");
+}
+
 #[test]
 fn export_csv_long_form() {
     let dir = tempfile::tempdir().unwrap();

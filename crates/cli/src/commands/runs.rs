@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use model::{ResultRecord, RunRecord, Severity, Status};
@@ -223,6 +223,25 @@ pub fn efficiency_table(run: &RunRecord) -> String {
 const CAPACITY_PER_W: &str = "PERF/W of ramp, search and levels: none here; a levels \
     test's headline is its perf/W (overall ops/s/W), and the report has each step's";
 
+/// The format an `export -o FILE` name asks for: `.csv` CSV, `.json` or no extension
+/// JSON. Any other name is refused rather than given JSON it does not look like (a
+/// `report.md` overwritten with JSON).
+fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("csv") => Ok(ExportFormat::Csv),
+        None | Some("json") => Ok(ExportFormat::Json),
+        Some(other) => anyhow::bail!(
+            "export -o {}: export writes JSON or CSV, not .{other}; name the file .json or \
+             .csv, or give --format json|csv (a Markdown or HTML report is `rackbench report \
+             RUN -o FILE`)",
+            path.display()
+        ),
+    }
+}
+
 pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
     let store = Store::open_existing(&g.db_path())?;
     let ids: Vec<String> = if a.all {
@@ -246,12 +265,13 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
         .map(|id| store.load_run(id))
         .collect::<anyhow::Result<Vec<_>>>()?;
 
-    let format = a.format.unwrap_or_else(|| match &a.output {
-        Some(p) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
-            ExportFormat::Csv
-        }
-        _ => ExportFormat::Json,
-    });
+    // `-o -` is stdout, as everywhere else.
+    let output = a.output.as_ref().filter(|p| p.as_os_str() != "-");
+    let format = match (a.format, output) {
+        (Some(f), _) => f,
+        (None, None) => ExportFormat::Json,
+        (None, Some(p)) => export_format_of(p)?,
+    };
     let bytes = match format {
         ExportFormat::Json => (store::export::to_json(&runs) + "\n").into_bytes(),
         ExportFormat::Csv => {
@@ -260,7 +280,7 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
             buf
         }
     };
-    match &a.output {
+    match output {
         Some(path) => {
             output::write_atomic(path, &bytes, &g.db_path())?;
             if !g.quiet {
