@@ -1297,11 +1297,11 @@ impl Summary {
         self.power_basis.push(pf.and(self.power_basis[from]));
         self.notes.push(match &e.how {
             Extrapolate::Times { factor, unit } => format!(
-                "{label}: performance and power of {from_l} times {factor}, linearly, as if                  {factor} {unit} each did what the one measured did.",
+                "{label}: performance and power of {from_l} times {factor}, linearly, as if {factor} {unit} each did what the one measured did.",
                 from_l = e.from
             ),
             Extrapolate::Clock { elasticity, .. } => format!(
-                "{label}: performance of {from_l} times {f:.3} ({} clock elasticity {elasticity});                  power is not extrapolated.",
+                "{label}: performance of {from_l} times {f:.3} ({} clock elasticity {elasticity}); power is not extrapolated.",
                 if (*elasticity - 1.0).abs() < 1e-12 { "linear in the clock," } else { "" },
                 from_l = e.from
             ),

@@ -259,7 +259,7 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     for want in [
         "Centriq 2452 x2 boards (extrapolated)",
         "Difference<br>Centriq 2452 vs Xeon Gold 5120",
-        "linearly",
+        "linearly, as if 2 boards each did what the one measured did",
         "1.75x (+75%)",
     ] {
         assert!(h.contains(want), "{want}");
