@@ -308,29 +308,59 @@ pub fn run_commands_here(commands: &[String], purpose: CommandsFor) -> Vec<Comma
     };
     let mut out = Vec::new();
     for c in commands {
-        let (ok, output) = match crate::command::run(c, COMMAND_TIMEOUT, kind) {
-            Ok(o) => (true, o),
-            Err(e) => (false, e),
-        };
-        let mut output = output.trim().to_string();
-        if output.len() > 4096 {
-            let mut cut = 4096;
-            while !output.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            output.truncate(cut);
-            output.push_str(" ...");
-        }
+        let ran = crate::command::run_captured(c, COMMAND_TIMEOUT, kind);
+        let ok = ran.failure.is_none();
         out.push(CommandRun {
             command: c.clone(),
             ok,
-            output,
+            output: command_output(&ran),
         });
         if !ok {
             break;
         }
     }
     out
+}
+
+/// What a command run says of itself, trimmed, bounded and made printable, on one
+/// line: its stdout when it succeeded; when it failed, how it ended and all it
+/// printed, stdout then stderr (`exit status: 1; printed: hello-b`). A failure used to
+/// say the command again and only the first line of its stderr: a script that wrote
+/// why to stdout showed nothing.
+pub fn command_output(ran: &crate::command::Ran) -> String {
+    /// Kept of a command's output: a disclosure value, and a line of an error.
+    const MAX: usize = 4096;
+    let one_line = |s: &str| {
+        s.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(model::printable)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let printed: Vec<String> = match &ran.failure {
+        None => vec![one_line(&ran.stdout)],
+        Some(_) => vec![one_line(&ran.stdout), one_line(&ran.stderr)],
+    };
+    let printed = printed
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    let mut text = match &ran.failure {
+        None => printed,
+        Some(why) if printed.is_empty() => format!("{why}; printed nothing"),
+        Some(why) => format!("{why}; printed: {printed}"),
+    };
+    if text.len() > MAX {
+        let mut cut = MAX;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(" ...");
+    }
+    text
 }
 
 /// The hosts of one sweep point, by role.
