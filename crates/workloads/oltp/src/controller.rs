@@ -266,6 +266,7 @@ impl Oltp {
                 started_unix_s: r.started_unix_s,
                 ended_unix_s: r.ended_unix_s,
                 start_skew_s: r.start_skew_s,
+                clock_error_s: loadgens[*index].clock_rtt_s() / 2.0,
             });
         }
         let counters: Vec<Arc<Counters>> =
