@@ -590,7 +590,6 @@ pub fn drive_all(
     watch: &[Arc<dyn Host>],
     progress: &Arc<Progress>,
 ) -> Vec<anyhow::Result<DriverReport>> {
-    use std::sync::atomic::Ordering;
     let lead = jobs
         .iter()
         .map(|(h, _)| h.start_lead())
@@ -604,8 +603,8 @@ pub fn drive_all(
     // would hold every test's end, and the process's exit, by up to its period).
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     // Ends every job's load: local ones share `progress`, remote ones are told.
-    let end_all = || {
-        progress.cancel.store(true, Ordering::Relaxed);
+    let end_all = |why: &dyn Fn() -> String| {
+        progress.end_early(why);
         for (h, _) in jobs.iter() {
             h.interrupt();
         }
@@ -617,8 +616,11 @@ pub fn drive_all(
             while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                 done_rx.recv_timeout(Duration::from_millis(100))
             {
-                if watched.iter().any(|h| h.lost().is_some()) {
-                    end_all();
+                if let Some((name, why)) = watched
+                    .iter()
+                    .find_map(|h| h.lost().map(|why| (h.name().to_string(), why)))
+                {
+                    end_all(&|| format!("ended when {name} was lost: {why}"));
                     return;
                 }
             }
@@ -631,7 +633,9 @@ pub fn drive_all(
                 s.spawn(move || {
                     let r = h.drive(job, start_at, &progress);
                     if r.is_err() && jobs.len() > 1 {
-                        end_all();
+                        end_all(&|| {
+                            format!("ended when the load generator on {} failed", h.name())
+                        });
                     }
                     r
                 })

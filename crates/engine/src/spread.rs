@@ -283,9 +283,10 @@ pub fn drive(
     } else {
         Span::Together
     };
-    let Some(merged) = crate::wire::merge(outcomes, span) else {
+    let Some(mut merged) = crate::wire::merge(outcomes, span) else {
         return Err(nothing_measured(errors, n));
     };
+    progress.explain_stop(&mut merged.stopped_early);
     Ok(Driven {
         merged,
         runs,
@@ -323,9 +324,15 @@ pub fn measured_window(
     Some((start, start.checked_add(union)?))
 }
 
-/// Why the result fails when some generators' drivers failed (`name: why` each).
+/// Why the result fails when some generators' drivers failed (`name: why` each):
+/// `load generator rbh2: the link to rbh2 broke`. (It said "... broke failed", the
+/// word after the reason.)
 pub fn failure(failed: &[String]) -> Option<String> {
-    (!failed.is_empty()).then(|| format!("load generator {} failed", failed.join("; ")))
+    match failed {
+        [] => None,
+        [one] => Some(format!("load generator {one}")),
+        many => Some(format!("load generators failed: {}", many.join("; "))),
+    }
 }
 
 /// Add the per-generator figures of `runs` (when `generators` > 1: each one's rate and

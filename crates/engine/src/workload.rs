@@ -30,6 +30,9 @@ pub struct Progress {
     /// Set to end the load under way early, keeping what it measured (another
     /// generator of the same test is gone). Unlike Ctrl-C it ends this test only.
     pub cancel: AtomicBool,
+    /// What set `cancel`, when it was not a stop asked for: a host of the test lost,
+    /// another generator's driver failed ([`Progress::end_early`]).
+    pub ended_by: Mutex<Option<String>>,
     /// The common start of a test driven from several hosts (this host's clock), set by
     /// the host before its driver runs: the load loop connects first, then waits for it.
     pub start_at: Mutex<Option<std::time::SystemTime>>,
@@ -55,12 +58,37 @@ impl Progress {
         crate::stop::stop_requested() || self.cancel.load(Ordering::Relaxed)
     }
 
+    /// End the load under way early, keeping what it measured, and say why (the first
+    /// reason given stands).
+    pub fn end_early(&self, why: impl FnOnce() -> String) {
+        if let Ok(mut g) = self.ended_by.lock() {
+            g.get_or_insert_with(why);
+        }
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// A generator's `stopped_early` as the test gives it. A load ended by `cancel`
+    /// says "interrupted" (a remote generator is only told to end, not why); when no
+    /// stop was asked for, what ended it is said instead: a host loss read as "the test
+    /// stopped early: interrupted", as if someone had pressed Ctrl-C.
+    pub fn explain_stop(&self, stopped: &mut Option<String>) {
+        if stopped.as_deref() != Some("interrupted") || crate::stop::stop_requested() {
+            return;
+        }
+        if let Some(why) = self.ended_by.lock().ok().and_then(|g| g.clone()) {
+            *stopped = Some(why);
+        }
+    }
+
     pub fn reset(&self, label: &str, total: u64, duration_ms: u64) {
         self.done.store(0, Ordering::Relaxed);
         self.total.store(total, Ordering::Relaxed);
         self.duration_ms.store(duration_ms, Ordering::Relaxed);
         self.warmup.store(false, Ordering::Relaxed);
         self.cancel.store(false, Ordering::Relaxed);
+        if let Ok(mut g) = self.ended_by.lock() {
+            *g = None;
+        }
         if let Ok(mut l) = self.label.lock() {
             *l = label.to_string();
         }

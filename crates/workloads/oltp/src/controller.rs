@@ -283,9 +283,10 @@ impl Oltp {
             outcomes.push(d.outcome);
         }
         // Every oltp test runs for a duration, behind one start barrier.
-        let Some(merged) = engine::wire::merge(outcomes, engine::wire::Span::Together) else {
+        let Some(mut merged) = engine::wire::merge(outcomes, engine::wire::Span::Together) else {
             return Err(generators::nothing_measured(errors, n));
         };
+        ctx.progress.explain_stop(&mut merged.stopped_early);
         Ok(Driven {
             merged,
             counters,
