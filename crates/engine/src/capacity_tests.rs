@@ -407,7 +407,7 @@ pub fn run(
     ) = match test {
         "ramp" => {
             let r = capacity::ramp(&cfg.ramp_config(d), &mut step_fn)?;
-            ctx.note(&format!("{workload} ramp:\n{}", r.table()));
+            ctx.note_table(&format!("{workload} ramp:"), &r.table());
             found.record("ramp", r.last_sustained_rate_per_s());
             let steps = r.points.iter().map(|p| p.step.clone()).collect();
             let (m, miss, h) = (r.to_metrics(), r.missing(), r.histograms());

@@ -86,12 +86,62 @@ pub fn run(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, String> {
     run_status(cmd, timeout, kind).map_err(|f| f.message)
 }
 
-/// [`run`], its failure with the exit status apart.
-pub fn run_status(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, Failed> {
+/// A command run to its end with everything it printed: for a setup or teardown, whose
+/// failure is shown and disclosed whole (its stdout too, where a script says what went
+/// wrong), not only the first line of its stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ran {
+    /// None: it exited with status 0. Otherwise how it ended, without the command
+    /// (`exit status: 1`, `did not answer within 120s`).
+    pub failure: Option<String>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `cmd` as [`run`] does, keeping both of its outputs whatever the outcome.
+pub fn run_captured(cmd: &str, timeout: Duration, kind: Kind) -> Ran {
+    let ran = |failure: String| Ran {
+        failure: Some(failure),
+        stdout: String::new(),
+        stderr: String::new(),
+    };
     let until_stop = kind == Kind::Lasting { until_stop: true };
     if until_stop && crate::stop::stop_requested() {
-        return Err(stopped(cmd).into());
+        return ran(format!("ended by {}", crate::stop::stop_cause()));
     }
+    let mut command = shell_command(cmd);
+    let started = match kind {
+        Kind::Probe => ChildGuard::start_probe(cmd, &mut command),
+        Kind::Lasting { .. } => ChildGuard::start(cmd, &mut command),
+    };
+    let mut guard = match started {
+        Ok(g) => g,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return ran("command not found: install it, or fix the path".into())
+        }
+        Err(e) => return ran(format!("could not start: {e}")),
+    };
+    let (ended, [stdout, stderr]) = wait(&mut guard, Instant::now() + timeout, kind);
+    let status = guard.end(Duration::ZERO);
+    let failure = match (ended, status) {
+        (Ended::TimedOut, _) => Some(format!("did not answer within {timeout:?}")),
+        (Ended::Stopped, _) => Some(format!("ended by {}", crate::stop::stop_cause())),
+        (Ended::Exited, Some(s)) if s.success() => None,
+        (Ended::Exited, Some(s)) if s.code() == Some(127) => Some(format!(
+            "{s} (command not found: install it, or fix the path)"
+        )),
+        (Ended::Exited, Some(s)) => Some(s.to_string()),
+        (Ended::Exited, None) => Some("how it ended cannot be learnt".into()),
+    };
+    Ran {
+        failure,
+        stdout: String::from_utf8_lossy(&stdout).into(),
+        stderr: String::from_utf8_lossy(&stderr).into(),
+    }
+}
+
+/// `cmd` started directly when it is plain words, else through `sh -c`; its output piped.
+fn shell_command(cmd: &str) -> Command {
     // A command of plain words is started directly: a shell for each of the disclosure's
     // ethtool and dmidecode calls doubled what every run spends before it measures.
     let mut command = match plain_words(cmd) {
@@ -110,6 +160,16 @@ pub fn run_status(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, Fa
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    command
+}
+
+/// [`run`], its failure with the exit status apart.
+pub fn run_status(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, Failed> {
+    let until_stop = kind == Kind::Lasting { until_stop: true };
+    if until_stop && crate::stop::stop_requested() {
+        return Err(stopped(cmd).into());
+    }
+    let mut command = shell_command(cmd);
     let started = match kind {
         Kind::Probe => ChildGuard::start_probe(cmd, &mut command),
         Kind::Lasting { .. } => ChildGuard::start(cmd, &mut command),

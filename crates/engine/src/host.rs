@@ -308,29 +308,59 @@ pub fn run_commands_here(commands: &[String], purpose: CommandsFor) -> Vec<Comma
     };
     let mut out = Vec::new();
     for c in commands {
-        let (ok, output) = match crate::command::run(c, COMMAND_TIMEOUT, kind) {
-            Ok(o) => (true, o),
-            Err(e) => (false, e),
-        };
-        let mut output = output.trim().to_string();
-        if output.len() > 4096 {
-            let mut cut = 4096;
-            while !output.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            output.truncate(cut);
-            output.push_str(" ...");
-        }
+        let ran = crate::command::run_captured(c, COMMAND_TIMEOUT, kind);
+        let ok = ran.failure.is_none();
         out.push(CommandRun {
             command: c.clone(),
             ok,
-            output,
+            output: command_output(&ran),
         });
         if !ok {
             break;
         }
     }
     out
+}
+
+/// What a command run says of itself, trimmed, bounded and made printable, on one
+/// line: its stdout when it succeeded; when it failed, how it ended and all it
+/// printed, stdout then stderr (`exit status: 1; printed: hello-b`). A failure used to
+/// say the command again and only the first line of its stderr: a script that wrote
+/// why to stdout showed nothing.
+pub fn command_output(ran: &crate::command::Ran) -> String {
+    /// Kept of a command's output: a disclosure value, and a line of an error.
+    const MAX: usize = 4096;
+    let one_line = |s: &str| {
+        s.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(model::printable)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let printed: Vec<String> = match &ran.failure {
+        None => vec![one_line(&ran.stdout)],
+        Some(_) => vec![one_line(&ran.stdout), one_line(&ran.stderr)],
+    };
+    let printed = printed
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    let mut text = match &ran.failure {
+        None => printed,
+        Some(why) if printed.is_empty() => format!("{why}; printed nothing"),
+        Some(why) => format!("{why}; printed: {printed}"),
+    };
+    if text.len() > MAX {
+        let mut cut = MAX;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(" ...");
+    }
+    text
 }
 
 /// The hosts of one sweep point, by role.
@@ -560,7 +590,6 @@ pub fn drive_all(
     watch: &[Arc<dyn Host>],
     progress: &Arc<Progress>,
 ) -> Vec<anyhow::Result<DriverReport>> {
-    use std::sync::atomic::Ordering;
     let lead = jobs
         .iter()
         .map(|(h, _)| h.start_lead())
@@ -574,8 +603,8 @@ pub fn drive_all(
     // would hold every test's end, and the process's exit, by up to its period).
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     // Ends every job's load: local ones share `progress`, remote ones are told.
-    let end_all = || {
-        progress.cancel.store(true, Ordering::Relaxed);
+    let end_all = |why: &dyn Fn() -> String| {
+        progress.end_early(why);
         for (h, _) in jobs.iter() {
             h.interrupt();
         }
@@ -587,8 +616,11 @@ pub fn drive_all(
             while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                 done_rx.recv_timeout(Duration::from_millis(100))
             {
-                if watched.iter().any(|h| h.lost().is_some()) {
-                    end_all();
+                if let Some((name, why)) = watched
+                    .iter()
+                    .find_map(|h| h.lost().map(|why| (h.name().to_string(), why)))
+                {
+                    end_all(&|| format!("ended when {name} was lost: {why}"));
                     return;
                 }
             }
@@ -601,7 +633,9 @@ pub fn drive_all(
                 s.spawn(move || {
                     let r = h.drive(job, start_at, &progress);
                     if r.is_err() && jobs.len() > 1 {
-                        end_all();
+                        end_all(&|| {
+                            format!("ended when the load generator on {} failed", h.name())
+                        });
                     }
                     r
                 })

@@ -30,6 +30,9 @@ pub struct Progress {
     /// Set to end the load under way early, keeping what it measured (another
     /// generator of the same test is gone). Unlike Ctrl-C it ends this test only.
     pub cancel: AtomicBool,
+    /// What set `cancel`, when it was not a stop asked for: a host of the test lost,
+    /// another generator's driver failed ([`Progress::end_early`]).
+    pub ended_by: Mutex<Option<String>>,
     /// The common start of a test driven from several hosts (this host's clock), set by
     /// the host before its driver runs: the load loop connects first, then waits for it.
     pub start_at: Mutex<Option<std::time::SystemTime>>,
@@ -55,12 +58,37 @@ impl Progress {
         crate::stop::stop_requested() || self.cancel.load(Ordering::Relaxed)
     }
 
+    /// End the load under way early, keeping what it measured, and say why (the first
+    /// reason given stands).
+    pub fn end_early(&self, why: impl FnOnce() -> String) {
+        if let Ok(mut g) = self.ended_by.lock() {
+            g.get_or_insert_with(why);
+        }
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// A generator's `stopped_early` as the test gives it. A load ended by `cancel`
+    /// says "interrupted" (a remote generator is only told to end, not why); when no
+    /// stop was asked for, what ended it is said instead: a host loss read as "the test
+    /// stopped early: interrupted", as if someone had pressed Ctrl-C.
+    pub fn explain_stop(&self, stopped: &mut Option<String>) {
+        if stopped.as_deref() != Some("interrupted") || crate::stop::stop_requested() {
+            return;
+        }
+        if let Some(why) = self.ended_by.lock().ok().and_then(|g| g.clone()) {
+            *stopped = Some(why);
+        }
+    }
+
     pub fn reset(&self, label: &str, total: u64, duration_ms: u64) {
         self.done.store(0, Ordering::Relaxed);
         self.total.store(total, Ordering::Relaxed);
         self.duration_ms.store(duration_ms, Ordering::Relaxed);
         self.warmup.store(false, Ordering::Relaxed);
         self.cancel.store(false, Ordering::Relaxed);
+        if let Ok(mut g) = self.ended_by.lock() {
+            *g = None;
+        }
         if let Ok(mut l) = self.label.lock() {
             *l = label.to_string();
         }
@@ -133,6 +161,56 @@ impl Ctx {
             crate::errln!("rackbench: {}", model::printable(msg));
         }
     }
+
+    /// A note with a table below it (tab-separated lines, a header first), on stderr
+    /// (unless quiet): see [`table_note`].
+    pub fn note_table(&self, title: &str, tsv: &str) {
+        if self.verbose {
+            crate::errln!("{}", table_note(title, tsv).trim_end());
+        }
+    }
+}
+
+/// `rackbench: TITLE` and the table of `tsv` (tab-separated lines, a header first)
+/// below it, indented, in aligned columns two spaces apart as the console's other
+/// tables: a column of figures (or `-`) right, words left. Each line and cell is made
+/// printable on its own: passed whole through [`model::printable`], the ramp table
+/// read `ramp:\ndem_req_rate\treply_rate_avg...` on one line; a cell may still quote
+/// a server's reply, so its control characters stay escaped.
+pub fn table_note(title: &str, tsv: &str) -> String {
+    let rows: Vec<Vec<String>> = tsv
+        .lines()
+        .map(|l| l.split('\t').map(model::printable).collect())
+        .collect();
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut width = vec![0; n];
+    let mut right = vec![false; n];
+    for (i, row) in rows.iter().enumerate() {
+        for (j, cell) in row.iter().enumerate() {
+            width[j] = width[j].max(cell.chars().count());
+            if i > 0 && cell != "-" {
+                right[j] |= cell.parse::<f64>().is_ok();
+            }
+        }
+    }
+    let mut out = format!("rackbench: {}\n", model::printable(title));
+    for row in &rows {
+        let mut line = String::new();
+        for (j, cell) in row.iter().enumerate() {
+            let pad = " ".repeat(width[j] - cell.chars().count());
+            line.push_str("  ");
+            if right[j] {
+                line.push_str(&pad);
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&pad);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// What one test of a workload produced. The runner adds the step index, parameters,
@@ -280,6 +358,24 @@ pub struct Registration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ramp summary went through `printable` whole: one line with `\n` and `\t`
+    /// shown as escapes. Each cell is made printable on its own, the table aligned.
+    #[test]
+    fn a_table_note_is_a_table_with_its_cells_made_printable() {
+        let tsv = "dem_req_rate\treply_rate_avg\tverdict\n\
+                   20000\t19978.3\tok\n\
+                   40000\t-\tfailed: \u{1b}[31mred\n";
+        let t = table_note("kv ramp:", tsv);
+        assert_eq!(
+            t,
+            "rackbench: kv ramp:\n\
+             \x20 dem_req_rate  reply_rate_avg  verdict\n\
+             \x20        20000         19978.3  ok\n\
+             \x20        40000               -  failed: \\u{1b}[31mred\n"
+        );
+        assert!(!t.contains("\\n") && !t.contains("\\t"), "{t}");
+    }
 
     /// A host's clock 2 s ahead of the controller's reads its spans 2 s late: they come
     /// back 2 s earlier; one behind, later.

@@ -711,9 +711,9 @@ impl Host for InProcess {
         &self,
         job: &DriverJob,
         start_at: SystemTime,
-        _progress: &Progress,
+        shared: &Progress,
     ) -> anyhow::Result<DriverReport> {
-        let n = |k: &str| job.params[k].as_u64().unwrap();
+        let n = |k: &str| job.params.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
         let s = LoadSpec {
             connections: n("connections") as usize,
             stop: StopAfter::Requests(n("requests")),
@@ -721,9 +721,21 @@ impl Host for InProcess {
             ..LoadSpec::default()
         };
         let endpoints: Vec<SocketAddr> = job.endpoints.iter().map(|e| e.parse().unwrap()).collect();
-        let progress = Progress::default();
+        let own = Progress::default();
+        // A timed job runs under the test's progress, which ends it early; a counted one
+        // keeps its own start (two of them run at once).
+        let (s, progress) = match job.params.get("seconds").and_then(|v| v.as_u64()) {
+            Some(secs) => (
+                LoadSpec {
+                    stop: StopAfter::Duration(Duration::from_secs(secs)),
+                    ..s
+                },
+                shared,
+            ),
+            None => (s, &own),
+        };
         *progress.start_at.lock().unwrap() = Some(start_at);
-        let out = run_stream(&s, &endpoints, &["x"], |_| Line, &progress)?;
+        let out = run_stream(&s, &endpoints, &["x"], |_| Line, progress)?;
         let ended = SystemTime::now();
         let (started, late) = progress
             .started
@@ -764,6 +776,141 @@ impl Host for InProcess {
         Ok(Vec::new())
     }
     fn shutdown(&self) {}
+}
+
+/// A generator host whose link breaks a moment into the test (its agent killed): its
+/// drive fails once the test is ended.
+struct Lost {
+    name: &'static str,
+    breaks_at: std::time::Instant,
+}
+
+impl Host for Lost {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn address(&self) -> String {
+        "127.0.0.1".into()
+    }
+    fn lost(&self) -> Option<String> {
+        (std::time::Instant::now() >= self.breaks_at)
+            .then(|| format!("the link to {} broke", self.name))
+    }
+    fn disclosure(&self, role: &str) -> anyhow::Result<model::HostDisclosure> {
+        InProcess(self.name).disclosure(role)
+    }
+    fn start_service(&self, workload: &str, params: &Params) -> anyhow::Result<ServiceHandle> {
+        InProcess(self.name).start_service(workload, params)
+    }
+    fn service_query(&self, id: u64, what: &str) -> anyhow::Result<serde_json::Value> {
+        InProcess(self.name).service_query(id, what)
+    }
+    fn service_exited(&self, _id: u64) -> anyhow::Result<Option<String>> {
+        Ok(None)
+    }
+    fn stop_service(&self, _id: u64) {}
+    fn drive(
+        &self,
+        _job: &DriverJob,
+        _start_at: SystemTime,
+        progress: &Progress,
+    ) -> anyhow::Result<DriverReport> {
+        let give_up = std::time::Instant::now() + Duration::from_secs(10);
+        while !progress.stopping() && std::time::Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        anyhow::bail!("the link to {} broke", self.name)
+    }
+    fn interrupt(&self) {}
+    fn telemetry_start(&self, settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo> {
+        InProcess(self.name).telemetry_start(settings)
+    }
+    fn telemetry_take(&self) -> anyhow::Result<Vec<model::TelemetrySample>> {
+        Ok(Vec::new())
+    }
+    fn telemetry_mark(&self) -> Option<u64> {
+        None
+    }
+    fn telemetry_since(&self, _mark: u64) -> Vec<model::TelemetrySample> {
+        Vec::new()
+    }
+    fn set_warmup(&self, _on: bool) {}
+    fn unwatch_servers(&self) {}
+    fn measure_idle(&self, _secs: f64) -> anyhow::Result<Option<model::IdlePower>> {
+        Ok(None)
+    }
+    fn run_commands(
+        &self,
+        _commands: &[String],
+        _for: CommandsFor,
+    ) -> anyhow::Result<Vec<CommandRun>> {
+        Ok(Vec::new())
+    }
+    fn shutdown(&self) {}
+}
+
+/// One of two generators lost mid-test (kill -9 of its agent): the survivor, ended by
+/// the controller, said "the test stopped early: interrupted" as if someone had pressed
+/// Ctrl-C, and the failure read "load generator rbh2: the link to rbh2 broke failed".
+#[test]
+fn a_load_ended_by_a_lost_host_says_what_ended_it() {
+    let f = fake(Duration::from_millis(1), None);
+    let hosts: Vec<Arc<dyn Host>> = vec![
+        Arc::new(Lost {
+            name: "rbh2",
+            breaks_at: std::time::Instant::now() + Duration::from_millis(300),
+        }),
+        Arc::new(InProcess("rbh3")),
+    ];
+    let roles = Roles {
+        sut: Arc::new(InProcess("rbh1")),
+        loadgens: hosts,
+    };
+    let progress = Arc::new(Progress::default());
+    let share = |i: usize| spread::Share {
+        connections: 2,
+        requests: None,
+        rate: None,
+        seed: 1,
+        first_connection: 2 * i,
+    };
+    let shares = [share(0), share(1)];
+    let d = spread::drive(&roles, &shares, 1, &progress, |i, _| DriverJob {
+        workload: "line".into(),
+        test: "x".into(),
+        params: serde_json::json!({"connections": 2, "seconds": 10})
+            .as_object()
+            .unwrap()
+            .clone(),
+        endpoints: vec![f.addr.to_string()],
+        index: i,
+        generators: 2,
+    })
+    .unwrap();
+    assert_eq!(
+        d.merged.stopped_early.as_deref(),
+        Some("ended when rbh2 was lost: the link to rbh2 broke")
+    );
+    assert_eq!(
+        d.failure().as_deref(),
+        Some("load generator rbh2: the link to rbh2 broke")
+    );
+    let step = validity::step_output(
+        &spec(StopAfter::Requests(1)),
+        &d.merged,
+        "ops_per_s",
+        "ops/s",
+    );
+    let stopped = step
+        .flags
+        .iter()
+        .find(|f| f.code == "stopped_early")
+        .unwrap();
+    assert!(
+        !stopped.message.contains("interrupted"),
+        "{}",
+        stopped.message
+    );
 }
 
 /// Drive `requests` over two in-process generators behind one start barrier, generator

@@ -32,7 +32,10 @@ pub struct LocalHost {
     sampler_cfg: Mutex<Option<SamplerConfig>>,
     /// The progress of every drive under way, so that `interrupt` can end them.
     driving: Mutex<Vec<Arc<Progress>>>,
-    /// The process whose CPU is this host's load generator (this one).
+    /// The process whose CPU is this host's load generator (this one), watched from the
+    /// first drive of a sweep point on: a host that drives nothing (the controller of a
+    /// run on remote hosts, a system under test) has no `loadgen` figures at all, rather
+    /// than the idle CPU of its agent under that role.
     loadgen_pid: u32,
 }
 
@@ -81,6 +84,17 @@ impl LocalHost {
     fn registration(&self, workload: &str) -> anyhow::Result<Registration> {
         (self.catalog)(workload)
             .with_context(|| format!("this rackbench has no workload `{workload}`"))
+    }
+
+    /// Watch this process as the host's load generator, once: a second drive of the
+    /// same sweep point keeps the CPU counted since the first (watching again would
+    /// start it over).
+    fn watch_loadgen(&self) {
+        if let Some(s) = self.sampler() {
+            if !s.watches(self.loadgen_pid) {
+                s.watch_process("loadgen", self.loadgen_pid);
+            }
+        }
     }
 
     fn sampler(&self) -> Option<Arc<Sampler>> {
@@ -198,6 +212,7 @@ impl Host for LocalHost {
         if let Ok(mut g) = progress.started.lock() {
             *g = None;
         }
+        self.watch_loadgen();
         let called = SystemTime::now();
         let report = driver(job, progress);
         let ended = SystemTime::now();
@@ -226,7 +241,6 @@ impl Host for LocalHost {
         let cfg = sampler_config(&self.name, settings);
         let sampler = Sampler::start(cfg.clone())
             .with_context(|| format!("starting telemetry on {}", self.name))?;
-        sampler.watch_process("loadgen", self.loadgen_pid);
         let det = sampler.power_detection();
         let info = TelemetryInfo {
             power_missing: det.sources.is_empty().then(|| det.missing_reason()),
@@ -266,7 +280,6 @@ impl Host for LocalHost {
     fn unwatch_servers(&self) {
         if let Some(s) = self.sampler() {
             s.unwatch_all();
-            s.watch_process("loadgen", self.loadgen_pid);
         }
     }
 
@@ -310,5 +323,67 @@ impl Host for LocalHost {
 impl Drop for LocalHost {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog(name: &str) -> Option<Registration> {
+        (name == "spin").then_some(Registration {
+            name: "spin",
+            about: "burns a little CPU",
+            list_keys: &[],
+            flags: |c| c,
+            build: |_| anyhow::bail!("not built in these tests"),
+            service: None,
+            driver: Some(|_, _| {
+                let until = std::time::Instant::now() + Duration::from_millis(30);
+                let mut n = 0u64;
+                while std::time::Instant::now() < until {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+                Ok(serde_json::Value::Null)
+            }),
+        })
+    }
+
+    fn loadgen_samples(host: &LocalHost) -> usize {
+        host.telemetry_take()
+            .unwrap()
+            .iter()
+            .filter(|s| s.procs.iter().any(|p| p.role == "loadgen"))
+            .count()
+    }
+
+    /// A controller that runs no generator, or a system under test, used to report its
+    /// own idle process as `role=loadgen` at 0 %.
+    #[test]
+    fn only_a_host_that_drives_has_loadgen_process_figures() {
+        let host = LocalHost::new("h", catalog, false);
+        let settings = TelemetrySettings {
+            interval_s: 0.1,
+            ..TelemetrySettings::default()
+        };
+        host.telemetry_start(&settings).unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(loadgen_samples(&host), 0, "no drive, no loadgen figures");
+
+        let job = DriverJob {
+            workload: "spin".into(),
+            test: "spin".into(),
+            params: Params::new(),
+            endpoints: Vec::new(),
+            index: 0,
+            generators: 1,
+        };
+        host.drive(&job, SystemTime::now(), &Progress::default())
+            .unwrap();
+        assert!(loadgen_samples(&host) > 0, "a drive is watched");
+
+        host.unwatch_servers();
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(loadgen_samples(&host), 0, "the sweep point is over");
     }
 }

@@ -332,8 +332,8 @@ fn sut_hosts(run: &RunRecord) -> Vec<&str> {
         .collect()
 }
 
-/// The role telemetry gives rackbench's own process on every host (the in-process load
-/// generator, or an agent); every other watched process belongs to the workload's server.
+/// The role telemetry gives rackbench's own process (in-process, or an agent) on a host
+/// that ran a load generator; every other watched process belongs to the workload's server.
 const LOADGEN_ROLE: &str = "loadgen";
 
 /// Workloads that launch no server: the measured work runs in the driver itself (crypto's

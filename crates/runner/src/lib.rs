@@ -116,18 +116,19 @@ impl VariantOn {
     /// setup: the command under way was ended, no other started, and the teardown ran.
     /// The teardown runs on the hosts whose setup began, not on those it never reached:
     /// a teardown undoing what was never done could itself change a host.
+    /// `log` gets what each host's commands printed, the failed one's too, to disclose.
     fn set_up(
         variant: &Variant,
         roles: &engine::host::Roles,
         verbose: bool,
-    ) -> anyhow::Result<Option<(VariantOn, CommandLog)>> {
+        log: &mut CommandLog,
+    ) -> anyhow::Result<Option<VariantOn>> {
         let mut on = VariantOn {
             variant: variant.clone(),
             hosts: Vec::new(),
             verbose,
             torn_down: false,
         };
-        let mut log = Vec::new();
         for h in variant.hosts(roles) {
             if engine::stop::stop_requested() {
                 return Ok(None);
@@ -146,18 +147,21 @@ impl VariantOn {
                 }
                 return Ok(None);
             }
-            if let Some(bad) = runs.iter().find(|r| !r.ok) {
+            let bad = runs.iter().find(|r| !r.ok).cloned();
+            log.push((h.name().to_string(), runs));
+            if let Some(bad) = bad {
+                // The command once, then how it ended and what it printed (the host's
+                // output is already made printable).
                 anyhow::bail!(
                     "variant {}: setup on {} failed: `{}`: {}",
                     variant.name,
-                    h.name(),
-                    bad.command,
+                    model::printable(h.name()),
+                    model::printable(&bad.command),
                     bad.output
                 );
             }
-            log.push((h.name().to_string(), runs));
         }
-        Ok(Some((on, log)))
+        Ok(Some(on))
     }
 
     /// Run the teardown on every host, every command even after one failed (a teardown
@@ -745,11 +749,12 @@ pub fn run(
             // The variant's setup before the servers start (a server option, a sysctl);
             // its teardown when `_variant` drops, however this item ends.
             let variant = variant.map(|v| &o.variants[v]);
+            let mut setup_log = CommandLog::new();
             let mut variant_on = match variant {
                 None => None,
-                Some(v) => match VariantOn::set_up(v, &roles, o.verbose) {
-                    Ok(Some((on, log))) => {
-                        disclose_variant(&mut hosts, v, &log);
+                Some(v) => match VariantOn::set_up(v, &roles, o.verbose, &mut setup_log) {
+                    Ok(Some(on)) => {
+                        disclose_variant(&mut hosts, v, &setup_log);
                         on.disclose_changes(&mut hosts);
                         store.update_hosts(&run_id, &hosts)?;
                         record.hosts = hosts.clone();
@@ -767,6 +772,10 @@ pub fn run(
                         return Err(e);
                     }
                     Err(e) => {
+                        // What the failed setup printed stays with the run it ends.
+                        disclose_variant(&mut hosts, v, &setup_log);
+                        store.update_hosts(&run_id, &hosts)?;
+                        record.hosts = hosts.clone();
                         failure = Some(describe(&e));
                         break 'run;
                     }
@@ -1137,18 +1146,14 @@ mod tests {
                 Instant::now()
             })
         };
-        let r = VariantOn::set_up(&variant, &roles, false);
+        let r = VariantOn::set_up(&variant, &roles, false, &mut CommandLog::new());
         let returned = Instant::now();
         let asked = stopper.join().unwrap();
         engine::stop::reset();
         let left = kill_left(&m);
         let (next_ran, torn_down) = (next.exists(), down.exists());
         let _ = std::fs::remove_dir_all(&dir);
-        assert!(
-            matches!(r, Ok(None)),
-            "{:?}",
-            r.map(|o| o.map(|(_, log)| log))
-        );
+        assert!(matches!(r, Ok(None)), "{:?}", r.map(|o| o.is_some()));
         let took = returned.saturating_duration_since(asked);
         assert!(
             took < Duration::from_millis(500),
@@ -1212,7 +1217,7 @@ mod tests {
         // Two hosts (both this machine under two names): the system under test first.
         let roles = hosts::local_roles(|_| None, "sut-host", &["loadgen-host"]);
         let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
-        let r = VariantOn::set_up(&variant, &roles, false);
+        let r = VariantOn::set_up(&variant, &roles, false, &mut CommandLog::new());
         let torn = std::fs::read_to_string(&down).unwrap_or_default();
         let _ = std::fs::remove_dir_all(&dir);
         let e = r.err().expect("the setup failed");
@@ -1221,6 +1226,42 @@ mod tests {
             "{e:#}"
         );
         assert_eq!(torn.lines().count(), 1, "torn down {torn:?}");
+    }
+
+    /// A failed setup said "`echo hello-b; false`: `echo hello-b; false` failed (exit
+    /// status: 1): ": the command twice, a trailing colon, and none of what it printed.
+    /// Now the command once, its status and its output, in the error and in the log
+    /// disclosed with the run.
+    #[test]
+    fn a_failed_setup_shows_its_command_once_its_status_and_its_output() {
+        let variant = Variant {
+            name: "b".into(),
+            setup: vec!["echo hello-b; echo oops-b >&2; false".into()],
+            teardown: Vec::new(),
+            on: "sut".into(),
+        };
+        let roles = hosts::local_roles(|_| None, "local", &["local"]);
+        let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
+        let mut log = CommandLog::new();
+        let e = VariantOn::set_up(&variant, &roles, false, &mut log)
+            .err()
+            .expect("the setup failed");
+        assert_eq!(
+            format!("{e:#}"),
+            "variant b: setup on local failed: `echo hello-b; echo oops-b >&2; false`: \
+             exit status: 1; printed: hello-b | oops-b"
+        );
+        let mut hosts = vec![HostDisclosure {
+            host: "local".into(),
+            role: "sut".into(),
+            facts: BTreeMap::new(),
+        }];
+        disclose_variant(&mut hosts, &variant, &log);
+        let fact = hosts[0].facts["variant.b.setup"].display();
+        assert!(
+            fact.contains("-> FAILED: exit status: 1; printed: hello-b | oops-b"),
+            "{fact}"
+        );
     }
 
     /// A test's error under a stop request is the interruption (stored interrupted, the

@@ -18,6 +18,9 @@ pub struct Telemetry {
     /// Each host's power sources (where something measures, idle power is measured), and
     /// the sampling interval: why a test that had a source has no power figure.
     power_sources: Vec<(String, Vec<String>)>,
+    /// Each host's own reason for having no power source (its detection's notes), for
+    /// its summaries: every host's summary used to carry every host's notes.
+    power_missing: Vec<(String, String)>,
     interval_s: f64,
     /// Where each host's samples' clock began, on the controller's clock, as of the
     /// current test's start (see [`Host::sync_clock`]), with the offset then of the hosts
@@ -70,6 +73,7 @@ impl Telemetry {
             on,
             notes: Vec::new(),
             power_sources: Vec::new(),
+            power_missing: Vec::new(),
             interval_s: settings.interval_s,
             clocks: Mutex::new(SampleClocks::default()),
             moved: Mutex::new(Vec::new()),
@@ -99,6 +103,9 @@ impl Telemetry {
             }
             t.power_sources
                 .push((h.name().to_string(), info.power_sources.clone()));
+            if let Some(why) = info.power_missing {
+                t.power_missing.push((h.name().to_string(), why));
+            }
             if let Some(at) = info
                 .started_unix_s
                 .and_then(|s| Duration::try_from_secs_f64(s).ok())
@@ -409,21 +416,28 @@ impl Telemetry {
         self.each(|h| h.unwatch_servers());
     }
 
-    /// Per-host means of a test's samples. A host with a power source and no power
-    /// figure either had only sources read at the sampler's ticks (energy counters and
-    /// the power model give a figure at every close) and one sample, the interval the
-    /// test's end closed; or had ticks, and its sources failed. The reason says which,
-    /// where the detection notes would say nothing was found.
+    /// Per-host means of a test's samples. A host without a power source says why in
+    /// its own words (its detection's), not every host's. A host with a power source and
+    /// no power figure either had only sources read at the sampler's ticks (energy
+    /// counters and the power model give a figure at every close) and one sample, the
+    /// interval the test's end closed; or had ticks, and its sources failed. The reason
+    /// says which, where the detection would say nothing was found.
     pub fn summarize(&self, samples: &[TelemetrySample]) -> Vec<TelemetrySummary> {
-        let mut out = telemetry::sampler::summarize_with_notes(samples, &self.notes);
+        let mut out = telemetry::sampler::summarize(samples);
         for s in &mut out {
+            if s.power_missing.is_none() {
+                continue;
+            }
             let sources = self
                 .power_sources
                 .iter()
                 .find(|(h, _)| *h == s.host)
                 .map(|(_, v)| v.as_slice())
                 .unwrap_or_default();
-            if s.power_missing.is_none() || sources.is_empty() {
+            if sources.is_empty() {
+                if let Some((_, why)) = self.power_missing.iter().find(|(h, _)| *h == s.host) {
+                    s.power_missing = Some(why.clone());
+                }
                 continue;
             }
             // One sample: the interval the test's end closed, with no tick before it.
@@ -1083,6 +1097,7 @@ mod tests {
         offset: std::sync::Mutex<f64>,
         take: Option<Result<Vec<TelemetrySample>, String>>,
         warm: std::sync::Mutex<bool>,
+        power_missing: Option<String>,
     }
 
     impl Stepped {
@@ -1093,6 +1108,7 @@ mod tests {
                 offset: std::sync::Mutex::new(0.0),
                 take: None,
                 warm: std::sync::Mutex::new(false),
+                power_missing: None,
             }
         }
     }
@@ -1134,7 +1150,11 @@ mod tests {
             &self,
             _: &TelemetrySettings,
         ) -> anyhow::Result<engine::host::TelemetryInfo> {
-            Ok(engine::host::TelemetryInfo::default())
+            Ok(engine::host::TelemetryInfo {
+                power_missing: self.power_missing.clone(),
+                notes: self.power_missing.iter().cloned().collect(),
+                ..engine::host::TelemetryInfo::default()
+            })
         }
         fn sync_clock(&self) -> Option<SystemTime> {
             Some(*self.began.lock().unwrap())
@@ -1278,6 +1298,37 @@ mod tests {
         assert_eq!(warned.len(), 1, "{:?}", fig.flags);
         assert!(warned[0].message.starts_with("host b:"));
         assert_eq!(warned[0].severity, model::Severity::Warning);
+    }
+
+    /// Four hosts without power: each host's "power missing" held all four hosts'
+    /// reasons (about 1.9 KB), repeated per host and per test. Each has its own now.
+    #[test]
+    fn each_hosts_power_missing_reason_is_its_own() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let hosts: Vec<Arc<dyn Host>> = ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let mut h = Stepped::new(name, t0);
+                h.power_missing = Some(format!("no power source found: no RAPL on {name}"));
+                h.take = Some(Ok(vec![sample(name, 1.0, 1.0, false, 50.0)]));
+                Arc::new(h) as Arc<dyn Host>
+            })
+            .collect();
+        let settings = TelemetrySettings {
+            interval_s: 1.0,
+            ..TelemetrySettings::default()
+        };
+        let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
+        t.begin_step();
+        let step = t.end_step();
+        let sums = t.summarize(&step.samples);
+        assert_eq!(sums.len(), 2);
+        for s in &sums {
+            assert_eq!(
+                s.power_missing.as_deref(),
+                Some(format!("no power source found: no RAPL on {}", s.host).as_str())
+            );
+        }
     }
 
     /// Steal, coarse CPU and window flags are of the hosts in the test's roles only: the

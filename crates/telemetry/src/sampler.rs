@@ -414,6 +414,11 @@ impl Sampler {
         });
     }
 
+    /// Whether process `pid` is watched (under any role).
+    pub fn watches(&self, pid: u32) -> bool {
+        lock(&self.shared.0).watched.iter().any(|w| w.pid == pid)
+    }
+
     /// Stop watching every process.
     pub fn unwatch_all(&self) {
         lock(&self.shared.0).watched.clear();

@@ -3,7 +3,6 @@
 //! bad input stores nothing) -> [`runner::run`] -> the results table. The run itself
 //! (hosts, services, drivers, telemetry, store) lives in the `runner` crate.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -52,7 +51,7 @@ pub struct RunOpts {
     /// `workload = "kv"` or `workload = ["mem", "crypto", "http", "oltp"]`).
     #[arg(skip)]
     pub workload: Option<Workloads>,
-    /// Run every test of every sweep point this many times (median and spread reported).
+    /// Run every test of every sweep point this many times (mean ± sd reported, as in the report).
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
     /// Repeat until the headline's coefficient of variation is below this percent
@@ -429,7 +428,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         if n.is_some_and(|n| n > MAX_REPEAT) {
             bail!(
                 "{flag} {} is more repetitions than a run can mean: use at most {MAX_REPEAT} \
-                 (5 to 30 give a median and spread; --until-cv PCT stops once the spread is small)",
+                 (5 to 30 give a mean and spread; --until-cv PCT stops once the spread is small)",
                 n.unwrap_or_default()
             );
         }
@@ -672,44 +671,45 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     })
 }
 
-/// Median and spread of the headline over repetitions, per sweep point and test.
+/// The headline over repetitions, per sweep point and test, as the report's "Headline
+/// (mean ± sd)" and `compare` give it: the mean and sample standard deviation of the
+/// valid repetitions (a failed, interrupted or invalid one is counted in n, not in the
+/// figures), with their range and coefficient of variation. It printed the median,
+/// unlabelled in its line, beside a report that gave the mean.
 pub fn repetition_summary(run: &RunRecord) -> String {
-    let mut groups: BTreeMap<String, Vec<(f64, String)>> = BTreeMap::new();
-    for r in &run.results {
-        if let Some(v) = r.headline_value() {
-            let p = r.params.clone();
-            let key = format!(
-                "{} {} {}",
-                r.workload,
-                r.test,
-                Value::Object(p.into_iter().collect())
-            );
-            let unit = r
-                .metric(&r.headline, &[])
-                .map(crate::commands::runs::unit_of)
-                .unwrap_or_default();
-            groups.entry(key).or_default().push((v, unit));
-        }
-    }
     let mut out = String::new();
-    for (key, vals) in groups.iter().filter(|(_, v)| v.len() > 1) {
+    for p in report::derive::points(0, run)
+        .iter()
+        .filter(|p| p.results.len() > 1)
+    {
         if out.is_empty() {
-            out.push_str("\nrepetitions (headline): median  min .. max  cv\n");
+            out.push_str(
+                "\nrepetitions (headline of the valid ones, as the report gives it): \
+                 mean ± sd  min .. max  cv  (n valid/run)\n",
+            );
         }
-        let mut xs: Vec<f64> = vals.iter().map(|(v, _)| *v).collect();
-        xs.sort_by(|a, b| a.total_cmp(b));
-        let median = if xs.len() % 2 == 1 {
-            xs[xs.len() / 2]
-        } else {
-            (xs[xs.len() / 2 - 1] + xs[xs.len() / 2]) / 2.0
+        let values = p.headline_values();
+        let n = format!("n={}/{}", values.len(), p.results.len());
+        let key = format!("{} {} {}", p.workload, p.test, p.param_label(&[]));
+        let Some(s) = p.headline() else {
+            out.push_str(&format!("  {key}: no valid repetition ({n})\n"));
+            continue;
         };
+        let (min, max) = values
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(*v), hi.max(*v))
+            });
+        let num = report::fmt::num;
         out.push_str(&format!(
-            "  {key}: {median:.1} {}  {:.1} .. {:.1}  cv {:.1}% (n={})\n",
-            vals[0].1,
-            xs[0],
-            xs[xs.len() - 1],
-            runner::cv_pct(&xs).unwrap_or(0.0),
-            xs.len()
+            "  {key}: {}{} {}  {} .. {}  cv {} ({n})\n",
+            num(s.mean),
+            s.sd.map(|d| format!(" ± {}", num(d))).unwrap_or_default(),
+            p.headline_unit(),
+            num(min),
+            num(max),
+            s.cv_pct()
+                .map_or_else(|| "-".to_string(), |c| format!("{c:.1}%")),
         ));
     }
     out.push_str(&peaks(run));
@@ -864,6 +864,34 @@ mod tests {
         let s = report::derive::summary(&kv);
         assert_eq!(s.rows[0].chosen, ["instances=2"]);
         assert_eq!(s.rows[0].perf, [Some(125_000.0)]);
+    }
+
+    /// `--repeat 3` printed the median (59,524.6) where the report's "Headline (mean ±
+    /// sd)" gave the mean: the console now gives the report's figure, labelled, over the
+    /// same valid repetitions.
+    #[test]
+    fn the_repetition_summary_is_the_reports_mean_and_sd() {
+        use model::Status::{Failed, Ok};
+        let get = ("get", "ops_per_s", "ops/s");
+        let mut run = store::fixtures::rich_run("r", None, store::fixtures::t0(0), 0);
+        run.results = vec![
+            rep("kv", get, ("clients", 8), 0, 56_000.0, Ok),
+            rep("kv", get, ("clients", 8), 1, 59_524.6, Ok),
+            rep("kv", get, ("clients", 8), 2, 60_420.0, Ok),
+            // Failed: in n, not in the figures.
+            rep("kv", get, ("clients", 8), 3, 30_000.0, Failed),
+        ];
+        let out = repetition_summary(&run);
+        let sample = report::derive::points(0, &run)[0].headline().unwrap();
+        let want = format!(
+            "  kv get clients=8: {} ± {} ops/s  56,000 .. 60,420  cv {:.1}% (n=3/4)\n",
+            report::fmt::num(sample.mean),
+            report::fmt::num(sample.sd.unwrap()),
+            sample.cv_pct().unwrap()
+        );
+        assert!(out.contains("mean ± sd"), "{out}");
+        assert!(out.contains(&want), "{out}\nwant: {want}");
+        assert!(!out.contains("59,525"), "not the median: {out}");
     }
 
     /// Every workload's flags sit beside the run options without a clash (clap checks

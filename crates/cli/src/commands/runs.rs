@@ -654,23 +654,57 @@ fn errors_of(r: &ResultRecord) -> Option<f64> {
     })
 }
 
+/// The FLAGS cell: `! code` a warning, `!! code` an invalid figure. The status is the
+/// RESULT cell's ([`result_text`]): said here too, it read `!! failed failed`.
 fn flag_codes(r: &ResultRecord) -> String {
-    let mut parts: Vec<String> = r
-        .flags
+    r.flags
         .iter()
         .map(|f| match f.severity {
-            Severity::Warning => format!("! {}", f.code),
-            Severity::Invalid => format!("!! {}", f.code),
+            Severity::Warning => format!("! {}", clean(&f.code)),
+            Severity::Invalid => format!("!! {}", clean(&f.code)),
         })
-        .collect();
-    if r.status != Status::Ok {
-        parts.push(status_word(r.status).to_string());
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The RESULT cell. A result that did not end ok leads with its status, its figure (a
+/// surviving generator's share, what ran before the stop) marked partial: the report
+/// leaves it out, and it is not the test's figure. Without a headline figure: which
+/// figure is missing (the notes say why), never a bare `: missing`.
+fn result_text(r: &ResultRecord) -> String {
+    let figure = r
+        .metric(&r.headline, &[])
+        .map(|m| format!("{} {}", fmt_num(m.value), unit_of(m)));
+    match (r.status, figure) {
+        (Status::Ok, Some(f)) => f,
+        (Status::Ok, None) if r.headline.is_empty() => "no headline figure".to_string(),
+        (Status::Ok, None) => format!("{} not measured", clean(&r.headline)),
+        (s, Some(f)) => format!("{} (partial: {f})", status_word(s)),
+        (s, None) => status_word(s).to_string(),
     }
-    parts.join(" ")
+}
+
+/// Why a result's headline figure is missing, when it is and the result says nothing
+/// else of it (no missing figure of that name, no error).
+fn unexplained_headline(r: &ResultRecord) -> Option<String> {
+    let silent = r.metric(&r.headline, &[]).is_none()
+        && r.error.is_none()
+        && !r.missing.iter().any(|m| m.name == r.headline);
+    silent.then(|| {
+        if r.headline.is_empty() {
+            "no headline figure: the result names none and stores no reason".to_string()
+        } else {
+            format!(
+                "not measured: {}: the result stores no figure and no reason for it",
+                clean(&r.headline)
+            )
+        }
+    })
 }
 
 /// The results of a run as an aligned text table, one row per result: step, test, the
-/// parameters that vary, the headline figure with its unit, ops/s (when the headline is
+/// parameters that vary, the headline figure with its unit (a result that failed or was
+/// interrupted: its status, the figure marked partial), ops/s (when the headline is
 /// something else), NOPM and TPM side by side (TPC-C results, whichever leads), p50/p99/
 /// p99.9 in ms, errors and flags (`! code` a warning, `!! code` an invalid figure). A
 /// second table gives each transaction type's latency (average beside p50/p95/p99) where
@@ -735,10 +769,7 @@ pub fn results_table(run: &RunRecord) -> String {
         for k in &params {
             row.push(Cell::right(param_text(r.params.get(k))));
         }
-        row.push(Cell::right(match r.metric(&r.headline, &[]) {
-            Some(m) => format!("{} {}", fmt_num(m.value), unit_of(m)),
-            None => format!("{}: missing", r.headline),
-        }));
+        row.push(Cell::right(result_text(r)));
         if show_ops {
             row.push(Cell::right(
                 r.metric("ops_per_s", &[])
@@ -797,6 +828,9 @@ pub fn results_table(run: &RunRecord) -> String {
                 format!("{}: {}", status_word(r.status), clean(&one_line(e))),
                 r.step,
             );
+        }
+        if let Some(why) = unexplained_headline(r) {
+            note(why, r.step);
         }
         // Per-interval rates of a test shorter than one interval are not a finding
         // (`show` and the report still list them as missing, with the reason).
@@ -955,10 +989,10 @@ mod tests {
     fn results_table_snapshot() {
         let run = store::fixtures::rich_run("r1", Some("arm"), store::fixtures::t0(0), 3);
         let want = "\
-STEP  TEST  REP  PIPELINE         RESULT  P50 MS  P99 MS  P99.9 MS  ERRORS  FLAGS
-   0  set     0         1   100000 ops/s   0.180   1.235     4.568       3  ! client_bound !! errors failed
-   1  get     1        16  1600000 ops/s   0.180   1.235     4.568       3  ! client_bound !! errors failed
-   2  set     0        32  3200000 ops/s   0.180   1.235     4.568       3  ! client_bound !! errors failed
+STEP  TEST  REP  PIPELINE                           RESULT  P50 MS  P99 MS  P99.9 MS  ERRORS  FLAGS
+   0  set     0         1   failed (partial: 100000 ops/s)   0.180   1.235     4.568       3  ! client_bound !! errors
+   1  get     1        16  failed (partial: 1600000 ops/s)   0.180   1.235     4.568       3  ! client_bound !! errors
+   2  set     0        32  failed (partial: 3200000 ops/s)   0.180   1.235     4.568       3  ! client_bound !! errors
 
 all steps: ! client_bound: load generator at 97% CPU: figures may be client-bound
 all steps: !! errors: 3 error replies, \"ERR\" x3
@@ -994,9 +1028,68 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             "{t}"
         );
         assert!(lines[1].contains(&p99), "{t}");
-        assert!(lines[2].contains("ops_per_s: missing"), "{t}");
+        assert!(lines[2].contains("ops_per_s not measured"), "{t}");
         assert!(
             t.contains("step 1: not measured: ops_per_s: server died"),
+            "{t}"
+        );
+    }
+
+    /// Two generators, one lost mid-test: the survivor's figure (half the load) showed
+    /// in RESULT as the test's, `!! failed failed` and `! interrupted interrupted` in
+    /// FLAGS, and a failure with no headline read `: missing`.
+    #[test]
+    fn a_failed_result_leads_with_its_status_and_flags_once() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 3);
+        for r in &mut run.results {
+            r.metrics.retain(|m| m.name == "ops_per_s");
+            r.missing.clear();
+            r.histograms.clear();
+        }
+        let lost = "the link to rbh2 broke";
+        let r = &mut run.results[0];
+        r.status = Status::Failed;
+        r.metrics = vec![model::Metric::new("ops_per_s", 58632.0, "ops/s")];
+        r.flags = vec![
+            model::Flag::invalid("host_failed", format!("load generator rbh2: {lost}")),
+            model::Flag::invalid("failed", "failed"),
+        ];
+        r.error = Some(format!("load generator rbh2: {lost}"));
+        let r = &mut run.results[1];
+        r.status = Status::Interrupted;
+        r.flags = vec![model::Flag::warning("interrupted", "stopped by SIGINT")];
+        r.error = None;
+        let r = &mut run.results[2];
+        r.status = Status::Failed;
+        r.headline = String::new();
+        r.metrics.clear();
+        r.flags = vec![model::Flag::invalid("failed", "the server did not start")];
+        r.error = Some("the server did not start".into());
+        let t = results_table(&run);
+        let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+        let lines: Vec<String> = t.lines().map(words).collect();
+        assert!(
+            lines[1].ends_with("failed (partial: 58632 ops/s) !! host_failed !! failed"),
+            "{t}"
+        );
+        assert!(lines[2].contains("interrupted (partial: "), "{t}");
+        assert!(lines[2].ends_with("! interrupted"), "{t}");
+        assert!(lines[3].ends_with("set 0 32 failed !! failed"), "{t}");
+        assert!(!t.contains(": missing"), "{t}");
+        assert!(
+            t.contains("step 0: failed: load generator rbh2: the link to rbh2 broke\n"),
+            "{t}"
+        );
+        // Ok, without its figure and without a reason: said, not left blank.
+        let r = &mut run.results[2];
+        r.status = Status::Ok;
+        r.flags.clear();
+        r.error = None;
+        r.headline = "ops_per_s".into();
+        let t = results_table(&run);
+        assert!(t.contains("ops_per_s not measured"), "{t}");
+        assert!(
+            t.contains("step 2: not measured: ops_per_s: the result stores no figure"),
             "{t}"
         );
     }

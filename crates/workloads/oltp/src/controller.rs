@@ -266,6 +266,7 @@ impl Oltp {
                 started_unix_s: r.started_unix_s,
                 ended_unix_s: r.ended_unix_s,
                 start_skew_s: r.start_skew_s,
+                clock_error_s: loadgens[*index].clock_rtt_s() / 2.0,
             });
         }
         let counters: Vec<Arc<Counters>> =
@@ -282,9 +283,10 @@ impl Oltp {
             outcomes.push(d.outcome);
         }
         // Every oltp test runs for a duration, behind one start barrier.
-        let Some(merged) = engine::wire::merge(outcomes, engine::wire::Span::Together) else {
+        let Some(mut merged) = engine::wire::merge(outcomes, engine::wire::Span::Together) else {
             return Err(generators::nothing_measured(errors, n));
         };
+        ctx.progress.explain_stop(&mut merged.stopped_early);
         Ok(Driven {
             merged,
             counters,
