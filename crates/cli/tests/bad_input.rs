@@ -60,6 +60,50 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// Settings of a server rackbench launches, beside `--target` (a server it does not
+/// launch): refused naming the setting and what to do, exit 2, nothing stored (they were
+/// ignored and stored with the result: `--instances 2` read instances=2).
+#[test]
+fn launch_settings_beside_a_target_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let kv = ["kv", "--target", "127.0.0.1:1", "-c", "10"];
+    let http = ["http", "--target", "http://127.0.0.1:1/"];
+    let net = ["net", "--target", "127.0.0.1:1"];
+    let cases: &[(&[&str], &[&str], &str)] = &[
+        (&kv, &["--instances", "2"], "--instances"),
+        (&kv, &["--server-cpus", "1"], "--server-cpus"),
+        (
+            &kv,
+            &["--redis-server", "/usr/bin/redis-server"],
+            "--redis-server",
+        ),
+        (&http, &["--server-workers", "2"], "--server-workers"),
+        (&http, &["--server-cpus", "0"], "--server-cpus"),
+        (&http, &["--file-size", "10"], "--file-size"),
+        (&http, &["--nginx", "/usr/sbin/nginx"], "--nginx"),
+        (&net, &["--receiver-bin", "/bin/true"], "--receiver-bin"),
+    ];
+    for (args, extra, flag) in cases {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run"])
+            .args(*args)
+            .args(*extra)
+            .args(["-q", "--no-telemetry"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {extra:?}: {err}");
+        assert!(
+            err.contains(&format!("{flag} sets up"))
+                && err.contains(&format!("leave {flag} out"))
+                && err.contains("leave out --target"),
+            "{args:?} {extra:?}: {err}"
+        );
+    }
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
 /// `--zerocopy` on a sender host without a usable temporary directory: refused before any
 /// test (in prepare, after the store was opened), saying what to do; no store is left.
 #[test]

@@ -245,6 +245,18 @@ impl KvConfig {
         if self.instances == 0 && self.targets.is_empty() {
             bail!("instances must be at least 1 (or give --target)");
         }
+        if !self.targets.is_empty() {
+            let launched = KvConfig::default();
+            let given: Vec<&str> = [
+                (self.instances != launched.instances, "--instances"),
+                (!self.server_cpus.is_empty(), "--server-cpus"),
+                (self.redis_server != launched.redis_server, "--redis-server"),
+            ]
+            .into_iter()
+            .filter_map(|(given, flag)| given.then_some(flag))
+            .collect();
+            engine::plan::refuse_launch_settings(&given, "--target", "redis-server instances")?;
+        }
         if self.keepalive > 1 {
             bail!(
                 "keepalive (-k) is 1 (keep connections) or 0 (reconnect after every -P requests)"

@@ -251,6 +251,33 @@ fn bad_parameters_are_clear_errors() {
     assert!(e.to_string().contains("sett"), "{e}");
 }
 
+/// With --target nothing is launched: the launch settings are refused, naming the one
+/// given (they were stored as if they applied); the defaults, given or not, pass.
+#[test]
+fn launch_settings_beside_a_target_are_refused() {
+    let target = json!(["127.0.0.1:6379"]);
+    for (key, value, flag) in [
+        ("instances", json!(2), "--instances"),
+        ("server_cpus", json!([1]), "--server-cpus"),
+        (
+            "redis_server",
+            json!("/usr/bin/redis-server"),
+            "--redis-server",
+        ),
+    ] {
+        let e = Kv::from_params(json!({"targets": target, key: value}).as_object().unwrap())
+            .err()
+            .unwrap_or_else(|| panic!("{key} with --target was accepted"));
+        assert!(e.to_string().contains(&format!("{flag} sets up")), "{e}");
+    }
+    assert!(Kv::from_params(
+        json!({"targets": target, "instances": 1})
+            .as_object()
+            .unwrap()
+    )
+    .is_ok());
+}
+
 #[test]
 fn server_cpus_are_checked_on_the_system_under_test() {
     let mut w = kv(json!({"server_cpus": [999]}));
