@@ -104,6 +104,51 @@ fn launch_settings_beside_a_target_are_refused() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// A sweep point whose load cannot be spread over the load generators is refused when the
+/// plan is built, naming the point and the value to give, before any host is connected
+/// or server launched (the hosts here do not exist) and with nothing stored: it was found
+/// when its turn came, after redis was launched, and stopped the sweep there.
+#[test]
+fn a_sweep_point_too_small_for_the_generators_is_refused_before_any_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let hosts = ["--sut", "nohost-a", "--loadgen", "nohost-b,nohost-c"];
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["kv", "-c", "10,1", "-t", "set"],
+            &["kv clients=1", "1 connection(s)", "-c 2"],
+        ),
+        (
+            &["kv", "-c", "10", "-n", "1", "-t", "set"],
+            &["1 request(s)", "-n 2"],
+        ),
+        (
+            &["http", "-c", "4,1", "--duration", "1"],
+            &["http connections=1", "-c 2"],
+        ),
+        (&["oltp", "--vus", "1"], &["--vus 2"]),
+    ];
+    for (args, names) in cases {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run"])
+            .args(*args)
+            .args(hosts)
+            .args(["-q", "--no-telemetry"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for name in *names {
+            assert!(err.contains(name), "{args:?} should say {name}: {err}");
+        }
+        assert!(
+            !err.contains("nohost"),
+            "{args:?}: a host was reached: {err}"
+        );
+    }
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
 /// `--zerocopy` on a sender host without a usable temporary directory: refused before any
 /// test (in prepare, after the store was opened), saying what to do; no store is left.
 #[test]

@@ -160,6 +160,20 @@ impl Workload for Kv {
         Some(self.cfg.warmup)
     }
 
+    fn check_generators(&self, generators: usize) -> anyhow::Result<()> {
+        let mut load = load(&self.cfg);
+        // Capacity steps run for a duration: -n counts for the load tests only.
+        if self
+            .cfg
+            .tests
+            .iter()
+            .all(|t| capacity_tests::TESTS.contains(&t.as_str()))
+        {
+            load.requests = None;
+        }
+        engine::spread::shares(&load, generators).map(drop)
+    }
+
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
         let roles = ctx.roles()?;
         let sut = roles.sut.clone();
