@@ -177,7 +177,20 @@ impl Workload for Kv {
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
         let roles = ctx.roles()?;
         let sut = roles.sut.clone();
-        let handle = sut.start_service("kv", &self.params)?;
+        let handle = sut.start_service("kv", &self.params).map_err(|e| {
+            // Given servers are checked from the system under test: from another
+            // machine, the error names it (its 127.0.0.1 is its own).
+            let targets = &self.cfg.targets;
+            let loopback = targets.iter().find(|t| engine::host::names_loopback(t));
+            match loopback.or(targets.first()) {
+                Some(t) if sut.remote() => e.context(engine::host::reached_from(
+                    sut.name(),
+                    "the system under test",
+                    Some(t),
+                )),
+                _ => e,
+            }
+        })?;
         self.facts = handle.facts.clone();
         let server: Vec<usize> = self
             .facts
