@@ -60,6 +60,95 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// Settings of a server rackbench launches, beside `--target` (a server it does not
+/// launch): refused naming the setting and what to do, exit 2, nothing stored (they were
+/// ignored and stored with the result: `--instances 2` read instances=2).
+#[test]
+fn launch_settings_beside_a_target_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let kv = ["kv", "--target", "127.0.0.1:1", "-c", "10"];
+    let http = ["http", "--target", "http://127.0.0.1:1/"];
+    let net = ["net", "--target", "127.0.0.1:1"];
+    let cases: &[(&[&str], &[&str], &str)] = &[
+        (&kv, &["--instances", "2"], "--instances"),
+        (&kv, &["--server-cpus", "1"], "--server-cpus"),
+        (
+            &kv,
+            &["--redis-server", "/usr/bin/redis-server"],
+            "--redis-server",
+        ),
+        (&http, &["--server-workers", "2"], "--server-workers"),
+        (&http, &["--server-cpus", "0"], "--server-cpus"),
+        (&http, &["--file-size", "10"], "--file-size"),
+        (&http, &["--nginx", "/usr/sbin/nginx"], "--nginx"),
+        (&net, &["--receiver-bin", "/bin/true"], "--receiver-bin"),
+    ];
+    for (args, extra, flag) in cases {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run"])
+            .args(*args)
+            .args(*extra)
+            .args(["-q", "--no-telemetry"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {extra:?}: {err}");
+        assert!(
+            err.contains(&format!("{flag} sets up"))
+                && err.contains(&format!("leave {flag} out"))
+                && err.contains("leave out --target"),
+            "{args:?} {extra:?}: {err}"
+        );
+    }
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
+/// A sweep point whose load cannot be spread over the load generators is refused when the
+/// plan is built, naming the point and the value to give, before any host is connected
+/// or server launched (the hosts here do not exist) and with nothing stored: it was found
+/// when its turn came, after redis was launched, and stopped the sweep there.
+#[test]
+fn a_sweep_point_too_small_for_the_generators_is_refused_before_any_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let hosts = ["--sut", "nohost-a", "--loadgen", "nohost-b,nohost-c"];
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["kv", "-c", "10,1", "-t", "set"],
+            &["kv clients=1", "1 connection(s)", "-c 2"],
+        ),
+        (
+            &["kv", "-c", "10", "-n", "1", "-t", "set"],
+            &["1 request(s)", "-n 2"],
+        ),
+        (
+            &["http", "-c", "4,1", "--duration", "1"],
+            &["http connections=1", "-c 2"],
+        ),
+        (&["oltp", "--vus", "1"], &["--vus 2"]),
+    ];
+    for (args, names) in cases {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run"])
+            .args(*args)
+            .args(hosts)
+            .args(["-q", "--no-telemetry"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for name in *names {
+            assert!(err.contains(name), "{args:?} should say {name}: {err}");
+        }
+        assert!(
+            !err.contains("nohost"),
+            "{args:?}: a host was reached: {err}"
+        );
+    }
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
 /// A `--target` where nothing listens is bad input in every workload that takes one:
 /// exit 2 before any test, saying what to start, and no store left (net stored a failed
 /// run, exit 1, where kv and http refused).

@@ -984,3 +984,69 @@ fn http_and_oltp_with_the_server_on_one_host_and_clients_on_two_others() {
     }
     assert_nothing_left(&h, 20);
 }
+
+/// A --target no host can reach names the host that tried, and says that 127.0.0.1 there
+/// is that host's own loopback: first the system under test (which checks each target),
+/// then, with a server on its loopback only, the load generator (each said only
+/// "cannot connect to 127.0.0.1:PORT", as if from this machine).
+#[test]
+fn an_unreachable_target_names_the_host_that_tried() {
+    let Some(h) = testhosts() else { return };
+    if !common::have("redis-server", "redis-server") {
+        return;
+    }
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (sut, gen) = (h.names[0].as_str(), h.names[1].as_str());
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let target = format!("127.0.0.1:{port}");
+    let args = [
+        "kv",
+        "--target",
+        &target,
+        "--sut",
+        sut,
+        "--loadgen",
+        gen,
+        "-n",
+        "100",
+        "-t",
+        "set",
+    ];
+    let (code, _, err) = run_json(&h, &db, &args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "on the system under test {sut} (where 127.0.0.1 is {sut} itself"
+        )),
+        "{err}"
+    );
+    // A server on the system under test's loopback: it answers there, not on the
+    // generator's.
+    let mut redis = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            sut,
+            "redis-server",
+            "--port",
+            &port.to_string(),
+        ])
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, run, err) = run_json(&h, &db, &args);
+    let _ = redis.kill();
+    let _ = redis.wait();
+    assert_eq!(code, 1, "{err}");
+    let said = format!("on load generator {gen} (where 127.0.0.1 is {gen} itself");
+    assert!(err.contains(&said), "{err}");
+    assert!(run.to_string().contains(&said), "{run}");
+    assert_nothing_left(&h, 10);
+}

@@ -163,6 +163,23 @@ impl RateStep {
         }
     }
 
+    /// The share of the requests that fell due in this step that were sent more than
+    /// 1 ms after their intended time or not at all: above
+    /// [`crate::validity::LATE_FRACTION`] the step is behind its schedule, as a `--rate`
+    /// test is (`behind_schedule`).
+    pub fn behind_fraction(&self) -> f64 {
+        let due = self.replies + self.unsent_requests;
+        if due == 0 {
+            return 0.0;
+        }
+        (self.late_sends + self.unsent_requests) as f64 / due as f64
+    }
+
+    /// Whether the generator fell behind this step's schedule (see [`Self::behind_fraction`]).
+    pub fn behind_schedule(&self) -> bool {
+        self.demanded_rate_per_s > 0.0 && self.behind_fraction() > crate::validity::LATE_FRACTION
+    }
+
     /// min/avg/max/stddev of the interval reply rates (httperf's "Reply rate" line).
     pub fn reply_rate_stats(&self) -> Option<RateStats> {
         let v = &self.interval_rates;
@@ -1518,6 +1535,25 @@ mod tests {
         let rates = r.rates().unwrap();
         assert_eq!(rates.len(), 7);
         assert_eq!(*rates.last().unwrap(), 0.7);
+    }
+
+    /// The rule of a --rate test's `behind_schedule`, for a step: over 1% of the requests
+    /// due sent more than 1 ms late or never (5,347 of 20,000 late at 20,000/s was not).
+    #[test]
+    fn a_step_is_behind_its_schedule_by_the_rule_of_a_rate_test() {
+        let mut s = RateStep::new(20_000.0);
+        s.reply_rate_per_s = 20_000.0;
+        s.replies = 20_000;
+        s.late_sends = 5_347;
+        assert!(s.behind_schedule());
+        assert!((s.behind_fraction() - 0.26735).abs() < 1e-9);
+        s.late_sends = 200;
+        assert!(!s.behind_schedule());
+        // Requests never sent count, as due and behind.
+        s.unsent_requests = 100;
+        assert!(s.behind_schedule());
+        // Active idle offers nothing: never behind.
+        assert!(!RateStep::new(0.0).behind_schedule());
     }
 
     #[test]

@@ -482,6 +482,32 @@ pub fn run(
             ));
         }
     }
+    // The rule of a --rate test, step by step: a step's figures are of a load that
+    // was not offered as demanded.
+    let behind: Vec<String> = steps
+        .iter()
+        .filter(|s| s.behind_schedule())
+        .map(|s| {
+            format!(
+                "{:.0} {unit} ({:.1}% late or unsent)",
+                s.demanded_rate_per_s,
+                s.behind_fraction() * 100.0
+            )
+        })
+        .collect();
+    if !behind.is_empty() {
+        flags.push(Flag::warning(
+            "behind_schedule",
+            format!(
+                "steps behind schedule, more than 1% of their requests sent more than 1 ms \
+                 after their intended time or not at all: {}; the generator (or the \
+                 connections, all busy with a slow server) could not keep those rates, so \
+                 their figures are not of the demanded load: add --threads or --clients, or \
+                 give the generator more CPUs",
+                behind.join(", ")
+            ),
+        ));
+    }
     if let Some(why) = &stopped {
         flags.push(Flag::warning(
             "stopped_early",
@@ -850,6 +876,49 @@ mod tests {
             .expect("the level's power")
             .value;
         assert!((power - 400.0).abs() < 1.0, "{power} W");
+    }
+
+    /// Every procedure flags the steps its generator fell behind on, naming them (a
+    /// plain --rate test did; ramp, search and levels said nothing).
+    #[test]
+    fn steps_behind_schedule_are_flagged_in_every_procedure() {
+        let late = |rate: f64| -> anyhow::Result<RateStep> {
+            let mut s = step(rate)?;
+            if rate >= 400.0 {
+                s.late_sends = s.replies / 4;
+            }
+            Ok(s)
+        };
+        for (test, p) in [
+            (
+                "ramp",
+                json!({"ramp_low": 200, "ramp_high": 600, "ramp_step": 200}),
+            ),
+            ("search", json!({"slo": "p99<2ms", "ramp_low": 200})),
+            ("levels", json!({"capacity": 500, "levels": [100, 50]})),
+        ] {
+            let (_, cfg) = split_params("kv", &params(p)).unwrap();
+            let mut found = Found::default();
+            let out = run(
+                "kv",
+                test,
+                &cfg,
+                &D,
+                &Ctx::quiet(),
+                &mut found,
+                None,
+                1,
+                late,
+            )
+            .unwrap();
+            let f = out
+                .flags
+                .iter()
+                .find(|f| f.code == "behind_schedule")
+                .unwrap_or_else(|| panic!("{test}: no behind_schedule flag: {:?}", out.flags));
+            assert!(f.message.contains("25.0% late"), "{test}: {}", f.message);
+            assert!(!f.message.contains("200 "), "{test}: {}", f.message);
+        }
     }
 
     #[test]

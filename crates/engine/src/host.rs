@@ -218,6 +218,11 @@ pub trait Host: Send + Sync {
     fn lost(&self) -> Option<String> {
         None
     }
+    /// True for another machine (reached over ssh): its 127.0.0.1 is its own, not the
+    /// controller's.
+    fn remote(&self) -> bool {
+        false
+    }
 
     fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure>;
 
@@ -653,6 +658,38 @@ pub fn drive_all(
     })
 }
 
+/// What the error of a remote `host` that failed to reach `endpoint` (`host:port` or a
+/// URL) says first: the host, by its `role`, and, for a loopback endpoint, that its
+/// loopback is its own, not the machine the user typed the address on.
+pub fn reached_from(host: &str, role: &str, endpoint: Option<&str>) -> String {
+    let loopback = endpoint.filter(|e| names_loopback(e)).map(|e| {
+        format!(
+            " (where {} is {host} itself, not this machine: give an address {host} reaches \
+             the server at)",
+            authority_host(e)
+        )
+    });
+    format!("on {role} {host}{}", loopback.unwrap_or_default())
+}
+
+/// `127.0.0.1` of `127.0.0.1:6379` or `http://127.0.0.1:8080/x`.
+fn authority_host(endpoint: &str) -> &str {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    }
+}
+
+/// Whether `endpoint` names this machine's loopback (`127.0.0.1`, `[::1]`, `localhost`).
+pub fn names_loopback(endpoint: &str) -> bool {
+    let h = authority_host(endpoint);
+    h.eq_ignore_ascii_case("localhost")
+        || h.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Split `total` into `parts` shares that differ by at most one (the first ones get
 /// the remainder), as clients are spread across generators.
 pub fn split_count(total: usize, parts: usize) -> Vec<usize> {
@@ -699,6 +736,35 @@ mod tests {
             let s = split_count(t, p);
             assert_eq!(s.iter().sum::<usize>(), t);
             assert!(s.iter().max().unwrap() - s.iter().min().unwrap() <= 1);
+        }
+    }
+
+    /// A remote host that cannot reach a --target is named, and a loopback target is
+    /// said to be its own loopback (the user typed it on another machine).
+    #[test]
+    fn a_remote_hosts_failure_to_reach_an_endpoint_names_it() {
+        for ep in [
+            "127.0.0.1:17555",
+            "http://127.0.0.1:8080/x",
+            "[::1]:6379",
+            "localhost:1",
+        ] {
+            assert!(names_loopback(ep), "{ep}");
+            let said = reached_from("rbh2", "load generator", Some(ep));
+            assert!(
+                said.starts_with("on load generator rbh2 (where ")
+                    && said.contains(" is rbh2 itself"),
+                "{said}"
+            );
+        }
+        assert!(reached_from("rbh2", "load generator", Some("127.0.0.1:1"))
+            .contains("where 127.0.0.1 is"));
+        for ep in ["10.0.0.1:6379", "http://example.com/", "[2001:db8::1]:80"] {
+            assert!(!names_loopback(ep), "{ep}");
+            assert_eq!(
+                reached_from("rbh1", "the system under test", Some(ep)),
+                "on the system under test rbh1"
+            );
         }
     }
 

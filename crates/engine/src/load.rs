@@ -72,8 +72,9 @@ pub struct LoadSpec {
     pub threads: usize,
     /// Requests in flight per connection (redis-benchmark's -P). 1 for request/response.
     pub pipeline: usize,
-    /// Close and reopen the connection after this many requests (None: keep-alive
-    /// forever; Some(1): a new connection per request, redis-benchmark -k 0).
+    /// Close and reopen the connection after this many requests, once their replies are
+    /// in (None: keep-alive forever; Some(1): a new connection per request; redis-benchmark
+    /// -k 0 -P N is Some(N): N pipelined requests, then a new connection).
     pub requests_per_connection: Option<u64>,
     /// Pin load-generator thread i to client_cpus[i % len] (empty: no pinning).
     pub client_cpus: Vec<usize>,

@@ -25,6 +25,25 @@ pub fn config_from_params<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// Settings of a server rackbench launches (`--instances`, `--server-cpus`), given
+/// beside `given_server`, the option naming a server it does not launch (`--target`):
+/// they would be ignored and stored as if they applied. `launch_settings` lists the
+/// flags of those given (other than their defaults); an error names the first.
+pub fn refuse_launch_settings(
+    launch_settings: &[&str],
+    given_server: &str,
+    server: &str,
+) -> anyhow::Result<()> {
+    if let Some(flag) = launch_settings.first() {
+        bail!(
+            "{flag} sets up the {server} rackbench launches, and {given_server} names a server \
+             it does not launch (which runs as it was set up): leave {flag} out (and set that \
+             server up yourself), or leave out {given_server} to have rackbench launch the {server}"
+        );
+    }
+    Ok(())
+}
+
 /// Most values one list or range may hold; more is a typo (`1..1000000`), and building
 /// it first would spend memory out of all proportion to what was typed.
 pub const MAX_SWEEP_VALUES: usize = 10_000;

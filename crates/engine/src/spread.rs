@@ -253,6 +253,14 @@ pub fn drive(
         .enumerate()
         .map(|(i, (h, s))| (h.clone(), job(i, s)))
         .collect();
+    // The one to say where it is, should a lone generator fail: a loopback one first.
+    let first_endpoint = jobs.first().and_then(|(_, j)| {
+        let eps = &j.endpoints;
+        eps.iter()
+            .find(|e| crate::host::names_loopback(e))
+            .or(eps.first())
+            .cloned()
+    });
     let reports = drive_all(jobs, std::slice::from_ref(&roles.sut), progress);
     let (decoded, errors) = decode_reports(loadgens, reports, decode);
     let mut runs = Vec::with_capacity(decoded.len());
@@ -284,6 +292,19 @@ pub fn drive(
         Span::Together
     };
     let Some(mut merged) = crate::wire::merge(outcomes, span) else {
+        // A lone generator's error is its own; from another machine, it names it.
+        let errors = match (errors, loadgens.as_slice()) {
+            (mut errors, [lone]) if lone.remote() && errors.len() == 1 => {
+                let (h, e) = errors.remove(0);
+                let e = e.context(crate::host::reached_from(
+                    lone.name(),
+                    "load generator",
+                    first_endpoint.as_deref(),
+                ));
+                vec![(h, e)]
+            }
+            (errors, _) => errors,
+        };
         return Err(nothing_measured(errors, n));
     };
     progress.explain_stop(&mut merged.stopped_early);

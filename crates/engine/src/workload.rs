@@ -319,6 +319,13 @@ pub trait Workload: Send {
         None
     }
 
+    /// Whether this sweep point's load can be spread over `generators` load generators
+    /// (each needs a connection, and, stopped by a count, a request). Asked when the
+    /// plan is built, before any host is reached: an error names the value to change.
+    fn check_generators(&self, _generators: usize) -> anyhow::Result<()> {
+        Ok(())
+    }
+
     /// What the disclosure should say about the servers and tools this workload used
     /// (`software.redis-server`, `server.config.appendonly`...). Called after prepare.
     fn disclosure(&self) -> BTreeMap<String, Fact> {

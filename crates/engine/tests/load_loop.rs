@@ -41,6 +41,8 @@ struct Fake {
     addr: SocketAddr,
     served: Arc<AtomicU64>,
     accepted: Arc<AtomicU64>,
+    /// The most requests any one connection carried.
+    most_per_connection: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 }
 
@@ -51,7 +53,13 @@ fn fake(delay: Duration, die_after: Option<u64>) -> Fake {
     let served = Arc::new(AtomicU64::new(0));
     let accepted = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let (s2, a2, st2) = (served.clone(), accepted.clone(), stop.clone());
+    let most_per_connection = Arc::new(AtomicU64::new(0));
+    let (s2, a2, st2, m2) = (
+        served.clone(),
+        accepted.clone(),
+        stop.clone(),
+        most_per_connection.clone(),
+    );
     std::thread::spawn(move || {
         for conn in l.incoming() {
             if st2.load(Ordering::SeqCst) {
@@ -60,14 +68,15 @@ fn fake(delay: Duration, die_after: Option<u64>) -> Fake {
             let Ok(conn) = conn else { break };
             a2.fetch_add(1, Ordering::SeqCst);
             conn.set_nodelay(true).unwrap();
-            let (s3, st3) = (s2.clone(), st2.clone());
+            let (s3, st3, m3) = (s2.clone(), st2.clone(), m2.clone());
             std::thread::spawn(move || {
                 let mut w = conn.try_clone().unwrap();
                 let r = BufReader::new(conn);
-                for line in r.lines() {
+                for (on_conn, line) in (1..).zip(r.lines()) {
                     if line.is_err() || st3.load(Ordering::SeqCst) {
                         return;
                     }
+                    m3.fetch_max(on_conn, Ordering::SeqCst);
                     let n = s3.fetch_add(1, Ordering::SeqCst) + 1;
                     if die_after.is_some_and(|d| n > d) {
                         st3.store(true, Ordering::SeqCst);
@@ -87,6 +96,7 @@ fn fake(delay: Duration, die_after: Option<u64>) -> Fake {
         addr,
         served,
         accepted,
+        most_per_connection,
         stop,
     }
 }
@@ -284,6 +294,34 @@ fn reconnect_per_request_opens_a_connection_each_time() {
         "{} reconnects for 50 measured requests",
         out.reconnects
     );
+}
+
+/// redis-benchmark -k 0 -P 4: a connection carries 4 pipelined requests, then is
+/// reopened once their replies are in; in open loop too, where a connection with room in
+/// its pipeline took more than its 4 while the first ones' replies were still coming.
+#[test]
+fn pipelined_requests_per_connection_are_kept_in_closed_and_open_loop() {
+    for shape in [LoadShape::Closed, LoadShape::Constant { rate: 4000.0 }] {
+        let f = fake(Duration::from_millis(1), None);
+        let s = LoadSpec {
+            shape,
+            requests_per_connection: Some(4),
+            pipeline: 4,
+            connections: 2,
+            ..spec(StopAfter::Requests(200))
+        };
+        let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+        assert_eq!(out.total_count(), 200, "{shape:?}");
+        assert_eq!(
+            f.most_per_connection.load(Ordering::SeqCst),
+            4,
+            "{shape:?}: at most (and, pipelined, exactly) 4 requests on a connection"
+        );
+        // 200 requests, 4 a connection: 50 connections (and a few opened at the end,
+        // when every request was made).
+        let accepted = f.accepted.load(Ordering::SeqCst);
+        assert!((50..=56).contains(&accepted), "{shape:?}: {accepted}");
+    }
 }
 
 #[test]

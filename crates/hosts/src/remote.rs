@@ -456,6 +456,10 @@ impl Host for RemoteHost {
         self.shared.lost()
     }
 
+    fn remote(&self) -> bool {
+        true
+    }
+
     fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure> {
         self.call(Request::Disclosure { role: role.into() })
     }

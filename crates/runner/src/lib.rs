@@ -608,9 +608,20 @@ pub fn run(
                 }
             }
         }
+        let swept = engine::plan::swept_keys(&part.params, reg.list_keys);
         let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(items.len());
         for it in &items {
-            workloads.push((reg.build)(&expanded[it.point].0)?);
+            let (point, roles) = &expanded[it.point];
+            let w = (reg.build)(point)?;
+            // Every point's load against its generators now, not when its turn comes
+            // (after servers were launched and earlier points measured and stored).
+            w.check_generators(roles.loadgens.len()).with_context(|| {
+                match point_label(point, &swept) {
+                    l if l.is_empty() => reg.name.to_string(),
+                    l => format!("{} {l}", reg.name),
+                }
+            })?;
+            workloads.push(w);
         }
         let expanded_items: Vec<_> = items
             .iter()

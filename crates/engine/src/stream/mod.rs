@@ -665,12 +665,9 @@ fn epoll_loop<P: Protocol>(
                     let mut found = None;
                     for k in 0..n {
                         let i = (rr_cursor + k) % n;
-                        let c = &conns[i];
-                        if !c.dead
-                            && c.inflight.len() < spec.pipeline
-                            && c.stream.is_some()
-                            && !c.proto.closing()
-                        {
+                        // Room in its pipeline, and within its requests per
+                        // connection (spent, it is reopened once its replies are in).
+                        if budget(&conns[i], spec) > 0 {
                             found = Some(i);
                             break;
                         }

@@ -328,6 +328,15 @@ impl Workload for Http {
         self.cfg.tests()
     }
 
+    fn check_generators(&self, generators: usize) -> anyhow::Result<()> {
+        let mut load = load(&self.cfg);
+        // Capacity steps run for a duration: -n counts for the `load` test only.
+        if !self.cfg.tests().iter().any(|t| t == "load") {
+            load.requests = None;
+        }
+        engine::spread::shares(&load, generators).map(drop)
+    }
+
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
         let roles = ctx.roles()?;
         let sut = roles.sut.clone();

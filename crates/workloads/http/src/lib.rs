@@ -419,6 +419,20 @@ impl HttpConfig {
         }
         if let Some(url) = &self.target {
             parse_url(url)?;
+            let launched = HttpConfig::default();
+            let given: Vec<&str> = [
+                (self.file_size != launched.file_size, "--file-size"),
+                (
+                    self.server_workers != launched.server_workers,
+                    "--server-workers",
+                ),
+                (!self.server_cpus.items().is_empty(), "--server-cpus"),
+                (self.nginx != launched.nginx, "--nginx"),
+            ]
+            .into_iter()
+            .filter_map(|(given, flag)| given.then_some(flag))
+            .collect();
+            engine::plan::refuse_launch_settings(&given, "--target", "nginx")?;
         }
         Ok(())
     }

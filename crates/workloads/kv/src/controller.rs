@@ -160,10 +160,37 @@ impl Workload for Kv {
         Some(self.cfg.warmup)
     }
 
+    fn check_generators(&self, generators: usize) -> anyhow::Result<()> {
+        let mut load = load(&self.cfg);
+        // Capacity steps run for a duration: -n counts for the load tests only.
+        if self
+            .cfg
+            .tests
+            .iter()
+            .all(|t| capacity_tests::TESTS.contains(&t.as_str()))
+        {
+            load.requests = None;
+        }
+        engine::spread::shares(&load, generators).map(drop)
+    }
+
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
         let roles = ctx.roles()?;
         let sut = roles.sut.clone();
-        let handle = sut.start_service("kv", &self.params)?;
+        let handle = sut.start_service("kv", &self.params).map_err(|e| {
+            // Given servers are checked from the system under test: from another
+            // machine, the error names it (its 127.0.0.1 is its own).
+            let targets = &self.cfg.targets;
+            let loopback = targets.iter().find(|t| engine::host::names_loopback(t));
+            match loopback.or(targets.first()) {
+                Some(t) if sut.remote() => e.context(engine::host::reached_from(
+                    sut.name(),
+                    "the system under test",
+                    Some(t),
+                )),
+                _ => e,
+            }
+        })?;
         self.facts = handle.facts.clone();
         let server: Vec<usize> = self
             .facts

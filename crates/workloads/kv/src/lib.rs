@@ -64,7 +64,7 @@ pub struct Flags {
     /// SET:GET ratio of the `mix` test (memtier --ratio) [default: 1:10]
     #[arg(long, id = "ratio", value_name = "S:G")]
     pub ratio: Option<String>,
-    /// Keep-alive: 1 = reuse connections, 0 = reconnect for every request (redis-benchmark -k) [default: 1]
+    /// Keep-alive: 1 = reuse connections, 0 = reconnect after every -P requests (redis-benchmark -k) [default: 1]
     #[arg(short = 'k', long = "keepalive", id = "keepalive", value_name = "0|1")]
     pub keepalive: Option<String>,
     /// Warm-up before measuring each test, seconds [default: 0]
@@ -245,8 +245,22 @@ impl KvConfig {
         if self.instances == 0 && self.targets.is_empty() {
             bail!("instances must be at least 1 (or give --target)");
         }
+        if !self.targets.is_empty() {
+            let launched = KvConfig::default();
+            let given: Vec<&str> = [
+                (self.instances != launched.instances, "--instances"),
+                (!self.server_cpus.is_empty(), "--server-cpus"),
+                (self.redis_server != launched.redis_server, "--redis-server"),
+            ]
+            .into_iter()
+            .filter_map(|(given, flag)| given.then_some(flag))
+            .collect();
+            engine::plan::refuse_launch_settings(&given, "--target", "redis-server instances")?;
+        }
         if self.keepalive > 1 {
-            bail!("keepalive (-k) is 1 (keep connections) or 0 (reconnect per request)");
+            bail!(
+                "keepalive (-k) is 1 (keep connections) or 0 (reconnect after every -P requests)"
+            );
         }
         if self.requests == 0 && self.duration.is_none() {
             bail!("requests (-n) must be at least 1 (or give --duration)");
@@ -304,7 +318,9 @@ impl KvConfig {
             connections: self.clients,
             threads: self.threads,
             pipeline: self.pipeline,
-            requests_per_connection: (self.keepalive == 0).then_some(1),
+            // redis-benchmark -k 0 frees a client once its pending replies are read and
+            // makes a new one (clientDone): -P N requests per connection, then reconnect.
+            requests_per_connection: (self.keepalive == 0).then_some(self.pipeline as u64),
             client_cpus,
             seed: self.seed,
             interval: Duration::from_secs(1),

@@ -135,6 +135,63 @@ fn duration_mode_and_mix_and_open_loop() {
     w.cleanup();
 }
 
+/// The server's own count of connections it accepted (`INFO stats`).
+fn connections_received(endpoint: &str) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(endpoint).unwrap();
+    s.write_all(b"INFO stats\r\n").unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 8192];
+    while !text.contains("total_connections_received:") || !text.ends_with("\r\n") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "redis closed the INFO connection: {text}");
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    text.lines()
+        .find_map(|l| l.strip_prefix("total_connections_received:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// redis-benchmark -k 0 -P 16 sends 16 pipelined requests on a connection and
+/// reconnects once their replies are in: 3,200 requests are 200 connections, as the
+/// server counts them (it was a connection per request, the pipeline never filled, and
+/// the result said pipeline=16).
+#[test]
+fn keepalive_off_sends_a_pipeline_per_connection() {
+    if !have_redis() {
+        return;
+    }
+    let mut w = kv(
+        json!({"clients": 4, "requests": 3200, "pipeline": 16, "keepalive": 0,
+                          "tests": ["set"]}),
+    );
+    let ctx = local();
+    w.prepare(&ctx).unwrap();
+    let endpoint = w.endpoints()[0].clone();
+    let before = connections_received(&endpoint);
+    let set = w.run_test("set", &ctx).unwrap();
+    // The INFO connections themselves: one before, one now.
+    let accepted = connections_received(&endpoint) - before - 1;
+    w.cleanup();
+    assert_eq!(metric(&set, "requests"), 3200.0);
+    assert_eq!(metric(&set, "server_calls"), 3200.0);
+    // 200 connections, and a few opened as the test ended.
+    assert!((200..=210).contains(&accepted), "{accepted} connections");
+    assert!(
+        (196.0..=206.0).contains(&metric(&set, "reconnects")),
+        "{}",
+        metric(&set, "reconnects")
+    );
+    assert!(
+        set.flags.iter().all(|f| f.code != "latency_inconsistent"),
+        "{:?}",
+        set.flags
+    );
+}
+
 #[test]
 fn cleanup_leaves_no_server_behind_and_a_dead_server_fails_the_test() {
     if !have_redis() {
@@ -192,6 +249,33 @@ fn bad_parameters_are_clear_errors() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("sett"), "{e}");
+}
+
+/// With --target nothing is launched: the launch settings are refused, naming the one
+/// given (they were stored as if they applied); the defaults, given or not, pass.
+#[test]
+fn launch_settings_beside_a_target_are_refused() {
+    let target = json!(["127.0.0.1:6379"]);
+    for (key, value, flag) in [
+        ("instances", json!(2), "--instances"),
+        ("server_cpus", json!([1]), "--server-cpus"),
+        (
+            "redis_server",
+            json!("/usr/bin/redis-server"),
+            "--redis-server",
+        ),
+    ] {
+        let e = Kv::from_params(json!({"targets": target, key: value}).as_object().unwrap())
+            .err()
+            .unwrap_or_else(|| panic!("{key} with --target was accepted"));
+        assert!(e.to_string().contains(&format!("{flag} sets up")), "{e}");
+    }
+    assert!(Kv::from_params(
+        json!({"targets": target, "instances": 1})
+            .as_object()
+            .unwrap()
+    )
+    .is_ok());
 }
 
 #[test]

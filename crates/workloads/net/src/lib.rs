@@ -286,6 +286,11 @@ impl Plan {
                  or left out for the kernel's autotuning"
             );
         }
+        // --receiver-cpus stays: the sender asks a given receiver to pin its data
+        // threads as it asks a launched one.
+        if cfg.target.is_some() && cfg.receiver_bin.is_some() {
+            engine::plan::refuse_launch_settings(&["--receiver-bin"], "--target", "receiver")?;
+        }
         if cfg.udp_batch == 0 || cfg.udp_batch > 1024 {
             bail!("net: `udp_batch` must be 1 (one datagram per send, as iperf3) to 1024 (e.g. --udp-batch 32)");
         }

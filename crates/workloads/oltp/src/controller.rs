@@ -197,13 +197,8 @@ impl Oltp {
             );
         }
         let n = loadgens.len();
+        self.check_generators(n)?;
         let vus = self.cfg.vus as usize;
-        if vus < n {
-            bail!(
-                "{vus} virtual user(s) per database cannot be spread over {n} load generators: \
-                 give at least one per generator (--vus {n})"
-            );
-        }
         let ndb = endpoints.len();
         // The drivers connect to the endpoints: the DSN (and its password) stays here.
         let mut base = self.params.clone();
@@ -421,6 +416,17 @@ impl Workload for Oltp {
 
     fn tests(&self) -> Vec<String> {
         self.cfg.tests.clone()
+    }
+
+    fn check_generators(&self, n: usize) -> anyhow::Result<()> {
+        let vus = self.cfg.vus as usize;
+        if vus < n {
+            bail!(
+                "{vus} virtual user(s) per database cannot be spread over {n} load generators: \
+                 give at least one per generator (--vus {n})"
+            );
+        }
+        Ok(())
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
