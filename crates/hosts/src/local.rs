@@ -226,7 +226,7 @@ impl Host for LocalHost {
         let cfg = sampler_config(&self.name, settings);
         let sampler = Sampler::start(cfg.clone())
             .with_context(|| format!("starting telemetry on {}", self.name))?;
-        sampler.watch_process("loadgen", self.loadgen_pid);
+        sampler.watch_process_alone("loadgen", self.loadgen_pid);
         let det = sampler.power_detection();
         let info = TelemetryInfo {
             power_missing: det.sources.is_empty().then(|| det.missing_reason()),
@@ -266,7 +266,7 @@ impl Host for LocalHost {
     fn unwatch_servers(&self) {
         if let Some(s) = self.sampler() {
             s.unwatch_all();
-            s.watch_process("loadgen", self.loadgen_pid);
+            s.watch_process_alone("loadgen", self.loadgen_pid);
         }
     }
 

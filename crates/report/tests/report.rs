@@ -1524,6 +1524,7 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
                 pid: 100 + i as u32,
                 usr_pct: pct * 0.25,
                 sys_pct: pct * 0.75,
+                with_descendants: false,
             })
             .collect();
         run
@@ -1585,6 +1586,16 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
         .0
         .unwrap_err()
         .contains("only `postgres` was watched"));
+    // Counted with its backends (runs since), it is the server's CPU.
+    let mut pg = one(
+        "p2",
+        "sut+loadgen",
+        &[("loadgen", 100.0), ("postgres", 85.0)],
+    );
+    pg.results[0].telemetry_summary[0].procs[1].with_descendants = true;
+    let c = cpu(&pg).0.unwrap();
+    assert!((c.pct - 85.0).abs() < 1e-9, "{c:?}");
+    assert_eq!(c.basis.label(), "server processes (postgres)");
 
     // A host that is only the system under test: its whole CPU, as the iperf3 study.
     let alone = one("s", "sut", &spinning);
