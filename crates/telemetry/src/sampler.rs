@@ -661,11 +661,14 @@ pub struct Cut {
 /// setup at 10%, and 1 s ticks would read 71% by each sample's part inside. So the
 /// summary covers less than the spans, up to an interval at each edge, and is the
 /// load's alone.
-/// A span that holds no whole sample (shorter than about two intervals) gives its parts
-/// instead: each sample inside it in part keeps its figures and weighs as much as its
-/// part inside, exact to within an interval at each end. An instantaneous power reading
-/// stands for the moment its sample ended, so a part keeps it only when that moment is
-/// inside.
+/// A span whose whole samples cover less than half of it (none, in a span shorter than
+/// about two intervals; or only the few milliseconds closed at a test's end, when the
+/// one-second sample before reaches past its start by more than the slack) gives its
+/// parts instead: each sample inside it in part keeps its figures and weighs as much as
+/// its part inside, exact to within an interval at each end. So a 25 ms closing sample
+/// never stands alone for a 1 s test that a 1 s sample mostly covers. An instantaneous
+/// power reading stands for the moment its sample ended, so a part keeps it only when
+/// that moment is inside.
 pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
     let mut cut = Cut {
         samples: Vec::new(),
@@ -697,7 +700,8 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
                 inside >= s.interval_s / 2.0 && s.interval_s - inside <= edge_slack(s.interval_s)
             })
             .collect();
-        if !whole.is_empty() {
+        let whole_s: f64 = whole.iter().map(|s| s.interval_s).sum();
+        if whole_s >= (span.1 - span.0) / 2.0 {
             cut.samples.extend(whole.into_iter().cloned());
             continue;
         }

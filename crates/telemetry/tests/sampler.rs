@@ -415,6 +415,52 @@ fn a_window_after_the_mark_keeps_the_samples_wholly_inside_it() {
     );
 }
 
+/// The acceptance tester's `run kv --duration 1`: the get test ran 1.000 s, the 1 s
+/// sample before its end reached 35 ms before its start (beyond the 20 ms slack), and
+/// the test's close cut a 25 ms sample wholly inside it. That sample stood alone for the
+/// test (1 sample, covered 0.025 s, idle 0, flagged coarse); the 1 s sample, 96.5% inside,
+/// is the test's CPU, with its part inside.
+#[test]
+fn a_tiny_closing_sample_does_not_stand_alone_for_a_one_second_test() {
+    let mk = |t: f64, dt: f64, busy: f64| model::TelemetrySample {
+        host: "h".into(),
+        t_s: t,
+        interval_s: dt,
+        cpus: vec![model::CpuUtil {
+            usr_pct: busy,
+            idle_pct: 100.0 - busy,
+            ..model::CpuUtil::idle(-1)
+        }],
+        ..Default::default()
+    };
+    // Samples: [0, 1.0] idle-ish, [1.0, 2.0] the load, [2.0, 2.025] the close.
+    let samples = [
+        mk(1.0, 1.0, 2.0),
+        mk(2.0, 1.0, 60.0),
+        mk(2.025, 0.025, 100.0),
+    ];
+    let span = (1.035, 2.035);
+    let cut = telemetry::within_spans(&samples, &[span]);
+    assert!(!cut.whole);
+    let parts: Vec<(f64, f64)> = cut.samples.iter().map(|s| (s.t_s, s.interval_s)).collect();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert!((parts[0].0 - 2.0).abs() < 1e-9 && (parts[0].1 - 0.965).abs() < 1e-9);
+    assert!((parts[1].0 - 2.025).abs() < 1e-9 && (parts[1].1 - 0.025).abs() < 1e-9);
+    let sum = summarize(&cut.samples);
+    assert_eq!(sum[0].samples, 2);
+    assert!((sum[0].covered_s.unwrap() - 0.99).abs() < 1e-9);
+    let busy = sum[0].cpus[0].busy_pct();
+    assert!(
+        (busy - (0.965 * 60.0 + 0.025 * 100.0) / 0.99).abs() < 1e-9,
+        "{busy}"
+    );
+    // The same test with the 1 s sample inside to the slack: the whole samples, as before.
+    let cut = telemetry::within_spans(&samples, &[(1.015, 2.025)]);
+    assert!(cut.whole);
+    let kept: Vec<(f64, f64)> = cut.samples.iter().map(|s| (s.t_s, s.interval_s)).collect();
+    assert_eq!(kept, [(2.0, 1.0), (2.025, 0.025)]);
+}
+
 #[test]
 fn measure_idle_uses_every_source_and_refuses_without_one() {
     let fake = Fake::new();
