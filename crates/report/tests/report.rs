@@ -2028,6 +2028,44 @@ fn tco_from_a_run_leaves_capacity_tests_out() {
     );
 }
 
+/// The acceptance tester's `tco` over a ramp run said "no valid result to take
+/// performance from": the results are valid, capacity tests cannot give the figure.
+#[test]
+fn tco_over_a_capacity_run_says_capacity_tests_give_no_performance() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut ramp = run.results[0].clone();
+    ramp.test = "ramp".into();
+    ramp.params.clear();
+    ramp.headline = "max_reply_rate_per_s".into();
+    ramp.metrics = vec![
+        Metric::new("max_reply_rate_per_s", 1000.0, "ops/s"),
+        Metric::new("reply_rate_per_s", 1000.0, "ops/s")
+            .label("phase", "ramp")
+            .label("step", 0),
+    ];
+    run.results = vec![ramp];
+    let plan = one_platform_plan("x86-a", "");
+    let e = report::selection::tco_perf(&run, &plan.platforms[0]).unwrap_err();
+    assert!(!e.contains("no valid result"), "{e}");
+    assert!(e.contains("capacity tests (kv ramp)"), "{e}");
+    assert!(e.contains("-t load") && e.contains("`perf`"), "{e}");
+    // Taking the best result instead: the same reason.
+    let fr = tco::from_run(&run, &max_plan("").platforms[0]);
+    assert!(
+        fr.problems.iter().any(|p| p.contains("capacity tests")),
+        "{:?}",
+        fr.problems
+    );
+    // A run with nothing valid still says so.
+    run.results[0].status = model::Status::Failed;
+    let e = report::selection::tco_perf(&run, &plan.platforms[0]).unwrap_err();
+    assert!(e.contains("no valid result"), "{e}");
+}
+
 /// Performance given in the plan and power from a run of several sweep points: no power
 /// (their mean is of no one configuration) until `params` names the point.
 #[test]
