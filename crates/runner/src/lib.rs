@@ -953,7 +953,12 @@ pub fn run(
                             }
                             // Over the load the workload measured, not its setup and
                             // teardown around it; flags of this point's hosts only.
-                            let tel = telemetry.figures(&samples, &out.measured, &point_hosts);
+                            let tel = telemetry.figures(
+                                &samples,
+                                &out.measured,
+                                &point_hosts,
+                                interrupted,
+                            );
                             flags.extend(tel.flags);
                             let (metrics, mut missing) = finite_only(out.metrics, out.missing);
                             missing.extend(tel.missing);
@@ -979,7 +984,12 @@ pub fn run(
                         Err(e) => {
                             // The whole test's telemetry (no measured time is known), and
                             // the hosts whose samples did not come back named.
-                            let tel = telemetry.figures(&samples, &[], &point_hosts);
+                            let tel = telemetry.figures(
+                                &samples,
+                                &[],
+                                &point_hosts,
+                                engine::stop::stop_requested(),
+                            );
                             let (status, flag) = error_status(&e);
                             ResultRecord {
                                 workload: reg.name.to_string(),
