@@ -1802,6 +1802,52 @@ fn compare_lists_the_warnings_of_the_points_it_compares() {
     assert!(!report::compare_text(&c).contains("Warnings at compared points"));
 }
 
+/// The acceptance tester's `compare` of a kv run and a net run listed points on one side
+/// only, exited 0 and said nothing; a point B did not run read "B: none" in the warnings.
+#[test]
+fn compare_says_when_the_runs_share_no_point_and_absent_for_one_sided_points() {
+    let a = kv_run(&Spec {
+        id: "20261120T230000-aaaaaa",
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut b = kv_run(&Spec {
+        id: "20261120T230001-bbbbbb",
+        instances: &[1],
+        ..Spec::default()
+    });
+    let same = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert_eq!(same.nothing_in_common, None);
+    // A's points with a warning, B without them: "absent", not "none".
+    let mut a_more = a.clone();
+    let mut extra = a_more.results[0].clone();
+    extra.test = "hset".into();
+    extra.flags = vec![model::Flag::warning("cpu_coarse", "coarse")];
+    a_more.results.push(extra);
+    let c = report::compare::compare(std::slice::from_ref(&a_more), std::slice::from_ref(&b));
+    assert_eq!(c.nothing_in_common, None);
+    let w = c
+        .warnings
+        .iter()
+        .find(|w| w.point.contains("hset"))
+        .unwrap();
+    assert_eq!(w.text(), "A: cpu_coarse; B: absent");
+    // Nothing in common: said, with what each side has.
+    for r in &mut b.results {
+        r.workload = "net".into();
+    }
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    let why = c.nothing_in_common.clone().unwrap();
+    assert!(why.starts_with("the runs share no test point"), "{why}");
+    assert!(
+        why.contains("A has") && why.contains("kv ") && why.contains("net "),
+        "{why}"
+    );
+    assert!(report::compare_text(&c).contains("Nothing compared: the runs share no test point"));
+    let json = serde_json::to_value(&c).unwrap();
+    assert!(json["nothing_in_common"].is_string(), "{json}");
+}
+
 /// Perf/W is over the repetitions that have both figures: a repetition whose power was
 /// not read adds its throughput to neither side (100k, 100k and 160k over 300 W, 300 W
 /// and none is 333 per W, not the 400 of the three's mean over the two's).
