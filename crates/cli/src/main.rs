@@ -125,11 +125,14 @@ fn main() {
     for cleaned in engine::scratch::sweep() {
         engine::errln!("rackbench: {cleaned}");
     }
+    let db = cli.global.db_path();
     let result = commands::dispatch(cli);
     engine::scratch::remove_own();
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
+            // A damaged page met by any query: which file, and what to do.
+            let e = store::explain_damage(e, &db);
             // Errors carry text from hosts and users: printed safe for the terminal.
             engine::errln!(
                 "rackbench: error: {}",

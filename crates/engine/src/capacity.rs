@@ -243,16 +243,24 @@ impl RateStep {
                 "req",
             )),
         ];
-        if let Some(st) = self.reply_rate_stats() {
+        // httperf's "Reply rate min avg max stddev (N samples)", all over the same whole
+        // intervals, and only from two of them on: beside the whole step's rate (which
+        // counts the step's partial interval too) one interval's figure as min = max read
+        // as a spread the step never showed (avg 19875.3, min = max = 19908).
+        if let Some(st) = self.reply_rate_stats().filter(|st| st.samples >= 2) {
+            out.push(with(Metric::new("reply_rate_avg_per_s", st.avg, "req/s")));
             out.push(with(Metric::new("reply_rate_min_per_s", st.min, "req/s")));
             out.push(with(Metric::new("reply_rate_max_per_s", st.max, "req/s")));
-            if st.samples > 1 {
-                out.push(with(Metric::new(
-                    "reply_rate_stddev_per_s",
-                    st.stddev,
-                    "req/s",
-                )));
-            }
+            out.push(with(Metric::new(
+                "reply_rate_stddev_per_s",
+                st.stddev,
+                "req/s",
+            )));
+            out.push(with(Metric::new(
+                "reply_rate_intervals",
+                st.samples as f64,
+                "intervals",
+            )));
         }
         if self.duration_s > 0.0 {
             out.push(with(Metric::new(
@@ -595,13 +603,16 @@ impl RampResult {
         step_histograms(self.points.iter().map(|p| &p.step), "ramp")
     }
 
-    /// autobench's table, one row per step (tab-separated, with a header).
+    /// autobench's table, one row per step (tab-separated, with a header). `reply_rate` is
+    /// the whole step's; avg, min, max and stddev are httperf's, over the step's whole
+    /// `intervals`, and `-` with fewer than two of them.
     pub fn table(&self) -> String {
         let mut s = String::from(
-            "dem_req_rate\treply_rate_avg\treply_rate_min\treply_rate_max\treply_rate_stddev\tp50_ms\tp99_ms\terrors_pct\tnet_io_KBps\tverdict\n",
+            "dem_req_rate\treply_rate\treply_rate_avg\treply_rate_min\treply_rate_max\treply_rate_stddev\tintervals\tp50_ms\tp99_ms\terrors_pct\tnet_io_KBps\tverdict\n",
         );
         for p in &self.points {
-            let st = p.step.reply_rate_stats();
+            let all = p.step.reply_rate_stats();
+            let st = all.filter(|st| st.samples >= 2);
             let ms = |q: f64| {
                 p.step
                     .latency_at(q)
@@ -616,12 +627,14 @@ impl RampResult {
                 "-".into()
             };
             s.push_str(&format!(
-                "{:.0}\t{:.1}\t{}\t{}\t{}\t{}\t{}\t{:.2}\t{}\t{}\n",
+                "{:.0}\t{:.1}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.2}\t{}\t{}\n",
                 p.step.demanded_rate_per_s,
                 p.step.reply_rate_per_s,
+                st.map_or("-".into(), |x| format!("{:.1}", x.avg)),
                 st.map_or("-".into(), |x| format!("{:.1}", x.min)),
                 st.map_or("-".into(), |x| format!("{:.1}", x.max)),
                 st.map_or("-".into(), |x| format!("{:.1}", x.stddev)),
+                all.map_or(0, |x| x.samples),
                 ms(50.0),
                 ms(99.0),
                 p.step.errors_pct(),
@@ -1417,6 +1430,48 @@ mod tests {
         let t = r.table();
         assert_eq!(t.lines().count(), 6);
         assert!(t.lines().last().unwrap().contains("saturated"));
+
+        // The acceptance tester's 1 s steps: one whole interval at 19908/s, the whole
+        // step at 19875.3/s. No min = max beside an average outside them.
+        let mut one = RampResult {
+            config: cfg.clone(),
+            points: Vec::new(),
+            saturation: None,
+            stopped: None,
+        };
+        let mut step = RateStep::new(20_000.0);
+        step.reply_rate_per_s = 19_875.3;
+        step.interval_rates = vec![19_908.0];
+        step.duration_s = 1.0;
+        one.points.push(RampPoint {
+            step,
+            verdict: Verdict::Sustained,
+        });
+        let row = one.table().lines().nth(1).unwrap().to_string();
+        let cols: Vec<&str> = row.split('\t').collect();
+        assert_eq!(
+            cols[..7],
+            ["20000", "19875.3", "-", "-", "-", "-", "1"],
+            "{row}"
+        );
+        let ms = one.points[0].step.metrics(&[]);
+        assert!(
+            ms.iter().all(|m| !m.name.starts_with("reply_rate_m")),
+            "{ms:?}"
+        );
+        // Two whole intervals: the average is theirs, inside their min..max.
+        one.points[0].step.interval_rates = vec![19_800.0, 20_000.0];
+        let row = one.table().lines().nth(1).unwrap().to_string();
+        let cols: Vec<&str> = row.split('\t').collect();
+        assert_eq!(
+            cols[..7],
+            ["20000", "19875.3", "19900.0", "19800.0", "20000.0", "141.4", "2"]
+        );
+        let ms = one.points[0].step.metrics(&[]);
+        let get = |n: &str| ms.iter().find(|m| m.name == n).map(|m| m.value);
+        assert_eq!(get("reply_rate_avg_per_s"), Some(19_900.0));
+        assert_eq!(get("reply_rate_intervals"), Some(2.0));
+        assert_eq!(get("reply_rate_per_s"), Some(19_875.3));
 
         // Keep going two steps past saturation to show the plateau.
         let mut m = Model::new(4400.0, 100_000.0);

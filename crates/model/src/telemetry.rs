@@ -76,6 +76,12 @@ pub struct ProcCpu {
     pub pid: u32,
     pub usr_pct: f64,
     pub sys_pct: f64,
+    /// The figure counts the process's descendants too (a server's forked workers and
+    /// backends, those that exited within the interval included), less any watched under
+    /// a role of their own. False for the process alone (the load generator), and in
+    /// records from before descendants were counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub with_descendants: bool,
 }
 
 impl ProcCpu {

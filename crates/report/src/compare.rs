@@ -94,6 +94,10 @@ pub struct Comparison {
     /// stand, but deserve the second look the run's own report gives them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<PointWarnings>,
+    /// Set when the two sides share no test point (a kv run against a net run): nothing
+    /// is compared, and this says what each side has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nothing_in_common: Option<String>,
 }
 
 /// The warning codes (`client_bound`, `cpu_coarse`, `steal`) of one compared point's
@@ -103,19 +107,56 @@ pub struct PointWarnings {
     pub point: String,
     pub a: Vec<String>,
     pub b: Vec<String>,
+    /// The point is not on A at all (its warnings are then "absent", not "none").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub a_absent: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub b_absent: bool,
 }
 
 impl PointWarnings {
-    /// `A: cpu_coarse, shares_cpus; B: none`.
+    /// `A: cpu_coarse, shares_cpus; B: none` (`B: absent` where B did not run the point).
     pub fn text(&self) -> String {
-        let side = |w: &[String]| {
-            if w.is_empty() {
+        let side = |w: &[String], absent: bool| {
+            if absent {
+                "absent".to_string()
+            } else if w.is_empty() {
                 "none".to_string()
             } else {
                 w.join(", ")
             }
         };
-        format!("A: {}; B: {}", side(&self.a), side(&self.b))
+        format!(
+            "A: {}; B: {}",
+            side(&self.a, self.a_absent),
+            side(&self.b, self.b_absent)
+        )
+    }
+}
+
+/// Say what each side has when they share no point: at most this many of its points.
+const POINTS_NAMED: usize = 4;
+
+/// Why nothing can be compared, when sides with points `pa` and `pb` share none.
+fn nothing_in_common(pa: &BTreeSet<String>, pb: &BTreeSet<String>) -> Option<String> {
+    if pa.is_disjoint(pb) && !(pa.is_empty() && pb.is_empty()) {
+        let has = |p: &BTreeSet<String>| {
+            if p.is_empty() {
+                return "no valid result".to_string();
+            }
+            let mut named: Vec<&str> = p.iter().take(POINTS_NAMED).map(String::as_str).collect();
+            if p.len() > POINTS_NAMED {
+                named.push("...");
+            }
+            format!("{} point(s): {}", p.len(), named.join("; "))
+        };
+        Some(format!(
+            "the runs share no test point (workload, test and parameters): A has {}; B has {}",
+            has(pa),
+            has(pb)
+        ))
+    } else {
+        None
     }
 }
 
@@ -1070,6 +1111,8 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
                 point: point.clone(),
                 a,
                 b,
+                a_absent: !pa.contains(point),
+                b_absent: !pb.contains(point),
             })
         })
         .collect();
@@ -1079,6 +1122,7 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         rows,
         comparability: comparability(a, b),
         warnings,
+        nothing_in_common: nothing_in_common(&pa, &pb),
     }
 }
 
@@ -1237,6 +1281,9 @@ pub fn compare_text(c: &Comparison) -> String {
         ]);
     }
     out.push_str(&crate::fmt::text_table(&table));
+    if let Some(why) = &c.nothing_in_common {
+        out.push_str(&format!("\nNothing compared: {why}.\n"));
+    }
     if !c.warnings.is_empty() {
         out.push_str(&format!("\n{WARNINGS_NOTE}\n"));
         for w in &c.warnings {

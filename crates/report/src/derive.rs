@@ -343,7 +343,9 @@ const WORK_IN_DRIVER: &[&str] = &["crypto", "mem"];
 
 /// Watched server processes whose own CPU time is not their server's: PostgreSQL serves
 /// each connection in a backend process of its own, forked by the postmaster (the one
-/// process watched), so the postmaster's figure misses nearly all of the server's work.
+/// process watched), so the postmaster's figure alone misses nearly all of the server's
+/// work. Figures that count the descendants too ([`model::ProcCpu::with_descendants`])
+/// are whole; records from before they were counted hold the postmaster's alone.
 const SERVER_WORK_IN_CHILDREN: &[&str] = &["postgres"];
 
 /// Whose CPU a "%CPU used" figure counts.
@@ -425,7 +427,7 @@ pub fn sut_cpu(run: &RunRecord, r: &ResultRecord) -> Result<CpuFigure, String> {
         }
         if let Some(p) = server
             .iter()
-            .find(|p| SERVER_WORK_IN_CHILDREN.contains(&p.role.as_str()))
+            .find(|p| SERVER_WORK_IN_CHILDREN.contains(&p.role.as_str()) && !p.with_descendants)
         {
             return Err(format!(
                 "the SUT host also ran the load generator, and of the server only `{}` was watched, not the processes it serves connections in",

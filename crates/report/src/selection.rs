@@ -365,12 +365,7 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
                 p.name, run.id
             ))
         }
-        (None, None) => {
-            return Err(format!(
-                "platform `{}`, run {}: no valid result to take performance from",
-                p.name, run.id
-            ))
-        }
+        (None, None) => return Err(no_perf_because(run, p)),
     };
     Ok(tco::Sourced {
         value,
@@ -383,6 +378,38 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
         modelled: false,
         unit: (!s.unit.is_empty()).then(|| s.unit.clone()),
     })
+}
+
+/// Why a run gives a TCO platform no performance: its valid results are capacity tests
+/// (whose figures are per step: see [`model::ResultRecord::capacity_phase`]), or there is
+/// none.
+fn no_perf_because(run: &RunRecord, p: &tco::Platform) -> String {
+    let valid: Vec<&model::ResultRecord> = run
+        .results
+        .iter()
+        .filter(|r| r.status == model::Status::Ok && !r.is_invalid())
+        .collect();
+    let mut capacity: Vec<String> = valid
+        .iter()
+        .filter_map(|r| r.capacity_phase().map(|t| format!("{} {t}", r.workload)))
+        .collect();
+    capacity.sort();
+    capacity.dedup();
+    if valid.is_empty() || capacity.is_empty() {
+        return format!(
+            "platform `{}`, run {}: no valid result to take performance from",
+            p.name, run.id
+        );
+    }
+    format!(
+        "platform `{}`, run {}: its results are capacity tests ({}), whose figures are per \
+         step (the headline one step's, the power every step's), no server's performance; \
+         take it from a run of an ordinary test (`rackbench run http -t load`, \
+         `rackbench run kv -t get`...), or give the platform's `perf` in the TCO plan",
+        p.name,
+        run.id,
+        capacity.join(", ")
+    )
 }
 
 #[cfg(test)]

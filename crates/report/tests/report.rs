@@ -1524,6 +1524,7 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
                 pid: 100 + i as u32,
                 usr_pct: pct * 0.25,
                 sys_pct: pct * 0.75,
+                with_descendants: false,
             })
             .collect();
         run
@@ -1585,6 +1586,16 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
         .0
         .unwrap_err()
         .contains("only `postgres` was watched"));
+    // Counted with its backends (runs since), it is the server's CPU.
+    let mut pg = one(
+        "p2",
+        "sut+loadgen",
+        &[("loadgen", 100.0), ("postgres", 85.0)],
+    );
+    pg.results[0].telemetry_summary[0].procs[1].with_descendants = true;
+    let c = cpu(&pg).0.unwrap();
+    assert!((c.pct - 85.0).abs() < 1e-9, "{c:?}");
+    assert_eq!(c.basis.label(), "server processes (postgres)");
 
     // A host that is only the system under test: its whole CPU, as the iperf3 study.
     let alone = one("s", "sut", &spinning);
@@ -1789,6 +1800,52 @@ fn compare_lists_the_warnings_of_the_points_it_compares() {
     let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&a));
     assert!(c.warnings.is_empty());
     assert!(!report::compare_text(&c).contains("Warnings at compared points"));
+}
+
+/// The acceptance tester's `compare` of a kv run and a net run listed points on one side
+/// only, exited 0 and said nothing; a point B did not run read "B: none" in the warnings.
+#[test]
+fn compare_says_when_the_runs_share_no_point_and_absent_for_one_sided_points() {
+    let a = kv_run(&Spec {
+        id: "20261120T230000-aaaaaa",
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut b = kv_run(&Spec {
+        id: "20261120T230001-bbbbbb",
+        instances: &[1],
+        ..Spec::default()
+    });
+    let same = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert_eq!(same.nothing_in_common, None);
+    // A's points with a warning, B without them: "absent", not "none".
+    let mut a_more = a.clone();
+    let mut extra = a_more.results[0].clone();
+    extra.test = "hset".into();
+    extra.flags = vec![model::Flag::warning("cpu_coarse", "coarse")];
+    a_more.results.push(extra);
+    let c = report::compare::compare(std::slice::from_ref(&a_more), std::slice::from_ref(&b));
+    assert_eq!(c.nothing_in_common, None);
+    let w = c
+        .warnings
+        .iter()
+        .find(|w| w.point.contains("hset"))
+        .unwrap();
+    assert_eq!(w.text(), "A: cpu_coarse; B: absent");
+    // Nothing in common: said, with what each side has.
+    for r in &mut b.results {
+        r.workload = "net".into();
+    }
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    let why = c.nothing_in_common.clone().unwrap();
+    assert!(why.starts_with("the runs share no test point"), "{why}");
+    assert!(
+        why.contains("A has") && why.contains("kv ") && why.contains("net "),
+        "{why}"
+    );
+    assert!(report::compare_text(&c).contains("Nothing compared: the runs share no test point"));
+    let json = serde_json::to_value(&c).unwrap();
+    assert!(json["nothing_in_common"].is_string(), "{json}");
 }
 
 /// Perf/W is over the repetitions that have both figures: a repetition whose power was
@@ -2015,6 +2072,44 @@ fn tco_from_a_run_leaves_capacity_tests_out() {
         "{:?}",
         fr.problems
     );
+}
+
+/// The acceptance tester's `tco` over a ramp run said "no valid result to take
+/// performance from": the results are valid, capacity tests cannot give the figure.
+#[test]
+fn tco_over_a_capacity_run_says_capacity_tests_give_no_performance() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut ramp = run.results[0].clone();
+    ramp.test = "ramp".into();
+    ramp.params.clear();
+    ramp.headline = "max_reply_rate_per_s".into();
+    ramp.metrics = vec![
+        Metric::new("max_reply_rate_per_s", 1000.0, "ops/s"),
+        Metric::new("reply_rate_per_s", 1000.0, "ops/s")
+            .label("phase", "ramp")
+            .label("step", 0),
+    ];
+    run.results = vec![ramp];
+    let plan = one_platform_plan("x86-a", "");
+    let e = report::selection::tco_perf(&run, &plan.platforms[0]).unwrap_err();
+    assert!(!e.contains("no valid result"), "{e}");
+    assert!(e.contains("capacity tests (kv ramp)"), "{e}");
+    assert!(e.contains("-t load") && e.contains("`perf`"), "{e}");
+    // Taking the best result instead: the same reason.
+    let fr = tco::from_run(&run, &max_plan("").platforms[0]);
+    assert!(
+        fr.problems.iter().any(|p| p.contains("capacity tests")),
+        "{:?}",
+        fr.problems
+    );
+    // A run with nothing valid still says so.
+    run.results[0].status = model::Status::Failed;
+    let e = report::selection::tco_perf(&run, &plan.platforms[0]).unwrap_err();
+    assert!(e.contains("no valid result"), "{e}");
 }
 
 /// Performance given in the plan and power from a run of several sweep points: no power

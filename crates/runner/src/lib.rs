@@ -371,6 +371,29 @@ pub fn cv_pct(xs: &[f64]) -> Option<f64> {
     (mean.abs() > 0.0).then(|| 100.0 * sd / mean.abs())
 }
 
+/// The warning for a test whose repetitions stopped at `--max-repeat` with the spread of
+/// their headlines still above `--until-cv` (or not known: fewer than two headlines, or a
+/// mean of 0). None when the target was met.
+pub fn cv_target_flag(headlines: &[f64], until_cv_pct: f64) -> Option<Flag> {
+    let cv = cv_pct(headlines);
+    if cv.is_some_and(|cv| cv <= until_cv_pct) {
+        return None;
+    }
+    let n = headlines.len();
+    let reps = if n == 1 { "repetition" } else { "repetitions" };
+    let what = match cv {
+        Some(cv) => format!("cv {cv:.1}% after {n} {reps} (--max-repeat), above"),
+        None => format!("cv not known after {n} {reps} with a headline (--max-repeat), short of"),
+    };
+    Some(Flag::warning(
+        "cv_target_not_met",
+        format!(
+            "{what} the --until-cv {until_cv_pct}% asked for: raise --max-repeat, or steady \
+             the host (see `rackbench disclosure`)"
+        ),
+    ))
+}
+
 /// A figure that came out NaN or infinite was not measured: move it to `missing`.
 fn finite_only(
     metrics: Vec<model::Metric>,
@@ -860,6 +883,7 @@ pub fn run(
             };
             for test in w.tests() {
                 let mut headlines: Vec<f64> = Vec::new();
+                let mut test_steps: Vec<u32> = Vec::new();
                 // A variant's item is one repetition, numbered as it falls in the run.
                 let reps = match fixed_rep {
                     Some(r) => r..r + 1,
@@ -949,7 +973,12 @@ pub fn run(
                             }
                             // Over the load the workload measured, not its setup and
                             // teardown around it; flags of this point's hosts only.
-                            let tel = telemetry.figures(&samples, &out.measured, &point_hosts);
+                            let tel = telemetry.figures(
+                                &samples,
+                                &out.measured,
+                                &point_hosts,
+                                interrupted,
+                            );
                             flags.extend(tel.flags);
                             let (metrics, mut missing) = finite_only(out.metrics, out.missing);
                             missing.extend(tel.missing);
@@ -975,7 +1004,12 @@ pub fn run(
                         Err(e) => {
                             // The whole test's telemetry (no measured time is known), and
                             // the hosts whose samples did not come back named.
-                            let tel = telemetry.figures(&samples, &[], &point_hosts);
+                            let tel = telemetry.figures(
+                                &samples,
+                                &[],
+                                &point_hosts,
+                                engine::stop::stop_requested(),
+                            );
                             let (status, flag) = error_status(&e);
                             ResultRecord {
                                 workload: reg.name.to_string(),
@@ -1019,6 +1053,7 @@ pub fn run(
                     }
                     observer.step_done(&result);
                     point_steps.push(step);
+                    test_steps.push(step);
                     step += 1;
                     let failed = result.status == Status::Failed;
                     let err = result.error.clone();
@@ -1027,6 +1062,18 @@ pub fn run(
                         failure = Some(err.unwrap_or_else(|| "a test failed".into()));
                         w.cleanup();
                         break 'run;
+                    }
+                }
+                // The repetitions ran out (--max-repeat) before the spread came down.
+                let until_cv = o.until_cv.filter(|_| fixed_rep.is_none());
+                if let Some(flag) = until_cv.and_then(|t| cv_target_flag(&headlines, t)) {
+                    for s in &test_steps {
+                        store.add_flags(&run_id, *s, std::slice::from_ref(&flag))?;
+                    }
+                    for r in record.results.iter_mut() {
+                        if test_steps.contains(&r.step) {
+                            r.flags.push(flag.clone());
+                        }
                     }
                 }
             }
@@ -1123,6 +1170,29 @@ mod tests {
     use super::*;
     use engine::testing::{kill_left, marker, running};
     use std::time::Instant;
+
+    /// The acceptance tester's `run crypto -t sha256 --until-cv 0.1 --max-repeat 2`
+    /// ended at cv 2.8% with nothing said.
+    #[test]
+    fn an_until_cv_not_reached_is_flagged() {
+        let f = cv_target_flag(&[100.0, 104.0], 0.1).unwrap();
+        assert_eq!(f.code, "cv_target_not_met");
+        assert_eq!(f.severity, model::Severity::Warning);
+        assert!(
+            f.message.starts_with(
+                "cv 2.8% after 2 repetitions (--max-repeat), above the --until-cv 0.1% asked for"
+            ),
+            "{}",
+            f.message
+        );
+        assert!(cv_target_flag(&[100.0, 100.05, 100.0], 0.1).is_none());
+        let f = cv_target_flag(&[100.0], 3.0).unwrap();
+        assert!(
+            f.message.starts_with("cv not known after 1 repetition"),
+            "{}",
+            f.message
+        );
+    }
 
     /// The stop flag is the process's: the tests that set it, or that a stop set by
     /// another would change, run one at a time.

@@ -363,11 +363,13 @@ impl Telemetry {
     /// clock says nothing of this test). A host of the test whose samples did not come
     /// back has its figures named missing, with why, and a warning, never a silent gap
     /// (no summary: one without samples would still carry zeros, read as measured).
+    /// `stopped`: the test was stopped early (its warnings then blame no clock).
     pub fn figures(
         &self,
         step: &StepSamples,
         measured: &[(SystemTime, SystemTime)],
         point_hosts: &[&str],
+        stopped: bool,
     ) -> StepFigures {
         let in_point = |h: &str| point_hosts.contains(&h);
         let part = measured_part(&step.samples, &self.clocks(), measured);
@@ -375,7 +377,10 @@ impl Telemetry {
             .flags
             .into_iter()
             .filter(|(h, _)| in_point(h))
-            .map(|(_, f)| f)
+            .map(|(h, f)| match f.code.as_str() {
+                "telemetry_window" if stopped => window_flag(&h, true),
+                _ => f,
+            })
             .collect();
         flags.extend(self.clock_flags(point_hosts));
         let mut summary = self.summarize(&part.samples);
@@ -621,17 +626,7 @@ pub fn measured_part(
                 }));
             }
             _ => {
-                out.flags.push((
-                    h.to_string(),
-                    Flag::warning(
-                        "telemetry_window",
-                        format!(
-                            "host {h}: no sample of it falls in the time the test measured \
-                             (a clock stepped during the test would place them apart); its \
-                             CPU and power summary covers the whole test, setup included"
-                        ),
-                    ),
-                ));
+                out.flags.push((h.to_string(), window_flag(h, false)));
                 out.samples.extend(mine);
             }
         }
@@ -686,6 +681,25 @@ pub fn other_load_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
         ));
     }
     out
+}
+
+/// The warning for a host none of whose samples falls in the time the test measured. In
+/// a test that ran to its end the clocks must have gone apart; in one stopped early
+/// (Ctrl-C in an OLTP ramp-up) the time measured is short or none, and no clock is to
+/// blame.
+pub fn window_flag(h: &str, stopped: bool) -> Flag {
+    let why = if stopped {
+        "the test was stopped before it measured long enough to be sampled"
+    } else {
+        "a clock stepped during the test would place them apart"
+    };
+    Flag::warning(
+        "telemetry_window",
+        format!(
+            "host {h}: no sample of it falls in the time the test measured ({why}); its CPU \
+             and power summary covers the whole test, setup included"
+        ),
+    )
 }
 
 /// Mean steal (a VM's CPU time the hypervisor gave to someone else) on any one CPU of a
@@ -1284,7 +1298,7 @@ mod tests {
             "{:?}",
             step.missing
         );
-        let fig = t.figures(&step, &[], &["a", "b"]);
+        let fig = t.figures(&step, &[], &["a", "b"], false);
         assert_eq!(fig.summary.len(), 1);
         assert_eq!(fig.summary[0].host, "a");
         assert_eq!(fig.missing.len(), 1, "{:?}", fig.missing);
@@ -1347,15 +1361,23 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         // Spans the clocks cannot place (no clock known): a window flag per host.
         let spans = [(t0, t0 + Duration::from_secs(1))];
-        let fig = t.figures(&step, &spans, &["sut"]);
+        let fig = t.figures(&step, &spans, &["sut"], false);
         let codes: Vec<&str> = fig.flags.iter().map(|f| f.code.as_str()).collect();
         assert_eq!(codes, ["telemetry_window"], "{:?}", fig.flags);
         assert!(fig.flags[0].message.starts_with("host sut:"));
+        assert!(fig.flags[0].message.contains("a clock stepped"));
         assert!(fig.missing.is_empty());
+        // A test stopped early (the acceptance tester's oltp, Ctrl-C in its ramp-up):
+        // the same flag, blaming the stop, not a clock.
+        let stopped = t.figures(&step, &spans, &["sut"], true);
+        assert_eq!(stopped.flags.len(), 1, "{:?}", stopped.flags);
+        let m = &stopped.flags[0].message;
+        assert!(m.starts_with("host sut:") && !m.contains("clock"), "{m}");
+        assert!(m.contains("the test was stopped before"), "{m}");
         // Both hosts' figures are still summarised.
         assert_eq!(fig.summary.len(), 2);
         // The controller in the roles (a single-host run): its flags count.
-        let fig = t.figures(&step, &spans, &["sut", "controller", "third"]);
+        let fig = t.figures(&step, &spans, &["sut", "controller", "third"], false);
         let mut codes: Vec<&str> = fig.flags.iter().map(|f| f.code.as_str()).collect();
         codes.sort();
         assert_eq!(

@@ -64,6 +64,7 @@ fn proc_cpu(role: &str, pid: u32) -> ProcCpu {
         pid,
         usr_pct: 71.4,
         sys_pct: 28.6,
+        with_descendants: false,
     }
 }
 

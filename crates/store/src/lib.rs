@@ -99,13 +99,19 @@ impl Store {
         // The file opened, before anything waits on its lock (a command removing it
         // unused holds that lock while it unlinks: see `begin_run`).
         let file = file_id(path);
-        configure_retrying(&conn).with_context(|| {
-            format!(
-                "cannot use the results store {} (is it writable, and an SQLite file?); {hint}",
-                path.display()
-            )
-        })?;
-        schema::migrate_to(&mut conn, path, version)?;
+        configure_retrying(&conn)
+            .map_err(anyhow::Error::from)
+            .map_err(|e| {
+                if is_damaged(&e) {
+                    return e;
+                }
+                e.context(format!(
+                    "cannot use the results store {} (is it writable, and an SQLite file?); {hint}",
+                    path.display()
+                ))
+            })
+            .and_then(|()| schema::migrate_to(&mut conn, path, version))
+            .map_err(|e| explain_damage(e, path))?;
         let store = Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
@@ -657,6 +663,44 @@ fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
             .all(|((step, test, rep), r)| {
                 *step == r.step && *test == r.test && *rep == r.repetition
             }))
+}
+
+/// Whether `e` is SQLite finding a store's file damaged (SQLITE_CORRUPT, "database disk
+/// image is malformed"): a page that does not read as what it should, which a later
+/// query meets long after the file opened.
+pub fn is_damaged(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<rusqlite::Error>(),
+            Some(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::DatabaseCorrupt
+        )
+    })
+}
+
+/// `e`, when it is the store at `path` found damaged ([`is_damaged`]), saying which file
+/// and what to do next; otherwise `e` as it is.
+/// Explained once: the store explains what it meets opening a file, the binary what any
+/// command met later.
+pub fn explain_damage(e: anyhow::Error, path: &Path) -> anyhow::Error {
+    if !is_damaged(&e) || e.downcast_ref::<Damaged>().is_some() {
+        return e;
+    }
+    let p = path.display();
+    e.context(Damaged(format!(
+        "the results store {p} is damaged: restore it from a backup; or recover what it still \
+         holds with `sqlite3 {p} .recover | sqlite3 {p}.recovered` and use --db {p}.recovered; \
+         or start a new store with --db NEW_PATH"
+    )))
+}
+
+/// The context [`explain_damage`] adds.
+#[derive(Debug)]
+struct Damaged(String);
+
+impl std::fmt::Display for Damaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// Default location of the results store.

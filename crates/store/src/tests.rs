@@ -482,3 +482,40 @@ fn an_unused_store_is_removed_and_a_run_never_begins_in_a_removed_one() {
     assert!(!used.remove_if_unused());
     assert!(path.exists());
 }
+
+/// The acceptance tester's damaged store said only "database disk image is malformed:
+/// Error code 11": no file, no next step.
+#[test]
+fn a_damaged_store_is_named_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.sqlite");
+    let store = Store::open(&path).unwrap();
+    let run = rich_run("r-damaged", None, t0(0), 20);
+    store.import_run(&run).unwrap();
+    drop(store);
+    // Damage every page but the first (the schema), as a bad disk or a torn copy would.
+    let mut bytes = std::fs::read(&path).unwrap();
+    for page in (4096..bytes.len()).step_by(4096) {
+        bytes[page..page + 64].fill(0xff);
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let e = Store::open(&path)
+        .and_then(|s| s.load_run(&run.id))
+        .unwrap_err();
+    assert!(is_damaged(&e), "{e:#}");
+    let e = explain_damage(e, &path);
+    // Explained once, however many layers name it.
+    let e = explain_damage(e.context("loading run r-damaged"), &path);
+    let text = format!("{e:#}");
+    assert_eq!(text.matches("is damaged").count(), 1, "{text}");
+    let p = path.display().to_string();
+    assert!(
+        text.contains(&format!("the results store {p} is damaged")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("sqlite3 {p} .recover")), "{text}");
+    assert!(text.contains("--db NEW_PATH"), "{text}");
+    // Any other error is left as it is.
+    let other = anyhow::anyhow!("no such run");
+    assert_eq!(format!("{:#}", explain_damage(other, &path)), "no such run");
+}

@@ -82,6 +82,13 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
                 ),
                 (Some(t), _) => format!(" for test `{t}`"),
                 (None, false) => " with the given params".to_string(),
+                _ if run.results.iter().any(|r| r.capacity_phase().is_some()) => {
+                    " that a TCO can take: its results are capacity tests (ramp, search, \
+                     levels), whose figures are per step, no server's; take performance from \
+                     a run of an ordinary test (`rackbench run http -t load`, `rackbench run \
+                     kv -t get`...), or give the platform's `perf` in the TCO plan"
+                        .to_string()
+                }
                 _ => String::new(),
             }
         ));

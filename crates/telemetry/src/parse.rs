@@ -194,10 +194,20 @@ pub struct PidStat {
     /// Command name (between the parentheses; may contain spaces and parentheses).
     pub comm: String,
     pub state: char,
+    /// Field 4: the parent's PID (its thread group's).
+    pub ppid: u32,
     /// Field 14.
     pub utime: u64,
     /// Field 15.
     pub stime: u64,
+    /// Field 16: user time of the children this process has waited for, theirs and
+    /// their own waited-for children's.
+    pub cutime: u64,
+    /// Field 17: the same in system time.
+    pub cstime: u64,
+    /// Field 22: when the process started, in ticks after boot; with the PID it names one
+    /// process, as a PID alone is reused.
+    pub starttime: u64,
 }
 
 /// Parse `/proc/PID/stat`. The command name can contain anything, so the fields are
@@ -213,14 +223,18 @@ pub fn parse_pid_stat(text: &str) -> Option<PidStat> {
     let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
     // rest[0] is field 3 (state), so field N is rest[N - 3].
     let state = rest.first()?.chars().next()?;
-    let utime = rest.get(11)?.parse().ok()?;
-    let stime = rest.get(12)?.parse().ok()?;
+    let field = |n: usize| rest.get(n - 3).and_then(|v| v.parse::<u64>().ok());
     Some(PidStat {
         pid,
         comm,
         state,
-        utime,
-        stime,
+        ppid: u32::try_from(field(4)?).ok()?,
+        utime: field(14)?,
+        stime: field(15)?,
+        // Present since Linux 2.6; a truncated line from elsewhere reads 0.
+        cutime: field(16).unwrap_or(0),
+        cstime: field(17).unwrap_or(0),
+        starttime: field(22).unwrap_or(0),
     })
 }
 
@@ -515,6 +529,7 @@ mod tests {
         assert_eq!(p.comm, "my (odd) prog");
         assert_eq!(p.state, 'S');
         assert_eq!((p.utime, p.stime), (250, 75));
+        assert_eq!((p.ppid, p.cutime, p.cstime, p.starttime), (1, 0, 0, 12345));
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! iowait/idle reset workaround for CPUs coming back online is kept. Disk `%util`
 //! is iostat's: milliseconds with I/O in flight over wall milliseconds.
 
+use std::collections::BTreeMap;
+
 use model::{CpuUtil, DiskRate, NicRate, ProcCpu};
 
 use crate::parse::{CpuTimes, DiskCounters, NetDevCounters, PidStat};
@@ -177,21 +179,126 @@ pub fn disk_rates(prev: &[DiskCounters], cur: &[DiskCounters], dt_s: f64) -> Vec
         .collect()
 }
 
-/// A process's CPU over an interval, in percent of one CPU (100 = one full core).
+/// A process's CPU over an interval, in percent of one CPU (100 = one full core): its
+/// own threads only.
 pub fn proc_cpu(role: &str, prev: &PidStat, cur: &PidStat, dt_s: f64, ticks_per_s: f64) -> ProcCpu {
-    let pct = |a: u64, b: u64| {
-        if dt_s <= 0.0 || ticks_per_s <= 0.0 || b < a {
+    let d = |a: u64, b: u64| b.saturating_sub(a);
+    tree_cpu(
+        role,
+        cur.pid,
+        (d(prev.utime, cur.utime), d(prev.stime, cur.stime)),
+        dt_s,
+        ticks_per_s,
+        false,
+    )
+}
+
+/// CPU ticks (user, system) over an interval, in percent of one CPU, as the figure of
+/// process `pid` (with its descendants when `with_descendants`).
+pub fn tree_cpu(
+    role: &str,
+    pid: u32,
+    (usr_ticks, sys_ticks): (u64, u64),
+    dt_s: f64,
+    ticks_per_s: f64,
+    with_descendants: bool,
+) -> ProcCpu {
+    let pct = |t: u64| {
+        if dt_s <= 0.0 || ticks_per_s <= 0.0 {
             0.0
         } else {
-            (b - a) as f64 / ticks_per_s / dt_s * 100.0
+            t as f64 / ticks_per_s / dt_s * 100.0
         }
     };
     ProcCpu {
         role: role.to_string(),
-        pid: cur.pid,
-        usr_pct: pct(prev.utime, cur.utime),
-        sys_pct: pct(prev.stime, cur.stime),
+        pid,
+        usr_pct: pct(usr_ticks),
+        sys_pct: pct(sys_ticks),
+        with_descendants,
     }
+}
+
+/// A watched process and its descendants at one moment: the /proc/PID/stat of each, and
+/// of the children left out because they are watched under roles of their own (nginx's
+/// workers beside their master), whose time lands in their parent's `cutime` once they
+/// exit and must then be taken off.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TreeReading {
+    pub members: BTreeMap<u32, PidStat>,
+    pub fenced: BTreeMap<u32, PidStat>,
+}
+
+/// The process tree rooted at `root` in `all` (every process on the host, by PID),
+/// without the subtrees of the processes in `fence` (other than `root`). Empty when
+/// `root` is not in `all`.
+pub fn process_tree(all: &BTreeMap<u32, PidStat>, root: u32, fence: &[u32]) -> TreeReading {
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (pid, s) in all {
+        children.entry(s.ppid).or_default().push(*pid);
+    }
+    let mut out = TreeReading::default();
+    let mut todo = vec![root];
+    while let Some(pid) = todo.pop() {
+        let Some(s) = all.get(&pid) else { continue };
+        if pid != root && fence.contains(&pid) {
+            out.fenced.insert(pid, s.clone());
+            continue;
+        }
+        // A PID met twice (a reading torn by a PID reused mid-scan) is walked once.
+        if out.members.insert(pid, s.clone()).is_some() {
+            continue;
+        }
+        todo.extend(children.get(&pid).into_iter().flatten().copied());
+    }
+    out
+}
+
+/// The CPU ticks (user, system) a process tree used between two readings, `all` being
+/// every process at the second, as `pidstat -T ALL` counts a process with its children.
+///
+/// Each member counts what it used itself and what the children it waited for had used
+/// (`cutime`/`cstime`): a PostgreSQL backend that served a connection and exited within
+/// the interval is never seen, its time reaches its parent's `cutime` when reaped. A
+/// process seen last time that is gone now has reached its parent's `cutime` whole, so
+/// what it had used by then, already counted, is taken off. A process that appeared
+/// since counts whole (it was forked within the interval). Exact but for a process
+/// reaped by one outside the tree (an orphan reparented to init), whose last moments are
+/// lost and whose earlier time is taken off: each figure is clamped at 0.
+pub fn tree_ticks(
+    prev: &TreeReading,
+    cur: &TreeReading,
+    all: &BTreeMap<u32, PidStat>,
+) -> (u64, u64) {
+    // A PID with another start time is another process.
+    let same = |a: &PidStat, b: &PidStat| a.starttime == b.starttime;
+    let total = |p: &PidStat| {
+        (
+            i128::from(p.utime) + i128::from(p.cutime),
+            i128::from(p.stime) + i128::from(p.cstime),
+        )
+    };
+    let (mut usr, mut sys) = (0i128, 0i128);
+    for (pid, c) in &cur.members {
+        let before = prev
+            .members
+            .get(pid)
+            .or_else(|| prev.fenced.get(pid))
+            .filter(|p| same(p, c))
+            .map_or((0, 0), total);
+        let now = total(c);
+        usr += now.0 - before.0;
+        sys += now.1 - before.1;
+    }
+    for (pid, p) in prev.members.iter().chain(&prev.fenced) {
+        if !all.get(pid).is_some_and(|c| same(p, c)) {
+            let t = total(p);
+            usr -= t.0;
+            sys -= t.1;
+        }
+    }
+    let clamp = |v: i128| u64::try_from(v.max(0)).unwrap_or(u64::MAX);
+    (clamp(usr), clamp(sys))
 }
 
 /// Energy counter increase with wraparound at `max_range` (powercap `max_energy_range_uj`):
@@ -372,5 +479,91 @@ mod tests {
         assert!((p.usr_pct - 150.0).abs() < 1e-9);
         assert!((p.sys_pct - 50.0).abs() < 1e-9);
         assert!((p.total_pct() - 200.0).abs() < 1e-9);
+    }
+
+    fn ps(pid: u32, ppid: u32, utime: u64, stime: u64, cutime: u64, cstime: u64) -> PidStat {
+        PidStat {
+            pid,
+            ppid,
+            utime,
+            stime,
+            cutime,
+            cstime,
+            starttime: u64::from(pid),
+            ..Default::default()
+        }
+    }
+
+    fn table(v: &[PidStat]) -> BTreeMap<u32, PidStat> {
+        v.iter().map(|p| (p.pid, p.clone())).collect()
+    }
+
+    #[test]
+    fn postmaster_tree_counts_its_backends_live_new_and_exited() {
+        // The postmaster (100) barely runs; backend 101 works throughout, 102 is forked
+        // during the interval, 103 served a connection and was reaped (its 40 + 10 ticks
+        // reach the postmaster's cutime/cstime), 104 was never seen (forked and reaped
+        // within the interval: 7 + 3). Process 1 and 200 are not in the tree.
+        let before = table(&[
+            ps(1, 0, 500, 500, 0, 0),
+            ps(100, 1, 5, 5, 0, 0),
+            ps(101, 100, 1000, 200, 0, 0),
+            ps(103, 100, 30, 8, 0, 0),
+            ps(200, 1, 0, 0, 0, 0),
+        ]);
+        let after = table(&[
+            ps(1, 0, 900, 900, 0, 0),
+            ps(100, 1, 6, 5, 40 + 7, 10 + 3),
+            ps(101, 100, 1080, 220, 0, 0),
+            ps(102, 100, 15, 5, 0, 0),
+            ps(200, 1, 999, 999, 0, 0),
+        ]);
+        let prev = process_tree(&before, 100, &[]);
+        assert_eq!(
+            prev.members.keys().copied().collect::<Vec<_>>(),
+            [100, 101, 103]
+        );
+        let cur = process_tree(&after, 100, &[]);
+        let (usr, sys) = tree_ticks(&prev, &cur, &after);
+        // usr: 1 (postmaster) + 80 (101) + 15 (102) + (40 - 30) (103's rest) + 7 (104)
+        assert_eq!(usr, 1 + 80 + 15 + 10 + 7);
+        // sys: 0 + 20 + 5 + (10 - 8) + 3
+        assert_eq!(sys, 20 + 5 + 2 + 3);
+        // The old reading, the postmaster's own ticks, said 1 and 0.
+        let own = proc_cpu("postgres", &before[&100], &after[&100], 1.0, 100.0);
+        assert_eq!((own.usr_pct, own.sys_pct), (1.0, 0.0));
+        let tree = tree_cpu("postgres", 100, (usr, sys), 1.0, 100.0, true);
+        assert!((tree.usr_pct - 113.0).abs() < 1e-9, "{tree:?}");
+    }
+
+    #[test]
+    fn watched_children_are_fenced_off_even_when_reaped() {
+        // nginx: master 100, workers 101 and 102 watched under roles of their own; 102
+        // exits and is reaped, its 500 + 100 ticks reaching the master's cutime.
+        let before = table(&[
+            ps(100, 1, 10, 10, 0, 0),
+            ps(101, 100, 300, 100, 0, 0),
+            ps(102, 100, 450, 90, 0, 0),
+        ]);
+        let after = table(&[ps(100, 1, 12, 10, 500, 100), ps(101, 100, 900, 300, 0, 0)]);
+        let fence = [100, 101, 102];
+        let prev = process_tree(&before, 100, &fence);
+        assert_eq!(prev.members.len(), 1);
+        assert_eq!(prev.fenced.len(), 2);
+        let cur = process_tree(&after, 100, &fence);
+        // The master's 2 ticks, and the 50 + 10 the worker used after the last reading.
+        assert_eq!(tree_ticks(&prev, &cur, &after), (2 + 50, 10));
+    }
+
+    #[test]
+    fn a_reused_pid_is_another_process() {
+        let before = table(&[ps(100, 1, 10, 10, 0, 0), ps(101, 100, 300, 100, 0, 0)]);
+        let mut new = ps(101, 100, 4, 1, 0, 0);
+        new.starttime = 9999;
+        // 101 exited (reaped: 300 + 100 more in the parent's c-times) and a new 101 began.
+        let after = table(&[ps(100, 1, 10, 10, 300, 100), new]);
+        let prev = process_tree(&before, 100, &[]);
+        let cur = process_tree(&after, 100, &[]);
+        assert_eq!(tree_ticks(&prev, &cur, &after), (4, 1));
     }
 }

@@ -24,7 +24,10 @@ use crate::parse::{
     parse_proc_stat, DiskCounters, NetDevCounters, PidStat, ProcStat,
 };
 use crate::power::{PowerConfig, PowerDetection, PowerSources};
-use crate::rates::{counter64_delta, cpu_util, disk_rates, nic_rates, proc_cpu};
+use crate::rates::{
+    counter64_delta, cpu_util, disk_rates, nic_rates, proc_cpu, process_tree, tree_cpu, tree_ticks,
+    TreeReading,
+};
 
 /// What to sample and how often, as plain data.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +77,11 @@ struct Snapshot {
 struct Watched {
     role: String,
     pid: u32,
-    last: (PidStat, Instant),
+    /// Count the process's descendants too (every server); the load generator, whose
+    /// children are the servers it launched, counts alone.
+    with_descendants: bool,
+    /// The process alone (`members` holds just it) or its tree, when last read.
+    last: (TreeReading, Instant),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -184,6 +191,38 @@ fn read_pid(proc_root: &Path, pid: u32) -> Option<PidStat> {
     parse_pid_stat(&s)
 }
 
+/// Every process of the host, by PID (those that exit while the directory is read are
+/// left out). A few hundred small reads: a millisecond or two, once per interval, and
+/// only while a process is watched with its descendants.
+fn read_all_pids(proc_root: &Path) -> BTreeMap<u32, PidStat> {
+    let Ok(dir) = std::fs::read_dir(proc_root) else {
+        return BTreeMap::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, read_pid(proc_root, pid)?)))
+        .collect()
+}
+
+/// What to read of watched process `pid` now: its tree out of `all`, or itself alone.
+fn reading(
+    proc_root: &Path,
+    all: &BTreeMap<u32, PidStat>,
+    pid: u32,
+    with_descendants: bool,
+    fence: &[u32],
+) -> Option<TreeReading> {
+    if with_descendants {
+        Some(process_tree(all, pid, fence)).filter(|t| t.members.contains_key(&pid))
+    } else {
+        let s = read_pid(proc_root, pid)?;
+        Some(TreeReading {
+            members: BTreeMap::from([(pid, s)]),
+            fenced: BTreeMap::new(),
+        })
+    }
+}
+
 impl State {
     fn note(&mut self, n: String) {
         if self.notes.len() < MAX_NOTES && !self.notes.contains(&n) {
@@ -286,13 +325,26 @@ impl State {
 
         let mut procs = Vec::with_capacity(self.watched.len());
         let mut gone = Vec::new();
+        let fence: Vec<u32> = self.watched.iter().map(|w| w.pid).collect();
+        let all = if self.watched.iter().any(|w| w.with_descendants) {
+            read_all_pids(&self.cfg.proc_root)
+        } else {
+            BTreeMap::new()
+        };
         for (i, w) in self.watched.iter_mut().enumerate() {
-            match read_pid(&self.cfg.proc_root, w.pid) {
-                Some(s) => {
+            let root = &self.cfg.proc_root;
+            match reading(root, &all, w.pid, w.with_descendants, &fence) {
+                Some(cur) => {
                     let at = Instant::now();
                     let pdt = at.saturating_duration_since(w.last.1).as_secs_f64();
-                    procs.push(proc_cpu(&w.role, &w.last.0, &s, pdt, self.ticks_per_s));
-                    w.last = (s, at);
+                    let (prev, now) = (&w.last.0.members[&w.pid], &cur.members[&w.pid]);
+                    procs.push(if w.with_descendants {
+                        let ticks = tree_ticks(&w.last.0, &cur, &all);
+                        tree_cpu(&w.role, w.pid, ticks, pdt, self.ticks_per_s, true)
+                    } else {
+                        proc_cpu(&w.role, prev, now, pdt, self.ticks_per_s)
+                    });
+                    w.last = (cur, at);
                 }
                 None => gone.push(i),
             }
@@ -396,11 +448,30 @@ impl Sampler {
         })
     }
 
-    /// Watch a process's CPU time under `role` (`loadgen`, `server:0`). Its first
+    /// Watch a server process's CPU time under `role` (`server:0`, `postgres`), its
+    /// descendants' with it (PostgreSQL's backends, a Redis save's fork, nginx's workers
+    /// unless they are watched themselves), as `pidstat -T ALL` counts it. Its first
     /// sample covers the time since this call.
     pub fn watch_process(&self, role: &str, pid: u32) {
+        self.watch(role, pid, true);
+    }
+
+    /// Watch one process's own CPU time under `role`, without its descendants: the load
+    /// generator, whose children are the servers it launched and the commands it runs.
+    pub fn watch_process_alone(&self, role: &str, pid: u32) {
+        self.watch(role, pid, false);
+    }
+
+    fn watch(&self, role: &str, pid: u32, with_descendants: bool) {
         let mut st = lock(&self.shared.0);
-        let Some(s) = read_pid(&st.cfg.proc_root, pid) else {
+        let all = if with_descendants {
+            read_all_pids(&st.cfg.proc_root)
+        } else {
+            BTreeMap::new()
+        };
+        let mut fence: Vec<u32> = st.watched.iter().map(|w| w.pid).collect();
+        fence.push(pid);
+        let Some(first) = reading(&st.cfg.proc_root, &all, pid, with_descendants, &fence) else {
             st.note(format!(
                 "cannot watch process {pid} ({role}): no such process"
             ));
@@ -410,7 +481,8 @@ impl Sampler {
         st.watched.push(Watched {
             role: role.to_string(),
             pid,
-            last: (s, Instant::now()),
+            with_descendants,
+            last: (first, Instant::now()),
         });
     }
 
@@ -594,11 +666,14 @@ pub struct Cut {
 /// setup at 10%, and 1 s ticks would read 71% by each sample's part inside. So the
 /// summary covers less than the spans, up to an interval at each edge, and is the
 /// load's alone.
-/// A span that holds no whole sample (shorter than about two intervals) gives its parts
-/// instead: each sample inside it in part keeps its figures and weighs as much as its
-/// part inside, exact to within an interval at each end. An instantaneous power reading
-/// stands for the moment its sample ended, so a part keeps it only when that moment is
-/// inside.
+/// A span whose whole samples cover less than half of it (none, in a span shorter than
+/// about two intervals; or only the few milliseconds closed at a test's end, when the
+/// one-second sample before reaches past its start by more than the slack) gives its
+/// parts instead: each sample inside it in part keeps its figures and weighs as much as
+/// its part inside, exact to within an interval at each end. So a 25 ms closing sample
+/// never stands alone for a 1 s test that a 1 s sample mostly covers. An instantaneous
+/// power reading stands for the moment its sample ended, so a part keeps it only when
+/// that moment is inside.
 pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
     let mut cut = Cut {
         samples: Vec::new(),
@@ -630,7 +705,8 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
                 inside >= s.interval_s / 2.0 && s.interval_s - inside <= edge_slack(s.interval_s)
             })
             .collect();
-        if !whole.is_empty() {
+        let whole_s: f64 = whole.iter().map(|s| s.interval_s).sum();
+        if whole_s >= (span.1 - span.0) / 2.0 {
             cut.samples.extend(whole.into_iter().cloned());
             continue;
         }
@@ -721,7 +797,7 @@ fn summarize_host(
     let mut nics: Vec<(String, Acc<6>)> = Vec::new();
     let mut disks: Vec<(String, Acc<5>)> = Vec::new();
     let mut freq: Acc<1> = Acc::default();
-    let mut procs: Vec<(String, (u32, String, Acc<2>))> = Vec::new();
+    let mut procs: Vec<(String, (u32, String, bool, Acc<2>))> = Vec::new();
     let mut power: Vec<(String, PowerAcc)> = Vec::new();
     for s in &measured {
         let w = s.interval_s;
@@ -775,7 +851,8 @@ fn summarize_host(
             let e = ordered_insert(&mut procs, &key);
             e.0 = p.pid;
             e.1.clone_from(&p.role);
-            e.2.add([p.usr_pct, p.sys_pct], w);
+            e.2 = p.with_descendants;
+            e.3.add([p.usr_pct, p.sys_pct], w);
         }
         for r in &s.power {
             let key = format!("{}\u{0}{}", r.source, r.zone);
@@ -869,13 +946,14 @@ fn summarize_host(
         mean_freq_mhz: (freq.weight > 0.0).then(|| freq.mean()[0]),
         procs: procs
             .into_iter()
-            .map(|(_, (pid, role, a))| {
+            .map(|(_, (pid, role, with_descendants, a))| {
                 let m = a.mean();
                 ProcCpu {
                     role,
                     pid,
                     usr_pct: m[0],
                     sys_pct: m[1],
+                    with_descendants,
                 }
             })
             .collect(),

@@ -223,6 +223,90 @@ fn exited_process_is_dropped_with_a_note() {
     assert!(notes.contains("4242 (loadgen) exited"), "{notes}");
 }
 
+/// `/proc/PID/stat` of a fixture process with parent `ppid`: user and system ticks, and
+/// those of the children it has waited for.
+fn pid_stat(pid: u32, ppid: u32, (ut, st): (u64, u64), (cut, cst): (u64, u64)) -> String {
+    format!("{pid} (postgres) S {ppid} {pid} {pid} 0 -1 4194560 100 0 0 0 {ut} {st} {cut} {cst} 20 0 1 0 {pid} 1 1 1")
+}
+
+/// The acceptance tester's oltp run stored PostgreSQL's CPU as 0 at 2,000 transactions/s:
+/// only the postmaster was read, and its backends do the work.
+#[test]
+fn a_watched_server_counts_its_forked_backends() {
+    let fake = Fake::new();
+    let at = |pid: u32| fake.proc_().join(format!("{pid}/stat"));
+    write(&at(4300), &pid_stat(4300, 1, (10, 10), (0, 0)));
+    write(&at(4301), &pid_stat(4301, 4300, (500, 100), (0, 0)));
+    write(&at(4302), &pid_stat(4302, 4300, (20, 20), (0, 0)));
+    let s = Sampler::start(fake.cfg()).unwrap();
+    s.watch_process("postgres", 4300);
+    s.watch_process_alone("loadgen", 4242);
+    pause();
+    // Backend 4301 works on (+60 +20); 4302 exits, reaped with 30 + 25 ticks in all;
+    // 4303 is forked (+5 +5); the postmaster itself does nothing.
+    write(&at(4300), &pid_stat(4300, 1, (10, 10), (30, 25)));
+    write(&at(4301), &pid_stat(4301, 4300, (560, 120), (0, 0)));
+    fs::remove_dir_all(fake.proc_().join("4302")).unwrap();
+    write(&at(4303), &pid_stat(4303, 4300, (5, 5), (0, 0)));
+    fake.set(1);
+    let samples = s.take();
+    let x = samples.last().unwrap();
+    let pg = x.procs.iter().find(|p| p.role == "postgres").unwrap();
+    assert!(pg.with_descendants);
+    let cpu_s = |pct: f64| pct / 100.0 * x.interval_s;
+    // usr: 60 + (30 - 20) + 5 ticks; sys: 20 + (25 - 20) + 5 ticks, at USER_HZ 100.
+    assert!((cpu_s(pg.usr_pct) - 0.75).abs() < 0.02, "{pg:?}");
+    assert!((cpu_s(pg.sys_pct) - 0.30).abs() < 0.02, "{pg:?}");
+    // The load generator counts alone, as before.
+    let lg = x.procs.iter().find(|p| p.role == "loadgen").unwrap();
+    assert!(!lg.with_descendants);
+    assert!((cpu_s(lg.usr_pct) - 0.30).abs() < 0.02, "{lg:?}");
+    let sum = summarize(&samples);
+    let pg = sum[0].procs.iter().find(|p| p.role == "postgres").unwrap();
+    assert!(pg.with_descendants && pg.usr_pct > 0.0);
+}
+
+/// The live host: a server-like parent whose forked child burns CPU and exits, reaped
+/// by a grandchild-waiting chain (sh -> timeout -> sh): what the child used reaches the
+/// watched process's figure, which its own time alone (~0) would miss.
+#[test]
+fn live_host_counts_the_cpu_of_exited_children() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let mut cfg = SamplerConfig::local();
+    cfg.interval = Duration::from_millis(100);
+    cfg.power.ipmitool = None;
+    let s = Sampler::start(cfg).unwrap();
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "timeout 0.5 sh -c 'while :; do :; done'; echo done; read x",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    s.watch_process("server:0", child.id());
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "done");
+    let samples = s.take();
+    writeln!(child.stdin.take().unwrap()).unwrap();
+    child.wait().unwrap();
+    let used_s: f64 = samples
+        .iter()
+        .flat_map(|x| {
+            x.procs
+                .iter()
+                .map(move |p| p.total_pct() / 100.0 * x.interval_s)
+        })
+        .sum();
+    // Up to 0.5 s of one CPU; less on a loaded machine, but far from the shell's ~0.
+    assert!(used_s > 0.05 && used_s < 0.7, "{used_s} s in {samples:#?}");
+}
+
 #[test]
 fn summary_is_interval_weighted() {
     let mk = |t: f64, dt: f64, usr: f64, w: f64| model::TelemetrySample {
@@ -331,6 +415,52 @@ fn a_window_after_the_mark_keeps_the_samples_wholly_inside_it() {
     );
 }
 
+/// The acceptance tester's `run kv --duration 1`: the get test ran 1.000 s, the 1 s
+/// sample before its end reached 35 ms before its start (beyond the 20 ms slack), and
+/// the test's close cut a 25 ms sample wholly inside it. That sample stood alone for the
+/// test (1 sample, covered 0.025 s, idle 0, flagged coarse); the 1 s sample, 96.5% inside,
+/// is the test's CPU, with its part inside.
+#[test]
+fn a_tiny_closing_sample_does_not_stand_alone_for_a_one_second_test() {
+    let mk = |t: f64, dt: f64, busy: f64| model::TelemetrySample {
+        host: "h".into(),
+        t_s: t,
+        interval_s: dt,
+        cpus: vec![model::CpuUtil {
+            usr_pct: busy,
+            idle_pct: 100.0 - busy,
+            ..model::CpuUtil::idle(-1)
+        }],
+        ..Default::default()
+    };
+    // Samples: [0, 1.0] idle-ish, [1.0, 2.0] the load, [2.0, 2.025] the close.
+    let samples = [
+        mk(1.0, 1.0, 2.0),
+        mk(2.0, 1.0, 60.0),
+        mk(2.025, 0.025, 100.0),
+    ];
+    let span = (1.035, 2.035);
+    let cut = telemetry::within_spans(&samples, &[span]);
+    assert!(!cut.whole);
+    let parts: Vec<(f64, f64)> = cut.samples.iter().map(|s| (s.t_s, s.interval_s)).collect();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert!((parts[0].0 - 2.0).abs() < 1e-9 && (parts[0].1 - 0.965).abs() < 1e-9);
+    assert!((parts[1].0 - 2.025).abs() < 1e-9 && (parts[1].1 - 0.025).abs() < 1e-9);
+    let sum = summarize(&cut.samples);
+    assert_eq!(sum[0].samples, 2);
+    assert!((sum[0].covered_s.unwrap() - 0.99).abs() < 1e-9);
+    let busy = sum[0].cpus[0].busy_pct();
+    assert!(
+        (busy - (0.965 * 60.0 + 0.025 * 100.0) / 0.99).abs() < 1e-9,
+        "{busy}"
+    );
+    // The same test with the 1 s sample inside to the slack: the whole samples, as before.
+    let cut = telemetry::within_spans(&samples, &[(1.015, 2.025)]);
+    assert!(cut.whole);
+    let kept: Vec<(f64, f64)> = cut.samples.iter().map(|s| (s.t_s, s.interval_s)).collect();
+    assert_eq!(kept, [(2.0, 1.0), (2.025, 0.025)]);
+}
+
 #[test]
 fn measure_idle_uses_every_source_and_refuses_without_one() {
     let fake = Fake::new();
@@ -383,7 +513,8 @@ fn live_host_sees_a_busy_thread() {
     cfg.power.ipmitool = None;
     let s = Arc::new(Sampler::start(cfg).unwrap());
     let cpu0 = self_cpu_s();
-    s.watch_process("test", std::process::id());
+    // Alone: other tests of this binary start child processes meanwhile.
+    s.watch_process_alone("test", std::process::id());
     let stop = Arc::new(AtomicBool::new(false));
     let st = Arc::clone(&stop);
     let burner = std::thread::spawn(move || {

@@ -415,6 +415,10 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
     } else {
         emit(&model::printable_lines(&report::compare_text(&c)))?;
     }
+    // Runs with no point in common are bad input, as a missing run is: exit 2.
+    if let Some(why) = &c.nothing_in_common {
+        anyhow::bail!("nothing to compare: {why}; compare runs of the same workload and tests");
+    }
     Ok(0)
 }
 

@@ -218,6 +218,23 @@ fn mem_available() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Why a cache level's (or, at `level` 3, memory's) latency plateau is missing. A curve
+/// the test was stopped in the middle of did not reach the sizes that would show it:
+/// that is the reason, not a --max-size too small.
+fn missing_level_reason(level: usize, interrupted: bool, last_size: Option<u64>) -> String {
+    let upto = last_size.map_or("before any size was measured".to_string(), |b| {
+        format!("after sizes up to {b} bytes")
+    });
+    match (interrupted, level) {
+        (true, _) => format!(
+            "the test was stopped {upto}, before its curve could show this level: run it \
+             again to its end"
+        ),
+        (false, 3) => "no plateau beyond the last cache: raise --max-size (e.g. 4x the LLC)".into(),
+        (false, _) => "no plateau found for this level in the measured curve".into(),
+    }
+}
+
 /// Points measured, the clock, and whether the test was stopped before the curve's end.
 type ChaseRun = (Vec<(u64, f64)>, Option<chase::Freq>, bool);
 
@@ -619,12 +636,7 @@ impl MemBench {
                 }
                 None => out.missing.push(MissingMetric {
                     name: format!("{name}_latency_ns"),
-                    reason: if i == 3 {
-                        "no plateau beyond the last cache: raise --max-size (e.g. 4x the LLC)"
-                            .into()
-                    } else {
-                        "no plateau found for this level in the measured curve".into()
-                    },
+                    reason: missing_level_reason(i, interrupted, pts.last().map(|p| p.0)),
                 }),
             }
         }
@@ -1003,6 +1015,19 @@ mod tests {
             out.flags
         );
         assert!(!out.metrics.iter().any(|m| m.name == "latency_ns"));
+        // Stopped, not too small: no advice to raise --max-size.
+        let dram = out
+            .missing
+            .iter()
+            .find(|m| m.name == "ram_latency_ns")
+            .unwrap();
+        assert!(!dram.reason.contains("--max-size"), "{}", dram.reason);
+        assert!(
+            dram.reason
+                .starts_with("the test was stopped before any size"),
+            "{}",
+            dram.reason
+        );
     }
 
     #[test]
