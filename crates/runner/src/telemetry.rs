@@ -1011,6 +1011,7 @@ mod tests {
             pid: 1,
             usr_pct: usr,
             sys_pct: sys,
+            with_descendants: role != "loadgen",
         };
         let host =
             |name: &str, cpus: Vec<model::CpuUtil>, procs: Vec<model::ProcCpu>| TelemetrySummary {
