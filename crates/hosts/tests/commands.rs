@@ -188,6 +188,9 @@ fn an_interrupted_agent_ends_its_setup_command_and_answers() {
     // The first ended by the stop, the second never started.
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert!(!runs[0].ok);
-    assert!(runs[0].output.contains("was ended by"), "{runs:?}");
+    assert!(
+        runs[0].output.contains("ended by a stop request"),
+        "{runs:?}"
+    );
     a.end();
 }
