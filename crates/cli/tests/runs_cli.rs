@@ -243,8 +243,8 @@ fn export_defaults_and_selection() {
     );
 }
 
-/// `-o -` is stdout (no file named `-`), and a name that is neither JSON nor CSV is
-/// refused, not filled with JSON (a report.md overwritten).
+/// `-o -` is stdout (no file named `-`), and a report's name is refused, not filled
+/// with JSON (a report.md overwritten); other names are JSON as before.
 #[test]
 fn export_to_dash_is_stdout_and_a_report_name_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -270,9 +270,13 @@ fn export_to_dash_is_stdout_and_a_report_name_is_refused() {
     );
     assert!(!dir.path().join("report.md").exists());
     // Told the format, any name is taken.
-    ok(&run_in(&["export", "-o", "runs.txt", "--format", "csv"]));
-    let csv = std::fs::read_to_string(dir.path().join("runs.txt")).unwrap();
+    ok(&run_in(&["export", "-o", "report.md", "--format", "csv"]));
+    let csv = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(csv.starts_with("run_id,"), "{csv}");
+    // A dated name is JSON, as it always was.
+    ok(&run_in(&["export", "-o", "runs-2024.06.01"]));
+    let json = std::fs::read_to_string(dir.path().join("runs-2024.06.01")).unwrap();
+    assert!(store::export::from_json(&json).is_ok());
 }
 
 #[test]

@@ -507,7 +507,9 @@ fn disclose_variant(hosts: &mut [HostDisclosure], v: &Variant, log: &CommandLog)
     }
 }
 
-/// The commands a log ran and what they printed, as one disclosure value.
+/// The commands a log ran and what they printed, as one disclosure value: secrets a command line or
+/// its output holds (`-pS3cret`, `user:pass@`, `--password X`) are hidden, as in every
+/// other stored command (the disclosure is exported and reported).
 fn command_log_text(runs: &[engine::host::CommandRun]) -> String {
     let text = runs
         .iter()
@@ -521,7 +523,7 @@ fn command_log_text(runs: &[engine::host::CommandRun]) -> String {
     if text.is_empty() {
         "(none)".into()
     } else {
-        text
+        model::redact_secrets(&text)
     }
 }
 
@@ -934,6 +936,9 @@ pub fn run(
                     let point_hosts: Vec<String> =
                         roles.all().iter().map(|h| h.name().to_string()).collect();
                     let point_hosts: Vec<&str> = point_hosts.iter().map(String::as_str).collect();
+                    // Where the test's server runs, when the workload has one.
+                    let sut_name = roles.sut.name().to_string();
+                    let server_host = reg.service.is_some().then_some(sut_name.as_str());
                     let mut params: BTreeMap<String, Value> = point
                         .iter()
                         .map(|(k, v)| (k.clone(), redact_value(v)))
@@ -978,6 +983,7 @@ pub fn run(
                                 &out.measured,
                                 &point_hosts,
                                 interrupted,
+                                server_host,
                             );
                             flags.extend(tel.flags);
                             let (metrics, mut missing) = finite_only(out.metrics, out.missing);
@@ -1009,6 +1015,7 @@ pub fn run(
                                 &[],
                                 &point_hosts,
                                 engine::stop::stop_requested(),
+                                server_host,
                             );
                             let (status, flag) = error_status(&e);
                             ResultRecord {
@@ -1311,6 +1318,30 @@ mod tests {
 
     /// A failed setup said "`echo hello-b; false`: `echo hello-b; false` failed (exit
     /// status: 1): ": the command twice, a trailing colon, and none of what it printed.
+    /// A setup's command line and its output reach the disclosure (exported, reported)
+    /// with their secrets hidden, a failed one's stderr included.
+    #[test]
+    fn a_setup_logs_secrets_are_hidden_in_the_disclosure() {
+        let runs = [
+            engine::host::CommandRun {
+                command: "meter --password s3cret --port 1".into(),
+                ok: true,
+                output: String::new(),
+            },
+            engine::host::CommandRun {
+                command: "psql postgresql://admin:hunter2@db/x -c 'select 1'".into(),
+                ok: false,
+                output: "psql: error: postgresql://admin:hunter2@db/x refused".into(),
+            },
+        ];
+        let text = command_log_text(&runs);
+        assert!(
+            !text.contains("s3cret") && !text.contains("hunter2"),
+            "{text}"
+        );
+        assert!(text.contains("FAILED"), "{text}");
+    }
+
     /// Now the command once, its status and its output, in the error and in the log
     /// disclosed with the run.
     #[test]

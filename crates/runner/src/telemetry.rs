@@ -370,6 +370,7 @@ impl Telemetry {
         measured: &[(SystemTime, SystemTime)],
         point_hosts: &[&str],
         stopped: bool,
+        server_host: Option<&str>,
     ) -> StepFigures {
         let in_point = |h: &str| point_hosts.contains(&h);
         let part = measured_part(&step.samples, &self.clocks(), measured);
@@ -393,7 +394,7 @@ impl Telemetry {
             .cloned()
             .collect();
         flags.extend(steal_flags(&ours));
-        flags.extend(other_load_flags(&ours));
+        flags.extend(other_load_flags(&ours, server_host));
         flags.extend(coarse_flags(&ours));
         let mut missing = Vec::new();
         for (host, why) in step.missing.iter().filter(|(h, _)| in_point(h)) {
@@ -649,13 +650,18 @@ pub const OTHER_WARN_SHARE: f64 = 0.05;
 /// is mostly the test's own network path. A second tool, a build, a backup taking the
 /// CPUs makes throughput lower and latency longer than the platform gives, and nothing
 /// in the figures else says so (a repetition at 56k ops/s beside one at 143k). Hosts
-/// with no watched process cannot tell theirs from the others' and are not judged.
-pub fn other_load_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
+/// with no watched process cannot tell theirs from the others' and are not judged, nor
+/// is `server_host` (where the test's server runs, for a workload that has one) when no
+/// server is watched there: a server given with `--target`, not launched, is the test's
+/// own work, not another's.
+pub fn other_load_flags(summaries: &[TelemetrySummary], server_host: Option<&str>) -> Vec<Flag> {
     let mut out = Vec::new();
-    for s in summaries
-        .iter()
-        .filter(|s| s.samples > 0 && !s.procs.is_empty())
-    {
+    let judged = |s: &&TelemetrySummary| {
+        s.samples > 0
+            && !s.procs.is_empty()
+            && (server_host != Some(s.host.as_str()) || s.procs.iter().any(|p| p.role != "loadgen"))
+    };
+    for s in summaries.iter().filter(judged) {
         let Some(all) = s.cpus.iter().find(|c| c.cpu == -1) else {
             continue;
         };
@@ -1051,7 +1057,7 @@ mod tests {
         );
         // No watched process: nothing to tell its own from the others'.
         let unwatched = host("unwatched", vec![cpu(-1, 90.0, 9.0, 0.0)], Vec::new());
-        let flags = other_load_flags(&[busy, quiet, unwatched]);
+        let flags = other_load_flags(&[busy.clone(), quiet, unwatched], None);
         assert_eq!(flags.len(), 1, "{flags:?}");
         assert_eq!(flags[0].code, "other_load");
         let m = &flags[0].message;
@@ -1065,7 +1071,14 @@ mod tests {
         let mut big = vec![cpu(-1, 10.0, 5.0, 0.0)];
         big.extend((0..64).map(|c| cpu(c, 10.0, 5.0, 0.0)));
         let large = host("large", big, vec![proc("loadgen", 500.0, 360.0)]);
-        assert!(other_load_flags(&[large]).is_empty());
+        assert!(other_load_flags(&[large], None).is_empty());
+        // A server given with --target on the host of the test's server: not watched,
+        // its CPU is the test's own, not another's. Watched there, the host is judged.
+        let mut given = busy.clone();
+        given.procs.retain(|p| p.role == "loadgen");
+        assert!(other_load_flags(&[given.clone()], Some("busy")).is_empty());
+        assert_eq!(other_load_flags(&[given], None).len(), 1);
+        assert_eq!(other_load_flags(&[busy], Some("busy")).len(), 1);
     }
 
     #[test]
@@ -1299,7 +1312,7 @@ mod tests {
             "{:?}",
             step.missing
         );
-        let fig = t.figures(&step, &[], &["a", "b"], false);
+        let fig = t.figures(&step, &[], &["a", "b"], false, None);
         assert_eq!(fig.summary.len(), 1);
         assert_eq!(fig.summary[0].host, "a");
         assert_eq!(fig.missing.len(), 1, "{:?}", fig.missing);
@@ -1362,7 +1375,7 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         // Spans the clocks cannot place (no clock known): a window flag per host.
         let spans = [(t0, t0 + Duration::from_secs(1))];
-        let fig = t.figures(&step, &spans, &["sut"], false);
+        let fig = t.figures(&step, &spans, &["sut"], false, None);
         let codes: Vec<&str> = fig.flags.iter().map(|f| f.code.as_str()).collect();
         assert_eq!(codes, ["telemetry_window"], "{:?}", fig.flags);
         assert!(fig.flags[0].message.starts_with("host sut:"));
@@ -1370,7 +1383,7 @@ mod tests {
         assert!(fig.missing.is_empty());
         // A test stopped early (the acceptance tester's oltp, Ctrl-C in its ramp-up):
         // the same flag, blaming the stop, not a clock.
-        let stopped = t.figures(&step, &spans, &["sut"], true);
+        let stopped = t.figures(&step, &spans, &["sut"], true, None);
         assert_eq!(stopped.flags.len(), 1, "{:?}", stopped.flags);
         let m = &stopped.flags[0].message;
         assert!(m.starts_with("host sut:") && !m.contains("clock"), "{m}");
@@ -1378,7 +1391,7 @@ mod tests {
         // Both hosts' figures are still summarised.
         assert_eq!(fig.summary.len(), 2);
         // The controller in the roles (a single-host run): its flags count.
-        let fig = t.figures(&step, &spans, &["sut", "controller", "third"], false);
+        let fig = t.figures(&step, &spans, &["sut", "controller", "third"], false, None);
         let mut codes: Vec<&str> = fig.flags.iter().map(|f| f.code.as_str()).collect();
         codes.sort();
         assert_eq!(

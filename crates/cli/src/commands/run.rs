@@ -593,6 +593,12 @@ impl runner::Observer for ShowSteps<'_> {
 pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     let r = resolve(&a, g)?;
     let db = r.opts.db.clone().unwrap_or_else(store::default_path);
+    // A damaged page met during the run is explained naming this run's store (`run
+    // --db X`), not the global one main would name.
+    run_resolved(r, db.clone()).map_err(|e| store::explain_damage(e, &db))
+}
+
+fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
     let verbose = !r.opts.quiet;
     let plan = runner::Plan {
         catalog: registry::find,

@@ -223,22 +223,23 @@ pub fn efficiency_table(run: &RunRecord) -> String {
 const CAPACITY_PER_W: &str = "PERF/W of ramp, search and levels: none here; a levels \
     test's headline is its perf/W (overall ops/s/W), and the report has each step's";
 
-/// The format an `export -o FILE` name asks for: `.csv` CSV, `.json` or no extension
-/// JSON. Any other name is refused rather than given JSON it does not look like (a
-/// `report.md` overwritten with JSON).
+/// The format an `export -o FILE` name asks for: `.csv` CSV, anything else JSON, except
+/// a report's name (`.md`, `.html`, `.htm`, `.svg`), refused rather than given JSON it
+/// does not look like (a `report.md` overwritten with JSON). A dated name
+/// (`runs-2024.06.01`) or a backup's (`runs.json.bak`) is JSON as before.
 fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     match ext.as_deref() {
         Some("csv") => Ok(ExportFormat::Csv),
-        None | Some("json") => Ok(ExportFormat::Json),
-        Some(other) => anyhow::bail!(
-            "export -o {}: export writes JSON or CSV, not .{other}; name the file .json or \
-             .csv, or give --format json|csv (a Markdown or HTML report is `rackbench report \
-             RUN -o FILE`)",
+        Some(report @ ("md" | "html" | "htm" | "svg")) => anyhow::bail!(
+            "export -o {}: export writes JSON or CSV, not .{report}; a Markdown or HTML \
+             report is `rackbench report RUN -o FILE`, or give --format json|csv to write \
+             the export under that name",
             path.display()
         ),
+        _ => Ok(ExportFormat::Json),
     }
 }
 

@@ -54,6 +54,13 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
             // Refused here, before any test, rather than as a test sets its streams up.
             sender::zerocopy_source(plan.cfg.tcp_len)?;
         }
+        if let Some(t) = &plan.cfg.target {
+            // A receiver given with --target is reached from here, the sender, before
+            // any test, as kv and http check theirs: one that is not there is bad input
+            // (nothing stored), not a failed test. The receiver takes a connection that
+            // leaves without a test as a readiness probe.
+            drop(sender::connect_control(t)?);
+        }
         SenderReport {
             step: None,
             facts: sender_facts(&plan, Ran::Check),
