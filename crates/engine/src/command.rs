@@ -98,17 +98,22 @@ pub struct Ran {
     pub stderr: String,
 }
 
-/// Run `cmd` as [`run`] does, keeping both of its outputs whatever the outcome.
-pub fn run_captured(cmd: &str, timeout: Duration, kind: Kind) -> Ran {
-    let ran = |failure: String| Ran {
-        failure: Some(failure),
-        stdout: String::new(),
-        stderr: String::new(),
-    };
-    let until_stop = kind == Kind::Lasting { until_stop: true };
-    if until_stop && crate::stop::stop_requested() {
-        return ran(format!("ended by {}", crate::stop::stop_cause()));
-    }
+/// How a command run to its end went: it could not start (why), or it ended (how, its
+/// exit status when it has one, and both outputs). [`run_captured`] and [`run_status`]
+/// each say it their way.
+enum Outcome {
+    NotStarted(std::io::Error),
+    Ended {
+        ended: Ended,
+        status: Option<std::process::ExitStatus>,
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+    },
+}
+
+/// Start `cmd` (a probe or a lasting command, see [`Kind`]) and wait for its end, its
+/// deadline or (a setup) a stop; its group ended either way.
+fn execute(cmd: &str, timeout: Duration, kind: Kind) -> Outcome {
     let mut command = shell_command(cmd);
     let started = match kind {
         Kind::Probe => ChildGuard::start_probe(cmd, &mut command),
@@ -116,20 +121,53 @@ pub fn run_captured(cmd: &str, timeout: Duration, kind: Kind) -> Ran {
     };
     let mut guard = match started {
         Ok(g) => g,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return ran("command not found: install it, or fix the path".into())
-        }
-        Err(e) => return ran(format!("could not start: {e}")),
+        Err(e) => return Outcome::NotStarted(e),
     };
     let (ended, [stdout, stderr]) = wait(&mut guard, Instant::now() + timeout, kind);
     let status = guard.end(Duration::ZERO);
+    Outcome::Ended {
+        ended,
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// What to do about a program that is not there.
+const NOT_FOUND: &str = "command not found: install it, or fix the path";
+
+/// A setup's stop already asked for: the command is not started.
+fn stop_before_start(kind: Kind) -> bool {
+    kind == (Kind::Lasting { until_stop: true }) && crate::stop::stop_requested()
+}
+
+/// Run `cmd` as [`run`] does, keeping both of its outputs whatever the outcome.
+pub fn run_captured(cmd: &str, timeout: Duration, kind: Kind) -> Ran {
+    let ran = |failure: String| Ran {
+        failure: Some(failure),
+        stdout: String::new(),
+        stderr: String::new(),
+    };
+    if stop_before_start(kind) {
+        return ran(format!("ended by {}", crate::stop::stop_cause()));
+    }
+    let (ended, status, stdout, stderr) = match execute(cmd, timeout, kind) {
+        Outcome::NotStarted(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return ran(NOT_FOUND.into())
+        }
+        Outcome::NotStarted(e) => return ran(format!("could not start: {e}")),
+        Outcome::Ended {
+            ended,
+            status,
+            stdout,
+            stderr,
+        } => (ended, status, stdout, stderr),
+    };
     let failure = match (ended, status) {
         (Ended::TimedOut, _) => Some(format!("did not answer within {timeout:?}")),
         (Ended::Stopped, _) => Some(format!("ended by {}", crate::stop::stop_cause())),
         (Ended::Exited, Some(s)) if s.success() => None,
-        (Ended::Exited, Some(s)) if s.code() == Some(127) => Some(format!(
-            "{s} (command not found: install it, or fix the path)"
-        )),
+        (Ended::Exited, Some(s)) if s.code() == Some(127) => Some(format!("{s} ({NOT_FOUND})")),
         (Ended::Exited, Some(s)) => Some(s.to_string()),
         (Ended::Exited, None) => Some("how it ended cannot be learnt".into()),
     };
@@ -165,26 +203,21 @@ fn shell_command(cmd: &str) -> Command {
 
 /// [`run`], its failure with the exit status apart.
 pub fn run_status(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, Failed> {
-    let until_stop = kind == Kind::Lasting { until_stop: true };
-    if until_stop && crate::stop::stop_requested() {
+    if stop_before_start(kind) {
         return Err(stopped(cmd).into());
     }
-    let mut command = shell_command(cmd);
-    let started = match kind {
-        Kind::Probe => ChildGuard::start_probe(cmd, &mut command),
-        Kind::Lasting { .. } => ChildGuard::start(cmd, &mut command),
-    };
-    let mut guard = match started {
-        Ok(g) => g,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(
-                format!("`{cmd}` failed (command not found: install it, or fix the path)").into(),
-            )
+    let (ended, status, stdout, stderr) = match execute(cmd, timeout, kind) {
+        Outcome::NotStarted(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("`{cmd}` failed ({NOT_FOUND})").into())
         }
-        Err(e) => return Err(format!("could not start `{cmd}`: {e}").into()),
+        Outcome::NotStarted(e) => return Err(format!("could not start `{cmd}`: {e}").into()),
+        Outcome::Ended {
+            ended,
+            status,
+            stdout,
+            stderr,
+        } => (ended, status, stdout, stderr),
     };
-    let (ended, [stdout, stderr]) = wait(&mut guard, Instant::now() + timeout, kind);
-    let status = guard.end(Duration::ZERO);
     match (ended, status) {
         (Ended::TimedOut, _) => Err(format!("`{cmd}` did not answer within {timeout:?}").into()),
         (Ended::Stopped, _) => Err(stopped(cmd).into()),
@@ -193,9 +226,9 @@ pub fn run_status(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, Fa
             let err = String::from_utf8_lossy(&stderr);
             let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
             let hint = if s.code() == Some(127) {
-                " (command not found: install it, or fix the path)"
+                format!(" ({NOT_FOUND})")
             } else {
-                ""
+                String::new()
             };
             Err(Failed {
                 message: format!("`{cmd}` failed ({s}){hint}: {first}"),
