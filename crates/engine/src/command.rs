@@ -103,12 +103,15 @@ pub struct Ran {
 /// each say it their way.
 enum Outcome {
     NotStarted(std::io::Error),
-    Ended {
-        ended: Ended,
-        status: Option<std::process::ExitStatus>,
-        stdout: Vec<u8>,
-        stderr: Vec<u8>,
-    },
+    Done(Done),
+}
+
+/// A command that ran: how it ended, its exit status when it has one, its outputs.
+struct Done {
+    ended: Ended,
+    status: Option<std::process::ExitStatus>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
 }
 
 /// Start `cmd` (a probe or a lasting command, see [`Kind`]) and wait for its end, its
@@ -125,12 +128,12 @@ fn execute(cmd: &str, timeout: Duration, kind: Kind) -> Outcome {
     };
     let (ended, [stdout, stderr]) = wait(&mut guard, Instant::now() + timeout, kind);
     let status = guard.end(Duration::ZERO);
-    Outcome::Ended {
+    Outcome::Done(Done {
         ended,
         status,
         stdout,
         stderr,
-    }
+    })
 }
 
 /// What to do about a program that is not there.
@@ -151,19 +154,14 @@ pub fn run_captured(cmd: &str, timeout: Duration, kind: Kind) -> Ran {
     if stop_before_start(kind) {
         return ran(format!("ended by {}", crate::stop::stop_cause()));
     }
-    let (ended, status, stdout, stderr) = match execute(cmd, timeout, kind) {
+    let d = match execute(cmd, timeout, kind) {
         Outcome::NotStarted(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return ran(NOT_FOUND.into())
         }
         Outcome::NotStarted(e) => return ran(format!("could not start: {e}")),
-        Outcome::Ended {
-            ended,
-            status,
-            stdout,
-            stderr,
-        } => (ended, status, stdout, stderr),
+        Outcome::Done(d) => d,
     };
-    let failure = match (ended, status) {
+    let failure = match (d.ended, d.status) {
         (Ended::TimedOut, _) => Some(format!("did not answer within {timeout:?}")),
         (Ended::Stopped, _) => Some(format!("ended by {}", crate::stop::stop_cause())),
         (Ended::Exited, Some(s)) if s.success() => None,
@@ -173,8 +171,8 @@ pub fn run_captured(cmd: &str, timeout: Duration, kind: Kind) -> Ran {
     };
     Ran {
         failure,
-        stdout: String::from_utf8_lossy(&stdout).into(),
-        stderr: String::from_utf8_lossy(&stderr).into(),
+        stdout: String::from_utf8_lossy(&d.stdout).into(),
+        stderr: String::from_utf8_lossy(&d.stderr).into(),
     }
 }
 
@@ -206,24 +204,19 @@ pub fn run_status(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, Fa
     if stop_before_start(kind) {
         return Err(stopped(cmd).into());
     }
-    let (ended, status, stdout, stderr) = match execute(cmd, timeout, kind) {
+    let d = match execute(cmd, timeout, kind) {
         Outcome::NotStarted(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!("`{cmd}` failed ({NOT_FOUND})").into())
         }
         Outcome::NotStarted(e) => return Err(format!("could not start `{cmd}`: {e}").into()),
-        Outcome::Ended {
-            ended,
-            status,
-            stdout,
-            stderr,
-        } => (ended, status, stdout, stderr),
+        Outcome::Done(d) => d,
     };
-    match (ended, status) {
+    match (d.ended, d.status) {
         (Ended::TimedOut, _) => Err(format!("`{cmd}` did not answer within {timeout:?}").into()),
         (Ended::Stopped, _) => Err(stopped(cmd).into()),
-        (Ended::Exited, Some(s)) if s.success() => Ok(String::from_utf8_lossy(&stdout).into()),
+        (Ended::Exited, Some(s)) if s.success() => Ok(String::from_utf8_lossy(&d.stdout).into()),
         (Ended::Exited, Some(s)) => {
-            let err = String::from_utf8_lossy(&stderr);
+            let err = String::from_utf8_lossy(&d.stderr);
             let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
             let hint = if s.code() == Some(127) {
                 format!(" ({NOT_FOUND})")
