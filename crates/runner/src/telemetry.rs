@@ -1035,24 +1035,20 @@ mod tests {
                 power: Vec::new(),
                 power_missing: None,
             };
+        // Two CPUs alike, and the all-CPU line.
+        let two_cpus = |usr: f64, sys: f64, soft: f64| -> Vec<model::CpuUtil> {
+            (-1..2).map(|c| cpu(c, usr, sys, soft)).collect()
+        };
         let busy = host(
             "busy",
-            vec![
-                cpu(-1, 60.0, 22.0, 5.0),
-                cpu(0, 60.0, 22.0, 5.0),
-                cpu(1, 60.0, 22.0, 5.0),
-            ],
+            two_cpus(60.0, 22.0, 5.0),
             vec![proc("loadgen", 1.0, 33.0), proc("server:0", 8.0, 30.0)],
         );
         // Its own: 40% + 35% of one CPU; its tasks 40% of 2 CPUs, its network path in
         // %soft: nothing else ran.
         let quiet = host(
             "quiet",
-            vec![
-                cpu(-1, 20.0, 20.0, 10.0),
-                cpu(0, 20.0, 20.0, 10.0),
-                cpu(1, 20.0, 20.0, 10.0),
-            ],
+            two_cpus(20.0, 20.0, 10.0),
             vec![proc("loadgen", 10.0, 30.0), proc("server:0", 5.0, 30.0)],
         );
         // No watched process: nothing to tell its own from the others'.

@@ -297,14 +297,7 @@ fn live_host_counts_the_cpu_of_exited_children() {
     let samples = s.take();
     writeln!(child.stdin.take().unwrap()).unwrap();
     child.wait().unwrap();
-    let used_s: f64 = samples
-        .iter()
-        .flat_map(|x| {
-            x.procs
-                .iter()
-                .map(move |p| p.total_pct() / 100.0 * x.interval_s)
-        })
-        .sum();
+    let used_s = watched_cpu_s(&samples);
     // `times`' second line: the children's user and system time, "0m0.312000s 0m0.002000s".
     let secs = |w: &str| -> f64 {
         let (m, s) = w.trim_end_matches('s').split_once('m').unwrap();
@@ -560,14 +553,7 @@ fn live_host_sees_a_busy_thread() {
         assert!(x.nics.iter().any(|n| n.name == "lo"));
         assert!(x.cpus.iter().all(|c| (0.0..=100.0).contains(&c.idle_pct)));
     }
-    let attributed_s: f64 = samples
-        .iter()
-        .flat_map(|x| {
-            x.procs
-                .iter()
-                .map(move |p| p.total_pct() / 100.0 * x.interval_s)
-        })
-        .sum();
+    let attributed_s = watched_cpu_s(&samples);
     // /proc counts in 10 ms ticks: allow a tick per interval plus 15 %.
     let tol = 0.01 * (samples.len() + 2) as f64 + 0.15 * used_s;
     assert!(
@@ -661,4 +647,16 @@ fn a_window_keeps_instantaneous_power_read_inside_it() {
     };
     assert!((mean("meter") - 400.0).abs() < 1e-9);
     assert!((mean("rapl") - 100.0).abs() < 1e-9);
+}
+
+/// CPU seconds of every watched process over `samples`.
+fn watched_cpu_s(samples: &[model::TelemetrySample]) -> f64 {
+    samples
+        .iter()
+        .flat_map(|x| {
+            x.procs
+                .iter()
+                .map(move |p| p.total_pct() / 100.0 * x.interval_s)
+        })
+        .sum()
 }
