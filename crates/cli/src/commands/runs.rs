@@ -148,6 +148,8 @@ pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
 pub fn efficiency_table(run: &RunRecord) -> String {
     let mut rows = Vec::new();
     let mut reasons: Vec<String> = Vec::new();
+    // A capacity test whose power was measured has its PERF/W left out: said once.
+    let mut capacity_unrated = false;
     let mut any = false;
     for r in &run.results {
         let ts = report::derive::sut_summary(run, r);
@@ -170,9 +172,7 @@ pub fn efficiency_table(run: &RunRecord) -> String {
         let perf = r.headline_value().filter(|_| !r.is_invalid());
         let unit = r.metric(&r.headline, &[]).map(unit_of).unwrap_or_default();
         let capacity = r.capacity_phase().is_some();
-        if capacity && power.is_some() && !reasons.iter().any(|w| w == CAPACITY_PER_W) {
-            reasons.push(CAPACITY_PER_W.to_string());
-        }
+        capacity_unrated |= capacity && power.is_some();
         let per_w = match (perf, &power) {
             (Some(p), Some(h)) if h.mean_watts > 0.0 && !capacity => Some(p / h.mean_watts),
             _ => None,
@@ -210,11 +210,10 @@ pub fn efficiency_table(run: &RunRecord) -> String {
         &rows,
     ));
     for why in reasons {
-        if why == CAPACITY_PER_W {
-            out.push_str(&format!("{why}\n"));
-        } else {
-            out.push_str(&format!("power not measured: {}\n", clean(&why)));
-        }
+        out.push_str(&format!("power not measured: {}\n", clean(&why)));
+    }
+    if capacity_unrated {
+        out.push_str(&format!("{CAPACITY_PER_W}\n"));
     }
     out
 }
