@@ -21,13 +21,15 @@
 # the floor's (paired within a round, median over rounds). Information, not a goal: the
 # goals are in the other scripts; this one says where their figures sit.
 #
-# Usage: bench/floor.sh [ROUNDS=3] [SECS=5]
+# Usage: bench/floor.sh [ROUNDS=4] [SECS=5]
 # Environment: SERVER_CPU (0), CLIENT_CPU (1), CONNS (50), RACKBENCH (binary).
 # Needs: cc, redis-server, redis-benchmark, nginx, wrk, jq, taskset, python3;
 # liburing-dev for the io_uring floor (scripts/install-deps.sh installs it; skipped, and said so, without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${1:-3}
+ROUNDS=${1:-4}
+# Which tool goes first alternates by round: an even count puts each first equally often.
+[ $((ROUNDS % 2)) = 0 ] || { ROUNDS=$((ROUNDS + 1)); echo "rounds: $ROUNDS (made even, so that each tool goes first as often)"; }
 SECS=${2:-5}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}

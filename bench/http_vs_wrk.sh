@@ -18,7 +18,9 @@
 # build (cargo build --release -p rackbench) or RACKBENCH=/path/to/rackbench.
 set -euo pipefail
 
-ROUNDS=${1:-3}
+ROUNDS=${1:-4}
+# Which tool goes first alternates by round: an even count puts each first equally often.
+[ $((ROUNDS % 2)) = 0 ] || { ROUNDS=$((ROUNDS + 1)); echo "rounds: $ROUNDS (made even, so that each tool goes first as often)"; }
 CONNS=${2:-50}
 DUR=${3:-10}
 SIZE=${4:-1024}

@@ -20,11 +20,13 @@
 #     (net.bridge.bridge-nf-call-*=0, restored at exit): separate machines' NICs have no
 #     such hook, and no rule uses it here.
 #
-# Usage: bench/many_hosts.sh [ROUNDS=5] [SECS=5]   (as root; brings the test hosts up and
+# Usage: bench/many_hosts.sh [ROUNDS=6] [SECS=5]   (as root; brings the test hosts up and
 # down itself when they are not up yet)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${1:-5}
+ROUNDS=${1:-6}
+# Which tool goes first alternates by round: an even count puts each first equally often.
+[ $((ROUNDS % 2)) = 0 ] || { ROUNDS=$((ROUNDS + 1)); echo "rounds: $ROUNDS (made even, so that each tool goes first as often)"; }
 SECS=${2:-5}
 BIN=${RACKBENCH:-target/release/rackbench}
 [ -x "$BIN" ] || cargo build --release -q -p rackbench
