@@ -206,6 +206,38 @@ const SET_BY_VARIANT: &str = "set by the declared variant";
 /// the host): it differs between runs stored before and after they were cut.
 const TELEMETRY_WINDOW: &str = "rackbench.telemetry_window";
 
+/// Where a run's power figures came from (see [`power_source`]).
+const POWER_SOURCE: &str = "rackbench.power_source";
+
+/// A run's power provenance, in words: `model 100:200 W` (the run's `--power-model`),
+/// `external meter`, the sources its summaries read (`rapl, hwmon`), or `none`.
+fn power_source(run: &RunRecord, summaries: &[&model::TelemetrySummary]) -> String {
+    let declared = |k: &str| {
+        run.plan
+            .get("run")
+            .and_then(|r| r.get(k))
+            .filter(|v| !v.is_null())
+    };
+    if let Some(m) = declared("power_model").and_then(|v| v.as_str()) {
+        return format!("model {m} W");
+    }
+    let mut sources: Vec<&str> = summaries
+        .iter()
+        .flat_map(|s| &s.power)
+        .map(|p| p.source.as_str())
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    if declared("power_meter").is_some() && sources.is_empty() {
+        return "external meter".into();
+    }
+    if sources.is_empty() {
+        "none".into()
+    } else {
+        sources.join(", ")
+    }
+}
+
 fn category(key: &str) -> &'static str {
     if key == VARIANT_FACT {
         DECLARED
@@ -222,6 +254,8 @@ fn category(key: &str) -> &'static str {
         "hardware"
     } else if key.starts_with("param.") {
         "workload"
+    } else if key.starts_with("rackbench.") {
+        "method"
     } else if key.starts_with("server.config.")
         || key.starts_with("sysctl.")
         || key.starts_with("kernel.cmdline")
@@ -278,10 +312,11 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
         }
         // How its CPU and power were summarised: runs stored before the summaries were
         // cut to each test's measured time (no `covered_s`) read lower CPU busy and power
-        // wherever a test had setup or teardown around its load (UDP: 10% of a 3 s test),
-        // and so, less, do summaries that weigh the samples across the measured time's
-        // edges by their part inside (stored before only whole samples were kept). The
-        // completed tests' (a failed one is summarised whole).
+        // wherever a test had setup or teardown around its load (UDP: 10% of a 3 s test).
+        // Whether a test's edge samples were kept whole or weighed by their part inside is
+        // chosen per test by its length (`whole_samples`), so one command's runs can differ
+        // in it: not a difference of method between runs. The completed tests' (a failed
+        // one is summarised whole).
         let summaries: Vec<&model::TelemetrySummary> = run
             .results
             .iter()
@@ -289,21 +324,24 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
             .flat_map(|r| &r.telemetry_summary)
             .collect();
         if !summaries.is_empty() {
-            let window = if summaries
-                .iter()
-                .all(|s| s.covered_s.is_some() && s.whole_samples)
-            {
+            let window = if summaries.iter().all(|s| s.covered_s.is_some()) {
                 "each test's measured time"
-            } else if summaries.iter().all(|s| s.covered_s.is_some()) {
-                "each test's measured time, the samples across its edges weighed by their part \
-                 inside (stored before only whole samples were kept, or tests shorter than two \
-                 sampling intervals)"
             } else {
                 "each test's whole time (stored before summaries were cut to the measured time)"
             };
             let e = out.entry(TELEMETRY_WINDOW.to_string()).or_default();
             if !e.iter().any(|v| v == window) {
                 e.push(window.to_string());
+            }
+        }
+        // Where its watts came from: a declared model (its parameters make the figure),
+        // an external meter, or the sources found on the host. Runs whose power differs in
+        // provenance do not compare like for like on power and perf/W.
+        if !summaries.is_empty() {
+            let e = out.entry(POWER_SOURCE.to_string()).or_default();
+            let v = power_source(run, &summaries);
+            if !e.contains(&v) {
+                e.push(v);
             }
         }
         // Workload settings: every parameter's set of values over the run's results.
@@ -341,13 +379,22 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
             .map(|v| v.join(", "))
             .unwrap_or_else(|| "(not disclosed)".into());
         // A side without telemetry (--no-telemetry) has no summaries to differ in.
-        let unsampled = k == TELEMETRY_WINDOW && (!fa.contains_key(k) || !fb.contains_key(k));
+        let unsampled = (k == TELEMETRY_WINDOW || k == POWER_SOURCE)
+            && (!fa.contains_key(k) || !fb.contains_key(k));
         if va != vb && !unsampled {
+            // Power sources a host has (RAPL here, IPMI there) are of its hardware; a
+            // declared model or meter on either side is a choice of method.
+            let declared = |v: &str| v.starts_with("model ") || v.split(", ").any(|s| s == "meter");
+            let category = if k == POWER_SOURCE && !declared(&va) && !declared(&vb) {
+                "hardware"
+            } else {
+                category(k)
+            };
             differences.push(Difference {
                 key: k.clone(),
                 a: va,
                 b: vb,
-                category: category(k).to_string(),
+                category: category.to_string(),
             });
         }
     }

@@ -1714,10 +1714,16 @@ fn compare_names_summaries_taken_over_different_windows() {
     let (old, now, then) = windows_apart(|s| s.covered_s = None);
     assert_eq!(now, "each test's measured time");
     assert!(then.starts_with("each test's whole time"), "{then}");
-    // Cut to the measured time, but with the samples across its edges weighed by their
-    // part inside: not like for like either.
-    let (_, _, parts) = windows_apart(|s| s.whole_samples = false);
-    assert!(parts.contains("weighed by their part inside"), "{parts}");
+    // Edge samples weighed by their part inside rather than kept whole: chosen per test by
+    // its length, so two runs of one command can differ in it; still like for like.
+    let mut parts = a.clone();
+    for r in parts.results.iter_mut() {
+        r.telemetry_summary
+            .iter_mut()
+            .for_each(|s| s.whole_samples = false);
+    }
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&parts));
+    assert!(c.like_for_like, "{c:?}");
     let mut unsampled = a.clone();
     for r in unsampled.results.iter_mut() {
         r.telemetry_summary.clear();
@@ -1729,6 +1735,56 @@ fn compare_names_summaries_taken_over_different_windows() {
             .any(|d| d.key == "rackbench.telemetry_window"),
         "{c:?}"
     );
+}
+
+/// Runs whose watts come from different declared power models (or a model against a
+/// meter) do not compare like for like: the power and perf/W differences are the models'.
+/// Sources a host has (IPMI on one, RAPL on the other) are named as hardware.
+#[test]
+fn compare_names_a_difference_of_power_provenance() {
+    let model = |m: &str| {
+        let mut r = kv_run(&Spec {
+            power: Power::Modelled(200.0),
+            ..Spec::default()
+        });
+        r.plan = serde_json::json!({ "run": { "power_model": m } });
+        r
+    };
+    let (a, b) = (model("100:200"), model("100:300"));
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&a));
+    assert!(c.like_for_like, "{c:?}");
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert!(!c.like_for_like, "{c:?}");
+    let d = c
+        .differences
+        .iter()
+        .find(|d| d.key == "rackbench.power_source")
+        .expect("the power's provenance is named");
+    assert_eq!(
+        (d.a.as_str(), d.b.as_str()),
+        ("model 100:200 W", "model 100:300 W")
+    );
+    assert_eq!(d.category, "method");
+    // Found on the hosts, not declared: hardware, named but not held against the runs.
+    let ipmi = kv_run(&Spec {
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    let rapl = kv_run(&Spec {
+        power: Power::Rapl(150.0),
+        ..Spec::default()
+    });
+    let c = report::comparability(std::slice::from_ref(&ipmi), std::slice::from_ref(&rapl));
+    let d = c
+        .differences
+        .iter()
+        .find(|d| d.key == "rackbench.power_source")
+        .expect("named");
+    assert_eq!(
+        (d.a.as_str(), d.b.as_str(), d.category.as_str()),
+        ("ipmi-dcmi, rapl", "rapl", "hardware")
+    );
+    assert!(c.like_for_like, "{c:?}");
 }
 
 /// A compared point whose results carry warnings says so beside the comparison (text,
