@@ -1031,6 +1031,16 @@ pub fn fixed_params(runs: &[RunRecord]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The parameters a summary row's name leaves out: the peak parameters (each column is at
+/// its best over them) and the fixed ones (said once). `--tests` names rows by what is
+/// left ([`crate::Selection::takes_test`]).
+pub fn name_skip(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
+    peak.iter()
+        .cloned()
+        .chain(fixed_params(runs).into_iter().map(|(k, _)| k))
+        .collect()
+}
+
 /// Per summary row (`kv set pipeline=1`), each run's best sweep point over the peak
 /// parameters, in first-seen order. Fixed parameters are left out of the row names.
 #[allow(clippy::type_complexity)]
@@ -1050,12 +1060,8 @@ pub fn best_points_in<'a>(
     peak: &[String],
     sel: &Selection,
 ) -> Vec<(String, Vec<Option<Point<'a>>>)> {
-    let fixed = fixed_params(runs);
-    let peak: Vec<&str> = peak
-        .iter()
-        .map(String::as_str)
-        .chain(fixed.iter().map(|(k, _)| k.as_str()))
-        .collect();
+    let skip = name_skip(runs, peak);
+    let peak: Vec<&str> = skip.iter().map(String::as_str).collect();
     let all: Vec<Vec<Point>> = runs
         .iter()
         .enumerate()

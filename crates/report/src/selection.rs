@@ -189,8 +189,8 @@ impl Selection {
     /// Whether any chosen test is among these runs' (a report of several workloads:
     /// tests chosen for one leave the others' rows alone).
     pub fn applies_to_tests_of(&self, runs: &[RunRecord]) -> bool {
-        let peak = crate::derive::peak_params(runs);
-        let peak: Vec<&str> = peak.iter().map(String::as_str).collect();
+        let skip = crate::derive::name_skip(runs, &crate::derive::peak_params(runs));
+        let peak: Vec<&str> = skip.iter().map(String::as_str).collect();
         !self.tests.is_empty()
             && runs
                 .iter()
@@ -237,8 +237,8 @@ impl Selection {
             .enumerate()
             .flat_map(|(i, r)| points(i, r))
             .collect();
-        let peak = crate::derive::peak_params(runs);
-        let peak: Vec<&str> = peak.iter().map(String::as_str).collect();
+        let skip = crate::derive::name_skip(runs, &crate::derive::peak_params(runs));
+        let peak: Vec<&str> = skip.iter().map(String::as_str).collect();
         let mut problems = Vec::new();
         for t in &self.tests {
             let one = Selection {

@@ -316,6 +316,50 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     assert!(e.contains("no column `Graviton`"), "{e}");
 }
 
+/// `--tests` names rows as the summary does: without the parameters every point shares
+/// (`requests=20000`, a list such as `tests=["set","get"]`, whose commas could not be
+/// typed in a comma-separated list), which the table leaves out of its row names.
+#[test]
+fn tests_are_chosen_by_the_row_names_the_summary_prints() {
+    let mut runs = two_platforms();
+    for r in runs.iter_mut().flat_map(|r| r.results.iter_mut()) {
+        r.params.insert("requests".into(), serde_json::json!(20000));
+        r.params
+            .insert("tests".into(), serde_json::json!(["set", "get"]));
+    }
+    let all = report::summary(&runs);
+    assert!(
+        all.rows.iter().all(|r| !r.label.contains("requests=")),
+        "{:?}",
+        all.rows.iter().map(|r| &r.label).collect::<Vec<_>>()
+    );
+    let two = report::Selection {
+        tests: vec!["set pipeline=1".into(), "get pipeline=100".into()],
+        ..Default::default()
+    };
+    two.check(&runs).unwrap();
+    let s = report::summary_with(&runs, &two);
+    assert_eq!(
+        s.rows.len(),
+        2,
+        "{:?}",
+        s.rows.iter().map(|r| &r.label).collect::<Vec<_>>()
+    );
+    assert!(s.geomean.iter().all(Option::is_some), "{:?}", s.geomean);
+    // What a name that matches nothing is told are the names it can use.
+    let e = report::Selection {
+        tests: vec!["hset".into()],
+        ..Default::default()
+    }
+    .check(&runs)
+    .unwrap_err();
+    assert!(
+        e.contains("set pipeline=1,") || e.contains("set pipeline=1)"),
+        "{e}"
+    );
+    assert!(!e.contains("requests="), "{e}");
+}
+
 /// Two variants of one run: the variant is the declared difference; a setting that
 /// differs besides it (a sysctl changed by hand on one side) is warned about.
 #[test]
