@@ -58,11 +58,41 @@ pub struct CompareRow {
     pub b: Option<Sample>,
     /// (b - a) / a in percent.
     pub diff_pct: Option<f64>,
-    /// 95% CI of the difference, in percent of a (Welch).
+    /// 95% CI of the difference, in percent of a (Welch), no lower than -100% (every
+    /// compared figure is a count, rate, time or share: none goes below zero).
     pub ci95_pct: Option<(f64, f64)>,
+    /// For a share (`pct_over_1ms`, in %): b - a in percentage points, as the seeds state
+    /// such differences ("11% vs 0%"), and its 95% CI in points. The text, HTML and
+    /// Markdown show these rows in points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_points: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_points: Option<(f64, f64)>,
     pub p_value: Option<f64>,
     /// `better (significant, p=0.003)`, `no significant difference`, `single run: no confidence`.
     pub verdict: String,
+}
+
+impl CompareRow {
+    /// The "B vs A" cell: `+12.5%`, or `+16.1 pts` for a share; `-` where there is none.
+    pub fn diff_text(&self) -> String {
+        match (self.diff_points, self.diff_pct) {
+            (Some(d), _) => format!("{d:+.1} pts"),
+            (None, Some(d)) => format!("{d:+.1}%"),
+            (None, None) => "-".into(),
+        }
+    }
+
+    /// The "95% CI" cell: `[-3.1%, +8.0%]`, or in points for a share.
+    pub fn ci_text(&self) -> String {
+        match (self.ci95_points, self.ci95_pct, self.diff_points) {
+            (Some((l, h)), _, _) => format!("[{l:+.1}, {h:+.1}] pts"),
+            // A share's difference stands in points; its relative interval is not shown.
+            (None, _, Some(_)) => "-".into(),
+            (None, Some((l, h)), None) => format!("[{l:+.1}%, {h:+.1}%]"),
+            (None, None, None) => "-".into(),
+        }
+    }
 }
 
 /// A disclosure or setting that differs between A and B.
@@ -859,6 +889,9 @@ pub struct Judged {
     pub b: Option<Sample>,
     pub diff_pct: Option<f64>,
     pub ci95_pct: Option<(f64, f64)>,
+    /// b - a in the figure's own unit, and its 95% CI (Welch).
+    pub diff_abs: Option<f64>,
+    pub ci95_abs: Option<(f64, f64)>,
     pub p_value: Option<f64>,
     pub verdict: String,
 }
@@ -882,10 +915,22 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
         (Some(x), Some(y)) => welch(x, y),
         _ => None,
     };
+    // No figure compared here goes below zero, so neither does B: the interval stops at
+    // -100% (a t-interval over two or three runs of a wide spread reaches further).
     let ci95_pct = match (&w, &sa) {
-        (Some(w), Some(x)) if x.mean != 0.0 => {
-            Some((100.0 * w.ci95_low / x.mean, 100.0 * w.ci95_high / x.mean))
-        }
+        (Some(w), Some(x)) if x.mean != 0.0 => Some((
+            (100.0 * w.ci95_low / x.mean).max(-100.0),
+            100.0 * w.ci95_high / x.mean,
+        )),
+        _ => None,
+    };
+    let diff_abs = match (&sa, &sb) {
+        (Some(x), Some(y)) => Some(y.mean - x.mean),
+        _ => None,
+    };
+    // Likewise B - A is no lower than -A.
+    let ci95_abs = match (&w, &sa) {
+        (Some(w), Some(x)) => Some((w.ci95_low.max(-x.mean), w.ci95_high)),
         _ => None,
     };
     let reps = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).max().unwrap_or(0);
@@ -926,6 +971,8 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
         b: sb,
         diff_pct,
         ci95_pct,
+        diff_abs,
+        ci95_abs,
         p_value: w.map(|w| w.p),
         verdict,
     }
@@ -1098,6 +1145,8 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         // Power of one basis is set against power of the same basis only: a whole
         // server's 310 W against its CPU packages' 140 W is no saving.
         let mut metric = key.1.clone();
+        // A share of requests over a threshold, in %: its difference in points.
+        let share = metric.starts_with("pct_over_");
         let (ba, bb) = (bases(fa), bases(fb));
         let missing = why(fa).is_some() || why(fb).is_some();
         match (&ba[..], &bb[..]) {
@@ -1108,6 +1157,8 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             _ => {
                 j.diff_pct = None;
                 j.ci95_pct = None;
+                j.diff_abs = None;
+                j.ci95_abs = None;
                 j.p_value = None;
                 j.verdict = format!(
                     "not comparable: {} vs {}",
@@ -1125,6 +1176,8 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             b: j.b,
             diff_pct: j.diff_pct,
             ci95_pct: j.ci95_pct,
+            diff_points: share.then_some(j.diff_abs).flatten(),
+            ci95_points: share.then_some(j.ci95_abs).flatten(),
             p_value: j.p_value,
             verdict: j.verdict,
         });
@@ -1215,6 +1268,8 @@ fn one_sided_row(
         b,
         diff_pct: None,
         ci95_pct: None,
+        diff_points: None,
+        ci95_points: None,
         p_value: None,
         verdict: format!("only on {side}: {why}"),
     })
@@ -1320,9 +1375,8 @@ pub fn compare_text(c: &Comparison) -> String {
             r.metric.clone(),
             s(&r.a),
             s(&r.b),
-            r.diff_pct.map_or("-".into(), |d| format!("{d:+.1}%")),
-            r.ci95_pct
-                .map_or("-".into(), |(l, h)| format!("[{l:+.1}%, {h:+.1}%]")),
+            r.diff_text(),
+            r.ci_text(),
             r.verdict.clone(),
         ]);
     }

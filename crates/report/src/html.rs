@@ -323,9 +323,8 @@ fn comparison_html(h: &mut String, c: &Comparison) {
             esc(&r.metric),
             esc(&s(&r.a)),
             esc(&s(&r.b)),
-            r.diff_pct.map_or("-".into(), |d| format!("{d:+.1}%")),
-            r.ci95_pct
-                .map_or("-".into(), |(l, hi)| format!("[{l:+.1}%, {hi:+.1}%]")),
+            esc(&r.diff_text()),
+            esc(&r.ci_text()),
             esc(&r.verdict)
         );
     }

@@ -194,9 +194,8 @@ pub fn markdown_with(
                     r.metric.clone(),
                     s(&r.a),
                     s(&r.b),
-                    r.diff_pct.map_or("-".into(), |d| format!("{d:+.1}%")),
-                    r.ci95_pct
-                        .map_or("-".into(), |(l, h)| format!("[{l:+.1}%, {h:+.1}%]")),
+                    r.diff_text(),
+                    r.ci_text(),
                     r.verdict.clone(),
                 ]));
             }

@@ -1091,6 +1091,60 @@ fn compare_takes_one_latency_kind_and_the_companion_throughput() {
     assert!(c.rows.iter().any(|r| r.metric == "tpm"), "{:?}", c.rows);
 }
 
+/// Nothing compared goes below zero: the relative interval stops at -100% however wide
+/// the runs scatter. A share over a threshold differs in percentage points, as the seeds
+/// state it (`14.2% -> 30.3%` is `+16.1 pts`, not `+113.5%`), its interval in points too.
+#[test]
+fn compare_bounds_intervals_at_zero_and_states_shares_in_points() {
+    let j = report::compare::judge(&[vec![10.0], vec![200.0]], &[vec![20.0], vec![30.0]], false);
+    let (low, _) = j.ci95_pct.expect("an interval from two runs a side");
+    assert_eq!(low, -100.0, "{j:?}");
+    let (low_abs, _) = j.ci95_abs.unwrap();
+    assert_eq!(low_abs, -105.0, "B - A is no lower than -A: {j:?}");
+
+    let share = |runs: [f64; 2]| {
+        let mut r = kv_run(&Spec {
+            instances: &[1],
+            ..Spec::default()
+        });
+        r.results.truncate(1);
+        let mut two = vec![r.clone(), r];
+        for (run, pct) in two.iter_mut().zip(runs) {
+            // 1,000 operations, pct% of them at 2 ms and the rest at 100 us.
+            let mut h = model::hist::new_latency_histogram();
+            let over = (pct * 10.0).round() as u64;
+            h.record_n(2_000_000, over).unwrap();
+            h.record_n(100_000, 1000 - over).unwrap();
+            for x in run.results.iter_mut() {
+                x.histograms = vec![model::HistogramRecord::from_histogram(&x.test, "all", &h)];
+                x.metrics.retain(|m| m.name != "latency_pct_over");
+                x.metrics
+                    .push(model::Metric::new("latency_pct_over", pct, "%").label("over", "1ms"));
+            }
+        }
+        two
+    };
+    let (a, b) = (share([14.0, 14.4]), share([30.0, 30.6]));
+    let c = report::compare::compare(&a, &b);
+    let row = c
+        .rows
+        .iter()
+        .find(|r| r.metric == "pct_over_1ms")
+        .unwrap_or_else(|| panic!("{:?}", c.rows));
+    let d = row.diff_points.expect("a share's difference in points");
+    assert!((d - 16.1).abs() < 1e-9, "{row:?}");
+    assert_eq!(row.diff_text(), "+16.1 pts");
+    assert!(row.ci_text().ends_with("pts"), "{}", row.ci_text());
+    let text = report::compare::compare_text(&c);
+    assert!(text.contains("+16.1 pts"), "{text}");
+    // Not a share: relative, as before.
+    let ops = c.rows.iter().find(|r| r.metric == "ops_per_s").unwrap();
+    assert!(
+        ops.diff_points.is_none() && ops.diff_text().ends_with('%'),
+        "{ops:?}"
+    );
+}
+
 /// A run's latency in compare is read from its valid repetitions' histograms merged, as
 /// the results table reads it (`Point::latency`): never the mean of each repetition's
 /// percentiles. Repetitions with maxima of 2, 40 and 3 ms have a maximum of 40 ms (their
