@@ -358,6 +358,11 @@ pub struct Registration {
     /// (the local one in-process, a remote one in its agent). None: the workload runs
     /// whole on the local host (not split yet).
     pub service: Option<crate::host::ServiceFn>,
+    /// Whether its tests load a server process (one its service launches, or one given
+    /// with `--target`), as kv, http, net and oltp do; false where the driver's own
+    /// threads are the work measured (crypto, mem), and a host's CPU beyond the driver's
+    /// is then another's load, never the test's server.
+    pub has_server: bool,
     /// What a load generator runs against the service's endpoints.
     pub driver: Option<crate::host::DriverFn>,
 }

@@ -338,6 +338,7 @@ mod tests {
             flags: |c| c,
             build: |_| anyhow::bail!("not built in these tests"),
             service: None,
+            has_server: false,
             driver: Some(|_, _| {
                 let until = std::time::Instant::now() + Duration::from_millis(30);
                 let mut n = 0u64;

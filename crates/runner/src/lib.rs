@@ -938,7 +938,7 @@ pub fn run(
                     let point_hosts: Vec<&str> = point_hosts.iter().map(String::as_str).collect();
                     // Where the test's server runs, when the workload has one.
                     let sut_name = roles.sut.name().to_string();
-                    let server_host = reg.service.is_some().then_some(sut_name.as_str());
+                    let server_host = reg.has_server.then_some(sut_name.as_str());
                     let mut params: BTreeMap<String, Value> = point
                         .iter()
                         .map(|(k, v)| (k.clone(), redact_value(v)))

@@ -108,6 +108,7 @@ pub fn registration() -> engine::Registration {
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(CryptoWorkload::from_params(m)?)),
         service: Some(service::start_service),
+        has_server: false,
         driver: Some(driver::drive),
     }
 }

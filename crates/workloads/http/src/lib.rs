@@ -577,6 +577,7 @@ pub fn registration() -> Registration {
         flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Http::from_params(p)?)),
         service: Some(service::start_service),
+        has_server: true,
         driver: Some(driver::drive),
     }
 }

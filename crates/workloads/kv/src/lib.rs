@@ -373,6 +373,7 @@ pub fn registration() -> Registration {
         flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Kv::from_params(p)?)),
         service: Some(service::start_service),
+        has_server: true,
         driver: Some(driver::drive),
     }
 }

@@ -191,6 +191,7 @@ pub fn registration() -> engine::Registration {
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(NetWorkload::from_params(m)?)),
         service: Some(service::start_service),
+        has_server: true,
         driver: Some(drive),
     }
 }

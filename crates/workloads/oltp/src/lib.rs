@@ -488,6 +488,7 @@ pub fn registration() -> engine::Registration {
         },
         build: |m| Ok(Box::new(Oltp::from_params(m)?)),
         service: Some(service::start_service),
+        has_server: true,
         driver: Some(driver::drive),
     }
 }
