@@ -73,13 +73,24 @@ pub fn display_unit(metric: &str, unit: &str) -> String {
     }
 }
 
-/// Workloads whose tests are different operations, not a suite of one kind of work
-/// (RSA-2048 signs, RSA-4096 signs, AES bytes; each at several thread counts): a
-/// geometric mean across them mixes unlike things, so their summary has none.
-const NO_MEAN_ACROSS_TESTS: &[&str] = &["crypto"];
+/// Workloads whose rows are no suite of one kind of work, and why: a geometric mean
+/// across them mixes unlike things, so their summary has none. crypto's tests are
+/// different operations (RSA-2048 signs, RSA-4096 signs, AES bytes; each at several
+/// thread counts); oltp's rows are points of one curve (TPC-C at 1, 2, 4 virtual users;
+/// over 1 or 2 databases), which HammerDB and the seeds report point by point.
+const NO_MEAN_ACROSS_ROWS: &[(&str, &str)] = &[
+    (
+        "crypto",
+        "its tests (key sizes, operations, thread counts) are different measurements, shown one by one",
+    ),
+    (
+        "oltp",
+        "its rows are points of one curve (virtual users, databases), shown one by one; take one with --at (e.g. --at vus=4)",
+    ),
+];
 
 /// Why the summary has no geometric mean across its rows, if it has none: rows counted
-/// in different units, or a workload whose tests are unlike operations.
+/// in different units, or several rows of a workload whose rows are unlike measurements.
 fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String]) -> Option<String> {
     let mut units: Vec<&str> = rows.iter().map(|r| r.unit.as_str()).collect();
     units.sort_unstable();
@@ -90,14 +101,15 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String]) -> Option<String
             units.join(", ")
         ));
     }
-    workloads
-        .iter()
-        .find(|w| NO_MEAN_ACROSS_TESTS.contains(&w.as_str()))
-        .map(|w| {
-            format!(
-                "no geometric mean: {w}'s tests (key sizes, operations, thread counts) are different measurements, shown one by one"
-            )
-        })
+    if rows.len() < 2 {
+        return None;
+    }
+    workloads.iter().find_map(|w| {
+        NO_MEAN_ACROSS_ROWS
+            .iter()
+            .find(|(name, _)| name == w)
+            .map(|(_, why)| format!("no geometric mean: {w}'s {why}"))
+    })
 }
 
 pub use model::CAPACITY_TESTS;
@@ -1376,6 +1388,32 @@ mod tests {
 
     fn labels(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("run{i}")).collect()
+    }
+
+    /// A geometric mean over several points of one oltp curve (1 and 2 virtual users) or
+    /// over crypto's unlike tests is refused with its reason; one row, or kv's suite of
+    /// tests, has its mean.
+    #[test]
+    fn no_geomean_across_a_curves_points_or_unlike_tests() {
+        let row = |label: &str| SummaryRow {
+            label: label.into(),
+            perf: vec![Some(1.0)],
+            power: vec![],
+            chosen: vec![],
+            flags: vec![],
+            unit: "new orders/min".into(),
+        };
+        let oltp = vec!["oltp".to_string()];
+        let two = [row("tpcc vus=1"), row("tpcc vus=2")];
+        let why = no_geomean_reason(&two, &oltp).expect("two points of one curve");
+        assert!(
+            why.contains("points of one curve") && why.contains("--at"),
+            "{why}"
+        );
+        assert_eq!(no_geomean_reason(&two[..1], &oltp), None);
+        let crypto = vec!["crypto".to_string()];
+        assert!(no_geomean_reason(&two, &crypto).is_some());
+        assert_eq!(no_geomean_reason(&two, &["kv".to_string()]), None);
     }
 
     #[test]
