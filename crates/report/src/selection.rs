@@ -24,6 +24,9 @@ pub struct Selection {
     pub baseline: Option<String>,
     /// Columns extrapolated from a measured one, after the measured columns.
     pub extrapolate: Vec<Extrapolation>,
+    /// Chosen in a TCO plan (its keys `tests` and `params`), not with `--tests` and
+    /// `--at`: what [`Selection::check`] says names those keys.
+    pub from_plan: bool,
 }
 
 /// One extrapolated column: a measured column scaled by a constant factor.
@@ -240,6 +243,11 @@ impl Selection {
         let skip = crate::derive::name_skip(runs, &crate::derive::peak_params(runs));
         let peak: Vec<&str> = skip.iter().map(String::as_str).collect();
         let mut problems = Vec::new();
+        let (tests_key, at_key) = if self.from_plan {
+            ("tests", "params")
+        } else {
+            ("--tests", "--at")
+        };
         for t in &self.tests {
             let one = Selection {
                 tests: vec![t.clone()],
@@ -251,7 +259,7 @@ impl Selection {
                 have.sort();
                 have.dedup();
                 problems.push(format!(
-                    "--tests: no test `{t}` in these runs (there are: {})",
+                    "{tests_key}: no test `{t}` in these runs (there are: {})",
                     have.join(", ")
                 ));
             }
@@ -262,13 +270,13 @@ impl Selection {
                 .filter_map(|p| p.params.get(k).map(param_str))
                 .collect();
             if values.is_empty() {
-                problems.push(format!("--at: no run was swept over `{k}`"));
+                problems.push(format!("{at_key}: no run was swept over `{k}`"));
             } else if !values.contains(v) {
                 let mut have = values;
                 have.sort();
                 have.dedup();
                 problems.push(format!(
-                    "--at: no point has {k}={v} (measured: {})",
+                    "{at_key}: no point has {k}={v} (measured: {})",
                     have.join(", ")
                 ));
             }
@@ -335,6 +343,7 @@ fn tco_selection(p: &tco::Platform) -> Selection {
             .iter()
             .map(|(k, v)| (k.clone(), param_str(v)))
             .collect(),
+        from_plan: true,
         ..Default::default()
     }
 }

@@ -358,6 +358,18 @@ fn tests_are_chosen_by_the_row_names_the_summary_prints() {
         "{e}"
     );
     assert!(!e.contains("requests="), "{e}");
+    assert!(e.starts_with("--tests: "), "{e}");
+    // Chosen in a TCO plan: named by the plan's keys.
+    let e = report::Selection {
+        tests: vec!["hset".into()],
+        at: vec![("instances".into(), "7".into())],
+        from_plan: true,
+        ..Default::default()
+    }
+    .check(&runs)
+    .unwrap_err();
+    assert!(e.starts_with("tests: no test `hset`"), "{e}");
+    assert!(e.contains("params: no point has instances=7"), "{e}");
 }
 
 /// Two variants of one run: the variant is the declared difference; a setting that

@@ -342,7 +342,9 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
             .iter()
             .position(|p| &p.name == b)
             .unwrap_or(0),
-        None => plan.platforms.len() - 1,
+        // The first, as the report's summary has it: one report's two Difference
+        // columns run the same way.
+        None => 0,
     };
     let rows = build_rows(&platforms, baseline);
     Ok(TcoResult {

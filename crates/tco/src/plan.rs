@@ -32,11 +32,13 @@ pub struct Plan {
     /// Unit of the performance figure (`ops/s`), for the table.
     #[serde(default)]
     pub perf_unit: Option<String>,
-    /// Platform the Difference column divides by; default the last platform.
+    /// Platform the Difference column divides by; default the first platform (as the
+    /// report's summary).
     #[serde(default)]
     pub baseline: Option<String>,
     pub rack: Rack,
-    #[serde(rename = "platform")]
+    /// Empty when the plan has none: [`Plan::check`] then says what a platform needs.
+    #[serde(rename = "platform", default)]
     pub platforms: Vec<Platform>,
 }
 
@@ -163,26 +165,26 @@ impl Plan {
     pub fn check(&self) -> anyhow::Result<()> {
         let pos = |v: f64, what: &str| -> anyhow::Result<()> {
             if !(v.is_finite() && v > 0.0) {
-                anyhow::bail!("TCO plan: `{what}` must be a positive number (got {v})");
+                anyhow::bail!("TCO plan: {what} must be a positive number (got {v})");
             }
             Ok(())
         };
         let nonneg = |v: f64, what: &str| -> anyhow::Result<()> {
             if !(v.is_finite() && v >= 0.0) {
-                anyhow::bail!("TCO plan: `{what}` must be zero or more (got {v})");
+                anyhow::bail!("TCO plan: {what} must be zero or more (got {v})");
             }
             Ok(())
         };
-        pos(self.years, "years")?;
-        nonneg(self.energy_price_per_kwh, "energy_price_per_kwh")?;
+        pos(self.years, "`years`")?;
+        nonneg(self.energy_price_per_kwh, "`energy_price_per_kwh`")?;
         if !(self.pue.is_finite() && self.pue >= 1.0) {
             anyhow::bail!("TCO plan: `pue` must be 1.0 or more (got {})", self.pue);
         }
         if let Some(c) = self.infra_cost_per_w {
-            nonneg(c, "infra_cost_per_w")?;
+            nonneg(c, "`infra_cost_per_w`")?;
         }
-        pos(self.rack.power_budget_w, "rack.power_budget_w")?;
-        nonneg(self.rack.reserved_w, "rack.reserved_w")?;
+        pos(self.rack.power_budget_w, "`rack.power_budget_w`")?;
+        nonneg(self.rack.reserved_w, "`rack.reserved_w`")?;
         if self.rack.reserved_w >= self.rack.power_budget_w {
             anyhow::bail!(
                 "TCO plan: `rack.reserved_w` ({}) leaves no power for servers out of `rack.power_budget_w` ({})",
@@ -198,7 +200,7 @@ impl Plan {
         }
         for p in &self.platforms {
             let w = |k: &str| format!("platform `{}`: {k}", p.name);
-            pos(p.boards_per_server, &w("boards_per_server"))?;
+            pos(p.boards_per_server, &w("`boards_per_server`"))?;
             if p.height_u == 0 {
                 anyhow::bail!(
                     "TCO plan: platform `{}`: `height_u` must be at least 1",
@@ -206,17 +208,17 @@ impl Plan {
                 );
             }
             if let Some(v) = p.power_w {
-                pos(v, &w("power_w"))?;
+                pos(v, &w("`power_w`"))?;
             }
             if let Some(v) = p.perf {
-                pos(v, &w("perf"))?;
+                pos(v, &w("`perf`"))?;
             }
             for t in &p.perf_tests {
-                pos(t.value, &w(&format!("perf_tests `{}`", t.name)))?;
+                pos(t.value, &w(&format!("perf_tests `{}`: `value`", t.name)))?;
             }
             for b in &p.bom {
-                nonneg(b.unit_cost, &w(&format!("bom `{}` unit_cost", b.name)))?;
-                nonneg(b.quantity, &w(&format!("bom `{}` quantity", b.name)))?;
+                nonneg(b.unit_cost, &w(&format!("bom `{}`: `unit_cost`", b.name)))?;
+                nonneg(b.quantity, &w(&format!("bom `{}`: `quantity`", b.name)))?;
             }
             if p.power_w.is_none() && p.run.is_none() {
                 anyhow::bail!(

@@ -67,9 +67,14 @@ pub fn fmt_money(currency: &str, v: f64) -> String {
     }
 }
 
-/// A ratio as the seed prints it: one decimal and `x`.
+/// A ratio as the seed prints it: one decimal and `x`; below 0.1, where one decimal
+/// would make 0.058 and 0.14 both `0.1x`, two significant digits (`0.058x`).
 pub fn fmt_ratio(r: Option<f64>) -> String {
     match r {
+        Some(v) if v.is_finite() && v.abs() < 0.095 && v != 0.0 => {
+            let decimals = (1 - v.abs().log10().floor() as i32).max(1) as usize;
+            format!("{v:.decimals$}x")
+        }
         Some(v) if v.is_finite() => format!("{v:.1}x"),
         _ => "n/a".to_string(),
     }
@@ -89,8 +94,17 @@ fn fmt_cell(t: &TcoResult, row: &Row, v: f64) -> String {
 pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
     let n = t.platforms.len();
     let others: Vec<usize> = (0..n).filter(|i| *i != t.baseline).collect();
+    // Which way the ratio runs is said in its header: `Difference (A / B)`.
     let diff_names: Vec<String> = if n == 2 {
-        vec!["Difference".to_string()]
+        others
+            .iter()
+            .map(|i| {
+                format!(
+                    "Difference ({} / {})",
+                    t.platforms[*i].name, t.platforms[t.baseline].name
+                )
+            })
+            .collect()
     } else {
         others
             .iter()

@@ -198,3 +198,41 @@ fn small_figures_keep_three_significant_digits() {
         assert_eq!(tco::fmt_number(v), want, "{v}");
     }
 }
+
+/// The Difference header says which way its ratio runs; a plan that names no baseline
+/// divides by its first platform, as the report's summary does; a ratio below 0.1 keeps
+/// two significant digits (0.058 and 0.14 are not both `0.1x`).
+#[test]
+fn difference_names_its_direction_and_small_ratios_stay_apart() {
+    let t = seed_result();
+    let s = tco::text(&t);
+    assert!(
+        s.contains("Difference (Qualcomm Centriq 2452 / Intel Xeon Gold 5120)"),
+        "{s}"
+    );
+    let text = include_str!("../examples/seed_redis_tco.toml")
+        .replace("baseline = \"Intel Xeon Gold 5120\"", "");
+    let plan = tco::Plan::from_toml(&text).unwrap();
+    let t = tco::evaluate(&plan, &BTreeMap::new()).unwrap();
+    assert_eq!(t.platforms[t.baseline].name, "Qualcomm Centriq 2452");
+    assert_eq!(tco::fmt_ratio(Some(0.058)), "0.058x");
+    assert_eq!(tco::fmt_ratio(Some(0.14)), "0.1x");
+    assert_eq!(tco::fmt_ratio(Some(0.08)), "0.080x");
+    assert_eq!(tco::fmt_ratio(Some(1.66)), "1.7x");
+}
+
+/// A plan's mistakes are named by their keys, once each: no `platform `X`: power_w`
+/// nested in backticks, and a plan without platforms is told what one needs.
+#[test]
+fn plan_errors_name_their_keys_plainly() {
+    let seed = include_str!("../examples/seed_redis_tco.toml");
+    let bad = seed.replacen("power_w = ", "power_w = -", 1);
+    let e = tco::Plan::from_toml(&bad).unwrap_err().to_string();
+    assert!(e.contains(": `power_w` must be a positive number"), "{e}");
+    assert!(!e.contains("`platform `"), "{e}");
+    let cut = seed
+        .find("[[platform]]")
+        .expect("the seed plan has platforms");
+    let e = tco::Plan::from_toml(&seed[..cut]).unwrap_err().to_string();
+    assert!(e.contains("add at least one [[platform]]"), "{e}");
+}

@@ -110,6 +110,7 @@ impl TableArgs {
                 .map(|e| report::selection::parse_extrapolation(e, self.clock_elasticity))
                 .collect::<Result<_, _>>()
                 .map_err(anyhow::Error::msg)?,
+            from_plan: false,
         };
         sel.check(runs).map_err(anyhow::Error::msg)?;
         Ok(sel)
