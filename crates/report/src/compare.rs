@@ -1031,24 +1031,42 @@ pub fn variant_run(run: &RunRecord, variant: &str) -> Option<RunRecord> {
 /// replication of its own (as a run is across runs). None when the run has no such
 /// variant.
 pub fn variant_runs(run: &RunRecord, variant: &str) -> Option<Vec<RunRecord>> {
-    let all = variant_run(run, variant)?;
+    Some(per_repetition(&variant_run(run, variant)?))
+}
+
+/// A variant's results ([`variant_run`]) as one record per repetition, labelled
+/// `LABEL rep N`.
+fn per_repetition(all: &RunRecord) -> Vec<RunRecord> {
     let mut reps: Vec<u32> = all.results.iter().map(|r| r.repetition).collect();
     reps.sort_unstable();
     reps.dedup();
-    Some(
-        reps.into_iter()
-            .map(|rep| {
-                let mut one = all.clone();
-                one.label = Some(format!(
-                    "{} rep {}",
-                    all.label.as_deref().unwrap_or_default(),
-                    rep + 1
-                ));
-                one.results.retain(|r| r.repetition == rep);
-                one
-            })
-            .collect(),
-    )
+    reps.into_iter()
+        .map(|rep| {
+            let mut one = all.clone();
+            one.label = Some(format!(
+                "{} rep {}",
+                all.label.as_deref().unwrap_or_default(),
+                rep + 1
+            ));
+            one.results.retain(|r| r.repetition == rep);
+            one
+        })
+        .collect()
+}
+
+/// The replications of a report column, for [`compare`]: a variant's column
+/// ([`variant_columns`]) one per repetition, as `rackbench compare RUN@A RUN@B` takes
+/// them; any other run is one.
+pub fn replications(column: &RunRecord) -> Vec<RunRecord> {
+    let is_variant = column
+        .hosts
+        .iter()
+        .any(|h| h.facts.contains_key(VARIANT_FACT));
+    if is_variant {
+        per_repetition(column)
+    } else {
+        vec![column.clone()]
+    }
 }
 
 /// A run as report columns: one per variant when it was measured under several (the

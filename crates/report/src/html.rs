@@ -189,7 +189,10 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         let (pairs, alone) = crate::views::comparable_pairs(runs);
         let mut unjudged = false;
         for (a, b) in pairs {
-            let c = compare(&runs[a..=a], &runs[b..=b]);
+            let c = compare(
+                &crate::compare::replications(&runs[a]),
+                &crate::compare::replications(&runs[b]),
+            );
             unjudged |= c
                 .rows
                 .iter()

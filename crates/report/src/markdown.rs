@@ -154,7 +154,10 @@ pub fn markdown_with(
             );
         }
         for (a, b) in pairs {
-            let cmp = compare(&runs[a..=a], &runs[b..=b]);
+            let cmp = compare(
+                &crate::compare::replications(&runs[a]),
+                &crate::compare::replications(&runs[b]),
+            );
             let _ = write!(
                 m,
                 "\n### {} (B) vs {} (A)\n\n**Comparability:** {}\n\n",

@@ -372,6 +372,43 @@ fn tests_are_chosen_by_the_row_names_the_summary_prints() {
     assert!(e.contains("params: no point has instances=7"), "{e}");
 }
 
+/// A report of a run measured under two variants compares them as `rackbench compare
+/// RUN@off RUN@on` does: each interleaved repetition is a replication, not one run a side
+/// with "not enough repetitions" (and a p99 from another rule).
+#[test]
+fn a_reports_variant_comparison_is_the_cli_comparison() {
+    let mut run = kv_run(&Spec {
+        reps: 4,
+        ..Spec::default()
+    });
+    for r in run.results.iter_mut() {
+        let v = if r.repetition % 2 == 0 { "off" } else { "on" };
+        r.params.insert("variant".into(), serde_json::json!(v));
+    }
+    let cli = report::compare::compare(
+        &report::compare::variant_runs(&run, "off").unwrap(),
+        &report::compare::variant_runs(&run, "on").unwrap(),
+    );
+    let cols = report::compare::variant_columns(run.clone());
+    assert_eq!(cols.len(), 2);
+    let rep = report::compare::compare(
+        &report::compare::replications(&cols[0]),
+        &report::compare::replications(&cols[1]),
+    );
+    assert_eq!(cli.rows, rep.rows);
+    assert!(
+        rep.rows
+            .iter()
+            .all(|r| r.a.as_ref().is_none_or(|s| s.n == 2)),
+        "{:?}",
+        rep.rows
+    );
+    let md = report::markdown(&cols, None);
+    assert!(!md.contains("not enough repetitions"), "{md}");
+    // A run of its own stays one replication.
+    assert_eq!(report::compare::replications(&run).len(), 1);
+}
+
 /// Two variants of one run: the variant is the declared difference; a setting that
 /// differs besides it (a sysctl changed by hand on one side) is warned about.
 #[test]
