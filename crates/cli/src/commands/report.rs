@@ -65,7 +65,7 @@ pub struct TableArgs {
     #[arg(long, value_name = "RUN=HOW")]
     pub extrapolate: Vec<String>,
     /// How performance follows the clock in clock extrapolations: 1 is linear, 0.7 is 7%
-    /// more for 10% more clock (measure it from two clocks of one CPU) [default: 1]
+    /// more for 10% more clock (measure it from two clocks of one CPU)
     #[arg(long, value_name = "E", default_value_t = 1.0)]
     pub clock_elasticity: f64,
 }

@@ -43,7 +43,8 @@ impl Args {
 #[derive(clap::Args, Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunOpts {
-    /// A TOML plan file: `[run]` (these options, `workload = "kv"`) and `[kv]` (its parameters).
+    /// A TOML plan file: `[run]` (these options and `workload = "NAME"`) and `[NAME]`
+    /// (the workload's parameters), e.g. `workload = "kv"` and `[kv]`.
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub plan: Option<PathBuf>,
@@ -783,13 +784,13 @@ fn workload_peaks(points: &[Point]) -> String {
             String::new()
         };
         out.push_str(&format!(
-            "{} {test}: {:.1} {}{of} at {}\n",
+            "{} {test}: {} {}{of} at {}\n",
             if best.higher_is_better() {
                 "peak"
             } else {
                 "lowest"
             },
-            head.mean,
+            report::fmt::num(head.mean),
             best.headline_unit(),
             at.join(" ")
         ));
@@ -859,7 +860,7 @@ mod tests {
         let out = peaks(&run);
         assert_eq!(
             out,
-            "\npeak set: 125000.0 ops/s (mean of 3 repetitions) at instances=2\n\
+            "\npeak set: 125,000 ops/s (mean of 3 repetitions) at instances=2\n\
              lowest latency: 80.0 ns at cpu=1\n",
         );
         // The report chose the same point.

@@ -275,12 +275,23 @@ impl Workload for Kv {
         if test == "get" {
             if let Some(m) = step.metrics.iter().find(|m| m.name == "hit_ratio_pct") {
                 if m.value < 90.0 {
+                    let tests = &self.cfg.tests;
+                    let set_ran = tests
+                        .iter()
+                        .position(|t| t == "set")
+                        .is_some_and(|s| tests.iter().position(|t| t == "get") > Some(s));
+                    let advice = if set_ran {
+                        // The SETs before did run: they left keys of the keyspace unwritten.
+                        format!(
+                            "the SETs before it left part of the keyspace (-r {}, over {} instance(s)) unwritten: raise -n or lower -r",
+                            self.cfg.keyspace, self.cfg.instances
+                        )
+                    } else {
+                        "run `set` first (-t set,get) or raise -n".to_string()
+                    };
                     step.flags.push(Flag::warning(
                         "low_hit_ratio",
-                        format!(
-                            "only {:.1}% of GETs found their key: run `set` first (-t set,get) or raise -n",
-                            m.value
-                        ),
+                        format!("only {:.1}% of GETs found their key: {advice}", m.value),
                     ));
                 }
             }
