@@ -153,7 +153,25 @@ pub fn human(v: f64) -> String {
         format!("{:.2}M", v / 1e6)
     } else if a >= 1e4 {
         format!("{:.1}k", v / 1e3)
-    } else {
+    } else if a >= 1.0 || v == 0.0 {
         format!("{v:.1}")
+    } else {
+        // Below 1 (a 60-byte UDP stream's 0.048 Gbit/s): three significant digits, not 0.0.
+        format!("{v:.*}", (2 - a.log10().floor() as i32).max(1) as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human;
+
+    /// A figure below 1 keeps its digits (a 60-byte UDP stream's live Gbit/s read 0.0).
+    #[test]
+    fn small_figures_keep_three_significant_digits() {
+        assert_eq!(human(0.0482), "0.0482");
+        assert_eq!(human(0.5), "0.500");
+        assert_eq!(human(0.0), "0.0");
+        assert_eq!(human(12.34), "12.3");
+        assert_eq!(human(1_234_567.0), "1.23M");
     }
 }
