@@ -1150,7 +1150,7 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         title: format!("{who}network throughput and CPU cost"),
         figures: vec![(title, fig)],
         tables: vec![Table {
-            caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions); with --rate, the rate asked of all streams beside it (iperf3 -b); TCP retransmits and RTT as the sender's kernel counted them (TCP_INFO, iperf3's Retr and RTT)".into(),
+            caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions); with --rate, the rate asked of all streams beside it (iperf3 -b); TCP retransmits and RTT as the sender's kernel counted them (TCP_INFO, iperf3's Retr and RTT). Sender and Receiver CPU % are each end's worker threads (getrusage, as iperf3 counts its own); the efficiency table's %CPU used is each end's whole process from the telemetry, and so reads a little apart".into(),
             head: ["Test and parameters"]
                 .into_iter()
                 .chain(paced.then_some("Target rate"))
