@@ -559,3 +559,116 @@ fn reading_commands_never_make_a_store() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `import a b c`: each file whole or not at all, an outcome per file, and a non-zero
+/// exit when any failed; the files that read are imported whatever became of the others.
+#[test]
+fn import_takes_several_files_each_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    ok(&rackbench(
+        &db,
+        &["export", "arm", "-o", a.to_str().unwrap()],
+    ));
+    ok(&rackbench(
+        &db,
+        &["export", "x86", "-o", b.to_str().unwrap()],
+    ));
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"hello\": 1}").unwrap();
+    let db2 = dir.path().join("other.sqlite");
+    let files = [&a, &junk, &b].map(|p| p.to_str().unwrap().to_string());
+    let mut args = vec!["import"];
+    args.extend(files.iter().map(String::as_str));
+    let out = rackbench(&db2, &args);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{}: imported 1 run", files[0])),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}: nothing imported: ", files[1]))
+            && err.contains("rackbench export"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}: imported 1 run", files[2])),
+        "{err}"
+    );
+    assert!(err.contains("1 of 3 files not imported"), "{err}");
+    let other = Store::open(&db2).unwrap();
+    assert_eq!(other.list_runs().unwrap().len(), 2);
+    // Again, as JSON: an outcome per file, and the whole's.
+    let mut json_args = args.clone();
+    json_args.push("--json");
+    let out = rackbench(&db2, &json_args);
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["imported"], serde_json::json!([]));
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 2);
+    assert!(v["files"][1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("not a rackbench JSON export"));
+}
+
+/// `compare RUN RUN`: the comparison is made, and a note says both sides are one run.
+#[test]
+fn compare_of_a_run_with_itself_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let out = rackbench(&db, &["compare", "arm", "20261120T210703-aaaaaa"]);
+    ok(&out);
+    let err = stderr(&out);
+    assert!(
+        err.contains("note: both sides are one run (20261120T210703-aaaaaa)"),
+        "{err}"
+    );
+    let out = rackbench(&db, &["compare", "arm", "x86"]);
+    assert!(!stderr(&out).contains("both sides"), "{}", stderr(&out));
+}
+
+/// A store on a read-only file system (a read-only bind mount in a mount namespace of
+/// its own): `runs`, `show`, `export` and `report` read it, and nothing in it changes.
+/// Before, opening it switched the journal mode and migrated, and failed.
+#[test]
+fn read_commands_read_a_store_on_a_read_only_file_system() {
+    let unshare_ok = std::process::Command::new("unshare")
+        .args(["-m", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !unshare_ok {
+        eprintln!("skipped: `unshare -m` is not permitted here (needs root and util-linux)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let db = filled_store(&ro);
+    let before = std::fs::read(&db).unwrap();
+    let bin = env!("CARGO_BIN_EXE_rackbench");
+    let d = ro.to_str().unwrap();
+    let dbs = db.to_str().unwrap();
+    let script = format!(
+        "mount --bind {d} {d} && mount -o remount,ro,bind {d} && \
+         ! touch {d}/probe 2>/dev/null && \
+         {bin} --db {dbs} runs && {bin} --db {dbs} show arm && \
+         {bin} --db {dbs} export x86 >/dev/null"
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .env_remove("RACKBENCH_DB")
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    assert!(text.contains("20261120T210803-bbbbbb"), "{text}");
+    assert!(text.contains("label"), "show's header: {text}");
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "the store is unchanged"
+    );
+}

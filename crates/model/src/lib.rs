@@ -221,6 +221,68 @@ impl ResultRecord {
 /// `capacity_tests::TESTS`).
 pub const CAPACITY_TESTS: [&str; 3] = ["ramp", "search", "levels"];
 
+/// The end of a `net` pair a figure was measured at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairEnd {
+    Sender,
+    Receiver,
+    /// A figure of the pair (CPU of both ends per Gbit/s, the payload both use).
+    Both,
+}
+
+/// Figures the `net` workload stores unlabelled that its sender counts (its kernel's
+/// TCP_INFO for the TCP counters); every other unlabelled throughput, packet and loss
+/// figure is the receiver's ([`RECEIVER_FIGURES`]).
+const SENDER_FIGURES: [&str; 9] = [
+    "bytes_sent",
+    "packets_sent",
+    "send_errors",
+    "target_gbit_per_s",
+    "retransmits",
+    "rtt_mean_ns",
+    "rtt_min_ns",
+    "rtt_max_ns",
+    "snd_cwnd_max_bytes",
+];
+const RECEIVER_FIGURES: [&str; 8] = [
+    "throughput_gbit_per_s",
+    "packets_per_s",
+    "bytes_received",
+    "packets_received",
+    "lost_packets",
+    "loss_pct",
+    "out_of_order_packets",
+    "jitter_ms",
+];
+
+/// Which end of a `net` pair figure `name` with `labels` is of: the `end` label where it
+/// has one (`throughput_gbit_per_s{end=sender}`), else the end its name says
+/// (`sender_cpu_pct`), else the end that counts it (`retransmits`: the sender's kernel;
+/// `throughput_gbit_per_s`: received). A missing figure's name may carry its labels
+/// (`throughput_gbit_per_s{end=sender}`), as the workload names it.
+pub fn net_figure_end(name: &str, labels: &BTreeMap<String, String>) -> PairEnd {
+    let (base, inline) = match name.split_once('{') {
+        Some((b, rest)) => (b, rest.trim_end_matches('}')),
+        None => (name, ""),
+    };
+    let inline_end = inline
+        .split(',')
+        .find_map(|kv| kv.trim().strip_prefix("end="));
+    match labels.get("end").map(String::as_str).or(inline_end) {
+        Some("sender") => return PairEnd::Sender,
+        Some("receiver") => return PairEnd::Receiver,
+        Some(_) => return PairEnd::Both,
+        None => {}
+    }
+    if base.starts_with("sender_") || SENDER_FIGURES.contains(&base) {
+        PairEnd::Sender
+    } else if base.starts_with("receiver_") || RECEIVER_FIGURES.contains(&base) {
+        PairEnd::Receiver
+    } else {
+        PairEnd::Both
+    }
+}
+
 /// One fact of a host's disclosure: its value, or why it could not be read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {

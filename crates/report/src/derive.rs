@@ -158,6 +158,38 @@ pub fn param_str(v: &serde_json::Value) -> String {
     }
 }
 
+/// Names in the order a reader counts them: runs of digits compare as numbers, the rest
+/// as text (`rbh2` before `rbh10`, `60B` before `1472B`); names equal that way (`rbh02`,
+/// `rbh2`) fall back to plain text order, so the order is total and repeatable.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parts(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let bytes = s.as_bytes();
+        for i in 1..=bytes.len() {
+            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
+                out.push((bytes[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        out
+    }
+    let (pa, pb) = (parts(a), parts(b));
+    for (x, y) in pa.iter().zip(&pb) {
+        let o = match (x, y) {
+            ((true, dx), (true, dy)) => {
+                let (dx, dy) = (dx.trim_start_matches('0'), dy.trim_start_matches('0'));
+                dx.len().cmp(&dy.len()).then_with(|| dx.cmp(dy))
+            }
+            ((_, tx), (_, ty)) => tx.cmp(ty),
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    pa.len().cmp(&pb.len()).then_with(|| a.cmp(b))
+}
+
 /// One sweep point of one run: a test at one set of parameters, with its repetitions.
 #[derive(Debug, Clone)]
 pub struct Point<'a> {

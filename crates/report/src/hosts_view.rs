@@ -17,7 +17,8 @@ use model::{CpuUtil, HostDisclosure, ResultRecord, RunRecord, Status, TelemetryS
 use serde_json::Value;
 
 use crate::derive::{
-    idle_for, param_str, points, power_of_summary, run_labels, source_label, PowerBasis,
+    idle_for, natural_cmp, param_str, points, power_of_summary, run_labels, source_label,
+    PowerBasis,
 };
 use crate::fmt::{esc, num};
 
@@ -308,7 +309,8 @@ fn end_rep(
 }
 
 /// Net results of a run that name their pair, grouped by sweep point: (test, the
-/// parameters other than the pair's hosts) -> pairs in first-seen order -> results.
+/// parameters other than the pair's hosts) -> pairs by sender then receiver, in natural
+/// order (`rbh2` before `rbh10`) -> results.
 #[allow(clippy::type_complexity)]
 fn pair_groups(
     run: &RunRecord,
@@ -336,6 +338,11 @@ fn pair_groups(
             Some(p) => p.1.push(r),
             None => g.2.push(((s, d), vec![r])),
         }
+    }
+    for g in &mut out {
+        g.2.sort_by(|((s1, d1), _), ((s2, d2), _)| {
+            natural_cmp(s1, s2).then_with(|| natural_cmp(d1, d2))
+        });
     }
     // Parameters that differ between groups of one test name the sweep point.
     let varying: Vec<String> = {
@@ -598,15 +605,13 @@ pub fn matrices(runs: &[RunRecord]) -> Vec<HostTable> {
     let mut out = Vec::new();
     for (ri, run) in runs.iter().enumerate() {
         for (test, point, pairs) in pair_groups(run) {
-            let mut senders: Vec<&str> = Vec::new();
-            let mut receivers: Vec<&str> = Vec::new();
-            for ((s, d), _) in &pairs {
-                if !senders.contains(&s.as_str()) {
-                    senders.push(s);
-                }
-                if !receivers.contains(&d.as_str()) {
-                    receivers.push(d);
-                }
+            // Rows and columns in natural order (`rbh2` before `rbh10`), not the order
+            // the pairs ran in.
+            let mut senders: Vec<&str> = pairs.iter().map(|((s, _), _)| s.as_str()).collect();
+            let mut receivers: Vec<&str> = pairs.iter().map(|((_, d), _)| d.as_str()).collect();
+            for v in [&mut senders, &mut receivers] {
+                v.sort_by(|a, b| natural_cmp(a, b));
+                v.dedup();
             }
             let value = |s: &str, d: &str| -> Option<Option<f64>> {
                 let (_, rs) = pairs.iter().find(|((a, b), _)| a == s && b == d)?;

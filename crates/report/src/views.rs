@@ -152,26 +152,187 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
             "oltp" => out.extend(oltp(run, wl, &who)),
             _ => {}
         }
-        // Every capacity test of the run has its view (one per sweep point and
-        // repetition), each named by what sets it apart from the others.
-        for phase in ["ramp", "search", "levels"] {
-            let tests: Vec<&ResultRecord> = ok_results(run, wl)
-                .filter(|r| derive::capacity_phase(r) == Some(phase))
-                .collect();
-            for r in &tests {
-                let who = format!("{who}{}", apart(&tests, r));
-                out.extend(match phase {
-                    "ramp" => ramp(r, wl, &who),
-                    "search" => search(r, wl, &who),
-                    _ => levels(r, wl, &who),
-                });
-            }
+        out.extend(capacity_views(run, wl, &who));
+        if wl == "oltp" {
+            out.extend(consistency(run, wl, &who));
         }
     }
     if wl == "oltp" {
         out.extend(oltp_runs_by_vus(&mine, wl));
     }
     out
+}
+
+/// The views `rackbench show` prints on the console beside its own tables, the same the
+/// report has: each capacity test's steps (ramp, search, levels) and the TPC-C
+/// consistency check's outcome. The other views hold what `show`'s results table already
+/// has, or charts.
+pub fn console_views(run: &RunRecord) -> Vec<View> {
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in &run.results {
+        if !workloads.contains(&r.workload.as_str()) {
+            workloads.push(&r.workload);
+        }
+    }
+    let mut out = Vec::new();
+    for wl in workloads {
+        out.extend(capacity_views(run, wl, ""));
+        if wl == "oltp" {
+            out.extend(consistency(run, wl, ""));
+        }
+    }
+    out
+}
+
+/// Every capacity test of the run has its view (one per sweep point and repetition),
+/// each named by what sets it apart from the others.
+fn capacity_views(run: &RunRecord, wl: &str, who: &str) -> Vec<View> {
+    let mut out = Vec::new();
+    for phase in ["ramp", "search", "levels"] {
+        let tests: Vec<&ResultRecord> = ok_results(run, wl)
+            .filter(|r| derive::capacity_phase(r) == Some(phase))
+            .collect();
+        for r in &tests {
+            let who = format!("{who}{}", apart(&tests, r));
+            out.extend(match phase {
+                "ramp" => ramp(r, wl, &who),
+                "search" => search(r, wl, &who),
+                _ => levels(r, wl, &who),
+            });
+        }
+    }
+    out
+}
+
+/// Flag codes of the TPC-C consistency check (the oltp workload's `check_flags`): a
+/// condition that failed makes the result invalid; a check that could not run leaves
+/// the figures unverified.
+const CONSISTENCY_FAILED: &str = "consistency";
+const CONSISTENCY_NOT_CHECKED: &str = "consistency_not_checked";
+/// Every flag that is an outcome of the check: the two above, and the runner's when the
+/// workload's check itself failed.
+const CHECK_OUTCOMES: [&str; 3] = [CONSISTENCY_FAILED, CONSISTENCY_NOT_CHECKED, "verify_failed"];
+
+/// Whether the run asked for the consistency check (`--check`, on unless set false), as
+/// its plan records the oltp parameters (at the top for one workload, per part for a
+/// suite).
+fn check_asked(run: &RunRecord) -> bool {
+    let off = |v: &serde_json::Value| match v {
+        serde_json::Value::Bool(b) => !b,
+        serde_json::Value::String(s) => {
+            matches!(
+                s.to_ascii_lowercase().as_str(),
+                "false" | "no" | "off" | "0"
+            )
+        }
+        _ => false,
+    };
+    let parts: Vec<&serde_json::Value> = match run.plan.get("suite").and_then(|s| s.as_array()) {
+        Some(suite) => suite
+            .iter()
+            .filter(|p| p.get("workload").and_then(|w| w.as_str()) == Some("oltp"))
+            .collect(),
+        None => vec![&run.plan],
+    };
+    !parts
+        .iter()
+        .filter_map(|p| p.get("params").and_then(|x| x.get("check")))
+        .any(off)
+}
+
+/// The TPC-C consistency check (clause 3.3.2), which runs after each sweep point: the
+/// conditions that failed and where (those results are invalid), a check that could not
+/// run, or that none failed; said in so many words, as a flag alone says nothing of a
+/// check that passed. None without a result of `wl` to check.
+fn consistency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    let results: Vec<&ResultRecord> = run.results.iter().filter(|r| r.workload == wl).collect();
+    if results.is_empty() {
+        return None;
+    }
+    // Each message once, with the steps it was found at (flags go on every result of
+    // the step).
+    let mut found: Vec<(&str, String, Vec<u32>)> = Vec::new();
+    for r in &results {
+        for f in r
+            .flags
+            .iter()
+            .filter(|f| CHECK_OUTCOMES.contains(&f.code.as_str()))
+        {
+            match found
+                .iter_mut()
+                .find(|(c, m, _)| *c == f.code && *m == f.message)
+            {
+                Some((_, _, steps)) => {
+                    if !steps.contains(&r.step) {
+                        steps.push(r.step);
+                    }
+                }
+                None => found.push((f.code.as_str(), f.message.clone(), vec![r.step])),
+            }
+        }
+    }
+    let at = |steps: &[u32]| {
+        let list: Vec<String> = steps.iter().map(u32::to_string).collect();
+        format!(
+            "step{} {}",
+            if steps.len() == 1 { "" } else { "s" },
+            list.join(",")
+        )
+    };
+    let mut notes = Vec::new();
+    for (code, message, steps) in &found {
+        notes.push(if *code == CONSISTENCY_FAILED {
+            format!(
+                "FAILED at {}: {message}; those results are invalid.",
+                at(steps)
+            )
+        } else {
+            format!(
+                "Not checked at {}: {message}; those figures stand unverified.",
+                at(steps)
+            )
+        });
+    }
+    if !check_asked(run) && found.is_empty() {
+        notes.push("Not run: the run was made with --check false.".to_string());
+    } else {
+        // The check runs after a sweep point whose tests all completed: a result with no
+        // outcome of it either passed it or was never checked.
+        let unflagged = |ok: bool| -> Vec<u32> {
+            let mut steps: Vec<u32> = results
+                .iter()
+                .filter(|r| (r.status == Status::Ok) == ok)
+                .filter(|r| {
+                    !r.flags
+                        .iter()
+                        .any(|f| CHECK_OUTCOMES.contains(&f.code.as_str()))
+                })
+                .map(|r| r.step)
+                .collect();
+            steps.dedup();
+            steps
+        };
+        let (passed, unchecked) = (unflagged(true), unflagged(false));
+        if !passed.is_empty() {
+            notes.push(if found.is_empty() && unchecked.is_empty() {
+                "Passed: no condition failed after any sweep point.".to_string()
+            } else {
+                format!("Passed at {}: no condition failed.", at(&passed))
+            });
+        }
+        if !unchecked.is_empty() {
+            notes.push(format!(
+                "Not checked at {}: the test did not complete.",
+                at(&unchecked)
+            ));
+        }
+    }
+    Some(View {
+        title: format!("{who}TPC-C consistency check (clause 3.3.2)"),
+        figures: vec![],
+        tables: vec![],
+        notes,
+    })
 }
 
 /// What sets capacity test `r` apart from the others of `tests` (`pipeline=16,

@@ -353,7 +353,7 @@ fn sender_by_receiver_matrix() {
     let run = net_matrix(&NAMES);
     let m = hosts_view::matrices(std::slice::from_ref(&run));
     let tcp = m.iter().find(|t| t.caption.starts_with("tcp")).unwrap();
-    assert_eq!(tcp.head, ["sender \\ receiver", "beta", "gamma", "alpha"]);
+    assert_eq!(tcp.head, ["sender \\ receiver", "alpha", "beta", "gamma"]);
     let cell = |s: &str, d: &str| {
         let c = tcp.head.iter().position(|h| h == d).unwrap();
         tcp.row(s).unwrap()[c].clone()
@@ -367,6 +367,49 @@ fn sender_by_receiver_matrix() {
     // udp60 measured one pair only: the others are "not measured", not 0.
     let udp = m.iter().find(|t| t.caption.starts_with("udp60")).unwrap();
     assert_eq!(udp.rows, [["alpha", "169"]]);
+}
+
+/// Hosts named with numbers read in their numbers' order, in the matrix's rows and
+/// columns and the pair table's columns, whatever order the pairs ran in (`rbh10` came
+/// before `rbh2`, as it was measured first).
+#[test]
+fn matrix_and_pairs_in_natural_order_of_the_hosts() {
+    let names = ["rbh10", "rbh2", "rbh1"];
+    let run = net_matrix(&names);
+    let m = hosts_view::matrices(std::slice::from_ref(&run));
+    let tcp = m.iter().find(|t| t.caption.starts_with("tcp")).unwrap();
+    assert_eq!(tcp.head, ["sender \\ receiver", "rbh1", "rbh2", "rbh10"]);
+    let rows: Vec<&str> = tcp.rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(rows, ["rbh1", "rbh2", "rbh10"]);
+    // rbh1 -> rbh2 is PAIRS' (2, 1): 15.5 Gbit/s.
+    assert_eq!(tcp.row("rbh1").unwrap()[2], report::fmt::num(15.5));
+    let t = tcp_table(&run);
+    let senders: Vec<&str> = t
+        .head
+        .iter()
+        .filter_map(|h| h.strip_suffix(" (sender)"))
+        .collect();
+    assert_eq!(senders, ["rbh1", "rbh1", "rbh2", "rbh2", "rbh10", "rbh10"]);
+    let receivers: Vec<&str> = t
+        .head
+        .iter()
+        .filter_map(|h| h.strip_suffix(" (receiver)"))
+        .collect();
+    assert_eq!(
+        receivers,
+        ["rbh2", "rbh10", "rbh1", "rbh10", "rbh1", "rbh2"]
+    );
+}
+
+#[test]
+fn natural_order_counts_numbers() {
+    use rackbench_report::derive::natural_cmp;
+    let mut v = ["rbh10", "rbh2", "rbh1", "a", "rbh02", "1472B", "60B", "rbh"];
+    v.sort_by(|a, b| natural_cmp(a, b));
+    assert_eq!(
+        v,
+        ["60B", "1472B", "a", "rbh", "rbh1", "rbh02", "rbh2", "rbh10"]
+    );
 }
 
 #[test]

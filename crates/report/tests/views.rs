@@ -1087,3 +1087,88 @@ fn oltp_uses_valid_repetitions_and_merges_their_histograms() {
     );
     assert!(m.contains("Latency shown per repetition"), "{m}");
 }
+
+/// The TPC-C consistency check's outcome is said in so many words: failed (where, and
+/// that those results are invalid), could not run, not asked for, or passed; a passing
+/// check leaves no flag, so without this nothing said it ran.
+#[test]
+fn oltp_consistency_check_outcome_is_said() {
+    let tpcc = |nopm: f64| {
+        (
+            "tpcc",
+            serde_json::json!({}),
+            vec![Metric::new("nopm", nopm, "new orders/min")],
+        )
+    };
+    let mut r = run("my", "oltp", vec![tpcc(1000.0), tpcc(1100.0)]);
+    for res in &mut r.results {
+        res.flags.clear();
+        res.status = model::Status::Ok;
+    }
+    let notes = |r: &RunRecord| -> Vec<String> {
+        let v = report::views::console_views(r);
+        let c = v
+            .iter()
+            .find(|v| v.title.contains("consistency check"))
+            .expect("a consistency view");
+        c.notes.clone()
+    };
+    assert_eq!(
+        notes(&r),
+        ["Passed: no condition failed after any sweep point."]
+    );
+    let md = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        md.contains("TPC-C consistency check (clause 3.3.2)"),
+        "{md}"
+    );
+    assert!(md.contains("Passed: no condition failed"), "{md}");
+
+    let mut failed = r.clone();
+    failed.results[1].flags.push(model::Flag::invalid(
+        "consistency",
+        "database 1: TPC-C consistency condition 2 (d_next_o_id) fails for 3 rows",
+    ));
+    assert_eq!(
+        notes(&failed),
+        [
+            "FAILED at step 1: database 1: TPC-C consistency condition 2 (d_next_o_id) fails \
+             for 3 rows; those results are invalid.",
+            "Passed at step 0: no condition failed.",
+        ]
+    );
+    let mut unchecked = r.clone();
+    unchecked.results[1].status = model::Status::Failed;
+    unchecked.results[0].flags.push(model::Flag::warning(
+        "consistency_not_checked",
+        "the consistency check could not run: connection refused",
+    ));
+    assert_eq!(
+        notes(&unchecked),
+        [
+            "Not checked at step 0: the consistency check could not run: connection refused; \
+             those figures stand unverified.",
+            "Not checked at step 1: the test did not complete.",
+        ]
+    );
+    let mut off = r.clone();
+    off.plan = serde_json::json!({"workload": "oltp", "params": {"check": "false"}});
+    assert_eq!(
+        notes(&off),
+        ["Not run: the run was made with --check false."]
+    );
+    // Other workloads have no such view; a capacity test's steps are a console view.
+    assert!(report::views::console_views(&net_run()).is_empty());
+    let titles: Vec<String> = report::views::console_views(&capacity_run(true))
+        .into_iter()
+        .map(|v| v.title)
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "kv capacity ramp",
+            "kv latency-objective search",
+            "kv load levels"
+        ]
+    );
+}

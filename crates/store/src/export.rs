@@ -10,7 +10,11 @@
 //!   (`latency_p99_ns`..., labels `histogram=NAME;kind=KIND`) unless a metric with the
 //!   same name and labels exists; the telemetry summary of every host (`cpu_busy_pct`,
 //!   `power_mean_w`, `nic_rx_bytes_per_s`..., host column = that host); idle power per
-//!   host (`idle_power_mean_w`, no step). `params` and `labels` are `k=v;k=v` (a string
+//!   host (`idle_power_mean_w`, no step). The host column of a metric is the host whose
+//!   figure it is: its `host` label (a load generator's share); a net pair's sender or
+//!   receiver by the end that measured it ([`model::net_figure_end`]), `SENDER>RECEIVER`
+//!   for a figure of the pair; the point's system under test (`sut_host`); else the
+//!   run's. `params` and `labels` are `k=v;k=v` (a string
 //!   value holding `;`, `=` or a leading `"` is written as a JSON string). `flags` is
 //!   `SEVERITY:CODE;...`, plus `status:STATUS` for a result that did not end ok.
 
@@ -266,17 +270,30 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
         }
 
         for r in &run.results {
+            let param = |k: &str| r.params.get(k).and_then(|v| v.as_str());
+            let pair = param("sender_host").zip(param("receiver_host"));
+            let point_host = param("sut_host").map_or_else(|| default_host.clone(), host_name);
+            // Whose figure a metric (or a missing one) is: see the module's summary.
+            let host_of = |name: &str, labels: &BTreeMap<String, String>| -> String {
+                if let Some(h) = labels.get("host") {
+                    return host_name(h);
+                }
+                match pair {
+                    Some((s, d)) => match model::net_figure_end(name, labels) {
+                        model::PairEnd::Sender => host_name(s),
+                        model::PairEnd::Receiver => host_name(d),
+                        model::PairEnd::Both => format!("{}>{}", host_name(s), host_name(d)),
+                    },
+                    None => point_host.clone(),
+                }
+            };
             for m in &r.metrics {
-                let host = m
-                    .labels
-                    .get("host")
-                    .map(|h| host_name(h))
-                    .unwrap_or_else(|| default_host.clone());
+                let host = host_of(&m.name, &m.labels);
                 emit(&host, Some(r), &m.name, num(m.value), &m.unit, &m.labels)?;
             }
             for m in &r.missing {
                 emit(
-                    &default_host,
+                    &host_of(&m.name, &BTreeMap::new()),
                     Some(r),
                     &m.name,
                     String::new(),
@@ -310,7 +327,7 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                     // Histogram units other than ns are not produced today; keep the
                     // stored unit rather than claim ns.
                     let unit = if unit == "ns" { h.unit.as_str() } else { unit };
-                    emit(&default_host, Some(r), name, num(value), unit, &l)?;
+                    emit(&point_host, Some(r), name, num(value), unit, &l)?;
                 }
             }
             for t in &r.telemetry_summary {
@@ -654,6 +671,61 @@ mod tests {
         assert_eq!(&busy[2], "altra-01");
         let idle = rows.iter().find(|r| &r[8] == "idle_power_mean_w").unwrap();
         assert_eq!(&idle[5], "");
+    }
+
+    /// A net pair's figures name the host that measured them: the receiver's throughput
+    /// and loss its receiver, the sender's rate and TCP counters its sender, a figure of
+    /// both ends the pair; not the controller's name on every row.
+    #[test]
+    fn csv_host_of_a_net_pair_figure_is_the_end_that_measured_it() {
+        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.workload = "net".into();
+        r.test = "udp".into();
+        r.params.insert("sender_host".into(), "rbh1".into());
+        r.params.insert("receiver_host".into(), "rbh2".into());
+        r.histograms.clear();
+        r.metrics = vec![
+            model::Metric::new("throughput_gbit_per_s", 9.0, "Gbit/s"),
+            model::Metric::new("throughput_gbit_per_s", 9.5, "Gbit/s").label("end", "sender"),
+            model::Metric::new("loss_pct", 0.1, "%"),
+            model::Metric::new("retransmits", 3.0, "segments"),
+            model::Metric::new("sender_cpu_pct", 40.0, "%"),
+            model::Metric::new("receiver_cpu_pct", 60.0, "%"),
+            model::Metric::new("cpu_pct_per_gbit", 11.1, "%/(Gbit/s)"),
+        ];
+        r.missing = vec![model::MissingMetric {
+            name: "throughput_gbit_per_s{end=sender}".into(),
+            reason: "the sender sent nothing".into(),
+        }];
+        let mut buf = Vec::new();
+        to_csv(&[run], &mut buf).unwrap();
+        let mut rd = csv::Reader::from_reader(buf.as_slice());
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        let host = |metric: &str, labels: &str| {
+            rows.iter()
+                .find(|r| &r[8] == metric && &r[11] == labels)
+                .unwrap_or_else(|| panic!("no row {metric} {labels}"))[2]
+                .to_string()
+        };
+        assert_eq!(host("throughput_gbit_per_s", ""), "rbh2");
+        assert_eq!(host("throughput_gbit_per_s", "end=sender"), "rbh1");
+        assert_eq!(host("loss_pct", ""), "rbh2");
+        assert_eq!(host("retransmits", ""), "rbh1");
+        assert_eq!(host("sender_cpu_pct", ""), "rbh1");
+        assert_eq!(host("receiver_cpu_pct", ""), "rbh2");
+        assert_eq!(host("cpu_pct_per_gbit", ""), "rbh1>rbh2");
+        assert_eq!(
+            host(
+                "throughput_gbit_per_s{end=sender}",
+                "reason=the sender sent nothing"
+            ),
+            "rbh1"
+        );
+        // Telemetry keeps its own host.
+        assert!(rows
+            .iter()
+            .any(|r| &r[8] == "cpu_busy_pct" && &r[2] == "altra-01"));
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub struct Store {
     /// The file's device and inode when opened: a run begins only in the file its path
     /// still names (see [`Store::remove_if_unused`]).
     file: Option<(u64, u64)>,
+    /// Opened read-only ([`Store::open_read_only`]): the runs left `running` by a process
+    /// that is gone, with why, shown as interrupted without writing that down.
+    abandoned: Option<BTreeMap<String, String>>,
 }
 
 fn file_id(path: &Path) -> Option<(u64, u64)> {
@@ -79,6 +82,33 @@ impl Store {
             );
         }
         Self::open(path)
+    }
+
+    /// Open a store that must already exist for reading only (`runs`, `show`, `export`,
+    /// `report`, `compare`, `tco`): nothing is written, not even a migration of an older
+    /// schema (reads use only what every schema since [`schema::OLDEST_READABLE`] has;
+    /// the next command that writes migrates it), and it opens where the file or its
+    /// directory is read-only. A run left `running` by a process that is gone reads as
+    /// interrupted, with why, as a command that writes would record it.
+    pub fn open_read_only(path: &Path) -> anyhow::Result<Store> {
+        if !path.exists() {
+            bail!(
+                "no results store at {}: start one with `rackbench run ...`, or give the path \
+                 of an existing one with --db PATH (or RACKBENCH_DB)",
+                path.display()
+            );
+        }
+        let conn = read_only_connection(path).map_err(|e| explain_damage(e, path))?;
+        let version = schema::check_readable(&conn, path).map_err(|e| explain_damage(e, path))?;
+        let abandoned = abandoned_runs(&conn, version)?
+            .into_iter()
+            .collect::<BTreeMap<_, _>>();
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+            file: file_id(path),
+            abandoned: Some(abandoned),
+        })
     }
 
     /// Open and migrate only up to `version` (tests of the migrations use it).
@@ -116,6 +146,7 @@ impl Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
             file,
+            abandoned: None,
         };
         if version >= 3 {
             // Best effort: a store we may read but not write still opens.
@@ -129,38 +160,10 @@ impl Store {
     /// stored before that is kept. A run whose process is alive is left alone. Returns
     /// the runs closed.
     pub fn close_abandoned_runs(&self) -> anyhow::Result<Vec<String>> {
-        let Some(me) = ProcessId::current() else {
-            return Ok(Vec::new());
-        };
         let conn = self.lock();
-        let here = model::process::place();
-        let owners: Vec<(String, u32, u64, String, String)> = {
-            let mut stmt = conn.prepare(
-                "SELECT o.run_id, o.pid, o.starttime, o.boot_id, o.place FROM run_owner o
-                 JOIN runs r ON r.id = o.run_id WHERE r.status = 'running'",
-            )?;
-            let rows = stmt.query_map([], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })?;
-            rows.collect::<Result<_, _>>()?
-        };
+        let version = schema::user_version(&conn)? as u32;
         let mut closed = Vec::new();
-        for (run_id, pid, starttime, boot_id, place) in owners {
-            // A run written from another machine or container: its process cannot be
-            // looked up from here, alive or not. Left for a command there to judge.
-            if !place.is_empty() && place != here {
-                continue;
-            }
-            let why = if boot_id.trim() != me.boot_id {
-                format!("the machine restarted while rackbench (pid {pid}) was running this run")
-            } else if ProcessId::of(pid).is_some_and(|p| p.starttime == starttime) {
-                continue;
-            } else {
-                format!(
-                    "the rackbench process (pid {pid}) ended without finishing this run \
-                     (killed, or out of memory?); the results it stored are kept"
-                )
-            };
+        for (run_id, why) in abandoned_runs(&conn, version)? {
             conn.execute(
                 "UPDATE runs SET status = 'interrupted', error = ?2, finished_at = ?3
                  WHERE id = ?1 AND status = 'running'",
@@ -194,9 +197,7 @@ impl Store {
             return false;
         }
         for side in ["", "-wal", "-shm", "-journal"] {
-            let mut p = path.as_os_str().to_owned();
-            p.push(side);
-            let _ = std::fs::remove_file(PathBuf::from(p));
+            let _ = std::fs::remove_file(side_file(&path, side));
         }
         drop(tx);
         true
@@ -430,19 +431,23 @@ impl Store {
         let tx = conn.transaction()?;
         let mut runs = Vec::new();
         {
-            let mut stmt = tx.prepare(
-                "SELECT id, label, created_at, status, command FROM runs
-                 ORDER BY created_at DESC, id DESC",
-            )?;
+            let mut stmt = tx.prepare(&format!(
+                "SELECT id, label, created_at, status, command FROM runs ORDER BY {NEWEST_FIRST}"
+            ))?;
             let mut rows = stmt.query([])?;
             while let Some(row) = rows.next()? {
                 let created: String = row.get(2)?;
                 let status: String = row.get(3)?;
+                let id: String = row.get(0)?;
+                let status = match self.abandoned_why(&id) {
+                    Some(_) => Status::Interrupted,
+                    None => parse_status(&status)?,
+                };
                 runs.push(RunSummary {
-                    id: row.get(0)?,
+                    id,
                     label: row.get(1)?,
                     created_at: parse_ts(&created)?,
-                    status: parse_status(&status)?,
+                    status,
                     workloads: Vec::new(),
                     results: 0,
                     host: String::new(),
@@ -479,7 +484,7 @@ impl Store {
         if q == "latest" {
             return conn
                 .query_row(
-                    "SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT 1",
+                    &format!("SELECT id FROM runs ORDER BY {NEWEST_FIRST} LIMIT 1"),
                     [],
                     |r| r.get(0),
                 )
@@ -492,16 +497,15 @@ impl Store {
             return Ok(q.to_string());
         }
         if let Some(id) = newest(
-            "SELECT id FROM runs WHERE label = ?1 ORDER BY created_at DESC, id DESC LIMIT 1",
+            &format!("SELECT id FROM runs WHERE label = ?1 ORDER BY {NEWEST_FIRST} LIMIT 1"),
             q,
         )? {
             return Ok(id);
         }
         // substr rather than LIKE: ids may contain `_`, which LIKE treats as a wildcard.
-        let mut stmt = conn.prepare(
-            "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1
-             ORDER BY created_at DESC, id DESC",
-        )?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY {NEWEST_FIRST}"
+        ))?;
         let ids: Vec<String> = stmt
             .query_map([q], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
@@ -527,10 +531,19 @@ impl Store {
     pub fn load_run(&self, id: &str) -> anyhow::Result<RunRecord> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let run = load_run(&tx, id, &self.path)
+        let mut run = load_run(&tx, id, &self.path)
             .with_context(|| format!("loading run {id} from {}", self.path.display()))?;
         tx.commit()?;
+        if let Some(why) = self.abandoned_why(id) {
+            run.status = Status::Interrupted;
+            run.error = Some(why.to_string());
+        }
         Ok(run)
+    }
+
+    /// Why run `id` reads as interrupted in a store opened read-only: its process is gone.
+    fn abandoned_why(&self, id: &str) -> Option<&str> {
+        self.abandoned.as_ref()?.get(id).map(String::as_str)
     }
 
     /// Import a run exported elsewhere (error if the id already exists). One transaction:
@@ -541,13 +554,8 @@ impl Store {
     /// interrupted, with what it had stored then.
     pub fn import_run(&self, run: &RunRecord) -> anyhow::Result<()> {
         export::check_importable(run)?;
-        if run.status == Status::Running {
-            let why = Some(
-                "exported while it was still running: the results it had stored then".to_string(),
-            );
-            return self.insert_whole(run, Status::Interrupted, &why, None, false);
-        }
-        self.insert_whole(run, run.status, &run.error, None, false)
+        let (status, error) = imported_status(run);
+        self.insert_whole(run, status, &error, None, false)
     }
 
     /// Import `run` over the stored copy of it when that copy holds less: a run that
@@ -564,6 +572,35 @@ impl Store {
         Ok(true)
     }
 
+    /// Import the runs of one export, all of them or none (one transaction): a run not
+    /// stored yet is imported as [`Store::import_run`] does, one stored with less of it
+    /// is replaced as [`Store::import_more_of`] does, any other already stored is
+    /// skipped. An error in any run leaves the store as it was.
+    pub fn import_all(&self, runs: &[RunRecord]) -> anyhow::Result<Imported> {
+        for run in runs {
+            export::check_importable(run)?;
+        }
+        let mut done = Imported::default();
+        let mut conn = self.lock();
+        let tx = write_tx(&mut conn)?;
+        for run in runs {
+            if run_exists(&tx, &run.id)? {
+                if holds_less(&tx, run)? {
+                    insert_whole_in(&tx, &self.path, run, run.status, &run.error, None, true)?;
+                    done.imported.push(run.id.clone());
+                } else {
+                    done.skipped.push(run.id.clone());
+                }
+                continue;
+            }
+            let (status, error) = imported_status(run);
+            insert_whole_in(&tx, &self.path, run, status, &error, None, false)?;
+            done.imported.push(run.id.clone());
+        }
+        tx.commit()?;
+        Ok(done)
+    }
+
     fn insert_whole(
         &self,
         run: &RunRecord,
@@ -572,72 +609,248 @@ impl Store {
         owner: Option<ProcessId>,
         replace_less: bool,
     ) -> anyhow::Result<()> {
-        if run.format_version > model::RECORD_FORMAT_VERSION {
-            bail!(
-                "run {} has record format {}, newer than this rackbench understands ({}); upgrade rackbench",
-                run.id,
-                run.format_version,
-                model::RECORD_FORMAT_VERSION
-            );
-        }
         let mut conn = self.lock();
         let tx = write_tx(&mut conn)?;
-        if run_exists(&tx, &run.id)? {
-            if !replace_less || !holds_less(&tx, run)? {
-                bail!(
-                    "run {} is already in the results store {}; list runs with `rackbench runs`",
-                    run.id,
-                    self.path.display()
-                );
-            }
-            // Cascades to everything of the run; the new copy goes in the same write.
-            tx.execute("DELETE FROM runs WHERE id = ?1", [&run.id])?;
-        }
-        tx.execute(
-            "INSERT INTO runs (id, format_version, label, created_at, finished_at, status, error,
-                               rackbench_version, command, plan)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                run.id,
-                run.format_version,
-                run.label,
-                ts(&run.created_at),
-                run.finished_at.as_ref().map(ts),
-                status_str(status),
-                error,
-                run.rackbench_version,
-                run.command,
-                serde_json::to_string(&run.plan)?,
-            ],
-        )?;
-        insert_hosts(&tx, &run.id, &run.hosts)?;
-        for (i, idle) in run.idle_power.iter().enumerate() {
-            insert_idle(&tx, &run.id, i as i64, idle)?;
-        }
-        for (i, r) in run.results.iter().enumerate() {
-            insert_result(&tx, &run.id, i as i64, r).with_context(|| {
-                format!(
-                    "storing result step {} ({}) of run {}",
-                    r.step, r.test, run.id
-                )
-            })?;
-        }
-        if let Some(me) = owner {
-            tx.execute(
-                "INSERT OR REPLACE INTO run_owner (run_id, pid, starttime, boot_id, place)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
-                    run.id,
-                    me.pid,
-                    me.starttime,
-                    me.boot_id,
-                    model::process::place()
-                ],
-            )?;
-        }
+        insert_whole_in(&tx, &self.path, run, status, error, owner, replace_less)?;
         tx.commit()?;
         Ok(())
     }
+}
+
+/// What [`Store::import_all`] did: the ids imported (or replaced by a copy holding more)
+/// and those already stored, skipped, each in the export's order.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Imported {
+    pub imported: Vec<String>,
+    pub skipped: Vec<String>,
+}
+
+/// The status and error an imported run is stored with: its own, except that a run
+/// exported while it was still running has no process here that could finish it (and
+/// none `close_abandoned_runs` could find gone): it is interrupted, with what it had
+/// stored then.
+fn imported_status(run: &RunRecord) -> (Status, Option<String>) {
+    if run.status == Status::Running {
+        return (
+            Status::Interrupted,
+            Some("exported while it was still running: the results it had stored then".into()),
+        );
+    }
+    (run.status, run.error.clone())
+}
+
+/// Store `run` whole in `tx`, with this status and error (and its owner, for a run
+/// begun here). Refused when the id is stored, unless `replace_less` and the stored copy
+/// holds less of it ([`holds_less`]), which it then replaces.
+fn insert_whole_in(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    run: &RunRecord,
+    status: Status,
+    error: &Option<String>,
+    owner: Option<ProcessId>,
+    replace_less: bool,
+) -> anyhow::Result<()> {
+    if run.format_version > model::RECORD_FORMAT_VERSION {
+        bail!(
+            "run {} has record format {}, newer than this rackbench understands ({}); upgrade rackbench",
+            run.id,
+            run.format_version,
+            model::RECORD_FORMAT_VERSION
+        );
+    }
+    if run_exists(tx, &run.id)? {
+        if !replace_less || !holds_less(tx, run)? {
+            bail!(
+                "run {} is already in the results store {}; list runs with `rackbench runs`",
+                run.id,
+                path.display()
+            );
+        }
+        // Cascades to everything of the run; the new copy goes in the same write.
+        tx.execute("DELETE FROM runs WHERE id = ?1", [&run.id])?;
+    }
+    tx.execute(
+        "INSERT INTO runs (id, format_version, label, created_at, finished_at, status, error,
+                           rackbench_version, command, plan)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            run.id,
+            run.format_version,
+            run.label,
+            ts(&run.created_at),
+            run.finished_at.as_ref().map(ts),
+            status_str(status),
+            error,
+            run.rackbench_version,
+            run.command,
+            serde_json::to_string(&run.plan)?,
+        ],
+    )?;
+    insert_hosts(tx, &run.id, &run.hosts)?;
+    for (i, idle) in run.idle_power.iter().enumerate() {
+        insert_idle(tx, &run.id, i as i64, idle)?;
+    }
+    for (i, r) in run.results.iter().enumerate() {
+        insert_result(tx, &run.id, i as i64, r).with_context(|| {
+            format!(
+                "storing result step {} ({}) of run {}",
+                r.step, r.test, run.id
+            )
+        })?;
+    }
+    if let Some(me) = owner {
+        tx.execute(
+            "INSERT OR REPLACE INTO run_owner (run_id, pid, starttime, boot_id, place)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                run.id,
+                me.pid,
+                me.starttime,
+                me.boot_id,
+                model::process::place()
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// The order of "newest": by creation time, then by insertion (the larger rowid: SQLite
+/// gives a new row one more than the largest there), so two runs created in the same
+/// instant (imported, or a clock stepped back) resolve `latest` the same way every time.
+const NEWEST_FIRST: &str = "created_at DESC, rowid DESC";
+
+/// Runs left `running` by a process that no longer exists (killed with SIGKILL, out of
+/// memory, the machine rebooted), with why; a run whose process is alive, or whose owner
+/// runs elsewhere (another machine or container: its process cannot be looked up from
+/// here), is not one. Reads only, on a schema of any `version`.
+fn abandoned_runs(conn: &Connection, version: u32) -> anyhow::Result<Vec<(String, String)>> {
+    // v3 added the owners, v4 where they run.
+    if version < 3 {
+        return Ok(Vec::new());
+    }
+    let Some(me) = ProcessId::current() else {
+        return Ok(Vec::new());
+    };
+    let here = model::process::place();
+    let place = if version >= 4 { "o.place" } else { "''" };
+    let owners: Vec<(String, u32, u64, String, String)> = {
+        let mut stmt = conn.prepare(&format!(
+            "SELECT o.run_id, o.pid, o.starttime, o.boot_id, {place} FROM run_owner o
+             JOIN runs r ON r.id = o.run_id WHERE r.status = 'running'"
+        ))?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut gone = Vec::new();
+    for (run_id, pid, starttime, boot_id, place) in owners {
+        // A run written from another machine or container: its process cannot be
+        // looked up from here, alive or not. Left for a command there to judge.
+        if !place.is_empty() && place != here {
+            continue;
+        }
+        let why = if boot_id.trim() != me.boot_id {
+            format!("the machine restarted while rackbench (pid {pid}) was running this run")
+        } else if ProcessId::of(pid).is_some_and(|p| p.starttime == starttime) {
+            continue;
+        } else {
+            format!(
+                "the rackbench process (pid {pid}) ended without finishing this run \
+                 (killed, or out of memory?); the results it stored are kept"
+            )
+        };
+        gone.push((run_id, why));
+    }
+    Ok(gone)
+}
+
+/// A connection that never writes the store at `path`, and reads it where SQLite cannot
+/// write beside it (a read-only file system or directory). A store in WAL mode needs
+/// its `-shm` file to be read, which SQLite creates when it is missing: where it cannot,
+/// and no `-wal` file holds changes the database file lacks (a store whose last writer
+/// closed it), the file is opened as immutable, which needs neither. Where a `-wal` file
+/// holds changes and its `-shm` cannot be made, the error says what to do.
+fn read_only_connection(path: &Path) -> anyhow::Result<Connection> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let probe = |conn: &Connection| -> rusqlite::Result<()> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Reading the schema reads the write-ahead log's index (the -shm file) too.
+        conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(())
+    };
+    let first = Connection::open_with_flags(path, flags).and_then(|c| probe(&c).map(|()| c));
+    let err = match first {
+        Ok(conn) => return Ok(conn),
+        Err(e) => e,
+    };
+    let cannot_write_beside = matches!(
+        &err,
+        rusqlite::Error::SqliteFailure(f, _) if matches!(
+            f.code,
+            rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly
+        )
+    );
+    let p = path.display();
+    if !cannot_write_beside {
+        return Err(anyhow::Error::from(err).context(format!(
+            "cannot read the results store {p} (is it an SQLite file?); give another with \
+             --db PATH (or RACKBENCH_DB)"
+        )));
+    }
+    let wal = side_file(path, "-wal");
+    let wal_holds_changes = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
+    if wal_holds_changes {
+        return Err(anyhow::Error::from(err).context(format!(
+            "cannot read the results store {p} where it is: SQLite must create {}-shm beside \
+             it to read the changes still in {}, and cannot (a read-only file system or \
+             directory); copy {p} together with {} into a writable directory and give the \
+             copy with --db COPY, or open it once where it is writable (any `rackbench runs` \
+             there folds those changes into {p})",
+            p,
+            wal.display(),
+            wal.display()
+        )));
+    }
+    let conn = Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
+        .and_then(|c| probe(&c).map(|()| c))
+        .map_err(anyhow::Error::from)
+        .with_context(|| {
+            format!(
+                "cannot read the results store {p} on a read-only file system or directory; copy \
+             it into a writable directory and give the copy with --db COPY"
+            )
+        })?;
+    Ok(conn)
+}
+
+/// `path` with `suffix` added to its name (`results.sqlite-wal`).
+fn side_file(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+/// The `file:` URI of `path` opened immutable (SQLite then takes no lock and reads no
+/// write-ahead log: for a file nothing can write). Characters a URI gives a meaning to
+/// (`?`, `#`, `%`) and any not plain ASCII are percent-encoded, as SQLite decodes them.
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 /// Whether the stored run of `run`'s id ended failed or interrupted with fewer results

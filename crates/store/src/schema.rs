@@ -225,3 +225,50 @@ pub(crate) fn migrate_to(conn: &mut Connection, path: &Path, target: u32) -> any
     tx.commit()?;
     Ok(())
 }
+
+/// The oldest schema a read-only open reads as it is ([`crate::Store::open_read_only`]):
+/// the reads query only what v1 made (the owners of v3 and v4 are read where present).
+/// Raise it when a migration changes a table or column the reads use; a store older than
+/// it is then refused by the read commands with the command that migrates it.
+pub(crate) const OLDEST_READABLE: u32 = 1;
+
+/// The schema version of a store opened read-only, when this build can read it: refuses
+/// a store from a newer rackbench, a file that is not a rackbench store, and one older
+/// than [`OLDEST_READABLE`] (saying which command migrates it). Writes nothing.
+pub(crate) fn check_readable(conn: &Connection, path: &Path) -> anyhow::Result<u32> {
+    let current = user_version(conn)?;
+    let p = path.display();
+    if current > SCHEMA_VERSION as i64 {
+        bail!(
+            "results store {p} has schema version {current}, newer than this rackbench \
+             understands ({SCHEMA_VERSION}); upgrade rackbench, or use another store with \
+             --db PATH (or RACKBENCH_DB=PATH)"
+        );
+    }
+    if current == 0 {
+        let tables: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )?;
+        if tables > 0 {
+            bail!(
+                "{p} is an SQLite file but not a rackbench results store; point --db \
+                 (or RACKBENCH_DB) at another file"
+            );
+        }
+        bail!(
+            "{p} holds no results store yet (an empty file); start one with \
+             `rackbench --db {p} run ...`, or give another with --db PATH"
+        );
+    }
+    if current < OLDEST_READABLE as i64 {
+        bail!(
+            "results store {p} has schema version {current}, older than this rackbench \
+             reads ({OLDEST_READABLE}); a command that writes to it migrates it to \
+             {SCHEMA_VERSION} (`rackbench --db {p} import FILE`, or a `rackbench --db {p} \
+             run ...`), after which every command reads it"
+        );
+    }
+    Ok(current as u32)
+}

@@ -519,3 +519,155 @@ fn a_damaged_store_is_named_with_what_to_do() {
     let other = anyhow::anyhow!("no such run");
     assert_eq!(format!("{:#}", explain_damage(other, &path)), "no such run");
 }
+
+/// Two runs created in the same instant (imported, or a clock stepped back): `latest`, a
+/// label and the listing take the one stored last, whatever their ids (`id DESC` took
+/// the larger id, so the newest import could lose to an older one).
+#[test]
+fn runs_created_together_resolve_by_insertion() {
+    let (_d, store) = tmp_store();
+    store
+        .import_run(&rich_run("r-b-first", Some("x"), t0(0), 1))
+        .unwrap();
+    store
+        .import_run(&rich_run("r-a-second", Some("x"), t0(0), 1))
+        .unwrap();
+    assert_eq!(store.resolve("latest").unwrap(), "r-a-second");
+    assert_eq!(store.resolve("x").unwrap(), "r-a-second");
+    let list = store.list_runs().unwrap();
+    assert_eq!(list[0].id, "r-a-second");
+    // A later creation time still wins over a later insertion.
+    store
+        .import_run(&rich_run("r-c-older", None, t0(-60), 1))
+        .unwrap();
+    assert_eq!(store.resolve("latest").unwrap(), "r-a-second");
+}
+
+/// A read command neither migrates an older schema nor writes anything else: the file
+/// keeps its version and bytes, and its runs read back exactly.
+#[test]
+fn read_only_open_reads_an_older_schema_without_migrating_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.sqlite");
+    let run = rich_run("r-old", Some("arm"), t0(0), 2);
+    {
+        let old = Store::open_at_version(&path, 1).unwrap();
+        old.import_run(&run).unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let store = Store::open_read_only(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), 1);
+    assert_eq!(store.resolve("latest").unwrap(), "r-old");
+    assert_eq!(store.load_run("r-old").unwrap(), run);
+    assert_eq!(store.list_runs().unwrap().len(), 1);
+    // Nothing it can write: a write is refused by SQLite, not attempted quietly.
+    assert!(store
+        .import_run(&rich_run("r-new", None, t0(9), 1))
+        .is_err());
+    drop(store);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the file is unchanged"
+    );
+    // A command that writes migrates it.
+    assert_eq!(
+        Store::open(&path).unwrap().schema_version().unwrap(),
+        SCHEMA_VERSION
+    );
+}
+
+#[test]
+fn read_only_open_refuses_what_it_cannot_read_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let msg = |p: &Path| format!("{:#}", Store::open_read_only(p).err().expect("refused"));
+    let missing = dir.path().join("typo.sqlite");
+    assert!(msg(&missing).contains("no results store at"));
+    assert!(!missing.exists(), "reading makes no store");
+    let empty = dir.path().join("empty.sqlite");
+    std::fs::write(&empty, b"").unwrap();
+    let m = msg(&empty);
+    assert!(m.contains("holds no results store yet"), "{m}");
+    assert_eq!(std::fs::read(&empty).unwrap(), b"", "not made a store");
+    let foreign = dir.path().join("other.sqlite");
+    Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x);")
+        .unwrap();
+    assert!(msg(&foreign).contains("not a rackbench results store"));
+    let newer = dir.path().join("new.sqlite");
+    Store::open(&newer)
+        .unwrap()
+        .lock()
+        .pragma_update(None, "user_version", SCHEMA_VERSION as i64 + 1)
+        .unwrap();
+    assert!(msg(&newer).contains("upgrade rackbench"));
+    let junk = dir.path().join("junk.sqlite");
+    std::fs::write(&junk, vec![b'z'; 4096]).unwrap();
+    let m = msg(&junk);
+    assert!(m.contains("junk.sqlite") && m.contains("--db"), "{m}");
+}
+
+/// Opened read-only, a run whose process is gone reads as interrupted with why, as a
+/// command that writes would record it, and the file still says `running`.
+#[test]
+fn read_only_open_shows_an_abandoned_run_as_interrupted_without_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.sqlite");
+    let mut header = rich_run("r-killed", None, t0(0), 0);
+    header.finished_at = None;
+    header.error = None;
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = ProcessId::of(child.id());
+    child.wait().unwrap();
+    {
+        let store = Store::open(&path).unwrap();
+        store.begin_run(&header).unwrap();
+        let (pid, start) = dead.map_or((child.id(), 1), |p| (p.pid, p.starttime));
+        store
+            .lock()
+            .execute(
+                "UPDATE run_owner SET pid = ?1, starttime = ?2 WHERE run_id = 'r-killed'",
+                params![pid, start],
+            )
+            .unwrap();
+    }
+    let ro = Store::open_read_only(&path).unwrap();
+    let run = ro.load_run("r-killed").unwrap();
+    assert_eq!(run.status, Status::Interrupted);
+    assert!(run.error.unwrap().contains("ended without finishing"));
+    assert_eq!(ro.list_runs().unwrap()[0].status, Status::Interrupted);
+    let stored: String = ro
+        .lock()
+        .query_row("SELECT status FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, "running", "nothing written");
+}
+
+/// The runs of one export go in together or not at all; another export is separate.
+#[test]
+fn import_all_is_all_or_nothing() {
+    let (_d, store) = tmp_store();
+    let a = rich_run("r-a", None, t0(0), 1);
+    let b = rich_run("r-b", None, t0(1), 1);
+    store.import_run(&a).unwrap();
+    let mut bad = rich_run("r-bad", None, t0(2), 1);
+    bad.format_version = model::RECORD_FORMAT_VERSION + 1;
+    assert!(store.import_all(&[b.clone(), bad]).is_err());
+    assert!(
+        !store.has_run("r-b").unwrap(),
+        "nothing of a refused export"
+    );
+    let done = store.import_all(&[a.clone(), b.clone()]).unwrap();
+    assert_eq!(done.imported, ["r-b"]);
+    assert_eq!(done.skipped, ["r-a"]);
+    assert_eq!(store.load_run("r-b").unwrap(), b);
+}
+
+#[test]
+fn an_immutable_uri_escapes_what_a_uri_reads() {
+    assert_eq!(
+        immutable_uri(Path::new("/data/a b?#%é.sqlite")),
+        "file:/data/a%20b%3F%23%25%C3%A9.sqlite?immutable=1"
+    );
+}

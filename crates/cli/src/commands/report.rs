@@ -163,7 +163,8 @@ impl Source {
                         db.display()
                     );
                 }
-                let s = store::Store::open(&db).with_context(|| {
+                // Read-only: reading neither writes nor migrates the store.
+                let s = store::Store::open_read_only(&db).with_context(|| {
                     format!(
                         "cannot open the results store {} (run `rackbench run ...` first, pass --db PATH, or --from FILE.json)",
                         db.display()
@@ -402,14 +403,25 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
         ),
     };
     let src = Source::open(a.from.as_deref(), g)?;
-    let load = |ids: &[String]| -> anyhow::Result<Vec<RunRecord>> {
+    // Each side's runs, and what its arguments named (`ID` or `ID@VARIANT`).
+    let load = |ids: &[String]| -> anyhow::Result<(Vec<RunRecord>, Vec<String>)> {
         let mut out = Vec::new();
+        let mut named = Vec::new();
         for id in ids {
-            out.extend(load_side(&src, id)?);
+            let (name, runs) = load_side(&src, id)?;
+            out.extend(runs);
+            if !named.contains(&name) {
+                named.push(name);
+            }
         }
-        Ok(out)
+        Ok((out, named))
     };
-    let (ra, rb) = (load(&ga)?, load(&gb)?);
+    let ((ra, na), (rb, nb)) = (load(&ga)?, load(&gb)?);
+    if !g.quiet {
+        if let Some(note) = same_runs_note(&na, &nb) {
+            engine::errln!("rackbench: note: {}", model::printable(&note));
+        }
+    }
     let c = report::compare(&ra, &rb);
     if g.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&c)?))?;
@@ -471,13 +483,50 @@ fn load_run_or_variant(src: &Source, id: &str) -> anyhow::Result<RunRecord> {
 }
 
 /// `RUN` (the whole run) or `RUN@VARIANT` (that variant's repetitions, each a
-/// replication of its own: variants run interleaved, each repetition with its servers).
-fn load_side(src: &Source, id: &str) -> anyhow::Result<Vec<RunRecord>> {
+/// replication of its own: variants run interleaved, each repetition with its servers),
+/// with what the argument named: the run's id, `ID@VARIANT` for a variant.
+fn load_side(src: &Source, id: &str) -> anyhow::Result<(String, Vec<RunRecord>)> {
     match resolve_side(src, id)? {
-        Side::Run(r) => Ok(vec![r]),
-        Side::Variant(run, v) => report::compare::variant_runs(&run, &v)
-            .ok_or_else(|| anyhow::anyhow!("run {} has no variant `{v}`", run.id)),
+        Side::Run(r) => Ok((r.id.clone(), vec![r])),
+        Side::Variant(run, v) => {
+            let runs = report::compare::variant_runs(&run, &v)
+                .ok_or_else(|| anyhow::anyhow!("run {} has no variant `{v}`", run.id))?;
+            Ok((format!("{}@{v}", run.id), runs))
+        }
     }
+}
+
+/// What to say when the two sides of a comparison name the same runs (`compare RUN RUN`,
+/// or `latest` and the id it resolves to): every figure is then compared with itself.
+/// Not an error: the comparison is still what was asked.
+fn same_runs_note(a: &[String], b: &[String]) -> Option<String> {
+    let (mut sa, mut sb) = (a.to_vec(), b.to_vec());
+    sa.sort();
+    sb.sort();
+    if sa == sb {
+        let what = match sa.as_slice() {
+            [one] => format!("both sides are one run ({one})"),
+            many => format!("both sides are the same runs ({})", many.join(", ")),
+        };
+        return Some(format!(
+            "{what}: each figure is compared with itself, so there is no difference to find; \
+             give two different runs (list them with `rackbench runs`)"
+        ));
+    }
+    let both: Vec<&str> = a
+        .iter()
+        .filter(|x| b.contains(x))
+        .map(String::as_str)
+        .collect();
+    (!both.is_empty()).then(|| {
+        format!(
+            "{} on both sides: its figures count in A and in B",
+            match both.as_slice() {
+                [one] => format!("run {one} is"),
+                many => format!("runs {} are", many.join(", ")),
+            }
+        )
+    })
 }
 
 pub fn tco(a: TcoArgs, g: &Global) -> anyhow::Result<i32> {

@@ -61,12 +61,18 @@ pub struct ExportArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
-    /// A JSON export (`rackbench export --format json`), or `-` for stdin.
-    pub file: PathBuf,
+    /// JSON exports (`rackbench export --format json`), `-` for stdin. Each file is
+    /// imported whole or not at all; the others are imported whatever became of it.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
 }
 
 pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
-    let store = Store::open_existing(&g.db_path())?;
+    // Listing only reads; closing a run writes (and migrates an older store).
+    let store = match &a.close {
+        Some(_) => Store::open_existing(&g.db_path())?,
+        None => Store::open_read_only(&g.db_path())?,
+    };
     if let Some(run) = &a.close {
         let id = store.resolve(run)?;
         store.close_by_hand(&id)?;
@@ -123,7 +129,7 @@ pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
 }
 
 pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
-    let store = Store::open_existing(&g.db_path())?;
+    let store = Store::open_read_only(&g.db_path())?;
     let id = store.resolve(&a.run)?;
     let run = store.load_run(&id)?;
     if g.json {
@@ -134,8 +140,47 @@ pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
     out.push('\n');
     out.push_str(&results_table(&run));
     out.push_str(&efficiency_table(&run));
+    out.push_str(&views_text(&run));
     print_stdout(&out)?;
     Ok(0)
+}
+
+/// The report's views `show` prints ([`report::views::console_views`]: each capacity
+/// test's steps, the TPC-C consistency check's outcome) as console tables: the report's
+/// figures and words, taken from the same views, never worked out a second time. Every
+/// string is shown safe for the terminal.
+pub fn views_text(run: &RunRecord) -> String {
+    let mut out = String::new();
+    for v in report::views::console_views(run) {
+        out.push_str(&format!("\n{}\n", clean(&v.title)));
+        for t in &v.tables {
+            out.push_str(&format!("{}:\n", clean(&t.caption)));
+            let head: Vec<String> = t.head.iter().map(|h| clean(h)).collect();
+            let head: Vec<&str> = head.iter().map(String::as_str).collect();
+            // The first column names the row (a step, a level); the rest are figures.
+            let rows: Vec<Vec<Cell>> = t
+                .rows
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            if i == 0 {
+                                Cell::left(c.as_str())
+                            } else {
+                                Cell::right(c.as_str())
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            out.push_str(&render_table(&head, &rows));
+        }
+        for n in &v.notes {
+            out.push_str(&format!("{}\n", clean(n)));
+        }
+    }
+    out
 }
 
 /// Per result, what the system under test spent: its CPUs' busy share (mpstat's 100 -
@@ -219,8 +264,9 @@ pub fn efficiency_table(run: &RunRecord) -> String {
 }
 
 /// Why a capacity test's PERF/W is `-` in [`efficiency_table`].
-const CAPACITY_PER_W: &str = "PERF/W of ramp, search and levels: none here; a levels \
-    test's headline is its perf/W (overall ops/s/W), and the report has each step's";
+const CAPACITY_PER_W: &str = "PERF/W of ramp, search and levels: none here (their steps \
+    ran at different loads); a levels test's headline is its perf/W (overall ops/s/W), and \
+    its table below has each level's";
 
 /// The format an `export -o FILE` name asks for: `.csv` CSV, anything else JSON, except
 /// a report's name (`.md`, `.html`, `.htm`, `.svg`), refused rather than given JSON it
@@ -243,7 +289,7 @@ fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
 }
 
 pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
-    let store = Store::open_existing(&g.db_path())?;
+    let store = Store::open_read_only(&g.db_path())?;
     let ids: Vec<String> = if a.all {
         // Oldest first: the order the runs were made.
         store.list_runs()?.into_iter().rev().map(|s| s.id).collect()
@@ -298,59 +344,126 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
 }
 
 pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
-    let text = if a.file.as_os_str() == "-" {
+    if a.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+        anyhow::bail!("import: `-` (stdin) given twice; it can be read once");
+    }
+    // Opened at the first file that reads as an export: files that all fail make no store.
+    let mut store: Option<Store> = None;
+    let mut outcomes = Vec::new();
+    for file in &a.files {
+        let done = read_export(file).and_then(|runs| {
+            let s = match store.take() {
+                Some(s) => s,
+                None => Store::open(&g.db_path())?,
+            };
+            let done = s.import_all(&runs);
+            store = Some(s);
+            done
+        });
+        outcomes.push((file, done));
+    }
+    // One file: its outcome is the command's (an error is the error, as before).
+    if outcomes.len() == 1 && outcomes[0].1.is_err() {
+        if let Some((_, Err(e))) = outcomes.pop() {
+            return Err(e);
+        }
+    }
+    let failed = outcomes.iter().filter(|(_, o)| o.is_err()).count();
+    let name = |f: &Path| {
+        if f.as_os_str() == "-" {
+            "stdin".to_string()
+        } else {
+            f.display().to_string()
+        }
+    };
+    if g.json {
+        let files: Vec<serde_json::Value> = outcomes
+            .iter()
+            .map(|(f, o)| match o {
+                Ok(d) => serde_json::json!({
+                    "file": name(f), "imported": d.imported, "skipped": d.skipped,
+                }),
+                Err(e) => serde_json::json!({
+                    "file": name(f), "error": model::redact_secrets(&format!("{e:#}")),
+                }),
+            })
+            .collect();
+        let all = |pick: fn(&store::Imported) -> &Vec<String>| -> Vec<&String> {
+            outcomes
+                .iter()
+                .filter_map(|(_, o)| o.as_ref().ok())
+                .flat_map(pick)
+                .collect()
+        };
+        let v = serde_json::json!({
+            "imported": all(|d| &d.imported),
+            "skipped": all(|d| &d.skipped),
+            "files": files,
+        });
+        print_stdout(&(serde_json::to_string_pretty(&v)? + "\n"))?;
+    }
+    let db = g.db_path();
+    let into = store.as_ref().map_or(db.as_path(), Store::path).display();
+    if !g.json && !g.quiet {
+        let many = outcomes.len() > 1;
+        for (file, o) in &outcomes {
+            let head = if many {
+                format!("{}: ", clean(&name(file)))
+            } else {
+                String::new()
+            };
+            match o {
+                Ok(d) => {
+                    let mut msg = format!(
+                        "{head}imported {} run{} into {into}",
+                        d.imported.len(),
+                        plural(d.imported.len()),
+                    );
+                    if !d.skipped.is_empty() {
+                        msg.push_str(&format!(
+                            "; {} already there, skipped ({})",
+                            d.skipped.len(),
+                            clean(&d.skipped.join(", "))
+                        ));
+                    }
+                    engine::errln!("{msg}");
+                }
+                Err(e) => engine::errln!(
+                    "{head}nothing imported: {}",
+                    model::printable_lines(&model::redact_secrets(&format!("{e:#}")))
+                ),
+            }
+        }
+        if many && failed > 0 {
+            engine::errln!(
+                "{failed} of {} files not imported (each file is imported whole or not at all: \
+                 the others are in {into})",
+                outcomes.len()
+            );
+        }
+    }
+    // Bad input, as a single unreadable file is.
+    Ok(if failed > 0 { 2 } else { 0 })
+}
+
+/// The runs of one JSON export, `-` being stdin.
+fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
+    let text = if file.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
             .context("reading the export from stdin")?;
         s
     } else {
-        std::fs::read_to_string(&a.file).with_context(|| {
+        std::fs::read_to_string(file).with_context(|| {
             format!(
                 "cannot read {}; give the path of a `rackbench export --format json` file",
-                a.file.display()
+                file.display()
             )
         })?
     };
-    let runs = store::export::from_json(&text)
-        .with_context(|| format!("{} is not a rackbench JSON export", a.file.display()))?;
-    let store = Store::open(&g.db_path())?;
-    let mut imported = Vec::new();
-    let mut skipped = Vec::new();
-    for run in &runs {
-        if store.has_run(&run.id)? {
-            // A copy holding more of a failed or interrupted run (the file a run leaves
-            // when the store refused a result) takes its place; any other is skipped.
-            if store.import_more_of(run)? {
-                imported.push(run.id.clone());
-            } else {
-                skipped.push(run.id.clone());
-            }
-            continue;
-        }
-        store.import_run(run)?;
-        imported.push(run.id.clone());
-    }
-    if g.json {
-        let v = serde_json::json!({ "imported": imported, "skipped": skipped });
-        print_stdout(&(serde_json::to_string_pretty(&v)? + "\n"))?;
-    } else if !g.quiet {
-        let mut msg = format!(
-            "imported {} run{} into {}",
-            imported.len(),
-            plural(imported.len()),
-            store.path().display()
-        );
-        if !skipped.is_empty() {
-            msg.push_str(&format!(
-                "; {} already there, skipped ({})",
-                skipped.len(),
-                skipped.join(", ")
-            ));
-        }
-        engine::errln!("{msg}");
-    }
-    Ok(0)
+    store::export::from_json(&text)
+        .with_context(|| format!("{} is not a rackbench JSON export", file.display()))
 }
 
 // ---- output ----
@@ -1139,6 +1252,59 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert!(rows[1].ends_with(" -"), "no perf/W of a levels test: {t}");
         assert!(!t.contains("/W/W"), "{t}");
         assert!(t.contains("PERF/W of ramp, search and levels"), "{t}");
+    }
+
+    /// A capacity test's steps and a TPC-C run's consistency check, as the report has
+    /// them (its views), printed by `show` below its own tables; units read from a
+    /// stored run reach the terminal escaped.
+    #[test]
+    fn show_prints_capacity_steps_and_the_consistency_check() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
+        let ramp = &mut run.results[0];
+        ramp.test = "ramp".into();
+        ramp.headline = "saturation_rate_per_s".into();
+        ramp.metrics = vec![model::Metric::new("saturation_rate_per_s", 4000.0, "req/s")];
+        for (i, (d, r)) in [(2000.0, 1990.0), (4000.0, 3000.0)].iter().enumerate() {
+            let l = |m: model::Metric| m.label("phase", "ramp").label("step", i);
+            ramp.metrics.extend([
+                l(model::Metric::new(
+                    "demanded_rate_per_s",
+                    *d,
+                    "req/s\u{1b}[31m",
+                )),
+                l(model::Metric::new("reply_rate_per_s", *r, "req/s")),
+                l(model::Metric::new("latency_p99_ns", 2.5e6, "ns")),
+            ]);
+        }
+        ramp.status = Status::Ok;
+        ramp.flags.clear();
+        let t = views_text(&run);
+        let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+        let lines: Vec<String> = t.lines().map(words).collect();
+        assert!(lines.iter().any(|l| l == "kv capacity ramp"), "{t}");
+        assert!(lines.iter().any(|l| l == "Ramp steps:"), "{t}");
+        assert!(
+            lines.iter().any(|l| l == "1 4,000 3,000 - 2.500 - - -"),
+            "{t}"
+        );
+        assert!(t.contains("Saturation at a demanded rate of 4,000"), "{t}");
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+        // TPC-C: the check's outcome, said even when it passed (no flag says so).
+        for r in &mut run.results {
+            r.workload = "oltp".into();
+        }
+        run.results[1].test = "tpcc".into();
+        run.results[1].flags = vec![model::Flag::invalid(
+            "consistency",
+            "database 1: TPC-C consistency condition 1 (w_ytd) fails for 2 rows",
+        )];
+        let t = views_text(&run);
+        assert!(t.contains("TPC-C consistency check (clause 3.3.2)"), "{t}");
+        assert!(
+            t.contains("FAILED at step 1: database 1: TPC-C consistency condition 1"),
+            "{t}"
+        );
+        assert!(t.contains("Passed at step 0"), "{t}");
     }
 
     /// Flag messages, errors and missing figures of an imported run (a hostile export)
