@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use model::{ResultRecord, RunRecord, Status};
 
 use crate::derive::{self, run_labels, Point};
-use crate::fmt::{esc, num, si};
+use crate::fmt::{esc, fixed, num, si};
 use crate::svg::{self, BarSeries, LineSeries, Scale};
 
 /// A table: caption, header cells and body rows (plain text; escaped when rendered).
@@ -771,8 +771,8 @@ fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         .map(|p| {
             vec![
                 p.level.to_uppercase(),
-                p.latency_ns.map_or("-".into(), |v| format!("{v:.2}")),
-                p.cycles.map_or("-".into(), |v| format!("{v:.1}")),
+                p.latency_ns.map_or("-".into(), |v| fixed(v, 2)),
+                p.cycles.map_or("-".into(), |v| fixed(v, 1)),
                 match (p.from, p.to) {
                     (Some(a), Some(b)) => format!("{} - {}", bytes(a), bytes(b)),
                     _ => "-".into(),
@@ -1044,7 +1044,7 @@ fn mem_bandwidth(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 cells[k]
                     .get(c)
                     .and_then(|v| mean(v))
-                    .map_or("-".into(), |v| format!("{v:.2}"))
+                    .map_or("-".into(), |v| fixed(v, 2))
             }));
             row
         })
@@ -1119,7 +1119,7 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         .collect();
     let title = format!("{who}network throughput per test");
     let fig = svg::bar_chart(&title, unit, &cats, &series);
-    let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| crate::fmt::fixed(v, d));
     // A paced test's target (--rate, iperf3 -b) beside what it moved, when any test had one.
     let paced = tests
         .iter()
@@ -1361,14 +1361,12 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("demanded_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_p50_ns")
-                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
+                    .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("latency_p99_ns")
-                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
-                m.get("errors_pct")
-                    .map_or("-".into(), |v| format!("{v:.2}")),
-                m.get("cpu_busy_pct")
-                    .map_or("-".into(), |v| format!("{v:.1}")),
-                m.get("power_w").map_or("-".into(), |v| format!("{v:.1}")),
+                    .map_or("-".into(), |v| fixed(ms(*v), 3)),
+                m.get("errors_pct").map_or("-".into(), |v| fixed(*v, 2)),
+                m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
+                m.get("power_w").map_or("-".into(), |v| fixed(*v, 1)),
             ]
         })
         .collect();
@@ -1490,7 +1488,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("demanded_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_at_objective_ns")
-                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
+                    .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 meets,
             ]
         })
@@ -1598,11 +1596,9 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("target_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_p99_ns")
-                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
-                m.get("cpu_busy_pct")
-                    .map_or("-".into(), |v| format!("{v:.1}")),
-                m.get("power_w")
-                    .map_or("absent".into(), |v| format!("{v:.1}")),
+                    .map_or("-".into(), |v| fixed(ms(*v), 3)),
+                m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
+                m.get("power_w").map_or("absent".into(), |v| fixed(*v, 1)),
                 m.get("reply_rate_per_w").map_or("-".into(), |v| num(*v)),
             ]
         })

@@ -723,6 +723,26 @@ fn small_packet_udp_keeps_its_digits_and_packets() {
     assert!(h.contains(">Mbit/s<"), "axis unit");
 }
 
+/// A loopback UDP test's jitter of 0.00035 ms (and a loss that small) printed `0.000`
+/// in the net table, as if none were measured: a figure that rounds to zero at the
+/// column's places keeps its significant digits; the others print as before.
+#[test]
+fn udp_jitter_and_loss_too_small_for_the_columns_places_are_not_shown_as_zero() {
+    let mut r = net_run();
+    for m in &mut r.results[1].metrics {
+        match m.name.as_str() {
+            "jitter_ms" => m.value = 0.00035,
+            "loss_pct" => m.value = 0.0002,
+            _ => {}
+        }
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| 0.000200 | 0.000350 |"), "{m}");
+    assert!(!m.contains("0.000 |"), "{m}");
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("0.000350") && h.contains("0.000200"), "{h}");
+}
+
 #[test]
 fn mem_view_shows_the_measured_clock_beside_cycles() {
     let mut r = mem_run();
