@@ -152,6 +152,7 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
             "oltp" => out.extend(oltp(run, wl, &who)),
             _ => {}
         }
+        out.extend(connect_time(run, wl, &who));
         // Every capacity test of the run has its view (one per sweep point and
         // repetition), each named by what sets it apart from the others.
         for phase in ["ramp", "search", "levels"] {
@@ -1171,6 +1172,82 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             rows,
         }],
         notes: vec![],
+    })
+}
+
+// ---------------------------------------------------------------- connect time
+
+/// httperf's "Connection time [ms]: min avg max median stddev" of every sweep point whose
+/// tests opened connections during the test (`--requests-per-connection N`, or a server
+/// closing kept-alive ones): its repetitions' connect times merged exactly, with their
+/// count. None when no point timed a connect (kept alive: each result says why, among
+/// its missing figures).
+fn connect_time(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    let points = sweep_points(run, wl, |_| true, false, &[]);
+    let mut untimed = 0;
+    let mut rows = Vec::new();
+    for (label, rs) in &points {
+        let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
+        for h in rs
+            .iter()
+            .flat_map(|r| &r.histograms)
+            .filter(|h| !h.is_request_latency())
+            .filter_map(|h| h.histogram().ok())
+        {
+            match merged.as_mut() {
+                None => merged = Some(h),
+                Some(m) => {
+                    let _ = m.add(&h);
+                }
+            }
+        }
+        let Some(h) = merged.filter(|h| !h.is_empty()) else {
+            untimed += 1;
+            continue;
+        };
+        let ns = crate::fmt::latency_ns;
+        rows.push(vec![
+            label.clone(),
+            h.len().to_string(),
+            ns(h.min() as f64),
+            ns(h.mean()),
+            ns(h.value_at_quantile(0.5) as f64),
+            ns(h.value_at_quantile(0.99) as f64),
+            ns(h.max() as f64),
+            ns(h.stdev()),
+        ]);
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let notes = if untimed > 0 {
+        vec![format!(
+            "{untimed} other point(s) opened no connection during the test (kept alive): \
+             their connect time is not measured, and their results say why."
+        )]
+    } else {
+        vec![]
+    };
+    Some(View {
+        title: format!("{who}{wl} connect time"),
+        figures: vec![],
+        tables: vec![Table {
+            caption: "Connect time per connection opened during the test, from the connect call to the connection established (httperf's connection time), its repetitions merged exactly".into(),
+            head: [
+                "Test and parameters",
+                "Connects",
+                "Min",
+                "Mean",
+                "Median",
+                "p99",
+                "Max",
+                "Stddev",
+            ]
+            .map(str::to_string)
+            .to_vec(),
+            rows,
+        }],
+        notes,
     })
 }
 
