@@ -392,3 +392,72 @@ fn what_a_killed_run_and_its_reaper_leave_is_cleaned_by_the_next_command() {
 extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
 }
+
+/// httperf's connection time: `--requests-per-connection 1` opens a connection per
+/// request, and each connect is timed and stored as a distribution beside the requests'
+/// latency (and shown by `show`); kept alive, none is timed, and the result says why.
+#[test]
+fn a_connection_per_request_times_each_connect() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json(
+        &db,
+        &[
+            "http",
+            "--duration",
+            "1",
+            "--warmup",
+            "0",
+            "--connections",
+            "2",
+            "--requests-per-connection",
+            "1,0",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{run}");
+    let fresh = &results[0];
+    let connects = metric(fresh, "connects_timed").unwrap();
+    let reconnects = metric(fresh, "reconnects").unwrap();
+    assert!(connects > 50.0, "{connects} connects timed");
+    assert_eq!(connects, reconnects);
+    let p50 = metric(fresh, "connect_time_p50_ns").unwrap();
+    assert!(p50 > 0.0 && p50 < 1e9, "connect p50 {p50} ns");
+    let kinds: Vec<&str> = fresh["histograms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"connect") && kinds.contains(&"service"),
+        "{kinds:?}"
+    );
+    // Kept alive: no connect timed, and why.
+    let kept = &results[1];
+    assert_eq!(metric(kept, "connects_timed"), None);
+    let why = kept["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "connect_time_mean_ns")
+        .unwrap_or_else(|| panic!("{kept}"));
+    assert!(
+        why["reason"].as_str().unwrap().contains("kept alive"),
+        "{why}"
+    );
+    let (code, out, err) = common::run(&["--db", db.to_str().unwrap(), "show", "latest"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("connect time (connect call to established"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not measured: connect_time_mean_ns: connections were kept alive"),
+        "{out}"
+    );
+}

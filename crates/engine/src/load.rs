@@ -315,6 +315,10 @@ pub struct LoadOutcome {
     pub lost_requests: BTreeMap<String, u64>,
     /// Reconnects made (keep-alive off, or after errors).
     pub reconnects: u64,
+    /// How long each of those connects took, from the connect call to the connection
+    /// established (httperf's connection time); None when no connection was opened
+    /// during measurement (kept alive: the connects before the test are not timed).
+    pub connect: Option<Histogram<u64>>,
     /// Bytes written and read during measurement.
     pub bytes_tx: u64,
     pub bytes_rx: u64,

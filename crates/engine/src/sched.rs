@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
@@ -108,6 +109,9 @@ pub(crate) struct Recorder {
     pub late_sends: u64,
     pub unsent: u64,
     pub reconnects: u64,
+    /// How long each connection opened during the test took to connect; None until one
+    /// is (a latency histogram is 270 KB to zero: a keep-alive test needs none).
+    pub connect: Option<Histogram<u64>>,
     pub bytes_tx: u64,
     pub bytes_rx: u64,
     pub first_ns: Option<u64>,
@@ -131,6 +135,7 @@ impl Recorder {
             late_sends: 0,
             unsent: 0,
             reconnects: 0,
+            connect: None,
             bytes_tx: 0,
             bytes_rx: 0,
             first_ns: None,
@@ -221,6 +226,15 @@ impl Recorder {
         self.last_ns = self.last_ns.max(done_ns);
     }
 
+    /// One connection opened during the test, `took` from the connect call to the
+    /// connection established: once per connect, never per request.
+    pub(crate) fn connected(&mut self, took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.connect
+            .get_or_insert_with(model::hist::new_latency_histogram)
+            .saturating_record(ns);
+    }
+
     /// One connection failure (the failure itself, not the requests it lost).
     pub(crate) fn connection_error(&mut self, what: String) {
         *self.connection_errors.entry(what).or_insert(0) += 1;
@@ -270,6 +284,7 @@ pub(crate) fn merge(
         connection_errors: BTreeMap::new(),
         lost_requests: BTreeMap::new(),
         reconnects: 0,
+        connect: None,
         bytes_tx: 0,
         bytes_rx: 0,
         loadgen_cpu_user_s: 0.0,
@@ -311,6 +326,7 @@ pub(crate) fn merge(
         out.late_sends += r.late_sends;
         out.unsent_requests += r.unsent;
         out.reconnects += r.reconnects;
+        add_connect(&mut out.connect, r.connect);
         out.bytes_tx += r.bytes_tx;
         out.bytes_rx += r.bytes_rx;
         out.loadgen_cpu_user_s += (r.cpu_end.0 - r.cpu_start.0).max(0.0);
@@ -331,6 +347,18 @@ pub(crate) fn merge(
         classes
     };
     out
+}
+
+/// Add one worker's (or generator's) connect times to the sum: the first taken whole.
+pub(crate) fn add_connect(sum: &mut Option<Histogram<u64>>, more: Option<Histogram<u64>>) {
+    match (sum.as_mut(), more) {
+        (Some(s), Some(m)) => {
+            // Same bounds everywhere, so add cannot fail; saturate rather than panic.
+            let _ = s.add(&m);
+        }
+        (None, m) => *sum = m,
+        (_, None) => {}
+    }
 }
 
 fn fresh_classes(class_names: &[&str], open: bool) -> Vec<ClassStats> {

@@ -167,6 +167,18 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
             "connections",
         ));
     }
+    // The connects made during the test (a new connection per N requests, or after the
+    // server closed one), timed as httperf's connection time: beside the requests'
+    // latency, never in it.
+    if let Some(h) = out.connect.as_ref().filter(|h| !h.is_empty()) {
+        metrics.push(Metric::new("connects_timed", h.len() as f64, "connections"));
+        metrics.extend(latency_metrics("connect_time", h, &[]));
+        histograms.push(HistogramRecord::from_histogram(
+            model::hist::CONNECT_KIND,
+            model::hist::CONNECT_KIND,
+            h,
+        ));
+    }
     metrics.push(Metric::new("bytes_tx", out.bytes_tx as f64, "bytes"));
     metrics.push(Metric::new("bytes_rx", out.bytes_rx as f64, "bytes"));
     if !out.interval_rates.is_empty() {
@@ -381,6 +393,7 @@ mod tests {
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),
             reconnects: 0,
+            connect: None,
             bytes_tx: 0,
             bytes_rx: 0,
             loadgen_cpu_user_s: cpu_s,
@@ -421,6 +434,47 @@ mod tests {
     /// connection. The time spent reconnecting has nothing in flight, so the mean may be
     /// below Little's law's figure; above it, it cannot be, and is flagged (the check was
     /// skipped whenever connections were reopened).
+    /// Connects timed during the test are stored beside the requests' latency, as
+    /// httperf's connection time: their own figures and histogram, the requests'
+    /// latency unchanged; none timed, nothing said here (the workload says why).
+    #[test]
+    fn connect_times_are_stored_beside_the_request_latency() {
+        let (spec, mut out) = open_loop(0, 0.2);
+        let plain = step_output(&spec, &out, "ops_per_s", "ops/s");
+        assert!(plain.metrics.iter().all(|m| !m.name.starts_with("connect")));
+        let mut h = new_latency_histogram();
+        for us in [30, 40, 50] {
+            h.record(us * 1000).unwrap();
+        }
+        let p50 = h.value_at_quantile(0.5) as f64;
+        out.connect = Some(h);
+        let timed = step_output(&spec, &out, "ops_per_s", "ops/s");
+        let value = |o: &StepOutput, name: &str| {
+            o.metrics
+                .iter()
+                .find(|m| m.name == name && m.labels.is_empty())
+                .map(|m| m.value)
+        };
+        assert_eq!(value(&timed, "connects_timed"), Some(3.0));
+        assert_eq!(value(&timed, "connect_time_min_ns"), Some(30_000.0));
+        assert_eq!(value(&timed, "connect_time_p50_ns"), Some(p50));
+        assert!((40_000.0..40_100.0).contains(&p50), "{p50}");
+        for name in ["latency_p50_ns", "latency_p99_ns", "latency_max_ns"] {
+            assert_eq!(value(&timed, name), value(&plain, name), "{name}");
+        }
+        let connect: Vec<_> = timed
+            .histograms
+            .iter()
+            .filter(|h| !h.is_request_latency())
+            .collect();
+        assert_eq!(connect.len(), 1);
+        assert_eq!(
+            (connect[0].name.as_str(), connect[0].summary.count),
+            (model::hist::CONNECT_KIND, 3)
+        );
+        assert_eq!(timed.histograms.len(), plain.histograms.len() + 1);
+    }
+
     #[test]
     fn littles_law_holds_as_an_upper_bound_when_reconnecting() {
         // 4 connections x 16 in flight / 10,000/s = 6.4 ms.

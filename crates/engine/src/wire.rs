@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use model::hist::CONNECT_KIND;
 use model::HistogramRecord;
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,10 @@ pub struct WireOutcome {
     #[serde(default)]
     lost_requests: BTreeMap<String, u64>,
     reconnects: u64,
+    /// The connect times, whole ([`model::hist::CONNECT_KIND`]); absent from a generator
+    /// of an older version, and when none was timed.
+    #[serde(default)]
+    connect: Option<HistogramRecord>,
     bytes_tx: u64,
     bytes_rx: u64,
     loadgen_cpu_user_s: f64,
@@ -79,6 +84,10 @@ impl From<&LoadOutcome> for WireOutcome {
             connection_errors: o.connection_errors.clone(),
             lost_requests: o.lost_requests.clone(),
             reconnects: o.reconnects,
+            connect: o
+                .connect
+                .as_ref()
+                .map(|h| HistogramRecord::from_histogram(CONNECT_KIND, CONNECT_KIND, h)),
             bytes_tx: o.bytes_tx,
             bytes_rx: o.bytes_rx,
             loadgen_cpu_user_s: o.loadgen_cpu_user_s,
@@ -122,6 +131,10 @@ impl TryFrom<WireOutcome> for LoadOutcome {
             connection_errors: w.connection_errors,
             lost_requests: w.lost_requests,
             reconnects: w.reconnects,
+            connect: match &w.connect {
+                Some(h) => Some(h.histogram().map_err(anyhow::Error::msg)?),
+                None => None,
+            },
             bytes_tx: w.bytes_tx,
             bytes_rx: w.bytes_rx,
             loadgen_cpu_user_s: w.loadgen_cpu_user_s,
@@ -185,6 +198,7 @@ pub fn merge(outcomes: Vec<LoadOutcome>, span: Span) -> Option<LoadOutcome> {
             *acc.lost_requests.entry(k.clone()).or_insert(0) += v;
         }
         acc.reconnects += o.reconnects;
+        crate::sched::add_connect(&mut acc.connect, o.connect);
         acc.bytes_tx += o.bytes_tx;
         acc.bytes_rx += o.bytes_rx;
         acc.loadgen_cpu_user_s += o.loadgen_cpu_user_s;
@@ -232,6 +246,7 @@ mod tests {
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),
             reconnects: 0,
+            connect: None,
             bytes_tx: 0,
             bytes_rx: 0,
             loadgen_cpu_user_s: 0.5,
@@ -277,6 +292,41 @@ mod tests {
         assert!((merged.throughput() - 10_000.0).abs() < 1e-6);
         assert!((merged.loadgen_cpu_user_s - 1.0).abs() < 1e-9);
         assert_eq!(merged.interval_rates, vec![10_000.0]);
+    }
+
+    /// The connect times travel whole and merge exactly; a generator that timed none
+    /// (kept alive, or an older version without the field) adds nothing.
+    #[test]
+    fn connect_times_cross_the_wire_and_merge_exactly() {
+        let wire = |o: &LoadOutcome| {
+            let text = serde_json::to_string(&WireOutcome::from(o)).unwrap();
+            LoadOutcome::try_from(serde_json::from_str::<WireOutcome>(&text).unwrap()).unwrap()
+        };
+        let timed = |us: &[u64]| {
+            let mut o = outcome(&[10_000], 1.0);
+            let mut h = new_latency_histogram();
+            for v in us {
+                h.record(v * 1000).unwrap();
+            }
+            o.connect = Some(h);
+            o
+        };
+        let kept = outcome(&[10_000], 1.0);
+        let merged = merge(
+            vec![wire(&timed(&[30, 40])), wire(&kept), wire(&timed(&[5000]))],
+            Span::Together,
+        )
+        .unwrap();
+        let h = merged.connect.unwrap();
+        assert_eq!(
+            (h.len(), h.min(), h.max()),
+            (3, 30_000, h.highest_equivalent(5_000_000))
+        );
+        // Older generators' reports carry no connect times: none, not an error.
+        let mut v = serde_json::to_value(WireOutcome::from(&kept)).unwrap();
+        v.as_object_mut().unwrap().remove("connect");
+        let old = LoadOutcome::try_from(serde_json::from_value::<WireOutcome>(v).unwrap());
+        assert!(old.unwrap().connect.is_none());
     }
 
     #[test]

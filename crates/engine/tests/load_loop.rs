@@ -281,6 +281,17 @@ fn reconnect_per_request_opens_a_connection_each_time() {
     // 2 initial + one per request (the last ones may reconnect once more at the end).
     assert!(f.accepted.load(Ordering::SeqCst) >= 50);
     assert!(out.reconnects >= 48);
+    // Each of them timed, from the connect call to established (httperf's connection
+    // time): one sample per connect, none for the two opened before the test.
+    let timed = |out: &engine::load::LoadOutcome| out.connect.as_ref().map_or(0, |h| h.len());
+    assert_eq!(timed(&out), out.reconnects);
+    let h = out.connect.as_ref().unwrap();
+    assert!(
+        h.min() > 0 && h.max() < 5_000_000_000,
+        "{} .. {} ns",
+        h.min(),
+        h.max()
+    );
     // After a warm-up, reconnects count from its end, as the requests do: one per
     // measured request (and a last one or two), not the warm-up's hundreds too.
     let s = LoadSpec {
@@ -294,6 +305,19 @@ fn reconnect_per_request_opens_a_connection_each_time() {
         "{} reconnects for 50 measured requests",
         out.reconnects
     );
+    assert_eq!(
+        timed(&out),
+        out.reconnects,
+        "the warm-up's connects are not timed"
+    );
+    // Kept alive: the connects before the test are not a distribution, and none is timed.
+    let kept = LoadSpec {
+        requests_per_connection: None,
+        ..s
+    };
+    let out = run_stream(&kept, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!((out.reconnects, timed(&out)), (0, 0));
+    assert!(out.connect.is_none());
 }
 
 /// redis-benchmark -k 0 -P 4: a connection carries 4 pipelined requests, then is

@@ -45,6 +45,12 @@ pub fn parse_latency_ns(s: &str) -> Result<u64, String> {
     Ok(ns.round() as u64)
 }
 
+/// The name and `kind` of a histogram of TCP connect times, from the connect call to the
+/// connection established, one per connection opened during a test (httperf's
+/// "Connection time [ms]: connect"). Not a request's latency: every view of request
+/// latency leaves it out.
+pub const CONNECT_KIND: &str = "connect";
+
 /// A new empty latency histogram in nanoseconds (1 ns .. 1 h, 3 significant digits).
 pub fn new_latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_NS, SIGFIG).expect("static bounds are valid")
@@ -96,6 +102,12 @@ pub struct HistogramRecord {
 }
 
 impl HistogramRecord {
+    /// Whether this is a request's (an operation's) latency, not the connect times of
+    /// [`CONNECT_KIND`].
+    pub fn is_request_latency(&self) -> bool {
+        self.kind != CONNECT_KIND
+    }
+
     pub fn from_histogram(name: &str, kind: &str, h: &Histogram<u64>) -> Self {
         let mut buf = Vec::new();
         V2DeflateSerializer::new()

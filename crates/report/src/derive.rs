@@ -504,6 +504,8 @@ pub fn sut_cpu(run: &RunRecord, r: &ResultRecord) -> Result<CpuFigure, String> {
 pub fn merged_latency<'a>(
     hists: impl Iterator<Item = &'a model::HistogramRecord> + Clone,
 ) -> Option<(String, Vec<String>, Histogram<u64>)> {
+    // Requests' latency only: a connect time is no request's.
+    let hists = hists.filter(|h| h.is_request_latency());
     let kind = if hists.clone().any(|h| h.kind == "corrected") {
         "corrected".to_string()
     } else {
@@ -713,6 +715,27 @@ impl<'a> Point<'a> {
         }
         let valid = self.valid();
         merged_latency(valid.iter().flat_map(|r| r.histograms.iter()))
+    }
+
+    /// The connect times of the valid repetitions merged exactly (httperf's connection
+    /// time, [`model::hist::CONNECT_KIND`]); None when none timed a connect.
+    pub fn connect_time(&self) -> Option<Histogram<u64>> {
+        let mut merged: Option<Histogram<u64>> = None;
+        for h in self
+            .valid()
+            .iter()
+            .flat_map(|r| &r.histograms)
+            .filter(|h| !h.is_request_latency())
+        {
+            let Ok(d) = h.histogram() else { continue };
+            match merged.as_mut() {
+                None => merged = Some(d),
+                Some(m) => {
+                    let _ = m.add(&d);
+                }
+            }
+        }
+        merged.filter(|h| !h.is_empty())
     }
 
     /// The valid repetitions whose power is on the first one's source, each with its

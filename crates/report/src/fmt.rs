@@ -37,6 +37,25 @@ pub fn num(v: f64) -> String {
     tco::fmt_number(v)
 }
 
+/// A figure to `decimals` places, as a table column of like figures prints them
+/// (`0.042` ms of jitter, `12.5` %CPU), except one that would read as zero and is not:
+/// that one keeps three significant digits ([`num`]: a jitter of 0.00035 ms reads
+/// `0.000350`, not `0.000`; an interval's loss of -0.0004% reads `-0.000400`, not
+/// `-0.000`). A true 0 stays `0.000`, and every figure that keeps a nonzero digit at
+/// `decimals` places prints as before.
+pub fn fixed(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    let reads_zero = s
+        .trim_start_matches('-')
+        .chars()
+        .all(|c| c == '0' || c == '.');
+    if reads_zero && v != 0.0 && v.is_finite() {
+        num(v)
+    } else {
+        s
+    }
+}
+
 /// A figure with an SI prefix for axis ticks and chart labels (`1.2M`, `350k`, `0.25`).
 pub fn si(v: f64) -> String {
     if !v.is_finite() {
@@ -220,6 +239,24 @@ mod tests {
         assert_eq!(bit_rate(0.000512), "512 kbit/s");
         assert_eq!(bit_rate_unit(&[15.0, 0.1]), (1e3, "Mbit/s"));
         assert_eq!(bit_rate_unit(&[15.0, 0.0]), (1.0, "Gbit/s"));
+    }
+
+    /// A figure that rounds to zero at a column's places keeps its significant digits
+    /// (a UDP jitter of 0.00035 ms printed `0.000`); every other figure prints as before.
+    #[test]
+    fn fixed_places_never_round_a_figure_to_zero() {
+        assert_eq!(fixed(0.00035, 3), "0.000350");
+        assert_eq!(fixed(-0.0004, 3), "-0.000400");
+        assert_eq!(fixed(0.04, 1), "0.0400");
+        assert_eq!(fixed(0.0000000012, 2), "0.00000000120");
+        // Ordinary figures, and a true zero, as `{:.N}` prints them.
+        assert_eq!(fixed(0.042, 3), "0.042");
+        assert_eq!(fixed(0.0005, 3), "0.001");
+        assert_eq!(fixed(12.3456, 2), "12.35");
+        assert_eq!(fixed(99.96, 1), "100.0");
+        assert_eq!(fixed(0.0, 3), "0.000");
+        assert_eq!(fixed(7.0, 0), "7");
+        assert_eq!(fixed(0.4, 0), "0.400");
     }
 
     #[test]

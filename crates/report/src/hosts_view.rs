@@ -397,11 +397,11 @@ fn watts(w: f64, basis: PowerBasis) -> String {
 }
 
 fn f2(v: Option<f64>) -> String {
-    v.map_or(NA.to_string(), |v| format!("{v:.2}"))
+    v.map_or(NA.to_string(), |v| crate::fmt::fixed(v, 2))
 }
 
 fn f3(v: Option<f64>) -> String {
-    v.map_or(NA.to_string(), |v| format!("{v:.3}"))
+    v.map_or(NA.to_string(), |v| crate::fmt::fixed(v, 3))
 }
 
 /// The iperf3 study's table, one per test and sweep point: per pair a sender and a
@@ -866,8 +866,8 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             if skew.is_some() || overlap.is_some() {
                 notes.push(format!(
                     "Generators: largest start skew {} ms; measurement windows overlap {} s.",
-                    skew.map_or(NA.into(), |s| format!("{:.3}", s * 1e3)),
-                    overlap.map_or(NA.into(), |o| format!("{o:.3}"))
+                    skew.map_or(NA.into(), |s| crate::fmt::fixed(s * 1e3, 3)),
+                    overlap.map_or(NA.into(), |o| crate::fmt::fixed(o, 3))
                 ));
             }
             notes.push(format!(
@@ -909,7 +909,7 @@ pub fn hosts_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                     fact(h, FACT_ADDRESS).unwrap_or_else(|| "-".into()),
                     match h.facts.get(FACT_CLOCK_OFFSET) {
                         Some(f) => match f.value.as_deref().map(str::parse::<f64>) {
-                            Some(Ok(s)) => format!("{:.3}", s * 1e3),
+                            Some(Ok(s)) => crate::fmt::fixed(s * 1e3, 3),
                             _ => f.display(),
                         },
                         None => "-".into(),

@@ -9,7 +9,7 @@ use model::{Flag, RunRecord, Severity};
 use crate::charts::{charts, only_workload, pct_over, workloads, Chart};
 use crate::compare::{compare, Comparison};
 use crate::derive::{self, points, run_labels, unit_scale, DiffColumn, PowerBasis, PowerFigure};
-use crate::fmt::{esc, latency_ns, num};
+use crate::fmt::{esc, fixed, latency_ns, num};
 use crate::selection::Selection;
 
 const CSS: &str = r#"
@@ -565,7 +565,7 @@ fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                 h.push_str("<tr>");
             }
             let _ = write!(h, "<td>&gt; {}</td>", esc(&crate::charts::compact_ns(*e)));
-            cells(h, hists, &|x| format!("{:.2}%", pct_over(x, *e)));
+            cells(h, hists, &|x| format!("{}%", fixed(pct_over(x, *e), 2)));
         }
         h.push_str("<tr><td>weighted mean</td>");
         cells(h, hists, &|x| latency_ns(x.mean()));
@@ -645,8 +645,8 @@ fn efficiency_unit_table(
 fn cpu_cell(c: &Result<derive::CpuFigure, String>) -> String {
     match c {
         Ok(c) => format!(
-            r#"{:.1}%<br><span class="muted">{}</span>"#,
-            c.pct,
+            r#"{}%<br><span class="muted">{}</span>"#,
+            fixed(c.pct, 1),
             esc(&c.basis.label())
         ),
         Err(_) => r#"<span class="muted">absent&dagger;</span>"#.to_string(),
@@ -678,7 +678,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             let cv = s
                 .as_ref()
                 .and_then(|s| s.cv_pct())
-                .map_or("-".to_string(), |c| format!("{c:.1}%"));
+                .map_or("-".to_string(), |c| format!("{}%", fixed(c, 1)));
             let lead = format!(
                 r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{head}</td><td class="n">{cv}</td>"#,
                 esc(&p.test),
@@ -704,7 +704,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             };
             // The Aerospike study's threshold view: share of operations slower than 1 ms.
             let over = lat.as_ref().map_or("-".to_string(), |(_, _, hh)| {
-                format!("{:.2}%", pct_over(hh, 1_000_000))
+                format!("{}%", fixed(pct_over(hh, 1_000_000), 2))
             });
             let _ = write!(
                 h,

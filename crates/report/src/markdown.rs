@@ -332,7 +332,9 @@ pub fn markdown_with(
                         f(e.w_per_perf, sw),
                         f(e.dw_per_perf, sd),
                         match &e.cpu_used {
-                            Ok(c) => format!("{:.1}% ({})", c.pct, c.basis.label()),
+                            Ok(c) => {
+                                format!("{}% ({})", crate::fmt::fixed(c.pct, 1), c.basis.label())
+                            }
                             // The reason is said once under the table.
                             Err(_) => "absent†".into(),
                         },

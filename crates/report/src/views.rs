@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use model::{ResultRecord, RunRecord, Status};
 
 use crate::derive::{self, run_labels, Point};
-use crate::fmt::{esc, num, si};
+use crate::fmt::{esc, fixed, num, si};
 use crate::svg::{self, BarSeries, LineSeries, Scale};
 
 /// A table: caption, header cells and body rows (plain text; escaped when rendered).
@@ -152,6 +152,7 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
             "oltp" => out.extend(oltp(run, wl, &who)),
             _ => {}
         }
+        out.extend(connect_time(run, wl, &who));
         out.extend(capacity_views(run, wl, &who));
         if wl == "oltp" {
             out.extend(consistency(run, wl, &who));
@@ -932,8 +933,8 @@ fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         .map(|p| {
             vec![
                 p.level.to_uppercase(),
-                p.latency_ns.map_or("-".into(), |v| format!("{v:.2}")),
-                p.cycles.map_or("-".into(), |v| format!("{v:.1}")),
+                p.latency_ns.map_or("-".into(), |v| fixed(v, 2)),
+                p.cycles.map_or("-".into(), |v| fixed(v, 1)),
                 match (p.from, p.to) {
                     (Some(a), Some(b)) => format!("{} - {}", bytes(a), bytes(b)),
                     _ => "-".into(),
@@ -1205,7 +1206,7 @@ fn mem_bandwidth(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 cells[k]
                     .get(c)
                     .and_then(|v| mean(v))
-                    .map_or("-".into(), |v| format!("{v:.2}"))
+                    .map_or("-".into(), |v| fixed(v, 2))
             }));
             row
         })
@@ -1280,7 +1281,7 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         .collect();
     let title = format!("{who}network throughput per test");
     let fig = svg::bar_chart(&title, unit, &cats, &series);
-    let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| crate::fmt::fixed(v, d));
     // A paced test's target (--rate, iperf3 -b) beside what it moved, when any test had one.
     let paced = tests
         .iter()
@@ -1332,6 +1333,82 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             rows,
         }],
         notes: vec![],
+    })
+}
+
+// ---------------------------------------------------------------- connect time
+
+/// httperf's "Connection time [ms]: min avg max median stddev" of every sweep point whose
+/// tests opened connections during the test (`--requests-per-connection N`, or a server
+/// closing kept-alive ones): its repetitions' connect times merged exactly, with their
+/// count. None when no point timed a connect (kept alive: each result says why, among
+/// its missing figures).
+fn connect_time(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
+    let points = sweep_points(run, wl, |_| true, false, &[]);
+    let mut untimed = 0;
+    let mut rows = Vec::new();
+    for (label, rs) in &points {
+        let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
+        for h in rs
+            .iter()
+            .flat_map(|r| &r.histograms)
+            .filter(|h| !h.is_request_latency())
+            .filter_map(|h| h.histogram().ok())
+        {
+            match merged.as_mut() {
+                None => merged = Some(h),
+                Some(m) => {
+                    let _ = m.add(&h);
+                }
+            }
+        }
+        let Some(h) = merged.filter(|h| !h.is_empty()) else {
+            untimed += 1;
+            continue;
+        };
+        let ns = crate::fmt::latency_ns;
+        rows.push(vec![
+            label.clone(),
+            h.len().to_string(),
+            ns(h.min() as f64),
+            ns(h.mean()),
+            ns(h.value_at_quantile(0.5) as f64),
+            ns(h.value_at_quantile(0.99) as f64),
+            ns(h.max() as f64),
+            ns(h.stdev()),
+        ]);
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let notes = if untimed > 0 {
+        vec![format!(
+            "{untimed} other point(s) opened no connection during the test (kept alive): \
+             their connect time is not measured, and their results say why."
+        )]
+    } else {
+        vec![]
+    };
+    Some(View {
+        title: format!("{who}{wl} connect time"),
+        figures: vec![],
+        tables: vec![Table {
+            caption: "Connect time per connection opened during the test, from the connect call to the connection established (httperf's connection time), its repetitions merged exactly".into(),
+            head: [
+                "Test and parameters",
+                "Connects",
+                "Min",
+                "Mean",
+                "Median",
+                "p99",
+                "Max",
+                "Stddev",
+            ]
+            .map(str::to_string)
+            .to_vec(),
+            rows,
+        }],
+        notes,
     })
 }
 
@@ -1522,14 +1599,12 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("demanded_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_p50_ns")
-                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
+                    .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("latency_p99_ns")
-                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
-                m.get("errors_pct")
-                    .map_or("-".into(), |v| format!("{v:.2}")),
-                m.get("cpu_busy_pct")
-                    .map_or("-".into(), |v| format!("{v:.1}")),
-                m.get("power_w").map_or("-".into(), |v| format!("{v:.1}")),
+                    .map_or("-".into(), |v| fixed(ms(*v), 3)),
+                m.get("errors_pct").map_or("-".into(), |v| fixed(*v, 2)),
+                m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
+                m.get("power_w").map_or("-".into(), |v| fixed(*v, 1)),
             ]
         })
         .collect();
@@ -1651,7 +1726,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("demanded_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_at_objective_ns")
-                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
+                    .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 meets,
             ]
         })
@@ -1759,11 +1834,9 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("target_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_p99_ns")
-                    .map_or("-".into(), |v| format!("{:.3}", ms(*v))),
-                m.get("cpu_busy_pct")
-                    .map_or("-".into(), |v| format!("{v:.1}")),
-                m.get("power_w")
-                    .map_or("absent".into(), |v| format!("{v:.1}")),
+                    .map_or("-".into(), |v| fixed(ms(*v), 3)),
+                m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
+                m.get("power_w").map_or("absent".into(), |v| fixed(*v, 1)),
                 m.get("reply_rate_per_w").map_or("-".into(), |v| num(*v)),
             ]
         })

@@ -723,6 +723,26 @@ fn small_packet_udp_keeps_its_digits_and_packets() {
     assert!(h.contains(">Mbit/s<"), "axis unit");
 }
 
+/// A loopback UDP test's jitter of 0.00035 ms (and a loss that small) printed `0.000`
+/// in the net table, as if none were measured: a figure that rounds to zero at the
+/// column's places keeps its significant digits; the others print as before.
+#[test]
+fn udp_jitter_and_loss_too_small_for_the_columns_places_are_not_shown_as_zero() {
+    let mut r = net_run();
+    for m in &mut r.results[1].metrics {
+        match m.name.as_str() {
+            "jitter_ms" => m.value = 0.00035,
+            "loss_pct" => m.value = 0.0002,
+            _ => {}
+        }
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| 0.000200 | 0.000350 |"), "{m}");
+    assert!(!m.contains("0.000 |"), "{m}");
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("0.000350") && h.contains("0.000200"), "{h}");
+}
+
 #[test]
 fn mem_view_shows_the_measured_clock_beside_cycles() {
     let mut r = mem_run();
@@ -1171,4 +1191,67 @@ fn oltp_consistency_check_outcome_is_said() {
             "kv load levels"
         ]
     );
+}
+
+/// `--requests-per-connection 1`: httperf's connection time (min, mean, median, p99, max,
+/// stddev, with the count) has its view, beside the requests' latency and never in it;
+/// a run kept alive has no such view.
+#[test]
+fn connect_times_have_their_view_and_stay_out_of_request_latency() {
+    let hist = |values_us: &[u64]| {
+        let mut h = model::hist::new_latency_histogram();
+        for v in values_us {
+            h.record(v * 1000).unwrap();
+        }
+        h
+    };
+    let mut r = run(
+        "h",
+        "http",
+        vec![
+            (
+                "load",
+                serde_json::json!({"requests_per_connection": 1}),
+                vec![Metric::new("requests_per_s", 9000.0, "req/s")],
+            ),
+            (
+                "load",
+                serde_json::json!({"requests_per_connection": 0}),
+                vec![Metric::new("requests_per_s", 40000.0, "req/s")],
+            ),
+        ],
+    );
+    let request = hist(&[100, 100, 100, 100]);
+    let kind = model::hist::CONNECT_KIND;
+    for res in &mut r.results {
+        res.histograms = vec![model::HistogramRecord::from_histogram(
+            "get", "service", &request,
+        )];
+    }
+    r.results[0].histograms.insert(
+        0,
+        model::HistogramRecord::from_histogram(kind, kind, &hist(&[30, 40, 5000])),
+    );
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("http connect time"), "{h}");
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains("| load requests\\_per\\_connection=1 | 3 | 30.0 us | 1.690 ms | 40.0 us |"),
+        "{m}"
+    );
+    assert!(m.contains("1 other point(s) opened no connection"), "{m}");
+    // The requests' latency is the requests' alone, whichever histogram comes first.
+    let p = report::derive::points(0, &r);
+    let (kind_of, names, lat) = p[0].latency().unwrap();
+    assert_eq!(
+        (kind_of.as_str(), names),
+        ("service", vec!["get".to_string()])
+    );
+    assert_eq!(lat.len(), 4);
+    assert_eq!(p[0].connect_time().map(|h| h.len()), Some(3));
+    assert_eq!(p[1].connect_time(), None);
+    // Kept alive everywhere: no connect-time view.
+    r.results.remove(0);
+    let h = report::html(&[r], None);
+    assert!(!h.contains("connect time"), "{h}");
 }

@@ -708,6 +708,7 @@ pub fn repetition_summary(run: &RunRecord) -> String {
                 (lo.min(*v), hi.max(*v))
             });
         let num = report::fmt::num;
+        let num_fixed = report::fmt::fixed;
         out.push_str(&format!(
             "  {key}: {}{} {}  {} .. {}  cv {} ({n})\n",
             num(s.mean),
@@ -716,7 +717,7 @@ pub fn repetition_summary(run: &RunRecord) -> String {
             num(min),
             num(max),
             s.cv_pct()
-                .map_or_else(|| "-".to_string(), |c| format!("{c:.1}%")),
+                .map_or_else(|| "-".to_string(), |c| format!("{}%", num_fixed(c, 1))),
         ));
     }
     out.push_str(&peaks(run));

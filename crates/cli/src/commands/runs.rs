@@ -585,8 +585,10 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
+/// Nanoseconds in ms to three places, as the tables' MS columns print them; a figure
+/// under 0.0005 ms keeps its significant digits rather than reading `0.000`.
 fn ms(ns: f64) -> String {
-    format!("{:.3}", ns / 1e6)
+    report::fmt::fixed(ns / 1e6, 3)
 }
 
 /// Parameters shown first when they vary (the knobs the seeds sweep).
@@ -642,7 +644,7 @@ fn percentiles_ns(r: &ResultRecord) -> [Option<f64>; 3] {
     let hist = r
         .histograms
         .iter()
-        .filter(|h| h.summary.count > 0)
+        .filter(|h| h.summary.count > 0 && h.is_request_latency())
         .max_by_key(|h| (h.name == "all", h.kind == "corrected"));
     let from_metric = |name: &str| r.metric(name, &[]).map(|m| m.value);
     [
@@ -702,6 +704,45 @@ fn per_type_latency_table(results: &[ResultRecord]) -> String {
         "STEP", "TYPE", "LATENCY", "COUNT", "AVG MS", "P50 MS", "P95 MS", "P99 MS",
     ];
     format!("\nlatency per type:\n{}", render_table(&headers, &rows))
+}
+
+/// The connect times of the results that opened connections during the test (a new
+/// connection every N requests, or after the server closed one), as httperf gives its
+/// "Connection time [ms]: min avg max median stddev": one row per result, with the
+/// connects counted. Empty when no result timed one (kept alive: the notes say why).
+fn connect_time_table(results: &[ResultRecord]) -> String {
+    let rows: Vec<Vec<Cell>> = results
+        .iter()
+        .flat_map(|r| {
+            r.histograms
+                .iter()
+                .filter(|h| !h.is_request_latency() && h.summary.count > 0)
+                .map(move |h| {
+                    let s = &h.summary;
+                    vec![
+                        Cell::right(r.step.to_string()),
+                        Cell::left(r.test.clone()),
+                        Cell::right(s.count.to_string()),
+                        Cell::right(ms(s.min_ns as f64)),
+                        Cell::right(ms(s.mean_ns)),
+                        Cell::right(ms(s.p50_ns as f64)),
+                        Cell::right(ms(s.p99_ns as f64)),
+                        Cell::right(ms(s.max_ns as f64)),
+                        Cell::right(ms(s.stdev_ns)),
+                    ]
+                })
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let headers = [
+        "STEP", "TEST", "CONNECTS", "MIN MS", "AVG MS", "P50 MS", "P99 MS", "MAX MS", "STDEV MS",
+    ];
+    format!(
+        "\nconnect time (connect call to established, per connection opened during the test):\n{}",
+        render_table(&headers, &rows)
+    )
 }
 
 /// TPC-C with `--databases N`: each database's NOPM and TPM, one row per result and
@@ -916,6 +957,7 @@ pub fn results_table(run: &RunRecord) -> String {
     let mut out = render_table(&headers, &rows);
     out.push_str(&per_database_table(results));
     out.push_str(&per_type_latency_table(results));
+    out.push_str(&connect_time_table(results));
 
     // Notes: what each flag means, errors, and missing figures, each said once with the
     // steps it applies to (in order of first appearance).
@@ -1096,6 +1138,9 @@ mod tests {
         assert_eq!(fmt_num(0.0), "0");
         assert_eq!(fmt_num(3.0), "3");
         assert_eq!(fmt_num(1_600_000.0), "1600000");
+        // The MS columns: three places, but a sub-microsecond figure is not `0.000`.
+        assert_eq!(ms(1_234_567.0), "1.235");
+        assert_eq!(ms(350.0), "0.000350");
     }
 
     #[test]
@@ -1146,6 +1191,54 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             t.contains("step 1: not measured: ops_per_s: server died"),
             "{t}"
         );
+    }
+
+    /// `--requests-per-connection 1`: the connect times are shown in their own table,
+    /// httperf's min avg median max stddev with the count, and are never taken for the
+    /// requests' latency (a result whose percentiles come from its histograms).
+    #[test]
+    fn connect_times_have_their_own_table_and_are_no_requests_latency() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.metrics.retain(|m| !m.name.starts_with("latency_"));
+        let mut h = model::hist::new_latency_histogram();
+        for us in [40, 50, 60, 70, 9_000] {
+            h.record(us * 1000).unwrap();
+        }
+        let kind = model::hist::CONNECT_KIND;
+        // Last, as the engine stores it, and first: neither is a request's latency.
+        r.histograms
+            .push(model::HistogramRecord::from_histogram(kind, kind, &h));
+        let p99 = percentiles_ns(r)[1];
+        r.histograms.rotate_right(1);
+        assert_eq!(percentiles_ns(r)[1], p99);
+        assert!(p99.is_some_and(|v| v < 9e6), "{p99:?}");
+        let t = results_table(&run);
+        assert!(
+            t.contains("connect time (connect call to established, per connection opened during the test):"),
+            "{t}"
+        );
+        let row = t
+            .lines()
+            .find(|l| l.split_whitespace().nth(2) == Some("5"))
+            .unwrap_or_else(|| panic!("{t}"));
+        let s = model::hist::LatencySummary::of(&h);
+        let want = [
+            s.min_ns as f64,
+            s.mean_ns,
+            s.p50_ns as f64,
+            s.p99_ns as f64,
+            s.max_ns as f64,
+            s.stdev_ns,
+        ]
+        .map(ms);
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[..3], ["0", "set", "5"], "{row}");
+        assert_eq!(cells[3..], want, "{row}");
+        assert_eq!(cells[3], "0.040", "{row}");
+        // Kept alive, nothing timed: no table.
+        run.results[0].histograms.retain(|h| h.is_request_latency());
+        assert!(!results_table(&run).contains("connect time"));
     }
 
     /// Two generators, one lost mid-test: the survivor's figure (half the load) showed

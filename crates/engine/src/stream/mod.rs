@@ -218,10 +218,19 @@ impl<P> Conn<P> {
 }
 
 fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+    connect_timed(addr).map(|(s, _)| s)
+}
+
+/// Connect, and how long the connect took: from the connect call to the connection
+/// established (writable), httperf's "connect" time; the socket options after it are
+/// not part of it.
+fn connect_timed(addr: SocketAddr) -> io::Result<(TcpStream, Duration)> {
+    let t0 = std::time::Instant::now();
     let s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    let took = t0.elapsed();
     s.set_nodelay(true)?;
     s.set_nonblocking(true)?;
-    Ok(TcpStream::from_std(s))
+    Ok((TcpStream::from_std(s), took))
 }
 
 pub(crate) fn run<P, F>(
@@ -515,6 +524,7 @@ impl Loop<'_> {
             self.rec.bytes_tx = 0;
             self.rec.bytes_rx = 0;
             self.rec.reconnects = 0;
+            self.rec.connect = None;
             pace.cpu_marked = true;
             self.progress.warmup.store(false, Ordering::Relaxed);
         }
@@ -981,7 +991,8 @@ fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str, warm_n
 }
 
 /// Open the connection again (blocking connect; fast on loopback), with empty buffers
-/// and nothing in flight. A refused connect marks the connection dead: the server is
+/// and nothing in flight, its connect time recorded (once per connect: a request that
+/// reuses a connection pays nothing for it). A refused connect marks the connection dead: the server is
 /// gone. Returns whether it is open; the caller watches the new socket (and counts the
 /// reconnect once it does).
 fn reopen_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder) -> bool {
@@ -993,8 +1004,9 @@ fn reopen_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder) -> bool {
     c.inflight.clear();
     c.sent_on_conn = 0;
     c.proto.reset();
-    match connect(c.addr) {
-        Ok(s) => {
+    match connect_timed(c.addr) {
+        Ok((s, took)) => {
+            rec.connected(took);
             c.stream = Some(s);
             true
         }

@@ -899,7 +899,13 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
                 out.metrics
                     .push(Metric::new("lost_packets", lost as f64, "packets"));
                 match proto::loss_pct(sent_packets, sent_packets.saturating_sub(lost)) {
-                    Some(p) => out.metrics.push(Metric::new("loss_pct", p, "%")),
+                    Some(p) => {
+                        out.metrics.push(Metric::new("loss_pct", p, "%"));
+                        if p > UDP_LOSS_WARN_PCT {
+                            out.flags
+                                .push(udp_loss_flag(p, lost, sent_packets, send_gbit));
+                        }
+                    }
                     None => out.missing.push(MissingMetric {
                         name: "loss_pct".into(),
                         reason: "no datagram was sent".into(),
@@ -1006,15 +1012,13 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         )));
         if spec.proto == Proto::Udp {
             let pk: u64 = iv.received.iter().map(|s| s.packets).sum();
-            // Below 0 when datagrams counted lost in an earlier interval arrived in this
-            // one (as iperf3's interval loss): so the intervals' loss adds up to the test's.
-            let lost: i64 = iv.received.iter().map(|s| s.lost).sum();
             out.metrics.push(labelled(Metric::new(
                 "packets_per_s",
                 pk as f64 / len,
                 "packets/s",
             )));
-            let expected = pk as i64 + lost;
+            let (lost, ooo) = interval_loss(&iv.received);
+            let expected = pk + lost;
             if expected > 0 {
                 out.metrics.push(labelled(Metric::new(
                     "loss_pct",
@@ -1022,6 +1026,11 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
                     "%",
                 )));
             }
+            out.metrics.push(labelled(Metric::new(
+                "out_of_order_packets",
+                ooo as f64,
+                "packets",
+            )));
             // A stream's jitter at an interval's end is its running estimate, counted
             // for the streams whose receiver took a difference of transit times in it.
             if let Some(j) = mean_jitter(iv.received.iter()) {
@@ -1035,6 +1044,44 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     }
     push_outcome(&mut out, spec, rep);
     out
+}
+
+/// An interval's lost and out-of-order datagrams as shown: each stream's loss never below
+/// 0. A stream's count over an interval is below 0 when datagrams counted lost in an
+/// earlier one arrived late in it; iperf3 prints that negative loss, which reads as
+/// nonsense. Those late datagrams are out-of-order arrivals (the receiver counts each
+/// one so, as iperf3's "OUT OF ORDER"), and the interval they arrive in lost none of
+/// its own: the loss shown is 0 and they count in the interval's out-of-order figure.
+/// The earlier interval keeps them lost, so the intervals' loss may add up to more than
+/// the test's, which stays exact (sent less received, [`step_output`]).
+fn interval_loss(streams: &[proto::StreamStats]) -> (u64, u64) {
+    streams.iter().fold((0, 0), |(lost, ooo), s| {
+        (
+            lost + u64::try_from(s.lost).unwrap_or(0),
+            ooo + s.out_of_order,
+        )
+    })
+}
+
+/// Whole-test UDP loss above which a test is flagged `udp_loss`, percent of the datagrams
+/// sent. iperf3 users read more than a few percent as a rate above what the path takes;
+/// 1% leaves room for a loopback test's stray drop while catching a rate the receiver
+/// cannot take (14-32% at `--rate 1G` on a slow receiver).
+pub const UDP_LOSS_WARN_PCT: f64 = 1.0;
+
+/// The warning on a UDP test that lost more than [`UDP_LOSS_WARN_PCT`] of what it sent:
+/// its throughput is what the receiver took, not the rate offered.
+fn udp_loss_flag(loss_pct: f64, lost: u64, sent: u64, sent_gbit: f64) -> Flag {
+    Flag::warning(
+        "udp_loss",
+        format!(
+            "{loss_pct:.1}% of the datagrams sent were lost ({lost} of {sent}, above the \
+             {UDP_LOSS_WARN_PCT}% taken as a path that keeps up): the rate offered, {sent_gbit:.3} \
+             Gbit/s sent, is above what the receiver or the path takes, so the Gbit/s figure \
+             is the receiver's, not the rate offered; lower --rate to find the rate it takes \
+             without loss"
+        ),
+    )
 }
 
 /// The label of the interval the receiver scheduled `k` intervals of `interval_s` after

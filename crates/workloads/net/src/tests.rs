@@ -1811,3 +1811,132 @@ fn a_user_system_split_no_tick_saw_is_missing_and_the_total_stays() {
     push_end_cpu(&mut out, "receiver", &unsampled, 3.0, 0.0);
     assert!(out.missing.is_empty());
 }
+
+/// A one-stream UDP report of `sent` datagrams of which `received` arrived, over 1 s.
+fn udp_report(sent: u64, received: u64) -> TestReport {
+    TestReport {
+        sent: vec![proto::SentStats {
+            bytes: sent * 1472,
+            packets: sent,
+        }],
+        stream_send_s: vec![1.0],
+        received: vec![proto::StreamStats {
+            bytes: received * 1472,
+            packets: received,
+            lost: (sent - received) as i64,
+            out_of_order: 0,
+            jitter_ms: 0.01,
+            jitter_samples: received.saturating_sub(1),
+        }],
+        receive_duration_s: 1.0,
+        ..TestReport::default()
+    }
+}
+
+/// UDP that lost 14-32% at `--rate 1G` carried no warning, and its Gbit/s read as the
+/// rate the path takes at that offer. Above 1% loss the test is flagged `udp_loss`,
+/// naming the loss and saying whose the Gbit/s is; at or under it, not.
+#[test]
+fn udp_loss_above_the_threshold_is_flagged_with_the_loss_and_whose_rate_it_is() {
+    let spec = SendSpec {
+        rate_bps: 1e9,
+        ..udp_spec()
+    };
+    let out = step_output(&spec, &udp_report(100_000, 78_000));
+    assert_eq!(metric(&out, "loss_pct"), Some(22.0));
+    let flag = out
+        .flags
+        .iter()
+        .find(|f| f.code == "udp_loss")
+        .unwrap_or_else(|| panic!("no udp_loss flag: {:?}", out.flags));
+    assert_eq!(flag.severity, model::Severity::Warning);
+    for part in [
+        "22.0% of the datagrams sent were lost (22000 of 100000",
+        "above the 1%",
+        "is above what the receiver or the path takes",
+        "the Gbit/s figure is the receiver's, not the rate offered",
+    ] {
+        assert!(flag.message.contains(part), "{part}: {}", flag.message);
+    }
+    // 1% and under: no flag, loss or not.
+    for received in [99_000, 100_000] {
+        let out = step_output(&spec, &udp_report(100_000, received));
+        assert!(
+            out.flags.iter().all(|f| f.code != "udp_loss"),
+            "{received}: {:?}",
+            out.flags
+        );
+    }
+    // Loss that could not be counted is not taken for loss.
+    let mut unknown = udp_report(100_000, 50_000);
+    unknown.loss_unknown = Some("the receiver sent no final report".into());
+    let out = step_output(&spec, &unknown);
+    assert!(out.flags.iter().all(|f| f.code != "udp_loss"));
+}
+
+/// A datagram counted lost in one interval and arriving in the next made that interval's
+/// loss negative (-1 of 100 read `-1.0%`). Shown, an interval's loss is never below 0: the
+/// late datagram is one of its out-of-order arrivals. The test's loss stays exact.
+#[test]
+fn an_intervals_loss_is_never_negative_and_late_datagrams_are_out_of_order() {
+    let spec = SendSpec {
+        streams: 2,
+        ..udp_spec()
+    };
+    let stream = |packets: u64, lost: i64, out_of_order: u64| proto::StreamStats {
+        bytes: packets * 1472,
+        packets,
+        lost,
+        out_of_order,
+        jitter_ms: 0.01,
+        jitter_samples: packets.saturating_sub(1),
+    };
+    let interval = |k: usize, received: Vec<proto::StreamStats>| sender::IntervalReport {
+        start_s: k as f64,
+        end_s: k as f64 + 1.0,
+        received,
+        retransmits: None,
+        warmup: false,
+    };
+    let mut rep = udp_report(0, 0);
+    rep.sent = vec![
+        proto::SentStats {
+            bytes: 200 * 1472,
+            packets: 200,
+        };
+        2
+    ];
+    rep.stream_send_s = vec![2.0, 2.0];
+    rep.receive_duration_s = 2.0;
+    // Stream 0 lost one datagram in the first interval that arrived in the second;
+    // stream 1 lost 3 in the second, for good.
+    rep.intervals = vec![
+        interval(0, vec![stream(99, 1, 0), stream(100, 0, 0)]),
+        interval(1, vec![stream(101, -1, 1), stream(97, 3, 0)]),
+    ];
+    rep.received = vec![stream(200, 0, 1), stream(197, 3, 0)];
+    let out = step_output(&spec, &rep);
+    let at = |name: &str, start: &str| {
+        out.metrics
+            .iter()
+            .find(|m| {
+                m.name == name
+                    && m.labels.get("interval_start_s").map(String::as_str) == Some(start)
+            })
+            .map(|m| m.value)
+    };
+    assert_eq!(at("loss_pct", "0.0"), Some(100.0 * 1.0 / 200.0));
+    // Not (3 - 1) of 200: stream 0's late one is no gain, stream 1's 3 are its loss.
+    assert_eq!(at("loss_pct", "1.0"), Some(100.0 * 3.0 / 201.0));
+    assert_eq!(at("out_of_order_packets", "0.0"), Some(0.0));
+    assert_eq!(at("out_of_order_packets", "1.0"), Some(1.0));
+    assert!(out
+        .metrics
+        .iter()
+        .filter(|m| m.name == "loss_pct")
+        .all(|m| m.value >= 0.0));
+    // The whole test's: 3 of 400, exact.
+    assert_eq!(metric(&out, "lost_packets"), Some(3.0));
+    assert_eq!(metric(&out, "loss_pct"), Some(100.0 * 3.0 / 400.0));
+    assert_eq!(metric(&out, "out_of_order_packets"), Some(1.0));
+}

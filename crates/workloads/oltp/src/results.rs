@@ -513,6 +513,7 @@ mod tests {
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),
             reconnects: 0,
+            connect: None,
             bytes_tx: 0,
             bytes_rx: 0,
             loadgen_cpu_user_s: 0.5,
