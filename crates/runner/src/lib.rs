@@ -596,6 +596,33 @@ fn disclosures(
     Ok(out)
 }
 
+/// The CPU lists of one sweep point (`w`'s) against the CPUs of the hosts they name, as
+/// each said when it was reached. A list past a host's CPUs used to be found by the test
+/// itself on that host, then stored as a failed result.
+fn check_cpu_lists(
+    workload: &str,
+    point_roles: &PointRoles,
+    w: &dyn Workload,
+    set: &HostSet,
+) -> anyhow::Result<()> {
+    let roles = point_roles.resolve(set)?;
+    for list in w.cpu_lists()? {
+        for host in list.role.hosts(&roles) {
+            let Some(online) = host.cpus_online() else {
+                continue;
+            };
+            let name = match host.name() {
+                hosts::LOCAL => format!("{} (this machine)", hosts::LOCAL),
+                other => model::printable(other),
+            };
+            if let Some(why) = list.refusal(&name, online) {
+                anyhow::bail!("{workload}: {why}");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Run a plan into `store`. Setup errors before anything was measured leave nothing
 /// stored; later failures keep what was measured.
 pub fn run(
@@ -677,6 +704,12 @@ pub fn run(
     if let Some(why) = set.local_unreachable() {
         if every_point.iter().any(|(_, r)| r.served_here_to_others()) {
             anyhow::bail!("{}", model::printable(why));
+        }
+    }
+    // Every CPU list against the host it names, before anything starts or is stored.
+    for (part, expanded, workloads, _) in &parts {
+        for ((_, point_roles), w) in expanded.iter().zip(workloads) {
+            check_cpu_lists(part.registration.name, point_roles, w.as_ref(), &set)?;
         }
     }
     let host_roles = plan.hosts.roles_by_host(&every_point);
