@@ -305,7 +305,9 @@ pub trait Observer {
 
 /// How the run ended.
 pub struct Finished {
-    pub run_id: String,
+    /// The run as stored; None when it was stopped before any test gave a result, and
+    /// nothing was kept.
+    pub run_id: Option<String>,
     pub failure: Option<String>,
     pub interrupted: bool,
 }
@@ -623,8 +625,8 @@ fn check_cpu_lists(
     Ok(())
 }
 
-/// Run a plan into `store`. Setup errors before anything was measured leave nothing
-/// stored; later failures keep what was measured.
+/// Run a plan into `store`. Setup errors and stops before anything was measured leave
+/// nothing stored; later failures and stops keep what was measured.
 pub fn run(
     plan: &Plan,
     store: &store::Store,
@@ -791,7 +793,7 @@ pub fn run(
     // a stop would leave the hosts measuring idle for up to --idle-power).
     let interrupter = Interrupter::start(&set);
     // A stop while the hosts were reached (that cannot be cut short: ssh's own timeouts
-    // bound it) ends the run here, stored as interrupted with nothing measured; the loop
+    // bound it) ends the run here, with nothing measured and nothing stored; the loop
     // below checks again before each sweep point.
     if !engine::stop::stop_requested() {
         // Cut short by a stop, an idle figure says the time it covered (duration_s).
@@ -1145,6 +1147,16 @@ pub fn run(
     telemetry.stop();
     interrupter.stop();
     let interrupted = engine::stop::stop_requested();
+    if interrupted && failure.is_none() && !any_result {
+        // Stopped before any test gave a result (while the hosts were reached, idle power
+        // measured, a server launched): a run of nothing but its stop is not kept.
+        store.delete_run(&run_id)?;
+        return Ok(Finished {
+            run_id: None,
+            failure,
+            interrupted,
+        });
+    }
     let status = if failure.is_some() {
         Status::Failed
     } else if interrupted {
@@ -1154,7 +1166,7 @@ pub fn run(
     };
     store.finish_run(&run_id, status, failure.as_deref())?;
     Ok(Finished {
-        run_id,
+        run_id: Some(run_id),
         failure,
         interrupted,
     })
