@@ -104,6 +104,51 @@ fn launch_settings_beside_a_target_are_refused() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// A CPU list past this machine's CPUs, in every workload that takes one: refused once the
+/// hosts are reached, before any server is launched or anything stored, naming the
+/// option, the host and its CPUs (exit 2). `--client-cpus 999` was found by the test
+/// itself and stored as a failed result, crypto's `--cpus 999` too, and a receiver
+/// left `--receiver-cpus 999` unpinned without a word.
+#[test]
+fn a_cpu_list_past_this_machines_cpus_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let cases: &[(&[&str], &str)] = &[
+        (&["kv", "--duration", "1", "-t", "set"], "--client-cpus"),
+        (&["kv", "--duration", "1", "-t", "set"], "--server-cpus"),
+        (&["http", "--duration", "1"], "--client-cpus"),
+        (&["http", "--duration", "1"], "--server-cpus"),
+        (&["oltp", "--duration", "1"], "--client-cpus"),
+        (
+            &["net", "--duration", "1", "--tests", "tcp"],
+            "--sender-cpus",
+        ),
+        (
+            &["net", "--duration", "1", "--tests", "tcp"],
+            "--receiver-cpus",
+        ),
+        (&["crypto", "--duration", "0.2", "-t", "sha256"], "--cpus"),
+    ];
+    for (args, flag) in cases {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run"])
+            .args(*args)
+            .args([flag, "999"])
+            .args(["-q", "--no-telemetry"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {flag}: {err}");
+        assert!(
+            err.contains(&format!("{flag} 999: CPU 999 is not available on the"))
+                && err.contains("local (this machine), which has")
+                && err.contains(&format!("or leave {flag} out")),
+            "{args:?} {flag}: {err}"
+        );
+    }
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
 /// A sweep point whose load cannot be spread over the load generators is refused when the
 /// plan is built, naming the point and the value to give, before any host is connected
 /// or server launched (the hosts here do not exist) and with nothing stored: it was found

@@ -221,6 +221,61 @@ fn an_unknown_or_changed_host_key_is_refused_and_nothing_is_stored() {
     assert_nothing_left(&h, 10);
 }
 
+/// A CPU list is checked against the CPUs of its own host, once the hosts are reached and
+/// before any server is launched or anything stored: `--client-cpus 9` on a 2-CPU load
+/// generator, or net's `--sender-cpus 7`, were found by the test itself and stored as
+/// failed results; a receiver left a `--receiver-cpus` past its CPUs unpinned unsaid.
+#[test]
+fn a_cpu_list_past_its_hosts_cpus_is_refused_before_anything_runs() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (a, b, c) = (
+        h.names[0].as_str(),
+        h.names[1].as_str(),
+        h.names[2].as_str(),
+    );
+    // The namespaces share this machine's CPUs.
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } as usize;
+    let past = (online + 7).to_string();
+    let pair = format!("{a}>{b}");
+    let kv = ["kv", "--sut", a, "--loadgen", b, "-n", "1000", "-t", "set"];
+    let net = ["net", "--pairs", &pair, "--tests", "tcp", "--duration", "1"];
+    let crypto = ["crypto", "--sut", c, "-t", "sha256", "--duration", "0.2"];
+    let cases: &[(&[&str], &str, String)] = &[
+        (&kv, "--client-cpus", format!("the load generator {b}")),
+        (&kv, "--server-cpus", format!("the system under test {a}")),
+        (&net, "--sender-cpus", format!("the sender {a}")),
+        (&net, "--receiver-cpus", format!("the receiver {b}")),
+        (&crypto, "--cpus", format!("the system under test {c}")),
+    ];
+    for (args, flag, host) in cases {
+        let mut args = args.to_vec();
+        args.extend([*flag, past.as_str()]);
+        let (code, _, err) = run_json(&h, &db, &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        let said = format!(
+            "{flag} {past}: CPU {past} is not available on {host}, which has CPUs 0-{} online",
+            online - 1
+        );
+        assert!(err.contains(&said), "{args:?}: {err}");
+        assert!(err.contains(&format!("or leave {flag} out")), "{err}");
+        assert_eq!(runs_in(&db), 0, "{args:?}: nothing stored");
+        assert_nothing_left(&h, 10);
+    }
+    // The CPUs a host has are taken: the last of them is accepted there.
+    if !common::have("redis-server", "redis-server") {
+        return;
+    }
+    let last = (online - 1).to_string();
+    let (code, run, err) = run_json(&h, &db, &[&kv[..], &["--client-cpus", &last]].concat());
+    assert_ne!(code, 2, "{err}");
+    assert_eq!(run["results"][0]["status"], "ok", "{run}");
+    assert_nothing_left(&h, 10);
+}
+
 /// A kv run in the background: servers on rbh1, generators on rbh2 (and rbh3).
 fn spawn_kv(h: &TestHosts, db: &std::path::Path, secs: u32, loadgens: &str) -> std::process::Child {
     bin()

@@ -211,6 +211,53 @@ fn ctrl_c_stores_a_crypto_test_interrupted_with_what_was_measured() {
     );
 }
 
+/// Ctrl-C before any test gave a result (here while a variant's setup runs) stored an
+/// empty run marked interrupted: now nothing is stored, rackbench says so, and exits as
+/// for an interruption.
+#[test]
+fn ctrl_c_before_any_test_ran_stores_nothing() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mark = dir.path().join("setting-up");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[crypto]\ntests = [\"sha256\"]\nduration = 0.2\n\n\
+             [[variant]]\nname = \"slow\"\nsetup = [\"touch {}\", \"sleep 30\"]\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    let child = bin()
+        .args(["--db", db.to_str().unwrap(), "run", "--plan"])
+        .arg(&plan)
+        .args(["-q", "--no-telemetry"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !mark.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the setup never began"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    unsafe { kill(child.id() as i32, SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted before any test ran; nothing stored"),
+        "{err}"
+    );
+    assert!(!err.contains("what was measured is stored"), "{err}");
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
 const SIGINT: i32 = 2;
 
 extern "C" {

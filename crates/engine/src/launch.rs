@@ -711,9 +711,40 @@ pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
     Ok(out)
 }
 
+/// A CPU list in Linux's short form (`0-3,8`), the inverse of [`parse_cpu_list`]: runs
+/// of consecutive CPUs as ranges, in the order given.
+pub fn cpu_list_text(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_list_is_written_back_in_its_short_form() {
+        assert_eq!(cpu_list_text(&[0, 1]), "0-1");
+        assert_eq!(cpu_list_text(&[7]), "7");
+        assert_eq!(cpu_list_text(&[0, 1, 2, 5, 8, 9]), "0-2,5,8-9");
+        assert_eq!(cpu_list_text(&[3, 1]), "3,1");
+        assert_eq!(cpu_list_text(&[]), "");
+        let back = parse_cpu_list(&cpu_list_text(&[0, 1, 2, 5])).unwrap();
+        assert_eq!(back, vec![0, 1, 2, 5]);
+    }
 
     /// A thread pinned for now is on the CPUs asked, so is a thread it starts meanwhile,
     /// and it has its own CPUs back when the pinning ends; no CPUs asked changes nothing.

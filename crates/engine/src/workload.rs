@@ -275,6 +275,81 @@ pub fn widen(
     so_far.map_or(part, |(from, to)| (from.min(part.0), to.max(part.1)))
 }
 
+/// The host of a sweep point whose CPUs a CPU list names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuRole {
+    /// The system under test: its servers (`--server-cpus`), or what measures it
+    /// (crypto's `--cpus`).
+    Sut,
+    /// Every load generator (`--client-cpus`).
+    Generator,
+    /// net: the sender, a pair's load generator (`--sender-cpus`).
+    Sender,
+    /// net: the receiver, a pair's system under test (`--receiver-cpus`).
+    Receiver,
+}
+
+impl CpuRole {
+    /// The hosts of `roles` this role names.
+    pub fn hosts(self, roles: &crate::host::Roles) -> Vec<Arc<dyn crate::host::Host>> {
+        match self {
+            CpuRole::Sut | CpuRole::Receiver => vec![roles.sut.clone()],
+            CpuRole::Generator | CpuRole::Sender => roles.loadgens.clone(),
+        }
+    }
+
+    /// The role in a reader's words.
+    pub fn word(self) -> &'static str {
+        match self {
+            CpuRole::Sut => "the system under test",
+            CpuRole::Generator => "the load generator",
+            CpuRole::Sender => "the sender",
+            CpuRole::Receiver => "the receiver",
+        }
+    }
+}
+
+/// A CPU list a sweep point was given, with the host whose CPUs it names
+/// ([`Workload::cpu_lists`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList {
+    /// The option as the user gives it (`--client-cpus`).
+    pub flag: &'static str,
+    pub role: CpuRole,
+    pub cpus: Vec<usize>,
+}
+
+impl CpuList {
+    /// Why this list cannot be used on `host` (as the reader knows it: `rbh2`, "local
+    /// (this machine)"), which has `online` CPUs, numbered from 0; None when it can. The
+    /// numbering is the one [`crate::launch::check_cpus`] checks where the list is used.
+    pub fn refusal(&self, host: &str, online: usize) -> Option<String> {
+        let bad: Vec<usize> = self.cpus.iter().copied().filter(|&c| c >= online).collect();
+        if bad.is_empty() {
+            return None;
+        }
+        let has = match online {
+            0 => "no CPUs online".to_string(),
+            1 => "only CPU 0 online".to_string(),
+            n => format!("CPUs 0-{} online", n - 1),
+        };
+        let give = match online {
+            0 | 1 => "give CPU 0".to_string(),
+            n => format!("give CPUs among 0-{}", n - 1),
+        };
+        Some(format!(
+            "{} {}: CPU{} {} {} not available on {} {host}, which has {has}: {give} there, or leave {} out",
+            self.flag,
+            crate::launch::cpu_list_text(&self.cpus),
+            if bad.len() == 1 { "" } else { "s" },
+            crate::launch::cpu_list_text(&bad),
+            if bad.len() == 1 { "is" } else { "are" },
+            self.role.word(),
+            self.flag,
+        ))
+    }
+}
+
 /// A workload: one folder in `crates/workloads/` plus one line in the registry.
 pub trait Workload: Send {
     /// Registry name (`kv`, `oltp`...).
@@ -324,6 +399,14 @@ pub trait Workload: Send {
     /// plan is built, before any host is reached: an error names the value to change.
     fn check_generators(&self, _generators: usize) -> anyhow::Result<()> {
         Ok(())
+    }
+
+    /// The CPU lists this sweep point was given, each with the host whose CPUs it names.
+    /// The runner checks each against that host's CPUs once the hosts are reached, before
+    /// any server is launched or anything stored; a list for a host outside the run (a
+    /// given `--target`'s) is not one of them.
+    fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
+        Ok(Vec::new())
     }
 
     /// What the disclosure should say about the servers and tools this workload used
@@ -387,6 +470,50 @@ mod tests {
              \x20        40000               -  failed: \\u{1b}[31mred\n"
         );
         assert!(!t.contains("\\n") && !t.contains("\\t"), "{t}");
+    }
+
+    /// `--client-cpus 9` on a 2-CPU load generator was found out by the test itself,
+    /// stored failed: the list is refused up front, naming the option, the host, its
+    /// CPUs and what to do.
+    #[test]
+    fn a_cpu_list_past_its_hosts_cpus_is_refused_naming_all_of_it() {
+        let list = |flag, role, cpus: &[usize]| CpuList {
+            flag,
+            role,
+            cpus: cpus.to_vec(),
+        };
+        let why = list("--client-cpus", CpuRole::Generator, &[9])
+            .refusal("rbh2", 2)
+            .expect("refused");
+        assert_eq!(
+            why,
+            "--client-cpus 9: CPU 9 is not available on the load generator rbh2, which has \
+             CPUs 0-1 online: give CPUs among 0-1 there, or leave --client-cpus out"
+        );
+        let why = list("--sender-cpus", CpuRole::Sender, &[0, 1, 2, 3, 7])
+            .refusal("rbh1", 2)
+            .expect("refused");
+        assert!(
+            why.starts_with(
+                "--sender-cpus 0-3,7: CPUs 2-3,7 are not available on the sender rbh1,"
+            ),
+            "{why}"
+        );
+        let why = list("--cpus", CpuRole::Sut, &[1])
+            .refusal("local (this machine)", 1)
+            .expect("refused");
+        assert!(
+            why.contains("which has only CPU 0 online: give CPU 0 there"),
+            "{why}"
+        );
+        assert_eq!(
+            list("--server-cpus", CpuRole::Sut, &[0, 1]).refusal("x", 2),
+            None
+        );
+        assert_eq!(
+            list("--server-cpus", CpuRole::Sut, &[]).refusal("x", 1),
+            None
+        );
     }
 
     /// A host's clock 2 s ahead of the controller's reads its spans 2 s late: they come

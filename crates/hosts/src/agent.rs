@@ -92,7 +92,7 @@ pub fn hello() -> anyhow::Result<Hello> {
         kernel: read_trim("/proc/sys/kernel/osrelease"),
         hostname: read_trim("/proc/sys/kernel/hostname"),
         pid: std::process::id(),
-        cpus: engine::launch::online_cpus(),
+        cpus: engine::launch::system_cpus(),
         address,
         peer_address,
         servers: servers_here(),

@@ -147,6 +147,10 @@ impl Host for LocalHost {
         Duration::ZERO
     }
 
+    fn cpus_online(&self) -> Option<usize> {
+        Some(engine::launch::system_cpus())
+    }
+
     fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure> {
         let (proc_root, sys_root) = (PathBuf::from("/proc"), PathBuf::from("/sys"));
         Ok(telemetry::disclosure::collect(

@@ -44,6 +44,9 @@ pub struct Hello {
     pub kernel: String,
     pub hostname: String,
     pub pid: u32,
+    /// CPUs online on the host, numbered from 0 (sysconf, not the agent's own affinity:
+    /// a server or a driver may be pinned to any of them): what a CPU list given for
+    /// the host is checked against before a run.
     pub cpus: usize,
     /// This host's address as the controller reached it (from SSH_CONNECTION).
     pub address: Option<String>,

@@ -437,6 +437,10 @@ impl Host for RemoteHost {
             .unwrap_or_else(|| self.shared.name.clone())
     }
 
+    fn cpus_online(&self) -> Option<usize> {
+        Some(self.hello.cpus)
+    }
+
     fn clock_offset_s(&self) -> f64 {
         f64::from_bits(self.offset_s.load(Ordering::Relaxed))
     }

@@ -305,7 +305,9 @@ pub trait Observer {
 
 /// How the run ended.
 pub struct Finished {
-    pub run_id: String,
+    /// The run as stored; None when it was stopped before any test gave a result, and
+    /// nothing was kept.
+    pub run_id: Option<String>,
     pub failure: Option<String>,
     pub interrupted: bool,
 }
@@ -596,8 +598,35 @@ fn disclosures(
     Ok(out)
 }
 
-/// Run a plan into `store`. Setup errors before anything was measured leave nothing
-/// stored; later failures keep what was measured.
+/// The CPU lists of one sweep point (`w`'s) against the CPUs of the hosts they name, as
+/// each said when it was reached. A list past a host's CPUs used to be found by the test
+/// itself on that host, then stored as a failed result.
+fn check_cpu_lists(
+    workload: &str,
+    point_roles: &PointRoles,
+    w: &dyn Workload,
+    set: &HostSet,
+) -> anyhow::Result<()> {
+    let roles = point_roles.resolve(set)?;
+    for list in w.cpu_lists()? {
+        for host in list.role.hosts(&roles) {
+            let Some(online) = host.cpus_online() else {
+                continue;
+            };
+            let name = match host.name() {
+                hosts::LOCAL => format!("{} (this machine)", hosts::LOCAL),
+                other => model::printable(other),
+            };
+            if let Some(why) = list.refusal(&name, online) {
+                anyhow::bail!("{workload}: {why}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Run a plan into `store`. Setup errors and stops before anything was measured leave
+/// nothing stored; later failures and stops keep what was measured.
 pub fn run(
     plan: &Plan,
     store: &store::Store,
@@ -679,6 +708,12 @@ pub fn run(
             anyhow::bail!("{}", model::printable(why));
         }
     }
+    // Every CPU list against the host it names, before anything starts or is stored.
+    for (part, expanded, workloads, _) in &parts {
+        for ((_, point_roles), w) in expanded.iter().zip(workloads) {
+            check_cpu_lists(part.registration.name, point_roles, w.as_ref(), &set)?;
+        }
+    }
     let host_roles = plan.hosts.roles_by_host(&every_point);
     let mut hosts = disclosures(&set, &host_roles)?;
     let part_json = |part: &Part, points: usize| {
@@ -758,7 +793,7 @@ pub fn run(
     // a stop would leave the hosts measuring idle for up to --idle-power).
     let interrupter = Interrupter::start(&set);
     // A stop while the hosts were reached (that cannot be cut short: ssh's own timeouts
-    // bound it) ends the run here, stored as interrupted with nothing measured; the loop
+    // bound it) ends the run here, with nothing measured and nothing stored; the loop
     // below checks again before each sweep point.
     if !engine::stop::stop_requested() {
         // Cut short by a stop, an idle figure says the time it covered (duration_s).
@@ -1112,6 +1147,16 @@ pub fn run(
     telemetry.stop();
     interrupter.stop();
     let interrupted = engine::stop::stop_requested();
+    if interrupted && failure.is_none() && !any_result {
+        // Stopped before any test gave a result (while the hosts were reached, idle power
+        // measured, a server launched): a run of nothing but its stop is not kept.
+        store.delete_run(&run_id)?;
+        return Ok(Finished {
+            run_id: None,
+            failure,
+            interrupted,
+        });
+    }
     let status = if failure.is_some() {
         Status::Failed
     } else if interrupted {
@@ -1121,7 +1166,7 @@ pub fn run(
     };
     store.finish_run(&run_id, status, failure.as_deref())?;
     Ok(Finished {
-        run_id,
+        run_id: Some(run_id),
         failure,
         interrupted,
     })

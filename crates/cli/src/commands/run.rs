@@ -646,7 +646,15 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
             return Err(e);
         }
     };
-    let run_id = finished.run_id;
+    let Some(run_id) = finished.run_id else {
+        // Stopped before any test gave a result: nothing was kept, nor is a store this
+        // command made.
+        if made_store {
+            store.remove_if_unused();
+        }
+        engine::errln!("rackbench: interrupted before any test ran; nothing stored");
+        return Ok(crate::signals::exit_status().unwrap_or(1));
+    };
     let stored = store.load_run(&run_id)?;
     if r.opts.json {
         engine::outln!("{}", serde_json::to_string_pretty(&stored)?);

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use anyhow::bail;
 use clap::Args;
 use engine::host::SutService;
-use engine::workload::Params;
+use engine::workload::{CpuList, CpuRole, Params};
 use engine::{Ctx, StepOutput, Workload};
 use model::Fact;
 use serde::Deserialize;
@@ -210,6 +210,15 @@ impl Workload for CryptoWorkload {
 
     fn tests(&self) -> Vec<String> {
         self.tests.clone()
+    }
+
+    fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
+        // Each test runs on the system under test, pinned there.
+        Ok(vec![CpuList {
+            flag: "--cpus",
+            role: CpuRole::Sut,
+            cpus: engine::launch::cpus_from_values(&self.cfg.cpus, "crypto: `cpus`")?,
+        }])
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {

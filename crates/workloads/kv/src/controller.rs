@@ -16,7 +16,7 @@ use engine::capacity_tests::{self, CapacityConfig};
 use engine::cpu_use::CpuUse;
 use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
-use engine::workload::{Ctx, Params, StepOutput, Workload};
+use engine::workload::{CpuList, CpuRole, Ctx, Params, StepOutput, Workload};
 use model::{Fact, Flag, Metric};
 use serde_json::json;
 
@@ -158,6 +158,22 @@ impl Workload for Kv {
 
     fn warmup_s(&self, _test: &str) -> Option<f64> {
         Some(self.cfg.warmup)
+    }
+
+    fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
+        let plan = Plan::from_params(&self.params)?;
+        Ok(vec![
+            CpuList {
+                flag: "--server-cpus",
+                role: CpuRole::Sut,
+                cpus: plan.server_cpus,
+            },
+            CpuList {
+                flag: "--client-cpus",
+                role: CpuRole::Generator,
+                cpus: plan.client_cpus,
+            },
+        ])
     }
 
     fn check_generators(&self, generators: usize) -> anyhow::Result<()> {

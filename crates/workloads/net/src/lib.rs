@@ -31,7 +31,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use clap::Args;
 use engine::host::{DriverJob, Host, Service, ServiceCtx, ServiceHandle};
-use engine::workload::Params;
+use engine::workload::{CpuList, CpuRole, Params};
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag, Metric, MissingMetric};
 use serde::Deserialize;
@@ -613,6 +613,23 @@ impl Workload for NetWorkload {
 
     fn tests(&self) -> Vec<String> {
         self.plan.tests.clone()
+    }
+
+    fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
+        let mut lists = vec![CpuList {
+            flag: "--sender-cpus",
+            role: CpuRole::Sender,
+            cpus: self.plan.sender_cpus.clone(),
+        }];
+        // A given receiver (--target) is no host of the run: its CPUs are its own to know.
+        if self.plan.cfg.target.is_none() {
+            lists.push(CpuList {
+                flag: "--receiver-cpus",
+                role: CpuRole::Receiver,
+                cpus: self.plan.receiver_cpus.clone(),
+            });
+        }
+        Ok(lists)
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {

@@ -27,7 +27,7 @@ use engine::cpu_use::CpuUse;
 use engine::host::{split_count, DriverJob, Host, Running};
 use engine::load::LoadOutcome;
 use engine::spread::{self as generators, Figures, GeneratorRun};
-use engine::workload::Params;
+use engine::workload::{CpuList, CpuRole, Params};
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag};
 use serde_json::{json, Value};
@@ -416,6 +416,23 @@ impl Workload for Oltp {
 
     fn tests(&self) -> Vec<String> {
         self.cfg.tests.clone()
+    }
+
+    fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
+        // The service checks --server-cpus on the system under test with or without a
+        // --dsn (it starts there either way): so is it here.
+        Ok(vec![
+            CpuList {
+                flag: "--server-cpus",
+                role: CpuRole::Sut,
+                cpus: engine::launch::parse_cpu_list(&self.cfg.server_cpus)?,
+            },
+            CpuList {
+                flag: "--client-cpus",
+                role: CpuRole::Generator,
+                cpus: engine::launch::parse_cpu_list(&self.cfg.client_cpus)?,
+            },
+        ])
     }
 
     fn check_generators(&self, n: usize) -> anyhow::Result<()> {
