@@ -220,7 +220,12 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         workload_section(&mut h, &wruns, wl, &all_charts, sel);
     }
     h.push_str(&crate::hosts_view::hosts_html(runs));
-    h.push_str(r#"<h2 id="cpu">CPU utilisation</h2><p class="muted">Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, on the system under test (mpstat's arithmetic). %iowait is idle time with I/O outstanding, not busy; on Linux before 6.15 it also holds a load generator's waits on io_uring.</p><div class="grid">"#);
+    h.push_str(r#"<h2 id="cpu">CPU utilisation</h2>"#);
+    let _ = write!(
+        h,
+        r#"<p class="muted">{}</p><div class="grid">"#,
+        esc(crate::charts::CPU_SECTION_NOTE)
+    );
     let cpu: Vec<&Chart> = all_charts.iter().filter(|c| c.section == "cpu").collect();
     if cpu.is_empty() {
         h.push_str(r#"<div class="note">No per-CPU telemetry in these runs.</div>"#);
@@ -511,64 +516,40 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     results_tables(h, runs, &run_labels);
 }
 
-/// The Aerospike study's view: the share of operations slower than each threshold, for
-/// each run's best point per test, from the exact merged histograms.
+/// The Aerospike study's view ([`crate::charts::thresholds`]): per test, a row per
+/// threshold, the test's name once beside them.
 fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
-    let peak = derive::peak_params(runs);
-    // Per test, each run's (or variant's) exact distribution at its best point: the
-    // seed-003 table, the settings side by side in columns.
-    let mut groups: Vec<(String, Vec<Option<hdrhistogram::Histogram<u64>>>)> = Vec::new();
-    for (row, per_run) in derive::best_points(runs, &peak) {
-        let hists: Vec<Option<hdrhistogram::Histogram<u64>>> = per_run
-            .iter()
-            .map(|p| p.as_ref().and_then(|p| p.latency()).map(|(_, _, h)| h))
-            .collect();
-        if hists.iter().any(Option::is_some) {
-            groups.push((row, hists));
-        }
-    }
+    let groups = crate::charts::thresholds(runs);
     if groups.is_empty() {
         return;
     }
-    let refs: Vec<&hdrhistogram::Histogram<u64>> =
-        groups.iter().flat_map(|g| g.1.iter().flatten()).collect();
-    // The user's --latency-thresholds when the runs were given them (the seed-003 table's
-    // 40us, 100us, 360us, 1ms), else 1-2-5 steps over the measured range.
-    let edges =
-        crate::charts::user_thresholds(runs).unwrap_or_else(|| crate::charts::bucket_edges(&refs));
-    h.push_str(r#"<table><caption>Share of operations slower than each threshold, each run side by side (at its best point)</caption><tr><th>Test</th><th>Threshold</th>"#);
+    let _ = write!(
+        h,
+        r#"<table><caption>{}</caption><tr><th>Test</th><th>Threshold</th>"#,
+        esc(crate::charts::THRESHOLDS_CAPTION)
+    );
     for l in labels {
         let _ = write!(h, "<th>{}</th>", esc(l));
     }
     h.push_str("</tr>");
-    let cells = |h: &mut String,
-                 hists: &[Option<hdrhistogram::Histogram<u64>>],
-                 f: &dyn Fn(&hdrhistogram::Histogram<u64>) -> String| {
-        for x in hists {
-            match x {
-                Some(x) => {
-                    let _ = write!(h, r#"<td class="n">{}</td>"#, esc(&f(x)));
-                }
-                None => h.push_str(r#"<td class="n">-</td>"#),
-            }
-        }
-        h.push_str("</tr>");
-    };
-    for (row, hists) in &groups {
-        let span = edges.len() + 2;
-        for (k, e) in edges.iter().enumerate() {
+    for g in &groups {
+        for (k, (what, cells)) in g.rows.iter().enumerate() {
             if k == 0 {
-                let _ = write!(h, r#"<tr><td rowspan="{span}">{}</td>"#, esc(row));
+                let _ = write!(
+                    h,
+                    r#"<tr><td rowspan="{}">{}</td>"#,
+                    g.rows.len(),
+                    esc(&g.test)
+                );
             } else {
                 h.push_str("<tr>");
             }
-            let _ = write!(h, "<td>&gt; {}</td>", esc(&crate::charts::compact_ns(*e)));
-            cells(h, hists, &|x| format!("{:.2}%", pct_over(x, *e)));
+            let _ = write!(h, "<td>{}</td>", esc(what));
+            for c in cells {
+                let _ = write!(h, r#"<td class="n">{}</td>"#, esc(c));
+            }
+            h.push_str("</tr>");
         }
-        h.push_str("<tr><td>weighted mean</td>");
-        cells(h, hists, &|x| latency_ns(x.mean()));
-        h.push_str("<tr><td>p99</td>");
-        cells(h, hists, &|x| latency_ns(x.value_at_quantile(0.99) as f64));
     }
     h.push_str("</table>");
 }

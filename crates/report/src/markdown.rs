@@ -346,6 +346,31 @@ pub fn markdown_with(
                 let _ = write!(m, "\n† %CPU used absent {}: {}\n", c(&who), c(&why));
             }
         }
+        let groups = crate::charts::thresholds(&wr);
+        if !groups.is_empty() {
+            let _ = write!(
+                m,
+                "\n### Latency thresholds\n\n{}\n\n",
+                c(crate::charts::THRESHOLDS_CAPTION)
+            );
+            let mut head = vec!["Test".to_string(), "Threshold".to_string()];
+            head.extend(wl_labels.iter().cloned());
+            m.push_str(&row(&head));
+            m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+            for g in &groups {
+                for (k, (what, cells)) in g.rows.iter().enumerate() {
+                    // The test's name once, on its first row, as the HTML's spanning cell.
+                    let mut r = vec![if k == 0 {
+                        g.test.clone()
+                    } else {
+                        String::new()
+                    }];
+                    r.push(what.clone());
+                    r.extend(cells.iter().cloned());
+                    m.push_str(&row(&r));
+                }
+            }
+        }
         m.push_str("\n### Results\n\n");
         m.push_str(&header(&[
             "Run",
@@ -414,6 +439,7 @@ pub fn markdown_with(
         let _ = write!(m, "\n{}\n", c(NO_CHARTS));
     }
     m.push_str(&crate::hosts_view::hosts_markdown(runs));
+    cpu_markdown(&mut m, runs);
     m.push_str("\n## Systems\n\n");
     let d = crate::hosts_view::disclosure(runs);
     if !d.differ.is_empty() {
@@ -442,4 +468,44 @@ pub fn markdown_with(
         m.push_str(&tco::markdown(t));
     }
     m
+}
+
+/// The per-CPU breakdowns the HTML draws ([`crate::charts::cpu_breakdowns`]), as tables.
+fn cpu_markdown(m: &mut String, runs: &[RunRecord]) {
+    let b = crate::charts::cpu_breakdowns(runs);
+    if runs.is_empty() {
+        return;
+    }
+    m.push_str("\n## CPU utilisation\n\n");
+    let _ = writeln!(m, "{}", c(crate::charts::CPU_SECTION_NOTE));
+    if b.shown.is_empty() && b.no_telemetry.is_empty() {
+        m.push_str("\nNo per-CPU telemetry in these runs.\n");
+    }
+    for x in &b.shown {
+        let _ = write!(m, "\n{}\n\n", c(&x.title()));
+        m.push_str(&header(&[
+            "CPU", "%usr", "%nice", "%sys", "%irq", "%soft", "%iowait", "%steal", "%idle",
+        ]));
+        for u in &x.cpus {
+            let p = |v: f64| format!("{v:.1}");
+            m.push_str(&row(&[
+                u.cpu.to_string(),
+                p(u.usr_pct),
+                p(u.nice_pct),
+                p(u.sys_pct),
+                p(u.irq_pct),
+                p(u.soft_pct),
+                p(u.iowait_pct),
+                p(u.steal_pct),
+                p(u.idle_pct),
+            ]));
+        }
+    }
+    for (label, _) in &b.no_telemetry {
+        let _ = write!(
+            m,
+            "\n{}: no telemetry was recorded for this run\n",
+            c(label)
+        );
+    }
 }
