@@ -611,7 +611,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                         bases.push(p.basis);
                     }
                     pw.push(Some(p.watts));
-                    pf.push(e.as_ref().and_then(|e| e.perf_per_w));
+                    pf.push(e.as_ref().and_then(|e| e.perf_per_w.clone().ok()));
                 }
                 Some(Err(why)) => {
                     absent.push((i, Err(why.clone())));

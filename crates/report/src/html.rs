@@ -76,14 +76,10 @@ fn flags_html(flags: &[Flag]) -> String {
 fn power_cell(p: &Result<PowerFigure, String>) -> String {
     match p {
         Ok(p) => {
-            let tag = match p.basis {
-                PowerBasis::Measured => String::new(),
-                PowerBasis::Modelled => r#" <span class="modelled">modelled</span>"#.to_string(),
-                PowerBasis::Component => r#" <span class="component">component</span>"#.to_string(),
-            };
             format!(
-                r#"{} W{tag}<br><span class="muted">{}</span>"#,
+                r#"{} W{}<br><span class="muted">{}</span>"#,
                 esc(&num(p.watts)),
+                basis_tag(Some(p.basis)),
                 esc(&p.source)
             )
         }
@@ -428,13 +424,16 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         h.push_str(&diff_cells(&|d| d.perf[ri]));
         h.push_str("</tr>");
     }
+    let (geo, pmean) = (s.geomean_or_why(), s.power_mean_or_why());
+    // A missing mean is marked; why is said once under the table.
+    let absent = r#"<span class="muted">absent&dagger;</span>"#;
     if s.geomean_note.is_none() {
         h.push_str(r#"<tr class="mean"><td>Geometric mean</td>"#);
-        for i in 0..labels.len() {
+        for g in geo.iter().take(labels.len()) {
             let _ = write!(
                 h,
                 r#"<td class="n">{}</td><td>n/a</td>"#,
-                s.geomean[i].map_or("-".to_string(), |v| esc(&num(v)))
+                g.as_ref().map_or(absent.to_string(), |v| esc(&num(*v)))
             );
         }
         h.push_str(&diff_cells(&|d| d.geomean));
@@ -446,17 +445,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         h.push_str(r#"<tr class="mean"><td>Arithmetic mean</td>"#);
     }
     for i in (0..labels.len()).filter(|_| any_power) {
-        let p = match (s.power_mean[i], s.power_basis[i]) {
-            (Some(w), Some(b)) => format!(
-                "{} W{}",
-                esc(&num(w)),
-                match b {
-                    PowerBasis::Measured => "",
-                    PowerBasis::Modelled => r#" <span class="modelled">modelled</span>"#,
-                    PowerBasis::Component => r#" <span class="component">component</span>"#,
-                }
-            ),
-            _ => r#"<span class="muted">n/a</span>"#.to_string(),
+        let p = match (&pmean[i], s.power_basis[i]) {
+            (Ok(w), b @ Some(_)) => format!("{} W{}", esc(&num(*w)), basis_tag(b)),
+            _ => absent.to_string(),
         };
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
     }
@@ -474,6 +465,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     ));
     if let Some(n) = &s.geomean_note {
         let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
+    }
+    for n in s.absent_mean_notes() {
+        let _ = write!(h, r#"<div class="note">&dagger; {}</div>"#, esc(&n));
     }
     if !s.left_out.is_empty() {
         let _ = write!(
@@ -556,11 +550,18 @@ fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
 
 fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     let all = derive::efficiency_rows(runs);
-    // One table per unit of throughput (a memory run's GB/s and ns, a crypto run's MB/s
-    // and signs/s): a column's unit is its header's.
-    for unit in derive::units_of(&all) {
-        let rows: Vec<_> = all.iter().filter(|r| r.3.unit == unit).collect();
-        efficiency_unit_table(h, &rows, &unit, labels);
+    // One table per unit (a memory run's GB/s and ns, a crypto run's MB/s and signs/s): a
+    // column's unit is its header's; a latency's table has no per-watt columns.
+    for (unit, throughput) in derive::units_of(&all) {
+        let rows: Vec<_> = all
+            .iter()
+            .filter(|r| r.3.unit == unit && r.3.throughput == throughput)
+            .collect();
+        if throughput {
+            efficiency_unit_table(h, &rows, &unit, labels);
+        } else {
+            latency_unit_table(h, &rows, &unit, labels);
+        }
     }
     for (who, why) in derive::absent_reasons(labels, all.iter().map(|r| (r.1, &r.3.cpu_used))) {
         let _ = write!(
@@ -572,25 +573,65 @@ fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     }
 }
 
+/// The tag a figure of power (or derived from it) carries: none when measured on the
+/// whole server.
+fn basis_tag(b: Option<PowerBasis>) -> &'static str {
+    match b {
+        None | Some(PowerBasis::Measured) => "",
+        Some(PowerBasis::Modelled) => r#" <span class="modelled">modelled</span>"#,
+        Some(PowerBasis::Component) => r#" <span class="component">component</span>"#,
+    }
+}
+
+/// A figure derived from power, with its power's tag, or "absent" with the mark of why:
+/// the power's own (`*`, said under the summary) when there is no power, else `‡` (said
+/// under the table).
+fn per_w_cell(v: &Result<f64, String>, scale: f64, e: &derive::Efficiency) -> String {
+    match (v, &e.power) {
+        (Ok(v), _) => format!("{}{}", esc(&num(v * scale)), basis_tag(e.basis())),
+        (Err(_), Err(_)) => r#"<span class="muted">absent*</span>"#.to_string(),
+        (Err(_), Ok(_)) => r#"<span class="muted">absent&Dagger;</span>"#.to_string(),
+    }
+}
+
+/// A %CPU per unit figure, or "absent" with the mark of why: the %CPU used's own (`†`)
+/// when there is none, else `‡`.
+fn cpu_per_cell(v: &Result<f64, String>, scale: f64, e: &derive::Efficiency) -> String {
+    match (v, &e.cpu_used) {
+        (Ok(v), _) => esc(&num(v * scale)),
+        (Err(_), Err(_)) => r#"<span class="muted">absent&dagger;</span>"#.to_string(),
+        (Err(_), Ok(_)) => r#"<span class="muted">absent&Dagger;</span>"#.to_string(),
+    }
+}
+
 fn efficiency_unit_table(
     h: &mut String,
     rows: &[&(String, usize, String, derive::Efficiency)],
     unit: &str,
     labels: &[String],
 ) {
-    let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
-        rows.iter().filter_map(|r| f(&r.3)).collect()
+    let col = |f: &dyn Fn(&derive::Efficiency) -> &Result<f64, String>| -> Vec<f64> {
+        rows.iter().filter_map(|r| f(&r.3).clone().ok()).collect()
     };
-    let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
-    let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
-    let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
+    let (sw, pw) = unit_scale(&col(&|e| &e.w_per_perf));
+    let (sd, pd) = unit_scale(&col(&|e| &e.dw_per_perf));
+    let (sc, pc) = unit_scale(&col(&|e| &e.cpu_pct_per_perf));
+    let heads = [
+        "Perf/W".to_string(),
+        format!("W per {pw}{unit}"),
+        format!("W above idle per {pd}{unit}"),
+        format!("%CPU per {pc}{unit}"),
+    ];
     let _ = write!(
         h,
-        r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput</caption><tr><th>Test</th><th>Run</th><th>Throughput</th><th>Power</th><th>Idle</th><th>Perf/W</th><th>W per {pw}{u}</th><th>W above idle per {pd}{u}</th><th>%CPU used</th><th>%CPU per {pc}{u}</th></tr>"#,
+        r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput</caption><tr><th>Test</th><th>Run</th><th>Throughput ({u})</th><th>Power</th><th>Idle</th><th>{}</th><th>{}</th><th>{}</th><th>%CPU used</th><th>{}</th></tr>"#,
+        esc(&heads[0]),
+        esc(&heads[1]),
+        esc(&heads[2]),
+        esc(&heads[3]),
         u = esc(unit)
     );
     for (row, i, point, e) in rows.iter().copied() {
-        let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| esc(&num(v * s)));
         let _ = write!(
             h,
             r#"<tr><td>{}</td><td>{}<br><span class="muted">{}</span></td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
@@ -599,23 +640,57 @@ fn efficiency_unit_table(
             esc(point),
             esc(&num(e.perf)),
             power_cell(&e.power),
-            e.power
-                .as_ref()
-                .ok()
-                .and_then(|p| p.idle_w)
-                .map_or("-".to_string(), |w| format!("{} W", esc(&num(w)))),
-            e.perf_per_w.map_or("-".to_string(), |v| esc(&num(v))),
-            f(e.w_per_perf, sw),
-            f(e.dw_per_perf, sd),
+            match &e.idle_w {
+                Ok(w) => format!("{} W{}", esc(&num(*w)), basis_tag(e.basis())),
+                Err(_) => per_w_cell(&e.idle_w, 1.0, e),
+            },
+            per_w_cell(&e.perf_per_w, 1.0, e),
+            per_w_cell(&e.w_per_perf, sw, e),
+            per_w_cell(&e.dw_per_perf, sd, e),
             cpu_cell(&e.cpu_used),
-            f(e.cpu_pct_per_perf, sc)
+            cpu_per_cell(&e.cpu_pct_per_perf, sc, e)
         );
     }
     let _ = write!(
         h,
-        r#"</table><p class="muted">Throughput and perf/W in {u} and {u} per W. {}</p>"#,
+        r#"</table><p class="muted">Throughput and perf/W in {u} and {u} per W; a figure derived from modelled (or component-only) power is marked as that power is. {}</p>"#,
         esc(derive::CPU_USED_MEANING),
         u = esc(unit)
+    );
+    for n in derive::efficiency_absences(rows, Some("Idle"), &heads, labels) {
+        let _ = write!(h, r#"<div class="note">&Dagger; {}</div>"#, esc(&n));
+    }
+}
+
+/// A latency headline's table: the latency with the power and CPU it ran at, and no
+/// per-watt column (a latency per watt is no efficiency).
+fn latency_unit_table(
+    h: &mut String,
+    rows: &[&(String, usize, String, derive::Efficiency)],
+    unit: &str,
+    labels: &[String],
+) {
+    let _ = write!(
+        h,
+        r#"<table><caption>Latency at each run's best point, with the power and CPU it ran at</caption><tr><th>Test</th><th>Run</th><th>Latency ({})</th><th>Power</th><th>%CPU used</th></tr>"#,
+        esc(unit)
+    );
+    for (row, i, point, e) in rows.iter().copied() {
+        let _ = write!(
+            h,
+            r#"<tr><td>{}</td><td>{}<br><span class="muted">{}</span></td><td class="n">{}</td><td>{}</td><td class="n">{}</td></tr>"#,
+            esc(row),
+            esc(&labels[*i]),
+            esc(point),
+            esc(&num(e.perf)),
+            power_cell(&e.power),
+            cpu_cell(&e.cpu_used),
+        );
+    }
+    let _ = write!(
+        h,
+        r#"</table><p class="muted">No perf/W, W or %CPU per unit here: {}.</p>"#,
+        esc(derive::NOT_A_THROUGHPUT)
     );
 }
 
