@@ -1130,6 +1130,13 @@ impl Summary {
         }
     }
 
+    /// Whether the table has a geometric mean row: not when the tests are unlike
+    /// ([`Summary::geomean_note`] says why), nor when it has no test (a run of capacity
+    /// tests only: their figures are per step, in their views, as a note says).
+    pub fn shows_geomean(&self) -> bool {
+        self.geomean_note.is_none() && !self.rows.is_empty()
+    }
+
     /// Each column's geometric mean, or why it has none (not said when the table has none
     /// at all: [`Summary::geomean_note`] says why once).
     pub fn geomean_or_why(&self) -> Vec<Result<f64, String>> {
@@ -1183,7 +1190,7 @@ impl Summary {
     pub fn absent_mean_notes(&self) -> Vec<String> {
         let (geo, pmean) = (self.geomean_or_why(), self.power_mean_or_why());
         let mut cols = Vec::new();
-        if self.geomean_note.is_none() {
+        if self.shows_geomean() {
             cols.push((
                 "Geometric mean".to_string(),
                 geo.iter().enumerate().collect(),

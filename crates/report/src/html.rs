@@ -427,7 +427,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     let (geo, pmean) = (s.geomean_or_why(), s.power_mean_or_why());
     // A missing mean is marked; why is said once under the table.
     let absent = r#"<span class="muted">absent&dagger;</span>"#;
-    if s.geomean_note.is_none() {
+    if s.shows_geomean() {
         h.push_str(r#"<tr class="mean"><td>Geometric mean</td>"#);
         for g in geo.iter().take(labels.len()) {
             let _ = write!(

@@ -386,7 +386,7 @@ pub fn markdown_with(
         }
         g.extend(s.differences.iter().map(|d| DiffColumn::cell(d.geomean)));
         a.extend(s.differences.iter().map(|d| DiffColumn::cell(d.power_mean)));
-        if s.geomean_note.is_none() {
+        if s.shows_geomean() {
             m.push_str(&bold_row(&g));
         }
         // The arithmetic mean is of power: left out when no run has power.

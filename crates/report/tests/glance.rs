@@ -131,6 +131,9 @@ fn per_cpu_breakdown_of_a_levels_run() {
     let cpu = &m[m.find("## CPU utilisation").unwrap()..];
     assert!(!cpu.contains("No per-CPU telemetry"), "{cpu}");
     assert!(cpu.contains("during kv levels instances=1 (mean over all its steps)"));
+    // Its summary has no test (capacity tests are per step): no mean row of nothing.
+    assert!(!m.contains("**Geometric mean**"), "{m}");
+    assert!(!h.contains("<td>Geometric mean</td>"));
 }
 
 /// The Markdown has the HTML's per-CPU breakdown (as numbers) and its "% of requests over
