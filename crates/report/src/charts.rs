@@ -173,6 +173,76 @@ pub fn pct_over(h: &Histogram<u64>, threshold_ns: u64) -> f64 {
     100.0 * (n - h.count_between(0, threshold_ns) as f64) / n
 }
 
+/// What the thresholds table shows, in every format.
+pub const THRESHOLDS_CAPTION: &str =
+    "Share of operations slower than each threshold, each run side by side (at its best point)";
+
+/// One test's rows of the thresholds table.
+pub struct ThresholdGroup {
+    /// `kv get pipeline=1`.
+    pub test: String,
+    /// (`> 1 ms`, `weighted mean`, `p99`; a cell per run: `0.25%`, `-` where the run has
+    /// no latency histogram at that test).
+    pub rows: Vec<(String, Vec<String>)>,
+}
+
+/// The Aerospike study's table (seed 003): per test, each run's (or variant's) share of
+/// operations slower than each threshold at its best point, side by side, from the exact
+/// merged histograms; then the weighted mean and p99. The thresholds are the user's
+/// `--latency-thresholds` when the runs were given them (the seed's 40us, 100us, 360us,
+/// 1ms), else 1-2-5 steps over the measured range. Empty when no test has a histogram.
+pub fn thresholds(runs: &[RunRecord]) -> Vec<ThresholdGroup> {
+    let peak = derive::peak_params(runs);
+    let mut groups: Vec<(String, Vec<Option<Histogram<u64>>>)> = Vec::new();
+    for (row, per_run) in derive::best_points(runs, &peak) {
+        let hists: Vec<Option<Histogram<u64>>> = per_run
+            .iter()
+            .map(|p| p.as_ref().and_then(|p| p.latency()).map(|(_, _, h)| h))
+            .collect();
+        if hists.iter().any(Option::is_some) {
+            groups.push((row, hists));
+        }
+    }
+    let refs: Vec<&Histogram<u64>> = groups.iter().flat_map(|g| g.1.iter().flatten()).collect();
+    if refs.is_empty() {
+        return vec![];
+    }
+    let edges = user_thresholds(runs).unwrap_or_else(|| bucket_edges(&refs));
+    let cells = |hists: &[Option<Histogram<u64>>], f: &dyn Fn(&Histogram<u64>) -> String| {
+        hists
+            .iter()
+            .map(|x| x.as_ref().map_or("-".to_string(), f))
+            .collect::<Vec<String>>()
+    };
+    groups
+        .into_iter()
+        .map(|(test, hists)| {
+            let mut rows: Vec<(String, Vec<String>)> = edges
+                .iter()
+                .map(|e| {
+                    (
+                        format!("> {}", compact_ns(*e)),
+                        cells(&hists, &|x| {
+                            format!("{}%", crate::fmt::fixed(pct_over(x, *e), 2))
+                        }),
+                    )
+                })
+                .collect();
+            rows.push((
+                "weighted mean".into(),
+                cells(&hists, &|x| crate::fmt::latency_ns(x.mean())),
+            ));
+            rows.push((
+                "p99".into(),
+                cells(&hists, &|x| {
+                    crate::fmt::latency_ns(x.value_at_quantile(0.99) as f64)
+                }),
+            ));
+            ThresholdGroup { test, rows }
+        })
+        .collect()
+}
+
 /// Line styles: with several runs, one colour per run and a dash pattern per series of
 /// that run; with one run, one colour per series.
 /// A line before styling: name, (x, y) points, run index.
@@ -543,7 +613,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                         bases.push(p.basis);
                     }
                     pw.push(Some(p.watts));
-                    pf.push(e.as_ref().and_then(|e| e.perf_per_w));
+                    pf.push(e.as_ref().and_then(|e| e.perf_per_w.clone().ok()));
                 }
                 Some(Err(why)) => {
                     absent.push((i, Err(why.clone())));
@@ -654,51 +724,124 @@ fn bucket_label(lo: u64, hi: u64) -> String {
     )
 }
 
-/// Stacked per-CPU breakdown on the SUT at every test's best point of each run (not only
-/// the run's fastest test: a net run's TCP and UDP tests load the CPUs differently, and
-/// that difference is what the breakdown is for).
-fn cpu_charts(runs: &[RunRecord]) -> Vec<Chart> {
+/// What the per-CPU section shows, said above it in every format.
+pub const CPU_SECTION_NOTE: &str = "Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, and over each capacity test's whole span (all its steps), on the system under test (mpstat's arithmetic). %iowait is idle time with I/O outstanding, not busy; on Linux before 6.15 it also holds a load generator's waits on io_uring.";
+
+/// One run's per-CPU utilisation on the system under test during one test (mpstat
+/// -P ALL's columns): what the HTML draws as a stacked chart and the Markdown lists as a
+/// table, so both show the same figures.
+#[derive(Debug, Clone)]
+pub struct CpuBreakdown {
+    /// The run's (or variant's) label.
+    pub run: String,
+    /// `kv get`, `kv levels instances=2`.
+    pub row: String,
+    pub workload: String,
+    pub host: String,
+    /// The capacity procedure (`levels`) when the test is one: its figures are the mean
+    /// over all its steps (each load level, and active idle), not of one load.
+    pub capacity: Option<String>,
+    /// One line per CPU (never the all-CPU line), in CPU order.
+    pub cpus: Vec<model::CpuUtil>,
+}
+
+impl CpuBreakdown {
+    /// `memA: per-CPU utilisation on local during mem latency`.
+    pub fn title(&self) -> String {
+        let span = if self.capacity.is_some() {
+            " (mean over all its steps)"
+        } else {
+            ""
+        };
+        format!(
+            "{}: per-CPU utilisation on {} during {}{span}",
+            self.run, self.host, self.row
+        )
+    }
+}
+
+/// What [`cpu_breakdowns`] found: the breakdowns, and the runs (label, workload) that
+/// had tests but no telemetry at all.
+pub struct CpuBreakdowns {
+    pub shown: Vec<CpuBreakdown>,
+    pub no_telemetry: Vec<(String, String)>,
+}
+
+/// Per-CPU breakdown on the SUT at every test's best point of each run (not only the
+/// run's fastest test: a net run's TCP and UDP tests load the CPUs differently, and that
+/// difference is what the breakdown is for), and over each capacity test's whole span (a
+/// ramp, search or levels test has no best point, but its CPUs were watched all along).
+pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
     let labels = run_labels(runs);
-    let mut out = Vec::new();
+    let mut out = CpuBreakdowns {
+        shown: vec![],
+        no_telemetry: vec![],
+    };
     for (run, label) in runs.iter().zip(&labels) {
         let (mut any, mut tried) = (false, false);
         for wl in workloads(std::slice::from_ref(run)) {
             let wrun = only_workload(std::slice::from_ref(run), &wl);
-            for (row, best) in best_points(&wrun, &peak_params(&wrun)) {
+            let mut chosen: Vec<(String, Point)> = best_points(&wrun, &peak_params(&wrun))
+                .into_iter()
+                .filter_map(|(row, best)| Some((row, best.into_iter().flatten().next()?)))
+                .collect();
+            let fixed = derive::fixed_params(&wrun);
+            let fixed: Vec<&str> = fixed.iter().map(|(k, _)| k.as_str()).collect();
+            chosen.extend(
+                points(0, &wrun[0])
+                    .into_iter()
+                    .filter(|p| p.capacity_phase().is_some())
+                    .map(|p| (format!("{wl} {}", p.label_without(&fixed)), p)),
+            );
+            for (row, p) in chosen {
                 tried = true;
-                let Some(p) = best.into_iter().flatten().next() else {
-                    continue;
-                };
                 let Some(ts) = p.sut_summaries().first().copied() else {
                     continue;
                 };
                 any = true;
-                out.extend(cpu_chart(label, &row, &p, ts));
+                let mut cpus: Vec<model::CpuUtil> =
+                    ts.cpus.iter().filter(|c| c.cpu >= 0).cloned().collect();
+                if cpus.is_empty() {
+                    continue;
+                }
+                cpus.sort_by_key(|c| c.cpu);
+                out.shown.push(CpuBreakdown {
+                    run: label.clone(),
+                    row,
+                    workload: p.workload.clone(),
+                    host: ts.host.clone(),
+                    capacity: p.capacity_phase().map(str::to_string),
+                    cpus,
+                });
             }
         }
-        // A run of capacity tests only has no best point to chart, not a lack of telemetry.
         if !any && tried {
-            out.push(Chart {
-                file: format!("cpu_{}.svg", slug(label)),
-                title: format!("{label}: per-CPU utilisation"),
-                section: "cpu".into(),
-                workload: run.results[0].workload.clone(),
-                svg: None,
-                note: Some("no telemetry was recorded for this run".into()),
-            });
+            out.no_telemetry
+                .push((label.clone(), run.results[0].workload.clone()));
         }
     }
     out
 }
 
-/// The per-CPU stacked chart of one run's best point of one test (`row`, `net udp`).
-fn cpu_chart(label: &str, row: &str, p: &Point, ts: &model::TelemetrySummary) -> Option<Chart> {
-    let mut cpus: Vec<_> = ts.cpus.iter().filter(|c| c.cpu >= 0).collect();
-    cpus.sort_by_key(|c| c.cpu);
-    if cpus.is_empty() {
-        return None;
-    }
-    let stacks: Vec<Stack> = cpus
+/// The stacked per-CPU charts of [`cpu_breakdowns`].
+fn cpu_charts(runs: &[RunRecord]) -> Vec<Chart> {
+    let b = cpu_breakdowns(runs);
+    let mut out: Vec<Chart> = b.shown.iter().map(cpu_chart).collect();
+    out.extend(b.no_telemetry.into_iter().map(|(label, workload)| Chart {
+        file: format!("cpu_{}.svg", slug(&label)),
+        title: format!("{label}: per-CPU utilisation"),
+        section: "cpu".into(),
+        workload,
+        svg: None,
+        note: Some("no telemetry was recorded for this run".into()),
+    }));
+    out
+}
+
+/// The per-CPU stacked chart of one breakdown.
+fn cpu_chart(b: &CpuBreakdown) -> Chart {
+    let stacks: Vec<Stack> = b
+        .cpus
         .iter()
         .map(|c| Stack {
             label: format!("{}", c.cpu),
@@ -713,12 +856,12 @@ fn cpu_chart(label: &str, row: &str, p: &Point, ts: &model::TelemetrySummary) ->
             ],
         })
         .collect();
-    let title = format!("{label}: per-CPU utilisation on {} during {row}", ts.host);
-    Some(Chart {
-        file: format!("cpu_{}_{}.svg", slug(label), slug(row)),
+    let title = b.title();
+    Chart {
+        file: format!("cpu_{}_{}.svg", slug(&b.run), slug(&b.row)),
         title: title.clone(),
         section: "cpu".into(),
-        workload: p.workload.clone(),
+        workload: b.workload.clone(),
         svg: Some(svg::stacked_chart(
             &title,
             "% of CPU",
@@ -729,7 +872,7 @@ fn cpu_chart(label: &str, row: &str, p: &Point, ts: &model::TelemetrySummary) ->
             ],
         )),
         note: None,
-    })
+    }
 }
 
 /// The parameter values of a point as text (for tables).

@@ -658,7 +658,7 @@ fn power_of(p: &crate::derive::Point) -> Option<(PowerBasis, Vec<FigureOf>)> {
     }
     let power = p.power().ok()?;
     let mut out: Vec<FigureOf> = vec![(POWER.into(), "W".into(), false, Ok(power.watts))];
-    if let Some(perf_per_w) = p.efficiency().and_then(|e| e.perf_per_w) {
+    if let Some(perf_per_w) = p.efficiency().and_then(|e| e.perf_per_w.ok()) {
         // Latency per watt is no efficiency.
         if p.higher_is_better() {
             let unit = p.headline_unit();

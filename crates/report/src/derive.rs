@@ -823,29 +823,54 @@ impl<'a> Point<'a> {
                 (p + v, ws + w, n + 1)
             });
         let throughput = self.higher_is_better();
+        let idle = match &power {
+            Ok(p) => p.idle_w.ok_or_else(|| idle_missing(self.run, &powered)),
+            Err(why) => Err(format!("no power figure: {why}")),
+        };
         let (perf_per_w, w_per_perf, dw_per_perf) = match &power {
-            Ok(p) if throughput && n > 0 && w_sum > 0.0 && perf_sum > 0.0 => {
+            _ if !throughput => {
+                let no = || Err(NOT_A_THROUGHPUT.to_string());
+                (no(), no(), no())
+            }
+            Ok(p) if n > 0 && w_sum > 0.0 && perf_sum > 0.0 => {
                 let (perf_m, w_m) = (perf_sum / n as f64, w_sum / n as f64);
                 (
-                    Some(perf_m / w_m),
-                    Some(w_m / perf_m),
-                    p.idle_w.map(|i| (w_m - i) / perf_m),
+                    Ok(perf_m / w_m),
+                    Ok(w_m / perf_m),
+                    idle.as_ref()
+                        .map(|i| (w_m - i) / perf_m)
+                        .map_err(Clone::clone),
                 )
             }
-            _ => (None, None, None),
+            Ok(_) => {
+                let no = || {
+                    Err(
+                        "no repetition has both a throughput above zero and a power figure"
+                            .to_string(),
+                    )
+                };
+                (no(), no(), no())
+            }
+            Err(why) => {
+                let no = || Err(format!("no power figure: {why}"));
+                (no(), no(), no())
+            }
         };
         Some(Efficiency {
             perf,
             unit: self.headline_unit(),
+            throughput,
             power,
+            idle_w: idle,
             perf_per_w,
             w_per_perf,
             dw_per_perf,
-            cpu_pct_per_perf: cpu
-                .as_ref()
-                .ok()
-                .filter(|_| throughput && perf > 0.0)
-                .map(|c| c.pct / perf),
+            cpu_pct_per_perf: match &cpu {
+                _ if !throughput => Err(NOT_A_THROUGHPUT.to_string()),
+                Ok(c) if perf > 0.0 => Ok(c.pct / perf),
+                Ok(_) => Err("the throughput is zero".to_string()),
+                Err(why) => Err(format!("no %CPU used: {why}")),
+            },
             cpu_used: cpu,
         })
     }
@@ -880,22 +905,74 @@ impl Powered<'_> {
     }
 }
 
-/// perf/W, W/tput and CPU/tput of one sweep point.
+/// Why a latency headline has no per-watt or per-%CPU figure.
+pub const NOT_A_THROUGHPUT: &str =
+    "a latency is not a throughput (lower is better): per watt or per %CPU of it is no efficiency figure";
+
+/// Why a point's power has no idle figure to subtract: none was measured on its host, or
+/// none from the source its power was read from.
+fn idle_missing(run: &RunRecord, powered: &Powered) -> String {
+    let Some((_, h, host)) = &powered.chosen else {
+        return "no power figure".to_string();
+    };
+    let source = source_label(h);
+    match run.idle_power.iter().find(|i| &i.host == host) {
+        None if run
+            .plan
+            .pointer("/run/idle_power_s")
+            .and_then(|v| v.as_f64())
+            == Some(0.0) =>
+        {
+            format!("no idle power was measured on {host} (--idle-power 0)")
+        }
+        None => format!(
+            "no idle power was measured on {host} before the load (no {source} reading while idle)"
+        ),
+        Some(i) => {
+            let mut seen: Vec<String> = Vec::new();
+            for p in &i.power {
+                let s = format!("{} {}", p.source, p.zone);
+                if !seen.contains(&s) {
+                    seen.push(s);
+                }
+            }
+            format!(
+                "idle power on {host} was read from {}, not from {source}, the source of the power under load",
+                seen.join(", ")
+            )
+        }
+    }
+}
+
+/// perf/W, W/tput and CPU/tput of one sweep point. A figure that cannot be had says why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Efficiency {
     pub perf: f64,
     pub unit: String,
+    /// The headline is a throughput (more is better); else a latency, with no per-watt
+    /// or per-%CPU figure ([`NOT_A_THROUGHPUT`]).
+    pub throughput: bool,
     /// The power figure used, or why perf/W is absent.
     pub power: Result<PowerFigure, String>,
-    pub perf_per_w: Option<f64>,
+    /// The same source's idle power on the same host, or why there is none.
+    pub idle_w: Result<f64, String>,
+    /// Of the same basis as `power` (measured, modelled, component): marked as it is.
+    pub perf_per_w: Result<f64, String>,
     /// Watts per unit of throughput (whole figure).
-    pub w_per_perf: Option<f64>,
+    pub w_per_perf: Result<f64, String>,
     /// Watts above idle per unit of throughput (the iperf3 study's W/tput).
-    pub dw_per_perf: Option<f64>,
+    pub dw_per_perf: Result<f64, String>,
     /// CPU used on the SUT and whose it is ([`sut_cpu`]), or why it is absent.
     pub cpu_used: Result<CpuFigure, String>,
     /// %CPU per unit of throughput (the iperf3 study's CPU/tput).
-    pub cpu_pct_per_perf: Option<f64>,
+    pub cpu_pct_per_perf: Result<f64, String>,
+}
+
+impl Efficiency {
+    /// The basis of the power behind perf/W and the watts per unit: they carry its marking.
+    pub fn basis(&self) -> Option<PowerBasis> {
+        self.power.as_ref().ok().map(|p| p.basis)
+    }
 }
 
 /// Scale a "per unit" figure to a readable "per 1k/1M units" (value, unit text).
@@ -949,15 +1026,87 @@ pub fn efficiency_rows(runs: &[RunRecord]) -> Vec<(String, usize, String, Effici
     out
 }
 
-/// The units of efficiency rows' throughputs, in the order they first come.
-pub fn units_of(rows: &[(String, usize, String, Efficiency)]) -> Vec<String> {
-    let mut units: Vec<String> = Vec::new();
+/// The units of efficiency rows' headlines, in the order they first come, each with
+/// whether it is a throughput: a table per unit, a latency's apart from throughputs.
+pub fn units_of(rows: &[(String, usize, String, Efficiency)]) -> Vec<(String, bool)> {
+    let mut units: Vec<(String, bool)> = Vec::new();
     for r in rows {
-        if !units.contains(&r.3.unit) {
-            units.push(r.3.unit.clone());
+        let k = (r.3.unit.clone(), r.3.throughput);
+        if !units.contains(&k) {
+            units.push(k);
         }
     }
     units
+}
+
+/// Why an efficiency table's figures are absent where their power and %CPU used are not
+/// (those say their own reasons, marked `*` and `†`): once per reason, each column named
+/// by its heading. `heads` are the table's headings of perf/W, W per unit, W above idle
+/// per unit and %CPU per unit; `idle_head` that of its idle power column, if it has one.
+pub fn efficiency_absences(
+    rows: &[&(String, usize, String, Efficiency)],
+    idle_head: Option<&str>,
+    heads: &[String; 4],
+    labels: &[String],
+) -> Vec<String> {
+    type Pick = fn(&Efficiency) -> &Result<f64, String>;
+    // (heading, figure, derived from power (else from %CPU used))
+    let mut picks: Vec<(&str, Pick, bool)> = vec![
+        (&heads[0], |e| &e.perf_per_w, true),
+        (&heads[1], |e| &e.w_per_perf, true),
+        (&heads[2], |e| &e.dw_per_perf, true),
+        (&heads[3], |e| &e.cpu_pct_per_perf, false),
+    ];
+    if let Some(h) = idle_head {
+        picks.insert(0, (h, |e| &e.idle_w, true));
+    }
+    let cols = picks
+        .into_iter()
+        .map(|(h, pick, of_power)| {
+            let cells = rows
+                .iter()
+                .filter(|r| {
+                    if of_power {
+                        r.3.power.is_ok()
+                    } else {
+                        r.3.cpu_used.is_ok()
+                    }
+                })
+                .map(|r| (r.1, pick(&r.3)))
+                .collect();
+            (h.to_string(), cells)
+        })
+        .collect();
+    absent_columns(labels, cols)
+}
+
+/// A column of figures, each of a run, or why it is absent: its heading and its cells.
+pub type Column<'a, T> = (String, Vec<(usize, &'a Result<T, String>)>);
+
+/// Why figures of some columns are absent, once per reason: `Perf/W and W per op/s
+/// absent for A: no power figure: ...`. `cols` are each column's name with its cells
+/// (run index, figure); columns absent for the same runs and reason are named together.
+pub fn absent_columns<'a, T: 'a>(labels: &[String], cols: Vec<Column<'a, T>>) -> Vec<String> {
+    let mut by: Vec<(Vec<String>, String, String)> = Vec::new();
+    for (name, cells) in cols {
+        for (who, why) in absent_reasons(labels, cells.into_iter()) {
+            match by.iter_mut().find(|(_, w, y)| *w == who && *y == why) {
+                Some((names, _, _)) => names.push(name.clone()),
+                None => by.push((vec![name.clone()], who, why)),
+            }
+        }
+    }
+    by.into_iter()
+        .map(|(names, who, why)| {
+            let names = match names.split_last() {
+                Some((last, rest)) if !rest.is_empty() => {
+                    format!("{} and {last}", rest.join(", "))
+                }
+                _ => names.join(""),
+            };
+            format!("{names} absent {who}: {why}")
+        })
+        .collect()
 }
 
 /// Linear extrapolation (the seed's "two single-socket boards per chassis"): a figure
@@ -1046,6 +1195,81 @@ impl Summary {
         } else {
             format!("Performance ({})", self.unit)
         }
+    }
+
+    /// Whether the table has a geometric mean row: not when the tests are unlike
+    /// ([`Summary::geomean_note`] says why), nor when it has no test (a run of capacity
+    /// tests only: their figures are per step, in their views, as a note says).
+    pub fn shows_geomean(&self) -> bool {
+        self.geomean_note.is_none() && !self.rows.is_empty()
+    }
+
+    /// Each column's geometric mean, or why it has none (not said when the table has none
+    /// at all: [`Summary::geomean_note`] says why once).
+    pub fn geomean_or_why(&self) -> Vec<Result<f64, String>> {
+        let common: Vec<&SummaryRow> = self
+            .rows
+            .iter()
+            .filter(|r| r.perf.iter().all(Option::is_some))
+            .collect();
+        (0..self.runs.len())
+            .map(|i| {
+                self.geomean[i].ok_or_else(|| {
+                    if common.is_empty() {
+                        "no test has a figure in every column, and the means are over the tests every column has".to_string()
+                    } else if common.iter().any(|r| r.perf[i].is_some_and(|v| v <= 0.0)) {
+                        "a test's figure is zero: a geometric mean is of figures above zero".to_string()
+                    } else {
+                        "no figure to take it of".to_string()
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// Each column's arithmetic mean of power, or why it has none.
+    pub fn power_mean_or_why(&self) -> Vec<Result<f64, String>> {
+        let common: Vec<&SummaryRow> = self
+            .rows
+            .iter()
+            .filter(|r| r.perf.iter().all(Option::is_some))
+            .collect();
+        (0..self.runs.len())
+            .map(|i| {
+                self.power_mean[i].ok_or_else(|| {
+                    if common.is_empty() {
+                        "no test has a figure in every column, and the means are over the tests every column has".to_string()
+                    } else if common.iter().any(|r| r.power[i].is_err()) {
+                        "a test has no power figure".to_string()
+                    } else if i >= self.measured {
+                        "power is not extrapolated this way".to_string()
+                    } else {
+                        "the tests' power was read from different sources or bases".to_string()
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// Why the means shown are absent where they are, once per reason: `Geometric mean
+    /// absent for B: ...` (the geometric mean only when the table has one at all, the mean
+    /// of power only when some column has power).
+    pub fn absent_mean_notes(&self) -> Vec<String> {
+        let (geo, pmean) = (self.geomean_or_why(), self.power_mean_or_why());
+        let mut cols = Vec::new();
+        if self.shows_geomean() {
+            cols.push((
+                "Geometric mean".to_string(),
+                geo.iter().enumerate().collect(),
+            ));
+        }
+        if self.power_mean.iter().any(Option::is_some) {
+            cols.push((
+                "Arithmetic mean of power".to_string(),
+                pmean.iter().enumerate().collect(),
+            ));
+        }
+        absent_columns(&self.runs, cols)
     }
 
     /// A row's name, less the `strip` prefix (the workload), with the row's unit when

@@ -76,14 +76,10 @@ fn flags_html(flags: &[Flag]) -> String {
 fn power_cell(p: &Result<PowerFigure, String>) -> String {
     match p {
         Ok(p) => {
-            let tag = match p.basis {
-                PowerBasis::Measured => String::new(),
-                PowerBasis::Modelled => r#" <span class="modelled">modelled</span>"#.to_string(),
-                PowerBasis::Component => r#" <span class="component">component</span>"#.to_string(),
-            };
             format!(
-                r#"{} W{tag}<br><span class="muted">{}</span>"#,
+                r#"{} W{}<br><span class="muted">{}</span>"#,
                 esc(&num(p.watts)),
+                basis_tag(Some(p.basis)),
                 esc(&p.source)
             )
         }
@@ -223,7 +219,12 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         workload_section(&mut h, &wruns, wl, &all_charts, sel);
     }
     h.push_str(&crate::hosts_view::hosts_html(runs));
-    h.push_str(r#"<h2 id="cpu">CPU utilisation</h2><p class="muted">Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, on the system under test (mpstat's arithmetic). %iowait is idle time with I/O outstanding, not busy; on Linux before 6.15 it also holds a load generator's waits on io_uring.</p><div class="grid">"#);
+    h.push_str(r#"<h2 id="cpu">CPU utilisation</h2>"#);
+    let _ = write!(
+        h,
+        r#"<p class="muted">{}</p><div class="grid">"#,
+        esc(crate::charts::CPU_SECTION_NOTE)
+    );
     let cpu: Vec<&Chart> = all_charts.iter().filter(|c| c.section == "cpu").collect();
     if cpu.is_empty() {
         h.push_str(r#"<div class="note">No per-CPU telemetry in these runs.</div>"#);
@@ -425,13 +426,16 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         h.push_str(&diff_cells(&|d| d.perf[ri]));
         h.push_str("</tr>");
     }
-    if s.geomean_note.is_none() {
+    let (geo, pmean) = (s.geomean_or_why(), s.power_mean_or_why());
+    // A missing mean is marked; why is said once under the table.
+    let absent = r#"<span class="muted">absent&dagger;</span>"#;
+    if s.shows_geomean() {
         h.push_str(r#"<tr class="mean"><td>Geometric mean</td>"#);
-        for i in 0..labels.len() {
+        for g in geo.iter().take(labels.len()) {
             let _ = write!(
                 h,
                 r#"<td class="n">{}</td><td>n/a</td>"#,
-                s.geomean[i].map_or("-".to_string(), |v| esc(&num(v)))
+                g.as_ref().map_or(absent.to_string(), |v| esc(&num(*v)))
             );
         }
         h.push_str(&diff_cells(&|d| d.geomean));
@@ -443,17 +447,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         h.push_str(r#"<tr class="mean"><td>Arithmetic mean</td>"#);
     }
     for i in (0..labels.len()).filter(|_| any_power) {
-        let p = match (s.power_mean[i], s.power_basis[i]) {
-            (Some(w), Some(b)) => format!(
-                "{} W{}",
-                esc(&num(w)),
-                match b {
-                    PowerBasis::Measured => "",
-                    PowerBasis::Modelled => r#" <span class="modelled">modelled</span>"#,
-                    PowerBasis::Component => r#" <span class="component">component</span>"#,
-                }
-            ),
-            _ => r#"<span class="muted">n/a</span>"#.to_string(),
+        let p = match (&pmean[i], s.power_basis[i]) {
+            (Ok(w), b @ Some(_)) => format!("{} W{}", esc(&num(*w)), basis_tag(b)),
+            _ => absent.to_string(),
         };
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
     }
@@ -471,6 +467,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     ));
     if let Some(n) = &s.geomean_note {
         let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
+    }
+    for n in s.absent_mean_notes() {
+        let _ = write!(h, r#"<div class="note">&dagger; {}</div>"#, esc(&n));
     }
     if !s.left_out.is_empty() {
         let _ = write!(
@@ -513,75 +512,58 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     results_tables(h, runs, &run_labels);
 }
 
-/// The Aerospike study's view: the share of operations slower than each threshold, for
-/// each run's best point per test, from the exact merged histograms.
+/// The Aerospike study's view ([`crate::charts::thresholds`]): per test, a row per
+/// threshold, the test's name once beside them.
 fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
-    let peak = derive::peak_params(runs);
-    // Per test, each run's (or variant's) exact distribution at its best point: the
-    // seed-003 table, the settings side by side in columns.
-    let mut groups: Vec<(String, Vec<Option<hdrhistogram::Histogram<u64>>>)> = Vec::new();
-    for (row, per_run) in derive::best_points(runs, &peak) {
-        let hists: Vec<Option<hdrhistogram::Histogram<u64>>> = per_run
-            .iter()
-            .map(|p| p.as_ref().and_then(|p| p.latency()).map(|(_, _, h)| h))
-            .collect();
-        if hists.iter().any(Option::is_some) {
-            groups.push((row, hists));
-        }
-    }
+    let groups = crate::charts::thresholds(runs);
     if groups.is_empty() {
         return;
     }
-    let refs: Vec<&hdrhistogram::Histogram<u64>> =
-        groups.iter().flat_map(|g| g.1.iter().flatten()).collect();
-    // The user's --latency-thresholds when the runs were given them (the seed-003 table's
-    // 40us, 100us, 360us, 1ms), else 1-2-5 steps over the measured range.
-    let edges =
-        crate::charts::user_thresholds(runs).unwrap_or_else(|| crate::charts::bucket_edges(&refs));
-    h.push_str(r#"<table><caption>Share of operations slower than each threshold, each run side by side (at its best point)</caption><tr><th>Test</th><th>Threshold</th>"#);
+    let _ = write!(
+        h,
+        r#"<table><caption>{}</caption><tr><th>Test</th><th>Threshold</th>"#,
+        esc(crate::charts::THRESHOLDS_CAPTION)
+    );
     for l in labels {
         let _ = write!(h, "<th>{}</th>", esc(l));
     }
     h.push_str("</tr>");
-    let cells = |h: &mut String,
-                 hists: &[Option<hdrhistogram::Histogram<u64>>],
-                 f: &dyn Fn(&hdrhistogram::Histogram<u64>) -> String| {
-        for x in hists {
-            match x {
-                Some(x) => {
-                    let _ = write!(h, r#"<td class="n">{}</td>"#, esc(&f(x)));
-                }
-                None => h.push_str(r#"<td class="n">-</td>"#),
-            }
-        }
-        h.push_str("</tr>");
-    };
-    for (row, hists) in &groups {
-        let span = edges.len() + 2;
-        for (k, e) in edges.iter().enumerate() {
+    for g in &groups {
+        for (k, (what, cells)) in g.rows.iter().enumerate() {
             if k == 0 {
-                let _ = write!(h, r#"<tr><td rowspan="{span}">{}</td>"#, esc(row));
+                let _ = write!(
+                    h,
+                    r#"<tr><td rowspan="{}">{}</td>"#,
+                    g.rows.len(),
+                    esc(&g.test)
+                );
             } else {
                 h.push_str("<tr>");
             }
-            let _ = write!(h, "<td>&gt; {}</td>", esc(&crate::charts::compact_ns(*e)));
-            cells(h, hists, &|x| format!("{}%", fixed(pct_over(x, *e), 2)));
+            let _ = write!(h, "<td>{}</td>", esc(what));
+            for c in cells {
+                let _ = write!(h, r#"<td class="n">{}</td>"#, esc(c));
+            }
+            h.push_str("</tr>");
         }
-        h.push_str("<tr><td>weighted mean</td>");
-        cells(h, hists, &|x| latency_ns(x.mean()));
-        h.push_str("<tr><td>p99</td>");
-        cells(h, hists, &|x| latency_ns(x.value_at_quantile(0.99) as f64));
     }
     h.push_str("</table>");
 }
 
 fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     let all = derive::efficiency_rows(runs);
-    // One table per unit of throughput (a memory run's GB/s and ns, a crypto run's MB/s
-    // and signs/s): a column's unit is its header's.
-    for unit in derive::units_of(&all) {
-        let rows: Vec<_> = all.iter().filter(|r| r.3.unit == unit).collect();
-        efficiency_unit_table(h, &rows, &unit, labels);
+    // One table per unit (a memory run's GB/s and ns, a crypto run's MB/s and signs/s): a
+    // column's unit is its header's; a latency's table has no per-watt columns.
+    for (unit, throughput) in derive::units_of(&all) {
+        let rows: Vec<_> = all
+            .iter()
+            .filter(|r| r.3.unit == unit && r.3.throughput == throughput)
+            .collect();
+        if throughput {
+            efficiency_unit_table(h, &rows, &unit, labels);
+        } else {
+            latency_unit_table(h, &rows, &unit, labels);
+        }
     }
     for (who, why) in derive::absent_reasons(labels, all.iter().map(|r| (r.1, &r.3.cpu_used))) {
         let _ = write!(
@@ -593,25 +575,65 @@ fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     }
 }
 
+/// The tag a figure of power (or derived from it) carries: none when measured on the
+/// whole server.
+fn basis_tag(b: Option<PowerBasis>) -> &'static str {
+    match b {
+        None | Some(PowerBasis::Measured) => "",
+        Some(PowerBasis::Modelled) => r#" <span class="modelled">modelled</span>"#,
+        Some(PowerBasis::Component) => r#" <span class="component">component</span>"#,
+    }
+}
+
+/// A figure derived from power, with its power's tag, or "absent" with the mark of why:
+/// the power's own (`*`, said under the summary) when there is no power, else `‡` (said
+/// under the table).
+fn per_w_cell(v: &Result<f64, String>, scale: f64, e: &derive::Efficiency) -> String {
+    match (v, &e.power) {
+        (Ok(v), _) => format!("{}{}", esc(&num(v * scale)), basis_tag(e.basis())),
+        (Err(_), Err(_)) => r#"<span class="muted">absent*</span>"#.to_string(),
+        (Err(_), Ok(_)) => r#"<span class="muted">absent&Dagger;</span>"#.to_string(),
+    }
+}
+
+/// A %CPU per unit figure, or "absent" with the mark of why: the %CPU used's own (`†`)
+/// when there is none, else `‡`.
+fn cpu_per_cell(v: &Result<f64, String>, scale: f64, e: &derive::Efficiency) -> String {
+    match (v, &e.cpu_used) {
+        (Ok(v), _) => esc(&num(v * scale)),
+        (Err(_), Err(_)) => r#"<span class="muted">absent&dagger;</span>"#.to_string(),
+        (Err(_), Ok(_)) => r#"<span class="muted">absent&Dagger;</span>"#.to_string(),
+    }
+}
+
 fn efficiency_unit_table(
     h: &mut String,
     rows: &[&(String, usize, String, derive::Efficiency)],
     unit: &str,
     labels: &[String],
 ) {
-    let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
-        rows.iter().filter_map(|r| f(&r.3)).collect()
+    let col = |f: &dyn Fn(&derive::Efficiency) -> &Result<f64, String>| -> Vec<f64> {
+        rows.iter().filter_map(|r| f(&r.3).clone().ok()).collect()
     };
-    let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
-    let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
-    let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
+    let (sw, pw) = unit_scale(&col(&|e| &e.w_per_perf));
+    let (sd, pd) = unit_scale(&col(&|e| &e.dw_per_perf));
+    let (sc, pc) = unit_scale(&col(&|e| &e.cpu_pct_per_perf));
+    let heads = [
+        "Perf/W".to_string(),
+        format!("W per {pw}{unit}"),
+        format!("W above idle per {pd}{unit}"),
+        format!("%CPU per {pc}{unit}"),
+    ];
     let _ = write!(
         h,
-        r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput</caption><tr><th>Test</th><th>Run</th><th>Throughput</th><th>Power</th><th>Idle</th><th>Perf/W</th><th>W per {pw}{u}</th><th>W above idle per {pd}{u}</th><th>%CPU used</th><th>%CPU per {pc}{u}</th></tr>"#,
+        r#"<table><caption>Efficiency at each run's best point: perf/W, and watts and %CPU per unit of throughput</caption><tr><th>Test</th><th>Run</th><th>Throughput ({u})</th><th>Power</th><th>Idle</th><th>{}</th><th>{}</th><th>{}</th><th>%CPU used</th><th>{}</th></tr>"#,
+        esc(&heads[0]),
+        esc(&heads[1]),
+        esc(&heads[2]),
+        esc(&heads[3]),
         u = esc(unit)
     );
     for (row, i, point, e) in rows.iter().copied() {
-        let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| esc(&num(v * s)));
         let _ = write!(
             h,
             r#"<tr><td>{}</td><td>{}<br><span class="muted">{}</span></td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
@@ -620,23 +642,57 @@ fn efficiency_unit_table(
             esc(point),
             esc(&num(e.perf)),
             power_cell(&e.power),
-            e.power
-                .as_ref()
-                .ok()
-                .and_then(|p| p.idle_w)
-                .map_or("-".to_string(), |w| format!("{} W", esc(&num(w)))),
-            e.perf_per_w.map_or("-".to_string(), |v| esc(&num(v))),
-            f(e.w_per_perf, sw),
-            f(e.dw_per_perf, sd),
+            match &e.idle_w {
+                Ok(w) => format!("{} W{}", esc(&num(*w)), basis_tag(e.basis())),
+                Err(_) => per_w_cell(&e.idle_w, 1.0, e),
+            },
+            per_w_cell(&e.perf_per_w, 1.0, e),
+            per_w_cell(&e.w_per_perf, sw, e),
+            per_w_cell(&e.dw_per_perf, sd, e),
             cpu_cell(&e.cpu_used),
-            f(e.cpu_pct_per_perf, sc)
+            cpu_per_cell(&e.cpu_pct_per_perf, sc, e)
         );
     }
     let _ = write!(
         h,
-        r#"</table><p class="muted">Throughput and perf/W in {u} and {u} per W. {}</p>"#,
+        r#"</table><p class="muted">Throughput and perf/W in {u} and {u} per W; a figure derived from modelled (or component-only) power is marked as that power is. {}</p>"#,
         esc(derive::CPU_USED_MEANING),
         u = esc(unit)
+    );
+    for n in derive::efficiency_absences(rows, Some("Idle"), &heads, labels) {
+        let _ = write!(h, r#"<div class="note">&Dagger; {}</div>"#, esc(&n));
+    }
+}
+
+/// A latency headline's table: the latency with the power and CPU it ran at, and no
+/// per-watt column (a latency per watt is no efficiency).
+fn latency_unit_table(
+    h: &mut String,
+    rows: &[&(String, usize, String, derive::Efficiency)],
+    unit: &str,
+    labels: &[String],
+) {
+    let _ = write!(
+        h,
+        r#"<table><caption>Latency at each run's best point, with the power and CPU it ran at</caption><tr><th>Test</th><th>Run</th><th>Latency ({})</th><th>Power</th><th>%CPU used</th></tr>"#,
+        esc(unit)
+    );
+    for (row, i, point, e) in rows.iter().copied() {
+        let _ = write!(
+            h,
+            r#"<tr><td>{}</td><td>{}<br><span class="muted">{}</span></td><td class="n">{}</td><td>{}</td><td class="n">{}</td></tr>"#,
+            esc(row),
+            esc(&labels[*i]),
+            esc(point),
+            esc(&num(e.perf)),
+            power_cell(&e.power),
+            cpu_cell(&e.cpu_used),
+        );
+    }
+    let _ = write!(
+        h,
+        r#"</table><p class="muted">No perf/W, W or %CPU per unit here: {}.</p>"#,
+        esc(derive::NOT_A_THROUGHPUT)
     );
 }
 

@@ -49,6 +49,115 @@ fn absent_notes<'a>(
         .collect()
 }
 
+/// The marking a figure of power, or derived from it, carries: none when measured on the
+/// whole server (as [`power`] marks the power itself).
+fn basis_tag(b: Option<PowerBasis>) -> &'static str {
+    match b {
+        None | Some(PowerBasis::Measured) => "",
+        Some(PowerBasis::Modelled) => " (MODELLED)",
+        Some(PowerBasis::Component) => " (component only)",
+    }
+}
+
+/// A figure derived from power with its power's marking, or "absent" with the mark of
+/// why: the power's own (`*`, said under the summary) when there is no power, else `‡`
+/// (said under the table).
+fn per_w_cell(v: &Result<f64, String>, scale: f64, e: &derive::Efficiency) -> String {
+    match (v, &e.power) {
+        (Ok(v), _) => format!("{}{}", num(v * scale), basis_tag(e.basis())),
+        (Err(_), Err(_)) => "absent*".to_string(),
+        (Err(_), Ok(_)) => "absent‡".to_string(),
+    }
+}
+
+/// A %CPU per unit figure, or "absent" with the mark of why: the %CPU used's own (`†`)
+/// when there is none, else `‡`.
+fn cpu_per_cell(v: &Result<f64, String>, scale: f64, e: &derive::Efficiency) -> String {
+    match (v, &e.cpu_used) {
+        (Ok(v), _) => num(v * scale),
+        (Err(_), Err(_)) => "absent†".to_string(),
+        (Err(_), Ok(_)) => "absent‡".to_string(),
+    }
+}
+
+type EffRow = (String, usize, String, derive::Efficiency);
+
+fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[String]) {
+    let col = |f: &dyn Fn(&derive::Efficiency) -> &Result<f64, String>| -> Vec<f64> {
+        eff.iter().filter_map(|r| f(&r.3).clone().ok()).collect()
+    };
+    let (sw, pw) = unit_scale(&col(&|e| &e.w_per_perf));
+    let (sd, pd) = unit_scale(&col(&|e| &e.dw_per_perf));
+    let (sc, pc) = unit_scale(&col(&|e| &e.cpu_pct_per_perf));
+    let heads = [
+        format!("Perf/W ({unit} per W)"),
+        format!("W per {pw}{unit}"),
+        format!("W above idle per {pd}{unit}"),
+        format!("%CPU per {pc}{unit}"),
+    ];
+    m.push_str(&header(&[
+        "Test",
+        "Run",
+        &format!("Throughput ({unit})"),
+        "Power",
+        &heads[0],
+        &heads[1],
+        &heads[2],
+        "%CPU used",
+        &heads[3],
+    ]));
+    for (rowname, i, point, e) in eff.iter().copied() {
+        m.push_str(&row(&[
+            rowname.clone(),
+            format!("{} ({point})", labels[*i]),
+            num(e.perf),
+            power(&e.power),
+            per_w_cell(&e.perf_per_w, 1.0, e),
+            per_w_cell(&e.w_per_perf, sw, e),
+            per_w_cell(&e.dw_per_perf, sd, e),
+            match &e.cpu_used {
+                Ok(c) => format!("{}% ({})", crate::fmt::fixed(c.pct, 1), c.basis.label()),
+                // The reason is said once under the tables.
+                Err(_) => "absent†".into(),
+            },
+            cpu_per_cell(&e.cpu_pct_per_perf, sc, e),
+        ]));
+    }
+    for n in derive::efficiency_absences(eff, None, &heads, labels) {
+        let _ = write!(m, "\n‡ {}\n", c(&n));
+    }
+    m.push('\n');
+}
+
+/// A latency headline's table: the latency with the power and CPU it ran at, and no
+/// per-watt column (a latency per watt is no efficiency).
+fn latency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[String]) {
+    m.push_str(&header(&[
+        "Test",
+        "Run",
+        &format!("Latency ({unit})"),
+        "Power",
+        "%CPU used",
+    ]));
+    for (rowname, i, point, e) in eff.iter().copied() {
+        m.push_str(&row(&[
+            rowname.clone(),
+            format!("{} ({point})", labels[*i]),
+            num(e.perf),
+            power(&e.power),
+            match &e.cpu_used {
+                Ok(c) => format!("{}% ({})", crate::fmt::fixed(c.pct, 1), c.basis.label()),
+                Err(_) => "absent†".into(),
+            },
+        ]));
+    }
+    let _ = write!(
+        m,
+        "\nNo perf/W, W or %CPU per unit here: {}.\n\n",
+        c(derive::NOT_A_THROUGHPUT)
+    );
+}
+
 fn row(cells: &[String]) -> String {
     format!(
         "| {} |\n",
@@ -265,19 +374,21 @@ pub fn markdown_with(
         }
         let mut g = vec!["Geometric mean".to_string()];
         let mut a = vec!["Arithmetic mean".to_string()];
+        let (geo, pmean) = (s.geomean_or_why(), s.power_mean_or_why());
         for i in 0..s.runs.len() {
-            g.push(s.geomean[i].map_or("-".into(), num));
+            // A missing mean is marked; why is said once under the table.
+            g.push(geo[i].as_ref().map_or("absent†".into(), |v| num(*v)));
             g.push("n/a".into());
             a.push("n/a".into());
-            a.push(match (s.power_mean[i], s.power_basis[i]) {
-                (Some(w), Some(PowerBasis::Measured)) => format!("{} W", num(w)),
-                (Some(w), Some(b)) => format!("{} W ({})", num(w), b.label()),
-                _ => "n/a".into(),
+            a.push(match (&pmean[i], s.power_basis[i]) {
+                (Ok(w), Some(PowerBasis::Measured)) => format!("{} W", num(*w)),
+                (Ok(w), Some(b)) => format!("{} W ({})", num(*w), b.label()),
+                _ => "absent†".into(),
             });
         }
         g.extend(s.differences.iter().map(|d| DiffColumn::cell(d.geomean)));
         a.extend(s.differences.iter().map(|d| DiffColumn::cell(d.power_mean)));
-        if s.geomean_note.is_none() {
+        if s.shows_geomean() {
             m.push_str(&bold_row(&g));
         }
         // The arithmetic mean is of power: left out when no run has power.
@@ -286,6 +397,9 @@ pub fn markdown_with(
         }
         if let Some(n) = &s.geomean_note {
             let _ = write!(m, "\n{}\n", c(n));
+        }
+        for n in s.absent_mean_notes() {
+            let _ = write!(m, "\n† {}\n", c(&n));
         }
         for n in &s.notes {
             let _ = write!(m, "\n{}\n", c(n));
@@ -300,54 +414,50 @@ pub fn markdown_with(
         // A workload that ran only capacity tests has no best point (their figures are per step).
         if !all_eff.is_empty() {
             m.push_str("\n### Efficiency (each run's best point)\n\n");
-            // One table per unit of throughput (a memory run's GB/s and ns, a crypto run's
-            // MB/s and signs/s): a column's unit is its header's.
-            for unit in derive::units_of(&all_eff) {
-                let eff: Vec<_> = all_eff.iter().filter(|r| r.3.unit == unit).collect();
-                let col = |f: &dyn Fn(&derive::Efficiency) -> Option<f64>| -> Vec<f64> {
-                    eff.iter().filter_map(|r| f(&r.3)).collect()
-                };
-                let (sw, pw) = unit_scale(&col(&|e| e.w_per_perf));
-                let (sd, pd) = unit_scale(&col(&|e| e.dw_per_perf));
-                let (sc, pc) = unit_scale(&col(&|e| e.cpu_pct_per_perf));
-                m.push_str(&header(&[
-                    "Test",
-                    "Run",
-                    &format!("Throughput ({unit})"),
-                    "Power",
-                    &format!("Perf/W ({unit} per W)"),
-                    &format!("W per {pw}{unit}"),
-                    &format!("W above idle per {pd}{unit}"),
-                    "%CPU used",
-                    &format!("%CPU per {pc}{unit}"),
-                ]));
-                for (rowname, i, point, e) in eff.iter().copied() {
-                    let f = |v: Option<f64>, s: f64| v.map_or("-".to_string(), |v| num(v * s));
-                    m.push_str(&row(&[
-                        rowname.clone(),
-                        format!("{} ({point})", wl_labels[*i]),
-                        num(e.perf),
-                        power(&e.power),
-                        e.perf_per_w.map_or("-".into(), num),
-                        f(e.w_per_perf, sw),
-                        f(e.dw_per_perf, sd),
-                        match &e.cpu_used {
-                            Ok(c) => {
-                                format!("{}% ({})", crate::fmt::fixed(c.pct, 1), c.basis.label())
-                            }
-                            // The reason is said once under the table.
-                            Err(_) => "absent†".into(),
-                        },
-                        f(e.cpu_pct_per_perf, sc),
-                    ]));
+            // One table per unit (a memory run's GB/s and ns, a crypto run's MB/s and
+            // signs/s): a column's unit is its header's; a latency's table has no
+            // per-watt columns.
+            for (unit, throughput) in derive::units_of(&all_eff) {
+                let eff: Vec<_> = all_eff
+                    .iter()
+                    .filter(|r| r.3.unit == unit && r.3.throughput == throughput)
+                    .collect();
+                if throughput {
+                    efficiency_unit_table(&mut m, &eff, &unit, &wl_labels);
+                } else {
+                    latency_unit_table(&mut m, &eff, &unit, &wl_labels);
                 }
-                m.push('\n');
             }
             let _ = writeln!(m, "{}", c(derive::CPU_USED_MEANING));
             for (who, why) in
                 derive::absent_reasons(&wl_labels, all_eff.iter().map(|r| (r.1, &r.3.cpu_used)))
             {
                 let _ = write!(m, "\n† %CPU used absent {}: {}\n", c(&who), c(&why));
+            }
+        }
+        let groups = crate::charts::thresholds(&wr);
+        if !groups.is_empty() {
+            let _ = write!(
+                m,
+                "\n### Latency thresholds\n\n{}\n\n",
+                c(crate::charts::THRESHOLDS_CAPTION)
+            );
+            let mut head = vec!["Test".to_string(), "Threshold".to_string()];
+            head.extend(wl_labels.iter().cloned());
+            m.push_str(&row(&head));
+            m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+            for g in &groups {
+                for (k, (what, cells)) in g.rows.iter().enumerate() {
+                    // The test's name once, on its first row, as the HTML's spanning cell.
+                    let mut r = vec![if k == 0 {
+                        g.test.clone()
+                    } else {
+                        String::new()
+                    }];
+                    r.push(what.clone());
+                    r.extend(cells.iter().cloned());
+                    m.push_str(&row(&r));
+                }
             }
         }
         m.push_str("\n### Results\n\n");
@@ -418,6 +528,7 @@ pub fn markdown_with(
         let _ = write!(m, "\n{}\n", c(NO_CHARTS));
     }
     m.push_str(&crate::hosts_view::hosts_markdown(runs));
+    cpu_markdown(&mut m, runs);
     m.push_str("\n## Systems\n\n");
     let d = crate::hosts_view::disclosure(runs);
     if !d.differ.is_empty() {
@@ -446,4 +557,44 @@ pub fn markdown_with(
         m.push_str(&tco::markdown(t));
     }
     m
+}
+
+/// The per-CPU breakdowns the HTML draws ([`crate::charts::cpu_breakdowns`]), as tables.
+fn cpu_markdown(m: &mut String, runs: &[RunRecord]) {
+    let b = crate::charts::cpu_breakdowns(runs);
+    if runs.is_empty() {
+        return;
+    }
+    m.push_str("\n## CPU utilisation\n\n");
+    let _ = writeln!(m, "{}", c(crate::charts::CPU_SECTION_NOTE));
+    if b.shown.is_empty() && b.no_telemetry.is_empty() {
+        m.push_str("\nNo per-CPU telemetry in these runs.\n");
+    }
+    for x in &b.shown {
+        let _ = write!(m, "\n{}\n\n", c(&x.title()));
+        m.push_str(&header(&[
+            "CPU", "%usr", "%nice", "%sys", "%irq", "%soft", "%iowait", "%steal", "%idle",
+        ]));
+        for u in &x.cpus {
+            let p = |v: f64| crate::fmt::fixed(v, 1);
+            m.push_str(&row(&[
+                u.cpu.to_string(),
+                p(u.usr_pct),
+                p(u.nice_pct),
+                p(u.sys_pct),
+                p(u.irq_pct),
+                p(u.soft_pct),
+                p(u.iowait_pct),
+                p(u.steal_pct),
+                p(u.idle_pct),
+            ]));
+        }
+    }
+    for (label, _) in &b.no_telemetry {
+        let _ = write!(
+            m,
+            "\n{}: no telemetry was recorded for this run\n",
+            c(label)
+        );
+    }
 }

@@ -69,18 +69,24 @@ fn line_legend(out: &mut String, series: &[LineSeries], y: f64) {
     }
 }
 
-/// Round tick positions covering [lo, hi].
-fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+/// Round tick positions covering [lo, hi]. On an `integral` axis (a count: instances,
+/// threads, clients) every tick is a whole number: no 1.2 instances between 1 and 2.
+fn nice_ticks(lo: f64, hi: f64, target: usize, integral: bool) -> Vec<f64> {
     if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         return vec![lo];
     }
     let raw = (hi - lo) / target.max(1) as f64;
     let mag = 10f64.powf(raw.log10().floor());
+    let whole = |s: f64| !integral || (s >= 1.0 && s.fract() == 0.0);
     let step = [1.0, 2.0, 2.5, 5.0, 10.0]
         .iter()
         .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
+        .find(|s| *s >= raw && whole(*s))
+        .unwrap_or(if integral {
+            (10.0 * mag).max(1.0)
+        } else {
+            10.0 * mag
+        });
     let start = (lo / step).floor() * step;
     let mut t = Vec::new();
     let mut v = start;
@@ -212,7 +218,7 @@ pub fn bar_chart(
         .iter()
         .flat_map(|s| s.values.iter().flatten())
         .fold(0.0f64, |a, b| a.max(*b));
-    let ticks = nice_ticks(0.0, if max > 0.0 { max * 1.08 } else { 1.0 }, 5);
+    let ticks = nice_ticks(0.0, if max > 0.0 { max * 1.08 } else { 1.0 }, 5, false);
     let top = *ticks.last().unwrap_or(&1.0);
     let (x0, x1, y0, y1) = (ML, W - MR, MT + extra, h - mb);
     let ys = |v: f64| y1 - (v / top) * (y1 - y0);
@@ -375,6 +381,9 @@ pub fn line_chart(
         out.push_str("</svg>");
         return out;
     }
+    // Figures that are all whole numbers are counts (instances, threads): whole ticks.
+    let whole_xs = pts.iter().all(|p| p.0.fract() == 0.0);
+    let whole_ys = pts.iter().all(|p| p.1.fract() == 0.0);
     let (mut xmin, mut xmax) = pts
         .iter()
         .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
@@ -396,7 +405,7 @@ pub fn line_chart(
         ymax = ymin + 1.0;
     }
     let xticks: Vec<(f64, String)> = match x_scale {
-        Scale::Linear => nice_ticks(xmin, xmax, 6)
+        Scale::Linear => nice_ticks(xmin, xmax, 6, whole_xs)
             .into_iter()
             .map(|t| (t, si(t)))
             .collect(),
@@ -424,7 +433,7 @@ pub fn line_chart(
             ymax = hi;
             log_ticks(lo, hi)
         }
-        _ => nice_ticks(ymin, ymax, 5),
+        _ => nice_ticks(ymin, ymax, 5, whole_ys),
     };
     if y_scale != Scale::Log {
         ymax = yticks.last().copied().unwrap_or(ymax).max(ymax);
@@ -522,7 +531,7 @@ pub fn stacked_chart(
         x += 30.0 + 7.0 * n.chars().count() as f64;
     }
     let (x0, x1, y0, y1) = (ML, W - MR, MT, h - 48.0);
-    let ticks = nice_ticks(0.0, max, 5);
+    let ticks = nice_ticks(0.0, max, 5, false);
     let top = ticks.last().copied().unwrap_or(max).max(max);
     let ys = |v: f64| y1 - (v / top) * (y1 - y0);
     axis_y(&mut out, &ticks, &ys, x0, x1, y_label, y0, y1);
@@ -575,9 +584,13 @@ mod tests {
     #[test]
     fn ticks_are_round() {
         assert_eq!(
-            nice_ticks(0.0, 10.0, 5),
+            nice_ticks(0.0, 10.0, 5, false),
             vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
         );
+        assert_eq!(nice_ticks(1.0, 2.0, 6, false)[1], 1.2);
+        // A count's axis: whole ticks only, 2.5 skipped for 5.
+        assert_eq!(nice_ticks(1.0, 2.0, 6, true), vec![1.0, 2.0]);
+        assert_eq!(nice_ticks(0.0, 14.0, 6, true), vec![0.0, 5.0, 10.0, 15.0]);
         assert_eq!(
             log_ticks(1.0, 100.0),
             vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
@@ -639,6 +652,30 @@ mod tests {
         assert!(!svg.contains("0000000"), "{svg}");
         assert_eq!(percent(0.995), "99.5%");
         assert_eq!(percent(0.75), "75%");
+    }
+
+    /// An instances sweep of 1 and 2 is drawn on ticks 1 and 2, not 1.2, 1.4...
+    #[test]
+    fn count_axes_have_whole_ticks() {
+        let svg = line_chart(
+            "kv: ops/s vs instances",
+            "instances",
+            "ops/s",
+            Scale::Linear,
+            Scale::Linear,
+            &[LineSeries {
+                name: "get".into(),
+                points: vec![(1.0, 100_000.5), (2.0, 190_000.25)],
+                color: 0,
+                dash: 0,
+            }],
+        );
+        let xs: Vec<&str> = svg
+            .split(r##"text-anchor="middle" fill="#555">"##)
+            .skip(1)
+            .map(|t| &t[..t.find('<').unwrap()])
+            .collect();
+        assert_eq!(xs, ["1", "2"], "{svg}");
     }
 
     #[test]

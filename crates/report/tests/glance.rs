@@ -94,6 +94,90 @@ fn per_cpu_breakdown_for_every_test_not_only_the_fastest() {
     assert!(h.contains("per-CPU utilisation on local during net udp"));
 }
 
+/// A run of capacity tests only (a levels test) has per-CPU telemetry over its steps: the
+/// report shows it, where it said "No per-CPU telemetry".
+#[test]
+fn per_cpu_breakdown_of_a_levels_run() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1, 2],
+        ..Spec::default()
+    });
+    run.results
+        .retain(|r| r.test == "get" && r.params["pipeline"] == 1);
+    for r in &mut run.results {
+        r.test = "levels".into();
+        r.params.remove("pipeline");
+        r.headline = "overall_reply_rate_per_w".into();
+        r.histograms.clear();
+        r.metrics = vec![
+            model::Metric::new("overall_reply_rate_per_w", 400.0, "ops/s/W"),
+            model::Metric::new("reply_rate_per_s", 50_000.0, "ops/s")
+                .label("phase", "levels")
+                .label("level", "100%"),
+        ];
+    }
+    assert!(run.results[0].capacity_phase().is_some());
+    let h = report::html(std::slice::from_ref(&run), None);
+    let cpu = &h[h.find(r#"id="cpu""#).unwrap()..];
+    assert!(!cpu.contains("No per-CPU telemetry"), "{cpu}");
+    assert!(
+        cpu.contains(
+            "per-CPU utilisation on local during kv levels instances=2 (mean over all its steps)"
+        ),
+        "{cpu}"
+    );
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    let cpu = &m[m.find("## CPU utilisation").unwrap()..];
+    assert!(!cpu.contains("No per-CPU telemetry"), "{cpu}");
+    assert!(cpu.contains("during kv levels instances=1 (mean over all its steps)"));
+    // Its summary has no test (capacity tests are per step): no mean row of nothing.
+    assert!(!m.contains("**Geometric mean**"), "{m}");
+    assert!(!h.contains("<td>Geometric mean</td>"));
+}
+
+/// The Markdown has the HTML's per-CPU breakdown (as numbers) and its "% of requests over
+/// threshold" table, with the same figures.
+#[test]
+fn markdown_has_the_thresholds_and_per_cpu_tables() {
+    let runs = common::two_platforms();
+    let m = report::markdown(&runs, None);
+    let h = report::html(&runs, None);
+    // Thresholds: one row per threshold and per test, each run side by side.
+    let t = &m[m.find("### Latency thresholds").unwrap()..];
+    assert!(t.contains("| Test | Threshold | x86-a | arm-b |"), "{t}");
+    let groups = report::charts::thresholds(&runs);
+    let (what, cells) = &groups[0].rows[0];
+    let first = format!(
+        "| {} | {} | {} | {} |",
+        report::fmt::md(&groups[0].test),
+        report::fmt::md(what),
+        cells[0],
+        cells[1]
+    );
+    assert!(t.contains(&first), "{first} in {t}");
+    assert!(cells[0].ends_with('%'));
+    // The HTML shows the same cells.
+    assert!(h.contains(&format!(r#"<td class="n">{}</td>"#, cells[0])));
+    assert!(t.contains("|  | weighted mean |"), "{t}");
+    // Per-CPU: CPU 1 of the fixture is 18% usr, 62% sys, 9% soft, 9.5% idle.
+    let cpu = &m[m.find("## CPU utilisation").unwrap()..];
+    assert!(
+        cpu.contains("| CPU | %usr | %nice | %sys | %irq | %soft | %iowait | %steal | %idle |"),
+        "{cpu}"
+    );
+    assert!(
+        cpu.contains("| 1 | 18.0 | 0.0 | 62.0 | 0.6 | 9.0 | 0.2 | 0.7 | 9.5 |"),
+        "{cpu}"
+    );
+    let shown = report::charts::cpu_breakdowns(&runs).shown;
+    assert!(!shown.is_empty());
+    for b in &shown {
+        assert!(cpu.contains(&report::fmt::md(&b.title())), "{}", b.title());
+        assert!(h.contains(&report::fmt::esc(&b.title())), "{}", b.title());
+    }
+}
+
 #[test]
 fn disclosure_shows_what_differs_and_folds_what_is_the_same() {
     let mut runs = many_runs(4);

@@ -488,7 +488,7 @@ fn power_rules_measured_modelled_component_absent() {
         "whole-server preferred over RAPL"
     );
     assert!((pw.idle_w.unwrap() - 110.0).abs() < 1e-9);
-    assert!(m.perf_per_w.is_some() && m.dw_per_perf.is_some());
+    assert!(m.perf_per_w.is_ok() && m.dw_per_perf.is_ok());
     let md = eff(Power::Modelled(200.0));
     assert_eq!(
         md.power.as_ref().unwrap().basis,
@@ -499,7 +499,7 @@ fn power_rules_measured_modelled_component_absent() {
     assert_eq!(cp.basis, report::PowerBasis::Component);
     assert_eq!(cp.source, "rapl package-0+dram-0");
     let none = eff(Power::None);
-    assert!(none.perf_per_w.is_none());
+    assert!(none.perf_per_w.is_err());
     assert!(none.power.unwrap_err().contains("no power source"));
     // And the report says why instead of drawing nothing.
     let run = kv_run(&Spec {
@@ -1688,7 +1688,7 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
     let cpu = |run: &RunRecord| {
         let pts = report::derive::points(0, run);
         let e = pts[0].efficiency().unwrap();
-        (e.cpu_used.clone(), e.cpu_pct_per_perf)
+        (e.cpu_used.clone(), e.cpu_pct_per_perf.ok())
     };
     let spinning = [("loadgen", 100.0), ("server:0", 20.0), ("server:1", 10.0)];
 
@@ -2094,7 +2094,7 @@ fn perf_per_watt_is_over_the_repetitions_with_power() {
         .unwrap();
     let e = p.efficiency().unwrap();
     assert!(
-        (e.perf_per_w.unwrap() - want).abs() < 1e-9 * want,
+        (e.perf_per_w.clone().unwrap() - want).abs() < 1e-9 * want,
         "{:?} per W, the two powered repetitions give {want}",
         e.perf_per_w
     );
@@ -2104,7 +2104,8 @@ fn perf_per_watt_is_over_the_repetitions_with_power() {
 }
 
 /// A headline better lower (a latency) has no per-watt figure, and rows of different
-/// units are tables of their own, each column headed with its unit.
+/// units are tables of their own, each column headed with its unit: a latency's table is
+/// headed "Latency (ns)", with no per-watt columns, never "Throughput (ns)".
 #[test]
 fn efficiency_is_per_unit_and_of_throughputs_only() {
     let mut run = kv_run(&Spec {
@@ -2120,22 +2121,37 @@ fn efficiency_is_per_unit_and_of_throughputs_only() {
     let runs = [run];
     let eff = report::derive::efficiency_rows(&runs);
     let latency = eff.iter().find(|r| r.3.unit.contains("ns")).unwrap();
-    assert!(latency.3.perf_per_w.is_none() && latency.3.w_per_perf.is_none());
-    assert!(latency.3.cpu_pct_per_perf.is_none());
+    assert!(!latency.3.throughput);
+    let why = report::derive::NOT_A_THROUGHPUT;
+    assert_eq!(latency.3.perf_per_w, Err(why.to_string()));
+    assert_eq!(latency.3.w_per_perf, Err(why.to_string()));
+    assert_eq!(latency.3.cpu_pct_per_perf, Err(why.to_string()));
     let ops = eff.iter().find(|r| !r.3.unit.contains("ns")).unwrap();
-    assert!(ops.3.perf_per_w.is_some());
+    assert!(ops.3.throughput && ops.3.perf_per_w.is_ok());
     let md = report::markdown(&runs, None);
     let heads: Vec<&str> = md
         .lines()
-        .filter(|l| l.starts_with("| Test | Run | Throughput ("))
+        .filter(|l| l.starts_with("| Test | Run | "))
         .collect();
-    assert_eq!(heads.len(), 2, "{md}");
-    assert!(
-        heads.iter().any(|h| h.contains("Throughput (ns)")),
-        "{heads:?}"
+    assert_eq!(
+        heads,
+        [
+            "| Test | Run | Latency (ns) | Power | %CPU used |",
+            "| Test | Run | Throughput (ops/s) | Power | Perf/W (ops/s per W) | W per 1k ops/s \
+             | W above idle per 1k ops/s | %CPU used | %CPU per ops/s |"
+        ],
+        "{md}"
     );
+    assert!(!md.contains("Throughput (ns)"), "{md}");
+    assert!(md.contains(&format!("No perf/W, W or %CPU per unit here: {why}.")));
     let h = report::html(&runs, None);
-    assert_eq!(h.matches("<caption>Efficiency at each run").count(), 2);
+    assert!(!h.contains("Throughput (ns)"));
+    assert_eq!(h.matches("<caption>Efficiency at each run").count(), 1);
+    assert_eq!(
+        h.matches("<caption>Latency at each run's best point, with the power and CPU it ran at</caption><tr><th>Test</th><th>Run</th><th>Latency (ns)</th><th>Power</th><th>%CPU used</th></tr>").count(),
+        1,
+        "{h}"
+    );
 }
 
 /// A levels test's headline is per watt (SPECpower's overall figure): set against
@@ -2343,4 +2359,115 @@ fn tco_with_perf_given_takes_power_of_one_point_only() {
     );
     let fr = tco::from_run(&run, &plan.platforms[0]);
     assert!(fr.power_w.is_some(), "{:?}", fr.problems);
+}
+
+/// The cells of the first Markdown table whose header starts with `head`: (header, rows).
+fn md_table(md: &str, head: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let split = |l: &str| -> Vec<String> {
+        l.trim()
+            .trim_matches('|')
+            .split(" | ")
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let mut lines = md.lines().skip_while(|l| !l.starts_with(head));
+    let header = split(lines.next().unwrap_or_else(|| panic!("{head} in {md}")));
+    let rows = lines
+        .skip(1)
+        .take_while(|l| l.starts_with('|'))
+        .map(split)
+        .collect();
+    (header, rows)
+}
+
+/// Perf/W and the watts per unit derived from a modelled power figure are marked
+/// modelled as the power is, in Markdown and HTML; a missing W above idle says why.
+#[test]
+fn per_watt_figures_of_modelled_power_are_marked_and_missing_idle_says_why() {
+    let run = kv_run(&Spec {
+        reps: 1,
+        instances: &[2],
+        power: Power::Modelled(200.0),
+        ..Spec::default()
+    });
+    let runs = [run];
+    let md = report::markdown(&runs, None);
+    let (head, rows) = md_table(&md, "| Test | Run | Throughput (ops/s) |");
+    let col = |name: &str| head.iter().position(|h| h.starts_with(name)).unwrap();
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert!(r[col("Power")].contains("MODELLED"), "{r:?}");
+        for c in ["Perf/W", "W per "] {
+            assert!(r[col(c)].ends_with(" (MODELLED)"), "{c}: {r:?}");
+        }
+        // The fixture measured no idle power for the model: marked, and said why below.
+        assert_eq!(r[col("W above idle")], "absent‡", "{r:?}");
+    }
+    let why = "W above idle per ops/s absent for x86-a: no idle power was measured on \
+               local before the load (no model system reading while idle)";
+    assert!(md.contains(&format!("‡ {why}")), "{md}");
+    let h = report::html(&runs, None);
+    let eff = &h[h.find("<caption>Efficiency at each run").unwrap()..];
+    let eff = &eff[..eff.find("</table>").unwrap()];
+    let row = &eff[eff.find("<tr><td>").unwrap()..];
+    let cells: Vec<&str> = row.split("<td").skip(1).collect();
+    // Test, Run, Throughput, Power, Idle, Perf/W, W per, W above idle...
+    for i in [3, 5, 6] {
+        assert!(
+            cells[i].contains(r#"<span class="modelled">modelled</span>"#),
+            "{i}: {}",
+            cells[i]
+        );
+    }
+    assert!(cells[4].contains("absent&Dagger;") && cells[7].contains("absent&Dagger;"));
+    // The HTML's Idle column is absent for the same reason: named with it.
+    let why = format!("&Dagger; Idle and {}", report::fmt::esc(why));
+    assert!(h.contains(&why), "{h}");
+}
+
+/// A geometric mean that cannot be taken is marked, with why, never a bare `-`.
+#[test]
+fn a_missing_geometric_mean_says_why() {
+    let mut a = kv_run(&Spec {
+        reps: 1,
+        instances: &[2],
+        ..Spec::default()
+    });
+    let mut b = kv_run(&Spec {
+        label: "arm-b",
+        id: "20261121T230000-bbbbbb",
+        reps: 1,
+        instances: &[2],
+        seed: 2,
+        ..Spec::default()
+    });
+    // No test on both: no test every column has to take the mean over.
+    a.results.retain(|r| r.test == "set");
+    b.results.retain(|r| r.test == "get");
+    let runs = [a, b];
+    let s = report::summary(&runs);
+    assert!(s.geomean_note.is_none() && s.geomean.iter().all(Option::is_none));
+    let why = "no test has a figure in every column, and the means are over the tests every \
+               column has";
+    assert_eq!(s.geomean_or_why()[0], Err(why.to_string()));
+    let md = report::markdown(&runs, None);
+    let mean = md
+        .lines()
+        .find(|l| l.starts_with("| **Geometric mean** |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        mean.starts_with("| **Geometric mean** | absent† | n/a | absent† | n/a |"),
+        "{mean}"
+    );
+    assert!(
+        md.contains(&format!("† Geometric mean absent on every run: {why}")),
+        "{md}"
+    );
+    let h = report::html(&runs, None);
+    let row = &h[h.find("<td>Geometric mean</td>").unwrap()..];
+    assert!(row[..row.find("</tr>").unwrap()].contains("absent&dagger;"));
+    assert!(h.contains(&format!(
+        "&dagger; Geometric mean absent on every run: {}",
+        report::fmt::esc(why)
+    )));
 }

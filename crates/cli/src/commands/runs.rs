@@ -193,8 +193,10 @@ pub fn views_text(run: &RunRecord) -> String {
 pub fn efficiency_table(run: &RunRecord) -> String {
     let mut rows = Vec::new();
     let mut reasons: Vec<String> = Vec::new();
-    // A capacity test whose power was measured has its PERF/W left out: said once.
+    // A capacity test whose power was measured has its PERF/W left out: said once; so is
+    // a latency's (mem's ns): a latency per watt is no efficiency.
     let mut capacity_unrated = false;
+    let mut latency_unrated = false;
     let mut any = false;
     for r in &run.results {
         let ts = report::derive::sut_summary(run, r);
@@ -218,9 +220,23 @@ pub fn efficiency_table(run: &RunRecord) -> String {
         let unit = r.metric(&r.headline, &[]).map(unit_of).unwrap_or_default();
         let capacity = r.capacity_phase().is_some();
         capacity_unrated |= capacity && power.is_some();
+        let latency = !model::higher_is_better(&r.headline, &unit);
+        latency_unrated |= latency && power.is_some();
         let per_w = match (perf, &power) {
-            (Some(p), Some(h)) if h.mean_watts > 0.0 && !capacity => Some(p / h.mean_watts),
+            (Some(p), Some(h)) if h.mean_watts > 0.0 && !capacity && !latency => {
+                Some(p / h.mean_watts)
+            }
             _ => None,
+        };
+        // Perf/W carries its power's marking: a model's watts give a modelled perf/W.
+        let kind = |h: &model::power::HeadlinePower| {
+            if h.modelled {
+                " (modelled)"
+            } else if h.whole_system {
+                ""
+            } else {
+                " (CPU+DRAM only)"
+            }
         };
         any |= busy.is_some() || power.is_some();
         let dash = || "-".to_string();
@@ -230,16 +246,12 @@ pub fn efficiency_table(run: &RunRecord) -> String {
             Cell::right(busy.map_or_else(dash, |b| format!("{b:.1}"))),
             Cell::right(power.as_ref().map_or_else(dash, |h| fmt_num(h.mean_watts))),
             Cell::left(power.as_ref().map_or_else(dash, |h| {
-                let kind = if h.modelled {
-                    " (modelled)"
-                } else if h.whole_system {
-                    ""
-                } else {
-                    " (CPU+DRAM only)"
-                };
-                format!("{} {}{kind}", h.source, h.zones.join("+"))
+                format!("{} {}{}", h.source, h.zones.join("+"), kind(h))
             })),
-            Cell::right(per_w.map_or_else(dash, |v| format!("{} {unit}/W", fmt_num(v)))),
+            Cell::right(match (per_w, &power) {
+                (Some(v), Some(h)) => format!("{} {unit}/W{}", fmt_num(v), kind(h)),
+                _ => dash(),
+            }),
         ]);
     }
     if !any {
@@ -259,6 +271,12 @@ pub fn efficiency_table(run: &RunRecord) -> String {
     }
     if capacity_unrated {
         out.push_str(&format!("{CAPACITY_PER_W}\n"));
+    }
+    if latency_unrated {
+        out.push_str(&format!(
+            "PERF/W of a latency: none; {}\n",
+            report::derive::NOT_A_THROUGHPUT
+        ));
     }
     out
 }
@@ -1398,6 +1416,40 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             "{t}"
         );
         assert!(t.contains("Passed at step 0"), "{t}");
+    }
+
+    /// A latency headline (mem's ns) has no PERF/W (it read `1.02 ns/W`), and a perf/W
+    /// from modelled power is marked modelled as the power is.
+    #[test]
+    fn efficiency_has_no_per_watt_of_a_latency_and_marks_modelled_per_watt() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
+        for r in &mut run.results {
+            r.flags.clear();
+            r.status = Status::Ok;
+            r.error = None;
+            for p in &mut r.telemetry_summary[0].power {
+                p.modelled = true;
+                p.whole_system = true;
+                p.source = "model".into();
+                p.zone = "system".into();
+            }
+            r.telemetry_summary[0].power.truncate(1);
+        }
+        let lat = &mut run.results[1];
+        lat.workload = "mem".into();
+        lat.test = "latency".into();
+        lat.headline = "ram_latency_ns".into();
+        lat.metrics = vec![model::Metric::new("ram_latency_ns", 153.0, "ns")];
+        let t = efficiency_table(&run);
+        assert!(!t.contains("ns/W"), "{t}");
+        let rows: Vec<&str> = t.lines().filter(|l| l.contains("(modelled)")).collect();
+        assert_eq!(rows.len(), 2, "{t}");
+        assert!(rows[0].ends_with("/W (modelled)"), "{t}");
+        assert!(rows[1].ends_with(" -"), "{t}");
+        assert!(
+            t.contains("PERF/W of a latency: none; a latency is not a throughput"),
+            "{t}"
+        );
     }
 
     /// Flag messages, errors and missing figures of an imported run (a hostile export)
