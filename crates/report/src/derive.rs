@@ -837,9 +837,17 @@ impl<'a> Point<'a> {
                 (
                     Ok(perf_m / w_m),
                     Ok(w_m / perf_m),
-                    idle.as_ref()
-                        .map(|i| (w_m - i) / perf_m)
-                        .map_err(Clone::clone),
+                    // Under load below idle is no saving but a reading to doubt (a
+                    // meter's idle taken in another state): no figure, and why.
+                    idle.clone().and_then(|i| {
+                        if w_m < i {
+                            Err(format!(
+                                "the power under load ({w_m:.1} W) is below the idle power measured before it ({i:.1} W): one of the two readings is wrong"
+                            ))
+                        } else {
+                            Ok((w_m - i) / perf_m)
+                        }
+                    }),
                 )
             }
             Ok(_) => {

@@ -710,6 +710,9 @@ fn cpu_cell(c: &Result<derive::CpuFigure, String>) -> String {
 }
 
 fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
+    // Each point's power, as the summary takes it at the best one: the seed's power
+    // against instances (Figure A3) reads off this column. Why it is absent, once below.
+    let mut powers: Vec<(usize, Result<PowerFigure, String>)> = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let pts = points(i, run);
         if pts.is_empty() {
@@ -717,7 +720,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         }
         let _ = write!(
             h,
-            r#"<table><caption>All results: {}</caption><tr><th>Test</th><th>Parameters</th><th>n</th><th>Headline (mean &plusmn; sd)</th><th>CV</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>&gt; 1 ms</th><th>Latency kind</th><th>Warnings</th></tr>"#,
+            r#"<table><caption>All results: {}</caption><tr><th>Test</th><th>Parameters</th><th>n</th><th>Headline (mean &plusmn; sd)</th><th>CV</th><th>Power</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>&gt; 1 ms</th><th>Latency kind</th><th>Warnings</th></tr>"#,
             esc(&labels[i])
         );
         for p in pts {
@@ -746,12 +749,15 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                 // A curve of steps: its latency is per offered rate, in its own view.
                 let _ = write!(
                     h,
-                    r#"{lead}<td colspan="6" class="muted">{}</td><td>{}</td></tr>"#,
+                    r#"{lead}<td colspan="7" class="muted">{}</td><td>{}</td></tr>"#,
                     esc(&crate::views::per_step(&p.workload, phase)),
                     flags_html(&p.flags())
                 );
                 continue;
             }
+            let f = p.power();
+            let pw = power_cell(&f);
+            powers.push((i, f));
             let lat = p.latency();
             let q = |x: f64| {
                 lat.as_ref().map_or("-".to_string(), |(_, _, hh)| {
@@ -764,7 +770,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             });
             let _ = write!(
                 h,
-                r#"{lead}<td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{over}</td><td>{}</td><td>{}</td></tr>"#,
+                r#"{lead}<td class="n">{pw}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{over}</td><td>{}</td><td>{}</td></tr>"#,
                 q(0.5),
                 q(0.99),
                 q(0.999),
@@ -779,6 +785,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         }
         h.push_str("</table>");
     }
+    h.push_str(&absent_notes(labels, powers.iter().map(|(i, f)| (*i, f))));
 }
 
 fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {

@@ -467,14 +467,27 @@ pub fn markdown_with(
             "Parameters",
             "n",
             "Headline (mean ± sd)",
+            "Power",
             "p50",
             "p99",
             "p99.9",
             "Warnings",
         ]));
+        // Each point's power, as the summary takes it at the best one: the seed's power
+        // against instances (Figure A3) reads off this column.
+        let mut powers: Vec<(usize, Result<PowerFigure, String>)> = Vec::new();
         for (i, run) in wr.iter().enumerate() {
             for p in points(i, run) {
                 let s = p.headline();
+                let pw = match p.capacity_phase() {
+                    Some(phase) => crate::views::per_step(&p.workload, phase),
+                    None => {
+                        let f = p.power();
+                        let cell = power(&f);
+                        powers.push((i, f));
+                        cell
+                    }
+                };
                 let lat = p.latency();
                 let q = |x: f64| {
                     lat.as_ref().map_or("-".to_string(), |(_, _, h)| {
@@ -503,6 +516,7 @@ pub fn markdown_with(
                             p.headline_unit()
                         )
                     }),
+                    pw,
                     p50,
                     p99,
                     p999,
@@ -510,6 +524,10 @@ pub fn markdown_with(
                 ]));
             }
         }
+        m.push_str(&absent_notes(
+            &wl_labels,
+            powers.iter().map(|(i, f)| (*i, f)),
+        ));
         let Some(dir) = svg_dir else { continue };
         m.push_str("\n### Charts\n\n");
         for ch in all_charts.iter().filter(|ch| ch.workload == wl) {
@@ -553,7 +571,8 @@ pub fn markdown_with(
         }
     }
     if let Some(t) = tco_result {
-        m.push('\n');
+        // Its own section, not a part of the systems' disclosure above.
+        m.push_str("\n## TCO\n\n");
         m.push_str(&tco::markdown(t));
     }
     m

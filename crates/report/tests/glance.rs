@@ -218,13 +218,15 @@ fn power_absent_reason_is_said_once_not_per_result() {
             r
         })
         .collect();
-    // Once under the summary table, once where the power chart would be.
+    // Once under the summary table, once under all results (its Power column), once
+    // where the power chart would be: never per result.
     let h = report::html(&runs, None);
-    assert_eq!(h.matches(why).count(), 2, "html");
+    assert_eq!(h.matches(why).count(), 3, "html");
     assert!(h.contains(&format!("* Power absent on every run: {why}")));
     let m = report::markdown(&runs, None);
-    // Without chart links, the chart's note is not there either: said once.
-    assert_eq!(m.matches(why).count(), 1, "markdown");
+    // Without chart links, the chart's note is not there: under the summary and under
+    // all results.
+    assert_eq!(m.matches(why).count(), 2, "markdown");
     assert!(m.contains(&format!("\\* Power absent on every run: {why}")));
 }
 

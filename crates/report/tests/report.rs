@@ -2425,6 +2425,64 @@ fn per_watt_figures_of_modelled_power_are_marked_and_missing_idle_says_why() {
     assert!(h.contains(&why), "{h}");
 }
 
+/// Power under load below the idle power measured before it (a meter's idle read in
+/// another state) gives no negative "W above idle": the figure is absent, and says why.
+#[test]
+fn power_under_load_below_idle_gives_no_watts_above_idle() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[2],
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    for p in &mut run.idle_power[0].power {
+        p.mean_watts = 1000.0;
+    }
+    let runs = [run];
+    let eff = report::derive::efficiency_rows(&runs);
+    assert!(!eff.is_empty());
+    for (_, _, _, e) in &eff {
+        let why = e.dw_per_perf.as_ref().expect_err("no figure");
+        assert!(
+            why.contains("below the idle power measured before it"),
+            "{why}"
+        );
+        assert!(e.perf_per_w.is_ok(), "{e:?}");
+    }
+    let md = report::markdown(&runs, None);
+    assert!(
+        md.contains("below the idle power measured before it"),
+        "{md}"
+    );
+}
+
+/// Every point's power is in the results tables (the seed's power against instances,
+/// Figure A3), not only the best point's in the summary.
+#[test]
+fn all_results_have_each_points_power() {
+    let run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1, 2, 4],
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    let runs = [run];
+    let want: Vec<String> = report::derive::points(0, &runs[0])
+        .iter()
+        .map(|p| format!("{} W (", report::fmt::num(p.power().unwrap().watts)))
+        .collect();
+    assert!(want.len() >= 3);
+    let md = report::markdown(&runs, None);
+    let results = &md[md.find("### Results").unwrap()..];
+    assert!(results.contains("| Power |"), "{results}");
+    for w in &want {
+        assert!(results.contains(w.as_str()), "{w} in {results}");
+    }
+    let h = report::html(&runs, None);
+    let all = &h[h.find("<caption>All results").unwrap()..];
+    assert!(all.contains("<th>Power</th>"), "{all}");
+}
+
 /// A geometric mean that cannot be taken is marked, with why, never a bare `-`.
 #[test]
 fn a_missing_geometric_mean_says_why() {

@@ -509,7 +509,7 @@ fn capacity_tests_have_no_whole_test_latency_or_efficiency() {
     let h = report::html(&runs, None);
     assert!(
         h.contains(
-            r#"<td colspan="6" class="muted">n/a: per step, see the kv capacity ramp view</td>"#
+            r#"<td colspan="7" class="muted">n/a: per step, see the kv capacity ramp view</td>"#
         ),
         "{h}"
     );

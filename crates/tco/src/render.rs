@@ -157,10 +157,22 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
             String::new()
         });
         last_section = row.section.clone();
-        let label = if row.kind == "perf" && !t.perf_unit.is_empty() {
-            format!("{} ({})", row.label, t.perf_unit)
+        // The performance rows say their unit: `Perf per $ (ops/s per $ of 3yr TCO)`.
+        let unit = if t.perf_unit.is_empty() {
+            "performance"
         } else {
-            row.label.clone()
+            t.perf_unit.as_str()
+        };
+        let label = match row.kind.as_str() {
+            "perf" if !t.perf_unit.is_empty() => format!("{} ({})", row.label, t.perf_unit),
+            "perf_per_money" => format!(
+                "{} ({unit} per {} of {} TCO)",
+                row.label,
+                t.currency,
+                t.years_label()
+            ),
+            "perf_per_w" => format!("{} ({unit} per W)", row.label),
+            _ => row.label.clone(),
         };
         cells.push(label);
         for v in &row.per_server {

@@ -693,6 +693,9 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
 /// unlabelled in its line, beside a report that gave the mean.
 pub fn repetition_summary(run: &RunRecord) -> String {
     let mut out = String::new();
+    // The parameters every point shares are said once, not on every line.
+    let fixed = report::derive::fixed_params(std::slice::from_ref(run));
+    let skip: Vec<&str> = fixed.iter().map(|(k, _)| k.as_str()).collect();
     for p in report::derive::points(0, run)
         .iter()
         .filter(|p| p.results.len() > 1)
@@ -702,10 +705,16 @@ pub fn repetition_summary(run: &RunRecord) -> String {
                 "\nrepetitions (headline of the valid ones, as the report gives it): \
                  mean ± sd  min .. max  cv  (n valid/run)\n",
             );
+            if !fixed.is_empty() {
+                let all: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                out.push_str(&format!("  (every point: {})\n", all.join(" ")));
+            }
         }
         let values = p.headline_values();
         let n = format!("n={}/{}", values.len(), p.results.len());
-        let key = format!("{} {} {}", p.workload, p.test, p.param_label(&[]));
+        let key = format!("{} {} {}", p.workload, p.test, p.param_label(&skip))
+            .trim_end()
+            .to_string();
         let Some(s) = p.headline() else {
             out.push_str(&format!("  {key}: no valid repetition ({n})\n"));
             continue;
@@ -900,7 +909,7 @@ mod tests {
         let out = repetition_summary(&run);
         let sample = report::derive::points(0, &run)[0].headline().unwrap();
         let want = format!(
-            "  kv get clients=8: {} ± {} ops/s  56,000 .. 60,420  cv {:.1}% (n=3/4)\n",
+            "  kv get: {} ± {} ops/s  56,000 .. 60,420  cv {:.1}% (n=3/4)\n",
             report::fmt::num(sample.mean),
             report::fmt::num(sample.sd.unwrap()),
             sample.cv_pct().unwrap()
@@ -908,6 +917,8 @@ mod tests {
         assert!(out.contains("mean ± sd"), "{out}");
         assert!(out.contains(&want), "{out}\nwant: {want}");
         assert!(!out.contains("59,525"), "not the median: {out}");
+        // What every point shares is said once, not on each line.
+        assert!(out.contains("  (every point: clients=8)\n"), "{out}");
     }
 
     /// Every workload's flags sit beside the run options without a clash (clap checks
