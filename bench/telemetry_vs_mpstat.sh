@@ -41,7 +41,7 @@ for r in $(seq "$ROUNDS"); do
 done
 
 python3 - "$TMP" "$ROUNDS" <<'PY'
-import datetime, json, statistics, sys
+import datetime, json, re, statistics, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
 FIELDS = ("usr", "sys", "soft", "iowait", "idle")
 worst = []
@@ -49,7 +49,9 @@ for r in range(1, rounds + 1):
     m0 = float(open(f"{tmp}/mp_start.{r}").read())
     stats = json.load(open(f"{tmp}/mp.{r}.json"))["sysstat"]["hosts"][0]["statistics"]
     res = json.load(open(f"{tmp}/rb.{r}.json"))["runs"][0]["results"][0]
-    t0 = datetime.datetime.fromisoformat(res["started_at"].replace("Z", "+00:00")).timestamp()
+    # Nanoseconds cut to microseconds: fromisoformat before Python 3.11 takes no more.
+    ts = re.sub(r"(\.\d{6})\d*", r"\1", res["started_at"].replace("Z", "+00:00"))
+    t0 = datetime.datetime.fromisoformat(ts).timestamp()
     t1 = t0 + res["duration_s"]
     # mpstat's interval k (from 1) covers [m0 + k - 1, m0 + k], to its timer's drift.
     whole = [(m0 + k, s) for k, s in enumerate(stats, 1) if m0 + k - 1 >= t0 and m0 + k <= t1]

@@ -329,7 +329,7 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
                 s
             }
         };
-        for h in sut {
+        for h in &sut {
             for (k, f) in &h.facts {
                 if key_matters(k) {
                     let e = out.entry(k.clone()).or_default();
@@ -367,9 +367,16 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
         // Where its watts came from: a declared model (its parameters make the figure),
         // an external meter, or the sources found on the host. Runs whose power differs in
         // provenance do not compare like for like on power and perf/W.
-        if !summaries.is_empty() {
+        // The system under test's watts: a load generator's RAPL is no part of them.
+        let sut_names: Vec<&str> = sut.iter().map(|h| h.host.as_str()).collect();
+        let sut_summaries: Vec<&model::TelemetrySummary> = summaries
+            .iter()
+            .copied()
+            .filter(|s| sut_names.contains(&s.host.as_str()))
+            .collect();
+        if !sut_summaries.is_empty() {
             let e = out.entry(POWER_SOURCE.to_string()).or_default();
-            let v = power_source(run, &summaries);
+            let v = power_source(run, &sut_summaries);
             if !e.contains(&v) {
                 e.push(v);
             }
@@ -414,8 +421,14 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
         if va != vb && !unsampled {
             // Power sources a host has (RAPL here, IPMI there) are of its hardware; a
             // declared model or meter on either side is a choice of method.
-            let declared = |v: &str| v.starts_with("model ") || v.split(", ").any(|s| s == "meter");
-            let category = if k == POWER_SOURCE && !declared(&va) && !declared(&vb) {
+            // Each run's provenance on its own (a side's runs may differ among themselves).
+            let declared = |vals: Option<&Vec<String>>| {
+                vals.is_some_and(|vs| {
+                    vs.iter()
+                        .any(|v| v.starts_with("model ") || v.split(", ").any(|s| s == "meter"))
+                })
+            };
+            let category = if k == POWER_SOURCE && !declared(fa.get(k)) && !declared(fb.get(k)) {
                 "hardware"
             } else {
                 category(k)
@@ -903,6 +916,18 @@ fn run_means(runs: &[Vec<f64>]) -> Vec<f64> {
 
 /// Judge B against A from each side's runs (each inner list one run's repetitions).
 pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -> Judged {
+    judge_on(a_runs, b_runs, higher_is_better, false)
+}
+
+/// [`judge`], the verdict's direction read off the difference in the figure's own unit
+/// when `points` (a share in %: 0% against 11% is a difference of 11 points, where a
+/// relative one has no value).
+pub fn judge_on(
+    a_runs: &[Vec<f64>],
+    b_runs: &[Vec<f64>],
+    higher_is_better: bool,
+    points: bool,
+) -> Judged {
     let (ma, mb) = (run_means(a_runs), run_means(b_runs));
     let (sa, sb) = (Sample::of(&ma), Sample::of(&mb));
     let diff_pct = match (&sa, &sb) {
@@ -934,7 +959,8 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
         _ => None,
     };
     let reps = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).max().unwrap_or(0);
-    let verdict = match (&w, diff_pct) {
+    let direction = if points { diff_abs } else { diff_pct };
+    let verdict = match (&w, direction) {
         (_, None) if sa.is_some() && sb.is_some() => {
             "A is zero: the difference has no percentage".to_string()
         }
@@ -1150,7 +1176,9 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             (None, None) => continue,
         };
         let runs = |f: &Figure| f.per_run.values().cloned().collect::<Vec<_>>();
-        let mut j = judge(&runs(fa), &runs(fb), fa.higher_is_better);
+        // A share of requests over a threshold, in %: its difference in points.
+        let share = key.1.starts_with("pct_over_");
+        let mut j = judge_on(&runs(fa), &runs(fb), fa.higher_is_better, share);
         // A figure that could not be had on a side says why, rather than being left out.
         let why = |f: &Figure| (f.per_run.is_empty()).then(|| f.missing.join("; "));
         match (why(fa), why(fb)) {
@@ -1163,8 +1191,6 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         // Power of one basis is set against power of the same basis only: a whole
         // server's 310 W against its CPU packages' 140 W is no saving.
         let mut metric = key.1.clone();
-        // A share of requests over a threshold, in %: its difference in points.
-        let share = metric.starts_with("pct_over_");
         let (ba, bb) = (bases(fa), bases(fb));
         let missing = why(fa).is_some() || why(fb).is_some();
         match (&ba[..], &bb[..]) {

@@ -81,17 +81,17 @@ pub fn display_unit(metric: &str, unit: &str) -> String {
 const NO_MEAN_ACROSS_ROWS: &[(&str, &str)] = &[
     (
         "crypto",
-        "its tests (key sizes, operations, thread counts) are different measurements, shown one by one",
+        "tests (key sizes, operations, thread counts) are different measurements, shown one by one",
     ),
     (
         "oltp",
-        "its rows are points of one curve (virtual users, databases), shown one by one; take one with --at (e.g. --at vus=4)",
+        "rows are points of one curve (virtual users, databases), shown one by one",
     ),
 ];
 
 /// Why the summary has no geometric mean across its rows, if it has none: rows counted
 /// in different units, or several rows of a workload whose rows are unlike measurements.
-fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String]) -> Option<String> {
+fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool) -> Option<String> {
     let mut units: Vec<&str> = rows.iter().map(|r| r.unit.as_str()).collect();
     units.sort_unstable();
     units.dedup();
@@ -108,7 +108,15 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String]) -> Option<String
         NO_MEAN_ACROSS_ROWS
             .iter()
             .find(|(name, _)| name == w)
-            .map(|(_, why)| format!("no geometric mean: {w}'s {why}"))
+            .map(|(_, why)| {
+                // How to take one point, in the words of where the choice is made.
+                let take = match (w.as_str(), from_plan) {
+                    ("oltp", false) => "; take one with --at (e.g. --at vus=4)",
+                    ("oltp", true) => "; take one with `params = { vus = 4 }`",
+                    _ => "",
+                };
+                format!("no geometric mean: {w}'s {why}{take}")
+            })
     })
 }
 
@@ -1247,8 +1255,12 @@ impl Summary {
                 self.power_mean[i].ok_or_else(|| {
                     if common.is_empty() {
                         "no test has a figure in every column, and the means are over the tests every column has".to_string()
-                    } else if common.iter().any(|r| r.power[i].is_err()) {
-                        "a test has no power figure".to_string()
+                    } else if let Some(Err(why)) =
+                        common.iter().map(|r| &r.power[i]).find(|p| p.is_err())
+                    {
+                        // The row's own reason (an extrapolated column's: "power at another
+                        // clock is not extrapolated").
+                        format!("a test has no power figure: {why}")
                     } else if i >= self.measured {
                         "power is not extrapolated this way".to_string()
                     } else {
@@ -1411,7 +1423,14 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         &keep_all
     };
     let mut rows = Vec::new();
+    // The workloads of the rows taken (a suite's other workloads have no say in them).
+    let mut row_workloads: Vec<String> = Vec::new();
     for (k, per_run) in best_points_in(runs, &peak, sel) {
+        for p in per_run.iter().flatten() {
+            if !row_workloads.contains(&p.workload) {
+                row_workloads.push(p.workload.clone());
+            }
+        }
         let mut row = SummaryRow {
             label: k.clone(),
             perf: vec![],
@@ -1460,11 +1479,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         .map(|r| r.label.clone())
         .collect();
     let n = runs.len();
-    let wls: Vec<String> = runs
-        .iter()
-        .flat_map(|r| r.results.iter().map(|x| x.workload.clone()))
-        .collect();
-    let geomean_note = no_geomean_reason(&rows, &wls);
+    let geomean_note = no_geomean_reason(&rows, &row_workloads, sel.from_plan);
     let geomean = (0..n)
         .map(|i| {
             let v: Vec<f64> = common.iter().filter_map(|r| r.perf[i]).collect();
@@ -1692,15 +1707,24 @@ mod tests {
         };
         let oltp = vec!["oltp".to_string()];
         let two = [row("tpcc vus=1"), row("tpcc vus=2")];
-        let why = no_geomean_reason(&two, &oltp).expect("two points of one curve");
-        assert!(
-            why.contains("points of one curve") && why.contains("--at"),
-            "{why}"
+        assert_eq!(
+            no_geomean_reason(&two, &oltp, false).expect("two points of one curve"),
+            "no geometric mean: oltp's rows are points of one curve (virtual users, \
+             databases), shown one by one; take one with --at (e.g. --at vus=4)"
         );
-        assert_eq!(no_geomean_reason(&two[..1], &oltp), None);
+        let in_plan = no_geomean_reason(&two, &oltp, true).unwrap();
+        assert!(
+            in_plan.ends_with("take one with `params = { vus = 4 }`"),
+            "{in_plan}"
+        );
+        assert_eq!(no_geomean_reason(&two[..1], &oltp, false), None);
         let crypto = vec!["crypto".to_string()];
-        assert!(no_geomean_reason(&two, &crypto).is_some());
-        assert_eq!(no_geomean_reason(&two, &["kv".to_string()]), None);
+        assert_eq!(
+            no_geomean_reason(&two, &crypto, false).unwrap(),
+            "no geometric mean: crypto's tests (key sizes, operations, thread counts) are \
+             different measurements, shown one by one"
+        );
+        assert_eq!(no_geomean_reason(&two, &["kv".to_string()], false), None);
     }
 
     #[test]

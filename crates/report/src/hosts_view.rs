@@ -562,10 +562,20 @@ fn pair_table(
     row(format!("CPU/tput (%CPU used per {unit})"), &|reps| {
         f3(per_tput(reps, med(reps, &|e| e.used)))
     });
+    // Under load below idle is no saving but a reading to doubt: no figure, and why
+    // (as the efficiency tables have it).
+    let below_idle = std::cell::Cell::new(false);
     row(format!("W/tput (W above idle per {unit})"), &|reps| {
         f3(per_tput(
             reps,
-            power_of(reps).and_then(|(w, idle, _)| Some(w - idle?)),
+            power_of(reps).and_then(|(w, idle, _)| {
+                let idle = idle?;
+                if w < idle {
+                    below_idle.set(true);
+                    return None;
+                }
+                Some(w - idle)
+            }),
         ))
     });
     row(format!("W per {unit}"), &|reps| {
@@ -574,6 +584,12 @@ fn pair_table(
     row("Repetitions (n)".into(), &|reps| reps.len().to_string());
     let mut notes = why.notes();
     notes.extend(left_out);
+    if below_idle.get() {
+        notes.push(
+            "W/tput: absent where the power under load read below the idle power measured before it: one of the two readings is wrong."
+                .to_string(),
+        );
+    }
     if other_cpu {
         notes.push(format!(
             "{NOT_APPLICABLE}: not a CPU this end was pinned to (sender_cpus on the sender host, receiver_cpus on the receiver host; unpinned: the all-CPU line)."

@@ -298,11 +298,21 @@ fn consistency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         notes.push("Not run: the run was made with --check false.".to_string());
     } else {
         // The check runs after a sweep point whose tests all completed: a result with no
-        // outcome of it either passed it or was never checked.
+        // outcome of it either passed it or was never checked. A run that ended early
+        // (stopped, or a test failed) ended in its last sweep point before that point's
+        // check: its completed results there were never checked.
+        let point = |r: &ResultRecord| {
+            let mut p = r.params.clone();
+            p.remove("test");
+            p
+        };
+        let cut_short = run.status != Status::Ok;
+        let last_point = results.last().map(|r| point(r));
+        let unchecked_end = |r: &ResultRecord| cut_short && last_point.as_ref() == Some(&point(r));
         let unflagged = |ok: bool| -> Vec<u32> {
             let mut steps: Vec<u32> = results
                 .iter()
-                .filter(|r| (r.status == Status::Ok) == ok)
+                .filter(|r| (r.status == Status::Ok && !unchecked_end(r)) == ok)
                 .filter(|r| {
                     !r.flags
                         .iter()
@@ -323,7 +333,7 @@ fn consistency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         }
         if !unchecked.is_empty() {
             notes.push(format!(
-                "Not checked at {}: the test did not complete.",
+                "Not checked at {}: the test did not complete, or the run ended before its sweep point's check.",
                 at(&unchecked)
             ));
         }
@@ -1344,7 +1354,14 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
 /// count. None when no point timed a connect (kept alive: each result says why, among
 /// its missing figures).
 fn connect_time(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let points = sweep_points(run, wl, |_| true, false, &[]);
+    // Capacity tests' steps are in their own views, connects or not.
+    let points = sweep_points(
+        run,
+        wl,
+        |t| !derive::CAPACITY_TESTS.contains(&t),
+        false,
+        &[],
+    );
     let mut untimed = 0;
     let mut rows = Vec::new();
     for (label, rs) in &points {
@@ -1384,7 +1401,7 @@ fn connect_time(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let notes = if untimed > 0 {
         vec![format!(
             "{untimed} other point(s) opened no connection during the test (kept alive): \
-             their connect time is not measured, and their results say why."
+             their connect time is not measured."
         )]
     } else {
         vec![]

@@ -1186,6 +1186,13 @@ fn compare_bounds_intervals_at_zero_and_states_shares_in_points() {
     assert!(row.ci_text().ends_with("pts"), "{}", row.ci_text());
     let text = report::compare::compare_text(&c);
     assert!(text.contains("+16.1 pts"), "{text}");
+    // None over the threshold on A: 11 points more on B is judged (it has no relative
+    // difference, and said "A is zero" where the seeds say "11% vs 0%").
+    let c = report::compare::compare(&share([0.0, 0.0]), &share([11.0, 11.4]));
+    let row = c.rows.iter().find(|r| r.metric == "pct_over_1ms").unwrap();
+    assert_eq!(row.diff_text(), "+11.2 pts");
+    assert!(row.verdict.starts_with("worse (significant"), "{row:?}");
+    let c = report::compare::compare(&a, &b);
     // Not a share: relative, as before.
     let ops = c.rows.iter().find(|r| r.metric == "ops_per_s").unwrap();
     assert!(

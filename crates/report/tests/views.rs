@@ -1177,7 +1177,19 @@ fn oltp_consistency_check_outcome_is_said() {
         [
             "Not checked at step 0: the consistency check could not run: connection refused; \
              those figures stand unverified.",
-            "Not checked at step 1: the test did not complete.",
+            "Not checked at step 1: the test did not complete, or the run ended before its \
+             sweep point's check.",
+        ]
+    );
+    // Stopped after its repetitions but before the point's check: never checked, not
+    // passed (a passing check leaves no flag either).
+    let mut stopped = r.clone();
+    stopped.status = model::Status::Interrupted;
+    assert_eq!(
+        notes(&stopped),
+        [
+            "Not checked at steps 0,1: the test did not complete, or the run ended before its \
+          sweep point's check."
         ]
     );
     let mut off = r.clone();

@@ -301,7 +301,9 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                     &labels([("reason", m.reason.as_str())]),
                 )?;
             }
-            for h in &r.histograms {
+            // Requests' latency only: connect times are the `connect_time_*` metrics above,
+            // never rows named `latency_*`.
+            for h in r.histograms.iter().filter(|h| h.is_request_latency()) {
                 let s = &h.summary;
                 let l = labels([("histogram", h.name.as_str()), ("kind", h.kind.as_str())]);
                 let stats: [(&str, f64, &str); 9] = [

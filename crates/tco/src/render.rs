@@ -166,10 +166,9 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
         let label = match row.kind.as_str() {
             "perf" if !t.perf_unit.is_empty() => format!("{} ({})", row.label, t.perf_unit),
             "perf_per_money" => format!(
-                "{} ({unit} per {} of {} TCO)",
-                row.label,
-                t.currency,
-                t.years_label()
+                "Perf per {c} ({unit} per {c} of {} TCO)",
+                t.years_label(),
+                c = t.currency
             ),
             "perf_per_w" => format!("{} ({unit} per W)", row.label),
             _ => row.label.clone(),
