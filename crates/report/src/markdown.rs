@@ -100,6 +100,7 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
         "Run",
         &format!("Throughput ({unit})"),
         "Power",
+        "Idle",
         &heads[0],
         &heads[1],
         &heads[2],
@@ -112,6 +113,11 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
             format!("{} ({point})", labels[*i]),
             num(e.perf),
             power(&e.power),
+            // The idle power W above idle is taken from, as the HTML has it.
+            match &e.idle_w {
+                Ok(w) => format!("{} W{}", num(*w), basis_tag(e.basis())),
+                Err(_) => per_w_cell(&e.idle_w, 1.0, e),
+            },
             per_w_cell(&e.perf_per_w, 1.0, e),
             per_w_cell(&e.w_per_perf, sw, e),
             per_w_cell(&e.dw_per_perf, sd, e),
@@ -123,7 +129,7 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
             cpu_per_cell(&e.cpu_pct_per_perf, sc, e),
         ]));
     }
-    for n in derive::efficiency_absences(eff, None, &heads, labels) {
+    for n in derive::efficiency_absences(eff, Some("Idle"), &heads, labels) {
         let _ = write!(m, "\n‡ {}\n", c(&n));
     }
     m.push('\n');

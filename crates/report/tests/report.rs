@@ -2144,8 +2144,8 @@ fn efficiency_is_per_unit_and_of_throughputs_only() {
         heads,
         [
             "| Test | Run | Latency (ns) | Power | %CPU used |",
-            "| Test | Run | Throughput (ops/s) | Power | Perf/W (ops/s per W) | W per 1k ops/s \
-             | W above idle per 1k ops/s | %CPU used | %CPU per ops/s |"
+            "| Test | Run | Throughput (ops/s) | Power | Idle | Perf/W (ops/s per W) | W per 1k \
+             ops/s | W above idle per 1k ops/s | %CPU used | %CPU per ops/s |"
         ],
         "{md}"
     );
@@ -2409,10 +2409,11 @@ fn per_watt_figures_of_modelled_power_are_marked_and_missing_idle_says_why() {
         }
         // The fixture measured no idle power for the model: marked, and said why below.
         assert_eq!(r[col("W above idle")], "absent‡", "{r:?}");
+        assert_eq!(r[col("Idle")], "absent‡", "{r:?}");
     }
     let why = "W above idle per ops/s absent for x86-a: no idle power was measured on \
                local before the load (no model system reading while idle)";
-    assert!(md.contains(&format!("‡ {why}")), "{md}");
+    assert!(md.contains(&format!("‡ Idle and {why}")), "{md}");
     let h = report::html(&runs, None);
     let eff = &h[h.find("<caption>Efficiency at each run").unwrap()..];
     let eff = &eff[..eff.find("</table>").unwrap()];

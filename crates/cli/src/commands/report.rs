@@ -28,9 +28,10 @@ pub struct Args {
     /// Output file. Default: report.html (report.md with --format md).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// html: one self-contained file with inline charts; md: Markdown tables.
-    #[arg(long, value_enum, default_value = "html")]
-    pub format: Format,
+    /// html: one self-contained file with inline charts; md: Markdown tables. Default:
+    /// from the -o file's extension (.md: md), else html.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Also write every chart as an SVG file into this directory.
     #[arg(long, value_name = "DIR")]
     pub svg_dir: Option<PathBuf>,
@@ -298,6 +299,31 @@ fn evaluate_plan(
     tco::evaluate(&plan, &from_runs).with_context(|| format!("in {}", plan_path.display()))
 }
 
+/// The report's format: `--format`, else the -o file's extension (`.md` Markdown, else
+/// HTML). A `--format` the extension contradicts (`-o x.md --format html`) is refused:
+/// `-o x.md` alone wrote HTML into a `.md` file.
+fn report_format(given: Option<Format>, out: Option<&Path>) -> anyhow::Result<Format> {
+    let ext = out
+        .and_then(|p| p.extension())
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let by_name = match ext.as_deref() {
+        Some("md" | "markdown") => Some(Format::Md),
+        Some("html" | "htm") => Some(Format::Html),
+        _ => None,
+    };
+    match (given, by_name) {
+        (Some(f), Some(n)) if f != n => anyhow::bail!(
+            "report -o {}: --format {} does not match the file's extension; give -o a .{} \
+             name, or leave --format out",
+            out.map(|p| p.display().to_string()).unwrap_or_default(),
+            if f == Format::Md { "md" } else { "html" },
+            if f == Format::Md { "md" } else { "html" }
+        ),
+        (Some(f), _) => Ok(f),
+        (None, n) => Ok(n.unwrap_or(Format::Html)),
+    }
+}
+
 pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
     let src = Source::open(a.from.as_deref(), g)?;
     let ids = if a.all {
@@ -322,7 +348,8 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         Some(p) => Some(evaluate_plan(p, a.from.as_deref(), g)?),
         None => None,
     };
-    let default_name = match a.format {
+    let format = report_format(a.format, a.output.as_deref())?;
+    let default_name = match format {
         Format::Html => "report.html",
         Format::Md => "report.md",
     };
@@ -330,7 +357,7 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(default_name));
-    let body = match a.format {
+    let body = match format {
         Format::Html => report::html_with(&runs, tco_result.as_ref(), &sel),
         // Chart links only to files this command writes, as the report's reader finds them.
         Format::Md => {
@@ -374,7 +401,7 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
     if g.json {
         let v = serde_json::json!({
             "report": out,
-            "format": match a.format { Format::Html => "html", Format::Md => "md" },
+            "format": match format { Format::Html => "html", Format::Md => "md" },
             "runs": runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
             "svg": svgs,
         });
@@ -543,6 +570,20 @@ pub fn tco(a: TcoArgs, g: &Global) -> anyhow::Result<i32> {
 mod tests {
     use super::*;
 
+    /// `-o x.md` writes Markdown (it wrote HTML into the `.md` file); a `--format` the
+    /// name contradicts is refused; other names are HTML unless told.
+    #[test]
+    fn the_format_follows_the_output_name() {
+        let f = |given, out: &str| report_format(given, Some(Path::new(out)));
+        assert_eq!(f(None, "x.md").unwrap(), Format::Md);
+        assert_eq!(f(None, "x.HTML").unwrap(), Format::Html);
+        assert_eq!(f(None, "x.txt").unwrap(), Format::Html);
+        assert_eq!(f(Some(Format::Md), "x.txt").unwrap(), Format::Md);
+        let e = f(Some(Format::Html), "x.md").unwrap_err().to_string();
+        assert!(e.contains("does not match the file's extension"), "{e}");
+        assert_eq!(report_format(None, None).unwrap(), Format::Html);
+    }
+
     #[test]
     fn a_runs_file_gets_the_imports_checks() {
         let d = tempfile::tempdir().unwrap();
@@ -655,7 +696,7 @@ mod tests {
                 all: false,
                 runs: vec!["plat-a".into(), "plat-b".into()],
                 output: Some(out.clone()),
-                format: Format::Html,
+                format: Some(Format::Html),
                 svg_dir: Some(svg_dir.clone()),
                 tco: None,
                 from: None,
@@ -675,7 +716,7 @@ mod tests {
                 all: false,
                 runs: vec![],
                 output: Some(md.clone()),
-                format: Format::Md,
+                format: None,
                 svg_dir: None,
                 tco: None,
                 from: None,
