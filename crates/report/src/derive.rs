@@ -1220,14 +1220,18 @@ impl Summary {
         self.geomean_note.is_none() && !self.rows.is_empty()
     }
 
+    /// The rows every column has a figure in: the means are over these.
+    fn common_rows(&self) -> Vec<&SummaryRow> {
+        self.rows
+            .iter()
+            .filter(|r| r.perf.iter().all(Option::is_some))
+            .collect()
+    }
+
     /// Each column's geometric mean, or why it has none (not said when the table has none
     /// at all: [`Summary::geomean_note`] says why once).
     pub fn geomean_or_why(&self) -> Vec<Result<f64, String>> {
-        let common: Vec<&SummaryRow> = self
-            .rows
-            .iter()
-            .filter(|r| r.perf.iter().all(Option::is_some))
-            .collect();
+        let common = self.common_rows();
         (0..self.runs.len())
             .map(|i| {
                 self.geomean[i].ok_or_else(|| {
@@ -1245,11 +1249,7 @@ impl Summary {
 
     /// Each column's arithmetic mean of power, or why it has none.
     pub fn power_mean_or_why(&self) -> Vec<Result<f64, String>> {
-        let common: Vec<&SummaryRow> = self
-            .rows
-            .iter()
-            .filter(|r| r.perf.iter().all(Option::is_some))
-            .collect();
+        let common = self.common_rows();
         (0..self.runs.len())
             .map(|i| {
                 self.power_mean[i].ok_or_else(|| {

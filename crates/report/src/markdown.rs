@@ -82,6 +82,14 @@ fn cpu_per_cell(v: &Result<f64, String>, scale: f64, e: &derive::Efficiency) -> 
 
 type EffRow = (String, usize, String, derive::Efficiency);
 
+/// The %CPU used cell of both efficiency tables; why it is absent is said once under them.
+fn cpu_cell(c: &Result<derive::CpuFigure, String>) -> String {
+    match c {
+        Ok(c) => format!("{}% ({})", crate::fmt::fixed(c.pct, 1), c.basis.label()),
+        Err(_) => "absent†".into(),
+    }
+}
+
 fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[String]) {
     let col = |f: &dyn Fn(&derive::Efficiency) -> &Result<f64, String>| -> Vec<f64> {
         eff.iter().filter_map(|r| f(&r.3).clone().ok()).collect()
@@ -121,11 +129,7 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
             per_w_cell(&e.perf_per_w, 1.0, e),
             per_w_cell(&e.w_per_perf, sw, e),
             per_w_cell(&e.dw_per_perf, sd, e),
-            match &e.cpu_used {
-                Ok(c) => format!("{}% ({})", crate::fmt::fixed(c.pct, 1), c.basis.label()),
-                // The reason is said once under the tables.
-                Err(_) => "absent†".into(),
-            },
+            cpu_cell(&e.cpu_used),
             cpu_per_cell(&e.cpu_pct_per_perf, sc, e),
         ]));
     }
@@ -151,10 +155,7 @@ fn latency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[Str
             format!("{} ({point})", labels[*i]),
             num(e.perf),
             power(&e.power),
-            match &e.cpu_used {
-                Ok(c) => format!("{}% ({})", crate::fmt::fixed(c.pct, 1), c.basis.label()),
-                Err(_) => "absent†".into(),
-            },
+            cpu_cell(&e.cpu_used),
         ]));
     }
     let _ = write!(
