@@ -711,8 +711,10 @@ fn udp_gso_sends_arrive_as_datagrams_with_their_sequence() {
     assert_eq!(sender::gso_segments(64, 60), 64);
     assert_eq!(sender::gso_segments(8, 1472), 8);
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    // 10 Mbit/s: about 21k datagrams/s at 60 B, which the receiver keeps up with on a
+    // busy 2-CPU machine (at 50 Mbit/s it lost more than 5% beside parallel builds).
     let mut w = NetWorkload::from_params(&params(json!({
-        "tests": ["udp"], "udp_payload": [1472, 60], "rate": "50M", "duration": 0.5,
+        "tests": ["udp"], "udp_payload": [1472, 60], "rate": "10M", "duration": 0.5,
         "interval": 0.1, "target": addr.to_string(), "udp_gso": 64
     })))
     .unwrap();
@@ -723,7 +725,7 @@ fn udp_gso_sends_arrive_as_datagrams_with_their_sequence() {
         let out = w.run_test(test, &ctx).unwrap();
         assert!(out.error.is_none(), "{test}: {:?}", out.error);
         let pps = metric(&out, "packets_per_s").unwrap();
-        let want = 50e6 / (8.0 * size);
+        let want = 10e6 / (8.0 * size);
         assert!(
             pps < want * 1.3 && pps > want * 0.3,
             "{test}: {pps} packets/s, want ~{want}"
