@@ -443,6 +443,10 @@ impl CpuBasis {
     }
 }
 
+/// Under a summary whose cells carry flags (their codes only).
+pub const SUMMARY_FLAGS_NOTE: &str =
+    "⚠ marks a result with a warning; each warning's message is in the results table below.";
+
 /// What a "%CPU used" column holds, said under every table that shows one.
 pub const CPU_USED_MEANING: &str = "%CPU used is the system under test's CPU in percent of one CPU: the sum of every CPU's busy % on a host that ran no load generator (as in the iperf3 study), else the watched server processes' CPU; each figure says which.";
 
@@ -618,6 +622,8 @@ impl<'a> Point<'a> {
             .filter(|(k, _)| !skip.contains(&k.as_str()))
             // The runner may echo the test as a parameter; the label already says it.
             .filter(|(k, v)| !(k.as_str() == "test" && param_str(v) == self.test))
+            // The run's list of tests says nothing of this point (the run's command has it).
+            .filter(|(k, _)| k.as_str() != "tests")
             .map(|(k, v)| format!("{k}={}", param_str(v)))
             .collect::<Vec<_>>()
             .join(" ")
@@ -1271,6 +1277,14 @@ impl Summary {
             .collect()
     }
 
+    /// Whether some cell carries a flag (the summary shows codes, then says where the
+    /// messages are: [`SUMMARY_FLAGS_NOTE`]).
+    pub fn any_flags(&self) -> bool {
+        self.rows
+            .iter()
+            .any(|r| r.flags.iter().any(|f| !f.is_empty()))
+    }
+
     /// Why the means shown are absent where they are, once per reason: `Geometric mean
     /// absent for B: ...` (the geometric mean only when the table has one at all, the mean
     /// of power only when some column has power).
@@ -1337,19 +1351,31 @@ pub fn fixed_params(runs: &[RunRecord]) -> Vec<(String, String)> {
         .params
         .iter()
         .filter(|(k, v)| all.iter().all(|p| p.params.get(*k) == Some(*v)))
-        .filter(|(k, _)| k.as_str() != "test")
+        .filter(|(k, _)| !NOT_A_ROW_PARAM.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), param_str(v)))
         .collect()
 }
 
+/// Parameters that name no row: the test (the row's name has it) and the list of tests
+/// its run ran (a `get` row is one row whether its run also ran `set` or not; where that
+/// changed what `get` found, its flags and the comparability verdict say so).
+const NOT_A_ROW_PARAM: &[&str] = &["test", "tests"];
+
 /// The parameters a summary row's name leaves out: the peak parameters (each column is at
-/// its best over them) and the fixed ones (said once). `--tests` names rows by what is
-/// left ([`crate::Selection::takes_test`]).
+/// its best over them), the fixed ones (said once) and [`NOT_A_ROW_PARAM`]. `--tests`
+/// names rows by what is left ([`crate::Selection::takes_test`]).
 pub fn name_skip(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
-    peak.iter()
+    let mut skip: Vec<String> = peak
+        .iter()
         .cloned()
         .chain(fixed_params(runs).into_iter().map(|(k, _)| k))
-        .collect()
+        .collect();
+    for k in NOT_A_ROW_PARAM {
+        if !skip.iter().any(|s| s == k) {
+            skip.push(k.to_string());
+        }
+    }
+    skip
 }
 
 /// Per summary row (`kv set pipeline=1`), each run's best sweep point over the peak

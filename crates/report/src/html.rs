@@ -54,6 +54,13 @@ footer{margin-top:40px;color:var(--muted);font-size:12px;border-top:1px solid va
 "#;
 
 fn flags_html(flags: &[Flag]) -> String {
+    flag_chips(flags, true)
+}
+
+/// Flags as chips, each message in its tooltip, and in its text too when `with_message`:
+/// the summary's cells show codes only, where a message repeated in every row would bury
+/// the figures (the All results table has them).
+fn flag_chips(flags: &[Flag], with_message: bool) -> String {
     flags
         .iter()
         .map(|f| {
@@ -61,11 +68,9 @@ fn flags_html(flags: &[Flag]) -> String {
                 Severity::Warning => "warning",
                 Severity::Invalid => "invalid",
             };
-            format!(
-                r#"<span class="flag {cls}" title="{m}">&#9888; {c}: {m}</span>"#,
-                c = esc(&f.code),
-                m = esc(&f.message)
-            )
+            let (c, m) = (esc(&f.code), esc(&f.message));
+            let text = if with_message { format!("{c}: {m}") } else { c };
+            format!(r#"<span class="flag {cls}" title="{m}">&#9888; {text}</span>"#)
         })
         .collect::<Vec<_>>()
         .join("")
@@ -415,7 +420,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
                 h,
                 r#"<td class="n">{}{chosen}{}</td><td>{}</td>"#,
                 row.perf[i].map_or("-".to_string(), |v| esc(&num(v))),
-                flags_html(&row.flags[i]),
+                flag_chips(&row.flags[i], false),
                 if row.perf[i].is_some() {
                     power_cell(&row.power[i])
                 } else {
@@ -458,6 +463,13 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         h.push_str("</tr>");
     }
     h.push_str("</table>");
+    if s.any_flags() {
+        let _ = write!(
+            h,
+            r#"<p class="muted">{}</p>"#,
+            esc(derive::SUMMARY_FLAGS_NOTE)
+        );
+    }
     for n in &s.notes {
         let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
     }

@@ -21,6 +21,11 @@ fn flags(f: &[Flag]) -> String {
         .collect()
 }
 
+/// Flags as their codes only: the summary's cells (the Results table has the messages).
+fn flag_codes(f: &[Flag]) -> String {
+    f.iter().map(|f| format!(" ⚠ {}", f.code)).collect()
+}
+
 fn power(p: &Result<PowerFigure, String>) -> String {
     match p {
         Ok(p) => format!(
@@ -252,7 +257,8 @@ pub fn markdown_with(
             r.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
             format!("{:?}", r.status),
             r.results.len().to_string(),
-            format!("`{}`", r.command.replace('`', "'")),
+            // Plain escaped text: a code span would show the escapes' backslashes.
+            r.command.clone(),
         ]));
     }
     if runs.len() > 1 {
@@ -368,7 +374,7 @@ pub fn markdown_with(
                     } else {
                         format!(" ({})", r.chosen[i])
                     },
-                    flags(&r.flags[i])
+                    flag_codes(&r.flags[i])
                 ));
                 cells.push(if r.perf[i].is_some() {
                     power(&r.power[i])
@@ -407,6 +413,9 @@ pub fn markdown_with(
         }
         for n in s.absent_mean_notes() {
             let _ = write!(m, "\n† {}\n", c(&n));
+        }
+        if s.any_flags() {
+            let _ = write!(m, "\n{}\n", c(derive::SUMMARY_FLAGS_NOTE));
         }
         for n in &s.notes {
             let _ = write!(m, "\n{}\n", c(n));
@@ -566,7 +575,7 @@ pub fn markdown_with(
         m.push_str(&row(&head));
         m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
         for (k, vals) in &d.differ {
-            let mut cells = vec![format!("`{k}`")];
+            let mut cells = vec![k.clone()];
             cells.extend(vals.iter().cloned());
             m.push_str(&row(&cells));
         }

@@ -2537,3 +2537,84 @@ fn a_missing_geometric_mean_says_why() {
         report::fmt::esc(why)
     )));
 }
+
+/// The summary shows a flagged result's codes, each message only in its tooltip, and says
+/// where the messages are; the results tables keep every message. (Each row of the
+/// quickstart's summary used to carry two long messages, burying its figures.)
+#[test]
+fn the_summary_shows_flag_codes_and_the_results_their_messages() {
+    let mut r = kv_run(&Spec::default());
+    let msg = "other processes took most of a CPU while the test measured";
+    for res in &mut r.results {
+        res.flags.clear();
+        res.flags.push(model::Flag::warning("other_load", msg));
+    }
+    let runs = [r];
+    let h = report::html(&runs, None);
+    let summary = &h[h.find("<caption>Summary").unwrap()..];
+    let summary = &summary[..summary.find("</table>").unwrap()];
+    assert!(summary.contains("&#9888; other_load</span>"), "{summary}");
+    assert!(summary.contains(&format!(r#"title="{msg}""#)), "{summary}");
+    assert!(
+        !summary.contains(&format!("other_load: {msg}")),
+        "{summary}"
+    );
+    assert!(h.contains("⚠ marks a result with a warning; each warning&#39;s message"));
+    let all = &h[h.find("<caption>All results").unwrap()..];
+    assert!(all.contains(&format!("other_load: {msg}")));
+
+    let md = report::markdown(&runs, None);
+    let summary = &md[md.find("| Test |").unwrap()..];
+    let summary = &summary[..summary.find("\n\n").unwrap()];
+    assert!(summary.contains("⚠ other\\_load"), "{summary}");
+    assert!(!summary.contains(msg), "{summary}");
+    assert!(md.contains("⚠ marks a result with a warning"));
+    let results = &md[md.find("### Results").unwrap()..];
+    assert!(
+        results.contains(&format!("other\\_load: {msg}")),
+        "{results}"
+    );
+    // The command and the fact names are plain text: a code span around escaped text
+    // showed its backslashes (\`cpu.cores\`).
+    assert!(!md.contains("| \\`"), "{md}");
+    // Without flags, no note.
+    let mut quiet = kv_run(&Spec::default());
+    for res in &mut quiet.results {
+        res.flags.clear();
+    }
+    let quiet = [quiet];
+    assert!(!report::html(&quiet, None).contains("marks a result with a warning"));
+    assert!(!report::markdown(&quiet, None).contains("marks a result with a warning"));
+}
+
+/// A run of `-t set,get` and one of `-t get` share the `get` row: the list of tests a run
+/// ran names no row (the rows were `kv get tests=["set","get"]` and `kv get tests=["get"]`,
+/// side by side with nothing to compare), and is no fixed parameter either.
+#[test]
+fn runs_of_different_test_lists_share_their_common_tests_rows() {
+    let mut a = kv_run(&Spec::default());
+    let mut b = kv_run(&Spec {
+        id: "20261120T231500-bbbbbb",
+        label: "b",
+        ..Spec::default()
+    });
+    for r in &mut a.results {
+        r.params
+            .insert("tests".into(), serde_json::json!(["set", "get"]));
+    }
+    b.results.retain(|r| r.test == "get");
+    for r in &mut b.results {
+        r.params.insert("tests".into(), serde_json::json!(["get"]));
+    }
+    let runs = [a, b];
+    let s = report::derive::summary(&runs);
+    let names: Vec<String> = s.rows.iter().map(|r| s.row_name(r, "")).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(names.iter().all(|n| !n.contains("tests=")), "{names:?}");
+    for (row, name) in s.rows.iter().zip(&names) {
+        assert!(row.perf[0].is_some(), "{name}");
+        assert_eq!(row.perf[1].is_some(), name.contains("get"), "{name}");
+    }
+    let md = report::markdown(&runs, None);
+    assert!(!md.contains("tests=\\["), "{md}");
+}
