@@ -1168,7 +1168,7 @@ impl DiffColumn {
     /// `1.15x (+15%)`, `-` when either side is missing.
     pub fn cell(r: Option<f64>) -> String {
         r.map_or("-".to_string(), |r| {
-            format!("{r:.2}x ({:+.0}%)", (r - 1.0) * 100.0)
+            format!("{r:.2}x ({})", tco::fmt_pct_change(r))
         })
     }
 }
