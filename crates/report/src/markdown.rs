@@ -582,6 +582,12 @@ pub fn markdown_with(
         m.push_str("\n## TCO\n\n");
         m.push_str(&tco::markdown(t));
     }
+    // The HTML's footer: what the report was built from.
+    let _ = write!(
+        m,
+        "\n---\n\n{}\n",
+        c(&crate::sources_text(runs, tco_result))
+    );
     m
 }
 

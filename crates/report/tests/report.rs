@@ -2537,3 +2537,98 @@ fn a_missing_geometric_mean_says_why() {
         report::fmt::esc(why)
     )));
 }
+
+/// The footer names every run the report's figures come from: the runs reported and the
+/// runs its TCO section took power or performance from (escaped), each once; a platform
+/// whose figures the plan gives names no run.
+#[test]
+fn footer_lists_the_runs_the_tco_took_figures_from() {
+    let mut runs = two_platforms();
+    runs[1].id = "20261120T231500-<b>&b".into();
+    let plan = tco::Plan::from_toml(
+        r#"years = 3
+energy_price_per_kwh = 0.10
+[rack]
+power_budget_w = 10000
+rack_units = 40
+[[platform]]
+name = "x86"
+run = "x86-a"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 5000 }]
+[[platform]]
+name = "arm"
+run = "arm-b"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 6000 }]
+[[platform]]
+name = "x86 again"
+run = "x86-a"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 5500 }]
+[[platform]]
+name = "given"
+power_w = 200
+perf = 100000
+bom = [{ name = "Server", unit_cost = 4000 }]
+"#,
+    )
+    .unwrap();
+    let mut from = BTreeMap::new();
+    for (p, r) in plan.platforms.iter().zip([&runs[0], &runs[1], &runs[0]]) {
+        let mut fr = tco::from_run(r, p);
+        fr.perf = Some(report::selection::tco_perf(r, p).unwrap());
+        from.insert(p.name.clone(), fr);
+    }
+    let t = tco::evaluate(&plan, &from).unwrap();
+    assert_eq!(t.runs(), vec![runs[0].id.as_str(), runs[1].id.as_str()]);
+    assert!(t.platforms[3].runs.is_empty(), "{:?}", t.platforms[3].runs);
+    // A report of the first run only: the second is named as the TCO's, once.
+    let h = report::html(&runs[..1], Some(&t));
+    let footer = &h[h.find("<footer>").unwrap()..];
+    assert!(
+        footer.contains(&format!(
+            "from stored runs {}; the TCO section also from run 20261120T231500-&lt;b&gt;&amp;b.",
+            runs[0].id
+        )),
+        "{footer}"
+    );
+    assert_eq!(footer.matches(runs[0].id.as_str()).count(), 1, "{footer}");
+    let md = report::markdown(&runs[..1], Some(&t));
+    let tail = &md[md.rfind("\n---\n").unwrap()..];
+    assert!(
+        tail.contains("the TCO section also from run 20261120T231500-&lt;b&gt;&b."),
+        "{tail}"
+    );
+    assert_eq!(tail.matches(runs[0].id.as_str()).count(), 1, "{tail}");
+    // Both runs reported: nothing more to name.
+    let h = report::html(&runs, Some(&t));
+    let footer = &h[h.find("<footer>").unwrap()..];
+    assert!(!footer.contains("TCO"), "{footer}");
+    assert_eq!(footer.matches(runs[0].id.as_str()).count(), 1, "{footer}");
+    assert_eq!(
+        footer.matches("231500-&lt;b&gt;&amp;b").count(),
+        1,
+        "{footer}"
+    );
+    // No TCO: the runs alone, in the Markdown too.
+    let md = report::markdown(&runs, None);
+    assert!(
+        md.trim_end().ends_with(&format!(
+            "from stored runs {}, 20261120T231500-&lt;b&gt;&b.",
+            runs[0].id
+        )),
+        "{md}"
+    );
+}
+
+/// A summary's Difference cell: ratio and percentage; no change is `+0%`, never `-0%`
+/// (0.998x rounded to whole percent), as in the TCO table.
+#[test]
+fn difference_cell_says_no_change_without_a_minus() {
+    use report::derive::DiffColumn;
+    assert_eq!(DiffColumn::cell(Some(1.15)), "1.15x (+15%)");
+    assert_eq!(DiffColumn::cell(Some(0.83)), "0.83x (-17%)");
+    assert_eq!(DiffColumn::cell(Some(0.998)), "1.00x (+0%)");
+    assert_eq!(DiffColumn::cell(None), "-");
+}
