@@ -1,7 +1,8 @@
 //! The report's charts, built from runs: bars per test and run, throughput against each
 //! swept parameter, latency percentile curves and histogram buckets from the stored
-//! HdrHistograms, the stacked per-CPU breakdown, power and perf/W. Each chart is SVG text
-//! with a file name; a chart that cannot be drawn is replaced by a note saying why.
+//! HdrHistograms, the stacked per-CPU breakdown, power and perf/W, and power (W and W
+//! above idle) against each swept parameter. Each chart is SVG text with a file name; a
+//! chart that cannot be drawn is replaced by a note saying why.
 
 use hdrhistogram::Histogram;
 use model::RunRecord;
@@ -273,6 +274,242 @@ fn styled(runs: usize, lines: Vec<RawLine>) -> Vec<LineSeries> {
         .collect()
 }
 
+/// One point of a power sweep: the swept parameter's value, and the point's mean W with
+/// its W above idle (or why not), or why it has no power reading.
+pub type PowerPoint = (f64, PowerReading);
+
+/// A point's mean W and its W above idle (or why not), or why it has no power reading.
+pub type PowerReading = Result<(f64, Result<f64, String>), String>;
+
+/// One line of a power sweep: a run's (or variant's) points at one combination of the
+/// other parameters, in the order of the swept parameter.
+#[derive(Debug, Clone)]
+pub struct PowerLine {
+    pub name: String,
+    pub run_index: usize,
+    pub points: Vec<PowerPoint>,
+}
+
+/// Power against one swept parameter (the Redis study's Figure A3, power against
+/// instances): what the HTML draws and the Markdown lists as a table.
+#[derive(Debug, Clone)]
+pub struct PowerSweep {
+    pub workload: String,
+    /// `instances`, `clients`.
+    pub param: String,
+    pub lines: Vec<PowerLine>,
+    /// The bases of the power drawn (measured, modelled, component only).
+    pub bases: Vec<PowerBasis>,
+    /// The runs' (or variants') labels, for the notes.
+    pub labels: Vec<String>,
+}
+
+/// Lines drawn on one power sweep chart (each with its W above idle): more are listed in
+/// the Markdown table and the results tables, not drawn.
+const POWER_LINES_DRAWN: usize = 8;
+
+impl PowerSweep {
+    /// Points with a power reading.
+    pub fn with_power(&self) -> usize {
+        self.points().filter(|(_, p)| p.1.is_ok()).count()
+    }
+
+    fn points(&self) -> impl Iterator<Item = (usize, &PowerPoint)> {
+        self.lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(move |p| (l.run_index, p)))
+    }
+
+    /// `kv: power vs instances, W (measured, whole server)`.
+    pub fn title(&self) -> String {
+        let basis = self
+            .bases
+            .iter()
+            .map(|b| b.label())
+            .collect::<Vec<_>>()
+            .join("; ");
+        format!(
+            "{}: power vs {}, W and W above idle ({basis})",
+            self.workload, self.param
+        )
+    }
+
+    /// What the chart leaves out, and why: points without a power reading (never drawn
+    /// as 0), points without a W above idle, lines not drawn.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let total = self.points().count();
+        let without: Vec<(usize, &PowerReading)> = self
+            .points()
+            .filter(|(_, p)| p.1.is_err())
+            .map(|(i, p)| (i, &p.1))
+            .collect();
+        if !without.is_empty() {
+            let why = derive::absent_reasons(&self.labels, without.iter().copied())
+                .into_iter()
+                .map(|(who, why)| format!("{why} ({who})"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            out.push(format!(
+                "{} of {total} point(s) have no power reading and are left out (not drawn as 0): {why}",
+                without.len()
+            ));
+        }
+        let no_idle: Vec<(usize, &Result<f64, String>)> = self
+            .points()
+            .filter_map(|(i, p)| match &p.1 {
+                Ok((_, above)) if above.is_err() => Some((i, above)),
+                _ => None,
+            })
+            .collect();
+        if !no_idle.is_empty() {
+            let why = derive::absent_reasons(&self.labels, no_idle.iter().copied())
+                .into_iter()
+                .map(|(who, why)| format!("{why} ({who})"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            out.push(format!(
+                "W above idle absent at {} of {} point(s) with power: {why}",
+                no_idle.len(),
+                self.with_power()
+            ));
+        }
+        if self.lines.len() > POWER_LINES_DRAWN {
+            out.push(format!(
+                "{} of {} series drawn; every point's power is in the results tables",
+                POWER_LINES_DRAWN,
+                self.lines.len()
+            ));
+        }
+        out
+    }
+
+    /// The chart: each line's mean W (solid) and W above idle (dashed, same colour) against
+    /// the parameter; None when fewer than two points have a power reading.
+    pub fn svg(&self) -> Option<String> {
+        if self.with_power() < 2 {
+            return None;
+        }
+        let mut series = Vec::new();
+        for (i, l) in self.lines.iter().take(POWER_LINES_DRAWN).enumerate() {
+            let w: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .filter_map(|(x, p)| p.as_ref().ok().map(|(w, _)| (*x, *w)))
+                .collect();
+            let above: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .filter_map(|(x, p)| match p {
+                    Ok((_, Ok(a))) => Some((*x, *a)),
+                    _ => None,
+                })
+                .collect();
+            if w.is_empty() {
+                continue;
+            }
+            series.push(LineSeries {
+                name: l.name.clone(),
+                points: w,
+                color: i,
+                dash: 0,
+            });
+            if !above.is_empty() {
+                series.push(LineSeries {
+                    name: format!("{} (above idle)", l.name),
+                    points: above,
+                    color: i,
+                    dash: 1,
+                });
+            }
+        }
+        let xs: Vec<f64> = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .collect();
+        let xmax = xs.iter().cloned().fold(f64::MIN, f64::max);
+        let xmin = xs.iter().cloned().fold(f64::MAX, f64::min);
+        let scale = if xmin > 0.0 && xmax / xmin >= 20.0 {
+            Scale::Log
+        } else {
+            Scale::Linear
+        };
+        Some(svg::line_chart(
+            &self.title(),
+            &self.param,
+            "W",
+            scale,
+            Scale::Linear,
+            &series,
+        ))
+    }
+}
+
+/// Power against each swept numeric parameter of one workload's runs (`runs` hold that
+/// workload's results only, as [`only_workload`] gives them): one line per run (or
+/// variant) and combination of the other parameters, as the throughput sweeps have
+/// them. Capacity tests are left out (their power is every step's). A sweep with no
+/// power reading at all is left out (the power section says why).
+pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
+    let labels = run_labels(runs);
+    let every: Vec<Point> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| points(i, r))
+        .filter(|p| p.capacity_phase().is_none())
+        .collect();
+    let mut out = Vec::new();
+    for param in derive::varying_params(&every) {
+        if !every
+            .iter()
+            .all(|p| p.params.get(&param).is_none_or(|v| v.is_number()))
+        {
+            continue;
+        }
+        let on: Vec<Point> = every
+            .iter()
+            .filter(|p| p.params.contains_key(&param))
+            .cloned()
+            .collect();
+        let names = derive::series_names(&on, &labels, &[param.as_str()]);
+        let mut lines: Vec<PowerLine> = Vec::new();
+        let mut bases: Vec<PowerBasis> = Vec::new();
+        for (p, name) in on.iter().zip(names) {
+            let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
+                continue;
+            };
+            let figure = p.power_above_idle().map(|(f, above)| {
+                if !bases.contains(&f.basis) {
+                    bases.push(f.basis);
+                }
+                (f.watts, above)
+            });
+            match lines.iter_mut().find(|l| l.name == name) {
+                Some(l) => l.points.push((x, figure)),
+                None => lines.push(PowerLine {
+                    name,
+                    run_index: p.run_index,
+                    points: vec![(x, figure)],
+                }),
+            }
+        }
+        for l in &mut lines {
+            l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        let sweep = PowerSweep {
+            workload: wl.to_string(),
+            param,
+            lines,
+            bases,
+            labels: labels.clone(),
+        };
+        if sweep.with_power() > 0 {
+            out.push(sweep);
+        }
+    }
+    out
+}
+
 /// Every chart for these runs.
 pub fn charts(runs: &[RunRecord]) -> Vec<Chart> {
     let mut out = Vec::new();
@@ -458,6 +695,34 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 note: None,
             });
         }
+    }
+    // 2b. Power against each swept parameter (the Redis study's Figure A3); with fewer
+    // than two points with power, a note instead.
+    for sweep in power_sweeps(runs, wl) {
+        let notes = sweep.notes();
+        let (svg, note) = match sweep.svg() {
+            Some(svg) => (Some(svg), (!notes.is_empty()).then(|| notes.join(". "))),
+            None => (
+                None,
+                Some(format!(
+                    "not drawn: only {} point has a power reading{}",
+                    sweep.with_power(),
+                    if notes.is_empty() {
+                        String::new()
+                    } else {
+                        format!(". {}", notes.join(". "))
+                    }
+                )),
+            ),
+        };
+        out.push(Chart {
+            file: format!("{}_power_vs_{}.svg", slug(wl), slug(&sweep.param)),
+            title: sweep.title(),
+            section: "sweep".into(),
+            workload: wl.to_string(),
+            svg,
+            note,
+        });
     }
     // 3. Latency percentile curves and histogram buckets of the best points.
     let mut with_latency: Vec<(Point, (String, Histogram<u64>))> = best

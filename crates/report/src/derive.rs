@@ -785,6 +785,19 @@ impl<'a> Point<'a> {
         self.powered().figure(self.run)
     }
 
+    /// [`Point::power`] with the watts above the same source's idle on the same host
+    /// ([`above_idle`]), or why there are none: no idle measured from that source, or
+    /// a power under load below it.
+    pub fn power_above_idle(&self) -> Result<(PowerFigure, Result<f64, String>), String> {
+        let powered = self.powered();
+        let f = powered.figure(self.run)?;
+        let above = match f.idle_w {
+            Some(i) => above_idle(f.watts, i),
+            None => Err(idle_missing(self.run, &powered)),
+        };
+        Ok((f, above))
+    }
+
     /// The telemetry summaries of the SUT for valid repetitions.
     pub fn sut_summaries(&self) -> Vec<&'a TelemetrySummary> {
         self.valid()
@@ -851,17 +864,9 @@ impl<'a> Point<'a> {
                 (
                     Ok(perf_m / w_m),
                     Ok(w_m / perf_m),
-                    // Under load below idle is no saving but a reading to doubt (a
-                    // meter's idle taken in another state): no figure, and why.
-                    idle.clone().and_then(|i| {
-                        if w_m < i {
-                            Err(format!(
-                                "the power under load ({w_m:.1} W) is below the idle power measured before it ({i:.1} W): one of the two readings is wrong"
-                            ))
-                        } else {
-                            Ok((w_m - i) / perf_m)
-                        }
-                    }),
+                    idle.clone()
+                        .and_then(|i| above_idle(w_m, i))
+                        .map(|dw| dw / perf_m),
                 )
             }
             Ok(_) => {
@@ -924,6 +929,19 @@ impl Powered<'_> {
                 .clone()
                 .unwrap_or_else(|| "no valid result".to_string())),
         }
+    }
+}
+
+/// Watts above idle: under load below idle is no saving but a reading to doubt (a
+/// meter's idle taken in another state): no figure, and why. The one rule for the
+/// efficiency tables and the power sweep charts.
+pub fn above_idle(watts: f64, idle_w: f64) -> Result<f64, String> {
+    if watts < idle_w {
+        Err(format!(
+            "the power under load ({watts:.1} W) is below the idle power measured before it ({idle_w:.1} W): one of the two readings is wrong"
+        ))
+    } else {
+        Ok(watts - idle_w)
     }
 }
 
@@ -1174,7 +1192,7 @@ impl DiffColumn {
     /// `1.15x (+15%)`, `-` when either side is missing.
     pub fn cell(r: Option<f64>) -> String {
         r.map_or("-".to_string(), |r| {
-            format!("{r:.2}x ({:+.0}%)", (r - 1.0) * 100.0)
+            format!("{r:.2}x ({})", tco::fmt_pct_change(r))
         })
     }
 }

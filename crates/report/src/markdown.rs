@@ -476,6 +476,7 @@ pub fn markdown_with(
                 }
             }
         }
+        power_sweeps_markdown(&mut m, &wr, &wl);
         m.push_str("\n### Results\n\n");
         m.push_str(&header(&[
             "Run",
@@ -548,8 +549,18 @@ pub fn markdown_with(
         m.push_str("\n### Charts\n\n");
         for ch in all_charts.iter().filter(|ch| ch.workload == wl) {
             match (&ch.svg, &ch.note) {
-                (Some(_), _) => {
+                (Some(_), None) => {
                     let _ = writeln!(m, "- ![{}]({})", c(&ch.title), chart_link(dir, &ch.file));
+                }
+                // The HTML's caption: what the chart leaves out, and why.
+                (Some(_), Some(n)) => {
+                    let _ = writeln!(
+                        m,
+                        "- ![{}]({})\n  {}",
+                        c(&ch.title),
+                        chart_link(dir, &ch.file),
+                        c(n)
+                    );
                 }
                 (None, Some(n)) => {
                     let _ = writeln!(m, "- {}: {}", c(&ch.title), c(n));
@@ -591,7 +602,59 @@ pub fn markdown_with(
         m.push_str("\n## TCO\n\n");
         m.push_str(&tco::markdown(t));
     }
+    // The HTML's footer: what the report was built from.
+    let _ = write!(
+        m,
+        "\n---\n\n{}\n",
+        c(&crate::sources_text(runs, tco_result))
+    );
     m
+}
+
+/// The power sweeps the HTML draws ([`crate::charts::power_sweeps`]), as tables: a row
+/// per line, a column per value of the swept parameter, each cell the point's mean W and
+/// its W above idle; a point without a power reading is `absent` (why said below), one
+/// not run `-`. Only the sweeps the HTML draws (two points or more with power).
+fn power_sweeps_markdown(m: &mut String, runs: &[RunRecord], wl: &str) {
+    for sweep in crate::charts::power_sweeps(runs, wl) {
+        if sweep.with_power() < 2 {
+            continue;
+        }
+        let _ = write!(
+            m,
+            "\n### Power against {}\n\n{}\n\n",
+            c(&sweep.param),
+            c(&sweep.title())
+        );
+        let mut xs: Vec<f64> = sweep
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .collect();
+        xs.sort_by(|a, b| a.total_cmp(b));
+        xs.dedup();
+        let mut head = vec!["Series".to_string()];
+        head.extend(xs.iter().map(|x| format!("{}={x}", sweep.param)));
+        m.push_str(&row(&head));
+        m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+        for l in &sweep.lines {
+            let mut cells = vec![l.name.clone()];
+            for x in &xs {
+                cells.push(match l.points.iter().find(|p| p.0 == *x) {
+                    None => "-".into(),
+                    Some((_, Err(_))) => "absent".into(),
+                    Some((_, Ok((w, Ok(a))))) => {
+                        format!("{} W ({} W above idle)", num(*w), num(*a))
+                    }
+                    Some((_, Ok((w, Err(_))))) => format!("{} W", num(*w)),
+                });
+            }
+            m.push_str(&row(&cells));
+        }
+        for n in sweep.notes() {
+            let _ = write!(m, "\n{}\n", c(&n));
+        }
+    }
 }
 
 /// The per-CPU breakdowns the HTML draws ([`crate::charts::cpu_breakdowns`]), as tables.

@@ -386,6 +386,7 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
         ),
         modelled: false,
         unit: (!s.unit.is_empty()).then(|| s.unit.clone()),
+        run: Some(run.id.clone()),
     })
 }
 

@@ -514,3 +514,47 @@ fn single_host_runs_have_no_hosts_views() {
     assert!(!h.contains(r#"id="hosts""#) && !h.contains(r#"id="pairs""#));
     assert!(!report::markdown(&runs, None).contains("## Hosts"));
 }
+
+/// Power under load below the idle power measured before it (a meter's idle read in
+/// another state) gives the pair table no negative "W above idle": its W/tput is absent
+/// and a note says why, as in the efficiency tables; the power, the idle power and W per
+/// Gbit/s, which need no subtraction, are still shown.
+#[test]
+fn pair_table_gives_no_watts_above_idle_below_idle() {
+    let mut run = net_matrix(&NAMES);
+    // alpha reads 200 W under load; idle 250 W.
+    for p in &mut run.idle_power[0].power {
+        p.mean_watts = 250.0;
+    }
+    let t = tcp_table(&run);
+    let why = "W/tput: absent where the power under load read below the idle power measured before it: one of the two readings is wrong.";
+    assert!(t.notes.iter().any(|n| n == why), "{:?}", t.notes);
+    let mut alpha_cols = 0;
+    for ((s, d), gbit) in PAIRS {
+        let c = col(s, d);
+        let got =
+            |row: &str, i: usize| t.row(row).unwrap_or_else(|| panic!("row {row}"))[i].clone();
+        for (i, h) in [(c, s), (c + 1, d)] {
+            if h != 0 {
+                continue;
+            }
+            alpha_cols += 1;
+            assert_eq!(got("W/tput (W above idle per Gbit/s)", i), "n/a");
+            assert_eq!(got("Power (W)", i), "200");
+            assert_eq!(got("Idle power (W)", i), "250");
+            let tput = if i == c { gbit + 0.5 } else { gbit };
+            assert_eq!(got("W per Gbit/s", i), format!("{:.3}", 200.0 / tput));
+        }
+    }
+    assert_eq!(
+        alpha_cols, 4,
+        "alpha sends in two pairs and receives in two"
+    );
+    // Said in the HTML and the Markdown, escaped.
+    let runs = std::slice::from_ref(&run);
+    assert!(hosts_view::pairs_html(runs, "net").contains(why));
+    assert!(hosts_view::pairs_markdown(runs, "net").contains(why));
+    // At or above idle the figure is there and no such note is.
+    let t = tcp_table(&net_matrix(&NAMES));
+    assert!(!t.notes.iter().any(|n| n == why), "{:?}", t.notes);
+}

@@ -2618,3 +2618,337 @@ fn runs_of_different_test_lists_share_their_common_tests_rows() {
     let md = report::markdown(&runs, None);
     assert!(!md.contains("tests=\\["), "{md}");
 }
+
+/// The footer names every run the report's figures come from: the runs reported and the
+/// runs its TCO section took power or performance from (escaped), each once; a platform
+/// whose figures the plan gives names no run.
+#[test]
+fn footer_lists_the_runs_the_tco_took_figures_from() {
+    let mut runs = two_platforms();
+    runs[1].id = "20261120T231500-<b>&b".into();
+    let plan = tco::Plan::from_toml(
+        r#"years = 3
+energy_price_per_kwh = 0.10
+[rack]
+power_budget_w = 10000
+rack_units = 40
+[[platform]]
+name = "x86"
+run = "x86-a"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 5000 }]
+[[platform]]
+name = "arm"
+run = "arm-b"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 6000 }]
+[[platform]]
+name = "x86 again"
+run = "x86-a"
+params = { instances = 4 }
+bom = [{ name = "Server", unit_cost = 5500 }]
+[[platform]]
+name = "given"
+power_w = 200
+perf = 100000
+bom = [{ name = "Server", unit_cost = 4000 }]
+"#,
+    )
+    .unwrap();
+    let mut from = BTreeMap::new();
+    for (p, r) in plan.platforms.iter().zip([&runs[0], &runs[1], &runs[0]]) {
+        let mut fr = tco::from_run(r, p);
+        fr.perf = Some(report::selection::tco_perf(r, p).unwrap());
+        from.insert(p.name.clone(), fr);
+    }
+    let t = tco::evaluate(&plan, &from).unwrap();
+    assert_eq!(t.runs(), vec![runs[0].id.as_str(), runs[1].id.as_str()]);
+    assert!(t.platforms[3].runs.is_empty(), "{:?}", t.platforms[3].runs);
+    // A report of the first run only: the second is named as the TCO's, once.
+    let h = report::html(&runs[..1], Some(&t));
+    let footer = &h[h.find("<footer>").unwrap()..];
+    assert!(
+        footer.contains(&format!(
+            "from stored runs {}; the TCO section also from run 20261120T231500-&lt;b&gt;&amp;b.",
+            runs[0].id
+        )),
+        "{footer}"
+    );
+    assert_eq!(footer.matches(runs[0].id.as_str()).count(), 1, "{footer}");
+    let md = report::markdown(&runs[..1], Some(&t));
+    let tail = &md[md.rfind("\n---\n").unwrap()..];
+    assert!(
+        tail.contains("the TCO section also from run 20261120T231500-&lt;b&gt;&b."),
+        "{tail}"
+    );
+    assert_eq!(tail.matches(runs[0].id.as_str()).count(), 1, "{tail}");
+    // Both runs reported: nothing more to name.
+    let h = report::html(&runs, Some(&t));
+    let footer = &h[h.find("<footer>").unwrap()..];
+    assert!(!footer.contains("TCO"), "{footer}");
+    assert_eq!(footer.matches(runs[0].id.as_str()).count(), 1, "{footer}");
+    assert_eq!(
+        footer.matches("231500-&lt;b&gt;&amp;b").count(),
+        1,
+        "{footer}"
+    );
+    // No TCO: the runs alone, in the Markdown too.
+    let md = report::markdown(&runs, None);
+    assert!(
+        md.trim_end().ends_with(&format!(
+            "from stored runs {}, 20261120T231500-&lt;b&gt;&b.",
+            runs[0].id
+        )),
+        "{md}"
+    );
+}
+
+/// A summary's Difference cell: ratio and percentage; no change is `+0%`, never `-0%`
+/// (0.998x rounded to whole percent), as in the TCO table.
+#[test]
+fn difference_cell_says_no_change_without_a_minus() {
+    use report::derive::DiffColumn;
+    assert_eq!(DiffColumn::cell(Some(1.15)), "1.15x (+15%)");
+    assert_eq!(DiffColumn::cell(Some(0.83)), "0.83x (-17%)");
+    assert_eq!(DiffColumn::cell(Some(0.998)), "1.00x (+0%)");
+    assert_eq!(DiffColumn::cell(None), "-");
+}
+
+/// The sweep's power, from the fixture: IPMI at `w * (0.75 + 0.25 * load)`, load
+/// `instances / 4` (at most 1), idle `0.55 * w`.
+fn fixture_watts(w: f64, instances: f64) -> (f64, f64) {
+    let load = (instances / 4.0).min(1.0);
+    let under = w * (0.75 + 0.25 * load);
+    (under, under - 0.55 * w)
+}
+
+/// The seeds' power against instances (seed 000's Figure A3): a chart of each line's
+/// mean W and W above idle against the swept parameter, the figures the results tables
+/// hold; and its Markdown table.
+#[test]
+fn power_against_the_swept_parameter() {
+    let run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1, 2, 4],
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    let runs = [run];
+    let sweeps = report::charts::power_sweeps(&runs, "kv");
+    let s = sweeps
+        .iter()
+        .find(|s| s.param == "instances")
+        .expect("a power sweep over instances");
+    // One line per test and pipeline (what else varies), each at every instance count.
+    let names: Vec<&str> = s.lines.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "set pipeline=1",
+            "get pipeline=1",
+            "set pipeline=100",
+            "get pipeline=100"
+        ]
+    );
+    for l in &s.lines {
+        let xs: Vec<f64> = l.points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [1.0, 2.0, 4.0], "{}", l.name);
+        for (x, p) in &l.points {
+            let (w, above) = p.as_ref().expect("power at every point");
+            let (want_w, want_above) = fixture_watts(300.0, *x);
+            assert!((w - want_w).abs() < 1e-9, "{w} vs {want_w}");
+            let above = above.as_ref().expect("idle measured");
+            assert!((above - want_above).abs() < 1e-9, "{above} vs {want_above}");
+        }
+    }
+    assert!(s.notes().is_empty(), "{:?}", s.notes());
+    assert_eq!(s.with_power(), 12);
+    let svg = s.svg().expect("drawn");
+    assert!(svg.contains("set pipeline=1 (above idle)"), "{svg}");
+    // Each line's W and W above idle: 8 polylines, 24 points.
+    assert_eq!(svg.matches("<polyline").count(), 8);
+    assert_eq!(svg.matches("<circle").count(), 24);
+    // In the HTML, among the sweeps, and as a file of its own.
+    let h = report::html(&runs, None);
+    let sweeps_at = h.find("<h3>Sweeps</h3>").expect("a Sweeps section");
+    let at = h
+        .find("kv: power vs instances, W and W above idle")
+        .unwrap();
+    assert!(at > sweeps_at, "the power sweep is among the sweeps");
+    assert!(h.contains("<code>kv_power_vs_instances.svg</code>"));
+    assert!(report::svg_charts(&runs)
+        .iter()
+        .any(|(f, _)| f == "kv_power_vs_instances.svg"));
+    // The Markdown's table: a row per line, a column per instance count.
+    let md = report::markdown(&runs, None);
+    let table = &md[md.find("### Power against instances").expect("its table")..];
+    let table = &table[..table.find("### Results").unwrap()];
+    assert!(
+        table.contains("| Series | instances=1 | instances=2 | instances=4 |"),
+        "{table}"
+    );
+    let (w4, a4) = fixture_watts(300.0, 4.0);
+    assert!(
+        table.contains(&format!(
+            "{} W ({} W above idle) |\n",
+            report::fmt::num(w4),
+            report::fmt::num(a4)
+        )),
+        "{table}"
+    );
+}
+
+/// A point without a power reading is left out of the power sweep, never drawn as 0,
+/// and the caption says how many and why; a point whose power is below the idle
+/// measured before it has its W but no W above idle, and says why.
+#[test]
+fn power_sweep_leaves_out_points_without_a_reading() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1, 2, 4],
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    let why = "no power source found: the BMC did not answer";
+    for r in &mut run.results {
+        if r.params["instances"] == 2 {
+            r.telemetry_summary[0].power.clear();
+            r.telemetry_summary[0].power_missing = Some(why.into());
+        }
+    }
+    let runs = [run];
+    let sweeps = report::charts::power_sweeps(&runs, "kv");
+    let s = sweeps.iter().find(|s| s.param == "instances").unwrap();
+    assert_eq!(s.with_power(), 8);
+    let notes = s.notes().join(" ");
+    assert!(
+        notes.contains("4 of 12 point(s) have no power reading and are left out (not drawn as 0)")
+            && notes.contains(why),
+        "{notes}"
+    );
+    let svg = s.svg().unwrap();
+    assert_eq!(
+        svg.matches("<circle").count(),
+        16,
+        "two points a line, twice"
+    );
+    assert!(!svg.contains(", 0</title>"), "a point drawn at 0 W");
+    let h = report::html(&runs, None);
+    let fig = &h[h.find("kv: power vs instances").unwrap()..];
+    let fig = &fig[..fig.find("</figure>").unwrap()];
+    assert!(
+        fig.contains("left out (not drawn as 0)") && fig.contains(why),
+        "{fig}"
+    );
+    let md = report::markdown(&runs, None);
+    let table = &md[md.find("### Power against instances").unwrap()..];
+    assert!(table.contains("| absent |"), "{table}");
+    assert!(table.contains("left out (not drawn as 0)"), "{table}");
+    // With the charts linked, the caption goes under its link, as the HTML's.
+    let md = report::markdown_with_charts(&runs, None, Some("c"));
+    let link = md
+        .find("](c/kv_power_vs_instances.svg)\n  4 of 12 point(s) have no power reading")
+        .map(|i| &md[i..]);
+    assert!(
+        link.is_some_and(|l| l.lines().nth(1).unwrap().contains(why)),
+        "{md}"
+    );
+    // Idle above the power under load: W drawn, W above idle absent with the reason.
+    let mut run = runs[0].clone();
+    run.idle_power[0].power[0].mean_watts = 1000.0;
+    let sweeps = report::charts::power_sweeps(std::slice::from_ref(&run), "kv");
+    let s = sweeps.iter().find(|s| s.param == "instances").unwrap();
+    let notes = s.notes().join(" ");
+    assert!(
+        notes.contains("W above idle absent at 8 of 8 point(s) with power")
+            && notes.contains("below the idle power measured before it"),
+        "{notes}"
+    );
+    let svg = s.svg().unwrap();
+    assert!(!svg.contains("(above idle)"), "{svg}");
+    assert_eq!(svg.matches("<polyline").count(), 4);
+    // One point with power: no chart, a note saying so.
+    let mut run = runs[0].clone();
+    let mut kept = false;
+    for r in &mut run.results {
+        let keep = !kept && r.params["instances"] == 4;
+        kept |= keep;
+        if !keep {
+            r.telemetry_summary[0].power.clear();
+            r.telemetry_summary[0].power_missing = Some(why.into());
+        }
+    }
+    let one = std::slice::from_ref(&run);
+    let s = report::charts::power_sweeps(one, "kv");
+    let s = s.iter().find(|s| s.param == "instances").unwrap();
+    assert!(s.svg().is_none());
+    let h = report::html(one, None);
+    assert!(
+        h.contains("not drawn: only 1 point has a power reading"),
+        "{h}"
+    );
+    assert!(!report::markdown(one, None).contains("### Power against instances"));
+    // No power at all: no power sweep (the power section says why).
+    let none = kv_run(&Spec {
+        reps: 1,
+        power: Power::None,
+        ..Spec::default()
+    });
+    assert!(report::charts::power_sweeps(&[none], "kv").is_empty());
+}
+
+/// One series per run and per variant of a run, named by it.
+#[test]
+fn power_sweep_has_a_line_per_run_and_variant() {
+    let runs = two_platforms();
+    let sweeps = report::charts::power_sweeps(&runs, "kv");
+    let s = sweeps.iter().find(|s| s.param == "instances").unwrap();
+    assert_eq!(s.lines.len(), 8);
+    assert!(s.lines.iter().any(|l| l.name == "arm-b · set pipeline=1"));
+    assert!(s.lines.iter().any(|l| l.name == "x86-a · get pipeline=100"));
+    for l in &s.lines {
+        assert_eq!(l.points.len(), 3, "{}", l.name);
+        assert!(l
+            .name
+            .starts_with(&runs[l.run_index].label.clone().unwrap()));
+    }
+    assert!(s.notes().is_empty(), "{:?}", s.notes());
+    // More lines than a chart shows: the caption says how many are drawn.
+    let mut three = runs.clone();
+    three.push(kv_run(&Spec {
+        label: "third",
+        id: "20261121T000000-cccccc",
+        seed: 3,
+        ..Spec::default()
+    }));
+    let sweeps = report::charts::power_sweeps(&three, "kv");
+    let s = sweeps.iter().find(|s| s.param == "instances").unwrap();
+    assert_eq!(s.lines.len(), 12);
+    assert!(
+        s.notes()
+            .contains(&"8 of 12 series drawn; every point's power is in the results tables".into()),
+        "{:?}",
+        s.notes()
+    );
+    assert_eq!(s.svg().unwrap().matches("<polyline").count(), 16);
+    // Variants of one run: a line each.
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    run.results
+        .retain(|r| r.test == "set" && r.params["pipeline"] == 1);
+    let mut b = run.results.clone();
+    for r in &mut run.results {
+        r.params.insert("variant".into(), serde_json::json!("off"));
+    }
+    for r in &mut b {
+        r.params.insert("variant".into(), serde_json::json!("on"));
+    }
+    run.results.extend(b);
+    let sweeps = report::charts::power_sweeps(std::slice::from_ref(&run), "kv");
+    assert_eq!(sweeps.len(), 1, "variant is no axis");
+    let names: Vec<&str> = sweeps[0].lines.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["variant=off", "variant=on"]);
+}

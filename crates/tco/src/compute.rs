@@ -27,6 +27,9 @@ pub struct Sourced {
     /// Unit of a performance figure (`ops/s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
+    /// The id of the stored run it was taken from (a report lists it among its sources).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
 }
 
 /// What the CLI resolved from a platform's `run`.
@@ -83,6 +86,10 @@ pub struct PlatformResult {
     pub power_modelled: bool,
     pub perf_per_server: f64,
     pub perf_source: String,
+    /// The stored runs (ids) its power and performance were taken from, each once; empty
+    /// when the plan gives both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<String>,
     pub power_limited_servers: u32,
     pub space_limited_servers: u32,
     pub servers_per_rack: u32,
@@ -149,6 +156,17 @@ impl TcoResult {
     pub fn usable_w(&self) -> f64 {
         self.rack_power_budget_w - self.rack_reserved_w
     }
+    /// The stored runs (ids) any platform's figures were taken from, each once, in
+    /// platform order.
+    pub fn runs(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for r in self.platforms.iter().flat_map(|p| &p.runs) {
+            if !out.contains(&r.as_str()) {
+                out.push(r);
+            }
+        }
+        out
+    }
     /// `3yr`, `2.5yr`.
     pub fn years_label(&self) -> String {
         if (self.years - self.years.round()).abs() < 1e-9 {
@@ -204,9 +222,21 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
             }
             s
         };
+        // The runs the figures below are taken from (none for a figure the plan gives).
+        let mut runs: Vec<String> = Vec::new();
+        let mut took = |s: &Sourced| {
+            if let Some(r) = &s.run {
+                if !runs.contains(r) {
+                    runs.push(r.clone());
+                }
+            }
+        };
         let (board_w, power_source, power_modelled) = match (p.power_w, &fr.power_w) {
             (Some(w), _) => (w, "given in the plan".to_string(), false),
-            (None, Some(s)) => (s.value, s.source.clone(), s.modelled),
+            (None, Some(s)) => {
+                took(s);
+                (s.value, s.source.clone(), s.modelled)
+            }
             (None, None) => anyhow::bail!(run_hint("power")),
         };
         let (board_perf, perf_source) = if let Some(v) = p.perf {
@@ -229,6 +259,7 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
             if perf_unit.is_none() {
                 perf_unit = s.unit.clone();
             }
+            took(s);
             (s.value, s.source.clone())
         } else {
             anyhow::bail!(run_hint("performance"))
@@ -314,6 +345,7 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
             power_modelled,
             perf_per_server: server_perf,
             perf_source,
+            runs,
             power_limited_servers: power_limited,
             space_limited_servers: space_limited,
             servers_per_rack: servers,

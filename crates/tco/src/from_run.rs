@@ -219,6 +219,7 @@ fn perf_of(
                     source: format!("run {}: highest headline ({})", run.id, best.0),
                     modelled: false,
                     unit: Some(best.2.clone()),
+                    run: Some(run.id.clone()),
                 },
                 Some(best.0.clone()),
             ))
@@ -345,6 +346,7 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                 ),
                 modelled: key.2,
                 unit: Some("W".to_string()),
+                run: Some(run.id.clone()),
             })
         }
         _ if !components.is_empty() => Err(format!(

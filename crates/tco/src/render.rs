@@ -80,6 +80,27 @@ pub fn fmt_ratio(r: Option<f64>) -> String {
     }
 }
 
+/// A ratio's change in percent, as the report's summary states a difference beside its
+/// ratio (`0.83x` is `-17%`): whole percent, signed; a change that rounds to nothing is
+/// `+0%`, not `-0%`.
+pub fn fmt_pct_change(r: f64) -> String {
+    let p = ((r - 1.0) * 100.0).round();
+    // -0.4 rounds to -0: no sign for no change.
+    let p = if p == 0.0 { 0.0 } else { p };
+    format!("{p:+.0}%")
+}
+
+/// A Difference cell: the ratio and, beside it, the same difference in percent
+/// (`0.9x (-12%)`). An absent ratio stays absent and says why: the baseline's figure is
+/// 0 (a part the baseline does not have), or a figure is not a number.
+pub fn fmt_difference(r: Option<f64>, baseline: f64) -> String {
+    match r {
+        Some(v) if v.is_finite() => format!("{} ({})", fmt_ratio(Some(v)), fmt_pct_change(v)),
+        _ if baseline == 0.0 => "n/a (baseline is 0)".to_string(),
+        _ => "n/a (not a number)".to_string(),
+    }
+}
+
 fn fmt_cell(t: &TcoResult, row: &Row, v: f64) -> String {
     match row.kind.as_str() {
         "money" => fmt_money(&t.currency, v),
@@ -178,13 +199,16 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
             cells.push(fmt_cell(t, row, *v));
         }
         for i in &others {
-            cells.push(fmt_ratio(row.server_ratio[*i]));
+            cells.push(fmt_difference(
+                row.server_ratio[*i],
+                row.per_server[t.baseline],
+            ));
         }
         for v in &row.per_rack {
             cells.push(fmt_cell(t, row, *v));
         }
         for i in &others {
-            cells.push(fmt_ratio(row.rack_ratio[*i]));
+            cells.push(fmt_difference(row.rack_ratio[*i], row.per_rack[t.baseline]));
         }
         body.push(cells);
     }

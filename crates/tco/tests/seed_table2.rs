@@ -165,7 +165,7 @@ fn table_text_has_difference_columns() {
     assert!(s.contains("space binds"));
     let md = tco::markdown(&t);
     assert!(
-        md.contains("| Capex | Processor(s) | $2,746 | $3,110 | 0.9x |"),
+        md.contains("| Capex | Processor(s) | $2,746 | $3,110 | 0.9x (-12%) |"),
         "{md}"
     );
 }
@@ -235,4 +235,79 @@ fn plan_errors_name_their_keys_plainly() {
         .expect("the seed plan has platforms");
     let e = tco::Plan::from_toml(&seed[..cut]).unwrap_err().to_string();
     assert!(e.contains("add at least one [[platform]]"), "{e}");
+}
+
+/// Each Difference cell has the percentage beside its ratio, the same way round (A / B:
+/// 0.88x is -12%), in whole percent as the report's summary states differences; an
+/// absent ratio stays absent and says why, with no percentage.
+#[test]
+fn difference_cells_carry_the_percentage_beside_the_ratio() {
+    let t = seed_result();
+    let (_, head, body) = tco::cells(&t);
+    let diffs: Vec<usize> = head
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| h.starts_with("Difference ("))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(diffs.len(), 2, "{head:?}");
+    let row = |label: &str| {
+        let i = t.rows.iter().position(|r| r.label == label).unwrap();
+        (&t.rows[i], &body[i])
+    };
+    // Published: Processor(s) 0.9x and 1.1x; Performance 1.7x and 2.2x.
+    let (r, cells) = row("Processor(s)");
+    assert_eq!(cells[diffs[0]], "0.9x (-12%)");
+    let rack_pct = ((r.rack_ratio[0].unwrap() - 1.0) * 100.0).round();
+    assert_eq!(cells[diffs[1]], format!("1.1x (+{rack_pct:.0}%)"));
+    let (_, cells) = row("Performance");
+    assert!(
+        cells[diffs[0]].starts_with("1.7x (+7"),
+        "{}",
+        cells[diffs[0]]
+    );
+    assert!(
+        cells[diffs[1]].starts_with("2.2x (+11"),
+        "{}",
+        cells[diffs[1]]
+    );
+    for (r, cells) in t.rows.iter().zip(&body) {
+        for (d, ratio) in diffs.iter().zip([r.server_ratio[0], r.rack_ratio[0]]) {
+            let v = ratio.unwrap();
+            assert_eq!(
+                cells[*d],
+                format!("{} ({})", tco::fmt_ratio(Some(v)), tco::fmt_pct_change(v)),
+                "{}",
+                r.label
+            );
+        }
+    }
+    // In every format.
+    assert!(tco::text(&t).contains("0.9x (-12%)"));
+    assert!(tco::markdown(&t).contains("| 0.9x (-12%) |"));
+    // No change is +0%, never -0%; a tenth is -90%.
+    assert_eq!(tco::fmt_pct_change(0.998), "+0%");
+    assert_eq!(tco::fmt_pct_change(1.004), "+0%");
+    assert_eq!(tco::fmt_pct_change(0.1), "-90%");
+    assert_eq!(tco::fmt_pct_change(2.2), "+120%");
+    // A part only the other platform has: the baseline's figure is 0, no ratio.
+    let text = include_str!("../examples/seed_redis_tco.toml").replacen(
+        "{ name = \"Rest of Server\", unit_cost = 290 },",
+        "{ name = \"Rest of Server\", unit_cost = 290 },\n  { name = \"Accelerator\", unit_cost = 500 },",
+        1,
+    );
+    let plan = tco::Plan::from_toml(&text).unwrap();
+    let t = tco::evaluate(&plan, &BTreeMap::new()).unwrap();
+    let (_, head, body) = tco::cells(&t);
+    let i = t
+        .rows
+        .iter()
+        .position(|r| r.label == "Accelerator")
+        .unwrap();
+    let d = head
+        .iter()
+        .position(|h| h.starts_with("Difference ("))
+        .unwrap();
+    assert_eq!(body[i][d], "n/a (baseline is 0)");
+    assert!(!body[i][d].contains('%'));
 }
