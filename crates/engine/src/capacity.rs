@@ -867,6 +867,8 @@ pub struct SearchResult {
     pub stopped: Option<String>,
 }
 
+/// A step judged as a search's probe is: its latency at the objective's percentile (of
+/// every request due), whether it met the objective, and why not.
 fn probe_verdict(step: &RateStep, cfg: &SearchConfig) -> (Option<u64>, bool, String) {
     let pct = cfg.objective.percentile;
     let lat = step.latency_at(pct);
@@ -1302,6 +1304,42 @@ impl LevelsResult {
 
     pub fn histograms(&self) -> Vec<HistogramRecord> {
         step_histograms(self.points.iter().map(|p| &p.step), "levels")
+    }
+}
+
+/// A loaded level judged against a latency objective ([`LevelsResult::against`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelVerdict {
+    /// `100%`, `90%`...
+    pub level: String,
+    pub demanded_rate_per_s: f64,
+    /// Latency at the objective's percentile, ns (None: none measured, or among requests
+    /// never sent).
+    pub latency_at_objective_ns: Option<u64>,
+    pub meets: bool,
+    /// Why it missed (empty when it met the objective).
+    pub reason: String,
+}
+
+impl LevelsResult {
+    /// Each loaded level (not active idle) judged as a search's probe is, against the
+    /// search's objective: a capacity a search found sits at the objective's edge, and a
+    /// level that measures it again can miss it.
+    pub fn against(&self, objective: &SearchConfig) -> Vec<LevelVerdict> {
+        self.points
+            .iter()
+            .filter(|p| p.level_pct.is_some())
+            .map(|p| {
+                let (lat, meets, reason) = probe_verdict(&p.step, objective);
+                LevelVerdict {
+                    level: p.label(),
+                    demanded_rate_per_s: p.step.demanded_rate_per_s,
+                    latency_at_objective_ns: lat,
+                    meets,
+                    reason,
+                }
+            })
+            .collect()
     }
 }
 
@@ -1753,6 +1791,38 @@ mod tests {
         }
         .validate()
         .is_err());
+    }
+
+    /// A search finds the highest rate meeting p99<1ms; levels at that capacity judged
+    /// against the same objective: the 100% level measured again at the edge misses when
+    /// the server is a little slower this time, the lower levels meet it.
+    #[test]
+    fn levels_are_judged_against_the_searchs_objective() {
+        let cfg = SearchConfig::new("p99<1ms".parse().unwrap());
+        let mut first = Model::new(10_000.0, 100_000.0);
+        let found = search(&cfg, |r| first.step(r))
+            .unwrap()
+            .max_rate_meeting_slo_per_s()
+            .unwrap();
+        let mut levels = LevelsConfig::new(found);
+        levels.levels_pct = vec![100.0, 50.0];
+        // The same server 5% slower when the levels run.
+        let mut again = Model::new(9_500.0, 100_000.0);
+        let r = load_levels(&levels, |rate| {
+            if rate == 0.0 {
+                Ok(RateStep::new(0.0))
+            } else {
+                again.step(rate)
+            }
+        })
+        .unwrap();
+        let v = r.against(&cfg);
+        assert_eq!(v.len(), 2, "active idle is not judged: {v:?}");
+        assert_eq!(v[0].level, "100%");
+        assert!(!v[0].meets, "{v:?}");
+        assert!(v[0].reason.contains("misses p99<1ms"), "{}", v[0].reason);
+        assert!(v[0].latency_at_objective_ns.unwrap() >= 1_000_000);
+        assert!(v[1].meets && v[1].reason.is_empty(), "{v:?}");
     }
 
     #[test]

@@ -462,6 +462,14 @@ pub fn run(
                     "the `levels` test has no capacity: the ramp or search before it found none; give --capacity"
                 })?,
             };
+            // The objective a search found the capacity against (or one given with
+            // --slo): each level is judged against it as the search's probes were.
+            let from_search = cfg.capacity.is_none() && found.test == "search";
+            let objective = if from_search || cfg.slo.is_some() {
+                Some(cfg.search_config(d)?)
+            } else {
+                None
+            };
             ctx.note(&format!(
                 "{workload} levels: 100% is {capacity:.0} {unit}, {how}"
             ));
@@ -471,6 +479,51 @@ pub fn run(
             let r = capacity::load_levels(&lc, &mut step_fn)?;
             let mut m = r.to_metrics();
             m.push(Metric::new("capacity_per_s", capacity, unit));
+            if let Some(sc) = &objective {
+                let verdicts = r.against(sc);
+                let slo = sc.objective.to_string();
+                for v in &verdicts {
+                    let at = |m: Metric| {
+                        m.label("phase", "levels")
+                            .label("level", &v.level)
+                            .label("slo", &slo)
+                    };
+                    if let Some(ns) = v.latency_at_objective_ns {
+                        m.push(at(Metric::new("latency_at_objective_ns", ns as f64, "ns")));
+                    }
+                    m.push(at(Metric::new(
+                        "meets_objective",
+                        if v.meets { 1.0 } else { 0.0 },
+                        "bool",
+                    )));
+                }
+                let missed: Vec<String> = verdicts
+                    .iter()
+                    .filter(|v| !v.meets)
+                    .map(|v| {
+                        format!(
+                            "{} ({:.0} {unit}): {}",
+                            v.level, v.demanded_rate_per_s, v.reason
+                        )
+                    })
+                    .collect();
+                if !missed.is_empty() {
+                    let edge = if from_search {
+                        format!(
+                            "; 100% is the highest rate the search found meeting {slo}, at the \
+                             objective's edge, and measured again it can miss: read these \
+                             levels as loads, not as meeting {slo} (longer --step-duration \
+                             makes the search's answer steadier)"
+                        )
+                    } else {
+                        String::new()
+                    };
+                    flags.push(Flag::warning(
+                        "level_misses_objective",
+                        format!("levels that missed {slo}: {}{edge}", missed.join("; ")),
+                    ));
+                }
+            }
             let steps: Vec<RateStep> = r.points.iter().map(|p| p.step.clone()).collect();
             let kept = steps.clone();
             let (miss, h) = (r.missing(), r.histograms());

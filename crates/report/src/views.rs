@@ -1843,10 +1843,19 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
             ),
         ));
     }
+    // The objective the levels were judged against (the search's, or --slo), if any.
+    let objective = r
+        .metrics
+        .iter()
+        .find(|m| {
+            m.name == "meets_objective"
+                && m.labels.get("phase").map(String::as_str) == Some("levels")
+        })
+        .and_then(|m| m.labels.get("slo").cloned());
     let rows = st
         .iter()
         .map(|(l, m)| {
-            vec![
+            let mut row = vec![
                 l.clone(),
                 m.get("target_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
@@ -1855,10 +1864,24 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
                 m.get("power_w").map_or("absent".into(), |v| fixed(*v, 1)),
                 m.get("reply_rate_per_w").map_or("-".into(), |v| num(*v)),
-            ]
+            ];
+            if objective.is_some() {
+                row.push(match m.get("meets_objective") {
+                    Some(v) if *v > 0.5 => "yes".into(),
+                    Some(_) => "NO".into(),
+                    None => "-".into(),
+                });
+            }
+            row
         })
         .collect();
     let mut notes = Vec::new();
+    notes.extend(
+        r.flags
+            .iter()
+            .filter(|f| f.code == "level_misses_objective")
+            .map(|f| f.message.clone()),
+    );
     if let Some(v) = metric(r, "overall_reply_rate_per_w", &[]) {
         notes.push(format!("Overall: {} {u} per W.", num(v)));
     }
@@ -1890,6 +1913,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
             ]
             .iter()
             .map(|s| s.to_string())
+            .chain(objective.iter().map(|o| format!("Meets {o}")))
             .collect(),
             rows,
         }],

@@ -360,6 +360,40 @@ fn capacity_ramp_search_levels() {
     assert!(!h.contains("ramp: reply rate") && !h.contains("load levels"));
 }
 
+/// Levels judged against the search's objective show whether each met it, and the
+/// warning of a level that missed it is said under the table.
+#[test]
+fn levels_judged_against_the_objective_show_it() {
+    let mut r = capacity_run(true);
+    let levels = r.results.iter_mut().find(|x| x.test == "levels").unwrap();
+    for (lv, meets) in [("100%", 0.0), ("50%", 1.0)] {
+        levels.metrics.push(
+            Metric::new("meets_objective", meets, "bool")
+                .label("phase", "levels")
+                .label("level", lv)
+                .label("slo", "p99<20ms"),
+        );
+    }
+    levels.flags.push(model::Flag::warning(
+        "level_misses_objective",
+        "levels that missed p99<20ms: 100% (44000 req/s): p99 = 21 ms misses p99<20ms",
+    ));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| Meets p99&lt;20ms |"), "{m}");
+    assert!(
+        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 75.0 | 150.0 | 290 | NO |"),
+        "{m}"
+    );
+    assert!(
+        m.contains("| 50% | 22,000 | 21,780 | 9.000 | 55.0 | 110.0 | 198 | yes |"),
+        "{m}"
+    );
+    assert!(m.contains("levels that missed p99&lt;20ms: 100%"));
+    // Not judged (a capacity given with --capacity, no --slo): no column.
+    let m = report::markdown(&[capacity_run(true)], None);
+    assert!(!m.contains("| Meets p99"));
+}
+
 /// Each repetition and sweep point of a capacity test has its view, named by what sets
 /// it apart: not the first one's alone.
 #[test]

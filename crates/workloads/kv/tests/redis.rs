@@ -322,6 +322,27 @@ fn search_and_levels_find_and_use_a_capacity() {
         best,
         "levels run at the capacity search found"
     );
+    // Each loaded level is judged against the search's objective (active idle is not).
+    let judged: Vec<&str> = l
+        .metrics
+        .iter()
+        .filter(|m| m.name == "meets_objective")
+        .map(|m| {
+            assert_eq!(m.labels["slo"], "p99<50ms");
+            m.labels["level"].as_str()
+        })
+        .collect();
+    assert_eq!(judged, ["100%", "50%"]);
+    let missed = l
+        .metrics
+        .iter()
+        .any(|m| m.name == "meets_objective" && m.value == 0.0);
+    assert_eq!(
+        missed,
+        l.flags.iter().any(|f| f.code == "level_misses_objective"),
+        "{:?}",
+        l.flags
+    );
     // No power source here: perf/W is missing with a reason, never 0.
     assert!(
         l.missing
