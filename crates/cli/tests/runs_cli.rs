@@ -134,8 +134,10 @@ fn show_prints_disclosure_and_results() {
         "all steps: not measured: cache_hit_ratio",
         // What the system under test spent, beside what it did.
         "system under test: CPU, power, efficiency",
-        "CPU BUSY %",
+        "%CPU USED",
         "PERF/W",
+        // The report's rule, said as the report says it.
+        "%CPU used is the system under test's CPU in percent of one CPU",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }

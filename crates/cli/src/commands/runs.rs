@@ -183,9 +183,9 @@ pub fn views_text(run: &RunRecord) -> String {
     out
 }
 
-/// Per result, what the system under test spent: its CPUs' busy share (mpstat's 100 -
-/// %idle - %iowait over all CPUs, [`model::CpuUtil::busy_pct`], as stored and reported),
-/// its power by the report's one rule, and throughput per watt. A figure that could not
+/// Per result, what the system under test spent: its CPU in percent of one CPU and whose
+/// ([`report::derive::sut_cpu`], the report's "%CPU used"), its power by the report's one
+/// rule, and throughput per watt. A figure that could not
 /// be measured is `-`, and why is said once below the table. A capacity test has no
 /// perf/W here: a levels test's headline is its perf/W already (SPECpower's overall
 /// ops/s/W: dividing it by watts again gave ops/s/W/W), and a ramp's or a search's power
@@ -198,11 +198,21 @@ pub fn efficiency_table(run: &RunRecord) -> String {
     let mut capacity_unrated = false;
     let mut latency_unrated = false;
     let mut any = false;
+    let mut cpu_reasons: Vec<String> = Vec::new();
     for r in &run.results {
         let ts = report::derive::sut_summary(run, r);
-        let busy = ts
-            .and_then(|t| t.cpus.iter().find(|c| c.cpu == -1))
-            .map(|c| c.busy_pct());
+        // The report's one rule: the SUT host's CPUs, or its server processes where the
+        // load generator ran beside them (the host's busy % would be the generator's too).
+        let cpu = match report::derive::sut_cpu(run, r) {
+            Ok(c) => Some(c),
+            Err(why) => {
+                let why = format!("%CPU used not known: {why}");
+                if ts.is_some() && !cpu_reasons.contains(&why) {
+                    cpu_reasons.push(why);
+                }
+                None
+            }
+        };
         let power = match ts.map(|t| (t, model::power::headline(&t.power))) {
             Some((_, Some(h))) => Some(h),
             Some((t, None)) => {
@@ -238,12 +248,13 @@ pub fn efficiency_table(run: &RunRecord) -> String {
                 " (CPU+DRAM only)"
             }
         };
-        any |= busy.is_some() || power.is_some();
+        any |= cpu.is_some() || power.is_some();
         let dash = || "-".to_string();
         rows.push(vec![
             Cell::right(r.step.to_string()),
             Cell::left(r.test.clone()),
-            Cell::right(busy.map_or_else(dash, |b| format!("{b:.1}"))),
+            Cell::right(cpu.as_ref().map_or_else(dash, |c| format!("{:.1}", c.pct))),
+            Cell::left(cpu.as_ref().map_or_else(dash, |c| c.basis.label())),
             Cell::right(power.as_ref().map_or_else(dash, |h| fmt_num(h.mean_watts))),
             Cell::left(power.as_ref().map_or_else(dash, |h| {
                 format!("{} {}{}", h.source, h.zones.join("+"), kind(h))
@@ -263,9 +274,21 @@ pub fn efficiency_table(run: &RunRecord) -> String {
     }
     let mut out = String::from("\nsystem under test: CPU, power, efficiency\n");
     out.push_str(&render_table(
-        &["STEP", "TEST", "CPU BUSY %", "POWER W", "SOURCE", "PERF/W"],
+        &[
+            "STEP",
+            "TEST",
+            "%CPU USED",
+            "OF",
+            "POWER W",
+            "SOURCE",
+            "PERF/W",
+        ],
         &rows,
     ));
+    out.push_str(&format!("{}\n", report::derive::CPU_USED_MEANING));
+    for why in cpu_reasons {
+        out.push_str(&format!("{}\n", clean(&why)));
+    }
     for why in reasons {
         out.push_str(&format!("power not measured: {}\n", clean(&why)));
     }
