@@ -519,10 +519,38 @@ pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
         }
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             bail!(
-                "cannot pin to CPUs {cpus:?}: {} (is the CPU online and allowed by the cgroup?)",
+                "cannot pin to CPUs {}: {} (is the CPU online and allowed by the cgroup?)",
+                cpu_list_text(cpus),
                 std::io::Error::last_os_error()
             );
         }
+    }
+    Ok(())
+}
+
+/// [`pin_current_thread`], and then check that the thread may run on every CPU of
+/// `cpus`. Given a list some of whose CPUs the process's cpuset excludes (or that are
+/// offline), the kernel pins to the rest and says nothing: that is an error here too,
+/// naming the CPUs left out and the ones the thread runs on.
+pub fn pin_current_thread_exactly(cpus: &[usize]) -> anyhow::Result<()> {
+    pin_current_thread(cpus)?;
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    let granted = allowed_cpus();
+    let left_out: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !granted.contains(c))
+        .collect();
+    if !left_out.is_empty() {
+        bail!(
+            "pinned to CPUs {} only: CPU{} {} left out by the kernel (offline, or outside \
+             this process's cpuset)",
+            cpu_list_text(&granted),
+            if left_out.len() == 1 { "" } else { "s" },
+            cpu_list_text(&left_out)
+        );
     }
     Ok(())
 }
@@ -886,6 +914,41 @@ pub fn cpu_list_text(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CPU list part of which the kernel will not give (an offline CPU here, as a
+    /// cpuset's exclusion does) pinned the thread to the rest without a word: pinned
+    /// exactly, that is an error naming what was left out.
+    #[test]
+    fn pinning_exactly_names_the_cpus_the_kernel_left_out() {
+        let online = cpus_online_here();
+        let Some(past) = (0..libc::CPU_SETSIZE as usize).find(|c| !online.contains(*c)) else {
+            eprintln!("skipped: every CPU number a cpu_set_t holds is online here");
+            return;
+        };
+        let mine = allowed_cpus();
+        let first = mine[0];
+        std::thread::spawn(move || {
+            pin_current_thread_exactly(&[first]).unwrap();
+            assert_eq!(allowed_cpus(), vec![first]);
+            let e = pin_current_thread_exactly(&[first, past]).unwrap_err();
+            assert_eq!(
+                format!("{e:#}"),
+                format!(
+                    "pinned to CPUs {first} only: CPU {past} left out by the kernel (offline, \
+                     or outside this process's cpuset)"
+                )
+            );
+            // Loosely pinned, the same list passes.
+            pin_current_thread(&[first, past]).unwrap();
+            let e = pin_current_thread_exactly(&[past]).unwrap_err();
+            assert!(
+                format!("{e:#}").starts_with(&format!("cannot pin to CPUs {past}: ")),
+                "{e:#}"
+            );
+        })
+        .join()
+        .unwrap();
+    }
 
     /// The kernel's online list, as /sys/devices/system/cpu/online holds it: holes are
     /// kept (a count cannot show them); what is not that file's format is an error.
