@@ -223,10 +223,10 @@ pub trait Host: Send + Sync {
     fn remote(&self) -> bool {
         false
     }
-    /// How many CPUs this host has online, numbered from 0 (what a CPU list given for it
-    /// is checked against, as [`crate::launch::check_cpus`] checks it there), as it said
-    /// when it was reached. None: not known, and not checked before the run.
-    fn cpus_online(&self) -> Option<usize> {
+    /// The CPUs this host has online (what a CPU list given for it is checked against,
+    /// as [`crate::launch::check_cpus`] checks it there), as it said when it was
+    /// reached. None: not known, and not checked before the run.
+    fn cpus_online(&self) -> Option<crate::launch::OnlineCpus> {
         None
     }
 

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
 
 /// PIDs of every child still running, for the Ctrl-C path.
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
@@ -288,13 +289,164 @@ pub fn system_cpus() -> usize {
     }
 }
 
-/// Check that every CPU in `cpus` exists on this host.
+/// Where Linux lists the CPUs online (`0-3,5,7-8`). A CPU taken offline in the middle
+/// leaves a hole there that sysconf's count cannot show: with CPU 2 offline on a 4-CPU
+/// host the count is 3, and CPU 3, online, looked absent while CPU 2 looked present.
+pub const CPUS_ONLINE_PATH: &str = "/sys/devices/system/cpu/online";
+
+/// The CPUs a host has online, as a CPU list given for it is checked against (here, by
+/// [`check_cpus`], and by the runner before a run, from what each host said when it was
+/// reached).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnlineCpus {
+    /// Ascending.
+    pub cpus: Vec<usize>,
+    /// Why the kernel's list ([`CPUS_ONLINE_PATH`]) was not read, when it was not:
+    /// `cpus` is then 0 to n-1 from sysconf's count of n, and may hold an offline CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<String>,
+}
+
+impl OnlineCpus {
+    /// The CPUs the kernel listed online.
+    pub fn listed(cpus: Vec<usize>) -> OnlineCpus {
+        OnlineCpus {
+            cpus,
+            counted: None,
+        }
+    }
+
+    /// `n` CPUs counted online, taken to be 0 to n-1, because the list could not be
+    /// read (`why`).
+    pub fn counted(n: usize, why: &str) -> OnlineCpus {
+        OnlineCpus {
+            cpus: (0..n).collect(),
+            counted: Some(why.to_string()),
+        }
+    }
+
+    pub fn contains(&self, cpu: usize) -> bool {
+        self.cpus.binary_search(&cpu).is_ok()
+    }
+
+    /// The CPUs of `cpus` that are not online, in the order given.
+    pub fn missing(&self, cpus: &[usize]) -> Vec<usize> {
+        cpus.iter()
+            .copied()
+            .filter(|&c| !self.contains(c))
+            .collect()
+    }
+
+    /// The CPUs of `cpus` that are offline inside the online ones (below the highest
+    /// online CPU): CPUs that exist, and could be brought online.
+    pub fn holes(&self, cpus: &[usize]) -> Vec<usize> {
+        let top = self.cpus.last().copied().unwrap_or(0);
+        self.missing(cpus)
+            .into_iter()
+            .filter(|&c| c < top)
+            .collect()
+    }
+
+    /// The online CPUs as Linux writes them (`0-1,3`).
+    pub fn text(&self) -> String {
+        cpu_list_text(&self.cpus)
+    }
+
+    /// What a reader should know about how the list was found: None when the kernel
+    /// listed it, else a note saying it was counted and why.
+    pub fn note(&self) -> Option<String> {
+        self.counted.as_ref().map(|why| {
+            format!(
+                "{CPUS_ONLINE_PATH} was not read ({why}): its CPUs were counted instead \
+                 ({}), taken to be {}, though one among them may be offline",
+                self.cpus.len(),
+                match self.cpus.len() {
+                    0 => "none".to_string(),
+                    _ => self.text(),
+                }
+            )
+        })
+    }
+}
+
+/// The kernel's list of online CPUs ([`CPUS_ONLINE_PATH`]: `0-3,5,7-8` and a newline),
+/// ascending. Stricter than [`parse_cpu_list`], which reads what a user types: the
+/// kernel writes digits, `-` and `,` only, every range ascending and after the last, and
+/// at least CPU 0's; anything else is not that file, and is an error rather than a
+/// guess.
+pub fn parse_online_cpus(text: &str) -> anyhow::Result<Vec<usize>> {
+    let list = text.strip_suffix('\n').unwrap_or(text);
+    let bad = |why: String| {
+        anyhow::anyhow!(
+            "`{}` is not a list of online CPUs: {why}",
+            list.escape_debug()
+        )
+    };
+    if list.is_empty() {
+        return Err(bad("it is empty".into()));
+    }
+    let cpu = |n: &str| -> anyhow::Result<usize> {
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad(format!("`{}` is not a CPU number", n.escape_debug())));
+        }
+        match n.parse::<usize>() {
+            Ok(c) if c < MAX_CPUS => Ok(c),
+            _ => Err(bad(format!("CPU {n} is past any machine's"))),
+        }
+    };
+    let mut out: Vec<usize> = Vec::new();
+    for part in list.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (cpu(a)?, cpu(b)?),
+            None => (cpu(part)?, cpu(part)?),
+        };
+        if b < a {
+            return Err(bad(format!("the range {part} runs backwards")));
+        }
+        if out.last().is_some_and(|&last| a <= last) {
+            return Err(bad(format!("{part} is not after the CPUs before it")));
+        }
+        out.extend(a..=b);
+    }
+    Ok(out)
+}
+
+/// The CPUs online here: the kernel's list at `path` ([`CPUS_ONLINE_PATH`]), or, when it
+/// cannot be read or parsed, sysconf's count with the reason ([`OnlineCpus::counted`]).
+pub fn cpus_online_from(path: &Path) -> OnlineCpus {
+    let read = std::fs::read_to_string(path)
+        .with_context(|| format!("reading {}", path.display()))
+        .and_then(|t| parse_online_cpus(&t));
+    match read {
+        Ok(cpus) => OnlineCpus::listed(cpus),
+        Err(e) => OnlineCpus::counted(system_cpus(), &format!("{e:#}")),
+    }
+}
+
+/// The CPUs online on this host ([`cpus_online_from`] the kernel's list).
+pub fn cpus_online_here() -> OnlineCpus {
+    cpus_online_from(Path::new(CPUS_ONLINE_PATH))
+}
+
+/// Check that every CPU in `cpus` is online on this host.
 pub fn check_cpus(cpus: &[usize], what: &str) -> anyhow::Result<()> {
-    let n = system_cpus();
-    if let Some(bad) = cpus.iter().find(|&&c| c >= n) {
+    check_cpus_against(cpus, what, &cpus_online_here())
+}
+
+/// [`check_cpus`] against the CPUs `online`.
+pub fn check_cpus_against(cpus: &[usize], what: &str, online: &OnlineCpus) -> anyhow::Result<()> {
+    let missing = online.missing(cpus);
+    if let Some(bad) = missing.first() {
+        let holes = online.holes(cpus);
         bail!(
-            "{what}: CPU {bad} is not available: it does not exist here (this host has CPUs 0-{} online)",
-            n - 1
+            "{what}: CPU {bad} is not available: {} here (this host has CPUs {} online){}",
+            if holes.contains(bad) {
+                "it is offline"
+            } else {
+                "it does not exist"
+            },
+            online.text(),
+            online.note().map(|n| format!("; {n}")).unwrap_or_default()
         );
     }
     Ok(())
@@ -367,10 +519,38 @@ pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
         }
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             bail!(
-                "cannot pin to CPUs {cpus:?}: {} (is the CPU online and allowed by the cgroup?)",
+                "cannot pin to CPUs {}: {} (is the CPU online and allowed by the cgroup?)",
+                cpu_list_text(cpus),
                 std::io::Error::last_os_error()
             );
         }
+    }
+    Ok(())
+}
+
+/// [`pin_current_thread`], and then check that the thread may run on every CPU of
+/// `cpus`. Given a list some of whose CPUs the process's cpuset excludes (or that are
+/// offline), the kernel pins to the rest and says nothing: that is an error here too,
+/// naming the CPUs left out and the ones the thread runs on.
+pub fn pin_current_thread_exactly(cpus: &[usize]) -> anyhow::Result<()> {
+    pin_current_thread(cpus)?;
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    let granted = allowed_cpus();
+    let left_out: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !granted.contains(c))
+        .collect();
+    if !left_out.is_empty() {
+        bail!(
+            "pinned to CPUs {} only: CPU{} {} left out by the kernel (offline, or outside \
+             this process's cpuset)",
+            cpu_list_text(&granted),
+            if left_out.len() == 1 { "" } else { "s" },
+            cpu_list_text(&left_out)
+        );
     }
     Ok(())
 }
@@ -734,6 +914,129 @@ pub fn cpu_list_text(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CPU list part of which the kernel will not give (an offline CPU here, as a
+    /// cpuset's exclusion does) pinned the thread to the rest without a word: pinned
+    /// exactly, that is an error naming what was left out.
+    #[test]
+    fn pinning_exactly_names_the_cpus_the_kernel_left_out() {
+        let online = cpus_online_here();
+        let Some(past) = (0..libc::CPU_SETSIZE as usize).find(|c| !online.contains(*c)) else {
+            eprintln!("skipped: every CPU number a cpu_set_t holds is online here");
+            return;
+        };
+        let mine = allowed_cpus();
+        let first = mine[0];
+        std::thread::spawn(move || {
+            pin_current_thread_exactly(&[first]).unwrap();
+            assert_eq!(allowed_cpus(), vec![first]);
+            let e = pin_current_thread_exactly(&[first, past]).unwrap_err();
+            assert_eq!(
+                format!("{e:#}"),
+                format!(
+                    "pinned to CPUs {first} only: CPU {past} left out by the kernel (offline, \
+                     or outside this process's cpuset)"
+                )
+            );
+            // Loosely pinned, the same list passes.
+            pin_current_thread(&[first, past]).unwrap();
+            let e = pin_current_thread_exactly(&[past]).unwrap_err();
+            assert!(
+                format!("{e:#}").starts_with(&format!("cannot pin to CPUs {past}: ")),
+                "{e:#}"
+            );
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// The kernel's online list, as /sys/devices/system/cpu/online holds it: holes are
+    /// kept (a count cannot show them); what is not that file's format is an error.
+    #[test]
+    fn the_online_cpu_list_is_parsed_holes_and_all() {
+        assert_eq!(parse_online_cpus("0\n").unwrap(), vec![0]);
+        assert_eq!(parse_online_cpus("0-3\n").unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(parse_online_cpus("0-1,3\n").unwrap(), vec![0, 1, 3]);
+        assert_eq!(
+            parse_online_cpus("0-3,5,7-8").unwrap(),
+            vec![0, 1, 2, 3, 5, 7, 8]
+        );
+        assert_eq!(parse_online_cpus("2,4").unwrap(), vec![2, 4]);
+        for bad in [
+            "",
+            "\n",
+            "0-",
+            "-3",
+            "0-3,",
+            ",0",
+            "0,,2",
+            "a",
+            "0-3\n\n",
+            " 0-3",
+            "0 - 3",
+            "+1",
+            "3-1",
+            "0-3,2",
+            "0-3,3",
+            "1,0",
+            "0-8192",
+            "99999999999999999999999",
+            "0-3\u{0}",
+        ] {
+            let e = parse_online_cpus(bad).expect_err(bad);
+            assert!(
+                format!("{e}").contains("is not a list of online CPUs"),
+                "{bad:?}: {e}"
+            );
+        }
+        let e = parse_online_cpus("0-3,2").unwrap_err();
+        assert_eq!(
+            format!("{e}"),
+            "`0-3,2` is not a list of online CPUs: 2 is not after the CPUs before it"
+        );
+    }
+
+    /// The list is read from the file; a file that cannot be read or parsed falls back
+    /// to the count, saying why, and a check against it says so too.
+    #[test]
+    fn the_online_cpus_come_from_the_kernels_list_else_the_count_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("online");
+        std::fs::write(&file, "0-1,3\n").unwrap();
+        let online = cpus_online_from(&file);
+        assert_eq!(online, OnlineCpus::listed(vec![0, 1, 3]));
+        assert_eq!(online.note(), None);
+        assert_eq!(online.text(), "0-1,3");
+        assert!(check_cpus_against(&[0, 3], "--server-cpus", &online).is_ok());
+        let e = check_cpus_against(&[3, 2], "--server-cpus", &online).unwrap_err();
+        assert_eq!(
+            format!("{e}"),
+            "--server-cpus: CPU 2 is not available: it is offline here (this host has CPUs \
+             0-1,3 online)"
+        );
+        let e = check_cpus_against(&[9], "--server-cpus", &online).unwrap_err();
+        assert!(format!("{e}").contains("CPU 9 is not available: it does not exist here"));
+
+        let counted = cpus_online_from(&dir.path().join("absent"));
+        assert_eq!(counted.cpus, (0..system_cpus()).collect::<Vec<_>>());
+        let note = counted.note().expect("a note");
+        assert!(
+            note.contains("absent") && note.contains("counted instead"),
+            "{note}"
+        );
+        std::fs::write(&file, "garbage\n").unwrap();
+        let garbage = cpus_online_from(&file);
+        assert!(garbage.note().unwrap().contains("`garbage` is not a list"));
+        let e = check_cpus_against(&[MAX_CPUS - 1], "--cpus", &garbage).unwrap_err();
+        assert!(format!("{e}").contains("counted instead"), "{e}");
+
+        // This machine's own list parses (where the file is there to read).
+        let here = cpus_online_here();
+        if std::path::Path::new(CPUS_ONLINE_PATH).exists() {
+            assert_eq!(here.note(), None, "{here:?}");
+            assert!(!here.cpus.is_empty());
+        }
+    }
 
     #[test]
     fn a_cpu_list_is_written_back_in_its_short_form() {

@@ -321,24 +321,37 @@ pub struct CpuList {
 
 impl CpuList {
     /// Why this list cannot be used on `host` (as the reader knows it: `rbh2`, "local
-    /// (this machine)"), which has `online` CPUs, numbered from 0; None when it can. The
-    /// numbering is the one [`crate::launch::check_cpus`] checks where the list is used.
-    pub fn refusal(&self, host: &str, online: usize) -> Option<String> {
-        let bad: Vec<usize> = self.cpus.iter().copied().filter(|&c| c >= online).collect();
+    /// (this machine)"), which has the CPUs `online`; None when it can. The CPUs are the
+    /// ones [`crate::launch::check_cpus`] checks where the list is used: the kernel's
+    /// list of online CPUs, holes and all (`0-1,3`).
+    pub fn refusal(&self, host: &str, online: &crate::launch::OnlineCpus) -> Option<String> {
+        let bad = online.missing(&self.cpus);
         if bad.is_empty() {
             return None;
         }
-        let has = match online {
-            0 => "no CPUs online".to_string(),
-            1 => "only CPU 0 online".to_string(),
-            n => format!("CPUs 0-{} online", n - 1),
+        let list = online.text();
+        let has = match online.cpus.as_slice() {
+            [] => "no CPUs online".to_string(),
+            [only] => format!("only CPU {only} online"),
+            _ => format!("CPUs {list} online"),
         };
-        let give = match online {
-            0 | 1 => "give CPU 0".to_string(),
-            n => format!("give CPUs among 0-{}", n - 1),
+        let give = match online.cpus.as_slice() {
+            [] => "bring a CPU online".to_string(),
+            [only] => format!("give CPU {only}"),
+            _ => format!("give CPUs among {list}"),
+        };
+        // An offline CPU below the highest online one exists, and can be brought back.
+        let holes = online.holes(&bad);
+        let or_online = match holes.len() {
+            0 => String::new(),
+            1 => format!(" (or bring CPU {} online)", holes[0]),
+            _ => format!(
+                " (or bring CPUs {} online)",
+                crate::launch::cpu_list_text(&holes)
+            ),
         };
         Some(format!(
-            "{} {}: CPU{} {} {} not available on {} {host}, which has {has}: {give} there, or leave {} out",
+            "{} {}: CPU{} {} {} not available on {} {host}, which has {has}: {give} there{or_online}, or leave {} out{}",
             self.flag,
             crate::launch::cpu_list_text(&self.cpus),
             if bad.len() == 1 { "" } else { "s" },
@@ -346,6 +359,10 @@ impl CpuList {
             if bad.len() == 1 { "is" } else { "are" },
             self.role.word(),
             self.flag,
+            online
+                .note()
+                .map(|n| format!(" (on {host}, {n})"))
+                .unwrap_or_default(),
         ))
     }
 }
@@ -482,8 +499,9 @@ mod tests {
             role,
             cpus: cpus.to_vec(),
         };
+        let upto = |n: usize| crate::launch::OnlineCpus::listed((0..n).collect());
         let why = list("--client-cpus", CpuRole::Generator, &[9])
-            .refusal("rbh2", 2)
+            .refusal("rbh2", &upto(2))
             .expect("refused");
         assert_eq!(
             why,
@@ -491,7 +509,7 @@ mod tests {
              CPUs 0-1 online: give CPUs among 0-1 there, or leave --client-cpus out"
         );
         let why = list("--sender-cpus", CpuRole::Sender, &[0, 1, 2, 3, 7])
-            .refusal("rbh1", 2)
+            .refusal("rbh1", &upto(2))
             .expect("refused");
         assert!(
             why.starts_with(
@@ -500,19 +518,70 @@ mod tests {
             "{why}"
         );
         let why = list("--cpus", CpuRole::Sut, &[1])
-            .refusal("local (this machine)", 1)
+            .refusal("local (this machine)", &upto(1))
             .expect("refused");
         assert!(
             why.contains("which has only CPU 0 online: give CPU 0 there"),
             "{why}"
         );
         assert_eq!(
-            list("--server-cpus", CpuRole::Sut, &[0, 1]).refusal("x", 2),
+            list("--server-cpus", CpuRole::Sut, &[0, 1]).refusal("x", &upto(2)),
             None
         );
         assert_eq!(
-            list("--server-cpus", CpuRole::Sut, &[]).refusal("x", 1),
+            list("--server-cpus", CpuRole::Sut, &[]).refusal("x", &upto(1)),
             None
+        );
+    }
+
+    /// A host with CPU 2 offline (online `0-1,3`) was taken to have CPUs 0-2 from its
+    /// count of 3: CPU 2 passed, and failed where it was used, while CPU 3, online, was
+    /// refused. The kernel's list is what a list is judged against.
+    #[test]
+    fn a_cpu_list_is_judged_against_the_online_list_holes_and_all() {
+        use crate::launch::OnlineCpus;
+        let online = OnlineCpus::listed(vec![0, 1, 3]);
+        let list = |cpus: &[usize]| CpuList {
+            flag: "--server-cpus",
+            role: CpuRole::Sut,
+            cpus: cpus.to_vec(),
+        };
+        assert_eq!(list(&[3]).refusal("rbh1", &online), None);
+        assert_eq!(list(&[0, 1, 3]).refusal("rbh1", &online), None);
+        let why = list(&[2]).refusal("rbh1", &online).expect("refused");
+        assert_eq!(
+            why,
+            "--server-cpus 2: CPU 2 is not available on the system under test rbh1, which \
+             has CPUs 0-1,3 online: give CPUs among 0-1,3 there (or bring CPU 2 online), or \
+             leave --server-cpus out"
+        );
+        // Past the highest online CPU: nothing to bring online that is known to exist.
+        let why = list(&[2, 4]).refusal("rbh1", &online).expect("refused");
+        assert!(
+            why.starts_with("--server-cpus 2,4: CPUs 2,4 are not available on")
+                && why.contains("(or bring CPU 2 online), or leave"),
+            "{why}"
+        );
+        // Counted, because the list could not be read: judged on the count, and said so.
+        let counted = OnlineCpus::counted(2, "reading /sys/devices/system/cpu/online: denied");
+        let why = list(&[5]).refusal("rbh2", &counted).expect("refused");
+        assert!(
+            why.contains("which has CPUs 0-1 online: give CPUs among 0-1 there, or leave")
+                && why.ends_with(
+                    "(on rbh2, /sys/devices/system/cpu/online was not read (reading \
+                     /sys/devices/system/cpu/online: denied): its CPUs were counted instead \
+                     (2), taken to be 0-1, though one among them may be offline)"
+                ),
+            "{why}"
+        );
+        let why = list(&[1])
+            .refusal("x", &OnlineCpus::listed(vec![4]))
+            .expect("refused");
+        assert!(
+            why.contains(
+                "which has only CPU 4 online: give CPU 4 there (or bring CPU 1 online), or"
+            ),
+            "{why}"
         );
     }
 

@@ -82,3 +82,39 @@ fn fuzz_plan_expand() {
             },
         );
 }
+
+#[test]
+fn fuzz_online_cpu_list() {
+    // The kernel's online list (/sys/devices/system/cpu/online, or what an agent's host
+    // holds there): refused or parsed to an ascending list of CPUs below MAX_CPUS that
+    // writes back to the same text, without memory out of proportion to the text.
+    use rackbench_engine::launch::{cpu_list_text, parse_online_cpus, MAX_CPUS};
+    const LISTS: &[&str] = &["0-3\n", "0-1,3\n", "0\n", "0-3,5,7-8\n", "2,4", "0-8191"];
+    const PARTS: &[&str] = &["0", "1", "3", "8191", "8192", "-", ",", "\n", " ", "+"];
+    Fuzz::new("online_cpu_list")
+        .cases(10_000)
+        .max_alloc(1 << 20)
+        .run(
+            |rng| {
+                if rng.gen_bool(0.3) {
+                    Bytes(random_tokens(rng, PARTS, 12))
+                } else {
+                    let base = *pick(rng, LISTS);
+                    Bytes(mutate(rng, base.as_bytes(), PARTS))
+                }
+            },
+            |b| {
+                let text = String::from_utf8_lossy(&b.0);
+                if let Ok(cpus) = parse_online_cpus(&text) {
+                    assert!(!cpus.is_empty());
+                    assert!(cpus.windows(2).all(|w| w[0] < w[1]), "{cpus:?}");
+                    assert!(cpus.iter().all(|&c| c < MAX_CPUS));
+                    assert_eq!(
+                        parse_online_cpus(&cpu_list_text(&cpus)).unwrap(),
+                        cpus,
+                        "{text:?}"
+                    );
+                }
+            },
+        );
+}

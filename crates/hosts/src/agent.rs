@@ -93,6 +93,7 @@ pub fn hello() -> anyhow::Result<Hello> {
         hostname: read_trim("/proc/sys/kernel/hostname"),
         pid: std::process::id(),
         cpus: engine::launch::system_cpus(),
+        online: Some(engine::launch::cpus_online_here()),
         address,
         peer_address,
         servers: servers_here(),

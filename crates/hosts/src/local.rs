@@ -147,8 +147,8 @@ impl Host for LocalHost {
         Duration::ZERO
     }
 
-    fn cpus_online(&self) -> Option<usize> {
-        Some(engine::launch::system_cpus())
+    fn cpus_online(&self) -> Option<engine::launch::OnlineCpus> {
+        Some(engine::launch::cpus_online_here())
     }
 
     fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure> {

@@ -44,16 +44,35 @@ pub struct Hello {
     pub kernel: String,
     pub hostname: String,
     pub pid: u32,
-    /// CPUs online on the host, numbered from 0 (sysconf, not the agent's own affinity:
-    /// a server or a driver may be pinned to any of them): what a CPU list given for
-    /// the host is checked against before a run.
+    /// How many CPUs the host has online (sysconf, not the agent's own affinity: a
+    /// server or a driver may be pinned to any of them). Kept for a controller that
+    /// reads only this; [`Hello::online`] says which they are.
     pub cpus: usize,
+    /// The CPUs online on the host, from the kernel's list (`0-1,3`: a CPU offline in
+    /// the middle is a hole a count cannot show), or counted with the reason the list
+    /// could not be read: what a CPU list given for the host is checked against before
+    /// a run. Added after `cpus`; absent from an agent that predates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online: Option<engine::launch::OnlineCpus>,
     /// This host's address as the controller reached it (from SSH_CONNECTION).
     pub address: Option<String>,
     /// The controller's address as this host saw it.
     pub peer_address: Option<String>,
     /// Servers rackbench can launch here: name -> path (None: not installed).
     pub servers: BTreeMap<String, Option<String>>,
+}
+
+impl Hello {
+    /// The CPUs the host has online: its list, or, from an agent that sent only the
+    /// count, 0 to `cpus`-1 with a note that they were counted.
+    pub fn online_cpus(&self) -> engine::launch::OnlineCpus {
+        self.online.clone().unwrap_or_else(|| {
+            engine::launch::OnlineCpus::counted(
+                self.cpus,
+                "the agent sent only its count of CPUs online",
+            )
+        })
+    }
 }
 
 /// A request from the controller.
@@ -354,6 +373,44 @@ mod tests {
         // Nothing to take: an empty chunk, nothing remaining.
         let c = next_chunk(&mut VecDeque::new(), 10).unwrap();
         assert!(c.samples.is_empty() && c.remaining == 0);
+    }
+
+    /// The hello carried only a count of CPUs, and a host with CPU 2 offline (online
+    /// `0-1,3`) was judged to have CPUs 0-2. It carries the kernel's list now, in a field
+    /// an older controller skips and an older agent's hello goes without: the count is
+    /// then used, with a note saying so.
+    #[test]
+    fn the_hello_carries_the_online_cpu_list_and_an_older_one_still_reads() {
+        let mut hello = crate::agent::hello().unwrap();
+        assert_eq!(hello.online, Some(engine::launch::cpus_online_here()));
+        hello.cpus = 3;
+        hello.online = Some(engine::launch::OnlineCpus::listed(vec![0, 1, 3]));
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &hello).unwrap();
+        let back: Hello = read_frame(&mut &buf[..]).unwrap().unwrap();
+        assert_eq!(back.online_cpus().cpus, vec![0, 1, 3]);
+        assert_eq!(back.online_cpus().note(), None);
+
+        // An older agent's hello: no `online`.
+        let mut old = serde_json::to_value(&hello).unwrap();
+        old.as_object_mut().unwrap().remove("online");
+        let old: Hello = serde_json::from_value(old).unwrap();
+        let online = old.online_cpus();
+        assert_eq!(online.cpus, vec![0, 1, 2]);
+        assert!(
+            online
+                .note()
+                .unwrap()
+                .contains("the agent sent only its count"),
+            "{online:?}"
+        );
+        // And what an older controller reads of a new hello: the fields it knows.
+        #[derive(Deserialize)]
+        struct OldHello {
+            cpus: usize,
+        }
+        let v = serde_json::to_value(&hello).unwrap();
+        assert_eq!(serde_json::from_value::<OldHello>(v).unwrap().cpus, 3);
     }
 
     #[test]

@@ -437,8 +437,8 @@ impl Host for RemoteHost {
             .unwrap_or_else(|| self.shared.name.clone())
     }
 
-    fn cpus_online(&self) -> Option<usize> {
-        Some(self.hello.cpus)
+    fn cpus_online(&self) -> Option<engine::launch::OnlineCpus> {
+        Some(self.hello.online_cpus())
     }
 
     fn clock_offset_s(&self) -> f64 {

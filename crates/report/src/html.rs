@@ -836,22 +836,28 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         }
         h.push_str("</ul></details>");
     }
-    // Idle power measured before load.
+    // Idle power before load: measured, or (a host whose power only --power-model gives)
+    // the model's declared idle, over no time, which says so instead of "0 s".
     let idle: Vec<(usize, &model::IdlePower)> = runs
         .iter()
         .enumerate()
         .flat_map(|(i, r)| r.idle_power.iter().map(move |p| (i, p)))
         .collect();
     if !idle.is_empty() {
-        h.push_str("<table><caption>Idle power, measured before load</caption><tr><th>Run</th><th>Host</th><th>Duration</th><th>Source</th><th>Mean</th><th>Max</th></tr>");
+        h.push_str("<table><caption>Idle power before load</caption><tr><th>Run</th><th>Host</th><th>Duration</th><th>Source</th><th>Mean</th><th>Max</th></tr>");
         for (i, ip) in idle {
             for p in &ip.power {
+                let duration = if p.modelled && ip.duration_s == 0.0 {
+                    "declared (--power-model)".to_string()
+                } else {
+                    format!("{:.0} s", ip.duration_s)
+                };
                 let _ = write!(
                     h,
-                    r#"<tr><td>{}</td><td>{}</td><td class="n">{:.0} s</td><td>{} {}{}</td><td class="n">{} W</td><td class="n">{} W</td></tr>"#,
+                    r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td>{} {}{}</td><td class="n">{} W</td><td class="n">{} W</td></tr>"#,
                     esc(&labels[i]),
                     esc(&ip.host),
-                    ip.duration_s,
+                    esc(&duration),
                     esc(&p.source),
                     esc(&p.zone),
                     if p.modelled {

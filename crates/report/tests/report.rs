@@ -518,6 +518,54 @@ fn power_rules_measured_modelled_component_absent() {
     assert!(report::html(&[run], None).contains("modelled"));
 }
 
+/// With --power-model nothing measured idle power, so W above idle was always absent. The
+/// runner records the model's declared idle watts as a modelled idle power (over no time):
+/// W above idle is then there, marked modelled as the perf/W beside it, and the idle table
+/// says the figure was declared, not measured for "0 s".
+#[test]
+fn a_modelled_hosts_declared_idle_gives_w_above_idle_marked_modelled() {
+    let spec = Spec {
+        power: Power::Modelled(200.0),
+        reps: 1,
+        instances: &[2],
+        ..Spec::default()
+    };
+    let without = kv_run(&spec);
+    let e = report::derive::points(0, &without)[0].efficiency().unwrap();
+    assert!(e.dw_per_perf.is_err() && e.idle_w.is_err());
+    let mut run = kv_run(&spec);
+    run.idle_power = vec![model::IdlePower {
+        host: "local".into(),
+        duration_s: 0.0,
+        power: vec![model::PowerSummary {
+            source: "model".into(),
+            zone: "system".into(),
+            mean_watts: 120.0,
+            max_watts: 120.0,
+            whole_system: true,
+            modelled: true,
+        }],
+    }];
+    let e = report::derive::points(0, &run)[0].efficiency().unwrap();
+    assert_eq!(e.basis(), Some(report::PowerBasis::Modelled));
+    assert_eq!(e.idle_w, Ok(120.0));
+    let w = e.power.as_ref().unwrap().watts;
+    assert!(
+        (e.dw_per_perf.clone().unwrap() - (w - 120.0) / e.perf).abs() < 1e-12,
+        "{e:?}"
+    );
+    let h = report::html(&[run], None);
+    assert!(h.contains("Idle power before load"), "no idle table");
+    assert!(
+        h.contains(r#"<td class="n">declared (--power-model)</td><td>model system <span class="modelled">modelled</span></td><td class="n">120 W</td>"#),
+        "the declared idle is not shown as such"
+    );
+    assert!(
+        h.contains(r#"<td class="n">120 W <span class="modelled">modelled</span></td>"#),
+        "the efficiency table's idle is not marked modelled"
+    );
+}
+
 /// The iperf3 study's arm receiver, TCP: 26.8 Gbit/s, 158 W loaded, 128 W idle, CPU2
 /// (iperf3) and CPU4 (softirq) busy: %CPU used 197.01, CPU/tput 7.35, W/tput 1.119.
 #[test]

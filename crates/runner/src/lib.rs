@@ -11,7 +11,7 @@
 pub mod roles;
 pub mod telemetry;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -598,14 +598,18 @@ fn disclosures(
     Ok(out)
 }
 
-/// The CPU lists of one sweep point (`w`'s) against the CPUs of the hosts they name, as
-/// each said when it was reached. A list past a host's CPUs used to be found by the test
-/// itself on that host, then stored as a failed result.
+/// The CPU lists of one sweep point (`w`'s) against the CPUs online on the hosts they
+/// name (the kernel's list, holes and all), as each said when it was reached. A list
+/// past a host's CPUs used to be found by the test itself on that host, then stored as
+/// a failed result. A host whose list could not be read was judged on its count: said
+/// once per host (`noted`), unless quiet.
 fn check_cpu_lists(
     workload: &str,
     point_roles: &PointRoles,
     w: &dyn Workload,
     set: &HostSet,
+    verbose: bool,
+    noted: &mut BTreeSet<String>,
 ) -> anyhow::Result<()> {
     let roles = point_roles.resolve(set)?;
     for list in w.cpu_lists()? {
@@ -617,8 +621,17 @@ fn check_cpu_lists(
                 hosts::LOCAL => format!("{} (this machine)", hosts::LOCAL),
                 other => model::printable(other),
             };
-            if let Some(why) = list.refusal(&name, online) {
+            if let Some(why) = list.refusal(&name, &online) {
                 anyhow::bail!("{workload}: {why}");
+            }
+            if let Some(note) = online.note() {
+                if verbose && noted.insert(name.clone()) {
+                    engine::errln!(
+                        "rackbench: {} checked against the CPUs online on {name} as counted: {}",
+                        list.flag,
+                        model::printable(&note)
+                    );
+                }
             }
         }
     }
@@ -709,9 +722,17 @@ pub fn run(
         }
     }
     // Every CPU list against the host it names, before anything starts or is stored.
+    let mut noted = BTreeSet::new();
     for (part, expanded, workloads, _) in &parts {
         for ((_, point_roles), w) in expanded.iter().zip(workloads) {
-            check_cpu_lists(part.registration.name, point_roles, w.as_ref(), &set)?;
+            check_cpu_lists(
+                part.registration.name,
+                point_roles,
+                w.as_ref(),
+                &set,
+                o.verbose,
+                &mut noted,
+            )?;
         }
     }
     let host_roles = plan.hosts.roles_by_host(&every_point);

@@ -21,6 +21,10 @@ pub struct Telemetry {
     /// Each host's own reason for having no power source (its detection's notes), for
     /// its summaries: every host's summary used to carry every host's notes.
     power_missing: Vec<(String, String)>,
+    /// The hosts whose power the declared model gives (`--power-model`, applied), with
+    /// the watts it declares at idle: their idle power, modelled as the rest of their
+    /// power is.
+    model_idle_w: Vec<(String, f64)>,
     interval_s: f64,
     /// Where each host's samples' clock began, on the controller's clock, as of the
     /// current test's start (see [`Host::sync_clock`]), with the offset then of the hosts
@@ -74,6 +78,7 @@ impl Telemetry {
             notes: Vec::new(),
             power_sources: Vec::new(),
             power_missing: Vec::new(),
+            model_idle_w: Vec::new(),
             interval_s: settings.interval_s,
             clocks: Mutex::new(SampleClocks::default()),
             moved: Mutex::new(Vec::new()),
@@ -100,6 +105,13 @@ impl Telemetry {
                 } else {
                     n
                 });
+            }
+            // The model as the host took it (a model it refused is not among its sources).
+            if let (Some((idle_w, _)), true) = (
+                mine.power_model,
+                info.power_sources.iter().any(|s| s.starts_with("model")),
+            ) {
+                t.model_idle_w.push((h.name().to_string(), idle_w));
             }
             t.power_sources
                 .push((h.name().to_string(), info.power_sources.clone()));
@@ -129,11 +141,40 @@ impl Telemetry {
             .collect()
     }
 
-    /// Idle power before any load on every host where something measures it.
+    /// Idle power before any load on every host where something measures it; on a host
+    /// whose power only the declared model gives, the model's own idle watts, marked
+    /// modelled as its power under load is (W above idle is then modelled too, and shown
+    /// as such, instead of absent). Declared, not measured: it takes no time, and comes
+    /// with `duration_s` 0.
     pub fn measure_idle(&self, secs: f64, verbose: bool) -> Vec<IdlePower> {
         let measured = self.measured_power();
+        let mut out: Vec<IdlePower> = self
+            .model_idle_w
+            .iter()
+            .filter(|(h, _)| self.on && !measured.contains(&h.as_str()))
+            .map(|(host, idle_w)| {
+                if verbose {
+                    engine::errln!(
+                        "rackbench: idle power on {}: {idle_w} W, as --power-model declares it (modelled)",
+                        model::printable(host)
+                    );
+                }
+                IdlePower {
+                    host: host.clone(),
+                    duration_s: 0.0,
+                    power: vec![model::PowerSummary {
+                        source: "model".into(),
+                        zone: "system".into(),
+                        mean_watts: *idle_w,
+                        max_watts: *idle_w,
+                        whole_system: true,
+                        modelled: true,
+                    }],
+                }
+            })
+            .collect();
         if !self.on || secs <= 0.0 || measured.is_empty() {
-            return Vec::new();
+            return out;
         }
         if verbose {
             engine::errln!(
@@ -146,7 +187,7 @@ impl Telemetry {
             .iter()
             .filter(|h| measured.contains(&h.name()))
             .collect();
-        std::thread::scope(|s| {
+        out.extend(std::thread::scope(|s| {
             let hs: Vec<_> = hosts
                 .iter()
                 .map(|h| s.spawn(move || (h.name().to_string(), h.measure_idle(secs))))
@@ -163,8 +204,9 @@ impl Telemetry {
                         None
                     }
                 })
-                .collect()
-        })
+                .collect::<Vec<_>>()
+        }));
+        out
     }
 
     /// The engine's view of telemetry for one sweep point: warm-up marks go to every
@@ -1122,6 +1164,8 @@ mod tests {
         take: Option<Result<Vec<TelemetrySample>, String>>,
         warm: std::sync::Mutex<bool>,
         power_missing: Option<String>,
+        power_sources: Vec<String>,
+        idle: Option<IdlePower>,
     }
 
     impl Stepped {
@@ -1133,6 +1177,8 @@ mod tests {
                 take: None,
                 warm: std::sync::Mutex::new(false),
                 power_missing: None,
+                power_sources: Vec::new(),
+                idle: None,
             }
         }
     }
@@ -1175,6 +1221,7 @@ mod tests {
             _: &TelemetrySettings,
         ) -> anyhow::Result<engine::host::TelemetryInfo> {
             Ok(engine::host::TelemetryInfo {
+                power_sources: self.power_sources.clone(),
                 power_missing: self.power_missing.clone(),
                 notes: self.power_missing.iter().cloned().collect(),
                 ..engine::host::TelemetryInfo::default()
@@ -1204,7 +1251,7 @@ mod tests {
         }
         fn unwatch_servers(&self) {}
         fn measure_idle(&self, _: f64) -> anyhow::Result<Option<IdlePower>> {
-            Ok(None)
+            Ok(self.idle.clone())
         }
         fn run_commands(
             &self,
@@ -1214,6 +1261,77 @@ mod tests {
             unreachable!()
         }
         fn shutdown(&self) {}
+    }
+
+    /// With --power-model nothing measured idle power, so W above idle was always absent.
+    /// A host whose power only the model gives has the model's declared idle watts as
+    /// its idle power, marked modelled; one with a measured source is measured, model
+    /// or not; a host the model was not applied to (a load generator), or one that
+    /// refused it, has none.
+    #[test]
+    fn the_power_models_declared_idle_is_the_idle_power_of_a_modelled_host() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut sut = Stepped::new("sut", t0);
+        sut.power_sources = vec!["model:system".into()];
+        let mut loadgen = Stepped::new("loadgen", t0);
+        loadgen.power_sources = vec!["model:system".into()];
+        let mut metered = Stepped::new("metered", t0);
+        metered.power_sources = vec!["meter:system".into(), "model:system".into()];
+        let meter = model::PowerSummary {
+            source: "meter".into(),
+            zone: "system".into(),
+            mean_watts: 80.0,
+            max_watts: 81.0,
+            whole_system: true,
+            modelled: false,
+        };
+        let metered_idle = IdlePower {
+            host: "metered".into(),
+            duration_s: 5.0,
+            power: vec![meter],
+        };
+        metered.idle = Some(metered_idle.clone());
+        // Given a model, and refused it (not among its sources).
+        let refused = Stepped::new("refused", t0);
+        let hosts: Vec<Arc<dyn Host>> = vec![
+            Arc::new(sut),
+            Arc::new(loadgen),
+            Arc::new(metered),
+            Arc::new(refused),
+        ];
+        let settings = TelemetrySettings {
+            interval_s: 1.0,
+            power_model: Some((95.5, 200.0)),
+            ..TelemetrySettings::default()
+        };
+        let measured: Vec<String> = ["sut", "metered", "refused"].map(String::from).to_vec();
+        let t = Telemetry::start(&hosts, &settings, &measured, true).unwrap();
+        let idle = t.measure_idle(5.0, false);
+        let modelled = IdlePower {
+            host: "sut".into(),
+            duration_s: 0.0,
+            power: vec![model::PowerSummary {
+                source: "model".into(),
+                zone: "system".into(),
+                mean_watts: 95.5,
+                max_watts: 95.5,
+                whole_system: true,
+                modelled: true,
+            }],
+        };
+        assert_eq!(idle, vec![modelled.clone(), metered_idle]);
+        // Declared, not measured: --idle-power 0 does not take it away.
+        assert_eq!(t.measure_idle(0.0, false), vec![modelled.clone()]);
+        // What the report subtracts: the model's idle, of the model's basis.
+        let h = model::power::headline(&modelled.power).unwrap();
+        assert!(h.modelled);
+        assert_eq!(
+            model::power::same_source_watts(&h, &idle[0].power),
+            Some(95.5)
+        );
+        // Telemetry off: no power, no idle.
+        let off = Telemetry::start(&hosts, &settings, &measured, false).unwrap();
+        assert!(off.measure_idle(5.0, false).is_empty());
     }
 
     /// Each test is placed by where the host's clock stood as it began, and a clock that

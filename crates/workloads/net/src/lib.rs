@@ -1138,6 +1138,25 @@ fn push_outcome(out: &mut StepOutput, spec: &SendSpec, rep: &TestReport) {
             "the test stopped early: interrupted",
         ));
     }
+    // The sender's own pinning failing ends its stream (an error above); the receiver's
+    // threads run on where the kernel put them, and the figures are for that.
+    if let Some(why) = &rep.receiver_pin_error {
+        out.flags.push(Flag::warning(
+            "receiver_not_pinned",
+            match spec.receiver_cpus.as_slice() {
+                [] => format!(
+                    "the receiver's {why}; its figures are for threads the kernel placed: \
+                     give its own --cpus CPUs its host has online and its cpuset allows"
+                ),
+                cpus => format!(
+                    "--receiver-cpus {}: the receiver's {why}; its figures are for threads \
+                     the kernel placed: give CPUs the receiver's host has online and its \
+                     cpuset allows, or leave --receiver-cpus out",
+                    engine::launch::cpu_list_text(cpus)
+                ),
+            },
+        ));
+    }
     if let (Proto::Tcp, Some(asked), Some(ran)) = (spec.proto, &spec.congestion, &rep.congestion) {
         if asked != ran {
             out.flags.push(Flag::invalid(

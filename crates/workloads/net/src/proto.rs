@@ -182,6 +182,11 @@ pub enum Msg {
         /// (`getrusage(RUSAGE_SELF)`), with which process it was.
         #[serde(default)]
         process: Option<ProcessCpu>,
+        /// Why data threads were not pinned to the CPUs asked (`cpus` of `start`, or the
+        /// receiver's `--cpus`): they ran where the kernel put them. None: pinned as
+        /// asked, or not asked; absent from a receiver that does not say.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pin_error: Option<String>,
     },
     Error {
         message: String,

@@ -78,6 +78,7 @@ struct ReceiverResult {
     cpu: CpuUsage,
     cpu_span_s: Option<f64>,
     process: Option<proto::ProcessCpu>,
+    pin_error: Option<String>,
 }
 
 /// One interval as both ends saw it.
@@ -125,6 +126,8 @@ pub struct TestReport {
     /// without its final report (or from a receiver that does not send it).
     pub sender_process: proto::ProcessCpu,
     pub receiver_process: Option<proto::ProcessCpu>,
+    /// Why the receiver's data threads were not pinned to the CPUs asked, as it said.
+    pub receiver_pin_error: Option<String>,
     pub intervals: Vec<IntervalReport>,
     /// The TCP congestion control the data streams ran with, as the kernel reports it.
     pub congestion: Option<String>,
@@ -810,6 +813,7 @@ pub fn run(
                         cpu,
                         cpu_span_s,
                         process,
+                        pin_error,
                     })) => {
                         return Ok(ReceiverResult {
                             duration_s,
@@ -818,6 +822,7 @@ pub fn run(
                             cpu,
                             cpu_span_s,
                             process,
+                            pin_error,
                         })
                     }
                     Ok(Some(Msg::Error { message })) => {
@@ -1098,6 +1103,7 @@ pub fn run(
             rep.receiver_cpu = Some(r.cpu);
             rep.receiver_cpu_span_s = r.cpu_span_s;
             rep.receiver_process = r.process;
+            rep.receiver_pin_error = r.pin_error;
         }
         Err(why) => {
             // No final report: what the receiver reported interval by interval is all we

@@ -363,11 +363,14 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
     let finish = Arc::new(AtomicBool::new(false));
     let lives: Vec<Arc<Live>> = (0..streams).map(|_| Arc::new(Live::default())).collect();
     let mut workers = Workers::new(&finish);
+    // Why data threads could not be pinned to `cpus`, one line each.
+    let pin_errors: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
     for (i, live) in lives.iter().enumerate() {
         let live = Arc::clone(live);
         let finish = Arc::clone(&finish);
         let measuring = Arc::clone(&measuring);
         let cpus = cpus.clone();
+        let pin_errors = Arc::clone(&pin_errors);
         let sock = match proto_ {
             Proto::Tcp => Sock::Tcp(tcp_conns.remove(0)),
             Proto::Udp => Sock::Udp(udp_socks.remove(0)),
@@ -375,10 +378,13 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         let h = std::thread::Builder::new()
             .name(format!("net-rx-{i}"))
             .spawn(move || -> CpuUsage {
-                if !cpus.is_empty() {
-                    // Best effort: a CPU the receiver may not use is reported by the
-                    // numbers (and by `--cpus` checking at startup), not by failing here.
-                    let _ = engine::launch::pin_current_thread(&cpus);
+                // A pinning the kernel refuses, or narrows (a CPU outside the cpuset),
+                // does not stop the test: the thread runs where it is, and the report
+                // says so ([`Msg::Result`]'s `pin_error`), flagged on the result.
+                if let Err(e) = engine::launch::pin_current_thread_exactly(&cpus) {
+                    if let Ok(mut v) = pin_errors.lock() {
+                        v.push(format!("{e:#}"));
+                    }
                 }
                 let mut marker = Marker::new(&measuring);
                 match sock {
@@ -579,9 +585,26 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             cpu,
             cpu_span_s: Some(cpu_span_s),
             process: Some(process),
+            pin_error: pin_error(&pin_errors, &cpus, streams),
         },
     )?;
     Ok(true)
+}
+
+/// What the data threads' failed pinnings (`errors`, one per thread that failed) say
+/// about the test: None when every thread was pinned to `cpus` as asked.
+fn pin_error(
+    errors: &std::sync::Mutex<Vec<String>>,
+    cpus: &[usize],
+    threads: usize,
+) -> Option<String> {
+    let errors = errors.lock().map(|v| v.clone()).unwrap_or_default();
+    let first = errors.first()?;
+    Some(format!(
+        "{} of {threads} data thread(s) not pinned to CPUs {} as asked: {first}",
+        errors.len(),
+        engine::launch::cpu_list_text(cpus)
+    ))
 }
 
 /// The span the end-of-test counts were taken over, seconds: from this end's mark to the

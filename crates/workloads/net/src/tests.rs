@@ -294,6 +294,68 @@ fn the_window_is_set_on_both_ends_before_the_streams_connect() {
     assert!(err.contains("`window` must be 4096 B"), "{err}");
 }
 
+/// The receiver pinned its data threads "best effort" and said nothing when it could
+/// not: a CPU the kernel would not give (a cpuset's exclusion, or, as here, a CPU not
+/// online: the same refusal of sched_setaffinity) left the figures looking pinned. The
+/// receiver's report says so now, and the result carries a warning.
+#[test]
+fn a_receiver_that_cannot_pin_its_threads_says_so_on_the_result() {
+    let online = engine::launch::cpus_online_here();
+    let Some(past) = (0..libc::CPU_SETSIZE as usize).find(|c| !online.contains(*c)) else {
+        eprintln!("skipped: every CPU number a cpu_set_t holds is online here");
+        return;
+    };
+    let mine = engine::launch::allowed_cpus();
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let run = |receiver_cpus: Vec<usize>| {
+        let spec = SendSpec {
+            receiver_cpus,
+            streams: 2,
+            ..tcp_spec(addr, 0.3, None)
+        };
+        let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+        assert_eq!(rep.error, None);
+        let out = step_output(&spec, &rep);
+        let flags: Vec<String> = out
+            .flags
+            .iter()
+            .filter(|f| f.code == "receiver_not_pinned")
+            .map(|f| f.message.clone())
+            .collect();
+        (rep.receiver_pin_error, flags)
+    };
+    // Refused outright.
+    let (why, flags) = run(vec![past]);
+    let why = why.expect("the receiver says its threads were not pinned");
+    assert!(
+        why.starts_with(&format!(
+            "2 of 2 data thread(s) not pinned to CPUs {past} as asked: cannot pin to CPUs {past}: "
+        )),
+        "{why}"
+    );
+    assert_eq!(flags.len(), 1, "{flags:?}");
+    assert!(
+        flags[0].starts_with(&format!("--receiver-cpus {past}: the receiver's 2 of 2"))
+            && flags[0].ends_with("or leave --receiver-cpus out"),
+        "{flags:?}"
+    );
+    // Narrowed: the kernel gives the CPU it can and drops the other.
+    let (why, flags) = run(vec![mine[0], past]);
+    let why = why.expect("narrowed is not pinned as asked");
+    assert!(
+        why.contains(&format!(
+            "pinned to CPUs {} only: CPU {past} left out by the kernel",
+            mine[0]
+        )),
+        "{why}"
+    );
+    assert_eq!(flags.len(), 1, "{flags:?}");
+    // Pinned as asked: nothing said.
+    assert_eq!(run(vec![mine[0]]), (None, vec![]));
+    stop.store(true, Ordering::Relaxed);
+    let _ = h.join().unwrap();
+}
+
 #[test]
 fn a_stream_on_another_congestion_control_than_asked_for_is_invalid() {
     let spec = tcp_spec("127.0.0.1:9".parse().unwrap(), 1.0, Some("cubic"));
@@ -1023,6 +1085,7 @@ fn metrics_from_a_synthetic_report() {
             span_s: 1.0,
             process: 2,
         }),
+        receiver_pin_error: None,
     };
     let out = step_output(&spec, &rep);
     // The load is the sending, on the sender's clock.

@@ -419,8 +419,8 @@ impl Workload for Oltp {
     }
 
     fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
-        // The service checks --server-cpus on the system under test with or without a
-        // --dsn (it starts there either way): so is it here.
+        // --server-cpus pins the server rackbench launches on the system under test (with
+        // --dsn there is none, and it is refused when the plan is built).
         Ok(vec![
             CpuList {
                 flag: "--server-cpus",

@@ -585,7 +585,8 @@ const MARIADB_SERVER_KEYS: [(&str, &str); 3] = [
 
 /// A launched server's setting the user gave (not a default) where it would be silently
 /// ignored: one engine's on the other engine, or any with `--dsn` (a server rackbench
-/// does not launch, which runs with its own settings). An error naming where it applies.
+/// does not launch, which runs with its own settings), `--server-cpus` among them. An
+/// error naming where it applies.
 fn refuse_settings_that_do_not_apply(p: &Params, cfg: &Config) -> anyhow::Result<()> {
     let engine = cfg.engine_kind()?;
     let given = |keys: &[(&'static str, &'static str)]| -> Option<&'static str> {
@@ -612,6 +613,14 @@ fn refuse_settings_that_do_not_apply(p: &Params, cfg: &Config) -> anyhow::Result
         });
     }
     if cfg.dsn.is_some() {
+        // No server is launched to pin: refused as kv and http refuse it with --target.
+        if !engine::launch::parse_cpu_list(&cfg.server_cpus)?.is_empty() {
+            engine::plan::refuse_launch_settings(
+                &["--server-cpus"],
+                "--dsn",
+                &format!("{} server", engine.label()),
+            )?;
+        }
         if let Some(flag) = given(own) {
             bail!(
                 "{flag} sets up a {} server rackbench launches, and --dsn names a server it \
@@ -717,4 +726,40 @@ pub fn postgres_available() -> bool {
 /// The data directory of a kept cluster (`oltp build --dir`), as a path.
 pub fn cluster_dir(cfg: &Config) -> Option<&Path> {
     cfg.cluster_dir.as_deref().map(Path::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan(v: Value) -> anyhow::Result<Plan> {
+        Plan::from_params(v.as_object().expect("an object"))
+    }
+
+    /// With --dsn rackbench launches no server, yet --server-cpus was checked against the
+    /// system under test's CPUs (and then pinned nothing): refused now, as kv and http
+    /// refuse it with --target, saying it applies only to a server rackbench launches.
+    #[test]
+    fn server_cpus_with_a_dsn_is_refused_as_with_a_target() {
+        let e = plan(json!({"dsn": "host=db.example dbname=tpcc", "server_cpus": "0-1"}))
+            .expect_err("refused");
+        assert_eq!(
+            format!("{e:#}"),
+            "--server-cpus sets up the PostgreSQL server rackbench launches, and --dsn names a \
+             server it does not launch (which runs as it was set up): leave --server-cpus out \
+             (and set that server up yourself), or leave out --dsn to have rackbench launch \
+             the PostgreSQL server"
+        );
+        let e = plan(json!({"dsn": "mysql://u@db.example:3306/tpcc", "server_cpus": [0]}))
+            .expect_err("refused");
+        assert!(
+            format!("{e:#}").starts_with("--server-cpus sets up the MariaDB server"),
+            "{e:#}"
+        );
+        // What a --dsn run still uses, and --server-cpus where rackbench launches.
+        plan(json!({"dsn": "host=db.example dbname=tpcc", "client_cpus": "0"})).unwrap();
+        plan(json!({"server_cpus": "0"})).unwrap();
+        plan(json!({"cluster_dir": "/nonexistent/kept", "server_cpus": "0"})).unwrap();
+    }
 }
