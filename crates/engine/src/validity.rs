@@ -48,6 +48,49 @@ fn latency_metrics(prefix: &str, h: &Histogram<u64>, labels: &[(&str, &str)]) ->
     out
 }
 
+/// How a workload's flags keep connections or open new ones, for the words of
+/// [`connect_not_timed`]: each workload names the knob as its user gives it.
+pub struct ReconnectKnob {
+    /// The knob as set to keep every connection for the whole test
+    /// (`--requests-per-connection 0`, `-k 1`).
+    pub kept_alive: &'static str,
+    /// The knob as set to open a new connection every N requests, before the N
+    /// (`--requests-per-connection`, `-k 0 -P`).
+    pub every_n: &'static str,
+    /// What to give to have each connect timed (`--requests-per-connection N opens one
+    /// every N requests`).
+    pub to_time: &'static str,
+}
+
+/// Why a test timed no connect (httperf's connection time, `connect_time_*`), when it
+/// timed none: kept alive, its connections were opened before it, a handful that are no
+/// distribution; with a new connection every N requests, none was opened after the
+/// warm-up. None when a connect was timed ([`step_output`] stores them).
+pub fn connect_not_timed(
+    spec: &LoadSpec,
+    out: &LoadOutcome,
+    knob: &ReconnectKnob,
+) -> Option<MissingMetric> {
+    if out.connect.as_ref().is_some_and(|h| !h.is_empty()) {
+        return None;
+    }
+    let reason = match spec.requests_per_connection {
+        None => format!(
+            "connections were kept alive for the whole test ({}): its {} were opened \
+             before it and none during it; {}",
+            knob.kept_alive, spec.connections, knob.to_time
+        ),
+        Some(n) => format!(
+            "no connection was opened after the warm-up ({} {n})",
+            knob.every_n
+        ),
+    };
+    Some(MissingMetric {
+        name: "connect_time_mean_ns".into(),
+        reason,
+    })
+}
+
 /// Build the stored output of one load-loop test. `headline` names the throughput metric
 /// (`ops_per_s`, `requests_per_s`, `tpm`...), `unit` its unit.
 pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &str) -> StepOutput {
@@ -428,6 +471,35 @@ mod tests {
             .find(|m| m.name == "littles_law_latency_ns")
             .map(|m| m.value)
             .unwrap()
+    }
+
+    /// No connect timed: why, in the workload's own flags (kv's `-k`, http's
+    /// `--requests-per-connection`), kept alive or reconnecting; a connect timed: nothing.
+    #[test]
+    fn why_no_connect_was_timed_names_the_workloads_knob() {
+        let kv = ReconnectKnob {
+            kept_alive: "-k 1",
+            every_n: "-k 0 -P",
+            to_time: "-k 0 opens one after every -P requests",
+        };
+        let (mut spec, mut out) = open_loop(0, 0.2);
+        let why = connect_not_timed(&spec, &out, &kv).unwrap();
+        assert_eq!(why.name, "connect_time_mean_ns");
+        assert_eq!(
+            why.reason,
+            "connections were kept alive for the whole test (-k 1): its 4 were opened \
+             before it and none during it; -k 0 opens one after every -P requests"
+        );
+        spec.requests_per_connection = Some(16);
+        // An empty histogram timed nothing either (step_output stores no figure of it).
+        out.connect = Some(new_latency_histogram());
+        let why = connect_not_timed(&spec, &out, &kv).unwrap();
+        assert_eq!(
+            why.reason,
+            "no connection was opened after the warm-up (-k 0 -P 16)"
+        );
+        out.connect.as_mut().unwrap().record(30_000).unwrap();
+        assert!(connect_not_timed(&spec, &out, &kv).is_none());
     }
 
     /// redis-benchmark -k 0 -P 16: 16 requests in flight per connection, then a new

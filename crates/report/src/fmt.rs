@@ -56,6 +56,22 @@ pub fn fixed(v: f64, decimals: usize) -> String {
     }
 }
 
+/// Watts as every power column and figure of the console views prints them: to 0.1 W,
+/// whether or not the mean happens to be whole (`200.0` beside `199.7`, never `200`).
+pub fn watts(v: f64) -> String {
+    fixed(v, 1)
+}
+
+/// A count (transactions, requests, errors, connections): a whole number, never `91.0`.
+/// A mean of counts over repetitions rounds to the nearest one.
+pub fn count(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.0}")
+    } else {
+        "n/a".into()
+    }
+}
+
 /// A figure with an SI prefix for axis ticks and chart labels (`1.2M`, `350k`, `0.25`).
 pub fn si(v: f64) -> String {
     if !v.is_finite() {
@@ -229,6 +245,17 @@ mod tests {
             md("a:b ratio 1:2, awww.x, run@a, a@b."),
             "a:b ratio 1:2, awww.x, run@a, a@b."
         );
+    }
+
+    /// Watts print alike whether or not the mean is whole; counts print whole.
+    #[test]
+    fn watts_and_counts_print_one_way() {
+        assert_eq!(watts(200.0), "200.0");
+        assert_eq!(watts(199.96), "200.0");
+        assert_eq!(count(91.0), "91");
+        assert_eq!(count(90.6), "91");
+        assert!(crate::derive::is_count_unit("transactions"));
+        assert!(!crate::derive::is_count_unit("transactions/min"));
     }
 
     #[test]

@@ -1061,6 +1061,11 @@ pub struct Disclosure<'a> {
     pub same: Vec<(String, String)>,
 }
 
+/// A disclosure cell of a fact another column has and this host's disclosure has not
+/// (a run stored before the fact was collected, a tool absent there): said, not `-`.
+/// A fact that could not be read is stored with its reason, and shows that instead.
+pub const NOT_RECORDED: &str = "not recorded for this host";
+
 /// Every host disclosure of these runs, one column per (run, host).
 pub fn disclosure(runs: &[RunRecord]) -> Disclosure<'_> {
     let cols: Vec<(usize, &HostDisclosure)> = runs
@@ -1079,7 +1084,7 @@ pub fn disclosure(runs: &[RunRecord]) -> Disclosure<'_> {
             .map(|(_, hd)| {
                 hd.facts
                     .get(k)
-                    .map_or("-".to_string(), |f| human_fact(k, f))
+                    .map_or(NOT_RECORDED.to_string(), |f| human_fact(k, f))
             })
             .collect();
         if cols.len() > 1 && vals.windows(2).all(|w| w[0] == w[1]) {

@@ -1621,7 +1621,8 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("errors_pct").map_or("-".into(), |v| fixed(*v, 2)),
                 m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
-                m.get("power_w").map_or("-".into(), |v| fixed(*v, 1)),
+                m.get("power_w")
+                    .map_or("-".into(), |v| crate::fmt::watts(*v)),
             ]
         })
         .collect();
@@ -1862,7 +1863,8 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("latency_p99_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
-                m.get("power_w").map_or("absent".into(), |v| fixed(*v, 1)),
+                m.get("power_w")
+                    .map_or("absent".into(), |v| crate::fmt::watts(*v)),
                 m.get("reply_rate_per_w").map_or("-".into(), |v| num(*v)),
             ];
             if objective.is_some() {

@@ -204,6 +204,41 @@ fn disclosure_shows_what_differs_and_folds_what_is_the_same() {
     assert!(!h.contains("same on every run"));
 }
 
+/// A fact one host has and another has not says why on the other, never a bare `-`:
+/// a net.core sysctl a network namespace lacks carries its reason (the telemetry's), and
+/// one a disclosure has no entry for (a run stored before it was collected) is said to be
+/// not recorded.
+#[test]
+fn a_fact_missing_on_one_host_says_why() {
+    let mut runs = many_runs(3);
+    let key = "sysctl.net.core.busy_poll";
+    let netns = "not present in this network namespace: the kernel keeps it for the \
+         initial namespace only, whose value applies here";
+    runs[0].hosts[0]
+        .facts
+        .insert(key.into(), model::Fact::known("50"));
+    runs[1].hosts[0]
+        .facts
+        .insert(key.into(), model::Fact::unknown(netns));
+    let h = report::html(&runs, None);
+    let sys = &h[h.find(r#"id="disclosure""#).unwrap()..];
+    let table = &sys[..sys.find("</table>").unwrap()];
+    let row = &table[table.find(&format!("<code>{key}</code>")).unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(row.contains("<td>50</td>"), "{row}");
+    assert!(
+        row.contains(&format!("<td>unknown ({})</td>", report::fmt::esc(netns))),
+        "{row}"
+    );
+    assert!(
+        row.contains(&format!("<td>{}</td>", report::hosts_view::NOT_RECORDED)),
+        "{row}"
+    );
+    assert!(!row.contains("<td>-</td>"), "{row}");
+    let m = report::markdown(&runs, None);
+    assert!(m.contains(report::hosts_view::NOT_RECORDED), "{m}");
+}
+
 #[test]
 fn power_absent_reason_is_said_once_not_per_result() {
     let why = "no power source found: a VM";

@@ -44,6 +44,44 @@ const SYSCTLS: &[&str] = &[
     "kernel/sched_",
 ];
 
+/// The `net/core/` sysctls the kernel keeps for its initial network namespace only
+/// (net/core/sysctl_net_core.c's `net_core_table`; the per-namespace ones, somaxconn,
+/// optmem_max, the rmem/wmem limits, txrehash, tstamp_allow_data, rps_default_mask and
+/// xfrm_*, are in `netns_core_table`). In any other namespace (a container, the
+/// many-hosts tests' sshd in a netns) /proc/sys/net/core has none of them: each is then
+/// recorded as not present, with why, so that beside a host that has them the
+/// disclosure does not read a bare `-`. The values that apply there are the host's own.
+const NET_CORE_INIT_NS_ONLY: &[&str] = &[
+    "bpf_jit_enable",
+    "bpf_jit_harden",
+    "bpf_jit_kallsyms",
+    "bpf_jit_limit",
+    "busy_poll",
+    "busy_read",
+    "default_qdisc",
+    "dev_weight",
+    "dev_weight_rx_bias",
+    "dev_weight_tx_bias",
+    "flow_limit_cpu_bitmap",
+    "flow_limit_table_len",
+    "gro_normal_batch",
+    "high_order_alloc_disable",
+    "max_skb_frags",
+    "message_burst",
+    "message_cost",
+    "netdev_budget",
+    "netdev_budget_usecs",
+    "netdev_max_backlog",
+    "netdev_rss_key",
+    "netdev_tstamp_prequeue",
+    "rps_sock_flow_entries",
+    "warnings",
+];
+
+/// A key of [`NET_CORE_INIT_NS_ONLY`] every kernel has had (since 2.6): absent while
+/// /proc/sys/net/core is there, it says this is not the initial network namespace.
+const NET_CORE_ALWAYS: &str = "netdev_max_backlog";
+
 /// Kernel command-line parameters that tune (isolation, idle, frequency, mitigations,
 /// huge pages, IOMMU); anything else (root=, initrd paths, console) is left out.
 const CMDLINE_KEYS: &[&str] = &[
@@ -115,6 +153,7 @@ pub fn collect(src: &Sources) -> BTreeMap<String, Fact> {
 
 fn sysctls(f: &mut BTreeMap<String, Fact>, proc_root: &Path) {
     let root = proc_root.join("sys");
+    net_core_absent(f, &root.join("net/core"));
     for entry in SYSCTLS {
         let (dir, prefix) = match entry.rsplit_once('/') {
             Some((d, p)) => (root.join(d), p),
@@ -145,6 +184,27 @@ fn sysctls(f: &mut BTreeMap<String, Fact>, proc_root: &Path) {
                 let v = v.split_whitespace().collect::<Vec<_>>().join(" ");
                 f.insert(key, Fact::known(v));
             }
+        }
+    }
+}
+
+/// Each [`NET_CORE_INIT_NS_ONLY`] key absent from `dir` (`/proc/sys/net/core`), as not
+/// present and why: this network namespace is not the initial one (the key that every
+/// kernel has is missing too), this kernel has no such key, or the host has no
+/// /proc/sys/net/core at all. A key that is there is read by [`sysctls`] as any other.
+fn net_core_absent(f: &mut BTreeMap<String, Fact>, dir: &Path) {
+    let why = if !dir.is_dir() {
+        format!("not present on this host (no {})", dir.display())
+    } else if !dir.join(NET_CORE_ALWAYS).exists() {
+        "not present in this network namespace: the kernel keeps it for the \
+         initial namespace only, whose value applies here"
+            .to_string()
+    } else {
+        "not present in this kernel".to_string()
+    };
+    for key in NET_CORE_INIT_NS_ONLY {
+        if !dir.join(key).exists() {
+            f.insert(format!("sysctl.net.core.{key}"), Fact::unknown(why.clone()));
         }
     }
 }
@@ -519,5 +579,75 @@ mod tests {
         assert_eq!(v("cpu.cstates"), "POLL C1 C6(disabled)");
         assert_eq!(v("nic.eth0.irq_affinity"), "eth0-TxRx-0:0 eth0-TxRx-1:1");
         assert_eq!(v("irq.irqbalance"), "not running");
+        // net/core without netdev_max_backlog: a network namespace's (somaxconn only).
+        let why = f["sysctl.net.core.busy_poll"].display();
+        assert!(
+            why.starts_with("unknown (not present in this network namespace"),
+            "{why}"
+        );
+    }
+
+    /// A net.core key missing says why, by what /proc/sys/net/core holds: a network
+    /// namespace's (none of the initial namespace's keys), an older kernel's (it has
+    /// netdev_max_backlog but not this key), or none at all; a key that is there is read.
+    #[test]
+    fn a_missing_net_core_key_says_why() {
+        let d = tempfile::tempdir().unwrap();
+        let core = d.path().join("sys/net/core");
+        let reason = |f: &BTreeMap<String, Fact>, k: &str| {
+            f.get(&format!("sysctl.net.core.{k}"))
+                .and_then(|x| x.missing.clone())
+                .unwrap_or_else(|| format!("no reason for {k}: {f:?}"))
+        };
+        let mut f = BTreeMap::new();
+        sysctls(&mut f, d.path());
+        assert!(
+            reason(&f, "busy_poll").starts_with("not present on this host (no "),
+            "{f:?}"
+        );
+
+        std::fs::create_dir_all(&core).unwrap();
+        std::fs::write(core.join("somaxconn"), "4096\n").unwrap();
+        let mut f = BTreeMap::new();
+        sysctls(&mut f, d.path());
+        assert!(
+            reason(&f, "netdev_max_backlog").starts_with("not present in this network namespace"),
+            "{f:?}"
+        );
+        assert_eq!(f["sysctl.net.core.somaxconn"].display(), "4096");
+
+        std::fs::write(core.join("netdev_max_backlog"), "1000\n").unwrap();
+        let mut f = BTreeMap::new();
+        sysctls(&mut f, d.path());
+        assert_eq!(f["sysctl.net.core.netdev_max_backlog"].display(), "1000");
+        assert_eq!(reason(&f, "busy_poll"), "not present in this kernel");
+    }
+
+    /// The real thing: a thread moved into a new network namespace (`unshare -n`, as the
+    /// many-hosts tests' sshd runs) reads the initial namespace's net.core keys as not
+    /// present there, with that reason. Skipped without the privilege to unshare.
+    #[test]
+    fn in_a_network_namespace_net_core_keys_say_they_are_not_present() {
+        let facts = std::thread::spawn(|| {
+            // SAFETY: unshare on this thread alone, which reads and ends.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                return None;
+            }
+            let mut f = BTreeMap::new();
+            sysctls(&mut f, Path::new("/proc"));
+            Some(f)
+        })
+        .join()
+        .unwrap();
+        let Some(f) = facts else {
+            eprintln!("skipped: unshare(CLONE_NEWNET) needs CAP_SYS_ADMIN");
+            return;
+        };
+        let why = f["sysctl.net.core.netdev_max_backlog"].display();
+        assert!(
+            why.starts_with("unknown (not present in this network namespace"),
+            "{why}"
+        );
+        assert!(f["sysctl.net.core.somaxconn"].value.is_some(), "{f:?}");
     }
 }

@@ -255,7 +255,11 @@ pub fn efficiency_table(run: &RunRecord) -> String {
             Cell::left(r.test.clone()),
             Cell::right(cpu.as_ref().map_or_else(dash, |c| format!("{:.1}", c.pct))),
             Cell::left(cpu.as_ref().map_or_else(dash, |c| c.basis.label())),
-            Cell::right(power.as_ref().map_or_else(dash, |h| fmt_num(h.mean_watts))),
+            Cell::right(
+                power
+                    .as_ref()
+                    .map_or_else(dash, |h| report::fmt::watts(h.mean_watts)),
+            ),
             Cell::left(power.as_ref().map_or_else(dash, |h| {
                 format!("{} {}{}", h.source, h.zones.join("+"), kind(h))
             })),
@@ -602,16 +606,16 @@ pub fn render_table(headers: &[&str], rows: &[Vec<Cell>]) -> String {
     out
 }
 
-/// A figure for a table: about four significant digits, no exponent.
+/// A measured figure for a table: about four significant digits, no exponent. A figure
+/// prints by its size alone: a mean of exactly 200 W reads `200.0` as 199.7 W does (it
+/// read `200` beside `200.0` in one column). Counts are no figures: [`fmt_metric`] prints
+/// a metric in a count unit as a whole number.
 pub fn fmt_num(v: f64) -> String {
     if !v.is_finite() {
         return v.to_string();
     }
     let a = v.abs();
-    if v.fract() == 0.0 && a < 1e15 {
-        // Counts and round figures: no invented decimals.
-        format!("{v:.0}")
-    } else if a >= 1000.0 {
+    if a >= 1000.0 {
         format!("{v:.0}")
     } else if a >= 100.0 {
         format!("{v:.1}")
@@ -623,6 +627,16 @@ pub fn fmt_num(v: f64) -> String {
         // Three significant digits below 1 (0.0123), at most nine decimals.
         let decimals = (2 - a.log10().floor() as i32).clamp(3, 9) as usize;
         format!("{v:.decimals$}")
+    }
+}
+
+/// A metric's value for a table: a count (`transactions`, `errors`, see
+/// [`report::derive::is_count_unit`]) as a whole number, any other figure by [`fmt_num`].
+pub fn fmt_metric(m: &model::Metric) -> String {
+    if report::derive::is_count_unit(&m.unit) {
+        report::fmt::count(m.value)
+    } else {
+        fmt_num(m.value)
     }
 }
 
@@ -869,7 +883,7 @@ fn flag_codes(r: &ResultRecord) -> String {
 fn result_text(r: &ResultRecord) -> String {
     let figure = r
         .metric(&r.headline, &[])
-        .map(|m| format!("{} {}", fmt_num(m.value), unit_of(m)));
+        .map(|m| format!("{} {}", fmt_metric(m), unit_of(m)));
     match (r.status, figure) {
         (Status::Ok, Some(f)) => f,
         (Status::Ok, None) if r.headline.is_empty() => "no headline figure".to_string(),
@@ -968,7 +982,7 @@ pub fn results_table(run: &RunRecord) -> String {
         if show_ops {
             row.push(Cell::right(
                 r.metric("ops_per_s", &[])
-                    .map(|m| fmt_num(m.value))
+                    .map(fmt_metric)
                     .unwrap_or_else(|| "-".into()),
             ));
         }
@@ -976,7 +990,7 @@ pub fn results_table(run: &RunRecord) -> String {
             if show_tpcc[j] {
                 row.push(Cell::right(
                     r.metric(name, &[])
-                        .map(|m| fmt_num(m.value))
+                        .map(fmt_metric)
                         .unwrap_or_else(|| "-".into()),
                 ));
             }
@@ -988,7 +1002,9 @@ pub fn results_table(run: &RunRecord) -> String {
         }
         if show_errors {
             row.push(Cell::right(
-                errors[i].map(fmt_num).unwrap_or_else(|| "-".into()),
+                errors[i]
+                    .map(report::fmt::count)
+                    .unwrap_or_else(|| "-".into()),
             ));
         }
         row.push(Cell::left(flag_codes(r)));
@@ -1117,7 +1133,7 @@ pub fn run_header(run: &RunRecord) -> String {
             .map(|p| {
                 format!(
                     "{} W {}/{}{}",
-                    fmt_num(p.mean_watts),
+                    report::fmt::watts(p.mean_watts),
                     p.source,
                     p.zone,
                     if p.whole_system {
@@ -1177,8 +1193,16 @@ mod tests {
         assert_eq!(fmt_num(0.012345), "0.0123");
         assert_eq!(fmt_num(0.5), "0.500");
         assert_eq!(fmt_num(0.0), "0");
-        assert_eq!(fmt_num(3.0), "3");
+        // A figure that happens to be whole prints as its neighbours do (it read `200`
+        // beside `200.0`); counts are printed whole by fmt_metric.
+        assert_eq!(fmt_num(200.0), "200.0");
+        assert_eq!(fmt_num(199.96), "200.0");
+        assert_eq!(fmt_num(3.0), "3.00");
         assert_eq!(fmt_num(1_600_000.0), "1600000");
+        let count = model::Metric::new("transactions", 91.0, "transactions");
+        assert_eq!(fmt_metric(&count), "91");
+        let rate = model::Metric::new("tpm", 91.0, "transactions/min");
+        assert_eq!(fmt_metric(&rate), "91.00");
         // The MS columns: three places, but a sub-microsecond figure is not `0.000`.
         assert_eq!(ms(1_234_567.0), "1.235");
         assert_eq!(ms(350.0), "0.000350");
@@ -1386,6 +1410,71 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert!(rows[1].ends_with(" -"), "no perf/W of a levels test: {t}");
         assert!(!t.contains("/W/W"), "{t}");
         assert!(t.contains("PERF/W of ramp, search and levels"), "{t}");
+    }
+
+    /// One power figure prints one way everywhere in `show`: the efficiency table, the
+    /// idle power and a capacity view's power column all read `200.0` for a mean of
+    /// exactly 200 W as for 199.96 W (the efficiency table read `200` and `200.0`, the
+    /// ramp view `200.0`). Counts print whole: a headline count and the ERRORS column
+    /// read `91`, never `91.0`.
+    #[test]
+    fn one_power_figure_prints_alike_and_counts_print_whole() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
+        for (r, w) in run.results.iter_mut().zip([200.0, 199.96]) {
+            r.flags.clear();
+            r.status = Status::Ok;
+            r.error = None;
+            for p in &mut r.telemetry_summary[0].power {
+                p.modelled = true;
+                p.whole_system = true;
+                p.source = "model".into();
+                p.zone = "system".into();
+                p.mean_watts = w;
+            }
+            r.telemetry_summary[0].power.truncate(1);
+        }
+        let t = efficiency_table(&run);
+        let cells: Vec<&str> = t
+            .lines()
+            .filter(|l| l.contains("(modelled)"))
+            .map(|l| l.split_whitespace().nth(3).unwrap_or(""))
+            .collect();
+        assert_eq!(cells, ["200.0", "200.0"], "{t}");
+        for idle in &mut run.idle_power {
+            for p in &mut idle.power {
+                p.mean_watts = 200.0;
+            }
+        }
+        assert!(!run.idle_power.is_empty());
+        let h = run_header(&run);
+        assert!(h.contains("200.0 W "), "{h}");
+
+        let ramp = &mut run.results[0];
+        ramp.test = "ramp".into();
+        ramp.headline = "saturation_rate_per_s".into();
+        ramp.metrics = vec![model::Metric::new("saturation_rate_per_s", 4000.0, "req/s")];
+        let l = |m: model::Metric| m.label("phase", "ramp").label("step", 0);
+        ramp.metrics.extend([
+            l(model::Metric::new("demanded_rate_per_s", 2000.0, "req/s")),
+            l(model::Metric::new("reply_rate_per_s", 1990.0, "req/s")),
+            l(model::Metric::new("power_w", 200.0, "W")),
+        ]);
+        let v = views_text(&run);
+        let step = v
+            .lines()
+            .find(|l| l.starts_with("0 "))
+            .unwrap_or_else(|| panic!("{v}"));
+        assert!(step.ends_with(" 200.0"), "{v}");
+
+        let tx = &mut run.results[1];
+        tx.headline = "transactions".into();
+        tx.metrics = vec![
+            model::Metric::new("transactions", 91.0, "transactions"),
+            model::Metric::new("errors", 91.0, "transactions").label("txn", "payment"),
+        ];
+        let t = results_table(&run);
+        assert!(t.contains(" 91 transactions "), "{t}");
+        assert!(!t.contains("91.0"), "{t}");
     }
 
     /// A capacity test's steps and a TPC-C run's consistency check, as the report has

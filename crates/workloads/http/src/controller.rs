@@ -18,7 +18,7 @@ use engine::cpu_use::CpuUse;
 use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{CpuList, CpuRole, Ctx, Params, StepOutput, Workload};
-use model::{Fact, Flag, Metric, MissingMetric};
+use model::{Fact, Flag, Metric};
 use serde_json::json;
 
 use crate::driver::LOAD;
@@ -218,12 +218,8 @@ impl Http {
         let (spec, out) = (&d.spec, &d.spread.merged);
         let mut step = engine::validity::step_output(spec, out, "requests_per_s", "req/s");
         step.measured = d.spread.measured_window(spec.warmup).into_iter().collect();
-        if out.connect.is_none() {
-            step.missing.push(MissingMetric {
-                name: "connect_time_mean_ns".into(),
-                reason: connect_not_timed(spec),
-            });
-        }
+        step.missing
+            .extend(engine::validity::connect_not_timed(spec, out, &RECONNECT));
         d.spread.add_figures(
             &mut step,
             engine::spread::Figures {
@@ -325,22 +321,12 @@ impl Http {
     }
 }
 
-/// Why a `load` test timed no connect (httperf's connection time): kept alive, its
-/// connections were opened before the test, a handful that are no distribution; or with
-/// a new connection every N requests, none was opened after the warm-up.
-fn connect_not_timed(spec: &LoadSpec) -> String {
-    match spec.requests_per_connection {
-        None => format!(
-            "connections were kept alive for the whole test (--requests-per-connection 0): \
-             its {} were opened before it and none during it; --requests-per-connection N \
-             opens one every N requests and times each connect",
-            spec.connections
-        ),
-        Some(n) => {
-            format!("no connection was opened after the warm-up (--requests-per-connection {n})")
-        }
-    }
-}
+/// http's reconnect knob (httperf's --num-calls), for why a `load` test timed no connect.
+const RECONNECT: engine::validity::ReconnectKnob = engine::validity::ReconnectKnob {
+    kept_alive: "--requests-per-connection 0",
+    every_n: "--requests-per-connection",
+    to_time: "--requests-per-connection N opens one every N requests and times each connect",
+};
 
 impl Workload for Http {
     fn name(&self) -> &'static str {

@@ -237,6 +237,9 @@ impl Workload for Kv {
         let d = self.drive(test, &self.params, ctx)?;
         let out = &d.spread.merged;
         let mut step = engine::validity::step_output(&d.spec, out, "ops_per_s", "ops/s");
+        step.missing.extend(engine::validity::connect_not_timed(
+            &d.spec, out, &RECONNECT,
+        ));
         step.measured = d
             .spread
             .measured_window(d.spec.warmup)
@@ -330,6 +333,13 @@ impl Workload for Kv {
         self.facts.clone()
     }
 }
+
+/// kv's reconnect knob (redis-benchmark's -k), for why a test timed no connect.
+const RECONNECT: engine::validity::ReconnectKnob = engine::validity::ReconnectKnob {
+    kept_alive: "-k 1",
+    every_n: "-k 0 -P",
+    to_time: "-k 0 opens a new connection after every -P requests and times each connect",
+};
 
 impl Kv {
     /// One open-loop step of the capacity tests at `rate` requests/s in total on the

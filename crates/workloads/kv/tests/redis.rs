@@ -105,6 +105,22 @@ fn set_then_get_counts_match_the_servers_own_counters() {
     assert!(get.flags.iter().all(|f| f.code != "value_mismatch"));
     assert!(!get.histograms.is_empty());
     assert_eq!(get.histograms[0].summary.count, 20000);
+    // Kept alive (-k 1, the default), no connect was timed: the result says why, as
+    // http's does, rather than leaving connect_time_* silently out.
+    for step in [&set, &get] {
+        let why = step
+            .missing
+            .iter()
+            .find(|m| m.name == "connect_time_mean_ns")
+            .unwrap_or_else(|| panic!("{:?}", step.missing));
+        assert!(
+            why.reason.contains("kept alive for the whole test (-k 1)")
+                && why.reason.contains("its 10 were opened before it")
+                && why.reason.contains("-k 0 opens a new connection"),
+            "{}",
+            why.reason
+        );
+    }
     w.cleanup();
 }
 
@@ -189,6 +205,13 @@ fn keepalive_off_sends_a_pipeline_per_connection() {
         set.flags.iter().all(|f| f.code != "latency_inconsistent"),
         "{:?}",
         set.flags
+    );
+    // Reconnecting, each connect is timed: no reason for a missing connect time.
+    assert!(metric(&set, "connects_timed") > 0.0);
+    assert!(
+        set.missing.iter().all(|m| m.name != "connect_time_mean_ns"),
+        "{:?}",
+        set.missing
     );
 }
 
