@@ -72,6 +72,17 @@ pub fn count(v: f64) -> String {
     }
 }
 
+/// A figure that is whole when it is exact: a count, a mean of counts, a demanded rate
+/// (`91`, `20`, `4,321`), where [`num`]'s three significant digits would print `91.0` and
+/// `20.0` beside `100`; any other figure as [`num`] prints it.
+pub fn whole_or_num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 100.0 {
+        count(v)
+    } else {
+        num(v)
+    }
+}
+
 /// A figure with an SI prefix for axis ticks and chart labels (`1.2M`, `350k`, `0.25`).
 pub fn si(v: f64) -> String {
     if !v.is_finite() {
@@ -253,6 +264,11 @@ mod tests {
         assert_eq!(watts(200.0), "200.0");
         assert_eq!(watts(199.96), "200.0");
         assert_eq!(count(91.0), "91");
+        assert_eq!(whole_or_num(91.0), "91");
+        assert_eq!(whole_or_num(20.0), "20");
+        assert_eq!(whole_or_num(4321.0), "4,321");
+        assert_eq!(whole_or_num(91.5), "91.5");
+        assert_eq!(whole_or_num(0.25), "0.250");
         assert_eq!(count(90.6), "91");
         assert!(crate::derive::is_count_unit("transactions"));
         assert!(!crate::derive::is_count_unit("transactions/min"));

@@ -575,7 +575,9 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             }
             let (figures, merged) = txn_latency(rs, t);
             per_repetition |= !merged && rs.len() > 1;
-            let mut row = vec![name.clone(), t.to_string(), cell(n)];
+            // A count, or a mean of counts over repetitions.
+            let n = n.map_or("-".to_string(), crate::fmt::whole_or_num);
+            let mut row = vec![name.clone(), t.to_string(), n];
             row.extend(figures);
             latency.push(row);
         }
@@ -1613,7 +1615,8 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
         .map(|(i, m)| {
             vec![
                 i.clone(),
-                m.get("demanded_rate_per_s").map_or("-".into(), |v| num(*v)),
+                m.get("demanded_rate_per_s")
+                    .map_or("-".into(), |v| crate::fmt::whole_or_num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_p50_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
@@ -1741,7 +1744,8 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 .unwrap_or_else(|| "-".into());
             vec![
                 i.clone(),
-                m.get("demanded_rate_per_s").map_or("-".into(), |v| num(*v)),
+                m.get("demanded_rate_per_s")
+                    .map_or("-".into(), |v| crate::fmt::whole_or_num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_at_objective_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
@@ -1858,7 +1862,8 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
         .map(|(l, m)| {
             let mut row = vec![
                 l.clone(),
-                m.get("target_rate_per_s").map_or("-".into(), |v| num(*v)),
+                m.get("target_rate_per_s")
+                    .map_or("-".into(), |v| crate::fmt::whole_or_num(*v)),
                 m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
                 m.get("latency_p99_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),

@@ -884,6 +884,17 @@ fn oltp_nopm_tpm_per_database_latency_and_users_chart() {
     }
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(m.contains("| vus=2 | 60,000 | 138,000 |"), "{m}");
+    // A small count is whole, not three significant digits (`91.0`).
+    let mut small = r.clone();
+    for res in &mut small.results {
+        for m in &mut res.metrics {
+            if m.name == "transactions" {
+                m.value = 91.0;
+            }
+        }
+    }
+    let m = report::markdown(&[small], None);
+    assert!(m.contains("| new\\_order | 91 |"), "{m}");
 }
 
 /// Seed 003's latency view: with `--latency-thresholds`, the table puts each run (or
