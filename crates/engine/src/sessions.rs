@@ -104,13 +104,24 @@ fn worker<S: Session>(
 ) -> (Recorder, Option<String>) {
     let open = spec.shape != LoadShape::Closed;
     let mut rec = Recorder::new(n_classes, open, spec.interval);
-    if !spec.client_cpus.is_empty() {
-        let _ =
-            crate::launch::pin_current_thread(&[spec.client_cpus[index % spec.client_cpus.len()]]);
-    }
+    // A session that cannot be pinned where asked ends at the start, as a broken one
+    // does (said in the result; every session failing fails the test): its figures would
+    // be of CPUs nobody chose. After the barrier, which every session must reach.
+    let unpinned = (!spec.client_cpus.is_empty())
+        .then(|| spec.client_cpus[index % spec.client_cpus.len()])
+        .and_then(|cpu| {
+            crate::launch::pin_current_thread(&[cpu])
+                .err()
+                .map(|e| format!("could not pin session {index} to client CPU {cpu}: {e:#}"))
+        });
     let mut rng = SmallRng::seed_from_u64(spec.seed.wrapping_add(index as u64 * 0x9E37_79B9));
     let mut schedule = Schedule::new(spec.shape, index, n, spec.phase);
     barrier.wait();
+    if unpinned.is_some() {
+        rec.cpu_end = thread_cpu();
+        rec.cpu_start = rec.cpu_end;
+        return (rec, unpinned);
+    }
     let warm_ns = spec.warmup.as_nanos() as u64;
     let end_ns = match spec.stop {
         StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),

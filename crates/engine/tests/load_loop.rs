@@ -448,6 +448,41 @@ fn sessions_that_all_break_stop_early_with_measurements_kept() {
     assert_eq!(out.lost_count(), 2);
 }
 
+/// A session the kernel would not pin where asked ends at the start, saying why, and the
+/// others run; every session unpinned stops the test early. (The pin's failure used to
+/// be ignored: the sessions ran wherever the scheduler put them.)
+#[test]
+fn sessions_that_cannot_be_pinned_say_so() {
+    let here = engine::launch::allowed_cpus()[0];
+    let counters = || {
+        (0..2)
+            .map(|_| Counter {
+                fail_after: None,
+                n: 0,
+            })
+            .collect::<Vec<_>>()
+    };
+    let s = LoadSpec {
+        client_cpus: vec![here, 4095],
+        ..spec(StopAfter::Requests(100))
+    };
+    let out = run_sessions(&s, &["a", "b"], counters(), &Progress::default()).unwrap();
+    assert!(out.stopped_early.is_none(), "{:?}", out.stopped_early);
+    assert_eq!(out.connection_error_count(), 1);
+    assert!(out.total_count() > 0);
+    let s = LoadSpec {
+        client_cpus: vec![4095],
+        ..spec(StopAfter::Requests(100))
+    };
+    let out = run_sessions(&s, &["a", "b"], counters(), &Progress::default()).unwrap();
+    let why = out.stopped_early.clone().unwrap();
+    assert!(
+        why.contains("could not pin session") && why.contains("client CPU 4095"),
+        "{why}"
+    );
+    assert_eq!(out.total_count(), 0);
+}
+
 /// A session that waits `wait` around each operation (a TPC-C terminal's keying and
 /// think times) and reports the operation's own 300 us; every 3rd call nothing is sent.
 struct Waiter {

@@ -104,6 +104,9 @@ pub fn bandwidth(
     let barrier = Barrier::new(parties);
     let passes = passes.max(1);
     // Per worker, per timed pass, per kernel: its window.
+    // A worker the kernel would not pin runs anyway (the others wait for it at every
+    // barrier), and the measurement is refused after: its bandwidth is of CPUs nobody chose.
+    let unpinned = std::sync::Mutex::new(Vec::<String>::new());
     let per_thread: Vec<Vec<[Window; 4]>> = std::thread::scope(|s| {
         let parts = a
             .chunks_mut(chunk)
@@ -112,11 +115,14 @@ pub fn bandwidth(
             .enumerate();
         let mut handles = Vec::new();
         for (i, ((pa, pb), pc)) in parts {
-            let barrier = &barrier;
+            let (barrier, unpinned) = (&barrier, &unpinned);
             let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
             handles.push(s.spawn(move || {
                 if let Some(c) = cpu {
-                    let _ = engine::launch::pin_current_thread(&[c]);
+                    if let Err(e) = engine::launch::pin_current_thread(&[c]) {
+                        let mut u = unpinned.lock().unwrap_or_else(|p| p.into_inner());
+                        u.push(format!("thread {i} on CPU {c}: {e:#}"));
+                    }
                 }
                 // STREAM's initial values, written by this thread (see the module doc).
                 pa.fill(INIT.0);
@@ -148,6 +154,13 @@ pub fn bandwidth(
             .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     });
+    let unpinned = unpinned.into_inner().unwrap_or_else(|p| p.into_inner());
+    if !unpinned.is_empty() {
+        anyhow::bail!(
+            "could not pin the bandwidth threads where asked: {}",
+            unpinned.join("; ")
+        );
+    }
     validate(&a, &b, &c)?;
     let bytes_of = |k: Kernel| (k.bytes_per_elem() * elems) as f64;
     Ok(KERNELS
@@ -403,6 +416,23 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A thread the kernel would not pin (here a CPU past any this machine has, as a CPU
+    /// outside the cpuset is refused) fails the measurement, naming it; it used to run
+    /// wherever the scheduler put it, and its bandwidth was reported as if pinned.
+    #[test]
+    fn a_thread_that_cannot_be_pinned_fails_the_measurement() {
+        let _alone = crate::REAL_RUN.lock();
+        let here = engine::launch::allowed_cpus()[0];
+        let e = bandwidth(1 << 12, 2, 1, &[here, 4095]).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("could not pin the bandwidth threads") && e.contains("thread 1 on CPU 4095"),
+            "{e}"
+        );
+        assert!(!e.contains("thread 0"), "{e}");
+        bandwidth(1 << 12, 2, 1, &[here]).unwrap();
     }
 
     /// The arrays must hold what the kernels computed: a `b` never written (left on the

@@ -881,7 +881,9 @@ pub fn run(
         let h = std::thread::Builder::new()
             .name(format!("net-tx-{i}"))
             .spawn(move || -> Out {
-                let pin_err = engine::launch::pin_current_thread(&cpus)
+                // Exactly: a list the kernel narrowed (a cpuset) is refused, not run on
+                // fewer CPUs than asked.
+                let pin_err = engine::launch::pin_current_thread_exactly(&cpus)
                     .err()
                     .map(|e| format!("{e:#}"));
                 let (started, t0) = (SystemTime::now(), Instant::now());

@@ -356,6 +356,32 @@ fn a_receiver_that_cannot_pin_its_threads_says_so_on_the_result() {
     let _ = h.join().unwrap();
 }
 
+/// The sender's streams pin exactly: a CPU list the kernel narrows (one CPU of it not
+/// online, as a cpuset's exclusion) fails the stream, naming what was left out; it used
+/// to run on the CPUs left and report figures as of the list asked for.
+#[test]
+fn a_sender_the_kernel_narrows_fails_its_stream() {
+    let online = engine::launch::cpus_online_here();
+    let Some(past) = (0..libc::CPU_SETSIZE as usize).find(|c| !online.contains(*c)) else {
+        eprintln!("skipped: every CPU number a cpu_set_t holds is online here");
+        return;
+    };
+    let mine = engine::launch::allowed_cpus();
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let spec = SendSpec {
+        sender_cpus: vec![mine[0], past],
+        ..tcp_spec(addr, 0.3, None)
+    };
+    let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+    let why = rep.error.expect("a narrowed sender fails its stream");
+    assert!(
+        why.contains(&format!("CPU {past} left out by the kernel")),
+        "{why}"
+    );
+    stop.store(true, Ordering::Relaxed);
+    let _ = h.join().unwrap();
+}
+
 #[test]
 fn a_stream_on_another_congestion_control_than_asked_for_is_invalid() {
     let spec = tcp_spec("127.0.0.1:9".parse().unwrap(), 1.0, Some("cubic"));
