@@ -294,14 +294,20 @@ fn the_window_is_set_on_both_ends_before_the_streams_connect() {
     assert!(err.contains("`window` must be 4096 B"), "{err}");
 }
 
+/// A CPU number a `cpu_set_t` holds that is not online here: the kernel refuses a pin to
+/// it as it refuses one to a CPU outside the process's cpuset.
+fn cpu_not_online() -> Option<usize> {
+    let online = engine::launch::cpus_online_here();
+    (0..libc::CPU_SETSIZE as usize).find(|c| !online.contains(*c))
+}
+
 /// The receiver pinned its data threads "best effort" and said nothing when it could
 /// not: a CPU the kernel would not give (a cpuset's exclusion, or, as here, a CPU not
 /// online: the same refusal of sched_setaffinity) left the figures looking pinned. The
 /// receiver's report says so now, and the result carries a warning.
 #[test]
 fn a_receiver_that_cannot_pin_its_threads_says_so_on_the_result() {
-    let online = engine::launch::cpus_online_here();
-    let Some(past) = (0..libc::CPU_SETSIZE as usize).find(|c| !online.contains(*c)) else {
+    let Some(past) = cpu_not_online() else {
         eprintln!("skipped: every CPU number a cpu_set_t holds is online here");
         return;
     };
@@ -361,8 +367,7 @@ fn a_receiver_that_cannot_pin_its_threads_says_so_on_the_result() {
 /// to run on the CPUs left and report figures as of the list asked for.
 #[test]
 fn a_sender_the_kernel_narrows_fails_its_stream() {
-    let online = engine::launch::cpus_online_here();
-    let Some(past) = (0..libc::CPU_SETSIZE as usize).find(|c| !online.contains(*c)) else {
+    let Some(past) = cpu_not_online() else {
         eprintln!("skipped: every CPU number a cpu_set_t holds is online here");
         return;
     };
