@@ -1136,7 +1136,9 @@ pub fn run_header(run: &RunRecord) -> String {
                     report::fmt::watts(p.mean_watts),
                     p.source,
                     p.zone,
-                    if p.whole_system {
+                    if p.modelled {
+                        " (modelled: declared with --power-model, not measured)"
+                    } else if p.whole_system {
                         " (whole system)"
                     } else {
                         ""
@@ -1149,9 +1151,15 @@ pub fn run_header(run: &RunRecord) -> String {
         } else {
             parts.join(", ")
         };
+        // A declared idle (only modelled power) was measured over no time at all.
+        let declared = !idle.power.is_empty() && idle.power.iter().all(|p| p.modelled);
         kv.push((
             format!("idle power {}", idle.host),
-            format!("{text} over {} s", fmt_num(idle.duration_s)),
+            if declared {
+                text
+            } else {
+                format!("{text} over {} s", report::fmt::fixed(idle.duration_s, 1))
+            },
         ));
     }
     let width = kv.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
@@ -1437,7 +1445,14 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         let cells: Vec<&str> = t
             .lines()
             .filter(|l| l.contains("(modelled)"))
-            .map(|l| l.split_whitespace().nth(3).unwrap_or(""))
+            // POWER W is the cell before SOURCE's `model` (OF's label has several words).
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.iter()
+                    .position(|x| *x == "model")
+                    .and_then(|i| i.checked_sub(1))
+                    .map_or("", |i| w[i])
+            })
             .collect();
         assert_eq!(cells, ["200.0", "200.0"], "{t}");
         for idle in &mut run.idle_power {
@@ -1448,6 +1463,20 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert!(!run.idle_power.is_empty());
         let h = run_header(&run);
         assert!(h.contains("200.0 W "), "{h}");
+        // A declared idle (--power-model) says so, over no measured time.
+        let mut declared = run.clone();
+        for idle in &mut declared.idle_power {
+            idle.duration_s = 0.0;
+            for p in &mut idle.power {
+                p.modelled = true;
+            }
+        }
+        let h = run_header(&declared);
+        assert!(
+            h.contains("(modelled: declared with --power-model, not measured)")
+                && !h.contains("over 0"),
+            "{h}"
+        );
 
         let ramp = &mut run.results[0];
         ramp.test = "ramp".into();
