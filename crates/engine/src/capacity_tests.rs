@@ -1008,6 +1008,94 @@ mod tests {
         }
     }
 
+    /// Levels are judged against a latency objective when a search found their capacity
+    /// (its objective) or --slo gives one; after a ramp, or at a --capacity alone, they
+    /// are not. A level that misses is flagged; the search's edge is said only after one.
+    #[test]
+    fn levels_are_judged_against_the_searchs_objective_or_slo() {
+        let judged = |out: &StepOutput| -> Vec<(String, f64)> {
+            out.metrics
+                .iter()
+                .filter(|m| m.name == "meets_objective")
+                .map(|m| (m.labels["level"].clone(), m.value))
+                .collect()
+        };
+        let flag = |out: &StepOutput| {
+            out.flags
+                .iter()
+                .find(|f| f.code == "level_misses_objective")
+                .map(|f| f.message.clone())
+        };
+        let go = |test: &str,
+                  p: Value,
+                  found: &mut Found,
+                  server: &dyn Fn(f64) -> anyhow::Result<RateStep>| {
+            let (_, cfg) = split_params("kv", &params(p)).unwrap();
+            run("kv", test, &cfg, &D, &Ctx::quiet(), found, None, 1, server).unwrap()
+        };
+        // The same server, a little slower when the levels run: 5 ms from 700/s on.
+        let slower = |rate: f64| -> anyhow::Result<RateStep> {
+            step(if rate >= 700.0 { rate.max(800.0) } else { rate })
+        };
+        let mut found = Found::default();
+        let s = go("search", json!({"slo": "p99<2ms"}), &mut found, &step);
+        let best = s
+            .metrics
+            .iter()
+            .find(|m| m.name == "max_rate_meeting_slo_per_s" && m.labels.is_empty())
+            .unwrap()
+            .value;
+        assert!((700.0..800.0).contains(&best), "{best}");
+        let l = go(
+            "levels",
+            json!({"slo": "p99<2ms", "levels": [100, 50]}),
+            &mut found,
+            &slower,
+        );
+        assert_eq!(
+            judged(&l),
+            [("100%".to_string(), 0.0), ("50%".to_string(), 1.0)]
+        );
+        let why = flag(&l).expect("the 100% level missed");
+        assert!(
+            why.starts_with("levels that missed p99<2ms: 100% (")
+                && why.contains("misses p99<2ms")
+                && why.contains("at the objective's edge"),
+            "{why}"
+        );
+        // After a ramp: nothing to judge against.
+        let mut found = Found::default();
+        go(
+            "ramp",
+            json!({"ramp_low": 200, "ramp_high": 1200, "ramp_step": 200}),
+            &mut found,
+            &step,
+        );
+        let l = go("levels", json!({"levels": [100, 50]}), &mut found, &slower);
+        assert!(judged(&l).is_empty() && flag(&l).is_none(), "{:?}", l.flags);
+        // --capacity with --slo: judged, with no search's edge to speak of.
+        let l = go(
+            "levels",
+            json!({"capacity": 900, "slo": "p99<2ms", "levels": [100, 50]}),
+            &mut Found::default(),
+            &step,
+        );
+        assert_eq!(
+            judged(&l),
+            [("100%".to_string(), 0.0), ("50%".to_string(), 1.0)]
+        );
+        let why = flag(&l).unwrap();
+        assert!(!why.contains("edge"), "{why}");
+        // --capacity alone: not judged.
+        let l = go(
+            "levels",
+            json!({"capacity": 900, "levels": [100]}),
+            &mut Found::default(),
+            &step,
+        );
+        assert!(judged(&l).is_empty());
+    }
+
     /// Past saturation every connection waits on the server, and requests fall late or
     /// unsent by design: a saturated ramp step (and a search probe that missed its
     /// objective) is not the generator falling behind, and is not named.

@@ -1873,6 +1873,12 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("reply_rate_per_w").map_or("-".into(), |v| num(*v)),
             ];
             if objective.is_some() {
+                // The percentile judged, of every request due (unsent ones at the top),
+                // as the search's probes give it; `p99 ms` beside is of those recorded.
+                row.push(
+                    m.get("latency_at_objective_ns")
+                        .map_or("-".into(), |v| fixed(ms(*v), 3)),
+                );
                 row.push(match m.get("meets_objective") {
                     Some(v) if *v > 0.5 => "yes".into(),
                     Some(_) => "NO".into(),
@@ -1920,7 +1926,11 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
             ]
             .iter()
             .map(|s| s.to_string())
-            .chain(objective.iter().map(|o| format!("Meets {o}")))
+            .chain(
+                objective
+                    .iter()
+                    .flat_map(|o| ["Latency at objective ms".to_string(), format!("Meets {o}")]),
+            )
             .collect(),
             rows,
         }],
