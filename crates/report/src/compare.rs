@@ -313,22 +313,38 @@ fn key_matters(key: &str) -> bool {
     })
 }
 
+/// A run's system-under-test hosts (every host of a run that names none).
+fn sut_hosts(run: &RunRecord) -> Vec<&HostDisclosure> {
+    let s: Vec<&HostDisclosure> = run
+        .hosts
+        .iter()
+        .filter(|h| h.role.contains("sut"))
+        .collect();
+    if s.is_empty() {
+        run.hosts.iter().collect()
+    } else {
+        s
+    }
+}
+
+/// The facts that matter that some SUT host of these runs knows a value of: one that
+/// every host gives as unknown (or leaves out) tells of no setting, whatever its reason
+/// says (an older rackbench left a `sysctl.net.core` key out where a newer one says
+/// why it is not present).
+fn known_facts(runs: &[RunRecord]) -> BTreeSet<&str> {
+    runs.iter()
+        .flat_map(sut_hosts)
+        .flat_map(|h| &h.facts)
+        .filter(|(k, f)| f.value.is_some() && key_matters(k))
+        .map(|(k, _)| k.as_str())
+        .collect()
+}
+
 /// The facts that matter of the SUT host(s) of a group of runs: key -> set of values.
 fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for run in runs {
-        let sut: Vec<&HostDisclosure> = {
-            let s: Vec<&HostDisclosure> = run
-                .hosts
-                .iter()
-                .filter(|h| h.role.contains("sut"))
-                .collect();
-            if s.is_empty() {
-                run.hosts.iter().collect()
-            } else {
-                s
-            }
-        };
+        let sut = sut_hosts(run);
         for h in &sut {
             for (k, f) in &h.facts {
                 if key_matters(k) {
@@ -402,11 +418,21 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
 pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
     let fa = facts(a);
     let fb = facts(b);
+    let known: BTreeSet<&str> = known_facts(a).into_iter().chain(known_facts(b)).collect();
     let mut keys: Vec<&String> = fa.keys().chain(fb.keys()).collect();
     keys.sort();
     keys.dedup();
     let mut differences = Vec::new();
     for k in keys {
+        // A host fact neither side knows a value of: nothing known differs.
+        let host_fact = a
+            .iter()
+            .chain(b)
+            .flat_map(sut_hosts)
+            .any(|h| h.facts.contains_key(k));
+        if host_fact && !known.contains(k.as_str()) {
+            continue;
+        }
         let va = fa
             .get(k)
             .map(|v| v.join(", "))

@@ -3000,3 +3000,36 @@ fn power_sweep_has_a_line_per_run_and_variant() {
     let names: Vec<&str> = sweeps[0].lines.iter().map(|l| l.name.as_str()).collect();
     assert_eq!(names, ["variant=off", "variant=on"]);
 }
+
+/// A setting neither side knows a value of is no difference: a run stored before
+/// rackbench said why a `sysctl.net.core` key is not present (it left the key out) beside
+/// one that says so, on the same unchanged host, compare like for like. A known value
+/// against an unknown one still differs.
+#[test]
+fn a_setting_no_side_knows_is_no_difference() {
+    let a = kv_run(&Spec::default());
+    let mut b = kv_run(&Spec {
+        id: "20261120T231500-bbbbbb",
+        ..Spec::default()
+    });
+    let key = "sysctl.net.core.bpf_jit_enable";
+    assert!(!a.hosts[0].facts.contains_key(key));
+    b.hosts[0].facts.insert(
+        key.into(),
+        model::Fact::unknown("not present in this network namespace"),
+    );
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert!(c.like_for_like, "{}", c.verdict);
+    let mut a2 = a.clone();
+    a2.hosts[0].facts.insert(
+        key.into(),
+        model::Fact::unknown("not present in this kernel"),
+    );
+    let c = report::comparability(std::slice::from_ref(&a2), std::slice::from_ref(&b));
+    assert!(c.like_for_like, "{}", c.verdict);
+    a2.hosts[0]
+        .facts
+        .insert(key.into(), model::Fact::known("1"));
+    let c = report::comparability(std::slice::from_ref(&a2), std::slice::from_ref(&b));
+    assert!(!c.like_for_like && c.verdict.contains(key), "{}", c.verdict);
+}
