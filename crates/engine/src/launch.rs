@@ -372,8 +372,8 @@ impl OnlineCpus {
 /// The kernel's list of online CPUs ([`CPUS_ONLINE_PATH`]: `0-3,5,7-8` and a newline),
 /// ascending. Stricter than [`parse_cpu_list`], which reads what a user types: the
 /// kernel writes digits, `-` and `,` only, every range ascending and after the last, and
-/// at least CPU 0's; anything else is not that file, and is an error rather than a
-/// guess.
+/// at least one CPU (not necessarily CPU 0: it can be taken offline where the platform
+/// allows); anything else is not that file, and is an error rather than a guess.
 pub fn parse_online_cpus(text: &str) -> anyhow::Result<Vec<usize>> {
     let list = text.strip_suffix('\n').unwrap_or(text);
     let bad = |why: String| {
@@ -440,10 +440,12 @@ pub fn check_cpus_against(cpus: &[usize], what: &str, online: &OnlineCpus) -> an
         let holes = online.holes(cpus);
         bail!(
             "{what}: CPU {bad} is not available: {} here (this host has CPUs {} online){}",
+            // Above the highest online CPU the list cannot tell an absent CPU from one
+            // offline (SMT siblings numbered last, with nosmt).
             if holes.contains(bad) {
                 "it is offline"
             } else {
-                "it does not exist"
+                "it is not online (absent, or offline)"
             },
             online.text(),
             online.note().map(|n| format!("; {n}")).unwrap_or_default()
@@ -1015,7 +1017,8 @@ mod tests {
              0-1,3 online)"
         );
         let e = check_cpus_against(&[9], "--server-cpus", &online).unwrap_err();
-        assert!(format!("{e}").contains("CPU 9 is not available: it does not exist here"));
+        assert!(format!("{e}")
+            .contains("CPU 9 is not available: it is not online (absent, or offline) here"));
 
         let counted = cpus_online_from(&dir.path().join("absent"));
         assert_eq!(counted.cpus, (0..system_cpus()).collect::<Vec<_>>());
