@@ -474,6 +474,8 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
         let names = derive::series_names(&on, &labels, &[param.as_str()]);
         let mut lines: Vec<PowerLine> = Vec::new();
         let mut bases: Vec<PowerBasis> = Vec::new();
+        // Each line's bases, to name them on a chart of several.
+        let mut line_bases: Vec<(String, PowerBasis)> = Vec::new();
         for (p, name) in on.iter().zip(names) {
             let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
                 continue;
@@ -481,6 +483,9 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
             let figure = p.power_above_idle().map(|(f, above)| {
                 if !bases.contains(&f.basis) {
                     bases.push(f.basis);
+                }
+                if !line_bases.contains(&(name.clone(), f.basis)) {
+                    line_bases.push((name.clone(), f.basis));
                 }
                 (f.watts, above)
             });
@@ -495,6 +500,18 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
         }
         for l in &mut lines {
             l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            // Lines of different bases on one W axis: each says its own (a modelled
+            // line read as measured beside an IPMI one), the measured ones too.
+            if bases.len() > 1 {
+                let mine: Vec<&str> = line_bases
+                    .iter()
+                    .filter(|(n, _)| *n == l.name)
+                    .map(|(_, b)| b.label())
+                    .collect();
+                if !mine.is_empty() {
+                    l.name = format!("{} ({})", l.name, mine.join("; "));
+                }
+            }
         }
         let sweep = PowerSweep {
             workload: wl.to_string(),

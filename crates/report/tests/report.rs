@@ -3033,3 +3033,32 @@ fn a_setting_no_side_knows_is_no_difference() {
     let c = report::comparability(std::slice::from_ref(&a2), std::slice::from_ref(&b));
     assert!(!c.like_for_like && c.verdict.contains(key), "{}", c.verdict);
 }
+
+/// Lines of different power bases on one chart each say their basis (a modelled line
+/// read as measured beside an IPMI one); lines of one basis keep their plain names.
+#[test]
+fn power_sweep_lines_of_different_bases_say_theirs() {
+    let a = kv_run(&Spec::default());
+    let b = kv_run(&Spec {
+        label: "modelled-b",
+        id: "20261120T231500-bbbbbb",
+        power: Power::Modelled(250.0),
+        ..Spec::default()
+    });
+    let both = [a.clone(), b];
+    let sweeps = report::charts::power_sweeps(&both, "kv");
+    let s = sweeps.iter().find(|s| s.param == "instances").unwrap();
+    for l in &s.lines {
+        let want = if l.name.starts_with("modelled-b") {
+            "(MODELLED (declared power model))"
+        } else {
+            "(measured, whole server)"
+        };
+        assert!(l.name.ends_with(want), "{}", l.name);
+    }
+    let md = report::markdown(&both, None);
+    assert!(md.contains("modelled-b · set pipeline=1 (MODELLED"), "{md}");
+    // One basis: plain names.
+    let one = report::charts::power_sweeps(std::slice::from_ref(&a), "kv");
+    assert!(one[0].lines.iter().all(|l| !l.name.contains('(')));
+}
