@@ -95,6 +95,11 @@ pub fn fmt_pct_change(r: f64) -> String {
 /// 0 (a part the baseline does not have), or a figure is not a number.
 pub fn fmt_difference(r: Option<f64>, baseline: f64) -> String {
     match r {
+        // Two decimals beside the percent, so that the two agree (`0.88x (-12%)`; the
+        // seed's one decimal gave `1.0x (+4%)` and `1.0x (-4%)` in one column).
+        Some(v) if v.is_finite() && v.abs() >= 0.095 && v.abs() < 10.0 => {
+            format!("{v:.2}x ({})", fmt_pct_change(v))
+        }
         Some(v) if v.is_finite() => format!("{} ({})", fmt_ratio(Some(v)), fmt_pct_change(v)),
         _ if baseline == 0.0 => "n/a (baseline is 0)".to_string(),
         _ => "n/a (not a number)".to_string(),

@@ -165,7 +165,7 @@ fn table_text_has_difference_columns() {
     assert!(s.contains("space binds"));
     let md = tco::markdown(&t);
     assert!(
-        md.contains("| Capex | Processor(s) | $2,746 | $3,110 | 0.9x (-12%) |"),
+        md.contains("| Capex | Processor(s) | $2,746 | $3,110 | 0.88x (-12%) |"),
         "{md}"
     );
 }
@@ -255,36 +255,39 @@ fn difference_cells_carry_the_percentage_beside_the_ratio() {
         let i = t.rows.iter().position(|r| r.label == label).unwrap();
         (&t.rows[i], &body[i])
     };
-    // Published: Processor(s) 0.9x and 1.1x; Performance 1.7x and 2.2x.
+    // Published: Processor(s) 0.9x and 1.1x; Performance 1.7x and 2.2x. Beside the
+    // percent the ratio has two decimals, which round to the published one.
     let (r, cells) = row("Processor(s)");
-    assert_eq!(cells[diffs[0]], "0.9x (-12%)");
-    let rack_pct = ((r.rack_ratio[0].unwrap() - 1.0) * 100.0).round();
-    assert_eq!(cells[diffs[1]], format!("1.1x (+{rack_pct:.0}%)"));
-    let (_, cells) = row("Performance");
-    assert!(
-        cells[diffs[0]].starts_with("1.7x (+7"),
-        "{}",
-        cells[diffs[0]]
-    );
-    assert!(
-        cells[diffs[1]].starts_with("2.2x (+11"),
-        "{}",
-        cells[diffs[1]]
-    );
+    assert_eq!(cells[diffs[0]], "0.88x (-12%)");
+    assert_eq!(tco::fmt_ratio(r.server_ratio[0]), "0.9x");
+    let rack = r.rack_ratio[0].unwrap();
+    assert_eq!(tco::fmt_ratio(Some(rack)), "1.1x");
+    let rack_pct = ((rack - 1.0) * 100.0).round();
+    assert_eq!(cells[diffs[1]], format!("{rack:.2}x (+{rack_pct:.0}%)"));
+    let (r, cells) = row("Performance");
+    assert!(cells[diffs[0]].starts_with("1.7") && cells[diffs[0]].contains("x (+7"));
+    assert_eq!(tco::fmt_ratio(r.server_ratio[0]), "1.7x");
+    assert_eq!(tco::fmt_ratio(r.rack_ratio[0]), "2.2x");
+    assert!(cells[diffs[1]].contains("x (+11"), "{}", cells[diffs[1]]);
     for (r, cells) in t.rows.iter().zip(&body) {
         for (d, ratio) in diffs.iter().zip([r.server_ratio[0], r.rack_ratio[0]]) {
             let v = ratio.unwrap();
+            let ratio = if (0.095..10.0).contains(&v.abs()) {
+                format!("{v:.2}x")
+            } else {
+                tco::fmt_ratio(Some(v))
+            };
             assert_eq!(
                 cells[*d],
-                format!("{} ({})", tco::fmt_ratio(Some(v)), tco::fmt_pct_change(v)),
+                format!("{ratio} ({})", tco::fmt_pct_change(v)),
                 "{}",
                 r.label
             );
         }
     }
     // In every format.
-    assert!(tco::text(&t).contains("0.9x (-12%)"));
-    assert!(tco::markdown(&t).contains("| 0.9x (-12%) |"));
+    assert!(tco::text(&t).contains("0.88x (-12%)"));
+    assert!(tco::markdown(&t).contains("| 0.88x (-12%) |"));
     // No change is +0%, never -0%; a tenth is -90%.
     assert_eq!(tco::fmt_pct_change(0.998), "+0%");
     assert_eq!(tco::fmt_pct_change(1.004), "+0%");
