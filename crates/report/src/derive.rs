@@ -77,11 +77,15 @@ pub fn display_unit(metric: &str, unit: &str) -> String {
 /// them prints as a whole number ([`crate::fmt::count`]) wherever it is shown, never as
 /// `91.0` beside a `91`. Rates (`transactions/min`), times and watts are measures.
 const COUNT_UNITS: &[&str] = &[
+    "B",
     "bytes",
     "calls",
     "connections",
+    "count",
     "errors",
     "new orders",
+    // A capacity step's replies and errors where the workload counts operations (kv).
+    "ops",
     "packets",
     "replies",
     "req",

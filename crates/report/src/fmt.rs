@@ -272,6 +272,10 @@ mod tests {
         assert_eq!(count(90.6), "91");
         assert!(crate::derive::is_count_unit("transactions"));
         assert!(!crate::derive::is_count_unit("transactions/min"));
+        for unit in ["B", "ops", "count", "packets"] {
+            assert!(crate::derive::is_count_unit(unit), "{unit}");
+        }
+        assert!(!crate::derive::is_count_unit("ops/s"));
     }
 
     #[test]

@@ -1388,18 +1388,29 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert!(!t.contains("ops/s"), "{t}");
     }
 
-    /// The efficiency table reads busy as stored (iowait is idle time, not busy), and a
-    /// levels test's headline, already ops/s/W, is not divided by watts again.
+    /// The efficiency table reads busy as stored (iowait is idle time, not busy), summed
+    /// over the SUT's CPUs as the report's %CPU used is, and a levels test's headline,
+    /// already ops/s/W, is not divided by watts again.
     #[test]
     fn efficiency_reads_busy_without_iowait_and_no_per_watt_of_capacity_tests() {
         let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
+        // A SUT that ran no load generator: its CPUs' busy, not its server processes'.
+        run.hosts[0].role = "sut".into();
         for r in &mut run.results {
             r.flags.clear();
             r.status = Status::Ok;
             r.error = None;
-            let all = &mut r.telemetry_summary[0].cpus[0];
-            assert_eq!(all.cpu, -1);
-            (all.idle_pct, all.iowait_pct) = (50.0, 10.0);
+            let cpus = &mut r.telemetry_summary[0].cpus;
+            assert_eq!(cpus[0].cpu, -1);
+            let mut one = cpus[0].clone();
+            (one.idle_pct, one.iowait_pct) = (70.0, 10.0);
+            cpus.truncate(1);
+            for n in 0..2 {
+                cpus.push(model::CpuUtil {
+                    cpu: n,
+                    ..one.clone()
+                });
+            }
         }
         let levels = &mut run.results[1];
         levels.test = "levels".into();
@@ -1412,7 +1423,7 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert_eq!(
             rows.len(),
             2,
-            "busy = 100 - idle - iowait in every row: {t}"
+            "busy = 100 - idle - iowait, summed over 2 CPUs, in every row: {t}"
         );
         assert!(!rows[0].ends_with(" -"), "a load test has perf/W: {t}");
         assert!(rows[1].ends_with(" -"), "no perf/W of a levels test: {t}");
