@@ -1402,14 +1402,11 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             r.error = None;
             let cpus = &mut r.telemetry_summary[0].cpus;
             assert_eq!(cpus[0].cpu, -1);
-            let mut one = cpus[0].clone();
+            let mut one = cpus[0];
             (one.idle_pct, one.iowait_pct) = (70.0, 10.0);
             cpus.truncate(1);
             for n in 0..2 {
-                cpus.push(model::CpuUtil {
-                    cpu: n,
-                    ..one.clone()
-                });
+                cpus.push(model::CpuUtil { cpu: n, ..one });
             }
         }
         let levels = &mut run.results[1];
