@@ -141,71 +141,74 @@ impl Telemetry {
             .collect()
     }
 
-    /// Idle power before any load on every host where something measures it; on a host
-    /// whose power only the declared model gives, the model's own idle watts, marked
-    /// modelled as its power under load is (W above idle is then modelled too, and shown
-    /// as such, instead of absent). Declared, not measured: it takes no time, and comes
-    /// with `duration_s` 0.
+    /// Idle power before any load on every host where something measures it, and on a
+    /// host with a declared model the model's own idle watts beside, marked modelled as
+    /// its power under load is (the headline takes the model over RAPL's CPU and memory
+    /// only, so W above idle is then modelled too, and shown as such, instead of
+    /// absent). Declared, not measured: on a host nothing measures, it takes no time and
+    /// comes with `duration_s` 0.
     pub fn measure_idle(&self, secs: f64, verbose: bool) -> Vec<IdlePower> {
+        if !self.on {
+            return Vec::new();
+        }
         let measured = self.measured_power();
-        let mut out: Vec<IdlePower> = self
-            .model_idle_w
-            .iter()
-            .filter(|(h, _)| self.on && !measured.contains(&h.as_str()))
-            .map(|(host, idle_w)| {
-                if verbose {
-                    engine::errln!(
-                        "rackbench: idle power on {}: {idle_w} W, as --power-model declares it (modelled)",
-                        model::printable(host)
-                    );
-                }
-                IdlePower {
+        let mut out: Vec<IdlePower> = Vec::new();
+        if secs > 0.0 && !measured.is_empty() {
+            if verbose {
+                engine::errln!(
+                    "rackbench: measuring idle power for {secs:.0} s on {}",
+                    measured.join(", ")
+                );
+            }
+            let hosts: Vec<&Arc<dyn Host>> = self
+                .hosts
+                .iter()
+                .filter(|h| measured.contains(&h.name()))
+                .collect();
+            out.extend(std::thread::scope(|s| {
+                let hs: Vec<_> = hosts
+                    .iter()
+                    .map(|h| s.spawn(move || (h.name().to_string(), h.measure_idle(secs))))
+                    .collect();
+                hs.into_iter()
+                    .filter_map(|t| t.join().ok())
+                    .filter_map(|(name, r)| match r {
+                        Ok(Some(i)) => Some(i),
+                        Ok(None) => None,
+                        Err(e) => {
+                            if verbose {
+                                engine::errln!("rackbench: idle power on {name}: {e:#}");
+                            }
+                            None
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            }));
+        }
+        for (host, idle_w) in &self.model_idle_w {
+            if verbose {
+                engine::errln!(
+                    "rackbench: idle power on {}: {idle_w} W, as --power-model declares it (modelled)",
+                    model::printable(host)
+                );
+            }
+            let declared = model::PowerSummary {
+                source: "model".into(),
+                zone: "system".into(),
+                mean_watts: *idle_w,
+                max_watts: *idle_w,
+                whole_system: true,
+                modelled: true,
+            };
+            match out.iter_mut().find(|i| &i.host == host) {
+                Some(i) => i.power.push(declared),
+                None => out.push(IdlePower {
                     host: host.clone(),
                     duration_s: 0.0,
-                    power: vec![model::PowerSummary {
-                        source: "model".into(),
-                        zone: "system".into(),
-                        mean_watts: *idle_w,
-                        max_watts: *idle_w,
-                        whole_system: true,
-                        modelled: true,
-                    }],
-                }
-            })
-            .collect();
-        if !self.on || secs <= 0.0 || measured.is_empty() {
-            return out;
+                    power: vec![declared],
+                }),
+            }
         }
-        if verbose {
-            engine::errln!(
-                "rackbench: measuring idle power for {secs:.0} s on {}",
-                measured.join(", ")
-            );
-        }
-        let hosts: Vec<&Arc<dyn Host>> = self
-            .hosts
-            .iter()
-            .filter(|h| measured.contains(&h.name()))
-            .collect();
-        out.extend(std::thread::scope(|s| {
-            let hs: Vec<_> = hosts
-                .iter()
-                .map(|h| s.spawn(move || (h.name().to_string(), h.measure_idle(secs))))
-                .collect();
-            hs.into_iter()
-                .filter_map(|t| t.join().ok())
-                .filter_map(|(name, r)| match r {
-                    Ok(Some(i)) => Some(i),
-                    Ok(None) => None,
-                    Err(e) => {
-                        if verbose {
-                            engine::errln!("rackbench: idle power on {name}: {e:#}");
-                        }
-                        None
-                    }
-                })
-                .collect::<Vec<_>>()
-        }));
         out
     }
 
@@ -1265,9 +1268,11 @@ mod tests {
 
     /// With --power-model nothing measured idle power, so W above idle was always absent.
     /// A host whose power only the model gives has the model's declared idle watts as
-    /// its idle power, marked modelled; one with a measured source is measured, model
-    /// or not; a host the model was not applied to (a load generator), or one that
-    /// refused it, has none.
+    /// its idle power, marked modelled; one with a measured source has it measured, and
+    /// the model's idle beside when the model applies there too (a RAPL host: the
+    /// headline under load is the model's, so its idle must be there to subtract); a
+    /// host the model was not applied to (a load generator), or one that refused it, has
+    /// none.
     #[test]
     fn the_power_models_declared_idle_is_the_idle_power_of_a_modelled_host() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
@@ -1291,12 +1296,29 @@ mod tests {
             power: vec![meter],
         };
         metered.idle = Some(metered_idle.clone());
+        // RAPL (CPU and memory only) and the model: the model is the headline.
+        let mut rapl = Stepped::new("rapl", t0);
+        rapl.power_sources = vec!["rapl:package-0".into(), "model:system".into()];
+        let package = model::PowerSummary {
+            source: "rapl".into(),
+            zone: "package-0".into(),
+            mean_watts: 30.0,
+            max_watts: 31.0,
+            whole_system: false,
+            modelled: false,
+        };
+        rapl.idle = Some(IdlePower {
+            host: "rapl".into(),
+            duration_s: 5.0,
+            power: vec![package.clone()],
+        });
         // Given a model, and refused it (not among its sources).
         let refused = Stepped::new("refused", t0);
         let hosts: Vec<Arc<dyn Host>> = vec![
             Arc::new(sut),
             Arc::new(loadgen),
             Arc::new(metered),
+            Arc::new(rapl),
             Arc::new(refused),
         ];
         let settings = TelemetrySettings {
@@ -1304,29 +1326,57 @@ mod tests {
             power_model: Some((95.5, 200.0)),
             ..TelemetrySettings::default()
         };
-        let measured: Vec<String> = ["sut", "metered", "refused"].map(String::from).to_vec();
+        let measured: Vec<String> = ["sut", "metered", "rapl", "refused"]
+            .map(String::from)
+            .to_vec();
         let t = Telemetry::start(&hosts, &settings, &measured, true).unwrap();
         let idle = t.measure_idle(5.0, false);
+        let declared = model::PowerSummary {
+            source: "model".into(),
+            zone: "system".into(),
+            mean_watts: 95.5,
+            max_watts: 95.5,
+            whole_system: true,
+            modelled: true,
+        };
         let modelled = IdlePower {
             host: "sut".into(),
             duration_s: 0.0,
-            power: vec![model::PowerSummary {
-                source: "model".into(),
-                zone: "system".into(),
-                mean_watts: 95.5,
-                max_watts: 95.5,
-                whole_system: true,
-                modelled: true,
-            }],
+            power: vec![declared.clone()],
         };
-        assert_eq!(idle, vec![modelled.clone(), metered_idle]);
+        let with_model = |i: &IdlePower| IdlePower {
+            power: [i.power.clone(), vec![declared.clone()]].concat(),
+            ..i.clone()
+        };
+        let rapl_idle = IdlePower {
+            host: "rapl".into(),
+            duration_s: 5.0,
+            power: vec![package.clone(), declared.clone()],
+        };
+        assert_eq!(
+            idle,
+            vec![
+                with_model(&metered_idle),
+                rapl_idle.clone(),
+                modelled.clone()
+            ]
+        );
         // Declared, not measured: --idle-power 0 does not take it away.
-        assert_eq!(t.measure_idle(0.0, false), vec![modelled.clone()]);
-        // What the report subtracts: the model's idle, of the model's basis.
+        let declared_only = t.measure_idle(0.0, false);
+        assert_eq!(declared_only.len(), 3);
+        assert!(declared_only.iter().all(|i| i.power == [declared.clone()]));
+        // What the report subtracts: the model's idle, of the model's basis, on the
+        // model's host and on the RAPL host, whose headline under load is the model's.
         let h = model::power::headline(&modelled.power).unwrap();
         assert!(h.modelled);
         assert_eq!(
-            model::power::same_source_watts(&h, &idle[0].power),
+            model::power::same_source_watts(&h, &idle[2].power),
+            Some(95.5)
+        );
+        let under_load = model::power::headline(&[package, declared.clone()]).unwrap();
+        assert!(under_load.modelled);
+        assert_eq!(
+            model::power::same_source_watts(&under_load, &rapl_idle.power),
             Some(95.5)
         );
         // Telemetry off: no power, no idle.
