@@ -228,6 +228,18 @@ fn fake_ipmitool(dir: &Path, fixture: &str) -> String {
     );
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    // A test thread that forked while this one held the script open for writing keeps
+    // that descriptor until its child execs: until then running the script fails with
+    // ETXTBSY ("Text file busy"). Wait for that to pass (running it with no arguments
+    // only prints "bad args").
+    for _ in 0..200 {
+        match std::process::Command::new(&script).output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            _ => break,
+        }
+    }
     script.display().to_string()
 }
 
