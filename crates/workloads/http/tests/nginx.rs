@@ -329,7 +329,10 @@ fn fewer_connections_than_generators_is_a_clear_error() {
 fn server_cpus_are_checked_on_the_system_under_test() {
     let mut h = Http::from_params(json!({ "server_cpus": 4096 }).as_object().unwrap()).unwrap();
     let e = h.prepare(&common::local()).unwrap_err();
-    assert!(format!("{e:#}").contains("does not exist"), "{e:#}");
+    assert!(
+        format!("{e:#}").contains("CPU 4096 is not available: it is not online"),
+        "{e:#}"
+    );
 }
 
 #[test]
