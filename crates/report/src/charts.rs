@@ -288,6 +288,9 @@ pub struct PowerLine {
     pub name: String,
     pub run_index: usize,
     pub points: Vec<PowerPoint>,
+    /// Throughput per watt at the points that have both (the efficiency table's rule,
+    /// of the same basis as the power), in the order of the swept parameter.
+    pub perf_per_w: Vec<(f64, f64)>,
 }
 
 /// Power against one swept parameter (the Redis study's Figure A3, power against
@@ -302,6 +305,9 @@ pub struct PowerSweep {
     pub bases: Vec<PowerBasis>,
     /// The runs' (or variants') labels, for the notes.
     pub labels: Vec<String>,
+    /// The throughput unit of every perf/W figure (`ops/s`); None when the points differ
+    /// in it or none is a throughput (no perf/W chart then).
+    pub perf_unit: Option<String>,
 }
 
 /// Lines drawn on one power sweep chart (each with its W above idle): more are listed in
@@ -322,12 +328,7 @@ impl PowerSweep {
 
     /// `kv: power vs instances, W (measured, whole server)`.
     pub fn title(&self) -> String {
-        let basis = self
-            .bases
-            .iter()
-            .map(|b| b.label())
-            .collect::<Vec<_>>()
-            .join("; ");
+        let basis = self.basis_text();
         format!(
             "{}: power vs {}, W and W above idle ({basis})",
             self.workload, self.param
@@ -423,17 +424,7 @@ impl PowerSweep {
                 });
             }
         }
-        let xs: Vec<f64> = series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
-            .collect();
-        let xmax = xs.iter().cloned().fold(f64::MIN, f64::max);
-        let xmin = xs.iter().cloned().fold(f64::MAX, f64::min);
-        let scale = if xmin > 0.0 && xmax / xmin >= 20.0 {
-            Scale::Log
-        } else {
-            Scale::Linear
-        };
+        let scale = x_scale(&series);
         Some(svg::line_chart(
             &self.title(),
             &self.param,
@@ -442,6 +433,77 @@ impl PowerSweep {
             Scale::Linear,
             &series,
         ))
+    }
+
+    /// The bases of the power drawn, as the titles say them.
+    fn basis_text(&self) -> String {
+        self.bases
+            .iter()
+            .map(|b| b.label())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// Points with a perf/W figure.
+    pub fn with_perf_per_w(&self) -> usize {
+        self.lines.iter().map(|l| l.perf_per_w.len()).sum()
+    }
+
+    /// `kv: perf/W vs instances, ops/s per W (measured, whole server)`; None without a
+    /// common throughput unit.
+    pub fn perf_per_w_title(&self) -> Option<String> {
+        let unit = self.perf_unit.as_ref()?;
+        let basis = self.basis_text();
+        Some(format!(
+            "{}: perf/W vs {}, {unit} per W ({basis})",
+            self.workload, self.param
+        ))
+    }
+
+    /// Throughput per watt against the parameter (the Redis study's Figure A3, right): a
+    /// line per series, points without power left out as on the power chart; None with
+    /// fewer than two such points or no common unit.
+    pub fn perf_per_w_svg(&self) -> Option<String> {
+        let title = self.perf_per_w_title()?;
+        if self.with_perf_per_w() < 2 {
+            return None;
+        }
+        let series: Vec<LineSeries> = self
+            .lines
+            .iter()
+            .take(POWER_LINES_DRAWN)
+            .enumerate()
+            .filter(|(_, l)| !l.perf_per_w.is_empty())
+            .map(|(i, l)| LineSeries {
+                name: l.name.clone(),
+                points: l.perf_per_w.clone(),
+                color: i,
+                dash: 0,
+            })
+            .collect();
+        let scale = x_scale(&series);
+        let unit = format!("{} per W", self.perf_unit.as_deref().unwrap_or(""));
+        Some(svg::line_chart(
+            &title,
+            &self.param,
+            &unit,
+            scale,
+            Scale::Linear,
+            &series,
+        ))
+    }
+}
+
+/// A sweep chart's x scale: logarithmic where the values span 20x or more (1..64
+/// instances), else linear.
+fn x_scale(series: &[LineSeries]) -> Scale {
+    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let xmax = xs.clone().fold(f64::MIN, f64::max);
+    let xmin = xs.fold(f64::MAX, f64::min);
+    if xmin > 0.0 && xmax / xmin >= 20.0 {
+        Scale::Log
+    } else {
+        Scale::Linear
     }
 }
 
@@ -476,6 +538,8 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
         let mut bases: Vec<PowerBasis> = Vec::new();
         // Each line's bases, to name them on a chart of several.
         let mut line_bases: Vec<(String, PowerBasis)> = Vec::new();
+        // The throughput units of the perf/W figures (one, or no perf/W chart).
+        let mut units: Vec<String> = Vec::new();
         for (p, name) in on.iter().zip(names) {
             let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
                 continue;
@@ -489,17 +553,32 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
                 }
                 (f.watts, above)
             });
+            let per_w = p
+                .efficiency()
+                .filter(|e| e.throughput)
+                .and_then(|e| Some((e.perf_per_w.ok()?, e.unit)));
+            if let Some((_, unit)) = &per_w {
+                if !units.contains(unit) {
+                    units.push(unit.clone());
+                }
+            }
+            let per_w: Vec<(f64, f64)> = per_w.map(|(v, _)| (x, v)).into_iter().collect();
             match lines.iter_mut().find(|l| l.name == name) {
-                Some(l) => l.points.push((x, figure)),
+                Some(l) => {
+                    l.points.push((x, figure));
+                    l.perf_per_w.extend(per_w);
+                }
                 None => lines.push(PowerLine {
                     name,
                     run_index: p.run_index,
                     points: vec![(x, figure)],
+                    perf_per_w: per_w,
                 }),
             }
         }
         for l in &mut lines {
             l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            l.perf_per_w.sort_by(|a, b| a.0.total_cmp(&b.0));
             // Lines of different bases on one W axis: each says its own (a modelled
             // line read as measured beside an IPMI one), the measured ones too.
             if bases.len() > 1 {
@@ -519,6 +598,7 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
             lines,
             bases,
             labels: labels.clone(),
+            perf_unit: (units.len() == 1).then(|| units.remove(0)),
         };
         if sweep.with_power() > 0 {
             out.push(sweep);
@@ -740,6 +820,16 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             svg,
             note,
         });
+        if let (Some(svg), Some(title)) = (sweep.perf_per_w_svg(), sweep.perf_per_w_title()) {
+            out.push(Chart {
+                file: format!("{}_perf_per_w_vs_{}.svg", slug(wl), slug(&sweep.param)),
+                title,
+                section: "sweep".into(),
+                workload: wl.to_string(),
+                svg: Some(svg),
+                note: (!notes.is_empty()).then(|| notes.join(". ")),
+            });
+        }
     }
     // 3. Latency percentile curves and histogram buckets of the best points.
     let mut with_latency: Vec<(Point, (String, Histogram<u64>))> = best

@@ -654,6 +654,29 @@ fn power_sweeps_markdown(m: &mut String, runs: &[RunRecord], wl: &str) {
         for n in sweep.notes() {
             let _ = write!(m, "\n{}\n", c(&n));
         }
+        // Throughput per watt at the same points, where the chart is drawn.
+        let (Some(title), true) = (sweep.perf_per_w_title(), sweep.with_perf_per_w() >= 2) else {
+            continue;
+        };
+        let _ = write!(
+            m,
+            "\n### Perf/W against {}\n\n{}\n\n",
+            c(&sweep.param),
+            c(&title)
+        );
+        m.push_str(&row(&head));
+        m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+        for l in &sweep.lines {
+            let mut cells = vec![l.name.clone()];
+            for x in &xs {
+                cells.push(match l.perf_per_w.iter().find(|p| p.0 == *x) {
+                    Some((_, v)) => num(*v),
+                    None if l.points.iter().any(|p| p.0 == *x) => "absent".into(),
+                    None => "-".into(),
+                });
+            }
+            m.push_str(&row(&cells));
+        }
     }
 }
 

@@ -3062,3 +3062,60 @@ fn power_sweep_lines_of_different_bases_say_theirs() {
     let one = report::charts::power_sweeps(std::slice::from_ref(&a), "kv");
     assert!(one[0].lines.iter().all(|l| !l.name.contains('(')));
 }
+
+/// Throughput per watt against the swept parameter (seed 000's Figure A3, right): each
+/// point's perf/W is the efficiency table's (its throughput over its power), drawn and
+/// listed where two points have it; a latency headline has none.
+#[test]
+fn perf_per_w_against_the_swept_parameter() {
+    let run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1, 2, 4],
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    let runs = [run];
+    let sweeps = report::charts::power_sweeps(&runs, "kv");
+    let s = sweeps.iter().find(|s| s.param == "instances").unwrap();
+    assert_eq!(s.perf_unit.as_deref(), Some("ops/s"));
+    assert_eq!(s.with_perf_per_w(), 12);
+    let points = report::derive::points(0, &runs[0]);
+    for l in &s.lines {
+        assert_eq!(l.perf_per_w.len(), 3, "{}", l.name);
+        for (x, v) in &l.perf_per_w {
+            let p = points
+                .iter()
+                .find(|p| {
+                    l.name.starts_with(&p.test)
+                        && p.params["instances"].as_f64() == Some(*x)
+                        && l.name
+                            .ends_with(&format!("pipeline={}", p.params["pipeline"]))
+                })
+                .unwrap();
+            let e = p.efficiency().unwrap();
+            assert!((v - e.perf_per_w.unwrap()).abs() < 1e-9, "{}", l.name);
+            assert!((v - e.perf / e.power.unwrap().watts).abs() < 1e-6);
+        }
+    }
+    let title = s.perf_per_w_title().unwrap();
+    assert_eq!(
+        title,
+        "kv: perf/W vs instances, ops/s per W (measured, whole server)"
+    );
+    let svg = s.perf_per_w_svg().expect("drawn");
+    assert_eq!(svg.matches("<polyline").count(), 4);
+    let charts = report::charts::charts(&runs);
+    assert!(charts
+        .iter()
+        .any(|c| c.file == "kv_perf_per_w_vs_instances.svg" && c.svg.is_some()));
+    let md = report::markdown(&runs, None);
+    assert!(md.contains("### Perf/W against instances"), "{md}");
+    // Without power: no perf/W, no chart, no table.
+    let none = [kv_run(&Spec {
+        reps: 1,
+        power: Power::None,
+        ..Spec::default()
+    })];
+    assert!(report::charts::power_sweeps(&none, "kv").is_empty());
+    assert!(!report::markdown(&none, None).contains("Perf/W against"));
+}
