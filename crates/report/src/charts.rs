@@ -328,7 +328,7 @@ impl PowerSweep {
 
     /// `kv: power vs instances, W (measured, whole server)`.
     pub fn title(&self) -> String {
-        let basis = self.basis_text();
+        let basis = bases_said(&self.bases);
         format!(
             "{}: power vs {}, W and W above idle ({basis})",
             self.workload, self.param
@@ -346,11 +346,7 @@ impl PowerSweep {
             .map(|(i, p)| (i, &p.1))
             .collect();
         if !without.is_empty() {
-            let why = derive::absent_reasons(&self.labels, without.iter().copied())
-                .into_iter()
-                .map(|(who, why)| format!("{why} ({who})"))
-                .collect::<Vec<_>>()
-                .join("; ");
+            let why = reasons_said(&self.labels, without.iter().copied()).join("; ");
             out.push(format!(
                 "{} of {total} point(s) have no power reading and are left out (not drawn as 0): {why}",
                 without.len()
@@ -364,11 +360,7 @@ impl PowerSweep {
             })
             .collect();
         if !no_idle.is_empty() {
-            let why = derive::absent_reasons(&self.labels, no_idle.iter().copied())
-                .into_iter()
-                .map(|(who, why)| format!("{why} ({who})"))
-                .collect::<Vec<_>>()
-                .join("; ");
+            let why = reasons_said(&self.labels, no_idle.iter().copied()).join("; ");
             out.push(format!(
                 "W above idle absent at {} of {} point(s) with power: {why}",
                 no_idle.len(),
@@ -435,15 +427,6 @@ impl PowerSweep {
         ))
     }
 
-    /// The bases of the power drawn, as the titles say them.
-    fn basis_text(&self) -> String {
-        self.bases
-            .iter()
-            .map(|b| b.label())
-            .collect::<Vec<_>>()
-            .join("; ")
-    }
-
     /// Points with a perf/W figure.
     pub fn with_perf_per_w(&self) -> usize {
         self.lines.iter().map(|l| l.perf_per_w.len()).sum()
@@ -453,7 +436,7 @@ impl PowerSweep {
     /// common throughput unit.
     pub fn perf_per_w_title(&self) -> Option<String> {
         let unit = self.perf_unit.as_ref()?;
-        let basis = self.basis_text();
+        let basis = bases_said(&self.bases);
         Some(format!(
             "{}: perf/W vs {}, {unit} per W ({basis})",
             self.workload, self.param
@@ -492,6 +475,27 @@ impl PowerSweep {
             &series,
         ))
     }
+}
+
+/// Why figures are absent, each reason once with whose it is (`no power source (x86)`),
+/// as a chart's caption says it ([`derive::absent_reasons`]).
+fn reasons_said<'a, T: 'a>(
+    labels: &[String],
+    items: impl Iterator<Item = (usize, &'a Result<T, String>)>,
+) -> Vec<String> {
+    derive::absent_reasons(labels, items)
+        .into_iter()
+        .map(|(who, why)| format!("{why} ({who})"))
+        .collect()
+}
+
+/// The power bases of a chart, as its title says them.
+fn bases_said(bases: &[PowerBasis]) -> String {
+    bases
+        .iter()
+        .map(|b| b.label())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// A sweep chart's x scale: logarithmic where the values span 20x or more (1..64
@@ -1010,18 +1014,11 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             warn: vec![false; n],
         });
     }
-    let reasons: Vec<String> = derive::absent_reasons(&labels, absent.iter().map(|(i, p)| (*i, p)))
-        .into_iter()
-        .map(|(who, why)| format!("{why} ({who})"))
-        .collect();
+    let reasons = reasons_said(&labels, absent.iter().map(|(i, p)| (*i, p)));
     let any = power_series
         .iter()
         .any(|s| s.values.iter().any(Option::is_some));
-    let basis = bases
-        .iter()
-        .map(|b| b.label())
-        .collect::<Vec<_>>()
-        .join("; ");
+    let basis = bases_said(&bases);
     if any {
         let t = format!("{wl}: power under load, W ({basis})");
         out.push(Chart {

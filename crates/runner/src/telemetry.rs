@@ -141,6 +141,45 @@ impl Telemetry {
             .collect()
     }
 
+    /// Idle power measured before any load, for `secs`, on every host where something
+    /// measures it.
+    fn measured_idle(&self, secs: f64, verbose: bool) -> Vec<IdlePower> {
+        let measured = self.measured_power();
+        if secs <= 0.0 || measured.is_empty() {
+            return Vec::new();
+        }
+        if verbose {
+            engine::errln!(
+                "rackbench: measuring idle power for {secs:.0} s on {}",
+                measured.join(", ")
+            );
+        }
+        let hosts: Vec<&Arc<dyn Host>> = self
+            .hosts
+            .iter()
+            .filter(|h| measured.contains(&h.name()))
+            .collect();
+        std::thread::scope(|s| {
+            let hs: Vec<_> = hosts
+                .iter()
+                .map(|h| s.spawn(move || (h.name().to_string(), h.measure_idle(secs))))
+                .collect();
+            hs.into_iter()
+                .filter_map(|t| t.join().ok())
+                .filter_map(|(name, r)| match r {
+                    Ok(Some(i)) => Some(i),
+                    Ok(None) => None,
+                    Err(e) => {
+                        if verbose {
+                            engine::errln!("rackbench: idle power on {name}: {e:#}");
+                        }
+                        None
+                    }
+                })
+                .collect()
+        })
+    }
+
     /// Idle power before any load on every host where something measures it, and on a
     /// host with a declared model the model's own idle watts beside, marked modelled as
     /// its power under load is (the headline takes the model over RAPL's CPU and memory
@@ -151,40 +190,7 @@ impl Telemetry {
         if !self.on {
             return Vec::new();
         }
-        let measured = self.measured_power();
-        let mut out: Vec<IdlePower> = Vec::new();
-        if secs > 0.0 && !measured.is_empty() {
-            if verbose {
-                engine::errln!(
-                    "rackbench: measuring idle power for {secs:.0} s on {}",
-                    measured.join(", ")
-                );
-            }
-            let hosts: Vec<&Arc<dyn Host>> = self
-                .hosts
-                .iter()
-                .filter(|h| measured.contains(&h.name()))
-                .collect();
-            out.extend(std::thread::scope(|s| {
-                let hs: Vec<_> = hosts
-                    .iter()
-                    .map(|h| s.spawn(move || (h.name().to_string(), h.measure_idle(secs))))
-                    .collect();
-                hs.into_iter()
-                    .filter_map(|t| t.join().ok())
-                    .filter_map(|(name, r)| match r {
-                        Ok(Some(i)) => Some(i),
-                        Ok(None) => None,
-                        Err(e) => {
-                            if verbose {
-                                engine::errln!("rackbench: idle power on {name}: {e:#}");
-                            }
-                            None
-                        }
-                    })
-                    .collect::<Vec<_>>()
-            }));
-        }
+        let mut out = self.measured_idle(secs, verbose);
         for (host, idle_w) in &self.model_idle_w {
             if verbose {
                 engine::errln!(

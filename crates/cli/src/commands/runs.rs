@@ -1433,10 +1433,10 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
     /// exactly 200 W as for 199.96 W (the efficiency table read `200` and `200.0`, the
     /// ramp view `200.0`). Counts print whole: a headline count and the ERRORS column
     /// read `91`, never `91.0`.
-    #[test]
-    fn one_power_figure_prints_alike_and_counts_print_whole() {
+    /// Two valid results whose only power is a declared model's, of the whole system.
+    fn modelled_run() -> RunRecord {
         let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
-        for (r, w) in run.results.iter_mut().zip([200.0, 199.96]) {
+        for r in &mut run.results {
             r.flags.clear();
             r.status = Status::Ok;
             r.error = None;
@@ -1445,9 +1445,17 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
                 p.whole_system = true;
                 p.source = "model".into();
                 p.zone = "system".into();
-                p.mean_watts = w;
             }
             r.telemetry_summary[0].power.truncate(1);
+        }
+        run
+    }
+
+    #[test]
+    fn one_power_figure_prints_alike_and_counts_print_whole() {
+        let mut run = modelled_run();
+        for (r, w) in run.results.iter_mut().zip([200.0, 199.96]) {
+            r.telemetry_summary[0].power[0].mean_watts = w;
         }
         let t = efficiency_table(&run);
         let cells: Vec<&str> = t
@@ -1571,19 +1579,7 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
     /// from modelled power is marked modelled as the power is.
     #[test]
     fn efficiency_has_no_per_watt_of_a_latency_and_marks_modelled_per_watt() {
-        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
-        for r in &mut run.results {
-            r.flags.clear();
-            r.status = Status::Ok;
-            r.error = None;
-            for p in &mut r.telemetry_summary[0].power {
-                p.modelled = true;
-                p.whole_system = true;
-                p.source = "model".into();
-                p.zone = "system".into();
-            }
-            r.telemetry_summary[0].power.truncate(1);
-        }
+        let mut run = modelled_run();
         let lat = &mut run.results[1];
         lat.workload = "mem".into();
         lat.test = "latency".into();
