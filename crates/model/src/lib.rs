@@ -84,6 +84,42 @@ impl Metric {
         self.labels.insert(key.into(), value.to_string());
         self
     }
+
+    /// Whether this metric counts things ([`is_count_unit`]): shown as a whole number.
+    pub fn is_count(&self) -> bool {
+        is_count_unit(&self.unit)
+    }
+}
+
+/// The units of counts (a number of things, not a measure of them). The contract of a
+/// metric in one of them: wherever it is shown it prints as a whole number, a mean of
+/// counts over repetitions rounded to the nearest one, never `91.0` beside a `91`. Rates
+/// (`transactions/min`), times and watts are measures, and print by their size.
+const COUNT_UNITS: &[&str] = &[
+    "B",
+    "bytes",
+    "calls",
+    "connections",
+    "count",
+    "errors",
+    "new orders",
+    // A capacity step's replies and errors where the workload counts operations (kv).
+    "ops",
+    "packets",
+    "replies",
+    "req",
+    "requests",
+    "responses",
+    "segments",
+    "threads",
+    "transactions",
+    "virtual users per database",
+    "warehouses",
+];
+
+/// Whether a unit counts things ([`COUNT_UNITS`]).
+pub fn is_count_unit(unit: &str) -> bool {
+    COUNT_UNITS.contains(&unit)
 }
 
 /// A metric that could not be measured, with the reason. Never reported as 0.

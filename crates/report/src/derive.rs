@@ -73,36 +73,6 @@ pub fn display_unit(metric: &str, unit: &str) -> String {
     }
 }
 
-/// The units of counts (a number of things, not a measure of them): a metric in one of
-/// them prints as a whole number ([`crate::fmt::count`]) wherever it is shown, never as
-/// `91.0` beside a `91`. Rates (`transactions/min`), times and watts are measures.
-const COUNT_UNITS: &[&str] = &[
-    "B",
-    "bytes",
-    "calls",
-    "connections",
-    "count",
-    "errors",
-    "new orders",
-    // A capacity step's replies and errors where the workload counts operations (kv).
-    "ops",
-    "packets",
-    "replies",
-    "req",
-    "requests",
-    "responses",
-    "segments",
-    "threads",
-    "transactions",
-    "virtual users per database",
-    "warehouses",
-];
-
-/// Whether a metric's unit counts things ([`COUNT_UNITS`]).
-pub fn is_count_unit(unit: &str) -> bool {
-    COUNT_UNITS.contains(&unit)
-}
-
 /// Workloads whose rows are no suite of one kind of work, and why: a geometric mean
 /// across them mixes unlike things, so their summary has none. crypto's tests are
 /// different operations (RSA-2048 signs, RSA-4096 signs, AES bytes; each at several

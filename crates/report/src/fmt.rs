@@ -62,8 +62,9 @@ pub fn watts(v: f64) -> String {
     fixed(v, 1)
 }
 
-/// A count (transactions, requests, errors, connections): a whole number, never `91.0`.
-/// A mean of counts over repetitions rounds to the nearest one.
+/// A count (a metric in a count unit, [`model::is_count_unit`]: transactions, requests,
+/// errors, connections): a whole number, never `91.0`. A mean of counts over repetitions
+/// rounds to the nearest one.
 pub fn count(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.0}")
@@ -72,9 +73,11 @@ pub fn count(v: f64) -> String {
     }
 }
 
-/// A figure that is whole when it is exact: a count, a mean of counts, a demanded rate
-/// (`91`, `20`, `4,321`), where [`num`]'s three significant digits would print `91.0` and
-/// `20.0` beside `100`; any other figure as [`num`] prints it.
+/// A figure with no count unit that is whole when it is exact: a demanded rate or a
+/// level's target (settings, echoed as asked: `91`, `20`, `4,321`), a mean of counts a
+/// table keeps unrounded (`91.5`), where [`num`]'s three significant digits would print
+/// `91.0` and `20.0` beside `100`; any other figure as [`num`] prints it. A metric in a
+/// count unit prints by [`count`] (the unit's contract, in `model`).
 pub fn whole_or_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 100.0 {
         count(v)
@@ -270,12 +273,12 @@ mod tests {
         assert_eq!(whole_or_num(91.5), "91.5");
         assert_eq!(whole_or_num(0.25), "0.250");
         assert_eq!(count(90.6), "91");
-        assert!(crate::derive::is_count_unit("transactions"));
-        assert!(!crate::derive::is_count_unit("transactions/min"));
+        assert!(model::is_count_unit("transactions"));
+        assert!(!model::is_count_unit("transactions/min"));
         for unit in ["B", "ops", "count", "packets"] {
-            assert!(crate::derive::is_count_unit(unit), "{unit}");
+            assert!(model::is_count_unit(unit), "{unit}");
         }
-        assert!(!crate::derive::is_count_unit("ops/s"));
+        assert!(!model::is_count_unit("ops/s"));
     }
 
     #[test]

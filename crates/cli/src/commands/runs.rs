@@ -631,9 +631,9 @@ pub fn fmt_num(v: f64) -> String {
 }
 
 /// A metric's value for a table: a count (`transactions`, `errors`, see
-/// [`report::derive::is_count_unit`]) as a whole number, any other figure by [`fmt_num`].
+/// [`model::is_count_unit`]) as a whole number, any other figure by [`fmt_num`].
 pub fn fmt_metric(m: &model::Metric) -> String {
-    if report::derive::is_count_unit(&m.unit) {
+    if m.is_count() {
         report::fmt::count(m.value)
     } else {
         fmt_num(m.value)
