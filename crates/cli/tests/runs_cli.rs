@@ -119,6 +119,9 @@ fn show_prints_disclosure_and_results() {
         "cpu.model",
         "Ampere(R) Altra(R) Q80-30",
         "cpu.threads",
+        // A setting a reader checks first when two hosts differ.
+        "cpu.governor",
+        "performance",
         "os.kernel",
         "software.redis-server",
         "idle power local",

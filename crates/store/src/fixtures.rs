@@ -245,6 +245,7 @@ pub fn rich_run(
     );
     facts.insert("cpu.threads".to_string(), Fact::known("80"));
     facts.insert("cpu.sockets".to_string(), Fact::known("1"));
+    facts.insert("cpu.governor".to_string(), Fact::known("performance"));
     facts.insert("os.kernel".to_string(), Fact::known("6.1.0-18-arm64"));
     facts.insert("os.hostname".to_string(), Fact::known("altra-01"));
     facts.insert("software.redis-server".to_string(), Fact::known("7.0.15"));

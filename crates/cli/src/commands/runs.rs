@@ -1081,16 +1081,26 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Disclosure facts summarised by `show` (plus every `software.*`).
-const SHOWN_FACTS: [&str; 8] = [
+/// Disclosure facts summarised by `show` (plus every `software.*`): what the host is, then
+/// the settings a reader checks first when two hosts' figures differ (the seeds' system
+/// tables: frequency governor, turbo, SMT, huge pages, NUMA, the kernel's tuning
+/// arguments, virtualisation). `rackbench disclosure` and the report have every fact.
+const SHOWN_FACTS: [&str; 15] = [
     "cpu.model",
     "cpu.sockets",
     "cpu.cores",
     "cpu.threads",
+    "cpu.smt",
+    "cpu.governor",
+    "cpu.turbo",
     "mem.total_bytes",
+    "mem.thp",
+    "numa.nodes",
     "os.name",
     "os.kernel",
+    "kernel.cmdline_tuning",
     "os.hostname",
+    "virt",
 ];
 
 /// The header `show` prints above the results: identity, timing, command, hosts with
