@@ -66,6 +66,9 @@ pub struct RateStep {
     pub latency_kind: String,
     pub bytes_tx: u64,
     pub bytes_rx: u64,
+    /// Why the step's bytes were not counted (a database client's sessions do not count
+    /// what their driver sends): its network I/O is then missing, never 0 B/s.
+    pub bytes_not_counted: Option<String>,
     /// Sends later than their intended time (the generator could not keep the schedule).
     pub late_sends: u64,
     /// Requests that fell due and were never sent (every connection waited on the server).
@@ -97,6 +100,7 @@ impl RateStep {
             latency_kind: String::new(),
             bytes_tx: 0,
             bytes_rx: 0,
+            bytes_not_counted: None,
             late_sends: 0,
             unsent_requests: 0,
             extra: Vec::new(),
@@ -262,7 +266,7 @@ impl RateStep {
                 "intervals",
             )));
         }
-        if self.duration_s > 0.0 {
+        if self.duration_s > 0.0 && self.bytes_not_counted.is_none() {
             out.push(with(Metric::new(
                 "net_io_bytes_per_s",
                 (self.bytes_tx + self.bytes_rx) as f64 / self.duration_s,
@@ -618,7 +622,7 @@ impl RampResult {
                     .latency_at(q)
                     .map_or("-".to_string(), |v| format!("{:.3}", v as f64 / 1e6))
             };
-            let kbps = if p.step.duration_s > 0.0 {
+            let kbps = if p.step.duration_s > 0.0 && p.step.bytes_not_counted.is_none() {
                 format!(
                     "{:.1}",
                     (p.step.bytes_rx + p.step.bytes_tx) as f64 / 1024.0 / p.step.duration_s

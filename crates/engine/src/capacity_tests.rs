@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use model::{Flag, Metric};
+use model::{Flag, Metric, MissingMetric};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -401,7 +401,7 @@ pub fn run(
     // search's probes that met the objective, every level): only there does a step
     // behind its schedule say the generator could not offer the load. Past saturation
     // every connection waits on the server, and requests fall late or unsent by design.
-    let (headline, mut metrics, missing, histograms, stopped, steps, kept): (
+    let (headline, mut metrics, mut missing, histograms, stopped, steps, kept): (
         &str,
         Vec<Metric>,
         _,
@@ -594,6 +594,12 @@ pub fn run(
                 behind.join(", ")
             ),
         ));
+    }
+    if let Some(why) = steps.iter().find_map(|s| s.bytes_not_counted.clone()) {
+        missing.push(MissingMetric {
+            name: "net_io_bytes_per_s".into(),
+            reason: why,
+        });
     }
     if let Some(why) = &stopped {
         flags.push(Flag::warning(
@@ -963,6 +969,76 @@ mod tests {
             .expect("the level's power")
             .value;
         assert!((power - 400.0).abs() < 1.0, "{power} W");
+    }
+
+    /// A step whose bytes were not counted (oltp's database client) has no network I/O,
+    /// not 0 B/s: the metric is missing with the reason, and the ramp table says `-`.
+    #[test]
+    fn bytes_not_counted_are_missing_not_zero() {
+        let uncounted = |rate: f64| -> anyhow::Result<RateStep> {
+            let mut s = step(rate)?;
+            s.bytes_not_counted = Some("not counted: no bytes here".into());
+            Ok(s)
+        };
+        let (_, cfg) = split_params(
+            "kv",
+            &params(json!({"ramp_low": 200, "ramp_high": 400, "ramp_step": 200})),
+        )
+        .unwrap();
+        let mut found = Found::default();
+        let out = run(
+            "kv",
+            "ramp",
+            &cfg,
+            &D,
+            &Ctx::quiet(),
+            &mut found,
+            None,
+            1,
+            uncounted,
+        )
+        .unwrap();
+        assert!(
+            !out.metrics.iter().any(|m| m.name == "net_io_bytes_per_s"),
+            "{:?}",
+            out.metrics
+        );
+        let m = out
+            .missing
+            .iter()
+            .find(|m| m.name == "net_io_bytes_per_s")
+            .expect("net I/O said missing");
+        assert_eq!(m.reason, "not counted: no bytes here");
+        // Counted bytes are a figure, as before.
+        let out = run(
+            "kv",
+            "ramp",
+            &cfg,
+            &D,
+            &Ctx::quiet(),
+            &mut found,
+            None,
+            1,
+            step,
+        )
+        .unwrap();
+        assert!(out.metrics.iter().any(|m| m.name == "net_io_bytes_per_s"));
+        assert!(!out.missing.iter().any(|m| m.name == "net_io_bytes_per_s"));
+        let mut r = RateStep::new(100.0);
+        r.duration_s = 1.0;
+        r.bytes_not_counted = Some("x".into());
+        let table = capacity::RampResult {
+            config: capacity::RampConfig::default(),
+            points: vec![capacity::RampPoint {
+                step: r,
+                verdict: capacity::Verdict::Sustained,
+            }],
+            saturation: None,
+            stopped: None,
+        }
+        .table();
+        let row = table.lines().nth(1).unwrap();
+        assert_eq!(row.split('\t').nth(10), Some("-"), "{table}");
     }
 
     /// Every procedure flags the steps its generator fell behind on, naming them (a

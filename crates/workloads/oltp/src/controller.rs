@@ -47,6 +47,11 @@ const FIGURES: Figures = Figures {
     count: ("transactions", "transactions"),
 };
 
+/// Why an oltp capacity step has no network I/O: the database client's sessions do not
+/// count what their driver sends and receives.
+const BYTES_NOT_COUNTED: &str =
+    "not counted: the database client does not count the bytes its driver sends and receives";
+
 /// The oltp workload for one sweep point, as the controller holds it.
 pub struct Oltp {
     cfg: Config,
@@ -368,6 +373,7 @@ impl Oltp {
         ctx.note(&format!("oltp: {rate:.0} txn/s for {secs}s"));
         let d = self.drive("step", Some(rate), Some(secs), ctx)?;
         let mut step = RateStep::from_outcome(rate, &d.merged);
+        step.bytes_not_counted = Some(BYTES_NOT_COUNTED.into());
         step.started_at = Some(started);
         // A step has no ramp-up: it measures from the common start.
         step.window = generators::measured_window(&d.runs, Duration::ZERO);
