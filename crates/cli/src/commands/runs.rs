@@ -694,7 +694,13 @@ fn param_text(v: Option<&serde_json::Value>) -> String {
 
 /// p50, p99, p99.9 in ns: from the unlabelled `latency_p50_ns`... metrics, else from the
 /// histogram summary (`all` first, coordinated-omission-corrected before service time).
+/// None for a capacity test, as in the report: its histograms are one per offered rate,
+/// and none is the headline's latency (the last step's, an interrupted or saturated
+/// one, stood beside a ramp's figure from another step); its step table has each.
 fn percentiles_ns(r: &ResultRecord) -> [Option<f64>; 3] {
+    if r.capacity_phase().is_some() {
+        return [None; 3];
+    }
     // A histogram that recorded nothing has no percentiles (not 0 ms).
     let hist = r
         .histograms
@@ -1530,6 +1536,40 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         let t = results_table(&run);
         assert!(t.contains(" 91 transactions "), "{t}");
         assert!(!t.contains("91.0"), "{t}");
+    }
+
+    /// A capacity test has no one latency beside its headline: `show`'s P50/P99 columns
+    /// took the last step's histogram (an interrupted step's, beside a ramp figure from
+    /// the step before); now they say `-`, as the report does, and other tests keep theirs.
+    #[test]
+    fn a_capacity_test_shows_no_latency_of_some_step_beside_its_headline() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        let plain = percentiles_ns(&run.results[0]);
+        assert!(plain[0].is_some() && plain[1].is_some(), "{plain:?}");
+        let ramp = &mut run.results[0];
+        ramp.test = "ramp".into();
+        ramp.headline = "max_reply_rate_per_s".into();
+        ramp.metrics = vec![model::Metric::new(
+            "max_reply_rate_per_s",
+            10_000.0,
+            "ops/s",
+        )];
+        let mut h = model::hist::new_latency_histogram();
+        for (i, ns) in [100_000u64, 10_000_000].iter().enumerate() {
+            ramp.metrics.push(
+                model::Metric::new("reply_rate_per_s", 1000.0, "ops/s")
+                    .label("phase", "ramp")
+                    .label("step", i),
+            );
+            h.reset();
+            h.record_n(*ns, 100).unwrap();
+            ramp.histograms.push(model::HistogramRecord::from_histogram(
+                &format!("ramp_step{i}"),
+                "corrected",
+                &h,
+            ));
+        }
+        assert_eq!(percentiles_ns(ramp), [None; 3]);
     }
 
     /// A capacity test's steps and a TPC-C run's consistency check, as the report has
