@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use model::{Fact, HostDisclosure, IdlePower, TelemetrySample};
+use model::{Fact, Flag, HostDisclosure, IdlePower, TelemetrySample};
 use serde::{Deserialize, Serialize};
 
 use crate::workload::{Ctx, Params, Progress, StepOutput};
@@ -152,14 +152,20 @@ impl Running {
         self.sut.service_query(self.handle.id, what)
     }
 
-    /// Why its servers (`what`: "its servers", "PostgreSQL") are gone, if they are; a
-    /// host that cannot say is reported as such, naming `what`.
-    pub fn exited(&self, what: &str) -> Option<String> {
+    /// Whether its servers (`what`: "its servers", "PostgreSQL") are gone: None while the
+    /// host says they run; `server_died`, with why, where it says they exited; and
+    /// `server_unknown` where it cannot be asked (its link broke: the runner names the
+    /// lost host), for a server whose fate nobody knows did not die as far as anyone saw.
+    /// The flag's message is the test's error.
+    pub fn exited(&self, what: &str) -> Option<Flag> {
         match self.sut.service_exited(self.handle.id) {
-            Ok(why) => why,
-            Err(e) => Some(format!(
-                "cannot ask {} about {what}: {e:#}",
-                self.sut.name()
+            Ok(why) => why.map(|why| Flag::invalid("server_died", why)),
+            Err(e) => Some(Flag::invalid(
+                "server_unknown",
+                format!(
+                    "cannot ask {} about {what} (not known to have died): {e:#}",
+                    self.sut.name()
+                ),
             )),
         }
     }

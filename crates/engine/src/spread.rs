@@ -459,7 +459,16 @@ pub fn add_figures(
     }
     if let Some(why) = failure(failed) {
         step.error = Some(why.clone());
-        step.flags.push(Flag::invalid("host_failed", why));
+        // The partial figure is the survivors' alone: said, or it reads as the server's
+        // rate halved (it also served the lost ones' requests, which nothing counted).
+        let flag = match runs.len() {
+            0 => why,
+            n => format!(
+                "{why}; the figures are of the {n} of {generators} load generators that \
+                 reported: the server also served requests of the others, which no figure counts"
+            ),
+        };
+        step.flags.push(Flag::invalid("host_failed", flag));
     }
 }
 
@@ -717,8 +726,13 @@ mod tests {
             .any(|m| m.name == "transactions"
                 && m.labels.get("host").map(String::as_str) == Some("b")));
         assert!(step.flags.iter().any(|f| f.code == "windows_apart"));
-        assert!(step.flags.iter().any(|f| f.code == "host_failed"));
-        assert!(step.error.as_deref().unwrap_or("").contains("c: gone"));
+        let failed = step.flags.iter().find(|f| f.code == "host_failed").unwrap();
+        assert_eq!(
+            failed.message,
+            "load generator c: gone; the figures are of the 2 of 3 load generators that \
+             reported: the server also served requests of the others, which no figure counts"
+        );
+        assert_eq!(step.error.as_deref(), Some("load generator c: gone"));
     }
 
     /// Two generators of a test stopped by a count, both busy the whole time they

@@ -903,7 +903,10 @@ impl Host for Lost {
         InProcess(self.name).service_query(id, what)
     }
     fn service_exited(&self, _id: u64) -> anyhow::Result<Option<String>> {
-        Ok(None)
+        match self.lost() {
+            Some(why) => anyhow::bail!(why),
+            None => Ok(None),
+        }
     }
     fn stop_service(&self, _id: u64) {}
     fn drive(
@@ -944,6 +947,42 @@ impl Host for Lost {
         Ok(Vec::new())
     }
     fn shutdown(&self) {}
+}
+
+/// A system under test whose link broke cannot say whether its servers run: that is
+/// `server_unknown` (the runner names the lost host), not `server_died`, which said the
+/// server died when nobody saw it die.
+#[test]
+fn a_server_on_a_lost_host_is_not_said_to_have_died() {
+    let running = engine::host::Running {
+        sut: Arc::new(Lost {
+            name: "rbh1",
+            breaks_at: std::time::Instant::now(),
+        }),
+        handle: ServiceHandle {
+            id: 1,
+            endpoints: Vec::new(),
+            facts: Default::default(),
+        },
+    };
+    let flag = running.exited("its servers").expect("a flag");
+    assert_eq!(flag.code, "server_unknown");
+    assert_eq!(
+        flag.message,
+        "cannot ask rbh1 about its servers (not known to have died): the link to rbh1 broke"
+    );
+    let alive = engine::host::Running {
+        sut: Arc::new(Lost {
+            name: "rbh1",
+            breaks_at: std::time::Instant::now() + Duration::from_secs(600),
+        }),
+        handle: ServiceHandle {
+            id: 1,
+            endpoints: Vec::new(),
+            facts: Default::default(),
+        },
+    };
+    assert!(alive.exited("its servers").is_none());
 }
 
 /// One of two generators lost mid-test (kill -9 of its agent): the survivor, ended by

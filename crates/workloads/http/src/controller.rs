@@ -99,8 +99,8 @@ impl Http {
         v.get("requests")?.as_u64()
     }
 
-    /// Why the server is gone, if it is.
-    fn server_exited(&self) -> Option<String> {
+    /// Why the server is gone (or cannot be asked), if it is: the flag, its message the error.
+    fn server_exited(&self) -> Option<Flag> {
         self.running.as_ref()?.exited("nginx")
     }
 
@@ -193,8 +193,8 @@ impl Http {
         if let Some(why) = d.spread.failure() {
             s.error = Some(why);
         }
-        if let Some(why) = self.server_exited() {
-            s.error = Some(why);
+        if let Some(flag) = self.server_exited() {
+            s.error = Some(flag.message);
         }
         Ok(s)
     }
@@ -293,9 +293,9 @@ impl Http {
             }
         }
         // A launched server that died is a failed test, with what was measured kept.
-        if let Some(why) = self.server_exited() {
-            step.error = Some(why.clone());
-            step.flags.push(Flag::invalid("server_died", why));
+        if let Some(flag) = self.server_exited() {
+            step.error = Some(flag.message.clone());
+            step.flags.push(flag);
         }
         Ok(step)
     }

@@ -96,8 +96,8 @@ impl Kv {
         serde_json::from_value(v).ok()
     }
 
-    /// Why a server is gone, if one is.
-    fn server_exited(&self) -> Option<String> {
+    /// Why a server is gone (or cannot be asked), if one is: the flag, its message the error.
+    fn server_exited(&self) -> Option<Flag> {
         self.running.as_ref()?.exited("its servers")
     }
 
@@ -316,9 +316,9 @@ impl Workload for Kv {
             }
         }
         // A launched server that died is a failed test, with what was measured kept.
-        if let Some(why) = self.server_exited() {
-            step.error = Some(why.clone());
-            step.flags.push(Flag::invalid("server_died", why));
+        if let Some(flag) = self.server_exited() {
+            step.error = Some(flag.message.clone());
+            step.flags.push(flag);
         }
         Ok(step)
     }
@@ -365,8 +365,8 @@ impl Kv {
         if let Some(why) = d.spread.failure() {
             s.error = Some(why);
         }
-        if let Some(why) = self.server_exited() {
-            s.error = Some(why);
+        if let Some(flag) = self.server_exited() {
+            s.error = Some(flag.message);
         }
         Ok(s)
     }

@@ -175,7 +175,7 @@ impl Oltp {
     }
 
     /// Why the server is gone, if it is.
-    fn server_exited(&self) -> Option<String> {
+    fn server_exited(&self) -> Option<Flag> {
         let engine = self.cfg.engine_kind().unwrap_or_default();
         self.running.as_ref()?.exited(engine.label())
     }
@@ -380,8 +380,8 @@ impl Oltp {
         if let Some(why) = generators::failure(&d.failed) {
             step.error = Some(why);
         }
-        if let Some(why) = self.server_exited() {
-            step.error = Some(why);
+        if let Some(flag) = self.server_exited() {
+            step.error = Some(flag.message);
         }
         Ok(step)
     }
@@ -490,12 +490,12 @@ impl Workload for Oltp {
         // A PostgreSQL that died is named as the cause (as a dead redis-server or nginx
         // is), not the "connection lost" its clients saw; what was measured is kept.
         match (out, self.server_exited()) {
-            (Ok(mut o), Some(why)) => {
-                o.error = Some(why.clone());
-                o.flags.push(Flag::invalid("server_died", why));
+            (Ok(mut o), Some(flag)) => {
+                o.error = Some(flag.message.clone());
+                o.flags.push(flag);
                 Ok(o)
             }
-            (Err(e), Some(why)) => Err(e.context(why)),
+            (Err(e), Some(flag)) => Err(e.context(flag.message)),
             (out, None) => out,
         }
     }
