@@ -9,9 +9,10 @@
 //! **Figures.** Per point: the headline; latency p50, p90, p99, p99.9, max and the
 //! weighted mean, read once per run from its valid repetitions' exact histograms merged
 //! (as the results table reads them: percentiles are never averaged); the share over
-//! each latency threshold; CPU per operation on the system under test (`cpu_us_per_op`,
-//! its whole host, when that host ran no load generator; else `server_cpu_us_per_op`,
-//! its watched server processes, or missing with the reason); each run's power and
+//! each latency threshold; CPU per unit of a rate headline on the system under test
+//! (`cpu_us_per_op`, `_per_Gbit`, `_per_sign`: its whole host, when that host ran no load
+//! generator; else `server_cpu_us_per_op`..., its watched server processes, or missing
+//! with the reason); each run's power and
 //! perf/W by the one power rule, as the results table takes them, named by their basis
 //! (whole server measured untagged, `MODELLED`, `component only`), and `not comparable`
 //! with no percentage where the sides' bases differ. Each with its difference,
@@ -621,11 +622,42 @@ fn companions(headline: &str) -> &'static [&'static str] {
     }
 }
 
-/// CPU per operation on the system under test, microseconds: every CPU of a host that
-/// ran no load generator ([`crate::derive::sut_cpu`])...
-const CPU_PER_OP: &str = "cpu_us_per_op";
+/// CPU per unit of the headline on the system under test, microseconds: every CPU of a
+/// host that ran no load generator ([`crate::derive::sut_cpu`])...
+const CPU_PER: &str = "cpu_us_per_";
 /// ... or the watched server processes' CPU, on a host that also ran the load generator.
-const SERVER_CPU_PER_OP: &str = "server_cpu_us_per_op";
+const SERVER_CPU_PER: &str = "server_cpu_us_per_";
+
+/// The name of the CPU-per-unit figure of a headline in `unit` (a rate, `X/s`): per what
+/// the rate counts, so a net test's is per Gbit and crypto's per sign, never "per op" of
+/// a figure that counts no operations (`cpu_us_per_op`, `server_cpu_us_per_Gbit`,
+/// `cpu_us_per_sign`, `cpu_us_per_MB`).
+fn cpu_per(basis: &CpuBasis, unit: &str) -> String {
+    let what = unit.strip_suffix("/s").unwrap_or(unit);
+    // A plural count reads singular (`ops`, `signs`, `transactions`); units (`Gbit`,
+    // `MB`) keep their case.
+    let one = match what.strip_suffix('s') {
+        Some(stem) if stem.len() > 1 && stem.chars().all(|c| c.is_ascii_lowercase()) => stem,
+        _ => what,
+    };
+    let prefix = match basis {
+        CpuBasis::Host => CPU_PER,
+        CpuBasis::ServerProcesses(_) => SERVER_CPU_PER,
+    };
+    format!("{prefix}{one}")
+}
+
+/// Whether `m` is a CPU-per-unit figure: Some(true) of the server processes, Some(false)
+/// of the whole host.
+fn cpu_per_basis(m: &str) -> Option<bool> {
+    if m.starts_with(SERVER_CPU_PER) {
+        Some(true)
+    } else if m.starts_with(CPU_PER) {
+        Some(false)
+    } else {
+        None
+    }
+}
 
 /// One figure of a repetition: (metric, unit, higher is better, value or why it is
 /// missing).
@@ -668,16 +700,17 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
     if unit.ends_with("/s") && head > 0.0 {
         match crate::derive::sut_cpu(run, r) {
             Ok(c) => out.push((
-                match c.basis {
-                    CpuBasis::Host => CPU_PER_OP,
-                    CpuBasis::ServerProcesses(_) => SERVER_CPU_PER_OP,
-                }
-                .into(),
+                cpu_per(&c.basis, &unit),
                 "us".into(),
                 false,
                 Ok(c.pct / 100.0 / head * 1e6),
             )),
-            Err(why) => out.push((CPU_PER_OP.into(), "us".into(), false, Err(why))),
+            Err(why) => out.push((
+                cpu_per(&CpuBasis::Host, &unit),
+                "us".into(),
+                false,
+                Err(why),
+            )),
         }
     }
     out
@@ -1348,32 +1381,34 @@ fn one_sided_row(
 /// Why a point's figure is on one side only; `has` says whether the `other` side has a
 /// figure of that name at the point.
 fn one_sided(metric: &str, other: &str, has: impl Fn(&str) -> bool) -> String {
-    let cpu = |m: &str| {
-        if m == CPU_PER_OP {
-            "every CPU of the SUT host"
-        } else {
+    let cpu = |server: bool| {
+        if server {
             "the server processes' CPU"
+        } else {
+            "every CPU of the SUT host"
         }
     };
-    match metric {
-        CPU_PER_OP | SERVER_CPU_PER_OP => {
-            let instead = if metric == CPU_PER_OP {
-                SERVER_CPU_PER_OP
+    match cpu_per_basis(metric) {
+        Some(server) => {
+            let instead = if server {
+                metric.replacen(SERVER_CPU_PER, CPU_PER, 1)
             } else {
-                CPU_PER_OP
+                metric.replacen(CPU_PER, SERVER_CPU_PER, 1)
             };
-            if has(instead) {
+            if has(&instead) {
                 format!(
                     "{other} has {instead} ({}) where this side counts {}: not comparable",
-                    cpu(instead),
-                    cpu(metric)
+                    cpu(!server),
+                    cpu(server)
                 )
             } else {
                 format!("{other} has no CPU per operation for the SUT")
             }
         }
-        m if m.starts_with(POWER) || m.contains(" per W") => format!("{other} has no power"),
-        _ => format!("{other} has no such figure"),
+        None => match metric {
+            m if m.starts_with(POWER) || m.contains(" per W") => format!("{other} has no power"),
+            _ => format!("{other} has no such figure"),
+        },
     }
 }
 
@@ -1392,7 +1427,7 @@ fn metric_rank(m: &str) -> u8 {
         10 + i as u8
     } else if m.starts_with("pct_over_") {
         20
-    } else if m == CPU_PER_OP || m == SERVER_CPU_PER_OP {
+    } else if cpu_per_basis(m).is_some() {
         30
     } else if m.starts_with(POWER) {
         40
@@ -1478,4 +1513,31 @@ pub fn compare_text(c: &Comparison) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CPU per unit is per what the headline's rate counts: a net test's per Gbit, an RSA
+    /// test's per sign (it said `per_op` with unit `us` of every rate, so 18,592 us per
+    /// Gbit read as per operation).
+    #[test]
+    fn cpu_per_unit_is_named_by_what_the_rate_counts() {
+        let server = CpuBasis::ServerProcesses(Vec::new());
+        assert_eq!(cpu_per(&CpuBasis::Host, "ops/s"), "cpu_us_per_op");
+        assert_eq!(cpu_per(&server, "ops/s"), "server_cpu_us_per_op");
+        assert_eq!(cpu_per(&server, "Gbit/s"), "server_cpu_us_per_Gbit");
+        assert_eq!(cpu_per(&CpuBasis::Host, "signs/s"), "cpu_us_per_sign");
+        assert_eq!(cpu_per(&CpuBasis::Host, "MB/s"), "cpu_us_per_MB");
+        assert_eq!(cpu_per(&CpuBasis::Host, "req/s"), "cpu_us_per_req");
+        assert_eq!(cpu_per_basis("server_cpu_us_per_Gbit"), Some(true));
+        assert_eq!(cpu_per_basis("cpu_us_per_sign"), Some(false));
+        assert_eq!(cpu_per_basis("power_w"), None);
+        assert_eq!(
+            one_sided("cpu_us_per_Gbit", "B", |m| m == "server_cpu_us_per_Gbit"),
+            "B has server_cpu_us_per_Gbit (the server processes' CPU) where this side counts \
+             every CPU of the SUT host: not comparable"
+        );
+    }
 }
