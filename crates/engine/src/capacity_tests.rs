@@ -414,6 +414,9 @@ pub fn run(
             let r = capacity::ramp(&cfg.ramp_config(d), &mut step_fn)?;
             ctx.note_table(&format!("{workload} ramp:"), &r.table());
             found.record("ramp", r.last_sustained_rate_per_s());
+            if let Some(s) = &r.saturation {
+                flags.extend(server_not_busy(&r.points[s.index].step, unit));
+            }
             let steps = r.points.iter().map(|p| p.step.clone()).collect();
             let kept = r
                 .points
@@ -619,6 +622,38 @@ pub fn run(
         error: stopped.filter(|w| !w.starts_with("interrupted")),
         loadgen_threads: Some(loadgen_threads),
         measured,
+    })
+}
+
+/// The busiest server process's CPU below which a saturation is said not to be the
+/// server's CPU: a single-threaded server (redis, an nginx worker) that is the limit runs
+/// near 100% of its CPU.
+const SERVER_BUSY_PCT: f64 = 70.0;
+
+/// A ramp's saturation at a step where no server process was busy (each watched process
+/// of the system under test, the load generator's left out, under [`SERVER_BUSY_PCT`] of
+/// a CPU): the server's CPU was not what fell behind, and the saturation may be the load
+/// generator's (MISSION: a saturated generator is no server figure). None where no server
+/// process was watched, or one was busy.
+fn server_not_busy(step: &RateStep, unit: &str) -> Option<Flag> {
+    let (role, pct) = step
+        .extra
+        .iter()
+        .filter(|m| m.name == "process_cpu_pct")
+        .filter_map(|m| Some((m.labels.get("role")?, m.value)))
+        .filter(|(role, _)| !role.starts_with("loadgen"))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (pct < SERVER_BUSY_PCT).then(|| {
+        Flag::warning(
+            "saturation_not_server_cpu",
+            format!(
+                "at the saturation step ({:.0} {unit}) the busiest server process ({role}) \
+                 used {pct:.0}% of a CPU: the server's CPU was not the limit; the load \
+                 generator (give it more --threads or CPUs of its own), the network, or the \
+                 server's own waits (locks, disk) may be",
+                step.demanded_rate_per_s
+            ),
+        )
     })
 }
 
@@ -969,6 +1004,69 @@ mod tests {
             .expect("the level's power")
             .value;
         assert!((power - 400.0).abs() < 1.0, "{power} W");
+    }
+
+    /// A ramp that saturates while no server process is busy says the server's CPU was
+    /// not the limit (nginx at 40% beside a starved generator read as the server's
+    /// saturation); one whose server was busy at saturation says nothing.
+    #[test]
+    fn a_saturation_with_an_idle_server_is_said_not_to_be_the_servers_cpu() {
+        let (_, cfg) = split_params(
+            "kv",
+            &params(json!({"ramp_low": 400, "ramp_high": 1200, "ramp_step": 400})),
+        )
+        .unwrap();
+        let busy_at = |server_pct: f64| {
+            move |rate: f64| -> anyhow::Result<RateStep> {
+                let mut s = step(rate)?;
+                s.reply_rate_per_s = rate.min(500.0);
+                s.extra.extend([
+                    Metric::new("process_cpu_pct", server_pct, "%").label("role", "server:worker0"),
+                    Metric::new("process_cpu_pct", 99.0, "%").label("role", "loadgen"),
+                ]);
+                Ok(s)
+            }
+        };
+        let mut found = Found::default();
+        let out = run(
+            "kv",
+            "ramp",
+            &cfg,
+            &D,
+            &Ctx::quiet(),
+            &mut found,
+            None,
+            1,
+            busy_at(40.0),
+        )
+        .unwrap();
+        let f = out
+            .flags
+            .iter()
+            .find(|f| f.code == "saturation_not_server_cpu")
+            .unwrap_or_else(|| panic!("no flag: {:?}", out.flags));
+        assert!(
+            f.message
+                .starts_with("at the saturation step (800 ops/s) the busiest server process (server:worker0) used 40% of a CPU"),
+            "{}",
+            f.message
+        );
+        let out = run(
+            "kv",
+            "ramp",
+            &cfg,
+            &D,
+            &Ctx::quiet(),
+            &mut found,
+            None,
+            1,
+            busy_at(97.0),
+        )
+        .unwrap();
+        assert!(!out
+            .flags
+            .iter()
+            .any(|f| f.code == "saturation_not_server_cpu"));
     }
 
     /// A step whose bytes were not counted (oltp's database client) has no network I/O,
