@@ -319,7 +319,13 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
             100.0 * all_errors as f64 / (total + lost).max(1) as f64
         );
         if conn_failures > 0 {
-            why.push_str(&format!("; {conn_failures} connection failure(s)"));
+            // Events, not connections: a connection that broke and then failed to
+            // reconnect is two (20 connections to a killed server read as 40).
+            why.push_str(&format!(
+                "; {conn_failures} connection failure(s) over {} connection(s): a break and \
+                 each failed reconnect count once each",
+                spec.connections
+            ));
         }
         flags.push(Flag::warning("errors", why));
     }
@@ -463,6 +469,27 @@ mod tests {
         c.service.reset();
         c.service.record_n(latency_ns, 10_000).unwrap();
         step_output(&spec, &out, "ops_per_s", "ops/s")
+    }
+
+    /// Connection failures are events, said over the connections: 4 connections to a
+    /// killed server, each broken and then refused on reconnecting, are 8 failures.
+    #[test]
+    fn connection_failures_are_said_over_the_connections() {
+        let (spec, mut out) = open_loop(0, 0.2);
+        out.connection_errors
+            .insert("read: connection reset by peer".into(), 4);
+        out.connection_errors
+            .insert("reconnect to 127.0.0.1:1: connection refused".into(), 4);
+        let step = step_output(&spec, &out, "ops_per_s", "ops/s");
+        let f = step.flags.iter().find(|f| f.code == "errors").unwrap();
+        assert!(
+            f.message.ends_with(
+                "; 8 connection failure(s) over 4 connection(s): a break and each failed \
+                 reconnect count once each"
+            ),
+            "{}",
+            f.message
+        );
     }
 
     fn littles_law_ns(s: &StepOutput) -> f64 {
