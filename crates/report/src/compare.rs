@@ -625,8 +625,16 @@ fn companions(headline: &str) -> &'static [&'static str] {
 /// CPU per unit of the headline on the system under test, microseconds: every CPU of a
 /// host that ran no load generator ([`crate::derive::sut_cpu`])...
 const CPU_PER: &str = "cpu_us_per_";
-/// ... or the watched server processes' CPU, on a host that also ran the load generator.
+/// ... or the watched server processes' CPU, on a host that also ran the load generator...
 const SERVER_CPU_PER: &str = "server_cpu_us_per_";
+/// ... or the CPU of the process the work runs in (crypto, mem).
+const WORK_CPU_PER: &str = "work_cpu_us_per_";
+/// Every basis's prefix, with whose CPU it counts.
+const CPU_PER_BASES: [(&str, &str); 3] = [
+    (SERVER_CPU_PER, "the server processes' CPU"),
+    (WORK_CPU_PER, "the CPU of the process the work runs in"),
+    (CPU_PER, "every CPU of the SUT host"),
+];
 
 /// The name of the CPU-per-unit figure of a headline in `unit` (a rate, `X/s`): per what
 /// the rate counts, so a net test's is per Gbit and crypto's per sign, never "per op" of
@@ -643,20 +651,17 @@ fn cpu_per(basis: &CpuBasis, unit: &str) -> String {
     let prefix = match basis {
         CpuBasis::Host => CPU_PER,
         CpuBasis::ServerProcesses(_) => SERVER_CPU_PER,
+        CpuBasis::WorkProcess => WORK_CPU_PER,
     };
     format!("{prefix}{one}")
 }
 
-/// Whether `m` is a CPU-per-unit figure: Some(true) of the server processes, Some(false)
-/// of the whole host.
-fn cpu_per_basis(m: &str) -> Option<bool> {
-    if m.starts_with(SERVER_CPU_PER) {
-        Some(true)
-    } else if m.starts_with(CPU_PER) {
-        Some(false)
-    } else {
-        None
-    }
+/// Whether `m` is a CPU-per-unit figure: its basis's prefix and whose CPU it counts, and
+/// what follows the prefix (the unit it is per).
+fn cpu_per_basis(m: &str) -> Option<(&'static str, &'static str, &str)> {
+    CPU_PER_BASES
+        .iter()
+        .find_map(|(prefix, whose)| Some((*prefix, *whose, m.strip_prefix(prefix)?)))
 }
 
 /// One figure of a repetition: (metric, unit, higher is better, value or why it is
@@ -1381,28 +1386,18 @@ fn one_sided_row(
 /// Why a point's figure is on one side only; `has` says whether the `other` side has a
 /// figure of that name at the point.
 fn one_sided(metric: &str, other: &str, has: impl Fn(&str) -> bool) -> String {
-    let cpu = |server: bool| {
-        if server {
-            "the server processes' CPU"
-        } else {
-            "every CPU of the SUT host"
-        }
-    };
     match cpu_per_basis(metric) {
-        Some(server) => {
-            let instead = if server {
-                metric.replacen(SERVER_CPU_PER, CPU_PER, 1)
-            } else {
-                metric.replacen(CPU_PER, SERVER_CPU_PER, 1)
-            };
-            if has(&instead) {
-                format!(
-                    "{other} has {instead} ({}) where this side counts {}: not comparable",
-                    cpu(!server),
-                    cpu(server)
-                )
-            } else {
-                format!("{other} has no CPU per operation for the SUT")
+        Some((prefix, whose, per)) => {
+            let instead = CPU_PER_BASES
+                .iter()
+                .filter(|(p, _)| *p != prefix)
+                .map(|(p, w)| (format!("{p}{per}"), *w))
+                .find(|(m, _)| has(m));
+            match instead {
+                Some((instead, theirs)) => format!(
+                    "{other} has {instead} ({theirs}) where this side counts {whose}: not comparable"
+                ),
+                None => format!("{other} has no CPU per operation for the SUT"),
             }
         }
         None => match metric {
@@ -1531,8 +1526,18 @@ mod tests {
         assert_eq!(cpu_per(&CpuBasis::Host, "signs/s"), "cpu_us_per_sign");
         assert_eq!(cpu_per(&CpuBasis::Host, "MB/s"), "cpu_us_per_MB");
         assert_eq!(cpu_per(&CpuBasis::Host, "req/s"), "cpu_us_per_req");
-        assert_eq!(cpu_per_basis("server_cpu_us_per_Gbit"), Some(true));
-        assert_eq!(cpu_per_basis("cpu_us_per_sign"), Some(false));
+        assert_eq!(
+            cpu_per(&CpuBasis::WorkProcess, "signs/s"),
+            "work_cpu_us_per_sign"
+        );
+        assert_eq!(
+            cpu_per_basis("server_cpu_us_per_Gbit"),
+            Some((SERVER_CPU_PER, "the server processes' CPU", "Gbit"))
+        );
+        assert_eq!(
+            cpu_per_basis("cpu_us_per_sign"),
+            Some((CPU_PER, "every CPU of the SUT host", "sign"))
+        );
         assert_eq!(cpu_per_basis("power_w"), None);
         assert_eq!(
             one_sided("cpu_us_per_Gbit", "B", |m| m == "server_cpu_us_per_Gbit"),

@@ -410,6 +410,10 @@ pub enum CpuBasis {
     /// The watched server processes (their roles, `mariadbd`, `server:0`), on a host
     /// that also ran the load generator.
     ServerProcesses(Vec<String>),
+    /// The process the work itself runs in (crypto's signs, mem's loads run in rackbench:
+    /// [`WORK_IN_DRIVER`]), where it was watched: the host's other processes are no part
+    /// of the work (a busy neighbour made crypto's CPU per sign read 3.8x its own).
+    WorkProcess,
 }
 
 impl CpuBasis {
@@ -417,6 +421,7 @@ impl CpuBasis {
     pub fn label(&self) -> String {
         match self {
             CpuBasis::Host => "whole SUT host".to_string(),
+            CpuBasis::WorkProcess => "rackbench's process, where the work runs".to_string(),
             CpuBasis::ServerProcesses(roles) => {
                 // `server:0`, `server:worker1`... as `server x3`.
                 let mut kinds: Vec<(&str, usize)> = Vec::new();
@@ -448,7 +453,7 @@ pub const SUMMARY_FLAGS_NOTE: &str =
     "⚠ marks a result with a warning; each warning's message is in the results table below.";
 
 /// What a "%CPU used" column holds, said under every table that shows one.
-pub const CPU_USED_MEANING: &str = "%CPU used is the system under test's CPU in percent of one CPU: the sum of every CPU's busy % on a host that ran no load generator (as in the iperf3 study), else the watched server processes' CPU; each figure says which.";
+pub const CPU_USED_MEANING: &str = "%CPU used is the system under test's CPU in percent of one CPU: the sum of every CPU's busy % on a host that ran no load generator (as in the iperf3 study), else the watched server processes' CPU, or for work that runs in rackbench itself (crypto, mem) its process's; each figure says which.";
 
 /// CPU used on the system under test, in percent of one CPU (100 = one core busy).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -472,7 +477,16 @@ pub fn sut_cpu(run: &RunRecord, r: &ResultRecord) -> Result<CpuFigure, String> {
         .find(|h| h.host == ts.host)
         .map_or("", |h| h.role.as_str());
     let shared = role.split('+').any(|x| x == LOADGEN_ROLE);
-    if shared && !WORK_IN_DRIVER.contains(&r.workload.as_str()) {
+    if WORK_IN_DRIVER.contains(&r.workload.as_str()) {
+        // The work's own process where it was watched; else the host's CPUs (a record
+        // from before the process was watched), as on a host that ran nothing else.
+        if let Some(p) = ts.procs.iter().find(|p| p.role == LOADGEN_ROLE) {
+            return Ok(CpuFigure {
+                pct: p.total_pct(),
+                basis: CpuBasis::WorkProcess,
+            });
+        }
+    } else if shared {
         let server: Vec<&model::ProcCpu> =
             ts.procs.iter().filter(|p| p.role != LOADGEN_ROLE).collect();
         if server.is_empty() {

@@ -1804,13 +1804,19 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
     let c = cpu(&alone).0.unwrap();
     assert_eq!(c.basis, report::derive::CpuBasis::Host);
     assert!((c.pct - host_busy).abs() < 1e-9);
-    // Crypto's work runs in the driver: the host's CPU is the work's.
-    let mut crypto = one("c", "sut+loadgen", &[("loadgen", 100.0)]);
+    // Crypto's work runs in the driver: that process's CPU is the work's, not the
+    // host's with its neighbours (a busy neighbour made it read 3.8x the work's).
+    let mut crypto = one("c", "sut+loadgen", &[("loadgen", 52.0)]);
     crypto.results[0].workload = "crypto".into();
-    assert_eq!(
-        cpu(&crypto).0.unwrap().basis,
-        report::derive::CpuBasis::Host
-    );
+    let c = cpu(&crypto).0.unwrap();
+    assert_eq!(c.basis, report::derive::CpuBasis::WorkProcess);
+    assert!((c.pct - 52.0).abs() < 1e-9, "{c:?}");
+    assert_eq!(c.basis.label(), "rackbench's process, where the work runs");
+    // Without the process watched (an older record), the host's CPU, as before.
+    crypto.results[0].telemetry_summary[0].procs.clear();
+    let c = cpu(&crypto).0.unwrap();
+    assert_eq!(c.basis, report::derive::CpuBasis::Host);
+    assert!((c.pct - host_busy).abs() < 1e-9);
 
     // compare: per operation, named by its basis; missing with the reason.
     let metric = |a: &RunRecord, b: &RunRecord, name: &str| {
