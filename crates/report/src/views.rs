@@ -1457,14 +1457,24 @@ fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<
             continue;
         }
         if let Some(s) = m.labels.get(key) {
-            out.entry(s.clone())
-                .or_default()
-                .entry(m.name.clone())
-                .or_insert(m.value);
+            let step = out.entry(s.clone()).or_default();
+            // The watched server processes' CPU at the step, summed ([`SERVER_CPU`]): the
+            // host's busy % holds the load generator's too (an open loop spins a core).
+            if m.name == "process_cpu_pct"
+                && m.labels
+                    .get("role")
+                    .is_some_and(|role| !role.starts_with("loadgen"))
+            {
+                *step.entry(SERVER_CPU.into()).or_insert(0.0) += m.value;
+            }
+            step.entry(m.name.clone()).or_insert(m.value);
         }
     }
     out
 }
+
+/// A step's watched server processes' CPU, in percent of one CPU (see [`steps`]).
+const SERVER_CPU: &str = "server_cpu_pct";
 
 fn ordered(s: BTreeMap<String, BTreeMap<String, f64>>) -> Vec<(String, BTreeMap<String, f64>)> {
     let mut v: Vec<_> = s.into_iter().collect();
@@ -1624,6 +1634,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("errors_pct").map_or("-".into(), |v| fixed(*v, 2)),
                 m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
+                m.get(SERVER_CPU).map_or("-".into(), |v| fixed(*v, 1)),
                 m.get("power_w")
                     .map_or("-".into(), |v| crate::fmt::watts(*v)),
             ]
@@ -1651,7 +1662,8 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 "p50 ms",
                 "p99 ms",
                 "Errors %",
-                "CPU busy %",
+                "Host CPU busy %",
+                "Server %CPU",
                 "Power W",
             ]
             .iter()
@@ -1868,6 +1880,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 m.get("latency_p99_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
+                m.get(SERVER_CPU).map_or("-".into(), |v| fixed(*v, 1)),
                 m.get("power_w")
                     .map_or("absent".into(), |v| crate::fmt::watts(*v)),
                 m.get("reply_rate_per_w").map_or("-".into(), |v| num(*v)),
@@ -1920,7 +1933,8 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 format!("Target {u}").as_str(),
                 format!("Reply {u}").as_str(),
                 "p99 ms",
-                "CPU busy %",
+                "Host CPU busy %",
+                "Server %CPU",
                 "Power W",
                 format!("{u} per W").as_str(),
             ]

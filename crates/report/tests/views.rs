@@ -213,6 +213,16 @@ fn capacity_run(with_power: bool) -> RunRecord {
                     .label("phase", "levels")
                     .label("level", lv),
             );
+            // The server processes' CPU, summed, beside the host's (the generator's
+            // process is left out).
+            for (role, pct) in [("server:0", w / 5.0), ("server:1", 10.0), ("loadgen", 99.0)] {
+                levels.push(
+                    Metric::new("process_cpu_pct", pct, "%")
+                        .label("phase", "levels")
+                        .label("level", lv)
+                        .label("role", role),
+                );
+            }
             levels.push(
                 Metric::new("power_w", w, "W")
                     .label("phase", "levels")
@@ -336,7 +346,7 @@ fn capacity_ramp_search_levels() {
     assert!(h.contains("kv load levels: CPU busy (%, all CPUs)"));
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(
-        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 75.0 | 150.0 | 290 |"),
+        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 75.0 | 40.0 | 150.0 | 290 |"),
         "{m}"
     );
     // A workload counting operations (kv's ops/s, oltp's txn/s) is labelled with its unit.
@@ -391,11 +401,11 @@ fn levels_judged_against_the_objective_show_it() {
     );
     // The judged percentile (of every request due) beside the recorded p99.
     assert!(
-        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 75.0 | 150.0 | 290 | 21.000 | NO |"),
+        m.contains("| 100% | 44,000 | 43,560 | 9.000 | 75.0 | 40.0 | 150.0 | 290 | 21.000 | NO |"),
         "{m}"
     );
     assert!(
-        m.contains("| 50% | 22,000 | 21,780 | 9.000 | 55.0 | 110.0 | 198 | 9.000 | yes |"),
+        m.contains("| 50% | 22,000 | 21,780 | 9.000 | 55.0 | 32.0 | 110.0 | 198 | 9.000 | yes |"),
         "{m}"
     );
     assert!(m.contains("levels that missed p99&lt;20ms: 100%"));

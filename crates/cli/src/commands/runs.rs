@@ -1602,7 +1602,7 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         assert!(lines.iter().any(|l| l == "kv capacity ramp"), "{t}");
         assert!(lines.iter().any(|l| l == "Ramp steps:"), "{t}");
         assert!(
-            lines.iter().any(|l| l == "1 4,000 3,000 - 2.500 - - -"),
+            lines.iter().any(|l| l == "1 4,000 3,000 - 2.500 - - - -"),
             "{t}"
         );
         assert!(t.contains("Saturation at a demanded rate of 4,000"), "{t}");
