@@ -21,9 +21,18 @@ fn flags(f: &[Flag]) -> String {
         .collect()
 }
 
-/// Flags as their codes only: the summary's cells (the Results table has the messages).
+/// Flags as their codes only, each once: the summary's cells (the Results table has the
+/// messages; a warning of every repetition read `⚠ other_load ⚠ other_load`).
 fn flag_codes(f: &[Flag]) -> String {
-    f.iter().map(|f| format!(" ⚠ {}", f.code)).collect()
+    let mut seen: Vec<&str> = Vec::new();
+    f.iter()
+        .filter(|f| {
+            let new = !seen.contains(&f.code.as_str());
+            seen.push(&f.code);
+            new
+        })
+        .map(|f| format!(" ⚠ {}", f.code))
+        .collect()
 }
 
 fn power(p: &Result<PowerFigure, String>) -> String {

@@ -2597,7 +2597,10 @@ fn a_missing_geometric_mean_says_why() {
 /// quickstart's summary used to carry two long messages, burying its figures.)
 #[test]
 fn the_summary_shows_flag_codes_and_the_results_their_messages() {
-    let mut r = kv_run(&Spec::default());
+    let mut r = kv_run(&Spec {
+        reps: 2,
+        ..Spec::default()
+    });
     let msg = "other processes took most of a CPU while the test measured";
     for res in &mut r.results {
         res.flags.clear();
@@ -2608,6 +2611,8 @@ fn the_summary_shows_flag_codes_and_the_results_their_messages() {
     let summary = &h[h.find("<caption>Summary").unwrap()..];
     let summary = &summary[..summary.find("</table>").unwrap()];
     assert!(summary.contains("&#9888; other_load</span>"), "{summary}");
+    // Each code once in a cell, whatever the repetitions that carry it.
+    assert!(!summary.contains("other_load</span><span"), "{summary}");
     assert!(summary.contains(&format!(r#"title="{msg}""#)), "{summary}");
     assert!(
         !summary.contains(&format!("other_load: {msg}")),
@@ -2621,6 +2626,7 @@ fn the_summary_shows_flag_codes_and_the_results_their_messages() {
     let summary = &md[md.find("| Test |").unwrap()..];
     let summary = &summary[..summary.find("\n\n").unwrap()];
     assert!(summary.contains("⚠ other\\_load"), "{summary}");
+    assert!(!summary.contains("⚠ other\\_load ⚠"), "{summary}");
     assert!(!summary.contains(msg), "{summary}");
     assert!(md.contains("⚠ marks a result with a warning"));
     let results = &md[md.find("### Results").unwrap()..];
