@@ -163,7 +163,8 @@ impl Running {
             Err(e) => Some(Flag::invalid(
                 "server_unknown",
                 format!(
-                    "cannot ask {} about {what} (not known to have died): {e:#}",
+                    "cannot ask {} about {what} (not known to have died): {e:#}; see whether \
+                     the host answers (`rackbench hosts check`) and run the test again",
                     self.sut.name()
                 ),
             )),

@@ -460,12 +460,13 @@ pub fn add_figures(
     if let Some(why) = failure(failed) {
         step.error = Some(why.clone());
         // The partial figure is the survivors' alone: said, or it reads as the server's
-        // rate halved (it also served the lost ones' requests, which nothing counted).
+        // rate halved (it may have served the lost ones' requests too, counted nowhere).
         let flag = match runs.len() {
             0 => why,
             n => format!(
                 "{why}; the figures are of the {n} of {generators} load generators that \
-                 reported: the server also served requests of the others, which no figure counts"
+                 reported, and any requests the others made before they failed are in none \
+                 of them: run the test again for a whole figure"
             ),
         };
         step.flags.push(Flag::invalid("host_failed", flag));
@@ -730,7 +731,8 @@ mod tests {
         assert_eq!(
             failed.message,
             "load generator c: gone; the figures are of the 2 of 3 load generators that \
-             reported: the server also served requests of the others, which no figure counts"
+             reported, and any requests the others made before they failed are in none of \
+             them: run the test again for a whole figure"
         );
         assert_eq!(step.error.as_deref(), Some("load generator c: gone"));
     }

@@ -969,7 +969,8 @@ fn a_server_on_a_lost_host_is_not_said_to_have_died() {
     assert_eq!(flag.code, "server_unknown");
     assert_eq!(
         flag.message,
-        "cannot ask rbh1 about its servers (not known to have died): the link to rbh1 broke"
+        "cannot ask rbh1 about its servers (not known to have died): the link to rbh1 broke; \
+         see whether the host answers (`rackbench hosts check`) and run the test again"
     );
     let alive = engine::host::Running {
         sut: Arc::new(Lost {

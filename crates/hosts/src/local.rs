@@ -92,7 +92,7 @@ impl LocalHost {
     fn watch_loadgen(&self) {
         if let Some(s) = self.sampler() {
             if !s.watches(self.loadgen_pid) {
-                s.watch_process_alone("loadgen", self.loadgen_pid);
+                s.watch_process_alone(model::LOADGEN_PROCESS, self.loadgen_pid);
             }
         }
     }

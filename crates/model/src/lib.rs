@@ -117,6 +117,11 @@ const COUNT_UNITS: &[&str] = &[
     "warehouses",
 ];
 
+/// The telemetry role of the load generator's own process (rackbench, or its agent);
+/// every other watched process is the system under test's (`server:0`, `postgres`,
+/// `receiver`).
+pub const LOADGEN_PROCESS: &str = "loadgen";
+
 /// Whether a unit counts things ([`COUNT_UNITS`]).
 pub fn is_count_unit(unit: &str) -> bool {
     COUNT_UNITS.contains(&unit)

@@ -642,11 +642,13 @@ const CPU_PER_BASES: [(&str, &str); 3] = [
 /// `cpu_us_per_sign`, `cpu_us_per_MB`).
 fn cpu_per(basis: &CpuBasis, unit: &str) -> String {
     let what = unit.strip_suffix("/s").unwrap_or(unit);
-    // A plural count reads singular (`ops`, `signs`, `transactions`); units (`Gbit`,
-    // `MB`) keep their case.
-    let one = match what.strip_suffix('s') {
-        Some(stem) if stem.len() > 1 && stem.chars().all(|c| c.is_ascii_lowercase()) => stem,
-        _ => what,
+    // A plural count reads singular (`ops`, `signs`, `verifies`, `replies`); units
+    // (`Gbit`, `MB`) are no plurals.
+    let lower = what.len() > 2 && what.chars().all(|c| c.is_ascii_lowercase());
+    let one = match (what.strip_suffix("ies"), what.strip_suffix('s')) {
+        (Some(stem), _) if lower => format!("{stem}y"),
+        (None, Some(stem)) if lower => stem.to_string(),
+        _ => what.to_string(),
     };
     let prefix = match basis {
         CpuBasis::Host => CPU_PER,
@@ -1397,7 +1399,7 @@ fn one_sided(metric: &str, other: &str, has: impl Fn(&str) -> bool) -> String {
                 Some((instead, theirs)) => format!(
                     "{other} has {instead} ({theirs}) where this side counts {whose}: not comparable"
                 ),
-                None => format!("{other} has no CPU per operation for the SUT"),
+                None => format!("{other} has no CPU per {per} for the SUT"),
             }
         }
         None => match metric {
@@ -1526,6 +1528,10 @@ mod tests {
         assert_eq!(cpu_per(&CpuBasis::Host, "signs/s"), "cpu_us_per_sign");
         assert_eq!(cpu_per(&CpuBasis::Host, "MB/s"), "cpu_us_per_MB");
         assert_eq!(cpu_per(&CpuBasis::Host, "req/s"), "cpu_us_per_req");
+        assert_eq!(cpu_per(&CpuBasis::Host, "verifies/s"), "cpu_us_per_verify");
+        assert_eq!(cpu_per(&CpuBasis::Host, "replies/s"), "cpu_us_per_reply");
+        assert_eq!(cpu_per(&CpuBasis::Host, "GB/s"), "cpu_us_per_GB");
+        assert_eq!(cpu_per(&CpuBasis::Host, "txn/s"), "cpu_us_per_txn");
         assert_eq!(
             cpu_per(&CpuBasis::WorkProcess, "signs/s"),
             "work_cpu_us_per_sign"

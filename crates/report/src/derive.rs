@@ -389,8 +389,8 @@ fn sut_hosts(run: &RunRecord) -> Vec<&str> {
 const LOADGEN_ROLE: &str = "loadgen";
 
 /// Workloads that launch no server: the measured work runs in the driver itself (crypto's
-/// signs, mem's loads), so the host's CPU is the work's even on a host that is both the
-/// system under test and the load generator.
+/// signs, mem's loads), so that process's CPU is the work's ([`CpuBasis::WorkProcess`]),
+/// on a host that is both the system under test and the load generator too.
 const WORK_IN_DRIVER: &[&str] = &["crypto", "mem"];
 
 /// Watched server processes whose own CPU time is not their server's: PostgreSQL serves
@@ -405,7 +405,8 @@ const SERVER_WORK_IN_CHILDREN: &[&str] = &["postgres"];
 #[serde(rename_all = "snake_case")]
 pub enum CpuBasis {
     /// Every CPU of a system-under-test host (the iperf3 study's "%CPU used"): one that
-    /// ran no load generator, or whose work runs in the driver itself.
+    /// ran no load generator, or whose work runs in the driver itself where that process
+    /// was not watched (a record from before it was).
     Host,
     /// The watched server processes (their roles, `mariadbd`, `server:0`), on a host
     /// that also ran the load generator.
@@ -448,6 +449,18 @@ impl CpuBasis {
     }
 }
 
+/// The flags of a cell that shows codes alone, each code once (the first of it): every
+/// repetition's `other_load` read `⚠ other_load ⚠ other_load`.
+pub fn distinct_codes(flags: &[Flag]) -> Vec<&Flag> {
+    let mut out: Vec<&Flag> = Vec::new();
+    for f in flags {
+        if !out.iter().any(|o| o.code == f.code) {
+            out.push(f);
+        }
+    }
+    out
+}
+
 /// Under a summary whose cells carry flags (their codes only).
 pub const SUMMARY_FLAGS_NOTE: &str =
     "⚠ marks a result with a warning; each warning's message is in the results table below.";
@@ -469,6 +482,8 @@ pub struct CpuFigure {
 /// run's `sut+loadgen`), the host's CPU is the generator's too (an open-loop generator
 /// spinning a core would make the server's CPU per operation ten times what it is): the
 /// watched server processes' CPU is taken instead, and without it the figure is missing.
+/// Work that runs in the driver itself (crypto, mem) counts that process's CPU wherever
+/// it was watched: the host's other processes are no part of it.
 pub fn sut_cpu(run: &RunRecord, r: &ResultRecord) -> Result<CpuFigure, String> {
     let ts = sut_summary(run, r).ok_or("no telemetry was recorded for this result")?;
     let role = run
@@ -480,15 +495,18 @@ pub fn sut_cpu(run: &RunRecord, r: &ResultRecord) -> Result<CpuFigure, String> {
     if WORK_IN_DRIVER.contains(&r.workload.as_str()) {
         // The work's own process where it was watched; else the host's CPUs (a record
         // from before the process was watched), as on a host that ran nothing else.
-        if let Some(p) = ts.procs.iter().find(|p| p.role == LOADGEN_ROLE) {
+        if let Some(p) = ts.procs.iter().find(|p| p.role == model::LOADGEN_PROCESS) {
             return Ok(CpuFigure {
                 pct: p.total_pct(),
                 basis: CpuBasis::WorkProcess,
             });
         }
     } else if shared {
-        let server: Vec<&model::ProcCpu> =
-            ts.procs.iter().filter(|p| p.role != LOADGEN_ROLE).collect();
+        let server: Vec<&model::ProcCpu> = ts
+            .procs
+            .iter()
+            .filter(|p| p.role != model::LOADGEN_PROCESS)
+            .collect();
         if server.is_empty() {
             return Err(
                 "the SUT host also ran the load generator; no per-process CPU of the server was recorded"

@@ -74,15 +74,25 @@ pub fn count(v: f64) -> String {
 }
 
 /// A figure with no count unit that is whole when it is exact: a demanded rate or a
-/// level's target (settings, echoed as asked: `91`, `20`, `4,321`), a mean of counts a
-/// table keeps unrounded (`91.5`), where [`num`]'s three significant digits would print
-/// `91.0` and `20.0` beside `100`; any other figure as [`num`] prints it. A metric in a
-/// count unit prints by [`count`] (the unit's contract, in `model`).
+/// level's target (settings, echoed as asked: `91`, `20`, `4,321`), where [`num`]'s three
+/// significant digits would print `91.0` and `20.0` beside `100`; any other figure as
+/// [`num`] prints it. A metric in a count unit prints by [`count`] or, in a report's
+/// table, [`count_in_table`] (the unit's contract, in `model`).
 pub fn whole_or_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 100.0 {
         count(v)
     } else {
         num(v)
+    }
+}
+
+/// A count in a report's table: whole ([`count`]: a mean of counts rounds), with the
+/// thousands separators of the table's other figures (`123,456`).
+pub fn count_in_table(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1000.0 {
+        num(v.round())
+    } else {
+        count(v)
     }
 }
 
@@ -273,6 +283,8 @@ mod tests {
         assert_eq!(whole_or_num(91.5), "91.5");
         assert_eq!(whole_or_num(0.25), "0.250");
         assert_eq!(count(90.6), "91");
+        assert_eq!(count_in_table(91.5), "92");
+        assert_eq!(count_in_table(123_456.4), "123,456");
         assert!(model::is_count_unit("transactions"));
         assert!(!model::is_count_unit("transactions/min"));
         for unit in ["B", "ops", "count", "packets"] {

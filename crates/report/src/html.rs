@@ -61,15 +61,14 @@ fn flags_html(flags: &[Flag]) -> String {
 /// the summary's cells show codes only, where a message repeated in every row would bury
 /// the figures (the All results table has them).
 fn flag_chips(flags: &[Flag], with_message: bool) -> String {
-    // Codes alone say each code once (every repetition's `other_load` read twice).
-    let mut seen: Vec<&str> = Vec::new();
-    flags
-        .iter()
-        .filter(|f| {
-            let new = with_message || !seen.contains(&f.code.as_str());
-            seen.push(&f.code);
-            new
-        })
+    // Codes alone say each code once ([`derive::distinct_codes`]).
+    let shown: Vec<&Flag> = if with_message {
+        flags.iter().collect()
+    } else {
+        derive::distinct_codes(flags)
+    };
+    shown
+        .into_iter()
         .map(|f| {
             let cls = match f.severity {
                 Severity::Warning => "warning",

@@ -21,16 +21,11 @@ fn flags(f: &[Flag]) -> String {
         .collect()
 }
 
-/// Flags as their codes only, each once: the summary's cells (the Results table has the
-/// messages; a warning of every repetition read `⚠ other_load ⚠ other_load`).
+/// Flags as their codes only, each once ([`derive::distinct_codes`]): the summary's
+/// cells (the Results table has the messages).
 fn flag_codes(f: &[Flag]) -> String {
-    let mut seen: Vec<&str> = Vec::new();
-    f.iter()
-        .filter(|f| {
-            let new = !seen.contains(&f.code.as_str());
-            seen.push(&f.code);
-            new
-        })
+    derive::distinct_codes(f)
+        .iter()
         .map(|f| format!(" ⚠ {}", f.code))
         .collect()
 }

@@ -575,8 +575,8 @@ fn oltp(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             }
             let (figures, merged) = txn_latency(rs, t);
             per_repetition |= !merged && rs.len() > 1;
-            // A count, or a mean of counts over repetitions.
-            let n = n.map_or("-".to_string(), crate::fmt::whole_or_num);
+            // A count, or a mean of counts over repetitions (rounded: counts are whole).
+            let n = n.map_or("-".to_string(), crate::fmt::count_in_table);
             let mut row = vec![name.clone(), t.to_string(), n];
             row.extend(figures);
             latency.push(row);
@@ -1463,7 +1463,7 @@ fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<
             if m.name == "process_cpu_pct"
                 && m.labels
                     .get("role")
-                    .is_some_and(|role| !role.starts_with("loadgen"))
+                    .is_some_and(|role| role != model::LOADGEN_PROCESS)
             {
                 *step.entry(SERVER_CPU.into()).or_insert(0.0) += m.value;
             }
@@ -1475,6 +1475,16 @@ fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<
 
 /// A step's watched server processes' CPU, in percent of one CPU (see [`steps`]).
 const SERVER_CPU: &str = "server_cpu_pct";
+
+/// Said under a steps table with the server's CPU beside the host's.
+const STEP_CPU_MEANING: &str = "Host CPU busy % is the mean over all the host's CPUs, the load generator's work among it where it ran there (an open loop spins a core); Server %CPU is the watched server processes' CPU summed, in percent of one CPU (above 100 when they use several).";
+
+/// The note on a steps table's two CPU columns, where the server's was measured.
+fn step_cpu_note(st: &[(String, BTreeMap<String, f64>)]) -> Option<String> {
+    st.iter()
+        .any(|(_, m)| m.contains_key(SERVER_CPU))
+        .then(|| STEP_CPU_MEANING.to_string())
+}
 
 fn ordered(s: BTreeMap<String, BTreeMap<String, f64>>) -> Vec<(String, BTreeMap<String, f64>)> {
     let mut v: Vec<_> = s.into_iter().collect();
@@ -1650,6 +1660,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
             .filter(|m| m.name == "saturation_rate_per_s")
             .map(|m| m.reason.clone()),
     );
+    notes.extend(step_cpu_note(&st));
     Some(View {
         title: format!("{who}{wl} {}", capacity_view("ramp")),
         figures,
@@ -1911,6 +1922,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     if let Some(v) = metric(r, "overall_reply_rate_per_w", &[]) {
         notes.push(format!("Overall: {} {u} per W.", num(v)));
     }
+    notes.extend(step_cpu_note(&st));
     notes.extend(
         r.flags
             .iter()

@@ -349,6 +349,10 @@ fn capacity_ramp_search_levels() {
         m.contains("| 100% | 44,000 | 43,560 | 9.000 | 75.0 | 40.0 | 150.0 | 290 |"),
         "{m}"
     );
+    assert!(
+        m.contains("Server %CPU is the watched server processes' CPU summed"),
+        "{m}"
+    );
     // A workload counting operations (kv's ops/s, oltp's txn/s) is labelled with its unit.
     let mut ops = r.clone();
     for res in &mut ops.results {

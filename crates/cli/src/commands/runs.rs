@@ -856,8 +856,13 @@ fn per_database_table(results: &[ResultRecord]) -> String {
     out
 }
 
-/// Errors: the unlabelled `errors` metric, else the sum of the labelled ones.
+/// Errors: the unlabelled `errors` metric, else the sum of the labelled ones. None for a
+/// capacity test, as its latency ([`percentiles_ns`]): its steps' errors, those past
+/// saturation among them, are no error count of its headline.
 fn errors_of(r: &ResultRecord) -> Option<f64> {
+    if r.capacity_phase().is_some() {
+        return None;
+    }
     r.metric("errors", &[]).map(|m| m.value).or_else(|| {
         let labelled: Vec<f64> = r
             .metrics
@@ -1049,6 +1054,15 @@ pub fn results_table(run: &RunRecord) -> String {
         }
         if let Some(why) = unexplained_headline(r) {
             note(why, r.step);
+        }
+        if let Some(phase) = r.capacity_phase() {
+            note(
+                format!(
+                    "{phase}: latency and errors are per step (the steps table below), \
+                     not of the headline"
+                ),
+                r.step,
+            );
         }
         // Per-interval rates of a test shorter than one interval are not a finding
         // (`show` and the report still list them as missing, with the reason).
@@ -1570,6 +1584,17 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             ));
         }
         assert_eq!(percentiles_ns(ramp), [None; 3]);
+        ramp.metrics.push(
+            model::Metric::new("errors", 7.0, "req")
+                .label("phase", "ramp")
+                .label("step", 1),
+        );
+        assert_eq!(errors_of(ramp), None);
+        let t = results_table(&run);
+        assert!(
+            t.contains("ramp: latency and errors are per step (the steps table below), not of the headline"),
+            "{t}"
+        );
     }
 
     /// A capacity test's steps and a TPC-C run's consistency check, as the report has

@@ -411,6 +411,14 @@ impl Workload for Http {
             ),
         }?;
         self.cpu_use.flag(&mut step);
+        // A server that died during a capacity test's steps is named as a load test's
+        // is (the load test names it itself).
+        if test != "load" {
+            if let Some(flag) = self.server_exited() {
+                step.error.get_or_insert_with(|| flag.message.clone());
+                step.flags.push(flag);
+            }
+        }
         Ok(step)
     }
 

@@ -229,6 +229,12 @@ impl Workload for Kv {
         if capacity_tests::TESTS.contains(&test) {
             let mut step = self.run_capacity(test, ctx)?;
             self.cpu_use.flag(&mut step);
+            // A server that died during the steps (the procedure stopped at its step)
+            // is named as a load test's is.
+            if let Some(flag) = self.server_exited() {
+                step.error.get_or_insert_with(|| flag.message.clone());
+                step.flags.push(flag);
+            }
             return Ok(step);
         }
         // Refused here, before any generator is bothered with it.

@@ -246,9 +246,56 @@ fn cleanup_leaves_no_server_behind_and_a_dead_server_fails_the_test() {
     killer.join().unwrap();
     assert!(out.error.is_some(), "a dead server must fail the test");
     assert!(
+        out.flags.iter().any(|f| f.code == "server_died"),
+        "{:?}",
+        out.flags
+    );
+    assert!(
         metric(&out, "requests") > 0.0,
         "what was measured before is kept"
     );
+    w.cleanup();
+    assert!(!alive(pid));
+}
+
+/// A server killed during a ramp's steps is named as a load test's is (`server_died`, the
+/// test failed), not only "stopped early" by the step it broke.
+#[test]
+fn a_server_dying_during_a_ramp_is_named() {
+    if !have_redis() {
+        return;
+    }
+    let mut w = kv(json!({"clients": 2, "tests": ["ramp"], "step_duration": 1,
+               "ramp_low": 1000, "ramp_high": 5000, "ramp_step": 1000, "instances": 1}));
+    let ctx = local();
+    w.prepare(&ctx).unwrap();
+    let port = w.endpoints()[0]
+        .parse::<std::net::SocketAddr>()
+        .unwrap()
+        .port();
+    let pid = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .map(|c| c.contains("redis-server") && c.contains(&port.to_string()))
+                .unwrap_or(false)
+        })
+        .expect("launched redis-server is running");
+    let killer = std::thread::spawn(move || {
+        // Into the second step.
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        unsafe { libc_kill(pid as i32, 9) };
+    });
+    let out = w.run_test("ramp", &ctx).unwrap();
+    killer.join().unwrap();
+    let died = out
+        .flags
+        .iter()
+        .find(|f| f.code == "server_died")
+        .unwrap_or_else(|| panic!("no server_died: {:?}", out.flags));
+    assert!(out.error.is_some(), "{:?}", out.flags);
+    assert!(died.message.contains("redis-server"), "{}", died.message);
     w.cleanup();
     assert!(!alive(pid));
 }
