@@ -223,19 +223,7 @@ fn cleanup_leaves_no_server_behind_and_a_dead_server_fails_the_test() {
     let mut w = kv(json!({"clients": 2, "requests": 2000000, "instances": 1, "tests": ["set"]}));
     let ctx = local();
     w.prepare(&ctx).unwrap();
-    let port = w.endpoints()[0]
-        .parse::<std::net::SocketAddr>()
-        .unwrap()
-        .port();
-    let pid = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .find(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                .map(|c| c.contains("redis-server") && c.contains(&port.to_string()))
-                .unwrap_or(false)
-        })
-        .expect("launched redis-server is running");
+    let pid = redis_pid(&w);
     // Kill the server mid-test: the test ends early, keeps its measurements, and fails.
     let killer = std::thread::spawn(move || {
         // After the start barrier, so that some load was measured.
@@ -269,19 +257,7 @@ fn a_server_dying_during_a_ramp_is_named() {
                "ramp_low": 1000, "ramp_high": 5000, "ramp_step": 1000, "instances": 1}));
     let ctx = local();
     w.prepare(&ctx).unwrap();
-    let port = w.endpoints()[0]
-        .parse::<std::net::SocketAddr>()
-        .unwrap()
-        .port();
-    let pid = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .find(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                .map(|c| c.contains("redis-server") && c.contains(&port.to_string()))
-                .unwrap_or(false)
-        })
-        .expect("launched redis-server is running");
+    let pid = redis_pid(&w);
     let killer = std::thread::spawn(move || {
         // Into the second step.
         std::thread::sleep(std::time::Duration::from_millis(2500));
@@ -298,6 +274,23 @@ fn a_server_dying_during_a_ramp_is_named() {
     assert!(died.message.contains("redis-server"), "{}", died.message);
     w.cleanup();
     assert!(!alive(pid));
+}
+
+/// The pid of the redis-server `w` launched (its first endpoint's).
+fn redis_pid(w: &Kv) -> u32 {
+    let port = w.endpoints()[0]
+        .parse::<std::net::SocketAddr>()
+        .unwrap()
+        .port();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .map(|c| c.contains("redis-server") && c.contains(&port.to_string()))
+                .unwrap_or(false)
+        })
+        .expect("launched redis-server is running")
 }
 
 extern "C" {
