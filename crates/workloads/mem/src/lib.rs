@@ -599,6 +599,23 @@ impl MemBench {
         }
         let plats = plateau::find_plateaus(&pts, 0.2, 3);
         let levels = plateau::name_levels(&plats, &self.caches);
+        for p in &levels.unnamed {
+            out.flags.push(Flag::warning(
+                "plateau_unnamed",
+                format!(
+                    "the latency is flat at {:.1} ns from {} to {} B, across a cache's size \
+                     ({}): it is no cache level's hit latency nor memory's, and is named neither",
+                    p.latency_ns,
+                    p.from_bytes,
+                    p.to_bytes,
+                    self.caches
+                        .iter()
+                        .map(|c| format!("L{} {} B", c.level, c.size_bytes))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
         for (i, name) in plateau::LEVEL_NAMES.iter().enumerate() {
             if let Some(c) = self.caches.get(i).filter(|_| i < 3) {
                 out.metrics.push(Metric::new(
