@@ -31,7 +31,7 @@ use clap::Args;
 use std::sync::atomic::Ordering;
 
 use engine::host::SutService;
-use engine::workload::{Params, Progress};
+use engine::workload::{CpuList, CpuRole, Params, Progress};
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag, Metric, MissingMetric};
 use serde::{Deserialize, Serialize};
@@ -867,6 +867,16 @@ impl Workload for MemWorkload {
     fn tests(&self) -> Vec<String> {
         self.plan.tests.clone()
     }
+    fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
+        // The latency chase runs on the system under test, pinned to `--cpu`: checked
+        // against its online CPUs before anything runs or is stored, as every other CPU
+        // list is (a CPU past them was a stored failed run: EINVAL from the pinning).
+        Ok(vec![CpuList {
+            flag: "--cpu",
+            role: CpuRole::Sut,
+            cpus: self.plan.cfg.cpu.into_iter().collect(),
+        }])
+    }
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
         self.cleanup();
         let mut sut = SutService::start(ctx, "mem", &self.params, service::start_service)?;
@@ -1040,6 +1050,22 @@ mod tests {
         let f = ram_rising(&ram, &big).expect("rising");
         assert!(f.message.contains("314.7 ns"), "{}", f.message);
         assert!(ram_rising(&ram, &big[..3]).is_none());
+    }
+
+    /// Acceptance A, finding 8: `--cpu 5` on a 2-CPU machine was not declared, so not
+    /// checked before the run: a stored failed run (EINVAL) instead of exit 2.
+    #[test]
+    fn the_chase_cpu_is_a_checked_cpu_list() {
+        let w = MemWorkload::from_params(&params(json!({"tests": ["latency"], "cpu": 5}))).unwrap();
+        let lists = w.cpu_lists().unwrap();
+        assert_eq!(lists.len(), 1);
+        assert_eq!((lists[0].flag, &lists[0].cpus), ("--cpu", &vec![5]));
+        assert_eq!(lists[0].role, CpuRole::Sut);
+        let online = engine::launch::OnlineCpus::listed(vec![0, 1]);
+        let why = lists[0]
+            .refusal("local (this machine)", &online)
+            .expect("refused");
+        assert!(why.contains("--cpu 5") && why.contains("CPU 5"), "{why}");
     }
 
     #[test]
