@@ -37,6 +37,16 @@ pub fn run(
         ..Default::default()
     };
     let mut measured = 0.0;
+    let cpus_here = engine::launch::online_cpus();
+    if threads > 2 * cpus_here {
+        out.flags.push(Flag::warning(
+            "threads_oversubscribed",
+            format!(
+                "{threads} threads on {cpus_here} logical CPUs: past 2x the CPUs the threads \
+                 queue for them, and the rates are of time-shared CPUs"
+            ),
+        ));
+    }
     match op {
         Op::Rsa(_) | Op::EcdsaP256 => {
             let bits = if let Op::Rsa(b) = op { b } else { 256 };
@@ -63,10 +73,17 @@ pub fn run(
                     }
                     None => out.missing.push(MissingMetric {
                         name: name.into(),
-                        reason: if r.is_none() {
-                            "the run was stopped before the verifies".into()
-                        } else {
-                            "the run was stopped before an operation completed".into()
+                        reason: match r {
+                            None => "the run was stopped before the verifies".into(),
+                            Some(r) if r.interrupted => {
+                                "the run was stopped before an operation completed".into()
+                            }
+                            // Not stopped: the duration ended first (a key this big
+                            // takes longer than the test per operation).
+                            Some(_) => format!(
+                                "no operation completed in the test's {} s: raise --duration",
+                                cfg.duration
+                            ),
                         },
                     }),
                 }
