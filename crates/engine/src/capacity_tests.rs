@@ -278,6 +278,15 @@ impl CapacityConfig {
             }
         }
         let uses = |t: &str| tests.iter().any(|x| x == t);
+        // An objective no test reads would be ignored in silence (`-t load --slo ...`
+        // ran, the objective unused): refused, as net refuses its udp options on tcp.
+        if self.slo.is_some() && !uses("search") && !uses("levels") {
+            bail!(
+                "--slo applies to the search and levels tests, and the tests asked are {}: \
+                 add search or levels to --tests, or leave --slo out",
+                tests.join(",")
+            );
+        }
         if uses("ramp") {
             self.ramp_config(d).rates()?;
         }
@@ -1415,5 +1424,26 @@ mod tests {
             "{:?}",
             l.missing
         );
+    }
+
+    /// Acceptance A, finding 9: `http -t load --slo 'p99<1ms'` ran with the objective
+    /// unused.
+    #[test]
+    fn an_slo_without_a_test_that_reads_it_is_refused() {
+        let d = CapacityDefaults {
+            typical_rate_per_s: 1000.0,
+            step_duration_s: 1.0,
+            rate_unit: "req/s",
+        };
+        let (_, cfg) = split_params("http", &params(json!({"slo": "p99<1ms"}))).unwrap();
+        let tests = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let e = cfg.validate(&tests(&["load"]), &d).unwrap_err().to_string();
+        assert!(
+            e.contains("--slo applies to the search and levels tests") && e.contains("load"),
+            "{e}"
+        );
+        cfg.validate(&tests(&["search"]), &d).unwrap();
+        cfg.validate(&tests(&["load", "search", "levels"]), &d)
+            .unwrap();
     }
 }

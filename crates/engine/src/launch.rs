@@ -465,7 +465,32 @@ pub fn cpus_from_values(values: &[serde_json::Value], what: &str) -> anyhow::Res
         };
         out.extend(parse_cpu_list(&s).with_context(|| format!("{what}: `{s}` is not a CPU list"))?);
     }
+    if let Some(c) = twice(&out) {
+        bail!(
+            "{what}: CPU {c} is listed twice in `{}`: give each CPU once (e.g. {})",
+            values
+                .iter()
+                .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
+                .collect::<Vec<_>>()
+                .join(","),
+            cpu_list_text(&dedup_sorted(&out))
+        );
+    }
     Ok(out)
+}
+
+/// The first CPU listed more than once. A CPU given twice is a typo or a wrong belief
+/// (that it adds a thread or an instance): accepted, it was used once and said nothing.
+fn twice(cpus: &[usize]) -> Option<usize> {
+    let mut seen = std::collections::BTreeSet::new();
+    cpus.iter().copied().find(|&c| !seen.insert(c))
+}
+
+fn dedup_sorted(cpus: &[usize]) -> Vec<usize> {
+    let mut v = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// The calling thread pinned to some CPUs for as long as this lives, then given back the
@@ -890,6 +915,12 @@ pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
             None => out.push(cpu(part)?),
         }
     }
+    if let Some(c) = twice(&out) {
+        bail!(
+            "bad CPU list `{s}`: CPU {c} is listed twice: give each CPU once (e.g. {})",
+            cpu_list_text(&dedup_sorted(&out))
+        );
+    }
     Ok(out)
 }
 
@@ -1110,6 +1141,26 @@ mod tests {
         let e = parse_cpu_list("0-4611686018427387904").unwrap_err();
         assert!(e.to_string().contains("does not exist"), "{e}");
         assert_eq!(parse_cpu_list("8191").unwrap(), vec![8191]);
+    }
+
+    /// Acceptance A, finding 9: `crypto --cpus 0-1,1` was accepted without a word.
+    #[test]
+    fn a_cpu_listed_twice_is_refused() {
+        let e = parse_cpu_list("0-1,1").unwrap_err().to_string();
+        assert!(
+            e.contains("CPU 1 is listed twice") && e.contains("(e.g. 0-1)"),
+            "{e}"
+        );
+        // Split into values by the flag parser, as `--cpus 0-1,1` is.
+        let v = [serde_json::json!("0-1"), serde_json::json!(1)];
+        let e = cpus_from_values(&v, "crypto: `cpus`")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("crypto: `cpus`: CPU 1 is listed twice in `0-1,1`"),
+            "{e}"
+        );
+        assert_eq!(cpus_from_values(&v[..1], "x").unwrap(), vec![0, 1]);
     }
 
     #[test]

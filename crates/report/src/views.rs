@@ -969,21 +969,54 @@ fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         );
     }
     let cycles_head = clock.map_or("Cycles".to_string(), |c| format!("Cycles (at {c})"));
+    // The curve itself, point by point (at most ~75 rows at 4 per octave): the Markdown
+    // report has no chart, and a run with no plateau showed only "-" in every cell, none
+    // of the latencies it measured.
+    let by_size = Table {
+        caption: "Latency by working-set size (the measured curve)".into(),
+        head: vec![
+            "Working set".into(),
+            "Latency (ns)".into(),
+            cycles_head.clone(),
+        ],
+        rows: curve
+            .iter()
+            .map(|&(s, ns)| {
+                let cycles = r
+                    .metrics
+                    .iter()
+                    .find(|m| {
+                        m.name == "latency_cycles"
+                            && m.labels
+                                .get("size_bytes")
+                                .and_then(|v| v.parse::<f64>().ok())
+                                == Some(s)
+                    })
+                    .filter(|m| m.value.is_finite())
+                    .map_or("-".into(), |m| fixed(m.value, 1));
+                vec![bytes(s), fixed(ns, 2), cycles]
+            })
+            .collect(),
+    };
     Some(View {
         title: format!("{who}memory latency by level"),
         figures: vec![(title, fig)],
-        tables: vec![Table {
-            caption: "Latency plateaus found in the curve, beside the cache sizes the OS reports"
-                .into(),
-            head: vec![
-                "Level".into(),
-                "Latency (ns)".into(),
-                cycles_head,
-                "Plateau range".into(),
-                "Cache size".into(),
-            ],
-            rows,
-        }],
+        tables: vec![
+            Table {
+                caption:
+                    "Latency plateaus found in the curve, beside the cache sizes the OS reports"
+                        .into(),
+                head: vec![
+                    "Level".into(),
+                    "Latency (ns)".into(),
+                    cycles_head,
+                    "Plateau range".into(),
+                    "Cache size".into(),
+                ],
+                rows,
+            },
+            by_size,
+        ],
         notes,
     })
 }

@@ -286,6 +286,13 @@ fn mem_latency_curve_plateaus_and_bandwidth() {
         "{m}"
     );
     assert!(m.contains("| copy | 20.90 | 25.87 |"));
+    // Acceptance A, finding 13: the measured curve, point by point, in the Markdown too.
+    assert!(
+        m.contains("Latency by working-set size")
+            && m.contains("| 4 KiB | 1.70 | - |")
+            && m.contains("| 64 MiB | 95.00 | - |"),
+        "{m}"
+    );
     // Without the latency test, no curve.
     let mut r2 = r.clone();
     r2.results.retain(|x| x.test != "latency");

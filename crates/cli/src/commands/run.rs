@@ -246,7 +246,7 @@ fn workload_command(reg: &Registration) -> clap::Command {
     let cmd = clap::Command::new(format!("rackbench run {}", reg.name))
         .about(reg.about)
         .no_binary_name(true)
-        // `--duration -1` reaches the workload's check ("must be above 0"), not clap's
+        // `--duration -1` reaches the workload's check ("out of range: use 0.1 to"), not clap's
         // "unexpected argument '-1'".
         .allow_negative_numbers(true)
         .after_help(

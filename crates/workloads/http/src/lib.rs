@@ -364,7 +364,7 @@ impl HttpConfig {
         if self.threads == 0 {
             bail!("--threads must be at least 1");
         }
-        positive(self.duration, "duration")?;
+        engine::workload::check_duration("http", self.duration, 86_400.0)?;
         if self.requests == Some(0) {
             bail!("--requests must be at least 1 (or leave it out and give --duration)");
         }
@@ -619,7 +619,12 @@ mod tests {
         };
         assert!(err(json!({"conections": 5})).contains("unknown field"));
         assert!(err(json!({"connections": 0})).contains("--connections"));
-        assert!(err(json!({"duration": 1e300})).contains("too long"));
+        assert!(err(json!({"duration": 1e300})).contains("use 0.1 to 86400 seconds"));
+        assert!(err(json!({"warmup": 1e300})).contains("too long"));
+        // Acceptance A, findings 7 and 9: a 0.05 s test and an objective no test reads.
+        assert!(err(json!({"duration": 0.05})).contains("use 0.1 to 86400 seconds"));
+        assert!(err(json!({"tests": ["load"], "slo": "p99<1ms"}))
+            .contains("--slo applies to the search and levels tests"));
         assert!(err(json!({"tests": ["bogus"]})).contains("choose from load, ramp, search, levels"));
         assert!(err(json!({"tests": ["levels"]})).contains("--capacity"));
         assert!(err(json!({"tests": ["search"], "slo": "p99>1ms"})).contains("--slo"));

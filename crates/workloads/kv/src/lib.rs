@@ -220,9 +220,7 @@ impl KvConfig {
             bail!("clients (-c) must be at least 1");
         }
         if let Some(d) = self.duration {
-            if !(d > 0.0 && d <= 86_400.0) {
-                bail!("duration must be above 0 and at most 86400 seconds, not {d} (e.g. --duration 10)");
-            }
+            engine::workload::check_duration("kv", d, 86_400.0)?;
         }
         if !(self.warmup >= 0.0 && self.warmup <= 3_600.0) {
             bail!(

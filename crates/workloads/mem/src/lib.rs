@@ -31,7 +31,7 @@ use clap::Args;
 use std::sync::atomic::Ordering;
 
 use engine::host::SutService;
-use engine::workload::{Params, Progress};
+use engine::workload::{CpuList, CpuRole, Params, Progress};
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag, Metric, MissingMetric};
 use serde::{Deserialize, Serialize};
@@ -50,7 +50,8 @@ pub struct Flags {
     /// Smallest working set (default 4K).
     #[arg(long = "min-size", id = "min_size", value_name = "BYTES")]
     pub min_size: Option<String>,
-    /// Largest working set (default: 4x the last-level cache, at least 256M).
+    /// Largest working set, the last one measured (default: 4x the last-level cache, at
+    /// least 256M, at most a quarter of the available memory, with a warning then).
     #[arg(long = "max-size", id = "max_size", value_name = "BYTES")]
     pub max_size: Option<String>,
     /// Milliseconds of CPU time per latency sample (default 10).
@@ -148,7 +149,8 @@ pub fn parse_size(key: &str, v: &Value) -> anyhow::Result<u64> {
     Ok((n * mult as f64) as u64)
 }
 
-/// Sizes from `min` to `max`, `per_octave` points per doubling, rounded to cache lines.
+/// Sizes from `min` to `max`, `per_octave` points per doubling, rounded to cache lines,
+/// the last one `max` (rounded down to a line).
 pub fn size_ladder(min: u64, max: u64, per_octave: u32) -> Vec<u64> {
     let mut out = Vec::new();
     let mut k = 0u32;
@@ -165,6 +167,13 @@ pub fn size_ladder(min: u64, max: u64, per_octave: u32) -> Vec<u64> {
         if k > 10_000 {
             break;
         }
+    }
+    // The ladder ends at `max` itself: the default max is 4x the last-level cache, and a
+    // ladder stopping at the step below it (1 GiB for a 1.17 GiB max) measured memory at
+    // only 3.4x the LLC.
+    let top = (max / 64) * 64;
+    if out.last().is_some_and(|&l| l < top) {
+        out.push(top);
     }
     out
 }
@@ -221,19 +230,71 @@ fn mem_available() -> Option<u64> {
 
 /// Why a cache level's (or, at `level` 3, memory's) latency plateau is missing. A curve
 /// the test was stopped in the middle of did not reach the sizes that would show it:
-/// that is the reason, not a --max-size too small.
-fn missing_level_reason(level: usize, interrupted: bool, last_size: Option<u64>) -> String {
-    let upto = last_size.map_or("before any size was measured".to_string(), |b| {
-        format!("after sizes up to {b} bytes")
-    });
-    match (interrupted, level) {
-        (true, _) => format!(
+/// that is the reason, not a --max-size too small. Memory's plateau (3 sizes in a row
+/// within 20%, all at or above the last-level cache `llc`) is missing either because
+/// too few sizes were measured there (the advice: more of them) or because the latency
+/// kept changing over them (the advice would be wrong: 256 MiB-4 GiB on a VM went from
+/// 134 to 315 ns, TLB misses growing with the working set); that says what it did.
+fn missing_level_reason(
+    level: usize,
+    interrupted: bool,
+    pts: &[(u64, f64)],
+    llc: Option<u64>,
+) -> String {
+    let upto = pts
+        .last()
+        .map_or("before any size was measured".to_string(), |p| {
+            format!("after sizes up to {} bytes", p.0)
+        });
+    match (interrupted, level, llc) {
+        (true, _, _) => format!(
             "the test was stopped {upto}, before its curve could show this level: run it \
              again to its end"
         ),
-        (false, 3) => "no plateau beyond the last cache: raise --max-size (e.g. 4x the LLC)".into(),
-        (false, _) => "no plateau found for this level in the measured curve".into(),
+        (false, 3, Some(llc)) => {
+            let beyond: Vec<&(u64, f64)> = pts.iter().filter(|p| p.0 >= llc).collect();
+            match (beyond.first(), beyond.last()) {
+                (Some(a), Some(b)) if beyond.len() >= 3 => format!(
+                    "no plateau beyond the last-level cache ({llc} B): the latency did not \
+                     hold within 20% over 3 sizes in a row there, going from {:.1} ns at {} B \
+                     to {:.1} ns at {} B; no one figure is memory's latency (see latency_ns \
+                     by size)",
+                    a.1, a.0, b.1, b.0
+                ),
+                _ => format!(
+                    "{} size(s) measured at or beyond the last-level cache ({llc} B), and a \
+                     memory plateau needs 3: measure more sizes above it (--max-size, e.g. \
+                     {} for 4x the LLC, or --sizes)",
+                    beyond.len(),
+                    4 * llc
+                ),
+            }
+        }
+        (false, 3, None) => "no plateau beyond the last plateau of the curve (sysfs lists no \
+                             cache sizes): measure larger sizes (--max-size or --sizes)"
+            .into(),
+        (false, _, _) => "no plateau found for this level in the measured curve".into(),
     }
+}
+
+/// A flag when memory's latency was read from a plateau that the curve rises past: the
+/// figure is the flat stretch's, and larger working sets took longer.
+fn ram_rising(ram: &plateau::Plateau, pts: &[(u64, f64)]) -> Option<Flag> {
+    let (size, ns) = pts
+        .iter()
+        .filter(|p| p.0 > ram.to_bytes)
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (*ns > ram.latency_ns * 1.2).then(|| {
+        Flag::warning(
+            "ram_latency_rising",
+            format!(
+                "memory's latency {:.1} ns is the plateau from {} to {} B; past it the \
+                 latency rose to {ns:.1} ns at {size} B (TLB reach running out, or another \
+                 process): larger working sets took longer",
+                ram.latency_ns, ram.from_bytes, ram.to_bytes
+            ),
+        )
+    })
 }
 
 /// Points measured, the clock, and whether the test was stopped before the curve's end.
@@ -419,7 +480,7 @@ impl MemBench {
                         if want > cap {
                             notes.push(Flag::warning(
                                 "max_size_capped",
-                                format!("working sets capped at {cap} B (a quarter of available memory), below 4x the LLC"),
+                                format!("working sets capped at {cap} B (a quarter of available memory), below 4x the LLC ({want} B): memory's latency is read from smaller working sets"),
                             ));
                         }
                         want.min(cap)
@@ -599,6 +660,26 @@ impl MemBench {
         }
         let plats = plateau::find_plateaus(&pts, 0.2, 3);
         let levels = plateau::name_levels(&plats, &self.caches);
+        if let Some(f) = levels.levels[3].as_ref().and_then(|r| ram_rising(r, &pts)) {
+            out.flags.push(f);
+        }
+        for p in &levels.unnamed {
+            out.flags.push(Flag::warning(
+                "plateau_unnamed",
+                format!(
+                    "the latency is flat at {:.1} ns from {} to {} B, across a cache's size \
+                     ({}): it is no cache level's hit latency nor memory's, and is named neither",
+                    p.latency_ns,
+                    p.from_bytes,
+                    p.to_bytes,
+                    self.caches
+                        .iter()
+                        .map(|c| format!("L{} {} B", c.level, c.size_bytes))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
         for (i, name) in plateau::LEVEL_NAMES.iter().enumerate() {
             if let Some(c) = self.caches.get(i).filter(|_| i < 3) {
                 out.metrics.push(Metric::new(
@@ -637,7 +718,12 @@ impl MemBench {
                 }
                 None => out.missing.push(MissingMetric {
                     name: format!("{name}_latency_ns"),
-                    reason: missing_level_reason(i, interrupted, pts.last().map(|p| p.0)),
+                    reason: missing_level_reason(
+                        i,
+                        interrupted,
+                        &pts,
+                        self.caches.last().map(|c| c.size_bytes),
+                    ),
                 }),
             }
         }
@@ -781,6 +867,16 @@ impl Workload for MemWorkload {
     fn tests(&self) -> Vec<String> {
         self.plan.tests.clone()
     }
+    fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
+        // The latency chase runs on the system under test, pinned to `--cpu`: checked
+        // against its online CPUs before anything runs or is stored, as every other CPU
+        // list is (a CPU past them was a stored failed run: EINVAL from the pinning).
+        Ok(vec![CpuList {
+            flag: "--cpu",
+            role: CpuRole::Sut,
+            cpus: self.plan.cfg.cpu.into_iter().collect(),
+        }])
+    }
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {
         self.cleanup();
         let mut sut = SutService::start(ctx, "mem", &self.params, service::start_service)?;
@@ -905,6 +1001,71 @@ mod tests {
         assert_eq!(l.first(), Some(&4096));
         assert_eq!(l.last(), Some(&65536));
         assert_eq!(l.len(), 17);
+    }
+
+    /// Acceptance A, finding 2: the default max (4x a 300 MiB LLC, 1.17 GiB) is measured,
+    /// not the ladder's step below it (1 GiB, 3.4x the LLC).
+    #[test]
+    fn the_ladder_ends_at_its_max() {
+        let max = 4 * (300u64 << 20);
+        let l = size_ladder(4096, max, 4);
+        assert_eq!(l.last(), Some(&max));
+        assert_eq!(l[l.len() - 2], 1 << 30);
+        assert!(l.windows(2).all(|w| w[0] < w[1]));
+        // A max between cache lines ends at the line below it.
+        assert_eq!(size_ladder(4096, 5000, 4).last(), Some(&4992));
+    }
+
+    /// Acceptance A, finding 2: 256 MiB-4 GiB given with --sizes (13.6x a 300 MiB LLC)
+    /// rose from 146 to 315 ns with no plateau; the reason said "raise --max-size".
+    #[test]
+    fn a_missing_memory_plateau_says_what_the_curve_did() {
+        let llc = Some(300u64 << 20);
+        let big = [
+            (256u64 << 20, 133.9),
+            (512 << 20, 145.7),
+            (1 << 30, 195.5),
+            (2 << 30, 222.6),
+            (4 << 30, 314.7),
+        ];
+        let r = missing_level_reason(3, false, &big, llc);
+        assert!(!r.contains("--max-size"), "{r}");
+        assert!(
+            r.contains("145.7 ns at 536870912 B") && r.contains("314.7 ns"),
+            "{r}"
+        );
+        // Too few sizes past the LLC: then the advice is to measure more.
+        let r = missing_level_reason(3, false, &big[..3], llc);
+        assert!(
+            r.starts_with("2 size(s)") && r.contains("--max-size"),
+            "{r}"
+        );
+        // A plateau the curve rises past is flagged.
+        let ram = plateau::Plateau {
+            from_bytes: 512 << 20,
+            to_bytes: 1 << 30,
+            latency_ns: 200.0,
+            points: 4,
+        };
+        let f = ram_rising(&ram, &big).expect("rising");
+        assert!(f.message.contains("314.7 ns"), "{}", f.message);
+        assert!(ram_rising(&ram, &big[..3]).is_none());
+    }
+
+    /// Acceptance A, finding 8: `--cpu 5` on a 2-CPU machine was not declared, so not
+    /// checked before the run: a stored failed run (EINVAL) instead of exit 2.
+    #[test]
+    fn the_chase_cpu_is_a_checked_cpu_list() {
+        let w = MemWorkload::from_params(&params(json!({"tests": ["latency"], "cpu": 5}))).unwrap();
+        let lists = w.cpu_lists().unwrap();
+        assert_eq!(lists.len(), 1);
+        assert_eq!((lists[0].flag, &lists[0].cpus), ("--cpu", &vec![5]));
+        assert_eq!(lists[0].role, CpuRole::Sut);
+        let online = engine::launch::OnlineCpus::listed(vec![0, 1]);
+        let why = lists[0]
+            .refusal("local (this machine)", &online)
+            .expect("refused");
+        assert!(why.contains("--cpu 5") && why.contains("CPU 5"), "{why}");
     }
 
     #[test]

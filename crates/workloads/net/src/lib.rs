@@ -257,9 +257,7 @@ impl Plan {
                 cfg.streams
             );
         }
-        if !(cfg.duration > 0.0 && cfg.duration <= 86_400.0) {
-            bail!("net: `duration` must be above 0 s (e.g. --duration 10)");
-        }
+        engine::workload::check_duration("net", cfg.duration, 86_400.0)?;
         if !(cfg.warmup >= 0.0 && cfg.warmup + cfg.duration <= 86_400.0) {
             bail!("net: `warmup` must be 0 s or more, and with `duration` at most a day (e.g. --warmup 2)");
         }
