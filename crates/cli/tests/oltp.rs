@@ -369,6 +369,99 @@ fn ctrl_c_during_a_build_ends_the_build() {
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
+/// `oltp build` and `oltp check` had no signal handling (acceptance pass B, 4): Ctrl-C
+/// killed the build outright with no word, its cluster's postgres left to die on its own
+/// (the next `oltp check` tripped on its postmaster.pid), and a build started with SIGINT
+/// ignored (a script's background job) ran on to its end. Now, as `run`: a message, the
+/// cluster stopped cleanly before exit, 130, nothing left running; and the build left
+/// is no build.
+#[test]
+fn ctrl_c_stops_oltp_build_and_its_cluster_cleanly() {
+    use std::io::BufRead as _;
+    use std::os::unix::process::CommandExt as _;
+    if !have_postgres() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for ignored in [false, true] {
+        let data = tmp.path().join(format!("data-{ignored}"));
+        let d = data.to_str().unwrap();
+        let mut cmd = common::bin();
+        cmd.args(["oltp", "build", "--dir", d, "--warehouses", "20"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        if ignored {
+            // SAFETY: signal(2) in the child before exec, as a shell does for `cmd &`.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::signal(libc::SIGINT, libc::SIG_IGN);
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut err = String::new();
+        for l in lines.by_ref() {
+            let l = l.unwrap();
+            err.push_str(&l);
+            err.push('\n');
+            if l.contains("building database") {
+                // SAFETY: kill(2) on the rackbench this test started.
+                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                break;
+            }
+        }
+        let sent = std::time::Instant::now();
+        for l in lines {
+            err.push_str(&l.unwrap());
+            err.push('\n');
+        }
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "SIGINT ignored: {ignored}: {err}");
+        assert!(
+            sent.elapsed() < std::time::Duration::from_secs(30),
+            "the build ran on: {err}"
+        );
+        assert!(err.contains("Ctrl-C (SIGINT) received: stopping"), "{err}");
+        assert!(
+            err.contains(&format!(
+                "interrupted: the build was abandoned, and the cluster in {d} was stopped cleanly"
+            )),
+            "{err}"
+        );
+        assert!(
+            !err.contains("loaded in"),
+            "the build ran to its end: {err}"
+        );
+        // Stopped before exit: no postmaster.pid, no process of the cluster.
+        assert!(!data.join("postmaster.pid").exists(), "{err}");
+        let running = || -> Vec<String> {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok())
+                .filter(|c| c.contains(d))
+                .collect()
+        };
+        // rackbench's reaper (a fork bearing its command line) may be on its way out,
+        // as in `ctrl_c_during_a_build_ends_the_build`: what is there 2 s later was left.
+        let mut left = running();
+        for _ in 0..20 {
+            if left.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            left = running();
+        }
+        assert!(left.is_empty(), "left running: {left:?}");
+        // The next command finds a stopped cluster holding no build.
+        let (code, out, err) = run(&["oltp", "check", "--dir", d]);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(err.contains("holds no TPC-C build"), "{err}");
+    }
+}
+
 #[test]
 fn missing_input_says_what_to_type() {
     let (code, _, err) = run(&["oltp", "build", "--warehouses", "1"]);
