@@ -204,6 +204,19 @@ fn build_check_run_and_a_corrupted_table() {
             .any(|l| l.contains("FAIL") && l.contains("D_YTD")),
         "{out}"
     );
+    // More databases than were built (acceptance pass B, 11): the next command is a
+    // build of them in this cluster, not a CREATE DATABASE or another --dsn.
+    let (code, out, err) = run(&["oltp", "check", "--dir", d, "--databases", "3"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "database tpcc_2 does not exist in the cluster in {d}: build it with \
+             `rackbench oltp build --dir {d} --warehouses 1 --databases 3`, or check the 1 \
+             there with --databases 1"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("--dsn"), "{err}");
 }
 
 /// PostgreSQL killed mid-run (issue 13 item 16): the stored result names the dead server

@@ -55,6 +55,8 @@ pub struct Target {
     pub dbs: Vec<String>,
     /// Shown instead of the connection string (never the password).
     pub describe: String,
+    /// The kept cluster directory (`--cluster-dir`, `oltp build --dir`) the server runs.
+    kept_dir: Option<PathBuf>,
 }
 
 impl Target {
@@ -83,6 +85,11 @@ impl Target {
             return Target::open_mariadb(cfg, reach, password);
         }
         let settings = cfg.settings()?;
+        let kept_dir = cfg
+            .cluster_dir
+            .as_ref()
+            .filter(|_| cfg.dsn.is_none())
+            .map(PathBuf::from);
         let (server, base, maintenance_db, first, describe) = if let Some(dsn) = &cfg.dsn {
             let mut base = server::parse_dsn(dsn)?;
             if let (None, Some(p)) = (base.get_password(), password) {
@@ -138,6 +145,7 @@ impl Target {
             maintenance_db,
             dbs: db_names(&first, cfg.databases),
             describe,
+            kept_dir,
         })
     }
 
@@ -157,6 +165,7 @@ impl Target {
                 maintenance_db: first.clone(),
                 dbs: db_names(&first, cfg.databases),
                 describe: model::redact_secrets(dsn),
+                kept_dir: None,
             });
         }
         let s = Mariadbd::throwaway_at(&cfg.mariadb_settings()?, reach)?;
@@ -173,6 +182,7 @@ impl Target {
             maintenance_db: "mysql".into(),
             dbs: db_names("tpcc", cfg.databases),
             describe,
+            kept_dir: None,
         })
     }
 
@@ -314,6 +324,7 @@ impl Target {
 
     /// Run the consistency check on every database.
     pub fn check(&self, initial: bool) -> anyhow::Result<Vec<(String, Vec<check::CheckResult>)>> {
+        self.kept_dir_has_every_database()?;
         let mut out = Vec::new();
         for db in &self.dbs {
             let mut c = self.connect(db)?;
@@ -323,6 +334,42 @@ impl Target {
             out.push((db.clone(), check::run(&mut *c, initial)?));
         }
         Ok(out)
+    }
+
+    /// A kept cluster asked for more databases than it was built with: the next command
+    /// is a build of them, which the connection's own error (CREATE DATABASE, or name
+    /// another in --dsn) does not say.
+    fn kept_dir_has_every_database(&self) -> anyhow::Result<()> {
+        let Some(dir) = &self.kept_dir else {
+            return Ok(());
+        };
+        let mut admin = self.connect("postgres")?;
+        let Some(missing) = self
+            .dbs
+            .iter()
+            .position(|db| !admin.database_exists(db).unwrap_or(true))
+        else {
+            return Ok(());
+        };
+        // The warehouses of the build that is there, for the command to type.
+        let warehouses = (missing > 0)
+            .then(|| self.connect(&self.dbs[0]).ok())
+            .flatten()
+            .and_then(|mut c| populate::read_meta(&mut *c).ok().flatten())
+            .map_or("N".to_string(), |m| m.warehouses.to_string());
+        let dir = dir.display();
+        let mut msg = format!(
+            "database {} does not exist in the cluster in {dir}: build it with \
+             `rackbench oltp build --dir {dir} --warehouses {warehouses} --databases {}`",
+            self.dbs[missing],
+            self.dbs.len()
+        );
+        if missing > 0 {
+            msg.push_str(&format!(
+                ", or check the {missing} there with --databases {missing}"
+            ));
+        }
+        bail!(msg)
     }
 
     pub fn stop(&mut self) {
