@@ -475,6 +475,70 @@ fn ctrl_c_stops_oltp_build_and_its_cluster_cleanly() {
     }
 }
 
+/// A build that cannot fit (acceptance pass B, 5: `--warehouses 100000` started loading
+/// about 10 TB at once): refused before anything is made, saying its size, the free
+/// space and what to do; exit 2, no cluster directory, no store.
+#[test]
+fn a_build_larger_than_the_free_space_is_refused_before_anything_is_made() {
+    if !have_postgres() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let store = tmp.path().join("r.sqlite");
+    // About 1 PB: more than any test machine has free. Old code started loading it: a
+    // child still running after a while is that.
+    let finish = |mut cmd: std::process::Command| {
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("still running after 60 s: the build started");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let mut cmd = common::bin();
+    cmd.args(["oltp", "build", "--dir", data.to_str().unwrap()])
+        .args(["--warehouses", "10000000"]);
+    let (code, err) = finish(cmd);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a TPC-C build of 10000000 warehouses needs about 1050.0 TB"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("the file system of {} has", tmp.path().display())),
+        "{err}"
+    );
+    assert!(err.contains("choose fewer with --warehouses"), "{err}");
+    assert!(!data.exists(), "a cluster directory was made");
+    // A throwaway cluster, in `run`: refused the same way, nothing stored.
+    let mut cmd = common::bin();
+    cmd.args(["--db", store.to_str().unwrap(), "run", "oltp"])
+        .args([
+            "--warehouses",
+            "10000000",
+            "--duration",
+            "5",
+            "--no-telemetry",
+        ]);
+    let (code, err) = finish(cmd);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("needs about 1050.0 TB"), "{err}");
+    assert!(!store.exists(), "a store was left: {}", store.display());
+}
+
 #[test]
 fn missing_input_says_what_to_type() {
     let (code, _, err) = run(&["oltp", "build", "--warehouses", "1"]);

@@ -4,7 +4,7 @@
 //! engine can, PostgreSQL's CREATE DATABASE ... TEMPLATE) and checking them. Everything
 //! past the launch goes through the engine's [`Backend`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
@@ -13,7 +13,7 @@ use crate::mariadb::MyDb;
 use crate::mariadb_server::Mariadbd;
 use crate::populate::{self, BuildMeta};
 use crate::server::{self, Reach, Server};
-use crate::{check, schema, Config};
+use crate::{check, schema, space, Config};
 
 /// A server rackbench launched, of either engine.
 pub enum Launched {
@@ -99,6 +99,21 @@ impl Target {
             let describe = model::redact_secrets(dsn);
             (None, base, first.clone(), first, describe)
         } else {
+            // A build's size is known before anything is made: refused here when the
+            // cluster's file system has no room for it (a --dsn server's is not known).
+            if create_dir {
+                match &cfg.cluster_dir {
+                    Some(d) => {
+                        space::ensure_room(Path::new(d), true, cfg.warehouses, cfg.databases)?
+                    }
+                    None => space::ensure_room(
+                        &std::env::temp_dir(),
+                        false,
+                        cfg.warehouses,
+                        cfg.databases,
+                    )?,
+                }
+            }
             let s = match &cfg.cluster_dir {
                 Some(dir) => {
                     let dir = PathBuf::from(dir);
