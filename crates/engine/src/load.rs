@@ -185,6 +185,12 @@ pub trait Session: Send {
     /// its operations stops waiting there, neither holding the run open nor sending
     /// past its end.
     fn run_ends_at(&mut self, _end: std::time::Instant) {}
+
+    /// When the measured run starts (the end of the warm-up, on the loop's clock), told
+    /// once before the first [`Session::execute`], with [`Session::run_ends_at`]: a
+    /// session whose server counts its work late (PostgreSQL's statistics, flushed at
+    /// most once a second) can have it counted up to there.
+    fn measurement_starts_at(&mut self, _start: std::time::Instant) {}
 }
 
 /// What one [`Session::execute`] did.

@@ -130,6 +130,7 @@ fn worker<S: Session>(
     if let Some(e) = end_ns {
         session.run_ends_at(t0 + Duration::from_nanos(e));
     }
+    session.measurement_starts_at(t0 + Duration::from_nanos(warm_ns));
     let now_ns = || t0.elapsed().as_nanos() as u64;
     let mut measured = 0u64;
     let mut cpu_marked = false;

@@ -2,6 +2,11 @@
 //! a kept cluster directory or a `--dsn` database) so many `rackbench run oltp
 //! --cluster-dir DIR` runs reuse it; `oltp check` verifies the consistency conditions of
 //! clause 3.3.2. Glue only: the work is in `wl_oltp`.
+//!
+//! Both stop on a termination request as `run` does (Ctrl-C, SIGTERM, SIGHUP, also when
+//! started with SIGINT ignored, as a script's background job is): the build or check
+//! ends at its next unit, the cluster rackbench started is stopped cleanly, and the exit
+//! status is 128 + the signal.
 
 use serde_json::{Map, Value};
 
@@ -77,6 +82,48 @@ fn base_map(at: &Where) -> Map<String, Value> {
 }
 
 pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
+    crate::signals::install_for_run();
+    let (what, at) = match &a.command {
+        Sub::Build(b) => ("build", b.at.clone()),
+        Sub::Check(c) => ("check", c.at.clone()),
+    };
+    let result = run_sub(a, g);
+    match (result, crate::signals::exit_status()) {
+        // Stopped: the server was stopped as its target was dropped, before this.
+        (Err(e), Some(code)) => {
+            let e = format!("{e:#}");
+            // The stop's own error says only that it stopped; another is said too.
+            if !e.contains("stopped: ") {
+                engine::errln!(
+                    "rackbench: error: {}",
+                    model::printable_lines(&model::redact_secrets(&e))
+                );
+            }
+            engine::errln!("rackbench: {}", interrupted_message(what, &at));
+            Ok(code)
+        }
+        (result, _) => result,
+    }
+}
+
+/// What an interrupted build or check says it left.
+fn interrupted_message(what: &str, at: &Where) -> String {
+    let stopped = match &at.dir {
+        Some(d) => format!(", and the cluster in {d} was stopped cleanly"),
+        None => String::new(),
+    };
+    if what == "build" {
+        format!(
+            "interrupted: the build was abandoned{stopped}; what it loaded is no build (no \
+             run or check takes it for one): run the same `rackbench oltp build` again to \
+             build it"
+        )
+    } else {
+        format!("interrupted: the check was abandoned{stopped}; it judged no condition")
+    }
+}
+
+fn run_sub(a: Args, g: &Global) -> anyhow::Result<i32> {
     let ctx = engine::Ctx {
         verbose: !g.quiet,
         ..engine::Ctx::quiet()

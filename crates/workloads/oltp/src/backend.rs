@@ -139,6 +139,11 @@ pub trait Txns: Send {
     /// Returns how many of the ten districts had an order to deliver.
     fn delivery(&mut self, w: u32, carrier: u32) -> Result<u32, TxnError>;
     fn stock_level(&mut self, w: u32, d: u32, threshold: u32) -> Result<(), TxnError>;
+    /// Have the server count everything this user did so far in the transaction
+    /// counter now, when it counts late (PostgreSQL flushes a backend's statistics at
+    /// most once a second). Nothing to do where the counter is live (MariaDB's status
+    /// variables are summed over the sessions when read).
+    fn flush_stats(&mut self) {}
 }
 
 /// The server's counters behind NOPM and TPM at one instant.

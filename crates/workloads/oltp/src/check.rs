@@ -153,6 +153,11 @@ pub fn run(client: &mut dyn Conn, initial: bool) -> anyhow::Result<Vec<CheckResu
     let mut out = Vec::new();
     let extra = if initial { Some(&INITIAL_ONLY) } else { None };
     for c in CONDITIONS.iter().chain(extra) {
+        // Each condition is a scan of its tables (minutes on a big build): a stop asked
+        // for (Ctrl-C) ends the check before the next.
+        if engine::stop::stop_requested() {
+            anyhow::bail!("stopped: the check was interrupted before it ended");
+        }
         let n = client
             .query_i64(c.sql)
             .map_err(|e| anyhow::anyhow!("consistency condition {} ({}): {e:#}", c.id, c.name))?;

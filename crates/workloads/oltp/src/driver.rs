@@ -32,13 +32,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{backend_for_endpoint, Backend};
 use crate::monitor::{monitor, sample, DbSample, DbWindow, WireWindow};
-use crate::txn::{CounterValues, Counters, Mix, Vu, VuParams, CLASSES};
+use crate::txn::{CounterValues, Counters, Mix, StatsMark, Vu, VuParams, CLASSES};
 use crate::{random, Config, Plan};
 
 /// Added to the seed of the users' random streams once per generator index, so that
 /// generators do not draw the same inputs (generator 0 keeps the seed: a single-host
 /// run is unchanged). Odd and unrelated to the per-worker step of the load loop.
 const SEED_STEP: u64 = 0xD6E8_FEB8_6659_FD93;
+
+/// How long the first counter reading waits, after this generator's users flushed their
+/// statistics, for the other generators' to have (they start together, within
+/// milliseconds). Well under PostgreSQL's one second between a backend's flushes, so
+/// none has flushed again by the reading.
+const OTHER_GENERATORS_FLUSH: Duration = Duration::from_millis(200);
 
 /// What a generator reports for one job.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,6 +125,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
             .seed
             .wrapping_add(SEED_STEP.wrapping_mul(job.index as u64)),
         phase: job.phase(),
+        generators: job.generators,
     };
     let report = match job.test.as_str() {
         "tpcc" => d.tpcc(job.index == 0, progress)?,
@@ -139,6 +146,8 @@ struct Driver<'a> {
     seed: u64,
     /// Its place among the generators ([`LoadSpec::phase`]).
     phase: f64,
+    /// How many generators the test has.
+    generators: usize,
 }
 
 /// Connected users and their counters per database.
@@ -150,8 +159,8 @@ impl Driver<'_> {
     }
 
     /// Connect this generator's users of every database (the keying/think deadline is
-    /// set by the caller).
-    fn connect_vus(&self) -> anyhow::Result<Users> {
+    /// set by the caller), flushing their statistics for `mark` if given.
+    fn connect_vus(&self, mark: Option<&Arc<StatsMark>>) -> anyhow::Result<Users> {
         let cfg = self.cfg();
         let ndb = self.dbs.len();
         let w = cfg.warehouses;
@@ -174,6 +183,7 @@ impl Driver<'_> {
                     counters: counters[i].clone(),
                     waits: cfg.keying_think.then_some(1.0),
                     deadline: None,
+                    stats_mark: mark.cloned(),
                 };
                 sessions.push(Vu::connect(&**db, p).with_context(|| {
                     format!(
@@ -222,7 +232,7 @@ impl Driver<'_> {
         let cfg = self.cfg();
         let rate = cfg.rate.context("a capacity step needs its rate")?;
         // Waits end with the step (`Session::run_ends_at`).
-        let (sessions, counters) = self.connect_vus()?;
+        let (sessions, counters) = self.connect_vus(None)?;
         let shape = if cfg.arrival == "poisson" {
             LoadShape::Poisson { rate }
         } else {
@@ -242,7 +252,11 @@ impl Driver<'_> {
         let cfg = self.cfg();
         // Keying and think times end with the run (the load loop tells each user when,
         // `Session::run_ends_at`), so the last waits do not hold it open.
-        let (sessions, counters) = self.connect_vus()?;
+        // The generator that reads the counters has its users flush their statistics
+        // where the measured run starts, and reads then (see `StatsMark`).
+        let mark =
+            read_counters.then(|| Arc::new(StatsMark::new(self.dbs.len() * cfg.vus as usize)));
+        let (sessions, counters) = self.connect_vus(mark.as_ref())?;
         let shape = match (cfg.rate, cfg.arrival.as_str()) {
             (None, _) => LoadShape::Closed,
             (Some(rate), "poisson") => LoadShape::Poisson { rate },
@@ -250,11 +264,14 @@ impl Driver<'_> {
         };
         let spec = self.spec(shape, cfg.duration, cfg.rampup, sessions.len());
         let stop = Arc::new(AtomicBool::new(false));
-        let mon = read_counters.then(|| {
-            let (stop, rampup) = (stop.clone(), spec.warmup);
+        // Other generators' users flush at the same start (the generators start
+        // together, within milliseconds): the first reading leaves them time to.
+        let others = (self.generators > 1).then_some(OTHER_GENERATORS_FLUSH);
+        let mon = mark.map(|mark| {
+            let stop = stop.clone();
             let dbs: Vec<Box<dyn Backend>> =
                 self.dbs.iter().map(|d| d.with_db(&d.db_name())).collect();
-            std::thread::spawn(move || monitor(dbs, rampup, stop))
+            std::thread::spawn(move || monitor(dbs, &mark, others, stop))
         });
         let result = self.run(&spec, sessions, progress);
         let t_end = Instant::now();
@@ -274,7 +291,7 @@ impl Driver<'_> {
 
     /// Final reading after the users disconnected (every generator's: the count is of
     /// the database's sessions): their backends flush their statistics on exit, so the
-    /// commit counters are complete.
+    /// commit counters are complete, as they are at the first reading (`StatsMark`).
     fn final_readings(&self, wins: &mut [DbWindow], t_end: Instant) {
         for (i, db) in self.dbs.iter().enumerate() {
             let Some(win) = wins.get_mut(i) else { continue };
@@ -291,6 +308,7 @@ impl Driver<'_> {
                 }
                 let mut s = sample(&mut *client)?;
                 s.at = t_end;
+                s.xacts_at = t_end;
                 Ok(s)
             })();
             match final_sample {

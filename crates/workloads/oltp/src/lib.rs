@@ -45,6 +45,7 @@ mod results;
 pub mod schema;
 pub mod server;
 pub mod service;
+pub mod space;
 pub mod target;
 pub mod txn;
 

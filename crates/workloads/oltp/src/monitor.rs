@@ -1,9 +1,10 @@
 //! The server-side counters behind NOPM and TPM (HammerDB's method): sum(d_next_o_id)
 //! over the districts and the engine's transaction count (PostgreSQL: this database's
 //! xact_commit + xact_rollback; MariaDB: the server's Com_commit + Com_rollback), read when the
-//! ramp-up ends and then every second, so a server that dies mid-run still leaves its last
-//! good reading. It runs on the first load generator, next to the virtual users (as in a
-//! single-host run); its readings cross to the controller as [`WireWindow`]s.
+//! ramp-up ends, once the users' statistics are all counted (see [`StatsMark`]), and then
+//! every second, so a server that dies mid-run still leaves its last good reading. It runs
+//! on the first load generator, next to the virtual users (as in a single-host run); its
+//! readings cross to the controller as [`WireWindow`]s.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,6 +13,12 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Conn};
+use crate::txn::StatsMark;
+
+/// How long the first reading waits for the last user to flush its statistics once one
+/// has (a user in a long transaction, or one whose connection broke): under the second
+/// before PostgreSQL flushes the first one's again.
+const FLUSH_WAIT: Duration = Duration::from_millis(500);
 
 /// One reading of a database's counters.
 #[derive(Debug, Clone, Copy)]
@@ -19,14 +26,21 @@ pub(crate) struct DbSample {
     pub(crate) at: Instant,
     pub(crate) next_o_id_sum: i64,
     pub(crate) xacts: i64,
+    /// The instant the transaction count is complete up to: `at` for a reading while
+    /// the users run (late by their unflushed statistics), where the measured run
+    /// starts for the first reading (every user flushed there), the run's end for the
+    /// last (every user gone).
+    pub(crate) xacts_at: Instant,
 }
 
 pub(crate) fn sample(c: &mut dyn Conn) -> anyhow::Result<DbSample> {
     let r = c.counts()?;
+    let at = Instant::now();
     Ok(DbSample {
-        at: Instant::now(),
+        at,
         next_o_id_sum: r.next_o_id_sum,
         xacts: r.xacts,
+        xacts_at: at,
     })
 }
 
@@ -47,6 +61,9 @@ pub(crate) struct WireSample {
     ago_ns: u64,
     next_o_id_sum: i64,
     xacts: i64,
+    /// `xacts_at`, if not `at` (absent from a report of an older generator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    xacts_ago_ns: Option<u64>,
 }
 
 /// [`DbWindow`] as plain data.
@@ -61,11 +78,14 @@ pub(crate) struct WireWindow {
 impl DbWindow {
     /// The window as plain data, its readings timed back from `now`.
     pub(crate) fn to_wire(&self, now: Instant) -> WireWindow {
+        let ago = |t: Instant| {
+            u64::try_from(now.saturating_duration_since(t).as_nanos()).unwrap_or(u64::MAX)
+        };
         let s = |d: &DbSample| WireSample {
-            ago_ns: u64::try_from(now.saturating_duration_since(d.at).as_nanos())
-                .unwrap_or(u64::MAX),
+            ago_ns: ago(d.at),
             next_o_id_sum: d.next_o_id_sum,
             xacts: d.xacts,
+            xacts_ago_ns: (d.xacts_at != d.at).then(|| ago(d.xacts_at)),
         };
         WireWindow {
             first: self.first.as_ref().map(s),
@@ -77,12 +97,12 @@ impl DbWindow {
 
     /// A window received, its readings placed back before `now` on this host's clock.
     pub(crate) fn from_wire(w: WireWindow, now: Instant) -> DbWindow {
+        let back = |ns: u64| now.checked_sub(Duration::from_nanos(ns)).unwrap_or(now);
         let s = |d: WireSample| DbSample {
-            at: now
-                .checked_sub(Duration::from_nanos(d.ago_ns))
-                .unwrap_or(now),
+            at: back(d.ago_ns),
             next_o_id_sum: d.next_o_id_sum,
             xacts: d.xacts,
+            xacts_at: back(d.xacts_ago_ns.unwrap_or(d.ago_ns)),
         };
         DbWindow {
             first: w.first.map(s),
@@ -93,12 +113,14 @@ impl DbWindow {
     }
 }
 
-/// Read each database's counters when the ramp-up ends, then every second (so a server
-/// that dies mid-run still leaves the last good reading), until told to stop. (The
-/// controller marks the ramp-up as warm-up on every host.)
+/// Read each database's counters when the ramp-up ends, once every user of `mark` has
+/// flushed its statistics there (and `others` later, for other generators' users), then
+/// every second (so a server that dies mid-run still leaves the last good reading),
+/// until told to stop. (The controller marks the ramp-up as warm-up on every host.)
 pub(crate) fn monitor(
     dbs: Vec<Box<dyn Backend>>,
-    rampup: Duration,
+    mark: &StatsMark,
+    others: Option<Duration>,
     stop: Arc<AtomicBool>,
 ) -> Vec<DbWindow> {
     let mut wins = vec![DbWindow::default(); dbs.len()];
@@ -113,17 +135,30 @@ pub(crate) fn monitor(
             }
         })
         .collect();
-    let start = Instant::now();
-    while start.elapsed() < rampup && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(20).min(rampup.saturating_sub(start.elapsed())));
+    let pause = || std::thread::sleep(Duration::from_millis(2));
+    while !mark.any_flushed() {
+        if stop.load(Ordering::Relaxed) {
+            return wins;
+        }
+        pause();
     }
+    let first_flush = Instant::now();
+    while !mark.all_flushed() && first_flush.elapsed() < FLUSH_WAIT {
+        pause();
+    }
+    if let Some(d) = others {
+        std::thread::sleep(d);
+    }
+    // The count is complete up to where each user flushed: the measured run's start.
+    let start = mark.start();
     let mut next = Instant::now();
     loop {
         for (c, w) in clients.iter_mut().zip(wins.iter_mut()) {
             let Some(client) = c.as_mut() else { continue };
             match sample(&mut **client) {
-                Ok(s) => {
+                Ok(mut s) => {
                     if w.first.is_none() {
+                        s.xacts_at = start.unwrap_or(s.at);
                         w.first = Some(s);
                     }
                     w.last = Some(s);

@@ -184,9 +184,10 @@ impl PgVu {
         ];
         // PostgreSQL counts each Parse/Sync above as a committed transaction, and a backend
         // flushes its counters at most once a second (later still when idle): flush now,
-        // so setup does not leak into the measured TPM (PostgreSQL 15+; older: ignored).
-        let _ = client.batch_execute("SELECT pg_stat_force_next_flush()");
-        Ok(PgVu { client, st })
+        // so setup does not leak into the measured TPM.
+        let mut vu = PgVu { client, st };
+        vu.flush_stats();
+        Ok(vu)
     }
 
     /// A database error is data (deadlock, serialization failure, the 1% rollback); a
@@ -252,5 +253,14 @@ impl Txns for PgVu {
     fn stock_level(&mut self, w: u32, d: u32, threshold: u32) -> Result<(), TxnError> {
         self.call(4, &[&int(w), &int(d), &int(threshold)])?;
         Ok(())
+    }
+
+    /// The flag is this backend's: it flushes its statistics (this call's commit
+    /// included) before it answers, so on return they are in pg_stat_database
+    /// (PostgreSQL 15+; older servers have no such function: left as they count).
+    fn flush_stats(&mut self) {
+        let _ = self
+            .client
+            .batch_execute("SELECT pg_stat_force_next_flush()");
     }
 }

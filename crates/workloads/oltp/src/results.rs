@@ -76,8 +76,16 @@ pub(crate) fn step_output(
                     ));
                     continue;
                 }
+                // Over the span the two counts are complete between (both ends every
+                // user's work counted: see `StatsMark`), which NOPM's readings need not be.
+                let xmin = (b.xacts_at.saturating_duration_since(a.xacts_at)).as_secs_f64() / 60.0;
+                if xmin <= 0.0 {
+                    tpm_unknown
+                        .get_or_insert("the server's transaction counts span no time".into());
+                    continue;
+                }
                 let xacts = (b.xacts - a.xacts - w.own_xacts).max(0) as f64;
-                let tpm = xacts / min;
+                let tpm = xacts / xmin;
                 tpm_total += tpm;
                 if multi && !server_wide {
                     out.metrics
@@ -530,11 +538,13 @@ mod tests {
                 at: t0,
                 next_o_id_sum: 30_010,
                 xacts: 1_000,
+                xacts_at: t0,
             }),
             last: Some(DbSample {
                 at: t0 + Duration::from_secs(60),
                 next_o_id_sum: 30_010 + new_orders,
                 xacts: 1_000 + xacts + 61,
+                xacts_at: t0 + Duration::from_secs(60),
             }),
             own_xacts: 61,
             error: None,

@@ -4,7 +4,7 @@
 //! engine can, PostgreSQL's CREATE DATABASE ... TEMPLATE) and checking them. Everything
 //! past the launch goes through the engine's [`Backend`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
@@ -13,7 +13,7 @@ use crate::mariadb::MyDb;
 use crate::mariadb_server::Mariadbd;
 use crate::populate::{self, BuildMeta};
 use crate::server::{self, Reach, Server};
-use crate::{check, schema, Config};
+use crate::{check, schema, space, Config};
 
 /// A server rackbench launched, of either engine.
 pub enum Launched {
@@ -55,6 +55,8 @@ pub struct Target {
     pub dbs: Vec<String>,
     /// Shown instead of the connection string (never the password).
     pub describe: String,
+    /// The kept cluster directory (`--cluster-dir`, `oltp build --dir`) the server runs.
+    kept_dir: Option<PathBuf>,
 }
 
 impl Target {
@@ -83,6 +85,11 @@ impl Target {
             return Target::open_mariadb(cfg, reach, password);
         }
         let settings = cfg.settings()?;
+        let kept_dir = cfg
+            .cluster_dir
+            .as_ref()
+            .filter(|_| cfg.dsn.is_none())
+            .map(PathBuf::from);
         let (server, base, maintenance_db, first, describe) = if let Some(dsn) = &cfg.dsn {
             let mut base = server::parse_dsn(dsn)?;
             if let (None, Some(p)) = (base.get_password(), password) {
@@ -92,6 +99,21 @@ impl Target {
             let describe = model::redact_secrets(dsn);
             (None, base, first.clone(), first, describe)
         } else {
+            // A build's size is known before anything is made: refused here when the
+            // cluster's file system has no room for it (a --dsn server's is not known).
+            if create_dir {
+                match &cfg.cluster_dir {
+                    Some(d) => {
+                        space::ensure_room(Path::new(d), true, cfg.warehouses, cfg.databases)?
+                    }
+                    None => space::ensure_room(
+                        &std::env::temp_dir(),
+                        false,
+                        cfg.warehouses,
+                        cfg.databases,
+                    )?,
+                }
+            }
             let s = match &cfg.cluster_dir {
                 Some(dir) => {
                     let dir = PathBuf::from(dir);
@@ -138,6 +160,7 @@ impl Target {
             maintenance_db,
             dbs: db_names(&first, cfg.databases),
             describe,
+            kept_dir,
         })
     }
 
@@ -157,6 +180,7 @@ impl Target {
                 maintenance_db: first.clone(),
                 dbs: db_names(&first, cfg.databases),
                 describe: model::redact_secrets(dsn),
+                kept_dir: None,
             });
         }
         let s = Mariadbd::throwaway_at(&cfg.mariadb_settings()?, reach)?;
@@ -173,6 +197,7 @@ impl Target {
             maintenance_db: "mysql".into(),
             dbs: db_names("tpcc", cfg.databases),
             describe,
+            kept_dir: None,
         })
     }
 
@@ -314,6 +339,7 @@ impl Target {
 
     /// Run the consistency check on every database.
     pub fn check(&self, initial: bool) -> anyhow::Result<Vec<(String, Vec<check::CheckResult>)>> {
+        self.kept_dir_has_every_database()?;
         let mut out = Vec::new();
         for db in &self.dbs {
             let mut c = self.connect(db)?;
@@ -323,6 +349,42 @@ impl Target {
             out.push((db.clone(), check::run(&mut *c, initial)?));
         }
         Ok(out)
+    }
+
+    /// A kept cluster asked for more databases than it was built with: the next command
+    /// is a build of them, which the connection's own error (CREATE DATABASE, or name
+    /// another in --dsn) does not say.
+    fn kept_dir_has_every_database(&self) -> anyhow::Result<()> {
+        let Some(dir) = &self.kept_dir else {
+            return Ok(());
+        };
+        let mut admin = self.connect("postgres")?;
+        let Some(missing) = self
+            .dbs
+            .iter()
+            .position(|db| !admin.database_exists(db).unwrap_or(true))
+        else {
+            return Ok(());
+        };
+        // The warehouses of the build that is there, for the command to type.
+        let warehouses = (missing > 0)
+            .then(|| self.connect(&self.dbs[0]).ok())
+            .flatten()
+            .and_then(|mut c| populate::read_meta(&mut *c).ok().flatten())
+            .map_or("N".to_string(), |m| m.warehouses.to_string());
+        let dir = dir.display();
+        let mut msg = format!(
+            "database {} does not exist in the cluster in {dir}: build it with \
+             `rackbench oltp build --dir {dir} --warehouses {warehouses} --databases {}`",
+            self.dbs[missing],
+            self.dbs.len()
+        );
+        if missing > 0 {
+            msg.push_str(&format!(
+                ", or check the {missing} there with --databases {missing}"
+            ));
+        }
+        bail!(msg)
     }
 
     pub fn stop(&mut self) {

@@ -8,8 +8,8 @@
 //! The spec's per-run validity ratios (5.5.1.5: rollbacks, remote lines, remote and
 //! by-last-name payments...) are counted in [`Counters`] shared by the users of a database.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use engine::load::{Executed, Latency, Outcome, Session};
@@ -194,6 +194,62 @@ pub struct VuParams {
     /// transaction's time in the database as its latency, as the call holds the waits too.
     pub waits: Option<f64>,
     pub deadline: Option<Instant>,
+    /// The users whose statistics are flushed where the measured run starts (those of
+    /// the generator that reads the server's counters; see [`StatsMark`]).
+    pub stats_mark: Option<Arc<StatsMark>>,
+}
+
+/// Where the measured run starts, for the server's transaction counter (TPM).
+///
+/// PostgreSQL counts a backend's commits in pg_stat_database only when it flushes its
+/// statistics, at most once a second: a reading taken while the users run misses up to a
+/// second of each one's work, and a reading after they disconnected misses nothing.
+/// The last reading is taken after they disconnected, so the first must be complete
+/// too, or the ramp-up's last second is counted as measured: each user flushes its
+/// statistics where the measured run starts (its first moment free after it, between
+/// transactions), says so here, and the counter monitor reads once they all have.
+#[derive(Debug)]
+pub struct StatsMark {
+    users: usize,
+    flushed: AtomicUsize,
+    start: Mutex<Option<Instant>>,
+}
+
+impl StatsMark {
+    /// A mark for `users` users.
+    pub fn new(users: usize) -> StatsMark {
+        StatsMark {
+            users,
+            flushed: AtomicUsize::new(0),
+            start: Mutex::new(None),
+        }
+    }
+
+    /// Have all the users flushed?
+    pub fn all_flushed(&self) -> bool {
+        self.flushed.load(Ordering::Acquire) >= self.users
+    }
+
+    /// Has any?
+    pub fn any_flushed(&self) -> bool {
+        self.flushed.load(Ordering::Acquire) > 0
+    }
+
+    /// Where the measured run starts, once the load loop said.
+    pub fn start(&self) -> Option<Instant> {
+        *self.start.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_start(&self, at: Instant) {
+        self.start
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(at);
+    }
+
+    fn flushed_one(&self) {
+        self.flushed.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// One virtual user (a TPC-C terminal without the screen): draws each transaction's
@@ -201,13 +257,33 @@ pub struct VuParams {
 pub struct Vu {
     conn: Box<dyn Txns>,
     p: VuParams,
+    /// When to flush the statistics for the [`StatsMark`] (cleared once done).
+    flush_at: Option<Instant>,
 }
 
 impl Vu {
     /// Connect a user to the database `db` names (any engine's [`Backend`]).
     pub fn connect(db: &dyn Backend, p: VuParams) -> anyhow::Result<Vu> {
         let conn = db.connect_vu()?;
-        Ok(Vu { conn, p })
+        Ok(Vu {
+            conn,
+            p,
+            flush_at: None,
+        })
+    }
+
+    /// Flush the statistics for the [`StatsMark`] if the measured run has started
+    /// (true when it did).
+    fn flush_if_due(&mut self) -> bool {
+        if self.flush_at.is_none_or(|at| Instant::now() < at) {
+            return false;
+        }
+        self.flush_at = None;
+        self.conn.flush_stats();
+        if let Some(m) = &self.p.stats_mark {
+            m.flushed_one();
+        }
+        true
     }
 
     /// When keying and think times stop (set once every user is connected).
@@ -351,14 +427,24 @@ impl Vu {
     }
 
     /// Sleep up to `d`, cut short at the run's deadline or on Ctrl-C. False when cut.
-    fn wait(&self, d: Duration) -> bool {
+    /// The statistics are flushed on the way if the measured run starts meanwhile.
+    fn wait(&mut self, d: Duration) -> bool {
         let want = Instant::now() + d;
         let until = self.p.deadline.map_or(want, |dl| want.min(dl));
-        while Instant::now() < until {
+        loop {
+            self.flush_if_due();
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
             if engine::stop::stop_requested() {
                 return false;
             }
-            std::thread::sleep((until - Instant::now()).min(Duration::from_millis(100)));
+            let wake = self.flush_at.map_or(until, |f| f.min(until));
+            std::thread::sleep(
+                wake.saturating_duration_since(now)
+                    .min(Duration::from_millis(100)),
+            );
         }
         until == want
     }
@@ -369,12 +455,33 @@ impl Session for Vu {
         self.set_deadline(end);
     }
 
+    fn measurement_starts_at(&mut self, start: Instant) {
+        if let Some(m) = &self.p.stats_mark {
+            m.set_start(start);
+            self.flush_at = Some(start);
+        }
+    }
+
     fn execute(&mut self, rng: &mut SmallRng) -> Result<Executed, String> {
         let called = Instant::now();
+        let flushed = self.flush_if_due();
         let t = self.p.mix.pick(rng);
         let class = self.p.class_offset + t;
         let Some(scale) = self.p.waits else {
-            return Ok(Executed::call(class, self.run(t, rng)?));
+            if !flushed {
+                return Ok(Executed::call(class, self.run(t, rng)?));
+            }
+            // The flush's round trip is no part of the transaction.
+            let t0 = Instant::now();
+            let outcome = self.run(t, rng)?;
+            return Ok(Executed {
+                class,
+                outcome,
+                latency: Latency::Own {
+                    took: t0.elapsed(),
+                    sent_after: t0.duration_since(called),
+                },
+            });
         };
         if !self.wait(Duration::from_secs_f64(KEYING_S[t] * scale)) {
             // The run ended while this terminal was keying: no transaction is sent.
@@ -512,6 +619,7 @@ mod tests {
             counters: counters.clone(),
             waits: None,
             deadline: None,
+            stats_mark: None,
         };
         let mut vu = Vu::connect(&NullDb(seen.clone()), p).unwrap();
         let mut rollbacks = 0;
@@ -586,6 +694,7 @@ mod tests {
                         counters: counters.clone(),
                         waits: Some(0.005),
                         deadline: None,
+                        stats_mark: None,
                     },
                 )
                 .unwrap();

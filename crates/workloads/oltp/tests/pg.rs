@@ -250,6 +250,7 @@ fn transactions_keep_the_database_consistent_and_the_counters_agree() {
                     counters: counters.clone(),
                     waits: None,
                     deadline: None,
+                    stats_mark: None,
                 },
             )
             .unwrap()
@@ -818,6 +819,7 @@ fn with_keying_and_think_times_latency_is_the_measured_transactions_database_tim
                     counters: counters.clone(),
                     waits: Some(0.02),
                     deadline: None,
+                    stats_mark: None,
                 },
             )
             .unwrap();
