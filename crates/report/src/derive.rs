@@ -66,11 +66,23 @@ pub fn report_title(labels: &[String]) -> String {
 
 /// A metric's unit for display: `signs_per_s` stored in `ops/s` reads `signs/s`, so a
 /// table never calls an RSA sign a generic operation; any other unit is kept as stored.
+/// Only the name of a thing counted (one word: `signs`, `verifies`) is taken for the
+/// unit; a rate's name (`max_reply_rate_per_s`, `capacity_per_s`) is no unit, so those
+/// keep `ops/s` rather than reading `max_reply_rate/s`.
 pub fn display_unit(metric: &str, unit: &str) -> String {
     match metric.strip_suffix("_per_s") {
-        Some(what) if unit == "ops/s" && what != "ops" && !what.is_empty() => format!("{what}/s"),
+        Some(what) if unit == "ops/s" && names_a_thing_counted(what) => format!("{what}/s"),
         _ => unit.to_string(),
     }
+}
+
+/// Whether the stem of a `<stem>_per_s` name is a thing counted (a single plural noun)
+/// rather than the name of a rate or of the generic operation.
+fn names_a_thing_counted(stem: &str) -> bool {
+    !stem.is_empty()
+        && stem.bytes().all(|b| b.is_ascii_lowercase())
+        && !matches!(stem, "ops" | "capacity")
+        && !stem.contains("rate")
 }
 
 /// Workloads whose rows are no suite of one kind of work, and why: a geometric mean
@@ -1769,6 +1781,24 @@ mod tests {
              different measurements, shown one by one"
         );
         assert_eq!(no_geomean_reason(&two, &["kv".to_string()], false), None);
+    }
+
+    /// Acceptance pass B, 7: kv ramp's `max_reply_rate_per_s` (in ops/s) read
+    /// `max_reply_rate/s`: the name of a rate is no unit. A thing counted still is.
+    #[test]
+    fn a_rates_name_is_no_unit() {
+        assert_eq!(display_unit("signs_per_s", "ops/s"), "signs/s");
+        assert_eq!(display_unit("verifies_per_s", "ops/s"), "verifies/s");
+        for rate in [
+            "max_reply_rate_per_s",
+            "max_rate_meeting_slo_per_s",
+            "capacity_per_s",
+            "offered_rate_per_s",
+            "ops_per_s",
+        ] {
+            assert_eq!(display_unit(rate, "ops/s"), "ops/s", "{rate}");
+        }
+        assert_eq!(display_unit("throughput_mb_per_s", "MB/s"), "MB/s");
     }
 
     #[test]
