@@ -935,13 +935,7 @@ pub fn summary_host(hosts: &[HostDisclosure]) -> String {
         .iter()
         .find(|h| h.role.split('+').any(|r| r == "sut"))
         .or_else(|| hosts.first());
-    match h {
-        None => String::new(),
-        Some(h) => match h.facts.get("os.hostname").and_then(|f| f.value.as_deref()) {
-            Some(name) if h.host == "local" => name.to_string(),
-            _ => h.host.clone(),
-        },
-    }
+    h.map_or_else(String::new, |h| model::host_display_name(hosts, &h.host))
 }
 
 /// A transaction that writes: IMMEDIATE, so it takes the write lock at BEGIN, where the
