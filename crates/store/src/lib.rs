@@ -43,6 +43,10 @@ pub struct RunSummary {
     pub status: Status,
     pub workloads: Vec<String>,
     pub results: usize,
+    /// How many of the results carry an invalid flag (a failed consistency check, zero
+    /// operations): the run's status says only how the run ended, not whether its figures
+    /// stand.
+    pub invalid: usize,
     pub host: String,
     pub command: String,
 }
@@ -450,6 +454,7 @@ impl Store {
                     status,
                     workloads: Vec::new(),
                     results: 0,
+                    invalid: 0,
                     host: String::new(),
                     command: row.get(4)?,
                 });
@@ -459,11 +464,16 @@ impl Store {
             "SELECT workload FROM results WHERE run_id = ?1 GROUP BY workload ORDER BY MIN(ord)",
         )?;
         let mut count = tx.prepare("SELECT COUNT(*) FROM results WHERE run_id = ?1")?;
+        let mut invalid = tx.prepare(
+            "SELECT COUNT(DISTINCT f.result_id) FROM flags f JOIN results r ON r.id = f.result_id \
+             WHERE r.run_id = ?1 AND f.severity = 'invalid'",
+        )?;
         for s in &mut runs {
             s.workloads = workloads
                 .query_map([&s.id], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             s.results = count.query_row([&s.id], |r| r.get(0))?;
+            s.invalid = invalid.query_row([&s.id], |r| r.get(0))?;
             s.host = summary_host(&load_hosts(&tx, &s.id)?);
         }
         Ok(runs)
