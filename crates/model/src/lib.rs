@@ -371,6 +371,23 @@ pub struct HostDisclosure {
     pub facts: BTreeMap<String, Fact>,
 }
 
+/// The name a table or an export gives a host of a run: its stored name, except this
+/// machine (`local`), named by its disclosed hostname (`os.hostname`) when known, so that
+/// runs made on several machines keep them apart. The one rule of the CSV export and the
+/// report's host views.
+pub fn host_display_name(hosts: &[HostDisclosure], host: &str) -> String {
+    if host != "local" {
+        return host.to_string();
+    }
+    hosts
+        .iter()
+        .find(|d| d.host == host)
+        .and_then(|d| d.facts.get("os.hostname"))
+        .and_then(|f| f.value.clone())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| host.to_string())
+}
+
 /// Power measured with no load, before the run's load started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdlePower {

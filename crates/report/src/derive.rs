@@ -21,9 +21,34 @@ use serde::{Deserialize, Serialize};
 use crate::selection::{Extrapolate, Extrapolation, Selection};
 use crate::stats::{self, Sample};
 
-/// Parameters that are swept to find a peak (the seed picks the best instance count per
-/// platform); the summary table takes the best value over them.
-pub const PEAK_PARAMS: &[&str] = &["instances"];
+/// Parameters whose points are levels of one load curve, or of one server scaled out,
+/// not separate tests: the summary table (and so its geometric mean, and a TCO's `run`
+/// performance, which is that table's) takes each test at its best point over them, and
+/// says which (`each column at its best clients`, a cell's `clients=40`). The seeds do
+/// the same: the Redis study picks the best instance count per platform, the HammerDB
+/// study headlines its peak over databases. Averaging the points instead would let a
+/// client-limited point (5 clients) pull a server's figure down.
+///
+/// - `instances` (kv), `databases` (oltp): the server scaled out on one machine;
+/// - `clients` (kv), `connections` (http), `vus` (oltp), `streams` (net): concurrency
+///   offered to the same server;
+/// - `rate` (kv, http, net): the offered rate.
+///
+/// Not among them, so each value is its own row: `pipeline` (kv) is a different operating
+/// mode of the server (batched requests, a different latency), which the Redis study
+/// reports row by row (`pipeline=1` and `pipeline=16`); `threads` is the measured work's
+/// own parallelism in crypto (reported per thread count, as `openssl speed -multi`) and
+/// the generator's in kv and http; sizes (`data_size`, `warehouses`, key sizes) are
+/// different work.
+pub const PEAK_PARAMS: &[&str] = &[
+    "instances",
+    "databases",
+    "clients",
+    "connections",
+    "vus",
+    "streams",
+    "rate",
+];
 
 /// A display name for each run: its label, made unique with the id where two clash.
 pub fn run_labels(runs: &[RunRecord]) -> Vec<String> {
@@ -66,18 +91,31 @@ pub fn report_title(labels: &[String]) -> String {
 
 /// A metric's unit for display: `signs_per_s` stored in `ops/s` reads `signs/s`, so a
 /// table never calls an RSA sign a generic operation; any other unit is kept as stored.
+/// Only the name of a thing counted (one word: `signs`, `verifies`) is taken for the
+/// unit; a rate's name (`max_reply_rate_per_s`, `capacity_per_s`) is no unit, so those
+/// keep `ops/s` rather than reading `max_reply_rate/s`.
 pub fn display_unit(metric: &str, unit: &str) -> String {
     match metric.strip_suffix("_per_s") {
-        Some(what) if unit == "ops/s" && what != "ops" && !what.is_empty() => format!("{what}/s"),
+        Some(what) if unit == "ops/s" && names_a_thing_counted(what) => format!("{what}/s"),
         _ => unit.to_string(),
     }
+}
+
+/// Whether the stem of a `<stem>_per_s` name is a thing counted (a single plural noun)
+/// rather than the name of a rate or of the generic operation.
+fn names_a_thing_counted(stem: &str) -> bool {
+    !stem.is_empty()
+        && stem.bytes().all(|b| b.is_ascii_lowercase())
+        && !matches!(stem, "ops" | "capacity")
+        && !stem.contains("rate")
 }
 
 /// Workloads whose rows are no suite of one kind of work, and why: a geometric mean
 /// across them mixes unlike things, so their summary has none. crypto's tests are
 /// different operations (RSA-2048 signs, RSA-4096 signs, AES bytes; each at several
-/// thread counts); oltp's rows are points of one curve (TPC-C at 1, 2, 4 virtual users;
-/// over 1 or 2 databases), which HammerDB and the seeds report point by point.
+/// thread counts); oltp's rows are one benchmark, TPC-C, on databases of different
+/// sizes (its virtual users and databases are load levels: each row is at its best
+/// over them, [`PEAK_PARAMS`]), which HammerDB and the seeds report one by one.
 const NO_MEAN_ACROSS_ROWS: &[(&str, &str)] = &[
     (
         "crypto",
@@ -85,7 +123,7 @@ const NO_MEAN_ACROSS_ROWS: &[(&str, &str)] = &[
     ),
     (
         "oltp",
-        "rows are points of one curve (virtual users, databases), shown one by one",
+        "rows are TPC-C on different configurations (warehouses), shown one by one",
     ),
 ];
 
@@ -111,8 +149,8 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool)
             .map(|(_, why)| {
                 // How to take one point, in the words of where the choice is made.
                 let take = match (w.as_str(), from_plan) {
-                    ("oltp", false) => "; take one with --at (e.g. --at vus=4)",
-                    ("oltp", true) => "; take one with `params = { vus = 4 }`",
+                    ("oltp", false) => "; take one with --at (e.g. --at warehouses=10)",
+                    ("oltp", true) => "; take one with `params = { warehouses = 10 }`",
                     _ => "",
                 };
                 format!("no geometric mean: {w}'s {why}{take}")
@@ -1768,9 +1806,9 @@ mod tests {
         (0..n).map(|i| format!("run{i}")).collect()
     }
 
-    /// A geometric mean over several points of one oltp curve (1 and 2 virtual users) or
-    /// over crypto's unlike tests is refused with its reason; one row, or kv's suite of
-    /// tests, has its mean.
+    /// A geometric mean over oltp's rows (TPC-C on databases of different sizes) or over
+    /// crypto's unlike tests is refused with its reason; one row, or kv's suite of tests,
+    /// has its mean.
     #[test]
     fn no_geomean_across_a_curves_points_or_unlike_tests() {
         let row = |label: &str| SummaryRow {
@@ -1782,15 +1820,15 @@ mod tests {
             unit: "new orders/min".into(),
         };
         let oltp = vec!["oltp".to_string()];
-        let two = [row("tpcc vus=1"), row("tpcc vus=2")];
+        let two = [row("tpcc warehouses=1"), row("tpcc warehouses=10")];
         assert_eq!(
-            no_geomean_reason(&two, &oltp, false).expect("two points of one curve"),
-            "no geometric mean: oltp's rows are points of one curve (virtual users, \
-             databases), shown one by one; take one with --at (e.g. --at vus=4)"
+            no_geomean_reason(&two, &oltp, false).expect("two database sizes"),
+            "no geometric mean: oltp's rows are TPC-C on different configurations \
+             (warehouses), shown one by one; take one with --at (e.g. --at warehouses=10)"
         );
         let in_plan = no_geomean_reason(&two, &oltp, true).unwrap();
         assert!(
-            in_plan.ends_with("take one with `params = { vus = 4 }`"),
+            in_plan.ends_with("take one with `params = { warehouses = 10 }`"),
             "{in_plan}"
         );
         assert_eq!(no_geomean_reason(&two[..1], &oltp, false), None);
@@ -1801,6 +1839,24 @@ mod tests {
              different measurements, shown one by one"
         );
         assert_eq!(no_geomean_reason(&two, &["kv".to_string()], false), None);
+    }
+
+    /// Acceptance pass B, 7: kv ramp's `max_reply_rate_per_s` (in ops/s) read
+    /// `max_reply_rate/s`: the name of a rate is no unit. A thing counted still is.
+    #[test]
+    fn a_rates_name_is_no_unit() {
+        assert_eq!(display_unit("signs_per_s", "ops/s"), "signs/s");
+        assert_eq!(display_unit("verifies_per_s", "ops/s"), "verifies/s");
+        for rate in [
+            "max_reply_rate_per_s",
+            "max_rate_meeting_slo_per_s",
+            "capacity_per_s",
+            "offered_rate_per_s",
+            "ops_per_s",
+        ] {
+            assert_eq!(display_unit(rate, "ops/s"), "ops/s", "{rate}");
+        }
+        assert_eq!(display_unit("throughput_mb_per_s", "MB/s"), "MB/s");
     }
 
     #[test]

@@ -703,6 +703,9 @@ fn spans_hosts(run: &RunRecord) -> bool {
     run.hosts.len() > 1 || many_hosts(run)
 }
 
+/// The role the runner discloses for this machine when it only drives the others.
+const CONTROLLER_ROLE: &str = "controller";
+
 /// What each host did in one result, from the parameters the runner stored with it.
 fn role_in(run: &RunRecord, r: &ResultRecord, host: &str) -> String {
     let mut roles = Vec::new();
@@ -721,14 +724,16 @@ fn role_in(run: &RunRecord, r: &ResultRecord, host: &str) -> String {
     let names_roles = [SENDER_HOST, RECEIVER_HOST, SUT_HOST, LOADGEN_HOSTS]
         .iter()
         .any(|k| r.params.contains_key(*k));
-    if roles.is_empty() && names_roles {
+    let disclosed = run.hosts.iter().find(|h| h.host == host).map(|h| &h.role);
+    if roles.is_empty() && disclosed.is_some_and(|r| r == CONTROLLER_ROLE) {
+        // This machine, driving the others: the Hosts table's word for it. `idle` would
+        // read as a test host idle, however busy the controller was.
+        CONTROLLER_ROLE.to_string()
+    } else if roles.is_empty() && names_roles {
         // Sampled while the point ran, but not one of its ends (another pair's host).
         "idle".to_string()
     } else if roles.is_empty() {
-        run.hosts
-            .iter()
-            .find(|h| h.host == host)
-            .map_or("-".to_string(), |h| h.role.clone())
+        disclosed.map_or("-".to_string(), |r| r.clone())
     } else {
         roles.join("+")
     }
@@ -836,7 +841,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                     v
                 };
                 let mut row = vec![
-                    h.clone(),
+                    model::host_display_name(&run.hosts, h),
                     roles.join(", "),
                     f2(m(&busy_pct)),
                     f3(m(&|t| nic_gbit(t).map(|n| n.0))),
@@ -846,11 +851,17 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                         .map_or(NA.into(), |(w, p)| watts(w, p.1)),
                 ];
                 if gen_unit.is_some() {
+                    // The mean over the repetitions, as the headline above is: each
+                    // generator's own median would add up to none of its figures.
                     let v: Vec<f64> = ok
                         .iter()
                         .filter_map(|r| gen_metric(r, h).map(|x| x.0))
                         .collect();
-                    row.push(median(&v).map_or("-".into(), num));
+                    row.push(if v.is_empty() {
+                        "-".into()
+                    } else {
+                        num(v.iter().sum::<f64>() / v.len() as f64)
+                    });
                 }
                 rows.push(row);
             }
@@ -887,10 +898,16 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 ));
             }
             notes.push(format!(
-                "Median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo; CPU busy = 100 - %idle - %iowait.",
+                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo; CPU busy = 100 - %idle - %iowait.",
                 ok.len(),
                 p.results.len()
             ));
+            if gen_unit.is_some() {
+                notes.push(format!(
+                    "{headline} per generator: mean of {} valid repetition(s), as the headline is, so the generators add up to the headline's mean.",
+                    ok.len()
+                ));
+            }
             out.push(HostTable {
                 caption: format!(
                     "{}{} {}: per host",
@@ -920,7 +937,8 @@ pub fn hosts_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             .iter()
             .map(|h| {
                 vec![
-                    h.host.clone(),
+                    // This machine by its hostname, as the CSV export names it.
+                    model::host_display_name(&run.hosts, &h.host),
                     h.role.clone(),
                     fact(h, FACT_ADDRESS).unwrap_or_else(|| "-".into()),
                     match h.facts.get(FACT_CLOCK_OFFSET) {

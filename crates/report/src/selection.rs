@@ -209,6 +209,24 @@ impl Selection {
             .all(|(k, v)| p.params.get(k).is_none_or(|have| &param_str(have) == v))
     }
 
+    /// A summary cell's point (`clients=40 instances=2`, its [`SummaryRow::chosen`]) in
+    /// words: `at its best clients (40)` for a load level the summary took the best of,
+    /// `at instances=2` for one this selection fixed.
+    ///
+    /// [`SummaryRow::chosen`]: crate::derive::SummaryRow::chosen
+    pub fn point_words(&self, chosen: &str) -> String {
+        chosen
+            .split_whitespace()
+            .map(|kv| match kv.split_once('=') {
+                Some((k, v)) if !self.at.iter().any(|(a, _)| a == k) => {
+                    format!("at its best {k} ({v})")
+                }
+                _ => format!("at {kv}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// `each column at its best instances`, `at instances=2`.
     pub fn describe(&self, peak: &[String]) -> String {
         let at: Vec<String> = self.at.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -363,7 +381,7 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
         .filter(|r| r.perf[0].is_some())
         .map(|r| match r.chosen[0].as_str() {
             "" => r.label.clone(),
-            at => format!("{} at {at}", r.label),
+            chosen => format!("{} {}", r.label, sel.point_words(chosen)),
         })
         .collect();
     let value = match (&s.geomean_note, s.geomean[0]) {

@@ -1573,7 +1573,11 @@ fn tco_power_comes_from_the_points_of_its_performance() {
     let p = &plan.platforms[0];
     let fr = report::selection::tco_from_run(&run, p).unwrap();
     let perf = fr.perf.as_ref().unwrap();
-    assert!(perf.source.contains("at instances=4"), "{}", perf.source);
+    assert!(
+        perf.source.contains("at its best instances (4)"),
+        "{}",
+        perf.source
+    );
     let chosen: Vec<&ResultRecord> = run
         .results
         .iter()
@@ -1607,6 +1611,80 @@ fn tco_power_comes_from_the_points_of_its_performance() {
     assert!(got
         .source
         .contains("over the points of the performance figure"));
+}
+
+/// A kv run whose points are a client sweep (`-c 5,40`): the fixture's instance counts
+/// 1 and 4 renamed as 5 and 40 clients, so the 40-client points are the faster.
+fn client_sweep_run() -> RunRecord {
+    let mut run = kv_run(&Spec {
+        reps: 2,
+        instances: &[1, 4],
+        ..Spec::default()
+    });
+    for r in &mut run.results {
+        let inst = r.params.remove("instances").unwrap();
+        let clients = if inst == serde_json::json!(1) { 5 } else { 40 };
+        r.params
+            .insert("clients".into(), serde_json::json!(clients));
+    }
+    run
+}
+
+/// Issue 3 of acceptance pass B: the points of a client sweep are levels of one load
+/// curve, not separate tests. The summary took `set clients=5`, `get clients=5`, `set
+/// clients=40` and `get clients=40` as four tests, and the client-limited points pulled
+/// the geometric mean (and a TCO's performance, which is that mean) down. Each test is
+/// now at its best clients, as at its best instances, and the TCO's note says so.
+#[test]
+fn a_client_sweeps_points_are_one_test_at_its_best() {
+    let run = client_sweep_run();
+    let s = report::summary(std::slice::from_ref(&run));
+    let labels: Vec<&str> = s.rows.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "kv set pipeline=1",
+            "kv get pipeline=1",
+            "kv set pipeline=100",
+            "kv get pipeline=100"
+        ],
+        "{labels:?}"
+    );
+    assert_eq!(s.selection, "each column at its best clients");
+    for r in &s.rows {
+        assert_eq!(r.chosen[0], "clients=40", "{}", r.label);
+    }
+    // The mean is over the best points only: no lower than the lowest of them.
+    let lowest_best = s
+        .rows
+        .iter()
+        .filter_map(|r| r.perf[0])
+        .fold(f64::MAX, f64::min);
+    assert!(s.geomean[0].unwrap() >= lowest_best, "{:?}", s.geomean);
+    let md = report::markdown(std::slice::from_ref(&run), None);
+    let summary = &md[md
+        .find("Summary: each column at its best clients")
+        .expect("said")..];
+    let summary = &summary[..summary.find("**Geometric mean**").unwrap()];
+    assert!(!summary.contains("clients=5"), "{summary}");
+
+    // A TCO's `run = ...` performance is that mean, each test named at its best point.
+    let plan = one_platform_plan("x86-a", "");
+    let perf = report::selection::tco_perf(&run, &plan.platforms[0]).unwrap();
+    assert_eq!(Some(perf.value), s.geomean[0]);
+    assert!(
+        perf.source.contains("geometric mean of 4 test(s)")
+            && perf
+                .source
+                .contains("kv get pipeline=1 at its best clients (40)")
+            && !perf.source.contains("clients=5"),
+        "{}",
+        perf.source
+    );
+    // Its power is of those points only.
+    let fr = report::selection::tco_from_run(&run, &plan.platforms[0]).unwrap();
+    let w = fr.power_w.as_ref().unwrap();
+    assert!(w.source.contains("4 point(s)"), "{}", w.source);
 }
 
 /// A one-platform TCO plan over run `x86-a` with `perf_from = "max"`, `extra` added to

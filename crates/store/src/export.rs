@@ -192,15 +192,9 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
     out.write_record(CSV_COLUMNS)?;
     for run in runs {
         let default_host = crate::summary_host(&run.hosts);
-        // `local` means "the machine rackbench ran on": name it as the disclosure does.
-        let host_name = |h: &str| -> String {
-            run.hosts
-                .iter()
-                .find(|d| d.host == h && h == "local")
-                .and_then(|d| d.facts.get("os.hostname"))
-                .and_then(|f| f.value.clone())
-                .unwrap_or_else(|| h.to_string())
-        };
+        // `local` means "the machine rackbench ran on": name it as the disclosure does
+        // (the report's host views name it the same way).
+        let host_name = |h: &str| -> String { model::host_display_name(&run.hosts, h) };
         let label = run.label.clone().unwrap_or_default();
         let mut emit = |host: &str,
                         r: Option<&ResultRecord>,
@@ -273,10 +267,22 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
             let param = |k: &str| r.params.get(k).and_then(|v| v.as_str());
             let pair = param("sender_host").zip(param("receiver_host"));
             let point_host = param("sut_host").map_or_else(|| default_host.clone(), host_name);
+            // The generators' merged figures (`loadgen_busy_pct` with no `host` label) are
+            // theirs, not the system under test's: named as the merged generators,
+            // `rbh2+rbh3`, as a net pair's figure of both ends is `rbh1>rbh2`.
+            let generators = param("loadgen_hosts").map(|l| {
+                l.split(',')
+                    .map(|h| host_name(h.trim()))
+                    .collect::<Vec<_>>()
+                    .join("+")
+            });
             // Whose figure a metric (or a missing one) is: see the module's summary.
             let host_of = |name: &str, labels: &BTreeMap<String, String>| -> String {
                 if let Some(h) = labels.get("host") {
                     return host_name(h);
+                }
+                if let Some(g) = generators.as_ref().filter(|_| name.starts_with("loadgen_")) {
+                    return g.clone();
                 }
                 match pair {
                     Some((s, d)) => match model::net_figure_end(name, labels) {
@@ -728,6 +734,35 @@ mod tests {
         assert!(rows
             .iter()
             .any(|r| &r[8] == "cpu_busy_pct" && &r[2] == "altra-01"));
+    }
+
+    /// Acceptance pass B, 8: the generators' merged `loadgen_busy_pct` carried the host
+    /// of the system under test (`rbh1`), which did not generate load; it is named as the
+    /// merged generators now. Each generator's own row keeps its name.
+    #[test]
+    fn csv_host_of_the_generators_merged_figure_is_the_generators() {
+        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.params.insert("sut_host".into(), "rbh1".into());
+        r.params.insert("loadgen_hosts".into(), "rbh2,rbh3".into());
+        r.metrics = vec![
+            model::Metric::new("ops_per_s", 9.0, "ops/s"),
+            model::Metric::new("loadgen_busy_pct", 40.0, "%"),
+            model::Metric::new("loadgen_busy_pct", 30.0, "%").label("host", "rbh2"),
+        ];
+        let mut buf = Vec::new();
+        to_csv(&[run], &mut buf).unwrap();
+        let mut rd = csv::Reader::from_reader(buf.as_slice());
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        let host = |metric: &str, labels: &str| {
+            rows.iter()
+                .find(|r| &r[8] == metric && &r[11] == labels)
+                .unwrap_or_else(|| panic!("no row {metric} {labels}"))[2]
+                .to_string()
+        };
+        assert_eq!(host("ops_per_s", ""), "rbh1");
+        assert_eq!(host("loadgen_busy_pct", ""), "rbh2+rbh3");
+        assert_eq!(host("loadgen_busy_pct", "host=rbh2"), "rbh2");
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub struct RunSummary {
     pub status: Status,
     pub workloads: Vec<String>,
     pub results: usize,
+    /// How many of the results carry an invalid flag (a failed consistency check, zero
+    /// operations): the run's status says only how the run ended, not whether its figures
+    /// stand.
+    pub invalid: usize,
     pub host: String,
     pub command: String,
 }
@@ -450,6 +454,7 @@ impl Store {
                     status,
                     workloads: Vec::new(),
                     results: 0,
+                    invalid: 0,
                     host: String::new(),
                     command: row.get(4)?,
                 });
@@ -459,11 +464,16 @@ impl Store {
             "SELECT workload FROM results WHERE run_id = ?1 GROUP BY workload ORDER BY MIN(ord)",
         )?;
         let mut count = tx.prepare("SELECT COUNT(*) FROM results WHERE run_id = ?1")?;
+        let mut invalid = tx.prepare(
+            "SELECT COUNT(DISTINCT f.result_id) FROM flags f JOIN results r ON r.id = f.result_id \
+             WHERE r.run_id = ?1 AND f.severity = 'invalid'",
+        )?;
         for s in &mut runs {
             s.workloads = workloads
                 .query_map([&s.id], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             s.results = count.query_row([&s.id], |r| r.get(0))?;
+            s.invalid = invalid.query_row([&s.id], |r| r.get(0))?;
             s.host = summary_host(&load_hosts(&tx, &s.id)?);
         }
         Ok(runs)
@@ -935,13 +945,7 @@ pub fn summary_host(hosts: &[HostDisclosure]) -> String {
         .iter()
         .find(|h| h.role.split('+').any(|r| r == "sut"))
         .or_else(|| hosts.first());
-    match h {
-        None => String::new(),
-        Some(h) => match h.facts.get("os.hostname").and_then(|f| f.value.as_deref()) {
-            Some(name) if h.host == "local" => name.to_string(),
-            _ => h.host.clone(),
-        },
-    }
+    h.map_or_else(String::new, |h| model::host_display_name(hosts, &h.host))
 }
 
 /// A transaction that writes: IMMEDIATE, so it takes the write lock at BEGIN, where the

@@ -351,11 +351,35 @@ fn list_runs_newest_first_with_summary() {
     );
     assert_eq!(list[1].workloads, ["kv"]);
     assert_eq!(list[1].results, 3);
+    // Every result of the fixture carries the invalid `errors` flag.
+    assert_eq!(list[1].invalid, 3);
     assert_eq!(list[1].host, "altra-01");
     assert_eq!(list[1].label.as_deref(), Some("arm"));
     assert_eq!(list[1].status, Status::Interrupted);
     assert_eq!(list[1].created_at, t0(0));
     assert_eq!(list[0].host, "");
+}
+
+/// Acceptance pass B, 11: a run whose only result failed its consistency check ended
+/// `ok` (it ran to its end) and `rackbench runs` said `ok` alone; the list now counts the
+/// results with an invalid flag (two flags on one result are one invalid result).
+#[test]
+fn list_runs_counts_invalid_results() {
+    let (_d, store) = tmp_store();
+    let mut run = rich_run("r-bad", None, t0(0), 2);
+    run.status = Status::Ok;
+    for r in &mut run.results {
+        r.flags.clear();
+    }
+    run.results[1].flags = vec![
+        model::Flag::invalid("consistency", "condition 1 fails"),
+        model::Flag::invalid("zero_ops", "no operation completed"),
+    ];
+    run.results[0].flags = vec![model::Flag::warning("client_bound", "97%")];
+    store.import_run(&run).unwrap();
+    let list = store.list_runs().unwrap();
+    assert_eq!(list[0].status, Status::Ok);
+    assert_eq!((list[0].results, list[0].invalid), (2, 1));
 }
 
 #[test]

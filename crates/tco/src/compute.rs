@@ -14,6 +14,10 @@ use crate::plan::{InfraBasis, Plan};
 
 const HOURS_PER_YEAR: f64 = 24.0 * 365.0;
 
+/// The mark on every table cell derived from modelled power, as the report's efficiency
+/// table, `show` and `compare` mark theirs.
+pub const MODELLED_MARK: &str = "(MODELLED)";
+
 /// A figure taken from a stored run, with where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sourced {
@@ -126,6 +130,11 @@ pub struct Row {
     /// per_server[i] / per_server[baseline]; None where the baseline is 0.
     pub server_ratio: Vec<Option<f64>>,
     pub rack_ratio: Vec<Option<f64>>,
+    /// The per-server figure derives from the server's power (its watts, energy,
+    /// infrastructure per watt, the total and the per-watt and per-dollar figures): marked
+    /// where that power is modelled ([`PlatformResult::power_modelled`]).
+    #[serde(default)]
+    pub from_power: bool,
 }
 
 /// The whole evaluated plan.
@@ -281,7 +290,7 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
         }
         if power_modelled {
             notes.push(format!(
-                "{}: power is MODELLED (declared power model), not measured; energy, infrastructure and perf/W derived from it are modelled too",
+                "{}: power is MODELLED (declared power model), not measured; energy, infrastructure, the total, perf/$ and perf/W derived from it are modelled too (and every rack figure where power limits the servers per rack), each cell marked {MODELLED_MARK}",
                 p.name
             ));
         }
@@ -410,19 +419,21 @@ fn fmt_years(y: f64) -> String {
 /// performance, then what the seed states in prose (servers, power, perf/$, perf/W).
 fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
     let mut rows = Vec::new();
-    let mut push = |section: &str, label: &str, kind: &str, s: Vec<f64>, r: Vec<f64>| {
-        let server_ratio = s.iter().map(|v| ratio(*v, s[baseline])).collect();
-        let rack_ratio = r.iter().map(|v| ratio(*v, r[baseline])).collect();
-        rows.push(Row {
-            section: section.to_string(),
-            label: label.to_string(),
-            kind: kind.to_string(),
-            per_server: s,
-            per_rack: r,
-            server_ratio,
-            rack_ratio,
-        });
-    };
+    let mut push =
+        |section: &str, label: &str, kind: &str, from_power: bool, s: Vec<f64>, r: Vec<f64>| {
+            let server_ratio = s.iter().map(|v| ratio(*v, s[baseline])).collect();
+            let rack_ratio = r.iter().map(|v| ratio(*v, r[baseline])).collect();
+            rows.push(Row {
+                section: section.to_string(),
+                label: label.to_string(),
+                kind: kind.to_string(),
+                per_server: s,
+                per_rack: r,
+                server_ratio,
+                rack_ratio,
+                from_power,
+            });
+        };
     // BOM lines: the union of item names, in first-seen order; an item a platform lacks is 0.
     let mut names: Vec<&str> = Vec::new();
     for p in ps {
@@ -440,7 +451,7 @@ fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
     };
     for name in names {
         let (s, r): (Vec<f64>, Vec<f64>) = ps.iter().map(|p| line(p, name)).unzip();
-        push("Capex", name, "money", s, r);
+        push("Capex", name, "money", false, s, r);
     }
     if let Some(label) = ps
         .iter()
@@ -454,13 +465,14 @@ fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
                     .map_or((0.0, 0.0), |c| (c.per_server, c.per_rack))
             })
             .unzip();
-        push("Capex", &label, "money", s, r);
+        push("Capex", &label, "money", true, s, r);
     }
     let label = ps[0].energy.name.clone();
     push(
         "Opex",
         &label,
         "money",
+        true,
         ps.iter().map(|p| p.energy.per_server).collect(),
         ps.iter().map(|p| p.energy.per_rack).collect(),
     );
@@ -468,6 +480,7 @@ fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
         "",
         "Total",
         "money",
+        true,
         ps.iter().map(|p| p.total_per_server).collect(),
         ps.iter().map(|p| p.total_per_rack).collect(),
     );
@@ -475,6 +488,7 @@ fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
         "",
         "Performance",
         "perf",
+        false,
         ps.iter().map(|p| p.perf_per_server).collect(),
         ps.iter().map(|p| p.perf_per_rack).collect(),
     );
@@ -482,6 +496,7 @@ fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
         "",
         "Servers",
         "count",
+        false,
         ps.iter().map(|_| 1.0).collect(),
         ps.iter().map(|p| p.servers_per_rack as f64).collect(),
     );
@@ -489,6 +504,7 @@ fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
         "",
         "Power (W)",
         "watts",
+        true,
         ps.iter().map(|p| p.server_power_w).collect(),
         ps.iter().map(|p| p.rack_power_w).collect(),
     );
@@ -496,6 +512,7 @@ fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
         "",
         "Perf per $",
         "perf_per_money",
+        true,
         ps.iter().map(|p| p.perf_per_dollar).collect(),
         ps.iter().map(|p| p.perf_per_dollar).collect(),
     );
@@ -503,6 +520,7 @@ fn build_rows(ps: &[PlatformResult], baseline: usize) -> Vec<Row> {
         "",
         "Perf per W",
         "perf_per_w",
+        true,
         ps.iter().map(|p| p.perf_per_w).collect(),
         ps.iter().map(|p| p.perf_per_w).collect(),
     );

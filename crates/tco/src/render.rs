@@ -2,7 +2,7 @@
 //! Table 2: per-server columns with their Difference, then per-rack columns with theirs.
 //! The HTML form lives in the report crate and uses the same [`cells`].
 
-use crate::compute::{Row, TcoResult};
+use crate::compute::{Binding, Row, TcoResult, MODELLED_MARK};
 
 /// `12345.6` -> `12,346`; small figures keep 3 significant digits.
 pub fn fmt_number(v: f64) -> String {
@@ -115,6 +115,23 @@ fn fmt_cell(t: &TcoResult, row: &Row, v: f64) -> String {
     }
 }
 
+/// Whether platform `i`'s cell of `row` derives from modelled power: a figure of its
+/// power (watts, energy, infrastructure, total, perf/$, perf/W), or, per rack, any figure
+/// when power limits the servers per rack (their count then comes from the watts).
+fn modelled(t: &TcoResult, row: &Row, i: usize, rack: bool) -> bool {
+    let p = &t.platforms[i];
+    p.power_modelled && (row.from_power || (rack && p.binding != Binding::Space))
+}
+
+/// A cell with the modelled mark when it derives from modelled power.
+fn mark(cell: String, modelled: bool) -> String {
+    if modelled {
+        format!("{cell} {MODELLED_MARK}")
+    } else {
+        cell
+    }
+}
+
 /// Column headers and body cells of the table (text, unescaped), shared by every format.
 /// Returns (group header, column header, rows).
 pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
@@ -200,20 +217,26 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
             _ => row.label.clone(),
         };
         cells.push(label);
-        for v in &row.per_server {
-            cells.push(fmt_cell(t, row, *v));
+        // A difference derives from modelled power when either of its sides does.
+        let diff_modelled =
+            |i: usize, rack: bool| modelled(t, row, i, rack) || modelled(t, row, t.baseline, rack);
+        for (i, v) in row.per_server.iter().enumerate() {
+            cells.push(mark(fmt_cell(t, row, *v), modelled(t, row, i, false)));
         }
         for i in &others {
-            cells.push(fmt_difference(
-                row.server_ratio[*i],
-                row.per_server[t.baseline],
+            cells.push(mark(
+                fmt_difference(row.server_ratio[*i], row.per_server[t.baseline]),
+                diff_modelled(*i, false),
             ));
         }
-        for v in &row.per_rack {
-            cells.push(fmt_cell(t, row, *v));
+        for (i, v) in row.per_rack.iter().enumerate() {
+            cells.push(mark(fmt_cell(t, row, *v), modelled(t, row, i, true)));
         }
         for i in &others {
-            cells.push(fmt_difference(row.rack_ratio[*i], row.per_rack[t.baseline]));
+            cells.push(mark(
+                fmt_difference(row.rack_ratio[*i], row.per_rack[t.baseline]),
+                diff_modelled(*i, true),
+            ));
         }
         body.push(cells);
     }

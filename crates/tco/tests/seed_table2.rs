@@ -314,3 +314,67 @@ fn difference_cells_carry_the_percentage_beside_the_ratio() {
     assert_eq!(body[i][d], "n/a (baseline is 0)");
     assert!(!body[i][d].contains('%'));
 }
+
+/// Acceptance pass B, 10: cells derived from modelled power carried no mark (`143 W`,
+/// `Perf per W 620`, `Power (3yr) $562`); only a note under the table said MODELLED.
+/// Every such cell is marked now, in the platform's columns and in the Difference
+/// columns that divide by it; a figure that owes nothing to power (a BOM line, the
+/// performance per server) is not. Here `mod`'s rack is limited by power, so its rack
+/// figures all come from the modelled watts.
+#[test]
+fn cells_derived_from_modelled_power_are_marked() {
+    let plan = tco::Plan::from_toml(
+        r#"years = 3
+energy_price_per_kwh = 0.10
+[rack]
+power_budget_w = 2000
+rack_units = 40
+[[platform]]
+name = "meas"
+perf = 1000
+power_w = 100
+bom = [{ name = "Server", unit_cost = 5000 }]
+[[platform]]
+name = "mod"
+run = "r1"
+perf = 2000
+bom = [{ name = "Server", unit_cost = 6000 }]
+"#,
+    )
+    .unwrap();
+    let fr: tco::FromRun = serde_json::from_value(serde_json::json!({
+        "power_w": { "value": 143.0, "source": "run r1: MODELLED model system", "modelled": true },
+        "perf": null,
+    }))
+    .unwrap();
+    let t = tco::evaluate(&plan, &BTreeMap::from([("mod".to_string(), fr)])).unwrap();
+    let (_, head, body) = tco::cells(&t);
+    let col = |h: &str| head.iter().position(|c| c == h).unwrap();
+    let row = |label: &str| &body[t.rows.iter().position(|r| r.label == label).unwrap()];
+    let (meas, modl, diff) = (col("meas"), col("mod"), col("Difference (mod / meas)"));
+    let rack = |name: &str| {
+        head.iter()
+            .position(|c| c.ends_with(&format!(" x {name}")))
+            .unwrap()
+    };
+    let (rack_mod, rack_meas) = (rack("mod"), rack("meas"));
+    for label in ["Power (W)", "Perf per W", "Perf per $", "Total"] {
+        let r = row(label);
+        assert!(r[modl].ends_with(" (MODELLED)"), "{label}: {r:?}");
+        assert!(r[diff].ends_with(" (MODELLED)"), "{label}: {r:?}");
+        assert!(r[rack_mod].ends_with(" (MODELLED)"), "{label}: {r:?}");
+        assert!(!r[meas].contains("MODELLED"), "{label}: {r:?}");
+        assert!(!r[rack_meas].contains("MODELLED"), "{label}: {r:?}");
+    }
+    assert_eq!(row("Power (W)")[modl], "143 W (MODELLED)");
+    // Per server, a BOM line and the performance owe nothing to power; per rack, the
+    // count of servers (power binds) and so every rack figure do.
+    for label in ["Server", "Performance", "Servers"] {
+        let r = row(label);
+        assert!(!r[modl].contains("MODELLED"), "{label}: {r:?}");
+        assert!(r[rack_mod].ends_with(" (MODELLED)"), "{label}: {r:?}");
+    }
+    let text = tco::text(&t);
+    assert!(text.contains("143 W (MODELLED)"), "{text}");
+    assert!(tco::markdown(&t).contains("143 W (MODELLED)"));
+}

@@ -113,7 +113,7 @@ pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
                 Cell::left(&r.id),
                 Cell::left(r.created_at.format("%Y-%m-%d %H:%M:%S").to_string()),
                 Cell::left(r.label.as_deref().unwrap_or("-")),
-                Cell::left(status_word(r.status)),
+                Cell::left(list_status(r)),
                 Cell::left(r.workloads.join(",")),
                 Cell::right(r.results.to_string()),
                 Cell::left(if r.host.is_empty() {
@@ -531,6 +531,16 @@ fn plural(n: usize) -> &'static str {
         ""
     } else {
         "s"
+    }
+}
+
+/// The STATUS cell of `rackbench runs`: how the run ended, then how many of its results
+/// are invalid (`ok, 1 of 1 invalid`). A run that ran to its end is `ok` even when a
+/// result failed its consistency check; `ok` alone would read as figures that stand.
+fn list_status(r: &store::RunSummary) -> String {
+    match r.invalid {
+        0 => status_word(r.status).to_string(),
+        n => format!("{}, {n} of {} invalid", status_word(r.status), r.results),
     }
 }
 
@@ -1244,6 +1254,28 @@ mod tests {
         // The MS columns: three places, but a sub-microsecond figure is not `0.000`.
         assert_eq!(ms(1_234_567.0), "1.235");
         assert_eq!(ms(350.0), "0.000350");
+    }
+
+    /// Acceptance pass B, 11: a run that ran to its end with its only result invalid
+    /// (a failed TPC-C consistency check) was listed `ok`.
+    #[test]
+    fn the_runs_list_says_how_many_results_are_invalid() {
+        let mut r = store::RunSummary {
+            id: "r1".into(),
+            label: None,
+            created_at: store::fixtures::t0(0),
+            status: Status::Ok,
+            workloads: vec!["oltp".into()],
+            results: 1,
+            invalid: 1,
+            host: "vm".into(),
+            command: String::new(),
+        };
+        assert_eq!(list_status(&r), "ok, 1 of 1 invalid");
+        r.invalid = 0;
+        assert_eq!(list_status(&r), "ok");
+        (r.status, r.results, r.invalid) = (Status::Interrupted, 3, 2);
+        assert_eq!(list_status(&r), "interrupted, 2 of 3 invalid");
     }
 
     #[test]
