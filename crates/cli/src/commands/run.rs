@@ -984,7 +984,7 @@ mod tests {
             "-t",
             "sha256",
             "--duration",
-            "0.001",
+            "0.1",
             "--threads",
             "1..1000",
             "--repeat",
