@@ -345,8 +345,9 @@ fn members_of(pgid: u32) -> Vec<(u32, process::Stat)> {
         .collect()
 }
 
-/// Bytes in files under `dir` (what removing it frees, roughly).
-fn disk_usage(dir: &Path) -> u64 {
+/// Bytes in files under `dir` (what removing it frees, roughly; what cannot be read
+/// counts as nothing).
+pub fn disk_usage(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };

@@ -115,7 +115,7 @@ pub fn ensure_room(dir: &Path, kept: bool, warehouses: u32, databases: u32) -> a
     let need = pg_build_bytes(warehouses, databases);
     let (fs, free) = free_bytes(dir)?;
     let held = if kept && dir.exists() {
-        dir_bytes(dir)
+        engine::scratch::disk_usage(dir)
     } else {
         0
     };
@@ -146,20 +146,6 @@ fn free_bytes(path: &Path) -> anyhow::Result<(PathBuf, u64)> {
         existing,
         (st.f_bavail as u64).saturating_mul(st.f_frsize as u64),
     ))
-}
-
-/// Bytes of the files under `dir` (what cannot be read counts as nothing).
-fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    rd.filter_map(Result::ok)
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
-            _ => 0,
-        })
-        .sum()
 }
 
 #[cfg(test)]
