@@ -359,18 +359,23 @@ fn ctrl_c_during_a_build_ends_the_build() {
         "{err}"
     );
     assert!(!store.exists(), "a store was left: {}", store.display());
-    let dir = tmp.path().to_str().unwrap().to_string();
+    let left = left_running_under(tmp.path().to_str().unwrap());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// The command lines of the processes that name `dir` and are still there 2 s on. A
+/// process seen once may be on its way out (CI once caught one bearing rackbench's own
+/// command line, its reaper's fork, right after rackbench was reaped, on a loaded
+/// machine): what is still there 2 s later was left running.
+fn left_running_under(dir: &str) -> Vec<String> {
     let running = || -> Vec<String> {
         std::fs::read_dir("/proc")
             .unwrap()
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
             .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok())
-            .filter(|c| c.contains(&dir))
+            .filter(|c| c.contains(dir))
             .collect()
     };
-    // A process seen once may be on its way out (CI once caught one bearing rackbench's
-    // own command line, right after rackbench was reaped, on a loaded machine): what is
-    // still there 2 s later was left running.
     let mut left = running();
     for _ in 0..20 {
         if left.is_empty() {
@@ -379,7 +384,7 @@ fn ctrl_c_during_a_build_ends_the_build() {
         std::thread::sleep(std::time::Duration::from_millis(100));
         left = running();
     }
-    assert!(left.is_empty(), "left running: {left:?}");
+    left
 }
 
 /// `oltp build` and `oltp check` had no signal handling (acceptance pass B, 4): Ctrl-C
@@ -449,24 +454,7 @@ fn ctrl_c_stops_oltp_build_and_its_cluster_cleanly() {
         );
         // Stopped before exit: no postmaster.pid, no process of the cluster.
         assert!(!data.join("postmaster.pid").exists(), "{err}");
-        let running = || -> Vec<String> {
-            std::fs::read_dir("/proc")
-                .unwrap()
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).ok())
-                .filter(|c| c.contains(d))
-                .collect()
-        };
-        // rackbench's reaper (a fork bearing its command line) may be on its way out,
-        // as in `ctrl_c_during_a_build_ends_the_build`: what is there 2 s later was left.
-        let mut left = running();
-        for _ in 0..20 {
-            if left.is_empty() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            left = running();
-        }
+        let left = left_running_under(d);
         assert!(left.is_empty(), "left running: {left:?}");
         // The next command finds a stopped cluster holding no build.
         let (code, out, err) = run(&["oltp", "check", "--dir", d]);

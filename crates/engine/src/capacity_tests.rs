@@ -763,6 +763,16 @@ mod tests {
         }
     }
 
+    /// A kv capacity test of `cfg`, with the defaults, quiet, one generator thread.
+    fn kv_quiet(
+        test: &str,
+        cfg: &CapacityConfig,
+        found: &mut Found,
+        measure: impl FnMut(f64) -> anyhow::Result<RateStep>,
+    ) -> StepOutput {
+        run("kv", test, cfg, &D, &Ctx::quiet(), found, None, 1, measure).unwrap()
+    }
+
     /// A server that answers everything up to 1000/s, with 1 ms p99 below 800/s.
     fn step(rate: f64) -> anyhow::Result<RateStep> {
         let mut s = RateStep::new(rate);
@@ -1045,18 +1055,7 @@ mod tests {
             }
         };
         let mut found = Found::default();
-        let out = run(
-            "kv",
-            "ramp",
-            &cfg,
-            &D,
-            &Ctx::quiet(),
-            &mut found,
-            None,
-            1,
-            busy_at(40.0),
-        )
-        .unwrap();
+        let out = kv_quiet("ramp", &cfg, &mut found, busy_at(40.0));
         let f = out
             .flags
             .iter()
@@ -1070,18 +1069,7 @@ mod tests {
             "{}",
             f.message
         );
-        let out = run(
-            "kv",
-            "ramp",
-            &cfg,
-            &D,
-            &Ctx::quiet(),
-            &mut found,
-            None,
-            1,
-            busy_at(97.0),
-        )
-        .unwrap();
+        let out = kv_quiet("ramp", &cfg, &mut found, busy_at(97.0));
         let said = |out: &StepOutput| {
             out.flags
                 .iter()
@@ -1095,18 +1083,7 @@ mod tests {
                 .push(Metric::new("process_cpu_pct", 45.0, "%").label("role", "server:worker1"));
             Ok(s)
         };
-        let out = run(
-            "kv",
-            "ramp",
-            &cfg,
-            &D,
-            &Ctx::quiet(),
-            &mut found,
-            None,
-            1,
-            shared,
-        )
-        .unwrap();
+        let out = kv_quiet("ramp", &cfg, &mut found, shared);
         assert!(!said(&out));
         // Saturated on errors (a server refusing fast is idle by its own choice), or with
         // no server process watched: nothing said.
@@ -1118,18 +1095,7 @@ mod tests {
             }
             Ok(s)
         };
-        let out = run(
-            "kv",
-            "ramp",
-            &cfg,
-            &D,
-            &Ctx::quiet(),
-            &mut found,
-            None,
-            1,
-            refusing,
-        )
-        .unwrap();
+        let out = kv_quiet("ramp", &cfg, &mut found, refusing);
         assert!(
             out.metrics
                 .iter()
@@ -1143,18 +1109,7 @@ mod tests {
             s.reply_rate_per_s = rate.min(500.0);
             Ok(s)
         };
-        let out = run(
-            "kv",
-            "ramp",
-            &cfg,
-            &D,
-            &Ctx::quiet(),
-            &mut found,
-            None,
-            1,
-            unwatched,
-        )
-        .unwrap();
+        let out = kv_quiet("ramp", &cfg, &mut found, unwatched);
         assert!(!said(&out));
     }
 
@@ -1173,18 +1128,7 @@ mod tests {
         )
         .unwrap();
         let mut found = Found::default();
-        let out = run(
-            "kv",
-            "ramp",
-            &cfg,
-            &D,
-            &Ctx::quiet(),
-            &mut found,
-            None,
-            1,
-            uncounted,
-        )
-        .unwrap();
+        let out = kv_quiet("ramp", &cfg, &mut found, uncounted);
         assert!(
             !out.metrics.iter().any(|m| m.name == "net_io_bytes_per_s"),
             "{:?}",
@@ -1197,18 +1141,7 @@ mod tests {
             .expect("net I/O said missing");
         assert_eq!(m.reason, "not counted: no bytes here");
         // Counted bytes are a figure, as before.
-        let out = run(
-            "kv",
-            "ramp",
-            &cfg,
-            &D,
-            &Ctx::quiet(),
-            &mut found,
-            None,
-            1,
-            step,
-        )
-        .unwrap();
+        let out = kv_quiet("ramp", &cfg, &mut found, step);
         assert!(out.metrics.iter().any(|m| m.name == "net_io_bytes_per_s"));
         assert!(!out.missing.iter().any(|m| m.name == "net_io_bytes_per_s"));
         let mut r = RateStep::new(100.0);
@@ -1249,18 +1182,7 @@ mod tests {
         ] {
             let (_, cfg) = split_params("kv", &params(p)).unwrap();
             let mut found = Found::default();
-            let out = run(
-                "kv",
-                test,
-                &cfg,
-                &D,
-                &Ctx::quiet(),
-                &mut found,
-                None,
-                1,
-                late,
-            )
-            .unwrap();
+            let out = kv_quiet(test, &cfg, &mut found, late);
             let f = out
                 .flags
                 .iter()
@@ -1378,18 +1300,7 @@ mod tests {
             &params(json!({"ramp_low": 500, "ramp_high": 2000, "ramp_step": 500})),
         )
         .unwrap();
-        let out = run(
-            "kv",
-            "ramp",
-            &cfg,
-            &D,
-            &Ctx::quiet(),
-            &mut Found::default(),
-            None,
-            1,
-            late,
-        )
-        .unwrap();
+        let out = kv_quiet("ramp", &cfg, &mut Found::default(), late);
         assert!(
             !out.flags.iter().any(|f| f.code == "behind_schedule"),
             "{:?}",

@@ -681,6 +681,22 @@ mod tests {
         assert_eq!(&idle[5], "");
     }
 
+    /// The CSV export of one run, as rows.
+    fn csv_rows(run: model::RunRecord) -> Vec<csv::StringRecord> {
+        let mut buf = Vec::new();
+        to_csv(&[run], &mut buf).unwrap();
+        let mut rd = csv::Reader::from_reader(buf.as_slice());
+        rd.records().map(|r| r.unwrap()).collect()
+    }
+
+    /// The host column of the row of `metric` with `labels`.
+    fn csv_host(rows: &[csv::StringRecord], metric: &str, labels: &str) -> String {
+        rows.iter()
+            .find(|r| &r[8] == metric && &r[11] == labels)
+            .unwrap_or_else(|| panic!("no row {metric} {labels}"))[2]
+            .to_string()
+    }
+
     /// A net pair's figures name the host that measured them: the receiver's throughput
     /// and loss its receiver, the sender's rate and TCP counters its sender, a figure of
     /// both ends the pair; not the controller's name on every row.
@@ -706,16 +722,8 @@ mod tests {
             name: "throughput_gbit_per_s{end=sender}".into(),
             reason: "the sender sent nothing".into(),
         }];
-        let mut buf = Vec::new();
-        to_csv(&[run], &mut buf).unwrap();
-        let mut rd = csv::Reader::from_reader(buf.as_slice());
-        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
-        let host = |metric: &str, labels: &str| {
-            rows.iter()
-                .find(|r| &r[8] == metric && &r[11] == labels)
-                .unwrap_or_else(|| panic!("no row {metric} {labels}"))[2]
-                .to_string()
-        };
+        let rows = csv_rows(run);
+        let host = |metric: &str, labels: &str| csv_host(&rows, metric, labels);
         assert_eq!(host("throughput_gbit_per_s", ""), "rbh2");
         assert_eq!(host("throughput_gbit_per_s", "end=sender"), "rbh1");
         assert_eq!(host("loss_pct", ""), "rbh2");
@@ -750,16 +758,8 @@ mod tests {
             model::Metric::new("loadgen_busy_pct", 40.0, "%"),
             model::Metric::new("loadgen_busy_pct", 30.0, "%").label("host", "rbh2"),
         ];
-        let mut buf = Vec::new();
-        to_csv(&[run], &mut buf).unwrap();
-        let mut rd = csv::Reader::from_reader(buf.as_slice());
-        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
-        let host = |metric: &str, labels: &str| {
-            rows.iter()
-                .find(|r| &r[8] == metric && &r[11] == labels)
-                .unwrap_or_else(|| panic!("no row {metric} {labels}"))[2]
-                .to_string()
-        };
+        let rows = csv_rows(run);
+        let host = |metric: &str, labels: &str| csv_host(&rows, metric, labels);
         assert_eq!(host("ops_per_s", ""), "rbh1");
         assert_eq!(host("loadgen_busy_pct", ""), "rbh2+rbh3");
         assert_eq!(host("loadgen_busy_pct", "host=rbh2"), "rbh2");
