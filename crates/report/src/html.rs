@@ -75,8 +75,21 @@ fn flag_chips(flags: &[Flag], with_message: bool) -> String {
                 Severity::Invalid => "invalid",
             };
             let (c, m) = (esc(&f.code), esc(&f.message));
-            let text = if with_message { format!("{c}: {m}") } else { c };
-            format!(r#"<span class="flag {cls}" title="{m}">&#9888; {text}</span>"#)
+            let (text, title) = if with_message {
+                (format!("{c}: {m}"), m)
+            } else {
+                // The one chip of a code stands for every flag of it: its tooltip gives
+                // each distinct message, one a line (two repetitions' `other_load` can
+                // name different processes).
+                let mut said: Vec<&str> = Vec::new();
+                for g in flags.iter().filter(|g| g.code == f.code) {
+                    if !said.contains(&g.message.as_str()) {
+                        said.push(&g.message);
+                    }
+                }
+                (c, esc(&said.join("\n")))
+            };
+            format!(r#"<span class="flag {cls}" title="{title}">&#9888; {text}</span>"#)
         })
         .collect::<Vec<_>>()
         .join("")

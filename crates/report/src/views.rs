@@ -195,10 +195,14 @@ fn capacity_views(run: &RunRecord, wl: &str, who: &str) -> Vec<View> {
             .collect();
         for r in &tests {
             let who = format!("{who}{}", apart(&tests, r));
+            // The system under test's CPUs, to draw its server's CPU in its host's terms.
+            let cpus = derive::sut_summary(run, r)
+                .map(|t| t.cpus.iter().filter(|c| c.cpu >= 0).count())
+                .filter(|&n| n > 0);
             out.extend(match phase {
-                "ramp" => ramp(r, wl, &who),
+                "ramp" => ramp(r, wl, &who, cpus),
                 "search" => search(r, wl, &who),
-                _ => levels(r, wl, &who),
+                _ => levels(r, wl, &who, cpus),
             });
         }
     }
@@ -1512,11 +1516,25 @@ const SERVER_CPU: &str = "server_cpu_pct";
 /// Said under a steps table with the server's CPU beside the host's.
 const STEP_CPU_MEANING: &str = "Host CPU busy % is the mean over all the host's CPUs, the load generator's work among it where it ran there (an open loop spins a core); Server %CPU is the watched server processes' CPU summed, in percent of one CPU (above 100 when they use several).";
 
-/// The note on a steps table's two CPU columns, where the server's was measured.
-fn step_cpu_note(st: &[(String, BTreeMap<String, f64>)]) -> Option<String> {
-    st.iter()
-        .any(|(_, m)| m.contains_key(SERVER_CPU))
-        .then(|| STEP_CPU_MEANING.to_string())
+/// Said under a steps chart that draws the server's CPU beside the host's.
+const STEP_CPU_CHART_MEANING: &str = "The CPU chart draws both in the host's terms: the server processes' line is Server %CPU over the host's CPUs, so the gap between the two lines is the CPU that was not the server's (the load generator's, where it ran there, and anything else).";
+
+/// The note on a steps table's two CPU columns, where the server's was measured, and on
+/// the chart that draws them (`drawn`).
+fn step_cpu_note(st: &[(String, BTreeMap<String, f64>)], drawn: bool) -> Option<String> {
+    st.iter().any(|(_, m)| m.contains_key(SERVER_CPU)).then(|| {
+        if drawn {
+            format!("{STEP_CPU_MEANING} {STEP_CPU_CHART_MEANING}")
+        } else {
+            STEP_CPU_MEANING.to_string()
+        }
+    })
+}
+
+/// Each step's watched server processes' CPU in percent of all the host's `cpus` (the
+/// unit of its busy %), where both are known: a step without it is None.
+fn server_share(m: &BTreeMap<String, f64>, cpus: Option<usize>) -> Option<f64> {
+    Some(m.get(SERVER_CPU)? / cpus? as f64)
 }
 
 fn ordered(s: BTreeMap<String, BTreeMap<String, f64>>) -> Vec<(String, BTreeMap<String, f64>)> {
@@ -1537,7 +1555,7 @@ fn rate_unit(r: &ResultRecord) -> String {
         .map_or("req/s".to_string(), |m| m.unit.clone())
 }
 
-fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
+fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<View> {
     let u = rate_unit(r);
     let st = ordered(steps(r, "ramp", "step"));
     let pts: Vec<(f64, f64)> = st
@@ -1644,8 +1662,28 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
         .iter()
         .filter_map(|(_, m)| Some((*m.get("demanded_rate_per_s")?, *m.get("cpu_busy_pct")?)))
         .collect();
+    // The server processes' part of it, where they were watched.
+    let server: Vec<(f64, f64)> = st
+        .iter()
+        .filter_map(|(_, m)| Some((*m.get("demanded_rate_per_s")?, server_share(m, cpus)?)))
+        .collect();
+    let server_drawn = !busy.is_empty() && !server.is_empty();
     if !busy.is_empty() {
         let t3 = format!("{who}{wl} ramp: CPU busy vs demanded rate");
+        let mut series = vec![LineSeries {
+            name: "host busy".into(),
+            points: busy,
+            color: 1,
+            dash: 0,
+        }];
+        if server_drawn {
+            series.push(LineSeries {
+                name: "server processes".into(),
+                points: server,
+                color: 2,
+                dash: 1,
+            });
+        }
         figures.push((
             t3.clone(),
             svg::line_chart(
@@ -1654,12 +1692,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 "CPU busy (%, all CPUs)",
                 Scale::Linear,
                 Scale::Linear,
-                &[LineSeries {
-                    name: "CPU busy".into(),
-                    points: busy,
-                    color: 1,
-                    dash: 0,
-                }],
+                &series,
             ),
         ));
     }
@@ -1693,7 +1726,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
             .filter(|m| m.name == "saturation_rate_per_s")
             .map(|m| m.reason.clone()),
     );
-    notes.extend(step_cpu_note(&st));
+    notes.extend(step_cpu_note(&st, server_drawn));
     Some(View {
         title: format!("{who}{wl} {}", capacity_view("ramp")),
         figures,
@@ -1840,7 +1873,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     })
 }
 
-fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
+fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<View> {
     let u = rate_unit(r);
     let st: Vec<(String, BTreeMap<String, f64>)> = steps(r, "levels", "level")
         .into_iter()
@@ -1885,12 +1918,16 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
         ));
     }
     let busy = get("cpu_busy_pct");
+    // The server processes' part of it, where they were watched.
+    let server: Vec<Option<f64>> = st.iter().map(|(_, m)| server_share(m, cpus)).collect();
+    let server_drawn = busy.iter().any(Option::is_some) && server.iter().any(Option::is_some);
     if busy.iter().any(Option::is_some) {
         let t = format!("{who}{wl} load levels: CPU busy (%, all CPUs)");
-        figures.push((
-            t.clone(),
-            svg::bar_chart(&t, "%", &cats, &[bars("CPU busy", busy)]),
-        ));
+        let mut series = vec![bars("host busy", busy)];
+        if server_drawn {
+            series.push(bars("server processes", server));
+        }
+        figures.push((t.clone(), svg::bar_chart(&t, "%", &cats, &series)));
     }
     if perw.iter().any(Option::is_some) {
         let t = format!("{who}{wl} load levels: {u} per W");
@@ -1955,7 +1992,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     if let Some(v) = metric(r, "overall_reply_rate_per_w", &[]) {
         notes.push(format!("Overall: {} {u} per W.", num(v)));
     }
-    notes.extend(step_cpu_note(&st));
+    notes.extend(step_cpu_note(&st, server_drawn));
     notes.extend(
         r.flags
             .iter()

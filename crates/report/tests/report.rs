@@ -2680,18 +2680,25 @@ fn the_summary_shows_flag_codes_and_the_results_their_messages() {
         ..Spec::default()
     });
     let msg = "other processes took most of a CPU while the test measured";
+    // The second repetition's says something else of the same code.
+    let msg2 = "other processes took 40% of a CPU while the test measured";
     for res in &mut r.results {
         res.flags.clear();
-        res.flags.push(model::Flag::warning("other_load", msg));
+        let m = if res.repetition == 0 { msg } else { msg2 };
+        res.flags.push(model::Flag::warning("other_load", m));
     }
     let runs = [r];
     let h = report::html(&runs, None);
     let summary = &h[h.find("<caption>Summary").unwrap()..];
     let summary = &summary[..summary.find("</table>").unwrap()];
     assert!(summary.contains("&#9888; other_load</span>"), "{summary}");
-    // Each code once in a cell, whatever the repetitions that carry it.
+    // Each code once in a cell, whatever the repetitions that carry it; its tooltip has
+    // each repetition's message, not the first alone.
     assert!(!summary.contains("other_load</span><span"), "{summary}");
-    assert!(summary.contains(&format!(r#"title="{msg}""#)), "{summary}");
+    assert!(
+        summary.contains(&format!("title=\"{msg}\n{msg2}\"")),
+        "{summary}"
+    );
     assert!(
         !summary.contains(&format!("other_load: {msg}")),
         "{summary}"

@@ -334,6 +334,44 @@ fn net_throughput_bars_and_cpu_table() {
     assert!(m.contains("| udp1472 | - | 1.72 Gbit/s |"), "{m}");
 }
 
+/// The CPU chart of a capacity test draws the server processes' CPU beside the host's
+/// busy %, in the host's terms (over its CPUs), where the server was watched and the
+/// host's CPUs are known; the review found the table had the column and the chart not.
+#[test]
+fn capacity_cpu_charts_draw_the_server_beside_the_host() {
+    let mut r = capacity_run(true);
+    // Without the system under test's per-CPU telemetry its CPUs are unknown: not drawn.
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("kv load levels: CPU busy (%, all CPUs)"));
+    assert!(!h.contains("<title>server processes / "), "{h}");
+    assert!(!h.contains("The CPU chart draws both"));
+    let ts = kv_run(&Spec::default()).results[0]
+        .telemetry_summary
+        .clone();
+    let cpus = ts[0].cpus.iter().filter(|c| c.cpu >= 0).count();
+    assert!(cpus >= 2, "{ts:?}");
+    for res in &mut r.results {
+        res.telemetry_summary = ts.clone();
+    }
+    let h = report::html(std::slice::from_ref(&r), None);
+    // At 100%: server:0 30 + server:1 10 = 40% of one CPU, the loadgen's 99 left out.
+    let want = 40.0 / cpus as f64;
+    let bars: Vec<f64> = h
+        .match_indices("<title>server processes / ")
+        .map(|(i, t)| {
+            let v = &h[i + t.len()..];
+            let v = &v[v.find(": ").unwrap() + 2..];
+            v[..v.find('<').unwrap()].replace(',', "").parse().unwrap()
+        })
+        .collect();
+    assert_eq!(bars.len(), 2, "one bar per level: {bars:?}");
+    assert!(
+        bars.iter().any(|v| (v - want).abs() <= want * 0.01),
+        "{bars:?} against {want}"
+    );
+    assert!(h.contains("The CPU chart draws both in the host&#39;s terms"));
+}
+
 #[test]
 fn capacity_ramp_search_levels() {
     let r = capacity_run(true);
