@@ -107,8 +107,8 @@ fn launch_settings_beside_a_target_are_refused() {
 /// A CPU list past this machine's CPUs, in every workload that takes one: refused once the
 /// hosts are reached, before any server is launched or anything stored, naming the
 /// option, the host and its CPUs (exit 2). `--client-cpus 999` was found by the test
-/// itself and stored as a failed result, crypto's `--cpus 999` too, and a receiver
-/// left `--receiver-cpus 999` unpinned without a word.
+/// itself and stored as a failed result, crypto's `--cpus 999` and mem's `--cpu 999`
+/// too, and a receiver left `--receiver-cpus 999` unpinned without a word.
 #[test]
 fn a_cpu_list_past_this_machines_cpus_is_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -128,6 +128,7 @@ fn a_cpu_list_past_this_machines_cpus_is_refused_before_anything_runs() {
             "--receiver-cpus",
         ),
         (&["crypto", "--duration", "0.2", "-t", "sha256"], "--cpus"),
+        (&["mem", "--tests", "latency", "--samples", "1"], "--cpu"),
     ];
     for (args, flag) in cases {
         let out = common::bin()

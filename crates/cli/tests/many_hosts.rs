@@ -816,7 +816,7 @@ fn a_plan_file_names_the_hosts() {
 }
 
 /// crypto measures the system under test itself: the work runs in rbh2's agent, whose
-/// CPU shows it, not on this machine.
+/// CPU shows it, not on this machine, and is the result's "%CPU used".
 #[test]
 fn crypto_runs_on_the_system_under_test() {
     let Some(h) = testhosts() else { return };
@@ -873,6 +873,16 @@ fn crypto_runs_on_the_system_under_test() {
     assert!(
         there > 50.0 && here < 30.0,
         "the agent on {sut} did the work: {sut} {there:.0}%, local {here:.0}%"
+    );
+    // The report's "%CPU used" is that agent's process on the system under test, not
+    // rbh2's whole host nor this machine's rackbench.
+    let record: model::RunRecord = serde_json::from_value(run.clone()).unwrap();
+    let used = report::derive::sut_cpu(&record, &record.results[0]).unwrap();
+    assert_eq!(used.basis, report::derive::CpuBasis::WorkProcess);
+    assert!(
+        (used.pct - there).abs() < 0.01,
+        "%CPU used {} is not the agent's {there} on {sut}",
+        used.pct
     );
     assert_nothing_left(&h, 15);
 }
