@@ -636,6 +636,67 @@ fn compare_of_a_run_with_itself_says_so() {
     assert!(!stderr(&out).contains("both sides"), "{}", stderr(&out));
 }
 
+/// One run is one replication: a run named twice on one side of `compare` (acceptance
+/// pass C, 3) made n=4 of one run and a "significant" verdict; it is refused, naming it.
+/// Runs with nothing in common (C, 8) exit 2 with nothing on stdout: the whole table, or
+/// with `--json` a Comparison object, was printed before the failure.
+#[test]
+fn compare_refuses_a_run_twice_on_a_side_and_prints_nothing_when_nothing_compares() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let out = rackbench(
+        &db,
+        &["compare", "--a", "arm,20261120T210703-aaaaaa", "--b", "x86"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "`20261120T210703-aaaaaa` names run 20261120T210703-aaaaaa again on the same side"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+    // Two runs whose results are valid (the fixture's fail), of different workloads.
+    let valid = |id: &str, label: &str, workload: &str, test: &str| {
+        let mut run = rich_run(id, Some(label), t0(180), 1);
+        for r in &mut run.results {
+            r.workload = workload.into();
+            r.test = test.into();
+            r.status = Status::Ok;
+            r.flags.clear();
+            r.error = None;
+        }
+        Store::open(&db).unwrap().import_run(&run).unwrap();
+    };
+    valid("20261120T211003-dddddd", "kv-run", "kv", "get");
+    valid("20261120T211103-eeeeee", "crypto-run", "crypto", "rsa2048");
+    for json in [false, true] {
+        let mut args = vec!["compare", "kv-run", "crypto-run"];
+        if json {
+            args.push("--json");
+        }
+        let out = rackbench(&db, &args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}{}",
+            stderr(&out),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            stderr(&out).contains("nothing to compare: the runs share no test point"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
 /// A store on a read-only file system (a read-only bind mount in a mount namespace of
 /// its own): `runs`, `show`, `export` and `report` read it, and nothing in it changes.
 /// Before, opening it switched the journal mode and migrated, and failed.

@@ -133,6 +133,24 @@ fn teardown_runs_after_a_failed_setup_and_after_ctrl_c() {
             .contains("variant b: setup on local failed: `false`"),
         "{run}"
     );
+    // Asked for b, `compare` says it was declared but has no result, and does not
+    // suggest comparing a with itself (acceptance pass C, 9).
+    let id = run["id"].as_str().unwrap();
+    let out = bin()
+        .args(["--db", db.to_str().unwrap(), "compare"])
+        .args([format!("{id}@a"), format!("{id}@b")])
+        .output()
+        .unwrap();
+    let cerr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{cerr}");
+    assert!(
+        cerr.contains(&format!(
+            "variant `b` of run {id} has no result: it was declared, but its setup failed"
+        )) && cerr.contains(&format!(
+            "it has: a (e.g. rackbench compare {id}@a OTHER_RUN)"
+        )),
+        "{cerr}"
+    );
     // Ctrl-C during a's test: its teardown runs before rackbench exits.
     let log2 = dir.path().join("log2");
     let plan2 = plan(
@@ -408,6 +426,30 @@ fn compare_takes_two_variants_of_one_run() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("it has: a, b"));
+
+    // A TCO platform is one setting: a run of two variants is refused, naming one to
+    // take (acceptance pass C, 4: it blended them, the geometric mean over both).
+    let tco_plan = dir.path().join("tco.toml");
+    std::fs::write(
+        &tco_plan,
+        "years = 3\nenergy_price_per_kwh = 0.10\n[rack]\npower_budget_w = 2000\n\
+         rack_units = 40\n[[platform]]\nname = \"p\"\nrun = \"latest\"\n\
+         bom = [{ name = \"Server\", unit_cost = 5000 }]\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["--db", db.to_str().unwrap(), "tco"])
+        .arg(&tco_plan)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "was measured under variants (a, b), each its own setting: name one, e.g. run = \""
+        ) && err.contains("@a\""),
+        "{err}"
+    );
 
     // The report puts the variants in columns (seed 003), with a Difference column
     // against the chosen baseline and the chosen tests.

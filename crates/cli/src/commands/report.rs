@@ -286,6 +286,20 @@ fn evaluate_plan(
             let Some(id) = &p.run else { continue };
             let run = load_run_or_variant(&src, id)
                 .with_context(|| format!("platform `{}`: run = \"{id}\"", p.name))?;
+            // Variants are the settings under study, each its own platform: a run of
+            // several blended them (the geometric mean over both, the mean of both
+            // powers), a server that no one ran.
+            let variants = report::compare::variants_of(&run);
+            if variants.len() > 1 {
+                anyhow::bail!(
+                    "platform `{}`: run = \"{id}\" was measured under variants ({}), each \
+                     its own setting: name one, e.g. run = \"{}@{}\"",
+                    p.name,
+                    variants.join(", "),
+                    run.id,
+                    variants[0]
+                );
+            }
             let perf_given = p.perf.is_some() || !p.perf_tests.is_empty();
             // Performance and power from the same points: the report's summary selection.
             let fr = if p.perf_from == tco::PerfFrom::Geomean && !perf_given {
@@ -436,10 +450,17 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
         let mut named = Vec::new();
         for id in ids {
             let (name, runs) = load_side(&src, id)?;
-            out.extend(runs);
-            if !named.contains(&name) {
-                named.push(name);
+            // One run is one replication: named twice (a typo, an id and its label, a
+            // script's list), it made n=4 of one run, sd 0, and a "significant" verdict.
+            if named.contains(&name) {
+                anyhow::bail!(
+                    "`{}` names run {} again on the same side: one run is one replication,                      so name each run once (`rackbench runs` lists them)",
+                    model::printable(id),
+                    model::printable(&name)
+                );
             }
+            out.extend(runs);
+            named.push(name);
         }
         Ok((out, named))
     };
@@ -450,14 +471,15 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
         }
     }
     let c = report::compare(&ra, &rb);
+    // Runs with no point in common are bad input, as a missing run is: exit 2, with
+    // nothing on stdout (a `--json > cmp.json` kept a plausible comparison of nothing).
+    if let Some(why) = &c.nothing_in_common {
+        anyhow::bail!("nothing to compare: {why}; compare runs of the same workload and tests");
+    }
     if g.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&c)?))?;
     } else {
         emit(&model::printable_lines(&report::compare_text(&c)))?;
-    }
-    // Runs with no point in common are bad input, as a missing run is: exit 2.
-    if let Some(why) = &c.nothing_in_common {
-        anyhow::bail!("nothing to compare: {why}; compare runs of the same workload and tests");
     }
     Ok(0)
 }
@@ -490,14 +512,32 @@ fn resolve_side(src: &Source, id: &str) -> anyhow::Result<Side> {
             run.id
         )
     }
-    anyhow::bail!(
-        "run {} has no variant `{}`; it has: {} (e.g. rackbench compare {run_id}@{} {run_id}@{})",
-        run.id,
-        model::printable(variant),
-        have.join(", "),
-        have[0],
-        have.get(1).unwrap_or(&have[0])
-    )
+    // Declared in the plan but without a result: its setup failed, or the run stopped
+    // before its turn (its disclosure says which).
+    let declared = run.plan["variants"]
+        .as_array()
+        .is_some_and(|vs| vs.iter().any(|v| v["name"].as_str() == Some(variant)));
+    let why = if declared {
+        format!(
+            "variant `{}` of run {} has no result: it was declared, but its setup failed or              the run stopped before it (`rackbench show {}` says which)",
+            model::printable(variant),
+            run.id,
+            run.id
+        )
+    } else {
+        format!(
+            "run {} has no variant `{}`",
+            run.id,
+            model::printable(variant)
+        )
+    };
+    // An example with two different sides: two of this run's variants where it has two,
+    // else its one variant beside another run.
+    let example = match have.get(1) {
+        Some(second) => format!("rackbench compare {run_id}@{} {run_id}@{second}", have[0]),
+        None => format!("rackbench compare {run_id}@{} OTHER_RUN", have[0]),
+    };
+    anyhow::bail!("{why}; it has: {} (e.g. {example})", have.join(", "))
 }
 
 /// A run, or with `RUN@VARIANT` the results of one of its variants as a run of their own.
