@@ -74,11 +74,31 @@ pub struct CompareRow {
     pub verdict: String,
 }
 
+/// A difference in percentage points, signed: to 0.1 point, with more digits below
+/// 0.1 so that a share's change is not rounded away (0.0562% to 0.0406% read "-0.0 pts"),
+/// and no "-0.0" ever.
+fn signed_points(d: f64) -> String {
+    let a = d.abs();
+    let digits = if a >= 0.1 || a == 0.0 {
+        1
+    } else {
+        // Two significant digits: -0.0156 pts, +0.0065 pts.
+        (1.0 - a.log10().floor()) as usize
+    };
+    let s = format!("{d:+.digits$}");
+    // A value that rounds to zero has no sign.
+    if s[1..].chars().all(|c| c == '0' || c == '.') {
+        s[1..].to_string()
+    } else {
+        s
+    }
+}
+
 impl CompareRow {
     /// The "B vs A" cell: `+12.5%`, or `+16.1 pts` for a share; `-` where there is none.
     pub fn diff_text(&self) -> String {
         match (self.diff_points, self.diff_pct) {
-            (Some(d), _) => format!("{d:+.1} pts"),
+            (Some(d), _) => format!("{} pts", signed_points(d)),
             (None, Some(d)) => format!("{d:+.1}%"),
             (None, None) => "-".into(),
         }
@@ -87,7 +107,7 @@ impl CompareRow {
     /// The "95% CI" cell: `[-3.1%, +8.0%]`, or in points for a share.
     pub fn ci_text(&self) -> String {
         match (self.ci95_points, self.ci95_pct, self.diff_points) {
-            (Some((l, h)), _, _) => format!("[{l:+.1}, {h:+.1}] pts"),
+            (Some((l, h)), _, _) => format!("[{}, {}] pts", signed_points(l), signed_points(h)),
             // A share's difference stands in points; its relative interval is not shown.
             (None, _, Some(_)) => "-".into(),
             (None, Some((l, h)), None) => format!("[{l:+.1}%, {h:+.1}%]"),
@@ -1515,6 +1535,17 @@ pub fn compare_text(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Acceptance pass C, 10: a share that fell from 0.0562% to 0.0406% read "-0.0 pts".
+    #[test]
+    fn small_point_differences_keep_two_digits_and_zero_has_no_sign() {
+        assert_eq!(signed_points(0.0406 - 0.0562), "-0.016");
+        assert_eq!(signed_points(0.0182 - 0.0117), "+0.0065");
+        assert_eq!(signed_points(16.1), "+16.1");
+        assert_eq!(signed_points(-0.1), "-0.1");
+        assert_eq!(signed_points(0.0), "0.0");
+        assert_eq!(signed_points(-0.0), "0.0");
+    }
 
     /// CPU per unit is per what the headline's rate counts: a net test's per Gbit, an RSA
     /// test's per sign (it said `per_op` with unit `us` of every rate, so 18,592 us per

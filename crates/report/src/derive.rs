@@ -129,6 +129,24 @@ const NO_MEAN_ACROSS_ROWS: &[(&str, &str)] = &[
 
 /// Why the summary has no geometric mean across its rows, if it has none: rows counted
 /// in different units, or several rows of a workload whose rows are unlike measurements.
+/// The workload whose several rows are unlike measurements ([`NO_MEAN_ACROSS_ROWS`]),
+/// with why, when the summary has such rows: no mean across them, of performance or of
+/// power.
+fn unlike_rows<'a>(
+    rows: &[SummaryRow],
+    workloads: &'a [String],
+) -> Option<(&'a str, &'static str)> {
+    if rows.len() < 2 {
+        return None;
+    }
+    workloads.iter().find_map(|w| {
+        NO_MEAN_ACROSS_ROWS
+            .iter()
+            .find(|(name, _)| name == w)
+            .map(|(_, why)| (w.as_str(), *why))
+    })
+}
+
 fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool) -> Option<String> {
     let mut units: Vec<&str> = rows.iter().map(|r| r.unit.as_str()).collect();
     units.sort_unstable();
@@ -139,22 +157,14 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool)
             units.join(", ")
         ));
     }
-    if rows.len() < 2 {
-        return None;
-    }
-    workloads.iter().find_map(|w| {
-        NO_MEAN_ACROSS_ROWS
-            .iter()
-            .find(|(name, _)| name == w)
-            .map(|(_, why)| {
-                // How to take one point, in the words of where the choice is made.
-                let take = match (w.as_str(), from_plan) {
-                    ("oltp", false) => "; take one with --at (e.g. --at warehouses=10)",
-                    ("oltp", true) => "; take one with `params = { warehouses = 10 }`",
-                    _ => "",
-                };
-                format!("no geometric mean: {w}'s {why}{take}")
-            })
+    unlike_rows(rows, workloads).map(|(w, why)| {
+        // How to take one point, in the words of where the choice is made.
+        let take = match (w, from_plan) {
+            ("oltp", false) => "; take one with --at (e.g. --at warehouses=10)",
+            ("oltp", true) => "; take one with `params = { warehouses = 10 }`",
+            _ => "",
+        };
+        format!("no geometric mean: {w}'s {why}{take}")
     })
 }
 
@@ -1290,6 +1300,10 @@ pub struct Summary {
     /// Why there is no geometric mean (all None), when the rows are unlike things.
     pub geomean_note: Option<String>,
     pub power_mean: Vec<Option<f64>>,
+    /// Why there is no mean of power (all None) whatever the figures: rows that are
+    /// unlike measurements (crypto's thread counts, oltp's warehouses) have a power each
+    /// of its own configuration, and their mean is the power of none of them.
+    pub power_mean_note: Option<String>,
     /// Basis of each run's power mean (None when no power).
     pub power_basis: Vec<Option<PowerBasis>>,
     /// Tests left out of the means because some run lacks them.
@@ -1341,13 +1355,22 @@ impl Summary {
             .collect()
     }
 
+    /// Why there is no mean of power, to say under the table where a row has power
+    /// (else there is no power to take a mean of, and nothing to say).
+    pub fn power_mean_said(&self) -> Option<&str> {
+        let any_power = self.rows.iter().any(|r| r.power.iter().any(Result::is_ok));
+        self.power_mean_note.as_deref().filter(|_| any_power)
+    }
+
     /// Each column's arithmetic mean of power, or why it has none.
     pub fn power_mean_or_why(&self) -> Vec<Result<f64, String>> {
         let common = self.common_rows();
         (0..self.runs.len())
             .map(|i| {
                 self.power_mean[i].ok_or_else(|| {
-                    if common.is_empty() {
+                    if let Some(note) = &self.power_mean_note {
+                        note.clone()
+                    } else if common.is_empty() {
                         "no test has a figure in every column, and the means are over the tests every column has".to_string()
                     } else if let Some(Err(why)) =
                         common.iter().map(|r| &r.power[i]).find(|p| p.is_err())
@@ -1600,6 +1623,8 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             geomean_note.is_none().then(|| stats::geomean(&v)).flatten()
         })
         .collect();
+    let power_mean_note = unlike_rows(&rows, &row_workloads)
+        .map(|(w, why)| format!("no mean of power: {w}'s {why}, each at a power of its own"));
     let mut power_mean = Vec::new();
     let mut power_basis = Vec::new();
     for i in 0..n {
@@ -1611,7 +1636,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         let same = ps
             .windows(2)
             .all(|w| w[0].basis == w[1].basis && w[0].source == w[1].source);
-        if !ps.is_empty() && ps.len() == common.len() && same {
+        if power_mean_note.is_none() && !ps.is_empty() && ps.len() == common.len() && same {
             power_mean.push(stats::mean(&ps.iter().map(|p| p.watts).collect::<Vec<_>>()));
             power_basis.push(Some(ps[0].basis));
         } else {
@@ -1633,6 +1658,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         geomean,
         geomean_note,
         power_mean,
+        power_mean_note,
         power_basis,
         left_out,
         notes: vec![],
@@ -1737,8 +1763,8 @@ impl Summary {
                 from_l = e.from
             ),
             Extrapolate::Clock { elasticity, .. } => format!(
-                "{label}: performance of {from_l} times {f:.3} ({} clock elasticity {elasticity}); power is not extrapolated.",
-                if (*elasticity - 1.0).abs() < 1e-12 { "linear in the clock," } else { "" },
+                "{label}: performance of {from_l} times {f:.3} ({}clock elasticity {elasticity}); power is not extrapolated.",
+                if (*elasticity - 1.0).abs() < 1e-12 { "linear in the clock, " } else { "" },
                 from_l = e.from
             ),
         });

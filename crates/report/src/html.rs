@@ -494,6 +494,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     if let Some(n) = &s.geomean_note {
         let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
     }
+    if let Some(n) = s.power_mean_said() {
+        let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
+    }
     for n in s.absent_mean_notes() {
         let _ = write!(h, r#"<div class="note">&dagger; {}</div>"#, esc(&n));
     }

@@ -415,6 +415,9 @@ pub fn markdown_with(
         if let Some(n) = &s.geomean_note {
             let _ = write!(m, "\n{}\n", c(n));
         }
+        if let Some(n) = s.power_mean_said() {
+            let _ = write!(m, "\n{}\n", c(n));
+        }
         for n in s.absent_mean_notes() {
             let _ = write!(m, "\n† {}\n", c(&n));
         }

@@ -2823,7 +2823,9 @@ bom = [{ name = "Server", unit_cost = 4000 }]
     let md = report::markdown(&runs[..1], Some(&t));
     let tail = &md[md.rfind("\n---\n").unwrap()..];
     assert!(
-        tail.contains("the TCO section also from run 20261120T231500-&lt;b&gt;&b."),
+        // `&` too is a character reference, so that it reads as typed (`&amp;` in a
+        // label read `&`).
+        tail.contains("the TCO section also from run 20261120T231500-&lt;b&gt;&amp;b."),
         "{tail}"
     );
     assert_eq!(tail.matches(runs[0].id.as_str()).count(), 1, "{tail}");
@@ -2841,7 +2843,7 @@ bom = [{ name = "Server", unit_cost = 4000 }]
     let md = report::markdown(&runs, None);
     assert!(
         md.trim_end().ends_with(&format!(
-            "from stored runs {}, 20261120T231500-&lt;b&gt;&b.",
+            "from stored runs {}, 20261120T231500-&lt;b&gt;&amp;b.",
             runs[0].id
         )),
         "{md}"

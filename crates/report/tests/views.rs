@@ -263,6 +263,37 @@ fn crypto_rsa_table_and_chart() {
     assert!(!h.contains("RSA operations per second"));
 }
 
+/// crypto's rows are unlike measurements (thread counts, key sizes): the summary, which
+/// refuses their geometric mean, took the arithmetic mean of their powers (150 W and
+/// 196 W made a "173 W" of no configuration; acceptance pass C, 5). No mean of power
+/// either now, with the reason under the table; each row keeps its own.
+#[test]
+fn crypto_rows_have_no_mean_of_power_either() {
+    let mut r = crypto_run();
+    let ts = kv_run(&Spec::default()).results[0]
+        .telemetry_summary
+        .clone();
+    for res in &mut r.results {
+        res.telemetry_summary = ts.clone();
+    }
+    let s = report::derive::summary(std::slice::from_ref(&r));
+    assert!(
+        s.rows.iter().all(|row| row.power[0].is_ok()),
+        "rows have power"
+    );
+    assert_eq!(s.power_mean, vec![None]);
+    let why = "no mean of power: crypto's tests (key sizes, operations, thread counts) are \
+               different measurements, shown one by one, each at a power of its own";
+    assert_eq!(s.power_mean_note.as_deref(), Some(why));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains(why), "{m}");
+    assert!(!m.contains("Arithmetic mean"), "{m}");
+    // kv's suite of tests keeps its mean of power.
+    let kv = kv_run(&Spec::default());
+    let s = report::derive::summary(std::slice::from_ref(&kv));
+    assert!(s.power_mean[0].is_some() && s.power_mean_note.is_none());
+}
+
 #[test]
 fn mem_latency_curve_plateaus_and_bandwidth() {
     let r = mem_run();

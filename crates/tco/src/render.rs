@@ -353,7 +353,9 @@ pub fn text(t: &TcoResult) -> String {
 
 /// Markdown-safe cell text: pipes and newlines would break the table.
 pub fn md_cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
+    // `&` first: a label `V&amp;x` showed as `V&x` (the report's Markdown cells come here too).
+    s.replace('&', "&amp;")
+        .replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace(['\n', '\r'], " ")
         .replace('<', "&lt;")
