@@ -72,6 +72,20 @@ pub struct CompareRow {
     pub p_value: Option<f64>,
     /// `better (significant, p=0.003)`, `no significant difference`, `single run: no confidence`.
     pub verdict: String,
+    /// A side of one run measured several times: its repetitions' mean and sd, shown
+    /// beside the mean (the verdict judges on runs, where these do not count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a_reps: Option<Sample>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b_reps: Option<Sample>,
+}
+
+/// The repetitions of a side that is one run, when there are several.
+fn one_runs_reps(runs: &[Vec<f64>]) -> Option<Sample> {
+    match runs {
+        [one] if one.len() > 1 => Sample::of(one),
+        _ => None,
+    }
 }
 
 /// A difference in percentage points, signed: to 0.1 point, with more digits below
@@ -95,6 +109,38 @@ fn signed_points(d: f64) -> String {
 }
 
 impl CompareRow {
+    /// A side's cell: `174,798 ops/s (3)` for 3 runs; for one run of several
+    /// repetitions `174,798 ± 8,657 ops/s (1 run, 2 reps)`; `-` where it has none.
+    pub fn side_text(&self, side: &Option<Sample>, reps: &Option<Sample>) -> String {
+        let Some(s) = side else {
+            return "-".into();
+        };
+        let ns = self.unit == "ns";
+        let mean = if ns {
+            crate::fmt::latency_ns(s.mean)
+        } else {
+            crate::fmt::num(s.mean)
+        };
+        let unit = if ns {
+            String::new()
+        } else {
+            format!(" {}", self.unit)
+        };
+        match reps {
+            Some(Sample {
+                n, sd: Some(sd), ..
+            }) => {
+                let sd = if ns {
+                    crate::fmt::latency_ns(*sd)
+                } else {
+                    crate::fmt::num(*sd)
+                };
+                format!("{mean} ± {sd}{unit} (1 run, {n} reps)")
+            }
+            _ => format!("{mean}{unit} ({})", s.n),
+        }
+    }
+
     /// The "B vs A" cell: `+12.5%`, or `+16.1 pts` for a share; `-` where there is none.
     pub fn diff_text(&self) -> String {
         match (self.diff_points, self.diff_pct) {
@@ -1310,6 +1356,8 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             ci95_points: share.then_some(j.ci95_abs).flatten(),
             p_value: j.p_value,
             verdict: j.verdict,
+            a_reps: one_runs_reps(&runs(fa)),
+            b_reps: one_runs_reps(&runs(fb)),
         });
     }
     // The headline first in each point, then latency, then cost.
@@ -1378,10 +1426,11 @@ fn one_sided_row(
     };
     let runs: Vec<Vec<f64>> = f.per_run.values().cloned().collect();
     let sample = Sample::of(&run_means(&runs));
-    let (a, b) = if side == "A" {
-        (sample, None)
+    let reps = one_runs_reps(&runs);
+    let ((a, a_reps), (b, b_reps)) = if side == "A" {
+        ((sample, reps), (None, None))
     } else {
-        (None, sample)
+        ((None, None), (sample, reps))
     };
     // Named by its basis, as a row of both sides is (modelled power is never shown
     // untagged).
@@ -1402,6 +1451,8 @@ fn one_sided_row(
         ci95_points: None,
         p_value: None,
         verdict: format!("only on {side}: {why}"),
+        a_reps,
+        b_reps,
     })
 }
 
@@ -1483,20 +1534,11 @@ pub fn compare_text(c: &Comparison) -> String {
         "verdict".to_string(),
     ]];
     for r in &c.rows {
-        let s = |x: &Option<Sample>| {
-            x.as_ref().map_or("-".to_string(), |s| {
-                if r.unit == "ns" {
-                    format!("{} ({})", crate::fmt::latency_ns(s.mean), s.n)
-                } else {
-                    format!("{} {} ({})", crate::fmt::num(s.mean), r.unit, s.n)
-                }
-            })
-        };
         table.push(vec![
             r.point.clone(),
             r.metric.clone(),
-            s(&r.a),
-            s(&r.b),
+            r.side_text(&r.a, &r.a_reps),
+            r.side_text(&r.b, &r.b_reps),
             r.diff_text(),
             r.ci_text(),
             r.verdict.clone(),

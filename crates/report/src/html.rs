@@ -329,23 +329,13 @@ fn comparison_html(h: &mut String, c: &Comparison) {
     }
     h.push_str(r#"<table><caption>Difference = (B - A) / A; 95% CI from Welch's t-test where both sides have repetitions</caption><tr><th>Point</th><th>Metric</th><th>A mean (n)</th><th>B mean (n)</th><th>Difference</th><th>95% CI</th><th>Verdict</th></tr>"#);
     for r in &c.rows {
-        let s = |x: &Option<crate::stats::Sample>| {
-            x.as_ref().map_or("-".to_string(), |s| {
-                let v = if r.unit == "ns" {
-                    latency_ns(s.mean)
-                } else {
-                    format!("{} {}", num(s.mean), r.unit)
-                };
-                format!("{v} ({})", s.n)
-            })
-        };
         let _ = write!(
             h,
             r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td></tr>"#,
             esc(&r.point),
             esc(&r.metric),
-            esc(&s(&r.a)),
-            esc(&s(&r.b)),
+            esc(&r.side_text(&r.a, &r.a_reps)),
+            esc(&r.side_text(&r.b, &r.b_reps)),
             esc(&r.diff_text()),
             esc(&r.ci_text()),
             esc(&r.verdict)

@@ -313,16 +313,11 @@ pub fn markdown_with(
                 "Verdict",
             ]));
             for r in &cmp.rows {
-                let s = |x: &Option<crate::stats::Sample>| {
-                    x.as_ref().map_or("-".to_string(), |s| {
-                        format!("{} {} ({})", num(s.mean), r.unit, s.n)
-                    })
-                };
                 m.push_str(&row(&[
                     r.point.clone(),
                     r.metric.clone(),
-                    s(&r.a),
-                    s(&r.b),
+                    r.side_text(&r.a, &r.a_reps),
+                    r.side_text(&r.b, &r.b_reps),
                     r.diff_text(),
                     r.ci_text(),
                     r.verdict.clone(),

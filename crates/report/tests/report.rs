@@ -740,6 +740,21 @@ fn ab_comparison_with_confidence() {
         "{}",
         row.verdict
     );
+    // Its repetitions' mean and sd stand beside it (acceptance pass C, 6: "(1)" for a
+    // point measured three times, where the README promised mean ± sd).
+    let reps = row.a_reps.as_ref().expect("one run's repetitions");
+    assert!(reps.n >= 2 && reps.sd.is_some(), "{reps:?}");
+    let cell = row.side_text(&row.a, &row.a_reps);
+    assert!(
+        cell.contains(" ± ") && cell.ends_with(&format!(" ops/s (1 run, {} reps)", reps.n)),
+        "{cell}"
+    );
+    assert!(report::compare_text(&one).contains(&cell));
+    // Several runs a side: n counts runs, and their spread is the runs'.
+    assert!(c
+        .rows
+        .iter()
+        .all(|r| r.a_reps.is_none() && r.b_reps.is_none()));
     println!("{}", report::compare_text(&c));
     // Each row is its own test at p < 0.05: said, with how many there are.
     let tested = c.rows.iter().filter(|r| r.p_value.is_some()).count();
