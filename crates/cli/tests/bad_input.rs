@@ -40,6 +40,20 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "--allow-long",
         ),
         (&["crypto", "--repeat", "4294967295"], "at most 1000"),
+        // Acceptance pass D, 5: the secret masker read "-P requests" as ipmitool's password.
+        (
+            &["kv", "-k", "2"],
+            "or 0 (reconnect after every pipeline's worth of requests, --pipeline)",
+        ),
+        (&["kv", "-t", "mix", "--ratio", "nan:1"], "finite"),
+        (
+            &["kv", "-t", "levels", "--capacity", "1000", "--levels", "0"],
+            "load levels must be percentages",
+        ),
+        (
+            &["kv", "-t", "search", "--search-start", "0"],
+            "search start",
+        ),
     ];
     for (args, names) in cases {
         let out = common::bin()

@@ -832,6 +832,14 @@ impl SearchConfig {
                 self.max_rate_per_s
             );
         }
+        // The first probe's rate: at or below 0 (or NaN) it was clamped up to the minimum
+        // (1/s by default), a probe of about one request.
+        if !(self.start_rate_per_s > 0.0 && self.start_rate_per_s.is_finite()) {
+            bail!(
+                "search start rate must be above 0 (it is the first probe's rate, e.g. --search-start 10000), not {}",
+                self.start_rate_per_s
+            );
+        }
         if self.growth.is_nan() || self.growth <= 1.0 {
             bail!("search growth factor must be above 1 (2 doubles the rate each probe)");
         }
@@ -1187,6 +1195,14 @@ pub struct LevelsResult {
     pub stopped: Option<String>,
 }
 
+/// Load levels are percentages of the capacity above 0, at most 1000.
+pub fn check_levels(levels_pct: &[f64]) -> anyhow::Result<()> {
+    if let Some(p) = levels_pct.iter().find(|p| !(**p > 0.0 && **p <= 1000.0)) {
+        bail!("load levels must be percentages of the capacity above 0, at most 1000 (e.g. --levels 100,90,80), not {p}");
+    }
+    Ok(())
+}
+
 /// Run each level (`measure(capacity x pct / 100)`), then active idle (`measure(0.0)`).
 pub fn load_levels(
     cfg: &LevelsConfig,
@@ -1195,9 +1211,7 @@ pub fn load_levels(
     if !(cfg.capacity_per_s > 0.0 && cfg.capacity_per_s.is_finite()) {
         bail!("load levels need a capacity above 0 (run a ramp or a search first, or give --capacity)");
     }
-    if cfg.levels_pct.iter().any(|p| !(*p > 0.0 && *p <= 1000.0)) {
-        bail!("load levels must be percentages above 0 (e.g. 100,90,80)");
-    }
+    check_levels(&cfg.levels_pct)?;
     let mut res = LevelsResult {
         config: cfg.clone(),
         points: Vec::new(),

@@ -303,6 +303,9 @@ impl CapacityConfig {
             if levels.is_empty() {
                 bail!("--levels is empty (e.g. --levels 100,90,80)");
             }
+            // Checked here, before any server starts: a level of 0 failed the test
+            // once the server ran, and a failed run was stored.
+            crate::capacity::check_levels(&levels)?;
             if let Some(c) = self.capacity {
                 positive(c, "capacity")?;
             } else if !tests
@@ -827,6 +830,25 @@ mod tests {
             .validate(&t(&["levels"]), &D)
             .unwrap_err();
         assert!(e.to_string().contains("percentage"), "{e}");
+        // Acceptance pass D, 5: a level of 0 or below was refused only once the server
+        // ran (a stored failed run), and a search from 0/s probed at about one request.
+        for levels in [json!([0]), json!([200, -10])] {
+            let e = cfg(json!({"capacity": 1000, "levels": levels}))
+                .validate(&t(&["levels"]), &D)
+                .unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with("load levels must be percentages of the capacity above 0"),
+                "{e}"
+            );
+        }
+        let e = cfg(json!({"search_start": 0}))
+            .validate(&t(&["search"]), &D)
+            .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("search start rate must be above 0"),
+            "{e:#}"
+        );
         let e = cfg(json!({"step_duration": 0}))
             .validate(&t(&["ramp"]), &D)
             .unwrap_err();

@@ -257,7 +257,9 @@ impl KvConfig {
         }
         if self.keepalive > 1 {
             bail!(
-                "keepalive (-k) is 1 (keep connections) or 0 (reconnect after every -P requests)"
+                // Not "-P requests": errors pass through the secret masker, which hides
+                // the word after `-P` (ipmitool's password) and printed "-P ***".
+                "keepalive (-k) is 1 (keep connections) or 0 (reconnect after every pipeline's worth of requests, --pipeline)"
             );
         }
         if self.requests == 0 && self.duration.is_none() {
@@ -349,8 +351,10 @@ fn parse_ratio(s: &str) -> anyhow::Result<f64> {
         .trim()
         .parse()
         .with_context(|| format!("ratio `{s}`: bad GET part"))?;
-    if a < 0.0 || b < 0.0 || a + b == 0.0 {
-        bail!("ratio `{s}` needs non-negative parts, not both zero");
+    // NaN and infinity parse as numbers: `nan:1` made the SET share NaN, a mix of GETs
+    // alone stored as a mix.
+    if !(a >= 0.0 && b >= 0.0 && a.is_finite() && b.is_finite()) || a + b == 0.0 {
+        bail!("ratio `{s}` needs finite, non-negative parts, not both zero (e.g. 1:10)");
     }
     Ok(a / (a + b))
 }
@@ -373,5 +377,18 @@ pub fn registration() -> Registration {
         service: Some(service::start_service),
         has_server: true,
         driver: Some(driver::drive),
+    }
+}
+
+#[cfg(test)]
+mod ratio_tests {
+    /// `--ratio nan:1` and `1:inf` parsed as numbers and ran GETs alone, stored as a mix
+    /// (acceptance pass D, 5).
+    #[test]
+    fn a_ratio_needs_finite_parts() {
+        assert_eq!(super::parse_ratio("1:3").unwrap(), 0.25);
+        for bad in ["nan:1", "1:inf", "-1:2", "0:0", "1"] {
+            assert!(super::parse_ratio(bad).is_err(), "{bad}");
+        }
     }
 }
