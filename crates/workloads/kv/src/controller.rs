@@ -293,8 +293,15 @@ impl Workload for Kv {
                     .saturating_sub(b.get(cmd).copied().unwrap_or(0))
             };
             let server_calls = delta("set") + delta("get") + delta("ping");
-            step.metrics
-                .push(Metric::new("server_calls", server_calls as f64, "calls"));
+            let calls = Metric::new("server_calls", server_calls as f64, "calls");
+            // The servers count the warm-up's calls too, which the generators' figures
+            // leave out: said on the figure (it read 130,954 beside 100,000 requests, and
+            // the check below, which cannot hold, is skipped).
+            step.metrics.push(if d.spec.warmup.is_zero() {
+                calls
+            } else {
+                calls.label("includes", "warmup")
+            });
             let claimed = out.total_count();
             // Lost requests may have reached the servers; a failed connection may be
             // what lost them.

@@ -58,7 +58,7 @@ pub struct Flags {
     /// Pipeline depth (redis-benchmark -P) [default: 1]
     #[arg(short = 'P', long = "pipeline", id = "pipeline", value_name = "N")]
     pub pipeline: Option<String>,
-    /// Tests to run, in order: set, get, mix (SET:GET --ratio), ping [default: set,get]
+    /// Tests to run, in order: set, get, mix (SET:GET --ratio), ping; ramp, search, levels (capacity tests, whose steps drive the mix) [default: set,get]
     #[arg(short = 't', long = "tests", id = "tests", value_name = "LIST")]
     pub tests: Option<String>,
     /// SET:GET ratio of the `mix` test (memtier --ratio) [default: 1:10]

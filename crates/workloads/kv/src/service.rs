@@ -74,8 +74,20 @@ impl KvService {
                 .next()
                 .with_context(|| format!("--target `{t}` resolves to no address"))?;
             let mut a = server::Admin::connect(addr)?;
-            a.ping()
-                .with_context(|| format!("{addr} did not answer PING: is it a Redis server?"))?;
+            if let Err(e) = a.ping() {
+                // A server that needs a password answers, but refuses: not "is it Redis?".
+                if format!("{e:#}").contains("NOAUTH") {
+                    bail!(
+                        "{addr} needs a password (requirepass or ACL: it answered PING with \
+                         NOAUTH), and rackbench's kv does not authenticate: benchmark a server \
+                         or a user without a password (e.g. a copy of it started with \
+                         `redis-server --port 6390`), or let rackbench launch one (leave out \
+                         --target)"
+                    );
+                }
+                return Err(e)
+                    .with_context(|| format!("{addr} did not answer PING: is it a Redis server?"));
+            }
             self.admin.push(addr);
             // Passed on as given: each load generator resolves the name itself, as a
             // name may resolve differently there.
