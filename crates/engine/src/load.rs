@@ -97,6 +97,24 @@ pub struct LoadSpec {
     pub phase: f64,
 }
 
+impl LoadSpec {
+    /// The seconds a test measured, from the end of warm-up, given its last reply at
+    /// `last_ns` after it. A closed loop, or a test stopped by its request count or
+    /// early: to the last reply (redis-benchmark's whole-test wall time). An open loop
+    /// that ran its duration: that duration at least, the span of its schedule. To the
+    /// last reply alone, N requests sent 1/R apart measured (N-1)/R plus a latency, and
+    /// reported more than was offered: `--rate 5` for 2 s read 5.56/s, `--rate 2` for
+    /// 1 s 4.0/s, a search probe of one request at 1/s its reply's inverse latency.
+    pub fn measured_s(&self, last_ns: u64, stopped_early: bool) -> f64 {
+        let to_last = last_ns as f64 / 1e9;
+        match (&self.shape, &self.stop) {
+            (LoadShape::Closed, _) | (_, StopAfter::Requests(_)) => to_last,
+            _ if stopped_early => to_last,
+            (_, StopAfter::Duration(d)) => to_last.max(d.as_secs_f64()),
+        }
+    }
+}
+
 /// The closed-loop generator's system-call path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -386,4 +404,38 @@ pub fn run_sessions<S: Session + 'static>(
 ) -> anyhow::Result<LoadOutcome> {
     crate::limits::ensure_open_files(sessions.len() as u64)?;
     crate::sessions::run(spec, class_names, sessions, progress)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Acceptance pass D, 4: an open loop's achieved rate was N over the time to its last
+    /// reply, (N-1)/R plus a latency: `--rate 5` for 2 s (10 requests, last reply at
+    /// 1.8 s) read 5.56/s. Its schedule's span is the least it measured; a closed loop,
+    /// a count of requests, or a test stopped early keep the time to the last reply.
+    #[test]
+    fn an_open_loop_measures_its_schedule_at_least() {
+        let open = LoadSpec {
+            shape: LoadShape::Constant { rate: 5.0 },
+            stop: StopAfter::Duration(Duration::from_secs(2)),
+            ..LoadSpec::default()
+        };
+        assert_eq!(open.measured_s(1_800_000_000, false), 2.0);
+        assert_eq!(10.0 / open.measured_s(1_800_000_000, false), 5.0);
+        // Behind its schedule, its replies go on past it: to the last one.
+        assert_eq!(open.measured_s(2_500_000_000, false), 2.5);
+        assert_eq!(open.measured_s(1_800_000_000, true), 1.8);
+        let closed = LoadSpec {
+            stop: StopAfter::Duration(Duration::from_secs(2)),
+            ..LoadSpec::default()
+        };
+        assert_eq!(closed.measured_s(1_800_000_000, false), 1.8);
+        let counted = LoadSpec {
+            shape: LoadShape::Constant { rate: 5.0 },
+            stop: StopAfter::Requests(10),
+            ..LoadSpec::default()
+        };
+        assert_eq!(counted.measured_s(1_800_000_000, false), 1.8);
+    }
 }

@@ -81,11 +81,12 @@ pub(crate) fn run<S: Session + 'static>(
         }
         recorders.push(r);
     }
+    let measured_s = spec.measured_s(measured_ns, stopped_early.is_some());
     Ok(merge(
         spec,
         class_names,
         recorders,
-        measured_ns as f64 / 1e9,
+        measured_s,
         stopped_early,
     ))
 }
