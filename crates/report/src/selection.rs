@@ -235,6 +235,11 @@ impl Selection {
             .filter(|p| !self.at.iter().any(|(k, _)| k == *p))
             .collect();
         let mut parts = Vec::new();
+        // The rows chosen, said as the at-point is (the README promises the caption says
+        // what the summary took; `--tests` left it unsaid).
+        if !self.tests.is_empty() {
+            parts.push(format!("tests {}", self.tests.join(", ")));
+        }
         if !at.is_empty() {
             parts.push(format!("at {}", at.join(", ")));
         }

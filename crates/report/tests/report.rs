@@ -298,6 +298,13 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     two_tests.check(&runs).unwrap();
     let s = report::summary_with(&runs, &two_tests);
     assert_eq!(s.rows.len(), 2);
+    // The caption says the rows were chosen (acceptance pass C, 10: it did not).
+    assert!(
+        s.selection
+            .starts_with("tests set pipeline=1, get pipeline=100"),
+        "{}",
+        s.selection
+    );
     let want = (3_478_470.0f64 * 31_619_580.0).sqrt();
     assert!((s.geomean[0].unwrap() - want).abs() < 1.0);
     // Names that match nothing are refused, naming what there is.
