@@ -775,6 +775,36 @@ pub fn peaks(run: &RunRecord) -> String {
 
 fn workload_peaks(points: &[Point]) -> String {
     let swept = report::derive::varying_params(points);
+    // Variants are the settings under study, not a knob to take the best of: each has
+    // its own peaks (it read "peak get: ... at clients=40 variant=vb").
+    if swept.iter().any(|k| k == "variant") {
+        let mut variants: Vec<String> = points
+            .iter()
+            .filter_map(|p| p.params.get("variant").map(report::derive::param_str))
+            .collect();
+        variants.sort();
+        variants.dedup();
+        let mut out = String::new();
+        for v in variants {
+            let mine: Vec<Point> = points
+                .iter()
+                .filter(|p| {
+                    p.params.get("variant").map(report::derive::param_str) == Some(v.clone())
+                })
+                .map(|p| {
+                    let mut p = p.clone();
+                    p.params.remove("variant");
+                    p
+                })
+                .collect();
+            for line in workload_peaks(&mine).lines() {
+                // `peak get: ...` as `peak get @vb: ...`.
+                out.push_str(&line.replacen(": ", &format!(" @{v}: "), 1));
+                out.push('\n');
+            }
+        }
+        return out;
+    }
     if swept.is_empty() {
         return String::new();
     }
@@ -889,6 +919,32 @@ mod tests {
         let s = report::derive::summary(&kv);
         assert_eq!(s.rows[0].chosen, ["instances=2"]);
         assert_eq!(s.rows[0].perf, [Some(125_000.0)]);
+    }
+
+    /// Variants are the settings under study: each has its peaks, and `variant` is no
+    /// knob of them (acceptance pass C, 10: "peak get: ... at clients=40 variant=vb").
+    #[test]
+    fn each_variant_has_its_own_best_line() {
+        use model::Status::Ok;
+        let get = ("get", "ops_per_s", "ops/s");
+        let mut run = store::fixtures::rich_run("r", None, store::fixtures::t0(0), 0);
+        run.results = [
+            ("va", 5, 100.0),
+            ("va", 40, 180.0),
+            ("vb", 5, 110.0),
+            ("vb", 40, 200.0),
+        ]
+        .into_iter()
+        .map(|(v, c, value)| {
+            let mut r = rep("kv", get, ("clients", c), 0, value, Ok);
+            r.params.insert("variant".into(), serde_json::json!(v));
+            r
+        })
+        .collect();
+        assert_eq!(
+            peaks(&run),
+            "\npeak get @va: 180 ops/s at clients=40\npeak get @vb: 200 ops/s at clients=40\n"
+        );
     }
 
     /// `--repeat 3` printed the median (59,524.6) where the report's "Headline (mean ±
