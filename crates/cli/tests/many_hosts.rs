@@ -396,7 +396,7 @@ fn kill_9_mid_run(h: &TestHosts, db: &std::path::Path, loadgens: &str, victim: &
     let mut child = spawn_kv(h, db, 20, loadgens);
     let first = loadgens.split(',').next().unwrap();
     agent_pid(first, Duration::from_secs(30), &mut child);
-    let pid = agent_pid(victim, Duration::from_secs(5), &mut child);
+    let pid = agent_pid(victim, Duration::from_secs(30), &mut child);
     std::thread::sleep(Duration::from_secs(3));
     // SAFETY: kill(2) on the agent process in the test namespace.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };

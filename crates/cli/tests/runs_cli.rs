@@ -651,7 +651,8 @@ fn compare_refuses_a_run_twice_on_a_side_and_prints_nothing_when_nothing_compare
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(
-            "`20261120T210703-aaaaaa` names run 20261120T210703-aaaaaa again on the same side"
+            "`20261120T210703-aaaaaa` names run 20261120T210703-aaaaaa again on the same side: \
+             one run is one replication, so name each run once (`rackbench runs` lists them)"
         ),
         "{}",
         stderr(&out)

@@ -145,7 +145,8 @@ fn teardown_runs_after_a_failed_setup_and_after_ctrl_c() {
     assert_eq!(out.status.code(), Some(2), "{cerr}");
     assert!(
         cerr.contains(&format!(
-            "variant `b` of run {id} has no result: it was declared, but its setup failed"
+            "variant `b` of run {id} has no result: it was declared, but its setup failed or \
+             the run stopped before it (`rackbench show {id}` says which)"
         )) && cerr.contains(&format!(
             "it has: a (e.g. rackbench compare {id}@a OTHER_RUN)"
         )),

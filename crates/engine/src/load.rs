@@ -99,19 +99,26 @@ pub struct LoadSpec {
 
 impl LoadSpec {
     /// The seconds a test measured, from the end of warm-up, given its last reply at
-    /// `last_ns` after it. A closed loop, or a test stopped by its request count or
-    /// early: to the last reply (redis-benchmark's whole-test wall time). An open loop
-    /// that ran its duration: that duration at least, the span of its schedule. To the
-    /// last reply alone, N requests sent 1/R apart measured (N-1)/R plus a latency, and
-    /// reported more than was offered: `--rate 5` for 2 s read 5.56/s, `--rate 2` for
-    /// 1 s 4.0/s, a search probe of one request at 1/s its reply's inverse latency.
+    /// `last_ns` after it. A closed loop, or a test stopped early: to the last reply
+    /// (redis-benchmark's whole-test wall time). An open loop that ran its schedule: the
+    /// span of that schedule at least (its duration, or its N requests over its rate R).
+    /// To the last reply alone, N requests sent 1/R apart measured (N-1)/R plus a
+    /// latency, and reported more than was offered: `--rate 5` for 2 s read 5.56/s,
+    /// `--rate 2` for 1 s 4.0/s, a search probe of one request at 1/s its reply's
+    /// inverse latency.
     pub fn measured_s(&self, last_ns: u64, stopped_early: bool) -> f64 {
         let to_last = last_ns as f64 / 1e9;
-        match (&self.shape, &self.stop) {
-            (LoadShape::Closed, _) | (_, StopAfter::Requests(_)) => to_last,
-            _ if stopped_early => to_last,
-            (_, StopAfter::Duration(d)) => to_last.max(d.as_secs_f64()),
-        }
+        let rate = match self.shape {
+            LoadShape::Closed => return to_last,
+            _ if stopped_early => return to_last,
+            LoadShape::Constant { rate } | LoadShape::Poisson { rate } => rate,
+        };
+        let span = match self.stop {
+            StopAfter::Duration(d) => d.as_secs_f64(),
+            StopAfter::Requests(n) if rate > 0.0 => n as f64 / rate,
+            StopAfter::Requests(_) => 0.0,
+        };
+        to_last.max(span)
     }
 }
 
@@ -412,8 +419,8 @@ mod tests {
 
     /// Acceptance pass D, 4: an open loop's achieved rate was N over the time to its last
     /// reply, (N-1)/R plus a latency: `--rate 5` for 2 s (10 requests, last reply at
-    /// 1.8 s) read 5.56/s. Its schedule's span is the least it measured; a closed loop,
-    /// a count of requests, or a test stopped early keep the time to the last reply.
+    /// 1.8 s) read 5.56/s. Its schedule's span is the least it measured; a closed loop or
+    /// a test stopped early keep the time to the last reply.
     #[test]
     fn an_open_loop_measures_its_schedule_at_least() {
         let open = LoadSpec {
@@ -431,11 +438,13 @@ mod tests {
             ..LoadSpec::default()
         };
         assert_eq!(closed.measured_s(1_800_000_000, false), 1.8);
+        // Stopped by a count (kv's --rate without --duration): N over R, 10 at 5/s.
         let counted = LoadSpec {
-            shape: LoadShape::Constant { rate: 5.0 },
+            shape: LoadShape::Poisson { rate: 5.0 },
             stop: StopAfter::Requests(10),
             ..LoadSpec::default()
         };
-        assert_eq!(counted.measured_s(1_800_000_000, false), 1.8);
+        assert_eq!(counted.measured_s(1_800_000_000, false), 2.0);
+        assert_eq!(counted.measured_s(1_800_000_000, true), 1.8);
     }
 }

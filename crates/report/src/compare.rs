@@ -93,10 +93,11 @@ fn one_runs_reps(runs: &[Vec<f64>]) -> Option<Sample> {
 /// and no "-0.0" ever.
 fn signed_points(d: f64) -> String {
     let a = d.abs();
-    let digits = if a >= 0.1 || a == 0.0 {
+    // To 0.1 where that does not round it to zero (0.0999 is +0.1, as 0.1 is), else two
+    // significant digits: -0.016 pts, +0.0065 pts.
+    let digits = if a >= 0.05 || a == 0.0 || !a.is_finite() {
         1
     } else {
-        // Two significant digits: -0.0156 pts, +0.0065 pts.
         (1.0 - a.log10().floor()) as usize
     };
     let s = format!("{d:+.digits$}");
@@ -1578,6 +1579,42 @@ pub fn compare_text(c: &Comparison) -> String {
 mod tests {
     use super::*;
 
+    /// A side of one run of several repetitions: mean ± sd, both in the figure's unit
+    /// (a latency's in its own scale); several runs: the count of runs.
+    #[test]
+    fn a_side_cell_gives_one_runs_repetitions() {
+        let row = CompareRow {
+            point: "kv get".into(),
+            metric: "latency_p99_ns".into(),
+            unit: "ns".into(),
+            higher_is_better: false,
+            a: Sample::of(&[1_500_000.0]),
+            b: Sample::of(&[1_000_000.0, 1_200_000.0]),
+            diff_pct: None,
+            ci95_pct: None,
+            diff_points: None,
+            ci95_points: None,
+            p_value: None,
+            verdict: String::new(),
+            a_reps: Sample::of(&[1_400_000.0, 1_600_000.0]),
+            b_reps: None,
+        };
+        let sd = (2.0f64 * 100_000.0 * 100_000.0).sqrt();
+        assert_eq!(
+            row.side_text(&row.a, &row.a_reps),
+            format!(
+                "{} ± {} (1 run, 2 reps)",
+                crate::fmt::latency_ns(1_500_000.0),
+                crate::fmt::latency_ns(sd)
+            )
+        );
+        assert_eq!(
+            row.side_text(&row.b, &row.b_reps),
+            format!("{} (2)", crate::fmt::latency_ns(1_100_000.0))
+        );
+        assert_eq!(row.side_text(&None, &None), "-");
+    }
+
     /// Acceptance pass C, 10: a share that fell from 0.0562% to 0.0406% read "-0.0 pts".
     #[test]
     fn small_point_differences_keep_two_digits_and_zero_has_no_sign() {
@@ -1585,6 +1622,9 @@ mod tests {
         assert_eq!(signed_points(0.0182 - 0.0117), "+0.0065");
         assert_eq!(signed_points(16.1), "+16.1");
         assert_eq!(signed_points(-0.1), "-0.1");
+        assert_eq!(signed_points(0.0999), "+0.1");
+        assert_eq!(signed_points(0.05), "+0.1");
+        assert_eq!(signed_points(0.049), "+0.049");
         assert_eq!(signed_points(0.0), "0.0");
         assert_eq!(signed_points(-0.0), "0.0");
     }

@@ -127,8 +127,6 @@ const NO_MEAN_ACROSS_ROWS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Why the summary has no geometric mean across its rows, if it has none: rows counted
-/// in different units, or several rows of a workload whose rows are unlike measurements.
 /// The workload whose several rows are unlike measurements ([`NO_MEAN_ACROSS_ROWS`]),
 /// with why, when the summary has such rows: no mean across them, of performance or of
 /// power.
@@ -147,6 +145,18 @@ fn unlike_rows<'a>(
     })
 }
 
+/// How to take one of a workload's unlike rows, in the words of where the choice is
+/// made (the command line's --at, a TCO plan's `params`), or nothing to say.
+fn take_one(workload: &str, from_plan: bool) -> &'static str {
+    match (workload, from_plan) {
+        ("oltp", false) => "; take one with --at (e.g. --at warehouses=10)",
+        ("oltp", true) => "; take one with `params = { warehouses = 10 }`",
+        _ => "",
+    }
+}
+
+/// Why the summary has no geometric mean across its rows, if it has none: rows counted
+/// in different units, or several rows of a workload whose rows are unlike measurements.
 fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool) -> Option<String> {
     let mut units: Vec<&str> = rows.iter().map(|r| r.unit.as_str()).collect();
     units.sort_unstable();
@@ -157,15 +167,8 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool)
             units.join(", ")
         ));
     }
-    unlike_rows(rows, workloads).map(|(w, why)| {
-        // How to take one point, in the words of where the choice is made.
-        let take = match (w, from_plan) {
-            ("oltp", false) => "; take one with --at (e.g. --at warehouses=10)",
-            ("oltp", true) => "; take one with `params = { warehouses = 10 }`",
-            _ => "",
-        };
-        format!("no geometric mean: {w}'s {why}{take}")
-    })
+    unlike_rows(rows, workloads)
+        .map(|(w, why)| format!("no geometric mean: {w}'s {why}{}", take_one(w, from_plan)))
 }
 
 pub use model::CAPACITY_TESTS;
@@ -1623,8 +1626,12 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             geomean_note.is_none().then(|| stats::geomean(&v)).flatten()
         })
         .collect();
-    let power_mean_note = unlike_rows(&rows, &row_workloads)
-        .map(|(w, why)| format!("no mean of power: {w}'s {why}, each at a power of its own"));
+    let power_mean_note = unlike_rows(&rows, &row_workloads).map(|(w, why)| {
+        format!(
+            "no mean of power: {w}'s {why}, each at a power of its own{}",
+            take_one(w, sel.from_plan)
+        )
+    });
     let mut power_mean = Vec::new();
     let mut power_basis = Vec::new();
     for i in 0..n {
@@ -1652,7 +1659,24 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         runs: labels,
         measured: n,
         unit,
-        selection: sel.describe(&peak),
+        selection: Selection {
+            // The names of this summary's tests only: one summary per workload shares
+            // the selection, and the kv table's caption named crypto's `rsa2048`.
+            tests: sel
+                .tests
+                .iter()
+                .filter(|t| {
+                    Selection {
+                        tests: vec![t.to_string()],
+                        ..Selection::default()
+                    }
+                    .applies_to_tests_of(runs)
+                })
+                .cloned()
+                .collect(),
+            ..sel.clone()
+        }
+        .describe(&peak),
         peak_params: peak,
         rows,
         geomean,

@@ -298,12 +298,23 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     two_tests.check(&runs).unwrap();
     let s = report::summary_with(&runs, &two_tests);
     assert_eq!(s.rows.len(), 2);
-    // The caption says the rows were chosen (acceptance pass C, 10: it did not).
+    // The caption says the rows were chosen (acceptance pass C, 10: it did not), by
+    // this summary's names only (another workload's, given too, are not its rows).
     assert!(
         s.selection
             .starts_with("tests set pipeline=1, get pipeline=100"),
         "{}",
         s.selection
+    );
+    let with_other = report::Selection {
+        tests: vec!["set pipeline=1".into(), "rsa2048".into()],
+        ..Default::default()
+    };
+    let s2 = report::summary_with(&runs, &with_other);
+    assert!(
+        s2.selection.starts_with("tests set pipeline=1") && !s2.selection.contains("rsa2048"),
+        "{}",
+        s2.selection
     );
     let want = (3_478_470.0f64 * 31_619_580.0).sqrt();
     assert!((s.geomean[0].unwrap() - want).abs() < 1.0);

@@ -454,7 +454,7 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
             // script's list), it made n=4 of one run, sd 0, and a "significant" verdict.
             if named.contains(&name) {
                 anyhow::bail!(
-                    "`{}` names run {} again on the same side: one run is one replication,                      so name each run once (`rackbench runs` lists them)",
+                    "`{}` names run {} again on the same side: one run is one replication, so name each run once (`rackbench runs` lists them)",
                     model::printable(id),
                     model::printable(&name)
                 );
@@ -519,7 +519,7 @@ fn resolve_side(src: &Source, id: &str) -> anyhow::Result<Side> {
         .is_some_and(|vs| vs.iter().any(|v| v["name"].as_str() == Some(variant)));
     let why = if declared {
         format!(
-            "variant `{}` of run {} has no result: it was declared, but its setup failed or              the run stopped before it (`rackbench show {}` says which)",
+            "variant `{}` of run {} has no result: it was declared, but its setup failed or the run stopped before it (`rackbench show {}` says which)",
             model::printable(variant),
             run.id,
             run.id

@@ -78,8 +78,11 @@ impl KvService {
                 // A server that needs a password answers, but refuses: not "is it Redis?".
                 if format!("{e:#}").contains("NOAUTH") {
                     bail!(
-                        "{addr} needs a password (requirepass or ACL: it answered PING with \
-                         NOAUTH), and rackbench's kv does not authenticate: benchmark a server \
+                        // No bare word after `requirepass`: the secret masker, which
+                        // every error passes, would hide it as redis's password.
+                        "{addr} needs a password (it answered PING with NOAUTH: a \
+                         requirepass, or an ACL user with one), and rackbench's kv does not \
+                         authenticate: benchmark a server \
                          or a user without a password (e.g. a copy of it started with \
                          `redis-server --port 6390`), or let rackbench launch one (leave out \
                          --target)"
