@@ -548,3 +548,71 @@ fn latency_thresholds_give_the_share_over_each() {
     assert_eq!(over("1us"), Some(100.0), "{}", run["results"][0]);
     assert_eq!(over("10s"), Some(0.0));
 }
+
+/// The acceptance pass's finding: a knob left at its default was stored nowhere. `A`
+/// typed `-P 1,16 -c 10`, `D` typed neither (pipeline 1 and 50 clients by default):
+/// `compare A D` found "no test point in common" and said D's pipeline and clients were
+/// "(not disclosed)". Every result now says every setting it ran with: D's points meet
+/// A's `pipeline=1`, and the comparability shows D's 50 clients.
+#[test]
+fn a_defaulted_knob_is_stored_and_compares_by_its_value() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let common = ["kv", "--duration", "0.5", "-t", "set,get", "-r", "100"];
+    let (code, a, err) = run_json_kv(
+        &db,
+        &[&common[..], &["-P", "1,16", "-c", "10", "--label", "A"]].concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, d, err) = run_json_kv(&db, &[&common[..], &["--label", "D"]].concat());
+    assert_eq!(code, 0, "{err}");
+    // Stored: the effective settings, defaults included, beside the params as typed.
+    for r in d["results"].as_array().unwrap() {
+        assert!(r["params"].get("pipeline").is_none(), "{r}");
+        assert_eq!(r["settings"]["pipeline"], 1, "{}", r["settings"]);
+        assert_eq!(r["settings"]["clients"], 50, "{}", r["settings"]);
+        assert_eq!(r["settings"]["keyspace"], 100, "{}", r["settings"]);
+        assert_eq!(r["settings"]["instances"], 1, "{}", r["settings"]);
+    }
+    let a16 = &a["results"].as_array().unwrap()[2];
+    assert_eq!(a16["settings"]["pipeline"], 16, "{a16}");
+    assert_eq!(a16["settings"]["clients"], 10, "{a16}");
+    // And read back from the store, as `show --json` gives it.
+    let (code, shown, err) = common::run(&[
+        "--db",
+        db.to_str().unwrap(),
+        "show",
+        d["id"].as_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["results"][0]["settings"], d["results"][0]["settings"]);
+
+    let (code, out, err) = common::run(&["--db", db.to_str().unwrap(), "compare", "A", "D"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("Nothing compared"), "{out}");
+    assert!(out.contains("kv get pipeline=1"), "{out}");
+    assert!(out.contains("kv set pipeline=1"), "{out}");
+    assert!(!out.contains("not disclosed"), "{out}");
+    assert!(
+        out.contains("param.kv.clients (workload): A = 10 | B = 50"),
+        "{out}"
+    );
+    let (code, out, err) =
+        common::run(&["--db", db.to_str().unwrap(), "compare", "--json", "A", "D"]);
+    assert_eq!(code, 0, "{err}");
+    let c: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let both: Vec<&str> = c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["a"].is_null() && !r["b"].is_null())
+        .filter_map(|r| r["point"].as_str())
+        .collect();
+    assert!(both.contains(&"kv get pipeline=1"), "{both:?}");
+    assert!(!both.iter().any(|p| p.contains("pipeline=16")), "{both:?}");
+}

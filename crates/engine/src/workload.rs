@@ -446,6 +446,17 @@ pub trait Workload: Send {
         Ok(Vec::new())
     }
 
+    /// Every knob this sweep point runs with, defaults included: the workload's resolved
+    /// config as plain data, keyed as its parameters are (`pipeline`, `clients`), an unset
+    /// optional knob (`rate` of a closed loop) left out. Stored with each result beside
+    /// the parameters as given, so that a default is known for what it was and two runs
+    /// at the same effective settings compare whether or not a flag was typed. A secret
+    /// (a DSN's password) must be left out or redacted here; the runner redacts what is
+    /// left as it does the parameters. Empty: not known (stored as before).
+    fn settings(&self) -> Params {
+        Params::new()
+    }
+
     /// What the disclosure should say about the servers and tools this workload used
     /// (`software.redis-server`, `server.config.appendonly`...). Called after prepare.
     fn disclosure(&self) -> BTreeMap<String, Fact> {
@@ -455,6 +466,43 @@ pub trait Workload: Send {
 
 /// Parameters of one sweep point, as plain JSON.
 pub type Params = serde_json::Map<String, serde_json::Value>;
+
+/// A workload's resolved config as [`Workload::settings`] gives it: `configs` (its own,
+/// the capacity tests') serialised and merged, unset optional knobs (null) left out. A
+/// config that does not serialise to an object adds nothing.
+pub fn settings_of(configs: &[serde_json::Result<serde_json::Value>]) -> Params {
+    configs
+        .iter()
+        .filter_map(|c| match c {
+            Ok(serde_json::Value::Object(m)) => Some(m),
+            _ => None,
+        })
+        .flatten()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| (k.clone(), whole_numbers(v)))
+        .collect()
+}
+
+/// `v` with every whole float (`10.0`, a config's `f64` default) as the integer a typed
+/// flag parses to (`--sample-ms 10` is `10`): a default and a typed value of one setting
+/// read alike wherever they are set side by side.
+fn whole_numbers(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            // Exact in an f64 and in an i64.
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            _ => v.clone(),
+        },
+        Value::Array(a) => Value::Array(a.iter().map(whole_numbers).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), whole_numbers(v)))
+                .collect(),
+        ),
+        _ => v.clone(),
+    }
+}
 
 /// Builds a workload for one sweep point.
 pub type BuildFn = fn(&Params) -> anyhow::Result<Box<dyn Workload>>;
@@ -602,6 +650,26 @@ mod tests {
                 "which has only CPU 4 online: give CPU 4 there (or bring CPU 1 online), or"
             ),
             "{why}"
+        );
+    }
+
+    /// A workload's settings are its config as plain data: unset knobs left out, whole
+    /// floats as the integers a typed flag gives (a default `10.0` and a typed `10` are
+    /// one value), objects merged.
+    #[test]
+    fn settings_are_the_config_less_unset_knobs_with_whole_numbers_as_typed() {
+        let s = settings_of(&[
+            Ok(
+                serde_json::json!({"clients": 50, "warmup": 0.0, "rate": null,
+                "ratio": "1:10", "mix": [45.0, 4.5]}),
+            ),
+            Ok(serde_json::json!({"ramp_low": null, "step_duration": 2.5})),
+            Ok(serde_json::json!("not an object")),
+        ]);
+        assert_eq!(
+            serde_json::Value::Object(s),
+            serde_json::json!({"clients": 50, "warmup": 0, "ratio": "1:10",
+                "mix": [45, 4.5], "step_duration": 2.5})
         );
     }
 

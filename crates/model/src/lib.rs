@@ -192,8 +192,15 @@ pub struct ResultRecord {
     pub step: u32,
     /// Repetition number (0-based) of this sweep point and test.
     pub repetition: u32,
-    /// The effective parameters of this step (the sweep point), plain data.
+    /// The parameters of this step as given (the sweep point: flags typed, plan-file
+    /// keys, the hosts), plain data. They name the point (`kv get pipeline=16`).
     pub params: BTreeMap<String, serde_json::Value>,
+    /// Every setting the workload ran this step with, defaults included (its resolved
+    /// config), secrets left out: what a reader or a comparison takes for a knob
+    /// `params` does not give ([`ResultRecord::setting`]). Empty in records stored
+    /// before settings were kept: there, an untyped knob is not known.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, serde_json::Value>,
     /// Name of the headline metric in `metrics` (e.g. `ops_per_s`); each workload declares it.
     pub headline: String,
     pub started_at: chrono::DateTime<chrono::Utc>,
@@ -227,6 +234,13 @@ impl ResultRecord {
                     .all(|(k, v)| m.labels.get(*k).map(String::as_str) == Some(*v))
                 && (!labels.is_empty() || m.labels.is_empty())
         })
+    }
+
+    /// The value this step ran `key` with: as given (`params`), else its effective
+    /// setting (a default); None when neither says (a knob the workload does not have,
+    /// or a record stored before settings were kept).
+    pub fn setting(&self, key: &str) -> Option<&serde_json::Value> {
+        self.params.get(key).or_else(|| self.settings.get(key))
     }
 
     /// The headline figure (unlabelled metric named by `headline`).
@@ -426,6 +440,26 @@ pub struct RunRecord {
 mod tests {
     use super::*;
 
+    /// A knob's value is the one given, else the effective setting (a default), else not
+    /// known.
+    #[test]
+    fn a_setting_is_as_given_else_as_it_ran() {
+        let mut r: ResultRecord = serde_json::from_value(serde_json::json!({
+            "workload": "kv", "test": "get", "step": 0, "repetition": 0,
+            "params": {"pipeline": 16}, "headline": "ops_per_s",
+            "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.0,
+            "metrics": [], "status": "ok"
+        }))
+        .expect("a record without settings loads");
+        assert!(r.settings.is_empty());
+        assert_eq!(r.setting("pipeline"), Some(&serde_json::json!(16)));
+        assert_eq!(r.setting("clients"), None);
+        r.settings.insert("clients".into(), serde_json::json!(50));
+        r.settings.insert("pipeline".into(), serde_json::json!(1));
+        assert_eq!(r.setting("clients"), Some(&serde_json::json!(50)));
+        assert_eq!(r.setting("pipeline"), Some(&serde_json::json!(16)));
+    }
+
     #[test]
     fn metric_lookup_by_labels() {
         let r = ResultRecord {
@@ -434,6 +468,7 @@ mod tests {
             step: 0,
             repetition: 0,
             params: BTreeMap::new(),
+            settings: BTreeMap::new(),
             headline: "ops_per_s".into(),
             started_at: chrono::Utc::now(),
             duration_s: 1.0,
@@ -450,6 +485,10 @@ mod tests {
             error: None,
         };
         assert_eq!(r.headline_value(), Some(10.0));
+        // A record of before settings were kept writes none, and reads back as it was.
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(json.get("settings").is_none(), "{json}");
+        assert_eq!(serde_json::from_value::<ResultRecord>(json).unwrap(), r);
         assert_eq!(
             r.metric("ops_per_s", &[("instance", "0")]).map(|m| m.value),
             Some(5.0)

@@ -465,9 +465,14 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
                 e.push(v);
             }
         }
-        // Workload settings: every parameter's set of values over the run's results.
+        // Workload settings: every parameter's set of values over the run's results, as
+        // given, else as it ran (its effective setting, a default).
         for r in &run.results {
-            for (k, v) in &r.params {
+            let defaults = r
+                .settings
+                .iter()
+                .filter(|(k, _)| !r.params.contains_key(*k));
+            for (k, v) in r.params.iter().chain(defaults) {
                 let e = out.entry(format!("param.{}.{k}", r.workload)).or_default();
                 let v = param_str(v);
                 if !e.contains(&v) {
@@ -490,8 +495,24 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
     let mut keys: Vec<&String> = fa.keys().chain(fb.keys()).collect();
     keys.sort();
     keys.dedup();
+    // The settings some result was given (`param.kv.pipeline`); the others are known
+    // only from results that say every setting they ran with.
+    let given: BTreeSet<String> = a
+        .iter()
+        .chain(b)
+        .flat_map(|run| &run.results)
+        .flat_map(|r| r.params.keys().map(|k| format!("param.{}.{k}", r.workload)))
+        .collect();
     let mut differences = Vec::new();
     for k in keys {
+        // A default known on one side only, the other's results stored before settings
+        // were kept: nothing known differs (a setting typed on either side still does).
+        if k.starts_with("param.")
+            && !given.contains(k.as_str())
+            && (!fa.contains_key(k) || !fb.contains_key(k))
+        {
+            continue;
+        }
         // A host fact neither side knows a value of: nothing known differs.
         let host_fact = a
             .iter()
@@ -672,7 +693,9 @@ fn point_key(p: &crate::derive::Point, swept: &[(String, String)]) -> String {
     let mut key = format!("{} {}", p.workload, p.test);
     for (wl, k) in swept {
         if *wl == p.workload {
-            if let Some(v) = p.params.get(k) {
+            // Its effective value where it was not given: a run at the default pipeline 1
+            // meets the other side's `pipeline=1`.
+            if let Some(v) = p.setting(k) {
                 key.push_str(&format!(" {k}={}", param_str(v)));
             }
         }

@@ -698,6 +698,23 @@ impl<'a> Point<'a> {
             .collect()
     }
 
+    /// The value this point ran `key` with: as given (its parameters), else its results'
+    /// effective setting (a default, [`model::ResultRecord::setting`]); None when neither
+    /// says (a knob its workload does not have, or results stored before settings were
+    /// kept).
+    pub fn setting(&self, key: &str) -> Option<&serde_json::Value> {
+        self.params
+            .get(key)
+            .or_else(|| self.results.iter().find_map(|r| r.settings.get(key)))
+    }
+
+    /// Whether this point's results say every setting they ran with (stored since
+    /// settings were kept): a knob [`Point::setting`] does not find is then none of its
+    /// workload's.
+    pub fn knows_settings(&self) -> bool {
+        self.results.iter().any(|r| !r.settings.is_empty())
+    }
+
     /// `pipeline=100 instances=2` (all parameters, or all but `skip`).
     pub fn param_label(&self, skip: &[&str]) -> String {
         self.params

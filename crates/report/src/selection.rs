@@ -18,7 +18,10 @@ pub struct Selection {
     /// Empty: every row.
     pub tests: Vec<String>,
     /// Every row at this sweep point instead of each column's best (`instances=2`). A
-    /// key a test does not have is no constraint on it.
+    /// point is at it when the value it ran the key with (given, else its effective
+    /// setting) is the one chosen; a point whose value is not known (results stored before
+    /// settings were kept, the key not given) is not. A key its workload does not have
+    /// (its results' settings lack it: `instances` of an oltp row) is no constraint.
     pub at: Vec<(String, String)>,
     /// The column the Difference columns divide by (a run label); None: the first.
     pub baseline: Option<String>,
@@ -202,11 +205,16 @@ impl Selection {
                 .any(|p| self.takes_test(&p, &peak))
     }
 
-    /// Whether a point is at the chosen sweep point (keys it has must match).
+    /// Whether a point is at the chosen sweep point ([`Selection::at`]): each key's value,
+    /// given or effective, is the chosen one. A point that ran a default it never stored
+    /// is not taken to be at any value: `--at instances=2` showed a run of one instance
+    /// as at two, since its record did not say.
     pub fn takes_point(&self, p: &Point) -> bool {
-        self.at
-            .iter()
-            .all(|(k, v)| p.params.get(k).is_none_or(|have| &param_str(have) == v))
+        self.at.iter().all(|(k, v)| match p.setting(k) {
+            Some(have) => &param_str(have) == v,
+            // Its settings are known and have no such knob: not its workload's.
+            None => p.knows_settings(),
+        })
     }
 
     /// A summary cell's point (`clients=40 instances=2`, its [`SummaryRow::chosen`]) in
@@ -290,7 +298,7 @@ impl Selection {
         for (k, v) in &self.at {
             let values: Vec<String> = all
                 .iter()
-                .filter_map(|p| p.params.get(k).map(param_str))
+                .filter_map(|p| p.setting(k).map(param_str))
                 .collect();
             if values.is_empty() {
                 problems.push(format!("{at_key}: no run was swept over `{k}`"));

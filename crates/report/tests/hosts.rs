@@ -132,6 +132,7 @@ fn result(
             ("receiver_cpus".to_string(), json!([4])),
             ("streams".to_string(), json!(1)),
         ]),
+        settings: Default::default(),
         headline: "throughput_gbit_per_s".into(),
         metrics,
         missing: vec![],

@@ -934,6 +934,13 @@ pub fn run(
                 store.update_hosts(&run_id, &hosts)?;
                 record.hosts = hosts.clone();
             }
+            // Every knob the point runs with, defaults included, redacted as its
+            // parameters are (a password never stored).
+            let point_settings: BTreeMap<String, Value> =
+                match redact_value(&Value::Object(w.settings())) {
+                    Value::Object(m) => m.into_iter().collect(),
+                    _ => BTreeMap::new(),
+                };
             let mut point_steps: Vec<u32> = Vec::new();
             let max_repeat = match o.until_cv {
                 Some(_) => o.max_repeat.unwrap_or(10).max(repeat),
@@ -1050,6 +1057,7 @@ pub fn run(
                                 step,
                                 repetition: rep,
                                 params,
+                                settings: point_settings.clone(),
                                 headline: out.headline,
                                 started_at,
                                 duration_s: out.duration_s,
@@ -1080,6 +1088,7 @@ pub fn run(
                                 step,
                                 repetition: rep,
                                 params,
+                                settings: point_settings.clone(),
                                 headline: String::new(),
                                 started_at,
                                 duration_s: 0.0,

@@ -17,6 +17,9 @@
 //!   run's. `params` and `labels` are `k=v;k=v` (a string
 //!   value holding `;`, `=` or a leading `"` is written as a JSON string). `flags` is
 //!   `SEVERITY:CODE;...`, plus `status:STATUS` for a result that did not end ok.
+//!   `settings` (last, so that the columns before keep their places) is every setting the
+//!   result ran with, defaults included, as `params` is written; empty for a result
+//!   stored before settings were kept.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -33,7 +36,7 @@ pub use csv;
 pub const EXPORT_FORMAT_VERSION: u32 = 1;
 
 /// Header of the long-form CSV.
-pub const CSV_COLUMNS: [&str; 13] = [
+pub const CSV_COLUMNS: [&str; 14] = [
     "run_id",
     "label",
     "host",
@@ -47,7 +50,12 @@ pub const CSV_COLUMNS: [&str; 13] = [
     "unit",
     "labels",
     "flags",
+    "settings",
 ];
+
+/// How many of [`CSV_COLUMNS`] an export written before `settings` was added has (its
+/// header is their first ones).
+pub const CSV_COLUMNS_BEFORE_SETTINGS: usize = 13;
 
 #[derive(Serialize)]
 struct DocRef<'a> {
@@ -203,7 +211,7 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                         unit: &str,
                         labels: &BTreeMap<String, String>|
          -> anyhow::Result<()> {
-            let (workload, test, step, rep, params, flags) = match r {
+            let (workload, test, step, rep, params, flags, settings) = match r {
                 Some(r) => (
                     r.workload.as_str(),
                     r.test.as_str(),
@@ -211,10 +219,12 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                     r.repetition.to_string(),
                     join_params(&r.params),
                     flags_cell(r),
+                    join_params(&r.settings),
                 ),
                 None => (
                     "",
                     "",
+                    String::new(),
                     String::new(),
                     String::new(),
                     String::new(),
@@ -237,6 +247,7 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                 inert(unit),
                 inert(&labels),
                 inert(&flags),
+                inert(&settings),
             ])?;
             Ok(())
         };

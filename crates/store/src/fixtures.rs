@@ -190,6 +190,7 @@ pub fn rich_result(
         step,
         repetition: step % 2,
         params,
+        settings: Default::default(),
         headline: "ops_per_s".into(),
         started_at,
         duration_s: 10.000_000_1 + f64::from(step),

@@ -1097,25 +1097,44 @@ fn insert_result(
     ord: i64,
     r: &ResultRecord,
 ) -> anyhow::Result<()> {
-    conn.execute(
-        "INSERT INTO results (run_id, ord, step, repetition, workload, test, params, headline,
-                              started_at, duration_s, status, error)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        params![
-            run_id,
-            ord,
-            r.step,
-            r.repetition,
-            r.workload,
-            r.test,
-            serde_json::to_string(&r.params)?,
-            r.headline,
-            ts(&r.started_at),
-            r.duration_s,
-            status_str(r.status),
-            r.error,
-        ],
-    )?;
+    // NULL, as for a result stored before settings were kept, when none are known.
+    let settings = (!r.settings.is_empty())
+        .then(|| serde_json::to_string(&r.settings))
+        .transpose()?;
+    let params_json = serde_json::to_string(&r.params)?;
+    let started = ts(&r.started_at);
+    let row = params![
+        run_id,
+        ord,
+        r.step,
+        r.repetition,
+        r.workload,
+        r.test,
+        params_json,
+        r.headline,
+        started,
+        r.duration_s,
+        status_str(r.status),
+        r.error,
+        settings,
+    ];
+    // A store kept at an older schema (the migration tests' `open_at_version`) has no
+    // settings column: what it holds is written without them.
+    if schema::user_version(conn)? >= i64::from(schema::SETTINGS_SINCE) {
+        conn.execute(
+            "INSERT INTO results (run_id, ord, step, repetition, workload, test, params,
+                                  headline, started_at, duration_s, status, error, settings)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            row,
+        )?;
+    } else {
+        conn.execute(
+            "INSERT INTO results (run_id, ord, step, repetition, workload, test, params,
+                                  headline, started_at, duration_s, status, error)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            &row[..12],
+        )?;
+    }
     let rid = conn.last_insert_rowid();
 
     let mut stmt = conn.prepare_cached(
@@ -1278,23 +1297,34 @@ fn load_run(conn: &Connection, id: &str, path: &Path) -> anyhow::Result<RunRecor
 
     let mut results = Vec::new();
     {
-        let mut stmt = conn.prepare_cached(
+        // A store opened read-only may be older than the settings column (v5).
+        let settings_col = if schema::user_version(conn)? >= i64::from(schema::SETTINGS_SINCE) {
+            "settings"
+        } else {
+            "NULL"
+        };
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT id, step, repetition, workload, test, params, headline, started_at,
-                    duration_s, status, error
-             FROM results WHERE run_id = ?1 ORDER BY ord",
-        )?;
+                    duration_s, status, error, {settings_col}
+             FROM results WHERE run_id = ?1 ORDER BY ord"
+        ))?;
         let mut rows = stmt.query([id])?;
         while let Some(row) = rows.next()? {
             let rid: i64 = row.get(0)?;
             let params_json: String = row.get(5)?;
             let started: String = row.get(7)?;
             let status: String = row.get(9)?;
+            let settings_json: Option<String> = row.get(11)?;
             results.push(ResultRecord {
                 workload: row.get(3)?,
                 test: row.get(4)?,
                 step: row.get(1)?,
                 repetition: row.get(2)?,
                 params: serde_json::from_str(&params_json).context("result params JSON")?,
+                settings: settings_json
+                    .map(|j| serde_json::from_str(&j).context("result settings JSON"))
+                    .transpose()?
+                    .unwrap_or_default(),
                 headline: row.get(6)?,
                 started_at: parse_ts(&started)?,
                 duration_s: row.get(8)?,

@@ -166,8 +166,18 @@ const V4: &str = r#"
 ALTER TABLE run_owner ADD COLUMN place TEXT NOT NULL DEFAULT '';
 "#;
 
+/// v5: each result's effective settings, defaults included (JSON object,
+/// [`model::ResultRecord::settings`]). NULL for results stored before they were kept.
+const V5: &str = r#"
+ALTER TABLE results ADD COLUMN settings TEXT;
+"#;
+
+/// The first version whose results have the `settings` column: an older store opened
+/// read-only is read without it.
+pub(crate) const SETTINGS_SINCE: u32 = 5;
+
 /// The migrations, in order. The store's version is the number applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -227,7 +237,8 @@ pub(crate) fn migrate_to(conn: &mut Connection, path: &Path, target: u32) -> any
 }
 
 /// The oldest schema a read-only open reads as it is ([`crate::Store::open_read_only`]):
-/// the reads query only what v1 made (the owners of v3 and v4 are read where present).
+/// the reads query only what v1 made (the owners of v3 and v4 and the results' settings
+/// of v5 are read where present).
 /// Raise it when a migration changes a table or column the reads use; a store older than
 /// it is then refused by the read commands with the command that migrates it.
 pub(crate) const OLDEST_READABLE: u32 = 1;

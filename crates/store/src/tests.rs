@@ -695,3 +695,47 @@ fn an_immutable_uri_escapes_what_a_uri_reads() {
         "file:/data/a%20b%3F%23%25%C3%A9.sqlite?immutable=1"
     );
 }
+
+/// A result's settings (every knob it ran with, defaults included) round-trip; a result
+/// stored before they were kept (a v4 store, read as it is or migrated) loads with none.
+#[test]
+fn settings_round_trip_and_an_older_store_loads_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = rich_run("r-set", Some("arm"), t0(0), 2);
+    run.results[0].settings = [
+        ("pipeline".to_string(), serde_json::json!(1)),
+        ("clients".to_string(), serde_json::json!(50)),
+    ]
+    .into();
+    let path = dir.path().join("new.sqlite");
+    let store = Store::open(&path).unwrap();
+    store.import_run(&run).unwrap();
+    assert_eq!(store.load_run("r-set").unwrap(), run);
+    drop(store);
+    assert_eq!(
+        Store::open_read_only(&path)
+            .unwrap()
+            .load_run("r-set")
+            .unwrap(),
+        run
+    );
+
+    // Stored before settings were kept (schema v4): none, read only or migrated.
+    let old_path = dir.path().join("v4.sqlite");
+    {
+        let old = Store::open_at_version(&old_path, schema::SETTINGS_SINCE - 1).unwrap();
+        old.import_run(&run).unwrap();
+    }
+    let mut without = run.clone();
+    without.results[0].settings.clear();
+    assert_eq!(
+        Store::open_read_only(&old_path)
+            .unwrap()
+            .load_run("r-set")
+            .unwrap(),
+        without
+    );
+    let migrated = Store::open(&old_path).unwrap();
+    assert_eq!(migrated.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(migrated.load_run("r-set").unwrap(), without);
+}

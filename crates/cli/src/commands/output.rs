@@ -150,7 +150,12 @@ fn ownership(head: &[u8]) -> Owner {
     }
     let text = String::from_utf8_lossy(head);
     let first_line = text.split('\n').next().unwrap_or("");
-    if first_line.trim_end_matches('\r') == store::export::CSV_COLUMNS.join(",")
+    let header = first_line.trim_end_matches('\r');
+    // An export written before the `settings` column was added is one too.
+    let before_settings =
+        store::export::CSV_COLUMNS[..store::export::CSV_COLUMNS_BEFORE_SETTINGS].join(",");
+    if header == store::export::CSV_COLUMNS.join(",")
+        || header == before_settings
         || is_json_export(&text)
     {
         Owner::Export

@@ -660,6 +660,7 @@ mod tests {
             step: 0,
             repetition: 0,
             params: BTreeMap::from([("pipeline".to_string(), serde_json::json!(1))]),
+            settings: Default::default(),
             headline: "ops_per_s".into(),
             started_at: t0,
             duration_s: 1.0,

@@ -191,6 +191,7 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
                             ("instances".to_string(), serde_json::json!(inst)),
                             ("pipeline".to_string(), serde_json::json!(pipeline)),
                         ]),
+                        settings: Default::default(),
                         headline: "ops_per_s".into(),
                         started_at: t0 + chrono::Duration::seconds(step as i64 * 3),
                         duration_s: 2.0,

@@ -29,7 +29,7 @@ use engine::host::SutService;
 use engine::workload::{CpuList, CpuRole, Params};
 use engine::{Ctx, StepOutput, Workload};
 use model::Fact;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub use bench::{make_key, run_bulk, run_pkey, Op, OpResult};
 
@@ -62,7 +62,7 @@ pub struct Flags {
 }
 
 /// Plain config of one sweep point.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default = "default_tests")]
@@ -210,6 +210,10 @@ impl CryptoWorkload {
 }
 
 impl Workload for CryptoWorkload {
+    fn settings(&self) -> engine::workload::Params {
+        engine::workload::settings_of(&[serde_json::to_value(&self.cfg)])
+    }
+
     fn name(&self) -> &'static str {
         "crypto"
     }

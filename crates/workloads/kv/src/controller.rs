@@ -164,6 +164,15 @@ impl Kv {
 }
 
 impl Workload for Kv {
+    /// The resolved config and the capacity tests' knobs given (their defaults follow
+    /// from the config).
+    fn settings(&self) -> Params {
+        engine::workload::settings_of(&[
+            serde_json::to_value(&self.cfg),
+            serde_json::to_value(&self.cap),
+        ])
+    }
+
     fn name(&self) -> &'static str {
         "kv"
     }

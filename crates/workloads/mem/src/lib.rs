@@ -72,7 +72,7 @@ pub struct Flags {
     pub bw_threads: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default = "default_tests")]
@@ -861,6 +861,10 @@ impl MemWorkload {
 }
 
 impl Workload for MemWorkload {
+    fn settings(&self) -> serde_json::Map<String, Value> {
+        engine::workload::settings_of(&[serde_json::to_value(&self.plan.cfg)])
+    }
+
     fn name(&self) -> &'static str {
         "mem"
     }

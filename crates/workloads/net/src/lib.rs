@@ -34,7 +34,7 @@ use engine::host::{DriverJob, Host, Service, ServiceCtx, ServiceHandle};
 use engine::workload::{CpuList, CpuRole, Params};
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag, Metric, MissingMetric};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use driver::{drive, SenderReport};
@@ -124,7 +124,7 @@ pub struct Flags {
 }
 
 /// Plain config of one sweep point.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default = "default_tests")]
@@ -605,6 +605,10 @@ fn in_process_service_ctx(ctx: &Ctx) -> ServiceCtx {
 }
 
 impl Workload for NetWorkload {
+    fn settings(&self) -> Params {
+        engine::workload::settings_of(&[serde_json::to_value(&self.plan.cfg)])
+    }
+
     fn name(&self) -> &'static str {
         "net"
     }

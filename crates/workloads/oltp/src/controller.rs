@@ -416,6 +416,12 @@ impl Oltp {
 }
 
 impl Workload for Oltp {
+    /// The resolved config (the DSN's password redacted, as [`Config::echo`] gives it)
+    /// and the capacity tests' knobs given.
+    fn settings(&self) -> Params {
+        engine::workload::settings_of(&[Ok(self.cfg.echo()), serde_json::to_value(&self.cap)])
+    }
+
     fn name(&self) -> &'static str {
         "oltp"
     }

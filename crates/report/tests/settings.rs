@@ -1,0 +1,175 @@
+//! A knob left at its default: its effective value (a result's `settings`) stands in for
+//! the flag not typed when points are matched (`compare`, `report --at`) and disclosed;
+//! a record stored before settings were kept reads as it always did.
+
+mod common;
+
+use common::{kv_run, Spec};
+use model::RunRecord;
+use rackbench_report as report;
+
+/// A run that typed `--instances 1,2` (each result says `instances`).
+fn swept() -> RunRecord {
+    let mut run = kv_run(&Spec {
+        label: "I",
+        id: "20261120T230000-iiiiii",
+        instances: &[1, 2],
+        reps: 2,
+        ..Spec::default()
+    });
+    for r in &mut run.results {
+        r.settings = r.params.clone();
+        r.settings.insert("clients".into(), serde_json::json!(50));
+    }
+    run
+}
+
+/// A run of one instance, the default, not typed; `settings`: whether its results say
+/// the settings they ran with (false: stored before they were kept).
+fn defaulted(settings: bool) -> RunRecord {
+    let mut run = kv_run(&Spec {
+        label: "D",
+        id: "20261120T240000-dddddd",
+        instances: &[1],
+        reps: 2,
+        seed: 2,
+        ..Spec::default()
+    });
+    for r in &mut run.results {
+        r.params.remove("instances");
+        if settings {
+            r.settings = r.params.clone();
+            r.settings.insert("instances".into(), serde_json::json!(1));
+            r.settings.insert("clients".into(), serde_json::json!(50));
+        }
+    }
+    run
+}
+
+fn at(k: &str, v: &str) -> report::Selection {
+    report::Selection {
+        at: vec![(k.into(), v.into())],
+        ..Default::default()
+    }
+}
+
+/// `report I D --at instances=2` showed D, which ran one instance (a default it never
+/// stored), under "at instances=2" with a Difference: a point without the key matched
+/// any value. Now a point is at a value only when it ran with it, given or defaulted.
+#[test]
+fn at_takes_a_point_only_at_the_value_it_ran_with() {
+    for settings in [false, true] {
+        let runs = vec![swept(), defaulted(settings)];
+        let s = report::summary_with(&runs, &at("instances", "2"));
+        assert!(!s.rows.is_empty());
+        for row in &s.rows {
+            assert!(row.perf[0].is_some(), "{}: I ran 2 instances", row.label);
+            assert_eq!(
+                row.perf[1], None,
+                "{}: D ran 1 (settings {settings})",
+                row.label
+            );
+        }
+        assert!(s.differences[0].geomean.is_none(), "{:?}", s.differences);
+    }
+    // At its default value: the run that says it ran with it is taken; one whose
+    // records do not say is not.
+    let s = report::summary_with(&[swept(), defaulted(true)], &at("instances", "1"));
+    assert!(s.rows.iter().all(|r| r.perf[1].is_some()), "{:?}", s.rows);
+    let s = report::summary_with(&[swept(), defaulted(false)], &at("instances", "1"));
+    assert!(s.rows.iter().all(|r| r.perf[1].is_none()), "{:?}", s.rows);
+    // A key its settings say its workload does not have is no constraint on it.
+    let mut other = defaulted(true);
+    for r in &mut other.results {
+        r.settings.remove("instances");
+    }
+    let s = report::summary_with(&[swept(), other], &at("instances", "2"));
+    assert!(s.rows.iter().all(|r| r.perf[1].is_some()), "{:?}", s.rows);
+    // `--at instances=1` names a value D ran with: not refused as unswept.
+    at("instances", "1").check(&[defaulted(true)]).unwrap();
+}
+
+/// `compare I D`, I swept over instances and D at the default: D's points meet I's
+/// `instances=1` and the comparability says D's effective value, not "(not disclosed)".
+/// A record stored before settings were kept compares as it did.
+#[test]
+fn compare_matches_a_defaulted_knob_by_its_effective_value() {
+    let c = report::compare::compare(&[swept()], &[defaulted(true)]);
+    assert!(c.nothing_in_common.is_none(), "{:?}", c.nothing_in_common);
+    let points: Vec<&str> = c
+        .rows
+        .iter()
+        .filter(|r| r.a.is_some() && r.b.is_some())
+        .map(|r| r.point.as_str())
+        .collect();
+    assert!(
+        points.contains(&"kv get instances=1 pipeline=1"),
+        "{points:?}"
+    );
+    assert!(
+        !points.iter().any(|p| p.contains("instances=2")),
+        "{points:?}"
+    );
+    let inst = c
+        .comparability
+        .differences
+        .iter()
+        .find(|d| d.key == "param.kv.instances")
+        .expect("instances differs: I ran 1 and 2");
+    assert_eq!((inst.a.as_str(), inst.b.as_str()), ("1, 2", "1"));
+    // A default both sides ran with is no difference.
+    assert!(
+        !c.comparability
+            .differences
+            .iter()
+            .any(|d| d.key == "param.kv.clients"),
+        "{:?}",
+        c.comparability.differences
+    );
+
+    // D stored before settings were kept: nothing of it is at instances=1, as before.
+    let old = report::compare::compare(&[swept()], &[defaulted(false)]);
+    assert!(
+        !old.rows
+            .iter()
+            .any(|r| r.a.is_some() && r.b.is_some() && r.point.contains("instances=1")),
+        "{:?}",
+        old.rows.iter().map(|r| &r.point).collect::<Vec<_>>()
+    );
+    let inst = old
+        .comparability
+        .differences
+        .iter()
+        .find(|d| d.key == "param.kv.instances")
+        .unwrap();
+    assert_eq!(inst.b, "(not disclosed)");
+    // A default known on one side only is not held against the comparison.
+    assert!(
+        !old.comparability
+            .differences
+            .iter()
+            .any(|d| d.key == "param.kv.clients"),
+        "{:?}",
+        old.comparability.differences
+    );
+}
+
+/// A knob typed on one side (`-c 10`) and defaulted on the other: the other side's
+/// effective value is shown, not "(not disclosed)".
+#[test]
+fn a_typed_knob_is_set_against_the_other_sides_default() {
+    let mut a = defaulted(true);
+    for r in &mut a.results {
+        r.params.insert("clients".into(), serde_json::json!(10));
+        r.settings.insert("clients".into(), serde_json::json!(10));
+    }
+    a.id = "20261120T250000-aaaaaa".into();
+    let c = report::compare::compare(&[a], &[defaulted(true)]);
+    let d = c
+        .comparability
+        .differences
+        .iter()
+        .find(|d| d.key == "param.kv.clients")
+        .expect("clients differs");
+    assert_eq!((d.a.as_str(), d.b.as_str()), ("10", "50"));
+}
