@@ -54,6 +54,7 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             &["kv", "-t", "search", "--search-start", "0"],
             "search start",
         ),
+        (&["kv", "-r", "0"], "keyspace (-r) must be at least 1 key"),
     ];
     for (args, names) in cases {
         let out = common::bin()

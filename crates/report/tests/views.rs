@@ -401,6 +401,20 @@ fn capacity_cpu_charts_draw_the_server_beside_the_host() {
         "{bars:?} against {want}"
     );
     assert!(h.contains("The CPU chart draws both in the host&#39;s terms"));
+    // The ramp's chart too, once its steps watched the server.
+    let ramp = r.results.iter_mut().find(|res| res.test == "ramp").unwrap();
+    for i in 0..3 {
+        ramp.metrics.push(
+            Metric::new("process_cpu_pct", 50.0, "%")
+                .label("phase", "ramp")
+                .label("step", i)
+                .label("role", "server:0"),
+        );
+    }
+    let h = report::html(std::slice::from_ref(&r), None);
+    let chart = &h[h.find("kv ramp: CPU busy vs demanded rate").unwrap()..];
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    assert!(chart.contains("server processes"), "{chart}");
 }
 
 #[test]

@@ -240,6 +240,10 @@ impl KvConfig {
         if self.threads == 0 {
             bail!("threads must be at least 1");
         }
+        // It became one key without a word (redis-benchmark's -r 0 is no keyspace at all).
+        if self.keyspace == 0 {
+            bail!("keyspace (-r) must be at least 1 key (e.g. -r 10000)");
+        }
         if self.instances == 0 && self.targets.is_empty() {
             bail!("instances must be at least 1 (or give --target)");
         }
