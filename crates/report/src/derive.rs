@@ -1574,7 +1574,10 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         tests: vec![],
         ..sel.clone()
     };
-    let sel = if sel.applies_to_tests_of(runs) {
+    // The names of this summary's tests only: one summary per workload shares the
+    // selection, and the kv table's caption named crypto's `rsa2048`.
+    let own_tests = sel.tests_in(runs);
+    let sel = if !own_tests.is_empty() {
         sel
     } else {
         &keep_all
@@ -1677,20 +1680,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         measured: n,
         unit,
         selection: Selection {
-            // The names of this summary's tests only: one summary per workload shares
-            // the selection, and the kv table's caption named crypto's `rsa2048`.
-            tests: sel
-                .tests
-                .iter()
-                .filter(|t| {
-                    Selection {
-                        tests: vec![t.to_string()],
-                        ..Selection::default()
-                    }
-                    .applies_to_tests_of(runs)
-                })
-                .cloned()
-                .collect(),
+            tests: own_tests,
             ..sel.clone()
         }
         .describe(&peak),

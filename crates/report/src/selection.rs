@@ -192,17 +192,28 @@ impl Selection {
             .any(|t| t == &p.test || t == &key || t == bare)
     }
 
-    /// Whether any chosen test is among these runs' (a report of several workloads:
-    /// tests chosen for one leave the others' rows alone).
-    pub fn applies_to_tests_of(&self, runs: &[RunRecord]) -> bool {
+    /// The names of [`Selection::tests`] that match a test of these runs: none when the
+    /// chosen tests are all another workload's (a report of several workloads: tests
+    /// chosen for one leave the others' rows alone).
+    pub fn tests_in(&self, runs: &[RunRecord]) -> Vec<String> {
         let skip = crate::derive::name_skip(runs, &crate::derive::peak_params(runs));
         let peak: Vec<&str> = skip.iter().map(String::as_str).collect();
-        !self.tests.is_empty()
-            && runs
-                .iter()
-                .enumerate()
-                .flat_map(|(i, r)| points(i, r))
-                .any(|p| self.takes_test(&p, &peak))
+        let all: Vec<Point> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| points(i, r))
+            .collect();
+        self.tests
+            .iter()
+            .filter(|t| {
+                let one = Selection {
+                    tests: vec![t.to_string()],
+                    ..Selection::default()
+                };
+                all.iter().any(|p| one.takes_test(p, &peak))
+            })
+            .cloned()
+            .collect()
     }
 
     /// Whether a point is at the chosen sweep point ([`Selection::at`]): each key's value,
