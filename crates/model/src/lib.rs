@@ -122,6 +122,14 @@ const COUNT_UNITS: &[&str] = &[
 /// `receiver`).
 pub const LOADGEN_PROCESS: &str = "loadgen";
 
+/// FNV-1a, 64 bits: a hash stable across builds and platforms (std's is not), for a
+/// report's seal and a test's key stream. No defence against forgery.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// Whether a unit counts things ([`COUNT_UNITS`]).
 pub fn is_count_unit(unit: &str) -> bool {
     COUNT_UNITS.contains(&unit)

@@ -171,10 +171,7 @@ const SEAL_CLOSE: &str = " -->\n";
 /// FNV-1a, 64 bits: tells an edit from the file as written (not a defence against forgery:
 /// the point is to never destroy someone's work by accident).
 fn digest(bytes: &[u8]) -> String {
-    let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    });
-    format!("{h:016x}")
+    format!("{:016x}", model::fnv1a64(bytes))
 }
 
 /// A report or chart with its seal appended (on a line of its own); anything else as is.

@@ -69,11 +69,7 @@ pub fn load(cfg: &KvConfig) -> engine::spread::Load {
 /// and every capacity step (which all drive `mix`), where redis-benchmark's stream would
 /// run on.
 fn test_seed(seed: u64, test: &str) -> u64 {
-    // FNV-1a of the test's name: stable across builds and platforms.
-    let h = test.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    seed ^ h
+    seed ^ model::fnv1a64(test.as_bytes())
 }
 
 impl Kv {
