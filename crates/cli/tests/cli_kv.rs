@@ -616,3 +616,161 @@ fn a_defaulted_knob_is_stored_and_compares_by_its_value() {
     assert!(both.contains(&"kv get pipeline=1"), "{both:?}");
     assert!(!both.iter().any(|p| p.contains("pipeline=16")), "{both:?}");
 }
+
+/// A redis-server on a free loopback port whose default user needs `password` and whose
+/// ACL user `bench` needs `bench_password`, both set in its config file (not on its
+/// command line), stopped on drop.
+struct PasswordRedis {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl PasswordRedis {
+    fn start(password: &str, bench_password: &str) -> PasswordRedis {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf = dir.path().join("redis.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\nsave \"\"\nappendonly no\nrequirepass {password}\n\
+                 user bench on >{bench_password} ~* &* +@all\n"
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new("redis-server")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        PasswordRedis {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for PasswordRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A --target that needs a password is benchmarked with `--auth-file` (and `--user` for
+/// an ACL user): AUTH goes in front of every connection's first request, reconnects
+/// (-k 0) included, so the server counts every request and no error. The password is
+/// read from the file on each host and is nowhere in what rackbench prints or stores.
+#[test]
+fn a_target_with_a_password_is_benchmarked_through_a_file_that_holds_it() {
+    use std::os::unix::fs::PermissionsExt;
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let (secret, bench_secret) = ("Pw-0f-the-default-user", "Pw-0f-bench");
+    let redis = PasswordRedis::start(secret, bench_secret);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let file = |name: &str, text: &str, mode: u32| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let (good, bench, wrong, open) = (
+        file("pw", &format!("{secret}\n"), 0o600),
+        file("bench", bench_secret, 0o400),
+        file("wrong", "not-it\n", 0o600),
+        file("open", &format!("{secret}\n"), 0o644),
+    );
+    let target = format!("127.0.0.1:{}", redis.port);
+    let base = [
+        "kv", "--target", &target, "-t", "set,get", "-n", "2000", "-c", "4", "-P", "4", "-r", "100",
+    ];
+
+    let (code, run, err) = run_json_kv(
+        &db,
+        &[&base[..], &["-k", "0", "--auth-file", &good]].concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+    for r in run["results"].as_array().unwrap() {
+        let m = |name: &str| {
+            r["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == name && m["labels"].as_object().is_none_or(|l| l.is_empty()))
+                .unwrap_or_else(|| panic!("no {name} in {r}"))["value"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(m("requests"), 2000.0, "{r}");
+        assert_eq!(m("server_calls"), 2000.0, "{r}");
+        assert!(
+            m("reconnects") >= 400.0,
+            "-k 0 -P 4: a connection per 4: {r}"
+        );
+    }
+    let text = run.to_string();
+    assert!(
+        text.contains("--auth-file"),
+        "the disclosure says how it authenticated"
+    );
+    // An ACL user, by name, with its own file.
+    let (code, _, err) = run_json_kv(
+        &db,
+        &[&base[..], &["--auth-file", &bench, "--user", "bench"]].concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+
+    // Refused before anything runs: a wrong password, a file others can read, a file
+    // beside servers rackbench launches (they need none), --user alone.
+    let cases: [(Vec<&str>, &str); 4] = [
+        (
+            [&base[..], &["--auth-file", &wrong]].concat(),
+            "refused the password of --auth-file",
+        ),
+        ([&base[..], &["--auth-file", &open]].concat(), "chmod 600"),
+        (
+            vec!["kv", "-n", "10", "--auth-file", &good],
+            "the redis-servers rackbench launches need none",
+        ),
+        (
+            [&base[..], &["--user", "bench"]].concat(),
+            "--user needs --auth-file",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (code, _, err) = run_json_kv(&db, &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: `{err}` should say `{needle}`"
+        );
+        assert!(!err.contains(secret) && !err.contains("not-it"), "{err}");
+    }
+    // Two runs stored, and neither password anywhere in the store.
+    let (code, out, err) = common::run(&["--db", db.to_str().unwrap(), "runs", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let runs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 2, "{runs}");
+    let stored = std::fs::read(&db).unwrap();
+    for s in [secret, bench_secret] {
+        assert!(
+            !stored.windows(s.len()).any(|w| w == s.as_bytes()),
+            "the password is in the store"
+        );
+    }
+}

@@ -30,11 +30,14 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     spec.sleep_when_idle = plan.cap.sleep_when_idle(&job.test);
     spec.phase = job.phase();
     let (keyspace, size, verify) = (cfg.keyspace, cfg.data_size, cfg.verify);
+    // Read on this host: the password never travels with the job.
+    let auth: Option<std::sync::Arc<[u8]>> =
+        crate::auth::Auth::of(cfg)?.map(|a| a.command().into());
     let out = run_stream(
         &spec,
         &endpoints,
         &CLASS_NAMES,
-        |_| Resp::new(mix, keyspace, size, verify),
+        |_| Resp::new(mix, keyspace, size, verify).with_auth(auth.clone()),
         progress,
     )?;
     Ok(serde_json::to_value(WireOutcome::from(&out))?)

@@ -12,6 +12,7 @@
 //! - and the [`controller`] ([`Kv`], the `Workload`), which starts the service, spreads
 //!   each test across the generators and merges what they measured.
 
+pub mod auth;
 pub mod controller;
 pub mod driver;
 pub mod resp;
@@ -102,6 +103,13 @@ pub struct Flags {
     /// Use existing servers instead of launching (repeatable): host:port
     #[arg(long = "target", id = "targets", value_name = "HOST:PORT", action = clap::ArgAction::Append)]
     pub targets: Option<Vec<String>>,
+    /// A --target that needs a password: a file holding it alone, readable by its owner
+    /// only (chmod 600), read on each host that connects (never on a command line)
+    #[arg(long = "auth-file", id = "auth_file", value_name = "FILE")]
+    pub auth_file: Option<String>,
+    /// The ACL user to AUTH as with --auth-file's password (redis-cli --user) [default: the default user]
+    #[arg(long = "user", id = "user", value_name = "NAME")]
+    pub user: Option<String>,
     /// redis-server binary to launch [default: redis-server from PATH]
     #[arg(long = "redis-server", id = "redis_server", value_name = "PATH")]
     pub redis_server: Option<String>,
@@ -143,6 +151,10 @@ pub struct KvConfig {
     pub client_cpus: Vec<serde_json::Value>,
     pub client_io: ClientIo,
     pub targets: Vec<String>,
+    /// A file holding the password of `targets` (read on each host that connects).
+    pub auth_file: Option<String>,
+    /// The ACL user of `auth_file`'s password.
+    pub user: Option<String>,
     pub redis_server: String,
     pub verify: bool,
     /// `100us`, `1ms`...: the share of requests slower than each is stored.
@@ -171,6 +183,8 @@ impl Default for KvConfig {
             client_cpus: Vec::new(),
             client_io: ClientIo::Auto,
             targets: Vec::new(),
+            auth_file: None,
+            user: None,
             redis_server: "redis-server".into(),
             verify: true,
             latency_thresholds: vec!["100us".into(), "1ms".into(), "8ms".into()],
@@ -258,6 +272,16 @@ impl KvConfig {
             .filter_map(|(given, flag)| given.then_some(flag))
             .collect();
             engine::plan::refuse_launch_settings(&given, "--target", "redis-server instances")?;
+        }
+        if self.auth_file.is_some() && self.targets.is_empty() {
+            bail!(
+                "--auth-file is for a --target whose server needs a password, and the \
+                 redis-servers rackbench launches need none (give --target HOST:PORT, or leave out \
+                 --auth-file)"
+            );
+        }
+        if self.user.is_some() && self.auth_file.is_none() {
+            bail!("--user needs --auth-file FILE, the file holding that user's password");
         }
         if self.keepalive > 1 {
             bail!(

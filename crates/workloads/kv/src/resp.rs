@@ -257,6 +257,24 @@ pub struct Resp {
     /// A whole SET request for key 0, copied once per SET and its key's digits and value
     /// written over (one copy instead of a capacity check and copy per part).
     set_template: Vec<u8>,
+    /// `AUTH [user] password` to send in front of a connection's first request
+    /// (`--auth-file`), shared by every connection of a generator.
+    auth: Option<std::sync::Arc<[u8]>>,
+    /// AUTH goes in front of the next request: the connection is new.
+    auth_due: bool,
+    /// AUTH was sent: its reply comes before the first request's.
+    auth_reply_due: bool,
+}
+
+/// A command as RESP: an array of bulk strings.
+pub fn encode_command(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out
 }
 
 /// A GET of key 0.
@@ -293,7 +311,41 @@ impl Resp {
             }),
             value_header,
             set_template,
+            auth: None,
+            auth_due: false,
+            auth_reply_due: false,
         }
+    }
+
+    /// Authenticate every connection (opened or reopened) with this `AUTH` command.
+    pub fn with_auth(mut self, auth: Option<std::sync::Arc<[u8]>>) -> Resp {
+        self.auth_due = auth.is_some();
+        self.auth = auth;
+        self
+    }
+
+    /// The reply to AUTH, then the first request's: both taken off together, as the
+    /// engine expects one outcome per reply (the first request's latency includes the
+    /// AUTH before it, as redis-benchmark's does). A refused AUTH drops the connection.
+    #[cold]
+    fn parse_after_auth(&mut self, buf: &[u8]) -> Result<Option<(usize, Outcome)>, String> {
+        let Some((used, reply)) = parse_reply(buf)? else {
+            return Ok(None);
+        };
+        if !matches!(reply, Reply::Simple) {
+            let line = buf[..used].trim_ascii_end();
+            return Err(format!(
+                "the server refused AUTH: {} (check the password in --auth-file, and --user)",
+                String::from_utf8_lossy(line)
+            ));
+        }
+        self.auth_reply_due = false;
+        let next = self.parse(&buf[used..]);
+        if let Ok(None) = next {
+            // Not whole yet: the AUTH reply stays at the front for the next call.
+            self.auth_reply_due = true;
+        }
+        Ok(next?.map(|(n, o)| (used + n, o)))
     }
 
     /// `buf` starts with the value header.
@@ -446,6 +498,11 @@ impl Protocol for Resp {
             0
         };
         let digits = Digits::of(key);
+        if self.auth_due {
+            self.auth_due = false;
+            self.auth_reply_due = true;
+            out.extend_from_slice(self.auth.as_deref().unwrap_or_default());
+        }
         let at = out.len();
         match class {
             SET => {
@@ -467,6 +524,9 @@ impl Protocol for Resp {
 
     #[inline]
     fn parse(&mut self, buf: &[u8]) -> Result<Option<(usize, Outcome)>, String> {
+        if self.auth_reply_due {
+            return self.parse_after_auth(buf);
+        }
         // The reply the oldest request expects, whole at the front (nearly every reply
         // of a benchmark): recognised by comparing bytes, without scanning for the line
         // end or reading the length's digits. Anything else takes the general parser.
@@ -520,6 +580,8 @@ impl Protocol for Resp {
 
     fn reset(&mut self) {
         self.inflight.clear();
+        self.auth_due = self.auth.is_some();
+        self.auth_reply_due = false;
     }
 }
 
@@ -569,6 +631,47 @@ mod tests {
         );
         assert!(s.contains("\r\n$10\r\n"));
         assert!(s.ends_with("\r\n"));
+    }
+
+    /// With `--auth-file`, AUTH goes in front of a connection's first request, its
+    /// reply is taken off with the first request's (whole or not yet), a refusal drops
+    /// the connection, and a reopened connection authenticates again.
+    #[test]
+    fn auth_goes_in_front_of_a_connections_first_request() {
+        let auth = encode_command(&["AUTH", "pw"]);
+        let mut r = Resp::new(Mix::Only(SET), 1, 3, true).with_auth(Some(auth.clone().into()));
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut out = Vec::new();
+        r.encode(&mut rng, &mut out);
+        assert!(out.starts_with(&auth), "{}", String::from_utf8_lossy(&out));
+        assert!(out[auth.len()..].starts_with(b"*3\r\n$3\r\nSET"));
+        let first = out.len();
+        r.encode(&mut rng, &mut out);
+        assert_eq!(
+            out.len() - first,
+            first - auth.len(),
+            "AUTH once per connection"
+        );
+        // AUTH's +OK, then the SET's +OK: one outcome for both; not before both are in.
+        assert_eq!(r.parse(b"+OK\r\n+O").unwrap(), None);
+        assert_eq!(r.parse(b"+OK\r\n+OK\r\n").unwrap(), Some((10, Outcome::Ok)));
+        assert_eq!(r.parse(b"+OK\r\n").unwrap(), Some((5, Outcome::Ok)));
+        r.reset();
+        out.clear();
+        r.encode(&mut rng, &mut out);
+        assert!(
+            out.starts_with(&auth),
+            "a reopened connection authenticates"
+        );
+        let e = r
+            .parse(b"-WRONGPASS invalid username-password pair\r\n")
+            .unwrap_err();
+        assert!(e.contains("refused AUTH: -WRONGPASS"), "{e}");
+        // Without a password, nothing is sent in front.
+        let mut plain = Resp::new(Mix::Only(SET), 1, 3, true);
+        out.clear();
+        plain.encode(&mut rng, &mut out);
+        assert!(out.starts_with(b"*3\r\n$3\r\nSET"));
     }
 
     #[test]

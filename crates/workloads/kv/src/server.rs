@@ -12,7 +12,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use engine::launch::{find_binary, free_port_on, pin_command, wait_for_port, ChildGuard};
 
-use crate::resp::{parse_reply, Reply};
+use crate::auth::Auth;
+use crate::resp::{encode_command, parse_reply, Reply};
 
 pub struct Instance {
     pub addr: SocketAddr,
@@ -72,7 +73,7 @@ pub fn launch(
             let tail: String = tail.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
             bail!("{e:#}; its log says: {tail}");
         }
-        let mut admin = Admin::connect(addr)?;
+        let mut admin = Admin::connect(addr, None)?;
         admin
             .ping()
             .with_context(|| format!("redis-server #{i} did not answer PING"))?;
@@ -88,23 +89,30 @@ pub struct Admin {
 }
 
 impl Admin {
-    pub fn connect(addr: SocketAddr) -> anyhow::Result<Admin> {
+    /// Connect, and authenticate first when the server needs it (`--auth-file`).
+    pub fn connect(addr: SocketAddr, auth: Option<&Auth>) -> anyhow::Result<Admin> {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
             .with_context(|| format!("cannot connect to {addr}: is redis-server running there?"))?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        Ok(Admin {
+        let mut admin = Admin {
             stream,
             buf: Vec::new(),
-        })
+        };
+        if let Some(auth) = auth {
+            // The error names the command and the server's reply, never the arguments.
+            admin.call(&auth.args()).with_context(|| {
+                format!(
+                    "{addr} refused the password of --auth-file (check it, and --user for \
+                     an ACL user)"
+                )
+            })?;
+        }
+        Ok(admin)
     }
 
     /// Send a command, return the raw reply bytes (bulk payload for bulk replies).
     pub fn call(&mut self, args: &[&str]) -> anyhow::Result<Vec<u8>> {
-        let mut req = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.stream.write_all(&req)?;
+        self.stream.write_all(&encode_command(args))?;
         self.buf.clear();
         let mut chunk = [0u8; 16 * 1024];
         loop {

@@ -16,6 +16,7 @@ use engine::host::{Service, ServiceCtx};
 use engine::workload::Params;
 use model::Fact;
 
+use crate::auth::Auth;
 use crate::{server, KvConfig, Plan};
 
 /// Launched instances get this long to exit after SIGTERM before the group is killed.
@@ -40,6 +41,8 @@ pub struct KvService {
     instances: Vec<server::Instance>,
     dir: Option<engine::scratch::ScratchDir>,
     facts: BTreeMap<String, Fact>,
+    /// `--auth-file`'s password, read on this host, for the admin connections.
+    auth: Option<Auth>,
 }
 
 impl KvService {
@@ -54,6 +57,7 @@ impl KvService {
             instances: Vec::new(),
             dir: None,
             facts: BTreeMap::new(),
+            auth: Auth::of(cfg)?,
         };
         if cfg.targets.is_empty() {
             // Checked here, not in the plan: the CPUs are this host's.
@@ -73,7 +77,7 @@ impl KvService {
                 .with_context(|| format!("--target `{t}` is not host:port"))?
                 .next()
                 .with_context(|| format!("--target `{t}` resolves to no address"))?;
-            let mut a = server::Admin::connect(addr)?;
+            let mut a = server::Admin::connect(addr, self.auth.as_ref())?;
             if let Err(e) = a.ping() {
                 // A server that needs a password answers, but refuses: not "is it Redis?".
                 if format!("{e:#}").contains("NOAUTH") {
@@ -81,11 +85,10 @@ impl KvService {
                         // No bare word after `requirepass`: the secret masker, which
                         // every error passes, would hide it as redis's password.
                         "{addr} needs a password (it answered PING with NOAUTH: a \
-                         requirepass, or an ACL user with one), and rackbench's kv does not \
-                         authenticate: benchmark a server \
-                         or a user without a password (e.g. a copy of it started with \
-                         `redis-server --port 6390`), or let rackbench launch one (leave out \
-                         --target)"
+                         requirepass, or an ACL user with one): put it alone in a file only \
+                         you can read (chmod 600), on every host that connects, and give \
+                         --auth-file FILE (and --user NAME for an ACL user); the password \
+                         never goes on a command line"
                     );
                 }
                 return Err(e)
@@ -100,6 +103,15 @@ impl KvService {
             "server.mode".into(),
             Fact::known("given endpoints (--target)"),
         );
+        if self.auth.is_some() {
+            self.facts.insert(
+                "client.auth".into(),
+                Fact::known(
+                    "AUTH in front of each connection's first request (--auth-file), as \
+                     redis-benchmark -a",
+                ),
+            );
+        }
         Ok(())
     }
 
@@ -171,7 +183,7 @@ impl KvService {
         let Some(ep) = self.admin.first() else {
             return Ok(());
         };
-        let mut a = server::Admin::connect(*ep)?;
+        let mut a = server::Admin::connect(*ep, self.auth.as_ref())?;
         let info = a.info("server").unwrap_or_default();
         let version = info.get("redis_version").map_or_else(
             || Fact::unknown("INFO server gave no redis_version"),
@@ -198,7 +210,7 @@ impl KvService {
     fn counters(&self) -> anyhow::Result<BTreeMap<String, u64>> {
         let mut total: BTreeMap<String, u64> = BTreeMap::new();
         for ep in &self.admin {
-            let mut a = server::Admin::connect(*ep)?;
+            let mut a = server::Admin::connect(*ep, self.auth.as_ref())?;
             let info = a
                 .info("commandstats")
                 .with_context(|| format!("INFO commandstats on {ep}"))?;

@@ -493,8 +493,8 @@ fn values_written_by_something_else_say_what_to_do() {
 }
 
 /// A --target that needs a password (requirepass) was "did not answer PING: is it a
-/// Redis server?" (acceptance pass D, 2): it is said that it needs one, which rackbench's
-/// kv does not send, and what to do; the password is nowhere in the message.
+/// Redis server?" (acceptance pass D, 2): it is said that it needs one and how to give
+/// it; the password is nowhere in the message.
 #[test]
 fn a_target_that_needs_a_password_is_said_so() {
     if !have_redis() {
@@ -531,7 +531,8 @@ fn a_target_that_needs_a_password_is_said_so() {
     assert!(
         e.contains(
             "needs a password (it answered PING with NOAUTH: a requirepass, or an ACL user \
-             with one), and rackbench's kv does not authenticate"
+             with one): put it alone in a file only you can read (chmod 600), on every host \
+             that connects, and give --auth-file FILE (and --user NAME for an ACL user)"
         ),
         "{e}"
     );
