@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context};
 use serde_json::{Map, Number, Value};
 
-/// Deserialize one sweep point into a workload's config type. Errors name the key
-/// (`kv: clients: invalid type: string "many", expected usize`) and say where to look.
+/// Deserialize one sweep point into a workload's config type. Errors name the key and
+/// say what it takes in the user's words (`clients: got string "many", expected a whole
+/// number (0 or more)`), and where to look.
 pub fn config_from_params<T: serde::de::DeserializeOwned>(
     workload: &str,
     params: &Map<String, Value>,
@@ -16,13 +17,43 @@ pub fn config_from_params<T: serde::de::DeserializeOwned>(
     let v = Value::Object(params.clone());
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
+        let inner = plain_words(&e.into_inner().to_string());
+        let help = format!("(see `rackbench run {workload} --help`)");
         if path == "." || path.is_empty() {
-            anyhow::anyhow!("{workload}: {inner} (see `rackbench run {workload} --help`)")
+            anyhow::anyhow!("{inner} {help}")
         } else {
-            anyhow::anyhow!("{workload}: {path}: {inner} (see `rackbench run {workload} --help`)")
+            anyhow::anyhow!("{path}: {inner} {help}")
         }
     })
+}
+
+/// serde's words for a value of the wrong type (`invalid type: string "x", expected
+/// usize`) in the words of someone writing a plan or typing a flag.
+fn plain_words(serde_message: &str) -> String {
+    const EXPECTED: [(&str, &str); 9] = [
+        ("expected usize", "expected a whole number (0 or more)"),
+        ("expected u64", "expected a whole number (0 or more)"),
+        ("expected u32", "expected a whole number (0 or more)"),
+        ("expected u16", "expected a whole number (0 to 65535)"),
+        ("expected u8", "expected a whole number (0 to 255)"),
+        ("expected i64", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+        ("expected a sequence", "expected a list"),
+    ];
+    let mut m = serde_message
+        .replacen("invalid type: ", "got ", 1)
+        .replacen("invalid value: ", "got ", 1);
+    for (serde, plain) in EXPECTED {
+        if let Some(at) = m.find(serde) {
+            // Whole words only: `expected u8` is not the start of `expected u80`.
+            let end = at + serde.len();
+            if !m[end..].starts_with(|c: char| c.is_ascii_alphanumeric()) {
+                m.replace_range(at..end, plain);
+            }
+        }
+    }
+    m
 }
 
 /// Settings of a server rackbench launches (`--instances`, `--server-cpus`), given
@@ -261,6 +292,40 @@ pub fn normalize(v: Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A plan's value of the wrong type is said in plain words, with the key and where
+    /// to look: "expected usize" meant nothing to someone who wrote `clients = "many"`.
+    #[test]
+    fn a_value_of_the_wrong_type_is_said_in_plain_words() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Cfg {
+            clients: usize,
+            verify: bool,
+            rate: f64,
+            port: u16,
+            tests: Vec<String>,
+        }
+        let good = json!({"clients": 1, "verify": true, "rate": 1.0, "port": 1, "tests": []});
+        let with = |key: &str, v: Value| {
+            let mut p = good.as_object().unwrap().clone();
+            p.insert(key.into(), v);
+            let e = config_from_params::<Cfg>("kv", &p).unwrap_err();
+            format!("{e:#}")
+        };
+        assert_eq!(
+            with("clients", json!("many")),
+            "clients: got string \"many\", expected a whole number (0 or more) \
+             (see `rackbench run kv --help`)"
+        );
+        assert!(with("clients", json!(-1))
+            .contains("got integer `-1`, expected a whole number (0 or more)"));
+        assert!(with("verify", json!("maybe")).contains("expected true or false"));
+        assert!(with("rate", json!("fast")).contains("expected a number"));
+        assert!(with("port", json!(70000)).contains("expected a whole number (0 to 65535)"));
+        assert!(with("tests", json!(5)).contains("tests: got integer `5`, expected a list"));
+        assert!(with("tests", json!([5])).contains("tests[0]: got integer `5`, expected a string"));
+    }
 
     #[test]
     fn fuzz_regression_ranges_to_i64_max_are_refused_not_built() {

@@ -115,8 +115,7 @@ pub fn registration() -> engine::Registration {
 
 /// Parse a sweep point into a config; errors name the key.
 pub fn parse_config(m: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Config> {
-    let cfg: Config = serde_json::from_value(serde_json::Value::Object(m.clone()))
-        .map_err(|e| anyhow::anyhow!("crypto: bad parameter: {e}"))?;
+    let cfg: Config = engine::plan::config_from_params("crypto", m)?;
     validate(&cfg)?;
     Ok(cfg)
 }

@@ -324,8 +324,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn from_params(m: &serde_json::Map<String, Value>) -> anyhow::Result<Plan> {
-        let cfg: Config = serde_json::from_value(Value::Object(m.clone()))
-            .map_err(|e| anyhow::anyhow!("mem: bad parameter: {e}"))?;
+        let cfg: Config = engine::plan::config_from_params("mem", m)?;
         let mut tests = Vec::new();
         for t in &cfg.tests {
             match t.trim() {

@@ -249,8 +249,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn from_params(m: &Params) -> anyhow::Result<Plan> {
-        let cfg: Config = serde_json::from_value(Value::Object(m.clone()))
-            .map_err(|e| anyhow::anyhow!("net: bad parameter: {e}"))?;
+        let cfg: Config = engine::plan::config_from_params("net", m)?;
         if cfg.streams == 0 || cfg.streams > 256 {
             bail!(
                 "net: `streams` = {} is out of range: use 1 to 256",

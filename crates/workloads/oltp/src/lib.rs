@@ -337,8 +337,7 @@ impl Config {
             };
             m.insert(k.clone(), v);
         }
-        let cfg: Config = serde_json::from_value(Value::Object(m))
-            .map_err(|e| anyhow::anyhow!("oltp: {e} (see `rackbench run oltp --help`)"))?;
+        let cfg: Config = engine::plan::config_from_params("oltp", &m)?;
         cfg.validate()?;
         Ok(cfg)
     }
