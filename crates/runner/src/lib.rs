@@ -804,7 +804,7 @@ pub fn run(
         .map(|(h, _)| h.clone())
         .collect();
     let telemetry = match telemetry::Telemetry::start(set.all(), &settings, &suts, o.telemetry) {
-        Ok(t) => t,
+        Ok(t) => t.irq_in_task_time(&hosts),
         Err(e) => {
             store.delete_run(&run_id)?;
             return Err(e);

@@ -135,6 +135,10 @@ pub fn collect(src: &Sources) -> BTreeMap<String, Fact> {
     let mut f = BTreeMap::new();
     sysctls(&mut f, src.proc_root);
     cmdline(&mut f, src.proc_root);
+    f.insert(
+        IRQ_TIME_ACCOUNTING.into(),
+        irq_time_accounting(src.proc_root, &src.etc_root.with_file_name("boot")),
+    );
     tuned(&mut f, src.etc_root);
     cstates(&mut f, src.sys_root);
     let thp = src.sys_root.join("kernel/mm/transparent_hugepage/defrag");
@@ -234,6 +238,62 @@ fn cmdline(f: &mut BTreeMap<String, Fact>, proc_root: &Path) {
             Err(e) => Fact::unknown(format!("{}: {e}", p.display())),
         },
     );
+}
+
+/// The fact saying whether the kernel accounts interrupt time apart from tasks.
+pub const IRQ_TIME_ACCOUNTING: &str = "kernel.irq_time_accounting";
+
+/// How [`IRQ_TIME_ACCOUNTING`]'s value starts when the kernel charges each tick spent in
+/// an interrupt or softirq to the task it interrupted (no `CONFIG_IRQ_TIME_ACCOUNTING`,
+/// or `tsc=noirqtime`): a process's CPU time (pidstat's %CPU) then holds the network path
+/// it carried, which /proc/stat counts under %irq and %soft, not %sys.
+pub const IRQ_IN_TASK_TIME: &str = "off";
+
+/// Whether interrupt time is accounted apart (`on`) or charged to the interrupted task
+/// (`off`), from the kernel's build configuration (`/proc/config.gz`, else
+/// `/boot/config-RELEASE`) and its command line (`tsc=noirqtime` turns it off).
+fn irq_time_accounting(proc_root: &Path, boot_root: &Path) -> Fact {
+    let cmdline = std::fs::read_to_string(proc_root.join("cmdline")).unwrap_or_default();
+    let release = std::fs::read_to_string(proc_root.join("sys/kernel/osrelease"))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let gz = proc_root.join("config.gz");
+    let config = std::fs::File::open(&gz)
+        .ok()
+        .and_then(|f| {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(f), &mut text)
+                .ok()
+                .map(|_| (text, gz.display().to_string()))
+        })
+        .or_else(|| {
+            let p = boot_root.join(format!("config-{release}"));
+            Some((std::fs::read_to_string(&p).ok()?, p.display().to_string()))
+        });
+    let Some((config, from)) = config else {
+        return Fact::unknown(format!(
+            "the kernel's build configuration is not readable (no {} or {}/config-{release})",
+            gz.display(),
+            boot_root.display()
+        ));
+    };
+    let on = config
+        .lines()
+        .any(|l| l.trim() == "CONFIG_IRQ_TIME_ACCOUNTING=y");
+    if !on {
+        Fact::known(format!(
+            "{IRQ_IN_TASK_TIME}: interrupt and softirq ticks are charged to the task they \
+             interrupt (no CONFIG_IRQ_TIME_ACCOUNTING in {from})"
+        ))
+    } else if cmdline.split_whitespace().any(|w| w == "tsc=noirqtime") {
+        Fact::known(format!(
+            "{IRQ_IN_TASK_TIME}: interrupt and softirq ticks are charged to the task they \
+             interrupt (tsc=noirqtime on the kernel's command line)"
+        ))
+    } else {
+        Fact::known(format!("on (CONFIG_IRQ_TIME_ACCOUNTING in {from})"))
+    }
 }
 
 fn tuned(f: &mut BTreeMap<String, Fact>, etc_root: &Path) {
@@ -524,6 +584,53 @@ mod tests {
                 None => assert!(n.rings().is_err(), "{nic}"),
             }
         }
+    }
+
+    /// Whether the kernel charges interrupt ticks to tasks decides how the other-load
+    /// check reads a process's CPU time (acceptance pass F, 1): from /proc/config.gz,
+    /// else /boot/config-RELEASE, and `tsc=noirqtime` on the command line.
+    #[test]
+    fn irq_time_accounting_is_read_from_the_kernels_configuration() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        let (proc_root, boot) = (d.path().join("proc"), d.path().join("boot"));
+        std::fs::create_dir_all(proc_root.join("sys/kernel")).unwrap();
+        std::fs::create_dir_all(&boot).unwrap();
+        std::fs::write(proc_root.join("sys/kernel/osrelease"), "6.1.0-test\n").unwrap();
+        std::fs::write(proc_root.join("cmdline"), "root=/dev/vda\n").unwrap();
+        let fact = || irq_time_accounting(&proc_root, &boot);
+        assert!(fact().value.is_none(), "no configuration: unknown");
+        assert!(fact().missing.unwrap().contains("config-6.1.0-test"));
+        std::fs::write(
+            boot.join("config-6.1.0-test"),
+            "CONFIG_TICK_CPU_ACCOUNTING=y\nCONFIG_IRQ_TIME_ACCOUNTING=y\n",
+        )
+        .unwrap();
+        assert!(fact()
+            .value
+            .unwrap()
+            .starts_with("on (CONFIG_IRQ_TIME_ACCOUNTING in"));
+        std::fs::write(proc_root.join("cmdline"), "root=/dev/vda tsc=noirqtime\n").unwrap();
+        let off = fact().value.unwrap();
+        assert!(
+            off.starts_with(IRQ_IN_TASK_TIME) && off.contains("tsc=noirqtime"),
+            "{off}"
+        );
+        // /proc/config.gz, this kernel's own, comes before /boot.
+        std::fs::write(proc_root.join("cmdline"), "root=/dev/vda\n").unwrap();
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(proc_root.join("config.gz")).unwrap(),
+            flate2::Compression::fast(),
+        );
+        gz.write_all(b"# CONFIG_IRQ_TIME_ACCOUNTING is not set\n")
+            .unwrap();
+        gz.finish().unwrap();
+        let off = fact().value.unwrap();
+        assert!(
+            off.starts_with("off: interrupt and softirq ticks are charged"),
+            "{off}"
+        );
+        assert!(off.contains("config.gz"), "{off}");
     }
 
     #[test]
