@@ -84,7 +84,7 @@ struct Watched {
     last: (TreeReading, Instant),
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum FreqSource {
     Cpufreq,
     Cpuinfo,
@@ -383,9 +383,13 @@ impl State {
     }
 }
 
-fn detect_freq_source(cfg: &SamplerConfig, cpus: &[u32]) -> FreqSource {
+/// Where the CPUs' clock is read, or why it is not: cpufreq's `scaling_cur_freq`, else
+/// `/proc/cpuinfo`'s `cpu MHz` where the CPU counts its cycles (x86's APERF/MPERF, the
+/// `aperfmperf` flag). Without them a VM's cpuinfo gives its nominal clock, the same on
+/// every read (2100 MHz where mem measured 2678): a constant is not a measured mean.
+fn detect_freq_source(cfg: &SamplerConfig, cpus: &[u32]) -> (FreqSource, Option<String>) {
     let Some(first) = cpus.first() else {
-        return FreqSource::None;
+        return (FreqSource::None, None);
     };
     let rel = format!("devices/system/cpu/cpu{first}/cpufreq/scaling_cur_freq");
     if read(&cfg.sys_root, &rel)
@@ -393,13 +397,31 @@ fn detect_freq_source(cfg: &SamplerConfig, cpus: &[u32]) -> FreqSource {
         .and_then(|s| parse_khz_as_mhz(&s))
         .is_some()
     {
-        return FreqSource::Cpufreq;
+        return (FreqSource::Cpufreq, None);
     }
-    // Without cpufreq (VMs, some Arm boards) x86 kernels still report a per-CPU
-    // "cpu MHz" in cpuinfo (APERF/MPERF-based where the CPU has them).
-    match read(&cfg.proc_root, "cpuinfo") {
-        Ok(s) if !cpuinfo_mhz(&parse_cpuinfo(&s)).is_empty() => FreqSource::Cpuinfo,
-        _ => FreqSource::None,
+    let Ok(text) = read(&cfg.proc_root, "cpuinfo") else {
+        return (FreqSource::None, None);
+    };
+    let blocks = parse_cpuinfo(&text);
+    if cpuinfo_mhz(&blocks).is_empty() {
+        return (FreqSource::None, None);
+    }
+    let counts_cycles = blocks.iter().any(|b| {
+        b.get("flags")
+            .is_some_and(|f| f.split_whitespace().any(|w| w == "aperfmperf"))
+    });
+    if counts_cycles {
+        (FreqSource::Cpuinfo, None)
+    } else {
+        (
+            FreqSource::None,
+            Some(
+                "CPU frequency not sampled: no cpufreq, and without APERF/MPERF (no \
+                 `aperfmperf` in /proc/cpuinfo's flags, as in most VMs) its `cpu MHz` is the \
+                 nominal clock, not a measurement"
+                    .into(),
+            ),
+        )
     }
 }
 
@@ -418,7 +440,7 @@ impl Sampler {
         let prev = snapshot(&cfg).context("telemetry: first snapshot")?;
         let (power, detection) = PowerSources::open(&cfg.power);
         let cpus: Vec<u32> = prev.stat.cpus.iter().map(|(n, _)| *n).collect();
-        let freq = detect_freq_source(&cfg, &cpus);
+        let (freq, freq_note) = detect_freq_source(&cfg, &cpus);
         let interval = cfg.interval;
         let state = State {
             start: prev.at,
@@ -432,7 +454,7 @@ impl Sampler {
             warmup: false,
             samples: Vec::new(),
             taken: 0,
-            notes: Vec::new(),
+            notes: freq_note.into_iter().collect(),
             due: Instant::now() + interval,
             stop: false,
         };
@@ -1007,4 +1029,49 @@ pub fn measure_idle(cfg: &SamplerConfig, duration: Duration) -> anyhow::Result<I
         duration_s,
         power,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without cpufreq, `cpu MHz` is a measurement only where the CPU counts its cycles
+    /// (`aperfmperf`); a VM's constant nominal clock was stored as every test's mean
+    /// frequency (acceptance pass F, 12).
+    #[test]
+    fn cpuinfo_mhz_is_sampled_only_where_the_cpu_counts_its_cycles() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = SamplerConfig {
+            proc_root: d.path().join("proc"),
+            sys_root: d.path().join("sys"),
+            ..SamplerConfig::local()
+        };
+        std::fs::create_dir_all(&cfg.proc_root).unwrap();
+        let cpuinfo = |flags: &str| {
+            let block = |n: u32| {
+                format!("processor\t: {n}\ncpu MHz\t\t: 2100.000\nflags\t\t: fpu {flags} sse\n\n")
+            };
+            std::fs::write(cfg.proc_root.join("cpuinfo"), block(0) + &block(1)).unwrap();
+        };
+        cpuinfo("constant_tsc tsc_known_freq");
+        let (source, note) = detect_freq_source(&cfg, &[0, 1]);
+        assert_eq!(source, FreqSource::None);
+        assert!(note
+            .unwrap()
+            .contains("is the nominal clock, not a measurement"));
+        cpuinfo("constant_tsc aperfmperf");
+        assert_eq!(
+            detect_freq_source(&cfg, &[0, 1]),
+            (FreqSource::Cpuinfo, None)
+        );
+        // cpufreq first, whatever cpuinfo says.
+        let cur = cfg.sys_root.join("devices/system/cpu/cpu0/cpufreq");
+        std::fs::create_dir_all(&cur).unwrap();
+        std::fs::write(cur.join("scaling_cur_freq"), "2400000\n").unwrap();
+        cpuinfo("constant_tsc");
+        assert_eq!(
+            detect_freq_source(&cfg, &[0, 1]),
+            (FreqSource::Cpufreq, None)
+        );
+    }
 }
