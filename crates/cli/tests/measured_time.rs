@@ -60,6 +60,11 @@ fn check(result: &serde_json::Value, interval: f64, spans: u32, around: f64) {
         raw > covered + around,
         "{test}: nothing around the load to leave out ({raw} s raw, {covered} s covered)"
     );
+    assert_eq!(
+        summary["measured_t_s"].as_array().map_or(0, Vec::len),
+        spans as usize,
+        "{test}: {summary}"
+    );
     if spans > 1 {
         return;
     }
@@ -80,6 +85,31 @@ fn check(result: &serde_json::Value, interval: f64, spans: u32, around: f64) {
     assert!(
         found,
         "{test}: {want}% busy over {covered} s is no run of whole samples: {samples:?}"
+    );
+    // The summary says which samples it took: those inside its stored span, on the
+    // samples' own clock, are exactly its time and its mean (acceptance pass F, 14: a
+    // result said when its test started, warm-up and key making included, not when it
+    // measured).
+    let span = summary["measured_t_s"][0].as_array().unwrap();
+    let (a, b) = (span[0].as_f64().unwrap(), span[1].as_f64().unwrap());
+    assert!(
+        (b - a - duration).abs() < 0.05,
+        "{test}: span {a}..{b} for {duration} s"
+    );
+    let t = |s: &serde_json::Value, k: &str| s[k].as_f64().unwrap();
+    let inside: Vec<&&serde_json::Value> = samples
+        .iter()
+        .filter(|s| t(s, "t_s") - t(s, "interval_s") >= a - slack && t(s, "t_s") <= b + slack)
+        .collect();
+    let secs: f64 = inside.iter().map(|s| t(s, "interval_s")).sum();
+    let mean = inside
+        .iter()
+        .map(|s| t(s, "interval_s") * busy(&s["cpus"]))
+        .sum::<f64>()
+        / secs;
+    assert!(
+        (secs - covered).abs() < 1e-6 && (mean - want).abs() < 1e-6,
+        "{test}: the samples inside {a}..{b} cover {secs} s at {mean}%, the summary {covered} s at {want}%"
     );
 }
 

@@ -165,6 +165,13 @@ pub struct TelemetrySummary {
     /// stored before whole samples were kept (edge samples weighed by their part inside).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub whole_samples: bool,
+    /// The spans of time the test measured (its measured time; crypto's sign and
+    /// verify, one per timed part), on this host's sample clock: the `t_s` of its
+    /// samples, each of which covers `(t_s - interval_s, t_s]`. So the raw samples a
+    /// summary was taken from can be found again. Empty: not known (the whole test was
+    /// summarised), or stored before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured_t_s: Vec<[f64; 2]>,
     /// Per-CPU means; index -1 is the all-CPU line.
     pub cpus: Vec<CpuUtil>,
     pub ctxt_per_s: f64,

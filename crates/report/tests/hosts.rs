@@ -62,6 +62,7 @@ fn summary(name: &str, h: usize) -> TelemetrySummary {
         samples: 10,
         covered_s: Some(10.0),
         whole_samples: true,
+        measured_t_s: Vec::new(),
         cpus: vec![cpu(h, -1), cpu(h, 2), cpu(h, 4)],
         ctxt_per_s: 1000.0,
         intr_per_s: 1000.0,

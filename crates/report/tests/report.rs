@@ -619,6 +619,7 @@ fn iperf3_study_cpu_and_watts_per_throughput() {
         samples: 10,
         covered_s: Some(10.0),
         whole_samples: true,
+        measured_t_s: Vec::new(),
         cpus: vec![
             cpu(2, 0.80, 98.02, 0.0, 0.0, 1.18),
             cpu(4, 0.0, 0.02, 0.0, 98.16, 1.81),

@@ -458,6 +458,9 @@ impl Telemetry {
         let mut summary = self.summarize(&part.samples);
         for s in &mut summary {
             s.whole_samples = part.whole.contains(&s.host);
+            if let Some((_, spans)) = part.spans.iter().find(|(h, _)| *h == s.host) {
+                s.measured_t_s = spans.clone();
+            }
         }
         let ours: Vec<TelemetrySummary> = summary
             .iter()
@@ -645,6 +648,9 @@ pub struct MeasuredPart {
     /// Hosts cut to samples wholly inside the measured time (see
     /// `TelemetrySummary::whole_samples`).
     pub whole: Vec<String>,
+    /// Each placed host's measured spans on its sample clock (see
+    /// `TelemetrySummary::measured_t_s`).
+    pub spans: Vec<(String, Vec<[f64; 2]>)>,
 }
 
 /// The part of a test's samples its figures cover: each host's samples that lie wholly
@@ -667,6 +673,7 @@ pub fn measured_part(
         samples: Vec::with_capacity(samples.len()),
         flags: Vec::new(),
         whole: Vec::new(),
+        spans: Vec::new(),
     };
     if measured.is_empty() {
         out.samples = samples.to_vec();
@@ -683,6 +690,13 @@ pub fn measured_part(
                     .iter()
                     .map(|(a, b)| (after(*a), after(*b)))
                     .collect();
+                out.spans.push((
+                    h.to_string(),
+                    spans
+                        .iter()
+                        .map(|(a, b)| [a + origin, b + origin])
+                        .collect(),
+                ));
                 Some(telemetry::within_spans(&mine, &spans))
             }
             _ => None,
@@ -698,6 +712,8 @@ pub fn measured_part(
                 }));
             }
             _ => {
+                // Summarised whole: no span says what it covers.
+                out.spans.retain(|(placed, _)| placed != h);
                 out.flags.push((h.to_string(), window_flag(h, false)));
                 out.samples.extend(mine);
             }
@@ -1116,6 +1132,7 @@ mod tests {
                 samples: 4,
                 covered_s: Some(4.0),
                 whole_samples: true,
+                measured_t_s: Vec::new(),
                 cpus,
                 ctxt_per_s: 0.0,
                 intr_per_s: 0.0,

@@ -133,6 +133,7 @@ fn summary(host: &str, with_power: bool) -> TelemetrySummary {
         samples: 3,
         covered_s: Some(3.0),
         whole_samples: true,
+        measured_t_s: Vec::new(),
         cpus: vec![cpu(-1, 60.1), cpu(0, 98.0), cpu(1, 22.2)],
         ctxt_per_s: 120_000.5,
         intr_per_s: 50_000.25,

@@ -917,6 +917,7 @@ fn summarize_host(
         samples: (1 + measured.windows(2).filter(|w| w[0].t_s != w[1].t_s).count()) as u32,
         covered_s: Some(measured.iter().map(|s| s.interval_s).sum()),
         whole_samples: false,
+        measured_t_s: Vec::new(),
         cpus: cpus
             .into_iter()
             .map(|(cpu, a)| {

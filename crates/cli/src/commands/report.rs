@@ -673,6 +673,7 @@ mod tests {
                 samples: 2,
                 covered_s: Some(2.0),
                 whole_samples: true,
+                measured_t_s: Vec::new(),
                 cpus: vec![cpu],
                 ctxt_per_s: 0.0,
                 intr_per_s: 0.0,

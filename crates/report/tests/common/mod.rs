@@ -209,6 +209,7 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
                             samples: 4,
                             covered_s: Some(4.0),
                             whole_samples: true,
+                            measured_t_s: Vec::new(),
                             cpus,
                             ctxt_per_s: 12000.0,
                             intr_per_s: 30000.0,
