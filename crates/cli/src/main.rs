@@ -20,7 +20,7 @@ static ALLOC: fuzzkit::TrackingAlloc = fuzzkit::TrackingAlloc;
 #[derive(Parser, Debug)]
 #[command(
     name = "rackbench",
-    version,
+    version = env!("RACKBENCH_BUILD"),
     about = "Benchmark server platforms: drive workloads, watch CPU and power, store, report, TCO",
     after_help = "Start with: rackbench run kv --instances 1 -n 100000 -P 1,100 -t set,get"
 )]

@@ -739,3 +739,35 @@ fn read_commands_read_a_store_on_a_read_only_file_system() {
         "the store is unchanged"
     );
 }
+
+/// A run stores the build that made it, as `--version` says it: the version and the git
+/// commit (acceptance pass F, 15: every build said "0.1.0", though the agents of two
+/// builds refuse each other).
+#[test]
+fn a_run_stores_the_build_that_made_it() {
+    let out = common::bin().arg("--version").output().unwrap();
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let build = version.strip_prefix("rackbench ").unwrap();
+    assert!(
+        build.starts_with(env!("CARGO_PKG_VERSION"))
+            && (build.contains(" (git ") || build.contains("(not built from a git checkout)")),
+        "{version}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = common::run_json(
+        &db,
+        &[
+            "crypto",
+            "--tests",
+            "rsa2048",
+            "--threads",
+            "1",
+            "--duration",
+            "0.1",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(run["rackbench_version"], build, "{run}");
+}

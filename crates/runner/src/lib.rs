@@ -287,6 +287,9 @@ pub struct Plan {
     /// The command line, secrets redacted.
     pub command: String,
     pub hosts: HostsPlan,
+    /// The build that runs it, stored with the run: the version and the git commit
+    /// (`0.1.0 (git 1a2b3c4d5e6f)`).
+    pub build: String,
 }
 
 /// One workload of a plan and its sweep.
@@ -782,7 +785,7 @@ pub fn run(
         label: o.label.clone(),
         created_at: chrono::Utc::now(),
         finished_at: None,
-        rackbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        rackbench_version: plan.build.clone(),
         command: plan.command.clone(),
         plan: redact_value(&plan_json),
         hosts: hosts.clone(),

@@ -207,6 +207,9 @@ pub fn collect_with(host: &str, role: &str, src: &DisclosureSources) -> HostDisc
     // --- NICs ---
     nics(&mut f, &src.sys_root);
 
+    // --- storage ---
+    storage(&mut f, &src.sys_root);
+
     // --- the settings that decide results (sysctls, cmdline, tuned, C-states, NICs) ---
     let live = src.dmidecode.is_some();
     for (k, v) in crate::tuning::collect(&crate::tuning::Sources {
@@ -597,6 +600,63 @@ pub fn pci_name(pci_ids: &str, vendor: &str, device: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Block devices backed by hardware (or a hypervisor's disk), as the seeds list their
+/// drives ("two 800GB PCIe SSDs"): size, rotational or not, I/O scheduler, model. Loop,
+/// RAM, zram and device-mapper devices are software and left out.
+fn storage(f: &mut Facts, sys_root: &Path) {
+    let block = sys_root.join("block");
+    let Ok(rd) = std::fs::read_dir(&block) else {
+        f.unknown("storage", format!("cannot list {}", block.display()));
+        return;
+    };
+    let mut names: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| {
+            !["loop", "ram", "zram", "dm-", "md", "nbd"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        })
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        f.unknown("storage", format!("no disk in {}", block.display()));
+        return;
+    }
+    f.known("storage.devices", names.join(" "));
+    for n in names {
+        let dir = block.join(&n);
+        let key = |s: &str| format!("storage.{n}.{s}");
+        // `size` counts 512-byte sectors whatever the device's own block size.
+        match read_trim(&dir.join("size")).map(|s| s.parse::<u64>()) {
+            Ok(Ok(sectors)) => f.known(key("size_bytes"), (sectors * 512).to_string()),
+            _ => f.unknown(key("size_bytes"), "no size in sysfs"),
+        }
+        match read_trim(&dir.join("queue/rotational")).as_deref() {
+            Ok("0") => f.known(
+                key("rotational"),
+                "no (solid state, or as the hypervisor says)",
+            ),
+            Ok("1") => f.known(
+                key("rotational"),
+                "yes (or a virtual disk that does not say)",
+            ),
+            _ => f.unknown(key("rotational"), "queue/rotational not readable"),
+        }
+        match read_trim(&dir.join("queue/scheduler")) {
+            Ok(s) => match parse_bracketed_choice(&s) {
+                Some(c) => f.known(key("scheduler"), c),
+                None => f.known(key("scheduler"), s),
+            },
+            Err(e) => f.unknown(key("scheduler"), e),
+        }
+        match read_trim(&dir.join("device/model")) {
+            Ok(m) if !m.is_empty() => f.known(key("model"), m),
+            _ => f.unknown(key("model"), "the device reports no model (a virtual disk)"),
+        }
+    }
 }
 
 fn nics(f: &mut Facts, sys_root: &Path) {

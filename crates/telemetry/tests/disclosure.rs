@@ -138,6 +138,20 @@ fn fixture(root: &Path) {
     std::os::unix::fs::symlink(&dev, net.join("device")).unwrap();
     write(&s.join("class/net/lo/mtu"), "65536\n");
     write(&s.join("class/net/docker0/mtu"), "1500\n");
+    // Two disks, and the software block devices left out.
+    let nvme = s.join("block/nvme0n1");
+    write(&nvme.join("size"), "1562824368\n");
+    write(&nvme.join("queue/rotational"), "0\n");
+    write(&nvme.join("queue/scheduler"), "[none] mq-deadline\n");
+    write(&nvme.join("device/model"), "SAMSUNG MZQL2800HCJR-00A07  \n");
+    write(&s.join("block/sda/size"), "7814037168\n");
+    write(&s.join("block/sda/queue/rotational"), "1\n");
+    write(
+        &s.join("block/sda/queue/scheduler"),
+        "none [mq-deadline] bfq\n",
+    );
+    write(&s.join("block/loop0/size"), "8\n");
+    write(&s.join("block/zram0/size"), "8\n");
     // RAPL.
     let z = s.join("class/powercap/intel-rapl:0");
     write(&z.join("name"), "package-0\n");
@@ -185,6 +199,20 @@ fn fixture_tree() {
         ("mitigation.meltdown", "Not affected"),
         ("virt", "none (no hypervisor flag)"),
         ("power.sources", "rapl:package-0"),
+        ("storage.devices", "nvme0n1 sda"),
+        ("storage.nvme0n1.size_bytes", "800166076416"),
+        (
+            "storage.nvme0n1.rotational",
+            "no (solid state, or as the hypervisor says)",
+        ),
+        ("storage.nvme0n1.scheduler", "none"),
+        ("storage.nvme0n1.model", "SAMSUNG MZQL2800HCJR-00A07"),
+        ("storage.sda.size_bytes", "4000787030016"),
+        (
+            "storage.sda.rotational",
+            "yes (or a virtual disk that does not say)",
+        ),
+        ("storage.sda.scheduler", "mq-deadline"),
     ] {
         assert_eq!(val(&d, k), v, "key {k}");
     }

@@ -627,6 +627,7 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
             .collect(),
         command: r.command.clone(),
         hosts: r.hosts.clone(),
+        build: env!("RACKBENCH_BUILD").to_string(),
     };
     let made_store = !db.exists();
     let store = store::Store::open(&db)?;
