@@ -55,6 +55,20 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "search start",
         ),
         (&["kv", "-r", "0"], "keyspace (-r) must be at least 1 key"),
+        // Acceptance pass E, 8 and 4: a capacity setting no test reads; a rate no
+        // generator offers (it ran for tens of minutes, deaf to SIGTERM).
+        (
+            &["kv", "-t", "set", "--capacity", "1000"],
+            "--capacity applies to the levels test",
+        ),
+        (
+            &["kv", "-t", "mix", "--rate", "1e12"],
+            "is above the 100 million/s any set of load generators can offer",
+        ),
+        (
+            &["http", "-t", "levels", "--capacity", "99999999999"],
+            "is above the 100 million/s",
+        ),
     ];
     for (args, names) in cases {
         let out = common::bin()

@@ -278,14 +278,73 @@ impl CapacityConfig {
             }
         }
         let uses = |t: &str| tests.iter().any(|x| x == t);
-        // An objective no test reads would be ignored in silence (`-t load --slo ...`
-        // ran, the objective unused): refused, as net refuses its udp options on tcp.
-        if self.slo.is_some() && !uses("search") && !uses("levels") {
-            bail!(
-                "--slo applies to the search and levels tests, and the tests asked are {}: \
-                 add search or levels to --tests, or leave --slo out",
-                tests.join(",")
-            );
+        // A setting no test reads would be ignored in silence (`-t load --slo ...` ran,
+        // the objective unused; `-t set --capacity 1000` was stored as if it applied):
+        // refused, as net refuses its udp options on tcp.
+        let given = [
+            (self.ramp_low.is_some(), "--ramp-low", &["ramp"][..]),
+            (self.ramp_high.is_some(), "--ramp-high", &["ramp"]),
+            (self.ramp_step.is_some(), "--ramp-step", &["ramp"]),
+            (
+                self.steps_after_saturation.is_some(),
+                "--steps-after-saturation",
+                &["ramp"],
+            ),
+            (
+                self.saturation_fraction.is_some(),
+                "--saturation-fraction",
+                &["ramp", "search"],
+            ),
+            (
+                self.max_error_pct.is_some(),
+                "--max-error-pct",
+                &["ramp", "search"],
+            ),
+            (self.slo.is_some(), "--slo", &["search", "levels"]),
+            (self.search_start.is_some(), "--search-start", &["search"]),
+            (self.search_min.is_some(), "--search-min", &["search"]),
+            (self.search_max.is_some(), "--search-max", &["search"]),
+            (self.search_steps.is_some(), "--search-steps", &["search"]),
+            (self.capacity.is_some(), "--capacity", &["levels"]),
+            (self.levels.is_some(), "--levels", &["levels"]),
+            (self.idle_duration.is_some(), "--idle-duration", &["levels"]),
+            (
+                self.step_duration.is_some(),
+                "--step-duration",
+                &["ramp", "search", "levels"],
+            ),
+        ];
+        for (is_given, flag, by) in given {
+            if is_given && !by.iter().any(|t| uses(t)) {
+                let (them, it) = match by {
+                    [one] => (format!("the {one} test"), one.to_string()),
+                    [rest @ .., last] => (
+                        format!("the {} and {last} tests", rest.join(", ")),
+                        format!("{} or {last}", rest.join(", ")),
+                    ),
+                    [] => continue,
+                };
+                bail!(
+                    "{flag} applies to {them}, and the tests asked are {}: add {it} to \
+                     --tests, or leave {flag} out",
+                    tests.join(",")
+                );
+            }
+        }
+        // A rate no set of generators offers is a typo, and its schedule's arithmetic
+        // runs out of precision (1e12/s: the gap between requests is a picosecond).
+        for (rate, flag) in [
+            (self.ramp_low, "--ramp-low"),
+            (self.ramp_high, "--ramp-high"),
+            (self.ramp_step, "--ramp-step"),
+            (self.search_start, "--search-start"),
+            (self.search_min, "--search-min"),
+            (self.search_max, "--search-max"),
+            (self.capacity, "--capacity"),
+        ] {
+            if let Some(r) = rate {
+                crate::load::check_rate(r, flag)?;
+            }
         }
         if uses("ramp") {
             self.ramp_config(d).rates()?;
@@ -862,6 +921,39 @@ mod tests {
         assert!(!cfg(json!({})).sleep_when_idle("search"));
         assert!(cfg(json!({"wait": "sleep"})).sleep_when_idle("set"));
         assert!(!cfg(json!({"wait": "spin"})).sleep_when_idle("levels"));
+        // Acceptance pass E, 8: a setting no test asked reads was stored as if it
+        // applied (`-t set --capacity 1000`); it is refused, saying which tests read it.
+        for (given, tests, says) in [
+            (json!({"capacity": 1000}), &["set"][..], "--capacity applies to the levels test, and the tests asked are set: add levels to --tests"),
+            (json!({"ramp_low": 5}), &["search"], "--ramp-low applies to the ramp test"),
+            (json!({"search_steps": 3}), &["ramp", "levels"], "--search-steps applies to the search test, and the tests asked are ramp,levels"),
+            (json!({"step_duration": 2}), &["load"], "--step-duration applies to the ramp, search and levels tests, and the tests asked are load: add ramp, search or levels to --tests"),
+            (json!({"saturation_fraction": 0.9}), &["levels"], "--saturation-fraction applies to the ramp and search tests"),
+        ] {
+            let e = cfg(given.clone()).validate(&t(tests), &D).unwrap_err();
+            assert!(e.to_string().starts_with(says), "{given}: {e}");
+        }
+        for (given, tests) in [
+            (json!({"saturation_fraction": 0.9}), &["search"][..]),
+            (json!({"step_duration": 2, "capacity": 10}), &["levels"]),
+            (json!({"ramp_low": 5}), &["ramp", "levels"]),
+        ] {
+            cfg(given.clone())
+                .validate(&t(tests), &D)
+                .unwrap_or_else(|e| panic!("{given}: {e}"));
+        }
+        // Acceptance pass E, 4: 1e12/s ran for tens of minutes, deaf to SIGTERM.
+        let e = cfg(json!({"capacity": 1e12}))
+            .validate(&t(&["levels"]), &D)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--capacity 1000000000000/s is above the 100 million/s"),
+            "{e}"
+        );
+        cfg(json!({"capacity": 1e8}))
+            .validate(&t(&["levels"]), &D)
+            .unwrap();
     }
 
     #[test]

@@ -26,6 +26,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::workload::Progress;
 
+/// The highest offered rate taken, requests/s over all load generators: 100 million,
+/// beyond any set of generators (a kv cluster's tens of millions). Above it, a rate is a
+/// typo (`--capacity 1e12`), and an open loop's schedule (a picosecond between
+/// requests) has no meaning.
+pub const MAX_RATE_PER_S: f64 = 1e8;
+
+/// Refuse an offered rate above [`MAX_RATE_PER_S`], naming the flag that gave it. Other
+/// checks say what a rate at or below 0 is.
+pub fn check_rate(rate: f64, flag: &str) -> anyhow::Result<()> {
+    if rate > MAX_RATE_PER_S {
+        anyhow::bail!(
+            "{flag} {rate}/s is above the 100 million/s any set of load generators \
+             can offer: a typo? (e.g. {flag} 200000)"
+        );
+    }
+    Ok(())
+}
+
 /// How requests are offered.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]

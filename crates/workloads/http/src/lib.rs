@@ -379,6 +379,7 @@ impl HttpConfig {
         }
         if let Some(r) = self.rate {
             positive(r, "rate")?;
+            engine::load::check_rate(r, "--rate")?;
         }
         if !["constant", "poisson"].contains(&self.arrival.as_str()) {
             bail!(

@@ -297,6 +297,7 @@ impl KvConfig {
             if r <= 0.0 || !r.is_finite() {
                 bail!("rate must be a positive number of requests per second");
             }
+            engine::load::check_rate(r, "--rate")?;
         }
         if !["constant", "poisson"].contains(&self.arrival.as_str()) {
             bail!(

@@ -550,7 +550,7 @@ fn search_and_levels_find_and_use_a_capacity() {
     }
     let mut w = kv(
         json!({"clients": 8, "tests": ["search", "levels"], "slo": "p99<50ms",
-                         "step_duration": 0.3, "ramp_low": 2000, "levels": [100, 50]}),
+                         "step_duration": 0.3, "search_start": 2000, "levels": [100, 50]}),
     );
     let ctx = local();
     w.prepare(&ctx).unwrap();

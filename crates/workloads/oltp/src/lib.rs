@@ -361,6 +361,7 @@ impl Config {
             if r.is_nan() || r <= 0.0 {
                 bail!("--rate must be a positive number of transactions per second");
             }
+            engine::load::check_rate(r, "--rate")?;
         }
         if self.arrival != "constant" && self.arrival != "poisson" {
             bail!("--arrival must be `constant` or `poisson`");
