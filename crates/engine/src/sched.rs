@@ -11,6 +11,10 @@ use rand::Rng;
 
 use crate::load::{ClassStats, LoadOutcome, LoadShape, LoadSpec, Outcome};
 
+/// A send later than this after its intended time counts as late (open loop), and a
+/// request due within it of the end of sending is not counted unsent.
+pub(crate) const LATE_NS: u64 = 1_000_000;
+
 /// Beyond this many requests due, [`Schedule::count_unsent`] counts by arithmetic.
 const ARITHMETIC_UNSENT: f64 = 1e7;
 

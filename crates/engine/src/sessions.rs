@@ -9,10 +9,8 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::load::{Executed, Latency, LoadOutcome, LoadShape, LoadSpec, Session, StopAfter};
-use crate::sched::{merge, thread_cpu, Recorder, Schedule};
+use crate::sched::{merge, thread_cpu, Recorder, Schedule, LATE_NS};
 use crate::workload::Progress;
-
-const LATE_NS: u64 = 1_000_000;
 
 pub(crate) fn run<S: Session + 'static>(
     spec: &LoadSpec,

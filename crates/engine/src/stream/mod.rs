@@ -32,8 +32,7 @@ const READ_CHUNK: usize = 64 * 1024;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 const INTERRUPT_DRAIN: Duration = Duration::from_millis(500);
 const CLOSED: &str = "server closed the connection";
-/// A send later than this after its intended time counts as late (open loop).
-const LATE_NS: u64 = 1_000_000;
+use crate::sched::LATE_NS;
 /// Open loop: a wait for the next send shorter than this spins (a wake-up from the timer
 /// costs about as much, and comes this much late on a busy VM); a longer one sleeps on
 /// the timer until this much before the send, then spins the rest.
