@@ -494,12 +494,32 @@ pub fn run(
                 }
             }
             let steps = r.points.iter().map(|p| p.step.clone()).collect();
-            let kept = r
+            let kept: Vec<RateStep> = r
                 .points
                 .iter()
                 .filter(|p| p.verdict == capacity::Verdict::Sustained)
                 .map(|p| p.step.clone())
                 .collect();
+            // Its first step already saturated or failed (every reply an error, a server
+            // slower than the lowest rate): no rate was sustained, and its peak is no
+            // capacity. It was stored `ok`, "996 req/s" of 404s (acceptance pass E, 3).
+            if kept.is_empty() {
+                if let Some(first) = r.points.first() {
+                    let why = match &first.verdict {
+                        capacity::Verdict::Saturated(w) | capacity::Verdict::Failed(w) => w,
+                        capacity::Verdict::Sustained => "",
+                    };
+                    flags.push(Flag::invalid(
+                        "no_sustained_step",
+                        format!(
+                            "no step of the ramp was sustained, from its first at {:.0} {unit} \
+                             ({why}): its reply rates are no capacity; lower --ramp-low, or \
+                             find why the server fails",
+                            first.step.demanded_rate_per_s
+                        ),
+                    ));
+                }
+            }
             let (m, miss, h) = (r.to_metrics(), r.missing(), r.histograms());
             ("max_reply_rate_per_s", m, miss, h, r.stopped, steps, kept)
         }
@@ -558,6 +578,37 @@ pub fn run(
             let r = capacity::load_levels(&lc, &mut step_fn)?;
             let mut m = r.to_metrics();
             m.push(Metric::new("capacity_per_s", capacity, unit));
+            // A level that did not deliver its load is not that level, and the overall
+            // ops/W over it is not SPECpower's: 15,764 ops/s at a "100%" of 600,000 was
+            // published with rc 0 (acceptance pass E, 2). The ramp's rule judges it.
+            let fraction = cfg.ramp_config(d).saturation_fraction;
+            let short: Vec<String> = r
+                .points
+                .iter()
+                .filter_map(|p| {
+                    let pct = p.level_pct?;
+                    let target = p.step.demanded_rate_per_s;
+                    let got = p.step.good_reply_rate_per_s();
+                    (p.step.error.is_none() && got < fraction * target).then(|| {
+                        format!(
+                            "{pct}% ({target:.0} {unit}) replied {got:.0}, {:.1}% of it",
+                            100.0 * got / target
+                        )
+                    })
+                })
+                .collect();
+            if !short.is_empty() {
+                flags.push(Flag::invalid(
+                    "level_below_target",
+                    format!(
+                        "levels below {:.0}% of their load: {}; they are not those loads, and \
+                         the overall perf/W is not of them: lower --capacity to what the \
+                         server sustains (a ramp or search before the levels finds it)",
+                        fraction * 100.0,
+                        short.join("; ")
+                    ),
+                ));
+            }
             if let Some(sc) = &objective {
                 let verdicts = r.against(sc);
                 let slo = sc.objective.to_string();
@@ -1040,6 +1091,121 @@ mod tests {
         assert_eq!(found.clone().take(), None);
         let e = test("levels", &none, &mut found).unwrap_err().to_string();
         assert!(e.contains("found none"), "{e}");
+    }
+
+    /// A ramp whose every reply is an error (a path that 404s) sustains nothing: it was
+    /// stored `ok` with a peak of "996 req/s" (acceptance pass E, 3). Its peak counts
+    /// replies that were not errors, and the result is invalid, saying why.
+    #[test]
+    fn a_ramp_of_errors_sustains_nothing_and_says_so() {
+        let watch = Arc::new(FakeWatch {
+            marks: AtomicU64::new(0),
+            last_rate: Arc::new(AtomicU64::new(0)),
+            modelled: false,
+        });
+        let c = ctx(watch);
+        let (_, cfg) = split_params(
+            "http",
+            &params(json!({"ramp_low": 1000, "ramp_high": 3000, "ramp_step": 1000})),
+        )
+        .unwrap();
+        let errors = |rate: f64| {
+            let mut s = RateStep::new(rate);
+            s.duration_s = 1.0;
+            s.replies = (rate * 0.996) as u64;
+            s.errors = s.replies;
+            s.reply_rate_per_s = s.replies as f64;
+            let mut h = model::hist::new_latency_histogram();
+            h.record_n(1_000_000, s.replies).unwrap();
+            s.latency = Some(h);
+            Ok(s)
+        };
+        let out = run(
+            "http",
+            "ramp",
+            &cfg,
+            &D,
+            &c,
+            &mut Found::default(),
+            None,
+            1,
+            errors,
+        )
+        .unwrap();
+        let flag = out
+            .flags
+            .iter()
+            .find(|f| f.code == "no_sustained_step")
+            .expect("a ramp that sustained nothing says so");
+        assert_eq!(flag.severity, model::Severity::Invalid);
+        assert!(
+            flag.message
+                .starts_with("no step of the ramp was sustained, from its first at 1000 ops/s (")
+                && flag.message.contains("errors"),
+            "{}",
+            flag.message
+        );
+        let peak = out
+            .metrics
+            .iter()
+            .find(|m| m.name == "max_reply_rate_per_s");
+        assert_eq!(peak.map(|m| m.value), Some(0.0), "404s are no pages served");
+    }
+
+    /// A level that does not deliver its load is invalid, naming it: a "100%" of
+    /// 600,000 ops/s that replied 15,764 was published with its overall ops/W
+    /// (acceptance pass E, 2).
+    #[test]
+    fn a_level_below_its_load_is_invalid() {
+        let c = ctx(Arc::new(FakeWatch {
+            marks: AtomicU64::new(0),
+            last_rate: Arc::new(AtomicU64::new(0)),
+            modelled: false,
+        }));
+        let (_, cfg) = split_params(
+            "kv",
+            &params(json!({"capacity": 600000, "levels": [100, 50, 2], "idle_duration": 0})),
+        )
+        .unwrap();
+        // The server does 16,000/s at most.
+        let capped = |rate: f64| {
+            let mut s = RateStep::new(rate);
+            s.duration_s = 1.0;
+            s.replies = rate.min(16_000.0) as u64;
+            s.reply_rate_per_s = s.replies as f64;
+            Ok(s)
+        };
+        let out = run(
+            "kv",
+            "levels",
+            &cfg,
+            &D,
+            &c,
+            &mut Found::default(),
+            None,
+            1,
+            capped,
+        )
+        .unwrap();
+        let flag = out
+            .flags
+            .iter()
+            .find(|f| f.code == "level_below_target")
+            .expect("the levels far below their load are said");
+        assert_eq!(flag.severity, model::Severity::Invalid);
+        assert!(
+            flag.message.starts_with(
+                "levels below 90% of their load: 100% (600000 ops/s) replied 16000, 2.7% of \
+                 it; 50% (300000 ops/s) replied 16000, 5.3% of it;"
+            ),
+            "{}",
+            flag.message
+        );
+        assert!(
+            !flag.message.contains("2% ("),
+            "12,000/s was delivered: {}",
+            flag.message
+        );
     }
 
     #[test]
