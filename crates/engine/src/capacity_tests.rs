@@ -867,6 +867,15 @@ mod tests {
         }
     }
 
+    /// A context whose watch measures nothing the test looks at.
+    fn unwatched_ctx() -> Ctx {
+        ctx(Arc::new(FakeWatch {
+            marks: AtomicU64::new(0),
+            last_rate: Arc::new(AtomicU64::new(0)),
+            modelled: false,
+        }))
+    }
+
     fn ctx(watch: Arc<dyn Watch>) -> Ctx {
         Ctx {
             progress: Arc::new(Progress::default()),
@@ -1098,12 +1107,7 @@ mod tests {
     /// replies that were not errors, and the result is invalid, saying why.
     #[test]
     fn a_ramp_of_errors_sustains_nothing_and_says_so() {
-        let watch = Arc::new(FakeWatch {
-            marks: AtomicU64::new(0),
-            last_rate: Arc::new(AtomicU64::new(0)),
-            modelled: false,
-        });
-        let c = ctx(watch);
+        let c = unwatched_ctx();
         let (_, cfg) = split_params(
             "http",
             &params(json!({"ramp_low": 1000, "ramp_high": 3000, "ramp_step": 1000})),
@@ -1157,11 +1161,7 @@ mod tests {
     /// (acceptance pass E, 2).
     #[test]
     fn a_level_below_its_load_is_invalid() {
-        let c = ctx(Arc::new(FakeWatch {
-            marks: AtomicU64::new(0),
-            last_rate: Arc::new(AtomicU64::new(0)),
-            modelled: false,
-        }));
+        let c = unwatched_ctx();
         let (_, cfg) = split_params(
             "kv",
             &params(json!({"capacity": 600000, "levels": [100, 50, 2], "idle_duration": 0})),
