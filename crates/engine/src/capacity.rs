@@ -34,7 +34,7 @@ use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 use model::{HistogramRecord, Metric, MissingMetric};
 
-use crate::histlog::{format_ns, parse_latency_ns, IntervalLogWriter};
+use crate::histlog::{format_latency, format_ns, parse_latency_ns, IntervalLogWriter};
 use crate::load::LoadOutcome;
 
 /// Most steps a ramp may have (a typo in a step size should not book the lab for a week).
@@ -961,7 +961,7 @@ fn probe_verdict(step: &RateStep, cfg: &SearchConfig) -> (Option<u64>, bool, Str
             format!(
                 "p{} = {} misses {}{}",
                 cfg.objective.percentile,
-                format_ns(v),
+                format_latency(v),
                 cfg.objective,
                 match step.unsent_requests {
                     0 => String::new(),

@@ -1771,6 +1771,8 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     let pct = metric(r, "objective_percentile", &[]);
     let answer = metric(r, "max_rate_meeting_slo_per_s", &[]);
     let obj = match (pct, bound) {
+        // A bound of seconds in seconds: "p99 < 2k ms" read as a typo.
+        (Some(p), Some(b)) if b >= 1000.0 => format!("p{} < {} s", si(p), si(b / 1000.0)),
         (Some(p), Some(b)) => format!("p{} < {} ms", si(p), si(b)),
         _ => "the objective".into(),
     };
@@ -1789,7 +1791,11 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     }];
     if let Some(b) = bound {
         series.push(LineSeries {
-            name: format!("bound {} ms", si(b)),
+            name: if b >= 1000.0 {
+                format!("bound {} s", si(b / 1000.0))
+            } else {
+                format!("bound {} ms", si(b))
+            },
             points: vec![(0.0, b), (xmax, b)],
             color: 3,
             dash: 1,

@@ -430,6 +430,17 @@ fn capacity_ramp_search_levels() {
     assert!(h.contains("kv search: latency at the objective per probed rate"));
     assert!(h.contains("bound 20 ms") && h.contains("answer 44k/s"));
     assert!(h.contains("Highest rate meeting p99 &lt; 20 ms: 44,000 req/s."));
+    // A bound of seconds reads in seconds: "p99 < 2k ms" read as a typo (acceptance
+    // pass E, 11).
+    let mut slow = r.clone();
+    for m in slow.results.iter_mut().flat_map(|r| r.metrics.iter_mut()) {
+        if m.name == "objective_bound_ns" {
+            m.value = 2e9;
+        }
+    }
+    let hs = report::html(std::slice::from_ref(&slow), None);
+    assert!(hs.contains("Highest rate meeting p99 &lt; 2 s: 44,000 req/s."));
+    assert!(hs.contains("bound 2 s") && !hs.contains("k ms"));
     assert!(h.contains("kv load levels: target and reply rate"));
     assert!(h.contains("kv load levels: power (W)"));
     assert!(h.contains("kv load levels: req/s per W"));

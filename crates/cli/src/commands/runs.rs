@@ -311,7 +311,7 @@ pub fn efficiency_table(run: &RunRecord) -> String {
 /// Why a capacity test's PERF/W is `-` in [`efficiency_table`].
 const CAPACITY_PER_W: &str = "PERF/W of ramp, search and levels: none here (their steps \
     ran at different loads); a levels test's headline is its perf/W (overall ops/s/W), and \
-    its table below has each level's";
+    its table below gives each level's perf/W";
 
 /// The format an `export -o FILE` name asks for: `.csv` CSV, anything else JSON, except
 /// a report's name (`.md`, `.html`, `.htm`, `.svg`), refused rather than given JSON it

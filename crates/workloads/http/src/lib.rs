@@ -264,6 +264,7 @@ pub const CAPACITY: CapacityDefaults = CapacityDefaults {
     typical_rate_per_s: 20_000.0,
     step_duration_s: 5.0,
     rate_unit: "req/s",
+    slo: "p99<1ms",
 };
 
 /// A CPU list, parsed only: whether the CPUs exist is checked on the host they are

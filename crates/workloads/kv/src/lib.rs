@@ -366,6 +366,7 @@ pub const CAPACITY: CapacityDefaults = CapacityDefaults {
     typical_rate_per_s: 200_000.0,
     step_duration_s: 2.0,
     rate_unit: "ops/s",
+    slo: "p99<1ms",
 };
 
 fn parse_ratio(s: &str) -> anyhow::Result<f64> {
