@@ -34,7 +34,7 @@ use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 use model::{HistogramRecord, Metric, MissingMetric};
 
-use crate::histlog::{format_latency, format_ns, parse_latency_ns, IntervalLogWriter};
+use crate::histlog::{format_ns, parse_latency_ns, IntervalLogWriter};
 use crate::load::LoadOutcome;
 
 /// Most steps a ramp may have (a typo in a step size should not book the lab for a week).
@@ -961,7 +961,7 @@ fn probe_verdict(step: &RateStep, cfg: &SearchConfig) -> (Option<u64>, bool, Str
             format!(
                 "p{} = {} misses {}{}",
                 cfg.objective.percentile,
-                format_latency(v),
+                model::hist::latency_ns(v as f64),
                 cfg.objective,
                 match step.unsent_requests {
                     0 => String::new(),
@@ -1805,7 +1805,11 @@ mod tests {
         assert!(!meets);
         let lat = lat.unwrap();
         assert!((25_900_000..26_000_000).contains(&lat), "{lat}");
-        assert!(why.contains("misses p99<1ms"), "{why}");
+        // In its unit: "p99 = 43483135ns misses" was a sentence's (acceptance E, 11).
+        assert!(
+            why.starts_with("p99 = 25.9") && why.contains(" ms misses p99<1ms"),
+            "{why}"
+        );
         // 700 never sent: p99 of the 99,200 due is the 98,208th recorded, 900 us (the
         // recorded p99 is 500 us), and still meets.
         s.unsent_requests = 700;

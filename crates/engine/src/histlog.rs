@@ -73,21 +73,6 @@ pub fn format_ns(ns: u64) -> String {
     }
 }
 
-/// A measured latency in a sentence, in the unit that reads best: `43.483 ms`,
-/// `512.0 us`, `1.203 s` (a threshold, a round number, is [`format_ns`]'s).
-pub fn format_latency(ns: u64) -> String {
-    let v = ns as f64;
-    if v >= 1e9 {
-        format!("{:.3} s", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.3} ms", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1} us", v / 1e3)
-    } else {
-        format!("{ns} ns")
-    }
-}
-
 /// One threshold bucket: how many recorded latencies exceed `threshold_ns`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OverThreshold {
@@ -329,14 +314,6 @@ impl<W: Write> IntervalLogWriter<W> {
 mod tests {
     use super::*;
 
-    /// A measured latency reads in its unit: "p99 = 43483135ns" was a sentence's.
-    #[test]
-    fn a_measured_latency_reads_in_its_unit() {
-        assert_eq!(super::format_latency(43_483_135), "43.483 ms");
-        assert_eq!(super::format_latency(512_049), "512.0 us");
-        assert_eq!(super::format_latency(1_203_000_000), "1.203 s");
-        assert_eq!(super::format_latency(900), "900 ns");
-    }
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use model::hist::new_latency_histogram;
 

@@ -6,6 +6,20 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+/// Nanoseconds as a readable latency (`850 ns`, `12.5 us`, `1.23 ms`, `2.1 s`): the
+/// report's cells and the sentences of flags and verdicts alike.
+pub fn latency_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.3} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} us", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
 /// Significant digits used for every latency histogram (0.1% value resolution).
 pub const SIGFIG: u8 = 3;
 /// Highest latency tracked: one hour in nanoseconds. Larger values are clamped and counted.

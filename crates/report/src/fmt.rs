@@ -128,18 +128,7 @@ pub fn si(v: f64) -> String {
     format!("{s}{p}")
 }
 
-/// Nanoseconds as a readable latency (`850 ns`, `12.5 us`, `1.23 ms`, `2.1 s`).
-pub fn latency_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.3} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} us", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
-}
+pub use model::hist::latency_ns;
 
 /// Bit-rate units and their multiplier from Gbit/s, largest first.
 const BIT_RATES: [(f64, &str); 4] = [
