@@ -15,6 +15,15 @@ fn run_json_kv(db: &Path, args: &[&str]) -> (i32, serde_json::Value, String) {
     common::run_json(db, args, &[])
 }
 
+/// `show latest --json` of the store `db` (Null while it has no run).
+fn show_latest(db: &Path) -> serde_json::Value {
+    let out = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
 /// redis-server processes whose command line mentions `port`.
 fn redis_on(port: u16) -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -239,11 +248,7 @@ fn end_a_run_by_signal(signal: impl FnOnce(i32), expect_code: i32, cause: &str) 
             "redis-server on port {p} outlived rackbench"
         );
     }
-    let show = bin()
-        .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
-        .output()
-        .unwrap();
-    let run: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let run = show_latest(&db);
     assert_eq!(run["status"], "interrupted");
     let results = run["results"].as_array().unwrap();
     assert_eq!(
@@ -426,11 +431,7 @@ fn sigkill_leaves_no_server_and_the_run_is_closed_on_next_open() {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(200));
-        let out = bin()
-            .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
-            .output()
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let v = show_latest(&db);
         if v["results"].as_array().is_some_and(|r| r.len() == 1) {
             assert_eq!(v["status"], "running", "a live run is left alone");
             break;
@@ -459,11 +460,7 @@ fn sigkill_leaves_no_server_and_the_run_is_closed_on_next_open() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let orphans: Vec<u32> = servers.into_iter().filter(|p| alive(*p)).collect();
-    let show = bin()
-        .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
-        .output()
-        .unwrap();
-    let run: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let run = show_latest(&db);
     assert_eq!(run["status"], "interrupted", "{run}");
     assert!(
         run["error"]
@@ -478,6 +475,86 @@ fn sigkill_leaves_no_server_and_the_run_is_closed_on_next_open() {
         orphans.is_empty(),
         "redis-server outlived a killed rackbench: {orphans:?}"
     );
+}
+
+/// A capacity test's steps are stored as each completes: rackbench killed (kill -9, out
+/// of memory) in the middle of a ramp leaves the steps it had measured, in a result the
+/// next command closes `interrupted`, saying the test did not finish. They were all lost:
+/// a capacity test was stored only whole (acceptance pass E, 5).
+#[test]
+fn sigkill_in_a_ramp_keeps_the_steps_it_measured() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mut child = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "kv",
+            "-c",
+            "4",
+            "-t",
+            "ramp",
+        ])
+        .args([
+            "--ramp-low",
+            "1000",
+            "--ramp-high",
+            "40000",
+            "--ramp-step",
+            "1000",
+        ])
+        .args(["--step-duration", "0.5", "--no-telemetry", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let steps = |run: &serde_json::Value| -> usize {
+        run["results"][0]["metrics"].as_array().map_or(0, |m| {
+            m.iter()
+                .filter(|m| m["name"] == "demanded_rate_per_s" && m["labels"]["phase"] == "ramp")
+                .count()
+        })
+    };
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) && steps(&show_latest(&db)) < 2 {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    unsafe { kill(child.id() as i32, 9) };
+    child.wait().unwrap();
+    let run = show_latest(&db);
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run}");
+    let r = &results[0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ended without finishing"),
+        "{r}"
+    );
+    let n = steps(&run);
+    assert!(n >= 2, "the steps measured before the kill: {n}");
+    let partial = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "partial")
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(
+        partial["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the ramp test did not finish (rackbench was killed"),
+        "{partial}"
+    );
+    // Each step's latency histogram is kept with it.
+    assert!(r["histograms"].as_array().unwrap().len() >= n, "{r}");
 }
 
 /// Two redis-server instances pinned to one CPU take turns on it: flagged, not hidden.

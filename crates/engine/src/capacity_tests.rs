@@ -457,6 +457,41 @@ impl Found {
     }
 }
 
+/// Add the step a capacity test has just measured to what it measured so far, for
+/// [`Ctx::save_partial`]: its figures (labelled `phase` and `step`, in the order the
+/// steps ran) and latency histogram, no headline (the test has not decided it), and a
+/// warning that says so, kept only if the process ends before the test does.
+fn add_partial(so_far: &mut StepOutput, test: &str, step: &RateStep, unit: &str) {
+    // Every step has one demanded rate: their count is this step's index.
+    let i = so_far
+        .metrics
+        .iter()
+        .filter(|m| m.name == "demanded_rate_per_s")
+        .count();
+    so_far.duration_s += step.duration_s;
+    let mut m = step.metrics(&[("phase", test.to_string()), ("step", i.to_string())]);
+    relabel_units(&mut m, unit);
+    so_far.metrics.extend(m);
+    if let Some(h) = &step.latency {
+        so_far
+            .histograms
+            .push(model::hist::HistogramRecord::from_histogram(
+                &format!("{test}_step{i}"),
+                &step.latency_kind,
+                h,
+            ));
+    }
+    so_far.flags = vec![Flag::warning(
+        "partial",
+        format!(
+            "the {test} test did not finish (rackbench was killed, or the machine stopped): \
+             its {} step(s) up to then are kept, each as it completed, with no verdict over \
+             them",
+            i + 1
+        ),
+    )];
+}
+
 /// Run one capacity test. `measure(rate)` runs one open-loop step at `rate` per second
 /// (the driver handles rate 0, active idle, itself); `found` carries the capacities the
 /// ramps or searches found to a later `levels` test of the same sweep point; `hlog`, when
@@ -474,6 +509,8 @@ pub fn run(
     mut measure: impl FnMut(f64) -> anyhow::Result<RateStep>,
 ) -> anyhow::Result<StepOutput> {
     let idle_s = cfg.idle_duration_s(d);
+    // What the steps so far measured, grown a step at a time, for a crash to keep.
+    let mut so_far = StepOutput::default();
     let mut step_fn = |rate: f64| -> anyhow::Result<RateStep> {
         let marked = SystemTime::now();
         let mark = ctx.watch.mark();
@@ -489,6 +526,10 @@ pub fn run(
             let after = |t: SystemTime| t.duration_since(marked).map_or(0.0, |d| d.as_secs_f64());
             let window = step.window.map(|(from, to)| (after(from), after(to)));
             step.extra.extend(ctx.watch.since_mark(m, window));
+        }
+        if ctx.partial.is_some() {
+            add_partial(&mut so_far, test, &step, d.rate_unit);
+            ctx.save_partial(&so_far);
         }
         Ok(step)
     };
@@ -860,7 +901,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::workload::{Progress, Watch};
+    use crate::workload::Watch;
 
     const D: CapacityDefaults = CapacityDefaults {
         typical_rate_per_s: 2000.0,
@@ -912,10 +953,8 @@ mod tests {
 
     fn ctx(watch: Arc<dyn Watch>) -> Ctx {
         Ctx {
-            progress: Arc::new(Progress::default()),
             watch,
-            verbose: false,
-            roles: None,
+            ..Ctx::quiet()
         }
     }
 

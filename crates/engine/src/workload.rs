@@ -135,7 +135,16 @@ pub struct Ctx {
     /// The hosts this sweep point acts through (system under test, load generators).
     /// Workloads split into service and driver need them; the others run here.
     pub roles: Option<crate::host::Roles>,
+    /// Where a test hands what it measured so far while it runs (see [`Partial`]).
+    pub partial: Option<Partial>,
 }
+
+/// Where a long test hands what it measured so far (a capacity test, after each of its
+/// steps), so that a crash (kill -9, out of memory) that ends the process keeps it: the
+/// runner stores it as the test's provisional result, which the test's final result
+/// replaces. A SPECpower levels test is eleven steps, a ramp up to a thousand; one kill
+/// near the end lost them all (acceptance pass E, 5).
+pub type Partial = Arc<dyn Fn(&StepOutput) + Send + Sync>;
 
 impl Ctx {
     /// A context with no telemetry and no output (tests).
@@ -145,6 +154,14 @@ impl Ctx {
             watch: Arc::new(NoWatch),
             verbose: false,
             roles: None,
+            partial: None,
+        }
+    }
+
+    /// Hand what the test under way measured so far to [`Ctx::partial`], if any.
+    pub fn save_partial(&self, so_far: &StepOutput) {
+        if let Some(p) = &self.partial {
+            p(so_far);
         }
     }
 

@@ -12,7 +12,7 @@ pub mod roles;
 pub mod telemetry;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -643,9 +643,46 @@ fn check_cpu_lists(
 
 /// Run a plan into `store`. Setup errors and stops before anything was measured leave
 /// nothing stored; later failures and stops keep what was measured.
+/// The lock of a provisional slot, whether or not a writer panicked holding it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Where a test under way hands what it measured so far ([`Ctx::partial`]): stored at
+/// once as its provisional result, `running`, each hand replacing the last, so that a
+/// process killed in the middle (kill -9, out of memory) leaves it in the store, where
+/// the next command closes it `interrupted`; the final result replaces it. Best effort:
+/// a store that refuses it leaves the test to its final result.
+fn store_partial(
+    store: &Arc<store::Store>,
+    run_id: &str,
+    slot: &Arc<Mutex<(Option<ResultRecord>, Option<i64>)>>,
+) -> engine::workload::Partial {
+    let (store, run_id, slot) = (store.clone(), run_id.to_string(), slot.clone());
+    Arc::new(move |so_far: &engine::StepOutput| {
+        let mut g = lock(&slot);
+        let (template, at) = &mut *g;
+        let Some(template) = template else {
+            return;
+        };
+        let (metrics, missing) = finite_only(so_far.metrics.clone(), so_far.missing.clone());
+        let rec = ResultRecord {
+            duration_s: so_far.duration_s,
+            metrics,
+            missing,
+            histograms: so_far.histograms.clone(),
+            flags: so_far.flags.clone(),
+            ..template.clone()
+        };
+        if let Ok(placed) = store.put_result(&run_id, *at, &rec) {
+            *at = Some(placed);
+        }
+    })
+}
+
 pub fn run(
     plan: &Plan,
-    store: &store::Store,
+    store: &Arc<store::Store>,
     progress: Arc<Progress>,
     observer: &dyn Observer,
 ) -> anyhow::Result<Finished> {
@@ -876,11 +913,15 @@ pub fn run(
                     }
                 },
             };
+            // The provisional result of the test under way: the record its partial
+            // outputs fill, set before it starts, and its place once one was stored.
+            let provisional: Arc<Mutex<(Option<ResultRecord>, Option<i64>)>> = Arc::default();
             let ctx = Ctx {
                 progress: progress.clone(),
                 watch: telemetry.watch(roles.sut.clone(), set.local()),
                 verbose: o.verbose,
                 roles: Some(roles.clone()),
+                partial: Some(store_partial(store, &run_id, &provisional)),
             };
             // Whatever way this iteration ends (error, Ctrl-C, `?`), the workload's servers go.
             let mut w = CleanupOnDrop(w);
@@ -997,14 +1038,6 @@ pub fn run(
                         None => point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0),
                     });
                     let started_at = chrono::Utc::now();
-                    let outcome = w.run_test(&test, &ctx);
-                    let samples = telemetry.end_step();
-                    let point_hosts: Vec<String> =
-                        roles.all().iter().map(|h| h.name().to_string()).collect();
-                    let point_hosts: Vec<&str> = point_hosts.iter().map(String::as_str).collect();
-                    // Where the test's server runs, when the workload has one.
-                    let sut_name = roles.sut.name().to_string();
-                    let server_host = reg.has_server.then_some(sut_name.as_str());
                     let mut params: BTreeMap<String, Value> = point
                         .iter()
                         .map(|(k, v)| (k.clone(), redact_value(v)))
@@ -1013,6 +1046,38 @@ pub fn run(
                     if let Some(v) = variant {
                         params.insert("variant".into(), Value::String(v.name.clone()));
                     }
+                    // What this test's result is, whatever it measures: its partial
+                    // outputs and its outcome fill the rest.
+                    let template = ResultRecord {
+                        workload: reg.name.to_string(),
+                        test: test.clone(),
+                        step,
+                        repetition: rep,
+                        params,
+                        settings: point_settings.clone(),
+                        headline: String::new(),
+                        started_at,
+                        duration_s: 0.0,
+                        metrics: Vec::new(),
+                        missing: Vec::new(),
+                        histograms: Vec::new(),
+                        telemetry: Vec::new(),
+                        telemetry_summary: Vec::new(),
+                        flags: Vec::new(),
+                        status: Status::Running,
+                        error: None,
+                    };
+                    *lock(&provisional) = (Some(template.clone()), None);
+                    let outcome = w.run_test(&test, &ctx);
+                    // The final result takes the provisional one's place.
+                    let provisional_at = std::mem::take(&mut *lock(&provisional)).1;
+                    let samples = telemetry.end_step();
+                    let point_hosts: Vec<String> =
+                        roles.all().iter().map(|h| h.name().to_string()).collect();
+                    let point_hosts: Vec<&str> = point_hosts.iter().map(String::as_str).collect();
+                    // Where the test's server runs, when the workload has one.
+                    let sut_name = roles.sut.name().to_string();
+                    let server_host = reg.has_server.then_some(sut_name.as_str());
                     // Only a host of this point fails it (a net pair is not failed by a
                     // third host that died). Its reason quotes the agent's stderr: redacted,
                     // as every stored error is.
@@ -1055,14 +1120,7 @@ pub fn run(
                             let (metrics, mut missing) = finite_only(out.metrics, out.missing);
                             missing.extend(tel.missing);
                             ResultRecord {
-                                workload: reg.name.to_string(),
-                                test: test.clone(),
-                                step,
-                                repetition: rep,
-                                params,
-                                settings: point_settings.clone(),
                                 headline: out.headline,
-                                started_at,
                                 duration_s: out.duration_s,
                                 metrics,
                                 missing,
@@ -1072,6 +1130,7 @@ pub fn run(
                                 flags,
                                 status,
                                 error: out.error,
+                                ..template
                             }
                         }
                         Err(e) => {
@@ -1086,23 +1145,13 @@ pub fn run(
                             );
                             let (status, flag) = error_status(&e);
                             ResultRecord {
-                                workload: reg.name.to_string(),
-                                test: test.clone(),
-                                step,
-                                repetition: rep,
-                                params,
-                                settings: point_settings.clone(),
-                                headline: String::new(),
-                                started_at,
-                                duration_s: 0.0,
-                                metrics: Vec::new(),
                                 missing: tel.missing,
-                                histograms: Vec::new(),
                                 telemetry_summary: tel.summary,
                                 telemetry: samples.samples,
                                 flags: vec![flag],
                                 status,
                                 error: Some(describe(&e)),
+                                ..template
                             }
                         }
                     };
@@ -1114,7 +1163,7 @@ pub fn run(
                             result.error = Some(why.clone());
                         }
                     }
-                    if let Err(e) = store.insert_result(&run_id, &result) {
+                    if let Err(e) = store.put_result(&run_id, provisional_at, &result) {
                         // The disk is full, or another writer held the store too long:
                         // what this test measured is not lost with it.
                         telemetry.stop();

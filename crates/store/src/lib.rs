@@ -173,6 +173,12 @@ impl Store {
                  WHERE id = ?1 AND status = 'running'",
                 params![run_id, why, ts(&Utc::now())],
             )?;
+            // A test's provisional result (what it had measured when the process ended).
+            conn.execute(
+                "UPDATE results SET status = 'interrupted', error = ?2
+                 WHERE run_id = ?1 AND status = 'running'",
+                params![run_id, why],
+            )?;
             conn.execute("DELETE FROM run_owner WHERE run_id = ?1", [&run_id])?;
             closed.push(run_id);
         }
@@ -335,14 +341,36 @@ impl Store {
     /// Insert one result (metrics, histograms, telemetry, flags) in one transaction.
     /// It is committed (on disk) when this returns.
     pub fn insert_result(&self, run_id: &str, r: &ResultRecord) -> anyhow::Result<()> {
+        self.put_result(run_id, None, r).map(|_| ())
+    }
+
+    /// Store `r` as the run's result at `ord`, in place of the one there (a test's
+    /// provisional result, stored while it ran so that a crash keeps what it had
+    /// measured), or as the run's next result when `ord` is None. Returns its place.
+    pub fn put_result(
+        &self,
+        run_id: &str,
+        ord: Option<i64>,
+        r: &ResultRecord,
+    ) -> anyhow::Result<i64> {
         let mut conn = self.lock();
         let tx = write_tx(&mut conn)?;
         require_run(&tx, run_id, &self.path)?;
-        let ord: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(ord) + 1, 0) FROM results WHERE run_id = ?1",
-            [run_id],
-            |r| r.get(0),
-        )?;
+        let ord: i64 = match ord {
+            Some(o) => {
+                // Its metrics, histograms, samples and flags go with it (cascade).
+                tx.execute(
+                    "DELETE FROM results WHERE run_id = ?1 AND ord = ?2",
+                    params![run_id, o],
+                )?;
+                o
+            }
+            None => tx.query_row(
+                "SELECT COALESCE(MAX(ord) + 1, 0) FROM results WHERE run_id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )?,
+        };
         insert_result(&tx, run_id, ord, r).with_context(|| {
             format!(
                 "storing result step {} ({}) of run {run_id}",
@@ -350,7 +378,7 @@ impl Store {
             )
         })?;
         tx.commit()?;
-        Ok(())
+        Ok(ord)
     }
 
     /// Mark the run finished now with its final status.
@@ -547,6 +575,7 @@ impl Store {
         if let Some(why) = self.abandoned_why(id) {
             run.status = Status::Interrupted;
             run.error = Some(why.to_string());
+            interrupt_provisional(&mut run.results, why);
         }
         Ok(run)
     }
@@ -635,6 +664,15 @@ pub struct Imported {
     pub skipped: Vec<String>,
 }
 
+/// A test's provisional result (`running`: stored while it ran) in a run that ended
+/// without it: interrupted, for `why`, as [`Store::close_abandoned_runs`] writes it.
+fn interrupt_provisional(results: &mut [ResultRecord], why: &str) {
+    for r in results.iter_mut().filter(|r| r.status == Status::Running) {
+        r.status = Status::Interrupted;
+        r.error = Some(why.to_string());
+    }
+}
+
 /// The status and error an imported run is stored with: its own, except that a run
 /// exported while it was still running has no process here that could finish it (and
 /// none `close_abandoned_runs` could find gone): it is interrupted, with what it had
@@ -701,7 +739,11 @@ fn insert_whole_in(
     for (i, idle) in run.idle_power.iter().enumerate() {
         insert_idle(tx, &run.id, i as i64, idle)?;
     }
-    for (i, r) in run.results.iter().enumerate() {
+    let mut results = run.results.clone();
+    if let Some(why) = error.as_deref().filter(|_| status != run.status) {
+        interrupt_provisional(&mut results, why);
+    }
+    for (i, r) in results.iter().enumerate() {
         insert_result(tx, &run.id, i as i64, r).with_context(|| {
             format!(
                 "storing result step {} ({}) of run {}",

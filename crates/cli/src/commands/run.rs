@@ -630,7 +630,7 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
         build: env!("RACKBENCH_BUILD").to_string(),
     };
     let made_store = !db.exists();
-    let store = store::Store::open(&db)?;
+    let store = Arc::new(store::Store::open(&db)?);
     crate::signals::install_for_run();
     let progress = Arc::new(Progress::default());
     let display = crate::progress::Display::start(progress.clone(), verbose);
@@ -642,7 +642,7 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
             // Refused before anything was stored (a check in prepare): a store this
             // command made is not left behind, empty.
             if made_store {
-                store.remove_if_unused();
+                remove_if_unused(store);
             }
             return Err(e);
         }
@@ -651,7 +651,7 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
         // Stopped before any test gave a result: nothing was kept, nor is a store this
         // command made.
         if made_store {
-            store.remove_if_unused();
+            remove_if_unused(store);
         }
         engine::errln!("rackbench: interrupted before any test ran; nothing stored");
         return Ok(crate::signals::exit_status().unwrap_or(1));
@@ -685,6 +685,14 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
         _ if finished.failure.is_some() || finished.interrupted || invalid => 1,
         _ => 0,
     })
+}
+
+/// Remove a store this command made, if nothing was stored in it (the runner has let go
+/// of its handles by now: a test's provisional results held one).
+fn remove_if_unused(store: Arc<store::Store>) {
+    if let Ok(store) = Arc::try_unwrap(store) {
+        store.remove_if_unused();
+    }
 }
 
 /// The headline over repetitions, per sweep point and test, as the report's "Headline
