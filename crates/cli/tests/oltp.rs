@@ -609,6 +609,8 @@ fn password_server() -> wl_oltp::server::Server {
 /// and PGPASSFILE pointing at `no_pgpass` unless `env` says otherwise.
 fn rackbench(args: &[&str], env: &[(&str, &str)], no_pgpass: &Path) -> (i32, String, String) {
     let mut c = common::bin();
+    // A store of the test's own: the runs below never touch the user's.
+    c.env("RACKBENCH_DB", no_pgpass.with_file_name("results.sqlite"));
     c.env_remove("PGPASSWORD").env("PGPASSFILE", no_pgpass);
     for (k, v) in env {
         c.env(k, v);
