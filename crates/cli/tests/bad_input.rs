@@ -69,6 +69,19 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             &["http", "-t", "levels", "--capacity", "99999999999"],
             "is above the 100 million/s",
         ),
+        // Acceptance pass F, 3: the model filled the tests the meter had no reading in.
+        (
+            &[
+                "crypto",
+                "--power-model",
+                "100:200",
+                "--power-meter",
+                "echo 150",
+            ],
+            "--power-model stands in for power where nothing measures it",
+        ),
+        (&["crypto", "--power-meter", " "], "--power-meter is empty"),
+        (&["crypto", "--power-model", "0:0"], "MAX_W above 0"),
     ];
     for (args, names) in cases {
         let out = common::bin()

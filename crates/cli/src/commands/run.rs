@@ -413,6 +413,22 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     opts.idle_power = opts.idle_power.or(plan_opts.idle_power);
     opts.power_meter = opts.power_meter.or(plan_opts.power_meter);
     opts.power_model = opts.power_model.or(plan_opts.power_model);
+    // The model stands in where nothing measures. Beside a meter it filled the tests the
+    // meter had no reading in: one run mixed measured and modelled watts (acceptance
+    // pass F, 3).
+    if opts.power_meter.is_some() && opts.power_model.is_some() {
+        bail!(
+            "--power-model stands in for power where nothing measures it, and --power-meter \
+             measures it: give one of them"
+        );
+    }
+    if opts
+        .power_meter
+        .as_deref()
+        .is_some_and(|m| m.trim().is_empty())
+    {
+        bail!("--power-meter is empty: give a command that prints the watts, e.g. --power-meter 'my-pdu-watts'");
+    }
     opts.db = opts.db.or(g.db.clone());
     opts.json |= g.json;
     opts.quiet |= g.quiet;
@@ -573,9 +589,13 @@ fn power_model(s: &Option<String>) -> anyhow::Result<Option<(f64, f64)>> {
         .parse()
         .map_err(|_| anyhow::anyhow!("--power-model: bad max watts `{b}`"))?;
     // `contains` is false for NaN; infinity is caught by the upper bound on both.
-    if !(0.0..=100_000.0).contains(&idle_w) || !(0.0..=100_000.0).contains(&max_w) || max_w < idle_w
+    // A model of 0 W gave every perf/W as "-" with no reason.
+    if !(0.0..=100_000.0).contains(&idle_w)
+        || !(0.0..=100_000.0).contains(&max_w)
+        || max_w < idle_w
+        || max_w == 0.0
     {
-        bail!("--power-model: need 0 <= IDLE_W <= MAX_W <= 100000 watts, e.g. 120:350 (got `{s}`)");
+        bail!("--power-model: need 0 <= IDLE_W <= MAX_W <= 100000 watts, MAX_W above 0, e.g. 120:350 (got `{s}`)");
     }
     Ok(Some((idle_w, max_w)))
 }
@@ -864,7 +884,9 @@ mod tests {
     fn a_power_model_must_be_finite_watts() {
         let model = |s: &str| power_model(&Some(s.to_string()));
         assert_eq!(model("120:350").unwrap(), Some((120.0, 350.0)));
-        for bad in ["100:nan", "nan:100", "100:inf", "-1:100", "200:100", "100"] {
+        for bad in [
+            "100:nan", "nan:100", "100:inf", "-1:100", "200:100", "100", "0:0",
+        ] {
             let err = model(bad).unwrap_err().to_string();
             assert!(err.contains("--power-model"), "{bad}: {err}");
         }
