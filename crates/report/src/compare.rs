@@ -787,8 +787,10 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
     }
     // A capacity test is a curve of steps at different offered rates: its headline (the
     // saturation or peak rate, the rate meeting the objective, SPECpower's ops/s/W) is
-    // compared; its latency, CPU and power mix every step and are not.
-    if crate::derive::capacity_phase(r).is_some() {
+    // compared, and the curve where two runs can meet on it; its latency, CPU and power
+    // over every step together are not.
+    if let Some(phase) = crate::derive::capacity_phase(r) {
+        out.extend(curve_of(r, phase));
         return out;
     }
     // What the system under test spent: CPU per operation (named by whose CPU it counts,
@@ -811,6 +813,77 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
         }
     }
     out
+}
+
+/// A capacity test's curve, point by point where two runs can meet on it: each load
+/// level's reply rate, p99, power and perf/W (`level 100%`, of each run's own capacity),
+/// and each ramp step's reply rate and p99 at its demanded rate (a rate both ramps
+/// demanded). A search's probes are at rates of its own, and its answer is its headline.
+/// Two capacity runs compared on their headlines alone hid the curves a planner compares
+/// (acceptance pass E, 9).
+fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<FigureOf> {
+    let rate_unit = r
+        .metrics
+        .iter()
+        .find(|m| m.name == "reply_rate_per_s")
+        .map(|m| crate::derive::display_unit("reply_rate_per_s", &m.unit))
+        .unwrap_or_default();
+    let by = match phase {
+        "levels" => "level",
+        "ramp" => "step",
+        _ => return Vec::new(),
+    };
+    let mut points: BTreeMap<&str, Vec<&model::Metric>> = BTreeMap::new();
+    for m in r
+        .metrics
+        .iter()
+        .filter(|m| m.labels.get("phase").map(String::as_str) == Some(phase))
+    {
+        if let Some(at) = m.labels.get(by) {
+            points.entry(at.as_str()).or_default().push(m);
+        }
+    }
+    let mut out = Vec::new();
+    for (at, ms) in points {
+        let get = |n: &str| ms.iter().find(|m| m.name == n).map(|m| m.value);
+        let demanded = get("demanded_rate_per_s").unwrap_or(0.0);
+        if at == "active_idle" || demanded <= 0.0 {
+            continue;
+        }
+        let prefix = match phase {
+            "levels" => format!("level {at}:"),
+            _ => format!("at {} {rate_unit} demanded:", crate::fmt::num(demanded)),
+        };
+        let mut add = |what: String, unit: &str, hib: bool, v: Option<f64>| {
+            if let Some(v) = v {
+                out.push((format!("{prefix} {what}"), unit.to_string(), hib, Ok(v)));
+            }
+        };
+        add(
+            "reply rate".into(),
+            &rate_unit,
+            true,
+            get("reply_rate_per_s"),
+        );
+        add("latency_p99_ns".into(), "ns", false, get("latency_p99_ns"));
+        if phase == "levels" {
+            add(POWER.into(), "W", false, get(POWER));
+            add(
+                format!("{rate_unit} per W"),
+                &format!("{rate_unit}/W"),
+                true,
+                get("reply_rate_per_w"),
+            );
+        }
+    }
+    out
+}
+
+/// Whether `figure` is a levels test's, over its levels' power (its headline, or one
+/// level's power or perf/W): it carries their basis ([`levels_basis`]).
+fn over_levels_power(figure: &str) -> bool {
+    figure == LEVELS_PER_W
+        || (figure.starts_with("level ") && (figure.ends_with(POWER) || figure.ends_with(" per W")))
 }
 
 /// The power figure's name, one for every basis so that its rows line up; the basis is
@@ -994,14 +1067,14 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
             // headline is per watt: of its levels' power).
             let per_rep = valid.iter().flat_map(|r| {
                 let basis = levels_basis(r);
-                figures_of(run, r)
-                    .into_iter()
-                    .map(move |f| match (&basis, f.0 == LEVELS_PER_W) {
+                figures_of(run, r).into_iter().map(move |f| {
+                    match (&basis, over_levels_power(&f.0)) {
                         (Ok(b), true) => (f, *b),
                         // Over unlike power: no figure to set against another.
                         (Err(why), true) => ((f.0, f.1, f.2, Err(why.clone())), None),
                         (_, false) => (f, None),
-                    })
+                    }
+                })
             });
             let latency = latency
                 .iter()
@@ -1515,7 +1588,10 @@ fn metric_rank(m: &str) -> u8 {
         "latency_max_ns",
         "latency_mean_ns",
     ];
-    if let Some(i) = LATENCY.iter().position(|l| *l == m) {
+    if m.starts_with("at ") || m.starts_with("level ") {
+        // A capacity test's curve, after its headline.
+        5
+    } else if let Some(i) = LATENCY.iter().position(|l| *l == m) {
         10 + i as u8
     } else if m.starts_with("pct_over_") {
         20

@@ -600,7 +600,7 @@ fn capacity_with_steps(id: &str, scale: f64) -> RunRecord {
 /// rates: the generic tables keep its row and headline but show no whole-test latency
 /// (a "ramp p99" merging every rate) and no efficiency (the peak rate over the whole
 /// ramp's power); it is no best point, in no chart that sets tests side by side, and
-/// `compare` judges its headline only.
+/// `compare` judges its headline and its curve point by point (levels, ramp steps).
 #[test]
 fn capacity_tests_have_no_whole_test_latency_or_efficiency() {
     let a = capacity_with_steps("cap-a", 1.0);
@@ -683,7 +683,8 @@ fn capacity_tests_have_no_whole_test_latency_or_efficiency() {
         "{row}"
     );
 
-    // Compare: the capacity headline is judged, nothing else of the capacity tests.
+    // Compare: the capacity headline is judged, and the curve where the runs meet on it
+    // (acceptance pass E, 9: the headline alone hid the curves), nothing over every step.
     let b = capacity_with_steps("cap-b", 1.2);
     let c = report::compare(&[a], &[b]);
     let of = |point: &str| -> Vec<&str> {
@@ -693,12 +694,32 @@ fn capacity_tests_have_no_whole_test_latency_or_efficiency() {
             .map(|r| r.metric.as_str())
             .collect()
     };
-    assert_eq!(of("kv ramp"), ["max_reply_rate_per_s"]);
+    let mut ramp_rows = vec!["max_reply_rate_per_s".to_string()];
+    for d in ["2,000", "4,000", "6,000"] {
+        for what in ["latency_p99_ns", "reply rate"] {
+            ramp_rows.push(format!("at {d} req/s demanded: {what}"));
+        }
+    }
+    assert_eq!(of("kv ramp"), ramp_rows);
     // Per watt, named by its levels' power basis as power rows are (RAPL here).
-    assert_eq!(
-        of("kv levels"),
-        ["overall_reply_rate_per_w (component only)"]
-    );
+    let mut level_rows = vec!["overall_reply_rate_per_w (component only)".to_string()];
+    for l in ["100%", "50%"] {
+        for what in [
+            "latency_p99_ns",
+            "power_w (component only)",
+            "reply rate",
+            "req/s per W (component only)",
+        ] {
+            level_rows.push(format!("level {l}: {what}"));
+        }
+    }
+    assert_eq!(of("kv levels"), level_rows);
+    let at_100 = c
+        .rows
+        .iter()
+        .find(|r| r.metric == "level 100%: reply rate")
+        .unwrap();
+    assert!(at_100.a.is_some() && at_100.b.is_some(), "{at_100:?}");
     assert_eq!(of("kv search"), ["max_rate_meeting_slo_per_s"]);
     let ramp = c.rows.iter().find(|r| r.point == "kv ramp").unwrap();
     assert!((ramp.diff_pct.unwrap() - 20.0).abs() < 1e-9);
