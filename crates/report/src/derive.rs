@@ -1707,8 +1707,15 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         }
     }
     if !capacity.is_empty() {
+        // With no other test there is no table (the formats leave an empty one out): the
+        // note then says why, not what the table lacks.
         s.notes.push(format!(
-            "Not in this table: {} (capacity tests, a curve of steps at different offered rates: their figures are per step, in their views).",
+            "{}: {} (capacity tests, a curve of steps at different offered rates: their figures are per step, in their views).",
+            if s.rows.is_empty() {
+                "No summary table: this workload ran only capacity tests"
+            } else {
+                "Not in this table"
+            },
             capacity.join(", ")
         ));
     }

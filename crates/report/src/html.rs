@@ -381,6 +381,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
                 .join(", "))
         );
     }
+    // Where the table starts: a workload of capacity tests only has no row, and its table
+    // (a header over nothing) is taken out again; the notes below say why.
+    let table_start = h.len();
     let _ = write!(
         h,
         r#"<table><caption>Summary of measured data{}</caption><tr><th rowspan="2">Test</th>"#,
@@ -467,6 +470,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         h.push_str("</tr>");
     }
     h.push_str("</table>");
+    if s.rows.is_empty() {
+        h.truncate(table_start);
+    }
     if s.any_flags() {
         let _ = write!(
             h,

@@ -360,8 +360,12 @@ pub fn markdown_with(
         for d in &s.differences {
             head.push(format!("Difference: {}", d.label));
         }
-        m.push_str(&row(&head));
-        m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+        // A workload of capacity tests only has no row: no table (a header over nothing),
+        // the note below says why.
+        if !s.rows.is_empty() {
+            m.push_str(&row(&head));
+            m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+        }
         for (ri, r) in s.rows.iter().enumerate() {
             let mut cells = vec![s.row_name(r, "")];
             for i in 0..s.runs.len() {
@@ -400,11 +404,11 @@ pub fn markdown_with(
         }
         g.extend(s.differences.iter().map(|d| DiffColumn::cell(d.geomean)));
         a.extend(s.differences.iter().map(|d| DiffColumn::cell(d.power_mean)));
-        if s.shows_geomean() {
+        if s.shows_geomean() && !s.rows.is_empty() {
             m.push_str(&bold_row(&g));
         }
         // The arithmetic mean is of power: left out when no run has power.
-        if s.power_mean.iter().any(Option::is_some) {
+        if s.power_mean.iter().any(Option::is_some) && !s.rows.is_empty() {
             m.push_str(&bold_row(&a));
         }
         if let Some(n) = &s.geomean_note {

@@ -136,6 +136,57 @@ fn per_cpu_breakdown_of_a_levels_run() {
     assert!(!h.contains("<td>Geometric mean</td>"));
 }
 
+/// Acceptance pass F, F19: a run of only a capacity test had a summary table with a
+/// header and no row in Markdown (and HTML); the table is left out and the note says why.
+#[test]
+fn capacity_only_run_has_no_empty_summary_table() {
+    let mut run = kv_run(&Spec {
+        label: "<script>x</script>&\"|",
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    run.results
+        .retain(|r| r.test == "get" && r.params["pipeline"] == 1);
+    for r in &mut run.results {
+        r.test = "levels".into();
+        r.params.remove("pipeline");
+        r.headline = "overall_reply_rate_per_w".into();
+        r.histograms.clear();
+        r.metrics = vec![
+            model::Metric::new("overall_reply_rate_per_w", 400.0, "ops/s/W"),
+            model::Metric::new("reply_rate_per_s", 50_000.0, "ops/s")
+                .label("phase", "levels")
+                .label("level", "100%"),
+        ];
+    }
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    let wl = &m[m.find("## Workload: kv").unwrap()..];
+    let wl = &wl[..wl.find("\n## ").map_or(wl.len(), |i| i + 1)];
+    assert!(!wl.contains("\n| Test |"), "{wl}");
+    assert!(!wl.contains("Not in this table"), "{wl}");
+    assert!(
+        wl.contains(
+            "No summary table: this workload ran only capacity tests: levels (capacity tests"
+        ),
+        "{wl}"
+    );
+    let h = report::html(std::slice::from_ref(&run), None);
+    assert!(!h.contains("Summary of measured data"), "{h}");
+    assert!(h.contains("No summary table: this workload ran only capacity tests: levels"));
+    // A run with other tests keeps its table and says what it lacks.
+    let mut both = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    both.results.push(run.results[0].clone());
+    let m = report::markdown(std::slice::from_ref(&both), None);
+    assert!(m.contains("\n| Test |"));
+    assert!(m.contains("Not in this table: levels"));
+    assert!(report::html(std::slice::from_ref(&both), None).contains("Summary of measured data"));
+}
+
 /// The Markdown has the HTML's per-CPU breakdown (as numbers) and its "% of requests over
 /// threshold" table, with the same figures.
 #[test]
