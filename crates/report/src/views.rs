@@ -114,9 +114,12 @@ fn param_u64(r: &ResultRecord, key: &str) -> Option<u64> {
         .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
 }
 
+/// The binary prefixes [`bytes`] scales by.
+pub const BYTE_UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+
 /// Bytes as `4 KiB`, `32 MiB`.
 pub fn bytes(b: f64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let units = BYTE_UNITS;
     let mut v = b;
     let mut i = 0;
     while v >= 1024.0 && i + 1 < units.len() {

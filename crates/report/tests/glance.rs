@@ -255,6 +255,45 @@ fn disclosure_shows_what_differs_and_folds_what_is_the_same() {
     assert!(!h.contains("same on every run"));
 }
 
+/// Acceptance pass F, F17: byte counts in the Systems table read "0.0 GiB (49152)"; they
+/// are scaled by binary prefix as the mem view writes them, the exact count beside only
+/// when the scaled figure is rounded. The caches' sizes (bytes in sysfs) too.
+#[test]
+fn byte_facts_are_scaled_by_binary_prefix() {
+    let mut runs = many_runs(2);
+    for (k, a, b) in [
+        ("cpu.cache.l1_bytes", "49152", "32768"),
+        ("cpu.cache.l2", "2097152", "1048576"),
+        ("cpu.cache.l3_bytes", "314572800", "33554432"),
+        ("server.static_file_bytes", "1024", "100"),
+        ("mem.total_bytes", "25324732416", "8589934592"),
+    ] {
+        runs[0].hosts[0]
+            .facts
+            .insert(k.into(), model::Fact::known(a));
+        runs[1].hosts[0]
+            .facts
+            .insert(k.into(), model::Fact::known(b));
+    }
+    let m = report::markdown(&runs, None);
+    let sys = &m[m.find("## Systems").unwrap()..];
+    for row in [
+        "| cpu.cache.l1\\_bytes | 48 KiB | 32 KiB |",
+        "| cpu.cache.l2 | 2 MiB | 1 MiB |",
+        "| cpu.cache.l3\\_bytes | 300 MiB | 32 MiB |",
+        "| server.static\\_file\\_bytes | 1 KiB | 100 B |",
+        "| mem.total\\_bytes | 23.6 GiB (25324732416 B) | 8 GiB |",
+    ] {
+        assert!(sys.contains(row), "{row} in {sys}");
+    }
+    assert!(!sys.contains("0.0 GiB"));
+    let h = report::html(&runs, None);
+    assert!(
+        h.contains("<td>48 KiB</td>") || h.contains(">48 KiB<"),
+        "{h}"
+    );
+}
+
 /// A fact one host has and another has not says why on the other, never a bare `-`:
 /// a net.core sysctl a network namespace lacks carries its reason (the telemetry's), and
 /// one a disclosure has no entry for (a run stored before it was collected) is said to be
