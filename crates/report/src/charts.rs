@@ -187,6 +187,28 @@ pub struct ThresholdGroup {
     pub rows: Vec<(String, Vec<String>)>,
 }
 
+/// A headline in the reader's words, as the tables beside the charts say it: `throughput
+/// (ops/s)`, `latency (ns)` (a headline where less is better), never the metric's id
+/// (`ops_per_s`). Where two of the workload's headlines share a unit, each is named too
+/// (`throughput (signs/s, signs per s)`), so their charts' titles differ.
+pub fn headline_words(
+    headline: &str,
+    unit: &str,
+    groups: &[(String, String, Vec<usize>)],
+) -> String {
+    let what = if derive::higher_is_better(headline, unit) {
+        "throughput"
+    } else {
+        "latency"
+    };
+    let shared = groups.iter().any(|g| g.1 == unit && g.0 != headline);
+    match (unit.is_empty(), shared) {
+        (true, _) => format!("{what} ({})", headline.replace('_', " ")),
+        (false, false) => format!("{what} ({unit})"),
+        (false, true) => format!("{what} ({unit}, {})", headline.replace('_', " ")),
+    }
+}
+
 /// The Aerospike study's table (seed 003): per test, each run's (or variant's) share of
 /// operations slower than each threshold at its best point, side by side, from the exact
 /// merged histograms; then the weighted mean and p99. The thresholds are the user's
@@ -693,7 +715,10 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                     .collect(),
             })
             .collect();
-        let title = format!("{wl}: {headline} per test{peak_note}");
+        let title = format!(
+            "{wl}: {} per test{peak_note}",
+            headline_words(headline, unit, &groups)
+        );
         let file = if several {
             format!("{}_bars_{}.svg", slug(wl), slug(headline))
         } else {
@@ -779,7 +804,10 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 Scale::Linear
             };
             let series = styled(labels.len(), lines);
-            let title = format!("{wl}: {headline} vs {param}");
+            let title = format!(
+                "{wl}: {} vs {param}",
+                headline_words(headline, unit, &groups)
+            );
             let file = if several {
                 format!("{}_{}_vs_{}.svg", slug(wl), slug(headline), slug(&param))
             } else {

@@ -162,9 +162,27 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool)
     units.sort_unstable();
     units.dedup();
     if units.len() > 1 {
+        // A test with no headline figure has no unit: named as such, never an empty entry.
+        let mut without: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.unit.is_empty())
+            .map(|r| r.label.as_str())
+            .collect();
+        without.dedup();
+        let mut said: Vec<String> = units
+            .iter()
+            .filter(|u| !u.is_empty())
+            .map(|u| u.to_string())
+            .collect();
+        if !without.is_empty() {
+            said.push(format!(
+                "no unit for {}: no headline figure",
+                without.join(", ")
+            ));
+        }
         return Some(format!(
             "no geometric mean: the tests are counted in different units ({})",
-            units.join(", ")
+            said.join("; ")
         ));
     }
     unlike_rows(rows, workloads)

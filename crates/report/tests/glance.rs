@@ -294,6 +294,62 @@ fn byte_facts_are_scaled_by_binary_prefix() {
     );
 }
 
+/// Acceptance pass F, F18: chart titles said the metric's id ("kv: ops_per_s per test",
+/// "kv: ops_per_s vs instances"); they say it in the tables' words, with the unit.
+#[test]
+fn chart_titles_use_the_readers_words() {
+    let runs = many_runs(2);
+    let titles: Vec<String> = report::charts::charts(&runs)
+        .into_iter()
+        .map(|c| c.title)
+        .collect();
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("kv: throughput (ops/s) per test")),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t == "kv: throughput (ops/s) vs instances"),
+        "{titles:?}"
+    );
+    assert!(
+        !titles.iter().any(|t| t.contains("ops_per_s")),
+        "{titles:?}"
+    );
+    let h = report::html(&runs, None);
+    assert!(h.contains("kv: throughput (ops/s) per test"));
+    assert!(!h.contains("ops_per_s per test") && !h.contains("ops_per_s vs"));
+    // A latency headline (less is better) is called one.
+    assert_eq!(
+        report::charts::headline_words("latency_ns", "ns", &[]),
+        "latency (ns)"
+    );
+}
+
+/// Acceptance pass F, F18: a summary whose rows are in different units because one test
+/// had no headline figure said "(, GB/s)": the unit-less test is named instead.
+#[test]
+fn no_geomean_note_names_a_test_without_a_unit() {
+    let mut runs = many_runs(1);
+    for r in &mut runs[0].results {
+        if r.test == "set" {
+            let h = r.headline.clone();
+            r.metrics.retain(|m| m.name != h);
+        }
+    }
+    let s = report::summary(&runs);
+    let note = s.geomean_note.clone().unwrap();
+    assert!(!note.contains("(, ") && !note.contains(", )"), "{note}");
+    assert!(
+        note.starts_with("no geometric mean: the tests are counted in different units (ops/s; no unit for kv set pipeline=1, kv set pipeline=100: no headline figure)"),
+        "{note}"
+    );
+    assert!(note.ends_with(": no headline figure)"), "{note}");
+}
+
 /// A fact one host has and another has not says why on the other, never a bare `-`:
 /// a net.core sysctl a network namespace lacks carries its reason (the telemetry's), and
 /// one a disclosure has no entry for (a run stored before it was collected) is said to be
