@@ -8,7 +8,9 @@ use model::{Flag, RunRecord, Severity};
 
 use crate::charts::{charts, only_workload, pct_over, workloads, Chart};
 use crate::compare::{compare, Comparison};
-use crate::derive::{self, points, run_labels, unit_scale, DiffColumn, PowerBasis, PowerFigure};
+use crate::derive::{
+    self, points, run_labels, throughput_scale, DiffColumn, PowerBasis, PowerFigure,
+};
 use crate::fmt::{esc, fixed, latency_ns, num};
 use crate::selection::Selection;
 
@@ -637,12 +639,10 @@ fn efficiency_unit_table(
     unit: &str,
     labels: &[String],
 ) {
-    let col = |f: &dyn Fn(&derive::Efficiency) -> &Result<f64, String>| -> Vec<f64> {
-        rows.iter().filter_map(|r| f(&r.3).clone().ok()).collect()
-    };
-    let (sw, pw) = unit_scale(&col(&|e| &e.w_per_perf));
-    let (sd, pd) = unit_scale(&col(&|e| &e.dw_per_perf));
-    let (sc, pc) = unit_scale(&col(&|e| &e.cpu_pct_per_perf));
+    // One scale for the three per-unit columns, from the throughput they divide by.
+    let perfs: Vec<f64> = rows.iter().map(|r| r.3.perf).collect();
+    let (sw, pw) = throughput_scale(&perfs);
+    let (sd, pd, sc, pc) = (sw, pw, sw, pw);
     let heads = [
         "Perf/W".to_string(),
         format!("W per {pw}{unit}"),

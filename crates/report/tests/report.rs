@@ -2280,6 +2280,16 @@ fn perf_per_watt_is_over_the_repetitions_with_power() {
 /// headed "Latency (ns)", with no per-watt columns, never "Throughput (ns)".
 #[test]
 fn efficiency_is_per_unit_and_of_throughputs_only() {
+    // Acceptance pass F, F20: one scale for a table's per-unit columns, from the
+    // throughput (it was each column's own: "W per 1k ops/s" beside "%CPU per ops/s", and
+    // "per ops/s" for a column of zeros).
+    assert_eq!(
+        report::derive::throughput_scale(&[95_000.0, 1.9e6]),
+        (1e3, "1k ")
+    );
+    assert_eq!(report::derive::throughput_scale(&[12.9]), (1.0, ""));
+    assert_eq!(report::derive::throughput_scale(&[0.0]), (1.0, ""));
+    assert_eq!(report::derive::throughput_scale(&[3e6]), (1e6, "1M "));
     let mut run = kv_run(&Spec {
         reps: 1,
         instances: &[2],
@@ -2310,7 +2320,7 @@ fn efficiency_is_per_unit_and_of_throughputs_only() {
         [
             "| Test | Run | Latency (ns) | Power | %CPU used |",
             "| Test | Run | Throughput (ops/s) | Power | Idle | Perf/W (ops/s per W) | W per 1k \
-             ops/s | W above idle per 1k ops/s | %CPU used | %CPU per ops/s |"
+             ops/s | W above idle per 1k ops/s | %CPU used | %CPU per 1k ops/s |"
         ],
         "{md}"
     );
@@ -2576,7 +2586,7 @@ fn per_watt_figures_of_modelled_power_are_marked_and_missing_idle_says_why() {
         assert_eq!(r[col("W above idle")], "absent‡", "{r:?}");
         assert_eq!(r[col("Idle")], "absent‡", "{r:?}");
     }
-    let why = "W above idle per ops/s absent for x86-a: no idle power was measured on \
+    let why = "W above idle per 1k ops/s absent for x86-a: no idle power was measured on \
                local before the load (no model system reading while idle)";
     assert!(md.contains(&format!("‡ Idle and {why}")), "{md}");
     let h = report::html(&runs, None);

@@ -332,16 +332,53 @@ fn mem_latency_curve_plateaus_and_bandwidth() {
     assert!(h.contains("memory bandwidth by kernel and threads"));
 }
 
+/// Acceptance pass F, F20: a loopback's UDP jitter of 71.6 ns read "0.0000716" in a
+/// "Jitter ms" column; jitter is in us (as the RTT beside it), to 3 significant digits.
+#[test]
+fn net_jitter_is_in_microseconds() {
+    let mut r = net_run();
+    for m in r.results[1].metrics.iter_mut() {
+        if m.name == "jitter_ms" {
+            m.value = 0.0000716;
+        }
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| Jitter us |"), "{m}");
+    assert!(!m.contains("Jitter ms") && !m.contains("0.0000716"), "{m}");
+    assert!(m.contains("| 0.0716 |"), "{m}");
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("Jitter us") && h.contains(">0.0716<"));
+}
+
+/// Acceptance pass F, F20: the crypto table's peak said "at 1 threads".
+#[test]
+fn crypto_peak_at_one_thread_is_singular() {
+    let mut r = crypto_run();
+    // Two threads slower than one: the peak is at 1 thread.
+    for res in r.results.iter_mut() {
+        if res.params["threads"] == 2 {
+            for m in res.metrics.iter_mut().filter(|m| m.name == "signs_per_s") {
+                m.value = 10.0;
+            }
+        }
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains(" | 1 thread |"), "{m}");
+    assert!(!m.contains("1 threads"), "{m}");
+}
+
 #[test]
 fn net_throughput_bars_and_cpu_table() {
     let r = net_run();
     let h = report::html(std::slice::from_ref(&r), None);
     assert!(h.contains("network throughput per test"));
     assert!(h.contains("Receiver %CPU per Gbit/s"));
-    for n in ["15.57", "61.5", "72.3", "146,000", "0.125", "0.042"] {
+    for n in ["15.57", "61.5", "72.3", "146,000", "0.125"] {
         assert!(h.contains(n), "missing {n}");
     }
     let m = report::markdown(std::slice::from_ref(&r), None);
+    // Jitter in us: 0.042 ms is 42.0 us (3 significant digits).
+    assert!(m.contains("| 146,000 | 0.125 | 42.0 |"), "{m}");
     assert!(
         m.contains("| tcp | 15.57 Gbit/s | 61.5 | 72.3 | 3.95 | - | - | - | - |"),
         "{m}"
@@ -894,10 +931,11 @@ fn udp_jitter_and_loss_too_small_for_the_columns_places_are_not_shown_as_zero() 
         }
     }
     let m = report::markdown(std::slice::from_ref(&r), None);
-    assert!(m.contains("| 0.000200 | 0.000350 |"), "{m}");
+    // The jitter column is in us since acceptance pass F (F20): 0.00035 ms is 0.350 us.
+    assert!(m.contains("| 0.000200 | 0.350 |"), "{m}");
     assert!(!m.contains("0.000 |"), "{m}");
     let h = report::html(std::slice::from_ref(&r), None);
-    assert!(h.contains("0.000350") && h.contains("0.000200"), "{h}");
+    assert!(h.contains("0.350<") && h.contains("0.000200"), "{h}");
 }
 
 #[test]
