@@ -112,33 +112,40 @@ pub fn bucket_edges(hs: &[&Histogram<u64>]) -> Vec<u64> {
     edges
 }
 
-/// The latency thresholds the runs' results were given (`latency_thresholds`), in ns,
-/// sorted: None when no result says, or when results say different things.
-pub fn user_thresholds(runs: &[RunRecord]) -> Option<Vec<u64>> {
-    let mut seen: Option<Vec<u64>> = None;
+/// The latency thresholds the runs' results stored, in ns, sorted, each once: typed or
+/// the workload's default (`latency_thresholds` in `params` or `settings`), and those of
+/// the stored shares (`latency_pct_over{over=...}`, for a result stored before settings
+/// were kept). Results that stored different thresholds give them all (each row is
+/// computed from the exact histograms, so every run has a figure at every threshold).
+/// None when no result stored any: the table then takes 1-2-5 steps.
+pub fn stored_thresholds(runs: &[RunRecord]) -> Option<Vec<u64>> {
+    let mut ns: Vec<u64> = Vec::new();
     for r in runs.iter().flat_map(|r| &r.results) {
-        let Some(v) = r.params.get("latency_thresholds") else {
-            continue;
-        };
-        let items: Vec<String> = match v {
-            serde_json::Value::Array(a) => a.iter().map(crate::derive::param_str).collect(),
-            other => crate::derive::param_str(other)
-                .split(',')
-                .map(str::to_string)
-                .collect(),
-        };
-        let mut ns: Vec<u64> = items
-            .iter()
-            .map(|t| model::hist::parse_latency_ns(t).ok())
-            .collect::<Option<_>>()?;
-        ns.sort_unstable();
-        ns.dedup();
-        match &seen {
-            Some(s) if *s != ns => return None,
-            _ => seen = Some(ns),
+        if let Some(v) = r.setting("latency_thresholds") {
+            let items: Vec<String> = match v {
+                serde_json::Value::Array(a) => a.iter().map(crate::derive::param_str).collect(),
+                other => crate::derive::param_str(other)
+                    .split(',')
+                    .map(str::to_string)
+                    .collect(),
+            };
+            ns.extend(
+                items
+                    .iter()
+                    .filter_map(|t| model::hist::parse_latency_ns(t.trim()).ok()),
+            );
         }
+        ns.extend(
+            r.metrics
+                .iter()
+                .filter(|m| m.name == "latency_pct_over")
+                .filter_map(|m| m.labels.get("over"))
+                .filter_map(|t| model::hist::parse_latency_ns(t).ok()),
+        );
     }
-    seen.filter(|v| !v.is_empty())
+    ns.sort_unstable();
+    ns.dedup();
+    Some(ns).filter(|v| !v.is_empty())
 }
 
 /// Percent of operations in each bucket [edge[i-1], edge[i]) plus the tail above the last.
@@ -211,9 +218,10 @@ pub fn headline_words(
 
 /// The Aerospike study's table (seed 003): per test, each run's (or variant's) share of
 /// operations slower than each threshold at its best point, side by side, from the exact
-/// merged histograms; then the weighted mean and p99. The thresholds are the user's
-/// `--latency-thresholds` when the runs were given them (the seed's 40us, 100us, 360us,
-/// 1ms), else 1-2-5 steps over the measured range. Empty when no test has a histogram.
+/// merged histograms; then the weighted mean and p99. The thresholds are those the runs
+/// stored ([`stored_thresholds`]: `--latency-thresholds` as typed, the seed's 40us,
+/// 100us, 360us, 1ms, or the workload's default), else (runs stored before thresholds
+/// were) 1-2-5 steps over the measured range. Empty when no test has a histogram.
 pub fn thresholds(runs: &[RunRecord]) -> Vec<ThresholdGroup> {
     let peak = derive::peak_params(runs);
     let mut groups: Vec<(String, Vec<Option<Histogram<u64>>>)> = Vec::new();
@@ -230,7 +238,7 @@ pub fn thresholds(runs: &[RunRecord]) -> Vec<ThresholdGroup> {
     if refs.is_empty() {
         return vec![];
     }
-    let edges = user_thresholds(runs).unwrap_or_else(|| bucket_edges(&refs));
+    let edges = stored_thresholds(runs).unwrap_or_else(|| bucket_edges(&refs));
     let cells = |hists: &[Option<Histogram<u64>>], f: &dyn Fn(&Histogram<u64>) -> String| {
         hists
             .iter()
@@ -932,9 +940,9 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         });
         // Histogram buckets, one chart per test (the Aerospike study's view: each run's
         // share of operations per latency bucket, side by side).
-        // With the user's thresholds (the seed-003 figure): the share over each, every
+        // With the stored thresholds (the seed-003 figure): the share over each, every
         // test; without, 1-2-5 buckets over the measured range, for the first few tests.
-        let thresholds = user_thresholds(runs);
+        let thresholds = stored_thresholds(runs);
         let shown = if thresholds.is_some() { best.len() } else { 4 };
         for (row, per_run) in best.iter().take(shown) {
             let (pts, hists): (Vec<Point>, Vec<Histogram<u64>>) = per_run

@@ -1097,6 +1097,51 @@ fn latency_thresholds_side_by_side_in_the_table_and_the_chart() {
     }
 }
 
+/// Acceptance pass F, F8: the threshold table ignored the thresholds the runs stored when
+/// they were the defaults (kv's 100us, 1ms, 8ms in `settings`, not typed in `params`) and
+/// drew 1-2-5 steps: the stored ones are the rows, those of every run (one stored before
+/// settings were kept gives its shares' `over` labels).
+#[test]
+fn latency_threshold_rows_are_the_stored_defaults() {
+    let mut runs = common::two_platforms();
+    for r in runs[0].results.iter_mut() {
+        r.params.remove("latency_thresholds");
+        r.settings.insert(
+            "latency_thresholds".into(),
+            serde_json::json!(["100us", "1ms", "8ms"]),
+        );
+    }
+    for r in runs[1].results.iter_mut() {
+        r.params.remove("latency_thresholds");
+        r.settings.clear();
+        r.metrics.push(
+            model::Metric::new("latency_pct_over", 0.5, "%")
+                .label("kind", "service")
+                .label("over", "64ms"),
+        );
+    }
+    let groups = report::charts::thresholds(&runs);
+    assert!(!groups.is_empty());
+    for g in &groups {
+        let rows: Vec<&str> = g
+            .rows
+            .iter()
+            .map(|r| r.0.as_str())
+            .filter(|r| r.starts_with('>'))
+            .collect();
+        assert_eq!(
+            rows,
+            ["> 100 us", "> 1 ms", "> 8 ms", "> 64 ms"],
+            "{}",
+            g.test
+        );
+    }
+    let m = report::markdown(&runs, None);
+    assert!(m.contains("| &gt; 8 ms |"), "{m}");
+    let h = report::html(&runs, None);
+    assert!(h.contains("&gt; 8 ms") && h.contains("&gt; 64 ms"));
+}
+
 /// The per-transaction p95 column is the true 95th percentile: the stored
 /// `latency_p95_ns`, else (a run stored before it existed) the 0.95 quantile of the
 /// stored histogram of the same kind, never the p90.
