@@ -167,6 +167,96 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
     out
 }
 
+/// What a settings cell says of a run stored before settings were kept, of a knob it did
+/// not type.
+pub const SETTING_NOT_RECORDED: &str = "not recorded (stored before settings were kept)";
+
+/// The benchmark settings of a workload's runs (seed 000's Table 1, "Redis-Benchmark
+/// Parameter Settings"): a row per setting any result ran with (its `settings`, defaults
+/// included; `params` for records stored before settings were kept), a column per run.
+/// A cell lists the run's values in the order its points ran them (a swept knob each of
+/// its values, never one for all) and says whether they were typed (on the command line
+/// or in a plan) or the workload's default. None when no result has a setting.
+pub fn settings_view(runs: &[RunRecord], wl: &str) -> Option<View> {
+    let labels = run_labels(runs);
+    let mine: Vec<(Vec<&ResultRecord>, &String)> = runs
+        .iter()
+        .zip(&labels)
+        .map(|(r, l)| (r.results.iter().filter(|x| x.workload == wl).collect(), l))
+        .filter(|(rs, _): &(Vec<&ResultRecord>, _)| !rs.is_empty())
+        .collect();
+    let mut keys: Vec<&String> = mine
+        .iter()
+        .flat_map(|(rs, _)| {
+            rs.iter()
+                .flat_map(|r| r.settings.keys().chain(r.params.keys()))
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    if keys.is_empty() {
+        return None;
+    }
+    let rows = keys
+        .iter()
+        .map(|k| {
+            let mut row = vec![k.to_string()];
+            for (rs, _) in &mine {
+                let mut vals: Vec<String> = Vec::new();
+                for v in rs.iter().filter_map(|r| r.setting(k)) {
+                    let v = setting_str(v);
+                    if !vals.contains(&v) {
+                        vals.push(v);
+                    }
+                }
+                // A list's items are joined by ", ": several lists then by "; ".
+                let sep = if vals.iter().any(|v| v.contains(", ")) {
+                    "; "
+                } else {
+                    ", "
+                };
+                let typed = rs.iter().any(|r| r.params.contains_key(k.as_str()));
+                let known = rs.iter().any(|r| !r.settings.is_empty());
+                row.push(match (vals.is_empty(), typed, known) {
+                    (true, _, true) => "not a setting of this run".into(),
+                    (true, _, false) => SETTING_NOT_RECORDED.into(),
+                    (false, true, _) => format!("{} (typed)", vals.join(sep)),
+                    (false, false, _) => format!("{} (default)", vals.join(sep)),
+                });
+            }
+            row
+        })
+        .collect();
+    Some(View {
+        title: format!("{wl}: benchmark settings"),
+        figures: vec![],
+        tables: vec![Table {
+            caption: "Every setting the runs' results ran with, each run in its column: the \
+                      effective value (a swept setting lists each of its values, in the \
+                      order its points ran), \"typed\" where it was given on the command \
+                      line or in a plan file, \"default\" where the workload's default \
+                      applied; secrets are left out or masked when stored"
+                .into(),
+            head: ["Setting".to_string()]
+                .into_iter()
+                .chain(mine.iter().map(|(_, l)| l.to_string()))
+                .collect(),
+            rows,
+        }],
+        notes: vec![],
+    })
+}
+
+/// A setting's value for people: a list's items joined (`set, get`; `none` for an empty
+/// one), a string bare, anything else as JSON.
+fn setting_str(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Array(a) if a.is_empty() => "none".into(),
+        serde_json::Value::Array(a) => a.iter().map(setting_str).collect::<Vec<_>>().join(", "),
+        other => derive::param_str(other),
+    }
+}
+
 /// The views `rackbench show` prints on the console beside its own tables, the same the
 /// report has: each capacity test's steps (ramp, search, levels) and the TPC-C
 /// consistency check's outcome. The other views hold what `show`'s results table already
@@ -2046,7 +2136,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<
 /// The views as HTML (figures, tables, notes), every string escaped.
 pub fn views_html(runs: &[RunRecord], wl: &str) -> String {
     let mut h = String::new();
-    for v in views(runs, wl) {
+    for v in settings_view(runs, wl).into_iter().chain(views(runs, wl)) {
         let _ = write!(
             h,
             r#"<h3 class="view">{}</h3><div class="grid">"#,
@@ -2084,7 +2174,7 @@ use crate::fmt::md as md_cell;
 /// The views' tables (and notes) as Markdown.
 pub fn views_markdown(runs: &[RunRecord], wl: &str) -> String {
     let mut m = String::new();
-    for v in views(runs, wl) {
+    for v in settings_view(runs, wl).into_iter().chain(views(runs, wl)) {
         let _ = write!(m, "\n### {}\n", md_cell(&v.title));
         for t in &v.tables {
             let _ = write!(m, "\n{}\n\n", md_cell(&t.caption));
