@@ -274,6 +274,27 @@ pub fn thresholds(runs: &[RunRecord]) -> Vec<ThresholdGroup> {
         .collect()
 }
 
+/// The flagged points of drawn series, in their order: (line name, x, warning codes).
+fn point_marks(series: &[LineSeries], flagged: &[(String, f64, String)]) -> svg::PointMarks {
+    series
+        .iter()
+        .map(|s| {
+            flagged
+                .iter()
+                .filter(|(n, x, _)| *n == s.name && s.points.iter().any(|p| p.0 == *x))
+                .map(|(_, x, w)| (*x, w.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+/// A line chart's caption note when some of its points carry warnings: how many.
+fn marks_note(series: &[LineSeries], marks: &svg::PointMarks) -> Option<String> {
+    let flagged: usize = marks.iter().map(Vec::len).sum();
+    let total: usize = series.iter().map(|s| s.points.len()).sum();
+    (flagged > 0).then(|| svg::marked_points_note(flagged, total))
+}
+
 /// Line styles: with several runs, one colour per run and a dash pattern per series of
 /// that run; with one run, one colour per series.
 /// A line before styling: name, (x, y) points, run index.
@@ -776,6 +797,8 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             // One line per run and combination of the other parameters, named by what
             // differs among them.
             let mut lines: Vec<RawLine> = Vec::new();
+            // Each line's flagged points: (line, x, what flagged it).
+            let mut flagged: Vec<(String, f64, String)> = Vec::new();
             let names = derive::series_names(&all, &labels, &[param.as_str()]);
             for (p, name) in all.iter().zip(names) {
                 let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
@@ -784,6 +807,12 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 let Some(y) = p.headline().map(|s| s.mean) else {
                     continue;
                 };
+                let fl = p.flags();
+                let codes = derive::distinct_codes(&fl);
+                if !codes.is_empty() {
+                    let codes: Vec<&str> = codes.iter().map(|f| f.code.as_str()).collect();
+                    flagged.push((name.clone(), x, codes.join(", ")));
+                }
                 match lines.iter_mut().find(|l| l.0 == name) {
                     Some(l) => l.1.push((x, y)),
                     None => lines.push((name, vec![(x, y)], p.run_index)),
@@ -812,6 +841,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 Scale::Linear
             };
             let series = styled(labels.len(), lines);
+            let marks = point_marks(&series, &flagged);
             let title = format!(
                 "{wl}: {} vs {param}",
                 headline_words(headline, unit, &groups)
@@ -826,10 +856,10 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 title: title.clone(),
                 section: "sweep".into(),
                 workload: wl.to_string(),
-                svg: Some(svg::line_chart(
-                    &title, &param, unit, scale, y_scale, &series,
+                svg: Some(svg::line_chart_marked(
+                    &title, &param, unit, scale, y_scale, &series, &marks,
                 )),
-                note: None,
+                note: marks_note(&series, &marks),
             });
         }
     }

@@ -486,3 +486,55 @@ fn tests_in_different_units_get_charts_of_their_own() {
         );
     }
 }
+
+/// Acceptance pass F, F11: warnings vanished from line charts (only bar charts had the ⚠
+/// mark): a flagged point is drawn hollow with a ⚠, its warning in its tooltip, and the
+/// chart (the SVG and its caption) says how many of its points carry one.
+#[test]
+fn flagged_points_are_marked_on_line_charts() {
+    let mut runs = vec![kv_run(&Spec {
+        label: "<script>x</script>&\"|",
+        reps: 1,
+        ..Spec::default()
+    })];
+    // A hostile flag code is escaped too.
+    runs[0].results[0]
+        .flags
+        .push(model::Flag::warning("<b>odd</b>&", "a warning"));
+    let charts = report::charts::charts(&runs);
+    let c = charts
+        .iter()
+        .find(|c| c.title == "kv: throughput (ops/s) vs instances")
+        .expect("the sweep chart");
+    let svg = c.svg.as_deref().unwrap();
+    // The fixture flags pipeline=1 at 4 instances (set and get: 2 points), and the
+    // first result (set pipeline=1 at 1 instance): 3 of the 12 points.
+    assert_eq!(
+        svg.matches(r#"<circle class="flagged""#).count(),
+        3,
+        "{svg}"
+    );
+    assert!(svg.contains("&#9888; client_bound</title>"), "{svg}");
+    assert!(
+        svg.contains("&#9888; &lt;b&gt;odd&lt;/b&gt;&amp;</title>"),
+        "{svg}"
+    );
+    assert!(!svg.contains("<b>odd"));
+    let note = "⚠ 3 of 12 points carry warnings (hollow markers; the tables say which)";
+    assert!(svg.contains(note), "{svg}");
+    assert_eq!(c.note.as_deref(), Some(note));
+    let h = report::html(&runs, None);
+    assert!(h.contains(&format!(r#"<span class="note">{note}</span>"#)));
+    // A chart none of whose points is flagged says nothing.
+    let mut quiet = runs.clone();
+    for r in &mut quiet[0].results {
+        r.flags.clear();
+    }
+    let charts = report::charts::charts(&quiet);
+    let c = charts
+        .iter()
+        .find(|c| c.title == "kv: throughput (ops/s) vs instances")
+        .unwrap();
+    assert!(!c.svg.as_deref().unwrap().contains("flagged"));
+    assert_eq!(c.note, None);
+}
