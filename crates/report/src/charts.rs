@@ -342,6 +342,19 @@ pub struct PowerLine {
     /// Throughput per watt at the points that have both (the efficiency table's rule,
     /// of the same basis as the power), in the order of the swept parameter.
     pub perf_per_w: Vec<(f64, f64)>,
+    /// The points that carry warnings: (x, their codes `other_load, shares_cpus`).
+    pub flagged: Vec<(f64, String)>,
+}
+
+impl PowerLine {
+    /// The warnings on those of `points` (x, y) that carry one, for [`svg::line_chart_marked`].
+    fn marks(&self, points: &[(f64, f64)]) -> Vec<(f64, String)> {
+        self.flagged
+            .iter()
+            .filter(|(x, _)| points.iter().any(|p| p.0 == *x))
+            .cloned()
+            .collect()
+    }
 }
 
 /// Power against one swept parameter (the Redis study's Figure A3, power against
@@ -418,6 +431,19 @@ impl PowerSweep {
                 self.with_power()
             ));
         }
+        // Of the points with power (those drawn): how many carry warnings.
+        let flagged = self
+            .lines
+            .iter()
+            .flat_map(|l| {
+                l.flagged
+                    .iter()
+                    .filter(|(x, _)| l.points.iter().any(|(px, p)| px == x && p.is_ok()))
+            })
+            .count();
+        if flagged > 0 {
+            out.push(svg::marked_points_note(flagged, self.with_power()));
+        }
         if self.lines.len() > POWER_LINES_DRAWN {
             out.push(format!(
                 "{} of {} series drawn; every point's power is in the results tables",
@@ -435,6 +461,7 @@ impl PowerSweep {
             return None;
         }
         let mut series = Vec::new();
+        let mut marks: svg::PointMarks = Vec::new();
         for (i, l) in self.lines.iter().take(POWER_LINES_DRAWN).enumerate() {
             let w: Vec<(f64, f64)> = l
                 .points
@@ -452,6 +479,7 @@ impl PowerSweep {
             if w.is_empty() {
                 continue;
             }
+            marks.push(l.marks(&w));
             series.push(LineSeries {
                 name: l.name.clone(),
                 points: w,
@@ -459,6 +487,7 @@ impl PowerSweep {
                 dash: 0,
             });
             if !above.is_empty() {
+                marks.push(l.marks(&above));
                 series.push(LineSeries {
                     name: format!("{} (above idle)", l.name),
                     points: above,
@@ -468,13 +497,14 @@ impl PowerSweep {
             }
         }
         let scale = x_scale(&series);
-        Some(svg::line_chart(
+        Some(svg::line_chart_marked(
             &self.title(),
             &self.param,
             "W",
             scale,
             Scale::Linear,
             &series,
+            &marks,
         ))
     }
 
@@ -515,15 +545,23 @@ impl PowerSweep {
                 dash: 0,
             })
             .collect();
+        let marks: svg::PointMarks = self
+            .lines
+            .iter()
+            .take(POWER_LINES_DRAWN)
+            .filter(|l| !l.perf_per_w.is_empty())
+            .map(|l| l.marks(&l.perf_per_w))
+            .collect();
         let scale = x_scale(&series);
         let unit = format!("{} per W", self.perf_unit.as_deref().unwrap_or(""));
-        Some(svg::line_chart(
+        Some(svg::line_chart_marked(
             &title,
             &self.param,
             &unit,
             scale,
             Scale::Linear,
             &series,
+            &marks,
         ))
     }
 }
@@ -618,16 +656,27 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
                 }
             }
             let per_w: Vec<(f64, f64)> = per_w.map(|(v, _)| (x, v)).into_iter().collect();
+            let fl = p.flags();
+            let codes: Vec<&str> = derive::distinct_codes(&fl)
+                .iter()
+                .map(|f| f.code.as_str())
+                .collect();
+            let flagged: Vec<(f64, String)> = (!codes.is_empty())
+                .then(|| (x, codes.join(", ")))
+                .into_iter()
+                .collect();
             match lines.iter_mut().find(|l| l.name == name) {
                 Some(l) => {
                     l.points.push((x, figure));
                     l.perf_per_w.extend(per_w);
+                    l.flagged.extend(flagged);
                 }
                 None => lines.push(PowerLine {
                     name,
                     run_index: p.run_index,
                     points: vec![(x, figure)],
                     perf_per_w: per_w,
+                    flagged,
                 }),
             }
         }

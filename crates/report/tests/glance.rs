@@ -525,6 +525,34 @@ fn flagged_points_are_marked_on_line_charts() {
     assert_eq!(c.note.as_deref(), Some(note));
     let h = report::html(&runs, None);
     assert!(h.contains(&format!(r#"<span class="note">{note}</span>"#)));
+    // The power and perf/W sweeps too: the same 3 points (each drawn twice on the power
+    // chart, as W and as W above idle; the caption counts points).
+    let power = charts
+        .iter()
+        .find(|c| c.title.starts_with("kv: power vs instances"))
+        .expect("the power sweep");
+    let svg = power.svg.as_deref().unwrap();
+    assert_eq!(
+        svg.matches(r#"<circle class="flagged""#).count(),
+        6,
+        "{svg}"
+    );
+    assert!(
+        power.note.as_deref().unwrap_or("").contains(note),
+        "{:?}",
+        power.note
+    );
+    let perw = charts
+        .iter()
+        .find(|c| c.title.starts_with("kv: perf/W vs instances"))
+        .expect("the perf/W sweep");
+    let svg = perw.svg.as_deref().unwrap();
+    assert_eq!(
+        svg.matches(r#"<circle class="flagged""#).count(),
+        3,
+        "{svg}"
+    );
+    assert!(svg.contains(note), "{svg}");
     // A chart none of whose points is flagged says nothing.
     let mut quiet = runs.clone();
     for r in &mut quiet[0].results {
