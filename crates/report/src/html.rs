@@ -259,6 +259,13 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
+    let tel = crate::views::telemetry_views(runs);
+    if !tel.is_empty() {
+        h.push_str(r#"<h2 id="telemetry">Host telemetry</h2>"#);
+        for v in &tel {
+            h.push_str(&crate::views::view_html(v));
+        }
+    }
     disclosure_table(&mut h, runs, &labels);
     if let Some(t) = tco {
         tco_html(&mut h, t);

@@ -580,6 +580,13 @@ pub fn markdown_with(
     }
     m.push_str(&crate::hosts_view::hosts_markdown(runs));
     cpu_markdown(&mut m, runs);
+    let tel = crate::views::telemetry_views(runs);
+    if !tel.is_empty() {
+        m.push_str("\n## Host telemetry\n");
+        for v in &tel {
+            m.push_str(&crate::views::view_markdown(v));
+        }
+    }
     m.push_str("\n## Systems\n\n");
     let d = crate::hosts_view::disclosure(runs);
     if !d.differ.is_empty() {

@@ -2135,36 +2135,43 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<
 
 /// The views as HTML (figures, tables, notes), every string escaped.
 pub fn views_html(runs: &[RunRecord], wl: &str) -> String {
+    settings_view(runs, wl)
+        .into_iter()
+        .chain(views(runs, wl))
+        .map(|v| view_html(&v))
+        .collect()
+}
+
+/// One view as HTML, every string escaped.
+pub fn view_html(v: &View) -> String {
     let mut h = String::new();
-    for v in settings_view(runs, wl).into_iter().chain(views(runs, wl)) {
-        let _ = write!(
-            h,
-            r#"<h3 class="view">{}</h3><div class="grid">"#,
-            esc(&v.title)
-        );
-        for (t, s) in &v.figures {
-            let _ = write!(h, "<figure>{s}<figcaption>{}</figcaption></figure>", esc(t));
+    let _ = write!(
+        h,
+        r#"<h3 class="view">{}</h3><div class="grid">"#,
+        esc(&v.title)
+    );
+    for (t, s) in &v.figures {
+        let _ = write!(h, "<figure>{s}<figcaption>{}</figcaption></figure>", esc(t));
+    }
+    h.push_str("</div>");
+    for t in &v.tables {
+        let _ = write!(h, "<table><caption>{}</caption><tr>", esc(&t.caption));
+        for c in &t.head {
+            let _ = write!(h, "<th>{}</th>", esc(c));
         }
-        h.push_str("</div>");
-        for t in &v.tables {
-            let _ = write!(h, "<table><caption>{}</caption><tr>", esc(&t.caption));
-            for c in &t.head {
-                let _ = write!(h, "<th>{}</th>", esc(c));
+        h.push_str("</tr>");
+        for r in &t.rows {
+            h.push_str("<tr>");
+            for (i, c) in r.iter().enumerate() {
+                let cls = if i == 0 { "" } else { r#" class="n""# };
+                let _ = write!(h, "<td{cls}>{}</td>", esc(c));
             }
             h.push_str("</tr>");
-            for r in &t.rows {
-                h.push_str("<tr>");
-                for (i, c) in r.iter().enumerate() {
-                    let cls = if i == 0 { "" } else { r#" class="n""# };
-                    let _ = write!(h, "<td{cls}>{}</td>", esc(c));
-                }
-                h.push_str("</tr>");
-            }
-            h.push_str("</table>");
         }
-        for n in &v.notes {
-            let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
-        }
+        h.push_str("</table>");
+    }
+    for n in &v.notes {
+        let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
     }
     h
 }
@@ -2173,34 +2180,223 @@ use crate::fmt::md as md_cell;
 
 /// The views' tables (and notes) as Markdown.
 pub fn views_markdown(runs: &[RunRecord], wl: &str) -> String {
+    settings_view(runs, wl)
+        .into_iter()
+        .chain(views(runs, wl))
+        .map(|v| view_markdown(&v))
+        .collect()
+}
+
+/// One view's tables (and notes) as Markdown, every cell escaped.
+pub fn view_markdown(v: &View) -> String {
     let mut m = String::new();
-    for v in settings_view(runs, wl).into_iter().chain(views(runs, wl)) {
-        let _ = write!(m, "\n### {}\n", md_cell(&v.title));
-        for t in &v.tables {
-            let _ = write!(m, "\n{}\n\n", md_cell(&t.caption));
+    let _ = write!(m, "\n### {}\n", md_cell(&v.title));
+    for t in &v.tables {
+        let _ = write!(m, "\n{}\n\n", md_cell(&t.caption));
+        let _ = writeln!(
+            m,
+            "| {} |",
+            t.head
+                .iter()
+                .map(|c| md_cell(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(m, "|{}|", vec!["---"; t.head.len()].join("|"));
+        for r in &t.rows {
             let _ = writeln!(
                 m,
                 "| {} |",
-                t.head
-                    .iter()
-                    .map(|c| md_cell(c))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
+                r.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | ")
             );
-            let _ = writeln!(m, "|{}|", vec!["---"; t.head.len()].join("|"));
-            for r in &t.rows {
-                let _ = writeln!(
-                    m,
-                    "| {} |",
-                    r.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | ")
-                );
-            }
-        }
-        for n in &v.notes {
-            let _ = write!(m, "\n{}\n", md_cell(n));
         }
     }
+    for n in &v.notes {
+        let _ = write!(m, "\n{}\n", md_cell(n));
+    }
     m
+}
+
+/// The telemetry beyond per-CPU % (MISSION 3: context switches, interrupts, each NIC's
+/// bytes and packets, disk I/O) and kv/http's latency jitter: a view per run and host,
+/// a row per test (sweep point), each figure the mean over its valid repetitions of the
+/// host's summary over the measured time. NICs and disks that moved nothing in any of
+/// the run's tests are left out (a note says which). Empty when no result has telemetry.
+pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
+    let labels = run_labels(runs);
+    let mut out = Vec::new();
+    for (i, (run, label)) in runs.iter().zip(&labels).enumerate() {
+        let pts: Vec<Point> = derive::points(i, run);
+        let mut hosts: Vec<&str> = Vec::new();
+        for r in &run.results {
+            for t in &r.telemetry_summary {
+                if !hosts.contains(&t.host.as_str()) {
+                    hosts.push(&t.host);
+                }
+            }
+        }
+        for host in hosts {
+            // Per point: its valid repetitions' summaries of this host.
+            let per: Vec<(&Point, Vec<&model::TelemetrySummary>)> = pts
+                .iter()
+                .map(|p| {
+                    let sums = p
+                        .valid()
+                        .into_iter()
+                        .flat_map(|r| r.telemetry_summary.iter().filter(|t| t.host == host))
+                        .collect();
+                    (p, sums)
+                })
+                .filter(|(_, s): &(_, Vec<_>)| !s.is_empty())
+                .collect();
+            let mean = |xs: Vec<f64>| -> Option<f64> {
+                (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+            };
+            let mut nics: Vec<String> = Vec::new();
+            let mut disks: Vec<String> = Vec::new();
+            let mut idle: Vec<String> = Vec::new();
+            for (_, sums) in &per {
+                for t in sums {
+                    for n in &t.nics {
+                        let busy = n.rx_bytes_per_s + n.tx_bytes_per_s > 0.0;
+                        if busy && !nics.contains(&n.name) {
+                            nics.push(n.name.clone());
+                        } else if !busy && !idle.contains(&n.name) {
+                            idle.push(n.name.clone());
+                        }
+                    }
+                    for d in &t.disks {
+                        let busy = d.reads_per_s + d.writes_per_s > 0.0;
+                        if busy && !disks.contains(&d.name) {
+                            disks.push(d.name.clone());
+                        } else if !busy && !idle.contains(&d.name) {
+                            idle.push(d.name.clone());
+                        }
+                    }
+                }
+            }
+            idle.retain(|n| !nics.contains(n) && !disks.contains(n));
+            // The jitter of the latency kind the tables show (`corrected` when present).
+            let jitter_of = |p: &Point| -> Option<f64> {
+                let kind = p.latency().map(|l| l.0);
+                let v: Vec<f64> = p
+                    .valid()
+                    .iter()
+                    .filter_map(|r| match &kind {
+                        Some(k) => r.metric("latency_jitter_ns", &[("kind", k.as_str())]),
+                        None => r.metric("latency_jitter_ns", &[]),
+                    })
+                    .map(|m| m.value)
+                    .collect();
+                crate::stats::mean(&v)
+            };
+            let jitter = per.iter().any(|(p, _)| jitter_of(p).is_some());
+            let mut head = vec![
+                "Test".to_string(),
+                "Context switches/s".into(),
+                "Interrupts/s".into(),
+            ];
+            for n in &nics {
+                head.push(format!("{n} rx / tx Gbit/s"));
+                head.push(format!("{n} rx / tx packets/s"));
+            }
+            for d in &disks {
+                head.push(format!("{d} read / write MB/s"));
+                head.push(format!("{d} read / write IOPS"));
+            }
+            if jitter {
+                head.push("Latency jitter".into());
+            }
+            let pair = |a: Option<f64>, b: Option<f64>, f: &dyn Fn(f64) -> String| match (a, b) {
+                (Some(a), Some(b)) => format!("{} / {}", f(a), f(b)),
+                _ => "-".to_string(),
+            };
+            let rows = per
+                .iter()
+                .map(|(p, sums)| {
+                    let mut row = vec![
+                        p.label(),
+                        mean(sums.iter().map(|t| t.ctxt_per_s).collect()).map_or("-".into(), num),
+                        mean(sums.iter().map(|t| t.intr_per_s).collect()).map_or("-".into(), num),
+                    ];
+                    for n in &nics {
+                        let of = |f: &dyn Fn(&model::NicRate) -> f64| {
+                            mean(
+                                sums.iter()
+                                    .flat_map(|t| t.nics.iter().filter(|x| x.name == *n))
+                                    .map(f)
+                                    .collect(),
+                            )
+                        };
+                        let gbit = |v: f64| crate::fmt::fixed(v * 8.0 / 1e9, 3);
+                        row.push(pair(
+                            of(&|x| x.rx_bytes_per_s),
+                            of(&|x| x.tx_bytes_per_s),
+                            &gbit,
+                        ));
+                        row.push(pair(
+                            of(&|x| x.rx_packets_per_s),
+                            of(&|x| x.tx_packets_per_s),
+                            &num,
+                        ));
+                    }
+                    for d in &disks {
+                        let of = |f: &dyn Fn(&model::DiskRate) -> f64| {
+                            mean(
+                                sums.iter()
+                                    .flat_map(|t| t.disks.iter().filter(|x| x.name == *d))
+                                    .map(f)
+                                    .collect(),
+                            )
+                        };
+                        let mb = |v: f64| crate::fmt::fixed(v / 1e6, 2);
+                        row.push(pair(
+                            of(&|x| x.read_bytes_per_s),
+                            of(&|x| x.write_bytes_per_s),
+                            &mb,
+                        ));
+                        row.push(pair(of(&|x| x.reads_per_s), of(&|x| x.writes_per_s), &num));
+                    }
+                    if jitter {
+                        row.push(jitter_of(p).map_or("-".into(), crate::fmt::latency_ns));
+                    }
+                    row
+                })
+                .collect::<Vec<_>>();
+            if rows.is_empty() {
+                continue;
+            }
+            let mut notes = Vec::new();
+            if !idle.is_empty() {
+                notes.push(format!(
+                    "Left out, idle in every test on {host}: {}.",
+                    idle.join(", ")
+                ));
+            }
+            out.push(View {
+                title: format!("{label}: telemetry on {host}"),
+                figures: vec![],
+                tables: vec![Table {
+                    caption: format!(
+                        "{label}: telemetry on {host} per test, each the mean over its \
+                         repetitions of the host's figures over the measured time: context \
+                         switches and interrupts per second (the whole host), each NIC's \
+                         received / sent Gbit/s and packets/s, each disk's read / written MB/s \
+                         and I/O per second{}",
+                        if jitter {
+                            "; latency jitter is the workload's own (the spread of its latencies)"
+                        } else {
+                            ""
+                        }
+                    ),
+                    head,
+                    rows,
+                }],
+                notes,
+            });
+        }
+    }
+    out
 }
 
 /// What a run measured: its (workload, test, parameters) points, sorted. Two runs are

@@ -566,3 +566,99 @@ fn flagged_points_are_marked_on_line_charts() {
     assert!(!c.svg.as_deref().unwrap().contains("flagged"));
     assert_eq!(c.note, None);
 }
+
+/// Acceptance pass F, F9: the report showed no telemetry beyond per-CPU %: context
+/// switches, interrupts, each NIC's Gbit/s and packets/s, each disk's MB/s and IOPS, and
+/// kv/http's latency jitter are in a per-test table per run and host; idle devices are
+/// left out and named; everything escaped.
+#[test]
+fn host_telemetry_table_per_run_and_host() {
+    let mut run = kv_run(&Spec {
+        label: "<script>x</script>&\"|",
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    for r in &mut run.results {
+        for t in &mut r.telemetry_summary {
+            t.nics = vec![
+                model::NicRate {
+                    name: "eth<0>|".into(),
+                    rx_bytes_per_s: 125e6,
+                    tx_bytes_per_s: 250e6,
+                    rx_packets_per_s: 100_000.0,
+                    tx_packets_per_s: 200_000.0,
+                    rx_drops_per_s: 0.0,
+                    tx_drops_per_s: 0.0,
+                },
+                model::NicRate {
+                    name: "ifb0".into(),
+                    rx_bytes_per_s: 0.0,
+                    tx_bytes_per_s: 0.0,
+                    rx_packets_per_s: 0.0,
+                    tx_packets_per_s: 0.0,
+                    rx_drops_per_s: 0.0,
+                    tx_drops_per_s: 0.0,
+                },
+            ];
+            t.disks = vec![model::DiskRate {
+                name: "vda".into(),
+                reads_per_s: 10.0,
+                writes_per_s: 20.0,
+                read_bytes_per_s: 1e6,
+                write_bytes_per_s: 4e6,
+                util_pct: 1.0,
+            }];
+        }
+        r.metrics
+            .push(model::Metric::new("latency_jitter_ns", 71_600.0, "ns").label("kind", "service"));
+    }
+    let tv = report::views::telemetry_views(std::slice::from_ref(&run));
+    assert_eq!(tv.len(), 1);
+    let t = &tv[0].tables[0];
+    assert_eq!(
+        t.head,
+        [
+            "Test",
+            "Context switches/s",
+            "Interrupts/s",
+            "eth<0>| rx / tx Gbit/s",
+            "eth<0>| rx / tx packets/s",
+            "vda read / write MB/s",
+            "vda read / write IOPS",
+            "Latency jitter"
+        ]
+    );
+    let set1 = t
+        .rows
+        .iter()
+        .find(|r| r[0].contains("set") && r[0].ends_with("pipeline=1"))
+        .unwrap_or_else(|| panic!("{:?}", t.rows));
+    assert_eq!(
+        set1[1..],
+        [
+            "12,000",
+            "30,000",
+            "1.000 / 2.000",
+            "100,000 / 200,000",
+            "1.00 / 4.00",
+            "10.0 / 20.0",
+            "71.6 us"
+        ]
+    );
+    assert_eq!(
+        tv[0].notes,
+        ["Left out, idle in every test on local: ifb0."]
+    );
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    let sec = &m[m.find("## Host telemetry").expect("the section")..];
+    assert!(
+        sec.contains("### &lt;script&gt;x&lt;/script&gt;&amp;\"\\|: telemetry on local"),
+        "{sec}"
+    );
+    assert!(sec.contains("| eth&lt;0&gt;\\| rx / tx Gbit/s |"), "{sec}");
+    let h = report::html(std::slice::from_ref(&run), None);
+    assert!(h.contains(r#"<h2 id="telemetry">Host telemetry</h2>"#));
+    assert!(h.contains("<th>eth&lt;0&gt;| rx / tx Gbit/s</th>"));
+    assert!(!h.contains("<script>x") && !h.contains("eth<0>"));
+}
