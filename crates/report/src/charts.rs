@@ -112,33 +112,40 @@ pub fn bucket_edges(hs: &[&Histogram<u64>]) -> Vec<u64> {
     edges
 }
 
-/// The latency thresholds the runs' results were given (`latency_thresholds`), in ns,
-/// sorted: None when no result says, or when results say different things.
-pub fn user_thresholds(runs: &[RunRecord]) -> Option<Vec<u64>> {
-    let mut seen: Option<Vec<u64>> = None;
+/// The latency thresholds the runs' results stored, in ns, sorted, each once: typed or
+/// the workload's default (`latency_thresholds` in `params` or `settings`), and those of
+/// the stored shares (`latency_pct_over{over=...}`, for a result stored before settings
+/// were kept). Results that stored different thresholds give them all (each row is
+/// computed from the exact histograms, so every run has a figure at every threshold).
+/// None when no result stored any: the table then takes 1-2-5 steps.
+pub fn stored_thresholds(runs: &[RunRecord]) -> Option<Vec<u64>> {
+    let mut ns: Vec<u64> = Vec::new();
     for r in runs.iter().flat_map(|r| &r.results) {
-        let Some(v) = r.params.get("latency_thresholds") else {
-            continue;
-        };
-        let items: Vec<String> = match v {
-            serde_json::Value::Array(a) => a.iter().map(crate::derive::param_str).collect(),
-            other => crate::derive::param_str(other)
-                .split(',')
-                .map(str::to_string)
-                .collect(),
-        };
-        let mut ns: Vec<u64> = items
-            .iter()
-            .map(|t| model::hist::parse_latency_ns(t).ok())
-            .collect::<Option<_>>()?;
-        ns.sort_unstable();
-        ns.dedup();
-        match &seen {
-            Some(s) if *s != ns => return None,
-            _ => seen = Some(ns),
+        if let Some(v) = r.setting("latency_thresholds") {
+            let items: Vec<String> = match v {
+                serde_json::Value::Array(a) => a.iter().map(crate::derive::param_str).collect(),
+                other => crate::derive::param_str(other)
+                    .split(',')
+                    .map(str::to_string)
+                    .collect(),
+            };
+            ns.extend(
+                items
+                    .iter()
+                    .filter_map(|t| model::hist::parse_latency_ns(t.trim()).ok()),
+            );
         }
+        ns.extend(
+            r.metrics
+                .iter()
+                .filter(|m| m.name == "latency_pct_over")
+                .filter_map(|m| m.labels.get("over"))
+                .filter_map(|t| model::hist::parse_latency_ns(t).ok()),
+        );
     }
-    seen.filter(|v| !v.is_empty())
+    ns.sort_unstable();
+    ns.dedup();
+    Some(ns).filter(|v| !v.is_empty())
 }
 
 /// Percent of operations in each bucket [edge[i-1], edge[i]) plus the tail above the last.
@@ -187,11 +194,34 @@ pub struct ThresholdGroup {
     pub rows: Vec<(String, Vec<String>)>,
 }
 
+/// A headline in the reader's words, as the tables beside the charts say it: `throughput
+/// (ops/s)`, `latency (ns)` (a headline where less is better), never the metric's id
+/// (`ops_per_s`). Where two of the workload's headlines share a unit, each is named too
+/// (`throughput (signs/s, signs per s)`), so their charts' titles differ.
+pub fn headline_words(
+    headline: &str,
+    unit: &str,
+    groups: &[(String, String, Vec<usize>)],
+) -> String {
+    let what = if derive::higher_is_better(headline, unit) {
+        "throughput"
+    } else {
+        "latency"
+    };
+    let shared = groups.iter().any(|g| g.1 == unit && g.0 != headline);
+    match (unit.is_empty(), shared) {
+        (true, _) => format!("{what} ({})", headline.replace('_', " ")),
+        (false, false) => format!("{what} ({unit})"),
+        (false, true) => format!("{what} ({unit}, {})", headline.replace('_', " ")),
+    }
+}
+
 /// The Aerospike study's table (seed 003): per test, each run's (or variant's) share of
 /// operations slower than each threshold at its best point, side by side, from the exact
-/// merged histograms; then the weighted mean and p99. The thresholds are the user's
-/// `--latency-thresholds` when the runs were given them (the seed's 40us, 100us, 360us,
-/// 1ms), else 1-2-5 steps over the measured range. Empty when no test has a histogram.
+/// merged histograms; then the weighted mean and p99. The thresholds are those the runs
+/// stored ([`stored_thresholds`]: `--latency-thresholds` as typed, the seed's 40us,
+/// 100us, 360us, 1ms, or the workload's default), else (runs stored before thresholds
+/// were) 1-2-5 steps over the measured range. Empty when no test has a histogram.
 pub fn thresholds(runs: &[RunRecord]) -> Vec<ThresholdGroup> {
     let peak = derive::peak_params(runs);
     let mut groups: Vec<(String, Vec<Option<Histogram<u64>>>)> = Vec::new();
@@ -208,7 +238,7 @@ pub fn thresholds(runs: &[RunRecord]) -> Vec<ThresholdGroup> {
     if refs.is_empty() {
         return vec![];
     }
-    let edges = user_thresholds(runs).unwrap_or_else(|| bucket_edges(&refs));
+    let edges = stored_thresholds(runs).unwrap_or_else(|| bucket_edges(&refs));
     let cells = |hists: &[Option<Histogram<u64>>], f: &dyn Fn(&Histogram<u64>) -> String| {
         hists
             .iter()
@@ -242,6 +272,27 @@ pub fn thresholds(runs: &[RunRecord]) -> Vec<ThresholdGroup> {
             ThresholdGroup { test, rows }
         })
         .collect()
+}
+
+/// The flagged points of drawn series, in their order: (line name, x, warning codes).
+fn point_marks(series: &[LineSeries], flagged: &[(String, f64, String)]) -> svg::PointMarks {
+    series
+        .iter()
+        .map(|s| {
+            flagged
+                .iter()
+                .filter(|(n, x, _)| *n == s.name && s.points.iter().any(|p| p.0 == *x))
+                .map(|(_, x, w)| (*x, w.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+/// A line chart's caption note when some of its points carry warnings: how many.
+fn marks_note(series: &[LineSeries], marks: &svg::PointMarks) -> Option<String> {
+    let flagged: usize = marks.iter().map(Vec::len).sum();
+    let total: usize = series.iter().map(|s| s.points.len()).sum();
+    (flagged > 0).then(|| svg::marked_points_note(flagged, total))
 }
 
 /// Line styles: with several runs, one colour per run and a dash pattern per series of
@@ -291,6 +342,19 @@ pub struct PowerLine {
     /// Throughput per watt at the points that have both (the efficiency table's rule,
     /// of the same basis as the power), in the order of the swept parameter.
     pub perf_per_w: Vec<(f64, f64)>,
+    /// The points that carry warnings: (x, their codes `other_load, shares_cpus`).
+    pub flagged: Vec<(f64, String)>,
+}
+
+impl PowerLine {
+    /// The warnings on those of `points` (x, y) that carry one, for [`svg::line_chart_marked`].
+    fn marks(&self, points: &[(f64, f64)]) -> Vec<(f64, String)> {
+        self.flagged
+            .iter()
+            .filter(|(x, _)| points.iter().any(|p| p.0 == *x))
+            .cloned()
+            .collect()
+    }
 }
 
 /// Power against one swept parameter (the Redis study's Figure A3, power against
@@ -367,6 +431,19 @@ impl PowerSweep {
                 self.with_power()
             ));
         }
+        // Of the points with power (those drawn): how many carry warnings.
+        let flagged = self
+            .lines
+            .iter()
+            .flat_map(|l| {
+                l.flagged
+                    .iter()
+                    .filter(|(x, _)| l.points.iter().any(|(px, p)| px == x && p.is_ok()))
+            })
+            .count();
+        if flagged > 0 {
+            out.push(svg::marked_points_note(flagged, self.with_power()));
+        }
         if self.lines.len() > POWER_LINES_DRAWN {
             out.push(format!(
                 "{} of {} series drawn; every point's power is in the results tables",
@@ -384,6 +461,7 @@ impl PowerSweep {
             return None;
         }
         let mut series = Vec::new();
+        let mut marks: svg::PointMarks = Vec::new();
         for (i, l) in self.lines.iter().take(POWER_LINES_DRAWN).enumerate() {
             let w: Vec<(f64, f64)> = l
                 .points
@@ -401,6 +479,7 @@ impl PowerSweep {
             if w.is_empty() {
                 continue;
             }
+            marks.push(l.marks(&w));
             series.push(LineSeries {
                 name: l.name.clone(),
                 points: w,
@@ -408,6 +487,7 @@ impl PowerSweep {
                 dash: 0,
             });
             if !above.is_empty() {
+                marks.push(l.marks(&above));
                 series.push(LineSeries {
                     name: format!("{} (above idle)", l.name),
                     points: above,
@@ -417,13 +497,14 @@ impl PowerSweep {
             }
         }
         let scale = x_scale(&series);
-        Some(svg::line_chart(
+        Some(svg::line_chart_marked(
             &self.title(),
             &self.param,
             "W",
             scale,
             Scale::Linear,
             &series,
+            &marks,
         ))
     }
 
@@ -464,15 +545,23 @@ impl PowerSweep {
                 dash: 0,
             })
             .collect();
+        let marks: svg::PointMarks = self
+            .lines
+            .iter()
+            .take(POWER_LINES_DRAWN)
+            .filter(|l| !l.perf_per_w.is_empty())
+            .map(|l| l.marks(&l.perf_per_w))
+            .collect();
         let scale = x_scale(&series);
         let unit = format!("{} per W", self.perf_unit.as_deref().unwrap_or(""));
-        Some(svg::line_chart(
+        Some(svg::line_chart_marked(
             &title,
             &self.param,
             &unit,
             scale,
             Scale::Linear,
             &series,
+            &marks,
         ))
     }
 }
@@ -567,16 +656,27 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
                 }
             }
             let per_w: Vec<(f64, f64)> = per_w.map(|(v, _)| (x, v)).into_iter().collect();
+            let fl = p.flags();
+            let codes: Vec<&str> = derive::distinct_codes(&fl)
+                .iter()
+                .map(|f| f.code.as_str())
+                .collect();
+            let flagged: Vec<(f64, String)> = (!codes.is_empty())
+                .then(|| (x, codes.join(", ")))
+                .into_iter()
+                .collect();
             match lines.iter_mut().find(|l| l.name == name) {
                 Some(l) => {
                     l.points.push((x, figure));
                     l.perf_per_w.extend(per_w);
+                    l.flagged.extend(flagged);
                 }
                 None => lines.push(PowerLine {
                     name,
                     run_index: p.run_index,
                     points: vec![(x, figure)],
                     perf_per_w: per_w,
+                    flagged,
                 }),
             }
         }
@@ -693,7 +793,10 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                     .collect(),
             })
             .collect();
-        let title = format!("{wl}: {headline} per test{peak_note}");
+        let title = format!(
+            "{wl}: {} per test{peak_note}",
+            headline_words(headline, unit, &groups)
+        );
         let file = if several {
             format!("{}_bars_{}.svg", slug(wl), slug(headline))
         } else {
@@ -743,6 +846,8 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             // One line per run and combination of the other parameters, named by what
             // differs among them.
             let mut lines: Vec<RawLine> = Vec::new();
+            // Each line's flagged points: (line, x, what flagged it).
+            let mut flagged: Vec<(String, f64, String)> = Vec::new();
             let names = derive::series_names(&all, &labels, &[param.as_str()]);
             for (p, name) in all.iter().zip(names) {
                 let Some(x) = p.params.get(&param).and_then(|v| v.as_f64()) else {
@@ -751,6 +856,12 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 let Some(y) = p.headline().map(|s| s.mean) else {
                     continue;
                 };
+                let fl = p.flags();
+                let codes = derive::distinct_codes(&fl);
+                if !codes.is_empty() {
+                    let codes: Vec<&str> = codes.iter().map(|f| f.code.as_str()).collect();
+                    flagged.push((name.clone(), x, codes.join(", ")));
+                }
                 match lines.iter_mut().find(|l| l.0 == name) {
                     Some(l) => l.1.push((x, y)),
                     None => lines.push((name, vec![(x, y)], p.run_index)),
@@ -779,7 +890,11 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 Scale::Linear
             };
             let series = styled(labels.len(), lines);
-            let title = format!("{wl}: {headline} vs {param}");
+            let marks = point_marks(&series, &flagged);
+            let title = format!(
+                "{wl}: {} vs {param}",
+                headline_words(headline, unit, &groups)
+            );
             let file = if several {
                 format!("{}_{}_vs_{}.svg", slug(wl), slug(headline), slug(&param))
             } else {
@@ -790,10 +905,10 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 title: title.clone(),
                 section: "sweep".into(),
                 workload: wl.to_string(),
-                svg: Some(svg::line_chart(
-                    &title, &param, unit, scale, y_scale, &series,
+                svg: Some(svg::line_chart_marked(
+                    &title, &param, unit, scale, y_scale, &series, &marks,
                 )),
-                note: None,
+                note: marks_note(&series, &marks),
             });
         }
     }
@@ -904,9 +1019,9 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         });
         // Histogram buckets, one chart per test (the Aerospike study's view: each run's
         // share of operations per latency bucket, side by side).
-        // With the user's thresholds (the seed-003 figure): the share over each, every
+        // With the stored thresholds (the seed-003 figure): the share over each, every
         // test; without, 1-2-5 buckets over the measured range, for the first few tests.
-        let thresholds = user_thresholds(runs);
+        let thresholds = stored_thresholds(runs);
         let shown = if thresholds.is_some() { best.len() } else { 4 };
         for (row, per_run) in best.iter().take(shown) {
             let (pts, hists): (Vec<Point>, Vec<Histogram<u64>>) = per_run

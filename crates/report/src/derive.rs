@@ -162,9 +162,27 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool)
     units.sort_unstable();
     units.dedup();
     if units.len() > 1 {
+        // A test with no headline figure has no unit: named as such, never an empty entry.
+        let mut without: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.unit.is_empty())
+            .map(|r| r.label.as_str())
+            .collect();
+        without.dedup();
+        let mut said: Vec<String> = units
+            .iter()
+            .filter(|u| !u.is_empty())
+            .map(|u| u.to_string())
+            .collect();
+        if !without.is_empty() {
+            said.push(format!(
+                "no unit for {}: no headline figure",
+                without.join(", ")
+            ));
+        }
         return Some(format!(
             "no geometric mean: the tests are counted in different units ({})",
-            units.join(", ")
+            said.join("; ")
         ));
     }
     unlike_rows(rows, workloads)
@@ -1146,6 +1164,30 @@ pub fn unit_scale(values: &[f64]) -> (f64, &'static str) {
     (1e9, "1G ")
 }
 
+/// One scale for every "per unit" column of an efficiency table (W, W above idle and %CPU
+/// per unit), taken from the throughput the table divides by, not from each column's
+/// figures: the largest of 1, 1k, 1M, 1G units not above the smallest throughput
+/// (`per 1k ops/s` for a kv table at 95,000 ops/s, `per Gbit/s` for net at 12). So the
+/// columns of one table, and the tables of one unit in any report, scale alike; a column
+/// of zeros no longer switches its header to `per ops/s`. Returns (multiplier, prefix).
+pub fn throughput_scale(perfs: &[f64]) -> (f64, &'static str) {
+    let min = perfs
+        .iter()
+        .map(|v| v.abs())
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    if !min.is_finite() {
+        return (1.0, "");
+    }
+    let mut out = (1.0, "");
+    for (scale, prefix) in [(1e3, "1k "), (1e6, "1M "), (1e9, "1G ")] {
+        if min >= scale {
+            out = (scale, prefix);
+        }
+    }
+    out
+}
+
 /// Efficiency of each run's best point per summary row: (row, run index, point label, figures).
 /// The point is named by its test and the parameters that vary among these runs' points:
 /// the fixed ones are said once ([`fixed_params`]), not in every cell.
@@ -1707,8 +1749,15 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         }
     }
     if !capacity.is_empty() {
+        // With no other test there is no table (the formats leave an empty one out): the
+        // note then says why, not what the table lacks.
         s.notes.push(format!(
-            "Not in this table: {} (capacity tests, a curve of steps at different offered rates: their figures are per step, in their views).",
+            "{}: {} (capacity tests, a curve of steps at different offered rates: their figures are per step, in their views).",
+            if s.rows.is_empty() {
+                "No summary table: this workload ran only capacity tests"
+            } else {
+                "Not in this table"
+            },
             capacity.join(", ")
         ));
     }

@@ -1114,11 +1114,30 @@ pub fn disclosure(runs: &[RunRecord]) -> Disclosure<'_> {
     Disclosure { cols, differ, same }
 }
 
-/// A fact for people: byte counts also in GiB.
+/// A fact for people: byte counts (`*_bytes`, and the caches' sizes, which sysfs gives in
+/// bytes) scaled by binary prefix as the mem view writes them (`48 KiB`, `300 MiB`), with
+/// the exact count beside only when the scaled figure is rounded (`23.6 GiB
+/// (25324732416 B)`).
 fn human_fact(key: &str, f: &model::Fact) -> String {
-    match (&f.value, key.ends_with("_bytes")) {
-        (Some(v), true) => match v.parse::<f64>() {
-            Ok(b) => format!("{:.1} GiB ({v})", b / (1u64 << 30) as f64),
+    let is_bytes = key.ends_with("_bytes") || key.starts_with("cpu.cache.");
+    match (&f.value, is_bytes) {
+        (Some(v), true) => match v.parse::<u64>() {
+            Ok(b) => {
+                let scaled = crate::views::bytes(b as f64);
+                // The prefix `bytes` picks: the largest power of 1024 not above b (to TiB).
+                let mut i = 0;
+                while i < 4 && b >> (10 * (i + 1)) > 0 {
+                    i += 1;
+                }
+                let unit = 1u64 << (10 * i);
+                let exact = b % unit == 0
+                    && scaled == format!("{} {}", b / unit, crate::views::BYTE_UNITS[i]);
+                if exact {
+                    scaled
+                } else {
+                    format!("{scaled} ({v} B)")
+                }
+            }
             Err(_) => v.clone(),
         },
         _ => f.display(),

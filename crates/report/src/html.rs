@@ -8,7 +8,9 @@ use model::{Flag, RunRecord, Severity};
 
 use crate::charts::{charts, only_workload, pct_over, workloads, Chart};
 use crate::compare::{compare, Comparison};
-use crate::derive::{self, points, run_labels, unit_scale, DiffColumn, PowerBasis, PowerFigure};
+use crate::derive::{
+    self, points, run_labels, throughput_scale, DiffColumn, PowerBasis, PowerFigure,
+};
 use crate::fmt::{esc, fixed, latency_ns, num};
 use crate::selection::Selection;
 
@@ -257,6 +259,13 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
+    let tel = crate::views::telemetry_views(runs);
+    if !tel.is_empty() {
+        h.push_str(r#"<h2 id="telemetry">Host telemetry</h2>"#);
+        for v in &tel {
+            h.push_str(&crate::views::view_html(v));
+        }
+    }
     disclosure_table(&mut h, runs, &labels);
     if let Some(t) = tco {
         tco_html(&mut h, t);
@@ -381,6 +390,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
                 .join(", "))
         );
     }
+    // Where the table starts: a workload of capacity tests only has no row, and its table
+    // (a header over nothing) is taken out again; the notes below say why.
+    let table_start = h.len();
     let _ = write!(
         h,
         r#"<table><caption>Summary of measured data{}</caption><tr><th rowspan="2">Test</th>"#,
@@ -467,6 +479,9 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         h.push_str("</tr>");
     }
     h.push_str("</table>");
+    if s.rows.is_empty() {
+        h.truncate(table_start);
+    }
     if s.any_flags() {
         let _ = write!(
             h,
@@ -631,12 +646,10 @@ fn efficiency_unit_table(
     unit: &str,
     labels: &[String],
 ) {
-    let col = |f: &dyn Fn(&derive::Efficiency) -> &Result<f64, String>| -> Vec<f64> {
-        rows.iter().filter_map(|r| f(&r.3).clone().ok()).collect()
-    };
-    let (sw, pw) = unit_scale(&col(&|e| &e.w_per_perf));
-    let (sd, pd) = unit_scale(&col(&|e| &e.dw_per_perf));
-    let (sc, pc) = unit_scale(&col(&|e| &e.cpu_pct_per_perf));
+    // One scale for the three per-unit columns, from the throughput they divide by.
+    let perfs: Vec<f64> = rows.iter().map(|r| r.3.perf).collect();
+    let (sw, pw) = throughput_scale(&perfs);
+    let (sd, pd, sc, pc) = (sw, pw, sw, pw);
     let heads = [
         "Perf/W".to_string(),
         format!("W per {pw}{unit}"),

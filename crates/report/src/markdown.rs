@@ -10,7 +10,9 @@ use model::{Flag, RunRecord};
 
 use crate::charts::{charts, only_workload, workloads};
 use crate::compare::compare;
-use crate::derive::{self, points, run_labels, unit_scale, DiffColumn, PowerBasis, PowerFigure};
+use crate::derive::{
+    self, points, run_labels, throughput_scale, DiffColumn, PowerBasis, PowerFigure,
+};
 use crate::fmt::md as c;
 use crate::fmt::{latency_ns, num};
 use crate::selection::Selection;
@@ -100,12 +102,10 @@ fn cpu_cell(c: &Result<derive::CpuFigure, String>) -> String {
 }
 
 fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[String]) {
-    let col = |f: &dyn Fn(&derive::Efficiency) -> &Result<f64, String>| -> Vec<f64> {
-        eff.iter().filter_map(|r| f(&r.3).clone().ok()).collect()
-    };
-    let (sw, pw) = unit_scale(&col(&|e| &e.w_per_perf));
-    let (sd, pd) = unit_scale(&col(&|e| &e.dw_per_perf));
-    let (sc, pc) = unit_scale(&col(&|e| &e.cpu_pct_per_perf));
+    // One scale for the three per-unit columns, from the throughput they divide by.
+    let perfs: Vec<f64> = eff.iter().map(|r| r.3.perf).collect();
+    let (sw, pw) = throughput_scale(&perfs);
+    let (sd, pd, sc, pc) = (sw, pw, sw, pw);
     let heads = [
         format!("Perf/W ({unit} per W)"),
         format!("W per {pw}{unit}"),
@@ -360,8 +360,12 @@ pub fn markdown_with(
         for d in &s.differences {
             head.push(format!("Difference: {}", d.label));
         }
-        m.push_str(&row(&head));
-        m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+        // A workload of capacity tests only has no row: no table (a header over nothing),
+        // the note below says why.
+        if !s.rows.is_empty() {
+            m.push_str(&row(&head));
+            m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));
+        }
         for (ri, r) in s.rows.iter().enumerate() {
             let mut cells = vec![s.row_name(r, "")];
             for i in 0..s.runs.len() {
@@ -400,11 +404,11 @@ pub fn markdown_with(
         }
         g.extend(s.differences.iter().map(|d| DiffColumn::cell(d.geomean)));
         a.extend(s.differences.iter().map(|d| DiffColumn::cell(d.power_mean)));
-        if s.shows_geomean() {
+        if s.shows_geomean() && !s.rows.is_empty() {
             m.push_str(&bold_row(&g));
         }
         // The arithmetic mean is of power: left out when no run has power.
-        if s.power_mean.iter().any(Option::is_some) {
+        if s.power_mean.iter().any(Option::is_some) && !s.rows.is_empty() {
             m.push_str(&bold_row(&a));
         }
         if let Some(n) = &s.geomean_note {
@@ -576,6 +580,13 @@ pub fn markdown_with(
     }
     m.push_str(&crate::hosts_view::hosts_markdown(runs));
     cpu_markdown(&mut m, runs);
+    let tel = crate::views::telemetry_views(runs);
+    if !tel.is_empty() {
+        m.push_str("\n## Host telemetry\n");
+        for v in &tel {
+            m.push_str(&crate::views::view_markdown(v));
+        }
+    }
     m.push_str("\n## Systems\n\n");
     let d = crate::hosts_view::disclosure(runs);
     if !d.differ.is_empty() {

@@ -353,6 +353,25 @@ pub fn line_chart(
     y_scale: Scale,
     series: &[LineSeries],
 ) -> String {
+    line_chart_marked(title, x_label, y_label, x_scale, y_scale, series, &[])
+}
+
+/// The warnings on a line chart's points: per series (in `series` order), the x of each
+/// flagged point with what flagged it (`other_load, shares_cpus`).
+pub type PointMarks = Vec<Vec<(f64, String)>>;
+
+/// [`line_chart`] whose flagged points are drawn hollow with a ⚠ above, the warning in
+/// the point's tooltip, and a line under the axis saying how many points carry one (the
+/// exported SVG says so without the report's tables beside it).
+pub fn line_chart_marked(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x_scale: Scale,
+    y_scale: Scale,
+    series: &[LineSeries],
+    marks: &[Vec<(f64, String)>],
+) -> String {
     let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
     let extra = legend_extra(&names);
     let h = H + 10.0 + extra;
@@ -459,9 +478,16 @@ pub fn line_chart(
         ly = y1 + 38.0,
         l = esc(x_label)
     );
-    for s in series {
+    let (mut flagged, mut total) = (0usize, 0usize);
+    for (si_, s) in series.iter().enumerate() {
         let mut pts = s.points.clone();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mark_of = |x: f64| -> Option<&String> {
+            marks
+                .get(si_)
+                .and_then(|m| m.iter().find(|(mx, _)| *mx == x).map(|(_, w)| w))
+        };
+        total += pts.len();
         let d: Vec<String> = pts
             .iter()
             .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
@@ -474,27 +500,64 @@ pub fn line_chart(
             p = d.join(" "),
             t = esc(&s.name)
         );
-        if pts.len() <= 40 {
-            for (x, y) in &pts {
-                let _ = write!(
-                    out,
-                    r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3" fill="{c}"><title>{t}: {xv}, {yv}</title></circle>"#,
-                    cx = px(*x),
-                    cy = py(*y),
-                    c = color(s.color),
-                    t = esc(&s.name),
-                    xv = esc(&if x_scale == Scale::Nines {
-                        percent(*x)
-                    } else {
-                        si(*x)
-                    }),
-                    yv = esc(&si(*y))
-                );
+        for (x, y) in &pts {
+            let warn = mark_of(*x);
+            // Past 40 points the line alone is drawn; a flagged point keeps its marker.
+            if pts.len() > 40 && warn.is_none() {
+                continue;
+            }
+            let xv = if x_scale == Scale::Nines {
+                percent(*x)
+            } else {
+                si(*x)
+            };
+            let (cx, cy) = (px(*x), py(*y));
+            match warn {
+                None => {
+                    let _ = write!(
+                        out,
+                        r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3" fill="{c}"><title>{t}: {xv}, {yv}</title></circle>"#,
+                        c = color(s.color),
+                        t = esc(&s.name),
+                        xv = esc(&xv),
+                        yv = esc(&si(*y))
+                    );
+                }
+                Some(w) => {
+                    flagged += 1;
+                    let _ = write!(
+                        out,
+                        r##"<circle class="flagged" cx="{cx:.1}" cy="{cy:.1}" r="4" fill="#fff" stroke="{c}" stroke-width="2"><title>{t}: {xv}, {yv} &#9888; {w}</title></circle><text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-size="11" fill="#c0392b">&#9888;</text>"##,
+                        c = color(s.color),
+                        t = esc(&s.name),
+                        xv = esc(&xv),
+                        yv = esc(&si(*y)),
+                        w = esc(w),
+                        ty = cy - 7.0
+                    );
+                }
             }
         }
     }
+    if flagged > 0 {
+        let _ = write!(
+            out,
+            r##"<text x="{x0}" y="{ly}" fill="#c0392b" font-size="11">{t}</text>"##,
+            ly = y1 + 50.0,
+            t = esc(&marked_points_note(flagged, total))
+        );
+    }
     out.push_str("</svg>");
     out
+}
+
+/// What a line chart with flagged points says of them (in the SVG and its caption).
+pub fn marked_points_note(flagged: usize, total: usize) -> String {
+    format!(
+        "\u{26a0} {flagged} of {total} point{} carr{} warnings (hollow markers; the tables say which)",
+        if total == 1 { "" } else { "s" },
+        if flagged == 1 { "ies" } else { "y" }
+    )
 }
 
 /// One stacked bar: its label and the (component, value) segments, bottom first.

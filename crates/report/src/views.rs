@@ -114,9 +114,12 @@ fn param_u64(r: &ResultRecord, key: &str) -> Option<u64> {
         .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
 }
 
+/// The binary prefixes [`bytes`] scales by.
+pub const BYTE_UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+
 /// Bytes as `4 KiB`, `32 MiB`.
 pub fn bytes(b: f64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let units = BYTE_UNITS;
     let mut v = b;
     let mut i = 0;
     while v >= 1024.0 && i + 1 < units.len() {
@@ -162,6 +165,96 @@ pub fn views(runs: &[RunRecord], wl: &str) -> Vec<View> {
         out.extend(oltp_runs_by_vus(&mine, wl));
     }
     out
+}
+
+/// What a settings cell says of a run stored before settings were kept, of a knob it did
+/// not type.
+pub const SETTING_NOT_RECORDED: &str = "not recorded (stored before settings were kept)";
+
+/// The benchmark settings of a workload's runs (seed 000's Table 1, "Redis-Benchmark
+/// Parameter Settings"): a row per setting any result ran with (its `settings`, defaults
+/// included; `params` for records stored before settings were kept), a column per run.
+/// A cell lists the run's values in the order its points ran them (a swept knob each of
+/// its values, never one for all) and says whether they were typed (on the command line
+/// or in a plan) or the workload's default. None when no result has a setting.
+pub fn settings_view(runs: &[RunRecord], wl: &str) -> Option<View> {
+    let labels = run_labels(runs);
+    let mine: Vec<(Vec<&ResultRecord>, &String)> = runs
+        .iter()
+        .zip(&labels)
+        .map(|(r, l)| (r.results.iter().filter(|x| x.workload == wl).collect(), l))
+        .filter(|(rs, _): &(Vec<&ResultRecord>, _)| !rs.is_empty())
+        .collect();
+    let mut keys: Vec<&String> = mine
+        .iter()
+        .flat_map(|(rs, _)| {
+            rs.iter()
+                .flat_map(|r| r.settings.keys().chain(r.params.keys()))
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    if keys.is_empty() {
+        return None;
+    }
+    let rows = keys
+        .iter()
+        .map(|k| {
+            let mut row = vec![k.to_string()];
+            for (rs, _) in &mine {
+                let mut vals: Vec<String> = Vec::new();
+                for v in rs.iter().filter_map(|r| r.setting(k)) {
+                    let v = setting_str(v);
+                    if !vals.contains(&v) {
+                        vals.push(v);
+                    }
+                }
+                // A list's items are joined by ", ": several lists then by "; ".
+                let sep = if vals.iter().any(|v| v.contains(", ")) {
+                    "; "
+                } else {
+                    ", "
+                };
+                let typed = rs.iter().any(|r| r.params.contains_key(k.as_str()));
+                let known = rs.iter().any(|r| !r.settings.is_empty());
+                row.push(match (vals.is_empty(), typed, known) {
+                    (true, _, true) => "not a setting of this run".into(),
+                    (true, _, false) => SETTING_NOT_RECORDED.into(),
+                    (false, true, _) => format!("{} (typed)", vals.join(sep)),
+                    (false, false, _) => format!("{} (default)", vals.join(sep)),
+                });
+            }
+            row
+        })
+        .collect();
+    Some(View {
+        title: format!("{wl}: benchmark settings"),
+        figures: vec![],
+        tables: vec![Table {
+            caption: "Every setting the runs' results ran with, each run in its column: the \
+                      effective value (a swept setting lists each of its values, in the \
+                      order its points ran), \"typed\" where it was given on the command \
+                      line or in a plan file, \"default\" where the workload's default \
+                      applied; secrets are left out or masked when stored"
+                .into(),
+            head: ["Setting".to_string()]
+                .into_iter()
+                .chain(mine.iter().map(|(_, l)| l.to_string()))
+                .collect(),
+            rows,
+        }],
+        notes: vec![],
+    })
+}
+
+/// A setting's value for people: a list's items joined (`set, get`; `none` for an empty
+/// one), a string bare, anything else as JSON.
+fn setting_str(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Array(a) if a.is_empty() => "none".into(),
+        serde_json::Value::Array(a) => a.iter().map(setting_str).collect::<Vec<_>>().join(", "),
+        other => derive::param_str(other),
+    }
 }
 
 /// The views `rackbench show` prints on the console beside its own tables, the same the
@@ -469,7 +562,9 @@ fn crypto(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             }
         }
         let peak = pts.iter().max_by(|a, b| a.1.total_cmp(&b.1));
-        row.push(peak.map_or("-".into(), |p| format!("{} threads", p.0)));
+        row.push(peak.map_or("-".into(), |p| {
+            format!("{} thread{}", p.0, if p.0 == 1.0 { "" } else { "s" })
+        }));
         rows.push(row);
         series.push(LineSeries {
             name: format!("RSA-{name}"),
@@ -1350,7 +1445,9 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                     f(avg(rs, "cpu_pct_per_gbit", &[("end", "receiver")]), 2),
                     avg(rs, "packets_per_s", &[]).map_or("-".into(), num),
                     f(avg(rs, "loss_pct", &[]), 3),
-                    f(avg(rs, "jitter_ms", &[]), 3),
+                    // In us, as the RTT beside it, to 3 significant digits: a loopback's
+                    // 71.6 ns read "0.0000716" ms; now 0.0716 us, and 42 us reads 42.0.
+                    avg(rs, "jitter_ms", &[]).map_or("-".into(), |ms| num(ms * 1e3)),
                     f(avg(rs, "retransmits", &[]), 0),
                     f(avg(rs, "rtt_mean_ns", &[]).map(|ns| ns / 1e3), 1),
                 ])
@@ -1373,7 +1470,7 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 "Receiver %CPU per Gbit/s",
                 "Packets/s",
                 "Loss %",
-                "Jitter ms",
+                "Jitter us",
                 "TCP retransmits",
                 "TCP mean RTT us",
             ])
@@ -2044,36 +2141,43 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<
 
 /// The views as HTML (figures, tables, notes), every string escaped.
 pub fn views_html(runs: &[RunRecord], wl: &str) -> String {
+    settings_view(runs, wl)
+        .into_iter()
+        .chain(views(runs, wl))
+        .map(|v| view_html(&v))
+        .collect()
+}
+
+/// One view as HTML, every string escaped.
+pub fn view_html(v: &View) -> String {
     let mut h = String::new();
-    for v in views(runs, wl) {
-        let _ = write!(
-            h,
-            r#"<h3 class="view">{}</h3><div class="grid">"#,
-            esc(&v.title)
-        );
-        for (t, s) in &v.figures {
-            let _ = write!(h, "<figure>{s}<figcaption>{}</figcaption></figure>", esc(t));
+    let _ = write!(
+        h,
+        r#"<h3 class="view">{}</h3><div class="grid">"#,
+        esc(&v.title)
+    );
+    for (t, s) in &v.figures {
+        let _ = write!(h, "<figure>{s}<figcaption>{}</figcaption></figure>", esc(t));
+    }
+    h.push_str("</div>");
+    for t in &v.tables {
+        let _ = write!(h, "<table><caption>{}</caption><tr>", esc(&t.caption));
+        for c in &t.head {
+            let _ = write!(h, "<th>{}</th>", esc(c));
         }
-        h.push_str("</div>");
-        for t in &v.tables {
-            let _ = write!(h, "<table><caption>{}</caption><tr>", esc(&t.caption));
-            for c in &t.head {
-                let _ = write!(h, "<th>{}</th>", esc(c));
+        h.push_str("</tr>");
+        for r in &t.rows {
+            h.push_str("<tr>");
+            for (i, c) in r.iter().enumerate() {
+                let cls = if i == 0 { "" } else { r#" class="n""# };
+                let _ = write!(h, "<td{cls}>{}</td>", esc(c));
             }
             h.push_str("</tr>");
-            for r in &t.rows {
-                h.push_str("<tr>");
-                for (i, c) in r.iter().enumerate() {
-                    let cls = if i == 0 { "" } else { r#" class="n""# };
-                    let _ = write!(h, "<td{cls}>{}</td>", esc(c));
-                }
-                h.push_str("</tr>");
-            }
-            h.push_str("</table>");
         }
-        for n in &v.notes {
-            let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
-        }
+        h.push_str("</table>");
+    }
+    for n in &v.notes {
+        let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
     }
     h
 }
@@ -2082,34 +2186,223 @@ use crate::fmt::md as md_cell;
 
 /// The views' tables (and notes) as Markdown.
 pub fn views_markdown(runs: &[RunRecord], wl: &str) -> String {
+    settings_view(runs, wl)
+        .into_iter()
+        .chain(views(runs, wl))
+        .map(|v| view_markdown(&v))
+        .collect()
+}
+
+/// One view's tables (and notes) as Markdown, every cell escaped.
+pub fn view_markdown(v: &View) -> String {
     let mut m = String::new();
-    for v in views(runs, wl) {
-        let _ = write!(m, "\n### {}\n", md_cell(&v.title));
-        for t in &v.tables {
-            let _ = write!(m, "\n{}\n\n", md_cell(&t.caption));
+    let _ = write!(m, "\n### {}\n", md_cell(&v.title));
+    for t in &v.tables {
+        let _ = write!(m, "\n{}\n\n", md_cell(&t.caption));
+        let _ = writeln!(
+            m,
+            "| {} |",
+            t.head
+                .iter()
+                .map(|c| md_cell(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(m, "|{}|", vec!["---"; t.head.len()].join("|"));
+        for r in &t.rows {
             let _ = writeln!(
                 m,
                 "| {} |",
-                t.head
-                    .iter()
-                    .map(|c| md_cell(c))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
+                r.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | ")
             );
-            let _ = writeln!(m, "|{}|", vec!["---"; t.head.len()].join("|"));
-            for r in &t.rows {
-                let _ = writeln!(
-                    m,
-                    "| {} |",
-                    r.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | ")
-                );
-            }
-        }
-        for n in &v.notes {
-            let _ = write!(m, "\n{}\n", md_cell(n));
         }
     }
+    for n in &v.notes {
+        let _ = write!(m, "\n{}\n", md_cell(n));
+    }
     m
+}
+
+/// The telemetry beyond per-CPU % (MISSION 3: context switches, interrupts, each NIC's
+/// bytes and packets, disk I/O) and kv/http's latency jitter: a view per run and host,
+/// a row per test (sweep point), each figure the mean over its valid repetitions of the
+/// host's summary over the measured time. NICs and disks that moved nothing in any of
+/// the run's tests are left out (a note says which). Empty when no result has telemetry.
+pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
+    let labels = run_labels(runs);
+    let mut out = Vec::new();
+    for (i, (run, label)) in runs.iter().zip(&labels).enumerate() {
+        let pts: Vec<Point> = derive::points(i, run);
+        let mut hosts: Vec<&str> = Vec::new();
+        for r in &run.results {
+            for t in &r.telemetry_summary {
+                if !hosts.contains(&t.host.as_str()) {
+                    hosts.push(&t.host);
+                }
+            }
+        }
+        for host in hosts {
+            // Per point: its valid repetitions' summaries of this host.
+            let per: Vec<(&Point, Vec<&model::TelemetrySummary>)> = pts
+                .iter()
+                .map(|p| {
+                    let sums = p
+                        .valid()
+                        .into_iter()
+                        .flat_map(|r| r.telemetry_summary.iter().filter(|t| t.host == host))
+                        .collect();
+                    (p, sums)
+                })
+                .filter(|(_, s): &(_, Vec<_>)| !s.is_empty())
+                .collect();
+            let mean = |xs: Vec<f64>| -> Option<f64> {
+                (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+            };
+            let mut nics: Vec<String> = Vec::new();
+            let mut disks: Vec<String> = Vec::new();
+            let mut idle: Vec<String> = Vec::new();
+            for (_, sums) in &per {
+                for t in sums {
+                    for n in &t.nics {
+                        let busy = n.rx_bytes_per_s + n.tx_bytes_per_s > 0.0;
+                        if busy && !nics.contains(&n.name) {
+                            nics.push(n.name.clone());
+                        } else if !busy && !idle.contains(&n.name) {
+                            idle.push(n.name.clone());
+                        }
+                    }
+                    for d in &t.disks {
+                        let busy = d.reads_per_s + d.writes_per_s > 0.0;
+                        if busy && !disks.contains(&d.name) {
+                            disks.push(d.name.clone());
+                        } else if !busy && !idle.contains(&d.name) {
+                            idle.push(d.name.clone());
+                        }
+                    }
+                }
+            }
+            idle.retain(|n| !nics.contains(n) && !disks.contains(n));
+            // The jitter of the latency kind the tables show (`corrected` when present).
+            let jitter_of = |p: &Point| -> Option<f64> {
+                let kind = p.latency().map(|l| l.0);
+                let v: Vec<f64> = p
+                    .valid()
+                    .iter()
+                    .filter_map(|r| match &kind {
+                        Some(k) => r.metric("latency_jitter_ns", &[("kind", k.as_str())]),
+                        None => r.metric("latency_jitter_ns", &[]),
+                    })
+                    .map(|m| m.value)
+                    .collect();
+                crate::stats::mean(&v)
+            };
+            let jitter = per.iter().any(|(p, _)| jitter_of(p).is_some());
+            let mut head = vec![
+                "Test".to_string(),
+                "Context switches/s".into(),
+                "Interrupts/s".into(),
+            ];
+            for n in &nics {
+                head.push(format!("{n} rx / tx Gbit/s"));
+                head.push(format!("{n} rx / tx packets/s"));
+            }
+            for d in &disks {
+                head.push(format!("{d} read / write MB/s"));
+                head.push(format!("{d} read / write IOPS"));
+            }
+            if jitter {
+                head.push("Latency jitter".into());
+            }
+            let pair = |a: Option<f64>, b: Option<f64>, f: &dyn Fn(f64) -> String| match (a, b) {
+                (Some(a), Some(b)) => format!("{} / {}", f(a), f(b)),
+                _ => "-".to_string(),
+            };
+            let rows = per
+                .iter()
+                .map(|(p, sums)| {
+                    let mut row = vec![
+                        p.label(),
+                        mean(sums.iter().map(|t| t.ctxt_per_s).collect()).map_or("-".into(), num),
+                        mean(sums.iter().map(|t| t.intr_per_s).collect()).map_or("-".into(), num),
+                    ];
+                    for n in &nics {
+                        let of = |f: &dyn Fn(&model::NicRate) -> f64| {
+                            mean(
+                                sums.iter()
+                                    .flat_map(|t| t.nics.iter().filter(|x| x.name == *n))
+                                    .map(f)
+                                    .collect(),
+                            )
+                        };
+                        let gbit = |v: f64| crate::fmt::fixed(v * 8.0 / 1e9, 3);
+                        row.push(pair(
+                            of(&|x| x.rx_bytes_per_s),
+                            of(&|x| x.tx_bytes_per_s),
+                            &gbit,
+                        ));
+                        row.push(pair(
+                            of(&|x| x.rx_packets_per_s),
+                            of(&|x| x.tx_packets_per_s),
+                            &num,
+                        ));
+                    }
+                    for d in &disks {
+                        let of = |f: &dyn Fn(&model::DiskRate) -> f64| {
+                            mean(
+                                sums.iter()
+                                    .flat_map(|t| t.disks.iter().filter(|x| x.name == *d))
+                                    .map(f)
+                                    .collect(),
+                            )
+                        };
+                        let mb = |v: f64| crate::fmt::fixed(v / 1e6, 2);
+                        row.push(pair(
+                            of(&|x| x.read_bytes_per_s),
+                            of(&|x| x.write_bytes_per_s),
+                            &mb,
+                        ));
+                        row.push(pair(of(&|x| x.reads_per_s), of(&|x| x.writes_per_s), &num));
+                    }
+                    if jitter {
+                        row.push(jitter_of(p).map_or("-".into(), crate::fmt::latency_ns));
+                    }
+                    row
+                })
+                .collect::<Vec<_>>();
+            if rows.is_empty() {
+                continue;
+            }
+            let mut notes = Vec::new();
+            if !idle.is_empty() {
+                notes.push(format!(
+                    "Left out, idle in every test on {host}: {}.",
+                    idle.join(", ")
+                ));
+            }
+            out.push(View {
+                title: format!("{label}: telemetry on {host}"),
+                figures: vec![],
+                tables: vec![Table {
+                    caption: format!(
+                        "{label}: telemetry on {host} per test, each the mean over its \
+                         repetitions of the host's figures over the measured time: context \
+                         switches and interrupts per second (the whole host), each NIC's \
+                         received / sent Gbit/s and packets/s, each disk's read / written MB/s \
+                         and I/O per second{}",
+                        if jitter {
+                            "; latency jitter is the workload's own (the spread of its latencies)"
+                        } else {
+                            ""
+                        }
+                    ),
+                    head,
+                    rows,
+                }],
+                notes,
+            });
+        }
+    }
+    out
 }
 
 /// What a run measured: its (workload, test, parameters) points, sorted. Two runs are

@@ -136,6 +136,57 @@ fn per_cpu_breakdown_of_a_levels_run() {
     assert!(!h.contains("<td>Geometric mean</td>"));
 }
 
+/// Acceptance pass F, F19: a run of only a capacity test had a summary table with a
+/// header and no row in Markdown (and HTML); the table is left out and the note says why.
+#[test]
+fn capacity_only_run_has_no_empty_summary_table() {
+    let mut run = kv_run(&Spec {
+        label: "<script>x</script>&\"|",
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    run.results
+        .retain(|r| r.test == "get" && r.params["pipeline"] == 1);
+    for r in &mut run.results {
+        r.test = "levels".into();
+        r.params.remove("pipeline");
+        r.headline = "overall_reply_rate_per_w".into();
+        r.histograms.clear();
+        r.metrics = vec![
+            model::Metric::new("overall_reply_rate_per_w", 400.0, "ops/s/W"),
+            model::Metric::new("reply_rate_per_s", 50_000.0, "ops/s")
+                .label("phase", "levels")
+                .label("level", "100%"),
+        ];
+    }
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    let wl = &m[m.find("## Workload: kv").unwrap()..];
+    let wl = &wl[..wl.find("\n## ").map_or(wl.len(), |i| i + 1)];
+    assert!(!wl.contains("\n| Test |"), "{wl}");
+    assert!(!wl.contains("Not in this table"), "{wl}");
+    assert!(
+        wl.contains(
+            "No summary table: this workload ran only capacity tests: levels (capacity tests"
+        ),
+        "{wl}"
+    );
+    let h = report::html(std::slice::from_ref(&run), None);
+    assert!(!h.contains("Summary of measured data"), "{h}");
+    assert!(h.contains("No summary table: this workload ran only capacity tests: levels"));
+    // A run with other tests keeps its table and says what it lacks.
+    let mut both = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    both.results.push(run.results[0].clone());
+    let m = report::markdown(std::slice::from_ref(&both), None);
+    assert!(m.contains("\n| Test |"));
+    assert!(m.contains("Not in this table: levels"));
+    assert!(report::html(std::slice::from_ref(&both), None).contains("Summary of measured data"));
+}
+
 /// The Markdown has the HTML's per-CPU breakdown (as numbers) and its "% of requests over
 /// threshold" table, with the same figures.
 #[test]
@@ -202,6 +253,101 @@ fn disclosure_shows_what_differs_and_folds_what_is_the_same() {
     // One run: nothing to fold.
     let h = report::html(&runs[..1], None);
     assert!(!h.contains("same on every run"));
+}
+
+/// Acceptance pass F, F17: byte counts in the Systems table read "0.0 GiB (49152)"; they
+/// are scaled by binary prefix as the mem view writes them, the exact count beside only
+/// when the scaled figure is rounded. The caches' sizes (bytes in sysfs) too.
+#[test]
+fn byte_facts_are_scaled_by_binary_prefix() {
+    let mut runs = many_runs(2);
+    for (k, a, b) in [
+        ("cpu.cache.l1_bytes", "49152", "32768"),
+        ("cpu.cache.l2", "2097152", "1048576"),
+        ("cpu.cache.l3_bytes", "314572800", "33554432"),
+        ("server.static_file_bytes", "1024", "100"),
+        ("mem.total_bytes", "25324732416", "8589934592"),
+    ] {
+        runs[0].hosts[0]
+            .facts
+            .insert(k.into(), model::Fact::known(a));
+        runs[1].hosts[0]
+            .facts
+            .insert(k.into(), model::Fact::known(b));
+    }
+    let m = report::markdown(&runs, None);
+    let sys = &m[m.find("## Systems").unwrap()..];
+    for row in [
+        "| cpu.cache.l1\\_bytes | 48 KiB | 32 KiB |",
+        "| cpu.cache.l2 | 2 MiB | 1 MiB |",
+        "| cpu.cache.l3\\_bytes | 300 MiB | 32 MiB |",
+        "| server.static\\_file\\_bytes | 1 KiB | 100 B |",
+        "| mem.total\\_bytes | 23.6 GiB (25324732416 B) | 8 GiB |",
+    ] {
+        assert!(sys.contains(row), "{row} in {sys}");
+    }
+    assert!(!sys.contains("0.0 GiB"));
+    let h = report::html(&runs, None);
+    assert!(
+        h.contains("<td>48 KiB</td>") || h.contains(">48 KiB<"),
+        "{h}"
+    );
+}
+
+/// Acceptance pass F, F18: chart titles said the metric's id ("kv: ops_per_s per test",
+/// "kv: ops_per_s vs instances"); they say it in the tables' words, with the unit.
+#[test]
+fn chart_titles_use_the_readers_words() {
+    let runs = many_runs(2);
+    let titles: Vec<String> = report::charts::charts(&runs)
+        .into_iter()
+        .map(|c| c.title)
+        .collect();
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("kv: throughput (ops/s) per test")),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t == "kv: throughput (ops/s) vs instances"),
+        "{titles:?}"
+    );
+    assert!(
+        !titles.iter().any(|t| t.contains("ops_per_s")),
+        "{titles:?}"
+    );
+    let h = report::html(&runs, None);
+    assert!(h.contains("kv: throughput (ops/s) per test"));
+    assert!(!h.contains("ops_per_s per test") && !h.contains("ops_per_s vs"));
+    // A latency headline (less is better) is called one.
+    assert_eq!(
+        report::charts::headline_words("latency_ns", "ns", &[]),
+        "latency (ns)"
+    );
+}
+
+/// Acceptance pass F, F18: a summary whose rows are in different units because one test
+/// had no headline figure said "(, GB/s)": the unit-less test is named instead.
+#[test]
+fn no_geomean_note_names_a_test_without_a_unit() {
+    let mut runs = many_runs(1);
+    for r in &mut runs[0].results {
+        if r.test == "set" {
+            let h = r.headline.clone();
+            r.metrics.retain(|m| m.name != h);
+        }
+    }
+    let s = report::summary(&runs);
+    let note = s.geomean_note.clone().unwrap();
+    assert!(!note.contains("(, ") && !note.contains(", )"), "{note}");
+    assert!(
+        note.starts_with("no geometric mean: the tests are counted in different units (ops/s; no unit for kv set pipeline=1, kv set pipeline=100: no headline figure)"),
+        "{note}"
+    );
+    assert!(note.ends_with(": no headline figure)"), "{note}");
 }
 
 /// A fact one host has and another has not says why on the other, never a bare `-`:
@@ -339,4 +485,180 @@ fn tests_in_different_units_get_charts_of_their_own() {
             c.file
         );
     }
+}
+
+/// Acceptance pass F, F11: warnings vanished from line charts (only bar charts had the ⚠
+/// mark): a flagged point is drawn hollow with a ⚠, its warning in its tooltip, and the
+/// chart (the SVG and its caption) says how many of its points carry one.
+#[test]
+fn flagged_points_are_marked_on_line_charts() {
+    let mut runs = vec![kv_run(&Spec {
+        label: "<script>x</script>&\"|",
+        reps: 1,
+        ..Spec::default()
+    })];
+    // A hostile flag code is escaped too.
+    runs[0].results[0]
+        .flags
+        .push(model::Flag::warning("<b>odd</b>&", "a warning"));
+    let charts = report::charts::charts(&runs);
+    let c = charts
+        .iter()
+        .find(|c| c.title == "kv: throughput (ops/s) vs instances")
+        .expect("the sweep chart");
+    let svg = c.svg.as_deref().unwrap();
+    // The fixture flags pipeline=1 at 4 instances (set and get: 2 points), and the
+    // first result (set pipeline=1 at 1 instance): 3 of the 12 points.
+    assert_eq!(
+        svg.matches(r#"<circle class="flagged""#).count(),
+        3,
+        "{svg}"
+    );
+    assert!(svg.contains("&#9888; client_bound</title>"), "{svg}");
+    assert!(
+        svg.contains("&#9888; &lt;b&gt;odd&lt;/b&gt;&amp;</title>"),
+        "{svg}"
+    );
+    assert!(!svg.contains("<b>odd"));
+    let note = "⚠ 3 of 12 points carry warnings (hollow markers; the tables say which)";
+    assert!(svg.contains(note), "{svg}");
+    assert_eq!(c.note.as_deref(), Some(note));
+    let h = report::html(&runs, None);
+    assert!(h.contains(&format!(r#"<span class="note">{note}</span>"#)));
+    // The power and perf/W sweeps too: the same 3 points (each drawn twice on the power
+    // chart, as W and as W above idle; the caption counts points).
+    let power = charts
+        .iter()
+        .find(|c| c.title.starts_with("kv: power vs instances"))
+        .expect("the power sweep");
+    let svg = power.svg.as_deref().unwrap();
+    assert_eq!(
+        svg.matches(r#"<circle class="flagged""#).count(),
+        6,
+        "{svg}"
+    );
+    assert!(
+        power.note.as_deref().unwrap_or("").contains(note),
+        "{:?}",
+        power.note
+    );
+    let perw = charts
+        .iter()
+        .find(|c| c.title.starts_with("kv: perf/W vs instances"))
+        .expect("the perf/W sweep");
+    let svg = perw.svg.as_deref().unwrap();
+    assert_eq!(
+        svg.matches(r#"<circle class="flagged""#).count(),
+        3,
+        "{svg}"
+    );
+    assert!(svg.contains(note), "{svg}");
+    // A chart none of whose points is flagged says nothing.
+    let mut quiet = runs.clone();
+    for r in &mut quiet[0].results {
+        r.flags.clear();
+    }
+    let charts = report::charts::charts(&quiet);
+    let c = charts
+        .iter()
+        .find(|c| c.title == "kv: throughput (ops/s) vs instances")
+        .unwrap();
+    assert!(!c.svg.as_deref().unwrap().contains("flagged"));
+    assert_eq!(c.note, None);
+}
+
+/// Acceptance pass F, F9: the report showed no telemetry beyond per-CPU %: context
+/// switches, interrupts, each NIC's Gbit/s and packets/s, each disk's MB/s and IOPS, and
+/// kv/http's latency jitter are in a per-test table per run and host; idle devices are
+/// left out and named; everything escaped.
+#[test]
+fn host_telemetry_table_per_run_and_host() {
+    let mut run = kv_run(&Spec {
+        label: "<script>x</script>&\"|",
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    for r in &mut run.results {
+        for t in &mut r.telemetry_summary {
+            t.nics = vec![
+                model::NicRate {
+                    name: "eth<0>|".into(),
+                    rx_bytes_per_s: 125e6,
+                    tx_bytes_per_s: 250e6,
+                    rx_packets_per_s: 100_000.0,
+                    tx_packets_per_s: 200_000.0,
+                    rx_drops_per_s: 0.0,
+                    tx_drops_per_s: 0.0,
+                },
+                model::NicRate {
+                    name: "ifb0".into(),
+                    rx_bytes_per_s: 0.0,
+                    tx_bytes_per_s: 0.0,
+                    rx_packets_per_s: 0.0,
+                    tx_packets_per_s: 0.0,
+                    rx_drops_per_s: 0.0,
+                    tx_drops_per_s: 0.0,
+                },
+            ];
+            t.disks = vec![model::DiskRate {
+                name: "vda".into(),
+                reads_per_s: 10.0,
+                writes_per_s: 20.0,
+                read_bytes_per_s: 1e6,
+                write_bytes_per_s: 4e6,
+                util_pct: 1.0,
+            }];
+        }
+        r.metrics
+            .push(model::Metric::new("latency_jitter_ns", 71_600.0, "ns").label("kind", "service"));
+    }
+    let tv = report::views::telemetry_views(std::slice::from_ref(&run));
+    assert_eq!(tv.len(), 1);
+    let t = &tv[0].tables[0];
+    assert_eq!(
+        t.head,
+        [
+            "Test",
+            "Context switches/s",
+            "Interrupts/s",
+            "eth<0>| rx / tx Gbit/s",
+            "eth<0>| rx / tx packets/s",
+            "vda read / write MB/s",
+            "vda read / write IOPS",
+            "Latency jitter"
+        ]
+    );
+    let set1 = t
+        .rows
+        .iter()
+        .find(|r| r[0].contains("set") && r[0].ends_with("pipeline=1"))
+        .unwrap_or_else(|| panic!("{:?}", t.rows));
+    assert_eq!(
+        set1[1..],
+        [
+            "12,000",
+            "30,000",
+            "1.000 / 2.000",
+            "100,000 / 200,000",
+            "1.00 / 4.00",
+            "10.0 / 20.0",
+            "71.6 us"
+        ]
+    );
+    assert_eq!(
+        tv[0].notes,
+        ["Left out, idle in every test on local: ifb0."]
+    );
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    let sec = &m[m.find("## Host telemetry").expect("the section")..];
+    assert!(
+        sec.contains("### &lt;script&gt;x&lt;/script&gt;&amp;\"\\|: telemetry on local"),
+        "{sec}"
+    );
+    assert!(sec.contains("| eth&lt;0&gt;\\| rx / tx Gbit/s |"), "{sec}");
+    let h = report::html(std::slice::from_ref(&run), None);
+    assert!(h.contains(r#"<h2 id="telemetry">Host telemetry</h2>"#));
+    assert!(h.contains("<th>eth&lt;0&gt;| rx / tx Gbit/s</th>"));
+    assert!(!h.contains("<script>x") && !h.contains("eth<0>"));
 }

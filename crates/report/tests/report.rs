@@ -2281,6 +2281,16 @@ fn perf_per_watt_is_over_the_repetitions_with_power() {
 /// headed "Latency (ns)", with no per-watt columns, never "Throughput (ns)".
 #[test]
 fn efficiency_is_per_unit_and_of_throughputs_only() {
+    // Acceptance pass F, F20: one scale for a table's per-unit columns, from the
+    // throughput (it was each column's own: "W per 1k ops/s" beside "%CPU per ops/s", and
+    // "per ops/s" for a column of zeros).
+    assert_eq!(
+        report::derive::throughput_scale(&[95_000.0, 1.9e6]),
+        (1e3, "1k ")
+    );
+    assert_eq!(report::derive::throughput_scale(&[12.9]), (1.0, ""));
+    assert_eq!(report::derive::throughput_scale(&[0.0]), (1.0, ""));
+    assert_eq!(report::derive::throughput_scale(&[3e6]), (1e6, "1M "));
     let mut run = kv_run(&Spec {
         reps: 1,
         instances: &[2],
@@ -2311,7 +2321,7 @@ fn efficiency_is_per_unit_and_of_throughputs_only() {
         [
             "| Test | Run | Latency (ns) | Power | %CPU used |",
             "| Test | Run | Throughput (ops/s) | Power | Idle | Perf/W (ops/s per W) | W per 1k \
-             ops/s | W above idle per 1k ops/s | %CPU used | %CPU per ops/s |"
+             ops/s | W above idle per 1k ops/s | %CPU used | %CPU per 1k ops/s |"
         ],
         "{md}"
     );
@@ -2577,7 +2587,7 @@ fn per_watt_figures_of_modelled_power_are_marked_and_missing_idle_says_why() {
         assert_eq!(r[col("W above idle")], "absent‡", "{r:?}");
         assert_eq!(r[col("Idle")], "absent‡", "{r:?}");
     }
-    let why = "W above idle per ops/s absent for x86-a: no idle power was measured on \
+    let why = "W above idle per 1k ops/s absent for x86-a: no idle power was measured on \
                local before the load (no model system reading while idle)";
     assert!(md.contains(&format!("‡ Idle and {why}")), "{md}");
     let h = report::html(&runs, None);
@@ -2942,7 +2952,12 @@ fn power_against_the_swept_parameter() {
             assert!((above - want_above).abs() < 1e-9, "{above} vs {want_above}");
         }
     }
-    assert!(s.notes().is_empty(), "{:?}", s.notes());
+    // Nothing absent; the fixture's client_bound points (pipeline=1 at 4 instances) are
+    // counted (acceptance pass F, F11).
+    assert_eq!(
+        s.notes(),
+        ["⚠ 2 of 12 points carry warnings (hollow markers; the tables say which)"]
+    );
     assert_eq!(s.with_power(), 12);
     let svg = s.svg().expect("drawn");
     assert!(svg.contains("set pipeline=1 (above idle)"), "{svg}");
@@ -3093,7 +3108,10 @@ fn power_sweep_has_a_line_per_run_and_variant() {
             .name
             .starts_with(&runs[l.run_index].label.clone().unwrap()));
     }
-    assert!(s.notes().is_empty(), "{:?}", s.notes());
+    assert_eq!(
+        s.notes(),
+        ["⚠ 4 of 24 points carry warnings (hollow markers; the tables say which)"]
+    );
     // More lines than a chart shows: the caption says how many are drawn.
     let mut three = runs.clone();
     three.push(kv_run(&Spec {

@@ -173,3 +173,81 @@ fn a_typed_knob_is_set_against_the_other_sides_default() {
         .expect("clients differs");
     assert_eq!((d.a.as_str(), d.b.as_str()), ("10", "50"));
 }
+
+/// Acceptance pass F, F10: the report had no benchmark-settings table (only the typed
+/// parameters, "Fixed parameters: duration=3"): a table per workload of every setting
+/// the results ran with, defaults included and marked, typed ones marked, values that
+/// differ shown per run (and each of a swept setting's values), everything escaped.
+#[test]
+fn report_has_a_settings_table_with_defaults_marked() {
+    let mut a = swept();
+    a.label = Some("<script>x</script>&\"|".into());
+    for r in &mut a.results {
+        r.settings
+            .insert("keyspace".into(), serde_json::json!(10000));
+        r.settings
+            .insert("path".into(), serde_json::json!("/a<b>|&c"));
+    }
+    let mut d = defaulted(true);
+    for r in &mut d.results {
+        r.settings.insert("clients".into(), serde_json::json!(20));
+        r.params.insert("clients".into(), serde_json::json!(20));
+    }
+    let old = defaulted(false);
+    let runs = [a, d, old];
+    let v = report::views::settings_view(&runs, "kv").expect("a settings table");
+    let t = &v.tables[0];
+    assert_eq!(t.head[0], "Setting");
+    assert_eq!(t.head.len(), 4, "{:?}", t.head);
+    let row = |k: &str| {
+        t.rows
+            .iter()
+            .find(|r| r[0] == k)
+            .unwrap_or_else(|| panic!("{k}"))
+    };
+    // A default: its value, marked; per run, not collapsed.
+    assert_eq!(row("clients")[1], "50 (default)");
+    assert_eq!(row("clients")[2], "20 (typed)");
+    assert_eq!(row("keyspace")[1], "10000 (default)");
+    assert_eq!(row("keyspace")[2], "not a setting of this run");
+    assert_eq!(row("keyspace")[3], report::views::SETTING_NOT_RECORDED);
+    // A list reads as one; several lists are told apart.
+    let mut b = swept();
+    b.results[0]
+        .settings
+        .insert("tests".into(), serde_json::json!(["set", "get"]));
+    b.results[1]
+        .settings
+        .insert("tests".into(), serde_json::json!(["get", "lrange"]));
+    b.results[2]
+        .settings
+        .insert("client_cpus".into(), serde_json::json!([]));
+    let vb = report::views::settings_view(std::slice::from_ref(&b), "kv").unwrap();
+    let rb = |k: &str| {
+        vb.tables[0]
+            .rows
+            .iter()
+            .find(|r| r[0] == k)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(rb("tests")[1], "set, get; get, lrange (default)");
+    assert_eq!(rb("client_cpus")[1], "none (default)");
+    // A swept setting: each of its values.
+    assert_eq!(row("instances")[1], "1, 2 (typed)");
+    assert_eq!(row("instances")[2], "1 (default)");
+    let m = report::markdown(&runs, None);
+    let s = &m[m.find("### kv: benchmark settings").expect("the section")..];
+    assert!(
+        s.contains("| Setting | &lt;script&gt;x&lt;/script&gt;&amp;\"\\| |"),
+        "{s}"
+    );
+    assert!(s.contains("| clients | 50 (default) | 20 (typed) |"), "{s}");
+    assert!(s.contains("/a&lt;b&gt;\\|&amp;c (default)"), "{s}");
+    assert!(!m.contains("<script>") && !m.contains("<b>"));
+    let h = report::html(&runs, None);
+    assert!(h.contains("kv: benchmark settings"));
+    assert!(h.contains("<td class=\"n\">50 (default)</td>"));
+    assert!(h.contains("/a&lt;b&gt;|&amp;c (default)"));
+    assert!(!h.contains("<script>x") && !h.contains("<b>|"));
+}

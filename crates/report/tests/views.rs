@@ -332,16 +332,53 @@ fn mem_latency_curve_plateaus_and_bandwidth() {
     assert!(h.contains("memory bandwidth by kernel and threads"));
 }
 
+/// Acceptance pass F, F20: a loopback's UDP jitter of 71.6 ns read "0.0000716" in a
+/// "Jitter ms" column; jitter is in us (as the RTT beside it), to 3 significant digits.
+#[test]
+fn net_jitter_is_in_microseconds() {
+    let mut r = net_run();
+    for m in r.results[1].metrics.iter_mut() {
+        if m.name == "jitter_ms" {
+            m.value = 0.0000716;
+        }
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("| Jitter us |"), "{m}");
+    assert!(!m.contains("Jitter ms") && !m.contains("0.0000716"), "{m}");
+    assert!(m.contains("| 0.0716 |"), "{m}");
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains("Jitter us") && h.contains(">0.0716<"));
+}
+
+/// Acceptance pass F, F20: the crypto table's peak said "at 1 threads".
+#[test]
+fn crypto_peak_at_one_thread_is_singular() {
+    let mut r = crypto_run();
+    // Two threads slower than one: the peak is at 1 thread.
+    for res in r.results.iter_mut() {
+        if res.params["threads"] == 2 {
+            for m in res.metrics.iter_mut().filter(|m| m.name == "signs_per_s") {
+                m.value = 10.0;
+            }
+        }
+    }
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains(" | 1 thread |"), "{m}");
+    assert!(!m.contains("1 threads"), "{m}");
+}
+
 #[test]
 fn net_throughput_bars_and_cpu_table() {
     let r = net_run();
     let h = report::html(std::slice::from_ref(&r), None);
     assert!(h.contains("network throughput per test"));
     assert!(h.contains("Receiver %CPU per Gbit/s"));
-    for n in ["15.57", "61.5", "72.3", "146,000", "0.125", "0.042"] {
+    for n in ["15.57", "61.5", "72.3", "146,000", "0.125"] {
         assert!(h.contains(n), "missing {n}");
     }
     let m = report::markdown(std::slice::from_ref(&r), None);
+    // Jitter in us: 0.042 ms is 42.0 us (3 significant digits).
+    assert!(m.contains("| 146,000 | 0.125 | 42.0 |"), "{m}");
     assert!(
         m.contains("| tcp | 15.57 Gbit/s | 61.5 | 72.3 | 3.95 | - | - | - | - |"),
         "{m}"
@@ -926,10 +963,11 @@ fn udp_jitter_and_loss_too_small_for_the_columns_places_are_not_shown_as_zero() 
         }
     }
     let m = report::markdown(std::slice::from_ref(&r), None);
-    assert!(m.contains("| 0.000200 | 0.000350 |"), "{m}");
+    // The jitter column is in us since acceptance pass F (F20): 0.00035 ms is 0.350 us.
+    assert!(m.contains("| 0.000200 | 0.350 |"), "{m}");
     assert!(!m.contains("0.000 |"), "{m}");
     let h = report::html(std::slice::from_ref(&r), None);
-    assert!(h.contains("0.000350") && h.contains("0.000200"), "{h}");
+    assert!(h.contains("0.350<") && h.contains("0.000200"), "{h}");
 }
 
 #[test]
@@ -1089,6 +1127,51 @@ fn latency_thresholds_side_by_side_in_the_table_and_the_chart() {
             c.title
         );
     }
+}
+
+/// Acceptance pass F, F8: the threshold table ignored the thresholds the runs stored when
+/// they were the defaults (kv's 100us, 1ms, 8ms in `settings`, not typed in `params`) and
+/// drew 1-2-5 steps: the stored ones are the rows, those of every run (one stored before
+/// settings were kept gives its shares' `over` labels).
+#[test]
+fn latency_threshold_rows_are_the_stored_defaults() {
+    let mut runs = common::two_platforms();
+    for r in runs[0].results.iter_mut() {
+        r.params.remove("latency_thresholds");
+        r.settings.insert(
+            "latency_thresholds".into(),
+            serde_json::json!(["100us", "1ms", "8ms"]),
+        );
+    }
+    for r in runs[1].results.iter_mut() {
+        r.params.remove("latency_thresholds");
+        r.settings.clear();
+        r.metrics.push(
+            model::Metric::new("latency_pct_over", 0.5, "%")
+                .label("kind", "service")
+                .label("over", "64ms"),
+        );
+    }
+    let groups = report::charts::thresholds(&runs);
+    assert!(!groups.is_empty());
+    for g in &groups {
+        let rows: Vec<&str> = g
+            .rows
+            .iter()
+            .map(|r| r.0.as_str())
+            .filter(|r| r.starts_with('>'))
+            .collect();
+        assert_eq!(
+            rows,
+            ["> 100 us", "> 1 ms", "> 8 ms", "> 64 ms"],
+            "{}",
+            g.test
+        );
+    }
+    let m = report::markdown(&runs, None);
+    assert!(m.contains("| &gt; 8 ms |"), "{m}");
+    let h = report::html(&runs, None);
+    assert!(h.contains("&gt; 8 ms") && h.contains("&gt; 64 ms"));
 }
 
 /// The per-transaction p95 column is the true 95th percentile: the stored
