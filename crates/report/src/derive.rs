@@ -1032,11 +1032,22 @@ impl Powered<'_> {
     }
 }
 
-/// Watts above idle: under load below idle is no saving but a reading to doubt (a
-/// meter's idle taken in another state): no figure, and why. The one rule for the
-/// efficiency tables and the power sweep charts.
+/// How far the power under load may read below idle and still count as equal to it
+/// (0 W above idle): 0.1 W or 0.1% of idle, whichever is larger. Means of identical
+/// readings land a float rounding apart (100.00000000000001 for readings of 100.0), and
+/// a meter's own resolution is 0.1 W at best; a wider gap is a reading to doubt.
+pub fn above_idle_tolerance_w(idle_w: f64) -> f64 {
+    0.1_f64.max(idle_w.abs() * 0.001)
+}
+
+/// Watts above idle: under load below idle (beyond [`above_idle_tolerance_w`]) is no
+/// saving but a reading to doubt (a meter's idle taken in another state): no figure,
+/// and why; within it, 0 W. The one rule for the efficiency tables and the power sweep
+/// charts.
 pub fn above_idle(watts: f64, idle_w: f64) -> Result<f64, String> {
-    if watts < idle_w {
+    if watts < idle_w && idle_w - watts <= above_idle_tolerance_w(idle_w) {
+        Ok(0.0)
+    } else if watts < idle_w {
         Err(format!(
             "the power under load ({watts:.1} W) is below the idle power measured before it ({idle_w:.1} W): one of the two readings is wrong"
         ))

@@ -2630,6 +2630,54 @@ fn power_under_load_below_idle_gives_no_watts_above_idle() {
     );
 }
 
+/// Power under load equal to idle within float noise or the meter's resolution (a
+/// constant meter: its mean under load a rounding below its idle mean) is 0 W above
+/// idle, not two readings called wrong; a real gap beyond 0.1 W or 0.1% still is.
+#[test]
+fn power_under_load_equal_to_idle_within_noise_is_zero_above_idle() {
+    let run = kv_run(&Spec {
+        reps: 1,
+        instances: &[2],
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    let load = report::derive::points(0, &run)[0].power().unwrap().watts;
+    for (idle, want) in [
+        (load + 1e-9, Some(0.0)),
+        (load + 0.25, Some(0.0)),
+        (load, Some(0.0)),
+        (load + 1.0, None),
+    ] {
+        let mut run = run.clone();
+        for p in &mut run.idle_power[0].power {
+            p.mean_watts = idle;
+        }
+        let runs = [run];
+        for (_, _, _, e) in &report::derive::efficiency_rows(&runs) {
+            match want {
+                Some(_) => {
+                    let dw = e.dw_per_perf.as_ref().expect("a figure");
+                    assert_eq!(*dw, 0.0, "idle {idle} W, load {load} W");
+                }
+                None => {
+                    let why = e.dw_per_perf.as_ref().expect_err("no figure");
+                    assert!(why.contains("below the idle power"), "{why}");
+                }
+            }
+        }
+        let md = report::markdown(&runs, None);
+        assert_eq!(
+            md.contains("below the idle power measured before it"),
+            want.is_none(),
+            "idle {idle} W: {md}"
+        );
+    }
+    assert_eq!(
+        report::derive::above_idle(169.99999999999997, 170.0),
+        Ok(0.0)
+    );
+}
+
 /// Every point's power is in the results tables (the seed's power against instances,
 /// Figure A3), not only the best point's in the summary.
 #[test]
