@@ -29,7 +29,6 @@ pub struct LocalHost {
     next_id: AtomicU64,
     services: Mutex<BTreeMap<u64, Box<dyn Service>>>,
     sampler: Mutex<Option<Arc<Sampler>>>,
-    sampler_cfg: Mutex<Option<SamplerConfig>>,
     /// The progress of every drive under way, so that `interrupt` can end them.
     driving: Mutex<Vec<Arc<Progress>>>,
     /// The process whose CPU is this host's load generator (this one), watched from the
@@ -49,7 +48,6 @@ impl LocalHost {
             next_id: AtomicU64::new(1),
             services: Mutex::new(BTreeMap::new()),
             sampler: Mutex::new(None),
-            sampler_cfg: Mutex::new(None),
             driving: Mutex::new(Vec::new()),
             loadgen_pid: std::process::id(),
         }
@@ -243,9 +241,24 @@ impl Host for LocalHost {
 
     fn telemetry_start(&self, settings: &TelemetrySettings) -> anyhow::Result<TelemetryInfo> {
         let cfg = sampler_config(&self.name, settings);
-        let sampler = Sampler::start(cfg.clone())
-            .with_context(|| format!("starting telemetry on {}", self.name))?;
+        let sampler =
+            Sampler::start(cfg).with_context(|| format!("starting telemetry on {}", self.name))?;
         let det = sampler.power_detection();
+        if settings.power_meter.is_some() && !det.sources.iter().any(|s| s == "meter:system") {
+            // Asked for, the meter is the server's power: a run without it would measure
+            // and store figures the user did not ask for, and say so only in a note.
+            let why = det
+                .notes
+                .iter()
+                .find_map(|n| n.strip_prefix("meter: "))
+                .unwrap_or("it gave no reading");
+            anyhow::bail!(
+                "--power-meter on {}: {why}. Nothing was started. The command must print \
+                 the server's watts as one number (e.g. `231.5`); run it by hand to see \
+                 what it prints, fix it, or leave --power-meter out",
+                self.name
+            );
+        }
         let info = TelemetryInfo {
             power_missing: det.sources.is_empty().then(|| det.missing_reason()),
             power_sources: det.sources.clone(),
@@ -253,7 +266,6 @@ impl Host for LocalHost {
             started_unix_s: Some(unix_s(sampler.started_at())),
         };
         *lock(&self.sampler) = Some(Arc::new(sampler));
-        *lock(&self.sampler_cfg) = Some(cfg);
         Ok(info)
     }
 
@@ -296,21 +308,22 @@ impl Host for LocalHost {
     }
 
     fn measure_idle(&self, secs: f64) -> anyhow::Result<Option<IdlePower>> {
-        let Some(mut cfg) = lock(&self.sampler_cfg).clone() else {
+        let Some(sampler) = self.sampler() else {
             return Ok(None);
         };
-        let measured = self
-            .sampler()
-            .map(|s| s.power_detection().sources)
-            .unwrap_or_default()
+        let measured = sampler
+            .power_detection()
+            .sources
             .into_iter()
             .any(|s| !s.starts_with("model"));
         if secs <= 0.0 || !measured {
             return Ok(None);
         }
-        // A declared model is not a measurement of idle.
-        cfg.power.model = None;
-        telemetry::sampler::measure_idle(&cfg, Duration::from_secs_f64(secs)).map(Some)
+        // From the host's running sampler: a second one would run each meter and
+        // ipmitool command twice per tick.
+        sampler
+            .measure_idle(Duration::from_secs_f64(secs))
+            .map(Some)
     }
 
     fn shutdown(&self) {
@@ -390,5 +403,52 @@ mod tests {
         host.unwatch_servers();
         std::thread::sleep(Duration::from_millis(150));
         assert_eq!(loadgen_samples(&host), 0, "the sweep point is over");
+    }
+
+    /// Acceptance pass F, 5: idle power was measured by a second sampler beside the
+    /// host's running one, so the meter command ran twice per tick (pairs 2-4 ms
+    /// apart). Each call of the meter is now one of the host's sampler's readings: one
+    /// to check it at the start, then one per tick.
+    #[test]
+    fn idle_power_runs_the_meter_once_per_tick() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("calls");
+        let meter = dir.path().join("meter.sh");
+        std::fs::write(
+            &meter,
+            format!("#!/bin/sh\necho x >> '{}'\necho 120\n", log.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&meter, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let host = LocalHost::new("h", catalog, false);
+        let settings = TelemetrySettings {
+            interval_s: 0.2,
+            power_meter: Some(meter.display().to_string()),
+            power_model: None,
+        };
+        host.telemetry_start(&settings).unwrap();
+        let idle = host.measure_idle(1.0).unwrap().unwrap();
+        let m = idle.power.iter().find(|p| p.source == "meter").unwrap();
+        assert_eq!(m.mean_watts, 120.0);
+        // What the host's sampler read is in its samples; a tick may come between
+        // the take and the count of calls, and is in the second take.
+        let read = |samples: &[TelemetrySample]| {
+            samples
+                .iter()
+                .filter(|s| {
+                    s.power.iter().any(|p| p.source == "meter") || !s.power_failed.is_empty()
+                })
+                .count()
+        };
+        let before = read(&host.telemetry_take().unwrap());
+        let calls = std::fs::read_to_string(&log).unwrap().lines().count();
+        let after = read(&host.telemetry_take().unwrap());
+        host.shutdown();
+        assert!(before >= 3, "{before} ticks read the meter");
+        assert!(
+            (1 + before..=1 + before + after).contains(&calls),
+            "{calls} calls for one check and {before} (+{after}) ticks"
+        );
     }
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 pub use hist::{HistogramRecord, LatencySummary};
 pub use secrets::{redact_json, redact_secrets};
 pub use telemetry::{
-    CpuUtil, DiskRate, NicRate, PowerReading, PowerSummary, ProcCpu, TelemetrySample,
+    CpuUtil, DiskRate, NicRate, PowerGaps, PowerReading, PowerSummary, ProcCpu, TelemetrySample,
     TelemetrySummary,
 };
 
@@ -416,6 +416,15 @@ pub struct IdlePower {
     pub host: String,
     pub duration_s: f64,
     pub power: Vec<PowerSummary>,
+    /// The host's per-CPU means while idle was measured (index -1: all CPUs), as a
+    /// test's summary has them: a busy host reads idle watts that are not idle. Empty:
+    /// declared by `--power-model`, or stored before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<CpuUtil>,
+    /// Warnings on the figure: `idle_not_idle` when other programs ran while it was
+    /// measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<Flag>,
 }
 
 /// A whole run: the effective plan, where it ran, and every result.

@@ -137,6 +137,25 @@ pub struct TelemetrySample {
     pub procs: Vec<ProcCpu>,
     #[serde(default)]
     pub power: Vec<PowerReading>,
+    /// Power sources that were due and gave no reading here (a meter that failed,
+    /// printed garbage or did not answer in time), one message each: a gap in their
+    /// series.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub power_failed: Vec<String>,
+}
+
+/// The gaps in a step's power series on one host: samples where a source was due and
+/// gave no reading. The power means are of the readings there are, so they cover
+/// `covered_s` of the step's measured time, not all of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerGaps {
+    /// Samples (ticks) with a failed reading, of `samples`.
+    pub failed_samples: u32,
+    pub samples: u32,
+    /// Seconds of the measured time whose samples had no failure.
+    pub covered_s: f64,
+    /// The last failure's message (secrets redacted).
+    pub last_error: String,
 }
 
 /// Mean of a power source over a period.
@@ -184,4 +203,7 @@ pub struct TelemetrySummary {
     /// Why power is absent, when it is (`no power source found: no RAPL, IPMI, hwmon`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_missing: Option<String>,
+    /// Samples whose power source failed, when any did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_gaps: Option<PowerGaps>,
 }

@@ -1001,12 +1001,24 @@ impl<'a> Point<'a> {
                 (no(), no(), no())
             }
         };
+        // The warnings on the idle figure taken (a busy host while it was measured).
+        let idle_warnings = match (&idle, &powered.chosen) {
+            (Ok(_), Some((_, _, host))) => self
+                .run
+                .idle_power
+                .iter()
+                .filter(|i| &i.host == host)
+                .flat_map(|i| i.flags.iter().map(|f| f.message.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
         Some(Efficiency {
             perf,
             unit: self.headline_unit(),
             throughput,
             power,
             idle_w: idle,
+            idle_warnings,
             perf_per_w,
             w_per_perf,
             dw_per_perf,
@@ -1050,11 +1062,34 @@ impl Powered<'_> {
     }
 }
 
-/// Watts above idle: under load below idle is no saving but a reading to doubt (a
-/// meter's idle taken in another state): no figure, and why. The one rule for the
-/// efficiency tables and the power sweep charts.
+/// How far the power under load may read below idle and still count as equal to it
+/// (0 W above idle): 0.1 W or 0.1% of idle, whichever is larger. Means of identical
+/// readings land a float rounding apart (100.00000000000001 for readings of 100.0), and
+/// a meter's own resolution is 0.1 W at best; a wider gap is a reading to doubt.
+pub fn above_idle_tolerance_w(idle_w: f64) -> f64 {
+    0.1_f64.max(idle_w.abs() * 0.001)
+}
+
+/// The distinct warnings on the idle figures of `rows`, in their order: each is said
+/// once under a table whose Idle cells carry its mark.
+pub fn idle_warnings<'a>(rows: impl IntoIterator<Item = &'a Efficiency>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for w in rows.into_iter().flat_map(|e| &e.idle_warnings) {
+        if !out.contains(&w.as_str()) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// Watts above idle: under load below idle (beyond [`above_idle_tolerance_w`]) is no
+/// saving but a reading to doubt (a meter's idle taken in another state): no figure,
+/// and why; within it, 0 W. The one rule for the efficiency tables and the power sweep
+/// charts.
 pub fn above_idle(watts: f64, idle_w: f64) -> Result<f64, String> {
-    if watts < idle_w {
+    if watts < idle_w && idle_w - watts <= above_idle_tolerance_w(idle_w) {
+        Ok(0.0)
+    } else if watts < idle_w {
         Err(format!(
             "the power under load ({watts:.1} W) is below the idle power measured before it ({idle_w:.1} W): one of the two readings is wrong"
         ))
@@ -1114,6 +1149,10 @@ pub struct Efficiency {
     pub power: Result<PowerFigure, String>,
     /// The same source's idle power on the same host, or why there is none.
     pub idle_w: Result<f64, String>,
+    /// Warnings on that idle figure (`idle_not_idle`: other programs ran while it was
+    /// measured), so that it and W above idle are shown with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_warnings: Vec<String>,
     /// Of the same basis as `power` (measured, modelled, component): marked as it is.
     pub perf_per_w: Result<f64, String>,
     /// Watts per unit of throughput (whole figure).

@@ -675,7 +675,16 @@ fn efficiency_unit_table(
             esc(&num(e.perf)),
             power_cell(&e.power),
             match &e.idle_w {
-                Ok(w) => format!("{} W{}", esc(&num(*w)), basis_tag(e.basis())),
+                Ok(w) => format!(
+                    "{} W{}{}",
+                    esc(&num(*w)),
+                    basis_tag(e.basis()),
+                    if e.idle_warnings.is_empty() {
+                        ""
+                    } else {
+                        r#" <span class="flag warning">&#9888;</span>"#
+                    }
+                ),
                 Err(_) => per_w_cell(&e.idle_w, 1.0, e),
             },
             per_w_cell(&e.perf_per_w, 1.0, e),
@@ -693,6 +702,9 @@ fn efficiency_unit_table(
     );
     for n in derive::efficiency_absences(rows, Some("Idle"), &heads, labels) {
         let _ = write!(h, r#"<div class="note">&Dagger; {}</div>"#, esc(&n));
+    }
+    for w in derive::idle_warnings(rows.iter().map(|r| &r.3)) {
+        let _ = write!(h, r#"<div class="note">&#9888; Idle: {}</div>"#, esc(w));
     }
 }
 
@@ -894,6 +906,14 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     },
                     esc(&num(p.mean_watts)),
                     esc(&num(p.max_watts))
+                );
+            }
+            for f in &ip.flags {
+                let _ = write!(
+                    h,
+                    r#"<tr><td colspan="6"><span class="flag warning">&#9888; {}</span> {}</td></tr>"#,
+                    esc(&f.code),
+                    esc(&f.message)
                 );
             }
         }

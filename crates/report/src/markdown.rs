@@ -132,6 +132,9 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
             power(&e.power),
             // The idle power W above idle is taken from, as the HTML has it.
             match &e.idle_w {
+                Ok(w) if !e.idle_warnings.is_empty() => {
+                    format!("{} W{} ⚠", num(*w), basis_tag(e.basis()))
+                }
                 Ok(w) => format!("{} W{}", num(*w), basis_tag(e.basis())),
                 Err(_) => per_w_cell(&e.idle_w, 1.0, e),
             },
@@ -144,6 +147,9 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
     }
     for n in derive::efficiency_absences(eff, Some("Idle"), &heads, labels) {
         let _ = write!(m, "\n‡ {}\n", c(&n));
+    }
+    for w in derive::idle_warnings(eff.iter().map(|r| &r.3)) {
+        let _ = write!(m, "\n⚠ Idle: {}\n", c(w));
     }
     m.push('\n');
 }

@@ -91,6 +91,7 @@ fn summary(name: &str, h: usize) -> TelemetrySummary {
         procs: vec![],
         power,
         power_missing,
+        power_gaps: None,
     }
 }
 
@@ -218,6 +219,8 @@ fn net_matrix(names: &[&str]) -> RunRecord {
             whole_system: true,
             modelled: false,
         }],
+        cpus: Vec::new(),
+        flags: Vec::new(),
     }];
     run
 }

@@ -563,6 +563,8 @@ fn a_modelled_hosts_declared_idle_gives_w_above_idle_marked_modelled() {
             whole_system: true,
             modelled: true,
         }],
+        cpus: Vec::new(),
+        flags: Vec::new(),
     }];
     let e = report::derive::points(0, &run)[0].efficiency().unwrap();
     assert_eq!(e.basis(), Some(report::PowerBasis::Modelled));
@@ -639,6 +641,7 @@ fn iperf3_study_cpu_and_watts_per_throughput() {
             modelled: false,
         }],
         power_missing: None,
+        power_gaps: None,
     }];
     run.idle_power[0].power[0].mean_watts = 128.0;
     r.status = Status::Ok;
@@ -2638,6 +2641,77 @@ fn power_under_load_below_idle_gives_no_watts_above_idle() {
         md.contains("below the idle power measured before it"),
         "{md}"
     );
+}
+
+/// Power under load equal to idle within float noise or the meter's resolution (a
+/// constant meter: its mean under load a rounding below its idle mean) is 0 W above
+/// idle, not two readings called wrong; a real gap beyond 0.1 W or 0.1% still is.
+#[test]
+fn power_under_load_equal_to_idle_within_noise_is_zero_above_idle() {
+    let run = kv_run(&Spec {
+        reps: 1,
+        instances: &[2],
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    let load = report::derive::points(0, &run)[0].power().unwrap().watts;
+    for (idle, want) in [
+        (load + 1e-9, Some(0.0)),
+        (load + 0.25, Some(0.0)),
+        (load, Some(0.0)),
+        (load + 1.0, None),
+    ] {
+        let mut run = run.clone();
+        for p in &mut run.idle_power[0].power {
+            p.mean_watts = idle;
+        }
+        let runs = [run];
+        for (_, _, _, e) in &report::derive::efficiency_rows(&runs) {
+            match want {
+                Some(_) => {
+                    let dw = e.dw_per_perf.as_ref().expect("a figure");
+                    assert_eq!(*dw, 0.0, "idle {idle} W, load {load} W");
+                }
+                None => {
+                    let why = e.dw_per_perf.as_ref().expect_err("no figure");
+                    assert!(why.contains("below the idle power"), "{why}");
+                }
+            }
+        }
+        let md = report::markdown(&runs, None);
+        assert_eq!(
+            md.contains("below the idle power measured before it"),
+            want.is_none(),
+            "idle {idle} W: {md}"
+        );
+    }
+    assert_eq!(
+        report::derive::above_idle(169.99999999999997, 170.0),
+        Ok(0.0)
+    );
+}
+
+/// An idle figure measured on a busy host (`idle_not_idle`) is marked where it is used,
+/// in both formats, with its warning said once, escaped (acceptance pass F, 10).
+#[test]
+fn an_idle_figure_taken_on_a_busy_host_carries_its_warning() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[2],
+        power: Power::Ipmi(300.0),
+        ..Spec::default()
+    });
+    let why = "host local: while its idle power was measured, its tasks ran 99% <b>";
+    run.idle_power[0]
+        .flags
+        .push(model::Flag::warning("idle_not_idle", why));
+    let runs = [run];
+    let md = report::markdown(&runs, None);
+    assert!(md.contains(" ⚠ |"), "{md}");
+    assert_eq!(md.matches("⚠ Idle: host local").count(), 1, "{md}");
+    let h = report::html(&runs, None);
+    assert!(h.contains(&report::fmt::esc(why)), "{h}");
+    assert!(!h.contains(why), "unescaped: {h}");
 }
 
 /// Every point's power is in the results tables (the seed's power against instances,

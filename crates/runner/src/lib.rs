@@ -850,6 +850,10 @@ pub fn run(
             return Err(e);
         }
     };
+    if telemetry.disclose_power_sources(&mut hosts, &settings) {
+        store.update_hosts(&run_id, &hosts)?;
+        record.hosts = hosts.clone();
+    }
     // Ctrl-C reaches the remote drivers too, and an idle measurement there (before it,
     // a stop would leave the hosts measuring idle for up to --idle-power).
     let interrupter = Interrupter::start(&set);

@@ -152,6 +152,47 @@ impl Telemetry {
         self
     }
 
+    /// Each host's power sources as its sampler found them, with the run's own in words
+    /// (`meter:system (`CMD`, whole system)`, `model:system (100:200 W, declared, not
+    /// measured)`), into its disclosure's `power.sources`: the disclosure is collected
+    /// before `--power-meter` and `--power-model` are applied, and said "meter: none
+    /// configured" of a run its meter measured. A host with none keeps the disclosure's
+    /// reasons. True when a fact changed.
+    pub fn disclose_power_sources(
+        &self,
+        hosts: &mut [model::HostDisclosure],
+        settings: &TelemetrySettings,
+    ) -> bool {
+        let mut changed = false;
+        for (host, sources) in self.power_sources.iter().filter(|(_, s)| !s.is_empty()) {
+            let words: Vec<String> = sources
+                .iter()
+                .map(
+                    |s| match (s.as_str(), &settings.power_meter, settings.power_model) {
+                        // The command alone is redacted: the word after `--password=`
+                        // would take the closing quote with it.
+                        ("meter:system", Some(cmd), _) => format!(
+                            "meter:system (`{}`, whole system)",
+                            model::redact_secrets(cmd)
+                        ),
+                        ("model:system", _, Some((idle_w, max_w))) => {
+                            format!("model:system ({idle_w}:{max_w} W, declared, not measured)")
+                        }
+                        _ => s.clone(),
+                    },
+                )
+                .collect();
+            let fact = model::Fact::known(words.join(", "));
+            for d in hosts.iter_mut().filter(|d| &d.host == host) {
+                if d.facts.get("power.sources") != Some(&fact) {
+                    d.facts.insert("power.sources".into(), fact.clone());
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
     /// Hosts whose power something measures (not only the power model).
     fn measured_power(&self) -> Vec<&str> {
         self.power_sources
@@ -211,6 +252,17 @@ impl Telemetry {
             return Vec::new();
         }
         let mut out = self.measured_idle(secs, verbose);
+        for idle in &mut out {
+            if let Some(f) = idle_not_idle_flag(idle) {
+                if verbose {
+                    engine::errln!(
+                        "rackbench: warning: {}",
+                        model::printable(&model::redact_secrets(&f.message))
+                    );
+                }
+                idle.flags.push(f);
+            }
+        }
         for (host, idle_w) in &self.model_idle_w {
             if verbose {
                 engine::errln!(
@@ -232,6 +284,8 @@ impl Telemetry {
                     host: host.clone(),
                     duration_s: 0.0,
                     power: vec![declared],
+                    cpus: Vec::new(),
+                    flags: Vec::new(),
                 }),
             }
         }
@@ -470,6 +524,7 @@ impl Telemetry {
         flags.extend(steal_flags(&ours));
         flags.extend(other_load_flags(&ours, server_host, &self.irq_in_tasks));
         flags.extend(coarse_flags(&ours));
+        flags.extend(power_gap_flags(&ours));
         let mut missing = Vec::new();
         for (host, why) in step.missing.iter().filter(|(h, _)| in_point(h)) {
             missing.push(MissingMetric {
@@ -771,7 +826,7 @@ pub fn other_load_flags(
         let tasks = (all.usr_pct + all.nice_pct + all.sys_pct + irq) * n;
         let own: f64 = s.procs.iter().map(|p| p.total_pct()).sum();
         let other = tasks - own;
-        if !other.is_finite() || other < OTHER_WARN_ONE_CPU_PCT.max(OTHER_WARN_SHARE * n * 100.0) {
+        if !over_other_load(other, n) {
             continue;
         }
         let roles: Vec<&str> = s.procs.iter().map(|p| p.role.as_str()).collect();
@@ -794,6 +849,59 @@ pub fn other_load_flags(
         ));
     }
     out
+}
+
+/// A warning per host whose power series has gaps while the test measured: a source
+/// that was due failed (a meter that exited with an error, printed garbage or did not
+/// answer in time). Its power figures are the mean of the readings there are, so they
+/// stand for part of the test only; the flag says how much, and the last error.
+pub fn power_gap_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
+    summaries
+        .iter()
+        .filter_map(|s| {
+            let g = s.power_gaps.as_ref()?;
+            let of = s
+                .covered_s
+                .map(|c| format!(" of the {c:.1} s"))
+                .unwrap_or_default();
+            Some(Flag::warning(
+                "power_gaps",
+                model::redact_secrets(&format!(
+                    "host {}: {} of {} samples have no power reading from a source that                      failed (last error: {}): its power figures cover {:.1} s{of} the test                      measured; fix the source and run again",
+                    s.host, g.failed_samples, g.samples, g.last_error, g.covered_s
+                )),
+            ))
+        })
+        .collect()
+}
+
+/// Whether `pct` of one CPU, taken by other programs on a host of `n` CPUs, is enough
+/// to flag: [`OTHER_WARN_ONE_CPU_PCT`] or more, and [`OTHER_WARN_SHARE`] of the host.
+fn over_other_load(pct: f64, n: f64) -> bool {
+    pct.is_finite() && pct >= OTHER_WARN_ONE_CPU_PCT.max(OTHER_WARN_SHARE * n * 100.0)
+}
+
+/// The `idle_not_idle` warning of an idle power figure taken while the host's tasks
+/// (%usr + %nice + %sys over its CPUs; nothing of the test runs yet) took as much CPU
+/// as an `other_load` warning needs: the idle watts are a busy host's, and every W
+/// above idle computed from them reads low by what that work drew.
+pub fn idle_not_idle_flag(idle: &IdlePower) -> Option<Flag> {
+    let all = idle.cpus.iter().find(|c| c.cpu == -1)?;
+    let n = idle.cpus.iter().filter(|c| c.cpu >= 0).count().max(1) as f64;
+    let tasks = (all.usr_pct + all.nice_pct + all.sys_pct) * n;
+    if !over_other_load(tasks, n) {
+        return None;
+    }
+    Some(Flag::warning(
+        "idle_not_idle",
+        format!(
+            "host {}: while its idle power was measured, its tasks ran {tasks:.0}% of one \
+             CPU (its {n:.0} CPUs {:.0}% busy): the idle watts are a busy host's, and W \
+             above idle reads low by what that work drew; measure again on a quiet host",
+            idle.host,
+            all.busy_pct()
+        ),
+    ))
 }
 
 /// The warning for a host none of whose samples falls in the time the test measured. In
@@ -953,6 +1061,7 @@ mod tests {
             freq_mhz: vec![],
             procs: vec![],
             power: vec![],
+            power_failed: Vec::new(),
         }
     }
 
@@ -1142,6 +1251,7 @@ mod tests {
                 procs,
                 power: Vec::new(),
                 power_missing: None,
+                power_gaps: None,
             };
         // Two CPUs alike, and the all-CPU line.
         let two_cpus = |usr: f64, sys: f64, soft: f64| -> Vec<model::CpuUtil> {
@@ -1392,6 +1502,8 @@ mod tests {
             host: "metered".into(),
             duration_s: 5.0,
             power: vec![meter],
+            cpus: Vec::new(),
+            flags: Vec::new(),
         };
         metered.idle = Some(metered_idle.clone());
         // RAPL (CPU and memory only) and the model: the model is the headline.
@@ -1409,6 +1521,8 @@ mod tests {
             host: "rapl".into(),
             duration_s: 5.0,
             power: vec![package.clone()],
+            cpus: Vec::new(),
+            flags: Vec::new(),
         });
         // Given a model, and refused it (not among its sources).
         let refused = Stepped::new("refused", t0);
@@ -1441,6 +1555,8 @@ mod tests {
             host: "sut".into(),
             duration_s: 0.0,
             power: vec![declared.clone()],
+            cpus: Vec::new(),
+            flags: Vec::new(),
         };
         let with_model = |i: &IdlePower| IdlePower {
             power: [i.power.clone(), vec![declared.clone()]].concat(),
@@ -1450,6 +1566,8 @@ mod tests {
             host: "rapl".into(),
             duration_s: 5.0,
             power: vec![package.clone(), declared.clone()],
+            cpus: Vec::new(),
+            flags: Vec::new(),
         };
         assert_eq!(
             idle,

@@ -124,6 +124,7 @@ fn sample(host: &str, t_s: f64, warmup: bool) -> TelemetrySample {
         freq_mhz: vec![2_999.998, 3_100.0],
         procs: vec![proc_cpu("loadgen", 4242), proc_cpu("server:0", 4243)],
         power: power_reading(),
+        power_failed: Vec::new(),
     }
 }
 
@@ -151,6 +152,7 @@ fn summary(host: &str, with_power: bool) -> TelemetrySummary {
         } else {
             Some("no power source found: no RAPL, IPMI, hwmon".into())
         },
+        power_gaps: None,
     }
 }
 
@@ -298,6 +300,11 @@ pub fn rich_run(
             host: "local".into(),
             duration_s: 5.0,
             power: power_summary(0.5),
+            cpus: vec![cpu(-1, 30.5), cpu(0, 60.0), cpu(1, 1.0)],
+            flags: vec![Flag::warning(
+                "idle_not_idle",
+                "host local: busy while idle",
+            )],
         }],
         results: (0..n_results)
             .map(|i| {

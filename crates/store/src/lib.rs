@@ -1120,16 +1120,34 @@ fn insert_hosts(conn: &Connection, run_id: &str, hosts: &[HostDisclosure]) -> an
 }
 
 fn insert_idle(conn: &Connection, run_id: &str, ord: i64, idle: &IdlePower) -> anyhow::Result<()> {
-    conn.execute(
-        "INSERT INTO idle_power (run_id, ord, host, duration_s, power) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![
-            run_id,
-            ord,
-            idle.host,
-            idle.duration_s,
-            serde_json::to_string(&idle.power)?
-        ],
-    )?;
+    // A store kept at an older schema (the migration tests' `open_at_version`) has no
+    // cpus and flags columns: what it holds is written without them.
+    if schema::user_version(conn)? >= i64::from(schema::IDLE_CPU_SINCE) {
+        conn.execute(
+            "INSERT INTO idle_power (run_id, ord, host, duration_s, power, cpus, flags)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                run_id,
+                ord,
+                idle.host,
+                idle.duration_s,
+                serde_json::to_string(&idle.power)?,
+                serde_json::to_string(&idle.cpus)?,
+                serde_json::to_string(&idle.flags)?
+            ],
+        )?;
+    } else {
+        conn.execute(
+            "INSERT INTO idle_power (run_id, ord, host, duration_s, power) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                run_id,
+                ord,
+                idle.host,
+                idle.duration_s,
+                serde_json::to_string(&idle.power)?
+            ],
+        )?;
+    }
     Ok(())
 }
 
@@ -1323,16 +1341,34 @@ fn load_run(conn: &Connection, id: &str, path: &Path) -> anyhow::Result<RunRecor
 
     let mut idle_power = Vec::new();
     {
-        let mut stmt = conn.prepare_cached(
-            "SELECT host, duration_s, power FROM idle_power WHERE run_id = ?1 ORDER BY ord",
-        )?;
+        // A store opened read-only may be older than the cpus and flags columns (v6).
+        let cols = if schema::user_version(conn)? >= i64::from(schema::IDLE_CPU_SINCE) {
+            "cpus, flags"
+        } else {
+            "NULL, NULL"
+        };
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT host, duration_s, power, {cols} FROM idle_power WHERE run_id = ?1 ORDER BY ord"
+        ))?;
         let mut rows = stmt.query([id])?;
         while let Some(row) = rows.next()? {
             let power: String = row.get(2)?;
+            let cpus: Option<String> = row.get(3)?;
+            let flags: Option<String> = row.get(4)?;
             idle_power.push(IdlePower {
                 host: row.get(0)?,
                 duration_s: row.get(1)?,
                 power: serde_json::from_str(&power).context("idle power JSON")?,
+                cpus: cpus
+                    .map(|c| serde_json::from_str(&c))
+                    .transpose()
+                    .context("idle power CPU JSON")?
+                    .unwrap_or_default(),
+                flags: flags
+                    .map(|f| serde_json::from_str(&f))
+                    .transpose()
+                    .context("idle power flags JSON")?
+                    .unwrap_or_default(),
             });
         }
     }

@@ -176,8 +176,20 @@ ALTER TABLE results ADD COLUMN settings TEXT;
 /// read-only is read without it.
 pub(crate) const SETTINGS_SINCE: u32 = 5;
 
+/// v6: the host's CPU while idle power was measured (JSON array of CpuUtil) and the
+/// warnings on the figure (JSON array of Flag), [`model::IdlePower`]. NULL for idle
+/// figures stored before they were kept.
+const V6: &str = r#"
+ALTER TABLE idle_power ADD COLUMN cpus TEXT;
+ALTER TABLE idle_power ADD COLUMN flags TEXT;
+"#;
+
+/// The first version whose idle power has the `cpus` and `flags` columns: an older store
+/// opened read-only is read without them.
+pub(crate) const IDLE_CPU_SINCE: u32 = 6;
+
 /// The migrations, in order. The store's version is the number applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

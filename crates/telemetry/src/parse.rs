@@ -390,13 +390,45 @@ pub fn parse_dcmi_power_reading(text: &str) -> Result<DcmiReading, String> {
     })
 }
 
-/// Parse a power meter command's output: the first number on stdout, in watts
-/// (`231.5`, `231.5 W`, `231.5W`).
-pub fn parse_meter_watts(text: &str) -> Option<f64> {
-    text.split_ascii_whitespace().find_map(|tok| {
-        let t = tok.trim_end_matches(['W', 'w']);
-        t.parse::<f64>().ok().filter(|w| w.is_finite() && *w >= 0.0)
-    })
+/// The most one server can draw, in watts: a meter reading above it is in the wrong
+/// unit (mW) or garbage, not a measurement (the densest GPU servers draw about 10 kW).
+pub const METER_MAX_W: f64 = 100_000.0;
+
+/// Parse a power meter command's output: exactly one number, in watts (`231.5`,
+/// `231.5 W`, `231.5W`, `power: 99W`), 0 or more and at most [`METER_MAX_W`]. Else what
+/// is wrong with it, in words that follow "the command " (`printed nothing`,
+/// `printed negative watts (-5)`).
+pub fn parse_meter_watts(text: &str) -> Result<f64, String> {
+    let numbers: Vec<(&str, f64)> = text
+        .split_ascii_whitespace()
+        .filter_map(|tok| {
+            let t = tok.trim_end_matches(['W', 'w']);
+            t.parse::<f64>().ok().map(|w| (tok, w))
+        })
+        .collect();
+    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    match numbers.as_slice() {
+        [] if text.trim().is_empty() => Err("printed nothing".into()),
+        [] => Err(format!("printed no watts (first line: {first_line:?})")),
+        [(tok, w)] if !w.is_finite() => Err(format!("printed {tok:?}, not a number of watts")),
+        [(tok, w)] if *w < 0.0 => Err(format!(
+            "printed negative watts ({tok}): a meter reads 0 W or more; check its sign and units"
+        )),
+        [(tok, w)] if *w > METER_MAX_W => Err(format!(
+            "printed {tok} W, more than the {} kW one server can draw: check its units (mW?)",
+            METER_MAX_W / 1000.0
+        )),
+        [(_, w)] => Ok(*w),
+        many => Err(format!(
+            "printed {} numbers ({}), not one: it must print the watts alone",
+            many.len(),
+            many.iter()
+                .take(4)
+                .map(|(t, _)| *t)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 /// The DIMMs `dmidecode -t 17` reports as installed.
@@ -570,12 +602,31 @@ mod tests {
 
     #[test]
     fn meter_output_forms() {
-        assert_eq!(parse_meter_watts("231.5\n"), Some(231.5));
-        assert_eq!(parse_meter_watts("231.5 W"), Some(231.5));
-        assert_eq!(parse_meter_watts("power: 99W"), Some(99.0));
-        assert_eq!(parse_meter_watts("NaN"), None);
-        assert_eq!(parse_meter_watts("-5"), None);
-        assert_eq!(parse_meter_watts("error"), None);
+        assert_eq!(parse_meter_watts("231.5\n"), Ok(231.5));
+        assert_eq!(parse_meter_watts("231.5 W"), Ok(231.5));
+        assert_eq!(parse_meter_watts("power: 99W"), Ok(99.0));
+        assert_eq!(parse_meter_watts("0"), Ok(0.0));
+        let err = |t: &str| parse_meter_watts(t).unwrap_err();
+        assert!(
+            err("NaN").contains("not a number of watts"),
+            "{}",
+            err("NaN")
+        );
+        assert!(err("inf").contains("not a number of watts"));
+        assert!(err("-5").contains("negative watts (-5)"), "{}", err("-5"));
+        assert!(err("1e300").contains("100 kW"), "{}", err("1e300"));
+        assert!(
+            err("100\n200").contains("2 numbers (100, 200)"),
+            "{}",
+            err("100\n200")
+        );
+        assert_eq!(err(""), "printed nothing");
+        assert_eq!(err("\n  \n"), "printed nothing");
+        assert!(
+            err("watts: lots").contains("\"watts: lots\""),
+            "{}",
+            err("watts: lots")
+        );
     }
 
     #[test]

@@ -158,10 +158,14 @@ pub struct PowerSources {
     rapl: Vec<RaplZone>,
     hwmon: Vec<HwmonSensor>,
     ipmitool: Option<String>,
-    meter: Option<String>,
+    meter: Option<MeterWorker>,
+    /// How long a tick waits for the meter's answer (see [`PowerSources::set_meter_budget`]).
+    meter_budget: Duration,
     model: Option<PowerModel>,
     /// Runtime failures (a meter that stopped answering), distinct, oldest first.
     errors: Vec<String>,
+    /// The failures of the last [`PowerSources::read`], one per source that gave nothing.
+    last_failed: Vec<String>,
 }
 
 /// How long ipmitool or a meter command may take before the reading is dropped.
@@ -214,7 +218,7 @@ impl PowerSources {
             Some(cmd) => match read_meter(cmd) {
                 Ok(_) => {
                     det.sources.push("meter:system".into());
-                    Some(cmd.clone())
+                    Some(MeterWorker::start(cmd))
                 }
                 Err(e) => {
                     det.notes.push(format!("meter: {e}"));
@@ -242,8 +246,10 @@ impl PowerSources {
                 hwmon,
                 ipmitool,
                 meter,
+                meter_budget: COMMAND_TIMEOUT,
                 model,
                 errors: Vec::new(),
+                last_failed: Vec::new(),
             },
             det,
         )
@@ -261,6 +267,19 @@ impl PowerSources {
     /// Runtime failures seen so far (distinct messages).
     pub fn errors(&self) -> &[String] {
         &self.errors
+    }
+
+    /// The failures of the last [`PowerSources::read`]: one message per source that was
+    /// due and gave no reading (a gap in its series).
+    pub fn last_failed(&self) -> &[String] {
+        &self.last_failed
+    }
+
+    /// How long a reading waits for the meter command: the sampler gives a quarter of
+    /// its interval, so a meter that hangs costs each tick that much at most once, and
+    /// nothing while it stays hung (default: [`COMMAND_TIMEOUT`]).
+    pub fn set_meter_budget(&mut self, budget: Duration) {
+        self.meter_budget = budget.min(COMMAND_TIMEOUT);
     }
 
     fn note_error(&mut self, e: String) {
@@ -358,8 +377,9 @@ impl PowerSources {
                 Err(e) => errors.push(format!("ipmi-dcmi: {e}")),
             }
         }
-        if let Some(cmd) = self.meter.as_ref().filter(|_| instants) {
-            match read_meter(cmd) {
+        let budget = self.meter_budget;
+        if let Some(m) = self.meter.as_mut().filter(|_| instants) {
+            match m.read(budget) {
                 Ok(w) => out.push(PowerReading {
                     source: "meter".into(),
                     zone: "system".into(),
@@ -381,6 +401,7 @@ impl PowerSources {
                 instantaneous: false,
             });
         }
+        self.last_failed.clone_from(&errors);
         for e in errors {
             self.note_error(e);
         }
@@ -572,15 +593,107 @@ fn read_ipmi(prefix: &str) -> Result<f64, String> {
 
 /// The meter command's reading; its errors (stored and printed) with the command's
 /// secrets hidden (`ipmitool -P pw`, `curl -u user:pw`).
-fn read_meter(cmd: &str) -> Result<f64, String> {
+pub fn read_meter(cmd: &str) -> Result<f64, String> {
     let out =
         engine::command::probe(cmd, COMMAND_TIMEOUT).map_err(|e| model::redact_secrets(&e))?;
-    parse_meter_watts(&out).ok_or_else(|| {
-        let first = out.lines().next().unwrap_or("");
-        model::redact_secrets(&format!(
-            "`{cmd}` printed no watts (first line: {first:?}); it must print a number"
-        ))
+    // The command alone is redacted (the word after `--password=` would take the
+    // closing quote with it); what it printed is redacted too.
+    parse_meter_watts(&out).map_err(|why| {
+        format!(
+            "`{}` {}",
+            model::redact_secrets(cmd),
+            model::redact_secrets(&why)
+        )
     })
+}
+
+/// A meter command run on a thread of its own, so that one that hangs (a PDU that does
+/// not answer) holds up its own readings only, never the sampler's CPU, NIC and disk
+/// snapshots or a test's start and end, which wait on the sampler's lock.
+#[derive(Debug)]
+struct MeterWorker {
+    cmd: String,
+    ask: std::sync::mpsc::Sender<u64>,
+    answers: std::sync::mpsc::Receiver<(u64, Result<f64, String>)>,
+    /// The request whose answer has not come back.
+    pending: Option<u64>,
+    next: u64,
+}
+
+impl MeterWorker {
+    fn start(cmd: &str) -> MeterWorker {
+        let (ask, asked) = std::sync::mpsc::channel::<u64>();
+        let (tell, answers) = std::sync::mpsc::channel();
+        let c = cmd.to_string();
+        // Ends when the sources drop (the sender goes), after the command under way:
+        // that one is bounded by COMMAND_TIMEOUT and killed with its process group.
+        // Without a thread, `ask` has no receiver: each tick says so.
+        let _ = std::thread::Builder::new()
+            .name("rackbench-meter".into())
+            .spawn(move || {
+                while let Ok(id) = asked.recv() {
+                    if tell.send((id, read_meter(&c))).is_err() {
+                        return;
+                    }
+                }
+            });
+        MeterWorker {
+            cmd: cmd.to_string(),
+            ask,
+            answers,
+            pending: None,
+            next: 0,
+        }
+    }
+
+    /// A reading now, waiting for it up to `budget`. A command still running from an
+    /// earlier tick is not started again: this tick has no reading, and says why.
+    fn read(&mut self, budget: Duration) -> Result<f64, String> {
+        if let Some(id) = self.pending {
+            // An answer that came back late is dropped: it is of an earlier moment.
+            while let Ok((got, _)) = self.answers.try_recv() {
+                if got == id {
+                    self.pending = None;
+                }
+            }
+            if self.pending.is_some() {
+                // One message however long it runs: the sampler's notes keep each
+                // distinct one.
+                return Err(format!(
+                    "`{}` is still running from an earlier tick (it is given {} s), so this \
+                     tick has no reading",
+                    model::redact_secrets(&self.cmd),
+                    COMMAND_TIMEOUT.as_secs()
+                ));
+            }
+        }
+        let id = self.next;
+        self.next += 1;
+        if self.ask.send(id).is_err() {
+            return Err("the meter's thread could not be started".into());
+        }
+        self.pending = Some(id);
+        let until = Instant::now() + budget;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.answers.recv_timeout(left) {
+                Ok((got, r)) if got == id => {
+                    self.pending = None;
+                    return r;
+                }
+                Ok(_) => continue,
+                Err(_) => {
+                    return Err(format!(
+                        "`{}` did not answer within {} ms (a tick waits a quarter of the \
+                         telemetry interval, 100 ms at least): the reading is skipped; make \
+                         it answer faster or raise --telemetry-interval",
+                        model::redact_secrets(&self.cmd),
+                        budget.as_millis()
+                    ))
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use model::{
-    CpuUtil, DiskRate, IdlePower, NicRate, PowerSummary, ProcCpu, TelemetrySample, TelemetrySummary,
+    CpuUtil, DiskRate, IdlePower, NicRate, PowerGaps, PowerSummary, ProcCpu, TelemetrySample,
+    TelemetrySummary,
 };
 
 use crate::parse::{
@@ -361,6 +362,7 @@ impl State {
         let freq_mhz = self.read_freq();
         let busy = cpus.iter().find(|c| c.cpu == -1).map(|c| c.busy_pct());
         let power = self.power.read(now, busy, tick);
+        let power_failed = self.power.last_failed().to_vec();
         for e in self.power.errors().to_vec() {
             self.note(e);
         }
@@ -377,6 +379,7 @@ impl State {
             freq_mhz,
             procs,
             power,
+            power_failed,
         };
         self.samples.push(sample);
         true
@@ -438,7 +441,11 @@ impl Sampler {
             );
         }
         let prev = snapshot(&cfg).context("telemetry: first snapshot")?;
-        let (power, detection) = PowerSources::open(&cfg.power);
+        let (mut power, detection) = PowerSources::open(&cfg.power);
+        // A meter that hangs delays one tick by this much, then none while it stays
+        // hung (its later ticks do not wait); 100 ms at least, for a command's start on
+        // a loaded host.
+        power.set_meter_budget((cfg.interval / 4).max(Duration::from_millis(100)));
         let cpus: Vec<u32> = prev.stat.cpus.iter().map(|(n, _)| *n).collect();
         let (freq, freq_note) = detect_freq_source(&cfg, &cpus);
         let interval = cfg.interval;
@@ -742,6 +749,8 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
                 };
                 if s.t_s - origin > span.1 {
                     part.power.retain(|p| !p.instantaneous);
+                    // A failure is of the tick's moment too: outside, not a gap here.
+                    part.power_failed.clear();
                 }
                 cut.samples.push(part);
             }
@@ -821,8 +830,17 @@ fn summarize_host(
     let mut freq: Acc<1> = Acc::default();
     let mut procs: Vec<(String, (u32, String, bool, Acc<2>))> = Vec::new();
     let mut power: Vec<(String, PowerAcc)> = Vec::new();
-    for s in &measured {
+    let (mut failed, mut failed_s, mut last_error) = (0u32, 0.0, None);
+    for (i, s) in measured.iter().enumerate() {
         let w = s.interval_s;
+        if let Some(e) = s.power_failed.last() {
+            // Pieces of one sample (cut apart by a test's timed parts) count once.
+            if i == 0 || measured[i - 1].t_s != s.t_s {
+                failed += 1;
+            }
+            failed_s += w;
+            last_error = Some(e.clone());
+        }
         for c in &s.cpus {
             cpus.entry(c.cpu).or_default().add(
                 [
@@ -911,11 +929,19 @@ fn summarize_host(
             format!("no power source found: {}", power_notes.join("; "))
         }
     });
+    // Pieces of one sample (cut apart by a test's timed parts) count once.
+    let samples = (1 + measured.windows(2).filter(|w| w[0].t_s != w[1].t_s).count()) as u32;
+    let covered_s: f64 = measured.iter().map(|s| s.interval_s).sum();
+    let power_gaps = last_error.map(|last_error| PowerGaps {
+        failed_samples: failed,
+        samples,
+        covered_s: (covered_s - failed_s).max(0.0),
+        last_error,
+    });
     Some(TelemetrySummary {
         host: host.to_string(),
-        // Pieces of one sample (cut apart by a test's timed parts) count once.
-        samples: (1 + measured.windows(2).filter(|w| w[0].t_s != w[1].t_s).count()) as u32,
-        covered_s: Some(measured.iter().map(|s| s.interval_s).sum()),
+        samples,
+        covered_s: Some(covered_s),
         whole_samples: false,
         measured_t_s: Vec::new(),
         cpus: cpus
@@ -982,54 +1008,81 @@ fn summarize_host(
             .collect(),
         power,
         power_missing,
+        power_gaps,
     })
 }
 
 /// Measure power with no load for `duration` (the caller makes sure nothing runs), as
-/// the mean of each source. Fails with the detection notes when no source measures
-/// power, so the caller can record why idle power is missing.
-///
-/// A stop request (Ctrl-C; on an agent, the controller's) ends it early: up to an hour
-/// of waiting would otherwise hold the run, and the hosts, after the user asked it to
-/// end. What was measured until then is kept, and its `duration_s` is the time it
-/// covered, not the time asked for.
+/// the mean of each source, on a sampler of its own (see [`Sampler::measure_idle`]).
+/// Fails with the detection notes when no source measures power, so the caller can
+/// record why idle power is missing.
 pub fn measure_idle(cfg: &SamplerConfig, duration: Duration) -> anyhow::Result<IdlePower> {
     let sampler = Sampler::start(cfg.clone())?;
-    let detection = sampler.power_detection();
-    if detection.sources.is_empty() {
-        anyhow::bail!("idle power not measured: {}", detection.missing_reason());
-    }
-    let until = Instant::now() + duration;
-    while !engine::stop::stop_requested() {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
+    let idle = sampler.measure_idle(duration);
+    drop(sampler);
+    idle
+}
+
+impl Sampler {
+    /// Measure power with no load for `duration` (the caller makes sure nothing runs)
+    /// from this running sampler's own ticks, as the mean of each source that measures
+    /// (a declared model's readings are left out: they are no measurement of idle). Each
+    /// meter or ipmitool reading is the sampler's own, once per tick: a second sampler
+    /// for idle ran every command twice per tick. Fails with the detection notes when no
+    /// source measures power, so the caller can record why idle power is missing.
+    ///
+    /// A stop request (Ctrl-C; on an agent, the controller's) ends it early: up to an
+    /// hour of waiting would otherwise hold the run, and the hosts, after the user asked
+    /// it to end. What was measured until then is kept, and its `duration_s` is the time
+    /// it covered, not the time asked for.
+    pub fn measure_idle(&self, duration: Duration) -> anyhow::Result<IdlePower> {
+        let detection = self.power_detection();
+        if !detection.sources.iter().any(|s| !s.starts_with("model")) {
+            anyhow::bail!("idle power not measured: {}", detection.missing_reason());
         }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
+        let host = lock(&self.shared.0).cfg.host.clone();
+        let mark = self.mark();
+        let until = Instant::now() + duration;
+        while !engine::stop::stop_requested() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+        let mut samples = self.since(mark);
+        for s in &mut samples {
+            s.power.retain(|p| !p.modelled);
+        }
+        let duration_s: f64 = samples
+            .iter()
+            .filter(|s| !s.warmup)
+            .map(|s| s.interval_s)
+            .sum();
+        let summary = summarize_with_notes(&samples, &detection.notes)
+            .into_iter()
+            .next();
+        let (power, cpus) = summary
+            .as_ref()
+            .map(|s| (s.power.clone(), s.cpus.clone()))
+            .unwrap_or_default();
+        if power.is_empty() {
+            anyhow::bail!(
+                "idle power not measured: no reading in {duration_s:.1} s ({})",
+                summary
+                    .and_then(|s| s.power_gaps)
+                    .map(|g| g.last_error)
+                    .unwrap_or_else(|| detection.missing_reason())
+            );
+        }
+        Ok(IdlePower {
+            host,
+            duration_s,
+            power,
+            cpus,
+            flags: Vec::new(),
+        })
     }
-    let samples = sampler.stop();
-    let duration_s: f64 = samples
-        .iter()
-        .filter(|s| !s.warmup)
-        .map(|s| s.interval_s)
-        .sum();
-    let summary = summarize_with_notes(&samples, &detection.notes);
-    let power = summary
-        .into_iter()
-        .next()
-        .map(|s| s.power)
-        .unwrap_or_default();
-    if power.is_empty() {
-        anyhow::bail!(
-            "idle power not measured: no reading in {duration_s:.1} s ({})",
-            detection.missing_reason()
-        );
-    }
-    Ok(IdlePower {
-        host: cfg.host.clone(),
-        duration_s,
-        power,
-    })
 }
 
 #[cfg(test)]

@@ -74,8 +74,8 @@ fn parse_everything(t: &str) {
     if let Ok(r) = parse_dcmi_power_reading(t) {
         assert!(r.instantaneous_w.is_finite() && r.instantaneous_w >= 0.0);
     }
-    if let Some(w) = parse_meter_watts(t) {
-        assert!(w.is_finite() && w >= 0.0);
+    if let Ok(w) = parse_meter_watts(t) {
+        assert!(w.is_finite() && (0.0..=telemetry::parse::METER_MAX_W).contains(&w));
     }
     let dimms = parse_dmidecode_memory(t);
     if let Some(gb) = dram_peak_gb_per_s(&dimms) {

@@ -344,6 +344,7 @@ fn summary_is_interval_weighted() {
             modelled: false,
             instantaneous: false,
         }],
+        power_failed: Vec::new(),
     };
     // 3 s at 10 % and 1 s at 90 %: weighted mean 30 %, not 50 %.
     let s = summarize(&[mk(3.0, 3.0, 10.0, 100.0), mk(4.0, 1.0, 90.0, 200.0)]);
@@ -381,6 +382,7 @@ fn power_sample(t_s: f64, power: Vec<model::PowerReading>) -> model::TelemetrySa
         freq_mhz: vec![],
         procs: vec![],
         power,
+        power_failed: Vec::new(),
     }
 }
 
@@ -677,4 +679,44 @@ fn watched_cpu_s(samples: &[model::TelemetrySample]) -> f64 {
                 .map(move |p| p.total_pct() / 100.0 * x.interval_s)
         })
         .sum()
+}
+
+/// A meter that hangs (from its second call on) holds up its own readings only: the
+/// sampler keeps closing an interval each tick, each tick's missing reading is a
+/// `power_failed` gap, and the summary's `power_gaps` says how many and why (acceptance
+/// pass F, 3: the hang stalled every sample on the host for the command's 5 s).
+#[test]
+fn a_hanging_meter_leaves_gaps_and_holds_up_no_sample() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    cfg.interval = Duration::from_millis(100);
+    let dir = tempfile::tempdir().unwrap();
+    let meter = dir.path().join("m.sh");
+    fs::write(
+        &meter,
+        "#!/bin/sh\nd=$(dirname \"$0\"); n=$(cat \"$d/n\" 2>/dev/null || echo 0); \
+         n=$((n+1)); echo $n > \"$d/n\"\nif [ $n -ge 2 ]; then exec sleep 2; fi\necho 90\n",
+    )
+    .unwrap();
+    fs::set_permissions(&meter, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    cfg.power.meter_command = Some(meter.display().to_string());
+    let s = Sampler::start(cfg).unwrap();
+    // Ten ticks' time: the hung command, started at the first, answers none of them.
+    std::thread::sleep(Duration::from_millis(1000));
+    let samples = s.stop();
+    assert!(samples.len() >= 5, "{} samples in 1 s", samples.len());
+    let failed: Vec<_> = samples
+        .iter()
+        .filter(|x| !x.power_failed.is_empty())
+        .collect();
+    assert!(failed.len() >= 4, "{samples:?}");
+    let sum = &summarize(&samples)[0];
+    let gaps = sum.power_gaps.as_ref().unwrap();
+    assert_eq!(gaps.failed_samples as usize, failed.len());
+    assert!(gaps.covered_s < sum.covered_s.unwrap());
+    assert!(
+        gaps.last_error.contains("still running") || gaps.last_error.contains("did not answer"),
+        "{}",
+        gaps.last_error
+    );
 }

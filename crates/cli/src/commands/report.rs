@@ -690,6 +690,7 @@ mod tests {
                     modelled: false,
                 }],
                 power_missing: None,
+                power_gaps: None,
             }],
             flags: vec![],
             status: model::Status::Ok,

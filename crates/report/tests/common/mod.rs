@@ -219,6 +219,7 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
                             procs: vec![],
                             power,
                             power_missing,
+                            power_gaps: None,
                         }],
                         flags,
                         status: Status::Ok,
@@ -241,6 +242,8 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
                 whole_system: true,
                 modelled: false,
             }],
+            cpus: Vec::new(),
+            flags: Vec::new(),
         }],
         _ => vec![],
     };
