@@ -151,11 +151,8 @@ impl RateStep {
         s
     }
 
-    /// Errors as a percentage of attempts (replies + lost requests), each lost request
-    /// counted once, as httperf does. autobench divides by replies and writes 101 when
-    /// there are none; we say 100% when nothing came back.
-    /// Replies per second that were not errors (a 404 page is no page served), over the
-    /// whole step.
+    /// Replies per second that were not errors (a 404 page is no load delivered), over
+    /// the whole step.
     pub fn good_reply_rate_per_s(&self) -> f64 {
         let error_replies = self.errors.saturating_sub(self.lost_requests);
         match self.replies {
@@ -164,6 +161,9 @@ impl RateStep {
         }
     }
 
+    /// Errors as a percentage of attempts (replies + lost requests), each lost request
+    /// counted once, as httperf does. autobench divides by replies and writes 101 when
+    /// there are none; we say 100% when nothing came back.
     pub fn errors_pct(&self) -> f64 {
         let attempts = self.replies + self.lost_requests;
         if attempts == 0 {
@@ -533,13 +533,14 @@ pub fn ramp(
 }
 
 impl RampResult {
-    /// The highest rate of replies that were not errors of any step (autobench readers
-    /// quote this "peak"; a ramp of 404s read 996 req/s).
+    /// The highest reply rate of any step (autobench readers quote this "peak"), error
+    /// replies counted as each step's are: a ramp that sustained no step says so in its
+    /// flags (`no_sustained_step`), its peak no capacity.
     pub fn max_reply_rate_per_s(&self) -> Option<f64> {
         self.points
             .iter()
             .filter(|p| !matches!(p.verdict, Verdict::Failed(_)))
-            .map(|p| p.step.good_reply_rate_per_s())
+            .map(|p| p.step.reply_rate_per_s)
             .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))))
     }
 

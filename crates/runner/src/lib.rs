@@ -641,8 +641,15 @@ fn check_cpu_lists(
     Ok(())
 }
 
-/// Run a plan into `store`. Setup errors and stops before anything was measured leave
-/// nothing stored; later failures and stops keep what was measured.
+/// A test's provisional result: the record its partial outputs fill (set before it
+/// starts), its place in the store once one was stored, and the last one stored.
+#[derive(Default)]
+struct Provisional {
+    template: Option<ResultRecord>,
+    at: Option<i64>,
+    last: Option<ResultRecord>,
+}
+
 /// The lock of a provisional slot, whether or not a writer panicked holding it.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -656,13 +663,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn store_partial(
     store: &Arc<store::Store>,
     run_id: &str,
-    slot: &Arc<Mutex<(Option<ResultRecord>, Option<i64>)>>,
+    slot: &Arc<Mutex<Provisional>>,
 ) -> engine::workload::Partial {
     let (store, run_id, slot) = (store.clone(), run_id.to_string(), slot.clone());
     Arc::new(move |so_far: &engine::StepOutput| {
         let mut g = lock(&slot);
-        let (template, at) = &mut *g;
-        let Some(template) = template else {
+        let Some(template) = &g.template else {
             return;
         };
         let (metrics, missing) = finite_only(so_far.metrics.clone(), so_far.missing.clone());
@@ -674,12 +680,15 @@ fn store_partial(
             flags: so_far.flags.clone(),
             ..template.clone()
         };
-        if let Ok(placed) = store.put_result(&run_id, *at, &rec) {
-            *at = Some(placed);
+        if let Ok(placed) = store.put_result(&run_id, g.at, &rec) {
+            g.at = Some(placed);
+            g.last = Some(rec);
         }
     })
 }
 
+/// Run a plan into `store`. Setup errors and stops before anything was measured leave
+/// nothing stored; later failures and stops keep what was measured.
 pub fn run(
     plan: &Plan,
     store: &Arc<store::Store>,
@@ -919,7 +928,7 @@ pub fn run(
             };
             // The provisional result of the test under way: the record its partial
             // outputs fill, set before it starts, and its place once one was stored.
-            let provisional: Arc<Mutex<(Option<ResultRecord>, Option<i64>)>> = Arc::default();
+            let provisional: Arc<Mutex<Provisional>> = Arc::default();
             let ctx = Ctx {
                 progress: progress.clone(),
                 watch: telemetry.watch(roles.sut.clone(), set.local()),
@@ -1071,10 +1080,17 @@ pub fn run(
                         status: Status::Running,
                         error: None,
                     };
-                    *lock(&provisional) = (Some(template.clone()), None);
+                    *lock(&provisional) = Provisional {
+                        template: Some(template.clone()),
+                        ..Provisional::default()
+                    };
                     let outcome = w.run_test(&test, &ctx);
                     // The final result takes the provisional one's place.
-                    let provisional_at = std::mem::take(&mut *lock(&provisional)).1;
+                    let Provisional {
+                        at: provisional_at,
+                        last: partial,
+                        ..
+                    } = std::mem::take(&mut *lock(&provisional));
                     let samples = telemetry.end_step();
                     let point_hosts: Vec<String> =
                         roles.all().iter().map(|h| h.name().to_string()).collect();
@@ -1148,14 +1164,22 @@ pub fn run(
                                 server_host,
                             );
                             let (status, flag) = error_status(&e);
+                            // What its steps had measured before the error, kept as a
+                            // kill would have kept it.
+                            let base = partial.unwrap_or(template);
+                            let mut flags = base.flags.clone();
+                            flags.retain(|f| f.code != "partial");
+                            flags.push(flag);
+                            let mut missing = base.missing.clone();
+                            missing.extend(tel.missing);
                             ResultRecord {
-                                missing: tel.missing,
+                                missing,
                                 telemetry_summary: tel.summary,
                                 telemetry: samples.samples,
-                                flags: vec![flag],
+                                flags,
                                 status,
                                 error: Some(describe(&e)),
-                                ..template
+                                ..base
                             }
                         }
                     };

@@ -407,6 +407,14 @@ impl Store {
         if n == 0 {
             bail!("{}", not_found(run_id, &self.path));
         }
+        // A test's provisional result its final one did not replace (that write failed):
+        // what it had measured, closed with the run.
+        conn.execute(
+            "UPDATE results SET status = 'interrupted',
+                 error = COALESCE(?2, 'the run ended before this test stored its result')
+             WHERE run_id = ?1 AND status = 'running'",
+            params![run_id, error],
+        )?;
         conn.execute("DELETE FROM run_owner WHERE run_id = ?1", [run_id])?;
         Ok(())
     }
@@ -739,10 +747,14 @@ fn insert_whole_in(
     for (i, idle) in run.idle_power.iter().enumerate() {
         insert_idle(tx, &run.id, i as i64, idle)?;
     }
+    // A test's provisional result: no process here will replace it.
     let mut results = run.results.clone();
-    if let Some(why) = error.as_deref().filter(|_| status != run.status) {
-        interrupt_provisional(&mut results, why);
-    }
+    interrupt_provisional(
+        &mut results,
+        error
+            .as_deref()
+            .unwrap_or("the run ended before this test stored its result"),
+    );
     for (i, r) in results.iter().enumerate() {
         insert_result(tx, &run.id, i as i64, r).with_context(|| {
             format!(

@@ -751,3 +751,41 @@ fn stored_before_v6(run: &RunRecord) -> RunRecord {
     }
     r
 }
+
+/// A test's provisional result (stored while it ran) is replaced in place by its final
+/// one; one the final write never replaced is closed with the run, never left `running`
+/// in a finished run (review s16, 4).
+#[test]
+fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
+    let (_d, store) = tmp_store();
+    let mut header = rich_run("r-prov", Some("x86"), t0(0), 0);
+    header.finished_at = None;
+    store.begin_run(&header).unwrap();
+    let first = rich_result(0, "set", 1, t0(1));
+    store.insert_result(&header.id, &first).unwrap();
+    let mut partial = rich_result(1, "ramp", 1, t0(2));
+    partial.status = Status::Running;
+    let at = store.put_result(&header.id, None, &partial).unwrap();
+    assert_eq!(at, 1);
+    // Each partial in the same place, and the final one too.
+    assert_eq!(
+        store.put_result(&header.id, Some(at), &partial).unwrap(),
+        at
+    );
+    let mut done = partial.clone();
+    done.status = Status::Ok;
+    store.put_result(&header.id, Some(at), &done).unwrap();
+    let back = store.load_run(&header.id).unwrap();
+    assert_eq!(back.results, vec![first.clone(), done]);
+    // A provisional whose final write failed: closed with the run.
+    let mut left = rich_result(2, "levels", 1, t0(3));
+    left.status = Status::Running;
+    store.put_result(&header.id, None, &left).unwrap();
+    store
+        .finish_run(&header.id, Status::Failed, Some("disk full"))
+        .unwrap();
+    let back = store.load_run(&header.id).unwrap();
+    assert_eq!(back.results[2].status, Status::Interrupted);
+    assert_eq!(back.results[2].error.as_deref(), Some("disk full"));
+    assert_eq!(back.results[0], first);
+}

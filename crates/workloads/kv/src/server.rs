@@ -100,12 +100,17 @@ impl Admin {
         };
         if let Some(auth) = auth {
             // The error names the command and the server's reply, never the arguments.
-            admin.call(&auth.args()).with_context(|| {
-                format!(
-                    "{addr} refused the password of --auth-file (check it, and --user for \
-                     an ACL user)"
-                )
-            })?;
+            if let Err(e) = admin.call(&auth.args()) {
+                let why = format!("{e:#}");
+                let what = if why.contains("without any password configured") {
+                    "needs no password: leave out --auth-file"
+                } else if why.contains("WRONGPASS") || why.contains("invalid password") {
+                    "refused the password of --auth-file (check it, and --user for an ACL user)"
+                } else {
+                    "did not take AUTH"
+                };
+                bail!("{addr} {what}: {why}");
+            }
         }
         Ok(admin)
     }
