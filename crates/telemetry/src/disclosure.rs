@@ -210,6 +210,12 @@ pub fn collect_with(host: &str, role: &str, src: &DisclosureSources) -> HostDisc
     // --- storage ---
     storage(&mut f, &src.sys_root);
 
+    // --- what the telemetry samples of the clock (a VM's cpuinfo is its nominal one) ---
+    f.set(
+        "telemetry.cpu_freq",
+        crate::sampler::cpu_freq_fact(&src.proc_root, &src.sys_root),
+    );
+
     // --- the settings that decide results (sysctls, cmdline, tuned, C-states, NICs) ---
     let live = src.dmidecode.is_some();
     for (k, v) in crate::tuning::collect(&crate::tuning::Sources {

@@ -428,6 +428,27 @@ fn detect_freq_source(cfg: &SamplerConfig, cpus: &[u32]) -> (FreqSource, Option<
     }
 }
 
+/// How the telemetry reads the CPUs' clock on the host of `proc_root` and `sys_root`,
+/// for its disclosure (`telemetry.cpu_freq`): a sample's `mean_freq_mhz` is absent where
+/// this says why.
+pub fn cpu_freq_fact(proc_root: &Path, sys_root: &Path) -> model::Fact {
+    let cfg = SamplerConfig {
+        proc_root: proc_root.to_path_buf(),
+        sys_root: sys_root.to_path_buf(),
+        ..SamplerConfig::local()
+    };
+    match detect_freq_source(&cfg, &[0]) {
+        (FreqSource::Cpufreq, _) => model::Fact::known("cpufreq scaling_cur_freq, each sample"),
+        (FreqSource::Cpuinfo, _) => {
+            model::Fact::known("/proc/cpuinfo cpu MHz (APERF/MPERF), each sample")
+        }
+        (FreqSource::None, Some(why)) => model::Fact::unknown(why),
+        (FreqSource::None, None) => {
+            model::Fact::unknown("CPU frequency not sampled: no cpufreq and no cpu MHz")
+        }
+    }
+}
+
 impl Sampler {
     /// Take the first snapshot, detect power sources, and start sampling every
     /// `cfg.interval` on a thread of its own.
@@ -1113,10 +1134,22 @@ mod tests {
         assert!(note
             .unwrap()
             .contains("is the nominal clock, not a measurement"));
+        // Said where the user reads it: the host's disclosure.
+        let fact = cpu_freq_fact(&cfg.proc_root, &cfg.sys_root);
+        assert!(fact.value.is_none());
+        assert!(fact
+            .missing
+            .unwrap()
+            .contains("is the nominal clock, not a measurement"));
         cpuinfo("constant_tsc aperfmperf");
         assert_eq!(
             detect_freq_source(&cfg, &[0, 1]),
             (FreqSource::Cpuinfo, None)
+        );
+        let fact = cpu_freq_fact(&cfg.proc_root, &cfg.sys_root);
+        assert_eq!(
+            fact.value.as_deref(),
+            Some("/proc/cpuinfo cpu MHz (APERF/MPERF), each sample")
         );
         // cpufreq first, whatever cpuinfo says.
         let cur = cfg.sys_root.join("devices/system/cpu/cpu0/cpufreq");

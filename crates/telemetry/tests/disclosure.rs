@@ -81,6 +81,7 @@ fn fixture(root: &Path) {
         write(&c.join("cpufreq/scaling_governor"), "performance\n");
         write(&c.join("cpufreq/scaling_driver"), "intel_pstate\n");
         write(&c.join("cpufreq/cpuinfo_max_freq"), "3800000\n");
+        write(&c.join("cpufreq/scaling_cur_freq"), "3000000\n");
         write(&c.join("cpufreq/cpuinfo_min_freq"), "800000\n");
     }
     write(&p.join("cpuinfo"), &cpuinfo);
@@ -200,6 +201,10 @@ fn fixture_tree() {
         ("virt", "none (no hypervisor flag)"),
         ("power.sources", "rapl:package-0"),
         ("storage.devices", "nvme0n1 sda"),
+        (
+            "telemetry.cpu_freq",
+            "cpufreq scaling_cur_freq, each sample",
+        ),
         ("storage.nvme0n1.size_bytes", "800166076416"),
         (
             "storage.nvme0n1.rotational",
