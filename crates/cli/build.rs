@@ -22,13 +22,24 @@ fn main() {
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
     let root = Path::new(&manifest).join("../..");
-    let build = match git(&root, &["rev-parse", "--short=12", "HEAD"]) {
+    // This checkout's own repository, not one it was unpacked inside (a source tarball
+    // in a packager's tree).
+    let ours = git(&root, &["rev-parse", "--show-toplevel"])
+        .and_then(|t| Path::new(&t).canonicalize().ok())
+        .is_some_and(|t| root.canonicalize().is_ok_and(|r| r == t));
+    let commit = git(&root, &["rev-parse", "--short=12", "HEAD"]).filter(|_| ours);
+    let build = match commit {
         Some(commit) => {
             // Run again when the commit, the index or a source changes (a directory is
-            // scanned whole for a newer file).
-            if let Some(dir) = git(&root, &["rev-parse", "--absolute-git-dir"]) {
+            // scanned whole for a newer file); a linked worktree's refs are in the
+            // common directory.
+            let dirs = ["--absolute-git-dir", "--git-common-dir"]
+                .iter()
+                .filter_map(|a| git(&root, &["rev-parse", a]))
+                .map(|d| root.join(d));
+            for dir in dirs {
                 for f in ["HEAD", "index", "refs", "packed-refs"] {
-                    let p = Path::new(&dir).join(f);
+                    let p = dir.join(f);
                     if p.exists() {
                         println!("cargo:rerun-if-changed={}", p.display());
                     }

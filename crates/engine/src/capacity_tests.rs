@@ -357,25 +357,20 @@ impl CapacityConfig {
             self.search_config(d)?;
             // Given both, a start outside the bounds was moved to them without a word
             // (`--search-start 50 --search-min 100` probed 100 first).
-            if let Some(start) = self.search_start {
-                for (bound, flag, outside) in [
-                    (
-                        self.search_min,
-                        "--search-min",
-                        start < self.search_min.unwrap_or(start),
-                    ),
-                    (
-                        self.search_max,
-                        "--search-max",
-                        start > self.search_max.unwrap_or(start),
-                    ),
-                ] {
-                    if let (Some(b), true) = (bound, outside) {
-                        bail!(
-                            "--search-start {start} is outside {flag} {b}: start the search \
-                             between --search-min and --search-max"
-                        );
-                    }
+            let too_low = self
+                .search_start
+                .zip(self.search_min)
+                .filter(|(s, m)| s < m);
+            let too_high = self
+                .search_start
+                .zip(self.search_max)
+                .filter(|(s, m)| s > m);
+            for (outside, flag) in [(too_low, "--search-min"), (too_high, "--search-max")] {
+                if let Some((start, bound)) = outside {
+                    bail!(
+                        "--search-start {start} is outside {flag} {bound}: start the search \
+                         between --search-min and --search-max"
+                    );
                 }
             }
         }
@@ -709,12 +704,9 @@ pub fn run(
                         )
                     })
                     .collect();
-                // The top level is the search's answer again: at the objective's edge. A
+                // The 100% level is the search's answer again: at the objective's edge. A
                 // lower level that missed is not (the note read as if 100% had missed).
-                let top = lc.levels_pct.iter().copied().fold(f64::MIN, f64::max);
-                let top_missed = verdicts
-                    .iter()
-                    .any(|v| !v.meets && v.level == format!("{top}%"));
+                let top_missed = verdicts.iter().any(|v| !v.meets && v.level == "100%");
                 if !missed.is_empty() {
                     let edge = if from_search && top_missed {
                         format!(

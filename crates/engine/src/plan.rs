@@ -30,14 +30,18 @@ pub fn config_from_params<T: serde::de::DeserializeOwned>(
 /// serde's words for a value of the wrong type (`invalid type: string "x", expected
 /// usize`) in the words of someone writing a plan or typing a flag.
 fn plain_words(serde_message: &str) -> String {
-    const EXPECTED: [(&str, &str); 9] = [
+    const EXPECTED: [(&str, &str); 13] = [
         ("expected usize", "expected a whole number (0 or more)"),
+        ("expected u128", "expected a whole number (0 or more)"),
         ("expected u64", "expected a whole number (0 or more)"),
         ("expected u32", "expected a whole number (0 or more)"),
         ("expected u16", "expected a whole number (0 to 65535)"),
         ("expected u8", "expected a whole number (0 to 255)"),
         ("expected i64", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected isize", "expected a whole number"),
         ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
         ("expected a boolean", "expected true or false"),
         ("expected a sequence", "expected a list"),
     ];

@@ -2938,6 +2938,14 @@ bom = [{ name = "Server", unit_cost = 4000 }]
         "{footer}"
     );
     assert_eq!(footer.matches(runs[0].id.as_str()).count(), 1, "{footer}");
+    // The build that measured the runs, said as theirs (review s16, 13).
+    assert!(
+        footer.contains(&format!(
+            "Measured by rackbench {}, from stored runs",
+            runs[0].rackbench_version
+        )),
+        "{footer}"
+    );
     let md = report::markdown(&runs[..1], Some(&t));
     let tail = &md[md.rfind("\n---\n").unwrap()..];
     assert!(

@@ -747,9 +747,9 @@ pub fn measured_part(
                     .collect();
                 out.spans.push((
                     h.to_string(),
-                    spans
+                    measured
                         .iter()
-                        .map(|(a, b)| [a + origin, b + origin])
+                        .map(|(a, b)| [secs_between(zero, *a), secs_between(zero, *b)])
                         .collect(),
                 ));
                 Some(telemetry::within_spans(&mine, &spans))
@@ -840,7 +840,9 @@ pub fn other_load_flags(
                  CPUs",
                 s.host,
                 if irq_too {
-                    " with the interrupt time its kernel charges to them"
+                    " with the interrupt time its kernel charges to them (softirq served in \
+                     ksoftirqd, or on a CPU none of the test's processes ran on, counts as \
+                     another's)"
                 } else {
                     ""
                 },
