@@ -2013,8 +2013,15 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<
     )];
     let power = get("power_w");
     let perw = get("reply_rate_per_w");
+    // A chart of the model's watts says so in its title, which its SVG file carries
+    // alone (acceptance pass E, 7: it read as measured).
+    let modelled = if r.flags.iter().any(|f| f.code == "power_modelled") {
+        " (MODELLED)"
+    } else {
+        ""
+    };
     if power.iter().any(Option::is_some) {
-        let t = format!("{who}{wl} load levels: power (W)");
+        let t = format!("{who}{wl} load levels: power (W){modelled}");
         figures.push((
             t.clone(),
             svg::bar_chart(&t, "W", &cats, &[bars("power", power.clone())]),
@@ -2033,7 +2040,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<
         figures.push((t.clone(), svg::bar_chart(&t, "%", &cats, &series)));
     }
     if perw.iter().any(Option::is_some) {
-        let t = format!("{who}{wl} load levels: {u} per W");
+        let t = format!("{who}{wl} load levels: {u} per W{modelled}");
         figures.push((
             t.clone(),
             svg::bar_chart(
@@ -2093,7 +2100,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<
             .map(|f| f.message.clone()),
     );
     if let Some(v) = metric(r, "overall_reply_rate_per_w", &[]) {
-        notes.push(format!("Overall: {} {u} per W.", num(v)));
+        notes.push(format!("Overall: {} {u} per W{modelled}.", num(v)));
     }
     notes.extend(step_cpu_note(&st, server_drawn));
     notes.extend(

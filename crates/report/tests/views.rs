@@ -480,6 +480,20 @@ fn capacity_ramp_search_levels() {
     assert!(hs.contains("bound 2 s") && !hs.contains("k ms"));
     assert!(h.contains("kv load levels: target and reply rate"));
     assert!(h.contains("kv load levels: power (W)"));
+    assert!(!h.contains("(MODELLED)"), "measured power said modelled");
+    // The model's watts say so in the charts' titles, which their SVG files carry alone,
+    // and in the overall figure (acceptance pass E, 7).
+    let mut modelled = r.clone();
+    for res in modelled.results.iter_mut().filter(|x| x.test == "levels") {
+        res.flags
+            .push(model::Flag::warning("power_modelled", "declared 100:200 W"));
+        res.metrics
+            .push(Metric::new("overall_reply_rate_per_w", 250.0, "req/s/W"));
+    }
+    let hm = report::html(std::slice::from_ref(&modelled), None);
+    assert!(hm.contains("kv load levels: power (W) (MODELLED)"));
+    assert!(hm.contains("kv load levels: req/s per W (MODELLED)"));
+    assert!(hm.contains("req/s per W (MODELLED)."), "the overall figure");
     assert!(h.contains("kv load levels: req/s per W"));
     assert!(h.contains("kv load levels: CPU busy (%, all CPUs)"));
     let m = report::markdown(std::slice::from_ref(&r), None);
