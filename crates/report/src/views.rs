@@ -1584,6 +1584,27 @@ pub fn per_step(wl: &str, phase: &str) -> String {
 }
 
 /// Per-step values of one phase: step index -> (metric name -> value).
+/// Why a step's latency at the objective can differ from its p99 column: said when some
+/// of `phase`'s requests were never sent (two p99 figures stood side by side unexplained,
+/// acceptance pass E, 6).
+fn unsent_note(r: &ResultRecord, phase: &str) -> Option<String> {
+    let unsent: f64 = r
+        .metrics
+        .iter()
+        .filter(|m| m.name == "unsent_requests")
+        .filter(|m| m.labels.get("phase").map(String::as_str) == Some(phase))
+        .map(|m| m.value)
+        .sum();
+    (unsent > 0.0).then(|| {
+        format!(
+            "The latency at the objective is of every request that fell due: the {} never \
+             sent (the generator behind when a step ended) count at the least they would \
+             have waited; the latency percentiles beside it are of the requests sent.",
+            num(unsent)
+        )
+    })
+}
+
 fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<String, f64>> {
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     for m in &r.metrics {
@@ -1955,6 +1976,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
             .filter(|m| m.name == "max_rate_meeting_slo_per_s")
             .map(|m| m.reason.clone()),
     );
+    notes.extend(unsent_note(r, "search"));
     Some(View {
         title: format!("{who}{wl} {}", capacity_view("search")),
         figures,
@@ -2103,6 +2125,9 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<
         notes.push(format!("Overall: {} {u} per W{modelled}.", num(v)));
     }
     notes.extend(step_cpu_note(&st, server_drawn));
+    if objective.is_some() {
+        notes.extend(unsent_note(r, "levels"));
+    }
     notes.extend(
         r.flags
             .iter()

@@ -494,6 +494,20 @@ fn capacity_ramp_search_levels() {
     assert!(hm.contains("kv load levels: power (W) (MODELLED)"));
     assert!(hm.contains("kv load levels: req/s per W (MODELLED)"));
     assert!(hm.contains("req/s per W (MODELLED)."), "the overall figure");
+    // Two p99 figures side by side say why they differ when requests went unsent
+    // (acceptance pass E, 6), and only then.
+    let note = "The latency at the objective is of every request that fell due: the 577 never sent";
+    assert!(!h.contains(note));
+    let mut behind = r.clone();
+    for res in behind.results.iter_mut().filter(|x| x.test == "search") {
+        res.metrics.push(
+            Metric::new("unsent_requests", 577.0, "req")
+                .label("phase", "search")
+                .label("step", 1),
+        );
+    }
+    let hb = report::html(std::slice::from_ref(&behind), None);
+    assert!(hb.contains(note), "the unsent note");
     assert!(h.contains("kv load levels: req/s per W"));
     assert!(h.contains("kv load levels: CPU busy (%, all CPUs)"));
     let m = report::markdown(std::slice::from_ref(&r), None);
