@@ -46,7 +46,13 @@ for t in ("SET", "GET"):
   print(f"{tool},{p},{t},{rows[t]:.0f},{(u+s)/(2*int(n))*1e6:.3f},{(u+s)/wall:.3f}")
 PY
 }
+# rackbench checks every GET's value against what its SET wrote, and its tests draw keys
+# of their own: the values redis-benchmark left would read as mismatches (an invalid
+# result, exit 1). Each rackbench run starts from an empty server, as its SET then GET
+# would on one it launched; redis-benchmark checks nothing, so its runs need no flush.
+flush() { redis-cli -p "$PORT" flushall >/dev/null; }
 rackbench_run() {
+  flush
   cpu=$( { time taskset -c 1 "$BIN" run kv --target "127.0.0.1:$PORT" -c 50 -n "$N" -r 10000 -d 10 -P "$1" \
             -t set,get --client-cpus 1 --no-telemetry --json -q > "$TMP/rk.json"; } 2>&1 )
   python3 - "$TMP/rk.json" "$cpu" "$N" "$1" rackbench >> "$TMP/rows" <<'PY'
@@ -76,6 +82,7 @@ FIX_RK=(); FIX_RB=()
 for r in 1 2 3; do
   FIX_RK+=("$( { time taskset -c 1 redis-benchmark -p "$PORT" -c 50 -n 1000 -r 10000 -d 10 -P 100 \
                   -t set,get --csv -q > /dev/null; } 2>&1 | awk '{print $1+$2}')")
+  flush
   FIX_RB+=("$( { time taskset -c 1 "$BIN" run kv --target "127.0.0.1:$PORT" -c 50 -n 1000 -r 10000 -d 10 -P 100 \
                   -t set,get --client-cpus 1 --no-telemetry --json -q > /dev/null; } 2>&1 | awk '{print $1+$2}')")
 done
