@@ -1172,37 +1172,6 @@ impl Efficiency {
     }
 }
 
-/// Scale a "per unit" figure to a readable "per 1k/1M units" (value, unit text).
-pub fn per_unit(value: f64, unit: &str) -> (f64, String) {
-    let unit = if unit.is_empty() { "unit" } else { unit };
-    for (scale, prefix) in [(1.0, ""), (1e3, "1k "), (1e6, "1M "), (1e9, "1G ")] {
-        if (value * scale).abs() >= 0.01 {
-            return (value * scale, format!("per {prefix}{unit}"));
-        }
-    }
-    (value * 1e9, format!("per 1G {unit}"))
-}
-
-/// One scale for a whole column of "per unit" figures, so they read alike: the smallest
-/// of 1, 1k, 1M, 1G units that lifts the smallest non-zero figure to 0.01 or more.
-/// Returns (multiplier, prefix such as `1k `).
-pub fn unit_scale(values: &[f64]) -> (f64, &'static str) {
-    let min = values
-        .iter()
-        .map(|v| v.abs())
-        .filter(|v| *v > 0.0 && v.is_finite())
-        .fold(f64::INFINITY, f64::min);
-    if !min.is_finite() {
-        return (1.0, "");
-    }
-    for (scale, prefix) in [(1.0, ""), (1e3, "1k "), (1e6, "1M "), (1e9, "1G ")] {
-        if min * scale >= 0.01 {
-            return (scale, prefix);
-        }
-    }
-    (1e9, "1G ")
-}
-
 /// One scale for every "per unit" column of an efficiency table (W, W above idle and %CPU
 /// per unit), taken from the throughput the table divides by, not from each column's
 /// figures: the largest of 1, 1k, 1M, 1G units not above the smallest throughput
