@@ -82,6 +82,23 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         ),
         (&["crypto", "--power-meter", " "], "--power-meter is empty"),
         (&["crypto", "--power-model", "0:0"], "MAX_W above 0"),
+        // Every case runs with --no-telemetry, which turns power off: a meter, a model or
+        // an idle window beside it was dropped in silence.
+        (
+            &["crypto", "--power-meter", "echo 150"],
+            "--power-meter is read by the telemetry, and --no-telemetry turns it off",
+        ),
+        (
+            &["crypto", "--power-model", "100:200"],
+            "--power-model is read",
+        ),
+        (&["crypto", "--idle-power", "3"], "--idle-power is read"),
+        // Acceptance pass E, 8: oltp's users keep their own schedule; `--wait sleep` was
+        // stored as if it applied.
+        (
+            &["oltp", "-t", "ramp", "--wait", "sleep"],
+            "leave --wait out",
+        ),
     ];
     for (args, names) in cases {
         let out = common::bin()

@@ -334,6 +334,8 @@ fn load_levels_carry_cpu_and_power_per_level() {
     assert_eq!(code, 0, "{err}");
     let r = &run["results"][0];
     assert_eq!(r["headline"], "overall_reply_rate_per_w");
+    // `--wait auto` slept in the levels, and the result says so (acceptance pass E, 10).
+    assert_eq!(r["settings"]["wait"], "sleep", "{}", r["settings"]);
     // The test's own summary covers its levels' measured windows, as its duration adds
     // them up: the warm-ups and the gaps between levels, which the raw samples hold, are
     // left out.
@@ -553,8 +555,9 @@ fn sigkill_in_a_ramp_keeps_the_steps_it_measured() {
             .starts_with("the ramp test did not finish (rackbench was killed"),
         "{partial}"
     );
-    // Each step's latency histogram is kept with it.
+    // Each step's latency histogram is kept with it, and the way its steps waited.
     assert!(r["histograms"].as_array().unwrap().len() >= n, "{r}");
+    assert_eq!(r["settings"]["wait"], "spin", "{}", r["settings"]);
 }
 
 /// Two redis-server instances pinned to one CPU take turns on it: flagged, not hidden.

@@ -123,6 +123,10 @@ pub struct CapacityDefaults {
     /// The search's objective when `--slo` is not given: one this workload's requests
     /// can meet (`p99<1ms` for a cache; a TPC-C mix's New-Order takes milliseconds).
     pub slo: &'static str,
+    /// Whether the generator keeps an open loop's schedule by spinning or sleeping
+    /// (`--wait`); false where it waits on its own users' clocks (oltp), and `--wait` is
+    /// refused.
+    pub wait_modes: bool,
 }
 
 /// Write the workload's defaults into the help of the capacity flags.
@@ -277,6 +281,12 @@ impl CapacityConfig {
     pub fn validate(&self, tests: &[String], d: &CapacityDefaults) -> anyhow::Result<()> {
         positive(self.step_duration_s(d), "step-duration")?;
         if let Some(w) = &self.wait {
+            if !d.wait_modes {
+                bail!(
+                    "--wait applies to the open loops of kv and http; this workload's users \
+                     keep their schedule themselves: leave --wait out"
+                );
+            }
             if !["auto", "spin", "sleep"].contains(&w.as_str()) {
                 bail!("--wait must be auto, spin or sleep, not `{w}`");
             }
@@ -508,7 +518,10 @@ pub fn run(
 ) -> anyhow::Result<StepOutput> {
     let idle_s = cfg.idle_duration_s(d);
     // What the steps so far measured, grown a step at a time, for a crash to keep.
-    let mut so_far = StepOutput::default();
+    let mut so_far = StepOutput {
+        settings: resolved_settings(test, cfg, d),
+        ..StepOutput::default()
+    };
     let mut step_fn = |rate: f64| -> anyhow::Result<RateStep> {
         let marked = SystemTime::now();
         let mark = ctx.watch.mark();
@@ -555,7 +568,9 @@ pub fn run(
                 let step = &r.points[s.index].step;
                 // Judged only where the replies fell short of the demand: a server that
                 // refused quickly (errors over the limit) is idle by its own choice.
-                if step.reply_rate_per_s < r.config.saturation_fraction * step.demanded_rate_per_s {
+                if step.served_rate_per_s()
+                    < r.config.saturation_fraction * step.demanded_rate_per_s
+                {
                     flags.extend(server_not_busy(step, unit));
                 }
             }
@@ -819,7 +834,20 @@ pub fn run(
         error: stopped.filter(|w| !w.starts_with("interrupted")),
         loadgen_threads: Some(loadgen_threads),
         measured,
+        settings: resolved_settings(test, cfg, d),
     })
+}
+
+/// What this test ran with that the point's settings do not say: an open loop's way of
+/// waiting, which `--wait auto` picks per test (a search's probes spin, its levels sleep,
+/// and the sleep's wake-up is in each level's latency).
+fn resolved_settings(test: &str, cfg: &CapacityConfig, d: &CapacityDefaults) -> Params {
+    let mut s = Params::new();
+    if d.wait_modes {
+        let wait = crate::load::wait_mode(cfg.sleep_when_idle(test));
+        s.insert("wait".into(), Value::String(wait.into()));
+    }
+    s
 }
 
 /// The server processes' CPU below which a saturation is said not to be the server's CPU:
@@ -904,6 +932,7 @@ mod tests {
         step_duration_s: 0.01,
         rate_unit: "ops/s",
         slo: "p99<1ms",
+        wait_modes: true,
     };
 
     fn params(v: Value) -> Params {
@@ -1045,6 +1074,16 @@ mod tests {
             .validate(&t(&["ramp"]), &D)
             .unwrap_err();
         assert!(e.to_string().contains("--wait"), "{e}");
+        // A generator that keeps its own users' schedule (oltp) has no way of waiting to
+        // choose: `--wait sleep` was stored as if it applied (acceptance pass E, 8).
+        let own_clock = CapacityDefaults {
+            wait_modes: false,
+            ..D
+        };
+        let e = cfg(json!({"wait": "sleep"}))
+            .validate(&t(&["ramp"]), &own_clock)
+            .unwrap_err();
+        assert!(e.to_string().contains("leave --wait out"), "{e}");
         // auto: sleep between sends only in load levels; spin or sleep when told.
         assert!(cfg(json!({})).sleep_when_idle("levels"));
         assert!(!cfg(json!({})).sleep_when_idle("search"));
@@ -1083,6 +1122,7 @@ mod tests {
         // The objective without --slo is the workload's (oltp's p90<500ms).
         let tpcc = CapacityDefaults {
             slo: "p90<500ms",
+            wait_modes: false,
             ..D
         };
         let sc = cfg(json!({})).search_config(&tpcc).unwrap();
@@ -1719,6 +1759,7 @@ mod tests {
             step_duration_s: 1.0,
             rate_unit: "req/s",
             slo: "p99<1ms",
+            wait_modes: true,
         };
         let (_, cfg) = split_params("http", &params(json!({"slo": "p99<1ms"}))).unwrap();
         let tests = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();

@@ -381,6 +381,15 @@ pub struct LoadOutcome {
     pub client_io_fallback: Option<String>,
 }
 
+/// `--wait`'s name for an open loop's way of waiting: `sleep` on a timer, or `spin`.
+pub fn wait_mode(sleep_when_idle: bool) -> &'static str {
+    if sleep_when_idle {
+        "sleep"
+    } else {
+        "spin"
+    }
+}
+
 impl LoadOutcome {
     pub fn total_count(&self) -> u64 {
         self.classes.iter().map(|c| c.count).sum()

@@ -409,7 +409,19 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
         loadgen_threads: Some(threads),
         // The workload knows its window (its generators' starts and warm-up).
         measured: Vec::new(),
+        settings: wait_setting(spec),
     }
+}
+
+/// An open loop's way of waiting between sends, as `--wait auto` resolved it for this
+/// test (its wake-up is in every latency when it sleeps); nothing for a closed loop.
+fn wait_setting(spec: &LoadSpec) -> crate::workload::Params {
+    let mut s = crate::workload::Params::new();
+    if spec.shape != LoadShape::Closed {
+        let wait = crate::load::wait_mode(spec.sleep_when_idle);
+        s.insert("wait".into(), serde_json::Value::String(wait.into()));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -280,6 +280,12 @@ pub struct StepOutput {
     /// did not know its window), and the test's telemetry is summarised whole.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measured: Vec<(SystemTime, SystemTime)>,
+    /// Settings this test resolved for itself, beside the sweep point's
+    /// ([`Workload::settings`]): an open loop's way of waiting under `--wait auto`, which
+    /// depends on the test (a search's probes spin, its levels sleep). Stored over the
+    /// point's settings in this test's result.
+    #[serde(default, skip_serializing_if = "Params::is_empty")]
+    pub settings: Params,
 }
 
 impl StepOutput {

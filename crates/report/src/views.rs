@@ -202,13 +202,36 @@ pub fn settings_view(runs: &[RunRecord], wl: &str) -> Option<View> {
         .map(|k| {
             let mut row = vec![k.to_string()];
             for (rs, _) in &mine {
-                let mut vals: Vec<String> = Vec::new();
-                for v in rs.iter().filter_map(|r| r.setting(k)) {
+                // Each value with the tests that ran it.
+                let mut by_value: Vec<(String, Vec<&str>)> = Vec::new();
+                for r in rs {
+                    let Some(v) = r.setting(k) else { continue };
                     let v = setting_str(v);
-                    if !vals.contains(&v) {
-                        vals.push(v);
+                    match by_value.iter_mut().find(|(x, _)| *x == v) {
+                        Some((_, tests)) if tests.contains(&r.test.as_str()) => {}
+                        Some((_, tests)) => tests.push(&r.test),
+                        None => by_value.push((v, vec![&r.test])),
                     }
                 }
+                // A value a test resolves for itself (`--wait auto`: a ramp spins, its
+                // levels sleep) is told by its tests, where no test ran two of them.
+                let per_test = by_value.len() > 1 && {
+                    let mut tests: Vec<&str> = by_value
+                        .iter()
+                        .flat_map(|(_, t)| t.iter().copied())
+                        .collect();
+                    let n = tests.len();
+                    tests.sort_unstable();
+                    tests.dedup();
+                    tests.len() == n
+                };
+                let vals: Vec<String> = by_value
+                    .into_iter()
+                    .map(|(v, tests)| match per_test {
+                        true => format!("{v} ({})", tests.join(", ")),
+                        false => v,
+                    })
+                    .collect();
                 // A list's items are joined by ", ": several lists then by "; ".
                 let sep = if vals.iter().any(|v| v.contains(", ")) {
                     "; "

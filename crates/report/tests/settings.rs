@@ -233,6 +233,21 @@ fn report_has_a_settings_table_with_defaults_marked() {
     };
     assert_eq!(rb("tests")[1], "set, get; get, lrange (default)");
     assert_eq!(rb("client_cpus")[1], "none (default)");
+    // A value each test resolved for itself (`--wait auto`: a ramp spins, its levels
+    // sleep) is told by its tests; a value that no test ran twice.
+    let mut w = swept();
+    w.results.truncate(2);
+    for (r, (test, wait)) in w
+        .results
+        .iter_mut()
+        .zip([("ramp", "spin"), ("levels", "sleep")])
+    {
+        r.test = test.into();
+        r.settings.insert("wait".into(), serde_json::json!(wait));
+    }
+    let vw = report::views::settings_view(std::slice::from_ref(&w), "kv").unwrap();
+    let wait = vw.tables[0].rows.iter().find(|r| r[0] == "wait").unwrap();
+    assert_eq!(wait[1], "spin (ramp), sleep (levels) (default)");
     // A swept setting: each of its values.
     assert_eq!(row("instances")[1], "1, 2 (typed)");
     assert_eq!(row("instances")[2], "1 (default)");

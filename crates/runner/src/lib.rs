@@ -678,6 +678,7 @@ fn store_partial(
             missing,
             histograms: so_far.histograms.clone(),
             flags: so_far.flags.clone(),
+            settings: with_own_settings(&template.settings, &so_far.settings),
             ..template.clone()
         };
         if let Ok(placed) = store.put_result(&run_id, g.at, &rec) {
@@ -685,6 +686,16 @@ fn store_partial(
             g.last = Some(rec);
         }
     })
+}
+
+/// A test's settings: its sweep point's, with what the test resolved for itself over
+/// them, redacted as the point's are.
+fn with_own_settings(point: &BTreeMap<String, Value>, own: &Params) -> BTreeMap<String, Value> {
+    let mut s = point.clone();
+    if let Value::Object(own) = redact_value(&Value::Object(own.clone())) {
+        s.extend(own);
+    }
+    s
 }
 
 /// Run a plan into `store`. Setup errors and stops before anything was measured leave
@@ -1140,6 +1151,7 @@ pub fn run(
                             let (metrics, mut missing) = finite_only(out.metrics, out.missing);
                             missing.extend(tel.missing);
                             ResultRecord {
+                                settings: with_own_settings(&template.settings, &out.settings),
                                 headline: out.headline,
                                 duration_s: out.duration_s,
                                 metrics,

@@ -73,7 +73,7 @@ pub struct RunOpts {
     /// Telemetry sampling interval in seconds [default: 1].
     #[arg(long = "telemetry-interval", value_name = "SECS")]
     pub telemetry_interval: Option<f64>,
-    /// Do not sample telemetry.
+    /// Do not sample telemetry (CPU, power: the power flags are refused beside it).
     #[arg(long = "no-telemetry")]
     #[serde(default)]
     pub no_telemetry: bool,
@@ -455,6 +455,22 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         .is_some_and(|i| !(0.05..=3600.0).contains(&i))
     {
         bail!("--telemetry-interval must be between 0.05 and 3600 seconds");
+    }
+    power_model(&opts.power_model)?;
+    // Power is read by the telemetry: with it off, a meter, a model or an idle window
+    // was dropped in silence, and the run stored without power.
+    if opts.no_telemetry {
+        let given = [
+            ("--power-meter", opts.power_meter.is_some()),
+            ("--power-model", opts.power_model.is_some()),
+            ("--idle-power", opts.idle_power.is_some_and(|s| s > 0.0)),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+            bail!(
+                "{flag} is read by the telemetry, and --no-telemetry turns it off: leave one \
+                 of them out"
+            );
+        }
     }
     let mut parts = Vec::with_capacity(regs.len());
     for reg in regs {

@@ -169,17 +169,14 @@ impl Http {
         params.insert("rate".into(), json!(rate_per_s));
         params.insert("duration".into(), json!(secs));
         params.remove("requests");
-        let wait = if self.sleep_when_idle {
-            "sleep"
-        } else {
-            "spin"
-        };
+        let wait = engine::load::wait_mode(self.sleep_when_idle);
         params.insert("wait".into(), json!(wait));
         ctx.note(&format!("http: {rate_per_s:.0} req/s for {secs}s"));
         let d = self.drive(&params, ctx)?;
         let out = &d.spread.merged;
         let mut s = RateStep::from_outcome(rate_per_s, out);
         s.started_at = Some(started);
+        s.sending_s = Some(secs);
         s.window = d.spread.measured_window(d.spec.warmup);
         let n = out.total_count();
         if n > 0 {

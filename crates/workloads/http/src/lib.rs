@@ -265,6 +265,7 @@ pub const CAPACITY: CapacityDefaults = CapacityDefaults {
     step_duration_s: 5.0,
     rate_unit: "req/s",
     slo: "p99<1ms",
+    wait_modes: true,
 };
 
 /// A CPU list, parsed only: whether the CPUs exist is checked on the host they are

@@ -155,6 +155,7 @@ impl Kv {
         let mut spec = plan.cfg.spec(Vec::new());
         spec.connections = spread.connections();
         spec.threads = spread.threads();
+        spec.sleep_when_idle = plan.cap.sleep_when_idle(test);
         Ok(Driven { spread, spec })
     }
 }
@@ -394,16 +395,13 @@ impl Kv {
         let mut params = self.params.clone();
         params.insert("rate".into(), json!(rate));
         params.insert("duration".into(), json!(secs));
-        let wait = if self.sleep_when_idle {
-            "sleep"
-        } else {
-            "spin"
-        };
+        let wait = engine::load::wait_mode(self.sleep_when_idle);
         params.insert("wait".into(), json!(wait));
         ctx.note(&format!("kv: {rate:.0} ops/s for {secs}s"));
         let d = self.drive("mix", &params, ctx)?;
         let mut s = capacity::RateStep::from_outcome(rate, &d.spread.merged);
         s.started_at = Some(started);
+        s.sending_s = Some(secs);
         s.window = d.spread.measured_window(d.spec.warmup);
         if let Some(why) = d.spread.failure() {
             s.error = Some(why);

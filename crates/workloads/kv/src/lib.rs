@@ -367,6 +367,7 @@ pub const CAPACITY: CapacityDefaults = CapacityDefaults {
     step_duration_s: 2.0,
     rate_unit: "ops/s",
     slo: "p99<1ms",
+    wait_modes: true,
 };
 
 fn parse_ratio(s: &str) -> anyhow::Result<f64> {

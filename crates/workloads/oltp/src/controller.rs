@@ -375,6 +375,7 @@ impl Oltp {
         let mut step = RateStep::from_outcome(rate, &d.merged);
         step.bytes_not_counted = Some(BYTES_NOT_COUNTED.into());
         step.started_at = Some(started);
+        step.sending_s = Some(secs);
         // A step has no ramp-up: it measures from the common start.
         step.window = generators::measured_window(&d.runs, Duration::ZERO);
         if let Some(why) = generators::failure(&d.failed) {
