@@ -29,10 +29,19 @@ pub fn is_secret_key(key: &str) -> bool {
     if k == "passfile" {
         return false;
     }
-    ["password", "passwd", "passphrase", "secret"]
-        .iter()
-        .any(|w| k.contains(w))
+    [
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "token",
+        "apikey",
+        "api_key",
+    ]
+    .iter()
+    .any(|w| k.contains(w))
         || k.ends_with("pass")
+        || k == "authorization"
 }
 
 /// Replace every password in `s` by [`MASK`]: in a whole connection string (either
@@ -268,6 +277,9 @@ fn decode(s: &str) -> Cow<'_, str> {
 /// `requirepass value`.
 fn redact_text(s: &str) -> String {
     let b = s.as_bytes();
+    // net-snmp's options that take a secret (`-c` community, `-A`/`-X` v3 passphrases)
+    // are other things elsewhere (`-c 4` clients), so they are hidden only beside it.
+    let snmp = s.contains("snmp");
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < b.len() {
@@ -285,7 +297,9 @@ fn redact_text(s: &str) -> String {
                 end += 1;
             }
             let key = &s[i..end];
-            match secret_value_at(b, key, end).or_else(|| option_value_at(b, i, key, end)) {
+            let found =
+                secret_value_at(b, key, end).or_else(|| option_value_at(b, i, key, end, snmp));
+            match found {
                 Some((value_start, value_end)) => {
                     out.push_str(&s[i..value_start]);
                     out.push_str(MASK);
@@ -349,7 +363,15 @@ fn secret_value_at(b: &[u8], key: &str, end: usize) -> Option<(usize, usize)> {
         Some(_) if key.eq_ignore_ascii_case("requirepass") && after_key > j => after_key,
         _ => return None,
     };
-    let value_end = text_value_end(b, value_start);
+    // An HTTP header's credentials are a scheme and its token (`Bearer tok`): to the
+    // quote that closes the header, or the end of the line.
+    let value_end = if key.eq_ignore_ascii_case("authorization") {
+        (value_start..b.len())
+            .find(|&k| matches!(b[k], b'\'' | b'"' | b'\n'))
+            .unwrap_or(b.len())
+    } else {
+        text_value_end(b, value_start)
+    };
     (value_end > value_start).then_some((value_start, value_end))
 }
 
@@ -359,7 +381,13 @@ fn secret_value_at(b: &[u8], key: &str, end: usize) -> Option<(usize, usize)> {
 /// to hide: the whole next word, or for a `user:password` one what follows the colon.
 /// `-P` is ipmitool's and sshpass's password; elsewhere (redis-benchmark's pipeline)
 /// hiding it costs a number.
-fn option_value_at(b: &[u8], i: usize, key: &str, end: usize) -> Option<(usize, usize)> {
+fn option_value_at(
+    b: &[u8],
+    i: usize,
+    key: &str,
+    end: usize,
+    snmp: bool,
+) -> Option<(usize, usize)> {
     let dashes = b[..i].iter().rev().take_while(|&&c| c == b'-').count();
     let opens = i == dashes || b[i - dashes - 1].is_ascii_whitespace();
     if !(1..=2).contains(&dashes) || !opens || !matches!(b.get(end), Some(b' ' | b'\t')) {
@@ -376,6 +404,7 @@ fn option_value_at(b: &[u8], i: usize, key: &str, end: usize) -> Option<(usize, 
     let whole = (value_start, value_end);
     match (dashes, key) {
         (1, "P") => Some(whole),
+        (1, "c" | "A" | "X") if snmp => Some(whole),
         (1, "u") | (2, "user") => {
             // `user:password`: the user is kept.
             let colon = b[value_start..value_end].iter().position(|&c| c == b':')?;
@@ -689,6 +718,28 @@ mod tests {
             "meter --user=admin --password *** --port 1",
         );
         hides("pdu --user admin:s3cret", "s3cret", "pdu --user admin:***");
+        // A PDU's meter (review H, 2): SNMP's community and v3 passphrases, a URL's
+        // token, an HTTP header's credentials.
+        hides(
+            "snmpget -v2c -c comm3 pdu 1.3.6",
+            "comm3",
+            "snmpget -v2c -c *** pdu 1.3.6",
+        );
+        let v3 = redact_secrets("snmpget -v3 -u admin -A authsec1 -X privsec2 pdu x");
+        assert_eq!(v3, "snmpget -v3 -u admin -A *** -X *** pdu x");
+        hides(
+            "curl 'http://pdu/api?token=tok4&outlet=1'",
+            "tok4",
+            "curl 'http://pdu/api?token=***&outlet=1'",
+        );
+        hides(
+            "curl -H 'Authorization: Bearer tok5' http://pdu/w",
+            "tok5",
+            "curl -H 'Authorization: ***' http://pdu/w",
+        );
+        hides("pdu --apikey k6 --x 1", "k6", "pdu --apikey *** --x 1");
+        // `-c` elsewhere is not SNMP's.
+        assert_eq!(redact_secrets("kv -c 4 -t set"), "kv -c 4 -t set");
         // Words that only look alike are kept.
         for s in [
             "curl -u admin http://pdu/",

@@ -153,7 +153,7 @@ impl Telemetry {
     }
 
     /// Each host's power sources as its sampler found them, with the run's own in words
-    /// (`meter:system (`CMD`, whole system)`, `model:system (100:200 W, declared, not
+    /// (`meter:system (`PROGRAM` via --power-meter, whole system)`, `model:system (100:200 W, declared, not
     /// measured)`), into its disclosure's `power.sources`: the disclosure is collected
     /// before `--power-meter` and `--power-model` are applied, and said "meter: none
     /// configured" of a run its meter measured. A host with none keeps the disclosure's
@@ -169,11 +169,12 @@ impl Telemetry {
                 .iter()
                 .map(
                     |s| match (s.as_str(), &settings.power_meter, settings.power_model) {
-                        // The command alone is redacted: the word after `--password=`
-                        // would take the closing quote with it.
+                        // Its program only: a PDU's query carries its credentials in
+                        // shapes no masking knows them all in (review H, 2), and the
+                        // run's command says the rest.
                         ("meter:system", Some(cmd), _) => format!(
-                            "meter:system (`{}`, whole system)",
-                            model::redact_secrets(cmd)
+                            "meter:system (`{}` via --power-meter, whole system)",
+                            program_of(cmd)
                         ),
                         ("model:system", _, Some((idle_w, max_w))) => {
                             format!("model:system ({idle_w}:{max_w} W, declared, not measured)")
@@ -253,14 +254,12 @@ impl Telemetry {
         }
         let mut out = self.measured_idle(secs, verbose);
         for idle in &mut out {
-            if let Some(f) = idle_not_idle_flag(idle) {
-                if verbose {
-                    engine::errln!(
-                        "rackbench: warning: {}",
-                        model::printable(&model::redact_secrets(&f.message))
-                    );
-                }
-                idle.flags.push(f);
+            idle.flags.extend(idle_not_idle_flag(idle));
+            for f in idle.flags.iter().filter(|_| verbose) {
+                engine::errln!(
+                    "rackbench: warning: {}",
+                    model::printable(&model::redact_secrets(&f.message))
+                );
             }
         }
         for (host, idle_w) in &self.model_idle_w {
@@ -857,6 +856,13 @@ pub fn other_load_flags(
 /// that was due failed (a meter that exited with an error, printed garbage or did not
 /// answer in time). Its power figures are the mean of the readings there are, so they
 /// stand for part of the test only; the flag says how much, and the last error.
+/// The program a command runs, without its directory or arguments (`snmpget`).
+fn program_of(cmd: &str) -> String {
+    let first = cmd.split_whitespace().next().unwrap_or("");
+    let name = first.rsplit('/').next().unwrap_or(first);
+    model::redact_secrets(name.trim_matches(|c| c == '\'' || c == '"'))
+}
+
 pub fn power_gap_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
     summaries
         .iter()
@@ -869,7 +875,9 @@ pub fn power_gap_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
             Some(Flag::warning(
                 "power_gaps",
                 model::redact_secrets(&format!(
-                    "host {}: {} of {} samples have no power reading from a source that                      failed (last error: {}): its power figures cover {:.1} s{of} the test                      measured; fix the source and run again",
+                    "host {}: {} of {} samples have no power reading from a source that \
+                     failed (last error: {}): its power figures cover {:.1} s{of} the test \
+                     measured; fix the source and run again",
                     s.host, g.failed_samples, g.samples, g.last_error, g.covered_s
                 )),
             ))

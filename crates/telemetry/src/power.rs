@@ -157,9 +157,10 @@ struct HwmonSensor {
 pub struct PowerSources {
     rapl: Vec<RaplZone>,
     hwmon: Vec<HwmonSensor>,
-    ipmitool: Option<String>,
-    meter: Option<MeterWorker>,
-    /// How long a tick waits for the meter's answer (see [`PowerSources::set_meter_budget`]).
+    /// ipmitool's and the meter's commands, each run on a thread of its own.
+    ipmitool: Option<CommandReader>,
+    meter: Option<CommandReader>,
+    /// How long a tick waits for a command's answer (see [`PowerSources::set_meter_budget`]).
     meter_budget: Duration,
     model: Option<PowerModel>,
     /// Runtime failures (a meter that stopped answering), distinct, oldest first.
@@ -200,7 +201,7 @@ impl PowerSources {
             Some(cmd) => match read_ipmi(cmd) {
                 Ok(_) => {
                     det.sources.push("ipmi-dcmi:system".into());
-                    Some(cmd.clone())
+                    Some(CommandReader::start(cmd, read_ipmi))
                 }
                 Err(e) => {
                     det.notes.push(format!("ipmi-dcmi: {e}"));
@@ -218,7 +219,7 @@ impl PowerSources {
             Some(cmd) => match read_meter(cmd) {
                 Ok(_) => {
                     det.sources.push("meter:system".into());
-                    Some(MeterWorker::start(cmd))
+                    Some(CommandReader::start(cmd, read_meter))
                 }
                 Err(e) => {
                     det.notes.push(format!("meter: {e}"));
@@ -275,9 +276,10 @@ impl PowerSources {
         &self.last_failed
     }
 
-    /// How long a reading waits for the meter command: the sampler gives a quarter of
-    /// its interval, so a meter that hangs costs each tick that much at most once, and
-    /// nothing while it stays hung (default: [`COMMAND_TIMEOUT`]).
+    /// How long a reading waits for the meter's or ipmitool's command: the sampler gives
+    /// a quarter of its interval, so one that hangs (a BMC that does not answer) costs
+    /// each tick that much at most once, and nothing while it stays hung (default:
+    /// [`COMMAND_TIMEOUT`]).
     pub fn set_meter_budget(&mut self, budget: Duration) {
         self.meter_budget = budget.min(COMMAND_TIMEOUT);
     }
@@ -364,8 +366,9 @@ impl PowerSources {
                 },
             }
         }
-        if let Some(cmd) = self.ipmitool.as_ref().filter(|_| instants) {
-            match read_ipmi(cmd) {
+        let budget = self.meter_budget;
+        if let Some(ipmi) = self.ipmitool.as_mut().filter(|_| instants) {
+            match ipmi.read(budget) {
                 Ok(w) => out.push(PowerReading {
                     source: "ipmi-dcmi".into(),
                     zone: "system".into(),
@@ -377,7 +380,6 @@ impl PowerSources {
                 Err(e) => errors.push(format!("ipmi-dcmi: {e}")),
             }
         }
-        let budget = self.meter_budget;
         if let Some(m) = self.meter.as_mut().filter(|_| instants) {
             match m.read(budget) {
                 Ok(w) => out.push(PowerReading {
@@ -607,21 +609,24 @@ pub fn read_meter(cmd: &str) -> Result<f64, String> {
     })
 }
 
-/// A meter command run on a thread of its own, so that one that hangs (a PDU that does
-/// not answer) holds up its own readings only, never the sampler's CPU, NIC and disk
-/// snapshots or a test's start and end, which wait on the sampler's lock.
+/// A power command (the meter's, ipmitool's) run on a thread of its own, so that one
+/// that hangs (a PDU or a BMC that does not answer) holds up its own readings only, never
+/// the sampler's CPU, NIC and disk snapshots or a test's start and end, which wait on
+/// the sampler's lock.
 #[derive(Debug)]
-struct MeterWorker {
+struct CommandReader {
     cmd: String,
     ask: std::sync::mpsc::Sender<u64>,
     answers: std::sync::mpsc::Receiver<(u64, Result<f64, String>)>,
-    /// The request whose answer has not come back.
-    pending: Option<u64>,
+    /// The request whose answer has not come back, and whether it was asked at the
+    /// last tick (its answer is then of the interval closing now).
+    pending: Option<(u64, bool)>,
     next: u64,
 }
 
-impl MeterWorker {
-    fn start(cmd: &str) -> MeterWorker {
+impl CommandReader {
+    /// `read(cmd)` gives one reading: [`read_meter`], [`read_ipmi`].
+    fn start(cmd: &str, read: fn(&str) -> Result<f64, String>) -> CommandReader {
         let (ask, asked) = std::sync::mpsc::channel::<u64>();
         let (tell, answers) = std::sync::mpsc::channel();
         let c = cmd.to_string();
@@ -629,15 +634,15 @@ impl MeterWorker {
         // that one is bounded by COMMAND_TIMEOUT and killed with its process group.
         // Without a thread, `ask` has no receiver: each tick says so.
         let _ = std::thread::Builder::new()
-            .name("rackbench-meter".into())
+            .name("rackbench-power".into())
             .spawn(move || {
                 while let Ok(id) = asked.recv() {
-                    if tell.send((id, read_meter(&c))).is_err() {
+                    if tell.send((id, read(&c))).is_err() {
                         return;
                     }
                 }
             });
-        MeterWorker {
+        CommandReader {
             cmd: cmd.to_string(),
             ask,
             answers,
@@ -646,17 +651,23 @@ impl MeterWorker {
         }
     }
 
-    /// A reading now, waiting for it up to `budget`. A command still running from an
+    /// A reading for the interval that closes now: the answer to this tick's question if
+    /// it comes within `budget`, else the answer to the previous tick's that came back
+    /// since it (taken inside this interval: a meter slower than the budget, a PDU over
+    /// SNMP at 0.3 s, reads every tick but the first). A command still running from an
     /// earlier tick is not started again: this tick has no reading, and says why.
     fn read(&mut self, budget: Duration) -> Result<f64, String> {
-        if let Some(id) = self.pending {
-            // An answer that came back late is dropped: it is of an earlier moment.
-            while let Ok((got, _)) = self.answers.try_recv() {
+        let mut late = None;
+        if let Some((id, asked_last_tick)) = self.pending {
+            while let Ok((got, r)) = self.answers.try_recv() {
                 if got == id {
                     self.pending = None;
+                    // Of a question asked before the last tick: of an earlier moment.
+                    late = asked_last_tick.then_some(r);
                 }
             }
             if self.pending.is_some() {
+                self.pending = Some((id, false));
                 // One message however long it runs: the sampler's notes keep each
                 // distinct one.
                 return Err(format!(
@@ -670,9 +681,9 @@ impl MeterWorker {
         let id = self.next;
         self.next += 1;
         if self.ask.send(id).is_err() {
-            return Err("the meter's thread could not be started".into());
+            return Err("the thread reading it could not be started".into());
         }
-        self.pending = Some(id);
+        self.pending = Some((id, true));
         let until = Instant::now() + budget;
         loop {
             let left = until.saturating_duration_since(Instant::now());
@@ -683,13 +694,16 @@ impl MeterWorker {
                 }
                 Ok(_) => continue,
                 Err(_) => {
-                    return Err(format!(
-                        "`{}` did not answer within {} ms (a tick waits a quarter of the \
-                         telemetry interval, 100 ms at least): the reading is skipped; make \
-                         it answer faster or raise --telemetry-interval",
-                        model::redact_secrets(&self.cmd),
-                        budget.as_millis()
-                    ))
+                    return late.unwrap_or_else(|| {
+                        Err(format!(
+                            "`{}` did not answer within {} ms (a tick waits a quarter of the \
+                             telemetry interval, 100 ms at least, and takes an answer that \
+                             comes by the next tick): the reading is skipped; make it answer \
+                             faster or raise --telemetry-interval",
+                            model::redact_secrets(&self.cmd),
+                            budget.as_millis()
+                        ))
+                    })
                 }
             }
         }

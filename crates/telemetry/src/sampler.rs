@@ -655,15 +655,18 @@ fn run(shared: Shared) {
     }
 }
 
+/// A weighted running mean: exactly the reading when every reading is the same (a sum
+/// of x*w over the sum of w read 100.00000000000001 W for a meter that printed 100, and
+/// W above idle needed a tolerance for it).
 struct Acc<const N: usize> {
-    sum: [f64; N],
+    mean: [f64; N],
     weight: f64,
 }
 
 impl<const N: usize> Default for Acc<N> {
     fn default() -> Self {
         Acc {
-            sum: [0.0; N],
+            mean: [0.0; N],
             weight: 0.0,
         }
     }
@@ -671,19 +674,17 @@ impl<const N: usize> Default for Acc<N> {
 
 impl<const N: usize> Acc<N> {
     fn add(&mut self, v: [f64; N], w: f64) {
-        for (s, x) in self.sum.iter_mut().zip(v) {
-            *s += x * w;
+        if w <= 0.0 {
+            return;
         }
         self.weight += w;
+        let share = w / self.weight;
+        for (m, x) in self.mean.iter_mut().zip(v) {
+            *m += share * (x - *m);
+        }
     }
     fn mean(&self) -> [f64; N] {
-        let mut out = [0.0; N];
-        if self.weight > 0.0 {
-            for (o, s) in out.iter_mut().zip(self.sum) {
-                *o = s / self.weight;
-            }
-        }
-        out
+        self.mean
     }
 }
 
@@ -1087,21 +1088,36 @@ impl Sampler {
             .as_ref()
             .map(|s| (s.power.clone(), s.cpus.clone()))
             .unwrap_or_default();
+        let gaps = summary.and_then(|s| s.power_gaps);
         if power.is_empty() {
             anyhow::bail!(
                 "idle power not measured: no reading in {duration_s:.1} s ({})",
-                summary
-                    .and_then(|s| s.power_gaps)
-                    .map(|g| g.last_error)
+                gaps.map(|g| g.last_error)
                     .unwrap_or_else(|| detection.missing_reason())
             );
         }
+        // An idle figure from part of its window says so (review H, 3): W above idle
+        // rests on it.
+        let flags = gaps
+            .map(|g| {
+                model::Flag::warning(
+                    "power_gaps",
+                    model::redact_secrets(&format!(
+                        "host {host}: {} of {} samples of its idle power have no reading from \
+                         a source that failed (last error: {}): the idle watts are of {:.1} s \
+                         of the {duration_s:.1} s measured",
+                        g.failed_samples, g.samples, g.last_error, g.covered_s
+                    )),
+                )
+            })
+            .into_iter()
+            .collect();
         Ok(IdlePower {
             host,
             duration_s,
             power,
             cpus,
-            flags: Vec::new(),
+            flags,
         })
     }
 }

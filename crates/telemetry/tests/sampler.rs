@@ -491,6 +491,37 @@ fn measure_idle_uses_every_source_and_refuses_without_one() {
     assert!(m.whole_system);
 }
 
+/// An idle figure from part of its window carried no warning, and W above idle rested
+/// on it (review H, 3): a meter that fails every other call.
+#[test]
+fn idle_power_from_part_of_its_window_says_so() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    cfg.interval = Duration::from_millis(100);
+    let dir = tempfile::tempdir().unwrap();
+    let meter = script(
+        dir.path(),
+        "#!/bin/sh\nd=$(dirname \"$0\"); n=$(cat \"$d/n\" 2>/dev/null || echo 0); \
+         n=$((n+1)); echo $n > \"$d/n\"\nif [ $((n % 2)) -eq 0 ]; then exit 1; fi\necho 90\n",
+    );
+    cfg.power.meter_command = Some(meter.display().to_string());
+    let s = Sampler::start(cfg).unwrap();
+    let idle = s.measure_idle(Duration::from_millis(800)).unwrap();
+    drop(s);
+    let m = idle.power.iter().find(|p| p.source == "meter").unwrap();
+    assert_eq!(m.mean_watts.round(), 90.0);
+    let flag = idle
+        .flags
+        .iter()
+        .find(|f| f.code == "power_gaps")
+        .unwrap_or_else(|| panic!("{idle:?}"));
+    assert!(
+        flag.message
+            .contains("samples of its idle power have no reading"),
+        "{flag:?}"
+    );
+}
+
 #[test]
 fn bad_roots_fail_with_the_path() {
     let mut cfg = SamplerConfig::local();
@@ -669,6 +700,14 @@ fn a_window_keeps_instantaneous_power_read_inside_it() {
     assert!((mean("rapl") - 100.0).abs() < 1e-9);
 }
 
+/// An executable `m.sh` in `dir` running `body`.
+fn script(dir: &Path, body: impl AsRef<[u8]>) -> std::path::PathBuf {
+    let path = dir.join("m.sh");
+    fs::write(&path, body).unwrap();
+    fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
 /// CPU seconds of every watched process over `samples`.
 fn watched_cpu_s(samples: &[model::TelemetrySample]) -> f64 {
     samples
@@ -687,19 +726,64 @@ fn watched_cpu_s(samples: &[model::TelemetrySample]) -> f64 {
 /// pass F, 3: the hang stalled every sample on the host for the command's 5 s).
 #[test]
 fn a_hanging_meter_leaves_gaps_and_holds_up_no_sample() {
+    hanging_power_command_leaves_gaps("echo 90", |cfg, cmd| cfg.power.meter_command = Some(cmd));
+}
+
+/// ipmitool waiting on a BMC that stopped answering, as the meter (it ran on the
+/// sampling thread, and held up every sample for its 5 s).
+#[test]
+fn a_hanging_ipmitool_leaves_gaps_and_holds_up_no_sample() {
+    hanging_power_command_leaves_gaps(
+        "echo '    Instantaneous power reading:                   180 Watts'",
+        |cfg, cmd| cfg.power.ipmitool = Some(cmd),
+    );
+}
+
+/// A meter slower than a tick's wait (a PDU over SNMP at 0.3 s against 250 ms) read in
+/// no tick at all: each tick dropped the answer the one before had asked for (review H,
+/// 1). The answer that comes by the next tick is that interval's reading.
+#[test]
+fn a_meter_slower_than_a_ticks_wait_reads_every_tick_but_the_first() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    // A tick waits a quarter of 400 ms, 100 ms at least; the meter takes 200.
+    cfg.interval = Duration::from_millis(400);
+    let dir = tempfile::tempdir().unwrap();
+    let meter = script(dir.path(), "#!/bin/sh\nsleep 0.2\necho 90\n");
+    cfg.power.meter_command = Some(meter.display().to_string());
+    let s = Sampler::start(cfg).unwrap();
+    std::thread::sleep(Duration::from_millis(2100));
+    let samples = s.stop();
+    let read = samples
+        .iter()
+        .filter(|x| {
+            x.power
+                .iter()
+                .any(|p| p.source == "meter" && p.watts == 90.0)
+        })
+        .count();
+    assert!(samples.len() >= 4, "{samples:?}");
+    assert!(
+        read + 1 >= samples.len() - 1,
+        "{read} of {}: {samples:?}",
+        samples.len()
+    );
+}
+
+/// A power command that answers `first` once, then hangs, given to the sampler by `set`.
+fn hanging_power_command_leaves_gaps(first: &str, set: impl Fn(&mut SamplerConfig, String)) {
     let fake = Fake::new();
     let mut cfg = fake.cfg();
     cfg.interval = Duration::from_millis(100);
     let dir = tempfile::tempdir().unwrap();
-    let meter = dir.path().join("m.sh");
-    fs::write(
-        &meter,
-        "#!/bin/sh\nd=$(dirname \"$0\"); n=$(cat \"$d/n\" 2>/dev/null || echo 0); \
-         n=$((n+1)); echo $n > \"$d/n\"\nif [ $n -ge 2 ]; then exec sleep 2; fi\necho 90\n",
-    )
-    .unwrap();
-    fs::set_permissions(&meter, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    cfg.power.meter_command = Some(meter.display().to_string());
+    let cmd = script(
+        dir.path(),
+        format!(
+            "#!/bin/sh\nd=$(dirname \"$0\"); n=$(cat \"$d/n\" 2>/dev/null || echo 0); \
+             n=$((n+1)); echo $n > \"$d/n\"\nif [ $n -ge 2 ]; then exec sleep 2; fi\n{first}\n"
+        ),
+    );
+    set(&mut cfg, cmd.display().to_string());
     let s = Sampler::start(cfg).unwrap();
     // Ten ticks' time: the hung command, started at the first, answers none of them.
     std::thread::sleep(Duration::from_millis(1000));
