@@ -300,6 +300,10 @@ const DECLARED: &str = "declared variant";
 const SET_BY_VARIANT_FACT: &str = "variant.sets";
 /// The category of a fact that differs because the declared variant set it.
 const SET_BY_VARIANT: &str = "set by the declared variant";
+
+/// Where the points ran (`param.http.sut_host`): the platform compared, as hardware is,
+/// never held against the comparison (acceptance pass G, 11).
+const PLACEMENT: &str = "placement";
 /// Over what time a run's CPU and power summaries were taken (a method, not a fact of
 /// the host): it differs between runs stored before and after they were cut.
 const TELEMETRY_WINDOW: &str = "rackbench.telemetry_window";
@@ -350,6 +354,13 @@ fn category(key: &str) -> &'static str {
         || key == "virt"
     {
         "hardware"
+    } else if key.starts_with("param.")
+        && key
+            .rsplit('.')
+            .next()
+            .is_some_and(|k| crate::derive::PLACEMENT_PARAMS.contains(&k))
+    {
+        PLACEMENT
     } else if key.starts_with("param.") {
         "workload"
     } else if key.starts_with("rackbench.") {
@@ -592,45 +603,22 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
                 )
             }
         });
+    let platform = |d: &&Difference| d.category == "hardware" || d.category == PLACEMENT;
     let non_hw: Vec<&Difference> = differences
         .iter()
-        .filter(|d| d.category != "hardware" && !explained(d))
+        .filter(|d| !platform(d) && !explained(d))
         .collect();
     let others = differences.iter().filter(|d| !explained(d)).count();
-    let (like, verdict) =
-        if let Some(v) = &declared {
-            if non_hw.is_empty() && others == 0 {
-                (true, format!("like for like but {v}"))
-            } else if non_hw.is_empty() {
-                (true, format!("{v}, and hardware differs too"))
-            } else {
-                (
-                    false,
-                    format!(
-                        "NOT like for like: besides {v}, {} differ",
-                        non_hw
-                            .iter()
-                            .map(|d| d.key.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                )
-            }
-        } else if differences.is_empty() {
-            (true, "like for like".to_string())
+    let (like, verdict) = if let Some(v) = &declared {
+        if non_hw.is_empty() && others == 0 {
+            (true, format!("like for like but {v}"))
         } else if non_hw.is_empty() {
-            (
-                true,
-                format!(
-                "platform comparison: hardware differs ({}), software and settings are the same",
-                differences.iter().map(|d| d.key.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-            )
+            (true, format!("{v}, and hardware differs too"))
         } else {
             (
                 false,
                 format!(
-                    "NOT like for like: {} differ",
+                    "NOT like for like: besides {v}, {} differ",
                     non_hw
                         .iter()
                         .map(|d| d.key.as_str())
@@ -638,7 +626,55 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
                         .join(", ")
                 ),
             )
-        };
+        }
+    } else if differences.is_empty() {
+        (true, "like for like".to_string())
+    } else if non_hw.is_empty() {
+        // The hosts the points ran on, then the hardware that differs.
+        let placed: Vec<String> = differences
+            .iter()
+            .filter(|d| d.category == PLACEMENT)
+            .map(|d| {
+                format!(
+                    "{} {} vs {}",
+                    d.key.rsplit('.').next().unwrap_or(""),
+                    d.a,
+                    d.b
+                )
+            })
+            .collect();
+        let hardware: Vec<&str> = differences
+            .iter()
+            .filter(|d| d.category == "hardware")
+            .map(|d| d.key.as_str())
+            .collect();
+        let mut what = Vec::new();
+        if !placed.is_empty() {
+            what.push(format!("on other hosts ({})", placed.join(", ")));
+        }
+        if !hardware.is_empty() {
+            what.push(format!("hardware differs ({})", hardware.join(", ")));
+        }
+        (
+            true,
+            format!(
+                "platform comparison: {}, software and settings are the same",
+                what.join("; ")
+            ),
+        )
+    } else {
+        (
+            false,
+            format!(
+                "NOT like for like: {} differ",
+                non_hw
+                    .iter()
+                    .map(|d| d.key.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    };
     Comparability {
         like_for_like: like,
         verdict,

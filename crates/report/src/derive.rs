@@ -40,6 +40,14 @@ use crate::stats::{self, Sample};
 /// own parallelism in crypto (reported per thread count, as `openssl speed -multi`) and
 /// the generator's in kv and http; sizes (`data_size`, `warehouses`, key sizes) are
 /// different work.
+/// Where a point ran (the runner stores them once anything runs off this machine): the
+/// platform a column measured, not a test. Where each run ran on one such place, they
+/// name no row, and two runs with the server on other hosts line up in one table, a
+/// Difference beside them, as the seeds set platforms side by side
+/// ([`placement_params`]); said once per run above the tables ([`placement_line`]).
+pub const PLACEMENT_PARAMS: &[&str] =
+    &["sut_host", "loadgen_hosts", "sender_host", "receiver_host"];
+
 pub const PEAK_PARAMS: &[&str] = &[
     "instances",
     "databases",
@@ -1203,7 +1211,9 @@ pub fn throughput_scale(perfs: &[f64]) -> (f64, &'static str) {
 pub fn efficiency_rows(runs: &[RunRecord]) -> Vec<(String, usize, String, Efficiency)> {
     let peak = peak_params(runs);
     let fixed = fixed_params(runs);
-    let fixed: Vec<&str> = fixed.iter().map(|(k, _)| k.as_str()).collect();
+    let mut fixed: Vec<&str> = fixed.iter().map(|(k, _)| k.as_str()).collect();
+    // Where each run ran is said once above the tables, not in every cell.
+    fixed.extend(placement_params(runs));
     let mut out = Vec::new();
     for (row, per_run) in best_points(runs, &peak) {
         for (i, p) in per_run.iter().enumerate() {
@@ -1538,6 +1548,59 @@ pub fn fixed_params(runs: &[RunRecord]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The [`PLACEMENT_PARAMS`] that take one value in each run (a run with points on two
+/// systems under test keeps them in its row names: its rows are two platforms).
+pub fn placement_params(runs: &[RunRecord]) -> Vec<&'static str> {
+    PLACEMENT_PARAMS
+        .iter()
+        .copied()
+        .filter(|k| {
+            runs.iter().all(|r| {
+                let mut vals = r.results.iter().filter_map(|x| x.params.get(*k));
+                vals.next().is_none_or(|first| vals.all(|v| v == first))
+            })
+        })
+        .filter(|k| {
+            runs.iter()
+                .any(|r| r.results.iter().any(|x| x.params.contains_key(*k)))
+        })
+        .collect()
+}
+
+/// Where each run ran, where its placement names no row and differs between the runs:
+/// `web-rbh1: sut_host=rbh1, loadgen_hosts=rbh3; web-rbh2: sut_host=rbh2, ...`. None
+/// when the runs ran in one place (the fixed parameters say it).
+pub fn placement_line(runs: &[RunRecord]) -> Option<String> {
+    let keys: Vec<&str> = placement_params(runs)
+        .into_iter()
+        .filter(|k| !fixed_params(runs).iter().any(|(f, _)| f == k))
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let labels = run_labels(runs);
+    let per_run: Vec<String> = runs
+        .iter()
+        .zip(&labels)
+        .map(|(r, l)| {
+            let at: Vec<String> = keys
+                .iter()
+                .filter_map(|k| {
+                    let v = r.results.iter().find_map(|x| x.params.get(*k))?;
+                    Some(format!("{k}={}", param_str(v)))
+                })
+                .collect();
+            let at = if at.is_empty() {
+                "this machine".to_string()
+            } else {
+                at.join(", ")
+            };
+            format!("{l}: {at}")
+        })
+        .collect();
+    Some(per_run.join("; "))
+}
+
 /// Parameters that name no row: the test (the row's name has it) and the list of tests
 /// its run ran (a `get` row is one row whether its run also ran `set` or not; where that
 /// changed what `get` found, its flags and the comparability verdict say so).
@@ -1552,7 +1615,7 @@ pub fn name_skip(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
         .cloned()
         .chain(fixed_params(runs).into_iter().map(|(k, _)| k))
         .collect();
-    for k in NOT_A_ROW_PARAM {
+    for k in NOT_A_ROW_PARAM.iter().chain(&placement_params(runs)) {
         if !skip.iter().any(|s| s == k) {
             skip.push(k.to_string());
         }

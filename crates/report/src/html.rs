@@ -390,6 +390,13 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
                 .join(", "))
         );
     }
+    if let Some(at) = derive::placement_line(runs) {
+        let _ = write!(
+            h,
+            r#"<p class="muted">Where each run ran: {}</p>"#,
+            esc(&at)
+        );
+    }
     // Where the table starts: a workload of capacity tests only has no row, and its table
     // (a header over nothing) is taken out again; the notes below say why.
     let table_start = h.len();

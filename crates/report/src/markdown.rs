@@ -352,6 +352,9 @@ pub fn markdown_with(
             let list: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let _ = write!(m, "Fixed parameters: {}.\n\n", c(&list.join(", ")));
         }
+        if let Some(at) = derive::placement_line(&wr) {
+            let _ = write!(m, "Where each run ran: {}.\n\n", c(&at));
+        }
         let mut head = vec!["Test".to_string()];
         for l in &s.runs {
             // `performance (MB/s)`: the word lowercased, never the unit.

@@ -3353,3 +3353,67 @@ fn perf_per_w_against_the_swept_parameter() {
     assert!(report::charts::power_sweeps(&none, "kv").is_empty());
     assert!(!report::markdown(&none, None).contains("Perf/W against"));
 }
+
+/// Platform A against platform B with the server on one test host and then on another
+/// (acceptance pass G, 4 and 11): `sut_host` split every row by host, so the table had
+/// no row with both columns, no Difference and no geometric mean; and compare called
+/// the one intended difference "NOT like for like". Where each run ran on one host it is
+/// the column's, said once; the hosts are the platforms compared.
+#[test]
+fn runs_on_other_hosts_line_up_as_platforms() {
+    let place = |mut r: RunRecord, sut: &str| {
+        for x in &mut r.results {
+            x.params.insert("sut_host".into(), sut.into());
+            x.params.insert("loadgen_hosts".into(), "rbh3".into());
+        }
+        r
+    };
+    let a = place(kv_run(&Spec::default()), "rbh1");
+    let b = place(
+        kv_run(&Spec {
+            label: "x86-b",
+            id: "20261120T231500-bbbbbb",
+            scale: 1.2,
+            seed: 2,
+            ..Spec::default()
+        }),
+        "rbh2",
+    );
+    let runs = [a, b];
+    let s = report::derive::summary(&runs);
+    assert!(!s.rows.is_empty());
+    for row in &s.rows {
+        assert!(!row.label.contains("sut_host"), "{}", row.label);
+        assert!(
+            row.perf.iter().all(Option::is_some),
+            "{}: {:?}",
+            row.label,
+            row.perf
+        );
+    }
+    let md = report::markdown(&runs, None);
+    assert!(
+        md.contains("Where each run ran: x86-a: sut\\_host=rbh1; x86-b: sut\\_host=rbh2."),
+        "{md}"
+    );
+    assert!(!md.contains("Geometric mean absent"), "{md}");
+    let c = report::compare::compare(&runs[..1], &runs[1..]);
+    assert!(c.comparability.like_for_like, "{:?}", c.comparability);
+    assert!(
+        c.comparability
+            .verdict
+            .starts_with("platform comparison: on other hosts (sut_host rbh1 vs rbh2)"),
+        "{}",
+        c.comparability.verdict
+    );
+    // A run whose points ran on two systems under test keeps them apart: its rows are
+    // two platforms.
+    let mut two = runs[0].clone();
+    let n = two.results.len();
+    for x in &mut two.results[n / 2..] {
+        x.params.insert("sut_host".into(), "rbh2".into());
+    }
+    assert!(report::derive::placement_params(std::slice::from_ref(&two))
+        .iter()
+        .all(|k| *k != "sut_host"));
+}
