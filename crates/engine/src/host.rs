@@ -207,6 +207,11 @@ pub trait Host: Send + Sync {
     fn name(&self) -> &str;
     /// The address other hosts reach services on this one at.
     fn address(&self) -> String;
+    /// Every address of the host's interfaces (empty: not known), for checking that a
+    /// `--target` is on the system under test.
+    fn addresses(&self) -> Vec<std::net::IpAddr> {
+        Vec::new()
+    }
     /// This host's clock minus the controller's, seconds (0 for the local host).
     fn clock_offset_s(&self) -> f64 {
         0.0

@@ -96,6 +96,7 @@ pub fn hello() -> anyhow::Result<Hello> {
         online: Some(engine::launch::cpus_online_here()),
         address,
         peer_address,
+        addresses: crate::local_addresses(),
         servers: servers_here(),
     })
 }

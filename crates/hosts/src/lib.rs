@@ -48,18 +48,22 @@ pub fn is_local_address(ip: &str) -> bool {
     let Ok(ip) = ip.parse::<std::net::IpAddr>() else {
         return false;
     };
-    if ip.is_loopback() {
-        return true;
-    }
+    ip.is_loopback() || local_addresses().contains(&ip)
+}
+
+/// This machine's interfaces' addresses (getifaddrs); none when they cannot be read.
+pub fn local_addresses() -> Vec<std::net::IpAddr> {
     let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
-        return false;
+        return Vec::new();
     };
-    addrs.filter_map(|a| a.address).any(|a| {
-        a.as_sockaddr_in()
-            .map(|v4| std::net::IpAddr::V4(v4.ip()))
-            .or_else(|| a.as_sockaddr_in6().map(|v6| std::net::IpAddr::V6(v6.ip())))
-            == Some(ip)
-    })
+    addrs
+        .filter_map(|a| a.address)
+        .filter_map(|a| {
+            a.as_sockaddr_in()
+                .map(|v4| std::net::IpAddr::V4(v4.ip()))
+                .or_else(|| a.as_sockaddr_in6().map(|v6| std::net::IpAddr::V6(v6.ip())))
+        })
+        .collect()
 }
 
 /// The address this machine's services bind, from the addresses the other hosts saw it

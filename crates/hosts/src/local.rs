@@ -141,6 +141,10 @@ impl Host for LocalHost {
         lock(&self.address).clone()
     }
 
+    fn addresses(&self) -> Vec<std::net::IpAddr> {
+        crate::local_addresses()
+    }
+
     fn start_lead(&self) -> Duration {
         Duration::ZERO
     }

@@ -58,6 +58,10 @@ pub struct Hello {
     pub address: Option<String>,
     /// The controller's address as this host saw it.
     pub peer_address: Option<String>,
+    /// Every address of this host's interfaces: a `--target` is checked against the
+    /// system under test's. Absent from an agent that predates it (not checked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<std::net::IpAddr>,
     /// Servers rackbench can launch here: name -> path (None: not installed).
     pub servers: BTreeMap<String, Option<String>>,
 }

@@ -437,6 +437,10 @@ impl Host for RemoteHost {
             .unwrap_or_else(|| self.shared.name.clone())
     }
 
+    fn addresses(&self) -> Vec<std::net::IpAddr> {
+        self.hello.addresses.clone()
+    }
+
     fn cpus_online(&self) -> Option<engine::launch::OnlineCpus> {
         Some(self.hello.online_cpus())
     }

@@ -601,6 +601,79 @@ fn disclosures(
     Ok(out)
 }
 
+/// The hosts of the servers a point was given and does not launch (`--target`, `--dsn`),
+/// as written: `HOST:PORT`, a URL's host, a DSN's `host=` or URI host.
+fn given_server_hosts(point: &Params) -> Vec<String> {
+    let mut texts: Vec<&str> = Vec::new();
+    for k in ["target", "targets", "dsn"] {
+        match point.get(k) {
+            Some(Value::String(s)) => texts.push(s),
+            Some(Value::Array(a)) => texts.extend(a.iter().filter_map(Value::as_str)),
+            _ => {}
+        }
+    }
+    texts
+        .into_iter()
+        .filter_map(|t| {
+            let t = t.trim();
+            if let Some(kv) = t.split_whitespace().find_map(|w| w.strip_prefix("host=")) {
+                return Some(kv.trim_matches(|c| c == '\'' || c == '"').to_string());
+            }
+            let authority = match t.split_once("://") {
+                Some((_, rest)) => rest.split(['/', '?']).next().unwrap_or(""),
+                None => t,
+            };
+            let authority = authority.rsplit('@').next().unwrap_or(authority);
+            let host = match authority.strip_prefix('[') {
+                Some(v6) => v6.split(']').next().unwrap_or(""),
+                None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+            };
+            (!host.is_empty()).then(|| host.to_string())
+        })
+        .collect()
+}
+
+/// The warning for a point whose given server is on none of the system under test's
+/// addresses: the CPU, power and disclosure the run gives as the server's are the SUT
+/// host's, not those of the host that served. None where the SUT's addresses are not
+/// known, or a target is loopback or on it, or does not resolve.
+fn target_elsewhere(point: &Params, sut: &dyn engine::host::Host) -> Option<Flag> {
+    use std::net::ToSocketAddrs;
+    let own = sut.addresses();
+    let given = given_server_hosts(point);
+    if own.is_empty() || given.is_empty() {
+        return None;
+    }
+    let mut elsewhere = Vec::new();
+    for host in &given {
+        let ips: Vec<std::net::IpAddr> = (host.as_str(), 0)
+            .to_socket_addrs()
+            .map(|a| a.map(|a| a.ip()).collect())
+            .unwrap_or_default();
+        if ips.is_empty() || ips.iter().any(|ip| ip.is_loopback() || own.contains(ip)) {
+            continue;
+        }
+        elsewhere.push(host.clone());
+    }
+    if elsewhere.is_empty() {
+        return None;
+    }
+    let name = match sut.name() {
+        hosts::LOCAL => "this machine".to_string(),
+        other => other.to_string(),
+    };
+    Some(Flag::warning(
+        "target_not_on_sut",
+        model::redact_secrets(&format!(
+            "the server given ({}) is at an address of none of the system under test's \
+             ({name}) interfaces: the CPU, power and disclosure given as the server's are \
+             {name}'s, not those of the host that served; give --sut the host the server \
+             runs on",
+            elsewhere.join(", ")
+        )),
+    ))
+}
+
 /// The CPU lists of one sweep point (`w`'s) against the CPUs online on the hosts they
 /// name (the kernel's list, holes and all), as each said when it was reached. A list
 /// past a host's CPUs used to be found by the test itself on that host, then stored as
@@ -949,6 +1022,12 @@ pub fn run(
             };
             // Whatever way this iteration ends (error, Ctrl-C, `?`), the workload's servers go.
             let mut w = CleanupOnDrop(w);
+            // A given server not on the system under test: its CPU, power and disclosure
+            // would be published as the server's (acceptance pass G, 2).
+            let elsewhere = target_elsewhere(point, roles.sut.as_ref());
+            if let Some(f) = elsewhere.as_ref().filter(|_| o.verbose) {
+                engine::errln!("rackbench: warning: {}", model::printable(&f.message));
+            }
             let mut label = point_label(point, &swept);
             if let Some(pair) = point_roles.pair_label() {
                 label = format!("{label} {pair}").trim().to_string();
@@ -1195,6 +1274,7 @@ pub fn run(
                             }
                         }
                     };
+                    result.flags.extend(elsewhere.clone());
                     if let Some(why) = &lost {
                         // A host died during this test: what the others measured stays, named.
                         result.status = Status::Failed;
@@ -1344,6 +1424,68 @@ mod tests {
     use super::*;
     use engine::testing::{kill_left, marker, running};
     use std::time::Instant;
+
+    /// The hosts of given servers, in each form the workloads take them.
+    #[test]
+    fn the_host_of_a_given_server_is_read_from_each_form() {
+        let point = |k: &str, v: Value| Params::from_iter([(k.to_string(), v)]);
+        for (k, v, want) in [
+            (
+                "targets",
+                serde_json::json!(["10.77.0.1:7777", "h2:6379"]),
+                vec!["10.77.0.1", "h2"],
+            ),
+            (
+                "target",
+                serde_json::json!("http://u:p@10.0.0.9:8080/x?y"),
+                vec!["10.0.0.9"],
+            ),
+            (
+                "target",
+                serde_json::json!("[2001:db8::1]:5201"),
+                vec!["2001:db8::1"],
+            ),
+            (
+                "dsn",
+                serde_json::json!("host=db1 port=5432 password=x"),
+                vec!["db1"],
+            ),
+            (
+                "dsn",
+                serde_json::json!("postgres://bob:pw@db2:5433/tpcc"),
+                vec!["db2"],
+            ),
+        ] {
+            assert_eq!(given_server_hosts(&point(k, v.clone())), want, "{v}");
+        }
+    }
+
+    /// A given server on none of the system under test's addresses is flagged (its CPU,
+    /// power and disclosure would be published as the server's: acceptance pass G, 2);
+    /// one on loopback or on the SUT is not.
+    #[test]
+    fn a_target_off_the_system_under_test_is_flagged() {
+        let sut = hosts::LocalHost::new(hosts::LOCAL, |_| None, false);
+        let own = sut.addresses();
+        assert!(!own.is_empty());
+        let point = |t: &str| Params::from_iter([("targets".to_string(), serde_json::json!([t]))]);
+        let f =
+            target_elsewhere(&point("192.0.2.7:6379"), &sut).expect("TEST-NET is no address here");
+        assert_eq!(f.code, "target_not_on_sut");
+        assert!(!f.message.contains("  "), "{:?}", f.message);
+        assert!(
+            f.message.contains("(192.0.2.7)") && f.message.contains("this machine"),
+            "{}",
+            f.message
+        );
+        assert!(target_elsewhere(&point("127.0.0.1:6379"), &sut).is_none());
+        let here = own.iter().find(|ip| !ip.is_loopback()).unwrap_or(&own[0]);
+        let here = match here {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]:6379"),
+            v4 => format!("{v4}:6379"),
+        };
+        assert!(target_elsewhere(&point(&here), &sut).is_none(), "{here}");
+    }
 
     /// The acceptance tester's `run crypto -t sha256 --until-cv 0.1 --max-repeat 2`
     /// ended at cv 2.8% with nothing said.
