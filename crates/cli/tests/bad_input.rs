@@ -99,6 +99,17 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             &["oltp", "-t", "ramp", "--wait", "sleep"],
             "leave --wait out",
         ),
+        // Acceptance pass G, 10 and 13: an idle host listed as a load generator; a pair
+        // named twice ran once without a word.
+        (&["crypto", "--loadgen", "rbh2"], "leave --loadgen out"),
+        (
+            &["mem", "--loadgen", "rbh2"],
+            "mem runs its work on the system under test",
+        ),
+        (
+            &["net", "--pairs", "a>b,a>b"],
+            "--pairs names a>b more than once",
+        ),
     ];
     for (args, names) in cases {
         let out = common::bin()

@@ -161,9 +161,12 @@ impl HostsPlan {
         if self.matrix.len() == 1 {
             bail!("--hosts needs at least two hosts to make pairs (e.g. --hosts rbh1,rbh2,rbh3)");
         }
-        for (s, r) in &self.pairs {
+        for (i, (s, r)) in self.pairs.iter().enumerate() {
             if s == r {
                 bail!("pair {s}>{r}: sender and receiver are the same host; drop --pairs to run on one host");
+            }
+            if self.pairs[..i].contains(&(s.clone(), r.clone())) {
+                bail!("--pairs names {s}>{r} more than once: give each pair once");
             }
         }
         for n in self.names() {

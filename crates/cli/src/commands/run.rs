@@ -395,6 +395,15 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     for name in &names {
         hosts.validate(name)?;
     }
+    // crypto and mem measure the system under test itself: a load generator would be
+    // an idle host listed as one (acceptance pass G, 10).
+    if !hosts.loadgens.is_empty() && regs.iter().all(|r| !r.has_server) {
+        bail!(
+            "{} runs its work on the system under test itself and drives no server: leave \
+             --loadgen out (--sut HOST runs it on HOST)",
+            names.join(" and ")
+        );
+    }
     // Flags override the plan's [run] table.
     opts.workload = Some(Workloads::Many(names.clone()));
     opts.repeat = opts.repeat.or(plan_opts.repeat);
