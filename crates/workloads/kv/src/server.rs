@@ -71,6 +71,13 @@ pub fn launch(
         if let Err(e) = wait_for_port(addr, &mut guard, Duration::from_secs(10)) {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
             let tail: String = tail.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+            if tail.trim().is_empty() {
+                bail!(
+                    "{e:#}; it wrote nothing to its log ({}): it hung or stopped before it \
+                     started (run `redis-server --version` on that host to see whether it runs)",
+                    log.display()
+                );
+            }
             bail!("{e:#}; its log says: {tail}");
         }
         let mut admin = Admin::connect(addr, None)?;
