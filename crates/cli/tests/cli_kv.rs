@@ -488,6 +488,48 @@ fn sigkill_in_a_ramp_keeps_the_steps_it_measured() {
     if !have("redis-server", "redis-server") {
         return;
     }
+    let args = [
+        "--ramp-low",
+        "1000",
+        "--ramp-high",
+        "40000",
+        "--ramp-step",
+        "1000",
+    ];
+    let (r, n) = kill_mid_capacity_test("ramp", &args, "step");
+    assert_eq!(r["settings"]["wait"], "spin", "{}", r["settings"]);
+    assert!(n >= 2, "the steps measured before the kill: {n}");
+}
+
+/// A levels test killed keeps its levels labelled as a finished one's (`level=100%`), so
+/// the levels view and compare read them: they were `step=0`, `step=1` (review H, 5).
+#[test]
+fn sigkill_in_load_levels_keeps_its_levels_as_levels() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let args = [
+        "--capacity",
+        "2000",
+        "--levels",
+        "100,90,80,70,60,50,40,30,20,10",
+    ];
+    let (r, _) = kill_mid_capacity_test("levels", &args, "level");
+    assert_eq!(r["settings"]["wait"], "sleep", "{}", r["settings"]);
+    let labels: Vec<&str> = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "demanded_rate_per_s")
+        .filter_map(|m| m["labels"]["level"].as_str())
+        .collect();
+    assert_eq!(labels[..2], ["100%", "90%"], "{r}");
+}
+
+/// Run kv's capacity `test` with `args`, kill -9 it once two steps are stored, and give
+/// back its result (closed `interrupted` by the next command, saying it did not finish,
+/// each step's histogram kept) and how many steps it kept, each labelled `by`.
+fn kill_mid_capacity_test(test: &str, args: &[&str], by: &str) -> (serde_json::Value, usize) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     let mut child = bin()
@@ -499,16 +541,9 @@ fn sigkill_in_a_ramp_keeps_the_steps_it_measured() {
             "-c",
             "4",
             "-t",
-            "ramp",
+            test,
         ])
-        .args([
-            "--ramp-low",
-            "1000",
-            "--ramp-high",
-            "40000",
-            "--ramp-step",
-            "1000",
-        ])
+        .args(args)
         .args(["--step-duration", "0.5", "--no-telemetry", "-q"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -517,7 +552,11 @@ fn sigkill_in_a_ramp_keeps_the_steps_it_measured() {
     let steps = |run: &serde_json::Value| -> usize {
         run["results"][0]["metrics"].as_array().map_or(0, |m| {
             m.iter()
-                .filter(|m| m["name"] == "demanded_rate_per_s" && m["labels"]["phase"] == "ramp")
+                .filter(|m| {
+                    m["name"] == "demanded_rate_per_s"
+                        && m["labels"]["phase"] == test
+                        && m["labels"].get(by).is_some()
+                })
                 .count()
         })
     };
@@ -531,7 +570,7 @@ fn sigkill_in_a_ramp_keeps_the_steps_it_measured() {
     assert_eq!(run["status"], "interrupted", "{run}");
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 1, "{run}");
-    let r = &results[0];
+    let r = results[0].clone();
     assert_eq!(r["status"], "interrupted", "{r}");
     assert!(
         r["error"]
@@ -549,15 +588,14 @@ fn sigkill_in_a_ramp_keeps_the_steps_it_measured() {
         .find(|f| f["code"] == "partial")
         .unwrap_or_else(|| panic!("{r}"));
     assert!(
-        partial["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("the ramp test did not finish (rackbench was killed"),
+        partial["message"].as_str().unwrap().starts_with(&format!(
+            "the {test} test did not finish (rackbench was killed"
+        )),
         "{partial}"
     );
-    // Each step's latency histogram is kept with it, and the way its steps waited.
+    // Each step's latency histogram is kept with it.
     assert!(r["histograms"].as_array().unwrap().len() >= n, "{r}");
-    assert_eq!(r["settings"]["wait"], "spin", "{}", r["settings"]);
+    (r, n)
 }
 
 /// Two redis-server instances pinned to one CPU take turns on it: flagged, not hidden.

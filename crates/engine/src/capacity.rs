@@ -1248,10 +1248,15 @@ pub struct LevelPoint {
 
 impl LevelPoint {
     fn label(&self) -> String {
-        match self.level_pct {
-            Some(p) => format!("{p}%"),
-            None => "active_idle".into(),
-        }
+        level_label(self.level_pct)
+    }
+}
+
+/// A level's `level` label: `100%`, or `active_idle`.
+pub fn level_label(pct: Option<f64>) -> String {
+    match pct {
+        Some(p) => format!("{p}%"),
+        None => "active_idle".into(),
     }
 }
 

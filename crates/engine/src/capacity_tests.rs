@@ -469,7 +469,16 @@ impl Found {
 /// [`Ctx::save_partial`]: its figures (labelled `phase` and `step`, in the order the
 /// steps ran) and latency histogram, no headline (the test has not decided it), and a
 /// warning that says so, kept only if the process ends before the test does.
-fn add_partial(so_far: &mut StepOutput, test: &str, step: &RateStep, unit: &str) {
+/// `levels`: the levels' percentages, in the order they run (active idle after them),
+/// so that each kept step is labelled `level` as the finished test's are, and the
+/// levels view and compare read a killed test's steps (review H, 5).
+fn add_partial(
+    so_far: &mut StepOutput,
+    test: &str,
+    step: &RateStep,
+    unit: &str,
+    levels: Option<&[f64]>,
+) {
     // Every step has one demanded rate: their count is this step's index.
     let i = so_far
         .metrics
@@ -477,7 +486,11 @@ fn add_partial(so_far: &mut StepOutput, test: &str, step: &RateStep, unit: &str)
         .filter(|m| m.name == "demanded_rate_per_s")
         .count();
     so_far.duration_s += step.duration_s;
-    let mut m = step.metrics(&[("phase", test.to_string()), ("step", i.to_string())]);
+    let at = match levels {
+        Some(pcts) => ("level", capacity::level_label(pcts.get(i).copied())),
+        None => ("step", i.to_string()),
+    };
+    let mut m = step.metrics(&[("phase", test.to_string()), at]);
     relabel_units(&mut m, unit);
     so_far.metrics.extend(m);
     if let Some(h) = &step.latency {
@@ -522,6 +535,7 @@ pub fn run(
         settings: resolved_settings(test, cfg, d),
         ..StepOutput::default()
     };
+    let levels = (test == "levels").then(|| cfg.levels_pct().ok()).flatten();
     let mut step_fn = |rate: f64| -> anyhow::Result<RateStep> {
         let marked = SystemTime::now();
         let mark = ctx.watch.mark();
@@ -539,7 +553,7 @@ pub fn run(
             step.extra.extend(ctx.watch.since_mark(m, window));
         }
         if ctx.partial.is_some() {
-            add_partial(&mut so_far, test, &step, d.rate_unit);
+            add_partial(&mut so_far, test, &step, d.rate_unit, levels.as_deref());
             ctx.save_partial(&so_far);
         }
         Ok(step)

@@ -1009,9 +1009,10 @@ impl<'a> Point<'a> {
                 (no(), no(), no())
             }
         };
-        // The warnings on the idle figure taken (a busy host while it was measured).
+        // The warnings on the idle figure taken (a busy host while it was measured): none
+        // on a model's idle, which was declared, not measured (review H, 10).
         let idle_warnings = match (&idle, &powered.chosen) {
-            (Ok(_), Some((_, _, host))) => self
+            (Ok(_), Some((basis, _, host))) if *basis != PowerBasis::Modelled => self
                 .run
                 .idle_power
                 .iter()

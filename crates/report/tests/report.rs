@@ -2713,6 +2713,35 @@ fn an_idle_figure_taken_on_a_busy_host_carries_its_warning() {
     let h = report::html(&runs, None);
     assert!(h.contains(&report::fmt::esc(why)), "{h}");
     assert!(!h.contains(why), "unescaped: {h}");
+    // A declared model's idle was never measured: the busy host's warning is not its
+    // (review H, 10).
+    let mut modelled = kv_run(&Spec {
+        reps: 1,
+        instances: &[2],
+        power: Power::Modelled(300.0),
+        ..Spec::default()
+    });
+    modelled.idle_power = vec![model::IdlePower {
+        host: modelled.hosts[0].host.clone(),
+        duration_s: 0.0,
+        power: vec![PowerSummary {
+            source: "model".into(),
+            zone: "system".into(),
+            mean_watts: 100.0,
+            max_watts: 100.0,
+            whole_system: true,
+            modelled: true,
+        }],
+        cpus: Vec::new(),
+        flags: vec![model::Flag::warning("idle_not_idle", why)],
+    }];
+    let eff = report::derive::efficiency_rows(std::slice::from_ref(&modelled));
+    assert!(!eff.is_empty());
+    assert!(
+        eff.iter()
+            .all(|(_, _, _, e)| e.idle_w.is_ok() && e.idle_warnings.is_empty()),
+        "{eff:?}"
+    );
 }
 
 /// Every point's power is in the results tables (the seed's power against instances,
