@@ -350,7 +350,7 @@ impl RemoteHost {
                     ));
                     // Kill the agent over a fresh connection if the host can still be
                     // reached (a stopped agent); its reaper then takes its servers.
-                    let _ = ssh.run(&shared.name, &kill, None, Duration::from_secs(8));
+                    let _ = ssh.run_dying_with_caller(&shared.name, &kill, Duration::from_secs(8));
                     return;
                 }
             }

@@ -207,6 +207,32 @@ impl Ssh {
             .stdout)
     }
 
+    /// [`Ssh::run`] for a best-effort command (killing a lost agent, whose own watchdog
+    /// ends it anyway): its ssh dies with the thread that waits for it, so one still
+    /// connecting to a host that is down does not outlive rackbench by its connect
+    /// timeout (acceptance pass G, 9).
+    pub fn run_dying_with_caller(
+        &self,
+        dest: &str,
+        remote: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<String> {
+        let mut cmd = self.command(dest);
+        // SAFETY: prctl is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(self
+            .said(cmd, dest, remote, None, timeout)?
+            .checked(dest, self.user_config.as_deref())?
+            .stdout)
+    }
+
     /// Run a remote command and keep what it printed and how it ended, failed or not;
     /// an error only when ssh could not be run or did not finish in time.
     fn run_said(
@@ -216,7 +242,18 @@ impl Ssh {
         input: Option<&Path>,
         timeout: Duration,
     ) -> anyhow::Result<Said> {
-        let mut cmd = self.command(dest);
+        self.said(self.command(dest), dest, remote, input, timeout)
+    }
+
+    /// [`Ssh::run_said`] with the ssh command `cmd` made for `dest`.
+    fn said(
+        &self,
+        mut cmd: Command,
+        dest: &str,
+        remote: &str,
+        input: Option<&Path>,
+        timeout: Duration,
+    ) -> anyhow::Result<Said> {
         cmd.arg(remote)
             .stdin(if input.is_some() {
                 Stdio::piped()
