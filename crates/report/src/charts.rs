@@ -1244,11 +1244,28 @@ impl CpuBreakdown {
     }
 }
 
-/// What [`cpu_breakdowns`] found: the breakdowns, and the runs (label, workload) that
-/// had tests but no telemetry at all.
+/// What [`cpu_breakdowns`] found: the breakdowns, and the runs (label, workload, why)
+/// that had tests but no telemetry at all.
 pub struct CpuBreakdowns {
     pub shown: Vec<CpuBreakdown>,
-    pub no_telemetry: Vec<(String, String)>,
+    pub no_telemetry: Vec<(String, String, String)>,
+}
+
+/// Why a run has no telemetry: a test whose steps were kept when rackbench was killed
+/// lost its samples with the process (its steps carry the CPU each saw: acceptance pass
+/// G, 5); otherwise none was recorded (`--no-telemetry`).
+fn no_telemetry_note(run: &RunRecord) -> String {
+    if run
+        .results
+        .iter()
+        .any(|r| r.flags.iter().any(|f| f.code == "partial"))
+    {
+        "its telemetry was lost with rackbench, killed before its test ended (the steps \
+         kept carry the CPU each step saw)"
+            .into()
+    } else {
+        "no telemetry was recorded for this run".into()
+    }
 }
 
 /// Per-CPU breakdown on the SUT at every test's best point of each run (not only the
@@ -1300,8 +1317,11 @@ pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
             }
         }
         if !any && tried {
-            out.no_telemetry
-                .push((label.clone(), run.results[0].workload.clone()));
+            out.no_telemetry.push((
+                label.clone(),
+                run.results[0].workload.clone(),
+                no_telemetry_note(run),
+            ));
         }
     }
     out
@@ -1311,14 +1331,18 @@ pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
 fn cpu_charts(runs: &[RunRecord]) -> Vec<Chart> {
     let b = cpu_breakdowns(runs);
     let mut out: Vec<Chart> = b.shown.iter().map(cpu_chart).collect();
-    out.extend(b.no_telemetry.into_iter().map(|(label, workload)| Chart {
-        file: format!("cpu_{}.svg", slug(&label)),
-        title: format!("{label}: per-CPU utilisation"),
-        section: "cpu".into(),
-        workload,
-        svg: None,
-        note: Some("no telemetry was recorded for this run".into()),
-    }));
+    out.extend(
+        b.no_telemetry
+            .into_iter()
+            .map(|(label, workload, why)| Chart {
+                file: format!("cpu_{}.svg", slug(&label)),
+                title: format!("{label}: per-CPU utilisation"),
+                section: "cpu".into(),
+                workload,
+                svg: None,
+                note: Some(why),
+            }),
+    );
     out
 }
 

@@ -733,11 +733,7 @@ fn cpu_markdown(m: &mut String, runs: &[RunRecord]) {
             ]));
         }
     }
-    for (label, _) in &b.no_telemetry {
-        let _ = write!(
-            m,
-            "\n{}: no telemetry was recorded for this run\n",
-            c(label)
-        );
+    for (label, _, why) in &b.no_telemetry {
+        let _ = write!(m, "\n{}: {}\n", c(label), c(why));
     }
 }

@@ -3446,3 +3446,28 @@ fn runs_on_other_hosts_line_up_as_platforms() {
         .iter()
         .all(|k| *k != "sut_host"));
 }
+
+/// A run whose steps were kept when rackbench was killed lost its telemetry with the
+/// process: the report says so, not that none was recorded (acceptance pass G, 5).
+#[test]
+fn a_killed_runs_missing_telemetry_is_said_lost_with_it() {
+    let mut run = kv_run(&Spec::default());
+    for r in &mut run.results {
+        r.telemetry.clear();
+        r.telemetry_summary.clear();
+    }
+    let md = report::markdown(std::slice::from_ref(&run), None);
+    assert!(
+        md.contains("no telemetry was recorded for this run"),
+        "{md}"
+    );
+    run.results[0].flags.push(model::Flag::warning(
+        "partial",
+        "the ramp test did not finish",
+    ));
+    let md = report::markdown(std::slice::from_ref(&run), None);
+    assert!(
+        md.contains("its telemetry was lost with rackbench, killed before its test ended"),
+        "{md}"
+    );
+}
