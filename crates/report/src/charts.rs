@@ -431,7 +431,20 @@ impl PowerSweep {
                 self.with_power()
             ));
         }
-        // Of the points with power (those drawn): how many carry warnings.
+        out.extend(self.marked_note());
+        if self.lines.len() > POWER_LINES_DRAWN {
+            out.push(format!(
+                "{} of {} series drawn; every point's power is in the results tables",
+                POWER_LINES_DRAWN,
+                self.lines.len()
+            ));
+        }
+        out
+    }
+
+    /// Of the points with power (those drawn): how many carry warnings; the caption's and
+    /// the SVG's (which draws each point twice, as W and as W above idle).
+    fn marked_note(&self) -> Option<String> {
         let flagged = self
             .lines
             .iter()
@@ -441,17 +454,7 @@ impl PowerSweep {
                     .filter(|(x, _)| l.points.iter().any(|(px, p)| px == x && p.is_ok()))
             })
             .count();
-        if flagged > 0 {
-            out.push(svg::marked_points_note(flagged, self.with_power()));
-        }
-        if self.lines.len() > POWER_LINES_DRAWN {
-            out.push(format!(
-                "{} of {} series drawn; every point's power is in the results tables",
-                POWER_LINES_DRAWN,
-                self.lines.len()
-            ));
-        }
-        out
+        (flagged > 0).then(|| svg::marked_points_note(flagged, self.with_power()))
     }
 
     /// The chart: each line's mean W (solid) and W above idle (dashed, same colour) against
@@ -505,6 +508,7 @@ impl PowerSweep {
             Scale::Linear,
             &series,
             &marks,
+            self.marked_note().as_deref(),
         ))
     }
 
@@ -562,6 +566,7 @@ impl PowerSweep {
             Scale::Linear,
             &series,
             &marks,
+            marks_note(&series, &marks).as_deref(),
         ))
     }
 }
@@ -891,6 +896,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             };
             let series = styled(labels.len(), lines);
             let marks = point_marks(&series, &flagged);
+            let note = marks_note(&series, &marks);
             let title = format!(
                 "{wl}: {} vs {param}",
                 headline_words(headline, unit, &groups)
@@ -906,9 +912,16 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 section: "sweep".into(),
                 workload: wl.to_string(),
                 svg: Some(svg::line_chart_marked(
-                    &title, &param, unit, scale, y_scale, &series, &marks,
+                    &title,
+                    &param,
+                    unit,
+                    scale,
+                    y_scale,
+                    &series,
+                    &marks,
+                    note.as_deref(),
                 )),
-                note: marks_note(&series, &marks),
+                note,
             });
         }
     }

@@ -488,8 +488,8 @@ fn tests_in_different_units_get_charts_of_their_own() {
 }
 
 /// Acceptance pass F, F11: warnings vanished from line charts (only bar charts had the ⚠
-/// mark): a flagged point is drawn hollow with a ⚠, its warning in its tooltip, and the
-/// chart (the SVG and its caption) says how many of its points carry one.
+/// mark): a flagged point is drawn hollow with a ⚠, its warnings' codes in its tooltip,
+/// and the chart (the SVG and its caption) says how many of its points carry one.
 #[test]
 fn flagged_points_are_marked_on_line_charts() {
     let mut runs = vec![kv_run(&Spec {
@@ -542,6 +542,10 @@ fn flagged_points_are_marked_on_line_charts() {
         "{:?}",
         power.note
     );
+    // The SVG, read without the caption, says what the caption says: points, not markers
+    // (it said "6 of 24" beside "3 of 12", review H, 15).
+    assert!(svg.contains(note), "{svg}");
+    assert!(!svg.contains("6 of 24"), "{svg}");
     let perw = charts
         .iter()
         .find(|c| c.title.starts_with("kv: perf/W vs instances"))
