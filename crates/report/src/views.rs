@@ -2282,12 +2282,23 @@ pub fn view_markdown(v: &View) -> String {
 /// bytes and packets, disk I/O) and kv/http's latency jitter: a view per run and host,
 /// a row per test (sweep point), each figure the mean over its valid repetitions of the
 /// host's summary over the measured time. NICs and disks that moved nothing in any of
-/// the run's tests are left out (a note says which). Empty when no result has telemetry.
+/// the run's tests are left out (a note says which). Capacity tests are left out too (the
+/// caption says so): their summary is over every step of the curve together, a mean over
+/// rates from idle to saturation that the rest of the report refuses (review H, 7); their
+/// figures are per step, in their views. Empty when no result has telemetry.
 pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
     let labels = run_labels(runs);
     let mut out = Vec::new();
     for (i, (run, label)) in runs.iter().zip(&labels).enumerate() {
-        let pts: Vec<Point> = derive::points(i, run);
+        let (capacity, pts): (Vec<Point>, Vec<Point>) = derive::points(i, run)
+            .into_iter()
+            .partition(|p| p.capacity_phase().is_some());
+        let mut left_out: Vec<&str> = Vec::new();
+        for p in &capacity {
+            if !left_out.contains(&p.test.as_str()) {
+                left_out.push(&p.test);
+            }
+        }
         let mut hosts: Vec<&str> = Vec::new();
         for r in &run.results {
             for t in &r.telemetry_summary {
@@ -2310,9 +2321,7 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 })
                 .filter(|(_, s): &(_, Vec<_>)| !s.is_empty())
                 .collect();
-            let mean = |xs: Vec<f64>| -> Option<f64> {
-                (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-            };
+            let mean = |xs: Vec<f64>| crate::stats::mean(&xs);
             let mut nics: Vec<String> = Vec::new();
             let mut disks: Vec<String> = Vec::new();
             let mut idle: Vec<String> = Vec::new();
@@ -2337,21 +2346,25 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 }
             }
             idle.retain(|n| !nics.contains(n) && !disks.contains(n));
-            // The jitter of the latency kind the tables show (`corrected` when present).
-            let jitter_of = |p: &Point| -> Option<f64> {
-                let kind = p.latency().map(|l| l.0);
-                let v: Vec<f64> = p
-                    .valid()
-                    .iter()
-                    .filter_map(|r| match &kind {
-                        Some(k) => r.metric("latency_jitter_ns", &[("kind", k.as_str())]),
-                        None => r.metric("latency_jitter_ns", &[]),
-                    })
-                    .map(|m| m.value)
-                    .collect();
-                crate::stats::mean(&v)
-            };
-            let jitter = per.iter().any(|(p, _)| jitter_of(p).is_some());
+            // The jitter of the latency kind the tables show (`corrected` when present),
+            // once per point (learning the kind merges its histograms).
+            let jitters: Vec<Option<f64>> = per
+                .iter()
+                .map(|(p, _)| {
+                    let kind = p.latency().map(|l| l.0);
+                    let v: Vec<f64> = p
+                        .valid()
+                        .iter()
+                        .filter_map(|r| match &kind {
+                            Some(k) => r.metric("latency_jitter_ns", &[("kind", k.as_str())]),
+                            None => r.metric("latency_jitter_ns", &[]),
+                        })
+                        .map(|m| m.value)
+                        .collect();
+                    crate::stats::mean(&v)
+                })
+                .collect();
+            let jitter = jitters.iter().any(Option::is_some);
             let mut head = vec![
                 "Test".to_string(),
                 "Context switches/s".into(),
@@ -2374,7 +2387,8 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
             };
             let rows = per
                 .iter()
-                .map(|(p, sums)| {
+                .zip(&jitters)
+                .map(|((p, sums), jit)| {
                     let mut row = vec![
                         p.label(),
                         mean(sums.iter().map(|t| t.ctxt_per_s).collect()).map_or("-".into(), num),
@@ -2419,7 +2433,7 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                         row.push(pair(of(&|x| x.reads_per_s), of(&|x| x.writes_per_s), &num));
                     }
                     if jitter {
-                        row.push(jitter_of(p).map_or("-".into(), crate::fmt::latency_ns));
+                        row.push(jit.map_or("-".into(), crate::fmt::latency_ns));
                     }
                     row
                 })
@@ -2443,11 +2457,21 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                          repetitions of the host's figures over the measured time: context \
                          switches and interrupts per second (the whole host), each NIC's \
                          received / sent Gbit/s and packets/s, each disk's read / written MB/s \
-                         and I/O per second{}",
+                         and I/O per second{}{}",
                         if jitter {
                             "; latency jitter is the workload's own (the spread of its latencies)"
                         } else {
                             ""
+                        },
+                        if left_out.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                "; left out, as capacity tests: {} (their figures are per step, \
+                                 in their views; one over every step together would mean rates \
+                                 from idle to saturation)",
+                                left_out.join(", ")
+                            )
                         }
                     ),
                     head,

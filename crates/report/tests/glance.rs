@@ -666,3 +666,43 @@ fn host_telemetry_table_per_run_and_host() {
     assert!(h.contains("<th>eth&lt;0&gt;| rx / tx Gbit/s</th>"));
     assert!(!h.contains("<script>x") && !h.contains("eth<0>"));
 }
+
+/// Review H, 7: a capacity test's telemetry summary is over every step of its curve
+/// together (a mean over rates from idle to saturation): the per-test telemetry table
+/// leaves it out and its caption says so, rather than showing it as one test's row.
+#[test]
+fn host_telemetry_leaves_capacity_tests_out_and_says_so() {
+    let mut run = kv_run(&Spec {
+        label: "<i>x</i>|",
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut ramp = run.results[0].clone();
+    ramp.test = "ramp".into();
+    ramp.metrics.push(
+        model::Metric::new("demanded_rate_per_s", 100.0, "req/s")
+            .label("phase", "ramp")
+            .label("step", "0"),
+    );
+    for t in &mut ramp.telemetry_summary {
+        t.ctxt_per_s = 987_654.0;
+    }
+    run.results.push(ramp);
+    let tv = report::views::telemetry_views(std::slice::from_ref(&run));
+    let t = &tv[0].tables[0];
+    assert!(
+        !t.rows.iter().any(|r| r[0].contains("ramp")),
+        "{:?}",
+        t.rows
+    );
+    assert!(!t.rows.iter().any(|r| r[1] == "987,654"), "{:?}", t.rows);
+    assert!(
+        t.caption
+            .contains("; left out, as capacity tests: ramp (their figures are per step"),
+        "{}",
+        t.caption
+    );
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    assert!(!m.contains("987,654") && !m.contains("<i>x"), "{m}");
+}
