@@ -2309,11 +2309,16 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
         }
         for host in hosts {
             // Per point: its valid repetitions' summaries of this host.
+            // A point none of whose repetitions counts (a host lost, the server gone) keeps
+            // what its hosts measured up to then (acceptance pass G, 8): shown, marked.
             let per: Vec<(&Point, Vec<&model::TelemetrySummary>)> = pts
                 .iter()
                 .map(|p| {
-                    let sums = p
-                        .valid()
+                    let reps = match p.valid() {
+                        v if v.is_empty() => p.results.clone(),
+                        v => v,
+                    };
+                    let sums = reps
                         .into_iter()
                         .flat_map(|r| r.telemetry_summary.iter().filter(|t| t.host == host))
                         .collect();
@@ -2390,7 +2395,10 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 .zip(&jitters)
                 .map(|((p, sums), jit)| {
                     let mut row = vec![
-                        p.label(),
+                        match not_counted(p) {
+                            Some(why) => format!("{} ({why})", p.label()),
+                            None => p.label(),
+                        },
                         mean(sums.iter().map(|t| t.ctxt_per_s).collect()).map_or("-".into(), num),
                         mean(sums.iter().map(|t| t.intr_per_s).collect()).map_or("-".into(), num),
                     ];
@@ -2442,6 +2450,14 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 continue;
             }
             let mut notes = Vec::new();
+            if per.iter().any(|(p, _)| not_counted(p).is_some()) {
+                notes.push(
+                    "A test marked failed, interrupted or invalid has no repetition that \
+                     counts: its row is what the host measured up to where it stopped, to \
+                     see what happened, and is in no headline figure."
+                        .into(),
+                );
+            }
             if !idle.is_empty() {
                 notes.push(format!(
                     "Left out, idle in every test on {host}: {}.",
@@ -2482,6 +2498,22 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
         }
     }
     out
+}
+
+/// Why none of a point's repetitions counts (`failed`, `interrupted`, `invalid`); None
+/// when one does.
+fn not_counted(p: &Point) -> Option<&'static str> {
+    if !p.valid().is_empty() {
+        return None;
+    }
+    let has = |s: model::Status| p.results.iter().any(|r| r.status == s);
+    Some(if has(model::Status::Failed) {
+        "failed"
+    } else if has(model::Status::Interrupted) {
+        "interrupted"
+    } else {
+        "invalid"
+    })
 }
 
 /// What a run measured: its (workload, test, parameters) points, sorted. Two runs are

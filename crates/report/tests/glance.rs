@@ -672,12 +672,7 @@ fn host_telemetry_table_per_run_and_host() {
 /// leaves it out and its caption says so, rather than showing it as one test's row.
 #[test]
 fn host_telemetry_leaves_capacity_tests_out_and_says_so() {
-    let mut run = kv_run(&Spec {
-        label: "<i>x</i>|",
-        reps: 1,
-        instances: &[1],
-        ..Spec::default()
-    });
+    let mut run = one_rep_one_instance("<i>x</i>|");
     let mut ramp = run.results[0].clone();
     ramp.test = "ramp".into();
     ramp.metrics.push(
@@ -705,4 +700,46 @@ fn host_telemetry_leaves_capacity_tests_out_and_says_so() {
     );
     let m = report::markdown(std::slice::from_ref(&run), None);
     assert!(!m.contains("987,654") && !m.contains("<i>x"), "{m}");
+}
+
+/// Acceptance pass G, 8: a failed result keeps what its surviving hosts measured up to
+/// the failure; the telemetry table shows it, marked, and says it is in no headline figure.
+#[test]
+fn host_telemetry_shows_a_failed_test_marked() {
+    let mut run = one_rep_one_instance("<i>x</i>|");
+    run.results[0].status = model::Status::Failed;
+    for t in &mut run.results[0].telemetry_summary {
+        t.ctxt_per_s = 987_654.0;
+    }
+    let tv = report::views::telemetry_views(std::slice::from_ref(&run));
+    let t = &tv[0].tables[0];
+    let failed = t
+        .rows
+        .iter()
+        .find(|r| r[1] == "987,654")
+        .unwrap_or_else(|| panic!("{:?}", t.rows));
+    assert!(failed[0].ends_with(" (failed)"), "{failed:?}");
+    assert_eq!(
+        t.rows.iter().filter(|r| r[0].ends_with("(failed)")).count(),
+        1,
+        "{:?}",
+        t.rows
+    );
+    assert!(
+        tv[0].notes[0].contains("is in no headline figure"),
+        "{:?}",
+        tv[0].notes
+    );
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    assert!(m.contains("987,654") && !m.contains("<i>x"));
+}
+
+/// A kv run of one repetition on one instance.
+fn one_rep_one_instance(label: &'static str) -> model::RunRecord {
+    kv_run(&Spec {
+        label,
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    })
 }
