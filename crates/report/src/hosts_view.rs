@@ -1122,22 +1122,8 @@ fn human_fact(key: &str, f: &model::Fact) -> String {
     let is_bytes = key.ends_with("_bytes") || key.starts_with("cpu.cache.");
     match (&f.value, is_bytes) {
         (Some(v), true) => match v.parse::<u64>() {
-            Ok(b) => {
-                let scaled = crate::views::bytes(b as f64);
-                // The prefix `bytes` picks: the largest power of 1024 not above b (to TiB).
-                let mut i = 0;
-                while i < 4 && b >> (10 * (i + 1)) > 0 {
-                    i += 1;
-                }
-                let unit = 1u64 << (10 * i);
-                let exact = b % unit == 0
-                    && scaled == format!("{} {}", b / unit, crate::views::BYTE_UNITS[i]);
-                if exact {
-                    scaled
-                } else {
-                    format!("{scaled} ({v} B)")
-                }
-            }
+            Ok(b) => crate::views::bytes_exact(b)
+                .unwrap_or_else(|| format!("{} ({v} B)", crate::views::bytes(b as f64))),
             Err(_) => v.clone(),
         },
         _ => f.display(),

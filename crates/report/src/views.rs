@@ -115,18 +115,40 @@ fn param_u64(r: &ResultRecord, key: &str) -> Option<u64> {
 }
 
 /// The binary prefixes [`bytes`] scales by.
-pub const BYTE_UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+const BYTE_UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
 
-/// Bytes as `4 KiB`, `32 MiB`.
+/// Bytes as `4 KiB`, `32 MiB`, `1,007 GiB`: from 1000 up to 1024 of a unit (a "1 TiB"
+/// server's memory less the firmware's) the figure is written whole, never with an SI
+/// prefix on top of the binary one ("1.01k GiB", review H, 13).
 pub fn bytes(b: f64) -> String {
-    let units = BYTE_UNITS;
+    let (v, i) = byte_unit(b);
+    let m = if v.round() >= 1000.0 {
+        num(v.round())
+    } else {
+        si(v)
+    };
+    format!("{m} {}", BYTE_UNITS[i])
+}
+
+/// `b` in the unit [`bytes`] writes it in, and that unit's index in [`BYTE_UNITS`].
+fn byte_unit(b: f64) -> (f64, usize) {
     let mut v = b;
     let mut i = 0;
-    while v >= 1024.0 && i + 1 < units.len() {
+    while v >= 1024.0 && i + 1 < BYTE_UNITS.len() {
         v /= 1024.0;
         i += 1;
     }
-    format!("{} {}", si(v), units[i])
+    (v, i)
+}
+
+/// A byte count as [`bytes`] writes it when that is exact (`48 KiB`, `1,000 GiB`), None
+/// when it is rounded (`23.6 GiB`), for a fact that shows the exact count beside it then.
+pub fn bytes_exact(b: u64) -> Option<String> {
+    let (_, i) = byte_unit(b as f64);
+    let unit = 1u64 << (10 * i);
+    let text = bytes(b as f64);
+    let whole = text.split(' ').next().unwrap_or("").replace(',', "");
+    (b.is_multiple_of(unit) && whole == (b / unit).to_string()).then_some(text)
 }
 
 /// Every view of one workload's runs.

@@ -267,6 +267,8 @@ fn byte_facts_are_scaled_by_binary_prefix() {
         ("cpu.cache.l3_bytes", "314572800", "33554432"),
         ("server.static_file_bytes", "1024", "100"),
         ("mem.total_bytes", "25324732416", "8589934592"),
+        // Review H, 13: 1000-1023 of a unit read "1k GiB", "1.01k GiB".
+        ("mem.big_bytes", "1073741824000", "1081000000000"),
     ] {
         runs[0].hosts[0]
             .facts
@@ -283,10 +285,11 @@ fn byte_facts_are_scaled_by_binary_prefix() {
         "| cpu.cache.l3\\_bytes | 300 MiB | 32 MiB |",
         "| server.static\\_file\\_bytes | 1 KiB | 100 B |",
         "| mem.total\\_bytes | 23.6 GiB (25324732416 B) | 8 GiB |",
+        "| mem.big\\_bytes | 1,000 GiB | 1,007 GiB (1081000000000 B) |",
     ] {
         assert!(sys.contains(row), "{row} in {sys}");
     }
-    assert!(!sys.contains("0.0 GiB"));
+    assert!(!sys.contains("0.0 GiB") && !sys.contains("k GiB"));
     let h = report::html(&runs, None);
     assert!(
         h.contains("<td>48 KiB</td>") || h.contains(">48 KiB<"),
