@@ -1750,22 +1750,26 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         s.add_extrapolated(runs, e);
     }
     let mut capacity: Vec<String> = Vec::new();
+    let mut others = false;
     for (i, run) in runs.iter().enumerate() {
         for p in points(i, run) {
-            if p.capacity_phase().is_some() && !capacity.contains(&p.test) {
+            if p.capacity_phase().is_none() {
+                others = true;
+            } else if !capacity.contains(&p.test) {
                 capacity.push(p.test.clone());
             }
         }
     }
     if !capacity.is_empty() {
-        // With no other test there is no table (the formats leave an empty one out): the
-        // note then says why, not what the table lacks.
+        // With no row there is no table (the formats leave an empty one out): the note
+        // then says why, not what the table lacks; a workload whose other tests --tests
+        // left out did not run "only capacity tests" (review H, 17).
         s.notes.push(format!(
             "{}: {} (capacity tests, a curve of steps at different offered rates: their figures are per step, in their views).",
-            if s.rows.is_empty() {
-                "No summary table: this workload ran only capacity tests"
-            } else {
-                "Not in this table"
+            match (s.rows.is_empty(), others) {
+                (false, _) => "Not in this table",
+                (true, false) => "No summary table: this workload ran only capacity tests",
+                (true, true) => "No summary table: the tests chosen with --tests are capacity tests",
             },
             capacity.join(", ")
         ));

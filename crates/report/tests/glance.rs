@@ -184,6 +184,21 @@ fn capacity_only_run_has_no_empty_summary_table() {
     let m = report::markdown(std::slice::from_ref(&both), None);
     assert!(m.contains("\n| Test |"));
     assert!(m.contains("Not in this table: levels"));
+    // Its other tests left out by --tests: it did not run only capacity tests (review H, 17).
+    let sel = report::Selection {
+        tests: vec!["levels".into()],
+        ..Default::default()
+    };
+    let s = report::summary_with(std::slice::from_ref(&both), &sel);
+    assert!(s.rows.is_empty(), "{:?}", s.rows);
+    assert!(
+        s.notes.iter().any(|n| n.starts_with(
+            "No summary table: the tests chosen with --tests are capacity tests: levels"
+        )),
+        "{:?}",
+        s.notes
+    );
+    assert!(!s.notes.iter().any(|n| n.contains("ran only capacity")));
     assert!(report::html(std::slice::from_ref(&both), None).contains("Summary of measured data"));
 }
 
