@@ -1879,9 +1879,21 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
             ]
         })
         .collect();
-    let mut notes = vec![match sat {
-        Some(s) => format!("Saturation at a demanded rate of {} {u}.", num(s)),
-        None => "No saturation point within the ramp.".into(),
+    // A ramp stopped before its top did not show that none of its rates saturates: it
+    // says where it stopped (acceptance pass G, 13).
+    let stopped = match r.status {
+        Status::Ok | Status::Failed => None,
+        Status::Interrupted => Some("was interrupted"),
+        Status::Running => Some("stopped (its run never finished)"),
+    };
+    let mut notes = vec![match (sat, stopped, st.last()) {
+        (Some(s), _, _) => format!("Saturation at a demanded rate of {} {u}.", num(s)),
+        (None, Some(how), Some((step, m))) => format!(
+            "The ramp {how} at step {step}{}: no saturation up to there.",
+            m.get("demanded_rate_per_s")
+                .map_or(String::new(), |d| format!(" ({} {u} demanded)", num(*d)))
+        ),
+        _ => "No saturation point within the ramp.".into(),
     }];
     notes.extend(
         r.missing

@@ -888,6 +888,28 @@ fn compare_orders_a_curve_by_its_steps_and_folds_the_steps_one_side_ran() {
     assert!(!m.contains("|*y*") && m.contains(said), "{m}");
 }
 
+/// Acceptance pass G, 13: an interrupted ramp said "No saturation point within the ramp"
+/// of a ramp cut at 25,000 of 60,000 req/s; it says where it stopped.
+#[test]
+fn an_interrupted_ramp_says_where_it_stopped() {
+    let mut r = capacity_run(false);
+    r.results[0].status = model::Status::Interrupted;
+    r.results[0]
+        .metrics
+        .retain(|m| m.name != "saturation_rate_per_s");
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains(
+            "The ramp was interrupted at step 2 (6,000 req/s demanded): no saturation up to there."
+        ),
+        "{m}"
+    );
+    assert!(!m.contains("No saturation point within the ramp"), "{m}");
+    r.results[0].status = model::Status::Ok;
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("No saturation point within the ramp."), "{m}");
+}
+
 #[test]
 fn comparisons_only_between_runs_of_the_same_tests() {
     let a = crypto_run();
