@@ -2313,9 +2313,9 @@ pub fn view_markdown(v: &View) -> String {
 }
 
 /// The telemetry beyond per-CPU % (MISSION 3: context switches, interrupts, each NIC's
-/// bytes and packets, disk I/O) and kv/http's latency jitter: a view per run and host,
-/// a row per test (sweep point), each figure the mean over its valid repetitions of the
-/// host's summary over the measured time. NICs and disks that moved nothing in any of
+/// bytes and packets, disk I/O): a view per run and host, a row per test (sweep point),
+/// each figure the mean over its valid repetitions of the host's summary over the
+/// measured time; then kv/http's latency jitter, a view per run ([`jitter_view`]). NICs and disks that moved nothing in any of
 /// the run's tests are left out (a note says which). Capacity tests are left out too (the
 /// caption says so): their summary is over every step of the curve together, a mean over
 /// rates from idle to saturation that the rest of the report refuses (review H, 7); their
@@ -2385,25 +2385,6 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 }
             }
             idle.retain(|n| !nics.contains(n) && !disks.contains(n));
-            // The jitter of the latency kind the tables show (`corrected` when present),
-            // once per point (learning the kind merges its histograms).
-            let jitters: Vec<Option<f64>> = per
-                .iter()
-                .map(|(p, _)| {
-                    let kind = p.latency().map(|l| l.0);
-                    let v: Vec<f64> = p
-                        .valid()
-                        .iter()
-                        .filter_map(|r| match &kind {
-                            Some(k) => r.metric("latency_jitter_ns", &[("kind", k.as_str())]),
-                            None => r.metric("latency_jitter_ns", &[]),
-                        })
-                        .map(|m| m.value)
-                        .collect();
-                    crate::stats::mean(&v)
-                })
-                .collect();
-            let jitter = jitters.iter().any(Option::is_some);
             let mut head = vec![
                 "Test".to_string(),
                 "Context switches/s".into(),
@@ -2417,17 +2398,13 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 head.push(format!("{d} read / write MB/s"));
                 head.push(format!("{d} read / write IOPS"));
             }
-            if jitter {
-                head.push("Latency jitter".into());
-            }
             let pair = |a: Option<f64>, b: Option<f64>, f: &dyn Fn(f64) -> String| match (a, b) {
                 (Some(a), Some(b)) => format!("{} / {}", f(a), f(b)),
                 _ => "-".to_string(),
             };
             let rows = per
                 .iter()
-                .zip(&jitters)
-                .map(|((p, sums), jit)| {
+                .map(|(p, sums)| {
                     let mut row = vec![
                         match not_counted(p) {
                             Some(why) => format!("{} ({why})", p.label()),
@@ -2474,9 +2451,6 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                         ));
                         row.push(pair(of(&|x| x.reads_per_s), of(&|x| x.writes_per_s), &num));
                     }
-                    if jitter {
-                        row.push(jit.map_or("-".into(), crate::fmt::latency_ns));
-                    }
                     row
                 })
                 .collect::<Vec<_>>();
@@ -2507,12 +2481,7 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                          repetitions of the host's figures over the measured time: context \
                          switches and interrupts per second (the whole host), each NIC's \
                          received / sent Gbit/s and packets/s, each disk's read / written MB/s \
-                         and I/O per second{}{}",
-                        if jitter {
-                            "; latency jitter is the workload's own (the spread of its latencies)"
-                        } else {
-                            ""
-                        },
+                         and I/O per second{}",
                         if left_out.is_empty() {
                             String::new()
                         } else {
@@ -2530,8 +2499,50 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 notes,
             });
         }
+        if let Some(v) = jitter_view(label, &pts) {
+            out.push(v);
+        }
     }
     out
+}
+
+/// kv/http's latency jitter per test of one run: the workload's own (the spread of its
+/// latencies), once for the test, not in each host's table as if every host had measured
+/// it (acceptance pass G, 13). The jitter of the latency kind the tables show (`corrected`
+/// when present); None when no test has one.
+fn jitter_view(label: &str, pts: &[Point]) -> Option<View> {
+    let rows: Vec<(String, Option<f64>)> = pts
+        .iter()
+        .map(|p| {
+            let kind = p.latency().map(|l| l.0);
+            let v: Vec<f64> = p
+                .valid()
+                .iter()
+                .filter_map(|r| match &kind {
+                    Some(k) => r.metric("latency_jitter_ns", &[("kind", k.as_str())]),
+                    None => r.metric("latency_jitter_ns", &[]),
+                })
+                .map(|m| m.value)
+                .collect();
+            (p.label(), crate::stats::mean(&v))
+        })
+        .collect();
+    rows.iter().any(|r| r.1.is_some()).then(|| View {
+        title: format!("{label}: latency jitter"),
+        figures: vec![],
+        tables: vec![Table {
+            caption: format!(
+                "{label}: latency jitter per test, the workload's own (the spread of its \
+                 latencies, the mean over its valid repetitions), one figure per test"
+            ),
+            head: vec!["Test".into(), "Latency jitter".into()],
+            rows: rows
+                .into_iter()
+                .map(|(t, j)| vec![t, j.map_or("-".into(), crate::fmt::latency_ns)])
+                .collect(),
+        }],
+        notes: vec![],
+    })
 }
 
 /// Why none of a point's repetitions counts (`failed`, `interrupted`, `invalid`); None
