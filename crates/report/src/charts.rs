@@ -1306,7 +1306,8 @@ pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
                     run: label.clone(),
                     row,
                     workload: p.workload.clone(),
-                    host: ts.host.clone(),
+                    // Named as the Hosts table names it (this machine by its hostname).
+                    host: model::host_display_name(&p.run.hosts, &ts.host),
                     capacity: p.capacity_phase().map(str::to_string),
                     cpus,
                 });

@@ -105,10 +105,19 @@ impl Reasons {
         }
     }
 
-    fn notes(self) -> Vec<String> {
+    /// Each reason with its hosts, named as the tables name them (this machine by its
+    /// hostname: "vm" in a table and "local" in its note read as two hosts, acceptance
+    /// pass G, 13); `disclosed` are the run's hosts.
+    fn notes(self, disclosed: &[model::HostDisclosure]) -> Vec<String> {
         self.0
             .into_iter()
-            .map(|(r, hosts)| format!("{NA} on {}: {r}", hosts.join(", ")))
+            .map(|(r, hosts)| {
+                let names: Vec<String> = hosts
+                    .iter()
+                    .map(|h| model::host_display_name(disclosed, h))
+                    .collect();
+                format!("{NA} on {}: {r}", names.join(", "))
+            })
             .collect()
     }
 }
@@ -582,7 +591,7 @@ fn pair_table(
         f3(per_tput(reps, power_of(reps).map(|p| p.0)))
     });
     row("Repetitions (n)".into(), &|reps| reps.len().to_string());
-    let mut notes = why.notes();
+    let mut notes = why.notes(&run.hosts);
     notes.extend(left_out);
     if below_idle.get() {
         notes.push(
@@ -879,7 +888,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             if let Some(u) = &gen_unit {
                 head.push(format!("{headline} per generator ({u})"));
             }
-            let mut notes = why.notes();
+            let mut notes = why.notes(&run.hosts);
             let skew = median(
                 &ok.iter()
                     .filter_map(|r| r.metric("start_skew_max_s", &[]).map(|m| m.value))

@@ -2342,6 +2342,8 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
             }
         }
         for host in hosts {
+            // Named as the Hosts table names it (this machine by its hostname).
+            let name = model::host_display_name(&run.hosts, host);
             // Per point: its valid repetitions' summaries of this host.
             // A point none of whose repetitions counts (a host lost, the server gone) keeps
             // what its hosts measured up to then (acceptance pass G, 8): shown, marked.
@@ -2468,16 +2470,16 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
             }
             if !idle.is_empty() {
                 notes.push(format!(
-                    "Left out, idle in every test on {host}: {}.",
+                    "Left out, idle in every test on {name}: {}.",
                     idle.join(", ")
                 ));
             }
             out.push(View {
-                title: format!("{label}: telemetry on {host}"),
+                title: format!("{label}: telemetry on {name}"),
                 figures: vec![],
                 tables: vec![Table {
                     caption: format!(
-                        "{label}: telemetry on {host} per test, each the mean over its \
+                        "{label}: telemetry on {name} per test, each the mean over its \
                          repetitions of the host's figures over the measured time: context \
                          switches and interrupts per second (the whole host), each NIC's \
                          received / sent Gbit/s and packets/s, each disk's read / written MB/s \
