@@ -532,7 +532,41 @@ pub fn distinct_codes(flags: &[Flag]) -> Vec<&Flag> {
 
 /// Under a summary whose cells carry flags (their codes only).
 pub const SUMMARY_FLAGS_NOTE: &str =
-    "⚠ marks a result with a warning; each warning's message is in the results table below.";
+    "⚠ marks a result with a warning; each warning's message is listed under the results table below.";
+
+/// The warnings of a results table's rows (row name, its flags), each distinct one (code
+/// and message) once with the rows that carry it, in the order they first appear: the
+/// cells show codes alone, the sentences are said once below the table (a multi-host
+/// row carried some 1500 characters of `steal`/`other_load` prose per host, acceptance
+/// pass G, 13).
+pub fn warnings_below(rows: &[(String, Vec<Flag>)]) -> Vec<(&Flag, Vec<&str>)> {
+    let mut out: Vec<(&Flag, Vec<&str>)> = Vec::new();
+    for (name, flags) in rows {
+        for f in flags {
+            let at = out
+                .iter()
+                .position(|(g, _)| g.code == f.code && g.message == f.message);
+            match at {
+                Some(i) if !out[i].1.contains(&name.as_str()) => out[i].1.push(name),
+                Some(_) => {}
+                None => out.push((f, vec![name])),
+            }
+        }
+    }
+    out
+}
+
+/// A warning said below a results table: `code: message (rows)`, as plain text for the
+/// formats to escape; the rows named up to four.
+pub fn warning_below(f: &Flag, rows: &[&str]) -> String {
+    let named = match rows {
+        [a, b, c, d, rest @ ..] if !rest.is_empty() => {
+            format!("{a}, {b}, {c}, {d} and {} more", rest.len())
+        }
+        _ => rows.join(", "),
+    };
+    format!("{}: {} ({named})", f.code, f.message)
+}
 
 /// What a "%CPU used" column holds, said under every table that shows one.
 pub const CPU_USED_MEANING: &str = "%CPU used is the system under test's CPU in percent of one CPU: the sum of every CPU's busy % on a host that ran no load generator (as in the iperf3 study), else the watched server processes' CPU, or for work that runs in rackbench itself (crypto, mem) its process's; each figure says which.";

@@ -55,43 +55,31 @@ footer{margin-top:40px;color:var(--muted);font-size:12px;border-top:1px solid va
 @media print{main{max-width:none;padding:0}figure{break-inside:avoid}h2{break-before:auto}}
 "#;
 
-fn flags_html(flags: &[Flag]) -> String {
-    flag_chips(flags, true)
-}
-
-/// Flags as chips, each message in its tooltip, and in its text too when `with_message`:
-/// the summary's cells show codes only, where a message repeated in every row would bury
-/// the figures (the All results table has them).
-fn flag_chips(flags: &[Flag], with_message: bool) -> String {
-    // Codes alone say each code once ([`derive::distinct_codes`]).
-    let shown: Vec<&Flag> = if with_message {
-        flags.iter().collect()
-    } else {
-        derive::distinct_codes(flags)
-    };
-    shown
+/// Flags as chips of their codes, each code once ([`derive::distinct_codes`]), each
+/// message in its tooltip: a message repeated in every row buried the figures; the
+/// results tables say each once below them ([`derive::warnings_below`]).
+fn flag_chips(flags: &[Flag]) -> String {
+    derive::distinct_codes(flags)
         .into_iter()
         .map(|f| {
             let cls = match f.severity {
                 Severity::Warning => "warning",
                 Severity::Invalid => "invalid",
             };
-            let (c, m) = (esc(&f.code), esc(&f.message));
-            let (text, title) = if with_message {
-                (format!("{c}: {m}"), m)
-            } else {
-                // The one chip of a code stands for every flag of it: its tooltip gives
-                // each distinct message, one a line (two repetitions' `other_load` can
-                // name different processes).
-                let mut said: Vec<&str> = Vec::new();
-                for g in flags.iter().filter(|g| g.code == f.code) {
-                    if !said.contains(&g.message.as_str()) {
-                        said.push(&g.message);
-                    }
+            // The one chip of a code stands for every flag of it: its tooltip gives each
+            // distinct message, one a line (two repetitions' `other_load` can name
+            // different processes).
+            let mut said: Vec<&str> = Vec::new();
+            for g in flags.iter().filter(|g| g.code == f.code) {
+                if !said.contains(&g.message.as_str()) {
+                    said.push(&g.message);
                 }
-                (c, esc(&said.join("\n")))
-            };
-            format!(r#"<span class="flag {cls}" title="{title}">&#9888; {text}</span>"#)
+            }
+            format!(
+                r#"<span class="flag {cls}" title="{}">&#9888; {}</span>"#,
+                esc(&said.join("\n")),
+                esc(&f.code)
+            )
         })
         .collect::<Vec<_>>()
         .join("")
@@ -436,7 +424,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
                 h,
                 r#"<td class="n">{}{chosen}{}</td><td>{}</td>"#,
                 row.perf[i].map_or("-".to_string(), |v| esc(&num(v))),
-                flag_chips(&row.flags[i], false),
+                flag_chips(&row.flags[i]),
                 if row.perf[i].is_some() {
                     power_cell(&row.power[i])
                 } else {
@@ -767,6 +755,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             r#"<table><caption>All results: {}</caption><tr><th>Test</th><th>Parameters</th><th>n</th><th>Headline (mean &plusmn; sd)</th><th>CV</th><th>Power</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>&gt; 1 ms</th><th>Latency kind</th><th>Warnings</th></tr>"#,
             esc(&labels[i])
         );
+        let mut flagged: Vec<(String, Vec<Flag>)> = Vec::new();
         for p in pts {
             let s = p.headline();
             let head = s.as_ref().map_or("-".to_string(), |s| {
@@ -795,8 +784,9 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     h,
                     r#"{lead}<td colspan="7" class="muted">{}</td><td>{}</td></tr>"#,
                     esc(&crate::views::per_step(&p.workload, phase)),
-                    flags_html(&p.flags())
+                    flag_chips(&p.flags())
                 );
+                flagged.push((format!("{} {}", p.test, p.param_label(&[])), p.flags()));
                 continue;
             }
             let f = p.power();
@@ -824,10 +814,24 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     "{k} ({})",
                     n.join("+")
                 ))),
-                flags_html(&p.flags())
+                flag_chips(&p.flags())
             );
+            flagged.push((format!("{} {}", p.test, p.param_label(&[])), p.flags()));
         }
         h.push_str("</table>");
+        // Each warning's sentence once, below the table its codes are in.
+        let said = derive::warnings_below(&flagged);
+        if !said.is_empty() {
+            h.push_str(r#"<ul class="warnings">"#);
+            for (f, rows) in said {
+                let _ = write!(
+                    h,
+                    "<li>&#9888; {}</li>",
+                    esc(&derive::warning_below(f, &rows))
+                );
+            }
+            h.push_str("</ul>");
+        }
     }
     h.push_str(&absent_notes(labels, powers.iter().map(|(i, f)| (*i, f))));
 }

@@ -17,12 +17,6 @@ use crate::fmt::md as c;
 use crate::fmt::{latency_ns, num};
 use crate::selection::Selection;
 
-fn flags(f: &[Flag]) -> String {
-    f.iter()
-        .map(|f| format!(" ⚠ {}: {}", f.code, f.message))
-        .collect()
-}
-
 /// Flags as their codes only, each once ([`derive::distinct_codes`]): the summary's
 /// cells (the Results table has the messages).
 fn flag_codes(f: &[Flag]) -> String {
@@ -505,6 +499,7 @@ pub fn markdown_with(
         // Each point's power, as the summary takes it at the best one: the seed's power
         // against instances (Figure A3) reads off this column.
         let mut powers: Vec<(usize, Result<PowerFigure, String>)> = Vec::new();
+        let mut flagged: Vec<(String, Vec<Flag>)> = Vec::new();
         for (i, run) in wr.iter().enumerate() {
             for p in points(i, run) {
                 let s = p.headline();
@@ -549,9 +544,16 @@ pub fn markdown_with(
                     p50,
                     p99,
                     p999,
-                    flags(&p.flags()),
+                    flag_codes(&p.flags()),
                 ]));
+                flagged.push((
+                    format!("{} {} {}", wl_labels[i], p.test, p.param_label(&[])),
+                    p.flags(),
+                ));
             }
+        }
+        for (f, rows) in derive::warnings_below(&flagged) {
+            let _ = writeln!(m, "\n⚠ {}", c(&derive::warning_below(f, &rows)));
         }
         m.push_str(&absent_notes(
             &wl_labels,
