@@ -288,6 +288,17 @@ fn point_marks(series: &[LineSeries], flagged: &[(String, f64, String)]) -> svg:
         .collect()
 }
 
+/// A point's warning codes as a marked point's tooltip says them (`other_load,
+/// shares_cpus`), each once; None without a warning.
+fn warning_codes(p: &Point) -> Option<String> {
+    let fl = p.flags();
+    let codes: Vec<&str> = derive::distinct_codes(&fl)
+        .iter()
+        .map(|f| f.code.as_str())
+        .collect();
+    (!codes.is_empty()).then(|| codes.join(", "))
+}
+
 /// A line chart's caption note when some of its points carry warnings: how many.
 fn marks_note(series: &[LineSeries], marks: &svg::PointMarks) -> Option<String> {
     let flagged: usize = marks.iter().map(Vec::len).sum();
@@ -536,26 +547,23 @@ impl PowerSweep {
         if self.with_perf_per_w() < 2 {
             return None;
         }
-        let series: Vec<LineSeries> = self
+        // A series and its marks in one pass, so that they stay aligned by index.
+        let (series, marks): (Vec<LineSeries>, svg::PointMarks) = self
             .lines
             .iter()
             .take(POWER_LINES_DRAWN)
             .enumerate()
             .filter(|(_, l)| !l.perf_per_w.is_empty())
-            .map(|(i, l)| LineSeries {
-                name: l.name.clone(),
-                points: l.perf_per_w.clone(),
-                color: i,
-                dash: 0,
+            .map(|(i, l)| {
+                let series = LineSeries {
+                    name: l.name.clone(),
+                    points: l.perf_per_w.clone(),
+                    color: i,
+                    dash: 0,
+                };
+                (series, l.marks(&l.perf_per_w))
             })
-            .collect();
-        let marks: svg::PointMarks = self
-            .lines
-            .iter()
-            .take(POWER_LINES_DRAWN)
-            .filter(|l| !l.perf_per_w.is_empty())
-            .map(|l| l.marks(&l.perf_per_w))
-            .collect();
+            .unzip();
         let scale = x_scale(&series);
         let unit = format!("{} per W", self.perf_unit.as_deref().unwrap_or(""));
         Some(svg::line_chart_marked(
@@ -661,15 +669,8 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
                 }
             }
             let per_w: Vec<(f64, f64)> = per_w.map(|(v, _)| (x, v)).into_iter().collect();
-            let fl = p.flags();
-            let codes: Vec<&str> = derive::distinct_codes(&fl)
-                .iter()
-                .map(|f| f.code.as_str())
-                .collect();
-            let flagged: Vec<(f64, String)> = (!codes.is_empty())
-                .then(|| (x, codes.join(", ")))
-                .into_iter()
-                .collect();
+            let flagged: Vec<(f64, String)> =
+                warning_codes(p).map(|c| (x, c)).into_iter().collect();
             match lines.iter_mut().find(|l| l.name == name) {
                 Some(l) => {
                     l.points.push((x, figure));
@@ -861,11 +862,8 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 let Some(y) = p.headline().map(|s| s.mean) else {
                     continue;
                 };
-                let fl = p.flags();
-                let codes = derive::distinct_codes(&fl);
-                if !codes.is_empty() {
-                    let codes: Vec<&str> = codes.iter().map(|f| f.code.as_str()).collect();
-                    flagged.push((name.clone(), x, codes.join(", ")));
+                if let Some(codes) = warning_codes(p) {
+                    flagged.push((name.clone(), x, codes));
                 }
                 match lines.iter_mut().find(|l| l.0 == name) {
                     Some(l) => l.1.push((x, y)),

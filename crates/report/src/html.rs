@@ -173,6 +173,7 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
     );
     let wls = workloads(runs);
     let all_charts = charts(runs);
+    let tel = crate::views::telemetry_views(runs);
     // Table of contents.
     h.push_str(r##"<nav class="toc"><b>Contents:</b> <a href="#runs">Runs</a>"##);
     if runs.len() > 1 {
@@ -184,7 +185,11 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
     if crate::hosts_view::has_hosts(runs) {
         h.push_str(r##"<a href="#hosts">Hosts</a>"##);
     }
-    h.push_str(r##"<a href="#cpu">CPU</a><a href="#disclosure">Systems</a>"##);
+    h.push_str(r##"<a href="#cpu">CPU</a>"##);
+    if !tel.is_empty() {
+        h.push_str(r##"<a href="#telemetry">Host telemetry</a>"##);
+    }
+    h.push_str(r##"<a href="#disclosure">Systems</a>"##);
     if tco.is_some() {
         h.push_str(r##"<a href="#tco">TCO</a>"##);
     }
@@ -247,7 +252,6 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
-    let tel = crate::views::telemetry_views(runs);
     if !tel.is_empty() {
         h.push_str(r#"<h2 id="telemetry">Host telemetry</h2>"#);
         for v in &tel {
@@ -637,12 +641,11 @@ fn efficiency_unit_table(
     // One scale for the three per-unit columns, from the throughput they divide by.
     let perfs: Vec<f64> = rows.iter().map(|r| r.3.perf).collect();
     let (sw, pw) = throughput_scale(&perfs);
-    let (sd, pd, sc, pc) = (sw, pw, sw, pw);
     let heads = [
         "Perf/W".to_string(),
         format!("W per {pw}{unit}"),
-        format!("W above idle per {pd}{unit}"),
-        format!("%CPU per {pc}{unit}"),
+        format!("W above idle per {pw}{unit}"),
+        format!("%CPU per {pw}{unit}"),
     ];
     let _ = write!(
         h,
@@ -677,9 +680,9 @@ fn efficiency_unit_table(
             },
             per_w_cell(&e.perf_per_w, 1.0, e),
             per_w_cell(&e.w_per_perf, sw, e),
-            per_w_cell(&e.dw_per_perf, sd, e),
+            per_w_cell(&e.dw_per_perf, sw, e),
             cpu_cell(&e.cpu_used),
-            cpu_per_cell(&e.cpu_pct_per_perf, sc, e)
+            cpu_per_cell(&e.cpu_pct_per_perf, sw, e)
         );
     }
     let _ = write!(

@@ -99,12 +99,11 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
     // One scale for the three per-unit columns, from the throughput they divide by.
     let perfs: Vec<f64> = eff.iter().map(|r| r.3.perf).collect();
     let (sw, pw) = throughput_scale(&perfs);
-    let (sd, pd, sc, pc) = (sw, pw, sw, pw);
     let heads = [
         format!("Perf/W ({unit} per W)"),
         format!("W per {pw}{unit}"),
-        format!("W above idle per {pd}{unit}"),
-        format!("%CPU per {pc}{unit}"),
+        format!("W above idle per {pw}{unit}"),
+        format!("%CPU per {pw}{unit}"),
     ];
     m.push_str(&header(&[
         "Test",
@@ -134,9 +133,9 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
             },
             per_w_cell(&e.perf_per_w, 1.0, e),
             per_w_cell(&e.w_per_perf, sw, e),
-            per_w_cell(&e.dw_per_perf, sd, e),
+            per_w_cell(&e.dw_per_perf, sw, e),
             cpu_cell(&e.cpu_used),
-            cpu_per_cell(&e.cpu_pct_per_perf, sc, e),
+            cpu_per_cell(&e.cpu_pct_per_perf, sw, e),
         ]));
     }
     for n in derive::efficiency_absences(eff, Some("Idle"), &heads, labels) {

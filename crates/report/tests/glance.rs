@@ -690,6 +690,11 @@ fn host_telemetry_table_per_run_and_host() {
     assert!(sec.contains("| eth&lt;0&gt;\\| rx / tx Gbit/s |"), "{sec}");
     let h = report::html(std::slice::from_ref(&run), None);
     assert!(h.contains(r#"<h2 id="telemetry">Host telemetry</h2>"#));
+    // Among the report's section links (review H, 18.10).
+    assert!(
+        h.contains(r##"<a href="#cpu">CPU</a><a href="#telemetry">Host telemetry</a>"##),
+        "{h}"
+    );
     assert!(h.contains("<th>eth&lt;0&gt;| rx / tx Gbit/s</th>"));
     assert!(!h.contains("<script>x") && !h.contains("eth<0>"));
 }
