@@ -855,7 +855,8 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                 h,
                 "<th>{}<br><span class=\"muted\">{} ({})</span></th>",
                 esc(&labels[*i]),
-                esc(&hd.host),
+                // Named as the Hosts table names it (this machine by its hostname).
+                esc(&model::host_display_name(&runs[*i].hosts, &hd.host)),
                 esc(&hd.role)
             );
         }
@@ -900,7 +901,7 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     h,
                     r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td>{} {}{}</td><td class="n">{} W</td><td class="n">{} W</td></tr>"#,
                     esc(&labels[i]),
-                    esc(&ip.host),
+                    esc(&model::host_display_name(&runs[i].hosts, &ip.host)),
                     esc(&duration),
                     esc(&p.source),
                     esc(&p.zone),

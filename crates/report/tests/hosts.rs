@@ -567,6 +567,8 @@ fn generators_add_up_to_the_headline_mean() {
     }
     let m = report::markdown(std::slice::from_ref(&run), None);
     assert!(!m.contains("on local") && !m.contains("local:"), "{m}");
+    let h = report::html(std::slice::from_ref(&run), None);
+    assert!(!h.contains(">local") && !h.contains("on local"), "{h}");
 }
 
 #[test]
