@@ -979,7 +979,7 @@ fn probe_verdict(step: &RateStep, cfg: &SearchConfig) -> (Option<u64>, bool, Str
             format!(
                 "p{} = {} misses {}{}",
                 cfg.objective.percentile,
-                model::hist::latency_ns(v as f64),
+                model::hist::latency_ns_beside(v as f64, cfg.objective.bound_ns as f64),
                 cfg.objective,
                 match step.unsent_requests {
                     0 => String::new(),

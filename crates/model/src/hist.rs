@@ -6,18 +6,49 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-/// Nanoseconds as a readable latency (`850 ns`, `12.5 us`, `1.23 ms`, `2.1 s`): the
+/// A latency's unit: its scale in ns, its name and the decimals a cell prints it with.
+const LATENCY_UNITS: [(f64, &str, usize); 4] = [
+    (1.0, "ns", 0),
+    (1e3, "us", 1),
+    (1e6, "ms", 3),
+    (1e9, "s", 2),
+];
+
+/// The unit `ns` reads in: the largest whose value, rounded to its decimals, is at least 1
+/// (so 999,960 ns is `1.000 ms`, not `1000.0 us`: the unit is chosen after rounding).
+fn latency_unit(ns: f64) -> (f64, &'static str, usize) {
+    let mut unit = LATENCY_UNITS[0];
+    for w in LATENCY_UNITS.windows(2) {
+        let (scale, _, decimals) = w[0];
+        let p = 10f64.powi(decimals as i32);
+        if (ns / scale * p).round() / p >= 1000.0 {
+            unit = w[1];
+        }
+    }
+    unit
+}
+
+/// Nanoseconds as a readable latency (`850 ns`, `12.5 us`, `1.235 ms`, `2.10 s`): the
 /// report's cells and the sentences of flags and verdicts alike.
 pub fn latency_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.3} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} us", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
+    let (scale, name, decimals) = latency_unit(ns);
+    format!("{:.*} {name}", decimals, ns / scale)
+}
+
+/// `ns` as [`latency_ns`] writes it, with as many more decimals (up to the nanosecond) as
+/// it takes to differ from `bound_ns` written alike: a verdict's "p90 = 5.004 s misses
+/// p90<5s" must not read "p90 = 5.00 s misses p90<5s". Equal values read alike.
+pub fn latency_ns_beside(ns: f64, bound_ns: f64) -> String {
+    let (scale, name, decimals) = latency_unit(ns);
+    let most = (scale.log10().round() as usize).max(decimals);
+    let mut d = decimals;
+    while d < most
+        && ns != bound_ns
+        && format!("{:.*}", d, ns / scale) == format!("{:.*}", d, bound_ns / scale)
+    {
+        d += 1;
     }
+    format!("{:.*} {name}", d, ns / scale)
 }
 
 /// Significant digits used for every latency histogram (0.1% value resolution).
@@ -220,6 +251,43 @@ fn be_u64(b: &[u8], at: usize) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Moved from the engine's histlog (5de5f3f), with the unit chosen after rounding.
+    #[test]
+    fn a_measured_latency_reads_in_its_unit() {
+        assert_eq!(latency_ns(43_483_135.0), "43.483 ms");
+        assert_eq!(latency_ns(512_049.0), "512.0 us");
+        assert_eq!(latency_ns(1_203_000_000.0), "1.20 s");
+        assert_eq!(latency_ns(900.0), "900 ns");
+        // Each unit's top, rounded, is the next unit's 1 (review H, 8): never "1000.0 us".
+        assert_eq!(latency_ns(999.7), "1.0 us");
+        assert_eq!(latency_ns(999.4), "999 ns");
+        assert_eq!(latency_ns(999_960.0), "1.000 ms");
+        assert_eq!(latency_ns(999_940.0), "999.9 us");
+        assert_eq!(latency_ns(999_999_600.0), "1.00 s");
+        assert_eq!(latency_ns(999_999_400.0), "999.999 ms");
+        assert_eq!(latency_ns(1_000.0), "1.0 us");
+        assert_eq!(latency_ns(0.0), "0 ns");
+    }
+
+    /// A verdict's value never reads as its bound (review H, 8): "p90 = 5.00 s misses p90<5s".
+    #[test]
+    fn a_latency_beside_its_bound_differs_from_it_in_print() {
+        assert_eq!(latency_ns_beside(5_004_000_000.0, 5e9), "5.004 s");
+        assert_eq!(latency_ns_beside(5_000_000_001.0, 5e9), "5.000000001 s");
+        assert_eq!(latency_ns_beside(1_000_400.0, 1e6), "1.0004 ms");
+        assert_eq!(latency_ns_beside(500_400_000.0, 5e8), "500.400 ms");
+        assert_eq!(latency_ns_beside(999_960.0, 1e6), "0.99996 ms");
+        assert_eq!(latency_ns_beside(1_001.0, 1e3), "1.001 us");
+        // Apart already, or equal (an inclusive bound's miss is not possible; `<` at the
+        // bound is), it reads as the cell does.
+        assert_eq!(latency_ns_beside(25_950_000.0, 1e6), "25.950 ms");
+        assert_eq!(latency_ns_beside(1e6, 1e6), "1.000 ms");
+        for (v, b) in [(5_004_000_000.0, 5e9), (1_000_400.0, 1e6), (999_960.0, 1e6)] {
+            let bound = latency_ns_beside(b, b);
+            assert_ne!(latency_ns_beside(v, b), bound, "{v} beside {b}");
+        }
+    }
 
     /// A compressed encoding of `v2` (a plain V2 encoding), as hdrhistogram frames it.
     fn deflate(v2: &[u8]) -> String {

@@ -288,6 +288,17 @@ fn point_marks(series: &[LineSeries], flagged: &[(String, f64, String)]) -> svg:
         .collect()
 }
 
+/// A point's warning codes as a marked point's tooltip says them (`other_load,
+/// shares_cpus`), each once; None without a warning.
+fn warning_codes(p: &Point) -> Option<String> {
+    let fl = p.flags();
+    let codes: Vec<&str> = derive::distinct_codes(&fl)
+        .iter()
+        .map(|f| f.code.as_str())
+        .collect();
+    (!codes.is_empty()).then(|| codes.join(", "))
+}
+
 /// A line chart's caption note when some of its points carry warnings: how many.
 fn marks_note(series: &[LineSeries], marks: &svg::PointMarks) -> Option<String> {
     let flagged: usize = marks.iter().map(Vec::len).sum();
@@ -431,7 +442,20 @@ impl PowerSweep {
                 self.with_power()
             ));
         }
-        // Of the points with power (those drawn): how many carry warnings.
+        out.extend(self.marked_note());
+        if self.lines.len() > POWER_LINES_DRAWN {
+            out.push(format!(
+                "{} of {} series drawn; every point's power is in the results tables",
+                POWER_LINES_DRAWN,
+                self.lines.len()
+            ));
+        }
+        out
+    }
+
+    /// Of the points with power (those drawn): how many carry warnings; the caption's and
+    /// the SVG's (which draws each point twice, as W and as W above idle).
+    fn marked_note(&self) -> Option<String> {
         let flagged = self
             .lines
             .iter()
@@ -441,17 +465,7 @@ impl PowerSweep {
                     .filter(|(x, _)| l.points.iter().any(|(px, p)| px == x && p.is_ok()))
             })
             .count();
-        if flagged > 0 {
-            out.push(svg::marked_points_note(flagged, self.with_power()));
-        }
-        if self.lines.len() > POWER_LINES_DRAWN {
-            out.push(format!(
-                "{} of {} series drawn; every point's power is in the results tables",
-                POWER_LINES_DRAWN,
-                self.lines.len()
-            ));
-        }
-        out
+        (flagged > 0).then(|| svg::marked_points_note(flagged, self.with_power()))
     }
 
     /// The chart: each line's mean W (solid) and W above idle (dashed, same colour) against
@@ -505,6 +519,7 @@ impl PowerSweep {
             Scale::Linear,
             &series,
             &marks,
+            self.marked_note().as_deref(),
         ))
     }
 
@@ -532,26 +547,23 @@ impl PowerSweep {
         if self.with_perf_per_w() < 2 {
             return None;
         }
-        let series: Vec<LineSeries> = self
+        // A series and its marks in one pass, so that they stay aligned by index.
+        let (series, marks): (Vec<LineSeries>, svg::PointMarks) = self
             .lines
             .iter()
             .take(POWER_LINES_DRAWN)
             .enumerate()
             .filter(|(_, l)| !l.perf_per_w.is_empty())
-            .map(|(i, l)| LineSeries {
-                name: l.name.clone(),
-                points: l.perf_per_w.clone(),
-                color: i,
-                dash: 0,
+            .map(|(i, l)| {
+                let series = LineSeries {
+                    name: l.name.clone(),
+                    points: l.perf_per_w.clone(),
+                    color: i,
+                    dash: 0,
+                };
+                (series, l.marks(&l.perf_per_w))
             })
-            .collect();
-        let marks: svg::PointMarks = self
-            .lines
-            .iter()
-            .take(POWER_LINES_DRAWN)
-            .filter(|l| !l.perf_per_w.is_empty())
-            .map(|l| l.marks(&l.perf_per_w))
-            .collect();
+            .unzip();
         let scale = x_scale(&series);
         let unit = format!("{} per W", self.perf_unit.as_deref().unwrap_or(""));
         Some(svg::line_chart_marked(
@@ -562,6 +574,7 @@ impl PowerSweep {
             Scale::Linear,
             &series,
             &marks,
+            marks_note(&series, &marks).as_deref(),
         ))
     }
 }
@@ -656,15 +669,8 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
                 }
             }
             let per_w: Vec<(f64, f64)> = per_w.map(|(v, _)| (x, v)).into_iter().collect();
-            let fl = p.flags();
-            let codes: Vec<&str> = derive::distinct_codes(&fl)
-                .iter()
-                .map(|f| f.code.as_str())
-                .collect();
-            let flagged: Vec<(f64, String)> = (!codes.is_empty())
-                .then(|| (x, codes.join(", ")))
-                .into_iter()
-                .collect();
+            let flagged: Vec<(f64, String)> =
+                warning_codes(p).map(|c| (x, c)).into_iter().collect();
             match lines.iter_mut().find(|l| l.name == name) {
                 Some(l) => {
                     l.points.push((x, figure));
@@ -856,11 +862,8 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 let Some(y) = p.headline().map(|s| s.mean) else {
                     continue;
                 };
-                let fl = p.flags();
-                let codes = derive::distinct_codes(&fl);
-                if !codes.is_empty() {
-                    let codes: Vec<&str> = codes.iter().map(|f| f.code.as_str()).collect();
-                    flagged.push((name.clone(), x, codes.join(", ")));
+                if let Some(codes) = warning_codes(p) {
+                    flagged.push((name.clone(), x, codes));
                 }
                 match lines.iter_mut().find(|l| l.0 == name) {
                     Some(l) => l.1.push((x, y)),
@@ -891,6 +894,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             };
             let series = styled(labels.len(), lines);
             let marks = point_marks(&series, &flagged);
+            let note = marks_note(&series, &marks);
             let title = format!(
                 "{wl}: {} vs {param}",
                 headline_words(headline, unit, &groups)
@@ -906,9 +910,16 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 section: "sweep".into(),
                 workload: wl.to_string(),
                 svg: Some(svg::line_chart_marked(
-                    &title, &param, unit, scale, y_scale, &series, &marks,
+                    &title,
+                    &param,
+                    unit,
+                    scale,
+                    y_scale,
+                    &series,
+                    &marks,
+                    note.as_deref(),
                 )),
-                note: marks_note(&series, &marks),
+                note,
             });
         }
     }
@@ -1310,7 +1321,8 @@ pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
                     run: label.clone(),
                     row,
                     workload: p.workload.clone(),
-                    host: ts.host.clone(),
+                    // Named as the Hosts table names it (this machine by its hostname).
+                    host: model::host_display_name(&p.run.hosts, &ts.host),
                     capacity: p.capacity_phase().map(str::to_string),
                     cpus,
                 });

@@ -901,7 +901,7 @@ fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<FigureOf> {
             true,
             get("reply_rate_per_s"),
         );
-        add("latency_p99_ns".into(), "ns", false, get("latency_p99_ns"));
+        add("p99".into(), "ns", false, get("latency_p99_ns"));
         if phase == "levels" {
             add(POWER.into(), "W", false, get(POWER));
             add(
@@ -1500,10 +1500,12 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             .and_then(|t| model::hist::parse_latency_ns(t).ok())
             .unwrap_or(0)
     };
+    rows.extend(one_sided_steps(&ga, &gb, &pa, &pb));
     rows.sort_by_key(|r| {
         (
             r.point.clone(),
             metric_rank(&r.metric),
+            curve_place(&r.metric),
             threshold_ns(&r.metric),
             r.metric.clone(),
         )
@@ -1552,6 +1554,9 @@ fn one_sided_row(
             return None;
         }
         format!("{other} has no such point")
+    } else if curve_step(&key.1).is_some() {
+        // Said once for the point, with the other steps of its side ([`one_sided_steps`]).
+        return None;
     } else {
         one_sided(&key.1, other, |m| {
             others.contains_key(&(key.0.clone(), m.to_string()))
@@ -1589,6 +1594,119 @@ fn one_sided_row(
     })
 }
 
+/// A capacity curve's figure (`at 1,500 req/s demanded: p99`, `level 90%: power_w`): the
+/// step it is of and what it is. The text is [`curve_of`]'s.
+fn curve_step(metric: &str) -> Option<(&str, &str)> {
+    (metric.starts_with("at ") || metric.starts_with("level ")).then_some(())?;
+    metric.split_once(": ")
+}
+
+/// The row of a curve's steps only one side ran ([`one_sided_steps`]), after the others.
+const ONE_SIDED_STEPS: &str = "steps of one side";
+
+/// The figures [`curve_of`] gives each step, in its order.
+const CURVE_FIGURES: [&str; 4] = ["reply rate", "p99", POWER, " per W"];
+
+/// Where a curve's figure goes among its point's rows: its step in the order the test ran
+/// them (a ramp's by demanded rate upward, a levels test's from 100% down), then its
+/// figure in [`curve_of`]'s order; their text sorted "at 1,000" before "at 500" and
+/// "level 10%" before "level 20%" (review H, 6). (0, 0) for any other figure.
+fn curve_place(metric: &str) -> (i64, usize) {
+    if metric == ONE_SIDED_STEPS {
+        return (i64::MAX, 0);
+    }
+    let Some((step, what)) = curve_step(metric) else {
+        return (0, 0);
+    };
+    let number = |t: &str| -> f64 {
+        let t: String = t
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',')
+            .filter(|c| *c != ',')
+            .collect();
+        t.parse().unwrap_or(0.0)
+    };
+    let at = match step.strip_prefix("level ") {
+        Some(level) => -number(level),
+        None => number(step.trim_start_matches("at ")),
+    };
+    let figure = CURVE_FIGURES
+        .iter()
+        .position(|f| what.starts_with(f) || what.contains(f))
+        .unwrap_or(CURVE_FIGURES.len());
+    ((at * 1000.0).round() as i64, figure)
+}
+
+/// The steps of a capacity curve only one side ran, at a point both ran: one row per side
+/// saying which, not a row per figure of each (two ramps on different grids flooded the
+/// table with "only on A" rows, review H, 6). The curve is compared where the runs meet.
+fn one_sided_steps(
+    ga: &BTreeMap<(String, String), Figure>,
+    gb: &BTreeMap<(String, String), Figure>,
+    pa: &BTreeSet<String>,
+    pb: &BTreeSet<String>,
+) -> Vec<CompareRow> {
+    let mut out = Vec::new();
+    for (side, other, mine, theirs, their_points) in
+        [("A", "B", ga, gb, pb), ("B", "A", gb, ga, pa)]
+    {
+        let mut steps: BTreeMap<&str, BTreeSet<(i64, &str)>> = BTreeMap::new();
+        for (point, metric) in mine.keys() {
+            let Some((step, _)) = curve_step(metric) else {
+                continue;
+            };
+            let met = theirs
+                .keys()
+                .any(|(p, m)| p == point && curve_step(m).is_some_and(|(s, _)| s == step));
+            if their_points.contains(point) && !met {
+                steps
+                    .entry(point.as_str())
+                    .or_default()
+                    .insert((curve_place(metric).0, step));
+            }
+        }
+        for (point, steps) in steps {
+            let ramp = steps.iter().any(|(_, s)| s.starts_with("at "));
+            let names: Vec<&str> = steps
+                .iter()
+                .map(|(_, s)| {
+                    s.trim_start_matches("at ")
+                        .trim_start_matches("level ")
+                        .trim_end_matches(" demanded")
+                })
+                .collect();
+            let listed = if names.len() > 6 {
+                format!(
+                    "{} ... {} ({} in all)",
+                    names[..3].join(", "),
+                    names[names.len() - 2..].join(", "),
+                    names.len()
+                )
+            } else {
+                names.join(", ")
+            };
+            let kind = if ramp { "step demanding" } else { "level" };
+            out.push(CompareRow {
+                point: point.to_string(),
+                metric: ONE_SIDED_STEPS.into(),
+                unit: String::new(),
+                higher_is_better: true,
+                a: None,
+                b: None,
+                diff_pct: None,
+                ci95_pct: None,
+                diff_points: None,
+                ci95_points: None,
+                p_value: None,
+                verdict: format!("only on {side}, not compared: {other} ran no {kind} {listed}"),
+                a_reps: None,
+                b_reps: None,
+            });
+        }
+    }
+    out
+}
+
 /// Why a point's figure is on one side only; `has` says whether the `other` side has a
 /// figure of that name at the point.
 fn one_sided(metric: &str, other: &str, has: impl Fn(&str) -> bool) -> String {
@@ -1624,7 +1742,7 @@ fn metric_rank(m: &str) -> u8 {
         "latency_max_ns",
         "latency_mean_ns",
     ];
-    if m.starts_with("at ") || m.starts_with("level ") {
+    if m.starts_with("at ") || m.starts_with("level ") || m == ONE_SIDED_STEPS {
         // A capacity test's curve, after its headline.
         5
     } else if let Some(i) = LATENCY.iter().position(|l| *l == m) {

@@ -540,7 +540,41 @@ pub fn distinct_codes(flags: &[Flag]) -> Vec<&Flag> {
 
 /// Under a summary whose cells carry flags (their codes only).
 pub const SUMMARY_FLAGS_NOTE: &str =
-    "⚠ marks a result with a warning; each warning's message is in the results table below.";
+    "⚠ marks a result with a warning; each warning's message is listed under the results table below.";
+
+/// The warnings of a results table's rows (row name, its flags), each distinct one (code
+/// and message) once with the rows that carry it, in the order they first appear: the
+/// cells show codes alone, the sentences are said once below the table (a multi-host
+/// row carried some 1500 characters of `steal`/`other_load` prose per host, acceptance
+/// pass G, 13).
+pub fn warnings_below(rows: &[(String, Vec<Flag>)]) -> Vec<(&Flag, Vec<&str>)> {
+    let mut out: Vec<(&Flag, Vec<&str>)> = Vec::new();
+    for (name, flags) in rows {
+        for f in flags {
+            let at = out
+                .iter()
+                .position(|(g, _)| g.code == f.code && g.message == f.message);
+            match at {
+                Some(i) if !out[i].1.contains(&name.as_str()) => out[i].1.push(name),
+                Some(_) => {}
+                None => out.push((f, vec![name])),
+            }
+        }
+    }
+    out
+}
+
+/// A warning said below a results table: `code: message (rows)`, as plain text for the
+/// formats to escape; the rows named up to four.
+pub fn warning_below(f: &Flag, rows: &[&str]) -> String {
+    let named = match rows {
+        [a, b, c, d, rest @ ..] if !rest.is_empty() => {
+            format!("{a}, {b}, {c}, {d} and {} more", rest.len())
+        }
+        _ => rows.join(", "),
+    };
+    format!("{}: {} ({named})", f.code, f.message)
+}
 
 /// What a "%CPU used" column holds, said under every table that shows one.
 pub const CPU_USED_MEANING: &str = "%CPU used is the system under test's CPU in percent of one CPU: the sum of every CPU's busy % on a host that ran no load generator (as in the iperf3 study), else the watched server processes' CPU, or for work that runs in rackbench itself (crypto, mem) its process's; each figure says which.";
@@ -1814,22 +1848,26 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         s.add_extrapolated(runs, e);
     }
     let mut capacity: Vec<String> = Vec::new();
+    let mut others = false;
     for (i, run) in runs.iter().enumerate() {
         for p in points(i, run) {
-            if p.capacity_phase().is_some() && !capacity.contains(&p.test) {
+            if p.capacity_phase().is_none() {
+                others = true;
+            } else if !capacity.contains(&p.test) {
                 capacity.push(p.test.clone());
             }
         }
     }
     if !capacity.is_empty() {
-        // With no other test there is no table (the formats leave an empty one out): the
-        // note then says why, not what the table lacks.
+        // With no row there is no table (the formats leave an empty one out): the note
+        // then says why, not what the table lacks; a workload whose other tests --tests
+        // left out did not run "only capacity tests" (review H, 17).
         s.notes.push(format!(
             "{}: {} (capacity tests, a curve of steps at different offered rates: their figures are per step, in their views).",
-            if s.rows.is_empty() {
-                "No summary table: this workload ran only capacity tests"
-            } else {
-                "Not in this table"
+            match (s.rows.is_empty(), others) {
+                (false, _) => "Not in this table",
+                (true, false) => "No summary table: this workload ran only capacity tests",
+                (true, true) => "No summary table: the tests chosen with --tests are capacity tests",
             },
             capacity.join(", ")
         ));

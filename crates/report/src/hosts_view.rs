@@ -105,10 +105,19 @@ impl Reasons {
         }
     }
 
-    fn notes(self) -> Vec<String> {
+    /// Each reason with its hosts, named as the tables name them (this machine by its
+    /// hostname: "vm" in a table and "local" in its note read as two hosts, acceptance
+    /// pass G, 13); `disclosed` are the run's hosts.
+    fn notes(self, disclosed: &[model::HostDisclosure]) -> Vec<String> {
         self.0
             .into_iter()
-            .map(|(r, hosts)| format!("{NA} on {}: {r}", hosts.join(", ")))
+            .map(|(r, hosts)| {
+                let names: Vec<String> = hosts
+                    .iter()
+                    .map(|h| model::host_display_name(disclosed, h))
+                    .collect();
+                format!("{NA} on {}: {r}", names.join(", "))
+            })
             .collect()
     }
 }
@@ -582,7 +591,7 @@ fn pair_table(
         f3(per_tput(reps, power_of(reps).map(|p| p.0)))
     });
     row("Repetitions (n)".into(), &|reps| reps.len().to_string());
-    let mut notes = why.notes();
+    let mut notes = why.notes(&run.hosts);
     notes.extend(left_out);
     if below_idle.get() {
         notes.push(
@@ -879,7 +888,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             if let Some(u) = &gen_unit {
                 head.push(format!("{headline} per generator ({u})"));
             }
-            let mut notes = why.notes();
+            let mut notes = why.notes(&run.hosts);
             let skew = median(
                 &ok.iter()
                     .filter_map(|r| r.metric("start_skew_max_s", &[]).map(|m| m.value))
@@ -1122,22 +1131,8 @@ fn human_fact(key: &str, f: &model::Fact) -> String {
     let is_bytes = key.ends_with("_bytes") || key.starts_with("cpu.cache.");
     match (&f.value, is_bytes) {
         (Some(v), true) => match v.parse::<u64>() {
-            Ok(b) => {
-                let scaled = crate::views::bytes(b as f64);
-                // The prefix `bytes` picks: the largest power of 1024 not above b (to TiB).
-                let mut i = 0;
-                while i < 4 && b >> (10 * (i + 1)) > 0 {
-                    i += 1;
-                }
-                let unit = 1u64 << (10 * i);
-                let exact = b % unit == 0
-                    && scaled == format!("{} {}", b / unit, crate::views::BYTE_UNITS[i]);
-                if exact {
-                    scaled
-                } else {
-                    format!("{scaled} ({v} B)")
-                }
-            }
+            Ok(b) => crate::views::bytes_exact(b)
+                .unwrap_or_else(|| format!("{} ({v} B)", crate::views::bytes(b as f64))),
             Err(_) => v.clone(),
         },
         _ => f.display(),

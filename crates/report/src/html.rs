@@ -55,43 +55,31 @@ footer{margin-top:40px;color:var(--muted);font-size:12px;border-top:1px solid va
 @media print{main{max-width:none;padding:0}figure{break-inside:avoid}h2{break-before:auto}}
 "#;
 
-fn flags_html(flags: &[Flag]) -> String {
-    flag_chips(flags, true)
-}
-
-/// Flags as chips, each message in its tooltip, and in its text too when `with_message`:
-/// the summary's cells show codes only, where a message repeated in every row would bury
-/// the figures (the All results table has them).
-fn flag_chips(flags: &[Flag], with_message: bool) -> String {
-    // Codes alone say each code once ([`derive::distinct_codes`]).
-    let shown: Vec<&Flag> = if with_message {
-        flags.iter().collect()
-    } else {
-        derive::distinct_codes(flags)
-    };
-    shown
+/// Flags as chips of their codes, each code once ([`derive::distinct_codes`]), each
+/// message in its tooltip: a message repeated in every row buried the figures; the
+/// results tables say each once below them ([`derive::warnings_below`]).
+fn flag_chips(flags: &[Flag]) -> String {
+    derive::distinct_codes(flags)
         .into_iter()
         .map(|f| {
             let cls = match f.severity {
                 Severity::Warning => "warning",
                 Severity::Invalid => "invalid",
             };
-            let (c, m) = (esc(&f.code), esc(&f.message));
-            let (text, title) = if with_message {
-                (format!("{c}: {m}"), m)
-            } else {
-                // The one chip of a code stands for every flag of it: its tooltip gives
-                // each distinct message, one a line (two repetitions' `other_load` can
-                // name different processes).
-                let mut said: Vec<&str> = Vec::new();
-                for g in flags.iter().filter(|g| g.code == f.code) {
-                    if !said.contains(&g.message.as_str()) {
-                        said.push(&g.message);
-                    }
+            // The one chip of a code stands for every flag of it: its tooltip gives each
+            // distinct message, one a line (two repetitions' `other_load` can name
+            // different processes).
+            let mut said: Vec<&str> = Vec::new();
+            for g in flags.iter().filter(|g| g.code == f.code) {
+                if !said.contains(&g.message.as_str()) {
+                    said.push(&g.message);
                 }
-                (c, esc(&said.join("\n")))
-            };
-            format!(r#"<span class="flag {cls}" title="{title}">&#9888; {text}</span>"#)
+            }
+            format!(
+                r#"<span class="flag {cls}" title="{}">&#9888; {}</span>"#,
+                esc(&said.join("\n")),
+                esc(&f.code)
+            )
         })
         .collect::<Vec<_>>()
         .join("")
@@ -185,6 +173,7 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
     );
     let wls = workloads(runs);
     let all_charts = charts(runs);
+    let tel = crate::views::telemetry_views(runs);
     // Table of contents.
     h.push_str(r##"<nav class="toc"><b>Contents:</b> <a href="#runs">Runs</a>"##);
     if runs.len() > 1 {
@@ -196,7 +185,11 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
     if crate::hosts_view::has_hosts(runs) {
         h.push_str(r##"<a href="#hosts">Hosts</a>"##);
     }
-    h.push_str(r##"<a href="#cpu">CPU</a><a href="#disclosure">Systems</a>"##);
+    h.push_str(r##"<a href="#cpu">CPU</a>"##);
+    if !tel.is_empty() {
+        h.push_str(r##"<a href="#telemetry">Host telemetry</a>"##);
+    }
+    h.push_str(r##"<a href="#disclosure">Systems</a>"##);
     if tco.is_some() {
         h.push_str(r##"<a href="#tco">TCO</a>"##);
     }
@@ -259,7 +252,6 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
-    let tel = crate::views::telemetry_views(runs);
     if !tel.is_empty() {
         h.push_str(r#"<h2 id="telemetry">Host telemetry</h2>"#);
         for v in &tel {
@@ -443,7 +435,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
                 h,
                 r#"<td class="n">{}{chosen}{}</td><td>{}</td>"#,
                 row.perf[i].map_or("-".to_string(), |v| esc(&num(v))),
-                flag_chips(&row.flags[i], false),
+                flag_chips(&row.flags[i]),
                 if row.perf[i].is_some() {
                     power_cell(&row.power[i])
                 } else {
@@ -656,12 +648,11 @@ fn efficiency_unit_table(
     // One scale for the three per-unit columns, from the throughput they divide by.
     let perfs: Vec<f64> = rows.iter().map(|r| r.3.perf).collect();
     let (sw, pw) = throughput_scale(&perfs);
-    let (sd, pd, sc, pc) = (sw, pw, sw, pw);
     let heads = [
         "Perf/W".to_string(),
         format!("W per {pw}{unit}"),
-        format!("W above idle per {pd}{unit}"),
-        format!("%CPU per {pc}{unit}"),
+        format!("W above idle per {pw}{unit}"),
+        format!("%CPU per {pw}{unit}"),
     ];
     let _ = write!(
         h,
@@ -696,9 +687,9 @@ fn efficiency_unit_table(
             },
             per_w_cell(&e.perf_per_w, 1.0, e),
             per_w_cell(&e.w_per_perf, sw, e),
-            per_w_cell(&e.dw_per_perf, sd, e),
+            per_w_cell(&e.dw_per_perf, sw, e),
             cpu_cell(&e.cpu_used),
-            cpu_per_cell(&e.cpu_pct_per_perf, sc, e)
+            cpu_per_cell(&e.cpu_pct_per_perf, sw, e)
         );
     }
     let _ = write!(
@@ -774,6 +765,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             r#"<table><caption>All results: {}</caption><tr><th>Test</th><th>Parameters</th><th>n</th><th>Headline (mean &plusmn; sd)</th><th>CV</th><th>Power</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>&gt; 1 ms</th><th>Latency kind</th><th>Warnings</th></tr>"#,
             esc(&labels[i])
         );
+        let mut flagged: Vec<(String, Vec<Flag>)> = Vec::new();
         for p in pts {
             let s = p.headline();
             let head = s.as_ref().map_or("-".to_string(), |s| {
@@ -802,8 +794,9 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     h,
                     r#"{lead}<td colspan="7" class="muted">{}</td><td>{}</td></tr>"#,
                     esc(&crate::views::per_step(&p.workload, phase)),
-                    flags_html(&p.flags())
+                    flag_chips(&p.flags())
                 );
+                flagged.push((format!("{} {}", p.test, p.param_label(&[])), p.flags()));
                 continue;
             }
             let f = p.power();
@@ -831,10 +824,24 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     "{k} ({})",
                     n.join("+")
                 ))),
-                flags_html(&p.flags())
+                flag_chips(&p.flags())
             );
+            flagged.push((format!("{} {}", p.test, p.param_label(&[])), p.flags()));
         }
         h.push_str("</table>");
+        // Each warning's sentence once, below the table its codes are in.
+        let said = derive::warnings_below(&flagged);
+        if !said.is_empty() {
+            h.push_str(r#"<ul class="warnings">"#);
+            for (f, rows) in said {
+                let _ = write!(
+                    h,
+                    "<li>&#9888; {}</li>",
+                    esc(&derive::warning_below(f, &rows))
+                );
+            }
+            h.push_str("</ul>");
+        }
     }
     h.push_str(&absent_notes(labels, powers.iter().map(|(i, f)| (*i, f))));
 }
@@ -855,7 +862,8 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                 h,
                 "<th>{}<br><span class=\"muted\">{} ({})</span></th>",
                 esc(&labels[*i]),
-                esc(&hd.host),
+                // Named as the Hosts table names it (this machine by its hostname).
+                esc(&model::host_display_name(&runs[*i].hosts, &hd.host)),
                 esc(&hd.role)
             );
         }
@@ -900,7 +908,7 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     h,
                     r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td>{} {}{}</td><td class="n">{} W</td><td class="n">{} W</td></tr>"#,
                     esc(&labels[i]),
-                    esc(&ip.host),
+                    esc(&model::host_display_name(&runs[i].hosts, &ip.host)),
                     esc(&duration),
                     esc(&p.source),
                     esc(&p.zone),

@@ -17,12 +17,6 @@ use crate::fmt::md as c;
 use crate::fmt::{latency_ns, num};
 use crate::selection::Selection;
 
-fn flags(f: &[Flag]) -> String {
-    f.iter()
-        .map(|f| format!(" ⚠ {}: {}", f.code, f.message))
-        .collect()
-}
-
 /// Flags as their codes only, each once ([`derive::distinct_codes`]): the summary's
 /// cells (the Results table has the messages).
 fn flag_codes(f: &[Flag]) -> String {
@@ -105,12 +99,11 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
     // One scale for the three per-unit columns, from the throughput they divide by.
     let perfs: Vec<f64> = eff.iter().map(|r| r.3.perf).collect();
     let (sw, pw) = throughput_scale(&perfs);
-    let (sd, pd, sc, pc) = (sw, pw, sw, pw);
     let heads = [
         format!("Perf/W ({unit} per W)"),
         format!("W per {pw}{unit}"),
-        format!("W above idle per {pd}{unit}"),
-        format!("%CPU per {pc}{unit}"),
+        format!("W above idle per {pw}{unit}"),
+        format!("%CPU per {pw}{unit}"),
     ];
     m.push_str(&header(&[
         "Test",
@@ -140,9 +133,9 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
             },
             per_w_cell(&e.perf_per_w, 1.0, e),
             per_w_cell(&e.w_per_perf, sw, e),
-            per_w_cell(&e.dw_per_perf, sd, e),
+            per_w_cell(&e.dw_per_perf, sw, e),
             cpu_cell(&e.cpu_used),
-            cpu_per_cell(&e.cpu_pct_per_perf, sc, e),
+            cpu_per_cell(&e.cpu_pct_per_perf, sw, e),
         ]));
     }
     for n in derive::efficiency_absences(eff, Some("Idle"), &heads, labels) {
@@ -508,6 +501,7 @@ pub fn markdown_with(
         // Each point's power, as the summary takes it at the best one: the seed's power
         // against instances (Figure A3) reads off this column.
         let mut powers: Vec<(usize, Result<PowerFigure, String>)> = Vec::new();
+        let mut flagged: Vec<(String, Vec<Flag>)> = Vec::new();
         for (i, run) in wr.iter().enumerate() {
             for p in points(i, run) {
                 let s = p.headline();
@@ -552,9 +546,16 @@ pub fn markdown_with(
                     p50,
                     p99,
                     p999,
-                    flags(&p.flags()),
+                    flag_codes(&p.flags()),
                 ]));
+                flagged.push((
+                    format!("{} {} {}", wl_labels[i], p.test, p.param_label(&[])),
+                    p.flags(),
+                ));
             }
+        }
+        for (f, rows) in derive::warnings_below(&flagged) {
+            let _ = writeln!(m, "\n⚠ {}", c(&derive::warning_below(f, &rows)));
         }
         m.push_str(&absent_notes(
             &wl_labels,

@@ -115,18 +115,40 @@ fn param_u64(r: &ResultRecord, key: &str) -> Option<u64> {
 }
 
 /// The binary prefixes [`bytes`] scales by.
-pub const BYTE_UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+const BYTE_UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
 
-/// Bytes as `4 KiB`, `32 MiB`.
+/// Bytes as `4 KiB`, `32 MiB`, `1,007 GiB`: from 1000 up to 1024 of a unit (a "1 TiB"
+/// server's memory less the firmware's) the figure is written whole, never with an SI
+/// prefix on top of the binary one ("1.01k GiB", review H, 13).
 pub fn bytes(b: f64) -> String {
-    let units = BYTE_UNITS;
+    let (v, i) = byte_unit(b);
+    let m = if v.round() >= 1000.0 {
+        num(v.round())
+    } else {
+        si(v)
+    };
+    format!("{m} {}", BYTE_UNITS[i])
+}
+
+/// `b` in the unit [`bytes`] writes it in, and that unit's index in [`BYTE_UNITS`].
+fn byte_unit(b: f64) -> (f64, usize) {
     let mut v = b;
     let mut i = 0;
-    while v >= 1024.0 && i + 1 < units.len() {
+    while v >= 1024.0 && i + 1 < BYTE_UNITS.len() {
         v /= 1024.0;
         i += 1;
     }
-    format!("{} {}", si(v), units[i])
+    (v, i)
+}
+
+/// A byte count as [`bytes`] writes it when that is exact (`48 KiB`, `1,000 GiB`), None
+/// when it is rounded (`23.6 GiB`), for a fact that shows the exact count beside it then.
+pub fn bytes_exact(b: u64) -> Option<String> {
+    let (_, i) = byte_unit(b as f64);
+    let unit = 1u64 << (10 * i);
+    let text = bytes(b as f64);
+    let whole = text.split(' ').next().unwrap_or("").replace(',', "");
+    (b.is_multiple_of(unit) && whole == (b / unit).to_string()).then_some(text)
 }
 
 /// Every view of one workload's runs.
@@ -1857,9 +1879,21 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
             ]
         })
         .collect();
-    let mut notes = vec![match sat {
-        Some(s) => format!("Saturation at a demanded rate of {} {u}.", num(s)),
-        None => "No saturation point within the ramp.".into(),
+    // A ramp stopped before its top did not show that none of its rates saturates: it
+    // says where it stopped (acceptance pass G, 13).
+    let stopped = match r.status {
+        Status::Ok | Status::Failed => None,
+        Status::Interrupted => Some("was interrupted"),
+        Status::Running => Some("stopped (its run never finished)"),
+    };
+    let mut notes = vec![match (sat, stopped, st.last()) {
+        (Some(s), _, _) => format!("Saturation at a demanded rate of {} {u}.", num(s)),
+        (None, Some(how), Some((step, m))) => format!(
+            "The ramp {how} at step {step}{}: no saturation up to there.",
+            m.get("demanded_rate_per_s")
+                .map_or(String::new(), |d| format!(" ({} {u} demanded)", num(*d)))
+        ),
+        _ => "No saturation point within the ramp.".into(),
     }];
     notes.extend(
         r.missing
@@ -2279,15 +2313,26 @@ pub fn view_markdown(v: &View) -> String {
 }
 
 /// The telemetry beyond per-CPU % (MISSION 3: context switches, interrupts, each NIC's
-/// bytes and packets, disk I/O) and kv/http's latency jitter: a view per run and host,
-/// a row per test (sweep point), each figure the mean over its valid repetitions of the
-/// host's summary over the measured time. NICs and disks that moved nothing in any of
-/// the run's tests are left out (a note says which). Empty when no result has telemetry.
+/// bytes and packets, disk I/O): a view per run and host, a row per test (sweep point),
+/// each figure the mean over its valid repetitions of the host's summary over the
+/// measured time; then kv/http's latency jitter, a view per run ([`jitter_view`]). NICs and disks that moved nothing in any of
+/// the run's tests are left out (a note says which). Capacity tests are left out too (the
+/// caption says so): their summary is over every step of the curve together, a mean over
+/// rates from idle to saturation that the rest of the report refuses (review H, 7); their
+/// figures are per step, in their views. Empty when no result has telemetry.
 pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
     let labels = run_labels(runs);
     let mut out = Vec::new();
     for (i, (run, label)) in runs.iter().zip(&labels).enumerate() {
-        let pts: Vec<Point> = derive::points(i, run);
+        let (capacity, pts): (Vec<Point>, Vec<Point>) = derive::points(i, run)
+            .into_iter()
+            .partition(|p| p.capacity_phase().is_some());
+        let mut left_out: Vec<&str> = Vec::new();
+        for p in &capacity {
+            if !left_out.contains(&p.test.as_str()) {
+                left_out.push(&p.test);
+            }
+        }
         let mut hosts: Vec<&str> = Vec::new();
         for r in &run.results {
             for t in &r.telemetry_summary {
@@ -2297,12 +2342,19 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
             }
         }
         for host in hosts {
+            // Named as the Hosts table names it (this machine by its hostname).
+            let name = model::host_display_name(&run.hosts, host);
             // Per point: its valid repetitions' summaries of this host.
+            // A point none of whose repetitions counts (a host lost, the server gone) keeps
+            // what its hosts measured up to then (acceptance pass G, 8): shown, marked.
             let per: Vec<(&Point, Vec<&model::TelemetrySummary>)> = pts
                 .iter()
                 .map(|p| {
-                    let sums = p
-                        .valid()
+                    let reps = match p.valid() {
+                        v if v.is_empty() => p.results.clone(),
+                        v => v,
+                    };
+                    let sums = reps
                         .into_iter()
                         .flat_map(|r| r.telemetry_summary.iter().filter(|t| t.host == host))
                         .collect();
@@ -2310,9 +2362,7 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 })
                 .filter(|(_, s): &(_, Vec<_>)| !s.is_empty())
                 .collect();
-            let mean = |xs: Vec<f64>| -> Option<f64> {
-                (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-            };
+            let mean = |xs: Vec<f64>| crate::stats::mean(&xs);
             let mut nics: Vec<String> = Vec::new();
             let mut disks: Vec<String> = Vec::new();
             let mut idle: Vec<String> = Vec::new();
@@ -2337,21 +2387,6 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 }
             }
             idle.retain(|n| !nics.contains(n) && !disks.contains(n));
-            // The jitter of the latency kind the tables show (`corrected` when present).
-            let jitter_of = |p: &Point| -> Option<f64> {
-                let kind = p.latency().map(|l| l.0);
-                let v: Vec<f64> = p
-                    .valid()
-                    .iter()
-                    .filter_map(|r| match &kind {
-                        Some(k) => r.metric("latency_jitter_ns", &[("kind", k.as_str())]),
-                        None => r.metric("latency_jitter_ns", &[]),
-                    })
-                    .map(|m| m.value)
-                    .collect();
-                crate::stats::mean(&v)
-            };
-            let jitter = per.iter().any(|(p, _)| jitter_of(p).is_some());
             let mut head = vec![
                 "Test".to_string(),
                 "Context switches/s".into(),
@@ -2365,9 +2400,6 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 head.push(format!("{d} read / write MB/s"));
                 head.push(format!("{d} read / write IOPS"));
             }
-            if jitter {
-                head.push("Latency jitter".into());
-            }
             let pair = |a: Option<f64>, b: Option<f64>, f: &dyn Fn(f64) -> String| match (a, b) {
                 (Some(a), Some(b)) => format!("{} / {}", f(a), f(b)),
                 _ => "-".to_string(),
@@ -2376,7 +2408,10 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 .iter()
                 .map(|(p, sums)| {
                     let mut row = vec![
-                        p.label(),
+                        match not_counted(p) {
+                            Some(why) => format!("{} ({why})", p.label()),
+                            None => p.label(),
+                        },
                         mean(sums.iter().map(|t| t.ctxt_per_s).collect()).map_or("-".into(), num),
                         mean(sums.iter().map(|t| t.intr_per_s).collect()).map_or("-".into(), num),
                     ];
@@ -2418,9 +2453,6 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                         ));
                         row.push(pair(of(&|x| x.reads_per_s), of(&|x| x.writes_per_s), &num));
                     }
-                    if jitter {
-                        row.push(jitter_of(p).map_or("-".into(), crate::fmt::latency_ns));
-                    }
                     row
                 })
                 .collect::<Vec<_>>();
@@ -2428,26 +2460,39 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 continue;
             }
             let mut notes = Vec::new();
+            if per.iter().any(|(p, _)| not_counted(p).is_some()) {
+                notes.push(
+                    "A test marked failed, interrupted or invalid has no repetition that \
+                     counts: its row is what the host measured up to where it stopped, to \
+                     see what happened, and is in no headline figure."
+                        .into(),
+                );
+            }
             if !idle.is_empty() {
                 notes.push(format!(
-                    "Left out, idle in every test on {host}: {}.",
+                    "Left out, idle in every test on {name}: {}.",
                     idle.join(", ")
                 ));
             }
             out.push(View {
-                title: format!("{label}: telemetry on {host}"),
+                title: format!("{label}: telemetry on {name}"),
                 figures: vec![],
                 tables: vec![Table {
                     caption: format!(
-                        "{label}: telemetry on {host} per test, each the mean over its \
+                        "{label}: telemetry on {name} per test, each the mean over its \
                          repetitions of the host's figures over the measured time: context \
                          switches and interrupts per second (the whole host), each NIC's \
                          received / sent Gbit/s and packets/s, each disk's read / written MB/s \
                          and I/O per second{}",
-                        if jitter {
-                            "; latency jitter is the workload's own (the spread of its latencies)"
+                        if left_out.is_empty() {
+                            String::new()
                         } else {
-                            ""
+                            format!(
+                                "; left out, as capacity tests: {} (their figures are per step, \
+                                 in their views; one over every step together would mean rates \
+                                 from idle to saturation)",
+                                left_out.join(", ")
+                            )
                         }
                     ),
                     head,
@@ -2456,8 +2501,66 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 notes,
             });
         }
+        if let Some(v) = jitter_view(label, &pts) {
+            out.push(v);
+        }
     }
     out
+}
+
+/// kv/http's latency jitter per test of one run: the workload's own (the spread of its
+/// latencies), once for the test, not in each host's table as if every host had measured
+/// it (acceptance pass G, 13). The jitter of the latency kind the tables show (`corrected`
+/// when present); None when no test has one.
+fn jitter_view(label: &str, pts: &[Point]) -> Option<View> {
+    let rows: Vec<(String, Option<f64>)> = pts
+        .iter()
+        .map(|p| {
+            let kind = p.latency().map(|l| l.0);
+            let v: Vec<f64> = p
+                .valid()
+                .iter()
+                .filter_map(|r| match &kind {
+                    Some(k) => r.metric("latency_jitter_ns", &[("kind", k.as_str())]),
+                    None => r.metric("latency_jitter_ns", &[]),
+                })
+                .map(|m| m.value)
+                .collect();
+            (p.label(), crate::stats::mean(&v))
+        })
+        .collect();
+    rows.iter().any(|r| r.1.is_some()).then(|| View {
+        title: format!("{label}: latency jitter"),
+        figures: vec![],
+        tables: vec![Table {
+            caption: format!(
+                "{label}: latency jitter per test, the workload's own (the spread of its \
+                 latencies, the mean over its valid repetitions), one figure per test"
+            ),
+            head: vec!["Test".into(), "Latency jitter".into()],
+            rows: rows
+                .into_iter()
+                .map(|(t, j)| vec![t, j.map_or("-".into(), crate::fmt::latency_ns)])
+                .collect(),
+        }],
+        notes: vec![],
+    })
+}
+
+/// Why none of a point's repetitions counts (`failed`, `interrupted`, `invalid`); None
+/// when one does.
+fn not_counted(p: &Point) -> Option<&'static str> {
+    if !p.valid().is_empty() {
+        return None;
+    }
+    let has = |s: model::Status| p.results.iter().any(|r| r.status == s);
+    Some(if has(model::Status::Failed) {
+        "failed"
+    } else if has(model::Status::Interrupted) {
+        "interrupted"
+    } else {
+        "invalid"
+    })
 }
 
 /// What a run measured: its (workload, test, parameters) points, sorted. Two runs are

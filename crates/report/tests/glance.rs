@@ -184,6 +184,21 @@ fn capacity_only_run_has_no_empty_summary_table() {
     let m = report::markdown(std::slice::from_ref(&both), None);
     assert!(m.contains("\n| Test |"));
     assert!(m.contains("Not in this table: levels"));
+    // Its other tests left out by --tests: it did not run only capacity tests (review H, 17).
+    let sel = report::Selection {
+        tests: vec!["levels".into()],
+        ..Default::default()
+    };
+    let s = report::summary_with(std::slice::from_ref(&both), &sel);
+    assert!(s.rows.is_empty(), "{:?}", s.rows);
+    assert!(
+        s.notes.iter().any(|n| n.starts_with(
+            "No summary table: the tests chosen with --tests are capacity tests: levels"
+        )),
+        "{:?}",
+        s.notes
+    );
+    assert!(!s.notes.iter().any(|n| n.contains("ran only capacity")));
     assert!(report::html(std::slice::from_ref(&both), None).contains("Summary of measured data"));
 }
 
@@ -267,6 +282,8 @@ fn byte_facts_are_scaled_by_binary_prefix() {
         ("cpu.cache.l3_bytes", "314572800", "33554432"),
         ("server.static_file_bytes", "1024", "100"),
         ("mem.total_bytes", "25324732416", "8589934592"),
+        // Review H, 13: 1000-1023 of a unit read "1k GiB", "1.01k GiB".
+        ("mem.big_bytes", "1073741824000", "1081000000000"),
     ] {
         runs[0].hosts[0]
             .facts
@@ -283,10 +300,11 @@ fn byte_facts_are_scaled_by_binary_prefix() {
         "| cpu.cache.l3\\_bytes | 300 MiB | 32 MiB |",
         "| server.static\\_file\\_bytes | 1 KiB | 100 B |",
         "| mem.total\\_bytes | 23.6 GiB (25324732416 B) | 8 GiB |",
+        "| mem.big\\_bytes | 1,000 GiB | 1,007 GiB (1081000000000 B) |",
     ] {
         assert!(sys.contains(row), "{row} in {sys}");
     }
-    assert!(!sys.contains("0.0 GiB"));
+    assert!(!sys.contains("0.0 GiB") && !sys.contains("k GiB"));
     let h = report::html(&runs, None);
     assert!(
         h.contains("<td>48 KiB</td>") || h.contains(">48 KiB<"),
@@ -488,8 +506,8 @@ fn tests_in_different_units_get_charts_of_their_own() {
 }
 
 /// Acceptance pass F, F11: warnings vanished from line charts (only bar charts had the ⚠
-/// mark): a flagged point is drawn hollow with a ⚠, its warning in its tooltip, and the
-/// chart (the SVG and its caption) says how many of its points carry one.
+/// mark): a flagged point is drawn hollow with a ⚠, its warnings' codes in its tooltip,
+/// and the chart (the SVG and its caption) says how many of its points carry one.
 #[test]
 fn flagged_points_are_marked_on_line_charts() {
     let mut runs = vec![kv_run(&Spec {
@@ -542,6 +560,10 @@ fn flagged_points_are_marked_on_line_charts() {
         "{:?}",
         power.note
     );
+    // The SVG, read without the caption, says what the caption says: points, not markers
+    // (it said "6 of 24" beside "3 of 12", review H, 15).
+    assert!(svg.contains(note), "{svg}");
+    assert!(!svg.contains("6 of 24"), "{svg}");
     let perw = charts
         .iter()
         .find(|c| c.title.starts_with("kv: perf/W vs instances"))
@@ -614,7 +636,9 @@ fn host_telemetry_table_per_run_and_host() {
             .push(model::Metric::new("latency_jitter_ns", 71_600.0, "ns").label("kind", "service"));
     }
     let tv = report::views::telemetry_views(std::slice::from_ref(&run));
-    assert_eq!(tv.len(), 1);
+    // A view per host, and the test's latency jitter once, not in each host's table as if
+    // each host had measured it (acceptance pass G, 13).
+    assert_eq!(tv.len(), 2);
     let t = &tv[0].tables[0];
     assert_eq!(
         t.head,
@@ -626,8 +650,16 @@ fn host_telemetry_table_per_run_and_host() {
             "eth<0>| rx / tx packets/s",
             "vda read / write MB/s",
             "vda read / write IOPS",
-            "Latency jitter"
         ]
+    );
+    let j = &tv[1].tables[0];
+    assert_eq!(j.head, ["Test", "Latency jitter"]);
+    assert!(
+        j.rows
+            .iter()
+            .any(|r| r[0].contains("set") && r[0].ends_with("pipeline=1") && r[1] == "71.6 us"),
+        "{:?}",
+        j.rows
     );
     let set1 = t
         .rows
@@ -643,7 +675,6 @@ fn host_telemetry_table_per_run_and_host() {
             "100,000 / 200,000",
             "1.00 / 4.00",
             "10.0 / 20.0",
-            "71.6 us"
         ]
     );
     assert_eq!(
@@ -659,6 +690,88 @@ fn host_telemetry_table_per_run_and_host() {
     assert!(sec.contains("| eth&lt;0&gt;\\| rx / tx Gbit/s |"), "{sec}");
     let h = report::html(std::slice::from_ref(&run), None);
     assert!(h.contains(r#"<h2 id="telemetry">Host telemetry</h2>"#));
+    // Among the report's section links (review H, 18.10).
+    assert!(
+        h.contains(r##"<a href="#cpu">CPU</a><a href="#telemetry">Host telemetry</a>"##),
+        "{h}"
+    );
     assert!(h.contains("<th>eth&lt;0&gt;| rx / tx Gbit/s</th>"));
     assert!(!h.contains("<script>x") && !h.contains("eth<0>"));
+}
+
+/// Review H, 7: a capacity test's telemetry summary is over every step of its curve
+/// together (a mean over rates from idle to saturation): the per-test telemetry table
+/// leaves it out and its caption says so, rather than showing it as one test's row.
+#[test]
+fn host_telemetry_leaves_capacity_tests_out_and_says_so() {
+    let mut run = one_rep_one_instance("<i>x</i>|");
+    let mut ramp = run.results[0].clone();
+    ramp.test = "ramp".into();
+    ramp.metrics.push(
+        model::Metric::new("demanded_rate_per_s", 100.0, "req/s")
+            .label("phase", "ramp")
+            .label("step", "0"),
+    );
+    for t in &mut ramp.telemetry_summary {
+        t.ctxt_per_s = 987_654.0;
+    }
+    run.results.push(ramp);
+    let tv = report::views::telemetry_views(std::slice::from_ref(&run));
+    let t = &tv[0].tables[0];
+    assert!(
+        !t.rows.iter().any(|r| r[0].contains("ramp")),
+        "{:?}",
+        t.rows
+    );
+    assert!(!t.rows.iter().any(|r| r[1] == "987,654"), "{:?}", t.rows);
+    assert!(
+        t.caption
+            .contains("; left out, as capacity tests: ramp (their figures are per step"),
+        "{}",
+        t.caption
+    );
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    assert!(!m.contains("987,654") && !m.contains("<i>x"), "{m}");
+}
+
+/// Acceptance pass G, 8: a failed result keeps what its surviving hosts measured up to
+/// the failure; the telemetry table shows it, marked, and says it is in no headline figure.
+#[test]
+fn host_telemetry_shows_a_failed_test_marked() {
+    let mut run = one_rep_one_instance("<i>x</i>|");
+    run.results[0].status = model::Status::Failed;
+    for t in &mut run.results[0].telemetry_summary {
+        t.ctxt_per_s = 987_654.0;
+    }
+    let tv = report::views::telemetry_views(std::slice::from_ref(&run));
+    let t = &tv[0].tables[0];
+    let failed = t
+        .rows
+        .iter()
+        .find(|r| r[1] == "987,654")
+        .unwrap_or_else(|| panic!("{:?}", t.rows));
+    assert!(failed[0].ends_with(" (failed)"), "{failed:?}");
+    assert_eq!(
+        t.rows.iter().filter(|r| r[0].ends_with("(failed)")).count(),
+        1,
+        "{:?}",
+        t.rows
+    );
+    assert!(
+        tv[0].notes[0].contains("is in no headline figure"),
+        "{:?}",
+        tv[0].notes
+    );
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    assert!(m.contains("987,654") && !m.contains("<i>x"));
+}
+
+/// A kv run of one repetition on one instance.
+fn one_rep_one_instance(label: &'static str) -> model::RunRecord {
+    kv_run(&Spec {
+        label,
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    })
 }

@@ -553,6 +553,22 @@ fn generators_add_up_to_the_headline_mean() {
     assert_eq!(t.row("vm").unwrap()[1], "controller");
     let hosts = hosts_view::hosts_tables(std::slice::from_ref(&run));
     assert_eq!(hosts[0].row("vm").unwrap()[1], "controller");
+    // And by that one name in the same report's other tables and notes, never "local"
+    // beside "vm" (acceptance pass G, 13).
+    let tv = report::views::telemetry_views(std::slice::from_ref(&run));
+    let titles: Vec<&str> = tv.iter().map(|v| v.title.as_str()).collect();
+    assert!(
+        titles.iter().any(|t| t.ends_with("telemetry on vm")),
+        "{titles:?}"
+    );
+    assert!(!titles.iter().any(|t| t.contains("local")), "{titles:?}");
+    for n in t.notes.iter().filter(|n| n.starts_with("n/a on ")) {
+        assert!(!n.contains("local"), "{n}");
+    }
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    assert!(!m.contains("on local") && !m.contains("local:"), "{m}");
+    let h = report::html(std::slice::from_ref(&run), None);
+    assert!(!h.contains(">local") && !h.contains("on local"), "{h}");
 }
 
 #[test]

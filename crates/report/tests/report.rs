@@ -3471,3 +3471,45 @@ fn a_killed_runs_missing_telemetry_is_said_lost_with_it() {
         "{md}"
     );
 }
+
+/// Acceptance pass G, 13: each row of a multi-host result carried ~1500 characters of
+/// warning prose; a Results cell shows each flag's code, and each sentence is said once
+/// below the table with the rows it concerns, escaped in both formats.
+#[test]
+fn results_cells_show_codes_and_the_sentences_once_below() {
+    let mut r = kv_run(&Spec {
+        reps: 2,
+        ..Spec::default()
+    });
+    let msg = "host <b>rbh1</b>: the hypervisor took 18.5% of its CPUs' time | *x*";
+    for res in &mut r.results {
+        res.flags.clear();
+        res.flags.push(model::Flag::warning("steal<i>", msg));
+    }
+    let runs = [r];
+    let h = report::html(&runs, None);
+    let all = &h[h.find("<caption>All results").unwrap()..];
+    let table = &all[..all.find("</table>").unwrap()];
+    assert!(table.contains("&#9888; steal&lt;i&gt;</span>"), "{table}");
+    // The message only in the chip's tooltip, not as the cell's text.
+    assert!(!table.contains("steal&lt;i&gt;: host"), "{table}");
+    let below = &all[all.find("</table>").unwrap()..];
+    let below = &below[..below.find("</ul>").unwrap()];
+    assert_eq!(below.matches("18.5% of its CPUs").count(), 1, "{below}");
+    assert!(
+        below.contains("steal&lt;i&gt;: host &lt;b&gt;rbh1&lt;/b&gt;"),
+        "{below}"
+    );
+    assert!(!h.contains("<b>rbh1") && !h.contains("steal<i>"));
+    let md = report::markdown(&runs, None);
+    let results = &md[md.find("### Results").unwrap()..];
+    let table_end = results.find("\n\n").unwrap_or(results.len());
+    let results_end = results[1..].find("\n#").map_or(results.len(), |i| i + 1);
+    assert!(!results[..table_end].contains("18.5%"), "{results}");
+    assert_eq!(
+        results[..results_end].matches("18.5% of its CPUs").count(),
+        1,
+        "{results}"
+    );
+    assert!(!md.contains("<b>rbh1") && !md.contains("| *x*"), "{md}");
+}

@@ -761,7 +761,7 @@ fn capacity_tests_have_no_whole_test_latency_or_efficiency() {
     };
     let mut ramp_rows = vec!["max_reply_rate_per_s".to_string()];
     for d in ["2,000", "4,000", "6,000"] {
-        for what in ["latency_p99_ns", "reply rate"] {
+        for what in ["reply rate", "p99"] {
             ramp_rows.push(format!("at {d} req/s demanded: {what}"));
         }
     }
@@ -770,9 +770,9 @@ fn capacity_tests_have_no_whole_test_latency_or_efficiency() {
     let mut level_rows = vec!["overall_reply_rate_per_w (component only)".to_string()];
     for l in ["100%", "50%"] {
         for what in [
-            "latency_p99_ns",
-            "power_w (component only)",
             "reply rate",
+            "p99",
+            "power_w (component only)",
             "req/s per W (component only)",
         ] {
             level_rows.push(format!("level {l}: {what}"));
@@ -789,6 +789,125 @@ fn capacity_tests_have_no_whole_test_latency_or_efficiency() {
     let ramp = c.rows.iter().find(|r| r.point == "kv ramp").unwrap();
     assert!((ramp.diff_pct.unwrap() - 20.0).abs() < 1e-9);
     assert!(of("kv set").contains(&"latency_p99_ns"));
+}
+
+/// A ramp's steps with these demanded rates (the reply rate 99% of each), a levels test's
+/// with these levels, in place of `r`'s.
+fn with_curve(mut r: RunRecord, ramp: &[f64], levels: &[&str]) -> RunRecord {
+    let res = &mut r.results[0];
+    res.metrics
+        .retain(|m| m.labels.get("phase").map(String::as_str) != Some("ramp"));
+    for (i, d) in ramp.iter().enumerate() {
+        res.metrics
+            .extend(step("ramp", "step", &i.to_string(), *d, d * 0.99, 2e6));
+    }
+    let res = &mut r.results[2];
+    res.metrics
+        .retain(|m| m.labels.get("phase").map(String::as_str) != Some("levels"));
+    for lv in levels {
+        let rate = 440.0 * lv.trim_end_matches('%').parse::<f64>().unwrap();
+        res.metrics
+            .extend(step("levels", "level", lv, rate, rate * 0.99, 9e6));
+    }
+    r
+}
+
+/// Review H, 6: a curve's rows in the order of the curve (demanded 500 before 1,000; level
+/// 100%, 50%, 10%), not of their text; the steps only one side ran said in one row per
+/// side, not a row per figure; the latency named "p99", not by its metric id.
+#[test]
+fn compare_orders_a_curve_by_its_steps_and_folds_the_steps_one_side_ran() {
+    let hostile = "<b>x</b>|*y*";
+    let a = with_curve(
+        capacity_with_steps("cap-a", 1.0),
+        &[500.0, 1000.0, 1500.0, 2000.0],
+        &["100%", "50%", "10%"],
+    );
+    let mut b = with_curve(
+        capacity_with_steps("cap-b", 1.1),
+        &[500.0, 1000.0, 1500.0, 2500.0, 3000.0],
+        &["100%", "50%", "10%", "5%"],
+    );
+    b.label = Some(hostile.into());
+    let c = report::compare(&[a], &[b.clone()]);
+    let of = |point: &str| -> Vec<(&str, &str)> {
+        c.rows
+            .iter()
+            .filter(|r| r.point == point)
+            .map(|r| (r.metric.as_str(), r.verdict.as_str()))
+            .collect()
+    };
+    let ramp = of("kv ramp");
+    let metrics: Vec<&str> = ramp.iter().map(|r| r.0).collect();
+    let mut want = vec!["max_reply_rate_per_s".to_string()];
+    for d in ["500", "1,000", "1,500"] {
+        for what in ["reply rate", "p99"] {
+            want.push(format!("at {d} req/s demanded: {what}"));
+        }
+    }
+    want.push("steps of one side".into());
+    want.push("steps of one side".into());
+    assert_eq!(metrics, want);
+    let notes: Vec<&str> = ramp.iter().skip(7).map(|r| r.1).collect();
+    assert_eq!(
+        notes,
+        [
+            "only on A, not compared: B ran no step demanding 2,000 req/s",
+            "only on B, not compared: A ran no step demanding 2,500 req/s, 3,000 req/s",
+        ]
+    );
+    assert!(!c.rows.iter().any(|r| r.metric.contains("latency_p99_ns")
+        && (r.metric.starts_with("at ") || r.metric.starts_with("level "))));
+    let levels: Vec<&str> = of("kv levels")
+        .iter()
+        .map(|r| r.0)
+        .filter(|m| m.ends_with("reply rate") || *m == "steps of one side")
+        .collect();
+    assert_eq!(
+        levels,
+        [
+            "level 100%: reply rate",
+            "level 50%: reply rate",
+            "level 10%: reply rate",
+            "steps of one side"
+        ]
+    );
+    assert!(of("kv levels")
+        .iter()
+        .any(|r| r.1 == "only on B, not compared: A ran no level 5%"));
+    // Escaped where the comparison is published.
+    let a = with_curve(
+        capacity_with_steps("cap-a", 1.0),
+        &[500.0, 2000.0],
+        &["100%"],
+    );
+    let h = report::html(&[a.clone(), b.clone()], None);
+    let said = "A ran no step demanding 1,000 req/s, 1,500 req/s, 2,500 req/s, 3,000 req/s";
+    assert!(!h.contains("<b>x</b>") && h.contains(said), "{h}");
+    let m = report::markdown(&[a, b], None);
+    assert!(!m.contains("|*y*") && m.contains(said), "{m}");
+}
+
+/// Acceptance pass G, 13: an interrupted ramp said "No saturation point within the ramp"
+/// of a ramp cut at 25,000 of 60,000 req/s; it says where it stopped.
+#[test]
+fn an_interrupted_ramp_says_where_it_stopped() {
+    let mut r = capacity_run(false);
+    r.results[0].status = model::Status::Interrupted;
+    r.results[0]
+        .metrics
+        .retain(|m| m.name != "saturation_rate_per_s");
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains(
+            "The ramp was interrupted at step 2 (6,000 req/s demanded): no saturation up to there."
+        ),
+        "{m}"
+    );
+    assert!(!m.contains("No saturation point within the ramp"), "{m}");
+    r.results[0].status = model::Status::Ok;
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("No saturation point within the ramp."), "{m}");
 }
 
 #[test]

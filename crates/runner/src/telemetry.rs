@@ -955,15 +955,15 @@ pub fn steal_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
         if worst.steal_pct < STEAL_WARN_PCT {
             continue;
         }
-        let which = if worst.cpu < 0 {
-            "its CPUs".to_string()
+        let whose = if worst.cpu < 0 {
+            "its CPUs'".to_string()
         } else {
-            format!("CPU {}", worst.cpu)
+            format!("CPU {}'s", worst.cpu)
         };
         out.push(Flag::warning(
             "steal",
             format!(
-                "host {}: the hypervisor took {:.1}% of {which}'s time (%steal) while the \
+                "host {}: the hypervisor took {:.1}% of {whose} time (%steal) while the \
                  test measured: its figures include a neighbour's contention, not the \
                  platform's alone; run again on a quieter host, or on dedicated CPUs",
                 s.host, worst.steal_pct
@@ -1219,7 +1219,20 @@ mod tests {
         assert_eq!(flags.len(), 1, "{flags:?}");
         assert_eq!(flags[0].code, "steal");
         assert!(
-            flags[0].message.contains("host a") && flags[0].message.contains("6.0% of CPU 1"),
+            flags[0].message.contains("host a")
+                && flags[0].message.contains("6.0% of CPU 1's time"),
+            "{}",
+            flags[0].message
+        );
+        // The all-CPU line, when it is all there is: "its CPUs' time", not "CPUs's"
+        // (acceptance pass G, 13).
+        let mut c = sample("c", 1.0, 1.0, false, 50.0);
+        c.cpus = vec![stolen(-1, 7.0)];
+        let flags = steal_flags(&telemetry::sampler::summarize(&[c]));
+        assert!(
+            flags[0]
+                .message
+                .contains("took 7.0% of its CPUs' time (%steal)"),
             "{}",
             flags[0].message
         );
