@@ -267,7 +267,7 @@ impl Host for LocalHost {
         // that does, it filled the tests too short for the sensor's reading, and one run
         // mixed measured and modelled watts (review s16, 2).
         if settings.power_model.is_some() {
-            if let Some(whole) = whole_system_sensor(&det.sources) {
+            if let Some(whole) = det.whole_system.first() {
                 anyhow::bail!(
                     "--power-model on {}: {whole} measures this host's whole power, so there \
                      is nothing to model; leave --power-model out. Nothing was started",
@@ -359,33 +359,9 @@ impl Drop for LocalHost {
     }
 }
 
-/// A detected source that measures the whole system (IPMI DCMI, an ACPI power meter),
-/// not a component (RAPL, another hwmon sensor) nor the model.
-fn whole_system_sensor(sources: &[String]) -> Option<&String> {
-    sources
-        .iter()
-        .find(|s| s.as_str() == "ipmi-dcmi:system" || s.starts_with("hwmon:power_meter/"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Beside a sensor of the whole system the model is refused; RAPL and other hwmon
-    /// sensors are components, where the model still stands for the whole (review s16, 2).
-    #[test]
-    fn a_whole_system_sensor_leaves_nothing_to_model() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            whole_system_sensor(&s(&["rapl:package-0", "ipmi-dcmi:system", "model:system"])),
-            Some(&"ipmi-dcmi:system".to_string())
-        );
-        assert!(whole_system_sensor(&s(&["hwmon:power_meter/power1"])).is_some());
-        assert!(
-            whole_system_sensor(&s(&["rapl:package-0", "hwmon:amdgpu/PPT", "model:system"]))
-                .is_none()
-        );
-    }
 
     fn catalog(name: &str) -> Option<Registration> {
         (name == "spin").then_some(Registration {

@@ -55,7 +55,8 @@ pub struct PowerConfig {
     /// Command prefix for ipmitool (`ipmitool`, `sudo ipmitool -I lanplus -H bmc -U u -E`);
     /// ` dcmi power reading` is appended. None: do not try IPMI.
     pub ipmitool: Option<String>,
-    /// Shell command printing the current watts (first number of stdout). None: no meter.
+    /// Shell command printing the current watts (one number alone on its output: anything
+    /// else is refused). None: no meter.
     pub meter_command: Option<String>,
     /// Declared model used when asked (reported as `modelled`).
     pub model: Option<PowerModel>,
@@ -92,6 +93,10 @@ pub struct PowerDetection {
     /// `rapl:package-0`, `rapl:dram-0`, `ipmi-dcmi:system`, `hwmon:power_meter/power1`,
     /// `meter:system`, `model:system`.
     pub sources: Vec<String>,
+    /// Those of `sources` that measure the whole system (IPMI DCMI, an ACPI power meter,
+    /// a meter command), not a component (RAPL, another hwmon sensor) nor the model.
+    #[serde(default)]
+    pub whole_system: Vec<String>,
     /// Why a kind of source is absent or unreadable, with what to do about it.
     pub notes: Vec<String>,
 }
@@ -201,6 +206,7 @@ impl PowerSources {
             Some(cmd) => match read_ipmi(cmd) {
                 Ok(_) => {
                     det.sources.push("ipmi-dcmi:system".into());
+                    det.whole_system.push("ipmi-dcmi:system".into());
                     Some(CommandReader::start(cmd, read_ipmi))
                 }
                 Err(e) => {
@@ -219,6 +225,7 @@ impl PowerSources {
             Some(cmd) => match read_meter(cmd) {
                 Ok(_) => {
                     det.sources.push("meter:system".into());
+                    det.whole_system.push("meter:system".into());
                     Some(CommandReader::start(cmd, read_meter))
                 }
                 Err(e) => {
@@ -547,6 +554,9 @@ fn open_hwmon(root: &Path, now: Instant, det: &mut PowerDetection) -> Vec<HwmonS
             match read_u64(&path) {
                 Ok(v) => {
                     det.sources.push(format!("hwmon:{zone}"));
+                    if whole_system {
+                        det.whole_system.push(format!("hwmon:{zone}"));
+                    }
                     let kind = if is_energy {
                         HwmonKind::EnergyUj {
                             last: Some((v, now)),

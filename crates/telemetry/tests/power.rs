@@ -201,6 +201,8 @@ fn hwmon_power_meter_and_energy_counter() {
             "hwmon:zenergy/energy1"
         ]
     );
+    // The ACPI meter alone measures the whole system: beside it a model is refused.
+    assert_eq!(det.whole_system, ["hwmon:power_meter/power1"]);
     write(&hw.join("hwmon2/energy1_input"), "31000000\n");
     let r = src.read(Instant::now() + Duration::from_secs(2), None, true);
     let pm = r.iter().find(|p| p.zone == "power_meter/power1").unwrap();
@@ -250,6 +252,7 @@ fn ipmi_dcmi_through_a_fake_ipmitool() {
     cfg.ipmitool = Some(fake_ipmitool(dir.path(), "ipmitool_dcmi_power_reading.txt"));
     let (mut src, det) = PowerSources::open(&cfg);
     assert_eq!(det.sources, ["ipmi-dcmi:system"]);
+    assert_eq!(det.whole_system, det.sources);
     let r = src.read(Instant::now(), None, true);
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].source, "ipmi-dcmi");
@@ -299,6 +302,7 @@ fn meter_command_and_model() {
     });
     let (mut src, det) = PowerSources::open(&cfg);
     assert_eq!(det.sources, ["meter:system", "model:system"]);
+    assert_eq!(det.whole_system, ["meter:system"]);
     let r = src.read(Instant::now(), Some(50.0), true);
     assert_eq!(watts(&r, "meter", "system"), 201.0);
     let m = r.iter().find(|p| p.source == "model").unwrap();
