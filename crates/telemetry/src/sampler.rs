@@ -954,10 +954,19 @@ fn summarize_host(
     // Pieces of one sample (cut apart by a test's timed parts) count once.
     let samples = (1 + measured.windows(2).filter(|w| w[0].t_s != w[1].t_s).count()) as u32;
     let covered_s: f64 = measured.iter().map(|s| s.interval_s).sum();
+    // Of the samples a power reading was due in (a tick: an instantaneous source read or
+    // failed), not those a test's start or end closed between ticks (review H, 16).
+    let due: Vec<&TelemetrySample> = measured
+        .iter()
+        .filter(|s| !s.power_failed.is_empty() || s.power.iter().any(|p| p.instantaneous))
+        .copied()
+        .collect();
+    let due_samples = due.len() - due.windows(2).filter(|w| w[0].t_s == w[1].t_s).count();
+    let due_s: f64 = due.iter().map(|s| s.interval_s).sum();
     let power_gaps = last_error.map(|last_error| PowerGaps {
         failed_samples: failed,
-        samples,
-        covered_s: (covered_s - failed_s).max(0.0),
+        samples: due_samples as u32,
+        covered_s: (due_s - failed_s).max(0.0),
         last_error,
     });
     Some(TelemetrySummary {

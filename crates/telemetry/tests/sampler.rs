@@ -770,6 +770,45 @@ fn a_meter_slower_than_a_ticks_wait_reads_every_tick_but_the_first() {
     );
 }
 
+/// power_gaps counts the samples a reading was due in: a sample a test's start or end
+/// closed between ticks reads no instantaneous source, and is no gap (review H, 16).
+#[test]
+fn power_gaps_count_only_the_ticks_a_reading_was_due_in() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    cfg.interval = Duration::from_millis(300);
+    let dir = tempfile::tempdir().unwrap();
+    let meter = script(
+        dir.path(),
+        "#!/bin/sh\nd=$(dirname \"$0\"); n=$(cat \"$d/n\" 2>/dev/null || echo 0); \
+         n=$((n+1)); echo $n > \"$d/n\"\nif [ $n -ge 2 ]; then exit 1; fi\necho 90\n",
+    );
+    cfg.power.meter_command = Some(meter.display().to_string());
+    let s = Sampler::start(cfg).unwrap();
+    let mut samples = Vec::new();
+    // Ticks every 300 ms, and a test's start or end between them.
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(450));
+        samples.extend(s.take());
+    }
+    samples.extend(s.stop());
+    let sum = &summarize(&samples)[0];
+    let gaps = sum
+        .power_gaps
+        .as_ref()
+        .unwrap_or_else(|| panic!("{samples:#?}"));
+    let ticks = samples
+        .iter()
+        .filter(|x| !x.power_failed.is_empty())
+        .count();
+    assert_eq!(gaps.failed_samples as usize, ticks);
+    assert!(
+        gaps.samples < sum.samples,
+        "{gaps:?} of {} samples",
+        sum.samples
+    );
+}
+
 /// A power command that answers `first` once, then hangs, given to the sampler by `set`.
 fn hanging_power_command_leaves_gaps(first: &str, set: impl Fn(&mut SamplerConfig, String)) {
     let fake = Fake::new();
