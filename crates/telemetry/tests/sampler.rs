@@ -499,11 +499,7 @@ fn idle_power_from_part_of_its_window_says_so() {
     let mut cfg = fake.cfg();
     cfg.interval = Duration::from_millis(100);
     let dir = tempfile::tempdir().unwrap();
-    let meter = script(
-        dir.path(),
-        "#!/bin/sh\nd=$(dirname \"$0\"); n=$(cat \"$d/n\" 2>/dev/null || echo 0); \
-         n=$((n+1)); echo $n > \"$d/n\"\nif [ $((n % 2)) -eq 0 ]; then exit 1; fi\necho 90\n",
-    );
+    let meter = counting_script(dir.path(), "$((n % 2)) -eq 0", "exit 1", "echo 90");
     cfg.power.meter_command = Some(meter.display().to_string());
     let s = Sampler::start(cfg).unwrap();
     let idle = s.measure_idle(Duration::from_millis(800)).unwrap();
@@ -708,6 +704,18 @@ fn script(dir: &Path, body: impl AsRef<[u8]>) -> std::path::PathBuf {
     path
 }
 
+/// An executable that counts its calls (`$n`, from 1) and runs `then` on the calls where
+/// `[ when ]` holds, `otherwise` on the others.
+fn counting_script(dir: &Path, when: &str, then: &str, otherwise: &str) -> std::path::PathBuf {
+    script(
+        dir,
+        format!(
+            "#!/bin/sh\nd=$(dirname \"$0\"); n=$(cat \"$d/n\" 2>/dev/null || echo 0); \
+             n=$((n+1)); echo $n > \"$d/n\"\nif [ {when} ]; then {then}; fi\n{otherwise}\n"
+        ),
+    )
+}
+
 /// CPU seconds of every watched process over `samples`.
 fn watched_cpu_s(samples: &[model::TelemetrySample]) -> f64 {
     samples
@@ -778,11 +786,7 @@ fn power_gaps_count_only_the_ticks_a_reading_was_due_in() {
     let mut cfg = fake.cfg();
     cfg.interval = Duration::from_millis(300);
     let dir = tempfile::tempdir().unwrap();
-    let meter = script(
-        dir.path(),
-        "#!/bin/sh\nd=$(dirname \"$0\"); n=$(cat \"$d/n\" 2>/dev/null || echo 0); \
-         n=$((n+1)); echo $n > \"$d/n\"\nif [ $n -ge 2 ]; then exit 1; fi\necho 90\n",
-    );
+    let meter = counting_script(dir.path(), "$n -ge 2", "exit 1", "echo 90");
     cfg.power.meter_command = Some(meter.display().to_string());
     let s = Sampler::start(cfg).unwrap();
     let mut samples = Vec::new();
@@ -815,13 +819,7 @@ fn hanging_power_command_leaves_gaps(first: &str, set: impl Fn(&mut SamplerConfi
     let mut cfg = fake.cfg();
     cfg.interval = Duration::from_millis(100);
     let dir = tempfile::tempdir().unwrap();
-    let cmd = script(
-        dir.path(),
-        format!(
-            "#!/bin/sh\nd=$(dirname \"$0\"); n=$(cat \"$d/n\" 2>/dev/null || echo 0); \
-             n=$((n+1)); echo $n > \"$d/n\"\nif [ $n -ge 2 ]; then exec sleep 2; fi\n{first}\n"
-        ),
-    );
+    let cmd = counting_script(dir.path(), "$n -ge 2", "exec sleep 2", first);
     set(&mut cfg, cmd.display().to_string());
     let s = Sampler::start(cfg).unwrap();
     // Ten ticks' time: the hung command, started at the first, answers none of them.
