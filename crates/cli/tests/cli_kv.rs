@@ -336,6 +336,13 @@ fn load_levels_carry_cpu_and_power_per_level() {
     assert_eq!(r["headline"], "overall_reply_rate_per_w");
     // `--wait auto` slept in the levels, and the result says so (acceptance pass E, 10).
     assert_eq!(r["settings"]["wait"], "sleep", "{}", r["settings"]);
+    // The settings its verdicts came from, defaults included; a load's length is not its
+    // (review H, 12).
+    let set = &r["settings"];
+    assert_eq!(set["step_duration"], 1, "{set}");
+    assert_eq!(set["saturation_fraction"], 0.9, "{set}");
+    assert_eq!(set["levels"], serde_json::json!([100, 25]), "{set}");
+    assert!(set.get("duration").is_none(), "{set}");
     // The test's own summary covers its levels' measured windows, as its duration adds
     // them up: the warm-ups and the gaps between levels, which the raw samples hold, are
     // left out.

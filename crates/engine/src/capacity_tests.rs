@@ -852,16 +852,58 @@ pub fn run(
     })
 }
 
-/// What this test ran with that the point's settings do not say: an open loop's way of
-/// waiting, which `--wait auto` picks per test (a search's probes spin, its levels sleep,
-/// and the sleep's wake-up is in each level's latency).
+/// What this test ran with that the point's settings do not say, defaults included: an
+/// open loop's way of waiting, which `--wait auto` picks per test (a search's probes
+/// spin, its levels sleep, and the sleep's wake-up is in each level's latency), and the
+/// bounds, objective and rule its verdicts came from (review H, 12). The point's load
+/// length and count (`duration`, `requests`, `rate`) are not a capacity test's: null
+/// takes them out.
 fn resolved_settings(test: &str, cfg: &CapacityConfig, d: &CapacityDefaults) -> Params {
-    let mut s = Params::new();
+    let r = cfg.ramp_config(d);
+    let mut s = serde_json::json!({
+        "duration": null,
+        "requests": null,
+        "rate": null,
+        "step_duration": cfg.step_duration_s(d),
+        "saturation_fraction": r.saturation_fraction,
+        "max_error_pct": r.max_error_pct,
+    });
+    let m = s.as_object_mut().expect("an object");
     if d.wait_modes {
         let wait = crate::load::wait_mode(cfg.sleep_when_idle(test));
-        s.insert("wait".into(), Value::String(wait.into()));
+        m.insert("wait".into(), Value::String(wait.into()));
     }
-    s
+    match test {
+        "ramp" => {
+            m.insert("ramp_low".into(), r.low_rate_per_s.into());
+            m.insert("ramp_high".into(), r.high_rate_per_s.into());
+            m.insert("ramp_step".into(), r.step_rate_per_s.into());
+            m.insert(
+                "steps_after_saturation".into(),
+                r.steps_after_saturation.into(),
+            );
+        }
+        "search" => {
+            if let Ok(c) = cfg.search_config(d) {
+                m.insert("slo".into(), cfg.slo.as_deref().unwrap_or(d.slo).into());
+                m.insert("search_start".into(), c.start_rate_per_s.into());
+                m.insert("search_min".into(), c.min_rate_per_s.into());
+                m.insert("search_max".into(), c.max_rate_per_s.into());
+                m.insert("search_steps".into(), c.max_steps.into());
+            }
+        }
+        "levels" => {
+            if let Ok(l) = cfg.levels_pct() {
+                m.insert("levels".into(), l.into());
+            }
+            m.insert("idle_duration".into(), cfg.idle_duration_s(d).into());
+        }
+        _ => {}
+    }
+    match crate::workload::whole_numbers(&s) {
+        Value::Object(m) => m,
+        _ => Params::new(),
+    }
 }
 
 /// The server processes' CPU below which a saturation is said not to be the server's CPU:

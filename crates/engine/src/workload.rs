@@ -282,8 +282,10 @@ pub struct StepOutput {
     pub measured: Vec<(SystemTime, SystemTime)>,
     /// Settings this test resolved for itself, beside the sweep point's
     /// ([`Workload::settings`]): an open loop's way of waiting under `--wait auto`, which
-    /// depends on the test (a search's probes spin, its levels sleep). Stored over the
-    /// point's settings in this test's result.
+    /// depends on the test (a search's probes spin, its levels sleep), a capacity test's
+    /// effective bounds and objective. Stored over the point's settings in this test's
+    /// result; a null takes out a point's setting the test did not use (a ramp runs
+    /// `--step-duration`, not `--duration`).
     #[serde(default, skip_serializing_if = "Params::is_empty")]
     pub settings: Params,
 }
@@ -509,7 +511,7 @@ pub fn settings_of(configs: &[serde_json::Result<serde_json::Value>]) -> Params 
 /// `v` with every whole float (`10.0`, a config's `f64` default) as the integer a typed
 /// flag parses to (`--sample-ms 10` is `10`): a default and a typed value of one setting
 /// read alike wherever they are set side by side.
-fn whole_numbers(v: &serde_json::Value) -> serde_json::Value {
+pub(crate) fn whole_numbers(v: &serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match v {
         Value::Number(n) if n.is_f64() => match n.as_f64() {

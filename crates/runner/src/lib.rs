@@ -762,11 +762,16 @@ fn store_partial(
 }
 
 /// A test's settings: its sweep point's, with what the test resolved for itself over
-/// them, redacted as the point's are.
+/// them (a null takes a point's setting out), redacted as the point's are.
 fn with_own_settings(point: &BTreeMap<String, Value>, own: &Params) -> BTreeMap<String, Value> {
     let mut s = point.clone();
     if let Value::Object(own) = redact_value(&Value::Object(own.clone())) {
-        s.extend(own);
+        for (k, v) in own {
+            match v {
+                Value::Null => s.remove(&k),
+                v => s.insert(k, v),
+            };
+        }
     }
     s
 }
