@@ -444,6 +444,60 @@ pub(crate) fn step_output(
 
 /// Transactions actually sent to the server: a terminal whose keying time the end of the
 /// run cut short sends nothing and reports a `Miss` (see `txn`), which is not a transaction.
+/// The headline of a partial result whose lost load generators' work is in the server's
+/// counters (up to their loss) but in none of the clients' figures beside them (latency,
+/// counts per type): NOPM and TPM become the reporting generators' own counts (`nopm`,
+/// `tpm` = `nopm_client`, `tpm_client`), so the row is of one population, as the
+/// `host_failed` flag says and as kv's and http's partial figures are; the server's go
+/// to `nopm_server` and `tpm_server` (or their reasons to `missing`), and the flag says
+/// so. Checks of the server's counts against the clients' go: they are of different
+/// generators.
+pub(crate) fn headline_of_reporting_generators(out: &mut StepOutput) {
+    let server_name = |n: &str| match n.split_once('{') {
+        Some((base, rest)) if base == "nopm" || base == "tpm" => {
+            Some(format!("{base}_server{{{rest}"))
+        }
+        None if n == "nopm" || n == "tpm" => Some(format!("{n}_server")),
+        _ => None,
+    };
+    for m in out.metrics.iter_mut() {
+        if let Some(n) = server_name(&m.name) {
+            m.name = n;
+        }
+    }
+    for m in out.missing.iter_mut() {
+        if let Some(n) = server_name(&m.name) {
+            m.name = n;
+        }
+    }
+    for (name, client, unit) in [
+        ("nopm", "nopm_client", "new orders/min"),
+        ("tpm", "tpm_client", "transactions/min"),
+    ] {
+        let v = out
+            .metrics
+            .iter()
+            .find(|m| m.name == client && m.labels.is_empty())
+            .map(|m| m.value);
+        match v {
+            Some(v) => out.metrics.push(Metric::new(name, v, unit)),
+            None => out.missing.push(MissingMetric {
+                name: name.into(),
+                reason: "no load generator that reported measured any time".into(),
+            }),
+        }
+    }
+    out.flags
+        .retain(|f| f.code != "server_client_disagree" && f.code != "nopm_mismatch");
+    for f in out.flags.iter_mut().filter(|f| f.code == "host_failed") {
+        f.message.push_str(
+            "; NOPM and TPM are those generators' own counts (nopm_client, tpm_client): the \
+             server's, which include the lost generators' work up to their loss, are kept \
+             as nopm_server and tpm_server",
+        );
+    }
+}
+
 /// How far apart the server's count and the clients' may be, as a fraction of the
 /// clients': with every generator's ramp-up out of the window both count the same
 /// transactions (acceptance pass G, 1: 0.3% apart with one generator).

@@ -474,6 +474,17 @@ fn labelled(out: &engine::StepOutput, name: &str, key: &str, value: &str) -> Opt
 /// A workload on a private copy of the build (`db`, its DSN + `dsn_extra`) with
 /// `params`, prepared through one system under test and two load generators.
 fn on_two_generators(s: &Shared, db: &str, dsn_extra: &str, params: Value) -> (Oltp, Ctx) {
+    on_two_generators_of(recording_catalog, s, db, dsn_extra, params)
+}
+
+/// [`on_two_generators`] with the drivers of `catalog`.
+fn on_two_generators_of(
+    catalog: hosts::local::Catalog,
+    s: &Shared,
+    db: &str,
+    dsn_extra: &str,
+    params: Value,
+) -> (Oltp, Ctx) {
     let mut m: Map<String, Value> = serde_json::from_value(params).unwrap();
     m.insert(
         "dsn".into(),
@@ -481,7 +492,7 @@ fn on_two_generators(s: &Shared, db: &str, dsn_extra: &str, params: Value) -> (O
     );
     m.insert("warehouses".into(), json!(WAREHOUSES));
     let mut w = Oltp::from_params(&m).unwrap();
-    let ctx = ctx_with(recording_catalog, "sut", &["gen-a", "gen-b"]);
+    let ctx = ctx_with(catalog, "sut", &["gen-a", "gen-b"]);
     w.prepare(&ctx).unwrap();
     (w, ctx)
 }
@@ -586,6 +597,67 @@ fn two_generators_server_tpm_is_the_clients_window() {
         "{:?}",
         out.flags
     );
+    w.cleanup();
+}
+
+/// The oltp driver, except that the second generator's report is lost after it ran its
+/// users (an agent killed as its test ends): its work is in the server's counters only.
+fn losing_driver(
+    job: &engine::host::DriverJob,
+    progress: &engine::workload::Progress,
+) -> anyhow::Result<Value> {
+    let report = wl_oltp::driver::drive(job, progress)?;
+    if job.index == 1 {
+        anyhow::bail!("the agent ended");
+    }
+    Ok(report)
+}
+
+fn losing_catalog(name: &str) -> Option<Registration> {
+    let mut r = catalog(name)?;
+    r.driver = Some(losing_driver);
+    Some(r)
+}
+
+/// Acceptance pass G, 3: a generator lost mid-test left a partial headline of the
+/// server's counts, with the lost one's work in them, beside a `host_failed` flag saying
+/// the figures are of the generator that reported. The headline is now that generator's
+/// own count; the server's is kept under its own name, and the flag says which is which.
+#[test]
+fn a_lost_generator_leaves_the_headline_of_the_one_that_reported() {
+    let Some(s) = shared() else { return };
+    let (mut w, ctx) = on_two_generators_of(
+        losing_catalog,
+        s,
+        "t_lost_gen",
+        "",
+        json!({ "vus": 4, "duration": 2, "rampup": 0.5 }),
+    );
+    let out = w.run_test("tpcc", &ctx).unwrap();
+    assert!(out.error.is_some(), "a partial result");
+    let flag = out
+        .flags
+        .iter()
+        .find(|f| f.code == "host_failed")
+        .expect("host_failed");
+    assert!(
+        flag.message
+            .contains("1 of 2 load generators that reported")
+            && flag.message.contains("kept as nopm_server and tpm_server"),
+        "{}",
+        flag.message
+    );
+    let (nopm, tpm) = (whole(&out, "nopm"), whole(&out, "tpm"));
+    assert_eq!(nopm, whole(&out, "nopm_client"));
+    assert_eq!(tpm, whole(&out, "tpm_client"));
+    // The server counted both generators' users: about twice the one that reported.
+    let server = whole(&out, "tpm_server");
+    assert!(
+        server > 1.5 * tpm,
+        "server {server:.0} vs reporting {tpm:.0}"
+    );
+    assert!(whole(&out, "nopm_server") > nopm);
+    assert!(out.flags.iter().all(|f| f.code != "server_client_disagree"));
     w.cleanup();
 }
 
