@@ -191,6 +191,9 @@ pub trait Conn: Send {
     /// work counted ([`Txns::mark_counted`]), and those that have; (0, 0) where counters
     /// are never late.
     fn vus_counted(&mut self) -> anyhow::Result<(i64, i64)>;
+    /// Have the server count this connection's transactions so far now (as
+    /// [`Txns::flush_stats`]); nothing where counters are live.
+    fn flush_stats(&mut self) {}
     fn server_version(&mut self) -> anyhow::Result<String>;
     /// Database administration (from a connection to any database of the server).
     fn database_exists(&mut self, db: &str) -> anyhow::Result<bool>;

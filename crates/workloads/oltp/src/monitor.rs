@@ -192,17 +192,23 @@ pub(crate) fn monitor(
     }
     let first_flush = Instant::now();
     let mut waiting: Vec<bool> = clients.iter().map(Option::is_some).collect();
+    // Per database: the users not yet counted and those counted, at the last look.
+    let mut marks = vec![(0, 0); clients.len()];
     while first_flush.elapsed() < FLUSH_WAIT && (!mark.all_flushed() || waiting.contains(&true)) {
-        for ((c, w), wait) in clients
+        for (((c, w), wait), m) in clients
             .iter_mut()
             .zip(wins.iter_mut())
             .zip(waiting.iter_mut())
+            .zip(marks.iter_mut())
         {
             let Some(client) = c.as_mut().filter(|_| *wait) else {
                 continue;
             };
             match client.vus_counted() {
-                Ok((uncounted, _)) => *wait = uncounted > 0,
+                Ok(counts) => {
+                    *m = counts;
+                    *wait = counts.0 > 0;
+                }
                 Err(e) => {
                     fail(c, w, e);
                     *wait = false;
@@ -211,18 +217,23 @@ pub(crate) fn monitor(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    // The monitor's own transactions so far (the reading at the start, the looks
+    // above) are counted before the first reading, not in the window after it.
+    for c in clients.iter_mut().flatten() {
+        c.flush_stats();
+    }
     let mut next = Instant::now();
     loop {
-        for ((c, w), s0) in clients.iter_mut().zip(wins.iter_mut()).zip(&at_start) {
+        for (((c, w), s0), &(uncounted, counted)) in clients
+            .iter_mut()
+            .zip(wins.iter_mut())
+            .zip(&at_start)
+            .zip(&marks)
+        {
             let Some(client) = c.as_mut() else { continue };
             let first = w.first.is_none();
-            let marks = if first {
-                client.vus_counted()
-            } else {
-                Ok((0, 0))
-            };
-            match marks.and_then(|m| Ok((m, sample(&mut **client)?))) {
-                Ok(((uncounted, counted), mut s)) => {
+            match sample(&mut **client) {
+                Ok(mut s) => {
                     if first {
                         if let Some(s0) = s0 {
                             s.at = s0.at;
