@@ -9,7 +9,7 @@
 //! run of before: the same figures, the same checks, in-process.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context};
 use engine::capacity::{self, RateStep};
@@ -18,7 +18,7 @@ use engine::cpu_use::CpuUse;
 use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{CpuList, CpuRole, Ctx, Params, StepOutput, Workload};
-use model::{Fact, Flag, Metric};
+use model::{Fact, Flag, Metric, MissingMetric};
 use serde_json::json;
 
 use crate::driver::LOAD;
@@ -210,7 +210,14 @@ impl Http {
     fn run_load(&mut self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
         let started = SystemTime::now();
         let before = self.requests_served();
-        let d = self.drive(&self.params, ctx)?;
+        let warmup = Duration::from_secs_f64(self.cfg.warmup.max(0.0));
+        let (d, at_warmup_end) = engine::spread::read_at_warmup_end(
+            ctx.roles()?.start_lead(),
+            warmup,
+            || self.requests_served(),
+            || self.drive(&self.params, ctx),
+        );
+        let d = d?;
         let after = self.requests_served();
         let (spec, out) = (&d.spec, &d.spread.merged);
         let mut step = engine::validity::step_output(spec, out, "requests_per_s", "req/s");
@@ -225,29 +232,66 @@ impl Http {
             },
             spec.shape == LoadShape::Closed,
         );
-        // nginx's own count against the generators' (memtier's self-test). The second
-        // status request counts itself; requests in flight when a timed test ends, and
-        // those of the warm-up, are served but not counted by the generators; a failed
-        // generator's requests reached nginx but not the merge.
-        if let (Some(b), Some(a)) = (before, after) {
-            let served = a.saturating_sub(b).saturating_sub(1);
-            step.metrics
-                .push(Metric::new("server_requests", served as f64, "requests"));
-            let claimed = out.total_count();
-            // Lost requests may have reached nginx; a failed connection may be what
-            // lost them.
-            let lost = out.lost_count() + out.connection_error_count();
-            let slack = (spec.connections * spec.pipeline) as u64;
-            if spec.warmup.is_zero()
-                && lost == 0
-                && d.spread.failed.is_empty()
-                && (served < claimed || served > claimed + slack)
-            {
-                step.flags.push(Flag::warning(
-                    "server_counter_mismatch",
-                    format!("nginx counted {served} requests, the generators {claimed} replies"),
-                ));
+        // nginx's own count against the generators' (memtier's self-test), over the
+        // measured window: from the end of the warm-up when there is one (nginx counts
+        // the warm-up's requests too, which the generators' figures leave out). The
+        // later status request counts itself; requests in flight when a timed test ends
+        // are served but not counted by the generators; a failed generator's requests
+        // reached nginx but not the merge.
+        let claimed = out.total_count();
+        let in_flight = (spec.connections * spec.pipeline) as u64;
+        // How far below and above the generators' count nginx's may be.
+        let (start, slack) = if warmup.is_zero() {
+            (before, Some((0, in_flight)))
+        } else {
+            let slack = engine::spread::reading_slack(
+                at_warmup_end.as_ref(),
+                step.measured.first(),
+                out,
+                in_flight,
+            )
+            .map(|s| (s, s + in_flight));
+            (at_warmup_end.map(|r| r.value), slack)
+        };
+        match (start, after) {
+            (Some(b), Some(a)) => {
+                let served = a.saturating_sub(b).saturating_sub(1);
+                let m = Metric::new("server_requests", served as f64, "requests");
+                // Counted from the warm-up's end as the controller timed it, not to the
+                // request.
+                step.metrics.push(if warmup.is_zero() {
+                    m
+                } else {
+                    m.label("span", "from_warmup_end")
+                });
+                // Lost requests may have reached nginx; a failed connection may be what
+                // lost them.
+                let lost = out.lost_count() + out.connection_error_count();
+                if let Some((below, above)) =
+                    slack.filter(|_| lost == 0 && d.spread.failed.is_empty())
+                {
+                    if served + below < claimed || served > claimed + above {
+                        let (after, note) =
+                            engine::spread::after_warmup_words(warmup, "nginx was", below);
+                        step.flags.push(Flag::warning(
+                            "server_counter_mismatch",
+                            format!(
+                                "nginx counted {served} requests{after}, the generators \
+                                 {claimed} replies: check that nothing else sends to this \
+                                 nginx{note}"
+                            ),
+                        ));
+                    }
+                }
             }
+            (None, Some(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
+                name: "server_requests".into(),
+                reason: "nginx's count could not be read where the warm-up ended (the test \
+                         ended first, or it did not answer): run with --warmup 0 to count \
+                         from the start"
+                    .into(),
+            }),
+            _ => {}
         }
         // Per-status counts: 2xx/3xx are `ok`, the others come back as `http_<code>`.
         let ok: u64 = out.classes.iter().map(|c| c.ok).sum();

@@ -8,7 +8,7 @@
 //! run of before: the same figures, the same checks, in-process.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context};
 use engine::capacity;
@@ -17,7 +17,7 @@ use engine::cpu_use::CpuUse;
 use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{CpuList, CpuRole, Ctx, Params, StepOutput, Workload};
-use model::{Fact, Flag, Metric};
+use model::{Fact, Flag, Metric, MissingMetric};
 use serde_json::json;
 
 use crate::{KvConfig, Plan, CAPACITY};
@@ -262,7 +262,14 @@ impl Workload for Kv {
         // Refused here, before any generator is bothered with it.
         self.cfg.mix(test)?;
         let before = self.server_counters();
-        let d = self.drive(test, &self.params, ctx)?;
+        let warmup = Duration::from_secs_f64(self.cfg.warmup.max(0.0));
+        let (d, at_warmup_end) = engine::spread::read_at_warmup_end(
+            ctx.roles()?.start_lead(),
+            warmup,
+            || self.server_counters(),
+            || self.drive(test, &self.params, ctx),
+        );
+        let d = d?;
         let out = &d.spread.merged;
         let mut step = engine::validity::step_output(&d.spec, out, "ops_per_s", "ops/s");
         step.missing.extend(engine::validity::connect_not_timed(
@@ -292,39 +299,66 @@ impl Workload for Kv {
         }
         self.cpu_use.flag(&mut step);
 
-        // Server-side counters against what the generators claim (memtier's self-test).
-        if let (Some(b), Some(a)) = (before, self.server_counters()) {
-            let delta = |cmd: &str| {
-                a.get(cmd)
-                    .copied()
-                    .unwrap_or(0)
-                    .saturating_sub(b.get(cmd).copied().unwrap_or(0))
-            };
-            let server_calls = delta("set") + delta("get") + delta("ping");
-            let calls = Metric::new("server_calls", server_calls as f64, "calls");
-            // The servers count the warm-up's calls too, which the generators' figures
-            // leave out: said on the figure (it read 130,954 beside 100,000 requests, and
-            // the check below, which cannot hold, is skipped).
-            step.metrics.push(if d.spec.warmup.is_zero() {
-                calls
-            } else {
-                calls.label("includes", "warmup")
-            });
-            let claimed = out.total_count();
-            // Lost requests may have reached the servers; a failed connection may be
-            // what lost them.
-            let lost = out.lost_count() + out.connection_error_count();
-            // A failed generator's requests reached the servers but not the merge.
-            if d.spec.warmup.is_zero()
-                && lost == 0
-                && d.spread.failed.is_empty()
-                && server_calls != claimed
-            {
-                step.flags.push(Flag::warning(
-                    "server_counter_mismatch",
-                    format!("the servers counted {server_calls} calls, the generators {claimed}"),
-                ));
+        // Server-side counters against what the generators claim (memtier's self-test),
+        // over the measured window: from the end of the warm-up when there is one (the
+        // servers count the warm-up's calls too, which the generators' figures leave out).
+        let claimed = out.total_count();
+        let (start, slack) = if warmup.is_zero() {
+            (before, Some(0))
+        } else {
+            // A connection's pipeline is in flight where the window starts.
+            let in_flight = (d.spec.connections * d.spec.pipeline) as u64;
+            let slack = engine::spread::reading_slack(
+                at_warmup_end.as_ref(),
+                step.measured.first(),
+                out,
+                in_flight,
+            );
+            (at_warmup_end.map(|r| r.value), slack)
+        };
+        match (start, self.server_counters()) {
+            (Some(b), Some(a)) => {
+                let delta = |cmd: &str| {
+                    a.get(cmd)
+                        .copied()
+                        .unwrap_or(0)
+                        .saturating_sub(b.get(cmd).copied().unwrap_or(0))
+                };
+                let server_calls = delta("set") + delta("get") + delta("ping");
+                let calls = Metric::new("server_calls", server_calls as f64, "calls");
+                // Counted from the warm-up's end as the controller timed it, not to the call.
+                step.metrics.push(if warmup.is_zero() {
+                    calls
+                } else {
+                    calls.label("span", "from_warmup_end")
+                });
+                // Lost requests may have reached the servers; a failed connection may be
+                // what lost them. A failed generator's requests reached the servers but
+                // not the merge.
+                let lost = out.lost_count() + out.connection_error_count();
+                if let Some(slack) = slack.filter(|_| lost == 0 && d.spread.failed.is_empty()) {
+                    if server_calls.abs_diff(claimed) > slack {
+                        let (after, note) =
+                            engine::spread::after_warmup_words(warmup, "the servers were", slack);
+                        step.flags.push(Flag::warning(
+                            "server_counter_mismatch",
+                            format!(
+                                "the servers counted {server_calls} calls{after}, the \
+                                 generators {claimed}: check that nothing else uses these \
+                                 servers{note}"
+                            ),
+                        ));
+                    }
+                }
             }
+            (None, Some(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
+                name: "server_calls".into(),
+                reason: "the servers' counters could not be read where the warm-up ended \
+                         (the test ended first, or they did not answer): run with --warmup 0 \
+                         to count from the start"
+                    .into(),
+            }),
+            _ => {}
         }
         if test == "get" {
             if let Some(m) = step.metrics.iter().find(|m| m.name == "hit_ratio_pct") {

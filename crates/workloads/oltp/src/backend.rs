@@ -144,6 +144,10 @@ pub trait Txns: Send {
     /// most once a second). Nothing to do where the counter is live (MariaDB's status
     /// variables are summed over the sessions when read).
     fn flush_stats(&mut self) {}
+    /// Say, where every host's monitor can see it, that this user's work up to here is
+    /// counted (after [`Txns::flush_stats`] at the measured run's start: PostgreSQL
+    /// renames the session, one transaction of its own). Nothing where counters are live.
+    fn mark_counted(&mut self) {}
 }
 
 /// The server's counters behind NOPM and TPM at one instant.
@@ -183,6 +187,13 @@ pub trait Conn: Send {
     /// Sessions still open under the virtual users' name (their counters are complete
     /// once they are gone); 0 where counters are never late.
     fn vu_sessions(&mut self) -> anyhow::Result<i64>;
+    /// The virtual users' sessions (of any generator) that have not yet marked their
+    /// work counted ([`Txns::mark_counted`]), and those that have; (0, 0) where counters
+    /// are never late.
+    fn vus_counted(&mut self) -> anyhow::Result<(i64, i64)>;
+    /// Have the server count this connection's transactions so far now (as
+    /// [`Txns::flush_stats`]); nothing where counters are live.
+    fn flush_stats(&mut self) {}
     fn server_version(&mut self) -> anyhow::Result<String>;
     /// Database administration (from a connection to any database of the server).
     fn database_exists(&mut self, db: &str) -> anyhow::Result<bool>;

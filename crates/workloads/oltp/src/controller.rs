@@ -349,6 +349,11 @@ impl Oltp {
             self.cfg.rate.is_none(),
             &mut out,
         );
+        // A generator lost mid-test: its work is in the server's counters, in none of the
+        // other figures.
+        if !d.failed.is_empty() && !d.runs.is_empty() {
+            results::headline_of_reporting_generators(&mut out);
+        }
         if d.generators > 1 {
             for (r, share) in d
                 .runs

@@ -40,12 +40,6 @@ use crate::{random, Config, Plan};
 /// run is unchanged). Odd and unrelated to the per-worker step of the load loop.
 const SEED_STEP: u64 = 0xD6E8_FEB8_6659_FD93;
 
-/// How long the first counter reading waits, after this generator's users flushed their
-/// statistics, for the other generators' to have (they start together, within
-/// milliseconds). Well under PostgreSQL's one second between a backend's flushes, so
-/// none has flushed again by the reading.
-const OTHER_GENERATORS_FLUSH: Duration = Duration::from_millis(200);
-
 /// What a generator reports for one job.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Report {
@@ -125,7 +119,6 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
             .seed
             .wrapping_add(SEED_STEP.wrapping_mul(job.index as u64)),
         phase: job.phase(),
-        generators: job.generators,
     };
     let report = match job.test.as_str() {
         "tpcc" => d.tpcc(job.index == 0, progress)?,
@@ -146,8 +139,6 @@ struct Driver<'a> {
     seed: u64,
     /// Its place among the generators ([`LoadSpec::phase`]).
     phase: f64,
-    /// How many generators the test has.
-    generators: usize,
 }
 
 /// Connected users and their counters per database.
@@ -252,11 +243,10 @@ impl Driver<'_> {
         let cfg = self.cfg();
         // Keying and think times end with the run (the load loop tells each user when,
         // `Session::run_ends_at`), so the last waits do not hold it open.
-        // The generator that reads the counters has its users flush their statistics
-        // where the measured run starts, and reads then (see `StatsMark`).
-        let mark =
-            read_counters.then(|| Arc::new(StatsMark::new(self.dbs.len() * cfg.vus as usize)));
-        let (sessions, counters) = self.connect_vus(mark.as_ref())?;
+        // Every generator's users flush their statistics where the measured run starts
+        // and say so; the generator that reads the counters reads then (see `StatsMark`).
+        let mark = Arc::new(StatsMark::new(self.dbs.len() * cfg.vus as usize));
+        let (sessions, counters) = self.connect_vus(Some(&mark))?;
         let shape = match (cfg.rate, cfg.arrival.as_str()) {
             (None, _) => LoadShape::Closed,
             (Some(rate), "poisson") => LoadShape::Poisson { rate },
@@ -264,14 +254,11 @@ impl Driver<'_> {
         };
         let spec = self.spec(shape, cfg.duration, cfg.rampup, sessions.len());
         let stop = Arc::new(AtomicBool::new(false));
-        // Other generators' users flush at the same start (the generators start
-        // together, within milliseconds): the first reading leaves them time to.
-        let others = (self.generators > 1).then_some(OTHER_GENERATORS_FLUSH);
-        let mon = mark.map(|mark| {
+        let mon = read_counters.then(|| {
             let stop = stop.clone();
             let dbs: Vec<Box<dyn Backend>> =
                 self.dbs.iter().map(|d| d.with_db(&d.db_name())).collect();
-            std::thread::spawn(move || monitor(dbs, &mark, others, stop))
+            std::thread::spawn(move || monitor(dbs, &mark, stop))
         });
         let result = self.run(&spec, sessions, progress);
         let t_end = Instant::now();

@@ -1,9 +1,10 @@
 //! The server-side counters behind NOPM and TPM (HammerDB's method): sum(d_next_o_id)
 //! over the districts and the engine's transaction count (PostgreSQL: this database's
 //! xact_commit + xact_rollback; MariaDB: the server's Com_commit + Com_rollback), read when the
-//! ramp-up ends, once the users' statistics are all counted (see [`StatsMark`]), and then
-//! every second, so a server that dies mid-run still leaves its last good reading. It runs
-//! on the first load generator, next to the virtual users (as in a single-host run); its
+//! ramp-up ends (sum(d_next_o_id), live, at that instant; the transaction count once every
+//! user of every generator has its ramp-up counted: see [`StatsMark`]), and then every
+//! second, so a server that dies mid-run still leaves its last good reading. It runs on
+//! the first load generator, next to the virtual users (as in a single-host run); its
 //! readings cross to the controller as [`WireWindow`]s.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,9 +16,10 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{Backend, Conn};
 use crate::txn::StatsMark;
 
-/// How long the first reading waits for the last user to flush its statistics once one
-/// has (a user in a long transaction, or one whose connection broke): under the second
-/// before PostgreSQL flushes the first one's again.
+/// How long the first reading waits for the last user (of any generator) to flush its
+/// statistics once one has (a user in a long transaction, a generator that started
+/// late): under the second before PostgreSQL flushes the first one's again. A user later
+/// than that is counted in [`DbWindow::uncounted_at_first`].
 const FLUSH_WAIT: Duration = Duration::from_millis(500);
 
 /// One reading of a database's counters.
@@ -49,8 +51,12 @@ pub(crate) fn sample(c: &mut dyn Conn) -> anyhow::Result<DbSample> {
 pub(crate) struct DbWindow {
     pub(crate) first: Option<DbSample>,
     pub(crate) last: Option<DbSample>,
-    /// Monitor transactions on this database since (and including) `first`.
+    /// Transactions of rackbench's own in the window: the monitor's (since and including
+    /// `first`) and the users' marks of their work counted ([`crate::backend::Txns::mark_counted`]).
     pub(crate) own_xacts: i64,
+    /// Users (of any generator) whose ramp-up was not yet counted at the first reading:
+    /// the end of their ramp-up is counted in the window.
+    pub(crate) uncounted_at_first: i64,
     pub(crate) error: Option<String>,
 }
 
@@ -72,7 +78,13 @@ pub(crate) struct WireWindow {
     first: Option<WireSample>,
     last: Option<WireSample>,
     own_xacts: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    uncounted_at_first: i64,
     error: Option<String>,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl DbWindow {
@@ -91,6 +103,7 @@ impl DbWindow {
             first: self.first.as_ref().map(s),
             last: self.last.as_ref().map(s),
             own_xacts: self.own_xacts,
+            uncounted_at_first: self.uncounted_at_first,
             error: self.error.clone(),
         }
     }
@@ -108,19 +121,25 @@ impl DbWindow {
             first: w.first.map(s),
             last: w.last.map(s),
             own_xacts: w.own_xacts,
+            uncounted_at_first: w.uncounted_at_first,
             error: w.error,
         }
     }
 }
 
-/// Read each database's counters when the ramp-up ends, once every user of `mark` has
-/// flushed its statistics there (and `others` later, for other generators' users), then
-/// every second (so a server that dies mid-run still leaves the last good reading),
-/// until told to stop. (The controller marks the ramp-up as warm-up on every host.)
+/// Read each database's counters when the ramp-up ends, then every second (so a server
+/// that dies mid-run still leaves the last good reading), until told to stop. (The
+/// controller marks the ramp-up as warm-up on every host.)
+///
+/// The first reading matches the clients' measured window, which starts where the
+/// ramp-up ends (`mark.start()`, this generator's; the others start with it, within
+/// milliseconds): sum(d_next_o_id) is live, read at that instant; the transaction
+/// count is read once every user of every generator has flushed its statistics there
+/// and said so where this monitor sees it (PostgreSQL: the users' `application_name`),
+/// so no generator's ramp-up is counted in the window, and dated at the start.
 pub(crate) fn monitor(
     dbs: Vec<Box<dyn Backend>>,
     mark: &StatsMark,
-    others: Option<Duration>,
     stop: Arc<AtomicBool>,
 ) -> Vec<DbWindow> {
     let mut wins = vec![DbWindow::default(); dbs.len()];
@@ -136,43 +155,105 @@ pub(crate) fn monitor(
         })
         .collect();
     let pause = || std::thread::sleep(Duration::from_millis(2));
+    let stopped = || stop.load(Ordering::Relaxed);
+    let start = loop {
+        if stopped() {
+            return wins;
+        }
+        match mark.start() {
+            Some(s) if Instant::now() >= s => break s,
+            _ => pause(),
+        }
+    };
+    let fail = |c: &mut Option<Box<dyn Conn>>, w: &mut DbWindow, e: anyhow::Error| {
+        w.error = Some(format!("{e:#}"));
+        *c = None;
+    };
+    // NOPM's start: the district counters where the measured run starts.
+    let mut at_start: Vec<Option<DbSample>> = vec![None; clients.len()];
+    for ((c, w), s) in clients
+        .iter_mut()
+        .zip(wins.iter_mut())
+        .zip(at_start.iter_mut())
+    {
+        let Some(client) = c.as_mut() else { continue };
+        match sample(&mut **client) {
+            Ok(r) => *s = Some(r),
+            Err(e) => fail(c, w, e),
+        }
+    }
+    // TPM's: once every user's ramp-up is counted (this generator's said so here, every
+    // generator's where the server shows it), for at most FLUSH_WAIT after the first.
     while !mark.any_flushed() {
-        if stop.load(Ordering::Relaxed) {
+        if stopped() {
             return wins;
         }
         pause();
     }
     let first_flush = Instant::now();
-    while !mark.all_flushed() && first_flush.elapsed() < FLUSH_WAIT {
-        pause();
+    let mut waiting: Vec<bool> = clients.iter().map(Option::is_some).collect();
+    // Per database: the users not yet counted and those counted, at the last look.
+    let mut marks = vec![(0, 0); clients.len()];
+    while first_flush.elapsed() < FLUSH_WAIT && (!mark.all_flushed() || waiting.contains(&true)) {
+        for (((c, w), wait), m) in clients
+            .iter_mut()
+            .zip(wins.iter_mut())
+            .zip(waiting.iter_mut())
+            .zip(marks.iter_mut())
+        {
+            let Some(client) = c.as_mut().filter(|_| *wait) else {
+                continue;
+            };
+            match client.vus_counted() {
+                Ok(counts) => {
+                    *m = counts;
+                    *wait = counts.0 > 0;
+                }
+                Err(e) => {
+                    fail(c, w, e);
+                    *wait = false;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
-    if let Some(d) = others {
-        std::thread::sleep(d);
+    // The monitor's own transactions so far (the reading at the start, the looks
+    // above) are counted before the first reading, not in the window after it.
+    for c in clients.iter_mut().flatten() {
+        c.flush_stats();
     }
-    // The count is complete up to where each user flushed: the measured run's start.
-    let start = mark.start();
     let mut next = Instant::now();
     loop {
-        for (c, w) in clients.iter_mut().zip(wins.iter_mut()) {
+        for (((c, w), s0), &(uncounted, counted)) in clients
+            .iter_mut()
+            .zip(wins.iter_mut())
+            .zip(&at_start)
+            .zip(&marks)
+        {
             let Some(client) = c.as_mut() else { continue };
+            let first = w.first.is_none();
             match sample(&mut **client) {
                 Ok(mut s) => {
-                    if w.first.is_none() {
-                        s.xacts_at = start.unwrap_or(s.at);
+                    if first {
+                        if let Some(s0) = s0 {
+                            s.at = s0.at;
+                            s.next_o_id_sum = s0.next_o_id_sum;
+                        }
+                        s.xacts_at = start;
                         w.first = Some(s);
+                        // Each user's mark is one transaction, after its flush.
+                        w.own_xacts += counted;
+                        w.uncounted_at_first = uncounted;
                     }
                     w.last = Some(s);
                     w.own_xacts += i64::from(client.reading_is_a_transaction());
                 }
-                Err(e) => {
-                    w.error = Some(format!("{e:#}"));
-                    *c = None;
-                }
+                Err(e) => fail(c, w, e),
             }
         }
         next += Duration::from_secs(1);
         while Instant::now() < next {
-            if stop.load(Ordering::Relaxed) {
+            if stopped() {
                 return wins;
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -27,6 +27,11 @@ pub static DIALECT: Dialect = Dialect {
 /// `application_name` of the virtual users' connections (to find them in pg_stat_activity).
 pub const VU_APP_NAME: &str = "rackbench-vu";
 
+/// `application_name` of a virtual user's connection once its work up to the measured
+/// run's start is in pg_stat_database ([`Txns::mark_counted`]): the counter monitor, on
+/// the first load generator, sees every generator's users there.
+pub const VU_COUNTED_APP_NAME: &str = "rackbench-vu-counted";
+
 impl Backend for postgres::Config {
     fn engine(&self) -> EngineKind {
         EngineKind::Postgresql
@@ -134,11 +139,26 @@ impl Conn for postgres::Client {
     fn vu_sessions(&mut self) -> anyhow::Result<i64> {
         Ok(self
             .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name IN ($1, $2) \
                  AND datname = current_database()",
-                &[&VU_APP_NAME],
+                &[&VU_APP_NAME, &VU_COUNTED_APP_NAME],
             )?
             .get(0))
+    }
+
+    fn flush_stats(&mut self) {
+        // PostgreSQL 15+; older servers have no such function: left as they count.
+        let _ = self.batch_execute("SELECT pg_stat_force_next_flush()");
+    }
+
+    fn vus_counted(&mut self) -> anyhow::Result<(i64, i64)> {
+        let r = self.query_one(
+            "SELECT count(*) FILTER (WHERE application_name = $1), \
+             count(*) FILTER (WHERE application_name = $2) \
+             FROM pg_stat_activity WHERE datname = current_database()",
+            &[&VU_APP_NAME, &VU_COUNTED_APP_NAME],
+        )?;
+        Ok((r.get(0), r.get(1)))
     }
 
     fn server_version(&mut self) -> anyhow::Result<String> {
@@ -262,5 +282,14 @@ impl Txns for PgVu {
         let _ = self
             .client
             .batch_execute("SELECT pg_stat_force_next_flush()");
+    }
+
+    /// After the flush returned, so a monitor that sees the new name reads a counter
+    /// with this user's work in it; the rename is a transaction of its own, in the
+    /// measured window, which the monitor takes off.
+    fn mark_counted(&mut self) {
+        let _ = self
+            .client
+            .batch_execute(&format!("SET application_name = '{VU_COUNTED_APP_NAME}'"));
     }
 }
