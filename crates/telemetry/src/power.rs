@@ -628,9 +628,8 @@ struct CommandReader {
     cmd: String,
     ask: std::sync::mpsc::Sender<u64>,
     answers: std::sync::mpsc::Receiver<(u64, Result<f64, String>)>,
-    /// The request whose answer has not come back, and whether it was asked at the
-    /// last tick (its answer is then of the interval closing now).
-    pending: Option<(u64, bool)>,
+    /// The request whose answer has not come back.
+    pending: Option<u64>,
     next: u64,
 }
 
@@ -652,40 +651,41 @@ impl CommandReader {
                     }
                 }
             });
+        // The first question goes now, as the first interval begins: a command slower
+        // than a tick's wait then has its answer by the first tick, and an idle window
+        // that starts with the sampler is not short of its first reading (review I, 7).
+        let pending = ask.send(0).is_ok().then_some(0);
         CommandReader {
             cmd: cmd.to_string(),
             ask,
             answers,
-            pending: None,
-            next: 0,
+            pending,
+            next: 1,
         }
     }
 
     /// A reading for the interval that closes now: the answer to this tick's question if
-    /// it comes within `budget`, else the answer to the previous tick's that came back
-    /// since it (taken inside this interval: a meter slower than the budget, a PDU over
-    /// SNMP at 0.3 s, reads every tick but the first). A command still running from an
-    /// earlier tick is not started again: this tick has no reading, and says why.
+    /// it comes within `budget`, else the answer to an earlier one that came back since
+    /// the last tick (read while this interval ran: a meter slower than the budget, a PDU
+    /// over SNMP at 0.3 s, reads every tick; ipmitool over the network at 1.2 s against a
+    /// 1 s interval, every other tick). A command still running from an earlier tick is
+    /// not started again: this tick has no reading, and says why.
     fn read(&mut self, budget: Duration) -> Result<f64, String> {
+        let until = Instant::now() + budget;
         let mut late = None;
-        if let Some((id, asked_last_tick)) = self.pending {
-            while let Ok((got, r)) = self.answers.try_recv() {
-                if got == id {
-                    self.pending = None;
-                    // Of a question asked before the last tick: of an earlier moment.
-                    late = asked_last_tick.then_some(r);
-                }
-            }
-            if self.pending.is_some() {
-                self.pending = Some((id, false));
+        if let Some(id) = self.pending {
+            match self.answer(id, until) {
+                Some(r) => late = Some(r),
                 // One message however long it runs: the sampler's notes keep each
                 // distinct one.
-                return Err(format!(
-                    "`{}` is still running from an earlier tick (it is given {} s), so this \
-                     tick has no reading",
-                    model::redact_secrets(&self.cmd),
-                    COMMAND_TIMEOUT.as_secs()
-                ));
+                None => {
+                    return Err(format!(
+                        "`{}` is still running from an earlier tick (it is given {} s), so \
+                         this tick has no reading",
+                        model::redact_secrets(&self.cmd),
+                        COMMAND_TIMEOUT.as_secs()
+                    ))
+                }
             }
         }
         let id = self.next;
@@ -693,28 +693,34 @@ impl CommandReader {
         if self.ask.send(id).is_err() {
             return Err("the thread reading it could not be started".into());
         }
-        self.pending = Some((id, true));
-        let until = Instant::now() + budget;
+        self.pending = Some(id);
+        match self.answer(id, until) {
+            Some(r) => r,
+            None => late.unwrap_or_else(|| {
+                Err(format!(
+                    "`{}` did not answer within {} ms (a tick waits a quarter of the telemetry \
+                     interval, 100 ms at least, and takes an answer that comes by the next \
+                     tick): the reading is skipped; make it answer faster or raise \
+                     --telemetry-interval",
+                    model::redact_secrets(&self.cmd),
+                    budget.as_millis()
+                ))
+            }),
+        }
+    }
+
+    /// The answer to question `id`, waiting for it until `until` (an answer to an older
+    /// one, come back late, is dropped); it is no longer pending once it came.
+    fn answer(&mut self, id: u64, until: Instant) -> Option<Result<f64, String>> {
         loop {
             let left = until.saturating_duration_since(Instant::now());
             match self.answers.recv_timeout(left) {
                 Ok((got, r)) if got == id => {
                     self.pending = None;
-                    return r;
+                    return Some(r);
                 }
                 Ok(_) => continue,
-                Err(_) => {
-                    return late.unwrap_or_else(|| {
-                        Err(format!(
-                            "`{}` did not answer within {} ms (a tick waits a quarter of the \
-                             telemetry interval, 100 ms at least, and takes an answer that \
-                             comes by the next tick): the reading is skipped; make it answer \
-                             faster or raise --telemetry-interval",
-                            model::redact_secrets(&self.cmd),
-                            budget.as_millis()
-                        ))
-                    })
-                }
+                Err(_) => return None,
             }
         }
     }

@@ -778,6 +778,27 @@ fn a_meter_slower_than_a_ticks_wait_reads_every_tick_but_the_first() {
     );
 }
 
+/// A command slower than the interval itself (ipmitool over the network at 1.2 s against
+/// 1 s) read in no tick: each dropped the answer an earlier one had asked for (review I,
+/// 2). It now reads every other tick.
+#[test]
+fn a_meter_slower_than_the_interval_reads_every_other_tick() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    cfg.interval = Duration::from_millis(300);
+    let dir = tempfile::tempdir().unwrap();
+    let meter = script(dir.path(), "#!/bin/sh\nsleep 0.4\necho 90\n");
+    cfg.power.meter_command = Some(meter.display().to_string());
+    let s = Sampler::start(cfg).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let samples = s.stop();
+    let read = samples
+        .iter()
+        .filter(|x| x.power.iter().any(|p| p.source == "meter"))
+        .count();
+    assert!(read >= 3, "{read} of {} samples read", samples.len());
+}
+
 /// power_gaps counts the samples a reading was due in: a sample a test's start or end
 /// closed between ticks reads no instantaneous source, and is no gap (review H, 16).
 #[test]
