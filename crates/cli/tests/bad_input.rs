@@ -92,7 +92,10 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             &["crypto", "--power-model", "100:200"],
             "--power-model is read",
         ),
-        (&["crypto", "--idle-power", "3"], "--idle-power is read"),
+        (
+            &["crypto", "--idle-power", "3"],
+            "--idle-power (or the plan's idle_power) is read",
+        ),
         // Acceptance pass E, 8: oltp's users keep their own schedule; `--wait sleep` was
         // stored as if it applied.
         (

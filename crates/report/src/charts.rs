@@ -1266,10 +1266,13 @@ pub struct CpuBreakdowns {
 /// lost its samples with the process (its steps carry the CPU each saw: acceptance pass
 /// G, 5); otherwise none was recorded (`--no-telemetry`).
 fn no_telemetry_note(run: &RunRecord) -> String {
-    if run
-        .results
-        .iter()
-        .any(|r| r.flags.iter().any(|f| f.code == "partial"))
+    // A run with telemetry off (`--no-telemetry`) had none to lose (review I, 9).
+    let sampled = run.plan["run"]["telemetry"].as_bool() != Some(false);
+    if sampled
+        && run
+            .results
+            .iter()
+            .any(|r| r.flags.iter().any(|f| f.code == "partial"))
     {
         "its telemetry was lost with rackbench, killed before its test ended (the steps \
          kept carry the CPU each step saw)"

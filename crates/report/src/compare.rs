@@ -304,6 +304,11 @@ const SET_BY_VARIANT: &str = "set by the declared variant";
 /// Where the points ran (`param.http.sut_host`): the platform compared, as hardware is,
 /// never held against the comparison (acceptance pass G, 11).
 const PLACEMENT: &str = "placement";
+
+/// The placements that are the platform measured: the system under test's host, a net
+/// pair's ends. Other load generators are another method, not another platform
+/// (review I, 3).
+const PLATFORM_PARAMS: &[&str] = &["sut_host", "sender_host", "receiver_host"];
 /// Over what time a run's CPU and power summaries were taken (a method, not a fact of
 /// the host): it differs between runs stored before and after they were cut.
 const TELEMETRY_WINDOW: &str = "rackbench.telemetry_window";
@@ -358,7 +363,7 @@ fn category(key: &str) -> &'static str {
         && key
             .rsplit('.')
             .next()
-            .is_some_and(|k| crate::derive::PLACEMENT_PARAMS.contains(&k))
+            .is_some_and(|k| PLATFORM_PARAMS.contains(&k))
     {
         PLACEMENT
     } else if key.starts_with("param.") {
@@ -533,14 +538,20 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
         if host_fact && !known.contains(k.as_str()) {
             continue;
         }
+        // A run on this machine alone stores no placement: it ran here.
+        let absent = if category(k) == PLACEMENT {
+            "this machine"
+        } else {
+            "(not disclosed)"
+        };
         let va = fa
             .get(k)
             .map(|v| v.join(", "))
-            .unwrap_or_else(|| "(not disclosed)".into());
+            .unwrap_or_else(|| absent.into());
         let vb = fb
             .get(k)
             .map(|v| v.join(", "))
-            .unwrap_or_else(|| "(not disclosed)".into());
+            .unwrap_or_else(|| absent.into());
         // A side without telemetry (--no-telemetry) has no summaries to differ in.
         let unsampled = (k == TELEMETRY_WINDOW || k == POWER_SOURCE)
             && (!fa.contains_key(k) || !fb.contains_key(k));

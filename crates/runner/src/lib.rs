@@ -636,7 +636,8 @@ fn given_server_hosts(point: &Params) -> Vec<String> {
 /// The warning for a point whose given server is on none of the system under test's
 /// addresses: the CPU, power and disclosure the run gives as the server's are the SUT
 /// host's, not those of the host that served. None where the SUT's addresses are not
-/// known, or a target is loopback or on it, or does not resolve.
+/// known, or a target is on it (loopback where the SUT is this machine), or does not
+/// resolve.
 fn target_elsewhere(point: &Params, sut: &dyn engine::host::Host) -> Option<Flag> {
     use std::net::ToSocketAddrs;
     let own = sut.addresses();
@@ -650,7 +651,12 @@ fn target_elsewhere(point: &Params, sut: &dyn engine::host::Host) -> Option<Flag
             .to_socket_addrs()
             .map(|a| a.map(|a| a.ip()).collect())
             .unwrap_or_default();
-        if ips.is_empty() || ips.iter().any(|ip| ip.is_loopback() || own.contains(ip)) {
+        // Loopback is the host that connects: the SUT only where it is this machine
+        // (review I, 6: `--sut rbh2 --target 127.0.0.1:6379` reached each generator's own).
+        let here = |ip: &std::net::IpAddr| {
+            own.contains(ip) || (ip.is_loopback() && sut.name() == hosts::LOCAL)
+        };
+        if ips.is_empty() || ips.iter().any(here) {
             continue;
         }
         elsewhere.push(host.clone());

@@ -852,10 +852,6 @@ pub fn other_load_flags(
     out
 }
 
-/// A warning per host whose power series has gaps while the test measured: a source
-/// that was due failed (a meter that exited with an error, printed garbage or did not
-/// answer in time). Its power figures are the mean of the readings there are, so they
-/// stand for part of the test only; the flag says how much, and the last error.
 /// The program a command runs, without its directory or arguments (`snmpget`).
 fn program_of(cmd: &str) -> String {
     let first = cmd.split_whitespace().next().unwrap_or("");
@@ -863,6 +859,10 @@ fn program_of(cmd: &str) -> String {
     model::redact_secrets(name.trim_matches(|c| c == '\'' || c == '"'))
 }
 
+/// A warning per host whose power series has gaps while the test measured: a source
+/// that was due failed (a meter that exited with an error, printed garbage or did not
+/// answer in time). Its power figures are the mean of the readings there are, so they
+/// stand for part of the test only; the flag says how much, and the last error.
 pub fn power_gap_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
     summaries
         .iter()

@@ -472,7 +472,10 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         let given = [
             ("--power-meter", opts.power_meter.is_some()),
             ("--power-model", opts.power_model.is_some()),
-            ("--idle-power", opts.idle_power.is_some_and(|s| s > 0.0)),
+            (
+                "--idle-power (or the plan's idle_power)",
+                opts.idle_power.is_some_and(|s| s > 0.0),
+            ),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
             bail!(
