@@ -42,6 +42,7 @@ pub fn is_secret_key(key: &str) -> bool {
     .any(|w| k.contains(w))
         || k.ends_with("pass")
         || k == "authorization"
+        || k == "cookie"
 }
 
 /// Replace every password in `s` by [`MASK`]: in a whole connection string (either
@@ -296,7 +297,31 @@ fn redact_text(s: &str) -> String {
             while end < b.len() && is_word(b[end]) {
                 end += 1;
             }
-            let key = &s[i..end];
+            let word = &s[i..end];
+            // `X-Api-Key: K`, `--api-key K`: the word is cut at the hyphen.
+            let key = if word.eq_ignore_ascii_case("key")
+                && i >= 4
+                && s.get(i - 4..i)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("api-"))
+            {
+                "apikey"
+            } else {
+                word
+            };
+            // net-snmp takes a value glued to its option (`-cpublic`, `-Apass`).
+            if snmp {
+                let glued = i >= 1
+                    && b[i - 1] == b'-'
+                    && (i < 2 || b[i - 2].is_ascii_whitespace())
+                    && key.len() > 1
+                    && matches!(key.as_bytes()[0], b'c' | b'A' | b'X');
+                if glued {
+                    out.push_str(&word[..1]);
+                    out.push_str(MASK);
+                    i = end;
+                    continue;
+                }
+            }
             let found =
                 secret_value_at(b, key, end).or_else(|| option_value_at(b, i, key, end, snmp));
             match found {
@@ -306,7 +331,7 @@ fn redact_text(s: &str) -> String {
                     i = value_end;
                 }
                 None => {
-                    out.push_str(key);
+                    out.push_str(word);
                     i = end;
                 }
             }
@@ -365,13 +390,14 @@ fn secret_value_at(b: &[u8], key: &str, end: usize) -> Option<(usize, usize)> {
     };
     // An HTTP header's credentials are a scheme and its token (`Bearer tok`): to the
     // quote that closes the header, or the end of the line.
-    let value_end = if key.eq_ignore_ascii_case("authorization") {
-        (value_start..b.len())
-            .find(|&k| matches!(b[k], b'\'' | b'"' | b'\n'))
-            .unwrap_or(b.len())
-    } else {
-        text_value_end(b, value_start)
-    };
+    let value_end =
+        if key.eq_ignore_ascii_case("authorization") || key.eq_ignore_ascii_case("cookie") {
+            (value_start..b.len())
+                .find(|&k| matches!(b[k], b'\'' | b'"' | b'\n'))
+                .unwrap_or(b.len())
+        } else {
+            text_value_end(b, value_start)
+        };
     (value_end > value_start).then_some((value_start, value_end))
 }
 
@@ -390,7 +416,21 @@ fn option_value_at(
 ) -> Option<(usize, usize)> {
     let dashes = b[..i].iter().rev().take_while(|&&c| c == b'-').count();
     let opens = i == dashes || b[i - dashes - 1].is_ascii_whitespace();
-    if !(1..=2).contains(&dashes) || !opens || !matches!(b.get(end), Some(b' ' | b'\t')) {
+    // The last part of a hyphenated option (`--auth-token T`, `--api-key K`): a secret
+    // by its own name.
+    let token_start = b[..i]
+        .iter()
+        .rposition(|c| c.is_ascii_whitespace())
+        .map_or(0, |p| p + 1);
+    let hyphenated = !opens
+        && dashes == 1
+        && b[token_start] == b'-'
+        && b[token_start..i].iter().all(|&c| is_word(c) || c == b'-')
+        && is_secret_key(key);
+    if !hyphenated && (!(1..=2).contains(&dashes) || !opens) {
+        return None;
+    }
+    if !matches!(b.get(end), Some(b' ' | b'\t')) {
         return None;
     }
     let mut value_start = end;
@@ -417,7 +457,7 @@ fn option_value_at(
 
 /// Where a value starting at `i` ends: a `'`- or `"`-quoted one after its closing
 /// quote (backslash escapes honoured; the end of the text if unterminated), else at the
-/// next whitespace.
+/// next whitespace or a quote closing what it sits in.
 fn text_value_end(b: &[u8], mut i: usize) -> usize {
     match b.get(i) {
         Some(&q @ (b'\'' | b'"')) => {
@@ -432,7 +472,12 @@ fn text_value_end(b: &[u8], mut i: usize) -> usize {
             b.len()
         }
         _ => {
-            while i < b.len() && !b[i].is_ascii_whitespace() {
+            // To the next whitespace, or to a quote that closes what the value sits in
+            // (`-H 'X-Api-Key: K'`): one followed by whitespace or the end.
+            let closes = |i: usize| {
+                matches!(b[i], b'\'' | b'"') && b.get(i + 1).is_none_or(|c| c.is_ascii_whitespace())
+            };
+            while i < b.len() && !b[i].is_ascii_whitespace() && !closes(i) {
                 i += 1;
             }
             i
@@ -738,6 +783,27 @@ mod tests {
             "curl -H 'Authorization: ***' http://pdu/w",
         );
         hides("pdu --apikey k6 --x 1", "k6", "pdu --apikey *** --x 1");
+        // Review I, 4: shapes the masking did not know.
+        hides("snmpget -v2c -cs3cA pdu", "s3cA", "snmpget -v2c -c*** pdu");
+        hides(
+            "pdu --api-key s3cB --x 1",
+            "s3cB",
+            "pdu --api-key *** --x 1",
+        );
+        hides(
+            "pdu --auth-token s3cC --x 1",
+            "s3cC",
+            "pdu --auth-token *** --x 1",
+        );
+        hides(
+            "curl -H 'X-Api-Key: s3cD' http://pdu/",
+            "s3cD",
+            "curl -H 'X-Api-Key: ***' http://pdu/",
+        );
+        hides("-H 'Cookie: sid=s3cE; x=1'", "s3cE", "-H 'Cookie: ***'");
+        assert_eq!(redact_secrets("kv -c4 -t set"), "kv -c4 -t set");
+        assert_eq!(redact_secrets("a --key-size 4"), "a --key-size 4");
+        assert_eq!(redact_secrets("X-Api-Key-Id 7"), "X-Api-Key-Id 7");
         // `-c` elsewhere is not SNMP's.
         assert_eq!(redact_secrets("kv -c 4 -t set"), "kv -c 4 -t set");
         // Words that only look alike are kept.
