@@ -671,10 +671,12 @@ impl CommandReader {
     /// 1 s interval, every other tick). A command still running from an earlier tick is
     /// not started again: this tick has no reading, and says why.
     fn read(&mut self, budget: Duration) -> Result<f64, String> {
-        let until = Instant::now() + budget;
         let mut late = None;
         if let Some(id) = self.pending {
-            match self.answer(id, until) {
+            // Not waited for: a tick that waited on a command still running would hold
+            // the sampler's lock for its whole wait, tick after tick, and a test's start
+            // or end could not get it.
+            match self.answer(id, Instant::now()) {
                 Some(r) => late = Some(r),
                 // One message however long it runs: the sampler's notes keep each
                 // distinct one.
@@ -694,7 +696,7 @@ impl CommandReader {
             return Err("the thread reading it could not be started".into());
         }
         self.pending = Some(id);
-        match self.answer(id, until) {
+        match self.answer(id, Instant::now() + budget) {
             Some(r) => r,
             None => late.unwrap_or_else(|| {
                 Err(format!(

@@ -253,6 +253,8 @@ fn ipmi_dcmi_through_a_fake_ipmitool() {
     let (mut src, det) = PowerSources::open(&cfg);
     assert_eq!(det.sources, ["ipmi-dcmi:system"]);
     assert_eq!(det.whole_system, det.sources);
+    // A tick comes an interval after the start (the question asked then has answered).
+    std::thread::sleep(Duration::from_millis(300));
     let r = src.read(Instant::now(), None, true);
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].source, "ipmi-dcmi");
@@ -304,7 +306,9 @@ fn meter_command_and_model() {
     assert_eq!(det.sources, ["meter:system", "model:system"]);
     assert_eq!(det.whole_system, ["meter:system"]);
     // 200 W was the check at open; 201 W the question asked as the first interval began,
-    // which a tick takes when its own (202 W) does not come in time.
+    // which a tick takes when its own (202 W) does not come in time. A tick comes an
+    // interval after the start.
+    std::thread::sleep(Duration::from_millis(300));
     let r = src.read(Instant::now(), Some(50.0), true);
     assert_eq!(watts(&r, "meter", "system"), 202.0);
     let m = r.iter().find(|p| p.source == "model").unwrap();
