@@ -1606,9 +1606,10 @@ pub fn placement_params(runs: &[RunRecord]) -> Vec<&'static str> {
 /// `web-rbh1: sut_host=rbh1, loadgen_hosts=rbh3; web-rbh2: sut_host=rbh2, ...`. None
 /// when the runs ran in one place (the fixed parameters say it).
 pub fn placement_line(runs: &[RunRecord]) -> Option<String> {
+    let fixed = fixed_params(runs);
     let keys: Vec<&str> = placement_params(runs)
         .into_iter()
-        .filter(|k| !fixed_params(runs).iter().any(|(f, _)| f == k))
+        .filter(|k| !fixed.iter().any(|(f, _)| f == k))
         .collect();
     if keys.is_empty() {
         return None;
