@@ -12,7 +12,8 @@ cargo build --release --locked -p rackbench
 BIN=target/release/rackbench
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-export RACKBENCH_DB=${RACKBENCH_DB:-$PWD/$OUT/results.sqlite}
+OUT=$(cd "$OUT" && pwd)
+export RACKBENCH_DB=${RACKBENCH_DB:-$OUT/results.sqlite}
 set +e
 "$BIN" run kv --label "$(hostname)" --instances 1,2 -P 1,100 -c 50 --duration 1 -r 10000 -d 10 -t set,get
 rc=$?
