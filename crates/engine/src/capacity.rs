@@ -268,6 +268,14 @@ impl RateStep {
                 self.reply_rate_per_s,
                 "req/s",
             )),
+            // The rate the step's verdict was judged on, which the report's tables show
+            // (review I, 5: a sustained step read 89% of its demand, its reply rate
+            // taken to its last reply).
+            with(Metric::new(
+                "served_rate_per_s",
+                self.served_rate_per_s(),
+                "req/s",
+            )),
             with(Metric::new("replies", self.replies as f64, "req")),
             with(Metric::new("errors", self.errors as f64, "req")),
             with(Metric::new("errors_pct", self.errors_pct(), "%")),
@@ -1755,6 +1763,16 @@ mod tests {
         kept.sending_s = Some(5.0);
         assert_eq!(kept.served_rate_per_s(), 1000.0);
         assert_eq!(judge(&kept, 0.9, 1.0), Verdict::Sustained);
+        // The rate it was judged on is stored beside its reply rate, for the tables to
+        // show (review I, 5: a sustained row read 89% of demand).
+        let stored = |s: &RateStep, name: &str| {
+            s.metrics(&[])
+                .iter()
+                .find(|m| m.name == name)
+                .map(|m| m.value)
+        };
+        assert_eq!(stored(&kept, "served_rate_per_s"), Some(1000.0));
+        assert_eq!(stored(&kept, "reply_rate_per_s"), Some(5_000.0 / 5.6));
         // A server behind its load: what it had not sent by the end stayed unsent, and
         // only those in flight replied after it.
         let mut behind = RateStep::new(1000.0);
@@ -1778,6 +1796,7 @@ mod tests {
         deep.reply_rate_per_s = 101_588.0;
         deep.sending_s = Some(1.0);
         assert_eq!(deep.served_rate_per_s(), 101_588.0);
+        assert_eq!(stored(&deep, "served_rate_per_s"), Some(101_588.0));
         assert!(matches!(judge(&deep, 0.95, 1.0), Verdict::Saturated(_)));
         // Replies that were errors are no load served, over the same span.
         kept.errors = 1_000;

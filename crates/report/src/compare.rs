@@ -906,12 +906,14 @@ fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<FigureOf> {
                 out.push((format!("{prefix} {what}"), unit.to_string(), hib, Ok(v)));
             }
         };
-        add(
-            "reply rate".into(),
-            &rate_unit,
-            true,
-            get("reply_rate_per_s"),
-        );
+        // A ramp step's rate as its verdict was judged and its table shows it (over the
+        // seconds its requests fell due in, when they went out on time); a level's is
+        // the one its perf/W is over.
+        let rate = match phase {
+            "ramp" => get("served_rate_per_s").or_else(|| get("reply_rate_per_s")),
+            _ => get("reply_rate_per_s"),
+        };
+        add("reply rate".into(), &rate_unit, true, rate);
         add("p99".into(), "ns", false, get("latency_p99_ns"));
         if phase == "levels" {
             add(POWER.into(), "W", false, get(POWER));

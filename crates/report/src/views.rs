@@ -1718,12 +1718,27 @@ fn rate_unit(r: &ResultRecord) -> String {
         .map_or("req/s".to_string(), |m| m.unit.clone())
 }
 
+/// A ramp or search step's reply rate as its verdict was judged: over the seconds its
+/// requests fell due in, when they all went out on time (`served_rate_per_s`); a step
+/// stored before that was kept gives its reply rate to its last reply.
+fn served_rate(m: &BTreeMap<String, f64>) -> Option<f64> {
+    m.get("served_rate_per_s")
+        .or_else(|| m.get("reply_rate_per_s"))
+        .copied()
+}
+
+/// What the steps' reply rates are over, said under their table.
+const SERVED_NOTE: &str = "Reply: replies per second over the seconds the step's requests \
+    fell due in when every one went out on time (the replies that trail its end are its \
+    latency, not a queue), else over the step to its last reply; the rate each verdict \
+    was judged on.";
+
 fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<View> {
     let u = rate_unit(r);
     let st = ordered(steps(r, "ramp", "step"));
     let pts: Vec<(f64, f64)> = st
         .iter()
-        .filter_map(|(_, m)| Some((*m.get("demanded_rate_per_s")?, *m.get("reply_rate_per_s")?)))
+        .filter_map(|(_, m)| Some((*m.get("demanded_rate_per_s")?, served_rate(m)?)))
         .collect();
     if pts.is_empty() {
         return None;
@@ -1866,7 +1881,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
                 i.clone(),
                 m.get("demanded_rate_per_s")
                     .map_or("-".into(), |v| crate::fmt::whole_or_num(*v)),
-                m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
+                served_rate(m).map_or("-".into(), num),
                 m.get("latency_p50_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("latency_p99_ns")
@@ -1902,6 +1917,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
             .map(|m| m.reason.clone()),
     );
     notes.extend(step_cpu_note(&st, server_drawn));
+    notes.push(SERVED_NOTE.into());
     Some(View {
         title: format!("{who}{wl} {}", capacity_view("ramp")),
         figures,
@@ -2016,7 +2032,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
                 i.clone(),
                 m.get("demanded_rate_per_s")
                     .map_or("-".into(), |v| crate::fmt::whole_or_num(*v)),
-                m.get("reply_rate_per_s").map_or("-".into(), |v| num(*v)),
+                served_rate(m).map_or("-".into(), num),
                 m.get("latency_at_objective_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 meets,
@@ -2034,6 +2050,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
             .map(|m| m.reason.clone()),
     );
     notes.extend(unsent_note(r, "search"));
+    notes.push(SERVED_NOTE.into());
     Some(View {
         title: format!("{who}{wl} {}", capacity_view("search")),
         figures,

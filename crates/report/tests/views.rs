@@ -454,6 +454,29 @@ fn capacity_cpu_charts_draw_the_server_beside_the_host() {
     assert!(chart.contains("server processes"), "{chart}");
 }
 
+/// A ramp step's row shows the rate its verdict was judged on: its replies over the
+/// seconds its requests fell due in, not to its last reply (review I, 5: a sustained row
+/// read 89% of its demand); a step stored before that figure was kept shows its reply
+/// rate.
+#[test]
+fn ramp_rows_show_the_rate_their_verdict_was_judged_on() {
+    let mut r = capacity_run(false);
+    let ramp = r.results.iter_mut().find(|res| res.test == "ramp").unwrap();
+    ramp.metrics.push(
+        Metric::new("served_rate_per_s", 1999.0, "req/s")
+            .label("phase", "ramp")
+            .label("step", 0),
+    );
+    let h = report::html(std::slice::from_ref(&r), None);
+    let table = &h[h.find("<caption>Ramp steps").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("<td class=\"n\">1,999</td>"), "{table}");
+    assert!(!table.contains("1,987"), "{table}");
+    // The step without it keeps its reply rate.
+    assert!(table.contains("<td class=\"n\">4,002</td>"), "{table}");
+    assert!(h.contains("the rate each verdict was judged on"));
+}
+
 #[test]
 fn capacity_ramp_search_levels() {
     let r = capacity_run(true);
