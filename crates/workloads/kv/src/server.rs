@@ -37,6 +37,11 @@ pub fn launch(
         let port = free_port_on(&bind)?;
         let addr = SocketAddr::new(ip, port);
         let log: PathBuf = dir.join(format!("redis-{i}.log"));
+        // What it prints before its log is open (a bad option, a config it refuses:
+        // "FATAL CONFIG FILE ERROR" goes to stderr only) is kept beside its log.
+        let console: PathBuf = dir.join(format!("redis-{i}.out"));
+        let out_file = std::fs::File::create(&console)
+            .with_context(|| format!("cannot create {}", console.display()))?;
         let mut cmd = Command::new(&bin);
         cmd.args(["--port", &port.to_string()])
             .args(["--bind", &bind])
@@ -61,24 +66,27 @@ pub fn launch(
         cmd.args(["--dir", &dir.to_string_lossy()])
             .args(["--logfile", &log.to_string_lossy()])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stdout(out_file.try_clone()?)
+            .stderr(out_file);
         let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
         if let Some(c) = cpu {
             pin_command(&mut cmd, &[c]);
         }
         let mut guard = ChildGuard::spawn(&format!("redis-server #{i} (port {port})"), &mut cmd)?;
         if let Err(e) = wait_for_port(addr, &mut guard, Duration::from_secs(10)) {
-            let tail = std::fs::read_to_string(&log).unwrap_or_default();
-            let tail: String = tail.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
-            if tail.trim().is_empty() {
+            let said: Vec<String> = [(&console, "it printed"), (&log, "its log says")]
+                .into_iter()
+                .filter_map(|(path, what)| Some(format!("{what}: {}", last_lines(path)?)))
+                .collect();
+            if said.is_empty() {
                 bail!(
-                    "{e:#}; it wrote nothing to its log ({}): it hung or stopped before it \
-                     started (run `redis-server --version` on that host to see whether it runs)",
+                    "{e:#}; it printed nothing and wrote nothing to its log ({}): it hung or \
+                     stopped before it started (run `redis-server --version` on that host to \
+                     see whether it runs)",
                     log.display()
                 );
             }
-            bail!("{e:#}; its log says: {tail}");
+            bail!("{e:#}; {}", said.join("; "));
         }
         let mut admin = Admin::connect(addr, None)?;
         admin
@@ -87,6 +95,21 @@ pub fn launch(
         out.push(Instance { addr, cpu, guard });
     }
     Ok(out)
+}
+
+/// The last lines of a launched server's output file, joined (its last line last);
+/// None when it has nothing to say.
+fn last_lines(path: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .rev()
+        .take(5)
+        .collect();
+    lines.reverse();
+    (!lines.is_empty()).then(|| model::printable(&lines.join(" | ")).to_string())
 }
 
 /// A blocking RESP client for administration (not on the measured path).
@@ -201,6 +224,39 @@ pub fn binary_version(binary: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What redis-server prints before its log is open is in the error (review I, 8: a
+    /// config it refused was lost, stderr going nowhere). A stand-in that prints as
+    /// redis-server 7 does for a bad option and exits.
+    #[test]
+    fn a_server_that_stops_before_its_log_says_what_it_printed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("redis-server");
+        std::fs::write(
+            &bin,
+            "#!/bin/sh\necho '*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***' >&2\n\
+             echo \"Reading the configuration file, at line 2\" >&2\n\
+             echo \">>> 'bind \\\"nowhere\\\"'\" >&2\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let e = launch(
+            &bin.to_string_lossy(),
+            1,
+            &[],
+            dir.path(),
+            IpAddr::from([127, 0, 0, 1]),
+        )
+        .err()
+        .expect("a server that exits cannot be launched");
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("it printed: *** FATAL CONFIG FILE ERROR (Redis 7.0.15) *** | Reading the configuration file, at line 2"),
+            "{e}"
+        );
+        assert!(!e.contains("its log says"), "{e}");
+    }
 
     #[test]
     fn parses_commandstats() {
