@@ -218,11 +218,16 @@ impl Ssh {
         timeout: Duration,
     ) -> anyhow::Result<String> {
         let mut cmd = self.command(dest);
-        // SAFETY: prctl is async-signal-safe.
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: prctl and getppid are async-signal-safe.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                // rackbench gone between the fork and the prctl: no signal will come.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::other("rackbench ended before ssh started"));
                 }
                 Ok(())
             });
