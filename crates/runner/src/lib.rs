@@ -602,7 +602,9 @@ fn disclosures(
 }
 
 /// The hosts of the servers a point was given and does not launch (`--target`, `--dsn`),
-/// as written: `HOST:PORT`, a URL's host, a DSN's `host=` or URI host.
+/// as written: `HOST:PORT`, a URL's host, a DSN's `host=` or URI host. libpq connects to
+/// `hostaddr` where it is given (`host` then only names it), and a comma-separated list
+/// is several hosts; a Unix socket's directory (`host=/run/postgresql`) is no host.
 fn given_server_hosts(point: &Params) -> Vec<String> {
     let mut texts: Vec<&str> = Vec::new();
     for k in ["target", "targets", "dsn"] {
@@ -614,21 +616,41 @@ fn given_server_hosts(point: &Params) -> Vec<String> {
     }
     texts
         .into_iter()
-        .filter_map(|t| {
-            let t = t.trim();
-            if let Some(kv) = t.split_whitespace().find_map(|w| w.strip_prefix("host=")) {
-                return Some(kv.trim_matches(|c| c == '\'' || c == '"').to_string());
-            }
-            let authority = match t.split_once("://") {
-                Some((_, rest)) => rest.split(['/', '?']).next().unwrap_or(""),
-                None => t,
-            };
-            let authority = authority.rsplit('@').next().unwrap_or(authority);
-            let host = match authority.strip_prefix('[') {
-                Some(v6) => v6.split(']').next().unwrap_or(""),
-                None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-            };
-            (!host.is_empty()).then(|| host.to_string())
+        .flat_map(|t| server_hosts_of(t.trim()))
+        .filter(|h| !h.is_empty() && !h.starts_with('/') && !h.starts_with('@'))
+        .collect()
+}
+
+/// The hosts one `--target` or `--dsn` names (see [`given_server_hosts`]).
+fn server_hosts_of(t: &str) -> Vec<String> {
+    let list = |v: &str| -> Vec<String> {
+        v.trim_matches(|c| c == '\'' || c == '"')
+            .split(',')
+            .map(|h| h.trim().to_string())
+            .collect()
+    };
+    // A keyword DSN, or a URI's query, names them by keyword: hostaddr first.
+    let words: Vec<&str> = match t.split_once("://") {
+        Some((_, rest)) => rest
+            .split_once('?')
+            .map_or(Vec::new(), |(_, q)| q.split('&').collect()),
+        None => t.split_whitespace().collect(),
+    };
+    for key in ["hostaddr=", "host="] {
+        if let Some(v) = words.iter().find_map(|w| w.strip_prefix(key)) {
+            return list(v);
+        }
+    }
+    let authority = match t.split_once("://") {
+        Some((_, rest)) => rest.split(['/', '?']).next().unwrap_or(""),
+        None => t,
+    };
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    authority
+        .split(',')
+        .map(|one| match one.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or("").to_string(),
+            None => one.rsplit_once(':').map_or(one, |(h, _)| h).to_string(),
         })
         .collect()
 }
@@ -1466,6 +1488,34 @@ mod tests {
                 serde_json::json!("postgres://bob:pw@db2:5433/tpcc"),
                 vec!["db2"],
             ),
+            // libpq connects to hostaddr, host then only names it (review I, 12).
+            (
+                "dsn",
+                serde_json::json!("host=db.example hostaddr=10.0.0.7 dbname=tpcc"),
+                vec!["10.0.0.7"],
+            ),
+            (
+                "dsn",
+                serde_json::json!("host=db1,db2 port=5432,5433"),
+                vec!["db1", "db2"],
+            ),
+            (
+                "dsn",
+                serde_json::json!("postgresql://db3:5432,db4:5433/tpcc"),
+                vec!["db3", "db4"],
+            ),
+            (
+                "dsn",
+                serde_json::json!("postgresql:///tpcc?host=10.0.0.8&user=bob"),
+                vec!["10.0.0.8"],
+            ),
+            // A Unix socket's directory is no host to look up.
+            (
+                "dsn",
+                serde_json::json!("host=/run/postgresql dbname=tpcc"),
+                vec![],
+            ),
+            ("dsn", serde_json::json!("postgresql:///tpcc"), vec![]),
         ] {
             assert_eq!(given_server_hosts(&point(k, v.clone())), want, "{v}");
         }
