@@ -503,9 +503,18 @@ fn sigkill_in_a_ramp_keeps_the_steps_it_measured() {
         "--ramp-step",
         "1000",
     ];
-    let (r, n) = kill_mid_capacity_test("ramp", &args, "step");
+    let (r, n) = kill_mid_capacity_test("ramp", &args, "step", true);
     assert_eq!(r["settings"]["wait"], "spin", "{}", r["settings"]);
     assert!(n >= 2, "the steps measured before the kill: {n}");
+    // Every host's samples so far, each once and in order, and their summary, are kept
+    // with the steps: they were lost with the process (acceptance pass G, 5).
+    let samples = r["telemetry"].as_array().unwrap();
+    assert!(samples.len() >= 2, "{}", r["telemetry"]);
+    let t: Vec<f64> = samples.iter().map(|s| s["t_s"].as_f64().unwrap()).collect();
+    assert!(t.windows(2).all(|w| w[0] < w[1]), "{t:?}");
+    let summary = r["telemetry_summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 1, "{}", r["telemetry_summary"]);
+    assert!(summary[0]["samples"].as_u64().unwrap() >= 1, "{summary:?}");
 }
 
 /// A levels test killed keeps its levels labelled as a finished one's (`level=100%`), so
@@ -521,7 +530,7 @@ fn sigkill_in_load_levels_keeps_its_levels_as_levels() {
         "--levels",
         "100,90,80,70,60,50,40,30,20,10",
     ];
-    let (r, _) = kill_mid_capacity_test("levels", &args, "level");
+    let (r, _) = kill_mid_capacity_test("levels", &args, "level", false);
     assert_eq!(r["settings"]["wait"], "sleep", "{}", r["settings"]);
     let labels: Vec<&str> = r["metrics"]
         .as_array()
@@ -533,10 +542,16 @@ fn sigkill_in_load_levels_keeps_its_levels_as_levels() {
     assert_eq!(labels[..2], ["100%", "90%"], "{r}");
 }
 
-/// Run kv's capacity `test` with `args`, kill -9 it once two steps are stored, and give
-/// back its result (closed `interrupted` by the next command, saying it did not finish,
-/// each step's histogram kept) and how many steps it kept, each labelled `by`.
-fn kill_mid_capacity_test(test: &str, args: &[&str], by: &str) -> (serde_json::Value, usize) {
+/// Run kv's capacity `test` with `args` (and telemetry, or not), kill -9 it once two
+/// steps are stored, and give back its result (closed `interrupted` by the next command,
+/// saying it did not finish, each step's histogram kept) and how many steps it kept,
+/// each labelled `by`.
+fn kill_mid_capacity_test(
+    test: &str,
+    args: &[&str],
+    by: &str,
+    telemetry: bool,
+) -> (serde_json::Value, usize) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     let mut child = bin()
@@ -551,7 +566,8 @@ fn kill_mid_capacity_test(test: &str, args: &[&str], by: &str) -> (serde_json::V
             test,
         ])
         .args(args)
-        .args(["--step-duration", "0.5", "--no-telemetry", "-q"])
+        .args(["--step-duration", "0.5", "-q"])
+        .args((!telemetry).then_some("--no-telemetry"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

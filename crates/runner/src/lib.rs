@@ -743,12 +743,23 @@ fn check_cpu_lists(
 }
 
 /// A test's provisional result: the record its partial outputs fill (set before it
-/// starts), its place in the store once one was stored, and the last one stored.
+/// starts), its place in the store once one was stored, the last one stored, and how
+/// many of the test's telemetry samples are stored with it.
 #[derive(Default)]
 struct Provisional {
     template: Option<ResultRecord>,
     at: Option<i64>,
     last: Option<ResultRecord>,
+    samples_stored: usize,
+}
+
+/// What a provisional result's telemetry is taken from: the run's telemetry, the hosts
+/// of the test's sweep point, and the host of its server, if it has one (as its final
+/// result's figures take them).
+struct TestTelemetry {
+    telemetry: Arc<telemetry::Telemetry>,
+    point_hosts: Vec<String>,
+    server_host: Option<String>,
 }
 
 /// The lock of a provisional slot, whether or not a writer panicked holding it.
@@ -765,6 +776,7 @@ fn store_partial(
     store: &Arc<store::Store>,
     run_id: &str,
     slot: &Arc<Mutex<Provisional>>,
+    tel: TestTelemetry,
 ) -> engine::workload::Partial {
     let (store, run_id, slot) = (store.clone(), run_id.to_string(), slot.clone());
     Arc::new(move |so_far: &engine::StepOutput| {
@@ -772,8 +784,20 @@ fn store_partial(
         let Some(template) = &g.template else {
             return;
         };
+        // Every host's samples so far and its figures over what was measured so far, as
+        // the final result would have them: a kill keeps them (acceptance pass G, 5).
+        let samples = tel.telemetry.so_far();
+        let hosts: Vec<&str> = tel.point_hosts.iter().map(String::as_str).collect();
+        let figures = tel.telemetry.figures(
+            &samples,
+            &so_far.measured,
+            &hosts,
+            false,
+            tel.server_host.as_deref(),
+        );
         let (metrics, missing) = finite_only(so_far.metrics.clone(), so_far.missing.clone());
-        let rec = ResultRecord {
+        // What the test measured (kept for a final result the test's error makes).
+        let measured = ResultRecord {
             duration_s: so_far.duration_s,
             metrics,
             missing,
@@ -782,9 +806,20 @@ fn store_partial(
             settings: with_own_settings(&template.settings, &so_far.settings),
             ..template.clone()
         };
-        if let Ok(placed) = store.put_result(&run_id, g.at, &rec) {
+        let mut rec = measured.clone();
+        rec.missing.extend(figures.missing);
+        rec.flags.extend(figures.flags);
+        rec.telemetry_summary = figures.summary;
+        // Stored once each: the samples stored with the last one stay.
+        rec.telemetry = samples
+            .samples
+            .get(g.samples_stored..)
+            .unwrap_or_default()
+            .to_vec();
+        if let Ok(placed) = store.put_result_adding_samples(&run_id, g.at, &rec) {
             g.at = Some(placed);
-            g.last = Some(rec);
+            g.samples_stored = samples.samples.len();
+            g.last = Some(measured);
         }
     })
 }
@@ -970,7 +1005,7 @@ pub fn run(
         .map(|(h, _)| h.clone())
         .collect();
     let telemetry = match telemetry::Telemetry::start(set.all(), &settings, &suts, o.telemetry) {
-        Ok(t) => t.irq_in_task_time(&hosts),
+        Ok(t) => Arc::new(t.irq_in_task_time(&hosts)),
         Err(e) => {
             store.delete_run(&run_id)?;
             return Err(e);
@@ -1046,12 +1081,26 @@ pub fn run(
             // The provisional result of the test under way: the record its partial
             // outputs fill, set before it starts, and its place once one was stored.
             let provisional: Arc<Mutex<Provisional>> = Arc::default();
+            // This point's hosts, and where its server runs, when the workload has one:
+            // what a test's telemetry figures are of.
+            let point_hosts: Vec<String> =
+                roles.all().iter().map(|h| h.name().to_string()).collect();
+            let server_host = reg.has_server.then(|| roles.sut.name().to_string());
             let ctx = Ctx {
                 progress: progress.clone(),
                 watch: telemetry.watch(roles.sut.clone(), set.local()),
                 verbose: o.verbose,
                 roles: Some(roles.clone()),
-                partial: Some(store_partial(store, &run_id, &provisional)),
+                partial: Some(store_partial(
+                    store,
+                    &run_id,
+                    &provisional,
+                    TestTelemetry {
+                        telemetry: telemetry.clone(),
+                        point_hosts: point_hosts.clone(),
+                        server_host: server_host.clone(),
+                    },
+                )),
             };
             // Whatever way this iteration ends (error, Ctrl-C, `?`), the workload's servers go.
             let mut w = CleanupOnDrop(w);
@@ -1215,12 +1264,8 @@ pub fn run(
                         ..
                     } = std::mem::take(&mut *lock(&provisional));
                     let samples = telemetry.end_step();
-                    let point_hosts: Vec<String> =
-                        roles.all().iter().map(|h| h.name().to_string()).collect();
                     let point_hosts: Vec<&str> = point_hosts.iter().map(String::as_str).collect();
-                    // Where the test's server runs, when the workload has one.
-                    let sut_name = roles.sut.name().to_string();
-                    let server_host = reg.has_server.then_some(sut_name.as_str());
+                    let server_host = server_host.as_deref();
                     // Only a host of this point fails it (a net pair is not failed by a
                     // third host that died). Its reason quotes the agent's stderr: redacted,
                     // as every stored error is.

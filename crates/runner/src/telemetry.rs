@@ -37,6 +37,8 @@ pub struct Telemetry {
     /// The hosts whose clock moved against the controller's during the last test by more
     /// than [`CLOCK_MOVED_S`] (or their round trip), and by how much.
     moved: Mutex<Vec<(String, f64)>>,
+    /// Each host's mark where the current test began (see [`Telemetry::so_far`]).
+    test_marks: Mutex<Vec<(String, u64)>>,
     /// The warm-up mark under way: its number, bumped by each [`Telemetry::mark_warmup`]
     /// and at each test's start, so that an earlier test's timer, still asleep when the
     /// next test marks its own warm-up, ends nothing.
@@ -87,6 +89,7 @@ impl Telemetry {
             irq_in_tasks: Vec::new(),
             clocks: Mutex::new(SampleClocks::default()),
             moved: Mutex::new(Vec::new()),
+            test_marks: Mutex::new(Vec::new()),
             warmup: Arc::default(),
         };
         if !on {
@@ -335,10 +338,25 @@ impl Telemetry {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .forget_offsets();
+        // The last test's clocks said nothing of this one's (a checkpoint reads them).
+        self.moved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        self.test_marks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         self.each_host(|h| {
             if self.on {
                 let _ = h.telemetry_take();
                 h.set_warmup(false);
+                if let Some(mark) = h.telemetry_mark() {
+                    self.test_marks
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push((h.name().to_string(), mark));
+                }
             }
             let Some(at) = h.sync_clock() else {
                 return;
@@ -418,6 +436,25 @@ impl Telemetry {
         let (gen, wake) = &*self.warmup;
         *gen.lock().unwrap_or_else(PoisonError::into_inner) += 1;
         wake.notify_all();
+    }
+
+    /// Every host's samples of the test under way so far, in the order the test's end
+    /// gives them ([`Telemetry::end_step`]), for its provisional result: a process killed
+    /// before the test ended keeps them (acceptance pass G, 5). Copies: the hosts keep
+    /// theirs for the test's end. A host that does not answer gives none.
+    pub fn so_far(&self) -> StepSamples {
+        let marks = self
+            .test_marks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut out = StepSamples::default();
+        for h in &self.hosts {
+            if let Some((_, mark)) = marks.iter().find(|(n, _)| n == h.name()) {
+                out.samples.extend(h.telemetry_since(*mark));
+            }
+        }
+        out
     }
 
     /// A test ended: every host's samples (the last, partial interval closed now), and

@@ -371,12 +371,57 @@ impl Store {
                 |r| r.get(0),
             )?,
         };
-        insert_result(&tx, run_id, ord, r).with_context(|| {
+        insert_result(&tx, run_id, ord, r, 0).with_context(|| {
             format!(
                 "storing result step {} ({}) of run {run_id}",
                 r.step, r.test
             )
         })?;
+        tx.commit()?;
+        Ok(ord)
+    }
+
+    /// [`Store::put_result`] for a provisional result whose telemetry grows as its test
+    /// runs: the samples of the one at `ord` stay, and `r.telemetry`, the samples since,
+    /// go after them. A long test's checkpoints then write each sample once, not all of
+    /// them every time (an hour's samples of a 64-CPU host are tens of MB). Returns its
+    /// place.
+    pub fn put_result_adding_samples(
+        &self,
+        run_id: &str,
+        ord: Option<i64>,
+        r: &ResultRecord,
+    ) -> anyhow::Result<i64> {
+        let Some(ord) = ord else {
+            return self.put_result(run_id, None, r);
+        };
+        let mut conn = self.lock();
+        let tx = write_tx(&mut conn)?;
+        require_run(&tx, run_id, &self.path)?;
+        let old: i64 = tx.query_row(
+            "SELECT id FROM results WHERE run_id = ?1 AND ord = ?2",
+            params![run_id, ord],
+            |row| row.get(0),
+        )?;
+        let kept: i64 = tx.query_row(
+            "SELECT COUNT(*) FROM telemetry WHERE result_id = ?1",
+            [old],
+            |row| row.get(0),
+        )?;
+        // The old one leaves its place for the new one, hands it its samples, and goes
+        // (its metrics, histograms and flags with it).
+        tx.execute("UPDATE results SET ord = -1 - ord WHERE id = ?1", [old])?;
+        let new = insert_result(&tx, run_id, ord, r, kept as usize).with_context(|| {
+            format!(
+                "storing result step {} ({}) of run {run_id}",
+                r.step, r.test
+            )
+        })?;
+        tx.execute(
+            "UPDATE telemetry SET result_id = ?1 WHERE result_id = ?2",
+            params![new, old],
+        )?;
+        tx.execute("DELETE FROM results WHERE id = ?1", [old])?;
         tx.commit()?;
         Ok(ord)
     }
@@ -756,7 +801,7 @@ fn insert_whole_in(
             .unwrap_or("the run ended before this test stored its result"),
     );
     for (i, r) in results.iter().enumerate() {
-        insert_result(tx, &run.id, i as i64, r).with_context(|| {
+        insert_result(tx, &run.id, i as i64, r, 0).with_context(|| {
             format!(
                 "storing result step {} ({}) of run {}",
                 r.step, r.test, run.id
@@ -1163,12 +1208,16 @@ fn insert_idle(conn: &Connection, run_id: &str, ord: i64, idle: &IdlePower) -> a
     Ok(())
 }
 
+/// Insert one result at `ord`, its telemetry samples numbered from `samples_from` (the
+/// ones before are another's to hand over: [`Store::put_result_adding_samples`]), and
+/// return its id.
 fn insert_result(
     conn: &Connection,
     run_id: &str,
     ord: i64,
     r: &ResultRecord,
-) -> anyhow::Result<()> {
+    samples_from: usize,
+) -> anyhow::Result<i64> {
     // NULL, as for a result stored before settings were kept, when none are known.
     let settings = (!r.settings.is_empty())
         .then(|| serde_json::to_string(&r.settings))
@@ -1247,7 +1296,7 @@ fn insert_result(
     for (i, t) in r.telemetry.iter().enumerate() {
         stmt.execute(params![
             rid,
-            i as i64,
+            (samples_from + i) as i64,
             t.host,
             t.t_s,
             t.interval_s,
@@ -1280,7 +1329,7 @@ fn insert_result(
             f.message
         ])?;
     }
-    Ok(())
+    Ok(rid)
 }
 
 // ---- reads ----

@@ -789,3 +789,48 @@ fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
     assert_eq!(back.results[2].error.as_deref(), Some("disk full"));
     assert_eq!(back.results[0], first);
 }
+
+/// A provisional result's samples stay where it is stored again, the new ones after
+/// them (a long test's checkpoints write each sample once: acceptance pass G, 5), and
+/// its other figures are the new ones'; the final result replaces them all.
+#[test]
+fn a_provisional_result_keeps_its_samples_and_adds_the_new_ones() {
+    let (_d, store) = tmp_store();
+    let mut header = rich_run("r-samples", Some("x86"), t0(0), 0);
+    header.finished_at = None;
+    store.begin_run(&header).unwrap();
+    let first = rich_result(0, "set", 1, t0(1));
+    store.insert_result(&header.id, &first).unwrap();
+    let full = rich_result(1, "ramp", 1, t0(2));
+    assert!(
+        full.telemetry.len() >= 2,
+        "the fixture has samples to split"
+    );
+    let mut partial = full.clone();
+    partial.status = Status::Running;
+    partial.telemetry.truncate(1);
+    let at = store.put_result(&header.id, None, &partial).unwrap();
+    // The next checkpoint: the samples since, and figures of its own.
+    let mut next = full.clone();
+    next.status = Status::Running;
+    next.telemetry.drain(..1);
+    next.metrics.truncate(1);
+    assert_eq!(
+        store
+            .put_result_adding_samples(&header.id, Some(at), &next)
+            .unwrap(),
+        at
+    );
+    let back = store.load_run(&header.id).unwrap();
+    assert_eq!(back.results.len(), 2);
+    assert_eq!(back.results[0], first);
+    assert_eq!(back.results[1].telemetry, full.telemetry);
+    assert_eq!(back.results[1].metrics, next.metrics);
+    assert_eq!(back.results[1].status, Status::Running);
+    // The final one in the same place, with every sample once.
+    let mut done = full.clone();
+    done.status = Status::Ok;
+    store.put_result(&header.id, Some(at), &done).unwrap();
+    let back = store.load_run(&header.id).unwrap();
+    assert_eq!(back.results, vec![first, done]);
+}
