@@ -37,8 +37,9 @@ pub struct Telemetry {
     /// The hosts whose clock moved against the controller's during the last test by more
     /// than [`CLOCK_MOVED_S`] (or their round trip), and by how much.
     moved: Mutex<Vec<(String, f64)>>,
-    /// Each host's mark where the current test began (see [`Telemetry::so_far`]).
-    test_marks: Mutex<Vec<(String, u64)>>,
+    /// Each host's mark where the current test began, and its samples since that
+    /// [`Telemetry::so_far`] brought back (each is brought once).
+    test_marks: Mutex<Vec<(String, u64, Vec<TelemetrySample>)>>,
     /// The warm-up mark under way: its number, bumped by each [`Telemetry::mark_warmup`]
     /// and at each test's start, so that an earlier test's timer, still asleep when the
     /// next test marks its own warm-up, ends nothing.
@@ -355,7 +356,7 @@ impl Telemetry {
                     self.test_marks
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .push((h.name().to_string(), mark));
+                        .push((h.name().to_string(), mark, Vec::new()));
                 }
             }
             let Some(at) = h.sync_clock() else {
@@ -443,15 +444,16 @@ impl Telemetry {
     /// before the test ended keeps them (acceptance pass G, 5). Copies: the hosts keep
     /// theirs for the test's end. A host that does not answer gives none.
     pub fn so_far(&self) -> StepSamples {
-        let marks = self
+        let mut marks = self
             .test_marks
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+            .unwrap_or_else(PoisonError::into_inner);
         let mut out = StepSamples::default();
         for h in &self.hosts {
-            if let Some((_, mark)) = marks.iter().find(|(n, _)| n == h.name()) {
-                out.samples.extend(h.telemetry_since(*mark));
+            if let Some((_, mark, had)) = marks.iter_mut().find(|(n, _, _)| n == h.name()) {
+                // Only the samples since the last call cross the link.
+                had.extend(h.telemetry_since(*mark + had.len() as u64));
+                out.samples.extend(had.iter().cloned());
             }
         }
         out
@@ -463,6 +465,11 @@ impl Telemetry {
         if !self.on {
             return StepSamples::default();
         }
+        // The copies the test's checkpoints held: the take below brings them all.
+        self.test_marks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         let began = self.clocks();
         // Per host: its samples or why there are none, and how far its clock moved
         // during the test.
