@@ -80,6 +80,9 @@ pub struct RateStep {
     pub unsent_requests: u64,
     /// What else the caller measured during the step (`power_w`, `cpu_busy_pct`...).
     pub extra: Vec<Metric>,
+    /// The share of its lookups that found their key (GET hits over hits and misses),
+    /// where its requests look keys up: a step whose GETs missed measured the cheap path.
+    pub hit_ratio_pct: Option<f64>,
     /// Set when the step could not run to its end (server gone, every connection failed).
     pub error: Option<String>,
     /// When the step started (filled in by the drivers if the closure leaves it unset).
@@ -110,6 +113,7 @@ impl RateStep {
             late_sends: 0,
             unsent_requests: 0,
             extra: Vec::new(),
+            hit_ratio_pct: None,
             error: None,
             started_at: None,
             window: None,
@@ -153,6 +157,11 @@ impl RateStep {
         s.bytes_rx = o.bytes_rx;
         s.late_sends = o.late_sends;
         s.unsent_requests = o.unsent_requests;
+        let (hits, misses) = o
+            .classes
+            .iter()
+            .fold((0, 0), |(h, m), c| (h + c.hits, m + c.misses));
+        s.hit_ratio_pct = (hits + misses > 0).then(|| 100.0 * hits as f64 / (hits + misses) as f64);
         s.error = o.stopped_early.clone();
         s
     }
@@ -304,6 +313,9 @@ impl RateStep {
                 st.samples as f64,
                 "intervals",
             )));
+        }
+        if let Some(h) = self.hit_ratio_pct {
+            out.push(with(Metric::new("hit_ratio_pct", h, "%")));
         }
         if self.duration_s > 0.0 && self.bytes_not_counted.is_none() {
             out.push(with(Metric::new(

@@ -1874,10 +1874,13 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
             ),
         ));
     }
+    // A key-value ramp's GET hit ratio per step, where its steps looked keys up: a step
+    // whose GETs missed measured the cheap path.
+    let hits = st.iter().any(|(_, m)| m.contains_key("hit_ratio_pct"));
     let rows = st
         .iter()
         .map(|(i, m)| {
-            vec![
+            let mut row = vec![
                 i.clone(),
                 m.get("demanded_rate_per_s")
                     .map_or("-".into(), |v| crate::fmt::whole_or_num(*v)),
@@ -1887,11 +1890,17 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
                 m.get("latency_p99_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("errors_pct").map_or("-".into(), |v| fixed(*v, 2)),
+            ];
+            if hits {
+                row.push(m.get("hit_ratio_pct").map_or("-".into(), |v| fixed(*v, 1)));
+            }
+            row.extend([
                 m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
                 m.get(SERVER_CPU).map_or("-".into(), |v| fixed(*v, 1)),
                 m.get("power_w")
                     .map_or("-".into(), |v| crate::fmt::watts(*v)),
-            ]
+            ]);
+            row
         })
         .collect();
     // A ramp stopped before its top did not show that none of its rates saturates: it
@@ -1930,12 +1939,11 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
                 "p50 ms",
                 "p99 ms",
                 "Errors %",
-                "Host CPU busy %",
-                "Server %CPU",
-                "Power W",
             ]
-            .iter()
-            .map(|s| s.to_string())
+            .into_iter()
+            .map(String::from)
+            .chain(hits.then(|| "GET hits %".to_string()))
+            .chain(["Host CPU busy %", "Server %CPU", "Power W"].map(String::from))
             .collect(),
             rows,
         }],

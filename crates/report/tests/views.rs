@@ -475,6 +475,28 @@ fn ramp_rows_show_the_rate_their_verdict_was_judged_on() {
     // The step without it keeps its reply rate.
     assert!(table.contains("<td class=\"n\">4,002</td>"), "{table}");
     assert!(h.contains("the rate each verdict was judged on"));
+    // No step looked keys up: no hit ratio column.
+    assert!(!table.contains("GET hits %"), "{table}");
+}
+
+/// A key-value ramp's steps show the share of their GETs that found their key.
+#[test]
+fn ramp_rows_show_their_get_hit_ratio() {
+    let mut r = capacity_run(false);
+    let ramp = r.results.iter_mut().find(|res| res.test == "ramp").unwrap();
+    ramp.metrics.push(
+        Metric::new("hit_ratio_pct", 3.25, "%")
+            .label("phase", "ramp")
+            .label("step", 1),
+    );
+    let h = report::html(std::slice::from_ref(&r), None);
+    let table = &h[h.find("<caption>Ramp steps").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("<th>GET hits %</th>"), "{table}");
+    assert!(
+        table.contains("<td class=\"n\">3.2</td>") || table.contains("<td class=\"n\">3.3</td>"),
+        "{table}"
+    );
 }
 
 #[test]

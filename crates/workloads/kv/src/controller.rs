@@ -251,6 +251,8 @@ impl Workload for Kv {
         if capacity_tests::TESTS.contains(&test) {
             let mut step = self.run_capacity(test, ctx)?;
             self.cpu_use.flag(&mut step);
+            step.flags
+                .extend(low_hit_ratio_steps(&step.metrics, &self.cfg));
             // A server that died during the steps (the procedure stopped at its step)
             // is named as a load test's is.
             if let Some(flag) = self.server_exited() {
@@ -467,6 +469,31 @@ impl Kv {
     }
 }
 
+/// The warning for a capacity test whose steps' GETs mostly missed (under 90% found
+/// their key): those steps measured the server's cheap path, as a `get` test on an
+/// empty keyspace does. None when every step's hit ratio is 90% or more.
+fn low_hit_ratio_steps(metrics: &[model::Metric], cfg: &KvConfig) -> Option<Flag> {
+    let ratios: Vec<f64> = metrics
+        .iter()
+        .filter(|m| m.name == "hit_ratio_pct" && m.labels.contains_key("phase"))
+        .map(|m| m.value)
+        .collect();
+    let low: Vec<f64> = ratios.iter().copied().filter(|r| *r < 90.0).collect();
+    let lowest = low.iter().copied().reduce(f64::min)?;
+    Some(Flag::warning(
+        "low_hit_ratio",
+        format!(
+            "{} of {} steps had under 90% of their GETs find their key (lowest {lowest:.1}%): \
+             those steps measured misses, the server's cheap path; fill the keyspace first \
+             (-t set,{} with -n several times -r {})",
+            low.len(),
+            ratios.len(),
+            cfg.tests.last().map_or("ramp", String::as_str),
+            cfg.keyspace
+        ),
+    ))
+}
+
 impl Drop for Kv {
     fn drop(&mut self) {
         self.cleanup();
@@ -476,6 +503,34 @@ impl Drop for Kv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A capacity test whose steps' GETs mostly missed is flagged, with the way to fill
+    /// the keyspace; one whose steps found their keys is not.
+    #[test]
+    fn capacity_steps_whose_gets_missed_are_flagged() {
+        let step = |i: usize, r: f64| {
+            model::Metric::new("hit_ratio_pct", r, "%")
+                .label("phase", "ramp")
+                .label("step", i)
+        };
+        let c = KvConfig {
+            tests: vec!["ramp".into()],
+            ..KvConfig::default()
+        };
+        let f = low_hit_ratio_steps(&[step(0, 4.0), step(1, 35.5), step(2, 97.0)], &c).unwrap();
+        assert_eq!(f.code, "low_hit_ratio");
+        assert!(
+            f.message.starts_with("2 of 3 steps had under 90%"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("(lowest 4.0%)"), "{}", f.message);
+        assert!(f.message.contains("-t set,ramp"), "{}", f.message);
+        assert!(low_hit_ratio_steps(&[step(0, 99.0), step(1, 90.0)], &c).is_none());
+        // A load test's own hit ratio (no phase) is its own flag's.
+        let plain = model::Metric::new("hit_ratio_pct", 1.0, "%").label("op", "get");
+        assert!(low_hit_ratio_steps(&[plain], &c).is_none());
+    }
 
     fn cfg(clients: usize, requests: u64, rate: Option<f64>) -> KvConfig {
         KvConfig {

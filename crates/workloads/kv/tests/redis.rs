@@ -635,6 +635,50 @@ fn ramp_reports_reply_rate_per_step() {
     let (steps, r) = ramp(&local(), 3000, 0.3);
     assert_eq!(steps, vec![1000.0, 2000.0, 3000.0]);
     assert!(metric(&r, "max_reply_rate_per_s") > 500.0);
+    // On a server nobody filled, the mix's GETs miss: each step says so, and the test
+    // is flagged (its steps measured the cheap path).
+    let ratios = hit_ratios(&r);
+    assert_eq!(ratios.len(), 3, "{:?}", r.metrics);
+    assert!(ratios.iter().all(|h| *h < 50.0), "{ratios:?}");
+    assert!(
+        r.flags.iter().any(|f| f.code == "low_hit_ratio"),
+        "{:?}",
+        r.flags
+    );
+}
+
+/// Each step's GET hit ratio, in the order stored.
+fn hit_ratios(r: &engine::StepOutput) -> Vec<f64> {
+    r.metrics
+        .iter()
+        .filter(|m| m.name == "hit_ratio_pct")
+        .map(|m| m.value)
+        .collect()
+}
+
+/// A ramp after SETs that filled its keyspace finds its keys: no warning.
+#[test]
+fn a_ramp_over_a_filled_keyspace_finds_its_keys() {
+    if !have_redis() {
+        return;
+    }
+    let ctx = local();
+    let mut w = kv(
+        json!({"clients": 8, "tests": ["set", "ramp"], "requests": 20000, "keyspace": 1000,
+               "step_duration": 0.3, "ramp_low": 1000, "ramp_high": 2000, "ramp_step": 1000}),
+    );
+    w.prepare(&ctx).unwrap();
+    w.run_test("set", &ctx).unwrap();
+    let r = w.run_test("ramp", &ctx).unwrap();
+    w.cleanup();
+    let ratios = hit_ratios(&r);
+    assert_eq!(ratios.len(), 2, "{:?}", r.metrics);
+    assert!(ratios.iter().all(|h| *h >= 99.0), "{ratios:?}");
+    assert!(
+        !r.flags.iter().any(|f| f.code == "low_hit_ratio"),
+        "{:?}",
+        r.flags
+    );
 }
 
 #[test]
