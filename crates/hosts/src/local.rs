@@ -218,6 +218,8 @@ impl Host for LocalHost {
         if let Ok(mut g) = progress.started.lock() {
             *g = None;
         }
+        // Its checkpoints are handed as this generator's.
+        progress.generator.store(job.index, Ordering::Relaxed);
         self.watch_loadgen();
         let called = SystemTime::now();
         let report = driver(job, progress);

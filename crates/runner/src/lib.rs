@@ -752,6 +752,8 @@ fn store_partial(
         };
         let (metrics, missing) = finite_only(so_far.metrics.clone(), so_far.missing.clone());
         let rec = ResultRecord {
+            // A load test's checkpoint has its headline; a capacity test's steps have none.
+            headline: so_far.headline.clone(),
             duration_s: so_far.duration_s,
             metrics,
             missing,
