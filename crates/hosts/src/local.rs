@@ -66,13 +66,16 @@ impl LocalHost {
         }
     }
 
-    /// Run a drive whose progress `interrupt` can reach (the agent's drives).
+    /// Run a drive whose progress `interrupt` can reach (the agent's drives), its
+    /// checkpoints, if any are wanted, going to `checkpoints`.
     pub fn drive_interruptible(
         &self,
         job: &DriverJob,
         start_at: SystemTime,
+        checkpoints: Option<engine::workload::CheckpointSink>,
     ) -> anyhow::Result<DriverReport> {
         let progress = Arc::new(Progress::default());
+        progress.set_checkpoints(checkpoints);
         lock(&self.driving).push(progress.clone());
         let r = self.drive(job, start_at, &progress);
         lock(&self.driving).retain(|p| !Arc::ptr_eq(p, &progress));
