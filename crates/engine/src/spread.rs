@@ -193,7 +193,8 @@ pub struct Driven {
 
 /// What a checkpoint's merge cannot have, and why: figures of the generators' starts,
 /// each known from its final report only.
-const NOT_AT_CHECKPOINT: &str = "each load generator says when it began in its report at     the end of the test: this result is a checkpoint taken while the test ran";
+const NOT_AT_CHECKPOINT: &str = "each load generator says when it began in its report at \
+    the end of the test: this result is a checkpoint taken while the test ran";
 
 /// What the per-generator figures a checkpoint leaves out are named.
 const START_FIGURES: [&str; 3] = ["start_skew_max_s", "start_spread_s", "window_overlap_s"];
