@@ -917,3 +917,148 @@ fn a_target_with_a_password_is_benchmarked_through_a_file_that_holds_it() {
         );
     }
 }
+
+/// A plain load test killed (kill -9, out of memory) keeps what it measured up to its
+/// last checkpoint, taken every `CHECKPOINT_EVERY` (5 s) after the warm-up: a result
+/// the next command closes `interrupted`, marked `partial` with the checkpoint it is
+/// of, its throughput the count over the checkpoint's window (not the planned
+/// duration), the servers' counters missing with why. Nothing of the test under way
+/// was kept (acceptance G6).
+#[test]
+fn sigkill_in_a_load_test_keeps_its_last_checkpoint() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let planned = 30.0;
+    let mut child = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "kv",
+            "-t",
+            "set",
+            "-c",
+            "4",
+        ])
+        .args(["--duration", "30", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Two checkpoints stored: the provisional result measured 10 s or more.
+    let measured = |run: &serde_json::Value| run["results"][0]["duration_s"].as_f64();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(25)
+        && measured(&show_latest(&db)).unwrap_or(0.0) < 10.0
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    unsafe { kill(child.id() as i32, 9) };
+    child.wait().unwrap();
+    let run = show_latest(&db);
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run}");
+    let r = &results[0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    assert_eq!(r["headline"], "ops_per_s", "{r}");
+    let window = r["duration_s"].as_f64().unwrap();
+    assert!(
+        (10.0..planned).contains(&window),
+        "the window measured: {window} s"
+    );
+    let metric = |name: &str| {
+        r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name && m["labels"].as_object().is_none_or(|l| l.is_empty()))
+            .and_then(|m| m["value"].as_f64())
+            .unwrap_or_else(|| panic!("no {name}: {r}"))
+    };
+    let count = metric("requests");
+    assert!(count > 0.0, "{r}");
+    let rate = metric("ops_per_s");
+    assert!(
+        (rate - count / window).abs() <= 1e-6 * rate,
+        "{rate} ops/s is not {count} requests over {window} s"
+    );
+    let partial = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "partial")
+        .unwrap_or_else(|| panic!("{r}"));
+    let message = partial["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "the set test did not finish (rackbench was killed, or the machine stopped): \
+             measured until a checkpoint at {window:.1} s of {planned:.1} s"
+        )),
+        "{message}"
+    );
+    let missing = r["missing"].as_array().unwrap();
+    assert!(
+        missing
+            .iter()
+            .any(|m| m["name"] == "server_calls"
+                && m["reason"].as_str().unwrap().contains("checkpoint")),
+        "{r}"
+    );
+    // Each operation's latency histogram is kept with it, and this host's samples and
+    // their summary over the window (its CPU, beside the rate).
+    assert!(!r["histograms"].as_array().unwrap().is_empty(), "{r}");
+    assert!(r["telemetry"].as_array().unwrap().len() >= 5, "{r}");
+    let summary = r["telemetry_summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 1, "{r}");
+    assert!(summary[0]["samples"].as_u64().unwrap() >= 5, "{summary:?}");
+}
+
+/// A load test that finishes replaces its checkpoints with its final result: no
+/// `partial` mark, the servers' counters read, its window the whole test.
+#[test]
+fn a_finished_load_test_replaces_its_checkpoints() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json_kv(
+        &db,
+        &[
+            "kv",
+            "-t",
+            "set",
+            "-c",
+            "2",
+            "--duration",
+            "6",
+            "--no-telemetry",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run}");
+    let r = &results[0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert!(
+        r["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["code"] != "partial"),
+        "{r}"
+    );
+    assert!(
+        r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "server_calls"),
+        "{r}"
+    );
+    assert!(r["duration_s"].as_f64().unwrap() >= 5.9, "{r}");
+}

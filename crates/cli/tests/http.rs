@@ -462,3 +462,62 @@ fn a_connection_per_request_times_each_connect() {
         "{out}"
     );
 }
+
+/// An open-loop load test killed (kill -9) keeps what it measured up to its last
+/// checkpoint, as a closed loop's does (cli_kv): marked `partial`, its rate its replies
+/// over the checkpoint's window, nginx's own count missing with why (acceptance G6).
+#[test]
+fn sigkill_in_an_open_loop_load_keeps_its_last_checkpoint() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mut child = common::bin()
+        .args(["--db", db.to_str().unwrap(), "run", "http", "-c", "4"])
+        .args(["--rate", "2000", "--duration", "30", "--no-telemetry", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let latest = || {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_default()
+    };
+    // One checkpoint stored.
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(20)
+        && latest()["results"][0]["duration_s"].as_f64().unwrap_or(0.0) < 5.0
+    {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { kill(child.id() as i32, 9) };
+    child.wait().unwrap();
+    let run = latest();
+    let r = &run["results"][0];
+    assert_eq!(r["status"], "interrupted", "{run}");
+    let window = r["duration_s"].as_f64().unwrap();
+    assert!((5.0..30.0).contains(&window), "{window}");
+    let count = metric(r, "requests").unwrap_or_else(|| panic!("{r}"));
+    let rate = metric(r, "requests_per_s").unwrap_or_else(|| panic!("{r}"));
+    assert!(count > 0.0, "{r}");
+    assert!(
+        (rate - count / window).abs() <= 1e-6 * rate,
+        "{rate} vs {count}/{window}"
+    );
+    assert_eq!(metric(r, "offered_rate_per_s"), Some(2000.0), "{r}");
+    let flags = r["flags"].to_string();
+    assert!(
+        flags.contains("the load test did not finish") && flags.contains(" of 30.0 s"),
+        "{flags}"
+    );
+    let missing = r["missing"].to_string();
+    assert!(missing.contains("server_requests"), "{missing}");
+}

@@ -527,6 +527,56 @@ fn rackbench_killed_leaves_nothing_running_on_any_host() {
     assert_nothing_left(&h, 15);
 }
 
+/// rackbench killed (kill -9) in the middle of a load test driven from two remote
+/// generators keeps what they measured up to its last checkpoint: each agent sends its
+/// checkpoints in frames, the controller merges the latest of both and stores the merge
+/// as the test's provisional result, which the next command closes `interrupted`.
+#[test]
+fn rackbench_killed_keeps_the_remote_generators_last_checkpoint() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mut child = spawn_kv(&h, &db, 30, "rbh2,rbh3");
+    agent_pid("rbh3", Duration::from_secs(30), &mut child);
+    // Two checkpoints merged and stored: the provisional result measured 10 s or more.
+    let measured = |run: &Value| run["results"][0]["duration_s"].as_f64();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) && measured(&latest(&db)).unwrap_or(0.0) < 10.0
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let run = latest(&db);
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let r = &run["results"][0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    let window = r["duration_s"].as_f64().unwrap();
+    assert!((10.0..30.0).contains(&window), "{window}");
+    let count = metric(r, "requests", &[]).unwrap_or_else(|| panic!("{r}"));
+    assert!(count > 0.0, "{r}");
+    let rate = metric(r, "ops_per_s", &[]).unwrap();
+    assert!(
+        (rate - count / window).abs() <= 1e-6 * rate,
+        "{rate} vs {count}/{window}"
+    );
+    // Both generators' checkpoints are in the merge.
+    let per_host: f64 = ["rbh2", "rbh3"]
+        .iter()
+        .map(|host| metric(r, "requests", &[("host", host)]).unwrap_or_else(|| panic!("{r}")))
+        .sum();
+    assert_eq!(per_host, count, "{r}");
+    let flags = r["flags"].to_string();
+    assert!(flags.contains("measured until a checkpoint at"), "{flags}");
+    let missing = r["missing"].to_string();
+    assert!(
+        missing.contains("start_skew_max_s") && missing.contains("server_calls"),
+        "{missing}"
+    );
+    assert_nothing_left(&h, 15);
+}
+
 fn metric(r: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     r["metrics"].as_array()?.iter().find_map(|m| {
         let ls = m["labels"].as_object();

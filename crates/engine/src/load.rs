@@ -44,6 +44,14 @@ pub fn check_rate(rate: f64, flag: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How often a plain load test's generators take a checkpoint of what they measured,
+/// from the end of its warm-up ([`crate::workload::CheckpointSink`]): rackbench killed
+/// mid-test loses at most this much of it. 5 s: a copy of each worker's histograms (a
+/// few hundred KB, under a millisecond) and a provisional result stored that often
+/// cost nothing a test can see, and a test long enough for a kill to matter takes
+/// several.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
+
 /// How requests are offered.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]

@@ -118,7 +118,9 @@ impl Schedule {
     }
 }
 
-/// One worker's measurements; merged with the others once at the end.
+/// One worker's measurements; merged with the others once at the end (and copied at
+/// each checkpoint).
+#[derive(Clone)]
 pub(crate) struct Recorder {
     pub classes: Vec<ClassStats>,
     pub intervals: Vec<u64>,

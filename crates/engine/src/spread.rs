@@ -7,6 +7,11 @@
 //! barrier and merges what comes back exactly ([`crate::wire::merge`]); [`Driven`] adds
 //! the per-generator figures and the measurement window to the stored result. kv, http
 //! and oltp share it: only the job's parameters are the workload's own.
+//!
+//! A plain load test's generators also hand checkpoints while they run
+//! ([`crate::workload::CheckpointSink`]); [`drive`] merges the latest of each the same
+//! way and gives the workload a [`Driven`] of it, which it turns into a provisional
+//! result exactly as it turns the final one.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,7 +23,7 @@ use crate::host::{drive_all, split_count, DriverJob, DriverReport, Host};
 use crate::load::LoadOutcome;
 use crate::validity::{CLIENT_BOUND_FRACTION, NO_MEASURED_TIME};
 use crate::wire::{Span, WireOutcome};
-use crate::workload::{Progress, StepOutput};
+use crate::workload::{CheckpointSink, Progress, StepOutput};
 
 /// Seeds of generators 1, 2... are the given seed plus multiples of this odd constant,
 /// unrelated to the per-worker step the load loop adds, so the streams do not overlap.
@@ -180,7 +185,19 @@ pub struct Driven {
     /// Generators whose driver failed while others measured: `name: why`.
     pub failed: Vec<String>,
     pub generators: usize,
+    /// A checkpoint's merge, taken this many seconds after the warm-up's end, while the
+    /// test ran on (None: the test's end). Its generators' starts are not known yet (each
+    /// says it in its final report): their windows are placed at the common start.
+    pub checkpoint_s: Option<f64>,
 }
+
+/// What a checkpoint's merge cannot have, and why: figures of the generators' starts,
+/// each known from its final report only.
+const NOT_AT_CHECKPOINT: &str = "each load generator says when it began in its report at \
+    the end of the test: this result is a checkpoint taken while the test ran";
+
+/// What the per-generator figures a checkpoint leaves out are named.
+const START_FIGURES: [&str; 3] = ["start_skew_max_s", "start_spread_s", "window_overlap_s"];
 
 /// A driver's report back into a load outcome (the drivers send [`WireOutcome`]).
 pub fn decode(report: &serde_json::Value) -> anyhow::Result<LoadOutcome> {
@@ -234,12 +251,16 @@ pub fn nothing_measured(
 /// Send each load generator of `roles` its job (`job(index, share)`), all behind one
 /// start barrier while the system under test is watched, and merge what they measured.
 /// One generator failing keeps the others' figures (see [`Driven::failure`]); all
-/// failing is an error (a lone generator's own).
+/// failing is an error (a lone generator's own). With `checkpoint` (a plain load test's,
+/// not a capacity step's, whose test keeps its steps itself), the generators take
+/// checkpoints while they run: each time every generator has handed one, their merge
+/// goes to `checkpoint`, on a thread of its own, before this returns.
 pub fn drive(
     roles: &crate::host::Roles,
     shares: &[Share],
     threads: usize,
     progress: &Arc<Progress>,
+    checkpoint: Option<&(dyn Fn(Driven) + Sync)>,
     job: impl Fn(usize, &Share) -> DriverJob,
 ) -> anyhow::Result<Driven> {
     let loadgens = &roles.loadgens;
@@ -261,7 +282,11 @@ pub fn drive(
             .or(eps.first())
             .cloned()
     });
-    let reports = drive_all(jobs, std::slice::from_ref(&roles.sut), progress);
+    let drive = || drive_all(jobs, std::slice::from_ref(&roles.sut), progress);
+    let reports = match checkpoint {
+        Some(f) => with_checkpoints(roles, shares, threads, progress, f, drive),
+        None => drive(),
+    };
     let (decoded, errors) = decode_reports(loadgens, reports, decode);
     let mut runs = Vec::with_capacity(decoded.len());
     let mut outcomes = Vec::with_capacity(decoded.len());
@@ -313,7 +338,104 @@ pub fn drive(
         runs,
         failed: failures(&errors),
         generators: n,
+        checkpoint_s: None,
     })
+}
+
+/// Run `drive` with the generators' checkpoints going to `progress`, and each round of
+/// them (the latest of every generator) merged into a [`Driven`] for `checkpoint`.
+fn with_checkpoints<R>(
+    roles: &crate::host::Roles,
+    shares: &[Share],
+    threads: usize,
+    progress: &Progress,
+    checkpoint: &(dyn Fn(Driven) + Sync),
+    drive: impl FnOnce() -> R,
+) -> R {
+    let n = shares.len();
+    // None: the test has ended (a sink held a moment longer somewhere must not hold
+    // this up), and what is still queued is older than the final outcome.
+    let (tx, rx) = std::sync::mpsc::channel::<Option<(usize, LoadOutcome)>>();
+    let ended = std::sync::atomic::AtomicBool::new(false);
+    let hand = tx.clone();
+    progress.set_checkpoints(Some(CheckpointSink::new(move |i, o| {
+        let _ = hand.send(Some((i, o)));
+    })));
+    // Where the generators' windows begin, as far as the controller knows before their
+    // reports: the common start [`drive_all`] sets.
+    let start = unix_s_of(SystemTime::now() + roles.start_lead());
+    let ended = &ended;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut latest: Vec<Option<LoadOutcome>> = (0..n).map(|_| None).collect();
+            while let Ok(Some((i, o))) = rx.recv() {
+                if ended.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let Some(slot) = latest.get_mut(i) else {
+                    continue;
+                };
+                *slot = Some(o);
+                if latest.iter().all(Option::is_some) {
+                    let outcomes: Vec<LoadOutcome> =
+                        latest.iter_mut().filter_map(Option::take).collect();
+                    if let Some(d) = at_checkpoint(roles, shares, threads, start, outcomes) {
+                        checkpoint(d);
+                    }
+                }
+            }
+        });
+        let r = drive();
+        progress.set_checkpoints(None);
+        ended.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = tx.send(None);
+        r
+    })
+}
+
+/// One checkpoint of every generator (in the order of the shares), merged as their
+/// final outcomes are: each one's window from the common start `start` (Unix seconds)
+/// to its checkpoint, so the merged test lasts the longest of them.
+fn at_checkpoint(
+    roles: &crate::host::Roles,
+    shares: &[Share],
+    threads: usize,
+    start: f64,
+    outcomes: Vec<LoadOutcome>,
+) -> Option<Driven> {
+    let runs: Vec<GeneratorRun> = outcomes
+        .iter()
+        .zip(shares)
+        .zip(&roles.loadgens)
+        .map(|((o, share), host)| GeneratorRun {
+            host: host.name().to_string(),
+            threads: threads.clamp(1, share.connections.max(1)),
+            connections: share.connections,
+            rate: o.throughput(),
+            count: o.total_count(),
+            duration_s: o.duration_s,
+            cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
+            started_unix_s: start,
+            ended_unix_s: start + o.duration_s,
+            start_skew_s: 0.0,
+            clock_error_s: host.clock_rtt_s() / 2.0,
+        })
+        .collect();
+    let at = outcomes.iter().map(|o| o.duration_s).fold(0.0, f64::max);
+    let generators = shares.len();
+    let merged = crate::wire::merge(outcomes, Span::Union(at))?;
+    Some(Driven {
+        merged,
+        runs,
+        failed: Vec::new(),
+        generators,
+        checkpoint_s: Some(at),
+    })
+}
+
+fn unix_s_of(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The time every generator was measuring at once, seconds (0 if some never overlapped).
@@ -622,7 +744,8 @@ impl Driven {
         measured_window(&self.runs, warmup)
     }
 
-    /// See [`add_figures`].
+    /// See [`add_figures`]. A checkpoint's leaves out the figures of the generators'
+    /// starts (missing, with why: each comes with its generator's final report).
     pub fn add_figures(&self, step: &mut StepOutput, names: Figures, closed_loop: bool) {
         add_figures(
             &self.runs,
@@ -632,6 +755,54 @@ impl Driven {
             closed_loop,
             step,
         );
+        if self.checkpoint_s.is_some() {
+            let mut left_out: Vec<String> = Vec::new();
+            step.metrics.retain(|m| {
+                let start = START_FIGURES.contains(&m.name.as_str());
+                if start && !left_out.contains(&m.name) {
+                    left_out.push(m.name.clone());
+                }
+                !start
+            });
+            step.flags.retain(|f| f.code != "windows_apart");
+            step.missing
+                .extend(left_out.into_iter().map(|name| MissingMetric {
+                    name,
+                    reason: NOT_AT_CHECKPOINT.into(),
+                }));
+        }
+    }
+
+    /// A checkpoint's `partial` warning (None for the test's end): how far `test` had
+    /// measured, of its `planned_s` (None: stopped by a count), when the checkpoint was
+    /// taken. Kept only if the process ends before the test does: the test's final
+    /// result replaces the checkpoint's.
+    pub fn checkpoint_flag(&self, test: &str, planned_s: Option<f64>) -> Option<Flag> {
+        let at = self.checkpoint_s?;
+        let of = match planned_s {
+            Some(p) => format!(" of {p:.1} s"),
+            None => " (the test stops after a count of requests)".to_string(),
+        };
+        Some(Flag::warning(
+            "partial",
+            format!(
+                "the {test} test did not finish (rackbench was killed, or the machine \
+                 stopped): measured until a checkpoint at {at:.1} s{of}, taken every {} s \
+                 while it ran; the process ended before the test did",
+                crate::load::CHECKPOINT_EVERY.as_secs()
+            ),
+        ))
+    }
+}
+
+/// What a checkpoint cannot have of a figure read at the end of the test (a server's
+/// own counters, `what`): `name` missing, with why.
+pub fn read_at_end(name: &str, what: &str) -> MissingMetric {
+    MissingMetric {
+        name: name.into(),
+        reason: format!(
+            "{what} at the end of the test: this result is a checkpoint taken while it ran"
+        ),
     }
 }
 
@@ -822,6 +993,58 @@ mod tests {
              them: run the test again for a whole figure"
         );
         assert_eq!(step.error.as_deref(), Some("load generator c: gone"));
+    }
+
+    /// A checkpoint's merge knows each generator's count and rate, not when it began:
+    /// the figures of the starts are missing with why (never 0), and no `windows_apart`
+    /// is judged from windows it placed itself.
+    #[test]
+    fn a_checkpoint_leaves_out_the_starts_it_cannot_know() {
+        let runs = [run("a", (0.0, 5.0)), run("b", (3.0, 8.0))];
+        let driven = |checkpoint_s| Driven {
+            merged: crate::sched::merge(
+                &crate::load::LoadSpec::default(),
+                &["x"],
+                Vec::new(),
+                5.0,
+                None,
+            ),
+            runs: runs.to_vec(),
+            failed: Vec::new(),
+            generators: 2,
+            checkpoint_s,
+        };
+        let mut at_end = StepOutput::default();
+        driven(None).add_figures(&mut at_end, NAMES, true);
+        assert!(at_end.metrics.iter().any(|m| m.name == "start_skew_max_s"));
+        assert!(at_end.flags.iter().any(|f| f.code == "windows_apart"));
+        let mut step = StepOutput::default();
+        let d = driven(Some(5.0));
+        d.add_figures(&mut step, NAMES, true);
+        for name in START_FIGURES {
+            assert!(!step.metrics.iter().any(|m| m.name == name), "{name}");
+            let why = step.missing.iter().find(|m| m.name == name).unwrap();
+            assert!(why.reason.contains("checkpoint"), "{}", why.reason);
+        }
+        assert!(step.flags.iter().all(|f| f.code != "windows_apart"));
+        // Each generator's own count stays.
+        assert_eq!(
+            step.metrics
+                .iter()
+                .filter(|m| m.name == "transactions" && m.labels.contains_key("host"))
+                .count(),
+            2
+        );
+        let flag = d.checkpoint_flag("tpcc", None).unwrap();
+        assert!(
+            flag.message.contains(
+                "measured until a checkpoint at 5.0 s (the test stops after a count of \
+                 requests)"
+            ),
+            "{}",
+            flag.message
+        );
+        assert!(driven(None).checkpoint_flag("tpcc", Some(60.0)).is_none());
     }
 
     /// Two generators of a test stopped by a count, both busy the whole time they

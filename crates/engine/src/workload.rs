@@ -7,7 +7,7 @@
 //! `ResultRecord` the moment it completes.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -38,6 +38,39 @@ pub struct Progress {
     pub start_at: Mutex<Option<std::time::SystemTime>>,
     /// When the load really began and how late that was against `start_at`.
     pub started: Mutex<Option<(std::time::SystemTime, std::time::Duration)>>,
+    /// Where the load under way hands its checkpoints (see [`CheckpointSink`]); None: no
+    /// one wants them, and the load loop takes none.
+    pub checkpoints: Mutex<Option<CheckpointSink>>,
+    /// This process's load generator's index among the test's generators (the host that
+    /// runs the driver sets it): what its checkpoints are handed under.
+    pub generator: AtomicUsize,
+}
+
+/// Where a load generator hands a checkpoint of a plain load test: what it measured from
+/// the end of its warm-up to now, as the outcome it would return had the test ended
+/// there ([`crate::load::CHECKPOINT_EVERY`]), with its index among the test's
+/// generators. The controller merges the latest of each generator as it merges their
+/// final outcomes, and the runner stores the merge as the test's provisional result, so
+/// that rackbench killed mid-test (kill -9, out of memory) keeps what was measured up to
+/// the last checkpoint (acceptance G6). Called off the load loop's threads.
+#[derive(Clone)]
+pub struct CheckpointSink(Arc<dyn Fn(usize, crate::load::LoadOutcome) + Send + Sync>);
+
+impl CheckpointSink {
+    pub fn new(f: impl Fn(usize, crate::load::LoadOutcome) + Send + Sync + 'static) -> Self {
+        CheckpointSink(Arc::new(f))
+    }
+
+    /// Hand generator `generator`'s checkpoint `so_far`.
+    pub fn hand(&self, generator: usize, so_far: crate::load::LoadOutcome) {
+        (self.0)(generator, so_far)
+    }
+}
+
+impl std::fmt::Debug for CheckpointSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CheckpointSink")
+    }
 }
 
 impl Progress {
@@ -77,6 +110,18 @@ impl Progress {
         }
         if let Some(why) = self.ended_by.lock().ok().and_then(|g| g.clone()) {
             *stopped = Some(why);
+        }
+    }
+
+    /// Where checkpoints go now, if anywhere (see [`CheckpointSink`]).
+    pub fn checkpoint_sink(&self) -> Option<CheckpointSink> {
+        self.checkpoints.lock().ok().and_then(|g| g.clone())
+    }
+
+    /// Send the load's checkpoints to `sink` from now on (None: take none).
+    pub fn set_checkpoints(&self, sink: Option<CheckpointSink>) {
+        if let Ok(mut g) = self.checkpoints.lock() {
+            *g = sink;
         }
     }
 

@@ -1012,7 +1012,7 @@ fn a_load_ended_by_a_lost_host_says_what_ended_it() {
         first_connection: 2 * i,
     };
     let shares = [share(0), share(1)];
-    let d = spread::drive(&roles, &shares, 1, &progress, |i, _| DriverJob {
+    let d = spread::drive(&roles, &shares, 1, &progress, None, |i, _| DriverJob {
         workload: "line".into(),
         test: "x".into(),
         params: serde_json::json!({"connections": 2, "seconds": 10})
@@ -1069,7 +1069,7 @@ fn drive_two(endpoints: [SocketAddr; 2], requests: u64) -> spread::Driven {
     };
     let shares = spread::shares(&load, 2).unwrap();
     let progress = Arc::new(Progress::default());
-    spread::drive(&roles, &shares, 1, &progress, |i, s| DriverJob {
+    spread::drive(&roles, &shares, 1, &progress, None, |i, s| DriverJob {
         workload: "line".into(),
         test: "x".into(),
         params: serde_json::json!({"connections": s.connections, "requests": s.requests})
@@ -1344,4 +1344,145 @@ fn an_io_uring_client_waiting_leaves_its_cpu_idle_not_in_iowait() {
         last = format!("{iowait} ticks of iowait against {idle} idle");
     }
     panic!("CPU {cpu}, while the client waited, in each of 5 runs; the last: {last}");
+}
+
+/// Every checkpoint a load hands to `progress`'s sink: (generator, outcome).
+fn collect_checkpoints(
+    progress: &Progress,
+) -> Arc<std::sync::Mutex<Vec<(usize, engine::LoadOutcome)>>> {
+    let got: Arc<std::sync::Mutex<Vec<(usize, engine::LoadOutcome)>>> = Arc::default();
+    let sink = got.clone();
+    progress.set_checkpoints(Some(engine::workload::CheckpointSink::new(move |i, o| {
+        sink.lock().unwrap().push((i, o))
+    })));
+    got
+}
+
+/// A load test's checkpoint is what it measured from the end of its warm-up to the
+/// checkpoint, every worker's merged as the end merges them: its window is the
+/// checkpoint's (not the planned duration), its throughput its count over that window,
+/// and the final outcome holds at least as much. An open loop on two threads.
+#[test]
+fn a_checkpoint_is_the_load_so_far_over_its_own_window() {
+    let f = fake(Duration::ZERO, None);
+    let every = engine::load::CHECKPOINT_EVERY.as_secs_f64();
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 2_000.0 },
+        stop: StopAfter::Duration(engine::load::CHECKPOINT_EVERY + Duration::from_secs(1)),
+        warmup: Duration::from_millis(300),
+        connections: 4,
+        threads: 2,
+        client_io: ClientIo::Epoll,
+        ..LoadSpec::default()
+    };
+    let progress = Progress::default();
+    progress.generator.store(3, Ordering::Relaxed);
+    let got = collect_checkpoints(&progress);
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &progress).unwrap();
+    let got = got.lock().unwrap();
+    assert_eq!(
+        got.len(),
+        1,
+        "one checkpoint in a test of one period and a second"
+    );
+    let (generator, c) = &got[0];
+    assert_eq!(*generator, 3);
+    // Taken where a round came after the period: a little late at most.
+    assert!(
+        c.duration_s >= every && c.duration_s < every + 0.5,
+        "{}",
+        c.duration_s
+    );
+    let n = c.total_count();
+    assert!(
+        n > 0 && n < out.total_count(),
+        "{n} of {}",
+        out.total_count()
+    );
+    assert!((c.throughput() - n as f64 / c.duration_s).abs() < 1e-9);
+    assert_eq!(c.offered_rate, Some(2_000.0));
+    assert!(c.stopped_early.is_none());
+    // Whole intervals of its window only.
+    assert!(
+        c.interval_rates.len() <= every as usize + 1,
+        "{:?}",
+        c.interval_rates
+    );
+    assert_eq!(
+        c.classes[0].service.len(),
+        n,
+        "every reply counted has its latency"
+    );
+    assert!(c.classes[0].corrected.is_some());
+}
+
+/// A test driven through the hosts hands its checkpoints, merged over its generators,
+/// to the workload's callback before the drive returns: marked as a checkpoint, with
+/// the window it measured, and converted to figures as the final outcome is.
+#[test]
+fn a_driven_test_hands_its_merged_checkpoints_to_the_workload() {
+    let f = fake(Duration::from_millis(1), None);
+    let roles = Roles {
+        sut: Arc::new(InProcess("rbh1")),
+        loadgens: vec![Arc::new(InProcess("rbh2"))],
+    };
+    let progress = Arc::new(Progress::default());
+    let shares = [spread::Share {
+        connections: 2,
+        requests: None,
+        rate: None,
+        seed: 1,
+        first_connection: 0,
+    }];
+    let secs = engine::load::CHECKPOINT_EVERY.as_secs() + 1;
+    let got: std::sync::Mutex<Vec<spread::Driven>> = Default::default();
+    let save = |d: spread::Driven| got.lock().unwrap().push(d);
+    let d = spread::drive(&roles, &shares, 1, &progress, Some(&save), |i, _| {
+        DriverJob {
+            workload: "line".into(),
+            test: "x".into(),
+            params: serde_json::json!({"connections": 2, "seconds": secs})
+                .as_object()
+                .unwrap()
+                .clone(),
+            endpoints: vec![f.addr.to_string()],
+            index: i,
+            generators: 1,
+        }
+    })
+    .unwrap();
+    assert!(d.checkpoint_s.is_none());
+    assert!(
+        progress.checkpoint_sink().is_none(),
+        "the sink goes with the test"
+    );
+    let got = got.into_inner().unwrap();
+    assert_eq!(got.len(), 1);
+    let c = &got[0];
+    let at = c.checkpoint_s.unwrap();
+    assert_eq!(at, c.merged.duration_s);
+    assert!(at >= engine::load::CHECKPOINT_EVERY.as_secs_f64(), "{at}");
+    assert!(c.merged.total_count() > 0 && c.merged.total_count() < d.merged.total_count());
+    let planned = Some(secs as f64);
+    let flag = c.checkpoint_flag("x", planned).unwrap();
+    assert_eq!(flag.code, "partial");
+    assert!(
+        flag.message.starts_with(&format!(
+            "the x test did not finish (rackbench was killed, or the machine stopped): \
+             measured until a checkpoint at {at:.1} s of {secs}.0 s"
+        )),
+        "{}",
+        flag.message
+    );
+    assert!(d.checkpoint_flag("x", planned).is_none());
+    // The stored figures of a checkpoint are the final's conversion of it.
+    let step = validity::step_output(
+        &spec(StopAfter::Duration(Duration::from_secs(secs))),
+        &c.merged,
+        "ops_per_s",
+        "ops/s",
+    );
+    assert_eq!(step.duration_s, at);
+    let rate = step.metrics.iter().find(|m| m.name == "ops_per_s").unwrap();
+    assert!((rate.value - c.merged.total_count() as f64 / at).abs() < 1e-6);
 }

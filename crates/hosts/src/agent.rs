@@ -111,7 +111,34 @@ fn now_unix_s() -> f64 {
 /// The samples of the telemetry take under way, sent a chunk at a time.
 type Outbox = Mutex<VecDeque<model::TelemetrySample>>;
 
-fn handle(host: &LocalHost, outbox: &Outbox, req: Request) -> anyhow::Result<Value> {
+/// The agent's output, where every frame goes.
+type Output = Arc<Mutex<File>>;
+
+/// Where drive `id`'s checkpoints go: each a frame to the controller, encoded and
+/// written on the load loop's checkpoint thread (never on its workers').
+fn checkpoint_frames(id: u64, out: &Output) -> engine::workload::CheckpointSink {
+    let out = out.clone();
+    engine::workload::CheckpointSink::new(move |_, so_far| {
+        let frame = serde_json::to_value(engine::wire::WireOutcome::from(&so_far))
+            .map_err(anyhow::Error::from)
+            .and_then(|v| frame_body(&Envelope::checkpoint(id, v)));
+        let sent = frame.and_then(|b| {
+            let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+            write_body(&mut *o, &b)
+        });
+        if let Err(e) = sent {
+            engine::errln!("rackbench agent: cannot send a checkpoint: {e:#}");
+        }
+    })
+}
+
+fn handle(
+    host: &LocalHost,
+    outbox: &Outbox,
+    id: u64,
+    out: &Output,
+    req: Request,
+) -> anyhow::Result<Value> {
     Ok(match req {
         Request::Ping => json!(now_unix_s()),
         Request::Disclosure { role } => serde_json::to_value(host.disclosure(&role)?)?,
@@ -127,9 +154,11 @@ fn handle(host: &LocalHost, outbox: &Outbox, req: Request) -> anyhow::Result<Val
         Request::Drive {
             job,
             start_at_unix_s,
+            checkpoints,
         } => {
             let at = UNIX_EPOCH + Duration::from_secs_f64(start_at_unix_s.max(0.0));
-            serde_json::to_value(host.drive_interruptible(&job, at)?)?
+            let sink = checkpoints.then(|| checkpoint_frames(id, out));
+            serde_json::to_value(host.drive_interruptible(&job, at, sink)?)?
         }
         Request::Interrupt => {
             // Sticky: a drive that starts after this (its request raced the interrupt)
@@ -262,7 +291,7 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
         let (host, out, outbox) = (host.clone(), out.clone(), outbox.clone());
         let quick = matches!(req, Request::Ping);
         let work = move || {
-            let reply = Envelope::reply(env.id, handle(&host, &outbox, req));
+            let reply = Envelope::reply(env.id, handle(&host, &outbox, env.id, &out, req));
             // Encoded before the output is locked: the lock is held only while bytes
             // go out, and a heartbeat's answer never waits for an encoding. A reply too
             // large for a frame is answered with that error, not left unanswered (the

@@ -66,13 +66,16 @@ impl LocalHost {
         }
     }
 
-    /// Run a drive whose progress `interrupt` can reach (the agent's drives).
+    /// Run a drive whose progress `interrupt` can reach (the agent's drives), its
+    /// checkpoints, if any are wanted, going to `checkpoints`.
     pub fn drive_interruptible(
         &self,
         job: &DriverJob,
         start_at: SystemTime,
+        checkpoints: Option<engine::workload::CheckpointSink>,
     ) -> anyhow::Result<DriverReport> {
         let progress = Arc::new(Progress::default());
+        progress.set_checkpoints(checkpoints);
         lock(&self.driving).push(progress.clone());
         let r = self.drive(job, start_at, &progress);
         lock(&self.driving).retain(|p| !Arc::ptr_eq(p, &progress));
@@ -218,6 +221,8 @@ impl Host for LocalHost {
         if let Ok(mut g) = progress.started.lock() {
             *g = None;
         }
+        // Its checkpoints are handed as this generator's.
+        progress.generator.store(job.index, Ordering::Relaxed);
         self.watch_loadgen();
         let called = SystemTime::now();
         let report = driver(job, progress);

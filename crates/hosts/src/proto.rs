@@ -4,7 +4,8 @@
 //! After an optional banner of noise (a login shell may print), the agent writes
 //! [`MAGIC`], then frames: a 4-byte big-endian length and that many bytes of JSON. The
 //! first frame is the agent's [`Hello`]; every later frame is an [`Envelope`] (a request
-//! from the controller, a reply from the agent, matched by `id`). A controller refuses an
+//! from the controller, a reply from the agent, matched by `id`, or a drive's checkpoint
+//! under the drive's `id` while it runs). A controller refuses an
 //! agent whose protocol version or binary differs from its own: the two ends of a frame
 //! must be the same code.
 
@@ -18,7 +19,7 @@ use model::TelemetrySample;
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to the frames or messages.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Written by the agent before its first frame; anything before it is skipped.
 pub const MAGIC: &[u8] = b"\x00RACKBENCH-AGENT\x00";
@@ -102,10 +103,14 @@ pub enum Request {
     StopService {
         id: u64,
     },
-    /// Run a driver job from `start_at_unix_s` on the agent's own clock.
+    /// Run a driver job from `start_at_unix_s` on the agent's own clock. `checkpoints`:
+    /// send its load's checkpoints while it runs, each an [`Envelope::checkpoint`] under
+    /// this request's id (absent from an older controller: none).
     Drive {
         job: DriverJob,
         start_at_unix_s: f64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        checkpoints: bool,
     },
     Interrupt,
     TelemetryStart {
@@ -181,6 +186,11 @@ pub struct Envelope {
     pub ok: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub err: Option<String>,
+    /// A checkpoint of the drive under way with this `id`: what its load measured so
+    /// far, in the form of its final report ([`engine::wire::WireOutcome`]). Not a
+    /// reply: the drive's own reply comes after its last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<serde_json::Value>,
 }
 
 impl Envelope {
@@ -190,6 +200,18 @@ impl Envelope {
             request: Some(r),
             ok: None,
             err: None,
+            checkpoint: None,
+        }
+    }
+
+    /// A checkpoint of drive `id` (see [`Envelope::checkpoint`]).
+    pub fn checkpoint(id: u64, so_far: serde_json::Value) -> Self {
+        Envelope {
+            id,
+            request: None,
+            ok: None,
+            err: None,
+            checkpoint: Some(so_far),
         }
     }
     pub fn reply(id: u64, r: anyhow::Result<serde_json::Value>) -> Self {
@@ -199,12 +221,14 @@ impl Envelope {
                 request: None,
                 ok: Some(v),
                 err: None,
+                checkpoint: None,
             },
             Err(e) => Envelope {
                 id,
                 request: None,
                 ok: None,
                 err: Some(format!("{e:#}")),
+                checkpoint: None,
             },
         }
     }
@@ -415,6 +439,43 @@ mod tests {
         }
         let v = serde_json::to_value(&hello).unwrap();
         assert_eq!(serde_json::from_value::<OldHello>(v).unwrap().cpus, 3);
+    }
+
+    /// A drive's checkpoint is a frame of its own under the drive's id, told from its
+    /// reply; a drive asks for checkpoints in a field an older controller's request goes
+    /// without (none sent), and the frames of before read as they did.
+    #[test]
+    fn a_checkpoint_frame_is_not_a_reply_and_older_frames_are_unchanged() {
+        let so_far = serde_json::json!({"duration_s": 5.0});
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &Envelope::checkpoint(9, so_far.clone())).unwrap();
+        write_frame(&mut buf, &Envelope::reply(9, Ok(serde_json::json!(1)))).unwrap();
+        let mut r = &buf[..];
+        let c: Envelope = read_frame(&mut r).unwrap().unwrap();
+        assert_eq!(
+            (c.id, c.checkpoint, c.ok, c.err),
+            (9, Some(so_far), None, None)
+        );
+        let reply: Envelope = read_frame(&mut r).unwrap().unwrap();
+        assert!(reply.checkpoint.is_none() && reply.ok.is_some());
+        // A reply is written as before: no `checkpoint` key.
+        let text = serde_json::to_string(&Envelope::reply(1, Ok(serde_json::json!(0)))).unwrap();
+        assert_eq!(text, r#"{"id":1,"ok":0}"#);
+        // A drive without the field asks for none; one that asks says so.
+        let job = serde_json::json!({"workload": "kv", "test": "set", "params": {},
+            "endpoints": [], "index": 0, "generators": 1});
+        let old = serde_json::json!({"op": "drive", "job": job, "start_at_unix_s": 1.0});
+        match serde_json::from_value::<Request>(old).unwrap() {
+            Request::Drive { checkpoints, .. } => assert!(!checkpoints),
+            other => panic!("{other:?}"),
+        }
+        let asks = serde_json::to_value(Request::Drive {
+            job: serde_json::from_value(job).unwrap(),
+            start_at_unix_s: 1.0,
+            checkpoints: true,
+        })
+        .unwrap();
+        assert_eq!(asks["checkpoints"], true);
     }
 
     #[test]

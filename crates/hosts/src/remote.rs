@@ -40,9 +40,14 @@ const CLOCK_PROBES: usize = 8;
 
 type Reply = Result<Value, String>;
 
+/// Where the checkpoints of a drive under way go (see [`Envelope::checkpoint`]).
+type Route = Arc<dyn Fn(Value) + Send + Sync>;
+
 struct Shared {
     name: String,
     pending: Mutex<BTreeMap<u64, mpsc::Sender<Reply>>>,
+    /// The drives under way whose checkpoints someone wants, by request id.
+    routes: Mutex<BTreeMap<u64, Route>>,
     lost: Mutex<Option<String>>,
     /// Milliseconds since `t0` when the last frame arrived.
     last_frame_ms: AtomicU64,
@@ -142,6 +147,7 @@ impl RemoteHost {
         let shared = Arc::new(Shared {
             name: dest.to_string(),
             pending: Mutex::new(BTreeMap::new()),
+            routes: Mutex::new(BTreeMap::new()),
             lost: Mutex::new(None),
             last_frame_ms: AtomicU64::new(0),
             t0: Instant::now(),
@@ -193,6 +199,18 @@ impl RemoteHost {
                             shared
                                 .last_frame_ms
                                 .store(shared.t0.elapsed().as_millis() as u64, Ordering::Relaxed);
+                            if let Some(so_far) = env.checkpoint {
+                                let route = shared
+                                    .routes
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .get(&env.id)
+                                    .cloned();
+                                if let Some(route) = route {
+                                    route(so_far);
+                                }
+                                continue;
+                            }
                             let waiter = shared
                                 .pending
                                 .lock()
@@ -358,6 +376,16 @@ impl RemoteHost {
     }
 
     fn call<T: DeserializeOwned>(&self, req: Request) -> anyhow::Result<T> {
+        self.call_routed(req, None)
+    }
+
+    /// [`Self::call`], with the checkpoints the agent sends under the request's id, while
+    /// it runs, going to `route`.
+    fn call_routed<T: DeserializeOwned>(
+        &self,
+        req: Request,
+        route: Option<Route>,
+    ) -> anyhow::Result<T> {
         let deadline = match req {
             Request::Drive { .. } | Request::MeasureIdle { .. } | Request::RunCommands { .. } => {
                 None
@@ -384,6 +412,11 @@ impl RemoteHost {
                 .remove(&id);
             bail!("{why}");
         }
+        let routed = route.is_some();
+        if let Some(r) = route {
+            let mut routes = self.shared.routes.lock().unwrap_or_else(|e| e.into_inner());
+            routes.insert(id, r);
+        }
         {
             let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
             if let Err(e) = write_frame(&mut *w, &Envelope::request(id, req)) {
@@ -406,6 +439,10 @@ impl RemoteHost {
                     .unwrap_or_else(|| "it did not reply in time".into())
             ))
         });
+        if routed {
+            let mut routes = self.shared.routes.lock().unwrap_or_else(|e| e.into_inner());
+            routes.remove(&id);
+        }
         match reply {
             Ok(v) => serde_json::from_value(v)
                 .with_context(|| format!("{}: the agent's reply does not parse", self.shared.name)),
@@ -498,14 +535,28 @@ impl Host for RemoteHost {
         &self,
         job: &DriverJob,
         start_at: SystemTime,
-        _progress: &Progress,
+        progress: &Progress,
     ) -> anyhow::Result<DriverReport> {
         let offset = self.clock_offset_s();
         let at = unix_s(start_at) + offset;
-        let mut r: DriverReport = self.call(Request::Drive {
-            job: job.clone(),
-            start_at_unix_s: at,
-        })?;
+        // Its checkpoints, when wanted, handed as this job's generator's (they carry
+        // durations only: no clock to correct).
+        let route = progress.checkpoint_sink().map(|sink| {
+            let index = job.index;
+            Arc::new(move |so_far: Value| {
+                if let Ok(o) = engine::spread::decode(&so_far) {
+                    sink.hand(index, o);
+                }
+            }) as Route
+        });
+        let mut r: DriverReport = self.call_routed(
+            Request::Drive {
+                job: job.clone(),
+                start_at_unix_s: at,
+                checkpoints: route.is_some(),
+            },
+            route,
+        )?;
         // The agent's clock back to ours.
         r.started_unix_s -= offset;
         r.ended_unix_s -= offset;

@@ -798,6 +798,8 @@ fn store_partial(
         let (metrics, missing) = finite_only(so_far.metrics.clone(), so_far.missing.clone());
         // What the test measured (kept for a final result the test's error makes).
         let measured = ResultRecord {
+            // A load test's checkpoint has its headline; a capacity test's steps have none.
+            headline: so_far.headline.clone(),
             duration_s: so_far.duration_s,
             metrics,
             missing,

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -21,9 +21,11 @@ use mio::{Events, Interest, Poll, Token};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::load::{LoadOutcome, LoadShape, LoadSpec, Outcome, Protocol, StopAfter};
+use crate::load::{
+    LoadOutcome, LoadShape, LoadSpec, Outcome, Protocol, StopAfter, CHECKPOINT_EVERY,
+};
 use crate::sched::{merge, thread_cpu, Recorder, Schedule};
-use crate::workload::Progress;
+use crate::workload::{CheckpointSink, Progress};
 
 mod uring;
 
@@ -256,7 +258,15 @@ where
     }
     let barrier = Arc::new(Barrier::new(threads + 1));
     let t0_slot: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+    // Checkpoints, when someone wants them: each worker sends a copy of its recorder
+    // to one thread of their own, which merges them off the workers' threads.
+    let sink = progress.checkpoint_sink();
     let results = std::thread::scope(|scope| -> anyhow::Result<Vec<(Recorder, Option<String>)>> {
+        let ckpt_tx = sink.map(|sink| {
+            let (tx, rx) = mpsc::channel();
+            scope.spawn(move || checkpointer(spec, class_names, threads, rx, &sink, progress));
+            tx
+        });
         let mut handles = Vec::new();
         for t in 0..threads {
             let conn_ids: Vec<usize> = (0..spec.connections).filter(|i| i % threads == t).collect();
@@ -269,6 +279,7 @@ where
             let barrier = barrier.clone();
             let t0_slot = t0_slot.clone();
             let new_protocol = &new_protocol;
+            let ckpt = ckpt_tx.clone();
             handles.push(scope.spawn(move || {
                 worker(
                     spec,
@@ -282,9 +293,12 @@ where
                     barrier,
                     t0_slot,
                     progress,
+                    ckpt,
                 )
             }));
         }
+        // The checkpointer ends once every worker has (their senders dropped).
+        drop(ckpt_tx);
         // Release the workers together once all have connected.
         barrier.wait();
         let mut out = Vec::new();
@@ -316,6 +330,43 @@ where
     ))
 }
 
+/// A worker's copy of its recorder at a checkpoint, `at_ns` after the warm-up's end.
+struct Snapshot {
+    worker: usize,
+    at_ns: u64,
+    rec: Recorder,
+}
+
+/// Merge the workers' latest snapshots, once every worker has sent one since the last
+/// merge, as their recorders are merged at the end, and hand the outcome to `sink`:
+/// what this generator measured up to the checkpoint, over its window from the end of
+/// warm-up to it. Runs on a thread of its own, so that the merge (and whatever the sink
+/// does with it: a frame to the controller) costs the workers nothing but the copy. A
+/// worker done early (its share of a count sent) sends no more: no further checkpoint.
+fn checkpointer(
+    spec: &LoadSpec,
+    class_names: &[&str],
+    threads: usize,
+    rx: mpsc::Receiver<Snapshot>,
+    sink: &CheckpointSink,
+    progress: &Progress,
+) {
+    let mut latest: Vec<Option<Snapshot>> = (0..threads).map(|_| None).collect();
+    while let Ok(s) = rx.recv() {
+        let Some(slot) = latest.get_mut(s.worker) else {
+            continue;
+        };
+        *slot = Some(s);
+        if latest.iter().all(Option::is_some) {
+            let snaps: Vec<Snapshot> = latest.iter_mut().filter_map(Option::take).collect();
+            let at_ns = snaps.iter().map(|s| s.at_ns).max().unwrap_or(0);
+            let recs = snaps.into_iter().map(|s| s.rec).collect();
+            let so_far = merge(spec, class_names, recs, at_ns as f64 / 1e9, None);
+            sink.hand(progress.generator.load(Ordering::Relaxed), so_far);
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn worker<P, F>(
     spec: &LoadSpec,
@@ -329,6 +380,7 @@ fn worker<P, F>(
     barrier: Arc<Barrier>,
     t0_slot: Arc<Mutex<Option<Instant>>>,
     progress: &Progress,
+    ckpt: Option<mpsc::Sender<Snapshot>>,
 ) -> anyhow::Result<(Recorder, Option<String>)>
 where
     P: Protocol,
@@ -391,7 +443,13 @@ where
             drain_deadline: None,
             stopped_early: None,
             cpu_marked: warm_ns == 0,
+            next_ckpt_ns: match ckpt {
+                Some(_) => warm_ns.saturating_add(CHECKPOINT_EVERY.as_nanos() as u64),
+                None => u64::MAX,
+            },
         },
+        ckpt,
+        worker: index,
         rec: Recorder::new(n_classes, spec.shape != LoadShape::Closed, spec.interval),
         rng: SmallRng::seed_from_u64(spec.seed.wrapping_add(index as u64 * 0x9E37_79B9)),
     };
@@ -465,6 +523,9 @@ struct Pace {
     drain_deadline: Option<u64>,
     stopped_early: Option<String>,
     cpu_marked: bool,
+    /// When this worker takes its next checkpoint (u64::MAX: none): a compare per round,
+    /// where the loop reads the clock anyway, and nothing per request.
+    next_ckpt_ns: u64,
 }
 
 impl Pace {
@@ -507,6 +568,10 @@ struct Loop<'a> {
     pace: Pace,
     rec: Recorder,
     rng: SmallRng,
+    /// Where its checkpoints go, when someone wants them ([`checkpointer`]).
+    ckpt: Option<mpsc::Sender<Snapshot>>,
+    /// This worker's index among the generator's threads.
+    worker: usize,
 }
 
 impl Loop<'_> {
@@ -539,6 +604,10 @@ impl Loop<'_> {
         if pace.stop_sending {
             pace.sending_stopped_ns.get_or_insert(now);
         }
+        if now >= pace.next_ckpt_ns {
+            self.checkpoint(now);
+        }
+        let pace = &mut self.pace;
         if conns.iter().all(|c| c.dead) {
             pace.stopped_early
                 .get_or_insert_with(|| "every connection failed".to_string());
@@ -570,6 +639,31 @@ impl Loop<'_> {
             }
         }
         true
+    }
+
+    /// Send a copy of this worker's recorder to the checkpointer, and set the next
+    /// checkpoint: the next multiple of [`CHECKPOINT_EVERY`] after the warm-up's end (a
+    /// round that came late for one takes it late, once). None once sending stopped:
+    /// the outcome itself is near.
+    #[cold]
+    fn checkpoint(&mut self, now: u64) {
+        let every = CHECKPOINT_EVERY.as_nanos() as u64;
+        let since = now.saturating_sub(self.pace.warm_ns);
+        let (Some(tx), false) = (&self.ckpt, self.pace.stop_sending) else {
+            self.pace.next_ckpt_ns = u64::MAX;
+            return;
+        };
+        self.pace.next_ckpt_ns = self
+            .pace
+            .warm_ns
+            .saturating_add((since / every + 1).saturating_mul(every));
+        let mut rec = self.rec.clone();
+        rec.cpu_end = thread_cpu();
+        let _ = tx.send(Snapshot {
+            worker: self.worker,
+            at_ns: since,
+            rec,
+        });
     }
 
     /// Closed loop: fill the connection's pipeline, as far as the stop condition allows,

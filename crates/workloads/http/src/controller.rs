@@ -49,6 +49,20 @@ struct Driven {
     spec: LoadSpec,
 }
 
+impl Driven {
+    /// `spread`, a run of a `load` job at the sweep point `plan`, with its load as a whole.
+    fn of(spread: engine::spread::Driven, plan: &Plan) -> Driven {
+        let mut spec = plan.cfg.spec(Vec::new());
+        spec.connections = spread.connections();
+        spec.threads = spread.threads();
+        spec.sleep_when_idle = plan.cap.sleep_when_idle(LOAD);
+        Driven { spread, spec }
+    }
+}
+
+/// A `load` test's checkpoints, merged over its generators ([`engine::spread::drive`]).
+type Checkpoint<'a> = &'a (dyn Fn(engine::spread::Driven) + Sync);
+
 /// The load of an http test as a whole, to be spread over the generators.
 pub fn load(cfg: &HttpConfig) -> engine::spread::Load {
     engine::spread::Load {
@@ -105,8 +119,13 @@ impl Http {
     }
 
     /// Run the load test on every load generator, each with its share of `params`, and
-    /// merge.
-    fn drive(&self, params: &Params, ctx: &Ctx) -> anyhow::Result<Driven> {
+    /// merge; its checkpoints, if wanted, go to `checkpoint`.
+    fn drive(
+        &self,
+        params: &Params,
+        ctx: &Ctx,
+        checkpoint: Option<Checkpoint>,
+    ) -> anyhow::Result<Driven> {
         let running = self.running()?;
         let roles = ctx.roles()?;
         if running.handle.endpoints.is_empty() {
@@ -124,6 +143,7 @@ impl Http {
             &shares,
             plan.cfg.threads,
             &ctx.progress,
+            checkpoint,
             |index, s| {
                 let mut p = params.clone();
                 p.insert("connections".into(), json!(s.connections));
@@ -149,11 +169,68 @@ impl Http {
                 }
             },
         )?;
-        let mut spec = plan.cfg.spec(Vec::new());
-        spec.connections = spread.connections();
-        spec.threads = spread.threads();
-        spec.sleep_when_idle = plan.cap.sleep_when_idle(LOAD);
-        Ok(Driven { spread, spec })
+        Ok(Driven::of(spread, &plan))
+    }
+
+    /// A `load` test's result from what its generators measured (`d`), but for nginx's
+    /// own count and the interval log: at its end, or at a checkpoint while it ran. One
+    /// conversion for both, so that a provisional result reads as the final one does;
+    /// a checkpoint's says what it is and what it cannot have yet.
+    fn load_step(&self, d: &Driven) -> StepOutput {
+        let (spec, out) = (&d.spec, &d.spread.merged);
+        let mut step = engine::validity::step_output(spec, out, "requests_per_s", "req/s");
+        step.measured = d.spread.measured_window(spec.warmup).into_iter().collect();
+        step.missing
+            .extend(engine::validity::connect_not_timed(spec, out, &RECONNECT));
+        d.spread.add_figures(
+            &mut step,
+            engine::spread::Figures {
+                rate: ("requests_per_s", "req/s"),
+                count: ("requests", "requests"),
+            },
+            spec.shape == LoadShape::Closed,
+        );
+        // Per-status counts: 2xx/3xx are `ok`, the others come back as `http_<code>`.
+        let ok: u64 = out.classes.iter().map(|c| c.ok).sum();
+        step.metrics
+            .push(Metric::new("responses", ok as f64, "responses").label("status", "2xx_3xx"));
+        for c in &out.classes {
+            for (kind, n) in &c.errors {
+                if let Some(code) = kind.strip_prefix("http_") {
+                    step.metrics.push(
+                        Metric::new("responses", *n as f64, "responses").label("status", code),
+                    );
+                }
+            }
+        }
+        if out.duration_s > 0.0 {
+            step.metrics.push(Metric::new(
+                "rx_bytes_per_s",
+                out.bytes_rx as f64 / out.duration_s,
+                "B/s",
+            ));
+        }
+        // Latency views: share over thresholds, weighted mean, jitter.
+        let rs = RateStep::from_outcome(out.offered_rate.unwrap_or(0.0), out);
+        if let Some(h) = &rs.latency {
+            step.metrics.extend(engine::histlog::view_metrics(
+                h,
+                &self.cfg.thresholds_ns(),
+                &[("kind", rs.latency_kind.clone())],
+            ));
+        }
+        let planned_s = match spec.stop {
+            engine::load::StopAfter::Duration(p) => Some(p.as_secs_f64()),
+            engine::load::StopAfter::Requests(_) => None,
+        };
+        if let Some(flag) = d.spread.checkpoint_flag(LOAD, planned_s) {
+            step.flags.push(flag);
+            step.missing.push(engine::spread::read_at_end(
+                "server_requests",
+                "nginx's own count of requests is read",
+            ));
+        }
+        step
     }
 
     /// Run one capacity step at `rate_per_s` requests/s in total (open loop,
@@ -172,7 +249,7 @@ impl Http {
         let wait = engine::load::wait_mode(self.sleep_when_idle);
         params.insert("wait".into(), json!(wait));
         ctx.note(&format!("http: {rate_per_s:.0} req/s for {secs}s"));
-        let d = self.drive(&params, ctx)?;
+        let d = self.drive(&params, ctx, None)?;
         let out = &d.spread.merged;
         let mut s = RateStep::from_outcome(rate_per_s, out);
         s.started_at = Some(started);
@@ -211,27 +288,25 @@ impl Http {
         let started = SystemTime::now();
         let before = self.requests_served();
         let warmup = Duration::from_secs_f64(self.cfg.warmup.max(0.0));
+        // Checkpoints while it runs, stored as its provisional result where the runner
+        // keeps one: rackbench killed mid-test keeps what was measured up to the last.
+        let plan = Plan::from_params(&self.params)?;
+        let this = &*self;
+        let save = ctx.partial.is_some().then_some(|spread| {
+            let mut step = this.load_step(&Driven::of(spread, &plan));
+            this.cpu_use.flag(&mut step);
+            ctx.save_partial(&step);
+        });
         let (d, at_warmup_end) = engine::spread::read_at_warmup_end(
             ctx.roles()?.start_lead(),
             warmup,
-            || self.requests_served(),
-            || self.drive(&self.params, ctx),
+            || this.requests_served(),
+            || this.drive(&this.params, ctx, save.as_ref().map(|f| f as Checkpoint)),
         );
         let d = d?;
         let after = self.requests_served();
         let (spec, out) = (&d.spec, &d.spread.merged);
-        let mut step = engine::validity::step_output(spec, out, "requests_per_s", "req/s");
-        step.measured = d.spread.measured_window(spec.warmup).into_iter().collect();
-        step.missing
-            .extend(engine::validity::connect_not_timed(spec, out, &RECONNECT));
-        d.spread.add_figures(
-            &mut step,
-            engine::spread::Figures {
-                rate: ("requests_per_s", "req/s"),
-                count: ("requests", "requests"),
-            },
-            spec.shape == LoadShape::Closed,
-        );
+        let mut step = self.load_step(&d);
         // nginx's own count against the generators' (memtier's self-test), over the
         // measured window: from the end of the warm-up when there is one (nginx counts
         // the warm-up's requests too, which the generators' figures leave out). The
@@ -293,36 +368,10 @@ impl Http {
             }),
             _ => {}
         }
-        // Per-status counts: 2xx/3xx are `ok`, the others come back as `http_<code>`.
-        let ok: u64 = out.classes.iter().map(|c| c.ok).sum();
-        step.metrics
-            .push(Metric::new("responses", ok as f64, "responses").label("status", "2xx_3xx"));
-        for c in &out.classes {
-            for (kind, n) in &c.errors {
-                if let Some(code) = kind.strip_prefix("http_") {
-                    step.metrics.push(
-                        Metric::new("responses", *n as f64, "responses").label("status", code),
-                    );
-                }
-            }
-        }
-        if out.duration_s > 0.0 {
-            step.metrics.push(Metric::new(
-                "rx_bytes_per_s",
-                out.bytes_rx as f64 / out.duration_s,
-                "B/s",
-            ));
-        }
-        // Latency views: share over thresholds, weighted mean, jitter.
-        let rs = RateStep::from_outcome(out.offered_rate.unwrap_or(0.0), out);
-        if let Some(h) = &rs.latency {
-            step.metrics.extend(engine::histlog::view_metrics(
-                h,
-                &self.cfg.thresholds_ns(),
-                &[("kind", rs.latency_kind.clone())],
-            ));
-            if self.cfg.hlog.is_some() {
-                let mut rs = rs.clone();
+        // The interval log of the test's latency, when asked for.
+        if self.cfg.hlog.is_some() {
+            let mut rs = RateStep::from_outcome(out.offered_rate.unwrap_or(0.0), out);
+            if rs.latency.is_some() {
                 rs.started_at = Some(started);
                 rs.window = d.spread.measured_window(spec.warmup);
                 let log = capacity::write_steps_log(

@@ -47,6 +47,20 @@ struct Driven {
     spec: LoadSpec,
 }
 
+impl Driven {
+    /// `spread`, a run of `test` at the sweep point `plan`, with its load as a whole.
+    fn of(spread: engine::spread::Driven, plan: &Plan, test: &str) -> Driven {
+        let mut spec = plan.cfg.spec(Vec::new());
+        spec.connections = spread.connections();
+        spec.threads = spread.threads();
+        spec.sleep_when_idle = plan.cap.sleep_when_idle(test);
+        Driven { spread, spec }
+    }
+}
+
+/// A plain load test's checkpoints, merged over its generators ([`engine::spread::drive`]).
+type Checkpoint<'a> = &'a (dyn Fn(engine::spread::Driven) + Sync);
+
 /// The load of a kv test as a whole, to be spread over the generators.
 pub fn load(cfg: &KvConfig) -> engine::spread::Load {
     engine::spread::Load {
@@ -113,8 +127,15 @@ impl Kv {
         self.running.as_ref()?.exited("its servers")
     }
 
-    /// Run `test` on every load generator, each with its share of `params`, and merge.
-    fn drive(&self, test: &str, params: &Params, ctx: &Ctx) -> anyhow::Result<Driven> {
+    /// Run `test` on every load generator, each with its share of `params`, and merge;
+    /// its checkpoints, if wanted, go to `checkpoint`.
+    fn drive(
+        &self,
+        test: &str,
+        params: &Params,
+        ctx: &Ctx,
+        checkpoint: Option<Checkpoint>,
+    ) -> anyhow::Result<Driven> {
         let running = self.running()?;
         let roles = ctx.roles()?;
         let loadgens = &roles.loadgens;
@@ -130,6 +151,7 @@ impl Kv {
             &shares,
             plan.cfg.threads,
             &ctx.progress,
+            checkpoint,
             |index, s| {
                 let mut p = params.clone();
                 p.insert("clients".into(), json!(s.connections));
@@ -152,11 +174,87 @@ impl Kv {
                 }
             },
         )?;
-        let mut spec = plan.cfg.spec(Vec::new());
-        spec.connections = spread.connections();
-        spec.threads = spread.threads();
-        spec.sleep_when_idle = plan.cap.sleep_when_idle(test);
-        Ok(Driven { spread, spec })
+        Ok(Driven::of(spread, &plan, test))
+    }
+
+    /// A load test's result from what its generators measured (`d`), up to the checks
+    /// of the servers' own counters: at its end, or at a checkpoint while it ran. One
+    /// conversion for both, so that a provisional result reads as the final one does;
+    /// a checkpoint's says what it is and what it cannot have yet.
+    fn load_step(&self, test: &str, d: &Driven) -> StepOutput {
+        let out = &d.spread.merged;
+        let mut step = engine::validity::step_output(&d.spec, out, "ops_per_s", "ops/s");
+        step.missing.extend(engine::validity::connect_not_timed(
+            &d.spec, out, &RECONNECT,
+        ));
+        step.measured = d
+            .spread
+            .measured_window(d.spec.warmup)
+            .into_iter()
+            .collect();
+        d.spread.add_figures(
+            &mut step,
+            engine::spread::Figures {
+                rate: ("ops_per_s", "ops/s"),
+                count: ("requests", "requests"),
+            },
+            d.spec.shape == LoadShape::Closed,
+        );
+        // Latency views: the share over each threshold, weighted mean, jitter.
+        let rs = capacity::RateStep::from_outcome(out.offered_rate.unwrap_or(0.0), out);
+        if let Some(h) = &rs.latency {
+            step.metrics.extend(engine::histlog::view_metrics(
+                h,
+                &self.cfg.thresholds_ns(),
+                &[("kind", rs.latency_kind.clone())],
+            ));
+        }
+        self.cpu_use.flag(&mut step);
+        if test == "get" {
+            if let Some(m) = step.metrics.iter().find(|m| m.name == "hit_ratio_pct") {
+                if m.value < 90.0 {
+                    let tests = &self.cfg.tests;
+                    let set_ran = tests
+                        .iter()
+                        .position(|t| t == "set")
+                        .is_some_and(|s| tests.iter().position(|t| t == "get") > Some(s));
+                    let advice = if set_ran {
+                        // The SETs before did run: they left keys of the keyspace unwritten.
+                        format!(
+                            "the SETs before it left part of the keyspace (-r {}, over {} instance(s)) unwritten: raise -n or lower -r",
+                            self.cfg.keyspace, self.cfg.instances
+                        )
+                    } else {
+                        "run `set` first (-t set,get) or raise -n".to_string()
+                    };
+                    step.flags.push(Flag::warning(
+                        "low_hit_ratio",
+                        format!("only {:.1}% of GETs found their key: {advice}", m.value),
+                    ));
+                }
+            }
+        }
+        // Against a server filled by something else (another tool's SETs on a --target)
+        // every GET differs from what rackbench writes: said, with the way out.
+        for f in step.flags.iter_mut().filter(|f| f.code == "value_mismatch") {
+            f.message.push_str(
+                ": a server that drops or corrupts data, or keys written by something else \
+                 (another tool's SETs on a --target); run `set` first (-t set,get), or leave \
+                 the values unchecked with --verify false",
+            );
+        }
+        let planned_s = match d.spec.stop {
+            engine::load::StopAfter::Duration(p) => Some(p.as_secs_f64()),
+            engine::load::StopAfter::Requests(_) => None,
+        };
+        if let Some(flag) = d.spread.checkpoint_flag(test, planned_s) {
+            step.flags.push(flag);
+            step.missing.push(engine::spread::read_at_end(
+                "server_calls",
+                "the servers' own command counts are read",
+            ));
+        }
+        step
     }
 }
 
@@ -265,41 +363,28 @@ impl Workload for Kv {
         self.cfg.mix(test)?;
         let before = self.server_counters();
         let warmup = Duration::from_secs_f64(self.cfg.warmup.max(0.0));
+        // Checkpoints while it runs, stored as its provisional result where the runner
+        // keeps one: rackbench killed mid-test keeps what was measured up to the last.
+        let plan = Plan::from_params(&self.params)?;
+        let save = ctx.partial.is_some().then_some(|spread| {
+            ctx.save_partial(&self.load_step(test, &Driven::of(spread, &plan, test)));
+        });
         let (d, at_warmup_end) = engine::spread::read_at_warmup_end(
             ctx.roles()?.start_lead(),
             warmup,
             || self.server_counters(),
-            || self.drive(test, &self.params, ctx),
+            || {
+                self.drive(
+                    test,
+                    &self.params,
+                    ctx,
+                    save.as_ref().map(|f| f as Checkpoint),
+                )
+            },
         );
         let d = d?;
         let out = &d.spread.merged;
-        let mut step = engine::validity::step_output(&d.spec, out, "ops_per_s", "ops/s");
-        step.missing.extend(engine::validity::connect_not_timed(
-            &d.spec, out, &RECONNECT,
-        ));
-        step.measured = d
-            .spread
-            .measured_window(d.spec.warmup)
-            .into_iter()
-            .collect();
-        d.spread.add_figures(
-            &mut step,
-            engine::spread::Figures {
-                rate: ("ops_per_s", "ops/s"),
-                count: ("requests", "requests"),
-            },
-            d.spec.shape == LoadShape::Closed,
-        );
-        // Latency views: the share over each threshold, weighted mean, jitter.
-        let rs = capacity::RateStep::from_outcome(out.offered_rate.unwrap_or(0.0), out);
-        if let Some(h) = &rs.latency {
-            step.metrics.extend(engine::histlog::view_metrics(
-                h,
-                &self.cfg.thresholds_ns(),
-                &[("kind", rs.latency_kind.clone())],
-            ));
-        }
-        self.cpu_use.flag(&mut step);
+        let mut step = self.load_step(test, &d);
 
         // Server-side counters against what the generators claim (memtier's self-test),
         // over the measured window: from the end of the warm-up when there is one (the
@@ -362,39 +447,6 @@ impl Workload for Kv {
             }),
             _ => {}
         }
-        if test == "get" {
-            if let Some(m) = step.metrics.iter().find(|m| m.name == "hit_ratio_pct") {
-                if m.value < 90.0 {
-                    let tests = &self.cfg.tests;
-                    let set_ran = tests
-                        .iter()
-                        .position(|t| t == "set")
-                        .is_some_and(|s| tests.iter().position(|t| t == "get") > Some(s));
-                    let advice = if set_ran {
-                        // The SETs before did run: they left keys of the keyspace unwritten.
-                        format!(
-                            "the SETs before it left part of the keyspace (-r {}, over {} instance(s)) unwritten: raise -n or lower -r",
-                            self.cfg.keyspace, self.cfg.instances
-                        )
-                    } else {
-                        "run `set` first (-t set,get) or raise -n".to_string()
-                    };
-                    step.flags.push(Flag::warning(
-                        "low_hit_ratio",
-                        format!("only {:.1}% of GETs found their key: {advice}", m.value),
-                    ));
-                }
-            }
-        }
-        // Against a server filled by something else (another tool's SETs on a --target)
-        // every GET differs from what rackbench writes: said, with the way out.
-        for f in step.flags.iter_mut().filter(|f| f.code == "value_mismatch") {
-            f.message.push_str(
-                ": a server that drops or corrupts data, or keys written by something else \
-                 (another tool's SETs on a --target); run `set` first (-t set,get), or leave \
-                 the values unchecked with --verify false",
-            );
-        }
         // A launched server that died is a failed test, with what was measured kept.
         if let Some(flag) = self.server_exited() {
             step.error = Some(flag.message.clone());
@@ -434,7 +486,7 @@ impl Kv {
         let wait = engine::load::wait_mode(self.sleep_when_idle);
         params.insert("wait".into(), json!(wait));
         ctx.note(&format!("kv: {rate:.0} ops/s for {secs}s"));
-        let d = self.drive("mix", &params, ctx)?;
+        let d = self.drive("mix", &params, ctx, None)?;
         let mut s = capacity::RateStep::from_outcome(rate, &d.spread.merged);
         s.started_at = Some(started);
         s.sending_s = Some(secs);
