@@ -87,6 +87,9 @@ pub struct Dialect {
     pub analyze: &'static str,
     /// Every table of a build, for dropping one from a database that is the user's.
     pub drop_tables: &'static str,
+    /// The tables of the connected database, comma-separated ('' for none): what a
+    /// build would replace, said before anything is dropped.
+    pub user_tables: &'static str,
 }
 
 /// Why a transaction did not commit: a rollback the spec asks for, a database error

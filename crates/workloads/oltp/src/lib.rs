@@ -475,10 +475,43 @@ impl Config {
     }
 
     /// The effective config as stored (the DSN's password redacted).
+    /// The settings a result stores: the knobs of a server rackbench launches only when
+    /// it launches one, and only its engine's. A `--dsn` server's own settings are what
+    /// it ran with, read from it (its disclosure), not rackbench's defaults: a run on a
+    /// server with fsync off was stored as "fsync true" beside a launched one
+    /// (acceptance pass J, 1).
     pub fn echo(&self) -> Value {
         let mut c = self.clone();
         c.dsn = c.dsn.map(|d| model::redact_secrets(&d));
-        serde_json::to_value(c).unwrap_or(Value::Null)
+        let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
+        const PG: [&str; 4] = [
+            "shared_buffers",
+            "fsync",
+            "synchronous_commit",
+            "pg_setting",
+        ];
+        const MARIADB: [&str; 3] = [
+            "innodb_buffer_pool_size",
+            "innodb_flush_log_at_trx_commit",
+            "mariadb_setting",
+        ];
+        let kind = self.engine_kind().ok();
+        let not_ours: Vec<&str> = match (&self.dsn, kind) {
+            (Some(_), _) => PG
+                .iter()
+                .chain(&MARIADB)
+                .chain(&["server_cpus", "cluster_dir"])
+                .copied()
+                .collect(),
+            (None, Some(backend::EngineKind::Mariadb)) => PG.to_vec(),
+            (None, _) => MARIADB.to_vec(),
+        };
+        if let Value::Object(m) = &mut v {
+            for k in not_ours {
+                m.remove(k);
+            }
+        }
+        v
     }
 }
 

@@ -31,6 +31,9 @@ pub static DIALECT: Dialect = Dialect {
               order_line, item, stock",
     drop_tables: "DROP TABLE IF EXISTS warehouse, district, customer, history, new_order, \
                   orders, order_line, item, stock, rackbench_tpcc",
+    user_tables:
+        "SELECT COALESCE(GROUP_CONCAT(table_name ORDER BY table_name SEPARATOR ', '), '') \
+                  FROM information_schema.tables WHERE table_schema = DATABASE()",
 };
 
 /// The TPC-C tables as in [`crate::schema::TABLES`], with InnoDB's primary keys given

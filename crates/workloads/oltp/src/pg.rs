@@ -22,6 +22,8 @@ pub static DIALECT: Dialect = Dialect {
     analyze: "VACUUM ANALYZE",
     drop_tables: "DROP TABLE IF EXISTS warehouse, district, customer, history, new_order, \
                   orders, order_line, item, stock, rackbench_tpcc CASCADE",
+    user_tables: "SELECT COALESCE(string_agg(tablename, ', ' ORDER BY tablename), '') \
+                  FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')",
 };
 
 /// `application_name` of the virtual users' connections (to find them in pg_stat_activity).

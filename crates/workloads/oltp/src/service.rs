@@ -22,7 +22,7 @@ use crate::backend::EngineKind;
 use crate::populate::BuildMeta;
 use crate::server::Reach;
 use crate::target::Launched;
-use crate::{mariadb_server, Config, Plan, Target};
+use crate::{mariadb_server, server, Config, Plan, Target};
 
 /// The service a host starts for `oltp` (the registry's `service`).
 pub fn start_service(p: &Params, ctx: &ServiceCtx) -> anyhow::Result<Box<dyn Service>> {
@@ -66,6 +66,16 @@ impl OltpService {
         let mut c = target.connect(&target.dbs[0])?;
         let version = c.server_version().ok();
         let mut facts = facts(cfg, version.as_deref(), target.server.is_some());
+        if target.engine == EngineKind::Postgresql {
+            // Read back from the server, launched or not: what it really runs with.
+            let read = server::persistence(&mut *c, &cfg.pg_setting);
+            if !read.is_empty() {
+                facts.remove("server.config");
+            }
+            for (k, v) in read {
+                facts.insert(format!("server.config.{k}"), Fact::known(&v));
+            }
+        }
         if target.engine == EngineKind::Mariadb {
             // Read back from the server, launched or not: what it really runs with.
             for (k, v) in mariadb_server::persistence(&mut *c) {

@@ -278,7 +278,7 @@ impl Target {
             if exists {
                 let mut c = self.connect(&db)?;
                 let meta = populate::read_meta(&mut *c)?;
-                if let Some(m) = meta {
+                if let Some(m) = &meta {
                     if !force
                         && m.warehouses == warehouses
                         && m.schema_version == schema::SCHEMA_VERSION
@@ -286,10 +286,14 @@ impl Target {
                         note(&format!(
                             "oltp: reusing the build in database {db} ({warehouses} warehouses)"
                         ));
-                        out.push((db.clone(), m, None));
+                        out.push((db.clone(), m.clone(), None));
                         template.get_or_insert(db.clone());
                         continue;
                     }
+                }
+                if !force {
+                    let tables = c.query_text(self.engine.dialect().user_tables)?;
+                    refuse_to_replace(&db, meta.as_ref(), &tables, warehouses)?;
                 }
                 if users_db {
                     c.batch(self.engine.dialect().drop_tables)?;
@@ -432,4 +436,39 @@ pub fn default_password(dsn: &postgres::Config) -> Option<String> {
 /// PGPASSWORD, libpq's password for a connection string that names none.
 pub fn env_password() -> Option<String> {
     std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty())
+}
+
+/// Why an existing database `db` is not replaced without `--rebuild`: a build of
+/// another size or schema took hours to load and is dropped only when asked (a
+/// forgotten `--warehouses` silently dropped one), and a database holding tables that
+/// are no build of rackbench's is someone's data (a user's `customer` table was
+/// dropped). Ok when it holds nothing: an empty database is built into.
+fn refuse_to_replace(
+    db: &str,
+    meta: Option<&BuildMeta>,
+    tables: &str,
+    warehouses: u32,
+) -> anyhow::Result<()> {
+    match meta {
+        Some(m) if m.schema_version != schema::SCHEMA_VERSION => bail!(
+            "database {db} holds a build of an older schema ({}, this rackbench builds {}): \
+             give --rebuild to drop it and build {warehouses} warehouses",
+            m.schema_version,
+            schema::SCHEMA_VERSION
+        ),
+        Some(m) => bail!(
+            "database {db} holds a build of {} warehouses, not {warehouses}: give \
+             --warehouses {} to use it, or --rebuild to drop it and build {warehouses}",
+            m.warehouses,
+            m.warehouses
+        ),
+        None if !tables.trim().is_empty() => bail!(
+            "database {db} holds tables that are no rackbench build ({}): rackbench builds \
+             only into an empty database or over a build of its own; give it a database of \
+             its own (CREATE DATABASE), or --rebuild to drop its TPC-C tables (a build that \
+             stopped before its end leaves them)",
+            tables.trim()
+        ),
+        None => Ok(()),
+    }
 }

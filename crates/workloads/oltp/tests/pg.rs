@@ -333,6 +333,115 @@ fn a_corrupted_table_fails_the_check_and_flags_the_result_invalid() {
     w.cleanup();
 }
 
+/// A database of the user's is never replaced unasked: one holding tables that are no
+/// rackbench build (a `customer` table of the user's was dropped: acceptance pass J, 5),
+/// and a build of another size (a forgotten `--warehouses` dropped an hours-long build:
+/// J, 6). Each refusal says what to give, and leaves the data as it was.
+#[test]
+fn a_users_tables_and_a_build_of_another_size_are_not_replaced_unasked() {
+    let Some(s) = shared() else { return };
+    let cfg_pg = s
+        .server
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .config("postgres");
+    let mut admin = wl_oltp::server::connect(&cfg_pg).unwrap();
+    admin
+        .batch_execute("DROP DATABASE IF EXISTS t_users")
+        .unwrap();
+    admin.batch_execute("CREATE DATABASE t_users").unwrap();
+    let users = wl_oltp::server::connect(
+        &s.server
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .config("t_users"),
+    );
+    let mut users = users.unwrap();
+    users
+        .batch_execute(
+            "CREATE TABLE customer (id int, name text); \
+             INSERT INTO customer VALUES (1, 'precious'); CREATE TABLE mydata (x int)",
+        )
+        .unwrap();
+    let ctx = local();
+    let refusal = |params: Value| -> String {
+        let mut w = Oltp::new(cfg(params)).unwrap();
+        let e = w.prepare(&ctx).expect_err("refused");
+        w.cleanup();
+        format!("{e:#}")
+    };
+    let e = refusal(json!({"dsn": dsn(s, "t_users"), "warehouses": 1, "vus": 1}));
+    assert!(
+        e.contains("database t_users holds tables that are no rackbench build (customer, mydata)"),
+        "{e}"
+    );
+    let row = users
+        .query_one("SELECT name FROM customer WHERE id = 1", &[])
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "precious");
+    // A build of another size: said, and kept.
+    let d = copy_of_build(s, "t_size");
+    let e = refusal(json!({"dsn": d, "warehouses": WAREHOUSES + 1, "vus": 1}));
+    assert!(
+        e.contains(&format!(
+            "database t_size holds a build of {WAREHOUSES} warehouses, not {}: give \
+             --warehouses {WAREHOUSES} to use it, or --rebuild",
+            WAREHOUSES + 1
+        )),
+        "{e}"
+    );
+    let mut c = wl_oltp::server::connect(
+        &s.server
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .config("t_size"),
+    )
+    .unwrap();
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM warehouse", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, i64::from(WAREHOUSES));
+}
+
+/// A --dsn server's settings are read from it and disclosed, and the knobs of a server
+/// rackbench launches are not stored as its settings: a server run with fsync off was
+/// published as "fsync true (default)" (acceptance pass J, 1). The shared server runs
+/// with 128MB of shared buffers and fsync off; rackbench's launched defaults are 256MB
+/// and on.
+#[test]
+fn a_dsn_servers_own_settings_are_disclosed_not_rackbenchs_defaults() {
+    let Some(s) = shared() else { return };
+    let d = copy_of_build(s, "t_settings");
+    let mut w = Oltp::new(cfg(json!({"dsn": d, "warehouses": WAREHOUSES, "vus": 1}))).unwrap();
+    let ctx = local();
+    w.prepare(&ctx).unwrap();
+    let facts = w.disclosure();
+    w.cleanup();
+    let fact = |k: &str| facts.get(k).and_then(|f| f.value.clone());
+    assert_eq!(
+        fact("server.config.shared_buffers").as_deref(),
+        Some("128MB"),
+        "{facts:?}"
+    );
+    assert_eq!(
+        fact("server.config.fsync").as_deref(),
+        Some("off"),
+        "{facts:?}"
+    );
+    assert!(fact("server.config.wal_level").is_some(), "{facts:?}");
+    let settings = w.settings();
+    for k in [
+        "shared_buffers",
+        "fsync",
+        "synchronous_commit",
+        "innodb_buffer_pool_size",
+    ] {
+        assert!(!settings.contains_key(k), "{k} in {settings:?}");
+    }
+    assert!(settings.contains_key("warehouses"), "{settings:?}");
+}
+
 #[test]
 fn a_run_measures_nopm_tpm_latency_and_passes_the_check() {
     let Some(s) = shared() else { return };
