@@ -61,6 +61,46 @@ fn http_load_against_launched_nginx_is_stored() {
         .is_some_and(|v| v.starts_with("nginx/")));
 }
 
+/// A test whose requests all failed (a mistyped path: every reply a 404) is invalid and
+/// the run exits 1: it was stored as a valid 62,410 req/s with a warning (acceptance
+/// pass J, 4).
+#[test]
+fn a_test_whose_requests_fail_is_invalid() {
+    if !have("nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = run_json(
+        &db,
+        &[
+            "http",
+            "--duration",
+            "0.5",
+            "--warmup",
+            "0",
+            "--path",
+            "/missing",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    let r = &run["results"][0];
+    let f = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "errors")
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(f["severity"], "invalid", "{f}");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("(100.000% of requests)"),
+        "{f}"
+    );
+}
+
 /// http warms up 1 s by default (as its figures leave out): the telemetry marks that
 /// second as warm-up although the sweep point carries no `warmup`, so CPU and power
 /// summaries cover what the figures cover.
