@@ -1053,13 +1053,46 @@ struct Plateau {
     cache: Option<f64>,
 }
 
-fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
-    let r = ok_results(run, wl).find(|r| {
-        r.test == "latency"
-            && r.metrics
+/// One view per latency result of the run: a sweep point's curve and each repetition's
+/// are their own, each named by what sets it apart (only the first was shown, unsaid:
+/// acceptance pass J, 2).
+fn mem_latency(run: &RunRecord, wl: &str, who: &str) -> Vec<View> {
+    let results: Vec<&ResultRecord> = ok_results(run, wl)
+        .filter(|r| {
+            r.test == "latency"
+                && r.metrics
+                    .iter()
+                    .any(|m| m.name == "latency_ns" && m.labels.contains_key("size_bytes"))
+        })
+        .collect();
+    let reps = results.iter().any(|r| r.repetition > 0);
+    let differ = |k: &str| {
+        results
+            .iter()
+            .any(|r| r.params.get(k) != results[0].params.get(k))
+    };
+    results
+        .iter()
+        .filter_map(|r| {
+            let mut apart: Vec<String> = r
+                .params
                 .iter()
-                .any(|m| m.name == "latency_ns" && m.labels.contains_key("size_bytes"))
-    })?;
+                .filter(|(k, _)| differ(k))
+                .map(|(k, v)| format!("{k}={}", v.as_str().map_or(v.to_string(), String::from)))
+                .collect();
+            if reps {
+                apart.push(format!("rep {}", r.repetition + 1));
+            }
+            let who = match apart.is_empty() {
+                true => who.to_string(),
+                false => format!("{who}{}: ", apart.join(" ")),
+            };
+            mem_latency_of(r, &who)
+        })
+        .collect()
+}
+
+fn mem_latency_of(r: &ResultRecord, who: &str) -> Option<View> {
     let mut curve: Vec<(f64, f64)> = r
         .metrics
         .iter()

@@ -294,6 +294,31 @@ fn crypto_rows_have_no_mean_of_power_either() {
     assert!(s.power_mean[0].is_some() && s.power_mean_note.is_none());
 }
 
+/// Each latency result of a run has its own view, named by its repetition (or sweep
+/// point): only the first was shown, without a word (acceptance pass J, 2).
+#[test]
+fn every_mem_latency_result_has_its_own_view() {
+    let mut r = mem_run();
+    let mut second = r.results[0].clone();
+    second.repetition = 1;
+    for m in &mut second.metrics {
+        if m.name == "l1_latency_ns" {
+            m.value = 1.61;
+        }
+    }
+    r.results.push(second);
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("rep 1: memory latency by level"), "{m}");
+    assert!(m.contains("rep 2: memory latency by level"), "{m}");
+    assert!(
+        m.contains("| L1 | 1.74 |") && m.contains("| L1 | 1.61 |"),
+        "{m}"
+    );
+    // One result: no name of its own.
+    let one = report::markdown(&[mem_run()], None);
+    assert!(!one.contains("rep 1"), "{one}");
+}
+
 #[test]
 fn mem_latency_curve_plateaus_and_bandwidth() {
     let r = mem_run();
@@ -1043,7 +1068,7 @@ fn mem_bandwidth_of_two_array_sizes_is_two_columns() {
             .label("kind", "triad")
             .label("threads", 1)]
     };
-    let r = run(
+    let mut r = run(
         "mem-sweep",
         "mem",
         vec![
@@ -1059,10 +1084,27 @@ fn mem_bandwidth_of_two_array_sizes_is_two_columns() {
             ),
         ],
     );
+    // Each point's headline, as the workload stores it.
+    for (res, g) in r.results.iter_mut().zip([90.0, 10.0]) {
+        res.metrics
+            .insert(0, Metric::new("triad_gb_per_s", g, "GB/s"));
+        res.headline = "triad_gb_per_s".into();
+    }
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(m.contains("bw\\_size=1M 1 thr (GB/s)"), "{m}");
     assert!(m.contains("| triad | 10.00 | 90.00 |"), "{m}");
     assert!(!m.contains("50.00"), "averaged: {m}");
+    // Nor a geometric mean of the two sizes' bandwidths (30.00) in the summary, which
+    // says why there is none (acceptance pass J, 3).
+    assert!(!m.contains("30.00"), "a mean of sweep points: {m}");
+    let s = report::derive::summary(std::slice::from_ref(&r));
+    assert!(
+        s.geomean_note
+            .as_deref()
+            .is_some_and(|n| n.starts_with("no geometric mean: mem's rows are one measurement")),
+        "{:?}",
+        s.geomean_note
+    );
 }
 
 #[test]

@@ -504,6 +504,16 @@ impl MemBench {
         });
         let bw_elems = (bw_bytes / 8) as usize;
         check_bw_elems(bw_elems)?;
+        // The three arrays are allocated at once: `--bw-size 20G` on a 24 GiB host had the
+        // kernel kill rackbench and empty the host's page cache (acceptance pass J, 7).
+        if bw_bytes.saturating_mul(3) > avail / 2 {
+            bail!(
+                "mem: --bw-size {bw_bytes} B makes three arrays of {} B, more than half the \
+                 available memory ({avail} B): give at most {} B",
+                bw_bytes.saturating_mul(3),
+                avail / 6
+            );
+        }
         let all = engine::launch::online_cpus();
         let mut bw_threads: Vec<usize> = plan.bw_threads.iter().map(|t| t.unwrap_or(all)).collect();
         bw_threads.dedup();
@@ -733,11 +743,14 @@ impl MemBench {
     /// last-level cache, every instance of it (or the caches are unknown, and the figures
     /// are checked anyway).
     fn arrays_exceed_caches(&self) -> bool {
-        let llc = self
-            .caches
+        self.llc_bytes() == 0 || (self.bw_elems * 8) as u64 >= 2 * self.llc_bytes()
+    }
+
+    /// The last-level cache every thread streams through, all its instances (0: not known).
+    fn llc_bytes(&self) -> u64 {
+        self.caches
             .last()
-            .map(|c| c.size_bytes.max(self.llc_total_bytes.unwrap_or(0)));
-        llc.is_none_or(|llc| (self.bw_elems * 8) as u64 >= 2 * llc)
+            .map_or(0, |c| c.size_bytes.max(self.llc_total_bytes.unwrap_or(0)))
     }
 
     /// The DIMMs' peak bandwidth, when dmidecode lists every DIMM with its rate.
@@ -787,6 +800,21 @@ impl MemBench {
         }
         let from_dram = self.arrays_exceed_caches();
         let dram_peak = if from_dram { self.dram_peak() } else { None };
+        if !from_dram {
+            // A --bw-size the caches hold measures them, not memory: 95.6 GB/s stood as
+            // memory bandwidth where memory gave 7.8-11.9 (acceptance pass J, 3).
+            out.flags.push(Flag::invalid(
+                "bandwidth_in_cache",
+                format!(
+                    "the arrays ({} B each) are less than twice the last-level cache ({} B): \
+                     this is the caches' bandwidth, not memory's; leave out --bw-size (4x the \
+                     caches) or give at least {} B",
+                    self.bw_elems * 8,
+                    self.llc_bytes(),
+                    2 * self.llc_bytes()
+                ),
+            ));
+        }
         let bad = bw::impossible(&figures, &reference, from_dram, dram_peak);
         for ((k, t, g), b) in &bad {
             out.flags.push(Flag::invalid(
@@ -1142,7 +1170,10 @@ mod tests {
             .metrics
             .iter()
             .any(|m| m.name == "triad_gb_per_s" && m.value > 0.0));
-        assert!(out.flags.is_empty(), "{:?}", out.flags);
+        // 1 MiB arrays are the caches' bandwidth on any machine with more than 512 KiB
+        // of them: said, so it is not read as memory's (acceptance pass J, 3).
+        let codes: Vec<&str> = out.flags.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["bandwidth_in_cache"], "{:?}", out.flags);
     }
 
     #[test]
@@ -1209,6 +1240,18 @@ mod tests {
                 .filter(|m| m.name == "latency_ns")
                 .count(),
             2
+        );
+    }
+
+    /// Arrays the memory cannot hold are refused before any is allocated: 3 x 20G on a
+    /// 24 GiB host had rackbench killed (acceptance pass J, 7).
+    #[test]
+    fn arrays_beyond_the_available_memory_are_refused() {
+        let e = MemBench::from_params(&params(json!({"sizes": ["4K"], "bw_size": "1000G"})))
+            .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("more than half the available memory"),
+            "{e:#}"
         );
     }
 
