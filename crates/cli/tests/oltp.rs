@@ -204,6 +204,11 @@ fn build_check_run_and_a_corrupted_table() {
             .any(|l| l.contains("FAIL") && l.contains("D_YTD")),
         "{out}"
     );
+    // Condition 11 is said skipped, not left out (acceptance pass J, 10).
+    assert!(
+        out.contains("  11  skip  holds only right after a build (--initial checks it)"),
+        "{out}"
+    );
     // More databases than were built (acceptance pass B, 11): the next command is a
     // build of them in this cluster, not a CREATE DATABASE or another --dsn.
     let (code, out, err) = run(&["oltp", "check", "--dir", d, "--databases", "3"]);

@@ -750,11 +750,19 @@ fn point_key(p: &crate::derive::Point, swept: &[(String, String)]) -> String {
     key
 }
 
-/// Throughput figures compared beside a headline: TPC-C's NOPM and TPM, whichever leads.
-fn companions(headline: &str) -> &'static [&'static str] {
+/// Figures compared beside a headline, each with whether higher is better: TPC-C's NOPM
+/// and TPM, whichever leads; a UDP test's packets/s, loss and jitter.
+fn companions(headline: &str) -> &'static [(&'static str, bool)] {
     match headline {
-        "nopm" => &["tpm"],
-        "tpm" => &["nopm"],
+        "nopm" => &[("tpm", true)],
+        "tpm" => &[("nopm", true)],
+        // The iperf3 study's UDP figures beside Gbit/s (a TCP test has none of them):
+        // compare showed Gbit/s and CPU alone (acceptance pass J, 11).
+        "throughput_gbit_per_s" => &[
+            ("packets_per_s", true),
+            ("loss_pct", false),
+            ("jitter_ms", false),
+        ],
         _ => &[],
     }
 }
@@ -826,10 +834,10 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
         Ok(head),
     ));
     // The figure read beside the headline (HammerDB's users read NOPM and TPM together).
-    for other in companions(&r.headline) {
+    for &(other, higher) in companions(&r.headline) {
         if let Some(m) = r.metric(other, &[]) {
             let unit = crate::derive::display_unit(other, &m.unit);
-            out.push((other.to_string(), unit, true, Ok(m.value)));
+            out.push((other.to_string(), unit, higher, Ok(m.value)));
         }
     }
     // A capacity test is a curve of steps at different offered rates: its headline (the

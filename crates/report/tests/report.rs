@@ -1223,6 +1223,31 @@ fn compare_takes_one_latency_kind_and_the_companion_throughput() {
     let c = report::compare::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
     assert!(c.rows.iter().any(|r| r.metric == "nopm"));
     assert!(c.rows.iter().any(|r| r.metric == "tpm"), "{:?}", c.rows);
+
+    // UDP: packets/s, loss and jitter beside Gbit/s, loss and jitter better lower; a
+    // TCP test has none (acceptance pass J, 11).
+    for r in run.results.iter_mut() {
+        r.headline = "throughput_gbit_per_s".into();
+        r.metrics
+            .push(model::Metric::new("throughput_gbit_per_s", 1.7, "Gbit/s"));
+        r.metrics
+            .push(model::Metric::new("packets_per_s", 146_000.0, "packets/s"));
+        r.metrics.push(model::Metric::new("loss_pct", 0.125, "%"));
+        r.metrics.push(model::Metric::new("jitter_ms", 0.042, "ms"));
+    }
+    let c = report::compare::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    for (metric, higher) in [
+        ("packets_per_s", true),
+        ("loss_pct", false),
+        ("jitter_ms", false),
+    ] {
+        let r = c
+            .rows
+            .iter()
+            .find(|r| r.metric == metric)
+            .unwrap_or_else(|| panic!("no {metric} row: {:?}", c.rows));
+        assert_eq!(r.higher_is_better, higher, "{metric}");
+    }
 }
 
 /// Nothing compared goes below zero: the relative interval stops at -100% however wide

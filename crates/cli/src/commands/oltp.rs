@@ -180,6 +180,12 @@ fn run_sub(a: Args, g: &Global) -> anyhow::Result<i32> {
                             }
                         );
                     }
+                    // Said, not left out unsaid (acceptance pass J, 10).
+                    if !c.initial {
+                        engine::outln!(
+                            "  11  skip  holds only right after a build (--initial checks it)"
+                        );
+                    }
                 }
             }
             Ok(if failed { 1 } else { 0 })

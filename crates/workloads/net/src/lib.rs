@@ -605,7 +605,21 @@ fn in_process_service_ctx(ctx: &Ctx) -> ServiceCtx {
 
 impl Workload for NetWorkload {
     fn settings(&self) -> Params {
-        engine::workload::settings_of(&[serde_json::to_value(&self.plan.cfg)])
+        let mut s = engine::workload::settings_of(&[serde_json::to_value(&self.plan.cfg)]);
+        // The payloads `udp` expands to, only where a test is `udp`; and no rate is an
+        // unlimited one, 0 as `--rate` takes it, not a setting left undisclosed
+        // (acceptance pass J, 8).
+        if !self
+            .plan
+            .cfg
+            .tests
+            .iter()
+            .any(|t| t.trim().eq_ignore_ascii_case("udp"))
+        {
+            s.remove("udp_payload");
+        }
+        s.entry("rate").or_insert_with(|| serde_json::json!(0));
+        s
     }
 
     fn name(&self) -> &'static str {
@@ -667,7 +681,7 @@ impl Workload for NetWorkload {
     }
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
-        parse_test(test, self.plan.cfg.tcp_len)?;
+        let (proto, payload) = parse_test(test, self.plan.cfg.tcp_len)?;
         let endpoints = match (&self.receiver, &self.plan.cfg.target) {
             (Some(r), _) => r.endpoints(),
             // A given receiver needs nothing started: a test may run without prepare.
@@ -680,6 +694,15 @@ impl Workload for NetWorkload {
             .context("net: the sender's report has no test output")?;
         if let Some(flag) = self.receiver.as_mut().and_then(Receiver::exited_flag) {
             out.flags.push(flag);
+        }
+        // A GSO send holds 64 KiB: each UDP test stores the datagrams per send it used
+        // (44 of 1472 B for --udp-gso 45), not the number asked for (acceptance pass J, 9).
+        let gso = self.plan.cfg.udp_gso;
+        if proto == Proto::Udp && gso > 1 {
+            out.settings.insert(
+                "udp_gso".into(),
+                serde_json::json!(sender::gso_segments(gso, payload)),
+            );
         }
         Ok(out)
     }
@@ -726,9 +749,21 @@ impl Workload for NetWorkload {
                 match (self.plan.cfg.udp_batch, self.plan.cfg.udp_gso) {
                     (_, g) if g > 1 => format!(
                         "send() of up to {g} datagrams as one UDP GSO buffer (UDP_SEGMENT, --udp-gso; \
-                         the kernel cuts it into datagrams; at most {} bytes a send; jitter \
-                         between sends, from the first datagram of each)",
-                        sender::UDP_GSO_MAX_BYTES
+                         the kernel cuts it into datagrams; at most {} bytes a send, so {}; \
+                         jitter between sends, from the first datagram of each)",
+                        sender::UDP_GSO_MAX_BYTES,
+                        self.plan
+                            .tests
+                            .iter()
+                            .filter_map(|t| match parse_test(t, 0) {
+                                Ok((Proto::Udp, p)) => Some(format!(
+                                    "{} of {p} B",
+                                    sender::gso_segments(g, p)
+                                )),
+                                _ => None,
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                     (1, _) => "one send() per datagram (as iperf3)".to_string(),
                     (n, _) => format!(
