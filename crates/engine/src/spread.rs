@@ -133,6 +133,32 @@ pub struct GeneratorRun {
 }
 
 impl GeneratorRun {
+    /// What the generator on `host` measured (`o`) of its `share`, its window from
+    /// `started_unix_s` to `ended_unix_s` on the controller's clock: at the test's end
+    /// and at a checkpoint alike.
+    fn of(
+        host: &dyn Host,
+        share: &Share,
+        threads: usize,
+        o: &LoadOutcome,
+        (started_unix_s, ended_unix_s): (f64, f64),
+        start_skew_s: f64,
+    ) -> GeneratorRun {
+        GeneratorRun {
+            host: host.name().to_string(),
+            threads: threads.clamp(1, share.connections.max(1)),
+            connections: share.connections,
+            rate: o.throughput(),
+            count: o.total_count(),
+            duration_s: o.duration_s,
+            cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
+            started_unix_s,
+            ended_unix_s,
+            start_skew_s,
+            clock_error_s: host.clock_rtt_s() / 2.0,
+        }
+    }
+
     /// Its measured window on the controller's clock, less the test's warm-up: from its
     /// load loop's start, for its measured duration (to its last reply). The warm-up is
     /// the same on every generator, so it shifts every window alike and leaves their
@@ -291,20 +317,14 @@ pub fn drive(
     let mut runs = Vec::with_capacity(decoded.len());
     let mut outcomes = Vec::with_capacity(decoded.len());
     for (index, o, r) in decoded {
-        let share = &shares[index];
-        runs.push(GeneratorRun {
-            host: loadgens[index].name().to_string(),
-            threads: threads.clamp(1, share.connections.max(1)),
-            connections: share.connections,
-            rate: o.throughput(),
-            count: o.total_count(),
-            duration_s: o.duration_s,
-            cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
-            started_unix_s: r.started_unix_s,
-            ended_unix_s: r.ended_unix_s,
-            start_skew_s: r.start_skew_s,
-            clock_error_s: loadgens[index].clock_rtt_s() / 2.0,
-        });
+        runs.push(GeneratorRun::of(
+            loadgens[index].as_ref(),
+            &shares[index],
+            threads,
+            &o,
+            (r.started_unix_s, r.ended_unix_s),
+            r.start_skew_s,
+        ));
         outcomes.push(o);
     }
     // A test stopped by a count ends on each generator when its share is done: it
@@ -407,18 +427,9 @@ fn at_checkpoint(
         .iter()
         .zip(shares)
         .zip(&roles.loadgens)
-        .map(|((o, share), host)| GeneratorRun {
-            host: host.name().to_string(),
-            threads: threads.clamp(1, share.connections.max(1)),
-            connections: share.connections,
-            rate: o.throughput(),
-            count: o.total_count(),
-            duration_s: o.duration_s,
-            cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
-            started_unix_s: start,
-            ended_unix_s: start + o.duration_s,
-            start_skew_s: 0.0,
-            clock_error_s: host.clock_rtt_s() / 2.0,
+        .map(|((o, share), host)| {
+            let window = (start, start + o.duration_s);
+            GeneratorRun::of(host.as_ref(), share, threads, o, window, 0.0)
         })
         .collect();
     let at = outcomes.iter().map(|o| o.duration_s).fold(0.0, f64::max);
@@ -795,9 +806,32 @@ impl Driven {
     }
 }
 
+impl Driven {
+    /// A checkpoint's marks on the `step` it made of `test` (nothing at the test's end):
+    /// its `partial` warning ([`Driven::checkpoint_flag`], against the duration `stop`
+    /// plans), and the server's own count `name`, read only at the end (`what`), missing
+    /// with why.
+    pub fn mark_checkpoint(
+        &self,
+        step: &mut StepOutput,
+        test: &str,
+        stop: &crate::load::StopAfter,
+        (name, what): (&str, &str),
+    ) {
+        let planned_s = match stop {
+            crate::load::StopAfter::Duration(p) => Some(p.as_secs_f64()),
+            crate::load::StopAfter::Requests(_) => None,
+        };
+        if let Some(flag) = self.checkpoint_flag(test, planned_s) {
+            step.flags.push(flag);
+            step.missing.push(read_at_end(name, what));
+        }
+    }
+}
+
 /// What a checkpoint cannot have of a figure read at the end of the test (a server's
 /// own counters, `what`): `name` missing, with why.
-pub fn read_at_end(name: &str, what: &str) -> MissingMetric {
+fn read_at_end(name: &str, what: &str) -> MissingMetric {
     MissingMetric {
         name: name.into(),
         reason: format!(

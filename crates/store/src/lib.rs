@@ -371,12 +371,7 @@ impl Store {
                 |r| r.get(0),
             )?,
         };
-        insert_result(&tx, run_id, ord, r, 0).with_context(|| {
-            format!(
-                "storing result step {} ({}) of run {run_id}",
-                r.step, r.test
-            )
-        })?;
+        insert_result(&tx, run_id, ord, r, 0).with_context(|| storing(r, run_id))?;
         tx.commit()?;
         Ok(ord)
     }
@@ -411,12 +406,8 @@ impl Store {
         // The old one leaves its place for the new one, hands it its samples, and goes
         // (its metrics, histograms and flags with it).
         tx.execute("UPDATE results SET ord = -1 - ord WHERE id = ?1", [old])?;
-        let new = insert_result(&tx, run_id, ord, r, kept as usize).with_context(|| {
-            format!(
-                "storing result step {} ({}) of run {run_id}",
-                r.step, r.test
-            )
-        })?;
+        let new = insert_result(&tx, run_id, ord, r, kept as usize)
+            .with_context(|| storing(r, run_id))?;
         tx.execute(
             "UPDATE telemetry SET result_id = ?1 WHERE result_id = ?2",
             params![new, old],
@@ -801,12 +792,7 @@ fn insert_whole_in(
             .unwrap_or("the run ended before this test stored its result"),
     );
     for (i, r) in results.iter().enumerate() {
-        insert_result(tx, &run.id, i as i64, r, 0).with_context(|| {
-            format!(
-                "storing result step {} ({}) of run {}",
-                r.step, r.test, run.id
-            )
-        })?;
+        insert_result(tx, &run.id, i as i64, r, 0).with_context(|| storing(r, &run.id))?;
     }
     if let Some(me) = owner {
         tx.execute(
@@ -1206,6 +1192,14 @@ fn insert_idle(conn: &Connection, run_id: &str, ord: i64, idle: &IdlePower) -> a
         )?;
     }
     Ok(())
+}
+
+/// What an error storing `r` in run `run_id` says it was doing.
+fn storing(r: &ResultRecord, run_id: &str) -> String {
+    format!(
+        "storing result step {} ({}) of run {run_id}",
+        r.step, r.test
+    )
 }
 
 /// Insert one result at `ord`, its telemetry samples numbered from `samples_from` (the

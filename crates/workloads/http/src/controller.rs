@@ -219,17 +219,12 @@ impl Http {
                 &[("kind", rs.latency_kind.clone())],
             ));
         }
-        let planned_s = match spec.stop {
-            engine::load::StopAfter::Duration(p) => Some(p.as_secs_f64()),
-            engine::load::StopAfter::Requests(_) => None,
-        };
-        if let Some(flag) = d.spread.checkpoint_flag(LOAD, planned_s) {
-            step.flags.push(flag);
-            step.missing.push(engine::spread::read_at_end(
-                "server_requests",
-                "nginx's own count of requests is read",
-            ));
-        }
+        d.spread.mark_checkpoint(
+            &mut step,
+            LOAD,
+            &spec.stop,
+            ("server_requests", "nginx's own count of requests is read"),
+        );
         step
     }
 

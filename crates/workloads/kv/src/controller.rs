@@ -243,17 +243,12 @@ impl Kv {
                  the values unchecked with --verify false",
             );
         }
-        let planned_s = match d.spec.stop {
-            engine::load::StopAfter::Duration(p) => Some(p.as_secs_f64()),
-            engine::load::StopAfter::Requests(_) => None,
-        };
-        if let Some(flag) = d.spread.checkpoint_flag(test, planned_s) {
-            step.flags.push(flag);
-            step.missing.push(engine::spread::read_at_end(
-                "server_calls",
-                "the servers' own command counts are read",
-            ));
-        }
+        d.spread.mark_checkpoint(
+            &mut step,
+            test,
+            &d.spec.stop,
+            ("server_calls", "the servers' own command counts are read"),
+        );
         step
     }
 }
