@@ -918,7 +918,7 @@ fn curve_of(r: &model::ResultRecord, phase: &str) -> Vec<FigureOf> {
         // seconds its requests fell due in, when they went out on time); a level's is
         // the one its perf/W is over.
         let rate = match phase {
-            "ramp" => get("served_rate_per_s").or_else(|| get("reply_rate_per_s")),
+            "ramp" => crate::views::served_rate_of(get),
             _ => get("reply_rate_per_s"),
         };
         add("reply rate".into(), &rate_unit, true, rate);

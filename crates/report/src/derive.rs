@@ -376,6 +376,24 @@ pub fn series_names(points: &[Point], labels: &[String], skip: &[&str]) -> Vec<S
         .collect()
 }
 
+/// Why a summary row's figure is absent where its point ran, said once per row and
+/// reason under the table: `(row, who, why)`, `who` as [`absent_reasons`] gives it.
+pub fn absent_figures(labels: &[String], rows: &[SummaryRow]) -> Vec<(String, String, String)> {
+    rows.iter()
+        .flat_map(|r| {
+            let why: Vec<Result<(), String>> = r
+                .perf_missing
+                .iter()
+                .map(|m| m.clone().map_or(Ok(()), Err))
+                .collect();
+            absent_reasons(labels, why.iter().enumerate())
+                .into_iter()
+                .map(|(who, why)| (r.label.clone(), who, why))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// Why power is absent, said once per reason rather than once per result: each
 /// distinct reason with the runs it holds for, `on every run` when it holds for all of
 /// `labels` (a VM without a power source says so once for the report). Cells that were
@@ -842,6 +860,37 @@ impl<'a> Point<'a> {
 
     pub fn headline(&self) -> Option<Sample> {
         Sample::of(&self.headline_values())
+    }
+
+    /// Why this point has no headline figure (None when it has one): a headline the
+    /// workload reported missing says its own reason (mem's RAM latency on a host whose
+    /// caches it could not exceed); else the repetitions were invalid or did not complete.
+    pub fn headline_missing(&self) -> Option<String> {
+        if self.headline().is_some() {
+            return None;
+        }
+        let mut why: Vec<String> = Vec::new();
+        for r in &self.results {
+            let reason = if let Some(m) = r.missing.iter().find(|m| m.name == r.headline) {
+                format!("{}: {}", r.headline, m.reason)
+            } else if r.status != Status::Ok {
+                format!("not completed ({:?})", r.status).to_lowercase()
+            } else if r.is_invalid() {
+                let codes: Vec<&str> = r
+                    .flags
+                    .iter()
+                    .filter(|f| f.severity == model::Severity::Invalid)
+                    .map(|f| f.code.as_str())
+                    .collect();
+                format!("invalid ({})", codes.join(", "))
+            } else {
+                format!("{} not reported", r.headline)
+            };
+            if !why.contains(&reason) {
+                why.push(reason);
+            }
+        }
+        (!why.is_empty()).then(|| why.join("; "))
     }
 
     /// A metric's mean over valid repetitions (unlabelled metric of that name).
@@ -1370,6 +1419,10 @@ pub struct SummaryRow {
     pub label: String,
     /// Per run: the best sweep point's mean headline (over `peak_params`).
     pub perf: Vec<Option<f64>>,
+    /// Per run: why `perf` is None where the point ran ([`Point::headline_missing`]);
+    /// said once under the table, the cell marked.
+    #[serde(default)]
+    pub perf_missing: Vec<Option<String>>,
     /// Per run: power at that point, or why absent.
     pub power: Vec<Result<PowerFigure, String>>,
     /// Per run: the parameters of the chosen point (`instances=46`).
@@ -1685,6 +1738,23 @@ pub fn best_points_in<'a>(
     peak: &[String],
     sel: &Selection,
 ) -> Vec<(String, Vec<Option<Point<'a>>>)> {
+    row_points_in(runs, peak, sel)
+        .into_iter()
+        .map(|(k, per_run)| {
+            let best = per_run.iter().map(|pts| best_of(pts).cloned()).collect();
+            (k, best)
+        })
+        .collect()
+}
+
+/// [`best_points_in`] with every point of each row and run, the best not yet chosen: a
+/// run whose points of a row all lack a figure still has them, to say why.
+#[allow(clippy::type_complexity)]
+fn row_points_in<'a>(
+    runs: &'a [RunRecord],
+    peak: &[String],
+    sel: &Selection,
+) -> Vec<(String, Vec<Vec<Point<'a>>>)> {
     let skip = name_skip(runs, peak);
     let peak: Vec<&str> = skip.iter().map(String::as_str).collect();
     let all: Vec<Vec<Point>> = runs
@@ -1709,7 +1779,12 @@ pub fn best_points_in<'a>(
         .map(|k| {
             let per_run = all
                 .iter()
-                .map(|pts| best_of(pts.iter().filter(|p| row_key(p, &peak) == k)).cloned())
+                .map(|pts| {
+                    pts.iter()
+                        .filter(|p| row_key(p, &peak) == k)
+                        .cloned()
+                        .collect()
+                })
                 .collect();
             (k, per_run)
         })
@@ -1742,7 +1817,8 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     let mut rows = Vec::new();
     // The workloads of the rows taken (a suite's other workloads have no say in them).
     let mut row_workloads: Vec<String> = Vec::new();
-    for (k, per_run) in best_points_in(runs, &peak, sel) {
+    for (k, all_points) in row_points_in(runs, &peak, sel) {
+        let per_run: Vec<Option<&Point>> = all_points.iter().map(best_of).collect();
         for p in per_run.iter().flatten() {
             if !row_workloads.contains(&p.workload) {
                 row_workloads.push(p.workload.clone());
@@ -1751,6 +1827,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         let mut row = SummaryRow {
             label: k.clone(),
             perf: vec![],
+            perf_missing: vec![],
             power: vec![],
             chosen: vec![],
             flags: vec![],
@@ -1761,10 +1838,11 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
                 .map(|p| p.headline_unit())
                 .unwrap_or_default(),
         };
-        for best in per_run {
+        for (best, ran) in per_run.into_iter().zip(&all_points) {
             match best {
                 Some(p) => {
                     row.perf.push(p.headline().map(|s| s.mean));
+                    row.perf_missing.push(p.headline_missing());
                     row.power.push(p.power());
                     row.chosen.push(
                         peak.iter()
@@ -1777,7 +1855,10 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
                     row.flags.push(p.flags());
                 }
                 None => {
+                    // Points that ran without a figure say why; none ran is no absence.
                     row.perf.push(None);
+                    row.perf_missing
+                        .push(ran.first().and_then(Point::headline_missing));
                     row.power.push(Err(NOT_RUN.to_string()));
                     row.chosen.push(String::new());
                     row.flags.push(vec![]);
@@ -1940,6 +2021,7 @@ impl Summary {
         let label = format!("{} {} (extrapolated)", e.from, e.how.heading());
         for row in &mut self.rows {
             row.perf.push(row.perf[from].map(|v| v * f));
+            row.perf_missing.push(row.perf_missing[from].clone());
             row.power.push(match (&row.power[from], pf) {
                 (Ok(p), Some(k)) => Ok(PowerFigure {
                     watts: p.watts * k,
@@ -2039,6 +2121,7 @@ mod tests {
         let row = |label: &str| SummaryRow {
             label: label.into(),
             perf: vec![Some(1.0)],
+            perf_missing: vec![None],
             power: vec![],
             chosen: vec![],
             flags: vec![],

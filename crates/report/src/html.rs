@@ -434,7 +434,12 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
             let _ = write!(
                 h,
                 r#"<td class="n">{}{chosen}{}</td><td>{}</td>"#,
-                row.perf[i].map_or("-".to_string(), |v| esc(&num(v))),
+                match (row.perf[i], &row.perf_missing[i]) {
+                    (Some(v), _) => esc(&num(v)),
+                    // Why is said once under the table.
+                    (None, Some(_)) => r#"<span class="muted">absent&sect;</span>"#.into(),
+                    (None, None) => "-".to_string(),
+                },
                 flag_chips(&row.flags[i]),
                 if row.perf[i].is_some() {
                     power_cell(&row.power[i])
@@ -495,6 +500,15 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         labels,
         s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
     ));
+    for (row, who, why) in derive::absent_figures(labels, &s.rows) {
+        let _ = write!(
+            h,
+            r#"<div class="note">&sect; {} absent {}: {}</div>"#,
+            esc(&row),
+            esc(&who),
+            esc(&why)
+        );
+    }
     if let Some(n) = &s.geomean_note {
         let _ = write!(h, r#"<p class="muted">{}</p>"#, esc(n));
     }

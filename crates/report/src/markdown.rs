@@ -373,7 +373,12 @@ pub fn markdown_with(
             for i in 0..s.runs.len() {
                 cells.push(format!(
                     "{}{}{}",
-                    r.perf[i].map_or("-".into(), num),
+                    match (r.perf[i], &r.perf_missing[i]) {
+                        (Some(v), _) => num(v),
+                        // Why is said once under the table.
+                        (None, Some(_)) => "absent§".into(),
+                        (None, None) => "-".into(),
+                    },
                     if r.chosen[i].is_empty() {
                         String::new()
                     } else {
@@ -432,6 +437,9 @@ pub fn markdown_with(
             &s.runs,
             s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
         ));
+        for (row, who, why) in derive::absent_figures(&s.runs, &s.rows) {
+            let _ = write!(m, "\n§ {} absent {}: {}\n", c(&row), c(&who), c(&why));
+        }
         m.push_str(&crate::views::views_markdown(&wr, &wl));
         m.push_str(&crate::hosts_view::pairs_markdown(&wr, &wl));
         let all_eff = derive::efficiency_rows(&wr);

@@ -1755,9 +1755,12 @@ fn rate_unit(r: &ResultRecord) -> String {
 /// requests fell due in, when they all went out on time (`served_rate_per_s`); a step
 /// stored before that was kept gives its reply rate to its last reply.
 fn served_rate(m: &BTreeMap<String, f64>) -> Option<f64> {
-    m.get("served_rate_per_s")
-        .or_else(|| m.get("reply_rate_per_s"))
-        .copied()
+    served_rate_of(|n| m.get(n).copied())
+}
+
+/// [`served_rate`] of a step whose metrics `get` reads by name (compare's too).
+pub(crate) fn served_rate_of(get: impl Fn(&str) -> Option<f64>) -> Option<f64> {
+    get("served_rate_per_s").or_else(|| get("reply_rate_per_s"))
 }
 
 /// What the steps' reply rates are over, said under their table.

@@ -1784,3 +1784,34 @@ fn connect_times_have_their_view_and_stay_out_of_request_latency() {
     let h = report::html(&[r], None);
     assert!(!h.contains("connect time"), "{h}");
 }
+
+/// A summary row whose headline the workload could not measure (mem's RAM latency on a
+/// host whose caches the sweep did not exceed) says why under the table, not a bare `-`.
+#[test]
+fn a_missing_headline_says_why_in_the_summary() {
+    let mut r = run(
+        "mem-x",
+        "mem",
+        vec![(
+            "latency",
+            serde_json::json!({}),
+            vec![Metric::new("latency_ns", 1.2, "ns").label("level", "L1")],
+        )],
+    );
+    r.results[0].headline = "ram_latency_ns".into();
+    r.results[0].missing.push(MissingMetric {
+        name: "ram_latency_ns".into(),
+        reason: "no plateau beyond the last cache: raise --max-size".into(),
+    });
+    let why = "ram_latency_ns: no plateau beyond the last cache: raise --max-size";
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(m.contains("absent§"), "{m}");
+    // Markdown escapes the underscores.
+    assert!(
+        m.contains(&format!("absent for mem-x: {}", why.replace('_', "\\_"))),
+        "{m}"
+    );
+    let h = report::html(&[r], None);
+    assert!(h.contains("absent&sect;"), "{h}");
+    assert!(h.contains(&format!("absent for mem-x: {why}")), "{h}");
+}

@@ -270,10 +270,23 @@ pub fn efficiency_table(run: &RunRecord) -> String {
         ]);
     }
     if !any {
-        return if reasons.is_empty() {
+        // Neither was measured: both reasons, CPU's first (a `--dsn` server's host is not
+        // watched, which is why neither is known).
+        let both: Vec<String> = cpu_reasons
+            .into_iter()
+            .chain(
+                reasons
+                    .into_iter()
+                    .map(|r| format!("power not measured: {r}")),
+            )
+            .collect();
+        return if both.is_empty() {
             String::new()
         } else {
-            format!("\npower and CPU: not measured ({})\n", reasons.join("; "))
+            format!(
+                "\npower and CPU: not measured ({})\n",
+                clean(&both.join("; "))
+            )
         };
     }
     let mut out = String::from("\nsystem under test: CPU, power, efficiency\n");
