@@ -985,7 +985,11 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             section: "latency".into(),
             workload: wl.to_string(),
             svg: None,
-            note: Some("no latency histograms were stored for these results".into()),
+            note: Some(
+                "no latency histograms in these results' valid repetitions (interrupted, \
+                 failed or invalid ones are in no figure: see All results)"
+                    .into(),
+            ),
         });
     } else {
         let kinds: Vec<&str> = curves.iter().map(|c| c.2.as_str()).collect();
@@ -1218,6 +1222,11 @@ fn bucket_label(lo: u64, hi: u64) -> String {
         crate::fmt::si(hi as f64 / d)
     )
 }
+
+/// Said where no test's valid repetitions carry per-CPU telemetry.
+pub const NO_CPU_TELEMETRY: &str = "No per-CPU telemetry in these runs' valid repetitions \
+    (interrupted, failed or invalid ones are in no figure; the host telemetry below has \
+    what they measured).";
 
 /// What the per-CPU section shows, said above it in every format.
 pub const CPU_SECTION_NOTE: &str = "Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, and over each capacity test's whole span (all its steps), on the system under test (mpstat's arithmetic). %iowait is idle time with I/O outstanding, not busy; on Linux before 6.15 it also holds a load generator's waits on io_uring.";

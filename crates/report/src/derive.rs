@@ -140,6 +140,12 @@ const NO_MEAN_ACROSS_ROWS: &[(&str, &str)] = &[
         "mem",
         "rows are one measurement at different settings (array sizes, CPUs), shown one by one",
     ),
+    // TCP's Gbit/s beside UDP's at 60 B (a tenth of it, bound by packets/s, with its
+    // loss) is no mean of the path (acceptance pass K, 9).
+    (
+        "net",
+        "tests (TCP, UDP at each payload size, stream counts) are different measurements, shown one by one",
+    ),
 ];
 
 /// The workload whose several rows are unlike measurements ([`NO_MEAN_ACROSS_ROWS`]),
@@ -374,6 +380,40 @@ pub fn series_names(points: &[Point], labels: &[String], skip: &[&str]) -> Vec<S
             }
         })
         .collect()
+}
+
+/// A run that did not finish, said under the Runs table: the tests it was asked for that
+/// stored nothing (`set, get` asked, killed during `set`: `get` never ran). None for a
+/// finished run, or when every test asked stored something.
+pub fn not_run_note(run: &RunRecord, label: &str) -> Option<String> {
+    if run.status == Status::Ok {
+        return None;
+    }
+    let asked = run.plan["params"]["tests"]
+        .as_array()
+        .or_else(|| run.results.first()?.settings.get("tests")?.as_array())?;
+    // A test stored under a name of its own (`udp` as `udp1472`) counts as run.
+    let missing: Vec<&str> = asked
+        .iter()
+        .filter_map(|t| t.as_str())
+        .filter(|t| !run.results.iter().any(|r| r.test.starts_with(t)))
+        .collect();
+    let state = match run.status {
+        Status::Running => "still running",
+        Status::Failed => "failed",
+        _ => "interrupted",
+    };
+    (!missing.is_empty()).then(|| {
+        format!(
+            "{label}: {state} before {} ran: {} (asked for, nothing stored)",
+            if missing.len() == 1 {
+                "this test"
+            } else {
+                "these tests"
+            },
+            missing.join(", ")
+        )
+    })
 }
 
 /// Why a summary row's figure is absent where its point ran, said once per row and
@@ -864,7 +904,8 @@ impl<'a> Point<'a> {
 
     /// Why this point has no headline figure (None when it has one): a headline the
     /// workload reported missing says its own reason (mem's RAM latency on a host whose
-    /// caches it could not exceed); else the repetitions were invalid or did not complete.
+    /// caches it could not exceed); else the repetitions were invalid or did not complete,
+    /// with what an interrupted one measured before it stopped ([`Self::partial_figure`]).
     pub fn headline_missing(&self) -> Option<String> {
         if self.headline().is_some() {
             return None;
@@ -874,7 +915,11 @@ impl<'a> Point<'a> {
             let reason = if let Some(m) = r.missing.iter().find(|m| m.name == r.headline) {
                 format!("{}: {}", r.headline, m.reason)
             } else if r.status != Status::Ok {
-                format!("not completed ({:?})", r.status).to_lowercase()
+                let state = format!("{:?}", r.status).to_lowercase();
+                match self.partial_figure() {
+                    Some(f) => format!("{state} after measuring {f}"),
+                    None => format!("{state} before it measured"),
+                }
             } else if r.is_invalid() {
                 let codes: Vec<&str> = r
                     .flags
@@ -891,6 +936,64 @@ impl<'a> Point<'a> {
             }
         }
         (!why.is_empty()).then(|| why.join("; "))
+    }
+
+    /// What the repetitions that did not complete measured before they stopped (a test
+    /// killed after a checkpoint, a server that died mid-test): their mean headline with
+    /// its unit, marked partial, in no mean; None when they measured nothing.
+    pub fn partial_figure(&self) -> Option<String> {
+        let v: Vec<f64> = self
+            .results
+            .iter()
+            .filter(|r| r.status != Status::Ok)
+            .filter_map(|r| r.headline_value())
+            .collect();
+        stats::mean(&v).map(|m| {
+            format!(
+                "{} {} (partial, left out of every mean)",
+                crate::fmt::num(m),
+                self.headline_unit()
+            )
+        })
+    }
+
+    /// Why this point has no valid repetition to take a figure from: what became of
+    /// them (`its one repetition was interrupted`).
+    pub fn no_valid_why(&self) -> String {
+        let mut states: Vec<String> = Vec::new();
+        for r in &self.results {
+            let s = if r.status != Status::Ok {
+                format!("{:?}", r.status).to_lowercase()
+            } else if r.is_invalid() {
+                "invalid".to_string()
+            } else {
+                continue;
+            };
+            if !states.contains(&s) {
+                states.push(s);
+            }
+        }
+        match (self.results.len(), states.is_empty()) {
+            (_, true) => "no valid result".to_string(),
+            (1, false) => format!("no valid result: its one repetition was {}", states[0]),
+            (n, false) => format!(
+                "no valid result: its {n} repetitions were {}",
+                states.join(" or ")
+            ),
+        }
+    }
+
+    /// The Results table's `n`: valid of stored repetitions, and of those asked when a
+    /// run that did not finish stored fewer (`2/2 of 3 asked`).
+    pub fn reps_cell(&self) -> String {
+        let cell = format!("{}/{}", self.valid().len(), self.results.len());
+        let asked = self.run.plan["run"]["repeat"].as_u64().unwrap_or(0);
+        let until_cv = !self.run.plan["run"]["until_cv_pct"].is_null();
+        if self.run.status != Status::Ok && !until_cv && (self.results.len() as u64) < asked {
+            format!("{cell} of {asked} asked")
+        } else {
+            cell
+        }
     }
 
     /// A metric's mean over valid repetitions (unlabelled metric of that name).
@@ -976,6 +1079,17 @@ impl<'a> Point<'a> {
             chosen: None,
             why: None,
         };
+        if self.valid().is_empty() {
+            // Power its stopped repetitions could not have had either says so (no
+            // source), else why there is no repetition to take it from.
+            out.why = Some(
+                self.results
+                    .iter()
+                    .filter_map(|r| sut_summary(self.run, r))
+                    .find_map(|ts| power_of_summary(ts).err())
+                    .unwrap_or_else(|| self.no_valid_why()),
+            );
+        }
         for r in self.valid() {
             let Some(ts) = sut_summary(self.run, r) else {
                 out.why = Some("no telemetry was recorded for this result".to_string());
@@ -1040,7 +1154,7 @@ impl<'a> Point<'a> {
         }
         match (basis, stats::mean(&pcts)) {
             (Some(basis), Some(pct)) => Ok(CpuFigure { pct, basis }),
-            _ => Err(why.unwrap_or_else(|| "no valid result".to_string())),
+            _ => Err(why.unwrap_or_else(|| self.no_valid_why())),
         }
     }
 

@@ -246,7 +246,11 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
     );
     let cpu: Vec<&Chart> = all_charts.iter().filter(|c| c.section == "cpu").collect();
     if cpu.is_empty() {
-        h.push_str(r#"<div class="note">No per-CPU telemetry in these runs.</div>"#);
+        let _ = write!(
+            h,
+            r#"<div class="note">{}</div>"#,
+            esc(crate::charts::NO_CPU_TELEMETRY)
+        );
     }
     for c in cpu {
         h.push_str(&figure(c));
@@ -289,6 +293,11 @@ fn runs_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         );
     }
     h.push_str("</table>");
+    for (r, l) in runs.iter().zip(labels) {
+        if let Some(n) = derive::not_run_note(r, l) {
+            let _ = write!(h, r#"<div class="note">{}</div>"#, esc(&n));
+        }
+    }
 }
 
 fn comparison_html(h: &mut String, c: &Comparison) {
@@ -782,25 +791,27 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         let mut flagged: Vec<(String, Vec<Flag>)> = Vec::new();
         for p in pts {
             let s = p.headline();
-            let head = s.as_ref().map_or("-".to_string(), |s| {
-                format!(
-                    "{}{} {}",
-                    esc(&num(s.mean)),
-                    s.sd.map(|sd| format!(" &plusmn; {}", esc(&num(sd))))
-                        .unwrap_or_default(),
-                    esc(&p.headline_unit())
-                )
-            });
+            let head = s.as_ref().map_or_else(
+                || esc(&p.partial_figure().unwrap_or("-".into())),
+                |s| {
+                    format!(
+                        "{}{} {}",
+                        esc(&num(s.mean)),
+                        s.sd.map(|sd| format!(" &plusmn; {}", esc(&num(sd))))
+                            .unwrap_or_default(),
+                        esc(&p.headline_unit())
+                    )
+                },
+            );
             let cv = s
                 .as_ref()
                 .and_then(|s| s.cv_pct())
                 .map_or("-".to_string(), |c| format!("{}%", fixed(c, 1)));
             let lead = format!(
-                r#"<tr><td>{}</td><td>{}</td><td class="n">{}/{}</td><td class="n">{head}</td><td class="n">{cv}</td>"#,
+                r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{head}</td><td class="n">{cv}</td>"#,
                 esc(&p.test),
                 esc(&p.param_label(&[])),
-                p.valid().len(),
-                p.results.len(),
+                esc(&p.reps_cell()),
             );
             if let Some(phase) = p.capacity_phase() {
                 // A curve of steps: its latency is per offered rate, in its own view.

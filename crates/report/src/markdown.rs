@@ -264,6 +264,11 @@ pub fn markdown_with(
             r.command.clone(),
         ]));
     }
+    for (r, l) in runs.iter().zip(&labels) {
+        if let Some(n) = derive::not_run_note(r, l) {
+            let _ = write!(m, "\n{}\n", c(&n));
+        }
+    }
     if runs.len() > 1 {
         m.push_str("\n## Comparison\n");
         let (pairs, alone) = crate::views::comparable_pairs(runs);
@@ -541,15 +546,18 @@ pub fn markdown_with(
                     wl_labels[i].clone(),
                     p.test.clone(),
                     p.param_label(&[]),
-                    format!("{}/{}", p.valid().len(), p.results.len()),
-                    s.as_ref().map_or("-".into(), |s| {
-                        format!(
-                            "{}{} {}",
-                            num(s.mean),
-                            s.sd.map(|d| format!(" ± {}", num(d))).unwrap_or_default(),
-                            p.headline_unit()
-                        )
-                    }),
+                    p.reps_cell(),
+                    s.as_ref().map_or_else(
+                        || p.partial_figure().unwrap_or("-".into()),
+                        |s| {
+                            format!(
+                                "{}{} {}",
+                                num(s.mean),
+                                s.sd.map(|d| format!(" ± {}", num(d))).unwrap_or_default(),
+                                p.headline_unit()
+                            )
+                        },
+                    ),
                     pw,
                     p50,
                     p99,
@@ -720,7 +728,7 @@ fn cpu_markdown(m: &mut String, runs: &[RunRecord]) {
     m.push_str("\n## CPU utilisation\n\n");
     let _ = writeln!(m, "{}", c(crate::charts::CPU_SECTION_NOTE));
     if b.shown.is_empty() && b.no_telemetry.is_empty() {
-        m.push_str("\nNo per-CPU telemetry in these runs.\n");
+        let _ = write!(m, "\n{}\n", c(crate::charts::NO_CPU_TELEMETRY));
     }
     for x in &b.shown {
         let _ = write!(m, "\n{}\n\n", c(&x.title()));

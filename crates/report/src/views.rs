@@ -1536,7 +1536,7 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         title: format!("{who}network throughput and CPU cost"),
         figures: vec![(title, fig)],
         tables: vec![Table {
-            caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions); with --rate, the rate asked of all streams beside it (iperf3 -b); TCP retransmits and RTT as the sender's kernel counted them (TCP_INFO, iperf3's Retr and RTT). Sender and Receiver CPU % are each end's worker threads (getrusage, as iperf3 counts its own); the efficiency table's %CPU used is each end's whole process from the telemetry, and so reads a little apart".into(),
+            caption: "Throughput (received) with the CPU it cost at each end, per sweep point (mean over its repetitions); with --rate, the rate asked of all streams beside it (iperf3 -b); TCP retransmits and RTT as the sender's kernel counted them (TCP_INFO, iperf3's Retr and RTT). Sender and Receiver CPU % are each end's worker threads (getrusage, as iperf3 counts its own), each per Gbit/s of its own end (a UDP sender's per what it sent, lost datagrams included, so it differs from CPU % over the Throughput column where datagrams were lost); the efficiency table's %CPU used is each end's whole process from the telemetry, and so reads a little apart".into(),
             head: ["Test and parameters"]
                 .into_iter()
                 .chain(paced.then_some("Target rate"))
@@ -1544,8 +1544,8 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 "Throughput",
                 "Sender CPU %",
                 "Receiver CPU %",
-                "Sender %CPU per Gbit/s",
-                "Receiver %CPU per Gbit/s",
+                "Sender %CPU per Gbit/s sent",
+                "Receiver %CPU per Gbit/s received",
                 "Packets/s",
                 "Loss %",
                 "Jitter us",
@@ -1683,6 +1683,29 @@ fn unsent_note(r: &ResultRecord, phase: &str) -> Option<String> {
     })
 }
 
+/// The label `what` that a capacity step's metrics carry (a ramp step's `verdict`, a
+/// search probe's `meets`), `-` where none does.
+fn step_label(r: &ResultRecord, phase: &str, step: &str, what: &str) -> String {
+    r.metrics
+        .iter()
+        .find(|x| {
+            x.name == "demanded_rate_per_s"
+                && x.labels.get("phase").map(String::as_str) == Some(phase)
+                && x.labels.get("step").map(String::as_str) == Some(step)
+        })
+        .and_then(|x| x.labels.get(what).cloned())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// A step's sends that missed their time, in percent of the requests that fell due:
+/// sent late, or never sent ([`model`]'s `late_sends` and `unsent_requests` over the
+/// replies and the unsent).
+fn late_pct(m: &BTreeMap<String, f64>) -> Option<f64> {
+    let late = m.get("late_sends")? + m.get("unsent_requests").unwrap_or(&0.0);
+    let due = m.get("replies")? + m.get("unsent_requests").unwrap_or(&0.0);
+    (due > 0.0).then(|| 100.0 * late / due)
+}
+
 fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<String, f64>> {
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     for m in &r.metrics {
@@ -1762,6 +1785,14 @@ fn served_rate(m: &BTreeMap<String, f64>) -> Option<f64> {
 pub(crate) fn served_rate_of(get: impl Fn(&str) -> Option<f64>) -> Option<f64> {
     get("served_rate_per_s").or_else(|| get("reply_rate_per_s"))
 }
+
+/// What a ramp step's Late % and Verdict are, said under its table.
+const LATE_NOTE: &str = "Late %: the step's requests sent after their scheduled time or \
+    never sent, of those that fell due; a step far behind its schedule measured the load \
+    the generator could offer, not the demanded rate. Verdict: sustained (replies kept up \
+    with the demand, at the ramp's fraction of it or more, errors within their limit), \
+    saturated (they did not: the capacity is below that rate) or failed (the step could \
+    not run to its end).";
 
 /// What the steps' reply rates are over, said under their table.
 const SERVED_NOTE: &str = "Reply: replies per second over the seconds the step's requests \
@@ -1913,6 +1944,8 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
     // A key-value ramp's GET hit ratio per step, where its steps looked keys up: a step
     // whose GETs missed measured the cheap path.
     let hits = st.iter().any(|(_, m)| m.contains_key("hit_ratio_pct"));
+    // Power per step where a step has it; else no column of dashes, and why below.
+    let powered = st.iter().any(|(_, m)| m.contains_key("power_w"));
     let rows = st
         .iter()
         .map(|(i, m)| {
@@ -1926,6 +1959,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
                 m.get("latency_p99_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("errors_pct").map_or("-".into(), |v| fixed(*v, 2)),
+                late_pct(m).map_or("-".into(), |v| fixed(v, 1)),
             ];
             if hits {
                 row.push(m.get("hit_ratio_pct").map_or("-".into(), |v| fixed(*v, 1)));
@@ -1933,9 +1967,14 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
             row.extend([
                 m.get("cpu_busy_pct").map_or("-".into(), |v| fixed(*v, 1)),
                 m.get(SERVER_CPU).map_or("-".into(), |v| fixed(*v, 1)),
-                m.get("power_w")
-                    .map_or("-".into(), |v| crate::fmt::watts(*v)),
             ]);
+            if powered {
+                row.push(
+                    m.get("power_w")
+                        .map_or("-".into(), |v| crate::fmt::watts(*v)),
+                );
+            }
+            row.push(step_label(r, "ramp", i, "verdict"));
             row
         })
         .collect();
@@ -1963,6 +2002,16 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
     );
     notes.extend(step_cpu_note(&st, server_drawn));
     notes.push(SERVED_NOTE.into());
+    notes.push(LATE_NOTE.into());
+    if !powered {
+        notes.push(format!(
+            "No power per step: {}.",
+            r.telemetry_summary
+                .iter()
+                .find_map(|t| t.power_missing.clone())
+                .unwrap_or_else(|| "none was measured".into())
+        ));
+    }
     Some(View {
         title: format!("{who}{wl} {}", capacity_view("ramp")),
         figures,
@@ -1975,11 +2024,14 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
                 "p50 ms",
                 "p99 ms",
                 "Errors %",
+                "Late %",
             ]
             .into_iter()
             .map(String::from)
             .chain(hits.then(|| "GET hits %".to_string()))
-            .chain(["Host CPU busy %", "Server %CPU", "Power W"].map(String::from))
+            .chain(["Host CPU busy %", "Server %CPU"].map(String::from))
+            .chain(powered.then(|| "Power W".to_string()))
+            .chain(["Verdict".to_string()])
             .collect(),
             rows,
         }],
@@ -2062,16 +2114,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     let rows = st
         .iter()
         .map(|(i, m)| {
-            let meets = r
-                .metrics
-                .iter()
-                .find(|x| {
-                    x.name == "demanded_rate_per_s"
-                        && x.labels.get("phase").map(String::as_str) == Some("search")
-                        && x.labels.get("step") == Some(i)
-                })
-                .and_then(|x| x.labels.get("meets").cloned())
-                .unwrap_or_else(|| "-".into());
+            let meets = step_label(r, "search", i, "meets");
             vec![
                 i.clone(),
                 m.get("demanded_rate_per_s")

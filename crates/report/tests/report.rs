@@ -3553,3 +3553,59 @@ fn results_cells_show_codes_and_the_sentences_once_below() {
     );
     assert!(!md.contains("<b>rbh1") && !md.contains("| *x*"), "{md}");
 }
+
+/// A run killed during its first test (acceptance pass K, 1 and 2): the summary says the
+/// point was interrupted and what it measured before, marked partial and in no mean; the
+/// Results table gives that figure and counts the repetitions against those asked; the
+/// tests that never started are named; power's absence says why there is no result.
+#[test]
+fn a_killed_run_says_what_it_measured_and_what_never_ran() {
+    let mut r = kv_run(&Spec {
+        reps: 3,
+        instances: &[1],
+        ..Spec::default()
+    });
+    r.status = Status::Interrupted;
+    r.plan = serde_json::json!({
+        "workload": "kv",
+        "params": { "tests": ["set", "get"], "pipeline": 1 },
+        "run": { "repeat": 3, "until_cv_pct": null },
+    });
+    // Killed in set pipeline=1's first repetition, after a checkpoint.
+    r.results
+        .retain(|x| x.test == "set" && x.params["pipeline"] == 1);
+    r.results.truncate(1);
+    r.results[0].status = Status::Interrupted;
+    let v = r.results[0].headline_value().unwrap();
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    let partial = format!(
+        "{} ops/s (partial, left out of every mean)",
+        report::fmt::num(v)
+    );
+    assert!(
+        m.contains(&format!("interrupted after measuring {partial}")),
+        "{m}"
+    );
+    assert!(
+        m.contains(&format!("| 0/1 of 3 asked | {partial} |")),
+        "{m}"
+    );
+    assert!(
+        m.contains("interrupted before this test ran: get (asked for, nothing stored)"),
+        "{m}"
+    );
+    assert!(
+        m.contains("no valid result: its one repetition was interrupted"),
+        "{m}"
+    );
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(
+        h.contains("0/1 of 3 asked") && h.contains("absent&sect;"),
+        "{h}"
+    );
+    // A finished run asked for what it stored: no count of those asked, no note.
+    r.status = Status::Ok;
+    r.results[0].status = Status::Ok;
+    let m = report::markdown(&[r], None);
+    assert!(!m.contains(" asked") && !m.contains("(partial"), "{m}");
+}

@@ -1815,3 +1815,54 @@ fn a_missing_headline_says_why_in_the_summary() {
     assert!(h.contains("absent&sect;"), "{h}");
     assert!(h.contains(&format!("absent for mem-x: {why}")), "{h}");
 }
+
+/// A ramp step far behind its schedule is marked by its late share, beside its stored
+/// verdict, and a ramp without power per step has no column of dashes but says why
+/// (acceptance pass K, 7).
+#[test]
+fn ramp_rows_show_their_late_share_and_verdict() {
+    let mut r = capacity_run(false);
+    let ramp = r.results.iter_mut().find(|res| res.test == "ramp").unwrap();
+    for m in ramp.metrics.iter_mut().filter(|m| {
+        m.name == "demanded_rate_per_s" && m.labels.get("step").map(String::as_str) == Some("2")
+    }) {
+        m.labels.insert("verdict".into(), "saturated".into());
+    }
+    for (name, v) in [
+        ("replies", 2000.0),
+        ("late_sends", 1391.0),
+        ("unsent_requests", 5.0),
+    ] {
+        ramp.metrics.push(
+            Metric::new(name, v, "req")
+                .label("phase", "ramp")
+                .label("step", 2),
+        );
+    }
+    let h = report::html(std::slice::from_ref(&r), None);
+    let table = &h[h.find("<caption>Ramp steps").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("<th>Late %</th>") && table.contains("<th>Verdict</th>"));
+    // (1391 + 5) / (2000 + 5)
+    assert!(table.contains("<td class=\"n\">69.6</td>"), "{table}");
+    assert!(table.contains("saturated"), "{table}");
+    assert!(!table.contains("Power W"), "{table}");
+    assert!(h.contains("No power per step: "), "{h}");
+    let ramp = r.results.iter_mut().find(|res| res.test == "ramp").unwrap();
+    ramp.metrics.push(
+        Metric::new("power_w", 212.0, "W")
+            .label("phase", "ramp")
+            .label("step", 0),
+    );
+    let h = report::html(&[r], None);
+    assert!(h.contains("<th>Power W</th>") && !h.contains("No power per step"));
+}
+
+/// net's TCP and UDP tests are different measurements: no geometric mean across them
+/// (acceptance pass K, 9).
+#[test]
+fn no_geometric_mean_across_nets_tests() {
+    let m = report::markdown(&[net_run()], None);
+    assert!(m.contains("no geometric mean: net's tests"), "{m}");
+    assert!(!m.contains("**Geometric mean**"), "{m}");
+}
