@@ -1776,6 +1776,80 @@ pub fn placement_params(runs: &[RunRecord]) -> Vec<&'static str> {
         .collect()
 }
 
+/// Said before [`column_line`].
+pub const COLUMN_SETTINGS: &str = "The columns are at different settings (the rows line \
+    up across them, and a Difference is of the setting as much as of the platform):";
+
+/// The settings that set whole columns apart: parameters (other than placement, peak
+/// and [`NOT_A_ROW_PARAM`]) with one value in each run, or none given, that differ
+/// between the runs (`server_cpus=[0]` on one side, not given on the other). They name
+/// no row, so two runs of the same tests at another setting line up in one table with a
+/// Difference beside them, as the seeds set a setting's A/B side by side; said once
+/// above the tables ([`column_line`]). None for one run: its one-valued parameters are
+/// fixed.
+pub fn column_params(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
+    if runs.len() < 2 {
+        return vec![];
+    }
+    let mut keys: Vec<&String> = runs
+        .iter()
+        .flat_map(|r| r.results.iter().flat_map(|x| x.params.keys()))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let one_value = |r: &RunRecord, k: &str| -> Result<Option<serde_json::Value>, ()> {
+        let mut vals = r.results.iter().filter_map(|x| x.params.get(k));
+        match vals.next() {
+            None => Ok(None),
+            Some(first) if vals.all(|v| v == first) => Ok(Some(first.clone())),
+            Some(_) => Err(()),
+        }
+    };
+    keys.into_iter()
+        .filter(|k| {
+            !NOT_A_ROW_PARAM.contains(&k.as_str())
+                && !PLACEMENT_PARAMS.contains(&k.as_str())
+                && !peak.contains(k)
+        })
+        .filter(|k| {
+            let per_run: Result<Vec<_>, ()> = runs.iter().map(|r| one_value(r, k)).collect();
+            per_run.is_ok_and(|v| v.iter().any(|x| *x != v[0]))
+        })
+        .cloned()
+        .collect()
+}
+
+/// What each run's [`column_params`] were: `A: server_cpus=[0]; B: server_cpus as its
+/// default (none)`, the default being its results' effective setting where they kept it.
+pub fn column_line(runs: &[RunRecord], peak: &[String]) -> Option<String> {
+    let keys = column_params(runs, peak);
+    if keys.is_empty() {
+        return None;
+    }
+    Some(per_run_line(runs, |r| {
+        let at: Vec<String> = keys
+            .iter()
+            .map(|k| match r.results.iter().find_map(|x| x.params.get(k)) {
+                Some(v) => format!("{k}={}", param_str(v)),
+                None => match r.results.iter().find_map(|x| x.settings.get(k)) {
+                    Some(v) => format!("{k} not given ({} by default)", param_str(v)),
+                    None => format!("{k} not given"),
+                },
+            })
+            .collect();
+        at.join(", ")
+    }))
+}
+
+/// `label: what; label: what`, one entry per run.
+fn per_run_line(runs: &[RunRecord], what: impl Fn(&RunRecord) -> String) -> String {
+    runs.iter()
+        .zip(run_labels(runs))
+        .map(|(r, l)| format!("{l}: {}", what(r)))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Where each run ran, where its placement names no row and differs between the runs:
 /// `web-rbh1: sut_host=rbh1, loadgen_hosts=rbh3; web-rbh2: sut_host=rbh2, ...`. None
 /// when the runs ran in one place (the fixed parameters say it).
@@ -1788,27 +1862,20 @@ pub fn placement_line(runs: &[RunRecord]) -> Option<String> {
     if keys.is_empty() {
         return None;
     }
-    let labels = run_labels(runs);
-    let per_run: Vec<String> = runs
-        .iter()
-        .zip(&labels)
-        .map(|(r, l)| {
-            let at: Vec<String> = keys
-                .iter()
-                .filter_map(|k| {
-                    let v = r.results.iter().find_map(|x| x.params.get(*k))?;
-                    Some(format!("{k}={}", param_str(v)))
-                })
-                .collect();
-            let at = if at.is_empty() {
-                "this machine".to_string()
-            } else {
-                at.join(", ")
-            };
-            format!("{l}: {at}")
-        })
-        .collect();
-    Some(per_run.join("; "))
+    Some(per_run_line(runs, |r| {
+        let at: Vec<String> = keys
+            .iter()
+            .filter_map(|k| {
+                let v = r.results.iter().find_map(|x| x.params.get(*k))?;
+                Some(format!("{k}={}", param_str(v)))
+            })
+            .collect();
+        if at.is_empty() {
+            "this machine".to_string()
+        } else {
+            at.join(", ")
+        }
+    }))
 }
 
 /// Parameters that name no row: the test (the row's name has it) and the list of tests
@@ -1828,6 +1895,11 @@ pub fn name_skip(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
     for k in NOT_A_ROW_PARAM.iter().chain(&placement_params(runs)) {
         if !skip.iter().any(|s| s == k) {
             skip.push(k.to_string());
+        }
+    }
+    for k in column_params(runs, peak) {
+        if !skip.contains(&k) {
+            skip.push(k);
         }
     }
     skip

@@ -398,6 +398,14 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
             esc(&at)
         );
     }
+    if let Some(set) = derive::column_line(runs, &derive::peak_params(runs)) {
+        let _ = write!(
+            h,
+            r#"<p class="muted">{} {}</p>"#,
+            esc(derive::COLUMN_SETTINGS),
+            esc(&set)
+        );
+    }
     // Where the table starts: a workload of capacity tests only has no row, and its table
     // (a header over nothing) is taken out again; the notes below say why.
     let table_start = h.len();

@@ -353,6 +353,9 @@ pub fn markdown_with(
         if let Some(at) = derive::placement_line(&wr) {
             let _ = write!(m, "Where each run ran: {}.\n\n", c(&at));
         }
+        if let Some(set) = derive::column_line(&wr, &derive::peak_params(&wr)) {
+            let _ = write!(m, "{} {}.\n\n", c(derive::COLUMN_SETTINGS), c(&set));
+        }
         let mut head = vec!["Test".to_string()];
         for l in &s.runs {
             // `performance (MB/s)`: the word lowercased, never the unit.

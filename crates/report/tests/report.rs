@@ -3609,3 +3609,40 @@ fn a_killed_run_says_what_it_measured_and_what_never_ran() {
     let m = report::markdown(&[r], None);
     assert!(!m.contains(" asked") && !m.contains("(partial"), "{m}");
 }
+
+/// Two runs of the same tests at another setting that each run holds throughout (here
+/// pinned against unpinned) line up row by row with a Difference, the setting said once
+/// above the table, as the seeds set a setting's A/B side by side (acceptance pass K, 4).
+#[test]
+fn runs_at_another_setting_share_their_rows() {
+    let a = kv_run(&Spec::default());
+    let mut b = kv_run(&Spec {
+        id: "20261120T233000-eeeeee",
+        label: "pinned",
+        seed: 5,
+        ..Spec::default()
+    });
+    for r in &mut b.results {
+        r.params
+            .insert("server_cpus".into(), serde_json::json!([0]));
+    }
+    let s = report::derive::summary(&[a.clone(), b.clone()]);
+    assert_eq!(
+        s.rows.len(),
+        4,
+        "{:?}",
+        s.rows.iter().map(|r| &r.label).collect::<Vec<_>>()
+    );
+    assert!(s.rows.iter().all(|r| r.perf.iter().all(Option::is_some)));
+    let m = report::markdown(&[a.clone(), b.clone()], None);
+    assert!(
+        m.contains("pinned: server\\_cpus=\\[0\\]") && m.contains("x86-a: server\\_cpus not given"),
+        "{m}"
+    );
+    // A setting swept inside a run still names its rows.
+    b.results[0]
+        .params
+        .insert("server_cpus".into(), serde_json::json!([1]));
+    let s = report::derive::summary(&[a, b]);
+    assert!(s.rows.iter().any(|r| r.label.contains("server_cpus")));
+}
