@@ -2119,6 +2119,20 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         notes: vec![],
         differences: vec![],
     };
+    // A column of a run that did not finish holds what it stored before it stopped
+    // (acceptance pass K, 2: "n 2/2" of a run killed in its third repetition).
+    for (run, label) in runs.iter().zip(&s.runs) {
+        let state = match run.status {
+            Status::Ok => continue,
+            Status::Running => "is still running (or its process ended unseen)",
+            Status::Failed => "failed",
+            Status::Interrupted => "was interrupted",
+        };
+        s.notes.push(format!(
+            "{label} {state}: its column holds what it stored before; see its Results rows \
+             for the repetitions asked and stored."
+        ));
+    }
     for e in &sel.extrapolate {
         s.add_extrapolated(runs, e);
     }

@@ -3598,6 +3598,7 @@ fn a_killed_run_says_what_it_measured_and_what_never_ran() {
         m.contains("no valid result: its one repetition was interrupted"),
         "{m}"
     );
+    assert!(m.contains("x86-a was interrupted: its column holds what it stored before"));
     let h = report::html(std::slice::from_ref(&r), None);
     assert!(
         h.contains("0/1 of 3 asked") && h.contains("absent&sect;"),
