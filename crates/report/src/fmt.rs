@@ -157,7 +157,12 @@ pub fn bit_rate_unit(gbit: &[f64]) -> (f64, &'static str) {
 /// A rate given in Gbit/s in its own unit, with at least three significant digits
 /// (`15.57 Gbit/s`, `98.40 Mbit/s`, `512 kbit/s`).
 pub fn bit_rate(gbit: f64) -> String {
-    let (m, u) = bit_rate_unit(&[gbit]);
+    bit_rate_in(gbit, bit_rate_unit(&[gbit]))
+}
+
+/// [`bit_rate`] in a unit chosen for a whole column ([`bit_rate_unit`] over its figures),
+/// so one column never mixes Gbit/s and Mbit/s.
+pub fn bit_rate_in(gbit: f64, (m, u): (f64, &str)) -> String {
     let v = gbit * m;
     if v.abs() >= 100.0 {
         format!("{} {u}", num(v))

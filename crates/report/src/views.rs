@@ -1508,15 +1508,29 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
     let paced = tests
         .iter()
         .any(|(_, rs)| avg(rs, "target_gbit_per_s", &[]).is_some());
+    // One unit per column (K13: 37.8 Gbit/s above 53.05 Mbit/s in one column).
+    let column_unit = |name: &str| {
+        let all: Vec<f64> = tests
+            .iter()
+            .filter_map(|(_, rs)| avg(rs, name, &[]))
+            .collect();
+        crate::fmt::bit_rate_unit(&all)
+    };
+    let (target_unit, tput_unit) = (
+        column_unit("target_gbit_per_s"),
+        column_unit("throughput_gbit_per_s"),
+    );
     let rows = tests
         .iter()
         .map(|(k, rs)| {
-            let target = avg(rs, "target_gbit_per_s", &[]).map_or("-".into(), crate::fmt::bit_rate);
+            let target = avg(rs, "target_gbit_per_s", &[])
+                .map_or("-".into(), |v| crate::fmt::bit_rate_in(v, target_unit));
             [k.clone()]
                 .into_iter()
                 .chain(paced.then_some(target))
                 .chain([
-                    avg(rs, "throughput_gbit_per_s", &[]).map_or("-".into(), crate::fmt::bit_rate),
+                    avg(rs, "throughput_gbit_per_s", &[])
+                        .map_or("-".into(), |v| crate::fmt::bit_rate_in(v, tput_unit)),
                     f(avg(rs, "sender_cpu_pct", &[]), 1),
                     f(avg(rs, "receiver_cpu_pct", &[]), 1),
                     f(avg(rs, "cpu_pct_per_gbit", &[("end", "sender")]), 2),

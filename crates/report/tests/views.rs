@@ -1175,6 +1175,8 @@ fn small_packet_udp_keeps_its_digits_and_packets() {
     }
     let m = report::markdown(std::slice::from_ref(&r), None);
     assert!(m.contains("| udp60 | 98.40 Mbit/s |"), "{m}");
+    // The column has one unit: TCP's 15.57 Gbit/s beside it in Mbit/s too (K13).
+    assert!(m.contains("| tcp | 15,570 Mbit/s |"), "{m}");
     assert!(!m.contains("0.10"));
     assert!(m.contains("146,000"), "packets/s");
     // Alone in a chart, it is drawn in Mbit/s.
