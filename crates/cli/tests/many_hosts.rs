@@ -1207,3 +1207,71 @@ fn an_unreachable_target_names_the_host_that_tried() {
     assert!(run.to_string().contains(&said), "{run}");
     assert_nothing_left(&h, 10);
 }
+
+/// Ctrl-C while a host is still being reached (here one whose ssh hangs in its
+/// ProxyCommand, as a host that drops packets does for the connect timeout) ends the run
+/// at once: exit 130, said as an interruption, no store left behind, and the ssh with
+/// what it started gone. Needs no test host: the connection never gets anywhere.
+#[test]
+fn ctrl_c_while_connecting_ends_the_run_at_once() {
+    use std::os::unix::process::CommandExt;
+    if Command::new("ssh").arg("-V").output().is_err() {
+        eprintln!("skipped: no ssh client");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let config = dir.path().join("ssh_config");
+    // A marker in the command line finds what the ProxyCommand started, if it outlives us.
+    let marker = format!("{}", 600 + std::process::id() % 97);
+    std::fs::write(
+        &config,
+        format!("Host hanging\n  ProxyCommand sleep {marker}\n"),
+    )
+    .unwrap();
+    let child = bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "kv",
+            "-t",
+            "set",
+            "-n",
+            "1000",
+        ])
+        .args(["--sut", "hanging", "--ssh-config", config.to_str().unwrap()])
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sleeping = || {
+        let out = Command::new("pgrep")
+            .args(["-f", &format!("^sleep {marker}$")])
+            .output()
+            .unwrap();
+        !out.stdout.is_empty()
+    };
+    let t = Instant::now();
+    while !sleeping() && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(sleeping(), "ssh reached its ProxyCommand");
+    let sent = Instant::now();
+    // SAFETY: kill(2) on our child alone (a terminal's Ctrl-C reaches the group; the
+    // ProxyCommand must go because rackbench ends it, not because it got the signal).
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let (code, _, err, _) = finish(child, Duration::from_secs(30));
+    assert!(
+        sent.elapsed() < Duration::from_secs(3),
+        "ended at once: {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(code, 130, "128 + SIGINT: {err}");
+    assert!(err.contains("interrupted before any test ran"), "{err}");
+    assert!(!err.contains("error"), "{err}");
+    assert!(!db.exists(), "no store left behind");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!sleeping(), "the ProxyCommand went with its ssh");
+}

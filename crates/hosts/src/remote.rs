@@ -241,7 +241,16 @@ impl RemoteHost {
                 }
             });
         }
-        let hello = match hello_rx.recv_timeout(Duration::from_secs(30)) {
+        // Waited for in short slices, so a Ctrl-C does not wait out the 30 s.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let hello = loop {
+            match hello_rx.recv_timeout(Duration::from_millis(100)) {
+                Err(mpsc::RecvTimeoutError::Timeout)
+                    if Instant::now() < deadline && !engine::stop::stop_requested() => {}
+                other => break other,
+            }
+        };
+        let hello = match hello {
             Ok(Ok(h)) => h,
             Ok(Err(e)) => {
                 let _ = child.kill();
@@ -260,6 +269,12 @@ impl RemoteHost {
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
+                if engine::stop::stop_requested() {
+                    bail!(
+                        "{dest}: stopped while its agent started: {}",
+                        engine::stop::stop_cause()
+                    );
+                }
                 bail!("{dest}: the agent did not introduce itself within 30 s");
             }
         };

@@ -253,11 +253,24 @@ impl Ssh {
     /// [`Ssh::run_said`] with the ssh command `cmd` made for `dest`.
     fn said(
         &self,
+        cmd: Command,
+        dest: &str,
+        remote: &str,
+        input: Option<&Path>,
+        timeout: Duration,
+    ) -> anyhow::Result<Said> {
+        self.said_until(cmd, dest, remote, input, timeout, wait_with_timeout)
+    }
+
+    /// [`Ssh::said`], waiting for the command with `wait`.
+    fn said_until(
+        &self,
         mut cmd: Command,
         dest: &str,
         remote: &str,
         input: Option<&Path>,
         timeout: Duration,
+        wait: fn(Child, Duration) -> anyhow::Result<std::process::Output>,
     ) -> anyhow::Result<Said> {
         cmd.arg(remote)
             .stdin(if input.is_some() {
@@ -278,9 +291,7 @@ impl Ssh {
                 let _ = stdin.flush();
             });
         }
-        let out = wait_with_timeout(child, timeout).with_context(|| {
-            format!("{dest}: ssh did not finish within {} s", timeout.as_secs())
-        })?;
+        let out = wait(child, timeout).with_context(|| format!("{dest}: ssh did not finish"))?;
         Ok(Said {
             stdout: String::from_utf8_lossy(&out.stdout).to_string(),
             stderr: String::from_utf8_lossy(&out.stderr).to_string(),
@@ -292,7 +303,14 @@ impl Ssh {
     pub fn probe(&self, dest: &str, sha256: &str) -> anyhow::Result<Probe> {
         let name = cache_name(sha256);
         let script = probe_script(&name);
-        let said = self.run_said(dest, &script, None, Duration::from_secs(20))?;
+        let said = self.said_until(
+            self.command(dest),
+            dest,
+            &script,
+            None,
+            Duration::from_secs(20),
+            wait_stoppable,
+        )?;
         read_probe(dest, &said.checked(dest, self.user_config.as_deref())?)
     }
 
@@ -307,7 +325,14 @@ impl Ssh {
             .len();
         let script = deploy_script(path, sha256, size);
         let out = copy_retrying_once(dest, self.user_config.as_deref(), || {
-            self.run_said(dest, &script, Some(&exe), Duration::from_secs(300))
+            self.said_until(
+                self.command(dest),
+                dest,
+                &script,
+                Some(&exe),
+                Duration::from_secs(300),
+                wait_stoppable,
+            )
         })?;
         if !out.contains("RBCOPIED") {
             bail!(
@@ -505,7 +530,22 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-fn wait_with_timeout(mut child: Child, timeout: Duration) -> anyhow::Result<std::process::Output> {
+fn wait_with_timeout(child: Child, timeout: Duration) -> anyhow::Result<std::process::Output> {
+    wait_for(child, timeout, false)
+}
+
+/// [`wait_with_timeout`] that also ends the command (killed, an error saying why) when
+/// the run is asked to stop: connecting and copying the binary to a slow host give way
+/// to Ctrl-C at once rather than after their timeouts (up to 300 s for a copy).
+fn wait_stoppable(child: Child, timeout: Duration) -> anyhow::Result<std::process::Output> {
+    wait_for(child, timeout, true)
+}
+
+fn wait_for(
+    mut child: Child,
+    timeout: Duration,
+    stoppable: bool,
+) -> anyhow::Result<std::process::Output> {
     let deadline = Instant::now() + timeout;
     // Drain the pipes on threads so a chatty child cannot block on a full pipe.
     let mut so = child.stdout.take();
@@ -535,7 +575,15 @@ fn wait_with_timeout(mut child: Child, timeout: Duration) -> anyhow::Result<std:
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            bail!("timed out");
+            bail!("timed out after {} s", timeout.as_secs());
+        }
+        if stoppable && engine::stop::stop_requested() {
+            // ssh leads its own process group (`command`): a ProxyCommand or ProxyJump
+            // it started goes with it.
+            // SAFETY: kill(2) on our child's group.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+            let _ = child.wait();
+            bail!("stopped: {}", engine::stop::stop_cause());
         }
         std::thread::sleep(Duration::from_millis(20));
     }

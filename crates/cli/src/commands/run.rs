@@ -692,6 +692,16 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
             if made_store {
                 remove_if_unused(store);
             }
+            // Stopped while connecting to the hosts or copying rackbench there: said as
+            // an interruption, with its exit status, not as an error of the run.
+            if let Some(code) = crate::signals::exit_status() {
+                let e = format!("{e:#}");
+                if !e.contains("stopped") {
+                    engine::errln!("rackbench: error: {}", model::printable_lines(&e));
+                }
+                engine::errln!("rackbench: interrupted before any test ran; nothing stored");
+                return Ok(code);
+            }
             return Err(e);
         }
     };
