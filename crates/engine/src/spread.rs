@@ -393,7 +393,42 @@ pub fn with_checkpoints<R>(
     run_of: RunOf,
     drive: impl FnOnce() -> R,
 ) -> R {
-    let n = generators;
+    // Where the generators' windows begin, as far as the controller knows before their
+    // reports: the common start [`drive_all`] sets.
+    let start = unix_s_of(SystemTime::now() + roles.start_lead());
+    let mut latest: Vec<Option<LoadOutcome>> = (0..generators).map(|_| None).collect();
+    let take = move |i: usize, so_far: SoFar| {
+        let o = match so_far {
+            SoFar::Load(o) => *o,
+            SoFar::Report(v) => match decode(&v) {
+                Ok(o) => o,
+                Err(_) => return,
+            },
+        };
+        let Some(slot) = latest.get_mut(i) else {
+            return;
+        };
+        *slot = Some(o);
+        if latest.iter().all(Option::is_some) {
+            let outcomes: Vec<LoadOutcome> = latest.iter_mut().filter_map(Option::take).collect();
+            if let Some(d) = at_checkpoint(start, outcomes, run_of) {
+                checkpoint(d);
+            }
+        }
+    };
+    take_checkpoints(progress, take, drive)
+}
+
+/// Run `drive` (a test's drive, which hands its checkpoints to `progress`) with each
+/// checkpoint going to `take`, in the order handed, on a thread of its own, before this
+/// returns: never on the thread that hands it (a remote host's reader, which must read
+/// on: storing a checkpoint asks the hosts for their telemetry). What is handed once
+/// `drive` has returned is dropped: the final outcome is newer.
+pub fn take_checkpoints<R>(
+    progress: &Progress,
+    take: impl FnMut(usize, SoFar) + Send,
+    drive: impl FnOnce() -> R,
+) -> R {
     // None: the test has ended (a sink held a moment longer somewhere must not hold
     // this up), and what is still queued is older than the final outcome.
     let (tx, rx) = std::sync::mpsc::channel::<Option<(usize, SoFar)>>();
@@ -402,35 +437,15 @@ pub fn with_checkpoints<R>(
     progress.set_checkpoints(Some(CheckpointSink::new(move |i, o| {
         let _ = hand.send(Some((i, o)));
     })));
-    // Where the generators' windows begin, as far as the controller knows before their
-    // reports: the common start [`drive_all`] sets.
-    let start = unix_s_of(SystemTime::now() + roles.start_lead());
     let ended = &ended;
     std::thread::scope(|s| {
         s.spawn(move || {
-            let mut latest: Vec<Option<LoadOutcome>> = (0..n).map(|_| None).collect();
+            let mut take = take;
             while let Ok(Some((i, so_far))) = rx.recv() {
                 if ended.load(std::sync::atomic::Ordering::Relaxed) {
                     break;
                 }
-                let o = match so_far {
-                    SoFar::Load(o) => *o,
-                    SoFar::Report(v) => match decode(&v) {
-                        Ok(o) => o,
-                        Err(_) => continue,
-                    },
-                };
-                let Some(slot) = latest.get_mut(i) else {
-                    continue;
-                };
-                *slot = Some(o);
-                if latest.iter().all(Option::is_some) {
-                    let outcomes: Vec<LoadOutcome> =
-                        latest.iter_mut().filter_map(Option::take).collect();
-                    if let Some(d) = at_checkpoint(start, outcomes, run_of) {
-                        checkpoint(d);
-                    }
-                }
+                take(i, so_far);
             }
         });
         let r = drive();

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use clap::Args;
 use engine::host::{DriverJob, Host, Service, ServiceCtx, ServiceHandle};
-use engine::workload::{CheckpointSink, CpuList, CpuRole, Params, SoFar};
+use engine::workload::{CpuList, CpuRole, Params, SoFar};
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag, Metric, MissingMetric};
 use serde::{Deserialize, Serialize};
@@ -704,11 +704,11 @@ impl Workload for NetWorkload {
         // Checkpoints while it runs, each the sender's report had the test ended there,
         // stored as the test's provisional result where the runner keeps one: rackbench
         // killed mid-test keeps what was measured up to the last.
-        let sink = match &ctx.partial {
+        let job = self.job(test, endpoints);
+        let rep = match ctx.partial.clone() {
             Some(partial) => {
-                let partial = partial.clone();
                 let offset_s = sender_host(ctx)?.map_or(0.0, |h| h.clock_offset_s());
-                Some(CheckpointSink::new(move |_, so_far| {
+                let take = move |_, so_far| {
                     let SoFar::Report(v) = so_far else {
                         return;
                     };
@@ -720,13 +720,11 @@ impl Workload for NetWorkload {
                         with_gso_used(&mut step, (proto, payload), gso);
                         partial(&step);
                     }
-                }))
+                };
+                engine::spread::take_checkpoints(&ctx.progress, take, || self.send(job, ctx))
             }
-            None => None,
+            None => self.send(job, ctx),
         };
-        ctx.progress.set_checkpoints(sink);
-        let rep = self.send(self.job(test, endpoints), ctx);
-        ctx.progress.set_checkpoints(None);
         let mut out = rep?
             .step
             .context("net: the sender's report has no test output")?;
