@@ -9,19 +9,10 @@ use std::process::Stdio;
 
 use std::time::{Duration, Instant};
 
-use common::{bin, children_named, have};
+use common::{bin, children_named, have, show_latest};
 
 fn run_json_kv(db: &Path, args: &[&str]) -> (i32, serde_json::Value, String) {
     common::run_json(db, args, &[])
-}
-
-/// `show latest --json` of the store `db` (Null while it has no run).
-fn show_latest(db: &Path) -> serde_json::Value {
-    let out = bin()
-        .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_default()
 }
 
 /// redis-server processes whose command line mentions `port`.
@@ -932,7 +923,7 @@ fn sigkill_in_a_load_test_keeps_its_last_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     let planned = 30.0;
-    let mut child = bin()
+    let child = bin()
         .args([
             "--db",
             db.to_str().unwrap(),
@@ -949,27 +940,9 @@ fn sigkill_in_a_load_test_keeps_its_last_checkpoint() {
         .spawn()
         .unwrap();
     // Two checkpoints stored: the provisional result measured 10 s or more.
-    let measured = |run: &serde_json::Value| run["results"][0]["duration_s"].as_f64();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(25)
-        && measured(&show_latest(&db)).unwrap_or(0.0) < 10.0
-    {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    unsafe { kill(child.id() as i32, 9) };
-    child.wait().unwrap();
-    let run = show_latest(&db);
-    assert_eq!(run["status"], "interrupted", "{run}");
-    let results = run["results"].as_array().unwrap();
-    assert_eq!(results.len(), 1, "{run}");
-    let r = &results[0];
-    assert_eq!(r["status"], "interrupted", "{r}");
+    let run = common::kill9_once_measured(child, &db, 10.0, Duration::from_secs(25));
+    let (r, window) = common::checkpointed_result(&run, "set", planned);
     assert_eq!(r["headline"], "ops_per_s", "{r}");
-    let window = r["duration_s"].as_f64().unwrap();
-    assert!(
-        (10.0..planned).contains(&window),
-        "the window measured: {window} s"
-    );
     let metric = |name: &str| {
         r["metrics"]
             .as_array()
@@ -985,20 +958,6 @@ fn sigkill_in_a_load_test_keeps_its_last_checkpoint() {
     assert!(
         (rate - count / window).abs() <= 1e-6 * rate,
         "{rate} ops/s is not {count} requests over {window} s"
-    );
-    let partial = r["flags"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "partial")
-        .unwrap_or_else(|| panic!("{r}"));
-    let message = partial["message"].as_str().unwrap();
-    assert!(
-        message.starts_with(&format!(
-            "the set test did not finish (rackbench was killed, or the machine stopped): \
-             measured until a checkpoint at {window:.1} s of {planned:.1} s"
-        )),
-        "{message}"
     );
     let missing = r["missing"].as_array().unwrap();
     assert!(
@@ -1043,15 +1002,7 @@ fn a_finished_load_test_replaces_its_checkpoints() {
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 1, "{run}");
     let r = &results[0];
-    assert_eq!(r["status"], "ok", "{r}");
-    assert!(
-        r["flags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["code"] != "partial"),
-        "{r}"
-    );
+    common::assert_finished(r);
     assert!(
         r["metrics"]
             .as_array()

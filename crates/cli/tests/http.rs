@@ -513,34 +513,15 @@ fn sigkill_in_an_open_loop_load_keeps_its_last_checkpoint() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let mut child = common::bin()
+    let child = common::bin()
         .args(["--db", db.to_str().unwrap(), "run", "http", "-c", "4"])
         .args(["--rate", "2000", "--duration", "30", "--no-telemetry", "-q"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let latest = || {
-        let out = common::bin()
-            .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
-            .output()
-            .unwrap();
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_default()
-    };
     // One checkpoint stored.
-    let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(20)
-        && latest()["results"][0]["duration_s"].as_f64().unwrap_or(0.0) < 5.0
-    {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    extern "C" {
-        fn kill(pid: i32, sig: i32) -> i32;
-    }
-    // SAFETY: kill(2) on our own child.
-    unsafe { kill(child.id() as i32, 9) };
-    child.wait().unwrap();
-    let run = latest();
+    let run = common::kill9_once_measured(child, &db, 5.0, std::time::Duration::from_secs(20));
     let r = &run["results"][0];
     assert_eq!(r["status"], "interrupted", "{run}");
     let window = r["duration_s"].as_f64().unwrap();

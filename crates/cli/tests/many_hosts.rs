@@ -577,6 +577,47 @@ fn rackbench_killed_keeps_the_remote_generators_last_checkpoint() {
     assert_nothing_left(&h, 15);
 }
 
+/// rackbench killed (kill -9) in the middle of a net test whose sender runs on another
+/// host keeps what it measured up to its last checkpoint: the sender's agent sends each
+/// checkpoint as the report it would return had the test ended there, in a frame, and
+/// the controller stores it as the test's provisional result.
+#[test]
+fn rackbench_killed_keeps_the_remote_senders_last_checkpoint() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let pair = format!("{}>{}", h.names[1], h.names[0]);
+    let child = bin()
+        .args(["--db", db.to_str().unwrap(), "run", "net", "--pairs", &pair])
+        .args(["--tests", "udp", "--udp-payload", "1472", "--rate", "50M"])
+        .args(["--duration", "30", "--ssh-config", &h.ssh_config, "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let run = common::kill9_once_measured(child, &db, 10.0, Duration::from_secs(40));
+    let (r, window) = common::checkpointed_result(&run, "udp1472", 30.0);
+    let sent = common::stored_metric(r, "packets_sent").unwrap_or_else(|| panic!("{r}"));
+    assert!(sent > 0.0, "{r}");
+    assert!(common::stored_metric(r, "loss_pct").is_some(), "{r}");
+    assert!(
+        common::stored_metric(r, "throughput_gbit_per_s").unwrap() > 0.0,
+        "{r}"
+    );
+    assert!(
+        common::missing_saying(r, "sender_cpu_pct", "checkpoint"),
+        "{r}"
+    );
+    // The sender's counts over its window, its rate theirs.
+    let per_s = metric(r, "packets_per_s", &[("end", "sender")]).unwrap_or_else(|| panic!("{r}"));
+    assert!(
+        (per_s - sent / window).abs() <= 1e-6 * per_s,
+        "{per_s} {sent} {window}"
+    );
+    assert_nothing_left(&h, 15);
+}
+
 fn metric(r: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     r["metrics"].as_array()?.iter().find_map(|m| {
         let ls = m["labels"].as_object();

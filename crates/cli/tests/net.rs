@@ -2,6 +2,8 @@
 //! API) and `rackbench net serve` the receiver, launched as a child on a free port, or
 //! launched by the workload itself from `--receiver-bin`.
 
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -131,4 +133,150 @@ unsafe fn libc_kill(pid: i32) {
         fn kill(pid: i32, sig: i32) -> i32;
     }
     kill(pid, 9);
+}
+
+/// `rackbench run net` with `args` into `db`, killed outright (kill -9) once its test has
+/// measured two checkpoints (10 s of 30): the run as stored after the kill.
+fn net_killed_at_a_checkpoint(db: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let child = common::bin()
+        .args(["--db", db.to_str().unwrap(), "run", "net"])
+        .args(args)
+        .args(["--duration", "30", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    common::kill9_once_measured(child, db, 10.0, Duration::from_secs(27))
+}
+
+/// The figures a net checkpoint has, whatever the protocol: Gbit/s over its window (the
+/// sender's: its bytes over the checkpoint's window), and what each end reads only at
+/// the end missing with why, never 0.
+fn check_net_checkpoint(r: &serde_json::Value, window: f64) {
+    assert_eq!(r["headline"], "throughput_gbit_per_s", "{r}");
+    assert!(
+        common::stored_metric(r, "throughput_gbit_per_s").unwrap() > 0.0,
+        "{r}"
+    );
+    let sent = common::stored_metric(r, "bytes_sent").unwrap();
+    let sender_gbit = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "throughput_gbit_per_s" && m["labels"]["end"] == "sender")
+        .and_then(|m| m["value"].as_f64())
+        .unwrap_or_else(|| panic!("no sender Gbit/s: {r}"));
+    let over_window = sent * 8.0 / window / 1e9;
+    assert!(
+        (sender_gbit - over_window).abs() <= 1e-6 * over_window,
+        "{sender_gbit} Gbit/s is not {sent} B over {window} s"
+    );
+    for name in ["sender_cpu_pct", "receiver_cpu_pct"] {
+        assert!(common::missing_saying(r, name, "checkpoint"), "{name}: {r}");
+    }
+    assert!(common::stored_metric(r, "sender_cpu_pct").is_none(), "{r}");
+    // This host's samples up to the checkpoint, kept with it.
+    assert!(r["telemetry"].as_array().unwrap().len() >= 5, "{r}");
+}
+
+/// A net TCP test killed (kill -9) keeps what it measured up to its last checkpoint, as
+/// kv's and http's load tests do: stored `interrupted`, marked `partial` with the
+/// checkpoint it is of, its Gbit/s over the checkpoint's window, the TCP counters over
+/// the test (read at the end) missing with why (acceptance G6).
+#[test]
+fn sigkill_in_a_tcp_test_keeps_its_last_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    // Paced, so that the test leaves the machine's CPUs to the rest.
+    let run = net_killed_at_a_checkpoint(&db, &["--tests", "tcp", "--rate", "200M"]);
+    let (r, window) = common::checkpointed_result(&run, "tcp", 30.0);
+    check_net_checkpoint(r, window);
+    assert!(
+        common::missing_saying(r, "retransmits", "checkpoint"),
+        "{r}"
+    );
+    // Each interval the receiver reported is kept.
+    let intervals = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["name"] == "throughput_gbit_per_s" && m["labels"]["interval_start_s"].is_string()
+        })
+        .count();
+    assert!(intervals >= 9, "{intervals} intervals in {window} s: {r}");
+}
+
+/// A net UDP test killed (kill -9) keeps its last checkpoint too: packets/s, and the loss
+/// and jitter the receiver's interval reports give over its window (the gaps it saw in
+/// what reached it by then).
+#[test]
+fn sigkill_in_a_udp_test_keeps_its_last_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let run = net_killed_at_a_checkpoint(
+        &db,
+        &["--tests", "udp", "--udp-payload", "1472", "--rate", "100M"],
+    );
+    let (r, window) = common::checkpointed_result(&run, "udp1472", 30.0);
+    check_net_checkpoint(r, window);
+    let sent = common::stored_metric(r, "packets_sent").unwrap();
+    assert!(sent > 0.0, "{r}");
+    let per_s = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "packets_per_s" && m["labels"]["end"] == "sender")
+        .and_then(|m| m["value"].as_f64())
+        .unwrap();
+    assert!(
+        (per_s - sent / window).abs() <= 1e-6 * per_s,
+        "{per_s} {sent} {window}"
+    );
+    assert!(
+        common::stored_metric(r, "packets_per_s").unwrap() > 0.0,
+        "{r}"
+    );
+    let (lost, loss) = (
+        common::stored_metric(r, "lost_packets").unwrap(),
+        common::stored_metric(r, "loss_pct").unwrap(),
+    );
+    let received = common::stored_metric(r, "packets_received").unwrap();
+    assert!(received > 0.0, "{r}");
+    let expected = 100.0 * lost / (received + lost);
+    assert!(
+        (loss - expected).abs() < 1e-9,
+        "{loss}% of {received} + {lost}"
+    );
+    assert!(common::stored_metric(r, "jitter_ms").is_some(), "{r}");
+}
+
+/// A net test that finishes replaces its checkpoint with its final result: no `partial`
+/// mark, both ends' CPU read, its window the whole test.
+#[test]
+fn a_finished_net_test_replaces_its_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = common::run_json(
+        &db,
+        &[
+            "net",
+            "--tests",
+            "udp",
+            "--udp-payload",
+            "1472",
+            "--rate",
+            "50M",
+        ],
+        &["--duration", "6", "--no-telemetry"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run}");
+    let r = &results[0];
+    common::assert_finished(r);
+    for name in ["sender_cpu_pct", "receiver_cpu_pct", "loss_pct"] {
+        assert!(common::stored_metric(r, name).is_some(), "{name}: {r}");
+    }
+    assert!(r["duration_s"].as_f64().unwrap() >= 5.9, "{r}");
 }

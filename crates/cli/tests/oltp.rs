@@ -16,6 +16,16 @@ fn have_postgres() -> bool {
     ok
 }
 
+/// A one-warehouse build in `dir`'s `data`, and where a run of it stores its results:
+/// (the cluster directory, the results store).
+fn one_warehouse_build(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let data = dir.join("data");
+    let d = data.to_str().unwrap();
+    let (code, out, err) = run(&["-q", "oltp", "build", "--dir", d, "--warehouses", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    (data, dir.join("r.sqlite"))
+}
+
 fn corrupt(data: &Path) {
     let settings = wl_oltp::server::Settings {
         shared_buffers: "32MB".into(),
@@ -235,11 +245,8 @@ fn a_postgres_killed_mid_run_is_named_as_the_cause() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
+    let (data, store) = one_warehouse_build(tmp.path());
     let d = data.to_str().unwrap();
-    let (code, out, err) = run(&["-q", "oltp", "build", "--dir", d, "--warehouses", "1"]);
-    assert_eq!(code, 0, "{out}{err}");
-    let store = tmp.path().join("r.sqlite");
     let child = common::bin()
         .args([
             "--db",
@@ -1521,4 +1528,112 @@ fn a_corrupted_mariadb_table_fails_the_check() {
         "{out}"
     );
     s.stop();
+}
+
+/// A TPC-C run killed (kill -9) keeps what it measured up to its last checkpoint, as
+/// kv's and http's load tests do: stored `interrupted`, marked `partial` with the
+/// checkpoint it is of, the clients' NOPM and TPM and the latency over the checkpoint's
+/// window, and what comes only at the end (the server's counters behind NOPM and TPM,
+/// the spec's ratios each generator counts) missing with why, never 0. A run that
+/// finishes replaces its checkpoint (acceptance G6).
+#[test]
+fn sigkill_in_a_tpcc_run_keeps_its_last_checkpoint() {
+    use std::time::Duration;
+    if !have_postgres() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, store) = one_warehouse_build(tmp.path());
+    let d = data.to_str().unwrap();
+    let args = |secs: &'static str| {
+        [
+            "--db",
+            store.to_str().unwrap(),
+            "run",
+            "oltp",
+            "--cluster-dir",
+            d,
+            "--warehouses",
+            "1",
+            "--vus",
+            "2",
+            "--duration",
+            secs,
+            "--rampup",
+            "1",
+            "-q",
+        ]
+        .map(String::from)
+    };
+    let child = common::bin()
+        .args(args("30"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let run_ = common::kill9_once_measured(child, &store, 10.0, Duration::from_secs(60));
+    let (r, window) = common::checkpointed_result(&run_, "tpcc", 30.0);
+    assert_eq!(r["headline"], "nopm", "{r}");
+    for name in [
+        "nopm",
+        "tpm",
+        "new_order_rollback_pct",
+        "payment_by_last_name_pct",
+    ] {
+        assert!(
+            common::stored_metric(r, name).is_none()
+                && common::missing_saying(r, name, "checkpoint"),
+            "{name}: {r}"
+        );
+    }
+    let sent: f64 = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "transactions" && m["labels"]["txn"].is_string())
+        .filter_map(|m| m["value"].as_f64())
+        .sum();
+    assert!(sent > 0.0, "{r}");
+    let tpm = common::stored_metric(r, "tpm_client").unwrap();
+    let over_window = sent / (window / 60.0);
+    assert!(
+        (tpm - over_window).abs() <= 1e-6 * tpm,
+        "{tpm} is not {sent} transactions over {window} s"
+    );
+    assert!(
+        common::stored_metric(r, "nopm_client").unwrap() > 0.0,
+        "{r}"
+    );
+    assert!(!r["histograms"].as_array().unwrap().is_empty(), "{r}");
+    // This host's samples up to the checkpoint, kept with it.
+    assert!(r["telemetry"].as_array().unwrap().len() >= 5, "{r}");
+
+    // The postmaster the killed run launched is killed after it by its reaper: gone,
+    // before the build is started again.
+    let pid_file = data.join("postmaster.pid");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&pid_file).is_ok_and(|t| {
+        let pid = t.lines().next().unwrap_or("").trim().to_string();
+        !pid.is_empty() && std::path::Path::new(&format!("/proc/{pid}")).exists()
+    }) && started.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Run to its end, the test's final result replaces its checkpoint.
+    let (code, out, err) = run(
+        &[&args("6")[..], &["--no-telemetry".into(), "--json".into()]]
+            .concat()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    if err.contains("being written") {
+        eprintln!("skipped the finished run: {err}");
+        return;
+    }
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let r = &v["results"][0];
+    common::assert_finished(r);
+    assert!(common::stored_metric(r, "nopm").unwrap() > 0.0, "{r}");
 }

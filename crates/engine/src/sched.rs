@@ -9,7 +9,8 @@ use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use crate::load::{ClassStats, LoadOutcome, LoadShape, LoadSpec, Outcome};
+use crate::load::{ClassStats, LoadOutcome, LoadShape, LoadSpec, Outcome, CHECKPOINT_EVERY};
+use crate::workload::{CheckpointSink, Progress};
 
 /// A send later than this after its intended time counts as late (open loop), and a
 /// request due within it of the end of sending is not counted unsent.
@@ -115,6 +116,70 @@ impl Schedule {
         };
         self.next_ns += gap;
         t as u64
+    }
+}
+
+/// A worker's copy of its recorder at a checkpoint, `at_ns` after the warm-up's end.
+pub(crate) struct Snapshot {
+    pub worker: usize,
+    pub at_ns: u64,
+    pub rec: Recorder,
+}
+
+impl Snapshot {
+    /// Worker `worker`'s copy of `rec` now, `since_ns` after the warm-up's end (its CPU
+    /// read to now), and when it takes its next: the next multiple of
+    /// [`CHECKPOINT_EVERY`] after the warm-up's end `warm_ns` (a round that came late
+    /// for one takes it late, once), on the executor's clock.
+    pub(crate) fn take(worker: usize, warm_ns: u64, since_ns: u64, rec: &Recorder) -> (Self, u64) {
+        let every = CHECKPOINT_EVERY.as_nanos() as u64;
+        let next = warm_ns.saturating_add((since_ns / every + 1).saturating_mul(every));
+        let mut rec = rec.clone();
+        rec.cpu_end = thread_cpu();
+        (
+            Snapshot {
+                worker,
+                at_ns: since_ns,
+                rec,
+            },
+            next,
+        )
+    }
+}
+
+/// Merge the workers' latest snapshots, once every worker has sent one since the last
+/// merge, as their recorders are merged at the end, and hand the outcome to `sink`:
+/// what this generator measured up to the checkpoint, over its window from the end of
+/// warm-up to it. Runs on a thread of its own, so that the merge (and whatever the sink
+/// does with it: a frame to the controller) costs the workers nothing but the copy. A
+/// worker done early (its share of a count sent, a session that failed) sends no more:
+/// no further checkpoint. Both executors' (stream and sessions).
+pub(crate) fn checkpointer(
+    spec: &LoadSpec,
+    class_names: &[&str],
+    threads: usize,
+    rx: std::sync::mpsc::Receiver<Snapshot>,
+    sink: &CheckpointSink,
+    progress: &Progress,
+) {
+    let mut latest: Vec<Option<Snapshot>> = (0..threads).map(|_| None).collect();
+    while let Ok(s) = rx.recv() {
+        let Some(slot) = latest.get_mut(s.worker) else {
+            continue;
+        };
+        *slot = Some(s);
+        if latest.iter().all(Option::is_some) {
+            let snaps: Vec<Snapshot> = latest.iter_mut().filter_map(Option::take).collect();
+            let at_ns = snaps.iter().map(|s| s.at_ns).max().unwrap_or(0);
+            let recs = snaps.into_iter().map(|s| s.rec).collect();
+            let so_far = merge(spec, class_names, recs, at_ns as f64 / 1e9, None);
+            sink.hand(
+                progress
+                    .generator
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                so_far,
+            );
+        }
     }
 }
 

@@ -1,15 +1,20 @@
 //! The blocking-session executor: one thread per session (a PostgreSQL connection, a
-//! virtual user). Same schedules, stop conditions and recorder as the stream executor.
+//! virtual user). Same schedules, stop conditions and recorder as the stream executor,
+//! and the same checkpoints when someone wants them: each session compares the clock it
+//! reads at the top of each round with its next checkpoint, and at one sends a copy of
+//! its recorder to the checkpointer ([`crate::sched::checkpointer`]).
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Barrier};
+use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::load::{Executed, Latency, LoadOutcome, LoadShape, LoadSpec, Session, StopAfter};
-use crate::sched::{merge, thread_cpu, Recorder, Schedule, LATE_NS};
+use crate::load::{
+    Executed, Latency, LoadOutcome, LoadShape, LoadSpec, Session, StopAfter, CHECKPOINT_EVERY,
+};
+use crate::sched::{checkpointer, merge, thread_cpu, Recorder, Schedule, Snapshot, LATE_NS};
 use crate::workload::Progress;
 
 pub(crate) fn run<S: Session + 'static>(
@@ -24,12 +29,19 @@ pub(crate) fn run<S: Session + 'static>(
     // The sessions are connected: now the common start of all generators, if any.
     progress.wait_for_start();
     let t0 = Instant::now();
+    let sink = progress.checkpoint_sink();
     let results: Vec<(Recorder, Option<String>)> = std::thread::scope(|scope| {
+        let ckpt_tx = sink.map(|sink| {
+            let (tx, rx) = mpsc::channel();
+            scope.spawn(move || checkpointer(spec, class_names, n, rx, &sink, progress));
+            tx
+        });
         let handles: Vec<_> = sessions
             .into_iter()
             .enumerate()
             .map(|(i, session)| {
                 let barrier = barrier.clone();
+                let ckpt = ckpt_tx.clone();
                 let quota = match spec.stop {
                     StopAfter::Requests(total) => {
                         Some(total / n as u64 + u64::from((i as u64) < total % n as u64))
@@ -47,10 +59,13 @@ pub(crate) fn run<S: Session + 'static>(
                         barrier,
                         t0,
                         progress,
+                        ckpt,
                     )
                 })
             })
             .collect();
+        // The checkpointer ends once every session has (their senders dropped).
+        drop(ckpt_tx);
         handles
             .into_iter()
             .map(|h| {
@@ -100,6 +115,7 @@ fn worker<S: Session>(
     barrier: Arc<Barrier>,
     t0: Instant,
     progress: &Progress,
+    ckpt: Option<mpsc::Sender<Snapshot>>,
 ) -> (Recorder, Option<String>) {
     let open = spec.shape != LoadShape::Closed;
     let mut rec = Recorder::new(n_classes, open, spec.interval);
@@ -133,11 +149,20 @@ fn worker<S: Session>(
     let now_ns = || t0.elapsed().as_nanos() as u64;
     let mut measured = 0u64;
     let mut cpu_marked = false;
+    // When this session takes its next checkpoint (u64::MAX: none): a compare per round,
+    // where the loop reads the clock anyway.
+    let mut next_ckpt_ns = match ckpt {
+        Some(_) => warm_ns.saturating_add(CHECKPOINT_EVERY.as_nanos() as u64),
+        None => u64::MAX,
+    };
     loop {
         let mut now = now_ns();
         if !cpu_marked && now >= warm_ns {
             rec.cpu_start = thread_cpu();
             cpu_marked = true;
+        }
+        if now >= next_ckpt_ns {
+            next_ckpt_ns = checkpoint(ckpt.as_ref(), index, warm_ns, now, &rec, end_ns);
         }
         // Open loop, a timed test: what fell due and was never sent (the session was
         // busy with a slow server) is counted once sending stops; it has no latency.
@@ -225,4 +250,24 @@ fn worker<S: Session>(
         rec.cpu_start = rec.cpu_end;
     }
     (rec, None)
+}
+
+/// Send a copy of session `index`'s recorder `rec` to the checkpointer at `now`, and
+/// return when the next is due (u64::MAX: none, once the test's end `end_ns` is near:
+/// the outcome itself comes then).
+#[cold]
+fn checkpoint(
+    tx: Option<&mpsc::Sender<Snapshot>>,
+    index: usize,
+    warm_ns: u64,
+    now: u64,
+    rec: &Recorder,
+    end_ns: Option<u64>,
+) -> u64 {
+    let Some(tx) = tx.filter(|_| end_ns.is_none_or(|e| now < e)) else {
+        return u64::MAX;
+    };
+    let (snap, next) = Snapshot::take(index, warm_ns, now.saturating_sub(warm_ns), rec);
+    let _ = tx.send(snap);
+    next
 }

@@ -23,7 +23,7 @@ use crate::host::{drive_all, split_count, DriverJob, DriverReport, Host};
 use crate::load::LoadOutcome;
 use crate::validity::{CLIENT_BOUND_FRACTION, NO_MEASURED_TIME};
 use crate::wire::{Span, WireOutcome};
-use crate::workload::{CheckpointSink, Progress, StepOutput};
+use crate::workload::{CheckpointSink, Progress, SoFar, StepOutput};
 
 /// Seeds of generators 1, 2... are the given seed plus multiples of this odd constant,
 /// unrelated to the per-worker step the load loop adds, so the streams do not overlap.
@@ -133,12 +133,12 @@ pub struct GeneratorRun {
 }
 
 impl GeneratorRun {
-    /// What the generator on `host` measured (`o`) of its `share`, its window from
-    /// `started_unix_s` to `ended_unix_s` on the controller's clock: at the test's end
-    /// and at a checkpoint alike.
-    fn of(
+    /// What the generator on `host` measured (`o`) with its `connections`, its window
+    /// from `started_unix_s` to `ended_unix_s` on the controller's clock: at the test's
+    /// end and at a checkpoint alike.
+    pub fn of(
         host: &dyn Host,
-        share: &Share,
+        connections: usize,
         threads: usize,
         o: &LoadOutcome,
         (started_unix_s, ended_unix_s): (f64, f64),
@@ -146,8 +146,8 @@ impl GeneratorRun {
     ) -> GeneratorRun {
         GeneratorRun {
             host: host.name().to_string(),
-            threads: threads.clamp(1, share.connections.max(1)),
-            connections: share.connections,
+            threads: threads.clamp(1, connections.max(1)),
+            connections,
             rate: o.throughput(),
             count: o.total_count(),
             duration_s: o.duration_s,
@@ -310,7 +310,19 @@ pub fn drive(
     });
     let drive = || drive_all(jobs, std::slice::from_ref(&roles.sut), progress);
     let reports = match checkpoint {
-        Some(f) => with_checkpoints(roles, shares, threads, progress, f, drive),
+        Some(f) => {
+            let run_of = |i: usize, o: &LoadOutcome, window| {
+                GeneratorRun::of(
+                    loadgens[i].as_ref(),
+                    shares[i].connections,
+                    threads,
+                    o,
+                    window,
+                    0.0,
+                )
+            };
+            with_checkpoints(roles, n, progress, f, &run_of, drive)
+        }
         None => drive(),
     };
     let (decoded, errors) = decode_reports(loadgens, reports, decode);
@@ -319,7 +331,7 @@ pub fn drive(
     for (index, o, r) in decoded {
         runs.push(GeneratorRun::of(
             loadgens[index].as_ref(),
-            &shares[index],
+            shares[index].connections,
             threads,
             &o,
             (r.started_unix_s, r.ended_unix_s),
@@ -362,47 +374,78 @@ pub fn drive(
     })
 }
 
-/// Run `drive` with the generators' checkpoints going to `progress`, and each round of
-/// them (the latest of every generator) merged into a [`Driven`] for `checkpoint`.
-fn with_checkpoints<R>(
+/// How a workload makes a generator's figures of its outcome at a checkpoint:
+/// `(index, outcome, window)` (see [`with_checkpoints`]).
+pub type RunOf<'a> = &'a (dyn Fn(usize, &LoadOutcome, (f64, f64)) -> GeneratorRun + Sync);
+
+/// Run `drive` (a test's drive of its `generators`, which hands their checkpoints to
+/// `progress`) with each round of checkpoints (the latest of every generator) merged into
+/// a [`Driven`] for `checkpoint`, on a thread of its own, before this returns. A
+/// checkpoint handed as a driver's report is read as the final one is ([`decode`]).
+/// `run_of(index, outcome, window)`: a generator's figures, as the workload makes them
+/// at the end, its window placed from the common start to its checkpoint (its real
+/// start comes with its final report).
+pub fn with_checkpoints<R>(
     roles: &crate::host::Roles,
-    shares: &[Share],
-    threads: usize,
+    generators: usize,
     progress: &Progress,
     checkpoint: &(dyn Fn(Driven) + Sync),
+    run_of: RunOf,
     drive: impl FnOnce() -> R,
 ) -> R {
-    let n = shares.len();
+    // Where the generators' windows begin, as far as the controller knows before their
+    // reports: the common start [`drive_all`] sets.
+    let start = unix_s_of(SystemTime::now() + roles.start_lead());
+    let mut latest: Vec<Option<LoadOutcome>> = (0..generators).map(|_| None).collect();
+    let take = move |i: usize, so_far: SoFar| {
+        let o = match so_far {
+            SoFar::Load(o) => *o,
+            SoFar::Report(v) => match decode(&v) {
+                Ok(o) => o,
+                Err(_) => return,
+            },
+        };
+        let Some(slot) = latest.get_mut(i) else {
+            return;
+        };
+        *slot = Some(o);
+        if latest.iter().all(Option::is_some) {
+            let outcomes: Vec<LoadOutcome> = latest.iter_mut().filter_map(Option::take).collect();
+            if let Some(d) = at_checkpoint(start, outcomes, run_of) {
+                checkpoint(d);
+            }
+        }
+    };
+    take_checkpoints(progress, take, drive)
+}
+
+/// Run `drive` (a test's drive, which hands its checkpoints to `progress`) with each
+/// checkpoint going to `take`, in the order handed, on a thread of its own, before this
+/// returns: never on the thread that hands it (a remote host's reader, which must read
+/// on: storing a checkpoint asks the hosts for their telemetry). What is handed once
+/// `drive` has returned is dropped: the final outcome is newer.
+pub fn take_checkpoints<R>(
+    progress: &Progress,
+    take: impl FnMut(usize, SoFar) + Send,
+    drive: impl FnOnce() -> R,
+) -> R {
     // None: the test has ended (a sink held a moment longer somewhere must not hold
     // this up), and what is still queued is older than the final outcome.
-    let (tx, rx) = std::sync::mpsc::channel::<Option<(usize, LoadOutcome)>>();
+    let (tx, rx) = std::sync::mpsc::channel::<Option<(usize, SoFar)>>();
     let ended = std::sync::atomic::AtomicBool::new(false);
     let hand = tx.clone();
     progress.set_checkpoints(Some(CheckpointSink::new(move |i, o| {
         let _ = hand.send(Some((i, o)));
     })));
-    // Where the generators' windows begin, as far as the controller knows before their
-    // reports: the common start [`drive_all`] sets.
-    let start = unix_s_of(SystemTime::now() + roles.start_lead());
     let ended = &ended;
     std::thread::scope(|s| {
         s.spawn(move || {
-            let mut latest: Vec<Option<LoadOutcome>> = (0..n).map(|_| None).collect();
-            while let Ok(Some((i, o))) = rx.recv() {
+            let mut take = take;
+            while let Ok(Some((i, so_far))) = rx.recv() {
                 if ended.load(std::sync::atomic::Ordering::Relaxed) {
                     break;
                 }
-                let Some(slot) = latest.get_mut(i) else {
-                    continue;
-                };
-                *slot = Some(o);
-                if latest.iter().all(Option::is_some) {
-                    let outcomes: Vec<LoadOutcome> =
-                        latest.iter_mut().filter_map(Option::take).collect();
-                    if let Some(d) = at_checkpoint(roles, shares, threads, start, outcomes) {
-                        checkpoint(d);
-                    }
-                }
+                take(i, so_far);
             }
         });
         let r = drive();
@@ -413,27 +456,17 @@ fn with_checkpoints<R>(
     })
 }
 
-/// One checkpoint of every generator (in the order of the shares), merged as their
-/// final outcomes are: each one's window from the common start `start` (Unix seconds)
-/// to its checkpoint, so the merged test lasts the longest of them.
-fn at_checkpoint(
-    roles: &crate::host::Roles,
-    shares: &[Share],
-    threads: usize,
-    start: f64,
-    outcomes: Vec<LoadOutcome>,
-) -> Option<Driven> {
+/// One checkpoint of every generator (in their order), merged as their final outcomes
+/// are: each one's window from the common start `start` (Unix seconds) to its
+/// checkpoint, so the merged test lasts the longest of them.
+fn at_checkpoint(start: f64, outcomes: Vec<LoadOutcome>, run_of: RunOf) -> Option<Driven> {
     let runs: Vec<GeneratorRun> = outcomes
         .iter()
-        .zip(shares)
-        .zip(&roles.loadgens)
-        .map(|((o, share), host)| {
-            let window = (start, start + o.duration_s);
-            GeneratorRun::of(host.as_ref(), share, threads, o, window, 0.0)
-        })
+        .enumerate()
+        .map(|(i, o)| run_of(i, o, (start, start + o.duration_s)))
         .collect();
     let at = outcomes.iter().map(|o| o.duration_s).fold(0.0, f64::max);
-    let generators = shares.len();
+    let generators = outcomes.len();
     let merged = crate::wire::merge(outcomes, Span::Union(at))?;
     Some(Driven {
         merged,
@@ -784,39 +817,24 @@ impl Driven {
         }
     }
 
-    /// A checkpoint's `partial` warning (None for the test's end): how far `test` had
-    /// measured, of its `planned_s` (None: stopped by a count), when the checkpoint was
-    /// taken. Kept only if the process ends before the test does: the test's final
-    /// result replaces the checkpoint's.
+    /// A checkpoint's `partial` warning (None for the test's end): see
+    /// [`checkpoint_flag`].
     pub fn checkpoint_flag(&self, test: &str, planned_s: Option<f64>) -> Option<Flag> {
-        let at = self.checkpoint_s?;
-        let of = match planned_s {
-            Some(p) => format!(" of {p:.1} s"),
-            None => " (the test stops after a count of requests)".to_string(),
-        };
-        Some(Flag::warning(
-            "partial",
-            format!(
-                "the {test} test did not finish (rackbench was killed, or the machine \
-                 stopped): measured until a checkpoint at {at:.1} s{of}, taken every {} s \
-                 while it ran; the process ended before the test did",
-                crate::load::CHECKPOINT_EVERY.as_secs()
-            ),
-        ))
+        Some(checkpoint_flag(test, self.checkpoint_s?, planned_s))
     }
 }
 
 impl Driven {
     /// A checkpoint's marks on the `step` it made of `test` (nothing at the test's end):
     /// its `partial` warning ([`Driven::checkpoint_flag`], against the duration `stop`
-    /// plans), and the server's own count `name`, read only at the end (`what`), missing
-    /// with why.
+    /// plans), and the figures read only at the end (`reads`: each name with what is
+    /// read, see [`read_at_end`]), missing with why.
     pub fn mark_checkpoint(
         &self,
         step: &mut StepOutput,
         test: &str,
         stop: &crate::load::StopAfter,
-        (name, what): (&str, &str),
+        reads: &[(&str, &str)],
     ) {
         let planned_s = match stop {
             crate::load::StopAfter::Duration(p) => Some(p.as_secs_f64()),
@@ -824,14 +842,35 @@ impl Driven {
         };
         if let Some(flag) = self.checkpoint_flag(test, planned_s) {
             step.flags.push(flag);
-            step.missing.push(read_at_end(name, what));
+            step.missing
+                .extend(reads.iter().map(|&(name, what)| read_at_end(name, what)));
         }
     }
 }
 
+/// The `partial` warning of a result taken at a checkpoint `at_s` seconds into `test`
+/// (after its warm-up), of its `planned_s` (None: stopped by a count). Kept only if the
+/// process ends before the test does: the test's final result replaces the
+/// checkpoint's. Every workload's checkpoints say it alike.
+pub fn checkpoint_flag(test: &str, at_s: f64, planned_s: Option<f64>) -> Flag {
+    let of = match planned_s {
+        Some(p) => format!(" of {p:.1} s"),
+        None => " (the test stops after a count of requests)".to_string(),
+    };
+    Flag::warning(
+        "partial",
+        format!(
+            "the {test} test did not finish (rackbench was killed, or the machine \
+             stopped): measured until a checkpoint at {at_s:.1} s{of}, taken every {} s \
+             while it ran; the process ended before the test did",
+            crate::load::CHECKPOINT_EVERY.as_secs()
+        ),
+    )
+}
+
 /// What a checkpoint cannot have of a figure read at the end of the test (a server's
 /// own counters, `what`): `name` missing, with why.
-fn read_at_end(name: &str, what: &str) -> MissingMetric {
+pub fn read_at_end(name: &str, what: &str) -> MissingMetric {
     MissingMetric {
         name: name.into(),
         reason: format!(

@@ -54,16 +54,42 @@ pub struct Progress {
 /// that rackbench killed mid-test (kill -9, out of memory) keeps what was measured up to
 /// the last checkpoint (acceptance G6). Called off the load loop's threads.
 #[derive(Clone)]
-pub struct CheckpointSink(Arc<dyn Fn(usize, crate::load::LoadOutcome) + Send + Sync>);
+pub struct CheckpointSink(Arc<dyn Fn(usize, SoFar) + Send + Sync>);
+
+/// What a checkpoint hands: a load loop's outcome as it is in this process, or (from
+/// another host, or a driver whose report is its own: `net`'s sender) the driver's
+/// report as it would return it had the test ended there, which the controller reads as
+/// it reads the final one.
+#[derive(Debug)]
+pub enum SoFar {
+    Load(Box<crate::load::LoadOutcome>),
+    Report(serde_json::Value),
+}
+
+impl SoFar {
+    /// In the form of a load loop's final report ([`crate::wire::WireOutcome`] for a
+    /// load outcome): what crosses to the controller.
+    pub fn into_report(self) -> serde_json::Result<serde_json::Value> {
+        match self {
+            SoFar::Load(o) => serde_json::to_value(crate::wire::WireOutcome::from(&*o)),
+            SoFar::Report(v) => Ok(v),
+        }
+    }
+}
 
 impl CheckpointSink {
-    pub fn new(f: impl Fn(usize, crate::load::LoadOutcome) + Send + Sync + 'static) -> Self {
+    pub fn new(f: impl Fn(usize, SoFar) + Send + Sync + 'static) -> Self {
         CheckpointSink(Arc::new(f))
     }
 
     /// Hand generator `generator`'s checkpoint `so_far`.
     pub fn hand(&self, generator: usize, so_far: crate::load::LoadOutcome) {
-        (self.0)(generator, so_far)
+        (self.0)(generator, SoFar::Load(Box::new(so_far)))
+    }
+
+    /// Hand generator `generator`'s checkpoint as its driver's report (see [`SoFar`]).
+    pub fn hand_report(&self, generator: usize, report: serde_json::Value) {
+        (self.0)(generator, SoFar::Report(report))
     }
 }
 

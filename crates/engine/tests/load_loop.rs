@@ -1353,9 +1353,44 @@ fn collect_checkpoints(
     let got: Arc<std::sync::Mutex<Vec<(usize, engine::LoadOutcome)>>> = Arc::default();
     let sink = got.clone();
     progress.set_checkpoints(Some(engine::workload::CheckpointSink::new(move |i, o| {
-        sink.lock().unwrap().push((i, o))
+        if let engine::workload::SoFar::Load(o) = o {
+            sink.lock().unwrap().push((i, *o))
+        }
     })));
     got
+}
+
+/// The one checkpoint `got` holds of a test of one period and a second, which ended
+/// with `out`: handed by `generator`, taken where a round came after the period (a little
+/// late at most), its throughput its count over its window, less than the end's.
+fn the_one_checkpoint(
+    got: &std::sync::Mutex<Vec<(usize, engine::LoadOutcome)>>,
+    generator: usize,
+    out: &engine::LoadOutcome,
+) -> engine::LoadOutcome {
+    let every = engine::load::CHECKPOINT_EVERY.as_secs_f64();
+    let mut got = got.lock().unwrap();
+    assert_eq!(
+        got.len(),
+        1,
+        "one checkpoint in a test of one period and a second"
+    );
+    let (by, c) = got.remove(0);
+    assert_eq!(by, generator);
+    assert!(
+        c.duration_s >= every && c.duration_s < every + 0.5,
+        "{}",
+        c.duration_s
+    );
+    let n = c.total_count();
+    assert!(
+        n > 0 && n < out.total_count(),
+        "{n} of {}",
+        out.total_count()
+    );
+    assert!((c.throughput() - n as f64 / c.duration_s).abs() < 1e-9);
+    assert!(c.stopped_early.is_none());
+    c
 }
 
 /// A load test's checkpoint is what it measured from the end of its warm-up to the
@@ -1379,29 +1414,9 @@ fn a_checkpoint_is_the_load_so_far_over_its_own_window() {
     progress.generator.store(3, Ordering::Relaxed);
     let got = collect_checkpoints(&progress);
     let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &progress).unwrap();
-    let got = got.lock().unwrap();
-    assert_eq!(
-        got.len(),
-        1,
-        "one checkpoint in a test of one period and a second"
-    );
-    let (generator, c) = &got[0];
-    assert_eq!(*generator, 3);
-    // Taken where a round came after the period: a little late at most.
-    assert!(
-        c.duration_s >= every && c.duration_s < every + 0.5,
-        "{}",
-        c.duration_s
-    );
+    let c = &the_one_checkpoint(&got, 3, &out);
     let n = c.total_count();
-    assert!(
-        n > 0 && n < out.total_count(),
-        "{n} of {}",
-        out.total_count()
-    );
-    assert!((c.throughput() - n as f64 / c.duration_s).abs() < 1e-9);
     assert_eq!(c.offered_rate, Some(2_000.0));
-    assert!(c.stopped_early.is_none());
     // Whole intervals of its window only.
     assert!(
         c.interval_rates.len() <= every as usize + 1,
@@ -1414,6 +1429,31 @@ fn a_checkpoint_is_the_load_so_far_over_its_own_window() {
         "every reply counted has its latency"
     );
     assert!(c.classes[0].corrected.is_some());
+}
+
+/// The blocking-session executor (oltp's virtual users) takes the same checkpoints: every
+/// session's recorder copied where its round reads the clock, merged off the sessions,
+/// over the window from the warm-up's end to the checkpoint.
+#[test]
+fn sessions_take_checkpoints_over_their_own_window() {
+    let s = LoadSpec {
+        warmup: Duration::from_millis(300),
+        ..spec(StopAfter::Duration(
+            engine::load::CHECKPOINT_EVERY + Duration::from_secs(1),
+        ))
+    };
+    let sessions = (0..3)
+        .map(|_| Counter {
+            fail_after: None,
+            n: 0,
+        })
+        .collect();
+    let progress = Progress::default();
+    progress.generator.store(1, Ordering::Relaxed);
+    let got = collect_checkpoints(&progress);
+    let out = run_sessions(&s, &["a", "b"], sessions, &progress).unwrap();
+    let c = the_one_checkpoint(&got, 1, &out);
+    assert!(c.loadgen_cpu_user_s + c.loadgen_cpu_sys_s > 0.0);
 }
 
 /// A test driven through the hosts hands its checkpoints, merged over its generators,

@@ -119,7 +119,8 @@ type Output = Arc<Mutex<File>>;
 fn checkpoint_frames(id: u64, out: &Output) -> engine::workload::CheckpointSink {
     let out = out.clone();
     engine::workload::CheckpointSink::new(move |_, so_far| {
-        let frame = serde_json::to_value(engine::wire::WireOutcome::from(&so_far))
+        let frame = so_far
+            .into_report()
             .map_err(anyhow::Error::from)
             .and_then(|v| frame_body(&Envelope::checkpoint(id, v)));
         let sent = frame.and_then(|b| {

@@ -187,8 +187,9 @@ pub struct Envelope {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub err: Option<String>,
     /// A checkpoint of the drive under way with this `id`: what its load measured so
-    /// far, in the form of its final report ([`engine::wire::WireOutcome`]). Not a
-    /// reply: the drive's own reply comes after its last one.
+    /// far, in the form of its final report (a load loop's [`engine::wire::WireOutcome`],
+    /// `net`'s sender report). Not a reply: the drive's own reply comes after its last
+    /// one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<serde_json::Value>,
 }

@@ -554,15 +554,12 @@ impl Host for RemoteHost {
     ) -> anyhow::Result<DriverReport> {
         let offset = self.clock_offset_s();
         let at = unix_s(start_at) + offset;
-        // Its checkpoints, when wanted, handed as this job's generator's (they carry
-        // durations only: no clock to correct).
+        // Its checkpoints, when wanted, handed as this job's generator's, in the form of
+        // its final report, which the controller reads as it reads that (a load loop's
+        // carry durations only: no clock to correct).
         let route = progress.checkpoint_sink().map(|sink| {
             let index = job.index;
-            Arc::new(move |so_far: Value| {
-                if let Ok(o) = engine::spread::decode(&so_far) {
-                    sink.hand(index, o);
-                }
-            }) as Route
+            Arc::new(move |so_far: Value| sink.hand_report(index, so_far)) as Route
         });
         let mut r: DriverReport = self.call_routed(
             Request::Drive {

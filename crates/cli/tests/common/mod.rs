@@ -69,3 +69,97 @@ pub fn children_named(ppid: u32, name: &str) -> Vec<(u32, String)> {
         })
         .collect()
 }
+
+/// The latest run in `db` as `show latest --json` gives it (Null before there is one).
+pub fn show_latest(db: &Path) -> serde_json::Value {
+    let out = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest", "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
+/// Kill `child` (a `run` storing into `db`) outright (SIGKILL) once the test under way
+/// has a provisional result of `at_least_s` measured seconds or more (two checkpoints
+/// for 10 s), or after `within`; the run as stored after the kill, as the next command
+/// closes it.
+pub fn kill9_once_measured(
+    mut child: std::process::Child,
+    db: &Path,
+    at_least_s: f64,
+    within: std::time::Duration,
+) -> serde_json::Value {
+    let measured = |run: &serde_json::Value| run["results"][0]["duration_s"].as_f64();
+    let start = std::time::Instant::now();
+    while start.elapsed() < within && measured(&show_latest(db)).unwrap_or(0.0) < at_least_s {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    show_latest(db)
+}
+
+/// The one result of `run`, a test killed at a checkpoint: stored `interrupted`, marked
+/// `partial` with the checkpoint it is of (its `duration_s`) against the `planned_s` of
+/// `test`. Returns it and its window.
+pub fn checkpointed_result<'a>(
+    run: &'a serde_json::Value,
+    test: &str,
+    planned_s: f64,
+) -> (&'a serde_json::Value, f64) {
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run}");
+    let r = &results[0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    let window = r["duration_s"].as_f64().unwrap();
+    assert!(
+        (10.0..planned_s).contains(&window),
+        "the window measured: {window} s"
+    );
+    let partial = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "partial")
+        .unwrap_or_else(|| panic!("no partial flag: {r}"));
+    let message = partial["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "the {test} test did not finish (rackbench was killed, or the machine stopped): \
+             measured until a checkpoint at {window:.1} s of {planned_s:.1} s"
+        )),
+        "{message}"
+    );
+    (r, window)
+}
+
+/// The unlabelled metric `name` of a stored result.
+pub fn stored_metric(r: &serde_json::Value, name: &str) -> Option<f64> {
+    r["metrics"]
+        .as_array()?
+        .iter()
+        .find(|m| m["name"] == name && m["labels"].as_object().is_none_or(|l| l.is_empty()))
+        .and_then(|m| m["value"].as_f64())
+}
+
+/// Whether a stored result has `name` missing with a reason that says `says`.
+pub fn missing_saying(r: &serde_json::Value, name: &str, says: &str) -> bool {
+    r["missing"].as_array().is_some_and(|m| {
+        m.iter()
+            .any(|m| m["name"] == name && m["reason"].as_str().is_some_and(|s| s.contains(says)))
+    })
+}
+
+/// A finished test's result: `ok`, with no `partial` mark of a checkpoint left.
+pub fn assert_finished(r: &serde_json::Value) {
+    assert_eq!(r["status"], "ok", "{r}");
+    assert!(
+        r["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["code"] != "partial"),
+        "{r}"
+    );
+}

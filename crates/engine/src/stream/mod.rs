@@ -24,8 +24,8 @@ use rand::SeedableRng;
 use crate::load::{
     LoadOutcome, LoadShape, LoadSpec, Outcome, Protocol, StopAfter, CHECKPOINT_EVERY,
 };
-use crate::sched::{merge, thread_cpu, Recorder, Schedule};
-use crate::workload::{CheckpointSink, Progress};
+use crate::sched::{checkpointer, merge, thread_cpu, Recorder, Schedule, Snapshot};
+use crate::workload::Progress;
 
 mod uring;
 
@@ -330,43 +330,6 @@ where
     ))
 }
 
-/// A worker's copy of its recorder at a checkpoint, `at_ns` after the warm-up's end.
-struct Snapshot {
-    worker: usize,
-    at_ns: u64,
-    rec: Recorder,
-}
-
-/// Merge the workers' latest snapshots, once every worker has sent one since the last
-/// merge, as their recorders are merged at the end, and hand the outcome to `sink`:
-/// what this generator measured up to the checkpoint, over its window from the end of
-/// warm-up to it. Runs on a thread of its own, so that the merge (and whatever the sink
-/// does with it: a frame to the controller) costs the workers nothing but the copy. A
-/// worker done early (its share of a count sent) sends no more: no further checkpoint.
-fn checkpointer(
-    spec: &LoadSpec,
-    class_names: &[&str],
-    threads: usize,
-    rx: mpsc::Receiver<Snapshot>,
-    sink: &CheckpointSink,
-    progress: &Progress,
-) {
-    let mut latest: Vec<Option<Snapshot>> = (0..threads).map(|_| None).collect();
-    while let Ok(s) = rx.recv() {
-        let Some(slot) = latest.get_mut(s.worker) else {
-            continue;
-        };
-        *slot = Some(s);
-        if latest.iter().all(Option::is_some) {
-            let snaps: Vec<Snapshot> = latest.iter_mut().filter_map(Option::take).collect();
-            let at_ns = snaps.iter().map(|s| s.at_ns).max().unwrap_or(0);
-            let recs = snaps.into_iter().map(|s| s.rec).collect();
-            let so_far = merge(spec, class_names, recs, at_ns as f64 / 1e9, None);
-            sink.hand(progress.generator.load(Ordering::Relaxed), so_far);
-        }
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn worker<P, F>(
     spec: &LoadSpec,
@@ -647,23 +610,14 @@ impl Loop<'_> {
     /// the outcome itself is near.
     #[cold]
     fn checkpoint(&mut self, now: u64) {
-        let every = CHECKPOINT_EVERY.as_nanos() as u64;
         let since = now.saturating_sub(self.pace.warm_ns);
         let (Some(tx), false) = (&self.ckpt, self.pace.stop_sending) else {
             self.pace.next_ckpt_ns = u64::MAX;
             return;
         };
-        self.pace.next_ckpt_ns = self
-            .pace
-            .warm_ns
-            .saturating_add((since / every + 1).saturating_mul(every));
-        let mut rec = self.rec.clone();
-        rec.cpu_end = thread_cpu();
-        let _ = tx.send(Snapshot {
-            worker: self.worker,
-            at_ns: since,
-            rec,
-        });
+        let (snap, next) = Snapshot::take(self.worker, self.pace.warm_ns, since, &self.rec);
+        self.pace.next_ckpt_ns = next;
+        let _ = tx.send(snap);
     }
 
     /// Closed loop: fill the connection's pipeline, as far as the stop condition allows,

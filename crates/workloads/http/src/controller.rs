@@ -223,7 +223,7 @@ impl Http {
             &mut step,
             LOAD,
             &spec.stop,
-            ("server_requests", "nginx's own count of requests is read"),
+            &[("server_requests", "nginx's own count of requests is read")],
         );
         step
     }

@@ -247,7 +247,7 @@ impl Kv {
             &mut step,
             test,
             &d.spec.stop,
-            ("server_calls", "the servers' own command counts are read"),
+            &[("server_calls", "the servers' own command counts are read")],
         );
         step
     }

@@ -97,10 +97,50 @@ fn send(
         0,
         ((spec.warmup_s + spec.duration_s) * 1000.0) as u64,
     );
-    let rep = sender::run(&spec, &progress.done, &|| progress.stopping())?;
-    let mut out = step_output(&spec, &rep);
+    // Checkpoints, when someone wants them: the sender's watching thread hands each, and
+    // a thread of their own turns it into the report this driver would return had the
+    // test ended there (the controller reads it as it reads that), off the sender's way.
+    let sink = progress.checkpoint_sink();
+    let generator = progress
+        .generator
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let rep = std::thread::scope(|s| {
+        let tx = sink.map(|sink| {
+            let (tx, rx) = std::sync::mpsc::channel::<sender::TestReport>();
+            let spec = &spec;
+            s.spawn(move || {
+                for so_far in rx {
+                    if let Ok(v) = serde_json::to_value(SenderReport {
+                        step: Some(sender_step(spec, &so_far)),
+                        facts: BTreeMap::new(),
+                    }) {
+                        sink.hand_report(generator, v);
+                    }
+                }
+            });
+            tx
+        });
+        let hand = tx.as_ref().map(|tx| {
+            move |so_far: sender::TestReport| {
+                let _ = tx.send(so_far);
+            }
+        });
+        let checkpoint = hand
+            .as_ref()
+            .map(|f| f as &(dyn Fn(sender::TestReport) + Sync));
+        let rep = sender::run(&spec, &progress.done, &|| progress.stopping(), checkpoint);
+        // The checkpoint thread ends once its channel closes.
+        drop(tx);
+        rep
+    })?;
+    Ok((sender_step(&spec, &rep), rep.congestion))
+}
+
+/// A test's output as the sender reports it: at its end or at a checkpoint alike.
+fn sender_step(spec: &sender::SendSpec, rep: &sender::TestReport) -> StepOutput {
+    let mut out = step_output(spec, rep);
     keep_finite(&mut out);
-    Ok((out, rep.congestion))
+    out
 }
 
 /// Whether this host lets a TCP socket use the congestion control asked for. The probe

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use clap::Args;
 use engine::host::{DriverJob, Host, Service, ServiceCtx, ServiceHandle};
-use engine::workload::{CpuList, CpuRole, Params};
+use engine::workload::{CpuList, CpuRole, Params, SoFar};
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag, Metric, MissingMetric};
 use serde::{Deserialize, Serialize};
@@ -580,6 +580,18 @@ impl NetWorkload {
     }
 }
 
+/// A GSO send holds 64 KiB: each UDP test (`test`: its protocol and payload) stores the
+/// datagrams per send it used (44 of 1472 B for --udp-gso 45), not the number asked for
+/// (`gso`; acceptance pass J, 9).
+fn with_gso_used(out: &mut StepOutput, (proto, payload): (Proto, usize), gso: usize) {
+    if proto == Proto::Udp && gso > 1 {
+        out.settings.insert(
+            "udp_gso".into(),
+            serde_json::json!(sender::gso_segments(gso, payload)),
+        );
+    }
+}
+
 /// The one host the sender runs on; None: this process (the context has no roles).
 fn sender_host(ctx: &Ctx) -> anyhow::Result<Option<Arc<dyn Host>>> {
     let Some(roles) = &ctx.roles else {
@@ -688,22 +700,38 @@ impl Workload for NetWorkload {
             (None, Some(t)) => vec![t.clone()],
             (None, None) => bail!("net: no receiver: call prepare first or pass --target"),
         };
-        let rep = self.send(self.job(test, endpoints), ctx)?;
-        let mut out = rep
+        let gso = self.plan.cfg.udp_gso;
+        // Checkpoints while it runs, each the sender's report had the test ended there,
+        // stored as the test's provisional result where the runner keeps one: rackbench
+        // killed mid-test keeps what was measured up to the last.
+        let job = self.job(test, endpoints);
+        let rep = match ctx.partial.clone() {
+            Some(partial) => {
+                let offset_s = sender_host(ctx)?.map_or(0.0, |h| h.clock_offset_s());
+                let take = move |_, so_far| {
+                    let SoFar::Report(v) = so_far else {
+                        return;
+                    };
+                    let step = serde_json::from_value::<driver::SenderReport>(v)
+                        .ok()
+                        .and_then(|r| r.step);
+                    if let Some(mut step) = step {
+                        step.on_controller_clock(offset_s);
+                        with_gso_used(&mut step, (proto, payload), gso);
+                        partial(&step);
+                    }
+                };
+                engine::spread::take_checkpoints(&ctx.progress, take, || self.send(job, ctx))
+            }
+            None => self.send(job, ctx),
+        };
+        let mut out = rep?
             .step
             .context("net: the sender's report has no test output")?;
         if let Some(flag) = self.receiver.as_mut().and_then(Receiver::exited_flag) {
             out.flags.push(flag);
         }
-        // A GSO send holds 64 KiB: each UDP test stores the datagrams per send it used
-        // (44 of 1472 B for --udp-gso 45), not the number asked for (acceptance pass J, 9).
-        let gso = self.plan.cfg.udp_gso;
-        if proto == Proto::Udp && gso > 1 {
-            out.settings.insert(
-                "udp_gso".into(),
-                serde_json::json!(sender::gso_segments(gso, payload)),
-            );
-        }
+        with_gso_used(&mut out, (proto, payload), gso);
         Ok(out)
     }
 
@@ -947,16 +975,22 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
             .iter()
             .map(|s| u64::try_from(s.lost).unwrap_or(0))
             .sum();
+        // At a checkpoint, what was sent after the receiver's last interval is on its
+        // way: the loss is the gaps the receiver saw in what it was sent up to then (its
+        // intervals' loss, as iperf3's), of the datagrams that reached it or went missing.
+        let expected = match rep.checkpoint_s {
+            Some(_) => recv_packets + lost,
+            None => sent_packets,
+        };
         match &rep.loss_unknown {
             None => {
                 out.metrics
                     .push(Metric::new("lost_packets", lost as f64, "packets"));
-                match proto::loss_pct(sent_packets, sent_packets.saturating_sub(lost)) {
+                match proto::loss_pct(expected, expected.saturating_sub(lost)) {
                     Some(p) => {
                         out.metrics.push(Metric::new("loss_pct", p, "%"));
                         if p > UDP_LOSS_WARN_PCT {
-                            out.flags
-                                .push(udp_loss_flag(p, lost, sent_packets, send_gbit));
+                            out.flags.push(udp_loss_flag(p, lost, expected, send_gbit));
                         }
                     }
                     None => out.missing.push(MissingMetric {
@@ -995,7 +1029,17 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     // CPU: percent of one CPU, over each end's own clock (iperf3's cpu_utilization_percent).
     let mut total_pct = 0.0;
     let mut have_both = true;
-    if send_s > 0.0 {
+    if rep.checkpoint_s.is_some() {
+        have_both = false;
+        out.missing.push(engine::spread::read_at_end(
+            "sender_cpu_pct",
+            "each sending thread's CPU time (getrusage RUSAGE_THREAD) is read by the thread",
+        ));
+        out.missing.push(engine::spread::read_at_end(
+            "cpu_pct_per_gbit",
+            "each end's threads' CPU time is read",
+        ));
+    } else if send_s > 0.0 {
         total_pct += push_end_cpu(&mut out, "sender", &rep.sender_cpu, send_s, send_gbit);
     }
     let receiver_cpu_s = rep.receiver_cpu_span_s.unwrap_or(rep.receive_duration_s);
@@ -1010,6 +1054,7 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
                 reason: match c {
                     Some(_) if receiver_warm => RECEIVER_STILL_WARM.into(),
                     Some(_) => "the receiver reported a span of none".into(),
+                    None if rep.checkpoint_s.is_some() => RECEIVER_CPU_AT_END.into(),
                     None => "the receiver sent no final report".into(),
                 },
             });
@@ -1096,8 +1141,23 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         out.flags.push(Flag::invalid("zero_throughput", why));
     }
     push_outcome(&mut out, spec, rep);
+    if let Some(at) = rep.checkpoint_s {
+        let test = match spec.proto {
+            Proto::Tcp => "tcp".to_string(),
+            Proto::Udp => format!("udp{}", spec.payload),
+        };
+        out.flags.push(engine::spread::checkpoint_flag(
+            &test,
+            at,
+            Some(spec.duration_s),
+        ));
+    }
     out
 }
+
+/// Why a checkpoint has none of the receiver's CPU.
+const RECEIVER_CPU_AT_END: &str = "the receiver reports its CPU time in its final report at \
+    the end of the test: this result is a checkpoint taken while it ran";
 
 /// An interval's lost and out-of-order datagrams as shown: each stream's loss never below
 /// 0. A stream's count over an interval is below 0 when datagrams counted lost in an
@@ -1369,6 +1429,9 @@ fn push_process_cpu(out: &mut StepOutput, rep: &TestReport, recv_gbit: f64) {
                 name: "process_cpu_pct".into(),
                 reason: match r {
                     Some(_) => format!("the receiver's process CPU: {RECEIVER_STILL_WARM}"),
+                    None if rep.checkpoint_s.is_some() => {
+                        format!("the receiver's process CPU: {RECEIVER_CPU_AT_END}")
+                    }
                     None => "the receiver's process CPU: it sent no final report with it".into(),
                 },
             });

@@ -7,6 +7,7 @@
 //! reports is then from that mark to its end, and what it counted before is kept apart.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 use crate::proto::CpuUsage;
@@ -42,19 +43,45 @@ impl<T> Mark<T> {
 pub struct Marker<'a, T> {
     flag: &'a AtomicBool,
     mark: Option<Mark<T>>,
+    /// Where the counts at the mark are also left, for the end's control thread to read
+    /// while the worker runs on (a sender's checkpoints).
+    published: Option<&'a Mutex<Option<T>>>,
 }
 
-impl<'a, T> Marker<'a, T> {
+impl<'a, T: Clone> Marker<'a, T> {
     pub fn new(flag: &'a AtomicBool) -> Self {
-        Marker { flag, mark: None }
+        Marker {
+            flag,
+            mark: None,
+            published: None,
+        }
+    }
+
+    /// A marker that also leaves its counts at the mark in `slot`, once, as it marks:
+    /// nothing more on the worker's hot path.
+    pub fn publishing(flag: &'a AtomicBool, slot: &'a Mutex<Option<T>>) -> Self {
+        Marker {
+            published: Some(slot),
+            ..Marker::new(flag)
+        }
     }
 
     /// Once per pass: the first time the flag is up, note `counted()` with the CPU and time.
     #[inline]
     pub fn check(&mut self, counted: impl FnOnce() -> T) {
         if self.mark.is_none() && self.flag.load(Ordering::Relaxed) {
-            self.mark = Some(Mark::now(counted()));
+            self.mark_now(counted());
         }
+    }
+
+    #[cold]
+    fn mark_now(&mut self, counted: T) {
+        if let Some(slot) = self.published {
+            if let Ok(mut g) = slot.lock() {
+                *g = Some(counted.clone());
+            }
+        }
+        self.mark = Some(Mark::now(counted));
     }
 
     /// Whether the worker has passed its mark.

@@ -143,6 +143,12 @@ pub struct TestReport {
     /// Why the datagrams lost cannot be counted (the receiver sent no final report: what
     /// was sent after its last interval is not known to have arrived); None when they can.
     pub loss_unknown: Option<String>,
+    /// Some: not the test's end but a checkpoint taken this many seconds after the end of
+    /// its warm-up while it ran ([`run`]'s `checkpoint`): the sender's counts to then,
+    /// the receiver's as its interval reports gave them (its loss the gaps it saw), and
+    /// none of what either end reads only at the end (its threads' CPU, the receiver's
+    /// final report, the TCP counters over the test).
+    pub checkpoint_s: Option<f64>,
 }
 
 impl TestReport {
@@ -644,11 +650,17 @@ pub fn congestion_of(s: &TcpStream) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&b[..end]).into_owned())
 }
 
-/// Run one test against the receiver at `spec.target`. `progress` gets bytes sent.
+/// Run one test against the receiver at `spec.target`. `progress` gets bytes sent. With
+/// `checkpoint`, a checkpoint of the test goes to it every
+/// [`engine::load::CHECKPOINT_EVERY`] after the warm-up while the test runs (see
+/// [`TestReport::checkpoint_s`]), from the thread that watches the test: a compare per
+/// wake-up of it, nothing on the streams' sending loops but one store of their counts at
+/// the warm-up's end.
 pub fn run(
     spec: &SendSpec,
     progress: &AtomicU64,
     stop_all: &dyn Fn() -> bool,
+    checkpoint: Option<&(dyn Fn(TestReport) + Sync)>,
 ) -> anyhow::Result<TestReport> {
     if spec.proto == Proto::Udp && spec.payload > proto::MAX_UDP_PAYLOAD {
         bail!(
@@ -762,6 +774,8 @@ pub fn run(
     // The whole process from the end of the warm-up (`go` without one), as iperf3 counts
     // its CPU (control and telemetry threads included), beside the sending threads' own.
     let mut process0 = (process_cpu(), Instant::now());
+    // Where the measured test begins on the wall clock (its checkpoints' window).
+    let mut marked_wall = SystemTime::now();
     // Up at the end of the warm-up (at once without one): each sending thread then notes
     // where it stands (`mark`).
     let measuring = Arc::new(AtomicBool::new(spec.warmup_s <= 0.0));
@@ -853,6 +867,10 @@ pub fn run(
     let counters: Vec<Arc<(AtomicU64, AtomicU64)>> = (0..spec.streams)
         .map(|_| Arc::new((AtomicU64::new(0), AtomicU64::new(0))))
         .collect();
+    // What each stream had sent at its mark (the warm-up's), left once as it marks: its
+    // checkpoints count from there.
+    let warm: Vec<Arc<Mutex<Option<SentStats>>>> =
+        (0..spec.streams).map(|_| Arc::default()).collect();
     /// One stream from its mark to its end, and what it sent before the mark.
     struct Out {
         sent: SentStats,
@@ -872,6 +890,7 @@ pub fn run(
         let measuring = Arc::clone(&measuring);
         let gone = Arc::clone(&receiver_gone);
         let ctr = Arc::clone(&counters[i]);
+        let warm_slot = Arc::clone(&warm[i]);
         let cpus = spec.sender_cpus.clone();
         let payload = spec.payload;
         let rate = spec.rate_bps;
@@ -887,7 +906,7 @@ pub fn run(
                     .err()
                     .map(|e| format!("{e:#}"));
                 let (started, t0) = (SystemTime::now(), Instant::now());
-                let mut marker = Marker::new(&measuring);
+                let mut marker = Marker::publishing(&measuring, &warm_slot);
                 let mut o = Out {
                     sent: SentStats::default(),
                     warmup: SentStats::default(),
@@ -967,11 +986,14 @@ pub fn run(
     let deadline = mark_at + Duration::from_secs_f64(spec.duration_s);
     let mut early = None;
     let mut interrupted = false;
+    let every = engine::load::CHECKPOINT_EVERY;
+    let mut next_checkpoint = checkpoint.map(|_| mark_at + every);
     loop {
         let now = Instant::now();
         if now >= mark_at && !measuring.load(Ordering::Relaxed) {
             measuring.store(true, Ordering::Relaxed);
             process0 = (process_cpu(), Instant::now());
+            marked_wall = SystemTime::now();
         }
         if now >= deadline {
             break;
@@ -1002,6 +1024,23 @@ pub fn run(
             counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum(),
             Ordering::Relaxed,
         );
+        if let (Some(at), Some(hand)) = (next_checkpoint, checkpoint) {
+            if now >= at {
+                let live = Live {
+                    counters: &counters,
+                    warm: &warm,
+                    intervals: &intervals,
+                    congestion: &congestion,
+                };
+                hand(live.so_far(spec, (process0.1, marked_wall), &process0.0, now));
+                // The next after this one, once (a late wake-up takes it late).
+                let mut next = at + every;
+                while next <= now {
+                    next += every;
+                }
+                next_checkpoint = Some(next);
+            }
+        }
         let next = if now < mark_at { mark_at } else { deadline };
         std::thread::sleep((next - now).min(WATCH));
     }
@@ -1111,18 +1150,7 @@ pub fn run(
             // No final report: what the receiver reported interval by interval is all we
             // know it received. What was sent after its last interval may have arrived
             // too, so the loss over the test is not known (not everything unreported).
-            let mut sum = vec![StreamStats::default(); spec.streams];
-            let mut warm = vec![StreamStats::default(); spec.streams];
-            for iv in &rep.intervals {
-                let into = if iv.warmup { &mut warm } else { &mut sum };
-                for (s, r) in into.iter_mut().zip(&iv.received) {
-                    s.bytes += r.bytes;
-                    s.packets += r.packets;
-                    s.out_of_order += r.out_of_order;
-                    s.jitter_ms = r.jitter_ms;
-                    s.jitter_samples += r.jitter_samples;
-                }
-            }
+            let (sum, warm) = sum_intervals(&rep.intervals, spec.streams);
             if spec.warmup_s > 0.0 {
                 rep.warmup_received = warm;
             }
@@ -1150,6 +1178,108 @@ pub fn run(
         }
     }
     Ok(rep)
+}
+
+/// Each stream's receive counts over the receiver's interval reports, the test's and the
+/// warm-up's apart: what it is known to have received without its final report. A
+/// stream's loss is the sum of its intervals' (the gaps the receiver saw, less those that
+/// arrived late), its jitter the last interval's running estimate.
+fn sum_intervals(
+    intervals: &[IntervalReport],
+    streams: usize,
+) -> (Vec<StreamStats>, Vec<StreamStats>) {
+    let mut sum = vec![StreamStats::default(); streams];
+    let mut warm = vec![StreamStats::default(); streams];
+    for iv in intervals {
+        let into = if iv.warmup { &mut warm } else { &mut sum };
+        for (s, r) in into.iter_mut().zip(&iv.received) {
+            s.bytes += r.bytes;
+            s.packets += r.packets;
+            s.lost += r.lost;
+            s.out_of_order += r.out_of_order;
+            s.jitter_ms = r.jitter_ms;
+            s.jitter_samples += r.jitter_samples;
+        }
+    }
+    (sum, warm)
+}
+
+/// What the thread watching a test can read of it while the streams send.
+struct Live<'a> {
+    /// Each stream's bytes and datagrams sent since its start.
+    counters: &'a [Arc<(AtomicU64, AtomicU64)>],
+    /// Each stream's counts at its mark (None: not marked yet).
+    warm: &'a [Arc<Mutex<Option<SentStats>>>],
+    intervals: &'a Mutex<Vec<IntervalReport>>,
+    congestion: &'a Option<String>,
+}
+
+/// Why a checkpoint has no TCP counters over the test.
+const TCP_COUNTERS_AT_END: &str = "the sender's kernel counters over the test (TCP_INFO: \
+    retransmits, RTT, window) are read at the end of the test: this result is a checkpoint \
+    taken while it ran; each interval's retransmits are kept";
+
+impl Live<'_> {
+    /// The test so far, at `now`: from the end of the warm-up (`marked`: when this thread
+    /// marked it, on its clock and the wall clock; the process's CPU then, `cpu0`) to now
+    /// on the sender, and to the receiver's last interval report on the receiver.
+    fn so_far(
+        &self,
+        spec: &SendSpec,
+        marked: (Instant, SystemTime),
+        cpu0: &CpuUsage,
+        now: Instant,
+    ) -> TestReport {
+        let at = now.saturating_duration_since(marked.0);
+        let (sent, warmup_sent): (Vec<SentStats>, Vec<SentStats>) = self
+            .counters
+            .iter()
+            .zip(self.warm)
+            .map(|(c, w)| {
+                let total = SentStats {
+                    bytes: c.0.load(Ordering::Relaxed),
+                    packets: c.1.load(Ordering::Relaxed),
+                };
+                // A stream not marked yet has sent nothing of the test proper.
+                let warm = w
+                    .lock()
+                    .ok()
+                    .and_then(|g| g.clone())
+                    .unwrap_or(total.clone());
+                let sent = SentStats {
+                    bytes: total.bytes.saturating_sub(warm.bytes),
+                    packets: total.packets.saturating_sub(warm.packets),
+                };
+                (sent, warm)
+            })
+            .unzip();
+        let intervals = self.intervals.lock().map(|v| v.clone()).unwrap_or_default();
+        let (received, warmup_received) = sum_intervals(&intervals, spec.streams);
+        let receive_duration_s = intervals
+            .iter()
+            .rfind(|iv| !iv.warmup)
+            .map_or(0.0, |iv| iv.end_s.max(0.0));
+        let warm_up = spec.warmup_s > 0.0;
+        TestReport {
+            stream_send_s: vec![at.as_secs_f64(); sent.len()],
+            sent,
+            send_span: Some((marked.1, marked.1 + at)),
+            warmup_sent: if warm_up { warmup_sent } else { Vec::new() },
+            received,
+            warmup_received: if warm_up { warmup_received } else { Vec::new() },
+            receive_duration_s,
+            sender_process: proto::ProcessCpu {
+                cpu: process_cpu().since(cpu0),
+                span_s: at.as_secs_f64(),
+                process: proto::process_token(),
+            },
+            intervals,
+            congestion: self.congestion.clone(),
+            tcp: (spec.proto == Proto::Tcp).then(|| Err(TCP_COUNTERS_AT_END.to_string())),
+            checkpoint_s: Some(at.as_secs_f64()),
+            ..Default::default()
+        }
+    }
 }
 
 #[cfg(test)]

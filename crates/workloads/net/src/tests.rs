@@ -228,7 +228,7 @@ fn the_congestion_control_is_chosen_before_the_stream_connects() {
 fn a_receiver_without_the_congestion_control_refuses_the_test() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
     let spec = tcp_spec(addr, 0.3, Some("nosuchcc"));
-    let err = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap_err();
+    let err = sender::run(&spec, &AtomicU64::new(0), &|| false, None).unwrap_err();
     stop.store(true, Ordering::Relaxed);
     let _ = h.join().unwrap();
     let err = format!("{err:#}");
@@ -319,7 +319,7 @@ fn a_receiver_that_cannot_pin_its_threads_says_so_on_the_result() {
             streams: 2,
             ..tcp_spec(addr, 0.3, None)
         };
-        let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+        let rep = sender::run(&spec, &AtomicU64::new(0), &|| false, None).unwrap();
         assert_eq!(rep.error, None);
         let out = step_output(&spec, &rep);
         let flags: Vec<String> = out
@@ -377,7 +377,7 @@ fn a_sender_the_kernel_narrows_fails_its_stream() {
         sender_cpus: vec![mine[0], past],
         ..tcp_spec(addr, 0.3, None)
     };
-    let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+    let rep = sender::run(&spec, &AtomicU64::new(0), &|| false, None).unwrap();
     let why = rep.error.expect("a narrowed sender fails its stream");
     assert!(
         why.contains(&format!("CPU {past} left out by the kernel")),
@@ -417,7 +417,7 @@ fn tcp_runs_with_the_congestion_control_asked_for() {
     let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
     // Reno is built into every kernel and allowed without privileges.
     let spec = tcp_spec(addr, 0.3, Some("reno"));
-    let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+    let rep = sender::run(&spec, &AtomicU64::new(0), &|| false, None).unwrap();
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
     assert_eq!(rep.congestion.as_deref(), Some("reno"));
@@ -452,7 +452,7 @@ fn intervals_follow_one_another_to_the_end_of_the_test() {
             warmup_s,
             ..tcp_spec(addr, 0.35, None)
         };
-        let rep = sender::run(&spec, &AtomicU64::new(0), &|| false).unwrap();
+        let rep = sender::run(&spec, &AtomicU64::new(0), &|| false, None).unwrap();
         assert!(rep.error.is_none(), "{:?}", rep.error);
         let iv = &rep.intervals;
         assert!(iv.len() >= 3, "{iv:?}");
@@ -771,7 +771,7 @@ fn a_test_stopped_in_its_warmup_has_no_figures() {
         };
         let t0 = std::time::Instant::now();
         let stop_at = || t0.elapsed() > Duration::from_millis(300);
-        let rep = sender::run(&spec, &AtomicU64::new(0), &stop_at).unwrap();
+        let rep = sender::run(&spec, &AtomicU64::new(0), &stop_at, None).unwrap();
         assert!(rep.in_warmup && rep.interrupted, "{proto_:?}: {rep:?}");
         assert!(
             rep.warmup_sent[0].bytes > 0,
@@ -1108,6 +1108,7 @@ fn metrics_from_a_synthetic_report() {
         loss_unknown: None,
         congestion: None,
         tcp: None,
+        checkpoint_s: None,
         sender_process: proto::ProcessCpu {
             cpu: proto::CpuUsage {
                 user_s: 0.2,
@@ -1159,6 +1160,39 @@ fn metrics_from_a_synthetic_report() {
     assert!((metric(&out, "throughput_gbit_per_s").unwrap() - gbit).abs() < 1e-12);
     assert!((metric(&out, "cpu_pct_per_gbit").unwrap() - 80.0 / gbit).abs() < 1e-6);
     assert_eq!(out.headline, "throughput_gbit_per_s");
+    // At a checkpoint: more sent by then than had reached the receiver's last interval;
+    // the loss is the gaps it saw (100 of 1000), not sent less received, and what
+    // either end reads only at its end is missing with why, never 0.
+    let mut ckpt = rep.clone();
+    ckpt.sent[0] = proto::SentStats {
+        bytes: 1500 * 1472,
+        packets: 1500,
+    };
+    ckpt.receiver_cpu = None;
+    ckpt.receiver_process = None;
+    ckpt.checkpoint_s = Some(1.0);
+    let o = step_output(&spec, &ckpt);
+    assert!((metric(&o, "loss_pct").unwrap() - 10.0).abs() < 1e-9);
+    assert_eq!(metric(&o, "lost_packets"), Some(100.0));
+    for name in ["sender_cpu_pct", "receiver_cpu_pct", "cpu_pct_per_gbit"] {
+        assert!(metric(&o, name).is_none(), "{name}");
+        assert!(
+            o.missing
+                .iter()
+                .any(|m| m.name == name && m.reason.contains("checkpoint")),
+            "{name}: {:?}",
+            o.missing
+        );
+    }
+    let partial = o.flags.iter().find(|f| f.code == "partial").unwrap();
+    assert!(
+        partial
+            .message
+            .contains("udp1472 test did not finish (rackbench was killed, or the machine stopped): measured until a checkpoint at 1.0 s of"),
+        "{}",
+        partial.message
+    );
+    assert!(out.flags.iter().all(|f| f.code != "partial"));
     // The receiver's CPU over the span it was counted over when it says which (from its
     // mark to the sender's end), not over the counts' span.
     let mut spanned = rep.clone();
@@ -1578,7 +1612,7 @@ fn the_wait_for_a_frozen_receivers_report_is_bounded_and_sees_a_stop() {
         }
         now
     };
-    let rep = sender::run(&spec, &AtomicU64::new(0), &stop).unwrap();
+    let rep = sender::run(&spec, &AtomicU64::new(0), &stop, None).unwrap();
     let after = stopped_at.get().expect("the stop was seen").elapsed();
     assert!(after < Duration::from_secs(2), "{after:?} after the stop");
     assert!(!rep.interrupted && rep.receiver_cpu.is_none());
@@ -1595,7 +1629,7 @@ fn the_wait_for_a_frozen_receivers_report_is_bounded_and_sees_a_stop() {
     };
     let t0 = std::time::Instant::now();
     let stop = || t0.elapsed() > Duration::from_millis(300);
-    let rep = sender::run(&spec, &AtomicU64::new(0), &stop).unwrap();
+    let rep = sender::run(&spec, &AtomicU64::new(0), &stop, None).unwrap();
     let took = t0.elapsed();
     // The receiver's 2 s for its queued datagrams and the 5 s margin.
     assert!(
@@ -1873,7 +1907,13 @@ fn an_idle_receiver_sleeps_on_its_listener() {
     std::thread::sleep(Duration::from_secs(1));
     let woke = wakeups_of(tid) - before;
     assert!(woke <= 20, "an idle receiver woke {woke} times in 1 s");
-    let rep = sender::run(&tcp_spec(addr, 0.2, None), &AtomicU64::new(0), &|| false).unwrap();
+    let rep = sender::run(
+        &tcp_spec(addr, 0.2, None),
+        &AtomicU64::new(0),
+        &|| false,
+        None,
+    )
+    .unwrap();
     assert!(rep.received.iter().map(|s| s.bytes).sum::<u64>() > 0);
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();

@@ -75,15 +75,57 @@ pub struct Oltp {
 
 /// A test driven on every generator, merged.
 struct Driven {
-    merged: LoadOutcome,
+    /// What the generators measured, merged, and their own figures.
+    spread: generators::Driven,
     /// Validity counters per database, summed over the generators.
     counters: Vec<Arc<Counters>>,
     /// The server's counter readings (from the first generator; None if it failed).
     windows: Option<Vec<DbWindow>>,
-    runs: Vec<GeneratorRun>,
-    /// Generators whose driver failed while others measured: `name: why`.
-    failed: Vec<String>,
-    generators: usize,
+}
+
+/// A `tpcc` test's checkpoints, merged over its generators ([`generators::with_checkpoints`]).
+type Checkpoint<'a> = &'a (dyn Fn(generators::Driven) + Sync);
+
+/// What a `tpcc` test's checkpoint cannot have, as it is read or counted only at the end
+/// of the test: the server's NOPM and TPM (its counters come back with the first load
+/// generator's report), and the spec's ratios each generator counts and reports.
+const READ_AT_END: [(&str, &str); 2] = [
+    (
+        "nopm",
+        "the server's district counters (HammerDB's NOPM; the client's count over the \
+         window is nopm_client) come back with the first load generator's report",
+    ),
+    (
+        "tpm",
+        "the server's commit counters (the client's count over the window is tpm_client) \
+         come back with the first load generator's report",
+    ),
+];
+
+/// Why the spec's ratios are missing from a checkpoint.
+const RATIOS_AT_END: &str = "each load generator's counts of the spec's draws come in its report";
+
+/// What the generator on `host` measured (`o`) with `users` sessions (its virtual users
+/// of every database), its window from `started_unix_s` to `ended_unix_s` on the
+/// controller's clock: at the test's end and at a checkpoint alike. Its count is of the
+/// transactions sent (a keying time cut short by the end sent none).
+fn generator_run(
+    host: &dyn Host,
+    users: usize,
+    o: &LoadOutcome,
+    window: (f64, f64),
+    start_skew_s: f64,
+) -> GeneratorRun {
+    let sent: u64 = o.classes.iter().map(|c| c.count - c.misses).sum();
+    GeneratorRun {
+        rate: if o.duration_s > 0.0 {
+            sent as f64 / o.duration_s
+        } else {
+            0.0
+        },
+        count: sent,
+        ..GeneratorRun::of(host, users, users, o, window, start_skew_s)
+    }
 }
 
 impl Oltp {
@@ -181,13 +223,15 @@ impl Oltp {
     }
 
     /// Run `test` (`tpcc` or `step`) on every load generator, each with its share of
-    /// the virtual users (and of `rate`), and merge. `duration`: the step's.
+    /// the virtual users (and of `rate`), and merge. `duration`: the step's. Its
+    /// checkpoints, if wanted, go to `checkpoint`.
     fn drive(
         &self,
         test: &str,
         rate: Option<f64>,
         duration: Option<f64>,
         ctx: &Ctx,
+        checkpoint: Option<Checkpoint>,
     ) -> anyhow::Result<Driven> {
         let running = self.running()?;
         let loadgens = &ctx.roles()?.loadgens;
@@ -243,32 +287,32 @@ impl Oltp {
             };
             jobs.push((host.clone(), job));
         }
-        let watch = [ctx.roles()?.sut.clone()];
-        let reports = engine::host::drive_all(jobs, &watch, &ctx.progress);
+        let roles = ctx.roles()?;
+        let watch = [roles.sut.clone()];
+        let drive = || engine::host::drive_all(jobs, &watch, &ctx.progress);
+        let reports = match checkpoint {
+            Some(f) => {
+                let run_of = |i: usize, o: &LoadOutcome, window| {
+                    generator_run(loadgens[i].as_ref(), shares[i] * ndb, o, window, 0.0)
+                };
+                generators::with_checkpoints(roles, n, &ctx.progress, f, &run_of, drive)
+            }
+            None => drive(),
+        };
 
         let (decoded, errors) = generators::decode_reports(loadgens, reports, driver::decode);
-        let mut runs = Vec::with_capacity(decoded.len());
-        for (index, d, r) in &decoded {
-            let o = &d.outcome;
-            let sent: u64 = o.classes.iter().map(|c| c.count - c.misses).sum();
-            runs.push(GeneratorRun {
-                host: loadgens[*index].name().to_string(),
-                threads: shares[*index] * ndb,
-                connections: shares[*index] * ndb,
-                rate: if o.duration_s > 0.0 {
-                    sent as f64 / o.duration_s
-                } else {
-                    0.0
-                },
-                count: sent,
-                duration_s: o.duration_s,
-                cpu_s: o.loadgen_cpu_user_s + o.loadgen_cpu_sys_s,
-                started_unix_s: r.started_unix_s,
-                ended_unix_s: r.ended_unix_s,
-                start_skew_s: r.start_skew_s,
-                clock_error_s: loadgens[*index].clock_rtt_s() / 2.0,
-            });
-        }
+        let runs: Vec<GeneratorRun> = decoded
+            .iter()
+            .map(|(index, d, r)| {
+                generator_run(
+                    loadgens[*index].as_ref(),
+                    shares[*index] * ndb,
+                    &d.outcome,
+                    (r.started_unix_s, r.ended_unix_s),
+                    r.start_skew_s,
+                )
+            })
+            .collect();
         let counters: Vec<Arc<Counters>> =
             (0..ndb).map(|_| Arc::new(Counters::default())).collect();
         let mut windows = None;
@@ -288,18 +332,29 @@ impl Oltp {
         };
         ctx.progress.explain_stop(&mut merged.stopped_early);
         Ok(Driven {
-            merged,
+            spread: generators::Driven {
+                merged,
+                runs,
+                failed: generators::failures(&errors),
+                generators: n,
+                checkpoint_s: None,
+            },
             counters,
             windows,
-            runs,
-            failed: generators::failures(&errors),
-            generators: n,
         })
     }
 
     fn run_tpcc(&mut self, ctx: &Ctx) -> anyhow::Result<StepOutput> {
         let lead = ctx.roles()?.start_lead();
         let rampup = Duration::from_secs_f64(self.cfg.rampup);
+        // Checkpoints while it runs, stored as its provisional result where the runner
+        // keeps one: rackbench killed mid-test keeps what was measured up to the last.
+        let save = ctx
+            .partial
+            .is_some()
+            .then_some(|spread: generators::Driven| {
+                ctx.save_partial(&self.tpcc_step(&spread, None));
+            });
         // The ramp-up is warm-up on every host: from now (the jobs go out) until the
         // common start plus the ramp-up.
         let stop = AtomicBool::new(false);
@@ -319,14 +374,15 @@ impl Oltp {
                     ctx.watch.set_warmup(false);
                 });
             }
-            let d = this.drive("tpcc", self.cfg.rate, None, ctx);
+            let checkpoint = save.as_ref().map(|f| f as Checkpoint);
+            let d = this.drive("tpcc", self.cfg.rate, None, ctx, checkpoint);
             stop.store(true, Ordering::Relaxed);
             d
         })?;
         let wins = d.windows.clone().unwrap_or_else(|| {
             let why = format!(
                 "the load generator reading the server's counters failed ({})",
-                d.failed.first().map_or("no report", String::as_str)
+                d.spread.failed.first().map_or("no report", String::as_str)
             );
             vec![
                 DbWindow {
@@ -336,19 +392,24 @@ impl Oltp {
                 d.counters.len()
             ]
         });
-        let mut out = results::step_output(&self.cfg, &self.mix, &d.merged, &wins, &d.counters);
+        Ok(self.tpcc_step(&d.spread, Some((&wins, &d.counters))))
+    }
+
+    /// A `tpcc` test's result from what its generators measured (`d`) and, at its end,
+    /// the server's counter readings and the generators' validity counters (`at_end`):
+    /// at its end, or at a checkpoint while it ran. One conversion for both, so that a
+    /// provisional result reads as the final one does; a checkpoint's says what it is
+    /// and what it cannot have yet.
+    fn tpcc_step(
+        &self,
+        d: &generators::Driven,
+        at_end: Option<(&[DbWindow], &[Arc<Counters>])>,
+    ) -> StepOutput {
+        let rampup = Duration::from_secs_f64(self.cfg.rampup);
+        let mut out = results::step_output(&self.cfg, &self.mix, &d.merged, at_end);
         // Measured after the ramp-up, as the figures are.
-        out.measured = generators::measured_window(&d.runs, rampup)
-            .into_iter()
-            .collect();
-        generators::add_figures(
-            &d.runs,
-            &d.failed,
-            d.generators,
-            FIGURES,
-            self.cfg.rate.is_none(),
-            &mut out,
-        );
+        out.measured = d.measured_window(rampup).into_iter().collect();
+        d.add_figures(&mut out, FIGURES, self.cfg.rate.is_none());
         // A generator lost mid-test: its work is in the server's counters, in none of the
         // other figures.
         if !d.failed.is_empty() && !d.runs.is_empty() {
@@ -366,7 +427,16 @@ impl Oltp {
                 );
             }
         }
-        Ok(out)
+        let ratios = results::COUNTED_AT_END.map(|name| (name, RATIOS_AT_END));
+        let reads: Vec<(&str, &str)> = READ_AT_END.into_iter().chain(ratios).collect();
+        let planned = Duration::from_secs_f64(self.cfg.duration.max(0.0));
+        d.mark_checkpoint(
+            &mut out,
+            "tpcc",
+            &engine::load::StopAfter::Duration(planned),
+            &reads,
+        );
+        out
     }
 
     /// One open-loop step of the capacity tests: `rate` transactions/s in total across
@@ -376,7 +446,9 @@ impl Oltp {
         let secs = self.cap.step_duration_s(&CAPACITY);
         let started = SystemTime::now();
         ctx.note(&format!("oltp: {rate:.0} txn/s for {secs}s"));
-        let d = self.drive("step", Some(rate), Some(secs), ctx)?;
+        let d = self
+            .drive("step", Some(rate), Some(secs), ctx, None)?
+            .spread;
         let mut step = RateStep::from_outcome(rate, &d.merged);
         step.bytes_not_counted = Some(BYTES_NOT_COUNTED.into());
         step.started_at = Some(started);

@@ -13,14 +13,34 @@ use crate::monitor::DbWindow;
 use crate::txn::{self, Counters, Mix, CLASSES};
 use crate::Config;
 
+/// The figures of the spec's draws each load generator counts and reports at the end of
+/// the test ([`Counters`]): none at a checkpoint.
+pub(crate) const COUNTED_AT_END: [&str; 7] = [
+    "new_order_rollback_pct",
+    "remote_order_line_pct",
+    "payment_remote_pct",
+    "payment_by_last_name_pct",
+    "order_status_by_last_name_pct",
+    "delivery_skipped_pct",
+    "order_lines_per_order",
+];
+
+/// A run's result from what its load generators measured (`o`) and, at the end of the
+/// test (`at_end`), the server's counter readings per database and the generators'
+/// validity counters. A checkpoint while the test runs has neither: what comes of them
+/// is left out here, and the caller says it missing with why.
 pub(crate) fn step_output(
     cfg: &Config,
     mix: &Mix,
     o: &LoadOutcome,
-    wins: &[DbWindow],
-    counters: &[Arc<Counters>],
+    at_end: Option<(&[DbWindow], &[Arc<Counters>])>,
 ) -> StepOutput {
-    let ndb = counters.len();
+    let (wins, counters) = at_end.unwrap_or((&[], &[]));
+    // At the end, a counter per database; at a checkpoint, as configured.
+    let ndb = match at_end {
+        Some(_) => counters.len(),
+        None => cfg.databases.max(1) as usize,
+    };
     let multi = ndb > 1;
     // NOPM leads a TPC-C-like mix; one where New-Order is rare (read-mostly) or absent
     // measures something else, and TPM (all transactions) leads.
@@ -43,7 +63,7 @@ pub(crate) fn step_output(
     let lbl = |m: Metric, db: usize| if multi { m.label("db", db + 1) } else { m };
 
     // NOPM / TPM from the server's counters (HammerDB's method), per database and total.
-    let (mut nopm_total, mut tpm_total, mut have_all) = (0.0, 0.0, true);
+    let (mut nopm_total, mut tpm_total, mut have_all) = (0.0, 0.0, at_end.is_some());
     // Why TPM is not known although both readings are there (its counter went back).
     let mut tpm_unknown: Option<String> = None;
     for (i, w) in wins.iter().enumerate() {
@@ -120,7 +140,7 @@ pub(crate) fn step_output(
                 reason: why,
             }),
         }
-    } else {
+    } else if at_end.is_some() {
         if multi {
             out.missing.push(MissingMetric {
                 name: "nopm".into(),
@@ -327,95 +347,97 @@ pub(crate) fn step_output(
     }
 
     // The spec's run-validity ratios (5.5.1.5), over all databases.
-    let sum = |f: fn(&Counters) -> &std::sync::atomic::AtomicU64| -> u64 {
-        counters.iter().map(|c| Counters::get(f(c))).sum()
-    };
-    let new_orders = sum(|c| &c.new_orders);
-    let lines = sum(|c| &c.order_lines);
-    let payments = sum(|c| &c.payments);
-    let statuses = sum(|c| &c.order_statuses);
-    let ratios: [(&str, u64, u64, f64, f64, bool); 6] = [
-        (
-            "new_order_rollback_pct",
-            sum(|c| &c.new_order_rollbacks),
-            new_orders,
-            0.9,
-            1.1,
-            true,
-        ),
-        (
-            "remote_order_line_pct",
-            sum(|c| &c.remote_order_lines),
-            lines,
-            0.95,
-            1.05,
-            cfg.warehouses > 1,
-        ),
-        (
-            "payment_remote_pct",
-            sum(|c| &c.remote_payments),
-            payments,
-            14.0,
-            16.0,
-            cfg.warehouses > 1,
-        ),
-        (
-            "payment_by_last_name_pct",
-            sum(|c| &c.payments_by_name),
-            payments,
-            57.0,
-            63.0,
-            true,
-        ),
-        (
-            "order_status_by_last_name_pct",
-            sum(|c| &c.order_statuses_by_name),
-            statuses,
-            57.0,
-            63.0,
-            true,
-        ),
-        (
-            "delivery_skipped_pct",
-            sum(|c| &c.delivery_skipped_districts),
-            10 * sum(|c| &c.deliveries),
-            0.0,
-            1.0,
-            true,
-        ),
-    ];
-    for (name, num, den, lo, hi, applies) in ratios {
-        if den == 0 {
-            out.missing.push(MissingMetric {
-                name: name.into(),
-                reason: "no transactions of that kind ran".into(),
-            });
-            continue;
+    if at_end.is_some() {
+        let sum = |f: fn(&Counters) -> &std::sync::atomic::AtomicU64| -> u64 {
+            counters.iter().map(|c| Counters::get(f(c))).sum()
+        };
+        let new_orders = sum(|c| &c.new_orders);
+        let lines = sum(|c| &c.order_lines);
+        let payments = sum(|c| &c.payments);
+        let statuses = sum(|c| &c.order_statuses);
+        let ratios: [(&str, u64, u64, f64, f64, bool); 6] = [
+            (
+                "new_order_rollback_pct",
+                sum(|c| &c.new_order_rollbacks),
+                new_orders,
+                0.9,
+                1.1,
+                true,
+            ),
+            (
+                "remote_order_line_pct",
+                sum(|c| &c.remote_order_lines),
+                lines,
+                0.95,
+                1.05,
+                cfg.warehouses > 1,
+            ),
+            (
+                "payment_remote_pct",
+                sum(|c| &c.remote_payments),
+                payments,
+                14.0,
+                16.0,
+                cfg.warehouses > 1,
+            ),
+            (
+                "payment_by_last_name_pct",
+                sum(|c| &c.payments_by_name),
+                payments,
+                57.0,
+                63.0,
+                true,
+            ),
+            (
+                "order_status_by_last_name_pct",
+                sum(|c| &c.order_statuses_by_name),
+                statuses,
+                57.0,
+                63.0,
+                true,
+            ),
+            (
+                "delivery_skipped_pct",
+                sum(|c| &c.delivery_skipped_districts),
+                10 * sum(|c| &c.deliveries),
+                0.0,
+                1.0,
+                true,
+            ),
+        ];
+        for (name, num, den, lo, hi, applies) in ratios {
+            if den == 0 {
+                out.missing.push(MissingMetric {
+                    name: name.into(),
+                    reason: "no transactions of that kind ran".into(),
+                });
+                continue;
+            }
+            let pct = 100.0 * num as f64 / den as f64;
+            out.metrics.push(Metric::new(name, pct, "%"));
+            if !applies {
+                continue;
+            }
+            // Outside the spec's bounds by more than the draw's sampling error (3 standard
+            // errors) means the generator is wrong, not that the run was short.
+            let p = ((lo + hi) / 200.0).max(1e-6);
+            let se = 100.0 * (p * (1.0 - p) / den as f64).sqrt();
+            if pct < lo - 3.0 * se || pct > hi + 3.0 * se {
+                out.flags.push(Flag::warning(
+                    "tpcc_ratio",
+                    format!(
+                        "{name} = {pct:.2}% over {den} draws, outside the spec's {lo}-{hi}% (5.5.1.5)"
+                    ),
+                ));
+            }
         }
-        let pct = 100.0 * num as f64 / den as f64;
-        out.metrics.push(Metric::new(name, pct, "%"));
-        if !applies {
-            continue;
-        }
-        // Outside the spec's bounds by more than the draw's sampling error (3 standard
-        // errors) means the generator is wrong, not that the run was short.
-        let p = ((lo + hi) / 200.0).max(1e-6);
-        let se = 100.0 * (p * (1.0 - p) / den as f64).sqrt();
-        if pct < lo - 3.0 * se || pct > hi + 3.0 * se {
-            out.flags.push(Flag::warning(
-                "tpcc_ratio",
-                format!(
-                    "{name} = {pct:.2}% over {den} draws, outside the spec's {lo}-{hi}% (5.5.1.5)"
-                ),
+        if new_orders > 0 {
+            out.metrics.push(Metric::new(
+                "order_lines_per_order",
+                lines as f64 / new_orders as f64,
+                "lines",
             ));
         }
-    }
-    if new_orders > 0 {
-        out.metrics.push(Metric::new(
-            "order_lines_per_order",
-            lines as f64 / new_orders as f64,
-            "lines",
-        ));
     }
     let below = mix.below_spec();
     if !below.is_empty() {
@@ -722,8 +744,7 @@ mod tests {
             &cfg,
             &Mix::default(),
             &outcome(),
-            &wins,
-            &[counters(45), counters(45)],
+            Some((&wins, &[counters(45), counters(45)])),
         );
         assert!((value(&out, "tpm").unwrap() - 28_000.0).abs() < 1e-6);
         assert!((value(&out, "nopm").unwrap() - 8455.0).abs() < 1e-6);
@@ -758,8 +779,7 @@ mod tests {
             &cfg,
             &Mix::default(),
             &o,
-            &wins,
-            &[counters(45), counters(45)],
+            Some((&wins, &[counters(45), counters(45)])),
         );
         let per_db = |d: &str| {
             out.metrics
@@ -788,8 +808,7 @@ mod tests {
             &Config::default(),
             &Mix::default(),
             &outcome(),
-            &[window(4455, 14_000)],
-            &[counters(45)],
+            Some((&[window(4455, 14_000)], &[counters(45)])),
         );
         assert!(out.metrics.iter().all(|m| !m.labels.contains_key("db")));
     }
@@ -809,8 +828,7 @@ mod tests {
             &Config::default(),
             &Mix::default(),
             &o,
-            &[window(4455, 14_000)],
-            &[counters(45)],
+            Some((&[window(4455, 14_000)], &[counters(45)])),
         );
         for name in CLASSES {
             let rec = out
@@ -847,8 +865,7 @@ mod tests {
             &Config::default(),
             &mix,
             &outcome(),
-            &[window(0, 14_000)],
-            &[counters(0)],
+            Some((&[window(0, 14_000)], &[counters(0)])),
         );
         assert_eq!(out.headline, "tpm");
         assert!(value(&out, "tpm").unwrap() > 0.0);
@@ -859,8 +876,7 @@ mod tests {
                 &Config::default(),
                 &mix,
                 &outcome(),
-                &[window(0, 14_000)],
-                &[counters(0)],
+                Some((&[window(0, 14_000)], &[counters(0)])),
             );
             assert_eq!(out.headline, lead, "{name}");
         }
@@ -877,8 +893,7 @@ mod tests {
             &cfg,
             &Mix::default(),
             &outcome(),
-            &[window(0, 14_000)],
-            &[counters(0)],
+            Some((&[window(0, 14_000)], &[counters(0)])),
         );
         let over = |t: &str| {
             out.metrics
@@ -902,8 +917,7 @@ mod tests {
             &cfg,
             &Mix::default(),
             &outcome(),
-            &[window(4455, 10_000)],
-            &[counters(45)],
+            Some((&[window(4455, 10_000)], &[counters(45)])),
         );
         assert_eq!(out.headline, "nopm");
         assert!((value(&out, "nopm").unwrap() - 4455.0).abs() < 1e-6);
@@ -954,8 +968,7 @@ mod tests {
             &Config::default(),
             &Mix::default(),
             &outcome(),
-            &[w],
-            &[counters(45)],
+            Some((&[w], &[counters(45)])),
         )
     }
 
@@ -986,8 +999,7 @@ mod tests {
             &Config::default(),
             &Mix::default(),
             &outcome(),
-            &[window(4275, 14_000)],
-            &[counters(225)],
+            Some((&[window(4275, 14_000)], &[counters(225)])),
         );
         assert!(out
             .flags

@@ -726,7 +726,12 @@ mod tests {
             keying_think: true,
             ..crate::Config::default()
         };
-        let out = crate::results::step_output(&cfg, &mix, &o, &[], std::slice::from_ref(&counters));
+        let out = crate::results::step_output(
+            &cfg,
+            &mix,
+            &o,
+            Some((&[], std::slice::from_ref(&counters))),
+        );
         let metric = |name: &str, labels: &[(&str, &str)]| {
             out.metrics
                 .iter()
