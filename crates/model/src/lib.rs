@@ -260,6 +260,32 @@ impl ResultRecord {
         self.flags.iter().any(|f| f.severity == Severity::Invalid)
     }
 
+    /// Why this result counts in no figure, in words: `interrupted (partial)` (stopped,
+    /// its figures those measured until a checkpoint or the stop), `failed`, `invalid
+    /// (code)`; None when it counts (ended ok, nothing invalid).
+    pub fn uncounted_as(&self) -> Option<String> {
+        let partial = if self.flags.iter().any(|f| f.code == "partial") {
+            " (partial)"
+        } else {
+            ""
+        };
+        match self.status {
+            Status::Interrupted => Some(format!("interrupted{partial}")),
+            Status::Failed => Some(format!("failed{partial}")),
+            Status::Running => Some("still running".to_string()),
+            Status::Ok if self.is_invalid() => {
+                let codes: Vec<&str> = self
+                    .flags
+                    .iter()
+                    .filter(|f| f.severity == Severity::Invalid)
+                    .map(|f| f.code.as_str())
+                    .collect();
+                Some(format!("invalid ({})", codes.join(", ")))
+            }
+            Status::Ok => None,
+        }
+    }
+
     /// The capacity procedure this result is (`ramp`, `search` or `levels`), or None for
     /// an ordinary test. The marker is the one the engine stores: every step's metrics
     /// are labelled `phase=<test>` (and its histograms are `<test>_step<i>`, one per
@@ -277,6 +303,33 @@ impl ResultRecord {
             .iter()
             .any(|m| m.labels.get("phase").is_some_and(|p| p == test));
         (CAPACITY_TESTS.contains(&test) && marked).then_some(test)
+    }
+}
+
+/// Why none of `results` counts, when none does, in words naming them as `noun`s: "its
+/// only repetition is interrupted (partial)", "its 3 results are failed (2), interrupted
+/// (1)". None when one of them counts, or there are none.
+pub fn none_counted_because(results: &[&ResultRecord], noun: &str) -> Option<String> {
+    let mut why: Vec<(String, usize)> = Vec::new();
+    for r in results {
+        let w = r.uncounted_as()?;
+        match why.iter_mut().find(|(k, _)| *k == w) {
+            Some((_, n)) => *n += 1,
+            None => why.push((w, 1)),
+        }
+    }
+    match why.as_slice() {
+        [] => None,
+        [(w, 1)] => Some(format!("its only {noun} is {w}")),
+        [(w, n)] => Some(format!("its {n} {noun}s are all {w}")),
+        _ => Some(format!(
+            "its {} {noun}s are {}",
+            results.len(),
+            why.iter()
+                .map(|(w, n)| format!("{w} ({n})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
     }
 }
 

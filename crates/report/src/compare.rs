@@ -59,12 +59,15 @@ pub struct CompareRow {
     pub b: Option<Sample>,
     /// (b - a) / a in percent.
     pub diff_pct: Option<f64>,
-    /// 95% CI of the difference, in percent of a (Welch), no lower than -100% (every
-    /// compared figure is a count, rate, time or share: none goes below zero).
+    /// 95% CI of the difference, in percent of a (Welch), as computed: a lower bound
+    /// below -100% (two or three runs of a wide spread) is kept here, and the text shows
+    /// it as `<-100%` (every compared figure is a count, rate, time or share: none goes
+    /// below zero, so the interval says only that it reaches zero).
     pub ci95_pct: Option<(f64, f64)>,
-    /// For a share (`pct_over_1ms`, in %): b - a in percentage points, as the seeds state
-    /// such differences ("11% vs 0%"), and its 95% CI in points. The text, HTML and
-    /// Markdown show these rows in points.
+    /// For a share (any figure in %: `pct_over_1ms`, UDP `loss_pct`): b - a in
+    /// percentage points, as the seeds state such differences ("11% vs 0%"), and its 95%
+    /// CI in points (as computed; below -A shown as `<-A`). The text, HTML and Markdown
+    /// show these rows in points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_points: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,12 +154,23 @@ impl CompareRow {
         }
     }
 
-    /// The "95% CI" cell: `[-3.1%, +8.0%]`, or in points for a share.
+    /// The "95% CI" cell: `[-3.1%, +8.0%]`, or in points for a share. A lower bound
+    /// below what a figure can fall to (-100%, or -A points: B below zero) is shown as
+    /// beyond it, `[<-100%, +192.6%]`, not as a bound computed there.
     pub fn ci_text(&self) -> String {
         match (self.ci95_points, self.ci95_pct, self.diff_points) {
-            (Some((l, h)), _, _) => format!("[{}, {}] pts", signed_points(l), signed_points(h)),
+            (Some((l, h)), _, _) => {
+                let floor = self.a.as_ref().map_or(f64::NEG_INFINITY, |a| -a.mean);
+                let low = if l < floor {
+                    format!("<{}", signed_points(floor))
+                } else {
+                    signed_points(l)
+                };
+                format!("[{low}, {}] pts", signed_points(h))
+            }
             // A share's difference stands in points; its relative interval is not shown.
             (None, _, Some(_)) => "-".into(),
+            (None, Some((l, h)), None) if l < -100.0 => format!("[<-100%, {h:+.1}%]"),
             (None, Some((l, h)), None) => format!("[{l:+.1}%, {h:+.1}%]"),
             (None, None, None) => "-".into(),
         }
@@ -192,6 +206,11 @@ pub struct Comparison {
     /// stand, but deserve the second look the run's own report gives them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<PointWarnings>,
+    /// Runs of either side that did not finish (`B: killed: run interrupted`): what
+    /// they stored before the stop is compared, points without a repetition that counts
+    /// are not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unfinished: Vec<String>,
     /// Set when the two sides share no test point (a kv run against a net run): nothing
     /// is compared, and this says what each side has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -767,6 +786,18 @@ fn companions(headline: &str) -> &'static [(&'static str, bool)] {
     }
 }
 
+/// Whether a compared figure is a share of something, in % (of requests over a latency
+/// threshold, of UDP datagrams lost): its difference is stated in percentage points,
+/// 28.3% to 41.8% loss is +13.5 pts (a relative +47.5% was shown, acceptance pass K, 10).
+fn is_share(metric: &str, unit: &str) -> bool {
+    unit == "%" || metric.starts_with("pct_over_")
+}
+
+/// A companion figure in the unit the report's tables show it in, where that is not the
+/// stored one: UDP jitter in us, as the network table's "Jitter us" column (compare gave
+/// 0.00117 ms beside the report's 1.17). (stored name, shown name, unit, factor)
+const SHOWN_AS: &[(&str, &str, &str, f64)] = &[("jitter_ms", "jitter_us", "us", 1e3)];
+
 /// CPU per unit of the headline on the system under test, microseconds: every CPU of a
 /// host that ran no load generator ([`crate::derive::sut_cpu`])...
 const CPU_PER: &str = "cpu_us_per_";
@@ -836,8 +867,18 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
     // The figure read beside the headline (HammerDB's users read NOPM and TPM together).
     for &(other, higher) in companions(&r.headline) {
         if let Some(m) = r.metric(other, &[]) {
-            let unit = crate::derive::display_unit(other, &m.unit);
-            out.push((other.to_string(), unit, higher, Ok(m.value)));
+            match SHOWN_AS.iter().find(|s| s.0 == other) {
+                Some(&(_, name, unit, factor)) => out.push((
+                    name.to_string(),
+                    unit.to_string(),
+                    higher,
+                    Ok(m.value * factor),
+                )),
+                None => {
+                    let unit = crate::derive::display_unit(other, &m.unit);
+                    out.push((other.to_string(), unit, higher, Ok(m.value)));
+                }
+            }
         }
     }
     // A capacity test is a curve of steps at different offered rates: its headline (the
@@ -1004,6 +1045,11 @@ fn levels_basis(r: &model::ResultRecord) -> Result<Option<PowerBasis>, String> {
     }
 }
 
+/// The verdict of a figure derived from modelled power on both sides: its difference is
+/// shown, no interval or significance.
+pub const MODELLED_VERDICT: &str =
+    "modelled, not measured: no significance verdict (the watts are what the declared power models give, not readings)";
+
 /// How a row names a power figure of one basis: as the summary tags it, measured whole
 /// server untagged.
 fn with_basis(metric: &str, basis: PowerBasis) -> String {
@@ -1100,6 +1146,10 @@ fn threshold_ns(label: &str) -> Option<u64> {
 struct Gathered {
     figures: BTreeMap<(String, String), Figure>,
     warnings: BTreeMap<String, BTreeSet<String>>,
+    /// Per sweep point none of whose repetitions counts (on any run of the side): why
+    /// (`its only repetition is interrupted (partial)`). Such a point has no figures,
+    /// and must not read as one the side never ran.
+    uncounted: BTreeMap<String, String>,
 }
 
 /// Per sweep point and figure: each run's values (one per repetition, or one for the
@@ -1108,9 +1158,14 @@ struct Gathered {
 fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
     let mut out: BTreeMap<(String, String), Figure> = BTreeMap::new();
     let mut warnings: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut at_point: BTreeMap<String, Vec<&model::ResultRecord>> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         for p in points(i, run) {
             let key = point_key(&p, swept);
+            at_point
+                .entry(key.clone())
+                .or_default()
+                .extend(p.results.iter().copied());
             let latency = p.latency();
             let valid = p.valid();
             warnings.entry(key.clone()).or_default().extend(
@@ -1167,9 +1222,14 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
             }
         }
     }
+    let uncounted = at_point
+        .into_iter()
+        .filter_map(|(k, rs)| Some((k, model::none_counted_because(&rs, "repetition")?)))
+        .collect();
     Gathered {
         figures: out,
         warnings,
+        uncounted,
     }
 }
 
@@ -1226,24 +1286,21 @@ pub fn judge_on(
         (Some(x), Some(y)) => welch(x, y),
         _ => None,
     };
-    // No figure compared here goes below zero, so neither does B: the interval stops at
-    // -100% (a t-interval over two or three runs of a wide spread reaches further).
+    // As computed: a t-interval over two or three runs of a wide spread reaches below
+    // -100% (B below zero, which no figure compared here can be); the text says so
+    // ([`CompareRow::ci_text`]) rather than printing -100% as if it were the bound.
     let ci95_pct = match (&w, &sa) {
-        (Some(w), Some(x)) if x.mean != 0.0 => Some((
-            (100.0 * w.ci95_low / x.mean).max(-100.0),
-            100.0 * w.ci95_high / x.mean,
-        )),
+        (Some(w), Some(x)) if x.mean != 0.0 => {
+            Some((100.0 * w.ci95_low / x.mean, 100.0 * w.ci95_high / x.mean))
+        }
         _ => None,
     };
     let diff_abs = match (&sa, &sb) {
         (Some(x), Some(y)) => Some(y.mean - x.mean),
         _ => None,
     };
-    // Likewise B - A is no lower than -A.
-    let ci95_abs = match (&w, &sa) {
-        (Some(w), Some(x)) => Some((w.ci95_low.max(-x.mean), w.ci95_high)),
-        _ => None,
-    };
+    // Likewise as computed (the text shows a bound below -A as `<-A`).
+    let ci95_abs = w.as_ref().map(|w| (w.ci95_low, w.ci95_high));
     let reps = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).max().unwrap_or(0);
     let direction = if points { diff_abs } else { diff_pct };
     let verdict = match (&w, direction) {
@@ -1436,10 +1493,12 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let Gathered {
         figures: ga,
         warnings: wa,
+        uncounted: ua,
     } = gather(a, &swept);
     let Gathered {
         figures: gb,
         warnings: wb,
+        uncounted: ub,
     } = gather(b, &swept);
     let mut rows = Vec::new();
     let points_of = |g: &BTreeMap<(String, String), Figure>| -> BTreeSet<String> {
@@ -1452,18 +1511,19 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             (Some(fa), Some(fb)) => (fa, fb),
             // A figure one side has and the other not is said, never left out.
             (Some(f), None) => {
-                rows.extend(one_sided_row(key, f, "A", "B", &gb, &pb));
+                rows.extend(one_sided_row(key, f, "A", "B", &gb, &pb, &ub));
                 continue;
             }
             (None, Some(f)) => {
-                rows.extend(one_sided_row(key, f, "B", "A", &ga, &pa));
+                rows.extend(one_sided_row(key, f, "B", "A", &ga, &pa, &ua));
                 continue;
             }
             (None, None) => continue,
         };
         let runs = |f: &Figure| f.per_run.values().cloned().collect::<Vec<_>>();
-        // A share of requests over a threshold, in %: its difference in points.
-        let share = key.1.starts_with("pct_over_");
+        // A share, in % (of requests over a threshold, of datagrams lost): its
+        // difference in points.
+        let share = is_share(&key.1, &fa.unit);
         let mut j = judge_on(&runs(fa), &runs(fb), fa.higher_is_better, share);
         // A figure that could not be had on a side says why, rather than being left out.
         let why = |f: &Figure| (f.per_run.is_empty()).then(|| f.missing.join("; "));
@@ -1481,7 +1541,18 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         let missing = why(fa).is_some() || why(fb).is_some();
         match (&ba[..], &bb[..]) {
             ([], []) => {}
-            ([a], [b]) if a == b => metric = with_basis(&metric, *a),
+            ([a], [b]) if a == b => {
+                metric = with_basis(&metric, *a);
+                // Watts from a declared power model are the model's output, not a
+                // measurement: a t-test on them judges the model (`power_w (MODELLED)`
+                // read "worse (significant, p=0.003)", acceptance pass K, 8).
+                if *a == PowerBasis::Modelled && !missing {
+                    j.ci95_pct = None;
+                    j.ci95_abs = None;
+                    j.p_value = None;
+                    j.verdict = MODELLED_VERDICT.to_string();
+                }
+            }
             // A side without the figure says why (above), not that it has no basis.
             _ if missing => {}
             _ => {
@@ -1549,9 +1620,24 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             })
         })
         .collect();
+    let unfinished = [("A", a), ("B", b)]
+        .into_iter()
+        .flat_map(|(side, runs)| {
+            runs.iter().zip(run_labels(runs)).filter_map(move |(r, l)| {
+                let how = match r.status {
+                    model::Status::Ok => return None,
+                    model::Status::Interrupted => "interrupted",
+                    model::Status::Failed => "failed",
+                    model::Status::Running => "still running",
+                };
+                Some(format!("{side}: {l}: run {how}"))
+            })
+        })
+        .collect();
     Comparison {
         a: run_labels(a),
         b: run_labels(b),
+        unfinished,
         rows,
         comparability: comparability(a, b),
         warnings,
@@ -1560,8 +1646,10 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
 }
 
 /// The row of a figure `f` only `side` has, at point and metric `key`; `others` and
-/// `others_points` are the other side's figures and points. A point the other side did not
-/// run is said once, by its headline (None for its other figures).
+/// `others_points` are the other side's figures and points, `others_uncounted` its points
+/// none of whose repetitions counts, with why. A point the other side did not run, or
+/// ran without a repetition that counts, is said once, by its headline (None for its
+/// other figures).
 fn one_sided_row(
     key: &(String, String),
     f: &Figure,
@@ -1569,12 +1657,18 @@ fn one_sided_row(
     other: &str,
     others: &BTreeMap<(String, String), Figure>,
     others_points: &BTreeSet<String>,
+    others_uncounted: &BTreeMap<String, String>,
 ) -> Option<CompareRow> {
     let why = if !others_points.contains(&key.0) {
         if metric_rank(&key.1) != 0 {
             return None;
         }
-        format!("{other} has no such point")
+        match others_uncounted.get(&key.0) {
+            // A killed run has the point, interrupted (acceptance pass K, 6: "B has no
+            // such point" was said of it).
+            Some(w) => format!("{other} ran it, but {w}: not compared"),
+            None => format!("{other} has no such point"),
+        }
     } else if curve_step(&key.1).is_some() {
         // Said once for the point, with the other steps of its side ([`one_sided_steps`]).
         return None;
@@ -1794,11 +1888,14 @@ pub fn multiple_rows_note(tested: usize) -> String {
 
 /// The comparison as aligned text for a terminal.
 pub fn compare_text(c: &Comparison) -> String {
-    let mut out = format!(
-        "A (old): {}\nB (new): {}\n\n",
-        c.a.join(", "),
-        c.b.join(", ")
-    );
+    let mut out = format!("A (old): {}\nB (new): {}\n", c.a.join(", "), c.b.join(", "));
+    for u in &c.unfinished {
+        out.push_str(&format!(
+            "! {u}: what it stored before it stopped is compared; its points without a \
+             repetition that counts are not\n"
+        ));
+    }
+    out.push('\n');
     let mut table = vec![vec![
         "point".to_string(),
         "metric".to_string(),

@@ -448,8 +448,13 @@ fn no_perf_because(run: &RunRecord, p: &tco::Platform) -> String {
     capacity.sort();
     capacity.dedup();
     if valid.is_empty() || capacity.is_empty() {
+        // A killed run's result is stored, interrupted: say so, not that there is none.
+        let all: Vec<&model::ResultRecord> = run.results.iter().collect();
+        let why = model::none_counted_because(&all, "result")
+            .map(|w| format!(": {w}"))
+            .unwrap_or_default();
         return format!(
-            "platform `{}`, run {}: no valid result to take performance from",
+            "platform `{}`, run {}: no valid result to take performance from{why}",
             p.name, run.id
         );
     }

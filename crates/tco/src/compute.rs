@@ -313,6 +313,8 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
         let n = servers as f64;
         let capex: Vec<CostLine> = p
             .bom
+            .as_ref()
+            .map_or(&[][..], |b| b.items())
             .iter()
             .map(|b| {
                 let per_server = b.unit_cost * b.quantity * if b.per_board { k } else { 1.0 };
@@ -324,6 +326,12 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
             })
             .collect();
         let capex_per_server: f64 = capex.iter().map(|c| c.per_server).sum();
+        if p.bom == Some(crate::plan::Bom::Zero) {
+            notes.push(format!(
+                "{}: no capex counted (`bom = 0` in the plan)",
+                p.name
+            ));
+        }
         let infra = plan.infra_cost_per_w.map(|rate| {
             let provisioned = match plan.infra_basis {
                 InfraBasis::It => server_w,

@@ -89,7 +89,12 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
                      kv -t get`...), or give the platform's `perf` in the TCO plan"
                         .to_string()
                 }
-                _ => String::new(),
+                _ => {
+                    let all: Vec<&ResultRecord> = run.results.iter().collect();
+                    model::none_counted_because(&all, "result")
+                        .map(|w| format!(": {w}"))
+                        .unwrap_or_default()
+                }
             }
         ));
         return out;
@@ -146,6 +151,15 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
     if of_point.is_none() && (p.perf.is_some() || !p.perf_tests.is_empty()) {
         let configs: std::collections::BTreeSet<String> =
             power_results.iter().map(|r| params_key(r)).collect();
+        // A run with no whole-server power at any point: that first, as no choice of
+        // `params` can fix it (asking for them first sent the user to fix the wrong thing).
+        if configs.len() > 1 && !any_whole_server_power(&power_results) {
+            if let Err(why) = power_of(run, &power_results) {
+                out.problems.push(why);
+                out.perf = perf.map(|(s, _)| s);
+                return out;
+            }
+        }
         if configs.len() > 1 {
             out.problems.push(format!(
                 "run {}: its results are at {} sweep points ({}): give `params` (and `test`) \
@@ -172,6 +186,15 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
         }
     };
     out
+}
+
+/// Whether any of `results` has whole-server power on any host (the one headline rule).
+fn any_whole_server_power(results: &[&ResultRecord]) -> bool {
+    results.iter().any(|r| {
+        r.telemetry_summary
+            .iter()
+            .any(|ts| model::power::headline(&ts.power).is_some_and(|h| h.whole_system))
+    })
 }
 
 /// The headlines' units, joined, when they are not all one.

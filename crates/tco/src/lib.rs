@@ -17,7 +17,7 @@ pub use compute::{
     evaluate, geometric_mean, Binding, CostLine, FromRun, PlatformResult, Row, Sourced, TcoResult,
 };
 pub use from_run::{from_run, select};
-pub use plan::{BomItem, InfraBasis, NamedFigure, PerfFrom, Plan, Platform, Rack};
+pub use plan::{Bom, BomItem, InfraBasis, NamedFigure, PerfFrom, Plan, Platform, Rack};
 pub use render::{
     cells, fmt_difference, fmt_money, fmt_number, fmt_pct_change, fmt_ratio, footnotes, markdown,
     md_cell, text,

@@ -125,8 +125,71 @@ pub struct Platform {
     /// Server height in rack units.
     #[serde(default = "one_u")]
     pub height_u: u32,
+    /// The bill of materials: a list of items, or `bom = 0` for no capex on purpose.
+    /// Required: a forgotten bill would be $0 capex, and a perf/$ ratio published from it.
     #[serde(default)]
-    pub bom: Vec<BomItem>,
+    pub bom: Option<Bom>,
+}
+
+/// A platform's bill of materials as the plan gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bom {
+    /// Its items (`bom = [{ name = "Server", unit_cost = 5000 }]`).
+    Items(Vec<BomItem>),
+    /// `bom = 0`: no capex counted, on purpose (a platform already owned).
+    Zero,
+}
+
+impl Bom {
+    /// The items of the bill (none for `bom = 0`).
+    pub fn items(&self) -> &[BomItem] {
+        match self {
+            Bom::Items(items) => items,
+            Bom::Zero => &[],
+        }
+    }
+}
+
+impl Serialize for Bom {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Bom::Items(items) => items.serialize(s),
+            Bom::Zero => s.serialize_u8(0),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Bom {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        const WANT: &str = "a list of items (`[{ name = \"Server\", unit_cost = 5000 }]`), or 0 to count no capex on purpose";
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Bom;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(WANT)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Bom, A::Error> {
+                Vec::<BomItem>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Bom::Items)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Bom, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Bom, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Bom, E> {
+                if v == 0.0 {
+                    Ok(Bom::Zero)
+                } else {
+                    Err(E::custom(format!(
+                        "`bom = {v}`: a bill of materials is {WANT}"
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// One bill-of-materials line.
@@ -216,7 +279,18 @@ impl Plan {
             for t in &p.perf_tests {
                 pos(t.value, &w(&format!("perf_tests `{}`: `value`", t.name)))?;
             }
-            for b in &p.bom {
+            let items = match &p.bom {
+                None => anyhow::bail!(
+                    "TCO plan: platform `{}` has no bill of materials: add `bom = [{{ name = \"Server\", unit_cost = <cost> }}, ...]`, or `bom = 0` to count no capex on purpose (without either, its capex would be $0 and its perf/$ a figure from a forgotten input)",
+                    p.name
+                ),
+                Some(Bom::Items(items)) if items.is_empty() => anyhow::bail!(
+                    "TCO plan: platform `{}`: `bom = []` lists no item: list its parts (`bom = [{{ name = \"Server\", unit_cost = <cost> }}]`), or write `bom = 0` to count no capex on purpose",
+                    p.name
+                ),
+                Some(b) => b.items(),
+            };
+            for b in items {
                 nonneg(b.unit_cost, &w(&format!("bom `{}`: `unit_cost`", b.name)))?;
                 nonneg(b.quantity, &w(&format!("bom `{}`: `quantity`", b.name)))?;
             }

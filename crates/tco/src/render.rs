@@ -132,6 +132,30 @@ fn mark(cell: String, modelled: bool) -> String {
     }
 }
 
+/// A perf/$ cell of platforms `of` (one, or a Difference's two) where a total cost is 0:
+/// there is no performance per dollar of nothing, and the cell says so rather than "n/a
+/// (not a number)".
+fn no_cost(t: &TcoResult, row: &Row, of: &[usize]) -> Option<String> {
+    if row.kind != "perf_per_money" {
+        return None;
+    }
+    let free: Vec<&str> = of
+        .iter()
+        .map(|i| &t.platforms[*i])
+        .filter(|p| p.total_per_server == 0.0)
+        .map(|p| p.name.as_str())
+        .collect();
+    match free.as_slice() {
+        [] => None,
+        [_] if of.len() == 1 => Some(format!("n/a (total cost is {}0)", t.currency)),
+        names => Some(format!(
+            "n/a (total cost of {} is {}0)",
+            names.join(" and "),
+            t.currency
+        )),
+    }
+}
+
 /// Column headers and body cells of the table (text, unescaped), shared by every format.
 /// Returns (group header, column header, rows).
 pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
@@ -221,22 +245,23 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
         let diff_modelled =
             |i: usize, rack: bool| modelled(t, row, i, rack) || modelled(t, row, t.baseline, rack);
         for (i, v) in row.per_server.iter().enumerate() {
-            cells.push(mark(fmt_cell(t, row, *v), modelled(t, row, i, false)));
+            let cell = no_cost(t, row, &[i]).unwrap_or_else(|| fmt_cell(t, row, *v));
+            cells.push(mark(cell, modelled(t, row, i, false)));
         }
         for i in &others {
-            cells.push(mark(
-                fmt_difference(row.server_ratio[*i], row.per_server[t.baseline]),
-                diff_modelled(*i, false),
-            ));
+            let cell = no_cost(t, row, &[*i, t.baseline]).unwrap_or_else(|| {
+                fmt_difference(row.server_ratio[*i], row.per_server[t.baseline])
+            });
+            cells.push(mark(cell, diff_modelled(*i, false)));
         }
         for (i, v) in row.per_rack.iter().enumerate() {
-            cells.push(mark(fmt_cell(t, row, *v), modelled(t, row, i, true)));
+            let cell = no_cost(t, row, &[i]).unwrap_or_else(|| fmt_cell(t, row, *v));
+            cells.push(mark(cell, modelled(t, row, i, true)));
         }
         for i in &others {
-            cells.push(mark(
-                fmt_difference(row.rack_ratio[*i], row.per_rack[t.baseline]),
-                diff_modelled(*i, true),
-            ));
+            let cell = no_cost(t, row, &[*i, t.baseline])
+                .unwrap_or_else(|| fmt_difference(row.rack_ratio[*i], row.per_rack[t.baseline]));
+            cells.push(mark(cell, diff_modelled(*i, true)));
         }
         body.push(cells);
     }
@@ -248,10 +273,15 @@ pub fn footnotes(t: &TcoResult) -> Vec<String> {
     let mut out = Vec::new();
     for p in &t.platforms {
         out.push(format!(
-            "{}: {} servers per rack, {} binds (power allows {}, space allows {} at {}U); {} W per server; power {}; performance {}",
+            "{}: {} servers per rack, {} {} (power allows {}, space allows {} at {}U); {} W per server; power {}; performance {}",
             p.name,
             p.servers_per_rack,
             p.binding.as_str(),
+            if p.binding == Binding::Both {
+                "bind"
+            } else {
+                "binds"
+            },
             p.power_limited_servers,
             p.space_limited_servers,
             p.height_u,
@@ -272,7 +302,7 @@ pub fn footnotes(t: &TcoResult) -> Vec<String> {
         None => String::new(),
     };
     out.push(format!(
-        "Rack {} W, {} W reserved, {} W for servers, {} U; energy {}{}/kWh x PUE {} over {} years{infra}",
+        "Rack {} W, {} W reserved, {} W for servers, {} U; energy {}{}/kWh x PUE {} over {} year{}{infra}",
         fmt_number(t.rack_power_budget_w),
         fmt_number(t.rack_reserved_w),
         fmt_number(t.usable_w()),
@@ -280,7 +310,8 @@ pub fn footnotes(t: &TcoResult) -> Vec<String> {
         t.currency,
         t.energy_price_per_kwh,
         t.pue,
-        t.years
+        t.years,
+        if t.years == 1.0 { "" } else { "s" }
     ));
     out.extend(t.notes.iter().cloned());
     out

@@ -378,3 +378,66 @@ bom = [{ name = "Server", unit_cost = 6000 }]
     assert!(text.contains("143 W (MODELLED)"), "{text}");
     assert!(tco::markdown(&t).contains("143 W (MODELLED)"));
 }
+
+/// Acceptance pass K, 5: a platform with no bill of materials was taken as $0 capex,
+/// silently, and published a 12x perf/$ advantage from a forgotten input. It is refused
+/// now, saying what to write; `bom = 0` counts no capex on purpose, with a note; a perf/$
+/// of a $0 total says why it is absent; one year is "1 year", a tie "power and space bind".
+#[test]
+fn a_platform_without_a_bill_of_materials_is_refused() {
+    let plan = |free_bom: &str, price: &str| {
+        format!(
+            "years = 1\nenergy_price_per_kwh = {price}\n[rack]\npower_budget_w = 1000\n\
+             rack_units = 10\n[[platform]]\nname = \"free\"\npower_w = 100\nperf = 1000\n\
+             {free_bom}\n[[platform]]\nname = \"paid\"\npower_w = 100\nperf = 1000\n\
+             bom = [ {{ name = \"Server\", unit_cost = 1000 }} ]\n"
+        )
+    };
+    let e = tco::Plan::from_toml(&plan("", "0.1"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("platform `free` has no bill of materials"),
+        "{e}"
+    );
+    assert!(e.contains("`bom = 0` to count no capex on purpose"), "{e}");
+    let e = tco::Plan::from_toml(&plan("bom = []", "0.1"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`bom = []` lists no item"), "{e}");
+    let e = tco::Plan::from_toml(&plan("bom = 5", "0.1"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("or 0 to count no capex on purpose"), "{e}");
+    // On purpose: counted as no capex, and said under the table.
+    let p = tco::Plan::from_toml(&plan("bom = 0", "0.1")).unwrap();
+    let t = tco::evaluate(&p, &BTreeMap::new()).unwrap();
+    let notes = tco::footnotes(&t).join("\n");
+    assert!(
+        notes.contains("free: no capex counted (`bom = 0` in the plan)"),
+        "{notes}"
+    );
+    assert!(notes.contains("x PUE 1 over 1 year"), "{notes}");
+    assert!(!notes.contains("1 years"), "{notes}");
+    // 1,000 W / 100 W = 10 by power, 10 U / 1 U = 10 by space: they bind, together.
+    assert!(
+        notes.contains("10 servers per rack, power and space bind ("),
+        "{notes}"
+    );
+    // A total of $0 (no capex, no energy price): perf/$ says why it is absent.
+    let p = tco::Plan::from_toml(&plan("bom = 0", "0")).unwrap();
+    let t = tco::evaluate(&p, &BTreeMap::new()).unwrap();
+    let (_, head, body) = tco::cells(&t);
+    let i = t.rows.iter().position(|r| r.label == "Perf per $").unwrap();
+    assert_eq!(body[i][2], "n/a (total cost is $0)", "{head:?}");
+    assert_eq!(body[i][4], "n/a (total cost of free is $0)", "{head:?}");
+    assert!(!tco::text(&t).contains("not a number"));
+    // One limit alone binds.
+    let space = plan("bom = 0", "0.1").replace("rack_units = 10", "rack_units = 20");
+    let t = tco::evaluate(&tco::Plan::from_toml(&space).unwrap(), &BTreeMap::new()).unwrap();
+    let notes = tco::footnotes(&t).join("\n");
+    assert!(
+        notes.contains("10 servers per rack, power binds ("),
+        "{notes}"
+    );
+}

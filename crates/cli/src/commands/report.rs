@@ -137,7 +137,8 @@ pub struct CompareArgs {
 #[derive(clap::Args, Debug)]
 pub struct TcoArgs {
     /// TCO plan (TOML): rack, energy price, PUE, years, and [[platform]] tables with a bill
-    /// of materials, power (power_w or run) and performance (perf, perf_tests or run).
+    /// of materials (bom = [...], or bom = 0 for no capex on purpose), power (power_w or
+    /// run) and performance (perf, perf_tests or run).
     /// Example: crates/tco/examples/seed_redis_tco.toml.
     pub plan: PathBuf,
     /// Read runs named by `run = "..."` from an exported JSON file instead of the store.
