@@ -289,6 +289,8 @@ impl RateStep {
             with(Metric::new("errors", self.errors as f64, "req")),
             with(Metric::new("errors_pct", self.errors_pct(), "%")),
             with(Metric::new("late_sends", self.late_sends as f64, "req")),
+            // The report's Late % column (its one rule, [`Self::behind_fraction`]).
+            with(Metric::new("late_pct", 100.0 * self.behind_fraction(), "%")),
             with(Metric::new(
                 "unsent_requests",
                 self.unsent_requests as f64,
@@ -1809,6 +1811,12 @@ mod tests {
         deep.sending_s = Some(1.0);
         assert_eq!(deep.served_rate_per_s(), 101_588.0);
         assert_eq!(stored(&deep, "served_rate_per_s"), Some(101_588.0));
+        // The report's Late % is the behind-schedule rule's share, stored.
+        assert_eq!(
+            stored(&deep, "late_pct"),
+            Some(100.0 * deep.behind_fraction())
+        );
+        assert!(deep.behind_fraction() > 0.9);
         assert!(matches!(judge(&deep, 0.95, 1.0), Verdict::Saturated(_)));
         // Replies that were errors are no load served, over the same span.
         kept.errors = 1_000;

@@ -267,7 +267,9 @@ impl RemoteHost {
                 )));
             }
             Err(_) => {
-                let _ = child.kill();
+                // ssh leads its own process group: a ProxyCommand it started goes too.
+                // SAFETY: kill(2) on our child's group.
+                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
                 let _ = child.wait();
                 if engine::stop::stop_requested() {
                     bail!(

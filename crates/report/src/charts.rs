@@ -1223,10 +1223,20 @@ fn bucket_label(lo: u64, hi: u64) -> String {
     )
 }
 
-/// Said where no test's valid repetitions carry per-CPU telemetry.
-pub const NO_CPU_TELEMETRY: &str = "No per-CPU telemetry in these runs' valid repetitions \
-    (interrupted, failed or invalid ones are in no figure; the host telemetry below has \
-    what they measured).";
+/// Said where no test's valid repetitions carry per-CPU telemetry: why, where some
+/// repetitions did not count (interrupted, failed or invalid).
+pub fn no_cpu_telemetry(runs: &[RunRecord]) -> &'static str {
+    let uncounted = runs
+        .iter()
+        .flat_map(|r| &r.results)
+        .any(|x| x.status != model::Status::Ok || x.is_invalid());
+    if uncounted {
+        "No per-CPU telemetry in these runs' valid repetitions (interrupted, failed or \
+         invalid ones are in no figure; the host telemetry below has what they measured)."
+    } else {
+        "No per-CPU telemetry in these runs."
+    }
+}
 
 /// What the per-CPU section shows, said above it in every format.
 pub const CPU_SECTION_NOTE: &str = "Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, and over each capacity test's whole span (all its steps), on the system under test (mpstat's arithmetic). %iowait is idle time with I/O outstanding, not busy; on Linux before 6.15 it also holds a load generator's waits on io_uring.";

@@ -162,7 +162,12 @@ impl CompareRow {
             (Some((l, h)), _, _) => {
                 let floor = self.a.as_ref().map_or(f64::NEG_INFINITY, |a| -a.mean);
                 let low = if l < floor {
-                    format!("<{}", signed_points(floor))
+                    // A at 0: B cannot fall below it (not "<-0.0").
+                    if floor == 0.0 {
+                        "<0".to_string()
+                    } else {
+                        format!("<{}", signed_points(floor))
+                    }
                 } else {
                     signed_points(l)
                 };

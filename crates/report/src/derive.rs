@@ -914,20 +914,15 @@ impl<'a> Point<'a> {
         for r in &self.results {
             let reason = if let Some(m) = r.missing.iter().find(|m| m.name == r.headline) {
                 format!("{}: {}", r.headline, m.reason)
-            } else if r.status != Status::Ok {
-                let state = format!("{:?}", r.status).to_lowercase();
+            } else if let Some(state) = r.uncounted_as().filter(|_| r.status != Status::Ok) {
+                // The figure below says partial itself.
+                let state = state.trim_end_matches(" (partial)");
                 match self.partial_figure() {
                     Some(f) => format!("{state} after measuring {f}"),
                     None => format!("{state} before it measured"),
                 }
-            } else if r.is_invalid() {
-                let codes: Vec<&str> = r
-                    .flags
-                    .iter()
-                    .filter(|f| f.severity == model::Severity::Invalid)
-                    .map(|f| f.code.as_str())
-                    .collect();
-                format!("invalid ({})", codes.join(", "))
+            } else if let Some(invalid) = r.uncounted_as() {
+                invalid
             } else {
                 format!("{} not reported", r.headline)
             };
@@ -957,29 +952,13 @@ impl<'a> Point<'a> {
         })
     }
 
-    /// Why this point has no valid repetition to take a figure from: what became of
-    /// them (`its one repetition was interrupted`).
+    /// Why this point has no valid repetition to take a figure from, in the words
+    /// compare and TCO use ([`model::none_counted_because`]): "no valid result: its only
+    /// repetition is interrupted (partial)".
     pub fn no_valid_why(&self) -> String {
-        let mut states: Vec<String> = Vec::new();
-        for r in &self.results {
-            let s = if r.status != Status::Ok {
-                format!("{:?}", r.status).to_lowercase()
-            } else if r.is_invalid() {
-                "invalid".to_string()
-            } else {
-                continue;
-            };
-            if !states.contains(&s) {
-                states.push(s);
-            }
-        }
-        match (self.results.len(), states.is_empty()) {
-            (_, true) => "no valid result".to_string(),
-            (1, false) => format!("no valid result: its one repetition was {}", states[0]),
-            (n, false) => format!(
-                "no valid result: its {n} repetitions were {}",
-                states.join(" or ")
-            ),
+        match model::none_counted_because(&self.results, "repetition") {
+            Some(why) => format!("no valid result: {why}"),
+            None => "no valid result".to_string(),
         }
     }
 
@@ -1788,6 +1767,19 @@ pub const COLUMN_SETTINGS: &str = "The columns are at different settings (the ro
 /// above the tables ([`column_line`]). None for one run: its one-valued parameters are
 /// fixed.
 pub fn column_params(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
+    one_setting_per_run(runs, peak)
+        .into_iter()
+        .filter(|(_, differ)| *differ)
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// The parameters given in some run (other than placement, peak and
+/// [`NOT_A_ROW_PARAM`]) whose effective setting (given, else the default its results
+/// ran with, as compare reads it) is one in each run, and whether it differs between the
+/// runs: none names a row (`pipeline` typed as 1 in one run and left at its default 1 in
+/// the other is one setting); those that differ are [`column_params`]. Empty for one run.
+fn one_setting_per_run(runs: &[RunRecord], peak: &[String]) -> Vec<(String, bool)> {
     if runs.len() < 2 {
         return vec![];
     }
@@ -1798,7 +1790,7 @@ pub fn column_params(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
     keys.sort_unstable();
     keys.dedup();
     let one_value = |r: &RunRecord, k: &str| -> Result<Option<serde_json::Value>, ()> {
-        let mut vals = r.results.iter().filter_map(|x| x.params.get(k));
+        let mut vals = r.results.iter().filter_map(|x| x.setting(k));
         match vals.next() {
             None => Ok(None),
             Some(first) if vals.all(|v| v == first) => Ok(Some(first.clone())),
@@ -1811,11 +1803,14 @@ pub fn column_params(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
                 && !PLACEMENT_PARAMS.contains(&k.as_str())
                 && !peak.contains(k)
         })
-        .filter(|k| {
-            let per_run: Result<Vec<_>, ()> = runs.iter().map(|r| one_value(r, k)).collect();
-            per_run.is_ok_and(|v| v.iter().any(|x| *x != v[0]))
+        .filter_map(|k| {
+            let per_run: Vec<_> = runs
+                .iter()
+                .map(|r| one_value(r, k))
+                .collect::<Result<_, ()>>()
+                .ok()?;
+            Some((k.clone(), per_run.iter().any(|x| *x != per_run[0])))
         })
-        .cloned()
         .collect()
 }
 
@@ -1897,7 +1892,7 @@ pub fn name_skip(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
             skip.push(k.to_string());
         }
     }
-    for k in column_params(runs, peak) {
+    for (k, _) in one_setting_per_run(runs, peak) {
         if !skip.contains(&k) {
             skip.push(k);
         }
@@ -2043,8 +2038,12 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
                 None => {
                     // Points that ran without a figure say why; none ran is no absence.
                     row.perf.push(None);
-                    row.perf_missing
-                        .push(ran.first().and_then(Point::headline_missing));
+                    // A point that measured before it stopped says so, before others.
+                    let why = ran
+                        .iter()
+                        .find(|p| p.partial_figure().is_some())
+                        .or(ran.first());
+                    row.perf_missing.push(why.and_then(Point::headline_missing));
                     row.power.push(Err(NOT_RUN.to_string()));
                     row.chosen.push(String::new());
                     row.flags.push(vec![]);

@@ -249,7 +249,7 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         let _ = write!(
             h,
             r#"<div class="note">{}</div>"#,
-            esc(crate::charts::NO_CPU_TELEMETRY)
+            esc(crate::charts::no_cpu_telemetry(runs))
         );
     }
     for c in cpu {

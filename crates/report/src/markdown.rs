@@ -731,7 +731,7 @@ fn cpu_markdown(m: &mut String, runs: &[RunRecord]) {
     m.push_str("\n## CPU utilisation\n\n");
     let _ = writeln!(m, "{}", c(crate::charts::CPU_SECTION_NOTE));
     if b.shown.is_empty() && b.no_telemetry.is_empty() {
-        let _ = write!(m, "\n{}\n", c(crate::charts::NO_CPU_TELEMETRY));
+        let _ = write!(m, "\n{}\n", c(crate::charts::no_cpu_telemetry(runs)));
     }
     for x in &b.shown {
         let _ = write!(m, "\n{}\n\n", c(&x.title()));

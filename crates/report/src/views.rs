@@ -1711,15 +1711,6 @@ fn step_label(r: &ResultRecord, phase: &str, step: &str, what: &str) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// A step's sends that missed their time, in percent of the requests that fell due:
-/// sent late, or never sent ([`model`]'s `late_sends` and `unsent_requests` over the
-/// replies and the unsent).
-fn late_pct(m: &BTreeMap<String, f64>) -> Option<f64> {
-    let late = m.get("late_sends")? + m.get("unsent_requests").unwrap_or(&0.0);
-    let due = m.get("replies")? + m.get("unsent_requests").unwrap_or(&0.0);
-    (due > 0.0).then(|| 100.0 * late / due)
-}
-
 fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<String, f64>> {
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     for m in &r.metrics {
@@ -1801,8 +1792,9 @@ pub(crate) fn served_rate_of(get: impl Fn(&str) -> Option<f64>) -> Option<f64> {
 }
 
 /// What a ramp step's Late % and Verdict are, said under its table.
-const LATE_NOTE: &str = "Late %: the step's requests sent after their scheduled time or \
-    never sent, of those that fell due; a step far behind its schedule measured the load \
+const LATE_NOTE: &str = "Late %: the step's requests sent more than 1 ms after their \
+    scheduled time or never sent, of those that fell due (a step stored before it was kept \
+    has none); a step far behind its schedule measured the load \
     the generator could offer, not the demanded rate. Verdict: sustained (replies kept up \
     with the demand, at the ramp's fraction of it or more, errors within their limit), \
     saturated (they did not: the capacity is below that rate) or failed (the step could \
@@ -1973,7 +1965,7 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
                 m.get("latency_p99_ns")
                     .map_or("-".into(), |v| fixed(ms(*v), 3)),
                 m.get("errors_pct").map_or("-".into(), |v| fixed(*v, 2)),
-                late_pct(m).map_or("-".into(), |v| fixed(v, 1)),
+                m.get("late_pct").map_or("-".into(), |v| fixed(*v, 1)),
             ];
             if hits {
                 row.push(m.get("hit_ratio_pct").map_or("-".into(), |v| fixed(*v, 1)));

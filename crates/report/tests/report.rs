@@ -3817,7 +3817,7 @@ fn a_killed_run_says_what_it_measured_and_what_never_ran() {
         "{m}"
     );
     assert!(
-        m.contains("no valid result: its one repetition was interrupted"),
+        m.contains("no valid result: its only repetition is interrupted"),
         "{m}"
     );
     assert!(m.contains("x86-a was interrupted: its column holds what it stored before"));
@@ -3862,6 +3862,20 @@ fn runs_at_another_setting_share_their_rows() {
         m.contains("pinned: server\\_cpus=\\[0\\]") && m.contains("x86-a: server\\_cpus not given"),
         "{m}"
     );
+    // A setting typed in one run at the default the other ran with is one setting: the
+    // rows line up and no column is said to differ (review: compare reads settings so).
+    let mut typed = b.clone();
+    let mut defaulted = a.clone();
+    for r in &mut typed.results {
+        r.params.remove("server_cpus");
+        r.params.insert("data_size".into(), serde_json::json!(10));
+    }
+    for r in &mut defaulted.results {
+        r.settings.insert("data_size".into(), serde_json::json!(10));
+    }
+    let s = report::derive::summary(&[defaulted.clone(), typed.clone()]);
+    assert_eq!(s.rows.len(), 4);
+    assert!(!report::markdown(&[defaulted, typed], None).contains("different settings"));
     // A setting swept inside a run still names its rows.
     b.results[0]
         .params
