@@ -253,8 +253,7 @@ impl RemoteHost {
         let hello = match hello {
             Ok(Ok(h)) => h,
             Ok(Err(e)) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                crate::ssh::kill_group(&mut child);
                 std::thread::sleep(Duration::from_millis(100));
                 let tail = shared.tail();
                 return Err(e.context(format!(
@@ -267,10 +266,7 @@ impl RemoteHost {
                 )));
             }
             Err(_) => {
-                // ssh leads its own process group: a ProxyCommand it started goes too.
-                // SAFETY: kill(2) on our child's group.
-                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-                let _ = child.wait();
+                crate::ssh::kill_group(&mut child);
                 if engine::stop::stop_requested() {
                     bail!(
                         "{dest}: stopped while its agent started: {}",
@@ -281,8 +277,7 @@ impl RemoteHost {
             }
         };
         if hello.protocol != PROTOCOL_VERSION || hello.binary_sha256 != sha {
-            let _ = child.kill();
-            let _ = child.wait();
+            crate::ssh::kill_group(&mut child);
             bail!(
                 "{dest}: its agent is another rackbench (protocol {} version {}, binary {}) than this one \
                  (protocol {PROTOCOL_VERSION} version {}, binary {}): refused. Remove {dest}'s cached copy \

@@ -573,16 +573,11 @@ fn wait_for(
             });
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+            kill_group(&mut child);
             bail!("timed out after {} s", timeout.as_secs());
         }
         if stoppable && engine::stop::stop_requested() {
-            // ssh leads its own process group (`command`): a ProxyCommand or ProxyJump
-            // it started goes with it.
-            // SAFETY: kill(2) on our child's group.
-            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-            let _ = child.wait();
+            kill_group(&mut child);
             bail!("stopped: {}", engine::stop::stop_cause());
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -683,6 +678,14 @@ fn offending_known_hosts(stderr: &str) -> Option<&str> {
         line.trim().parse::<u32>().ok()?;
         Some(file)
     })
+}
+
+/// Kill ssh `child` and what it started, and reap it: ssh leads its own process group
+/// ([`command`]), so a ProxyCommand or ProxyJump it started goes with it.
+pub(crate) fn kill_group(child: &mut Child) {
+    // SAFETY: kill(2) on our child's group.
+    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+    let _ = child.wait();
 }
 
 #[cfg(test)]

@@ -189,6 +189,19 @@ pub enum Status {
     Running,
 }
 
+impl Status {
+    /// How a run or result that did not run to its end is said ("interrupted",
+    /// "failed", "still running"); None when it did.
+    pub fn unfinished_as(self) -> Option<&'static str> {
+        match self {
+            Status::Ok => None,
+            Status::Interrupted => Some("interrupted"),
+            Status::Failed => Some("failed"),
+            Status::Running => Some("still running"),
+        }
+    }
+}
+
 /// One measured step: one point of a sweep, one test, one repetition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultRecord {
@@ -264,26 +277,23 @@ impl ResultRecord {
     /// its figures those measured until a checkpoint or the stop), `failed`, `invalid
     /// (code)`; None when it counts (ended ok, nothing invalid).
     pub fn uncounted_as(&self) -> Option<String> {
-        let partial = if self.flags.iter().any(|f| f.code == "partial") {
-            " (partial)"
-        } else {
-            ""
-        };
-        match self.status {
-            Status::Interrupted => Some(format!("interrupted{partial}")),
-            Status::Failed => Some(format!("failed{partial}")),
-            Status::Running => Some("still running".to_string()),
-            Status::Ok if self.is_invalid() => {
-                let codes: Vec<&str> = self
-                    .flags
-                    .iter()
-                    .filter(|f| f.severity == Severity::Invalid)
-                    .map(|f| f.code.as_str())
-                    .collect();
-                Some(format!("invalid ({})", codes.join(", ")))
-            }
-            Status::Ok => None,
+        if let Some(state) = self.status.unfinished_as() {
+            let partial =
+                self.status != Status::Running && self.flags.iter().any(|f| f.code == "partial");
+            return Some(format!(
+                "{state}{}",
+                if partial { " (partial)" } else { "" }
+            ));
         }
+        self.is_invalid().then(|| {
+            let codes: Vec<&str> = self
+                .flags
+                .iter()
+                .filter(|f| f.severity == Severity::Invalid)
+                .map(|f| f.code.as_str())
+                .collect();
+            format!("invalid ({})", codes.join(", "))
+        })
     }
 
     /// The capacity procedure this result is (`ramp`, `search` or `levels`), or None for

@@ -910,21 +910,20 @@ impl<'a> Point<'a> {
         if self.headline().is_some() {
             return None;
         }
+        // Said after the state of a repetition that did not complete; partial itself.
+        let measured = self.partial_figure();
         let mut why: Vec<String> = Vec::new();
         for r in &self.results {
             let reason = if let Some(m) = r.missing.iter().find(|m| m.name == r.headline) {
                 format!("{}: {}", r.headline, m.reason)
-            } else if let Some(state) = r.uncounted_as().filter(|_| r.status != Status::Ok) {
-                // The figure below says partial itself.
-                let state = state.trim_end_matches(" (partial)");
-                match self.partial_figure() {
+            } else if let Some(state) = r.status.unfinished_as() {
+                match &measured {
                     Some(f) => format!("{state} after measuring {f}"),
                     None => format!("{state} before it measured"),
                 }
-            } else if let Some(invalid) = r.uncounted_as() {
-                invalid
             } else {
-                format!("{} not reported", r.headline)
+                r.uncounted_as()
+                    .unwrap_or_else(|| format!("{} not reported", r.headline))
             };
             if !why.contains(&reason) {
                 why.push(reason);
@@ -1743,10 +1742,8 @@ pub fn placement_params(runs: &[RunRecord]) -> Vec<&'static str> {
         .iter()
         .copied()
         .filter(|k| {
-            runs.iter().all(|r| {
-                let mut vals = r.results.iter().filter_map(|x| x.params.get(*k));
-                vals.next().is_none_or(|first| vals.all(|v| v == first))
-            })
+            runs.iter()
+                .all(|r| one_value_in(r, |x| x.params.get(*k)).is_ok())
         })
         .filter(|k| {
             runs.iter()
@@ -1789,14 +1786,6 @@ fn one_setting_per_run(runs: &[RunRecord], peak: &[String]) -> Vec<(String, bool
         .collect();
     keys.sort_unstable();
     keys.dedup();
-    let one_value = |r: &RunRecord, k: &str| -> Result<Option<serde_json::Value>, ()> {
-        let mut vals = r.results.iter().filter_map(|x| x.setting(k));
-        match vals.next() {
-            None => Ok(None),
-            Some(first) if vals.all(|v| v == first) => Ok(Some(first.clone())),
-            Some(_) => Err(()),
-        }
-    };
     keys.into_iter()
         .filter(|k| {
             !NOT_A_ROW_PARAM.contains(&k.as_str())
@@ -1806,12 +1795,26 @@ fn one_setting_per_run(runs: &[RunRecord], peak: &[String]) -> Vec<(String, bool
         .filter_map(|k| {
             let per_run: Vec<_> = runs
                 .iter()
-                .map(|r| one_value(r, k))
-                .collect::<Result<_, ()>>()
+                .map(|r| one_value_in(r, |x| x.setting(k)))
+                .collect::<Result<Vec<_>, ()>>()
                 .ok()?;
             Some((k.clone(), per_run.iter().any(|x| *x != per_run[0])))
         })
         .collect()
+}
+
+/// The one value `read` finds in run `r`'s results: None when none has one, Err when
+/// they differ (a setting swept inside the run).
+fn one_value_in<'a>(
+    r: &'a RunRecord,
+    read: impl Fn(&'a ResultRecord) -> Option<&'a serde_json::Value>,
+) -> Result<Option<&'a serde_json::Value>, ()> {
+    let mut vals = r.results.iter().filter_map(read);
+    match vals.next() {
+        None => Ok(None),
+        Some(first) if vals.all(|v| v == first) => Ok(Some(first)),
+        Some(_) => Err(()),
+    }
 }
 
 /// What each run's [`column_params`] were: `A: server_cpus=[0]; B: server_cpus as its
