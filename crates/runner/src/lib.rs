@@ -940,11 +940,21 @@ pub fn run(
     }
     let host_roles = plan.hosts.roles_by_host(&every_point);
     let mut hosts = disclosures(&set, &host_roles)?;
-    let part_json = |part: &Part, points: usize| {
+    // Each part's tests as its results are named (`rsa` asked: `rsa512` .. `rsa4096`;
+    // `udp`: `udp1472`, `udp60`), in the order they run, from the workload itself: what a
+    // report of a run that did not finish names as never run.
+    let part_json = |part: &Part, points: usize, workloads: &[Box<dyn Workload>]| {
+        let mut tests: Vec<String> = Vec::new();
+        for t in workloads.iter().flat_map(|w| w.tests()) {
+            if !tests.contains(&t) {
+                tests.push(t);
+            }
+        }
         serde_json::json!({
             "workload": part.registration.name,
             "params": Value::Object(part.params.clone()),
             "points": points,
+            "tests": tests,
         })
     };
     let mut plan_json = serde_json::json!({
@@ -964,9 +974,9 @@ pub fn run(
     });
     // One workload: its keys at the top, as always; a suite: one entry per part.
     match parts.as_slice() {
-        [(part, expanded, _, _)] => {
+        [(part, expanded, workloads, _)] => {
             if let (Value::Object(top), Value::Object(one)) =
-                (&mut plan_json, part_json(part, expanded.len()))
+                (&mut plan_json, part_json(part, expanded.len(), workloads))
             {
                 top.extend(one);
             }
@@ -974,7 +984,9 @@ pub fn run(
         many => {
             plan_json["suite"] = Value::Array(
                 many.iter()
-                    .map(|(part, expanded, _, _)| part_json(part, expanded.len()))
+                    .map(|(part, expanded, workloads, _)| {
+                        part_json(part, expanded.len(), workloads)
+                    })
                     .collect(),
             );
         }
