@@ -222,6 +222,24 @@ pub struct Comparison {
     pub nothing_in_common: Option<String>,
 }
 
+impl Comparison {
+    /// What is said under the comparison's header of each run that did not finish (`B:
+    /// killed: run interrupted: what it stored ...`), in `rackbench compare` and in a
+    /// report's Comparison section alike; its points are said in their rows ("B ran it,
+    /// but its only repetition is interrupted (partial): not compared").
+    pub fn unfinished_notes(&self) -> Vec<String> {
+        self.unfinished
+            .iter()
+            .map(|u| {
+                format!(
+                    "{u}: what it stored before it stopped is compared; its points without \
+                     a repetition that counts are not"
+                )
+            })
+            .collect()
+    }
+}
+
 /// The warning codes (`client_bound`, `cpu_coarse`, `steal`) of one compared point's
 /// results, per side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1894,11 +1912,8 @@ pub fn multiple_rows_note(tested: usize) -> String {
 /// The comparison as aligned text for a terminal.
 pub fn compare_text(c: &Comparison) -> String {
     let mut out = format!("A (old): {}\nB (new): {}\n", c.a.join(", "), c.b.join(", "));
-    for u in &c.unfinished {
-        out.push_str(&format!(
-            "! {u}: what it stored before it stopped is compared; its points without a \
-             repetition that counts are not\n"
-        ));
+    for u in c.unfinished_notes() {
+        out.push_str(&format!("! {u}\n"));
     }
     out.push('\n');
     let mut table = vec![vec![

@@ -290,9 +290,16 @@ pub fn markdown_with(
             );
             let _ = write!(
                 m,
-                "\n### {} (B) vs {} (A)\n\n**Comparability:** {}\n\n",
+                "\n### {} (B) vs {} (A)\n\n",
                 c(&cmp.b.join(", ")),
-                c(&cmp.a.join(", ")),
+                c(&cmp.a.join(", "))
+            );
+            for u in cmp.unfinished_notes() {
+                let _ = write!(m, "**Did not finish:** {}\n\n", c(&u));
+            }
+            let _ = write!(
+                m,
+                "**Comparability:** {}\n\n",
                 c(&cmp.comparability.verdict)
             );
             if !cmp.comparability.differences.is_empty() {

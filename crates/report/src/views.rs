@@ -2697,15 +2697,23 @@ fn signature(run: &RunRecord) -> Vec<(String, String, String)> {
 }
 
 /// Which runs to compare: each run after the first against the first earlier run that
-/// measured the same workloads and tests at the same parameters (A index, B index). Runs
-/// of different workloads (mem vs net), or of one test at different parameters, have
-/// nothing to compare; they are listed in the second vector.
+/// measured the same workloads and tests at the same parameters (A index, B index), or,
+/// where one of the two did not finish, every point it reached: `rackbench compare`
+/// compares a killed run's points with the other's and says which it did not reach, and
+/// the report left such a run out. Runs of different workloads (mem vs net), or of one
+/// test at different parameters, have nothing to compare; they are listed in the second
+/// vector.
 pub fn comparable_pairs(runs: &[RunRecord]) -> (Vec<(usize, usize)>, Vec<usize>) {
     let sigs: Vec<_> = runs.iter().map(signature).collect();
+    let within = |i: usize, j: usize| {
+        runs[i].status != model::Status::Ok
+            && sigs[i].iter().all(|p| sigs[j].binary_search(p).is_ok())
+    };
     let mut pairs = Vec::new();
     let mut alone = Vec::new();
     for i in 1..runs.len() {
-        match (0..i).find(|j| !sigs[i].is_empty() && sigs[*j] == sigs[i]) {
+        let alike = |j: &usize| sigs[*j] == sigs[i] || within(i, *j) || within(*j, i);
+        match (0..i).find(|j| !sigs[i].is_empty() && !sigs[*j].is_empty() && alike(j)) {
             Some(j) => pairs.push((j, i)),
             None => alone.push(i),
         }
