@@ -2514,6 +2514,15 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 (Some(a), Some(b)) => format!("{} / {}", f(a), f(b)),
                 _ => "-".to_string(),
             };
+            // Rates to fixed places, the two of a cell to the same places (`0.00 / 0.00410`
+            // read as two precisions).
+            let fixed_pair =
+                |a: Option<f64>, b: Option<f64>, scale: f64, decimals: usize| match (a, b) {
+                    (Some(a), Some(b)) => {
+                        crate::fmt::fixed_alike(&[a * scale, b * scale], decimals).join(" / ")
+                    }
+                    _ => "-".to_string(),
+                };
             let rows = per
                 .iter()
                 .map(|(p, sums)| {
@@ -2534,11 +2543,11 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                                     .collect(),
                             )
                         };
-                        let gbit = |v: f64| crate::fmt::fixed(v * 8.0 / 1e9, 3);
-                        row.push(pair(
+                        row.push(fixed_pair(
                             of(&|x| x.rx_bytes_per_s),
                             of(&|x| x.tx_bytes_per_s),
-                            &gbit,
+                            8.0 / 1e9,
+                            3,
                         ));
                         row.push(pair(
                             of(&|x| x.rx_packets_per_s),
@@ -2555,11 +2564,11 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                                     .collect(),
                             )
                         };
-                        let mb = |v: f64| crate::fmt::fixed(v / 1e6, 2);
-                        row.push(pair(
+                        row.push(fixed_pair(
                             of(&|x| x.read_bytes_per_s),
                             of(&|x| x.write_bytes_per_s),
-                            &mb,
+                            1e-6,
+                            2,
                         ));
                         row.push(pair(of(&|x| x.reads_per_s), of(&|x| x.writes_per_s), &num));
                     }

@@ -3389,11 +3389,15 @@ fn power_against_the_swept_parameter() {
     assert!(
         table.contains(&format!(
             "{} W ({} W above idle) |\n",
-            report::fmt::num(w4),
-            report::fmt::num(a4)
+            report::fmt::watts(w4),
+            report::fmt::watts(a4)
         )),
         "{table}"
     );
+    // K13: both to 0.1 W; by significant digits, 243.75 W with 78.75 above idle read
+    // `244 W (78.8 W above idle)`.
+    assert_eq!(fixture_watts(300.0, 1.0), (243.75, 78.75));
+    assert!(table.contains("| 243.8 W (78.8 W above idle) |"), "{table}");
 }
 
 /// A point without a power reading is left out of the power sweep, never drawn as 0,
