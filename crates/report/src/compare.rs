@@ -113,8 +113,10 @@ fn signed_points(d: f64) -> String {
 }
 
 impl CompareRow {
-    /// A side's cell: `174,798 ops/s (3)` for 3 runs; for one run of several
-    /// repetitions `174,798 ± 8,657 ops/s (1 run, 2 reps)`; `-` where it has none.
+    /// A side's cell: `174,798 ops/s (3 runs)`; for one run of several repetitions
+    /// `174,798 ± 8,657 ops/s (1 run, 2 reps)`; `-` where it has none. The count says what
+    /// it counts: a bare `(3)` beside `(1 run, 2 reps)` and a verdict's `3 vs 3 runs`
+    /// said n two ways in one table.
     pub fn side_text(&self, side: &Option<Sample>, reps: &Option<Sample>) -> String {
         let Some(s) = side else {
             return "-".into();
@@ -141,7 +143,11 @@ impl CompareRow {
                 };
                 format!("{mean} ± {sd}{unit} (1 run, {n} reps)")
             }
-            _ => format!("{mean}{unit} ({})", s.n),
+            _ => format!(
+                "{mean}{unit} ({} run{})",
+                s.n,
+                if s.n == 1 { "" } else { "s" }
+            ),
         }
     }
 
@@ -220,6 +226,24 @@ pub struct Comparison {
     /// is compared, and this says what each side has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nothing_in_common: Option<String>,
+}
+
+impl Comparison {
+    /// What is said under the comparison's header of each run that did not finish (`B:
+    /// killed: run interrupted: what it stored ...`), in `rackbench compare` and in a
+    /// report's Comparison section alike; its points are said in their rows ("B ran it,
+    /// but its only repetition is interrupted (partial): not compared").
+    pub fn unfinished_notes(&self) -> Vec<String> {
+        self.unfinished
+            .iter()
+            .map(|u| {
+                format!(
+                    "{u}: what it stored before it stopped is compared; its points without \
+                     a repetition that counts are not"
+                )
+            })
+            .collect()
+    }
 }
 
 /// The warning codes (`client_bound`, `cpu_coarse`, `steal`) of one compared point's
@@ -1894,11 +1918,8 @@ pub fn multiple_rows_note(tested: usize) -> String {
 /// The comparison as aligned text for a terminal.
 pub fn compare_text(c: &Comparison) -> String {
     let mut out = format!("A (old): {}\nB (new): {}\n", c.a.join(", "), c.b.join(", "));
-    for u in &c.unfinished {
-        out.push_str(&format!(
-            "! {u}: what it stored before it stopped is compared; its points without a \
-             repetition that counts are not\n"
-        ));
+    for u in c.unfinished_notes() {
+        out.push_str(&format!("! {u}\n"));
     }
     out.push('\n');
     let mut table = vec![vec![
@@ -1986,9 +2007,17 @@ mod tests {
         );
         assert_eq!(
             row.side_text(&row.b, &row.b_reps),
-            format!("{} (2)", crate::fmt::latency_ns(1_100_000.0))
+            format!("{} (2 runs)", crate::fmt::latency_ns(1_100_000.0))
         );
         assert_eq!(row.side_text(&None, &None), "-");
+        let one = CompareRow {
+            b: Sample::of(&[1_000_000.0]),
+            ..row.clone()
+        };
+        assert_eq!(
+            one.side_text(&one.b, &None),
+            format!("{} (1 run)", crate::fmt::latency_ns(1_000_000.0))
+        );
     }
 
     /// Acceptance pass C, 10: a share that fell from 0.0562% to 0.0406% read "-0.0 pts".

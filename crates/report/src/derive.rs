@@ -382,36 +382,99 @@ pub fn series_names(points: &[Point], labels: &[String], skip: &[&str]) -> Vec<S
         .collect()
 }
 
-/// A run that did not finish, said under the Runs table: the tests it was asked for that
-/// stored nothing (`set, get` asked, killed during `set`: `get` never ran). None for a
-/// finished run, or when every test asked stored something.
+/// The tests each workload of a run was to run, as its results name them: one entry per
+/// workload (a suite has several), with whether the names are exact. The plan records
+/// them since the runner kept them (`tests` of each part, from the workload itself:
+/// crypto's `rsa` as `rsa512` .. `rsa4096`, net's `udp` as `udp1472`, `udp60`). A plan
+/// stored before that gives the tests asked (its `params.tests`, else the workload's
+/// first result's setting), some of which a workload stores under names of its own: not
+/// exact. An entry without a workload (an old plan that did not name it) is of every
+/// result.
+fn planned_tests(run: &RunRecord) -> Vec<(Option<String>, Vec<String>, bool)> {
+    let parts: Vec<&serde_json::Value> = match run.plan.get("suite").and_then(|s| s.as_array()) {
+        Some(suite) => suite.iter().collect(),
+        None => vec![&run.plan],
+    };
+    let names = |v: &serde_json::Value| -> Option<Vec<String>> {
+        Some(
+            v.as_array()?
+                .iter()
+                .filter_map(|t| t.as_str().map(str::to_string))
+                .collect(),
+        )
+    };
+    parts
+        .into_iter()
+        .filter_map(|p| {
+            let wl = p
+                .get("workload")
+                .and_then(|w| w.as_str())
+                .map(str::to_string);
+            if let Some(tests) = p.get("tests").and_then(names) {
+                return Some((wl, tests, true));
+            }
+            let asked = p["params"].get("tests").and_then(names).or_else(|| {
+                run.results
+                    .iter()
+                    .find(|r| wl.as_deref().is_none_or(|w| r.workload == w))?
+                    .settings
+                    .get("tests")
+                    .and_then(names)
+            })?;
+            Some((wl, asked, false))
+        })
+        .collect()
+}
+
+/// A run that did not finish, said under the Runs table: the tests it was to run that
+/// stored nothing (`set, get` asked, killed during `set`: `get` never ran; crypto's `rsa`
+/// killed after `rsa512`: `rsa1024` .. `rsa4096`), each workload's of a suite. None for
+/// a finished run, or when every test stored something.
 pub fn not_run_note(run: &RunRecord, label: &str) -> Option<String> {
     if run.status == Status::Ok {
         return None;
     }
-    let asked = run.plan["params"]["tests"]
-        .as_array()
-        .or_else(|| run.results.first()?.settings.get("tests")?.as_array())?;
-    // A test stored under a name of its own (`udp` as `udp1472`) counts as run.
-    let missing: Vec<&str> = asked
-        .iter()
-        .filter_map(|t| t.as_str())
-        .filter(|t| !run.results.iter().any(|r| r.test.starts_with(t)))
-        .collect();
+    let planned = planned_tests(run);
+    let suite = planned.len() > 1;
+    let mut count = 0;
+    let mut missing: Vec<String> = Vec::new();
+    for (wl, tests, exact) in &planned {
+        let stored = |t: &str| {
+            run.results
+                .iter()
+                .filter(|r| wl.as_deref().is_none_or(|w| r.workload == w))
+                // A plan that kept only the tests asked: a test stored under a name of
+                // its own (`udp` as `udp1472`) counts as run.
+                .any(|r| r.test == t || (!exact && r.test.starts_with(t)))
+        };
+        let not: Vec<&str> = tests
+            .iter()
+            .map(String::as_str)
+            .filter(|t| !stored(t))
+            .collect();
+        if not.is_empty() {
+            continue;
+        }
+        count += not.len();
+        missing.push(match wl {
+            Some(wl) if suite => format!("{wl} {}", not.join(", ")),
+            _ => not.join(", "),
+        });
+    }
     let state = match run.status {
         Status::Running => "still running",
         Status::Failed => "failed",
         _ => "interrupted",
     };
-    (!missing.is_empty()).then(|| {
+    (count > 0).then(|| {
         format!(
             "{label}: {state} before {} ran: {} (asked for, nothing stored)",
-            if missing.len() == 1 {
+            if count == 1 {
                 "this test"
             } else {
                 "these tests"
             },
-            missing.join(", ")
+            missing.join("; ")
         )
     })
 }
@@ -2313,6 +2376,82 @@ mod tests {
 
     fn labels(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("run{i}")).collect()
+    }
+
+    /// A stopped run whose plan is `plan`, holding a result of each `(workload, test)`.
+    fn killed(plan: serde_json::Value, stored: &[(&str, &str)]) -> RunRecord {
+        serde_json::from_value(serde_json::json!({
+            "format_version": 1, "id": "r1", "created_at": "2026-01-01T00:00:00Z",
+            "rackbench_version": "0.1.0", "command": "rackbench run", "plan": plan,
+            "hosts": [], "status": "interrupted",
+            "results": stored.iter().enumerate().map(|(i, (wl, t))| serde_json::json!({
+                "workload": wl, "test": t, "step": i, "repetition": 0, "params": {},
+                "headline": "ops_per_s", "started_at": "2026-01-01T00:00:00Z",
+                "duration_s": 1.0, "metrics": [], "status": "ok"
+            })).collect::<Vec<_>>(),
+        }))
+        .expect("a run record")
+    }
+
+    /// crypto's `rsa` is stored as one test per key size: killed after `rsa512`, the other
+    /// sizes never ran (the name prefix counted `rsa` as run, as `rsa512` starts with it).
+    #[test]
+    fn an_expanded_test_killed_part_way_names_the_tests_that_never_ran() {
+        let run = killed(
+            serde_json::json!({
+                "workload": "crypto",
+                "params": {"tests": ["rsa", "sha256"], "bits": [512, 2048]},
+                "tests": ["rsa512", "rsa2048", "sha256"],
+            }),
+            &[("crypto", "rsa512")],
+        );
+        assert_eq!(
+            not_run_note(&run, "a").as_deref(),
+            Some("a: interrupted before these tests ran: rsa2048, sha256 (asked for, nothing stored)")
+        );
+    }
+
+    /// Every workload of a suite is checked against its own tests (only the first one's
+    /// were: `plan.params` has none in a suite, and the first result is the first
+    /// workload's).
+    #[test]
+    fn a_killed_suite_names_each_workloads_tests_that_never_ran() {
+        let run = killed(
+            serde_json::json!({"suite": [
+                {"workload": "mem", "params": {}, "tests": ["bandwidth", "latency"]},
+                {"workload": "crypto", "params": {"tests": ["rsa"]},
+                 "tests": ["rsa512", "rsa1024"]},
+            ]}),
+            &[
+                ("mem", "bandwidth"),
+                ("mem", "latency"),
+                ("crypto", "rsa512"),
+            ],
+        );
+        assert_eq!(
+            not_run_note(&run, "a").as_deref(),
+            Some("a: interrupted before this test ran: crypto rsa1024 (asked for, nothing stored)")
+        );
+        let run = killed(run.plan.clone(), &[("mem", "bandwidth")]);
+        assert_eq!(
+            not_run_note(&run, "a").as_deref(),
+            Some(
+                "a: interrupted before these tests ran: mem latency; crypto rsa512, rsa1024 \
+                 (asked for, nothing stored)"
+            )
+        );
+        // A plan stored before the tests were kept: the tests asked, each workload's.
+        let old = killed(
+            serde_json::json!({"suite": [
+                {"workload": "kv", "params": {"tests": ["set", "get"]}},
+                {"workload": "net", "params": {"tests": ["udp", "tcp"]}},
+            ]}),
+            &[("kv", "set"), ("kv", "get"), ("net", "udp1472")],
+        );
+        assert_eq!(
+            not_run_note(&old, "a").as_deref(),
+            Some("a: interrupted before this test ran: net tcp (asked for, nothing stored)")
+        );
     }
 
     /// A geometric mean over oltp's rows (TPC-C on databases of different sizes) or over

@@ -56,6 +56,31 @@ pub fn fixed(v: f64, decimals: usize) -> String {
     }
 }
 
+/// Figures said together (a NIC's received / sent Gbit/s in one cell) to one number of
+/// places: `decimals`, or, where one of them would read as zero and is not, the places
+/// that give it [`fixed`]'s three significant digits, for every one of them. Printed each
+/// by [`fixed`], a pair read `0.00 / 0.00410`.
+pub fn fixed_alike(values: &[f64], decimals: usize) -> Vec<String> {
+    let places = values
+        .iter()
+        .filter(|v| v.is_finite() && **v != 0.0)
+        .map(|v| {
+            let lead = (-v.abs().log10().floor()).max(0.0) as usize;
+            // The places a figure below 1 needs for three significant digits, at most as
+            // many as `fixed` would give it.
+            if format!("{:.decimals$}", v.abs())
+                .trim_start_matches(['0', '.'])
+                .is_empty()
+            {
+                (lead + 2).min(20)
+            } else {
+                decimals
+            }
+        })
+        .fold(decimals, usize::max);
+    values.iter().map(|v| format!("{v:.places$}")).collect()
+}
+
 /// Watts as every power column and figure of the console views prints them: to 0.1 W,
 /// whether or not the mean happens to be whole (`200.0` beside `199.7`, never `200`).
 pub fn watts(v: f64) -> String {
@@ -310,6 +335,16 @@ mod tests {
         assert_eq!(fixed(0.0005, 3), "0.001");
         assert_eq!(fixed(12.3456, 2), "12.35");
         assert_eq!(fixed(99.96, 1), "100.0");
+    }
+
+    /// K13: a disk's read / written MB/s read `0.00 / 0.00410` in one cell.
+    #[test]
+    fn figures_said_together_have_one_number_of_places() {
+        assert_eq!(fixed_alike(&[0.0, 0.0041], 2), ["0.00000", "0.00410"]);
+        assert_eq!(fixed_alike(&[1.5, 0.00035], 3), ["1.500000", "0.000350"]);
+        assert_eq!(fixed_alike(&[12.345, 0.5], 2), ["12.35", "0.50"]);
+        assert_eq!(fixed_alike(&[0.0, 0.0], 2), ["0.00", "0.00"]);
+        assert_eq!(fixed_alike(&[-0.0004, 2.0], 3), ["-0.000400", "2.000000"]);
         assert_eq!(fixed(0.0, 3), "0.000");
         assert_eq!(fixed(7.0, 0), "7");
         assert_eq!(fixed(0.4, 0), "0.400");

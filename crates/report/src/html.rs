@@ -307,6 +307,13 @@ fn comparison_html(h: &mut String, c: &Comparison) {
         esc(&c.b.join(", ")),
         esc(&c.a.join(", "))
     );
+    for u in c.unfinished_notes() {
+        let _ = write!(
+            h,
+            r#"<div class="note"><b>Did not finish:</b> {}</div>"#,
+            esc(&u)
+        );
+    }
     let cls = if c.comparability.differences.is_empty() {
         "ok"
     } else if c.comparability.like_for_like {

@@ -14,7 +14,7 @@ use crate::derive::{
     self, points, run_labels, throughput_scale, DiffColumn, PowerBasis, PowerFigure,
 };
 use crate::fmt::md as c;
-use crate::fmt::{latency_ns, num};
+use crate::fmt::{latency_ns, num, watts};
 use crate::selection::Selection;
 
 /// Flags as their codes only, each once ([`derive::distinct_codes`]): the summary's
@@ -290,9 +290,16 @@ pub fn markdown_with(
             );
             let _ = write!(
                 m,
-                "\n### {} (B) vs {} (A)\n\n**Comparability:** {}\n\n",
+                "\n### {} (B) vs {} (A)\n\n",
                 c(&cmp.b.join(", ")),
-                c(&cmp.a.join(", ")),
+                c(&cmp.a.join(", "))
+            );
+            for u in cmp.unfinished_notes() {
+                let _ = write!(m, "**Did not finish:** {}\n\n", c(&u));
+            }
+            let _ = write!(
+                m,
+                "**Comparability:** {}\n\n",
                 c(&cmp.comparability.verdict)
             );
             if !cmp.comparability.differences.is_empty() {
@@ -685,10 +692,12 @@ fn power_sweeps_markdown(m: &mut String, runs: &[RunRecord], wl: &str) {
                 cells.push(match l.points.iter().find(|p| p.0 == *x) {
                     None => "-".into(),
                     Some((_, Err(_))) => "absent".into(),
+                    // Both to 0.1 W, as every power figure: by significant digits, 199.8 W
+                    // read `200 W (99.8 W above idle)`.
                     Some((_, Ok((w, Ok(a))))) => {
-                        format!("{} W ({} W above idle)", num(*w), num(*a))
+                        format!("{} W ({} W above idle)", watts(*w), watts(*a))
                     }
-                    Some((_, Ok((w, Err(_))))) => format!("{} W", num(*w)),
+                    Some((_, Ok((w, Err(_))))) => format!("{} W", watts(*w)),
                 });
             }
             m.push_str(&row(&cells));

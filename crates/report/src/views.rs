@@ -2514,6 +2514,15 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 (Some(a), Some(b)) => format!("{} / {}", f(a), f(b)),
                 _ => "-".to_string(),
             };
+            // Rates to fixed places, the two of a cell to the same places (`0.00 / 0.00410`
+            // read as two precisions).
+            let fixed_pair =
+                |a: Option<f64>, b: Option<f64>, scale: f64, decimals: usize| match (a, b) {
+                    (Some(a), Some(b)) => {
+                        crate::fmt::fixed_alike(&[a * scale, b * scale], decimals).join(" / ")
+                    }
+                    _ => "-".to_string(),
+                };
             let rows = per
                 .iter()
                 .map(|(p, sums)| {
@@ -2534,11 +2543,11 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                                     .collect(),
                             )
                         };
-                        let gbit = |v: f64| crate::fmt::fixed(v * 8.0 / 1e9, 3);
-                        row.push(pair(
+                        row.push(fixed_pair(
                             of(&|x| x.rx_bytes_per_s),
                             of(&|x| x.tx_bytes_per_s),
-                            &gbit,
+                            8.0 / 1e9,
+                            3,
                         ));
                         row.push(pair(
                             of(&|x| x.rx_packets_per_s),
@@ -2555,11 +2564,11 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                                     .collect(),
                             )
                         };
-                        let mb = |v: f64| crate::fmt::fixed(v / 1e6, 2);
-                        row.push(pair(
+                        row.push(fixed_pair(
                             of(&|x| x.read_bytes_per_s),
                             of(&|x| x.write_bytes_per_s),
-                            &mb,
+                            1e-6,
+                            2,
                         ));
                         row.push(pair(of(&|x| x.reads_per_s), of(&|x| x.writes_per_s), &num));
                     }
@@ -2697,15 +2706,23 @@ fn signature(run: &RunRecord) -> Vec<(String, String, String)> {
 }
 
 /// Which runs to compare: each run after the first against the first earlier run that
-/// measured the same workloads and tests at the same parameters (A index, B index). Runs
-/// of different workloads (mem vs net), or of one test at different parameters, have
-/// nothing to compare; they are listed in the second vector.
+/// measured the same workloads and tests at the same parameters (A index, B index), or,
+/// where one of the two did not finish, every point it reached: `rackbench compare`
+/// compares a killed run's points with the other's and says which it did not reach, and
+/// the report left such a run out. Runs of different workloads (mem vs net), or of one
+/// test at different parameters, have nothing to compare; they are listed in the second
+/// vector.
 pub fn comparable_pairs(runs: &[RunRecord]) -> (Vec<(usize, usize)>, Vec<usize>) {
     let sigs: Vec<_> = runs.iter().map(signature).collect();
+    let within = |i: usize, j: usize| {
+        runs[i].status != model::Status::Ok
+            && sigs[i].iter().all(|p| sigs[j].binary_search(p).is_ok())
+    };
     let mut pairs = Vec::new();
     let mut alone = Vec::new();
     for i in 1..runs.len() {
-        match (0..i).find(|j| !sigs[i].is_empty() && sigs[*j] == sigs[i]) {
+        let alike = |j: &usize| sigs[*j] == sigs[i] || within(i, *j) || within(*j, i);
+        match (0..i).find(|j| !sigs[i].is_empty() && !sigs[*j].is_empty() && alike(j)) {
             Some(j) => pairs.push((j, i)),
             None => alone.push(i),
         }

@@ -589,6 +589,42 @@ fn flagged_points_are_marked_on_line_charts() {
     assert_eq!(c.note, None);
 }
 
+/// K13: the two figures of a telemetry cell are printed alike: a disk that wrote 4.1 kB/s
+/// and read nothing read `0.00 / 0.00410` MB/s, two precisions in one cell.
+#[test]
+fn a_telemetry_cells_two_figures_have_the_same_places() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    for r in &mut run.results {
+        for t in &mut r.telemetry_summary {
+            t.nics = vec![];
+            t.disks = vec![model::DiskRate {
+                name: "vda".into(),
+                reads_per_s: 0.0,
+                writes_per_s: 1.0,
+                read_bytes_per_s: 0.0,
+                write_bytes_per_s: 4100.0,
+                util_pct: 0.1,
+            }];
+        }
+    }
+    let tv = report::views::telemetry_views(std::slice::from_ref(&run));
+    let t = &tv[0].tables[0];
+    let mb = t
+        .head
+        .iter()
+        .position(|h| h == "vda read / write MB/s")
+        .unwrap();
+    assert!(
+        t.rows.iter().all(|r| r[mb] == "0.00000 / 0.00410"),
+        "{:?}",
+        t.rows
+    );
+}
+
 /// Acceptance pass F, F9: the report showed no telemetry beyond per-CPU %: context
 /// switches, interrupts, each NIC's Gbit/s and packets/s, each disk's MB/s and IOPS, and
 /// kv/http's latency jitter are in a per-test table per run and host; idle devices are

@@ -1464,6 +1464,49 @@ fn compare_with_a_killed_run_says_its_point_is_interrupted() {
     assert!(text.contains("\n! B: killed: run interrupted: "), "{text}");
 }
 
+/// A report of a run and a killed one says in its Comparison section what `rackbench
+/// compare` says of them: the killed run named under the header, its interrupted point in
+/// its row. The report left the killed run out of its comparisons (it had fewer points
+/// than the other: "Not compared (no earlier run measured the same ...)").
+#[test]
+fn a_reports_comparison_says_a_run_did_not_finish_as_compare_does() {
+    let a = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut b = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        id: "20261120T230000-bbbbbb",
+        label: "killed",
+        ..Spec::default()
+    });
+    b.status = model::Status::Interrupted;
+    b.results.truncate(1);
+    b.results[0].status = model::Status::Interrupted;
+    b.results[0].flags.push(model::Flag::warning(
+        "partial",
+        "measured until a checkpoint at 10.0 s of 20.0 s",
+    ));
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    let notes = c.unfinished_notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("B: killed: run interrupted: "),
+        "{notes:?}"
+    );
+    let row = "B ran it, but its only repetition is interrupted (partial): not compared";
+    let runs = [a, b];
+    let m = report::markdown(&runs, None);
+    assert!(m.contains(&notes[0]), "{m}");
+    assert!(m.contains(row), "{m}");
+    assert!(!m.contains("Not compared (no earlier run"), "{m}");
+    let h = report::html(&runs, None);
+    assert!(h.contains(&report::fmt::esc(&notes[0])), "{h}");
+    assert!(h.contains(row), "{h}");
+}
+
 /// A run's latency in compare is read from its valid repetitions' histograms merged, as
 /// the results table reads it (`Point::latency`): never the mean of each repetition's
 /// percentiles. Repetitions with maxima of 2, 40 and 3 ms have a maximum of 40 ms (their
@@ -3346,11 +3389,15 @@ fn power_against_the_swept_parameter() {
     assert!(
         table.contains(&format!(
             "{} W ({} W above idle) |\n",
-            report::fmt::num(w4),
-            report::fmt::num(a4)
+            report::fmt::watts(w4),
+            report::fmt::watts(a4)
         )),
         "{table}"
     );
+    // K13: both to 0.1 W; by significant digits, 243.75 W with 78.75 above idle read
+    // `244 W (78.8 W above idle)`.
+    assert_eq!(fixture_watts(300.0, 1.0), (243.75, 78.75));
+    assert!(table.contains("| 243.8 W (78.8 W above idle) |"), "{table}");
 }
 
 /// A point without a power reading is left out of the power sweep, never drawn as 0,

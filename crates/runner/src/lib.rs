@@ -841,13 +841,71 @@ fn with_own_settings(point: &BTreeMap<String, Value>, own: &Params) -> BTreeMap<
     s
 }
 
+/// Counts the results stored, for the observer it passes them on to.
+struct Counted<'a> {
+    inner: &'a dyn Observer,
+    stored: std::cell::Cell<usize>,
+}
+
+impl Observer for Counted<'_> {
+    fn step_done(&self, result: &ResultRecord) {
+        self.stored.set(self.stored.get() + 1);
+        self.inner.step_done(result);
+    }
+}
+
 /// Run a plan into `store`. Setup errors and stops before anything was measured leave
 /// nothing stored; later failures and stops keep what was measured.
+///
+/// An error is returned only when nothing of the run is kept. One that ends the run after
+/// a result was stored (a host gone while the next point is reached, the store refusing
+/// a write) closes the run as failed, or interrupted under a stop, with the error, and
+/// comes back as its [`Finished::failure`]: returned as an error, it left the run
+/// `running` in the store, and `rackbench run` stopped by Ctrl-C said "nothing stored"
+/// of it.
 pub fn run(
     plan: &Plan,
     store: &Arc<store::Store>,
     progress: Arc<Progress>,
     observer: &dyn Observer,
+) -> anyhow::Result<Finished> {
+    let run_id = new_run_id();
+    let counted = Counted {
+        inner: observer,
+        stored: std::cell::Cell::new(0),
+    };
+    let e = match run_as(plan, store, progress, &counted, &run_id) {
+        Ok(finished) => return Ok(finished),
+        Err(e) => e,
+    };
+    if counted.stored.get() == 0 {
+        // Begun and nothing measured, or never begun (no such run): none is kept.
+        let _ = store.delete_run(&run_id);
+        return Err(e);
+    }
+    let interrupted = engine::stop::stop_requested();
+    let failure = describe(&e);
+    let status = if interrupted {
+        Status::Interrupted
+    } else {
+        Status::Failed
+    };
+    // Best effort: a store that refuses this too closes the run at the next command.
+    let _ = store.finish_run(&run_id, status, Some(&failure));
+    Ok(Finished {
+        run_id: Some(run_id),
+        failure: Some(failure),
+        interrupted,
+    })
+}
+
+/// [`run`], as run `run_id`.
+fn run_as(
+    plan: &Plan,
+    store: &Arc<store::Store>,
+    progress: Arc<Progress>,
+    observer: &dyn Observer,
+    run_id: &str,
 ) -> anyhow::Result<Finished> {
     let o = &plan.opts;
     // Build every point of every part first: bad parameters fail here, before anything
@@ -940,11 +998,21 @@ pub fn run(
     }
     let host_roles = plan.hosts.roles_by_host(&every_point);
     let mut hosts = disclosures(&set, &host_roles)?;
-    let part_json = |part: &Part, points: usize| {
+    // Each part's tests as its results are named (`rsa` asked: `rsa512` .. `rsa4096`;
+    // `udp`: `udp1472`, `udp60`), in the order they run, from the workload itself: what a
+    // report of a run that did not finish names as never run.
+    let part_json = |part: &Part, points: usize, workloads: &[Box<dyn Workload>]| {
+        let mut tests: Vec<String> = Vec::new();
+        for t in workloads.iter().flat_map(|w| w.tests()) {
+            if !tests.contains(&t) {
+                tests.push(t);
+            }
+        }
         serde_json::json!({
             "workload": part.registration.name,
             "params": Value::Object(part.params.clone()),
             "points": points,
+            "tests": tests,
         })
     };
     let mut plan_json = serde_json::json!({
@@ -964,9 +1032,9 @@ pub fn run(
     });
     // One workload: its keys at the top, as always; a suite: one entry per part.
     match parts.as_slice() {
-        [(part, expanded, _, _)] => {
+        [(part, expanded, workloads, _)] => {
             if let (Value::Object(top), Value::Object(one)) =
-                (&mut plan_json, part_json(part, expanded.len()))
+                (&mut plan_json, part_json(part, expanded.len(), workloads))
             {
                 top.extend(one);
             }
@@ -974,14 +1042,16 @@ pub fn run(
         many => {
             plan_json["suite"] = Value::Array(
                 many.iter()
-                    .map(|(part, expanded, _, _)| part_json(part, expanded.len()))
+                    .map(|(part, expanded, workloads, _)| {
+                        part_json(part, expanded.len(), workloads)
+                    })
                     .collect(),
             );
         }
     }
     let mut record = RunRecord {
         format_version: model::RECORD_FORMAT_VERSION,
-        id: new_run_id(),
+        id: run_id.to_string(),
         label: o.label.clone(),
         created_at: chrono::Utc::now(),
         finished_at: None,
@@ -1791,6 +1861,122 @@ mod tests {
             fact.contains("-> FAILED: exit status: 1; printed: hello-b | oops-b"),
             "{fact}"
         );
+    }
+
+    /// A workload of two tests whose second makes the store refuse results from then on,
+    /// as a full disk would, after asking a stop when the point says `stop`.
+    struct Refusing {
+        db: std::path::PathBuf,
+        stop: bool,
+    }
+
+    impl Workload for Refusing {
+        fn name(&self) -> &'static str {
+            "refusing"
+        }
+        fn tests(&self) -> Vec<String> {
+            vec!["a".into(), "b".into()]
+        }
+        fn prepare(&mut self, _ctx: &Ctx) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn run_test(&mut self, test: &str, _ctx: &Ctx) -> anyhow::Result<engine::StepOutput> {
+            if test == "b" {
+                rusqlite::Connection::open(&self.db)?.execute_batch(
+                    "CREATE TRIGGER refuse BEFORE INSERT ON results \
+                     BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;",
+                )?;
+                if self.stop {
+                    engine::stop::request_stop_by_signal(2);
+                }
+            }
+            Ok(engine::StepOutput {
+                headline: "ops_per_s".into(),
+                duration_s: 1.0,
+                metrics: vec![model::Metric::new("ops_per_s", 1.0, "ops/s")],
+                ..Default::default()
+            })
+        }
+        fn cleanup(&mut self) {}
+    }
+
+    struct Quiet;
+    impl Observer for Quiet {}
+
+    /// Run the two tests of [`Refusing`] into a new store at `db`.
+    fn run_refusing(db: &std::path::Path, stop: bool) -> (anyhow::Result<Finished>, store::Store) {
+        let mut params = Params::new();
+        params.insert("db".into(), Value::String(db.display().to_string()));
+        if stop {
+            params.insert("stop".into(), Value::Bool(true));
+        }
+        let plan = Plan {
+            parts: vec![Part {
+                registration: Registration {
+                    name: "refusing",
+                    about: "",
+                    list_keys: &[],
+                    flags: |c| c,
+                    build: |m| {
+                        Ok(Box::new(Refusing {
+                            db: m["db"].as_str().unwrap_or_default().into(),
+                            stop: m.contains_key("stop"),
+                        }))
+                    },
+                    service: None,
+                    has_server: false,
+                    driver: None,
+                },
+                params: params.clone(),
+                points: vec![params],
+            }],
+            catalog: |_| None,
+            opts: RunOptions {
+                repeat: 1,
+                telemetry_interval_s: 1.0,
+                ..RunOptions::default()
+            },
+            command: "rackbench run refusing".into(),
+            hosts: HostsPlan::default(),
+            build: "test".into(),
+        };
+        let st = Arc::new(store::Store::open(db).unwrap());
+        let r = run(&plan, &st, Arc::default(), &Quiet);
+        (r, store::Store::open(db).unwrap())
+    }
+
+    /// An error that ends a run after a result was stored (here the store refusing the
+    /// next one) keeps the run: it is returned as the run's failure, closed, not as an
+    /// error with the run left `running` (which `rackbench run` said, after a stop, was
+    /// "interrupted before any test ran; nothing stored").
+    #[test]
+    fn an_error_after_a_stored_result_keeps_the_run() {
+        let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
+        for stop in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("r.sqlite");
+            let (r, st) = run_refusing(&db, stop);
+            engine::stop::reset();
+            let finished = r.expect("the run is kept");
+            let id = finished.run_id.expect("a stored run");
+            assert_eq!(finished.interrupted, stop);
+            let failure = finished.failure.expect("its failure");
+            assert!(
+                failure.contains("could not store the result of step 1"),
+                "{failure}"
+            );
+            let stored = st.load_run(&id).unwrap();
+            assert_eq!(stored.results.len(), 1, "test a's result");
+            // The tests the workload was to run, as the report reads them.
+            assert_eq!(stored.plan["tests"], serde_json::json!(["a", "b"]));
+            let status = if stop {
+                Status::Interrupted
+            } else {
+                Status::Failed
+            };
+            assert_eq!(stored.status, status);
+            assert_eq!(stored.error.as_deref(), Some(failure.as_str()));
+        }
     }
 
     /// A test's error under a stop request is the interruption (stored interrupted, the

@@ -687,8 +687,10 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
     let finished = match finished {
         Ok(f) => f,
         Err(e) => {
-            // Refused before anything was stored (a check in prepare): a store this
-            // command made is not left behind, empty.
+            // An error of the runner keeps nothing of the run (one after a result was
+            // stored comes back as the stored run's failure, below): refused before
+            // anything was stored (a check in prepare), a store this command made is not
+            // left behind, empty.
             if made_store {
                 remove_if_unused(store);
             }
@@ -714,7 +716,17 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
         engine::errln!("rackbench: interrupted before any test ran; nothing stored");
         return Ok(crate::signals::exit_status().unwrap_or(1));
     };
-    let stored = store.load_run(&run_id)?;
+    // The run's own failure is said even where the store cannot give the run back (the
+    // failure may be that it refused a write, and say where the run went instead).
+    let stored = store
+        .load_run(&run_id)
+        .map_err(|e| match &finished.failure {
+            Some(f) => e.context(format!(
+                "run {run_id} ended: {}; reading it back",
+                model::printable(f)
+            )),
+            None => e,
+        })?;
     if r.opts.json {
         engine::outln!("{}", serde_json::to_string_pretty(&stored)?);
     } else {
