@@ -14,7 +14,9 @@ use rand::SeedableRng;
 use crate::load::{
     Executed, Latency, LoadOutcome, LoadShape, LoadSpec, Session, StopAfter, CHECKPOINT_EVERY,
 };
-use crate::sched::{checkpointer, merge, thread_cpu, Recorder, Schedule, Snapshot, LATE_NS};
+use crate::sched::{
+    checkpointer, merge, thread_cpu, Finish, Recorder, Schedule, Snapshot, LATE_NS,
+};
 use crate::workload::Progress;
 
 pub(crate) fn run<S: Session + 'static>(
@@ -42,6 +44,9 @@ pub(crate) fn run<S: Session + 'static>(
             .map(|(i, session)| {
                 let barrier = barrier.clone();
                 let ckpt = ckpt_tx.clone();
+                // Its end, told to the checkpointer: a session done early (its share
+                // of a count, a failure) is not waited for by later checkpoints.
+                let finish = Finish::new(ckpt_tx.clone(), i);
                 let quota = match spec.stop {
                     StopAfter::Requests(total) => {
                         Some(total / n as u64 + u64::from((i as u64) < total % n as u64))
@@ -49,7 +54,7 @@ pub(crate) fn run<S: Session + 'static>(
                     StopAfter::Duration(_) => None,
                 };
                 scope.spawn(move || {
-                    worker(
+                    let r = worker(
                         spec,
                         i,
                         n,
@@ -60,7 +65,14 @@ pub(crate) fn run<S: Session + 'static>(
                         t0,
                         progress,
                         ckpt,
-                    )
+                    );
+                    // As `run` counts it: a session that broke is a connection error.
+                    let mut last = r.0.clone();
+                    if let Some(why) = &r.1 {
+                        last.connection_error(why.clone());
+                    }
+                    finish.last(last);
+                    r
                 })
             })
             .collect();

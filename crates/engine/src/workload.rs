@@ -64,6 +64,9 @@ pub struct CheckpointSink(Arc<dyn Fn(usize, SoFar) + Send + Sync>);
 pub enum SoFar {
     Load(Box<crate::load::LoadOutcome>),
     Report(serde_json::Value),
+    /// The generator's final report, handed as it comes back while other generators
+    /// run on ([`crate::host::drive_all`]): it is done, and will hand no more.
+    Final(serde_json::Value),
 }
 
 impl SoFar {
@@ -72,7 +75,7 @@ impl SoFar {
     pub fn into_report(self) -> serde_json::Result<serde_json::Value> {
         match self {
             SoFar::Load(o) => serde_json::to_value(crate::wire::WireOutcome::from(&*o)),
-            SoFar::Report(v) => Ok(v),
+            SoFar::Report(v) | SoFar::Final(v) => Ok(v),
         }
     }
 }
@@ -90,6 +93,11 @@ impl CheckpointSink {
     /// Hand generator `generator`'s checkpoint as its driver's report (see [`SoFar`]).
     pub fn hand_report(&self, generator: usize, report: serde_json::Value) {
         (self.0)(generator, SoFar::Report(report))
+    }
+
+    /// Hand generator `generator`'s final report: it is done (see [`SoFar::Final`]).
+    pub fn hand_final(&self, generator: usize, report: serde_json::Value) {
+        (self.0)(generator, SoFar::Final(report))
     }
 }
 

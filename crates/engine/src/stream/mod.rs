@@ -24,7 +24,7 @@ use rand::SeedableRng;
 use crate::load::{
     LoadOutcome, LoadShape, LoadSpec, Outcome, Protocol, StopAfter, CHECKPOINT_EVERY,
 };
-use crate::sched::{checkpointer, merge, thread_cpu, Recorder, Schedule, Snapshot};
+use crate::sched::{checkpointer, merge, thread_cpu, Finish, Recorder, Schedule, Snapshot};
 use crate::workload::Progress;
 
 mod uring;
@@ -280,8 +280,11 @@ where
             let t0_slot = t0_slot.clone();
             let new_protocol = &new_protocol;
             let ckpt = ckpt_tx.clone();
+            // Its end, told to the checkpointer: a worker done early (its share of a
+            // count sent) is not waited for by later checkpoints.
+            let finish = Finish::new(ckpt_tx.clone(), t);
             handles.push(scope.spawn(move || {
-                worker(
+                let r = worker(
                     spec,
                     t,
                     threads,
@@ -294,7 +297,11 @@ where
                     t0_slot,
                     progress,
                     ckpt,
-                )
+                );
+                if let Ok((rec, _)) = &r {
+                    finish.last(rec.clone());
+                }
+                r
             }));
         }
         // The checkpointer ends once every worker has (their senders dropped).
