@@ -22,6 +22,7 @@ const ARITHMETIC_UNSENT: f64 = 1e7;
 /// Intended send times of an open-loop worker, as nanoseconds from the worker's start.
 /// t_i = i / R (constant) or t_{i+1} = t_i + Exp(1/R) (Poisson); never derived from
 /// completions (METHODS.md 2.5).
+#[derive(Clone)]
 pub(crate) struct Schedule {
     gap_ns: f64,
     poisson: bool,
@@ -105,6 +106,20 @@ impl Schedule {
         n
     }
 
+    /// What [`Schedule::count_unsent`] would count were sending stopped at `until_ns`,
+    /// counted on a copy of the schedule and of `rng`: this one goes on as it was. For a
+    /// checkpoint's copy of the recorder (once a period, off the per-request path).
+    pub(crate) fn unsent_so_far(
+        &self,
+        rng: &SmallRng,
+        from_ns: u64,
+        until_ns: u64,
+        grace_ns: u64,
+    ) -> u64 {
+        let mut s = self.clone();
+        s.count_unsent(&mut rng.clone(), from_ns, until_ns, grace_ns)
+    }
+
     /// Consume the current intended time and draw the next.
     pub(crate) fn advance(&mut self, rng: &mut SmallRng) -> u64 {
         let t = self.next_ns;
@@ -131,14 +146,22 @@ pub(crate) struct Snapshot {
 
 impl Snapshot {
     /// Worker `worker`'s copy of `rec` now, `since_ns` after the warm-up's end (its CPU
-    /// read to now), and when it takes its next: the next multiple of
-    /// [`CHECKPOINT_EVERY`] after the warm-up's end `warm_ns` (a round that came late
-    /// for one takes it late, once), on the executor's clock.
-    pub(crate) fn take(worker: usize, warm_ns: u64, since_ns: u64, rec: &Recorder) -> (Self, u64) {
+    /// read to now, and `unsent` more requests unsent: an open loop's due and not sent
+    /// yet, which the end counts once sending stops), and when it takes its next: the
+    /// next multiple of [`CHECKPOINT_EVERY`] after the warm-up's end `warm_ns` (a round
+    /// that came late for one takes it late, once), on the executor's clock.
+    pub(crate) fn take(
+        worker: usize,
+        warm_ns: u64,
+        since_ns: u64,
+        rec: &Recorder,
+        unsent: u64,
+    ) -> (Self, u64) {
         let every = CHECKPOINT_EVERY.as_nanos() as u64;
         let next = warm_ns.saturating_add((since_ns / every + 1).saturating_mul(every));
         let mut rec = rec.clone();
         rec.cpu_end = thread_cpu();
+        rec.unsent += unsent;
         (
             Snapshot {
                 worker,
@@ -571,6 +594,21 @@ mod tests {
         let mut s = Schedule::new(shape, 0, 1, 0.0).unwrap();
         s.advance(&mut rng);
         assert_eq!(s.count_unsent(&mut rng, 0, 500_000, 1_000_000), 0);
+    }
+
+    /// A checkpoint's count of what is due and unsent is the end's count had sending
+    /// stopped there, and leaves the schedule as it was (the loop goes on with it).
+    #[test]
+    fn unsent_so_far_is_counted_on_a_copy() {
+        let rng = SmallRng::seed_from_u64(1);
+        let s = Schedule::new(LoadShape::Constant { rate: 1000.0 }, 0, 1, 0.0).unwrap();
+        assert_eq!(s.unsent_so_far(&rng, 0, 10_500_000, 1_000_000), 10);
+        assert_eq!(s.unsent_so_far(&rng, 0, 10_500_000, 1_000_000), 10);
+        assert_eq!(s.peek(), 0.0);
+        let p = Schedule::new(LoadShape::Poisson { rate: 1000.0 }, 0, 1, 0.0).unwrap();
+        let once = p.unsent_so_far(&rng, 0, 1_000_000_000, 1_000_000);
+        assert_eq!(once, p.unsent_so_far(&rng, 0, 1_000_000_000, 1_000_000));
+        assert!((900..1100).contains(&once), "{once}");
     }
 
     /// Far behind, the count is arithmetic, as the loop would give it: 1e12/s for 2 s

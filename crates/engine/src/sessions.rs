@@ -174,7 +174,11 @@ fn worker<S: Session>(
             cpu_marked = true;
         }
         if now >= next_ckpt_ns {
-            next_ckpt_ns = checkpoint(ckpt.as_ref(), index, warm_ns, now, &rec, end_ns);
+            let unsent = match (schedule.as_ref(), end_ns) {
+                (Some(s), Some(end)) => s.unsent_so_far(&rng, warm_ns, end.min(now), LATE_NS),
+                _ => 0,
+            };
+            next_ckpt_ns = checkpoint(ckpt.as_ref(), index, warm_ns, now, &rec, end_ns, unsent);
         }
         // Open loop, a timed test: what fell due and was never sent (the session was
         // busy with a slow server) is counted once sending stops; it has no latency.
@@ -264,9 +268,10 @@ fn worker<S: Session>(
     (rec, None)
 }
 
-/// Send a copy of session `index`'s recorder `rec` to the checkpointer at `now`, and
-/// return when the next is due (u64::MAX: none, once the test's end `end_ns` is near:
-/// the outcome itself comes then).
+/// Send a copy of session `index`'s recorder `rec` to the checkpointer at `now` (with
+/// `unsent` more requests due and not sent yet: see [`Snapshot::take`]), and return when
+/// the next is due (u64::MAX: none, once the test's end `end_ns` is near: the outcome
+/// itself comes then).
 #[cold]
 fn checkpoint(
     tx: Option<&mpsc::Sender<Snapshot>>,
@@ -275,11 +280,12 @@ fn checkpoint(
     now: u64,
     rec: &Recorder,
     end_ns: Option<u64>,
+    unsent: u64,
 ) -> u64 {
     let Some(tx) = tx.filter(|_| end_ns.is_none_or(|e| now < e)) else {
         return u64::MAX;
     };
-    let (snap, next) = Snapshot::take(index, warm_ns, now.saturating_sub(warm_ns), rec);
+    let (snap, next) = Snapshot::take(index, warm_ns, now.saturating_sub(warm_ns), rec, unsent);
     let _ = tx.send(snap);
     next
 }

@@ -1735,3 +1735,38 @@ fn a_generator_done_early_does_not_stop_the_checkpoints() {
     assert!(n > share + 300 && n < 2 * share, "{n}");
     assert_eq!(c.runs.len(), 2);
 }
+
+/// An open loop that fell behind counts what was due and not sent in its checkpoints
+/// too, not only at the end: a server that takes 20 ms a request, offered 1,000/s on
+/// one connection, sends about 50 a second; the checkpoint after a period says the rest
+/// of what fell due by then unsent.
+#[test]
+fn a_checkpoint_counts_the_unsent_of_an_open_loop_behind() {
+    let f = fake(Duration::from_millis(20), None);
+    let every = engine::load::CHECKPOINT_EVERY.as_secs_f64();
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 1_000.0 },
+        stop: StopAfter::Duration(engine::load::CHECKPOINT_EVERY + Duration::from_secs(1)),
+        connections: 1,
+        threads: 1,
+        client_io: ClientIo::Epoll,
+        ..LoadSpec::default()
+    };
+    let progress = Progress::default();
+    let got = collect_checkpoints(&progress);
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &progress).unwrap();
+    assert!(out.unsent_requests > 5_000, "{}", out.unsent_requests);
+    let c = the_one_checkpoint(&got, 0, &out);
+    // Due by the checkpoint: about 1,000 a second; sent: one in flight at a time.
+    let due = (c.duration_s * 1_000.0) as u64;
+    let accounted = c.unsent_requests + c.total_count();
+    assert!(
+        accounted + 10 >= due && accounted <= due + 10,
+        "{} unsent and {} done of {due} due by {:.2} s",
+        c.unsent_requests,
+        c.total_count(),
+        c.duration_s
+    );
+    assert!(c.unsent_requests <= out.unsent_requests);
+    assert!(c.duration_s >= every);
+}

@@ -574,10 +574,6 @@ impl Loop<'_> {
         if pace.stop_sending {
             pace.sending_stopped_ns.get_or_insert(now);
         }
-        if now >= pace.next_ckpt_ns {
-            self.checkpoint(now);
-        }
-        let pace = &mut self.pace;
         if conns.iter().all(|c| c.dead) {
             pace.stopped_early
                 .get_or_insert_with(|| "every connection failed".to_string());
@@ -614,15 +610,22 @@ impl Loop<'_> {
     /// Send a copy of this worker's recorder to the checkpointer, and set the next
     /// checkpoint: the next multiple of [`CHECKPOINT_EVERY`] after the warm-up's end (a
     /// round that came late for one takes it late, once). None once sending stopped:
-    /// the outcome itself is near.
+    /// the outcome itself is near. Each loop calls it after [`Loop::round`] when the
+    /// clock it read for the round is past `next_ckpt_ns` (the one compare a round), with
+    /// its open loop's `schedule`: what fell due and is not sent yet is counted in the
+    /// copy as unsent, as the end counts it, on a copy of the schedule (it goes on).
     #[cold]
-    fn checkpoint(&mut self, now: u64) {
+    fn checkpoint(&mut self, now: u64, schedule: Option<&Schedule>) {
         let since = now.saturating_sub(self.pace.warm_ns);
         let (Some(tx), false) = (&self.ckpt, self.pace.stop_sending) else {
             self.pace.next_ckpt_ns = u64::MAX;
             return;
         };
-        let (snap, next) = Snapshot::take(self.worker, self.pace.warm_ns, since, &self.rec);
+        let unsent = match (schedule, self.pace.unsent_until(now)) {
+            (Some(s), Some(until)) => s.unsent_so_far(&self.rng, self.pace.warm_ns, until, LATE_NS),
+            _ => 0,
+        };
+        let (snap, next) = Snapshot::take(self.worker, self.pace.warm_ns, since, &self.rec, unsent);
         self.pace.next_ckpt_ns = next;
         let _ = tx.send(snap);
     }
@@ -716,6 +719,9 @@ fn epoll_loop<P: Protocol>(
         let now = lp.pace.now();
         if !lp.round(conns, now) {
             break;
+        }
+        if now >= lp.pace.next_ckpt_ns {
+            lp.checkpoint(now, schedule.as_ref());
         }
         // Open loop: send everything that is due, on connections with room.
         let mut timeout = Duration::from_millis(100);
