@@ -9,9 +9,10 @@
 //! and oltp share it: only the job's parameters are the workload's own.
 //!
 //! A plain load test's generators also hand checkpoints while they run
-//! ([`crate::workload::CheckpointSink`]); [`drive`] merges the latest of each the same
-//! way and gives the workload a [`Driven`] of it, which it turns into a provisional
-//! result exactly as it turns the final one.
+//! ([`crate::workload::CheckpointSink`]); [`drive`] merges those of one moment the
+//! same way (a generator done early by its final outcome: see `Pairing`) and gives
+//! the workload a [`Driven`] of it, which it turns into a provisional result exactly as
+//! it turns the final one.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -381,7 +382,7 @@ pub type RunOf<'a> = &'a (dyn Fn(usize, &LoadOutcome, (f64, f64)) -> GeneratorRu
 /// Run `drive` (a test's drive of its `generators`, which hands their checkpoints to
 /// `progress`) with the generators' checkpoints of one moment merged into a [`Driven`]
 /// for `checkpoint`, on a thread of its own, before this returns (the rule is
-/// [`Pairing`]'s). A checkpoint handed as a driver's report is read as the final one is
+/// `Pairing`'s, below). A checkpoint handed as a driver's report is read as the final one is
 /// ([`decode`]), and so is a generator's final report, handed as it comes back while
 /// others run on: see [`with_checkpoints_reading`] for drivers whose reports are their
 /// own. `run_of(index, outcome, window)`: a generator's figures, as the workload makes

@@ -49,7 +49,8 @@ pub struct Progress {
 /// Where a load generator hands a checkpoint of a plain load test: what it measured from
 /// the end of its warm-up to now, as the outcome it would return had the test ended
 /// there ([`crate::load::CHECKPOINT_EVERY`]), with its index among the test's
-/// generators. The controller merges the latest of each generator as it merges their
+/// generators. The controller merges the generators' checkpoints of one moment (a
+/// generator done early by its final outcome: [`SoFar::Final`]) as it merges their
 /// final outcomes, and the runner stores the merge as the test's provisional result, so
 /// that rackbench killed mid-test (kill -9, out of memory) keeps what was measured up to
 /// the last checkpoint (acceptance G6). Called off the load loop's threads.
