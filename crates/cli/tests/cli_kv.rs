@@ -1013,3 +1013,113 @@ fn a_finished_load_test_replaces_its_checkpoints() {
     );
     assert!(r["duration_s"].as_f64().unwrap() >= 5.9, "{r}");
 }
+
+/// A redis-server on a free loopback port, stopped on drop.
+struct OpenRedis {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl OpenRedis {
+    fn start() -> OpenRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        OpenRedis { child, port }
+    }
+
+    /// Send one command (its words) and read the first line of the reply.
+    fn call(&self, words: &[&str]) -> String {
+        use std::io::{BufRead, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let mut req = format!("*{}\r\n", words.len());
+        for w in words {
+            req.push_str(&format!("${}\r\n{w}\r\n", w.len()));
+        }
+        s.write_all(req.as_bytes()).unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(s).read_line(&mut line).unwrap();
+        line.trim_end().to_string()
+    }
+}
+
+impl Drop for OpenRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A worker done early keeps the checkpoints coming: of two workers, one on each of two
+/// servers, the one whose server answers is done with its share of `-n` at once, while
+/// the other's server holds its writes (`CLIENT PAUSE ... WRITE`). Killed once a
+/// checkpoint has measured 5 s, the run keeps one, which holds the done worker's whole
+/// share over its window; before, no checkpoint came once a worker was done.
+#[test]
+fn sigkill_after_a_worker_finished_its_share_keeps_a_checkpoint() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let (quick, held) = (OpenRedis::start(), OpenRedis::start());
+    assert_eq!(held.call(&["CLIENT", "PAUSE", "40000", "WRITE"]), "+OK");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let share = 5_000;
+    let (a, b) = (
+        format!("127.0.0.1:{}", quick.port),
+        format!("127.0.0.1:{}", held.port),
+    );
+    // Connection k goes to target k, and worker k of two takes connection k.
+    let child = bin()
+        .args(["--db", db.to_str().unwrap(), "run", "kv", "-t", "set"])
+        .args(["--target", &a, "--target", &b, "-c", "2", "--threads", "2"])
+        .args(["-n", &(2 * share).to_string(), "-q", "--no-telemetry"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let run = common::kill9_once_measured(child, &db, 5.0, Duration::from_secs(30));
+    assert_eq!(held.call(&["CLIENT", "UNPAUSE"]), "+OK");
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let r = &run["results"][0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    let window = r["duration_s"].as_f64().unwrap();
+    assert!(
+        (5.0..20.0).contains(&window),
+        "the window measured: {window} s"
+    );
+    let partial = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "partial")
+        .unwrap_or_else(|| panic!("no partial flag: {r}"));
+    assert!(
+        partial["message"]
+            .as_str()
+            .unwrap()
+            .contains("(the test stops after a count of requests)"),
+        "{partial}"
+    );
+    // The done worker's share, and nothing of the held one's.
+    let count = common::stored_metric(r, "requests").unwrap();
+    assert_eq!(count, share as f64, "{r}");
+    let rate = common::stored_metric(r, "ops_per_s").unwrap();
+    assert!(
+        (rate - count / window).abs() <= 1e-6 * rate,
+        "{rate} ops/s is not {count} requests over {window} s"
+    );
+}

@@ -655,6 +655,11 @@ pub fn drive_all(
                 let end_all = &end_all;
                 s.spawn(move || {
                     let r = h.drive(job, start_at, &progress);
+                    // Done while others may run on: its outcome stands for it in the
+                    // test's later checkpoints, which wait for it no more.
+                    if let (Ok(r), Some(sink)) = (&r, progress.checkpoint_sink()) {
+                        sink.hand_final(job.index, r.report.clone());
+                    }
                     if r.is_err() && jobs.len() > 1 {
                         end_all(&|| {
                             format!("ended when the load generator on {} failed", h.name())

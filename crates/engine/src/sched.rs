@@ -22,6 +22,7 @@ const ARITHMETIC_UNSENT: f64 = 1e7;
 /// Intended send times of an open-loop worker, as nanoseconds from the worker's start.
 /// t_i = i / R (constant) or t_{i+1} = t_i + Exp(1/R) (Poisson); never derived from
 /// completions (METHODS.md 2.5).
+#[derive(Clone)]
 pub(crate) struct Schedule {
     gap_ns: f64,
     poisson: bool,
@@ -105,6 +106,20 @@ impl Schedule {
         n
     }
 
+    /// What [`Schedule::count_unsent`] would count were sending stopped at `until_ns`,
+    /// counted on a copy of the schedule and of `rng`: this one goes on as it was. For a
+    /// checkpoint's copy of the recorder (once a period, off the per-request path).
+    pub(crate) fn unsent_so_far(
+        &self,
+        rng: &SmallRng,
+        from_ns: u64,
+        until_ns: u64,
+        grace_ns: u64,
+    ) -> u64 {
+        let mut s = self.clone();
+        s.count_unsent(&mut rng.clone(), from_ns, until_ns, grace_ns)
+    }
+
     /// Consume the current intended time and draw the next.
     pub(crate) fn advance(&mut self, rng: &mut SmallRng) -> u64 {
         let t = self.next_ns;
@@ -119,41 +134,145 @@ impl Schedule {
     }
 }
 
-/// A worker's copy of its recorder at a checkpoint, `at_ns` after the warm-up's end.
+/// A worker's copy of its recorder at a checkpoint, `at_ns` after the warm-up's end; or,
+/// `done`, its last word: the recorder it ended with (None when it has none to give: it
+/// failed or panicked), all it will ever count.
 pub(crate) struct Snapshot {
     pub worker: usize,
     pub at_ns: u64,
-    pub rec: Recorder,
+    pub rec: Option<Recorder>,
+    pub done: bool,
 }
 
 impl Snapshot {
     /// Worker `worker`'s copy of `rec` now, `since_ns` after the warm-up's end (its CPU
-    /// read to now), and when it takes its next: the next multiple of
-    /// [`CHECKPOINT_EVERY`] after the warm-up's end `warm_ns` (a round that came late
-    /// for one takes it late, once), on the executor's clock.
-    pub(crate) fn take(worker: usize, warm_ns: u64, since_ns: u64, rec: &Recorder) -> (Self, u64) {
+    /// read to now, and `unsent` more requests unsent: an open loop's due and not sent
+    /// yet, which the end counts once sending stops), and when it takes its next: the
+    /// next multiple of [`CHECKPOINT_EVERY`] after the warm-up's end `warm_ns` (a round
+    /// that came late for one takes it late, once), on the executor's clock.
+    pub(crate) fn take(
+        worker: usize,
+        warm_ns: u64,
+        since_ns: u64,
+        rec: &Recorder,
+        unsent: u64,
+    ) -> (Self, u64) {
         let every = CHECKPOINT_EVERY.as_nanos() as u64;
         let next = warm_ns.saturating_add((since_ns / every + 1).saturating_mul(every));
         let mut rec = rec.clone();
         rec.cpu_end = thread_cpu();
+        rec.unsent += unsent;
         (
             Snapshot {
                 worker,
                 at_ns: since_ns,
-                rec,
+                rec: Some(rec),
+                done: false,
             },
             next,
         )
     }
 }
 
-/// Merge the workers' latest snapshots, once every worker has sent one since the last
-/// merge, as their recorders are merged at the end, and hand the outcome to `sink`:
-/// what this generator measured up to the checkpoint, over its window from the end of
-/// warm-up to it. Runs on a thread of its own, so that the merge (and whatever the sink
-/// does with it: a frame to the controller) costs the workers nothing but the copy. A
-/// worker done early (its share of a count sent, a session that failed) sends no more:
-/// no further checkpoint. Both executors' (stream and sessions).
+/// Tells the checkpointer a worker is done, whichever way it ends: [`Finish::last`]
+/// with the recorder it ended with, or, dropped without (the worker returned an error or
+/// panicked), with none. Held by the code that spawns the worker, so that the worker's
+/// loop carries nothing for it.
+pub(crate) struct Finish {
+    tx: Option<std::sync::mpsc::Sender<Snapshot>>,
+    worker: usize,
+}
+
+impl Finish {
+    pub(crate) fn new(tx: Option<std::sync::mpsc::Sender<Snapshot>>, worker: usize) -> Self {
+        Finish { tx, worker }
+    }
+
+    /// The worker ended with `rec` (its CPU read to its end already).
+    pub(crate) fn last(mut self, rec: Recorder) {
+        self.send(Some(rec));
+    }
+
+    fn send(&mut self, rec: Option<Recorder>) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Snapshot {
+                worker: self.worker,
+                at_ns: 0,
+                rec,
+                done: true,
+            });
+        }
+    }
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.send(None);
+    }
+}
+
+/// The checkpointer's state: each live worker's copy since the last merge, and each done
+/// worker's last recorder.
+///
+/// The rule: a merge is taken once every worker still running has sent a copy since the
+/// last merge (at least one is running: with none, the outcome itself is near). A done
+/// worker is not waited for: its last recorder is in every later merge, as it is in the
+/// end's, since its counts are all it will make (over the window to the checkpoint, they
+/// are what it did). The window is the mean of the running workers' copy times: each
+/// one's counts are over its own time to its copy, so the counts summed over the mean
+/// time are the sum of the workers' rates where they ran alike, and a done worker's
+/// whole count over it is its rate over the window. (An oltp session copies at the top
+/// of a round that can last 30 s: over the latest copy's time, the others' older counts
+/// read 10-15% low; and a session done after the mean of the copies' times adds the
+/// counts it made past it, at most a round's.)
+pub(crate) struct Copies {
+    fresh: Vec<Option<Snapshot>>,
+    /// Some once the worker is done: its last recorder, if it gave one.
+    done: Vec<Option<Option<Recorder>>>,
+}
+
+impl Copies {
+    pub(crate) fn new(workers: usize) -> Self {
+        Copies {
+            fresh: (0..workers).map(|_| None).collect(),
+            done: (0..workers).map(|_| None).collect(),
+        }
+    }
+
+    /// Take `s`; when it completes a round, the recorders to merge and their window, ns
+    /// after the warm-up's end.
+    pub(crate) fn take(&mut self, s: Snapshot) -> Option<(Vec<Recorder>, u64)> {
+        let w = s.worker;
+        if w >= self.fresh.len() || self.done[w].is_some() {
+            return None;
+        }
+        if s.done {
+            self.fresh[w] = None;
+            self.done[w] = Some(s.rec);
+        } else {
+            self.fresh[w] = Some(s);
+        }
+        let live: Vec<usize> = (0..self.fresh.len())
+            .filter(|&w| self.done[w].is_none())
+            .collect();
+        if live.is_empty() || live.iter().any(|&w| self.fresh[w].is_none()) {
+            return None;
+        }
+        let snaps: Vec<Snapshot> = live.iter().filter_map(|&w| self.fresh[w].take()).collect();
+        let at_ns = (snaps.iter().map(|s| u128::from(s.at_ns)).sum::<u128>()
+            / snaps.len().max(1) as u128) as u64;
+        let mut recs: Vec<Recorder> = snaps.into_iter().filter_map(|s| s.rec).collect();
+        recs.extend(self.done.iter().flatten().flatten().cloned());
+        Some((recs, at_ns))
+    }
+}
+
+/// Merge the workers' copies by the rule of [`Copies`], as their recorders are merged at
+/// the end, and hand the outcome to `sink`: what this generator measured up to the
+/// checkpoint, over its window from the end of warm-up to it. Runs on a thread of its
+/// own, so that the merge (and whatever the sink does with it: a frame to the
+/// controller) costs the workers nothing but the copy. Both executors' (stream and
+/// sessions); each worker's [`Finish`] says when it is done.
 pub(crate) fn checkpointer(
     spec: &LoadSpec,
     class_names: &[&str],
@@ -162,22 +281,9 @@ pub(crate) fn checkpointer(
     sink: &CheckpointSink,
     progress: &Progress,
 ) {
-    let mut latest: Vec<Option<Snapshot>> = (0..threads).map(|_| None).collect();
+    let mut copies = Copies::new(threads);
     while let Ok(s) = rx.recv() {
-        let Some(slot) = latest.get_mut(s.worker) else {
-            continue;
-        };
-        *slot = Some(s);
-        if latest.iter().all(Option::is_some) {
-            let snaps: Vec<Snapshot> = latest.iter_mut().filter_map(Option::take).collect();
-            // The window is the mean of the copies' times: each worker's counts are over
-            // its own time to its copy, so the counts summed over the mean time are the
-            // sum of the workers' rates where they ran alike. An oltp session copies at
-            // the top of a round that can last 30 s (keying and think time): over the
-            // latest copy's time, the others' older counts read 10-15% low (review).
-            let at_ns = (snaps.iter().map(|s| u128::from(s.at_ns)).sum::<u128>()
-                / snaps.len().max(1) as u128) as u64;
-            let recs = snaps.into_iter().map(|s| s.rec).collect();
+        if let Some((recs, at_ns)) = copies.take(s) {
             let so_far = merge(spec, class_names, recs, at_ns as f64 / 1e9, None);
             sink.hand(
                 progress
@@ -490,6 +596,21 @@ mod tests {
         assert_eq!(s.count_unsent(&mut rng, 0, 500_000, 1_000_000), 0);
     }
 
+    /// A checkpoint's count of what is due and unsent is the end's count had sending
+    /// stopped there, and leaves the schedule as it was (the loop goes on with it).
+    #[test]
+    fn unsent_so_far_is_counted_on_a_copy() {
+        let rng = SmallRng::seed_from_u64(1);
+        let s = Schedule::new(LoadShape::Constant { rate: 1000.0 }, 0, 1, 0.0).unwrap();
+        assert_eq!(s.unsent_so_far(&rng, 0, 10_500_000, 1_000_000), 10);
+        assert_eq!(s.unsent_so_far(&rng, 0, 10_500_000, 1_000_000), 10);
+        assert_eq!(s.peek(), 0.0);
+        let p = Schedule::new(LoadShape::Poisson { rate: 1000.0 }, 0, 1, 0.0).unwrap();
+        let once = p.unsent_so_far(&rng, 0, 1_000_000_000, 1_000_000);
+        assert_eq!(once, p.unsent_so_far(&rng, 0, 1_000_000_000, 1_000_000));
+        assert!((900..1100).contains(&once), "{once}");
+    }
+
     /// Far behind, the count is arithmetic, as the loop would give it: 1e12/s for 2 s
     /// stepped through two trillion due requests (acceptance pass E, 4); here at once.
     #[test]
@@ -626,6 +747,80 @@ mod tests {
                 assert_eq!(corrected, 50);
             }
         }
+    }
+
+    /// A recorder of `n` replies.
+    fn replies(n: u64) -> Recorder {
+        let mut r = Recorder::new(1, false, Duration::from_secs(1));
+        r.record_n(0, Outcome::Ok, 0, 0, 1_000, n);
+        r
+    }
+
+    fn copy(worker: usize, at_s: u64, n: u64) -> Snapshot {
+        Snapshot {
+            worker,
+            at_ns: at_s * 1_000_000_000,
+            rec: Some(replies(n)),
+            done: false,
+        }
+    }
+
+    fn done(worker: usize, rec: Option<Recorder>) -> Snapshot {
+        Snapshot {
+            worker,
+            at_ns: 0,
+            rec,
+            done: true,
+        }
+    }
+
+    /// What a merge of `copies` holds: (requests, window in seconds).
+    fn merged(m: Option<(Vec<Recorder>, u64)>) -> Option<(u64, u64)> {
+        m.map(|(recs, at_ns)| {
+            let n = recs.iter().map(|r| r.classes[0].count).sum();
+            (n, at_ns / 1_000_000_000)
+        })
+    }
+
+    /// A merge once every running worker has copied since the last; a worker done (its
+    /// share sent, failed, panicked) is not waited for, and its last recorder is in
+    /// every later merge, over the running workers' window; with none running, none.
+    #[test]
+    fn a_done_worker_is_merged_by_its_last_recorder_without_a_wait() {
+        let mut c = Copies::new(3);
+        assert_eq!(merged(c.take(copy(0, 5, 10))), None);
+        assert_eq!(merged(c.take(copy(1, 5, 20))), None);
+        assert_eq!(merged(c.take(copy(2, 7, 30))), Some((60, 5)));
+        // Worker 2 is done with 40 before its next copy: the round completes without it.
+        assert_eq!(merged(c.take(copy(0, 10, 100))), None);
+        assert_eq!(merged(c.take(done(2, Some(replies(40))))), None);
+        assert_eq!(merged(c.take(copy(1, 10, 200))), Some((340, 10)));
+        // And in the next, though it sends nothing more; a panicked one has no recorder.
+        assert_eq!(merged(c.take(done(1, None))), None);
+        assert_eq!(merged(c.take(copy(0, 15, 150))), Some((190, 15)));
+        // Once every worker is done, the outcome itself comes: no merge.
+        assert_eq!(merged(c.take(done(0, Some(replies(160))))), None);
+        // A worker done before its first copy, and one out of range, change nothing.
+        let mut c = Copies::new(2);
+        assert_eq!(merged(c.take(done(1, Some(replies(7))))), None);
+        assert_eq!(merged(c.take(copy(5, 5, 1))), None);
+        assert_eq!(merged(c.take(copy(0, 5, 10))), Some((17, 5)));
+    }
+
+    /// A finished worker's [`Finish`] tells the checkpointer with its recorder, and one
+    /// dropped without (the worker failed or panicked) with none; with no checkpointer,
+    /// nothing.
+    #[test]
+    fn finish_says_done_either_way() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        Finish::new(Some(tx.clone()), 1).last(replies(3));
+        drop(Finish::new(Some(tx), 2));
+        Finish::new(None, 3).last(replies(1));
+        let got: Vec<(usize, bool, Option<u64>)> = rx
+            .iter()
+            .map(|s| (s.worker, s.done, s.rec.map(|r| r.classes[0].count)))
+            .collect();
+        assert_eq!(got, [(1, true, Some(3)), (2, true, None)]);
     }
 
     /// Recording a pipeline's alike replies once with their count is exactly recording

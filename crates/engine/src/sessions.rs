@@ -14,7 +14,9 @@ use rand::SeedableRng;
 use crate::load::{
     Executed, Latency, LoadOutcome, LoadShape, LoadSpec, Session, StopAfter, CHECKPOINT_EVERY,
 };
-use crate::sched::{checkpointer, merge, thread_cpu, Recorder, Schedule, Snapshot, LATE_NS};
+use crate::sched::{
+    checkpointer, merge, thread_cpu, Finish, Recorder, Schedule, Snapshot, LATE_NS,
+};
 use crate::workload::Progress;
 
 pub(crate) fn run<S: Session + 'static>(
@@ -42,6 +44,9 @@ pub(crate) fn run<S: Session + 'static>(
             .map(|(i, session)| {
                 let barrier = barrier.clone();
                 let ckpt = ckpt_tx.clone();
+                // Its end, told to the checkpointer: a session done early (its share
+                // of a count, a failure) is not waited for by later checkpoints.
+                let finish = Finish::new(ckpt_tx.clone(), i);
                 let quota = match spec.stop {
                     StopAfter::Requests(total) => {
                         Some(total / n as u64 + u64::from((i as u64) < total % n as u64))
@@ -49,7 +54,7 @@ pub(crate) fn run<S: Session + 'static>(
                     StopAfter::Duration(_) => None,
                 };
                 scope.spawn(move || {
-                    worker(
+                    let r = worker(
                         spec,
                         i,
                         n,
@@ -60,7 +65,14 @@ pub(crate) fn run<S: Session + 'static>(
                         t0,
                         progress,
                         ckpt,
-                    )
+                    );
+                    // As `run` counts it: a session that broke is a connection error.
+                    let mut last = r.0.clone();
+                    if let Some(why) = &r.1 {
+                        last.connection_error(why.clone());
+                    }
+                    finish.last(last);
+                    r
                 })
             })
             .collect();
@@ -162,7 +174,11 @@ fn worker<S: Session>(
             cpu_marked = true;
         }
         if now >= next_ckpt_ns {
-            next_ckpt_ns = checkpoint(ckpt.as_ref(), index, warm_ns, now, &rec, end_ns);
+            let unsent = match (schedule.as_ref(), end_ns) {
+                (Some(s), Some(end)) => s.unsent_so_far(&rng, warm_ns, end.min(now), LATE_NS),
+                _ => 0,
+            };
+            next_ckpt_ns = checkpoint(ckpt.as_ref(), index, warm_ns, now, &rec, end_ns, unsent);
         }
         // Open loop, a timed test: what fell due and was never sent (the session was
         // busy with a slow server) is counted once sending stops; it has no latency.
@@ -252,9 +268,10 @@ fn worker<S: Session>(
     (rec, None)
 }
 
-/// Send a copy of session `index`'s recorder `rec` to the checkpointer at `now`, and
-/// return when the next is due (u64::MAX: none, once the test's end `end_ns` is near:
-/// the outcome itself comes then).
+/// Send a copy of session `index`'s recorder `rec` to the checkpointer at `now` (with
+/// `unsent` more requests due and not sent yet: see [`Snapshot::take`]), and return when
+/// the next is due (u64::MAX: none, once the test's end `end_ns` is near: the outcome
+/// itself comes then).
 #[cold]
 fn checkpoint(
     tx: Option<&mpsc::Sender<Snapshot>>,
@@ -263,11 +280,12 @@ fn checkpoint(
     now: u64,
     rec: &Recorder,
     end_ns: Option<u64>,
+    unsent: u64,
 ) -> u64 {
     let Some(tx) = tx.filter(|_| end_ns.is_none_or(|e| now < e)) else {
         return u64::MAX;
     };
-    let (snap, next) = Snapshot::take(index, warm_ns, now.saturating_sub(warm_ns), rec);
+    let (snap, next) = Snapshot::take(index, warm_ns, now.saturating_sub(warm_ns), rec, unsent);
     let _ = tx.send(snap);
     next
 }

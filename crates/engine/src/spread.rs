@@ -9,9 +9,10 @@
 //! and oltp share it: only the job's parameters are the workload's own.
 //!
 //! A plain load test's generators also hand checkpoints while they run
-//! ([`crate::workload::CheckpointSink`]); [`drive`] merges the latest of each the same
-//! way and gives the workload a [`Driven`] of it, which it turns into a provisional
-//! result exactly as it turns the final one.
+//! ([`crate::workload::CheckpointSink`]); [`drive`] merges those of one moment the
+//! same way (a generator done early by its final outcome: see `Pairing`) and gives
+//! the workload a [`Driven`] of it, which it turns into a provisional result exactly as
+//! it turns the final one.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -379,11 +380,13 @@ pub fn drive(
 pub type RunOf<'a> = &'a (dyn Fn(usize, &LoadOutcome, (f64, f64)) -> GeneratorRun + Sync);
 
 /// Run `drive` (a test's drive of its `generators`, which hands their checkpoints to
-/// `progress`) with each round of checkpoints (the latest of every generator) merged into
-/// a [`Driven`] for `checkpoint`, on a thread of its own, before this returns. A
-/// checkpoint handed as a driver's report is read as the final one is ([`decode`]).
-/// `run_of(index, outcome, window)`: a generator's figures, as the workload makes them
-/// at the end, its window placed from the common start to its checkpoint (its real
+/// `progress`) with the generators' checkpoints of one moment merged into a [`Driven`]
+/// for `checkpoint`, on a thread of its own, before this returns (the rule is
+/// `Pairing`'s, below). A checkpoint handed as a driver's report is read as the final one is
+/// ([`decode`]), and so is a generator's final report, handed as it comes back while
+/// others run on: see [`with_checkpoints_reading`] for drivers whose reports are their
+/// own. `run_of(index, outcome, window)`: a generator's figures, as the workload makes
+/// them at the end, its window placed from the common start to its checkpoint (its real
 /// start comes with its final report).
 pub fn with_checkpoints<R>(
     roles: &crate::host::Roles,
@@ -393,30 +396,156 @@ pub fn with_checkpoints<R>(
     run_of: RunOf,
     drive: impl FnOnce() -> R,
 ) -> R {
+    with_checkpoints_reading(
+        roles, generators, progress, checkpoint, run_of, &decode, drive,
+    )
+}
+
+/// How a workload reads the load outcome in its driver's final report (oltp's holds one
+/// beside its counters).
+pub type OutcomeOf<'a> = &'a (dyn Fn(&serde_json::Value) -> anyhow::Result<LoadOutcome> + Sync);
+
+/// [`with_checkpoints`], a generator's final report read by `outcome_of`.
+pub fn with_checkpoints_reading<R>(
+    roles: &crate::host::Roles,
+    generators: usize,
+    progress: &Progress,
+    checkpoint: &(dyn Fn(Driven) + Sync),
+    run_of: RunOf,
+    outcome_of: OutcomeOf,
+    drive: impl FnOnce() -> R,
+) -> R {
     // Where the generators' windows begin, as far as the controller knows before their
     // reports: the common start [`drive_all`] sets.
     let start = unix_s_of(SystemTime::now() + roles.start_lead());
-    let mut latest: Vec<Option<LoadOutcome>> = (0..generators).map(|_| None).collect();
+    let mut pairing = Pairing::new(generators);
     let take = move |i: usize, so_far: SoFar| {
-        let o = match so_far {
-            SoFar::Load(o) => *o,
+        let (o, done) = match so_far {
+            SoFar::Load(o) => (*o, false),
             SoFar::Report(v) => match decode(&v) {
-                Ok(o) => o,
+                Ok(o) => (o, false),
+                Err(_) => return,
+            },
+            SoFar::Final(v) => match outcome_of(&v) {
+                Ok(o) => (o, true),
                 Err(_) => return,
             },
         };
-        let Some(slot) = latest.get_mut(i) else {
-            return;
-        };
-        *slot = Some(o);
-        if latest.iter().all(Option::is_some) {
-            let outcomes: Vec<LoadOutcome> = latest.iter_mut().filter_map(Option::take).collect();
+        if let Some(outcomes) = pairing.take(i, o, done) {
             if let Some(d) = at_checkpoint(start, outcomes, run_of) {
                 checkpoint(d);
             }
         }
     };
     take_checkpoints(progress, take, drive)
+}
+
+/// How many checkpoints of one generator wait at most for the others' of their moment:
+/// 40 s of a generator ahead of the slowest one's arrivals. Past it the oldest goes (a
+/// generator that far behind is merged with its nearest there is).
+const PENDING_AT_MOST: usize = 8;
+
+/// The controller's state between checkpoints: each generator's checkpoints since the
+/// last merge, and each done generator's final outcome.
+///
+/// The rule: checkpoints of the same moment are merged. Once every generator still
+/// running has a checkpoint pending (and at least one is running: with none, the final
+/// outcome is near), the moment is the earliest of the running generators' latest
+/// checkpoints' times, and each generator gives its pending checkpoint nearest it, among
+/// those not newer than it by more than half a period (none: its earliest); a done
+/// generator's final outcome counts as at any moment from its end on (its counts are
+/// all it will make), so it stands for it in every merge after its end, and its pending
+/// checkpoints before. What a merge took, and older, is dropped; newer ones wait for the
+/// next. Each merge takes a newer checkpoint of every generator than the last, so the
+/// merged counts never go back; and since every running generator hands one a period,
+/// a merge comes at least once a period of the slowest: checkpoints that drift apart
+/// (an oltp session copies at the top of a round of up to 30 s, so its generator's times
+/// can lag a whole round) are merged with their nearest, never waited for. Keying them
+/// by round (`duration / period`) would wait for ever for a round one generator skipped.
+struct Pairing {
+    pending: Vec<std::collections::VecDeque<LoadOutcome>>,
+    last: Vec<Option<LoadOutcome>>,
+}
+
+impl Pairing {
+    fn new(generators: usize) -> Self {
+        Pairing {
+            pending: (0..generators).map(|_| Default::default()).collect(),
+            last: (0..generators).map(|_| None).collect(),
+        }
+    }
+
+    /// Take generator `i`'s checkpoint `o` (its final outcome when `done`); when it
+    /// completes a merge, every generator's part of it, in their order.
+    fn take(&mut self, i: usize, o: LoadOutcome, done: bool) -> Option<Vec<LoadOutcome>> {
+        if i >= self.pending.len() || self.last[i].is_some() {
+            // A checkpoint after the final outcome is older than it.
+            return None;
+        }
+        if done {
+            self.last[i] = Some(o);
+        } else {
+            let q = &mut self.pending[i];
+            let at = q.partition_point(|p| p.duration_s <= o.duration_s);
+            q.insert(at, o);
+            if q.len() > PENDING_AT_MOST {
+                q.pop_front();
+            }
+        }
+        let running: Vec<usize> = (0..self.pending.len())
+            .filter(|&g| self.last[g].is_none())
+            .collect();
+        let mut moment = f64::INFINITY;
+        for &g in &running {
+            moment = moment.min(self.pending[g].back()?.duration_s);
+        }
+        if !moment.is_finite() {
+            return None;
+        }
+        let half = crate::load::CHECKPOINT_EVERY.as_secs_f64() / 2.0;
+        let mut parts = Vec::with_capacity(self.pending.len());
+        for g in 0..self.pending.len() {
+            let q = &mut self.pending[g];
+            // The pending one nearest the moment, not past it by more than half a period.
+            let near = q
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.duration_s <= moment + half)
+                .map(|(k, p)| (k, (p.duration_s - moment).abs()))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            // Its final outcome, at the moment or within half a period of it.
+            let last = self.last[g]
+                .as_ref()
+                .map(|l| (l.duration_s - moment).max(0.0))
+                .filter(|&l| l <= half);
+            let part = match (near, last) {
+                (Some((k, d)), l) if l.is_none_or(|l| d < l) => {
+                    let p = q.remove(k)?;
+                    q.drain(..k);
+                    p
+                }
+                (_, Some(_)) => self.final_of(g)?,
+                // Nothing within reach: its earliest (a generator ahead of the moment
+                // by more than half a period), else its final outcome.
+                _ => match q.pop_front() {
+                    Some(p) => p,
+                    None => self.final_of(g)?,
+                },
+            };
+            parts.push(part);
+        }
+        Some(parts)
+    }
+
+    /// Done generator `g`'s final outcome, for a merge: its pending checkpoints before
+    /// it are dropped (older than it).
+    fn final_of(&mut self, g: usize) -> Option<LoadOutcome> {
+        let end = self.last.get(g)?.as_ref()?;
+        let q = &mut self.pending[g];
+        let older = q.partition_point(|p| p.duration_s <= end.duration_s);
+        q.drain(..older);
+        Some(end.clone())
+    }
 }
 
 /// Run `drive` (a test's drive, which hands its checkpoints to `progress`) with each
@@ -1118,6 +1247,93 @@ mod tests {
             flag.message
         );
         assert!(driven(None).checkpoint_flag("tpcc", Some(60.0)).is_none());
+    }
+
+    /// An outcome of 100 requests a second over `secs`.
+    fn at(secs: f64) -> LoadOutcome {
+        let mut o = crate::sched::merge(
+            &crate::load::LoadSpec::default(),
+            &["x"],
+            Vec::new(),
+            secs,
+            None,
+        );
+        o.classes[0].count = (secs * 100.0) as u64;
+        o
+    }
+
+    /// Each merge's parts, as (generator's part's time) in the generators' order, of
+    /// checkpoints handed in `order`: (generator, seconds, final).
+    fn pairings(generators: usize, order: &[(usize, f64, bool)]) -> Vec<Vec<f64>> {
+        let mut p = Pairing::new(generators);
+        order
+            .iter()
+            .filter_map(|&(i, secs, done)| p.take(i, at(secs), done))
+            .map(|parts| parts.iter().map(|o| o.duration_s).collect())
+            .collect()
+    }
+
+    /// Checkpoints of one moment are merged, whichever comes first; a generator a round
+    /// behind the others is merged with their nearest, never waited for.
+    #[test]
+    fn checkpoints_are_paired_by_their_moment() {
+        let got = pairings(
+            2,
+            &[
+                (0, 5.0, false),
+                (0, 10.0, false),
+                (1, 5.0, false),
+                (1, 10.0, false),
+            ],
+        );
+        assert_eq!(got, [vec![5.0, 5.0], vec![10.0, 10.0]]);
+        // Drifting apart (an oltp session's copy at the top of a long round): nearest.
+        let got = pairings(
+            2,
+            &[
+                (0, 5.0, false),
+                (1, 7.4, false),
+                (0, 10.0, false),
+                (1, 13.0, false),
+            ],
+        );
+        assert_eq!(got, [vec![5.0, 7.4], vec![10.0, 13.0]]);
+        // A generator far ahead is merged by its earliest pending, not held back for.
+        let got = pairings(2, &[(0, 20.0, false), (1, 5.0, false)]);
+        assert_eq!(got, [vec![20.0, 5.0]]);
+        // Behind by more rounds than are kept: the oldest go, the merges keep coming.
+        let mut order: Vec<(usize, f64, bool)> =
+            (1..=10).map(|k| (0, 5.0 * k as f64, false)).collect();
+        order.push((1, 5.0, false));
+        order.push((1, 10.0, false));
+        let got = pairings(2, &order);
+        assert_eq!(got, [vec![15.0, 5.0], vec![20.0, 10.0]]);
+    }
+
+    /// A generator done with its share is not waited for: its final outcome stands for
+    /// it in every merge from its end on; before its end, its checkpoints do. With every
+    /// generator done, no merge: the final result is near.
+    #[test]
+    fn a_done_generator_is_merged_by_its_final_outcome() {
+        let got = pairings(
+            2,
+            &[
+                (0, 5.0, false),
+                (0, 7.0, true),
+                (1, 5.0, false),
+                (1, 10.0, false),
+                (1, 15.0, false),
+                (1, 16.0, true),
+            ],
+        );
+        assert_eq!(got, [vec![5.0, 5.0], vec![7.0, 10.0], vec![7.0, 15.0]]);
+        // Done before its first checkpoint.
+        let got = pairings(2, &[(0, 1.0, true), (1, 5.0, false)]);
+        assert_eq!(got, [vec![1.0, 5.0]]);
+        // A checkpoint after the final one is older: ignored.
+        let got = pairings(2, &[(0, 7.0, true), (0, 5.0, false), (1, 10.0, false)]);
+        assert_eq!(got, [vec![7.0, 10.0]]);
+        assert!(pairings(2, &[(0, 7.0, true), (1, 8.0, true)]).is_empty());
     }
 
     /// Two generators of a test stopped by a count, both busy the whole time they

@@ -49,7 +49,8 @@ pub struct Progress {
 /// Where a load generator hands a checkpoint of a plain load test: what it measured from
 /// the end of its warm-up to now, as the outcome it would return had the test ended
 /// there ([`crate::load::CHECKPOINT_EVERY`]), with its index among the test's
-/// generators. The controller merges the latest of each generator as it merges their
+/// generators. The controller merges the generators' checkpoints of one moment (a
+/// generator done early by its final outcome: [`SoFar::Final`]) as it merges their
 /// final outcomes, and the runner stores the merge as the test's provisional result, so
 /// that rackbench killed mid-test (kill -9, out of memory) keeps what was measured up to
 /// the last checkpoint (acceptance G6). Called off the load loop's threads.
@@ -64,6 +65,9 @@ pub struct CheckpointSink(Arc<dyn Fn(usize, SoFar) + Send + Sync>);
 pub enum SoFar {
     Load(Box<crate::load::LoadOutcome>),
     Report(serde_json::Value),
+    /// The generator's final report, handed as it comes back while other generators
+    /// run on ([`crate::host::drive_all`]): it is done, and will hand no more.
+    Final(serde_json::Value),
 }
 
 impl SoFar {
@@ -72,7 +76,7 @@ impl SoFar {
     pub fn into_report(self) -> serde_json::Result<serde_json::Value> {
         match self {
             SoFar::Load(o) => serde_json::to_value(crate::wire::WireOutcome::from(&*o)),
-            SoFar::Report(v) => Ok(v),
+            SoFar::Report(v) | SoFar::Final(v) => Ok(v),
         }
     }
 }
@@ -90,6 +94,11 @@ impl CheckpointSink {
     /// Hand generator `generator`'s checkpoint as its driver's report (see [`SoFar`]).
     pub fn hand_report(&self, generator: usize, report: serde_json::Value) {
         (self.0)(generator, SoFar::Report(report))
+    }
+
+    /// Hand generator `generator`'s final report: it is done (see [`SoFar::Final`]).
+    pub fn hand_final(&self, generator: usize, report: serde_json::Value) {
+        (self.0)(generator, SoFar::Final(report))
     }
 }
 

@@ -820,7 +820,10 @@ impl Host for InProcess {
         let endpoints: Vec<SocketAddr> = job.endpoints.iter().map(|e| e.parse().unwrap()).collect();
         let own = Progress::default();
         // A timed job runs under the test's progress, which ends it early; a counted one
-        // keeps its own start (two of them run at once).
+        // keeps its own start (two of them run at once), and hands its checkpoints,
+        // if the test takes them, as its generator's.
+        own.set_checkpoints(shared.checkpoint_sink());
+        own.generator.store(job.index, Ordering::Relaxed);
         let (s, progress) = match job.params.get("seconds").and_then(|v| v.as_u64()) {
             Some(secs) => (
                 LoadSpec {
@@ -1525,4 +1528,245 @@ fn a_driven_test_hands_its_merged_checkpoints_to_the_workload() {
     assert_eq!(step.duration_s, at);
     let rate = step.metrics.iter().find(|m| m.name == "ops_per_s").unwrap();
     assert!((rate.value - c.merged.total_count() as f64 / at).abs() < 1e-6);
+}
+
+/// A worker done early (its share of a count sent) keeps the checkpoints coming: one of
+/// two workers drives a fast server and is done at once, the other a slow one for more
+/// than a period. The checkpoint after the period holds the done worker's whole count
+/// (all it will ever make: over the window to the checkpoint, what it did) beside the
+/// other's count so far, and its window is the live worker's copy time.
+#[test]
+fn a_worker_done_early_does_not_stop_the_checkpoints() {
+    let fast = fake(Duration::ZERO, None);
+    let slow = fake(Duration::from_millis(10), None);
+    let every = engine::load::CHECKPOINT_EVERY.as_secs_f64();
+    // 10 ms a request: the slow worker's 700 take 7 s and more; the fast one's, ms.
+    let share = 700;
+    let s = LoadSpec {
+        connections: 2,
+        threads: 2,
+        client_io: ClientIo::Epoll,
+        ..spec(StopAfter::Requests(2 * share))
+    };
+    let progress = Progress::default();
+    let got = collect_checkpoints(&progress);
+    // Connection k goes to endpoint k: worker 0 to the fast server, worker 1 the slow.
+    let out = run_stream(&s, &[fast.addr, slow.addr], &["x"], |_| Line, &progress).unwrap();
+    assert_eq!(out.total_count(), 2 * share);
+    let got = got.lock().unwrap();
+    assert!(
+        !got.is_empty(),
+        "no checkpoint after a worker finished its share ({:.1} s test)",
+        out.duration_s
+    );
+    let (_, c) = &got[0];
+    assert!(
+        c.duration_s >= every && c.duration_s < every + 0.5,
+        "{}",
+        c.duration_s
+    );
+    let n = c.total_count();
+    // The fast worker's 700, and about 500 of the slow one's (10 ms each over 5 s).
+    assert!(n > share + 300 && n < 2 * share, "{n}");
+    assert!((c.throughput() - n as f64 / c.duration_s).abs() < 1e-9);
+}
+
+/// A session that failed early (a broken connection) keeps the checkpoints coming: its
+/// counts are in every later merge, without waiting for a copy it will never send.
+#[test]
+fn a_session_that_failed_does_not_stop_the_checkpoints() {
+    let s = LoadSpec {
+        warmup: Duration::from_millis(300),
+        ..spec(StopAfter::Duration(
+            engine::load::CHECKPOINT_EVERY + Duration::from_secs(1),
+        ))
+    };
+    let sessions = [Some(20), None, None]
+        .into_iter()
+        .map(|fail_after| Counter { fail_after, n: 0 })
+        .collect();
+    let progress = Progress::default();
+    let got = collect_checkpoints(&progress);
+    let out = run_sessions(&s, &["a", "b"], sessions, &progress).unwrap();
+    assert!(out.connection_errors.contains_key("session broke"));
+    let c = the_one_checkpoint(&got, 0, &out);
+    assert!(c.loadgen_cpu_user_s + c.loadgen_cpu_sys_s > 0.0);
+}
+
+/// An outcome of `count` requests over `secs`, as a generator hands at a checkpoint.
+fn outcome_of(count: u64, secs: f64) -> engine::LoadOutcome {
+    let mut c = engine::load::ClassStats::new("x", false);
+    c.count = count;
+    c.ok = count;
+    engine::LoadOutcome {
+        classes: vec![c],
+        duration_s: secs,
+        interval_rates: Vec::new(),
+        offered_rate: None,
+        late_sends: 0,
+        unsent_requests: 0,
+        connection_errors: Default::default(),
+        lost_requests: Default::default(),
+        reconnects: 0,
+        connect: None,
+        bytes_tx: 0,
+        bytes_rx: 0,
+        loadgen_cpu_user_s: 0.0,
+        loadgen_cpu_sys_s: 0.0,
+        stopped_early: None,
+        client_io_fallback: None,
+    }
+}
+
+/// The controller's merges of checkpoints handed by generators in `order` ((generator,
+/// seconds) each, its count 100 a second): each merge's (count, window).
+fn controller_merges(generators: usize, order: &[(usize, f64)]) -> Vec<(u64, f64)> {
+    let roles = Roles {
+        sut: Arc::new(InProcess("rbh1")),
+        loadgens: (0..generators)
+            .map(|_| Arc::new(InProcess("rbh2")) as Arc<dyn Host>)
+            .collect(),
+    };
+    let progress = Progress::default();
+    let got: std::sync::Mutex<Vec<(u64, f64)>> = Default::default();
+    let save = |d: spread::Driven| {
+        got.lock()
+            .unwrap()
+            .push((d.merged.total_count(), d.checkpoint_s.unwrap()))
+    };
+    let run_of = |i: usize, o: &engine::LoadOutcome, window| {
+        spread::GeneratorRun::of(roles.loadgens[i].as_ref(), 1, 1, o, window, 0.0)
+    };
+    spread::with_checkpoints(&roles, generators, &progress, &save, &run_of, || {
+        let sink = progress.checkpoint_sink().unwrap();
+        for &(i, secs) in order {
+            sink.hand(i, outcome_of((secs * 100.0) as u64, secs));
+        }
+        // Merged on a thread of their own: wait for what the handed ones make.
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    got.into_inner().unwrap()
+}
+
+/// Checkpoints of the same moment are merged, whatever order they come in: generator
+/// 0's 10 s checkpoint before generator 1's 5 s one is merged with generator 1's 10 s,
+/// not its 5 s (which would read generator 1's count over 5 s as over 10 s).
+#[test]
+fn the_controller_merges_checkpoints_of_the_same_moment() {
+    let merges = controller_merges(2, &[(0, 5.0), (0, 10.0), (1, 5.0), (1, 10.0)]);
+    assert_eq!(merges, [(1_000, 5.0), (2_000, 10.0)]);
+    // In step: each round as it completes.
+    let merges = controller_merges(2, &[(0, 5.0), (1, 5.0), (1, 10.0), (0, 10.0)]);
+    assert_eq!(merges, [(1_000, 5.0), (2_000, 10.0)]);
+    // Three generators, one a round behind the others the whole time (its copies
+    // drift: an oltp session copies at the top of a round of up to 30 s): every merge
+    // still comes, each of the nearest moments there are.
+    let merges = controller_merges(
+        3,
+        &[
+            (0, 5.0),
+            (1, 5.0),
+            (0, 10.0),
+            (1, 10.0),
+            (2, 5.0),
+            (0, 15.0),
+            (1, 15.0),
+            (2, 10.0),
+            (0, 20.0),
+            (1, 20.0),
+            (2, 15.0),
+        ],
+    );
+    assert_eq!(merges, [(1_500, 5.0), (3_000, 10.0), (4_500, 15.0)]);
+}
+
+/// A generator done with its share of a count keeps the controller's checkpoints
+/// coming: its final outcome stands for it in every later merge. Generator 0 drives a
+/// fast server and is done at once, generator 1 a slow one for more than a period.
+#[test]
+fn a_generator_done_early_does_not_stop_the_checkpoints() {
+    let fast = fake(Duration::ZERO, None);
+    let slow = fake(Duration::from_millis(10), None);
+    let every = engine::load::CHECKPOINT_EVERY.as_secs_f64();
+    let roles = Roles {
+        sut: Arc::new(InProcess("rbh1")),
+        loadgens: vec![Arc::new(InProcess("rbh2")), Arc::new(InProcess("rbh3"))],
+    };
+    let progress = Arc::new(Progress::default());
+    let share = 700;
+    let shares: Vec<spread::Share> = (0..2)
+        .map(|i| spread::Share {
+            connections: 1,
+            requests: Some(share),
+            rate: None,
+            seed: 1,
+            first_connection: i,
+        })
+        .collect();
+    let got: std::sync::Mutex<Vec<spread::Driven>> = Default::default();
+    let save = |d: spread::Driven| got.lock().unwrap().push(d);
+    let d = spread::drive(&roles, &shares, 1, &progress, Some(&save), |i, _| {
+        DriverJob {
+            workload: "line".into(),
+            test: "x".into(),
+            params: serde_json::json!({"connections": 1, "requests": share})
+                .as_object()
+                .unwrap()
+                .clone(),
+            endpoints: vec![[fast.addr, slow.addr][i].to_string()],
+            index: i,
+            generators: 2,
+        }
+    })
+    .unwrap();
+    assert_eq!(d.merged.total_count(), 2 * share);
+    let got = got.into_inner().unwrap();
+    assert!(
+        !got.is_empty(),
+        "no checkpoint after a generator finished its share ({:.1} s test)",
+        d.merged.duration_s
+    );
+    let c = &got[0];
+    let at = c.checkpoint_s.unwrap();
+    assert!(at >= every && at < every + 0.5, "{at}");
+    assert_eq!(at, c.merged.duration_s);
+    let n = c.merged.total_count();
+    // The fast generator's 700, and about 500 of the slow one's (10 ms each over 5 s).
+    assert!(n > share + 300 && n < 2 * share, "{n}");
+    assert_eq!(c.runs.len(), 2);
+}
+
+/// An open loop that fell behind counts what was due and not sent in its checkpoints
+/// too, not only at the end: a server that takes 20 ms a request, offered 1,000/s on
+/// one connection, sends about 50 a second; the checkpoint after a period says the rest
+/// of what fell due by then unsent.
+#[test]
+fn a_checkpoint_counts_the_unsent_of_an_open_loop_behind() {
+    let f = fake(Duration::from_millis(20), None);
+    let every = engine::load::CHECKPOINT_EVERY.as_secs_f64();
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 1_000.0 },
+        stop: StopAfter::Duration(engine::load::CHECKPOINT_EVERY + Duration::from_secs(1)),
+        connections: 1,
+        threads: 1,
+        client_io: ClientIo::Epoll,
+        ..LoadSpec::default()
+    };
+    let progress = Progress::default();
+    let got = collect_checkpoints(&progress);
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &progress).unwrap();
+    assert!(out.unsent_requests > 5_000, "{}", out.unsent_requests);
+    let c = the_one_checkpoint(&got, 0, &out);
+    // Due by the checkpoint: about 1,000 a second; sent: one in flight at a time.
+    let due = (c.duration_s * 1_000.0) as u64;
+    let accounted = c.unsent_requests + c.total_count();
+    assert!(
+        accounted + 10 >= due && accounted <= due + 10,
+        "{} unsent and {} done of {due} due by {:.2} s",
+        c.unsent_requests,
+        c.total_count(),
+        c.duration_s
+    );
+    assert!(c.unsent_requests <= out.unsent_requests);
+    assert!(c.duration_s >= every);
 }

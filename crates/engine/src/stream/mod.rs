@@ -24,7 +24,7 @@ use rand::SeedableRng;
 use crate::load::{
     LoadOutcome, LoadShape, LoadSpec, Outcome, Protocol, StopAfter, CHECKPOINT_EVERY,
 };
-use crate::sched::{checkpointer, merge, thread_cpu, Recorder, Schedule, Snapshot};
+use crate::sched::{checkpointer, merge, thread_cpu, Finish, Recorder, Schedule, Snapshot};
 use crate::workload::Progress;
 
 mod uring;
@@ -280,8 +280,11 @@ where
             let t0_slot = t0_slot.clone();
             let new_protocol = &new_protocol;
             let ckpt = ckpt_tx.clone();
+            // Its end, told to the checkpointer: a worker done early (its share of a
+            // count sent) is not waited for by later checkpoints.
+            let finish = Finish::new(ckpt_tx.clone(), t);
             handles.push(scope.spawn(move || {
-                worker(
+                let r = worker(
                     spec,
                     t,
                     threads,
@@ -294,7 +297,11 @@ where
                     t0_slot,
                     progress,
                     ckpt,
-                )
+                );
+                if let Ok((rec, _)) = &r {
+                    finish.last(rec.clone());
+                }
+                r
             }));
         }
         // The checkpointer ends once every worker has (their senders dropped).
@@ -567,10 +574,6 @@ impl Loop<'_> {
         if pace.stop_sending {
             pace.sending_stopped_ns.get_or_insert(now);
         }
-        if now >= pace.next_ckpt_ns {
-            self.checkpoint(now);
-        }
-        let pace = &mut self.pace;
         if conns.iter().all(|c| c.dead) {
             pace.stopped_early
                 .get_or_insert_with(|| "every connection failed".to_string());
@@ -607,15 +610,22 @@ impl Loop<'_> {
     /// Send a copy of this worker's recorder to the checkpointer, and set the next
     /// checkpoint: the next multiple of [`CHECKPOINT_EVERY`] after the warm-up's end (a
     /// round that came late for one takes it late, once). None once sending stopped:
-    /// the outcome itself is near.
+    /// the outcome itself is near. Each loop calls it after [`Loop::round`] when the
+    /// clock it read for the round is past `next_ckpt_ns` (the one compare a round), with
+    /// its open loop's `schedule`: what fell due and is not sent yet is counted in the
+    /// copy as unsent, as the end counts it, on a copy of the schedule (it goes on).
     #[cold]
-    fn checkpoint(&mut self, now: u64) {
+    fn checkpoint(&mut self, now: u64, schedule: Option<&Schedule>) {
         let since = now.saturating_sub(self.pace.warm_ns);
         let (Some(tx), false) = (&self.ckpt, self.pace.stop_sending) else {
             self.pace.next_ckpt_ns = u64::MAX;
             return;
         };
-        let (snap, next) = Snapshot::take(self.worker, self.pace.warm_ns, since, &self.rec);
+        let unsent = match (schedule, self.pace.unsent_until(now)) {
+            (Some(s), Some(until)) => s.unsent_so_far(&self.rng, self.pace.warm_ns, until, LATE_NS),
+            _ => 0,
+        };
+        let (snap, next) = Snapshot::take(self.worker, self.pace.warm_ns, since, &self.rec, unsent);
         self.pace.next_ckpt_ns = next;
         let _ = tx.send(snap);
     }
@@ -709,6 +719,9 @@ fn epoll_loop<P: Protocol>(
         let now = lp.pace.now();
         if !lp.round(conns, now) {
             break;
+        }
+        if now >= lp.pace.next_ckpt_ns {
+            lp.checkpoint(now, schedule.as_ref());
         }
         // Open loop: send everything that is due, on connections with room.
         let mut timeout = Duration::from_millis(100);

@@ -633,6 +633,9 @@ fn run_ring<P: Protocol>(
     // its new requests, and the next round's stop condition (a reap later).
     let mut done = lp.pace.now();
     while lp.round(conns, done) {
+        if done >= lp.pace.next_ckpt_ns {
+            lp.checkpoint(done, None);
+        }
         ring.wait(None)?;
         let cqes = std::mem::take(&mut ring.cqes);
         // One time for the whole reap: its receives ran in this thread's one

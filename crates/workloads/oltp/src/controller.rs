@@ -83,7 +83,8 @@ struct Driven {
     windows: Option<Vec<DbWindow>>,
 }
 
-/// A `tpcc` test's checkpoints, merged over its generators ([`generators::with_checkpoints`]).
+/// A `tpcc` test's checkpoints, merged over its generators
+/// ([`generators::with_checkpoints_reading`]).
 type Checkpoint<'a> = &'a (dyn Fn(generators::Driven) + Sync);
 
 /// What a `tpcc` test's checkpoint cannot have, as it is read or counted only at the end
@@ -298,7 +299,17 @@ impl Oltp {
                 let run_of = |i: usize, o: &LoadOutcome, window| {
                     generator_run(loadgens[i].as_ref(), shares[i] * ndb, o, window, 0.0)
                 };
-                generators::with_checkpoints(roles, n, &ctx.progress, f, &run_of, drive)
+                // A generator's final report holds its outcome beside its counters.
+                let outcome_of = |v: &serde_json::Value| driver::decode(v).map(|d| d.outcome);
+                generators::with_checkpoints_reading(
+                    roles,
+                    n,
+                    &ctx.progress,
+                    f,
+                    &run_of,
+                    &outcome_of,
+                    drive,
+                )
             }
             None => drive(),
         };
