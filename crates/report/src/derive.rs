@@ -431,9 +431,7 @@ fn planned_tests(run: &RunRecord) -> Vec<(Option<String>, Vec<String>, bool)> {
 /// killed after `rsa512`: `rsa1024` .. `rsa4096`), each workload's of a suite. None for
 /// a finished run, or when every test stored something.
 pub fn not_run_note(run: &RunRecord, label: &str) -> Option<String> {
-    if run.status == Status::Ok {
-        return None;
-    }
+    let state = run.status.unfinished_as()?;
     let planned = planned_tests(run);
     let suite = planned.len() > 1;
     let mut count = 0;
@@ -461,11 +459,6 @@ pub fn not_run_note(run: &RunRecord, label: &str) -> Option<String> {
             _ => not.join(", "),
         });
     }
-    let state = match run.status {
-        Status::Running => "still running",
-        Status::Failed => "failed",
-        _ => "interrupted",
-    };
     (count > 0).then(|| {
         format!(
             "{label}: {state} before {} ran: {} (asked for, nothing stored)",
