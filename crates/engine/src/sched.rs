@@ -188,9 +188,13 @@ impl Finish {
         Finish { tx, worker }
     }
 
-    /// The worker ended with `rec` (its CPU read to its end already).
-    pub(crate) fn last(mut self, rec: Recorder) {
-        self.send(Some(rec));
+    /// The worker ended with the recorder `rec` makes (its CPU read to its end
+    /// already): made only when a checkpointer takes it, since it is a copy of the
+    /// worker's histograms.
+    pub(crate) fn last(mut self, rec: impl FnOnce() -> Recorder) {
+        if self.tx.is_some() {
+            self.send(Some(rec()));
+        }
     }
 
     fn send(&mut self, rec: Option<Recorder>) {
@@ -813,9 +817,9 @@ mod tests {
     #[test]
     fn finish_says_done_either_way() {
         let (tx, rx) = std::sync::mpsc::channel();
-        Finish::new(Some(tx.clone()), 1).last(replies(3));
+        Finish::new(Some(tx.clone()), 1).last(|| replies(3));
         drop(Finish::new(Some(tx), 2));
-        Finish::new(None, 3).last(replies(1));
+        Finish::new(None, 3).last(|| replies(1));
         let got: Vec<(usize, bool, Option<u64>)> = rx
             .iter()
             .map(|s| (s.worker, s.done, s.rec.map(|r| r.classes[0].count)))

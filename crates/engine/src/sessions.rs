@@ -67,11 +67,13 @@ pub(crate) fn run<S: Session + 'static>(
                         ckpt,
                     );
                     // As `run` counts it: a session that broke is a connection error.
-                    let mut last = r.0.clone();
-                    if let Some(why) = &r.1 {
-                        last.connection_error(why.clone());
-                    }
-                    finish.last(last);
+                    finish.last(|| {
+                        let mut last = r.0.clone();
+                        if let Some(why) = &r.1 {
+                            last.connection_error(why.clone());
+                        }
+                        last
+                    });
                     r
                 })
             })

@@ -680,11 +680,14 @@ fn offending_known_hosts(stderr: &str) -> Option<&str> {
     })
 }
 
-/// Kill ssh `child` and what it started, and reap it: ssh leads its own process group
-/// ([`command`]), so a ProxyCommand or ProxyJump it started goes with it.
+/// Kill ssh `child` and what it started, and reap it: an ssh of [`command`] leads its
+/// own process group, so a ProxyCommand or ProxyJump it started goes with it. The child
+/// itself is killed too: one that leads no group of its own (`-O exit` in
+/// [`Ssh::close`]) is not reached by the group's kill, and the wait would never end.
 pub(crate) fn kill_group(child: &mut Child) {
     // SAFETY: kill(2) on our child's group.
     unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+    let _ = child.kill();
     let _ = child.wait();
 }
 

@@ -1653,12 +1653,7 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         .into_iter()
         .flat_map(|(side, runs)| {
             runs.iter().zip(run_labels(runs)).filter_map(move |(r, l)| {
-                let how = match r.status {
-                    model::Status::Ok => return None,
-                    model::Status::Interrupted => "interrupted",
-                    model::Status::Failed => "failed",
-                    model::Status::Running => "still running",
-                };
+                let how = r.status.unfinished_as()?;
                 Some(format!("{side}: {l}: run {how}"))
             })
         })

@@ -58,8 +58,9 @@ pub fn fixed(v: f64, decimals: usize) -> String {
 
 /// Figures said together (a NIC's received / sent Gbit/s in one cell) to one number of
 /// places: `decimals`, or, where one of them would read as zero and is not, the places
-/// that give it [`fixed`]'s three significant digits, for every one of them. Printed each
-/// by [`fixed`], a pair read `0.00 / 0.00410`.
+/// that give it [`fixed`]'s three significant digits, for every one of them below 1 (a
+/// figure of 1 or more keeps `decimals`: `1234.50 / 0.00400`, not `1234.50000`). Printed
+/// each by [`fixed`], a pair read `0.00 / 0.00410`.
 pub fn fixed_alike(values: &[f64], decimals: usize) -> Vec<String> {
     let places = values
         .iter()
@@ -78,7 +79,16 @@ pub fn fixed_alike(values: &[f64], decimals: usize) -> Vec<String> {
             }
         })
         .fold(decimals, usize::max);
-    values.iter().map(|v| format!("{v:.places$}")).collect()
+    values
+        .iter()
+        .map(|v| {
+            if v.abs() >= 1.0 {
+                format!("{v:.decimals$}")
+            } else {
+                format!("{v:.places$}")
+            }
+        })
+        .collect()
 }
 
 /// Watts as every power column and figure of the console views prints them: to 0.1 W,
@@ -341,10 +351,11 @@ mod tests {
     #[test]
     fn figures_said_together_have_one_number_of_places() {
         assert_eq!(fixed_alike(&[0.0, 0.0041], 2), ["0.00000", "0.00410"]);
-        assert_eq!(fixed_alike(&[1.5, 0.00035], 3), ["1.500000", "0.000350"]);
+        assert_eq!(fixed_alike(&[1.5, 0.00035], 3), ["1.500", "0.000350"]);
         assert_eq!(fixed_alike(&[12.345, 0.5], 2), ["12.35", "0.50"]);
         assert_eq!(fixed_alike(&[0.0, 0.0], 2), ["0.00", "0.00"]);
-        assert_eq!(fixed_alike(&[-0.0004, 2.0], 3), ["-0.000400", "2.000000"]);
+        assert_eq!(fixed_alike(&[1234.5, 0.004], 2), ["1234.50", "0.00400"]);
+        assert_eq!(fixed_alike(&[-0.0004, 2.0], 3), ["-0.000400", "2.000"]);
         assert_eq!(fixed(0.0, 3), "0.000");
         assert_eq!(fixed(7.0, 0), "7");
         assert_eq!(fixed(0.4, 0), "0.400");

@@ -2707,7 +2707,8 @@ fn signature(run: &RunRecord) -> Vec<(String, String, String)> {
 
 /// Which runs to compare: each run after the first against the first earlier run that
 /// measured the same workloads and tests at the same parameters (A index, B index), or,
-/// where one of the two did not finish, every point it reached: `rackbench compare`
+/// failing that, where one of the two did not finish, the closest in size that measured
+/// every point it reached: `rackbench compare`
 /// compares a killed run's points with the other's and says which it did not reach, and
 /// the report left such a run out. Runs of different workloads (mem vs net), or of one
 /// test at different parameters, have nothing to compare; they are listed in the second
@@ -2721,8 +2722,17 @@ pub fn comparable_pairs(runs: &[RunRecord]) -> (Vec<(usize, usize)>, Vec<usize>)
     let mut pairs = Vec::new();
     let mut alone = Vec::new();
     for i in 1..runs.len() {
-        let alike = |j: &usize| sigs[*j] == sigs[i] || within(i, *j) || within(*j, i);
-        match (0..i).find(|j| !sigs[i].is_empty() && !sigs[*j].is_empty() && alike(j)) {
+        let measured = |j: &usize| !sigs[i].is_empty() && !sigs[*j].is_empty();
+        // A run of the very same points first; only then the closest in size of those
+        // the unfinished run's points lie within (a killed `set` at c=1 pairs with an
+        // earlier `set, get` at c=1 before a bigger sweep that covers it too).
+        let same = (0..i).find(|j| measured(j) && sigs[*j] == sigs[i]);
+        let covering = || {
+            (0..i)
+                .filter(|j| measured(j) && (within(i, *j) || within(*j, i)))
+                .min_by_key(|j| sigs[*j].len().abs_diff(sigs[i].len()))
+        };
+        match same.or_else(covering) {
             Some(j) => pairs.push((j, i)),
             None => alone.push(i),
         }

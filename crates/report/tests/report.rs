@@ -1507,6 +1507,37 @@ fn a_reports_comparison_says_a_run_did_not_finish_as_compare_does() {
     assert!(h.contains(row), "{h}");
 }
 
+/// A killed run is compared with the closest earlier run that covers its points, not
+/// with the first: [A: instances 1 2 4, B: instances 1, C: instances 1 killed during its
+/// first test] pairs C with B (it was paired with A, the first earlier run covering it).
+#[test]
+fn a_killed_run_pairs_with_the_same_points_before_a_sweep_covering_them() {
+    let a = kv_run(&Spec {
+        reps: 1,
+        ..Spec::default()
+    });
+    let b = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        id: "20261120T230000-bbbbbb",
+        label: "one",
+        ..Spec::default()
+    });
+    let mut c = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        id: "20261120T230000-cccccc",
+        label: "killed",
+        ..Spec::default()
+    });
+    c.status = model::Status::Interrupted;
+    c.results.truncate(1);
+    c.results[0].status = model::Status::Interrupted;
+    let (pairs, alone) = report::views::comparable_pairs(&[a, b, c]);
+    assert_eq!(pairs, vec![(1, 2)], "alone: {alone:?}");
+    assert_eq!(alone, vec![1]);
+}
+
 /// A run's latency in compare is read from its valid repetitions' histograms merged, as
 /// the results table reads it (`Point::latency`): never the mean of each repetition's
 /// percentiles. Repetitions with maxima of 2, 40 and 3 ms have a maximum of 40 ms (their

@@ -878,7 +878,11 @@ pub fn run(
         Ok(finished) => return Ok(finished),
         Err(e) => e,
     };
-    if counted.stored.get() == 0 {
+    // What the store holds of the run: none when it was never begun; results the
+    // observer was not told of when a test's final write failed (its checkpoint's
+    // provisional result stays, and `unstored` has closed the run with the why).
+    let holds_results = store.load_run(&run_id).is_ok_and(|r| !r.results.is_empty());
+    if counted.stored.get() == 0 && !holds_results {
         // Begun and nothing measured, or never begun (no such run): none is kept.
         let _ = store.delete_run(&run_id);
         return Err(e);
@@ -1865,9 +1869,11 @@ mod tests {
 
     /// A workload of two tests whose second makes the store refuse results from then on,
     /// as a full disk would, after asking a stop when the point says `stop`.
+    /// Two tests, `a` and `b`; the store refuses results from test `refuse_from` on.
     struct Refusing {
         db: std::path::PathBuf,
         stop: bool,
+        refuse_from: &'static str,
     }
 
     impl Workload for Refusing {
@@ -1880,8 +1886,18 @@ mod tests {
         fn prepare(&mut self, _ctx: &Ctx) -> anyhow::Result<()> {
             Ok(())
         }
-        fn run_test(&mut self, test: &str, _ctx: &Ctx) -> anyhow::Result<engine::StepOutput> {
-            if test == "b" {
+        fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<engine::StepOutput> {
+            let out = engine::StepOutput {
+                headline: "ops_per_s".into(),
+                duration_s: 1.0,
+                metrics: vec![model::Metric::new("ops_per_s", 1.0, "ops/s")],
+                ..Default::default()
+            };
+            if test == self.refuse_from {
+                if test == "a" {
+                    // A checkpoint stored, the final result refused.
+                    ctx.save_partial(&out);
+                }
                 rusqlite::Connection::open(&self.db)?.execute_batch(
                     "CREATE TRIGGER refuse BEFORE INSERT ON results \
                      BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;",
@@ -1890,12 +1906,7 @@ mod tests {
                     engine::stop::request_stop_by_signal(2);
                 }
             }
-            Ok(engine::StepOutput {
-                headline: "ops_per_s".into(),
-                duration_s: 1.0,
-                metrics: vec![model::Metric::new("ops_per_s", 1.0, "ops/s")],
-                ..Default::default()
-            })
+            Ok(out)
         }
         fn cleanup(&mut self) {}
     }
@@ -1904,12 +1915,17 @@ mod tests {
     impl Observer for Quiet {}
 
     /// Run the two tests of [`Refusing`] into a new store at `db`.
-    fn run_refusing(db: &std::path::Path, stop: bool) -> (anyhow::Result<Finished>, store::Store) {
+    fn run_refusing(
+        db: &std::path::Path,
+        stop: bool,
+        refuse_from: &'static str,
+    ) -> (anyhow::Result<Finished>, store::Store) {
         let mut params = Params::new();
         params.insert("db".into(), Value::String(db.display().to_string()));
         if stop {
             params.insert("stop".into(), Value::Bool(true));
         }
+        params.insert("refuse_from".into(), Value::String(refuse_from.into()));
         let plan = Plan {
             parts: vec![Part {
                 registration: Registration {
@@ -1921,6 +1937,7 @@ mod tests {
                         Ok(Box::new(Refusing {
                             db: m["db"].as_str().unwrap_or_default().into(),
                             stop: m.contains_key("stop"),
+                            refuse_from: if m["refuse_from"] == "a" { "a" } else { "b" },
                         }))
                     },
                     service: None,
@@ -1955,7 +1972,7 @@ mod tests {
         for stop in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let db = dir.path().join("r.sqlite");
-            let (r, st) = run_refusing(&db, stop);
+            let (r, st) = run_refusing(&db, stop, "b");
             engine::stop::reset();
             let finished = r.expect("the run is kept");
             let id = finished.run_id.expect("a stored run");
@@ -1977,6 +1994,29 @@ mod tests {
             assert_eq!(stored.status, status);
             assert_eq!(stored.error.as_deref(), Some(failure.as_str()));
         }
+    }
+
+    /// The first test's final result refused after its checkpoint was stored: the run
+    /// holds that checkpoint, and is kept with it (the observer was told of no result).
+    #[test]
+    fn a_refused_first_result_keeps_its_checkpoint() {
+        let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("r.sqlite");
+        let (r, st) = run_refusing(&db, false, "a");
+        engine::stop::reset();
+        let finished = r.expect("the run is kept");
+        let id = finished.run_id.expect("a stored run");
+        let failure = finished.failure.expect("its failure");
+        assert!(
+            failure.contains("could not store the result of step 0"),
+            "{failure}"
+        );
+        let stored = st.load_run(&id).unwrap();
+        assert_eq!(stored.status, Status::Failed);
+        assert_eq!(stored.results.len(), 1, "test a's checkpoint");
+        assert_eq!(stored.results[0].test, "a");
+        assert_eq!(stored.results[0].status, Status::Interrupted);
     }
 
     /// A test's error under a stop request is the interruption (stored interrupted, the

@@ -299,7 +299,7 @@ where
                     ckpt,
                 );
                 if let Ok((rec, _)) = &r {
-                    finish.last(rec.clone());
+                    finish.last(|| rec.clone());
                 }
                 r
             }));
