@@ -618,6 +618,153 @@ fn rackbench_killed_keeps_the_remote_senders_last_checkpoint() {
     assert_nothing_left(&h, 15);
 }
 
+/// A redis-server of the test's own in namespace `ns`, on `ip`: killed when dropped.
+struct NsRedis {
+    ns: String,
+    ip: String,
+    port: u16,
+    child: std::process::Child,
+}
+
+impl NsRedis {
+    fn start(ns: &str, ip: &str) -> NsRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                "redis-server",
+                "--port",
+                &port.to_string(),
+            ])
+            .args(["--bind", ip, "--protected-mode", "no", "--save", ""])
+            .args(["--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let r = NsRedis {
+            ns: ns.into(),
+            ip: ip.into(),
+            port,
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while r.cli(&["ping"]) != "PONG" {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server in {ns} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        r
+    }
+
+    /// `redis-cli` in its namespace: the reply, trimmed.
+    fn cli(&self, words: &[&str]) -> String {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.ns, "redis-cli", "-h", &self.ip])
+            .args(["-p", &self.port.to_string()])
+            .args(words)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn target(&self) -> String {
+        format!("{}:{}", self.ip, self.port)
+    }
+}
+
+impl Drop for NsRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A remote generator done early keeps the checkpoints coming: of two generators on two
+/// hosts, one on each of two servers, the one whose server answers is done with its
+/// share of `-n` at once (its driver's final report comes back while the other runs on),
+/// while the other's server holds its writes (`CLIENT PAUSE ... WRITE`). Killed once a
+/// checkpoint has measured 5 s, the run keeps one that holds the done generator's whole
+/// share; a checkpoint used to wait for every generator's copy, and none came after one
+/// was done.
+#[test]
+fn rackbench_killed_after_a_remote_generator_finished_its_share_keeps_a_checkpoint() {
+    let Some(h) = testhosts() else { return };
+    if !common::have("redis-server", "redis-server") {
+        return;
+    }
+    let _l = lock();
+    let ip = std::fs::read_to_string(
+        std::env::var("RACKBENCH_TESTHOSTS_ENV").expect("the test hosts' env file"),
+    )
+    .unwrap()
+    .lines()
+    .find_map(|l| l.strip_prefix("RB_TESTHOSTS_IPS="))
+    .and_then(|v| {
+        v.trim_matches('"')
+            .split_whitespace()
+            .next()
+            .map(String::from)
+    })
+    .expect("RB_TESTHOSTS_IPS");
+    let sut = h.names[0].as_str();
+    let (quick, held) = (NsRedis::start(sut, &ip), NsRedis::start(sut, &ip));
+    assert_eq!(held.cli(&["CLIENT", "PAUSE", "40000", "WRITE"]), "OK");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let share = 5_000;
+    let loadgens = format!("{},{}", h.names[1], h.names[2]);
+    // Generator k of two takes connection k, and connection k goes to target k.
+    let child = bin()
+        .args(["--db", db.to_str().unwrap(), "run", "kv", "-t", "set"])
+        .args(["--target", &quick.target(), "--target", &held.target()])
+        .args(["--sut", sut, "--loadgen", &loadgens, "-c", "2"])
+        .args(["-n", &(2 * share).to_string(), "--no-telemetry"])
+        .args(["--ssh-config", &h.ssh_config, "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let run = common::kill9_once_measured(child, &db, 5.0, Duration::from_secs(40));
+    assert_eq!(held.cli(&["CLIENT", "UNPAUSE"]), "OK");
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let r = &run["results"][0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    let window = r["duration_s"].as_f64().unwrap();
+    assert!(
+        (5.0..30.0).contains(&window),
+        "the window measured: {window} s"
+    );
+    assert!(
+        r["flags"]
+            .to_string()
+            .contains("measured until a checkpoint at"),
+        "{r}"
+    );
+    // The done generator's share, and nothing of the held one's.
+    assert_eq!(
+        metric(r, "requests", &[("host", h.names[1].as_str())]),
+        Some(share as f64),
+        "{r}"
+    );
+    let count = metric(r, "requests", &[]).unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(count, share as f64, "{r}");
+    let rate = metric(r, "ops_per_s", &[]).unwrap();
+    assert!(
+        (rate - count / window).abs() <= 1e-6 * rate,
+        "{rate} ops/s is not {count} requests over {window} s"
+    );
+    drop((quick, held));
+    assert_nothing_left(&h, 15);
+}
+
 fn metric(r: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     r["metrics"].as_array()?.iter().find_map(|m| {
         let ls = m["labels"].as_object();
@@ -1310,7 +1457,10 @@ fn ctrl_c_while_connecting_ends_the_run_at_once() {
         sent.elapsed()
     );
     assert_eq!(code, 130, "128 + SIGINT: {err}");
-    assert!(err.contains("interrupted before any test ran"), "{err}");
+    assert!(
+        err.contains("interrupted before any result was stored"),
+        "{err}"
+    );
     assert!(!err.contains("error"), "{err}");
     assert!(!db.exists(), "no store left behind");
     std::thread::sleep(Duration::from_millis(200));

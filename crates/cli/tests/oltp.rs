@@ -367,7 +367,7 @@ fn ctrl_c_during_a_build_ends_the_build() {
         "the build ran to its end: {err}"
     );
     assert!(
-        err.contains("interrupted before any test ran; nothing stored"),
+        err.contains("interrupted before any result was stored; nothing kept"),
         "{err}"
     );
     assert!(!store.exists(), "a store was left: {}", store.display());

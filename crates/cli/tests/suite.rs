@@ -251,7 +251,7 @@ fn ctrl_c_before_any_test_ran_stores_nothing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(
-        err.contains("interrupted before any test ran; nothing stored"),
+        err.contains("interrupted before any result was stored; nothing kept"),
         "{err}"
     );
     assert!(!err.contains("what was measured is stored"), "{err}");

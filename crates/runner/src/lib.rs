@@ -1965,7 +1965,7 @@ mod tests {
     /// An error that ends a run after a result was stored (here the store refusing the
     /// next one) keeps the run: it is returned as the run's failure, closed, not as an
     /// error with the run left `running` (which `rackbench run` said, after a stop, was
-    /// "interrupted before any test ran; nothing stored").
+    /// "interrupted before any result was stored; nothing kept").
     #[test]
     fn an_error_after_a_stored_result_keeps_the_run() {
         let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());

@@ -701,7 +701,7 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
                 if !e.contains("stopped") {
                     engine::errln!("rackbench: error: {}", model::printable_lines(&e));
                 }
-                engine::errln!("rackbench: interrupted before any test ran; nothing stored");
+                engine::errln!("rackbench: interrupted before any result was stored; nothing kept");
                 return Ok(code);
             }
             return Err(e);
@@ -713,7 +713,7 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
         if made_store {
             remove_if_unused(store);
         }
-        engine::errln!("rackbench: interrupted before any test ran; nothing stored");
+        engine::errln!("rackbench: interrupted before any result was stored; nothing kept");
         return Ok(crate::signals::exit_status().unwrap_or(1));
     };
     // The run's own failure is said even where the store cannot give the run back (the
