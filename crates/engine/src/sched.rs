@@ -140,8 +140,111 @@ impl Schedule {
 pub(crate) struct Snapshot {
     pub worker: usize,
     pub at_ns: u64,
-    pub rec: Option<Recorder>,
+    pub rec: Option<RecorderCopy>,
     pub done: bool,
+}
+
+/// A worker's recorder as it crosses to the checkpointer: its counts, and of each
+/// latency histogram the buckets it recorded (tens to hundreds of its some 34,000). A
+/// whole copy of a session's recorder is 270 KB per transaction class, and an oltp run's
+/// sessions copy at the same moment: 200 of them held 400 MB more in flight at their
+/// peak (debug build, 790 MB against 390 MB for a run too short for a checkpoint).
+pub(crate) struct RecorderCopy {
+    /// The recorder, its histograms empty stand-ins of the smallest size.
+    pub rest: Recorder,
+    /// Each class's service and corrected latencies, and the connect times, as their
+    /// recorded (value, count) pairs.
+    hists: Vec<(Recorded, Option<Recorded>)>,
+    connect: Option<Recorded>,
+}
+
+/// A latency histogram's recorded buckets: (a value of the bucket, its count).
+type Recorded = Vec<(u64, u64)>;
+
+fn recorded(h: &Histogram<u64>) -> Recorded {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+/// Add `pairs` to `h`, whose bounds are those they were read from: each bucket gets its
+/// count, and the minimum and maximum come out as the source's at its resolution.
+fn add_recorded(h: &mut Histogram<u64>, pairs: &Recorded) {
+    for &(v, n) in pairs {
+        // Same bounds: cannot fail.
+        let _ = h.record_n(v, n);
+    }
+}
+
+impl RecorderCopy {
+    pub(crate) fn of(rec: &Recorder) -> RecorderCopy {
+        let stand_in = || Histogram::<u64>::new(1).expect("a histogram of 1 digit");
+        let classes = rec
+            .classes
+            .iter()
+            .map(|c| ClassStats {
+                name: c.name.clone(),
+                count: c.count,
+                ok: c.ok,
+                hits: c.hits,
+                misses: c.misses,
+                mismatches: c.mismatches,
+                rollbacks: c.rollbacks,
+                errors: c.errors.clone(),
+                service: stand_in(),
+                corrected: c.corrected.as_ref().map(|_| stand_in()),
+            })
+            .collect();
+        RecorderCopy {
+            rest: Recorder {
+                classes,
+                intervals: rec.intervals.clone(),
+                connection_errors: rec.connection_errors.clone(),
+                lost_requests: rec.lost_requests.clone(),
+                connect: None,
+                io_fallback: rec.io_fallback.clone(),
+                ..*rec
+            },
+            hists: rec
+                .classes
+                .iter()
+                .map(|c| (recorded(&c.service), c.corrected.as_ref().map(recorded)))
+                .collect(),
+            connect: rec.connect.as_ref().map(recorded),
+        }
+    }
+
+    /// Add this copy to the sum `sum` (made, when there is none, as a fresh recorder of
+    /// its shape).
+    fn add_to(self, sum: &mut Option<Recorder>) {
+        let RecorderCopy {
+            rest,
+            hists,
+            connect,
+        } = self;
+        let open = rest.classes.iter().any(|c| c.corrected.is_some());
+        let sum = sum.get_or_insert_with(|| {
+            Recorder::new(
+                rest.classes.len(),
+                open,
+                Duration::from_nanos(rest.interval_ns),
+            )
+        });
+        sum.absorb(rest);
+        for (c, (service, corrected)) in sum.classes.iter_mut().zip(&hists) {
+            add_recorded(&mut c.service, service);
+            if let (Some(h), Some(pairs)) = (c.corrected.as_mut(), corrected) {
+                add_recorded(h, pairs);
+            }
+        }
+        if let Some(pairs) = &connect {
+            add_recorded(
+                sum.connect
+                    .get_or_insert_with(model::hist::new_latency_histogram),
+                pairs,
+            );
+        }
+    }
 }
 
 impl Snapshot {
@@ -159,9 +262,9 @@ impl Snapshot {
     ) -> (Self, u64) {
         let every = CHECKPOINT_EVERY.as_nanos() as u64;
         let next = warm_ns.saturating_add((since_ns / every + 1).saturating_mul(every));
-        let mut rec = rec.clone();
-        rec.cpu_end = thread_cpu();
-        rec.unsent += unsent;
+        let mut rec = RecorderCopy::of(rec);
+        rec.rest.cpu_end = thread_cpu();
+        rec.rest.unsent += unsent;
         (
             Snapshot {
                 worker,
@@ -191,13 +294,13 @@ impl Finish {
     /// The worker ended with the recorder `rec` makes (its CPU read to its end
     /// already): made only when a checkpointer takes it, since it is a copy of the
     /// worker's histograms.
-    pub(crate) fn last(mut self, rec: impl FnOnce() -> Recorder) {
+    pub(crate) fn last(mut self, rec: impl FnOnce() -> RecorderCopy) {
         if self.tx.is_some() {
             self.send(Some(rec()));
         }
     }
 
-    fn send(&mut self, rec: Option<Recorder>) {
+    fn send(&mut self, rec: Option<RecorderCopy>) {
         if let Some(tx) = self.tx.take() {
             let _ = tx.send(Snapshot {
                 worker: self.worker,
@@ -215,31 +318,51 @@ impl Drop for Finish {
     }
 }
 
-/// The checkpointer's state: each live worker's copy since the last merge, and each done
-/// worker's last recorder.
+/// The checkpointer's state: the round under way, summed as its copies come, and the
+/// done workers' last recorders, summed.
 ///
-/// The rule: a merge is taken once every worker still running has sent a copy since the
-/// last merge (at least one is running: with none, the outcome itself is near). A done
-/// worker is not waited for: its last recorder is in every later merge, as it is in the
-/// end's, since its counts are all it will make (over the window to the checkpoint, they
-/// are what it did). The window is the mean of the running workers' copy times: each
-/// one's counts are over its own time to its copy, so the counts summed over the mean
-/// time are the sum of the workers' rates where they ran alike, and a done worker's
-/// whole count over it is its rate over the window. (An oltp session copies at the top
-/// of a round that can last 30 s: over the latest copy's time, the others' older counts
-/// read 10-15% low; and a session done after the mean of the copies' times adds the
-/// counts it made past it, at most a round's.)
+/// The rule: a round is merged once every worker still running has sent its copy to it
+/// (at least one is running: with none, the outcome itself is near). A worker's copy
+/// that comes while its copy to this round is in already (the others are late: an oltp
+/// session copies at the top of a round that can last 30 s) is the first of the next
+/// round, a newer one replacing it, so each merge is of the workers' copies of one
+/// moment. A done worker is not waited for: its last recorder is in every later merge,
+/// as it is in the end's, since its counts are all it will make (over the window to the
+/// checkpoint, they are what it did); one done after its copy to this round is in goes
+/// by that copy here and by its last recorder from the next. The window is the mean of
+/// the round's copy times: each worker's counts are over its own time to its copy, so
+/// the counts summed over the mean time are the sum of the workers' rates where they ran
+/// alike, and a done worker's whole count over it is its rate over the window.
+///
+/// Copies are summed as they come, not kept (a session's recorder holds a latency
+/// histogram of 270 KB per transaction class).
 pub(crate) struct Copies {
-    fresh: Vec<Option<Snapshot>>,
-    /// Some once the worker is done: its last recorder, if it gave one.
-    done: Vec<Option<Option<Recorder>>>,
+    /// The round under way: its copies summed, and the sum of their times.
+    round: Option<Recorder>,
+    round_ns: u128,
+    round_n: u128,
+    /// Whether each worker's copy to the round is in.
+    copied: Vec<bool>,
+    /// A worker's newest copy to the next round.
+    ahead: Vec<Option<Snapshot>>,
+    /// Whether each worker is done; the done workers' last recorders, summed; those done
+    /// after their copy to the round under way, until it is merged.
+    done: Vec<bool>,
+    done_sum: Option<Recorder>,
+    done_later: Vec<RecorderCopy>,
 }
 
 impl Copies {
     pub(crate) fn new(workers: usize) -> Self {
         Copies {
-            fresh: (0..workers).map(|_| None).collect(),
-            done: (0..workers).map(|_| None).collect(),
+            round: None,
+            round_ns: 0,
+            round_n: 0,
+            copied: vec![false; workers],
+            ahead: (0..workers).map(|_| None).collect(),
+            done: vec![false; workers],
+            done_sum: None,
+            done_later: Vec::new(),
         }
     }
 
@@ -247,27 +370,62 @@ impl Copies {
     /// after the warm-up's end.
     pub(crate) fn take(&mut self, s: Snapshot) -> Option<(Vec<Recorder>, u64)> {
         let w = s.worker;
-        if w >= self.fresh.len() || self.done[w].is_some() {
+        if w >= self.done.len() || self.done[w] {
             return None;
         }
         if s.done {
-            self.fresh[w] = None;
-            self.done[w] = Some(s.rec);
+            self.done[w] = true;
+            self.ahead[w] = None;
+            if let Some(rec) = s.rec {
+                if self.copied[w] {
+                    self.done_later.push(rec);
+                } else {
+                    rec.add_to(&mut self.done_sum);
+                }
+            }
+        } else if self.copied[w] {
+            self.ahead[w] = Some(s);
+            return None;
         } else {
-            self.fresh[w] = Some(s);
+            self.copy_in(s);
         }
-        let live: Vec<usize> = (0..self.fresh.len())
-            .filter(|&w| self.done[w].is_none())
-            .collect();
-        if live.is_empty() || live.iter().any(|&w| self.fresh[w].is_none()) {
+        let mut live = (0..self.done.len()).filter(|&w| !self.done[w]).peekable();
+        if live.peek().is_none() || live.any(|w| !self.copied[w]) {
             return None;
         }
-        let snaps: Vec<Snapshot> = live.iter().filter_map(|&w| self.fresh[w].take()).collect();
-        let at_ns = (snaps.iter().map(|s| u128::from(s.at_ns)).sum::<u128>()
-            / snaps.len().max(1) as u128) as u64;
-        let mut recs: Vec<Recorder> = snaps.into_iter().filter_map(|s| s.rec).collect();
-        recs.extend(self.done.iter().flatten().flatten().cloned());
+        let at_ns = (self.round_ns / self.round_n.max(1)) as u64;
+        let mut recs: Vec<Recorder> = self.round.take().into_iter().collect();
+        recs.extend(self.done_sum.clone());
+        // The next round: the done workers' last recorders in the sum from now on, and
+        // the copies that came ahead its first.
+        for rec in std::mem::take(&mut self.done_later) {
+            rec.add_to(&mut self.done_sum);
+        }
+        (self.round_ns, self.round_n) = (0, 0);
+        self.copied.iter_mut().for_each(|c| *c = false);
+        for w in 0..self.ahead.len() {
+            if let Some(s) = self.ahead[w].take() {
+                self.copy_in(s);
+            }
+        }
         Some((recs, at_ns))
+    }
+
+    fn copy_in(&mut self, s: Snapshot) {
+        self.copied[s.worker] = true;
+        self.round_ns += u128::from(s.at_ns);
+        self.round_n += 1;
+        if let Some(rec) = s.rec {
+            rec.add_to(&mut self.round);
+        }
+    }
+}
+
+/// Add `rec` to the sum `sum` (the first taken whole).
+fn absorb_into(sum: &mut Option<Recorder>, rec: Recorder) {
+    match sum {
+        Some(s) => s.absorb(rec),
+        None => *sum = Some(rec),
     }
 }
 
@@ -346,6 +504,54 @@ impl Recorder {
             cpu_end: (0.0, 0.0),
             io_fallback: None,
         }
+    }
+
+    /// Add another worker's recorder to this one, as [`merge`] adds them: counts,
+    /// histograms and intervals summed, CPU as the sum of each one's time (this one's
+    /// `cpu_end` moved by the other's), the first I/O fallback kept.
+    pub(crate) fn absorb(&mut self, r: Recorder) {
+        let ((user, sys), (own_user, own_sys)) = (r.cpu_s(), self.cpu_s());
+        self.cpu_end = (
+            self.cpu_start.0 + own_user + user,
+            self.cpu_start.1 + own_sys + sys,
+        );
+        for (dst, src) in self.classes.iter_mut().zip(&r.classes) {
+            dst.add(src);
+        }
+        if r.intervals.len() > self.intervals.len() {
+            self.intervals.resize(r.intervals.len(), 0);
+        }
+        for (i, v) in r.intervals.iter().enumerate() {
+            self.intervals[i] += v;
+        }
+        for (k, v) in r.connection_errors {
+            *self.connection_errors.entry(k).or_insert(0) += v;
+        }
+        for (k, v) in r.lost_requests {
+            *self.lost_requests.entry(k).or_insert(0) += v;
+        }
+        self.late_sends += r.late_sends;
+        self.unsent += r.unsent;
+        self.reconnects += r.reconnects;
+        add_connect(&mut self.connect, r.connect);
+        self.bytes_tx += r.bytes_tx;
+        self.bytes_rx += r.bytes_rx;
+        self.first_ns = match (self.first_ns, r.first_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_ns = self.last_ns.max(r.last_ns);
+        if self.io_fallback.is_none() {
+            self.io_fallback = r.io_fallback;
+        }
+    }
+
+    /// User and system CPU seconds from `cpu_start` to `cpu_end`, each at least 0.
+    fn cpu_s(&self) -> (f64, f64) {
+        (
+            (self.cpu_end.0 - self.cpu_start.0).max(0.0),
+            (self.cpu_end.1 - self.cpu_start.1).max(0.0),
+        )
     }
 
     /// Record one reply. Times are ns since the common measurement origin (end of
@@ -472,83 +678,50 @@ pub(crate) fn merge(
     stopped_early: Option<String>,
 ) -> LoadOutcome {
     let open = spec.shape != LoadShape::Closed;
-    // The first worker's classes, named, are the sum the others are added to (one
-    // latency histogram fewer to zero per class; most runs have one worker).
-    let mut classes: Vec<ClassStats> = Vec::new();
-    let mut intervals: Vec<u64> = Vec::new();
-    let mut out = LoadOutcome {
-        classes: Vec::new(),
-        duration_s: measured_s,
-        interval_rates: Vec::new(),
-        offered_rate: spec.shape.offered_rate(),
-        late_sends: 0,
-        unsent_requests: 0,
-        connection_errors: BTreeMap::new(),
-        lost_requests: BTreeMap::new(),
-        reconnects: 0,
-        connect: None,
-        bytes_tx: 0,
-        bytes_rx: 0,
-        loadgen_cpu_user_s: 0.0,
-        loadgen_cpu_sys_s: 0.0,
-        stopped_early,
-        client_io_fallback: None,
-    };
-    let interval_s = spec.interval.as_secs_f64().max(1e-9);
-    for mut r in recorders {
-        // Taken only when shaped as a fresh sum would be (a panicked session's stand-in
-        // recorder is closed-loop whatever the run).
+    let fresh = || Recorder::new(class_names.len(), open, spec.interval);
+    // The first worker's recorder is the sum the others are added to (one latency
+    // histogram fewer to zero per class; most runs have one worker), when shaped as a
+    // fresh sum would be (a panicked session's stand-in recorder is closed-loop whatever
+    // the run).
+    let mut sum: Option<Recorder> = None;
+    for r in recorders {
         let fits = r.classes.len() == class_names.len()
             && r.classes.iter().all(|c| c.corrected.is_some() == open);
-        if classes.is_empty() && fits {
-            classes = std::mem::take(&mut r.classes);
-            for (c, n) in classes.iter_mut().zip(class_names) {
-                c.name = n.to_string();
-            }
-        } else {
-            if classes.is_empty() {
-                classes = fresh_classes(class_names, open);
-            }
-            for (dst, src) in classes.iter_mut().zip(&r.classes) {
-                dst.add(src);
-            }
+        if sum.is_none() && !fits {
+            sum = Some(fresh());
         }
-        if r.intervals.len() > intervals.len() {
-            intervals.resize(r.intervals.len(), 0);
-        }
-        for (i, v) in r.intervals.iter().enumerate() {
-            intervals[i] += v;
-        }
-        for (k, v) in r.connection_errors {
-            *out.connection_errors.entry(k).or_insert(0) += v;
-        }
-        for (k, v) in r.lost_requests {
-            *out.lost_requests.entry(k).or_insert(0) += v;
-        }
-        out.late_sends += r.late_sends;
-        out.unsent_requests += r.unsent;
-        out.reconnects += r.reconnects;
-        add_connect(&mut out.connect, r.connect);
-        out.bytes_tx += r.bytes_tx;
-        out.bytes_rx += r.bytes_rx;
-        out.loadgen_cpu_user_s += (r.cpu_end.0 - r.cpu_start.0).max(0.0);
-        out.loadgen_cpu_sys_s += (r.cpu_end.1 - r.cpu_start.1).max(0.0);
-        if out.client_io_fallback.is_none() {
-            out.client_io_fallback = r.io_fallback;
-        }
+        absorb_into(&mut sum, r);
     }
+    let sum = sum.unwrap_or_else(fresh);
+    let (user, sys) = sum.cpu_s();
+    let interval_s = spec.interval.as_secs_f64().max(1e-9);
     // Full intervals only: the last, partial interval would read low.
-    let full = ((measured_s / interval_s).floor() as usize).min(intervals.len());
-    out.interval_rates = intervals[..full]
-        .iter()
-        .map(|&n| n as f64 / interval_s)
-        .collect();
-    out.classes = if classes.is_empty() {
-        fresh_classes(class_names, open)
-    } else {
-        classes
-    };
-    out
+    let full = ((measured_s / interval_s).floor() as usize).min(sum.intervals.len());
+    let mut classes = sum.classes;
+    for (c, n) in classes.iter_mut().zip(class_names) {
+        c.name = n.to_string();
+    }
+    LoadOutcome {
+        classes,
+        duration_s: measured_s,
+        interval_rates: sum.intervals[..full]
+            .iter()
+            .map(|&n| n as f64 / interval_s)
+            .collect(),
+        offered_rate: spec.shape.offered_rate(),
+        late_sends: sum.late_sends,
+        unsent_requests: sum.unsent,
+        connection_errors: sum.connection_errors,
+        lost_requests: sum.lost_requests,
+        reconnects: sum.reconnects,
+        connect: sum.connect,
+        bytes_tx: sum.bytes_tx,
+        bytes_rx: sum.bytes_rx,
+        loadgen_cpu_user_s: user,
+        loadgen_cpu_sys_s: sys,
+        stopped_early,
+        client_io_fallback: sum.io_fallback,
+    }
 }
 
 /// Add one worker's (or generator's) connect times to the sum: the first taken whole.
@@ -561,13 +734,6 @@ pub(crate) fn add_connect(sum: &mut Option<Histogram<u64>>, more: Option<Histogr
         (None, m) => *sum = m,
         (_, None) => {}
     }
-}
-
-fn fresh_classes(class_names: &[&str], open: bool) -> Vec<ClassStats> {
-    class_names
-        .iter()
-        .map(|n| ClassStats::new(n, open))
-        .collect()
 }
 
 #[cfg(test)]
@@ -764,7 +930,7 @@ mod tests {
         Snapshot {
             worker,
             at_ns: at_s * 1_000_000_000,
-            rec: Some(replies(n)),
+            rec: Some(RecorderCopy::of(&replies(n))),
             done: false,
         }
     }
@@ -773,7 +939,7 @@ mod tests {
         Snapshot {
             worker,
             at_ns: 0,
-            rec,
+            rec: rec.as_ref().map(RecorderCopy::of),
             done: true,
         }
     }
@@ -811,18 +977,123 @@ mod tests {
         assert_eq!(merged(c.take(copy(0, 5, 10))), Some((17, 5)));
     }
 
+    /// Each merge is of one moment: a worker's copy that comes while its copy to the
+    /// round is in is the next round's first (a newer one replacing it), and a worker
+    /// done after its copy to the round goes by that copy there and by its last recorder
+    /// from the next, never by both.
+    #[test]
+    fn a_copy_ahead_of_the_others_waits_for_the_next_round() {
+        let mut c = Copies::new(2);
+        assert_eq!(merged(c.take(copy(0, 5, 10))), None);
+        assert_eq!(merged(c.take(copy(0, 10, 24))), None);
+        assert_eq!(merged(c.take(copy(0, 10, 25))), None);
+        assert_eq!(merged(c.take(copy(1, 5, 20))), Some((30, 5)));
+        assert_eq!(merged(c.take(copy(1, 10, 40))), Some((65, 10)));
+        assert_eq!(merged(c.take(copy(0, 15, 50))), None);
+        assert_eq!(merged(c.take(done(0, Some(replies(55))))), None);
+        assert_eq!(merged(c.take(copy(1, 15, 60))), Some((110, 15)));
+        assert_eq!(merged(c.take(copy(1, 20, 80))), Some((135, 20)));
+    }
+
+    /// A recorder's copy for the checkpointer, added to an empty sum, is the recorder:
+    /// counts, errors, intervals, CPU, and every histogram equal (buckets, count, minimum
+    /// and maximum), in open loop too; added to a sum with more, it adds as the recorder.
+    #[test]
+    fn a_copy_adds_up_to_its_recorder() {
+        for open in [false, true] {
+            let mut r = Recorder::new(2, open, Duration::from_millis(10));
+            for i in 0..300u64 {
+                let done = 1_000 + i * i * 977;
+                r.record((i % 2) as usize, Outcome::Ok, 500, 400, done);
+            }
+            r.record(1, Outcome::Error("OOM".into()), 5, 5, 31_000_000);
+            r.connection_error("reset".into());
+            add_connect(&mut r.connect, Some(model::hist::new_latency_histogram()));
+            r.connect.as_mut().unwrap().record(123_456).unwrap();
+            (r.cpu_start, r.cpu_end) = ((1.0, 2.0), (1.75, 2.5));
+            let mut sum = None;
+            RecorderCopy::of(&r).add_to(&mut sum);
+            let sum = sum.unwrap();
+            for (a, b) in r.classes.iter().zip(&sum.classes) {
+                assert_eq!((a.count, a.ok, &a.errors), (b.count, b.ok, &b.errors));
+                assert_eq!(a.service, b.service);
+                assert_eq!(
+                    (a.service.min_nz(), a.service.max()),
+                    (b.service.min_nz(), b.service.max())
+                );
+                assert_eq!(a.corrected, b.corrected);
+                assert_eq!(b.corrected.is_some(), open);
+            }
+            assert_eq!(r.intervals, sum.intervals);
+            assert_eq!(r.connection_errors, sum.connection_errors);
+            assert_eq!(r.connect, sum.connect);
+            assert_eq!(r.cpu_s(), sum.cpu_s());
+            let mut twice = Some(sum.clone());
+            RecorderCopy::of(&r).add_to(&mut twice);
+            let twice = twice.unwrap();
+            assert_eq!(twice.classes[0].count, 2 * r.classes[0].count);
+            assert_eq!(
+                twice.classes[0].service.len(),
+                2 * r.classes[0].service.len()
+            );
+            assert_eq!(twice.cpu_s(), (1.5, 1.0));
+        }
+    }
+
+    /// A recorder absorbed into another merges as the two would: counts, CPU (each one's
+    /// own time), intervals and first errors alike.
+    #[test]
+    fn an_absorbed_recorder_merges_as_the_two_would() {
+        let spec = LoadSpec::default();
+        let worker = |n: u64, cpu: (f64, f64), at: u64| {
+            let mut r = Recorder::new(1, false, Duration::from_secs(1));
+            r.record_n(0, Outcome::Ok, 0, 0, at, n);
+            r.connection_error("reset".into());
+            r.cpu_start = cpu;
+            r.cpu_end = (cpu.0 + 1.5, cpu.1 + 0.25);
+            r
+        };
+        let (a, b) = (
+            worker(3, (10.0, 1.0), 500_000_000),
+            worker(4, (2.0, 7.0), 2_500_000_000),
+        );
+        let two = merge(&spec, &["get"], vec![a.clone(), b.clone()], 3.0, None);
+        let mut sum = a;
+        sum.absorb(b);
+        let one = merge(&spec, &["get"], vec![sum], 3.0, None);
+        assert_eq!(one.total_count(), 7);
+        assert_eq!(one.total_count(), two.total_count());
+        assert_eq!(one.interval_rates, two.interval_rates);
+        assert_eq!(one.connection_errors, two.connection_errors);
+        assert_eq!(one.classes[0].service, two.classes[0].service);
+        assert!(
+            (one.loadgen_cpu_user_s - 3.0).abs() < 1e-9,
+            "{}",
+            one.loadgen_cpu_user_s
+        );
+        assert!(
+            (one.loadgen_cpu_sys_s - 0.5).abs() < 1e-9,
+            "{}",
+            one.loadgen_cpu_sys_s
+        );
+        assert_eq!(
+            (one.loadgen_cpu_user_s, one.loadgen_cpu_sys_s),
+            (two.loadgen_cpu_user_s, two.loadgen_cpu_sys_s)
+        );
+    }
+
     /// A finished worker's [`Finish`] tells the checkpointer with its recorder, and one
     /// dropped without (the worker failed or panicked) with none; with no checkpointer,
     /// nothing.
     #[test]
     fn finish_says_done_either_way() {
         let (tx, rx) = std::sync::mpsc::channel();
-        Finish::new(Some(tx.clone()), 1).last(|| replies(3));
+        Finish::new(Some(tx.clone()), 1).last(|| RecorderCopy::of(&replies(3)));
         drop(Finish::new(Some(tx), 2));
-        Finish::new(None, 3).last(|| replies(1));
+        Finish::new(None, 3).last(|| RecorderCopy::of(&replies(1)));
         let got: Vec<(usize, bool, Option<u64>)> = rx
             .iter()
-            .map(|s| (s.worker, s.done, s.rec.map(|r| r.classes[0].count)))
+            .map(|s| (s.worker, s.done, s.rec.map(|r| r.rest.classes[0].count)))
             .collect();
         assert_eq!(got, [(1, true, Some(3)), (2, true, None)]);
     }

@@ -15,7 +15,7 @@ use crate::load::{
     Executed, Latency, LoadOutcome, LoadShape, LoadSpec, Session, StopAfter, CHECKPOINT_EVERY,
 };
 use crate::sched::{
-    checkpointer, merge, thread_cpu, Finish, Recorder, Schedule, Snapshot, LATE_NS,
+    checkpointer, merge, thread_cpu, Finish, Recorder, RecorderCopy, Schedule, Snapshot, LATE_NS,
 };
 use crate::workload::Progress;
 
@@ -68,9 +68,9 @@ pub(crate) fn run<S: Session + 'static>(
                     );
                     // As `run` counts it: a session that broke is a connection error.
                     finish.last(|| {
-                        let mut last = r.0.clone();
+                        let mut last = RecorderCopy::of(&r.0);
                         if let Some(why) = &r.1 {
-                            last.connection_error(why.clone());
+                            last.rest.connection_error(why.clone());
                         }
                         last
                     });

@@ -24,7 +24,9 @@ use rand::SeedableRng;
 use crate::load::{
     LoadOutcome, LoadShape, LoadSpec, Outcome, Protocol, StopAfter, CHECKPOINT_EVERY,
 };
-use crate::sched::{checkpointer, merge, thread_cpu, Finish, Recorder, Schedule, Snapshot};
+use crate::sched::{
+    checkpointer, merge, thread_cpu, Finish, Recorder, RecorderCopy, Schedule, Snapshot,
+};
 use crate::workload::Progress;
 
 mod uring;
@@ -299,7 +301,7 @@ where
                     ckpt,
                 );
                 if let Ok((rec, _)) = &r {
-                    finish.last(|| rec.clone());
+                    finish.last(|| RecorderCopy::of(rec));
                 }
                 r
             }));
