@@ -366,12 +366,13 @@ impl Copies {
         }
     }
 
-    /// Take `s`; when it completes a round, the recorders to merge and their window, ns
-    /// after the warm-up's end.
-    pub(crate) fn take(&mut self, s: Snapshot) -> Option<(Vec<Recorder>, u64)> {
+    /// Take `s`; for each round it completes, the recorders to merge and their window,
+    /// ns after the warm-up's end: two when a worker done completes a round and every
+    /// other's copy to the next had come ahead.
+    pub(crate) fn take(&mut self, s: Snapshot) -> Vec<(Vec<Recorder>, u64)> {
         let w = s.worker;
         if w >= self.done.len() || self.done[w] {
-            return None;
+            return Vec::new();
         }
         if s.done {
             self.done[w] = true;
@@ -385,10 +386,19 @@ impl Copies {
             }
         } else if self.copied[w] {
             self.ahead[w] = Some(s);
-            return None;
         } else {
             self.copy_in(s);
         }
+        let mut merges = Vec::new();
+        while let Some(m) = self.complete_round() {
+            merges.push(m);
+        }
+        merges
+    }
+
+    /// The round's merge when every running worker's copy to it is in (and one is
+    /// running), and the next round begun.
+    fn complete_round(&mut self) -> Option<(Vec<Recorder>, u64)> {
         let mut live = (0..self.done.len()).filter(|&w| !self.done[w]).peekable();
         if live.peek().is_none() || live.any(|w| !self.copied[w]) {
             return None;
@@ -445,7 +455,7 @@ pub(crate) fn checkpointer(
 ) {
     let mut copies = Copies::new(threads);
     while let Ok(s) = rx.recv() {
-        if let Some((recs, at_ns)) = copies.take(s) {
+        for (recs, at_ns) in copies.take(s) {
             let so_far = merge(spec, class_names, recs, at_ns as f64 / 1e9, None);
             sink.hand(
                 progress
@@ -944,12 +954,21 @@ mod tests {
         }
     }
 
-    /// What a merge of `copies` holds: (requests, window in seconds).
-    fn merged(m: Option<(Vec<Recorder>, u64)>) -> Option<(u64, u64)> {
-        m.map(|(recs, at_ns)| {
-            let n = recs.iter().map(|r| r.classes[0].count).sum();
-            (n, at_ns / 1_000_000_000)
-        })
+    /// What the merges a copy completes hold: (requests, window in seconds) of each.
+    fn merges(m: Vec<(Vec<Recorder>, u64)>) -> Vec<(u64, u64)> {
+        m.into_iter()
+            .map(|(recs, at_ns)| {
+                let n = recs.iter().map(|r| r.classes[0].count).sum();
+                (n, at_ns / 1_000_000_000)
+            })
+            .collect()
+    }
+
+    /// The one merge a copy completes, if any.
+    fn merged(m: Vec<(Vec<Recorder>, u64)>) -> Option<(u64, u64)> {
+        let m = merges(m);
+        assert!(m.len() <= 1, "{m:?}");
+        m.first().copied()
     }
 
     /// A merge once every running worker has copied since the last; a worker done (its
@@ -993,6 +1012,17 @@ mod tests {
         assert_eq!(merged(c.take(done(0, Some(replies(55))))), None);
         assert_eq!(merged(c.take(copy(1, 15, 60))), Some((110, 15)));
         assert_eq!(merged(c.take(copy(1, 20, 80))), Some((135, 20)));
+        // A worker done completes a round while every other's next copy had come ahead:
+        // both rounds are merged at once.
+        let mut c = Copies::new(3);
+        assert_eq!(merged(c.take(copy(0, 5, 10))), None);
+        assert_eq!(merged(c.take(copy(1, 5, 20))), None);
+        assert_eq!(merged(c.take(copy(0, 10, 30))), None);
+        assert_eq!(merged(c.take(copy(1, 10, 40))), None);
+        assert_eq!(
+            merges(c.take(done(2, Some(replies(50))))),
+            [(80, 5), (120, 10)]
+        );
     }
 
     /// A recorder's copy for the checkpointer, added to an empty sum, is the recorder:

@@ -388,8 +388,8 @@ pub fn series_names(points: &[Point], labels: &[String], skip: &[&str]) -> Vec<S
 /// crypto's `rsa` as `rsa512` .. `rsa4096`, net's `udp` as `udp1472`, `udp60`). A plan
 /// stored before that gives the tests asked (its `params.tests`, else the workload's
 /// first result's setting), some of which a workload stores under names of its own: not
-/// exact. An entry without a workload (an old plan that did not name it) is of every
-/// result.
+/// exact; none, for a workload that stored nothing. An entry without a workload (an old
+/// plan that did not name it) is of every result.
 fn planned_tests(run: &RunRecord) -> Vec<(Option<String>, Vec<String>, bool)> {
     let parts: Vec<&serde_json::Value> = match run.plan.get("suite").and_then(|s| s.as_array()) {
         Some(suite) => suite.iter().collect(),
@@ -413,15 +413,21 @@ fn planned_tests(run: &RunRecord) -> Vec<(Option<String>, Vec<String>, bool)> {
             if let Some(tests) = p.get("tests").and_then(names) {
                 return Some((wl, tests, true));
             }
-            let asked = p["params"].get("tests").and_then(names).or_else(|| {
-                run.results
-                    .iter()
-                    .find(|r| wl.as_deref().is_none_or(|w| r.workload == w))?
-                    .settings
-                    .get("tests")
-                    .and_then(names)
-            })?;
-            Some((wl, asked, false))
+            let first = run
+                .results
+                .iter()
+                .find(|r| wl.as_deref().is_none_or(|w| r.workload == w));
+            let asked = p["params"]
+                .get("tests")
+                .and_then(names)
+                .or_else(|| first?.settings.get("tests").and_then(names));
+            match asked {
+                Some(asked) => Some((wl, asked, false)),
+                // A workload of an old suite plan that stored nothing, its tests not
+                // said: every one of them never ran (no entry would leave it out).
+                None if wl.is_some() && first.is_none() => Some((wl, Vec::new(), false)),
+                None => None,
+            }
         })
         .collect()
 }
@@ -437,6 +443,12 @@ pub fn not_run_note(run: &RunRecord, label: &str) -> Option<String> {
     let mut count = 0;
     let mut missing: Vec<String> = Vec::new();
     for (wl, tests, exact) in &planned {
+        if tests.is_empty() {
+            // The tests of a workload that stored nothing, not known by name.
+            count += 2;
+            missing.push(format!("{} (every test)", wl.as_deref().unwrap_or("?")));
+            continue;
+        }
         let stored = |t: &str| {
             run.results
                 .iter()
@@ -2444,6 +2456,22 @@ mod tests {
         assert_eq!(
             not_run_note(&old, "a").as_deref(),
             Some("a: interrupted before this test ran: net tcp (asked for, nothing stored)")
+        );
+        // One whose second workload asked for its default tests and stored nothing: it
+        // is named (it was left out, no tests known).
+        let old = killed(
+            serde_json::json!({"suite": [
+                {"workload": "kv", "params": {"tests": ["set", "get"]}},
+                {"workload": "mem", "params": {}},
+            ]}),
+            &[("kv", "set")],
+        );
+        assert_eq!(
+            not_run_note(&old, "a").as_deref(),
+            Some(
+                "a: interrupted before these tests ran: kv get; mem (every test) \
+                 (asked for, nothing stored)"
+            )
         );
     }
 
