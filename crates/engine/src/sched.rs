@@ -340,8 +340,7 @@ pub(crate) struct Copies {
     /// The round under way: its copies summed, and the sum of their times.
     round: Option<Recorder>,
     round_ns: u128,
-    round_n: u128,
-    /// Whether each worker's copy to the round is in.
+    /// Whether each worker's copy to the round is in (a worker done after it included).
     copied: Vec<bool>,
     /// A worker's newest copy to the next round.
     ahead: Vec<Option<Snapshot>>,
@@ -357,7 +356,6 @@ impl Copies {
         Copies {
             round: None,
             round_ns: 0,
-            round_n: 0,
             copied: vec![false; workers],
             ahead: (0..workers).map(|_| None).collect(),
             done: vec![false; workers],
@@ -403,7 +401,8 @@ impl Copies {
         if live.peek().is_none() || live.any(|w| !self.copied[w]) {
             return None;
         }
-        let at_ns = (self.round_ns / self.round_n.max(1)) as u64;
+        let copies = self.copied.iter().filter(|&&c| c).count();
+        let at_ns = (self.round_ns / copies.max(1) as u128) as u64;
         let mut recs: Vec<Recorder> = self.round.take().into_iter().collect();
         recs.extend(self.done_sum.clone());
         // The next round: the done workers' last recorders in the sum from now on, and
@@ -411,7 +410,7 @@ impl Copies {
         for rec in std::mem::take(&mut self.done_later) {
             rec.add_to(&mut self.done_sum);
         }
-        (self.round_ns, self.round_n) = (0, 0);
+        self.round_ns = 0;
         self.copied.iter_mut().for_each(|c| *c = false);
         for w in 0..self.ahead.len() {
             if let Some(s) = self.ahead[w].take() {
@@ -424,7 +423,6 @@ impl Copies {
     fn copy_in(&mut self, s: Snapshot) {
         self.copied[s.worker] = true;
         self.round_ns += u128::from(s.at_ns);
-        self.round_n += 1;
         if let Some(rec) = s.rec {
             rec.add_to(&mut self.round);
         }

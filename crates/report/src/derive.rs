@@ -440,12 +440,13 @@ pub fn not_run_note(run: &RunRecord, label: &str) -> Option<String> {
     let state = run.status.unfinished_as()?;
     let planned = planned_tests(run);
     let suite = planned.len() > 1;
+    // The tests named, and whether a workload's every test (their names not known) is.
     let mut count = 0;
+    let mut every = false;
     let mut missing: Vec<String> = Vec::new();
     for (wl, tests, exact) in &planned {
         if tests.is_empty() {
-            // The tests of a workload that stored nothing, not known by name.
-            count += 2;
+            every = true;
             missing.push(format!("{} (every test)", wl.as_deref().unwrap_or("?")));
             continue;
         }
@@ -471,10 +472,10 @@ pub fn not_run_note(run: &RunRecord, label: &str) -> Option<String> {
             _ => not.join(", "),
         });
     }
-    (count > 0).then(|| {
+    (count > 0 || every).then(|| {
         format!(
             "{label}: {state} before {} ran: {} (asked for, nothing stored)",
-            if count == 1 {
+            if count == 1 && !every {
                 "this test"
             } else {
                 "these tests"

@@ -1867,9 +1867,9 @@ mod tests {
         );
     }
 
-    /// A workload of two tests whose second makes the store refuse results from then on,
-    /// as a full disk would, after asking a stop when the point says `stop`.
-    /// Two tests, `a` and `b`; the store refuses results from test `refuse_from` on.
+    /// A workload of two tests, `a` and `b`: test `refuse_from` makes the store refuse
+    /// results from then on, as a full disk would (`a` after storing a checkpoint), and
+    /// asks a stop when the point says `stop`.
     struct Refusing {
         db: std::path::PathBuf,
         stop: bool,
