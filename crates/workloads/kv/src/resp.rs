@@ -52,6 +52,7 @@ impl Digits {
         }
     }
 
+    #[inline]
     pub fn bytes(self) -> [u8; 12] {
         let mut d = [0u8; 12];
         d[..4].copy_from_slice(&self.hi.to_le_bytes());
@@ -66,31 +67,21 @@ impl Digits {
         out[at + 4..at + 12].copy_from_slice(&self.lo.to_le_bytes());
     }
 
-    /// Digit `i` (0..12), from the words.
-    #[inline]
-    fn byte(self, i: usize) -> u8 {
-        if i < 4 {
-            (self.hi >> (8 * i)) as u8
-        } else {
-            (self.lo >> (8 * (i - 4))) as u8
-        }
-    }
-
     /// Write the digits repeated over `value` (a key's stored value): whole repetitions
-    /// as two stores each, the rest byte by byte.
+    /// as two stores each, the rest copied from the digits' first bytes.
     #[inline]
     fn fill(self, value: &mut [u8]) {
         let mut chunks = value.chunks_exact_mut(12);
         for c in &mut chunks {
             self.put(c, 0);
         }
-        for (i, b) in chunks.into_remainder().iter_mut().enumerate() {
-            *b = self.byte(i);
-        }
+        let rest = chunks.into_remainder();
+        let n = rest.len();
+        rest.copy_from_slice(&self.bytes()[..n]);
     }
 
     /// `value` is the digits repeated: whole repetitions compared as words, the rest
-    /// byte by byte.
+    /// against the digits' first bytes ([`eq_short`]).
     #[inline]
     fn matches(self, value: &[u8]) -> bool {
         let mut chunks = value.chunks_exact(12);
@@ -101,11 +92,27 @@ impl Digits {
                 return false;
             }
         }
-        chunks
-            .remainder()
-            .iter()
-            .enumerate()
-            .all(|(i, &b)| b == self.byte(i))
+        let rest = chunks.remainder();
+        eq_short(rest, &self.bytes()[..rest.len()])
+    }
+}
+
+/// Two slices of the same length under 16 bytes are equal: as two overlapping words
+/// (their first and last 8, or 4, bytes), not a `memcmp` call. Hot path: the rest of a
+/// GET's value after its whole repetitions of the key's digits (all 10 bytes of one of
+/// `-d 10`).
+#[inline]
+fn eq_short(a: &[u8], b: &[u8]) -> bool {
+    debug_assert!(a.len() == b.len() && a.len() < 16);
+    let n = a.len();
+    let word8 = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+    let word4 = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap());
+    if n >= 8 {
+        word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8)
+    } else if n >= 4 {
+        word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4)
+    } else {
+        a == b
     }
 }
 
@@ -650,6 +657,25 @@ mod tests {
                 at += want.len();
             }
             assert_eq!(at, out.len());
+        }
+    }
+
+    /// A value of any length matches its key's digits repeated, and fails with any one
+    /// byte changed, wherever it is (the words compared overlap at the rest's end).
+    #[test]
+    fn a_value_matches_its_digits_and_no_byte_changed() {
+        let d = Digits::of(123_456_789_012);
+        for size in 0..40 {
+            let mut v = vec![0u8; size];
+            d.fill(&mut v);
+            let want: Vec<u8> = d.bytes().iter().copied().cycle().take(size).collect();
+            assert_eq!(v, want, "size {size}");
+            assert!(d.matches(&v), "size {size}");
+            for i in 0..size {
+                let mut bad = v.clone();
+                bad[i] ^= 0x10;
+                assert!(!d.matches(&bad), "size {size}, byte {i} changed");
+            }
         }
     }
 
