@@ -15,8 +15,9 @@
 //! with the reason); each run's power and
 //! perf/W by the one power rule, as the results table takes them, named by their basis
 //! (whole server measured untagged, `MODELLED`, `component only`), and `not comparable`
-//! with no percentage where the sides' bases differ. Each with its difference,
-//! (B - A) / A with A as old. A capacity test (ramp, search, levels) is compared on its
+//! with no percentage where the sides' bases differ (a side whose runs' watts came from
+//! different sources of one basis has neither figure, and says so). Each with its
+//! difference, (B - A) / A with A as old. A capacity test (ramp, search, levels) is compared on its
 //! headline only: its other figures are per step. A figure only one side has (CPU per
 //! operation on different bases, power on one side, a point only one side ran: by its
 //! headline) keeps its row, with that side's value and `only on A: <why B has none>`.
@@ -27,10 +28,13 @@
 //! often than 5% of the time. The unit of replication is therefore the run: each run
 //! gives one value (its repetitions' mean, or its merged latency's percentile), and with
 //! at least two runs on each side the difference carries Welch's 95% confidence
-//! interval over the run means and a verdict at p < 0.05 (METHODS 10). With fewer, the
-//! verdict says there are not enough repetitions and gives no p-value. A test repeats
-//! an A/A comparison many times and checks the false-positive rate stays near the
-//! stated 5%.
+//! interval over the run means and a verdict at p < 0.05 (METHODS 10). A side's perf/W
+//! is its runs' mean throughput over their mean power (the report's figure of a
+//! variant over its repetitions, and the side's throughput row over its power row; not
+//! the mean of each run's ratio), its spread by the delta method
+//! ([`Sample::ratio_of_means`]). With fewer, the verdict says there are not enough
+//! repetitions and gives no p-value. A test repeats an A/A comparison many times and
+//! checks the false-positive rate stays near the stated 5%.
 //!
 //! Comparability diffs the system-under-test disclosures on the keys that change results
 //! (CPU, memory, kernel, mitigations, SMT, governor, software versions, sysctls, kernel
@@ -752,6 +756,50 @@ struct Figure {
     /// For power and perf/W, each run's power basis: whole-server measured, modelled and
     /// component watts are never set against each other.
     basis: BTreeMap<usize, PowerBasis>,
+    /// For power and perf/W, each run's power source (`ipmi-dcmi system`): a side whose
+    /// runs' watts came from different ones has no one figure ([`one_source_only`]).
+    sources: BTreeMap<usize, String>,
+    /// For perf/W, each run's throughput and watts ([`crate::derive::Point::per_watt_terms`]):
+    /// the side's figure is their means' ratio ([`side_sample`]).
+    terms: BTreeMap<usize, (f64, f64)>,
+}
+
+impl Figure {
+    /// Each run's values.
+    fn runs(&self) -> Vec<Vec<f64>> {
+        self.per_run.values().cloned().collect()
+    }
+}
+
+/// A side's figure over its runs: their values' mean (each run's its repetitions' mean);
+/// for perf/W their mean throughput over their mean power ([`Sample::ratio_of_means`]),
+/// as the report's perf/W of a variant is over its repetitions, never the mean of each
+/// run's ratio, so that it is the side's throughput row over its power row.
+fn side_sample(f: &Figure) -> Option<Sample> {
+    if f.terms.is_empty() {
+        Sample::of(&run_means(&f.runs()))
+    } else {
+        Sample::ratio_of_means(&f.terms.values().copied().collect::<Vec<_>>())
+    }
+}
+
+/// A side's power and perf/W over runs whose watts came from different sources (of one
+/// basis: unlike bases are said where the sides meet): no figure, and why. The report
+/// takes a point's power from the repetitions of its first one's source only, so a
+/// variant's repetitions of two sources would give a figure it does not print.
+fn one_source_only(f: &mut Figure) {
+    let mut sources: Vec<&str> = f.sources.values().map(String::as_str).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    if sources.len() > 1 && bases(f).len() == 1 {
+        let why = format!(
+            "its runs' power came from different sources ({}): no one figure over them",
+            sources.join(", ")
+        );
+        f.per_run.clear();
+        f.terms.clear();
+        f.missing = vec![why];
+    }
 }
 
 /// The parameters that keep sweep points apart: scalar ones that take more than one
@@ -1017,29 +1065,46 @@ fn over_levels_power(figure: &str) -> bool {
 /// carried beside it ([`Figure::basis`]) and said in the row.
 const POWER: &str = "power_w";
 
-/// A run's power at one sweep point and its perf/W, by the one rule the results table
-/// uses ([`crate::derive::Point::power`]: [`model::power::headline`], over the valid
-/// repetitions whose figure has the first one's source), with its basis; None without
-/// power or for a capacity test.
-fn power_of(p: &crate::derive::Point) -> Option<(PowerBasis, Vec<FigureOf>)> {
+/// A run's power at one sweep point, by the one rule the results table uses
+/// ([`crate::derive::Point::power`]: [`model::power::headline`], over the valid
+/// repetitions whose figure has the first one's source).
+struct RunPower {
+    basis: PowerBasis,
+    /// `ipmi-dcmi system`.
+    source: String,
+    /// Its power, and its perf/W with the throughput and watts that it divides.
+    figures: Vec<(FigureOf, Option<(f64, f64)>)>,
+}
+
+/// A run's power at one sweep point and its perf/W ([`RunPower`]); None without power or
+/// for a capacity test.
+fn power_of(p: &crate::derive::Point) -> Option<RunPower> {
     if p.capacity_phase().is_some() {
         return None;
     }
     let power = p.power().ok()?;
-    let mut out: Vec<FigureOf> = vec![(POWER.into(), "W".into(), false, Ok(power.watts))];
-    if let Some(perf_per_w) = p.efficiency().and_then(|e| e.perf_per_w.ok()) {
+    let mut figures = vec![((POWER.into(), "W".into(), false, Ok(power.watts)), None)];
+    let perf_per_w = p.efficiency().and_then(|e| e.perf_per_w.ok());
+    if let (Some(perf_per_w), Some(terms)) = (perf_per_w, p.per_watt_terms()) {
         // Latency per watt is no efficiency.
         if p.higher_is_better() {
             let unit = p.headline_unit();
-            out.push((
-                format!("{unit} per W"),
-                format!("{unit}/W"),
-                true,
-                Ok(perf_per_w),
+            figures.push((
+                (
+                    format!("{unit} per W"),
+                    format!("{unit}/W"),
+                    true,
+                    Ok(perf_per_w),
+                ),
+                Some(terms),
             ));
         }
     }
-    Some((power.basis, out))
+    Some(RunPower {
+        basis: power.basis,
+        source: power.source,
+        figures,
+    })
 }
 
 /// A levels test's headline: its loaded levels' replies over their and active idle's
@@ -1210,10 +1275,10 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                 let basis = levels_basis(r);
                 figures_of(run, r).into_iter().map(move |f| {
                     match (&basis, over_levels_power(&f.0)) {
-                        (Ok(b), true) => (f, *b),
+                        (Ok(b), true) => (f, *b, None),
                         // Over unlike power: no figure to set against another.
-                        (Err(why), true) => ((f.0, f.1, f.2, Err(why.clone())), None),
-                        (_, false) => (f, None),
+                        (Err(why), true) => ((f.0, f.1, f.2, Err(why.clone())), None, None),
+                        (_, false) => (f, None, None),
                     }
                 })
             });
@@ -1224,12 +1289,15 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                         .into_iter()
                         .chain(pct_over_of(&valid, kind, m))
                 })
-                .map(|f| (f, None));
-            let power = power_of(&p)
-                .into_iter()
-                .flat_map(|(b, figures)| figures.into_iter().map(move |f| (f, Some(b))));
+                .map(|f| (f, None, None));
+            let power = power_of(&p).into_iter().flat_map(|pw| {
+                let (basis, source) = (pw.basis, pw.source);
+                pw.figures
+                    .into_iter()
+                    .map(move |(f, terms)| (f, Some(basis), Some((source.clone(), terms))))
+            });
             let figures = per_rep.chain(latency).chain(power);
-            for ((metric, unit, hib, v), basis) in figures {
+            for ((metric, unit, hib, v), basis, power) in figures {
                 if v.as_ref().is_ok_and(|v| !v.is_finite()) {
                     continue;
                 }
@@ -1239,18 +1307,29 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                     per_run: BTreeMap::new(),
                     missing: Vec::new(),
                     basis: BTreeMap::new(),
+                    sources: BTreeMap::new(),
+                    terms: BTreeMap::new(),
                 });
                 if let Some(b) = basis {
                     f.basis.insert(i, b);
                 }
                 match v {
-                    Ok(v) => f.per_run.entry(i).or_default().push(v),
+                    Ok(v) => {
+                        f.per_run.entry(i).or_default().push(v);
+                        if let Some((source, terms)) = power {
+                            f.sources.insert(i, source);
+                            if let Some(t) = terms {
+                                f.terms.insert(i, t);
+                            }
+                        }
+                    }
                     Err(why) if !f.missing.contains(&why) => f.missing.push(why),
                     Err(_) => {}
                 }
             }
         }
     }
+    out.values_mut().for_each(one_source_only);
     let uncounted = at_point
         .into_iter()
         .filter_map(|(k, rs)| Some((k, model::none_counted_because(&rs, "repetition")?)))
@@ -1303,8 +1382,26 @@ pub fn judge_on(
     higher_is_better: bool,
     points: bool,
 ) -> Judged {
-    let (ma, mb) = (run_means(a_runs), run_means(b_runs));
-    let (sa, sb) = (Sample::of(&ma), Sample::of(&mb));
+    let reps = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).max().unwrap_or(0);
+    judge_samples(
+        Sample::of(&run_means(a_runs)),
+        Sample::of(&run_means(b_runs)),
+        reps(a_runs) > 1 || reps(b_runs) > 1,
+        higher_is_better,
+        points,
+    )
+}
+
+/// [`judge_on`] of each side's figure over its runs (`sa`, `sb`, each of n runs);
+/// `reps_inside`: some run of either side has several repetitions.
+fn judge_samples(
+    sa: Option<Sample>,
+    sb: Option<Sample>,
+    reps_inside: bool,
+    higher_is_better: bool,
+    points: bool,
+) -> Judged {
+    let n = |s: &Option<Sample>| s.as_ref().map_or(0, |s| s.n);
     let diff_pct = match (&sa, &sb) {
         (Some(x), Some(y)) if x.mean != 0.0 => Some(100.0 * (y.mean - x.mean) / x.mean),
         // Zero on both sides (no request over a threshold): the same, not a missing figure.
@@ -1330,7 +1427,6 @@ pub fn judge_on(
     };
     // Likewise as computed (the text shows a bound below -A as `<-A`).
     let ci95_abs = w.as_ref().map(|w| (w.ci95_low, w.ci95_high));
-    let reps = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).max().unwrap_or(0);
     let direction = if points { diff_abs } else { diff_pct };
     let verdict = match (&w, direction) {
         (_, None) if sa.is_some() && sb.is_some() => {
@@ -1344,9 +1440,9 @@ pub fn judge_on(
         }
         (None, Some(_)) => format!(
             "not enough repetitions ({} vs {} runs{})",
-            ma.len(),
-            mb.len(),
-            if reps(a_runs) > 1 || reps(b_runs) > 1 {
+            n(&sa),
+            n(&sb),
+            if reps_inside {
                 "; repetitions inside a run do not count"
             } else {
                 ""
@@ -1358,8 +1454,8 @@ pub fn judge_on(
                 "{} (significant, {}, {} vs {} runs)",
                 if better { "better" } else { "worse" },
                 p_text(w.p),
-                ma.len(),
-                mb.len()
+                n(&sa),
+                n(&sb)
             )
         }
         (Some(w), Some(_)) => format!("no significant difference ({})", p_text(w.p)),
@@ -1549,11 +1645,17 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             }
             (None, None) => continue,
         };
-        let runs = |f: &Figure| f.per_run.values().cloned().collect::<Vec<_>>();
         // A share, in % (of requests over a threshold, of datagrams lost): its
         // difference in points.
         let share = is_share(&key.1, &fa.unit);
-        let mut j = judge_on(&runs(fa), &runs(fb), fa.higher_is_better, share);
+        let reps = |f: &Figure| f.per_run.values().any(|r| r.len() > 1);
+        let mut j = judge_samples(
+            side_sample(fa),
+            side_sample(fb),
+            reps(fa) || reps(fb),
+            fa.higher_is_better,
+            share,
+        );
         // A figure that could not be had on a side says why, rather than being left out.
         let why = |f: &Figure| (f.per_run.is_empty()).then(|| f.missing.join("; "));
         match (why(fa), why(fb)) {
@@ -1610,8 +1712,8 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             ci95_points: share.then_some(j.ci95_abs).flatten(),
             p_value: j.p_value,
             verdict: j.verdict,
-            a_reps: one_runs_reps(&runs(fa)),
-            b_reps: one_runs_reps(&runs(fb)),
+            a_reps: one_runs_reps(&fa.runs()),
+            b_reps: one_runs_reps(&fb.runs()),
         });
     }
     // The headline first in each point, then latency, then cost.
@@ -1701,9 +1803,15 @@ fn one_sided_row(
             others.contains_key(&(key.0.clone(), m.to_string()))
         })
     };
-    let runs: Vec<Vec<f64>> = f.per_run.values().cloned().collect();
-    let sample = Sample::of(&run_means(&runs));
-    let reps = one_runs_reps(&runs);
+    // Power this side's runs had from different sources ([`one_source_only`]) says so,
+    // beside why the other has none.
+    let why = if f.per_run.is_empty() && !f.sources.is_empty() {
+        format!("{why}; missing on {side}: {}", f.missing.join("; "))
+    } else {
+        why
+    };
+    let sample = side_sample(f);
+    let reps = one_runs_reps(&f.runs());
     let ((a, a_reps), (b, b_reps)) = if side == "A" {
         ((sample, reps), (None, None))
     } else {

@@ -1205,6 +1205,14 @@ impl<'a> Point<'a> {
         }
     }
 
+    /// The throughput and the watts [`Efficiency::perf_per_w`] divides
+    /// ([`Powered::per_watt_terms`]): a side of several runs in a comparison is their
+    /// means' ratio, as a variant's repetitions give the report's figure. None where no
+    /// repetition has both.
+    pub fn per_watt_terms(&self) -> Option<(f64, f64)> {
+        self.powered().per_watt_terms()
+    }
+
     /// Efficiency figures of this point. None for a capacity test: its headline is one
     /// step's figure (or already per watt), the power and CPU the whole test's.
     pub fn efficiency(&self) -> Option<Efficiency> {
@@ -1215,38 +1223,26 @@ impl<'a> Point<'a> {
         let powered = self.powered();
         let power = powered.figure(self.run);
         let cpu = self.cpu_used();
-        // Per watt over the repetitions that have both figures: the throughput of those
-        // whose power was read, not of every one (100k, 100k and 160k ops/s over 300 W,
-        // 300 W and none is 333 per W, not the 400 of the three's mean over the two's).
         // A headline better lower (a latency) has no per-watt figure.
-        let (perf_sum, w_sum, n) = powered
-            .reps
-            .iter()
-            .filter_map(|(r, w)| r.headline_value().map(|v| (v, *w)))
-            .fold((0.0, 0.0, 0usize), |(p, ws, n), (v, w)| {
-                (p + v, ws + w, n + 1)
-            });
+        let terms = powered.per_watt_terms();
         let throughput = self.higher_is_better();
         let idle = match &power {
             Ok(p) => p.idle_w.ok_or_else(|| idle_missing(self.run, &powered)),
             Err(why) => Err(format!("no power figure: {why}")),
         };
-        let (perf_per_w, w_per_perf, dw_per_perf) = match &power {
+        let (perf_per_w, w_per_perf, dw_per_perf) = match (&power, terms) {
             _ if !throughput => {
                 let no = || Err(NOT_A_THROUGHPUT.to_string());
                 (no(), no(), no())
             }
-            Ok(p) if n > 0 && w_sum > 0.0 && perf_sum > 0.0 => {
-                let (perf_m, w_m) = (perf_sum / n as f64, w_sum / n as f64);
-                (
-                    Ok(perf_m / w_m),
-                    Ok(w_m / perf_m),
-                    idle.clone()
-                        .and_then(|i| above_idle(w_m, i))
-                        .map(|dw| dw / perf_m),
-                )
-            }
-            Ok(_) => {
+            (Ok(_), Some((perf_m, w_m))) if w_m > 0.0 && perf_m > 0.0 => (
+                Ok(perf_m / w_m),
+                Ok(w_m / perf_m),
+                idle.clone()
+                    .and_then(|i| above_idle(w_m, i))
+                    .map(|dw| dw / perf_m),
+            ),
+            (Ok(_), _) => {
                 let no = || {
                     Err(
                         "no repetition has both a throughput above zero and a power figure"
@@ -1255,7 +1251,7 @@ impl<'a> Point<'a> {
                 };
                 (no(), no(), no())
             }
-            Err(why) => {
+            (Err(why), _) => {
                 let no = || Err(format!("no power figure: {why}"));
                 (no(), no(), no())
             }
@@ -1304,6 +1300,21 @@ struct Powered<'a> {
 }
 
 impl Powered<'_> {
+    /// The throughput and the watts perf/W is the ratio of: their means over the
+    /// repetitions that have both figures, the throughput of those whose power was read,
+    /// not of every one (100k, 100k and 160k ops/s over 300 W, 300 W and none is 333 per
+    /// W, not the 400 of the three's mean over the two's). None where none has both.
+    fn per_watt_terms(&self) -> Option<(f64, f64)> {
+        let (perf_sum, w_sum, n) = self
+            .reps
+            .iter()
+            .filter_map(|(r, w)| r.headline_value().map(|v| (v, *w)))
+            .fold((0.0, 0.0, 0usize), |(p, ws, n), (v, w)| {
+                (p + v, ws + w, n + 1)
+            });
+        (n > 0).then(|| (perf_sum / n as f64, w_sum / n as f64))
+    }
+
     /// Their mean power, or why there is none.
     fn figure(&self, run: &RunRecord) -> Result<PowerFigure, String> {
         let ws: Vec<f64> = self.reps.iter().map(|(_, w)| *w).collect();

@@ -45,6 +45,27 @@ impl Sample {
             sd: stdev(v),
         })
     }
+    /// The ratio of means R = mean(t) / mean(w) over n pairs (t_i, w_i) (throughput and
+    /// watts: perf/W over several runs is their mean throughput over their mean power, not
+    /// the mean of each run's ratio), with the delta method's spread: sd is the sample sd
+    /// of z_i = (t_i - R w_i) / mean(w), so that sd / sqrt(n), as [`welch`] takes it, is
+    /// R's standard error. None without pairs or where mean(w) is not above zero.
+    pub fn ratio_of_means(pairs: &[(f64, f64)]) -> Option<Sample> {
+        let t: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+        let w: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+        let (mt, mw) = (mean(&t)?, mean(&w)?);
+        if mw.is_nan() || mw <= 0.0 {
+            return None;
+        }
+        let r = mt / mw;
+        let z: Vec<f64> = pairs.iter().map(|(t, w)| (t - r * w) / mw).collect();
+        Some(Sample {
+            n: pairs.len(),
+            mean: r,
+            sd: stdev(&z),
+        })
+    }
+
     /// Coefficient of variation in percent (PTS flags above ~2.5-3.5%).
     pub fn cv_pct(&self) -> Option<f64> {
         self.sd
@@ -266,6 +287,32 @@ mod tests {
         let w = welch(&a, &a).unwrap();
         assert_eq!((w.p, w.ci95_low, w.ci95_high), (1.0, 0.0, 0.0));
         assert!(!no_spread(&a, &a));
+    }
+
+    /// Three runs of 10, 12 and 20 ops/s over 2, 3 and 4 W: 42 / 9 = 4.667 per W (the
+    /// mean of the runs' ratios is 5.0), z = (2/9, -6/9, 4/9), sd = sqrt(28) / 9.
+    #[test]
+    fn a_ratio_of_means_and_its_delta_method_spread() {
+        let s = Sample::ratio_of_means(&[(10.0, 2.0), (12.0, 3.0), (20.0, 4.0)]).unwrap();
+        assert_eq!(s.n, 3);
+        assert!((s.mean - 14.0 / 3.0).abs() < 1e-12, "{}", s.mean);
+        assert!(
+            (s.sd.unwrap() - 28f64.sqrt() / 9.0).abs() < 1e-12,
+            "{:?}",
+            s.sd
+        );
+        // With the same watts in every pair it is the throughput's sample over those watts.
+        let t = [10.0, 12.0, 20.0];
+        let pairs: Vec<(f64, f64)> = t.iter().map(|t| (*t, 4.0)).collect();
+        let s = Sample::ratio_of_means(&pairs).unwrap();
+        let of = Sample::of(&t).unwrap();
+        assert!((s.mean - of.mean / 4.0).abs() < 1e-12);
+        assert!((s.sd.unwrap() - of.sd.unwrap() / 4.0).abs() < 1e-12);
+        // One pair: its ratio, no spread; none without pairs or watts.
+        let one = Sample::ratio_of_means(&[(10.0, 4.0)]).unwrap();
+        assert_eq!((one.n, one.mean, one.sd), (1, 2.5, None));
+        assert_eq!(Sample::ratio_of_means(&[]), None);
+        assert_eq!(Sample::ratio_of_means(&[(10.0, 0.0)]), None);
     }
 
     #[test]

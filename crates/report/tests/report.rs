@@ -1777,6 +1777,237 @@ fn compare_sets_power_against_power_of_the_same_basis_only() {
     assert!(rows(&c, "power_w").is_empty());
 }
 
+/// Sets every repetition of `set pipeline=1` in `run`: repetition i's throughput and
+/// whole-server watts are `figures[i]`.
+fn set_throughput_and_watts(run: &mut RunRecord, figures: &[(f64, f64)]) {
+    for r in run
+        .results
+        .iter_mut()
+        .filter(|r| r.test == "set" && r.params.get("pipeline") == Some(&serde_json::json!(1)))
+    {
+        let (t, w) = figures[r.repetition as usize];
+        for m in r.metrics.iter_mut() {
+            if m.name == "ops_per_s" && m.labels.is_empty() {
+                m.value = t;
+            }
+        }
+        for p in &mut r.telemetry_summary[0].power {
+            if p.source == "ipmi-dcmi" {
+                p.mean_watts = w;
+            }
+        }
+    }
+}
+
+/// The rows of one metric at `kv set pipeline=1`.
+fn set_rows(c: &report::Comparison, metric: &str) -> Vec<report::CompareRow> {
+    c.rows
+        .iter()
+        .filter(|r| r.metric == metric && r.point == "kv set pipeline=1")
+        .cloned()
+        .collect()
+}
+
+/// A variant's perf/W in compare is the report's: its repetitions' mean throughput over
+/// their mean power (100k, 100k and 400k ops/s over 100, 200 and 300 W is 1,000 per W),
+/// not the mean of each repetition's ratio (944 per W), which set the two numbers of one
+/// variant side by side; and it is the throughput row over the power row. Its spread is
+/// the delta method's: z = (t - R w) / mean(w) = (0, -500, 500), sd 500.
+#[test]
+fn a_variants_perf_per_watt_in_compare_is_the_reports() {
+    let mut run = kv_run(&Spec {
+        reps: 6,
+        instances: &[1],
+        power: Power::Ipmi(200.0),
+        ..Spec::default()
+    });
+    set_throughput_and_watts(
+        &mut run,
+        &[
+            (100_000.0, 100.0),
+            (120_000.0, 110.0),
+            (100_000.0, 200.0),
+            (110_000.0, 100.0),
+            (400_000.0, 300.0),
+            (130_000.0, 120.0),
+        ],
+    );
+    for r in run.results.iter_mut() {
+        let v = if r.repetition % 2 == 0 { "off" } else { "on" };
+        r.params.insert("variant".into(), serde_json::json!(v));
+    }
+    let c = report::compare::compare(
+        &report::compare::variant_runs(&run, "off").unwrap(),
+        &report::compare::variant_runs(&run, "on").unwrap(),
+    );
+    let [ppw] = &set_rows(&c, "ops/s per W")[..] else {
+        panic!("one perf/W row: {:?}", c.rows)
+    };
+    let a = ppw.a.as_ref().unwrap();
+    assert_eq!(a.n, 3, "each repetition a replication");
+    assert!((a.mean - 1_000.0).abs() < 1e-9, "{a:?}");
+    let mean_of_ratios = (1_000.0 + 500.0 + 400_000.0 / 300.0) / 3.0;
+    assert!(
+        (a.mean - mean_of_ratios).abs() > 50.0,
+        "not the ratios' mean"
+    );
+    assert!((a.sd.unwrap() - 500.0).abs() < 1e-9, "{a:?}");
+    let b = ppw.b.as_ref().unwrap();
+    assert!((b.mean - 360_000.0 / 330.0).abs() < 1e-9, "{b:?}");
+    assert!(
+        ppw.p_value.is_some(),
+        "judged on the three replications a side"
+    );
+    // The throughput row over the power row.
+    let mean = |metric: &str, side: fn(&report::CompareRow) -> &Option<report::stats::Sample>| {
+        side(&set_rows(&c, metric)[0]).as_ref().unwrap().mean
+    };
+    for side in [
+        (|r: &report::CompareRow| &r.a) as fn(&report::CompareRow) -> &Option<_>,
+        |r: &report::CompareRow| &r.b,
+    ] {
+        let want = mean("ops_per_s", side) / mean("power_w", side);
+        assert!((mean("ops/s per W", side) - want).abs() < 1e-9 * want);
+    }
+    // The report's column of each variant gives the same figure.
+    let cols = report::compare::variant_columns(run.clone());
+    for (col, side) in cols.iter().zip([a, b]) {
+        let pts = report::derive::points(0, col);
+        let p = pts
+            .iter()
+            .find(|p| p.test == "set" && p.params.get("pipeline") == Some(&serde_json::json!(1)))
+            .unwrap();
+        let e = p.efficiency().unwrap().perf_per_w.unwrap();
+        assert!(
+            (side.mean - e).abs() < 1e-9 * e,
+            "{} vs the report's {e}",
+            side.mean
+        );
+    }
+    // As the report's Comparison section takes its columns.
+    let rep = report::compare::compare(
+        &report::compare::replications(&cols[0]),
+        &report::compare::replications(&cols[1]),
+    );
+    assert_eq!(rep.rows, c.rows);
+    // The cell counts what it counts, as before.
+    assert_eq!(ppw.side_text(&ppw.a, &ppw.a_reps), "1,000 ops/s/W (3 runs)");
+}
+
+/// Across runs likewise: each side's perf/W is its runs' mean throughput over their mean
+/// power (run means of 100k and 300k ops/s over 100 and 200 W: 1,333 per W, where the
+/// runs' ratios average 1,250).
+#[test]
+fn a_sides_perf_per_watt_is_its_runs_mean_throughput_over_their_mean_power() {
+    let side = |ids: [&'static str; 2], figures: [[(f64, f64); 2]; 2]| -> Vec<RunRecord> {
+        ids.iter()
+            .zip(figures)
+            .map(|(id, f)| {
+                let mut run = kv_run(&Spec {
+                    id,
+                    reps: 2,
+                    instances: &[1],
+                    ..Spec::default()
+                });
+                set_throughput_and_watts(&mut run, &f);
+                run
+            })
+            .collect()
+    };
+    let a = side(
+        ["20261120T230000-aaaaa1", "20261120T230100-aaaaa2"],
+        [
+            [(90_000.0, 100.0), (110_000.0, 100.0)],
+            [(290_000.0, 190.0), (310_000.0, 210.0)],
+        ],
+    );
+    let b = side(
+        ["20261120T231000-bbbbb1", "20261120T231100-bbbbb2"],
+        [
+            [(100_000.0, 90.0), (100_000.0, 90.0)],
+            [(200_000.0, 150.0), (220_000.0, 150.0)],
+        ],
+    );
+    let c = report::compare(&a, &b);
+    let [ppw] = &set_rows(&c, "ops/s per W")[..] else {
+        panic!("one perf/W row: {:?}", c.rows)
+    };
+    let pa = ppw.a.as_ref().unwrap();
+    assert_eq!(pa.n, 2);
+    assert!((pa.mean - 200_000.0 / 150.0).abs() < 1e-9, "{pa:?}");
+    assert!((pa.mean - (1_000.0 + 1_500.0) / 2.0).abs() > 50.0);
+    let pb = ppw.b.as_ref().unwrap();
+    assert!((pb.mean - 155_000.0 / 120.0).abs() < 1e-9, "{pb:?}");
+    let row_mean = |metric: &str| set_rows(&c, metric)[0].a.as_ref().unwrap().mean;
+    assert!((pa.mean - row_mean("ops_per_s") / row_mean("power_w")).abs() < 1e-9);
+    // Each run's ratio is its own report's perf/W.
+    let one = report::compare(&a[1..], &a[1..]);
+    let e = report::derive::points(0, &a[1])
+        .into_iter()
+        .find(|p| p.test == "set" && p.params.get("pipeline") == Some(&serde_json::json!(1)))
+        .unwrap()
+        .efficiency()
+        .unwrap();
+    assert_eq!(
+        set_rows(&one, "ops/s per W")[0].a.as_ref().unwrap().mean,
+        e.perf_per_w.unwrap()
+    );
+}
+
+/// The report takes a point's power from the repetitions of its first one's source only:
+/// a variant whose repetitions' watts came from two sources (IPMI, then the ACPI power
+/// meter) has no power or perf/W in compare that the report would print, and says so
+/// rather than averaging the two.
+#[test]
+fn a_side_whose_runs_power_came_from_different_sources_says_so() {
+    let mut run = kv_run(&Spec {
+        reps: 6,
+        instances: &[1],
+        power: Power::Ipmi(200.0),
+        ..Spec::default()
+    });
+    for r in run.results.iter_mut() {
+        let v = if r.repetition % 2 == 0 { "off" } else { "on" };
+        r.params.insert("variant".into(), serde_json::json!(v));
+        if r.repetition == 2 {
+            let ps = &mut r.telemetry_summary[0].power;
+            ps.retain(|p| p.source != "ipmi-dcmi");
+            ps.push(PowerSummary {
+                source: "hwmon".into(),
+                zone: "power_meter/power1".into(),
+                mean_watts: 120.0,
+                max_watts: 130.0,
+                whole_system: true,
+                modelled: false,
+            });
+        }
+    }
+    let c = report::compare::compare(
+        &report::compare::variant_runs(&run, "off").unwrap(),
+        &report::compare::variant_runs(&run, "on").unwrap(),
+    );
+    for metric in ["power_w", "ops/s per W"] {
+        let rows: Vec<_> = c
+            .rows
+            .iter()
+            .filter(|r| r.metric == metric && r.point == "kv set pipeline=1")
+            .collect();
+        let [row] = &rows[..] else {
+            panic!("one {metric} row: {:?}", c.rows)
+        };
+        assert!(
+            row.a.is_none() && row.b.is_some() && row.diff_pct.is_none(),
+            "{row:?}"
+        );
+        assert_eq!(
+            row.verdict,
+            "missing on A: its runs' power came from different sources (hwmon \
+             power_meter/power1, ipmi-dcmi system): no one figure over them",
+            "{metric}"
+        );
+    }
+}
+
 /// A plan of one platform, `x86`, from stored run `run`, `lines` added to its platform.
 fn one_platform_plan(run: &str, lines: &str) -> tco::Plan {
     tco::Plan::from_toml(&format!(
