@@ -17,10 +17,11 @@
 //! (whole server measured untagged, `MODELLED`, `component only`), and `not comparable`
 //! with no percentage where the sides' bases differ (a side whose runs' watts came from
 //! different sources of one basis has neither figure, and says so). Each with its
-//! difference, (B - A) / A with A as old. A capacity test (ramp, search, levels) is compared on its
-//! headline only: its other figures are per step. A figure only one side has (CPU per
-//! operation on different bases, power on one side, a point only one side ran: by its
-//! headline) keeps its row, with that side's value and `only on A: <why B has none>`.
+//! difference, (B - A) / A with A as old. A capacity test (ramp, search, levels) is
+//! compared on its headline only: its other figures are per step. A figure only one
+//! side has (CPU per operation on different bases, power on one side, a point only one
+//! side ran: by its headline) keeps its row, with that side's value and `only on A:
+//! <why B has none>`.
 //!
 //! **Significance, honestly.** Repetitions inside one run share a server process, its
 //! memory layout and the minute it ran in, so they scatter less than runs do: treating
@@ -28,13 +29,13 @@
 //! often than 5% of the time. The unit of replication is therefore the run: each run
 //! gives one value (its repetitions' mean, or its merged latency's percentile), and with
 //! at least two runs on each side the difference carries Welch's 95% confidence
-//! interval over the run means and a verdict at p < 0.05 (METHODS 10). A side's perf/W
-//! is its runs' mean throughput over their mean power (the report's figure of a
-//! variant over its repetitions, and the side's throughput row over its power row; not
-//! the mean of each run's ratio), its spread by the delta method
-//! ([`Sample::ratio_of_means`]). With fewer, the verdict says there are not enough
-//! repetitions and gives no p-value. A test repeats an A/A comparison many times and
-//! checks the false-positive rate stays near the stated 5%.
+//! interval over the run means and a verdict at p < 0.05 (METHODS 10). With fewer, the
+//! verdict says there are not enough repetitions and gives no p-value. A side's perf/W
+//! is its runs' mean throughput over their mean power (the report's figure of a variant
+//! over its repetitions, and the side's throughput row over its power row; not the mean
+//! of each run's ratio), its spread by the delta method ([`Sample::ratio_of_means`]). A
+//! test repeats an A/A comparison many times and checks the false-positive rate stays
+//! near the stated 5%.
 //!
 //! Comparability diffs the system-under-test disclosures on the keys that change results
 //! (CPU, memory, kernel, mitigations, SMT, governor, software versions, sysctls, kernel
