@@ -16,7 +16,7 @@ use engine::load::run_stream;
 use engine::wire::WireOutcome;
 use engine::workload::Progress;
 
-use crate::resp::{Keys, Resp, CLASS_NAMES};
+use crate::resp::{Resp, CLASS_NAMES};
 use crate::Plan;
 
 /// Run one job (the registry's `driver`).
@@ -29,9 +29,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     let mut spec = cfg.spec(plan.client_cpus.clone());
     spec.sleep_when_idle = plan.cap.sleep_when_idle(&job.test);
     spec.phase = job.phase();
-    let (size, verify) = (cfg.data_size, cfg.verify);
-    // One key table for every connection of this generator.
-    let keys = Keys::new(cfg.keyspace);
+    let (keyspace, size, verify) = (cfg.keyspace, cfg.data_size, cfg.verify);
     // Read on this host: the password never travels with the job.
     let auth: Option<std::sync::Arc<[u8]>> =
         crate::auth::Auth::of(cfg)?.map(|a| a.command().into());
@@ -39,7 +37,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
         &spec,
         &endpoints,
         &CLASS_NAMES,
-        |_| Resp::new(mix, keys.clone(), size, verify).with_auth(auth.clone()),
+        |_| Resp::new(mix, keyspace, size, verify).with_auth(auth.clone()),
         progress,
     )?;
     Ok(serde_json::to_value(WireOutcome::from(&out))?)

@@ -137,50 +137,6 @@ fn eight_digits(n: u32) -> u64 {
     (q | ((v - q * 10) << 8)) + 0x3030_3030_3030_3030
 }
 
-/// Keyspaces up to this many keys have their digits made once into a table (256 KiB,
-/// which stays in a core's L2 cache); larger ones are formatted per request.
-pub const KEY_TABLE_MAX: u64 = 1 << 14;
-
-/// The keys a generator's connections draw, `key:%012d` for `0..keyspace`, uniformly:
-/// shared by them all (cloning shares the table). Hot path: formatting a key's digits
-/// (the SWAR above) was half of encoding a GET (10.3 ns a request, 5.4 ns with the
-/// table); from a table made once it is one load.
-#[derive(Debug, Clone)]
-pub struct Keys {
-    keyspace: u64,
-    /// Keys `0..keyspace`, the rejection zone computed once (gen_range computes it, a
-    /// 64-bit division, on every call).
-    draw: Uniform<u64>,
-    /// Each key's digits by key, for a keyspace of up to [`KEY_TABLE_MAX`].
-    table: Option<std::sync::Arc<[Digits]>>,
-}
-
-impl Keys {
-    /// Keys `0..keyspace` (one key, 0, for a keyspace of 0).
-    pub fn new(keyspace: u64) -> Keys {
-        let keyspace = keyspace.max(1);
-        Keys {
-            keyspace,
-            draw: Uniform::new(0, keyspace),
-            table: (keyspace <= KEY_TABLE_MAX).then(|| (0..keyspace).map(Digits::of).collect()),
-        }
-    }
-
-    /// One key's digits, drawn uniformly.
-    #[inline]
-    pub fn draw(&self, rng: &mut SmallRng) -> Digits {
-        if self.keyspace == 1 {
-            return Digits::of(0);
-        }
-        let key = self.draw.sample(rng);
-        match &self.table {
-            // Within the table: every key drawn is below its length.
-            Some(t) => t[key as usize],
-            None => Digits::of(key),
-        }
-    }
-}
-
 #[inline]
 pub fn write_key(out: &mut Vec<u8>, k: u64) {
     let mut key = *b"key:000000000000";
@@ -290,7 +246,10 @@ impl<T: Copy + Default> Fifo<T> {
 /// One connection's RESP client state.
 pub struct Resp {
     mix: Mix,
-    keys: Keys,
+    keyspace: u64,
+    /// Keys `0..keyspace`, the rejection zone computed once (gen_range computes it, a
+    /// 64-bit division, on every call).
+    keys: Uniform<u64>,
     value_size: usize,
     verify: bool,
     /// (class, key digits) of each request in flight, oldest first: the digits, not the
@@ -333,7 +292,7 @@ const GET_REQUEST: &[u8; 36] = b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000000\r\n"
 const KEY_DIGITS_AT: usize = 22;
 
 impl Resp {
-    pub fn new(mix: Mix, keys: Keys, value_size: usize, verify: bool) -> Resp {
+    pub fn new(mix: Mix, keyspace: u64, value_size: usize, verify: bool) -> Resp {
         let mut value_header = Vec::new();
         value_header.push(b'$');
         write_usize(&mut value_header, value_size);
@@ -346,7 +305,8 @@ impl Resp {
         set_template.extend_from_slice(b"\r\n");
         Resp {
             mix,
-            keys,
+            keyspace: keyspace.max(1),
+            keys: Uniform::new(0, keyspace.max(1)),
             value_size,
             verify,
             inflight: Fifo::default(),
@@ -539,7 +499,12 @@ impl Protocol for Resp {
                 }
             }
         };
-        let digits = self.keys.draw(rng);
+        let key = if self.keyspace > 1 {
+            self.keys.sample(rng)
+        } else {
+            0
+        };
+        let digits = Digits::of(key);
         if self.auth_due {
             self.auth_due = false;
             self.auth_reply_due = true;
@@ -637,7 +602,7 @@ mod tests {
     #[test]
     fn a_set_from_its_template_is_the_request_spelled_out() {
         for size in [0usize, 1, 5, 12, 13, 100] {
-            let mut r = Resp::new(Mix::Only(SET), Keys::new(1_000_000), size, true);
+            let mut r = Resp::new(Mix::Only(SET), 1_000_000, size, true);
             let mut rng = SmallRng::seed_from_u64(size as u64);
             let mut out = b"previous".to_vec();
             for _ in 0..3 {
@@ -679,32 +644,9 @@ mod tests {
         }
     }
 
-    /// A key drawn from the table is the key the same draw formats, below and above the
-    /// table's size, and a keyspace of one key draws key 0 without a random number.
-    #[test]
-    fn a_key_from_the_table_is_the_key_formatted() {
-        for keyspace in [2, 10_000, KEY_TABLE_MAX, KEY_TABLE_MAX + 1, 1 << 40] {
-            let keys = Keys::new(keyspace);
-            assert_eq!(keys.table.is_some(), keyspace <= KEY_TABLE_MAX);
-            let (mut a, mut b) = (SmallRng::seed_from_u64(3), SmallRng::seed_from_u64(3));
-            let draw = Uniform::new(0, keyspace);
-            for _ in 0..1000 {
-                assert_eq!(keys.draw(&mut a), Digits::of(draw.sample(&mut b)));
-            }
-        }
-        let table = Keys::new(1000).table.unwrap();
-        assert!(table
-            .iter()
-            .enumerate()
-            .all(|(k, d)| *d == Digits::of(k as u64)));
-        let mut rng = SmallRng::seed_from_u64(3);
-        assert_eq!(Keys::new(1).draw(&mut rng), Digits::of(0));
-        assert_eq!(rng.gen::<u64>(), SmallRng::seed_from_u64(3).gen::<u64>());
-    }
-
     #[test]
     fn encodes_set_like_redis_benchmark() {
-        let mut r = Resp::new(Mix::Only(SET), Keys::new(10_000), 10, true);
+        let mut r = Resp::new(Mix::Only(SET), 10_000, 10, true);
         let mut rng = SmallRng::seed_from_u64(1);
         let mut out = Vec::new();
         r.encode(&mut rng, &mut out);
@@ -723,8 +665,7 @@ mod tests {
     #[test]
     fn auth_goes_in_front_of_a_connections_first_request() {
         let auth = encode_command(&["AUTH", "pw"]);
-        let mut r =
-            Resp::new(Mix::Only(SET), Keys::new(1), 3, true).with_auth(Some(auth.clone().into()));
+        let mut r = Resp::new(Mix::Only(SET), 1, 3, true).with_auth(Some(auth.clone().into()));
         let mut rng = SmallRng::seed_from_u64(1);
         let mut out = Vec::new();
         r.encode(&mut rng, &mut out);
@@ -753,7 +694,7 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("refused AUTH: -WRONGPASS"), "{e}");
         // Without a password, nothing is sent in front.
-        let mut plain = Resp::new(Mix::Only(SET), Keys::new(1), 3, true);
+        let mut plain = Resp::new(Mix::Only(SET), 1, 3, true);
         out.clear();
         plain.encode(&mut rng, &mut out);
         assert!(out.starts_with(b"*3\r\n$3\r\nSET"));
@@ -761,7 +702,7 @@ mod tests {
 
     #[test]
     fn parses_incrementally_and_verifies_values() {
-        let mut r = Resp::new(Mix::Only(GET), Keys::new(1), 5, true);
+        let mut r = Resp::new(Mix::Only(GET), 1, 5, true);
         let mut rng = SmallRng::seed_from_u64(1);
         let mut out = Vec::new();
         r.encode(&mut rng, &mut out);
@@ -786,7 +727,7 @@ mod tests {
     #[test]
     fn the_expected_reply_and_its_near_misses_parse_as_the_general_parser_does() {
         let get = |wire: &[u8]| {
-            let mut r = Resp::new(Mix::Only(GET), Keys::new(1), 10, true);
+            let mut r = Resp::new(Mix::Only(GET), 1, 10, true);
             r.encode(&mut SmallRng::seed_from_u64(1), &mut Vec::new());
             r.parse(wire)
         };
@@ -803,7 +744,7 @@ mod tests {
         assert_eq!(get(b"$100\r\n"), Ok(None));
         assert_eq!(get(b"$-1\r\n"), Ok(Some((5, Outcome::Miss))));
         let set = |wire: &[u8]| {
-            let mut r = Resp::new(Mix::Only(SET), Keys::new(1), 10, true);
+            let mut r = Resp::new(Mix::Only(SET), 1, 10, true);
             r.encode(&mut SmallRng::seed_from_u64(1), &mut Vec::new());
             r.parse(wire)
         };
@@ -818,7 +759,7 @@ mod tests {
 
     #[test]
     fn errors_are_data_by_kind() {
-        let mut r = Resp::new(Mix::Only(SET), Keys::new(1), 3, true);
+        let mut r = Resp::new(Mix::Only(SET), 1, 3, true);
         let mut rng = SmallRng::seed_from_u64(1);
         r.encode(&mut rng, &mut Vec::new());
         let (_, o) = r
@@ -830,7 +771,7 @@ mod tests {
 
     #[test]
     fn garbage_is_a_protocol_error() {
-        let mut r = Resp::new(Mix::Only(SET), Keys::new(1), 3, true);
+        let mut r = Resp::new(Mix::Only(SET), 1, 3, true);
         r.encode(&mut SmallRng::seed_from_u64(1), &mut Vec::new());
         assert!(r.parse(b"?what\r\n").is_err());
     }
@@ -855,7 +796,7 @@ mod tests {
             write_value(&mut v, k, 30);
             assert_eq!(v, &slow.repeat(3).as_bytes()[..30]);
             assert!(expected_value_matches(k, &v));
-            let mut r = Resp::new(Mix::Only(GET), Keys::new(u64::MAX), 3, true);
+            let mut r = Resp::new(Mix::Only(GET), u64::MAX, 3, true);
             let mut get = Vec::new();
             r.encode(&mut SmallRng::seed_from_u64(k), &mut get);
             let key: u64 = std::str::from_utf8(&r.inflight.front().unwrap().1.bytes())
@@ -948,7 +889,7 @@ mod tests {
 
     #[test]
     fn ratio_mix_respects_fraction() {
-        let mut r = Resp::new(Mix::Ratio { set_fraction: 0.1 }, Keys::new(100), 3, true);
+        let mut r = Resp::new(Mix::Ratio { set_fraction: 0.1 }, 100, 3, true);
         let mut rng = SmallRng::seed_from_u64(7);
         let mut sets = 0;
         for _ in 0..10_000 {

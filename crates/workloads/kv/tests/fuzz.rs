@@ -4,7 +4,7 @@
 
 use engine::load::Protocol;
 use fuzzkit::{mutate, pick, random_bytes, random_tokens, Bytes, Fuzz, Rng, SmallRng};
-use rackbench_kv::resp::{parse_reply, Keys, Mix, Reply, Resp};
+use rackbench_kv::resp::{parse_reply, Mix, Reply, Resp};
 use rackbench_kv::server::{command_calls, parse_info};
 use rand::SeedableRng;
 
@@ -82,7 +82,7 @@ fn fuzz_resp_client_stream() {
             |rng| (stream(rng), rng.gen_range(1..16usize)),
             |(b, step)| {
                 let mix = Mix::Ratio { set_fraction: 0.5 };
-                let mut r = Resp::new(mix, Keys::new(100), 5, true);
+                let mut r = Resp::new(mix, 100, 5, true);
                 let mut rng = SmallRng::seed_from_u64(1);
                 for _ in 0..8 {
                     r.encode(&mut rng, &mut Vec::new());
