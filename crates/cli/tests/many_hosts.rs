@@ -846,7 +846,13 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
                 .any(|f| f["code"] == "server_counter_mismatch"),
             "{r}"
         );
-        assert!(metric(r, "start_skew_max_s", &[]).unwrap() < 0.01);
+        // Each generator woke at the common start, not a lead (0.3 s at least) late: a
+        // shared 2-vCPU VM running three test hosts has woken one 10 ms late.
+        let skew = metric(r, "start_skew_max_s", &[]).unwrap();
+        assert!(
+            skew < 0.1,
+            "a generator began {skew} s after the common start"
+        );
         // The common start's lead (at least 0.3 s ahead for a remote generator) is
         // setup, not load: marked warm-up, out of the summaries, on the system under test.
         let warm: f64 = r["telemetry"]
