@@ -752,30 +752,36 @@ fn a_hanging_ipmitool_leaves_gaps_and_holds_up_no_sample() {
 /// 1). The answer that comes by the next tick is that interval's reading.
 #[test]
 fn a_meter_slower_than_a_ticks_wait_reads_every_tick_but_the_first() {
-    let fake = Fake::new();
-    let mut cfg = fake.cfg();
-    // A tick waits a quarter of 400 ms, 100 ms at least; the meter takes 200.
-    cfg.interval = Duration::from_millis(400);
-    let dir = tempfile::tempdir().unwrap();
-    let meter = script(dir.path(), "#!/bin/sh\nsleep 0.2\necho 90\n");
-    cfg.power.meter_command = Some(meter.display().to_string());
-    let s = Sampler::start(cfg).unwrap();
-    std::thread::sleep(Duration::from_millis(2100));
-    let samples = s.stop();
-    let read = samples
-        .iter()
-        .filter(|x| {
-            x.power
-                .iter()
-                .any(|p| p.source == "meter" && p.watts == 90.0)
-        })
-        .count();
-    assert!(samples.len() >= 4, "{samples:?}");
-    assert!(
-        read + 1 >= samples.len() - 1,
-        "{read} of {}: {samples:?}",
-        samples.len()
-    );
+    // A machine saturated by other work can hold the meter's `sh` past a whole interval:
+    // a run that meets it is run again, up to three. Dropping the answer the tick before
+    // asked for reads in no tick, in every run.
+    let mut last = String::new();
+    for _ in 0..3 {
+        let fake = Fake::new();
+        let mut cfg = fake.cfg();
+        // A tick waits a quarter of 400 ms, 100 ms at least; the meter takes 200.
+        cfg.interval = Duration::from_millis(400);
+        let dir = tempfile::tempdir().unwrap();
+        let meter = script(dir.path(), "#!/bin/sh\nsleep 0.2\necho 90\n");
+        cfg.power.meter_command = Some(meter.display().to_string());
+        let s = Sampler::start(cfg).unwrap();
+        std::thread::sleep(Duration::from_millis(2100));
+        let samples = s.stop();
+        let read = samples
+            .iter()
+            .filter(|x| {
+                x.power
+                    .iter()
+                    .any(|p| p.source == "meter" && p.watts == 90.0)
+            })
+            .count();
+        assert!(samples.len() >= 4, "{samples:?}");
+        if read + 1 >= samples.len() - 1 {
+            return;
+        }
+        last = format!("{read} of {}: {samples:?}", samples.len());
+    }
+    panic!("in each of 3 runs; the last: {last}");
 }
 
 /// A command slower than the interval itself (ipmitool over the network at 1.2 s against
