@@ -184,15 +184,11 @@ impl RecorderCopy {
             .iter()
             .map(|c| ClassStats {
                 name: c.name.clone(),
-                count: c.count,
-                ok: c.ok,
-                hits: c.hits,
-                misses: c.misses,
-                mismatches: c.mismatches,
-                rollbacks: c.rollbacks,
                 errors: c.errors.clone(),
                 service: stand_in(),
                 corrected: c.corrected.as_ref().map(|_| stand_in()),
+                // The counts.
+                ..*c
             })
             .collect();
         RecorderCopy {

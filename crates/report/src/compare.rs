@@ -1371,30 +1371,24 @@ fn run_means(runs: &[Vec<f64>]) -> Vec<f64> {
 
 /// Judge B against A from each side's runs (each inner list one run's repetitions).
 pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -> Judged {
-    judge_on(a_runs, b_runs, higher_is_better, false)
-}
-
-/// [`judge`], the verdict's direction read off the difference in the figure's own unit
-/// when `points` (a share in %: 0% against 11% is a difference of 11 points, where a
-/// relative one has no value).
-pub fn judge_on(
-    a_runs: &[Vec<f64>],
-    b_runs: &[Vec<f64>],
-    higher_is_better: bool,
-    points: bool,
-) -> Judged {
-    let reps = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).max().unwrap_or(0);
     judge_samples(
         Sample::of(&run_means(a_runs)),
         Sample::of(&run_means(b_runs)),
-        reps(a_runs) > 1 || reps(b_runs) > 1,
+        reps_inside(a_runs) || reps_inside(b_runs),
         higher_is_better,
-        points,
+        false,
     )
 }
 
-/// [`judge_on`] of each side's figure over its runs (`sa`, `sb`, each of n runs);
-/// `reps_inside`: some run of either side has several repetitions.
+/// Some run of these has several repetitions (which do not count as replications).
+fn reps_inside<'a>(runs: impl IntoIterator<Item = &'a Vec<f64>>) -> bool {
+    runs.into_iter().any(|r| r.len() > 1)
+}
+
+/// [`judge`] of each side's figure over its runs (`sa`, `sb`, each of n runs), the
+/// verdict's direction read off the difference in the figure's own unit when `points`
+/// (a share in %: 0% against 11% is a difference of 11 points, where a relative one has
+/// no value); `reps_inside`: some run of either side has several repetitions.
 fn judge_samples(
     sa: Option<Sample>,
     sb: Option<Sample>,
@@ -1649,11 +1643,10 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         // A share, in % (of requests over a threshold, of datagrams lost): its
         // difference in points.
         let share = is_share(&key.1, &fa.unit);
-        let reps = |f: &Figure| f.per_run.values().any(|r| r.len() > 1);
         let mut j = judge_samples(
             side_sample(fa),
             side_sample(fb),
-            reps(fa) || reps(fb),
+            reps_inside(fa.per_run.values()) || reps_inside(fb.per_run.values()),
             fa.higher_is_better,
             share,
         );
