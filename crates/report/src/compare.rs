@@ -1868,7 +1868,7 @@ fn curve_place(metric: &str) -> (i64, usize) {
         t.parse().unwrap_or(0.0)
     };
     let at = match step.strip_prefix("level ") {
-        Some(level) => -number(level),
+        Some(level) => crate::views::level_rank(level),
         None => number(step.trim_start_matches("at ")),
     };
     let figure = CURVE_FIGURES

@@ -1761,6 +1761,13 @@ fn server_share(m: &BTreeMap<String, f64>, cpus: Option<usize>) -> Option<f64> {
     Some(m.get(SERVER_CPU)? / cpus? as f64)
 }
 
+/// Where a load level goes among its test's levels, in the order the test ran them: 100%
+/// first, down to active idle, last (`label` is a `level` label, `90%` or `active_idle`).
+/// The levels view and compare's curve rows both sort by it.
+pub(crate) fn level_rank(label: &str) -> f64 {
+    -label.trim_end_matches('%').parse::<f64>().unwrap_or(-1.0)
+}
+
 fn ordered(s: BTreeMap<String, BTreeMap<String, f64>>) -> Vec<(String, BTreeMap<String, f64>)> {
     let mut v: Vec<_> = s.into_iter().collect();
     v.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
@@ -2176,10 +2183,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<
     }
     // 100% first, down to active idle.
     let mut st = st;
-    st.sort_by(|a, b| {
-        let p = |s: &str| s.trim_end_matches('%').parse::<f64>().unwrap_or(-1.0);
-        p(&b.0).total_cmp(&p(&a.0))
-    });
+    st.sort_by(|a, b| level_rank(&a.0).total_cmp(&level_rank(&b.0)));
     let cats: Vec<String> = st.iter().map(|s| s.0.clone()).collect();
     let get = |n: &str| -> Vec<Option<f64>> { st.iter().map(|(_, m)| m.get(n).copied()).collect() };
     let bars = |name: &str, v: Vec<Option<f64>>| BarSeries {
