@@ -280,13 +280,14 @@ pub fn swept_keys(params: &Map<String, Value>, list_keys: &[&str]) -> BTreeMap<S
         .collect()
 }
 
-/// Turn plan-file strings that are sweeps (`"1..16:x2"`, `"1,100"`) into lists, recursively;
-/// numbers, booleans and arrays written natively in TOML stay as they are.
+/// Read plan-file strings as the same flag's text is read ([`parse_value`]), recursively:
+/// sweeps (`"1..16:x2"`, `"1,100"`) become lists, `"0"` the number 0, `"no"` false.
+/// Numbers, booleans and arrays written natively in TOML stay as they are. A plan's
+/// `server_cpus = "0"` was stored as the string, the flag's `--server-cpus 0` as the
+/// number, and compare called two such runs "NOT like for like" (acceptance L, 1).
 pub fn normalize(v: Value) -> Value {
     match v {
-        Value::String(s) if s.contains("..") || s.contains(',') => {
-            parse_value(&s).unwrap_or(Value::String(s))
-        }
+        Value::String(s) => parse_value(&s).unwrap_or(Value::String(s)),
         Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, normalize(v))).collect()),
         v => v,
     }
@@ -296,6 +297,32 @@ pub fn normalize(v: Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A plan's string is the value the same text given to its flag is: a run from a plan
+    /// and one from the command line at the same settings store the same settings.
+    #[test]
+    fn a_plans_strings_are_read_as_the_flags_text() {
+        for text in [
+            "0",
+            "0-1",
+            "1,100",
+            "1..16:x2",
+            "2.5",
+            "no",
+            "127.0.0.1:6379",
+            "get",
+        ] {
+            let plan = normalize(json!({ "k": text }));
+            assert_eq!(plan["k"], parse_value(text).unwrap(), "{text}");
+        }
+        assert_eq!(
+            normalize(json!({"server_cpus": "0", "verify": "no", "nested": {"p": "1,4"}})),
+            json!({"server_cpus": 0, "verify": false, "nested": {"p": [1, 4]}})
+        );
+        // Written natively in TOML, kept as written.
+        let native = json!({"server_cpus": [0], "clients": 50, "verify": true});
+        assert_eq!(normalize(native.clone()), native);
+    }
 
     /// A plan's value of the wrong type is said in plain words, with the key and where
     /// to look: "expected usize" meant nothing to someone who wrote `clients = "many"`.
