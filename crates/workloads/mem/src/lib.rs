@@ -667,17 +667,28 @@ impl MemBench {
                 );
             }
         }
-        let plats = plateau::find_plateaus(&pts, 0.2, 3);
-        let levels = plateau::name_levels(&plats, &self.caches);
+        let levels = plateau::levels_of(&pts, &self.caches);
         if let Some(f) = levels.levels[3].as_ref().and_then(|r| ram_rising(r, &pts)) {
             out.flags.push(f);
         }
         for p in &levels.unnamed {
+            // Memory's plateau read from this one's sizes beyond the last cache.
+            let ram_inside = levels.levels[3]
+                .as_ref()
+                .filter(|r| r.from_bytes > p.from_bytes && r.from_bytes <= p.to_bytes)
+                .map_or(String::new(), |r| {
+                    format!(
+                        "; memory's latency is read from its sizes from {} B on, beyond the \
+                         last-level cache",
+                        r.from_bytes
+                    )
+                });
             out.flags.push(Flag::warning(
                 "plateau_unnamed",
                 format!(
                     "the latency is flat at {:.1} ns from {} to {} B, across a cache's size \
-                     ({}): it is no cache level's hit latency nor memory's, and is named neither",
+                     ({}): it is no cache level's hit latency nor memory's, and is named \
+                     neither{ram_inside}",
                     p.latency_ns,
                     p.from_bytes,
                     p.to_bytes,

@@ -208,6 +208,33 @@ pub fn name_levels(plateaus: &[Plateau], caches: &[CacheLevel]) -> Levels {
     out
 }
 
+/// A plateau: sizes within 20% of their median, at least 3 of them.
+const TOL: f64 = 0.2;
+const MIN_POINTS: usize = 3;
+
+/// The curve's levels: its plateaus ([`find_plateaus`]) named ([`name_levels`]). Where
+/// none starts at or above the last cache's size, memory's is looked for by its own
+/// rule among the sizes at or above it alone (the flat end, as lmbench reads it): a
+/// plateau of the whole curve may run on into memory from below that size (a VM's L3
+/// share far below the L3 sysfs lists: flat at 160 ns from 5 MiB to 256 MiB beside a
+/// 32 MiB L3), and is then no level's; its sizes beyond the cache are memory's all the
+/// same (acceptance L, 2: said "did not hold within 20%" of sizes that did).
+pub fn levels_of(points: &[(u64, f64)], caches: &[CacheLevel]) -> Levels {
+    let mut out = name_levels(&find_plateaus(points, TOL, MIN_POINTS), caches);
+    let llc = caches.get(..caches.len().min(3)).and_then(<[_]>::last);
+    if let (None, Some(llc)) = (&out.levels[3], llc) {
+        let beyond: Vec<(u64, f64)> = points
+            .iter()
+            .copied()
+            .filter(|p| p.0 >= llc.size_bytes)
+            .collect();
+        out.levels[3] = find_plateaus(&beyond, TOL, MIN_POINTS)
+            .into_iter()
+            .max_by_key(|p| p.to_bytes);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,6 +426,74 @@ mod tests {
             "{l2:?}"
         );
         assert!(lv.levels[0].as_ref().unwrap().to_bytes <= 48 << 10);
+    }
+
+    /// Acceptance L, 2: a VM whose L3 share ended near 3 MiB (sysfs: 32 MiB), measured
+    /// to 256 MiB. The curve is flat from 5 MiB on, across the 32 MiB L3; that plateau is
+    /// no level's, and memory's latency is its sizes at or beyond the L3's: 158-173 ns,
+    /// median 165.7.
+    #[test]
+    fn memory_is_the_flat_end_beyond_the_llc_where_a_plateau_ran_on_into_it() {
+        let tail = [
+            (2_965_760, 26.0),
+            (3_526_912, 124.7),
+            (4_194_304, 21.3),
+            (4_987_840, 151.0),
+            (5_931_584, 144.7),
+            (7_053_888, 140.3),
+            (8_388_608, 147.2),
+            (9_975_744, 151.4),
+            (11_863_232, 155.7),
+            (14_107_840, 155.0),
+            (16_777_216, 156.4),
+            (19_951_552, 158.6),
+            (23_726_528, 159.7),
+            (28_215_744, 161.0),
+            (33_554_432, 163.6),
+            (39_903_168, 158.2),
+            (47_453_120, 156.8),
+            (56_431_552, 160.0),
+            (67_108_864, 161.2),
+            (79_806_336, 163.0),
+            (94_906_240, 165.7),
+            (112_863_168, 166.0),
+            (134_217_728, 166.9),
+            (159_612_672, 170.8),
+            (189_812_480, 172.8),
+            (225_726_400, 172.7),
+            (268_435_456, 170.8),
+        ];
+        let mut pts: Vec<(u64, f64)> = (0..14).map(|i| (4096u64 << (i / 4), 1.1)).collect();
+        pts.dedup_by_key(|p| p.0);
+        pts.extend([(65_536, 3.8), (131_072, 4.0), (262_144, 3.9)]);
+        pts.extend([(1_482_880, 13.8), (1_763_456, 14.4), (2_097_152, 14.9)]);
+        pts.extend(tail);
+        let caches = [(1, 48u64 << 10), (2, 1 << 20), (3, 32 << 20)]
+            .map(|(level, size_bytes)| CacheLevel { level, size_bytes });
+        let lv = levels_of(&pts, &caches);
+        let ram = lv.levels[3].as_ref().expect("memory's plateau");
+        assert_eq!(
+            (ram.from_bytes, ram.to_bytes),
+            (32 << 20, 256 << 20),
+            "{ram:?}"
+        );
+        assert!((ram.latency_ns - 165.7).abs() < 0.5, "{ram:?}");
+        // The plateau across the L3's size is still named no level, and said.
+        assert!(
+            lv.unnamed
+                .iter()
+                .any(|p| p.from_bytes < 32 << 20 && p.to_bytes > 32 << 20),
+            "{lv:#?}"
+        );
+        // Two sizes beyond the LLC are no plateau: memory's stays missing.
+        let short: Vec<(u64, f64)> = pts.iter().copied().filter(|p| p.0 <= 40 << 20).collect();
+        assert!(levels_of(&short, &caches).levels[3].is_none());
+        // Where the whole curve names memory, it is the same as before.
+        let whole = curve(&[(48 << 10, 1.2), (2 << 20, 4.5), (32 << 20, 18.0)], 95.0);
+        assert_eq!(
+            levels_of(&whole, &caches),
+            name_levels(&find_plateaus(&whole, 0.2, 3), &caches)
+        );
     }
 
     #[test]
