@@ -872,7 +872,9 @@ fn a_target_with_a_password_is_benchmarked_through_a_file_that_holds_it() {
     let cases: [(Vec<&str>, &str); 4] = [
         (
             [&base[..], &["--auth-file", &wrong]].concat(),
-            "refused the password of --auth-file",
+            // The server's message as it wrote it: no line end, nothing masked in it.
+            "refused the password of --auth-file (check it, and --user for an ACL user): \
+             AUTH replied: WRONGPASS invalid username-password pair",
         ),
         ([&base[..], &["--auth-file", &open]].concat(), "chmod 600"),
         (
@@ -892,6 +894,7 @@ fn a_target_with_a_password_is_benchmarked_through_a_file_that_holds_it() {
             "{args:?}: `{err}` should say `{needle}`"
         );
         assert!(!err.contains(secret) && !err.contains("not-it"), "{err}");
+        assert!(!err.contains('\r') && !err.contains("***"), "{err:?}");
     }
     // Two runs stored, and neither password anywhere in the store.
     let (code, out, err) = common::run(&["--db", db.to_str().unwrap(), "runs", "--json"]);

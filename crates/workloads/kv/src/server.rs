@@ -153,10 +153,14 @@ impl Admin {
         loop {
             if let Some((used, reply)) = parse_reply(&self.buf).map_err(anyhow::Error::msg)? {
                 return match reply {
-                    Reply::Error(k) => bail!(
-                        "{} replied {k}: {}",
+                    // The server's message as it wrote it (its kind is the first word),
+                    // without the `-` and line end of the protocol: quoted raw, a
+                    // `\r` reached the terminal, and "WRONGPASS: -WRONGPASS" read to
+                    // the secret masker as a password's name and value (acceptance L, 4).
+                    Reply::Error(_) => bail!(
+                        "{} replied: {}",
                         args[0],
-                        String::from_utf8_lossy(&self.buf[..used])
+                        String::from_utf8_lossy(&self.buf[1..used]).trim_end_matches(['\r', '\n'])
                     ),
                     Reply::Bulk(at, n) => Ok(self.buf[at..at + n].to_vec()),
                     _ => Ok(self.buf[..used].to_vec()),
