@@ -239,9 +239,9 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
             .cloned()
             .fold(f64::INFINITY, f64::min);
         let max = out.interval_rates.iter().cloned().fold(0.0, f64::max);
-        metrics.push(Metric::new("interval_rate_min_per_s", min, "ops/s"));
-        metrics.push(Metric::new("interval_rate_mean_per_s", mean, "ops/s"));
-        metrics.push(Metric::new("interval_rate_max_per_s", max, "ops/s"));
+        metrics.push(Metric::new("interval_rate_min_per_s", min, unit));
+        metrics.push(Metric::new("interval_rate_mean_per_s", mean, unit));
+        metrics.push(Metric::new("interval_rate_max_per_s", max, unit));
     } else {
         missing.push(MissingMetric {
             name: "interval_rate_min_per_s".into(),
@@ -501,6 +501,29 @@ mod tests {
         c.service.reset();
         c.service.record_n(latency_ns, 10_000).unwrap();
         step_output(&spec, &out, "ops_per_s", "ops/s")
+    }
+
+    /// The rates of the intervals are in the headline's unit: an http test's are req/s
+    /// (acceptance L, 4: they were ops/s whatever the workload).
+    #[test]
+    fn interval_rates_are_in_the_headlines_unit() {
+        let (spec, mut out) = open_loop(0, 0.2);
+        out.interval_rates = vec![9_000.0, 11_000.0];
+        let s = step_output(&spec, &out, "requests_per_s", "req/s");
+        let units: Vec<(&str, f64, &str)> = s
+            .metrics
+            .iter()
+            .filter(|m| m.name.starts_with("interval_rate_"))
+            .map(|m| (m.name.as_str(), m.value, m.unit.as_str()))
+            .collect();
+        assert_eq!(
+            units,
+            [
+                ("interval_rate_min_per_s", 9_000.0, "req/s"),
+                ("interval_rate_mean_per_s", 10_000.0, "req/s"),
+                ("interval_rate_max_per_s", 11_000.0, "req/s"),
+            ]
+        );
     }
 
     /// Errors beyond 1% of the requests make a result invalid (its rate counts failures:
