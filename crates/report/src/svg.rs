@@ -236,11 +236,12 @@ pub fn bar_chart(
                     let y = ys(v.max(0.0));
                     let _ = write!(
                         out,
-                        r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{hh:.1}" fill="{c}"><title>{t}: {val}</title></rect>"#,
+                        r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{hh:.1}" fill="{c}"><title>{t}, {u}: {val}</title></rect>"#,
                         w = (bw - 2.0).max(1.0),
                         hh = (y1 - y).max(0.0),
                         c = color(si_),
                         t = esc(&format!("{} / {}", s.name, cat)),
+                        u = esc(y_label),
                         val = esc(&crate::fmt::num(v))
                     );
                     if bw >= 26.0 {
@@ -519,20 +520,24 @@ pub fn line_chart_marked(
                 None => {
                     let _ = write!(
                         out,
-                        r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3" fill="{c}"><title>{t}: {xv}, {yv}</title></circle>"#,
+                        r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3" fill="{c}"><title>{t}: {xl} {xv}, {yl} {yv}</title></circle>"#,
                         c = color(s.color),
                         t = esc(&s.name),
+                        xl = esc(x_label),
                         xv = esc(&xv),
+                        yl = esc(y_label),
                         yv = esc(&si(*y))
                     );
                 }
                 Some(w) => {
                     let _ = write!(
                         out,
-                        r##"<circle class="flagged" cx="{cx:.1}" cy="{cy:.1}" r="4" fill="#fff" stroke="{c}" stroke-width="2"><title>{t}: {xv}, {yv} &#9888; {w}</title></circle><text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-size="11" fill="#c0392b">&#9888;</text>"##,
+                        r##"<circle class="flagged" cx="{cx:.1}" cy="{cy:.1}" r="4" fill="#fff" stroke="{c}" stroke-width="2"><title>{t}: {xl} {xv}, {yl} {yv} &#9888; {w}</title></circle><text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-size="11" fill="#c0392b">&#9888;</text>"##,
                         c = color(s.color),
                         t = esc(&s.name),
+                        xl = esc(x_label),
                         xv = esc(&xv),
+                        yl = esc(y_label),
                         yv = esc(&si(*y)),
                         w = esc(w),
                         ty = cy - 7.0
@@ -615,10 +620,11 @@ pub fn stacked_chart(
             let yb = ys(acc);
             let _ = write!(
                 out,
-                r#"<rect class="seg" x="{bx:.1}" y="{ya:.1}" width="{bw:.1}" height="{hh:.1}" fill="{c}"><title>{t}: {v:.1}</title></rect>"#,
+                r#"<rect class="seg" x="{bx:.1}" y="{ya:.1}" width="{bw:.1}" height="{hh:.1}" fill="{c}"><title>{t}, {u}: {v:.1}</title></rect>"#,
                 hh = (yb - ya).max(0.0),
                 c = colors[j % colors.len()],
-                t = esc(&format!("{} {name}", s.label))
+                t = esc(&format!("{} {name}", s.label)),
+                u = esc(y_label)
             );
             acc += v;
         }
@@ -712,8 +718,12 @@ mod tests {
         for l in ["50%", "99.9%", "99.999%", "99.9999%"] {
             assert!(svg.contains(&format!(">{l}<")), "{l} in {svg}");
         }
-        // Each point says its percentile too.
-        assert!(svg.contains("get: 99.9999%, 3k"), "{svg}");
+        // Each point says its percentile too, and each figure what it is (acceptance L,
+        // 4: "50%, 372" beside an axis in us).
+        assert!(
+            svg.contains("get: percentile 99.9999%, latency (us) 3k"),
+            "{svg}"
+        );
         assert!(!svg.contains("0000000"), "{svg}");
         assert_eq!(percent(0.995), "99.5%");
         assert_eq!(percent(0.75), "75%");
