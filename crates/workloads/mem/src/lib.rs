@@ -672,23 +672,27 @@ impl MemBench {
             out.flags.push(f);
         }
         for p in &levels.unnamed {
-            // Memory's plateau read from this one's sizes beyond the last cache.
-            let ram_inside = levels.levels[3]
+            // What it is instead: memory's, from the last cache's size on, where memory's
+            // plateau was read from its sizes there ([`plateau::levels_of`]).
+            let what = levels.levels[3]
                 .as_ref()
                 .filter(|r| r.from_bytes > p.from_bytes && r.from_bytes <= p.to_bytes)
-                .map_or(String::new(), |r| {
-                    format!(
-                        "; memory's latency is read from its sizes from {} B on, beyond the \
-                         last-level cache",
-                        r.from_bytes
-                    )
-                });
+                .map_or(
+                    "it is no cache level's hit latency nor memory's, and is named neither"
+                        .to_string(),
+                    |r| {
+                        format!(
+                            "it is no cache level's hit latency; memory's latency is read \
+                             from its sizes from {} B on, at and beyond the last-level cache",
+                            r.from_bytes
+                        )
+                    },
+                );
             out.flags.push(Flag::warning(
                 "plateau_unnamed",
                 format!(
                     "the latency is flat at {:.1} ns from {} to {} B, across a cache's size \
-                     ({}): it is no cache level's hit latency nor memory's, and is named \
-                     neither{ram_inside}",
+                     ({}): {what}",
                     p.latency_ns,
                     p.from_bytes,
                     p.to_bytes,
