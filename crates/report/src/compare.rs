@@ -354,6 +354,12 @@ const SET_BY_VARIANT_FACT: &str = "variant.sets";
 /// The category of a fact that differs because the declared variant set it.
 const SET_BY_VARIANT: &str = "set by the declared variant";
 
+/// The category of a setting one side swept over more values than the other, both
+/// sides sharing some: the points are compared where both ran, and a point only one side
+/// ran is its own row (acceptance M, 1: `--instances 1` against `--instances 1,2` was
+/// "NOT like for like" although the one point compared, instances=1, was).
+const SWEPT: &str = "swept further on one side";
+
 /// Where the points ran (`param.http.sut_host`): the platform compared, as hardware is,
 /// never held against the comparison (acceptance pass G, 11).
 const PLACEMENT: &str = "placement";
@@ -618,8 +624,18 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
                         .any(|v| v.starts_with("model ") || v.split(", ").any(|s| s == "meter"))
                 })
             };
+            let swept = match (fa.get(k), fb.get(k)) {
+                (Some(x), Some(y)) => {
+                    k.starts_with("param.")
+                        && (x.len() > 1 || y.len() > 1)
+                        && x.iter().any(|v| y.contains(v))
+                }
+                _ => false,
+            };
             let category = if k == POWER_SOURCE && !declared(fa.get(k)) && !declared(fb.get(k)) {
                 "hardware"
+            } else if swept {
+                SWEPT
             } else {
                 category(k)
             };
@@ -644,7 +660,9 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
             d.category = SET_BY_VARIANT.to_string();
         }
     }
-    let explained = |d: &&Difference| d.category == DECLARED || d.category == SET_BY_VARIANT;
+    let explained = |d: &&Difference| {
+        d.category == DECLARED || d.category == SET_BY_VARIANT || d.category == SWEPT
+    };
     // The declared variant is the setting under study: said, never held against the
     // comparison, nor what it set; anything else that differs besides it is.
     let declared = differences
@@ -691,8 +709,23 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
                 ),
             )
         }
-    } else if differences.is_empty() {
-        (true, "like for like".to_string())
+    } else if others == 0 {
+        let swept: Vec<&str> = differences
+            .iter()
+            .filter(|d| d.category == SWEPT)
+            .map(|d| d.key.as_str())
+            .collect();
+        if swept.is_empty() {
+            (true, "like for like".to_string())
+        } else {
+            (
+                true,
+                format!(
+                    "like for like at the points both ran ({} swept further on one side)",
+                    swept.join(", ")
+                ),
+            )
+        }
     } else if non_hw.is_empty() {
         // The hosts the points ran on, then the hardware that differs.
         let placed: Vec<String> = differences

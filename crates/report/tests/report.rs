@@ -427,6 +427,42 @@ fn a_reports_variant_comparison_is_the_cli_comparison() {
     assert_eq!(report::compare::replications(&run).len(), 1);
 }
 
+/// Acceptance M, 1: a side that swept more values of a setting than the other, sharing
+/// some, is compared at the points both ran, like for like; sides that share no value of
+/// it are not.
+#[test]
+fn a_setting_swept_further_on_one_side_is_compared_where_both_ran() {
+    let one = kv_run(&Spec {
+        instances: &[1],
+        ..Spec::default()
+    });
+    let more = kv_run(&Spec {
+        id: "20261120T230000-bbbbbb",
+        instances: &[1, 2],
+        ..Spec::default()
+    });
+    let c = report::comparability(std::slice::from_ref(&one), std::slice::from_ref(&more));
+    assert!(c.like_for_like, "{c:?}");
+    assert_eq!(
+        c.verdict,
+        "like for like at the points both ran (param.kv.instances swept further on one side)"
+    );
+    let d = c
+        .differences
+        .iter()
+        .find(|d| d.key == "param.kv.instances")
+        .expect("said");
+    assert_eq!((d.a.as_str(), d.b.as_str()), ("1", "1, 2"));
+    let two = kv_run(&Spec {
+        id: "20261120T230000-cccccc",
+        instances: &[2],
+        ..Spec::default()
+    });
+    let c = report::comparability(std::slice::from_ref(&one), std::slice::from_ref(&two));
+    assert!(!c.like_for_like, "{c:?}");
+    assert_eq!(c.verdict, "NOT like for like: param.kv.instances differ");
+}
+
 /// Two variants of one run: the variant is the declared difference; a setting that
 /// differs besides it (a sysctl changed by hand on one side) is warned about.
 #[test]
