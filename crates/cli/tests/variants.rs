@@ -499,3 +499,43 @@ fn compare_takes_two_variants_of_one_run() {
         assert!(!html.exists(), "{args:?} wrote a report");
     }
 }
+
+/// Acceptance M, 2: a variant run measured by `--power-meter` keeps its power sources
+/// through every variant. The disclosure read again after each setup knows nothing of the
+/// run's meter, and every variant was disclosed as having changed `power.sources` to
+/// "unknown", which the report then showed per variant beside the meter's idle watts.
+#[test]
+fn a_variant_run_keeps_the_power_sources_of_its_meter() {
+    let _serial = serial();
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let plan = plan(
+        dir.path(),
+        &log,
+        "tests = [\"get\"]\nrequests = 3000\nclients = 2",
+        "true",
+    );
+    let db = dir.path().join("r.sqlite");
+    let (code, run, err) = common::run_json(
+        &db,
+        &["--plan", plan.to_str().unwrap()],
+        &["--power-meter", "echo 150"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let facts = &run["hosts"][0]["facts"];
+    let sources = facts["power.sources"]["value"].as_str().unwrap_or_default();
+    assert!(sources.starts_with("meter:system"), "{facts}");
+    for v in ["a", "b"] {
+        let changes = facts[format!("variant.{v}.changes")]["value"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(!changes.contains("power.sources"), "{v}: {changes}");
+        assert!(
+            facts[format!("variant.{v}.set.power.sources")].is_null(),
+            "{facts}"
+        );
+    }
+}

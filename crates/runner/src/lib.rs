@@ -24,6 +24,9 @@ use serde_json::Value;
 
 pub use roles::{HostsPlan, PointRoles};
 
+/// The disclosure's fact of a host's power sources, as the run's samplers read them.
+const POWER_SOURCES_FACT: &str = "power.sources";
+
 /// A named setting under study (the Aerospike study's NIC feature off and on, a tuned
 /// profile, a sysctl): commands that put it in place before a repetition and take it out
 /// after, on the hosts of a role. Every sweep point runs under every variant,
@@ -226,7 +229,13 @@ impl VariantOn {
             };
             let mut changes = Vec::new();
             for (k, f) in now.facts {
-                if k.starts_with("variant.") {
+                // The run's own facts: its variants', and the power sources its samplers
+                // read, which run unchanged through every variant. The stored
+                // `power.sources` says the run's --power-meter or --power-model
+                // ([`telemetry::Telemetry::disclose_power_sources`]); a disclosure read again knows
+                // neither, and every variant read as having lost the meter (acceptance M,
+                // 2).
+                if k.starts_with("variant.") || k == POWER_SOURCES_FACT {
                     continue;
                 }
                 let before = d.facts.get(&k).map(|b| b.display());

@@ -189,8 +189,9 @@ impl Telemetry {
                 .collect();
             let fact = model::Fact::known(words.join(", "));
             for d in hosts.iter_mut().filter(|d| &d.host == host) {
-                if d.facts.get("power.sources") != Some(&fact) {
-                    d.facts.insert("power.sources".into(), fact.clone());
+                if d.facts.get(crate::POWER_SOURCES_FACT) != Some(&fact) {
+                    d.facts
+                        .insert(crate::POWER_SOURCES_FACT.into(), fact.clone());
                     changed = true;
                 }
             }
