@@ -1999,7 +1999,32 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
         Status::Running => Some("stopped (its run never finished)"),
     };
     let mut notes = vec![match (sat, stopped, st.last()) {
-        (Some(s), _, _) => format!("Saturation at a demanded rate of {} {u}.", num(s)),
+        (Some(s), _, _) => {
+            // Its capacity beside it: the headline is the highest reply rate of any step,
+            // which may be a saturated step's, far behind its schedule (acceptance M, 3:
+            // "ramp 146,614 ops/s" at a step 100% late, its capacity 140,000 printed
+            // nowhere).
+            let capacity = metric(r, "last_sustained_rate_per_s", &[]).map_or(String::new(), |c| {
+                format!(
+                    " The last step it sustained demanded {} {u}: its capacity, which \
+                         load levels take as 100%.",
+                    num(c)
+                )
+            });
+            let peak = metric(r, "max_reply_rate_per_s", &[])
+                .filter(|_| r.headline == "max_reply_rate_per_s")
+                .map_or(String::new(), |p| {
+                    format!(
+                        " Its headline, {} {u}, is the highest reply rate of any step, those \
+                         past saturation included.",
+                        num(p)
+                    )
+                });
+            format!(
+                "Saturation at a demanded rate of {} {u}.{capacity}{peak}",
+                num(s)
+            )
+        }
         (None, Some(how), Some((step, m))) => format!(
             "The ramp {how} at step {step}{}: no saturation up to there.",
             m.get("demanded_rate_per_s")

@@ -246,6 +246,29 @@ fn capacity_run(with_power: bool) -> RunRecord {
     )
 }
 
+/// Acceptance M, 3: a ramp whose headline is the reply rate of a saturated step says its
+/// capacity (the last step it sustained) beside it, and what its headline is.
+#[test]
+fn a_ramp_says_its_capacity_beside_its_headline() {
+    let mut r = capacity_run(false);
+    let ramp = r.results.iter_mut().find(|x| x.test == "ramp").unwrap();
+    ramp.metrics.extend([
+        Metric::new("last_sustained_rate_per_s", 4000.0, "req/s"),
+        Metric::new("max_reply_rate_per_s", 5100.0, "req/s"),
+    ]);
+    ramp.headline = "max_reply_rate_per_s".into();
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(
+        h.contains(
+            "Saturation at a demanded rate of 6,000 req/s. The last step it sustained \
+             demanded 4,000 req/s: its capacity, which load levels take as 100%. Its \
+             headline, 5,100 req/s, is the highest reply rate of any step, those past \
+             saturation included."
+        ),
+        "{h}"
+    );
+}
+
 #[test]
 fn crypto_rsa_table_and_chart() {
     let r = crypto_run();
