@@ -1675,7 +1675,6 @@ pub fn per_step(wl: &str, phase: &str) -> String {
     format!("n/a: per step, see the {wl} {} view", capacity_view(phase))
 }
 
-/// Per-step values of one phase: step index -> (metric name -> value).
 /// Why a step's latency at the objective can differ from its p99 column: said when some
 /// of `phase`'s requests were never sent (two p99 figures stood side by side unexplained,
 /// acceptance pass E, 6).
@@ -1692,7 +1691,7 @@ fn unsent_note(r: &ResultRecord, phase: &str) -> Option<String> {
             "The latency at the objective is of every request that fell due: the {} never \
              sent (the generator behind when a step ended) count at the least they would \
              have waited; the latency percentiles beside it are of the requests sent.",
-            num(unsent)
+            crate::fmt::count(unsent)
         )
     })
 }
@@ -1711,6 +1710,7 @@ fn step_label(r: &ResultRecord, phase: &str, step: &str, what: &str) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// Per-step values of one phase: step index -> (metric name -> value).
 fn steps(r: &ResultRecord, phase: &str, key: &str) -> BTreeMap<String, BTreeMap<String, f64>> {
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     for m in &r.metrics {
