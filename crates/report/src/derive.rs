@@ -300,6 +300,10 @@ pub struct Point<'a> {
     pub results: Vec<&'a ResultRecord>,
 }
 
+/// Above this coefficient of variation (%) of a point's repetitions, it is flagged
+/// ([`Point::unsteady`]).
+pub const UNSTEADY_CV_PCT: f64 = 10.0;
+
 /// The sweep points of a run, in execution order of their first repetition.
 pub fn points(run_index: usize, run: &RunRecord) -> Vec<Point<'_>> {
     let mut out: Vec<Point> = Vec::new();
@@ -1082,7 +1086,28 @@ impl<'a> Point<'a> {
                 out.push(f);
             }
         }
+        out.extend(self.unsteady());
         out
+    }
+
+    /// A warning when the valid repetitions' headline varies by more than
+    /// [`UNSTEADY_CV_PCT`] (sd over mean): the mean is then no steady figure, and a
+    /// summary that picks it as a column's best says so (acceptance M, 7: two repetitions
+    /// of 32,404 and 79,260 new orders/min, cv 59%, made a "3.89x" difference unflagged).
+    fn unsteady(&self) -> Option<Flag> {
+        let s = self.headline()?;
+        let cv = 100.0 * s.sd? / s.mean.abs();
+        (cv > UNSTEADY_CV_PCT).then(|| {
+            Flag::warning(
+                "high_variation",
+                format!(
+                    "its {} repetitions vary by cv {cv:.1}% (sd over mean), above \
+                     {UNSTEADY_CV_PCT}%: the mean is no steady figure; run more repetitions \
+                     (--repeat, or --until-cv 3) on a quieter host",
+                    s.n
+                ),
+            )
+        })
     }
 
     /// The exact latency distribution of the valid repetitions: histograms of the

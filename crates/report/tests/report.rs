@@ -427,6 +427,43 @@ fn a_reports_variant_comparison_is_the_cli_comparison() {
     assert_eq!(report::compare::replications(&run).len(), 1);
 }
 
+/// Acceptance M, 7: a point whose repetitions vary by more than 10% (cv) is flagged, and
+/// the summary cell that takes it as a column's best carries the flag; a steady one is not.
+#[test]
+fn a_point_whose_repetitions_vary_widely_is_flagged() {
+    let mut run = kv_run(&Spec {
+        instances: &[1],
+        ..Spec::default()
+    });
+    let flagged = |run: &model::RunRecord| -> Vec<String> {
+        report::summary(std::slice::from_ref(run))
+            .rows
+            .iter()
+            .filter(|r| r.flags[0].iter().any(|f| f.code == "high_variation"))
+            .map(|r| r.label.clone())
+            .collect()
+    };
+    assert!(flagged(&run).is_empty(), "{:?}", flagged(&run));
+    // One repetition of `get pipeline=1` at twice its rate: 3 repetitions x, x, 2x have a
+    // cv of 34.6%.
+    let r = run
+        .results
+        .iter_mut()
+        .find(|r| r.test == "get" && r.params["pipeline"] == 1 && r.repetition == 0)
+        .unwrap();
+    let h = r.headline.clone();
+    r.metrics
+        .iter_mut()
+        .find(|m| m.name == h && m.labels.is_empty())
+        .unwrap()
+        .value *= 2.0;
+    let rows = flagged(&run);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].contains("get"), "{rows:?}");
+    let h = report::html(std::slice::from_ref(&run), None);
+    assert!(h.contains("high_variation"), "said in the report");
+}
+
 /// Acceptance M, 1: a side that swept more values of a setting than the other, sharing
 /// some, is compared at the points both ran, like for like; sides that share no value of
 /// it are not.
