@@ -234,6 +234,16 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// Whether [`MEANS_OF_RUNS_NOTE`] is said: a latency row with several runs on a side.
+    pub fn averages_percentiles(&self) -> bool {
+        self.rows.iter().any(|r| {
+            r.metric.starts_with("latency_")
+                && [&r.a, &r.b]
+                    .iter()
+                    .any(|s| s.as_ref().is_some_and(|s| s.n > 1))
+        })
+    }
+
     /// What is said under the comparison's header of each run that did not finish (`B:
     /// killed: run interrupted: what it stored ...`), in `rackbench compare` and in a
     /// report's Comparison section alike; its points are said in their rows ("B ran it,
@@ -2045,6 +2055,11 @@ pub fn multiple_rows_note(tested: usize) -> String {
     )
 }
 
+/// Said under a comparison whose latency rows average several runs on a side: a run's
+/// own tables give the percentile of its repetitions' merged histograms, another figure
+/// (acceptance M, 4: a variant's p99 read 613 us here and 641 us in its Results table).
+pub const MEANS_OF_RUNS_NOTE: &str = "A side's figure is the mean over its runs (a variant's repetitions are its runs): a latency percentile is the mean of the runs' percentiles, not the percentile of their merged histograms that a run's own tables give, and the two can differ.";
+
 /// The comparison as aligned text for a terminal.
 pub fn compare_text(c: &Comparison) -> String {
     let mut out = format!("A (old): {}\nB (new): {}\n", c.a.join(", "), c.b.join(", "));
@@ -2091,6 +2106,9 @@ pub fn compare_text(c: &Comparison) -> String {
     let tested = c.rows.iter().filter(|r| r.p_value.is_some()).count();
     if tested > 0 {
         out.push_str(&format!("\n{}\n", multiple_rows_note(tested)));
+    }
+    if c.averages_percentiles() {
+        out.push_str(&format!("\n{MEANS_OF_RUNS_NOTE}\n"));
     }
     out.push_str(&format!("\nComparability: {}\n", c.comparability.verdict));
     for d in &c.comparability.differences {

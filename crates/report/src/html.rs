@@ -359,6 +359,13 @@ fn comparison_html(h: &mut String, c: &Comparison) {
         );
     }
     h.push_str("</table>");
+    if c.averages_percentiles() {
+        let _ = write!(
+            h,
+            r#"<p class="note">{}</p>"#,
+            esc(crate::compare::MEANS_OF_RUNS_NOTE)
+        );
+    }
     if !c.warnings.is_empty() {
         let _ = write!(
             h,

@@ -334,6 +334,9 @@ pub fn markdown_with(
                     r.verdict.clone(),
                 ]));
             }
+            if cmp.averages_percentiles() {
+                let _ = writeln!(m, "\n{}", crate::compare::MEANS_OF_RUNS_NOTE);
+            }
             if !cmp.warnings.is_empty() {
                 let _ = writeln!(m, "\n{}\n", crate::compare::WARNINGS_NOTE);
                 for w in &cmp.warnings {

@@ -427,6 +427,30 @@ fn a_reports_variant_comparison_is_the_cli_comparison() {
     assert_eq!(report::compare::replications(&run).len(), 1);
 }
 
+/// Acceptance M, 4: a comparison whose latency rows average several runs on a side says
+/// that its percentile is a mean of the runs', not the merged histograms' of a run's own
+/// tables; one of single runs has nothing to say.
+#[test]
+fn a_comparison_says_its_percentiles_are_means_of_runs() {
+    let mut run = kv_run(&Spec::default());
+    for r in run.results.iter_mut() {
+        let v = if r.repetition % 2 == 0 { "off" } else { "on" };
+        r.params.insert("variant".into(), serde_json::json!(v));
+    }
+    let a = report::compare::variant_run(&run, "off").unwrap();
+    let b = report::compare::variant_run(&run, "on").unwrap();
+    let c = report::compare(
+        &report::compare::replications(&a),
+        &report::compare::replications(&b),
+    );
+    assert!(c.averages_percentiles(), "{:?}", c.rows);
+    let note = report::compare::MEANS_OF_RUNS_NOTE;
+    assert!(report::compare::compare_text(&c).contains(note));
+    let single = report::compare(&[kv_run(&Spec::default())], &[kv_run(&Spec::default())]);
+    assert!(!single.averages_percentiles());
+    assert!(!report::compare::compare_text(&single).contains(note));
+}
+
 /// Acceptance M, 7: a point whose repetitions vary by more than 10% (cv) is flagged, and
 /// the summary cell that takes it as a column's best carries the flag; a steady one is not.
 #[test]
