@@ -588,6 +588,42 @@ pub struct PowerFigure {
     pub source: String,
     /// The same source measured idle before the load, when the run has it.
     pub idle_w: Option<f64>,
+    /// The measured host, when it also ran the load generator (a single-host run's
+    /// `sut+loadgen`): its watts are the generator's work too ([`loadgen_power_notes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_with_loadgen: Option<String>,
+}
+
+/// Said under an efficiency table where a power figure is of a host that also ran the load
+/// generator: the seeds' servers had theirs on other machines, so the watts were the
+/// server's alone (acceptance M, 5: a TCO took such watts per server unsaid).
+pub fn loadgen_power_notes<'a>(rows: impl IntoIterator<Item = &'a Efficiency>) -> Vec<String> {
+    let mut hosts: Vec<&str> = Vec::new();
+    for h in rows
+        .into_iter()
+        .filter_map(|e| e.power.as_ref().ok()?.shared_with_loadgen.as_deref())
+    {
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    hosts
+        .iter()
+        .map(|h| {
+            format!(
+                "{h} also ran the load generator: its power, and the figures per watt, \
+                 include the generator's work; with the generators on other hosts the \
+                 server's watts are its own"
+            )
+        })
+        .collect()
+}
+
+/// Whether `host` of `run` also ran the load generator (its role `sut+loadgen`).
+pub fn ran_loadgen(run: &RunRecord, host: &str) -> bool {
+    run.hosts
+        .iter()
+        .any(|h| h.host == host && h.role.contains("sut") && h.role.contains(LOADGEN_ROLE))
 }
 
 /// Hosts that are (or include) the system under test; empty when roles say nothing.
@@ -1349,6 +1385,8 @@ impl Powered<'_> {
                 basis: *basis,
                 idle_w: idle_for(run, host, h),
                 source: source_label(h),
+                shared_with_loadgen: ran_loadgen(run, host)
+                    .then(|| model::host_display_name(&run.hosts, host)),
             }),
             _ => Err(self
                 .why

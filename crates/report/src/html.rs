@@ -749,6 +749,9 @@ fn efficiency_unit_table(
     for w in derive::idle_warnings(rows.iter().map(|r| &r.3)) {
         let _ = write!(h, r#"<div class="note">&#9888; Idle: {}</div>"#, esc(w));
     }
+    for n in derive::loadgen_power_notes(rows.iter().map(|r| &r.3)) {
+        let _ = write!(h, r#"<div class="note">&#9888; Power: {}</div>"#, esc(&n));
+    }
 }
 
 /// A latency headline's table: the latency with the power and CPU it ran at, and no

@@ -144,6 +144,9 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
     for w in derive::idle_warnings(eff.iter().map(|r| &r.3)) {
         let _ = write!(m, "\n⚠ Idle: {}\n", c(w));
     }
+    for n in derive::loadgen_power_notes(eff.iter().map(|r| &r.3)) {
+        let _ = write!(m, "\n⚠ Power: {}\n", c(&n));
+    }
     m.push('\n');
 }
 

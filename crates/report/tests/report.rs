@@ -427,6 +427,25 @@ fn a_reports_variant_comparison_is_the_cli_comparison() {
     assert_eq!(report::compare::replications(&run).len(), 1);
 }
 
+/// Acceptance M, 5: an efficiency table whose power is of a host that also ran the load
+/// generator says so under it; a server host of its own has nothing to say.
+#[test]
+fn power_of_a_host_that_ran_the_load_generator_says_so() {
+    let mut run = kv_run(&Spec::default());
+    let said = "also ran the load generator: its power, and the figures per watt, include \
+                the generator&#39;s work";
+    let h = report::html(std::slice::from_ref(&run), None);
+    assert!(h.contains(said), "{h}");
+    let m = report::markdown(std::slice::from_ref(&run), None);
+    assert!(
+        m.contains("⚠ Power:") && m.contains("include the generator"),
+        "{m}"
+    );
+    run.hosts[0].role = "sut".into();
+    let h = report::html(std::slice::from_ref(&run), None);
+    assert!(!h.contains("also ran the load generator: its power"), "{h}");
+}
+
 /// Acceptance M, 4: a comparison whose latency rows average several runs on a side says
 /// that its percentile is a mean of the runs', not the merged histograms' of a run's own
 /// tables; one of single runs has nothing to say.

@@ -287,6 +287,8 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
         let m = if *modelled { "MODELLED " } else { "" };
         format!("{m}{source} {zones}")
     };
+    // The host whose watts were taken (of the first point that had power).
+    let mut chosen_host: Option<String> = None;
     let mut unlike: Option<String> = None;
     let mut components: Vec<String> = Vec::new();
     let mut missing: Vec<String> = Vec::new();
@@ -331,7 +333,10 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                             continue;
                         }
                         Some(_) => {}
-                        None => chosen = Some((key, point.clone())),
+                        None => {
+                            chosen = Some((key, point.clone()));
+                            chosen_host = Some(ts.host.clone());
+                        }
                     }
                     match per_point.iter_mut().find(|(k, _)| *k == point) {
                         Some((_, w)) => w.push(h.mean_watts),
@@ -359,10 +364,24 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                 .map(|(_, w)| w.iter().sum::<f64>() / w.len() as f64)
                 .collect();
             let mean = means.iter().sum::<f64>() / means.len() as f64;
+            // A server's watts with its load generator's work in them, said where the
+            // figure is used (acceptance M, 5: a TCO took them per server unsaid).
+            let with_loadgen = chosen_host
+                .filter(|h| {
+                    run.hosts.iter().any(|d| {
+                        &d.host == h && d.role.contains("sut") && d.role.contains("loadgen")
+                    })
+                })
+                .map_or(String::new(), |h| {
+                    format!(
+                        "; {} also ran the load generator, whose work these watts include",
+                        model::host_display_name(&run.hosts, &h)
+                    )
+                });
             Ok(Sourced {
                 value: mean,
                 source: format!(
-                    "run {}: {}, mean of {} point(s), each the mean of its repetitions",
+                    "run {}: {}, mean of {} point(s), each the mean of its repetitions{with_loadgen}",
                     run.id,
                     named(&key),
                     means.len()
@@ -448,5 +467,17 @@ mod tests {
         ]);
         let p = power_of(&run, &[&r]).unwrap();
         assert!((p.value - 100.0).abs() < 1e-9, "{}", p.value);
+        assert!(!p.source.contains("load generator"), "{}", p.source);
+        // The server host also ran the load generator: its watts are taken, and said to
+        // hold the generator's work (acceptance M, 5).
+        let run = self::run(&[("local", "controller"), ("rbh1", "sut+loadgen")]);
+        let p = power_of(&run, &[&r]).unwrap();
+        assert!((p.value - 100.0).abs() < 1e-9, "{}", p.value);
+        assert!(
+            p.source
+                .ends_with("; rbh1 also ran the load generator, whose work these watts include"),
+            "{}",
+            p.source
+        );
     }
 }
