@@ -2118,6 +2118,30 @@ fn row_points_in<'a>(
         .collect()
 }
 
+/// The buffer size a row's headline was measured at, where its workload says
+/// (`headline_buffer_bytes`: crypto's bulk ciphers and digests quote their largest
+/// buffer): ` (8,192 B buffers)`, each run's where they differ; else nothing. A row read
+/// `aes256gcm 2,776` with the size only in the caption's list of sizes (acceptance L, 4).
+fn headline_buffers(per_run: &[Option<&Point>]) -> String {
+    let mut sizes: Vec<String> = Vec::new();
+    for p in per_run.iter().flatten() {
+        let size = p
+            .valid()
+            .iter()
+            .find_map(|r| r.metric("headline_buffer_bytes", &[]).map(|m| m.value));
+        if let Some(s) = size.map(crate::fmt::whole_or_num) {
+            if !sizes.contains(&s) {
+                sizes.push(s);
+            }
+        }
+    }
+    if sizes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} B buffers)", sizes.join(" / "))
+    }
+}
+
 /// Build the Table A1 summary of these runs (one column per run, each at its best).
 pub fn summary(runs: &[RunRecord]) -> Summary {
     summary_with(runs, &Selection::default())
@@ -2152,7 +2176,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             }
         }
         let mut row = SummaryRow {
-            label: k.clone(),
+            label: format!("{k}{}", headline_buffers(&per_run)),
             perf: vec![],
             perf_missing: vec![],
             power: vec![],

@@ -427,6 +427,29 @@ fn a_reports_variant_comparison_is_the_cli_comparison() {
     assert_eq!(report::compare::replications(&run).len(), 1);
 }
 
+/// Acceptance L, 4: a row whose headline was measured at one buffer size of several
+/// (crypto's bulk ciphers quote their largest) says the size in its name.
+#[test]
+fn a_rows_headline_buffer_size_is_in_its_name() {
+    let mut run = kv_run(&Spec {
+        instances: &[1],
+        ..Spec::default()
+    });
+    for r in run.results.iter_mut().filter(|r| r.test == "get") {
+        r.metrics
+            .push(Metric::new("headline_buffer_bytes", 8192.0, "B"));
+    }
+    let s = report::summary(std::slice::from_ref(&run));
+    let labels: Vec<&str> = s.rows.iter().map(|r| r.label.as_str()).collect();
+    assert!(
+        labels
+            .iter()
+            .all(|l| l.contains("get") == l.ends_with(" (8,192 B buffers)")),
+        "{labels:?}"
+    );
+    assert!(labels.iter().any(|l| l.contains("get")), "{labels:?}");
+}
+
 /// Acceptance M, 5: an efficiency table whose power is of a host that also ran the load
 /// generator says so under it; a server host of its own has nothing to say.
 #[test]
