@@ -87,7 +87,8 @@ pub struct Flags {
     #[arg(long, value_name = "SECONDS")]
     pub rampup: Option<String>,
     /// Mix in percent: New-Order,Payment,Order-Status,Delivery,Stock-Level, or a named
-    /// mix: tpcc (45,43,4,4,4), read-mostly (4,4,44,4,44) [default: tpcc]
+    /// mix: tpcc (TPC-C's card deck, 10,10,1,1,1 of 23), read-mostly (4,4,44,4,44); each
+    /// user deals it from a shuffled deck [default: tpcc]
     #[arg(long, value_name = "NO,P,OS,D,SL|NAME")]
     pub mix: Option<String>,
     /// Latency thresholds for the "% of transactions over" buckets (the Aerospike study's
@@ -246,7 +247,7 @@ impl Default for Config {
             databases: 1,
             duration: 60.0,
             rampup: 10.0,
-            mix: vec![45.0, 43.0, 4.0, 4.0, 4.0],
+            mix: txn::TPCC_DECK.to_vec(),
             keying_think: false,
             rate: None,
             arrival: "constant".into(),

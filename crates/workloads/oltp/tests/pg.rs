@@ -1017,9 +1017,16 @@ fn config_from_runner_strings() {
     // Named mixes, and a word that is none.
     let c = cfg(json!({ "mix": "read-mostly" }));
     assert_eq!(c.mix, vec![4.0, 4.0, 44.0, 4.0, 44.0]);
+    // TPC-C's card deck, 10,10,1,1,1 of 23.
     assert_eq!(
         cfg(json!({ "mix": "TPCC" })).mix,
-        vec![45.0, 43.0, 4.0, 4.0, 4.0]
+        wl_oltp::txn::TPCC_DECK.to_vec()
+    );
+    assert_eq!(
+        Mix::new(&cfg(json!({ "mix": "tpcc" })).mix)
+            .unwrap()
+            .cards(),
+        [10, 10, 1, 1, 1]
     );
     let e = Config::from_map(&serde_json::from_value(json!({ "mix": "readonly" })).unwrap())
         .unwrap_err();
