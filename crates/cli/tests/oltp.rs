@@ -27,6 +27,14 @@ fn one_warehouse_build(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 }
 
 fn corrupt(data: &Path) {
+    corrupt_with(
+        data,
+        "UPDATE district SET d_ytd = d_ytd + 5 WHERE d_w_id = 1 AND d_id = 4",
+    );
+}
+
+/// Run `sql` in the build kept in `data`, as a user editing it by hand would.
+fn corrupt_with(data: &Path, sql: &str) {
     let settings = wl_oltp::server::Settings {
         shared_buffers: "32MB".into(),
         fsync: false,
@@ -37,8 +45,7 @@ fn corrupt(data: &Path) {
     };
     let mut s = wl_oltp::server::Server::start(data, &settings).unwrap();
     let mut c = wl_oltp::server::connect(&s.config("tpcc")).unwrap();
-    c.batch_execute("UPDATE district SET d_ytd = d_ytd + 5 WHERE d_w_id = 1 AND d_id = 4")
-        .unwrap();
+    c.batch_execute(sql).unwrap();
     drop(c);
     s.stop();
 }
@@ -232,6 +239,78 @@ fn build_check_run_and_a_corrupted_table() {
         "{err}"
     );
     assert!(!err.contains("--dsn"), "{err}");
+}
+
+/// A reused build is checked before the run, as after it (TPC-C 3.3.3): the acceptance
+/// audit altered `w_ytd` and `d_next_o_id` in a kept cluster by hand, and `run oltp
+/// --cluster-dir` reused the build, ran, and flagged the result `consistency` three
+/// times, blaming the run for damage that predates it. It is refused now before anything
+/// runs (exit 2, nothing stored), naming the broken conditions and what to type next;
+/// the rebuild it names runs.
+#[test]
+fn a_reused_build_damaged_before_the_run_is_refused_before_it_runs() {
+    if !have_postgres() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, store) = one_warehouse_build(tmp.path());
+    let d = data.to_str().unwrap();
+    corrupt_with(
+        &data,
+        "UPDATE warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 1; \
+         UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = 1 AND d_id = 4",
+    );
+    let run_oltp = |extra: &[&str]| {
+        let mut args = vec![
+            "--db",
+            store.to_str().unwrap(),
+            "run",
+            "oltp",
+            "--cluster-dir",
+            d,
+            "--warehouses",
+            "1",
+            "--vus",
+            "2",
+            "--duration",
+            "1",
+            "--rampup",
+            "0",
+            "--no-telemetry",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let (code, out, err) = run_oltp(&[]);
+    if err.contains("being written") {
+        eprintln!("skipped: {err}");
+        return;
+    }
+    assert_eq!(code, 2, "refused as a setup error: {out}{err}");
+    for want in [
+        "database tpcc: the build this run would reuse is inconsistent before the run \
+         (TPC-C clause 3.3.2): condition 1 (W_YTD = sum(D_YTD)) fails for 1 rows; \
+         condition 2 (D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID)) fails for 1 rows; \
+         condition 8 (W_YTD = sum(H_AMOUNT)) fails for 1 rows; nothing was run",
+        &format!(
+            "Give --rebuild to drop it and build 1 warehouses again (or `rackbench oltp \
+             build --dir {d} --warehouses 1 --rebuild`), or see which rows with `rackbench \
+             oltp check --dir {d}`"
+        ),
+    ] {
+        assert!(err.contains(want), "no {want:?} in {err}");
+    }
+    assert!(!err.contains("condition 3 "), "{err}");
+    assert!(
+        stored_runs(&store).is_empty(),
+        "a run was stored: {:?}",
+        stored_runs(&store)
+    );
+    // What it says to do works: the build made again, the run runs and passes the check.
+    let (code, out, err) = run_oltp(&["--rebuild"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(stored_runs(&store).len(), 1);
 }
 
 /// PostgreSQL killed mid-run (issue 13 item 16): the stored result names the dead server

@@ -25,6 +25,15 @@ impl CheckResult {
     pub fn passed(&self) -> bool {
         self.violations == 0
     }
+
+    /// A failed condition as results and refusals say it: "condition 1 (W_YTD =
+    /// sum(D_YTD)) fails for 1 rows".
+    pub fn failure(&self) -> String {
+        format!(
+            "condition {} ({}) fails for {} rows",
+            self.id, self.name, self.violations
+        )
+    }
 }
 
 struct Cond {

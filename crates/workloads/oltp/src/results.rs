@@ -439,6 +439,7 @@ pub(crate) fn step_output(
             ));
         }
     }
+    out.flags.extend(measured_mix_flag(&o.classes, ndb));
     let below = mix.below_spec();
     if !below.is_empty() {
         out.flags.push(Flag::warning(
@@ -462,6 +463,37 @@ pub(crate) fn step_output(
         out.error = Some(format!("server counters: {e}"));
     }
     out
+}
+
+/// A warning when the measured mix (transactions sent per type, over every database)
+/// is below the spec's minimum (5.2.3) for a type: a run of few decks per user, or a
+/// mix set at or below the minimums (each user deals from a deck of the mix, which holds
+/// it exactly only over whole decks). Never silent, as the mix is part of what makes
+/// NOPM TPC-C's.
+fn measured_mix_flag(classes: &[ClassStats], ndb: usize) -> Option<Flag> {
+    let mut counts = [0u64; 5];
+    for (i, c) in classes.iter().enumerate().take(5 * ndb) {
+        counts[i % 5] += sent(c);
+    }
+    let below = txn::measured_below_spec(&counts);
+    if below.is_empty() {
+        return None;
+    }
+    let total: u64 = counts.iter().sum();
+    let said: Vec<String> = below
+        .iter()
+        .map(|(class, pct, min)| {
+            let n = counts[CLASSES.iter().position(|c| c == class).unwrap_or(0)];
+            format!("{class} {pct:.2}% ({n} of {total} transactions), minimum {min}%")
+        })
+        .collect();
+    Some(Flag::warning(
+        "mix_measured_below_spec",
+        format!(
+            "the measured mix is below the spec's minimum (5.2.3): {}",
+            said.join("; ")
+        ),
+    ))
 }
 
 /// Transactions actually sent to the server: a terminal whose keying time the end of the
@@ -858,6 +890,48 @@ mod tests {
     }
 
     /// A mix without New-Order, or with little, has no NOPM to lead with: TPM leads.
+    /// The audited run's measured mix, Order-Status 393 of 10,626 transactions (3.70%),
+    /// is flagged, saying the share, the counts and the minimum; a mix at the minimums
+    /// is not, nor one whose users split over two databases meets them in sum.
+    #[test]
+    fn a_measured_mix_below_the_spec_is_flagged() {
+        let flagged = |o: &LoadOutcome, ndb: usize| {
+            let wins = vec![window(4800, 10_000); ndb];
+            let cs: Vec<_> = (0..ndb).map(|_| counters(0)).collect();
+            let cfg = Config {
+                databases: ndb as u32,
+                ..Config::default()
+            };
+            step_output(&cfg, &Mix::default(), o, Some((&wins, &cs)))
+                .flags
+                .into_iter()
+                .filter(|f| f.code == "mix_measured_below_spec")
+                .collect::<Vec<_>>()
+        };
+        let mut o = outcome();
+        o.classes[0] = class("new_order", 4500, 45);
+        o.classes[1] = class("payment", 4700, 0);
+        o.classes[2] = class("order_status", 393, 0);
+        o.classes[3] = class("delivery", 480, 0);
+        o.classes[4] = class("stock_level", 553, 0);
+        let f = flagged(&o, 1);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, model::Severity::Warning);
+        assert_eq!(
+            f[0].message,
+            "the measured mix is below the spec's minimum (5.2.3): order_status 3.70% (393 of \
+             10626 transactions), minimum 4%"
+        );
+        // 45/43/4/4/4 exactly meets the minimums.
+        assert!(flagged(&outcome(), 1).is_empty());
+        // Two databases: database 2 has the Order-Statuses database 1 lacks.
+        let mut two = outcome();
+        two.classes[2] = class("order_status", 300, 0);
+        two.classes.extend(outcome().classes);
+        two.classes[7] = class("order_status", 500, 0);
+        assert!(flagged(&two, 2).is_empty());
+    }
+
     #[test]
     fn a_read_only_mix_leads_with_tpm() {
         let mix = Mix::new(&[0.0, 0.0, 50.0, 0.0, 50.0]).unwrap();

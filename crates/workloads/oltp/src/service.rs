@@ -59,9 +59,15 @@ impl OltpService {
         let threads = cfg
             .load_threads
             .map_or_else(engine::launch::online_cpus, |t| t.max(1) as usize);
-        let built = target.ensure_built(cfg.warehouses, threads, cfg.seed, cfg.rebuild, &|m| {
-            ctx.note(m)
-        })?;
+        // A reused build is checked before the run as it is after (with --check).
+        let built = target.ensure_built(
+            cfg.warehouses,
+            threads,
+            cfg.seed,
+            cfg.rebuild,
+            cfg.check,
+            &|m| ctx.note(m),
+        )?;
         let metas = built.into_iter().map(|(_, m, _)| m).collect();
         let mut c = target.connect(&target.dbs[0])?;
         let version = c.server_version().ok();

@@ -322,10 +322,32 @@ fn a_corrupted_table_fails_the_check_and_flags_the_result_invalid() {
     assert!(failed.contains(&8), "{failed:?}");
     let flags = wl_oltp::check_flags(Ok(res));
     assert!(flags.iter().any(|f| f.severity == model::Severity::Invalid));
-    // And through the workload: verify() says invalid.
-    let mut w = Oltp::new(config).unwrap();
+    // Through the workload, a build damaged before the run is refused before it runs
+    // (TPC-C checks before and after, 3.3.3), naming the same conditions and what to do.
     let ctx = local();
+    let e = match Oltp::new(config).unwrap().prepare(&ctx) {
+        Ok(()) => panic!("a damaged build was reused"),
+        Err(e) => format!("{e:#}"),
+    };
+    for want in [
+        "database t_corrupt: the build this run would reuse is inconsistent before the run",
+        "condition 1 (W_YTD = sum(D_YTD)) fails for 1 rows",
+        "condition 3 (",
+        "condition 5 (",
+        "condition 8 (",
+        "nothing was run",
+        "Give --rebuild",
+        "`rackbench oltp check` with the same --dsn",
+    ] {
+        assert!(e.contains(want), "no {want:?} in {e}");
+    }
+    // Damage done after the run started: verify() says invalid.
+    let d = copy_of_build(s, "t_corrupt_later");
+    let mut w = Oltp::new(cfg(json!({ "dsn": d, "warehouses": WAREHOUSES }))).unwrap();
     w.prepare(&ctx).unwrap();
+    let mut c = wl_oltp::server::connect(&wl_oltp::server::parse_dsn(&d).unwrap()).unwrap();
+    c.batch_execute("UPDATE warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 1")
+        .unwrap();
     let flags = w.verify(&ctx).unwrap();
     assert!(flags
         .iter()
@@ -995,9 +1017,16 @@ fn config_from_runner_strings() {
     // Named mixes, and a word that is none.
     let c = cfg(json!({ "mix": "read-mostly" }));
     assert_eq!(c.mix, vec![4.0, 4.0, 44.0, 4.0, 44.0]);
+    // TPC-C's card deck, 10,10,1,1,1 of 23.
     assert_eq!(
         cfg(json!({ "mix": "TPCC" })).mix,
-        vec![45.0, 43.0, 4.0, 4.0, 4.0]
+        wl_oltp::txn::TPCC_DECK.to_vec()
+    );
+    assert_eq!(
+        Mix::new(&cfg(json!({ "mix": "tpcc" })).mix)
+            .unwrap()
+            .cards(),
+        [10, 10, 1, 1, 1]
     );
     let e = Config::from_map(&serde_json::from_value(json!({ "mix": "readonly" })).unwrap())
         .unwrap_err();
