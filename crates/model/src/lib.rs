@@ -174,6 +174,14 @@ impl Flag {
             message: message.into(),
         }
     }
+
+    /// The host a flag is of, where its message says so the way every per-host flag
+    /// begins (`host rbh2: other processes took ...`); None for a flag of the result.
+    pub fn host(&self) -> Option<&str> {
+        let rest = self.message.strip_prefix("host ")?;
+        let (host, _) = rest.split_once(": ")?;
+        (!host.is_empty() && !host.contains(char::is_whitespace)).then_some(host)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

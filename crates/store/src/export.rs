@@ -16,7 +16,8 @@
 //!   for a figure of the pair; the point's system under test (`sut_host`); else the
 //!   run's. `params` and `labels` are `k=v;k=v` (a string
 //!   value holding `;`, `=` or a leading `"` is written as a JSON string). `flags` is
-//!   `SEVERITY:CODE;...`, plus `status:STATUS` for a result that did not end ok.
+//!   `SEVERITY:CODE;...` (`SEVERITY:CODE@HOST` for a flag of one host), plus
+//!   `status:STATUS` for a result that did not end ok.
 //!   `settings` (last, so that the columns before keep their places) is every setting the
 //!   result ran with, defaults included, as `params` is written; empty for a result
 //!   stored before settings were kept.
@@ -218,7 +219,7 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                     r.step.to_string(),
                     r.repetition.to_string(),
                     join_params(&r.params),
-                    flags_cell(r),
+                    flags_cell(r, &host_name),
                     join_params(&r.settings),
                 ),
                 None => (
@@ -521,7 +522,10 @@ fn join_labels(labels: &BTreeMap<String, String>) -> String {
         .join(";")
 }
 
-fn flags_cell(r: &ResultRecord) -> String {
+/// A result's flags (`warning:other_load@rbh2`: a per-host flag names its host, as a
+/// disclosure names it, so that three hosts' `other_load` are told apart), then its
+/// status where it did not end ok.
+fn flags_cell(r: &ResultRecord, host_name: &dyn Fn(&str) -> String) -> String {
     let mut parts: Vec<String> = r
         .flags
         .iter()
@@ -530,7 +534,10 @@ fn flags_cell(r: &ResultRecord) -> String {
                 Severity::Warning => "warning",
                 Severity::Invalid => "invalid",
             };
-            format!("{sev}:{}", f.code)
+            match f.host() {
+                Some(h) => format!("{sev}:{}@{}", f.code, host_name(h)),
+                None => format!("{sev}:{}", f.code),
+            }
         })
         .collect();
     let status = match r.status {
@@ -706,6 +713,30 @@ mod tests {
             .find(|r| &r[8] == metric && &r[11] == labels)
             .unwrap_or_else(|| panic!("no row {metric} {labels}"))[2]
             .to_string()
+    }
+
+    /// A per-host flag names its host in the flags column (acceptance L, 4: three hosts'
+    /// `other_load` read `warning:other_load` three times, none told apart); `local` by
+    /// its disclosed name; a flag of the result is its code alone.
+    #[test]
+    fn csv_flags_name_the_host_of_a_per_host_flag() {
+        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        run.results[0].flags = vec![
+            model::Flag::warning("other_load", "host rbh2: other processes took 54%"),
+            model::Flag::warning("other_load", "host local: other processes took 20%"),
+            model::Flag::invalid("value_mismatch", "3 get replies did not hold the value"),
+        ];
+        let local = model::host_display_name(&run.hosts, "local");
+        let rows = csv_rows(run);
+        let flags = &rows.iter().find(|r| !r[12].is_empty()).unwrap()[12];
+        assert_eq!(
+            flags,
+            format!(
+                "warning:other_load@rbh2;warning:other_load@{local};invalid:value_mismatch;status:failed"
+            )
+        );
+        let f = model::Flag::warning("x", "hosts rbh1 and rbh2: apart");
+        assert_eq!(f.host(), None);
     }
 
     /// A net pair's figures name the host that measured them: the receiver's throughput
