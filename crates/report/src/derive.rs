@@ -771,6 +771,67 @@ pub struct CpuFigure {
 /// it was watched: the host's other processes are no part of it.
 pub fn sut_cpu(run: &RunRecord, r: &ResultRecord) -> Result<CpuFigure, String> {
     let ts = sut_summary(run, r).ok_or("no telemetry was recorded for this result")?;
+    let fig = counted_cpu(run, r, ts)?;
+    match ends_own_cpu(r, &ts.host, &fig.basis) {
+        Some((own, whose)) if fig.pct < 0.9 * own && own - fig.pct > 0.5 => Err(format!(
+            "the kernel counted {:.1}% of one CPU ({}) on {}, below the {:.1}% that {whose} \
+             ran by {}: this kernel samples CPU time at its ticks, and work that sleeps \
+             between them (a paced or napping end) goes uncounted; no figure rather than \
+             a low one (the ends' own CPU is in the network table)",
+            fig.pct,
+            fig.basis.label(),
+            model::host_display_name(&run.hosts, &ts.host),
+            own,
+            if whose.contains(" and ") {
+                "their threads' run time"
+            } else {
+                "its threads' run time"
+            },
+        )),
+        _ => Ok(fig),
+    }
+}
+
+/// The CPU a net test's ends on `host` ran by their threads' own run time (`getrusage`,
+/// not sampled at the kernel's ticks), of the ends `basis` covers (the whole host: every
+/// end there; server processes: the receiver), and whose it is. None for other
+/// workloads. A paced UDP pair read 6.3% of one CPU for its whole host, where its
+/// sender's and receiver's threads alone ran 38.6% (acceptance N, 1): a figure under
+/// its own ends' is the ticks missing work, and no figure to publish.
+fn ends_own_cpu(r: &ResultRecord, host: &str, basis: &CpuBasis) -> Option<(f64, String)> {
+    if r.workload != "net" {
+        return None;
+    }
+    let end_host = |k: &str| r.params.get(k).and_then(|v| v.as_str());
+    let ends: &[(&str, &str, &str)] = match basis {
+        CpuBasis::Host => &[
+            ("receiver_cpu_pct", "receiver_host", "the receiver"),
+            ("sender_cpu_pct", "sender_host", "the sender"),
+        ],
+        CpuBasis::ServerProcesses(_) => &[("receiver_cpu_pct", "receiver_host", "the receiver")],
+        CpuBasis::WorkProcess => return None,
+    };
+    let mut own = 0.0;
+    let mut whose: Vec<&str> = Vec::new();
+    for (metric, at, name) in ends {
+        // A local run's ends are both on its one host.
+        if end_host(at).is_some_and(|h| h != host) {
+            continue;
+        }
+        if let Some(m) = r.metric(metric, &[]) {
+            own += m.value;
+            whose.push(name);
+        }
+    }
+    (!whose.is_empty()).then(|| (own, whose.join(" and ")))
+}
+
+/// The CPU a result's system under test used as the kernel counted it ([`sut_cpu`]).
+fn counted_cpu(
+    run: &RunRecord,
+    r: &ResultRecord,
+    ts: &TelemetrySummary,
+) -> Result<CpuFigure, String> {
     let role = run
         .hosts
         .iter()

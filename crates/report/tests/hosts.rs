@@ -337,6 +337,38 @@ fn a_pairs_system_under_test_is_its_receiver() {
     }
 }
 
+/// Acceptance N, 1: a receiver host whose tick-counted busy reads below what the test's
+/// own ends on it ran (their threads' run time) has no %CPU used, and says why; a sender
+/// on another host is no part of it, and a host figure above its ends' stands.
+#[test]
+fn a_host_counted_below_its_own_ends_has_no_cpu_figure() {
+    let mut run = net_matrix(&NAMES);
+    let i = run
+        .results
+        .iter()
+        .position(|r| r.status == Status::Ok)
+        .unwrap();
+    let counted = report::derive::sut_cpu(&run, &run.results[i]).unwrap().pct;
+    let with = |run: &mut model::RunRecord, rx: f64, tx: f64| {
+        let r = &mut run.results[i];
+        r.metrics
+            .retain(|m| m.name != "receiver_cpu_pct" && m.name != "sender_cpu_pct");
+        r.metrics.push(Metric::new("receiver_cpu_pct", rx, "%"));
+        r.metrics.push(Metric::new("sender_cpu_pct", tx, "%"));
+    };
+    // Its receiver ran more than the host was counted busy: no figure, and why.
+    with(&mut run, counted * 1.5 + 1.0, 0.0);
+    let e = report::derive::sut_cpu(&run, &run.results[i]).unwrap_err();
+    assert!(
+        e.contains("this kernel samples CPU time at its ticks") && e.contains("the receiver"),
+        "{e}"
+    );
+    // Its sender, on another host, ran a lot: not this host's work.
+    with(&mut run, counted * 0.5, counted * 10.0 + 10.0);
+    let got = report::derive::sut_cpu(&run, &run.results[i]).unwrap();
+    assert!((got.pct - counted).abs() < 1e-9);
+}
+
 #[test]
 fn udp_rows_and_small_throughput_in_mbit() {
     let run = net_matrix(&NAMES);

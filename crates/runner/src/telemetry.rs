@@ -870,6 +870,20 @@ pub fn other_load_flags(
         let tasks = (all.usr_pct + all.nice_pct + all.sys_pct + irq) * n;
         let own: f64 = s.procs.iter().map(|p| p.total_pct()).sum();
         let other = tasks - own;
+        if ticks_missed(tasks, own) {
+            out.push(Flag::warning(
+                "cpu_ticks_missed",
+                format!(
+                    "host {}: its CPUs were counted busy for {tasks:.1}% of one CPU, below \
+                     the {own:.1}% this test's own processes ran: this kernel samples CPU \
+                     time at its ticks, and work that sleeps between them (a paced or \
+                     napping load) goes uncounted; its per-CPU and whole-host CPU figures \
+                     read low",
+                    s.host
+                ),
+            ));
+            continue;
+        }
         if !over_other_load(other, n) {
             continue;
         }
@@ -932,6 +946,15 @@ pub fn power_gap_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
 
 /// Whether `pct` of one CPU, taken by other programs on a host of `n` CPUs, is enough
 /// to flag: [`OTHER_WARN_ONE_CPU_PCT`] or more, and [`OTHER_WARN_SHARE`] of the host.
+/// Whether a host's CPUs were counted busy (`tasks`, % of one CPU) well below what the
+/// test's own processes ran there (`own`): by 5 points of a CPU and a quarter of `own`.
+/// A paced UDP test's threads ran 19.6% of a CPU on a host whose CPUs were counted 2.2%
+/// busy (acceptance N, 1): the kernel's tick sampling misses work that sleeps between
+/// ticks, while a process's own time is its run time.
+fn ticks_missed(tasks: f64, own: f64) -> bool {
+    own - tasks > 5.0_f64.max(0.25 * own)
+}
+
 fn over_other_load(pct: f64, n: f64) -> bool {
     pct.is_finite() && pct >= OTHER_WARN_ONE_CPU_PCT.max(OTHER_WARN_SHARE * n * 100.0)
 }
@@ -1396,6 +1419,24 @@ mod tests {
         let mut quiet_charged = quiet;
         quiet_charged.procs = vec![proc("loadgen", 10.0, 35.0), proc("server:0", 5.0, 35.0)];
         assert!(other_load_flags(&[quiet_charged], None, &["quiet".into()]).is_empty());
+        // Acceptance N, 1: a paced UDP test's processes ran 19.5% of one CPU on a host whose
+        // two CPUs were counted 1.1% busy: the ticks missed its work, said as such (not
+        // as "other load" below zero).
+        let paced = host(
+            "paced",
+            two_cpus(0.3, 0.7, 0.1),
+            vec![proc("loadgen", 0.0, 11.25), proc("receiver", 1.0, 7.25)],
+        );
+        let f = other_load_flags(std::slice::from_ref(&paced), None, &["paced".into()]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].code, "cpu_ticks_missed");
+        assert!(
+            f[0].message.contains(
+                "host paced: its CPUs were counted busy for 2.2% of one CPU, below the 19.5%"
+            ),
+            "{}",
+            f[0].message
+        );
     }
 
     #[test]
