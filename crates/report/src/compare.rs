@@ -96,14 +96,14 @@ fn one_runs_reps(runs: &[Vec<f64>]) -> Option<Sample> {
     }
 }
 
-/// A difference in percentage points, signed: to 0.1 point, with more digits below
-/// 0.1 so that a share's change is not rounded away (0.0562% to 0.0406% read "-0.0 pts"),
-/// and no "-0.0" ever.
+/// A difference in percentage points, signed: to 0.1 point from 1 point up, two
+/// significant digits below, so that a share's change is neither rounded away (0.0562% to
+/// 0.0406% read "-0.0 pts") nor doubled (0.293% to 0.239% read "-0.1 pts", acceptance N,
+/// 4), and no "-0.0" ever.
 fn signed_points(d: f64) -> String {
     let a = d.abs();
-    // To 0.1 where that does not round it to zero (0.0999 is +0.1, as 0.1 is), else two
-    // significant digits: -0.016 pts, +0.0065 pts.
-    let digits = if a >= 0.05 || a == 0.0 || !a.is_finite() {
+    // -0.016 pts, +0.0065 pts, -0.054 pts, +0.50 pts; +16.1 pts.
+    let digits = if a >= 1.0 || a == 0.0 || !a.is_finite() {
         1
     } else {
         (1.0 - a.log10().floor()) as usize
@@ -2174,10 +2174,14 @@ mod tests {
         assert_eq!(signed_points(0.0406 - 0.0562), "-0.016");
         assert_eq!(signed_points(0.0182 - 0.0117), "+0.0065");
         assert_eq!(signed_points(16.1), "+16.1");
-        assert_eq!(signed_points(-0.1), "-0.1");
-        assert_eq!(signed_points(0.0999), "+0.1");
-        assert_eq!(signed_points(0.05), "+0.1");
+        assert_eq!(signed_points(1.04), "+1.0");
+        assert_eq!(signed_points(-0.1), "-0.10");
+        assert_eq!(signed_points(0.0999), "+0.100");
+        assert_eq!(signed_points(0.05), "+0.050");
         assert_eq!(signed_points(0.049), "+0.049");
+        // Acceptance N, 4: 0.29296% to 0.23925% read "-0.1 pts".
+        assert_eq!(signed_points(0.23925 - 0.29296), "-0.054");
+        assert_eq!(signed_points(0.5), "+0.50");
         assert_eq!(signed_points(0.0), "0.0");
         assert_eq!(signed_points(-0.0), "0.0");
     }
