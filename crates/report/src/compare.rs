@@ -1017,13 +1017,13 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
         match crate::derive::sut_cpu(run, r) {
             Ok(c) => out.push((
                 cpu_per(&c.basis, &unit),
-                "us".into(),
+                CPU_US.into(),
                 false,
                 Ok(c.pct / 100.0 / head * 1e6),
             )),
             Err(why) => out.push((
                 cpu_per(&CpuBasis::Host, &unit),
-                "us".into(),
+                CPU_US.into(),
                 false,
                 Err(why),
             )),
@@ -1031,6 +1031,10 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
     }
     out
 }
+
+/// The unit of a CPU per unit of throughput: microseconds of CPU (`126,050 CPU us` per
+/// Gbit), not of time (acceptance N, 4: it read "126,050 us").
+const CPU_US: &str = "CPU us";
 
 /// A capacity test's curve, point by point where two runs can meet on it: each load
 /// level's reply rate, p99, power and perf/W (`level 100%`, of each run's own capacity),
