@@ -663,6 +663,17 @@ pub fn fmt_metric(m: &model::Metric) -> String {
     }
 }
 
+/// A net test's figures shown beside its rate where a result has them (metric, header):
+/// iperf3's packets, loss, jitter and retransmits, and each end's CPU.
+const NET_COLUMNS: [(&str, &str); 6] = [
+    ("packets_per_s", "PACKETS/S"),
+    ("loss_pct", "LOSS %"),
+    ("jitter_ms", "JITTER MS"),
+    ("retransmits", "RETRANS"),
+    ("sender_cpu_pct", "SEND %CPU"),
+    ("receiver_cpu_pct", "RECV %CPU"),
+];
+
 /// Nanoseconds in ms to three places, as the tables' MS columns print them; a figure
 /// under 0.0005 ms keeps its significant digits rather than reading `0.000`.
 fn ms(ns: f64) -> String {
@@ -970,6 +981,12 @@ pub fn results_table(run: &RunRecord) -> String {
     let show_errors = errors.iter().any(Option::is_some);
     // TPC-C's two figures side by side, whichever the mix made the headline.
     let show_tpcc = ["nopm", "tpm"].map(|n| results.iter().any(|r| r.metric(n, &[]).is_some()));
+    // A net test's figures iperf3 prints beside its rate: a loss under 1% was invisible
+    // behind "0.299 Gbit/s" (acceptance N, 2).
+    let net: Vec<(&str, &str)> = NET_COLUMNS
+        .into_iter()
+        .filter(|(n, _)| results.iter().any(|r| r.metric(n, &[]).is_some()))
+        .collect();
 
     let mut headers: Vec<String> = vec!["STEP".into(), "TEST".into()];
     if show_rep {
@@ -986,6 +1003,7 @@ pub fn results_table(run: &RunRecord) -> String {
             headers.push(h.into());
         }
     }
+    headers.extend(net.iter().map(|(_, h)| h.to_string()));
     for (i, h) in ["P50 MS", "P99 MS", "P99.9 MS"].into_iter().enumerate() {
         if show_pct[i] {
             headers.push(h.into());
@@ -1028,6 +1046,13 @@ pub fn results_table(run: &RunRecord) -> String {
                         .unwrap_or_else(|| "-".into()),
                 ));
             }
+        }
+        for (name, _) in &net {
+            row.push(Cell::right(
+                r.metric(name, &[])
+                    .map(fmt_metric)
+                    .unwrap_or_else(|| "-".into()),
+            ));
         }
         for (j, shown) in show_pct.iter().enumerate() {
             if *shown {
@@ -1306,6 +1331,45 @@ all steps: failed: server:1 exited with status 1 last log line: Oops
 all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
 ";
         assert_eq!(results_table(&run), want);
+    }
+
+    /// Acceptance N, 2: a net test's table gives iperf3's figures beside its rate (a loss
+    /// under 1% was invisible behind "0.299 Gbit/s"); a kv table has none of them.
+    #[test]
+    fn a_net_tests_table_gives_its_packets_loss_jitter_and_each_ends_cpu() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        assert!(!results_table(&run).contains("LOSS %"));
+        let r = &mut run.results[0];
+        r.workload = "net".into();
+        r.test = "udp1472".into();
+        r.headline = "throughput_gbit_per_s".into();
+        r.status = Status::Ok;
+        r.histograms.clear();
+        r.metrics = vec![
+            model::Metric::new("throughput_gbit_per_s", 0.299, "Gbit/s"),
+            model::Metric::new("packets_per_s", 25_400.0, "packets/s"),
+            model::Metric::new("loss_pct", 0.421, "%"),
+            model::Metric::new("jitter_ms", 0.000849, "ms"),
+            model::Metric::new("sender_cpu_pct", 30.36, "%"),
+            model::Metric::new("receiver_cpu_pct", 6.81, "%"),
+        ];
+        run.results.truncate(1);
+        let t = results_table(&run);
+        let mut lines = t.lines();
+        let head: Vec<&str> = lines
+            .next()
+            .unwrap()
+            .split("  ")
+            .filter(|c| !c.is_empty())
+            .collect();
+        for h in ["PACKETS/S", "LOSS %", "JITTER MS", "SEND %CPU", "RECV %CPU"] {
+            assert!(head.iter().any(|c| c.trim() == h), "{h} in {t}");
+        }
+        assert!(!head.iter().any(|c| c.trim() == "RETRANS"), "{t}");
+        let row = lines.next().unwrap();
+        for v in ["25400", "0.421", "0.000849", "30.36", "6.81"] {
+            assert!(row.contains(v), "{v} in {row}");
+        }
     }
 
     #[test]
