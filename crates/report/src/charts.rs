@@ -254,7 +254,7 @@ pub fn thresholds(runs: &[RunRecord]) -> Vec<ThresholdGroup> {
                     (
                         format!("> {}", compact_ns(*e)),
                         cells(&hists, &|x| {
-                            format!("{}%", crate::fmt::fixed(pct_over(x, *e), 2))
+                            format!("{}%", crate::fmt::share(pct_over(x, *e), 2))
                         }),
                     )
                 })

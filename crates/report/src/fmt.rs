@@ -56,6 +56,19 @@ pub fn fixed(v: f64, decimals: usize) -> String {
     }
 }
 
+/// A share in percent to `decimals` places, as [`fixed`], that reads 100 only when it
+/// is: one just under (2 of 652,304 requests under a threshold) keeps the places that
+/// tell it from 100 (`99.99969`), where `{:.2}` printed "100.00" (acceptance N, 5).
+pub fn share(v: f64, decimals: usize) -> String {
+    let s = fixed(v, decimals);
+    if v < 100.0 && v.is_finite() && s.parse::<f64>().is_ok_and(|x| x >= 100.0) {
+        let places = (-(100.0 - v).log10()).ceil().max(0.0) as usize + 1;
+        format!("{v:.places$}")
+    } else {
+        s
+    }
+}
+
 /// Figures said together (a NIC's received / sent Gbit/s in one cell) to one number of
 /// places: `decimals`, or, where one of them would read as zero and is not, the places
 /// that give it [`fixed`]'s three significant digits, for every one of them below 1 (a
@@ -345,6 +358,16 @@ mod tests {
         assert_eq!(fixed(0.0005, 3), "0.001");
         assert_eq!(fixed(12.3456, 2), "12.35");
         assert_eq!(fixed(99.96, 1), "100.0");
+    }
+
+    /// Acceptance N, 5: a share just under 100% never reads 100.
+    #[test]
+    fn a_share_reads_100_only_when_it_is() {
+        assert_eq!(share(100.0 * 652_302.0 / 652_304.0, 2), "99.99969");
+        assert_eq!(share(100.0, 2), "100.00");
+        assert_eq!(share(99.5, 2), "99.50");
+        assert_eq!(share(99.996, 2), "99.9960");
+        assert_eq!(share(0.0004, 2), fixed(0.0004, 2));
     }
 
     /// K13: a disk's read / written MB/s read `0.00 / 0.00410` in one cell.

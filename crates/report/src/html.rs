@@ -860,7 +860,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             };
             // The Aerospike study's threshold view: share of operations slower than 1 ms.
             let over = lat.as_ref().map_or("-".to_string(), |(_, _, hh)| {
-                format!("{}%", fixed(pct_over(hh, 1_000_000), 2))
+                format!("{}%", crate::fmt::share(pct_over(hh, 1_000_000), 2))
             });
             let _ = write!(
                 h,
