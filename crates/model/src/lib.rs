@@ -481,6 +481,17 @@ pub fn host_display_name(hosts: &[HostDisclosure], host: &str) -> String {
         .unwrap_or_else(|| host.to_string())
 }
 
+/// Whether `host` of a run is a system under test that also ran the load generator (its
+/// role `sut+loadgen`): its power is the generator's work too. The one rule of the
+/// report's efficiency notes and a TCO's power source.
+pub fn sut_ran_loadgen(hosts: &[HostDisclosure], host: &str) -> bool {
+    hosts.iter().any(|h| {
+        h.host == host
+            && h.role.split('+').any(|r| r == "sut")
+            && h.role.split('+').any(|r| r == "loadgen")
+    })
+}
+
 /// Power measured with no load, before the run's load started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdlePower {

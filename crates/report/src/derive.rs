@@ -619,13 +619,6 @@ pub fn loadgen_power_notes<'a>(rows: impl IntoIterator<Item = &'a Efficiency>) -
         .collect()
 }
 
-/// Whether `host` of `run` also ran the load generator (its role `sut+loadgen`).
-pub fn ran_loadgen(run: &RunRecord, host: &str) -> bool {
-    run.hosts
-        .iter()
-        .any(|h| h.host == host && h.role.contains("sut") && h.role.contains(LOADGEN_ROLE))
-}
-
 /// Hosts that are (or include) the system under test; empty when roles say nothing.
 fn sut_hosts(run: &RunRecord) -> Vec<&str> {
     run.hosts
@@ -1446,7 +1439,7 @@ impl Powered<'_> {
                 basis: *basis,
                 idle_w: idle_for(run, host, h),
                 source: source_label(h),
-                shared_with_loadgen: ran_loadgen(run, host)
+                shared_with_loadgen: model::sut_ran_loadgen(&run.hosts, host)
                     .then(|| model::host_display_name(&run.hosts, host)),
             }),
             _ => Err(self

@@ -367,11 +367,7 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
             // A server's watts with its load generator's work in them, said where the
             // figure is used (acceptance M, 5: a TCO took them per server unsaid).
             let with_loadgen = chosen_host
-                .filter(|h| {
-                    run.hosts.iter().any(|d| {
-                        &d.host == h && d.role.contains("sut") && d.role.contains("loadgen")
-                    })
-                })
+                .filter(|h| model::sut_ran_loadgen(&run.hosts, h))
                 .map_or(String::new(), |h| {
                     format!(
                         "; {} also ran the load generator, whose work these watts include",
