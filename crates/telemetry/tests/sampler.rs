@@ -241,7 +241,8 @@ fn a_watched_server_counts_its_forked_backends() {
     let s = Sampler::start(fake.cfg()).unwrap();
     s.watch_process("postgres", 4300);
     s.watch_process_alone("loadgen", 4242);
-    pause();
+    let watched_for = Duration::from_millis(250);
+    std::thread::sleep(watched_for);
     // Backend 4301 works on (+60 +20); 4302 exits, reaped with 30 + 25 ticks in all;
     // 4303 is forked (+5 +5); the postmaster itself does nothing.
     write(&at(4300), &pid_stat(4300, 1, (10, 10), (30, 25)));
@@ -253,14 +254,29 @@ fn a_watched_server_counts_its_forked_backends() {
     let x = samples.last().unwrap();
     let pg = x.procs.iter().find(|p| p.role == "postgres").unwrap();
     assert!(pg.with_descendants);
-    let cpu_s = |pct: f64| pct / 100.0 * x.interval_s;
-    // usr: 60 + (30 - 20) + 5 ticks; sys: 20 + (25 - 20) + 5 ticks, at USER_HZ 100.
-    assert!((cpu_s(pg.usr_pct) - 0.75).abs() < 0.02, "{pg:?}");
-    assert!((cpu_s(pg.sys_pct) - 0.30).abs() < 0.02, "{pg:?}");
+    // usr: 60 + (30 - 20) + 5 ticks; sys: 20 + (25 - 20) + 5 ticks, at USER_HZ 100. A
+    // process's % is over its own interval, from its watch to the sample: at least the
+    // sleep, at most the sample's interval (a loaded machine can stall the test between
+    // the sampler's start and the watch), so the CPU time is bracketed by the two and the
+    // user/system split, over one interval, is exact.
+    let cpu_s = |pct: f64| {
+        (
+            pct / 100.0 * watched_for.as_secs_f64(),
+            pct / 100.0 * x.interval_s,
+        )
+    };
+    let brackets = |pct: f64, want: f64| {
+        let (lo, hi) = cpu_s(pct);
+        lo <= want + 0.01 && hi >= want - 0.01
+    };
+    assert!(brackets(pg.usr_pct, 0.75), "{pg:?} over {} s", x.interval_s);
+    assert!(brackets(pg.sys_pct, 0.30), "{pg:?} over {} s", x.interval_s);
+    assert!((pg.usr_pct / pg.sys_pct - 2.5).abs() < 1e-6, "{pg:?}");
     // The load generator counts alone, as before.
     let lg = x.procs.iter().find(|p| p.role == "loadgen").unwrap();
     assert!(!lg.with_descendants);
-    assert!((cpu_s(lg.usr_pct) - 0.30).abs() < 0.02, "{lg:?}");
+    assert!(brackets(lg.usr_pct, 0.30), "{lg:?} over {} s", x.interval_s);
+    assert!((lg.usr_pct / lg.sys_pct - 3.0).abs() < 1e-6, "{lg:?}");
     let sum = summarize(&samples);
     let pg = sum[0].procs.iter().find(|p| p.role == "postgres").unwrap();
     assert!(pg.with_descendants && pg.usr_pct > 0.0);
