@@ -652,18 +652,22 @@ impl Loop<'_> {
     }
 
     /// Take the outcome of reading a connection's replies: count them, or the failure.
-    /// Returns the replies, and whether the connection must be reopened: the server
-    /// closed it or it failed, or it is spent (keep-alive off, N requests per connection)
-    /// or the server said it closes, with no reply still in flight.
-    fn settle<P: Protocol>(&mut self, c: &mut Conn<P>, read: Result<u64, String>) -> (u64, bool) {
-        match read {
+    /// Returns the replies, and what becomes of the connection: it is done with (the
+    /// server closed it or it failed, or it is spent: keep-alive off, N requests per
+    /// connection, or the server said it closes, with no reply still in flight), and is
+    /// reopened only while more requests may be sent (a connect for a request that will
+    /// never leave would be one more than httperf or wrk make).
+    fn settle<P: Protocol>(&mut self, c: &mut Conn<P>, read: Result<u64, String>) -> (u64, Next) {
+        let (n, done_with) = match read {
             Ok(n) => {
                 let spent = self
                     .spec
                     .requests_per_connection
                     .is_some_and(|k| c.sent_on_conn >= k);
-                let reopen = (spent || c.proto.closing()) && c.inflight.is_empty() && !c.dead;
-                (n, reopen)
+                (
+                    n,
+                    (spent || c.proto.closing()) && c.inflight.is_empty() && !c.dead,
+                )
             }
             // A server may close a connection with nothing in flight (HTTP
             // `Connection: close` after N requests): reopen it, no error.
@@ -672,7 +676,13 @@ impl Loop<'_> {
                 fail_conn(c, &mut self.rec, &why, self.pace.warm_ns);
                 (0, true)
             }
-        }
+        };
+        let next = match done_with {
+            false => Next::Keep,
+            true if self.pace.may_issue(self.pace.now()) => Next::Reopen,
+            true => Next::Retire,
+        };
+        (n, next)
     }
 
     /// Count replies towards the progress display, in batches (an atomic add per reply
@@ -683,6 +693,17 @@ impl Loop<'_> {
             *pending = 0;
         }
     }
+}
+
+/// What becomes of a connection after its replies are read ([`Loop::settle`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Next {
+    /// It carries on.
+    Keep,
+    /// It is done with and more requests may be sent: a new one in its place.
+    Reopen,
+    /// It is done with and no more requests will be sent: closed, not replaced.
+    Retire,
 }
 
 /// The epoll loop: every load shape. Open loop sends what is due on connections with room
@@ -803,26 +824,27 @@ fn epoll_loop<P: Protocol>(
             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                 let done = lp.pace.now();
                 let read = read_replies(c, &mut lp.rec, done, lp.pace.warm_ns);
-                let (replies, reopen) = lp.settle(c, read);
+                let (replies, next) = lp.settle(c, read);
                 progress_pending += replies;
-                if reopen {
+                if next != Next::Keep {
                     if let Some(mut s) = c.stream.take() {
                         let _ = poll.registry().deregister(&mut s);
                     }
-                    if reopen_conn(c, &mut lp.rec) {
-                        let registered = c.stream.as_mut().map(|s| watch(&poll, s, slot));
-                        match registered {
-                            Some(Err(e)) => {
-                                lp.rec
-                                    .connection_error(format!("reconnect to {}: {e}", c.addr));
-                                c.stream = None;
-                                c.dead = true;
-                            }
-                            _ => lp.rec.reconnects += 1,
+                }
+                let reopen = next == Next::Reopen;
+                if reopen && reopen_conn(c, &mut lp.rec) {
+                    let registered = c.stream.as_mut().map(|s| watch(&poll, s, slot));
+                    match registered {
+                        Some(Err(e)) => {
+                            lp.rec
+                                .connection_error(format!("reconnect to {}: {e}", c.addr));
+                            c.stream = None;
+                            c.dead = true;
                         }
+                        _ => lp.rec.reconnects += 1,
                     }
                 }
-                if !open && !c.dead {
+                if !open && !c.dead && next != Next::Retire {
                     // After a reopen, the new requests leave after the connect.
                     let now = if reopen { lp.pace.now() } else { done };
                     lp.top_up(c, now);

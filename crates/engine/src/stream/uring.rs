@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use io_uring::types::{BufRingEntry, Fixed, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, EnterFlags, IoUring};
 
-use super::{parse_from, parse_replies, reopen_conn, Conn, Loop, CLOSED, READ_CHUNK};
+use super::{parse_from, parse_replies, reopen_conn, Conn, Loop, Next, CLOSED, READ_CHUNK};
 use crate::load::{ClientIo, LoadShape, LoadSpec, Protocol};
 
 /// Bytes per provided buffer: a reply larger than this arrives in several completions.
@@ -401,6 +401,18 @@ impl Ring {
         c: &mut Conn<P>,
         rec: &mut crate::sched::Recorder,
     ) -> io::Result<()> {
+        self.close_conn(slot, c);
+        if reopen_conn(c, rec) {
+            self.arm_recv(slot, c)?;
+            rec.reconnects += 1;
+        }
+        Ok(())
+    }
+
+    /// Close the connection's socket (its receive then completes, empty), and forget
+    /// what the ring still does for it: a send in flight keeps its buffer until its
+    /// completion comes, an armed receive is counted stale.
+    fn close_conn<P: Protocol>(&mut self, slot: usize, c: &mut Conn<P>) {
         if let Some(s) = c.stream.take() {
             // SAFETY: a valid socket; shut down so the armed receive ends (close alone
             // would not: the ring holds the socket open).
@@ -416,11 +428,6 @@ impl Ring {
         if std::mem::take(&mut s.recv_armed) {
             self.stale_recvs += 1;
         }
-        if reopen_conn(c, rec) {
-            self.arm_recv(slot, c)?;
-            rec.reconnects += 1;
-        }
-        Ok(())
     }
 
     /// Arm the round's timer to fire in `after`. A timer armed once per firing (every
@@ -755,15 +762,21 @@ fn on_completion<P: Protocol>(
     if !more {
         ring.slots[slot].recv_armed = false;
     }
-    let (n, reopen) = lp.settle(c, read);
+    let (n, next) = lp.settle(c, read);
     *replies += n;
     let mut now = done;
-    if reopen {
-        ring.reopen(slot, c, &mut lp.rec)?;
-        // The new requests leave after the connect, not before it.
-        now = lp.pace.now();
-    } else if !more && c.stream.is_some() {
-        ring.arm_recv(slot, c)?;
+    match next {
+        Next::Reopen => {
+            ring.reopen(slot, c, &mut lp.rec)?;
+            // The new requests leave after the connect, not before it.
+            now = lp.pace.now();
+        }
+        Next::Retire => {
+            ring.close_conn(slot, c);
+            return Ok(());
+        }
+        Next::Keep if !more && c.stream.is_some() => ring.arm_recv(slot, c)?,
+        Next::Keep => {}
     }
     if !c.dead {
         lp.top_up(c, now);
