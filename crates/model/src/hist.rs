@@ -6,7 +6,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-/// A latency's unit: its scale in ns, its name and the decimals a cell prints it with.
+/// A latency's unit: its scale in ns, its name and the most decimals a cell prints it with.
 const LATENCY_UNITS: [(f64, &str, usize); 4] = [
     (1.0, "ns", 0),
     (1e3, "us", 1),
@@ -14,22 +14,50 @@ const LATENCY_UNITS: [(f64, &str, usize); 4] = [
     (1e9, "s", 2),
 ];
 
-/// The unit `ns` reads in: the largest whose value, rounded to its decimals, is at least 1
-/// (so 999,960 ns is `1.000 ms`, not `1000.0 us`: the unit is chosen after rounding).
+/// The decimals `v` (in some unit) is written with: no more than the histogram holds. At
+/// [`SIGFIG`] 3 a histogram keeps a value to 1 part in 2,048 (its sub-buckets), so four
+/// significant digits are real below a mantissa of 2 (`1.235 ms`, `123.5 us`) and three
+/// above it (`963 ms`, not `962.593 ms`); never more than the unit's own decimals.
+fn latency_decimals(v: f64, most: usize) -> usize {
+    let of = |v: f64| {
+        if v == 0.0 || !v.is_finite() {
+            return most;
+        }
+        let exp = v.abs().log10().floor();
+        let digits = if v.abs() / 10f64.powf(exp) < 2.0 {
+            4
+        } else {
+            3
+        };
+        let whole = (exp as i64 + 1).max(1);
+        ((digits - whole).max(0) as usize).min(most)
+    };
+    // As rounded: 0.99996 is written 1.000 (four digits of a 1), not 1.00.
+    let d = of(v);
+    let p = 10f64.powi(d as i32);
+    of((v * p).round() / p)
+}
+
+/// The unit and decimals `ns` reads in: the largest unit whose value, rounded as it is
+/// written, is at least 1 (so 999,960 ns is `1.000 ms`, not `1000 us`: the unit is chosen
+/// after rounding).
 fn latency_unit(ns: f64) -> (f64, &'static str, usize) {
-    let mut unit = LATENCY_UNITS[0];
+    let (scale, name, most) = LATENCY_UNITS[0];
+    let mut unit = (scale, name, latency_decimals(ns / scale, most));
     for w in LATENCY_UNITS.windows(2) {
-        let (scale, _, decimals) = w[0];
-        let p = 10f64.powi(decimals as i32);
+        let (scale, _, most) = w[0];
+        let d = latency_decimals(ns / scale, most);
+        let p = 10f64.powi(d as i32);
         if (ns / scale * p).round() / p >= 1000.0 {
-            unit = w[1];
+            let (scale, name, most) = w[1];
+            unit = (scale, name, latency_decimals(ns / scale, most));
         }
     }
     unit
 }
 
-/// Nanoseconds as a readable latency (`850 ns`, `12.5 us`, `1.235 ms`, `2.10 s`): the
-/// report's cells and the sentences of flags and verdicts alike.
+/// Nanoseconds as a readable latency (`850 ns`, `12.5 us`, `1.235 ms`, `43.5 ms`,
+/// `2.10 s`): the report's cells and the sentences of flags and verdicts alike.
 pub fn latency_ns(ns: f64) -> String {
     let (scale, name, decimals) = latency_unit(ns);
     format!("{:.*} {name}", decimals, ns / scale)
@@ -255,19 +283,50 @@ mod tests {
     /// Moved from the engine's histlog (5de5f3f), with the unit chosen after rounding.
     #[test]
     fn a_measured_latency_reads_in_its_unit() {
-        assert_eq!(latency_ns(43_483_135.0), "43.483 ms");
-        assert_eq!(latency_ns(512_049.0), "512.0 us");
         assert_eq!(latency_ns(1_203_000_000.0), "1.20 s");
+        assert_eq!(latency_ns(2_103_000_000.0), "2.10 s");
         assert_eq!(latency_ns(900.0), "900 ns");
-        // Each unit's top, rounded, is the next unit's 1 (review H, 8): never "1000.0 us".
+        // Each unit's top, rounded, is the next unit's 1 (review H, 8): never "1000 us".
         assert_eq!(latency_ns(999.7), "1.0 us");
         assert_eq!(latency_ns(999.4), "999 ns");
         assert_eq!(latency_ns(999_960.0), "1.000 ms");
-        assert_eq!(latency_ns(999_940.0), "999.9 us");
-        assert_eq!(latency_ns(999_999_600.0), "1.00 s");
-        assert_eq!(latency_ns(999_999_400.0), "999.999 ms");
+        assert_eq!(latency_ns(999_400.0), "999 us");
+        assert_eq!(latency_ns(999_600.0), "1.000 ms");
+        assert_eq!(latency_ns(999_999_400.0), "1.00 s");
         assert_eq!(latency_ns(1_000.0), "1.0 us");
         assert_eq!(latency_ns(0.0), "0 ns");
+    }
+
+    /// No more digits than a histogram at 3 significant figures holds (acceptance N, 3:
+    /// "p99 962.593 ms" claimed six): four below a mantissa of 2, three above it.
+    #[test]
+    fn a_latency_has_the_digits_its_histogram_holds() {
+        assert_eq!(latency_ns(962_593_000.0), "963 ms");
+        assert_eq!(latency_ns(43_483_135.0), "43.5 ms");
+        assert_eq!(latency_ns(1_234_567.0), "1.235 ms");
+        assert_eq!(latency_ns(12_345_678.0), "12.35 ms");
+        assert_eq!(latency_ns(123_456_789.0), "123.5 ms");
+        assert_eq!(latency_ns(512_049.0), "512 us");
+        assert_eq!(latency_ns(12_500.0), "12.5 us");
+        assert_eq!(latency_ns(1_234.0), "1.2 us");
+        // What the histogram gives back for a value is within a digit of its print.
+        let mut h = new_latency_histogram();
+        for v in [962_593_000u64, 43_483_135, 1_234_567, 512_049] {
+            h.record(v).unwrap();
+            let back = h.highest_equivalent(v) as f64;
+            let shown = latency_ns(v as f64);
+            let (num, unit) = shown.split_once(' ').unwrap();
+            let scale = match unit {
+                "ms" => 1e6,
+                "us" => 1e3,
+                _ => unreachable!(),
+            };
+            let step = 10f64.powi(-(num.split('.').nth(1).map_or(0, str::len) as i32)) * scale;
+            assert!(
+                back - (v as f64) < step,
+                "{shown}: the histogram holds {back}"
+            );
+        }
     }
 
     /// A verdict's value never reads as its bound (review H, 8): "p90 = 5.00 s misses p90<5s".
@@ -276,12 +335,12 @@ mod tests {
         assert_eq!(latency_ns_beside(5_004_000_000.0, 5e9), "5.004 s");
         assert_eq!(latency_ns_beside(5_000_000_001.0, 5e9), "5.000000001 s");
         assert_eq!(latency_ns_beside(1_000_400.0, 1e6), "1.0004 ms");
-        assert_eq!(latency_ns_beside(500_400_000.0, 5e8), "500.400 ms");
+        assert_eq!(latency_ns_beside(500_400_000.0, 5e8), "500.4 ms");
         assert_eq!(latency_ns_beside(999_960.0, 1e6), "0.99996 ms");
         assert_eq!(latency_ns_beside(1_001.0, 1e3), "1.001 us");
         // Apart already, or equal (an inclusive bound's miss is not possible; `<` at the
         // bound is), it reads as the cell does.
-        assert_eq!(latency_ns_beside(25_950_000.0, 1e6), "25.950 ms");
+        assert_eq!(latency_ns_beside(25_940_000.0, 1e6), "25.9 ms");
         assert_eq!(latency_ns_beside(1e6, 1e6), "1.000 ms");
         for (v, b) in [(5_004_000_000.0, 5e9), (1_000_400.0, 1e6), (999_960.0, 1e6)] {
             let bound = latency_ns_beside(b, b);

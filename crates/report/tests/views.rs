@@ -1320,7 +1320,7 @@ fn oltp_nopm_tpm_per_database_latency_and_users_chart() {
         "Latency per transaction type",
         "new_order",
         "4,321",
-        "7.250 ms",
+        "7.25 ms",
         "transactions per second vs virtual users",
     ] {
         assert!(h.contains(want), "missing {want}");
