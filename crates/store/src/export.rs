@@ -278,7 +278,9 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
         for r in &run.results {
             let param = |k: &str| r.params.get(k).and_then(|v| v.as_str());
             let pair = param("sender_host").zip(param("receiver_host"));
-            let point_host = param("sut_host").map_or_else(|| default_host.clone(), host_name);
+            let point_host = param("sut_host")
+                .or_else(|| param("receiver_host"))
+                .map_or_else(|| default_host.clone(), host_name);
             // The generators' merged figures (`loadgen_busy_pct` with no `host` label) are
             // theirs, not the system under test's: named as the merged generators,
             // `rbh2+rbh3`, as a net pair's figure of both ends is `rbh1>rbh2`.

@@ -546,7 +546,7 @@ impl Store {
                 .collect::<rusqlite::Result<_>>()?;
             s.results = count.query_row([&s.id], |r| r.get(0))?;
             s.invalid = invalid.query_row([&s.id], |r| r.get(0))?;
-            s.host = summary_host(&load_hosts(&tx, &s.id)?);
+            s.host = listing_host(&load_hosts(&tx, &s.id)?);
         }
         Ok(runs)
     }
@@ -1023,14 +1023,41 @@ pub fn default_path() -> std::path::PathBuf {
     base.join("rackbench").join("results.sqlite")
 }
 
-/// The host a run is known by in listings: the system under test (its hostname when the
-/// disclosure calls it `local`), else the first host.
+/// The host a run's figures are of: the system under test (its hostname when the
+/// disclosure calls it `local`), else a net pair's receiver (the end a pair measures the
+/// platform at), else the first host that is not only the controller, else the first.
 pub fn summary_host(hosts: &[HostDisclosure]) -> String {
-    let h = hosts
-        .iter()
-        .find(|h| h.role.split('+').any(|r| r == "sut"))
+    let h = with_role(hosts, "sut")
+        .next()
+        .or_else(|| with_role(hosts, "receiver").next())
+        .or_else(|| hosts.iter().find(|h| h.role != "controller"))
         .or_else(|| hosts.first());
     h.map_or_else(String::new, |h| model::host_display_name(hosts, &h.host))
+}
+
+/// The host a run is known by in listings: [`summary_host`], or for a run of one net pair
+/// between two hosts and no system under test, the pair as it is written on the command
+/// line (`rbh2>rbh1`), not the controller that only drove it (acceptance N, 8).
+pub fn listing_host(hosts: &[HostDisclosure]) -> String {
+    let name = |h: &HostDisclosure| model::host_display_name(hosts, &h.host);
+    let senders: Vec<&HostDisclosure> = with_role(hosts, "sender").collect();
+    let receivers: Vec<&HostDisclosure> = with_role(hosts, "receiver").collect();
+    match (senders.as_slice(), receivers.as_slice()) {
+        ([s], [r]) if with_role(hosts, "sut").next().is_none() && s.host != r.host => {
+            format!("{}>{}", name(s), name(r))
+        }
+        _ => summary_host(hosts),
+    }
+}
+
+/// The hosts whose role over the run (`sut+loadgen`, `receiver+sender`) includes `role`.
+fn with_role<'a>(
+    hosts: &'a [HostDisclosure],
+    role: &'a str,
+) -> impl Iterator<Item = &'a HostDisclosure> + 'a {
+    hosts
+        .iter()
+        .filter(move |h| h.role.split('+').any(|r| r == role))
 }
 
 /// A transaction that writes: IMMEDIATE, so it takes the write lock at BEGIN, where the

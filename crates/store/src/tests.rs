@@ -834,3 +834,43 @@ fn a_provisional_result_keeps_its_samples_and_adds_the_new_ones() {
     let back = store.load_run(&header.id).unwrap();
     assert_eq!(back.results, vec![first, done]);
 }
+
+/// A run is listed by the host its figures are of: the system under test, or a net pair
+/// as written on the command line, never the controller that only drove the hosts
+/// (acceptance N, 8: `runs` named this machine for `rbh2>rbh1`).
+#[test]
+fn a_run_is_listed_by_its_system_under_test_or_its_pair() {
+    let host = |host: &str, role: &str| HostDisclosure {
+        host: host.into(),
+        role: role.into(),
+        facts: BTreeMap::new(),
+    };
+    let pair = [
+        host("local", "controller"),
+        host("rbh1", "receiver"),
+        host("rbh2", "sender"),
+    ];
+    assert_eq!(listing_host(&pair), "rbh2>rbh1");
+    assert_eq!(summary_host(&pair), "rbh1");
+    let served = [
+        host("local", "controller"),
+        host("rbh2", "loadgen"),
+        host("rbh1", "sut"),
+    ];
+    assert_eq!(
+        (listing_host(&served), summary_host(&served)),
+        ("rbh1".into(), "rbh1".into())
+    );
+    // Both ends on one host (a loopback pair), or two pairs: the receiving end.
+    let looped = [host("local", "receiver+sender")];
+    assert_eq!(listing_host(&looped), "local");
+    let two = [
+        host("local", "controller"),
+        host("rbh1", "receiver"),
+        host("rbh2", "sender+receiver"),
+        host("rbh3", "sender"),
+    ];
+    assert_eq!(listing_host(&two), "rbh1");
+    // Only a controller known (an older run): still named.
+    assert_eq!(listing_host(&[host("local", "controller")]), "local");
+}
