@@ -1334,6 +1334,7 @@ fn an_io_uring_client_waiting_leaves_its_cpu_idle_not_in_iowait() {
     // may land on it: a run that meets either is run again, up to five. The client's own
     // waits, counted as iowait, would be nearly all of its idle time in every run.
     let mut last = String::new();
+    let mut judged = 0;
     for _ in 0..5 {
         let before = idle_and_iowait(cpu);
         let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
@@ -1345,10 +1346,18 @@ fn an_io_uring_client_waiting_leaves_its_cpu_idle_not_in_iowait() {
         );
         assert!(out.total_count() > 100, "{}", out.total_count());
         let (idle, iowait) = (after.0 - before.0, after.1 - before.1);
-        if idle + iowait >= 20 && iowait * 3 <= idle + iowait {
-            return;
+        if idle + iowait >= 20 {
+            if iowait * 3 <= idle + iowait {
+                return;
+            }
+            judged += 1;
         }
         last = format!("{iowait} ticks of iowait against {idle} idle");
+    }
+    if judged == 0 {
+        // Never idle long enough to tell: the machine's other work had the CPU.
+        eprintln!("skipped: CPU {cpu} was kept busy by other work in each of 5 runs ({last})");
+        return;
     }
     panic!("CPU {cpu}, while the client waited, in each of 5 runs; the last: {last}");
 }
