@@ -420,6 +420,82 @@ fn kill_9_of_an_agent_fails_the_step_naming_its_host_and_keeps_the_rest() {
     assert_nothing_left(&h, 15);
 }
 
+/// A generator's agent killed after the test's first checkpoint was stored: what that
+/// host had measured by then stays in the final result, its own figures labelled with
+/// the checkpoint's time and its samples kept (acceptance O, 2: the final result dropped
+/// rbh3's 154,341 requests and its samples, which the store had held until then).
+#[test]
+fn a_generator_lost_after_a_checkpoint_keeps_what_it_had_measured() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mut child = spawn_kv(&h, &db, 20, "rbh2,rbh3");
+    agent_pid("rbh2", Duration::from_secs(30), &mut child);
+    let pid = agent_pid("rbh3", Duration::from_secs(30), &mut child);
+    let measured = |run: &Value| run["results"][0]["duration_s"].as_f64();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) && measured(&latest(&db)).unwrap_or(0.0) < 4.0 {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // SAFETY: kill(2) on the agent process in the test namespace.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let (code, _, err, _) = finish(child, Duration::from_secs(40));
+    assert_eq!(code, 1, "{err}");
+    let run = latest(&db);
+    assert_failed_naming(&run, "rbh3");
+    let r = &run["results"][0];
+    let kept = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "requests" && m["labels"]["host"] == "rbh3")
+        .unwrap_or_else(|| panic!("rbh3's requests kept: {r}"));
+    assert!(kept["value"].as_f64().unwrap() > 0.0, "{kept}");
+    let at: f64 = kept["labels"]["until_checkpoint_s"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(at >= 4.0, "{kept}");
+    // In none of the totals: the whole is rbh2's alone.
+    let total = metric(r, "requests", &[]).unwrap();
+    let rbh2 = metric(r, "requests", &[("host", "rbh2")]).unwrap();
+    assert_eq!(total, rbh2, "{r}");
+    let lost = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "host_lost")
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(
+        lost["message"]
+            .as_str()
+            .unwrap()
+            .contains("until_checkpoint_s"),
+        "{lost}"
+    );
+    let of_rbh3 = r["telemetry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["host"] == "rbh3")
+        .count();
+    assert!(
+        of_rbh3 >= 3,
+        "rbh3's samples up to the checkpoint are kept: {of_rbh3}"
+    );
+    assert!(
+        r["telemetry_summary"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["host"] != "rbh3"),
+        "and summarized nowhere"
+    );
+    assert_nothing_left(&h, 15);
+}
+
 /// The system under test's agent killed mid-test: the step fails naming rbh1, and its
 /// server is `server_unknown` (nobody saw it die: its host cannot be asked), not
 /// `server_died`; the generator's figures are kept and nothing is left on any host.
@@ -574,6 +650,28 @@ fn rackbench_killed_keeps_the_remote_generators_last_checkpoint() {
         missing.contains("start_skew_max_s") && missing.contains("server_calls"),
         "{missing}"
     );
+    // Every host's samples up to the last checkpoint, each once (acceptance O, 1: the
+    // remote generators' were stored twice over, and this machine's and the SUT's ended
+    // at the first checkpoint).
+    let mut last_of: BTreeMap<String, f64> = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for x in r["telemetry"].as_array().unwrap() {
+        let (host, t) = (x["host"].as_str().unwrap(), x["t_s"].as_f64().unwrap());
+        assert!(
+            seen.insert((host.to_string(), t.to_bits())),
+            "{host} at {t} s twice"
+        );
+        let e = last_of.entry(host.to_string()).or_insert(0.0);
+        *e = e.max(t);
+    }
+    assert_eq!(last_of.len(), 4, "local, rbh1, rbh2, rbh3: {last_of:?}");
+    let latest_t = last_of.values().copied().fold(0.0, f64::max);
+    for (host, t) in &last_of {
+        assert!(
+            latest_t - t < 2.5,
+            "{host}'s samples end at {t} s of {latest_t}"
+        );
+    }
     assert_nothing_left(&h, 15);
 }
 

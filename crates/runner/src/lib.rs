@@ -19,7 +19,7 @@ use anyhow::Context;
 use engine::host::{CommandsFor, Host, TelemetrySettings};
 use engine::workload::{Ctx, Params, Progress, Registration, Workload};
 use hosts::{Catalog, HostSet};
-use model::{Fact, Flag, HostDisclosure, ResultRecord, RunRecord, Status};
+use model::{Fact, Flag, HostDisclosure, Metric, ResultRecord, RunRecord, Status};
 use serde_json::Value;
 
 pub use roles::{HostsPlan, PointRoles};
@@ -753,13 +753,34 @@ fn check_cpu_lists(
 
 /// A test's provisional result: the record its partial outputs fill (set before it
 /// starts), its place in the store once one was stored, the last one stored, and how
-/// many of the test's telemetry samples are stored with it.
+/// many of each host's telemetry samples of the test are stored with it.
 #[derive(Default)]
 struct Provisional {
     template: Option<ResultRecord>,
     at: Option<i64>,
     last: Option<ResultRecord>,
-    samples_stored: usize,
+    samples_stored: BTreeMap<String, usize>,
+}
+
+/// The samples of `so_far` (each host's of the test under way, host after host, each
+/// host's in time order) not yet stored, by how many of each host's are (`stored`), and
+/// how many of each host's are stored once these are. By host: a count over all of them
+/// took, after the first checkpoint, the later hosts' samples again and the earlier
+/// hosts' never (acceptance O, 1).
+fn unstored_samples(
+    so_far: &[model::TelemetrySample],
+    stored: &BTreeMap<String, usize>,
+) -> (Vec<model::TelemetrySample>, BTreeMap<String, usize>) {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut new = Vec::new();
+    for s in so_far {
+        let n = seen.entry(s.host.clone()).or_default();
+        if *n >= stored.get(&s.host).copied().unwrap_or(0) {
+            new.push(s.clone());
+        }
+        *n += 1;
+    }
+    (new, seen)
 }
 
 /// What a provisional result's telemetry is taken from: the run's telemetry, the hosts
@@ -822,17 +843,30 @@ fn store_partial(
         rec.flags.extend(figures.flags);
         rec.telemetry_summary = figures.summary;
         // Stored once each: the samples stored with the last one stay.
-        rec.telemetry = samples
-            .samples
-            .get(g.samples_stored..)
-            .unwrap_or_default()
-            .to_vec();
+        let (new, stored) = unstored_samples(&samples.samples, &g.samples_stored);
+        rec.telemetry = new;
         if let Ok(placed) = store.put_result_adding_samples(&run_id, g.at, &rec) {
             g.at = Some(placed);
-            g.samples_stored = samples.samples.len();
+            g.samples_stored = stored;
             g.last = Some(measured);
         }
     })
+}
+
+/// The figures of host `host` in a test's last checkpoint (`partial`: those labelled
+/// with it, such as a load generator's `requests{host=rbh3}`), each labelled with the
+/// checkpoint's time, and that time: a host lost after it keeps them in the final result,
+/// where the survivors' final figures leave it out (acceptance O, 2: the store held rbh3's
+/// 154,341 requests until the test ended, and then none).
+fn kept_of_lost(host: &str, partial: &ResultRecord) -> (Vec<Metric>, f64) {
+    let at_s = partial.duration_s;
+    let metrics = partial
+        .metrics
+        .iter()
+        .filter(|m| m.labels.get("host").map(String::as_str) == Some(host))
+        .map(|m| m.clone().label("until_checkpoint_s", format!("{at_s:.1}")))
+        .collect();
+    (metrics, at_s)
 }
 
 /// A test's settings: its sweep point's, with what the test resolved for itself over
@@ -1354,11 +1388,17 @@ fn run_as(
                     // Only a host of this point fails it (a net pair is not failed by a
                     // third host that died). Its reason quotes the agent's stderr: redacted,
                     // as every stored error is.
-                    let lost = roles
-                        .all()
-                        .iter()
-                        .find_map(|h| h.lost())
+                    let lost_host = roles.all().iter().find(|h| h.lost().is_some()).cloned();
+                    let lost = lost_host
+                        .as_ref()
+                        .and_then(|h| h.lost())
                         .map(|why| model::redact_secrets(&why));
+                    // What the lost host had measured by the test's last checkpoint: its
+                    // own figures, kept beside the others' ([`kept_of_lost`]).
+                    let kept = lost_host
+                        .as_ref()
+                        .zip(partial.as_ref())
+                        .map(|(h, p)| kept_of_lost(h.name(), p));
                     let mut result = match outcome {
                         Ok(out) => {
                             let interrupted = engine::stop::stop_requested();
@@ -1420,7 +1460,7 @@ fn run_as(
                             let (status, flag) = error_status(&e);
                             // What its steps had measured before the error, kept as a
                             // kill would have kept it.
-                            let base = partial.unwrap_or(template);
+                            let base = partial.clone().unwrap_or(template);
                             let mut flags = base.flags.clone();
                             flags.retain(|f| f.code != "partial");
                             flags.push(flag);
@@ -1441,6 +1481,24 @@ fn run_as(
                     if let Some(why) = &lost {
                         // A host died during this test: what the others measured stays, named.
                         result.status = Status::Failed;
+                        let mut why = why.clone();
+                        if let Some((metrics, at_s)) = kept {
+                            let new: Vec<Metric> = metrics
+                                .into_iter()
+                                .filter(|m| {
+                                    !result.metrics.iter().any(|r| {
+                                        r.name == m.name
+                                            && r.labels.get("host") == m.labels.get("host")
+                                    })
+                                })
+                                .collect();
+                            if !new.is_empty() {
+                                why.push_str(&format!(
+                                    "; what it measured up to the test's last checkpoint,                                      {at_s:.1} s into it, is kept as its own figures                                      (labelled until_checkpoint_s), in none of the totals"
+                                ));
+                                result.metrics.extend(new);
+                            }
+                        }
                         result.flags.push(Flag::invalid("host_lost", why.clone()));
                         if result.error.is_none() {
                             result.error = Some(why.clone());
@@ -1587,6 +1645,41 @@ mod tests {
     use super::*;
     use engine::testing::{kill_left, marker, running};
     use std::time::Instant;
+
+    /// Checkpoints of a test on three hosts store each host's samples once each, the
+    /// earlier hosts' later samples too (acceptance O, 1: after the first checkpoint, a
+    /// count over all hosts stored the last hosts' samples again and the first ones' never:
+    /// a kill -9 left the controller's and the SUT's samples ending at 5.4 s of 10).
+    #[test]
+    fn each_hosts_samples_are_stored_once_at_checkpoints() {
+        let at = |host: &str, t_s: f64| model::TelemetrySample {
+            host: host.into(),
+            t_s,
+            ..Default::default()
+        };
+        // As `so_far` gives them: host after host, each in time order.
+        let so_far = |upto: usize| -> Vec<model::TelemetrySample> {
+            ["local", "rbh1", "rbh2"]
+                .iter()
+                .flat_map(|h| (1..=upto).map(move |t| at(h, t as f64)))
+                .collect()
+        };
+        let mut stored = BTreeMap::new();
+        let mut all: Vec<(String, u64)> = Vec::new();
+        for upto in [2, 5, 5, 9] {
+            let (new, now) = unstored_samples(&so_far(upto), &stored);
+            all.extend(new.iter().map(|s| (s.host.clone(), s.t_s as u64)));
+            stored = now;
+        }
+        let mut want: Vec<(String, u64)> = ["local", "rbh1", "rbh2"]
+            .iter()
+            .flat_map(|h| (1..=9).map(move |t| (h.to_string(), t)))
+            .collect();
+        all.sort();
+        want.sort();
+        assert_eq!(all, want, "every sample once");
+        assert_eq!(stored.values().copied().collect::<Vec<_>>(), [9, 9, 9]);
+    }
 
     /// The hosts of given servers, in each form the workloads take them.
     #[test]

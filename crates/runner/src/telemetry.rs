@@ -466,11 +466,14 @@ impl Telemetry {
         if !self.on {
             return StepSamples::default();
         }
-        // The copies the test's checkpoints held: the take below brings them all.
-        self.test_marks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        // The copies the test's checkpoints held: the take below brings them all, but
+        // from a host it cannot reach, they are all there is.
+        let held = std::mem::take(
+            &mut *self
+                .test_marks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         let began = self.clocks();
         // Per host: its samples or why there are none, and how far its clock moved
         // during the test.
@@ -519,7 +522,28 @@ impl Telemetry {
         for (host, samples, m) in per_host {
             match samples {
                 Ok(v) => out.samples.extend(v),
-                Err(why) => out.missing.push((host.clone(), why)),
+                Err(why) => {
+                    // What its checkpoints brought is kept (a lost host's samples up to
+                    // its last checkpoint tell what it was doing), stored but left out
+                    // of the summaries: they cover part of the test (acceptance O, 2).
+                    let had = held
+                        .iter()
+                        .find(|(h, _, _)| *h == host)
+                        .map(|(_, _, had)| had.as_slice())
+                        .unwrap_or_default();
+                    let why = match had.last() {
+                        Some(last) => {
+                            out.samples.extend_from_slice(had);
+                            format!(
+                                "{why}; its {} sample(s) up to {:.1} s into the run, taken                                  at the test's checkpoints, are kept with the result and                                  left out of its summaries",
+                                had.len(),
+                                last.t_s
+                            )
+                        }
+                        None => why,
+                    };
+                    out.missing.push((host.clone(), why));
+                }
             }
             moved.extend(m.map(|by| (host, by)));
         }
@@ -542,7 +566,15 @@ impl Telemetry {
         server_host: Option<&str>,
     ) -> StepFigures {
         let in_point = |h: &str| point_hosts.contains(&h);
-        let part = measured_part(&step.samples, &self.clocks(), measured);
+        // A host whose samples did not all come back is summarized nowhere: those its
+        // checkpoints kept cover part of the test, and would read as the whole.
+        let whole: Vec<TelemetrySample> = step
+            .samples
+            .iter()
+            .filter(|s| !step.missing.iter().any(|(h, _)| *h == s.host))
+            .cloned()
+            .collect();
+        let part = measured_part(&whole, &self.clocks(), measured);
         let mut flags: Vec<Flag> = part
             .flags
             .into_iter()
@@ -1482,6 +1514,8 @@ mod tests {
         began: std::sync::Mutex<SystemTime>,
         offset: std::sync::Mutex<f64>,
         take: Option<Result<Vec<TelemetrySample>, String>>,
+        /// What it gives a checkpoint (`telemetry_since`); with any, it has a mark.
+        since: Vec<TelemetrySample>,
         warm: std::sync::Mutex<bool>,
         power_missing: Option<String>,
         power_sources: Vec<String>,
@@ -1495,6 +1529,7 @@ mod tests {
                 began: std::sync::Mutex::new(began),
                 offset: std::sync::Mutex::new(0.0),
                 take: None,
+                since: Vec::new(),
                 warm: std::sync::Mutex::new(false),
                 power_missing: None,
                 power_sources: Vec::new(),
@@ -1561,10 +1596,10 @@ mod tests {
             }
         }
         fn telemetry_mark(&self) -> Option<u64> {
-            None
+            (!self.since.is_empty()).then_some(0)
         }
-        fn telemetry_since(&self, _: u64) -> Vec<TelemetrySample> {
-            Vec::new()
+        fn telemetry_since(&self, from: u64) -> Vec<TelemetrySample> {
+            self.since.get(from as usize..).unwrap_or_default().to_vec()
         }
         fn set_warmup(&self, on: bool) {
             *self.warm.lock().unwrap() = on;
@@ -1815,6 +1850,57 @@ mod tests {
         assert_eq!(warned.len(), 1, "{:?}", fig.flags);
         assert!(warned[0].message.starts_with("host b:"));
         assert_eq!(warned[0].severity, model::Severity::Warning);
+    }
+
+    /// A host lost in the middle of a test keeps the samples its checkpoints brought,
+    /// stored with the result, and is summarized nowhere (acceptance O, 2: they were
+    /// dropped, and the store lost what it had held of the host).
+    #[test]
+    fn a_lost_hosts_samples_from_checkpoints_are_kept_and_not_summarized() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut good = Stepped::new("a", t0);
+        good.take = Some(Ok(vec![sample("a", 1.0, 1.0, false, 50.0)]));
+        let mut lost = Stepped::new("b", t0);
+        lost.since = vec![
+            sample("b", 1.0, 1.0, false, 40.0),
+            sample("b", 2.0, 1.0, false, 45.0),
+        ];
+        lost.take = Some(Err("the link to b broke".into()));
+        let hosts: Vec<Arc<dyn Host>> = vec![Arc::new(good), Arc::new(lost)];
+        let settings = TelemetrySettings {
+            interval_s: 1.0,
+            ..TelemetrySettings::default()
+        };
+        let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
+        t.begin_step();
+        // A checkpoint brings b's samples so far.
+        assert_eq!(t.so_far().samples.len(), 2);
+        let step = t.end_step();
+        let of_b: Vec<f64> = step
+            .samples
+            .iter()
+            .filter(|s| s.host == "b")
+            .map(|s| s.t_s)
+            .collect();
+        assert_eq!(of_b, [1.0, 2.0]);
+        assert_eq!(step.missing.len(), 1, "{:?}", step.missing);
+        let why = &step.missing[0].1;
+        assert!(
+            why.contains("the link to b broke") && why.contains("2 sample(s) up to 2.0 s"),
+            "{why}"
+        );
+        let fig = t.figures(&step, &[], &["a", "b"], false, None);
+        let summarized: Vec<&str> = fig.summary.iter().map(|s| s.host.as_str()).collect();
+        assert_eq!(summarized, ["a"]);
+        assert_eq!(fig.missing[0].name, "telemetry.b");
+        // Without a checkpoint before it was lost, there is nothing to keep.
+        let mut bare = Stepped::new("c", t0);
+        bare.take = Some(Err("no answer".into()));
+        let t = Telemetry::start(&[Arc::new(bare) as Arc<dyn Host>], &settings, &[], true).unwrap();
+        t.begin_step();
+        let step = t.end_step();
+        assert!(step.samples.is_empty());
+        assert_eq!(step.missing[0].1, "no answer");
     }
 
     /// Four hosts without power: each host's "power missing" held all four hosts'
