@@ -55,6 +55,15 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "search start",
         ),
         (&["kv", "-r", "0"], "keyspace (-r) must be at least 1 key"),
+        // Acceptance pass O, 4: one of the two stops was ignored, and stored.
+        (
+            &["kv", "--duration", "1", "-n", "1000"],
+            "-n (requests) and --duration both given",
+        ),
+        (
+            &["http", "--duration", "1", "-n", "1000"],
+            "-n (requests) and --duration both given",
+        ),
         // Acceptance pass E, 8 and 4: a capacity setting no test reads; a rate no
         // generator offers (it ran for tens of minutes, deaf to SIGTERM).
         (

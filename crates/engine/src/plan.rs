@@ -79,6 +79,20 @@ pub fn refuse_launch_settings(
     Ok(())
 }
 
+/// A test stops after a count of requests or after a time, not both: given both (`-n` and
+/// `--duration`, on the command line or in a plan), one of them was ignored without a word
+/// and stored as if it applied (acceptance O, 4: `--duration 1 -n 1000` made 76,997
+/// requests and stored `requests=1000`).
+pub fn refuse_two_stops(p: &crate::workload::Params) -> anyhow::Result<()> {
+    let given = |k: &str| p.get(k).is_some_and(|v| !v.is_null());
+    if given("requests") && given("duration") {
+        bail!(
+            "-n (requests) and --duration both given, and a test stops after one of them:              give -n N to stop after N requests, or --duration SECS to stop after that time"
+        );
+    }
+    Ok(())
+}
+
 /// Most values one list or range may hold; more is a typo (`1..1000000`), and building
 /// it first would spend memory out of all proportion to what was typed.
 pub const MAX_SWEEP_VALUES: usize = 10_000;

@@ -548,6 +548,7 @@ impl Plan {
             };
             bail!("`-d {v}`: -d is the value size (kv, as redis-benchmark's -d) in every workload; for the test's duration use --duration {v}");
         }
+        engine::plan::refuse_two_stops(p)?;
         let (p, cap) = capacity_tests::split_params("http", p)?;
         let cfg: HttpConfig = engine::plan::config_from_params("http", &p)?;
         cfg.validate()?;

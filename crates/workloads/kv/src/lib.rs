@@ -207,6 +207,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn from_params(p: &Params) -> anyhow::Result<Plan> {
+        engine::plan::refuse_two_stops(p)?;
         let (p, cap) = capacity_tests::split_params("kv", p)?;
         let cfg: KvConfig = engine::plan::config_from_params("kv", &p)?;
         cfg.validate()?;
