@@ -661,7 +661,19 @@ pub fn classify(
         || s.contains("Connection closed")
         || code == Some(255)
     {
-        return anyhow::anyhow!("{dest} is unreachable over ssh: {said}");
+        return anyhow::anyhow!(
+            "{dest} is unreachable over ssh: {said}. Check that the host is up and its sshd \
+             listens where {} says (`{ssh} {dest} true` shows ssh's own error), then \
+             `rackbench hosts check {dest}{}`",
+            match user_config {
+                Some(f) => f.display().to_string(),
+                None => "your ~/.ssh/config".to_string(),
+            },
+            match user_config {
+                Some(f) => format!(" --ssh-config {}", shell_quote(&f.to_string_lossy())),
+                None => String::new(),
+            }
+        );
     }
     anyhow::anyhow!(
         "{dest}: the remote command failed (exit {}): {said}",
@@ -929,6 +941,23 @@ mod tests {
             None,
         );
         assert!(format!("{e}").contains("unreachable"), "{e}");
+        // And what to run next (acceptance O, 7: it only quoted ssh).
+        assert!(
+            format!("{e}").contains("`ssh h1 true`")
+                && format!("{e}").ends_with("`rackbench hosts check h1`"),
+            "{e}"
+        );
+        let f = Path::new("/srv/lab ssh.cfg");
+        let e = classify(
+            "h1",
+            "ssh: connect to host h1 port 22: No route to host",
+            Some(255),
+            Some(f),
+        );
+        assert!(
+            format!("{e}").ends_with("`rackbench hosts check h1 --ssh-config '/srv/lab ssh.cfg'`"),
+            "{e}"
+        );
     }
 
     /// With --ssh-config, the advice acts on the files this run read: the known_hosts
