@@ -97,6 +97,7 @@ pub fn hello() -> anyhow::Result<Hello> {
         address,
         peer_address,
         addresses: crate::local_addresses(),
+        boot_id: crate::boot_id(),
         servers: servers_here(),
     })
 }

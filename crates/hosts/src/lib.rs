@@ -66,6 +66,56 @@ pub fn local_addresses() -> Vec<std::net::IpAddr> {
         .collect()
 }
 
+/// This kernel's boot id, if it can be read.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// What tells one machine (one network stack of one kernel) from another: its boot id,
+/// its hostname and its interfaces' addresses.
+pub struct Identity<'a> {
+    pub name: &'a str,
+    pub boot_id: Option<&'a str>,
+    pub hostname: &'a str,
+    pub addresses: &'a [std::net::IpAddr],
+}
+
+/// An address of this host's own that another host is reached at: loopback, link-local
+/// and unspecified addresses are every host's, and say nothing of which one it is.
+fn names_a_host(ip: &std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            !(v4.is_loopback() || v4.is_link_local() || v4.is_unspecified())
+        }
+        std::net::IpAddr::V6(v6) => {
+            !(v6.is_loopback() || v6.is_unspecified() || (v6.segments()[0] & 0xffc0) == 0xfe80)
+        }
+    }
+}
+
+/// Whether `a` and `b`, two names given for hosts, are one machine, and the address they
+/// share: the same network stack (an interface address in common) on the same kernel (the
+/// same boot id; with either unknown, the same hostname). Test hosts in network
+/// namespaces share a kernel but not their addresses, and are told apart; two machines on
+/// separate networks may share a private address, but not a boot id.
+pub fn same_machine(a: &Identity, b: &Identity) -> Option<std::net::IpAddr> {
+    let kernel = match (a.boot_id, b.boot_id) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.hostname == b.hostname,
+    };
+    if !kernel {
+        return None;
+    }
+    a.addresses
+        .iter()
+        .filter(|ip| names_a_host(ip))
+        .find(|ip| b.addresses.contains(ip))
+        .copied()
+}
+
 /// The address this machine's services bind, from the addresses the other hosts saw it
 /// connect from ((host, address), from SSH_CONNECTION): the first that is this
 /// machine's. Behind a jump host (ProxyJump) or NAT a host sees the jump host's or the
@@ -168,6 +218,13 @@ impl HostSet {
                 errors.join("\n  ")
             );
         }
+        // One machine under two names (`rbh1` and its address 10.77.0.1) would be two
+        // hosts: a system under test whose generator runs beside it, counted as its own
+        // load (acceptance O, 3). Refused, as a name given twice is.
+        if let Err(e) = set.refuse_aliases() {
+            set.shutdown();
+            return Err(e);
+        }
         // Services on this machine must be reachable from the others: bind the address
         // they reached us from, when it is one of ours.
         let seen: Vec<(String, String)> = set
@@ -183,6 +240,51 @@ impl HostSet {
             Err(why) => set.local_unreachable = Some(why),
         }
         Ok(set)
+    }
+
+    /// An error when two of the hosts are one machine ([`same_machine`]), naming both and
+    /// what to give instead.
+    fn refuse_aliases(&self) -> anyhow::Result<()> {
+        let here = (boot_id(), local_addresses(), {
+            let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            h.trim().to_string()
+        });
+        let mut ids = vec![Identity {
+            name: LOCAL,
+            boot_id: here.0.as_deref(),
+            hostname: &here.2,
+            addresses: &here.1,
+        }];
+        for r in &self.remotes {
+            let hello = r.hello();
+            ids.push(Identity {
+                name: r.name(),
+                boot_id: hello.boot_id.as_deref(),
+                hostname: &hello.hostname,
+                addresses: &hello.addresses,
+            });
+        }
+        for (i, a) in ids.iter().enumerate() {
+            for b in &ids[i + 1..] {
+                if let Some(ip) = same_machine(a, b) {
+                    let (a, b) = (model::printable(a.name), model::printable(b.name));
+                    if a == LOCAL {
+                        anyhow::bail!(
+                            "{b} is this machine (it has this machine's address {ip}): name it \
+                             `local` wherever it is meant, so that its work and its telemetry are \
+                             counted once"
+                        );
+                    }
+                    anyhow::bail!(
+                        "{a} and {b} are one machine (both have the address {ip}): name it one \
+                         way wherever it is meant, so that its work and its telemetry are counted \
+                         once (a system under test named as a load generator too runs it beside \
+                         its servers)"
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn get(&self, name: &str) -> anyhow::Result<Arc<dyn Host>> {
@@ -234,6 +336,42 @@ impl HostSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One machine is one network stack on one kernel: test hosts in namespaces share a
+    /// kernel and not their addresses; a host and its address share both; two machines
+    /// with one private address on separate networks share no boot id.
+    #[test]
+    fn one_machine_is_one_stack_on_one_kernel() {
+        let ip = |s: &str| -> std::net::IpAddr { s.parse().unwrap() };
+        let (lo, lo6, ll) = (ip("127.0.0.1"), ip("::1"), ip("fe80::1"));
+        let rbh1 = [lo, lo6, ll, ip("10.77.0.1")];
+        let rbh2 = [lo, lo6, ll, ip("10.77.0.2")];
+        let id = |name, boot, hostname, addresses| Identity {
+            name,
+            boot_id: boot,
+            hostname,
+            addresses,
+        };
+        let a = id("rbh1", Some("b1"), "rbh1", &rbh1[..]);
+        // Namespaces of one kernel: loopback and link-local say nothing.
+        assert_eq!(
+            same_machine(&a, &id("rbh2", Some("b1"), "rbh2", &rbh2[..])),
+            None
+        );
+        // Its own address as another name.
+        assert_eq!(
+            same_machine(&a, &id("10.77.0.1", Some("b1"), "rbh1", &rbh1[..])),
+            Some(ip("10.77.0.1"))
+        );
+        // The same private address on another machine (its own kernel).
+        assert_eq!(
+            same_machine(&a, &id("far", Some("b2"), "far", &rbh1[..])),
+            None
+        );
+        // An agent without a boot id: the hostname decides.
+        assert!(same_machine(&a, &id("x", None, "rbh1", &rbh1[..])).is_some());
+        assert!(same_machine(&a, &id("x", None, "other", &rbh1[..])).is_none());
+    }
 
     /// Behind a jump host or NAT the address a host saw us connect from is not ours:
     /// it was bound as the services' address all the same (the first remote's), and

@@ -63,6 +63,11 @@ pub struct Hello {
     /// system under test's. Absent from an agent that predates it (not checked).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<std::net::IpAddr>,
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): with a shared interface
+    /// address, two names of one machine ([`crate::same_machine`]). Absent from an agent
+    /// that predates it, or where it cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
     /// Servers rackbench can launch here: name -> path (None: not installed).
     pub servers: BTreeMap<String, Option<String>>,
 }
