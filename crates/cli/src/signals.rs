@@ -90,6 +90,7 @@ pub fn install_for_run() {
 /// ssh ended: the agent kills what it launched), so their clients fail fast and the run
 /// closes as interrupted with what was stored; exit after a grace period whatever happens.
 fn abort() {
+    engine::stop::request_abort();
     engine::launch::kill_all_children();
     hosts::remote::kill_agents();
     engine::errln!("\nrackbench: interrupted twice: servers killed; closing the run");

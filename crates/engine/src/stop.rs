@@ -6,6 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// Set by an abort (a second Ctrl-C): servers and every host's agent killed at once.
+static ABORT: AtomicBool = AtomicBool::new(false);
+
 /// The signal that asked first (0: none, or a stop that came without one).
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
@@ -19,6 +22,18 @@ pub fn request_stop() {
 pub fn request_stop_by_signal(signo: i32) {
     let _ = SIGNAL.compare_exchange(0, signo, Ordering::SeqCst, Ordering::SeqCst);
     request_stop();
+}
+
+/// Abort: stop, and say that what fails from now on (servers killed, hosts' agents
+/// ended) is the abort's doing, not a failure of a host or a server.
+pub fn request_abort() {
+    ABORT.store(true, Ordering::SeqCst);
+    request_stop();
+}
+
+/// True once the run was aborted ([`request_abort`]).
+pub fn aborted() -> bool {
+    ABORT.load(Ordering::SeqCst)
 }
 
 /// True once a stop was requested.
@@ -48,5 +63,6 @@ pub fn stop_cause() -> String {
 /// Clear the flag (tests only: a process normally stops for good).
 pub fn reset() {
     STOP.store(false, Ordering::SeqCst);
+    ABORT.store(false, Ordering::SeqCst);
     SIGNAL.store(0, Ordering::SeqCst);
 }

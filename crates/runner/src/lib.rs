@@ -853,6 +853,29 @@ fn store_partial(
     })
 }
 
+/// A test a second Ctrl-C aborted: it killed the servers and every host's agent at once,
+/// so the hosts it "lost" and the servers nobody can ask any more are its doing, not
+/// failures; the result is interrupted, saying so (acceptance O, 5: it was stored failed,
+/// `host_lost` on every host, its error an unrelated line of an agent's log).
+fn aborted_by_user(result: &mut ResultRecord) {
+    result.flags.retain(|f| {
+        !matches!(
+            f.code.as_str(),
+            "server_unknown" | "host_failed" | "interrupted"
+        )
+    });
+    result.status = Status::Interrupted;
+    result.error = None;
+    result.flags.push(Flag::warning(
+        "interrupted",
+        format!(
+            "aborted by a second {}: the servers and every host's agent were killed at once; \
+             what was measured before is kept, and this test ran short",
+            engine::stop::stop_cause()
+        ),
+    ));
+}
+
 /// The figures of host `host` in a test's last checkpoint (`partial`: those labelled
 /// with it, such as a load generator's `requests{host=rbh3}`), each labelled with the
 /// checkpoint's time, and that time: a host lost after it keeps them in the final result,
@@ -1478,7 +1501,9 @@ fn run_as(
                         }
                     };
                     result.flags.extend(elsewhere.clone());
-                    if let Some(why) = &lost {
+                    if engine::stop::aborted() {
+                        aborted_by_user(&mut result);
+                    } else if let Some(why) = &lost {
                         // A host died during this test: what the others measured stays, named.
                         result.status = Status::Failed;
                         let mut why = why.clone();
@@ -1645,6 +1670,46 @@ mod tests {
     use super::*;
     use engine::testing::{kill_left, marker, running};
     use std::time::Instant;
+
+    /// An aborted test is interrupted, not failed: the hosts and servers the abort killed
+    /// are not named as failures, and its error is not an agent's last words.
+    #[test]
+    fn an_aborted_test_is_interrupted_not_failed_by_the_hosts_it_killed() {
+        let mut r = ResultRecord {
+            workload: "kv".into(),
+            test: "get".into(),
+            step: 0,
+            repetition: 0,
+            params: BTreeMap::new(),
+            settings: BTreeMap::new(),
+            headline: String::new(),
+            started_at: chrono::Utc::now(),
+            duration_s: 3.0,
+            metrics: vec![Metric::new("requests", 1000.0, "count")],
+            missing: Vec::new(),
+            histograms: Vec::new(),
+            telemetry: Vec::new(),
+            telemetry_summary: Vec::new(),
+            flags: vec![
+                Flag::invalid("server_unknown", "cannot ask rbh1 about its servers"),
+                Flag::invalid("host_failed", "load generator rbh2: the link broke"),
+                Flag::warning("telemetry_missing", "host rbh3: did not come back"),
+            ],
+            status: Status::Failed,
+            error: Some("the agent on rbh1 ended: rackbench: launching 1 redis-server".into()),
+        };
+        aborted_by_user(&mut r);
+        assert_eq!(r.status, Status::Interrupted);
+        assert_eq!(r.error, None);
+        let codes: Vec<&str> = r.flags.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["telemetry_missing", "interrupted"]);
+        assert!(
+            r.flags[1].message.contains("aborted by a second"),
+            "{:?}",
+            r.flags
+        );
+        assert_eq!(r.metrics.len(), 1, "what was measured is kept");
+    }
 
     /// Checkpoints of a test on three hosts store each host's samples once each, the
     /// earlier hosts' later samples too (acceptance O, 1: after the first checkpoint, a
