@@ -907,7 +907,7 @@ fn spans_hosts(run: &RunRecord) -> bool {
 const CONTROLLER_ROLE: &str = "controller";
 
 /// What each host did in one result, from the parameters the runner stored with it.
-fn role_in(run: &RunRecord, r: &ResultRecord, host: &str) -> String {
+pub(crate) fn role_in(run: &RunRecord, r: &ResultRecord, host: &str) -> String {
     let mut roles = Vec::new();
     if param(r, SENDER_HOST).as_deref() == Some(host) {
         roles.push("sender");
@@ -1170,7 +1170,7 @@ pub fn hosts_tables(runs: &[RunRecord]) -> Vec<HostTable> {
 
 // ---------------------------------------------------------------- rendering
 
-fn table_html(t: &HostTable) -> String {
+pub(crate) fn table_html(t: &HostTable) -> String {
     let mut h = format!("<table><caption>{}</caption>", esc(&t.caption));
     if !t.groups.is_empty() {
         h.push_str("<tr>");
@@ -1201,7 +1201,7 @@ fn table_html(t: &HostTable) -> String {
 
 pub use crate::fmt::md;
 
-fn table_md(t: &HostTable) -> String {
+pub(crate) fn table_md(t: &HostTable) -> String {
     let mut m = format!("\n{}\n\n", md(&t.caption));
     // Markdown has no column spans: the group is folded into each column's header.
     let mut groups = Vec::new();

@@ -2697,7 +2697,7 @@ fn jitter_view(label: &str, pts: &[Point]) -> Option<View> {
 
 /// Why none of a point's repetitions counts (`failed`, `interrupted`, `invalid`); None
 /// when one does.
-fn not_counted(p: &Point) -> Option<&'static str> {
+pub(crate) fn not_counted(p: &Point) -> Option<&'static str> {
     if !p.valid().is_empty() {
         return None;
     }

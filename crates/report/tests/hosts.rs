@@ -789,3 +789,45 @@ fn a_receivers_softirq_cpu_is_shown_though_not_pinned() {
     assert!(h.contains("%CPU used with the CPUs busy 5%+ unpinned"));
     assert!(hosts_view::pairs_markdown(runs, "net").contains("| CPU4 %soft |"));
 }
+
+/// The per-CPU table of a net matrix: one per host, a column per test and pair named
+/// `tcp alpha → beta`, the host's role in each (sender, receiver, idle), and each
+/// column's figures from that host's own telemetry.
+#[test]
+fn per_cpu_table_per_host_names_pairs_and_roles() {
+    let run = net_matrix(&NAMES);
+    let tables = rackbench_report::cpu_table::cpu_tables(std::slice::from_ref(&run));
+    assert_eq!(tables.len(), 3, "one per host");
+    let beta = tables
+        .iter()
+        .find(|t| t.table.caption.contains("on beta by test"))
+        .expect("beta's table");
+    let col = |h: &str| {
+        beta.table
+            .head
+            .iter()
+            .position(|x| x == h)
+            .unwrap_or_else(|| panic!("{h} in {:?}", beta.table.head))
+    };
+    let (sends, receives, idle) = (
+        col("tcp beta → alpha"),
+        col("tcp alpha → beta"),
+        col("tcp alpha → gamma"),
+    );
+    let role = beta.table.row("Role").unwrap();
+    assert_eq!(role[sends], "sender");
+    assert_eq!(role[receives], "receiver");
+    assert_eq!(role[idle], "idle");
+    // beta's own CPU4 (host 1), whatever beta did in the test.
+    for c in [sends, receives, idle] {
+        assert_eq!(
+            beta.table.row("CPU4 %soft").unwrap()[c],
+            format!("{:.2}", cpu(1, 4).soft_pct)
+        );
+    }
+    // Pair 0 -> 1 has a failed fourth repetition: the mean is of the three valid ones.
+    assert_eq!(
+        beta.table.row("%CPU used, all 2 CPUs").unwrap()[receives],
+        format!("{:.2}", busy(1, 2) + busy(1, 4))
+    );
+}
