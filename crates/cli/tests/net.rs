@@ -280,3 +280,35 @@ fn a_finished_net_test_replaces_its_checkpoint() {
     }
     assert!(r["duration_s"].as_f64().unwrap() >= 5.9, "{r}");
 }
+
+/// `--streams 2` against a `rackbench net serve` process: each stream's rate is kept at
+/// both ends (iperf3's lines above its [SUM]), the receiver's adding up to the total.
+#[test]
+fn each_of_two_streams_has_its_rate_at_both_ends() {
+    let port = engine::launch::free_port().unwrap();
+    let mut server = start_server(port);
+    let p = json!({"tests": ["tcp"], "duration": 0.5, "interval": 0.1, "streams": 2,
+                   "target": format!("127.0.0.1:{port}")});
+    let mut w = wl_net::NetWorkload::from_params(p.as_object().unwrap()).unwrap();
+    let ctx = engine::Ctx::quiet();
+    w.prepare(&ctx).unwrap();
+    let out = w.run_test("tcp", &ctx).unwrap();
+    server.stop(Duration::from_secs(1));
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let (lo, hi, n) = model::stream_spread(&out.metrics, None).expect("received streams");
+    assert_eq!(n, 2);
+    assert!(lo > 0.0 && lo <= hi, "{lo} {hi}");
+    let (_, _, n) = model::stream_spread(&out.metrics, Some("sender")).expect("sent streams");
+    assert_eq!(n, 2);
+    let total = metric(&out, "throughput_gbit_per_s").unwrap();
+    let sum: f64 = out
+        .metrics
+        .iter()
+        .filter(|m| m.name == model::STREAM_THROUGHPUT && !m.labels.contains_key("end"))
+        .map(|m| m.value)
+        .sum();
+    assert!(
+        (sum - total).abs() <= 1e-9 * total.max(1.0),
+        "{sum} vs {total}"
+    );
+}

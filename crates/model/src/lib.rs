@@ -253,6 +253,34 @@ pub struct ResultRecord {
     pub error: Option<String>,
 }
 
+/// A net test's rate of each of its streams (`--streams N`, N > 1), labelled `stream`
+/// (`0`..N-1) and, at the sender, `end=sender`: what iperf3 prints above its [SUM]. A
+/// name of its own, not `throughput_gbit_per_s{stream=..}`, so that a lookup of the
+/// test's rate by a subset of its labels (`end=sender`) never finds a stream's. The
+/// receiver numbers its streams in the order it accepted them, the sender in the order
+/// it opened them: a stream's number is its end's own, and the two ends' figures of one
+/// number need not be one connection's. Results stored before these were kept have none.
+pub const STREAM_THROUGHPUT: &str = "stream_throughput_gbit_per_s";
+
+/// The slowest and fastest of a result's streams at one end (None: the receiver; Some:
+/// that `end`) among its `metrics`, and how many streams: None when it stored no
+/// per-stream rates (one stream, or stored before they were kept).
+pub fn stream_spread(metrics: &[Metric], end: Option<&str>) -> Option<(f64, f64, usize)> {
+    let rates: Vec<f64> = metrics
+        .iter()
+        .filter(|m| {
+            m.name == STREAM_THROUGHPUT
+                && m.labels.contains_key("stream")
+                && m.labels.get("end").map(String::as_str) == end
+                && m.value.is_finite()
+        })
+        .map(|m| m.value)
+        .collect();
+    let min = rates.iter().copied().reduce(f64::min)?;
+    let max = rates.iter().copied().reduce(f64::max)?;
+    Some((min, max, rates.len()))
+}
+
 impl ResultRecord {
     /// The first metric with this name and no labels, or with labels matching all given pairs.
     pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> Option<&Metric> {
@@ -378,8 +406,9 @@ const SENDER_FIGURES: [&str; 9] = [
     "rtt_max_ns",
     "snd_cwnd_max_bytes",
 ];
-const RECEIVER_FIGURES: [&str; 8] = [
+const RECEIVER_FIGURES: [&str; 9] = [
     "throughput_gbit_per_s",
+    STREAM_THROUGHPUT,
     "packets_per_s",
     "bytes_received",
     "packets_received",
@@ -538,6 +567,32 @@ pub struct RunRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stream's rate is the end its label says, the receiver's without one; the
+    /// spread is of one end's streams only, and none where none was stored.
+    #[test]
+    fn stream_rates_by_end() {
+        let m = |i: usize, g: f64| Metric::new(STREAM_THROUGHPUT, g, "Gbit/s").label("stream", i);
+        let metrics = vec![
+            Metric::new("throughput_gbit_per_s", 9.0, "Gbit/s"),
+            m(0, 4.5),
+            m(1, 4.25),
+            m(0, 5.0).label("end", "sender"),
+            m(1, 4.0).label("end", "sender"),
+            m(2, 6.0).label("end", "sender"),
+        ];
+        assert_eq!(stream_spread(&metrics, None), Some((4.25, 4.5, 2)));
+        assert_eq!(stream_spread(&metrics, Some("sender")), Some((4.0, 6.0, 3)));
+        assert_eq!(stream_spread(&metrics[..1], None), None);
+        assert_eq!(
+            net_figure_end(STREAM_THROUGHPUT, &metrics[1].labels),
+            PairEnd::Receiver
+        );
+        assert_eq!(
+            net_figure_end(STREAM_THROUGHPUT, &metrics[3].labels),
+            PairEnd::Sender
+        );
+    }
 
     /// A knob's value is the one given, else the effective setting (a default), else not
     /// known.

@@ -59,6 +59,12 @@ const CPU_FIELDS: [(&str, CpuField); 5] = [
     ("%idle", |u| u.idle_pct),
 ];
 
+/// A CPU busy this much (100 - %idle - %iowait, median of the repetitions) at an end is
+/// shown whether or not the end was pinned to it; an idle CPU is left out, and named. 5%
+/// is well above the tick noise of a CPU nothing runs on (under 1% on the test hosts)
+/// and well below the softirq share the seed reads off its NIC's CPU (20-98%).
+pub const BUSY_SHOWN_PCT: f64 = 5.0;
+
 /// Not applicable (the diagonal of the matrix, a CPU the end is not pinned to).
 const NOT_APPLICABLE: &str = "—";
 /// Could not be had; the reason is in the table's notes.
@@ -176,6 +182,28 @@ fn cpu_list(v: Option<&Value>) -> Result<Vec<i32>, String> {
     Ok(out)
 }
 
+/// CPU numbers as ranges: `0-3,6`.
+pub(crate) fn cpu_ranges(cpus: &[i32]) -> String {
+    let mut v = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", v[i], v[j])
+        } else {
+            v[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 fn cpu_name(c: i32) -> String {
     if c < 0 {
         "all CPUs".to_string()
@@ -204,6 +232,10 @@ struct EndRep {
     cpus: Vec<(i32, CpuUtil)>,
     /// Sum of busy % over the pinned CPUs (unpinned: over every CPU), % of one CPU.
     used: Option<f64>,
+    /// Every per-CPU line of the end's host (never the all-CPU line), in CPU order: the
+    /// CPUs it was not pinned to can still have done its work (a NIC's interrupts and
+    /// softirq on the CPU they are steered to, the seed's `CPU4 %soft 98%`).
+    lines: Vec<CpuUtil>,
 }
 
 fn summary_of<'a>(r: &'a ResultRecord, host: &str) -> Option<&'a TelemetrySummary> {
@@ -278,6 +310,8 @@ fn end_rep(
         }
     };
     let line = |c: i32| ts.cpus.iter().find(|u| u.cpu == c).copied();
+    e.lines = ts.cpus.iter().filter(|u| u.cpu >= 0).copied().collect();
+    e.lines.sort_by_key(|u| u.cpu);
     if cpus.is_empty() {
         // Unpinned: the all-CPU line's split, and %CPU used over every CPU so that it is
         // in percent of one CPU, as the pinned ends' figures are.
@@ -315,6 +349,68 @@ fn end_rep(
         }
     }
     e
+}
+
+/// What the CPU rows of a pair table show, and what they leave out (each host's CPUs
+/// busy under [`BUSY_SHOWN_PCT`] at every end, by host).
+fn cpu_rows_note(
+    disclosed: &[HostDisclosure],
+    cols: &[(EndSpec, Vec<EndRep>)],
+    shown: &[i32],
+    all_line_na: bool,
+    no_line: bool,
+) -> Vec<String> {
+    let mut notes = vec![format!(
+        "CPU rows: each end's pinned CPUs, and every CPU busy {}% or more (100 - %idle - %iowait, median) at an end not pinned to it, such as the CPU that took a NIC's interrupts or softirq work; every column gives its own host's figure for each CPU row.",
+        BUSY_SHOWN_PCT
+    )];
+    let mut left: Vec<(String, Vec<i32>, usize)> = Vec::new();
+    for (end, reps) in cols {
+        let mut have: Vec<i32> = reps
+            .iter()
+            .flat_map(|e| e.lines.iter().map(|u| u.cpu))
+            .collect();
+        have.sort_unstable();
+        have.dedup();
+        let out: Vec<i32> = have
+            .iter()
+            .copied()
+            .filter(|c| !shown.contains(c))
+            .collect();
+        match left.iter_mut().find(|(h, _, _)| *h == end.host) {
+            // A host is left out of its table only where every end on it left it out.
+            Some((_, l, n)) => {
+                l.retain(|c| out.contains(c));
+                *n = (*n).max(have.len());
+            }
+            None => left.push((end.host.clone(), out, have.len())),
+        }
+    }
+    let left: Vec<String> = left
+        .into_iter()
+        .filter(|(_, l, _)| !l.is_empty())
+        .map(|(h, l, n)| {
+            format!(
+                "{}: CPU {} ({} of {n})",
+                model::host_display_name(disclosed, &h),
+                cpu_ranges(&l),
+                l.len()
+            )
+        })
+        .collect();
+    if !left.is_empty() {
+        notes.push(format!(
+            "CPUs left out, busy under {}% at every end of this table: {}.",
+            BUSY_SHOWN_PCT,
+            left.join("; ")
+        ));
+    }
+    if all_line_na || no_line {
+        notes.push(format!(
+            "{NOT_APPLICABLE}: the all-CPU line at an end pinned to CPUs (it is shown for an unpinned end), or a CPU its host's telemetry has no line for."
+        ));
+    }
+    notes
 }
 
 /// Net results of a run that name their pair, grouped by sweep point: (test, the
@@ -518,8 +614,36 @@ fn pair_table(
     row("Idle power (W)".into(), &|_, reps| {
         power_of(reps).and_then(|p| p.1).map_or(NA.into(), num)
     });
-    // CPU rows: every CPU shown for any end of this table; an end's column is filled for
-    // its own CPUs only.
+    // CPU rows: the all-CPU line where an end is unpinned, every CPU an end was pinned
+    // to, and every CPU that was busy at an end without being pinned there (what took a
+    // NIC's interrupts or softirq work). Each column gives its own host's figure for
+    // every CPU row, pinned there or not; the all-CPU line only for an unpinned end.
+    let pinned_of = |end: &EndSpec| -> Option<Vec<i32>> { end.cpus.as_ref().ok().cloned() };
+    let busy_unpinned: Vec<Vec<i32>> = cols
+        .iter()
+        .map(|(end, reps)| {
+            let pinned = pinned_of(end).unwrap_or_default();
+            let mut all: Vec<i32> = reps
+                .iter()
+                .flat_map(|e| e.lines.iter().map(|u| u.cpu))
+                .collect();
+            all.sort_unstable();
+            all.dedup();
+            all.into_iter()
+                .filter(|c| pinned.is_empty() || !pinned.contains(c))
+                .filter(|&c| {
+                    median(
+                        &reps
+                            .iter()
+                            .filter_map(|e| e.lines.iter().find(|u| u.cpu == c))
+                            .map(CpuUtil::busy_pct)
+                            .collect::<Vec<_>>(),
+                    )
+                    .is_some_and(|b| b >= BUSY_SHOWN_PCT)
+                })
+                .collect()
+        })
+        .collect();
     let mut shown: Vec<i32> = cols
         .iter()
         .flat_map(|(_, reps)| reps.iter().flat_map(|e| e.cpus.iter().map(|c| c.0)))
@@ -529,35 +653,93 @@ fn pair_table(
                 .map(|c| if c.is_empty() { vec![-1] } else { c.clone() })
                 .unwrap_or_default()
         }))
+        .chain(busy_unpinned.iter().flatten().copied())
         .collect();
     shown.sort_unstable();
     shown.dedup();
-    let mut other_cpu = false;
+    if !shown.is_empty() {
+        let mut r = vec!["Pinned CPUs".to_string()];
+        r.extend(cols.iter().map(|(end, _)| match &end.cpus {
+            Ok(l) if l.is_empty() => "unpinned".to_string(),
+            Ok(l) => cpu_ranges(l),
+            Err(_) => NA.to_string(),
+        }));
+        rows.push(r);
+    }
+    let (mut all_line_na, mut no_line) = (false, false);
     for &c in &shown {
         for (name, get) in CPU_FIELDS {
             let mut r = vec![format!("{} {name}", cpu_name(c))];
             for (end, reps) in &cols {
-                let mine = match &end.cpus {
-                    Ok(l) if l.is_empty() => c == -1,
-                    Ok(l) => l.contains(&c),
-                    Err(_) => false,
-                };
-                if !mine {
-                    other_cpu = true;
+                let unpinned = matches!(&end.cpus, Ok(l) if l.is_empty());
+                if c == -1 && !unpinned {
+                    all_line_na = true;
                     r.push(NOT_APPLICABLE.into());
                     continue;
                 }
                 let v = median(
                     &reps
                         .iter()
-                        .filter_map(|e| e.cpus.iter().find(|x| x.0 == c).map(|x| get(&x.1)))
+                        .filter_map(|e| {
+                            e.cpus
+                                .iter()
+                                .find(|x| x.0 == c)
+                                .map(|x| x.1)
+                                .or_else(|| e.lines.iter().find(|u| u.cpu == c).copied())
+                                .map(|u| get(&u))
+                        })
                         .collect::<Vec<_>>(),
                 );
-                r.push(f2(v));
+                let pinned_here = matches!(&end.cpus, Ok(l) if l.contains(&c));
+                match v {
+                    Some(v) => r.push(crate::fmt::fixed(v, 2)),
+                    // A pinned CPU without a line has its reason in the notes already.
+                    None if pinned_here || reps.is_empty() => r.push(NA.into()),
+                    None => {
+                        no_line = true;
+                        r.push(NOT_APPLICABLE.into());
+                    }
+                }
             }
             rows.push(r);
         }
     }
+    // The end's pinned CPUs and the CPUs busy there unpinned, per repetition: what its
+    // work cost on its host, as the seed's %CPU used adds its CPU2 and CPU4.
+    let with_busy: Vec<Option<f64>> = cols
+        .iter()
+        .zip(&busy_unpinned)
+        .map(|((end, reps), extra)| {
+            let unpinned = matches!(&end.cpus, Ok(l) if l.is_empty());
+            median(
+                &reps
+                    .iter()
+                    .filter_map(|e| {
+                        if unpinned {
+                            return e.used;
+                        }
+                        let more: Option<Vec<f64>> = extra
+                            .iter()
+                            .map(|c| e.lines.iter().find(|u| u.cpu == *c).map(CpuUtil::busy_pct))
+                            .collect();
+                        Some(e.used? + more?.iter().sum::<f64>())
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    let any_busy_unpinned = cols
+        .iter()
+        .zip(&busy_unpinned)
+        .any(|((end, _), b)| !b.is_empty() && !matches!(&end.cpus, Ok(l) if l.is_empty()));
+    let with_busy_row = any_busy_unpinned.then(|| {
+        let mut r = vec![format!(
+            "%CPU used with the CPUs busy {}%+ unpinned",
+            BUSY_SHOWN_PCT
+        )];
+        r.extend(with_busy.iter().map(|v| f2(*v)));
+        r
+    });
     let mut row = |label: String, cell: &dyn Fn(&[EndRep]) -> String| {
         let mut r = vec![label];
         r.extend(cols.iter().map(|(_, reps)| cell(reps)));
@@ -591,6 +773,13 @@ fn pair_table(
         f3(per_tput(reps, power_of(reps).map(|p| p.0)))
     });
     row("Repetitions (n)".into(), &|reps| reps.len().to_string());
+    if let Some(r) = with_busy_row {
+        let at = rows
+            .iter()
+            .position(|r| r[0] == "%CPU used")
+            .map_or(rows.len(), |i| i + 1);
+        rows.insert(at, r);
+    }
     let mut notes = why.notes(&run.hosts);
     notes.extend(left_out);
     if below_idle.get() {
@@ -599,11 +788,13 @@ fn pair_table(
                 .to_string(),
         );
     }
-    if other_cpu {
-        notes.push(format!(
-            "{NOT_APPLICABLE}: not a CPU this end was pinned to (sender_cpus on the sender host, receiver_cpus on the receiver host; unpinned: the all-CPU line)."
-        ));
-    }
+    notes.extend(cpu_rows_note(
+        &run.hosts,
+        &cols,
+        &shown,
+        all_line_na,
+        no_line,
+    ));
     notes.push(
         "Each figure is the median of the pair's valid repetitions (n); CPU/tput and W/tput divide those medians by the end's own throughput (sent at the sender, received at the receiver). %CPU used = sum over the end's CPUs of 100 - %idle - %iowait (an unpinned end: over every CPU), in percent of one CPU."
         .to_string(),
@@ -716,7 +907,7 @@ fn spans_hosts(run: &RunRecord) -> bool {
 const CONTROLLER_ROLE: &str = "controller";
 
 /// What each host did in one result, from the parameters the runner stored with it.
-fn role_in(run: &RunRecord, r: &ResultRecord, host: &str) -> String {
+pub(crate) fn role_in(run: &RunRecord, r: &ResultRecord, host: &str) -> String {
     let mut roles = Vec::new();
     if param(r, SENDER_HOST).as_deref() == Some(host) {
         roles.push("sender");
@@ -979,7 +1170,7 @@ pub fn hosts_tables(runs: &[RunRecord]) -> Vec<HostTable> {
 
 // ---------------------------------------------------------------- rendering
 
-fn table_html(t: &HostTable) -> String {
+pub(crate) fn table_html(t: &HostTable) -> String {
     let mut h = format!("<table><caption>{}</caption>", esc(&t.caption));
     if !t.groups.is_empty() {
         h.push_str("<tr>");
@@ -1010,7 +1201,7 @@ fn table_html(t: &HostTable) -> String {
 
 pub use crate::fmt::md;
 
-fn table_md(t: &HostTable) -> String {
+pub(crate) fn table_md(t: &HostTable) -> String {
     let mut m = format!("\n{}\n\n", md(&t.caption));
     // Markdown has no column spans: the group is folded into each column's header.
     let mut groups = Vec::new();

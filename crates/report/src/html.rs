@@ -256,6 +256,7 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
+    h.push_str(&crate::cpu_table::cpu_tables_html(runs));
     if !tel.is_empty() {
         h.push_str(r#"<h2 id="telemetry">Host telemetry</h2>"#);
         for v in &tel {

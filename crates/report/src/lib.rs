@@ -10,6 +10,7 @@
 
 pub mod charts;
 pub mod compare;
+pub mod cpu_table;
 pub mod derive;
 pub mod fmt;
 pub mod hosts_view;

@@ -771,4 +771,5 @@ fn cpu_markdown(m: &mut String, runs: &[RunRecord]) {
     for (label, _, why) in &b.no_telemetry {
         let _ = write!(m, "\n{}: {}\n", c(label), c(why));
     }
+    m.push_str(&crate::cpu_table::cpu_tables_markdown(runs));
 }

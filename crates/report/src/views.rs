@@ -1520,6 +1520,29 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
         column_unit("target_gbit_per_s"),
         column_unit("throughput_gbit_per_s"),
     );
+    // `--streams N`: each repetition's slowest and fastest stream (received), meaned over
+    // the repetitions, in the Throughput column's unit; a point of several streams stored
+    // before they were kept says so.
+    let spread = |rs: &[&ResultRecord]| -> Option<(f64, f64)> {
+        let s: Vec<(f64, f64, usize)> = rs
+            .iter()
+            .filter_map(|r| model::stream_spread(&r.metrics, None))
+            .collect();
+        let lo = mean(&s.iter().map(|x| x.0).collect::<Vec<_>>())?;
+        let hi = mean(&s.iter().map(|x| x.1).collect::<Vec<_>>())?;
+        Some((lo, hi))
+    };
+    let several = |rs: &[&ResultRecord]| {
+        rs.iter().any(|r| {
+            r.setting("streams")
+                .and_then(serde_json::Value::as_u64)
+                .is_some_and(|n| n > 1)
+        })
+    };
+    let streams_shown = tests
+        .iter()
+        .any(|(_, rs)| spread(rs).is_some() || several(rs));
+    let mut unstored = false;
     let rows = tests
         .iter()
         .map(|(k, rs)| {
@@ -1528,9 +1551,21 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             [k.clone()]
                 .into_iter()
                 .chain(paced.then_some(target))
+                .chain([avg(rs, "throughput_gbit_per_s", &[])
+                    .map_or("-".into(), |v| crate::fmt::bit_rate_in(v, tput_unit))])
+                .chain(streams_shown.then(|| match spread(rs) {
+                    Some((lo, hi)) => format!(
+                        "{} – {}",
+                        crate::fmt::bit_rate_in(lo, tput_unit),
+                        crate::fmt::bit_rate_in(hi, tput_unit)
+                    ),
+                    None if several(rs) => {
+                        unstored = true;
+                        "not stored".into()
+                    }
+                    None => "-".into(),
+                }))
                 .chain([
-                    avg(rs, "throughput_gbit_per_s", &[])
-                        .map_or("-".into(), |v| crate::fmt::bit_rate_in(v, tput_unit)),
                     f(avg(rs, "sender_cpu_pct", &[]), 1),
                     f(avg(rs, "receiver_cpu_pct", &[]), 1),
                     f(avg(rs, "cpu_pct_per_gbit", &[("end", "sender")]), 2),
@@ -1546,6 +1581,13 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
                 .collect()
         })
         .collect();
+    let mut notes = Vec::new();
+    if streams_shown {
+        notes.push("Streams: each repetition's slowest and fastest stream as the receiver counted them over its span (iperf3's lines above its [SUM]), meaned over the repetitions; '-': one stream.".to_string());
+    }
+    if unstored {
+        notes.push("not stored: a test of several streams stored by a rackbench before each stream's rate was kept; its total stands.".to_string());
+    }
     Some(View {
         title: format!("{who}network throughput and CPU cost"),
         figures: vec![(title, fig)],
@@ -1554,8 +1596,9 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             head: ["Test and parameters"]
                 .into_iter()
                 .chain(paced.then_some("Target rate"))
-                .chain([
-                "Throughput",
+                .chain(["Throughput"])
+            .chain(streams_shown.then_some("Streams, slowest – fastest (received)"))
+            .chain([
                 "Sender CPU %",
                 "Receiver CPU %",
                 "Sender %CPU per Gbit/s sent",
@@ -1570,7 +1613,7 @@ fn net(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             .collect(),
             rows,
         }],
-        notes: vec![],
+        notes,
     })
 }
 
@@ -2697,7 +2740,7 @@ fn jitter_view(label: &str, pts: &[Point]) -> Option<View> {
 
 /// Why none of a point's repetitions counts (`failed`, `interrupted`, `invalid`); None
 /// when one does.
-fn not_counted(p: &Point) -> Option<&'static str> {
+pub(crate) fn not_counted(p: &Point) -> Option<&'static str> {
     if !p.valid().is_empty() {
         return None;
     }

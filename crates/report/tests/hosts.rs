@@ -265,9 +265,18 @@ fn pair_table_takes_each_end_from_its_own_host() {
         assert_eq!(got("CPU2 %idle", c), format!("{:.2}", cpu(s, 2).idle_pct));
         assert_eq!(got("CPU4 %sys", c + 1), format!("{:.2}", cpu(d, 4).sys_pct));
         assert_eq!(got("CPU4 %irq", c + 1), format!("{:.2}", cpu(d, 4).irq_pct));
-        // Not pinned there: not shown, even though the host has the line.
-        assert_eq!(got("CPU4 %sys", c), "—");
-        assert_eq!(got("CPU2 %sys", c + 1), "—");
+        // Not pinned there, but busy: each column gives its own host's line (the seed's
+        // CPU4, which took the softirq work without being pinned).
+        assert_eq!(got("CPU4 %sys", c), format!("{:.2}", cpu(s, 4).sys_pct));
+        assert_eq!(got("CPU2 %sys", c + 1), format!("{:.2}", cpu(d, 2).sys_pct));
+        assert_eq!(got("Pinned CPUs", c), "2");
+        assert_eq!(got("Pinned CPUs", c + 1), "4");
+        // The all-CPU line is an unpinned end's only.
+        assert!(t.row("all CPUs %sys").is_none());
+        assert_eq!(
+            got("%CPU used with the CPUs busy 5%+ unpinned", c),
+            format!("{:.2}", busy(s, 2) + busy(s, 4))
+        );
         // %CPU used and CPU/tput, each end over its own throughput.
         assert_eq!(got("%CPU used", c), format!("{:.2}", busy(s, 2)));
         assert_eq!(got("%CPU used", c + 1), format!("{:.2}", busy(d, 4)));
@@ -679,4 +688,146 @@ fn pair_table_gives_no_watts_above_idle_below_idle() {
     // At or above idle the figure is there and no such note is.
     let t = tcp_table(&net_matrix(&NAMES));
     assert!(!t.notes.iter().any(|n| n == why), "{:?}", t.notes);
+}
+
+/// The seed's tcp-tput table (arm receiving from netdev19, iperf3 pinned to CPU2, the
+/// NIC's interrupts steered to CPU4): the receiver's CPU4 ran the softirq work
+/// (`CPU4 %soft 98.16`) without being pinned to it. The pair table shows it beside the
+/// pinned CPU, with each end's %CPU used over its pinned CPUs and over those plus the
+/// busy ones, and names the idle CPUs it leaves out; a host with no CPU4 line reads `—`.
+#[test]
+fn a_receivers_softirq_cpu_is_shown_though_not_pinned() {
+    let line = |c: i32, usr: f64, sys: f64, irq: f64, soft: f64| CpuUtil {
+        cpu: c,
+        usr_pct: usr,
+        nice_pct: 0.0,
+        sys_pct: sys,
+        iowait_pct: 0.0,
+        irq_pct: irq,
+        soft_pct: soft,
+        steal_pct: 0.0,
+        idle_pct: 100.0 - usr - sys - irq - soft,
+    };
+    let mut run = net_matrix(&NAMES);
+    run.results.retain(|r| r.test == "tcp");
+    for r in &mut run.results {
+        r.params.insert("sender_cpus".into(), json!([2]));
+        r.params.insert("receiver_cpus".into(), json!([2]));
+        for ts in &mut r.telemetry_summary {
+            ts.cpus = if ts.host == "beta" {
+                // The seed's arm host as receiver: CPU2 copies, CPU4 takes the softirq.
+                vec![
+                    line(-1, 0.2, 20.0, 0.0, 20.0),
+                    line(0, 0.1, 0.2, 0.0, 0.0),
+                    line(1, 0.0, 0.3, 0.0, 0.0),
+                    line(2, 0.80, 98.02, 0.0, 0.0),
+                    line(3, 0.0, 0.1, 0.0, 0.1),
+                    line(4, 0.0, 0.02, 0.0, 98.16),
+                ]
+            } else {
+                // Four CPUs, no CPU4: the sender's softirq stays on its own CPU2.
+                vec![
+                    line(-1, 0.2, 20.0, 0.0, 5.0),
+                    line(0, 0.1, 0.2, 0.0, 0.0),
+                    line(1, 0.1, 0.2, 0.0, 0.0),
+                    line(2, 0.61, 94.72, 0.0, 0.0),
+                    line(3, 0.0, 0.4, 0.0, 0.0),
+                ]
+            };
+        }
+    }
+    let t = tcp_table(&{
+        // tcp_table wants the udp60 table too: keep one udp60 result.
+        let mut r = run.clone();
+        let mut u = r.results[0].clone();
+        u.test = "udp60".into();
+        r.results.push(u);
+        r
+    });
+    let c = col(0, 1);
+    let got = |row: &str, i: usize| t.row(row).unwrap_or_else(|| panic!("row {row}"))[i].clone();
+    // alpha -> beta: beta's CPU4 %soft, though beta's end was pinned to CPU2 only.
+    assert_eq!(got("Pinned CPUs", c + 1), "2");
+    assert_eq!(got("CPU4 %soft", c + 1), "98.16");
+    assert_eq!(got("CPU4 %sys", c + 1), "0.02");
+    assert_eq!(got("CPU2 %sys", c + 1), "98.02");
+    // alpha has no CPU4: not applicable, not 0.
+    assert_eq!(got("CPU4 %soft", c), "—");
+    assert_eq!(got("CPU2 %sys", c), "94.72");
+    // %CPU used: the pinned CPU alone, then with the busy CPU4 (the seed's 197.01 is
+    // CPU2 + CPU4 of this end).
+    assert_eq!(got("%CPU used", c + 1), "98.82");
+    assert_eq!(
+        got("%CPU used with the CPUs busy 5%+ unpinned", c + 1),
+        "197.00"
+    );
+    // The sender had nothing busy beyond its pinned CPU: the same figure.
+    assert_eq!(
+        got("%CPU used with the CPUs busy 5%+ unpinned", c),
+        got("%CPU used", c)
+    );
+    // Idle CPUs are left out, and named by host.
+    for c in [0, 1, 3] {
+        assert!(t.row(&format!("CPU{c} %usr")).is_none(), "CPU{c} shown");
+    }
+    let left = t
+        .notes
+        .iter()
+        .find(|n| n.starts_with("CPUs left out"))
+        .unwrap_or_else(|| panic!("{:?}", t.notes));
+    assert!(left.contains("alpha: CPU 0-1,3 (3 of 4)"), "{left}");
+    assert!(left.contains("beta: CPU 0-1,3 (3 of 5)"), "{left}");
+    assert!(
+        t.notes.iter().any(|n| n.starts_with("—: ")),
+        "{:?}",
+        t.notes
+    );
+    // Rendered: escaped, in the HTML's Pairs and the Markdown.
+    let runs = std::slice::from_ref(&run);
+    let h = hosts_view::pairs_html(runs, "net");
+    assert!(h.contains("<td>CPU4 %soft</td>"), "{h}");
+    assert!(h.contains("%CPU used with the CPUs busy 5%+ unpinned"));
+    assert!(hosts_view::pairs_markdown(runs, "net").contains("| CPU4 %soft |"));
+}
+
+/// The per-CPU table of a net matrix: one per host, a column per test and pair named
+/// `tcp alpha → beta`, the host's role in each (sender, receiver, idle), and each
+/// column's figures from that host's own telemetry.
+#[test]
+fn per_cpu_table_per_host_names_pairs_and_roles() {
+    let run = net_matrix(&NAMES);
+    let tables = rackbench_report::cpu_table::cpu_tables(std::slice::from_ref(&run));
+    assert_eq!(tables.len(), 3, "one per host");
+    let beta = tables
+        .iter()
+        .find(|t| t.table.caption.contains("on beta by test"))
+        .expect("beta's table");
+    let col = |h: &str| {
+        beta.table
+            .head
+            .iter()
+            .position(|x| x == h)
+            .unwrap_or_else(|| panic!("{h} in {:?}", beta.table.head))
+    };
+    let (sends, receives, idle) = (
+        col("tcp beta → alpha"),
+        col("tcp alpha → beta"),
+        col("tcp alpha → gamma"),
+    );
+    let role = beta.table.row("Role").unwrap();
+    assert_eq!(role[sends], "sender");
+    assert_eq!(role[receives], "receiver");
+    assert_eq!(role[idle], "idle");
+    // beta's own CPU4 (host 1), whatever beta did in the test.
+    for c in [sends, receives, idle] {
+        assert_eq!(
+            beta.table.row("CPU4 %soft").unwrap()[c],
+            format!("{:.2}", cpu(1, 4).soft_pct)
+        );
+    }
+    // Pair 0 -> 1 has a failed fourth repetition: the mean is of the three valid ones.
+    assert_eq!(
+        beta.table.row("%CPU used, all 2 CPUs").unwrap()[receives],
+        format!("{:.2}", busy(1, 2) + busy(1, 4))
+    );
 }

@@ -1885,3 +1885,47 @@ fn no_geometric_mean_across_nets_tests() {
     assert!(m.contains("no geometric mean: net's tests"), "{m}");
     assert!(!m.contains("**Geometric mean**"), "{m}");
 }
+
+/// `--streams N`: the net table gives each test's slowest and fastest stream beside its
+/// total (iperf3 prints each stream above its [SUM]; only the total was kept), in the
+/// total's unit; a test of several streams stored before they were kept reads "not
+/// stored", with why; a run of one stream has no such column.
+#[test]
+fn net_streams_slowest_and_fastest_beside_the_total() {
+    let stream =
+        |i: usize, g: f64| Metric::new(model::STREAM_THROUGHPUT, g, "Gbit/s").label("stream", i);
+    let mut r = net_run();
+    assert!(!report::markdown(std::slice::from_ref(&r), None).contains("Streams, slowest"));
+    r.results[0]
+        .settings
+        .insert("streams".into(), serde_json::json!(4));
+    r.results[0].metrics.extend([
+        stream(0, 3.71),
+        stream(1, 4.02),
+        stream(2, 3.9),
+        stream(3, 3.94),
+        // The sender's are its own, not the received spread.
+        Metric::new(model::STREAM_THROUGHPUT, 9.0, "Gbit/s")
+            .label("stream", 0)
+            .label("end", "sender"),
+    ]);
+    r.results[1]
+        .settings
+        .insert("streams".into(), serde_json::json!(2));
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains("| Throughput | Streams, slowest – fastest (received) |"),
+        "{m}"
+    );
+    assert!(
+        m.contains("| tcp | 15.57 Gbit/s | 3.71 Gbit/s – 4.02 Gbit/s | 61.5 |"),
+        "{m}"
+    );
+    assert!(m.contains("| udp1472 | 1.72 Gbit/s | not stored |"), "{m}");
+    assert!(
+        m.contains("not stored: a test of several streams stored by a rackbench before"),
+        "{m}"
+    );
+    let h = report::html(std::slice::from_ref(&r), None);
+    assert!(h.contains(">3.71 Gbit/s – 4.02 Gbit/s<"));
+}

@@ -674,6 +674,20 @@ const NET_COLUMNS: [(&str, &str); 6] = [
     ("receiver_cpu_pct", "RECV %CPU"),
 ];
 
+/// Why a net test of several streams shows no stream's rate, where its total is there:
+/// it was stored before they were kept (a missing total says its own reason).
+fn streams_unstored(r: &ResultRecord) -> Option<String> {
+    let streams = r.setting("streams").and_then(serde_json::Value::as_u64)?;
+    (r.workload == "net"
+        && streams > 1
+        && r.metric("throughput_gbit_per_s", &[]).is_some()
+        && model::stream_spread(&r.metrics, None).is_none())
+    .then(|| {
+        "each stream's rate: not stored (a result of a rackbench before they were kept; its total stands)"
+            .to_string()
+    })
+}
+
 /// Nanoseconds in ms to three places, as the tables' MS columns print them; a figure
 /// under 0.0005 ms keeps its significant digits rather than reading `0.000`.
 fn ms(ns: f64) -> String {
@@ -987,6 +1001,11 @@ pub fn results_table(run: &RunRecord) -> String {
         .into_iter()
         .filter(|(n, _)| results.iter().any(|r| r.metric(n, &[]).is_some()))
         .collect();
+    // `--streams N`: the slowest and fastest stream, received (iperf3's lines above its
+    // [SUM]), where a result kept them.
+    let show_streams = results
+        .iter()
+        .any(|r| model::stream_spread(&r.metrics, None).is_some());
 
     let mut headers: Vec<String> = vec!["STEP".into(), "TEST".into()];
     if show_rep {
@@ -1002,6 +1021,9 @@ pub fn results_table(run: &RunRecord) -> String {
         if show_tpcc[i] {
             headers.push(h.into());
         }
+    }
+    if show_streams {
+        headers.push("STREAM MIN-MAX GBIT/S".into());
     }
     headers.extend(net.iter().map(|(_, h)| h.to_string()));
     for (i, h) in ["P50 MS", "P99 MS", "P99.9 MS"].into_iter().enumerate() {
@@ -1046,6 +1068,13 @@ pub fn results_table(run: &RunRecord) -> String {
                         .unwrap_or_else(|| "-".into()),
                 ));
             }
+        }
+        if show_streams {
+            row.push(Cell::right(
+                model::stream_spread(&r.metrics, None).map_or("-".into(), |(lo, hi, _)| {
+                    format!("{}-{}", fmt_num(lo), fmt_num(hi))
+                }),
+            ));
         }
         for (name, _) in &net {
             row.push(Cell::right(
@@ -1101,6 +1130,9 @@ pub fn results_table(run: &RunRecord) -> String {
             );
         }
         if let Some(why) = unexplained_headline(r) {
+            note(why, r.step);
+        }
+        if let Some(why) = streams_unstored(r) {
             note(why, r.step);
         }
         if let Some(phase) = r.capacity_phase() {
@@ -1370,6 +1402,45 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
         for v in ["25400", "0.421", "0.000849", "30.36", "6.81"] {
             assert!(row.contains(v), "{v} in {row}");
         }
+    }
+
+    /// `--streams N`: the table gives the slowest and fastest stream (received) beside
+    /// the total, as iperf3 prints each stream above its [SUM]; a test of several
+    /// streams stored before they were kept says so, and a one-stream run has no column.
+    #[test]
+    fn a_net_tests_table_gives_its_slowest_and_fastest_stream() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 2);
+        for (r, streams) in run.results.iter_mut().zip([4u64, 2]) {
+            r.workload = "net".into();
+            r.test = "tcp".into();
+            r.headline = "throughput_gbit_per_s".into();
+            r.status = Status::Ok;
+            r.error = None;
+            r.flags.clear();
+            r.missing.clear();
+            r.histograms.clear();
+            r.params
+                .insert("streams".into(), serde_json::json!(streams));
+            r.metrics = vec![model::Metric::new("throughput_gbit_per_s", 19.12, "Gbit/s")];
+        }
+        assert!(!results_table(&run).contains("STREAM MIN-MAX"));
+        run.results[0]
+            .metrics
+            .extend([4.69, 4.92, 4.7, 4.81].iter().enumerate().map(|(i, g)| {
+                model::Metric::new(model::STREAM_THROUGHPUT, *g, "Gbit/s").label("stream", i)
+            }));
+        let t = results_table(&run);
+        assert!(
+            t.lines().next().unwrap().contains("STREAM MIN-MAX GBIT/S"),
+            "{t}"
+        );
+        assert!(t.lines().nth(1).unwrap().contains("4.69-4.92"), "{t}");
+        assert!(
+            t.contains(
+                "each stream's rate: not stored (a result of a rackbench before they were kept"
+            ),
+            "{t}"
+        );
     }
 
     #[test]

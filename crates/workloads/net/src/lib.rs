@@ -926,6 +926,7 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
                 .unwrap_or_else(|| "the sender sent nothing".into()),
         });
     }
+    push_stream_rates(&mut out, rep, nothing_sent.is_some());
     out.metrics
         .push(Metric::new("bytes_sent", sent_bytes as f64, "B"));
     if receiver_warm && spec.proto == Proto::Tcp {
@@ -1153,6 +1154,43 @@ pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
         ));
     }
     out
+}
+
+/// Each stream's rate at each end, with more than one stream (iperf3's lines above its
+/// [SUM]): the sender's over that stream's own sending time, the receiver's over its
+/// measured span (iperf3's receiver divides each stream by the test's too). Where the
+/// test's own rate at an end is missing (nothing sent, a receiver with no span) its
+/// streams have none either: that figure's reason says why.
+fn push_stream_rates(out: &mut StepOutput, rep: &TestReport, nothing_sent: bool) {
+    if rep.sent.len() < 2 || nothing_sent {
+        return;
+    }
+    for (i, (s, secs)) in rep.sent.iter().zip(&rep.stream_send_s).enumerate() {
+        if *secs > 0.0 {
+            out.metrics.push(
+                Metric::new(
+                    model::STREAM_THROUGHPUT,
+                    s.bytes as f64 * 8.0 / secs / 1e9,
+                    "Gbit/s",
+                )
+                .label("stream", i)
+                .label("end", "sender"),
+            );
+        }
+    }
+    // As the test's received rate: over the receiver's span, where it has one.
+    if rep.receive_duration_s > 0.0 {
+        for (i, s) in rep.received.iter().enumerate() {
+            out.metrics.push(
+                Metric::new(
+                    model::STREAM_THROUGHPUT,
+                    s.bytes as f64 * 8.0 / rep.receive_duration_s / 1e9,
+                    "Gbit/s",
+                )
+                .label("stream", i),
+            );
+        }
+    }
 }
 
 /// Why a checkpoint has none of the receiver's CPU.

@@ -2084,3 +2084,120 @@ fn an_intervals_loss_is_never_negative_and_late_datagrams_are_out_of_order() {
     assert_eq!(metric(&out, "loss_pct"), Some(100.0 * 3.0 / 400.0));
     assert_eq!(metric(&out, "out_of_order_packets"), Some(1.0));
 }
+
+/// `--streams N`: each stream's rate at each end, as iperf3 prints them above its [SUM]
+/// (only the total was kept): the sender's over each stream's own time, the receiver's
+/// over its span; one stream stores none (its rate is the test's); a test that sent
+/// nothing has no stream rates, its missing total saying why.
+#[test]
+fn each_streams_rate_is_kept_at_both_ends() {
+    let spec = SendSpec {
+        streams: 3,
+        ..udp_spec()
+    };
+    let rep = TestReport {
+        sent: [1.25e9, 0.625e9, 1.0e9]
+            .iter()
+            .map(|&b| proto::SentStats {
+                bytes: b as u64,
+                packets: b as u64 / 1472,
+            })
+            .collect(),
+        stream_send_s: vec![1.0, 1.0, 0.8],
+        received: [1.2e9, 0.6e9, 0.9e9]
+            .iter()
+            .map(|&b| proto::StreamStats {
+                bytes: b as u64,
+                packets: b as u64 / 1472,
+                ..Default::default()
+            })
+            .collect(),
+        receive_duration_s: 1.0,
+        ..TestReport::default()
+    };
+    let out = step_output(&spec, &rep);
+    let stream = |i: usize, end: Option<&str>| {
+        out.metrics
+            .iter()
+            .find(|m| {
+                m.name == model::STREAM_THROUGHPUT
+                    && m.labels.get("stream").map(String::as_str) == Some(&i.to_string()[..])
+                    && m.labels.get("end").map(String::as_str) == end
+            })
+            .map(|m| (m.value, m.unit.clone()))
+    };
+    assert_eq!(stream(0, Some("sender")), Some((10.0, "Gbit/s".into())));
+    assert_eq!(stream(1, Some("sender")), Some((5.0, "Gbit/s".into())));
+    assert_eq!(stream(2, Some("sender")), Some((10.0, "Gbit/s".into())));
+    assert_eq!(stream(0, None), Some((9.6, "Gbit/s".into())));
+    assert_eq!(stream(1, None), Some((4.8, "Gbit/s".into())));
+    assert_eq!(stream(2, None), Some((7.2, "Gbit/s".into())));
+    // The test's own rate is still the one unlabelled (or end=sender) figure.
+    assert_eq!(metric(&out, "throughput_gbit_per_s"), Some(21.6));
+    assert_eq!(
+        model::stream_spread(&out.metrics, None),
+        Some((4.8, 9.6, 3))
+    );
+    assert_eq!(
+        model::stream_spread(&out.metrics, Some("sender")),
+        Some((5.0, 10.0, 3))
+    );
+    // One stream: its rate is the test's, none kept apart.
+    let one = step_output(&udp_spec(), &udp_report(1000, 990));
+    assert!(one
+        .metrics
+        .iter()
+        .all(|m| m.name != model::STREAM_THROUGHPUT));
+    // Nothing sent: no stream rates (the total's reason says why).
+    let none = step_output(
+        &spec,
+        &TestReport {
+            sent: vec![proto::SentStats::default(); 3],
+            stream_send_s: vec![1.0; 3],
+            ..TestReport::default()
+        },
+    );
+    assert!(none
+        .metrics
+        .iter()
+        .all(|m| m.name != model::STREAM_THROUGHPUT));
+}
+
+/// Two real TCP streams on loopback: each end's per-stream rates add up to that end's
+/// bytes over its time, and each stream moved something.
+#[test]
+fn two_real_streams_each_have_their_rate() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let spec = SendSpec {
+        streams: 2,
+        ..tcp_spec(addr, 0.3, None)
+    };
+    let rep = sender::run(&spec, &AtomicU64::new(0), &|| false, None).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let _ = h.join().unwrap();
+    assert_eq!(rep.error, None);
+    let out = step_output(&spec, &rep);
+    let rates = |end: Option<&str>| -> Vec<f64> {
+        out.metrics
+            .iter()
+            .filter(|m| {
+                m.name == model::STREAM_THROUGHPUT && m.labels.get("end").map(String::as_str) == end
+            })
+            .map(|m| m.value)
+            .collect()
+    };
+    let (sent, recv) = (rates(Some("sender")), rates(None));
+    assert_eq!((sent.len(), recv.len()), (2, 2), "{:?}", out.metrics);
+    assert!(
+        sent.iter().chain(&recv).all(|&g| g > 0.0),
+        "{sent:?} {recv:?}"
+    );
+    // The receiver's streams share its span: they add up to its total.
+    let total = metric(&out, "throughput_gbit_per_s").unwrap();
+    assert!(((recv[0] + recv[1]) - total).abs() < 1e-9 * total.max(1.0));
+    // The sender's are each over its own time: bytes = rate x time, stream by stream.
+    for (i, g) in sent.iter().enumerate() {
+        let bytes = g * 1e9 / 8.0 * rep.stream_send_s[i];
+        assert!((bytes - rep.sent[i].bytes as f64).abs() < 1.0, "stream {i}");
+    }
+}
