@@ -227,6 +227,29 @@ fn an_unknown_or_changed_host_key_is_refused_and_nothing_is_stored() {
     assert_nothing_left(&h, 10);
 }
 
+/// Ctrl-C while the hosts are being reached leaves no ssh master behind (acceptance O, 6:
+/// those of hosts whose connect was abandoned lingered for ControlPersist's 5 s).
+#[test]
+fn ctrl_c_while_reaching_the_hosts_leaves_no_ssh_master() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    for after_ms in [500, 900] {
+        let child = spawn_kv(&h, &db, 5, "rbh2,rbh3");
+        std::thread::sleep(Duration::from_millis(after_ms));
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let (code, _, err, _) = finish(child, Duration::from_secs(30));
+        // 130: stopped; -1: killed by the signal before its handler was in place.
+        assert!(
+            matches!(code, 130 | -1),
+            "{after_ms} ms: exit {code}: {err}"
+        );
+        assert_nothing_left(&h, 2);
+    }
+}
+
 /// One machine under two names (a test host and its address) is refused before anything
 /// runs: as two hosts, the generator beside the servers was counted as the system under
 /// test's own load, and its %CPU used read 153% where it was 45% (acceptance O, 3).

@@ -148,6 +148,10 @@ pub struct HostSet {
     remotes: Vec<Arc<RemoteHost>>,
     local: Arc<LocalHost>,
     ssh: Option<Arc<ssh::Ssh>>,
+    /// Every host an ssh connection was tried to: the masters to close, those of hosts
+    /// whose connect failed or was abandoned (Ctrl-C) too (acceptance O, 6: theirs
+    /// lingered for ControlPersist's 5 s after rackbench had exited).
+    tried: Vec<String>,
     local_unreachable: Option<String>,
 }
 
@@ -166,6 +170,7 @@ impl HostSet {
             remotes: Vec::new(),
             local,
             ssh: None,
+            tried: Vec::new(),
             local_unreachable: None,
         };
         let mut wanted: Vec<&String> = Vec::new();
@@ -179,6 +184,7 @@ impl HostSet {
         }
         let ssh = Arc::new(ssh::Ssh::new(ssh_config)?);
         set.ssh = Some(ssh.clone());
+        set.tried = wanted.iter().map(|n| n.to_string()).collect();
         // Connect in parallel: a slow login does not add up across a rack.
         let results: Vec<anyhow::Result<RemoteHost>> = std::thread::scope(|s| {
             let hs: Vec<_> = wanted
@@ -327,8 +333,7 @@ impl HostSet {
             }
         });
         if let Some(ssh) = &self.ssh {
-            let names: Vec<String> = self.remotes.iter().map(|r| r.name().to_string()).collect();
-            ssh.close(&names);
+            ssh.close(&self.tried);
         }
     }
 }
