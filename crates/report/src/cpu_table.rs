@@ -92,23 +92,11 @@ pub fn cpu_tables(runs: &[RunRecord]) -> Vec<CpuTable> {
     let labels = run_labels(runs);
     let mut out = Vec::new();
     for (i, (run, label)) in runs.iter().zip(&labels).enumerate() {
-        let (capacity, pts): (Vec<Point>, Vec<Point>) = derive::points(i, run)
-            .into_iter()
-            .partition(|p| p.capacity_phase().is_some());
-        let mut capacity_tests: Vec<&str> = Vec::new();
-        for p in &capacity {
-            if !capacity_tests.contains(&p.test.as_str()) {
-                capacity_tests.push(&p.test);
-            }
-        }
-        let mut hosts: Vec<&str> = Vec::new();
-        for r in &run.results {
-            for t in &r.telemetry_summary {
-                if !hosts.contains(&t.host.as_str()) {
-                    hosts.push(&t.host);
-                }
-            }
-        }
+        let crate::views::HostTelemetryParts {
+            pts,
+            capacity_tests,
+            hosts,
+        } = crate::views::host_telemetry_parts(i, run);
         // Parameters the same in every test say nothing in a column head.
         let fixed_params = derive::fixed_params(std::slice::from_ref(run));
         let mut skip: Vec<&str> = fixed_params.iter().map(|(k, _)| k.as_str()).collect();

@@ -2502,27 +2502,49 @@ pub fn view_markdown(v: &View) -> String {
 /// caption says so): their summary is over every step of the curve together, a mean over
 /// rates from idle to saturation that the rest of the report refuses (review H, 7); their
 /// figures are per step, in their views. Empty when no result has telemetry.
+/// What the per-host telemetry tables of run `i` are made of: its points other than
+/// capacity tests', the capacity tests left out (named once each), and the hosts with a
+/// telemetry summary in any result, in the order they first appear.
+pub(crate) struct HostTelemetryParts<'a> {
+    pub pts: Vec<Point<'a>>,
+    pub capacity_tests: Vec<String>,
+    pub hosts: Vec<&'a str>,
+}
+
+pub(crate) fn host_telemetry_parts(i: usize, run: &RunRecord) -> HostTelemetryParts<'_> {
+    let (capacity, pts): (Vec<Point>, Vec<Point>) = derive::points(i, run)
+        .into_iter()
+        .partition(|p| p.capacity_phase().is_some());
+    let mut capacity_tests: Vec<String> = Vec::new();
+    for p in &capacity {
+        if !capacity_tests.contains(&p.test) {
+            capacity_tests.push(p.test.clone());
+        }
+    }
+    let mut hosts: Vec<&str> = Vec::new();
+    for r in &run.results {
+        for t in &r.telemetry_summary {
+            if !hosts.contains(&t.host.as_str()) {
+                hosts.push(&t.host);
+            }
+        }
+    }
+    HostTelemetryParts {
+        pts,
+        capacity_tests,
+        hosts,
+    }
+}
+
 pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
     let labels = run_labels(runs);
     let mut out = Vec::new();
     for (i, (run, label)) in runs.iter().zip(&labels).enumerate() {
-        let (capacity, pts): (Vec<Point>, Vec<Point>) = derive::points(i, run)
-            .into_iter()
-            .partition(|p| p.capacity_phase().is_some());
-        let mut left_out: Vec<&str> = Vec::new();
-        for p in &capacity {
-            if !left_out.contains(&p.test.as_str()) {
-                left_out.push(&p.test);
-            }
-        }
-        let mut hosts: Vec<&str> = Vec::new();
-        for r in &run.results {
-            for t in &r.telemetry_summary {
-                if !hosts.contains(&t.host.as_str()) {
-                    hosts.push(&t.host);
-                }
-            }
-        }
+        let HostTelemetryParts {
+            pts,
+            capacity_tests: left_out,
+            hosts,
+        } = host_telemetry_parts(i, run);
         for host in hosts {
             // Named as the Hosts table names it (this machine by its hostname).
             let name = model::host_display_name(&run.hosts, host);
