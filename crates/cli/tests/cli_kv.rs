@@ -1126,3 +1126,36 @@ fn sigkill_after_a_worker_finished_its_share_keeps_a_checkpoint() {
         "{rate} ops/s is not {count} requests over {window} s"
     );
 }
+
+/// A run at the default server placement and one that typed it are like for like: the
+/// default's setting is the CPUs its servers were pinned to, not "none" (acceptance P, 1:
+/// `--server-cpus 0` against the default, both pinned to CPU 0, was "NOT like for like:
+/// param.kv.server_cpus differ").
+#[test]
+fn the_default_server_placement_is_the_one_it_ran_at() {
+    if !have("redis-server", "redis-server") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let first = engine::launch::allowed_cpus()[0].to_string();
+    for (label, extra) in [
+        ("typed", vec!["--server-cpus", first.as_str()]),
+        ("dflt", vec![]),
+    ] {
+        let mut args = vec!["kv", "-t", "set", "-n", "2000", "-c", "2", "--label", label];
+        args.extend(extra);
+        let (code, _, err) = run_json_kv(&db, &args);
+        assert_eq!(code, 0, "{err}");
+    }
+    let run = show_latest(&db);
+    let setting = &run["results"][0]["settings"]["server_cpus"];
+    assert_eq!(
+        setting,
+        &serde_json::json!([first.parse::<u64>().unwrap()]),
+        "{run}"
+    );
+    let (code, out, err) = common::run(&["--db", db.to_str().unwrap(), "compare", "typed", "dflt"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Comparability: like for like"), "{out}");
+}

@@ -101,6 +101,13 @@ impl Kv {
         })
     }
 
+    /// The CPU each launched server was pinned to, in order (the `server.cpus` fact):
+    /// None for a given server (`--target`), or one not pinned.
+    fn launched_server_cpus(&self) -> Option<Vec<usize>> {
+        let v = self.facts.get("server.cpus")?.value.as_deref()?;
+        v.split(',').map(|c| c.trim().parse().ok()).collect()
+    }
+
     /// The endpoints being driven (after prepare), as the load generators are told them.
     pub fn endpoints(&self) -> &[String] {
         self.running
@@ -257,10 +264,20 @@ impl Workload for Kv {
     /// The resolved config and the capacity tests' knobs given (their defaults follow
     /// from the config).
     fn settings(&self) -> Params {
-        engine::workload::settings_of(&[
+        let mut s = engine::workload::settings_of(&[
             serde_json::to_value(&self.cfg),
             serde_json::to_value(&self.cap),
-        ])
+        ]);
+        // Without --server-cpus, the CPUs the launched servers were pinned to (one each,
+        // in turn over the CPUs rackbench may use): the setting they ran at, as a typed
+        // `--server-cpus 0` is; stored empty, it read as "not pinned", and a run at the
+        // default was "NOT like for like" with one that typed it (acceptance P, 1).
+        if self.cfg.server_cpus.is_empty() {
+            if let Some(cpus) = self.launched_server_cpus() {
+                s.insert("server_cpus".into(), serde_json::json!(cpus));
+            }
+        }
+        s
     }
 
     fn name(&self) -> &'static str {
@@ -323,12 +340,7 @@ impl Workload for Kv {
             }
         })?;
         self.facts = handle.facts.clone();
-        let server: Vec<usize> = self
-            .facts
-            .get("server.cpus")
-            .and_then(|f| f.value.as_deref())
-            .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
-            .unwrap_or_default();
+        let server: Vec<usize> = self.launched_server_cpus().unwrap_or_default();
         let client = engine::launch::cpus_from_values(&self.cfg.client_cpus, "client_cpus")?;
         self.cpu_use = CpuUse::judge(roles, &server, &client).with_oversubscription(
             &server,
