@@ -490,6 +490,8 @@ impl Kv {
         let mut params = self.params.clone();
         params.insert("rate".into(), json!(rate));
         params.insert("duration".into(), json!(secs));
+        // -n is the load tests' count: a step stops at its duration.
+        params.remove("requests");
         let wait = engine::load::wait_mode(self.sleep_when_idle);
         params.insert("wait".into(), json!(wait));
         ctx.note(&format!("kv: {rate:.0} ops/s for {secs}s"));
