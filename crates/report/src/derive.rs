@@ -1897,17 +1897,19 @@ impl Summary {
     }
 }
 
-/// The sweep parameters a summary takes the best over (those of [`PEAK_PARAMS`] that vary).
+/// The sweep parameters a summary takes the best over: those of [`PEAK_PARAMS`] that vary
+/// within a run (a sweep). One that only differs between runs, each holding one value
+/// throughout (`--streams 1` in one, `--streams 4` in the other), is a setting that sets
+/// the columns apart ([`column_params`]), not a best taken (acceptance P, 5: "each column
+/// at its best streams" of runs that each ran one).
 pub fn peak_params(runs: &[RunRecord]) -> Vec<String> {
-    let flat: Vec<Point> = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| points(i, r))
-        .collect();
-    let varying = varying_params(&flat);
+    let swept = |k: &str| {
+        runs.iter()
+            .any(|r| one_value_in(r, |x| x.params.get(k)).is_err())
+    };
     PEAK_PARAMS
         .iter()
-        .filter(|p| varying.iter().any(|v| v == *p))
+        .filter(|p| swept(p))
         .map(|p| p.to_string())
         .collect()
 }

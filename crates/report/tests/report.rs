@@ -4331,3 +4331,42 @@ fn runs_at_another_setting_share_their_rows() {
     let s = report::derive::summary(&[a, b]);
     assert!(s.rows.iter().any(|r| r.label.contains("server_cpus")));
 }
+
+/// A load-level parameter (`streams`, `connections`) that each run holds at one value is a
+/// setting of the columns, said above the table, not a best taken over it (acceptance P,
+/// 5: "each column at its best streams" of runs that ran one streams each); swept inside
+/// a run, the summary still takes each column at its best.
+#[test]
+fn a_load_level_each_run_holds_is_a_column_setting_not_a_best() {
+    let a = kv_run(&Spec::default());
+    let mut b = kv_run(&Spec {
+        id: "20261120T233000-eeeeee",
+        label: "four",
+        seed: 5,
+        ..Spec::default()
+    });
+    let mut a1 = a.clone();
+    for r in &mut a1.results {
+        r.params.insert("connections".into(), serde_json::json!(1));
+    }
+    for r in &mut b.results {
+        r.params.insert("connections".into(), serde_json::json!(4));
+    }
+    let runs = [a1.clone(), b.clone()];
+    let peak = report::derive::peak_params(&runs);
+    assert!(!peak.contains(&"connections".to_string()), "{peak:?}");
+    assert_eq!(
+        report::derive::column_params(&runs, &peak),
+        ["connections".to_string()]
+    );
+    let m = report::markdown(&runs, None);
+    assert!(
+        m.contains("different settings") && !m.contains("best connections"),
+        "{m}"
+    );
+    // Swept in one of them: a best over it.
+    b.results[0]
+        .params
+        .insert("connections".into(), serde_json::json!(8));
+    assert!(report::derive::peak_params(&[a1, b]).contains(&"connections".to_string()));
+}
