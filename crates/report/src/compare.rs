@@ -1301,6 +1301,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
     let mut out: BTreeMap<(String, String), Figure> = BTreeMap::new();
     let mut warnings: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut at_point: BTreeMap<String, Vec<&model::ResultRecord>> = BTreeMap::new();
+    let mut headline_of: BTreeMap<String, String> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         for p in points(i, run) {
             let key = point_key(&p, swept);
@@ -1310,6 +1311,9 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                 .extend(p.results.iter().copied());
             let latency = p.latency();
             let valid = p.valid();
+            if let Some(r) = valid.first() {
+                headline_of.insert(key.clone(), r.headline.clone());
+            }
             warnings.entry(key.clone()).or_default().extend(
                 valid
                     .iter()
@@ -1378,6 +1382,22 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
         }
     }
     out.values_mut().for_each(one_source_only);
+    // A side whose headline varies widely over its repetitions (its runs', where each
+    // repetition is a run: `RUN@variant`) is flagged as the report flags a point
+    // (acceptance P, 3: only the report said so).
+    for ((key, metric), f) in &out {
+        if headline_of.get(key) != Some(metric) {
+            continue;
+        }
+        let all: Vec<f64> = f.per_run.values().flatten().copied().collect();
+        let cv = crate::stats::Sample::of(&all).and_then(|s| s.cv_pct());
+        if cv.is_some_and(|cv| cv > crate::derive::UNSTEADY_CV_PCT) {
+            warnings
+                .entry(key.clone())
+                .or_default()
+                .insert("high_variation".into());
+        }
+    }
     let uncounted = at_point
         .into_iter()
         .filter_map(|(k, rs)| Some((k, model::none_counted_because(&rs, "repetition")?)))

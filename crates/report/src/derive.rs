@@ -1184,7 +1184,7 @@ impl<'a> Point<'a> {
     /// [`UNSTEADY_CV_PCT`] (sd over mean): the mean is then no steady figure, and a
     /// summary that picks it as a column's best says so (acceptance M, 7: two repetitions
     /// of 32,404 and 79,260 new orders/min, cv 59%, made a "3.89x" difference unflagged).
-    fn unsteady(&self) -> Option<Flag> {
+    pub fn unsteady(&self) -> Option<Flag> {
         let s = self.headline()?;
         let cv = 100.0 * s.sd? / s.mean.abs();
         (cv > UNSTEADY_CV_PCT).then(|| {

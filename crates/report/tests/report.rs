@@ -4332,6 +4332,57 @@ fn runs_at_another_setting_share_their_rows() {
     assert!(s.rows.iter().any(|r| r.label.contains("server_cpus")));
 }
 
+/// A side whose headline varies by more than 10% (cv) over its repetitions is flagged
+/// `high_variation` in compare's warnings, as the report flags the point; so is a side of
+/// single-repetition runs that vary as widely (acceptance P, 3: only the report said so).
+#[test]
+fn compare_flags_a_side_whose_headline_varies_widely() {
+    let steady = kv_run(&Spec {
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut wide = kv_run(&Spec {
+        id: "20261120T230001-bbbbbb",
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut n = 0.0;
+    for r in &mut wide.results {
+        let h = r.headline.clone();
+        for m in r
+            .metrics
+            .iter_mut()
+            .filter(|m| m.name == h && m.labels.is_empty())
+        {
+            // 100k, 150k, 200k ...: cv far above 10%.
+            m.value = 100_000.0 * (1.0 + 0.5 * n);
+            n += 1.0;
+        }
+    }
+    let codes = |c: &report::compare::Comparison| -> (bool, bool) {
+        let has = |v: &Vec<String>| v.iter().any(|w| w == "high_variation");
+        (
+            c.warnings.iter().any(|w| has(&w.a)),
+            c.warnings.iter().any(|w| has(&w.b)),
+        )
+    };
+    let c = report::compare::compare(std::slice::from_ref(&steady), std::slice::from_ref(&wide));
+    assert_eq!(codes(&c), (false, true), "{:?}", c.warnings);
+    // Each repetition a run of its own: the side's runs vary as widely.
+    let singles: Vec<model::RunRecord> = wide
+        .results
+        .iter()
+        .filter(|r| r.test == wide.results[0].test)
+        .map(|r| {
+            let mut one = wide.clone();
+            one.results = vec![r.clone()];
+            one
+        })
+        .collect();
+    let c = report::compare::compare(std::slice::from_ref(&steady), &singles);
+    assert!(codes(&c).1, "{:?}", c.warnings);
+}
+
 /// A load-level parameter (`streams`, `connections`) that each run holds at one value is a
 /// setting of the columns, said above the table, not a best taken over it (acceptance P,
 /// 5: "each column at its best streams" of runs that ran one streams each); swept inside

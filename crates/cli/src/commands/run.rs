@@ -806,7 +806,7 @@ pub fn repetition_summary(run: &RunRecord) -> String {
         let num = report::fmt::num;
         let num_fixed = report::fmt::fixed;
         out.push_str(&format!(
-            "  {key}: {}{} {}  {} .. {}  cv {} ({n})\n",
+            "  {key}: {}{} {}  {} .. {}  cv {} ({n}){}\n",
             num(s.mean),
             s.sd.map(|d| format!(" ± {}", num(d))).unwrap_or_default(),
             p.headline_unit(),
@@ -814,6 +814,10 @@ pub fn repetition_summary(run: &RunRecord) -> String {
             num(max),
             s.cv_pct()
                 .map_or_else(|| "-".to_string(), |c| format!("{}%", num_fixed(c, 1))),
+            // As the report flags it (acceptance P, 3: only the report did).
+            p.unsteady()
+                .map(|f| format!("  ! {}", f.code))
+                .unwrap_or_default(),
         ));
     }
     out.push_str(&peaks(run));
@@ -1056,6 +1060,14 @@ mod tests {
         assert!(!out.contains("59,525"), "not the median: {out}");
         // What every point shares is said once, not on each line.
         assert!(out.contains("  (every point: clients=8)\n"), "{out}");
+        assert!(!out.contains("high_variation"), "cv 4%: {out}");
+        // Repetitions that vary widely are flagged here as in the report (acceptance P, 3).
+        run.results = vec![
+            rep("kv", get, ("clients", 8), 0, 50_000.0, Ok),
+            rep("kv", get, ("clients", 8), 1, 80_000.0, Ok),
+        ];
+        let out = repetition_summary(&run);
+        assert!(out.contains("(n=2/2)  ! high_variation\n"), "{out}");
     }
 
     /// Every workload's flags sit beside the run options without a clash (clap checks

@@ -139,6 +139,11 @@ pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
     let mut out = run_header(&run);
     out.push('\n');
     out.push_str(&results_table(&run));
+    // Per point over its repetitions, as `run` ends with it (the report's mean ± sd,
+    // `high_variation` where they vary widely), and each test's best point.
+    out.push_str(&model::printable_lines(
+        &crate::commands::run::repetition_summary(&run),
+    ));
     out.push_str(&efficiency_table(&run));
     out.push_str(&views_text(&run));
     print_stdout(&out)?;
