@@ -551,6 +551,28 @@ impl Store {
         Ok(runs)
     }
 
+    /// Where `q` named run `id` by a label that other runs carry too: a note saying which
+    /// was taken and how to name another (acceptance P, 4: a label given to repeated runs
+    /// took the newest alone, unsaid, and a comparison of it had n = 1). None otherwise.
+    pub fn label_note(&self, q: &str, id: &str) -> anyhow::Result<Option<String>> {
+        let q = q.trim();
+        if q == id || q == "latest" {
+            return Ok(None);
+        }
+        let conn = self.lock();
+        let n: i64 = conn.query_row("SELECT COUNT(*) FROM runs WHERE label = ?1", [q], |r| {
+            r.get(0)
+        })?;
+        Ok((n > 1).then(|| {
+            format!(
+                "`{}` labels {n} runs; this takes the newest, {id}: name another by its id \
+                 (`rackbench runs` lists them), or give them as one side of `compare` \
+                 (`--a ID1,ID2`) to take them together",
+                model::printable(q)
+            )
+        }))
+    }
+
     /// A full id from an id, a unique prefix, `latest`, or a label (the newest run with
     /// that label). Tried in that order, except that an exact label beats a prefix.
     pub fn resolve(&self, id_or_prefix: &str) -> anyhow::Result<String> {

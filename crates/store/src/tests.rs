@@ -874,3 +874,26 @@ fn a_run_is_listed_by_its_system_under_test_or_its_pair() {
     // Only a controller known (an older run): still named.
     assert_eq!(listing_host(&[host("local", "controller")]), "local");
 }
+
+/// A label that several runs carry resolves to the newest, and says so; an id, `latest`
+/// or a label of one run says nothing (acceptance P, 4).
+#[test]
+fn a_label_of_several_runs_says_which_it_took() {
+    let (_d, store) = tmp_store();
+    let old = rich_run("20261120T210703-aaaaaa", Some("xeon"), t0(0), 1);
+    let new = rich_run("20261120T220703-bbbbbb", Some("xeon"), t0(3600), 1);
+    let lone = rich_run("20261120T230703-cccccc", Some("epyc"), t0(7200), 1);
+    for r in [&old, &new, &lone] {
+        store.import_run(r).unwrap();
+    }
+    let id = store.resolve("xeon").unwrap();
+    assert_eq!(id, new.id);
+    let note = store.label_note("xeon", &id).unwrap().unwrap();
+    assert!(
+        note.contains("labels 2 runs") && note.contains(&new.id),
+        "{note}"
+    );
+    assert_eq!(store.label_note("epyc", &lone.id).unwrap(), None);
+    assert_eq!(store.label_note(&new.id, &new.id).unwrap(), None);
+    assert_eq!(store.label_note("latest", &lone.id).unwrap(), None);
+}

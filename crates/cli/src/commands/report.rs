@@ -195,6 +195,9 @@ impl Source {
                 let full = s
                     .resolve(id)
                     .with_context(|| format!("no run `{id}` (see `rackbench runs`)"))?;
+                if let Ok(Some(note)) = s.label_note(id, &full) {
+                    engine::errln!("rackbench: note: {note}");
+                }
                 s.load_run(&full)
                     .with_context(|| format!("loading run {full}"))
             }

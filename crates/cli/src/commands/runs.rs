@@ -131,6 +131,9 @@ pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
 pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
     let store = Store::open_read_only(&g.db_path())?;
     let id = store.resolve(&a.run)?;
+    if let Some(note) = store.label_note(&a.run, &id)? {
+        engine::errln!("rackbench: note: {note}");
+    }
     let run = store.load_run(&id)?;
     if g.json {
         print_stdout(&(serde_json::to_string_pretty(&run)? + "\n"))?;
@@ -363,6 +366,9 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
         let mut ids = Vec::new();
         for q in &a.runs {
             let id = store.resolve(q)?;
+            if let Some(note) = store.label_note(q, &id)? {
+                engine::errln!("rackbench: note: {note}");
+            }
             if seen.insert(id.clone()) {
                 ids.push(id);
             }
