@@ -611,8 +611,12 @@ fn pair_table(
     row("Power (W)".into(), &|_, reps| {
         power_of(reps).map_or(NA.into(), |(w, _, basis)| watts(w, basis))
     });
+    // Of the same source as the power beside it, and said so where it is not measured
+    // whole-server power (acceptance P, 7: the model's idle watts read as measured).
     row("Idle power (W)".into(), &|_, reps| {
-        power_of(reps).and_then(|p| p.1).map_or(NA.into(), num)
+        power_of(reps)
+            .and_then(|(_, idle, basis)| Some(watts(idle?, basis)))
+            .unwrap_or_else(|| NA.into())
     });
     // CPU rows: the all-CPU line where an end is unpinned, every CPU an end was pinned
     // to, and every CPU that was busy at an end without being pinned there (what took a

@@ -646,6 +646,28 @@ fn single_host_runs_have_no_hosts_views() {
     assert!(!report::markdown(&runs, None).contains("## Hosts"));
 }
 
+/// Modelled power (`--power-model`) is marked so in the pair table, its idle watts too,
+/// as the efficiency tables mark both (acceptance P, 7: the idle read as measured).
+#[test]
+fn pair_table_marks_modelled_idle_power_as_modelled() {
+    let mut run = net_matrix(&NAMES);
+    let modelled = |p: &mut PowerSummary| {
+        p.source = "model".into();
+        p.modelled = true;
+    };
+    run.idle_power[0].power.iter_mut().for_each(modelled);
+    for r in &mut run.results {
+        for t in &mut r.telemetry_summary {
+            t.power.iter_mut().for_each(modelled);
+        }
+    }
+    let t = tcp_table(&run);
+    let row = |name: &str| t.row(name).unwrap_or_else(|| panic!("row {name}"));
+    let c = col(0, 1);
+    assert_eq!(row("Power (W)")[c], "200 (modelled)");
+    assert_eq!(row("Idle power (W)")[c], "150 (modelled)");
+}
+
 /// Power under load below the idle power measured before it (a meter's idle read in
 /// another state) gives the pair table no negative "W above idle": its W/tput is absent
 /// and a note says why, as in the efficiency tables; the power, the idle power and W per
