@@ -2596,8 +2596,24 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                 "Context switches/s".into(),
                 "Interrupts/s".into(),
             ];
-            for n in &nics {
-                head.push(format!("{n} rx / tx Gbit/s"));
+            // Each NIC's rates in a unit of their own ([`crate::fmt::bit_rate_unit`] over
+            // the column): an idle management NIC read `0.000000403 / 0.000000403` Gbit/s
+            // beside the loaded one (acceptance P, 6).
+            let nic_units: Vec<(f64, &str)> = nics
+                .iter()
+                .map(|n| {
+                    let gbit: Vec<f64> = per
+                        .iter()
+                        .flat_map(|(_, sums)| sums.iter())
+                        .flat_map(|t| t.nics.iter().filter(|x| x.name == *n))
+                        .flat_map(|x| [x.rx_bytes_per_s, x.tx_bytes_per_s])
+                        .map(|b| b * 8.0 / 1e9)
+                        .collect();
+                    crate::fmt::bit_rate_unit(&gbit)
+                })
+                .collect();
+            for (n, (_, unit)) in nics.iter().zip(&nic_units) {
+                head.push(format!("{n} rx / tx {unit}"));
                 head.push(format!("{n} rx / tx packets/s"));
             }
             for d in &disks {
@@ -2628,7 +2644,7 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                         mean(sums.iter().map(|t| t.ctxt_per_s).collect()).map_or("-".into(), num),
                         mean(sums.iter().map(|t| t.intr_per_s).collect()).map_or("-".into(), num),
                     ];
-                    for n in &nics {
+                    for (n, (m, _)) in nics.iter().zip(&nic_units) {
                         let of = |f: &dyn Fn(&model::NicRate) -> f64| {
                             mean(
                                 sums.iter()
@@ -2640,7 +2656,7 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                         row.push(fixed_pair(
                             of(&|x| x.rx_bytes_per_s),
                             of(&|x| x.tx_bytes_per_s),
-                            8.0 / 1e9,
+                            8.0 / 1e9 * m,
                             3,
                         ));
                         row.push(pair(

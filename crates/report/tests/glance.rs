@@ -625,6 +625,39 @@ fn a_telemetry_cells_two_figures_have_the_same_places() {
     );
 }
 
+/// Each NIC's rates are in a unit of their own: a management NIC's hundreds of bits per
+/// second read `0.000000403` Gbit/s beside the loaded one's (acceptance P, 6).
+#[test]
+fn a_quiet_nics_rates_are_in_a_unit_of_their_own() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    for r in &mut run.results {
+        for t in &mut r.telemetry_summary {
+            t.nics = vec![model::NicRate {
+                name: "mgmt0".into(),
+                rx_bytes_per_s: 50.0,
+                tx_bytes_per_s: 100.0,
+                rx_packets_per_s: 1.0,
+                tx_packets_per_s: 1.0,
+                rx_drops_per_s: 0.0,
+                tx_drops_per_s: 0.0,
+            }];
+        }
+    }
+    let tv = report::views::telemetry_views(std::slice::from_ref(&run));
+    let t = &tv[0].tables[0];
+    let c = t.head.iter().position(|h| h == "mgmt0 rx / tx bit/s");
+    let c = c.unwrap_or_else(|| panic!("{:?}", t.head));
+    assert!(
+        t.rows.iter().all(|r| r[c] == "400.000 / 800.000"),
+        "{:?}",
+        t.rows
+    );
+}
+
 /// Acceptance pass F, F9: the report showed no telemetry beyond per-CPU %: context
 /// switches, interrupts, each NIC's Gbit/s and packets/s, each disk's MB/s and IOPS, and
 /// kv/http's latency jitter are in a per-test table per run and host; idle devices are
