@@ -87,7 +87,8 @@ pub fn refuse_two_stops(p: &crate::workload::Params) -> anyhow::Result<()> {
     let given = |k: &str| p.get(k).is_some_and(|v| !v.is_null());
     if given("requests") && given("duration") {
         bail!(
-            "-n (requests) and --duration both given, and a test stops after one of them:              give -n N to stop after N requests, or --duration SECS to stop after that time"
+            "-n (requests) and --duration both given, and a test stops after one of them: \
+             give -n N to stop after N requests, or --duration SECS to stop after that time"
         );
     }
     Ok(())

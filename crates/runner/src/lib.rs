@@ -1519,7 +1519,9 @@ fn run_as(
                                 .collect();
                             if !new.is_empty() {
                                 why.push_str(&format!(
-                                    "; what it measured up to the test's last checkpoint,                                      {at_s:.1} s into it, is kept as its own figures                                      (labelled until_checkpoint_s), in none of the totals"
+                                    "; what it measured up to the test's last checkpoint, \
+                                     {at_s:.1} s into it, is kept as its own figures \
+                                     (labelled until_checkpoint_s), in none of the totals"
                                 ));
                                 result.metrics.extend(new);
                             }

@@ -535,7 +535,9 @@ impl Telemetry {
                         Some(last) => {
                             out.samples.extend_from_slice(had);
                             format!(
-                                "{why}; its {} sample(s) up to {:.1} s into the run, taken                                  at the test's checkpoints, are kept with the result and                                  left out of its summaries",
+                                "{why}; its {} sample(s) up to {:.1} s into the run, taken \
+                                 at the test's checkpoints, are kept with the result and \
+                                 left out of its summaries",
                                 had.len(),
                                 last.t_s
                             )
@@ -1886,7 +1888,10 @@ mod tests {
         assert_eq!(step.missing.len(), 1, "{:?}", step.missing);
         let why = &step.missing[0].1;
         assert!(
-            why.contains("the link to b broke") && why.contains("2 sample(s) up to 2.0 s"),
+            why.contains("the link to b broke")
+                && why.contains(
+                    "2 sample(s) up to 2.0 s into the run, taken at the test's checkpoints"
+                ),
             "{why}"
         );
         let fig = t.figures(&step, &[], &["a", "b"], false, None);

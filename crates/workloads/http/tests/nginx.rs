@@ -29,6 +29,10 @@ fn launched(extra: serde_json::Value, ctx: &Ctx) -> Http {
     for (k, v) in extra.as_object().unwrap() {
         p[k] = v.clone();
     }
+    // A test stops after a count or a time: a count given replaces the default time.
+    if extra.get("requests").is_some() {
+        p.as_object_mut().unwrap().remove("duration");
+    }
     let mut h = Http::from_params(p.as_object().unwrap()).unwrap();
     h.prepare(ctx).unwrap();
     h
