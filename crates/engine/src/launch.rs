@@ -924,25 +924,8 @@ pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
     Ok(out)
 }
 
-/// A CPU list in Linux's short form (`0-3,8`), the inverse of [`parse_cpu_list`]: runs
-/// of consecutive CPUs as ranges, in the order given.
-pub fn cpu_list_text(cpus: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j == i {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
+/// A CPU list in Linux's short form (`0-3,8`), the inverse of [`parse_cpu_list`].
+pub use model::cpu_list_text;
 
 #[cfg(test)]
 mod tests {

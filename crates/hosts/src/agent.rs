@@ -48,12 +48,6 @@ pub fn own_arch() -> &'static str {
     std::env::consts::ARCH
 }
 
-fn read_trim(path: &str) -> String {
-    std::fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
 /// Servers rackbench can launch on this host, found as a launch would find them.
 pub fn servers_here() -> BTreeMap<String, Option<String>> {
     [
@@ -89,8 +83,8 @@ pub fn hello() -> anyhow::Result<Hello> {
         version: env!("CARGO_PKG_VERSION").to_string(),
         binary_sha256: own_binary_sha256()?,
         arch: own_arch().to_string(),
-        kernel: read_trim("/proc/sys/kernel/osrelease"),
-        hostname: read_trim("/proc/sys/kernel/hostname"),
+        kernel: crate::read_trim("/proc/sys/kernel/osrelease"),
+        hostname: crate::hostname(),
         pid: std::process::id(),
         cpus: engine::launch::system_cpus(),
         online: Some(engine::launch::cpus_online_here()),

@@ -66,12 +66,21 @@ pub fn local_addresses() -> Vec<std::net::IpAddr> {
         .collect()
 }
 
+/// A file's text, trimmed: empty where it cannot be read.
+pub(crate) fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// This kernel's boot id, if it can be read.
 pub fn boot_id() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    Some(read_trim("/proc/sys/kernel/random/boot_id")).filter(|s| !s.is_empty())
+}
+
+/// This host's name, as its agent's hello gives it.
+pub(crate) fn hostname() -> String {
+    read_trim("/proc/sys/kernel/hostname")
 }
 
 /// What tells one machine (one network stack of one kernel) from another: its boot id,
@@ -251,15 +260,12 @@ impl HostSet {
     /// An error when two of the hosts are one machine ([`same_machine`]), naming both and
     /// what to give instead.
     fn refuse_aliases(&self) -> anyhow::Result<()> {
-        let here = (boot_id(), local_addresses(), {
-            let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-            h.trim().to_string()
-        });
+        let (boot, addresses, name) = (boot_id(), local_addresses(), hostname());
         let mut ids = vec![Identity {
             name: LOCAL,
-            boot_id: here.0.as_deref(),
-            hostname: &here.2,
-            addresses: &here.1,
+            boot_id: boot.as_deref(),
+            hostname: &name,
+            addresses: &addresses,
         }];
         for r in &self.remotes {
             let hello = r.hello();

@@ -510,15 +510,39 @@ pub fn host_display_name(hosts: &[HostDisclosure], host: &str) -> String {
         .unwrap_or_else(|| host.to_string())
 }
 
+/// A CPU list in Linux's short form (`0-3,8`): runs of consecutive CPUs as ranges, in the
+/// order given. The one writer of CPU lists, for the engine's messages and the report's
+/// tables alike.
+pub fn cpu_list_text(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 /// Whether `host` of a run is a system under test that also ran the load generator (its
 /// role `sut+loadgen`): its power is the generator's work too. The one rule of the
 /// report's efficiency notes and a TCO's power source.
 pub fn sut_ran_loadgen(hosts: &[HostDisclosure], host: &str) -> bool {
     hosts.iter().any(|h| {
-        h.host == host
-            && h.role.split('+').any(|r| r == "sut")
-            && h.role.split('+').any(|r| r == "loadgen")
+        h.host == host && role_includes(&h.role, "sut") && role_includes(&h.role, "loadgen")
     })
+}
+
+/// Whether a host's role over a run (`sut+loadgen`, `receiver+sender`) includes `role`.
+pub fn role_includes(roles: &str, role: &str) -> bool {
+    roles.split('+').any(|r| r == role)
 }
 
 /// Power measured with no load, before the run's load started.

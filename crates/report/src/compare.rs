@@ -1390,8 +1390,10 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
             continue;
         }
         let all: Vec<f64> = f.per_run.values().flatten().copied().collect();
-        let cv = crate::stats::Sample::of(&all).and_then(|s| s.cv_pct());
-        if cv.is_some_and(|cv| cv > crate::derive::UNSTEADY_CV_PCT) {
+        if crate::stats::Sample::of(&all)
+            .and_then(|s| crate::derive::unsteady_cv(&s))
+            .is_some()
+        {
             warnings
                 .entry(key.clone())
                 .or_default()

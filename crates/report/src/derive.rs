@@ -304,6 +304,13 @@ pub struct Point<'a> {
 /// ([`Point::unsteady`]).
 pub const UNSTEADY_CV_PCT: f64 = 10.0;
 
+/// The coefficient of variation (%) of a figure's repetitions where it is above
+/// [`UNSTEADY_CV_PCT`], None where they are steady (or too few to tell): the one rule of
+/// `high_variation`, for a report's point and a side of `compare` alike.
+pub fn unsteady_cv(s: &crate::stats::Sample) -> Option<f64> {
+    s.cv_pct().filter(|cv| *cv > UNSTEADY_CV_PCT)
+}
+
 /// The sweep points of a run, in execution order of their first repetition.
 pub fn points(run_index: usize, run: &RunRecord) -> Vec<Point<'_>> {
     let mut out: Vec<Point> = Vec::new();
@@ -830,7 +837,7 @@ fn counted_cpu(
         .iter()
         .find(|h| h.host == ts.host)
         .map_or("", |h| h.role.as_str());
-    let shared = role.split('+').any(|x| x == LOADGEN_ROLE);
+    let shared = model::role_includes(role, LOADGEN_ROLE);
     if WORK_IN_DRIVER.contains(&r.workload.as_str()) {
         // The work's own process where it was watched; else the host's CPUs (a record
         // from before the process was watched), as on a host that ran nothing else.
@@ -1186,18 +1193,16 @@ impl<'a> Point<'a> {
     /// of 32,404 and 79,260 new orders/min, cv 59%, made a "3.89x" difference unflagged).
     pub fn unsteady(&self) -> Option<Flag> {
         let s = self.headline()?;
-        let cv = 100.0 * s.sd? / s.mean.abs();
-        (cv > UNSTEADY_CV_PCT).then(|| {
-            Flag::warning(
-                "high_variation",
-                format!(
-                    "its {} repetitions vary by cv {cv:.1}% (sd over mean), above \
-                     {UNSTEADY_CV_PCT}%: the mean is no steady figure; run more repetitions \
-                     (--repeat, or --until-cv 3) on a quieter host",
-                    s.n
-                ),
-            )
-        })
+        let cv = unsteady_cv(&s)?;
+        Some(Flag::warning(
+            "high_variation",
+            format!(
+                "its {} repetitions vary by cv {cv:.1}% (sd over mean), above \
+                 {UNSTEADY_CV_PCT}%: the mean is no steady figure; run more repetitions \
+                 (--repeat, or --until-cv 3) on a quieter host",
+                s.n
+            ),
+        ))
     }
 
     /// The exact latency distribution of the valid repetitions: histograms of the

@@ -184,24 +184,13 @@ fn cpu_list(v: Option<&Value>) -> Result<Vec<i32>, String> {
 
 /// CPU numbers as ranges: `0-3,6`.
 pub(crate) fn cpu_ranges(cpus: &[i32]) -> String {
-    let mut v = cpus.to_vec();
+    let mut v: Vec<usize> = cpus
+        .iter()
+        .filter_map(|&c| usize::try_from(c).ok())
+        .collect();
     v.sort_unstable();
     v.dedup();
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", v[i], v[j])
-        } else {
-            v[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(",")
+    model::cpu_list_text(&v)
 }
 
 fn cpu_name(c: i32) -> String {

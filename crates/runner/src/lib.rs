@@ -876,20 +876,34 @@ fn aborted_by_user(result: &mut ResultRecord) {
     ));
 }
 
-/// The figures of host `host` in a test's last checkpoint (`partial`: those labelled
-/// with it, such as a load generator's `requests{host=rbh3}`), each labelled with the
-/// checkpoint's time, and that time: a host lost after it keeps them in the final result,
-/// where the survivors' final figures leave it out (acceptance O, 2: the store held rbh3's
-/// 154,341 requests until the test ended, and then none).
-fn kept_of_lost(host: &str, partial: &ResultRecord) -> (Vec<Metric>, f64) {
+/// Keep in `result` what host `host`, lost during the test, had measured by its last
+/// checkpoint (`partial`): its own figures there (those labelled with it, such as a load
+/// generator's `requests{host=rbh3}`), each labelled with the checkpoint's time, where the
+/// survivors' final figures leave it out (acceptance O, 2: the store held rbh3's 154,341
+/// requests until the test ended, and then none). Returns what the `host_lost` flag adds
+/// to say so, empty where nothing was kept.
+fn keep_lost_hosts_checkpoint(
+    result: &mut ResultRecord,
+    host: &str,
+    partial: &ResultRecord,
+) -> String {
     let at_s = partial.duration_s;
-    let metrics = partial
+    let own = |m: &&Metric| m.labels.get("host").map(String::as_str) == Some(host);
+    let kept: Vec<Metric> = partial
         .metrics
         .iter()
-        .filter(|m| m.labels.get("host").map(String::as_str) == Some(host))
+        .filter(own)
+        .filter(|m| !result.metrics.iter().any(|r| r.name == m.name && own(&r)))
         .map(|m| m.clone().label("until_checkpoint_s", format!("{at_s:.1}")))
         .collect();
-    (metrics, at_s)
+    if kept.is_empty() {
+        return String::new();
+    }
+    result.metrics.extend(kept);
+    format!(
+        "; what it measured up to the test's last checkpoint, {at_s:.1} s into it, is kept \
+         as its own figures (labelled until_checkpoint_s), in none of the totals"
+    )
 }
 
 /// A test's settings: its sweep point's, with what the test resolved for itself over
@@ -1411,17 +1425,11 @@ fn run_as(
                     // Only a host of this point fails it (a net pair is not failed by a
                     // third host that died). Its reason quotes the agent's stderr: redacted,
                     // as every stored error is.
-                    let lost_host = roles.all().iter().find(|h| h.lost().is_some()).cloned();
-                    let lost = lost_host
-                        .as_ref()
-                        .and_then(|h| h.lost())
-                        .map(|why| model::redact_secrets(&why));
-                    // What the lost host had measured by the test's last checkpoint: its
-                    // own figures, kept beside the others' ([`kept_of_lost`]).
-                    let kept = lost_host
-                        .as_ref()
-                        .zip(partial.as_ref())
-                        .map(|(h, p)| kept_of_lost(h.name(), p));
+                    let lost = roles
+                        .all()
+                        .iter()
+                        .find_map(|h| Some((h.name().to_string(), h.lost()?)))
+                        .map(|(host, why)| (host, model::redact_secrets(&why)));
                     let mut result = match outcome {
                         Ok(out) => {
                             let interrupted = engine::stop::stop_requested();
@@ -1503,28 +1511,13 @@ fn run_as(
                     result.flags.extend(elsewhere.clone());
                     if engine::stop::aborted() {
                         aborted_by_user(&mut result);
-                    } else if let Some(why) = &lost {
-                        // A host died during this test: what the others measured stays, named.
+                    } else if let Some((host, why)) = &lost {
+                        // A host died during this test: what the others measured stays,
+                        // named, and what it had measured by the last checkpoint too.
                         result.status = Status::Failed;
                         let mut why = why.clone();
-                        if let Some((metrics, at_s)) = kept {
-                            let new: Vec<Metric> = metrics
-                                .into_iter()
-                                .filter(|m| {
-                                    !result.metrics.iter().any(|r| {
-                                        r.name == m.name
-                                            && r.labels.get("host") == m.labels.get("host")
-                                    })
-                                })
-                                .collect();
-                            if !new.is_empty() {
-                                why.push_str(&format!(
-                                    "; what it measured up to the test's last checkpoint, \
-                                     {at_s:.1} s into it, is kept as its own figures \
-                                     (labelled until_checkpoint_s), in none of the totals"
-                                ));
-                                result.metrics.extend(new);
-                            }
+                        if let Some(p) = &partial {
+                            why.push_str(&keep_lost_hosts_checkpoint(&mut result, host, p));
                         }
                         result.flags.push(Flag::invalid("host_lost", why.clone()));
                         if result.error.is_none() {

@@ -978,8 +978,6 @@ pub fn power_gap_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
         .collect()
 }
 
-/// Whether `pct` of one CPU, taken by other programs on a host of `n` CPUs, is enough
-/// to flag: [`OTHER_WARN_ONE_CPU_PCT`] or more, and [`OTHER_WARN_SHARE`] of the host.
 /// Whether a host's CPUs were counted busy (`tasks`, % of one CPU) well below what the
 /// test's own processes ran there (`own`): by 5 points of a CPU and a quarter of `own`.
 /// A paced UDP test's threads ran 19.6% of a CPU on a host whose CPUs were counted 2.2%
@@ -989,6 +987,8 @@ fn ticks_missed(tasks: f64, own: f64) -> bool {
     own - tasks > 5.0_f64.max(0.25 * own)
 }
 
+/// Whether `pct` of one CPU, taken by other programs on a host of `n` CPUs, is enough
+/// to flag: [`OTHER_WARN_ONE_CPU_PCT`] or more, and [`OTHER_WARN_SHARE`] of the host.
 fn over_other_load(pct: f64, n: f64) -> bool {
     pct.is_finite() && pct >= OTHER_WARN_ONE_CPU_PCT.max(OTHER_WARN_SHARE * n * 100.0)
 }

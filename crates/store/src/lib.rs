@@ -1079,7 +1079,7 @@ fn with_role<'a>(
 ) -> impl Iterator<Item = &'a HostDisclosure> + 'a {
     hosts
         .iter()
-        .filter(move |h| h.role.split('+').any(|r| r == role))
+        .filter(move |h| model::role_includes(&h.role, role))
 }
 
 /// A transaction that writes: IMMEDIATE, so it takes the write lock at BEGIN, where the

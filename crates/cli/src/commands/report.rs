@@ -192,12 +192,8 @@ impl Source {
     fn load(&self, id: &str) -> anyhow::Result<RunRecord> {
         match self {
             Source::Store(s) => {
-                let full = s
-                    .resolve(id)
+                let full = crate::commands::runs::resolve_noting(s, id)
                     .with_context(|| format!("no run `{id}` (see `rackbench runs`)"))?;
-                if let Ok(Some(note)) = s.label_note(id, &full) {
-                    engine::errln!("rackbench: note: {note}");
-                }
                 s.load_run(&full)
                     .with_context(|| format!("loading run {full}"))
             }

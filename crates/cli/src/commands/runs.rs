@@ -128,12 +128,19 @@ pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
-    let store = Store::open_read_only(&g.db_path())?;
-    let id = store.resolve(&a.run)?;
-    if let Some(note) = store.label_note(&a.run, &id)? {
+/// The run `q` names ([`Store::resolve`]), saying on stderr which run a label several
+/// runs carry was taken to mean ([`Store::label_note`]).
+pub fn resolve_noting(store: &Store, q: &str) -> anyhow::Result<String> {
+    let id = store.resolve(q)?;
+    if let Some(note) = store.label_note(q, &id)? {
         engine::errln!("rackbench: note: {note}");
     }
+    Ok(id)
+}
+
+pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
+    let store = Store::open_read_only(&g.db_path())?;
+    let id = resolve_noting(&store, &a.run)?;
     let run = store.load_run(&id)?;
     if g.json {
         print_stdout(&(serde_json::to_string_pretty(&run)? + "\n"))?;
@@ -365,10 +372,7 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
         let mut seen = BTreeSet::new();
         let mut ids = Vec::new();
         for q in &a.runs {
-            let id = store.resolve(q)?;
-            if let Some(note) = store.label_note(q, &id)? {
-                engine::errln!("rackbench: note: {note}");
-            }
+            let id = resolve_noting(&store, q)?;
             if seen.insert(id.clone()) {
                 ids.push(id);
             }
