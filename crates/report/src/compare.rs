@@ -129,6 +129,8 @@ impl CompareRow {
         let ns = self.unit == "ns";
         let mean = if ns {
             crate::fmt::latency_ns(s.mean)
+        } else if is_share(&self.metric, &self.unit) {
+            crate::fmt::share_num(s.mean)
         } else {
             crate::fmt::num(s.mean)
         };
@@ -2191,6 +2193,37 @@ mod tests {
         assert_eq!(
             one.side_text(&one.b, &None),
             format!("{} (1 run)", crate::fmt::latency_ns(1_000_000.0))
+        );
+    }
+
+    /// Acceptance P, 6: a share of 99.999982% read `100.0 %` beside the other side's
+    /// `100 %`, with `-0.000018 pts` between them. A side reads 100 only when it is.
+    #[test]
+    fn a_share_just_under_100_does_not_read_100() {
+        let row = CompareRow {
+            point: "kv get".into(),
+            metric: "pct_over_100us".into(),
+            unit: "%".into(),
+            higher_is_better: false,
+            a: Sample::of(&[100.0]),
+            b: Sample::of(&[99.999982]),
+            diff_pct: None,
+            ci95_pct: None,
+            diff_points: Some(99.999982 - 100.0),
+            ci95_points: None,
+            p_value: None,
+            verdict: String::new(),
+            a_reps: None,
+            b_reps: None,
+        };
+        assert_eq!(row.side_text(&row.a, &None), "100 % (1 run)");
+        assert_eq!(row.side_text(&row.b, &None), "99.999982 % (1 run)");
+        assert_eq!(row.diff_text(), "-0.000018 pts");
+        // Below 100 by what its digits show, a share reads as any figure does.
+        let b = Sample::of(&[42.125]);
+        assert_eq!(
+            row.side_text(&b, &None),
+            format!("{} % (1 run)", crate::fmt::num(42.125))
         );
     }
 
