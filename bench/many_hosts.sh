@@ -16,9 +16,8 @@
 #     remote/local at least 1. Beside it, redis-benchmark the same way (in rbh2 against a
 #     redis-server in rbh1, and on this host over loopback; user+sys of the whole process):
 #     what the veth and bridge path itself costs a client, whoever the client is.
-#     While the script runs, the bridge does not hand packets to iptables
-#     (net.bridge.bridge-nf-call-*=0, restored at exit): separate machines' NICs have no
-#     such hook, and no rule uses it here.
+#     While the script runs, the bridge does not hand packets to iptables (see
+#     bench/testhosts_lib.sh).
 #
 # Usage: bench/many_hosts.sh [ROUNDS=6] [SECS=5]   (as root; brings the test hosts up and
 # down itself when they are not up yet)
@@ -33,27 +32,16 @@ BIN=${RACKBENCH:-target/release/rackbench}
 for t in ip python3 ssh; do
   command -v $t >/dev/null || { echo "missing $t (apt-get install iproute2 python3 openssh-client)"; exit 2; }
 done
-ENVF=${RACKBENCH_TESTHOSTS_DIR:-/run/rackbench-testhosts}/hosts.env
-OURS=0
-if [ ! -f "$ENVF" ]; then
-  bash scripts/testhosts.sh up 3 >/dev/null
-  OURS=1
-fi
+# shellcheck source=bench/testhosts_lib.sh
+source bench/testhosts_lib.sh
 TMP=$(mktemp -d)
-NF=()
-for k in net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables net.bridge.bridge-nf-call-arptables; do
-  v=$(sysctl -n "$k" 2>/dev/null) || continue
-  NF+=("$k=$v"); sysctl -q -w "$k=0"
-done
 REDIS_PIDS=()
 cleanup() {
   for p in "${REDIS_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for kv in "${NF[@]}"; do sysctl -q -w "$kv" || true; done
-  rm -rf "$TMP"; [ "$OURS" -eq 0 ] || bash scripts/testhosts.sh down >/dev/null
+  testhosts_restore; rm -rf "$TMP"
 }
 trap cleanup EXIT
-# shellcheck disable=SC1090
-source "$ENVF"
+testhosts_use
 export RACKBENCH_DB="$TMP/bench.sqlite"
 RB=("$BIN" -q)
 SSH=(--ssh-config "$RB_SSH_CONFIG")

@@ -747,7 +747,10 @@ impl Workload for NetWorkload {
             "net.method".into(),
             Fact::known(format!(
                 "TCP: {}, receiver poll() then read() \
-                 until the buffer is full or drained (iperf3's); UDP: {} on a connected socket; \
+                 until the buffer is full or drained (iperf3's); several TCP streams at one end share one \
+                 thread per CPU it is pinned to (unpinned: per CPU it may use), each thread polling its \
+                 streams, as iperf3 3.12 runs all of them in one thread; UDP: {} on a connected socket, \
+                 one thread per stream; \
                  CPU = getrusage(RUSAGE_THREAD) of each end's worker threads (sender_cpu_pct, receiver_cpu_pct), \
                  and of each end's whole process over the test as iperf3 counts it, getrusage(RUSAGE_SELF) (process_cpu_pct); \
                  TCP retransmits, RTT and congestion window: the sender's TCP_INFO, read as each interval's report arrives \
@@ -847,7 +850,7 @@ const RECEIVER_STILL_WARM: &str = "the receiver was still in its warm-up when th
 pub fn step_output(spec: &SendSpec, rep: &TestReport) -> StepOutput {
     let mut out = StepOutput {
         headline: "throughput_gbit_per_s".into(),
-        loadgen_threads: Some(spec.streams),
+        loadgen_threads: Some(sender::send_threads(spec)),
         ..Default::default()
     };
     let sent_bytes: u64 = rep.sent.iter().map(|s| s.bytes).sum();

@@ -7,7 +7,6 @@
 //! reports is then from that mark to its end, and what it counted before is kept apart.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 use crate::proto::CpuUsage;
@@ -45,7 +44,7 @@ pub struct Marker<'a, T> {
     mark: Option<Mark<T>>,
     /// Where the counts at the mark are also left, for the end's control thread to read
     /// while the worker runs on (a sender's checkpoints).
-    published: Option<&'a Mutex<Option<T>>>,
+    publish: Option<&'a dyn Fn(&T)>,
 }
 
 impl<'a, T: Clone> Marker<'a, T> {
@@ -53,15 +52,16 @@ impl<'a, T: Clone> Marker<'a, T> {
         Marker {
             flag,
             mark: None,
-            published: None,
+            publish: None,
         }
     }
 
-    /// A marker that also leaves its counts at the mark in `slot`, once, as it marks:
-    /// nothing more on the worker's hot path.
-    pub fn publishing(flag: &'a AtomicBool, slot: &'a Mutex<Option<T>>) -> Self {
+    /// A marker that also hands its counts at the mark to `publish`, once, as it marks
+    /// (to leave them where the end's control thread reads them): nothing more on the
+    /// worker's hot path.
+    pub fn publishing(flag: &'a AtomicBool, publish: &'a dyn Fn(&T)) -> Self {
         Marker {
-            published: Some(slot),
+            publish: Some(publish),
             ..Marker::new(flag)
         }
     }
@@ -76,10 +76,8 @@ impl<'a, T: Clone> Marker<'a, T> {
 
     #[cold]
     fn mark_now(&mut self, counted: T) {
-        if let Some(slot) = self.published {
-            if let Ok(mut g) = slot.lock() {
-                *g = Some(counted.clone());
-            }
+        if let Some(publish) = self.publish {
+            publish(&counted);
         }
         self.mark = Some(Mark::now(counted));
     }

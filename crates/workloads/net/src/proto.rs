@@ -329,20 +329,26 @@ pub fn wait_ready(
     events: libc::c_short,
     timeout: Duration,
 ) -> std::io::Result<bool> {
-    let mut p = libc::pollfd {
+    let mut p = [libc::pollfd {
         fd,
         events,
         revents: 0,
-    };
+    }];
+    Ok(poll_ready(&mut p, timeout)? > 0)
+}
+
+/// `poll(2)` on `fds` for up to `timeout`: how many are ready (each one's `revents` says
+/// for what; an error there is reported by its next read or write), 0 on timeout or a
+/// signal.
+pub fn poll_ready(fds: &mut [libc::pollfd], timeout: Duration) -> std::io::Result<usize> {
     let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: one valid pollfd, and its count is 1.
-    match unsafe { libc::poll(&mut p, 1, ms) } {
-        n if n > 0 => Ok(true),
-        0 => Ok(false),
+    // SAFETY: `fds` is a valid slice of pollfds and its length is the count given.
+    match unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) } {
+        n if n >= 0 => Ok(n as usize),
         _ => {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
-                Ok(false)
+                Ok(0)
             } else {
                 Err(e)
             }

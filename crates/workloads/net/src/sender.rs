@@ -1,6 +1,7 @@
 //! The sending end: connects to a receiver's control address, announces the test, opens
-//! the data streams (one thread each, pinned to the sender CPUs), sends for the duration
-//! and collects the receiver's interval and total reports.
+//! the data streams (TCP's shared out over one thread per sender CPU, each UDP stream on a
+//! thread of its own, all pinned to the sender CPUs), sends for the duration and collects
+//! the receiver's interval and total reports.
 //!
 //! Hot paths: TCP writes 128 KiB buffers (iperf3's default `-l`) on non-blocking sockets,
 //! up to ten per poll as iperf3's sender does; UDP sends one datagram per `send(2)` on a
@@ -313,13 +314,23 @@ const PACING_TICK_NS: u128 = 1_000_000;
 /// Sleeping off only the lead paces each datagram, at one wake-up per datagram: at 500
 /// Mbit/s of 1472 B, 2.4x iperf3's sender CPU and 3.6x its receiver's.
 fn paced(rate_bps: f64, bytes_sent: u64, t0: Instant) -> bool {
-    let elapsed = t0.elapsed();
-    if rate_bps <= 0.0 || bytes_sent as f64 * 8.0 / rate_bps <= elapsed.as_secs_f64() {
+    if !ahead_of_rate(rate_bps, bytes_sent, t0) {
         return false;
     }
-    let to_tick = PACING_TICK_NS - elapsed.as_nanos() % PACING_TICK_NS;
-    std::thread::sleep(Duration::from_nanos(to_tick as u64));
+    sleep_to_tick(t0);
     true
+}
+
+/// Whether a stream that has sent `bytes_sent` since `t0` is ahead of `rate_bps` (bits/s;
+/// 0: unlimited, never ahead).
+fn ahead_of_rate(rate_bps: f64, bytes_sent: u64, t0: Instant) -> bool {
+    rate_bps > 0.0 && bytes_sent as f64 * 8.0 / rate_bps > t0.elapsed().as_secs_f64()
+}
+
+/// Sleep to the next tick of the pacing timer that ticks every [`PACING_TICK_NS`] from `t0`.
+fn sleep_to_tick(t0: Instant) {
+    let to_tick = PACING_TICK_NS - t0.elapsed().as_nanos() % PACING_TICK_NS;
+    std::thread::sleep(Duration::from_nanos(to_tick as u64));
 }
 
 /// How a TCP stream hands the kernel one buffer: as much of it as the socket takes
@@ -335,48 +346,93 @@ enum TcpSend<'a> {
     File(&'a std::fs::File, usize),
 }
 
-/// iperf3's sending loop (`iperf_send`): a non-blocking socket, poll for room, then
-/// [`MULTISEND`] sends of the whole buffer, each continued until the socket would block.
-/// With the receiver's poll-and-drain loop this keeps each end's share of the loopback
-/// work where iperf3 puts it (see `server::rx_tcp`). With a rate (`--rate`, iperf3 -b),
-/// as iperf3: one send per poll, each only while the stream is below the rate ([`paced`]).
+/// iperf3's sending loop (`iperf_send`, in 3.12's one-thread select loop): non-blocking
+/// sockets, poll for room on each of the thread's streams, then [`MULTISEND`] sends of the
+/// whole buffer on each that has room, each continued until its socket would block. With
+/// the receiver's poll-and-drain loop this keeps each end's share of the loopback work
+/// where iperf3 puts it (see `server::rx_tcp`). With a rate (`--rate`, iperf3 -b), as
+/// iperf3: one send per poll, on each stream only while it is below the rate (the thread
+/// sleeps to the pacing timer's next tick when none is, [`paced`]). Returns each stream's
+/// error (None: it sent until `stop`); a stream that fails leaves the poll and the others
+/// go on, as they did when each had a thread.
 fn tcp_send(
-    s: &TcpStream,
+    socks: &[TcpStream],
     how: TcpSend,
     rate_bps: f64,
     stop: &AtomicBool,
-    marker: &mut Marker<SentStats>,
-    progress: &AtomicU64,
-    sent: &mut SentStats,
-) -> std::io::Result<()> {
-    s.set_nonblocking(true)?;
-    let fd = s.as_raw_fd();
+    marker: &mut Marker<Vec<SentStats>>,
+    progress: &[&AtomicU64],
+    sent: &mut [SentStats],
+) -> Vec<Option<std::io::Error>> {
+    let mut failed: Vec<Option<std::io::Error>> = socks
+        .iter()
+        .map(|s| s.set_nonblocking(true).err())
+        .collect();
     let per_poll = if rate_bps > 0.0 { 1 } else { MULTISEND };
     let t0 = Instant::now();
+    // The streams polled in this pass, and which of the thread's each is.
+    let mut fds = Vec::with_capacity(socks.len());
+    let mut which = Vec::with_capacity(socks.len());
     while !stop.load(Ordering::Relaxed) {
-        marker.check(|| sent.clone());
-        if paced(rate_bps, sent.bytes, t0) {
-            continue;
-        }
-        if !proto::wait_ready(fd, libc::POLLOUT, TX_POLL)? {
-            continue;
-        }
-        for _ in 0..per_poll {
-            let (n, failed) = match how {
-                TcpSend::Write(buf) => write_nonblocking(s, buf),
-                TcpSend::File(src, len) => sendfile_nonblocking(s.as_fd(), src.as_fd(), len),
-            };
-            sent.bytes += n as u64;
-            progress.store(sent.bytes, Ordering::Relaxed);
-            if let Some(e) = failed {
-                return Err(e);
+        marker.check(|| sent.to_vec());
+        fds.clear();
+        which.clear();
+        let mut open = false;
+        for (k, s) in socks.iter().enumerate() {
+            if failed[k].is_some() {
+                continue;
             }
-            if n == 0 && matches!(how, TcpSend::File(..)) {
+            open = true;
+            if !ahead_of_rate(rate_bps, sent[k].bytes, t0) {
+                fds.push(libc::pollfd {
+                    fd: s.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                });
+                which.push(k);
+            }
+        }
+        if !open {
+            break;
+        }
+        if fds.is_empty() {
+            sleep_to_tick(t0);
+            continue;
+        }
+        match proto::poll_ready(&mut fds, TX_POLL) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(e) => {
+                for &k in &which {
+                    failed[k] = Some(std::io::Error::new(e.kind(), e.to_string()));
+                }
                 break;
             }
         }
+        for (p, &k) in fds.iter().zip(&which) {
+            if p.revents == 0 {
+                continue;
+            }
+            for _ in 0..per_poll {
+                let (n, error) = match how {
+                    TcpSend::Write(buf) => write_nonblocking(&socks[k], buf),
+                    TcpSend::File(src, len) => {
+                        sendfile_nonblocking(socks[k].as_fd(), src.as_fd(), len)
+                    }
+                };
+                sent[k].bytes += n as u64;
+                progress[k].store(sent[k].bytes, Ordering::Relaxed);
+                if error.is_some() {
+                    failed[k] = error;
+                    break;
+                }
+                if n == 0 && matches!(how, TcpSend::File(..)) {
+                    break;
+                }
+            }
+        }
     }
-    Ok(())
+    failed
 }
 
 /// Write as much of `buf` as the socket takes without blocking (iperf3's `Nwrite`): the
@@ -448,7 +504,7 @@ fn udp_send(
     rate_bps: f64,
     stop: &AtomicBool,
     gone: &AtomicBool,
-    marker: &mut Marker<SentStats>,
+    marker: &mut Marker<Vec<SentStats>>,
     progress: &(AtomicU64, AtomicU64),
     sent: &mut SentStats,
     errors: &mut u64,
@@ -458,7 +514,7 @@ fn udp_send(
     // Since when every send has failed (None while they go through).
     let mut failing_since: Option<Instant> = None;
     while !stop.load(Ordering::Relaxed) {
-        marker.check(|| sent.clone());
+        marker.check(|| vec![sent.clone()]);
         if paced(rate_bps, sent.bytes, t0) {
             continue;
         }
@@ -871,10 +927,13 @@ pub fn run(
     // checkpoints count from there.
     let warm: Vec<Arc<Mutex<Option<SentStats>>>> =
         (0..spec.streams).map(|_| Arc::default()).collect();
-    /// One stream from its mark to its end, and what it sent before the mark.
+    /// One sending thread from its mark to its end: what each of its streams sent, and
+    /// what each sent before the mark.
     struct Out {
-        sent: SentStats,
-        warmup: SentStats,
+        /// Which streams the thread carried, in the order of `sent` and `warmup`.
+        streams: Vec<usize>,
+        sent: Vec<SentStats>,
+        warmup: Vec<SentStats>,
         cpu: CpuUsage,
         send_s: f64,
         /// Its mark (the end of the warm-up, or its start), on the wall clock.
@@ -882,15 +941,23 @@ pub fn run(
         errors: u64,
         error: Option<String>,
     }
+    // Which streams each thread sends ([`send_threads`]; a UDP stream's loop sends
+    // without waiting for room, so it has a thread of its own).
+    let threads = send_threads(spec);
+    let mut socks: Vec<Option<Data>> = socks.into_iter().map(Some).collect();
     // Stopped and joined on every way out, so that a stream that failed to start, or a
     // panic, does not leave the others sending.
     let mut workers = Workers::new(&stop);
-    for (i, sock) in socks.into_iter().enumerate() {
+    for (t, ids) in crate::server::deal(spec.streams, threads)
+        .into_iter()
+        .enumerate()
+    {
+        let data: Vec<Data> = ids.iter().filter_map(|&i| socks[i].take()).collect();
         let stop = Arc::clone(&stop);
         let measuring = Arc::clone(&measuring);
         let gone = Arc::clone(&receiver_gone);
-        let ctr = Arc::clone(&counters[i]);
-        let warm_slot = Arc::clone(&warm[i]);
+        let ctrs: Vec<_> = ids.iter().map(|&i| Arc::clone(&counters[i])).collect();
+        let slots: Vec<_> = ids.iter().map(|&i| Arc::clone(&warm[i])).collect();
         let cpus = spec.sender_cpus.clone();
         let payload = spec.payload;
         let rate = spec.rate_bps;
@@ -898,7 +965,7 @@ pub fn run(
         let gso = (spec.udp_gso > 1).then(|| gso_segments(spec.udp_gso, payload));
         let src = zerocopy_src.clone();
         let h = std::thread::Builder::new()
-            .name(format!("net-tx-{i}"))
+            .name(format!("net-tx-{t}"))
             .spawn(move || -> Out {
                 // Exactly: a list the kernel narrowed (a cpuset) is refused, not run on
                 // fewer CPUs than asked.
@@ -906,75 +973,94 @@ pub fn run(
                     .err()
                     .map(|e| format!("{e:#}"));
                 let (started, t0) = (SystemTime::now(), Instant::now());
-                let mut marker = Marker::publishing(&measuring, &warm_slot);
+                // Each stream's counts at the mark, left where checkpoints read them.
+                let publish = |at: &Vec<SentStats>| {
+                    for (slot, counted) in slots.iter().zip(at) {
+                        if let Ok(mut g) = slot.lock() {
+                            *g = Some(counted.clone());
+                        }
+                    }
+                };
+                let mut marker = Marker::publishing(&measuring, &publish);
                 let mut o = Out {
-                    sent: SentStats::default(),
-                    warmup: SentStats::default(),
+                    sent: vec![SentStats::default(); ids.len()],
+                    warmup: Vec::new(),
+                    streams: ids,
                     cpu: CpuUsage::default(),
                     send_s: 0.0,
                     started,
                     errors: 0,
                     error: pin_err,
                 };
-                if o.error.is_none() {
-                    match sock {
-                        Data::Tcp(s) => {
-                            // A buffer in memory only for write(2): sendfile's is the file.
-                            let buf;
-                            let how = match &src {
-                                Some(f) => TcpSend::File(f, payload),
-                                None => {
-                                    buf = proto::AlignedBuf::new(payload, FILL);
-                                    TcpSend::Write(buf.as_slice())
-                                }
-                            };
-                            let sent =
-                                tcp_send(&s, how, rate, &stop, &mut marker, &ctr.0, &mut o.sent);
-                            if let Err(e) = sent {
-                                if !stop.load(Ordering::Relaxed) {
-                                    o.error = Some(format!("TCP stream {i}: {e}"));
-                                }
+                let (mut tcp, mut udp) = (Vec::new(), None);
+                for d in data {
+                    match d {
+                        Data::Tcp(s) => tcp.push(s),
+                        Data::Udp(s) => udp = Some(s),
+                    }
+                }
+                if o.error.is_some() {
+                } else if let Some(s) = udp {
+                    let i = o.streams[0];
+                    let mut b = match gso {
+                        Some(n) => match Batch::gso(&s, n, payload) {
+                            Ok(b) => b,
+                            Err(e) => {
+                                o.error = Some(format!("UDP stream {i}: {e}"));
+                                o.send_s = t0.elapsed().as_secs_f64();
+                                o.warmup = o.sent.clone();
+                                return o;
                             }
-                            let _ = s.set_nonblocking(false);
-                            let _ = s.shutdown(Shutdown::Write);
+                        },
+                        None => Batch::new(batch, payload),
+                    };
+                    let sent = udp_send(
+                        &s,
+                        &mut b,
+                        rate,
+                        &stop,
+                        &gone,
+                        &mut marker,
+                        &ctrs[0],
+                        &mut o.sent[0],
+                        &mut o.errors,
+                    );
+                    if let Err(e) = sent {
+                        o.error = Some(udp_send_failure(i, &e, gso, batch));
+                    }
+                } else {
+                    // A buffer in memory only for write(2): sendfile's is the file.
+                    let buf;
+                    let how = match &src {
+                        Some(f) => TcpSend::File(f, payload),
+                        None => {
+                            buf = proto::AlignedBuf::new(payload, FILL);
+                            TcpSend::Write(buf.as_slice())
                         }
-                        Data::Udp(s) => {
-                            let mut b = match gso {
-                                Some(n) => match Batch::gso(&s, n, payload) {
-                                    Ok(b) => b,
-                                    Err(e) => {
-                                        o.error = Some(format!("UDP stream {i}: {e}"));
-                                        o.send_s = t0.elapsed().as_secs_f64();
-                                        return o;
-                                    }
-                                },
-                                None => Batch::new(batch, payload),
-                            };
-                            let sent = udp_send(
-                                &s,
-                                &mut b,
-                                rate,
-                                &stop,
-                                &gone,
-                                &mut marker,
-                                &ctr,
-                                &mut o.sent,
-                                &mut o.errors,
-                            );
-                            if let Err(e) = sent {
-                                o.error = Some(udp_send_failure(i, &e, gso, batch));
+                    };
+                    let progress: Vec<&AtomicU64> = ctrs.iter().map(|c| &c.0).collect();
+                    let failed =
+                        tcp_send(&tcp, how, rate, &stop, &mut marker, &progress, &mut o.sent);
+                    for (i, e) in o.streams.iter().zip(failed) {
+                        if let (Some(e), None) = (e, &o.error) {
+                            if !stop.load(Ordering::Relaxed) {
+                                o.error = Some(format!("TCP stream {i}: {e}"));
                             }
                         }
+                    }
+                    for s in &tcp {
+                        let _ = s.set_nonblocking(false);
+                        let _ = s.shutdown(Shutdown::Write);
                     }
                 }
                 let m = marker.finish(|| o.sent.clone());
                 o.send_s = m.at.elapsed().as_secs_f64();
                 o.started = m.wall;
                 o.cpu = m.cpu_since();
-                o.sent = SentStats {
-                    bytes: o.sent.bytes - m.counted.bytes,
-                    packets: o.sent.packets - m.counted.packets,
-                };
+                for (sent, warm) in o.sent.iter_mut().zip(&m.counted) {
+                    sent.bytes -= warm.bytes;
+                    sent.packets -= warm.packets;
+                }
                 o.warmup = m.counted;
                 o
             })?;
@@ -1050,13 +1136,19 @@ pub fn run(
         in_warmup: !measuring.load(Ordering::Relaxed),
         ..Default::default()
     };
+    rep.sent = vec![SentStats::default(); spec.streams];
+    rep.warmup_sent = vec![SentStats::default(); spec.streams];
+    rep.stream_send_s = vec![0.0; spec.streams];
     // Every stream stopped and joined before a panic in one is returned.
     for o in workers.join() {
         let o = o.map_err(|_| anyhow::anyhow!("a sender thread panicked"))?;
-        rep.sent.push(o.sent);
-        rep.warmup_sent.push(o.warmup);
+        let per_stream = o.streams.iter().zip(o.sent.into_iter().zip(o.warmup));
+        for (&i, (sent, warmup)) in per_stream {
+            rep.sent[i] = sent;
+            rep.warmup_sent[i] = warmup;
+            rep.stream_send_s[i] = o.send_s;
+        }
         rep.sender_cpu.add(&o.cpu);
-        rep.stream_send_s.push(o.send_s);
         if let Ok(took) = Duration::try_from_secs_f64(o.send_s) {
             let stream = (o.started, o.started + took);
             rep.send_span = Some(engine::workload::widen(rep.send_span, stream));
@@ -1178,6 +1270,15 @@ pub fn run(
         }
     }
     Ok(rep)
+}
+
+/// How many threads send `spec`'s streams: TCP's share one per sender CPU
+/// ([`crate::server::tcp_threads`]); each UDP stream has its own.
+pub(crate) fn send_threads(spec: &SendSpec) -> usize {
+    match spec.proto {
+        Proto::Tcp => crate::server::tcp_threads(spec.streams, &spec.sender_cpus),
+        Proto::Udp => spec.streams,
+    }
 }
 
 /// Each stream's receive counts over the receiver's interval reports, the test's and the

@@ -107,16 +107,16 @@ struct Live {
     /// their bytes.
     measured_packets: AtomicU64,
     measured_bytes: AtomicU64,
-    /// ns since `go` of the last data received.
+    /// ns since the data threads started (`base`) of the last data received.
     last_ns: AtomicU64,
-    /// UDP: ns since `go` of the last read with data before the one that brought this
+    /// UDP: ns since `base` of the last read with data before the one that brought this
     /// stream's first datagram sent after the sender's end of the warm-up (that read's own
     /// time if there was none before; 0: none yet).
     first_measured_ns: AtomicU64,
     /// UDP: raised after the sender's `done` (and [`UDP_SETTLE`]): the stream's thread
     /// ends at its first receive that finds the socket empty.
     drain: AtomicBool,
-    /// The stream's thread has ended.
+    /// The stream has ended (its end of file came, or its thread has ended).
     done: AtomicBool,
 }
 
@@ -162,6 +162,33 @@ pub(crate) fn wall_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// How many threads carry `streams` TCP streams at one end: one per CPU the end may run
+/// on (`cpus`; unpinned, every CPU this process may use), and never more than the
+/// streams. Each thread sends or receives its share of the streams (stream `i` on thread
+/// `i % threads`) in one poll loop, as iperf3 3.12 runs all of a test's streams in one
+/// thread. More threads than CPUs only take turns on them: between two network
+/// namespaces, where the sender's CPU also runs the receive path's softirq, iperf3 itself
+/// moved 17 Gbit/s as four one-stream processes on one CPU each end against 30 Gbit/s as
+/// one `-P 4` process (and rackbench, one thread per stream then, 16).
+pub(crate) fn tcp_threads(streams: usize, cpus: &[usize]) -> usize {
+    let cpus = if cpus.is_empty() {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        cpus.len()
+    };
+    streams.min(cpus).max(1)
+}
+
+/// Streams `0..streams` dealt to `threads` threads in turn: thread `t` carries streams
+/// `t`, `t + threads`, ...
+pub(crate) fn deal(streams: usize, threads: usize) -> Vec<Vec<usize>> {
+    let mut dealt = vec![Vec::new(); threads.max(1)];
+    for i in 0..streams {
+        dealt[i % threads.max(1)].push(i);
+    }
+    dealt
 }
 
 /// Data threads that run until `end` is raised (a receiver's `finish`, a sender's
@@ -346,37 +373,47 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             }
         }
     }
-    match rd.next(Instant::now() + Duration::from_secs(10))? {
-        Some(Msg::Go) => {}
-        other => bail!("expected `go`, got {other:?}"),
-    }
-    let t0 = Instant::now();
+    // The data threads start before `go`, so that the streams are read from the first
+    // segment, as iperf3's server has them in its select set before the client sends.
+    // Started after `go`, they let the first data fill the windows while the sender
+    // stalled; the ACKs that opened them, from this end's CPU, then sent the sender's
+    // data from there, and BBR's pacing timer, pinned to the CPU that arms it, stayed on
+    // this end for the whole test: 4 TCP streams between two network namespaces moved
+    // 16-17 Gbit/s with this end's CPU at 100% and the sender's idle, 21-23 started
+    // first. The threads count time from `base`; the test's clock starts at `go`.
+    let base = Instant::now();
     // Up at the end of the warm-up (at once without one): each worker then notes its CPU,
     // and this thread the time, its own CPU, the process's and the streams' counts (where
     // the measured intervals and the totals start).
     let measuring = Arc::new(AtomicBool::new(warmup_s <= 0.0));
-    let mark_at = t0 + Duration::from_secs_f64(warmup_s);
-    let mut mark = measuring.load(Ordering::Relaxed).then(|| {
-        let counts = vec![StreamStats::default(); streams];
-        (0.0, thread_cpu(), process_cpu(), counts)
-    });
     let finish = Arc::new(AtomicBool::new(false));
     let lives: Vec<Arc<Live>> = (0..streams).map(|_| Arc::new(Live::default())).collect();
     let mut workers = Workers::new(&finish);
     // Why data threads could not be pinned to `cpus`, one line each.
     let pin_errors: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
-    for (i, live) in lives.iter().enumerate() {
-        let live = Arc::clone(live);
+    // Which streams each thread receives: TCP's are shared out, one thread per CPU
+    // (`tcp_threads`); a UDP stream has a thread of its own (it naps on its own queue).
+    let threads = match proto_ {
+        Proto::Tcp => tcp_threads(streams, &cpus),
+        Proto::Udp => streams,
+    };
+    let mut tcp_conns: Vec<Option<TcpStream>> = tcp_conns.into_iter().map(Some).collect();
+    let mut udp_socks: Vec<Option<UdpSocket>> = udp_socks.into_iter().map(Some).collect();
+    for (t, ids) in deal(streams, threads).into_iter().enumerate() {
+        let lives: Vec<Arc<Live>> = ids.iter().map(|&i| Arc::clone(&lives[i])).collect();
         let finish = Arc::clone(&finish);
         let measuring = Arc::clone(&measuring);
         let cpus = cpus.clone();
         let pin_errors = Arc::clone(&pin_errors);
         let sock = match proto_ {
-            Proto::Tcp => Sock::Tcp(tcp_conns.remove(0)),
-            Proto::Udp => Sock::Udp(udp_socks.remove(0)),
+            Proto::Tcp => Sock::Tcp(ids.iter().filter_map(|&i| tcp_conns[i].take()).collect()),
+            Proto::Udp => match udp_socks[ids[0]].take() {
+                Some(s) => Sock::Udp(s),
+                None => bail!("no UDP data socket for stream {}", ids[0]),
+            },
         };
         let h = std::thread::Builder::new()
-            .name(format!("net-rx-{i}"))
+            .name(format!("net-rx-{t}"))
             .spawn(move || -> CpuUsage {
                 // A pinning the kernel refuses, or narrows (a CPU outside the cpuset),
                 // does not stop the test: the thread runs where it is, and the report
@@ -388,15 +425,32 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
                 }
                 let mut marker = Marker::new(&measuring);
                 match sock {
-                    Sock::Tcp(s) => rx_tcp(s, &live, &finish, &mut marker, t0),
-                    Sock::Udp(s) => rx_udp(s, payload, paced, &live, &finish, &mut marker, t0),
+                    Sock::Tcp(s) => rx_tcp(s, &lives, &finish, &mut marker, base),
+                    Sock::Udp(s) => {
+                        rx_udp(s, payload, paced, &lives[0], &finish, &mut marker, base)
+                    }
                 }
-                live.done.store(true, Ordering::Relaxed);
+                for live in &lives {
+                    live.done.store(true, Ordering::Relaxed);
+                }
                 marker.finish(|| ()).cpu_since()
             })?;
         workers.push(h);
     }
 
+    match rd.next(Instant::now() + Duration::from_secs(10))? {
+        Some(Msg::Go) => {}
+        other => bail!("expected `go`, got {other:?}"),
+    }
+    let t0 = Instant::now();
+    // The data threads' times (ns since `base`) as seconds since `go`; 0: none.
+    let go_ns = t0.duration_since(base).as_nanos() as u64;
+    let since_go = |ns: u64| (ns > 0).then(|| ns.saturating_sub(go_ns) as f64 / 1e9);
+    let mark_at = t0 + Duration::from_secs_f64(warmup_s);
+    let mut mark = measuring.load(Ordering::Relaxed).then(|| {
+        let counts = vec![StreamStats::default(); streams];
+        (0.0, thread_cpu(), process_cpu(), counts)
+    });
     // Report intervals until the sender says `done` (or leaves, or we are stopped).
     let mut prev: Vec<StreamStats> = vec![StreamStats::default(); streams];
     // Intervals follow one another: each starts where the last ended (a late tick makes
@@ -533,11 +587,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         .unwrap_or(0);
     // Without any data, the test ended when the sender said so (not after the wait for
     // late data).
-    let last_s = if last_ns > 0 {
-        last_ns as f64 / 1e9
-    } else {
-        done_s
-    };
+    let last_s = since_go(last_ns).unwrap_or(done_s);
     // Where the last interval ends: the last data, on the intervals' time (from the mark).
     let last_end_s = if ended_warm {
         last_s - warmup_s
@@ -549,7 +599,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
         .map(|l| l.first_measured_ns.load(Ordering::Relaxed))
         .filter(|&ns| ns > 0)
         .min()
-        .map(|ns| ns as f64 / 1e9);
+        .and_then(since_go);
     let by_senders_mark = proto_ == Proto::Udp && warmup_s > 0.0;
     let duration = counts_span_s(mark_s, last_s, first_measured_s.filter(|_| by_senders_mark));
     // The CPU's span: from this end's mark to the sender's `done` (or the last data, if
@@ -585,7 +635,7 @@ fn handle_test(conn: TcpStream, opts: &ServeOptions, stop: &AtomicBool) -> anyho
             cpu,
             cpu_span_s: Some(cpu_span_s),
             process: Some(process),
-            pin_error: pin_error(&pin_errors, &cpus, streams),
+            pin_error: pin_error(&pin_errors, &cpus, threads),
         },
     )?;
     Ok(true)
@@ -689,8 +739,9 @@ fn counted_since(now: &StreamStats, before: &StreamStats) -> StreamStats {
     }
 }
 
+/// What one receiving thread reads: its share of a test's TCP streams, or one UDP stream.
 enum Sock {
-    Tcp(TcpStream),
+    Tcp(Vec<TcpStream>),
     Udp(UdpSocket),
 }
 
@@ -720,46 +771,82 @@ const RX_POLL: Duration = Duration::from_millis(100);
 /// like. The receivers tried instead (blocking reads, other read sizes, naps, spins,
 /// SO_RCVLOWAT, epoll, io_uring, fixed buffers), with their figures against iperf3 and
 /// why none was kept, are in `bench/tcp-receiver.md`.
-fn rx_tcp(s: TcpStream, live: &Live, finish: &AtomicBool, marker: &mut Marker<()>, t0: Instant) {
-    if s.set_nonblocking(true).is_err() {
-        return;
-    }
-    let fd = s.as_raw_fd();
-    let mut s = s;
+/// A thread of several streams polls them all and reads each that has data the same way,
+/// as iperf3 3.12's one thread does (`iperf_recv` on each stream its select found ready).
+fn rx_tcp(
+    socks: Vec<TcpStream>,
+    lives: &[Arc<Live>],
+    finish: &AtomicBool,
+    marker: &mut Marker<()>,
+    t0: Instant,
+) {
+    // Each stream while it is open, with what it has received.
+    let mut open: Vec<Option<(TcpStream, u64)>> = socks
+        .into_iter()
+        .map(|s| s.set_nonblocking(true).ok().map(|()| (s, 0)))
+        .collect();
     let mut buf = proto::AlignedBuf::new(TCP_READ, 0);
     let buf = buf.as_mut_slice();
-    let mut total = 0u64;
-    let mut open = true;
-    while open && !finish.load(Ordering::Relaxed) {
+    // The streams polled in this pass, and which of the thread's each is.
+    let mut fds = Vec::with_capacity(open.len());
+    let mut which = Vec::with_capacity(open.len());
+    while !finish.load(Ordering::Relaxed) {
         marker.check(|| ());
-        match proto::wait_ready(fd, libc::POLLIN, RX_POLL) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(_) => break,
-        }
-        let mut got = 0;
-        while got < buf.len() {
-            match s.read(&mut buf[got..]) {
-                Ok(0) => {
-                    open = false;
-                    break;
-                }
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(_) => {
-                    open = false;
-                    break;
-                }
+        fds.clear();
+        which.clear();
+        for (k, o) in open.iter().enumerate() {
+            if let Some((s, _)) = o {
+                fds.push(libc::pollfd {
+                    fd: s.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+                which.push(k);
             }
         }
-        if got > 0 {
-            total += got as u64;
-            live.bytes.store(total, Ordering::Relaxed);
-            live.last_ns
-                .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if fds.is_empty() {
+            break;
+        }
+        match proto::poll_ready(&mut fds, RX_POLL) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(_) => break,
+        }
+        for (p, &k) in fds.iter().zip(&which) {
+            let Some((s, total)) = open[k].as_mut().filter(|_| p.revents != 0) else {
+                continue;
+            };
+            let (got, ended) = read_ready(s, buf);
+            if got > 0 {
+                *total += got as u64;
+                lives[k].bytes.store(*total, Ordering::Relaxed);
+                lives[k]
+                    .last_ns
+                    .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            }
+            if ended {
+                open[k] = None;
+                lives[k].done.store(true, Ordering::Relaxed);
+            }
         }
     }
+}
+
+/// Read from the non-blocking `s` until `buf` is full or the socket is drained (iperf3's
+/// `Nread`): the bytes read, and whether the stream has ended (its end of file, or an
+/// error).
+fn read_ready(mut s: &TcpStream, buf: &mut [u8]) -> (usize, bool) {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return (got, true),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(_) => return (got, true),
+        }
+    }
+    (got, false)
 }
 
 /// Datagrams taken per `recvmmsg(2)` call.

@@ -330,24 +330,25 @@ fn a_receiver_that_cannot_pin_its_threads_says_so_on_the_result() {
             .collect();
         (rep.receiver_pin_error, flags)
     };
-    // Refused outright.
+    // Refused outright (the two streams on one CPU share one thread).
     let (why, flags) = run(vec![past]);
     let why = why.expect("the receiver says its threads were not pinned");
     assert!(
         why.starts_with(&format!(
-            "2 of 2 data thread(s) not pinned to CPUs {past} as asked: cannot pin to CPUs {past}: "
+            "1 of 1 data thread(s) not pinned to CPUs {past} as asked: cannot pin to CPUs {past}: "
         )),
         "{why}"
     );
     assert_eq!(flags.len(), 1, "{flags:?}");
     assert!(
-        flags[0].starts_with(&format!("--receiver-cpus {past}: the receiver's 2 of 2"))
+        flags[0].starts_with(&format!("--receiver-cpus {past}: the receiver's 1 of 1"))
             && flags[0].ends_with("or leave --receiver-cpus out"),
         "{flags:?}"
     );
     // Narrowed: the kernel gives the CPU it can and drops the other.
     let (why, flags) = run(vec![mine[0], past]);
     let why = why.expect("narrowed is not pinned as asked");
+    assert!(why.starts_with("2 of 2 data thread(s)"), "{why}");
     assert!(
         why.contains(&format!(
             "pinned to CPUs {} only: CPU {past} left out by the kernel",
@@ -1444,33 +1445,46 @@ fn a_test_that_sent_nothing_has_no_rate_and_is_invalid() {
     assert_eq!(metric(&out, "packets_sent"), Some(0.0));
 }
 
-/// A UDP test's sender played by hand on `addr`'s receiver: `start`, `ready`, `go`, then
-/// one stream of 100-byte datagrams (1000 s, so that only the test ends it) at
-/// `interval_s`: the control connection, its reader and the data socket, connected.
-fn udp_by_hand(
+/// A sender played by hand on `addr`'s receiver: `start` of a test of `streams` streams
+/// of `payload` bytes (1000 s, so that only the test ends it), with `window` and
+/// `interval_s`, and its `ready`: the control connection, its reader and the data ports.
+fn start_by_hand(
     addr: std::net::SocketAddr,
+    (proto_, payload, streams): (Proto, usize, usize),
+    window: Option<usize>,
     interval_s: f64,
-) -> (std::net::TcpStream, proto::LineReader, std::net::UdpSocket) {
+) -> (std::net::TcpStream, proto::LineReader, Vec<u16>) {
     let mut ctl = std::net::TcpStream::connect(addr).unwrap();
     let mut rd = proto::LineReader::new(ctl.try_clone().unwrap());
     let start = proto::Msg::Start {
         version: proto::PROTOCOL_VERSION,
-        proto: Proto::Udp,
-        payload: 100,
+        proto: proto_,
+        payload,
         duration_s: 1000.0,
-        streams: 1,
+        streams,
         interval_s,
         cpus: vec![],
         congestion: None,
-        window: None,
+        window,
         paced: false,
         warmup_s: 0.0,
     };
     proto::send(&mut ctl, &start).unwrap();
-    let soon = || std::time::Instant::now() + Duration::from_secs(5);
-    let Some(proto::Msg::Ready { data_ports }) = rd.next(soon()).unwrap() else {
+    let soon = std::time::Instant::now() + Duration::from_secs(5);
+    let Some(proto::Msg::Ready { data_ports }) = rd.next(soon).unwrap() else {
         panic!("no `ready`");
     };
+    (ctl, rd, data_ports)
+}
+
+/// A UDP test's sender played by hand on `addr`'s receiver: `start`, `ready`, `go`, then
+/// one stream of 100-byte datagrams at `interval_s`: the control connection, its reader
+/// and the data socket, connected.
+fn udp_by_hand(
+    addr: std::net::SocketAddr,
+    interval_s: f64,
+) -> (std::net::TcpStream, proto::LineReader, std::net::UdpSocket) {
+    let (mut ctl, rd, data_ports) = start_by_hand(addr, (Proto::Udp, 100, 1), None, interval_s);
     let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     data.connect(("127.0.0.1", data_ports[0])).unwrap();
     proto::send(&mut ctl, &proto::Msg::Go).unwrap();
@@ -2200,4 +2214,60 @@ fn two_real_streams_each_have_their_rate() {
         let bytes = g * 1e9 / 8.0 * rep.stream_send_s[i];
         assert!((bytes - rep.sent[i].bytes as f64).abs() < 1.0, "stream {i}");
     }
+}
+
+/// The receiver reads the TCP streams from the moment they are open, before `go`, as
+/// iperf3's server does: started after `go`, its threads let the first data fill the
+/// windows while the sender stalled, and the ACKs that opened them moved the sending (and
+/// BBR's pacing timer) to the receiver's CPU for the whole test. Here 4 MiB go over
+/// 64 KiB windows before `go`: only a receiver already reading takes them within 5 s,
+/// and its totals count them.
+#[test]
+fn the_receiver_reads_the_streams_before_go() {
+    let once = ServeOptions {
+        once: true,
+        ..ServeOptions::default()
+    };
+    let (addr, _stop, h) = spawn_receiver(once).unwrap();
+    let window = 64 * 1024;
+    let (mut ctl, mut rd, data_ports) =
+        start_by_hand(addr, (Proto::Tcp, 128 * 1024, 2), Some(window), 1.0);
+    let soon = || std::time::Instant::now() + Duration::from_secs(5);
+    let to = std::net::SocketAddr::new(addr.ip(), data_ports[0]);
+    let streams: Vec<_> = (0..2)
+        .map(|_| sender::connect_tcp(to, None, Some(window)).unwrap())
+        .collect();
+    let chunk = vec![7u8; 4 << 20];
+    for mut s in &streams {
+        s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        std::io::Write::write_all(&mut s, &chunk)
+            .expect("4 MiB over a 64 KiB window before `go`: nobody read them");
+    }
+    proto::send(&mut ctl, &proto::Msg::Go).unwrap();
+    for s in &streams {
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+    }
+    let sent = proto::SentStats {
+        bytes: chunk.len() as u64,
+        packets: 0,
+    };
+    let done = proto::Msg::Done {
+        sent: vec![sent.clone(), sent],
+        warmup: vec![],
+    };
+    proto::send(&mut ctl, &done).unwrap();
+    let result = loop {
+        match rd.next(soon()).unwrap() {
+            Some(proto::Msg::Interval { .. }) => {}
+            Some(m @ proto::Msg::Result { .. }) => break m,
+            other => panic!("expected the result, got {other:?}"),
+        }
+    };
+    let proto::Msg::Result { streams: got, .. } = result else {
+        unreachable!()
+    };
+    let bytes: Vec<u64> = got.iter().map(|s| s.bytes).collect();
+    assert_eq!(bytes, vec![chunk.len() as u64; 2]);
+    drop(ctl);
+    let _ = h.join().unwrap();
 }
