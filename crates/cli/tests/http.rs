@@ -199,7 +199,7 @@ fn http_capacity_tests_become_results() {
             "--ramp-step",
             "100",
             "--slo",
-            "p99<50ms",
+            "p99<500ms",
             "--search-start",
             "100",
             "--search-steps",
@@ -226,6 +226,8 @@ fn http_capacity_tests_become_results() {
     );
     // nginx keeps up with 300 req/s: the ramp says to raise the top, the search grows
     // for its 3 probes (100, 200, 400) and meets the objective at each.
+    // The objective is loose (500 ms) on purpose: with 0.3 s steps p99 is the second
+    // slowest of 120 requests, and one stall of a shared VM missed a 50 ms bound in CI.
     let top = metric(&results[0], "max_reply_rate_per_s").unwrap();
     assert!(top > 250.0, "{top} req/s at most: {}", results[0]);
     assert!(results[0]["missing"][0]["reason"]
@@ -237,7 +239,7 @@ fn http_capacity_tests_become_results() {
         metric(&results[1], "max_rate_meeting_slo_per_s"),
         Some(400.0)
     );
-    assert_eq!(metric(&results[1], "objective_bound_ns"), Some(50e6));
+    assert_eq!(metric(&results[1], "objective_bound_ns"), Some(500e6));
     assert!(results[1]["flags"]
         .as_array()
         .unwrap()
