@@ -356,6 +356,55 @@ pub fn poll_ready(fds: &mut [libc::pollfd], timeout: Duration) -> std::io::Resul
     }
 }
 
+/// The streams one thread polls in a pass: a `pollfd` for each, beside which of the
+/// thread's streams it is (the sending and the receiving loop both build one per pass).
+#[derive(Default)]
+pub struct PollSet {
+    fds: Vec<libc::pollfd>,
+    which: Vec<usize>,
+}
+
+impl PollSet {
+    /// Empty, for the next pass.
+    pub fn clear(&mut self) {
+        self.fds.clear();
+        self.which.clear();
+    }
+
+    /// Poll `fd`, the thread's stream `k`, for `events`.
+    pub fn push(&mut self, k: usize, fd: std::os::fd::RawFd, events: libc::c_short) {
+        self.fds.push(libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        });
+        self.which.push(k);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fds.is_empty()
+    }
+
+    /// Which of the thread's streams are in the set, ready or not.
+    pub fn streams(&self) -> &[usize] {
+        &self.which
+    }
+
+    /// [`poll_ready`] on the set.
+    pub fn poll(&mut self, timeout: Duration) -> std::io::Result<usize> {
+        poll_ready(&mut self.fds, timeout)
+    }
+
+    /// The streams the last [`PollSet::poll`] found ready (or in error), in the order pushed.
+    pub fn ready(&self) -> impl Iterator<Item = usize> + '_ {
+        self.fds
+            .iter()
+            .zip(&self.which)
+            .filter(|(p, _)| p.revents != 0)
+            .map(|(_, &k)| k)
+    }
+}
+
 /// Write the UDP header into the start of `buf` (which must hold 16 bytes).
 pub fn put_udp_header(buf: &mut [u8], seq: u64, send_ns: u64) {
     buf[..8].copy_from_slice(&seq.to_be_bytes());

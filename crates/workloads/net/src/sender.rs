@@ -370,13 +370,10 @@ fn tcp_send(
         .collect();
     let per_poll = if rate_bps > 0.0 { 1 } else { MULTISEND };
     let t0 = Instant::now();
-    // The streams polled in this pass, and which of the thread's each is.
-    let mut fds = Vec::with_capacity(socks.len());
-    let mut which = Vec::with_capacity(socks.len());
+    let mut set = proto::PollSet::default();
     while !stop.load(Ordering::Relaxed) {
         marker.check(|| sent.to_vec());
-        fds.clear();
-        which.clear();
+        set.clear();
         let mut open = false;
         for (k, s) in socks.iter().enumerate() {
             if failed[k].is_some() {
@@ -384,35 +381,27 @@ fn tcp_send(
             }
             open = true;
             if !ahead_of_rate(rate_bps, sent[k].bytes, t0) {
-                fds.push(libc::pollfd {
-                    fd: s.as_raw_fd(),
-                    events: libc::POLLOUT,
-                    revents: 0,
-                });
-                which.push(k);
+                set.push(k, s.as_raw_fd(), libc::POLLOUT);
             }
         }
         if !open {
             break;
         }
-        if fds.is_empty() {
+        if set.is_empty() {
             sleep_to_tick(t0);
             continue;
         }
-        match proto::poll_ready(&mut fds, TX_POLL) {
+        match set.poll(TX_POLL) {
             Ok(0) => continue,
             Ok(_) => {}
             Err(e) => {
-                for &k in &which {
+                for &k in set.streams() {
                     failed[k] = Some(std::io::Error::new(e.kind(), e.to_string()));
                 }
                 break;
             }
         }
-        for (p, &k) in fds.iter().zip(&which) {
-            if p.revents == 0 {
-                continue;
-            }
+        for k in set.ready() {
             for _ in 0..per_poll {
                 let (n, error) = match how {
                     TcpSend::Write(buf) => write_nonblocking(&socks[k], buf),
@@ -999,58 +988,59 @@ pub fn run(
                         Data::Udp(s) => udp = Some(s),
                     }
                 }
-                if o.error.is_some() {
-                } else if let Some(s) = udp {
-                    let i = o.streams[0];
-                    let mut b = match gso {
-                        Some(n) => match Batch::gso(&s, n, payload) {
-                            Ok(b) => b,
-                            Err(e) => {
-                                o.error = Some(format!("UDP stream {i}: {e}"));
-                                o.send_s = t0.elapsed().as_secs_f64();
-                                o.warmup = o.sent.clone();
-                                return o;
-                            }
-                        },
-                        None => Batch::new(batch, payload),
-                    };
-                    let sent = udp_send(
-                        &s,
-                        &mut b,
-                        rate,
-                        &stop,
-                        &gone,
-                        &mut marker,
-                        &ctrs[0],
-                        &mut o.sent[0],
-                        &mut o.errors,
-                    );
-                    if let Err(e) = sent {
-                        o.error = Some(udp_send_failure(i, &e, gso, batch));
-                    }
-                } else {
-                    // A buffer in memory only for write(2): sendfile's is the file.
-                    let buf;
-                    let how = match &src {
-                        Some(f) => TcpSend::File(f, payload),
-                        None => {
-                            buf = proto::AlignedBuf::new(payload, FILL);
-                            TcpSend::Write(buf.as_slice())
+                if o.error.is_none() {
+                    if let Some(s) = udp {
+                        let i = o.streams[0];
+                        let mut b = match gso {
+                            Some(n) => match Batch::gso(&s, n, payload) {
+                                Ok(b) => b,
+                                Err(e) => {
+                                    o.error = Some(format!("UDP stream {i}: {e}"));
+                                    o.send_s = t0.elapsed().as_secs_f64();
+                                    o.warmup = o.sent.clone();
+                                    return o;
+                                }
+                            },
+                            None => Batch::new(batch, payload),
+                        };
+                        let sent = udp_send(
+                            &s,
+                            &mut b,
+                            rate,
+                            &stop,
+                            &gone,
+                            &mut marker,
+                            &ctrs[0],
+                            &mut o.sent[0],
+                            &mut o.errors,
+                        );
+                        if let Err(e) = sent {
+                            o.error = Some(udp_send_failure(i, &e, gso, batch));
                         }
-                    };
-                    let progress: Vec<&AtomicU64> = ctrs.iter().map(|c| &c.0).collect();
-                    let failed =
-                        tcp_send(&tcp, how, rate, &stop, &mut marker, &progress, &mut o.sent);
-                    for (i, e) in o.streams.iter().zip(failed) {
-                        if let (Some(e), None) = (e, &o.error) {
-                            if !stop.load(Ordering::Relaxed) {
-                                o.error = Some(format!("TCP stream {i}: {e}"));
+                    } else {
+                        // A buffer in memory only for write(2): sendfile's is the file.
+                        let buf;
+                        let how = match &src {
+                            Some(f) => TcpSend::File(f, payload),
+                            None => {
+                                buf = proto::AlignedBuf::new(payload, FILL);
+                                TcpSend::Write(buf.as_slice())
+                            }
+                        };
+                        let progress: Vec<&AtomicU64> = ctrs.iter().map(|c| &c.0).collect();
+                        let failed =
+                            tcp_send(&tcp, how, rate, &stop, &mut marker, &progress, &mut o.sent);
+                        for (i, e) in o.streams.iter().zip(failed) {
+                            if let (Some(e), None) = (e, &o.error) {
+                                if !stop.load(Ordering::Relaxed) {
+                                    o.error = Some(format!("TCP stream {i}: {e}"));
+                                }
                             }
                         }
-                    }
-                    for s in &tcp {
-                        let _ = s.set_nonblocking(false);
-                        let _ = s.shutdown(Shutdown::Write);
+                        for s in &tcp {
+                            let _ = s.set_nonblocking(false);
+                            let _ = s.shutdown(Shutdown::Write);
+                        }
                     }
                 }
                 let m = marker.finish(|| o.sent.clone());

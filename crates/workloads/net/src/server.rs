@@ -787,33 +787,25 @@ fn rx_tcp(
         .collect();
     let mut buf = proto::AlignedBuf::new(TCP_READ, 0);
     let buf = buf.as_mut_slice();
-    // The streams polled in this pass, and which of the thread's each is.
-    let mut fds = Vec::with_capacity(open.len());
-    let mut which = Vec::with_capacity(open.len());
+    let mut set = proto::PollSet::default();
     while !finish.load(Ordering::Relaxed) {
         marker.check(|| ());
-        fds.clear();
-        which.clear();
+        set.clear();
         for (k, o) in open.iter().enumerate() {
             if let Some((s, _)) = o {
-                fds.push(libc::pollfd {
-                    fd: s.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                });
-                which.push(k);
+                set.push(k, s.as_raw_fd(), libc::POLLIN);
             }
         }
-        if fds.is_empty() {
+        if set.is_empty() {
             break;
         }
-        match proto::poll_ready(&mut fds, RX_POLL) {
+        match set.poll(RX_POLL) {
             Ok(0) => continue,
             Ok(_) => {}
             Err(_) => break,
         }
-        for (p, &k) in fds.iter().zip(&which) {
-            let Some((s, total)) = open[k].as_mut().filter(|_| p.revents != 0) else {
+        for k in set.ready() {
+            let Some((s, total)) = open[k].as_mut() else {
                 continue;
             };
             let (got, ended) = read_ready(s, buf);
