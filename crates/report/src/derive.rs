@@ -1939,6 +1939,61 @@ pub fn fixed_params(runs: &[RunRecord]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The "Fixed parameters" line: each of [`fixed_params`] as `k=v`, those that only some
+/// tests ran at (by their results' settings: `--ramp-high` is the ramp's, and a ramp
+/// steps by `step_duration`, not `duration`) after the rest, with the tests they are
+/// of: `clients=4; duration=1 (set); ramp_high=3000, step_duration=0.3 (ramp)`. A
+/// parameter no result's settings hold (runs stored before settings were) is of every
+/// test. None when nothing is fixed.
+pub fn fixed_line(runs: &[RunRecord]) -> Option<String> {
+    let fixed = fixed_params(runs);
+    if fixed.is_empty() {
+        return None;
+    }
+    let all: Vec<Point> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| points(i, r))
+        .filter(|p| p.results.iter().any(|r| !r.settings.is_empty()))
+        .collect();
+    // The tests that ran at `k`, when only some did.
+    let of_tests = |k: &str| -> Option<Vec<&str>> {
+        let holds = |p: &&Point| p.results.iter().any(|r| r.settings.contains_key(k));
+        let n = all.iter().filter(holds).count();
+        if n == 0 || n == all.len() {
+            return None;
+        }
+        let mut tests: Vec<&str> = Vec::new();
+        for p in all.iter().filter(holds) {
+            if !tests.contains(&p.test.as_str()) {
+                tests.push(&p.test);
+            }
+        }
+        Some(tests)
+    };
+    let mut groups: Vec<(Option<Vec<&str>>, Vec<String>)> = Vec::new();
+    for (k, v) in &fixed {
+        let of = of_tests(k);
+        let kv = format!("{k}={v}");
+        match groups.iter_mut().find(|(t, _)| *t == of) {
+            Some((_, list)) => list.push(kv),
+            None => groups.push((of, vec![kv])),
+        }
+    }
+    // Those of every test first (a stable sort keeps the rest in first-seen order).
+    groups.sort_by_key(|(of, _)| of.is_some());
+    Some(
+        groups
+            .into_iter()
+            .map(|(of, list)| match of {
+                None => list.join(", "),
+                Some(tests) => format!("{} ({})", list.join(", "), tests.join(", ")),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
 /// The [`PLACEMENT_PARAMS`] that take one value in each run (a run with points on two
 /// systems under test keeps them in its row names: its rows are two platforms).
 pub fn placement_params(runs: &[RunRecord]) -> Vec<&'static str> {
@@ -2556,6 +2611,50 @@ mod tests {
             })).collect::<Vec<_>>(),
         }))
         .expect("a run record")
+    }
+
+    /// A run of `set` and `ramp`, both given `clients=4 duration=1 ramp_high=3000`: the
+    /// line says `duration` of `set` alone and `ramp_high` of `ramp` alone, as their
+    /// settings do (it said all three of both); a run stored without settings keeps
+    /// one list.
+    #[test]
+    fn a_fixed_parameter_only_some_tests_ran_at_names_them() {
+        let params = serde_json::json!({"clients": 4, "duration": 1, "ramp_high": 3000});
+        let result = |test: &str, settings: serde_json::Value| {
+            serde_json::json!({
+                "workload": "kv", "test": test, "step": 0, "repetition": 0,
+                "params": params, "settings": settings, "headline": "ops_per_s",
+                "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.0,
+                "metrics": [], "status": "ok"
+            })
+        };
+        let run = |results: Vec<serde_json::Value>| -> RunRecord {
+            serde_json::from_value(serde_json::json!({
+                "format_version": 1, "id": "r1", "created_at": "2026-01-01T00:00:00Z",
+                "rackbench_version": "0.1.0", "command": "rackbench run", "plan": {}, "hosts": [],
+                "status": "ok", "results": results,
+            }))
+            .expect("a run record")
+        };
+        let with = run(vec![
+            result("set", serde_json::json!({"clients": 4, "duration": 1})),
+            result(
+                "ramp",
+                serde_json::json!({"clients": 4, "ramp_high": 3000, "step_duration": 2}),
+            ),
+        ]);
+        assert_eq!(
+            fixed_line(&[with]).as_deref(),
+            Some("clients=4; duration=1 (set); ramp_high=3000 (ramp)")
+        );
+        let without = run(vec![
+            result("set", serde_json::json!({})),
+            result("ramp", serde_json::json!({})),
+        ]);
+        assert_eq!(
+            fixed_line(&[without]).as_deref(),
+            Some("clients=4, duration=1, ramp_high=3000")
+        );
     }
 
     /// crypto's `rsa` is stored as one test per key size: killed after `rsa512`, the other

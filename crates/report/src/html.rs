@@ -394,16 +394,11 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     } else {
         format!(" ({})", s.selection)
     };
-    let fixed = derive::fixed_params(runs);
-    if !fixed.is_empty() {
+    if let Some(fixed) = derive::fixed_line(runs) {
         let _ = write!(
             h,
             r#"<p class="muted">Fixed parameters: {}</p>"#,
-            esc(&fixed
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", "))
+            esc(&fixed)
         );
     }
     if let Some(at) = derive::placement_line(runs) {

@@ -358,10 +358,8 @@ pub fn markdown_with(
             let _ = write!(m, "Summary: {}.\n\n", c(&s.selection));
         }
         // Said once here, as the HTML does, and left out of every point's name below.
-        let fixed = derive::fixed_params(&wr);
-        if !fixed.is_empty() {
-            let list: Vec<String> = fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let _ = write!(m, "Fixed parameters: {}.\n\n", c(&list.join(", ")));
+        if let Some(fixed) = derive::fixed_line(&wr) {
+            let _ = write!(m, "Fixed parameters: {}.\n\n", c(&fixed));
         }
         if let Some(at) = derive::placement_line(&wr) {
             let _ = write!(m, "Where each run ran: {}.\n\n", c(&at));

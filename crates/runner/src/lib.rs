@@ -906,6 +906,19 @@ fn keep_lost_hosts_checkpoint(
     )
 }
 
+/// The settings a test runs at: its sweep point's, less the capacity tests' knobs for a
+/// test that is not one of them (`--ramp-high` given beside `set` is the ramp's; stored
+/// with `set`'s result, a report said it of `set` too). `wait` stays: an open loop's
+/// own test says how it waited.
+fn test_settings(point: &BTreeMap<String, Value>, test: &str) -> BTreeMap<String, Value> {
+    use engine::capacity_tests::{KEYS, TESTS};
+    let mut s = point.clone();
+    if !TESTS.contains(&test) {
+        s.retain(|k, _| k == "wait" || !KEYS.contains(&k.as_str()));
+    }
+    s
+}
+
 /// A test's settings: its sweep point's, with what the test resolved for itself over
 /// them (a null takes a point's setting out), redacted as the point's are.
 fn with_own_settings(point: &BTreeMap<String, Value>, own: &Params) -> BTreeMap<String, Value> {
@@ -1395,7 +1408,7 @@ fn run_as(
                         step,
                         repetition: rep,
                         params,
-                        settings: point_settings.clone(),
+                        settings: test_settings(&point_settings, &test),
                         headline: String::new(),
                         started_at,
                         duration_s: 0.0,
@@ -1665,6 +1678,29 @@ mod tests {
     use super::*;
     use engine::testing::{kill_left, marker, running};
     use std::time::Instant;
+
+    /// `--ramp-high` and `--step-duration` given beside `set` are the ramp's: `set`'s
+    /// settings leave them out (a report said them of `set`), the ramp's keep them, and
+    /// an open loop's `wait` stays with either.
+    #[test]
+    fn a_test_that_is_not_a_capacity_test_leaves_out_their_knobs() {
+        let point: BTreeMap<String, Value> = [
+            ("clients", serde_json::json!(4)),
+            ("ramp_high", serde_json::json!(3000)),
+            ("step_duration", serde_json::json!(0.3)),
+            ("wait", serde_json::json!("spin")),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let keys =
+            |test: &str| -> Vec<String> { test_settings(&point, test).into_keys().collect() };
+        assert_eq!(keys("set"), ["clients", "wait"]);
+        assert_eq!(
+            keys("ramp"),
+            ["clients", "ramp_high", "step_duration", "wait"]
+        );
+    }
 
     /// An aborted test is interrupted, not failed: the hosts and servers the abort killed
     /// are not named as failures, and its error is not an agent's last words.
