@@ -429,6 +429,11 @@ impl Workload for Http {
                 s.remove(k);
             }
         }
+        // A load stopped by -n runs for no set time: the default duration is not a
+        // setting it ran at.
+        if self.cfg.requests.is_some() {
+            s.remove("duration");
+        }
         s
     }
 
@@ -549,6 +554,22 @@ impl Drop for Http {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A load stopped by -n stores no duration among its settings (it stored the default
+    /// 10 s, which it did not run for); without -n it stores its duration.
+    #[test]
+    fn a_counted_load_stores_no_duration() {
+        let settings = |p: serde_json::Value| {
+            Http::from_params(p.as_object().unwrap())
+                .unwrap()
+                .settings()
+        };
+        let counted = settings(serde_json::json!({"requests": 500}));
+        assert_eq!(counted.get("requests"), Some(&serde_json::json!(500)));
+        assert_eq!(counted.get("duration"), None);
+        let timed = settings(serde_json::json!({"duration": 2}));
+        assert_eq!(timed.get("duration"), Some(&serde_json::json!(2)));
+    }
 
     fn cfg(connections: usize, requests: Option<u64>, rate: Option<f64>) -> HttpConfig {
         HttpConfig {

@@ -272,6 +272,11 @@ impl Workload for Kv {
         // in turn over the CPUs rackbench may use): the setting they ran at, as a typed
         // `--server-cpus 0` is; stored empty, it read as "not pinned", and a run at the
         // default was "NOT like for like" with one that typed it (acceptance P, 1).
+        // A test stopped by --duration sends no set number of requests: the default
+        // count is not a setting it ran at.
+        if self.cfg.duration.is_some() {
+            s.remove("requests");
+        }
         if self.cfg.server_cpus.is_empty() {
             if let Some(cpus) = self.launched_server_cpus() {
                 s.insert("server_cpus".into(), serde_json::json!(cpus));
@@ -567,6 +572,19 @@ mod tests {
 
     /// A capacity test whose steps' GETs mostly missed is flagged, with the way to fill
     /// the keyspace; one whose steps found their keys is not.
+    /// A test stopped by --duration stores no request count among its settings (it
+    /// stored the default 100000, which it never sent); stopped by -n, it stores its count.
+    #[test]
+    fn a_timed_test_stores_no_request_count() {
+        let settings =
+            |p: serde_json::Value| Kv::from_params(p.as_object().unwrap()).unwrap().settings();
+        let timed = settings(serde_json::json!({"duration": 1}));
+        assert_eq!(timed.get("duration"), Some(&serde_json::json!(1)));
+        assert_eq!(timed.get("requests"), None);
+        let counted = settings(serde_json::json!({"requests": 500}));
+        assert_eq!(counted.get("requests"), Some(&serde_json::json!(500)));
+    }
+
     #[test]
     fn capacity_steps_whose_gets_missed_are_flagged() {
         let step = |i: usize, r: f64| {
