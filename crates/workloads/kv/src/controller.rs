@@ -268,15 +268,15 @@ impl Workload for Kv {
             serde_json::to_value(&self.cfg),
             serde_json::to_value(&self.cap),
         ]);
-        // Without --server-cpus, the CPUs the launched servers were pinned to (one each,
-        // in turn over the CPUs rackbench may use): the setting they ran at, as a typed
-        // `--server-cpus 0` is; stored empty, it read as "not pinned", and a run at the
-        // default was "NOT like for like" with one that typed it (acceptance P, 1).
         // A test stopped by --duration sends no set number of requests: the default
         // count is not a setting it ran at.
         if self.cfg.duration.is_some() {
             s.remove("requests");
         }
+        // Without --server-cpus, the CPUs the launched servers were pinned to (one each,
+        // in turn over the CPUs rackbench may use): the setting they ran at, as a typed
+        // `--server-cpus 0` is; stored empty, it read as "not pinned", and a run at the
+        // default was "NOT like for like" with one that typed it (acceptance P, 1).
         if self.cfg.server_cpus.is_empty() {
             if let Some(cpus) = self.launched_server_cpus() {
                 s.insert("server_cpus".into(), serde_json::json!(cpus));
@@ -570,8 +570,6 @@ impl Drop for Kv {
 mod tests {
     use super::*;
 
-    /// A capacity test whose steps' GETs mostly missed is flagged, with the way to fill
-    /// the keyspace; one whose steps found their keys is not.
     /// A test stopped by --duration stores no request count among its settings (it
     /// stored the default 100000, which it never sent); stopped by -n, it stores its count.
     #[test]
@@ -585,6 +583,8 @@ mod tests {
         assert_eq!(counted.get("requests"), Some(&serde_json::json!(500)));
     }
 
+    /// A capacity test whose steps' GETs mostly missed is flagged, with the way to fill
+    /// the keyspace; one whose steps found their keys is not.
     #[test]
     fn capacity_steps_whose_gets_missed_are_flagged() {
         let step = |i: usize, r: f64| {

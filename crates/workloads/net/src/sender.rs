@@ -336,9 +336,9 @@ fn sleep_to_tick(t0: Instant) {
 /// How a TCP stream hands the kernel one buffer: as much of it as the socket takes
 /// without blocking, and the error that stopped it (would-block is not one).
 enum TcpSend<'a> {
-    /// `write(2)` from the buffer (iperf3's `Nwrite`); a cut-short write does not end the
-    /// round, the next stream is written (on loopback the receiver frees room meanwhile,
-    /// and a write that succeeds saves a poll); one that writes nothing does, as iperf3.
+    /// `write(2)` from the buffer (iperf3's `Nwrite`); a write cut short or that writes
+    /// nothing does not end the round, the next stream is written (on loopback the
+    /// receiver frees room meanwhile, and a write that succeeds saves a poll).
     Write(&'a [u8]),
     /// `sendfile(2)` of a file's first `len` bytes (iperf3 `-Z`'s `Nsendfile`): the kernel
     /// hands the file's pages to the socket instead of copying the buffer from user
@@ -349,18 +349,18 @@ enum TcpSend<'a> {
 /// iperf3's sending loop (`iperf_send`, in 3.12's one-thread select loop): non-blocking
 /// sockets, poll for room on each of the thread's streams, then up to [`MULTISEND`]
 /// rounds over the streams that had room, one send of the whole buffer on each in turn
-/// (each continued until its socket would block); a send that finds no room at all ends
-/// the round, and a round in which no stream sent ends the sending until the next poll.
-/// The order is iperf3's, and it matters: one stream's ten sends before the next
-/// stream's moved half of iperf3's Gbit/s with 4 streams between test hosts (0.56x in
-/// bench/net_streams_vs_iperf3.sh, 0.96x with the rounds in turn; on loopback, where
-/// the rounds cost about 8%, both are above iperf3). With the receiver's poll-and-drain
-/// loop this keeps each end's share of the loopback work where iperf3 puts it (see
-/// `server::rx_tcp`). With a rate (`--rate`, iperf3 -b), as
-/// iperf3: one send per poll, on each stream only while it is below the rate (the thread
-/// sleeps to the pacing timer's next tick when none is, [`paced`]). Returns each stream's
-/// error (None: it sent until `stop`); a stream that fails leaves the poll and the others
-/// go on, as they did when each had a thread.
+/// (each continued until its socket would block; see [`TcpSend`] for one that finds no
+/// room). Unlike iperf3, a round in which no stream sent ends the sending until the next
+/// poll, instead of trying each again. The order is iperf3's, and it matters: one
+/// stream's ten sends before the next stream's moved half of iperf3's Gbit/s with 4
+/// streams between test hosts (0.56-0.60x in bench/net_streams_vs_iperf3.sh, 0.92-1.03x
+/// with the rounds in turn; on loopback, where the rounds cost about 8%, both are above
+/// iperf3). With the receiver's poll-and-drain loop this keeps each end's share of the
+/// loopback work where iperf3 puts it (see `server::rx_tcp`). With a rate (`--rate`,
+/// iperf3 -b), as iperf3: one send per poll, on each stream only while it is below the
+/// rate (the thread sleeps to the pacing timer's next tick when none is, [`paced`]).
+/// Returns each stream's error (None: it sent until `stop`); a stream that fails leaves
+/// the poll and the others go on, as they did when each had a thread.
 fn tcp_send(
     socks: &[TcpStream],
     how: TcpSend,
@@ -429,8 +429,13 @@ fn tcp_send(
                     continue;
                 }
                 if n == 0 {
-                    // iperf3's soft error: a send that finds no room ends the round.
-                    break;
+                    // sendfile that finds no room is iperf3's soft error (`Nsendfile`),
+                    // which ends the round; a write that finds none is not (`Nwrite`
+                    // returns the 0 bytes it wrote) and the next stream is written.
+                    if matches!(how, TcpSend::File(..)) {
+                        break;
+                    }
+                    continue;
                 }
                 active = true;
             }
