@@ -393,20 +393,22 @@ impl Ring {
     }
 
     /// Close the connection's socket (its receive then completes, empty) and open a new
-    /// one with its receive armed. A send still in flight keeps its buffer until its
-    /// completion comes.
+    /// one with its receive armed: how long the connect took, when it opened. A send
+    /// still in flight keeps its buffer until its completion comes.
     fn reopen<P: Protocol>(
         &mut self,
         slot: usize,
         c: &mut Conn<P>,
         rec: &mut crate::sched::Recorder,
-    ) -> io::Result<()> {
+    ) -> io::Result<Option<std::time::Duration>> {
         self.close_conn(slot, c);
-        if reopen_conn(c, rec) {
-            self.arm_recv(slot, c)?;
-            rec.reconnects += 1;
+        match reopen_conn(c, rec) {
+            Some(took) => {
+                self.arm_recv(slot, c)?;
+                Ok(Some(took))
+            }
+            None => Ok(None),
         }
-        Ok(())
     }
 
     /// Close the connection's socket (its receive then completes, empty), and forget
@@ -767,7 +769,9 @@ fn on_completion<P: Protocol>(
     let mut now = done;
     match next {
         Next::Reopen => {
-            ring.reopen(slot, c, &mut lp.rec)?;
+            if let Some(took) = ring.reopen(slot, c, &mut lp.rec)? {
+                lp.reconnected(took);
+            }
             // The new requests leave after the connect, not before it.
             now = lp.pace.now();
         }
