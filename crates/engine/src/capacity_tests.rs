@@ -45,6 +45,10 @@ pub const KEYS: [&str; 16] = [
     "wait",
 ];
 
+/// A load test's stops, which a capacity test's steps set for themselves: none of them is
+/// a setting a capacity test ran at.
+pub const LOAD_STOPS: [&str; 3] = ["duration", "requests", "rate"];
+
 /// The flags of the capacity tests. Defaults that depend on the workload (rates, step
 /// length) are written into the help by [`document_defaults`].
 #[derive(Args, Debug, Serialize, Default)]
@@ -856,19 +860,18 @@ pub fn run(
 /// open loop's way of waiting, which `--wait auto` picks per test (a search's probes
 /// spin, its levels sleep, and the sleep's wake-up is in each level's latency), and the
 /// bounds, objective and rule its verdicts came from (review H, 12). The point's load
-/// length and count (`duration`, `requests`, `rate`) are not a capacity test's: null
-/// takes them out.
+/// length and count ([`LOAD_STOPS`]) are not a capacity test's: null takes them out.
 fn resolved_settings(test: &str, cfg: &CapacityConfig, d: &CapacityDefaults) -> Params {
     let r = cfg.ramp_config(d);
     let mut s = serde_json::json!({
-        "duration": null,
-        "requests": null,
-        "rate": null,
         "step_duration": cfg.step_duration_s(d),
         "saturation_fraction": r.saturation_fraction,
         "max_error_pct": r.max_error_pct,
     });
     let m = s.as_object_mut().expect("an object");
+    for k in LOAD_STOPS {
+        m.insert(k.into(), Value::Null);
+    }
     if d.wait_modes {
         let wait = crate::load::wait_mode(cfg.sleep_when_idle(test));
         m.insert("wait".into(), Value::String(wait.into()));

@@ -913,10 +913,10 @@ fn keep_lost_hosts_checkpoint(
 /// these out too, but a step that fails before it reports keeps these). `wait` stays: an
 /// open loop's own test says how it waited.
 fn test_settings(point: &BTreeMap<String, Value>, test: &str) -> BTreeMap<String, Value> {
-    use engine::capacity_tests::{KEYS, TESTS};
+    use engine::capacity_tests::{KEYS, LOAD_STOPS, TESTS};
     let mut s = point.clone();
     if TESTS.contains(&test) {
-        s.retain(|k, _| !["duration", "requests", "rate"].contains(&k.as_str()));
+        s.retain(|k, _| !LOAD_STOPS.contains(&k.as_str()));
     } else {
         s.retain(|k, _| k == "wait" || !KEYS.contains(&k.as_str()));
     }

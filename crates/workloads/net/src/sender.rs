@@ -377,7 +377,6 @@ fn tcp_send(
     let per_poll = if rate_bps > 0.0 { 1 } else { MULTISEND };
     let t0 = Instant::now();
     let mut set = proto::PollSet::default();
-    let mut ready = Vec::with_capacity(socks.len());
     while !stop.load(Ordering::Relaxed) {
         marker.check(|| sent.to_vec());
         set.clear();
@@ -408,11 +407,9 @@ fn tcp_send(
                 break;
             }
         }
-        ready.clear();
-        ready.extend(set.ready());
         for _ in 0..per_poll {
             let mut active = false;
-            for &k in &ready {
+            for k in set.ready() {
                 if failed[k].is_some() {
                     continue;
                 }
