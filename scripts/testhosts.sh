@@ -38,7 +38,8 @@
 #                        works whether a test connects by alias or by IP)
 #   known_hosts.badkey   "rbh1-badkey,10.77.0.1 ssh-ed25519 <wrong key>"
 #   id_ed25519(.pub), authorized_keys
-#   hosts/rbhK/          sshd_config, ssh_host_ed25519_key(.pub), sshd.pid, sshd.log
+#   hosts/rbhK/          sshd_config, ssh_host_ed25519_key(.pub), sshd.pid, sshd.log,
+#                        bin/redis-server (a skewed host's: see Clocks)
 #
 # Clocks: the namespaces share this machine's clock, so by default host 2's sessions run
 # 3.5 s ahead of it and host 3's 2.25 s behind (libfaketime, preloaded by sshd's SetEnv
@@ -48,7 +49,8 @@
 # clock is moved: the monotonic clock stays the machine's, as on a real host (a moved
 # one would also move every timed wait, which the kernel measures on the real one).
 # Other hosts: 0. TESTHOSTS_SKEW_S="S1 S2 ..." (seconds, per host in order) sets them;
-# "0" for none (then libfaketime is not needed).
+# "0" for none (then libfaketime is not needed). On a skewed host, redis-server runs
+# without libfaketime (it hangs at start under it; see `up`), so on the machine's clock.
 
 # Network: bridge rbbr0 (10.77.0.254/24) in the root namespace; namespace rbhK has eth0
 # (10.77.0.K/24, the peer of veth rbvK on the bridge) and lo, and no default route. The
@@ -68,6 +70,8 @@ set -euo pipefail
 DIR=${RACKBENCH_TESTHOSTS_DIR:-/run/rackbench-testhosts}
 NS_PREFIX=rbh
 VETH_PREFIX=rbv
+# sshd's PATH for root's sessions (Debian's), which a skewed host's SetEnv PATH extends.
+SESSION_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 BRIDGE=rbbr0
 SUBNET=10.77.0
 CONTROLLER_IP=$SUBNET.254
@@ -242,8 +246,9 @@ cmd_up() {
   ip addr add "$CONTROLLER_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
 
-  local faketime
+  local faketime redis
   faketime=$(dpkg -L libfaketime 2>/dev/null | grep '/libfaketime\.so\.1$' | head -n1) || true
+  redis=$(command -v redis-server 2>/dev/null) || true
   local hosts=() ips=() skewed=()
   for k in $(seq 1 "$n"); do
     ns=$NS_PREFIX$k ip=$SUBNET.$k hd=$DIR/hosts/$ns
@@ -268,6 +273,19 @@ cmd_up() {
       # skewed by default. The mount's complaint, if any, goes to the sshd log.
       # shellcheck disable=SC2016 # $3 is the inner sh's: the log
       shm='mount -t tmpfs -o ro,size=4k,mode=755 rackbench-noshm /dev/shm 2>>"$3" && '
+      # redis-server hangs at start under libfaketime: jemalloc's first clock_gettime
+      # enters libfaketime's init, which allocates, which enters jemalloc's init again
+      # (libfaketime issue #130, not fixed upstream). On this host the redis-server found
+      # first on PATH is one that drops the preload and runs the real one: a server's own
+      # clock feeds no figure (the agent beside it, which times and samples, keeps the
+      # skewed clock), so kv can put its servers on a host whose clock is off.
+      if [ -n "$redis" ]; then
+        mkdir -p "$hd/bin"
+        printf '#!/bin/sh\n# rackbench test host %s: redis-server without libfaketime (see scripts/testhosts.sh)\nunset LD_PRELOAD\nexec %s "$@"\n' \
+          "$ns" "$redis" >"$hd/bin/redis-server"
+        chmod 755 "$hd/bin/redis-server"
+        env="$env PATH=$hd/bin:$SESSION_PATH"
+      fi
     fi
     skewed+=("$skew")
     ip netns add "$ns"
@@ -387,6 +405,10 @@ EOF
     awk -v b="$before" -v a="$after" -v t="$there" -v s="${skewed[$k]}" \
       'BEGIN { d = t - s; exit !(d >= b - 0.05 && d <= a + 0.05) }' \
       || die "${hosts[$k]}: its clock reads ${there:-nothing}, expected $before..$after moved by ${skewed[$k]} s"
+    if [ -x "$DIR/hosts/${hosts[$k]}/bin/redis-server" ]; then
+      timeout 20 ssh -F "$DIR/ssh_config" "${hosts[$k]}" 'redis-server --version' >/dev/null \
+        || die "${hosts[$k]}: redis-server does not start there (its wrapper: $DIR/hosts/${hosts[$k]}/bin/redis-server)"
+    fi
   done
   say "$n test hosts up: ${hosts[*]} (${ips[*]}), clocks ${skewed[*]} s off this one's; env: $DIR/hosts.env"
 }

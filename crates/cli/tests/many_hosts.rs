@@ -1109,6 +1109,76 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
     assert_nothing_left(&h, 15);
 }
 
+/// Servers on a host whose clock runs ahead, generators on one whose clock runs behind
+/// (the test hosts' defaults): each host's samples and timings come back onto this one's
+/// clock, and the servers count what the generators sent.
+#[test]
+fn kv_with_its_servers_on_a_host_whose_clock_is_off() {
+    let Some(h) = testhosts() else { return };
+    if !common::have("redis-server", "redis-server") {
+        return;
+    }
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (sut, loadgen) = (h.names[1].as_str(), h.names[2].as_str());
+    let (code, run, err) = run_json(
+        &h,
+        &db,
+        &[
+            "kv",
+            "-c",
+            "4",
+            "-n",
+            "20000",
+            "-t",
+            "get",
+            "--sut",
+            sut,
+            "--loadgen",
+            loadgen,
+            "--telemetry-interval",
+            "0.2",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let r = &run["results"][0];
+    assert_eq!(r["params"]["sut_host"], sut);
+    assert_eq!(metric(r, "requests", &[]), Some(20000.0), "{r}");
+    assert_eq!(metric(r, "server_calls", &[]), Some(20000.0), "{r}");
+    // Samples placed by each host's offset: a host whose were not would cover none of
+    // the measured time, or seconds outside it.
+    assert_covers_the_load(r, 0.2, 1, 0.02);
+    let on_sut = r["telemetry_summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["host"] == sut)
+        .unwrap_or_else(|| panic!("no telemetry from {sut}: {r}"));
+    assert!(
+        on_sut["procs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["role"] == "server:0"),
+        "{on_sut}"
+    );
+    let hosts = run["hosts"].as_array().unwrap();
+    for (i, name) in [(1, sut), (2, loadgen)] {
+        let d = hosts.iter().find(|d| d["host"] == name).unwrap();
+        let offset: f64 = d["facts"]["host.clock_offset_s"]["value"]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name}'s clock offset: {d}"));
+        let skew = h.skew_s.get(i).copied().unwrap_or(0.0);
+        assert!(
+            (offset - skew).abs() < 0.02,
+            "{name}: {offset} s, {skew} s set"
+        );
+    }
+    assert_nothing_left(&h, 15);
+}
+
 /// Every host's summary of `r` covers the test's measured time, not the lead, setup and
 /// teardown its raw samples also hold: at least that time less a sampling interval at
 /// each end of each of its `spans` timed parts (a sample that holds both load and what
