@@ -169,7 +169,8 @@ impl CompareRow {
 
     /// The "95% CI" cell: `[-3.1%, +8.0%]`, or in points for a share. A lower bound
     /// below what a figure can fall to (-100%, or -A points: B below zero) is shown as
-    /// beyond it, `[<-100%, +192.6%]`, not as a bound computed there.
+    /// beyond it, `[<-100%, +192.6%]`, not as a bound computed there; so is a share of
+    /// requests' upper bound past +(100 - A) points (B above 100%).
     pub fn ci_text(&self) -> String {
         match (self.ci95_points, self.ci95_pct, self.diff_points) {
             (Some((l, h)), _, _) => {
@@ -184,7 +185,20 @@ impl CompareRow {
                 } else {
                     signed_points(l)
                 };
-                format!("[{low}, {}] pts", signed_points(h))
+                // A share of requests (`pct_over_1ms`) cannot pass 100%: a bound beyond
+                // +(100 - A) points is shown as beyond it, as the floor is. (Not every
+                // figure in % is bounded so: a process's CPU % counts several CPUs.)
+                let ceiling = self
+                    .a
+                    .as_ref()
+                    .filter(|_| self.metric.starts_with("pct_over_"))
+                    .map_or(f64::INFINITY, |a| 100.0 - a.mean);
+                let high = if h > ceiling {
+                    format!(">{}", signed_points(ceiling))
+                } else {
+                    signed_points(h)
+                };
+                format!("[{low}, {high}] pts")
             }
             // A share's difference stands in points; its relative interval is not shown.
             (None, _, Some(_)) => "-".into(),

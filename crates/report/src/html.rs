@@ -212,7 +212,7 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
                 .rows
                 .iter()
                 .any(|r| r.verdict.starts_with("not enough repetitions"));
-            comparison_html(&mut h, &c);
+            comparison_html(&mut h, &c, (&labels[a], &labels[b]));
         }
         if unjudged {
             let _ = write!(
@@ -301,12 +301,14 @@ fn runs_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     }
 }
 
-fn comparison_html(h: &mut String, c: &Comparison) {
+/// `names`: the report's names of the two columns, A's then B's (two runs under one
+/// label are told apart there by their ids).
+fn comparison_html(h: &mut String, c: &Comparison, names: (&str, &str)) {
     let _ = write!(
         h,
         r#"<h3>{} (B) vs {} (A)</h3>"#,
-        esc(&c.b.join(", ")),
-        esc(&c.a.join(", "))
+        esc(names.1),
+        esc(names.0)
     );
     for u in c.unfinished_notes() {
         let _ = write!(

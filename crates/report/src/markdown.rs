@@ -291,11 +291,13 @@ pub fn markdown_with(
                 &crate::compare::replications(&runs[a]),
                 &crate::compare::replications(&runs[b]),
             );
+            // The report's names of the two columns: two runs under one label are told
+            // apart there by their ids (a side's own names would not be).
             let _ = write!(
                 m,
                 "\n### {} (B) vs {} (A)\n\n",
-                c(&cmp.b.join(", ")),
-                c(&cmp.a.join(", "))
+                c(&labels[b]),
+                c(&labels[a])
             );
             for u in cmp.unfinished_notes() {
                 let _ = write!(m, "**Did not finish:** {}\n\n", c(&u));

@@ -1427,6 +1427,23 @@ fn compare_bounds_intervals_at_zero_and_states_shares_in_points() {
         ..row
     };
     assert!(pts.ci_text().starts_with("[<-105.0, "), "{}", pts.ci_text());
+    // A share of requests above 100% is beyond its ceiling too: A at 31.2%, so at most
+    // +68.8 points (acceptance pass, s27: "[<-31.2, +136.8] pts").
+    let over = report::compare::CompareRow {
+        metric: "pct_over_100us".into(),
+        unit: "%".into(),
+        a: report::stats::Sample::of(&[2.4, 60.0]),
+        diff_points: Some(20.0),
+        ci95_points: Some((-80.0, 136.8)),
+        ..pts.clone()
+    };
+    assert_eq!(over.ci_text(), "[<-31.2, >+68.8] pts");
+    // A CPU % counts several CPUs: no ceiling there.
+    let cpu = report::compare::CompareRow {
+        metric: "server_cpu_pct".into(),
+        ..over
+    };
+    assert_eq!(cpu.ci_text(), "[<-31.2, +136.8] pts");
 
     let share = |runs: [f64; 2]| {
         let mut r = kv_run(&Spec {

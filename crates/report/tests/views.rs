@@ -1279,6 +1279,29 @@ fn no_automatic_comparison_of_the_same_tests_at_other_parameters() {
     assert!(h.contains("<h3>crypto-c (B) vs crypto-a (A)</h3>"));
 }
 
+/// Runs under one label are told apart by their ids in the comparisons' headings too, as
+/// in the Runs table (the headings read "p (B) vs p (A)" twice over three runs).
+#[test]
+fn comparisons_of_runs_under_one_label_name_them_by_id() {
+    let runs: Vec<RunRecord> = ["crypto-1", "crypto-2", "crypto-3"]
+        .iter()
+        .map(|id| {
+            let mut r = crypto_run();
+            r.id = id.to_string();
+            r.label = Some("p".into());
+            r
+        })
+        .collect();
+    let h = report::html(&runs, None);
+    assert!(
+        h.contains("<h3>p (crypto-2) (B) vs p (crypto-1) (A)</h3>"),
+        "{h}"
+    );
+    let m = report::markdown(&runs, None);
+    assert!(m.contains("### p (crypto-3) (B) vs p (crypto-"), "{m}");
+    assert!(!m.contains("### p (B) vs p (A)"), "{m}");
+}
+
 /// TPC-C as a HammerDB user reads it: NOPM and TPM side by side, per database, each
 /// transaction type's latency, and throughput against the virtual users.
 #[test]

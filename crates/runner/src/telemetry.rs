@@ -1091,14 +1091,17 @@ pub fn coarse_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
         .filter_map(|s| {
             let covered = s.covered_s.filter(|c| *c > 0.0 && *c < COARSE_CPU_S)?;
             let ticks = covered * 100.0;
+            // Cut, not rounded, to milliseconds: 0.499 s rounded read "0.50 s", the very
+            // threshold it fell short of.
+            let shown = (covered * 1000.0).floor() / 1000.0;
             let message = if s.whole_samples {
                 format!(
-                    "host {}: its CPU figures cover {:.2} s of measured time, {:.0} clock \
+                    "host {}: its CPU figures cover {:.3} s of measured time, {:.0} clock \
                      ticks of 10 ms per CPU: each CPU's % and each process's is good to \
                      about {:.0} points; run the test for a second or more (--duration, \
                      or a larger -n)",
                     s.host,
-                    covered,
+                    shown,
                     ticks.round(),
                     100.0 / ticks.max(1.0)
                 )
@@ -1106,11 +1109,11 @@ pub fn coarse_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
                 // No sample lies wholly inside the test: its figures are the samples'
                 // own, each weighed by its part inside, and hold the time around it.
                 format!(
-                    "host {}: the test measured for {:.2} s, shorter than the samples \
+                    "host {}: the test measured for {:.3} s, shorter than the samples \
                      its CPU figures come from: they hold the time around it too; run \
                      the test for a second or more (--duration, or a larger -n), or \
                      sample more often (--telemetry-interval)",
-                    s.host, covered
+                    s.host, shown
                 )
             };
             Some(Flag::warning("cpu_coarse", message))
@@ -1493,9 +1496,14 @@ mod tests {
         assert_eq!(flags[0].code, "cpu_coarse");
         let m = &flags[0].message;
         assert!(
-            m.contains("host short") && m.contains("0.06 s") && m.contains("17 points"),
+            m.contains("host short") && m.contains("0.060 s") && m.contains("17 points"),
             "{m}"
         );
+        // Just short of the threshold, it says so, not the threshold itself.
+        let mut edge = sums[0].clone();
+        edge.covered_s = Some(COARSE_CPU_S - 0.0004);
+        let m = &coarse_flags(&[edge])[0].message;
+        assert!(m.contains("cover 0.499 s"), "{m}");
         // Parts of longer samples: their figures hold the time around the test, which
         // is what the warning then says (their ticks are not the test's).
         sums[0].whole_samples = false;

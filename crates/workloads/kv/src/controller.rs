@@ -124,9 +124,15 @@ impl Kv {
     /// The servers' own command counts (None when they cannot be asked: the check that
     /// uses them is skipped, as with a managed server that refuses INFO).
     fn server_counters(&self) -> Option<BTreeMap<String, u64>> {
-        let r = self.running.as_ref()?;
-        let v = r.query("counters").ok()?;
-        serde_json::from_value(v).ok()
+        self.read_server_counters().ok()
+    }
+
+    /// The servers' command counters, or why they could not be read (a server gone, one
+    /// that refuses INFO).
+    fn read_server_counters(&self) -> Result<BTreeMap<String, u64>, String> {
+        let r = self.running.as_ref().ok_or("no servers run")?;
+        let v = r.query("counters").map_err(|e| format!("{e:#}"))?;
+        serde_json::from_value(v).map_err(|e| format!("their answer was not counters: {e}"))
     }
 
     /// Why a server is gone (or cannot be asked), if one is: the flag, its message the error.
@@ -415,8 +421,8 @@ impl Workload for Kv {
             );
             (at_warmup_end.map(|r| r.value), slack)
         };
-        match (start, self.server_counters()) {
-            (Some(b), Some(a)) => {
+        match (start, self.read_server_counters()) {
+            (Some(b), Ok(a)) => {
                 let delta = |cmd: &str| {
                     a.get(cmd)
                         .copied()
@@ -450,14 +456,21 @@ impl Workload for Kv {
                     }
                 }
             }
-            (None, Some(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
+            (None, Ok(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
                 name: "server_calls".into(),
                 reason: "the servers' counters could not be read where the warm-up ended \
                          (the test ended first, or they did not answer): run with --warmup 0 \
                          to count from the start"
                     .into(),
             }),
-            _ => {}
+            (None, Ok(_)) => step.missing.push(MissingMetric {
+                name: "server_calls".into(),
+                reason: "the servers' counters could not be read before the test".into(),
+            }),
+            (_, Err(why)) => step.missing.push(MissingMetric {
+                name: "server_calls".into(),
+                reason: format!("the servers' counters could not be read after the test: {why}"),
+            }),
         }
         // A launched server that died is a failed test, with what was measured kept.
         if let Some(flag) = self.server_exited() {

@@ -310,6 +310,17 @@ fn cleanup_leaves_no_server_behind_and_a_dead_server_fails_the_test() {
         metric(&out, "requests") > 0.0,
         "what was measured before is kept"
     );
+    // The servers' count is absent, and says why: not a figure that silently went.
+    let calls = out
+        .missing
+        .iter()
+        .find(|m| m.name == "server_calls")
+        .unwrap_or_else(|| panic!("server_calls neither measured nor missing: {out:?}"));
+    assert!(
+        calls.reason.contains("could not be read after the test"),
+        "{}",
+        calls.reason
+    );
     w.cleanup();
     assert!(!alive(pid));
 }
