@@ -250,6 +250,16 @@ fn end_a_run_by_signal(signal: impl FnOnce(i32), expect_code: i32, cause: &str) 
     assert_eq!(results[0]["status"], "interrupted");
     let flags = results[0]["flags"].to_string();
     assert!(flags.contains(&format!("stopped by {cause}")), "{flags}");
+    // `show` names the test that never started, as the report does.
+    let out = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("interrupted before this test ran: get (asked for, nothing stored)"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -1235,6 +1235,11 @@ pub fn run_header(run: &RunRecord) -> String {
     if let Some(e) = &run.error {
         kv.push(("error".into(), one_line(e)));
     }
+    // The tests a run that did not finish never started, as the report names them.
+    let name = run.label.as_deref().unwrap_or(&run.id);
+    if let Some(n) = report::derive::not_run_note(run, name) {
+        kv.push(("not run".into(), one_line(&n)));
+    }
     let created = run.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string();
     kv.push(("created".into(), created));
     if let Some(f) = run.finished_at {
