@@ -106,6 +106,18 @@ impl Schedule {
         n
     }
 
+    /// Drop, unsent, every intended time before `until_ns`: at the end of the warm-up,
+    /// the warm-up's backlog. An open loop past what the server can do fell behind in the
+    /// warm-up; had the measured window begun by sending that backlog first, every reply
+    /// in it would have been a warm-up request's, in no count (a server answering 64,000
+    /// requests/s was reported at 0 req/s, the ramp's steps falling as demand rose). The
+    /// window starts as a schedule of its own would, on a server and connections already
+    /// warm, and a request measured is one due in it (METHODS.md 2.5's latency from its
+    /// intended time).
+    pub(crate) fn skip_until(&mut self, rng: &mut SmallRng, until_ns: u64) {
+        self.count_unsent(rng, until_ns, until_ns, 0);
+    }
+
     /// What [`Schedule::count_unsent`] would count were sending stopped at `until_ns`,
     /// counted on a copy of the schedule and of `rng`: this one goes on as it was. For a
     /// checkpoint's copy of the recorder (once a period, off the per-request path).

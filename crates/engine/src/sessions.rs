@@ -174,6 +174,9 @@ fn worker<S: Session>(
         if !cpu_marked && now >= warm_ns {
             rec.cpu_start = thread_cpu();
             cpu_marked = true;
+            if let Some(s) = schedule.as_mut() {
+                s.skip_until(&mut rng, warm_ns);
+            }
         }
         if now >= next_ckpt_ns {
             let unsent = match (schedule.as_ref(), end_ns) {

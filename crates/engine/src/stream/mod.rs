@@ -748,10 +748,18 @@ fn epoll_loop<P: Protocol>(
         }
     }
 
+    // The warm-up's backlog is dropped where it ends ([`Schedule::skip_until`]).
+    let mut backlog_dropped = lp.pace.warm_ns == 0;
     loop {
         let now = lp.pace.now();
         if !lp.round(conns, now) {
             break;
+        }
+        if !backlog_dropped && now >= lp.pace.warm_ns {
+            backlog_dropped = true;
+            if let Some(s) = schedule.as_mut() {
+                s.skip_until(&mut lp.rng, lp.pace.warm_ns);
+            }
         }
         if now >= lp.pace.next_ckpt_ns {
             lp.checkpoint(now, schedule.as_ref());
