@@ -201,8 +201,39 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
     (b != 0.0 && a.is_finite() && b.is_finite()).then(|| a / b)
 }
 
+/// Refuse platform `name`'s performance unit `unit` (from a run) where it is not the
+/// plan's `perf_unit`, or not the unit of the first platform's figure from a run
+/// (`first`, set here when it is the first).
+fn check_unit<'a>(
+    plan: &Plan,
+    first: &mut Option<(&'a str, String)>,
+    name: &'a str,
+    unit: &str,
+) -> anyhow::Result<()> {
+    if let Some(want) = plan.perf_unit.as_deref().filter(|w| *w != unit) {
+        anyhow::bail!(
+            "platform `{name}`: its run's performance is in {unit}, the plan's perf_unit is \
+             {want:?}: set perf_unit = {unit:?} (or leave it out: the runs' unit is used), \
+             or take the platform's figure from a test in {want}"
+        );
+    }
+    match first {
+        Some((other, u)) if u != unit => anyhow::bail!(
+            "platform `{name}`: its run's performance is in {unit}, platform `{other}`'s in \
+             {u}: a TCO compares one figure across its platforms; take each from the same \
+             workload's tests (`test = ...`), or give `perf = ...` in the plan"
+        ),
+        Some(_) => {}
+        None => *first = Some((name, unit.to_string())),
+    }
+    Ok(())
+}
+
 /// Evaluate a plan. `from_runs` holds, per platform name, what was taken from its `run`
 /// (the CLI fills it); figures given in the plan win over figures from a run.
+///
+/// A performance figure taken from a run must be in the unit of every other taken from a
+/// run, and in the plan's `perf_unit` where it gives one: an error says which differ.
 pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::Result<TcoResult> {
     plan.check()?;
     let usable_w = plan.rack.power_budget_w - plan.rack.reserved_w;
@@ -211,6 +242,10 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
     let mut platforms = Vec::new();
     let empty = FromRun::default();
     let mut perf_unit = plan.perf_unit.clone();
+    // The first platform whose performance came from a run, and that figure's unit: every
+    // other run's must be in the same, and the plan's `perf_unit` too (NOPM set against
+    // RSA signs per second, both labelled "ops/s", compared nothing).
+    let mut unit_of: Option<(&str, String)> = None;
     for p in &plan.platforms {
         let fr = from_runs.get(&p.name).unwrap_or(&empty);
         let run_hint = |what: &str| -> String {
@@ -265,6 +300,9 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
                 ),
             )
         } else if let Some(s) = &fr.perf {
+            if let Some(u) = &s.unit {
+                check_unit(plan, &mut unit_of, &p.name, u)?;
+            }
             if perf_unit.is_none() {
                 perf_unit = s.unit.clone();
             }

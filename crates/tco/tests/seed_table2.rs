@@ -441,3 +441,67 @@ fn a_platform_without_a_bill_of_materials_is_refused() {
         "{notes}"
     );
 }
+
+/// Performance taken from runs is one figure across the platforms: new orders per
+/// minute set against RSA signs per second, both labelled "ops/s" by the plan, compared
+/// nothing (acceptance pass, s27); such a plan is refused, saying which differ.
+#[test]
+fn platforms_whose_runs_measure_in_other_units_are_refused() {
+    let plan = |unit: &str| {
+        tco::Plan::from_toml(&format!(
+            r#"years = 3
+energy_price_per_kwh = 0.10
+{unit}
+[rack]
+power_budget_w = 5000
+rack_units = 42
+[[platform]]
+name = "db"
+run = "r1"
+power_w = 200
+bom = [{{ name = "Server", unit_cost = 1000 }}]
+[[platform]]
+name = "rsa"
+run = "r2"
+power_w = 200
+bom = [{{ name = "Server", unit_cost = 1000 }}]
+"#
+        ))
+        .unwrap()
+    };
+    let perf = |v: f64, unit: &str| -> tco::FromRun {
+        serde_json::from_value(serde_json::json!({
+            "perf": { "value": v, "source": "run", "unit": unit },
+        }))
+        .unwrap()
+    };
+    let runs = |a: &str, b: &str| {
+        BTreeMap::from([
+            ("db".to_string(), perf(68151.0, a)),
+            ("rsa".to_string(), perf(3585.0, b)),
+        ])
+    };
+    let err = tco::evaluate(&plan(""), &runs("new orders/min", "sign/s"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "platform `rsa`: its run's performance is in sign/s, platform `db`'s in new orders/min"
+        ),
+        "{err}"
+    );
+    let err = tco::evaluate(
+        &plan(r#"perf_unit = "ops/s""#),
+        &runs("new orders/min", "new orders/min"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("platform `db`: its run's performance is in new orders/min, the plan's perf_unit is \"ops/s\""),
+        "{err}"
+    );
+    // One unit throughout, given or not: evaluated, in that unit.
+    let t = tco::evaluate(&plan(""), &runs("ops/s", "ops/s")).unwrap();
+    assert_eq!(t.perf_unit, "ops/s");
+    assert!(tco::evaluate(&plan(r#"perf_unit = "ops/s""#), &runs("ops/s", "ops/s")).is_ok());
+}
