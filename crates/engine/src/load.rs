@@ -124,9 +124,12 @@ pub struct LoadSpec {
 }
 
 impl LoadSpec {
-    /// The seconds a test measured, from the end of warm-up, given its last reply at
-    /// `last_ns` after it. A closed loop, or a test stopped early: to the last reply
-    /// (redis-benchmark's whole-test wall time). An open loop that ran its schedule: the
+    /// The seconds a test measured, from the end of warm-up, given its last reply, or the
+    /// time its generators stopped sending if that is later, at `last_ns` after it. A
+    /// closed loop, or a test stopped early: to then (redis-benchmark's whole-test wall
+    /// time; a server that stalled for a timed test's last seconds, its replies in
+    /// flight never coming, is measured to the stop, not to the last reply before its
+    /// stall). An open loop that ran its schedule: the
     /// span of that schedule at least (its duration, or its N requests over its rate R).
     /// To the last reply alone, N requests sent 1/R apart measured (N-1)/R plus a
     /// latency, and reported more than was offered: `--rate 5` for 2 s read 5.56/s,

@@ -492,6 +492,12 @@ pub(crate) struct Recorder {
     pub bytes_rx: u64,
     pub first_ns: Option<u64>,
     pub last_ns: u64,
+    /// How long after the warm-up's end this worker went on offering load: to when it
+    /// stopped sending (its stop, every connection failed, Ctrl-C). A test measures to
+    /// its last reply or to this, whichever is later ([`LoadSpec::measured_s`]).
+    ///
+    /// [`LoadSpec::measured_s`]: crate::load::LoadSpec::measured_s
+    pub ran_ns: u64,
     pub cpu_start: (f64, f64),
     pub cpu_end: (f64, f64),
     /// Why this worker ran on epoll when io_uring was wanted (`auto`).
@@ -516,6 +522,7 @@ impl Recorder {
             bytes_rx: 0,
             first_ns: None,
             last_ns: 0,
+            ran_ns: 0,
             cpu_start: (0.0, 0.0),
             cpu_end: (0.0, 0.0),
             io_fallback: None,
@@ -557,6 +564,7 @@ impl Recorder {
             (a, b) => a.or(b),
         };
         self.last_ns = self.last_ns.max(r.last_ns);
+        self.ran_ns = self.ran_ns.max(r.ran_ns);
         if self.io_fallback.is_none() {
             self.io_fallback = r.io_fallback;
         }
@@ -711,8 +719,13 @@ pub(crate) fn merge(
     let sum = sum.unwrap_or_else(fresh);
     let (user, sys) = sum.cpu_s();
     let interval_s = spec.interval.as_secs_f64().max(1e-9);
-    // Full intervals only: the last, partial interval would read low.
-    let full = ((measured_s / interval_s).floor() as usize).min(sum.intervals.len());
+    // Full intervals only: the last, partial interval would read low. Every full one
+    // counts, those in which no reply came too (the recorder grows only as replies come):
+    // a server that stalled for the test's last seconds, or never answered, read as its
+    // best intervals alone, or "shorter than one interval" for a 2 s test.
+    let full = (measured_s / interval_s).floor().clamp(0.0, 1e7) as usize;
+    let mut intervals = sum.intervals;
+    intervals.resize(intervals.len().max(full), 0);
     let mut classes = sum.classes;
     for (c, n) in classes.iter_mut().zip(class_names) {
         c.name = n.to_string();
@@ -720,7 +733,7 @@ pub(crate) fn merge(
     LoadOutcome {
         classes,
         duration_s: measured_s,
-        interval_rates: sum.intervals[..full]
+        interval_rates: intervals[..full]
             .iter()
             .map(|&n| n as f64 / interval_s)
             .collect(),

@@ -92,7 +92,11 @@ pub(crate) fn run<S: Session + 'static>(
             })
             .collect()
     });
-    let measured_ns = results.iter().map(|(r, _)| r.last_ns).max().unwrap_or(0);
+    let measured_ns = results
+        .iter()
+        .map(|(r, _)| r.last_ns.max(r.ran_ns))
+        .max()
+        .unwrap_or(0);
     let failures: Vec<&String> = results.iter().filter_map(|(_, s)| s.as_ref()).collect();
     // The run stopped early when every session stopped early (or on Ctrl-C); a single
     // broken session is reported as a connection error but the others carry on.
@@ -194,11 +198,13 @@ fn worker<S: Session>(
         };
         if progress.stopping() {
             count_unsent(&mut rec, &mut rng, now);
+            rec.ran_ns = now.saturating_sub(warm_ns);
             rec.cpu_end = thread_cpu();
             return (rec, Some("interrupted".into()));
         }
         if end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| measured >= q) {
             count_unsent(&mut rec, &mut rng, now);
+            rec.ran_ns = now.saturating_sub(warm_ns);
             break;
         }
         let intended = match schedule.as_mut() {
@@ -261,6 +267,7 @@ fn worker<S: Session>(
                 if counted {
                     rec.lost_requests(&e, 1);
                 }
+                rec.ran_ns = now.saturating_sub(warm_ns);
                 rec.cpu_end = thread_cpu();
                 return (rec, Some(e));
             }

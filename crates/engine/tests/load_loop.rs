@@ -412,6 +412,56 @@ fn server_dying_mid_run_keeps_what_was_measured() {
     drop(f.stop);
 }
 
+/// A server that stalls for the rest of a timed test, then drops its connection: the
+/// test is measured to its stop, and the intervals it answered nothing in count as 0.
+/// Measured to the last reply before the stall instead, 0.3 s of replies were divided by
+/// 0.3 s, not by the 1.1 s the test ran, and the per-interval rates held only those.
+#[test]
+fn a_stall_at_the_end_is_measured_and_its_intervals_count_as_none() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let start = std::time::Instant::now();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(conn) = conn else { return };
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                for line in BufReader::new(conn).lines() {
+                    if line.is_err() {
+                        return;
+                    }
+                    // Answers for its first 0.3 s, then never: it closes the
+                    // connection once the test is over.
+                    let (quiet, stall_until) =
+                        (Duration::from_millis(300), Duration::from_millis(1100));
+                    let t = start.elapsed();
+                    if t > quiet {
+                        std::thread::sleep(stall_until.saturating_sub(t));
+                        return;
+                    }
+                    if w.write_all(b"ok\n").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let s = LoadSpec {
+        connections: 1,
+        interval: Duration::from_millis(100),
+        ..spec(StopAfter::Duration(Duration::from_secs(1)))
+    };
+    let out = run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert!(
+        (1.0..1.6).contains(&out.duration_s),
+        "{} s measured",
+        out.duration_s
+    );
+    let r = &out.interval_rates;
+    assert!(r.len() >= 10, "{r:?}");
+    assert!(r[0] > 0.0 && r[4..10].iter().all(|x| *x == 0.0), "{r:?}");
+}
+
 struct Counter {
     fail_after: Option<u32>,
     n: u32,

@@ -319,7 +319,11 @@ where
         }
         Ok(out)
     })?;
-    let measured_ns = results.iter().map(|(r, _)| r.last_ns).max().unwrap_or(0);
+    let measured_ns = results
+        .iter()
+        .map(|(r, _)| r.last_ns.max(r.ran_ns))
+        .max()
+        .unwrap_or(0);
     let stopped: Vec<String> = results.iter().filter_map(|(_, s)| s.clone()).collect();
     let stopped_early = if stopped.is_empty() {
         None
@@ -436,6 +440,10 @@ where
         Io::Uring(ring) => uring::closed_loop(&mut lp, *ring, &mut conns)?,
     }
     let Loop { mut rec, pace, .. } = lp;
+    rec.ran_ns = pace
+        .sending_stopped_ns
+        .unwrap_or_else(|| pace.now())
+        .saturating_sub(pace.warm_ns);
     rec.cpu_end = thread_cpu();
     if !pace.cpu_marked {
         rec.cpu_start = rec.cpu_end;

@@ -108,9 +108,16 @@ impl Http {
     /// nginx's own count of requests so far (None when it cannot be asked: no
     /// `stub_status`, or a `--target`; the check that uses it is skipped).
     fn requests_served(&self) -> Option<u64> {
-        let r = self.running.as_ref()?;
-        let v = r.query("counters").ok()?;
-        v.get("requests")?.as_u64()
+        self.read_requests_served().ok()
+    }
+
+    /// nginx's count of requests (stub_status), or why it could not be read (nginx gone).
+    fn read_requests_served(&self) -> Result<u64, String> {
+        let r = self.running.as_ref().ok_or("no nginx runs")?;
+        let v = r.query("counters").map_err(|e| format!("{e:#}"))?;
+        v.get("requests")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| format!("its answer held no request count: {v}"))
     }
 
     /// Why the server is gone (or cannot be asked), if it is: the flag, its message the error.
@@ -299,7 +306,7 @@ impl Http {
             || this.drive(&this.params, ctx, save.as_ref().map(|f| f as Checkpoint)),
         );
         let d = d?;
-        let after = self.requests_served();
+        let after = self.read_requests_served();
         let (spec, out) = (&d.spec, &d.spread.merged);
         let mut step = self.load_step(&d);
         // nginx's own count against the generators' (memtier's self-test), over the
@@ -324,7 +331,7 @@ impl Http {
             (at_warmup_end.map(|r| r.value), slack)
         };
         match (start, after) {
-            (Some(b), Some(a)) => {
+            (Some(b), Ok(a)) => {
                 let served = a.saturating_sub(b).saturating_sub(1);
                 let m = Metric::new("server_requests", served as f64, "requests");
                 // Counted from the warm-up's end as the controller timed it, not to the
@@ -354,14 +361,21 @@ impl Http {
                     }
                 }
             }
-            (None, Some(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
+            (None, Ok(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
                 name: "server_requests".into(),
                 reason: "nginx's count could not be read where the warm-up ended (the test \
                          ended first, or it did not answer): run with --warmup 0 to count \
                          from the start"
                     .into(),
             }),
-            _ => {}
+            (None, Ok(_)) => step.missing.push(MissingMetric {
+                name: "server_requests".into(),
+                reason: "nginx's count could not be read before the test".into(),
+            }),
+            (_, Err(why)) => step.missing.push(MissingMetric {
+                name: "server_requests".into(),
+                reason: format!("nginx's count could not be read after the test: {why}"),
+            }),
         }
         // The interval log of the test's latency, when asked for.
         if self.cfg.hlog.is_some() {

@@ -287,6 +287,40 @@ fn short_ramp_finds_saturation_and_nginx_dying_mid_ramp_keeps_the_steps() {
     );
 }
 
+/// nginx killed during a load test: the test fails naming it, what was measured is kept,
+/// and nginx's own count, which could not be read after it, is missing with why (it
+/// was absent with no reason: acceptance pass, s27).
+#[test]
+fn a_load_whose_nginx_is_killed_says_why_its_count_is_missing() {
+    if !have_nginx() {
+        return;
+    }
+    let ctx = common::local();
+    let mut h = launched(json!({ "duration": 3, "connections": 4 }), &ctx);
+    let pid = nginx_group(endpoint(&h));
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(engine::host::START_LEAD + Duration::from_millis(700));
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .status();
+    });
+    let s = h.run_test("load", &ctx).unwrap();
+    killer.join().unwrap();
+    h.cleanup();
+    assert!(s.error.is_some(), "a dead server fails the test");
+    assert!(metric(&s, "requests", &[]).is_some_and(|m| m.value > 0.0));
+    let count = s
+        .missing
+        .iter()
+        .find(|m| m.name == "server_requests")
+        .unwrap_or_else(|| panic!("server_requests neither measured nor missing: {s:?}"));
+    assert!(
+        count.reason.contains("could not be read after the test"),
+        "{}",
+        count.reason
+    );
+}
+
 #[test]
 fn two_load_generators_add_up_exactly_and_match_nginxs_counter() {
     if !have_nginx() {
