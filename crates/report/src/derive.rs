@@ -256,6 +256,29 @@ pub fn param_str(v: &serde_json::Value) -> String {
     }
 }
 
+/// A setting's value for people: a list's items joined (`set, get`; `none` for an empty
+/// one), a fraction to three decimals at most (oltp's default mix is stored as its
+/// percentages, 43.47826086956522: shown 43.478), a string bare, anything else as JSON.
+/// For reading only: [`param_str`] is what a typed `--at` value is matched against.
+pub fn setting_str(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Array(a) if a.is_empty() => "none".into(),
+        serde_json::Value::Array(a) => a.iter().map(setting_str).collect::<Vec<_>>().join(", "),
+        serde_json::Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            let s = format!("{x:.3}");
+            let s = s.trim_end_matches('0').trim_end_matches('.');
+            // A figure that would read 0 (0.0001) keeps its own digits.
+            if s == "0" || s == "-0" {
+                param_str(v)
+            } else {
+                s.to_string()
+            }
+        }
+        other => param_str(other),
+    }
+}
+
 /// Names in the order a reader counts them: runs of digits compare as numbers, the rest
 /// as text (`rbh2` before `rbh10`, `60B` before `1472B`); names equal that way (`rbh02`,
 /// `rbh2`) fall back to plain text order, so the order is total and repeatable.
@@ -2089,7 +2112,7 @@ pub fn column_line(runs: &[RunRecord], peak: &[String]) -> Option<String> {
             .map(|k| match r.results.iter().find_map(|x| x.params.get(k)) {
                 Some(v) => format!("{k}={}", param_str(v)),
                 None => match r.results.iter().find_map(|x| x.settings.get(k)) {
-                    Some(v) => format!("{k} not given ({} by default)", param_str(v)),
+                    Some(v) => format!("{k} not given ({} by default)", setting_str(v)),
                     None => format!("{k} not given"),
                 },
             })
@@ -2617,6 +2640,20 @@ mod tests {
     /// line says `duration` of `set` alone and `ramp_high` of `ramp` alone, as their
     /// settings do (it said all three of both); a run stored without settings keeps
     /// one list.
+    /// A setting for people: oltp's default mix, stored as its percentages, reads
+    /// 43.478, not 43.47826086956522 (acceptance pass, s27); lists joined; a value that
+    /// would round to 0 keeps its digits; `--at`'s matching is [`param_str`]'s, unchanged.
+    #[test]
+    fn a_settings_fractions_read_to_three_places() {
+        let mix = serde_json::json!([43.47826086956522, 43.47826086956522, 4.3478260869565215]);
+        assert_eq!(setting_str(&mix), "43.478, 43.478, 4.348");
+        assert_eq!(setting_str(&serde_json::json!(0.3)), "0.3");
+        assert_eq!(setting_str(&serde_json::json!(0.0001)), "0.0001");
+        assert_eq!(setting_str(&serde_json::json!([])), "none");
+        assert_eq!(setting_str(&serde_json::json!(["set", "get"])), "set, get");
+        assert_eq!(param_str(&serde_json::json!(0.3)), "0.3");
+    }
+
     #[test]
     fn a_fixed_parameter_only_some_tests_ran_at_names_them() {
         let params = serde_json::json!({"clients": 4, "duration": 1, "ramp_high": 3000});

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use model::{ResultRecord, RunRecord, Status};
 
-use crate::derive::{self, run_labels, Point};
+use crate::derive::{self, run_labels, setting_str, Point};
 use crate::fmt::{esc, fixed, num, si};
 use crate::svg::{self, BarSeries, LineSeries, Scale};
 
@@ -290,16 +290,6 @@ pub fn settings_view(runs: &[RunRecord], wl: &str) -> Option<View> {
         }],
         notes: vec![],
     })
-}
-
-/// A setting's value for people: a list's items joined (`set, get`; `none` for an empty
-/// one), a string bare, anything else as JSON.
-fn setting_str(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Array(a) if a.is_empty() => "none".into(),
-        serde_json::Value::Array(a) => a.iter().map(setting_str).collect::<Vec<_>>().join(", "),
-        other => derive::param_str(other),
-    }
 }
 
 /// The views `rackbench show` prints on the console beside its own tables, the same the

@@ -108,7 +108,9 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
             .unwrap_or("");
         !model::higher_is_better(&r.headline, unit)
     });
+    let perf_given = p.perf.is_some() || !p.perf_tests.is_empty();
     let perf = match lower_better {
+        Some(_) if perf_given => None,
         Some(r) => {
             out.problems.push(format!(
                 "run {}: the headline of `{}` is {}, better lower: a TCO needs a throughput \
@@ -180,8 +182,12 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
             }
             Some(s)
         }
+        // Said only where the plan needs it: a platform whose power the plan gives had
+        // a power source's absence appended to its performance's error.
         Err(why) => {
-            out.problems.push(why);
+            if p.power_w.is_none() {
+                out.problems.push(why);
+            }
             None
         }
     };
@@ -436,6 +442,48 @@ mod tests {
             "results": [], "status": "ok",
         }))
         .unwrap()
+    }
+
+    /// What a run could not give is said only where the plan needs it: power given in
+    /// the plan, a run without a power source leaves its absence out of the performance's
+    /// error (acceptance pass, s27: "no performance: ... no power source found: rapl:
+    /// ...").
+    #[test]
+    fn a_figure_the_plan_gives_is_no_problem_of_the_run() {
+        let mut run = run(&[("local", "controller"), ("rbh1", "sut")]);
+        let mut r = result(json!({"sut_host": "rbh1"}));
+        r.workload = "mem".into();
+        r.test = "latency".into();
+        r.headline = "ram_latency_ns".into();
+        r.metrics = vec![model::Metric::new("ram_latency_ns", 160.0, "ns")];
+        r.telemetry_summary.iter_mut().for_each(|t| t.power.clear());
+        run.results = vec![r];
+        let platform = |extra: &str| {
+            crate::Plan::from_toml(&format!(
+                "years = 3\nenergy_price_per_kwh = 0.1\n[rack]\npower_budget_w = 5000\n\
+                 rack_units = 42\n[[platform]]\nname = \"A\"\nrun = \"r1\"\n{extra}\n\
+                 bom = [{{ name = \"S\", unit_cost = 1000 }}]\n"
+            ))
+            .unwrap()
+            .platforms
+            .remove(0)
+        };
+        let given = from_run(&run, &platform("power_w = 200"));
+        assert_eq!(given.problems.len(), 1, "{:?}", given.problems);
+        assert!(
+            given.problems[0].contains("better lower"),
+            "{:?}",
+            given.problems
+        );
+        let both = from_run(&run, &platform(""));
+        assert_eq!(both.problems.len(), 2, "{:?}", both.problems);
+        // Performance given, a latency headline is no problem either.
+        let perf = from_run(&run, &platform("perf = 1000"));
+        assert!(
+            perf.problems.iter().all(|p| !p.contains("better lower")),
+            "{:?}",
+            perf.problems
+        );
     }
 
     /// A net pair's power is its receiver's: the run's roles are sender, receiver and

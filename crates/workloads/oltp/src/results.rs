@@ -484,7 +484,14 @@ fn measured_mix_flag(classes: &[ClassStats], ndb: usize) -> Option<Flag> {
         .iter()
         .map(|(class, pct, min)| {
             let n = counts[CLASSES.iter().position(|c| c == class).unwrap_or(0)];
-            format!("{class} {pct:.2}% ({n} of {total} transactions), minimum {min}%")
+            // Enough places to read below the minimum: 3.9992% at two read "4.00%,
+            // minimum 4%".
+            let places = if (pct * 100.0).round() / 100.0 >= *min {
+                4
+            } else {
+                2
+            };
+            format!("{class} {pct:.places$}% ({n} of {total} transactions), minimum {min}%")
         })
         .collect();
     Some(Flag::warning(
@@ -921,6 +928,18 @@ mod tests {
             f[0].message,
             "the measured mix is below the spec's minimum (5.2.3): order_status 3.70% (393 of \
              10626 transactions), minimum 4%"
+        );
+        // Just below (1,019 of 25,480: 3.9992%), it reads below, not "4.00%, minimum 4%".
+        let mut o = outcome();
+        o.classes[0] = class("new_order", 11466, 0);
+        o.classes[1] = class("payment", 10956, 0);
+        o.classes[2] = class("order_status", 1019, 0);
+        o.classes[3] = class("delivery", 1019, 0);
+        o.classes[4] = class("stock_level", 1020, 0);
+        let f = flagged(&o, 1);
+        assert!(
+            f[0].message.contains("order_status 3.9992% (1019 of 25480"),
+            "{f:?}"
         );
         // 45/43/4/4/4 exactly meets the minimums.
         assert!(flagged(&outcome(), 1).is_empty());
