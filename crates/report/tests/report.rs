@@ -953,6 +953,16 @@ fn runs_differing_in_one_setting_line_up() {
         .differences
         .iter()
         .any(|d| d.key.ends_with("data_size")));
+    // Which tests each ran is no difference of the points compared (acceptance pass,
+    // s27: net's `tcp,udp` against `tcp,udp1472` was "NOT like for like").
+    assert!(
+        !c.comparability
+            .differences
+            .iter()
+            .any(|d| d.key.ends_with(".tests")),
+        "{:?}",
+        c.comparability.differences
+    );
 }
 
 /// The A/A test: the same configuration compared with itself many times is called
