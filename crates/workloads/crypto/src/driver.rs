@@ -38,7 +38,26 @@ pub fn run(
     };
     let mut measured = 0.0;
     let cpus_here = engine::launch::online_cpus();
-    if threads > 2 * cpus_here {
+    let pinned: std::collections::BTreeSet<usize> = cpus.iter().copied().collect();
+    if !pinned.is_empty() && threads > pinned.len() {
+        // Pinned one each round-robin: past the CPUs given, threads share one, and a
+        // "peak at threads=2" on one CPU is noise (acceptance pass, s27).
+        out.flags.push(Flag::warning(
+            "threads_oversubscribed",
+            format!(
+                "{threads} threads pinned to {} CPU{} ({}): threads share a CPU, and the \
+                 rates are of time-shared CPUs, not of more cores (give --cpus as many CPUs \
+                 as threads)",
+                pinned.len(),
+                if pinned.len() == 1 { "" } else { "s" },
+                pinned
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ));
+    } else if threads > 2 * cpus_here {
         out.flags.push(Flag::warning(
             "threads_oversubscribed",
             format!(

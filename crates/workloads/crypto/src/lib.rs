@@ -365,6 +365,29 @@ mod tests {
             "{:?}",
             out.flags
         );
+        // Two threads pinned to one CPU share it: flagged, naming it; one each is not.
+        let two = parse_config(&params(json!({
+            "tests": ["sha256"], "threads": 2, "duration": 0.1, "buffer_sizes": [16]
+        })))
+        .unwrap();
+        let run = |cpus: &[usize]| {
+            driver::run(&two, cpus, "sha256", &engine::workload::Progress::default())
+                .unwrap()
+                .flags
+        };
+        let f = run(&[0]);
+        assert!(
+            f.iter().any(|f| f.code == "threads_oversubscribed"
+                && f.message.contains("2 threads pinned to 1 CPU (0)")),
+            "{f:?}"
+        );
+        if engine::launch::online_cpus() >= 2 {
+            let f = run(&[0, 1]);
+            assert!(
+                f.iter().all(|f| f.code != "threads_oversubscribed"),
+                "{f:?}"
+            );
+        }
     }
 
     #[test]
