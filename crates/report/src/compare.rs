@@ -589,6 +589,21 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
 }
 
 /// Compare the disclosures and settings of two groups of runs.
+/// Whether every result of `runs` of the workload a `param.<workload>.<key>` fact names
+/// says every setting it ran with (stored since settings were kept), so that a key
+/// absent from them was not given.
+fn knows_settings_of(runs: &[RunRecord], key: &str) -> bool {
+    let Some(wl) = key.strip_prefix("param.").and_then(|k| k.split('.').next()) else {
+        return false;
+    };
+    let mut of_wl = runs
+        .iter()
+        .flat_map(|r| &r.results)
+        .filter(|r| r.workload == wl)
+        .peekable();
+    of_wl.peek().is_some() && of_wl.all(|r| !r.settings.is_empty())
+}
+
 pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
     let fa = facts(a);
     let fb = facts(b);
@@ -630,20 +645,26 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
         if host_fact && !known.contains(k.as_str()) {
             continue;
         }
-        // A run on this machine alone stores no placement: it ran here.
-        let absent = if category(k) == PLACEMENT {
-            "this machine"
-        } else {
-            "(not disclosed)"
+        // A run on this machine alone stores no placement: it ran here. A setting a side's
+        // results know all their settings without was not given there (a closed loop's
+        // `rate`), not undisclosed.
+        let absent = |side: &[RunRecord]| {
+            if category(k) == PLACEMENT {
+                "this machine"
+            } else if knows_settings_of(side, k) {
+                "not given"
+            } else {
+                "(not disclosed)"
+            }
         };
         let va = fa
             .get(k)
             .map(|v| v.join(", "))
-            .unwrap_or_else(|| absent.into());
+            .unwrap_or_else(|| absent(a).into());
         let vb = fb
             .get(k)
             .map(|v| v.join(", "))
-            .unwrap_or_else(|| absent.into());
+            .unwrap_or_else(|| absent(b).into());
         // A side without telemetry (--no-telemetry) has no summaries to differ in.
         let unsampled = (k == TELEMETRY_WINDOW || k == POWER_SOURCE)
             && (!fa.contains_key(k) || !fb.contains_key(k));

@@ -126,6 +126,20 @@ fn compare_matches_a_defaulted_knob_by_its_effective_value() {
         "{:?}",
         c.comparability.differences
     );
+    // A knob one side set that the other's settings, known whole, lack was not given
+    // there (a closed loop against a --rate: "(not disclosed)", acceptance pass s27).
+    let mut paced = swept();
+    for r in &mut paced.results {
+        r.params.insert("rate".into(), serde_json::json!(1000));
+    }
+    let c = report::compare::compare(&[paced], &[defaulted(true)]);
+    let rate = c
+        .comparability
+        .differences
+        .iter()
+        .find(|d| d.key == "param.kv.rate")
+        .expect("rate differs");
+    assert_eq!((rate.a.as_str(), rate.b.as_str()), ("1000", "not given"));
 
     // D stored before settings were kept: nothing of it is at instances=1, as before.
     let old = report::compare::compare(&[swept()], &[defaulted(false)]);
