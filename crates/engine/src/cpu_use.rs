@@ -130,14 +130,16 @@ impl CpuUse {
     }
 }
 
-fn distinct(cpus: &[usize]) -> Vec<usize> {
+/// The CPUs of a list, each once, in order.
+pub fn distinct(cpus: &[usize]) -> Vec<usize> {
     let mut d = cpus.to_vec();
     d.sort_unstable();
     d.dedup();
     d
 }
 
-fn list(cpus: &[usize]) -> String {
+/// A CPU list as its messages say it: `0,2,3`.
+pub fn list(cpus: &[usize]) -> String {
     cpus.iter()
         .map(|c| c.to_string())
         .collect::<Vec<_>>()

@@ -588,7 +588,6 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-/// Compare the disclosures and settings of two groups of runs.
 /// Whether every result of `runs` of the workload a `param.<workload>.<key>` fact names
 /// says every setting it ran with (stored since settings were kept), so that a key
 /// absent from them was not given.
@@ -604,6 +603,7 @@ fn knows_settings_of(runs: &[RunRecord], key: &str) -> bool {
     of_wl.peek().is_some() && of_wl.all(|r| !r.settings.is_empty())
 }
 
+/// Compare the disclosures and settings of two groups of runs.
 pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
     let fa = facts(a);
     let fb = facts(b);

@@ -2636,10 +2636,6 @@ mod tests {
         .expect("a run record")
     }
 
-    /// A run of `set` and `ramp`, both given `clients=4 duration=1 ramp_high=3000`: the
-    /// line says `duration` of `set` alone and `ramp_high` of `ramp` alone, as their
-    /// settings do (it said all three of both); a run stored without settings keeps
-    /// one list.
     /// A setting for people: oltp's default mix, stored as its percentages, reads
     /// 43.478, not 43.47826086956522 (acceptance pass, s27); lists joined; a value that
     /// would round to 0 keeps its digits; `--at`'s matching is [`param_str`]'s, unchanged.
@@ -2654,6 +2650,10 @@ mod tests {
         assert_eq!(param_str(&serde_json::json!(0.3)), "0.3");
     }
 
+    /// A run of `set` and `ramp`, both given `clients=4 duration=1 ramp_high=3000`: the
+    /// line says `duration` of `set` alone and `ramp_high` of `ramp` alone, as their
+    /// settings do (it said all three of both); a run stored without settings keeps
+    /// one list.
     #[test]
     fn a_fixed_parameter_only_some_tests_ran_at_names_them() {
         let params = serde_json::json!({"clients": 4, "duration": 1, "ramp_high": 3000});

@@ -756,15 +756,15 @@ fn epoll_loop<P: Protocol>(
         }
     }
 
-    // The warm-up's backlog is dropped where it ends ([`Schedule::skip_until`]).
-    let mut backlog_dropped = lp.pace.warm_ns == 0;
     loop {
         let now = lp.pace.now();
+        let warming = !lp.pace.cpu_marked;
         if !lp.round(conns, now) {
             break;
         }
-        if !backlog_dropped && now >= lp.pace.warm_ns {
-            backlog_dropped = true;
+        // The round that marked the warm-up's end: its backlog is dropped
+        // ([`Schedule::skip_until`]).
+        if warming && lp.pace.cpu_marked {
             if let Some(s) = schedule.as_mut() {
                 s.skip_until(&mut lp.rng, lp.pace.warm_ns);
             }

@@ -38,7 +38,7 @@ pub fn run(
     };
     let mut measured = 0.0;
     let cpus_here = engine::launch::online_cpus();
-    let pinned: std::collections::BTreeSet<usize> = cpus.iter().copied().collect();
+    let pinned = engine::cpu_use::distinct(cpus);
     if !pinned.is_empty() && threads > pinned.len() {
         // Pinned one each round-robin: past the CPUs given, threads share one, and a
         // "peak at threads=2" on one CPU is noise (acceptance pass, s27).
@@ -50,11 +50,7 @@ pub fn run(
                  as threads)",
                 pinned.len(),
                 if pinned.len() == 1 { "" } else { "s" },
-                pinned
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",")
+                engine::cpu_use::list(&pinned)
             ),
         ));
     } else if threads > 2 * cpus_here {
