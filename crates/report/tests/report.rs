@@ -2709,6 +2709,30 @@ fn compare_names_summaries_taken_over_different_windows() {
     );
 }
 
+/// A host whose virtual interfaces changed between runs (a container or namespace's
+/// veth came or went) still compares like for like; a physical NIC's setting does not.
+#[test]
+fn compare_holds_no_virtual_interface_list_against_a_comparison() {
+    let a = kv_run(&Spec::default());
+    let mut b = a.clone();
+    b.hosts[0].facts.insert(
+        "nic.virtual".into(),
+        model::Fact::known("docker0, veth1a2b"),
+    );
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert!(c.like_for_like, "{c:?}");
+    assert!(
+        !c.differences.iter().any(|d| d.key == "nic.virtual"),
+        "{c:?}"
+    );
+    b.hosts[0]
+        .facts
+        .insert("nic.eth0.mtu".into(), model::Fact::known("9000"));
+    let c = report::comparability(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    assert!(!c.like_for_like, "{c:?}");
+    assert!(c.verdict.contains("nic.eth0.mtu"), "{}", c.verdict);
+}
+
 /// Runs whose watts come from different declared power models (or a model against a
 /// meter) do not compare like for like: the power and perf/W differences are the models'.
 /// Sources a host has (IPMI on one, RAPL on the other) are named as hardware.
