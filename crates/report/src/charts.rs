@@ -1239,7 +1239,7 @@ pub fn no_cpu_telemetry(runs: &[RunRecord]) -> &'static str {
 }
 
 /// What the per-CPU section shows, said above it in every format.
-pub const CPU_SECTION_NOTE: &str = "Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run, and over each capacity test's whole span (all its steps), on the system under test (mpstat's arithmetic). %iowait is idle time with I/O outstanding, not busy; on Linux before 6.15 it also holds a load generator's waits on io_uring.";
+pub const CPU_SECTION_NOTE: &str = "Per-CPU mean over the measured (non-warm-up) samples at every test's best point of each run (the mean over its repetitions that count), and over each capacity test's whole span (all its steps), on the system under test (mpstat's arithmetic). %iowait is idle time with I/O outstanding, not busy; on Linux before 6.15 it also holds a load generator's waits on io_uring.";
 
 /// One run's per-CPU utilisation on the system under test during one test (mpstat
 /// -P ALL's columns): what the HTML draws as a stacked chart and the Markdown lists as a
@@ -1315,7 +1315,8 @@ pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
         let (mut any, mut tried) = (false, false);
         for wl in workloads(std::slice::from_ref(run)) {
             let wrun = only_workload(std::slice::from_ref(run), &wl);
-            let mut chosen: Vec<(String, Point)> = best_points(&wrun, &peak_params(&wrun))
+            let peak = peak_params(&wrun);
+            let mut chosen: Vec<(String, Point)> = best_points(&wrun, &peak)
                 .into_iter()
                 .filter_map(|(row, best)| Some((row, best.into_iter().flatten().next()?)))
                 .collect();
@@ -1329,16 +1330,34 @@ pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
             );
             for (row, p) in chosen {
                 tried = true;
-                let Some(ts) = p.sut_summaries().first().copied() else {
+                let sums = p.sut_summaries();
+                let Some(ts) = sums.first().copied() else {
                     continue;
                 };
                 any = true;
-                let mut cpus: Vec<model::CpuUtil> =
-                    ts.cpus.iter().filter(|c| c.cpu >= 0).cloned().collect();
+                // The mean over the point's valid repetitions (of the one host), as the
+                // per-CPU table beside it: the first repetition alone read 95% %usr where
+                // the three averaged 72% (acceptance L, 1).
+                let on_host: Vec<&model::TelemetrySummary> =
+                    sums.iter().copied().filter(|s| s.host == ts.host).collect();
+                let cpus = crate::cpu_table::mean_cpus(&on_host);
                 if cpus.is_empty() {
                     continue;
                 }
-                cpus.sort_by_key(|c| c.cpu);
+                // The peak parameters' values the best point is at (`instances=2`):
+                // the row names the test, not where over its sweep it was taken.
+                let at: Vec<&str> = p
+                    .params
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| !peak.iter().any(|q| q == k))
+                    .collect();
+                let at = p.param_label(&at);
+                let row = if at.is_empty() || p.capacity_phase().is_some() {
+                    row
+                } else {
+                    format!("{row} at {at}")
+                };
                 out.shown.push(CpuBreakdown {
                     run: label.clone(),
                     row,

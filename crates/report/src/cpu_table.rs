@@ -87,6 +87,39 @@ fn mean(v: &[f64]) -> Option<f64> {
     crate::stats::mean(v)
 }
 
+/// Each CPU's mean line over `sums` (one host's summaries of a test's repetitions), in
+/// CPU order, each column the mean over the summaries that have a line of the CPU; never
+/// the all-CPU line.
+pub fn mean_cpus(sums: &[&TelemetrySummary]) -> Vec<CpuUtil> {
+    let mut all: Vec<i32> = sums
+        .iter()
+        .flat_map(|t| t.cpus.iter().map(|u| u.cpu))
+        .filter(|c| *c >= 0)
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all.into_iter()
+        .filter_map(|cpu| {
+            let lines: Vec<&CpuUtil> = sums
+                .iter()
+                .filter_map(|t| t.cpus.iter().find(|u| u.cpu == cpu))
+                .collect();
+            let m = |f: Field| mean(&lines.iter().map(|u| f(u)).collect::<Vec<_>>());
+            Some(CpuUtil {
+                cpu,
+                usr_pct: m(|u| u.usr_pct)?,
+                nice_pct: m(|u| u.nice_pct)?,
+                sys_pct: m(|u| u.sys_pct)?,
+                iowait_pct: m(|u| u.iowait_pct)?,
+                irq_pct: m(|u| u.irq_pct)?,
+                soft_pct: m(|u| u.soft_pct)?,
+                steal_pct: m(|u| u.steal_pct)?,
+                idle_pct: m(|u| u.idle_pct)?,
+            })
+        })
+        .collect()
+}
+
 /// Per run and host, the seed's per-CPU table over the run's tests.
 pub fn cpu_tables(runs: &[RunRecord]) -> Vec<CpuTable> {
     let labels = run_labels(runs);

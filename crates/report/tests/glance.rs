@@ -844,3 +844,30 @@ fn one_rep_one_instance(label: &'static str) -> model::RunRecord {
         ..Spec::default()
     })
 }
+
+/// The per-CPU breakdown at a test's best point is the mean over the point's valid
+/// repetitions, as the per-CPU table beside it, not the first repetition's (acceptance L,
+/// 1: 95% %usr where the three averaged 72%); its title names the point it was taken at.
+#[test]
+fn per_cpu_breakdown_is_the_mean_of_the_repetitions() {
+    let mut run = common::two_platforms().remove(0);
+    for r in run.results.iter_mut() {
+        for s in r.telemetry_summary.iter_mut() {
+            for c in s.cpus.iter_mut().filter(|c| c.cpu == 1) {
+                c.usr_pct = 10.0 * f64::from(r.repetition + 1);
+            }
+        }
+    }
+    let shown = report::charts::cpu_breakdowns(std::slice::from_ref(&run)).shown;
+    assert!(!shown.is_empty());
+    for b in &shown {
+        let cpu1 = b.cpus.iter().find(|c| c.cpu == 1).expect("CPU 1 shown");
+        assert!(
+            (cpu1.usr_pct - 20.0).abs() < 1e-9,
+            "{}: {}",
+            b.title(),
+            cpu1.usr_pct
+        );
+        assert!(b.title().contains(" at instances="), "{}", b.title());
+    }
+}
