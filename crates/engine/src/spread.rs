@@ -79,13 +79,20 @@ pub fn shares(load: &Load, generators: usize) -> anyhow::Result<Vec<Share>> {
                     load.requests_flag
                 );
             }
-            Some(split_count(r, n))
+            Some(r)
         }
         None => None,
     };
+    let conns = split_count(load.connections, n);
+    // Requests follow the connections, as the rate does: every connection has the same
+    // number to send, so the generators finish together, as redis-benchmark's clients
+    // sharing one -n do. Split evenly, the generator with fewer connections ran on
+    // alone, and the generators' figures no longer added up to the headline
+    // (acceptance K, F2: -c 5 -n 30001 over two).
+    let requests = requests.map(|r| proportional(r, &conns));
     let mut first_connection = 0;
     let mut out = Vec::with_capacity(n);
-    for (i, c) in split_count(load.connections, n).into_iter().enumerate() {
+    for (i, c) in conns.into_iter().enumerate() {
         out.push(Share {
             connections: c,
             requests: requests.as_ref().map(|r| r[i] as u64),
@@ -104,6 +111,41 @@ pub fn shares(load: &Load, generators: usize) -> anyhow::Result<Vec<Share>> {
         first_connection += c;
     }
     Ok(out)
+}
+
+/// `total` split in proportion to `weights` (largest remainders, ties to the first),
+/// every part at least one where `total` allows.
+fn proportional(total: usize, weights: &[usize]) -> Vec<usize> {
+    let sum: usize = weights.iter().sum();
+    if sum == 0 {
+        return split_count(total, weights.len());
+    }
+    let exact: Vec<f64> = weights
+        .iter()
+        .map(|&w| total as f64 * w as f64 / sum as f64)
+        .collect();
+    let mut parts: Vec<usize> = exact.iter().map(|e| e.floor() as usize).collect();
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())));
+    // The floors leave less than one per part.
+    let left = total.saturating_sub(parts.iter().sum());
+    for &i in order.iter().take(left) {
+        parts[i] += 1;
+    }
+    // A part rounded to none takes one from the largest.
+    while let Some(z) = parts.iter().position(|&p| p == 0) {
+        let (big, _) = parts
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, p)| **p)
+            .unwrap_or((0, &0));
+        if parts[big] <= 1 {
+            break;
+        }
+        parts[big] -= 1;
+        parts[z] += 1;
+    }
+    parts
 }
 
 /// What one generator measured.
@@ -1040,6 +1082,25 @@ mod tests {
             [0, 3, 5]
         );
         assert_ne!(s[0].seed, s[1].seed);
+        // Requests follow the connections (3, 2, 2 of 7): each connection sends 143.
+        assert_eq!(
+            s.iter().map(|x| x.requests.unwrap()).collect::<Vec<_>>(),
+            [429, 286, 286]
+        );
+        // -c 5 -n 30001 over two generators: 3/5 and 2/5, not half each.
+        let two = shares(&load(5, Some(30_001), None), 2).unwrap();
+        assert_eq!(
+            two.iter().map(|x| x.requests.unwrap()).collect::<Vec<_>>(),
+            [18_001, 12_000]
+        );
+        // Few requests over unequal connections: each generator still has one.
+        let few = shares(&load(10, Some(2), None), 2).unwrap();
+        assert_eq!(
+            few.iter().map(|x| x.requests.unwrap()).collect::<Vec<_>>(),
+            [1, 1]
+        );
+        let skewed = proportional(2, &[9, 1]);
+        assert_eq!(skewed, [1, 1]);
         // One generator: the load as given.
         let one = shares(&load(5, None, Some(123.4)), 1).unwrap();
         assert_eq!(one[0].rate, Some(123.4));

@@ -1073,19 +1073,23 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 head.push(format!("{headline} per generator ({u})"));
             }
             let mut notes = why.notes(&run.hosts);
-            let skew = median(
-                &ok.iter()
-                    .filter_map(|r| r.metric("start_skew_max_s", &[]).map(|m| m.value))
-                    .collect::<Vec<_>>(),
-            );
-            let overlap = median(
-                &ok.iter()
-                    .filter_map(|r| r.metric("window_overlap_s", &[]).map(|m| m.value))
-                    .collect::<Vec<_>>(),
-            );
+            // Over the repetitions, the worst of each: the largest skew, the shortest
+            // overlap (a median of two read as a mean: acceptance K, F3).
+            let of_reps = |name: &str| -> Vec<f64> {
+                ok.iter()
+                    .filter_map(|r| r.metric(name, &[]).map(|m| m.value))
+                    .collect()
+            };
+            let skew = of_reps("start_skew_max_s").into_iter().reduce(f64::max);
+            let overlap = of_reps("window_overlap_s").into_iter().reduce(f64::min);
             if skew.is_some() || overlap.is_some() {
+                let reps = if ok.len() > 1 {
+                    format!(" (the worst of {} repetitions)", ok.len())
+                } else {
+                    String::new()
+                };
                 notes.push(format!(
-                    "Generators: largest start skew {} ms; measurement windows overlap {} s.",
+                    "Generators: largest start skew {} ms; measurement windows overlap {} s{reps}.",
                     skew.map_or(NA.into(), |s| crate::fmt::fixed(s * 1e3, 3)),
                     overlap.map_or(NA.into(), |o| crate::fmt::fixed(o, 3))
                 ));
@@ -1096,10 +1100,33 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 p.results.len()
             ));
             if gen_unit.is_some() {
-                notes.push(format!(
-                    "{headline} per generator: mean of {} valid repetition(s), as the headline is, so the generators add up to the headline's mean.",
-                    ok.len()
-                ));
+                // Whether they do add up: the headline is the whole count over the union
+                // of the generators' windows, which is their sum only while the windows
+                // coincide (acceptance K, F2).
+                let sum: f64 = hosts
+                    .iter()
+                    .filter_map(|h| {
+                        let v: Vec<f64> = ok
+                            .iter()
+                            .filter_map(|r| gen_metric(r, h).map(|x| x.0))
+                            .collect();
+                        crate::stats::mean(&v)
+                    })
+                    .sum();
+                let whole = p.headline().map(|s| s.mean);
+                let adds_up = whole.is_some_and(|w| (sum - w).abs() <= 0.01 * w.abs());
+                notes.push(match whole {
+                    Some(w) if !adds_up => format!(
+                        "{headline} per generator: mean of {} valid repetition(s), as the headline is; they add up to {}, not the headline's {}: the headline is the whole count over the span from the first generator's start to the last one's end, and the generators' windows differ (see the overlap above).",
+                        ok.len(),
+                        num(sum),
+                        num(w)
+                    ),
+                    _ => format!(
+                        "{headline} per generator: mean of {} valid repetition(s), as the headline is, so the generators add up to the headline's mean.",
+                        ok.len()
+                    ),
+                });
             }
             out.push(HostTable {
                 caption: format!(
