@@ -1094,6 +1094,20 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
     }
     let rbh1 = hosts.iter().find(|d| d["host"] == "rbh1").unwrap();
     assert!(rbh1["facts"]["host.clock_offset_s"]["value"].is_string());
+    // The test hosts are namespaces of this machine's kernel: said on each, and the
+    // system under test's CPU is its servers', not its kernel's (which ran the
+    // generators too: acceptance K, F1).
+    assert_eq!(
+        rbh1["facts"]["host.kernel_shared_with"]["value"], "local, rbh2, rbh3",
+        "{rbh1}"
+    );
+    let report = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&report.stdout);
+    assert!(shown.contains("server processes (server"), "{shown}");
+    assert!(!shown.contains("whole SUT host"), "{shown}");
     assert!(
         rbh1["facts"]["software.redis-server"]["value"].is_string(),
         "the servers' facts go to the sut: {rbh1}"

@@ -536,8 +536,30 @@ pub fn cpu_list_text(cpus: &[usize]) -> String {
 /// report's efficiency notes and a TCO's power source.
 pub fn sut_ran_loadgen(hosts: &[HostDisclosure], host: &str) -> bool {
     hosts.iter().any(|h| {
-        h.host == host && role_includes(&h.role, "sut") && role_includes(&h.role, "loadgen")
+        h.host == host && role_includes(&h.role, "sut") && loadgen_on_kernel_of(hosts, host)
     })
+}
+
+/// The disclosure fact naming the run's other hosts on the same kernel as this one
+/// (namespaces or containers of one machine: one boot id), whose CPU counters, and
+/// power, are that kernel's for all of them.
+pub const KERNEL_SHARED_WITH: &str = "host.kernel_shared_with";
+
+/// Whether a load generator ran on `host`'s kernel: the host itself (`sut+loadgen`), or
+/// another host of the run on the same kernel ([`KERNEL_SHARED_WITH`]).
+pub fn loadgen_on_kernel_of(hosts: &[HostDisclosure], host: &str) -> bool {
+    let is_loadgen = |name: &str| {
+        hosts
+            .iter()
+            .any(|h| h.host == name && role_includes(&h.role, "loadgen"))
+    };
+    is_loadgen(host)
+        || hosts
+            .iter()
+            .filter(|h| h.host == host)
+            .filter_map(|h| h.facts.get(KERNEL_SHARED_WITH)?.value.as_deref())
+            .flat_map(|v| v.split(", "))
+            .any(is_loadgen)
 }
 
 /// Whether a host's role over a run (`sut+loadgen`, `receiver+sender`) includes `role`.

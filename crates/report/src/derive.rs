@@ -860,7 +860,10 @@ fn counted_cpu(
         .iter()
         .find(|h| h.host == ts.host)
         .map_or("", |h| h.role.as_str());
-    let shared = model::role_includes(role, LOADGEN_ROLE);
+    // A generator on this host, or on another name of its kernel (a namespace or
+    // container of the same machine: its CPUs count the generator's work too).
+    let shared = model::role_includes(role, LOADGEN_ROLE)
+        || model::loadgen_on_kernel_of(&run.hosts, &ts.host);
     if WORK_IN_DRIVER.contains(&r.workload.as_str()) {
         // The work's own process where it was watched; else the host's CPUs (a record
         // from before the process was watched), as on a host that ran nothing else.
@@ -878,7 +881,7 @@ fn counted_cpu(
             .collect();
         if server.is_empty() {
             return Err(
-                "the SUT host also ran the load generator; no per-process CPU of the server was recorded"
+                "the SUT host also ran the load generator (itself, or another host on its kernel); no per-process CPU of the server was recorded"
                     .to_string(),
             );
         }
@@ -887,7 +890,7 @@ fn counted_cpu(
             .find(|p| SERVER_WORK_IN_CHILDREN.contains(&p.role.as_str()) && !p.with_descendants)
         {
             return Err(format!(
-                "the SUT host also ran the load generator, and of the server only `{}` was watched, not the processes it serves connections in",
+                "the SUT host also ran the load generator (itself, or another host on its kernel), and of the server only `{}` was watched, not the processes it serves connections in",
                 p.role
             ));
         }

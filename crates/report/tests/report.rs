@@ -2526,11 +2526,31 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
         "{m}"
     );
 
+    // The system under test in a namespace of the generator's machine (one boot id, the
+    // runner says so): its CPUs hold the generator's work, so the server processes'
+    // (acceptance K, F1: 199% "whole SUT host" against 38% of the server's).
+    let mut ns = one("n", "sut", &spinning);
+    ns.hosts[0]
+        .facts
+        .insert(model::KERNEL_SHARED_WITH.into(), model::Fact::known("gen1"));
+    ns.hosts.push(model::HostDisclosure {
+        host: "gen1".into(),
+        role: "loadgen".into(),
+        facts: Default::default(),
+    });
+    let (c, _) = cpu(&ns);
+    assert_eq!(c.unwrap().basis.label(), "server processes (server x2)");
+    assert!(model::sut_ran_loadgen(&ns.hosts, &ns.hosts[0].host));
+    // Another host on the same kernel that generated no load changes nothing.
+    ns.hosts[1].role = "controller".into();
+    let (c, _) = cpu(&ns);
+    assert_eq!(c.unwrap().basis.label(), "whole SUT host");
+
     // Single host, only the generator watched: missing, with the reason, never the host's.
     let blind = one("b", "sut+loadgen", &[("loadgen", 100.0)]);
     let (c, per_perf) = cpu(&blind);
     let why =
-        "the SUT host also ran the load generator; no per-process CPU of the server was recorded";
+        "the SUT host also ran the load generator (itself, or another host on its kernel); no per-process CPU of the server was recorded";
     assert_eq!(c, Err(why.to_string()));
     assert_eq!(per_perf, None);
     let m = report::markdown(std::slice::from_ref(&blind), None);

@@ -590,6 +590,41 @@ fn disclosures(
         }
         out.push(d);
     }
+    // Hosts on one kernel (namespaces or containers of one machine: the same boot id)
+    // share its CPUs, whose counters then hold every one's work: said on each, so that
+    // a system under test's whole-host CPU is not taken for its servers' where a load
+    // generator ran on the same kernel (acceptance K, F1).
+    let boot = |name: &str| -> Option<String> {
+        if name == hosts::LOCAL {
+            hosts::boot_id()
+        } else {
+            set.remotes()
+                .iter()
+                .find(|r| r.name() == name)
+                .and_then(|r| r.hello().boot_id.clone())
+        }
+    };
+    let boots: Vec<(String, Option<String>)> = set
+        .all()
+        .iter()
+        .map(|h| (h.name().to_string(), boot(h.name())))
+        .collect();
+    for d in out.iter_mut() {
+        let Some((_, Some(mine))) = boots.iter().find(|(n, _)| *n == d.host) else {
+            continue;
+        };
+        let others: Vec<&str> = boots
+            .iter()
+            .filter(|(n, b)| *n != d.host && b.as_ref() == Some(mine))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if !others.is_empty() {
+            d.facts.insert(
+                model::KERNEL_SHARED_WITH.into(),
+                Fact::known(others.join(", ")),
+            );
+        }
+    }
     for r in set.remotes() {
         if let Some(d) = out.iter_mut().find(|d| d.host == r.name()) {
             d.facts.insert(
