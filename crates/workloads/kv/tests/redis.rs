@@ -102,6 +102,29 @@ fn a_get_after_a_set_draws_keys_of_its_own() {
     w.cleanup();
 }
 
+/// A mix on an empty keyspace mostly misses, as a `get` would: flagged, with the way out
+/// (acceptance M, 4: a mix at 8% hits was not).
+#[test]
+fn a_mix_that_mostly_misses_is_flagged() {
+    if !have_redis() {
+        return;
+    }
+    let mut w = kv(
+        json!({"clients": 4, "requests": 4000, "keyspace": 1_000_000, "data_size": 10,
+               "tests": ["mix"]}),
+    );
+    let ctx = local();
+    w.prepare(&ctx).unwrap();
+    let mix = w.run_test("mix", &ctx).unwrap();
+    let low = mix
+        .flags
+        .iter()
+        .find(|f| f.code == "low_hit_ratio")
+        .expect("a low hit ratio is flagged");
+    assert!(low.message.contains("-t set,mix"), "{}", low.message);
+    w.cleanup();
+}
+
 #[test]
 fn set_then_get_counts_match_the_servers_own_counters() {
     if !have_redis() {
