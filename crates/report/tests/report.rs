@@ -3768,14 +3768,16 @@ bom = [{ name = "Server", unit_cost = 4000 }]
     );
 }
 
-/// A summary's Difference cell: ratio and percentage; no change is `+0%`, never `-0%`
-/// (0.998x rounded to whole percent), as in the TCO table.
+/// A summary's Difference cell: ratio and percentage; no change is `+0%`, never `-0%`,
+/// and a change under half a percent keeps its sign (0.998x is -0.2%), as in the TCO
+/// table.
 #[test]
 fn difference_cell_says_no_change_without_a_minus() {
     use report::derive::DiffColumn;
     assert_eq!(DiffColumn::cell(Some(1.15)), "1.15x (+15%)");
     assert_eq!(DiffColumn::cell(Some(0.83)), "0.83x (-17%)");
-    assert_eq!(DiffColumn::cell(Some(0.998)), "1.00x (+0%)");
+    assert_eq!(DiffColumn::cell(Some(0.998)), "1.00x (-0.2%)");
+    assert_eq!(DiffColumn::cell(Some(1.0)), "1.00x (+0%)");
     assert_eq!(DiffColumn::cell(None), "-");
 }
 

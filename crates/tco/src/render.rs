@@ -84,8 +84,13 @@ pub fn fmt_ratio(r: Option<f64>) -> String {
 /// ratio (`0.83x` is `-17%`): whole percent, signed; a change that rounds to nothing is
 /// `+0%`, not `-0%`.
 pub fn fmt_pct_change(r: f64) -> String {
-    let p = ((r - 1.0) * 100.0).round();
-    // -0.4 rounds to -0: no sign for no change.
+    let exact = (r - 1.0) * 100.0;
+    // A change under half a percent keeps a decimal, so that its sign is its own: -0.38%
+    // rounded whole read "+0%" (acceptance L, 5). No change is +0%, never -0%.
+    if exact.abs() < 0.5 && exact.abs() >= 0.05 {
+        return format!("{exact:+.1}%");
+    }
+    let p = exact.round();
     let p = if p == 0.0 { 0.0 } else { p };
     format!("{p:+.0}%")
 }

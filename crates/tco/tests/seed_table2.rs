@@ -288,9 +288,14 @@ fn difference_cells_carry_the_percentage_beside_the_ratio() {
     // In every format.
     assert!(tco::text(&t).contains("0.88x (-12%)"));
     assert!(tco::markdown(&t).contains("| 0.88x (-12%) |"));
-    // No change is +0%, never -0%; a tenth is -90%.
-    assert_eq!(tco::fmt_pct_change(0.998), "+0%");
-    assert_eq!(tco::fmt_pct_change(1.004), "+0%");
+    // No change is +0%, never -0%; a change under half a percent keeps its sign and a
+    // decimal; a tenth is -90%.
+    assert_eq!(tco::fmt_pct_change(1.0), "+0%");
+    assert_eq!(tco::fmt_pct_change(0.9999), "+0%");
+    assert_eq!(tco::fmt_pct_change(0.9962), "-0.4%");
+    assert_eq!(tco::fmt_pct_change(0.998), "-0.2%");
+    assert_eq!(tco::fmt_pct_change(1.004), "+0.4%");
+    assert_eq!(tco::fmt_pct_change(1.006), "+1%");
     assert_eq!(tco::fmt_pct_change(0.1), "-90%");
     assert_eq!(tco::fmt_pct_change(2.2), "+120%");
     // A part only the other platform has: the baseline's figure is 0, no ratio.

@@ -123,10 +123,12 @@ pub struct CompareArgs {
     /// Two runs: A (old, baseline) then B (new). `RUN@VARIANT` takes one variant of a run
     /// measured under `[[variant]]`s (`compare RUN@gro-on RUN@gro-off`).
     pub runs: Vec<String>,
-    /// Group A: comma-separated runs whose repetitions are pooled.
+    /// Group A: comma-separated runs; each run's repetitions are averaged and each run
+    /// counts as one replication (acceptance L, 4).
     #[arg(long = "a", value_name = "RUN,RUN", value_delimiter = ',')]
     pub group_a: Vec<String>,
-    /// Group B: comma-separated runs whose repetitions are pooled.
+    /// Group B: comma-separated runs; each run's repetitions are averaged and each run
+    /// counts as one replication (acceptance L, 4).
     #[arg(long = "b", value_name = "RUN,RUN", value_delimiter = ',')]
     pub group_b: Vec<String>,
     /// Read runs from an exported JSON file instead of the store.

@@ -354,10 +354,20 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     let mut regs = Vec::new();
     for name in &names {
         let reg = registry::find(name).with_context(|| {
-            format!(
-                "unknown workload `{name}`; choose from: {}",
-                registry::names().join(", ")
-            )
+            // A plan file named where a workload goes (acceptance M, 9).
+            if name.ends_with(".toml") || std::path::Path::new(name).is_file() {
+                format!(
+                    "`{}` is no workload; to run a plan file, give it with --plan: \
+                     rackbench run --plan {}",
+                    model::printable(name),
+                    model::printable(name)
+                )
+            } else {
+                format!(
+                    "unknown workload `{name}`; choose from: {}",
+                    registry::names().join(", ")
+                )
+            }
         })?;
         if !seen.insert(name.clone()) {
             bail!("workload `{name}` is named twice: a suite runs each workload once (its sweep covers the variants)");

@@ -296,7 +296,10 @@ impl KvConfig {
         }
         if let Some(r) = self.rate {
             if r <= 0.0 || !r.is_finite() {
-                bail!("rate must be a positive number of requests per second");
+                bail!(
+                    "rate (--rate) must be a positive number of requests per second, not {r} \
+                     (each value of a sweep: start a range above 0, e.g. --rate 10000..100000:+10000)"
+                );
             }
             engine::load::check_rate(r, "--rate")?;
         }
