@@ -2701,7 +2701,8 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                         "{label}: telemetry on {name} per test, each the mean over its \
                          repetitions of the host's figures over the measured time: context \
                          switches and interrupts per second (the whole host), each NIC's \
-                         received / sent Gbit/s and packets/s, each disk's read / written MB/s \
+                         received / sent bits per second (in the unit its column's head \
+                         names) and packets/s, each disk's read / written MB/s \
                          and I/O per second{}",
                         if left_out.is_empty() {
                             String::new()
