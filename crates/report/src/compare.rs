@@ -577,7 +577,14 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
                 .filter(|(k, _)| !r.params.contains_key(*k));
             for (k, v) in r.params.iter().chain(defaults) {
                 let e = out.entry(format!("param.{}.{k}", r.workload)).or_default();
-                let v = param_str(v);
+                let mut v = param_str(v);
+                // The load generators are a set: `rbh3,rbh2` is `rbh2,rbh3`
+                // (acceptance K, F4).
+                if k == "loadgen_hosts" {
+                    let mut hosts: Vec<&str> = v.split(',').map(str::trim).collect();
+                    hosts.sort_unstable();
+                    v = hosts.join(",");
+                }
                 if !e.contains(&v) {
                     e.push(v);
                 }

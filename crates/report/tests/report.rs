@@ -2753,6 +2753,29 @@ fn compare_holds_no_virtual_interface_list_against_a_comparison() {
     assert!(c.verdict.contains("nic.eth0.mtu"), "{}", c.verdict);
 }
 
+/// The same load generators named in another order are the same method (acceptance K,
+/// F4: `--loadgen rbh2,rbh3` against `rbh3,rbh2` read NOT like for like); others are not.
+#[test]
+fn compare_takes_the_load_generators_as_a_set() {
+    let with = |hosts: &str| {
+        let mut r = kv_run(&Spec::default());
+        for x in r.results.iter_mut() {
+            x.params
+                .insert("loadgen_hosts".into(), serde_json::json!(hosts));
+        }
+        r
+    };
+    let c = report::comparability(&[with("rbh2,rbh3")], &[with("rbh3,rbh2")]);
+    assert!(c.like_for_like, "{c:?}");
+    let c = report::comparability(&[with("rbh2,rbh3")], &[with("rbh2,rbh4")]);
+    assert!(
+        c.differences
+            .iter()
+            .any(|d| d.key.ends_with("loadgen_hosts")),
+        "{c:?}"
+    );
+}
+
 /// Runs whose watts come from different declared power models (or a model against a
 /// meter) do not compare like for like: the power and perf/W differences are the models'.
 /// Sources a host has (IPMI on one, RAPL on the other) are named as hardware.
