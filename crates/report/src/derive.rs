@@ -1359,6 +1359,37 @@ impl<'a> Point<'a> {
         self.powered().per_watt_terms()
     }
 
+    /// Why CPU and power over the whole test are no figures per unit of its headline: the
+    /// test ran phases one after another at different rates (mem's `--bw-threads 1,all`,
+    /// crypto's buffer sizes), its CPU and power are of all of them, its headline of one
+    /// (acceptance L, 3: 117.5% over the 1- and 2-thread kernels against the 2-thread
+    /// 32.2 GB/s). None for a test of one phase.
+    fn phases(&self) -> Option<String> {
+        const SEQUENTIAL: &[&str] = &["threads", "buffer_bytes"];
+        for key in SEQUENTIAL {
+            let mut values: Vec<&str> = self
+                .valid()
+                .into_iter()
+                .flat_map(|r| r.metrics.iter())
+                .filter_map(|m| m.labels.get(*key).map(String::as_str))
+                .collect();
+            values.sort_by(|a, b| match (a.parse::<f64>(), b.parse::<f64>()) {
+                (Ok(x), Ok(y)) => x.total_cmp(&y),
+                _ => a.cmp(b),
+            });
+            values.dedup();
+            if values.len() > 1 {
+                return Some(format!(
+                    "the test ran its phases one after another ({} {}), its CPU and power \
+                     are over all of them and its headline one phase's",
+                    key.replace('_', " "),
+                    values.join(", ")
+                ));
+            }
+        }
+        None
+    }
+
     /// Efficiency figures of this point. None for a capacity test: its headline is one
     /// step's figure (or already per watt), the power and CPU the whole test's.
     pub fn efficiency(&self) -> Option<Efficiency> {
@@ -1376,9 +1407,14 @@ impl<'a> Point<'a> {
             Ok(p) => p.idle_w.ok_or_else(|| idle_missing(self.run, &powered)),
             Err(why) => Err(format!("no power figure: {why}")),
         };
+        let phased = self.phases();
         let (perf_per_w, w_per_perf, dw_per_perf) = match (&power, terms) {
             _ if !throughput => {
                 let no = || Err(NOT_A_THROUGHPUT.to_string());
+                (no(), no(), no())
+            }
+            (Ok(_), _) if phased.is_some() => {
+                let no = || Err(phased.clone().unwrap_or_default());
                 (no(), no(), no())
             }
             (Ok(_), Some((perf_m, w_m))) if w_m > 0.0 && perf_m > 0.0 => (
@@ -1426,6 +1462,7 @@ impl<'a> Point<'a> {
             dw_per_perf,
             cpu_pct_per_perf: match &cpu {
                 _ if !throughput => Err(NOT_A_THROUGHPUT.to_string()),
+                Ok(_) if phased.is_some() => Err(phased.clone().unwrap_or_default()),
                 Ok(c) if perf > 0.0 => Ok(c.pct / perf),
                 Ok(_) => Err("the throughput is zero".to_string()),
                 Err(why) => Err(format!("no %CPU used: {why}")),

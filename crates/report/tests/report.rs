@@ -2776,6 +2776,38 @@ fn compare_takes_the_load_generators_as_a_set() {
     );
 }
 
+/// A test of phases run one after another at different rates (mem's 1- and 2-thread
+/// kernels, crypto's buffer sizes) has CPU and power over all of them and a headline of
+/// one: no figure per unit of it, and why (acceptance L, 3).
+#[test]
+fn a_test_of_sequential_phases_has_no_cpu_or_power_per_unit() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    run.results.truncate(1);
+    run.hosts[0].role = "sut".into();
+    let per_unit = |run: &RunRecord| {
+        let e = report::derive::points(0, run)[0].efficiency().unwrap();
+        (e.cpu_pct_per_perf.clone(), e.perf_per_w.clone())
+    };
+    let (cpu, pw) = per_unit(&run);
+    assert!(cpu.is_ok() && pw.is_ok(), "{cpu:?} {pw:?}");
+    for t in ["1", "2"] {
+        run.results[0]
+            .metrics
+            .push(model::Metric::new("bandwidth_gb_per_s", 10.0, "GB/s").label("threads", t));
+    }
+    let (cpu, pw) = per_unit(&run);
+    let why = cpu.unwrap_err();
+    assert!(
+        why.contains("phases one after another (threads 1, 2)"),
+        "{why}"
+    );
+    assert_eq!(pw.unwrap_err(), why);
+}
+
 /// Runs whose watts come from different declared power models (or a model against a
 /// meter) do not compare like for like: the power and perf/W differences are the models'.
 /// Sources a host has (IPMI on one, RAPL on the other) are named as hardware.
