@@ -508,7 +508,7 @@ pub fn not_run_note(run: &RunRecord, label: &str) -> Option<String> {
     }
     (count > 0 || every).then(|| {
         format!(
-            "{label}: {state} before {} ran: {} (asked for, nothing stored)",
+            "{label}: {state} before {} stored anything: {} (asked for: not started, or killed before its first checkpoint)",
             if count == 1 && !every {
                 "this test"
             } else {
@@ -2748,7 +2748,7 @@ mod tests {
         );
         assert_eq!(
             not_run_note(&run, "a").as_deref(),
-            Some("a: interrupted before these tests ran: rsa2048, sha256 (asked for, nothing stored)")
+            Some("a: interrupted before these tests stored anything: rsa2048, sha256 (asked for: not started, or killed before its first checkpoint)")
         );
     }
 
@@ -2771,14 +2771,14 @@ mod tests {
         );
         assert_eq!(
             not_run_note(&run, "a").as_deref(),
-            Some("a: interrupted before this test ran: crypto rsa1024 (asked for, nothing stored)")
+            Some("a: interrupted before this test stored anything: crypto rsa1024 (asked for: not started, or killed before its first checkpoint)")
         );
         let run = killed(run.plan.clone(), &[("mem", "bandwidth")]);
         assert_eq!(
             not_run_note(&run, "a").as_deref(),
             Some(
-                "a: interrupted before these tests ran: mem latency; crypto rsa512, rsa1024 \
-                 (asked for, nothing stored)"
+                "a: interrupted before these tests stored anything: mem latency; crypto rsa512, rsa1024 \
+                 (asked for: not started, or killed before its first checkpoint)"
             )
         );
         // A plan stored before the tests were kept: the tests asked, each workload's.
@@ -2791,7 +2791,7 @@ mod tests {
         );
         assert_eq!(
             not_run_note(&old, "a").as_deref(),
-            Some("a: interrupted before this test ran: net tcp (asked for, nothing stored)")
+            Some("a: interrupted before this test stored anything: net tcp (asked for: not started, or killed before its first checkpoint)")
         );
         // One whose second workload asked for its default tests and stored nothing: it
         // is named (it was left out, no tests known).
@@ -2805,8 +2805,8 @@ mod tests {
         assert_eq!(
             not_run_note(&old, "a").as_deref(),
             Some(
-                "a: interrupted before these tests ran: kv get; mem (every test) \
-                 (asked for, nothing stored)"
+                "a: interrupted before these tests stored anything: kv get; mem (every test) \
+                 (asked for: not started, or killed before its first checkpoint)"
             )
         );
     }
