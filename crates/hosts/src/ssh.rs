@@ -68,9 +68,14 @@ pub fn check_destination(dest: &str) -> anyhow::Result<()> {
 pub fn check_config(path: &Path) -> anyhow::Result<()> {
     if !path.is_file() {
         bail!(
-            "--ssh-config {}: no such file; give an ssh config file (as `ssh -F`), or leave \
+            "--ssh-config {}: {}; give an ssh config file (as `ssh -F`), or leave \
              the option out to use ~/.ssh/config",
-            path.display()
+            path.display(),
+            if path.is_dir() {
+                "a directory, not a file"
+            } else {
+                "no such file"
+            }
         );
     }
     Ok(())
@@ -645,6 +650,25 @@ pub fn classify(
              (`ssh-copy-id {dest}`) or load your key in ssh-agent, then check with `{ssh} {dest} true`"
         );
     }
+    // ssh refusing its configuration ("terminating, 1 bad configuration options", "Bad
+    // configuration option", "no argument after keyword"): the file is wrong, not the
+    // host (acceptance K, F8).
+    if s.contains("bad configuration option")
+        || s.contains("Bad configuration option")
+        || s.contains("no argument after keyword")
+    {
+        return anyhow::anyhow!(
+            "ssh refused its configuration ({said}): mend {}, then `rackbench hosts check {dest}{}`",
+            match user_config {
+                Some(f) => format!("the file given with --ssh-config, {}", f.display()),
+                None => "your ~/.ssh/config".to_string(),
+            },
+            match user_config {
+                Some(f) => format!(" --ssh-config {}", shell_quote(&f.to_string_lossy())),
+                None => String::new(),
+            }
+        );
+    }
     if s.contains("Could not resolve hostname") {
         return anyhow::anyhow!(
             "{dest}: unknown host name ({said}); check the name or {}",
@@ -956,6 +980,21 @@ mod tests {
         );
         assert!(
             format!("{e}").ends_with("`rackbench hosts check h1 --ssh-config '/srv/lab ssh.cfg'`"),
+            "{e}"
+        );
+        // A configuration ssh refuses is the file's fault, not the host's (acceptance K,
+        // F8: it read "h1 is unreachable over ssh").
+        let e = classify(
+            "h1",
+            "/srv/lab ssh.cfg: line 3: Bad configuration option: frobnicate\n/srv/lab ssh.cfg: terminating, 1 bad configuration options",
+            Some(255),
+            Some(f),
+        );
+        let e = format!("{e}");
+        assert!(
+            e.starts_with("ssh refused its configuration (")
+                && e.contains("mend the file given with --ssh-config, /srv/lab ssh.cfg")
+                && !e.contains("unreachable"),
             "{e}"
         );
     }
