@@ -246,7 +246,8 @@ impl Selection {
             .join(", ")
     }
 
-    /// `each column at its best instances`, `at instances=2`.
+    /// `each column at one instances, its best over all its rows; each row at its best
+    /// clients`, `at instances=2`.
     pub fn describe(&self, peak: &[String]) -> String {
         let at: Vec<String> = self.at.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let best: Vec<&String> = peak
@@ -262,14 +263,19 @@ impl Selection {
         if !at.is_empty() {
             parts.push(format!("at {}", at.join(", ")));
         }
-        if !best.is_empty() {
+        let (scale, load): (Vec<&str>, Vec<&str>) = best
+            .iter()
+            .map(|s| s.as_str())
+            .partition(|s| crate::derive::SCALE_PARAMS.contains(s));
+        if !scale.is_empty() {
             parts.push(format!(
-                "each column at its best {}",
-                best.iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "each column at one {}, its best over all its rows",
+                scale.join(", ")
             ));
+        }
+        if !load.is_empty() {
+            let whose = if scale.is_empty() { "column" } else { "row" };
+            parts.push(format!("each {whose} at its best {}", load.join(", ")));
         }
         parts.join("; ")
     }
