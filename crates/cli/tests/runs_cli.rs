@@ -404,6 +404,43 @@ fn report_all_takes_every_stored_run() {
     assert!(Store::open(&db).unwrap().list_runs().unwrap().len() == 3);
 }
 
+/// An `--extrapolate` column that cannot be made (a run that discloses no rated clock)
+/// is left out with a note in the document, and said where it was typed, once.
+#[test]
+fn an_extrapolation_that_cannot_be_made_is_said_on_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let out = dir.path().join("x.html");
+    let extrapolate = |how: &str| {
+        let o = rackbench(
+            &db,
+            &[
+                "report",
+                "arm",
+                "x86",
+                "--extrapolate",
+                how,
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        ok(&o);
+        stderr(&o)
+    };
+    let err = extrapolate("arm=3GHz");
+    let said = "rackbench: note: arm at 3 GHz not extrapolated";
+    assert_eq!(err.matches(said).count(), 1, "{err}");
+    assert!(err.contains("cpu.freq_max_mhz"), "{err}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        html.contains("not extrapolated"),
+        "the document lost its note"
+    );
+    // A column that can be made is no note.
+    let err = extrapolate("arm=x2:boards");
+    assert!(!err.contains("not extrapolated"), "{err}");
+}
+
 /// A label with an escape sequence and a newline (a hostile or careless `--label`, an
 /// imported run) reaches no terminal raw and breaks no table: runs, show, compare.
 #[test]

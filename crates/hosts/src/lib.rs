@@ -260,18 +260,19 @@ impl HostSet {
     /// An error when two of the hosts are one machine ([`same_machine`]), naming both and
     /// what to give instead.
     fn refuse_aliases(&self) -> anyhow::Result<()> {
-        let (boot, addresses, name) = (boot_id(), local_addresses(), hostname());
+        let boots = self.boot_ids();
+        let (addresses, name) = (local_addresses(), hostname());
         let mut ids = vec![Identity {
             name: LOCAL,
-            boot_id: boot.as_deref(),
+            boot_id: boots[0].1.as_deref(),
             hostname: &name,
             addresses: &addresses,
         }];
-        for r in &self.remotes {
+        for (r, (_, boot)) in self.remotes.iter().zip(&boots[1..]) {
             let hello = r.hello();
             ids.push(Identity {
                 name: r.name(),
-                boot_id: hello.boot_id.as_deref(),
+                boot_id: boot.as_deref(),
                 hostname: &hello.hostname,
                 addresses: &hello.addresses,
             });
@@ -324,6 +325,19 @@ impl HostSet {
 
     pub fn remotes(&self) -> &[Arc<RemoteHost>] {
         &self.remotes
+    }
+
+    /// Each host's name with its kernel's boot id, this machine first (its own, read
+    /// here), then the remotes (as each one's agent said): hosts with one boot id are
+    /// one kernel, namespaces or containers of one machine.
+    pub fn boot_ids(&self) -> Vec<(String, Option<String>)> {
+        let mut out = vec![(LOCAL.to_string(), boot_id())];
+        out.extend(
+            self.remotes
+                .iter()
+                .map(|r| (r.name().to_string(), r.hello().boot_id.clone())),
+        );
+        out
     }
 
     /// The first host that was lost, and why.

@@ -216,31 +216,24 @@ pub fn cpu_tables(runs: &[RunRecord]) -> Vec<CpuTable> {
 /// The table of one host over some columns.
 fn host_table(cols: &[(Column, &Point)], roles: Option<Vec<String>>) -> CpuTable {
     let cols: Vec<&Column> = cols.iter().map(|(c, _)| c).collect();
+    // Each column's CPUs, each the mean of its lines over the column's summaries.
+    let means: Vec<Vec<CpuUtil>> = cols.iter().map(|c| mean_cpus(&c.sums)).collect();
     // Every CPU with a line in any column (never the all-CPU line, -1).
-    let mut all: Vec<i32> = cols
-        .iter()
-        .flat_map(|c| c.sums.iter().flat_map(|t| t.cpus.iter().map(|u| u.cpu)))
-        .filter(|c| *c >= 0)
-        .collect();
+    let mut all: Vec<i32> = means.iter().flatten().map(|u| u.cpu).collect();
     all.sort_unstable();
     all.dedup();
     // A CPU's mean of `f` in a column: None where no summary there has its line.
-    let cell = |c: &Column, cpu: i32, f: Field| -> Option<f64> {
-        mean(
-            &c.sums
-                .iter()
-                .filter_map(|t| t.cpus.iter().find(|u| u.cpu == cpu))
-                .map(f)
-                .collect::<Vec<_>>(),
-        )
+    let cell = |m: &[CpuUtil], cpu: i32, f: Field| -> Option<f64> {
+        m.iter().find(|u| u.cpu == cpu).map(f)
     };
     let busy: Field = CpuUtil::busy_pct;
     let shown: Vec<i32> = all
         .iter()
         .copied()
         .filter(|&cpu| {
-            cols.iter()
-                .any(|c| cell(c, cpu, busy).is_some_and(|b| b >= BUSY_SHOWN_PCT))
+            means
+                .iter()
+                .any(|m| cell(m, cpu, busy).is_some_and(|b| b >= BUSY_SHOWN_PCT))
         })
         .collect();
     let left: Vec<i32> = all.iter().copied().filter(|c| !shown.contains(c)).collect();
@@ -269,13 +262,14 @@ fn host_table(cols: &[(Column, &Point)], roles: Option<Vec<String>>) -> CpuTable
     }
     for &cpu in &shown {
         let extra = IF_ANY.iter().filter(|(_, f)| {
-            cols.iter()
-                .any(|c| cell(c, cpu, *f).is_some_and(|v| v >= SHOWN_FROM))
+            means
+                .iter()
+                .any(|m| cell(m, cpu, *f).is_some_and(|v| v >= SHOWN_FROM))
         });
         for (name, f) in ALWAYS.iter().chain(extra) {
             let mut r = vec![format!("CPU{cpu} {name}")];
-            for c in &cols {
-                r.push(match cell(c, cpu, *f) {
+            for (c, m) in cols.iter().zip(&means) {
+                r.push(match cell(m, cpu, *f) {
                     Some(v) => fixed(v, 2),
                     None => {
                         if c.why.is_none() {

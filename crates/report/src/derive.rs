@@ -2635,23 +2635,42 @@ fn rated_mhz(run: &RunRecord) -> Option<f64> {
         })
 }
 
+/// The measured column extrapolation `e` starts from (`labels` name `runs`' columns) and
+/// its performance factor; where it cannot be made, the note said in its column's place.
+fn extrapolation_from(
+    labels: &[String],
+    runs: &[RunRecord],
+    e: &Extrapolation,
+) -> Result<(usize, f64), String> {
+    let from = labels
+        .iter()
+        .position(|l| *l == e.from)
+        .ok_or_else(|| format!("No column `{}` to extrapolate from.", e.from))?;
+    let f = e
+        .how
+        .perf_factor(rated_mhz(&runs[from]))
+        .map_err(|why| format!("{} {} not extrapolated: {why}.", e.from, e.how.heading()))?;
+    Ok((from, f))
+}
+
+/// Why each of the selection's extrapolations that cannot be made from these runs is
+/// left out (a run that discloses no clock): the summary's notes, for the console too.
+pub fn extrapolation_problems(runs: &[RunRecord], sel: &Selection) -> Vec<String> {
+    let labels = run_labels(runs);
+    sel.extrapolate
+        .iter()
+        .filter_map(|e| extrapolation_from(&labels, runs, e).err())
+        .collect()
+}
+
 impl Summary {
     /// Append the column `e` extrapolates from a measured one (a no-op, with a note,
     /// when it cannot be made).
     fn add_extrapolated(&mut self, runs: &[RunRecord], e: &Extrapolation) {
-        let Some(from) = self.runs[..self.measured].iter().position(|l| *l == e.from) else {
-            self.notes
-                .push(format!("No column `{}` to extrapolate from.", e.from));
-            return;
-        };
-        let f = match e.how.perf_factor(rated_mhz(&runs[from])) {
-            Ok(f) => f,
-            Err(why) => {
-                self.notes.push(format!(
-                    "{} {} not extrapolated: {why}.",
-                    e.from,
-                    e.how.heading()
-                ));
+        let (from, f) = match extrapolation_from(&self.runs[..self.measured], runs, e) {
+            Ok(x) => x,
+            Err(note) => {
+                self.notes.push(note);
                 return;
             }
         };

@@ -594,20 +594,10 @@ fn disclosures(
     // share its CPUs, whose counters then hold every one's work: said on each, so that
     // a system under test's whole-host CPU is not taken for its servers' where a load
     // generator ran on the same kernel (acceptance K, F1).
-    let boot = |name: &str| -> Option<String> {
-        if name == hosts::LOCAL {
-            hosts::boot_id()
-        } else {
-            set.remotes()
-                .iter()
-                .find(|r| r.name() == name)
-                .and_then(|r| r.hello().boot_id.clone())
-        }
-    };
     let boots: Vec<(String, Option<String>)> = set
-        .all()
-        .iter()
-        .map(|h| (h.name().to_string(), boot(h.name())))
+        .boot_ids()
+        .into_iter()
+        .filter(|(n, _)| set.all().iter().any(|h| h.name() == n))
         .collect();
     for d in out.iter_mut() {
         let Some((_, Some(mine))) = boots.iter().find(|(n, _)| *n == d.host) else {

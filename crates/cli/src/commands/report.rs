@@ -363,15 +363,8 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
     // An extrapolation that cannot be made (a run that discloses no clock) leaves its
     // column out with a note in the document: said here too, where it is typed
     // (acceptance L, 7).
-    if !sel.extrapolate.is_empty() {
-        for wl in report::charts::workloads(&runs) {
-            let wr = report::charts::only_workload(&runs, &wl);
-            for n in report::derive::summary_with(&wr, &sel).notes {
-                if n.contains(" not extrapolated: ") || n.starts_with("No column `") {
-                    engine::errln!("rackbench: note: {}", model::printable(&n));
-                }
-            }
-        }
+    for n in report::derive::extrapolation_problems(&runs, &sel) {
+        engine::errln!("rackbench: note: {}", model::printable(&n));
     }
     let tco_result = match &a.tco {
         Some(p) => Some(evaluate_plan(p, a.from.as_deref(), g)?),
