@@ -122,6 +122,43 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             &["net", "--pairs", "a>b,a>b"],
             "--pairs names a>b more than once",
         ),
+        // Acceptance M, 5: flags that nothing asked reads ran, and were stored as if
+        // they applied.
+        (&["kv", "-t", "set,get", "--ratio", "1:1"], "add mix to -t"),
+        (&["kv", "--arrival", "poisson"], "leave --arrival out"),
+        (&["kv", "-t", "get", "--wait", "sleep"], "leave --wait out"),
+        (&["http", "--arrival", "poisson"], "give --rate N (wrk2 -R)"),
+        (&["http", "--wait", "spin"], "leave --wait out"),
+        (&["oltp", "--arrival", "poisson"], "leave --arrival out"),
+        (
+            &["net", "--tests", "tcp", "--udp-payload", "60"],
+            "leave --udp-payload out",
+        ),
+        (
+            &["net", "--tests", "udp1472", "--udp-payload", "60"],
+            "add udp to --tests",
+        ),
+        (
+            &["crypto", "--tests", "rsa2048", "--buffer-sizes", "64"],
+            "leave --buffer-sizes out",
+        ),
+        (
+            &["crypto", "--tests", "sha256", "--bits", "4096"],
+            "leave --bits out",
+        ),
+        (
+            &["mem", "--tests", "latency", "--bw-size", "64M"],
+            "--bw-size is a setting of the bandwidth test",
+        ),
+        (
+            &["mem", "--tests", "bandwidth", "--sizes", "4K,1M"],
+            "--sizes is a setting of the latency test",
+        ),
+        (&["crypto", "--max-repeat", "5"], "give --until-cv too"),
+        (
+            &["crypto", "--telemetry-interval", "0.5"],
+            "--telemetry-interval sets how often",
+        ),
     ];
     for (args, names) in cases {
         let out = common::bin()

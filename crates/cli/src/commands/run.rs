@@ -427,6 +427,12 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     if opts.until_cv.is_some_and(|c| !(c > 0.0 && c < 100.0)) {
         bail!("--until-cv is a percentage between 0 and 100, e.g. 3");
     }
+    // A cap with nothing to cap: the run would repeat --repeat times, the cap unread.
+    if opts.max_repeat.is_some() && opts.until_cv.is_none() {
+        bail!(
+            "--max-repeat caps the repetitions --until-cv PCT adds: give --until-cv too, or              --repeat N for a fixed count"
+        );
+    }
     opts.telemetry_interval = opts.telemetry_interval.or(plan_opts.telemetry_interval);
     opts.no_telemetry |= plan_opts.no_telemetry;
     opts.idle_power = opts.idle_power.or(plan_opts.idle_power);
@@ -491,6 +497,12 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
             bail!(
                 "{flag} is read by the telemetry, and --no-telemetry turns it off: leave one \
                  of them out"
+            );
+        }
+        if opts.telemetry_interval.is_some() {
+            bail!(
+                "--telemetry-interval sets how often the telemetry samples, and \
+                 --no-telemetry turns it off: leave one of them out"
             );
         }
     }

@@ -143,8 +143,31 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     if cfg.buffer_sizes.is_empty() || cfg.buffer_sizes.iter().any(|&b| b == 0 || b > 64 << 20) {
         bail!("crypto: `buffer_sizes` must be 1 B to 64 MiB each (e.g. --buffer-sizes 16,1024,8192,16384)");
     }
-    for t in expand_tests(cfg)? {
-        Op::parse(&t)?;
+    let tests = expand_tests(cfg)?;
+    for t in &tests {
+        Op::parse(t)?;
+    }
+    // Settings no test asked reads: the run would stand as measured with them.
+    if cfg.buffer_sizes != default_buffers()
+        && !tests.iter().any(|t| t == "aes256gcm" || t == "sha256")
+    {
+        bail!(
+            "crypto: `buffer_sizes` are the buffers of aes256gcm and sha256, and the tests asked \
+             are {}; add one of them to --tests, or leave --buffer-sizes out",
+            tests.join(",")
+        );
+    }
+    if cfg.bits != default_bits()
+        && !cfg
+            .tests
+            .iter()
+            .any(|t| t.trim().eq_ignore_ascii_case("rsa"))
+    {
+        bail!(
+            "crypto: `bits` gives the key sizes of the `rsa` test, and the tests asked are {}; \
+             add rsa to --tests (or name the size, rsa2048), or leave --bits out",
+            tests.join(",")
+        );
     }
     Ok(())
 }

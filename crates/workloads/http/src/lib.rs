@@ -420,6 +420,15 @@ impl HttpConfig {
         for t in self.latency_thresholds.items() {
             engine::histlog::parse_latency_ns(&t).context("--latency-thresholds")?;
         }
+        // Read by an open loop only: the run would stand as measured with it unread.
+        if self.arrival != "constant" && self.rate.is_none() && tests.iter().all(|t| t == "load") {
+            bail!(
+                "--arrival {} spaces the requests of an open loop, and without --rate the load \
+                 test runs closed (each connection sends when its reply is in): give --rate N \
+                 (wrk2 -R), or leave --arrival out",
+                self.arrival
+            );
+        }
         if let Some(url) = &self.target {
             parse_url(url)?;
             let launched = HttpConfig::default();
@@ -553,6 +562,7 @@ impl Plan {
         let cfg: HttpConfig = engine::plan::config_from_params("http", &p)?;
         cfg.validate()?;
         cap.validate(&cfg.tests(), &CAPACITY)?;
+        cap.refuse_wait_in_closed_loop(&cfg.tests(), cfg.rate.is_some())?;
         let server_cpus = cpu_list(&cfg.server_cpus, "server-cpus")?;
         let client_cpus = cpu_list(&cfg.client_cpus, "client-cpus")?;
         Ok(Plan {

@@ -212,6 +212,7 @@ impl Plan {
         let cfg: KvConfig = engine::plan::config_from_params("kv", &p)?;
         cfg.validate()?;
         cap.validate(&cfg.tests, &CAPACITY)?;
+        cap.refuse_wait_in_closed_loop(&cfg.tests, cfg.rate.is_some())?;
         // CPU lists arrive as numbers (`0,1` parsed as a list) or strings (`0-3`).
         let server_cpus = engine::launch::cpus_from_values(&cfg.server_cpus, "server_cpus")?;
         let client_cpus = engine::launch::cpus_from_values(&cfg.client_cpus, "client_cpus")?;
@@ -320,6 +321,25 @@ impl KvConfig {
             bail!("no tests given (-t set,get)");
         }
         parse_ratio(&self.ratio)?;
+        // Flags the tests given never read: the run would stand as measured with them.
+        let runs = |any: &[&str]| self.tests.iter().any(|t| any.contains(&t.as_str()));
+        let capacity = ["ramp", "search", "levels"];
+        if self.ratio != KvConfig::default().ratio && !runs(&["mix", "ramp", "search", "levels"]) {
+            bail!(
+                "--ratio {} is the SET:GET mix of the `mix` test (and of the capacity tests' \
+                 steps), and -t {} runs none of them: add mix to -t, or leave --ratio out",
+                self.ratio,
+                self.tests.join(",")
+            );
+        }
+        if self.arrival != KvConfig::default().arrival && self.rate.is_none() && !runs(&capacity) {
+            bail!(
+                "--arrival {} spaces the requests of an open loop, and without --rate the test \
+                 runs closed (each connection sends when its reply is in): give --rate N, or \
+                 leave --arrival out",
+                self.arrival
+            );
+        }
         Ok(())
     }
 

@@ -337,6 +337,29 @@ impl Plan {
             bail!("mem: no tests selected (e.g. --tests latency,bandwidth)");
         }
         check_sampling(cfg.sample_ms, cfg.samples)?;
+        // Settings of a test not asked: the run would stand as measured with them.
+        let given = [
+            (!cfg.sizes.is_empty(), "--sizes", "latency"),
+            (cfg.min_size.is_some(), "--min-size", "latency"),
+            (cfg.max_size.is_some(), "--max-size", "latency"),
+            (cfg.cpu.is_some(), "--cpu", "latency"),
+            (cfg.bw_size.is_some(), "--bw-size", "bandwidth"),
+            (
+                cfg.bw_threads != default_bw_threads(),
+                "--bw-threads",
+                "bandwidth",
+            ),
+        ];
+        if let Some((_, flag, test)) = given
+            .iter()
+            .find(|(given, _, test)| *given && !tests.iter().any(|t| t == test))
+        {
+            bail!(
+                "mem: {flag} is a setting of the {test} test, and the tests asked are {}; add \
+                 {test} to --tests, or leave {flag} out",
+                tests.join(",")
+            );
+        }
         let sizes = if cfg.sizes.is_empty() {
             let min = match &cfg.min_size {
                 Some(v) => parse_size("min_size", v)?,

@@ -366,6 +366,19 @@ impl Plan {
                 tests.join(",")
             );
         }
+        // The payloads expand a bare `udp` only (`udp1472` names its own).
+        if cfg.udp_payload != default_payloads()
+            && !cfg
+                .tests
+                .iter()
+                .any(|t| t.trim().eq_ignore_ascii_case("udp"))
+        {
+            bail!(
+                "net: `udp_payload` gives the payloads of the `udp` test, and the tests asked \
+                 are {}; add udp to --tests, or leave --udp-payload out",
+                tests.join(",")
+            );
+        }
         let sender_cpus = cpu_list("sender_cpus", &cfg.sender_cpus)?;
         let receiver_cpus = cpu_list("receiver_cpus", &cfg.receiver_cpus)?;
         Ok(Plan {
