@@ -386,6 +386,11 @@ const SET_BY_VARIANT: &str = "set by the declared variant";
 /// "NOT like for like" although the one point compared, instances=1, was).
 const SWEPT: &str = "swept further on one side";
 
+/// The category of a host fact one side knows a value of and the other cannot say (a
+/// sysctl a namespace does not show): no known difference, so not held against the
+/// comparison, nor a sameness either; the verdict names it (acceptance K, 4).
+const UNKNOWN_ONE_SIDE: &str = "known on one side only";
+
 /// Where the points ran (`param.http.sut_host`): the platform compared, as hardware is,
 /// never held against the comparison (acceptance pass G, 11).
 const PLACEMENT: &str = "placement";
@@ -616,7 +621,8 @@ fn knows_settings_of(runs: &[RunRecord], key: &str) -> bool {
 pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
     let fa = facts(a);
     let fb = facts(b);
-    let known: BTreeSet<&str> = known_facts(a).into_iter().chain(known_facts(b)).collect();
+    let (known_a, known_b) = (known_facts(a), known_facts(b));
+    let known: BTreeSet<&str> = known_a.union(&known_b).copied().collect();
     let mut keys: Vec<&String> = fa.keys().chain(fb.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -697,6 +703,8 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
             };
             let category = if k == POWER_SOURCE && !declared(fa.get(k)) && !declared(fb.get(k)) {
                 "hardware"
+            } else if host_fact && known_a.contains(k.as_str()) != known_b.contains(k.as_str()) {
+                UNKNOWN_ONE_SIDE
             } else if swept {
                 SWEPT
             } else {
@@ -724,7 +732,10 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
         }
     }
     let explained = |d: &&Difference| {
-        d.category == DECLARED || d.category == SET_BY_VARIANT || d.category == SWEPT
+        d.category == DECLARED
+            || d.category == SET_BY_VARIANT
+            || d.category == SWEPT
+            || d.category == UNKNOWN_ONE_SIDE
     };
     // The declared variant is the setting under study: said, never held against the
     // comparison, nor what it set; anything else that differs besides it is.
@@ -833,6 +844,20 @@ pub fn comparability(a: &[RunRecord], b: &[RunRecord]) -> Comparability {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+        )
+    };
+    // What could not be checked, said beside a verdict that holds as far as both know.
+    let unknown: Vec<&str> = differences
+        .iter()
+        .filter(|d| d.category == UNKNOWN_ONE_SIDE)
+        .map(|d| d.key.as_str())
+        .collect();
+    let verdict = if unknown.is_empty() {
+        verdict
+    } else {
+        format!(
+            "{verdict} (as far as both sides know: {} known on one side only)",
+            unknown.join(", ")
         )
     };
     Comparability {

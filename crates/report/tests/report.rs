@@ -584,6 +584,10 @@ fn compare_names_the_declared_variant_and_warns_of_anything_else() {
         c.verdict,
         "like for like but the declared variant (off vs on)"
     );
+    let mut a = a;
+    a.hosts[0]
+        .facts
+        .insert("sysctl.net.core.busy_poll".into(), model::Fact::known("0"));
     b.hosts[0]
         .facts
         .insert("sysctl.net.core.busy_poll".into(), model::Fact::known("50"));
@@ -2785,6 +2789,10 @@ fn compare_holds_no_virtual_interface_list_against_a_comparison() {
         !c.differences.iter().any(|d| d.key == "nic.virtual"),
         "{c:?}"
     );
+    let mut a = a;
+    a.hosts[0]
+        .facts
+        .insert("nic.eth0.mtu".into(), model::Fact::known("1500"));
     b.hosts[0]
         .facts
         .insert("nic.eth0.mtu".into(), model::Fact::known("9000"));
@@ -4130,7 +4138,9 @@ fn power_sweep_has_a_line_per_run_and_variant() {
 /// A setting neither side knows a value of is no difference: a run stored before
 /// rackbench said why a `sysctl.net.core` key is not present (it left the key out) beside
 /// one that says so, on the same unchanged host, compare like for like. A known value
-/// against an unknown one still differs.
+/// against an unknown one is no known difference either, and not held against the
+/// comparison, but the verdict says it could not be checked (acceptance K, 4); known
+/// values that differ do differ.
 #[test]
 fn a_setting_no_side_knows_is_no_difference() {
     let a = kv_run(&Spec::default());
@@ -4157,7 +4167,18 @@ fn a_setting_no_side_knows_is_no_difference() {
         .facts
         .insert(key.into(), model::Fact::known("1"));
     let c = report::comparability(std::slice::from_ref(&a2), std::slice::from_ref(&b));
+    assert!(c.like_for_like, "{}", c.verdict);
+    assert_eq!(
+        c.verdict,
+        format!("like for like (as far as both sides know: {key} known on one side only)")
+    );
+    let mut b2 = b.clone();
+    b2.hosts[0]
+        .facts
+        .insert(key.into(), model::Fact::known("0"));
+    let c = report::comparability(std::slice::from_ref(&a2), std::slice::from_ref(&b2));
     assert!(!c.like_for_like && c.verdict.contains(key), "{}", c.verdict);
+    assert!(!c.verdict.contains("one side only"), "{}", c.verdict);
 }
 
 /// Lines of different power bases on one chart each say their basis (a modelled line
