@@ -188,6 +188,45 @@ fn hosts_check_reports_each_host_as_itself() {
     assert_nothing_left(&h, 10);
 }
 
+/// `hosts check` says two names of one machine are one (a run refuses them), exit 1;
+/// a name ssh could take for something else is bad input, said before any host is
+/// tried, not `UNREACHABLE` (acceptance K, 7).
+#[test]
+fn hosts_check_says_two_names_of_one_machine_and_refuses_a_bad_name() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let ip = h.ips[0].clone();
+    let check = |names: &[&str]| {
+        bin()
+            .args(["--json", "hosts", "check", "--ssh-config", &h.ssh_config])
+            .args(names)
+            .output()
+            .unwrap()
+    };
+    let out = check(&["rbh1", &ip, "rbh2", "rbh2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 3, "rbh2 checked once: {v}");
+    assert_eq!(v[0]["same_machine_as"], serde_json::json!([ip]), "{v}");
+    assert_eq!(v[1]["same_machine_as"], serde_json::json!(["rbh1"]), "{v}");
+    assert_eq!(v[2]["same_machine_as"], serde_json::json!([]), "{v}");
+    let out = check(&["rbh1", "a;b"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("`a;b` is not a host name"), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_nothing_left(&h, 10);
+}
+
 #[test]
 fn an_unknown_or_changed_host_key_is_refused_and_nothing_is_stored() {
     let Some(h) = testhosts() else { return };

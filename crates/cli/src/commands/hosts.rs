@@ -70,6 +70,12 @@ struct HostCheck {
     power: Vec<String>,
     power_missing: Option<String>,
     servers: Vec<(String, Option<String>)>,
+    /// The other names given that reach this same machine ([`hosts::same_machine`]): a
+    /// run refuses them side by side.
+    same_machine_as: Vec<String>,
+    /// What tells this machine from another, as its agent said.
+    #[serde(skip)]
+    hello: Option<hosts::proto::Hello>,
 }
 
 pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
@@ -78,10 +84,20 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     if let Some(cfg) = &c.ssh_config {
         hosts::ssh::check_config(cfg)?;
     }
+    // A name ssh could take for an option is bad input, said before any host is tried
+    // (it read `UNREACHABLE` beside the hosts that were); a name given twice is one host.
+    let mut names: Vec<&String> = Vec::new();
+    for h in &c.hosts {
+        if h != hosts::LOCAL {
+            hosts::ssh::check_destination(h)?;
+        }
+        if !names.contains(&h) {
+            names.push(h);
+        }
+    }
     let verbose = !g.quiet;
-    let checks: Vec<HostCheck> = std::thread::scope(|s| {
-        let hs: Vec<_> = c
-            .hosts
+    let mut checks: Vec<HostCheck> = std::thread::scope(|s| {
+        let hs: Vec<_> = names
             .iter()
             .map(|h| {
                 let cfg = c.ssh_config.clone();
@@ -89,13 +105,34 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             })
             .collect();
         hs.into_iter()
-            .zip(&c.hosts)
+            .zip(&names)
             .map(|(t, h)| {
                 t.join()
                     .unwrap_or_else(|_| failed(h, "the check panicked".into()))
             })
             .collect()
     });
+    // Two names of one machine (`rbh1` and its address): each says the other, as a run
+    // would refuse them (acceptance K, 7).
+    let same: Vec<Vec<String>> = checks
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            checks
+                .iter()
+                .enumerate()
+                .filter(|(j, b)| {
+                    *j != i
+                        && matches!((identity(a), identity(b)),
+                            (Some(x), Some(y)) if hosts::same_machine(&x, &y).is_some())
+                })
+                .map(|(_, b)| b.host.clone())
+                .collect()
+        })
+        .collect();
+    for (c, s) in checks.iter_mut().zip(same) {
+        c.same_machine_as = s;
+    }
     if g.json {
         engine::outln!("{}", serde_json::to_string_pretty(&checks)?);
     } else {
@@ -110,7 +147,15 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             }
             let opt =
                 |v: &Option<String>| crate::commands::runs::clean(v.as_deref().unwrap_or("?"));
-            engine::outln!("{name}: ok");
+            if h.same_machine_as.is_empty() {
+                engine::outln!("{name}: ok");
+            } else {
+                engine::outln!(
+                    "{name}: ok, but the same machine as {}: a run takes one name per \
+                     machine (give it one way wherever it is meant)",
+                    crate::commands::runs::clean(&h.same_machine_as.join(", "))
+                );
+            }
             engine::outln!(
                 "  hostname {}  arch {}  kernel {}  cpus {}",
                 opt(&h.hostname),
@@ -153,10 +198,26 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
             );
         }
     }
-    Ok(if checks.iter().all(|c| c.reachable) {
-        0
-    } else {
-        1
+    Ok(
+        if checks
+            .iter()
+            .all(|c| c.reachable && c.same_machine_as.is_empty())
+        {
+            0
+        } else {
+            1
+        },
+    )
+}
+
+/// What tells the checked host's machine from another, where its agent said.
+fn identity(c: &HostCheck) -> Option<hosts::Identity<'_>> {
+    let h = c.hello.as_ref()?;
+    Some(hosts::Identity {
+        name: &c.host,
+        boot_id: h.boot_id.as_deref(),
+        hostname: &h.hostname,
+        addresses: &h.addresses,
     })
 }
 
@@ -176,6 +237,8 @@ fn failed(host: &str, error: String) -> HostCheck {
         power: Vec::new(),
         power_missing: None,
         servers: Vec::new(),
+        same_machine_as: Vec::new(),
+        hello: None,
     }
 }
 
@@ -218,19 +281,21 @@ fn check_one(name: &str, ssh_config: Option<PathBuf>, verbose: bool) -> HostChec
             out.clock_offset_ms = Some(r.clock_offset_s() * 1000.0);
             out.rtt_ms = Some(r.rtt_s() * 1000.0);
             out.servers = hello.servers.clone().into_iter().collect();
+            out.hello = Some(hello.clone());
         }
         None => {
             if let Ok(hello) = hosts::agent::hello() {
-                out.arch = Some(hello.arch);
-                out.kernel = Some(hello.kernel);
-                out.hostname = Some(hello.hostname);
+                out.arch = Some(hello.arch.clone());
+                out.kernel = Some(hello.kernel.clone());
+                out.hostname = Some(hello.hostname.clone());
                 out.rackbench = Some(format!(
                     "{} (sha256 {})",
                     hello.version,
                     &hello.binary_sha256[..16]
                 ));
                 out.cpus = Some(hello.cpus);
-                out.servers = hello.servers.into_iter().collect();
+                out.servers = hello.servers.clone().into_iter().collect();
+                out.hello = Some(hello);
             }
         }
     }
