@@ -110,18 +110,42 @@ pub struct HostsOpts {
     pub sut: Option<String>,
     /// Load-generator hosts; clients are spread across them [default: local].
     #[arg(long = "loadgen", value_name = "HOSTS", value_delimiter = ',')]
-    #[serde(alias = "loadgens")]
+    #[serde(alias = "loadgens", deserialize_with = "names")]
     pub loadgen: Vec<String>,
     /// net: measure every ordered sender>receiver pair of these hosts (the iperf3 study's matrix).
     #[arg(long = "hosts", value_name = "HOSTS", value_delimiter = ',')]
-    #[serde(alias = "matrix")]
+    #[serde(alias = "matrix", deserialize_with = "names")]
     pub hosts: Vec<String>,
     /// net: these SENDER>RECEIVER pairs (e.g. rbh1>rbh2,rbh2>rbh1).
     #[arg(long = "pairs", value_name = "PAIRS", value_delimiter = ',')]
+    #[serde(deserialize_with = "names")]
     pub pairs: Vec<String>,
     /// An ssh config file to use instead of ~/.ssh/config (ssh -F).
     #[arg(long = "ssh-config", value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
+}
+
+/// A plan's list of hosts (or pairs) as a list, or as the flag takes it: one string,
+/// comma-separated (`loadgen = "rbh2,rbh3"` was refused as "expected a sequence").
+fn names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let list = match Value::deserialize(d)? {
+        Value::String(s) => Some(
+            s.split(',')
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect(),
+        ),
+        Value::Array(v) => v
+            .into_iter()
+            .map(|n| n.as_str().map(str::to_string))
+            .collect(),
+        _ => None,
+    };
+    list.ok_or_else(|| {
+        serde::de::Error::custom(
+            "give host names as a list, [\"rbh2\", \"rbh3\"], or as one string, \"rbh2,rbh3\"",
+        )
+    })
 }
 
 impl HostsOpts {
@@ -1295,6 +1319,26 @@ mix = "tpcc"
     /// The plan-file loader on mutated plans: an error or a plan whose workloads'
     /// points and hosts can be resolved, never a panic or an allocation out of
     /// proportion (issue 13 item 17).
+    /// A plan's hosts as a list, or as one comma-separated string as the flags take them
+    /// (acceptance K, 11); anything else says what to give.
+    #[test]
+    fn plan_hosts_are_a_list_or_one_comma_separated_string() {
+        let hosts = |line: &str| {
+            load_plan(&format!("[hosts]\n{line}\n"), Path::new("p.toml"))
+                .map(|p| p.hosts.unwrap_or_default())
+        };
+        let h = hosts("loadgen = \"rbh2, rbh3\"").unwrap();
+        assert_eq!(h.loadgen, ["rbh2", "rbh3"]);
+        let h = hosts("loadgen = [\"rbh2\", \"rbh3\"]").unwrap();
+        assert_eq!(h.loadgen, ["rbh2", "rbh3"]);
+        assert_eq!(hosts("hosts = \"a,b\"").unwrap().hosts, ["a", "b"]);
+        assert_eq!(hosts("pairs = \"a>b,b>a\"").unwrap().pairs, ["a>b", "b>a"]);
+        for bad in ["loadgen = 5", "loadgen = [1, 2]"] {
+            let e = format!("{:#}", hosts(bad).unwrap_err());
+            assert!(e.contains("as one string, \"rbh2,rbh3\""), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn fuzz_plan_file() {
         use fuzzkit::{mutate, random_tokens, Bytes, Fuzz, Rng};
