@@ -155,6 +155,8 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "--sizes is a setting of the latency test",
         ),
         (&["crypto", "--max-repeat", "5"], "give --until-cv too"),
+        // Acceptance M, 11: a value left out of a list ran the others without a word.
+        (&["kv", "-c", "1,,2"], "has an empty item"),
         (
             &["crypto", "--telemetry-interval", "0.5"],
             "--telemetry-interval sets how often",

@@ -120,7 +120,19 @@ pub fn parse_value(s: &str) -> anyhow::Result<Value> {
     let s = s.trim();
     if s.contains(',') {
         let mut flat = Vec::new();
-        for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        for part in s.split(',') {
+            // `-c 1,,2` ran clients 1 and 2 without a word: a value left out is a typo.
+            if part.trim().is_empty() {
+                bail!(
+                    "list `{s}` has an empty item: give the values separated by single \
+                     commas, e.g. `{}`",
+                    s.split(',')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+            }
             match parse_scalar_or_range(part)? {
                 Value::Array(a) => flat.extend(a),
                 v => flat.push(v),
