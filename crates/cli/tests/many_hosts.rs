@@ -1147,6 +1147,13 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
     let shown = String::from_utf8_lossy(&report.stdout);
     assert!(shown.contains("server processes (server"), "{shown}");
     assert!(!shown.contains("whole SUT host"), "{shown}");
+    // What the report says of the hosts, `show` says too (acceptance K, 6): each
+    // generator's own figure and how far apart they started, each host's clock offset,
+    // a code raised on three hosts once with its count.
+    assert!(shown.contains("ops_per_s per generator (ops/s)"), "{shown}");
+    assert!(shown.contains("Generators: largest start skew"), "{shown}");
+    assert!(shown.contains("host.clock_offset_s"), "{shown}");
+    assert!(!shown.contains("! other_load ! other_load"), "{shown}");
     assert!(
         rbh1["facts"]["software.redis-server"]["value"].is_string(),
         "the servers' facts go to the sut: {rbh1}"

@@ -451,12 +451,6 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     if opts.until_cv.is_some_and(|c| !(c > 0.0 && c < 100.0)) {
         bail!("--until-cv is a percentage between 0 and 100, e.g. 3");
     }
-    // A cap with nothing to cap: the run would repeat --repeat times, the cap unread.
-    if opts.max_repeat.is_some() && opts.until_cv.is_none() {
-        bail!(
-            "--max-repeat caps the repetitions --until-cv PCT adds: give --until-cv too, or              --repeat N for a fixed count"
-        );
-    }
     opts.telemetry_interval = opts.telemetry_interval.or(plan_opts.telemetry_interval);
     opts.no_telemetry |= plan_opts.no_telemetry;
     opts.idle_power = opts.idle_power.or(plan_opts.idle_power);
@@ -498,6 +492,12 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
                 n.unwrap_or_default()
             );
         }
+    }
+    // A cap with nothing to cap: the run would repeat --repeat times, the cap unread.
+    if opts.max_repeat.is_some() && opts.until_cv.is_none() {
+        bail!(
+            "--max-repeat caps the repetitions --until-cv PCT adds: give --until-cv too, or --repeat N for a fixed count"
+        );
     }
     if opts
         .telemetry_interval

@@ -166,6 +166,33 @@ pub fn show(a: ShowArgs, g: &Global) -> anyhow::Result<i32> {
 /// string is shown safe for the terminal.
 pub fn views_text(run: &RunRecord) -> String {
     let mut out = String::new();
+    // Per sweep point of a many-host run, each host's role, CPU, NIC and power, each
+    // generator's own figure, and how far apart they started: the report's table.
+    for t in report::hosts_view::host_tables(std::slice::from_ref(run)) {
+        out.push_str(&format!("\n{}\n", clean(&t.caption)));
+        let head: Vec<String> = t.head.iter().map(|h| clean(h)).collect();
+        let head: Vec<&str> = head.iter().map(String::as_str).collect();
+        let rows: Vec<Vec<Cell>> = t
+            .rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if i < t.text_cols {
+                            Cell::left(c.as_str())
+                        } else {
+                            Cell::right(c.as_str())
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        out.push_str(&render_table(&head, &rows));
+        for n in &t.notes {
+            out.push_str(&format!("{}\n", clean(n)));
+        }
+    }
     for v in report::views::console_views(run) {
         out.push_str(&format!("\n{}\n", clean(&v.title)));
         for t in &v.tables {
@@ -941,13 +968,23 @@ fn errors_of(r: &ResultRecord) -> Option<f64> {
 
 /// The FLAGS cell: `! code` a warning, `!! code` an invalid figure. The status is the
 /// RESULT cell's ([`result_text`]): said here too, it read `!! failed failed`.
+/// A code raised on several hosts is said once with its count (`! other_load x3`), the
+/// notes below saying each host's.
 fn flag_codes(r: &ResultRecord) -> String {
-    r.flags
-        .iter()
-        .map(|f| match f.severity {
+    let mut codes: Vec<(String, usize)> = Vec::new();
+    for f in &r.flags {
+        let code = match f.severity {
             Severity::Warning => format!("! {}", clean(&f.code)),
             Severity::Invalid => format!("!! {}", clean(&f.code)),
-        })
+        };
+        match codes.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, n)) => *n += 1,
+            None => codes.push((code, 1)),
+        }
+    }
+    codes
+        .into_iter()
+        .map(|(c, n)| if n > 1 { format!("{c} x{n}") } else { c })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -1205,7 +1242,12 @@ fn one_line(s: &str) -> String {
 /// the settings a reader checks first when two hosts' figures differ (the seeds' system
 /// tables: frequency governor, turbo, SMT, huge pages, NUMA, the kernel's tuning
 /// arguments, virtualisation). `rackbench disclosure` and the report have every fact.
-const SHOWN_FACTS: [&str; 15] = [
+const SHOWN_FACTS: [&str; 19] = [
+    // Where a host is and how its clock and kernel stand to the others' (many hosts).
+    "host.address",
+    "host.clock_offset_s",
+    "host.rtt_s",
+    model::KERNEL_SHARED_WITH,
     "cpu.model",
     "cpu.sockets",
     "cpu.cores",
