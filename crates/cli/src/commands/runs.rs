@@ -170,25 +170,7 @@ pub fn views_text(run: &RunRecord) -> String {
     // generator's own figure, and how far apart they started: the report's table.
     for t in report::hosts_view::host_tables(std::slice::from_ref(run)) {
         out.push_str(&format!("\n{}\n", clean(&t.caption)));
-        let head: Vec<String> = t.head.iter().map(|h| clean(h)).collect();
-        let head: Vec<&str> = head.iter().map(String::as_str).collect();
-        let rows: Vec<Vec<Cell>> = t
-            .rows
-            .iter()
-            .map(|r| {
-                r.iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        if i < t.text_cols {
-                            Cell::left(c.as_str())
-                        } else {
-                            Cell::right(c.as_str())
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        out.push_str(&render_table(&head, &rows));
+        out.push_str(&console_table(&t.head, &t.rows, t.text_cols));
         for n in &t.notes {
             out.push_str(&format!("{}\n", clean(n)));
         }
@@ -197,32 +179,37 @@ pub fn views_text(run: &RunRecord) -> String {
         out.push_str(&format!("\n{}\n", clean(&v.title)));
         for t in &v.tables {
             out.push_str(&format!("{}:\n", clean(&t.caption)));
-            let head: Vec<String> = t.head.iter().map(|h| clean(h)).collect();
-            let head: Vec<&str> = head.iter().map(String::as_str).collect();
             // The first column names the row (a step, a level); the rest are figures.
-            let rows: Vec<Vec<Cell>> = t
-                .rows
-                .iter()
-                .map(|r| {
-                    r.iter()
-                        .enumerate()
-                        .map(|(i, c)| {
-                            if i == 0 {
-                                Cell::left(c.as_str())
-                            } else {
-                                Cell::right(c.as_str())
-                            }
-                        })
-                        .collect()
-                })
-                .collect();
-            out.push_str(&render_table(&head, &rows));
+            out.push_str(&console_table(&t.head, &t.rows, 1));
         }
         for n in &v.notes {
             out.push_str(&format!("{}\n", clean(n)));
         }
     }
     out
+}
+
+/// A table of the report's plain cells on the console, made safe for the terminal: the
+/// first `text_cols` columns left-aligned (names), the rest right-aligned (figures).
+fn console_table(head: &[String], rows: &[Vec<String>], text_cols: usize) -> String {
+    let head: Vec<String> = head.iter().map(|h| clean(h)).collect();
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<Cell>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i < text_cols {
+                        Cell::left(c.as_str())
+                    } else {
+                        Cell::right(c.as_str())
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    render_table(&head, &rows)
 }
 
 /// Per result, what the system under test spent: its CPU in percent of one CPU and whose
