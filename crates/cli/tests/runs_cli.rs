@@ -223,6 +223,23 @@ fn export_json_then_import_elsewhere() {
         "{}",
         stderr(&out)
     );
+    assert!(!stderr(&out).contains("NOT imported"), "{}", stderr(&out));
+    // The same id with other figures is not taken for a copy (acceptance L, 8): kept out,
+    // and said, the stored run untouched.
+    let mut edited = runs.clone();
+    edited[0].results[0].metrics[0].value *= 2.0;
+    let file2 = out_dir.join("edited.json");
+    std::fs::write(&file2, store::export::to_json(&edited)).unwrap();
+    let out = rackbench(&db2, &["import", file2.to_str().unwrap()]);
+    ok(&out);
+    let err = stderr(&out);
+    assert!(err.contains("2 already there"), "{err}");
+    assert!(
+        err.contains("NOT imported: 1 stored already under the same id with other results")
+            && err.contains("20261120T210703-aaaaaa"),
+        "{err}"
+    );
+    assert_eq!(runs[0], other.load_run(&runs[0].id).unwrap());
 }
 
 #[test]

@@ -694,6 +694,15 @@ impl Store {
                     insert_whole_in(&tx, &self.path, run, run.status, &run.error, None, true)?;
                     done.imported.push(run.id.clone());
                 } else {
+                    // The same id with other figures (an export edited, or another
+                    // store's run under a colliding id) is kept out as a copy would be,
+                    // and said: "already there" hid that the two differ (acceptance L, 8).
+                    let stored = load_run(&tx, &run.id, &self.path)?;
+                    if serde_json::to_value(&stored.results)? != serde_json::to_value(&run.results)?
+                        || stored.hosts != run.hosts
+                    {
+                        done.differing.push(run.id.clone());
+                    }
                     done.skipped.push(run.id.clone());
                 }
                 continue;
@@ -728,6 +737,9 @@ impl Store {
 pub struct Imported {
     pub imported: Vec<String>,
     pub skipped: Vec<String>,
+    /// Of the skipped, those whose stored run holds other results or hosts than the
+    /// export's: the stored one kept, the export's not imported.
+    pub differing: Vec<String>,
 }
 
 /// A test's provisional result (`running`: stored while it ran) in a run that ended

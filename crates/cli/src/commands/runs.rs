@@ -469,6 +469,7 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
             .map(|(f, o)| match o {
                 Ok(d) => serde_json::json!({
                     "file": name(f), "imported": d.imported, "skipped": d.skipped,
+                    "differing": d.differing,
                 }),
                 Err(e) => serde_json::json!({
                     "file": name(f), "error": model::redact_secrets(&format!("{e:#}")),
@@ -485,6 +486,7 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
         let v = serde_json::json!({
             "imported": all(|d| &d.imported),
             "skipped": all(|d| &d.skipped),
+            "differing": all(|d| &d.differing),
             "files": files,
         });
         print_stdout(&(serde_json::to_string_pretty(&v)? + "\n"))?;
@@ -506,11 +508,31 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
                         d.imported.len(),
                         plural(d.imported.len()),
                     );
-                    if !d.skipped.is_empty() {
+                    let same: Vec<&String> = d
+                        .skipped
+                        .iter()
+                        .filter(|id| !d.differing.contains(id))
+                        .collect();
+                    if !same.is_empty() {
                         msg.push_str(&format!(
                             "; {} already there, skipped ({})",
-                            d.skipped.len(),
-                            clean(&d.skipped.join(", "))
+                            same.len(),
+                            clean(
+                                &same
+                                    .iter()
+                                    .map(|s| s.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        ));
+                    }
+                    if !d.differing.is_empty() {
+                        msg.push_str(&format!(
+                            "; NOT imported: {} stored already under the same id with other \
+                             results or hosts, the stored one kept ({}): import the file into \
+                             another store (--db) to set the two side by side",
+                            d.differing.len(),
+                            clean(&d.differing.join(", "))
                         ));
                     }
                     engine::errln!("{msg}");
