@@ -284,9 +284,7 @@ impl CapacityConfig {
     /// `--wait` where nothing reads it: no capacity test, and the load tests closed
     /// (`rate` not given), each connection sending when its reply is in.
     pub fn refuse_wait_in_closed_loop(&self, tests: &[String], rate: bool) -> anyhow::Result<()> {
-        let capacity = tests
-            .iter()
-            .any(|t| ["ramp", "search", "levels"].contains(&t.as_str()));
+        let capacity = tests.iter().any(|t| TESTS.contains(&t.as_str()));
         match &self.wait {
             Some(w) if !rate && !capacity => bail!(
                 "--wait {w} is how an open loop waits between sends, and without --rate (or a \

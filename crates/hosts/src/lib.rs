@@ -125,6 +125,20 @@ pub fn same_machine(a: &Identity, b: &Identity) -> Option<std::net::IpAddr> {
         .copied()
 }
 
+/// Every two of `ids` that are one machine ([`same_machine`]), in the order given, with
+/// the address they share: what a run refuses, and `hosts check` says.
+pub fn aliases<'a>(ids: &[Identity<'a>]) -> Vec<(&'a str, &'a str, std::net::IpAddr)> {
+    let mut out = Vec::new();
+    for (i, a) in ids.iter().enumerate() {
+        for b in &ids[i + 1..] {
+            if let Some(ip) = same_machine(a, b) {
+                out.push((a.name, b.name, ip));
+            }
+        }
+    }
+    out
+}
+
 /// The address this machine's services bind, from the addresses the other hosts saw it
 /// connect from ((host, address), from SSH_CONNECTION): the first that is this
 /// machine's. Behind a jump host (ProxyJump) or NAT a host sees the jump host's or the
@@ -277,25 +291,21 @@ impl HostSet {
                 addresses: &hello.addresses,
             });
         }
-        for (i, a) in ids.iter().enumerate() {
-            for b in &ids[i + 1..] {
-                if let Some(ip) = same_machine(a, b) {
-                    let (a, b) = (model::printable(a.name), model::printable(b.name));
-                    if a == LOCAL {
-                        anyhow::bail!(
-                            "{b} is this machine (it has this machine's address {ip}): name it \
-                             `local` wherever it is meant, so that its work and its telemetry are \
-                             counted once"
-                        );
-                    }
-                    anyhow::bail!(
-                        "{a} and {b} are one machine (both have the address {ip}): name it one \
-                         way wherever it is meant, so that its work and its telemetry are counted \
-                         once (a system under test named as a load generator too runs it beside \
-                         its servers)"
-                    );
-                }
+        if let Some((a, b, ip)) = aliases(&ids).into_iter().next() {
+            let (a, b) = (model::printable(a), model::printable(b));
+            if a == LOCAL {
+                anyhow::bail!(
+                    "{b} is this machine (it has this machine's address {ip}): name it \
+                     `local` wherever it is meant, so that its work and its telemetry are \
+                     counted once"
+                );
             }
+            anyhow::bail!(
+                "{a} and {b} are one machine (both have the address {ip}): name it one \
+                 way wherever it is meant, so that its work and its telemetry are counted \
+                 once (a system under test named as a load generator too runs it beside \
+                 its servers)"
+            );
         }
         Ok(())
     }

@@ -2319,28 +2319,29 @@ fn row_points_in<'a>(
 /// equals, the first seen. Points that name no scale are kept; so are all of them where
 /// the column ran at one. `name_skip` is what row names leave out ([`row_key`]).
 fn at_one_scale<'a>(pts: Vec<Point<'a>>, scale: &[&str], name_skip: &[&str]) -> Vec<Point<'a>> {
-    let at = |p: &Point| -> Vec<Option<String>> {
-        scale
-            .iter()
-            .map(|k| p.params.get(*k).map(param_str))
-            .collect()
-    };
-    let mut values: Vec<Vec<Option<String>>> = Vec::new();
-    for p in &pts {
-        let v = at(p);
+    // Each point's scale-out and row, worked out once.
+    let keyed: Vec<(Vec<Option<String>>, String)> = pts
+        .iter()
+        .map(|p| {
+            let at = scale
+                .iter()
+                .map(|k| p.params.get(*k).map(param_str))
+                .collect();
+            (at, row_key(p, name_skip))
+        })
+        .collect();
+    let mut values: Vec<&Vec<Option<String>>> = Vec::new();
+    let mut rows: Vec<&String> = Vec::new();
+    for (v, r) in &keyed {
         if v.iter().any(Option::is_some) && !values.contains(&v) {
             values.push(v);
+        }
+        if !rows.contains(&r) {
+            rows.push(r);
         }
     }
     if values.len() < 2 {
         return pts;
-    }
-    let mut rows: Vec<String> = Vec::new();
-    for p in &pts {
-        let k = row_key(p, name_skip);
-        if !rows.contains(&k) {
-            rows.push(k);
-        }
     }
     // score[v][r]: row r's best at value v, higher better.
     let score: Vec<Vec<Option<f64>>> = values
@@ -2350,7 +2351,9 @@ fn at_one_scale<'a>(pts: Vec<Point<'a>>, scale: &[&str], name_skip: &[&str]) -> 
                 .map(|r| {
                     let best = best_of(
                         pts.iter()
-                            .filter(|p| at(p) == *v && row_key(p, name_skip) == *r),
+                            .zip(&keyed)
+                            .filter(|(_, (pv, pr))| pv == *v && pr == *r)
+                            .map(|(p, _)| p),
                     )?;
                     let m = best.headline()?.mean;
                     let s = if best.higher_is_better() { m } else { 1.0 / m };
@@ -2362,28 +2365,29 @@ fn at_one_scale<'a>(pts: Vec<Point<'a>>, scale: &[&str], name_skip: &[&str]) -> 
     let row_best: Vec<f64> = (0..rows.len())
         .map(|r| score.iter().filter_map(|v| v[r]).fold(0.0, f64::max))
         .collect();
-    let rank = |v: &[Option<f64>]| -> (usize, f64) {
-        let rel: Vec<f64> = v
-            .iter()
-            .zip(&row_best)
-            .filter_map(|(s, b)| s.map(|s| s / b))
-            .collect();
-        (rel.len(), stats::geomean(&rel).unwrap_or(0.0))
-    };
+    let ranks: Vec<(usize, f64)> = score
+        .iter()
+        .map(|v| {
+            let rel: Vec<f64> = v
+                .iter()
+                .zip(&row_best)
+                .filter_map(|(s, b)| s.map(|s| s / b))
+                .collect();
+            (rel.len(), stats::geomean(&rel).unwrap_or(0.0))
+        })
+        .collect();
     let mut chosen = 0;
-    for (i, v) in score.iter().enumerate().skip(1) {
-        let (n, g) = rank(v);
-        let (bn, bg) = rank(&score[chosen]);
+    for (i, &(n, g)) in ranks.iter().enumerate().skip(1) {
+        let (bn, bg) = ranks[chosen];
         if n > bn || (n == bn && g > bg) {
             chosen = i;
         }
     }
-    let chosen = &values[chosen];
+    let chosen = values[chosen].clone();
     pts.into_iter()
-        .filter(|p| {
-            let v = at(p);
-            v.iter().all(Option::is_none) || v == *chosen
-        })
+        .zip(keyed)
+        .filter(|(_, (v, _))| v.iter().all(Option::is_none) || *v == chosen)
+        .map(|(p, _)| p)
         .collect()
 }
 

@@ -114,24 +114,17 @@ pub fn run(a: Args, g: &Global) -> anyhow::Result<i32> {
     });
     // Two names of one machine (`rbh1` and its address): each says the other, as a run
     // would refuse them (acceptance K, 7).
-    let same: Vec<Vec<String>> = checks
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            checks
-                .iter()
-                .enumerate()
-                .filter(|(j, b)| {
-                    *j != i
-                        && matches!((identity(a), identity(b)),
-                            (Some(x), Some(y)) if hosts::same_machine(&x, &y).is_some())
-                })
-                .map(|(_, b)| b.host.clone())
-                .collect()
-        })
+    let ids: Vec<hosts::Identity> = checks.iter().filter_map(identity).collect();
+    let pairs: Vec<(String, String)> = hosts::aliases(&ids)
+        .into_iter()
+        .map(|(a, b, _)| (a.to_string(), b.to_string()))
         .collect();
-    for (c, s) in checks.iter_mut().zip(same) {
-        c.same_machine_as = s;
+    for (a, b) in pairs {
+        for (this, other) in [(&a, &b), (&b, &a)] {
+            if let Some(c) = checks.iter_mut().find(|c| &c.host == this) {
+                c.same_machine_as.push(other.clone());
+            }
+        }
     }
     if g.json {
         engine::outln!("{}", serde_json::to_string_pretty(&checks)?);

@@ -508,22 +508,17 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
                         d.imported.len(),
                         plural(d.imported.len()),
                     );
-                    let same: Vec<&String> = d
+                    let same: Vec<&str> = d
                         .skipped
                         .iter()
                         .filter(|id| !d.differing.contains(id))
+                        .map(String::as_str)
                         .collect();
                     if !same.is_empty() {
                         msg.push_str(&format!(
                             "; {} already there, skipped ({})",
                             same.len(),
-                            clean(
-                                &same
-                                    .iter()
-                                    .map(|s| s.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
+                            clean(&same.join(", "))
                         ));
                     }
                     if !d.differing.is_empty() {

@@ -323,8 +323,8 @@ impl KvConfig {
         parse_ratio(&self.ratio)?;
         // Flags the tests given never read: the run would stand as measured with them.
         let runs = |any: &[&str]| self.tests.iter().any(|t| any.contains(&t.as_str()));
-        let capacity = ["ramp", "search", "levels"];
-        if self.ratio != KvConfig::default().ratio && !runs(&["mix", "ramp", "search", "levels"]) {
+        let capacity = runs(&capacity_tests::TESTS);
+        if self.ratio != KvConfig::default().ratio && !runs(&["mix"]) && !capacity {
             bail!(
                 "--ratio {} is the SET:GET mix of the `mix` test (and of the capacity tests' \
                  steps), and -t {} runs none of them: add mix to -t, or leave --ratio out",
@@ -332,7 +332,7 @@ impl KvConfig {
                 self.tests.join(",")
             );
         }
-        if self.arrival != KvConfig::default().arrival && self.rate.is_none() && !runs(&capacity) {
+        if self.arrival != KvConfig::default().arrival && self.rate.is_none() && !capacity {
             bail!(
                 "--arrival {} spaces the requests of an open loop, and without --rate the test \
                  runs closed (each connection sends when its reply is in): give --rate N, or \
