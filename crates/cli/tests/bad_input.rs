@@ -157,6 +157,12 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         (&["crypto", "--max-repeat", "5"], "give --until-cv too"),
         // Acceptance M, 11: a value left out of a list ran the others without a word.
         (&["kv", "-c", "1,,2"], "has an empty item"),
+        // `-c 2,2` was two points of one setting, summarised as two repetitions of it.
+        (&["kv", "-c", "2,1..2"], "clients lists 2 twice"),
+        (
+            &["http", "--latency-thresholds", "1ms,1000us"],
+            "gives 1ms and 1000us",
+        ),
         (
             &["crypto", "--telemetry-interval", "0.5"],
             "--telemetry-interval sets how often",
@@ -178,6 +184,17 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "{args:?}: newlines shown escaped: {err}"
         );
     }
+    assert!(!db.exists(), "a store was left at {}", db.display());
+    // Acceptance M, 11: a bad request is refused before nginx is launched for it.
+    let out = common::bin()
+        .args(["--db", db.to_str().unwrap(), "run", "http", "--path", "foo"])
+        .args(["--no-telemetry", "--duration", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("path `foo` must start with `/`"), "{err}");
+    assert!(!err.contains("launching"), "{err}");
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 

@@ -353,7 +353,10 @@ fn unusable_paths_are_clear_errors() {
         ],
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("cannot write"), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("cannot write"), "{err}");
+    // The user's path, not the temporary file beside it.
+    assert!(!err.contains(".tmp-"), "{err}");
 
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{\"hello\": 1}").unwrap();

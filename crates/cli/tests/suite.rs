@@ -82,6 +82,15 @@ fn a_plan_with_several_workloads_runs_each_sweep_in_turn_into_one_run() {
     assert_eq!(suite.len(), 2);
     assert_eq!(suite[1]["workload"], "crypto");
     assert_eq!(suite[1]["points"], 2);
+    // Its table shows a list setting as its items, not as JSON (`["sha256"]`).
+    let db = dir.path().join("r.sqlite");
+    let show = bin()
+        .args(["--db", db.to_str().unwrap(), "show", "latest"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&show.stdout);
+    let row = table.lines().find(|l| l.contains("crypto/")).unwrap_or("");
+    assert!(!row.is_empty() && !row.contains('['), "{table}");
 
     // Names on the command line choose and order the plan's workloads.
     let (code, run, err) = rackbench_run(

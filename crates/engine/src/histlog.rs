@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 use model::Metric;
 
@@ -44,20 +44,20 @@ pub fn thresholds_ns(list: &[String]) -> Vec<u64> {
     v
 }
 
-/// Parse a threshold list such as `1ms,8ms,64ms` (sorted, duplicates removed).
-pub fn parse_thresholds(s: &str) -> anyhow::Result<Vec<u64>> {
-    let mut v = s
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(parse_latency_ns)
-        .collect::<anyhow::Result<Vec<u64>>>()?;
-    if v.is_empty() {
-        bail!("no latency thresholds in `{s}` (example: `1ms,8ms,64ms`)");
+/// A workload's `--latency-thresholds` checked: each a latency with its unit, and each
+/// once (`1ms,1000us` is one threshold twice, which the table would show once).
+pub fn check_thresholds(list: &[String]) -> anyhow::Result<()> {
+    let mut seen: Vec<(u64, &str)> = Vec::with_capacity(list.len());
+    for t in list {
+        let ns = parse_latency_ns(t).context("--latency-thresholds")?;
+        if let Some((_, first)) = seen.iter().find(|(n, _)| *n == ns) {
+            bail!(
+                "--latency-thresholds gives {first} and {t}, one threshold twice: give each once"
+            );
+        }
+        seen.push((ns, t));
     }
-    v.sort_unstable();
-    v.dedup();
-    Ok(v)
+    Ok(())
 }
 
 /// `360us`-style label for a threshold in nanoseconds (stable, used in metric labels).
@@ -339,9 +339,16 @@ mod tests {
             .contains("no unit"));
         assert!(parse_latency_ns("5 parsecs").is_err());
         assert!(parse_latency_ns("ms").is_err());
+        let list = |s: &str| s.split(',').map(String::from).collect::<Vec<_>>();
         assert_eq!(
-            parse_thresholds("64ms, 1ms,8ms,1ms").unwrap(),
+            thresholds_ns(&list("64ms,1ms,8ms")),
             vec![1_000_000, 8_000_000, 64_000_000]
+        );
+        check_thresholds(&list("64ms,1ms,8ms")).unwrap();
+        let twice = check_thresholds(&list("1ms,8ms,1000us")).unwrap_err();
+        assert!(
+            twice.to_string().contains("gives 1ms and 1000us"),
+            "{twice}"
         );
         assert_eq!(format_ns(360_000), "360us");
         assert_eq!(format_ns(64_000_000), "64ms");

@@ -265,6 +265,25 @@ pub fn expand(
              more than {MAX_SWEEP_BYTES} in all; narrow the lists or ranges"
         );
     }
+    // `-c 2,2` made two points of one setting, which every summary then took for two
+    // repetitions of it: a sweep names each value once (--repeat measures one again).
+    for (key, value) in params {
+        if let (Some(items), false) = (value.as_array(), list_keys.contains(&key.as_str())) {
+            let twice = items
+                .iter()
+                .enumerate()
+                .find(|(i, v)| items[..*i].contains(v));
+            if let Some((_, twice)) = twice {
+                let twice = twice
+                    .as_str()
+                    .map_or_else(|| twice.to_string(), str::to_string);
+                bail!(
+                    "{key} lists {twice} twice: each value of a sweep is one point, measured \
+                     once; give each value once, and --repeat N to measure every point N times"
+                );
+            }
+        }
+    }
     let mut points = vec![Map::new()];
     for (key, value) in params {
         let is_list_key = list_keys.contains(&key.as_str());

@@ -7,9 +7,7 @@
 use hdrhistogram::Histogram;
 use model::RunRecord;
 
-use crate::derive::{
-    self, best_points, param_str, peak_params, points, run_labels, Point, PowerBasis,
-};
+use crate::derive::{self, best_points, peak_params, points, run_labels, Point, PowerBasis};
 use crate::svg::{self, BarSeries, LineSeries, Scale, Stack};
 
 /// One chart (or the note that replaces it).
@@ -1434,13 +1432,4 @@ fn cpu_chart(b: &CpuBreakdown) -> Chart {
         )),
         note: None,
     }
-}
-
-/// The parameter values of a point as text (for tables).
-pub fn params_text(p: &Point) -> String {
-    p.params
-        .iter()
-        .map(|(k, v)| format!("{k}={}", param_str(v)))
-        .collect::<Vec<_>>()
-        .join(" ")
 }

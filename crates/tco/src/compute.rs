@@ -363,7 +363,8 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
                 }
             })
             .collect();
-        let capex_per_server: f64 = capex.iter().map(|c| c.per_server).sum();
+        // Folded from +0.0: an empty sum of f64 is -0.0, which `bom = 0` printed in JSON.
+        let capex_per_server = capex.iter().fold(0.0, |sum, c| sum + c.per_server);
         if p.bom == Some(crate::plan::Bom::Zero) {
             notes.push(format!(
                 "{}: no capex counted (`bom = 0` in the plan)",

@@ -75,6 +75,8 @@ pub fn fmt_ratio(r: Option<f64>) -> String {
             let decimals = (1 - v.abs().log10().floor() as i32).max(1) as usize;
             format!("{v:.decimals$}x")
         }
+        // Nothing against something (a part one platform does not have) is 0x, not 0.0x.
+        Some(0.0) => "0x".to_string(),
         Some(v) if v.is_finite() => format!("{v:.1}x"),
         _ => "n/a".to_string(),
     }

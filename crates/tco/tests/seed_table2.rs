@@ -424,6 +424,10 @@ fn a_platform_without_a_bill_of_materials_is_refused() {
     );
     assert!(notes.contains("x PUE 1 over 1 year"), "{notes}");
     assert!(!notes.contains("1 years"), "{notes}");
+    // No capex is 0, not -0.0 (an empty f64 sum) in JSON, and its Difference is 0x.
+    let json = serde_json::to_string(&t).unwrap();
+    assert!(!json.contains("-0.0"), "{json}");
+    assert_eq!(tco::fmt_difference(Some(0.0), 1000.0), "0x (-100%)");
     // 1,000 W / 100 W = 10 by power, 10 U / 1 U = 10 by space: they bind, together.
     assert!(
         notes.contains("10 servers per rack, power and space bind ("),

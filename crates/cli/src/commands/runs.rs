@@ -781,11 +781,8 @@ fn varying_params(results: &[ResultRecord]) -> Vec<String> {
 }
 
 fn param_text(v: Option<&serde_json::Value>) -> String {
-    match v {
-        None => "-".to_string(),
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    }
+    // A list as its items (`sha256`), not JSON (`["sha256"]`), as the report shows it.
+    v.map_or_else(|| "-".to_string(), report::derive::setting_str)
 }
 
 /// p50, p99, p99.9 in ns: from the unlabelled `latency_p50_ns`... metrics, else from the

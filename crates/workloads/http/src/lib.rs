@@ -417,9 +417,7 @@ impl HttpConfig {
                 bail!("unknown http test `{t}`: choose from {}", TESTS.join(", "));
             }
         }
-        for t in self.latency_thresholds.items() {
-            engine::histlog::parse_latency_ns(&t).context("--latency-thresholds")?;
-        }
+        engine::histlog::check_thresholds(&self.latency_thresholds.items())?;
         // Read by an open loop only: the run would stand as measured with it unread.
         if self.arrival != "constant" && self.rate.is_none() && tests.iter().all(|t| t == "load") {
             bail!(
@@ -446,6 +444,10 @@ impl HttpConfig {
             .collect();
             engine::plan::refuse_launch_settings(&given, "--target", "nginx")?;
         }
+        // A bad method, header or path refused before nginx is launched: built against
+        // the target, or a stand-in for the address nginx will have (only `Host:` uses it).
+        let url = parse_url(self.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
+        self.request_set(&url)?;
         Ok(())
     }
 

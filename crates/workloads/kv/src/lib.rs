@@ -247,9 +247,7 @@ impl KvConfig {
         if self.pipeline == 0 {
             bail!("pipeline (-P) must be at least 1");
         }
-        for t in &self.latency_thresholds {
-            engine::histlog::parse_latency_ns(t).context("--latency-thresholds")?;
-        }
+        engine::histlog::check_thresholds(&self.latency_thresholds)?;
         if self.data_size == 0 || self.data_size > 512 * 1024 * 1024 {
             bail!("data_size (-d) must be 1 byte .. 512 MiB");
         }
