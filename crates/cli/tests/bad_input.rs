@@ -127,7 +127,7 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         (&["kv", "-t", "set,get", "--ratio", "1:1"], "add mix to -t"),
         (&["kv", "--arrival", "poisson"], "leave --arrival out"),
         (&["kv", "-t", "get", "--wait", "sleep"], "leave --wait out"),
-        (&["http", "--arrival", "poisson"], "give --rate N (wrk2 -R)"),
+        (&["http", "--arrival", "poisson"], "wrk2 -R is --rate"),
         (&["http", "--wait", "spin"], "leave --wait out"),
         (&["oltp", "--arrival", "poisson"], "leave --arrival out"),
         (

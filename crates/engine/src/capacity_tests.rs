@@ -25,6 +25,28 @@ use crate::workload::{Ctx, Params, StepOutput};
 /// The names of the capacity tests.
 pub const TESTS: [&str; 3] = ["ramp", "search", "levels"];
 
+/// `--arrival` and `--wait` are read by an open loop only: a fixed `--rate`, or a capacity
+/// test's steps. Where every test runs closed they would be stored as if they applied, so
+/// they are refused, naming the flag. `given` pairs each flag with its value where it was
+/// given; `closed` says how this workload's closed loop paces itself.
+pub fn refuse_open_loop_flags(
+    tests: &[String],
+    rate: bool,
+    given: &[(&str, Option<&str>)],
+    closed: &str,
+) -> anyhow::Result<()> {
+    if rate || tests.iter().any(|t| TESTS.contains(&t.as_str())) {
+        return Ok(());
+    }
+    match given.iter().find_map(|(flag, v)| v.map(|v| (flag, v))) {
+        Some((flag, v)) => bail!(
+            "{flag} {v} is read by an open loop only, and without --rate (or a ramp, search \
+             or levels test) the tests run closed ({closed}): give --rate N, or leave {flag} out"
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Parameter keys the capacity tests own (flag ids and plan keys).
 pub const KEYS: [&str; 16] = [
     "ramp_low",
@@ -278,20 +300,6 @@ impl CapacityConfig {
             Some("sleep") => true,
             Some("spin") => false,
             _ => test == "levels",
-        }
-    }
-
-    /// `--wait` where nothing reads it: no capacity test, and the load tests closed
-    /// (`rate` not given), each connection sending when its reply is in.
-    pub fn refuse_wait_in_closed_loop(&self, tests: &[String], rate: bool) -> anyhow::Result<()> {
-        let capacity = tests.iter().any(|t| TESTS.contains(&t.as_str()));
-        match &self.wait {
-            Some(w) if !rate && !capacity => bail!(
-                "--wait {w} is how an open loop waits between sends, and without --rate (or a \
-                 ramp, search or levels test) the tests run closed: give --rate N, or leave \
-                 --wait out"
-            ),
-            _ => Ok(()),
         }
     }
 

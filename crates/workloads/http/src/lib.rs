@@ -418,15 +418,6 @@ impl HttpConfig {
             }
         }
         engine::histlog::check_thresholds(&self.latency_thresholds.items())?;
-        // Read by an open loop only: the run would stand as measured with it unread.
-        if self.arrival != "constant" && self.rate.is_none() && tests.iter().all(|t| t == "load") {
-            bail!(
-                "--arrival {} spaces the requests of an open loop, and without --rate the load \
-                 test runs closed (each connection sends when its reply is in): give --rate N \
-                 (wrk2 -R), or leave --arrival out",
-                self.arrival
-            );
-        }
         if let Some(url) = &self.target {
             parse_url(url)?;
             let launched = HttpConfig::default();
@@ -564,7 +555,13 @@ impl Plan {
         let cfg: HttpConfig = engine::plan::config_from_params("http", &p)?;
         cfg.validate()?;
         cap.validate(&cfg.tests(), &CAPACITY)?;
-        cap.refuse_wait_in_closed_loop(&cfg.tests(), cfg.rate.is_some())?;
+        let arrival = (cfg.arrival != "constant").then_some(&*cfg.arrival);
+        capacity_tests::refuse_open_loop_flags(
+            &cfg.tests(),
+            cfg.rate.is_some(),
+            &[("--arrival", arrival), ("--wait", cap.wait.as_deref())],
+            "each connection sends when its reply is in, as wrk does; wrk2 -R is --rate",
+        )?;
         let server_cpus = cpu_list(&cfg.server_cpus, "server-cpus")?;
         let client_cpus = cpu_list(&cfg.client_cpus, "client-cpus")?;
         Ok(Plan {

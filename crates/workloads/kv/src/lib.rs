@@ -212,7 +212,13 @@ impl Plan {
         let cfg: KvConfig = engine::plan::config_from_params("kv", &p)?;
         cfg.validate()?;
         cap.validate(&cfg.tests, &CAPACITY)?;
-        cap.refuse_wait_in_closed_loop(&cfg.tests, cfg.rate.is_some())?;
+        let arrival = (cfg.arrival != KvConfig::default().arrival).then_some(&*cfg.arrival);
+        capacity_tests::refuse_open_loop_flags(
+            &cfg.tests,
+            cfg.rate.is_some(),
+            &[("--arrival", arrival), ("--wait", cap.wait.as_deref())],
+            "each connection sends when its reply is in",
+        )?;
         // CPU lists arrive as numbers (`0,1` parsed as a list) or strings (`0-3`).
         let server_cpus = engine::launch::cpus_from_values(&cfg.server_cpus, "server_cpus")?;
         let client_cpus = engine::launch::cpus_from_values(&cfg.client_cpus, "client_cpus")?;
@@ -328,14 +334,6 @@ impl KvConfig {
                  steps), and -t {} runs none of them: add mix to -t, or leave --ratio out",
                 self.ratio,
                 self.tests.join(",")
-            );
-        }
-        if self.arrival != KvConfig::default().arrival && self.rate.is_none() && !capacity {
-            bail!(
-                "--arrival {} spaces the requests of an open loop, and without --rate the test \
-                 runs closed (each connection sends when its reply is in): give --rate N, or \
-                 leave --arrival out",
-                self.arrival
             );
         }
         Ok(())

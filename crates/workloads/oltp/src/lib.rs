@@ -411,18 +411,13 @@ impl Config {
             bail!("--mariadb-setting is for MariaDB (--engine mariadb); PostgreSQL takes --pg-setting");
         }
         Mix::new(&self.mix)?;
-        // Read by an open loop only: the run would stand as measured with it unread.
-        if self.arrival != "constant"
-            && self.rate.is_none()
-            && self.tests.iter().all(|t| t == "tpcc")
-        {
-            bail!(
-                "--arrival {} spaces the transactions of an open loop, and without --rate tpcc \
-                 runs closed (each virtual user starts when its last transaction is done): give \
-                 --rate N, or leave --arrival out",
-                self.arrival
-            );
-        }
+        let arrival = (self.arrival != "constant").then_some(&*self.arrival);
+        engine::capacity_tests::refuse_open_loop_flags(
+            &self.tests,
+            self.rate.is_some(),
+            &[("--arrival", arrival)],
+            "each virtual user starts when its last transaction is done",
+        )?;
         for t in &self.latency_thresholds {
             engine::histlog::parse_latency_ns(t).context("--latency-thresholds")?;
         }
