@@ -105,7 +105,8 @@ impl Display {
             .metric(&r.headline, &[])
             .map(|m| format!("{} {}", human(m.value), crate::commands::runs::unit_of(m)))
             .unwrap_or_else(|| "no result".into());
-        let flags: Vec<&str> = r.flags.iter().map(|f| f.code.as_str()).collect();
+        // A flag raised on several hosts once, with its count, as the table says it.
+        let flags = model::counted(r.flags.iter().map(|f| f.code.as_str()));
         let line = format!(
             "  done: {} {} #{}: {head}{}",
             r.workload,

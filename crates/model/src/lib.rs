@@ -531,6 +531,24 @@ pub fn cpu_list_text(cpus: &[usize]) -> String {
     parts.join(",")
 }
 
+/// Items said once each, in their first order, with a count where repeated (`other_load
+/// x2`, `server x3`): a flag raised on two hosts, a role's processes. The one writer of
+/// such counts, for the console and the report alike.
+pub fn counted<S: Into<String>>(items: impl IntoIterator<Item = S>) -> Vec<String> {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for item in items {
+        let item = item.into();
+        match counts.iter_mut().find(|(x, _)| *x == item) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((item, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(x, n)| if n > 1 { format!("{x} x{n}") } else { x })
+        .collect()
+}
+
 /// Whether `host` of a run is a system under test that also ran the load generator (its
 /// role `sut+loadgen`): its power is the generator's work too. The one rule of the
 /// report's efficiency notes and a TCO's power source.
@@ -616,6 +634,15 @@ mod tests {
 
     /// A stream's rate is the end its label says, the receiver's without one; the
     /// spread is of one end's streams only, and none where none was stored.
+    #[test]
+    fn counted_says_each_item_once_with_its_count() {
+        assert_eq!(
+            counted(["other_load", "steal", "other_load"]),
+            ["other_load x2", "steal"]
+        );
+        assert!(counted(Vec::<String>::new()).is_empty());
+    }
+
     #[test]
     fn stream_rates_by_end() {
         let m = |i: usize, g: f64| Metric::new(STREAM_THROUGHPUT, g, "Gbit/s").label("stream", i);

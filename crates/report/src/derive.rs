@@ -708,24 +708,7 @@ impl CpuBasis {
             CpuBasis::WorkProcess => "rackbench's process, where the work runs".to_string(),
             CpuBasis::ServerProcesses(roles) => {
                 // `server:0`, `server:worker1`... as `server x3`.
-                let mut kinds: Vec<(&str, usize)> = Vec::new();
-                for r in roles {
-                    let k = r.split(':').next().unwrap_or(r);
-                    match kinds.iter_mut().find(|(x, _)| *x == k) {
-                        Some((_, n)) => *n += 1,
-                        None => kinds.push((k, 1)),
-                    }
-                }
-                let kinds: Vec<String> = kinds
-                    .into_iter()
-                    .map(|(k, n)| {
-                        if n > 1 {
-                            format!("{k} x{n}")
-                        } else {
-                            k.to_string()
-                        }
-                    })
-                    .collect();
+                let kinds = model::counted(roles.iter().map(|r| r.split(':').next().unwrap_or(r)));
                 format!("server processes ({})", kinds.join(", "))
             }
         }
@@ -1047,14 +1030,27 @@ impl<'a> Point<'a> {
 
     /// `pipeline=100 instances=2` (all parameters, or all but `skip`).
     pub fn param_label(&self, skip: &[&str]) -> String {
-        self.params
+        let mut parts: Vec<(&str, String)> = self
+            .params
             .iter()
             .filter(|(k, _)| !skip.contains(&k.as_str()))
             // The runner may echo the test as a parameter; the label already says it.
             .filter(|(k, v)| !(k.as_str() == "test" && param_str(v) == self.test))
             // The run's list of tests says nothing of this point (the run's command has it).
             .filter(|(k, _)| k.as_str() != "tests")
-            .map(|(k, v)| format!("{k}={}", param_str(v)))
+            .map(|(k, v)| (k.as_str(), format!("{k}={}", param_str(v))))
+            .collect();
+        // A pair's sender before its receiver, as `--pairs a>b` reads (not by name order).
+        let at = |key: &str| parts.iter().position(|(k, _)| *k == key);
+        if let (Some(r), Some(s)) = (at("receiver_host"), at("sender_host")) {
+            if r < s {
+                let sender = parts.remove(s);
+                parts.insert(r, sender);
+            }
+        }
+        parts
+            .into_iter()
+            .map(|(_, text)| text)
             .collect::<Vec<_>>()
             .join(" ")
     }

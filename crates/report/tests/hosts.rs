@@ -466,9 +466,7 @@ fn per_host_figures_and_hosts_of_the_run() {
     assert_eq!(tables.len(), 7);
     let t = tables
         .iter()
-        .find(|t| {
-            t.caption.contains("sender_host=beta") && t.caption.contains("receiver_host=gamma")
-        })
+        .find(|t| t.caption.contains("sender_host=beta receiver_host=gamma"))
         .unwrap();
     let beta = t.row("beta").unwrap();
     assert_eq!(beta[1], "sender");

@@ -1069,18 +1069,28 @@ pub fn summary_host(hosts: &[HostDisclosure]) -> String {
     h.map_or_else(String::new, |h| model::host_display_name(hosts, &h.host))
 }
 
-/// The host a run is known by in listings: [`summary_host`], or for a run of one net pair
-/// between two hosts and no system under test, the pair as it is written on the command
-/// line (`rbh2>rbh1`), not the controller that only drove it (acceptance N, 8).
+/// The host a run is known by in listings: [`summary_host`], or for net pairs between
+/// hosts and no system under test, the pair as it is written on the command line
+/// (`rbh2>rbh1`), not the controller that only drove it (acceptance N, 8), and for a
+/// matrix of pairs (`--hosts A,B,C`) its hosts (`A,B,C`), not the first receiver alone.
 pub fn listing_host(hosts: &[HostDisclosure]) -> String {
     let name = |h: &HostDisclosure| model::host_display_name(hosts, &h.host);
     let senders: Vec<&HostDisclosure> = with_role(hosts, "sender").collect();
     let receivers: Vec<&HostDisclosure> = with_role(hosts, "receiver").collect();
+    if with_role(hosts, "sut").next().is_some() {
+        return summary_host(hosts);
+    }
     match (senders.as_slice(), receivers.as_slice()) {
-        ([s], [r]) if with_role(hosts, "sut").next().is_none() && s.host != r.host => {
-            format!("{}>{}", name(s), name(r))
-        }
-        _ => summary_host(hosts),
+        ([s], [r]) if s.host != r.host => format!("{}>{}", name(s), name(r)),
+        ([], []) => summary_host(hosts),
+        _ => hosts
+            .iter()
+            .filter(|h| {
+                model::role_includes(&h.role, "sender") || model::role_includes(&h.role, "receiver")
+            })
+            .map(name)
+            .collect::<Vec<_>>()
+            .join(","),
     }
 }
 

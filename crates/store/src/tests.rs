@@ -861,7 +861,8 @@ fn a_run_is_listed_by_its_system_under_test_or_its_pair() {
         (listing_host(&served), summary_host(&served)),
         ("rbh1".into(), "rbh1".into())
     );
-    // Both ends on one host (a loopback pair), or two pairs: the receiving end.
+    // Both ends on one host (a loopback pair): that host. Several pairs (a `--hosts`
+    // matrix): its hosts, not the first receiver alone (acceptance K, 9).
     let looped = [host("local", "receiver+sender")];
     assert_eq!(listing_host(&looped), "local");
     let two = [
@@ -870,7 +871,7 @@ fn a_run_is_listed_by_its_system_under_test_or_its_pair() {
         host("rbh2", "sender+receiver"),
         host("rbh3", "sender"),
     ];
-    assert_eq!(listing_host(&two), "rbh1");
+    assert_eq!(listing_host(&two), "rbh1,rbh2,rbh3");
     // Only a controller known (an older run): still named.
     assert_eq!(listing_host(&[host("local", "controller")]), "local");
 }

@@ -743,13 +743,16 @@ fn ms(ns: f64) -> String {
 }
 
 /// Parameters shown first when they vary (the knobs the seeds sweep).
-const PARAM_ORDER: [&str; 6] = [
+const PARAM_ORDER: [&str; 8] = [
     "instances",
     "clients",
     "connections",
     "pipeline",
     "threads",
     "rate",
+    // A pair's sender before its receiver, as `--pairs a>b` reads.
+    "sender_host",
+    "receiver_host",
 ];
 
 /// The keys whose values differ between results of the run, knobs first.
@@ -972,22 +975,11 @@ fn errors_of(r: &ResultRecord) -> Option<f64> {
 /// A code raised on several hosts is said once with its count (`! other_load x3`), the
 /// notes below saying each host's.
 fn flag_codes(r: &ResultRecord) -> String {
-    let mut codes: Vec<(String, usize)> = Vec::new();
-    for f in &r.flags {
-        let code = match f.severity {
-            Severity::Warning => format!("! {}", clean(&f.code)),
-            Severity::Invalid => format!("!! {}", clean(&f.code)),
-        };
-        match codes.iter_mut().find(|(c, _)| *c == code) {
-            Some((_, n)) => *n += 1,
-            None => codes.push((code, 1)),
-        }
-    }
-    codes
-        .into_iter()
-        .map(|(c, n)| if n > 1 { format!("{c} x{n}") } else { c })
-        .collect::<Vec<_>>()
-        .join(" ")
+    model::counted(r.flags.iter().map(|f| match f.severity {
+        Severity::Warning => format!("! {}", clean(&f.code)),
+        Severity::Invalid => format!("!! {}", clean(&f.code)),
+    }))
+    .join(" ")
 }
 
 /// The RESULT cell. A result that did not end ok leads with its status, its figure (a
