@@ -44,16 +44,21 @@ impl Display {
                     let label = progress.label.lock().map(|l| l.clone()).unwrap_or_default();
                     let done = progress.done.load(Ordering::Relaxed);
                     let now = Instant::now();
-                    if label != last.2 {
+                    // A new test has no rate until its second look: counted from its
+                    // first, not over no time (a count already made over 1 ms read as
+                    // millions per second).
+                    let rate = if label != last.2 {
                         started = now;
-                        last = (now, 0, label.clone());
                         // A label holds parameter values (http paths, ...): no terminal escapes.
                         bar.set_prefix(model::printable(&label));
-                    }
-                    let rate = (done.saturating_sub(last.1)) as f64
-                        / now.duration_since(last.0).as_secs_f64().max(1e-3);
-                    last.0 = now;
-                    last.1 = done;
+                        None
+                    } else {
+                        Some(
+                            done.saturating_sub(last.1) as f64
+                                / now.duration_since(last.0).as_secs_f64().max(1e-3),
+                        )
+                    };
+                    last = (now, done, label);
                     let total = progress.total.load(Ordering::Relaxed);
                     let dur_ms = progress.duration_ms.load(Ordering::Relaxed);
                     let elapsed = now.duration_since(started).as_secs_f64();
@@ -78,7 +83,7 @@ impl Display {
                     };
                     bar.set_message(format!(
                         "{}/s{warm}  ETA {}",
-                        human(rate),
+                        rate.map_or_else(|| "-".to_string(), human),
                         if eta.is_finite() {
                             format!("{eta:.0}s")
                         } else {

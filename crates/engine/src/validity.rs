@@ -242,10 +242,19 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
         metrics.push(Metric::new("interval_rate_min_per_s", min, unit));
         metrics.push(Metric::new("interval_rate_mean_per_s", mean, unit));
         metrics.push(Metric::new("interval_rate_max_per_s", max, unit));
+        // What the spread is over: 1 s (wrk's per-second view), or a fifth of a shorter test.
+        metrics.push(Metric::new(
+            "interval_length_s",
+            spec.interval.as_secs_f64(),
+            "s",
+        ));
     } else {
         missing.push(MissingMetric {
             name: "interval_rate_min_per_s".into(),
-            reason: "the test was shorter than one interval".into(),
+            reason: format!(
+                "the test was shorter than one interval ({} s)",
+                spec.interval.as_secs_f64()
+            ),
         });
     }
 
@@ -523,6 +532,12 @@ mod tests {
                 ("interval_rate_mean_per_s", 10_000.0, "req/s"),
                 ("interval_rate_max_per_s", 11_000.0, "req/s"),
             ]
+        );
+        // Acceptance M, 6: the length they are rates over is kept with them.
+        let length = s.metrics.iter().find(|m| m.name == "interval_length_s");
+        assert_eq!(
+            length.map(|m| (m.value, m.unit.as_str())),
+            Some((spec.interval.as_secs_f64(), "s"))
         );
     }
 
