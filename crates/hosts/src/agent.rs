@@ -219,7 +219,16 @@ fn private_stdout() -> anyhow::Result<File> {
 }
 
 /// Serve the controller until it goes. Returns the exit code.
+/// The agent's first line on stderr ([`serve`]).
+pub(crate) const STDERR_MARK: &str = "rackbench agent: stderr follows";
+
 pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Result<i32> {
+    // First on stderr: the controller relays what follows, and takes what came before
+    // for the remote login's (a banner, a shell's rc file).
+    {
+        let mut e = std::io::stderr().lock();
+        let _ = writeln!(e, "{STDERR_MARK}").and_then(|()| e.flush());
+    }
     engine::launch::init_reaper();
     let hello = hello()?;
     let host = Arc::new(LocalHost::new(name, catalog, true));

@@ -160,6 +160,9 @@ impl RemoteHost {
                 // agent would then block on a full pipe). Shown safe for the terminal.
                 let mut r = BufReader::new(stderr);
                 let mut raw = Vec::new();
+                // Before the agent's mark, stderr is the remote login's (a banner, an rc
+                // file's output): kept for an error, not relayed as the agent's.
+                let mut agents = false;
                 loop {
                     raw.clear();
                     match r.read_until(b'\n', &mut raw) {
@@ -168,7 +171,11 @@ impl RemoteHost {
                     }
                     raw.truncate(4096);
                     let line = model::printable(String::from_utf8_lossy(&raw).trim_end());
-                    if verbose && !line.trim().is_empty() {
+                    if !agents && line == crate::agent::STDERR_MARK {
+                        agents = true;
+                        continue;
+                    }
+                    if verbose && agents && !line.trim().is_empty() {
                         engine::errln!("[{}] {line}", model::printable(&shared.name));
                     }
                     let mut t = shared.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
