@@ -1412,11 +1412,10 @@ fn run_as(
                     );
                     let (total, dur_ms) = expected_size(point);
                     progress.reset(&what, total, dur_ms);
-                    telemetry.begin_step();
                     // A test that loads through its generators' common start measures
                     // from that start plus its warm-up: the lead (>= 0.3 s to a remote
                     // generator) is setup, not load.
-                    telemetry.mark_warmup(match w.warmup_s(&test) {
+                    telemetry.begin_step(match w.warmup_s(&test) {
                         Some(warm) => roles.start_lead().as_secs_f64() + warm,
                         None => point.get("warmup").and_then(Value::as_f64).unwrap_or(0.0),
                     });

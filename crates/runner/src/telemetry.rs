@@ -333,8 +333,11 @@ impl Telemetry {
     /// measure every host's clock again: the test's samples and timings are placed by
     /// where the clocks stand now, not where they stood when the run began.
     /// Without telemetry the offsets are measured again all the same: the drivers' common
-    /// start and their timings use them.
-    pub fn begin_step(&self) {
+    /// start and their timings use them. The test's first `warmup_s` seconds are marked
+    /// warm-up ([`Telemetry::mark_warmup`]) from before the drop: what is sampled while the
+    /// clocks are measured is the test's, not an unmarked stray before its warm-up
+    /// (acceptance K, 12: a 22 ms sample stood there as measured).
+    pub fn begin_step(&self, warmup_s: f64) {
         self.cancel_warmup_timer();
         self.clocks
             .lock()
@@ -351,8 +354,8 @@ impl Telemetry {
             .clear();
         self.each_host(|h| {
             if self.on {
+                h.set_warmup(warmup_s > 0.0);
                 let _ = h.telemetry_take();
-                h.set_warmup(false);
                 if let Some(mark) = h.telemetry_mark() {
                     self.test_marks
                         .lock()
@@ -368,6 +371,7 @@ impl Telemetry {
                 .unwrap_or_else(PoisonError::into_inner)
                 .set(h.name(), at, h.clock_offset_s());
         });
+        self.mark_warmup(warmup_s);
     }
 
     /// When each host's samples' clock began, on the controller's clock, as the clocks
@@ -402,7 +406,7 @@ impl Telemetry {
     }
 
     /// Mark the first `secs` of the test that starts now as warm-up on every host.
-    pub fn mark_warmup(&self, secs: f64) {
+    fn mark_warmup(&self, secs: f64) {
         if !self.on || secs <= 0.0 {
             return;
         }
@@ -1527,6 +1531,8 @@ mod tests {
         /// What it gives a checkpoint (`telemetry_since`); with any, it has a mark.
         since: Vec<TelemetrySample>,
         warm: std::sync::Mutex<bool>,
+        /// Whether it was in warm-up when its clock was measured (at a test's start).
+        warm_at_sync: std::sync::Mutex<Option<bool>>,
         power_missing: Option<String>,
         power_sources: Vec<String>,
         idle: Option<IdlePower>,
@@ -1541,6 +1547,7 @@ mod tests {
                 take: None,
                 since: Vec::new(),
                 warm: std::sync::Mutex::new(false),
+                warm_at_sync: std::sync::Mutex::new(None),
                 power_missing: None,
                 power_sources: Vec::new(),
                 idle: None,
@@ -1593,6 +1600,7 @@ mod tests {
             })
         }
         fn sync_clock(&self) -> Option<SystemTime> {
+            *self.warm_at_sync.lock().unwrap() = Some(*self.warm.lock().unwrap());
             Some(*self.began.lock().unwrap())
         }
         fn clock_offset_s(&self) -> f64 {
@@ -1767,7 +1775,7 @@ mod tests {
             ..TelemetrySettings::default()
         };
         let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
-        t.begin_step();
+        t.begin_step(0.0);
         assert_eq!(t.clocks().get("stepped"), Some(t0));
         t.end_step();
         assert!(t.clock_flags(&["stepped"]).is_empty());
@@ -1775,13 +1783,13 @@ mod tests {
         // and nothing is flagged.
         let stepped = t0 + Duration::from_secs(2);
         *host.began.lock().unwrap() = stepped;
-        t.begin_step();
+        t.begin_step(0.0);
         assert_eq!(t.clocks().get("stepped"), Some(stepped));
         t.end_step();
         assert!(t.clock_flags(&["stepped"]).is_empty());
         // A test during which `change` moved the host's clock: its flags.
         let during = |change: &dyn Fn()| {
-            t.begin_step();
+            t.begin_step(0.0);
             change();
             t.end_step();
             t.clock_flags(&["stepped"])
@@ -1806,7 +1814,7 @@ mod tests {
         // Telemetry off: the offsets are measured again all the same.
         let off = Telemetry::start(&hosts, &settings, &[], false).unwrap();
         *host.began.lock().unwrap() = t0 + Duration::from_secs(60);
-        off.begin_step();
+        off.begin_step(0.0);
         assert_eq!(
             off.clocks().get("stepped"),
             Some(t0 + Duration::from_secs(60))
@@ -1831,7 +1839,7 @@ mod tests {
             ..TelemetrySettings::default()
         };
         let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
-        t.begin_step();
+        t.begin_step(0.0);
         let step = t.end_step();
         assert_eq!(step.samples.len(), 1);
         let named: Vec<&str> = step.missing.iter().map(|(h, _)| h.as_str()).collect();
@@ -1882,7 +1890,7 @@ mod tests {
             ..TelemetrySettings::default()
         };
         let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
-        t.begin_step();
+        t.begin_step(0.0);
         // A checkpoint brings b's samples so far.
         assert_eq!(t.so_far().samples.len(), 2);
         let step = t.end_step();
@@ -1910,7 +1918,7 @@ mod tests {
         let mut bare = Stepped::new("c", t0);
         bare.take = Some(Err("no answer".into()));
         let t = Telemetry::start(&[Arc::new(bare) as Arc<dyn Host>], &settings, &[], true).unwrap();
-        t.begin_step();
+        t.begin_step(0.0);
         let step = t.end_step();
         assert!(step.samples.is_empty());
         assert_eq!(step.missing[0].1, "no answer");
@@ -1935,7 +1943,7 @@ mod tests {
             ..TelemetrySettings::default()
         };
         let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
-        t.begin_step();
+        t.begin_step(0.0);
         let step = t.end_step();
         let sums = t.summarize(&step.samples);
         assert_eq!(sums.len(), 2);
@@ -2009,15 +2017,16 @@ mod tests {
         };
         let t = Telemetry::start(&hosts, &settings, &[], true).unwrap();
         let start = std::time::Instant::now();
-        t.begin_step();
-        t.mark_warmup(0.3);
+        t.begin_step(0.3);
         assert!(*host.warm.lock().unwrap());
+        // Warm-up from before the clocks are measured: what is sampled meanwhile is not a
+        // stray sample of the test outside its warm-up (acceptance K, 12).
+        assert_eq!(*host.warm_at_sync.lock().unwrap(), Some(true));
         std::thread::sleep(Duration::from_millis(50));
         t.end_step();
         // The next test, with a warm-up of 3 s (long beside the first timer's 0.3 s, so
         // that a busy machine's late wake-up cannot pass its end): until about 3.05 s.
-        t.begin_step();
-        t.mark_warmup(3.0);
+        t.begin_step(3.0);
         std::thread::sleep(Duration::from_millis(500).saturating_sub(start.elapsed()));
         assert!(
             *host.warm.lock().unwrap(),
