@@ -112,6 +112,9 @@ fn main() {
             std::process::exit(code);
         }
     };
+    if matches!(cli.command, Command::Agent(_)) {
+        hosts::agent::mark_stderr();
+    }
     if matches!(cli.command, Command::Run(_) | Command::Oltp(_)) {
         // Commands that may launch servers start the reaper now, while rackbench is small
         // (it is a fork sharing our memory copy-on-write).
@@ -123,7 +126,11 @@ fn main() {
     // What a rackbench killed outright left (temporary directories, PostgreSQL clusters,
     // servers' leftover processes) goes now, whatever this command is.
     for cleaned in engine::scratch::sweep() {
-        engine::errln!("rackbench: {cleaned}");
+        // A note, held back by --quiet as every note is (a script reading stdout and
+        // stderr together met it before its JSON).
+        if !cli.global.quiet {
+            engine::errln!("rackbench: {cleaned}");
+        }
     }
     let db = cli.global.db_path();
     let result = commands::dispatch(cli);

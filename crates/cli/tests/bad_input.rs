@@ -164,6 +164,10 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "gives 1ms and 1000us",
         ),
         (
+            &["oltp", "--latency-thresholds", "5ms,5ms"],
+            "gives 5ms and 5ms",
+        ),
+        (
             &["crypto", "--telemetry-interval", "0.5"],
             "--telemetry-interval sets how often",
         ),

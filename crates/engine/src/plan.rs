@@ -269,11 +269,9 @@ pub fn expand(
     // repetitions of it: a sweep names each value once (--repeat measures one again).
     for (key, value) in params {
         if let (Some(items), false) = (value.as_array(), list_keys.contains(&key.as_str())) {
-            let twice = items
-                .iter()
-                .enumerate()
-                .find(|(i, v)| items[..*i].contains(v));
-            if let Some((_, twice)) = twice {
+            let mut seen = std::collections::HashSet::with_capacity(items.len());
+            let twice = items.iter().find(|v| !seen.insert(v.to_string()));
+            if let Some(twice) = twice {
                 let twice = twice
                     .as_str()
                     .map_or_else(|| twice.to_string(), str::to_string);

@@ -218,17 +218,19 @@ fn private_stdout() -> anyhow::Result<File> {
     }
 }
 
-/// Serve the controller until it goes. Returns the exit code.
-/// The agent's first line on stderr ([`serve`]).
+/// The agent's first line on stderr ([`mark_stderr`]).
 pub(crate) const STDERR_MARK: &str = "rackbench agent: stderr follows";
 
+/// Said first by a process started as an agent, before anything else it may say (the
+/// cleanup of what a killed one left): the controller relays what follows, and takes what
+/// came before for the remote login's (a banner, a shell's rc file).
+pub fn mark_stderr() {
+    let mut e = std::io::stderr().lock();
+    let _ = writeln!(e, "{STDERR_MARK}").and_then(|()| e.flush());
+}
+
+/// Serve the controller until it goes. Returns the exit code.
 pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Result<i32> {
-    // First on stderr: the controller relays what follows, and takes what came before
-    // for the remote login's (a banner, a shell's rc file).
-    {
-        let mut e = std::io::stderr().lock();
-        let _ = writeln!(e, "{STDERR_MARK}").and_then(|()| e.flush());
-    }
     engine::launch::init_reaper();
     let hello = hello()?;
     let host = Arc::new(LocalHost::new(name, catalog, true));

@@ -171,7 +171,8 @@ impl RemoteHost {
                     }
                     raw.truncate(4096);
                     let line = model::printable(String::from_utf8_lossy(&raw).trim_end());
-                    if !agents && line == crate::agent::STDERR_MARK {
+                    // At a line's end: a login's last words without a newline come first.
+                    if !agents && line.ends_with(crate::agent::STDERR_MARK) {
                         agents = true;
                         continue;
                     }

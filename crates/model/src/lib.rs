@@ -632,8 +632,6 @@ pub struct RunRecord {
 mod tests {
     use super::*;
 
-    /// A stream's rate is the end its label says, the receiver's without one; the
-    /// spread is of one end's streams only, and none where none was stored.
     #[test]
     fn counted_says_each_item_once_with_its_count() {
         assert_eq!(
@@ -643,6 +641,8 @@ mod tests {
         assert!(counted(Vec::<String>::new()).is_empty());
     }
 
+    /// A stream's rate is the end its label says, the receiver's without one; the
+    /// spread is of one end's streams only, and none where none was stored.
     #[test]
     fn stream_rates_by_end() {
         let m = |i: usize, g: f64| Metric::new(STREAM_THROUGHPUT, g, "Gbit/s").label("stream", i);

@@ -187,9 +187,20 @@ impl Selection {
         let bare = key
             .strip_prefix(&p.workload)
             .map_or(key.as_str(), str::trim_start);
-        self.tests
-            .iter()
-            .any(|t| t == &p.test || t == &key || t == bare)
+        // The same words in any order: a row's parameters as typed from an older label
+        // (`receiver_host=b sender_host=a`) are still its own.
+        fn words(s: &str) -> Vec<&str> {
+            let mut w: Vec<&str> = s.split_whitespace().collect();
+            w.sort_unstable();
+            w
+        }
+        let (key_words, bare_words) = (words(&key), words(bare));
+        self.tests.iter().any(|t| {
+            t == &p.test || t == &key || t == bare || {
+                let w = words(t);
+                w == key_words || w == bare_words
+            }
+        })
     }
 
     /// The names of [`Selection::tests`] that match a test of these runs: none when the
@@ -512,5 +523,40 @@ mod tests {
             ]
         );
         assert!(parse_at("instances").unwrap_err().contains("KEY=VALUE"));
+    }
+
+    /// A row is chosen by its name with its parameters in any order: labels put a pair's
+    /// sender first now, and a selection typed from an older one still takes its row.
+    #[test]
+    fn a_row_is_chosen_by_its_parameters_in_any_order() {
+        let run: RunRecord = serde_json::from_value(serde_json::json!({
+            "format_version": 1, "id": "r1", "created_at": "2026-01-01T00:00:00Z",
+            "rackbench_version": "0.1.0", "command": "rackbench run", "plan": {},
+            "hosts": [], "status": "ok", "results": [],
+        }))
+        .unwrap();
+        let p = Point {
+            run_index: 0,
+            run: &run,
+            workload: "net".into(),
+            test: "tcp".into(),
+            params: [("receiver_host", "b"), ("sender_host", "a")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+                .collect(),
+            results: Vec::new(),
+        };
+        let takes = |t: &str| {
+            Selection {
+                tests: vec![t.to_string()],
+                ..Selection::default()
+            }
+            .takes_test(&p, &[])
+        };
+        assert_eq!(row_key(&p, &[]), "net tcp sender_host=a receiver_host=b");
+        assert!(takes("net tcp sender_host=a receiver_host=b"));
+        assert!(takes("tcp receiver_host=b sender_host=a"));
+        assert!(takes("tcp"));
+        assert!(!takes("tcp sender_host=b receiver_host=a"));
     }
 }

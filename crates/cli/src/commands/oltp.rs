@@ -114,9 +114,9 @@ fn interrupted_message(what: &str, at: &Where) -> String {
     };
     if what == "build" {
         format!(
-            "interrupted: the build was abandoned{stopped}; what it loaded is no build (no \
-             run or check takes it for one): run the same `rackbench oltp build` again to \
-             build it"
+            "interrupted: the build was abandoned{stopped}; the tables it had begun to load \
+             hold no TPC-C build, and no run or check will take them for one: run the same \
+             `rackbench oltp build` again to build it"
         )
     } else {
         format!("interrupted: the check was abandoned{stopped}; it judged no condition")

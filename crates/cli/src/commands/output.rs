@@ -38,12 +38,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<(
     let Some(name) = path.file_name() else {
         bail!("{} is not a file name; give -o FILE", path.display());
     };
-    if !dir.is_dir() {
-        bail!(
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
             "cannot write {}: there is no directory {}; create it, or give -o a file in one that exists",
             path.display(),
             dir.display()
-        );
+        ),
+        Ok(m) if !m.is_dir() => bail!(
+            "cannot write {}: {} is not a directory; give -o a file in a directory",
+            path.display(),
+            dir.display()
+        ),
+        _ => {}
     }
     // A new file of a random name, created exclusively (never through a link another
     // user planted in a shared directory), renamed over `path` once synced.
@@ -59,11 +65,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<(
         f.persist(path).map_err(|e| e.error)?;
         Ok(())
     })();
-    // A failed write removes its temporary file (dropped with it). The error is its kind
-    // (permission denied...), without the temporary file's name tempfile adds to it: the
-    // user gave `path`.
+    // A failed write removes its temporary file (dropped with it). The system's error,
+    // without the temporary file's name tempfile adds to it: the user gave `path`.
     if let Err(e) = written {
-        let e = std::io::Error::from(e.kind());
+        let text = e.to_string();
+        let e = anyhow::anyhow!(
+            "{}",
+            text.split_once(" at path \"")
+                .map_or(text.as_str(), |(m, _)| m)
+        );
         return Err(e).with_context(|| {
             format!(
                 "cannot write {} (does its directory exist and is it writable?)",

@@ -784,8 +784,13 @@ fn varying_params(results: &[ResultRecord]) -> Vec<String> {
 }
 
 fn param_text(v: Option<&serde_json::Value>) -> String {
-    // A list as its items (`sha256`), not JSON (`["sha256"]`), as the report shows it.
-    v.map_or_else(|| "-".to_string(), report::derive::setting_str)
+    match v {
+        None => "-".to_string(),
+        // A list as its items (`sha256`), not JSON (`["sha256"]`), as the report shows it.
+        Some(list @ serde_json::Value::Array(_)) => report::derive::setting_str(list),
+        // A swept value whole (0.9995 and 0.9999 are two points, not two of "1").
+        Some(v) => report::derive::param_str(v),
+    }
 }
 
 /// p50, p99, p99.9 in ns: from the unlabelled `latency_p50_ns`... metrics, else from the

@@ -437,8 +437,14 @@ impl HttpConfig {
         }
         // A bad method, header or path refused before nginx is launched: built against
         // the target, or a stand-in for the address nginx will have (only `Host:` uses it).
+        // Without the body: checked for every point, it need not be built for each.
         let url = parse_url(self.target.as_deref().unwrap_or("http://127.0.0.1/"))?;
-        self.request_set(&url)?;
+        HttpConfig {
+            body: None,
+            body_size: None,
+            ..self.clone()
+        }
+        .request_set(&url)?;
         Ok(())
     }
 

@@ -418,9 +418,7 @@ impl Config {
             &[("--arrival", arrival)],
             "each virtual user starts when its last transaction is done",
         )?;
-        for t in &self.latency_thresholds {
-            engine::histlog::parse_latency_ns(t).context("--latency-thresholds")?;
-        }
+        engine::histlog::check_thresholds(&self.latency_thresholds)?;
         engine::launch::parse_cpu_list(&self.server_cpus)?;
         engine::launch::parse_cpu_list(&self.client_cpus)?;
         Ok(())
