@@ -1154,6 +1154,18 @@ fn kv_with_servers_on_one_host_and_generators_on_two_others() {
     assert!(shown.contains("Generators: largest start skew"), "{shown}");
     assert!(shown.contains("host.clock_offset_s"), "{shown}");
     assert!(!shown.contains("! other_load ! other_load"), "{shown}");
+    // This machine by its hostname, as the report and show's own tables name it, not
+    // `local` (acceptance, s27).
+    assert!(
+        !shown.lines().any(|l| l.starts_with("host local")),
+        "{shown}"
+    );
+    assert!(
+        !shown
+            .lines()
+            .any(|l| l.contains("host.kernel_shared_with") && l.contains("local")),
+        "{shown}"
+    );
     assert!(
         rbh1["facts"]["software.redis-server"]["value"].is_string(),
         "the servers' facts go to the sut: {rbh1}"

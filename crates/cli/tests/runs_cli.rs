@@ -320,6 +320,11 @@ fn export_csv_long_form() {
     assert!(heads
         .iter()
         .all(|r| &r[0] == "20261120T210703-aaaaaa" && &r[1] == "arm" && &r[10] == "ops/s"));
+    // The headline's rows say so, and only they (acceptance L, 9: its metric's other
+    // rows, a share or a class of it, were not told apart from it).
+    let marked: Vec<_> = rows.iter().filter(|r| &r[14] == "true").collect();
+    assert_eq!(marked, heads);
+    assert!(rows.iter().all(|r| &r[14] == "true" || &r[14] == "false"));
 
     // The format follows the file's extension.
     let file = dir.path().join("x.CSV");

@@ -14,10 +14,25 @@ pub fn config_from_params<T: serde::de::DeserializeOwned>(
     workload: &str,
     params: &Map<String, Value>,
 ) -> anyhow::Result<T> {
+    config_from_params_beside(workload, params, &[])
+}
+
+/// [`config_from_params`] for settings read beside others taken out first (`beside`: the
+/// capacity tests' keys): an unknown key's message lists those too, not only this
+/// config's own (a plan's `[kv]` typo was told the load test's keys alone).
+pub fn config_from_params_beside<T: serde::de::DeserializeOwned>(
+    workload: &str,
+    params: &Map<String, Value>,
+    beside: &[&str],
+) -> anyhow::Result<T> {
     let v = Value::Object(params.clone());
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        let inner = plain_words(&e.into_inner().to_string());
+        let mut inner = plain_words(&e.into_inner().to_string());
+        if inner.starts_with("unknown field") && !beside.is_empty() {
+            let keys: Vec<String> = beside.iter().map(|k| format!("`{k}`")).collect();
+            inner.push_str(&format!(", or one of {}", keys.join(", ")));
+        }
         let help = format!("(see `rackbench run {workload} --help`)");
         if path == "." || path.is_empty() {
             anyhow::anyhow!("{inner} {help}")
@@ -341,6 +356,35 @@ pub fn normalize(v: Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A key neither a workload's config nor the settings read beside it know is told
+    /// both lists (acceptance M, 10: a plan's `[kv]` typo was told the load test's keys
+    /// alone, as if `step_duration` were not one).
+    #[test]
+    fn an_unknown_key_is_told_every_key_it_could_be() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Load {
+            clients: usize,
+        }
+        let params = json!({"clients": 1, "step_duraton": 2})
+            .as_object()
+            .unwrap()
+            .clone();
+        let e = config_from_params_beside::<Load>("kv", &params, &["step_duration"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("expected `clients`, or one of `step_duration`"),
+            "{e}"
+        );
+        assert!(e.ends_with("(see `rackbench run kv --help`)"), "{e}");
+        let e = config_from_params::<Load>("kv", &params)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("or one of"), "{e}");
+    }
 
     /// A plan's string is the value the same text given to its flag is: a run from a plan
     /// and one from the command line at the same settings store the same settings.

@@ -18,9 +18,11 @@
 //!   value holding `;`, `=` or a leading `"` is written as a JSON string). `flags` is
 //!   `SEVERITY:CODE;...` (`SEVERITY:CODE@HOST` for a flag of one host), plus
 //!   `status:STATUS` for a result that did not end ok.
-//!   `settings` (last, so that the columns before keep their places) is every setting the
+//!   `settings` (after the others, so that they keep their places) is every setting the
 //!   result ran with, defaults included, as `params` is written; empty for a result
-//!   stored before settings were kept.
+//!   stored before settings were kept. `headline` (last) is `true` on the row of the
+//!   result's headline figure (its metric unlabelled, or missing with its reason), the one
+//!   the report and summaries take, and `false` on every other row.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -37,7 +39,7 @@ pub use csv;
 pub const EXPORT_FORMAT_VERSION: u32 = 1;
 
 /// Header of the long-form CSV.
-pub const CSV_COLUMNS: [&str; 14] = [
+pub const CSV_COLUMNS: [&str; 15] = [
     "run_id",
     "label",
     "host",
@@ -52,11 +54,12 @@ pub const CSV_COLUMNS: [&str; 14] = [
     "labels",
     "flags",
     "settings",
+    "headline",
 ];
 
-/// How many of [`CSV_COLUMNS`] an export written before `settings` was added has (its
-/// header is their first ones).
-pub const CSV_COLUMNS_BEFORE_SETTINGS: usize = 13;
+/// How many of [`CSV_COLUMNS`] the exports of earlier versions have (their header is
+/// these first ones): before `settings` was added, and before `headline`.
+pub const CSV_PAST_WIDTHS: [usize; 2] = [13, 14];
 
 #[derive(Serialize)]
 struct DocRef<'a> {
@@ -232,6 +235,10 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                     String::new(),
                 ),
             };
+            // The headline's own row: its figure unlabelled (a labelled one is a share or
+            // a class of it), or said missing (its only label the reason).
+            let headline =
+                r.is_some_and(|r| r.headline == metric && labels.keys().all(|k| k == "reason"));
             let labels = join_labels(labels);
             out.write_record([
                 inert(&run.id),
@@ -249,6 +256,7 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                 inert(&labels),
                 inert(&flags),
                 inert(&settings),
+                headline.to_string(),
             ])?;
             Ok(())
         };

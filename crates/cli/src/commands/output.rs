@@ -171,13 +171,10 @@ fn ownership(head: &[u8]) -> Owner {
     let text = String::from_utf8_lossy(head);
     let first_line = text.split('\n').next().unwrap_or("");
     let header = first_line.trim_end_matches('\r');
-    // An export written before the `settings` column was added is one too.
-    let before_settings =
-        store::export::CSV_COLUMNS[..store::export::CSV_COLUMNS_BEFORE_SETTINGS].join(",");
-    if header == store::export::CSV_COLUMNS.join(",")
-        || header == before_settings
-        || is_json_export(&text)
-    {
+    // An export of an earlier version (fewer columns, the same first ones) is one too.
+    let columns = &store::export::CSV_COLUMNS;
+    let past = store::export::CSV_PAST_WIDTHS.map(|n| columns[..n].join(","));
+    if header == columns.join(",") || past.contains(&header.to_string()) || is_json_export(&text) {
         Owner::Export
     } else {
         Owner::Other

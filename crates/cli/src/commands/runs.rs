@@ -1291,14 +1291,23 @@ pub fn run_header(run: &RunRecord) -> String {
     }
     kv.push(("command".into(), run.command.clone()));
     kv.push(("rackbench".into(), run.rackbench_version.clone()));
+    // Hosts by the names the report and the tables below give them: `local` (the machine
+    // rackbench ran on) by its hostname.
+    let name = |h: &str| model::host_display_name(&run.hosts, h);
     for h in &run.hosts {
-        kv.push((format!("host {}", h.host), h.role.clone()));
+        kv.push((format!("host {}", name(&h.host)), h.role.clone()));
         let facts = SHOWN_FACTS
             .iter()
             .filter_map(|k| h.facts.get_key_value(*k))
             .chain(h.facts.iter().filter(|(k, _)| k.starts_with("software.")));
         for (k, f) in facts {
-            kv.push((format!("  {k}"), f.display()));
+            let shown = match f.value.as_deref() {
+                Some(hosts) if k == model::KERNEL_SHARED_WITH => {
+                    hosts.split(", ").map(name).collect::<Vec<_>>().join(", ")
+                }
+                _ => f.display(),
+            };
+            kv.push((format!("  {k}"), shown));
         }
     }
     for idle in &run.idle_power {

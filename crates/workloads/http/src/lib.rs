@@ -558,7 +558,8 @@ impl Plan {
         }
         engine::plan::refuse_two_stops(p)?;
         let (p, cap) = capacity_tests::split_params("http", p)?;
-        let cfg: HttpConfig = engine::plan::config_from_params("http", &p)?;
+        let cfg: HttpConfig =
+            engine::plan::config_from_params_beside("http", &p, &capacity_tests::KEYS)?;
         cfg.validate()?;
         cap.validate(&cfg.tests(), &CAPACITY)?;
         let arrival = (cfg.arrival != "constant").then_some(&*cfg.arrival);

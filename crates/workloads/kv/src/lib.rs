@@ -209,7 +209,8 @@ impl Plan {
     pub fn from_params(p: &Params) -> anyhow::Result<Plan> {
         engine::plan::refuse_two_stops(p)?;
         let (p, cap) = capacity_tests::split_params("kv", p)?;
-        let cfg: KvConfig = engine::plan::config_from_params("kv", &p)?;
+        let cfg: KvConfig =
+            engine::plan::config_from_params_beside("kv", &p, &capacity_tests::KEYS)?;
         cfg.validate()?;
         cap.validate(&cfg.tests, &CAPACITY)?;
         let arrival = (cfg.arrival != KvConfig::default().arrival).then_some(&*cfg.arrival);

@@ -344,7 +344,8 @@ impl Config {
             };
             m.insert(k.clone(), v);
         }
-        let cfg: Config = engine::plan::config_from_params("oltp", &m)?;
+        let cfg: Config =
+            engine::plan::config_from_params_beside("oltp", &m, &capacity_tests::KEYS)?;
         cfg.validate()?;
         Ok(cfg)
     }
