@@ -516,7 +516,7 @@ fn idle_power_from_part_of_its_window_says_so() {
     cfg.interval = Duration::from_millis(100);
     let dir = tempfile::tempdir().unwrap();
     let meter = counting_script(dir.path(), "$((n % 2)) -eq 0", "exit 1", "echo 90");
-    cfg.power.meter_command = Some(meter.display().to_string());
+    cfg.power.meter_command = Some(meter);
     let s = Sampler::start(cfg).unwrap();
     let idle = s.measure_idle(Duration::from_millis(800)).unwrap();
     drop(s);
@@ -713,16 +713,19 @@ fn a_window_keeps_instantaneous_power_read_inside_it() {
 }
 
 /// An executable `m.sh` in `dir` running `body`.
-fn script(dir: &Path, body: impl AsRef<[u8]>) -> std::path::PathBuf {
+/// A command that runs a shell script of `body`: given to `sh`, not executed itself. A
+/// file this process wrote is busy for exec (ETXTBSY) while a child forked meanwhile by
+/// another test's thread still holds its write descriptor, and the source that could not
+/// start was then dropped at detection: every sample without power (a CI failure).
+fn script(dir: &Path, body: impl AsRef<[u8]>) -> String {
     let path = dir.join("m.sh");
     fs::write(&path, body).unwrap();
-    fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    path
+    format!("sh {}", path.display())
 }
 
 /// An executable that counts its calls (`$n`, from 1) and runs `then` on the calls where
 /// `[ when ]` holds, `otherwise` on the others.
-fn counting_script(dir: &Path, when: &str, then: &str, otherwise: &str) -> std::path::PathBuf {
+fn counting_script(dir: &Path, when: &str, then: &str, otherwise: &str) -> String {
     script(
         dir,
         format!(
@@ -779,7 +782,7 @@ fn a_meter_slower_than_a_ticks_wait_reads_every_tick_but_the_first() {
         cfg.interval = Duration::from_millis(400);
         let dir = tempfile::tempdir().unwrap();
         let meter = script(dir.path(), "#!/bin/sh\nsleep 0.2\necho 90\n");
-        cfg.power.meter_command = Some(meter.display().to_string());
+        cfg.power.meter_command = Some(meter);
         let s = Sampler::start(cfg).unwrap();
         std::thread::sleep(Duration::from_millis(2100));
         let samples = s.stop();
@@ -810,7 +813,7 @@ fn a_meter_slower_than_the_interval_reads_every_other_tick() {
     cfg.interval = Duration::from_millis(300);
     let dir = tempfile::tempdir().unwrap();
     let meter = script(dir.path(), "#!/bin/sh\nsleep 0.4\necho 90\n");
-    cfg.power.meter_command = Some(meter.display().to_string());
+    cfg.power.meter_command = Some(meter);
     let s = Sampler::start(cfg).unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     let samples = s.stop();
@@ -830,7 +833,7 @@ fn power_gaps_count_only_the_ticks_a_reading_was_due_in() {
     cfg.interval = Duration::from_millis(300);
     let dir = tempfile::tempdir().unwrap();
     let meter = counting_script(dir.path(), "$n -ge 2", "exit 1", "echo 90");
-    cfg.power.meter_command = Some(meter.display().to_string());
+    cfg.power.meter_command = Some(meter);
     let s = Sampler::start(cfg).unwrap();
     let mut samples = Vec::new();
     // Ticks every 300 ms, and a test's start or end between them.
@@ -863,8 +866,10 @@ fn hanging_power_command_leaves_gaps(first: &str, set: impl Fn(&mut SamplerConfi
     cfg.interval = Duration::from_millis(100);
     let dir = tempfile::tempdir().unwrap();
     let cmd = counting_script(dir.path(), "$n -ge 2", "exec sleep 2", first);
-    set(&mut cfg, cmd.display().to_string());
+    set(&mut cfg, cmd);
     let s = Sampler::start(cfg).unwrap();
+    let found = s.power_detection();
+    assert!(found.sources.len() == 1, "{found:?}");
     // Ten ticks' time: the hung command, started at the first, answers none of them.
     std::thread::sleep(Duration::from_millis(1000));
     let samples = s.stop();
