@@ -510,6 +510,21 @@ pub fn host_display_name(hosts: &[HostDisclosure], host: &str) -> String {
         .unwrap_or_else(|| host.to_string())
 }
 
+/// A host fact's value for people: a fact naming hosts of the run
+/// (`host.kernel_shared_with`) names them as every table does ([`host_display_name`]:
+/// this machine by its hostname, not `local`); any other as stored ([`Fact::display`]).
+/// The one rule of `show` and the report's disclosure.
+pub fn fact_text(hosts: &[HostDisclosure], key: &str, f: &Fact) -> String {
+    match f.value.as_deref() {
+        Some(names) if key == KERNEL_SHARED_WITH => names
+            .split(", ")
+            .map(|h| host_display_name(hosts, h))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => f.display(),
+    }
+}
+
 /// A CPU list in Linux's short form (`0-3,8`): runs of consecutive CPUs as ranges, in the
 /// order given. The one writer of CPU lists, for the engine's messages and the report's
 /// tables alike.
@@ -631,6 +646,21 @@ pub struct RunRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `host.kernel_shared_with` names this machine by its hostname, as the tables do;
+    /// other facts read as stored.
+    #[test]
+    fn a_fact_naming_hosts_names_them_as_the_tables_do() {
+        let local = HostDisclosure {
+            host: "local".into(),
+            role: "controller".into(),
+            facts: BTreeMap::from([("os.hostname".to_string(), Fact::known("vm"))]),
+        };
+        let hosts = [local];
+        let shared = Fact::known("local, rbh2");
+        assert_eq!(fact_text(&hosts, KERNEL_SHARED_WITH, &shared), "vm, rbh2");
+        assert_eq!(fact_text(&hosts, "os.kernel", &shared), "local, rbh2");
+    }
 
     #[test]
     fn counted_says_each_item_once_with_its_count() {

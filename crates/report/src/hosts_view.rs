@@ -1319,10 +1319,10 @@ pub fn disclosure(runs: &[RunRecord]) -> Disclosure<'_> {
     for k in keys {
         let vals: Vec<String> = cols
             .iter()
-            .map(|(_, hd)| {
-                hd.facts
-                    .get(k)
-                    .map_or(NOT_RECORDED.to_string(), |f| human_fact(k, f))
+            .map(|(i, hd)| {
+                hd.facts.get(k).map_or(NOT_RECORDED.to_string(), |f| {
+                    human_fact(&runs[*i].hosts, k, f)
+                })
             })
             .collect();
         if cols.len() > 1 && vals.windows(2).all(|w| w[0] == w[1]) {
@@ -1337,8 +1337,8 @@ pub fn disclosure(runs: &[RunRecord]) -> Disclosure<'_> {
 /// A fact for people: byte counts (`*_bytes`, and the caches' sizes, which sysfs gives in
 /// bytes) scaled by binary prefix as the mem view writes them (`48 KiB`, `300 MiB`), with
 /// the exact count beside only when the scaled figure is rounded (`23.6 GiB
-/// (25324732416 B)`).
-fn human_fact(key: &str, f: &model::Fact) -> String {
+/// (25324732416 B)`); hosts named as the tables name them ([`model::fact_text`]).
+fn human_fact(hosts: &[HostDisclosure], key: &str, f: &model::Fact) -> String {
     let is_bytes = key.ends_with("_bytes") || key.starts_with("cpu.cache.");
     match (&f.value, is_bytes) {
         (Some(v), true) => match v.parse::<u64>() {
@@ -1346,7 +1346,7 @@ fn human_fact(key: &str, f: &model::Fact) -> String {
                 .unwrap_or_else(|| format!("{} ({v} B)", crate::views::bytes(b as f64))),
             Err(_) => v.clone(),
         },
-        _ => f.display(),
+        _ => model::fact_text(hosts, key, f),
     }
 }
 

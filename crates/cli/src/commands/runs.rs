@@ -1301,13 +1301,7 @@ pub fn run_header(run: &RunRecord) -> String {
             .filter_map(|k| h.facts.get_key_value(*k))
             .chain(h.facts.iter().filter(|(k, _)| k.starts_with("software.")));
         for (k, f) in facts {
-            let shown = match f.value.as_deref() {
-                Some(hosts) if k == model::KERNEL_SHARED_WITH => {
-                    hosts.split(", ").map(name).collect::<Vec<_>>().join(", ")
-                }
-                _ => f.display(),
-            };
-            kv.push((format!("  {k}"), shown));
+            kv.push((format!("  {k}"), model::fact_text(&run.hosts, k, f)));
         }
     }
     for idle in &run.idle_power {
