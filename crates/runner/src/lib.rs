@@ -385,9 +385,21 @@ pub fn cv_pct(xs: &[f64]) -> Option<f64> {
     (mean.abs() > 0.0).then(|| 100.0 * sd / mean.abs())
 }
 
+/// A repetition's headline as `--until-cv` judges the spread: only a result that counts
+/// in the figures published (ended ok, nothing invalid), as the point's mean ± sd and the
+/// report take them. An invalid repetition (errors above 1%, a generator's host lost)
+/// judged with them stopped a test as steady whose published figure was one valid
+/// repetition, or kept one repeating whose valid repetitions agreed.
+fn counted_headline(r: &ResultRecord) -> Option<f64> {
+    r.uncounted_as()
+        .is_none()
+        .then(|| r.headline_value())
+        .flatten()
+}
+
 /// The warning for a test whose repetitions stopped at `--max-repeat` with the spread of
-/// their headlines still above `--until-cv` (or not known: fewer than two headlines, or a
-/// mean of 0). None when the target was met.
+/// their counted headlines ([`counted_headline`]) still above `--until-cv` (or not known:
+/// fewer than two, or a mean of 0). None when the target was met.
 pub fn cv_target_flag(headlines: &[f64], until_cv_pct: f64) -> Option<Flag> {
     let cv = cv_pct(headlines);
     if cv.is_some_and(|cv| cv <= until_cv_pct) {
@@ -396,8 +408,8 @@ pub fn cv_target_flag(headlines: &[f64], until_cv_pct: f64) -> Option<Flag> {
     let n = headlines.len();
     let reps = if n == 1 { "repetition" } else { "repetitions" };
     let what = match cv {
-        Some(cv) => format!("cv {cv:.1}% after {n} {reps} (--max-repeat), above"),
-        None => format!("cv not known after {n} {reps} with a headline (--max-repeat), short of"),
+        Some(cv) => format!("cv {cv:.1}% after {n} valid {reps} (--max-repeat), above"),
+        None => format!("cv not known after {n} valid {reps} (--max-repeat), short of"),
     };
     Some(Flag::warning(
         "cv_target_not_met",
@@ -1574,9 +1586,7 @@ fn run_as(
                         return Err(unstored(store, &mut record, step, &e));
                     }
                     any_result = true;
-                    if let Some(v) = result.headline_value() {
-                        headlines.push(v);
-                    }
+                    headlines.extend(counted_headline(&result));
                     observer.step_done(&result);
                     point_steps.push(step);
                     test_steps.push(step);
@@ -1771,6 +1781,50 @@ mod tests {
         assert_eq!(r.metrics.len(), 1, "what was measured is kept");
     }
 
+    /// `--until-cv` judges the spread of the repetitions the published figure is made of:
+    /// an invalid one (errors above 1%) read like a valid one, and two near-equal
+    /// invalid repetitions could stop the test as steady beside one valid figure.
+    #[test]
+    fn until_cv_judges_only_the_repetitions_that_count() {
+        let rep = |ops: f64, flags: Vec<Flag>, status: Status| ResultRecord {
+            workload: "kv".into(),
+            test: "get".into(),
+            step: 0,
+            repetition: 0,
+            params: BTreeMap::new(),
+            settings: BTreeMap::new(),
+            headline: "ops_per_s".into(),
+            started_at: chrono::Utc::now(),
+            duration_s: 3.0,
+            metrics: vec![Metric::new("ops_per_s", ops, "ops/s")],
+            missing: Vec::new(),
+            histograms: Vec::new(),
+            telemetry: Vec::new(),
+            telemetry_summary: Vec::new(),
+            flags,
+            status,
+            error: None,
+        };
+        let errors = || vec![Flag::invalid("errors", "2.1% of requests failed")];
+        let slow = || vec![Flag::warning("high_variation", "cv 4%")];
+        let reps = [
+            rep(50_000.0, errors(), Status::Ok),
+            rep(50_100.0, errors(), Status::Ok),
+            rep(80_000.0, slow(), Status::Ok),
+            rep(81_000.0, Vec::new(), Status::Ok),
+            rep(10.0, Vec::new(), Status::Interrupted),
+        ];
+        let headlines: Vec<f64> = reps.iter().filter_map(counted_headline).collect();
+        assert_eq!(headlines, [80_000.0, 81_000.0]);
+        assert!(cv_target_flag(&headlines, 3.0).is_none());
+        let flag = cv_target_flag(&[80_000.0], 3.0).unwrap();
+        assert!(
+            flag.message.contains("after 1 valid repetition"),
+            "{}",
+            flag.message
+        );
+    }
+
     /// Checkpoints of a test on three hosts store each host's samples once each, the
     /// earlier hosts' later samples too (acceptance O, 1: after the first checkpoint, a
     /// count over all hosts stored the last hosts' samples again and the first ones' never:
@@ -1905,7 +1959,7 @@ mod tests {
         assert_eq!(f.severity, model::Severity::Warning);
         assert!(
             f.message.starts_with(
-                "cv 2.8% after 2 repetitions (--max-repeat), above the --until-cv 0.1% asked for"
+                "cv 2.8% after 2 valid repetitions (--max-repeat), above the --until-cv 0.1% asked for"
             ),
             "{}",
             f.message
@@ -1913,7 +1967,8 @@ mod tests {
         assert!(cv_target_flag(&[100.0, 100.05, 100.0], 0.1).is_none());
         let f = cv_target_flag(&[100.0], 3.0).unwrap();
         assert!(
-            f.message.starts_with("cv not known after 1 repetition"),
+            f.message
+                .starts_with("cv not known after 1 valid repetition"),
             "{}",
             f.message
         );
