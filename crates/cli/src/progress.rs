@@ -1,7 +1,7 @@
 //! Progress on stderr while a run goes: the current test, live throughput, percent done
 //! and ETA (a bar on a terminal; one line per finished test otherwise).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -13,6 +13,10 @@ use model::ResultRecord;
 pub struct Display {
     verbose: bool,
     bar: ProgressBar,
+    progress: Arc<Progress>,
+    /// [`Progress::began`] of the test whose `done:` line was printed last: until the
+    /// next test begins, the bar says it is done, not its last rate and ETA (M8).
+    finished: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     handle: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
@@ -30,10 +34,13 @@ impl Display {
                 .progress_chars("=> "),
         );
         let stop = Arc::new(AtomicBool::new(false));
+        let finished = Arc::new(AtomicU64::new(u64::MAX));
         let handle = verbose.then(|| {
-            let (bar, stop) = (bar.clone(), stop.clone());
+            let (bar, stop, finished) = (bar.clone(), stop.clone(), finished.clone());
+            let progress = progress.clone();
             std::thread::spawn(move || {
-                let mut last = (Instant::now(), 0u64, String::new());
+                // The last look: when, the count then, and which test it was.
+                let mut last = (Instant::now(), 0u64, None::<u64>);
                 let mut started = Instant::now();
                 while !stop.load(Ordering::Relaxed) {
                     // Woken at once by `finish`: no pause at exit.
@@ -41,16 +48,27 @@ impl Display {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    let label = progress.label.lock().map(|l| l.clone()).unwrap_or_default();
+                    let test = progress.began.load(Ordering::Relaxed);
                     let done = progress.done.load(Ordering::Relaxed);
                     let now = Instant::now();
+                    if finished.load(Ordering::Relaxed) == test {
+                        last = (now, done, Some(test));
+                        continue;
+                    }
                     // A new test has no rate until its second look: counted from its
                     // first, not over no time (a count already made over 1 ms read as
-                    // millions per second).
-                    let rate = if label != last.2 {
+                    // millions per second). Told apart by `began`, not by its label,
+                    // which the test before may have had too. A count that went back (a
+                    // test's next timed loop: crypto's next buffer size) has no rate either,
+                    // not 0.
+                    let new_test = last.2 != Some(test);
+                    if new_test {
                         started = now;
+                        let label = progress.label.lock().map(|l| l.clone()).unwrap_or_default();
                         // A label holds parameter values (http paths, ...): no terminal escapes.
                         bar.set_prefix(model::printable(&label));
+                    }
+                    let rate = if new_test || done < last.1 {
                         None
                     } else {
                         Some(
@@ -58,7 +76,7 @@ impl Display {
                                 / now.duration_since(last.0).as_secs_f64().max(1e-3),
                         )
                     };
-                    last = (now, done, label);
+                    last = (now, done, Some(test));
                     let total = progress.total.load(Ordering::Relaxed);
                     let dur_ms = progress.duration_ms.load(Ordering::Relaxed);
                     let elapsed = now.duration_since(started).as_secs_f64();
@@ -96,6 +114,8 @@ impl Display {
         Display {
             verbose,
             bar,
+            progress,
+            finished,
             stop,
             handle: std::sync::Mutex::new(handle),
         }
@@ -124,6 +144,14 @@ impl Display {
             }
         );
         let line = model::printable(&line);
+        self.finished.store(
+            self.progress.began.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        // The bar under the line says so until the next test begins (the drawing thread
+        // leaves it alone till then), not the finished test's last rate and ETA.
+        self.bar.set_position(100);
+        self.bar.set_message(BETWEEN_TESTS);
         if self.bar.is_hidden() {
             engine::errln!("{line}");
         } else {
@@ -143,6 +171,10 @@ impl Display {
         self.bar.finish_and_clear();
     }
 }
+
+/// What the bar says between a test's `done:` line and the next test's start (a server's
+/// launch, a build).
+const BETWEEN_TESTS: &str = "done; setting up the next test";
 
 impl Drop for Display {
     fn drop(&mut self) {

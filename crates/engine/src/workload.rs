@@ -27,6 +27,9 @@ pub struct Progress {
     pub warmup: AtomicBool,
     /// What is running now (`kv set P=100 instances=2`).
     pub label: Mutex<String>,
+    /// How many times a test began ([`Progress::reset`]): tells a new test from the one
+    /// before, whose label may be the same (a net driver's `net tcp streams=1`).
+    pub began: AtomicU64,
     /// Set to end the load under way early, keeping what it measured (another
     /// generator of the same test is gone). Unlike Ctrl-C it ends this test only.
     pub cancel: AtomicBool,
@@ -172,6 +175,7 @@ impl Progress {
         if let Ok(mut l) = self.label.lock() {
             *l = label.to_string();
         }
+        self.began.fetch_add(1, Ordering::Relaxed);
     }
 }
 
