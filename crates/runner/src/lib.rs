@@ -1741,33 +1741,43 @@ mod tests {
         );
     }
 
-    /// An aborted test is interrupted, not failed: the hosts and servers the abort killed
-    /// are not named as failures, and its error is not an agent's last words.
-    #[test]
-    fn an_aborted_test_is_interrupted_not_failed_by_the_hosts_it_killed() {
-        let mut r = ResultRecord {
+    /// A kv get result of 3 s with `metric` as its headline.
+    fn kv_get(metric: Metric, flags: Vec<Flag>, status: Status) -> ResultRecord {
+        ResultRecord {
             workload: "kv".into(),
             test: "get".into(),
             step: 0,
             repetition: 0,
             params: BTreeMap::new(),
             settings: BTreeMap::new(),
-            headline: String::new(),
+            headline: metric.name.clone(),
             started_at: chrono::Utc::now(),
             duration_s: 3.0,
-            metrics: vec![Metric::new("requests", 1000.0, "count")],
+            metrics: vec![metric],
             missing: Vec::new(),
             histograms: Vec::new(),
             telemetry: Vec::new(),
             telemetry_summary: Vec::new(),
-            flags: vec![
+            flags,
+            status,
+            error: None,
+        }
+    }
+
+    /// An aborted test is interrupted, not failed: the hosts and servers the abort killed
+    /// are not named as failures, and its error is not an agent's last words.
+    #[test]
+    fn an_aborted_test_is_interrupted_not_failed_by_the_hosts_it_killed() {
+        let mut r = kv_get(
+            Metric::new("requests", 1000.0, "count"),
+            vec![
                 Flag::invalid("server_unknown", "cannot ask rbh1 about its servers"),
                 Flag::invalid("host_failed", "load generator rbh2: the link broke"),
                 Flag::warning("telemetry_missing", "host rbh3: did not come back"),
             ],
-            status: Status::Failed,
-            error: Some("the agent on rbh1 ended: rackbench: launching 1 redis-server".into()),
-        };
+            Status::Failed,
+        );
+        r.error = Some("the agent on rbh1 ended: rackbench: launching 1 redis-server".into());
         aborted_by_user(&mut r);
         assert_eq!(r.status, Status::Interrupted);
         assert_eq!(r.error, None);
@@ -1786,24 +1796,8 @@ mod tests {
     /// invalid repetitions could stop the test as steady beside one valid figure.
     #[test]
     fn until_cv_judges_only_the_repetitions_that_count() {
-        let rep = |ops: f64, flags: Vec<Flag>, status: Status| ResultRecord {
-            workload: "kv".into(),
-            test: "get".into(),
-            step: 0,
-            repetition: 0,
-            params: BTreeMap::new(),
-            settings: BTreeMap::new(),
-            headline: "ops_per_s".into(),
-            started_at: chrono::Utc::now(),
-            duration_s: 3.0,
-            metrics: vec![Metric::new("ops_per_s", ops, "ops/s")],
-            missing: Vec::new(),
-            histograms: Vec::new(),
-            telemetry: Vec::new(),
-            telemetry_summary: Vec::new(),
-            flags,
-            status,
-            error: None,
+        let rep = |ops: f64, flags: Vec<Flag>, status: Status| {
+            kv_get(Metric::new("ops_per_s", ops, "ops/s"), flags, status)
         };
         let errors = || vec![Flag::invalid("errors", "2.1% of requests failed")];
         let slow = || vec![Flag::warning("high_variation", "cv 4%")];
