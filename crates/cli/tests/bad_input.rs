@@ -55,6 +55,10 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "search start",
         ),
         (&["kv", "-r", "0"], "keyspace (-r) must be at least 1 key"),
+        (
+            &["kv", "-r", "1000000000001"],
+            "keyspace (-r) can be at most 1000000000000 keys",
+        ),
         // Acceptance pass O, 4: one of the two stops was ignored, and stored.
         (
             &["kv", "--duration", "1", "-n", "1000"],

@@ -265,6 +265,16 @@ impl KvConfig {
         if self.keyspace == 0 {
             bail!("keyspace (-r) must be at least 1 key (e.g. -r 10000)");
         }
+        // A key's number is 12 digits, as redis-benchmark's `key:__rand_int__`: past
+        // 10^12 keys would wrap onto the first ones, a smaller keyspace than the one
+        // stored, and a GET's hit ratio above its own.
+        if self.keyspace > resp::MAX_KEYSPACE {
+            bail!(
+                "keyspace (-r) can be at most {} keys (a key's number is 12 digits, as \
+                 redis-benchmark's); give -r 1000000000000 or less",
+                resp::MAX_KEYSPACE
+            );
+        }
         if self.instances == 0 && self.targets.is_empty() {
             bail!("instances must be at least 1 (or give --target)");
         }

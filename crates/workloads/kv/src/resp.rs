@@ -42,6 +42,9 @@ pub struct Digits {
     lo: u64,
 }
 
+/// The most keys a keyspace can have: a key's number is 12 digits ([`Digits`]).
+pub const MAX_KEYSPACE: u64 = 1_000_000_000_000;
+
 impl Digits {
     #[inline]
     pub fn of(k: u64) -> Digits {
@@ -53,10 +56,10 @@ impl Digits {
                 lo: eight_digits(k as u32),
             };
         }
-        let k = if k < 1_000_000_000_000 {
+        let k = if k < MAX_KEYSPACE {
             k
         } else {
-            k % 1_000_000_000_000
+            k % MAX_KEYSPACE
         };
         Digits {
             hi: four_digits((k / 100_000_000) as u32),
