@@ -33,6 +33,12 @@ impl Display {
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
+        if !bar.is_hidden() {
+            let bar = bar.clone();
+            engine::set_stderr_lines(Some(Arc::new(move |write: &mut dyn FnMut()| {
+                bar.suspend(&mut *write)
+            })));
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let finished = Arc::new(AtomicU64::new(u64::MAX));
         let handle = verbose.then(|| {
@@ -168,6 +174,7 @@ impl Display {
             h.thread().unpark();
             let _ = h.join();
         }
+        engine::set_stderr_lines(None);
         self.bar.finish_and_clear();
     }
 }

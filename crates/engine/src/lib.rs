@@ -49,13 +49,42 @@ pub use workload::{Ctx, Registration, StepOutput, Workload};
 
 /// `eprintln!` that never panics: a closed or broken stderr (`2>&-`, `2>&1 | head` after
 /// head quit) loses the line, never the run or its exit status. rackbench prints to
-/// stderr with this, never with `eprintln!`.
+/// stderr with this, never with `eprintln!`; while a progress bar is drawn there, the
+/// line goes above it ([`set_stderr_lines`]).
 #[macro_export]
 macro_rules! errln {
     ($($arg:tt)*) => {{
-        use ::std::io::Write as _;
-        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+        $crate::write_stderr_line(::std::format_args!($($arg)*));
     }};
+}
+
+/// What writes an [`errln!`] line while a progress bar is drawn on stderr: a line written
+/// straight to stderr then was glued to the bar's line (`... ETA 0s rackbench: crypto
+/// sha256: threads=1`) and left a torn line in the terminal's scroll-back.
+type StderrLines = std::sync::Arc<dyn Fn(&mut dyn FnMut()) + Send + Sync>;
+
+static STDERR_LINES: std::sync::RwLock<Option<StderrLines>> = std::sync::RwLock::new(None);
+
+/// Have [`errln!`] lines written inside `around` (a progress bar's `suspend`: clear the
+/// bar, write, draw it again); None writes them straight to stderr again.
+pub fn set_stderr_lines(around: Option<StderrLines>) {
+    let mut g = STDERR_LINES
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *g = around;
+}
+
+#[doc(hidden)]
+pub fn write_stderr_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut write = || {
+        let _ = std::io::stderr().write_fmt(format_args!("{args}\n"));
+    };
+    let around = STDERR_LINES.read().map_or(None, |g| g.clone());
+    match around {
+        Some(around) => around(&mut write),
+        None => write(),
+    }
 }
 
 /// `println!` that never panics: a closed stdout (`| head`) ends the output quietly.
