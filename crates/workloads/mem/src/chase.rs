@@ -247,8 +247,13 @@ pub fn measure_frequency() -> Option<Freq> {
             });
         }
     }
-    if let Ok(s) = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq")
-    {
+    // The CPU this thread runs on (the chase's, pinned), not cpu0: another CPU's clock
+    // can differ by its load or its boost.
+    // SAFETY: sched_getcpu takes no arguments and only reads the calling thread's CPU.
+    let cpu = u32::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(0);
+    if let Ok(s) = std::fs::read_to_string(format!(
+        "/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq"
+    )) {
         if let Ok(khz) = s.trim().parse::<f64>() {
             return Some(Freq {
                 hz: khz * 1e3,
@@ -257,23 +262,43 @@ pub fn measure_frequency() -> Option<Freq> {
         }
     }
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let mhz = info
-        .lines()
-        .find(|l| l.starts_with("cpu MHz"))?
-        .split(':')
-        .nth(1)?
-        .trim()
-        .parse::<f64>()
-        .ok()?;
+    let mhz = cpuinfo_mhz(&info, cpu)?;
     Some(Freq {
         hz: mhz * 1e6,
         source: "proc_cpuinfo",
     })
 }
 
+/// `cpu MHz` of processor `cpu` in /proc/cpuinfo's text (each processor's block begins
+/// with its `processor : N` line).
+fn cpuinfo_mhz(info: &str, cpu: u32) -> Option<f64> {
+    fn field(l: &str) -> Option<&str> {
+        l.split(':').nth(1).map(str::trim)
+    }
+    let mut this = false;
+    for l in info.lines() {
+        if l.starts_with("processor") {
+            this = field(l).and_then(|n| n.parse::<u32>().ok()) == Some(cpu);
+        } else if this && l.starts_with("cpu MHz") {
+            return field(l)?.parse().ok();
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The clock of the CPU asked for, not the first one listed.
+    #[test]
+    fn cpuinfo_gives_the_mhz_of_the_cpu_asked_for() {
+        let info = "processor\t: 0\nmodel name\t: X\ncpu MHz\t\t: 1200.000\n\n\
+                    processor\t: 1\nmodel name\t: X\ncpu MHz\t\t: 3400.500\n";
+        assert_eq!(cpuinfo_mhz(info, 1), Some(3400.5));
+        assert_eq!(cpuinfo_mhz(info, 0), Some(1200.0));
+        assert_eq!(cpuinfo_mhz(info, 2), None);
+    }
 
     #[test]
     fn chain_is_one_cycle_through_every_line() {
