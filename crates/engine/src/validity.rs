@@ -107,7 +107,20 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     let total = out.total_count();
     let tput = out.throughput();
 
-    metrics.push(Metric::new(headline, tput, unit));
+    // Stopped before its measurement began (Ctrl-C in the warm-up): nothing was
+    // measured, so its throughput is missing, not 0 with "no request completed" (what
+    // completed in the warm-up is not the test's).
+    let unmeasured = out.duration_s <= 0.0 && total == 0;
+    match out.stopped_early.as_deref().filter(|_| unmeasured) {
+        Some(why) => missing.push(MissingMetric {
+            name: headline.into(),
+            reason: format!(
+                "the test stopped before its measurement began, in its warm-up ({why}): \
+                 nothing was measured"
+            ),
+        }),
+        None => metrics.push(Metric::new(headline, tput, unit)),
+    }
     metrics.push(Metric::new("requests", total as f64, "requests"));
     metrics.push(Metric::new("measured_duration_s", out.duration_s, "s"));
 
@@ -283,7 +296,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     };
 
     // Validity.
-    if total == 0 {
+    if total == 0 && !(unmeasured && out.stopped_early.is_some()) {
         flags.push(Flag::invalid("zero_throughput", "no request completed"));
     }
     // Open loop: requests sent late, and those never sent (due while every connection
@@ -510,6 +523,38 @@ mod tests {
         c.service.reset();
         c.service.record_n(latency_ns, 10_000).unwrap();
         step_output(&spec, &out, "ops_per_s", "ops/s")
+    }
+
+    /// A test stopped in its warm-up measured nothing: its throughput is missing with
+    /// why, not 0 req/s with "no request completed" (acceptance, s31: Ctrl-C 1 s into a
+    /// 2 s warm-up stored `interrupted (partial: 0 req/s)`). One that ran and completed
+    /// nothing is still 0, flagged.
+    #[test]
+    fn a_test_stopped_in_its_warm_up_has_no_throughput_not_zero() {
+        let (spec, mut out) = open_loop(0, 0.0);
+        out.classes.clear();
+        out.duration_s = 0.0;
+        out.interval_rates.clear();
+        out.stopped_early = Some("interrupted".into());
+        let s = step_output(&spec, &out, "requests_per_s", "req/s");
+        assert!(s.metrics.iter().all(|m| m.name != "requests_per_s"));
+        let why = s
+            .missing
+            .iter()
+            .find(|m| m.name == "requests_per_s")
+            .unwrap();
+        assert!(why.reason.contains("in its warm-up"), "{}", why.reason);
+        assert!(s.flags.iter().all(|f| f.code != "zero_throughput"));
+
+        out.stopped_early = None;
+        let s = step_output(&spec, &out, "requests_per_s", "req/s");
+        let m = s
+            .metrics
+            .iter()
+            .find(|m| m.name == "requests_per_s")
+            .unwrap();
+        assert_eq!(m.value, 0.0);
+        assert!(s.flags.iter().any(|f| f.code == "zero_throughput"));
     }
 
     /// The rates of the intervals are in the headline's unit: an http test's are req/s

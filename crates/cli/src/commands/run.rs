@@ -790,8 +790,9 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
     }
     if finished.interrupted {
         engine::errln!(
-            "rackbench: interrupted: what was measured is stored ({})",
-            stored.results.len()
+            "rackbench: interrupted: what was measured is stored ({} result{})",
+            stored.results.len(),
+            if stored.results.len() == 1 { "" } else { "s" }
         );
     }
     let invalid = stored.results.iter().any(|x| x.is_invalid());
