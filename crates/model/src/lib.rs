@@ -510,6 +510,28 @@ pub fn host_display_name(hosts: &[HostDisclosure], host: &str) -> String {
         .unwrap_or_else(|| host.to_string())
 }
 
+/// A metric's unit as read: `signs_per_s` stored in `ops/s` reads `signs/s`, so a table,
+/// an export or a TCO never calls an RSA sign a generic operation; any other unit is kept
+/// as stored. The one reading of a stored unit for people.
+/// Only the name of a thing counted (one word: `signs`, `verifies`) is taken for the
+/// unit; a rate's name (`max_reply_rate_per_s`, `capacity_per_s`) is no unit, so those
+/// keep `ops/s` rather than reading `max_reply_rate/s`.
+pub fn display_unit(metric: &str, unit: &str) -> String {
+    match metric.strip_suffix("_per_s") {
+        Some(what) if unit == "ops/s" && names_a_thing_counted(what) => format!("{what}/s"),
+        _ => unit.to_string(),
+    }
+}
+
+/// Whether the stem of a `<stem>_per_s` name is a thing counted (a single plural noun)
+/// rather than the name of a rate or of the generic operation.
+fn names_a_thing_counted(stem: &str) -> bool {
+    !stem.is_empty()
+        && stem.bytes().all(|b| b.is_ascii_lowercase())
+        && !matches!(stem, "ops" | "capacity")
+        && !stem.contains("rate")
+}
+
 /// A host fact's value for people: a fact naming hosts of the run
 /// (`host.kernel_shared_with`) names them as every table does ([`host_display_name`]:
 /// this machine by its hostname, not `local`); any other as stored ([`Fact::display`]).

@@ -106,26 +106,9 @@ pub fn report_title(labels: &[String]) -> String {
     }
 }
 
-/// A metric's unit for display: `signs_per_s` stored in `ops/s` reads `signs/s`, so a
-/// table never calls an RSA sign a generic operation; any other unit is kept as stored.
-/// Only the name of a thing counted (one word: `signs`, `verifies`) is taken for the
-/// unit; a rate's name (`max_reply_rate_per_s`, `capacity_per_s`) is no unit, so those
-/// keep `ops/s` rather than reading `max_reply_rate/s`.
-pub fn display_unit(metric: &str, unit: &str) -> String {
-    match metric.strip_suffix("_per_s") {
-        Some(what) if unit == "ops/s" && names_a_thing_counted(what) => format!("{what}/s"),
-        _ => unit.to_string(),
-    }
-}
-
-/// Whether the stem of a `<stem>_per_s` name is a thing counted (a single plural noun)
-/// rather than the name of a rate or of the generic operation.
-fn names_a_thing_counted(stem: &str) -> bool {
-    !stem.is_empty()
-        && stem.bytes().all(|b| b.is_ascii_lowercase())
-        && !matches!(stem, "ops" | "capacity")
-        && !stem.contains("rate")
-}
+/// A metric's unit for display ([`model::display_unit`], kept under this name for the
+/// report's callers).
+pub use model::display_unit;
 
 /// Workloads whose rows are no suite of one kind of work, and why: a geometric mean
 /// across them mixes unlike things, so their summary has none. crypto's tests are

@@ -205,9 +205,12 @@ fn any_whole_server_power(results: &[&ResultRecord]) -> bool {
 
 /// The headlines' units, joined, when they are not all one.
 fn units_apart(results: &[&ResultRecord]) -> Option<String> {
-    let units: std::collections::BTreeSet<&str> = results
+    let units: std::collections::BTreeSet<String> = results
         .iter()
-        .filter_map(|r| r.metric(&r.headline, &[]).map(|m| m.unit.as_str()))
+        .filter_map(|r| {
+            r.metric(&r.headline, &[])
+                .map(|m| model::display_unit(&m.name, &m.unit))
+        })
         .collect();
     (units.len() > 1).then(|| units.into_iter().collect::<Vec<_>>().join(", "))
 }
@@ -224,9 +227,10 @@ fn perf_of(
         let Some(v) = r.headline_value() else {
             continue;
         };
+        // In the unit a table gives it (RSA signs in signs/s, not ops/s).
         let unit = r
             .metric(&r.headline, &[])
-            .map(|m| m.unit.clone())
+            .map(|m| model::display_unit(&m.name, &m.unit))
             .unwrap_or_default();
         let e = points.entry(point_key(r)).or_insert((0.0, 0, unit));
         e.0 += v;
