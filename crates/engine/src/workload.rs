@@ -642,6 +642,9 @@ pub struct Registration {
     pub has_server: bool,
     /// What a load generator runs against the service's endpoints.
     pub driver: Option<crate::host::DriverFn>,
+    /// How a user makes its tests longer, for advice on a test too short to measure
+    /// (`--duration, or a larger -n`; mem's `more --samples or a larger --sample-ms`).
+    pub lengthen: &'static str,
 }
 
 #[cfg(test)]

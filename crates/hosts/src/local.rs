@@ -385,6 +385,7 @@ mod tests {
                 }
                 Ok(serde_json::Value::Null)
             }),
+            lengthen: "--duration",
         })
     }
 

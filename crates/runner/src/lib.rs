@@ -827,6 +827,8 @@ struct TestTelemetry {
     telemetry: Arc<telemetry::Telemetry>,
     point_hosts: Vec<String>,
     server_host: Option<String>,
+    /// How its workload's tests are made longer ([`Registration::lengthen`]).
+    lengthen: &'static str,
 }
 
 /// The lock of a provisional slot, whether or not a writer panicked holding it.
@@ -861,6 +863,7 @@ fn store_partial(
             &hosts,
             false,
             tel.server_host.as_deref(),
+            tel.lengthen,
         );
         let (metrics, missing) = finite_only(so_far.metrics.clone(), so_far.missing.clone());
         // What the test measured (kept for a final result the test's error makes).
@@ -1309,6 +1312,7 @@ fn run_as(
                         telemetry: telemetry.clone(),
                         point_hosts: point_hosts.clone(),
                         server_host: server_host.clone(),
+                        lengthen: reg.lengthen,
                     },
                 )),
             };
@@ -1512,6 +1516,7 @@ fn run_as(
                                 &point_hosts,
                                 interrupted,
                                 server_host,
+                                reg.lengthen,
                             );
                             flags.extend(tel.flags);
                             let (metrics, mut missing) = finite_only(out.metrics, out.missing);
@@ -1540,6 +1545,7 @@ fn run_as(
                                 &point_hosts,
                                 engine::stop::stop_requested(),
                                 server_host,
+                                reg.lengthen,
                             );
                             let (status, flag) = error_status(&e);
                             // What its steps had measured before the error, kept as a
@@ -2219,6 +2225,7 @@ mod tests {
                     service: None,
                     has_server: false,
                     driver: None,
+                    lengthen: "--duration",
                 },
                 params: params.clone(),
                 points: vec![params],

@@ -563,6 +563,8 @@ impl Telemetry {
     /// back has its figures named missing, with why, and a warning, never a silent gap
     /// (no summary: one without samples would still carry zeros, read as measured).
     /// `stopped`: the test was stopped early (its warnings then blame no clock).
+    /// `lengthen`: how its workload's tests are made longer, for the advice of a test too
+    /// short to measure ([`engine::Registration::lengthen`]).
     pub fn figures(
         &self,
         step: &StepSamples,
@@ -570,6 +572,7 @@ impl Telemetry {
         point_hosts: &[&str],
         stopped: bool,
         server_host: Option<&str>,
+        lengthen: &str,
     ) -> StepFigures {
         let in_point = |h: &str| point_hosts.contains(&h);
         // A host whose samples did not all come back is summarized nowhere: those its
@@ -605,7 +608,7 @@ impl Telemetry {
             .collect();
         flags.extend(steal_flags(&ours));
         flags.extend(other_load_flags(&ours, server_host, &self.irq_in_tasks));
-        flags.extend(coarse_flags(&ours));
+        flags.extend(coarse_flags(&ours, lengthen));
         flags.extend(power_gap_flags(&ours));
         let mut missing = Vec::new();
         for (host, why) in step.missing.iter().filter(|(h, _)| in_point(h)) {
@@ -1088,7 +1091,7 @@ pub const COARSE_CPU_S: f64 = 0.5;
 /// A warning per host whose CPU figures (per CPU, and per watched process) come from a
 /// measured time too short for the kernel's tick counting to resolve them: each % there
 /// is good to no better than one tick's share, which the message gives.
-pub fn coarse_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
+pub fn coarse_flags(summaries: &[TelemetrySummary], lengthen: &str) -> Vec<Flag> {
     summaries
         .iter()
         .filter(|s| s.samples > 0)
@@ -1102,8 +1105,7 @@ pub fn coarse_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
                 format!(
                     "host {}: its CPU figures cover {:.3} s of measured time, {:.0} clock \
                      ticks of 10 ms per CPU: each CPU's % and each process's is good to \
-                     about {:.0} points; run the test for a second or more (--duration, \
-                     or a larger -n)",
+                     about {:.0} points; run the test for a second or more ({lengthen})",
                     s.host,
                     shown,
                     ticks.round(),
@@ -1115,8 +1117,8 @@ pub fn coarse_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
                 format!(
                     "host {}: the test measured for {:.3} s, shorter than the samples \
                      its CPU figures come from: they hold the time around it too; run \
-                     the test for a second or more (--duration, or a larger -n), or \
-                     sample more often (--telemetry-interval)",
+                     the test for a second or more ({lengthen}), or sample more often \
+                     (--telemetry-interval)",
                     s.host, shown
                 )
             };
@@ -1495,7 +1497,7 @@ mod tests {
                 _ => None,
             };
         }
-        let flags = coarse_flags(&sums);
+        let flags = coarse_flags(&sums, "--duration");
         assert_eq!(flags.len(), 1, "{flags:?}");
         assert_eq!(flags[0].code, "cpu_coarse");
         let m = &flags[0].message;
@@ -1506,18 +1508,26 @@ mod tests {
         // Just short of the threshold, it says so, not the threshold itself.
         let mut edge = sums[0].clone();
         edge.covered_s = Some(COARSE_CPU_S - 0.0004);
-        let m = &coarse_flags(&[edge])[0].message;
+        let m = &coarse_flags(&[edge], "--duration")[0].message;
         assert!(m.contains("cover 0.499 s"), "{m}");
         // Parts of longer samples: their figures hold the time around the test, which
         // is what the warning then says (their ticks are not the test's).
         sums[0].whole_samples = false;
-        let flags = coarse_flags(&sums);
+        let flags = coarse_flags(&sums, "--duration");
         assert_eq!(flags.len(), 1, "{flags:?}");
         let m = &flags[0].message;
         assert!(
             m.contains("host short") && m.contains("time around it") && !m.contains("points"),
             "{m}"
         );
+        // The advice names the knobs of the workload measured (acceptance, s31: mem was
+        // told of --duration and -n, which it refuses).
+        let mem = "more --samples, or a larger --sample-ms";
+        for whole in [true, false] {
+            sums[0].whole_samples = whole;
+            let m = &coarse_flags(&sums, mem)[0].message;
+            assert!(m.contains(&format!("({mem})")) && !m.contains("-n"), "{m}");
+        }
     }
 
     /// A host whose clock the test can move: its samples' clock began at `began`
@@ -1854,7 +1864,7 @@ mod tests {
             "{:?}",
             step.missing
         );
-        let fig = t.figures(&step, &[], &["a", "b"], false, None);
+        let fig = t.figures(&step, &[], &["a", "b"], false, None, "--duration");
         assert_eq!(fig.summary.len(), 1);
         assert_eq!(fig.summary[0].host, "a");
         assert_eq!(fig.missing.len(), 1, "{:?}", fig.missing);
@@ -1910,7 +1920,7 @@ mod tests {
                 ),
             "{why}"
         );
-        let fig = t.figures(&step, &[], &["a", "b"], false, None);
+        let fig = t.figures(&step, &[], &["a", "b"], false, None, "--duration");
         let summarized: Vec<&str> = fig.summary.iter().map(|s| s.host.as_str()).collect();
         assert_eq!(summarized, ["a"]);
         assert_eq!(fig.missing[0].name, "telemetry.b");
@@ -1971,7 +1981,7 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         // Spans the clocks cannot place (no clock known): a window flag per host.
         let spans = [(t0, t0 + Duration::from_secs(1))];
-        let fig = t.figures(&step, &spans, &["sut"], false, None);
+        let fig = t.figures(&step, &spans, &["sut"], false, None, "--duration");
         let codes: Vec<&str> = fig.flags.iter().map(|f| f.code.as_str()).collect();
         assert_eq!(codes, ["telemetry_window"], "{:?}", fig.flags);
         assert!(fig.flags[0].message.starts_with("host sut:"));
@@ -1979,7 +1989,7 @@ mod tests {
         assert!(fig.missing.is_empty());
         // A test stopped early (the acceptance tester's oltp, Ctrl-C in its ramp-up):
         // the same flag, blaming the stop, not a clock.
-        let stopped = t.figures(&step, &spans, &["sut"], true, None);
+        let stopped = t.figures(&step, &spans, &["sut"], true, None, "--duration");
         assert_eq!(stopped.flags.len(), 1, "{:?}", stopped.flags);
         let m = &stopped.flags[0].message;
         assert!(m.starts_with("host sut:") && !m.contains("clock"), "{m}");
@@ -1987,7 +1997,14 @@ mod tests {
         // Both hosts' figures are still summarised.
         assert_eq!(fig.summary.len(), 2);
         // The controller in the roles (a single-host run): its flags count.
-        let fig = t.figures(&step, &spans, &["sut", "controller", "third"], false, None);
+        let fig = t.figures(
+            &step,
+            &spans,
+            &["sut", "controller", "third"],
+            false,
+            None,
+            "--duration",
+        );
         let mut codes: Vec<&str> = fig.flags.iter().map(|f| f.code.as_str()).collect();
         codes.sort();
         assert_eq!(

@@ -110,6 +110,7 @@ pub fn registration() -> engine::Registration {
         service: Some(service::start_service),
         has_server: false,
         driver: Some(driver::drive),
+        lengthen: "--duration",
     }
 }
 

@@ -599,6 +599,7 @@ pub fn registration() -> Registration {
         service: Some(service::start_service),
         has_server: true,
         driver: Some(driver::drive),
+        lengthen: "--duration, or a larger -n",
     }
 }
 

@@ -233,16 +233,24 @@ impl Kv {
                         .iter()
                         .position(|t| t == "set")
                         .is_some_and(|s| tests.iter().position(|t| t == test) > Some(s));
+                    // More SETs write more of the keyspace: a longer test, by the knob
+                    // that sizes this one (-n is refused beside --duration).
+                    let more = if self.cfg.duration.is_some() {
+                        "raise --duration"
+                    } else {
+                        "raise -n"
+                    };
                     let advice = if set_ran {
                         // The SETs before did run: they left keys of the keyspace unwritten.
                         format!(
-                            "the SETs before it left part of the keyspace (-r {}, over {} instance(s)) unwritten: raise -n or lower -r",
+                            "the SETs before it left part of the keyspace (-r {}, over {} instance(s)) unwritten: {more} or lower -r",
                             self.cfg.keyspace, self.cfg.instances
                         )
                     } else if test == "mix" {
-                        "until its own SETs have written a key, the mix's GETs of it miss: run `set` first (-t set,mix) or raise -n".to_string()
+                        format!("until its own SETs have written a key, the mix's GETs of it miss: run `set` first (-t set,mix) or {more}")
                     } else {
-                        "run `set` first (-t set,get) or raise -n".to_string()
+                        // A GET writes nothing: more of them find no more keys.
+                        "run `set` first (-t set,get)".to_string()
                     };
                     step.flags.push(Flag::warning(
                         "low_hit_ratio",

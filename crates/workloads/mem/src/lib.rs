@@ -119,6 +119,7 @@ pub fn registration() -> engine::Registration {
         service: Some(service::start_service),
         has_server: false,
         driver: Some(driver::drive),
+        lengthen: "more --samples, or a larger --sample-ms",
     }
 }
 

@@ -193,6 +193,7 @@ pub fn registration() -> engine::Registration {
         service: Some(service::start_service),
         has_server: true,
         driver: Some(drive),
+        lengthen: "--duration",
     }
 }
 

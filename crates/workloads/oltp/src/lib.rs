@@ -536,6 +536,7 @@ pub fn registration() -> engine::Registration {
         service: Some(service::start_service),
         has_server: true,
         driver: Some(driver::drive),
+        lengthen: "--duration",
     }
 }
 
