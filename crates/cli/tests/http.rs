@@ -96,7 +96,7 @@ fn a_test_whose_requests_fail_is_invalid() {
         f["message"]
             .as_str()
             .unwrap()
-            .contains("(100.000% of requests)"),
+            .contains("(100.000% of requests; by kind: http_404 "),
         "{f}"
     );
 }

@@ -844,7 +844,8 @@ fn a_request_lost_with_its_connection_is_one_error() {
     assert_eq!(sum("connection_errors"), 20.0);
     let flag = step.flags.iter().find(|f| f.code == "errors").unwrap();
     assert!(
-        flag.message.contains("20 errors (10.000% of requests)"),
+        flag.message
+            .contains("20 errors (10.000% of requests; by kind: no reply ("),
         "{}",
         flag.message
     );
