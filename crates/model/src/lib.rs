@@ -208,6 +208,27 @@ impl Status {
             Status::Running => Some("still running"),
         }
     }
+
+    /// The word for it in tables (`ok`, `interrupted`, `failed`, `running`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+            Status::Running => "running",
+        }
+    }
+
+    /// A run's status as `runs`, `show` and the report's Runs table give it: how it
+    /// ended, then how many of its `results` are invalid (`ok, 1 of 1 invalid`). A run
+    /// that ran to its end is `ok` even when every result failed a check; `ok` alone
+    /// would read as figures that stand.
+    pub fn with_invalid(self, invalid: usize, results: usize) -> String {
+        match invalid {
+            0 => self.word().to_string(),
+            n => format!("{}, {n} of {results} invalid", self.word()),
+        }
+    }
 }
 
 /// One measured step: one point of a sweep, one test, one repetition.
@@ -665,9 +686,29 @@ pub struct RunRecord {
     pub error: Option<String>,
 }
 
+impl RunRecord {
+    /// Its status as `runs`, `show` and the report give it ([`Status::with_invalid`]).
+    pub fn status_text(&self) -> String {
+        let invalid = self.results.iter().filter(|r| r.is_invalid()).count();
+        self.status.with_invalid(invalid, self.results.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run that ran to its end with every result invalid reads so, not `ok` alone
+    /// (acceptance, s31: `runs` said `ok, 1 of 1 invalid`, show and the report `ok`).
+    #[test]
+    fn a_runs_status_says_how_many_results_are_invalid() {
+        assert_eq!(Status::Ok.with_invalid(0, 3), "ok");
+        assert_eq!(Status::Ok.with_invalid(1, 1), "ok, 1 of 1 invalid");
+        assert_eq!(
+            Status::Interrupted.with_invalid(2, 3),
+            "interrupted, 2 of 3 invalid"
+        );
+    }
 
     /// `host.kernel_shared_with` names this machine by its hostname, as the tables do;
     /// other facts read as stored.

@@ -280,11 +280,12 @@ fn runs_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     for (r, l) in runs.iter().zip(labels) {
         let _ = write!(
             h,
-            r#"<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{:?}{}</td><td class="n">{}</td><td><code>{}</code></td></tr>"#,
+            r#"<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}{}</td><td class="n">{}</td><td><code>{}</code></td></tr>"#,
             esc(&r.id),
             esc(l),
             esc(&r.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string()),
-            r.status,
+            // As `runs` gives it: `ok, 1 of 1 invalid`, not `Ok` over no figure that stands.
+            esc(&r.status_text()),
             r.error
                 .as_ref()
                 .map(|e| format!(": {}", esc(e)))

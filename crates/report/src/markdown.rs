@@ -261,7 +261,7 @@ pub fn markdown_with(
             r.id.clone(),
             l.clone(),
             r.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
-            format!("{:?}", r.status),
+            r.status_text(),
             r.results.len().to_string(),
             // Plain escaped text: a code span would show the escapes' backslashes.
             r.command.clone(),

@@ -593,23 +593,9 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// The STATUS cell of `rackbench runs`: how the run ended, then how many of its results
-/// are invalid (`ok, 1 of 1 invalid`). A run that ran to its end is `ok` even when a
-/// result failed its consistency check; `ok` alone would read as figures that stand.
+/// The STATUS cell of `rackbench runs` ([`Status::with_invalid`]).
 fn list_status(r: &store::RunSummary) -> String {
-    match r.invalid {
-        0 => status_word(r.status).to_string(),
-        n => format!("{}, {n} of {} invalid", status_word(r.status), r.results),
-    }
-}
-
-fn status_word(s: Status) -> &'static str {
-    match s {
-        Status::Ok => "ok",
-        Status::Interrupted => "interrupted",
-        Status::Failed => "failed",
-        Status::Running => "running",
-    }
+    r.status.with_invalid(r.invalid, r.results)
 }
 
 // ---- tables ----
@@ -999,8 +985,8 @@ fn result_text(r: &ResultRecord) -> String {
         (Status::Ok, Some(f)) => f,
         (Status::Ok, None) if r.headline.is_empty() => "no headline figure".to_string(),
         (Status::Ok, None) => format!("{} not measured", clean(&r.headline)),
-        (s, Some(f)) => format!("{} (partial: {f})", status_word(s)),
-        (s, None) => status_word(s).to_string(),
+        (s, Some(f)) => format!("{} (partial: {f})", s.word()),
+        (s, None) => s.word().to_string(),
     }
 }
 
@@ -1180,7 +1166,7 @@ pub fn results_table(run: &RunRecord) -> String {
         }
         if let Some(e) = &r.error {
             note(
-                format!("{}: {}", status_word(r.status), clean(&one_line(e))),
+                format!("{}: {}", r.status.word(), clean(&one_line(e))),
                 r.step,
             );
         }
@@ -1271,7 +1257,7 @@ pub fn run_header(run: &RunRecord) -> String {
     if let Some(l) = &run.label {
         kv.push(("label".into(), l.clone()));
     }
-    kv.push(("status".into(), status_word(run.status).into()));
+    kv.push(("status".into(), run.status_text()));
     if let Some(e) = &run.error {
         kv.push(("error".into(), one_line(e)));
     }
