@@ -582,7 +582,11 @@ fn markdown_links_only_the_charts_it_wrote() {
     let not_a_dir = dir.path().join("not-a-dir");
     std::fs::write(&not_a_dir, "notes").unwrap();
     for (svg_dir, says) in [
-        (&theirs, "not written by rackbench"),
+        (
+            &theirs,
+            "not written by rackbench; rackbench does not overwrite it: give --svg-dir another \
+             directory",
+        ),
         (&not_a_dir, "not a directory"),
     ] {
         let md = dir.path().join("refused.md");

@@ -87,6 +87,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<(
 /// Ok when `path` does not exist or is a file rackbench wrote; an error saying what to do
 /// for the results store (or its journal), a directory, or any other file.
 pub fn check_replaceable(path: &Path, store: &Path) -> anyhow::Result<()> {
+    check_replaceable_as(path, store, "-o another file")
+}
+
+/// [`check_replaceable`] of a file the user named through `other`'s flag: its errors
+/// say `give {other}` (a chart of `--svg-dir`: `--svg-dir another directory`, not -o).
+pub fn check_replaceable_as(path: &Path, store: &Path, other: &str) -> anyhow::Result<()> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -94,11 +100,11 @@ pub fn check_replaceable(path: &Path, store: &Path) -> anyhow::Result<()> {
     };
     let shown = path.display();
     if meta.is_dir() {
-        bail!("{shown} is a directory; give -o a file name");
+        bail!("{shown} is a directory; give {other}");
     }
     if is_store_file(path, store) {
         bail!(
-            "{shown} is the results store ({}); rackbench never writes over it: give -o another file",
+            "{shown} is the results store ({}); rackbench never writes over it: give {other}",
             store.display()
         );
     }
@@ -107,7 +113,7 @@ pub fn check_replaceable(path: &Path, store: &Path) -> anyhow::Result<()> {
         .and_then(|f| f.take(HEAD as u64).read_to_end(&mut head))
         .with_context(|| format!("cannot read {shown} to check it before replacing it"))?;
     if head.starts_with(b"SQLite format 3\0") {
-        bail!("{shown} is an SQLite database (a results store?); rackbench never writes over it: give -o another file");
+        bail!("{shown} is an SQLite database (a results store?); rackbench never writes over it: give {other}");
     }
     match ownership(&head) {
         Owner::Export => Ok(()),
@@ -121,14 +127,14 @@ pub fn check_replaceable(path: &Path, store: &Path) -> anyhow::Result<()> {
             } else {
                 bail!(
                     "{shown} was written by rackbench but edited since (or by a rackbench that did not \
-                     seal its reports yet); rackbench does not overwrite it: give -o another file, or \
+                     seal its reports yet); rackbench does not overwrite it: give {other}, or \
                      remove it first if the edits are not needed"
                 )
             }
         }
         Owner::Other => bail!(
             "{shown} exists and was not written by rackbench; rackbench does not overwrite it: \
-             give -o another file, or remove it first if it is not needed"
+             give {other}, or remove it first if it is not needed"
         ),
     }
 }

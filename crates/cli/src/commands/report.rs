@@ -403,7 +403,7 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
                 .map(|(name, svg)| (dir.join(name), svg))
                 .collect();
             for (p, _) in &charts {
-                output::check_replaceable(p, &db)?;
+                output::check_replaceable_as(p, &db, "--svg-dir another directory")?;
             }
             charts
         }
