@@ -471,7 +471,9 @@ fn no_perf_because(run: &RunRecord, p: &tco::Platform) -> String {
             .map(|w| format!(": {w}"))
             .unwrap_or_default();
         return format!(
-            "platform `{}`, run {}: no valid result to take performance from{why}",
+            "platform `{}`, run {}: no valid result to take performance from{why}; run the \
+             test again and name that run in `run`, or give the platform's `perf` in the TCO \
+             plan",
             p.name, run.id
         );
     }
