@@ -1,8 +1,8 @@
 //! Progress on stderr while a run goes: the current test, live throughput, percent done
 //! and ETA (a bar on a terminal; one line per finished test otherwise).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,10 @@ pub struct Display {
     progress: Arc<Progress>,
     /// [`Progress::began`] of the test whose `done:` line was printed last: until the
     /// next test begins, the bar says it is done, not its last rate and ETA (M8).
-    finished: Arc<AtomicU64>,
+    /// Held by the drawing thread from its check to its last update, and by `step_done`
+    /// while it marks a test done: a look begun before the mark cannot then write the
+    /// finished test's rate over it.
+    finished: Arc<std::sync::Mutex<u64>>,
     stop: Arc<AtomicBool>,
     handle: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
@@ -40,7 +43,7 @@ impl Display {
             })));
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let finished = Arc::new(AtomicU64::new(u64::MAX));
+        let finished = Arc::new(std::sync::Mutex::new(u64::MAX));
         let handle = verbose.then(|| {
             let (bar, stop, finished) = (bar.clone(), stop.clone(), finished.clone());
             let progress = progress.clone();
@@ -57,7 +60,8 @@ impl Display {
                     let test = progress.began.load(Ordering::Relaxed);
                     let done = progress.done.load(Ordering::Relaxed);
                     let now = Instant::now();
-                    if finished.load(Ordering::Relaxed) == test {
+                    let finished = finished.lock().unwrap_or_else(PoisonError::into_inner);
+                    if *finished == test {
                         last = (now, done, Some(test));
                         continue;
                     }
@@ -150,14 +154,14 @@ impl Display {
             }
         );
         let line = model::printable(&line);
-        self.finished.store(
-            self.progress.began.load(Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
-        // The bar under the line says so until the next test begins (the drawing thread
-        // leaves it alone till then), not the finished test's last rate and ETA.
-        self.bar.set_position(100);
-        self.bar.set_message(BETWEEN_TESTS);
+        {
+            let mut finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
+            *finished = self.progress.began.load(Ordering::Relaxed);
+            // The bar under the line says so until the next test begins (the drawing
+            // thread leaves it alone till then), not the finished test's last rate and ETA.
+            self.bar.set_position(100);
+            self.bar.set_message(BETWEEN_TESTS);
+        }
         if self.bar.is_hidden() {
             engine::errln!("{line}");
         } else {

@@ -142,7 +142,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     // Stopped before its measurement began (Ctrl-C in the warm-up): nothing was
     // measured, so its throughput is missing, not 0 with "no request completed" (what
     // completed in the warm-up is not the test's).
-    let unmeasured = out.duration_s <= 0.0 && total == 0;
+    let unmeasured = out.duration_s <= 0.0 && total == 0 && !spec.warmup.is_zero();
     match out.stopped_early.as_deref().filter(|_| unmeasured) {
         Some(why) => missing.push(MissingMetric {
             name: headline.into(),
@@ -584,7 +584,8 @@ mod tests {
     /// nothing is still 0, flagged.
     #[test]
     fn a_test_stopped_in_its_warm_up_has_no_throughput_not_zero() {
-        let (spec, mut out) = open_loop(0, 0.0);
+        let (mut spec, mut out) = open_loop(0, 0.0);
+        spec.warmup = Duration::from_secs(2);
         out.classes.clear();
         out.duration_s = 0.0;
         out.interval_rates.clear();
@@ -599,15 +600,20 @@ mod tests {
         assert!(why.reason.contains("in its warm-up"), "{}", why.reason);
         assert!(s.flags.iter().all(|f| f.code != "zero_throughput"));
 
-        out.stopped_early = None;
-        let s = step_output(&spec, &out, "requests_per_s", "req/s");
-        let m = s
-            .metrics
-            .iter()
-            .find(|m| m.name == "requests_per_s")
-            .unwrap();
-        assert_eq!(m.value, 0.0);
-        assert!(s.flags.iter().any(|f| f.code == "zero_throughput"));
+        // Ran and completed nothing; or stopped with no warm-up to have stopped in (every
+        // session failed at once): 0, flagged, never said to be a warm-up's stop.
+        for (warmup, stopped) in [(2, None), (0, Some("could not pin session 0"))] {
+            spec.warmup = Duration::from_secs(warmup);
+            out.stopped_early = stopped.map(String::from);
+            let s = step_output(&spec, &out, "requests_per_s", "req/s");
+            let m = s
+                .metrics
+                .iter()
+                .find(|m| m.name == "requests_per_s")
+                .unwrap();
+            assert_eq!(m.value, 0.0);
+            assert!(s.flags.iter().any(|f| f.code == "zero_throughput"));
+        }
     }
 
     /// The rates of the intervals are in the headline's unit: an http test's are req/s

@@ -525,7 +525,8 @@ pub trait Workload: Send {
     /// How long running `test` once takes, in seconds, where the workload knows better
     /// than the sweep point's `duration` + `warmup` (crypto times every key's signs and
     /// verifies, every buffer size, `duration` each). None: from those, else unknown.
-    /// Only for sizing a run before it starts (`rackbench run` refuses an absurd one).
+    /// For sizing a run before it starts (`rackbench run` refuses an absurd one) and
+    /// for the progress bar's length of the test.
     fn expected_duration_s(&self, _test: &str) -> Option<f64> {
         None
     }

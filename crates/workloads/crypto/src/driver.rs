@@ -32,17 +32,6 @@ pub fn run(
     let op = Op::parse(test)?;
     let threads = cfg.threads;
     let dur = Duration::from_secs_f64(cfg.duration);
-    // The progress display's length of the test: every timed loop of it (sign and
-    // verify, or each buffer size), not one (the bar stood at 100%, "ETA 0s", from the
-    // first of five sizes on).
-    let loops = match op {
-        Op::Rsa(_) | Op::EcdsaP256 => 2,
-        _ => cfg.buffer_sizes.len().max(1),
-    };
-    progress.duration_ms.store(
-        (dur.as_millis() as u64).saturating_mul(loops as u64),
-        std::sync::atomic::Ordering::Relaxed,
-    );
     let mut out = StepOutput {
         loadgen_threads: None,
         ..Default::default()
