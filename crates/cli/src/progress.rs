@@ -162,11 +162,8 @@ impl Display {
             self.bar.set_position(100);
             self.bar.set_message(BETWEEN_TESTS);
         }
-        if self.bar.is_hidden() {
-            engine::errln!("{line}");
-        } else {
-            self.bar.println(line);
-        }
+        // Above the bar: the stderr hook this display set writes it inside the bar's suspend.
+        engine::errln!("{line}");
     }
 
     /// Stop drawing (the drawing thread is woken and joined first, so nothing is drawn

@@ -99,14 +99,9 @@ pub fn connect_not_timed(
 /// The errors' kinds, most first, for the `errors` flag (`; by kind: http_404 8753, no
 /// reply (connection reset) 2`): a share of failures is no finding without what failed,
 /// and the server's log is gone with the server rackbench launched. The first few; each
-/// kind's count is stored too (http's `responses` by status).
-fn error_kinds(out: &LoadOutcome) -> String {
-    let mut kinds: std::collections::BTreeMap<String, u64> = Default::default();
-    for c in &out.classes {
-        for (k, n) in &c.errors {
-            *kinds.entry(k.clone()).or_default() += n;
-        }
-    }
+/// kind's count is stored too (http's `responses` by status). `kinds`: the classes'
+/// errors, gathered as their metrics are written.
+fn error_kinds(mut kinds: std::collections::BTreeMap<String, u64>, out: &LoadOutcome) -> String {
     for (why, n) in &out.lost_requests {
         *kinds.entry(format!("no reply ({why})")).or_default() += n;
     }
@@ -143,7 +138,8 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     // measured, so its throughput is missing, not 0 with "no request completed" (what
     // completed in the warm-up is not the test's).
     let unmeasured = out.duration_s <= 0.0 && total == 0 && !spec.warmup.is_zero();
-    match out.stopped_early.as_deref().filter(|_| unmeasured) {
+    let warmup_stop = out.stopped_early.as_deref().filter(|_| unmeasured);
+    match warmup_stop {
         Some(why) => missing.push(MissingMetric {
             name: headline.into(),
             reason: format!(
@@ -193,6 +189,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
         }
     }
     let mut errors_total = 0u64;
+    let mut error_kinds_seen = std::collections::BTreeMap::<String, u64>::new();
     for c in &classes_used {
         let op = c.name.as_str();
         let per_class = if open {
@@ -236,6 +233,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
                     .label("op", op)
                     .label("kind", kind),
             );
+            *error_kinds_seen.entry(kind.clone()).or_default() += n;
         }
         errors_total += c.error_count();
     }
@@ -328,7 +326,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     };
 
     // Validity.
-    if total == 0 && !(unmeasured && out.stopped_early.is_some()) {
+    if total == 0 && warmup_stop.is_none() {
         flags.push(Flag::invalid("zero_throughput", "no request completed"));
     }
     // Open loop: requests sent late, and those never sent (due while every connection
@@ -377,7 +375,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
         let mut why = format!(
             "{all_errors} errors ({:.3}% of requests{})",
             100.0 * all_errors as f64 / (total + lost).max(1) as f64,
-            error_kinds(out)
+            error_kinds(error_kinds_seen, out)
         );
         if conn_failures > 0 {
             // Events, not connections: a connection that broke and then failed to
