@@ -413,6 +413,13 @@ impl LoadOutcome {
     pub fn connection_error_count(&self) -> u64 {
         self.connection_errors.values().sum()
     }
+    /// Why the test stopped in its warm-up (`warmup`, the one it was given), before its
+    /// measurement began: nothing was measured. None when it measured, or had no warm-up
+    /// (every session failing at once with `--warmup 0` completed nothing: that is 0).
+    pub fn warmup_stop(&self, warmup: Duration) -> Option<&str> {
+        let unmeasured = self.duration_s <= 0.0 && self.total_count() == 0 && !warmup.is_zero();
+        self.stopped_early.as_deref().filter(|_| unmeasured)
+    }
     pub fn throughput(&self) -> f64 {
         if self.duration_s > 0.0 {
             self.total_count() as f64 / self.duration_s

@@ -9,7 +9,8 @@ use serde_json::{Map, Number, Value};
 
 /// Deserialize one sweep point into a workload's config type. Errors name the key and
 /// say what it takes in the user's words (`clients: got string "many", expected a whole
-/// number (0 or more)`), and where to look.
+/// number, not negative`), and where to look. The type's rule only: a knob's own floor
+/// (`clients` at least 1) is its check's to say.
 pub fn config_from_params<T: serde::de::DeserializeOwned>(
     workload: &str,
     params: &Map<String, Value>,
@@ -46,12 +47,18 @@ pub fn config_from_params_beside<T: serde::de::DeserializeOwned>(
 /// usize`) in the words of someone writing a plan or typing a flag.
 fn plain_words(serde_message: &str) -> String {
     const EXPECTED: [(&str, &str); 13] = [
-        ("expected usize", "expected a whole number (0 or more)"),
-        ("expected u128", "expected a whole number (0 or more)"),
-        ("expected u64", "expected a whole number (0 or more)"),
-        ("expected u32", "expected a whole number (0 or more)"),
-        ("expected u16", "expected a whole number (0 to 65535)"),
-        ("expected u8", "expected a whole number (0 to 255)"),
+        ("expected usize", "expected a whole number, not negative"),
+        ("expected u128", "expected a whole number, not negative"),
+        ("expected u64", "expected a whole number, not negative"),
+        ("expected u32", "expected a whole number, not negative"),
+        (
+            "expected u16",
+            "expected a whole number, not negative, up to 65535",
+        ),
+        (
+            "expected u8",
+            "expected a whole number, not negative, up to 255",
+        ),
         ("expected i64", "expected a whole number"),
         ("expected i32", "expected a whole number"),
         ("expected isize", "expected a whole number"),
@@ -434,14 +441,15 @@ mod tests {
         };
         assert_eq!(
             with("clients", json!("many")),
-            "clients: got string \"many\", expected a whole number (0 or more) \
+            "clients: got string \"many\", expected a whole number, not negative \
              (see `rackbench run kv --help`)"
         );
         assert!(with("clients", json!(-1))
-            .contains("got integer `-1`, expected a whole number (0 or more)"));
+            .contains("got integer `-1`, expected a whole number, not negative"));
         assert!(with("verify", json!("maybe")).contains("expected true or false"));
         assert!(with("rate", json!("fast")).contains("expected a number"));
-        assert!(with("port", json!(70000)).contains("expected a whole number (0 to 65535)"));
+        assert!(with("port", json!(70000))
+            .contains("expected a whole number, not negative, up to 65535"));
         assert!(with("tests", json!(5)).contains("tests: got integer `5`, expected a list"));
         assert!(with("tests", json!([5])).contains("tests[0]: got integer `5`, expected a string"));
     }

@@ -753,6 +753,12 @@ pub fn reading_slack<T>(
     Some((rate * gap.as_secs_f64()).ceil() as u64 + in_flight + out.total_count() / 100)
 }
 
+/// Why a figure (a server's count, the generator's busy share) is missing from a test
+/// stopped in its warm-up ([`LoadOutcome::warmup_stop`]): nothing to advise (a
+/// `--warmup 0` would not have helped a Ctrl-C).
+pub const STOPPED_IN_WARMUP: &str =
+    "the test stopped in its warm-up, before its measurement began: nothing was measured";
+
 /// What a server-counter mismatch message adds when the count is from the warm-up's end
 /// ([`read_at_warmup_end`]): after the count, and at the end (`what` was read there,
 /// `slack` apart allowed). Nothing without a warm-up.

@@ -137,8 +137,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     // Stopped before its measurement began (Ctrl-C in the warm-up): nothing was
     // measured, so its throughput is missing, not 0 with "no request completed" (what
     // completed in the warm-up is not the test's).
-    let unmeasured = out.duration_s <= 0.0 && total == 0 && !spec.warmup.is_zero();
-    let warmup_stop = out.stopped_early.as_deref().filter(|_| unmeasured);
+    let warmup_stop = out.warmup_stop(spec.warmup);
     match warmup_stop {
         Some(why) => missing.push(MissingMetric {
             name: headline.into(),
@@ -320,7 +319,10 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
     } else {
         missing.push(MissingMetric {
             name: "loadgen_busy_pct".into(),
-            reason: NO_MEASURED_TIME.into(),
+            reason: match warmup_stop {
+                Some(_) => crate::spread::STOPPED_IN_WARMUP.into(),
+                None => NO_MEASURED_TIME.into(),
+            },
         });
         0.0
     };
@@ -597,6 +599,12 @@ mod tests {
             .unwrap();
         assert!(why.reason.contains("in its warm-up"), "{}", why.reason);
         assert!(s.flags.iter().all(|f| f.code != "zero_throughput"));
+        // Nor "no reply came after warm-up" for its busy share: the warm-up never ended.
+        let busy = s.missing.iter().find(|m| m.name == "loadgen_busy_pct");
+        assert_eq!(
+            busy.map(|m| m.reason.as_str()),
+            Some(crate::spread::STOPPED_IN_WARMUP)
+        );
 
         // Ran and completed nothing; or stopped with no warm-up to have stopped in (every
         // session failed at once): 0, flagged, never said to be a warm-up's stop.

@@ -315,9 +315,10 @@ fn evaluate_plan(
     tco::evaluate(&plan, &from_runs).with_context(|| format!("in {}", plan_path.display()))
 }
 
-/// The report's format: `--format`, else the -o file's extension (`.md` Markdown, else
-/// HTML). A `--format` the extension contradicts (`-o x.md --format html`) is refused:
-/// `-o x.md` alone wrote HTML into a `.md` file.
+/// The report's format: `--format`, else the -o file's extension (`.md` Markdown, `.html`
+/// or none HTML). A `--format` the extension contradicts (`-o x.md --format html`) is
+/// refused: `-o x.md` alone wrote HTML into a `.md` file. So is another extension with
+/// no `--format`: `-o x.pdf` wrote HTML into a file every reader takes for a PDF.
 fn report_format(given: Option<Format>, out: Option<&Path>) -> anyhow::Result<Format> {
     let ext = out
         .and_then(|p| p.extension())
@@ -327,11 +328,19 @@ fn report_format(given: Option<Format>, out: Option<&Path>) -> anyhow::Result<Fo
         Some("html" | "htm") => Some(Format::Html),
         _ => None,
     };
+    let shown = || out.map(|p| p.display().to_string()).unwrap_or_default();
     match (given, by_name) {
+        (None, None) if ext.is_some() => anyhow::bail!(
+            "report -o {}: rackbench writes HTML (.html) or Markdown (.md) reports, not .{}; \
+             give -o a .html or .md name, or --format html (or md) to write one into this file \
+             anyway",
+            shown(),
+            model::printable(ext.as_deref().unwrap_or_default())
+        ),
         (Some(f), Some(n)) if f != n => anyhow::bail!(
             "report -o {}: --format {} does not match the file's extension; give -o a .{} \
              name, or leave --format out",
-            out.map(|p| p.display().to_string()).unwrap_or_default(),
+            shown(),
             if f == Format::Md { "md" } else { "html" },
             if f == Format::Md { "md" } else { "html" }
         ),
@@ -625,8 +634,11 @@ mod tests {
         let f = |given, out: &str| report_format(given, Some(Path::new(out)));
         assert_eq!(f(None, "x.md").unwrap(), Format::Md);
         assert_eq!(f(None, "x.HTML").unwrap(), Format::Html);
-        assert_eq!(f(None, "x.txt").unwrap(), Format::Html);
+        assert_eq!(f(None, "report").unwrap(), Format::Html);
+        let e = f(None, "x.pdf").unwrap_err().to_string();
+        assert!(e.contains("not .pdf") && e.contains("--format html"), "{e}");
         assert_eq!(f(Some(Format::Md), "x.txt").unwrap(), Format::Md);
+        assert_eq!(f(Some(Format::Html), "x.txt").unwrap(), Format::Html);
         let e = f(Some(Format::Html), "x.md").unwrap_err().to_string();
         assert!(e.contains("does not match the file's extension"), "{e}");
         assert_eq!(report_format(None, None).unwrap(), Format::Html);

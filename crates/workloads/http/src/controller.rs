@@ -361,6 +361,12 @@ impl Http {
                     }
                 }
             }
+            (None, Ok(_)) if out.warmup_stop(warmup).is_some() => {
+                step.missing.push(MissingMetric {
+                    name: "server_requests".into(),
+                    reason: engine::spread::STOPPED_IN_WARMUP.into(),
+                })
+            }
             (None, Ok(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
                 name: "server_requests".into(),
                 reason: "nginx's count could not be read where the warm-up ended (the test \

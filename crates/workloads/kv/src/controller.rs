@@ -468,6 +468,12 @@ impl Workload for Kv {
                     }
                 }
             }
+            (None, Ok(_)) if out.warmup_stop(warmup).is_some() => {
+                step.missing.push(MissingMetric {
+                    name: "server_calls".into(),
+                    reason: engine::spread::STOPPED_IN_WARMUP.into(),
+                })
+            }
             (None, Ok(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
                 name: "server_calls".into(),
                 reason: "the servers' counters could not be read where the warm-up ended \
