@@ -604,6 +604,23 @@ pub fn classify(
         .rfind(|l| !l.trim().is_empty())
         .unwrap_or("")
         .to_string();
+    // ssh's lines but the one matched (`Permission denied (publickey).`, `terminating, 1
+    // bad configuration options`): the cause it gave before it (`no such identity:
+    // /keys/lab: No such file or directory`, `FILE: line 89: Bad configuration option:
+    // bogusoption`) was dropped, and the advice read as if the key or host were at fault.
+    let before = |last: &str| -> String {
+        let lines: Vec<String> = s
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.contains(last))
+            .take(3)
+            .map(model::printable)
+            .collect();
+        match lines.as_slice() {
+            [] => String::new(),
+            l => format!(" (ssh said: {})", l.join("; ")),
+        }
+    };
     let ssh = match user_config {
         Some(f) => format!("ssh -F {}", shell_quote(&f.to_string_lossy())),
         None => "ssh".to_string(),
@@ -646,8 +663,9 @@ pub fn classify(
     }
     if s.contains("Permission denied") {
         return anyhow::anyhow!(
-            "{dest}: ssh could not log in without a prompt (BatchMode). Set up key login \
-             (`ssh-copy-id {dest}`) or load your key in ssh-agent, then check with `{ssh} {dest} true`"
+            "{dest}: ssh could not log in without a prompt (BatchMode){}. Set up key login \
+             (`ssh-copy-id {dest}`) or load your key in ssh-agent, then check with `{ssh} {dest} true`",
+            before("Permission denied")
         );
     }
     // ssh refusing its configuration ("terminating, 1 bad configuration options", "Bad
@@ -657,8 +675,12 @@ pub fn classify(
         || s.contains("Bad configuration option")
         || s.contains("no argument after keyword")
     {
+        let said = match before("terminating,") {
+            b if b.is_empty() => format!(" ({said})"),
+            b => b,
+        };
         return anyhow::anyhow!(
-            "ssh refused its configuration ({said}): mend {}, then `rackbench hosts check {dest}{}`",
+            "ssh refused its configuration{said}: mend {}, then `rackbench hosts check {dest}{}`",
             match user_config {
                 Some(f) => format!("the file given with --ssh-config, {}", f.display()),
                 None => "your ~/.ssh/config".to_string(),
@@ -995,6 +1017,26 @@ mod tests {
             e.starts_with("ssh refused its configuration (")
                 && e.contains("mend the file given with --ssh-config, /srv/lab ssh.cfg")
                 && !e.contains("unreachable"),
+            "{e}"
+        );
+        // Which line of it: ssh's own, kept (the walk-through read only "terminating").
+        assert!(
+            e.contains(
+                "(ssh said: /srv/lab ssh.cfg: line 3: Bad configuration option: frobnicate)"
+            ),
+            "{e}"
+        );
+        // A key file that is not there is the cause ssh gave before its refusal.
+        let e = classify(
+            "h1",
+            "no such identity: /keys/lab: No such file or directory\nuser@h1: Permission denied (publickey).",
+            Some(255),
+            None,
+        );
+        assert!(
+            format!("{e}").contains(
+                "(BatchMode) (ssh said: no such identity: /keys/lab: No such file or directory)."
+            ),
             "{e}"
         );
     }

@@ -621,21 +621,48 @@ pub fn sut_ran_loadgen(hosts: &[HostDisclosure], host: &str) -> bool {
 /// power, are that kernel's for all of them.
 pub const KERNEL_SHARED_WITH: &str = "host.kernel_shared_with";
 
-/// Whether a load generator ran on `host`'s kernel: the host itself (`sut+loadgen`), or
-/// another host of the run on the same kernel ([`KERNEL_SHARED_WITH`]).
+/// The disclosure fact naming a host's NICs that are a bridge's port or a bond's member
+/// (`rbv1 in rbbr0, eth1 in bond0`): their traffic is counted on the master as well, or
+/// was only forwarded through the host, so a host's NIC total leaves them out (a
+/// controller bridging three test hosts read their 12.5 Gbit/s as its own, twice).
+pub const NIC_ENSLAVED: &str = "nic.enslaved";
+
+/// The NICs of `host` that [`NIC_ENSLAVED`] names.
+pub fn enslaved_nics<'a>(hosts: &'a [HostDisclosure], host: &str) -> Vec<&'a str> {
+    listed_in_fact(hosts, host, NIC_ENSLAVED)
+        .into_iter()
+        .filter_map(|nic| nic.split(' ').next())
+        .collect()
+}
+
+/// The items of `host`'s fact `key`, a list written `a, b, c`.
+fn listed_in_fact<'a>(hosts: &'a [HostDisclosure], host: &str, key: &str) -> Vec<&'a str> {
+    hosts
+        .iter()
+        .filter(|h| h.host == host)
+        .filter_map(|h| h.facts.get(key)?.value.as_deref())
+        .flat_map(|v| v.split(", "))
+        .collect()
+}
+
+/// Whether a host's role over a run makes load: a load generator, or a net pair's
+/// sender (its process is watched as the generator, [`LOADGEN_PROCESS`]).
+pub fn drives_load(roles: &str) -> bool {
+    role_includes(roles, "loadgen") || role_includes(roles, "sender")
+}
+
+/// Whether a load generator ran on `host`'s kernel: the host itself (`sut+loadgen`,
+/// `receiver+sender`), or another host of the run on the same kernel
+/// ([`KERNEL_SHARED_WITH`]): a net sender in the next namespace put its CPU in the
+/// receiver's "whole SUT host" figure (145% beside the receiver's own 47%).
 pub fn loadgen_on_kernel_of(hosts: &[HostDisclosure], host: &str) -> bool {
-    let is_loadgen = |name: &str| {
-        hosts
-            .iter()
-            .any(|h| h.host == name && role_includes(&h.role, "loadgen"))
-    };
-    is_loadgen(host)
-        || hosts
-            .iter()
-            .filter(|h| h.host == host)
-            .filter_map(|h| h.facts.get(KERNEL_SHARED_WITH)?.value.as_deref())
-            .flat_map(|v| v.split(", "))
-            .any(is_loadgen)
+    let is_loadgen = |name: &str| hosts.iter().any(|h| h.host == name && drives_load(&h.role));
+    is_loadgen(host) || kernel_mates(hosts, host).into_iter().any(is_loadgen)
+}
+
+/// `host`'s other names of the run on its kernel ([`KERNEL_SHARED_WITH`]).
+pub fn kernel_mates<'a>(hosts: &'a [HostDisclosure], host: &str) -> Vec<&'a str> {
+    listed_in_fact(hosts, host, KERNEL_SHARED_WITH)
 }
 
 /// Whether a host's role over a run (`sut+loadgen`, `receiver+sender`) includes `role`.

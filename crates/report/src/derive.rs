@@ -650,10 +650,6 @@ fn sut_hosts(run: &RunRecord) -> Vec<&str> {
         .collect()
 }
 
-/// The role telemetry gives rackbench's own process (in-process, or an agent) on a host
-/// that ran a load generator; every other watched process belongs to the workload's server.
-const LOADGEN_ROLE: &str = "loadgen";
-
 /// Workloads that launch no server: the measured work runs in the driver itself (crypto's
 /// signs, mem's loads), so that process's CPU is the work's ([`CpuBasis::WorkProcess`]),
 /// on a host that is both the system under test and the load generator too.
@@ -830,15 +826,14 @@ fn counted_cpu(
     r: &ResultRecord,
     ts: &TelemetrySummary,
 ) -> Result<CpuFigure, String> {
-    let role = run
-        .hosts
-        .iter()
-        .find(|h| h.host == ts.host)
-        .map_or("", |h| h.role.as_str());
-    // A generator on this host, or on another name of its kernel (a namespace or
-    // container of the same machine: its CPUs count the generator's work too).
-    let shared = model::role_includes(role, LOADGEN_ROLE)
-        || model::loadgen_on_kernel_of(&run.hosts, &ts.host);
+    // A generator (a net sender) on this host in this result, or on another name of its
+    // kernel (a namespace or container of the same machine: its CPUs count the
+    // generator's work too). In this result: a matrix's host sends in other pairs.
+    let drives = |h: &str| model::drives_load(&crate::hosts_view::role_in(run, r, h));
+    let shared = drives(&ts.host)
+        || model::kernel_mates(&run.hosts, &ts.host)
+            .into_iter()
+            .any(drives);
     if WORK_IN_DRIVER.contains(&r.workload.as_str()) {
         // The work's own process where it was watched; else the host's CPUs (a record
         // from before the process was watched), as on a host that ran nothing else.

@@ -941,9 +941,14 @@ fn busy_pct(ts: &TelemetrySummary) -> Option<f64> {
     (!per.is_empty()).then(|| per.iter().sum::<f64>() / per.len() as f64)
 }
 
-/// Sum of every NIC but loopback, Gbit/s: (rx, tx).
-fn nic_gbit(ts: &TelemetrySummary) -> Option<(f64, f64)> {
-    let nics: Vec<_> = ts.nics.iter().filter(|n| n.name != "lo").collect();
+/// Sum of every NIC but loopback and those a bridge or bond holds (`enslaved`,
+/// [`model::NIC_ENSLAVED`]), Gbit/s: (rx, tx).
+fn nic_gbit(ts: &TelemetrySummary, enslaved: &[&str]) -> Option<(f64, f64)> {
+    let nics: Vec<_> = ts
+        .nics
+        .iter()
+        .filter(|n| n.name != "lo" && !enslaved.contains(&n.name.as_str()))
+        .collect();
     (!nics.is_empty()).then(|| {
         (
             nics.iter().map(|n| n.rx_bytes_per_s).sum::<f64>() * 8.0 / 1e9,
@@ -1033,12 +1038,13 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                     }
                     v
                 };
+                let enslaved = model::enslaved_nics(&run.hosts, h);
                 let mut row = vec![
                     model::host_display_name(&run.hosts, h),
                     roles.join(", "),
                     f2(m(&busy_pct)),
-                    f3(m(&|t| nic_gbit(t).map(|n| n.0))),
-                    f3(m(&|t| nic_gbit(t).map(|n| n.1))),
+                    f3(m(&|t| nic_gbit(t, &enslaved).map(|n| n.0))),
+                    f3(m(&|t| nic_gbit(t, &enslaved).map(|n| n.1))),
                     median(&power.iter().map(|p| p.0).collect::<Vec<_>>())
                         .zip(power.first())
                         .map_or(NA.into(), |(w, p)| watts(w, p.1)),
@@ -1095,7 +1101,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 ));
             }
             notes.push(format!(
-                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo; CPU busy = 100 - %idle - %iowait.",
+                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo and a bridge's or bond's members (counted on it, or only forwarded); CPU busy = 100 - %idle - %iowait.",
                 ok.len(),
                 p.results.len()
             ));

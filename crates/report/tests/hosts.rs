@@ -346,6 +346,58 @@ fn a_pairs_system_under_test_is_its_receiver() {
     }
 }
 
+/// Test hosts in namespaces of one machine share its kernel, whose counters hold the
+/// sender's work too: a pair's system under test is then its receiver's own process,
+/// not the whole host (a walk-through read 145% beside the receiver's 47%). A matrix's
+/// hosts send in other pairs; only this pair's ends count.
+#[test]
+fn a_receiver_on_its_senders_kernel_counts_its_own_process() {
+    let mut run = net_matrix(&NAMES);
+    for h in run.hosts.iter_mut() {
+        let others: Vec<&str> = NAMES.iter().copied().filter(|n| *n != h.host).collect();
+        h.facts.insert(
+            model::KERNEL_SHARED_WITH.into(),
+            Fact::known(others.join(", ")),
+        );
+    }
+    for r in run.results.iter_mut() {
+        for t in r.telemetry_summary.iter_mut() {
+            t.procs = vec![
+                model::ProcCpu {
+                    role: "receiver".into(),
+                    pid: 7,
+                    usr_pct: 10.0,
+                    sys_pct: 37.5,
+                    with_descendants: true,
+                },
+                model::ProcCpu {
+                    role: model::LOADGEN_PROCESS.into(),
+                    pid: 8,
+                    usr_pct: 1.0,
+                    sys_pct: 2.0,
+                    with_descendants: false,
+                },
+            ];
+        }
+    }
+    let ok = run.results.iter().filter(|r| r.status == Status::Ok);
+    for r in ok {
+        let cpu = report::derive::sut_cpu(&run, r).unwrap();
+        assert_eq!(cpu.pct, 47.5, "{cpu:?}");
+        assert_eq!(
+            cpu.basis,
+            report::derive::CpuBasis::ServerProcesses(vec!["receiver".into()])
+        );
+    }
+    // On kernels of their own, each receiver's whole host (the iperf3 study's figure).
+    for h in run.hosts.iter_mut() {
+        h.facts.remove(model::KERNEL_SHARED_WITH);
+    }
+    let r = run.results.iter().find(|r| r.status == Status::Ok).unwrap();
+    let cpu = report::derive::sut_cpu(&run, r).unwrap();
+    assert_eq!(cpu.basis, report::derive::CpuBasis::Host);
+}
+
 /// Acceptance N, 1: a receiver host whose tick-counted busy reads below what the test's
 /// own ends on it ran (their threads' run time) has no %CPU used, and says why; a sender
 /// on another host is no part of it, and a host figure above its ends' stands.
@@ -460,7 +512,21 @@ fn natural_order_counts_numbers() {
 
 #[test]
 fn per_host_figures_and_hosts_of_the_run() {
-    let run = net_matrix(&NAMES);
+    let mut run = net_matrix(&NAMES);
+    // beta bridges others' traffic through a port of its own: the port's bytes are no
+    // traffic of beta's (a controller bridging test hosts read theirs as its own).
+    for r in &mut run.results {
+        for t in r.telemetry_summary.iter_mut().filter(|t| t.host == "beta") {
+            let mut port = t.nics[1].clone();
+            port.name = "rbv1".into();
+            port.rx_bytes_per_s = 7e9;
+            t.nics.push(port);
+        }
+    }
+    let beta_disclosure = run.hosts.iter_mut().find(|h| h.host == "beta").unwrap();
+    beta_disclosure
+        .facts
+        .insert(model::NIC_ENSLAVED.into(), Fact::known("rbv1 in rbbr0"));
     let tables = hosts_view::host_tables(std::slice::from_ref(&run));
     // One per sweep point: six tcp pairs and the udp60 one.
     assert_eq!(tables.len(), 7);
@@ -471,7 +537,7 @@ fn per_host_figures_and_hosts_of_the_run() {
     let beta = t.row("beta").unwrap();
     assert_eq!(beta[1], "sender");
     assert_eq!(beta[2], format!("{:.2}", busy(1, -1)));
-    // eth0 only (lo left out): beta receives 2 Gbit/s and sends 4.
+    // eth0 only (lo and the bridge's port left out): beta receives 2 Gbit/s and sends 4.
     assert_eq!(beta[3..5], ["2.000", "4.000"]);
     assert_eq!(beta[5], "n/a");
     assert_eq!(t.row("gamma").unwrap()[1], "receiver");

@@ -80,13 +80,18 @@ impl PointRoles {
 
 /// Parse `S>R` (or `S:R`) pairs.
 pub fn parse_pair(s: &str) -> anyhow::Result<(String, String)> {
+    // A pair without `>` is most often one the shell cut at it (`--pairs rbh1>rbh2`
+    // unquoted: `rbh1`, and a file `rbh2` written): said, with the forms that survive.
+    let form = "must be SENDER>RECEIVER, quoted for the shell (--pairs 'rbh1>rbh2,rbh2>rbh1'), \
+                or SENDER:RECEIVER (--pairs rbh1:rbh2); unquoted, the shell takes `>` for a \
+                redirect and may have written a file named after the receiver";
     let (a, b) = s
         .split_once('>')
         .or_else(|| s.split_once(':').filter(|_| !s.contains('@')))
-        .ok_or_else(|| anyhow::anyhow!("pair `{s}` must be SENDER>RECEIVER, e.g. rbh1>rbh2"))?;
+        .ok_or_else(|| anyhow::anyhow!("pair `{s}` {form}"))?;
     let (a, b) = (a.trim(), b.trim());
     if a.is_empty() || b.is_empty() {
-        bail!("pair `{s}` must be SENDER>RECEIVER, e.g. rbh1>rbh2");
+        bail!("pair `{s}` {form}");
     }
     Ok((a.to_string(), b.to_string()))
 }

@@ -26,10 +26,9 @@ pub struct Telemetry {
     /// power is.
     model_idle_w: Vec<(String, f64)>,
     interval_s: f64,
-    /// The hosts whose kernel charges interrupt and softirq ticks to the task they
-    /// interrupt (their disclosure's `kernel.irq_time_accounting`): there a process's CPU
-    /// time holds what /proc/stat counts as %irq and %soft.
-    irq_in_tasks: Vec<String>,
+    /// What the hosts' disclosures say of their kernels, for the flags that judge a
+    /// host's CPU counters.
+    kernels: Kernels,
     /// Where each host's samples' clock began, on the controller's clock, as of the
     /// current test's start (see [`Host::sync_clock`]), with the offset then of the hosts
     /// that answered at that start.
@@ -87,7 +86,7 @@ impl Telemetry {
             power_missing: Vec::new(),
             model_idle_w: Vec::new(),
             interval_s: settings.interval_s,
-            irq_in_tasks: Vec::new(),
+            kernels: Kernels::default(),
             clocks: Mutex::new(SampleClocks::default()),
             moved: Mutex::new(Vec::new()),
             test_marks: Mutex::new(Vec::new()),
@@ -141,18 +140,9 @@ impl Telemetry {
         Ok(t)
     }
 
-    /// Learn from the hosts' disclosures which kernels charge interrupt time to tasks.
-    pub fn irq_in_task_time(mut self, hosts: &[model::HostDisclosure]) -> Telemetry {
-        self.irq_in_tasks = hosts
-            .iter()
-            .filter(|h| {
-                h.facts
-                    .get(telemetry::tuning::IRQ_TIME_ACCOUNTING)
-                    .and_then(|f| f.value.as_deref())
-                    .is_some_and(|v| v.starts_with(telemetry::tuning::IRQ_IN_TASK_TIME))
-            })
-            .map(|h| h.host.clone())
-            .collect();
+    /// Learn from the hosts' disclosures what their kernels do ([`Kernels`]).
+    pub fn with_kernels_of(mut self, hosts: &[model::HostDisclosure]) -> Telemetry {
+        self.kernels = Kernels::of(hosts);
         self
     }
 
@@ -607,7 +597,12 @@ impl Telemetry {
             .cloned()
             .collect();
         flags.extend(steal_flags(&ours));
-        flags.extend(other_load_flags(&ours, server_host, &self.irq_in_tasks));
+        flags.extend(other_load_flags(
+            &ours,
+            &summary,
+            server_host,
+            &self.kernels,
+        ));
         flags.extend(coarse_flags(&ours, lengthen));
         flags.extend(power_gap_flags(&ours));
         let mut missing = Vec::new();
@@ -870,6 +865,54 @@ pub const OTHER_WARN_ONE_CPU_PCT: f64 = 25.0;
 /// See [`OTHER_WARN_ONE_CPU_PCT`].
 pub const OTHER_WARN_SHARE: f64 = 0.05;
 
+/// What the hosts' disclosures say of their kernels, for the flags that judge a host's
+/// CPU counters against the test's own processes.
+#[derive(Debug, Clone, Default)]
+pub struct Kernels {
+    /// The hosts whose kernel charges interrupt and softirq ticks to the task they
+    /// interrupt (their disclosure's `kernel.irq_time_accounting`): there a process's CPU
+    /// time holds what /proc/stat counts as %irq and %soft.
+    pub irq_in_tasks: Vec<String>,
+    /// Each host's other names of the run on its kernel (namespaces or containers of one
+    /// machine, [`model::KERNEL_SHARED_WITH`]): its CPU counters hold their work too.
+    pub shared_with: Vec<(String, Vec<String>)>,
+}
+
+impl Kernels {
+    pub fn of(hosts: &[model::HostDisclosure]) -> Kernels {
+        let fact =
+            |h: &model::HostDisclosure, key: &str| h.facts.get(key).and_then(|f| f.value.clone());
+        Kernels {
+            irq_in_tasks: hosts
+                .iter()
+                .filter(|h| {
+                    fact(h, telemetry::tuning::IRQ_TIME_ACCOUNTING)
+                        .is_some_and(|v| v.starts_with(telemetry::tuning::IRQ_IN_TASK_TIME))
+                })
+                .map(|h| h.host.clone())
+                .collect(),
+            shared_with: hosts
+                .iter()
+                .filter_map(|h| {
+                    let names = fact(h, model::KERNEL_SHARED_WITH)?;
+                    Some((
+                        h.host.clone(),
+                        names.split(", ").map(String::from).collect(),
+                    ))
+                })
+                .collect(),
+        }
+    }
+
+    /// `host`'s other names on its kernel.
+    fn mates(&self, host: &str) -> &[String] {
+        self.shared_with
+            .iter()
+            .find(|(h, _)| h == host)
+            .map_or(&[], |(_, m)| m.as_slice())
+    }
+}
+
 /// A warning per host on which other processes took CPU time while the test measured:
 /// the host's task time (mpstat's %usr + %nice + %sys over all its CPUs) less what
 /// this test's watched processes used (each process with its children, pidstat's
@@ -885,42 +928,66 @@ pub const OTHER_WARN_SHARE: f64 = 0.05;
 /// with no watched process cannot tell theirs from the others' and are not judged, nor
 /// is `server_host` (where the test's server runs, for a workload that has one) when no
 /// server is watched there: a server given with `--target`, not launched, is the test's
-/// own work, not another's.
+/// own work, not another's. Hosts of the run on one kernel (test hosts in network
+/// namespaces, containers) are judged once, as that kernel, against the test's processes
+/// on all of them (`all`: every host's summary): the generators' on the next namespace
+/// are no other load (every multi-host result on such hosts read `other_load x3`).
 pub fn other_load_flags(
     summaries: &[TelemetrySummary],
+    all: &[TelemetrySummary],
     server_host: Option<&str>,
-    irq_in_tasks: &[String],
+    kernels: &Kernels,
 ) -> Vec<Flag> {
     let mut out = Vec::new();
+    let mut judged_kernels: Vec<&str> = Vec::new();
     let judged = |s: &&TelemetrySummary| {
         s.samples > 0
             && !s.procs.is_empty()
             && (server_host != Some(s.host.as_str()) || s.procs.iter().any(|p| p.role != "loadgen"))
     };
     for s in summaries.iter().filter(judged) {
-        let Some(all) = s.cpus.iter().find(|c| c.cpu == -1) else {
+        if judged_kernels.contains(&s.host.as_str()) {
+            continue;
+        }
+        let mates = kernels.mates(&s.host);
+        judged_kernels.push(&s.host);
+        judged_kernels.extend(mates.iter().map(String::as_str));
+        let Some(every_cpu) = s.cpus.iter().find(|c| c.cpu == -1) else {
             continue;
         };
         let n = s.cpus.iter().filter(|c| c.cpu >= 0).count().max(1) as f64;
-        let irq_too = irq_in_tasks.contains(&s.host);
+        let irq_too = kernels.irq_in_tasks.contains(&s.host);
         let irq = if irq_too {
-            all.irq_pct + all.soft_pct
+            every_cpu.irq_pct + every_cpu.soft_pct
         } else {
             0.0
         };
-        let tasks = (all.usr_pct + all.nice_pct + all.sys_pct + irq) * n;
-        let own: f64 = s.procs.iter().map(|p| p.total_pct()).sum();
+        let tasks = (every_cpu.usr_pct + every_cpu.nice_pct + every_cpu.sys_pct + irq) * n;
+        // The test's processes on this kernel: this host's, then its kernel mates'.
+        let on_kernel: Vec<&TelemetrySummary> = std::iter::once(s)
+            .chain(all.iter().filter(|o| mates.contains(&o.host)))
+            .collect();
+        let own: f64 = on_kernel
+            .iter()
+            .flat_map(|o| &o.procs)
+            .map(|p| p.total_pct())
+            .sum();
         let other = tasks - own;
+        // `host rbh1 (one kernel with rbh2, rbh3)`.
+        let host = if mates.is_empty() {
+            s.host.clone()
+        } else {
+            format!("{} (one kernel with {})", s.host, mates.join(", "))
+        };
         if ticks_missed(tasks, own) {
             out.push(Flag::warning(
                 "cpu_ticks_missed",
                 format!(
-                    "host {}: its CPUs were counted busy for {tasks:.1}% of one CPU, below \
+                    "host {host}: its CPUs were counted busy for {tasks:.1}% of one CPU, below \
                      the {own:.1}% this test's own processes ran: this kernel samples CPU \
                      time at its ticks, and work that sleeps between them (a paced or \
                      napping load) goes uncounted; its per-CPU and whole-host CPU figures \
-                     read low",
-                    s.host
+                     read low"
                 ),
             ));
             continue;
@@ -928,16 +995,23 @@ pub fn other_load_flags(
         if !over_other_load(other, n) {
             continue;
         }
-        let roles: Vec<&str> = s.procs.iter().map(|p| p.role.as_str()).collect();
+        // `loadgen, server:0`; on a shared kernel each with its host (`receiver on rbh1`).
+        let roles: Vec<String> = on_kernel
+            .iter()
+            .flat_map(|o| o.procs.iter().map(move |p| (o, p)))
+            .map(|(o, p)| match mates.is_empty() {
+                true => p.role.clone(),
+                false => format!("{} on {}", p.role, o.host),
+            })
+            .collect();
         out.push(Flag::warning(
             "other_load",
             format!(
-                "host {}: other processes took {other:.0}% of one CPU while the test \
+                "host {host}: other processes took {other:.0}% of one CPU while the test \
                  measured (its {n:.0} CPUs ran tasks for {tasks:.0}%{}, this test's own \
                  processes, {}, for {own:.0}%): its throughput and latency carry their \
                  contention; run again on a quiet host, or keep other work off the test's \
                  CPUs",
-                s.host,
                 if irq_too {
                     " with the interrupt time its kernel charges to them (softirq served in \
                      ksoftirqd, or on a CPU none of the test's processes ran on, counts as \
@@ -1391,6 +1465,14 @@ mod tests {
         let two_cpus = |usr: f64, sys: f64, soft: f64| -> Vec<model::CpuUtil> {
             (-1..2).map(|c| cpu(c, usr, sys, soft)).collect()
         };
+        // Hosts on kernels of their own.
+        let judge_other_load = |s: &[TelemetrySummary], server: Option<&str>, irq: &[String]| {
+            let kernels = Kernels {
+                irq_in_tasks: irq.to_vec(),
+                shared_with: Vec::new(),
+            };
+            other_load_flags(s, s, server, &kernels)
+        };
         let busy = host(
             "busy",
             two_cpus(60.0, 22.0, 5.0),
@@ -1405,7 +1487,7 @@ mod tests {
         );
         // No watched process: nothing to tell its own from the others'.
         let unwatched = host("unwatched", vec![cpu(-1, 90.0, 9.0, 0.0)], Vec::new());
-        let flags = other_load_flags(&[busy.clone(), quiet.clone(), unwatched], None, &[]);
+        let flags = judge_other_load(&[busy.clone(), quiet.clone(), unwatched], None, &[]);
         assert_eq!(flags.len(), 1, "{flags:?}");
         assert_eq!(flags[0].code, "other_load");
         let m = &flags[0].message;
@@ -1419,14 +1501,14 @@ mod tests {
         let mut big = vec![cpu(-1, 10.0, 5.0, 0.0)];
         big.extend((0..64).map(|c| cpu(c, 10.0, 5.0, 0.0)));
         let large = host("large", big, vec![proc("loadgen", 500.0, 360.0)]);
-        assert!(other_load_flags(&[large], None, &[]).is_empty());
+        assert!(judge_other_load(&[large], None, &[]).is_empty());
         // A server given with --target on the host of the test's server: not watched,
         // its CPU is the test's own, not another's. Watched there, the host is judged.
         let mut given = busy.clone();
         given.procs.retain(|p| p.role == "loadgen");
-        assert!(other_load_flags(&[given.clone()], Some("busy"), &[]).is_empty());
-        assert_eq!(other_load_flags(&[given], None, &[]).len(), 1);
-        assert_eq!(other_load_flags(&[busy], Some("busy"), &[]).len(), 1);
+        assert!(judge_other_load(&[given.clone()], Some("busy"), &[]).is_empty());
+        assert_eq!(judge_other_load(&[given], None, &[]).len(), 1);
+        assert_eq!(judge_other_load(&[busy], Some("busy"), &[]).len(), 1);
         // On a kernel that charges softirq ticks to the task they interrupt, the test's
         // processes' time holds their network path: acceptance pass F, 1 saw server and
         // client at 97% of CPU 0, whose usr+sys was 72.7% and soft 27.1%, beside a
@@ -1442,7 +1524,7 @@ mod tests {
             vec![proc("loadgen", 20.0, 30.0), proc("server:0", 20.0, 27.0)],
         );
         let charged = ["spun".to_string()];
-        let f = other_load_flags(std::slice::from_ref(&spun), None, &charged);
+        let f = judge_other_load(std::slice::from_ref(&spun), None, &charged);
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(
             f[0].message
@@ -1453,7 +1535,7 @@ mod tests {
             "{}",
             f[0].message
         );
-        let apart = other_load_flags(&[spun], None, &[]);
+        let apart = judge_other_load(&[spun], None, &[]);
         assert!(
             apart[0].message.contains("took 75% of one CPU"),
             "{apart:?}"
@@ -1461,7 +1543,7 @@ mod tests {
         // A quiet host stays quiet either way: its soft is its own processes'.
         let mut quiet_charged = quiet;
         quiet_charged.procs = vec![proc("loadgen", 10.0, 35.0), proc("server:0", 5.0, 35.0)];
-        assert!(other_load_flags(&[quiet_charged], None, &["quiet".into()]).is_empty());
+        assert!(judge_other_load(&[quiet_charged], None, &["quiet".into()]).is_empty());
         // Acceptance N, 1: a paced UDP test's processes ran 19.5% of one CPU on a host whose
         // two CPUs were counted 1.1% busy: the ticks missed its work, said as such (not
         // as "other load" below zero).
@@ -1470,7 +1552,7 @@ mod tests {
             two_cpus(0.3, 0.7, 0.1),
             vec![proc("loadgen", 0.0, 11.25), proc("receiver", 1.0, 7.25)],
         );
-        let f = other_load_flags(std::slice::from_ref(&paced), None, &["paced".into()]);
+        let f = judge_other_load(std::slice::from_ref(&paced), None, &["paced".into()]);
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].code, "cpu_ticks_missed");
         assert!(
@@ -1480,6 +1562,55 @@ mod tests {
             "{}",
             f[0].message
         );
+
+        // Three test hosts in namespaces of one machine: each one's counters are the
+        // kernel's, holding the server's 60% and both generators' 50%. The walk-through
+        // saw `other_load x3` on every such result, each host's own processes set against
+        // the whole kernel's tasks.
+        let on = |name: &str, usr: f64, procs| host(name, two_cpus(usr, 22.0, 0.0), procs);
+        let hosts = |usr: f64| {
+            vec![
+                on(name_of(1), usr, vec![proc("server:0", 20.0, 40.0)]),
+                on(name_of(2), usr, vec![proc("loadgen", 20.0, 30.0)]),
+                on(name_of(3), usr, vec![proc("loadgen", 20.0, 30.0)]),
+            ]
+        };
+        fn name_of(i: usize) -> &'static str {
+            ["", "rbh1", "rbh2", "rbh3"][i]
+        }
+        let mates = |me: usize| -> Vec<String> {
+            (1..=3)
+                .filter(|&i| i != me)
+                .map(|i| name_of(i).to_string())
+                .collect()
+        };
+        let kernels = Kernels {
+            irq_in_tasks: Vec::new(),
+            shared_with: (1..=3)
+                .map(|i| (name_of(i).to_string(), mates(i)))
+                .collect(),
+        };
+        let quiet = hosts(58.0);
+        assert!(
+            other_load_flags(&quiet, &quiet, Some("rbh1"), &kernels).is_empty(),
+            "{:?}",
+            other_load_flags(&quiet, &quiet, Some("rbh1"), &kernels)
+        );
+        // A spinner beside them on that kernel: said once, of the kernel, with whose
+        // processes were counted as the test's.
+        let busy = hosts(77.0);
+        let f = other_load_flags(&busy, &busy, Some("rbh1"), &kernels);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message.contains(
+                "host rbh1 (one kernel with rbh2, rbh3): other processes took 38% of one CPU"
+            ) && f[0].message.contains("loadgen on rbh2"),
+            "{}",
+            f[0].message
+        );
+        // A generator's host that is not in the test's point still runs on the kernel.
+        let f = other_load_flags(&busy[..1], &busy, Some("rbh1"), &kernels);
+        assert!(f[0].message.contains("for 160%"), "{}", f[0].message);
     }
 
     #[test]

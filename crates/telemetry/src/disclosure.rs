@@ -680,9 +680,21 @@ fn nics(f: &mut Facts, sys_root: &Path) {
         .iter()
         .find_map(|p| std::fs::read_to_string(p).ok());
     let mut virtual_ifaces = Vec::new();
+    let mut enslaved = Vec::new();
     let mut physical = 0;
     for n in names {
         let dir = net.join(&n);
+        // A bridge's port or a bond's member: its traffic is counted on its master too
+        // (or was only forwarded through this host), so a host's NIC total leaves it out
+        // ([`model::NIC_ENSLAVED`]). Not under Open vSwitch, whose `ovs-system` counts
+        // nothing itself.
+        if let Some(master) = std::fs::read_link(dir.join("master"))
+            .ok()
+            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+            .filter(|m| m != "ovs-system")
+        {
+            enslaved.push(format!("{n} in {master}"));
+        }
         // Interfaces without a backing device (lo, bridges, veth, ifb) are software.
         if !dir.join("device").exists() {
             if n != "lo" {
@@ -730,6 +742,9 @@ fn nics(f: &mut Facts, sys_root: &Path) {
     }
     if !virtual_ifaces.is_empty() {
         f.known("nic.virtual", virtual_ifaces.join(", "));
+    }
+    if !enslaved.is_empty() {
+        f.known(model::NIC_ENSLAVED, enslaved.join(", "));
     }
 }
 

@@ -139,6 +139,9 @@ fn fixture(root: &Path) {
     std::os::unix::fs::symlink(&dev, net.join("device")).unwrap();
     write(&s.join("class/net/lo/mtu"), "65536\n");
     write(&s.join("class/net/docker0/mtu"), "1500\n");
+    // A bridge's port: its traffic is the bridge's too, or only forwarded.
+    write(&s.join("class/net/vethab/mtu"), "1500\n");
+    std::os::unix::fs::symlink("../docker0", s.join("class/net/vethab/master")).unwrap();
     // Two disks, and the software block devices left out.
     let nvme = s.join("block/nvme0n1");
     write(&nvme.join("size"), "1562824368\n");
@@ -189,7 +192,8 @@ fn fixture_tree() {
         ("nic.ens1f0.driver", "ice"),
         ("nic.ens1f0.speed_mbps", "100000"),
         ("nic.ens1f0.mtu", "9000"),
-        ("nic.virtual", "docker0"),
+        ("nic.virtual", "docker0, vethab"),
+        ("nic.enslaved", "vethab in docker0"),
         ("os.kernel", "6.1.0-18-amd64"),
         ("os.hostname", "sut-a"),
         ("os.name", "Debian GNU/Linux 12 (bookworm)"),

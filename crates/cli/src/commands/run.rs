@@ -116,8 +116,9 @@ pub struct HostsOpts {
     #[arg(long = "hosts", value_name = "HOSTS", value_delimiter = ',')]
     #[serde(alias = "matrix", deserialize_with = "names")]
     pub hosts: Vec<String>,
-    /// net: these SENDER>RECEIVER pairs (e.g. rbh1>rbh2,rbh2>rbh1); beside --hosts, added
-    /// to its matrix (each pair measured once).
+    /// net: these SENDER>RECEIVER pairs, quoted for the shell (e.g. 'rbh1>rbh2,rbh2>rbh1'),
+    /// or SENDER:RECEIVER (rbh1:rbh2); beside --hosts, added to its matrix (each pair
+    /// measured once).
     #[arg(long = "pairs", value_name = "PAIRS", value_delimiter = ',')]
     #[serde(deserialize_with = "names")]
     pub pairs: Vec<String>,
