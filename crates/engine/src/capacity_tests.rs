@@ -731,6 +731,30 @@ pub fn run(
                     ),
                 ));
             }
+            // A level whose requests failed beyond the limit is not that load either: its
+            // per-watt figures count only the replies that were not errors, but a server
+            // failing 8% of a level's requests stood at 92% of the level's target, under
+            // the rule above, and nothing said it failed them (no --slo, no verdict).
+            let max_error_pct = cfg.ramp_config(d).max_error_pct;
+            let erring: Vec<String> = r
+                .points
+                .iter()
+                .filter(|p| p.level_pct.is_some() && p.step.error.is_none())
+                .filter(|p| p.step.errors_pct() > max_error_pct)
+                .map(|p| format!("{} {:.2}%", p.label(), p.step.errors_pct()))
+                .collect();
+            if !erring.is_empty() {
+                flags.push(Flag::invalid(
+                    "level_errors",
+                    format!(
+                        "levels whose requests failed above the {max_error_pct}% limit: {}; \
+                         their replies per watt count only the replies that were not errors, \
+                         but a level failing its requests is not that load: find what failed \
+                         (the server's log, a wrong --path), or raise --max-error-pct",
+                        erring.join(", ")
+                    ),
+                ));
+            }
             if let Some(sc) = &objective {
                 let verdicts = r.against(sc);
                 let slo = sc.objective.to_string();
@@ -1346,12 +1370,7 @@ mod tests {
             errors,
         )
         .unwrap();
-        let flag = out
-            .flags
-            .iter()
-            .find(|f| f.code == "no_sustained_step")
-            .expect("a ramp that sustained nothing says so");
-        assert_eq!(flag.severity, model::Severity::Invalid);
+        let flag = invalid_flag(&out, "no_sustained_step");
         assert!(
             flag.message
                 .starts_with("no step of the ramp was sustained, from its first at 1000 ops/s (")
@@ -1399,12 +1418,7 @@ mod tests {
             capped,
         )
         .unwrap();
-        let flag = out
-            .flags
-            .iter()
-            .find(|f| f.code == "level_below_target")
-            .expect("the levels far below their load are said");
-        assert_eq!(flag.severity, model::Severity::Invalid);
+        let flag = invalid_flag(&out, "level_below_target");
         assert!(
             flag.message.starts_with(
                 "levels below 90% of their load: 100% (600000 ops/s) replied 16000, 2.7% of \
@@ -1420,6 +1434,60 @@ mod tests {
         );
         // An overload asked for (200%) falling short is its finding, not a wrong load.
         assert!(!flag.message.contains("200%"), "{}", flag.message);
+    }
+
+    /// The result's flag `code`, which must be there and mark it invalid.
+    fn invalid_flag<'a>(out: &'a StepOutput, code: &str) -> &'a Flag {
+        let flag = out.flags.iter().find(|f| f.code == code);
+        let flag = flag.unwrap_or_else(|| panic!("no {code} flag: {:?}", out.flags));
+        assert_eq!(flag.severity, model::Severity::Invalid, "{flag:?}");
+        flag
+    }
+
+    /// A level failing more of its requests than the limit is invalid too, naming it,
+    /// though it delivered 92% of its load (the rule above passes it).
+    #[test]
+    fn a_level_failing_its_requests_is_invalid() {
+        let c = unwatched_ctx();
+        let (_, cfg) = split_params(
+            "http",
+            &params(json!({"capacity": 10000, "levels": [100, 50], "idle_duration": 0})),
+        )
+        .unwrap();
+        // At 10,000/s, 8% of the replies are 503s; at 5,000/s none.
+        let shedding = |rate: f64| {
+            let mut s = RateStep::new(rate);
+            s.duration_s = 1.0;
+            s.replies = rate as u64;
+            s.reply_rate_per_s = rate;
+            s.errors = if rate > 6_000.0 {
+                rate as u64 * 8 / 100
+            } else {
+                0
+            };
+            Ok(s)
+        };
+        let out = run(
+            "http",
+            "levels",
+            &cfg,
+            &D,
+            &c,
+            &mut Found::default(),
+            None,
+            1,
+            shedding,
+        )
+        .unwrap();
+        assert!(out.flags.iter().all(|f| f.code != "level_below_target"));
+        let flag = invalid_flag(&out, "level_errors");
+        assert!(
+            flag.message
+                .starts_with("levels whose requests failed above the 1% limit: 100% 8.00%;"),
+            "{}",
+            flag.message
+        );
+        assert!(!flag.message.contains("50%"), "{}", flag.message);
     }
 
     #[test]

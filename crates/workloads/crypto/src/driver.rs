@@ -90,9 +90,14 @@ pub fn run(
                         name: name.into(),
                         reason: match r {
                             None => "the run was stopped before the verifies".into(),
-                            Some(r) if r.interrupted => {
+                            Some(r) if r.interrupted && r.wrong == 0 => {
                                 "the run was stopped before an operation completed".into()
                             }
+                            Some(r) if r.wrong > 0 => format!(
+                                "every {what} operation failed ({} of them): see the \
+                                 crypto_failed flag",
+                                r.wrong
+                            ),
                             // Not stopped: the duration ended first (a key this big
                             // takes longer than the test per operation).
                             Some(_) => format!(
@@ -131,6 +136,18 @@ pub fn run(
                 let r = bench::run_bulk(op, size, threads, dur, cpus, progress)?;
                 measured += r.wall_s;
                 out.measured.extend(r.span);
+                // A failed operation is no throughput, and nothing else would say it
+                // failed (its rate counts only those that succeeded).
+                if r.wrong > 0 {
+                    out.flags.push(Flag::invalid(
+                        "crypto_failed",
+                        format!(
+                            "{} of {} {test} operations on {size} B buffers failed",
+                            r.wrong,
+                            r.ops + r.wrong
+                        ),
+                    ));
+                }
                 // What a stop left measured is kept (flagged); a size no operation
                 // completed in has no figure (a loop that saw the stop at once).
                 if r.ops > 0 {
@@ -164,6 +181,15 @@ pub fn run(
                     }
                     break;
                 }
+            }
+            let said = out.missing.iter().any(|m| m.name == "throughput_mb_per_s");
+            if last.is_none() && !said {
+                out.missing.push(MissingMetric {
+                    name: "throughput_mb_per_s".into(),
+                    reason: "no operation succeeded at any buffer size: see the crypto_failed \
+                             flag"
+                        .into(),
+                });
             }
             // The headline is the largest buffer, the figure people quote for bulk speed.
             if let Some((size, mbps)) = last {

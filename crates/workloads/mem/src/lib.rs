@@ -540,6 +540,9 @@ impl MemBench {
         }
         let all = engine::launch::online_cpus();
         let mut bw_threads: Vec<usize> = plan.bw_threads.iter().map(|t| t.unwrap_or(all)).collect();
+        // Sorted before the duplicates go: `all,1,4` on 4 CPUs ran 4 threads twice, two
+        // figures of one label in one result.
+        bw_threads.sort_unstable();
         bw_threads.dedup();
         Ok(MemBench {
             sizes,
@@ -1057,6 +1060,18 @@ mod tests {
 
     fn params(v: Value) -> serde_json::Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// A thread count named twice, apart in the list (`all,1,4` on 4 CPUs), runs once:
+    /// it ran twice, two figures of one label in one result.
+    #[test]
+    fn bandwidth_thread_counts_run_once_each() {
+        let all = engine::launch::online_cpus();
+        let p = params(json!({"bw_threads": ["all", 1, all, 1]}));
+        let b = MemBench::resolve(&Plan::from_params(&p).unwrap()).unwrap();
+        let mut want = vec![1, all];
+        want.dedup();
+        assert_eq!(b.bw_threads, want);
     }
 
     #[test]
