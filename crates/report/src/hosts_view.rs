@@ -1305,6 +1305,20 @@ pub struct Disclosure<'a> {
     pub same: Vec<(String, String)>,
 }
 
+impl Disclosure<'_> {
+    /// What its columns are, for "same on every ...": one run's several hosts are no
+    /// "every run" (a one-run, three-host report said so).
+    pub fn columns_are(&self) -> &'static str {
+        let mut runs: Vec<usize> = self.cols.iter().map(|(i, _)| *i).collect();
+        runs.dedup();
+        match runs.len() {
+            1 => "host",
+            n if n == self.cols.len() => "run",
+            _ => "run and host",
+        }
+    }
+}
+
 /// A disclosure cell of a fact another column has and this host's disclosure has not
 /// (a run stored before the fact was collected, a tool absent there): said, not `-`.
 /// A fact that could not be read is stored with its reason, and shows that instead.

@@ -929,7 +929,8 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     if !d.same.is_empty() {
         let _ = write!(
             h,
-            "<details><summary>same on every run ({} facts)</summary><ul>",
+            "<details><summary>same on every {} ({} facts)</summary><ul>",
+            d.columns_are(),
             d.same.len()
         );
         for (k, v) in &d.same {

@@ -647,7 +647,12 @@ pub fn markdown_with(
         }
     }
     if !d.same.is_empty() {
-        let _ = writeln!(m, "\nSame on every run ({} facts):\n", d.same.len());
+        let _ = writeln!(
+            m,
+            "\nSame on every {} ({} facts):\n",
+            d.columns_are(),
+            d.same.len()
+        );
         for (k, v) in &d.same {
             let _ = writeln!(m, "- {}: {}", c(k), c(v));
         }

@@ -268,6 +268,13 @@ fn disclosure_shows_what_differs_and_folds_what_is_the_same() {
     // One run: nothing to fold.
     let h = report::html(&runs[..1], None);
     assert!(!h.contains("same on every run"));
+    // One run of several hosts: its columns are hosts, not runs.
+    let mut one = runs[0].clone();
+    let mut other = one.hosts[0].clone();
+    other.host = "rbh2".into();
+    one.hosts.push(other);
+    let h = report::html(std::slice::from_ref(&one), None);
+    assert!(h.contains("<summary>same on every host ("), "{h}");
 }
 
 /// Acceptance pass F, F17: byte counts in the Systems table read "0.0 GiB (49152)"; they

@@ -1218,7 +1218,7 @@ fn run_as(
         .map(|(h, _)| h.clone())
         .collect();
     let telemetry = match telemetry::Telemetry::start(set.all(), &settings, &suts, o.telemetry) {
-        Ok(t) => Arc::new(t.with_kernels_of(&hosts)),
+        Ok(t) => Arc::new(t.with_disclosures(&hosts)),
         Err(e) => {
             store.delete_run(&run_id)?;
             return Err(e);

@@ -26,9 +26,8 @@ pub struct Telemetry {
     /// power is.
     model_idle_w: Vec<(String, f64)>,
     interval_s: f64,
-    /// What the hosts' disclosures say of their kernels, for the flags that judge a
-    /// host's CPU counters.
-    kernels: Kernels,
+    /// What the hosts' disclosures tell the flags.
+    disclosed: Disclosed,
     /// Where each host's samples' clock began, on the controller's clock, as of the
     /// current test's start (see [`Host::sync_clock`]), with the offset then of the hosts
     /// that answered at that start.
@@ -86,7 +85,7 @@ impl Telemetry {
             power_missing: Vec::new(),
             model_idle_w: Vec::new(),
             interval_s: settings.interval_s,
-            kernels: Kernels::default(),
+            disclosed: Disclosed::default(),
             clocks: Mutex::new(SampleClocks::default()),
             moved: Mutex::new(Vec::new()),
             test_marks: Mutex::new(Vec::new()),
@@ -140,9 +139,9 @@ impl Telemetry {
         Ok(t)
     }
 
-    /// Learn from the hosts' disclosures what their kernels do ([`Kernels`]).
-    pub fn with_kernels_of(mut self, hosts: &[model::HostDisclosure]) -> Telemetry {
-        self.kernels = Kernels::of(hosts);
+    /// Learn from the hosts' disclosures what the flags need ([`Disclosed`]).
+    pub fn with_disclosures(mut self, hosts: &[model::HostDisclosure]) -> Telemetry {
+        self.disclosed = Disclosed::of(hosts);
         self
     }
 
@@ -601,7 +600,7 @@ impl Telemetry {
             &ours,
             &summary,
             server_host,
-            &self.kernels,
+            &self.disclosed,
         ));
         flags.extend(coarse_flags(&ours, lengthen));
         flags.extend(power_gap_flags(&ours));
@@ -618,6 +617,9 @@ impl Telemetry {
                      its CPU, power and NIC figures are missing"
                 ),
             ));
+        }
+        if let Some(name) = &self.disclosed.local_name {
+            name_this_machine(&mut flags, name);
         }
         StepFigures {
             summary,
@@ -865,10 +867,10 @@ pub const OTHER_WARN_ONE_CPU_PCT: f64 = 25.0;
 /// See [`OTHER_WARN_ONE_CPU_PCT`].
 pub const OTHER_WARN_SHARE: f64 = 0.05;
 
-/// What the hosts' disclosures say of their kernels, for the flags that judge a host's
-/// CPU counters against the test's own processes.
+/// What the hosts' disclosures tell the flags: of their kernels, for the flags that judge
+/// a host's CPU counters against the test's own processes, and this machine's name.
 #[derive(Debug, Clone, Default)]
-pub struct Kernels {
+pub struct Disclosed {
     /// The hosts whose kernel charges interrupt and softirq ticks to the task they
     /// interrupt (their disclosure's `kernel.irq_time_accounting`): there a process's CPU
     /// time holds what /proc/stat counts as %irq and %soft.
@@ -876,13 +878,27 @@ pub struct Kernels {
     /// Each host's other names of the run on its kernel (namespaces or containers of one
     /// machine, [`model::KERNEL_SHARED_WITH`]): its CPU counters hold their work too.
     pub shared_with: Vec<(String, Vec<String>)>,
+    /// This machine's hostname, for flags that name it ([`model::host_display_name`]).
+    pub local_name: Option<String>,
 }
 
-impl Kernels {
-    pub fn of(hosts: &[model::HostDisclosure]) -> Kernels {
+/// Per-host flags of this machine name it by its hostname, as every table does: `host
+/// local: other processes ...` read beside a Hosts table's `vm`.
+fn name_this_machine(flags: &mut [Flag], hostname: &str) {
+    for f in flags {
+        if let Some(rest) = f.message.strip_prefix("host local") {
+            if rest.starts_with([':', ' ']) {
+                f.message = format!("host {hostname}{rest}");
+            }
+        }
+    }
+}
+
+impl Disclosed {
+    pub fn of(hosts: &[model::HostDisclosure]) -> Disclosed {
         let fact =
             |h: &model::HostDisclosure, key: &str| h.facts.get(key).and_then(|f| f.value.clone());
-        Kernels {
+        Disclosed {
             irq_in_tasks: hosts
                 .iter()
                 .filter(|h| {
@@ -901,6 +917,16 @@ impl Kernels {
                     ))
                 })
                 .collect(),
+            local_name: Some(model::host_display_name(hosts, hosts::LOCAL))
+                .filter(|n| n != hosts::LOCAL),
+        }
+    }
+
+    /// How a flag names `host`: this machine by its hostname.
+    fn shown<'a>(&'a self, host: &'a str) -> &'a str {
+        match &self.local_name {
+            Some(name) if host == hosts::LOCAL => name,
+            _ => host,
         }
     }
 
@@ -936,7 +962,7 @@ pub fn other_load_flags(
     summaries: &[TelemetrySummary],
     all: &[TelemetrySummary],
     server_host: Option<&str>,
-    kernels: &Kernels,
+    kernels: &Disclosed,
 ) -> Vec<Flag> {
     let mut out = Vec::new();
     let mut judged_kernels: Vec<&str> = Vec::new();
@@ -977,6 +1003,7 @@ pub fn other_load_flags(
         let host = if mates.is_empty() {
             s.host.clone()
         } else {
+            let mates: Vec<&str> = mates.iter().map(|m| kernels.shown(m)).collect();
             format!("{} (one kernel with {})", s.host, mates.join(", "))
         };
         if ticks_missed(tasks, own) {
@@ -1001,7 +1028,7 @@ pub fn other_load_flags(
             .flat_map(|o| o.procs.iter().map(move |p| (o, p)))
             .map(|(o, p)| match mates.is_empty() {
                 true => p.role.clone(),
-                false => format!("{} on {}", p.role, o.host),
+                false => format!("{} on {}", p.role, kernels.shown(&o.host)),
             })
             .collect();
         out.push(Flag::warning(
@@ -1467,9 +1494,9 @@ mod tests {
         };
         // Hosts on kernels of their own.
         let judge_other_load = |s: &[TelemetrySummary], server: Option<&str>, irq: &[String]| {
-            let kernels = Kernels {
+            let kernels = Disclosed {
                 irq_in_tasks: irq.to_vec(),
-                shared_with: Vec::new(),
+                ..Disclosed::default()
             };
             other_load_flags(s, s, server, &kernels)
         };
@@ -1584,11 +1611,11 @@ mod tests {
                 .map(|i| name_of(i).to_string())
                 .collect()
         };
-        let kernels = Kernels {
-            irq_in_tasks: Vec::new(),
+        let kernels = Disclosed {
             shared_with: (1..=3)
                 .map(|i| (name_of(i).to_string(), mates(i)))
                 .collect(),
+            ..Disclosed::default()
         };
         let quiet = hosts(58.0);
         assert!(
@@ -1611,6 +1638,27 @@ mod tests {
         // A generator's host that is not in the test's point still runs on the kernel.
         let f = other_load_flags(&busy[..1], &busy, Some("rbh1"), &kernels);
         assert!(f[0].message.contains("for 160%"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn this_machine_is_named_by_its_hostname_in_flags() {
+        let mut flags = vec![
+            Flag::warning("other_load", "host local: other processes took 52%"),
+            Flag::warning("steal", "host local (one kernel with rbh2): stolen"),
+            Flag::warning("steal", "host rbh2: stolen"),
+            Flag::warning("x", "host localhost2: its own name"),
+        ];
+        name_this_machine(&mut flags, "vm");
+        let said: Vec<&str> = flags.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(
+            said,
+            [
+                "host vm: other processes took 52%",
+                "host vm (one kernel with rbh2): stolen",
+                "host rbh2: stolen",
+                "host localhost2: its own name"
+            ]
+        );
     }
 
     #[test]
