@@ -419,7 +419,22 @@ fn report_all_takes_every_stored_run() {
         assert_eq!(o.status.code(), Some(2), "{}", p.display());
         assert_eq!(&std::fs::read_to_string(p).unwrap(), want);
     }
+    // The store: refused as no report's name, and told as the store when the format is
+    // given.
     let o = rackbench(&db, &["report", "--all", "-o", db.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not .sqlite"), "{}", stderr(&o));
+    let o = rackbench(
+        &db,
+        &[
+            "report",
+            "--all",
+            "--format",
+            "html",
+            "-o",
+            db.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("is the results store"),

@@ -734,12 +734,15 @@ pub fn run(
             // A level whose requests failed beyond the limit is not that load either: its
             // per-watt figures count only the replies that were not errors, but a server
             // failing 8% of a level's requests stood at 92% of the level's target, under
-            // the rule above, and nothing said it failed them (no --slo, no verdict).
+            // the rule above, and nothing said it failed them (no --slo, no verdict). As
+            // above, an overload asked for (above 100%) failing is its finding; and a level
+            // that made no request failed none (the rule above says it delivered nothing).
             let max_error_pct = cfg.ramp_config(d).max_error_pct;
             let erring: Vec<String> = r
                 .points
                 .iter()
-                .filter(|p| p.level_pct.is_some() && p.step.error.is_none())
+                .filter(|p| p.level_pct.is_some_and(|pct| pct <= 100.0))
+                .filter(|p| p.step.error.is_none() && p.step.replies + p.step.lost_requests > 0)
                 .filter(|p| p.step.errors_pct() > max_error_pct)
                 .map(|p| format!("{} {:.2}%", p.label(), p.step.errors_pct()))
                 .collect();
@@ -1451,15 +1454,16 @@ mod tests {
         let c = unwatched_ctx();
         let (_, cfg) = split_params(
             "http",
-            &params(json!({"capacity": 10000, "levels": [100, 50], "idle_duration": 0})),
+            &params(json!({"capacity": 10000, "levels": [120, 100, 50, 2], "idle_duration": 0})),
         )
         .unwrap();
-        // At 10,000/s, 8% of the replies are 503s; at 5,000/s none.
+        // At 10,000/s and above, 8% of the replies are 503s; at 5,000/s none; at 200/s
+        // nothing was sent (no request, no failure).
         let shedding = |rate: f64| {
             let mut s = RateStep::new(rate);
             s.duration_s = 1.0;
-            s.replies = rate as u64;
-            s.reply_rate_per_s = rate;
+            s.replies = if rate < 1_000.0 { 0 } else { rate as u64 };
+            s.reply_rate_per_s = s.replies as f64;
             s.errors = if rate > 6_000.0 {
                 rate as u64 * 8 / 100
             } else {
@@ -1479,7 +1483,6 @@ mod tests {
             shedding,
         )
         .unwrap();
-        assert!(out.flags.iter().all(|f| f.code != "level_below_target"));
         let flag = invalid_flag(&out, "level_errors");
         assert!(
             flag.message
@@ -1487,7 +1490,22 @@ mod tests {
             "{}",
             flag.message
         );
-        assert!(!flag.message.contains("50%"), "{}", flag.message);
+        // The overload asked for, the level at 5,000/s, and the one that sent nothing: not
+        // said (the one that sent nothing is below its load, said so by that rule alone).
+        assert!(
+            !flag.message.contains("50%") && !flag.message.contains("120%"),
+            "{}",
+            flag.message
+        );
+        assert!(!flag.message.contains(" 2% "), "{}", flag.message);
+        let below = invalid_flag(&out, "level_below_target");
+        assert!(
+            below
+                .message
+                .starts_with("levels below 90% of their load: 2% (200 ops/s)"),
+            "{}",
+            below.message
+        );
     }
 
     #[test]

@@ -608,7 +608,10 @@ impl Telemetry {
         for (host, why) in step.missing.iter().filter(|(h, _)| in_point(h)) {
             missing.push(MissingMetric {
                 name: format!("telemetry.{host}"),
-                reason: format!("CPU, power and NIC figures of host {host}: {why}"),
+                reason: format!(
+                    "CPU, power and NIC figures of host {}: {why}",
+                    self.disclosed.shown(host)
+                ),
             });
             flags.push(Flag::warning(
                 "telemetry_missing",
@@ -966,11 +969,7 @@ pub fn other_load_flags(
 ) -> Vec<Flag> {
     let mut out = Vec::new();
     let mut judged_kernels: Vec<&str> = Vec::new();
-    let judged = |s: &&TelemetrySummary| {
-        s.samples > 0
-            && !s.procs.is_empty()
-            && (server_host != Some(s.host.as_str()) || s.procs.iter().any(|p| p.role != "loadgen"))
-    };
+    let judged = |s: &&TelemetrySummary| s.samples > 0 && !s.procs.is_empty();
     for s in summaries.iter().filter(judged) {
         if judged_kernels.contains(&s.host.as_str()) {
             continue;
@@ -978,6 +977,19 @@ pub fn other_load_flags(
         let mates = kernels.mates(&s.host);
         judged_kernels.push(&s.host);
         judged_kernels.extend(mates.iter().map(String::as_str));
+        // The test's server on this kernel (this host, or another name of it) that is not
+        // watched (given with --target): its CPU is the test's own, not another's, and
+        // nothing tells it apart.
+        if let Some(server) = server_host.filter(|h| *h == s.host || mates.iter().any(|m| m == h)) {
+            let watched = all
+                .iter()
+                .chain(summaries)
+                .find(|o| o.host == server)
+                .is_some_and(|o| o.procs.iter().any(|p| p.role != "loadgen"));
+            if !watched {
+                continue;
+            }
+        }
         let Some(every_cpu) = s.cpus.iter().find(|c| c.cpu == -1) else {
             continue;
         };
@@ -999,22 +1011,29 @@ pub fn other_load_flags(
             .map(|p| p.total_pct())
             .sum();
         let other = tasks - own;
-        // `host rbh1 (one kernel with rbh2, rbh3)`.
-        let host = if mates.is_empty() {
-            s.host.clone()
+        // The message begins `host rbh1: ` (the export's `@host` reads it there), and
+        // says the kernel's other names after.
+        let host = kernels.shown(&s.host);
+        let shared = if mates.is_empty() {
+            String::new()
         } else {
             let mates: Vec<&str> = mates.iter().map(|m| kernels.shown(m)).collect();
-            format!("{} (one kernel with {})", s.host, mates.join(", "))
+            format!(", on the kernel it shares with {}", mates.join(", "))
         };
         if ticks_missed(tasks, own) {
             out.push(Flag::warning(
                 "cpu_ticks_missed",
                 format!(
-                    "host {host}: its CPUs were counted busy for {tasks:.1}% of one CPU, below \
+                    "host {host}: its CPUs{} were counted busy for {tasks:.1}% of one CPU, below \
                      the {own:.1}% this test's own processes ran: this kernel samples CPU \
                      time at its ticks, and work that sleeps between them (a paced or \
                      napping load) goes uncounted; its per-CPU and whole-host CPU figures \
-                     read low"
+                     read low",
+                    if shared.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{shared},")
+                    }
                 ),
             ));
             continue;
@@ -1035,7 +1054,7 @@ pub fn other_load_flags(
             "other_load",
             format!(
                 "host {host}: other processes took {other:.0}% of one CPU while the test \
-                 measured (its {n:.0} CPUs ran tasks for {tasks:.0}%{}, this test's own \
+                 measured{shared} (its {n:.0} CPUs ran tasks for {tasks:.0}%{}, this test's own \
                  processes, {}, for {own:.0}%): its throughput and latency carry their \
                  contention; run again on a quiet host, or keep other work off the test's \
                  CPUs",
@@ -1630,14 +1649,23 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(
             f[0].message.contains(
-                "host rbh1 (one kernel with rbh2, rbh3): other processes took 38% of one CPU"
+                "host rbh1: other processes took 38% of one CPU while the test measured, on \
+                 the kernel it shares with rbh2, rbh3 ("
             ) && f[0].message.contains("loadgen on rbh2"),
             "{}",
             f[0].message
         );
+        // Its host where the export reads it (`warning:other_load@rbh1`).
+        assert_eq!(f[0].host(), Some("rbh1"));
         // A generator's host that is not in the test's point still runs on the kernel.
         let f = other_load_flags(&busy[..1], &busy, Some("rbh1"), &kernels);
         assert!(f[0].message.contains("for 160%"), "{}", f[0].message);
+        // A server given with --target on that kernel is not watched: its CPU is the
+        // test's own, and no name of the kernel is judged.
+        let mut given = busy.clone();
+        given[0].procs.clear();
+        let f = other_load_flags(&given[1..], &given, Some("rbh1"), &kernels);
+        assert!(f.is_empty(), "{f:?}");
     }
 
     #[test]

@@ -317,8 +317,9 @@ fn evaluate_plan(
 
 /// The report's format: `--format`, else the -o file's extension (`.md` Markdown, `.html`
 /// or none HTML). A `--format` the extension contradicts (`-o x.md --format html`) is
-/// refused: `-o x.md` alone wrote HTML into a `.md` file. So is another extension with
-/// no `--format`: `-o x.pdf` wrote HTML into a file every reader takes for a PDF.
+/// refused: `-o x.md` alone wrote HTML into a `.md` file. So is another file type's
+/// extension with no `--format`: `-o x.pdf` wrote HTML into a file every reader takes for
+/// a PDF. A name whose last dot starts no file type (`report-2024.06.01`) is HTML.
 fn report_format(given: Option<Format>, out: Option<&Path>) -> anyhow::Result<Format> {
     let ext = out
         .and_then(|p| p.extension())
@@ -330,7 +331,7 @@ fn report_format(given: Option<Format>, out: Option<&Path>) -> anyhow::Result<Fo
     };
     let shown = || out.map(|p| p.display().to_string()).unwrap_or_default();
     match (given, by_name) {
-        (None, None) if ext.is_some() => anyhow::bail!(
+        (None, None) if ext.as_deref().is_some_and(is_file_type) => anyhow::bail!(
             "report -o {}: rackbench writes HTML (.html) or Markdown (.md) reports, not .{}; \
              give -o a .html or .md name, or --format html (or md) to write one into this file \
              anyway",
@@ -347,6 +348,13 @@ fn report_format(given: Option<Format>, out: Option<&Path>) -> anyhow::Result<Fo
         (Some(f), _) => Ok(f),
         (None, n) => Ok(n.unwrap_or(Format::Html)),
     }
+}
+
+/// Whether a name's extension is a file type's (`pdf`, `txt`, `mp4`): a letter first, and
+/// letters and digits only; `01` of a dated name is none.
+fn is_file_type(ext: &str) -> bool {
+    ext.starts_with(|c: char| c.is_ascii_alphabetic())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
@@ -635,6 +643,7 @@ mod tests {
         assert_eq!(f(None, "x.md").unwrap(), Format::Md);
         assert_eq!(f(None, "x.HTML").unwrap(), Format::Html);
         assert_eq!(f(None, "report").unwrap(), Format::Html);
+        assert_eq!(f(None, "report-2024.06.01").unwrap(), Format::Html);
         let e = f(None, "x.pdf").unwrap_err().to_string();
         assert!(e.contains("not .pdf") && e.contains("--format html"), "{e}");
         assert_eq!(f(Some(Format::Md), "x.txt").unwrap(), Format::Md);

@@ -375,6 +375,35 @@ fn export_format_of(path: &Path) -> anyhow::Result<ExportFormat> {
     }
 }
 
+/// A `--format` the -o name contradicts (`--format csv -o runs.json`) is refused, as
+/// `report` refuses one: it wrote CSV into a `.json` file that `import` then refused.
+fn given_format_fits(f: ExportFormat, path: &Path) -> anyhow::Result<ExportFormat> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let named = match ext.as_deref() {
+        Some("json") => Some(ExportFormat::Json),
+        Some("csv") => Some(ExportFormat::Csv),
+        _ => None,
+    };
+    match named {
+        Some(n) if n != f => {
+            let word = |f: ExportFormat| match f {
+                ExportFormat::Json => "json",
+                ExportFormat::Csv => "csv",
+            };
+            anyhow::bail!(
+                "export -o {}: --format {} does not match the file's extension; give -o a .{} \
+                 name, or leave --format out",
+                path.display(),
+                word(f),
+                word(f)
+            )
+        }
+        _ => Ok(f),
+    }
+}
+
 pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
     let store = Store::open_read_only(&g.db_path())?;
     let ids: Vec<String> = if a.all {
@@ -401,7 +430,8 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
     // `-o -` is stdout, as everywhere else.
     let output = a.output.as_ref().filter(|p| p.as_os_str() != "-");
     let format = match (a.format, output) {
-        (Some(f), _) => f,
+        (Some(f), Some(p)) => given_format_fits(f, p)?,
+        (Some(f), None) => f,
         (None, None) => ExportFormat::Json,
         (None, Some(p)) => export_format_of(p)?,
     };
@@ -1344,6 +1374,24 @@ pub fn clean(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--format csv -o runs.json` wrote CSV where `import` reads JSON: refused, as
+    /// `report` refuses a contradicted name; a name of no export type is left to --format.
+    #[test]
+    fn a_given_format_the_name_contradicts_is_refused() {
+        let p = |n: &str| Path::new(n).to_path_buf();
+        let e = given_format_fits(ExportFormat::Csv, &p("runs.json")).unwrap_err();
+        assert!(e.to_string().contains("give -o a .csv name"), "{e}");
+        assert!(given_format_fits(ExportFormat::Json, &p("runs.csv")).is_err());
+        assert_eq!(
+            given_format_fits(ExportFormat::Csv, &p("runs.CSV")).unwrap(),
+            ExportFormat::Csv
+        );
+        assert_eq!(
+            given_format_fits(ExportFormat::Json, &p("runs-2024.06.01")).unwrap(),
+            ExportFormat::Json
+        );
+    }
 
     #[test]
     fn table_aligns_and_trims() {

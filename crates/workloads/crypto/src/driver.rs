@@ -174,8 +174,8 @@ pub fn run(
                         out.missing.push(MissingMetric {
                             name: "throughput_mb_per_s".into(),
                             reason: format!(
-                                "the run was stopped before an operation of the first buffer \
-                                 size ({size} B) completed"
+                                "the run was stopped before an operation at {size} B completed, \
+                                 and none had succeeded at a size before it"
                             ),
                         });
                     }
