@@ -1344,12 +1344,6 @@ mod tests {
     /// result is invalid, saying why.
     #[test]
     fn a_ramp_of_errors_sustains_nothing_and_says_so() {
-        let c = unwatched_ctx();
-        let (_, cfg) = split_params(
-            "http",
-            &params(json!({"ramp_low": 1000, "ramp_high": 3000, "ramp_step": 1000})),
-        )
-        .unwrap();
         let errors = |rate: f64| {
             let mut s = RateStep::new(rate);
             s.duration_s = 1.0;
@@ -1361,18 +1355,12 @@ mod tests {
             s.latency = Some(h);
             Ok(s)
         };
-        let out = run(
+        let out = run_alone(
             "http",
             "ramp",
-            &cfg,
-            &D,
-            &c,
-            &mut Found::default(),
-            None,
-            1,
+            json!({"ramp_low": 1000, "ramp_high": 3000, "ramp_step": 1000}),
             errors,
-        )
-        .unwrap();
+        );
         let flag = invalid_flag(&out, "no_sustained_step");
         assert!(
             flag.message
@@ -1395,12 +1383,6 @@ mod tests {
     /// (acceptance pass E, 2).
     #[test]
     fn a_level_below_its_load_is_invalid() {
-        let c = unwatched_ctx();
-        let (_, cfg) = split_params(
-            "kv",
-            &params(json!({"capacity": 600000, "levels": [200, 100, 50, 2], "idle_duration": 0})),
-        )
-        .unwrap();
         // The server does 16,000/s at most.
         let capped = |rate: f64| {
             let mut s = RateStep::new(rate);
@@ -1409,18 +1391,12 @@ mod tests {
             s.reply_rate_per_s = s.replies as f64;
             Ok(s)
         };
-        let out = run(
+        let out = run_alone(
             "kv",
             "levels",
-            &cfg,
-            &D,
-            &c,
-            &mut Found::default(),
-            None,
-            1,
+            json!({"capacity": 600000, "levels": [200, 100, 50, 2], "idle_duration": 0}),
             capped,
-        )
-        .unwrap();
+        );
         let flag = invalid_flag(&out, "level_below_target");
         assert!(
             flag.message.starts_with(
@@ -1439,6 +1415,30 @@ mod tests {
         assert!(!flag.message.contains("200%"), "{}", flag.message);
     }
 
+    /// One capacity test of `workload` with `p`'s settings, its steps measured by `step`,
+    /// on an unwatched context with nothing found before it.
+    fn run_alone(
+        workload: &str,
+        test: &str,
+        p: Value,
+        step: impl FnMut(f64) -> anyhow::Result<RateStep>,
+    ) -> StepOutput {
+        let (_, cfg) = split_params(workload, &params(p)).unwrap();
+        let c = unwatched_ctx();
+        run(
+            workload,
+            test,
+            &cfg,
+            &D,
+            &c,
+            &mut Found::default(),
+            None,
+            1,
+            step,
+        )
+        .unwrap()
+    }
+
     /// The result's flag `code`, which must be there and mark it invalid.
     fn invalid_flag<'a>(out: &'a StepOutput, code: &str) -> &'a Flag {
         let flag = out.flags.iter().find(|f| f.code == code);
@@ -1451,12 +1451,6 @@ mod tests {
     /// though it delivered 92% of its load (the rule above passes it).
     #[test]
     fn a_level_failing_its_requests_is_invalid() {
-        let c = unwatched_ctx();
-        let (_, cfg) = split_params(
-            "http",
-            &params(json!({"capacity": 10000, "levels": [120, 100, 50, 2], "idle_duration": 0})),
-        )
-        .unwrap();
         // At 10,000/s and above, 8% of the replies are 503s; at 5,000/s none; at 200/s
         // nothing was sent (no request, no failure).
         let shedding = |rate: f64| {
@@ -1471,18 +1465,12 @@ mod tests {
             };
             Ok(s)
         };
-        let out = run(
+        let out = run_alone(
             "http",
             "levels",
-            &cfg,
-            &D,
-            &c,
-            &mut Found::default(),
-            None,
-            1,
+            json!({"capacity": 10000, "levels": [120, 100, 50, 2], "idle_duration": 0}),
             shedding,
-        )
-        .unwrap();
+        );
         let flag = invalid_flag(&out, "level_errors");
         assert!(
             flag.message

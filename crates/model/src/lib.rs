@@ -608,12 +608,19 @@ pub fn counted<S: Into<String>>(items: impl IntoIterator<Item = S>) -> Vec<Strin
 }
 
 /// Whether `host` of a run is a system under test that also ran the load generator (its
-/// role `sut+loadgen`): its power is the generator's work too. The one rule of the
-/// report's efficiency notes and a TCO's power source.
+/// role `sut+loadgen`, a net pair's `receiver+sender`, or a generator on its kernel): its
+/// power is the generator's work too. The one rule of the report's efficiency notes and a
+/// TCO's power source.
 pub fn sut_ran_loadgen(hosts: &[HostDisclosure], host: &str) -> bool {
-    hosts.iter().any(|h| {
-        h.host == host && role_includes(&h.role, "sut") && loadgen_on_kernel_of(hosts, host)
-    })
+    hosts
+        .iter()
+        .any(|h| h.host == host && serves_load(&h.role) && loadgen_on_kernel_of(hosts, host))
+}
+
+/// Whether a host's role over a run takes load: a system under test, or a net pair's
+/// receiver. The other side of [`drives_load`].
+pub fn serves_load(roles: &str) -> bool {
+    role_includes(roles, "sut") || role_includes(roles, "receiver")
 }
 
 /// The disclosure fact naming the run's other hosts on the same kernel as this one
@@ -750,6 +757,29 @@ mod tests {
         let shared = Fact::known("local, rbh2");
         assert_eq!(fact_text(&hosts, KERNEL_SHARED_WITH, &shared), "vm, rbh2");
         assert_eq!(fact_text(&hosts, "os.kernel", &shared), "local, rbh2");
+    }
+
+    /// A host taking load whose power holds a generator's work: a server with its
+    /// generator, a net receiver that also sent, or one whose sender ran on its kernel
+    /// (the test hosts' namespaces); a generator alone, or a receiver on its own kernel,
+    /// is not.
+    #[test]
+    fn whose_power_holds_the_generators_work() {
+        let host = |name: &str, role: &str, mates: &str| HostDisclosure {
+            host: name.into(),
+            role: role.into(),
+            facts: BTreeMap::from([(KERNEL_SHARED_WITH.to_string(), Fact::known(mates))]),
+        };
+        let one_kernel = [host("a", "receiver", "b"), host("b", "sender", "a")];
+        assert!(sut_ran_loadgen(&one_kernel, "a"));
+        assert!(!sut_ran_loadgen(&one_kernel, "b"));
+        let apart = [host("a", "receiver", ""), host("b", "sender", "")];
+        assert!(!sut_ran_loadgen(&apart, "a"));
+        let matrix = [
+            host("a", "receiver+sender", ""),
+            host("b", "sut+loadgen", ""),
+        ];
+        assert!(sut_ran_loadgen(&matrix, "a") && sut_ran_loadgen(&matrix, "b"));
     }
 
     #[test]

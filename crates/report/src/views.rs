@@ -2230,6 +2230,27 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     })
 }
 
+/// The note under a levels table where a level had error replies: its per-W column counts
+/// the replies that were not errors (SPECpower's completed operations), its Reply column
+/// every reply, so there Reply ÷ Power reads above per W, by the share that failed.
+fn levels_errors_note(st: &[(String, BTreeMap<String, f64>)], unit: &str) -> Option<String> {
+    let erring: Vec<String> = st
+        .iter()
+        .filter_map(|(level, m)| {
+            let pct = m.get("errors_pct").copied().filter(|p| *p > 0.0)?;
+            Some(format!("{level} {pct:.2}%"))
+        })
+        .collect();
+    (!erring.is_empty()).then(|| {
+        format!(
+            "{unit} per W counts the replies that were not errors, Reply {unit} every reply: \
+             at the levels with error replies ({}) Reply ÷ Power reads above per W by the \
+             share that failed.",
+            erring.join(", ")
+        )
+    })
+}
+
 fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<View> {
     let u = rate_unit(r);
     let st: Vec<(String, BTreeMap<String, f64>)> = steps(r, "levels", "level")
@@ -2354,6 +2375,7 @@ fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<
         notes.push(format!("Overall: {} {u} per W{modelled}.", num(v)));
     }
     notes.extend(step_cpu_note(&st, server_drawn));
+    notes.extend(levels_errors_note(&st, &u));
     if objective.is_some() {
         notes.extend(unsent_note(r, "levels"));
     }

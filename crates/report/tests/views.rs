@@ -612,6 +612,26 @@ fn capacity_ramp_search_levels() {
         m.contains("Server %CPU is the watched server processes' CPU summed"),
         "{m}"
     );
+    // A level with error replies says why its Reply ÷ Power is above its per W (the
+    // per-W figure counts the replies that were not errors); without any, nothing.
+    let errors_note = "req/s per W counts the replies that were not errors";
+    assert!(!m.contains(errors_note), "{m}");
+    let mut erring = r.clone();
+    for res in erring.results.iter_mut().filter(|x| x.test == "levels") {
+        res.metrics.push(
+            Metric::new("errors_pct", 0.5, "%")
+                .label("phase", "levels")
+                .label("level", "100%"),
+        );
+    }
+    let me = report::markdown(std::slice::from_ref(&erring), None);
+    assert!(
+        me.contains(&format!(
+            "{errors_note}, Reply req/s every reply: at the levels with error replies \
+             (100% 0.50%)"
+        )),
+        "{me}"
+    );
     // A workload counting operations (kv's ops/s, oltp's txn/s) is labelled with its unit.
     let mut ops = r.clone();
     for res in &mut ops.results {

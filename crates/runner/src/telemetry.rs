@@ -249,6 +249,7 @@ impl Telemetry {
         let mut out = self.measured_idle(secs, verbose);
         for idle in &mut out {
             idle.flags.extend(idle_not_idle_flag(idle));
+            self.disclosed.name_this_machine(&mut idle.flags);
             for f in idle.flags.iter().filter(|_| verbose) {
                 engine::errln!(
                     "rackbench: warning: {}",
@@ -621,9 +622,7 @@ impl Telemetry {
                 ),
             ));
         }
-        if let Some(name) = &self.disclosed.local_name {
-            name_this_machine(&mut flags, name);
-        }
+        self.disclosed.name_this_machine(&mut flags);
         StepFigures {
             summary,
             flags,
@@ -886,7 +885,9 @@ pub struct Disclosed {
 }
 
 /// Per-host flags of this machine name it by its hostname, as every table does: `host
-/// local: other processes ...` read beside a Hosts table's `vm`.
+/// local: other processes ...` read beside a Hosts table's `vm`. The flags are made where
+/// the samples are judged, which know hosts by their run names; their messages are named
+/// here, once, for a test's flags and the idle power's alike.
 fn name_this_machine(flags: &mut [Flag], hostname: &str) {
     for f in flags {
         if let Some(rest) = f.message.strip_prefix("host local") {
@@ -912,16 +913,24 @@ impl Disclosed {
                 .collect(),
             shared_with: hosts
                 .iter()
-                .filter_map(|h| {
-                    let names = fact(h, model::KERNEL_SHARED_WITH)?;
-                    Some((
+                .map(|h| {
+                    let mates = model::kernel_mates(hosts, &h.host);
+                    (
                         h.host.clone(),
-                        names.split(", ").map(String::from).collect(),
-                    ))
+                        mates.into_iter().map(String::from).collect(),
+                    )
                 })
+                .filter(|(_, mates): &(String, Vec<String>)| !mates.is_empty())
                 .collect(),
             local_name: Some(model::host_display_name(hosts, hosts::LOCAL))
                 .filter(|n| n != hosts::LOCAL),
+        }
+    }
+
+    /// Flags of this machine named by its hostname ([`name_this_machine`]).
+    fn name_this_machine(&self, flags: &mut [Flag]) {
+        if let Some(name) = &self.local_name {
+            name_this_machine(flags, name);
         }
     }
 
@@ -1630,12 +1639,20 @@ mod tests {
                 .map(|i| name_of(i).to_string())
                 .collect()
         };
-        let kernels = Disclosed {
-            shared_with: (1..=3)
-                .map(|i| (name_of(i).to_string(), mates(i)))
-                .collect(),
-            ..Disclosed::default()
-        };
+        // As the disclosures say it ([`model::KERNEL_SHARED_WITH`]).
+        let disclosures: Vec<model::HostDisclosure> = (1..=3)
+            .map(|i| model::HostDisclosure {
+                host: name_of(i).into(),
+                role: "sut".into(),
+                facts: [(
+                    model::KERNEL_SHARED_WITH.to_string(),
+                    model::Fact::known(mates(i).join(", ")),
+                )]
+                .into(),
+            })
+            .collect();
+        let kernels = Disclosed::of(&disclosures);
+        assert_eq!(kernels.mates("rbh2"), ["rbh1", "rbh3"]);
         let quiet = hosts(58.0);
         assert!(
             other_load_flags(&quiet, &quiet, Some("rbh1"), &kernels).is_empty(),
@@ -1686,6 +1703,50 @@ mod tests {
                 "host rbh2: stolen",
                 "host localhost2: its own name"
             ]
+        );
+    }
+
+    /// The idle power's flags of this machine name it by its hostname too: they said
+    /// `host local` beside every other flag's `host vm`.
+    #[test]
+    fn this_machines_idle_power_flags_name_it_by_its_hostname() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut here = Stepped::new(hosts::LOCAL, t0);
+        here.power_sources = vec!["meter:system".into()];
+        let busy = |cpu| model::CpuUtil {
+            usr_pct: 60.0,
+            idle_pct: 40.0,
+            ..model::CpuUtil::idle(cpu)
+        };
+        here.idle = Some(IdlePower {
+            host: hosts::LOCAL.into(),
+            duration_s: 5.0,
+            power: Vec::new(),
+            cpus: vec![busy(-1), busy(0), busy(1)],
+            flags: Vec::new(),
+        });
+        let hosts: Vec<Arc<dyn Host>> = vec![Arc::new(here)];
+        let disclosure = model::HostDisclosure {
+            host: hosts::LOCAL.into(),
+            role: "sut".into(),
+            facts: [("os.hostname".to_string(), model::Fact::known("vm"))].into(),
+        };
+        let settings = TelemetrySettings {
+            interval_s: 1.0,
+            ..TelemetrySettings::default()
+        };
+        let t = Telemetry::start(&hosts, &settings, &[], true)
+            .unwrap()
+            .with_disclosures(&[disclosure]);
+        let idle = t.measure_idle(5.0, false);
+        let said: Vec<(&str, &str)> = idle[0]
+            .flags
+            .iter()
+            .map(|f| (f.code.as_str(), f.message.as_str()))
+            .collect();
+        assert!(
+            matches!(said[..], [("idle_not_idle", m)] if m.starts_with("host vm: while its idle")),
+            "{said:?}"
         );
     }
 

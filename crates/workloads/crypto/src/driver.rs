@@ -132,7 +132,7 @@ pub fn run(
         }
         _ => {
             let mut last: Option<(usize, f64)> = None;
-            for &size in &cfg.buffer_sizes {
+            for (i, &size) in cfg.buffer_sizes.iter().enumerate() {
                 let r = bench::run_bulk(op, size, threads, dur, cpus, progress)?;
                 measured += r.wall_s;
                 out.measured.extend(r.span);
@@ -174,8 +174,12 @@ pub fn run(
                         out.missing.push(MissingMetric {
                             name: "throughput_mb_per_s".into(),
                             reason: format!(
-                                "the run was stopped before an operation at {size} B completed, \
-                                 and none had succeeded at a size before it"
+                                "the run was stopped before an operation at {size} B completed{}",
+                                if i == 0 {
+                                    ""
+                                } else {
+                                    ", and none had succeeded at a size before it"
+                                }
                             ),
                         });
                     }
