@@ -3,6 +3,48 @@
 
 mod common;
 
+/// A plan's hosts refused by a rule that names the flags says it read them from the
+/// plan's [hosts] table, whose keys those flags are without their `--`; the same hosts
+/// given as flags are refused without it.
+#[test]
+fn a_plans_hosts_refused_are_said_to_be_the_plans() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let plan = dir.path().join("p.toml");
+    let table = "in the plan's [hosts] table, whose keys are the flags' names without `--`";
+    for (hosts, says) in [
+        (
+            "hosts = \"a,b\"",
+            "--hosts and --pairs make sender/receiver pairs for `net`",
+        ),
+        ("loadgen = \"a, a\"", "--loadgen"),
+    ] {
+        std::fs::write(
+            &plan,
+            format!("[run]\nworkload = \"kv\"\n[hosts]\n{hosts}\n"),
+        )
+        .unwrap();
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run", "--plan"])
+            .arg(&plan)
+            .args(["-q", "--no-telemetry"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{hosts}: {err}");
+        assert!(err.contains(table) && err.contains(says), "{hosts}: {err}");
+    }
+    let out = common::bin()
+        .args(["--db", db.to_str().unwrap(), "run", "kv", "--hosts", "a,b"])
+        .args(["-q", "--no-telemetry"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("[hosts]"), "{err}");
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
 #[test]
 fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
     let dir = tempfile::tempdir().unwrap();

@@ -514,6 +514,7 @@ pub fn pair_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             ));
         }
     }
+    said_once(&mut out);
     out
 }
 
@@ -972,6 +973,11 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 continue;
             }
             let ok = p.valid();
+            // No valid repetition (a run stopped in its first): no figure of any host,
+            // and the results table says why; a table of headings alone said nothing.
+            if ok.is_empty() {
+                continue;
+            }
             let headline = p.headline_name().to_string();
             let gen_metric = |r: &ResultRecord, host: &str| {
                 r.metric(&headline, &[("host", host)])
@@ -1043,8 +1049,12 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                     model::host_display_name(&run.hosts, h),
                     roles.join(", "),
                     f2(m(&busy_pct)),
-                    f3(m(&|t| nic_gbit(t, &enslaved).map(|n| n.0))),
-                    f3(m(&|t| nic_gbit(t, &enslaved).map(|n| n.1))),
+                    // Each in its own unit: a controller's few kbit/s beside the
+                    // generators' Gbit/s read `0.00000824` in a Gbit/s column.
+                    m(&|t| nic_gbit(t, &enslaved).map(|n| n.0))
+                        .map_or(NA.into(), crate::fmt::bit_rate),
+                    m(&|t| nic_gbit(t, &enslaved).map(|n| n.1))
+                        .map_or(NA.into(), crate::fmt::bit_rate),
                     median(&power.iter().map(|p| p.0).collect::<Vec<_>>())
                         .zip(power.first())
                         .map_or(NA.into(), |(w, p)| watts(w, p.1)),
@@ -1068,8 +1078,8 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 "Host",
                 "Role",
                 "CPU busy % (all CPUs)",
-                "NIC rx Gbit/s",
-                "NIC tx Gbit/s",
+                "NIC rx",
+                "NIC tx",
                 "Power (W)",
             ]
             .iter()
@@ -1096,7 +1106,9 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 };
                 notes.push(format!(
                     "Generators: largest start skew {} ms; measurement windows overlap {} s{reps}.",
-                    skew.map_or(NA.into(), |s| crate::fmt::fixed(s * 1e3, 3)),
+                    // To 0.1 ms: the hosts' clocks are placed by ssh round trips, which
+                    // tell no finer.
+                    skew.map_or(NA.into(), |s| crate::fmt::fixed(s * 1e3, 1)),
                     overlap.map_or(NA.into(), |o| crate::fmt::fixed(o, 3))
                 ));
             }
@@ -1149,7 +1161,37 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
             });
         }
     }
+    said_once(&mut out);
     out
+}
+
+/// A long reason a table's note repeats from an earlier table's (a host's ~400
+/// characters on why it has no power source, under every sweep point's table) keeps
+/// its hosts and its subject and points up to the first: `n/a on rbh1, rbh2: power: as
+/// under "kv get: per host" above.`
+fn said_once(tables: &mut [HostTable]) {
+    const LONG: usize = 160;
+    let mut said: Vec<(String, String)> = Vec::new();
+    for t in tables {
+        for n in &mut t.notes {
+            if n.len() < LONG {
+                continue;
+            }
+            match said.iter().find(|(s, _)| s == n) {
+                Some((_, first)) => {
+                    // `n/a on HOSTS: SUBJECT: why`: the hosts, and a subject of a word.
+                    let mut parts = n.splitn(3, ": ");
+                    let hosts = parts.next().unwrap_or_default();
+                    let subject = parts
+                        .next()
+                        .filter(|s| !s.contains(' ') && parts.next().is_some())
+                        .map_or(String::new(), |s| format!("{s}: "));
+                    *n = format!("{hosts}: {subject}as under \"{first}\" above.");
+                }
+                None => said.push((n.clone(), t.caption.clone())),
+            }
+        }
+    }
 }
 
 /// The hosts of each run that spans several: role, address, clock offset, agent.

@@ -538,7 +538,7 @@ fn per_host_figures_and_hosts_of_the_run() {
     assert_eq!(beta[1], "sender");
     assert_eq!(beta[2], format!("{:.2}", busy(1, -1)));
     // eth0 only (lo and the bridge's port left out): beta receives 2 Gbit/s and sends 4.
-    assert_eq!(beta[3..5], ["2.000", "4.000"]);
+    assert_eq!(beta[3..5], ["2.00 Gbit/s", "4.00 Gbit/s"]);
     assert_eq!(beta[5], "n/a");
     assert_eq!(t.row("gamma").unwrap()[1], "receiver");
     // Sampled during the point but not one of its ends.
@@ -559,6 +559,53 @@ fn per_host_figures_and_hosts_of_the_run() {
     assert_eq!(hosts[0].row("alpha").unwrap()[3], "-");
 }
 
+/// A point with no valid repetition (a run stopped in its first) has no per-host table:
+/// `show` printed its headings over no row.
+#[test]
+fn a_point_with_no_valid_repetition_has_no_per_host_table() {
+    let mut run = net_matrix(&NAMES);
+    let all = hosts_view::host_tables(std::slice::from_ref(&run)).len();
+    for r in run.results.iter_mut().filter(|r| r.test == "udp60") {
+        r.status = Status::Interrupted;
+    }
+    let tables = hosts_view::host_tables(std::slice::from_ref(&run));
+    assert_eq!(tables.len(), all - 1);
+    assert!(tables.iter().all(|t| !t.rows.is_empty()));
+}
+
+/// A long reason is said in full under the first table that has it; the next tables
+/// keep its hosts and subject and point up to it (a host's 400 characters on why it has
+/// no power source followed every sweep point's table).
+#[test]
+fn a_long_reason_is_said_once_in_full() {
+    let mut run = net_matrix(&NAMES);
+    let long = format!("{NO_POWER}; {}", "and much more on why, ".repeat(8));
+    for t in run
+        .results
+        .iter_mut()
+        .flat_map(|r| &mut r.telemetry_summary)
+    {
+        if t.power_missing.is_some() {
+            t.power_missing = Some(long.clone());
+        }
+    }
+    let tables = hosts_view::host_tables(std::slice::from_ref(&run));
+    assert!(tables.len() > 2);
+    let full = |t: &hosts_view::HostTable| t.notes.iter().filter(|n| n.contains(&long)).count();
+    assert_eq!(full(&tables[0]), 1, "{:?}", tables[0].notes);
+    for t in &tables[1..] {
+        assert_eq!(full(t), 0, "{:?}", t.notes);
+        let up = format!("power: as under \"{}\" above.", tables[0].caption);
+        assert!(
+            t.notes
+                .iter()
+                .any(|n| n.starts_with("n/a on ") && n.ends_with(&up)),
+            "{:?}",
+            t.notes
+        );
+    }
+}
+
 #[test]
 fn kv_generators_each_in_their_own_row() {
     let mut run = net_matrix(&NAMES);
@@ -577,9 +624,22 @@ fn kv_generators_each_in_their_own_row() {
         Metric::new("start_skew_max_s", 0.0025, "s"),
         Metric::new("window_overlap_s", 9.5, "s"),
     ];
+    // A host that only watched: a few kbit/s, in its own unit.
+    let gamma = r.telemetry_summary.iter_mut().find(|t| t.host == "gamma");
+    for eth0 in gamma.unwrap().nics.iter_mut().filter(|n| n.name == "eth0") {
+        eth0.rx_bytes_per_s = 1030.0;
+    }
     run.results = vec![r];
     let t = &hosts_view::host_tables(std::slice::from_ref(&run))[0];
     assert_eq!(t.head.last().unwrap(), "ops_per_s per generator (ops/s)");
+    assert_eq!(
+        t.row("alpha").unwrap()[3..5],
+        ["1.00 Gbit/s", "2.00 Gbit/s"]
+    );
+    assert_eq!(
+        t.row("gamma").unwrap()[3..5],
+        ["8.24 kbit/s", "6.00 Gbit/s"]
+    );
     assert_eq!(t.row("alpha").unwrap()[1], "sut");
     assert_eq!(t.row("alpha").unwrap()[6], "-");
     assert_eq!(t.row("beta").unwrap()[1], "loadgen");
@@ -588,7 +648,7 @@ fn kv_generators_each_in_their_own_row() {
     assert!(t
         .notes
         .iter()
-        .any(|n| n.contains("start skew 2.500 ms") && n.contains("overlap 9.500 s")));
+        .any(|n| n.contains("start skew 2.5 ms") && n.contains("overlap 9.500 s")));
 }
 
 /// Acceptance pass B, 8: each generator's figure was its own median over the

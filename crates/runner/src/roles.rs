@@ -217,7 +217,9 @@ impl HostsPlan {
         Ok(out)
     }
 
-    /// What each host does over the whole run (`sut`, `loadgen`, `sender+receiver`...).
+    /// What each host does over the whole run (`sut`, `loadgen`, `receiver+sender`...):
+    /// the side taking load first, whichever it did first (a matrix read
+    /// `sender+receiver` beside `receiver+sender`).
     pub fn roles_by_host(&self, expanded: &[(Params, PointRoles)]) -> BTreeMap<String, String> {
         let mut m: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
         for (_, r) in expanded {
@@ -237,7 +239,12 @@ impl HostsPlan {
                 }
             }
         }
-        m.into_iter().map(|(k, v)| (k, v.join("+"))).collect()
+        m.into_iter()
+            .map(|(k, mut v)| {
+                v.sort_by_key(|r| matches!(*r, "loadgen" | "sender"));
+                (k, v.join("+"))
+            })
+            .collect()
     }
 
     pub fn to_json(&self) -> Value {
@@ -288,7 +295,8 @@ mod tests {
         assert_eq!(e[0].1.sut, "b");
         assert_eq!(e[0].1.loadgens, vec!["a"]);
         let roles = h.roles_by_host(&e);
-        assert_eq!(roles["a"], "sender+receiver");
+        assert_eq!(roles["a"], "receiver+sender");
+        assert_eq!(roles["b"], "receiver+sender");
     }
 
     #[test]

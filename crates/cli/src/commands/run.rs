@@ -174,12 +174,18 @@ impl HostsOpts {
     }
 
     fn plan(&self) -> anyhow::Result<runner::HostsPlan> {
+        // `--loadgen 'rbh2, rbh3'` was refused for the space a list's reader writes.
+        let names = |v: &[String]| -> Vec<String> {
+            v.iter()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect()
+        };
         Ok(runner::HostsPlan {
-            sut: self.sut.clone(),
-            loadgens: self.loadgen.clone(),
-            matrix: self.hosts.clone(),
-            pairs: self
-                .pairs
+            sut: self.sut.as_ref().map(|s| s.trim().to_string()),
+            loadgens: names(&self.loadgen),
+            matrix: names(&self.hosts),
+            pairs: names(&self.pairs)
                 .iter()
                 .map(|p| runner::roles::parse_pair(p))
                 .collect::<anyhow::Result<_>>()?,
@@ -426,19 +432,36 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
         }
     })?;
     let mut opts = RunOpts::from_arg_matches(&m)?;
-    let host_opts = HostsOpts::from_arg_matches(&m)?.or(plan_hosts);
-    let hosts = host_opts.plan()?;
+    let flags = HostsOpts::from_arg_matches(&m)?;
+    // Hosts the plan gave that no flag overrides: the errors below name the flags, which
+    // the plan's [hosts] keys are without their `--`; said, so the key is found.
+    let from_plan = (flags.sut.is_none() && plan_hosts.sut.is_some())
+        || (flags.loadgen.is_empty() && !plan_hosts.loadgen.is_empty())
+        || (flags.hosts.is_empty() && !plan_hosts.hosts.is_empty())
+        || (flags.pairs.is_empty() && !plan_hosts.pairs.is_empty());
+    let in_plan = |e: anyhow::Error| {
+        if from_plan {
+            e.context(
+                "in the plan's [hosts] table, whose keys are the flags' names without `--` \
+                 (sut, loadgen, hosts, pairs)",
+            )
+        } else {
+            e
+        }
+    };
+    let host_opts = flags.or(plan_hosts);
+    let hosts = host_opts.plan().map_err(in_plan)?;
     for name in &names {
-        hosts.validate(name)?;
+        hosts.validate(name).map_err(in_plan)?;
     }
     // crypto and mem measure the system under test itself: a load generator would be
     // an idle host listed as one (acceptance pass G, 10).
     if !hosts.loadgens.is_empty() && regs.iter().all(|r| !r.has_server) {
-        bail!(
+        return Err(in_plan(anyhow::anyhow!(
             "{} runs its work on the system under test itself and drives no server: leave \
              --loadgen out (--sut HOST runs it on HOST)",
             names.join(" and ")
-        );
+        )));
     }
     // Flags override the plan's [run] table.
     opts.workload = Some(Workloads::Many(names.clone()));
@@ -1340,6 +1363,24 @@ mix = "tpcc"
             let e = format!("{:#}", hosts(bad).unwrap_err());
             assert!(e.contains("as one string, \"rbh2,rbh3\""), "{bad}: {e}");
         }
+    }
+
+    /// The flags' lists as a shell user writes them: `--loadgen 'rbh2, rbh3'` was refused
+    /// for the space; a trailing comma names no host.
+    #[test]
+    fn host_flags_read_past_spaces_after_commas() {
+        let opts = HostsOpts {
+            sut: Some(" rbh1".into()),
+            loadgen: vec!["rbh2".into(), " rbh3".into(), "".into()],
+            hosts: vec![" a".into(), "b ".into()],
+            pairs: vec!["a>b".into(), " b>a".into()],
+            ssh_config: None,
+        };
+        let plan = opts.plan().unwrap();
+        assert_eq!(plan.sut.as_deref(), Some("rbh1"));
+        assert_eq!(plan.loadgens, ["rbh2", "rbh3"]);
+        assert_eq!(plan.matrix, ["a", "b"]);
+        assert_eq!(plan.pairs.len(), 2);
     }
 
     #[test]
