@@ -776,6 +776,11 @@ fn pair_table(
     }
     let mut notes = why.notes(&run.hosts);
     notes.extend(left_out);
+    let ends: Vec<String> = pairs
+        .iter()
+        .flat_map(|((s, d), _)| [s.clone(), d.clone()])
+        .collect();
+    notes.extend(shared_kernel_note(run, &ends));
     if below_idle.get() {
         notes.push(
             "W/tput: absent where the power under load read below the idle power measured before it: one of the two readings is wrong."
@@ -1089,6 +1094,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 head.push(format!("{headline} per generator ({u})"));
             }
             let mut notes = why.notes(&run.hosts);
+            notes.extend(shared_kernel_note(run, &hosts));
             // Over the repetitions, the worst of each: the largest skew, the shortest
             // overlap (a median of two read as a mean: acceptance K, F3).
             let of_reps = |name: &str| -> Vec<f64> {
@@ -1163,6 +1169,46 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
     }
     said_once(&mut out);
     out
+}
+
+/// The note under a table of `shown` hosts' CPU figures where some of them share one
+/// kernel ([`model::KERNEL_SHARED_WITH`]: namespaces or containers of one machine): each
+/// one's CPU rows are the kernel's, all of their work together (a sender and its
+/// receiver read 139.75% each, the same 139.75%), not the host's own.
+pub(crate) fn shared_kernel_note(run: &RunRecord, shown: &[String]) -> Option<String> {
+    let mut groups: Vec<Vec<&str>> = Vec::new();
+    for h in shown {
+        if groups.iter().any(|g| g.contains(&h.as_str())) {
+            continue;
+        }
+        let mut group = vec![h.as_str()];
+        group.extend(
+            model::kernel_mates(&run.hosts, h)
+                .into_iter()
+                .filter(|m| shown.iter().any(|s| s == m)),
+        );
+        if group.len() > 1 {
+            groups.push(group);
+        }
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let said: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            g.iter()
+                .map(|h| model::host_display_name(&run.hosts, h))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect();
+    Some(format!(
+        "One kernel: {} (namespaces or containers of one machine, host.kernel_shared_with): \
+         the CPU figures of each are that kernel's, the work of all of them together, not \
+         its own; their power is the machine's.",
+        said.join("; ")
+    ))
 }
 
 /// A long reason a table's note repeats from an earlier table's (a host's ~400

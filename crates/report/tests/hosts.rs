@@ -559,6 +559,42 @@ fn per_host_figures_and_hosts_of_the_run() {
     assert_eq!(hosts[0].row("alpha").unwrap()[3], "-");
 }
 
+/// Hosts on one kernel (the test hosts' namespaces) read the same CPU figures, the
+/// kernel's: every table of their CPU says so, naming them; hosts on kernels of their
+/// own have no such note.
+#[test]
+fn hosts_on_one_kernel_are_said_to_share_its_cpu_figures() {
+    let mut run = net_matrix(&NAMES);
+    let note = |notes: &[String]| notes.iter().find(|n| n.starts_with("One kernel:")).cloned();
+    assert_eq!(note(&tcp_table(&run).notes), None);
+    assert!(hosts_view::host_tables(std::slice::from_ref(&run))
+        .iter()
+        .all(|t| note(&t.notes).is_none()));
+    for (i, d) in run.hosts.iter_mut().enumerate().take(2) {
+        let other = NAMES[1 - i];
+        d.facts
+            .insert(model::KERNEL_SHARED_WITH.into(), Fact::known(other));
+    }
+    let said = note(&tcp_table(&run).notes).expect("the pair table's note");
+    assert!(
+        said.starts_with(&format!("One kernel: {}, {} (", NAMES[0], NAMES[1])),
+        "{said}"
+    );
+    assert!(!said.contains(NAMES[2]), "{said}");
+    for t in hosts_view::host_tables(std::slice::from_ref(&run)) {
+        assert!(note(&t.notes).is_some(), "{}: {:?}", t.caption, t.notes);
+    }
+    let cpu = report::cpu_table::cpu_tables(std::slice::from_ref(&run));
+    let of = |h: &str| {
+        cpu.iter()
+            .filter(|t| t.table.caption.contains(&format!(" on {h} by test")))
+            .map(|t| note(&t.table.notes).is_some())
+            .collect::<Vec<_>>()
+    };
+    assert!(!of(NAMES[0]).is_empty() && of(NAMES[0]).iter().all(|n| *n));
+    assert!(of(NAMES[2]).iter().all(|n| !*n));
+}
+
 /// A point with no valid repetition (a run stopped in its first) has no per-host table:
 /// `show` printed its headings over no row.
 #[test]
