@@ -1092,7 +1092,11 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
     // so a host's and its server processes' are never set against each other), power,
     // perf/W.
     if unit.ends_with("/s") && head > 0.0 {
-        match crate::derive::sut_cpu(run, r) {
+        // A test of phases one after another (mem's 1 and all threads, crypto's buffer
+        // sizes): its CPU is over all of them, its headline one phase's; the report gives
+        // no such figure, and compare gave one (a 16-thread triad's CPU per GB read half
+        // its own, the 1-thread phase's CPU in it).
+        match model::phases_of(&[r]).map_or_else(|| crate::derive::sut_cpu(run, r), Err) {
             Ok(c) => out.push((
                 cpu_per(&c.basis, &unit),
                 CPU_US.into(),

@@ -1342,35 +1342,9 @@ impl<'a> Point<'a> {
         self.powered().per_watt_terms()
     }
 
-    /// Why CPU and power over the whole test are no figures per unit of its headline: the
-    /// test ran phases one after another at different rates (mem's `--bw-threads 1,all`,
-    /// crypto's buffer sizes), its CPU and power are of all of them, its headline of one
-    /// (acceptance L, 3: 117.5% over the 1- and 2-thread kernels against the 2-thread
-    /// 32.2 GB/s). None for a test of one phase.
+    /// [`model::phases_of`] of its valid repetitions.
     fn phases(&self) -> Option<String> {
-        const SEQUENTIAL: &[&str] = &["threads", "buffer_bytes"];
-        for key in SEQUENTIAL {
-            let mut values: Vec<&str> = self
-                .valid()
-                .into_iter()
-                .flat_map(|r| r.metrics.iter())
-                .filter_map(|m| m.labels.get(*key).map(String::as_str))
-                .collect();
-            values.sort_by(|a, b| match (a.parse::<f64>(), b.parse::<f64>()) {
-                (Ok(x), Ok(y)) => x.total_cmp(&y),
-                _ => a.cmp(b),
-            });
-            values.dedup();
-            if values.len() > 1 {
-                return Some(format!(
-                    "the test ran its phases one after another ({} {}), its CPU and power \
-                     are over all of them and its headline one phase's",
-                    key.replace('_', " "),
-                    values.join(", ")
-                ));
-            }
-        }
-        None
+        model::phases_of(&self.valid())
     }
 
     /// Efficiency figures of this point. None for a capacity test: its headline is one

@@ -2854,6 +2854,18 @@ fn a_test_of_sequential_phases_has_no_cpu_or_power_per_unit() {
         "{why}"
     );
     assert_eq!(pw.unwrap_err(), why);
+    // compare gives none either, with the same reason (it divided the whole test's CPU
+    // by the one phase's headline).
+    let rows = report::compare(std::slice::from_ref(&run), std::slice::from_ref(&run)).rows;
+    let cpu_rows: Vec<_> = rows
+        .iter()
+        .filter(|r| r.metric.contains("cpu_us_per_"))
+        .collect();
+    assert!(!cpu_rows.is_empty(), "{rows:?}");
+    for r in cpu_rows {
+        assert_eq!((r.a.as_ref(), r.b.as_ref()), (None, None), "{r:?}");
+        assert!(r.verdict.contains(&why), "{}", r.verdict);
+    }
 }
 
 /// Runs whose watts come from different declared power models (or a model against a

@@ -303,6 +303,18 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
     let mut components: Vec<String> = Vec::new();
     let mut missing: Vec<String> = Vec::new();
     for r in results {
+        // A test of phases one after another: its watts are the mean over all of them,
+        // its performance one phase's (the report gives it no perf/W), so a rack sized by
+        // them holds servers of no one load.
+        if let Some(why) = model::phases_of(&[r]) {
+            return Err(format!(
+                "run {}: `{}`: {why}: its power goes with none of its phases' performance; \
+                 take the power from a test of one phase (mem --bw-threads all, one crypto \
+                 --buffer-sizes)",
+                run.id,
+                point_key(r)
+            ));
+        }
         let sut: Vec<&str> = match own_sut(r) {
             Some(h) => vec![h],
             None => sut.clone(),
@@ -487,6 +499,28 @@ mod tests {
             perf.problems.iter().all(|p| !p.contains("better lower")),
             "{:?}",
             perf.problems
+        );
+    }
+
+    /// A test of phases one after another (mem's 1 and all threads) has watts over
+    /// all of them and a headline of one: its power sized a rack of servers at no one
+    /// load; refused, saying why and what to run.
+    #[test]
+    fn a_test_of_phases_gives_no_power() {
+        let run = run(&[("local", "controller"), ("rbh1", "sut")]);
+        let mut r = result(json!({"sut_host": "rbh1"}));
+        r.workload = "mem".into();
+        r.test = "bandwidth".into();
+        assert!(power_of(&run, &[&r]).is_ok());
+        for t in ["1", "16"] {
+            r.metrics
+                .push(model::Metric::new("triad_gb_per_s", 10.0, "GB/s").label("threads", t));
+        }
+        let e = power_of(&run, &[&r]).unwrap_err();
+        assert!(
+            e.contains("phases one after another (threads 1, 16)")
+                && e.contains("--bw-threads all"),
+            "{e}"
         );
     }
 
