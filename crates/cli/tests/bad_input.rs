@@ -11,14 +11,17 @@ fn a_plans_hosts_refused_are_said_to_be_the_plans() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     let plan = dir.path().join("p.toml");
-    let table = "in the plan's [hosts] table, whose keys are the flags' names without `--`";
-    for (hosts, says) in [
+    for (hosts, key, says) in [
         (
             "hosts = \"a,b\"",
+            "hosts",
             "--hosts and --pairs make sender/receiver pairs for `net`",
         ),
-        ("loadgen = \"a, a\"", "--loadgen"),
+        ("loadgen = \"a, a\"", "loadgen", "--loadgen"),
     ] {
+        let table = format!(
+            "the plan's [hosts] table gave {key} (its keys are the flags' names without `--`)"
+        );
         std::fs::write(
             &plan,
             format!("[run]\nworkload = \"kv\"\n[hosts]\n{hosts}\n"),
@@ -32,7 +35,7 @@ fn a_plans_hosts_refused_are_said_to_be_the_plans() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{hosts}: {err}");
-        assert!(err.contains(table) && err.contains(says), "{hosts}: {err}");
+        assert!(err.contains(&table) && err.contains(says), "{hosts}: {err}");
     }
     let out = common::bin()
         .args(["--db", db.to_str().unwrap(), "run", "kv", "--hosts", "a,b"])
@@ -42,6 +45,20 @@ fn a_plans_hosts_refused_are_said_to_be_the_plans() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(!err.contains("[hosts]"), "{err}");
+    // A plan's sut beside a typed --hosts: the plan is named for its key only.
+    std::fs::write(&plan, "[run]\nworkload = \"kv\"\n[hosts]\nsut = \"rbh1\"\n").unwrap();
+    let out = common::bin()
+        .args(["--db", db.to_str().unwrap(), "run", "--plan"])
+        .arg(&plan)
+        .args(["--hosts", "a,b", "-q", "--no-telemetry"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the plan's [hosts] table gave sut (its keys"),
+        "{err}"
+    );
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 

@@ -608,19 +608,25 @@ pub fn counted<S: Into<String>>(items: impl IntoIterator<Item = S>) -> Vec<Strin
 }
 
 /// Whether `host` of a run is a system under test that also ran the load generator (its
-/// role `sut+loadgen`, a net pair's `receiver+sender`, or a generator on its kernel): its
-/// power is the generator's work too. The one rule of the report's efficiency notes and a
-/// TCO's power source.
+/// role `sut+loadgen`, or a generator on its kernel): its power is the generator's work
+/// too. The one rule of the report's efficiency notes and a TCO's power source, with
+/// [`sender_beside`] for a net pair's receiver.
 pub fn sut_ran_loadgen(hosts: &[HostDisclosure], host: &str) -> bool {
-    hosts
-        .iter()
-        .any(|h| h.host == host && serves_load(&h.role) && loadgen_on_kernel_of(hosts, host))
+    hosts.iter().any(|h| {
+        h.host == host && role_includes(&h.role, "sut") && loadgen_on_kernel_of(hosts, host)
+    })
 }
 
-/// Whether a host's role over a run takes load: a system under test, or a net pair's
-/// receiver. The other side of [`drives_load`].
-pub fn serves_load(roles: &str) -> bool {
-    role_includes(roles, "sut") || role_includes(roles, "receiver")
+/// Whether result `r`'s power read on `host` holds a load generator's work: for a net
+/// pair, whether its sender was `host` itself or another name of its kernel (a matrix's
+/// every host is `receiver+sender` over the run, but its pairs run one at a time, and a
+/// receiver on its own machine sent nothing while it received); else
+/// [`sut_ran_loadgen`].
+pub fn sender_beside(hosts: &[HostDisclosure], r: &ResultRecord, host: &str) -> bool {
+    match r.params.get("sender_host").and_then(|v| v.as_str()) {
+        Some(sender) => sender == host || kernel_mates(hosts, host).contains(&sender),
+        None => sut_ran_loadgen(hosts, host),
+    }
 }
 
 /// The disclosure fact naming the run's other hosts on the same kernel as this one
@@ -790,10 +796,10 @@ mod tests {
         assert_eq!(fact_text(&hosts, "os.kernel", &shared), "local, rbh2");
     }
 
-    /// A host taking load whose power holds a generator's work: a server with its
-    /// generator, a net receiver that also sent, or one whose sender ran on its kernel
-    /// (the test hosts' namespaces); a generator alone, or a receiver on its own kernel,
-    /// is not.
+    /// A result's power on a host taking load holds a generator's work: a server with
+    /// its generator, or a net receiver whose sender in that pair ran on its kernel (the
+    /// test hosts' namespaces). A matrix's receiver on a machine of its own does not,
+    /// though it sends in other pairs; a generator alone does not.
     #[test]
     fn whose_power_holds_the_generators_work() {
         let host = |name: &str, role: &str, mates: &str| HostDisclosure {
@@ -801,16 +807,31 @@ mod tests {
             role: role.into(),
             facts: BTreeMap::from([(KERNEL_SHARED_WITH.to_string(), Fact::known(mates))]),
         };
-        let one_kernel = [host("a", "receiver", "b"), host("b", "sender", "a")];
-        assert!(sut_ran_loadgen(&one_kernel, "a"));
-        assert!(!sut_ran_loadgen(&one_kernel, "b"));
-        let apart = [host("a", "receiver", ""), host("b", "sender", "")];
-        assert!(!sut_ran_loadgen(&apart, "a"));
-        let matrix = [
-            host("a", "receiver+sender", ""),
-            host("b", "sut+loadgen", ""),
+        let pair = |s: &str, r: &str| -> ResultRecord {
+            serde_json::from_value(serde_json::json!({
+                "workload": "net", "test": "tcp", "step": 0, "repetition": 0,
+                "params": {"sender_host": s, "receiver_host": r}, "headline": "x",
+                "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.0, "metrics": [],
+                "missing": [], "histograms": [], "telemetry": [], "telemetry_summary": [],
+                "flags": [], "status": "ok",
+            }))
+            .unwrap()
+        };
+        let one_kernel = [
+            host("a", "receiver+sender", "b"),
+            host("b", "receiver+sender", "a"),
         ];
-        assert!(sut_ran_loadgen(&matrix, "a") && sut_ran_loadgen(&matrix, "b"));
+        assert!(sender_beside(&one_kernel, &pair("b", "a"), "a"));
+        let apart = [
+            host("a", "receiver+sender", ""),
+            host("b", "receiver+sender", ""),
+        ];
+        assert!(!sender_beside(&apart, &pair("b", "a"), "a"));
+        assert!(!sut_ran_loadgen(&apart, "a"));
+        let kv = [host("s", "sut+loadgen", ""), host("g", "loadgen", "")];
+        let mut r = pair("x", "y");
+        r.params.clear();
+        assert!(sender_beside(&kv, &r, "s") && !sender_beside(&kv, &r, "g"));
     }
 
     #[test]

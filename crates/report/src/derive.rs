@@ -1464,7 +1464,10 @@ impl Powered<'_> {
                 basis: *basis,
                 idle_w: idle_for(run, host, h),
                 source: source_label(h),
-                shared_with_loadgen: model::sut_ran_loadgen(&run.hosts, host)
+                shared_with_loadgen: self
+                    .reps
+                    .iter()
+                    .any(|(r, _)| model::sender_beside(&run.hosts, r, host))
                     .then(|| model::host_display_name(&run.hosts, host)),
             }),
             _ => Err(self

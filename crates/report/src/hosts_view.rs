@@ -1112,9 +1112,12 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 };
                 notes.push(format!(
                     "Generators: largest start skew {} ms; measurement windows overlap {} s{reps}.",
-                    // To 0.1 ms: the hosts' clocks are placed by ssh round trips, which
-                    // tell no finer.
-                    skew.map_or(NA.into(), |s| crate::fmt::fixed(s * 1e3, 1)),
+                    // To 0.1 ms: the hosts' clocks are placed by round trips over their
+                    // connections, which tell no finer.
+                    skew.map_or(NA.into(), |s| match s * 1e3 {
+                        ms if ms < 0.05 => "under 0.1".into(),
+                        ms => format!("{ms:.1}"),
+                    }),
                     overlap.map_or(NA.into(), |o| crate::fmt::fixed(o, 3))
                 ));
             }
@@ -1214,13 +1217,14 @@ pub(crate) fn shared_kernel_note(run: &RunRecord, shown: &[String]) -> Option<St
 /// A long reason a table's note repeats from an earlier table's (a host's ~400
 /// characters on why it has no power source, under every sweep point's table) keeps
 /// its hosts and its subject and points up to the first: `n/a on rbh1, rbh2: power: as
-/// under "kv get: per host" above.`
+/// under "kv get: per host" above.` Only the reasons of figures that could not be had
+/// ([`Reasons`]): a legend or a count is the table's own, and is said in full.
 fn said_once(tables: &mut [HostTable]) {
     const LONG: usize = 160;
     let mut said: Vec<(String, String)> = Vec::new();
     for t in tables {
         for n in &mut t.notes {
-            if n.len() < LONG {
+            if n.len() < LONG || !n.starts_with(&format!("{NA} on ")) {
                 continue;
             }
             match said.iter().find(|(s, _)| s == n) {

@@ -2230,23 +2230,31 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     })
 }
 
-/// The note under a levels table where a level had error replies: its per-W column counts
-/// the replies that were not errors (SPECpower's completed operations), its Reply column
-/// every reply, so there Reply ÷ Power reads above per W, by the share that failed.
+/// The note under a levels table where a level's per-W figure is not its Reply ÷ Power:
+/// per W counts the replies that were not errors (SPECpower's completed operations),
+/// Reply every reply. The share is read off the table's own figures, so it is what a
+/// reader dividing them finds; levels without the three figures are not said.
 fn levels_errors_note(st: &[(String, BTreeMap<String, f64>)], unit: &str) -> Option<String> {
     let erring: Vec<String> = st
         .iter()
         .filter_map(|(level, m)| {
-            let pct = m.get("errors_pct").copied().filter(|p| *p > 0.0)?;
-            Some(format!("{level} {pct:.2}%"))
+            let (reply, power, per_w) = (
+                m.get("reply_rate_per_s")?,
+                m.get("power_w")?,
+                m.get("reply_rate_per_w")?,
+            );
+            if *reply <= 0.0 || *power <= 0.0 {
+                return None;
+            }
+            let failed = 100.0 * (1.0 - per_w * power / reply);
+            (failed >= 0.005).then(|| format!("{level}: {failed:.2}% of replies were errors"))
         })
         .collect();
     (!erring.is_empty()).then(|| {
         format!(
-            "{unit} per W counts the replies that were not errors, Reply {unit} every reply: \
-             at the levels with error replies ({}) Reply ÷ Power reads above per W by the \
-             share that failed.",
-            erring.join(", ")
+            "{unit} per W counts the replies that were not errors, Reply {unit} every reply, so \
+             Reply ÷ Power reads above per W by the share that failed ({}).",
+            erring.join("; ")
         )
     })
 }

@@ -389,7 +389,11 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
             // A server's watts with its load generator's work in them, said where the
             // figure is used (acceptance M, 5: a TCO took them per server unsaid).
             let with_loadgen = chosen_host
-                .filter(|h| model::sut_ran_loadgen(&run.hosts, h))
+                .filter(|h| {
+                    results
+                        .iter()
+                        .any(|r| model::sender_beside(&run.hosts, r, h))
+                })
                 .map_or(String::new(), |h| {
                     format!(
                         "; {} also ran the load generator, whose work these watts include",
@@ -537,6 +541,8 @@ mod tests {
         let r = result(json!({"sender_host": "rbh1", "receiver_host": "rbh2"}));
         let p = power_of(&run, &[&r]).unwrap();
         assert!((p.value - 200.0).abs() < 1e-9, "{}", p.value);
+        // Each end sends in the other pair, not in this one: no generator's work.
+        assert!(!p.source.contains("load generator"), "{}", p.source);
         // No result names its system under test, and no role is `sut`: refused.
         let r = result(json!({}));
         let e = power_of(&run, &[&r]).unwrap_err();

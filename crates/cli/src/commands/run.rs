@@ -433,20 +433,35 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     })?;
     let mut opts = RunOpts::from_arg_matches(&m)?;
     let flags = HostsOpts::from_arg_matches(&m)?;
-    // Hosts the plan gave that no flag overrides: the errors below name the flags, which
-    // the plan's [hosts] keys are without their `--`; said, so the key is found.
-    let from_plan = (flags.sut.is_none() && plan_hosts.sut.is_some())
-        || (flags.loadgen.is_empty() && !plan_hosts.loadgen.is_empty())
-        || (flags.hosts.is_empty() && !plan_hosts.hosts.is_empty())
-        || (flags.pairs.is_empty() && !plan_hosts.pairs.is_empty());
+    // The keys of the plan's [hosts] that no flag overrides: the errors below name the
+    // flags, which those keys are without their `--`; said, naming the keys the plan gave
+    // (a flag typed beside a plan's other key is the user's own).
+    let from_plan: Vec<&str> = [
+        ("sut", flags.sut.is_none() && plan_hosts.sut.is_some()),
+        (
+            "loadgen",
+            flags.loadgen.is_empty() && !plan_hosts.loadgen.is_empty(),
+        ),
+        (
+            "hosts",
+            flags.hosts.is_empty() && !plan_hosts.hosts.is_empty(),
+        ),
+        (
+            "pairs",
+            flags.pairs.is_empty() && !plan_hosts.pairs.is_empty(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(key, given)| given.then_some(key))
+    .collect();
     let in_plan = |e: anyhow::Error| {
-        if from_plan {
-            e.context(
-                "in the plan's [hosts] table, whose keys are the flags' names without `--` \
-                 (sut, loadgen, hosts, pairs)",
-            )
-        } else {
+        if from_plan.is_empty() {
             e
+        } else {
+            e.context(format!(
+                "the plan's [hosts] table gave {} (its keys are the flags' names without `--`)",
+                from_plan.join(", ")
+            ))
         }
     };
     let host_opts = flags.or(plan_hosts);
