@@ -1045,10 +1045,10 @@ fn cpu_per_basis(m: &str) -> Option<(&'static str, &'static str, &str)> {
 /// missing).
 type FigureOf = (String, String, bool, Result<f64, String>);
 
-/// The figures of one repetition: its headline and companions, and what it cost. Its
-/// latency percentiles and shares over thresholds are not among them: they are the
-/// run's ([`latency_of`]).
-fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
+/// The figures of one repetition: its headline and companions. Its latency percentiles
+/// and shares over thresholds are not among them: they are the run's ([`latency_of`]);
+/// nor what it cost, the point's ([`power_of`], [`cpu_of`]).
+fn figures_of(r: &model::ResultRecord) -> Vec<FigureOf> {
     let mut out = Vec::new();
     let Some(head) = r.headline_value() else {
         return out;
@@ -1088,30 +1088,56 @@ fn figures_of(run: &RunRecord, r: &model::ResultRecord) -> Vec<FigureOf> {
         out.extend(curve_of(r, phase));
         return out;
     }
-    // What the system under test spent: CPU per operation (named by whose CPU it counts,
-    // so a host's and its server processes' are never set against each other), power,
-    // perf/W.
-    if unit.ends_with("/s") && head > 0.0 {
-        // A test of phases one after another (mem's 1 and all threads, crypto's buffer
-        // sizes): its CPU is over all of them, its headline one phase's; the report gives
-        // no such figure, and compare gave one (a 16-thread triad's CPU per GB read half
-        // its own, the 1-thread phase's CPU in it).
-        match model::phases_of(&[r]).map_or_else(|| crate::derive::sut_cpu(run, r), Err) {
-            Ok(c) => out.push((
-                cpu_per(&c.basis, &unit),
-                CPU_US.into(),
-                false,
-                Ok(c.pct / 100.0 / head * 1e6),
-            )),
-            Err(why) => out.push((
+    out
+}
+
+/// What the system under test spent at a sweep point: CPU per unit of its headline's rate
+/// (named by whose CPU it counts, so a host's and its server processes' are never set
+/// against each other), with the CPU and the throughput it divides: the point's mean CPU
+/// over its mean throughput, as the report's %CPU per unit is, and a side of several runs
+/// their means' ratio (it was each repetition's ratio, averaged: 7.5 CPU us per op
+/// beside the report's 6.67 for one run of 100k and 200k ops/s at 100%). None for a
+/// capacity test (its CPU is every step's) or a headline that is no rate.
+fn cpu_of(p: &crate::derive::Point) -> Option<(FigureOf, Option<(f64, f64)>)> {
+    if p.capacity_phase().is_some() {
+        return None;
+    }
+    let unit = p.headline_unit();
+    let perf = p.headline()?.mean;
+    if !unit.ends_with("/s") || perf <= 0.0 {
+        return None;
+    }
+    // A test of phases one after another (mem's 1 and all threads, crypto's buffer
+    // sizes): its CPU is over all of them, its headline one phase's; the report gives no
+    // such figure, and compare gave one (a 16-thread triad's CPU per GB read half its
+    // own, the 1-thread phase's CPU in it).
+    let cpu = match p.phases() {
+        Some(why) => Err(why),
+        None => p.cpu_used(),
+    };
+    Some(match cpu {
+        Ok(c) => {
+            let us = c.pct / 100.0 * 1e6;
+            (
+                (
+                    cpu_per(&c.basis, &unit),
+                    CPU_US.into(),
+                    false,
+                    Ok(us / perf),
+                ),
+                Some((us, perf)),
+            )
+        }
+        Err(why) => (
+            (
                 cpu_per(&CpuBasis::Host, &unit),
                 CPU_US.into(),
                 false,
                 Err(why),
-            )),
-        }
-    }
-    out
+            ),
+            None,
+        ),
+    })
 }
 
 /// The unit of a CPU per unit of throughput: microseconds of CPU (`126,050 CPU us` per
@@ -1407,7 +1433,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
             // headline is per watt: of its levels' power).
             let per_rep = valid.iter().flat_map(|r| {
                 let basis = levels_basis(r);
-                figures_of(run, r).into_iter().map(move |f| {
+                figures_of(r).into_iter().map(move |f| {
                     match (&basis, over_levels_power(&f.0)) {
                         (Ok(b), true) => (f, *b, None),
                         // Over unlike power: no figure to set against another.
@@ -1428,9 +1454,10 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                 let (basis, source) = (pw.basis, pw.source);
                 pw.figures
                     .into_iter()
-                    .map(move |(f, terms)| (f, Some(basis), Some((source.clone(), terms))))
+                    .map(move |(f, terms)| (f, Some(basis), Some((Some(source.clone()), terms))))
             });
-            let figures = per_rep.chain(latency).chain(power);
+            let cpu = cpu_of(&p).map(|(f, terms)| (f, None, Some((None, terms))));
+            let figures = per_rep.chain(latency).chain(power).chain(cpu);
             for ((metric, unit, hib, v), basis, power) in figures {
                 if v.as_ref().is_ok_and(|v| !v.is_finite()) {
                     continue;
@@ -1451,7 +1478,9 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                     Ok(v) => {
                         f.per_run.entry(i).or_default().push(v);
                         if let Some((source, terms)) = power {
-                            f.sources.insert(i, source);
+                            if let Some(source) = source {
+                                f.sources.insert(i, source);
+                            }
                             if let Some(t) = terms {
                                 f.terms.insert(i, t);
                             }

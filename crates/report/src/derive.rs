@@ -1343,7 +1343,7 @@ impl<'a> Point<'a> {
     }
 
     /// [`model::phases_of`] of its valid repetitions.
-    fn phases(&self) -> Option<String> {
+    pub fn phases(&self) -> Option<String> {
         model::phases_of(&self.valid())
     }
 

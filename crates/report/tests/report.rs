@@ -2685,6 +2685,19 @@ fn sut_cpu_on_a_host_that_also_ran_the_load_generator() {
         std::slice::from_ref(&alone),
     ));
     assert!(text.contains("only on A: B has cpu_us_per_op"), "{text}");
+
+    // Two repetitions at 100k and 200k ops/s, the server's CPU 30% in each: the point's
+    // mean CPU over its mean throughput, 300 / 150,000 ops/s = 2 us per operation, as the
+    // report's %CPU per op reads, not the mean of each repetition's (3 and 1.5: 2.25).
+    let mut two = shared.clone();
+    let mut second = two.results[0].clone();
+    second.repetition = 1;
+    second.metrics = vec![model::Metric::new("ops_per_s", 200_000.0, "ops/s")];
+    two.results.push(second);
+    let (_, per_op) = cpu(&two);
+    assert!((per_op.unwrap() * 1e4 - 2.0).abs() < 1e-9);
+    let row = metric(&two, &two, "server_cpu_us_per_op").unwrap();
+    assert!((row.a.as_ref().unwrap().mean - 2.0).abs() < 1e-9, "{row:?}");
 }
 
 /// A sweep point one side ran and the other did not is said once, by its headline, not
