@@ -534,9 +534,14 @@ fn pair_table(
     let mut head = vec![String::new()];
     for ((s, d), rs) in pairs {
         let ok: Vec<&ResultRecord> = rs.iter().copied().filter(|r| valid(r)).collect();
-        groups.push((format!("{s} → {d}"), 2));
-        head.push(format!("{s} (sender)"));
-        head.push(format!("{d} (receiver)"));
+        // This machine by its hostname, as every other table names it.
+        let (sn, dn) = (
+            model::host_display_name(&run.hosts, s),
+            model::host_display_name(&run.hosts, d),
+        );
+        groups.push((format!("{sn} → {dn}"), 2));
+        head.push(format!("{sn} (sender)"));
+        head.push(format!("{dn} (receiver)"));
         for (host, sender) in [(s, true), (d, false)] {
             let key = if sender { SENDER_CPUS } else { RECEIVER_CPUS };
             // Each repetition carries its own parameters; a pair's repetitions share them.
@@ -553,7 +558,7 @@ fn pair_table(
         }
         if ok.len() < rs.len() {
             left_out.push(format!(
-                "{s} → {d}: {} of {} repetitions left out (failed, interrupted or flagged invalid).",
+                "{sn} → {dn}: {} of {} repetitions left out (failed, interrupted or flagged invalid).",
                 rs.len() - ok.len(),
                 rs.len()
             ));
@@ -844,8 +849,9 @@ pub fn matrices(runs: &[RunRecord]) -> Vec<HostTable> {
             let (scale, unit) = tput_unit(&all);
             let mut rows = Vec::new();
             let mut absent = false;
+            let shown = |h: &str| model::host_display_name(&run.hosts, h);
             for s in &senders {
-                let mut r = vec![s.to_string()];
+                let mut r = vec![shown(s)];
                 for d in &receivers {
                     r.push(if s == d {
                         NOT_APPLICABLE.to_string()
@@ -876,7 +882,7 @@ pub fn matrices(runs: &[RunRecord]) -> Vec<HostTable> {
                 format!(" {point}")
             };
             let mut head = vec!["sender \\ receiver".to_string()];
-            head.extend(receivers.iter().map(|d| d.to_string()));
+            head.extend(receivers.iter().map(|d| shown(d)));
             out.push(HostTable {
                 caption: format!(
                     "{}{test}{point}: sender x receiver ({unit})",

@@ -792,6 +792,33 @@ fn generators_add_up_to_the_headline_mean() {
     assert!(!h.contains(">local") && !h.contains("on local"), "{h}");
 }
 
+/// This machine as a net pair's end is named by its hostname in the pair tables and the
+/// matrix too, as in every other table: their heads said `local (sender)` beside `vm`.
+#[test]
+fn pair_tables_name_this_machine_by_its_hostname() {
+    let mut run = net_matrix(&["alpha", "beta", "local"]);
+    run.hosts[2]
+        .facts
+        .insert("os.hostname".into(), Fact::known("vm"));
+    let tables: Vec<hosts_view::HostTable> = hosts_view::pair_tables(std::slice::from_ref(&run))
+        .into_iter()
+        .chain(hosts_view::matrices(std::slice::from_ref(&run)))
+        .collect();
+    let mut named = 0;
+    for t in &tables {
+        let words: Vec<&String> = t
+            .head
+            .iter()
+            .chain(t.rows.iter().map(|r| &r[0]))
+            .chain(t.groups.iter().map(|g| &g.0))
+            .collect();
+        assert!(words.iter().all(|w| !w.contains("local")), "{words:?}");
+        named += words.iter().filter(|w| w.contains("vm")).count();
+    }
+    // The tcp table's two pairs with it and the matrix's row and column, at least.
+    assert!(named >= 4, "{named} in {tables:?}");
+}
+
 #[test]
 fn host_names_are_escaped_in_html_and_inert_in_markdown() {
     let names = ["alpha", "<script>x", "[b](javascript:x)"];
