@@ -881,8 +881,10 @@ struct Figure {
     /// For power and perf/W, each run's power source (`ipmi-dcmi system`): a side whose
     /// runs' watts came from different ones has no one figure ([`one_source_only`]).
     sources: BTreeMap<usize, String>,
-    /// For perf/W, each run's throughput and watts ([`crate::derive::Point::per_watt_terms`]):
-    /// the side's figure is their means' ratio ([`side_sample`]).
+    /// For a ratio of a point's means, each run's numerator and denominator: perf/W's
+    /// throughput and watts ([`crate::derive::Point::per_watt_terms`]), CPU per unit's CPU
+    /// and throughput ([`cpu_of`]); the side's figure is their means' ratio
+    /// ([`side_sample`]).
     terms: BTreeMap<usize, (f64, f64)>,
 }
 
@@ -894,9 +896,10 @@ impl Figure {
 }
 
 /// A side's figure over its runs: their values' mean (each run's its repetitions' mean);
-/// for perf/W their mean throughput over their mean power ([`Sample::ratio_of_means`]),
-/// as the report's perf/W of a variant is over its repetitions, never the mean of each
-/// run's ratio, so that it is the side's throughput row over its power row.
+/// for a ratio (perf/W, CPU per unit) the mean of its numerators over the mean of its
+/// denominators ([`Sample::ratio_of_means`]), as the report's perf/W and %CPU per unit of
+/// a variant are over its repetitions, never the mean of each run's ratio, so that perf/W
+/// is the side's throughput row over its power row.
 fn side_sample(f: &Figure) -> Option<Sample> {
     if f.terms.is_empty() {
         Sample::of(&run_means(&f.runs()))
@@ -1458,7 +1461,9 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
             });
             let cpu = cpu_of(&p).map(|(f, terms)| (f, None, Some((None, terms))));
             let figures = per_rep.chain(latency).chain(power).chain(cpu);
-            for ((metric, unit, hib, v), basis, power) in figures {
+            // Each figure with its power basis, and a power source and the terms of a
+            // ratio of means where it has them.
+            for ((metric, unit, hib, v), basis, source_terms) in figures {
                 if v.as_ref().is_ok_and(|v| !v.is_finite()) {
                     continue;
                 }
@@ -1477,7 +1482,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                 match v {
                     Ok(v) => {
                         f.per_run.entry(i).or_default().push(v);
-                        if let Some((source, terms)) = power {
+                        if let Some((source, terms)) = source_terms {
                             if let Some(source) = source {
                                 f.sources.insert(i, source);
                             }
