@@ -247,9 +247,32 @@ pub struct Comparison {
     /// is compared, and this says what each side has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nothing_in_common: Option<String>,
+    /// Per side, the measured hosts whose power rows hold the load generator's work
+    /// (they also ran it: a single-host run's `sut+loadgen`), as the report and the TCO
+    /// say under their power figures ([`crate::derive::loadgen_power_notes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loadgen_in_power: Vec<String>,
 }
 
 impl Comparison {
+    /// The notes said under the table in every form of it: [`MEANS_OF_RUNS_NOTE`], and
+    /// whose power rows hold the load generator's work.
+    pub fn table_notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.averages_percentiles() {
+            out.push(MEANS_OF_RUNS_NOTE.to_string());
+        }
+        if !self.loadgen_in_power.is_empty() {
+            out.push(format!(
+                "Power and per-W rows: {} also ran the load generator: the watts, and the \
+                 figures per watt, include the generator's work; with the generators on \
+                 other hosts a server's watts are its own.",
+                self.loadgen_in_power.join("; ")
+            ));
+        }
+        out
+    }
+
     /// Whether [`MEANS_OF_RUNS_NOTE`] is said: a latency row with several runs on a side.
     pub fn averages_percentiles(&self) -> bool {
         self.rows.iter().any(|r| {
@@ -881,6 +904,9 @@ struct Figure {
     /// For power and perf/W, each run's power source (`ipmi-dcmi system`): a side whose
     /// runs' watts came from different ones has no one figure ([`one_source_only`]).
     sources: BTreeMap<usize, String>,
+    /// For power and perf/W, the runs whose measured host also ran the load generator
+    /// ([`crate::derive::PowerFigure::shared_with_loadgen`]), with its name.
+    with_loadgen: BTreeMap<usize, String>,
     /// For a ratio of a point's means, each run's numerator and denominator: perf/W's
     /// throughput and watts ([`crate::derive::Point::per_watt_terms`]), CPU per unit's CPU
     /// and throughput ([`cpu_of`]); the side's figure is their means' ratio
@@ -899,7 +925,8 @@ impl Figure {
 /// for a ratio (perf/W, CPU per unit) the mean of its numerators over the mean of its
 /// denominators ([`Sample::ratio_of_means`]), as the report's perf/W and %CPU per unit of
 /// a variant are over its repetitions, never the mean of each run's ratio, so that perf/W
-/// is the side's throughput row over its power row.
+/// is the side's throughput row over its power row (where every repetition had power:
+/// perf/W's throughput is that of the repetitions whose power was read).
 fn side_sample(f: &Figure) -> Option<Sample> {
     if f.terms.is_empty() {
         Sample::of(&run_means(&f.runs()))
@@ -1231,6 +1258,8 @@ struct RunPower {
     basis: PowerBasis,
     /// `ipmi-dcmi system`.
     source: String,
+    /// The measured host, when it also ran the load generator.
+    with_loadgen: Option<String>,
     /// Its power, and its perf/W with the throughput and watts that it divides.
     figures: Vec<(FigureOf, Option<(f64, f64)>)>,
 }
@@ -1262,6 +1291,7 @@ fn power_of(p: &crate::derive::Point) -> Option<RunPower> {
     Some(RunPower {
         basis: power.basis,
         source: power.source,
+        with_loadgen: power.shared_with_loadgen,
         figures,
     })
 }
@@ -1453,7 +1483,12 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                         .chain(pct_over_of(&valid, kind, m))
                 })
                 .map(|f| (f, None, None));
-            let power = power_of(&p).into_iter().flat_map(|pw| {
+            let power = power_of(&p);
+            let with_loadgen = power.as_ref().and_then(|pw| {
+                let metrics: Vec<String> = pw.figures.iter().map(|(f, _)| f.0.clone()).collect();
+                Some((pw.with_loadgen.clone()?, metrics))
+            });
+            let power = power.into_iter().flat_map(|pw| {
                 let (basis, source) = (pw.basis, pw.source);
                 pw.figures
                     .into_iter()
@@ -1474,6 +1509,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                     missing: Vec::new(),
                     basis: BTreeMap::new(),
                     sources: BTreeMap::new(),
+                    with_loadgen: BTreeMap::new(),
                     terms: BTreeMap::new(),
                 });
                 if let Some(b) = basis {
@@ -1493,6 +1529,13 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                     }
                     Err(why) if !f.missing.contains(&why) => f.missing.push(why),
                     Err(_) => {}
+                }
+            }
+            if let Some((host, metrics)) = with_loadgen {
+                for m in metrics {
+                    if let Some(f) = out.get_mut(&(key.clone(), m)) {
+                        f.with_loadgen.insert(i, host.clone());
+                    }
                 }
             }
         }
@@ -1811,6 +1854,13 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     };
     let (pa, pb) = (points_of(&ga), points_of(&gb));
     let keys: BTreeSet<&(String, String)> = ga.keys().chain(gb.keys()).collect();
+    // Per measured host that also ran the load generator, the sides it did so on.
+    let mut with_loadgen: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    for (g, side) in [(&ga, "A"), (&gb, "B")] {
+        for host in g.values().flat_map(|f| f.with_loadgen.values()) {
+            with_loadgen.entry(host.clone()).or_default().insert(side);
+        }
+    }
     for key in keys {
         let (fa, fb) = match (ga.get(key), gb.get(key)) {
             (Some(fa), Some(fb)) => (fa, fb),
@@ -1947,6 +1997,10 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         comparability: comparability(a, b),
         warnings,
         nothing_in_common: nothing_in_common(&pa, &pb),
+        loadgen_in_power: with_loadgen
+            .into_iter()
+            .map(|(host, sides)| format!("{host} ({})", Vec::from_iter(sides).join(" and ")))
+            .collect(),
     }
 }
 
@@ -2249,8 +2303,8 @@ pub fn compare_text(c: &Comparison) -> String {
     if tested > 0 {
         out.push_str(&format!("\n{}\n", multiple_rows_note(tested)));
     }
-    if c.averages_percentiles() {
-        out.push_str(&format!("\n{MEANS_OF_RUNS_NOTE}\n"));
+    for n in c.table_notes() {
+        out.push_str(&format!("\n{n}\n"));
     }
     out.push_str(&format!("\nComparability: {}\n", c.comparability.verdict));
     for d in &c.comparability.differences {

@@ -363,12 +363,8 @@ fn comparison_html(h: &mut String, c: &Comparison, names: (&str, &str)) {
         );
     }
     h.push_str("</table>");
-    if c.averages_percentiles() {
-        let _ = write!(
-            h,
-            r#"<p class="note">{}</p>"#,
-            esc(crate::compare::MEANS_OF_RUNS_NOTE)
-        );
+    for n in c.table_notes() {
+        let _ = write!(h, r#"<p class="note">{}</p>"#, esc(&n));
     }
     if !c.warnings.is_empty() {
         let _ = write!(

@@ -339,8 +339,8 @@ pub fn markdown_with(
                     r.verdict.clone(),
                 ]));
             }
-            if cmp.averages_percentiles() {
-                let _ = writeln!(m, "\n{}", crate::compare::MEANS_OF_RUNS_NOTE);
+            for n in cmp.table_notes() {
+                let _ = writeln!(m, "\n{}", c(&n));
             }
             if !cmp.warnings.is_empty() {
                 let _ = writeln!(m, "\n{}\n", crate::compare::WARNINGS_NOTE);

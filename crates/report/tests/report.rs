@@ -464,9 +464,27 @@ fn power_of_a_host_that_ran_the_load_generator_says_so() {
         m.contains("⚠ Power:") && m.contains("include the generator"),
         "{m}"
     );
+    // A comparison says it under its power rows too, naming the host and its sides.
+    let name = model::host_display_name(&run.hosts, "local");
+    let both = report::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    assert_eq!(both.loadgen_in_power, [format!("{name} (A and B)")]);
+    let text = report::compare::compare_text(&both);
+    assert!(
+        text.contains(&format!(
+            "Power and per-W rows: {name} (A and B) also ran the load generator"
+        )),
+        "{text}"
+    );
+    let own = run.clone();
     run.hosts[0].role = "sut".into();
     let h = report::html(std::slice::from_ref(&run), None);
     assert!(!h.contains("also ran the load generator: its power"), "{h}");
+    let one = report::compare(std::slice::from_ref(&own), std::slice::from_ref(&run));
+    assert_eq!(one.loadgen_in_power, [format!("{name} (A)")]);
+    let none = report::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    assert!(none.loadgen_in_power.is_empty());
+    let text = report::compare::compare_text(&none);
+    assert!(!text.contains("also ran the load generator"), "{text}");
 }
 
 /// Acceptance M, 4: a comparison whose latency rows average several runs on a side says
