@@ -394,19 +394,94 @@ pub fn parse_dcmi_power_reading(text: &str) -> Result<DcmiReading, String> {
 /// unit (mW) or garbage, not a measurement (the densest GPU servers draw about 10 kW).
 pub const METER_MAX_W: f64 = 100_000.0;
 
+/// What a unit a meter printed a number in makes of it: watts at a scale (`kW` is
+/// 1000), or why it is no power (`V`, `VA`, `kWh`). None for a word that is no unit.
+fn meter_unit(unit: &str) -> Option<Result<f64, &'static str>> {
+    Some(match unit.to_ascii_lowercase().as_str() {
+        "w" | "watt" | "watts" => Ok(1.0),
+        "kw" => Ok(1e3),
+        // `mW` and `MW` differ by case alone, and only one of them is a meter's.
+        "mw" if unit.starts_with('m') => Ok(1e-3),
+        "mw" => Ok(1e6),
+        "va" | "kva" => Err("apparent power (VA), not watts"),
+        "wh" | "kwh" | "j" | "kj" => Err("energy, not power"),
+        "v" | "mv" => Err("volts, not watts"),
+        "a" | "ma" => Err("amperes, not watts"),
+        "%" => Err("a percentage, not watts"),
+        _ => return None,
+    })
+}
+
+/// A number of a meter's output and the unit glued to it or printed after it: its watts
+/// in the unit, or why it is none.
+struct MeterNumber {
+    /// As printed, with its unit: `0.42 kW`.
+    text: String,
+    watts: Result<f64, &'static str>,
+}
+
+/// The numbers of a meter's output, each with its unit: `231.5`, `231.5W`, `0.42 kW`,
+/// `450mW`, `power: 99 watts`; a token that is no number, or a number glued to a word
+/// that is no unit (`eth0`), is none.
+fn meter_numbers(text: &str) -> Vec<MeterNumber> {
+    let tokens: Vec<&str> = text.split_ascii_whitespace().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let tok = tokens[i];
+        i += 1;
+        // The whole token a number (`1e3` too), or a number and a unit glued to it.
+        let (number, glued) = match tok.parse::<f64>() {
+            Ok(v) => (v, None),
+            Err(_) => {
+                let Some((v, u)) = (1..tok.len())
+                    .filter(|&k| tok.is_char_boundary(k))
+                    .find_map(|k| Some((tok[..k].parse::<f64>().ok()?, meter_unit(&tok[k..])?)))
+                else {
+                    continue;
+                };
+                (v, Some(u))
+            }
+        };
+        let unit = glued.or_else(|| {
+            let u = meter_unit(tokens.get(i)?)?;
+            i += 1;
+            Some(u)
+        });
+        let shown = if glued.is_none() && unit.is_some() {
+            format!("{tok} {}", tokens[i - 1])
+        } else {
+            tok.to_string()
+        };
+        out.push(MeterNumber {
+            text: shown,
+            watts: unit.unwrap_or(Ok(1.0)).map(|scale| number * scale),
+        });
+    }
+    out
+}
+
 /// Parse a power meter command's output: exactly one number, in watts (`231.5`,
-/// `231.5 W`, `231.5W`, `power: 99W`), 0 or more and at most [`METER_MAX_W`]. Else what
-/// is wrong with it, in words that follow "the command " (`printed nothing`,
-/// `printed negative watts (-5)`).
+/// `231.5 W`, `231.5W`, `power: 99 watts`) or another scale of them (`0.42 kW`, read
+/// 420 W; `450 mW`), 0 or more and at most [`METER_MAX_W`]. Else what is wrong with it,
+/// in words that follow "the command " (`printed nothing`, `printed negative watts (-5)`,
+/// `printed "230 V": volts, not watts`).
 pub fn parse_meter_watts(text: &str) -> Result<f64, String> {
-    let numbers: Vec<(&str, f64)> = text
-        .split_ascii_whitespace()
-        .filter_map(|tok| {
-            let t = tok.trim_end_matches(['W', 'w']);
-            t.parse::<f64>().ok().map(|w| (tok, w))
-        })
-        .collect();
+    let numbers = meter_numbers(text);
     let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    if let [MeterNumber {
+        text,
+        watts: Err(why),
+    }] = numbers.as_slice()
+    {
+        return Err(format!(
+            "printed {text:?}: {why}; it must print the power in watts (W or kW)"
+        ));
+    }
+    let numbers: Vec<(&str, f64)> = numbers
+        .iter()
+        .map(|n| (n.text.as_str(), *n.watts.as_ref().unwrap_or(&f64::NAN)))
+        .collect();
     match numbers.as_slice() {
         [] if text.trim().is_empty() => Err("printed nothing".into()),
         [] => Err(format!("printed no watts (first line: {first_line:?})")),
@@ -605,7 +680,13 @@ mod tests {
         assert_eq!(parse_meter_watts("231.5\n"), Ok(231.5));
         assert_eq!(parse_meter_watts("231.5 W"), Ok(231.5));
         assert_eq!(parse_meter_watts("power: 99W"), Ok(99.0));
+        assert_eq!(parse_meter_watts("power: 99 watts\n"), Ok(99.0));
         assert_eq!(parse_meter_watts("0"), Ok(0.0));
+        // Another scale of watts is read in it: `0.42 kW` read 0.42 W, the unit dropped.
+        assert_eq!(parse_meter_watts("0.42 kW"), Ok(420.0));
+        assert_eq!(parse_meter_watts("0.42kW"), Ok(420.0));
+        assert_eq!(parse_meter_watts("450 mW"), Ok(0.45));
+        assert_eq!(parse_meter_watts("1e3"), Ok(1000.0));
         let err = |t: &str| parse_meter_watts(t).unwrap_err();
         assert!(
             err("NaN").contains("not a number of watts"),
@@ -614,6 +695,17 @@ mod tests {
         );
         assert!(err("inf").contains("not a number of watts"));
         assert!(err("-5").contains("negative watts (-5)"), "{}", err("-5"));
+        // Another quantity is no power.
+        for (t, why) in [
+            ("230 V", "volts"),
+            ("1.2A", "amperes"),
+            ("500 VA", "apparent power"),
+            ("3.5 kWh", "energy"),
+        ] {
+            assert!(err(t).contains(why), "{t}: {}", err(t));
+            assert!(err(t).contains(&format!("{t:?}")), "{t}: {}", err(t));
+        }
+        assert!(err("230 V 1.2 A 276 W").contains("3 numbers"));
         assert!(err("1e300").contains("100 kW"), "{}", err("1e300"));
         assert!(
             err("100\n200").contains("2 numbers (100, 200)"),

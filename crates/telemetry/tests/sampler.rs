@@ -859,6 +859,48 @@ fn power_gaps_count_only_the_ticks_a_reading_was_due_in() {
     );
 }
 
+/// A host of energy counters alone (RAPL) reads them at every close: one interval of
+/// three that failed leaves two seconds of three covered (it said 0.0 s: only the samples
+/// of an instantaneous source counted as due).
+#[test]
+fn power_gaps_of_energy_counters_cover_the_intervals_they_read() {
+    let rapl = |t_s: f64| power_sample(t_s, vec![whole("rapl", 100.0, false)]);
+    let mut failed = power_sample(2.0, vec![]);
+    failed.power_failed = vec!["rapl package-0: the counter went back".into()];
+    let sum = &summarize(&[rapl(1.0), failed, rapl(3.0)])[0];
+    let gaps = sum.power_gaps.as_ref().unwrap();
+    assert_eq!((gaps.failed_samples, gaps.samples), (1, 3), "{gaps:?}");
+    assert!((gaps.covered_s - 2.0).abs() < 1e-9, "{gaps:?}");
+}
+
+/// A caller closing intervals more often than the sampler ticks (a test's checkpoint
+/// every 5 s against `--telemetry-interval 10s`) puts off no tick: the meter, read at
+/// ticks only, is still read (it was never read while the closes came).
+#[test]
+fn closes_between_ticks_put_off_no_tick() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    cfg.interval = Duration::from_millis(400);
+    let dir = tempfile::tempdir().unwrap();
+    cfg.power.meter_command = Some(script(dir.path(), "#!/bin/sh\necho 90\n"));
+    let s = Sampler::start(cfg).unwrap();
+    let mark = s.mark();
+    for _ in 0..16 {
+        std::thread::sleep(Duration::from_millis(150));
+        s.since(mark);
+    }
+    let samples = s.stop();
+    let read = samples
+        .iter()
+        .filter(|x| x.power.iter().any(|p| p.source == "meter"))
+        .count();
+    assert!(
+        read >= 2,
+        "{read} of {} samples read the meter",
+        samples.len()
+    );
+}
+
 /// A power command that answers `first` once, then hangs, given to the sampler by `set`.
 fn hanging_power_command_leaves_gaps(first: &str, set: impl Fn(&mut SamplerConfig, String)) {
     let fake = Fake::new();
