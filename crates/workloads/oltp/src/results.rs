@@ -63,7 +63,9 @@ pub(crate) fn step_output(
     let lbl = |m: Metric, db: usize| if multi { m.label("db", db + 1) } else { m };
 
     // NOPM / TPM from the server's counters (HammerDB's method), per database and total.
-    let (mut nopm_total, mut tpm_total, mut have_all) = (0.0, 0.0, at_end.is_some());
+    // With no window at all there is nothing summed: NOPM and TPM are missing, never 0.
+    let (mut nopm_total, mut tpm_total, mut have_all) =
+        (0.0, 0.0, at_end.is_some() && !wins.is_empty());
     // Why TPM is not known although both readings are there (its counter went back).
     let mut tpm_unknown: Option<String> = None;
     for (i, w) in wins.iter().enumerate() {
@@ -141,7 +143,12 @@ pub(crate) fn step_output(
             }),
         }
     } else if at_end.is_some() {
-        if multi {
+        if wins.is_empty() {
+            out.missing.push(MissingMetric {
+                name: "nopm".into(),
+                reason: "no database's counters were read".into(),
+            });
+        } else if multi {
             out.missing.push(MissingMetric {
                 name: "nopm".into(),
                 reason: "not every database's counters could be read".into(),
@@ -759,6 +766,27 @@ mod tests {
             .iter()
             .find(|m| m.name == name && m.labels.is_empty())
             .map(|m| m.value)
+    }
+
+    /// No counter window read at the end: NOPM and TPM are missing with why, never the 0
+    /// of an empty sum.
+    #[test]
+    fn no_counter_window_gives_no_nopm_or_tpm() {
+        let out = step_output(
+            &Config::default(),
+            &Mix::default(),
+            &outcome(),
+            Some((&[], &[counters(45)])),
+        );
+        assert_eq!(value(&out, "nopm"), None);
+        assert_eq!(value(&out, "tpm"), None);
+        for name in ["nopm", "tpm"] {
+            assert!(
+                out.missing.iter().any(|m| m.name == name),
+                "{name}: {:?}",
+                out.missing
+            );
+        }
     }
 
     /// MariaDB's commit counter is the server's: with two databases its TPM is the one
