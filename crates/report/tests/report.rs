@@ -3384,6 +3384,19 @@ fn tco_with_perf_given_takes_power_of_one_point_only() {
     );
     let fr = tco::from_run(&run, &plan.platforms[0]);
     assert!(fr.power_w.is_some(), "{:?}", fr.problems);
+    // One configuration of two tests (`-t set,get`): one `perf` is of one of them, and
+    // the mean of their power of neither (it was taken, "mean of 2 point(s)").
+    let at = at.join(", ");
+    let plan = one_platform_plan("x86-a", &format!("perf = 1000000\nparams = {{ {at} }}\n"));
+    let fr = tco::from_run(&run, &plan.platforms[0]);
+    assert!(fr.power_w.is_none(), "{:?}", fr.power_w);
+    assert!(
+        fr.problems
+            .iter()
+            .any(|p| p.contains("2 sweep points") && p.contains("get ") && p.contains("set ")),
+        "{:?}",
+        fr.problems
+    );
 }
 
 /// Acceptance pass K, 11: a run with no power at all, swept over instances, first asked

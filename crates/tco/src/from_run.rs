@@ -149,10 +149,17 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
     };
     // Performance given in the plan, power from the run: the power must be of one
     // configuration. Results at several values of a swept parameter are as many servers
-    // (1 to 46 instances: 150 to 400 W), and their mean is none of them.
+    // (1 to 46 instances: 150 to 400 W), and their mean is none of them. One `perf` is
+    // of one test too: `-t set,get`'s mean power goes with neither (named `perf_tests`
+    // are several, their power the mean of theirs, as the report's summary takes it).
     if of_point.is_none() && (p.perf.is_some() || !p.perf_tests.is_empty()) {
+        let key_of = if p.perf_tests.is_empty() {
+            point_key
+        } else {
+            params_key
+        };
         let configs: std::collections::BTreeSet<String> =
-            power_results.iter().map(|r| params_key(r)).collect();
+            power_results.iter().map(|r| key_of(r)).collect();
         // A run with no whole-server power at any point: that first, as no choice of
         // `params` can fix it (asking for them first sent the user to fix the wrong thing).
         if configs.len() > 1 && !any_whole_server_power(&power_results) {
