@@ -29,7 +29,9 @@
 //! often than 5% of the time. The unit of replication is therefore the run: each run
 //! gives one value (its repetitions' mean, or its merged latency's percentile), and with
 //! at least two runs on each side the difference carries Welch's 95% confidence
-//! interval over the run means and a verdict at p < 0.05 (METHODS 10). With fewer, the
+//! interval over the run means and a verdict at p < 0.05 (METHODS 10); two variants of
+//! one run, whose repetitions were interleaved, are judged by a paired t-test of
+//! repetition i of A against repetition i of B ([`pairs_of`]). With fewer, the
 //! verdict says there are not enough repetitions and gives no p-value. A side's perf/W
 //! is its runs' mean throughput over their mean power (the report's figure of a variant
 //! over its repetitions, and the side's throughput row over its power row; not the mean
@@ -49,7 +51,7 @@ use model::{HostDisclosure, RunRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::derive::{param_str, points, run_labels, CpuBasis, PowerBasis};
-use crate::stats::{no_spread, welch, Sample};
+use crate::stats::{no_spread, paired_t, welch, Sample};
 
 /// One compared figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1605,7 +1607,50 @@ pub fn judge(a_runs: &[Vec<f64>], b_runs: &[Vec<f64>], higher_is_better: bool) -
         reps_inside(a_runs) || reps_inside(b_runs),
         higher_is_better,
         false,
+        None,
     )
+}
+
+/// Where a side's runs are one run's interleaved repetitions of a variant
+/// (`RUN@VARIANT`, [`variant_runs`]): each one's run and repetition, by which B's is set
+/// beside A's. None for a side of any other run.
+fn interleaved(runs: &[RunRecord]) -> Option<Vec<(&str, u32)>> {
+    runs.iter()
+        .map(|r| {
+            let variant = r.hosts.iter().any(|h| h.facts.contains_key(VARIANT_FACT));
+            let rep = r.results.first()?.repetition;
+            (variant && r.results.iter().all(|x| x.repetition == rep))
+                .then_some((r.id.as_str(), rep))
+        })
+        .collect()
+}
+
+/// The pairs of a figure two variants of one run gave at the same repetition (`ka`,
+/// `kb`: each side's runs' [`interleaved`] keys): each run's value (its one
+/// repetition's) on A and on B. None unless every run of each side has its partner
+/// and there are two pairs or more; never for a ratio of means (perf/W, CPU per unit),
+/// whose interval is the delta method's over each side.
+fn pairs_of(
+    fa: &Figure,
+    fb: &Figure,
+    ka: &[(&str, u32)],
+    kb: &[(&str, u32)],
+) -> Option<Vec<(f64, f64)>> {
+    if !fa.terms.is_empty() || !fb.terms.is_empty() || fa.per_run.len() != fb.per_run.len() {
+        return None;
+    }
+    let pairs: Vec<(f64, f64)> = fa
+        .per_run
+        .iter()
+        .map(|(i, va)| {
+            let j = kb.iter().position(|k| Some(k) == ka.get(*i))?;
+            Some((
+                crate::stats::mean(va)?,
+                crate::stats::mean(fb.per_run.get(&j)?)?,
+            ))
+        })
+        .collect::<Option<_>>()?;
+    (pairs.len() >= 2).then_some(pairs)
 }
 
 /// Some run of these has several repetitions (which do not count as replications).
@@ -1616,13 +1661,15 @@ fn reps_inside<'a>(runs: impl IntoIterator<Item = &'a Vec<f64>>) -> bool {
 /// [`judge`] of each side's figure over its runs (`sa`, `sb`, each of n runs), the
 /// verdict's direction read off the difference in the figure's own unit when `points`
 /// (a share in %: 0% against 11% is a difference of 11 points, where a relative one has
-/// no value); `reps_inside`: some run of either side has several repetitions.
+/// no value); `reps_inside`: some run of either side has several repetitions. With
+/// `pairs` ([`pairs_of`]), the test is the paired one over them, else Welch's.
 fn judge_samples(
     sa: Option<Sample>,
     sb: Option<Sample>,
     reps_inside: bool,
     higher_is_better: bool,
     points: bool,
+    pairs: Option<Vec<(f64, f64)>>,
 ) -> Judged {
     let n = |s: &Option<Sample>| s.as_ref().map_or(0, |s| s.n);
     let diff_pct = match (&sa, &sb) {
@@ -1631,9 +1678,14 @@ fn judge_samples(
         (Some(x), Some(y)) if x.mean == 0.0 && y.mean == 0.0 => Some(0.0),
         _ => None,
     };
-    let w = match (&sa, &sb) {
-        (Some(x), Some(y)) => welch(x, y),
+    let w = match (&pairs, &sa, &sb) {
+        (Some(p), _, _) => paired_t(p),
+        (None, Some(x), Some(y)) => welch(x, y),
         _ => None,
+    };
+    let runs = match &pairs {
+        Some(p) => format!("{} pairs", p.len()),
+        None => format!("{} vs {} runs", n(&sa), n(&sb)),
     };
     // As computed: a t-interval over two or three runs of a wide spread reaches below
     // -100% (B below zero, which no figure compared here can be); the text says so
@@ -1658,6 +1710,9 @@ fn judge_samples(
         (_, None) => "no figure on one side".to_string(),
         // Every run of a side gives the same value (a percentile in one histogram bucket):
         // no spread to judge a difference by, which is no certainty either.
+        (None, Some(_)) if pairs.is_some() => {
+            "no spread: cannot judge (B - A is the same in every pair)".to_string()
+        }
         (None, Some(_)) if matches!((&sa, &sb), (Some(x), Some(y)) if no_spread(x, y)) => {
             "no spread: cannot judge (every run of each side gives the same value)".to_string()
         }
@@ -1674,12 +1729,13 @@ fn judge_samples(
         (Some(w), Some(d)) if w.p < 0.05 => {
             let better = (d > 0.0) == higher_is_better;
             format!(
-                "{} (significant, {}, {} vs {} runs)",
+                "{} (significant, {}, {runs})",
                 if better { "better" } else { "worse" },
                 p_text(w.p),
-                n(&sa),
-                n(&sb)
             )
+        }
+        (Some(w), Some(_)) if pairs.is_some() => {
+            format!("no significant difference ({}, {runs})", p_text(w.p))
         }
         (Some(w), Some(_)) => format!("no significant difference ({})", p_text(w.p)),
     };
@@ -1853,6 +1909,10 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         g.keys().map(|(p, _)| p.clone()).collect()
     };
     let (pa, pb) = (points_of(&ga), points_of(&gb));
+    // Two variants of one run: the pairs of their interleaved repetitions.
+    let paired_keys = interleaved(a)
+        .zip(interleaved(b))
+        .filter(|(ka, kb)| ka.first().map(|k| k.0) == kb.first().map(|k| k.0));
     let keys: BTreeSet<&(String, String)> = ga.keys().chain(gb.keys()).collect();
     // Per measured host that also ran the load generator, the sides it did so on.
     let mut with_loadgen: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
@@ -1884,6 +1944,9 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             reps_inside(fa.per_run.values()) || reps_inside(fb.per_run.values()),
             fa.higher_is_better,
             share,
+            paired_keys
+                .as_ref()
+                .and_then(|(ka, kb)| pairs_of(fa, fb, ka, kb)),
         );
         // A figure that could not be had on a side says why, rather than being left out.
         let why = |f: &Figure| (f.per_run.is_empty()).then(|| f.missing.join("; "));

@@ -348,7 +348,7 @@ fn comparison_html(h: &mut String, c: &Comparison, names: (&str, &str)) {
         h.push_str(r#"<div class="note">No sweep point was measured in both A and B.</div>"#);
         return;
     }
-    h.push_str(r#"<table><caption>Difference = (B - A) / A; 95% CI from Welch's t-test where both sides have repetitions</caption><tr><th>Point</th><th>Metric</th><th>A mean (n)</th><th>B mean (n)</th><th>Difference</th><th>95% CI</th><th>Verdict</th></tr>"#);
+    h.push_str(r#"<table><caption>Difference = (B - A) / A; 95% CI from Welch's t-test over the runs where both sides have two or more, or a paired one over a run's interleaved variants</caption><tr><th>Point</th><th>Metric</th><th>A mean (n)</th><th>B mean (n)</th><th>Difference</th><th>95% CI</th><th>Verdict</th></tr>"#);
     for r in &c.rows {
         let _ = write!(
             h,
