@@ -201,14 +201,13 @@ pub fn cpu_tables(runs: &[RunRecord]) -> Vec<CpuTable> {
                     "{label}: per-CPU utilisation on {name} by test{part} (mpstat -P ALL's columns, % of each CPU), each the mean over the test's repetitions of the host's means over its measured time"
                 );
                 // This host's kernel's other names: its CPUs hold their work too.
-                let mates = model::kernel_mates(&run.hosts, host);
-                if !mates.is_empty() {
-                    let mut one = vec![host.to_string()];
-                    one.extend(mates.iter().map(|m| m.to_string()));
-                    t.table
-                        .notes
-                        .extend(crate::hosts_view::shared_kernel_note(run, &one));
-                }
+                let with_mates: Vec<String> = std::iter::once(host)
+                    .chain(model::kernel_mates(&run.hosts, host))
+                    .map(String::from)
+                    .collect();
+                t.table
+                    .notes
+                    .extend(crate::hosts_view::shared_kernel_note(run, &with_mates));
                 if !capacity_tests.is_empty() {
                     t.table.notes.push(format!(
                         "Left out, as capacity tests: {} (their CPUs are per step, in their views; one mean over every step together would mix loads from idle to saturation).",
