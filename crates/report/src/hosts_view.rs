@@ -731,27 +731,33 @@ fn pair_table(
         .iter()
         .zip(&busy_unpinned)
         .any(|((end, _), b)| !b.is_empty() && !matches!(&end.cpus, Ok(l) if l.is_empty()));
-    let with_busy_row = any_busy_unpinned.then(|| {
-        let mut r = vec![format!(
-            "%CPU used with the CPUs busy {}%+ unpinned",
-            BUSY_SHOWN_PCT
-        )];
-        r.extend(with_busy.iter().map(|v| f2(*v)));
-        r
-    });
+    let per_tput = |reps: &[EndRep], v: Option<f64>| -> Option<f64> {
+        let t = med(reps, &|e| e.tput)? * scale;
+        (t > 0.0).then_some(v? / t)
+    };
+    // %CPU used is the seed's: the CPU rows of the end added (its pinned CPU2 and the
+    // CPU4 that took its softirq work, 197.01), and CPU/tput is over it (7.35). Over the
+    // pinned CPUs alone it read half the seed's, and half the efficiency table's.
+    let mut used_rows = vec![vec!["%CPU used".to_string()]];
+    used_rows[0].extend(with_busy.iter().map(|v| f2(*v)));
+    if any_busy_unpinned {
+        let mut r = vec!["%CPU used, pinned CPUs only".to_string()];
+        r.extend(cols.iter().map(|(_, reps)| f2(med(reps, &|e| e.used))));
+        used_rows.push(r);
+    }
+    let mut r = vec![format!("CPU/tput (%CPU used per {unit})")];
+    r.extend(
+        cols.iter()
+            .zip(&with_busy)
+            .map(|((_, reps), used)| f3(per_tput(reps, *used))),
+    );
+    used_rows.push(r);
+    rows.extend(used_rows);
     let mut row = |label: String, cell: &dyn Fn(&[EndRep]) -> String| {
         let mut r = vec![label];
         r.extend(cols.iter().map(|(_, reps)| cell(reps)));
         rows.push(r);
     };
-    row("%CPU used".into(), &|reps| f2(med(reps, &|e| e.used)));
-    let per_tput = |reps: &[EndRep], v: Option<f64>| -> Option<f64> {
-        let t = med(reps, &|e| e.tput)? * scale;
-        (t > 0.0).then_some(v? / t)
-    };
-    row(format!("CPU/tput (%CPU used per {unit})"), &|reps| {
-        f3(per_tput(reps, med(reps, &|e| e.used)))
-    });
     // Under load below idle is no saving but a reading to doubt: no figure, and why
     // (as the efficiency tables have it).
     let below_idle = std::cell::Cell::new(false);
@@ -772,13 +778,6 @@ fn pair_table(
         f3(per_tput(reps, power_of(reps).map(|p| p.0)))
     });
     row("Repetitions (n)".into(), &|reps| reps.len().to_string());
-    if let Some(r) = with_busy_row {
-        let at = rows
-            .iter()
-            .position(|r| r[0] == "%CPU used")
-            .map_or(rows.len(), |i| i + 1);
-        rows.insert(at, r);
-    }
     let mut notes = why.notes(&run.hosts);
     notes.extend(left_out);
     let ends: Vec<String> = pairs

@@ -41,6 +41,13 @@ fn busy(h: usize, c: i32) -> f64 {
     u.usr_pct + u.sys_pct + u.irq_pct + u.soft_pct
 }
 
+/// A pair table's %CPU used of an end on host `h` pinned to CPU `pinned`: that CPU and
+/// the other of CPU2 and CPU4 where it was busy 5% or more (the seed's CPU2 + CPU4).
+fn end_used(h: usize, pinned: i32) -> f64 {
+    let other = if pinned == 2 { 4 } else { 2 };
+    busy(h, pinned) + Some(busy(h, other)).filter(|b| *b >= 5.0).unwrap_or(0.0)
+}
+
 fn summary(name: &str, h: usize) -> TelemetrySummary {
     let (power, power_missing) = if h == 0 {
         (
@@ -273,20 +280,26 @@ fn pair_table_takes_each_end_from_its_own_host() {
         assert_eq!(got("Pinned CPUs", c + 1), "4");
         // The all-CPU line is an unpinned end's only.
         assert!(t.row("all CPUs %sys").is_none());
+        // %CPU used: the end's CPU rows added, its pinned CPU and the one busy beside
+        // it; then the pinned CPU alone. CPU/tput over the first, each end over its own
+        // throughput.
+        assert_eq!(got("%CPU used", c), format!("{:.2}", end_used(s, 2)));
+        assert_eq!(got("%CPU used", c + 1), format!("{:.2}", end_used(d, 4)));
         assert_eq!(
-            got("%CPU used with the CPUs busy 5%+ unpinned", c),
-            format!("{:.2}", busy(s, 2) + busy(s, 4))
+            got("%CPU used, pinned CPUs only", c),
+            format!("{:.2}", busy(s, 2))
         );
-        // %CPU used and CPU/tput, each end over its own throughput.
-        assert_eq!(got("%CPU used", c), format!("{:.2}", busy(s, 2)));
-        assert_eq!(got("%CPU used", c + 1), format!("{:.2}", busy(d, 4)));
+        assert_eq!(
+            got("%CPU used, pinned CPUs only", c + 1),
+            format!("{:.2}", busy(d, 4))
+        );
         assert_eq!(
             got("CPU/tput (%CPU used per Gbit/s)", c),
-            format!("{:.3}", busy(s, 2) / (gbit + 0.5))
+            format!("{:.3}", end_used(s, 2) / (gbit + 0.5))
         );
         assert_eq!(
             got("CPU/tput (%CPU used per Gbit/s)", c + 1),
-            format!("{:.3}", busy(d, 4) / gbit)
+            format!("{:.3}", end_used(d, 4) / gbit)
         );
         // Power only on alpha (200 W, 150 W idle); n/a elsewhere, never 0.
         for (i, h) in [(c, s), (c + 1, d)] {
@@ -442,7 +455,7 @@ fn udp_rows_and_small_throughput_in_mbit() {
     assert_eq!(t.row("Loss %").unwrap()[2], "2.500");
     assert_eq!(
         t.row("CPU/tput (%CPU used per Mbit/s)").unwrap()[2],
-        format!("{:.3}", busy(1, 4) / 169.0)
+        format!("{:.3}", end_used(1, 4) / 169.0)
     );
 }
 
@@ -983,18 +996,18 @@ fn a_receivers_softirq_cpu_is_shown_though_not_pinned() {
     // alpha has no CPU4: not applicable, not 0.
     assert_eq!(got("CPU4 %soft", c), "—");
     assert_eq!(got("CPU2 %sys", c), "94.72");
-    // %CPU used: the pinned CPU alone, then with the busy CPU4 (the seed's 197.01 is
-    // CPU2 + CPU4 of this end).
-    assert_eq!(got("%CPU used", c + 1), "98.82");
+    // %CPU used: the pinned CPU with the busy CPU4 (the seed's 197.01 is CPU2 + CPU4
+    // of this end), then the pinned CPU alone; CPU/tput over the first (the seed's 7.35
+    // at its 26.8 Gbit/s; it read half that, over CPU2 alone).
+    assert_eq!(got("%CPU used", c + 1), "197.00");
+    assert_eq!(got("%CPU used, pinned CPUs only", c + 1), "98.82");
+    let tput: f64 = got("Throughput (Gbit/s)", c + 1).parse().unwrap();
     assert_eq!(
-        got("%CPU used with the CPUs busy 5%+ unpinned", c + 1),
-        "197.00"
+        got("CPU/tput (%CPU used per Gbit/s)", c + 1),
+        format!("{:.3}", 197.0 / tput)
     );
     // The sender had nothing busy beyond its pinned CPU: the same figure.
-    assert_eq!(
-        got("%CPU used with the CPUs busy 5%+ unpinned", c),
-        got("%CPU used", c)
-    );
+    assert_eq!(got("%CPU used, pinned CPUs only", c), got("%CPU used", c));
     // Idle CPUs are left out, and named by host.
     for c in [0, 1, 3] {
         assert!(t.row(&format!("CPU{c} %usr")).is_none(), "CPU{c} shown");
@@ -1015,7 +1028,7 @@ fn a_receivers_softirq_cpu_is_shown_though_not_pinned() {
     let runs = std::slice::from_ref(&run);
     let h = hosts_view::pairs_html(runs, "net");
     assert!(h.contains("<td>CPU4 %soft</td>"), "{h}");
-    assert!(h.contains("%CPU used with the CPUs busy 5%+ unpinned"));
+    assert!(h.contains("%CPU used, pinned CPUs only"));
     assert!(hosts_view::pairs_markdown(runs, "net").contains("| CPU4 %soft |"));
 }
 
