@@ -19,10 +19,10 @@ use serde_json::Value;
 /// What a password is replaced by.
 pub const MASK: &str = "***";
 
-/// Is a keyword (`password`, `sslpassword`, `PGPASSWORD`, `requirepass`, ...) one
-/// whose value is a secret? Case-insensitive, wider than libpq's own keywords (which
-/// are lowercase): hiding a value too many costs little. `passfile` names a file, not a
-/// password.
+/// Is a keyword (`password`, `sslpassword`, `PGPASSWORD`, `requirepass`, `MYSQL_PWD`,
+/// `REDISCLI_AUTH`, an SNMP `community`, ...) one whose value is a secret?
+/// Case-insensitive, wider than libpq's own keywords (which are lowercase): hiding a
+/// value too many costs little. `passfile` names a file, not a password.
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     let k = k.trim_matches(|c: char| !c.is_ascii_alphanumeric());
@@ -37,10 +37,14 @@ pub fn is_secret_key(key: &str) -> bool {
         "token",
         "apikey",
         "api_key",
+        "pwd",
+        "community",
+        "credential",
     ]
     .iter()
     .any(|w| k.contains(w))
         || k.ends_with("pass")
+        || k.ends_with("auth")
         || k == "authorization"
         || k == "cookie"
 }
@@ -278,9 +282,9 @@ fn decode(s: &str) -> Cow<'_, str> {
 /// `requirepass value`.
 fn redact_text(s: &str) -> String {
     let b = s.as_bytes();
-    // net-snmp's options that take a secret (`-c` community, `-A`/`-X` v3 passphrases)
-    // are other things elsewhere (`-c 4` clients), so they are hidden only beside it.
-    let snmp = s.contains("snmp");
+    // Options that take a secret in one tool are other things elsewhere (`-c 4`
+    // clients, `ssh -a`), so they are hidden only beside that tool.
+    let tools: Vec<&ToolSecret> = TOOL_SECRETS.iter().filter(|t| s.contains(t.tool)).collect();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < b.len() {
@@ -308,22 +312,22 @@ fn redact_text(s: &str) -> String {
             } else {
                 word
             };
-            // net-snmp takes a value glued to its option (`-cpublic`, `-Apass`).
-            if snmp {
-                let glued = i >= 1
-                    && b[i - 1] == b'-'
-                    && (i < 2 || b[i - 2].is_ascii_whitespace())
-                    && key.len() > 1
-                    && matches!(key.as_bytes()[0], b'c' | b'A' | b'X');
-                if glued {
-                    out.push_str(&word[..1]);
-                    out.push_str(MASK);
-                    i = end;
-                    continue;
-                }
+            // A value glued to its option (`-cpublic`, `-Apass`, mysql's `-pS3cret`).
+            let glued = i >= 1
+                && b[i - 1] == b'-'
+                && (i < 2 || b[i - 2].is_ascii_whitespace())
+                && key.len() > 1
+                && tools
+                    .iter()
+                    .any(|t| t.glued && t.options.contains(&key.as_bytes()[0]));
+            if glued {
+                out.push_str(&word[..1]);
+                out.push_str(MASK);
+                i = end;
+                continue;
             }
             let found =
-                secret_value_at(b, key, end).or_else(|| option_value_at(b, i, key, end, snmp));
+                secret_value_at(b, key, end).or_else(|| option_value_at(b, i, key, end, &tools));
             match found {
                 Some((value_start, value_end)) => {
                     out.push_str(&s[i..value_start]);
@@ -344,11 +348,56 @@ fn redact_text(s: &str) -> String {
     out
 }
 
+/// A tool's one-letter options that take a secret, glued to it (`-pS3cret`) or as the
+/// next word, hidden only in a text that names the tool.
+struct ToolSecret {
+    tool: &'static str,
+    options: &'static [u8],
+    glued: bool,
+    next_word: bool,
+}
+
+const TOOL_SECRETS: &[ToolSecret] = &[
+    // net-snmp: `-c` community, `-A`/`-X` v3 passphrases.
+    ToolSecret {
+        tool: "snmp",
+        options: b"cAX",
+        glued: true,
+        next_word: true,
+    },
+    // The MySQL and MariaDB clients: `-pPASS` (`-p PASS` prompts, PASS the database).
+    ToolSecret {
+        tool: "mysql",
+        options: b"p",
+        glued: true,
+        next_word: false,
+    },
+    ToolSecret {
+        tool: "mariadb",
+        options: b"p",
+        glued: true,
+        next_word: false,
+    },
+    ToolSecret {
+        tool: "redis-cli",
+        options: b"a",
+        glued: false,
+        next_word: true,
+    },
+    ToolSecret {
+        tool: "sshpass",
+        options: b"p",
+        glued: true,
+        next_word: true,
+    },
+];
+
 fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
-/// If a URI (`scheme://...`) starts at `i`, where it ends (the next whitespace).
+/// If a URI (`scheme://...`) starts at `i`, where it ends: the next whitespace, or a
+/// quote that closes what it sits in (`curl 'http://h/?pwd=x'`).
 fn uri_at(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i;
     while j < b.len() && (b[j].is_ascii_alphanumeric() || b"+.-".contains(&b[j])) {
@@ -357,9 +406,12 @@ fn uri_at(b: &[u8], i: usize) -> Option<usize> {
     if !b[j..].starts_with(b"://") {
         return None;
     }
+    let closes = |k: usize| {
+        matches!(b[k], b'\'' | b'"') && b.get(k + 1).is_none_or(|c| c.is_ascii_whitespace())
+    };
     Some(
         (j..b.len())
-            .find(|&k| b[k].is_ascii_whitespace())
+            .find(|&k| b[k].is_ascii_whitespace() || closes(k))
             .unwrap_or(b.len()),
     )
 }
@@ -412,7 +464,7 @@ fn option_value_at(
     i: usize,
     key: &str,
     end: usize,
-    snmp: bool,
+    tools: &[&ToolSecret],
 ) -> Option<(usize, usize)> {
     let dashes = b[..i].iter().rev().take_while(|&&c| c == b'-').count();
     let opens = i == dashes || b[i - dashes - 1].is_ascii_whitespace();
@@ -444,7 +496,14 @@ fn option_value_at(
     let whole = (value_start, value_end);
     match (dashes, key) {
         (1, "P") => Some(whole),
-        (1, "c" | "A" | "X") if snmp => Some(whole),
+        (1, k)
+            if k.len() == 1
+                && tools
+                    .iter()
+                    .any(|t| t.next_word && t.options.contains(&k.as_bytes()[0])) =>
+        {
+            Some(whole)
+        }
         (1, "u") | (2, "user") => {
             // `user:password`: the user is kept.
             let colon = b[value_start..value_end].iter().position(|&c| c == b':')?;
@@ -785,6 +844,41 @@ mod tests {
         hides("pdu --apikey k6 --x 1", "k6", "pdu --apikey *** --x 1");
         // Review I, 4: shapes the masking did not know.
         hides("snmpget -v2c -cs3cA pdu", "s3cA", "snmpget -v2c -c*** pdu");
+    }
+
+    /// The database and cache clients' own shapes, and the variables they read.
+    #[test]
+    fn client_tools_passwords() {
+        hides(
+            "mysql -uroot -phunter2 -e 'SET GLOBAL x=1'",
+            "hunter2",
+            "mysql -uroot -p*** -e 'SET GLOBAL x=1'",
+        );
+        hides("mariadb -phunter2 -e x", "hunter2", "mariadb -p*** -e x");
+        hides(
+            "redis-cli -a hunter2 config set save ''",
+            "hunter2",
+            "redis-cli -a *** config set save ''",
+        );
+        hides(
+            "MYSQL_PWD=hunter2 mysql -e x",
+            "hunter2",
+            "MYSQL_PWD=*** mysql -e x",
+        );
+        hides(
+            "REDISCLI_AUTH=hunter2 redis-cli ping",
+            "hunter2",
+            "REDISCLI_AUTH=*** redis-cli ping",
+        );
+        hides("sshpass -p pw9 ssh h", "pw9", "sshpass -p *** ssh h");
+        hides(
+            "curl 'http://pdu/cgi?user=admin&pwd=hunter2'",
+            "hunter2",
+            "curl 'http://pdu/cgi?user=admin&pwd=***'",
+        );
+        // The same letters elsewhere are no secret.
+        assert_eq!(redact_secrets("ssh -a host ls -a"), "ssh -a host ls -a");
+        assert_eq!(redact_secrets("tar -p -x f"), "tar -p -x f");
         hides(
             "pdu --api-key s3cB --x 1",
             "s3cB",
