@@ -273,6 +273,10 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
                     host.interrupt();
                     host.shutdown();
                     engine::launch::kill_all_children();
+                    // Its scratch (a cluster being built, a server's directory) with it,
+                    // as a normal end removes it: the next command here would sweep it
+                    // only when one comes.
+                    engine::scratch::remove_own();
                     std::process::exit(3);
                 }
             })?;

@@ -186,12 +186,17 @@ impl VariantOn {
                 }
             }
             for bad in runs.iter().filter(|r| !r.ok) {
+                // Redacted as every printed error is (`mysql -pS3cret` in the command, a
+                // connection URI in what it printed).
                 engine::errln!(
-                    "rackbench: warning: variant {}: teardown on {} failed: `{}`: {}",
-                    self.variant.name,
-                    model::printable(h.name()),
-                    model::printable(&bad.command),
-                    model::printable(&bad.output)
+                    "rackbench: warning: {}",
+                    model::redact_secrets(&format!(
+                        "variant {}: teardown on {} failed: `{}`: {}",
+                        self.variant.name,
+                        model::printable(h.name()),
+                        model::printable(&bad.command),
+                        model::printable(&bad.output)
+                    ))
                 );
             }
             log.push((h.name().to_string(), runs));
@@ -472,7 +477,20 @@ fn unstored(
     let file = store
         .path()
         .with_file_name(format!("{}.unstored.json", record.id));
-    let kept = match std::fs::write(&file, store::export::to_json(std::slice::from_ref(record))) {
+    // Whole or not at all: the store refused most likely for a full disk, where a
+    // plain write leaves half a file that `import` cannot read.
+    let write = || -> std::io::Result<()> {
+        let dir = file.parent().unwrap_or(std::path::Path::new("."));
+        let mut f = tempfile::NamedTempFile::new_in(dir)?;
+        std::io::Write::write_all(
+            &mut f,
+            store::export::to_json(std::slice::from_ref(record)).as_bytes(),
+        )?;
+        f.as_file().sync_all()?;
+        f.persist(&file).map_err(|e| e.error)?;
+        Ok(())
+    };
+    let kept = match write() {
         Ok(()) => format!(
             "the run as measured, that result included, is in {}: `rackbench import {}` \
              puts it in the store in place of this copy once the store takes writes again",

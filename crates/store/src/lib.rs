@@ -164,22 +164,26 @@ impl Store {
     /// stored before that is kept. A run whose process is alive is left alone. Returns
     /// the runs closed.
     pub fn close_abandoned_runs(&self) -> anyhow::Result<Vec<String>> {
-        let conn = self.lock();
+        let mut conn = self.lock();
         let version = schema::user_version(&conn)? as u32;
         let mut closed = Vec::new();
         for (run_id, why) in abandoned_runs(&conn, version)? {
-            conn.execute(
+            // The run, its provisional results and its owner together: a run closed
+            // without them kept a result `running` that nothing would close again.
+            let tx = write_tx(&mut conn)?;
+            tx.execute(
                 "UPDATE runs SET status = 'interrupted', error = ?2, finished_at = ?3
                  WHERE id = ?1 AND status = 'running'",
                 params![run_id, why, ts(&Utc::now())],
             )?;
             // A test's provisional result (what it had measured when the process ended).
-            conn.execute(
+            tx.execute(
                 "UPDATE results SET status = 'interrupted', error = ?2
                  WHERE run_id = ?1 AND status = 'running'",
                 params![run_id, why],
             )?;
-            conn.execute("DELETE FROM run_owner WHERE run_id = ?1", [&run_id])?;
+            tx.execute("DELETE FROM run_owner WHERE run_id = ?1", [&run_id])?;
+            tx.commit()?;
             closed.push(run_id);
         }
         Ok(closed)
@@ -435,8 +439,11 @@ impl Store {
         error: Option<&str>,
         finished_at: DateTime<Utc>,
     ) -> anyhow::Result<()> {
-        let conn = self.lock();
-        let n = conn.execute(
+        let mut conn = self.lock();
+        // One transaction: a run closed without its provisional results closed with it
+        // left them `running` under a finished run, where nothing closes them again.
+        let tx = write_tx(&mut conn)?;
+        let n = tx.execute(
             "UPDATE runs SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1",
             params![run_id, status_str(status), error, ts(&finished_at)],
         )?;
@@ -445,13 +452,14 @@ impl Store {
         }
         // A test's provisional result its final one did not replace (that write failed):
         // what it had measured, closed with the run.
-        conn.execute(
+        tx.execute(
             "UPDATE results SET status = 'interrupted',
                  error = COALESCE(?2, 'the run ended before this test stored its result')
              WHERE run_id = ?1 AND status = 'running'",
             params![run_id, error],
         )?;
-        conn.execute("DELETE FROM run_owner WHERE run_id = ?1", [run_id])?;
+        tx.execute("DELETE FROM run_owner WHERE run_id = ?1", [run_id])?;
+        tx.commit()?;
         Ok(())
     }
 
