@@ -1135,8 +1135,7 @@ fn cpu_of(p: &crate::derive::Point) -> Option<(FigureOf, Option<(f64, f64)>)> {
         return None;
     }
     let unit = p.headline_unit();
-    let perf = p.headline()?.mean;
-    if !unit.ends_with("/s") || perf <= 0.0 {
+    if !unit.ends_with("/s") || p.headline()?.mean <= 0.0 {
         return None;
     }
     // A test of phases one after another (mem's 1 and all threads, crypto's buffer
@@ -1145,11 +1144,12 @@ fn cpu_of(p: &crate::derive::Point) -> Option<(FigureOf, Option<(f64, f64)>)> {
     // own, the 1-thread phase's CPU in it).
     let cpu = match p.phases() {
         Some(why) => Err(why),
-        None => p.cpu_used(),
+        None => p.cpu_terms(),
     };
     Some(match cpu {
-        Ok(c) => {
-            let us = c.pct / 100.0 * 1e6;
+        // The CPU and throughput of the same repetitions, as the report's.
+        Ok((c, Some((pct, perf)))) if perf > 0.0 => {
+            let us = pct / 100.0 * 1e6;
             (
                 (
                     cpu_per(&c.basis, &unit),
@@ -1160,6 +1160,15 @@ fn cpu_of(p: &crate::derive::Point) -> Option<(FigureOf, Option<(f64, f64)>)> {
                 Some((us, perf)),
             )
         }
+        Ok((c, _)) => (
+            (
+                cpu_per(&c.basis, &unit),
+                CPU_US.into(),
+                false,
+                Err("no repetition has both a throughput above zero and a %CPU used".into()),
+            ),
+            None,
+        ),
         Err(why) => (
             (
                 cpu_per(&CpuBasis::Host, &unit),

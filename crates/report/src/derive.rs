@@ -1315,21 +1315,40 @@ impl<'a> Point<'a> {
     /// CPU used on the system under test ([`sut_cpu`]), mean of the valid repetitions
     /// counted on the first one's basis, or why there is none.
     pub fn cpu_used(&self) -> Result<CpuFigure, String> {
+        self.cpu_terms().map(|(c, _)| c)
+    }
+
+    /// [`Point::cpu_used`], and the terms %CPU used per unit of throughput divides: the
+    /// mean CPU and the mean throughput of the repetitions that have both (as perf/W's:
+    /// 100k, 100k and 160k ops/s at 100%, 100% and no CPU is 1.00% per 1k ops/s, not the
+    /// 0.83 of the two's CPU over the three's throughput). None where none has both.
+    pub fn cpu_terms(&self) -> Result<(CpuFigure, Option<(f64, f64)>), String> {
         let mut pcts = Vec::new();
+        let mut both = Vec::new();
         let mut basis: Option<CpuBasis> = None;
         let mut why = None;
         for r in self.valid() {
             match sut_cpu(self.run, r) {
                 Ok(f) if basis.as_ref().is_none_or(|b| *b == f.basis) => {
                     pcts.push(f.pct);
+                    if let Some(v) = r.headline_value() {
+                        both.push((f.pct, v));
+                    }
                     basis = Some(f.basis);
                 }
                 Ok(_) => {}
                 Err(e) => why = Some(e),
             }
         }
+        let terms = (!both.is_empty()).then(|| {
+            let n = both.len() as f64;
+            let (c, t) = both
+                .iter()
+                .fold((0.0, 0.0), |(c, t), (ci, ti)| (c + ci, t + ti));
+            (c / n, t / n)
+        });
         match (basis, stats::mean(&pcts)) {
-            (Some(basis), Some(pct)) => Ok(CpuFigure { pct, basis }),
+            (Some(basis), Some(pct)) => Ok((CpuFigure { pct, basis }, terms)),
             _ => Err(why.unwrap_or_else(|| self.no_valid_why())),
         }
     }
@@ -1356,7 +1375,8 @@ impl<'a> Point<'a> {
         let perf = self.headline()?.mean;
         let powered = self.powered();
         let power = powered.figure(self.run);
-        let cpu = self.cpu_used();
+        let cpu_terms = self.cpu_terms();
+        let cpu = cpu_terms.clone().map(|(c, _)| c);
         // A headline better lower (a latency) has no per-watt figure.
         let terms = powered.per_watt_terms();
         let throughput = self.higher_is_better();
@@ -1417,10 +1437,10 @@ impl<'a> Point<'a> {
             perf_per_w,
             w_per_perf,
             dw_per_perf,
-            cpu_pct_per_perf: match &cpu {
+            cpu_pct_per_perf: match &cpu_terms {
                 _ if !throughput => Err(NOT_A_THROUGHPUT.to_string()),
                 Ok(_) if phased.is_some() => Err(phased.clone().unwrap_or_default()),
-                Ok(c) if perf > 0.0 => Ok(c.pct / perf),
+                Ok((_, Some((c, t)))) if *t > 0.0 => Ok(c / t),
                 Ok(_) => Err("the throughput is zero".to_string()),
                 Err(why) => Err(format!("no %CPU used: {why}")),
             },

@@ -3183,6 +3183,54 @@ fn perf_per_watt_is_over_the_repetitions_with_power() {
     assert!((e.perf - all).abs() < 1e-9 * all);
 }
 
+/// %CPU per unit is over the repetitions that have both figures, as perf/W is: one whose
+/// CPU was not read adds its throughput to neither (it divided the others' CPU by the
+/// three's mean throughput, 17% low here); compare's CPU per unit alike.
+#[test]
+fn cpu_per_unit_is_over_the_repetitions_with_cpu() {
+    let mut run = kv_run(&Spec {
+        reps: 3,
+        instances: &[2],
+        ..Spec::default()
+    });
+    // A server host of its own: its CPU is the host's.
+    run.hosts[0].role = "sut".into();
+    let first = run.results.iter().position(|r| r.test == "get").unwrap();
+    let params = run.results[first].params.clone();
+    let get: Vec<usize> = (0..run.results.len())
+        .filter(|&i| run.results[i].test == "get" && run.results[i].params == params)
+        .collect();
+    let third = &mut run.results[get[2]];
+    for ts in &mut third.telemetry_summary {
+        ts.cpus.clear();
+    }
+    let headline = third.headline.clone();
+    for m in third.metrics.iter_mut() {
+        if m.name == headline && m.labels.is_empty() {
+            m.value *= 1.6;
+        }
+    }
+    assert!(report::derive::sut_cpu(&run, &run.results[get[2]]).is_err());
+    let cpu = |i: usize| report::derive::sut_cpu(&run, &run.results[i]).unwrap().pct;
+    let perf = |i: usize| run.results[i].headline_value().unwrap();
+    let want = (cpu(get[0]) + cpu(get[1])) / (perf(get[0]) + perf(get[1]));
+    let pts = report::derive::points(0, &run);
+    let p = pts
+        .iter()
+        .find(|p| p.test == "get" && p.params == params)
+        .unwrap();
+    let got = p.efficiency().unwrap().cpu_pct_per_perf.unwrap();
+    assert!((got - want).abs() < 1e-9 * want, "{got}, want {want}");
+    let c = report::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    let row = c
+        .rows
+        .iter()
+        .find(|r| r.metric.starts_with("cpu_us_per") && r.point.starts_with("kv get"))
+        .unwrap_or_else(|| panic!("{:?}", c.rows));
+    let us = row.a.as_ref().unwrap().mean;
+    assert!((us - want / 100.0 * 1e6).abs() < 1e-6 * us, "{us}");
+}
+
 /// A headline better lower (a latency) has no per-watt figure, and rows of different
 /// units are tables of their own, each column headed with its unit: a latency's table is
 /// headed "Latency (ns)", with no per-watt columns, never "Throughput (ns)".

@@ -450,6 +450,36 @@ fn net_throughput_bars_and_cpu_table() {
     assert!(m.contains("| udp1472 | - | 1.72 Gbit/s |"), "{m}");
 }
 
+/// %CPU per Gbit/s over repetitions is their mean CPU over their mean throughput, as the
+/// columns beside it read: 61.5% sending at 15.73 and at 29.72 Gbit/s is 2.71 per
+/// Gbit/s (the mean of each one's ratio read 2.99).
+#[test]
+fn net_cpu_per_gbit_over_repetitions_is_a_ratio_of_means() {
+    let mut r = net_run();
+    let mut second = r.results[0].clone();
+    second.repetition = 1;
+    let g = 29.43;
+    second.metrics = vec![
+        Metric::new("throughput_gbit_per_s", g, "Gbit/s"),
+        Metric::new("throughput_gbit_per_s", g * 1.01, "Gbit/s").label("end", "sender"),
+        Metric::new("sender_cpu_pct", 61.5, "%"),
+        Metric::new("receiver_cpu_pct", 72.3, "%"),
+        Metric::new("cpu_pct_per_gbit", 61.5 / (g * 1.01), "%/(Gbit/s)").label("end", "sender"),
+    ];
+    // The first's as each repetition stores it: over its own sent rate.
+    for m in r.results[0].metrics.iter_mut() {
+        if m.name == "cpu_pct_per_gbit" {
+            m.value = 61.5 / (15.57 * 1.01);
+        }
+    }
+    r.results.insert(1, second);
+    let m = report::markdown(std::slice::from_ref(&r), None);
+    assert!(
+        m.contains("| tcp | 22.50 Gbit/s | 61.5 | 72.3 | 2.71 |"),
+        "{m}"
+    );
+}
+
 /// The CPU chart of a capacity test draws the server processes' CPU beside the host's
 /// busy %, in the host's terms (over its CPUs), where the server was watched and the
 /// host's CPUs are known; the review found the table had the column and the chart not.
