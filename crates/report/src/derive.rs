@@ -1782,11 +1782,11 @@ pub struct DiffColumn {
 }
 
 impl DiffColumn {
-    /// `1.15x (+15%)`, `-` when either side is missing.
+    /// `1.15x (+15%)`, `-` when either side is missing; a ratio too small or large for
+    /// two decimals in the TCO's form (`0.0037x (-100%)`, never `0.00x`, which read as
+    /// a column of zero).
     pub fn cell(r: Option<f64>) -> String {
-        r.map_or("-".to_string(), |r| {
-            format!("{r:.2}x ({})", tco::fmt_pct_change(r))
-        })
+        r.map_or("-".to_string(), |r| tco::fmt_difference(Some(r), 1.0))
     }
 }
 
@@ -1907,6 +1907,17 @@ impl Summary {
         self.rows
             .iter()
             .any(|r| r.flags.iter().any(|f| !f.is_empty()))
+    }
+
+    /// The tests left out of the means, said under the table in every form of it (the
+    /// Markdown said nothing: a run's mean over its set alone read as over every row).
+    pub fn left_out_note(&self) -> Option<String> {
+        (!self.left_out.is_empty()).then(|| {
+            format!(
+                "Left out of the means because not every run has them: {}",
+                self.left_out.join(", ")
+            )
+        })
     }
 
     /// Why the means shown are absent where they are, once per reason: `Geometric mean
@@ -2574,6 +2585,16 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             capacity.join(", ")
         ));
     }
+    // A best of several points is biased up by their noise, and more so over more points:
+    // said where the summary takes one (review of s34: unsaid, a platform measured at
+    // more points gained in its Difference and its TCO's perf/$).
+    let takes_best = s
+        .peak_params
+        .iter()
+        .any(|p| !sel.at.iter().any(|(k, _)| k == p));
+    if takes_best && !s.rows.is_empty() {
+        s.notes.push(BEST_OF_NOTE.to_string());
+    }
     let base = sel
         .baseline
         .as_ref()
@@ -2592,6 +2613,9 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     }
     s
 }
+
+/// Said under a summary that takes each row or column at its best point.
+pub const BEST_OF_NOTE: &str = "A best point is the highest of several points' means, and their noise lifts it: by about one standard error of a point's mean where 4 points are near the top, 1.4 where 8 are. A column measured at more points gains more; `--at` takes every column at one point, with none of it.";
 
 /// The clock a run's CPU is rated at (the disclosed `cpu.freq_max_mhz` of its system
 /// under test), for clock extrapolation.

@@ -178,7 +178,10 @@ pub fn si(v: f64) -> String {
     } else if d.abs() >= 0.1 {
         format!("{d:.2}")
     } else {
-        format!("{d:.3}")
+        // Three significant digits: a perf/W of 0.00045 Gbit/s per W read "0", and
+        // 0.00089 and 0.0011 both "0.001".
+        let places = (2 - d.abs().log10().floor() as i32).clamp(3, 15) as usize;
+        format!("{d:.places$}")
     };
     let s = if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -401,6 +404,11 @@ mod tests {
         assert_eq!(si(1_250_000.0), "1.25M");
         assert_eq!(si(350_000.0), "350k");
         assert_eq!(si(0.25), "0.25");
+        assert_eq!(si(0.00045), "0.00045");
+        assert_eq!(si(0.00089), "0.00089");
+        assert_eq!(si(0.0011), "0.0011");
+        assert_eq!(si(0.05), "0.05");
+        assert_eq!(si(-0.000123456), "-0.000123");
         assert_eq!(si(2000.0), "2k");
         assert_eq!(latency_ns(1_234_567.0), "1.235 ms");
     }

@@ -544,12 +544,8 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     for n in s.absent_mean_notes() {
         let _ = write!(h, r#"<div class="note">&dagger; {}</div>"#, esc(&n));
     }
-    if !s.left_out.is_empty() {
-        let _ = write!(
-            h,
-            r#"<div class="note">Left out of the means because not every run has them: {}</div>"#,
-            esc(&s.left_out.join(", "))
-        );
+    if let Some(n) = s.left_out_note() {
+        let _ = write!(h, r#"<div class="note">{}</div>"#, esc(&n));
     }
     let mine = |sec: &'static str| {
         all.iter()

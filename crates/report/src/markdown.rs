@@ -448,6 +448,9 @@ pub fn markdown_with(
         for n in s.absent_mean_notes() {
             let _ = write!(m, "\n† {}\n", c(&n));
         }
+        if let Some(n) = s.left_out_note() {
+            let _ = write!(m, "\n{}\n", c(&n));
+        }
         if s.any_flags() {
             let _ = write!(m, "\n{}\n", c(derive::SUMMARY_FLAGS_NOTE));
         }

@@ -253,6 +253,12 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
         report::derive::DiffColumn::cell(two.geomean),
         "1.75x (+75%)"
     );
+    // A tiny ratio keeps its digits (it read "0.00x (-100%)", as if B were zero).
+    assert_eq!(
+        report::derive::DiffColumn::cell(Some(0.0037)),
+        "0.0037x (-100%)"
+    );
+    assert_eq!(report::derive::DiffColumn::cell(None), "-");
 
     // Rendered: the columns, the Difference heading, the note saying how it was made.
     let h = report::html_with(&runs, None, &sel);
@@ -3944,6 +3950,42 @@ fn runs_of_different_test_lists_share_their_common_tests_rows() {
     }
     let md = report::markdown(&runs, None);
     assert!(!md.contains("tests=\\["), "{md}");
+    // The set rows only A has are out of the means, and both forms say so.
+    assert!(!s.left_out.is_empty());
+    let said = s.left_out_note().unwrap();
+    assert!(md.contains(&said), "{md}");
+    assert!(report::html(&runs, None).contains(&said));
+}
+
+/// A summary that takes each column at its best point says that the best of several is
+/// lifted by their noise; one taken at a fixed point has nothing to say.
+#[test]
+fn a_best_of_several_points_is_said_to_be_biased_up() {
+    let runs = two_platforms();
+    let best = report::derive::summary(&runs);
+    assert!(!best.peak_params.is_empty(), "{:?}", best.peak_params);
+    assert!(best.notes.iter().any(|n| n == report::derive::BEST_OF_NOTE));
+    let sel = report::Selection {
+        at: best
+            .peak_params
+            .iter()
+            .map(|p| {
+                let v = runs[0].results[0].params[p].to_string();
+                (p.clone(), v)
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let fixed = report::derive::summary_with(&runs, &sel);
+    assert!(!fixed.rows.is_empty());
+    assert!(
+        fixed
+            .notes
+            .iter()
+            .all(|n| n != report::derive::BEST_OF_NOTE),
+        "{:?}",
+        fixed.notes
+    );
 }
 
 /// The footer names every run the report's figures come from: the runs reported and the
