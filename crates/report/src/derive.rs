@@ -2699,9 +2699,24 @@ impl Summary {
                 "{label}: performance and power of {from_l} times {factor}, linearly, as if {factor} {unit} each did what the one measured did.",
                 from_l = e.from
             ),
-            Extrapolate::Clock { elasticity, .. } => format!(
-                "{label}: performance of {from_l} times {f:.3} ({}clock elasticity {elasticity}); power is not extrapolated.",
+            Extrapolate::Clock {
+                elasticity,
+                from_mhz,
+                ..
+            } => format!(
+                "{label}: performance of {from_l} times {f:.3} ({}clock elasticity {elasticity}), from {}; power is not extrapolated.",
                 if (*elasticity - 1.0).abs() < 1e-12 { "linear in the clock, " } else { "" },
+                match from_mhz {
+                    Some(m) => format!("{} as given", crate::selection::fmt_mhz(*m)),
+                    // The highest clock the kernel reports is a turbo clock on many CPUs
+                    // (intel_pstate's), not the one a loaded server ran at: said, with
+                    // how to give that one.
+                    None => format!(
+                        "{}, the run's cpu.freq_max_mhz (the highest clock its kernel reports, \
+                         a turbo clock on many CPUs; give the clock it ran at as RUN=FROM:TO)",
+                        rated_mhz(&runs[from]).map_or("?".into(), crate::selection::fmt_mhz)
+                    ),
+                },
                 from_l = e.from
             ),
         });

@@ -102,7 +102,7 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
-fn fmt_mhz(mhz: f64) -> String {
+pub(crate) fn fmt_mhz(mhz: f64) -> String {
     if mhz >= 1000.0 {
         format!("{} GHz", fmt_num(mhz / 1000.0))
     } else {

@@ -295,6 +295,27 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     );
     let h = report::html_with(&runs, None, &clock);
     assert!(h.contains("Xeon Gold 5120 at 3 GHz (extrapolated)"));
+    // The note names the clock it started from: given here; else the disclosed
+    // maximum, said to be one (a turbo clock on many CPUs).
+    assert!(
+        s.notes.iter().any(|n| n.contains("from 2.2 GHz as given")),
+        "{:?}",
+        s.notes
+    );
+    let from_run = report::Selection {
+        extrapolate: vec![
+            report::selection::parse_extrapolation("Xeon Gold 5120=3GHz", 1.0).unwrap(),
+        ],
+        ..Default::default()
+    };
+    let s = report::summary_with(&runs, &from_run);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("the run's cpu.freq_max_mhz") || n.contains("does not disclose")),
+        "{:?}",
+        s.notes
+    );
 
     // The tests of the geometric mean are chosen: two rows, their geomean.
     let two_tests = report::Selection {
