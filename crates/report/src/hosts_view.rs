@@ -764,13 +764,11 @@ fn pair_table(
     row(format!("W/tput (W above idle per {unit})"), &|reps| {
         f3(per_tput(
             reps,
+            // Within the efficiency tables' tolerance below idle, 0 W above it, as there.
             power_of(reps).and_then(|(w, idle, _)| {
-                let idle = idle?;
-                if w < idle {
-                    below_idle.set(true);
-                    return None;
-                }
-                Some(w - idle)
+                crate::derive::above_idle(w, idle?)
+                    .inspect_err(|_| below_idle.set(true))
+                    .ok()
             }),
         ))
     });

@@ -923,6 +923,19 @@ fn pair_table_gives_no_watts_above_idle_below_idle() {
         alpha_cols, 4,
         "alpha sends in two pairs and receives in two"
     );
+    // Within a watt of idle (whole watts of a meter's ticks) is 0 W above it, as the
+    // efficiency tables read it: no note.
+    let mut near = run.clone();
+    for p in &mut near.idle_power[0].power {
+        p.mean_watts = 200.5;
+    }
+    let t = tcp_table(&near);
+    assert!(t.notes.iter().all(|n| n != why), "{:?}", t.notes);
+    let c = col(0, 1);
+    assert_eq!(
+        t.row("W/tput (W above idle per Gbit/s)").unwrap()[c],
+        "0.000"
+    );
     // Said in the HTML and the Markdown, escaped.
     let runs = std::slice::from_ref(&run);
     assert!(hosts_view::pairs_html(runs, "net").contains(why));
