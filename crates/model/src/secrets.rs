@@ -44,7 +44,9 @@ pub fn is_secret_key(key: &str) -> bool {
     .iter()
     .any(|w| k.contains(w))
         || k.ends_with("pass")
-        || k.ends_with("auth")
+        // Not every `...auth`: redis's `NOAUTH` and `AUTH` start error texts.
+        || k == "rediscli_auth"
+        || k == "masterauth"
         || k == "authorization"
         || k == "cookie"
 }
@@ -283,8 +285,15 @@ fn decode(s: &str) -> Cow<'_, str> {
 fn redact_text(s: &str) -> String {
     let b = s.as_bytes();
     // Options that take a secret in one tool are other things elsewhere (`-c 4`
-    // clients, `ssh -a`), so they are hidden only beside that tool.
-    let tools: Vec<&ToolSecret> = TOOL_SECRETS.iter().filter(|t| s.contains(t.tool)).collect();
+    // clients, `ssh -a`, `mkdir -p`), so they are hidden only in that tool's command.
+    let spans = tool_spans(s);
+    let tools_at = |i: usize| -> Vec<&ToolSecret> {
+        spans
+            .iter()
+            .filter(|(from, to, _)| (*from..*to).contains(&i))
+            .map(|(_, _, t)| *t)
+            .collect()
+    };
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < b.len() {
@@ -295,6 +304,22 @@ fn redact_text(s: &str) -> String {
                 i = end;
                 continue;
             }
+        }
+        // A value glued to its option (`-cpublic`, `-Apass`, mysql's `-pS3cret`,
+        // `-p'S3 cr3t!'`): to the next whitespace, or past its closing quote.
+        let glued = word_start
+            && i >= 1
+            && b[i - 1] == b'-'
+            && (i < 2 || b[i - 2].is_ascii_whitespace())
+            && b.get(i + 1).is_some_and(|c| !c.is_ascii_whitespace())
+            && tools_at(i)
+                .iter()
+                .any(|t| t.glued && t.options.contains(&b[i]));
+        if glued {
+            out.push(char::from(b[i]));
+            out.push_str(MASK);
+            i = text_value_end(b, i + 1);
+            continue;
         }
         if word_start && is_word(b[i]) {
             let mut end = i;
@@ -312,22 +337,8 @@ fn redact_text(s: &str) -> String {
             } else {
                 word
             };
-            // A value glued to its option (`-cpublic`, `-Apass`, mysql's `-pS3cret`).
-            let glued = i >= 1
-                && b[i - 1] == b'-'
-                && (i < 2 || b[i - 2].is_ascii_whitespace())
-                && key.len() > 1
-                && tools
-                    .iter()
-                    .any(|t| t.glued && t.options.contains(&key.as_bytes()[0]));
-            if glued {
-                out.push_str(&word[..1]);
-                out.push_str(MASK);
-                i = end;
-                continue;
-            }
-            let found =
-                secret_value_at(b, key, end).or_else(|| option_value_at(b, i, key, end, &tools));
+            let found = secret_value_at(b, key, end)
+                .or_else(|| option_value_at(b, i, key, end, &tools_at(i)));
             match found {
                 Some((value_start, value_end)) => {
                     out.push_str(&s[i..value_start]);
@@ -349,9 +360,10 @@ fn redact_text(s: &str) -> String {
 }
 
 /// A tool's one-letter options that take a secret, glued to it (`-pS3cret`) or as the
-/// next word, hidden only in a text that names the tool.
+/// next word, hidden only in the tool's own command ([`tool_spans`]).
 struct ToolSecret {
-    tool: &'static str,
+    /// Its commands, by how their names begin (`snmp` is `snmpget`, `snmpwalk`...).
+    tools: &'static [&'static str],
     options: &'static [u8],
     glued: bool,
     next_word: bool,
@@ -360,37 +372,64 @@ struct ToolSecret {
 const TOOL_SECRETS: &[ToolSecret] = &[
     // net-snmp: `-c` community, `-A`/`-X` v3 passphrases.
     ToolSecret {
-        tool: "snmp",
+        tools: &["snmp"],
         options: b"cAX",
         glued: true,
         next_word: true,
     },
     // The MySQL and MariaDB clients: `-pPASS` (`-p PASS` prompts, PASS the database).
     ToolSecret {
-        tool: "mysql",
+        tools: &["mysql", "mariadb"],
         options: b"p",
         glued: true,
         next_word: false,
     },
     ToolSecret {
-        tool: "mariadb",
-        options: b"p",
-        glued: true,
-        next_word: false,
-    },
-    ToolSecret {
-        tool: "redis-cli",
+        tools: &["redis-cli"],
         options: b"a",
         glued: false,
         next_word: true,
     },
     ToolSecret {
-        tool: "sshpass",
+        tools: &["sshpass"],
         options: b"p",
         glued: true,
         next_word: true,
     },
 ];
+
+/// Each command of `s` run by a tool of [`TOOL_SECRETS`] (its word, after any
+/// directory, begins with the tool's name): the span of its arguments, from after that
+/// word to the end of the command (`;`, `|`, `&`, a newline), and the tool. A path that
+/// ends in a tool's name (`mkdir -p /var/lib/mysql`) opens a span after it only.
+fn tool_spans(s: &str) -> Vec<(usize, usize, &'static ToolSecret)> {
+    let b = s.as_bytes();
+    let ends_command = |c: u8| matches!(c, b';' | b'|' | b'&' | b'\n');
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_whitespace() || b"'\"(".contains(&b[i]) || ends_command(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && !b[i].is_ascii_whitespace() && !ends_command(b[i]) {
+            i += 1;
+        }
+        let word = &s[start..i];
+        let name = word.rsplit('/').next().unwrap_or(word);
+        if let Some(t) = TOOL_SECRETS
+            .iter()
+            .find(|t| t.tools.iter().any(|n| name.starts_with(n)))
+        {
+            let end = (i..b.len())
+                .find(|&k| ends_command(b[k]))
+                .unwrap_or(b.len());
+            out.push((i, end, t));
+        }
+    }
+    out
+}
 
 fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
@@ -509,7 +548,8 @@ fn option_value_at(
             let colon = b[value_start..value_end].iter().position(|&c| c == b':')?;
             (value_start + colon + 1 < value_end).then_some((value_start + colon + 1, value_end))
         }
-        _ if is_secret_key(key) => Some(whole),
+        // Not an error code in capitals (redis's `-WRONGPASS invalid ...`).
+        _ if is_secret_key(key) && key.bytes().any(|c| c.is_ascii_lowercase()) => Some(whole),
         _ => None,
     }
 }
@@ -849,36 +889,72 @@ mod tests {
     /// The database and cache clients' own shapes, and the variables they read.
     #[test]
     fn client_tools_passwords() {
-        hides(
-            "mysql -uroot -phunter2 -e 'SET GLOBAL x=1'",
-            "hunter2",
-            "mysql -uroot -p*** -e 'SET GLOBAL x=1'",
-        );
-        hides("mariadb -phunter2 -e x", "hunter2", "mariadb -p*** -e x");
-        hides(
-            "redis-cli -a hunter2 config set save ''",
-            "hunter2",
-            "redis-cli -a *** config set save ''",
-        );
-        hides(
-            "MYSQL_PWD=hunter2 mysql -e x",
-            "hunter2",
-            "MYSQL_PWD=*** mysql -e x",
-        );
-        hides(
-            "REDISCLI_AUTH=hunter2 redis-cli ping",
-            "hunter2",
-            "REDISCLI_AUTH=*** redis-cli ping",
-        );
-        hides("sshpass -p pw9 ssh h", "pw9", "sshpass -p *** ssh h");
-        hides(
-            "curl 'http://pdu/cgi?user=admin&pwd=hunter2'",
-            "hunter2",
-            "curl 'http://pdu/cgi?user=admin&pwd=***'",
-        );
-        // The same letters elsewhere are no secret.
+        for (text, secret, want) in [
+            (
+                "mysql -uroot -phunter2 -e 'SET GLOBAL x=1'",
+                "hunter2",
+                "mysql -uroot -p*** -e 'SET GLOBAL x=1'",
+            ),
+            ("mariadb -phunter2 -e x", "hunter2", "mariadb -p*** -e x"),
+            (
+                "redis-cli -a hunter2 config set save ''",
+                "hunter2",
+                "redis-cli -a *** config set save ''",
+            ),
+            (
+                "MYSQL_PWD=hunter2 mysql -e x",
+                "hunter2",
+                "MYSQL_PWD=*** mysql -e x",
+            ),
+            (
+                "REDISCLI_AUTH=hunter2 redis-cli ping",
+                "hunter2",
+                "REDISCLI_AUTH=*** redis-cli ping",
+            ),
+            ("sshpass -p pw9 ssh h", "pw9", "sshpass -p *** ssh h"),
+            (
+                "curl 'http://pdu/cgi?user=admin&pwd=hunter2'",
+                "hunter2",
+                "curl 'http://pdu/cgi?user=admin&pwd=***'",
+            ),
+            // Glued values with characters beyond a word's, and quoted.
+            (
+                "mysql -uroot -pP@ss!w0rd -e x",
+                "P@ss",
+                "mysql -uroot -p*** -e x",
+            ),
+            ("mysql -pmy-pass -e x", "pass", "mysql -p*** -e x"),
+            ("mysql -p'S3 cr3t!' -e x", "S3", "mysql -p*** -e x"),
+            (
+                "/usr/bin/mysqladmin -p\"S3cr3t\" status",
+                "S3cr3t",
+                "/usr/bin/mysqladmin -p*** status",
+            ),
+        ] {
+            hides(text, secret, want);
+        }
+        // The same letters elsewhere are no secret: not that tool's command.
         assert_eq!(redact_secrets("ssh -a host ls -a"), "ssh -a host ls -a");
         assert_eq!(redact_secrets("tar -p -x f"), "tar -p -x f");
+        assert_eq!(
+            redact_secrets("mkdir -pv /var/lib/mysql && chown mysql /var/lib/mysql"),
+            "mkdir -pv /var/lib/mysql && chown mysql /var/lib/mysql"
+        );
+        assert_eq!(
+            redact_secrets("ssh -p2222 db systemctl restart mysqld"),
+            "ssh -p2222 db systemctl restart mysqld"
+        );
+        assert_eq!(
+            redact_secrets("mysql -e x; tar -pxf a.tar"),
+            "mysql -e x; tar -pxf a.tar"
+        );
+        // redis's error codes are no keys.
+        for t in [
+            "it answered PING with NOAUTH: a requirepass, or a user",
+            "the server refused AUTH: -WRONGPASS invalid",
+        ] {
+            assert_eq!(redact_secrets(t), t);
+        }
         hides(
             "pdu --api-key s3cB --x 1",
             "s3cB",
