@@ -465,23 +465,22 @@ fn meter_numbers(text: &str) -> Vec<MeterNumber> {
 /// `231.5 W`, `231.5W`, `power: 99 watts`) or another scale of them (`0.42 kW`, read
 /// 420 W; `450 mW`), 0 or more and at most [`METER_MAX_W`]. Else what is wrong with it,
 /// in words that follow "the command " (`printed nothing`, `printed negative watts (-5)`,
-/// `printed "230 V": volts, not watts`).
+/// `printed "230 V": volts, not watts`). Numbers in another quantity's unit beside the
+/// watts are left out (`230V 1.2A 276W` is 276 W).
 pub fn parse_meter_watts(text: &str) -> Result<f64, String> {
-    let numbers = meter_numbers(text);
+    let all = meter_numbers(text);
     let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    if let [MeterNumber {
-        text,
-        watts: Err(why),
-    }] = numbers.as_slice()
-    {
-        return Err(format!(
-            "printed {text:?}: {why}; it must print the power in watts (W or kW)"
-        ));
-    }
-    let numbers: Vec<(&str, f64)> = numbers
+    let numbers: Vec<(&str, f64)> = all
         .iter()
-        .map(|n| (n.text.as_str(), *n.watts.as_ref().unwrap_or(&f64::NAN)))
+        .filter_map(|n| Some((n.text.as_str(), *n.watts.as_ref().ok()?)))
         .collect();
+    if numbers.is_empty() {
+        if let Some((text, why)) = all.iter().find_map(|n| Some((&n.text, n.watts.err()?))) {
+            return Err(format!(
+                "printed {text:?}: {why}; it must print the power in watts (W or kW)"
+            ));
+        }
+    }
     match numbers.as_slice() {
         [] if text.trim().is_empty() => Err("printed nothing".into()),
         [] => Err(format!("printed no watts (first line: {first_line:?})")),
@@ -490,7 +489,12 @@ pub fn parse_meter_watts(text: &str) -> Result<f64, String> {
             "printed negative watts ({tok}): a meter reads 0 W or more; check its sign and units"
         )),
         [(tok, w)] if *w > METER_MAX_W => Err(format!(
-            "printed {tok} W, more than the {} kW one server can draw: check its units (mW?)",
+            "printed {tok}{}, more than the {} kW one server can draw: check its units (mW?)",
+            if tok.ends_with(|c: char| c.is_ascii_alphabetic()) {
+                ""
+            } else {
+                " W"
+            },
             METER_MAX_W / 1000.0
         )),
         [(_, w)] => Ok(*w),
@@ -705,7 +709,14 @@ mod tests {
             assert!(err(t).contains(why), "{t}: {}", err(t));
             assert!(err(t).contains(&format!("{t:?}")), "{t}: {}", err(t));
         }
-        assert!(err("230 V 1.2 A 276 W").contains("3 numbers"));
+        // Beside the watts, another quantity is left out.
+        assert_eq!(parse_meter_watts("230 V 1.2 A 276 W"), Ok(276.0));
+        assert_eq!(parse_meter_watts("230V 1.2A 276W"), Ok(276.0));
+        assert!(
+            err("0.2 MW").contains("printed 0.2 MW, more than"),
+            "{}",
+            err("0.2 MW")
+        );
         assert!(err("1e300").contains("100 kW"), "{}", err("1e300"));
         assert!(
             err("100\n200").contains("2 numbers (100, 200)"),

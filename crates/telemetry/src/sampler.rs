@@ -107,8 +107,11 @@ struct State {
     taken: usize,
     notes: Vec<String>,
     /// When the sampling thread next closes an interval (pushed back by every attempt,
-    /// successful or not, and by `take`).
+    /// successful or not, and by `take`, but never past two intervals after the last
+    /// tick: see [`State::sample_now`]).
     due: Instant,
+    /// When the sampling thread last closed an interval.
+    last_tick: Instant,
     stop: bool,
 }
 
@@ -284,13 +287,15 @@ impl State {
         if now.saturating_duration_since(self.prev.at) < MIN_INTERVAL {
             return false;
         }
-        // Only a tick moves the next one on: a caller closing more often than the
-        // interval (a test's checkpoint every 5 s, against `--telemetry-interval 10s`)
-        // put it off for ever, and the instantaneous sources, read at ticks only, were
-        // never read in the test.
+        // A close moves the next tick a whole interval on (no sliver of an interval
+        // just after a test's start or end), but not past two intervals after the last
+        // tick: a caller closing more often than the interval (a test's checkpoint every
+        // 5 s, against `--telemetry-interval 10s`) put it off for ever, and the
+        // instantaneous sources, read at ticks only, were never read in the test.
         if tick {
-            self.due = now + self.cfg.interval;
+            self.last_tick = now;
         }
+        self.due = (now + self.cfg.interval).min(self.last_tick + 2 * self.cfg.interval);
         let cur = match snapshot(&self.cfg) {
             Ok(s) => s,
             Err(e) => {
@@ -490,6 +495,7 @@ impl Sampler {
             taken: 0,
             notes: freq_note.into_iter().collect(),
             due: Instant::now() + interval,
+            last_tick: Instant::now(),
             stop: false,
         };
         let shared: Shared = Arc::new((Mutex::new(state), Condvar::new()));
@@ -960,14 +966,24 @@ fn summarize_host(
     // Pieces of one sample (cut apart by a test's timed parts) count once.
     let samples = (1 + measured.windows(2).filter(|w| w[0].t_s != w[1].t_s).count()) as u32;
     let covered_s: f64 = measured.iter().map(|s| s.interval_s).sum();
-    // Of the samples a power reading was due in (one read or failed: a tick's of an
-    // instantaneous source, any close's of an energy counter), not those a test's start
-    // or end closed between ticks on a host with instantaneous sources only (review H,
-    // 16). A host of RAPL alone read every sample: counting only the instantaneous
-    // ones, one failed interval of 60 s said its power covered 0.0 s of them.
+    // Of the samples a power reading was due in: on a host with an instantaneous source
+    // (IPMI, a meter), its ticks (one read or failed), not the closes a test's start or
+    // end made between them (review H, 16); on a host of energy counters alone (RAPL),
+    // which read at every close, every one read or failed. Counting only the
+    // instantaneous there, one failed interval of 60 s said its power covered 0.0 s.
+    let instantaneous = measured
+        .iter()
+        .any(|s| s.power.iter().any(|p| p.instantaneous));
     let due: Vec<&TelemetrySample> = measured
         .iter()
-        .filter(|s| !s.power_failed.is_empty() || !s.power.is_empty())
+        .filter(|s| {
+            !s.power_failed.is_empty()
+                || if instantaneous {
+                    s.power.iter().any(|p| p.instantaneous)
+                } else {
+                    !s.power.is_empty()
+                }
+        })
         .copied()
         .collect();
     let due_samples = due.len() - due.windows(2).filter(|w| w[0].t_s == w[1].t_s).count();
