@@ -66,10 +66,11 @@ pub struct CompareRow {
     pub b: Option<Sample>,
     /// (b - a) / a in percent.
     pub diff_pct: Option<f64>,
-    /// 95% CI of the difference, in percent of a (Welch), as computed: a lower bound
-    /// below -100% (two or three runs of a wide spread) is kept here, and the text shows
-    /// it as `<-100%` (every compared figure is a count, rate, time or share: none goes
-    /// below zero, so the interval says only that it reaches zero).
+    /// 95% CI of the difference, in percent of a (Welch's, or paired over interleaved
+    /// variants), as computed: a lower bound below -100% (two or three runs of a wide
+    /// spread) is kept here, and the text shows it as `<-100%` (every compared figure is
+    /// a count, rate, time or share: none goes below zero, so the interval says only that
+    /// it reaches zero).
     pub ci95_pct: Option<(f64, f64)>,
     /// For a share (any figure in %: `pct_over_1ms`, UDP `loss_pct`): b - a in
     /// percentage points, as the seeds state such differences ("11% vs 0%"), and its 95%
@@ -266,10 +267,8 @@ impl Comparison {
         }
         if !self.loadgen_in_power.is_empty() {
             out.push(format!(
-                "Power and per-W rows: {} also ran the load generator: the watts, and the \
-                 figures per watt, include the generator's work; with the generators on \
-                 other hosts a server's watts are its own.",
-                self.loadgen_in_power.join("; ")
+                "Power and per-W rows: {}.",
+                crate::derive::loadgen_power_note(&self.loadgen_in_power.join("; "))
             ));
         }
         out
@@ -1596,7 +1595,8 @@ pub struct Judged {
     pub b: Option<Sample>,
     pub diff_pct: Option<f64>,
     pub ci95_pct: Option<(f64, f64)>,
-    /// b - a in the figure's own unit, and its 95% CI (Welch).
+    /// b - a in the figure's own unit, and its 95% CI (Welch's, or paired over
+    /// interleaved variants).
     pub diff_abs: Option<f64>,
     pub ci95_abs: Option<(f64, f64)>,
     pub p_value: Option<f64>,

@@ -629,16 +629,16 @@ pub fn loadgen_power_notes<'a>(rows: impl IntoIterator<Item = &'a Efficiency>) -
             hosts.push(h);
         }
     }
-    hosts
-        .iter()
-        .map(|h| {
-            format!(
-                "{h} also ran the load generator: its power, and the figures per watt, \
-                 include the generator's work; with the generators on other hosts the \
-                 server's watts are its own"
-            )
-        })
-        .collect()
+    hosts.iter().map(|h| loadgen_power_note(h)).collect()
+}
+
+/// That `who` (a host, or hosts with the sides of a comparison) also ran the load
+/// generator, so its power holds the generator's work.
+pub fn loadgen_power_note(who: &str) -> String {
+    format!(
+        "{who} also ran the load generator: its power, and the figures per watt, include the \
+         generator's work; with the generators on other hosts the server's watts are its own"
+    )
 }
 
 /// Hosts that are (or include) the system under test; empty when roles say nothing.
@@ -1340,13 +1340,7 @@ impl<'a> Point<'a> {
                 Err(e) => why = Some(e),
             }
         }
-        let terms = (!both.is_empty()).then(|| {
-            let n = both.len() as f64;
-            let (c, t) = both
-                .iter()
-                .fold((0.0, 0.0), |(c, t), (ci, ti)| (c + ci, t + ti));
-            (c / n, t / n)
-        });
+        let terms = stats::means_of_pairs(both);
         match (basis, stats::mean(&pcts)) {
             (Some(basis), Some(pct)) => Ok((CpuFigure { pct, basis }, terms)),
             _ => Err(why.unwrap_or_else(|| self.no_valid_why())),
@@ -1465,14 +1459,11 @@ impl Powered<'_> {
     /// not of every one (100k, 100k and 160k ops/s over 300 W, 300 W and none is 333 per
     /// W, not the 400 of the three's mean over the two's). None where none has both.
     fn per_watt_terms(&self) -> Option<(f64, f64)> {
-        let (perf_sum, w_sum, n) = self
-            .reps
-            .iter()
-            .filter_map(|(r, w)| r.headline_value().map(|v| (v, *w)))
-            .fold((0.0, 0.0, 0usize), |(p, ws, n), (v, w)| {
-                (p + v, ws + w, n + 1)
-            });
-        (n > 0).then(|| (perf_sum / n as f64, w_sum / n as f64))
+        stats::means_of_pairs(
+            self.reps
+                .iter()
+                .filter_map(|(r, w)| r.headline_value().map(|v| (v, *w))),
+        )
     }
 
     /// Their mean power, or why there is none.

@@ -796,10 +796,9 @@ fn pair_table(
         all_line_na,
         no_line,
     ));
-    notes.push(
-        "Each figure is the median of the pair's valid repetitions (n); CPU/tput and W/tput divide those medians by the end's own throughput (sent at the sender, received at the receiver). %CPU used = sum over the end's CPUs of 100 - %idle - %iowait (an unpinned end: over every CPU), in percent of one CPU."
-        .to_string(),
-    );
+    notes.push(format!(
+        "Each figure is the median of the pair's valid repetitions (n); CPU/tput and W/tput divide those medians by the end's own throughput (sent at the sender, received at the receiver). %CPU used = sum of 100 - %idle - %iowait over the end's CPU rows, its pinned CPUs and those busy {BUSY_SHOWN_PCT}% or more beside them (an unpinned end: over every CPU), in percent of one CPU."
+    ));
     let point = if point.is_empty() {
         String::new()
     } else {

@@ -28,6 +28,17 @@ pub fn stdev(v: &[f64]) -> Option<f64> {
     Some((v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt())
 }
 
+/// The means of both figures of `pairs` (a throughput and the watts or CPU it is set
+/// against, per repetition): the terms of a ratio of means. None without pairs.
+pub fn means_of_pairs(pairs: impl IntoIterator<Item = (f64, f64)>) -> Option<(f64, f64)> {
+    let (a, b, n) = pairs
+        .into_iter()
+        .fold((0.0, 0.0, 0usize), |(a, b, n), (x, y)| {
+            (a + x, b + y, n + 1)
+        });
+    (n > 0).then(|| (a / n as f64, b / n as f64))
+}
+
 /// n, mean and sample standard deviation of a set of repetitions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {

@@ -56,10 +56,11 @@ fn ratio_over(
     ratio: impl Fn(&ResultRecord) -> Option<f64>,
     weight: impl Fn(&ResultRecord) -> Option<f64>,
 ) -> Option<f64> {
-    let (num, den) = rs
-        .iter()
-        .filter_map(|r| Some((ratio(r)?, weight(r)?)))
-        .fold((0.0, 0.0), |(n, d), (x, w)| (n + x * w, d + w));
+    let (num, den) = crate::stats::means_of_pairs(
+        rs.iter()
+            .filter_map(|r| Some((ratio(r)?, weight(r)?)))
+            .map(|(x, w)| (x * w, w)),
+    )?;
     (den > 0.0).then(|| num / den)
 }
 

@@ -3531,9 +3531,10 @@ fn tco_with_perf_given_takes_power_of_one_point_only() {
     let fr = tco::from_run(&run, &plan.platforms[0]);
     assert!(fr.power_w.is_none(), "{:?}", fr.power_w);
     assert!(
-        fr.problems
-            .iter()
-            .any(|p| p.contains("2 sweep points") && p.contains("get ") && p.contains("set ")),
+        fr.problems.iter().any(|p| p.contains("2 sweep points")
+            && p.contains("get ")
+            && p.contains("set ")
+            && p.contains("give `test` for")),
         "{:?}",
         fr.problems
     );

@@ -170,9 +170,17 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
             }
         }
         if configs.len() > 1 {
+            // Tests at one setting (`-t set,get`): `test` alone chooses.
+            let settings: std::collections::BTreeSet<String> =
+                power_results.iter().map(|r| params_key(r)).collect();
+            let give = if settings.len() == 1 {
+                "give `test`"
+            } else {
+                "give `params` (and `test`)"
+            };
             out.problems.push(format!(
-                "run {}: its results are at {} sweep points ({}): give `params` (and `test`) \
-                 for the one whose power goes with the performance given",
+                "run {}: its results are at {} sweep points ({}): {give} for the one whose \
+                 power goes with the performance given",
                 run.id,
                 configs.len(),
                 configs.into_iter().collect::<Vec<_>>().join("; ")
