@@ -1435,7 +1435,10 @@ impl<'a> Point<'a> {
                 _ if !throughput => Err(NOT_A_THROUGHPUT.to_string()),
                 Ok(_) if phased.is_some() => Err(phased.clone().unwrap_or_default()),
                 Ok((_, Some((c, t)))) if *t > 0.0 => Ok(c / t),
-                Ok(_) => Err("the throughput is zero".to_string()),
+                Ok((_, Some(_))) => Err("the throughput is zero".to_string()),
+                Ok((_, None)) => {
+                    Err("no repetition has both a throughput and a %CPU used".to_string())
+                }
                 Err(why) => Err(format!("no %CPU used: {why}")),
             },
             cpu_used: cpu,
@@ -2577,8 +2580,8 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         ));
     }
     // A best of several points is biased up by their noise, and more so over more points:
-    // said where the summary takes one (review of s34: unsaid, a platform measured at
-    // more points gained in its Difference and its TCO's perf/$).
+    // said where the summary takes one (it was not, and a platform measured at more
+    // points gained in its Difference and its TCO's perf/$ unsaid).
     let takes_best = s
         .peak_params
         .iter()

@@ -1,8 +1,9 @@
-//! Small statistics: means, sample standard deviation, and Welch's t-test with its 95%
-//! confidence interval (METHODS section 10: report n, mean +- sd, the difference with a
-//! CI and a significance verdict at p < 0.05; never compare single runs as if they were
-//! certain). The Student t distribution is computed here from the regularized incomplete
-//! beta function (continued fraction, Numerical Recipes 6.4) to avoid a dependency.
+//! Small statistics: means, sample standard deviation, Welch's and the paired t-test
+//! with their 95% confidence interval (METHODS section 10: report n, mean +- sd, the
+//! difference with a CI and a significance verdict at p < 0.05; never compare single runs
+//! as if they were certain). The Student t distribution is computed here from the
+//! regularized incomplete beta function (continued fraction, Numerical Recipes 6.4) to
+//! avoid a dependency.
 
 use serde::{Deserialize, Serialize};
 
@@ -88,7 +89,7 @@ impl Sample {
 /// A t-test of `b` against `a`: Welch's two-sample ([`welch`]) or a paired one
 /// ([`paired_t`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Welch {
+pub struct TTest {
     pub t: f64,
     pub df: f64,
     /// Two-sided p-value.
@@ -100,7 +101,7 @@ pub struct Welch {
 
 /// Welch's t-test; None unless both sides have at least two values, and None when
 /// neither side has any spread but their means differ ([`no_spread`]).
-pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
+pub fn welch(a: &Sample, b: &Sample) -> Option<TTest> {
     let (sa, sb) = (a.sd?, b.sd?);
     let (na, nb) = (a.n as f64, b.n as f64);
     let va = sa * sa / na;
@@ -109,7 +110,7 @@ pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
     let diff = b.mean - a.mean;
     if se == 0.0 {
         // Identical values on both sides and the same mean: nothing differs.
-        return (diff == 0.0).then_some(Welch {
+        return (diff == 0.0).then_some(TTest {
             t: 0.0,
             df: na + nb - 2.0,
             p: 1.0,
@@ -121,7 +122,7 @@ pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
     let t = diff / se;
     let p = 2.0 * student_t_sf(t.abs(), df);
     let q = student_t_quantile(0.975, df);
-    Some(Welch {
+    Some(TTest {
         t,
         df,
         p,
@@ -135,14 +136,14 @@ pub fn welch(a: &Sample, b: &Sample) -> Option<Welch> {
 /// drifted between repetitions is in both and drops out of b_i - a_i): the one-sample t
 /// of the differences, n - 1 degrees of freedom. None under two pairs, and when every
 /// difference is the same non-zero value (nothing to divide by, as [`no_spread`]).
-pub fn paired_t(pairs: &[(f64, f64)]) -> Option<Welch> {
+pub fn paired_t(pairs: &[(f64, f64)]) -> Option<TTest> {
     let d: Vec<f64> = pairs.iter().map(|(a, b)| b - a).collect();
     let (md, sd) = (mean(&d)?, stdev(&d)?);
     let n = d.len() as f64;
     let df = n - 1.0;
     let se = sd / n.sqrt();
     if se == 0.0 {
-        return (md == 0.0).then_some(Welch {
+        return (md == 0.0).then_some(TTest {
             t: 0.0,
             df,
             p: 1.0,
@@ -152,7 +153,7 @@ pub fn paired_t(pairs: &[(f64, f64)]) -> Option<Welch> {
     }
     let t = md / se;
     let q = student_t_quantile(0.975, df);
-    Some(Welch {
+    Some(TTest {
         t,
         df,
         p: 2.0 * student_t_sf(t.abs(), df),
