@@ -1633,9 +1633,7 @@ fn run_as(
                 // The repetitions ran out (--max-repeat) before the spread came down.
                 let until_cv = o.until_cv.filter(|_| fixed_rep.is_none());
                 if let Some(flag) = until_cv.and_then(|t| cv_target_flag(&headlines, t)) {
-                    for s in &test_steps {
-                        store.add_flags(&run_id, *s, std::slice::from_ref(&flag))?;
-                    }
+                    store.add_flags(&run_id, &test_steps, std::slice::from_ref(&flag))?;
                     for r in record.results.iter_mut() {
                         if test_steps.contains(&r.step) {
                             r.flags.push(flag.clone());
@@ -1645,16 +1643,12 @@ fn run_as(
             }
             match w.verify(&ctx) {
                 Ok(flags) if !flags.is_empty() => {
-                    for s in &point_steps {
-                        store.add_flags(&run_id, *s, &flags)?;
-                    }
+                    store.add_flags(&run_id, &point_steps, &flags)?;
                 }
                 Ok(_) => {}
                 Err(e) => {
                     let f = Flag::invalid("verify_failed", describe(&e));
-                    for s in &point_steps {
-                        store.add_flags(&run_id, *s, std::slice::from_ref(&f))?;
-                    }
+                    store.add_flags(&run_id, &point_steps, std::slice::from_ref(&f))?;
                 }
             }
             w.cleanup();

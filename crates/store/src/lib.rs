@@ -463,18 +463,29 @@ impl Store {
         Ok(())
     }
 
-    /// Add validity flags to every stored result of `step` (flags found after it was
-    /// inserted, e.g. by a consistency check at the end of a sweep point).
-    pub fn add_flags(&self, run_id: &str, step: u32, flags: &[model::Flag]) -> anyhow::Result<()> {
+    /// Add validity flags to every stored result of `steps` (flags found after they were
+    /// inserted, e.g. by a consistency check at the end of a sweep point), in one
+    /// transaction: a point's repetitions are flagged all or none (a step at a time, a
+    /// kill or a full store between them left some invalid and the rest looking valid).
+    pub fn add_flags(
+        &self,
+        run_id: &str,
+        steps: &[u32],
+        flags: &[model::Flag],
+    ) -> anyhow::Result<()> {
         let mut conn = self.lock();
         let tx = write_tx(&mut conn)?;
-        let ids: Vec<i64> = {
+        let mut ids: Vec<i64> = Vec::new();
+        for &step in steps {
             let mut stmt = tx.prepare("SELECT id FROM results WHERE run_id = ?1 AND step = ?2")?;
             let rows = stmt.query_map(params![run_id, step as i64], |r| r.get(0))?;
-            rows.collect::<Result<_, _>>()?
-        };
-        if ids.is_empty() {
-            bail!("run {run_id} has no result at step {step}");
+            let before = ids.len();
+            for id in rows {
+                ids.push(id?);
+            }
+            if ids.len() == before {
+                bail!("run {run_id} has no result at step {step}");
+            }
         }
         for rid in ids {
             let next: i64 = tx.query_row(

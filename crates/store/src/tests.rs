@@ -62,6 +62,36 @@ fn a_begun_run_has_its_owner_in_the_same_write() {
     assert_eq!(count(&store, "run_owner"), 1);
 }
 
+/// A point's repetitions are flagged in one transaction: a step without a result fails
+/// the whole, and no step before it keeps a flag.
+#[test]
+fn flags_for_a_points_steps_are_added_all_or_none() {
+    let (_d, store) = tmp_store();
+    let run = rich_run("r-flags", None, t0(0), 2);
+    store.import_run(&run).unwrap();
+    let steps: Vec<u32> = run.results.iter().map(|r| r.step).collect();
+    let flag = model::Flag::invalid("verify_failed", "the check failed");
+    let flags_before = count(&store, "flags");
+    let missing = steps.iter().max().unwrap() + 100;
+    let e = store
+        .add_flags(&run.id, &[steps[0], missing], std::slice::from_ref(&flag))
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains(&format!("no result at step {missing}")),
+        "{e}"
+    );
+    assert_eq!(count(&store, "flags"), flags_before);
+    store
+        .add_flags(&run.id, &steps, std::slice::from_ref(&flag))
+        .unwrap();
+    let loaded = store.load_run(&run.id).unwrap();
+    assert!(loaded
+        .results
+        .iter()
+        .all(|r| r.flags.iter().any(|f| f.code == "verify_failed")));
+}
+
 #[test]
 fn incremental_writes_round_trip_exactly() {
     let (_d, store) = tmp_store();
