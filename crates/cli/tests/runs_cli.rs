@@ -231,7 +231,8 @@ fn export_json_then_import_elsewhere() {
     let file2 = out_dir.join("edited.json");
     std::fs::write(&file2, store::export::to_json(&edited)).unwrap();
     let out = rackbench(&db2, &["import", file2.to_str().unwrap()]);
-    ok(&out);
+    // A run not imported, as the README says: exit 2.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("2 already there"), "{err}");
     assert!(

@@ -177,11 +177,7 @@ impl Store {
                 params![run_id, why, ts(&Utc::now())],
             )?;
             // A test's provisional result (what it had measured when the process ended).
-            tx.execute(
-                "UPDATE results SET status = 'interrupted', error = ?2
-                 WHERE run_id = ?1 AND status = 'running'",
-                params![run_id, why],
-            )?;
+            close_provisional(&tx, &run_id, Some(&why))?;
             tx.execute("DELETE FROM run_owner WHERE run_id = ?1", [&run_id])?;
             tx.commit()?;
             closed.push(run_id);
@@ -272,6 +268,7 @@ impl Store {
             "UPDATE runs SET status = 'interrupted', error = ?2, finished_at = ?3 WHERE id = ?1",
             params![run_id, why, ts(&Utc::now())],
         )?;
+        close_provisional(&tx, run_id, Some(&why))?;
         tx.execute("DELETE FROM run_owner WHERE run_id = ?1", [run_id])?;
         tx.commit()?;
         Ok(())
@@ -452,12 +449,7 @@ impl Store {
         }
         // A test's provisional result its final one did not replace (that write failed):
         // what it had measured, closed with the run.
-        tx.execute(
-            "UPDATE results SET status = 'interrupted',
-                 error = COALESCE(?2, 'the run ended before this test stored its result')
-             WHERE run_id = ?1 AND status = 'running'",
-            params![run_id, error],
-        )?;
+        close_provisional(&tx, run_id, error)?;
         tx.execute("DELETE FROM run_owner WHERE run_id = ?1", [run_id])?;
         tx.commit()?;
         Ok(())
@@ -692,7 +684,8 @@ impl Store {
         if !holds_less(&self.lock(), run)? {
             return Ok(false);
         }
-        self.insert_whole(run, run.status, &run.error, None, true)?;
+        let (status, error) = imported_status(run);
+        self.insert_whole(run, status, &error, None, true)?;
         Ok(true)
     }
 
@@ -710,14 +703,19 @@ impl Store {
         for run in runs {
             if run_exists(&tx, &run.id)? {
                 if holds_less(&tx, run)? {
-                    insert_whole_in(&tx, &self.path, run, run.status, &run.error, None, true)?;
+                    let (status, error) = imported_status(run);
+                    insert_whole_in(&tx, &self.path, run, status, &error, None, true)?;
                     done.imported.push(run.id.clone());
                 } else {
                     // The same id with other figures (an export edited, or another
                     // store's run under a colliding id) is kept out as a copy would be,
                     // and said: "already there" hid that the two differ (acceptance L, 8).
+                    // Set against the file's run as an import stores it: a result it
+                    // has running is stored interrupted, so a second import of one
+                    // export of a running run is the same run.
                     let stored = load_run(&tx, &run.id, &self.path)?;
-                    if serde_json::to_value(&stored.results)? != serde_json::to_value(&run.results)?
+                    if serde_json::to_value(&stored.results)?
+                        != serde_json::to_value(imported_results(run))?
                         || stored.hosts != run.hosts
                     {
                         done.differing.push(run.id.clone());
@@ -784,6 +782,37 @@ fn imported_status(run: &RunRecord) -> (Status, Option<String>) {
     (run.status, run.error.clone())
 }
 
+/// `run`'s results as [`Store::import_run`] stores them.
+fn imported_results(run: &RunRecord) -> Vec<ResultRecord> {
+    provisional_closed(run, &imported_status(run).1)
+}
+
+/// `run`'s results, a test's provisional one (no process here will replace it) closed
+/// as interrupted, for `error` or, with none, the run having ended before it.
+fn provisional_closed(run: &RunRecord, error: &Option<String>) -> Vec<ResultRecord> {
+    let mut results = run.results.clone();
+    interrupt_provisional(&mut results, error.as_deref().unwrap_or(ENDED_BEFORE));
+    results
+}
+
+/// Why a test's provisional result was closed, where its run's end gives no reason.
+const ENDED_BEFORE: &str = "the run ended before this test stored its result";
+
+/// Close run `run_id`'s provisional results (a test's, stored while it ran, that its
+/// final one never replaced) as interrupted, for `why` (with none, [`ENDED_BEFORE`]):
+/// with the run, in the transaction that closes it, or nothing would close them again.
+fn close_provisional(
+    tx: &rusqlite::Transaction<'_>,
+    run_id: &str,
+    why: Option<&str>,
+) -> rusqlite::Result<usize> {
+    tx.execute(
+        "UPDATE results SET status = 'interrupted', error = ?2
+         WHERE run_id = ?1 AND status = 'running'",
+        params![run_id, why.unwrap_or(ENDED_BEFORE)],
+    )
+}
+
 /// Store `run` whole in `tx`, with this status and error (and its owner, for a run
 /// begun here). Refused when the id is stored, unless `replace_less` and the stored copy
 /// holds less of it ([`holds_less`]), which it then replaces.
@@ -836,14 +865,7 @@ fn insert_whole_in(
     for (i, idle) in run.idle_power.iter().enumerate() {
         insert_idle(tx, &run.id, i as i64, idle)?;
     }
-    // A test's provisional result: no process here will replace it.
-    let mut results = run.results.clone();
-    interrupt_provisional(
-        &mut results,
-        error
-            .as_deref()
-            .unwrap_or("the run ended before this test stored its result"),
-    );
+    let results = provisional_closed(run, error);
     for (i, r) in results.iter().enumerate() {
         insert_result(tx, &run.id, i as i64, r, 0).with_context(|| storing(r, &run.id))?;
     }
@@ -1001,8 +1023,12 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
-/// Whether the stored run of `run`'s id ended failed or interrupted with fewer results
-/// than `run`, each the same step, test and repetition as `run`'s at its place.
+/// Whether the stored run of `run`'s id ended failed or interrupted holding less of it:
+/// its results are `run`'s first ones (each the same step, test and repetition at its
+/// place, and no further on), and `run` has more of them, or a test's final result
+/// where the stored copy has the provisional one its test stored while it ran (closed
+/// as interrupted: the store refused the final one, or the run was exported while that
+/// test ran).
 fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
     let status: Option<String> = conn
         .query_row("SELECT status FROM runs WHERE id = ?1", [&run.id], |r| {
@@ -1012,18 +1038,38 @@ fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
     if !matches!(status.as_deref(), Some("failed" | "interrupted")) {
         return Ok(false);
     }
-    let mut stmt =
-        conn.prepare("SELECT step, test, repetition FROM results WHERE run_id = ?1 ORDER BY ord")?;
-    let stored: Vec<(u32, String, u32)> = stmt
-        .query_map([&run.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+    let mut stmt = conn.prepare(
+        "SELECT step, test, repetition, status FROM results WHERE run_id = ?1 ORDER BY ord",
+    )?;
+    let stored: Vec<(u32, String, u32, String)> = stmt
+        .query_map([&run.id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?
         .collect::<Result<_, _>>()?;
-    Ok(stored.len() < run.results.len()
-        && stored
-            .iter()
-            .zip(&run.results)
-            .all(|((step, test, rep), r)| {
-                *step == r.step && *test == r.test && *rep == r.repetition
-            }))
+    if stored.len() > run.results.len() {
+        return Ok(false);
+    }
+    // As imported, a result still running in `run` is interrupted.
+    let imported = |s: Status| {
+        if s == Status::Running {
+            Status::Interrupted
+        } else {
+            s
+        }
+    };
+    let mut more = stored.len() < run.results.len();
+    for ((step, test, rep, status), r) in stored.iter().zip(&run.results) {
+        if (*step, test.as_str(), *rep) != (r.step, r.test.as_str(), r.repetition) {
+            return Ok(false);
+        }
+        let (stored, theirs) = (parse_status(status)?, imported(r.status));
+        if stored == Status::Interrupted && theirs != Status::Interrupted {
+            more = true;
+        } else if stored != theirs {
+            return Ok(false);
+        }
+    }
+    Ok(more)
 }
 
 /// Whether `e` is SQLite finding a store's file damaged (SQLITE_CORRUPT, "database disk

@@ -207,10 +207,20 @@ fn a_run_whose_process_is_gone_is_closed_as_interrupted_on_open() {
     );
     let err = store.close_by_hand("r-live").unwrap_err().to_string();
     assert!(err.contains("in progress"), "{err}");
+    let mut provisional = rich_result(0, "ramp", 1, t0(2));
+    provisional.status = Status::Running;
+    store.put_result("r-elsewhere", None, &provisional).unwrap();
     store.close_by_hand("r-elsewhere").unwrap();
     let closed = store.load_run("r-elsewhere").unwrap();
     assert_eq!(closed.status, Status::Interrupted);
     assert!(closed.error.unwrap().contains("other/pid:[1]"));
+    // Its provisional result with it (audit, 6).
+    assert_eq!(closed.results[0].status, Status::Interrupted);
+    assert!(closed.results[0]
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("by hand"));
     assert!(store.close_by_hand("r-elsewhere").is_err(), "closed twice");
     // Finishing a run forgets its owner.
     store.finish_run("r-live", Status::Ok, None).unwrap();
@@ -818,6 +828,55 @@ fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
     assert_eq!(back.results[2].status, Status::Interrupted);
     assert_eq!(back.results[2].error.as_deref(), Some("disk full"));
     assert_eq!(back.results[0], first);
+    // The run as measured (the file the runner leaves beside the store when it
+    // refused that final result) holds as many results, the last one final: an import
+    // puts it in place of the provisional copy (audit, 1).
+    let mut measured = back.clone();
+    measured.results[2] = rich_result(2, "levels", 1, t0(3));
+    let done = store.import_all(std::slice::from_ref(&measured)).unwrap();
+    assert_eq!(done.imported, [header.id.clone()]);
+    assert_eq!(
+        store.load_run(&header.id).unwrap().results,
+        measured.results
+    );
+    // The other way round, a copy whose result is only provisional, holds less.
+    let mut older = measured.clone();
+    older.results[2].status = Status::Running;
+    let done = store.import_all(&[older]).unwrap();
+    assert_eq!(done.differing, [header.id.clone()]);
+    assert_eq!(
+        store.load_run(&header.id).unwrap().results,
+        measured.results
+    );
+}
+
+/// A run exported while it ran, imported, and exported again later still running
+/// with more: the later one replaces the first, interrupted as the first was (not left
+/// `running`, where nothing would close it), and importing an export a second time is
+/// the same run, not one that differs (audit, 3 and 5).
+#[test]
+fn a_later_export_of_a_running_run_replaces_the_first_and_stays_closed() {
+    let (_d, store) = tmp_store();
+    let mut first = rich_run("r-live", None, t0(0), 1);
+    first.status = Status::Running;
+    first.error = None;
+    first.finished_at = None;
+    first.results[0].status = Status::Running;
+    store.import_all(std::slice::from_ref(&first)).unwrap();
+    let again = store.import_all(std::slice::from_ref(&first)).unwrap();
+    assert_eq!(again.skipped, [first.id.clone()]);
+    assert!(again.differing.is_empty(), "{again:?}");
+    let mut later = first.clone();
+    later.results[0].status = Status::Ok;
+    later.results.push(rich_result(1, "get", 1, t0(9)));
+    later.results[1].status = Status::Running;
+    let done = store.import_all(std::slice::from_ref(&later)).unwrap();
+    assert_eq!(done.imported, [later.id.clone()]);
+    let back = store.load_run(&later.id).unwrap();
+    assert_eq!(back.status, Status::Interrupted);
+    assert!(back.error.unwrap().contains("still running"));
+    assert_eq!(back.results[0].status, Status::Ok);
+    assert_eq!(back.results[1].status, Status::Interrupted);
 }
 
 /// A provisional result's samples stay where it is stored again, the new ones after

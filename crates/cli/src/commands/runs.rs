@@ -479,8 +479,9 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
         });
         outcomes.push((file, done));
     }
-    // One file: its outcome is the command's (an error is the error, as before).
-    if outcomes.len() == 1 && outcomes[0].1.is_err() {
+    // One file: its outcome is the command's (an error is the error, as before), but
+    // for `--json`, whose reader takes the error from the summary as for several files.
+    if outcomes.len() == 1 && outcomes[0].1.is_err() && !g.json {
         if let Some((_, Err(e))) = outcomes.pop() {
             return Err(e);
         }
@@ -569,15 +570,24 @@ pub fn import(a: ImportArgs, g: &Global) -> anyhow::Result<i32> {
             }
         }
         if many && failed > 0 {
+            let others = if failed < outcomes.len() {
+                format!(": the others are in {into}")
+            } else {
+                String::new()
+            };
             engine::errln!(
-                "{failed} of {} files not imported (each file is imported whole or not at all: \
-                 the others are in {into})",
+                "{failed} of {} files not imported (each file is imported whole or not at \
+                 all){others}",
                 outcomes.len()
             );
         }
     }
-    // Bad input, as a single unreadable file is.
-    Ok(if failed > 0 { 2 } else { 0 })
+    // Bad input, as a single unreadable file is; so is a run not imported for one of
+    // the same id stored with other results.
+    let differing = outcomes
+        .iter()
+        .any(|(_, o)| o.as_ref().is_ok_and(|d| !d.differing.is_empty()));
+    Ok(if failed > 0 || differing { 2 } else { 0 })
 }
 
 /// The runs of one JSON export, `-` being stdin.
