@@ -121,6 +121,19 @@ pub struct LoadSpec {
     /// a worker's share later, so that generators do not send in step.
     #[serde(default)]
     pub phase: f64,
+    /// How long a generator waits with requests in flight and no byte of reply before it
+    /// ends the test, counting them lost: a server stopped (SIGSTOP, `CLIENT PAUSE`) or a
+    /// path that drops packets keeps its connections open, and a test stopped by a count
+    /// waited for its last requests for ever.
+    #[serde(default = "no_reply_timeout")]
+    pub no_reply_timeout: Duration,
+}
+
+/// [`LoadSpec::no_reply_timeout`]'s default: far beyond any reply of the workloads here.
+pub const NO_REPLY_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn no_reply_timeout() -> Duration {
+    NO_REPLY_TIMEOUT
 }
 
 impl LoadSpec {
@@ -182,6 +195,7 @@ impl Default for LoadSpec {
             sleep_when_idle: false,
             client_io: ClientIo::Auto,
             phase: 0.0,
+            no_reply_timeout: NO_REPLY_TIMEOUT,
         }
     }
 }

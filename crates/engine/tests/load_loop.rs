@@ -1884,3 +1884,43 @@ fn a_checkpoint_counts_the_unsent_of_an_open_loop_behind() {
     assert!(c.unsent_requests <= out.unsent_requests);
     assert!(c.duration_s >= every);
 }
+
+/// A server that takes the requests and never answers, its connections kept open (a
+/// stopped process, `CLIENT PAUSE`, a path dropping packets): a test stopped by a count
+/// ends after the no-reply timeout, its requests in flight lost and said why; it waited
+/// for them for ever before (audit, 1).
+#[test]
+fn a_server_that_never_answers_ends_a_counted_test() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let held = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let h2 = held.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            h2.lock().unwrap().push(c);
+        }
+    });
+    for io in [ClientIo::Epoll, ClientIo::IoUring] {
+        let s = LoadSpec {
+            client_io: io,
+            no_reply_timeout: Duration::from_millis(500),
+            ..spec(StopAfter::Requests(1_000))
+        };
+        let t = std::time::Instant::now();
+        let out = run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()).unwrap();
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{io:?}: {:?}",
+            t.elapsed()
+        );
+        let why = out.stopped_early.clone().unwrap_or_default();
+        assert!(why.contains("no reply from the server"), "{io:?}: {why}");
+        assert_eq!(out.total_count(), 0, "{io:?}");
+        let lost: u64 = out.lost_requests.values().sum();
+        assert_eq!(
+            lost, 4,
+            "{io:?}: one per connection, {:?}",
+            out.lost_requests
+        );
+    }
+}

@@ -419,6 +419,9 @@ where
             drain_deadline: None,
             stopped_early: None,
             cpu_marked: warm_ns == 0,
+            heard_rx: 0,
+            heard_ns: 0,
+            no_reply_ns: spec.no_reply_timeout.as_nanos() as u64,
             next_ckpt_ns: match ckpt {
                 Some(_) => warm_ns.saturating_add(CHECKPOINT_EVERY.as_nanos() as u64),
                 None => u64::MAX,
@@ -503,6 +506,12 @@ struct Pace {
     drain_deadline: Option<u64>,
     stopped_early: Option<String>,
     cpu_marked: bool,
+    /// The bytes received when last looked at, and when they last grew (or nothing was
+    /// awaited): a server that stops answering without closing is seen by them.
+    heard_rx: u64,
+    heard_ns: u64,
+    /// [`LoadSpec::no_reply_timeout`], in ns.
+    no_reply_ns: u64,
     /// When this worker takes its next checkpoint (u64::MAX: none): a compare per round,
     /// where the loop reads the clock anyway, and nothing per request.
     next_ckpt_ns: u64,
@@ -598,6 +607,31 @@ impl Loop<'_> {
             pace.stopped_early
                 .get_or_insert_with(|| "every connection failed".to_string());
             return false;
+        }
+        // A server that stopped answering and keeps its connections open: without
+        // this, a test stopped by a count waited for its last requests for ever. A
+        // compare a round; the connections are looked at only once it is silent.
+        if self.rec.bytes_rx != pace.heard_rx {
+            (pace.heard_rx, pace.heard_ns) = (self.rec.bytes_rx, now);
+        } else if !pace.stop_sending && now.saturating_sub(pace.heard_ns) >= pace.no_reply_ns {
+            let waiting: usize = conns.iter().map(|c| c.inflight.len()).sum();
+            if waiting == 0 {
+                // Nothing awaited (an open loop between sends): idle, not silent.
+                pace.heard_ns = now;
+            } else {
+                let why = format!(
+                    "no reply from the server for {:.0} s, {waiting} request(s) waiting",
+                    Duration::from_nanos(pace.no_reply_ns).as_secs_f64()
+                );
+                for c in conns.iter_mut() {
+                    self.rec
+                        .lost_requests(&why, c.inflight.measured(pace.warm_ns));
+                    c.inflight.clear();
+                }
+                pace.sending_stopped_ns.get_or_insert(now);
+                pace.stopped_early.get_or_insert(why);
+                return false;
+            }
         }
         if pace.stop_sending {
             // Only once sending stopped does the loop need the count in flight.

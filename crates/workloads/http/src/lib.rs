@@ -503,6 +503,7 @@ impl HttpConfig {
             client_io: self.client_io,
             // The first generator's (a driver sets its own).
             phase: 0.0,
+            no_reply_timeout: engine::load::NO_REPLY_TIMEOUT,
         }
     }
 

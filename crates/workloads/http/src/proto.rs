@@ -383,7 +383,10 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
     }
     let mut length: Option<usize> = None;
     let mut chunked = false;
-    let mut close = false;
+    // RFC 9112 9.3: an HTTP/1.0 reply closes its connection unless it says keep-alive;
+    // the tokens of every Connection header count.
+    let http10 = rest.first() == Some(&b'0');
+    let (mut close, mut keep_alive) = (false, false);
     for line in lines {
         let Some(colon) = memchr::memchr(b':', line) else {
             return Err(format!("bad header line: {:?}", show(line)));
@@ -402,9 +405,10 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
             }
             length = Some(n);
         } else if name.eq_ignore_ascii_case(b"connection") {
-            close = value
-                .split(|&b| b == b',')
-                .any(|t| trim_ows(t).eq_ignore_ascii_case(b"close"));
+            for t in value.split(|&b| b == b',').map(trim_ows) {
+                close |= t.eq_ignore_ascii_case(b"close");
+                keep_alive |= t.eq_ignore_ascii_case(b"keep-alive");
+            }
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             chunked = value
                 .rsplit(|&b| b == b',')
@@ -412,6 +416,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
                 .is_some_and(|last| trim_ows(last).eq_ignore_ascii_case(b"chunked"));
         }
     }
+    close |= http10 && !keep_alive;
     let no_body = head_request || (100..200).contains(&status) || status == 204 || status == 304;
     let body = if no_body {
         Body::None
@@ -769,6 +774,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// An HTTP/1.0 reply closes its connection unless it says keep-alive (RFC 9112
+    /// 9.3), and every Connection header counts: taken for kept alive, the next request
+    /// went on a connection the server closed, lost (audit, 3).
+    #[test]
+    fn an_http_1_0_reply_closes_unless_kept_alive() {
+        let close = |head: &str| {
+            let b = format!("{head}Content-Length: 2\r\n\r\nhi");
+            parse_head(b.as_bytes(), false).unwrap().unwrap().close
+        };
+        assert!(close("HTTP/1.0 200 OK\r\n"));
+        assert!(!close("HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n"));
+        assert!(!close("HTTP/1.1 200 OK\r\n"));
+        assert!(close(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: upgrade\r\n"
+        ));
+        assert!(close("HTTP/1.1 200 OK\r\nConnection: upgrade, close\r\n"));
     }
 
     #[test]

@@ -203,6 +203,7 @@ impl Driver<'_> {
             sleep_when_idle: false,
             client_io: Default::default(),
             phase: self.phase,
+            no_reply_timeout: engine::load::NO_REPLY_TIMEOUT,
         }
     }
 
