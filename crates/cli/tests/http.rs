@@ -253,6 +253,20 @@ fn http_capacity_tests_become_results() {
         .map(|m| m["value"].as_f64().unwrap())
         .collect();
     assert_eq!(targets, [400.0, 200.0, 0.0]);
+    // Every probe met: 400 is a lower bound of nginx's capacity, and the levels say so.
+    let bound = results[2]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "capacity_a_bound")
+        .unwrap_or_else(|| panic!("{}", results[2]["flags"]));
+    assert!(
+        bound["message"]
+            .as_str()
+            .unwrap()
+            .contains("raise --search-max"),
+        "{bound}"
+    );
 }
 
 #[test]

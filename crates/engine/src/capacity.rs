@@ -263,7 +263,7 @@ impl RateStep {
     pub fn latency_at(&self, percentile: f64) -> Option<u64> {
         self.latency
             .as_ref()
-            .map(|h| h.value_at_quantile((percentile / 100.0).clamp(0.0, 1.0)))
+            .map(|h| h.value_at_quantile(quantile(percentile)))
     }
 
     /// The first extra metric with this name.
@@ -946,18 +946,41 @@ pub struct SearchResult {
     pub stopped: Option<String>,
 }
 
+/// The fraction of a percentile (99.9 -> 0.999), as the literal would be: 99.9 / 100 is
+/// 0.9990000000000001, which ranked p99.9 of 1000 requests at the 1000th, the maximum.
+fn quantile(pct: f64) -> f64 {
+    ((pct * 1e6).round() / 1e8).clamp(0.0, 1.0)
+}
+
+/// Where a percentile of the requests due falls.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Due {
+    /// At this latency, ns.
+    At(u64),
+    /// Among the `lost` of the `due` that never had a reply: above any bound.
+    AmongLost { lost: u64, due: u64 },
+}
+
 /// The latency at `pct` of every request of `step` that fell due: those sent as recorded,
-/// and each never sent at the least it would have waited. The k-th latest of them was
-/// due at least the grace and k - 1 intervals of the demanded rate before sending
-/// stopped, so it would have waited that long had it gone out then. Placing them all
-/// above the slowest recorded failed a probe whose 20 unsent requests were 1-10 ms
-/// behind against a 2 s bound (acceptance pass E, 1); placed at their least, a miss
-/// is certain, and a request far behind still counts against the bound.
-fn latency_of_due(step: &RateStep, pct: f64) -> Option<u64> {
+/// each never sent at the least it would have waited, and each lost (no reply: its
+/// connection failed, or none came before the drain's end) above any bound. The k-th
+/// latest of the unsent was due at least the grace and k - 1 intervals of the demanded
+/// rate before sending stopped, so it would have waited that long had it gone out then.
+/// Placing them all above the slowest recorded failed a probe whose 20 unsent requests
+/// were 1-10 ms behind against a 2 s bound (acceptance pass E, 1); placed at their
+/// least, a miss is certain, and a request far behind still counts against the bound.
+/// Left out, the lost let a probe whose 0.4% of requests had no reply meet p99.9 < 2 ms
+/// on the replies alone (audit, 2).
+fn latency_of_due(step: &RateStep, pct: f64) -> Option<Due> {
     let h = step.latency.as_ref().filter(|h| !h.is_empty())?;
-    let unsent = step.unsent_requests;
-    if unsent == 0 {
-        return Some(h.value_at_quantile((pct / 100.0).clamp(0.0, 1.0)));
+    let (unsent, lost) = (step.unsent_requests, step.lost_requests);
+    let due = h.len() + unsent + lost;
+    let rank = (quantile(pct) * due as f64).ceil().max(1.0) as u64;
+    if rank > h.len() + unsent {
+        return Some(Due::AmongLost { lost, due });
+    }
+    if unsent == 0 && lost == 0 {
+        return Some(Due::At(h.value_at_quantile(quantile(pct))));
     }
     let grace = crate::sched::LATE_NS as f64;
     let gap = if step.demanded_rate_per_s > 0.0 {
@@ -977,8 +1000,6 @@ fn latency_of_due(step: &RateStep, pct: f64) -> Option<u64> {
                 .min(unsent)
         }
     };
-    let due = h.len() + unsent;
-    let rank = ((pct / 100.0).clamp(0.0, 1.0) * due as f64).ceil().max(1.0) as u64;
     // The least v with `rank` requests at or below it.
     let (mut lo, mut hi) = (0u64, h.max().max((grace + unsent as f64 * gap) as u64));
     while lo < hi {
@@ -990,11 +1011,11 @@ fn latency_of_due(step: &RateStep, pct: f64) -> Option<u64> {
         }
     }
     // A recorded one is read as value_at_quantile reads it: its bucket's highest value.
-    Some(if lo <= h.max() {
+    Some(Due::At(if lo <= h.max() {
         h.highest_equivalent(lo)
     } else {
         lo
-    })
+    }))
 }
 
 /// A step judged as a search's probe is: its latency at the objective's percentile (of
@@ -1007,11 +1028,19 @@ fn probe_verdict(step: &RateStep, cfg: &SearchConfig) -> (Option<u64>, bool, Str
         Verdict::Saturated(r) => return (lat, false, r),
         Verdict::Sustained => {}
     }
-    let lat = latency_of_due(step, pct);
-    match lat {
+    match latency_of_due(step, pct) {
         None => (None, false, "no latency was measured".into()),
-        Some(v) if cfg.objective.met_by_value(v) => (Some(v), true, String::new()),
-        Some(v) => (
+        Some(Due::AmongLost { lost, due }) => (
+            None,
+            false,
+            format!(
+                "p{} misses {}: {lost} of the {due} requests due had no reply, and p{} \
+                 falls among them",
+                cfg.objective.percentile, cfg.objective, cfg.objective.percentile
+            ),
+        ),
+        Some(Due::At(v)) if cfg.objective.met_by_value(v) => (Some(v), true, String::new()),
+        Some(Due::At(v)) => (
             Some(v),
             false,
             format!(
@@ -1906,6 +1935,46 @@ mod tests {
         assert_eq!(m.calls[..3], [50_000.0, 25_000.0, 12_500.0]);
         let best = r.max_rate_meeting_slo_per_s().unwrap();
         assert!(best > 6790.0 && best < 7000.0, "{best} {:?}", m.calls);
+    }
+
+    /// Requests lost (no reply) count above any bound: 0.4% of them lets no probe meet
+    /// p99.9 on its replies alone, and fewer are ranked beneath it (audit, 2). p99.9 of
+    /// 1000 is the 999th, not the maximum (99.9 / 100 is 0.9990000000000001).
+    #[test]
+    fn a_probe_counts_its_lost_requests_above_any_bound() {
+        let cfg = SearchConfig::new("p99.9<2ms".parse().unwrap());
+        let mut s = RateStep::new(20_000.0);
+        let mut h = new_latency_histogram();
+        h.record_n(1_000_000, 39_840).unwrap();
+        s.latency = Some(h);
+        s.replies = 39_840;
+        s.reply_rate_per_s = 19_920.0;
+        s.duration_s = 2.0;
+        assert!(probe_verdict(&s, &cfg).1);
+        s.lost_requests = 160;
+        s.errors = 160;
+        let (lat, meets, why) = probe_verdict(&s, &cfg);
+        assert!(!meets && lat.is_none(), "{lat:?}");
+        assert!(
+            why.contains("160 of the 40000 requests due had no reply"),
+            "{why}"
+        );
+        // 30 lost of 39,870: p99.9 is the 39,831st, a reply.
+        s.lost_requests = 30;
+        s.errors = 30;
+        let (lat, meets, why) = probe_verdict(&s, &cfg);
+        assert!(meets, "{why}");
+        assert!(lat.unwrap() < 1_100_000, "{lat:?}");
+        let mut h = new_latency_histogram();
+        h.record_n(1_000_000, 999).unwrap();
+        h.record(50_000_000).unwrap();
+        let mut s = RateStep::new(200.0);
+        s.latency = Some(h);
+        s.replies = 1000;
+        s.reply_rate_per_s = 200.0;
+        s.duration_s = 5.0;
+        assert!(probe_verdict(&s, &cfg).1, "{:?}", probe_verdict(&s, &cfg));
+        assert!(s.latency_at(99.9).unwrap() < 1_100_000);
     }
 
     /// A probe whose recorded requests meet the objective, but with more requests never

@@ -449,19 +449,31 @@ pub struct Found {
     test: String,
     /// Each repetition's capacity; None for one that found none.
     each: Vec<Option<f64>>,
+    /// Why a repetition's capacity is only a lower bound (a ramp that never saturated,
+    /// a search whose every probe met the objective), one for each such.
+    bounds: Vec<String>,
     /// A `levels` test has taken them: the next ramp or search starts a new series.
     taken: bool,
 }
 
 impl Found {
-    /// A ramp's or search's repetition found `capacity` (None: none).
-    pub fn record(&mut self, test: &str, capacity: Option<f64>) {
+    /// A ramp's or search's repetition found `capacity` (None: none); `bound`: why it
+    /// is only a lower bound of what the server sustains, when it is.
+    pub fn record(&mut self, test: &str, capacity: Option<f64>, bound: Option<String>) {
         if self.taken || self.test != test {
             self.each.clear();
+            self.bounds.clear();
         }
         self.test = test.to_string();
         self.taken = false;
         self.each.push(capacity);
+        self.bounds.extend(bound.filter(|_| capacity.is_some()));
+    }
+
+    /// Why the capacity [`Found::take`] gives is a lower bound, for a repetition it
+    /// comes from (the first such); None when each found the server's limit.
+    pub fn bound(&self) -> Option<&str> {
+        self.bounds.first().map(String::as_str)
     }
 
     /// The capacity for a `levels` test: the median over the repetitions that found
@@ -603,7 +615,13 @@ pub fn run(
         "ramp" => {
             let r = capacity::ramp(&cfg.ramp_config(d), &mut step_fn)?;
             ctx.note_table(&format!("{workload} ramp:"), &r.table());
-            found.record("ramp", r.last_sustained_rate_per_s());
+            let bound = r.saturation.is_none().then(|| {
+                format!(
+                    "the ramp never saturated up to {:.0} {unit} (raise --ramp-high)",
+                    r.points.last().map_or(0.0, |p| p.step.demanded_rate_per_s)
+                )
+            });
+            found.record("ramp", r.last_sustained_rate_per_s(), bound);
             if let Some(s) = &r.saturation {
                 let step = &r.points[s.index].step;
                 // Judged only where the replies fell short of the demand: a server that
@@ -652,7 +670,10 @@ pub fn run(
                     sc.objective
                 ));
             }
-            found.record("search", r.max_rate_meeting_slo_per_s());
+            let bound = r.lowest_failing_rate_per_s.is_none().then(|| {
+                "every probe of the search met its objective (raise --search-max)".to_string()
+            });
+            found.record("search", r.max_rate_meeting_slo_per_s(), bound);
             if let Some(n) = &r.note {
                 flags.push(Flag::warning("search_limit", n.clone()));
             }
@@ -692,6 +713,21 @@ pub fn run(
             ctx.note(&format!(
                 "{workload} levels: 100% is {capacity:.0} {unit}, {how}"
             ));
+            // A capacity that is only a lower bound makes every level a smaller share of
+            // what the server can do than it says, and the overall perf/W SPECpower's at
+            // other loads: 100% of a ramp that never saturated at 20k was a third of a
+            // server sustaining 60k, unflagged (audit, 3).
+            if let Some(why) = found.bound().filter(|_| cfg.capacity.is_none()) {
+                flags.push(Flag::warning(
+                    "capacity_a_bound",
+                    format!(
+                        "100% is {capacity:.0} {unit}, {how}, but that is a lower bound: \
+                         {why}; the levels are not those shares of the server's capacity, \
+                         nor their overall perf/W SPECpower's: find its limit first, or give \
+                         --capacity"
+                    ),
+                ));
+            }
             let mut lc = LevelsConfig::new(capacity);
             lc.levels_pct = cfg.levels_pct()?;
             lc.active_idle = idle_s > 0.0;
@@ -1500,29 +1536,37 @@ mod tests {
     fn levels_take_the_median_of_the_repetitions_before_them() {
         let mut f = Found::default();
         for c in [Some(900.0), Some(1000.0), Some(1300.0)] {
-            f.record("ramp", c);
+            f.record("ramp", c, None);
         }
         let (c, how) = f.take().unwrap();
         assert_eq!(c, 1000.0, "the median, not the last repetition's 1300");
         assert!(how.contains("median of what the 3 ramp"), "{how}");
         // Every levels repetition takes the same; a new ramp starts a new series.
         assert_eq!(f.take().unwrap().0, 1000.0);
-        f.record("ramp", Some(500.0));
-        f.record("ramp", None);
+        f.record("ramp", Some(500.0), None);
+        f.record("ramp", None, None);
         let (c, how) = f.take().unwrap();
         assert_eq!(c, 500.0);
         assert!(
             how.contains("1 of the 2") && how.contains("found none"),
             "{how}"
         );
+        assert_eq!(f.bound(), None);
+        // A repetition whose capacity is a lower bound says so (audit, 3); one that
+        // found none has no bound to say; a new series forgets it.
+        f.record("search", Some(800.0), Some("every probe met".into()));
+        f.record("search", None, Some("never".into()));
+        assert_eq!(f.bound(), Some("every probe met"));
+        f.record("ramp", Some(500.0), None);
+        assert_eq!(f.bound(), None, "a new series");
         // A search after a ramp is its own series; one that found nothing leaves none.
-        f.record("ramp", Some(1.0));
-        f.record("search", None);
+        f.record("ramp", Some(1.0), None);
+        f.record("search", None, None);
         assert_eq!(f.take(), None);
         // An even count: the mean of the middle two.
         let mut f = Found::default();
-        f.record("search", Some(10.0));
-        f.record("search", Some(20.0));
+        f.record("search", Some(10.0), None);
+        f.record("search", Some(20.0), None);
         assert_eq!(f.take().unwrap().0, 15.0);
     }
 

@@ -199,7 +199,7 @@ fn worker<S: Session>(
         if progress.stopping() {
             count_unsent(&mut rec, &mut rng, now);
             rec.ran_ns = now.saturating_sub(warm_ns);
-            rec.cpu_end = thread_cpu();
+            close_cpu(&mut rec, cpu_marked);
             return (rec, Some("interrupted".into()));
         }
         if end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| measured >= q) {
@@ -268,16 +268,23 @@ fn worker<S: Session>(
                     rec.lost_requests(&e, 1);
                 }
                 rec.ran_ns = now.saturating_sub(warm_ns);
-                rec.cpu_end = thread_cpu();
+                close_cpu(&mut rec, cpu_marked);
                 return (rec, Some(e));
             }
         }
     }
+    close_cpu(&mut rec, cpu_marked);
+    (rec, None)
+}
+
+/// A session's CPU at its end, counted from the warm-up's end (`cpu_marked`: it came),
+/// none when it ended before: a session broken or stopped in the ramp-up counted its
+/// whole ramp-up's CPU as measured (audit, 6).
+fn close_cpu(rec: &mut Recorder, cpu_marked: bool) {
     rec.cpu_end = thread_cpu();
     if !cpu_marked {
         rec.cpu_start = rec.cpu_end;
     }
-    (rec, None)
 }
 
 /// Send a copy of session `index`'s recorder `rec` to the checkpointer at `now` (with

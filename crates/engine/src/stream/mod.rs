@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
@@ -270,14 +270,13 @@ where
             tx
         });
         let mut handles = Vec::new();
+        let pool = match spec.stop {
+            StopAfter::Requests(n) => Some(Quota::new(n, threads)),
+            StopAfter::Duration(_) => None,
+        };
         for t in 0..threads {
             let conn_ids: Vec<usize> = (0..spec.connections).filter(|i| i % threads == t).collect();
-            let quota = match spec.stop {
-                StopAfter::Requests(n) => {
-                    Some(n / threads as u64 + u64::from((t as u64) < n % threads as u64))
-                }
-                StopAfter::Duration(_) => None,
-            };
+            let quota = pool.clone();
             let barrier = barrier.clone();
             let t0_slot = t0_slot.clone();
             let new_protocol = &new_protocol;
@@ -351,7 +350,7 @@ fn worker<P, F>(
     endpoints: &[SocketAddr],
     n_classes: usize,
     conn_ids: Vec<usize>,
-    quota: Option<u64>,
+    quota: Option<Arc<Quota>>,
     new_protocol: &F,
     barrier: Arc<Barrier>,
     t0_slot: Arc<Mutex<Option<Instant>>>,
@@ -412,7 +411,8 @@ where
                 StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
                 StopAfter::Requests(_) => None,
             },
-            quota,
+            quota: quota.as_ref().map(|_| 0),
+            pool: quota,
             issued_measured: 0,
             stop_sending: false,
             sending_stopped_ns: None,
@@ -493,12 +493,44 @@ fn watch(poll: &Poll, s: &mut TcpStream, slot: usize) -> io::Result<()> {
         .register(s, Token(slot), Interest::READABLE | Interest::WRITABLE)
 }
 
+/// A count-stopped test's measured requests, claimed by its workers a chunk at a time
+/// as they send, as redis-benchmark's threads share one counter: each sends what it can,
+/// and they end together. Equal shares left the worker of fewer connections (`-c 6
+/// --threads 4`: 2, 2, 1 and 1) or a slower one running on alone, the count over a
+/// longer time: 33% low (audit, 1). A chunk keeps the shared counter off the path of
+/// each request (one atomic add per chunk).
+struct Quota {
+    claimed: AtomicU64,
+    total: u64,
+    chunk: u64,
+}
+
+impl Quota {
+    fn new(total: u64, threads: usize) -> Arc<Quota> {
+        Arc::new(Quota {
+            claimed: AtomicU64::new(0),
+            total,
+            // Small against each worker's part, so that they end within one chunk.
+            chunk: (total / (threads as u64 * 64)).clamp(1, 256),
+        })
+    }
+
+    /// Claim up to a chunk of what is left; 0 once all is claimed.
+    fn claim(&self) -> u64 {
+        let from = self.claimed.fetch_add(self.chunk, Ordering::Relaxed);
+        self.total.saturating_sub(from).min(self.chunk)
+    }
+}
+
 /// The test's clock and where it stands against its stop condition, for either loop.
 struct Pace {
     t0: Instant,
     warm_ns: u64,
     end_ns: Option<u64>,
+    /// A count-stopped test: the measured requests this worker has claimed from `pool`
+    /// so far.
     quota: Option<u64>,
+    pool: Option<Arc<Quota>>,
     issued_measured: u64,
     stop_sending: bool,
     /// When sending stopped (the deadline, a quota, Ctrl-C).
@@ -525,12 +557,24 @@ impl Pace {
 
     /// Can another request be issued now (stop condition, quota)?
     #[inline]
-    fn may_issue(&self, now: u64) -> bool {
+    fn may_issue(&mut self, now: u64) -> bool {
         !self.stop_sending
             && self.end_ns.is_none_or(|e| now < e)
-            && self
-                .quota
-                .is_none_or(|q| self.issued_measured < q || now < self.warm_ns)
+            && match self.quota {
+                None => true,
+                Some(q) => self.issued_measured < q || now < self.warm_ns || self.claim(),
+            }
+    }
+
+    /// This worker's claim spent: claim more of the test's count, false when none is
+    /// left.
+    #[cold]
+    fn claim(&mut self) -> bool {
+        let got = self.pool.as_ref().map_or(0, |p| p.claim());
+        if let Some(q) = self.quota.as_mut() {
+            *q += got;
+        }
+        got > 0
     }
 
     /// Open loop, a timed test: requests intended before this time and never sent are
