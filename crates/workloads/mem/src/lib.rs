@@ -301,6 +301,33 @@ fn ram_rising(ram: &plateau::Plateau, pts: &[(u64, f64)]) -> Option<Flag> {
 /// Points measured, the clock, and whether the test was stopped before the curve's end.
 type ChaseRun = (Vec<(u64, f64)>, Option<chase::Freq>, bool);
 
+/// The chase's buffer's share in huge pages (`pct`, of its `largest` working set), kept
+/// as `huge_pages_pct`; under 90% of a buffer of one huge page or more, a warning: the
+/// working sets over small pages have TLB misses in their latency (an L2 plateau reads
+/// 30% high where its lines spread over more small pages than the first-level TLB
+/// holds).
+fn huge_pages(out: &mut StepOutput, pct: Option<f64>, largest: u64) {
+    match pct {
+        Some(p) => {
+            out.metrics.push(Metric::new("huge_pages_pct", p, "%"));
+            if p < 90.0 && largest >= 2 << 20 {
+                out.flags.push(Flag::warning(
+                    "small_pages",
+                    format!(
+                        "{p:.0}% of the chase's buffer was in huge pages (transparent huge \
+                         pages off or unavailable: see mem.transparent_hugepage): the \
+                         latencies include TLB misses the cache plateaus would not have"
+                    ),
+                ));
+            }
+        }
+        None => out.missing.push(MissingMetric {
+            name: "huge_pages_pct".into(),
+            reason: "/proc/self/smaps did not list the chase's buffer".into(),
+        }),
+    }
+}
+
 /// Where the latency sizes come from, before a machine is known.
 #[derive(Debug, Clone)]
 enum SizesPlan {
@@ -478,6 +505,9 @@ pub struct MemBench {
     /// Warnings about the resolution (working sets capped by memory), on the latency
     /// result.
     pub notes: Vec<Flag>,
+    /// The same for the bandwidth result (arrays capped by memory).
+    #[serde(default)]
+    pub bw_notes: Vec<Flag>,
 }
 
 impl MemBench {
@@ -521,10 +551,23 @@ impl MemBench {
         check_sizes(&sizes)?;
         // Every thread streams the arrays: they are sized against every LLC instance.
         let llc_total_bytes = read_llc_total();
+        let mut bw_notes = Vec::new();
         let bw_bytes = plan.bw_bytes.unwrap_or_else(|| {
-            (4 * llc_total_bytes.unwrap_or(llc).max(llc))
-                .max(64 << 20)
-                .min(avail / 8)
+            let want = (4 * llc_total_bytes.unwrap_or(llc).max(llc)).max(64 << 20);
+            let cap = avail / 8;
+            if want > cap {
+                // Below STREAM's rule of 4x the caches, a cache that keeps part of a
+                // stream lifts the figures; under 2x, `bandwidth_in_cache` says more.
+                bw_notes.push(Flag::warning(
+                    "bw_size_capped",
+                    format!(
+                        "arrays capped at {cap} B each (an eighth of available memory), \
+                         below 4x the last-level caches ({want} B, STREAM's rule): the caches \
+                         may hold part of each stream"
+                    ),
+                ));
+            }
+            want.min(cap)
         });
         let bw_elems = (bw_bytes / 8) as usize;
         check_bw_elems(bw_elems)?;
@@ -554,6 +597,7 @@ impl MemBench {
             caches,
             llc_total_bytes,
             notes,
+            bw_notes,
         })
     }
 
@@ -624,45 +668,54 @@ impl MemBench {
         let (wall0, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
         // A thread of its own, so pinning does not change the runner's affinity.
         let res = std::thread::scope(|s| {
-            s.spawn(|| -> anyhow::Result<(ChaseRun, Option<usize>)> {
-                // Pinned, asked or not: a thread that moved between sockets would time
-                // its memory (touched first where it began) locally at some sizes and
-                // from the other node at others, one curve of two latencies.
-                // SAFETY: sched_getcpu takes nothing and returns a CPU or -1.
-                let here = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
-                let on = match (cpu, here) {
-                    (Some(c), _) => {
-                        engine::launch::pin_current_thread(&[c])?;
-                        Some(c)
+            s.spawn(
+                || -> anyhow::Result<(ChaseRun, Option<usize>, Option<f64>)> {
+                    // Pinned, asked or not: a thread that moved between sockets would time
+                    // its memory (touched first where it began) locally at some sizes and
+                    // from the other node at others, one curve of two latencies.
+                    // SAFETY: sched_getcpu takes nothing and returns a CPU or -1.
+                    let here = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
+                    let on = match (cpu, here) {
+                        (Some(c), _) => {
+                            engine::launch::pin_current_thread(&[c])?;
+                            Some(c)
+                        }
+                        // Not asked for: where it cannot be pinned it runs as it is.
+                        (None, Some(c)) => engine::launch::pin_current_thread(&[c]).ok().map(|_| c),
+                        (None, None) => None,
+                    };
+                    let freq = chase::measure_frequency();
+                    let max = sizes.last().copied().unwrap_or(0) as usize;
+                    let mut region = chase::Region::new(max.max(4096))?;
+                    // The share of the largest working set (the whole buffer, touched by
+                    // now) the kernel backs with huge pages.
+                    let huge_pct = |r: &chase::Region| {
+                        r.huge_bytes()
+                            .map(|b| (100.0 * b as f64 / max.max(1) as f64).min(100.0))
+                    };
+                    let mut pts = Vec::new();
+                    for (i, &s) in sizes.iter().enumerate() {
+                        if progress.stopping() {
+                            return Ok(((pts, freq, true), on, huge_pct(&region)));
+                        }
+                        let ns = chase::latency_ns(
+                            &mut region,
+                            s as usize,
+                            sample_s,
+                            samples,
+                            0x5eed + i as u64,
+                        )?;
+                        pts.push((s, ns));
+                        progress.done.store(i as u64 + 1, Ordering::Relaxed);
                     }
-                    // Not asked for: where it cannot be pinned it runs as it is.
-                    (None, Some(c)) => engine::launch::pin_current_thread(&[c]).ok().map(|_| c),
-                    (None, None) => None,
-                };
-                let freq = chase::measure_frequency();
-                let max = sizes.last().copied().unwrap_or(0) as usize;
-                let mut region = chase::Region::new(max.max(4096))?;
-                let mut pts = Vec::new();
-                for (i, &s) in sizes.iter().enumerate() {
-                    if progress.stopping() {
-                        return Ok(((pts, freq, true), on));
-                    }
-                    let ns = chase::latency_ns(
-                        &mut region,
-                        s as usize,
-                        sample_s,
-                        samples,
-                        0x5eed + i as u64,
-                    )?;
-                    pts.push((s, ns));
-                    progress.done.store(i as u64 + 1, Ordering::Relaxed);
-                }
-                Ok(((pts, freq, false), on))
-            })
+                    Ok(((pts, freq, false), on, huge_pct(&region)))
+                },
+            )
             .join()
         })
         .map_err(|_| anyhow::anyhow!("mem: the latency thread panicked"))??;
-        let ((pts, freq, interrupted), on) = res;
+        let ((pts, freq, interrupted), on, huge) = res;
+        huge_pages(&mut out, huge, sizes.last().copied().unwrap_or(0));
         if let Some(c) = on {
             out.metrics
                 .push(Metric::new("latency_cpu", c as f64, "cpu"));
@@ -807,8 +860,11 @@ impl MemBench {
             headline: "triad_gb_per_s".into(),
             ..Default::default()
         };
+        out.flags.extend(self.bw_notes.iter().cloned());
         let (wall0, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
-        let cpus: Vec<usize> = (0..engine::launch::online_cpus()).collect();
+        // The CPUs this process may run on, as `taskset` or a cpuset gave them: 0..N
+        // pinned outside the mask (another socket) or failed in a cpuset (audit, 3).
+        let cpus = engine::launch::allowed_cpus();
         // The 1-thread figures are the reference every other count is checked against.
         // It is measured once more before the requested counts (after them too, when 1 is
         // requested: most threads run first) and the best of its runs is the reference,

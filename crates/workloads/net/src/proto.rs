@@ -475,7 +475,10 @@ impl UdpRx {
             return;
         }
         self.prev_send_ns = Some(send_ns);
-        let transit = (arrival_ns as f64 - send_ns as f64) / 1e9;
+        // Subtracted as integers: a time since 1970 in ns is past 2^60, where an f64 holds
+        // multiples of 256 ns only, and the rounding of each time read as ~0.1 us of
+        // jitter on a steady path. Signed: the sender's clock may run ahead of ours.
+        let transit = arrival_ns.wrapping_sub(send_ns) as i64 as f64 / 1e9;
         if let Some(prev) = self.prev_transit_s {
             let d = (transit - prev).abs();
             self.jitter_s += (d - self.jitter_s) / 16.0;
@@ -593,6 +596,18 @@ mod tests {
         }
         assert!(rx.jitter_s.abs() < 1e-12);
         assert_eq!(rx.jitter_samples, 99);
+        // The same at times since 1970, past 2^60 ns, where an f64 holds multiples of
+        // 256 ns: their rounding read as 0.09 us of jitter (audit, 1); and with the
+        // sender's clock ahead of ours, the transit below zero.
+        for offset in [200_000i64, -3_000_000] {
+            let mut rx = UdpRx::default();
+            let t0 = 1_764_900_000_123_456_789u64;
+            for i in 0..1000u64 {
+                let sent = t0 + i * 12_345;
+                rx.on_packet(i, sent, sent.wrapping_add_signed(offset), 60);
+            }
+            assert!(rx.jitter_s.abs() < 1e-12, "{offset}: {}", rx.jitter_s);
+        }
         // Transit alternating 0 and 1 ms: |D| = 1 ms every packet; J converges to 1 ms.
         let mut rx = UdpRx::default();
         for i in 0..2000u64 {
