@@ -264,7 +264,7 @@ fn http_capacity_tests_become_results() {
         bound["message"]
             .as_str()
             .unwrap()
-            .contains("raise --search-max"),
+            .contains("steps used up while every probe met the objective"),
         "{bound}"
     );
 }

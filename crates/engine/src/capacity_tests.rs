@@ -470,10 +470,19 @@ impl Found {
         self.bounds.extend(bound.filter(|_| capacity.is_some()));
     }
 
-    /// Why the capacity [`Found::take`] gives is a lower bound, for a repetition it
-    /// comes from (the first such); None when each found the server's limit.
-    pub fn bound(&self) -> Option<&str> {
-        self.bounds.first().map(String::as_str)
+    /// Why the capacity [`Found::take`] gives is a lower bound (the first such
+    /// repetition's reason, and how many of them were, when several ran); None when each
+    /// found the server's limit.
+    pub fn bound(&self) -> Option<String> {
+        let why = self.bounds.first()?;
+        let found = self.each.iter().flatten().count();
+        Some(match found {
+            1 => why.clone(),
+            _ => format!(
+                "{why}; {} of the {found} repetitions found a bound",
+                self.bounds.len()
+            ),
+        })
     }
 
     /// The capacity for a `levels` test: the median over the repetitions that found
@@ -615,11 +624,12 @@ pub fn run(
         "ramp" => {
             let r = capacity::ramp(&cfg.ramp_config(d), &mut step_fn)?;
             ctx.note_table(&format!("{workload} ramp:"), &r.table());
-            let bound = r.saturation.is_none().then(|| {
-                format!(
+            let bound = r.saturation.is_none().then(|| match &r.stopped {
+                Some(why) => format!("the ramp stopped before it saturated ({why})"),
+                None => format!(
                     "the ramp never saturated up to {:.0} {unit} (raise --ramp-high)",
                     r.points.last().map_or(0.0, |p| p.step.demanded_rate_per_s)
-                )
+                ),
             });
             found.record("ramp", r.last_sustained_rate_per_s(), bound);
             if let Some(s) = &r.saturation {
@@ -670,9 +680,21 @@ pub fn run(
                     sc.objective
                 ));
             }
-            let bound = r.lowest_failing_rate_per_s.is_none().then(|| {
-                "every probe of the search met its objective (raise --search-max)".to_string()
-            });
+            let bound =
+                r.lowest_failing_rate_per_s
+                    .is_none()
+                    .then(|| match (&r.stopped, &r.note) {
+                        (Some(why), _) => {
+                            format!("the search stopped before a probe missed ({why})")
+                        }
+                        (None, Some(note)) => {
+                            format!("no probe of the search missed its objective: {note}")
+                        }
+                        (None, None) => {
+                            "every probe of the search met its objective (raise --search-max)"
+                                .to_string()
+                        }
+                    });
             found.record("search", r.max_rate_meeting_slo_per_s(), bound);
             if let Some(n) = &r.note {
                 flags.push(Flag::warning("search_limit", n.clone()));
@@ -1556,7 +1578,7 @@ mod tests {
         // found none has no bound to say; a new series forgets it.
         f.record("search", Some(800.0), Some("every probe met".into()));
         f.record("search", None, Some("never".into()));
-        assert_eq!(f.bound(), Some("every probe met"));
+        assert_eq!(f.bound().as_deref(), Some("every probe met"));
         f.record("ramp", Some(500.0), None);
         assert_eq!(f.bound(), None, "a new series");
         // A search after a ramp is its own series; one that found nothing leaves none.

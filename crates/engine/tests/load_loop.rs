@@ -1925,6 +1925,23 @@ fn a_server_that_never_answers_ends_a_counted_test() {
     }
 }
 
+/// The no-reply timeout counts from the oldest request waiting, not from the last byte:
+/// an open loop whose sends are further apart than it (2/s against 0.3 s here) sent one
+/// after a quiet gap and ended the test before its reply could come (review, 4).
+#[test]
+fn an_open_loop_slower_than_the_no_reply_timeout_is_not_silent() {
+    let f = fake(Duration::from_millis(100), None);
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 2.0 },
+        connections: 1,
+        no_reply_timeout: Duration::from_millis(300),
+        ..spec(StopAfter::Requests(5))
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.stopped_early, None);
+    assert_eq!(out.total_count(), 5);
+}
+
 /// A count-stopped test's requests follow the connections across its threads: with 6
 /// connections on 4 threads (2, 2, 1, 1), equal shares had each lone connection carry
 /// 150 of 600 requests while the paired ones carried 75, and the test lasted as long

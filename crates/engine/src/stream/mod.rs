@@ -144,6 +144,11 @@ struct Inflight {
 
 impl Inflight {
     #[inline]
+    /// When the oldest request in flight was sent.
+    fn oldest_sent(&self) -> Option<u64> {
+        self.runs.front().map(|(p, _)| p.sent_ns)
+    }
+
     fn len(&self) -> usize {
         self.len
     }
@@ -658,23 +663,28 @@ impl Loop<'_> {
         if self.rec.bytes_rx != pace.heard_rx {
             (pace.heard_rx, pace.heard_ns) = (self.rec.bytes_rx, now);
         } else if !pace.stop_sending && now.saturating_sub(pace.heard_ns) >= pace.no_reply_ns {
-            let waiting: usize = conns.iter().map(|c| c.inflight.len()).sum();
-            if waiting == 0 {
-                // Nothing awaited (an open loop between sends): idle, not silent.
-                pace.heard_ns = now;
-            } else {
-                let why = format!(
-                    "no reply from the server for {:.0} s, {waiting} request(s) waiting",
-                    Duration::from_nanos(pace.no_reply_ns).as_secs_f64()
-                );
-                for c in conns.iter_mut() {
-                    self.rec
-                        .lost_requests(&why, c.inflight.measured(pace.warm_ns));
-                    c.inflight.clear();
+            // Silent since the last byte, or since the oldest request now waiting left
+            // (an open loop between sends at a low rate awaited nothing before it).
+            match conns.iter().filter_map(|c| c.inflight.oldest_sent()).min() {
+                Some(sent) if now.saturating_sub(sent) >= pace.no_reply_ns => {
+                    let why = format!(
+                        "no reply from the server for {:.0} s",
+                        Duration::from_nanos(pace.no_reply_ns).as_secs_f64()
+                    );
+                    let waiting: usize = conns.iter().map(|c| c.inflight.len()).sum();
+                    for c in conns.iter_mut() {
+                        self.rec
+                            .lost_requests(&why, c.inflight.measured(pace.warm_ns));
+                        c.inflight.clear();
+                    }
+                    pace.sending_stopped_ns.get_or_insert(now);
+                    pace.stopped_early
+                        .get_or_insert(format!("{why}, {waiting} request(s) waiting"));
+                    return false;
                 }
-                pace.sending_stopped_ns.get_or_insert(now);
-                pace.stopped_early.get_or_insert(why);
-                return false;
+                Some(sent) => pace.heard_ns = sent,
+                // Nothing awaited: idle, not silent.
+                None => pace.heard_ns = now,
             }
         }
         if pace.stop_sending {

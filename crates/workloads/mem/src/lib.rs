@@ -310,7 +310,9 @@ fn huge_pages(out: &mut StepOutput, pct: Option<f64>, largest: u64) {
     match pct {
         Some(p) => {
             out.metrics.push(Metric::new("huge_pages_pct", p, "%"));
-            if p < 90.0 && largest >= 2 << 20 {
+            // Where a huge page is larger than the buffer (512 MiB with 64K base pages),
+            // none is to be had, and the base pages are large already.
+            if p < 90.0 && largest >= chase::huge_page_bytes() as u64 {
                 out.flags.push(Flag::warning(
                     "small_pages",
                     format!(
