@@ -48,6 +48,19 @@ pub fn printable(s: &str) -> String {
         .collect()
 }
 
+/// `s` as one word of a POSIX shell command line to copy: as it is where that is safe,
+/// else single-quoted.
+pub fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.,:/=@+".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// [`printable`] for a message of several lines (an error with clap's usage below it):
 /// newlines stay, every other control character is shown escaped.
 pub fn printable_lines(s: &str) -> String {

@@ -492,10 +492,11 @@ fn unstored(
     };
     let kept = match write() {
         Ok(()) => format!(
-            "the run as measured, that result included, is in {}: `rackbench import {}` \
+            "the run as measured, that result included, is in {}: `rackbench{} import {}` \
              puts it in the store in place of this copy once the store takes writes again",
             file.display(),
-            file.display()
+            store::db_option(store.path()),
+            model::shell_word(&file.to_string_lossy())
         ),
         Err(w) => format!(
             "and it could not be written to {} either ({w}): it is lost",
@@ -2062,7 +2063,12 @@ mod tests {
             &anyhow::anyhow!("database or disk is full"),
         );
         let file = dir.path().join("20261128T060000-abcdef.unstored.json");
-        assert!(format!("{e}").contains("rackbench import"), "{e}");
+        // The store is not the default one: the command to type names it.
+        let said = format!("{e}");
+        assert!(
+            said.contains(&format!("rackbench --db {} import", db.display())),
+            "{said}"
+        );
         let back = store::export::from_json(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(
             back[0].results.len(),

@@ -208,6 +208,8 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
         // (the report's host views name it the same way).
         let host_name = |h: &str| -> String { model::host_display_name(&run.hosts, h) };
         let label = run.label.clone().unwrap_or_default();
+        // The flags of the idle power whose rows are being written.
+        let idle_flags = std::cell::RefCell::new(Vec::<String>::new());
         let mut emit = |host: &str,
                         r: Option<&ResultRecord>,
                         metric: &str,
@@ -225,13 +227,14 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
                     flags_cell(r, &host_name),
                     join_params(&r.settings),
                 ),
+                // The run's idle power: its flags (an idle window that was not idle).
                 None => (
                     "",
                     "",
                     String::new(),
                     String::new(),
                     String::new(),
-                    String::new(),
+                    idle_flags.borrow().join(";"),
                     String::new(),
                 ),
             };
@@ -262,6 +265,7 @@ pub fn to_csv<W: Write>(runs: &[RunRecord], w: W) -> anyhow::Result<()> {
         };
 
         for idle in &run.idle_power {
+            *idle_flags.borrow_mut() = flag_words(&idle.flags, &host_name);
             for p in &idle.power {
                 let host = host_name(&idle.host);
                 emit(
@@ -396,10 +400,13 @@ fn telemetry_rows(
         };
         emit("cpu_busy_pct", c.busy_pct(), "%", l.clone())?;
         emit("cpu_usr_pct", c.usr_pct, "%", l.clone())?;
+        emit("cpu_nice_pct", c.nice_pct, "%", l.clone())?;
         emit("cpu_sys_pct", c.sys_pct, "%", l.clone())?;
         emit("cpu_iowait_pct", c.iowait_pct, "%", l.clone())?;
         emit("cpu_irq_pct", c.irq_pct, "%", l.clone())?;
         emit("cpu_soft_pct", c.soft_pct, "%", l.clone())?;
+        // Steal too, what the `steal` warning is about: with it the shares add to 100.
+        emit("cpu_steal_pct", c.steal_pct, "%", l.clone())?;
         emit("cpu_idle_pct", c.idle_pct, "%", l)?;
     }
     emit("ctxt_per_s", t.ctxt_per_s, "1/s", BTreeMap::new())?;
@@ -538,8 +545,22 @@ fn join_labels(labels: &BTreeMap<String, String>) -> String {
 /// disclosure names it, so that three hosts' `other_load` are told apart), then its
 /// status where it did not end ok.
 fn flags_cell(r: &ResultRecord, host_name: &dyn Fn(&str) -> String) -> String {
-    let mut parts: Vec<String> = r
-        .flags
+    let mut parts = flag_words(&r.flags, host_name);
+    let status = match r.status {
+        Status::Ok => None,
+        Status::Interrupted => Some("interrupted"),
+        Status::Failed => Some("failed"),
+        Status::Running => Some("running"),
+    };
+    if let Some(s) = status {
+        parts.push(format!("status:{s}"));
+    }
+    parts.join(";")
+}
+
+/// Each flag as the CSV's flags cell gives it: `warning:steal@host`.
+fn flag_words(flags: &[model::Flag], host_name: &dyn Fn(&str) -> String) -> Vec<String> {
+    flags
         .iter()
         .map(|f| {
             let sev = match f.severity {
@@ -551,17 +572,7 @@ fn flags_cell(r: &ResultRecord, host_name: &dyn Fn(&str) -> String) -> String {
                 None => format!("{sev}:{}", f.code),
             }
         })
-        .collect();
-    let status = match r.status {
-        Status::Ok => None,
-        Status::Interrupted => Some("interrupted"),
-        Status::Failed => Some("failed"),
-        Status::Running => Some("running"),
-    };
-    if let Some(s) = status {
-        parts.push(format!("status:{s}"));
-    }
-    parts.join(";")
+        .collect()
 }
 
 #[cfg(test)]
@@ -709,6 +720,27 @@ mod tests {
         assert_eq!(&busy[2], "altra-01");
         let idle = rows.iter().find(|r| &r[8] == "idle_power_mean_w").unwrap();
         assert_eq!(&idle[5], "");
+        // Steal and nice beside the other shares (audit, 8).
+        for m in ["cpu_steal_pct", "cpu_nice_pct"] {
+            find(m, "cpu=0", "0");
+        }
+    }
+
+    /// An idle window that was not idle says so beside its watts (audit, 8): the cell
+    /// was always empty.
+    #[test]
+    fn csv_idle_power_carries_its_flags() {
+        let mut run = fixtures::rich_run("r-idle", None, fixtures::t0(0), 1);
+        let idle = run
+            .idle_power
+            .first_mut()
+            .expect("the fixture has idle power");
+        idle.flags = vec![model::Flag::warning("idle_not_idle", "busy")];
+        let rows = csv_rows(run);
+        let idle = rows.iter().find(|r| &r[8] == "idle_power_mean_w").unwrap();
+        assert_eq!(&idle[12], "warning:idle_not_idle", "{idle:?}");
+        let result_row = rows.iter().find(|r| !r[5].is_empty()).unwrap();
+        assert!(!result_row[12].contains("idle_not_idle"));
     }
 
     /// The CSV export of one run, as rows.
@@ -760,7 +792,11 @@ mod tests {
         ];
         let local = model::host_display_name(&run.hosts, "local");
         let rows = csv_rows(run);
-        let flags = &rows.iter().find(|r| !r[12].is_empty()).unwrap()[12];
+        // A result's row (an idle power row has its own flags).
+        let flags = &rows
+            .iter()
+            .find(|r| !r[5].is_empty() && !r[12].is_empty())
+            .unwrap()[12];
         assert_eq!(
             flags,
             format!(

@@ -1025,10 +1025,12 @@ fn immutable_uri(path: &Path) -> String {
 
 /// Whether the stored run of `run`'s id ended failed or interrupted holding less of it:
 /// its results are `run`'s first ones (each the same step, test and repetition at its
-/// place, and no further on), and `run` has more of them, or a test's final result
-/// where the stored copy has the provisional one its test stored while it ran (closed
-/// as interrupted: the store refused the final one, or the run was exported while that
-/// test ran).
+/// place, and no further on), and `run` has more of them, or a test's final result where
+/// the stored copy has the provisional one its test stored at a checkpoint (flagged
+/// `partial`, closed as interrupted: the store refused the final one, or the run was
+/// exported while that test ran). Any other result must be the same on both sides, so
+/// that an edited export or another store's run under a colliding id is not taken for
+/// more of this one.
 fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
     let status: Option<String> = conn
         .query_row("SELECT status FROM runs WHERE id = ?1", [&run.id], |r| {
@@ -1039,37 +1041,44 @@ fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
         return Ok(false);
     }
     let mut stmt = conn.prepare(
-        "SELECT step, test, repetition, status FROM results WHERE run_id = ?1 ORDER BY ord",
+        "SELECT step, test, repetition, status,
+                EXISTS (SELECT 1 FROM flags f WHERE f.result_id = r.id AND f.code = ?2)
+         FROM results r WHERE run_id = ?1 ORDER BY ord",
     )?;
-    let stored: Vec<(u32, String, u32, String)> = stmt
-        .query_map([&run.id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    let stored: Vec<(u32, String, u32, String, bool)> = stmt
+        .query_map(params![run.id, CHECKPOINT_FLAG], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?
         .collect::<Result<_, _>>()?;
     if stored.len() > run.results.len() {
         return Ok(false);
     }
-    // As imported, a result still running in `run` is interrupted.
-    let imported = |s: Status| {
-        if s == Status::Running {
-            Status::Interrupted
-        } else {
-            s
-        }
-    };
+    let provisional = |r: &ResultRecord| r.flags.iter().any(|f| f.code == CHECKPOINT_FLAG);
     let mut more = stored.len() < run.results.len();
-    for ((step, test, rep, status), r) in stored.iter().zip(&run.results) {
+    for ((step, test, rep, status, at_checkpoint), r) in stored.iter().zip(&run.results) {
         if (*step, test.as_str(), *rep) != (r.step, r.test.as_str(), r.repetition) {
             return Ok(false);
         }
-        let (stored, theirs) = (parse_status(status)?, imported(r.status));
-        if stored == Status::Interrupted && theirs != Status::Interrupted {
+        if *at_checkpoint && !provisional(r) {
             more = true;
-        } else if stored != theirs {
+        } else if parse_status(status)? != imported_status_of(r.status) {
             return Ok(false);
         }
     }
     Ok(more)
+}
+
+/// The flag of a result a test stored at a checkpoint while it ran (its provisional
+/// result), which its final result replaces.
+const CHECKPOINT_FLAG: &str = "partial";
+
+/// A result's status as imported: one still running has no process here to finish it.
+fn imported_status_of(s: Status) -> Status {
+    if s == Status::Running {
+        Status::Interrupted
+    } else {
+        s
+    }
 }
 
 /// Whether `e` is SQLite finding a store's file damaged (SQLITE_CORRUPT, "database disk
@@ -1120,6 +1129,16 @@ pub fn default_path() -> std::path::PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".local/share")))
         .unwrap_or_else(|| std::path::PathBuf::from("."));
     base.join("rackbench").join("results.sqlite")
+}
+
+/// The `--db` option a command line to copy needs for the store at `path` (with a space
+/// before it): none for the default store, where the suggested command finds it alone.
+pub fn db_option(path: &Path) -> String {
+    if path == default_path() {
+        String::new()
+    } else {
+        format!(" --db {}", model::shell_word(&path.to_string_lossy()))
+    }
 }
 
 /// The host a run's figures are of: the system under test (its hostname when the

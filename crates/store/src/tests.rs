@@ -820,6 +820,8 @@ fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
     // A provisional whose final write failed: closed with the run.
     let mut left = rich_result(2, "levels", 1, t0(3));
     left.status = Status::Running;
+    left.flags
+        .push(model::Flag::warning("partial", "at a checkpoint"));
     store.put_result(&header.id, None, &left).unwrap();
     store
         .finish_run(&header.id, Status::Failed, Some("disk full"))
@@ -833,15 +835,26 @@ fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
     // puts it in place of the provisional copy (audit, 1).
     let mut measured = back.clone();
     measured.results[2] = rich_result(2, "levels", 1, t0(3));
+    // Its final result interrupted too (Ctrl-C, then the store refused it): still the
+    // final one, where the store has the checkpoint's.
+    measured.results[2].status = Status::Interrupted;
     let done = store.import_all(std::slice::from_ref(&measured)).unwrap();
     assert_eq!(done.imported, [header.id.clone()]);
     assert_eq!(
         store.load_run(&header.id).unwrap().results,
         measured.results
     );
-    // The other way round, a copy whose result is only provisional, holds less.
+    // The other way round, a copy whose result is only provisional, holds less; and
+    // one that differs from a final result (an edited export) is not more of it.
     let mut older = measured.clone();
     older.results[2].status = Status::Running;
+    older.results[2]
+        .flags
+        .push(model::Flag::warning("partial", "at a checkpoint"));
+    let done = store.import_all(&[older]).unwrap();
+    assert_eq!(done.differing, [header.id.clone()]);
+    let mut older = measured.clone();
+    older.results[2].status = Status::Ok;
     let done = store.import_all(&[older]).unwrap();
     assert_eq!(done.differing, [header.id.clone()]);
     assert_eq!(
@@ -862,12 +875,15 @@ fn a_later_export_of_a_running_run_replaces_the_first_and_stays_closed() {
     first.error = None;
     first.finished_at = None;
     first.results[0].status = Status::Running;
+    first.results[0]
+        .flags
+        .push(model::Flag::warning("partial", "at a checkpoint"));
     store.import_all(std::slice::from_ref(&first)).unwrap();
     let again = store.import_all(std::slice::from_ref(&first)).unwrap();
     assert_eq!(again.skipped, [first.id.clone()]);
     assert!(again.differing.is_empty(), "{again:?}");
     let mut later = first.clone();
-    later.results[0].status = Status::Ok;
+    later.results[0] = rich_result(0, "set", 1, t0(1));
     later.results.push(rich_result(1, "get", 1, t0(9)));
     later.results[1].status = Status::Running;
     let done = store.import_all(std::slice::from_ref(&later)).unwrap();
@@ -875,7 +891,7 @@ fn a_later_export_of_a_running_run_replaces_the_first_and_stays_closed() {
     let back = store.load_run(&later.id).unwrap();
     assert_eq!(back.status, Status::Interrupted);
     assert!(back.error.unwrap().contains("still running"));
-    assert_eq!(back.results[0].status, Status::Ok);
+    assert_eq!(back.results[0], later.results[0], "the final result");
     assert_eq!(back.results[1].status, Status::Interrupted);
 }
 

@@ -26,31 +26,16 @@ const HEAD: usize = 4096;
 
 /// Write `bytes` to `path` atomically (a temporary file beside it, synced, then renamed
 /// over `path`), after [`check_replaceable`]. `store` is the results store in use. The
-/// directory must exist: a mistyped one is an error, not a new directory.
+/// directory must exist ([`check_replaceable`]): a mistyped one is an error, not a new
+/// directory.
 pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<()> {
     check_replaceable(path, store)?;
     let bytes = seal(bytes);
     let bytes = bytes.as_slice();
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = dir_of(path);
     let Some(name) = path.file_name() else {
         bail!("{} is not a file name; give -o FILE", path.display());
     };
-    match std::fs::metadata(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-            "cannot write {}: there is no directory {}; create it, or give -o a file in one that exists",
-            path.display(),
-            dir.display()
-        ),
-        Ok(m) if !m.is_dir() => bail!(
-            "cannot write {}: {} is not a directory; give -o a file in a directory",
-            path.display(),
-            dir.display()
-        ),
-        _ => {}
-    }
     // A new file of a random name, created exclusively (never through a link another
     // user planted in a shared directory), renamed over `path` once synced.
     let written = (|| -> std::io::Result<()> {
@@ -84,10 +69,31 @@ pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<(
     Ok(())
 }
 
-/// Ok when `path` does not exist or is a file rackbench wrote; an error saying what to do
-/// for the results store (or its journal), a directory, or any other file.
+/// Ok when `path` does not exist (in a directory that does) or is a file rackbench
+/// wrote; an error saying what to do for the results store (or its journal), a directory,
+/// a directory missing, or any other file. Checked before anything is written: `report
+/// --svg-dir D -o nope/r.html` wrote its charts, then failed on the report.
 pub fn check_replaceable(path: &Path, store: &Path) -> anyhow::Result<()> {
+    let dir = dir_of(path);
+    if !dir.is_dir() {
+        let (shown, d) = (path.display(), dir.display());
+        if dir.exists() {
+            bail!("cannot write {shown}: {d} is not a directory; give -o a file in a directory");
+        }
+        bail!(
+            "cannot write {shown}: there is no directory {d}; create it, or give -o a file in \
+             one that exists"
+        );
+    }
     check_replaceable_as(path, store, "-o another file")
+}
+
+/// The directory `path` is in (`.` for a bare name).
+pub fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 /// [`check_replaceable`] of a file the user named through `other`'s flag: its errors
@@ -101,6 +107,14 @@ pub fn check_replaceable_as(path: &Path, store: &Path, other: &str) -> anyhow::R
     let shown = path.display();
     if meta.is_dir() {
         bail!("{shown} is a directory; give {other}");
+    }
+    // A pipe blocks the read below for ever, and a device or socket is no file to
+    // replace: the output is written whole, a finished file renamed into place.
+    if !meta.is_file() {
+        bail!(
+            "{shown} is not a regular file (a pipe, socket or device): rackbench writes its \
+             output to a file whole, renamed into place; give {other}, and copy it from there"
+        );
     }
     if is_store_file(path, store) {
         bail!(
@@ -296,6 +310,31 @@ mod tests {
             assert!(format!("{e:#}").contains(says), "{e:#}");
         }
         assert_eq!(std::fs::read_to_string(&mine).unwrap(), "# my notes\n");
+    }
+
+    /// A pipe, a device or a missing directory is refused before anything is read or
+    /// written: a FIFO blocked the check's read for ever, `/dev/null` was called a
+    /// foreign file to remove, and a missing directory was found only after the charts
+    /// were written (audit, 4 and 7).
+    #[test]
+    fn pipes_devices_and_missing_directories_are_refused_first() {
+        let d = tempfile::tempdir().unwrap();
+        let store = d.path().join("results.sqlite");
+        let fifo = d.path().join("f.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a path we own, as a C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for p in [fifo.as_path(), Path::new("/dev/null")] {
+            let e = check_replaceable(p, &store).unwrap_err();
+            assert!(format!("{e:#}").contains("not a regular file"), "{e:#}");
+        }
+        let e = check_replaceable(&d.path().join("nope/r.html"), &store).unwrap_err();
+        assert!(format!("{e:#}").contains("there is no directory"), "{e:#}");
+        let file = d.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let e = check_replaceable(&file.join("r.html"), &store).unwrap_err();
+        assert!(format!("{e:#}").contains("is not a directory"), "{e:#}");
+        check_replaceable(&d.path().join("r.html"), &store).unwrap();
     }
 
     #[test]

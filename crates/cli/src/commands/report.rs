@@ -369,10 +369,15 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
     if ids.is_empty() {
         anyhow::bail!("no runs to report: run `rackbench run ...` first");
     }
-    let runs: Vec<RunRecord> = ids
+    let mut runs: Vec<RunRecord> = ids
         .iter()
         .map(|id| src.load(id))
-        .collect::<anyhow::Result<Vec<_>>>()?
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    // A run named twice (`report A A`, `latest` beside its own id) is one column, as
+    // `export` keeps it once: two identical columns read as two runs that agree.
+    let mut seen = std::collections::BTreeSet::new();
+    runs.retain(|r| seen.insert(r.id.clone()));
+    let runs: Vec<RunRecord> = runs
         .into_iter()
         .flat_map(report::compare::variant_columns)
         .collect();
@@ -426,7 +431,16 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         }
         None => Vec::new(),
     };
-    output::check_replaceable(&out, &db)?;
+    // Its directory may be one --svg-dir makes (`-o site/r.md --svg-dir site/charts`).
+    let made = a
+        .svg_dir
+        .as_deref()
+        .is_some_and(|d| d.starts_with(output::dir_of(&out)));
+    if made {
+        output::check_replaceable_as(&out, &db, "-o another file")?;
+    } else {
+        output::check_replaceable(&out, &db)?;
+    }
     if let Some(dir) = &a.svg_dir {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the --svg-dir directory {}", dir.display()))?;

@@ -30,11 +30,22 @@ pub struct Args {
 }
 
 impl Args {
-    /// The workload name (the first word, unless it is a flag) and the rest.
+    /// The workload name (the first word, unless it is a flag, or the word after a
+    /// leading `--plan FILE`) and the rest.
     fn split(&self) -> (Option<String>, Vec<String>) {
-        match self.args.first() {
-            Some(w) if !w.starts_with('-') => (Some(w.clone()), self.args[1..].to_vec()),
-            _ => (None, self.args.clone()),
+        let a = &self.args;
+        let at = match a.first() {
+            Some(f) if f == "--plan" => 2,
+            Some(f) if f.starts_with("--plan=") => 1,
+            _ => 0,
+        };
+        match a.get(at) {
+            Some(w) if !w.starts_with('-') => {
+                let mut rest = a.clone();
+                rest.remove(at);
+                (Some(w.clone()), rest)
+            }
+            _ => (None, a.clone()),
         }
     }
 }
@@ -539,6 +550,18 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
             "--max-repeat caps the repetitions --until-cv PCT adds: give --until-cv too, or --repeat N for a fixed count"
         );
     }
+    // A cap below the repetitions every point makes before --until-cv judges (--repeat,
+    // and 3 at least, the fewest a spread is judged over) was raised to them, unsaid.
+    if let (Some(max), Some(_)) = (opts.max_repeat, opts.until_cv) {
+        let first = opts.repeat.unwrap_or(1).max(3);
+        if max < first {
+            bail!(
+                "--max-repeat {max} is below the {first} repetitions every point makes before \
+                 --until-cv judges its spread (--repeat, and 3 at least): give --max-repeat \
+                 {first} or more"
+            );
+        }
+    }
     if opts
         .telemetry_interval
         .is_some_and(|i| !(0.05..=3600.0).contains(&i))
@@ -672,20 +695,9 @@ fn human_duration(secs: f64) -> String {
 /// `--dsn` value parsed as the connection string it is), then shell-quoted. Redacting
 /// after quoting would have to see through the shell's quoting of the DSN's quotes.
 fn redacted_command_line(args: impl Iterator<Item = String>) -> String {
-    args.map(|a| shell_quote(&model::redact_secrets(&a)))
+    args.map(|a| model::shell_word(&model::redact_secrets(&a)))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn shell_quote(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_.,:/=@+".contains(c))
-        && !s.is_empty()
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// The power model flag as (IDLE_W, MAX_W).
@@ -819,9 +831,9 @@ fn run_resolved(r: Resolved, db: std::path::PathBuf) -> anyhow::Result<i32> {
         engine::out!("{}", crate::commands::runs::results_table(&stored));
         // Parameters, tests and units come from the plan and the workloads: shown safe.
         engine::out!("{}", model::printable_lines(&repetition_summary(&stored)));
-        let db_shown = db.display();
+        let (db_shown, at) = (db.display(), store::db_option(&db));
         engine::outln!(
-            "\nstored as run {run_id} in {db_shown}\n  details: rackbench show {run_id}\n  report:  rackbench report {run_id} -o report.html"
+            "\nstored as run {run_id} in {db_shown}\n  details: rackbench{at} show {run_id}\n  report:  rackbench{at} report {run_id} -o report.html"
         );
     }
     if let Some(f) = &finished.failure {
@@ -1185,6 +1197,34 @@ mod tests {
             "rackbench run oltp --dsn 'host=h password = *** dbname=d' \
              '--dsn=postgresql://u:***@h/d?sslmode=disable' 'PGPASSWORD=***' --vus 2"
         );
+    }
+
+    /// The workload is the first word, or the word after a leading `--plan FILE` (the
+    /// help's own order was refused: "unexpected argument 'kv'").
+    #[test]
+    fn the_workload_may_follow_a_plan() {
+        let split = |args: &[&str]| {
+            Args {
+                args: args.iter().map(|s| s.to_string()).collect(),
+            }
+            .split()
+        };
+        let words = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for (args, rest) in [
+            (
+                &["kv", "--plan", "p.toml", "-c", "5"][..],
+                &["--plan", "p.toml", "-c", "5"][..],
+            ),
+            (
+                &["--plan", "p.toml", "kv", "-c", "5"],
+                &["--plan", "p.toml", "-c", "5"],
+            ),
+            (&["--plan=p.toml", "kv"], &["--plan=p.toml"]),
+        ] {
+            assert_eq!(split(args), (Some("kv".into()), words(rest)), "{args:?}");
+        }
+        assert_eq!(split(&["--plan", "p.toml"]).0, None);
+        assert_eq!(split(&["--plan", "p.toml", "-c", "5"]).0, None);
     }
 
     fn resolved(args: &[&str]) -> anyhow::Result<Resolved> {

@@ -435,6 +435,13 @@ pub fn export(a: ExportArgs, g: &Global) -> anyhow::Result<i32> {
         (None, None) => ExportFormat::Json,
         (None, Some(p)) => export_format_of(p)?,
     };
+    // `--json` asks every command for JSON: a CSV export beside it was written unsaid.
+    if g.json && format == ExportFormat::Csv {
+        anyhow::bail!(
+            "export: --json asks for JSON, but the export is CSV (--format csv, or a .csv \
+             -o file): give one of them"
+        );
+    }
     let bytes = match format {
         ExportFormat::Json => (store::export::to_json(&runs) + "\n").into_bytes(),
         ExportFormat::Csv => {
