@@ -143,12 +143,12 @@ struct Inflight {
 }
 
 impl Inflight {
-    #[inline]
     /// When the oldest request in flight was sent.
     fn oldest_sent(&self) -> Option<u64> {
         self.runs.front().map(|(p, _)| p.sent_ns)
     }
 
+    #[inline]
     fn len(&self) -> usize {
         self.len
     }
@@ -543,8 +543,9 @@ struct Pace {
     drain_deadline: Option<u64>,
     stopped_early: Option<String>,
     cpu_marked: bool,
-    /// The bytes received when last looked at, and when they last grew (or nothing was
-    /// awaited): a server that stops answering without closing is seen by them.
+    /// The bytes received when last looked at, and since when the loop has waited on
+    /// the server: they last grew, or the oldest request waiting left (nothing awaited
+    /// before it). A server that stops answering without closing is seen by them.
     heard_rx: u64,
     heard_ns: u64,
     /// [`LoadSpec::no_reply_timeout`], in ns.
