@@ -550,7 +550,7 @@ fn add_partial(
             ));
     }
     so_far.flags = vec![Flag::warning(
-        "partial",
+        model::PARTIAL,
         format!(
             "the {test} test did not finish (rackbench was killed, or the machine stopped): \
              its {} step(s) up to then are kept, each as it completed, with no verdict over \

@@ -1035,7 +1035,7 @@ pub fn checkpoint_flag(test: &str, at_s: f64, planned_s: Option<f64>) -> Flag {
         None => " (the test stops after a count of requests)".to_string(),
     };
     Flag::warning(
-        "partial",
+        model::PARTIAL,
         format!(
             "the {test} test did not finish (rackbench was killed, or the machine \
              stopped): measured until a checkpoint at {at_s:.1} s{of}, taken every {} s \

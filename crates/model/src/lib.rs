@@ -164,6 +164,11 @@ pub enum Severity {
     Invalid,
 }
 
+/// The code of the warning on a test's provisional result: what it had measured at a
+/// checkpoint while it ran (a capacity test's steps so far), which its final result
+/// replaces; kept only where the process ended before the test did.
+pub const PARTIAL: &str = "partial";
+
 /// A validity finding attached to a result ("client_bound", "errors", "zero_throughput").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Flag {
@@ -343,13 +348,17 @@ impl ResultRecord {
         self.flags.iter().any(|f| f.severity == Severity::Invalid)
     }
 
+    /// Whether this is a test's provisional result (flagged [`PARTIAL`]), not its final.
+    pub fn is_provisional(&self) -> bool {
+        self.flags.iter().any(|f| f.code == PARTIAL)
+    }
+
     /// Why this result counts in no figure, in words: `interrupted (partial)` (stopped,
     /// its figures those measured until a checkpoint or the stop), `failed`, `invalid
     /// (code)`; None when it counts (ended ok, nothing invalid).
     pub fn uncounted_as(&self) -> Option<String> {
         if let Some(state) = self.status.unfinished_as() {
-            let partial =
-                self.status != Status::Running && self.flags.iter().any(|f| f.code == "partial");
+            let partial = self.status != Status::Running && self.is_provisional();
             return Some(format!(
                 "{state}{}",
                 if partial { " (partial)" } else { "" }

@@ -1285,12 +1285,7 @@ pub struct CpuBreakdowns {
 fn no_telemetry_note(run: &RunRecord) -> String {
     // A run with telemetry off (`--no-telemetry`) had none to lose (review I, 9).
     let sampled = run.plan["run"]["telemetry"].as_bool() != Some(false);
-    if sampled
-        && run
-            .results
-            .iter()
-            .any(|r| r.flags.iter().any(|f| f.code == "partial"))
-    {
+    if sampled && run.results.iter().any(|r| r.is_provisional()) {
         "its telemetry was lost with rackbench, killed before its test ended (the steps \
          kept carry the CPU each step saw)"
             .into()

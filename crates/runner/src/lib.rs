@@ -1577,7 +1577,7 @@ fn run_as(
                             // kill would have kept it.
                             let base = partial.clone().unwrap_or(template);
                             let mut flags = base.flags.clone();
-                            flags.retain(|f| f.code != "partial");
+                            flags.retain(|f| f.code != model::PARTIAL);
                             flags.push(flag);
                             let mut missing = base.missing.clone();
                             missing.extend(tel.missing);

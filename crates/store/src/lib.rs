@@ -1027,7 +1027,7 @@ fn immutable_uri(path: &Path) -> String {
 /// its results are `run`'s first ones (each the same step, test and repetition at its
 /// place, and no further on), and `run` has more of them, or a test's final result where
 /// the stored copy has the provisional one its test stored at a checkpoint (flagged
-/// `partial`, closed as interrupted: the store refused the final one, or the run was
+/// [`model::PARTIAL`], closed as interrupted: the store refused the final one, or the run was
 /// exported while that test ran). Any other result must be the same on both sides, so
 /// that an edited export or another store's run under a colliding id is not taken for
 /// more of this one.
@@ -1046,20 +1046,19 @@ fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
          FROM results r WHERE run_id = ?1 ORDER BY ord",
     )?;
     let stored: Vec<(u32, String, u32, String, bool)> = stmt
-        .query_map(params![run.id, CHECKPOINT_FLAG], |r| {
+        .query_map(params![run.id, model::PARTIAL], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?
         .collect::<Result<_, _>>()?;
     if stored.len() > run.results.len() {
         return Ok(false);
     }
-    let provisional = |r: &ResultRecord| r.flags.iter().any(|f| f.code == CHECKPOINT_FLAG);
     let mut more = stored.len() < run.results.len();
     for ((step, test, rep, status, at_checkpoint), r) in stored.iter().zip(&run.results) {
         if (*step, test.as_str(), *rep) != (r.step, r.test.as_str(), r.repetition) {
             return Ok(false);
         }
-        if *at_checkpoint && !provisional(r) {
+        if *at_checkpoint && !r.is_provisional() {
             more = true;
         } else if parse_status(status)? != imported_status_of(r.status) {
             return Ok(false);
@@ -1067,10 +1066,6 @@ fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
     }
     Ok(more)
 }
-
-/// The flag of a result a test stored at a checkpoint while it ran (its provisional
-/// result), which its final result replaces.
-const CHECKPOINT_FLAG: &str = "partial";
 
 /// A result's status as imported: one still running has no process here to finish it.
 fn imported_status_of(s: Status) -> Status {
