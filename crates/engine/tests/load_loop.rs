@@ -307,7 +307,7 @@ fn reconnect_per_request_opens_a_connection_each_time() {
         ..spec(StopAfter::Requests(50))
     };
     let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
-    assert_eq!(out.total_count(), 50);
+    assert_eq!(out.total_count(), 50, "{:?}", out.connection_errors);
     // The check that the server answers, 2 initial, one per request after them, and none
     // once the last request has gone (a connect no request uses is one more than httperf
     // or wrk make).
@@ -1960,4 +1960,80 @@ fn a_counted_test_shares_its_count_by_what_each_thread_sends() {
     assert_eq!(f.served.load(Ordering::SeqCst), 600);
     let most = f.most_per_connection.load(Ordering::SeqCst);
     assert!(most < 130, "one connection carried {most} of 600 requests");
+}
+
+/// A reconnect the server leaves unanswered (its accept queue full: the kernel drops the
+/// SYN and retries it for minutes) waits beside the test, not in front of it: the other
+/// connection of the same thread is served all along, and the reconnect fails after the
+/// no-reply limit. A blocking connect stopped the thread for its 5 s limit, longer than
+/// the test.
+#[test]
+fn a_reconnect_the_server_leaves_unanswered_does_not_stall_the_others() {
+    use std::os::fd::AsRawFd;
+    for io in [ClientIo::Epoll, ClientIo::IoUring] {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let filled = Arc::new(AtomicBool::new(false));
+        let f2 = filled.clone();
+        std::thread::spawn(move || {
+            // The check that the server answers, then the test's two connections; the
+            // first of those is closed after 20 replies, once no more are accepted.
+            let mut held = Vec::new();
+            for i in 0..3 {
+                let (conn, _) = l.accept().unwrap();
+                let filled = f2.clone();
+                std::thread::spawn(move || {
+                    let mut w = conn.try_clone().unwrap();
+                    let r = BufReader::new(conn);
+                    for (n, line) in (1..).zip(r.lines()) {
+                        if line.is_err() || w.write_all(b"ok\n").is_err() {
+                            return;
+                        }
+                        if i == 1 && n == 20 {
+                            while !filled.load(Ordering::SeqCst) {
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                            return;
+                        }
+                    }
+                });
+            }
+            // No more accepted: a backlog of 0, and one connection in the queue, so a
+            // SYN now is dropped.
+            // SAFETY: a listening socket this thread owns.
+            assert_eq!(unsafe { libc::listen(l.as_raw_fd(), 0) }, 0);
+            held.push(std::net::TcpStream::connect(addr).unwrap());
+            f2.store(true, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_secs(10));
+            drop((l, held));
+        });
+        let s = LoadSpec {
+            connections: 2,
+            threads: 1,
+            client_io: io,
+            no_reply_timeout: Duration::from_millis(800),
+            ..spec(StopAfter::Duration(Duration::from_millis(1500)))
+        };
+        let t0 = std::time::Instant::now();
+        let out = run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()).unwrap();
+        let took = t0.elapsed();
+        assert!(out.client_io_fallback.is_none(), "{io:?}");
+        // The other connection carried the test: thousands of replies, not the 20 or so
+        // before the reconnect.
+        assert!(out.total_count() > 1_000, "{io:?}: {}", out.total_count());
+        assert!(
+            out.connection_errors
+                .keys()
+                .any(|k| k.starts_with("reconnect to") && k.contains("no answer for 0.8 s")),
+            "{io:?}: {:?}",
+            out.connection_errors
+        );
+        assert_eq!(out.reconnects, 0, "{io:?}");
+        assert!(
+            out.stopped_early.is_none(),
+            "{io:?}: {:?}",
+            out.stopped_early
+        );
+        assert!(took < Duration::from_secs(4), "{io:?}: {took:?}");
+    }
 }

@@ -207,6 +207,9 @@ struct Conn<P> {
     wpos: usize,
     inflight: Inflight,
     sent_on_conn: u64,
+    /// A reconnect in progress: when its connect started (the loop's clock). Its
+    /// requests leave once it is open.
+    connecting: Option<u64>,
     dead: bool,
 }
 
@@ -225,20 +228,23 @@ impl<P> Conn<P> {
     }
 }
 
+/// Open a connection before the test starts (blocking: nothing is measured yet).
 fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
-    connect_timed(addr).map(|(s, _)| s)
-}
-
-/// Connect, and how long the connect took: from the connect call to the connection
-/// established (writable), httperf's "connect" time; the socket options after it are
-/// not part of it.
-fn connect_timed(addr: SocketAddr) -> io::Result<(TcpStream, Duration)> {
-    let t0 = std::time::Instant::now();
     let s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    let took = t0.elapsed();
     s.set_nodelay(true)?;
     s.set_nonblocking(true)?;
-    Ok((TcpStream::from_std(s), took))
+    Ok(TcpStream::from_std(s))
+}
+
+/// What a reconnect came to when its socket was looked at ([`Loop::connect_done`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Connect {
+    /// Not yet: a wake before the handshake is done.
+    Pending,
+    /// Open: counted and timed; its requests may leave.
+    Open,
+    /// Refused or failed: counted, and the connection is dead.
+    Failed,
 }
 
 pub(crate) fn run<P, F>(
@@ -390,6 +396,7 @@ where
                 wpos: 0,
                 inflight: Inflight::default(),
                 sent_on_conn: 0,
+                connecting: None,
                 dead: false,
             });
         }
@@ -426,6 +433,7 @@ where
             cpu_marked: warm_ns == 0,
             heard_rx: 0,
             heard_ns: 0,
+            connects_pending: 0,
             no_reply_ns: spec.no_reply_timeout.as_nanos() as u64,
             next_ckpt_ns: match ckpt {
                 Some(_) => warm_ns.saturating_add(CHECKPOINT_EVERY.as_nanos() as u64),
@@ -548,7 +556,11 @@ struct Pace {
     /// before it). A server that stops answering without closing is seen by them.
     heard_rx: u64,
     heard_ns: u64,
-    /// [`LoadSpec::no_reply_timeout`], in ns.
+    /// Reconnects started and not yet open or failed: while there are some, each round
+    /// looks for one the server left unanswered for `no_reply_ns`.
+    connects_pending: usize,
+    /// [`LoadSpec::no_reply_timeout`], in ns: for replies, and for a reconnect's
+    /// handshake.
     no_reply_ns: u64,
     /// When this worker takes its next checkpoint (u64::MAX: none): a compare per round,
     /// where the loop reads the clock anyway, and nothing per request.
@@ -561,26 +573,45 @@ impl Pace {
         self.t0.elapsed().as_nanos() as u64
     }
 
-    /// Can another request be issued now (stop condition, quota)?
+    /// Can another request be issued now (stop condition, quota)? A test stopped by a
+    /// count keeps one of it for each reconnect in progress: the connect is made for a
+    /// request, and another connection taking it would leave the connect unused (one
+    /// more than httperf or wrk make).
     #[inline]
     fn may_issue(&mut self, now: u64) -> bool {
+        self.may_issue_beyond(now, self.connects_pending as u64)
+    }
+
+    /// [`Pace::may_issue`], with `kept` of the count kept back.
+    #[inline]
+    fn may_issue_beyond(&mut self, now: u64, kept: u64) -> bool {
         !self.stop_sending
             && self.end_ns.is_none_or(|e| now < e)
             && match self.quota {
                 None => true,
-                Some(q) => self.issued_measured < q || now < self.warm_ns || self.claim(),
+                Some(q) => {
+                    self.issued_measured + kept < q || now < self.warm_ns || self.claim(kept)
+                }
             }
     }
 
-    /// This worker's claim spent: claim more of the test's count, false when none is
-    /// left.
+    /// This worker's claim spent: claim more of the test's count, until `kept` more than
+    /// it has issued; false when none is left.
     #[cold]
-    fn claim(&mut self) -> bool {
-        let got = self.pool.as_ref().map_or(0, |p| p.claim());
-        if let Some(q) = self.quota.as_mut() {
-            *q += got;
+    fn claim(&mut self, kept: u64) -> bool {
+        let Some(pool) = self.pool.clone() else {
+            return false;
+        };
+        while let Some(q) = self.quota.as_mut() {
+            if self.issued_measured + kept < *q {
+                return true;
+            }
+            match pool.claim() {
+                0 => return false,
+                got => *q += got,
+            }
         }
-        got > 0
+        false
     }
 
     /// Open loop, a timed test: requests intended before this time and never sent are
@@ -614,16 +645,83 @@ struct Loop<'a> {
 }
 
 impl Loop<'_> {
-    /// A reconnect that succeeded, `took` to connect: counted, and its connect timed, when
-    /// the request it opens for is measured (sent after the warm-up: it leaves now or
-    /// later), so that they stand one per measured request with -k 0. Zeroed at the
-    /// warm-up's mark instead, those of the round that crossed it were lost: 47 for 50
-    /// measured requests on 2 connections.
-    fn reconnected(&mut self, took: Duration) {
-        if self.pace.now() >= self.pace.warm_ns {
-            self.rec.connected(took);
+    /// Open the connection again, with empty buffers and nothing in flight: the connect
+    /// is started, not waited for (a blocking connect stalled every other connection of
+    /// this thread for its round trip, or for seconds when the server's backlog was full
+    /// and dropped the SYN). The caller watches the new socket; the loop finishes the
+    /// connect when it turns writable ([`Loop::connect_done`]). False when the connect
+    /// failed at once (counted; the connection is dead).
+    fn reopen<P: Protocol>(&mut self, c: &mut Conn<P>) -> bool {
+        c.stream = None;
+        c.rbuf.clear();
+        c.rstart = 0;
+        c.wbuf.clear();
+        c.wpos = 0;
+        c.inflight.clear();
+        c.sent_on_conn = 0;
+        c.proto.reset();
+        let started = TcpStream::connect(c.addr).and_then(|s| s.set_nodelay(true).map(|()| s));
+        match started {
+            Ok(s) => {
+                c.stream = Some(s);
+                c.connecting = Some(self.pace.now());
+                self.pace.connects_pending += 1;
+                true
+            }
+            Err(e) => {
+                self.connect_failed(c, &e.to_string());
+                false
+            }
+        }
+    }
+
+    /// A reconnect's socket said something (writable, or an error): open, failed, or not
+    /// yet (a wake before the handshake is done, which mio allows for). An open one is
+    /// counted, and timed from the connect call to established, httperf's connection
+    /// time, when the requests it opens for are measured (they leave now or later), so
+    /// that they stand one per measured request with -k 0. Zeroed at the warm-up's mark
+    /// instead, those of the round that crossed it were lost: 47 for 50 measured
+    /// requests on 2 connections.
+    fn connect_done<P>(&mut self, c: &mut Conn<P>) -> Connect {
+        let (Some(s), Some(since)) = (c.stream.as_ref(), c.connecting) else {
+            return Connect::Pending;
+        };
+        let failed = match s.take_error() {
+            Ok(Some(e)) | Err(e) => Some(e),
+            Ok(None) => match s.peer_addr() {
+                Ok(_) => None,
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return Connect::Pending,
+                Err(e) => Some(e),
+            },
+        };
+        if let Some(e) = failed {
+            self.connect_failed(c, &e.to_string());
+            return Connect::Failed;
+        }
+        c.connecting = None;
+        self.pace.connects_pending -= 1;
+        let now = self.pace.now();
+        if now >= self.pace.warm_ns {
+            self.rec
+                .connected(Duration::from_nanos(now.saturating_sub(since)));
             self.rec.reconnects += 1;
         }
+        Connect::Open
+    }
+
+    /// A reconnect that failed: counted, and the connection dead (the server is gone, or
+    /// refuses more). Its socket is shut down, not only closed: a connect the kernel
+    /// still tries, or an io_uring poll armed on it, ends with it.
+    fn connect_failed<P>(&mut self, c: &mut Conn<P>, why: &str) {
+        self.rec
+            .connection_error(format!("reconnect to {}: {why}", c.addr));
+        if let Some(s) = c.stream.take() {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+        if c.connecting.take().is_some() {
+            self.pace.connects_pending -= 1;
+        }
+        c.dead = true;
     }
 
     /// The bookkeeping at the top of each round, at `now`: the end of warm-up, Ctrl-C,
@@ -635,7 +733,7 @@ impl Loop<'_> {
             self.rec.cpu_start = thread_cpu();
             // Bytes, like CPU, count from the end of warm-up: they are divided by the
             // measured duration (rx_bytes_per_s, net_io_bytes_per_s). Reconnects count
-            // by their requests instead ([`Loop::reconnected`]). A connection that
+            // by their requests instead ([`Loop::connect_done`]). A connection that
             // failed in the warm-up stays counted: the test ran without it.
             self.rec.bytes_tx = 0;
             self.rec.bytes_rx = 0;
@@ -647,12 +745,25 @@ impl Loop<'_> {
             pace.stopped_early
                 .get_or_insert_with(|| "interrupted".to_string());
         }
-        if !pace.stop_sending && !pace.may_issue(now) {
+        // Sending is over when the count is, the requests kept for reconnects included.
+        if !pace.stop_sending && !pace.may_issue_beyond(now, 0) {
             pace.stop_sending = true;
         }
         if pace.stop_sending {
             pace.sending_stopped_ns.get_or_insert(now);
         }
+        if pace.connects_pending > 0 {
+            // A SYN the server dropped (its backlog full) is retried by the kernel for
+            // two minutes: a reconnect unanswered this long fails as a reply would.
+            let limit = pace.no_reply_ns;
+            for c in conns.iter_mut() {
+                if c.connecting.is_some_and(|t| now.saturating_sub(t) >= limit) {
+                    let why = format!("no answer for {} s", secs(limit));
+                    self.connect_failed(c, &why);
+                }
+            }
+        }
+        let pace = &mut self.pace;
         if conns.iter().all(|c| c.dead) {
             pace.stopped_early
                 .get_or_insert_with(|| "every connection failed".to_string());
@@ -668,10 +779,7 @@ impl Loop<'_> {
             // (an open loop between sends at a low rate awaited nothing before it).
             match conns.iter().filter_map(|c| c.inflight.oldest_sent()).min() {
                 Some(sent) if now.saturating_sub(sent) >= pace.no_reply_ns => {
-                    let why = format!(
-                        "no reply from the server for {:.0} s",
-                        Duration::from_nanos(pace.no_reply_ns).as_secs_f64()
-                    );
+                    let why = format!("no reply from the server for {} s", secs(pace.no_reply_ns));
                     let waiting: usize = conns.iter().map(|c| c.inflight.len()).sum();
                     for c in conns.iter_mut() {
                         self.rec
@@ -800,6 +908,11 @@ impl Loop<'_> {
             *pending = 0;
         }
     }
+}
+
+/// `ns` in seconds, as a person writes them: 30, 0.8.
+fn secs(ns: u64) -> f64 {
+    Duration::from_nanos(ns).as_secs_f64()
 }
 
 /// What becomes of a connection after its replies are read ([`Loop::settle`]).
@@ -933,6 +1046,16 @@ fn epoll_loop<P: Protocol>(
             if c.dead || c.stream.is_none() {
                 continue;
             }
+            if c.connecting.is_some() {
+                // A reconnect: once open, its requests leave (the closed loop's now,
+                // the open loop's as they fall due).
+                if lp.connect_done(c) != Connect::Open {
+                    continue;
+                }
+                if !open {
+                    lp.top_up(c, lp.pace.now());
+                }
+            }
             if ev.is_writable() {
                 flush(c, &mut lp.rec);
             }
@@ -946,23 +1069,13 @@ fn epoll_loop<P: Protocol>(
                         let _ = poll.registry().deregister(&mut s);
                     }
                 }
-                let reopen = next == Next::Reopen;
-                if let Some(took) = reopen.then(|| reopen_conn(c, &mut lp.rec)).flatten() {
-                    let registered = c.stream.as_mut().map(|s| watch(&poll, s, slot));
-                    match registered {
-                        Some(Err(e)) => {
-                            lp.rec
-                                .connection_error(format!("reconnect to {}: {e}", c.addr));
-                            c.stream = None;
-                            c.dead = true;
-                        }
-                        _ => lp.reconnected(took),
+                if next == Next::Reopen && lp.reopen(c) {
+                    if let Some(Err(e)) = c.stream.as_mut().map(|s| watch(&poll, s, slot)) {
+                        lp.connect_failed(c, &e.to_string());
                     }
                 }
-                if !open && !c.dead && next != Next::Retire {
-                    // After a reopen, the new requests leave after the connect.
-                    let now = if reopen { lp.pace.now() } else { done };
-                    lp.top_up(c, now);
+                if !open && next == Next::Keep {
+                    lp.top_up(c, done);
                     flush(c, &mut lp.rec);
                 }
             }
@@ -983,7 +1096,7 @@ fn epoll_loop<P: Protocol>(
 /// How many more requests this connection may take now (pipeline room and the
 /// per-connection request limit).
 fn budget<P: Protocol>(c: &Conn<P>, spec: &LoadSpec) -> usize {
-    if c.dead || c.stream.is_none() || c.proto.closing() {
+    if c.dead || c.stream.is_none() || c.connecting.is_some() || c.proto.closing() {
         return 0;
     }
     let room = spec.pipeline.saturating_sub(c.inflight.len());
@@ -1190,33 +1303,6 @@ fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str, warm_n
     }
 }
 
-/// Open the connection again (blocking connect; fast on loopback), with empty buffers
-/// and nothing in flight. A refused connect marks the connection dead: the server is
-/// gone. Returns how long the connect took when it is open; the caller watches the new
-/// socket, then counts the reconnect and records that time ([`Loop::reconnected`]: once
-/// per connect, a request that reuses a connection pays nothing for it).
-fn reopen_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder) -> Option<Duration> {
-    c.stream = None;
-    c.rbuf.clear();
-    c.rstart = 0;
-    c.wbuf.clear();
-    c.wpos = 0;
-    c.inflight.clear();
-    c.sent_on_conn = 0;
-    c.proto.reset();
-    match connect_timed(c.addr) {
-        Ok((s, took)) => {
-            c.stream = Some(s);
-            Some(took)
-        }
-        Err(e) => {
-            rec.connection_error(format!("reconnect to {}: {e}", c.addr));
-            c.dead = true;
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::{Inflight, Pending};
@@ -1262,6 +1348,7 @@ mod tests {
             wpos: 0,
             inflight: Inflight::default(),
             sent_on_conn: 0,
+            connecting: None,
             dead: false,
         };
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use io_uring::types::{BufRingEntry, Fixed, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, EnterFlags, IoUring};
 
-use super::{parse_from, parse_replies, reopen_conn, Conn, Loop, Next, CLOSED, READ_CHUNK};
+use super::{parse_from, parse_replies, Conn, Connect, Loop, Next, CLOSED, READ_CHUNK};
 use crate::load::{ClientIo, LoadShape, LoadSpec, Protocol};
 
 /// Bytes per provided buffer: a reply larger than this arrives in several completions.
@@ -52,6 +52,8 @@ const RELEASE_WAIT: Duration = Duration::from_secs(2);
 
 const RECV: u64 = 0;
 const SEND: u64 = 1;
+/// A reconnect's poll for its handshake's end (writable, or an error).
+const CONNECT: u64 = 2;
 /// The `user_data` of the round's timer (no connection has this slot).
 const TICK: u64 = u64::MAX;
 /// The longest a round waits when nothing completes (Ctrl-C, a stalled server).
@@ -110,19 +112,22 @@ fn unregister_ring_fd(ring: &IoUring, index: u32) {
     update_ring_fds(ring, IORING_UNREGISTER_RING_FDS, index, 0);
 }
 
-/// `user_data`: slot, the connection's generation (a reopened connection's old socket
-/// still completes), and the operation.
+/// `user_data`: slot (32 bits), the connection's generation (30: a reopened
+/// connection's old socket still completes), and the operation (2).
 fn tag(slot: usize, gen: u32, op: u64) -> u64 {
-    (slot as u64) << 32 | u64::from(gen) << 1 | op
+    (slot as u64) << 32 | u64::from(gen & GEN_MASK) << 2 | op
 }
 
 fn untag(data: u64) -> (usize, u32, u64) {
     (
         (data >> 32) as usize,
-        ((data >> 1) & 0x7fff_ffff) as u32,
-        data & 1,
+        ((data >> 2) as u32) & GEN_MASK,
+        data & 3,
     )
 }
+
+/// The generations a slot counts through before it starts again.
+const GEN_MASK: u32 = 0x3fff_ffff;
 
 /// The ring's view of one connection.
 #[derive(Default)]
@@ -356,8 +361,23 @@ impl Ring {
     /// slot's index when it is new (sends and receives then name it by index: no file
     /// lookup per request).
     fn arm_recv<P>(&mut self, slot: usize, c: &Conn<P>) -> io::Result<()> {
-        let Some(s) = c.stream.as_ref() else {
+        if !self.register(slot, c)? {
             return Ok(());
+        }
+        let gen = self.slots[slot].gen;
+        let e = opcode::RecvMulti::new(Fixed(slot as u32), GROUP)
+            .build()
+            .user_data(tag(slot, gen, RECV));
+        self.push(e)?;
+        self.slots[slot].recv_armed = true;
+        Ok(())
+    }
+
+    /// Put the connection's socket in the ring's file table at the slot's index, when it
+    /// is new. False when it has none.
+    fn register<P>(&mut self, slot: usize, c: &Conn<P>) -> io::Result<bool> {
+        let Some(s) = c.stream.as_ref() else {
+            return Ok(false);
         };
         let gen = self.slots[slot].gen;
         if self.slots[slot].registered != Some(gen) {
@@ -369,12 +389,19 @@ impl Ring {
                 .register_files_update(slot as u32, &[s.as_raw_fd()])?;
             self.slots[slot].registered = Some(gen);
         }
-        let e = opcode::RecvMulti::new(Fixed(slot as u32), GROUP)
+        Ok(true)
+    }
+
+    /// Wait for a reconnect's handshake: a one-shot poll for writable (an error ends it
+    /// too). It holds no memory of ours, so the end need not wait for it.
+    fn arm_connect<P>(&mut self, slot: usize, c: &Conn<P>) -> io::Result<()> {
+        if !self.register(slot, c)? {
+            return Ok(());
+        }
+        let e = opcode::PollAdd::new(Fixed(slot as u32), libc::POLLOUT as u32)
             .build()
-            .user_data(tag(slot, gen, RECV));
-        self.push(e)?;
-        self.slots[slot].recv_armed = true;
-        Ok(())
+            .user_data(tag(slot, self.slots[slot].gen, CONNECT));
+        self.push(e)
     }
 
     /// Send what the connection has queued, unless a send is already in flight (its
@@ -392,23 +419,20 @@ impl Ring {
         self.push(e)
     }
 
-    /// Close the connection's socket (its receive then completes, empty) and open a new
-    /// one with its receive armed: how long the connect took, when it opened. A send
-    /// still in flight keeps its buffer until its completion comes.
+    /// Close the connection's socket (its receive then completes, empty) and start a
+    /// new one's connect, polled for its end ([`Loop::reopen`]). A send still in flight
+    /// keeps its buffer until its completion comes.
     fn reopen<P: Protocol>(
         &mut self,
+        lp: &mut Loop<'_>,
         slot: usize,
         c: &mut Conn<P>,
-        rec: &mut crate::sched::Recorder,
-    ) -> io::Result<Option<std::time::Duration>> {
+    ) -> io::Result<()> {
         self.close_conn(slot, c);
-        match reopen_conn(c, rec) {
-            Some(took) => {
-                self.arm_recv(slot, c)?;
-                Ok(Some(took))
-            }
-            None => Ok(None),
+        if lp.reopen(c) {
+            self.arm_connect(slot, c)?;
         }
+        Ok(())
     }
 
     /// Close the connection's socket (its receive then completes, empty), and forget
@@ -426,7 +450,7 @@ impl Ring {
                 .push((tag(slot, s.gen, SEND), std::mem::take(&mut s.sending)));
             s.send_busy = false;
         }
-        s.gen = (s.gen + 1) & 0x7fff_ffff;
+        s.gen = (s.gen + 1) & GEN_MASK;
         if std::mem::take(&mut s.recv_armed) {
             self.stale_recvs += 1;
         }
@@ -537,6 +561,7 @@ impl Ring {
         let last = op == SEND || !cqueue::more(flags);
         let current = self.slots.get(slot).is_some_and(|s| s.gen == gen);
         match (op, current) {
+            (CONNECT, _) => {}
             (SEND, true) => self.slots[slot].send_busy = false,
             (SEND, false) => self.orphans.retain(|(d, _)| *d != data),
             (_, true) if last => self.slots[slot].recv_armed = false,
@@ -698,6 +723,17 @@ fn on_completion<P: Protocol>(
         return Ok(());
     }
     let c = &mut conns[slot];
+    if op == CONNECT {
+        return match lp.connect_done(c) {
+            Connect::Pending => ring.arm_connect(slot, c),
+            Connect::Failed => Ok(()),
+            Connect::Open => {
+                ring.arm_recv(slot, c)?;
+                lp.top_up(c, lp.pace.now());
+                ring.flush(slot, c)
+            }
+        };
+    }
     if op == SEND {
         let s = &mut ring.slots[slot];
         if res > 0 {
@@ -766,15 +802,9 @@ fn on_completion<P: Protocol>(
     }
     let (n, next) = lp.settle(c, read);
     *replies += n;
-    let mut now = done;
     match next {
-        Next::Reopen => {
-            if let Some(took) = ring.reopen(slot, c, &mut lp.rec)? {
-                lp.reconnected(took);
-            }
-            // The new requests leave after the connect, not before it.
-            now = lp.pace.now();
-        }
+        // The new requests leave once the connect is done (its completion).
+        Next::Reopen => return ring.reopen(lp, slot, c),
         Next::Retire => {
             ring.close_conn(slot, c);
             return Ok(());
@@ -782,11 +812,8 @@ fn on_completion<P: Protocol>(
         Next::Keep if !more && c.stream.is_some() => ring.arm_recv(slot, c)?,
         Next::Keep => {}
     }
-    if !c.dead {
-        lp.top_up(c, now);
-        ring.flush(slot, c)?;
-    }
-    Ok(())
+    lp.top_up(c, done);
+    ring.flush(slot, c)
 }
 
 #[cfg(test)]
