@@ -482,6 +482,39 @@ fn an_extrapolation_that_cannot_be_made_is_said_on_the_console() {
     assert!(!err.contains("not extrapolated"), "{err}");
 }
 
+/// `--clock-elasticity` without a clock extrapolation would change nothing: refused, with
+/// what to add; with one, it is taken.
+#[test]
+fn a_clock_elasticity_without_a_clock_extrapolation_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = filled_store(dir.path());
+    let out = dir.path().join("x.html");
+    let report = |extra: &[&str]| {
+        let mut args = vec!["report", "arm", "x86", "-o", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        rackbench(&db, &args)
+    };
+    let o = report(&[
+        "--clock-elasticity",
+        "0.7",
+        "--extrapolate",
+        "arm=x2:boards",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--extrapolate RUN=3GHz"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "a refused report wrote its file");
+    ok(&report(&[
+        "--clock-elasticity",
+        "0.7",
+        "--extrapolate",
+        "arm=3GHz",
+    ]));
+}
+
 /// A label with an escape sequence and a newline (a hostile or careless `--label`, an
 /// imported run) reaches no terminal raw and breaks no table: runs, show, compare.
 #[test]
@@ -852,4 +885,26 @@ fn a_run_stores_the_build_that_made_it() {
     );
     assert_eq!(code, 0, "{err}");
     assert_eq!(run["rackbench_version"], build, "{run}");
+}
+
+/// `tco --from FILE` with a plan whose platforms all give their power and performance
+/// reads nothing from the file: said, not silently ignored, and the TCO is still made.
+#[test]
+fn tco_from_a_file_a_plan_needs_nothing_from_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tco/examples/seed_redis_tco.toml");
+    let file = dir.path().join("runs.json");
+    let o = rackbench(
+        &dir.path().join("none.sqlite"),
+        &[
+            "tco",
+            plan.to_str().unwrap(),
+            "--from",
+            file.to_str().unwrap(),
+        ],
+    );
+    let out = ok(&o);
+    assert!(out.contains("Qualcomm Centriq 2452"), "{out}");
+    let err = stderr(&o);
+    assert!(err.contains("--from") && err.contains("not read"), "{err}");
 }

@@ -113,6 +113,17 @@ impl TableArgs {
                 .map_err(anyhow::Error::msg)?,
             from_plan: false,
         };
+        // An elasticity with no clock to apply it to would be silently dropped.
+        let clocked = sel
+            .extrapolate
+            .iter()
+            .any(|e| matches!(e.how, report::selection::Extrapolate::Clock { .. }));
+        if self.clock_elasticity != 1.0 && !clocked {
+            anyhow::bail!(
+                "--clock-elasticity {} applies to clock extrapolations, and none is asked                  for: add --extrapolate RUN=3GHz (or RUN=2.4GHz:3GHz), or drop it",
+                self.clock_elasticity
+            );
+        }
         sel.check(runs).map_err(anyhow::Error::msg)?;
         Ok(sel)
     }
@@ -281,6 +292,13 @@ fn evaluate_plan(
     let needs_runs = plan.platforms.iter().any(|p| {
         p.run.is_some() && (p.power_w.is_none() || (p.perf.is_none() && p.perf_tests.is_empty()))
     });
+    if let (Some(f), false) = (from, needs_runs) {
+        engine::errln!(
+            "rackbench: note: --from {}: not read; every platform gives its power_w and \
+             perf, so none takes anything from a run",
+            model::printable(&f.display().to_string())
+        );
+    }
     let mut from_runs = BTreeMap::new();
     if needs_runs {
         let src = Source::open(from, g)?;
