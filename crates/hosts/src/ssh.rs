@@ -516,7 +516,9 @@ impl Said {
 /// its sha256 where the host has `sha256sum`. `ln` publishes it without replacing one
 /// another host put there first (a home directory shared by several hosts), so a running
 /// binary is never replaced. The prune keeps the three newest copies and never touches
-/// this one.
+/// this one, nor a copy being received; a half copy an earlier deploy left (ssh killed
+/// outright: its trap never ran) goes once it is an hour old, far past any deploy's
+/// timeout.
 fn deploy_script(path: &str, sha256: &str, size: u64) -> String {
     let q = shell_quote(path);
     let sha = shell_quote(sha256);
@@ -526,7 +528,8 @@ fn deploy_script(path: &str, sha256: &str, size: u64) -> String {
          && {{ ! command -v sha256sum >/dev/null || echo {sha}\"  $t\" | sha256sum -c --status || {{ echo {BAD_COPY} >&2; exit 1; }}; }} \
          && chmod 700 \"$t\" && {{ ln \"$t\" {q} 2>/dev/null || test -x {q}; }} && echo RBCOPIED; \
          ls -t \"$d\"/rackbench-* 2>/dev/null | grep -v -e '[.]tmp[.]' -e \"^\"{q}\"$\" | tail -n +3 \
-         | while read -r old; do rm -f \"$old\"; done"
+         | while read -r old; do rm -f \"$old\"; done; \
+         find \"$d\" -maxdepth 1 -name 'rackbench-*.tmp.*' -mmin +60 -exec rm -f {{}} + 2>/dev/null; true"
     )
 }
 
@@ -814,6 +817,35 @@ mod tests {
         let (out, err) = deploy_here(&target, &want, &want, &base);
         assert!(out.contains("RBCOPIED"), "{out} {err}");
         assert_eq!(std::fs::read(&target).unwrap(), want);
+    }
+
+    /// A half copy a killed deploy left is pruned once it is an hour old; one younger
+    /// (another deploy may be writing it) stays.
+    #[test]
+    fn the_prune_takes_half_copies_an_hour_old() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let old = cache.join("rackbench-old.tmp.123");
+        let young = cache.join("rackbench-young.tmp.456");
+        for p in [&old, &young] {
+            std::fs::write(p, b"half").unwrap();
+        }
+        let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+        let want = b"a whole binary".to_vec();
+        let tools = [
+            "dirname", "mkdir", "cat", "wc", "chmod", "ln", "ls", "grep", "tail", "rm", "find",
+        ];
+        let (out, err) = deploy_here(&cache.join("rackbench-new"), &want, &want, &tools);
+        assert!(out.contains("RBCOPIED"), "{out} {err}");
+        assert!(!old.exists(), "an hour-old half copy stayed");
+        assert!(young.exists(), "a copy that may be being written went");
     }
 
     #[test]
