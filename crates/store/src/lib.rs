@@ -182,6 +182,20 @@ impl Store {
             tx.commit()?;
             closed.push(run_id);
         }
+        // Runs an earlier rackbench closed without their provisional results (by hand,
+        // or as abandoned) left those `running` for ever: closed with them now (looked
+        // for first, so that an open takes no write lock for nothing).
+        const LEFT: &str = "FROM results WHERE status = 'running'
+             AND run_id IN (SELECT id FROM runs WHERE status != 'running')";
+        let left: i64 = conn.query_row(&format!("SELECT COUNT(*) {LEFT}"), [], |r| r.get(0))?;
+        if left > 0 {
+            let tx = write_tx(&mut conn)?;
+            tx.execute(
+                &format!("UPDATE results SET status = 'interrupted', error = ?1 WHERE rowid IN (SELECT rowid {LEFT})"),
+                [ENDED_BEFORE],
+            )?;
+            tx.commit()?;
+        }
         Ok(closed)
     }
 

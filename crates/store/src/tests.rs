@@ -222,6 +222,17 @@ fn a_run_whose_process_is_gone_is_closed_as_interrupted_on_open() {
         .unwrap()
         .contains("by hand"));
     assert!(store.close_by_hand("r-elsewhere").is_err(), "closed twice");
+    // A run an earlier rackbench closed without its provisional result: the result is
+    // closed at the next open.
+    let mut kept = rich_result(1, "levels", 1, t0(3));
+    kept.status = Status::Running;
+    store.put_result("r-elsewhere", None, &kept).unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    let closed = store.load_run("r-elsewhere").unwrap();
+    let levels = closed.results.iter().find(|r| r.test == "levels").unwrap();
+    assert_eq!(levels.status, Status::Interrupted);
+    assert!(levels.error.as_deref().unwrap().contains("ended before"));
     // Finishing a run forgets its owner.
     store.finish_run("r-live", Status::Ok, None).unwrap();
     assert_eq!(count(&store, "run_owner"), 0);
