@@ -1962,58 +1962,70 @@ fn a_counted_test_shares_its_count_by_what_each_thread_sends() {
     assert!(most < 130, "one connection carried {most} of 600 requests");
 }
 
-/// A reconnect the server leaves unanswered (its accept queue full: the kernel drops the
-/// SYN and retries it for minutes) waits beside the test, not in front of it: the other
-/// connection of the same thread is served all along, and the reconnect fails after the
-/// no-reply limit. A blocking connect stopped the thread for its 5 s limit, longer than
-/// the test.
+/// A server that answers the check that it is up and a test's two connections, closes
+/// the first of them after 20 replies, and from then accepts no more: its accept queue
+/// is full (a backlog of 0 and one connection waiting), so the kernel drops a SYN and
+/// retries it for minutes.
+fn server_that_stops_accepting() -> SocketAddr {
+    use std::os::fd::AsRawFd;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let filled = Arc::new(AtomicBool::new(false));
+    std::thread::spawn(move || {
+        for i in 0..3 {
+            let (conn, _) = l.accept().unwrap();
+            let filled = filled.clone();
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                let r = BufReader::new(conn);
+                for (n, line) in (1..).zip(r.lines()) {
+                    if line.is_err() || w.write_all(b"ok\n").is_err() {
+                        return;
+                    }
+                    if i == 1 && n == 20 {
+                        while !filled.load(Ordering::SeqCst) {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        return;
+                    }
+                }
+            });
+        }
+        // SAFETY: a listening socket this thread owns.
+        assert_eq!(unsafe { libc::listen(l.as_raw_fd(), 0) }, 0);
+        let held = std::net::TcpStream::connect(addr).unwrap();
+        filled.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_secs(10));
+        drop((l, held));
+    });
+    addr
+}
+
+/// Two connections on one thread (one waits on the other's reconnect, or does not),
+/// `no_reply_ms` the limit.
+fn two_connections_on_one_thread(io: ClientIo, no_reply_ms: u64, stop: StopAfter) -> LoadSpec {
+    LoadSpec {
+        connections: 2,
+        threads: 1,
+        client_io: io,
+        no_reply_timeout: Duration::from_millis(no_reply_ms),
+        ..spec(stop)
+    }
+}
+
+/// A reconnect the server leaves unanswered waits beside the test, not in front of it:
+/// the other connection of the same thread is served all along, and the reconnect fails
+/// after the no-reply limit. A blocking connect stopped the thread for its 5 s limit,
+/// longer than the test.
 #[test]
 fn a_reconnect_the_server_leaves_unanswered_does_not_stall_the_others() {
-    use std::os::fd::AsRawFd;
     for io in [ClientIo::Epoll, ClientIo::IoUring] {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let filled = Arc::new(AtomicBool::new(false));
-        let f2 = filled.clone();
-        std::thread::spawn(move || {
-            // The check that the server answers, then the test's two connections; the
-            // first of those is closed after 20 replies, once no more are accepted.
-            let mut held = Vec::new();
-            for i in 0..3 {
-                let (conn, _) = l.accept().unwrap();
-                let filled = f2.clone();
-                std::thread::spawn(move || {
-                    let mut w = conn.try_clone().unwrap();
-                    let r = BufReader::new(conn);
-                    for (n, line) in (1..).zip(r.lines()) {
-                        if line.is_err() || w.write_all(b"ok\n").is_err() {
-                            return;
-                        }
-                        if i == 1 && n == 20 {
-                            while !filled.load(Ordering::SeqCst) {
-                                std::thread::sleep(Duration::from_millis(1));
-                            }
-                            return;
-                        }
-                    }
-                });
-            }
-            // No more accepted: a backlog of 0, and one connection in the queue, so a
-            // SYN now is dropped.
-            // SAFETY: a listening socket this thread owns.
-            assert_eq!(unsafe { libc::listen(l.as_raw_fd(), 0) }, 0);
-            held.push(std::net::TcpStream::connect(addr).unwrap());
-            f2.store(true, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_secs(10));
-            drop((l, held));
-        });
-        let s = LoadSpec {
-            connections: 2,
-            threads: 1,
-            client_io: io,
-            no_reply_timeout: Duration::from_millis(800),
-            ..spec(StopAfter::Duration(Duration::from_millis(1500)))
-        };
+        let addr = server_that_stops_accepting();
+        let s = two_connections_on_one_thread(
+            io,
+            800,
+            StopAfter::Duration(Duration::from_millis(1500)),
+        );
         let t0 = std::time::Instant::now();
         let out = run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()).unwrap();
         let took = t0.elapsed();
@@ -2035,5 +2047,48 @@ fn a_reconnect_the_server_leaves_unanswered_does_not_stall_the_others() {
             out.stopped_early
         );
         assert!(took < Duration::from_secs(4), "{io:?}: {took:?}");
+    }
+}
+
+/// A count keeps a request for a reconnect in progress; when the reconnect fails, the
+/// request goes to a connection that is idle by then (it had sent all the rest), and the
+/// test ends with its count. Without that, the idle connection waited for a reply that
+/// would never come, and the test never ended.
+#[test]
+fn a_request_kept_for_a_reconnect_that_failed_is_sent_on_another_connection() {
+    for io in [ClientIo::Epoll, ClientIo::IoUring] {
+        let addr = server_that_stops_accepting();
+        let s = two_connections_on_one_thread(io, 500, StopAfter::Requests(2_000));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(run_stream(
+                &s,
+                &[addr],
+                &["x"],
+                |_| Line,
+                &Progress::default(),
+            ));
+        });
+        let out = rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{io:?}: the test never ended"))
+            .unwrap();
+        // Every request of the count went out: answered, or lost with the connection
+        // the server closed.
+        assert_eq!(
+            out.total_count() + out.lost_count(),
+            2_000,
+            "{io:?}: {} + {} lost",
+            out.total_count(),
+            out.lost_count()
+        );
+        assert!(out.lost_count() <= 1, "{io:?}");
+        assert!(
+            out.connection_errors
+                .keys()
+                .any(|k| k.contains("no answer for 0.5 s")),
+            "{io:?}: {:?}",
+            out.connection_errors
+        );
     }
 }

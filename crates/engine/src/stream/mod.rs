@@ -245,6 +245,9 @@ enum Connect {
     Open,
     /// Refused or failed: counted, and the connection is dead.
     Failed,
+    /// Opened, then reset before the loop looked (a server shedding load): counted as a
+    /// broken connection, which the loop reopens, as one that broke later.
+    Reset,
 }
 
 pub(crate) fn run<P, F>(
@@ -434,6 +437,7 @@ where
             heard_rx: 0,
             heard_ns: 0,
             connects_pending: 0,
+            released: false,
             no_reply_ns: spec.no_reply_timeout.as_nanos() as u64,
             next_ckpt_ns: match ckpt {
                 Some(_) => warm_ns.saturating_add(CHECKPOINT_EVERY.as_nanos() as u64),
@@ -559,6 +563,10 @@ struct Pace {
     /// Reconnects started and not yet open or failed: while there are some, each round
     /// looks for one the server left unanswered for `no_reply_ns`.
     connects_pending: usize,
+    /// A reconnect failed since the loop last looked: the request a count kept for it is
+    /// free, and a closed loop's idle connections are topped up with it (no reply of
+    /// theirs will come to do it).
+    released: bool,
     /// [`LoadSpec::no_reply_timeout`], in ns: for replies, and for a reconnect's
     /// handshake.
     no_reply_ns: u64,
@@ -660,11 +668,13 @@ impl Loop<'_> {
         c.inflight.clear();
         c.sent_on_conn = 0;
         c.proto.reset();
+        // From the call: on loopback the whole handshake happens inside it.
+        let since = self.pace.now();
         let started = TcpStream::connect(c.addr).and_then(|s| s.set_nodelay(true).map(|()| s));
         match started {
             Ok(s) => {
                 c.stream = Some(s);
-                c.connecting = Some(self.pace.now());
+                c.connecting = Some(since);
                 self.pace.connects_pending += 1;
                 true
             }
@@ -694,12 +704,23 @@ impl Loop<'_> {
                 Err(e) => Some(e),
             },
         };
-        if let Some(e) = failed {
+        // A reset in the handshake reads as refused; one after it, as reset.
+        let reset = failed.as_ref().is_some_and(|e| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+            )
+        });
+        if let (Some(e), false) = (&failed, reset) {
             self.connect_failed(c, &e.to_string());
             return Connect::Failed;
         }
         c.connecting = None;
         self.pace.connects_pending -= 1;
+        if let Some(e) = failed {
+            self.rec.connection_error(e.to_string());
+            return Connect::Reset;
+        }
         let now = self.pace.now();
         if now >= self.pace.warm_ns {
             self.rec
@@ -720,6 +741,7 @@ impl Loop<'_> {
         }
         if c.connecting.take().is_some() {
             self.pace.connects_pending -= 1;
+            self.pace.released = true;
         }
         c.dead = true;
     }
@@ -768,6 +790,19 @@ impl Loop<'_> {
             pace.stopped_early
                 .get_or_insert_with(|| "every connection failed".to_string());
             return false;
+        }
+        // A count's last requests were kept for reconnects, the other connections done
+        // with (retired), and the reconnects failed: no connection is left to send them.
+        if !pace.stop_sending
+            && pace.connects_pending == 0
+            && conns.iter().all(|c| c.dead || c.stream.is_none())
+        {
+            pace.stop_sending = true;
+            pace.sending_stopped_ns.get_or_insert(now);
+            pace.stopped_early.get_or_insert_with(|| {
+                "the reconnects the count's last requests waited for failed: they were not sent"
+                    .to_string()
+            });
         }
         // A server that stopped answering and keeps its connections open: without
         // this, a test stopped by a count waited for its last requests for ever. A
@@ -964,6 +999,12 @@ fn epoll_loop<P: Protocol>(
         if !lp.round(conns, now) {
             break;
         }
+        if std::mem::take(&mut lp.pace.released) && !open {
+            for c in conns.iter_mut() {
+                lp.top_up(c, now);
+                flush(c, &mut lp.rec);
+            }
+        }
         // The round that marked the warm-up's end: its backlog is dropped
         // ([`Schedule::skip_until`]).
         if warming && lp.pace.cpu_marked {
@@ -1046,37 +1087,40 @@ fn epoll_loop<P: Protocol>(
             if c.dead || c.stream.is_none() {
                 continue;
             }
+            let mut next = Next::Keep;
             if c.connecting.is_some() {
                 // A reconnect: once open, its requests leave (the closed loop's now,
                 // the open loop's as they fall due).
-                if lp.connect_done(c) != Connect::Open {
-                    continue;
-                }
-                if !open {
-                    lp.top_up(c, lp.pace.now());
+                match lp.connect_done(c) {
+                    Connect::Open if !open => lp.top_up(c, lp.pace.now()),
+                    Connect::Open => {}
+                    // Opened and reset at once: done with, as a broken connection is.
+                    Connect::Reset => next = lp.settle(c, Err(CLOSED.to_string())).1,
+                    Connect::Pending | Connect::Failed => continue,
                 }
             }
-            if ev.is_writable() {
+            if next == Next::Keep && ev.is_writable() {
                 flush(c, &mut lp.rec);
             }
-            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+            if next == Next::Keep && (ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
                 let done = lp.pace.now();
                 let read = read_replies(c, &mut lp.rec, done, lp.pace.warm_ns);
-                let (replies, next) = lp.settle(c, read);
+                let replies;
+                (replies, next) = lp.settle(c, read);
                 progress_pending += replies;
-                if next != Next::Keep {
-                    if let Some(mut s) = c.stream.take() {
-                        let _ = poll.registry().deregister(&mut s);
-                    }
-                }
-                if next == Next::Reopen && lp.reopen(c) {
-                    if let Some(Err(e)) = c.stream.as_mut().map(|s| watch(&poll, s, slot)) {
-                        lp.connect_failed(c, &e.to_string());
-                    }
-                }
                 if !open && next == Next::Keep {
                     lp.top_up(c, done);
                     flush(c, &mut lp.rec);
+                }
+            }
+            if next != Next::Keep {
+                if let Some(mut s) = c.stream.take() {
+                    let _ = poll.registry().deregister(&mut s);
+                }
+            }
+            if next == Next::Reopen && lp.reopen(c) {
+                if let Some(Err(e)) = c.stream.as_mut().map(|s| watch(&poll, s, slot)) {
+                    lp.connect_failed(c, &e.to_string());
                 }
             }
         }
