@@ -308,10 +308,12 @@ fn reconnect_per_request_opens_a_connection_each_time() {
     };
     let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
     assert_eq!(out.total_count(), 50, "{:?}", out.connection_errors);
-    // The check that the server answers, 2 initial, one per request after them, and none
-    // once the last request has gone (a connect no request uses is one more than httperf
-    // or wrk make).
-    assert_eq!(f.accepted.load(Ordering::SeqCst), 1 + 50);
+    // The check that the server answers, 2 initial and one per request after them, and
+    // at most one more: a reconnect started while the last request was still to be sent,
+    // which the other connection sent first (redis-benchmark -k 0 makes these too). It
+    // is closed unused, and neither counted nor timed.
+    let accepted = f.accepted.load(Ordering::SeqCst);
+    assert!((1 + 50..=1 + 51).contains(&accepted), "{accepted}");
     assert_eq!(out.reconnects, 48);
     // Each of them timed, from the connect call to established (httperf's connection
     // time): one sample per connect, none for the two opened before the test.
@@ -1334,7 +1336,8 @@ fn epoll_and_io_uring_count_alike() {
         let out = run(s, f.addr, None);
         assert_eq!(out.total_count(), 50, "{io:?}");
         assert_eq!(out.reconnects, 48, "{io:?}");
-        assert_eq!(f.accepted.load(Ordering::SeqCst), 1 + 50, "{io:?}");
+        let accepted = f.accepted.load(Ordering::SeqCst);
+        assert!((1 + 50..=1 + 51).contains(&accepted), "{io:?}: {accepted}");
         assert!(
             out.connection_errors.is_empty(),
             "{io:?}: {:?}",
@@ -2050,15 +2053,15 @@ fn a_reconnect_the_server_leaves_unanswered_does_not_stall_the_others() {
     }
 }
 
-/// A count keeps a request for a reconnect in progress; when the reconnect fails, the
-/// request goes to a connection that is idle by then (it had sent all the rest), and the
-/// test ends with its count. Without that, the idle connection waited for a reply that
-/// would never come, and the test never ended.
+/// A count-stopped test whose reconnect waits on a server that accepts no more ends with
+/// its count, the other connection sending the rest: it neither waits for the reconnect
+/// nor stops short.
 #[test]
-fn a_request_kept_for_a_reconnect_that_failed_is_sent_on_another_connection() {
+fn a_count_ends_while_a_reconnect_waits_on_the_server() {
     for io in [ClientIo::Epoll, ClientIo::IoUring] {
         let addr = server_that_stops_accepting();
-        let s = two_connections_on_one_thread(io, 500, StopAfter::Requests(2_000));
+        let s = two_connections_on_one_thread(io, 5_000, StopAfter::Requests(2_000));
+        let t0 = std::time::Instant::now();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(run_stream(
@@ -2070,9 +2073,14 @@ fn a_request_kept_for_a_reconnect_that_failed_is_sent_on_another_connection() {
             ));
         });
         let out = rx
-            .recv_timeout(Duration::from_secs(10))
+            .recv_timeout(Duration::from_secs(20))
             .unwrap_or_else(|_| panic!("{io:?}: the test never ended"))
             .unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(4),
+            "{io:?}: {:?}",
+            t0.elapsed()
+        );
         // Every request of the count went out: answered, or lost with the connection
         // the server closed.
         assert_eq!(
@@ -2084,11 +2092,9 @@ fn a_request_kept_for_a_reconnect_that_failed_is_sent_on_another_connection() {
         );
         assert!(out.lost_count() <= 1, "{io:?}");
         assert!(
-            out.connection_errors
-                .keys()
-                .any(|k| k.contains("no answer for 0.5 s")),
+            out.stopped_early.is_none(),
             "{io:?}: {:?}",
-            out.connection_errors
+            out.stopped_early
         );
     }
 }

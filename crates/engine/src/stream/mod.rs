@@ -207,6 +207,8 @@ struct Conn<P> {
     wpos: usize,
     inflight: Inflight,
     sent_on_conn: u64,
+    /// Its last reconnect was reset as soon as it opened ([`Connect::Reset`]).
+    reset_last: bool,
     /// A reconnect in progress: when its connect started (the loop's clock). Its
     /// requests leave once it is open.
     connecting: Option<u64>,
@@ -246,8 +248,15 @@ enum Connect {
     /// Refused or failed: counted, and the connection is dead.
     Failed,
     /// Opened, then reset before the loop looked (a server shedding load): counted as a
-    /// broken connection, which the loop reopens, as one that broke later.
+    /// broken connection, which the loop reopens, as one that broke later (twice in a
+    /// row, it is [`Connect::Failed`]: a server that resets every connection would
+    /// have it reopened for ever, sending nothing).
     Reset,
+    /// Open, and no request may leave any more (another connection took the count's
+    /// last, or the test's time is up): closed, neither counted nor timed. redis-benchmark
+    /// -k 0 makes such connects too; keeping a request back for each connect in progress
+    /// instead left a count one short, or waiting for ever, when the connect failed.
+    Unused,
 }
 
 pub(crate) fn run<P, F>(
@@ -399,6 +408,7 @@ where
                 wpos: 0,
                 inflight: Inflight::default(),
                 sent_on_conn: 0,
+                reset_last: false,
                 connecting: None,
                 dead: false,
             });
@@ -437,7 +447,6 @@ where
             heard_rx: 0,
             heard_ns: 0,
             connects_pending: 0,
-            released: false,
             no_reply_ns: spec.no_reply_timeout.as_nanos() as u64,
             next_ckpt_ns: match ckpt {
                 Some(_) => warm_ns.saturating_add(CHECKPOINT_EVERY.as_nanos() as u64),
@@ -563,10 +572,6 @@ struct Pace {
     /// Reconnects started and not yet open or failed: while there are some, each round
     /// looks for one the server left unanswered for `no_reply_ns`.
     connects_pending: usize,
-    /// A reconnect failed since the loop last looked: the request a count kept for it is
-    /// free, and a closed loop's idle connections are topped up with it (no reply of
-    /// theirs will come to do it).
-    released: bool,
     /// [`LoadSpec::no_reply_timeout`], in ns: for replies, and for a reconnect's
     /// handshake.
     no_reply_ns: u64,
@@ -581,45 +586,26 @@ impl Pace {
         self.t0.elapsed().as_nanos() as u64
     }
 
-    /// Can another request be issued now (stop condition, quota)? A test stopped by a
-    /// count keeps one of it for each reconnect in progress: the connect is made for a
-    /// request, and another connection taking it would leave the connect unused (one
-    /// more than httperf or wrk make).
+    /// Can another request be issued now (stop condition, quota)?
     #[inline]
     fn may_issue(&mut self, now: u64) -> bool {
-        self.may_issue_beyond(now, self.connects_pending as u64)
-    }
-
-    /// [`Pace::may_issue`], with `kept` of the count kept back.
-    #[inline]
-    fn may_issue_beyond(&mut self, now: u64, kept: u64) -> bool {
         !self.stop_sending
             && self.end_ns.is_none_or(|e| now < e)
             && match self.quota {
                 None => true,
-                Some(q) => {
-                    self.issued_measured + kept < q || now < self.warm_ns || self.claim(kept)
-                }
+                Some(q) => self.issued_measured < q || now < self.warm_ns || self.claim(),
             }
     }
 
-    /// This worker's claim spent: claim more of the test's count, until `kept` more than
-    /// it has issued; false when none is left.
+    /// This worker's claim spent: claim more of the test's count, false when none is
+    /// left.
     #[cold]
-    fn claim(&mut self, kept: u64) -> bool {
-        let Some(pool) = self.pool.clone() else {
-            return false;
-        };
-        while let Some(q) = self.quota.as_mut() {
-            if self.issued_measured + kept < *q {
-                return true;
-            }
-            match pool.claim() {
-                0 => return false,
-                got => *q += got,
-            }
+    fn claim(&mut self) -> bool {
+        let got = self.pool.as_ref().map_or(0, |p| p.claim());
+        if let Some(q) = self.quota.as_mut() {
+            *q += got;
         }
-        false
+        got > 0
     }
 
     /// Open loop, a timed test: requests intended before this time and never sent are
@@ -711,17 +697,29 @@ impl Loop<'_> {
                 io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
             )
         });
-        if let (Some(e), false) = (&failed, reset) {
-            self.connect_failed(c, &e.to_string());
-            return Connect::Failed;
+        match (&failed, reset) {
+            (Some(e), true) if c.reset_last => {
+                let why = format!("{e}, twice in a row as soon as it opened");
+                self.connect_failed(c, &why);
+                return Connect::Failed;
+            }
+            (Some(e), false) => {
+                self.connect_failed(c, &e.to_string());
+                return Connect::Failed;
+            }
+            _ => {}
         }
         c.connecting = None;
         self.pace.connects_pending -= 1;
+        c.reset_last = failed.is_some();
         if let Some(e) = failed {
             self.rec.connection_error(e.to_string());
             return Connect::Reset;
         }
         let now = self.pace.now();
+        if !self.pace.may_issue(now) {
+            return Connect::Unused;
+        }
         if now >= self.pace.warm_ns {
             self.rec
                 .connected(Duration::from_nanos(now.saturating_sub(since)));
@@ -741,7 +739,6 @@ impl Loop<'_> {
         }
         if c.connecting.take().is_some() {
             self.pace.connects_pending -= 1;
-            self.pace.released = true;
         }
         c.dead = true;
     }
@@ -767,8 +764,7 @@ impl Loop<'_> {
             pace.stopped_early
                 .get_or_insert_with(|| "interrupted".to_string());
         }
-        // Sending is over when the count is, the requests kept for reconnects included.
-        if !pace.stop_sending && !pace.may_issue_beyond(now, 0) {
+        if !pace.stop_sending && !pace.may_issue(now) {
             pace.stop_sending = true;
         }
         if pace.stop_sending {
@@ -790,19 +786,6 @@ impl Loop<'_> {
             pace.stopped_early
                 .get_or_insert_with(|| "every connection failed".to_string());
             return false;
-        }
-        // A count's last requests were kept for reconnects, the other connections done
-        // with (retired), and the reconnects failed: no connection is left to send them.
-        if !pace.stop_sending
-            && pace.connects_pending == 0
-            && conns.iter().all(|c| c.dead || c.stream.is_none())
-        {
-            pace.stop_sending = true;
-            pace.sending_stopped_ns.get_or_insert(now);
-            pace.stopped_early.get_or_insert_with(|| {
-                "the reconnects the count's last requests waited for failed: they were not sent"
-                    .to_string()
-            });
         }
         // A server that stopped answering and keeps its connections open: without
         // this, a test stopped by a count waited for its last requests for ever. A
@@ -999,12 +982,6 @@ fn epoll_loop<P: Protocol>(
         if !lp.round(conns, now) {
             break;
         }
-        if std::mem::take(&mut lp.pace.released) && !open {
-            for c in conns.iter_mut() {
-                lp.top_up(c, now);
-                flush(c, &mut lp.rec);
-            }
-        }
         // The round that marked the warm-up's end: its backlog is dropped
         // ([`Schedule::skip_until`]).
         if warming && lp.pace.cpu_marked {
@@ -1096,6 +1073,7 @@ fn epoll_loop<P: Protocol>(
                     Connect::Open => {}
                     // Opened and reset at once: done with, as a broken connection is.
                     Connect::Reset => next = lp.settle(c, Err(CLOSED.to_string())).1,
+                    Connect::Unused => next = Next::Retire,
                     Connect::Pending | Connect::Failed => continue,
                 }
             }
@@ -1392,6 +1370,7 @@ mod tests {
             wpos: 0,
             inflight: Inflight::default(),
             sent_on_conn: 0,
+            reset_last: false,
             connecting: None,
             dead: false,
         };

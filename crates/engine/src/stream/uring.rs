@@ -667,12 +667,6 @@ fn run_ring<P: Protocol>(
     // its new requests, and the next round's stop condition (a reap later).
     let mut done = lp.pace.now();
     while lp.round(conns, done) {
-        if std::mem::take(&mut lp.pace.released) {
-            for (slot, c) in conns.iter_mut().enumerate() {
-                lp.top_up(c, done);
-                ring.flush(slot, c)?;
-            }
-        }
         if done >= lp.pace.next_ckpt_ns {
             lp.checkpoint(done, None);
         }
@@ -733,6 +727,10 @@ fn on_completion<P: Protocol>(
         return match lp.connect_done(c) {
             Connect::Pending => ring.arm_connect(slot, c),
             Connect::Failed => Ok(()),
+            Connect::Unused => {
+                ring.close_conn(slot, c);
+                Ok(())
+            }
             // Opened and reset at once: done with, as a broken connection is.
             Connect::Reset => match lp.settle(c, Err(CLOSED.to_string())).1 {
                 Next::Reopen => ring.reopen(lp, slot, c),
