@@ -209,9 +209,10 @@ struct Conn<P> {
     sent_on_conn: u64,
     /// Its last reconnect was reset as soon as it opened ([`Connect::Reset`]).
     reset_last: bool,
-    /// A reconnect in progress: when its connect started (the loop's clock). Its
-    /// requests leave once it is open.
-    connecting: Option<u64>,
+    /// A reconnect in progress: when its connect started (the loop's clock), and when it
+    /// was seen established if the connect call returned with it done (loopback's
+    /// handshake happens inside the call). Its requests leave once the loop sees it open.
+    connecting: Option<(u64, Option<u64>)>,
     dead: bool,
 }
 
@@ -659,8 +660,11 @@ impl Loop<'_> {
         let started = TcpStream::connect(c.addr).and_then(|s| s.set_nodelay(true).map(|()| s));
         match started {
             Ok(s) => {
+                // Established already: timed to here, not to when the loop gets to it
+                // (after the other connections' events: hundreds of microseconds).
+                let established = s.peer_addr().is_ok().then(|| self.pace.now());
                 c.stream = Some(s);
-                c.connecting = Some(since);
+                c.connecting = Some((since, established));
                 self.pace.connects_pending += 1;
                 true
             }
@@ -679,7 +683,7 @@ impl Loop<'_> {
     /// instead, those of the round that crossed it were lost: 47 for 50 measured
     /// requests on 2 connections.
     fn connect_done<P>(&mut self, c: &mut Conn<P>) -> Connect {
-        let (Some(s), Some(since)) = (c.stream.as_ref(), c.connecting) else {
+        let (Some(s), Some((since, established))) = (c.stream.as_ref(), c.connecting) else {
             return Connect::Pending;
         };
         let failed = match s.take_error() {
@@ -721,8 +725,9 @@ impl Loop<'_> {
             return Connect::Unused;
         }
         if now >= self.pace.warm_ns {
+            let at = established.unwrap_or(now);
             self.rec
-                .connected(Duration::from_nanos(now.saturating_sub(since)));
+                .connected(Duration::from_nanos(at.saturating_sub(since)));
             self.rec.reconnects += 1;
         }
         Connect::Open
@@ -775,7 +780,9 @@ impl Loop<'_> {
             // two minutes: a reconnect unanswered this long fails as a reply would.
             let limit = pace.no_reply_ns;
             for c in conns.iter_mut() {
-                if c.connecting.is_some_and(|t| now.saturating_sub(t) >= limit) {
+                if c.connecting
+                    .is_some_and(|(t, _)| now.saturating_sub(t) >= limit)
+                {
                     let why = format!("no answer for {} s", secs(limit));
                     self.connect_failed(c, &why);
                 }
