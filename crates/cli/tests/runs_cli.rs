@@ -502,7 +502,7 @@ fn a_clock_elasticity_without_a_clock_extrapolation_is_refused() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("--extrapolate RUN=3GHz"),
+        stderr(&o).contains("and none is asked for: add --extrapolate RUN=3GHz"),
         "{}",
         stderr(&o)
     );

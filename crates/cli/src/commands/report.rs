@@ -120,7 +120,8 @@ impl TableArgs {
             .any(|e| matches!(e.how, report::selection::Extrapolate::Clock { .. }));
         if self.clock_elasticity != 1.0 && !clocked {
             anyhow::bail!(
-                "--clock-elasticity {} applies to clock extrapolations, and none is asked                  for: add --extrapolate RUN=3GHz (or RUN=2.4GHz:3GHz), or drop it",
+                "--clock-elasticity {} applies to clock extrapolations, and none is asked \
+                 for: add --extrapolate RUN=3GHz (or RUN=2.4GHz:3GHz), or drop it",
                 self.clock_elasticity
             );
         }
