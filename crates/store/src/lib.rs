@@ -183,17 +183,20 @@ impl Store {
             closed.push(run_id);
         }
         // Runs an earlier rackbench closed without their provisional results (by hand,
-        // or as abandoned) left those `running` for ever: closed with them now (looked
-        // for first, so that an open takes no write lock for nothing).
-        const LEFT: &str = "FROM results WHERE status = 'running'
-             AND run_id IN (SELECT id FROM runs WHERE status != 'running')";
-        let left: i64 = conn.query_row(&format!("SELECT COUNT(*) {LEFT}"), [], |r| r.get(0))?;
-        if left > 0 {
+        // or as abandoned) left those `running` for ever: closed as the run's end closes
+        // them now (looked for first, so that an open takes no write lock for nothing).
+        let left: Vec<String> = conn
+            .prepare(
+                "SELECT DISTINCT run_id FROM results WHERE status = 'running'
+                 AND run_id IN (SELECT id FROM runs WHERE status != 'running')",
+            )?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if !left.is_empty() {
             let tx = write_tx(&mut conn)?;
-            tx.execute(
-                &format!("UPDATE results SET status = 'interrupted', error = ?1 WHERE rowid IN (SELECT rowid {LEFT})"),
-                [ENDED_BEFORE],
-            )?;
+            for run_id in &left {
+                close_provisional(&tx, run_id, None)?;
+            }
             tx.commit()?;
         }
         Ok(closed)

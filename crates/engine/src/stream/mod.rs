@@ -217,6 +217,14 @@ struct Conn<P> {
 }
 
 impl<P> Conn<P> {
+    /// Shut its socket down, not only close it: an io_uring receive or poll armed on it
+    /// holds it open, and a connect the kernel still tries goes on until it is shut.
+    fn shut_down(&mut self) {
+        if let Some(s) = self.stream.take() {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
     /// At least `at_least` bytes of room after the read buffer's end: when there is less,
     /// the parsed front is dropped and `grow` bytes reserved.
     #[inline]
@@ -248,16 +256,17 @@ enum Connect {
     Open,
     /// Refused or failed: counted, and the connection is dead.
     Failed,
-    /// Opened, then reset before the loop looked (a server shedding load): counted as a
-    /// broken connection, which the loop reopens, as one that broke later (twice in a
-    /// row, it is [`Connect::Failed`]: a server that resets every connection would
-    /// have it reopened for ever, sending nothing).
-    Reset,
-    /// Open, and no request may leave any more (another connection took the count's
-    /// last, or the test's time is up): closed, neither counted nor timed. redis-benchmark
-    /// -k 0 makes such connects too; keeping a request back for each connect in progress
-    /// instead left a count one short, or waiting for ever, when the connect failed.
-    Unused,
+    /// Done with at once, the loop to do `Next` ([`Next::Reopen`] or [`Next::Retire`]):
+    /// - opened, then reset before the loop looked (a server shedding load): counted as a
+    ///   broken connection, which is reopened as one that broke later is ([`Loop::settle`];
+    ///   twice in a row, it is [`Connect::Failed`]: a server that resets every connection
+    ///   would have it reopened for ever, sending nothing);
+    /// - opened when no request may leave any more (another connection took the count's
+    ///   last, or the test's time is up): retired unused, neither counted nor timed.
+    ///   redis-benchmark -k 0 makes such connects too; keeping a request back for each
+    ///   connect in progress instead left a count one short, or waiting for ever, when
+    ///   the connect failed.
+    Closed(Next),
 }
 
 pub(crate) fn run<P, F>(
@@ -682,7 +691,7 @@ impl Loop<'_> {
     /// that they stand one per measured request with -k 0. Zeroed at the warm-up's mark
     /// instead, those of the round that crossed it were lost: 47 for 50 measured
     /// requests on 2 connections.
-    fn connect_done<P>(&mut self, c: &mut Conn<P>) -> Connect {
+    fn connect_done<P: Protocol>(&mut self, c: &mut Conn<P>) -> Connect {
         let (Some(s), Some((since, established))) = (c.stream.as_ref(), c.connecting) else {
             return Connect::Pending;
         };
@@ -718,11 +727,11 @@ impl Loop<'_> {
         c.reset_last = failed.is_some();
         if let Some(e) = failed {
             self.rec.connection_error(e.to_string());
-            return Connect::Reset;
+            return Connect::Closed(self.settle(c, Err(CLOSED.to_string())).1);
         }
         let now = self.pace.now();
         if !self.pace.may_issue(now) {
-            return Connect::Unused;
+            return Connect::Closed(Next::Retire);
         }
         if now >= self.pace.warm_ns {
             let at = established.unwrap_or(now);
@@ -734,14 +743,11 @@ impl Loop<'_> {
     }
 
     /// A reconnect that failed: counted, and the connection dead (the server is gone, or
-    /// refuses more). Its socket is shut down, not only closed: a connect the kernel
-    /// still tries, or an io_uring poll armed on it, ends with it.
+    /// refuses more), its socket shut down ([`Conn::shut_down`]).
     fn connect_failed<P>(&mut self, c: &mut Conn<P>, why: &str) {
         self.rec
             .connection_error(format!("reconnect to {}: {why}", c.addr));
-        if let Some(s) = c.stream.take() {
-            let _ = s.shutdown(std::net::Shutdown::Both);
-        }
+        c.shut_down();
         if c.connecting.take().is_some() {
             self.pace.connects_pending -= 1;
         }
@@ -1078,9 +1084,7 @@ fn epoll_loop<P: Protocol>(
                 match lp.connect_done(c) {
                     Connect::Open if !open => lp.top_up(c, lp.pace.now()),
                     Connect::Open => {}
-                    // Opened and reset at once: done with, as a broken connection is.
-                    Connect::Reset => next = lp.settle(c, Err(CLOSED.to_string())).1,
-                    Connect::Unused => next = Next::Retire,
+                    Connect::Closed(then) => next = then,
                     Connect::Pending | Connect::Failed => continue,
                 }
             }
@@ -1326,10 +1330,7 @@ fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str, warm_n
     rec.connection_error(why.to_string());
     rec.lost_requests(why, c.inflight.measured(warm_ns));
     c.inflight.clear();
-    // Shut down, not only closed: an io_uring receive armed on it holds it open.
-    if let Some(s) = c.stream.take() {
-        let _ = s.shutdown(std::net::Shutdown::Both);
-    }
+    c.shut_down();
 }
 
 #[cfg(test)]

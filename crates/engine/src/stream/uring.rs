@@ -727,18 +727,11 @@ fn on_completion<P: Protocol>(
         return match lp.connect_done(c) {
             Connect::Pending => ring.arm_connect(slot, c),
             Connect::Failed => Ok(()),
-            Connect::Unused => {
+            Connect::Closed(Next::Reopen) => ring.reopen(lp, slot, c),
+            Connect::Closed(_) => {
                 ring.close_conn(slot, c);
                 Ok(())
             }
-            // Opened and reset at once: done with, as a broken connection is.
-            Connect::Reset => match lp.settle(c, Err(CLOSED.to_string())).1 {
-                Next::Reopen => ring.reopen(lp, slot, c),
-                _ => {
-                    ring.close_conn(slot, c);
-                    Ok(())
-                }
-            },
             Connect::Open => {
                 ring.arm_recv(slot, c)?;
                 lp.top_up(c, lp.pace.now());
