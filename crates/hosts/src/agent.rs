@@ -269,10 +269,7 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
                         host.name(),
                         silent as f64 / 1000.0
                     );
-                    engine::stop::request_stop();
-                    host.interrupt();
-                    host.shutdown();
-                    engine::launch::kill_all_children();
+                    end_everything(&host, SERVICE_STOP_LIMIT);
                     // Its scratch (a cluster being built, a server's directory) with it,
                     // as a normal end removes it: the next command here would sweep it
                     // only when one comes.
@@ -328,9 +325,38 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
         }
     }
     // The controller is gone (end of file): stop the load and everything launched.
+    end_everything(&host, SERVICE_STOP_LIMIT);
+    Ok(0)
+}
+
+/// How long the services' own stop may take once their processes are killed (their
+/// directories removed, a guard's wait for its child).
+const SERVICE_STOP_LIMIT: Duration = Duration::from_secs(5);
+
+/// The controller is gone: stop the load, kill everything launched here, then stop the
+/// services, waiting at most `limit` for that. The processes go first: a question a
+/// service is answering (a TPC-C consistency check's table scan, for minutes on a big
+/// build) holds the services until it ends, and it ends once its server is gone; one
+/// that still holds them after `limit` (a check on a database given with `--dsn`,
+/// nothing of ours) is left to end with this process.
+pub fn end_everything(host: &Arc<LocalHost>, limit: Duration) {
     engine::stop::request_stop();
     host.interrupt();
-    host.shutdown();
     engine::launch::kill_all_children();
-    Ok(0)
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let h = host.clone();
+    let spawned = std::thread::Builder::new()
+        .name("agent-teardown".into())
+        .spawn(move || {
+            h.shutdown();
+            let _ = done_tx.send(());
+        });
+    if spawned.is_ok() && done.recv_timeout(limit).is_err() {
+        engine::errln!(
+            "rackbench agent {}: a service is still busy after {:.0} s (a question it is \
+             answering): leaving it; everything launched here was killed",
+            host.name(),
+            limit.as_secs_f64()
+        );
+    }
 }
