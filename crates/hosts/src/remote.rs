@@ -188,13 +188,13 @@ impl RemoteHost {
             });
         }
         // The hello comes first; wait for it on the reader thread, with a deadline.
-        let (hello_tx, hello_rx) = mpsc::channel::<anyhow::Result<Hello>>();
+        let (hello_tx, hello_rx) = mpsc::channel::<anyhow::Result<Value>>();
         {
             let shared = shared.clone();
             std::thread::spawn(move || {
                 let mut r = BufReader::new(stdout);
                 let hello = skip_to_magic(&mut r, 64 << 10).and_then(|_| {
-                    read_frame::<_, Hello>(&mut r)?.context("the agent ended before its hello")
+                    read_frame::<_, Value>(&mut r)?.context("the agent ended before its hello")
                 });
                 let ok = hello.is_ok();
                 let _ = hello_tx.send(hello);
@@ -284,19 +284,13 @@ impl RemoteHost {
                 bail!("{dest}: the agent did not introduce itself within 30 s");
             }
         };
-        if hello.protocol != PROTOCOL_VERSION || hello.binary_sha256 != sha {
-            crate::ssh::kill_group(&mut child);
-            bail!(
-                "{dest}: its agent is another rackbench (protocol {} version {}, binary {}) than this one \
-                 (protocol {PROTOCOL_VERSION} version {}, binary {}): refused. Remove {dest}'s cached copy \
-                 (~/.cache/rackbench) and run again",
-                hello.protocol,
-                model::printable(&hello.version),
-                model::printable(hello.binary_sha256.get(..12).unwrap_or(&hello.binary_sha256)),
-                env!("CARGO_PKG_VERSION"),
-                &sha[..12]
-            );
-        }
+        let hello = match accept_hello(hello, &sha, &probe.path) {
+            Ok(h) => h,
+            Err(e) => {
+                crate::ssh::kill_group(&mut child);
+                return Err(e.context(format!("{dest}: its agent")));
+            }
+        };
         let mut host = RemoteHost {
             shared,
             ssh,
@@ -314,10 +308,13 @@ impl RemoteHost {
             agents.retain(|a| a.strong_count() > 0);
             agents.push(Arc::downgrade(&host.child));
         }
+        // Watched before its first question: an agent that said hello and then fell
+        // silent (stopped, its host stalled) is lost within SILENCE, not waited for as
+        // long as a question may take.
+        host.start_heartbeat();
         let (offset, rtt) = host.estimate_offset()?;
         host.set_offset(offset, rtt);
         host.rtt_s = rtt;
-        host.start_heartbeat();
         Ok(host)
     }
 
@@ -702,10 +699,61 @@ impl Drop for RemoteHost {
     }
 }
 
+/// An agent's hello, taken when it is this very build: who sent it is read first, so
+/// that an agent of another protocol, whose hello may have another shape, is named as
+/// such rather than as a frame that does not parse. `cache` is where the copy is kept
+/// on that host.
+fn accept_hello(hello: Value, sha: &str, cache: &str) -> anyhow::Result<Hello> {
+    let field = |k: &str| hello.get(k).cloned().unwrap_or(Value::Null);
+    let (protocol, version, theirs) = (field("protocol"), field("version"), field("binary_sha256"));
+    if protocol.as_u64() != Some(u64::from(PROTOCOL_VERSION)) || theirs.as_str() != Some(sha) {
+        let text = |v: &Value| match v {
+            Value::String(s) => model::printable(s),
+            Value::Null => "unknown".to_string(),
+            other => model::printable(&other.to_string()),
+        };
+        let theirs = text(&theirs);
+        bail!(
+            "is another rackbench (protocol {} version {}, binary {}) than this one \
+             (protocol {PROTOCOL_VERSION} version {}, binary {}): refused. Remove the cached \
+             copy there ({}) and run again",
+            text(&protocol),
+            text(&version),
+            theirs.get(..12).unwrap_or(&theirs),
+            env!("CARGO_PKG_VERSION"),
+            sha.get(..12).unwrap_or(sha),
+            model::printable(cache)
+        );
+    }
+    serde_json::from_value(hello).context("its hello does not parse, though it is this build")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::VecDeque;
+
+    /// An agent of another protocol, whose hello has another shape, is named as such
+    /// (with where its copy is kept), not as a frame that does not parse.
+    #[test]
+    fn another_protocols_hello_is_named_as_another_rackbench() {
+        let sha = "ab".repeat(32);
+        let cache = "/srv/u/.cache/rackbench/rackbench-ab";
+        let e = accept_hello(
+            serde_json::json!({"protocol": 99, "version": "9.9"}),
+            &sha,
+            cache,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("protocol 99 version 9.9"), "{e}");
+        assert!(e.contains(&format!("protocol {PROTOCOL_VERSION} ")), "{e}");
+        assert!(e.contains(cache), "{e}");
+        // This build's hello is taken whole.
+        let mine = serde_json::to_value(crate::agent::hello().unwrap()).unwrap();
+        let own = mine["binary_sha256"].as_str().unwrap().to_string();
+        assert_eq!(accept_hello(mine, &own, cache).unwrap().binary_sha256, own);
+    }
 
     /// A lost agent's PID is killed only while it runs the agent's binary.
     #[test]

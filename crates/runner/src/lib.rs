@@ -1710,9 +1710,14 @@ impl Interrupter {
             std::thread::spawn(move || {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     if engine::stop::stop_requested() {
-                        for r in &remotes {
-                            r.interrupt();
-                        }
+                        // All at once: one host that hangs (until it is found lost, about
+                        // 5 s) would otherwise hold back the others' interrupt, and
+                        // their load would run on for that long.
+                        std::thread::scope(|s| {
+                            for r in &remotes {
+                                s.spawn(|| r.interrupt());
+                            }
+                        });
                         return;
                     }
                     std::thread::sleep(Duration::from_millis(50));
