@@ -1762,6 +1762,15 @@ pub struct SummaryRow {
     pub flags: Vec<Vec<Flag>>,
     /// The headline's unit in this row (`signs/s`, `MB/s`).
     pub unit: String,
+    /// Whether more of the headline is better ([`higher_is_better`]): false for a
+    /// latency, which is neither extrapolated as a throughput nor taken as a TCO's
+    /// performance.
+    #[serde(default = "more_is_better")]
+    pub higher_is_better: bool,
+}
+
+fn more_is_better() -> bool {
+    true
 }
 
 /// One Difference column: a column's figures over the baseline column's (1.7 = 1.7x).
@@ -2424,6 +2433,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
                 row_workloads.push(p.workload.clone());
             }
         }
+        let first = per_run.iter().flatten().next();
         let mut row = SummaryRow {
             label: format!("{k}{}", headline_buffers(&per_run)),
             perf: vec![],
@@ -2431,12 +2441,8 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             power: vec![],
             chosen: vec![],
             flags: vec![],
-            unit: per_run
-                .iter()
-                .flatten()
-                .next()
-                .map(|p| p.headline_unit())
-                .unwrap_or_default(),
+            unit: first.map(|p| p.headline_unit()).unwrap_or_default(),
+            higher_is_better: first.is_none_or(|p| p.higher_is_better()),
         };
         for (best, ran) in per_run.into_iter().zip(&all_points) {
             match best {
@@ -2670,8 +2676,17 @@ impl Summary {
         let pf = e.how.power_factor();
         let label = format!("{} {} (extrapolated)", e.from, e.how.heading());
         for row in &mut self.rows {
-            row.perf.push(row.perf[from].map(|v| v * f));
-            row.perf_missing.push(row.perf_missing[from].clone());
+            // More boards or a faster clock is more throughput; a latency does not
+            // scale with either (two boards' RAM latency is one's).
+            if row.higher_is_better {
+                row.perf.push(row.perf[from].map(|v| v * f));
+                row.perf_missing.push(row.perf_missing[from].clone());
+            } else {
+                row.perf.push(None);
+                row.perf_missing.push(
+                    row.perf[from].map(|_| format!("a latency ({}) is not extrapolated", row.unit)),
+                );
+            }
             row.power.push(match (&row.power[from], pf) {
                 (Ok(p), Some(k)) => Ok(PowerFigure {
                     watts: p.watts * k,
@@ -2684,7 +2699,9 @@ impl Summary {
             row.chosen.push(row.chosen[from].clone());
             row.flags.push(row.flags[from].clone());
         }
-        self.geomean.push(self.geomean[from].map(|v| v * f));
+        let throughputs = self.rows.iter().all(|r| r.higher_is_better);
+        self.geomean
+            .push(self.geomean[from].filter(|_| throughputs).map(|v| v * f));
         self.power_mean
             .push(pf.and_then(|k| self.power_mean[from].map(|w| w * k)));
         self.power_basis.push(pf.and(self.power_basis[from]));
@@ -2941,6 +2958,7 @@ mod tests {
             chosen: vec![],
             flags: vec![],
             unit: "new orders/min".into(),
+            higher_is_better: true,
         };
         let oltp = vec!["oltp".to_string()];
         let two = [row("tpcc warehouses=1"), row("tpcc warehouses=10")];

@@ -20,18 +20,6 @@ pub fn esc(s: &str) -> String {
     out
 }
 
-/// `example.org...` after an `@`: what makes GitHub link an e-mail address (`run@a`, a
-/// variant's column, is no address and stays as it is).
-fn domain_follows(rest: &[char]) -> bool {
-    let label = rest
-        .iter()
-        .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_'))
-        .count();
-    label > 0
-        && rest.get(label) == Some(&'.')
-        && rest.get(label + 1).is_some_and(|c| c.is_alphanumeric())
-}
-
 /// A figure for a table: thousands separators for large ones, 3 significant digits else.
 pub fn num(v: f64) -> String {
     tco::fmt_number(v)
@@ -260,33 +248,10 @@ pub fn text_table(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// Text made safe for a Markdown table cell and inert: no HTML (`<` `>` escaped), no
-/// table break (`|`, newlines), no link, image or emphasis (their characters
-/// backslash-escaped), and no autolink (GitHub makes a live link of a bare
-/// `https://...`, `www.` or e-mail address: the `:` of `://`, the `.` of `www.` and the
-/// `@` of an address are written as character references, which read the same and link
-/// nowhere),
-/// whatever a host or a user put in it.
+/// Text made safe for a Markdown table cell and inert ([`tco::md`], whose TCO table the
+/// report embeds).
 pub fn md(s: &str) -> String {
-    let cell: Vec<char> = tco::md_cell(s).chars().collect();
-    let mut out = String::with_capacity(s.len() + 8);
-    for (i, &ch) in cell.iter().enumerate() {
-        let next = |k: usize| cell.get(i + k).copied();
-        let www = i >= 3
-            && cell[i - 3..i].iter().all(|c| c.eq_ignore_ascii_case(&'w'))
-            && (i == 3 || !cell[i - 4].is_alphanumeric());
-        match ch {
-            '`' | '*' | '_' | '[' | ']' | '!' | '~' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            ':' if next(1) == Some('/') && next(2) == Some('/') => out.push_str("&#58;"),
-            '.' if www => out.push_str("&#46;"),
-            '@' if domain_follows(&cell[i + 1..]) => out.push_str("&#64;"),
-            c => out.push(c),
-        }
-    }
-    out
+    tco::md(s)
 }
 
 #[cfg(test)]

@@ -1031,10 +1031,10 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 let m = |f: &dyn Fn(&TelemetrySummary) -> Option<f64>| {
                     median(&sums.iter().filter_map(|t| f(t)).collect::<Vec<_>>())
                 };
-                let power: Vec<(f64, PowerBasis)> = sums
+                let power: Vec<(f64, PowerBasis, String)> = sums
                     .iter()
                     .filter_map(|t| match power_of_summary(t) {
-                        Ok((h, basis)) => Some((h.mean_watts, basis)),
+                        Ok((h, basis)) => Some((h.mean_watts, basis, source_label(&h))),
                         Err(e) => {
                             why.add(h, format!("power: {e}"));
                             None
@@ -1062,9 +1062,20 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                         .map_or(NA.into(), crate::fmt::bit_rate),
                     m(&|t| nic_gbit(t, &enslaved).map(|n| n.1))
                         .map_or(NA.into(), crate::fmt::bit_rate),
-                    median(&power.iter().map(|p| p.0).collect::<Vec<_>>())
-                        .zip(power.first())
-                        .map_or(NA.into(), |(w, p)| watts(w, p.1)),
+                    // Of the first repetition's source only, as the pair table's: a
+                    // median of a whole server's 310 W and RAPL's 140 W (its BMC
+                    // silent in one repetition) is no power at all.
+                    power
+                        .first()
+                        .and_then(|(_, basis, source)| {
+                            let same: Vec<f64> = power
+                                .iter()
+                                .filter(|p| &p.2 == source)
+                                .map(|p| p.0)
+                                .collect();
+                            median(&same).map(|w| watts(w, *basis))
+                        })
+                        .unwrap_or_else(|| NA.into()),
                 ];
                 if gen_unit.is_some() {
                     // The mean over the repetitions, as the headline above is: each

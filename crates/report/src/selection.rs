@@ -416,6 +416,19 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
     sel.check(runs)
         .map_err(|e| format!("platform `{}`, run {}: {e}", p.name, run.id))?;
     let s = crate::derive::summary_with(runs, &sel);
+    // A rack is sized by throughput: a latency is no performance to divide by dollars
+    // or watts (tco's own rule for a platform's single test, here for the summary's).
+    if let Some(r) = s
+        .rows
+        .iter()
+        .find(|r| r.perf[0].is_some() && !r.higher_is_better)
+    {
+        return Err(format!(
+            "platform `{}`, run {}: `{}` is in {}, better lower: a TCO needs a throughput \
+             (choose others with `tests = [...]`, or give `perf = ...`)",
+            p.name, run.id, r.label, r.unit
+        ));
+    }
     let taken: Vec<String> = s
         .rows
         .iter()

@@ -2164,10 +2164,18 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     let bound = metric(r, "objective_bound_ns", &[]).map(ms);
     let pct = metric(r, "objective_percentile", &[]);
     let answer = metric(r, "max_rate_meeting_slo_per_s", &[]);
-    let obj = match (pct, bound) {
+    // The objective as the search wrote it (`p99.99<=1.5ms`); from its numbers for a
+    // result stored without it. The percentile whole: `si` took p99.99 to "p100".
+    let written = r
+        .metrics
+        .iter()
+        .find(|m| m.name == "latency_at_objective_ns")
+        .and_then(|m| m.labels.get("slo").cloned());
+    let obj = match (written, pct, bound) {
+        (Some(slo), _, _) => slo,
         // A bound of seconds in seconds: "p99 < 2k ms" read as a typo.
-        (Some(p), Some(b)) if b >= 1000.0 => format!("p{} < {} s", si(p), si(b / 1000.0)),
-        (Some(p), Some(b)) => format!("p{} < {} ms", si(p), si(b)),
+        (None, Some(p), Some(b)) if b >= 1000.0 => format!("p{p} < {} s", si(b / 1000.0)),
+        (None, Some(p), Some(b)) => format!("p{p} < {} ms", si(b)),
         _ => "the objective".into(),
     };
     let mut sorted = probes.clone();

@@ -572,6 +572,42 @@ fn per_host_figures_and_hosts_of_the_run() {
     assert_eq!(hosts[0].row("alpha").unwrap()[3], "-");
 }
 
+/// A host's power over repetitions read from different sources (its BMC silent in two
+/// of three, RAPL taken instead) is the first source's alone: the median of 200 W of the
+/// whole server and 140 W of the CPU package read 140, said to be the whole server's.
+#[test]
+fn a_hosts_power_is_of_one_source_over_its_repetitions() {
+    let mut run = net_matrix(&NAMES);
+    for r in run
+        .results
+        .iter_mut()
+        .filter(|r| r.test == "tcp" && r.repetition > 0 && r.params["sender_host"] == "alpha")
+    {
+        let t = r
+            .telemetry_summary
+            .iter_mut()
+            .find(|t| t.host == "alpha")
+            .unwrap();
+        t.power = vec![PowerSummary {
+            source: "rapl".into(),
+            zone: "package-0".into(),
+            mean_watts: 140.0,
+            max_watts: 150.0,
+            whole_system: false,
+            modelled: false,
+        }];
+    }
+    let tables = hosts_view::host_tables(std::slice::from_ref(&run));
+    let t = tables
+        .iter()
+        .find(|t| {
+            t.caption.starts_with("net tcp")
+                && t.caption.contains("sender_host=alpha receiver_host=beta")
+        })
+        .unwrap();
+    assert_eq!(t.row("alpha").unwrap()[5], "200", "{:?}", t.row("alpha"));
+}
+
 /// Hosts on one kernel (the test hosts' namespaces) read the same CPU figures, the
 /// kernel's: every table of their CPU says so, naming them; hosts on kernels of their
 /// own have no such note.

@@ -1928,7 +1928,7 @@ fn compare_reads_a_runs_latency_from_its_merged_repetitions() {
 /// A TCO sizes a rack by throughput: a run whose headline is better lower (mem's
 /// `ram_latency_ns`) gives no performance figure, says why, and still gives its power.
 #[test]
-fn tco_takes_no_performance_from_a_latency_headline() {
+fn tco_and_extrapolation_take_no_performance_from_a_latency_headline() {
     let mut run = kv_run(&Spec {
         reps: 1,
         instances: &[1, 2],
@@ -1948,6 +1948,36 @@ fn tco_takes_no_performance_from_a_latency_headline() {
         fr.problems
     );
     assert!(fr.power_w.is_some());
+    // The default, the summary's geometric mean: refused too. It took the 80 ns as a
+    // performance, so a slower platform read as more of it.
+    let plan = one_platform_plan("x86-a", "");
+    let e = report::selection::tco_from_run(&run, &plan.platforms[0]).unwrap_err();
+    assert!(e.contains("better lower") && e.contains("in ns"), "{e}");
+
+    // Nor is a latency extrapolated as a throughput: two boards' RAM latency is one's,
+    // not twice it.
+    run.label = Some("one board".into());
+    let sel = report::Selection {
+        extrapolate: vec![
+            report::selection::parse_extrapolation("one board=x2:boards", 1.0).unwrap(),
+        ],
+        ..Default::default()
+    };
+    let runs = [run];
+    sel.check(&runs).unwrap();
+    let s = report::summary_with(&runs, &sel);
+    let row = &s.rows[0];
+    assert!(row.perf[0].is_some());
+    assert_eq!(row.perf[1], None, "{:?}", row.perf);
+    assert!(
+        row.perf_missing[1]
+            .as_deref()
+            .unwrap_or("")
+            .contains("not extrapolated"),
+        "{:?}",
+        row.perf_missing
+    );
+    assert_eq!(s.geomean[1], None);
 }
 
 /// The share over a latency threshold is a run's, from its merged histogram, as its

@@ -20,5 +20,5 @@ pub use from_run::{from_run, select};
 pub use plan::{Bom, BomItem, InfraBasis, NamedFigure, PerfFrom, Plan, Platform, Rack};
 pub use render::{
     cells, fmt_difference, fmt_money, fmt_number, fmt_pct_change, fmt_ratio, footnotes, markdown,
-    md_cell, text,
+    md, md_cell, text,
 };

@@ -411,10 +411,51 @@ pub fn md_cell(s: &str) -> String {
         .collect()
 }
 
+/// Text made safe for a Markdown table cell and inert: no HTML (`<` `>` escaped), no
+/// table break (`|`, newlines), no link, image or emphasis (their characters
+/// backslash-escaped), and no autolink (GitHub makes a live link of a bare
+/// `https://...`, `www.` or e-mail address: the `:` of `://`, the `.` of `www.` and the
+/// `@` of an address are written as character references, which read the same and link
+/// nowhere),
+/// whatever a host or a user put in it.
+pub fn md(s: &str) -> String {
+    let cell: Vec<char> = md_cell(s).chars().collect();
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, &ch) in cell.iter().enumerate() {
+        let next = |k: usize| cell.get(i + k).copied();
+        let www = i >= 3
+            && cell[i - 3..i].iter().all(|c| c.eq_ignore_ascii_case(&'w'))
+            && (i == 3 || !cell[i - 4].is_alphanumeric());
+        match ch {
+            '`' | '*' | '_' | '[' | ']' | '!' | '~' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            ':' if next(1) == Some('/') && next(2) == Some('/') => out.push_str("&#58;"),
+            '.' if www => out.push_str("&#46;"),
+            '@' if domain_follows(&cell[i + 1..]) => out.push_str("&#64;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `example.org...` after an `@`: what makes GitHub link an e-mail address (`run@a`, a
+/// variant's column, is no address and stays as it is).
+fn domain_follows(rest: &[char]) -> bool {
+    let label = rest
+        .iter()
+        .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_'))
+        .count();
+    label > 0
+        && rest.get(label) == Some(&'.')
+        && rest.get(label + 1).is_some_and(|c| c.is_alphanumeric())
+}
+
 /// The table as Markdown (a GitHub-style pipe table and the footnotes as a list).
 pub fn markdown(t: &TcoResult) -> String {
     let (group, head, body) = cells(t);
-    let mut out = format!("### {}\n\n", md_cell(&t.title));
+    let mut out = format!("### {}\n\n", md(&t.title));
     // Markdown has no column spans: fold the group header into the column header.
     let mut current = String::new();
     let cols: Vec<String> = head
@@ -425,13 +466,13 @@ pub fn markdown(t: &TcoResult) -> String {
                 current = g.clone();
             }
             if h.is_empty() {
-                md_cell(g)
+                md(g)
             } else if current.starts_with("Rack") {
-                md_cell(&format!("Rack: {h}"))
+                md(&format!("Rack: {h}"))
             } else if current == "Per server" {
-                md_cell(&format!("Per server: {h}"))
+                md(&format!("Per server: {h}"))
             } else {
-                md_cell(h)
+                md(h)
             }
         })
         .collect();
@@ -441,12 +482,12 @@ pub fn markdown(t: &TcoResult) -> String {
         .collect();
     out.push_str(&format!("|{}|\n", align.join("|")));
     for r in &body {
-        let cells: Vec<String> = r.iter().map(|c| md_cell(c)).collect();
+        let cells: Vec<String> = r.iter().map(|c| md(c)).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out.push('\n');
     for f in footnotes(t) {
-        out.push_str(&format!("- {}\n", md_cell(&f)));
+        out.push_str(&format!("- {}\n", md(&f)));
     }
     out
 }

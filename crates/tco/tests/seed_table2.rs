@@ -170,6 +170,22 @@ fn table_text_has_difference_columns() {
     );
 }
 
+/// The Markdown is inert whatever a plan names (the report embeds it): a platform named
+/// as a link was a live link, its `*` emphasis.
+#[test]
+fn markdown_makes_no_link_of_a_name() {
+    let mut t = seed_result();
+    t.title = "[x](https://e.example) *bold*".into();
+    t.platforms[0].name = "[y](javascript:alert(1)) www.e.example".into();
+    let md = tco::markdown(&t);
+    assert!(
+        !md.contains("[x](") && !md.contains("[y](") && !md.contains("://"),
+        "{md}"
+    );
+    assert!(!md.contains(" *bold*") && !md.contains("www.e"), "{md}");
+    assert!(md.contains("\\[x\\](https&#58;//e.example)"), "{md}");
+}
+
 #[test]
 fn json_round_trips() {
     let t = seed_result();
