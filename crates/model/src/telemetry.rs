@@ -130,7 +130,8 @@ pub struct TelemetrySample {
     pub nics: Vec<NicRate>,
     #[serde(default)]
     pub disks: Vec<DiskRate>,
-    /// Current frequency of each CPU in MHz (index = CPU number), where readable.
+    /// Current frequency in MHz of each online CPU whose clock could be read, in
+    /// /proc/stat's order (a CPU that could not be read is in the sampler's notes).
     #[serde(default)]
     pub freq_mhz: Vec<f64>,
     #[serde(default)]

@@ -398,16 +398,21 @@ fn topology(f: &mut Facts, cpu_dir: &Path, blocks: &[CpuInfoBlock]) {
             f.known("cpu.sockets", pkgs.len().to_string());
         }
     }
-    match read_trim(&cpu_dir.join("smt/control")) {
-        Ok(c) => {
-            let active = read_trim(&cpu_dir.join("smt/active")).ok();
-            let v = match (c.as_str(), active.as_deref()) {
+    let control = read_trim(&cpu_dir.join("smt/control"));
+    let active = read_trim(&cpu_dir.join("smt/active")).ok();
+    match control.as_deref() {
+        // `notimplemented`: a kernel without SMT hotplug, which says nothing of the
+        // threads (arm64 before it had it): from what is active, or the topology.
+        Ok(c) if c != "notimplemented" => {
+            let v = match (c, active.as_deref()) {
                 ("on", Some("0")) => "on (no sibling threads online)".to_string(),
-                _ => c,
+                // SMT-N on POWER: the most threads per core enabled.
+                (n, _) if n.parse::<u32>().is_ok() => format!("on ({n} threads per core)"),
+                _ => c.to_string(),
             };
             f.known("cpu.smt", v);
         }
-        Err(e) => {
+        other => {
             if !cores.is_empty() && threads > 0 {
                 let v = if threads > cores.len() { "on" } else { "off" };
                 f.known(
@@ -415,7 +420,16 @@ fn topology(f: &mut Facts, cpu_dir: &Path, blocks: &[CpuInfoBlock]) {
                     format!("{v} ({threads} threads on {} cores)", cores.len()),
                 );
             } else {
-                f.unknown("cpu.smt", e);
+                match (active.as_deref(), other) {
+                    (Some("1"), _) => f.known("cpu.smt", "on (smt/active)"),
+                    (Some("0"), _) => f.known("cpu.smt", "off (smt/active)"),
+                    (_, Ok(_)) => f.unknown(
+                        "cpu.smt",
+                        "smt/control says notimplemented (a kernel without SMT hotplug) and \
+                         no CPU topology was read",
+                    ),
+                    (_, Err(e)) => f.unknown("cpu.smt", e.clone()),
+                }
             }
         }
     }

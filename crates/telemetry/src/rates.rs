@@ -12,77 +12,140 @@ use std::collections::BTreeMap;
 
 use model::{CpuUtil, DiskRate, NicRate, ProcCpu};
 
-use crate::parse::{CpuTimes, DiskCounters, NetDevCounters, PidStat};
+use crate::parse::{CpuTimes, DiskCounters, NetDevCounters, PidStat, ProcStat};
 
 /// sysstat's guard: a previous value this close to the top of the range means the
 /// counter overflowed rather than the CPU going offline and back.
 const NEAR_U64_MAX: u64 = u64::MAX - 0x7ffff;
 
+/// One CPU's ticks in each state between two `/proc/stat` snapshots, with mpstat's
+/// corrections, and the interval they make up (`total`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Ticks {
+    usr: u64,
+    nice: u64,
+    sys: u64,
+    iowait: u64,
+    irq: u64,
+    soft: u64,
+    steal: u64,
+    idle: u64,
+    total: u64,
+}
+
+impl Ticks {
+    fn between(prev: &CpuTimes, cur: &CpuTimes) -> Ticks {
+        let mut p = *prev;
+        let c = cur;
+        let c_usr = c.user.wrapping_sub(c.guest);
+        let p_usr = p.user.wrapping_sub(p.guest);
+        let c_nice = c.nice.wrapping_sub(c.guest_nice);
+        let p_nice = p.nice.wrapping_sub(p.guest_nice);
+
+        // Guest time can read slightly higher than the user time that contains it;
+        // sysstat widens the interval by the shortfall instead of producing a negative
+        // %usr.
+        let mut ishift: u64 = 0;
+        if c_usr < p_usr {
+            ishift = ishift.wrapping_add(p_usr - c_usr);
+        }
+        if c_nice < p_nice {
+            ishift = ishift.wrapping_add(p_nice - c_nice);
+        }
+        // iowait can go backwards (accounted as iowait, then as idle): if idle did not
+        // also go backwards it is a reporting glitch, otherwise the CPU came back online
+        // and idle/iowait restarted from zero.
+        if c.iowait < p.iowait && p.iowait < NEAR_U64_MAX {
+            if c.idle > p.idle || p.idle >= NEAR_U64_MAX {
+                p.iowait = c.iowait;
+            } else {
+                p.iowait = 0;
+            }
+        }
+        if c.idle < p.idle && p.idle < NEAR_U64_MAX {
+            p.idle = 0;
+        }
+        let total = |t: &CpuTimes| {
+            t.user
+                .wrapping_add(t.nice)
+                .wrapping_add(t.system)
+                .wrapping_add(t.iowait)
+                .wrapping_add(t.idle)
+                .wrapping_add(t.steal)
+                .wrapping_add(t.irq)
+                .wrapping_add(t.softirq)
+        };
+        // ll_sp_value: a counter that went backwards gives 0, never a negative percent.
+        let d = |a: u64, b: u64| b.saturating_sub(a);
+        Ticks {
+            usr: d(p_usr, c_usr),
+            nice: d(p_nice, c_nice),
+            sys: d(p.system, c.system),
+            iowait: d(p.iowait, c.iowait),
+            irq: d(p.irq, c.irq),
+            soft: d(p.softirq, c.softirq),
+            steal: d(p.steal, c.steal),
+            idle: d(p.idle, c.idle),
+            total: total(c).wrapping_sub(total(&p)).wrapping_add(ishift),
+        }
+    }
+
+    fn add(&mut self, o: &Ticks) {
+        self.usr += o.usr;
+        self.nice += o.nice;
+        self.sys += o.sys;
+        self.iowait += o.iowait;
+        self.irq += o.irq;
+        self.soft += o.soft;
+        self.steal += o.steal;
+        self.idle += o.idle;
+        self.total = self.total.wrapping_add(o.total);
+    }
+
+    fn util(&self, cpu: i32) -> CpuUtil {
+        if self.total == 0 {
+            // No tick at all in the interval: mpstat shows such a (tickless) CPU as idle.
+            return CpuUtil::idle(cpu);
+        }
+        let pct = |v: u64| v as f64 / self.total as f64 * 100.0;
+        CpuUtil {
+            cpu,
+            usr_pct: pct(self.usr),
+            nice_pct: pct(self.nice),
+            sys_pct: pct(self.sys),
+            iowait_pct: pct(self.iowait),
+            irq_pct: pct(self.irq),
+            soft_pct: pct(self.soft),
+            steal_pct: pct(self.steal),
+            idle_pct: pct(self.idle),
+        }
+    }
+}
+
 /// One CPU's utilisation between two `/proc/stat` snapshots, mpstat's arithmetic.
 pub fn cpu_util(cpu: i32, prev: &CpuTimes, cur: &CpuTimes) -> CpuUtil {
-    let mut p = *prev;
-    let c = cur;
-    let c_usr = c.user.wrapping_sub(c.guest);
-    let p_usr = p.user.wrapping_sub(p.guest);
-    let c_nice = c.nice.wrapping_sub(c.guest_nice);
-    let p_nice = p.nice.wrapping_sub(p.guest_nice);
+    Ticks::between(prev, cur).util(cpu)
+}
 
-    // Guest time can read slightly higher than the user time that contains it; sysstat
-    // widens the interval by the shortfall instead of producing a negative %usr.
-    let mut ishift: u64 = 0;
-    if c_usr < p_usr {
-        ishift = ishift.wrapping_add(p_usr - c_usr);
-    }
-    if c_nice < p_nice {
-        ishift = ishift.wrapping_add(p_nice - c_nice);
-    }
-    // iowait can go backwards (accounted as iowait, then as idle): if idle did not also
-    // go backwards it is a reporting glitch, otherwise the CPU came back online and
-    // idle/iowait restarted from zero.
-    if c.iowait < p.iowait && p.iowait < NEAR_U64_MAX {
-        if c.idle > p.idle || p.idle >= NEAR_U64_MAX {
-            p.iowait = c.iowait;
-        } else {
-            p.iowait = 0;
+/// All CPUs together (`cpu` -1) between two snapshots, as mpstat's "all": the sum of
+/// each CPU online in both, each corrected on its own. The kernel's `cpu` line sums every
+/// possible CPU, and a CPU taken offline and back restarts its idle count there: its
+/// drop zeroed the whole line's idle base, so the interval counted all idle time since
+/// boot and two busy CPUs read 2% busy. The `cpu` line only where there are no `cpuN`
+/// lines in common.
+pub fn all_cpu_util(prev: &ProcStat, cur: &ProcStat) -> Option<CpuUtil> {
+    let mut sum = Ticks::default();
+    let mut any = false;
+    for (n, c) in &cur.cpus {
+        if let Some((_, p)) = prev.cpus.iter().find(|(m, _)| m == n) {
+            sum.add(&Ticks::between(p, c));
+            any = true;
         }
     }
-    if c.idle < p.idle && p.idle < NEAR_U64_MAX {
-        p.idle = 0;
+    if any {
+        return Some(sum.util(-1));
     }
-    let total = |t: &CpuTimes| {
-        t.user
-            .wrapping_add(t.nice)
-            .wrapping_add(t.system)
-            .wrapping_add(t.iowait)
-            .wrapping_add(t.idle)
-            .wrapping_add(t.steal)
-            .wrapping_add(t.irq)
-            .wrapping_add(t.softirq)
-    };
-    let deltot = total(c).wrapping_sub(total(&p)).wrapping_add(ishift);
-    if deltot == 0 {
-        // No tick at all in the interval: mpstat shows such a (tickless) CPU as idle.
-        return CpuUtil::idle(cpu);
-    }
-    // ll_sp_value: a counter that went backwards gives 0, never a negative percent.
-    let sp = |a: u64, b: u64| {
-        if b < a {
-            0.0
-        } else {
-            (b - a) as f64 / deltot as f64 * 100.0
-        }
-    };
-    CpuUtil {
-        cpu,
-        usr_pct: sp(p_usr, c_usr),
-        nice_pct: sp(p_nice, c_nice),
-        sys_pct: sp(p.system, c.system),
-        iowait_pct: sp(p.iowait, c.iowait),
-        irq_pct: sp(p.irq, c.irq),
-        soft_pct: sp(p.softirq, c.softirq),
-        steal_pct: sp(p.steal, c.steal),
-        idle_pct: sp(p.idle, c.idle),
-    }
+    Some(cpu_util(-1, prev.all.as_ref()?, cur.all.as_ref()?))
 }
 
 /// Increase of a cumulative counter between two readings.
@@ -333,6 +396,51 @@ mod tests {
             guest: v[8],
             guest_nice: v[9],
         }
+    }
+
+    /// Two CPUs busy all along, CPU 1 taken offline and back between the snapshots (its
+    /// idle restarts at 0): all CPUs are 100% busy, as mpstat's "all" says. From the
+    /// kernel's `cpu` line, whose idle dropped, the interval took all idle time since
+    /// boot: 2.2% busy.
+    #[test]
+    fn all_cpus_follow_mpstat_across_a_cpu_back_online() {
+        let stat = |all: [u64; 10], c0: [u64; 10], c1: [u64; 10]| ProcStat {
+            all: Some(t(all)),
+            cpus: vec![(0, t(c0)), (1, t(c1))],
+            ctxt: None,
+            intr: None,
+        };
+        let a = stat(
+            [200, 0, 0, 20000, 0, 0, 0, 0, 0, 0],
+            [100, 0, 0, 9000, 0, 0, 0, 0, 0, 0],
+            [100, 0, 0, 11000, 0, 0, 0, 0, 0, 0],
+        );
+        let b = stat(
+            [400, 0, 0, 9000, 0, 0, 0, 0, 0, 0],
+            [200, 0, 0, 9000, 0, 0, 0, 0, 0, 0],
+            [200, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        );
+        let u = all_cpu_util(&a, &b).unwrap();
+        assert_eq!(u.cpu, -1);
+        assert!((u.usr_pct - 100.0).abs() < 1e-9, "{u:?}");
+        assert_eq!(u.idle_pct, 0.0);
+        // A CPU in one snapshot only is left out; with no `cpuN` in common, the line.
+        let mut c = b.clone();
+        c.cpus.clear();
+        let mut d = a.clone();
+        d.cpus.clear();
+        d.all = Some(t([100, 0, 0, 900, 0, 0, 0, 0, 0, 0]));
+        c.all = Some(t([150, 0, 0, 950, 0, 0, 0, 0, 0, 0]));
+        assert!((all_cpu_util(&d, &c).unwrap().usr_pct - 50.0).abs() < 1e-9);
+        // Steady CPUs: the sum of the lines is the `cpu` line's figure.
+        let e = stat(
+            [300, 0, 0, 20100, 0, 0, 0, 0, 0, 0],
+            [150, 0, 0, 9050, 0, 0, 0, 0, 0, 0],
+            [150, 0, 0, 11050, 0, 0, 0, 0, 0, 0],
+        );
+        let line = cpu_util(-1, a.all.as_ref().unwrap(), e.all.as_ref().unwrap());
+        let sum = all_cpu_util(&a, &e).unwrap();
+        assert!((line.usr_pct - sum.usr_pct).abs() < 1e-9 && (sum.usr_pct - 50.0).abs() < 1e-9);
     }
 
     #[test]

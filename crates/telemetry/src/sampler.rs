@@ -26,8 +26,8 @@ use crate::parse::{
 };
 use crate::power::{PowerConfig, PowerDetection, PowerSources};
 use crate::rates::{
-    counter64_delta, cpu_util, disk_rates, nic_rates, proc_cpu, process_tree, tree_cpu, tree_ticks,
-    TreeReading,
+    all_cpu_util, counter64_delta, cpu_util, disk_rates, nic_rates, proc_cpu, process_tree,
+    tree_cpu, tree_ticks, TreeReading,
 };
 
 /// What to sample and how often, as plain data.
@@ -238,44 +238,47 @@ impl State {
         self.prev.stat.cpus.iter().map(|(n, _)| *n).collect()
     }
 
+    /// Each online CPU's clock, in /proc/stat's order. A CPU whose clock cannot be read
+    /// is left out with a note (the mean is over the others); before, any gap in the CPU
+    /// numbers (a CPU offline, SMT off on POWER) or one unreadable CPU dropped them all
+    /// without a word, while the disclosure said the clock was sampled.
     fn read_freq(&mut self) -> Vec<f64> {
         let cpus = self.cpu_numbers();
-        // Index = CPU number: only a complete, gap-free set is reported.
-        let contiguous = cpus.iter().enumerate().all(|(i, n)| i as u32 == *n);
-        if !contiguous || cpus.is_empty() {
-            return Vec::new();
-        }
-        let v = match self.freq {
-            FreqSource::Cpufreq => {
-                let mut out = Vec::with_capacity(cpus.len());
-                for n in &cpus {
+        let read: Vec<(u32, Option<f64>)> = match self.freq {
+            FreqSource::Cpufreq => cpus
+                .iter()
+                .map(|n| {
                     let rel = format!("devices/system/cpu/cpu{n}/cpufreq/scaling_cur_freq");
-                    match read(&self.cfg.sys_root, &rel)
+                    let mhz = read(&self.cfg.sys_root, &rel)
                         .ok()
-                        .and_then(|s| parse_khz_as_mhz(&s))
-                    {
-                        Some(m) => out.push(m),
-                        None => return Vec::new(),
-                    }
-                }
-                out
-            }
+                        .and_then(|s| parse_khz_as_mhz(&s));
+                    (*n, mhz)
+                })
+                .collect(),
             FreqSource::Cpuinfo => {
-                let Ok(s) = read(&self.cfg.proc_root, "cpuinfo") else {
-                    return Vec::new();
-                };
-                let m = cpuinfo_mhz(&parse_cpuinfo(&s));
-                cpus.iter()
-                    .map_while(|n| m.get(n).copied())
-                    .collect::<Vec<_>>()
+                let m = read(&self.cfg.proc_root, "cpuinfo")
+                    .map(|s| cpuinfo_mhz(&parse_cpuinfo(&s)))
+                    .unwrap_or_default();
+                cpus.iter().map(|n| (*n, m.get(n).copied())).collect()
             }
-            FreqSource::None => Vec::new(),
+            FreqSource::None => return Vec::new(),
         };
-        if v.len() == cpus.len() {
-            v
-        } else {
-            Vec::new()
+        let missing: Vec<String> = read
+            .iter()
+            .filter(|(_, m)| m.is_none())
+            .map(|(n, _)| n.to_string())
+            .collect();
+        if !missing.is_empty() {
+            self.note(format!(
+                "CPU clock not readable for CPU {} ({}): the mean clock is over the other CPUs",
+                missing.join(","),
+                match self.freq {
+                    FreqSource::Cpufreq => "no cpufreq scaling_cur_freq",
+                    _ => "no cpu MHz in /proc/cpuinfo",
+                }
+            ));
         }
+        read.into_iter().filter_map(|(_, m)| m).collect()
     }
 
     /// Close the current interval now: at the sampler's own `tick`, or because the caller
@@ -307,9 +310,7 @@ impl State {
         };
         let dt = cur.at.saturating_duration_since(self.prev.at).as_secs_f64();
         let mut cpus = Vec::with_capacity(cur.stat.cpus.len() + 1);
-        if let (Some(p), Some(c)) = (&self.prev.stat.all, &cur.stat.all) {
-            cpus.push(cpu_util(-1, p, c));
-        }
+        cpus.extend(all_cpu_util(&self.prev.stat, &cur.stat));
         for (n, c) in &cur.stat.cpus {
             if let Some((_, p)) = self.prev.stat.cpus.iter().find(|(m, _)| m == n) {
                 cpus.push(cpu_util(*n as i32, p, c));

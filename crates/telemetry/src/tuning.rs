@@ -488,7 +488,14 @@ fn irq_affinity(nic: &str, src: &Sources, interrupts: &str) -> Fact {
         let Some(name) = rest.split_whitespace().last() else {
             continue;
         };
-        if !names.iter().any(|n| name.starts_with(n.as_str())) {
+        // The name, then a separator: `eth1` is not `eth10-TxRx-0`, `virtio1` not
+        // `virtio10-input.0`.
+        let of = |n: &String| {
+            name.strip_prefix(n.as_str()).is_some_and(|r| {
+                r.is_empty() || r.starts_with(|c: char| !c.is_ascii_alphanumeric())
+            })
+        };
+        if !names.iter().any(of) {
             continue;
         }
         let aff = src.proc_root.join(format!("irq/{irq}/smp_affinity_list"));
@@ -646,9 +653,11 @@ mod tests {
         w("proc/sys/kernel/sched_autogroup_enabled", "1\n");
         w("proc/sys/kernel/numa_balancing", "0\n");
         w("proc/cmdline", "root=/dev/sda1 isolcpus=1\n");
-        w("proc/interrupts", "           CPU0       CPU1\n 24:  1  2  PCI-MSI  eth0-TxRx-0\n 25:  3  4  PCI-MSI  eth0-TxRx-1\n");
+        // eth00's interrupt is not eth0's (a bare prefix took eth10's for eth1's).
+        w("proc/interrupts", "           CPU0       CPU1\n 24:  1  2  PCI-MSI  eth0-TxRx-0\n 25:  3  4  PCI-MSI  eth0-TxRx-1\n 26:  5  6  PCI-MSI  eth00-TxRx-0\n");
         w("proc/irq/24/smp_affinity_list", "0\n");
         w("proc/irq/25/smp_affinity_list", "1\n");
+        w("proc/irq/26/smp_affinity_list", "1\n");
         w("sys/devices/system/cpu/cpu0/cpuidle/state0/name", "POLL\n");
         w("sys/devices/system/cpu/cpu0/cpuidle/state1/name", "C1\n");
         w("sys/devices/system/cpu/cpu0/cpuidle/state2/name", "C6\n");

@@ -263,6 +263,24 @@ fn fixture_tree() {
     );
 }
 
+/// `smt/control` of a kernel without SMT hotplug says `notimplemented`, which was
+/// stored as the SMT state: the topology says it (4 threads on 2 cores here), and a
+/// POWER kernel's SMT-4 reads as on.
+#[test]
+fn smt_is_read_from_the_topology_when_control_is_notimplemented() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fixture(root);
+    let control = root.join("sys/devices/system/cpu/smt/control");
+    let smt = |root: &Path| {
+        collect("sut-a", "sut", &root.join("proc"), &root.join("sys")).facts["cpu.smt"].display()
+    };
+    write(&control, "notimplemented\n");
+    assert_eq!(smt(root), "on (4 threads on 2 cores)");
+    write(&control, "4\n");
+    assert_eq!(smt(root), "on (4 threads per core)");
+}
+
 #[test]
 fn empty_tree_is_all_unknown_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();

@@ -173,6 +173,32 @@ fn fixture_counters_give_exact_percentages_and_rates() {
     s.stop();
 }
 
+/// A CPU whose clock cannot be read leaves the others' in the sample, and says so: its
+/// gap (or one offline CPU in the numbering) dropped every CPU's clock without a word.
+#[test]
+fn a_cpu_without_a_clock_leaves_the_others_and_a_note() {
+    let fake = Fake::new();
+    write(
+        &fake
+            .sys()
+            .join("devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"),
+        "2400000\n",
+    );
+    let s = Sampler::start(fake.cfg()).unwrap();
+    pause();
+    fake.set(1);
+    let x = &s.take()[0];
+    assert_eq!(x.freq_mhz, [2400.0]);
+    let notes = s.notes();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("CPU 1") && n.contains("over the other CPUs")),
+        "{notes:?}"
+    );
+    s.stop();
+}
+
 #[test]
 fn warmup_is_its_own_interval_and_left_out_of_summaries() {
     let fake = Fake::new();
