@@ -13,9 +13,10 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 
+# tcsh and fish: login shells a test runs the remote commands under (fish and tcsh read quotes differently).
 PKGS=(redis-server redis-tools nginx-light postgresql postgresql-contrib mariadb-server iperf3 wrk sysbench sysstat
       chromium libssl-dev pkg-config build-essential ca-certificates git procps util-linux
-      dmidecode ethtool python3 jq liburing-dev)
+      dmidecode ethtool python3 jq liburing-dev tcsh fish)
 
 missing=()
 for p in "${PKGS[@]}"; do

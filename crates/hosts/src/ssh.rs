@@ -277,7 +277,7 @@ impl Ssh {
         timeout: Duration,
         wait: fn(Child, Duration) -> anyhow::Result<std::process::Output>,
     ) -> anyhow::Result<Said> {
-        cmd.arg(remote)
+        cmd.arg(in_sh(remote))
             .stdin(if input.is_some() {
                 Stdio::piped()
             } else {
@@ -351,11 +351,11 @@ impl Ssh {
     /// Start `PATH agent --name NAME` on `dest`, its stdio piped to us.
     pub fn start_agent(&self, dest: &str, path: &str, name: &str) -> anyhow::Result<Child> {
         let mut cmd = self.command(dest);
-        cmd.arg(format!(
+        cmd.arg(in_sh(&format!(
             "exec {} agent --name {}",
             shell_quote(path),
             shell_quote(name)
-        ))
+        )))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -531,6 +531,28 @@ fn deploy_script(path: &str, sha256: &str, size: u64) -> String {
          | while read -r old; do rm -f \"$old\"; done; \
          find \"$d\" -maxdepth 1 -name 'rackbench-*.tmp.*' -mmin +60 -exec rm -f {{}} + 2>/dev/null; true"
     )
+}
+
+/// A remote command as its login shell is to run it: sshd hands the command to the
+/// account's shell, which may be fish or tcsh, where our scripts' `${X:-y}`, `$(...)`
+/// and functions are syntax errors. `/bin/sh` runs it instead. The script (one line:
+/// csh takes no newline inside quotes) is single-quoted with each quote and backslash
+/// outside the quotes, backslash-escaped: fish reads `\'` and `\\` inside single
+/// quotes as escapes, and sh does not, so only that form reads the same to sh, bash,
+/// zsh, fish and tcsh.
+fn in_sh(script: &str) -> String {
+    debug_assert!(!script.contains('\n'), "a remote script is one line");
+    let mut q = String::with_capacity(script.len() + 16);
+    q.push('\'');
+    for c in script.chars() {
+        match c {
+            '\'' => q.push_str("'\\''"),
+            '\\' => q.push_str("'\\\\'"),
+            c => q.push(c),
+        }
+    }
+    q.push('\'');
+    format!("exec /bin/sh -c {q}")
 }
 
 /// Single-quote for a POSIX shell.
@@ -755,6 +777,67 @@ pub(crate) fn kill_group(child: &mut Child) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every remote command reads the same whatever the account's login shell: sshd
+    /// runs it with that shell's `-c`, and a probe under fish or tcsh was a syntax
+    /// error. The probe, a deploy (the binary on stdin) and the agent's start, each as a
+    /// login shell would be handed it.
+    #[test]
+    fn remote_commands_run_under_any_login_shell() {
+        let home = tempfile::tempdir().unwrap();
+        let bin = b"\x7fELF not really";
+        use sha2::Digest;
+        let sha = format!("{:x}", sha2::Sha256::digest(bin));
+        for shell in ["sh", "bash", "zsh", "tcsh", "fish"] {
+            let Some(sh) = ["/usr/bin", "/bin"]
+                .iter()
+                .map(|d| Path::new(d).join(shell))
+                .find(|p| p.exists())
+            else {
+                assert!(
+                    shell == "zsh",
+                    "{shell} is not installed: bash scripts/install-deps.sh installs it"
+                );
+                continue;
+            };
+            let cache = home.path().join(shell);
+            let run = |script: &str, input: &[u8]| {
+                let mut child = std::process::Command::new(&sh)
+                    .arg("-c")
+                    .arg(in_sh(script))
+                    .env("HOME", home.path())
+                    .env("XDG_CACHE_HOME", &cache)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(input).unwrap();
+                let out = child.wait_with_output().unwrap();
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                (text(&out.stdout), text(&out.stderr))
+            };
+            let name = cache_name(&sha);
+            let (out, err) = run(&probe_script(&name), b"");
+            assert!(
+                out.starts_with("RBPROBE ") && out.contains(" absent "),
+                "{shell}: {out} {err}"
+            );
+            let path = cache.join("rackbench").join(&name);
+            let (out, err) = run(
+                &deploy_script(path.to_str().unwrap(), &sha, bin.len() as u64),
+                bin,
+            );
+            assert!(out.contains("RBCOPIED"), "{shell}: {out} {err}");
+            assert_eq!(std::fs::read(&path).unwrap(), bin);
+            let (out, err) = run(&probe_script(&name), b"");
+            assert!(out.contains(" present "), "{shell}: {out} {err}");
+            let (out, err) = run(&format!("exec {} it\\'s", shell_quote("/bin/echo")), b"");
+            // A quote and a backslash in a command, as shell_quote writes a name.
+            assert_eq!(out, "it's\n", "{shell}: {err}");
+        }
+    }
 
     /// Run the deploy script here with `sh`, `input` on its stdin, and only the tools in
     /// `tools` on its PATH: (stdout, stderr).
