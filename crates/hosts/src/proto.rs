@@ -295,14 +295,22 @@ pub fn skip_to_magic<R: Read>(r: &mut R, limit: usize) -> anyhow::Result<()> {
     let mut seen: Vec<u8> = Vec::new();
     let mut byte = [0u8; 1];
     loop {
+        // What was printed, shown safe for a terminal and short.
+        let excerpt = |seen: &[u8]| {
+            let text = String::from_utf8_lossy(seen);
+            let text = text.trim();
+            let cut: String = text.chars().take(200).collect();
+            let more = if cut.len() < text.len() { "..." } else { "" };
+            model::printable(&format!("{cut}{more}"))
+        };
         if r.read(&mut byte)? == 0 {
-            let noise = String::from_utf8_lossy(&seen);
+            let noise = excerpt(&seen);
             bail!(
                 "the agent ended before it started{}",
-                if noise.trim().is_empty() {
+                if noise.is_empty() {
                     String::new()
                 } else {
-                    format!(" (its output: {})", noise.trim())
+                    format!(" (its output: {noise})")
                 }
             );
         }
@@ -312,8 +320,12 @@ pub fn skip_to_magic<R: Read>(r: &mut R, limit: usize) -> anyhow::Result<()> {
         }
         if seen.len() > limit {
             bail!(
-                "no rackbench agent answered (the remote side printed {} bytes of something else)",
-                seen.len()
+                "no rackbench agent answered: the remote side printed {} bytes of something \
+                 else, beginning \"{}\". A shell startup file that prints this much on a \
+                 non-interactive login (~/.bashrc, ~/.profile) should print only when \
+                 interactive (case $- in *i*)); else check what runs at the cached path",
+                seen.len(),
+                excerpt(&seen)
             );
         }
     }
@@ -365,6 +377,17 @@ mod tests {
     fn no_magic_is_a_clear_error() {
         let e = skip_to_magic(&mut &b"bash: rackbench: command not found\n"[..], 4096).unwrap_err();
         assert!(format!("{e}").contains("command not found"), "{e}");
+        // Too much of something else: its beginning, safe for a terminal, and what to do.
+        let noise = format!("\x1b[31mWelcome{}", " to the lab".repeat(100));
+        let e = skip_to_magic(&mut noise.as_bytes(), 64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("beginning \"\\u{1b}[31mWelcome to the lab"),
+            "{e}"
+        );
+        assert!(e.contains("print only when interactive"), "{e}");
+        assert!(!e.contains('\x1b'), "{e}");
     }
 
     /// A sample of a large host: `cpus` CPU lines, at `t_s`.

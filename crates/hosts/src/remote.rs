@@ -281,7 +281,12 @@ impl RemoteHost {
                         engine::stop::stop_cause()
                     );
                 }
-                bail!("{dest}: the agent did not introduce itself within 30 s");
+                bail!(
+                    "{dest}: the agent did not introduce itself within 30 s (a host too busy \
+                     to start it, or a binary that hangs there): see whether `ssh {dest} {} \
+                     --version` answers",
+                    crate::ssh::shell_quote(&probe.path)
+                );
             }
         };
         let hello = match accept_hello(hello, &sha, &probe.path) {
