@@ -349,7 +349,13 @@ impl State {
             match reading(root, &all, w.pid, w.with_descendants, &fence) {
                 Some(cur) => {
                     let at = Instant::now();
-                    let pdt = at.saturating_duration_since(w.last.1).as_secs_f64();
+                    let since = at.saturating_duration_since(w.last.1);
+                    // Watched just now: a tick of CPU (10 ms) over a millisecond read as
+                    // 1000%. Its baseline stays; its next sample spans the time since.
+                    if since < MIN_INTERVAL {
+                        continue;
+                    }
+                    let pdt = since.as_secs_f64();
                     let (prev, now) = (&w.last.0.members[&w.pid], &cur.members[&w.pid]);
                     procs.push(if w.with_descendants {
                         let ticks = tree_ticks(&w.last.0, &cur, &all);

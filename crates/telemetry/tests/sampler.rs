@@ -173,6 +173,27 @@ fn fixture_counters_give_exact_percentages_and_rates() {
     s.stop();
 }
 
+/// A process watched a moment before a sample closes is not in it: its few ticks over
+/// that moment read as thousands of percent. Its next sample spans the time since.
+#[test]
+fn a_process_watched_just_before_a_close_waits_for_the_next_sample() {
+    let fake = Fake::new();
+    let s = Sampler::start(fake.cfg()).unwrap();
+    pause();
+    s.watch_process("server:0", 4242);
+    fake.set(1);
+    let x = &s.take()[0];
+    assert!(x.procs.is_empty(), "{:?}", x.procs);
+    pause();
+    fake.set(2);
+    let y = &s.take()[0];
+    let p = &y.procs[0];
+    // 60 user ticks (two steps) at USER_HZ 100, 0.6 s of CPU, over the 60 ms or more
+    // since the watch: at most 1000%.
+    assert!(p.usr_pct > 0.0 && p.usr_pct <= 1000.0, "{p:?}");
+    s.stop();
+}
+
 /// A CPU whose clock cannot be read leaves the others' in the sample, and says so: its
 /// gap (or one offline CPU in the numbering) dropped every CPU's clock without a word.
 #[test]
