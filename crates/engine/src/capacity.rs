@@ -588,14 +588,17 @@ pub fn ramp(
 }
 
 impl RampResult {
-    /// The highest reply rate of any step (autobench readers quote this "peak"), error
-    /// replies counted as each step's are: a ramp that sustained no step says so in its
-    /// flags (`no_sustained_step`), its peak no capacity.
+    /// The highest rate of replies that were not errors of any step (autobench readers
+    /// quote this "peak"): a step that saturated on errors (a server shedding half its
+    /// load with 503s) replied fast, and counted whole it read as the highest capacity.
+    /// Each step's own reply rate, errors and all, stays in its row. A ramp that
+    /// sustained no step says so in its flags (`no_sustained_step`), its peak no
+    /// capacity.
     pub fn max_reply_rate_per_s(&self) -> Option<f64> {
         self.points
             .iter()
             .filter(|p| !matches!(p.verdict, Verdict::Failed(_)))
-            .map(|p| p.step.reply_rate_per_s)
+            .map(|p| p.step.delivered_rate_per_s())
             .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))))
     }
 
@@ -1402,6 +1405,9 @@ impl LevelsResult {
         if self.stopped.is_some() || self.points.is_empty() || !self.config.active_idle {
             return None;
         }
+        if self.power_sources().len() > 1 {
+            return None;
+        }
         let mut ops = 0.0;
         let mut watts = 0.0;
         for p in &self.points {
@@ -1411,6 +1417,29 @@ impl LevelsResult {
             }
         }
         (watts > 0.0).then(|| ops / watts)
+    }
+
+    /// The power sources the levels' `power_w` came from (`ipmi-dcmi:system`, and its
+    /// scope), each with its levels. One source for all, or the sum of power adds a
+    /// whole server's watts to a CPU package's: a BMC read every other tick left some
+    /// levels with RAPL's, and the overall figure read 12% high.
+    fn power_sources(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for p in &self.points {
+            let Some(m) = p.step.extra.iter().find(|m| m.name == "power_w") else {
+                continue;
+            };
+            let label = |k: &str| m.labels.get(k).map_or("", String::as_str).to_string();
+            let source = match (label("source"), label("scope")) {
+                (s, c) if c.is_empty() => s,
+                (s, c) => format!("{s} ({c})"),
+            };
+            match out.iter_mut().find(|(s, _)| *s == source) {
+                Some((_, levels)) => levels.push(p.label()),
+                None => out.push((source, vec![p.label()])),
+            }
+        }
+        out
     }
 
     /// Per-level metrics (labels `phase=levels`, `level=100%`..`active_idle`), per-level
@@ -1452,11 +1481,22 @@ impl LevelsResult {
         if self.overall_per_w().is_some() {
             return Vec::new();
         }
+        let sources = self.power_sources();
         let reason = match &self.stopped {
             Some(s) => format!("the levels did not all run: {s}"),
             None if !self.config.active_idle => "active idle was not measured (--idle-duration 0): \
                  SPECpower's overall figure divides by the power of every level and of active idle"
                 .into(),
+            None if sources.len() > 1 => format!(
+                "the levels' power came from different sources ({}): a sum of them is no \
+                 power; give one source every level reads (a --power-meter, or telemetry \
+                 at a longer interval than the BMC takes to answer)",
+                sources
+                    .iter()
+                    .map(|(s, l)| format!("{} at {}", if s.is_empty() { "unnamed" } else { s }, l.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
             None => "no power reading at every level (no RAPL, IPMI, hwmon or meter command on this host)".into(),
         };
         vec![MissingMetric {
@@ -1587,6 +1627,33 @@ mod tests {
         let e = "p99<1".parse::<Objective>().unwrap_err();
         assert!(format!("{e:#}").contains("no unit"), "{e:#}");
         assert!(o.met_by_value(9_999_999) && !o.met_by_value(10_000_000));
+    }
+
+    /// A step that saturated on errors (half of 2,000/s answered 503) is no capacity of
+    /// 2,000/s: the peak counts the replies that were not errors. The step's own reply
+    /// rate keeps them.
+    #[test]
+    fn a_ramps_peak_counts_no_error_replies() {
+        let cfg = RampConfig {
+            low_rate_per_s: 1000.0,
+            high_rate_per_s: 2000.0,
+            step_rate_per_s: 1000.0,
+            ..RampConfig::default()
+        };
+        let r = ramp(&cfg, |rate| {
+            let mut s = RateStep::new(rate);
+            s.reply_rate_per_s = rate;
+            s.replies = rate as u64;
+            if rate == 2000.0 {
+                s.errors = 1000;
+            }
+            Ok(s)
+        })
+        .unwrap();
+        let sat = r.saturation.clone().expect("saturated on errors");
+        assert_eq!(sat.demanded_rate_per_s, 2000.0);
+        assert_eq!(r.max_reply_rate_per_s(), Some(1000.0));
+        assert_eq!(r.points[1].step.reply_rate_per_s, 2000.0);
     }
 
     #[test]
@@ -2169,6 +2236,36 @@ mod tests {
             .any(|m| m.name == "reply_rate_per_w" && m.labels["level"] == "100%"));
         assert!(ms.iter().any(|m| m.name == "overall_reply_rate_per_w"));
         assert!(r.missing().is_empty());
+
+        // Power from two sources (a BMC read every other tick left the 50% level with
+        // RAPL's package watts): no overall figure, and the reason names them.
+        let mut cfg = LevelsConfig::new(10_000.0);
+        cfg.levels_pct = vec![100.0, 50.0];
+        let r = load_levels(&cfg, |rate| {
+            let mut s = RateStep::new(rate);
+            s.reply_rate_per_s = rate;
+            s.replies = rate as u64 * 10;
+            let (w, source, scope) = if rate == 5_000.0 {
+                (60.0, "rapl:package-0", "cpu_and_dram")
+            } else {
+                (200.0, "ipmi-dcmi:system", "whole_system")
+            };
+            s.extra.push(
+                Metric::new("power_w", w, "W")
+                    .label("source", source)
+                    .label("scope", scope),
+            );
+            Ok(s)
+        })
+        .unwrap();
+        assert_eq!(r.overall_per_w(), None);
+        let why = &r.missing()[0].reason;
+        assert!(
+            why.contains("different sources")
+                && why.contains("rapl:package-0 (cpu_and_dram) at 50%")
+                && why.contains("ipmi-dcmi:system (whole_system) at 100%, active_idle"),
+            "{why}"
+        );
 
         // Without power: the curve still comes, the overall figure is missing with a reason.
         let r = load_levels(&LevelsConfig::new(100.0), |rate| Ok(RateStep::new(rate))).unwrap();

@@ -390,6 +390,14 @@ pub fn cv_pct(xs: &[f64]) -> Option<f64> {
     (mean.abs() > 0.0).then(|| 100.0 * sd / mean.abs())
 }
 
+/// `--until-cv`: enough repetitions, `rep` of them run and at least `repeat`, once the
+/// spread of the valid ones' `headlines` is within `target_pct`, judged on 3 of them at
+/// least. Counted by attempts, one invalid repetition left two values, whose CV of 0.56%
+/// stopped the run as converged.
+fn spread_settled(rep: u32, repeat: u32, headlines: &[f64], target_pct: f64) -> bool {
+    rep >= repeat && headlines.len() >= 3 && cv_pct(headlines).is_some_and(|cv| cv <= target_pct)
+}
+
 /// A repetition's headline as `--until-cv` judges the spread: only a result that counts
 /// in the figures published (ended ok, nothing invalid), as the point's mean ± sd and the
 /// report take them. An invalid repetition (errors above 1%, a generator's host lost)
@@ -1420,13 +1428,10 @@ fn run_as(
                     if engine::stop::stop_requested() {
                         break 'run;
                     }
-                    // Enough repetitions once the spread is small (at least 3 to judge it).
-                    if rep >= repeat.max(3) {
-                        if let Some(target) = o.until_cv {
-                            if cv_pct(&headlines).is_some_and(|cv| cv <= target) {
-                                break;
-                            }
-                        }
+                    if o.until_cv
+                        .is_some_and(|target| spread_settled(rep, repeat, &headlines, target))
+                    {
+                        break;
                     }
                     if rep >= repeat && o.until_cv.is_none() {
                         break;
@@ -1746,6 +1751,22 @@ mod tests {
     use super::*;
     use engine::testing::{kill_left, marker, running};
     use std::time::Instant;
+
+    /// `--until-cv` judges the spread on 3 valid repetitions at least: after 3 attempts
+    /// of which one was invalid, the two valid ones' CV of 0.56% is not yet enough.
+    #[test]
+    fn until_cv_needs_three_valid_repetitions() {
+        assert!(!spread_settled(3, 1, &[100_000.0, 100_800.0], 3.0));
+        assert!(spread_settled(
+            4,
+            1,
+            &[100_000.0, 100_800.0, 100_400.0],
+            3.0
+        ));
+        // Not before the repetitions asked for, nor while the spread is wide.
+        assert!(!spread_settled(3, 5, &[1.0, 1.0, 1.0], 3.0));
+        assert!(!spread_settled(3, 1, &[100.0, 110.0, 90.0], 3.0));
+    }
 
     /// `--ramp-high` and `--step-duration` given beside `set` are the ramp's: `set`'s
     /// settings leave them out (a report said them of `set`), the ramp's keep them and
