@@ -228,11 +228,21 @@ fn push_cpu_metrics(out: &mut StepOutput, what: &str, plural: &str, r: &OpResult
             reason: "getrusage(RUSAGE_THREAD) reported no CPU time".into(),
         });
     }
-    out.metrics.push(Metric::new(
-        format!("{what}_time_us"),
-        1e6 * r.wall_s * r.threads as f64 / (r.ops.max(1) as f64),
-        "us",
-    ));
+    // `openssl speed -multi N`'s sign and verify columns: one over the rate of all its
+    // processes together. Per thread, it read N times that at N threads, as if each
+    // operation had got slower.
+    if r.rate_per_s > 0.0 {
+        out.metrics.push(Metric::new(
+            format!("{what}_time_us"),
+            1e6 / r.rate_per_s,
+            "us",
+        ));
+    } else {
+        out.missing.push(MissingMetric {
+            name: format!("{what}_time_us"),
+            reason: "no operation completed".into(),
+        });
+    }
 }
 
 /// A test cut short by a stop (Ctrl-C, SIGTERM, the run's cancel) is not a failure: no
@@ -248,6 +258,44 @@ fn stopped_early(out: &mut StepOutput) {
 mod tests {
     use super::*;
     use std::sync::atomic::Ordering;
+
+    /// The time an operation takes is `openssl speed -multi`'s: one over the rate of all
+    /// threads together (2 threads at 1,000 signs/s each: 500 µs, not each thread's
+    /// 1,000 µs).
+    #[test]
+    fn sign_time_is_one_over_the_rate_of_all_threads() {
+        let r = crate::bench::OpResult {
+            threads: 2,
+            ops: 20_000,
+            rate_per_s: 2_000.0,
+            wall_s: 10.0,
+            cpu_s: 20.0,
+            wrong: 0,
+            interrupted: false,
+            span: None,
+        };
+        let mut out = StepOutput::default();
+        push_cpu_metrics(&mut out, "sign", "signs", &r);
+        let t = out
+            .metrics
+            .iter()
+            .find(|m| m.name == "sign_time_us")
+            .unwrap();
+        assert_eq!(t.value, 500.0);
+        let mut none = StepOutput::default();
+        push_cpu_metrics(
+            &mut none,
+            "sign",
+            "signs",
+            &crate::bench::OpResult {
+                ops: 0,
+                rate_per_s: 0.0,
+                ..r
+            },
+        );
+        assert!(none.metrics.iter().all(|m| m.name != "sign_time_us"));
+        assert!(none.missing.iter().any(|m| m.name == "sign_time_us"));
+    }
 
     /// A test cancelled before it ran stores no figure of 0: the verifies are not run
     /// (missing, with the reason), a rate no operation completed for is missing, and

@@ -301,14 +301,18 @@ fn ram_rising(ram: &plateau::Plateau, pts: &[(u64, f64)]) -> Option<Flag> {
 /// Points measured, the clock, and whether the test was stopped before the curve's end.
 type ChaseRun = (Vec<(u64, f64)>, Option<chase::Freq>, bool);
 
-/// The chase's buffer's share in huge pages (`pct`, of its `largest` working set), kept
-/// as `huge_pages_pct`; under 90% of a buffer of one huge page or more, a warning: the
-/// working sets over small pages have TLB misses in their latency (an L2 plateau reads
-/// 30% high where its lines spread over more small pages than the first-level TLB
-/// holds).
-fn huge_pages(out: &mut StepOutput, pct: Option<f64>, largest: u64) {
+/// The chase buffer's share in huge pages (or why there is none), and the bytes of it
+/// the test touched.
+type HugeShare = (Result<f64, String>, u64);
+
+/// The chase's buffer's share in huge pages (`pct`, of its `largest` working set
+/// measured, or why there is none), kept as `huge_pages_pct`; under 90% of a buffer of
+/// one huge page or more, a warning: the working sets over small pages have TLB misses
+/// in their latency (an L2 plateau reads 30% high where its lines spread over more small
+/// pages than the first-level TLB holds).
+fn huge_pages(out: &mut StepOutput, pct: Result<f64, String>, largest: u64) {
     match pct {
-        Some(p) => {
+        Ok(p) => {
             out.metrics.push(Metric::new("huge_pages_pct", p, "%"));
             // Where a huge page is larger than the buffer (512 MiB with 64K base pages),
             // none is to be had, and the base pages are large already.
@@ -323,9 +327,9 @@ fn huge_pages(out: &mut StepOutput, pct: Option<f64>, largest: u64) {
                 ));
             }
         }
-        None => out.missing.push(MissingMetric {
+        Err(reason) => out.missing.push(MissingMetric {
             name: "huge_pages_pct".into(),
-            reason: "/proc/self/smaps did not list the chase's buffer".into(),
+            reason,
         }),
     }
 }
@@ -670,54 +674,67 @@ impl MemBench {
         let (wall0, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
         // A thread of its own, so pinning does not change the runner's affinity.
         let res = std::thread::scope(|s| {
-            s.spawn(
-                || -> anyhow::Result<(ChaseRun, Option<usize>, Option<f64>)> {
-                    // Pinned, asked or not: a thread that moved between sockets would time
-                    // its memory (touched first where it began) locally at some sizes and
-                    // from the other node at others, one curve of two latencies.
-                    // SAFETY: sched_getcpu takes nothing and returns a CPU or -1.
-                    let here = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
-                    let on = match (cpu, here) {
-                        (Some(c), _) => {
-                            engine::launch::pin_current_thread(&[c])?;
-                            Some(c)
-                        }
-                        // Not asked for: where it cannot be pinned it runs as it is.
-                        (None, Some(c)) => engine::launch::pin_current_thread(&[c]).ok().map(|_| c),
-                        (None, None) => None,
-                    };
-                    let freq = chase::measure_frequency();
-                    let max = sizes.last().copied().unwrap_or(0) as usize;
-                    let mut region = chase::Region::new(max.max(4096))?;
-                    // The share of the largest working set (the whole buffer, touched by
-                    // now) the kernel backs with huge pages.
-                    let huge_pct = |r: &chase::Region| {
-                        r.huge_bytes()
-                            .map(|b| (100.0 * b as f64 / max.max(1) as f64).min(100.0))
-                    };
-                    let mut pts = Vec::new();
-                    for (i, &s) in sizes.iter().enumerate() {
-                        if progress.stopping() {
-                            return Ok(((pts, freq, true), on, huge_pct(&region)));
-                        }
-                        let ns = chase::latency_ns(
-                            &mut region,
-                            s as usize,
-                            sample_s,
-                            samples,
-                            0x5eed + i as u64,
-                        )?;
-                        pts.push((s, ns));
-                        progress.done.store(i as u64 + 1, Ordering::Relaxed);
+            s.spawn(|| -> anyhow::Result<(ChaseRun, Option<usize>, HugeShare)> {
+                // Pinned, asked or not: a thread that moved between sockets would time
+                // its memory (touched first where it began) locally at some sizes and
+                // from the other node at others, one curve of two latencies.
+                // SAFETY: sched_getcpu takes nothing and returns a CPU or -1.
+                let here = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
+                let on = match (cpu, here) {
+                    (Some(c), _) => {
+                        engine::launch::pin_current_thread(&[c])?;
+                        Some(c)
                     }
-                    Ok(((pts, freq, false), on, huge_pct(&region)))
-                },
-            )
+                    // Not asked for: where it cannot be pinned it runs as it is.
+                    (None, Some(c)) => engine::launch::pin_current_thread(&[c]).ok().map(|_| c),
+                    (None, None) => None,
+                };
+                let freq = chase::measure_frequency();
+                let max = sizes.last().copied().unwrap_or(0) as usize;
+                let mut region = chase::Region::new(max.max(4096))?;
+                // The share of the largest working set measured (what of the buffer
+                // was touched: a test stopped early touched less than the ladder's
+                // top, and its 2 MiB in huge pages read 0.8% of 256 MiB) the kernel
+                // backs with huge pages.
+                let huge_pct = |r: &chase::Region, pts: &[(u64, f64)]| {
+                    let touched = pts.last().map_or(0, |p| p.0);
+                    if touched == 0 {
+                        return (
+                            Err("the test stopped before it measured a working set".to_string()),
+                            0,
+                        );
+                    }
+                    let pct = r
+                        .huge_bytes()
+                        .map(|b| (100.0 * b as f64 / touched as f64).min(100.0))
+                        .ok_or_else(|| {
+                            "/proc/self/smaps did not list the chase's buffer".to_string()
+                        });
+                    (pct, touched)
+                };
+                let mut pts = Vec::new();
+                for (i, &s) in sizes.iter().enumerate() {
+                    if progress.stopping() {
+                        return Ok(((pts.clone(), freq, true), on, huge_pct(&region, &pts)));
+                    }
+                    let ns = chase::latency_ns(
+                        &mut region,
+                        s as usize,
+                        sample_s,
+                        samples,
+                        0x5eed + i as u64,
+                    )?;
+                    pts.push((s, ns));
+                    progress.done.store(i as u64 + 1, Ordering::Relaxed);
+                }
+                let huge = huge_pct(&region, &pts);
+                Ok(((pts, freq, false), on, huge))
+            })
             .join()
         })
         .map_err(|_| anyhow::anyhow!("mem: the latency thread panicked"))??;
-        let ((pts, freq, interrupted), on, huge) = res;
-        huge_pages(&mut out, huge, sizes.last().copied().unwrap_or(0));
+        let ((pts, freq, interrupted), on, (huge, touched)) = res;
+        huge_pages(&mut out, huge, touched);
         if let Some(c) = on {
             out.metrics
                 .push(Metric::new("latency_cpu", c as f64, "cpu"));
@@ -1335,6 +1352,20 @@ mod tests {
                 .starts_with("the test was stopped before any size"),
             "{}",
             dram.reason
+        );
+        // Nothing touched: no share of huge pages (it read 0%), and no warning of small
+        // pages.
+        assert!(!out.metrics.iter().any(|m| m.name == "huge_pages_pct"));
+        assert!(!out.flags.iter().any(|f| f.code == "small_pages"));
+        let huge = out
+            .missing
+            .iter()
+            .find(|m| m.name == "huge_pages_pct")
+            .unwrap();
+        assert!(
+            huge.reason.contains("stopped before it measured"),
+            "{}",
+            huge.reason
         );
     }
 
