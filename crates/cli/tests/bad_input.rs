@@ -3,6 +3,45 @@
 
 mod common;
 
+/// A plan that chooses a workload it has no table for, beside a table of another, says
+/// that the chosen one runs with its defaults and the other does not run (it ran every
+/// RSA size without a word of the [kv] table). Here a conflict of flags then stops it.
+#[test]
+fn a_plans_tables_left_out_by_its_workload_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let plan = dir.path().join("p.toml");
+    std::fs::write(&plan, "[run]\nworkload = \"crypto\"\n[kv]\nclients = 1\n").unwrap();
+    let out = common::bin()
+        .args(["--db", db.to_str().unwrap(), "run", "--plan"])
+        .arg(&plan)
+        .args(["-q", "--no-telemetry", "--telemetry-interval", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "no [crypto] table: crypto runs with its defaults, and the plan's [kv] does not run"
+        ),
+        "{err}"
+    );
+    // Chosen with its table: nothing to say.
+    std::fs::write(
+        &plan,
+        "[run]\nworkload = \"kv\"\n[kv]\nclients = 1\n[mem]\n",
+    )
+    .unwrap();
+    let out = common::bin()
+        .args(["--db", db.to_str().unwrap(), "run", "--plan"])
+        .arg(&plan)
+        .args(["-q", "--no-telemetry", "--telemetry-interval", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("does not run"), "{err}");
+}
+
 /// A plan's hosts refused by a rule that names the flags says it read them from the
 /// plan's [hosts] table, whose keys those flags are without their `--`; the same hosts
 /// given as flags are refused without it.
@@ -546,4 +585,75 @@ fn a_missing_ssh_config_is_said_once_before_any_host() {
     );
     assert!(!err.contains("h1.invalid"), "no host was tried: {err}");
     assert!(out.stdout.is_empty(), "nothing printed as a result");
+}
+
+/// A store this user cannot write (another's, with its -wal and -shm beside it) is said
+/// as such, naming it and what to do, before anything runs: SQLite opened it read-only
+/// without a word and the first write failed as "attempt to write a readonly database".
+/// Run as root (CI): the command runs as nobody.
+#[test]
+fn a_store_this_user_cannot_write_is_named() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !common::have("setpriv", "util-linux") {
+        eprintln!("skipped: needs root, to run the command as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let export = dir.path().join("in.json");
+    let out = common::bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "crypto",
+            "-t",
+            "sha256",
+        ])
+        .args(["--duration", "0.1", "-q", "--no-telemetry"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = common::bin()
+        .args([
+            "--db",
+            db.to_str().unwrap(),
+            "export",
+            "latest",
+            "--format",
+            "json",
+            "-o",
+        ])
+        .arg(&export)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&export, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["--db", db.to_str().unwrap(), "import"])
+        .arg(&export)
+        .env_remove("RACKBENCH_DB")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the results store {} cannot be written by this user",
+            db.display()
+        )) && err.contains("--db PATH"),
+        "{err}"
+    );
 }

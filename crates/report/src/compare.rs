@@ -2330,9 +2330,13 @@ pub const MEANS_OF_RUNS_NOTE: &str = "A side's figure is the mean over its runs 
 
 /// The comparison as aligned text for a terminal.
 pub fn compare_text(c: &Comparison) -> String {
-    let mut out = format!("A (old): {}\nB (new): {}\n", c.a.join(", "), c.b.join(", "));
+    // What a user or a host named (a run's label, a point, a disclosed fact) shown
+    // escaped: a newline in a label made lines of its own.
+    let p = |s: &str| model::printable(s);
+    let names = |v: &[String]| v.iter().map(|n| p(n)).collect::<Vec<_>>().join(", ");
+    let mut out = format!("A (old): {}\nB (new): {}\n", names(&c.a), names(&c.b));
     for u in c.unfinished_notes() {
-        out.push_str(&format!("! {u}\n"));
+        out.push_str(&format!("! {}\n", p(&u)));
     }
     out.push('\n');
     let mut table = vec![vec![
@@ -2346,8 +2350,8 @@ pub fn compare_text(c: &Comparison) -> String {
     ]];
     for r in &c.rows {
         table.push(vec![
-            r.point.clone(),
-            r.metric.clone(),
+            p(&r.point),
+            p(&r.metric),
             r.side_text(&r.a, &r.a_reps),
             r.side_text(&r.b, &r.b_reps),
             r.diff_text(),
@@ -2362,7 +2366,7 @@ pub fn compare_text(c: &Comparison) -> String {
     if !c.warnings.is_empty() {
         out.push_str(&format!("\n{WARNINGS_NOTE}\n"));
         for w in &c.warnings {
-            out.push_str(&format!("  {}: {}\n", w.point, w.text()));
+            out.push_str(&format!("  {}: {}\n", p(&w.point), p(&w.text())));
         }
     }
     if c.rows
@@ -2382,7 +2386,10 @@ pub fn compare_text(c: &Comparison) -> String {
     for d in &c.comparability.differences {
         out.push_str(&format!(
             "  {} ({}): A = {} | B = {}\n",
-            d.key, d.category, d.a, d.b
+            p(&d.key),
+            d.category,
+            p(&d.a),
+            p(&d.b)
         ));
     }
     out

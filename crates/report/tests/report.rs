@@ -4873,3 +4873,25 @@ fn a_load_level_each_run_holds_is_a_column_setting_not_a_best() {
         .insert("connections".into(), serde_json::json!(8));
     assert!(report::derive::peak_params(&[a1, b]).contains(&"connections".to_string()));
 }
+
+/// `compare`'s text shows what a user named escaped: a newline in a run's label made a
+/// line of its own, which could pass for the tool's.
+#[test]
+fn compare_text_shows_a_label_escaped() {
+    let spec = Spec {
+        reps: 2,
+        instances: &[1],
+        ..Spec::default()
+    };
+    let mut a = kv_run(&spec);
+    a.label = Some("lab\nel".into());
+    let b = kv_run(&spec);
+    let c = report::compare(std::slice::from_ref(&a), std::slice::from_ref(&b));
+    let text = report::compare::compare_text(&c);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("A (old): ") && first.contains("lab\\nel"),
+        "{text}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("el")), "{text}");
+}

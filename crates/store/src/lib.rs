@@ -146,6 +146,15 @@ impl Store {
             })
             .and_then(|()| schema::migrate_to(&mut conn, path, version))
             .map_err(|e| explain_damage(e, path))?;
+        // SQLite opens a file it may not write read-only without a word, and the first
+        // write then failed as "attempt to write a readonly database", naming nothing.
+        if conn.is_readonly(rusqlite::DatabaseName::Main)? {
+            bail!(
+                "the results store {} cannot be written by this user (the file, or its -wal \
+                 and -shm beside it, or its directory); {hint}, or fix the permissions",
+                path.display()
+            );
+        }
         let store = Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
@@ -698,7 +707,7 @@ impl Store {
     /// copy is not such a run.
     pub fn import_more_of(&self, run: &RunRecord) -> anyhow::Result<bool> {
         export::check_importable(run)?;
-        if !holds_less(&self.lock(), run)? {
+        if !holds_less(&self.lock(), run, &self.path)? {
             return Ok(false);
         }
         let (status, error) = imported_status(run);
@@ -719,7 +728,7 @@ impl Store {
         let tx = write_tx(&mut conn)?;
         for run in runs {
             if run_exists(&tx, &run.id)? {
-                if holds_less(&tx, run)? {
+                if holds_less(&tx, run, &self.path)? {
                     let (status, error) = imported_status(run);
                     insert_whole_in(&tx, &self.path, run, status, &error, None, true)?;
                     done.imported.push(run.id.clone());
@@ -851,7 +860,7 @@ fn insert_whole_in(
         );
     }
     if run_exists(tx, &run.id)? {
-        if !replace_less || !holds_less(tx, run)? {
+        if !replace_less || !holds_less(tx, run, path)? {
             bail!(
                 "run {} is already in the results store {}; list runs with `rackbench runs`",
                 run.id,
@@ -1047,8 +1056,9 @@ fn immutable_uri(path: &Path) -> String {
 /// [`model::PARTIAL`], closed as interrupted: the store refused the final one, or the run was
 /// exported while that test ran). Any other result must be the same on both sides, so
 /// that an edited export or another store's run under a colliding id is not taken for
-/// more of this one.
-fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
+/// more of this one: the whole result, figures, histograms and flags, and the hosts
+/// (a copy with one figure changed and one result more replaced the measured figure).
+fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result<bool> {
     let status: Option<String> = conn
         .query_row("SELECT status FROM runs WHERE id = ?1", [&run.id], |r| {
             r.get(0)
@@ -1062,16 +1072,16 @@ fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
                 EXISTS (SELECT 1 FROM flags f WHERE f.result_id = r.id AND f.code = ?2)
          FROM results r WHERE run_id = ?1 ORDER BY ord",
     )?;
-    let stored: Vec<(u32, String, u32, String, bool)> = stmt
+    let stored_rows: Vec<(u32, String, u32, String, bool)> = stmt
         .query_map(params![run.id, model::PARTIAL], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?
         .collect::<Result<_, _>>()?;
-    if stored.len() > run.results.len() {
+    if stored_rows.len() > run.results.len() {
         return Ok(false);
     }
-    let mut more = stored.len() < run.results.len();
-    for ((step, test, rep, status, at_checkpoint), r) in stored.iter().zip(&run.results) {
+    let mut more = stored_rows.len() < run.results.len();
+    for ((step, test, rep, status, at_checkpoint), r) in stored_rows.iter().zip(&run.results) {
         if (*step, test.as_str(), *rep) != (r.step, r.test.as_str(), r.repetition) {
             return Ok(false);
         }
@@ -1081,7 +1091,26 @@ fn holds_less(conn: &Connection, run: &RunRecord) -> anyhow::Result<bool> {
             return Ok(false);
         }
     }
-    Ok(more)
+    if !more {
+        return Ok(false);
+    }
+    // Each result the file does not replace is the stored one, as an import stores it.
+    let stored = load_run(conn, &run.id, path)?;
+    if stored.hosts != run.hosts {
+        return Ok(false);
+    }
+    for ((s, (_, _, _, _, at_checkpoint)), r) in stored
+        .results
+        .iter()
+        .zip(&stored_rows)
+        .zip(imported_results(run))
+    {
+        let replaced = *at_checkpoint && !r.is_provisional();
+        if !replaced && serde_json::to_value(s)? != serde_json::to_value(&r)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// A result's status as imported: one still running has no process here to finish it.

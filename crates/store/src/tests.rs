@@ -872,6 +872,23 @@ fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
         store.load_run(&header.id).unwrap().results,
         measured.results
     );
+    // A copy with one more result and a stored figure changed is no more of this run:
+    // it replaced the measured figure, said as imported.
+    let mut edited = measured.clone();
+    edited.results[0].metrics[0].value += 1000.0;
+    edited.results.push(rich_result(3, "levels", 2, t0(4)));
+    let done = store.import_all(std::slice::from_ref(&edited)).unwrap();
+    assert_eq!(done.differing, [header.id.clone()]);
+    assert!(!store.import_more_of(&edited).unwrap());
+    // Nor one whose hosts differ.
+    let mut moved = measured.clone();
+    moved.results.push(rich_result(3, "levels", 2, t0(4)));
+    moved.hosts.clear();
+    assert!(!store.import_more_of(&moved).unwrap());
+    assert_eq!(
+        store.load_run(&header.id).unwrap().results,
+        measured.results
+    );
 }
 
 /// A run exported while it ran, imported, and exported again later still running
