@@ -11,15 +11,18 @@ fn a_plans_tables_left_out_by_its_workload_are_said() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     let plan = dir.path().join("p.toml");
-    std::fs::write(&plan, "[run]\nworkload = \"crypto\"\n[kv]\nclients = 1\n").unwrap();
-    let out = common::bin()
-        .args(["--db", db.to_str().unwrap(), "run", "--plan"])
-        .arg(&plan)
-        .args(["-q", "--no-telemetry", "--telemetry-interval", "1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let run = |text: &str| {
+        std::fs::write(&plan, text).unwrap();
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run", "--plan"])
+            .arg(&plan)
+            .args(["-q", "--no-telemetry", "--telemetry-interval", "1"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run("[run]\nworkload = \"crypto\"\n[kv]\nclients = 1\n");
     assert!(
         err.contains(
             "no [crypto] table: crypto runs with its defaults, and the plan's [kv] does not run"
@@ -27,18 +30,7 @@ fn a_plans_tables_left_out_by_its_workload_are_said() {
         "{err}"
     );
     // Chosen with its table: nothing to say.
-    std::fs::write(
-        &plan,
-        "[run]\nworkload = \"kv\"\n[kv]\nclients = 1\n[mem]\n",
-    )
-    .unwrap();
-    let out = common::bin()
-        .args(["--db", db.to_str().unwrap(), "run", "--plan"])
-        .arg(&plan)
-        .args(["-q", "--no-telemetry", "--telemetry-interval", "1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = run("[run]\nworkload = \"kv\"\n[kv]\nclients = 1\n[mem]\n");
     assert!(!err.contains("does not run"), "{err}");
 }
 
