@@ -579,20 +579,9 @@ fn a_missing_ssh_config_is_said_once_before_any_host() {
     assert!(out.stdout.is_empty(), "nothing printed as a result");
 }
 
-/// A store this user cannot write (another's, with its -wal and -shm beside it) is said
-/// as such, naming it and what to do, before anything runs: SQLite opened it read-only
-/// without a word and the first write failed as "attempt to write a readonly database".
-/// Run as root (CI): the command runs as nobody.
-#[test]
-fn a_store_this_user_cannot_write_is_named() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !common::have("setpriv", "util-linux") {
-        eprintln!("skipped: needs root, to run the command as another user");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("r.sqlite");
-    let export = dir.path().join("in.json");
+/// A results store in `dir` holding one short run.
+fn store_of_one_run(dir: &std::path::Path) -> std::path::PathBuf {
+    let db = dir.join("r.sqlite");
     let out = common::bin()
         .args([
             "--db",
@@ -610,6 +599,67 @@ fn a_store_this_user_cannot_write_is_named() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    db
+}
+
+/// A report that cannot be written leaves none of its charts: they were renamed into
+/// --svg-dir one by one before the report failed. Run as root (CI): the command runs as
+/// nobody, who may write the charts' directory but not the report's.
+#[test]
+fn a_report_that_cannot_be_written_leaves_no_charts() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !common::have("setpriv", "util-linux") {
+        eprintln!("skipped: needs root, to run the command as another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = store_of_one_run(dir.path());
+    let closed = dir.path().join("closed");
+    let open = dir.path().join("open");
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::create_dir(&open).unwrap();
+    for (d, mode) in [
+        (dir.path(), 0o755),
+        (closed.as_path(), 0o755),
+        (open.as_path(), 0o777),
+    ] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["--db", db.to_str().unwrap(), "report", "latest", "-o"])
+        .arg(closed.join("r.html"))
+        .arg("--svg-dir")
+        .arg(open.join("svg"))
+        .env_remove("RACKBENCH_DB")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(open.join("svg"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "charts left: {left:?}");
+}
+
+/// A store this user cannot write (another's, with its -wal and -shm beside it) is said
+/// as such, naming it and what to do, before anything runs: SQLite opened it read-only
+/// without a word and the first write failed as "attempt to write a readonly database".
+/// Run as root (CI): the command runs as nobody.
+#[test]
+fn a_store_this_user_cannot_write_is_named() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !common::have("setpriv", "util-linux") {
+        eprintln!("skipped: needs root, to run the command as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = store_of_one_run(dir.path());
+    let export = dir.path().join("in.json");
     let out = common::bin()
         .args([
             "--db",

@@ -29,44 +29,64 @@ const HEAD: usize = 4096;
 /// directory must exist ([`check_replaceable`]): a mistyped one is an error, not a new
 /// directory.
 pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<()> {
+    write_all_atomic(&[(path, bytes)], store)
+}
+
+/// [`write_atomic`] of several files, all or none: each is written whole to its
+/// temporary file before any is renamed into place. A report's charts were renamed one
+/// by one, and a report that then could not be written left them in place.
+pub fn write_all_atomic(files: &[(&Path, &[u8])], store: &Path) -> anyhow::Result<()> {
+    let mut staged = Vec::with_capacity(files.len());
+    for (path, bytes) in files {
+        staged.push((*path, stage(path, bytes, store)?));
+    }
+    // Dropped unrenamed on an error: the temporary files go with them.
+    for (path, f) in staged {
+        f.persist(path)
+            .map_err(|e| e.error)
+            .map_err(|e| cannot_write(path, e))?;
+    }
+    Ok(())
+}
+
+/// `bytes`, sealed, in a new synced temporary file beside `path`, ready to be renamed.
+fn stage(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<tempfile::NamedTempFile> {
     check_replaceable(path, store)?;
     let bytes = seal(bytes);
-    let bytes = bytes.as_slice();
     let dir = dir_of(path);
     let Some(name) = path.file_name() else {
         bail!("{} is not a file name; give -o FILE", path.display());
     };
     // A new file of a random name, created exclusively (never through a link another
     // user planted in a shared directory), renamed over `path` once synced.
-    let written = (|| -> std::io::Result<()> {
+    let written = (|| -> std::io::Result<tempfile::NamedTempFile> {
         let mut f = tempfile::Builder::new()
             .prefix(&format!(".{}.tmp-", name.to_string_lossy()))
             // As a plain create would (the umask applies), not tempfile's 0600: a
             // report is meant to be read.
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)?;
-        f.write_all(bytes)?;
+        f.write_all(&bytes)?;
         f.as_file().sync_all()?;
-        f.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        Ok(f)
     })();
-    // A failed write removes its temporary file (dropped with it). The system's error,
-    // without the temporary file's name tempfile adds to it: the user gave `path`.
-    if let Err(e) = written {
-        let text = e.to_string();
-        let e = anyhow::anyhow!(
-            "{}",
-            text.split_once(" at path \"")
-                .map_or(text.as_str(), |(m, _)| m)
-        );
-        return Err(e).with_context(|| {
-            format!(
-                "cannot write {} (does its directory exist and is it writable?)",
-                path.display()
-            )
-        });
-    }
-    Ok(())
+    // A failed write removes its temporary file (dropped with it).
+    written.map_err(|e| cannot_write(path, e))
+}
+
+/// The system's error, without the temporary file's name tempfile adds to it (the user
+/// gave `path`), and what to check.
+fn cannot_write(path: &Path, e: std::io::Error) -> anyhow::Error {
+    let text = e.to_string();
+    anyhow::anyhow!(
+        "{}",
+        text.split_once(" at path \"")
+            .map_or(text.as_str(), |(m, _)| m)
+    )
+    .context(format!(
+        "cannot write {} (does its directory exist and is it writable?)",
+        path.display()
+    ))
 }
 
 /// Ok when `path` does not exist (in a directory that does) or is a file rackbench

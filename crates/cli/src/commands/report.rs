@@ -464,12 +464,14 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the --svg-dir directory {}", dir.display()))?;
     }
-    let mut svgs = Vec::new();
-    for (p, svg) in charts {
-        output::write_atomic(&p, svg.as_bytes(), &db)?;
-        svgs.push(p);
-    }
-    output::write_atomic(&out, body.as_bytes(), &db)?;
+    // The charts and the report together, or none of them.
+    let mut files: Vec<(&std::path::Path, &[u8])> = charts
+        .iter()
+        .map(|(p, svg)| (p.as_path(), svg.as_bytes()))
+        .collect();
+    files.push((out.as_path(), body.as_bytes()));
+    output::write_all_atomic(&files, &db)?;
+    let svgs: Vec<PathBuf> = charts.into_iter().map(|(p, _)| p).collect();
     if g.json {
         let v = serde_json::json!({
             "report": out,
