@@ -579,6 +579,21 @@ fn a_missing_ssh_config_is_said_once_before_any_host() {
     assert!(out.stdout.is_empty(), "nothing printed as a result");
 }
 
+/// rackbench run as nobody, when this test runs as root and has setpriv; None (the
+/// test skips, saying why) otherwise.
+fn as_nobody() -> Option<std::process::Command> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !common::have("setpriv", "util-linux") {
+        eprintln!("skipped: needs root, to run the command as another user");
+        return None;
+    }
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_rackbench"))
+        .env_remove("RACKBENCH_DB");
+    Some(c)
+}
+
 /// A results store in `dir` holding one short run.
 fn store_of_one_run(dir: &std::path::Path) -> std::path::PathBuf {
     let db = dir.join("r.sqlite");
@@ -607,11 +622,9 @@ fn store_of_one_run(dir: &std::path::Path) -> std::path::PathBuf {
 /// nobody, who may write the charts' directory but not the report's.
 #[test]
 fn a_report_that_cannot_be_written_leaves_no_charts() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !common::have("setpriv", "util-linux") {
-        eprintln!("skipped: needs root, to run the command as another user");
+    let Some(mut nobody) = as_nobody() else {
         return;
-    }
+    };
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let db = store_of_one_run(dir.path());
@@ -627,14 +640,11 @@ fn a_report_that_cannot_be_written_leaves_no_charts() {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_rackbench"))
+    let out = nobody
         .args(["--db", db.to_str().unwrap(), "report", "latest", "-o"])
         .arg(closed.join("r.html"))
         .arg("--svg-dir")
         .arg(open.join("svg"))
-        .env_remove("RACKBENCH_DB")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -652,11 +662,9 @@ fn a_report_that_cannot_be_written_leaves_no_charts() {
 /// Run as root (CI): the command runs as nobody.
 #[test]
 fn a_store_this_user_cannot_write_is_named() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !common::have("setpriv", "util-linux") {
-        eprintln!("skipped: needs root, to run the command as another user");
+    let Some(mut nobody) = as_nobody() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let db = store_of_one_run(dir.path());
     let export = dir.path().join("in.json");
@@ -681,12 +689,9 @@ fn a_store_this_user_cannot_write_is_named() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&export, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_rackbench"))
+    let out = nobody
         .args(["--db", db.to_str().unwrap(), "import"])
         .arg(&export)
-        .env_remove("RACKBENCH_DB")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
