@@ -501,18 +501,21 @@ impl Found {
         let median = got[(n - 1) / 2];
         let test = &self.test;
         let lower = if n.is_multiple_of(2) {
-            " (the lower of the middle two: a rate one of them measured)"
+            "; the lower of the middle two, a rate one of them measured"
         } else {
             ""
         };
         let how = match (self.each.len(), n) {
             (1, _) => format!("what the {test} before it found"),
             (all, found) if all == found => {
+                let lower = lower
+                    .strip_prefix("; ")
+                    .map_or(String::new(), |l| format!(" ({l})"));
                 format!("the median of what the {all} {test} repetitions before it found{lower}")
             }
             (all, found) => format!(
                 "the median of what {found} of the {all} {test} repetitions before it found \
-                 (the others found none){lower}"
+                 (the others found none{lower})"
             ),
         };
         Some((median, how))

@@ -351,7 +351,10 @@ pub fn end_everything(host: &Arc<LocalHost>, limit: Duration) {
             h.shutdown();
             let _ = done_tx.send(());
         });
-    if spawned.is_ok() && done.recv_timeout(limit).is_err() {
+    if spawned.is_err() {
+        // No thread to wait on: stopped here, however long it takes.
+        host.shutdown();
+    } else if done.recv_timeout(limit).is_err() {
         engine::errln!(
             "rackbench agent {}: a service is still busy after {:.0} s (a question it is \
              answering): leaving it; everything launched here was killed",

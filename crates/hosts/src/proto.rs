@@ -321,9 +321,10 @@ pub fn skip_to_magic<R: Read>(r: &mut R, limit: usize) -> anyhow::Result<()> {
         if seen.len() > limit {
             bail!(
                 "no rackbench agent answered: the remote side printed {} bytes of something \
-                 else, beginning \"{}\". A shell startup file that prints this much on a \
-                 non-interactive login (~/.bashrc, ~/.profile) should print only when \
-                 interactive (case $- in *i*)); else check what runs at the cached path",
+                 else, beginning \"{}\". A shell startup file that prints this much for a \
+                 remote command (bash's ~/.bashrc, zsh's ~/.zshenv, fish's config.fish, \
+                 tcsh's ~/.tcshrc) should print only when interactive; else check what runs \
+                 at the cached path",
                 seen.len(),
                 excerpt(&seen)
             );

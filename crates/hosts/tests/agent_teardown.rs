@@ -92,8 +92,12 @@ fn catalog(name: &str) -> Option<Registration> {
     })
 }
 
+/// One test at a time: ending everything kills every process this binary launched.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_question_under_way_does_not_keep_what_was_launched_running() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let mark = marker();
     let host = Arc::new(LocalHost::new("h", catalog, false));
     let mut params = Params::new();
@@ -121,6 +125,7 @@ fn a_question_under_way_does_not_keep_what_was_launched_running() {
 /// with `--dsn`, nothing of ours to kill) delays the end by the limit, no longer.
 #[test]
 fn a_question_that_does_not_end_delays_the_end_by_the_limit() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let host = Arc::new(LocalHost::new("h", catalog, false));
     let svc = host.start_service("stubborn", &Params::new()).unwrap();
     let _asking = {

@@ -2683,9 +2683,12 @@ impl Summary {
                 row.perf_missing.push(row.perf_missing[from].clone());
             } else {
                 row.perf.push(None);
-                row.perf_missing.push(
-                    row.perf[from].map(|_| format!("a latency ({}) is not extrapolated", row.unit)),
-                );
+                let why = match row.perf[from] {
+                    Some(_) => Some(format!("a latency ({}) is not extrapolated", row.unit)),
+                    // None measured to start from: the measured column's reason.
+                    None => row.perf_missing[from].clone(),
+                };
+                row.perf_missing.push(why);
             }
             row.power.push(match (&row.power[from], pf) {
                 (Ok(p), Some(k)) => Ok(PowerFigure {

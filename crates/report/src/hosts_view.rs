@@ -480,6 +480,21 @@ fn who(runs: &[RunRecord], i: usize, labels: &[String]) -> String {
     }
 }
 
+/// The repetitions whose power (`power`: watts, basis, source) was read from the first
+/// one's source, and that basis: only they are summarised. A median of a whole server's
+/// 310 W and RAPL's 140 W (its BMC silent in one repetition) is no power at all.
+fn of_first_source<'a, T>(
+    reps: &'a [T],
+    power: impl Fn(&'a T) -> Option<&'a (f64, PowerBasis, String)>,
+) -> Option<(Vec<&'a T>, PowerBasis)> {
+    let (_, basis, source) = reps.iter().find_map(&power)?;
+    let same = reps
+        .iter()
+        .filter(|e| power(e).is_some_and(|p| &p.2 == source))
+        .collect();
+    Some((same, *basis))
+}
+
 /// Watts, with the basis said when it is not measured whole-server power.
 fn watts(w: f64, basis: PowerBasis) -> String {
     let tag = match basis {
@@ -588,12 +603,7 @@ fn pair_table(
         row("Loss %".into(), &|_, reps| f3(med(reps, &|e| e.loss)));
     }
     let power_of = |reps: &[EndRep]| -> Option<(f64, Option<f64>, PowerBasis)> {
-        // Only repetitions measured by the first repetition's source are summarised.
-        let (_, basis, source) = reps.iter().find_map(|e| e.power.as_ref())?;
-        let same: Vec<&EndRep> = reps
-            .iter()
-            .filter(|e| e.power.as_ref().is_some_and(|p| &p.2 == source))
-            .collect();
+        let (same, basis) = of_first_source(reps, |e| e.power.as_ref())?;
         let w = median(
             &same
                 .iter()
@@ -601,7 +611,7 @@ fn pair_table(
                 .collect::<Vec<_>>(),
         )?;
         let idle = median(&same.iter().filter_map(|e| e.idle).collect::<Vec<_>>());
-        Some((w, idle, *basis))
+        Some((w, idle, basis))
     };
     row("Power (W)".into(), &|_, reps| {
         power_of(reps).map_or(NA.into(), |(w, _, basis)| watts(w, basis))
@@ -1062,18 +1072,11 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                         .map_or(NA.into(), crate::fmt::bit_rate),
                     m(&|t| nic_gbit(t, &enslaved).map(|n| n.1))
                         .map_or(NA.into(), crate::fmt::bit_rate),
-                    // Of the first repetition's source only, as the pair table's: a
-                    // median of a whole server's 310 W and RAPL's 140 W (its BMC
-                    // silent in one repetition) is no power at all.
-                    power
-                        .first()
-                        .and_then(|(_, basis, source)| {
-                            let same: Vec<f64> = power
-                                .iter()
-                                .filter(|p| &p.2 == source)
-                                .map(|p| p.0)
-                                .collect();
-                            median(&same).map(|w| watts(w, *basis))
+                    // Of the first repetition's source only, as the pair table's.
+                    of_first_source(&power, Some)
+                        .and_then(|(same, basis)| {
+                            median(&same.iter().map(|p| p.0).collect::<Vec<_>>())
+                                .map(|w| watts(w, basis))
                         })
                         .unwrap_or_else(|| NA.into()),
                 ];

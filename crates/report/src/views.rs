@@ -2084,8 +2084,8 @@ fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<Vi
                 .filter(|_| r.headline == "max_reply_rate_per_s")
                 .map_or(String::new(), |p| {
                     format!(
-                        " Its headline, {} {u}, is the highest reply rate of any step, those \
-                         past saturation included.",
+                        " Its headline, {} {u}, is the highest rate of replies that were not \
+                         errors of any step, those past saturation included.",
                         num(p)
                     )
                 });

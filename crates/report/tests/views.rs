@@ -262,8 +262,8 @@ fn a_ramp_says_its_capacity_beside_its_headline() {
         h.contains(
             "Saturation at a demanded rate of 6,000 req/s. The last step it sustained \
              demanded 4,000 req/s: its capacity, which load levels take as 100%. Its \
-             headline, 5,100 req/s, is the highest reply rate of any step, those past \
-             saturation included."
+             headline, 5,100 req/s, is the highest rate of replies that were not errors of \
+             any step, those past saturation included."
         ),
         "{h}"
     );

@@ -395,8 +395,13 @@ pub fn cv_pct(xs: &[f64]) -> Option<f64> {
 /// least. Counted by attempts, one invalid repetition left two values, whose CV of 0.56%
 /// stopped the run as converged.
 fn spread_settled(rep: u32, repeat: u32, headlines: &[f64], target_pct: f64) -> bool {
-    rep >= repeat && headlines.len() >= 3 && cv_pct(headlines).is_some_and(|cv| cv <= target_pct)
+    rep >= repeat
+        && headlines.len() >= MIN_VALID_FOR_CV
+        && cv_pct(headlines).is_some_and(|cv| cv <= target_pct)
 }
+
+/// The fewest valid repetitions `--until-cv` judges a spread on.
+const MIN_VALID_FOR_CV: usize = 3;
 
 /// A repetition's headline as `--until-cv` judges the spread: only a result that counts
 /// in the figures published (ended ok, nothing invalid), as the point's mean ± sd and the
@@ -411,16 +416,22 @@ fn counted_headline(r: &ResultRecord) -> Option<f64> {
 }
 
 /// The warning for a test whose repetitions stopped at `--max-repeat` with the spread of
-/// their counted headlines ([`counted_headline`]) still above `--until-cv` (or not known:
-/// fewer than two, or a mean of 0). None when the target was met.
+/// their counted headlines ([`counted_headline`]) still above `--until-cv`, or judged on
+/// fewer than 3 of them (or not known: fewer than two, or a mean of 0). None when the
+/// target was met.
 pub fn cv_target_flag(headlines: &[f64], until_cv_pct: f64) -> Option<Flag> {
     let cv = cv_pct(headlines);
-    if cv.is_some_and(|cv| cv <= until_cv_pct) {
+    // Met as the repetitions are stopped: on 3 valid ones at least.
+    if headlines.len() >= MIN_VALID_FOR_CV && cv.is_some_and(|cv| cv <= until_cv_pct) {
         return None;
     }
     let n = headlines.len();
     let reps = if n == 1 { "repetition" } else { "repetitions" };
     let what = match cv {
+        Some(cv) if cv <= until_cv_pct => format!(
+            "cv {cv:.1}% after only {n} valid {reps} (--max-repeat), too few to judge \
+             ({MIN_VALID_FOR_CV} at least) against"
+        ),
         Some(cv) => format!("cv {cv:.1}% after {n} valid {reps} (--max-repeat), above"),
         None => format!("cv not known after {n} valid {reps} (--max-repeat), short of"),
     };
@@ -1766,6 +1777,9 @@ mod tests {
         // Not before the repetitions asked for, nor while the spread is wide.
         assert!(!spread_settled(3, 5, &[1.0, 1.0, 1.0], 3.0));
         assert!(!spread_settled(3, 1, &[100.0, 110.0, 90.0], 3.0));
+        // Stopped there by --max-repeat: the target is said not met.
+        assert!(cv_target_flag(&[100_000.0, 100_800.0], 3.0).is_some());
+        assert!(cv_target_flag(&[100_000.0, 100_800.0, 100_400.0], 3.0).is_none());
     }
 
     /// `--ramp-high` and `--step-duration` given beside `set` are the ramp's: `set`'s
@@ -1861,7 +1875,15 @@ mod tests {
         ];
         let headlines: Vec<f64> = reps.iter().filter_map(counted_headline).collect();
         assert_eq!(headlines, [80_000.0, 81_000.0]);
-        assert!(cv_target_flag(&headlines, 3.0).is_none());
+        // Two agree within 3%, but two are too few to judge on.
+        let flag = cv_target_flag(&headlines, 3.0).unwrap();
+        assert!(
+            flag.message
+                .contains("after only 2 valid repetitions (--max-repeat), too few to judge"),
+            "{}",
+            flag.message
+        );
+        assert!(cv_target_flag(&[80_000.0, 81_000.0, 80_500.0], 3.0).is_none());
         let flag = cv_target_flag(&[80_000.0], 3.0).unwrap();
         assert!(
             flag.message.contains("after 1 valid repetition"),

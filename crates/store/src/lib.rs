@@ -130,6 +130,16 @@ impl Store {
         }
         let mut conn = Connection::open(path)
             .with_context(|| format!("cannot open the results store {}; {hint}", path.display()))?;
+        // SQLite opens a file it may not write read-only without a word, and the first
+        // write (a migration's, a run's) then failed as "attempt to write a readonly
+        // database", naming nothing.
+        if conn.is_readonly(rusqlite::DatabaseName::Main)? {
+            bail!(
+                "the results store {} cannot be written by this user; {hint}, or fix its \
+                 permissions",
+                path.display()
+            );
+        }
         // The file opened, before anything waits on its lock (a command removing it
         // unused holds that lock while it unlinks: see `begin_run`).
         let file = file_id(path);
@@ -146,15 +156,6 @@ impl Store {
             })
             .and_then(|()| schema::migrate_to(&mut conn, path, version))
             .map_err(|e| explain_damage(e, path))?;
-        // SQLite opens a file it may not write read-only without a word, and the first
-        // write then failed as "attempt to write a readonly database", naming nothing.
-        if conn.is_readonly(rusqlite::DatabaseName::Main)? {
-            bail!(
-                "the results store {} cannot be written by this user (the file, or its -wal \
-                 and -shm beside it, or its directory); {hint}, or fix the permissions",
-                path.display()
-            );
-        }
         let store = Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
@@ -162,7 +163,7 @@ impl Store {
             abandoned: None,
         };
         if version >= 3 {
-            // Best effort: a store we may read but not write still opens.
+            // Best effort: a store another writer holds busy still opens.
             let _ = store.close_abandoned_runs();
         }
         Ok(store)
@@ -1056,8 +1057,8 @@ fn immutable_uri(path: &Path) -> String {
 /// [`model::PARTIAL`], closed as interrupted: the store refused the final one, or the run was
 /// exported while that test ran). Any other result must be the same on both sides, so
 /// that an edited export or another store's run under a colliding id is not taken for
-/// more of this one: the whole result, figures, histograms and flags, and the hosts
-/// (a copy with one figure changed and one result more replaced the measured figure).
+/// more of this one: its figures too ([`figures`]; a copy with one figure changed and
+/// one result more replaced the measured figure).
 fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result<bool> {
     let status: Option<String> = conn
         .query_row("SELECT status FROM runs WHERE id = ?1", [&run.id], |r| {
@@ -1094,11 +1095,11 @@ fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result
     if !more {
         return Ok(false);
     }
-    // Each result the file does not replace is the stored one, as an import stores it.
+    // Each result the file does not replace has the stored one's figures. Its flags and
+    // the run's hosts may differ and still be this run: a point's verify flags are the
+    // store's only (the file a refused write leaves lacks them), and a later export of a
+    // run exported while it ran has more of both.
     let stored = load_run(conn, &run.id, path)?;
-    if stored.hosts != run.hosts {
-        return Ok(false);
-    }
     for ((s, (_, _, _, _, at_checkpoint)), r) in stored
         .results
         .iter()
@@ -1106,11 +1107,25 @@ fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result
         .zip(imported_results(run))
     {
         let replaced = *at_checkpoint && !r.is_provisional();
-        if !replaced && serde_json::to_value(s)? != serde_json::to_value(&r)? {
+        if !replaced && figures(s)? != figures(&r)? {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// What a result measured, as [`holds_less`] holds it against another copy: an edited
+/// figure is another result.
+fn figures(r: &ResultRecord) -> anyhow::Result<serde_json::Value> {
+    Ok(serde_json::json!({
+        "params": r.params,
+        "headline": r.headline,
+        "duration_s": r.duration_s,
+        "metrics": r.metrics,
+        "missing": r.missing,
+        "histograms": r.histograms,
+        "telemetry_summary": r.telemetry_summary,
+    }))
 }
 
 /// A result's status as imported: one still running has no process here to finish it.

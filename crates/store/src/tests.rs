@@ -880,15 +880,24 @@ fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
     let done = store.import_all(std::slice::from_ref(&edited)).unwrap();
     assert_eq!(done.differing, [header.id.clone()]);
     assert!(!store.import_more_of(&edited).unwrap());
-    // Nor one whose hosts differ.
-    let mut moved = measured.clone();
-    moved.results.push(rich_result(3, "levels", 2, t0(4)));
-    moved.hosts.clear();
-    assert!(!store.import_more_of(&moved).unwrap());
     assert_eq!(
         store.load_run(&header.id).unwrap().results,
         measured.results
     );
+    // One result more, with a stored result's flags short of the store's (a point's
+    // verify flags are the store's only, not in the file a refused write leaves) and
+    // fewer hosts (disclosed as the run went on): more of this run.
+    let mut more = measured.clone();
+    store
+        .add_flags(
+            &header.id,
+            &[measured.results[0].step],
+            &[model::Flag::warning("verify", "checked after")],
+        )
+        .unwrap();
+    more.results.push(rich_result(3, "levels", 2, t0(4)));
+    more.hosts.truncate(more.hosts.len().saturating_sub(1));
+    assert!(store.import_more_of(&more).unwrap());
 }
 
 /// A run exported while it ran, imported, and exported again later still running

@@ -406,7 +406,8 @@ fn topology(f: &mut Facts, cpu_dir: &Path, blocks: &[CpuInfoBlock]) {
         Ok(c) if c != "notimplemented" => {
             let v = match (c, active.as_deref()) {
                 ("on", Some("0")) => "on (no sibling threads online)".to_string(),
-                // SMT-N on POWER: the most threads per core enabled.
+                // SMT-N on POWER: the most threads per core enabled; 1 is SMT off.
+                ("1", _) => "off (1 thread per core)".to_string(),
                 (n, _) if n.parse::<u32>().is_ok() => format!("on ({n} threads per core)"),
                 _ => c.to_string(),
             };

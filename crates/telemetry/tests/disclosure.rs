@@ -279,6 +279,8 @@ fn smt_is_read_from_the_topology_when_control_is_notimplemented() {
     assert_eq!(smt(root), "on (4 threads on 2 cores)");
     write(&control, "4\n");
     assert_eq!(smt(root), "on (4 threads per core)");
+    write(&control, "1\n");
+    assert_eq!(smt(root), "off (1 thread per core)");
 }
 
 #[test]

@@ -32,9 +32,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<(
     write_all_atomic(&[(path, bytes)], store)
 }
 
-/// [`write_atomic`] of several files, all or none: each is written whole to its
-/// temporary file before any is renamed into place. A report's charts were renamed one
-/// by one, and a report that then could not be written left them in place.
+/// [`write_atomic`] of several files: each is written whole to its temporary file
+/// before any is renamed into place, so a file that cannot be written (its directory
+/// not writable, the disk full) leaves none of them. A report's charts were renamed one
+/// by one, and a report that then could not be written left them in place. (A rename
+/// failing after another succeeded, which a rename within one directory does not, would
+/// leave the earlier ones.)
 pub fn write_all_atomic(files: &[(&Path, &[u8])], store: &Path) -> anyhow::Result<()> {
     let mut staged = Vec::with_capacity(files.len());
     for (path, bytes) in files {
@@ -42,15 +45,13 @@ pub fn write_all_atomic(files: &[(&Path, &[u8])], store: &Path) -> anyhow::Resul
     }
     // Dropped unrenamed on an error: the temporary files go with them.
     for (path, f) in staged {
-        f.persist(path)
-            .map_err(|e| e.error)
-            .map_err(|e| cannot_write(path, e))?;
+        f.persist(path).map_err(|e| cannot_write(path, e.error))?;
     }
     Ok(())
 }
 
 /// `bytes`, sealed, in a new synced temporary file beside `path`, ready to be renamed.
-fn stage(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<tempfile::NamedTempFile> {
+fn stage(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<tempfile::TempPath> {
     check_replaceable(path, store)?;
     let bytes = seal(bytes);
     let dir = dir_of(path);
@@ -59,7 +60,7 @@ fn stage(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<tempfile::Na
     };
     // A new file of a random name, created exclusively (never through a link another
     // user planted in a shared directory), renamed over `path` once synced.
-    let written = (|| -> std::io::Result<tempfile::NamedTempFile> {
+    let written = (|| -> std::io::Result<tempfile::TempPath> {
         let mut f = tempfile::Builder::new()
             .prefix(&format!(".{}.tmp-", name.to_string_lossy()))
             // As a plain create would (the umask applies), not tempfile's 0600: a
@@ -68,7 +69,8 @@ fn stage(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<tempfile::Na
             .tempfile_in(dir)?;
         f.write_all(&bytes)?;
         f.as_file().sync_all()?;
-        Ok(f)
+        // Closed until its rename: a report of many charts holds no descriptor each.
+        Ok(f.into_temp_path())
     })();
     // A failed write removes its temporary file (dropped with it).
     written.map_err(|e| cannot_write(path, e))
