@@ -698,7 +698,7 @@ fn a_store_this_user_cannot_write_is_named() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(&format!(
-            "the results store {} cannot be written by this user",
+            "the results store {} cannot be written here",
             db.display()
         )) && err.contains("--db PATH"),
         "{err}"

@@ -390,6 +390,27 @@ pub fn cv_pct(xs: &[f64]) -> Option<f64> {
     (mean.abs() > 0.0).then(|| 100.0 * sd / mean.abs())
 }
 
+/// Flags found after a point's results were stored (its check, `--until-cv` not met),
+/// on its `steps` in the store and in `record` alike: the file a refused write leaves
+/// is `record`, and without them its import took a point the store held invalid for a
+/// valid one.
+fn flag_steps(
+    store: &store::Store,
+    record: &mut RunRecord,
+    steps: &[u32],
+    flags: &[Flag],
+) -> anyhow::Result<()> {
+    store.add_flags(&record.id, steps, flags)?;
+    for r in record
+        .results
+        .iter_mut()
+        .filter(|r| steps.contains(&r.step))
+    {
+        r.flags.extend(flags.iter().cloned());
+    }
+    Ok(())
+}
+
 /// `--until-cv`: enough repetitions, `rep` of them run and at least `repeat`, once the
 /// spread of the valid ones' `headlines` is within `target_pct`, judged on 3 of them at
 /// least. Counted by attempts, one invalid repetition left two values, whose CV of 0.56%
@@ -1650,22 +1671,17 @@ fn run_as(
                 // The repetitions ran out (--max-repeat) before the spread came down.
                 let until_cv = o.until_cv.filter(|_| fixed_rep.is_none());
                 if let Some(flag) = until_cv.and_then(|t| cv_target_flag(&headlines, t)) {
-                    store.add_flags(&run_id, &test_steps, std::slice::from_ref(&flag))?;
-                    for r in record.results.iter_mut() {
-                        if test_steps.contains(&r.step) {
-                            r.flags.push(flag.clone());
-                        }
-                    }
+                    flag_steps(store, &mut record, &test_steps, std::slice::from_ref(&flag))?;
                 }
             }
             match w.verify(&ctx) {
                 Ok(flags) if !flags.is_empty() => {
-                    store.add_flags(&run_id, &point_steps, &flags)?;
+                    flag_steps(store, &mut record, &point_steps, &flags)?;
                 }
                 Ok(_) => {}
                 Err(e) => {
                     let f = Flag::invalid("verify_failed", describe(&e));
-                    store.add_flags(&run_id, &point_steps, std::slice::from_ref(&f))?;
+                    flag_steps(store, &mut record, &point_steps, std::slice::from_ref(&f))?;
                 }
             }
             w.cleanup();

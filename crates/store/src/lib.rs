@@ -135,8 +135,8 @@ impl Store {
         // database", naming nothing.
         if conn.is_readonly(rusqlite::DatabaseName::Main)? {
             bail!(
-                "the results store {} cannot be written by this user; {hint}, or fix its \
-                 permissions",
+                "the results store {} cannot be written here (its permissions, or a \
+                 read-only file system); {hint}",
                 path.display()
             );
         }
@@ -1057,8 +1057,8 @@ fn immutable_uri(path: &Path) -> String {
 /// [`model::PARTIAL`], closed as interrupted: the store refused the final one, or the run was
 /// exported while that test ran). Any other result must be the same on both sides, so
 /// that an edited export or another store's run under a colliding id is not taken for
-/// more of this one: its figures too ([`figures`]; a copy with one figure changed and
-/// one result more replaced the measured figure).
+/// more of this one: its figures and flags too, and its hosts ([`figures`]; a copy with
+/// one figure changed and one result more replaced the measured figure).
 fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result<bool> {
     let status: Option<String> = conn
         .query_row("SELECT status FROM runs WHERE id = ?1", [&run.id], |r| {
@@ -1095,10 +1095,11 @@ fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result
     if !more {
         return Ok(false);
     }
-    // Each result the file does not replace has the stored one's figures. Its flags and
-    // the run's hosts may differ and still be this run: a point's verify flags are the
-    // store's only (the file a refused write leaves lacks them), and a later export of a
-    // run exported while it ran has more of both.
+    // The file replaces the stored run whole, so it must keep what the store holds:
+    // each result it does not replace with the stored figures and flags (it may have
+    // more flags: a later export of a run exported while it ran), and every stored host
+    // (it may have more, disclosed as the run went on). An edited figure, or a flag
+    // taken off a result the store holds invalid, is another run.
     let stored = load_run(conn, &run.id, path)?;
     for ((s, (_, _, _, _, at_checkpoint)), r) in stored
         .results
@@ -1107,11 +1108,18 @@ fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result
         .zip(imported_results(run))
     {
         let replaced = *at_checkpoint && !r.is_provisional();
-        if !replaced && figures(s)? != figures(&r)? {
+        if !replaced
+            && (figures(s)? != figures(&r)? || !s.flags.iter().all(|f| r.flags.contains(f)))
+        {
             return Ok(false);
         }
     }
-    Ok(true)
+    let kept = |h: &model::HostDisclosure| {
+        run.hosts
+            .iter()
+            .any(|f| f.host == h.host && f.role == h.role)
+    };
+    Ok(stored.hosts.iter().all(kept))
 }
 
 /// What a result measured, as [`holds_less`] holds it against another copy: an edited
@@ -1119,6 +1127,7 @@ fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result
 fn figures(r: &ResultRecord) -> anyhow::Result<serde_json::Value> {
     Ok(serde_json::json!({
         "params": r.params,
+        "settings": r.settings,
         "headline": r.headline,
         "duration_s": r.duration_s,
         "metrics": r.metrics,

@@ -884,20 +884,32 @@ fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
         store.load_run(&header.id).unwrap().results,
         measured.results
     );
-    // One result more, with a stored result's flags short of the store's (a point's
-    // verify flags are the store's only, not in the file a refused write leaves) and
-    // fewer hosts (disclosed as the run went on): more of this run.
-    let mut more = measured.clone();
+    // A point's check flagged it after it was stored: a file without that flag (taken
+    // off, or from before) would make an invalid point valid, and one without a stored
+    // host would lose it; one with both, and more flags and hosts, is more of this run.
+    let checked = model::Flag::invalid("verify_failed", "checked after");
     store
         .add_flags(
             &header.id,
             &[measured.results[0].step],
-            &[model::Flag::warning("verify", "checked after")],
+            std::slice::from_ref(&checked),
         )
         .unwrap();
+    let mut more = measured.clone();
     more.results.push(rich_result(3, "levels", 2, t0(4)));
-    more.hosts.truncate(more.hosts.len().saturating_sub(1));
+    assert!(
+        !store.import_more_of(&more).unwrap(),
+        "the stored flag lost"
+    );
+    more.results[0].flags.push(checked);
+    let mut fewer = more.clone();
+    fewer.hosts.pop().expect("the run has hosts");
+    assert!(!store.import_more_of(&fewer).unwrap(), "a stored host lost");
+    more.results[0]
+        .flags
+        .push(model::Flag::warning("later", "found after"));
     assert!(store.import_more_of(&more).unwrap());
+    assert_eq!(store.load_run(&header.id).unwrap().results, more.results);
 }
 
 /// A run exported while it ran, imported, and exported again later still running
