@@ -316,8 +316,10 @@ fn load_levels_carry_cpu_and_power_per_level() {
             "levels",
             "-c",
             "4",
+            // A capacity a debug-build client keeps up with on a busy machine: the test
+            // is of each level's CPU and power, not of its rate.
             "--capacity",
-            "4000",
+            "1000",
             "--levels",
             "100,25",
             "--step-duration",
@@ -332,7 +334,7 @@ fn load_levels_carry_cpu_and_power_per_level() {
             "0.2",
         ],
     );
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 0, "{}\n{err}", common::results_said(&run.to_string()));
     let r = &run["results"][0];
     assert_eq!(r["headline"], "overall_reply_rate_per_w");
     // `--wait auto` slept in the levels, and the result says so (acceptance pass E, 10).
@@ -392,7 +394,7 @@ fn load_levels_carry_cpu_and_power_per_level() {
             "{level}: {w} W at {busy}% busy"
         );
     }
-    assert!(at("100%", "reply_rate_per_s").unwrap() > 3000.0);
+    assert!(at("100%", "reply_rate_per_s").unwrap() > 750.0);
     let overall = metrics
         .iter()
         .find(|m| m["name"] == "overall_reply_rate_per_w")

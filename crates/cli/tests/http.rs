@@ -190,8 +190,10 @@ fn http_capacity_tests_become_results() {
             "4",
             "--warmup",
             "0.05",
+            // One-second steps: a 33 ms stall at a 0.3 s step's end, behind schedule,
+            // put a probe or the 100% level below 90% of its rate.
             "--step-duration",
-            "0.3",
+            "1",
             "--ramp-low",
             "100",
             "--ramp-high",
@@ -210,7 +212,7 @@ fn http_capacity_tests_become_results() {
             "0.2",
         ],
     );
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 0, "{}\n{err}", common::results_said(&run.to_string()));
     let results = run["results"].as_array().unwrap();
     let headlines: Vec<&str> = results
         .iter()
@@ -226,8 +228,8 @@ fn http_capacity_tests_become_results() {
     );
     // nginx keeps up with 300 req/s: the ramp says to raise the top, the search grows
     // for its 3 probes (100, 200, 400) and meets the objective at each.
-    // The objective is loose (500 ms) on purpose: with 0.3 s steps p99 is the second
-    // slowest of 120 requests, and one stall of a shared VM missed a 50 ms bound in CI.
+    // The objective is loose (500 ms) on purpose: p99 of a short step is one of its
+    // slowest few requests, and one stall of a shared VM missed a 50 ms bound in CI.
     let top = metric(&results[0], "max_reply_rate_per_s").unwrap();
     assert!(top > 250.0, "{top} req/s at most: {}", results[0]);
     assert!(results[0]["missing"][0]["reason"]

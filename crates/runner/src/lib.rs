@@ -424,6 +424,30 @@ fn spread_settled(rep: u32, repeat: u32, headlines: &[f64], target_pct: f64) -> 
 /// The fewest valid repetitions `--until-cv` judges a spread on.
 const MIN_VALID_FOR_CV: usize = 3;
 
+/// `--until-cv` on a test with no headline to judge: `headless` repetitions counted (ended
+/// ok, nothing invalid) without a headline figure and none with one (levels with no power
+/// read, a search whose objective no rate met). More of them cannot bring a spread down:
+/// the test ran on to `--max-repeat`, ten repetitions by default, for nothing.
+fn nothing_to_judge(rep: u32, repeat: u32, headlines: &[f64], headless: usize) -> bool {
+    rep >= repeat && headlines.is_empty() && headless >= MIN_VALID_FOR_CV
+}
+
+/// The warning for a test [`nothing_to_judge`] stopped, or that ended with no headline.
+fn no_headline_flag(headless: usize, until_cv_pct: f64) -> Flag {
+    let reps = if headless == 1 {
+        "repetition"
+    } else {
+        "repetitions"
+    };
+    Flag::warning(
+        "cv_target_not_met",
+        format!(
+            "no headline figure in {headless} valid {reps}: the --until-cv {until_cv_pct}% \
+             asked for had no spread to judge (see each repetition's missing figures)"
+        ),
+    )
+}
+
 /// A repetition's headline as `--until-cv` judges the spread: only a result that counts
 /// in the figures published (ended ok, nothing invalid), as the point's mean ± sd and the
 /// report take them. An invalid repetition (errors above 1%, a generator's host lost)
@@ -1456,13 +1480,17 @@ fn run_as(
                     Some(r) => r..r + 1,
                     None => 0..max_repeat,
                 };
+                // The repetitions that counted with no headline (a search that met no
+                // rate): --until-cv has nothing to judge in them.
+                let mut headless = 0;
                 for rep in reps {
                     if engine::stop::stop_requested() {
                         break 'run;
                     }
-                    if o.until_cv
-                        .is_some_and(|target| spread_settled(rep, repeat, &headlines, target))
-                    {
+                    if o.until_cv.is_some_and(|target| {
+                        spread_settled(rep, repeat, &headlines, target)
+                            || nothing_to_judge(rep, repeat, &headlines, headless)
+                    }) {
                         break;
                     }
                     if rep >= repeat && o.until_cv.is_none() {
@@ -1476,10 +1504,14 @@ fn run_as(
                         } else {
                             format!(" {label}")
                         },
-                        if repeat > 1 {
-                            format!(" (rep {}/{repeat})", rep + 1)
-                        } else {
-                            String::new()
+                        // Under --until-cv, of at most --max-repeat: "rep 5/3" read
+                        // as a run past its end.
+                        match (o.until_cv, fixed_rep) {
+                            (Some(_), None) if max_repeat > 1 => {
+                                format!(" (rep {}, at most {max_repeat})", rep + 1)
+                            }
+                            _ if repeat > 1 => format!(" (rep {}/{repeat})", rep + 1),
+                            _ => String::new(),
                         }
                     );
                     let (total, mut dur_ms) = expected_size(point);
@@ -1654,7 +1686,11 @@ fn run_as(
                         return Err(unstored(store, &mut record, step, &e));
                     }
                     any_result = true;
-                    headlines.extend(counted_headline(&result));
+                    match counted_headline(&result) {
+                        Some(h) => headlines.push(h),
+                        None if result.uncounted_as().is_none() => headless += 1,
+                        None => {}
+                    }
                     observer.step_done(&result);
                     point_steps.push(step);
                     test_steps.push(step);
@@ -1670,7 +1706,11 @@ fn run_as(
                 }
                 // The repetitions ran out (--max-repeat) before the spread came down.
                 let until_cv = o.until_cv.filter(|_| fixed_rep.is_none());
-                if let Some(flag) = until_cv.and_then(|t| cv_target_flag(&headlines, t)) {
+                let flag = until_cv.and_then(|t| match headless {
+                    n if n > 0 && headlines.is_empty() => Some(no_headline_flag(n, t)),
+                    _ => cv_target_flag(&headlines, t),
+                });
+                if let Some(flag) = flag {
                     flag_steps(store, &mut record, &test_steps, std::slice::from_ref(&flag))?;
                 }
             }
@@ -1796,6 +1836,25 @@ mod tests {
         // Stopped there by --max-repeat: the target is said not met.
         assert!(cv_target_flag(&[100_000.0, 100_800.0], 3.0).is_some());
         assert!(cv_target_flag(&[100_000.0, 100_800.0, 100_400.0], 3.0).is_none());
+    }
+
+    /// A test with no headline in its valid repetitions (levels with no power read) ran
+    /// to --max-repeat under --until-cv: it stops at 3 of them, and says why.
+    #[test]
+    fn until_cv_stops_a_test_with_no_headline_to_judge() {
+        assert!(!nothing_to_judge(2, 1, &[], 2));
+        assert!(nothing_to_judge(3, 1, &[], 3));
+        // Not before the repetitions asked for, nor while one had a headline.
+        assert!(!nothing_to_judge(3, 5, &[], 3));
+        assert!(!nothing_to_judge(4, 1, &[1.0], 3));
+        let f = no_headline_flag(3, 2.0);
+        assert_eq!(f.code, "cv_target_not_met");
+        assert!(
+            f.message
+                .starts_with("no headline figure in 3 valid repetitions: the --until-cv 2%"),
+            "{}",
+            f.message
+        );
     }
 
     /// `--ramp-high` and `--step-duration` given beside `set` are the ramp's: `set`'s

@@ -355,8 +355,15 @@ impl PowerSources {
                     Ok(e) => {
                         if let Some((prev, t)) = *last {
                             let dt = now.saturating_duration_since(t).as_secs_f64();
-                            // hwmon documents no range: a backwards step is a reset.
-                            if e >= prev && dt > 0.0 {
+                            // hwmon documents no range: a backwards step is a reset, and
+                            // its interval is said dropped as RAPL's is (it went unsaid).
+                            if e < prev {
+                                errors.push(format!(
+                                    "hwmon {}: counter went back from {prev} to {e} µJ (a \
+                                     reset); interval dropped",
+                                    s.zone
+                                ));
+                            } else if dt > 0.0 {
                                 out.push(PowerReading {
                                     source: "hwmon".into(),
                                     zone: s.zone.clone(),

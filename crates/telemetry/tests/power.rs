@@ -213,6 +213,19 @@ fn hwmon_power_meter_and_energy_counter() {
     assert!(!gpu.whole_system);
     let e = watts(&r, "hwmon", "zenergy/energy1");
     assert!((e - 15.0).abs() < 0.2, "{e}");
+    assert!(src.last_failed().is_empty(), "{:?}", src.last_failed());
+    // The counter reset: that interval is dropped, and said so (it went unsaid: a
+    // power window missing a source's samples gave no reason).
+    write(&hw.join("hwmon2/energy1_input"), "5000\n");
+    let r = src.read(Instant::now() + Duration::from_secs(4), None, true);
+    assert!(!r.iter().any(|p| p.zone == "zenergy/energy1"), "{r:?}");
+    assert_eq!(
+        src.last_failed(),
+        [
+            "hwmon zenergy/energy1: counter went back from 31000000 to 5000 µJ (a reset); \
+          interval dropped"
+        ]
+    );
 }
 
 fn fake_ipmitool(dir: &Path, fixture: &str) -> String {

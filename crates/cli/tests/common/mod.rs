@@ -39,6 +39,20 @@ pub fn run_json(db: &Path, args: &[&str], extra: &[&str]) -> (i32, serde_json::V
     (out.status.code().unwrap_or(-1), v, stderr)
 }
 
+/// Each result of a run's JSON in one line (its test, status and flags), for an
+/// assertion's message: the whole run's JSON is cut short in a CI log before its flags.
+pub fn results_said(run_json: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(run_json) else {
+        return format!("not a run's JSON: {run_json}");
+    };
+    let results = v["results"].as_array().cloned().unwrap_or_default();
+    results
+        .iter()
+        .map(|r| format!("{} {}: flags {}", r["test"], r["status"], r["flags"]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `rackbench ARGS...`: exit code, stdout, stderr.
 pub fn run(args: &[&str]) -> (i32, String, String) {
     let out = bin().args(args).output().unwrap();
