@@ -802,21 +802,12 @@ mod tests {
             };
             let cache = home.path().join(shell);
             let run = |script: &str, input: &[u8]| {
-                let mut child = std::process::Command::new(&sh)
-                    .arg("-c")
+                let mut c = std::process::Command::new(&sh);
+                c.arg("-c")
                     .arg(in_sh(script))
                     .env("HOME", home.path())
-                    .env("XDG_CACHE_HOME", &cache)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                use std::io::Write;
-                child.stdin.take().unwrap().write_all(input).unwrap();
-                let out = child.wait_with_output().unwrap();
-                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-                (text(&out.stdout), text(&out.stderr))
+                    .env("XDG_CACHE_HOME", &cache);
+                run_with_input(c, input)
             };
             let name = cache_name(&sha);
             let (out, err) = run(&probe_script(&name), b"");
@@ -855,11 +846,14 @@ mod tests {
         }
         let sha = format!("{:x}", sha2::Sha256::digest(want));
         let script = deploy_script(path.to_str().unwrap(), &sha, want.len() as u64);
-        let mut child = std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(script)
-            .env_clear()
-            .env("PATH", &bin)
+        let mut c = std::process::Command::new("/bin/sh");
+        c.arg("-c").arg(script).env_clear().env("PATH", &bin);
+        run_with_input(c, input)
+    }
+
+    /// Run `c` with `input` on its stdin: (stdout, stderr).
+    fn run_with_input(mut c: std::process::Command, input: &[u8]) -> (String, String) {
+        let mut child = c
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -868,10 +862,8 @@ mod tests {
         use std::io::Write;
         child.stdin.take().unwrap().write_all(input).unwrap();
         let out = child.wait_with_output().unwrap();
-        (
-            String::from_utf8_lossy(&out.stdout).into(),
-            String::from_utf8_lossy(&out.stderr).into(),
-        )
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (text(&out.stdout), text(&out.stderr))
     }
 
     #[test]

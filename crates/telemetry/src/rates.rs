@@ -127,25 +127,28 @@ pub fn cpu_util(cpu: i32, prev: &CpuTimes, cur: &CpuTimes) -> CpuUtil {
     Ticks::between(prev, cur).util(cpu)
 }
 
-/// All CPUs together (`cpu` -1) between two snapshots, as mpstat's "all": the sum of
-/// each CPU online in both, each corrected on its own. The kernel's `cpu` line sums every
-/// possible CPU, and a CPU taken offline and back restarts its idle count there: its
-/// drop zeroed the whole line's idle base, so the interval counted all idle time since
-/// boot and two busy CPUs read 2% busy. The `cpu` line only where there are no `cpuN`
-/// lines in common.
-pub fn all_cpu_util(prev: &ProcStat, cur: &ProcStat) -> Option<CpuUtil> {
+/// All CPUs together (`cpu` -1) then each CPU online in both snapshots, from one pass
+/// over them. "All" is mpstat's: the sum of each CPU online in both, each corrected on
+/// its own. The kernel's `cpu` line sums every possible CPU, and a CPU taken offline and
+/// back restarts its idle count there: its drop zeroed the whole line's idle base, so
+/// the interval counted all idle time since boot and two busy CPUs read 2% busy. The
+/// `cpu` line only where there are no `cpuN` lines in common.
+pub fn cpu_utils(prev: &ProcStat, cur: &ProcStat) -> Vec<CpuUtil> {
     let mut sum = Ticks::default();
-    let mut any = false;
+    let mut each = Vec::with_capacity(cur.cpus.len() + 1);
     for (n, c) in &cur.cpus {
         if let Some((_, p)) = prev.cpus.iter().find(|(m, _)| m == n) {
-            sum.add(&Ticks::between(p, c));
-            any = true;
+            let t = Ticks::between(p, c);
+            sum.add(&t);
+            each.push(t.util(*n as i32));
         }
     }
-    if any {
-        return Some(sum.util(-1));
-    }
-    Some(cpu_util(-1, prev.all.as_ref()?, cur.all.as_ref()?))
+    let all = match (&prev.all, &cur.all) {
+        _ if !each.is_empty() => Some(sum.util(-1)),
+        (Some(p), Some(c)) => Some(cpu_util(-1, p, c)),
+        _ => None,
+    };
+    all.into_iter().chain(each).collect()
 }
 
 /// Increase of a cumulative counter between two readings.
@@ -383,6 +386,11 @@ pub fn energy_delta(prev: u64, cur: u64, max_range: Option<u64>) -> Option<u64> 
 mod tests {
     use super::*;
 
+    /// The all-CPU row of [`cpu_utils`].
+    fn all_cpu_util(prev: &ProcStat, cur: &ProcStat) -> Option<CpuUtil> {
+        cpu_utils(prev, cur).into_iter().find(|u| u.cpu == -1)
+    }
+
     fn t(v: [u64; 10]) -> CpuTimes {
         CpuTimes {
             user: v[0],
@@ -424,6 +432,14 @@ mod tests {
         assert_eq!(u.cpu, -1);
         assert!((u.usr_pct - 100.0).abs() < 1e-9, "{u:?}");
         assert_eq!(u.idle_pct, 0.0);
+        // All first, then each CPU as on its own.
+        let rows = cpu_utils(&a, &b);
+        let cpus: Vec<i32> = rows.iter().map(|r| r.cpu).collect();
+        assert_eq!(cpus, [-1, 0, 1]);
+        assert_eq!(
+            format!("{:?}", rows[2]),
+            format!("{:?}", cpu_util(1, &a.cpus[1].1, &b.cpus[1].1))
+        );
         // A CPU in one snapshot only is left out; with no `cpuN` in common, the line.
         let mut c = b.clone();
         c.cpus.clear();

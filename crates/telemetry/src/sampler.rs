@@ -26,8 +26,8 @@ use crate::parse::{
 };
 use crate::power::{PowerConfig, PowerDetection, PowerSources};
 use crate::rates::{
-    all_cpu_util, counter64_delta, cpu_util, disk_rates, nic_rates, proc_cpu, process_tree,
-    tree_cpu, tree_ticks, TreeReading,
+    counter64_delta, cpu_utils, disk_rates, nic_rates, proc_cpu, process_tree, tree_cpu,
+    tree_ticks, TreeReading,
 };
 
 /// What to sample and how often, as plain data.
@@ -309,13 +309,7 @@ impl State {
             }
         };
         let dt = cur.at.saturating_duration_since(self.prev.at).as_secs_f64();
-        let mut cpus = Vec::with_capacity(cur.stat.cpus.len() + 1);
-        cpus.extend(all_cpu_util(&self.prev.stat, &cur.stat));
-        for (n, c) in &cur.stat.cpus {
-            if let Some((_, p)) = self.prev.stat.cpus.iter().find(|(m, _)| m == n) {
-                cpus.push(cpu_util(*n as i32, p, c));
-            }
-        }
+        let cpus = cpu_utils(&self.prev.stat, &cur.stat);
         let rate = |p: Option<u64>, c: Option<u64>| match (p, c) {
             (Some(p), Some(c)) if dt > 0.0 => counter64_delta(p, c) as f64 / dt,
             _ => 0.0,
