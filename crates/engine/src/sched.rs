@@ -44,7 +44,18 @@ impl Schedule {
         threads: usize,
         phase: f64,
     ) -> Option<Schedule> {
-        let share = 1.0 / threads.max(1) as f64;
+        Schedule::of_share(shape, 1.0 / threads.max(1) as f64, index, threads, phase)
+    }
+
+    /// As [`Schedule::new`], the worker offering `share` of the rate (0 to 1): its share
+    /// of the test's connections, where workers hold unequal numbers of them.
+    pub(crate) fn of_share(
+        shape: LoadShape,
+        share: f64,
+        index: usize,
+        threads: usize,
+        phase: f64,
+    ) -> Option<Schedule> {
         let (rate, poisson) = match shape {
             LoadShape::Closed => return None,
             LoadShape::Constant { rate } => (rate * share, false),
@@ -58,7 +69,7 @@ impl Schedule {
         let next_ns = if poisson || !gap_ns.is_finite() {
             0.0
         } else {
-            gap_ns * (index as f64 + phase.clamp(0.0, 1.0)) * share
+            gap_ns * (index as f64 + phase.clamp(0.0, 1.0)) / threads.max(1) as f64
         };
         Some(Schedule {
             gap_ns,

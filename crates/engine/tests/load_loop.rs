@@ -268,6 +268,30 @@ fn open_loop_latency_counts_queueing_behind_a_slow_server() {
     assert_eq!(out.total_count() + out.unsent_requests, 200);
 }
 
+/// Workers holding unequal numbers of connections offer the rate in proportion to them:
+/// `-c 3 --threads 2` at 600/s, one worker with two connections and one with one. Offered
+/// half each, the one connection carried 300/s, and against a server of 2 ms a request
+/// (about 450/s a connection) queued while the other two sat at a third of theirs; a
+/// third each is 200/s on every connection. Counted by the server, whatever the timing.
+#[test]
+fn workers_offer_the_rate_in_proportion_to_their_connections() {
+    let f = fake(Duration::ZERO, None);
+    let s = LoadSpec {
+        shape: LoadShape::Constant { rate: 600.0 },
+        connections: 3,
+        threads: 2,
+        ..spec(StopAfter::Duration(Duration::from_secs(1)))
+    };
+    let out = run_stream(&s, &[f.addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    let due = out.total_count() + out.unsent_requests;
+    assert!((580..=620).contains(&due), "{due} due");
+    let most = f.most_per_connection.load(Ordering::SeqCst);
+    assert!(
+        (190..=220).contains(&most),
+        "{most} requests on one connection"
+    );
+}
+
 /// Past what the server can do, with a warm-up: the window counts what the server
 /// answered in it. 1 connection, 5 ms a request (about 200/s), offered 2,000/s: by the
 /// warm-up's end 900 requests were behind; sent first, all the window's replies were

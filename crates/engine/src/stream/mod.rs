@@ -979,7 +979,11 @@ fn epoll_loop<P: Protocol>(
 ) -> anyhow::Result<()> {
     let spec = lp.spec;
     let open = spec.shape != LoadShape::Closed;
-    let mut schedule = Schedule::new(spec.shape, index, threads, spec.phase);
+    // Each worker offers its connections' share of the rate: `-c 6 --threads 4` gives
+    // two workers 2 connections and two 1, and an equal quarter each queued on the
+    // single connections (pipeline 1) while the others' sat idle.
+    let share = conns.len() as f64 / spec.connections.max(1) as f64;
+    let mut schedule = Schedule::of_share(spec.shape, share, index, threads, spec.phase);
     let mut events = Events::with_capacity(1024);
     // Without a timer (spinning asked for, or timerfd refused) an open loop spins on
     // waits under 2 ms and the last 1-2 ms of longer ones ([`spin_wait_sleep`]).
