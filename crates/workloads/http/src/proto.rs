@@ -372,8 +372,13 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, String> {
     let rest = status_line
         .strip_prefix(b"HTTP/1.")
         .ok_or_else(|| format!("not an HTTP/1.x status line: {:?}", show(status_line)))?;
+    // RFC 9112 4: three digits, then a space (the reason may be empty, or left out by
+    // a lax server): `HTTP/1.1 2000 X` read as 200, a success.
     let status: u16 = match rest {
-        [_, b' ', a, b, c, ..] if [a, b, c].iter().all(|d| d.is_ascii_digit()) => {
+        [_, b' ', a, b, c, after @ ..]
+            if [a, b, c].iter().all(|d| d.is_ascii_digit())
+                && after.first().is_none_or(|&x| x == b' ') =>
+        {
             u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0')
         }
         _ => 0,
@@ -845,6 +850,10 @@ mod tests {
         let err = |b: &[u8]| parse_response(b, false, &mut None).unwrap_err();
         assert!(err(b"+OK\r\n").contains("not an HTTP response"));
         assert!(err(b"HTTP/1.1 2x0 OK\r\n\r\n").contains("bad status line"));
+        // Four digits are no status 200.
+        assert!(err(b"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n").contains("bad status line"));
+        // A status with no reason, its space left out, is one.
+        assert!(parse_response(b"HTTP/1.1 204\r\n\r\n", false, &mut None).is_ok());
         assert!(err(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").contains("Content-Length"));
         assert!(err(b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\nbody").contains("neither Content-Length"));
         assert!(
