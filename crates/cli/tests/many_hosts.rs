@@ -1501,11 +1501,16 @@ fn crypto_runs_on_the_system_under_test() {
     // Its sign and verify, timed on its own clock, not the key made before them.
     assert_covers_the_load(r, 0.5, 2, 0.02);
     let there = proc_cpu(sut).expect("telemetry from the system under test");
-    let here = proc_cpu("local").unwrap_or(0.0);
-    assert!(
-        there > 50.0 && here < 30.0,
-        "the agent on {sut} did the work: {sut} {there:.0}%, local {here:.0}%"
-    );
+    assert!(there > 50.0, "the agent on {sut} did the work: {there:.0}%");
+    // This machine drove nothing: it is the run's controller, no load generator (taken
+    // for one, its other load and steal were flagged on the result).
+    let hosts: Vec<(&str, &str)> = run["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["host"].as_str().unwrap(), h["role"].as_str().unwrap()))
+        .collect();
+    assert_eq!(hosts, [("local", "controller"), (sut, "sut")]);
     // The report's "%CPU used" is that agent's process on the system under test, not
     // rbh2's whole host nor this machine's rackbench.
     let record: model::RunRecord = serde_json::from_value(run.clone()).unwrap();

@@ -183,17 +183,24 @@ impl HostsPlan {
     }
 
     /// Every sweep point with its roles: net pairs multiply the points (pair outermost,
-    /// so each pair's sweep runs together); otherwise one set of roles for all.
-    pub fn expand(&self, points: &[Params]) -> anyhow::Result<Vec<(Params, PointRoles)>> {
+    /// so each pair's sweep runs together); otherwise one set of roles for all. A
+    /// workload with no server to load (`has_server` false: crypto, mem) runs on the
+    /// system under test and has no load generator: this machine, taken for one, was a
+    /// host of `--sut rbh1`'s tests, its other load and steal flagged on rbh1's results.
+    pub fn expand(
+        &self,
+        points: &[Params],
+        has_server: bool,
+    ) -> anyhow::Result<Vec<(Params, PointRoles)>> {
         let remote = !self.is_local();
         let pairs = self.net_pairs();
         if pairs.is_empty() {
             let roles = PointRoles {
                 sut: self.sut.clone().unwrap_or_else(|| LOCAL.into()),
-                loadgens: if self.loadgens.is_empty() {
-                    vec![LOCAL.into()]
-                } else {
-                    self.loadgens.clone()
+                loadgens: match (self.loadgens.is_empty(), has_server) {
+                    (true, true) => vec![LOCAL.into()],
+                    (true, false) => Vec::new(),
+                    (false, _) => self.loadgens.clone(),
                 },
                 pair: None,
                 remote,
@@ -284,7 +291,7 @@ mod tests {
         };
         h.validate("net").unwrap();
         let points = vec![Params::new(), Params::new()];
-        let e = h.expand(&points).unwrap();
+        let e = h.expand(&points, true).unwrap();
         assert_eq!(e.len(), 12);
         let pairs: Vec<String> = e
             .iter()
@@ -303,11 +310,28 @@ mod tests {
     fn no_hosts_is_everything_here_and_adds_no_parameter() {
         let h = HostsPlan::default();
         assert!(h.is_local());
-        let e = h.expand(&[Params::new()]).unwrap();
+        let e = h.expand(&[Params::new()], true).unwrap();
         assert_eq!(e[0].1.sut, LOCAL);
         assert_eq!(e[0].1.loadgens, vec![LOCAL]);
         assert!(e[0].1.params().is_empty());
         assert_eq!(h.roles_by_host(&e)[LOCAL], "sut+loadgen");
+    }
+
+    /// crypto and mem run on the system under test: no load generator, not this machine.
+    #[test]
+    fn a_workload_with_no_server_has_no_load_generator() {
+        let e = HostsPlan::default()
+            .expand(&[Params::new()], false)
+            .unwrap();
+        assert!(e[0].1.loadgens.is_empty());
+        assert_eq!(HostsPlan::default().roles_by_host(&e)[LOCAL], "sut");
+        let h = HostsPlan {
+            sut: Some("rbh1".into()),
+            ..Default::default()
+        };
+        let e = h.expand(&[Params::new()], false).unwrap();
+        let roles = h.roles_by_host(&e);
+        assert_eq!(roles.keys().collect::<Vec<_>>(), ["rbh1"]);
     }
 
     #[test]
