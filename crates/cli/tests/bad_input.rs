@@ -283,6 +283,28 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         );
     }
     assert!(!db.exists(), "a store was left at {}", db.display());
+    // One meter for the hosts of a matrix, each a receiver in turn: refused before any
+    // host is reached (each stored that machine's watts as its own).
+    let out = common::bin()
+        .args(["--db", db.to_str().unwrap(), "run", "net", "-q"])
+        .args([
+            "--hosts",
+            "rbh-absent-1,rbh-absent-2",
+            "--power-meter",
+            "echo 100",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "--power-meter reads one machine's watts, and 2 hosts take load in this run \
+             (rbh-absent-1, rbh-absent-2)"
+        ),
+        "{err}"
+    );
+    assert!(!db.exists(), "a store was left at {}", db.display());
     // Acceptance M, 11: a bad request is refused before nginx is launched for it.
     let out = common::bin()
         .args(["--db", db.to_str().unwrap(), "run", "http", "--path", "foo"])

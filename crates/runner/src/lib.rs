@@ -1191,6 +1191,28 @@ fn run_as(
         }
         parts.push((part, expanded, workloads, markers));
     }
+    // A meter command reads one machine: given to every host that takes load (a net
+    // matrix makes each a receiver in turn), each stored that machine's watts as its
+    // own, and its W per Gbit/s with them.
+    if o.power_meter.is_some() {
+        let every_point: Vec<_> = parts.iter().flat_map(|(_, e, _, _)| e.clone()).collect();
+        let loaded: Vec<String> = plan
+            .hosts
+            .roles_by_host(&every_point)
+            .into_iter()
+            .filter(|(_, r)| r.contains("sut") || r.contains("receiver"))
+            .map(|(h, _)| h)
+            .collect();
+        if loaded.len() > 1 {
+            anyhow::bail!(
+                "--power-meter reads one machine's watts, and {} hosts take load in this run \
+                 ({}): run each system under test (or receiver) with its own meter, or leave \
+                 --power-meter out (each host's RAPL or BMC is read on its own)",
+                loaded.len(),
+                loaded.join(", ")
+            );
+        }
+    }
     // Hosts up: an unreachable one is an error naming it, nothing left running.
     let set = HostSet::connect(
         &plan.hosts.names(),
