@@ -432,14 +432,18 @@ impl Oltp {
             results::headline_of_reporting_generators(&mut out);
         }
         if d.generators > 1 {
-            for (r, share) in d
-                .runs
-                .iter()
-                .zip(split_count(self.cfg.vus as usize, d.generators))
-            {
+            // Each reporting generator's own share (its users over every database): the
+            // shares split over all of them, zipped with those that reported, gave a
+            // lost first generator's share to the second.
+            let ndb = self.cfg.databases.max(1) as usize;
+            for r in &d.runs {
                 out.metrics.push(
-                    model::Metric::new("vus", share as f64, "virtual users per database")
-                        .label("host", &r.host),
+                    model::Metric::new(
+                        "vus",
+                        (r.connections / ndb) as f64,
+                        "virtual users per database",
+                    )
+                    .label("host", &r.host),
                 );
             }
         }
