@@ -832,8 +832,10 @@ fn udp_gso_sends_arrive_as_datagrams_with_their_sequence() {
             pps < want * 1.3 && pps > want * 0.3,
             "{test}: {pps} packets/s, want ~{want}"
         );
+        // A datagram of a GSO send numbered as another would read 97% lost or more; a
+        // receiver starved for 20 ms on a busy machine loses a few percent for real.
         assert!(
-            metric(&out, "loss_pct").unwrap() < 5.0,
+            metric(&out, "loss_pct").unwrap() < 50.0,
             "{test}: {:?}",
             out.metrics
         );
@@ -875,8 +877,14 @@ fn udp_batched_sends_keep_sequence_rate_and_counts() {
         pps < want * 1.3 && pps > want * 0.3,
         "{pps} packets/s, want ~{want}"
     );
-    // Paced on loopback nothing is lost: a gap in the sequence numbers would show as loss.
-    assert!(metric(&out, "loss_pct").unwrap() < 5.0, "{:?}", out.metrics);
+    // A gap in the sequence numbers shows as loss: 31 of every 32 datagrams (97%) where
+    // a batch shared one number. A receiver starved for 20 ms on a busy machine loses a
+    // few percent for real.
+    assert!(
+        metric(&out, "loss_pct").unwrap() < 50.0,
+        "{:?}",
+        out.metrics
+    );
     w.cleanup();
     assert!(NetWorkload::from_params(&params(json!({"udp_batch": 0}))).is_err());
     stop.store(true, Ordering::Relaxed);
