@@ -489,6 +489,26 @@ pub fn cv_target_flag(headlines: &[f64], until_cv_pct: f64) -> Option<Flag> {
     ))
 }
 
+/// The warning on an idle power figure of a run with variants: it is measured once,
+/// before any variant's setup, and each variant's watts above idle are taken from it. A
+/// variant that changes idle power (C-states off, a governor) read its load's watts above
+/// an idle it does not have (60 W idle with C-states on, 110 W off: 90 W above idle for
+/// 40 W of load), and nothing said so.
+fn idle_before_variants(variants: &[Variant], idle: &model::IdlePower) -> Option<Flag> {
+    (!variants.is_empty() && !idle.power.is_empty()).then(|| {
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        Flag::warning(
+            "idle_before_variants",
+            format!(
+                "idle on {} was measured before any variant's setup ({}): a variant that \
+                 changes idle power has its watts above idle taken from this one",
+                idle.host,
+                names.join(", ")
+            ),
+        )
+    })
+}
+
 /// A figure that came out NaN or infinite was not measured: move it to `missing`.
 fn finite_only(
     metrics: Vec<model::Metric>,
@@ -1341,7 +1361,8 @@ fn run_as(
     // below checks again before each sweep point.
     if !engine::stop::stop_requested() {
         // Cut short by a stop, an idle figure says the time it covered (duration_s).
-        for idle in telemetry.measure_idle(o.idle_power_s, o.verbose) {
+        for mut idle in telemetry.measure_idle(o.idle_power_s, o.verbose) {
+            idle.flags.extend(idle_before_variants(&o.variants, &idle));
             store.insert_idle_power(&run_id, &idle)?;
             record.idle_power.push(idle);
         }
@@ -1858,6 +1879,48 @@ mod tests {
         // Stopped there by --max-repeat: the target is said not met.
         assert!(cv_target_flag(&[100_000.0, 100_800.0], 3.0).is_some());
         assert!(cv_target_flag(&[100_000.0, 100_800.0, 100_400.0], 3.0).is_none());
+    }
+
+    /// Idle measured once, before the variants' setups: said on the idle figure, whose
+    /// warnings the report marks on every Idle and above-idle cell.
+    #[test]
+    fn an_idle_before_variants_is_said_so() {
+        let idle = model::IdlePower {
+            host: "rbh1".into(),
+            duration_s: 5.0,
+            power: vec![model::PowerSummary {
+                source: "rapl".into(),
+                zone: "package-0".into(),
+                mean_watts: 60.0,
+                max_watts: 61.0,
+                whole_system: false,
+                modelled: false,
+            }],
+            cpus: Vec::new(),
+            flags: Vec::new(),
+        };
+        assert!(idle_before_variants(&[], &idle).is_none());
+        let v = |name: &str| Variant {
+            name: name.into(),
+            setup: Vec::new(),
+            teardown: Vec::new(),
+            on: "sut".into(),
+        };
+        let f = idle_before_variants(&[v("cstates-on"), v("cstates-off")], &idle).unwrap();
+        assert_eq!(f.code, "idle_before_variants");
+        assert!(
+            f.message.starts_with(
+                "idle on rbh1 was measured before any variant's setup (cstates-on, cstates-off)"
+            ),
+            "{}",
+            f.message
+        );
+        // No power read while idle: no figure to warn of.
+        let none = model::IdlePower {
+            power: Vec::new(),
+            ..idle
+        };
+        assert!(idle_before_variants(&[v("a")], &none).is_none());
     }
 
     /// A test with no headline in its valid repetitions (levels with no power read) ran
