@@ -55,14 +55,14 @@ pub fn launch(
                 "--protected-mode",
                 if ip.is_loopback() { "yes" } else { "no" },
             ]);
-        if !ip.is_loopback() {
-            // Reachable from the network for the run, so the default user may run the
-            // benchmark's commands and nothing else: no CONFIG SET, SAVE, EVAL, MODULE
-            // or SHUTDOWN (the ways into the host an open redis offers). No password
-            // is needed for that, so none has to travel or be kept.
-            cmd.args(["--user", "default", "on", "nopass", "~*", "&*", "-@all"])
-                .args(["+get", "+set", "+ping", "+info", "+config|get"]);
-        }
+        // Reachable for the run (from the network, or on loopback by every user of this
+        // host), so the default user may run the benchmark's commands and nothing else:
+        // no CONFIG SET, SAVE, EVAL, MODULE or SHUTDOWN, the ways into the host an open
+        // redis offers (a server launched by root, on loopback, took `CONFIG SET dir`
+        // and `SAVE` from any local user). No password is needed for that, so none has
+        // to travel or be kept.
+        cmd.args(["--user", "default", "on", "nopass", "~*", "&*", "-@all"])
+            .args(["+get", "+set", "+ping", "+info", "+config|get"]);
         cmd.args(["--dir", &dir.to_string_lossy()])
             .args(["--logfile", &log.to_string_lossy()])
             .stdin(Stdio::null())
@@ -228,6 +228,33 @@ pub fn binary_version(binary: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A launched server on loopback runs the benchmark's commands and refuses the ways
+    /// into the host (it took `CONFIG SET` from any local user).
+    #[test]
+    fn a_launched_server_on_loopback_refuses_all_but_the_benchmarks_commands() {
+        if find_binary("redis-server", "redis-server").is_err() {
+            eprintln!("skipped: redis-server is not installed");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        let servers = launch("redis-server", 1, &[], dir.path(), ip).unwrap();
+        let mut admin = Admin::connect(servers[0].addr, None).unwrap();
+        admin.call(&["SET", "k", "v"]).unwrap();
+        assert_eq!(admin.call(&["GET", "k"]).unwrap(), b"v");
+        admin.call(&["INFO", "stats"]).unwrap();
+        admin.call(&["CONFIG", "GET", "maxmemory"]).unwrap();
+        for refused in [
+            &["CONFIG", "SET", "dir", "/tmp"][..],
+            &["SAVE"],
+            &["FLUSHALL"],
+            &["SHUTDOWN", "NOSAVE"],
+        ] {
+            let e = format!("{:#}", admin.call(refused).unwrap_err());
+            assert!(e.contains("NOPERM"), "{refused:?}: {e}");
+        }
+    }
 
     /// What redis-server prints before its log is open is in the error (review I, 8: a
     /// config it refused was lost, stderr going nowhere). A stand-in that prints as
