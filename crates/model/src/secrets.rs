@@ -396,6 +396,20 @@ const TOOL_SECRETS: &[ToolSecret] = &[
         glued: true,
         next_word: true,
     },
+    // ipmitool: `-P` password (`-Ppw` too), `-k` and `-y` keys.
+    ToolSecret {
+        tools: &["ipmitool"],
+        options: b"Pky",
+        glued: true,
+        next_word: true,
+    },
+    // curl: `-uadmin:pw` glued (the next word, `-u admin:pw`, keeps its user).
+    ToolSecret {
+        tools: &["curl"],
+        options: b"u",
+        glued: true,
+        next_word: false,
+    },
 ];
 
 /// Each command of `s` run by a tool of [`TOOL_SECRETS`] (its word, after any
@@ -521,14 +535,22 @@ fn option_value_at(
     if !hyphenated && (!(1..=2).contains(&dashes) || !opens) {
         return None;
     }
-    if !matches!(b.get(end), Some(b' ' | b'\t')) {
-        return None;
-    }
-    let mut value_start = end;
+    // `--user admin:pw`, or `--user=admin:pw` (curl's and most long options' other
+    // spelling, which went unmasked).
+    let mut value_start = match b.get(end) {
+        Some(b' ' | b'\t') => end,
+        Some(b'=') if dashes == 2 => end + 1,
+        _ => return None,
+    };
     while matches!(b.get(value_start), Some(b' ' | b'\t')) {
         value_start += 1;
     }
-    if b.get(value_start).is_none_or(|&c| c == b'-') {
+    // A password may begin with `-` (`-P -x9`): after an option that takes one, a word
+    // with one dash is hidden (hiding a word too many costs little); `--next` is the
+    // next option, and so is any `-` after another option.
+    let takes_any = matches!((dashes, key), (1, "P") | (2, "password"))
+        && b.get(value_start + 1) != Some(&b'-');
+    if b.get(value_start).is_none_or(|&c| c == b'-' && !takes_any) {
         return None;
     }
     let value_end = text_value_end(b, value_start);
@@ -884,6 +906,34 @@ mod tests {
         hides("pdu --apikey k6 --x 1", "k6", "pdu --apikey *** --x 1");
         // Review I, 4: shapes the masking did not know.
         hides("snmpget -v2c -cs3cA pdu", "s3cA", "snmpget -v2c -c*** pdu");
+        // The security audit's: an option's `=` spelling, a glued ipmitool or curl
+        // secret, a password that begins with `-`, ipmitool's keys.
+        hides(
+            "curl --user=admin:s3cB http://pdu/w",
+            "s3cB",
+            "curl --user=admin:*** http://pdu/w",
+        );
+        hides(
+            "curl -uadmin:s3cC http://pdu/w",
+            "s3cC",
+            "curl -u*** http://pdu/w",
+        );
+        hides(
+            "ipmitool -H bmc -Ps3cD dcmi power reading",
+            "s3cD",
+            "ipmitool -H bmc -P*** dcmi power reading",
+        );
+        hides(
+            "ipmitool -H bmc -P -s3cE dcmi power reading",
+            "-s3cE",
+            "ipmitool -H bmc -P *** dcmi power reading",
+        );
+        hides(
+            "ipmitool -I lanplus -k k3yF -y k3yG -P x dcmi",
+            "k3yF",
+            "ipmitool -I lanplus -k *** -y *** -P *** dcmi",
+        );
+        hides("meter --password -s3cH", "-s3cH", "meter --password ***");
     }
 
     /// The database and cache clients' own shapes, and the variables they read.
