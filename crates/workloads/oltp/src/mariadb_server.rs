@@ -114,8 +114,9 @@ impl Mariadbd {
         let temp = engine::scratch::tempdir("rackbench-mariadb-")
             .context("creating a temp dir for the MariaDB server")?;
         let who = run_as();
-        // The server's user must reach its directories through the temp dir.
-        std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755))?;
+        // The server's user must reach its directories through the temp dir: passing
+        // through, not listing it.
+        std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o711))?;
         let data = temp.path().join("data");
         let run = temp.path().join("run");
         // A temporary directory of its own: a mariadbd starting removes every `#sql*`

@@ -185,12 +185,14 @@ pub fn init_cluster(data: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(data).with_context(|| format!("creating {}", data.display()))?;
     std::fs::set_permissions(data, std::fs::Permissions::from_mode(0o700))?;
     chown(data, who)?;
-    // The user must be able to reach the directory through its parents.
+    // The user must be able to reach the directory through its parents: passing
+    // through is enough (the x bits). Opened to reading and listing too (0755), `--dir
+    // /root/tpcc` left /root listable by every user.
     if who.is_some() {
         if let Some(parent) = data.parent() {
             let mode = std::fs::metadata(parent)?.permissions().mode();
-            if mode & 0o005 != 0o005 {
-                std::fs::set_permissions(parent, std::fs::Permissions::from_mode(mode | 0o755))?;
+            if mode & 0o011 != 0o011 {
+                std::fs::set_permissions(parent, std::fs::Permissions::from_mode(mode | 0o011))?;
             }
         }
     }
