@@ -730,7 +730,7 @@ pub fn charts(runs: &[RunRecord]) -> Vec<Chart> {
 /// File names are slugs of labels and tests, and two can meet (`Arm 1` and `arm-1`, or
 /// two labels of CJK that slug to nothing): a later chart gets `_2`, `_3`, ... so none
 /// is written over another and each link finds its own picture.
-fn unique_files(charts: &mut [Chart]) {
+pub(crate) fn unique_files(charts: &mut [Chart]) {
     let mut seen = std::collections::HashSet::new();
     for c in charts.iter_mut() {
         if seen.insert(c.file.clone()) {

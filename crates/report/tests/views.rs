@@ -2015,3 +2015,25 @@ fn net_streams_slowest_and_fastest_beside_the_total() {
     let h = report::html(std::slice::from_ref(&r), None);
     assert!(h.contains(">3.71 Gbit/s – 4.02 Gbit/s<"));
 }
+
+/// Two mem runs labelled `Arm 1` and `arm-1` titled their latency figures alike in file
+/// names: the second file was written over the first and listed twice.
+#[test]
+fn view_figures_of_labels_that_slug_alike_get_files_of_their_own() {
+    let mut a = mem_run();
+    a.label = Some("Arm 1".into());
+    let mut b = mem_run();
+    b.id = format!("{}-b", b.id);
+    b.label = Some("arm-1".into());
+    let names: Vec<String> = report::svg_charts(&[a, b])
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    let views: Vec<&String> = names.iter().filter(|n| n.starts_with("view_")).collect();
+    assert!(views.len() >= 2, "{names:?}");
+    assert!(names
+        .iter()
+        .any(|n| n == "view_arm_1_memory_latency_vs_working_set_2.svg"));
+    let unique: std::collections::HashSet<&String> = names.iter().collect();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+}
