@@ -338,6 +338,17 @@ pub enum Scale {
     Nines,
 }
 
+/// An axis's label as drawn: a log axis says so, whoever chose the scale. The callers
+/// pick log on their own (a sweep's y when its values span 30x, the percentile chart's
+/// latency, RSA's signs/s) and their labels read as linear: "latency (us)" under ticks
+/// 100, 1k, 10k.
+fn axis_label(label: &str, scale: Scale) -> String {
+    match scale {
+        Scale::Log => format!("{label} (log scale)"),
+        _ => label.to_string(),
+    }
+}
+
 /// A quantile as a percentage, to the digits it has: 0.99999 is "99.999%" (100 * 0.99999
 /// prints as 99.99900000000001).
 fn percent(q: f64) -> String {
@@ -466,7 +477,16 @@ pub fn line_chart_marked(
     let (ymin_t, ymax_t) = (ty(ymin), ty(ymax).max(ty(ymin) + 1e-9));
     let px = |v: f64| x0 + (tx(v) - xmin_t) / (xmax_t - xmin_t) * (x1 - x0);
     let py = |v: f64| y1 - (ty(v) - ymin_t) / (ymax_t - ymin_t) * (y1 - y0);
-    axis_y(&mut out, &yticks, &py, x0, x1, y_label, y0, y1);
+    axis_y(
+        &mut out,
+        &yticks,
+        &py,
+        x0,
+        x1,
+        &axis_label(y_label, y_scale),
+        y0,
+        y1,
+    );
     for (t, l) in &xticks {
         let x = px(*t);
         let _ = write!(
@@ -482,7 +502,7 @@ pub fn line_chart_marked(
         r##"<text x="{mx}" y="{ly}" text-anchor="middle" fill="#333">{l}</text>"##,
         mx = (x0 + x1) / 2.0,
         ly = y1 + 38.0,
-        l = esc(x_label)
+        l = esc(&axis_label(x_label, x_scale))
     );
     for (si_, s) in series.iter().enumerate() {
         let mut pts = s.points.clone();
@@ -727,6 +747,34 @@ mod tests {
         assert!(!svg.contains("0000000"), "{svg}");
         assert_eq!(percent(0.995), "99.5%");
         assert_eq!(percent(0.75), "75%");
+    }
+
+    /// The percentile chart's y ("latency (us)") and a sweep's x drawn on log scales were
+    /// labelled as if linear; a linear axis keeps its label as given.
+    #[test]
+    fn log_axes_say_so() {
+        let series = [LineSeries {
+            name: "get".into(),
+            points: vec![(1.0, 100.0), (64.0, 3000.0)],
+            color: 0,
+            dash: 0,
+        }];
+        let svg = line_chart("t", "pipeline", "ops/s", Scale::Log, Scale::Log, &series);
+        assert!(svg.contains(">pipeline (log scale)<"), "{svg}");
+        assert!(svg.contains(">ops/s (log scale)<"), "{svg}");
+        let svg = line_chart(
+            "t",
+            "pipeline",
+            "ops/s",
+            Scale::Linear,
+            Scale::Linear,
+            &series,
+        );
+        assert!(
+            svg.contains(">pipeline<") && svg.contains(">ops/s<"),
+            "{svg}"
+        );
+        assert!(!svg.contains("log scale"), "{svg}");
     }
 
     /// An instances sweep of 1 and 2 is drawn on ticks 1 and 2, not 1.2, 1.4...
