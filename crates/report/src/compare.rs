@@ -2025,16 +2025,24 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             .unwrap_or(0)
     };
     rows.extend(one_sided_steps(&ga, &gb, &pa, &pb));
-    rows.sort_by_key(|r| {
-        (
-            r.point.clone(),
-            metric_rank(&r.metric),
-            curve_place(&r.metric),
-            threshold_ns(&r.metric),
-            r.metric.clone(),
-        )
+    // Points in the order a reader counts them: as text, a pipeline sweep of 1, 4, 16
+    // and 64 read 1, 16, 4, 64.
+    rows.sort_by(|x, y| {
+        crate::derive::natural_cmp(&x.point, &y.point).then_with(|| {
+            let key = |r: &CompareRow| {
+                (
+                    metric_rank(&r.metric),
+                    curve_place(&r.metric),
+                    threshold_ns(&r.metric),
+                    r.metric.clone(),
+                )
+            };
+            key(x).cmp(&key(y))
+        })
     });
     let compared: BTreeSet<&String> = rows.iter().map(|r| &r.point).collect();
+    let mut compared: Vec<&String> = compared.into_iter().collect();
+    compared.sort_by(|x, y| crate::derive::natural_cmp(x, y));
     let warnings = compared
         .into_iter()
         .filter_map(|point| {

@@ -4895,3 +4895,41 @@ fn compare_text_shows_a_label_escaped() {
     );
     assert!(!text.lines().any(|l| l.starts_with("el")), "{text}");
 }
+
+/// Comparison rows were sorted by their point as text: a pipeline sweep of 1, 4, 16 and
+/// 64 read 1, 16, 4, 64. Here pipeline 100 and 20: 20 comes first, as a reader counts.
+#[test]
+fn comparison_rows_are_in_the_order_of_their_numbers() {
+    let mut run = common::kv_run(&common::Spec {
+        instances: &[1],
+        reps: 1,
+        ..Default::default()
+    });
+    // The fixture's pipeline 100, and a pipeline 20 beside it.
+    let twenties: Vec<model::ResultRecord> = run
+        .results
+        .iter()
+        .filter(|r| r.params.get("pipeline") == Some(&serde_json::json!(100)))
+        .cloned()
+        .map(|mut r| {
+            r.params.insert("pipeline".into(), serde_json::json!(20));
+            r
+        })
+        .collect();
+    run.results.extend(twenties);
+    let c = report::compare::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
+    let mut points: Vec<&str> = Vec::new();
+    for r in c.rows.iter().filter(|r| r.point.starts_with("kv get")) {
+        if points.last() != Some(&r.point.as_str()) {
+            points.push(&r.point);
+        }
+    }
+    assert_eq!(
+        points,
+        [
+            "kv get pipeline=1",
+            "kv get pipeline=20",
+            "kv get pipeline=100"
+        ]
+    );
+}
