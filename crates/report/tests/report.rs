@@ -4933,3 +4933,16 @@ fn comparison_rows_are_in_the_order_of_their_numbers() {
         ]
     );
 }
+
+/// `--label "# Best"` made a paragraph of the Markdown report that starts with the label
+/// an H1.
+#[test]
+fn a_label_like_a_heading_stays_text_in_markdown() {
+    let mut runs = common::two_platforms();
+    runs[0].label = Some("# Best".into());
+    let m = report::markdown(&runs, None);
+    for l in m.lines() {
+        assert!(!l.starts_with("# Best"), "{l}");
+    }
+    assert!(m.contains("\\# Best"), "{m}");
+}

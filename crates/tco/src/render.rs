@@ -416,10 +416,25 @@ pub fn md_cell(s: &str) -> String {
 /// backslash-escaped), and no autolink (GitHub makes a live link of a bare
 /// `https://...`, `www.` or e-mail address: the `:` of `://`, the `.` of `www.` and the
 /// `@` of an address are written as character references, which read the same and link
-/// nowhere),
+/// nowhere), and no block at the start of a line (a leading `# `, `- `, `+ `, `==`, `---`
+/// or `1. `/`1) ` escaped, leading spaces dropped; `>` is already `&gt;`),
 /// whatever a host or a user put in it.
 pub fn md(s: &str) -> String {
-    let cell: Vec<char> = md_cell(s).chars().collect();
+    // Paragraphs start with run labels: `--label "# Best"` made the CPU section's line
+    // an H1, `- x` a list item, four leading spaces a code block.
+    let cell: Vec<char> = md_cell(s.trim_start()).chars().collect();
+    // A marker opens a block only when a space or the end follows it (or, for a rule or
+    // heading, the same mark again): `-5.2 %` and `1.5` stay as they are, and so does a
+    // lone `-`, the cell of a missing figure (an empty list item at worst).
+    let opens = |k: usize, mark: char| {
+        matches!(cell.get(k), None | Some(' ')) || cell.get(k) == Some(&mark)
+    };
+    // An ordered list item is up to 9 digits then `.` or `)`: the index of that mark.
+    let digits = cell.iter().take_while(|c| c.is_ascii_digit()).count();
+    let list_mark = ((1..=9).contains(&digits)
+        && matches!(cell.get(digits), Some('.' | ')'))
+        && matches!(cell.get(digits + 1), None | Some(' ')))
+    .then_some(digits);
     let mut out = String::with_capacity(s.len() + 8);
     for (i, &ch) in cell.iter().enumerate() {
         let next = |k: usize| cell.get(i + k).copied();
@@ -428,6 +443,14 @@ pub fn md(s: &str) -> String {
             && (i == 3 || !cell[i - 4].is_alphanumeric());
         match ch {
             '`' | '*' | '_' | '[' | ']' | '!' | '~' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            '#' | '-' | '+' | '=' if i == 0 && opens(1, ch) && !(ch == '-' && cell.len() == 1) => {
+                out.push('\\');
+                out.push(ch);
+            }
+            _ if Some(i) == list_mark => {
                 out.push('\\');
                 out.push(ch);
             }
@@ -490,4 +513,34 @@ pub fn markdown(t: &TcoResult) -> String {
         out.push_str(&format!("- {}\n", md(&f)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::md;
+
+    /// `--label "# Best"` made the CPU section's paragraph an H1 (and `- x` a list item,
+    /// `1. x` a numbered one, four leading spaces a code block): a leading block marker is
+    /// escaped; a sign or a decimal point is not one.
+    #[test]
+    fn a_leading_block_marker_is_text() {
+        assert_eq!(md("# Best"), "\\# Best");
+        assert_eq!(md("### Best"), "\\### Best");
+        assert_eq!(md("- x"), "\\- x");
+        assert_eq!(md("+ x"), "\\+ x");
+        assert_eq!(md("---"), "\\---");
+        assert_eq!(md("=="), "\\==");
+        assert_eq!(md("1. x"), "1\\. x");
+        assert_eq!(md("12) x"), "12\\) x");
+        assert_eq!(md("    code"), "code");
+        assert_eq!(md("  # x"), "\\# x");
+        assert_eq!(md("> quote"), "&gt; quote");
+        // Not blocks: left as they are.
+        assert_eq!(md("-5.2 %"), "-5.2 %");
+        assert_eq!(md("+16.1"), "+16.1");
+        assert_eq!(md("1.5"), "1.5");
+        assert_eq!(md("-"), "-");
+        assert_eq!(md("#1 run"), "#1 run");
+        assert_eq!(md("a # b - c"), "a # b - c");
+    }
 }
