@@ -11,7 +11,7 @@ use crate::compare::{compare, Comparison};
 use crate::derive::{
     self, points, run_labels, throughput_scale, DiffColumn, PowerBasis, PowerFigure,
 };
-use crate::fmt::{esc, fixed, latency_ns, num};
+use crate::fmt::{esc, fixed, latency_ns, num, watts};
 use crate::selection::Selection;
 
 const CSS: &str = r#"
@@ -92,7 +92,7 @@ fn power_cell(p: &Result<PowerFigure, String>) -> String {
         Ok(p) => {
             format!(
                 r#"{} W{}<br><span class="muted">{}</span>"#,
-                esc(&num(p.watts)),
+                esc(&watts(p.watts)),
                 basis_tag(Some(p.basis)),
                 esc(&p.source)
             )
@@ -499,7 +499,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     }
     for i in (0..labels.len()).filter(|_| any_power) {
         let p = match (&pmean[i], s.power_basis[i]) {
-            (Ok(w), b @ Some(_)) => format!("{} W{}", esc(&num(*w)), basis_tag(b)),
+            (Ok(w), b @ Some(_)) => format!("{} W{}", esc(&watts(*w)), basis_tag(b)),
             _ => absent.to_string(),
         };
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
@@ -711,7 +711,7 @@ fn efficiency_unit_table(
             match &e.idle_w {
                 Ok(w) => format!(
                     "{} W{}{}",
-                    esc(&num(*w)),
+                    esc(&watts(*w)),
                     basis_tag(e.basis()),
                     if e.idle_warnings.is_empty() {
                         ""
@@ -961,8 +961,8 @@ fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                     } else {
                         ""
                     },
-                    esc(&num(p.mean_watts)),
-                    esc(&num(p.max_watts))
+                    esc(&watts(p.mean_watts)),
+                    esc(&watts(p.max_watts))
                 );
             }
             for f in &ip.flags {

@@ -30,7 +30,7 @@ fn power(p: &Result<PowerFigure, String>) -> String {
     match p {
         Ok(p) => format!(
             "{} W ({}{})",
-            num(p.watts),
+            watts(p.watts),
             p.source,
             match p.basis {
                 PowerBasis::Measured => "",
@@ -126,9 +126,9 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
             // The idle power W above idle is taken from, as the HTML has it.
             match &e.idle_w {
                 Ok(w) if !e.idle_warnings.is_empty() => {
-                    format!("{} W{} ⚠", num(*w), basis_tag(e.basis()))
+                    format!("{} W{} ⚠", watts(*w), basis_tag(e.basis()))
                 }
-                Ok(w) => format!("{} W{}", num(*w), basis_tag(e.basis())),
+                Ok(w) => format!("{} W{}", watts(*w), basis_tag(e.basis())),
                 Err(_) => per_w_cell(&e.idle_w, 1.0, e),
             },
             per_w_cell(&e.perf_per_w, 1.0, e),
@@ -425,8 +425,8 @@ pub fn markdown_with(
             g.push("n/a".into());
             a.push("n/a".into());
             a.push(match (&pmean[i], s.power_basis[i]) {
-                (Ok(w), Some(PowerBasis::Measured)) => format!("{} W", num(*w)),
-                (Ok(w), Some(b)) => format!("{} W ({})", num(*w), b.label()),
+                (Ok(w), Some(PowerBasis::Measured)) => format!("{} W", watts(*w)),
+                (Ok(w), Some(b)) => format!("{} W ({})", watts(*w), b.label()),
                 _ => "absent†".into(),
             });
         }

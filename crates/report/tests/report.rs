@@ -870,11 +870,11 @@ fn a_modelled_hosts_declared_idle_gives_w_above_idle_marked_modelled() {
     let h = report::html(&[run], None);
     assert!(h.contains("Idle power before load"), "no idle table");
     assert!(
-        h.contains(r#"<td class="n">declared (--power-model)</td><td>model system <span class="modelled">modelled</span></td><td class="n">120 W</td>"#),
+        h.contains(r#"<td class="n">declared (--power-model)</td><td>model system <span class="modelled">modelled</span></td><td class="n">120.0 W</td>"#),
         "the declared idle is not shown as such"
     );
     assert!(
-        h.contains(r#"<td class="n">120 W <span class="modelled">modelled</span></td>"#),
+        h.contains(r#"<td class="n">120.0 W <span class="modelled">modelled</span></td>"#),
         "the efficiency table's idle is not marked modelled"
     );
 }
@@ -3849,7 +3849,7 @@ fn all_results_have_each_points_power() {
     let runs = [run];
     let want: Vec<String> = report::derive::points(0, &runs[0])
         .iter()
-        .map(|p| format!("{} W (", report::fmt::num(p.power().unwrap().watts)))
+        .map(|p| format!("{} W (", report::fmt::watts(p.power().unwrap().watts)))
         .collect();
     assert!(want.len() >= 3);
     let md = report::markdown(&runs, None);
@@ -4945,4 +4945,28 @@ fn a_label_like_a_heading_stays_text_in_markdown() {
         assert!(!l.starts_with("# Best"), "{l}");
     }
     assert!(m.contains("\\# Best"), "{m}");
+}
+
+/// Power cells went to 3 significant figures: 104.6 W and 105.4 W both read "105 W".
+/// Every power cell is to 0.1 W, as the sweeps' are.
+#[test]
+fn power_cells_are_to_a_tenth_of_a_watt() {
+    // At 4 instances the fixture's load is 1: every point draws the given watts, and
+    // idle is 0.55 of it (57.53 W).
+    let runs = [kv_run(&Spec {
+        reps: 1,
+        instances: &[4],
+        power: Power::Ipmi(104.6),
+        ..Spec::default()
+    })];
+    let md = report::markdown(&runs, None);
+    let results = &md[md.find("### Results").unwrap()..];
+    assert!(results.contains("| 104.6 W ("), "{results}");
+    assert!(md.contains("| 57.5 W"), "the idle cell: {md}");
+    let mean = md.lines().find(|l| l.contains("Arithmetic mean"));
+    assert!(mean.is_some_and(|l| l.contains("| 104.6 W")), "{mean:?}");
+    let h = report::html(&runs, None);
+    assert!(h.contains(">104.6 W"), "{h}");
+    assert!(h.contains(">57.5 W"), "{h}");
+    assert!(!h.contains(">105 W"), "{h}");
 }
