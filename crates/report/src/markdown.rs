@@ -639,7 +639,16 @@ pub fn markdown_with(
         head.extend(
             d.cols
                 .iter()
-                .map(|(i, h)| format!("{} {} ({})", labels[*i], h.host, h.role)),
+                // Named as the HTML's head and the Hosts table name it: this machine
+                // read `local` here and by its hostname everywhere else.
+                .map(|(i, h)| {
+                    format!(
+                        "{} {} ({})",
+                        labels[*i],
+                        model::host_display_name(&runs[*i].hosts, &h.host),
+                        h.role
+                    )
+                }),
         );
         m.push_str(&row(&head));
         m.push_str(&format!("|{}|\n", vec!["---"; head.len()].join("|")));

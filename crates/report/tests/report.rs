@@ -4970,3 +4970,21 @@ fn power_cells_are_to_a_tenth_of_a_watt() {
     assert!(h.contains(">57.5 W"), "{h}");
     assert!(!h.contains(">105 W"), "{h}");
 }
+
+/// The Markdown's Systems head named this machine `local` where the HTML's and the Hosts
+/// table named it by its hostname.
+#[test]
+fn markdown_systems_head_names_this_machine_by_its_hostname() {
+    let mut runs = common::two_platforms();
+    for r in &mut runs {
+        for h in r.hosts.iter_mut().filter(|h| h.host == "local") {
+            h.facts
+                .insert("os.hostname".into(), model::Fact::known("bench-01"));
+        }
+    }
+    let m = report::markdown(&runs, None);
+    let systems = &m[m.find("## Systems").unwrap()..];
+    let head = systems.lines().find(|l| l.starts_with("| Fact")).unwrap();
+    assert!(head.contains("bench-01 ("), "{head}");
+    assert!(!head.contains("local"), "{head}");
+}
