@@ -99,6 +99,18 @@ fn one_runs_reps(runs: &[Vec<f64>]) -> Option<Sample> {
     }
 }
 
+/// A relative difference to 0.1%, signed, with no sign on one that rounds to zero: a
+/// difference of -0.03% read "-0.0%" beside another's "+0.0%", a direction where the
+/// figure shows none.
+fn signed_pct(d: f64) -> String {
+    let s = format!("{d:+.1}");
+    if s[1..].chars().all(|c| c == '0' || c == '.') {
+        format!("{}%", &s[1..])
+    } else {
+        format!("{s}%")
+    }
+}
+
 /// A difference in percentage points, signed: to 0.1 point from 1 point up, two
 /// significant digits below, so that a share's change is neither rounded away (0.0562% to
 /// 0.0406% read "-0.0 pts") nor doubled (0.293% to 0.239% read "-0.1 pts", acceptance N,
@@ -165,7 +177,7 @@ impl CompareRow {
     pub fn diff_text(&self) -> String {
         match (self.diff_points, self.diff_pct) {
             (Some(d), _) => format!("{} pts", signed_points(d)),
-            (None, Some(d)) => format!("{d:+.1}%"),
+            (None, Some(d)) => signed_pct(d),
             (None, None) => "-".into(),
         }
     }
@@ -205,8 +217,8 @@ impl CompareRow {
             }
             // A share's difference stands in points; its relative interval is not shown.
             (None, _, Some(_)) => "-".into(),
-            (None, Some((l, h)), None) if l < -100.0 => format!("[<-100%, {h:+.1}%]"),
-            (None, Some((l, h)), None) => format!("[{l:+.1}%, {h:+.1}%]"),
+            (None, Some((l, h)), None) if l < -100.0 => format!("[<-100%, {}]", signed_pct(h)),
+            (None, Some((l, h)), None) => format!("[{}, {}]", signed_pct(l), signed_pct(h)),
             (None, None, None) => "-".into(),
         }
     }
@@ -1580,12 +1592,24 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
     }
 }
 
+/// A p-value to 3 significant digits, and to as many more as it takes to show which side
+/// of 0.05 it is on: to 3 decimals, p=0.0497 read "significant, p=0.050" and p=0.0503
+/// "no significant difference (p=0.050)".
 fn p_text(p: f64) -> String {
     if p < 0.001 {
-        "p<0.001".to_string()
-    } else {
-        format!("p={p:.3}")
+        return "p<0.001".to_string();
     }
+    let mut digits = if p < 0.1 {
+        (2.0 - p.log10().floor()) as usize
+    } else {
+        3
+    };
+    let mut s = format!("{p:.digits$}");
+    while digits < 9 && (s.parse::<f64>().unwrap_or(p) < 0.05) != (p < 0.05) {
+        digits += 1;
+        s = format!("{p:.digits$}");
+    }
+    format!("p={s}")
 }
 
 /// The difference of B against A, judged on run means (the unit of replication).
@@ -2498,6 +2522,47 @@ mod tests {
         assert_eq!(signed_points(0.5), "+0.50");
         assert_eq!(signed_points(0.0), "0.0");
         assert_eq!(signed_points(-0.0), "0.0");
+    }
+
+    /// p=0.0497 read "significant, p=0.050" and p=0.0503 "no significant difference
+    /// (p=0.050)": the figure shows which side of 0.05 it is on.
+    #[test]
+    fn a_p_value_shows_its_side_of_the_threshold() {
+        assert_eq!(p_text(0.0497), "p=0.0497");
+        assert_eq!(p_text(0.0503), "p=0.0503");
+        assert_eq!(p_text(0.049996), "p=0.049996");
+        assert_eq!(p_text(0.05), "p=0.0500");
+        assert_eq!(p_text(0.00123), "p=0.00123");
+        assert_eq!(p_text(0.0004), "p<0.001");
+        assert_eq!(p_text(0.312), "p=0.312");
+    }
+
+    /// A relative difference of -0.03% read "-0.0%", of +0.02% "+0.0%".
+    #[test]
+    fn a_difference_that_rounds_to_zero_has_no_sign() {
+        let row = |d: f64| CompareRow {
+            point: "kv get".into(),
+            metric: "ops_per_s".into(),
+            unit: "ops/s".into(),
+            higher_is_better: true,
+            a: None,
+            b: None,
+            diff_pct: Some(d),
+            ci95_pct: Some((d - 0.04, d + 0.01)),
+            diff_points: None,
+            ci95_points: None,
+            p_value: None,
+            verdict: String::new(),
+            a_reps: None,
+            b_reps: None,
+        };
+        assert_eq!(row(-0.03).diff_text(), "0.0%");
+        assert_eq!(row(0.02).diff_text(), "0.0%");
+        assert_eq!(row(0.0).diff_text(), "0.0%");
+        assert_eq!(row(-0.06).diff_text(), "-0.1%");
+        assert_eq!(row(12.5).diff_text(), "+12.5%");
+        assert_eq!(row(0.02).ci_text(), "[0.0%, 0.0%]");
+        assert_eq!(row(-3.1).ci_text(), "[-3.1%, -3.1%]");
     }
 
     /// CPU per unit is per what the headline's rate counts: a net test's per Gbit, an RSA
