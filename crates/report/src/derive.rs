@@ -1130,6 +1130,15 @@ impl<'a> Point<'a> {
         })
     }
 
+    /// The results tables' headline cell of a point without a headline: what its
+    /// unfinished repetitions measured, else why it has none. A bare `-` there read as a
+    /// test that was not run, the reason given only in the summary.
+    pub fn no_headline_cell(&self) -> String {
+        self.partial_figure()
+            .or_else(|| self.headline_missing().map(|w| format!("missing: {w}")))
+            .unwrap_or_else(|| "-".into())
+    }
+
     /// Why this point has no valid repetition to take a figure from, in the words
     /// compare and TCO use ([`model::none_counted_because`]): "no valid result: its only
     /// repetition is interrupted (partial)".

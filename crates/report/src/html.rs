@@ -808,7 +808,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
         for p in pts {
             let s = p.headline();
             let head = s.as_ref().map_or_else(
-                || esc(&p.partial_figure().unwrap_or("-".into())),
+                || esc(&p.no_headline_cell()),
                 |s| {
                     format!(
                         "{}{} {}",

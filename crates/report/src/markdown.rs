@@ -567,7 +567,7 @@ pub fn markdown_with(
                     p.param_label(&[]),
                     p.reps_cell(),
                     s.as_ref().map_or_else(
-                        || p.partial_figure().unwrap_or("-".into()),
+                        || p.no_headline_cell(),
                         |s| {
                             format!(
                                 "{}{} {}",

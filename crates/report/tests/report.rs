@@ -4988,3 +4988,33 @@ fn markdown_systems_head_names_this_machine_by_its_hostname() {
     assert!(head.contains("bench-01 ("), "{head}");
     assert!(!head.contains("local"), "{head}");
 }
+
+/// A point whose headline is missing read `-` in the results tables, as a test that was
+/// not run does; the summary gave the reason. The tables give it too, escaped.
+#[test]
+fn results_tables_say_why_a_headline_is_missing() {
+    let mut run = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    for r in run
+        .results
+        .iter_mut()
+        .filter(|r| r.test == "get" && r.params.get("pipeline") == Some(&serde_json::json!(1)))
+    {
+        r.metrics.retain(|m| m.name != "ops_per_s");
+        r.missing.push(model::MissingMetric {
+            name: "ops_per_s".into(),
+            reason: "server <b>refused</b> every request".into(),
+        });
+    }
+    let runs = [run];
+    let why = "missing: ops_per_s: server &lt;b&gt;refused&lt;/b&gt; every request";
+    let md = report::markdown(&runs, None);
+    let results = &md[md.find("### Results").unwrap()..];
+    assert!(results.contains(&why.replace('_', "\\_")), "{results}");
+    let h = report::html(&runs, None);
+    let all = &h[h.find("<caption>All results").unwrap()..];
+    assert!(all.contains(why), "{all}");
+}
