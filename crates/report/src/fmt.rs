@@ -150,15 +150,20 @@ pub fn si(v: f64) -> String {
         return "n/a".into();
     }
     let a = v.abs();
-    let (d, p) = if a >= 1e9 {
-        (v / 1e9, "G")
+    let (d, p, scale) = if a >= 1e9 {
+        (v / 1e9, "G", 1e9)
     } else if a >= 1e6 {
-        (v / 1e6, "M")
+        (v / 1e6, "M", 1e6)
     } else if a >= 1e3 {
-        (v / 1e3, "k")
+        (v / 1e3, "k", 1e3)
     } else {
-        (v, "")
+        (v, "", 1.0)
     };
+    // The prefix is chosen before rounding: 999,600 is 999.6k, which rounds to 1000k.
+    // Rounded up to 1000 of one prefix, it is 1 of the next ("1M").
+    if d.abs() >= 999.5 && p != "G" {
+        return si(1000.0 * scale * v.signum());
+    }
     let s = if d.abs() >= 100.0 || d == d.trunc() {
         format!("{d:.0}")
     } else if d.abs() >= 10.0 {
@@ -375,6 +380,13 @@ mod tests {
         assert_eq!(si(0.05), "0.05");
         assert_eq!(si(-0.000123456), "-0.000123");
         assert_eq!(si(2000.0), "2k");
+        // The prefix was chosen before rounding: 999,600 read "1000k".
+        assert_eq!(si(999_600.0), "1M");
+        assert_eq!(si(-999_600.0), "-1M");
+        assert_eq!(si(999.7), "1k");
+        assert_eq!(si(999_700_000.0), "1G");
+        assert_eq!(si(999_400.0), "999k");
+        assert_eq!(si(999.4), "999");
         assert_eq!(latency_ns(1_234_567.0), "1.235 ms");
     }
 }
