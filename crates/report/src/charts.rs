@@ -297,6 +297,19 @@ fn warning_codes(p: &Point) -> Option<String> {
     (!codes.is_empty()).then(|| codes.join(", "))
 }
 
+/// A chart's note when it leaves some of its curves out (too many to read, or a line of one
+/// point): how many it draws. Without it, the last runs' percentile curves and a sweep's
+/// lines past the 12th were dropped with nothing to say so.
+fn drawn_note(drawn: usize, total: usize, what: &str) -> Option<String> {
+    (drawn < total).then(|| format!("{drawn} of {total} {what} drawn; the rest are in the tables"))
+}
+
+/// Notes said together, in one caption.
+fn joined(notes: impl IntoIterator<Item = Option<String>>) -> Option<String> {
+    let v: Vec<String> = notes.into_iter().flatten().collect();
+    (!v.is_empty()).then(|| v.join(". "))
+}
+
 /// A line chart's caption note when some of its points carry warnings: how many.
 fn marks_note(series: &[LineSeries], marks: &svg::PointMarks) -> Option<String> {
     let flagged: usize = marks.iter().map(Vec::len).sum();
@@ -868,11 +881,13 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                     None => lines.push((name, vec![(x, y)], p.run_index)),
                 }
             }
+            let found = lines.len();
             lines.retain(|l| l.1.len() > 1);
             if lines.is_empty() {
                 continue;
             }
             lines.truncate(12);
+            let dropped = drawn_note(lines.len(), found, "curves");
             let ys: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).collect();
             let ymax = ys.iter().cloned().fold(f64::MIN, f64::max);
             let ymin = ys.iter().cloned().fold(f64::MAX, f64::min);
@@ -892,7 +907,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             };
             let series = styled(labels.len(), lines);
             let marks = point_marks(&series, &flagged);
-            let note = marks_note(&series, &marks);
+            let note = joined([marks_note(&series, &marks), dropped]);
             let title = format!(
                 "{wl}: {} vs {param}",
                 headline_words(headline, unit, &groups)
@@ -967,7 +982,9 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         .collect();
     // Runs side by side within each test, so a run keeps its colour.
     with_latency.sort_by_key(|c| c.0.run_index);
+    let found = with_latency.len();
     with_latency.truncate(10);
+    let dropped = drawn_note(with_latency.len(), found, "curves");
     let (shown, hists): (Vec<Point>, Vec<_>) = with_latency.into_iter().unzip();
     let curves: Vec<(String, Histogram<u64>, String, usize)> =
         derive::series_names(&shown, &labels, &[])
@@ -1020,15 +1037,17 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             title: title.clone(),
             section: "latency".into(),
             workload: wl.to_string(),
-            svg: Some(svg::line_chart(
+            svg: Some(svg::line_chart_marked(
                 &title,
                 "percentile",
                 "latency (us)",
                 Scale::Nines,
                 Scale::Log,
                 &series,
+                &[],
+                dropped.as_deref(),
             )),
-            note: None,
+            note: dropped,
         });
         // Histogram buckets, one chart per test (the Aerospike study's view: each run's
         // share of operations per latency bucket, side by side).
@@ -1036,6 +1055,15 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         // test; without, 1-2-5 buckets over the measured range, for the first few tests.
         let thresholds = stored_thresholds(runs);
         let shown = if thresholds.is_some() { best.len() } else { 4 };
+        let with_hist =
+            |per_run: &Vec<Option<Point>>| per_run.iter().flatten().any(|p| p.latency().is_some());
+        let found = best.iter().filter(|(_, v)| with_hist(v)).count();
+        let drawn = best
+            .iter()
+            .take(shown)
+            .filter(|(_, v)| with_hist(v))
+            .count();
+        let first = out.len();
         for (row, per_run) in best.iter().take(shown) {
             let (pts, hists): (Vec<Point>, Vec<Histogram<u64>>) = per_run
                 .iter()
@@ -1099,6 +1127,11 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 svg: Some(svg::bar_chart(&title, "% of operations", &cats, &series)),
                 note: None,
             });
+        }
+        // Without stored thresholds only the first tests get a bucket chart: the last
+        // one drawn says so.
+        if let Some(last) = out[first..].last_mut() {
+            last.note = drawn_note(drawn, found, "tests' bucket charts");
         }
     }
     // 4. Power and perf/W of the best points.

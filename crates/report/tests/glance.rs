@@ -878,3 +878,70 @@ fn per_cpu_breakdown_is_the_mean_of_the_repetitions() {
         assert!(b.title().contains(" at instances="), "{}", b.title());
     }
 }
+
+/// Charts that leave curves out say how many they draw: the percentile chart kept the
+/// first 10 curves by run (the last runs lost theirs), a sweep its first 12 lines, and
+/// only the first 4 tests got a bucket chart, each with nothing to say so.
+#[test]
+fn charts_that_leave_curves_out_say_so() {
+    let labels = ["r1", "r2", "r3", "r4"];
+    let ids = [
+        "20261120T230000-aaaaa1",
+        "20261120T230000-aaaaa2",
+        "20261120T230000-aaaaa3",
+        "20261120T230000-aaaaa4",
+    ];
+    let mut runs: Vec<model::RunRecord> = labels
+        .iter()
+        .zip(ids)
+        .enumerate()
+        .map(|(i, (label, id))| {
+            common::kv_run(&common::Spec {
+                label,
+                id,
+                reps: 1,
+                seed: i as u64 + 1,
+                ..common::Spec::default()
+            })
+        })
+        .collect();
+    // Two tests more in the first run (pipeline 20): 6 tests with histograms.
+    let more: Vec<model::ResultRecord> = runs[0]
+        .results
+        .iter()
+        .filter(|r| r.params.get("pipeline") == Some(&serde_json::json!(100)))
+        .cloned()
+        .map(|mut r| {
+            r.params.insert("pipeline".into(), serde_json::json!(20));
+            r
+        })
+        .collect();
+    runs[0].results.extend(more);
+    let charts = report::charts::charts(&runs);
+    let note = |section: &str, f: &dyn Fn(&str) -> bool| -> Vec<Option<String>> {
+        charts
+            .iter()
+            .filter(|c| c.section == section && f(&c.file))
+            .map(|c| c.note.clone())
+            .collect()
+    };
+    // 4 runs x 4 tests, and the first run's 2 more: 18 best points with histograms.
+    assert_eq!(
+        note("latency", &|f| f == "kv_latency.svg"),
+        [Some("10 of 18 curves drawn; the rest are in the tables".into())]
+    );
+    let buckets = note("latency", &|f| f.starts_with("kv_buckets"));
+    assert_eq!(buckets.len(), 4, "{buckets:?}");
+    assert_eq!(
+        buckets.last().unwrap().as_deref(),
+        Some("4 of 6 tests' bucket charts drawn; the rest are in the tables")
+    );
+    let sweep = note("sweep", &|f| f.ends_with("_vs_instances.svg"));
+    assert!(
+        sweep
+            .iter()
+            .flatten()
+            .any(|n| n.contains("12 of 18 curves drawn; the rest are in the tables")),
+        "{sweep:?}"
+    );
+}
