@@ -351,19 +351,9 @@ where
         }
         Ok(out)
     })?;
-    // A timed closed loop is measured over the time it sent in, as wrk's requests/s
-    // are: the replies it counts are those to the requests sent in it (the few in flight
-    // at its end come back in the drain). To its last reply, one that straggled in 3 s
-    // after a 10 s test's end read 23% fewer requests/s than were served, and the
-    // seconds after the end counted as intervals with no reply.
-    let timed_closed =
-        spec.shape == LoadShape::Closed && matches!(spec.stop, StopAfter::Duration(_));
     let measured_ns = results
         .iter()
-        .map(|(r, _)| match timed_closed {
-            true => r.ran_ns,
-            false => r.last_ns.max(r.ran_ns),
-        })
+        .map(|(r, _)| r.last_ns.max(r.ran_ns))
         .max()
         .unwrap_or(0);
     let stopped: Vec<String> = results.iter().filter_map(|(_, s)| s.clone()).collect();
@@ -373,7 +363,7 @@ where
         Some(stopped[0].clone())
     };
     // From the end of warm-up to the last reply (redis-benchmark's whole-test wall time),
-    // an open loop's schedule at least; a timed closed loop to the end of its sending.
+    // an open loop's schedule at least.
     let measured_s = spec.measured_s(measured_ns, stopped_early.is_some());
     let recorders = results.into_iter().map(|(r, _)| r).collect();
     Ok(merge(
