@@ -928,7 +928,9 @@ fn charts_that_leave_curves_out_say_so() {
     // 4 runs x 4 tests, and the first run's 2 more: 18 best points with histograms.
     assert_eq!(
         note("latency", &|f| f == "kv_latency.svg"),
-        [Some("10 of 18 curves drawn; the rest are in the tables".into())]
+        [Some(
+            "10 of 18 curves drawn; the rest are in the tables".into()
+        )]
     );
     let buckets = note("latency", &|f| f.starts_with("kv_buckets"));
     assert_eq!(buckets.len(), 4, "{buckets:?}");
