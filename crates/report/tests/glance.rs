@@ -906,17 +906,7 @@ fn charts_that_leave_curves_out_say_so() {
         })
         .collect();
     // Two tests more in the first run (pipeline 20): 6 tests with histograms.
-    let more: Vec<model::ResultRecord> = runs[0]
-        .results
-        .iter()
-        .filter(|r| r.params.get("pipeline") == Some(&serde_json::json!(100)))
-        .cloned()
-        .map(|mut r| {
-            r.params.insert("pipeline".into(), serde_json::json!(20));
-            r
-        })
-        .collect();
-    runs[0].results.extend(more);
+    common::add_pipeline_copy(&mut runs[0], 20);
     let charts = report::charts::charts(&runs);
     let note = |section: &str, f: &dyn Fn(&str) -> bool| -> Vec<Option<String>> {
         charts

@@ -4906,17 +4906,7 @@ fn comparison_rows_are_in_the_order_of_their_numbers() {
         ..Default::default()
     });
     // The fixture's pipeline 100, and a pipeline 20 beside it.
-    let twenties: Vec<model::ResultRecord> = run
-        .results
-        .iter()
-        .filter(|r| r.params.get("pipeline") == Some(&serde_json::json!(100)))
-        .cloned()
-        .map(|mut r| {
-            r.params.insert("pipeline".into(), serde_json::json!(20));
-            r
-        })
-        .collect();
-    run.results.extend(twenties);
+    common::add_pipeline_copy(&mut run, 20);
     let c = report::compare::compare(std::slice::from_ref(&run), std::slice::from_ref(&run));
     let mut points: Vec<&str> = Vec::new();
     for r in c.rows.iter().filter(|r| r.point.starts_with("kv get")) {

@@ -494,9 +494,24 @@ pub fn cv_target_flag(headlines: &[f64], until_cv_pct: f64) -> Option<Flag> {
 /// variant that changes idle power (C-states off, a governor) read its load's watts above
 /// an idle it does not have (60 W idle with C-states on, 110 W off: 90 W above idle for
 /// 40 W of load), and nothing said so.
-fn idle_before_variants(variants: &[Variant], idle: &model::IdlePower) -> Option<Flag> {
-    (!variants.is_empty() && !idle.power.is_empty()).then(|| {
-        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+/// Only the variants whose commands run on that host (`on`, against its `role` in the run,
+/// `sut+loadgen`) are named: one run on the load generators changes no idle of the system
+/// under test.
+fn idle_before_variants(variants: &[Variant], idle: &model::IdlePower, role: &str) -> Option<Flag> {
+    let runs_here = |v: &Variant| {
+        v.on == "all"
+            || role.split('+').any(|r| match v.on.as_str() {
+                "sut" => r == "sut" || r == "receiver",
+                "loadgen" => r == "loadgen" || r == "sender",
+                _ => false,
+            })
+    };
+    let names: Vec<&str> = variants
+        .iter()
+        .filter(|v| runs_here(v))
+        .map(|v| v.name.as_str())
+        .collect();
+    (!names.is_empty() && !idle.power.is_empty()).then(|| {
         Flag::warning(
             "idle_before_variants",
             format!(
@@ -1211,27 +1226,25 @@ fn run_as(
         }
         parts.push((part, expanded, workloads, markers));
     }
+    let every_point: Vec<_> = parts.iter().flat_map(|(_, e, _, _)| e.clone()).collect();
+    let host_roles = plan.hosts.roles_by_host(&every_point);
+    // The hosts that take load: systems under test, a net pair's receivers.
+    let suts: Vec<String> = host_roles
+        .iter()
+        .filter(|(_, r)| r.contains("sut") || r.contains("receiver"))
+        .map(|(h, _)| h.clone())
+        .collect();
     // A meter command reads one machine: given to every host that takes load (a net
     // matrix makes each a receiver in turn), each stored that machine's watts as its
     // own, and its W per Gbit/s with them.
-    if o.power_meter.is_some() {
-        let every_point: Vec<_> = parts.iter().flat_map(|(_, e, _, _)| e.clone()).collect();
-        let loaded: Vec<String> = plan
-            .hosts
-            .roles_by_host(&every_point)
-            .into_iter()
-            .filter(|(_, r)| r.contains("sut") || r.contains("receiver"))
-            .map(|(h, _)| h)
-            .collect();
-        if loaded.len() > 1 {
-            anyhow::bail!(
-                "--power-meter reads one machine's watts, and {} hosts take load in this run \
-                 ({}): run each system under test (or receiver) with its own meter, or leave \
-                 --power-meter out (each host's RAPL or BMC is read on its own)",
-                loaded.len(),
-                loaded.join(", ")
-            );
-        }
+    if o.power_meter.is_some() && suts.len() > 1 {
+        anyhow::bail!(
+            "--power-meter reads one machine's watts, and {} hosts take load in this run \
+             ({}): run each system under test (or receiver) with its own meter, or leave \
+             --power-meter out (each host's RAPL or BMC is read on its own)",
+            suts.len(),
+            suts.join(", ")
+        );
     }
     // Hosts up: an unreachable one is an error naming it, nothing left running.
     let set = HostSet::connect(
@@ -1241,7 +1254,6 @@ fn run_as(
         o.verbose,
     )?;
     let _teardown = Teardown(&set);
-    let every_point: Vec<_> = parts.iter().flat_map(|(_, e, _, _)| e.clone()).collect();
     // A point serving from this machine to another host that cannot reach it here.
     if let Some(why) = set.local_unreachable() {
         if every_point.iter().any(|(_, r)| r.served_here_to_others()) {
@@ -1262,7 +1274,6 @@ fn run_as(
             )?;
         }
     }
-    let host_roles = plan.hosts.roles_by_host(&every_point);
     let mut hosts = disclosures(&set, &host_roles)?;
     // Each part's tests as its results are named (`rsa` asked: `rsa512` .. `rsa4096`;
     // `udp`: `udp1472`, `udp60`), in the order they run, from the workload itself: what a
@@ -1337,11 +1348,6 @@ fn run_as(
         power_meter: o.power_meter.clone(),
         power_model: o.power_model,
     };
-    let suts: Vec<String> = host_roles
-        .iter()
-        .filter(|(_, r)| r.contains("sut") || r.contains("receiver"))
-        .map(|(h, _)| h.clone())
-        .collect();
     let telemetry = match telemetry::Telemetry::start(set.all(), &settings, &suts, o.telemetry) {
         Ok(t) => Arc::new(t.with_disclosures(&hosts)),
         Err(e) => {
@@ -1362,7 +1368,9 @@ fn run_as(
     if !engine::stop::stop_requested() {
         // Cut short by a stop, an idle figure says the time it covered (duration_s).
         for mut idle in telemetry.measure_idle(o.idle_power_s, o.verbose) {
-            idle.flags.extend(idle_before_variants(&o.variants, &idle));
+            let role = host_roles.get(&idle.host).map_or("", String::as_str);
+            idle.flags
+                .extend(idle_before_variants(&o.variants, &idle, role));
             store.insert_idle_power(&run_id, &idle)?;
             record.idle_power.push(idle);
         }
@@ -1899,14 +1907,15 @@ mod tests {
             cpus: Vec::new(),
             flags: Vec::new(),
         };
-        assert!(idle_before_variants(&[], &idle).is_none());
+        assert!(idle_before_variants(&[], &idle, "sut").is_none());
         let v = |name: &str| Variant {
             name: name.into(),
             setup: Vec::new(),
             teardown: Vec::new(),
             on: "sut".into(),
         };
-        let f = idle_before_variants(&[v("cstates-on"), v("cstates-off")], &idle).unwrap();
+        let f = idle_before_variants(&[v("cstates-on"), v("cstates-off")], &idle, "sut+loadgen")
+            .unwrap();
         assert_eq!(f.code, "idle_before_variants");
         assert!(
             f.message.starts_with(
@@ -1918,9 +1927,16 @@ mod tests {
         // No power read while idle: no figure to warn of.
         let none = model::IdlePower {
             power: Vec::new(),
-            ..idle
+            ..idle.clone()
         };
-        assert!(idle_before_variants(&[v("a")], &none).is_none());
+        assert!(idle_before_variants(&[v("a")], &none, "sut").is_none());
+        // A variant run on the load generators changes no idle of the system under test.
+        let on_gens = Variant {
+            on: "loadgen".into(),
+            ..v("governor")
+        };
+        assert!(idle_before_variants(std::slice::from_ref(&on_gens), &idle, "sut").is_none());
+        assert!(idle_before_variants(&[on_gens], &idle, "loadgen").is_some());
     }
 
     /// A test with no headline in its valid repetitions (levels with no power read) ran

@@ -72,7 +72,10 @@ impl PointRoles {
             m.insert("receiver_host".into(), json!(r));
         } else if self.remote {
             m.insert("sut_host".into(), json!(self.sut));
-            m.insert("loadgen_hosts".into(), json!(self.loadgens.join(",")));
+            // crypto and mem have none: not `loadgen_hosts=` (an empty host's name).
+            if !self.loadgens.is_empty() {
+                m.insert("loadgen_hosts".into(), json!(self.loadgens.join(",")));
+            }
         }
         m
     }
@@ -197,10 +200,11 @@ impl HostsPlan {
         if pairs.is_empty() {
             let roles = PointRoles {
                 sut: self.sut.clone().unwrap_or_else(|| LOCAL.into()),
+                // With kv in the same run, `--loadgen` is kv's, not crypto's.
                 loadgens: match (self.loadgens.is_empty(), has_server) {
+                    (_, false) => Vec::new(),
                     (true, true) => vec![LOCAL.into()],
-                    (true, false) => Vec::new(),
-                    (false, _) => self.loadgens.clone(),
+                    (false, true) => self.loadgens.clone(),
                 },
                 pair: None,
                 remote,
@@ -332,6 +336,20 @@ mod tests {
         let e = h.expand(&[Params::new()], false).unwrap();
         let roles = h.roles_by_host(&e);
         assert_eq!(roles.keys().collect::<Vec<_>>(), ["rbh1"]);
+        // A suite's generators are kv's alone.
+        let h = HostsPlan {
+            sut: Some("rbh1".into()),
+            loadgens: vec!["rbh2".into()],
+            ..Default::default()
+        };
+        assert!(h.expand(&[Params::new()], false).unwrap()[0]
+            .1
+            .loadgens
+            .is_empty());
+        assert_eq!(
+            h.expand(&[Params::new()], true).unwrap()[0].1.loadgens,
+            ["rbh2"]
+        );
     }
 
     #[test]

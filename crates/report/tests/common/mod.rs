@@ -271,6 +271,23 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
     }
 }
 
+/// Add to `run` a copy of each of its pipeline 100 results at `pipeline` (a point more
+/// in its sweep, same figures).
+pub fn add_pipeline_copy(run: &mut RunRecord, pipeline: u64) {
+    let copies: Vec<model::ResultRecord> = run
+        .results
+        .iter()
+        .filter(|r| r.params.get("pipeline") == Some(&serde_json::json!(100)))
+        .cloned()
+        .map(|mut r| {
+            r.params
+                .insert("pipeline".into(), serde_json::json!(pipeline));
+            r
+        })
+        .collect();
+    run.results.extend(copies);
+}
+
 /// Two platforms, as the Redis study: A measured whole-server, B 1.3x faster.
 pub fn two_platforms() -> Vec<RunRecord> {
     let a = kv_run(&Spec::default());

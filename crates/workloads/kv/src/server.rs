@@ -32,6 +32,12 @@ pub fn launch(
 ) -> anyhow::Result<Vec<Instance>> {
     let bin = find_binary(binary, "redis-server")?;
     let bind = ip.to_string();
+    // Users (ACLs) came with Redis 6: before it the directive stops the server at once.
+    // On loopback a Redis 5 runs open, as every launched one did before.
+    let limit_users = !ip.is_loopback()
+        || binary_version(binary)
+            .as_deref()
+            .is_none_or(|v| redis_major(v).is_none_or(|m| m >= 6));
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let port = free_port_on(&bind)?;
@@ -60,9 +66,12 @@ pub fn launch(
         // no CONFIG SET, SAVE, EVAL, MODULE or SHUTDOWN, the ways into the host an open
         // redis offers (a server launched by root, on loopback, took `CONFIG SET dir`
         // and `SAVE` from any local user). No password is needed for that, so none has
-        // to travel or be kept.
-        cmd.args(["--user", "default", "on", "nopass", "~*", "&*", "-@all"])
-            .args(["+get", "+set", "+ping", "+info", "+config|get"]);
+        // to travel or be kept. (No `&*`: channels came with 6.2, and no pub/sub
+        // command is allowed anyway.)
+        if limit_users {
+            cmd.args(["--user", "default", "on", "nopass", "~*", "-@all"])
+                .args(["+get", "+set", "+ping", "+info", "+config|get"]);
+        }
         cmd.args(["--dir", &dir.to_string_lossy()])
             .args(["--logfile", &log.to_string_lossy()])
             .stdin(Stdio::null())
@@ -218,6 +227,12 @@ pub fn command_calls(info: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The major version in a `redis-server --version` line (`Redis server v=7.0.15 ...`).
+fn redis_major(line: &str) -> Option<u32> {
+    let v = line.split_whitespace().find_map(|w| w.strip_prefix("v="))?;
+    v.split('.').next()?.parse().ok()
+}
+
 /// The version line of a redis-server binary (`redis-server --version`).
 pub fn binary_version(binary: &str) -> Option<String> {
     let bin = find_binary(binary, "redis-server").ok()?;
@@ -228,6 +243,16 @@ pub fn binary_version(binary: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redis_major_versions() {
+        assert_eq!(
+            redis_major("Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64"),
+            Some(7)
+        );
+        assert_eq!(redis_major("Redis server v=5.0.7 sha=00000000:0"), Some(5));
+        assert_eq!(redis_major("nonsense"), None);
+    }
 
     /// A launched server on loopback runs the benchmark's commands and refuses the ways
     /// into the host (it took `CONFIG SET` from any local user).
