@@ -661,7 +661,9 @@ fn password_server() -> wl_oltp::server::Server {
         fsync: false,
         synchronous_commit: "off".into(),
         max_connections: 40,
-        extra: vec![],
+        // A user's server, reached over TCP (a launched one takes this host's clients
+        // on its private socket alone).
+        extra: vec![("listen_addresses".into(), "127.0.0.1".into())],
         cpus: vec![],
     };
     let s = wl_oltp::server::Server::throwaway(&settings).unwrap();

@@ -276,7 +276,12 @@ impl Server {
             data.file_name()
                 .map_or("pg".into(), |f| f.to_string_lossy())
         ));
+        // Entered by the server's user (and root) alone: every client on this host takes
+        // the socket, and the cluster trusts whoever reaches it. Listening on 127.0.0.1
+        // with trust, it took any local user as the superuser, who runs programs as the
+        // server's OS user (`COPY ... TO PROGRAM`).
         std::fs::create_dir_all(&socket_dir)?;
+        std::fs::set_permissions(&socket_dir, std::fs::Permissions::from_mode(0o700))?;
         chown(&socket_dir, who)?;
         let log = data.with_file_name(format!(
             "{}.log",
@@ -285,7 +290,14 @@ impl Server {
         ));
         let logf = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let port = free_port()?;
-        let mut args = settings.args(&reach.listen);
+        // TCP only where other hosts connect (their addresses alone admitted): on this
+        // host, the socket above.
+        let listen: Vec<&str> = reach
+            .listen
+            .split(',')
+            .filter(|a| *a != "127.0.0.1")
+            .collect();
+        let mut args = settings.args(&listen.join(","));
         if !reach.admit.is_empty() {
             let hba = socket_dir.join("pg_hba.conf");
             write_hba(&data.join("pg_hba.conf"), &hba, &reach.admit)?;

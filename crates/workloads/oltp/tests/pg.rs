@@ -960,6 +960,29 @@ fn a_server_for_other_hosts_listens_on_their_address_and_admits_them() {
     srv.stop();
 }
 
+/// A server of this host alone takes its clients over its socket, in a directory only
+/// its user enters: on 127.0.0.1 with trust, any local user was its superuser.
+#[test]
+fn a_single_host_server_listens_on_its_private_socket_only() {
+    if !wl_oltp::postgres_available() {
+        eprintln!("skipping: PostgreSQL is not installed");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mut srv = Server::throwaway(&settings("32MB", 20)).unwrap();
+    let mode = std::fs::metadata(&srv.socket_dir)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    let mut c = wl_oltp::server::connect(&srv.config("postgres")).unwrap();
+    let listen: String = c.query_one("SHOW listen_addresses", &[]).unwrap().get(0);
+    assert_eq!(listen, "");
+    drop(c);
+    assert!(std::net::TcpStream::connect(("127.0.0.1", srv.port)).is_err());
+    srv.stop();
+}
+
 #[test]
 fn a_launched_server_on_the_sut_address_serves_two_generators() {
     if !wl_oltp::postgres_available() {
