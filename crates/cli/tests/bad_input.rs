@@ -285,18 +285,18 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
     assert!(!db.exists(), "a store was left at {}", db.display());
     // One meter for the hosts of a matrix, each a receiver in turn: refused before any
     // host is reached (each stored that machine's watts as its own).
-    let out = common::bin()
-        .args(["--db", db.to_str().unwrap(), "run", "net", "-q"])
-        .args([
-            "--hosts",
-            "rbh-absent-1,rbh-absent-2",
-            "--power-meter",
-            "echo 100",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, _, err) = common::run(&[
+        "--db",
+        db.to_str().unwrap(),
+        "run",
+        "net",
+        "-q",
+        "--hosts",
+        "rbh-absent-1,rbh-absent-2",
+        "--power-meter",
+        "echo 100",
+    ]);
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(
             "--power-meter reads one machine's watts, and 2 hosts take load in this run \
@@ -619,23 +619,19 @@ fn as_nobody() -> Option<std::process::Command> {
 /// A results store in `dir` holding one short run.
 fn store_of_one_run(dir: &std::path::Path) -> std::path::PathBuf {
     let db = dir.join("r.sqlite");
-    let out = common::bin()
-        .args([
-            "--db",
-            db.to_str().unwrap(),
-            "run",
-            "crypto",
-            "-t",
-            "sha256",
-        ])
-        .args(["--duration", "0.1", "-q", "--no-telemetry"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, _, err) = common::run(&[
+        "--db",
+        db.to_str().unwrap(),
+        "run",
+        "crypto",
+        "-t",
+        "sha256",
+        "--duration",
+        "0.1",
+        "-q",
+        "--no-telemetry",
+    ]);
+    assert_eq!(code, 0, "{err}");
     db
 }
 
@@ -690,24 +686,17 @@ fn a_store_this_user_cannot_write_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let db = store_of_one_run(dir.path());
     let export = dir.path().join("in.json");
-    let out = common::bin()
-        .args([
-            "--db",
-            db.to_str().unwrap(),
-            "export",
-            "latest",
-            "--format",
-            "json",
-            "-o",
-        ])
-        .arg(&export)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, _, err) = common::run(&[
+        "--db",
+        db.to_str().unwrap(),
+        "export",
+        "latest",
+        "--format",
+        "json",
+        "-o",
+        export.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&export, std::fs::Permissions::from_mode(0o644)).unwrap();

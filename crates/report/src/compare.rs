@@ -103,11 +103,15 @@ fn one_runs_reps(runs: &[Vec<f64>]) -> Option<Sample> {
 /// difference of -0.03% read "-0.0%" beside another's "+0.0%", a direction where the
 /// figure shows none.
 fn signed_pct(d: f64) -> String {
-    let s = format!("{d:+.1}");
+    format!("{}%", unsigned_if_zero(format!("{d:+.1}")))
+}
+
+/// A signed figure as written (`+0.0`, `-0.00`) without its sign where it rounds to zero.
+fn unsigned_if_zero(s: String) -> String {
     if s[1..].chars().all(|c| c == '0' || c == '.') {
-        format!("{}%", &s[1..])
+        s[1..].to_string()
     } else {
-        format!("{s}%")
+        s
     }
 }
 
@@ -123,13 +127,7 @@ fn signed_points(d: f64) -> String {
     } else {
         (1.0 - a.log10().floor()) as usize
     };
-    let s = format!("{d:+.digits$}");
-    // A value that rounds to zero has no sign.
-    if s[1..].chars().all(|c| c == '0' || c == '.') {
-        s[1..].to_string()
-    } else {
-        s
-    }
+    unsigned_if_zero(format!("{d:+.digits$}"))
 }
 
 impl CompareRow {
