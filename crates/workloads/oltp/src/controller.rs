@@ -11,9 +11,9 @@
 //! run of before: the same figures, the same checks, in-process.
 //!
 //! The password (`--dsn`'s, or for a `--dsn` without one PGPASSWORD or the password
-//! file's, as libpq would use) goes into the service's and the drivers' parameters
-//! only; nothing this controller returns carries it (the runner stores the sweep
-//! point's parameters redacted).
+//! file's, as libpq would use; for a launched server, one made for the run) goes into
+//! the service's and the drivers' parameters only; nothing this controller returns
+//! carries it (the runner stores the sweep point's parameters redacted).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,7 +61,8 @@ pub struct Oltp {
     /// The sweep point's parameters as given (the DSN with its password, if it has
     /// one): the service and the drivers read them again where they run.
     params: Params,
-    /// The password for the service and the drivers, when the user gave one.
+    /// The password for the service and the drivers: the user's for `--dsn`, the run's
+    /// for a launched server (from prepare on).
     password: Option<String>,
     running: Option<Running>,
     facts: BTreeMap<String, Fact>,
@@ -130,6 +131,15 @@ fn generator_run(
         count: sent,
         ..GeneratorRun::of(host, users, users, o, window, start_skew_s)
     }
+}
+
+/// A password for a launched server's superuser from the other hosts, made for one
+/// sweep point: 128 bits from the OS, in hex (nothing to quote anywhere it goes).
+fn run_password() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Oltp {
@@ -560,6 +570,9 @@ impl Workload for Oltp {
         let roles = ctx.roles()?;
         let sut = roles.sut.clone();
         let mut params = self.params.clone();
+        if self.cfg.dsn.is_none() {
+            self.password = Some(run_password());
+        }
         if let Some(p) = &self.password {
             params.insert(job_keys::PASSWORD.into(), json!(p));
         }

@@ -327,14 +327,15 @@ impl MyDb {
         Ok(MyDb { opts: b })
     }
 
-    /// A server we launched: root over its unix socket (no password: a throwaway
-    /// server, as PostgreSQL's trust), the TCP port kept for the endpoint.
-    pub fn launched(socket: &str, host: &str, port: u16, db: &str) -> MyDb {
+    /// A server we launched: root over its unix socket, with the run's password if it
+    /// has one, the TCP port kept for the endpoint.
+    pub fn launched(socket: &str, host: &str, port: u16, db: &str, password: Option<&str>) -> MyDb {
         let b = mysql::OptsBuilder::new()
             .ip_or_hostname(Some(host))
             .tcp_port(port)
             .socket(Some(socket))
             .user(Some("root"))
+            .pass(password)
             .db_name(Some(db));
         MyDb { opts: b }
     }
@@ -692,7 +693,7 @@ mod tests {
         assert_eq!(back.db_name(), "tpcc");
         let two = back.with_db("tpcc_2");
         assert_eq!(two.db_name(), "tpcc_2");
-        let s = MyDb::launched("/tmp/x y/sock", "127.0.0.1", 3306, "tpcc").endpoint();
+        let s = MyDb::launched("/tmp/x y/sock", "127.0.0.1", 3306, "tpcc", Some("Zq9")).endpoint();
         let again = MyDb::from_dsn(&s, None).unwrap();
         assert_eq!(again.opts().get_socket(), Some("/tmp/x y/sock"));
     }

@@ -3,10 +3,12 @@
 //! the address load generators on other hosts reach it at, see [`Reach`]), pinned to the
 //! server CPUs, under a [`ChildGuard`] (stopped with us), removed afterwards.
 //!
-//! root is created with no password (`--auth-root-authentication-method=normal`): a
-//! benchmark server alive for the run only, as PostgreSQL's trust. Off loopback, root is
-//! admitted from the system under test's own address and each load generator's, by IP
-//! (`--skip-name-resolve`), and from nowhere else. mariadbd refuses to run as root, so when rackbench is root it runs as the
+//! root logs in with no password over the socket only, in a directory only the server's
+//! user enters (`--auth-root-authentication-method=normal` also made a passwordless
+//! root@127.0.0.1 and root@::1: any local user was root, who reads and writes files as the
+//! server's user; those are dropped). Off loopback, root is admitted with the run's
+//! password ([`Reach`]) from the system under test's own address and each load
+//! generator's, by IP (`--skip-name-resolve`), and from nowhere else. mariadbd refuses to run as root, so when rackbench is root it runs as the
 //! `mysql` system user (which the Debian package creates), else `nobody`. The binary
 //! log is off (`--skip-log-bin`) as in a default install, and every persistence
 //! setting is read back from the server for the disclosure ([`Mariadbd::persistence`]).
@@ -98,6 +100,8 @@ pub struct Mariadbd {
     pub port: u16,
     pub version: String,
     log: PathBuf,
+    /// root's password, when the run gave one (see [`Reach`]).
+    password: Option<String>,
 }
 
 impl Mariadbd {
@@ -106,8 +110,9 @@ impl Mariadbd {
         Mariadbd::throwaway_at(settings, &Reach::loopback())
     }
 
-    /// [`Mariadbd::throwaway`], listening where `reach` says and admitting root from
-    /// the addresses it lists (the load generators') and from its own listen address.
+    /// [`Mariadbd::throwaway`], listening where `reach` says and admitting root with its
+    /// password from the addresses it lists (the load generators') and from its own
+    /// listen address.
     pub fn throwaway_at(settings: &Settings, reach: &Reach) -> anyhow::Result<Mariadbd> {
         let install = find_binary("mariadb-install-db")?;
         let mariadbd = find_binary("mariadbd")?;
@@ -178,25 +183,58 @@ impl Mariadbd {
             port,
             version: String::new(),
             log,
+            password: None,
         };
         s.wait_ready(Duration::from_secs(60))?;
         let mut c = s.backend("mysql").connect()?;
         s.version = c.server_version().unwrap_or_default();
-        for host in admitted_hosts(reach) {
-            c.batch(&format!("CREATE USER IF NOT EXISTS 'root'@'{host}'"))
-                .and_then(|()| {
-                    c.batch(&format!(
-                        "GRANT ALL PRIVILEGES ON *.* TO 'root'@'{host}' WITH GRANT OPTION"
-                    ))
-                })
-                .with_context(|| format!("admitting root from {host}"))?;
+        // Each account quoted by the server itself; none left (NULL) is no error.
+        if let Ok(others) = c.query_text(
+            "SELECT GROUP_CONCAT(CONCAT('''root''@', QUOTE(Host))) FROM mysql.user \
+             WHERE User = 'root' AND Host <> 'localhost'",
+        ) {
+            c.batch(&format!("DROP USER {others}"))
+                .context("dropping root's passwordless accounts but the socket's")?;
+        }
+        let hosts = admitted_hosts(reach);
+        if reach.password.is_none() && !hosts.is_empty() {
+            bail!(crate::server::NO_PASSWORD);
+        }
+        // Over the socket, with the general log off: the statement is seen by no one.
+        // root on the socket takes the run's password too: the drivers on this host
+        // log in with it (a password given to an account with none is refused).
+        let password = reach.password.as_deref().unwrap_or_default();
+        let password = password.replace('\\', "\\\\").replace('\'', "\\'");
+        if reach.password.is_some() {
+            c.batch(&format!(
+                "ALTER USER 'root'@'localhost' IDENTIFIED BY '{password}'"
+            ))
+            .context("setting root's password on the launched MariaDB")?;
+            s.password.clone_from(&reach.password);
+        }
+        for host in hosts {
+            c.batch(&format!(
+                "CREATE USER 'root'@'{host}' IDENTIFIED BY '{password}'"
+            ))
+            .and_then(|()| {
+                c.batch(&format!(
+                    "GRANT ALL PRIVILEGES ON *.* TO 'root'@'{host}' WITH GRANT OPTION"
+                ))
+            })
+            .with_context(|| format!("admitting root from {host}"))?;
         }
         Ok(s)
     }
 
     /// Root over the unix socket, database `db`.
     pub fn backend(&self, db: &str) -> MyDb {
-        MyDb::launched(&self.socket.to_string_lossy(), "127.0.0.1", self.port, db)
+        MyDb::launched(
+            &self.socket.to_string_lossy(),
+            "127.0.0.1",
+            self.port,
+            db,
+            self.password.as_deref(),
+        )
     }
 
     fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {

@@ -2,9 +2,10 @@
 //! (`initdb` on a temp dir, a free port, settings from the plan, pinned, killed with us,
 //! removed afterwards), a kept cluster directory (`oltp build --dir`, reused by many runs),
 //! or a server given by a connection string (never stored or printed with its password).
-//! A launched server listens on loopback and, when load generators elsewhere drive it,
-//! on the address they reach this host at, admitting them ([`Reach`]); the connection
-//! strings handed to them never hold a password ([`dsn_without_password`]).
+//! A launched server takes this host's clients on its socket and, when load generators
+//! elsewhere drive it, listens on the address they reach this host at, admitting them
+//! with the run's password ([`Reach`]); the connection strings handed to them never hold
+//! a password ([`dsn_without_password`]).
 //!
 //! PostgreSQL refuses to run as root, so when rackbench is root the cluster is owned by and
 //! runs as the `postgres` system user (or `nobody` when that user does not exist).
@@ -19,8 +20,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use engine::launch::{free_port, pin_command, ChildGuard, ServiceUser};
 
-/// The superuser name every launched cluster is initialised with (trust auth: local
-/// connections, and the load generators' networks when it listens on one; see [`Reach`]).
+/// The superuser name every launched cluster is initialised with (trust on its socket,
+/// the run's password from the load generators' networks; see [`Reach`]).
 pub const SUPERUSER: &str = "postgres";
 
 const INSTALL_HINT: &str = "Install PostgreSQL (Debian/Ubuntu: `apt-get install postgresql`), \
@@ -91,16 +92,36 @@ pub struct Settings {
     pub cpus: Vec<usize>,
 }
 
-/// Who may connect to a launched server over the network: the addresses it listens on
-/// and the client addresses its authentication admits (trust, as initdb sets for local
-/// connections: the cluster is a throwaway benchmark server, alive for the run only).
-#[derive(Debug, Clone, PartialEq)]
+/// Who may connect to a launched server over the network: the addresses it listens on,
+/// the client addresses it admits, and the password they log in with. A throwaway
+/// benchmark server, yet one that runs programs for its superuser: whoever reaches it
+/// from another host gives the run's password (made by the controller for this run
+/// alone, sent in the jobs, never stored), as a superuser of its socket is only who
+/// enters the socket's directory.
+#[derive(Clone, PartialEq)]
 pub struct Reach {
-    /// `listen_addresses`.
+    /// The addresses it listens on (`listen_addresses`, mariadbd's `--bind-address`).
     pub listen: String,
-    /// Extra `pg_hba.conf` address fields admitted with trust (`samenet`, `10.0.0.2/32`).
-    /// Empty: the cluster's own `pg_hba.conf` as initdb wrote it (loopback only).
+    /// Address fields admitted with the password (`samenet`, `10.0.0.2/32`). Empty: the
+    /// cluster's own `pg_hba.conf` as initdb wrote it (its socket alone is reached).
     pub admit: Vec<String>,
+    /// The run's password, when other hosts are admitted.
+    pub password: Option<String>,
+}
+
+/// Why a launched server admitting other hosts was not started.
+pub const NO_PASSWORD: &str = "a server other hosts reach needs the run's password, and the \
+     job gave none (a controller and an agent of different rackbench versions? deploy the \
+     same build to every host)";
+
+impl std::fmt::Debug for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reach")
+            .field("listen", &self.listen)
+            .field("admit", &self.admit)
+            .field("password", &self.password.as_ref().map(|_| "(hidden)"))
+            .finish()
+    }
 }
 
 impl Reach {
@@ -109,19 +130,26 @@ impl Reach {
         Reach {
             listen: "127.0.0.1".into(),
             admit: Vec::new(),
+            password: None,
         }
     }
 
     /// Listening on `bind_ip` too (the address load generators reach this host at),
-    /// admitting the hosts of its subnets (`samenet`) and the `clients` addresses (the
-    /// load generators', which may be routed from another subnet). Loopback `bind_ip`:
-    /// [`Reach::loopback`].
-    pub fn at(bind_ip: &str, clients: &[String]) -> anyhow::Result<Reach> {
+    /// admitting with `password` the hosts of its subnets (`samenet`) and the `clients`
+    /// addresses (the load generators', which may be routed from another subnet).
+    /// Loopback `bind_ip`: [`Reach::loopback`] (the password kept for MariaDB's root on
+    /// its socket, which the drivers log in with). A server refuses to start admitting
+    /// hosts without a password ([`NO_PASSWORD`]).
+    pub fn at(bind_ip: &str, clients: &[String], password: Option<&str>) -> anyhow::Result<Reach> {
         let ip: std::net::IpAddr = bind_ip.parse().with_context(|| {
             format!("the address to bind PostgreSQL to, `{bind_ip}`, is not an IP address")
         })?;
+        let password = password.filter(|p| !p.is_empty()).map(str::to_string);
         if ip.is_loopback() {
-            return Ok(Reach::loopback());
+            return Ok(Reach {
+                password,
+                ..Reach::loopback()
+            });
         }
         let mut admit = vec!["samenet".to_string()];
         for c in clients {
@@ -139,6 +167,7 @@ impl Reach {
         Ok(Reach {
             listen: format!("127.0.0.1,{ip}"),
             admit,
+            password,
         })
     }
 }
@@ -280,7 +309,7 @@ impl Server {
         // the socket, and the cluster trusts whoever reaches it. Listening on 127.0.0.1
         // with trust, it took any local user as the superuser, who runs programs as the
         // server's OS user (`COPY ... TO PROGRAM`).
-        std::fs::create_dir_all(&socket_dir)?;
+        own_dir(&socket_dir)?;
         std::fs::set_permissions(&socket_dir, std::fs::Permissions::from_mode(0o700))?;
         chown(&socket_dir, who)?;
         let log = data.with_file_name(format!(
@@ -288,7 +317,7 @@ impl Server {
             data.file_name()
                 .map_or("pg".into(), |f| f.to_string_lossy())
         ));
-        let logf = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let logf = create_no_follow(&log)?;
         let port = free_port()?;
         // TCP only where other hosts connect (their addresses alone admitted): on this
         // host, the socket above.
@@ -298,7 +327,12 @@ impl Server {
             .filter(|a| *a != "127.0.0.1")
             .collect();
         let mut args = settings.args(&listen.join(","));
-        if !reach.admit.is_empty() {
+        let admitted = match (&reach.password, reach.admit.is_empty()) {
+            (_, true) => None,
+            (Some(p), false) => Some(p),
+            (None, false) => bail!(NO_PASSWORD),
+        };
+        if admitted.is_some() {
             let hba = socket_dir.join("pg_hba.conf");
             write_hba(&data.join("pg_hba.conf"), &hba, &reach.admit)?;
             args.extend(["-c".to_string(), format!("hba_file={}", hba.display())]);
@@ -328,7 +362,25 @@ impl Server {
             log,
         };
         s.wait_ready(Duration::from_secs(60))?;
+        if let Some(p) = admitted {
+            s.set_superuser_password(p)?;
+        }
         Ok(s)
+    }
+
+    /// The superuser logs in with `password` from the admitted hosts. Only its SCRAM
+    /// verifier reaches the server (no log or statement holds the password); a kept
+    /// cluster keeps the last run's verifier, of a password no one keeps.
+    fn set_superuser_password(&self, password: &str) -> anyhow::Result<()> {
+        let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
+        let mut c = connect(&self.config("postgres"))?;
+        // Base64, `$` and `:` only; quoted as any literal all the same.
+        c.batch_execute(&format!(
+            "ALTER ROLE {SUPERUSER} PASSWORD '{}'",
+            verifier.replace('\'', "''")
+        ))
+        .context("setting the run's password on the launched PostgreSQL")?;
+        Ok(())
     }
 
     fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
@@ -410,8 +462,49 @@ impl Drop for Server {
     }
 }
 
-/// The cluster's own `pg_hba.conf` (`from`) with a trust line per admitted address
-/// appended, written to `to` (readable by the server's user).
+/// `dir`, made if missing, as a directory of its own: a kept cluster's `DIR-sock` sits
+/// beside it, where a symbolic link planted by another user (in /tmp, say) would have
+/// had a directory of theirs chowned to the server's user and opened to it.
+fn own_dir(dir: &Path) -> anyhow::Result<()> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(e).with_context(|| format!("creating {}", dir.display()))
+        }
+        Err(_) => {}
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        bail!(
+            "{} is not a directory (a symbolic link or a file): remove it, and check who \
+             else can write beside the cluster directory",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// `path` created or truncated, never through a symbolic link (a log beside a kept
+/// cluster, `DIR.log`: a link there would have had another file overwritten).
+fn create_no_follow(path: &Path) -> anyhow::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| {
+            format!(
+                "creating {} (a symbolic link is not followed: remove it)",
+                path.display()
+            )
+        })
+}
+
+/// The cluster's own `pg_hba.conf` (`from`) with a line per admitted address appended
+/// (SCRAM: the run's password), written to `to` (readable by the server's user).
 fn write_hba(from: &Path, to: &Path, admit: &[String]) -> anyhow::Result<()> {
     let mut text =
         std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
@@ -420,7 +513,7 @@ fn write_hba(from: &Path, to: &Path, admit: &[String]) -> anyhow::Result<()> {
     }
     text.push_str("# rackbench: the load generators of this run\n");
     for a in admit {
-        text.push_str(&format!("host all all {a} trust\n"));
+        text.push_str(&format!("host all all {a} scram-sha-256\n"));
     }
     std::fs::write(to, text).with_context(|| format!("writing {}", to.display()))?;
     std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o644))?;
@@ -675,18 +768,44 @@ mod tests {
     }
 
     #[test]
-    fn reach_admits_the_subnet_and_the_generators_off_loopback_only() {
+    fn the_socket_dir_and_log_beside_a_kept_cluster_follow_no_link() {
+        let t = tempfile::tempdir().unwrap();
+        let elsewhere = t.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("file"), "keep").unwrap();
+        let sock = t.path().join("tpcc-sock");
+        std::os::unix::fs::symlink(&elsewhere, &sock).unwrap();
+        let e = own_dir(&sock).unwrap_err();
+        assert!(format!("{e:#}").contains("not a directory"), "{e:#}");
+        let log = t.path().join("tpcc.log");
+        std::os::unix::fs::symlink(elsewhere.join("file"), &log).unwrap();
+        assert!(create_no_follow(&log).is_err());
         assert_eq!(
-            Reach::at("127.0.0.1", &["10.0.0.2".into()]).unwrap(),
-            Reach::loopback()
+            std::fs::read_to_string(elsewhere.join("file")).unwrap(),
+            "keep"
         );
+        // Made, or found as a directory of its own: both fine.
+        let fresh = t.path().join("fresh-sock");
+        own_dir(&fresh).unwrap();
+        own_dir(&fresh).unwrap();
+        create_no_follow(&t.path().join("fresh.log")).unwrap();
+    }
+
+    #[test]
+    fn reach_admits_the_subnet_and_the_generators_off_loopback_only() {
+        let r = Reach::at("127.0.0.1", &["10.0.0.2".into()], Some("pw")).unwrap();
+        assert_eq!((r.listen, r.admit), ("127.0.0.1".into(), vec![]));
         let r = Reach::at(
             "10.0.0.1",
             &["10.0.0.2".into(), "gen-b".into(), "10.0.0.2".into()],
+            Some("Zq9run"),
         )
         .unwrap();
         assert_eq!(r.listen, "127.0.0.1,10.0.0.1");
         assert_eq!(r.admit, vec!["samenet".to_string(), "10.0.0.2/32".into()]);
-        assert!(Reach::at("not-an-ip", &[]).is_err());
+        assert_eq!(r.password.as_deref(), Some("Zq9run"));
+        assert!(!format!("{r:?}").contains("Zq9"), "{r:?}");
+        assert_eq!(Reach::at("10.0.0.1", &[], Some("")).unwrap().password, None);
+        assert!(Reach::at("not-an-ip", &[], None).is_err());
     }
 }

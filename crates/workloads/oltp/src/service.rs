@@ -1,10 +1,9 @@
 //! The oltp service: what runs on the system under test for one sweep point.
 //!
-//! Either a server launched here (a MariaDB `mariadbd`, loopback only; or a PostgreSQL
-//! cluster: (throwaway, or `--cluster-dir`), pinned to
+//! Either a server launched here (a MariaDB `mariadbd`, or a PostgreSQL cluster:
+//! throwaway, or `--cluster-dir`), pinned to
 //! the server CPUs, listening on the address the load generators reach this host at and
-//! admitting them (trust, as initdb sets for local connections: the cluster lives for
-//! the run only), or the server `--dsn` names, whose connection is only checked. The
+//! admitting them with the run's password (see [`Reach`]), or the server `--dsn` names, whose connection is only checked. The
 //! TPC-C build is made (or reused) here, next to the database. The service yields one
 //! connection string per database without any password (the drivers get it in their
 //! job, if there is one), the facts the disclosure reports, and answers the
@@ -46,7 +45,7 @@ impl OltpService {
             &engine::launch::parse_cpu_list(&cfg.server_cpus)?,
             "server_cpus",
         )?;
-        let reach = Reach::at(&ctx.bind_ip, &plan.admit)?;
+        let reach = Reach::at(&ctx.bind_ip, &plan.admit, plan.password.as_deref())?;
         let mut target = Target::open_at(cfg, true, &reach, plan.password.as_deref())?;
         ctx.note(&format!("oltp: {}", target.describe));
         if let Some(pid) = target.server.as_ref().map(Launched::pid) {

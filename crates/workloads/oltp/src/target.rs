@@ -164,8 +164,8 @@ impl Target {
         })
     }
 
-    /// MariaDB: a throwaway `mariadbd` (loopback only: a remote load generator needs
-    /// `--dsn`), or the server `--dsn` names.
+    /// MariaDB: a throwaway `mariadbd` (reachable as `reach` says), or the server
+    /// `--dsn` names.
     fn open_mariadb(cfg: &Config, reach: &Reach, password: Option<&str>) -> anyhow::Result<Target> {
         if let Some(dsn) = &cfg.dsn {
             let base = MyDb::from_dsn(dsn, password)?;

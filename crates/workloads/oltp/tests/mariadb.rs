@@ -357,8 +357,30 @@ fn a_launched_mariadb_on_the_sut_address_serves_two_generators() {
     })))
     .unwrap();
     w.prepare(&ctx).unwrap();
-    let e = &w.endpoints()[0];
+    let e = w.endpoints()[0].clone();
     assert!(e.starts_with(&format!("mysql://root@{ip}:")), "{e}");
+    // root from the network gives the run's password (the drivers have it in their
+    // jobs); without it, or on 127.0.0.1, root is refused.
+    use wl_oltp::backend::Backend;
+    let port = e.rsplit(':').next().unwrap().split('/').next().unwrap();
+    for host in [ip.as_str(), "127.0.0.1"] {
+        let bare = format!("mysql://root@{host}:{port}/mysql?prefer_socket=false");
+        let refused = wl_oltp::mariadb::MyDb::from_dsn(&bare, None)
+            .unwrap()
+            .connect()
+            .err()
+            .unwrap_or_else(|| panic!("root without a password over TCP to {host}"));
+        let said = format!("{refused:#}");
+        assert!(
+            said.contains("refused") || said.contains("not allowed"),
+            "{said}"
+        );
+    }
+    w.db_backend(1)
+        .unwrap()
+        .connect()
+        .expect("root with the run's password");
+    assert!(!format!("{:?}", w.config().echo()).contains("password"));
     let out = w.run_test("tpcc", &ctx).unwrap();
     assert!(out.error.is_none(), "{:?}", out.error);
     assert!(

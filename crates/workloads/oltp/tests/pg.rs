@@ -923,14 +923,23 @@ fn a_server_for_other_hosts_listens_on_their_address_and_admits_them() {
         eprintln!("skipping: this host has no address but loopback");
         return;
     };
-    let reach = wl_oltp::server::Reach::at(&ip, std::slice::from_ref(&ip)).unwrap();
+    let reach = wl_oltp::server::Reach::at(&ip, std::slice::from_ref(&ip), Some("Zq9run")).unwrap();
+    assert!(!format!("{reach:?}").contains("Zq9"), "{reach:?}");
     let mut srv = Server::throwaway_at(&settings("32MB", 20), &reach).unwrap();
-    // Over the network, as a load generator elsewhere connects (trust: no password).
+    // Over the network, as a load generator elsewhere connects: with the run's password
+    // only (a superuser runs programs as the server's OS user).
     let mut tcp = postgres::Config::new();
     tcp.host(&ip)
         .port(srv.port)
         .user("postgres")
         .dbname("postgres");
+    let refused = wl_oltp::server::connect(&tcp).err().expect("no password");
+    assert!(format!("{refused:#}").contains("password"), "{refused:#}");
+    let wrong = wl_oltp::server::connect(tcp.clone().password("Zq9wrong"))
+        .err()
+        .expect("a wrong password");
+    assert!(format!("{wrong:#}").contains("refused"), "{wrong:#}");
+    tcp.password("Zq9run");
     let mut c = wl_oltp::server::connect(&tcp).unwrap();
     let peer: Option<String> = c
         .query_one("SELECT host(inet_client_addr())", &[])
@@ -946,8 +955,9 @@ fn a_server_for_other_hosts_listens_on_their_address_and_admits_them() {
         "host=/nonexistent/rackbench-sock,{ip} port={} user=postgres dbname=postgres",
         srv.port
     );
-    let mut c = wl_oltp::server::connect(&wl_oltp::server::endpoint_config(&e, None).unwrap())
-        .expect("the address after a missing socket");
+    let mut c =
+        wl_oltp::server::connect(&wl_oltp::server::endpoint_config(&e, Some("Zq9run")).unwrap())
+            .expect("the address after a missing socket");
     let peer: Option<String> = c
         .query_one("SELECT host(inet_client_addr())", &[])
         .unwrap()
@@ -956,7 +966,19 @@ fn a_server_for_other_hosts_listens_on_their_address_and_admits_them() {
     drop(c);
     // The kept cluster's own pg_hba.conf is untouched: the admitted lines live beside it.
     let own = std::fs::read_to_string(srv.data.join("pg_hba.conf")).unwrap();
-    assert!(!own.contains("rackbench") && !own.contains("all samenet trust"));
+    assert!(!own.contains("rackbench"));
+    assert!(!own
+        .lines()
+        .any(|l| l.contains("samenet") && !l.starts_with('#')));
+    let hba = std::fs::read_to_string(srv.socket_dir.join("pg_hba.conf")).unwrap();
+    assert!(hba.contains("host all all samenet scram-sha-256"), "{hba}");
+    // Admitting hosts without a password is refused before anything starts.
+    let mut open = reach.clone();
+    open.password = None;
+    let e = Server::throwaway_at(&settings("32MB", 20), &open)
+        .err()
+        .expect("no password");
+    assert!(format!("{e:#}").contains("password"), "{e:#}");
     srv.stop();
 }
 
