@@ -348,17 +348,15 @@ impl Ssh {
         Ok(())
     }
 
-    /// Start `PATH agent --name NAME` on `dest`, its stdio piped to us.
+    /// Start `PATH agent --name NAME` on `dest`, its stdio piped to us: checked once
+    /// more just before, as the probe checked it ([`PRIVATE_SH`]), since the copy or
+    /// the directories above it could have changed hands since.
     pub fn start_agent(&self, dest: &str, path: &str, name: &str) -> anyhow::Result<Child> {
         let mut cmd = self.command(dest);
-        cmd.arg(in_sh(&format!(
-            "exec {} agent --name {}",
-            shell_quote(path),
-            shell_quote(name)
-        )))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        cmd.arg(in_sh(&start_script(path, name)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         cmd.spawn().context(NO_SSH)
     }
 }
@@ -391,21 +389,50 @@ fn copy_retrying_once(
     unreachable!("the loop returns by its second attempt")
 }
 
+/// The agent's start: the cached binary run only while it and the directories above it
+/// are private ([`PRIVATE_SH`]), else a line on stderr that the error shows.
+fn start_script(path: &str, name: &str) -> String {
+    let q = shell_quote(path);
+    format!(
+        "{PRIVATE_SH} if ! private {q}; then echo \"rackbench: {UNSAFE_START}\" {q} >&2; exit 3; fi; \
+         exec {q} agent --name {}",
+        shell_quote(name)
+    )
+}
+
+/// What the start script says when the cached copy is no longer private.
+const UNSAFE_START: &str = "another user may now write to the cached copy or a directory \
+     above it, so it is not run:";
+
 /// The probe's answer, or an error that says what the host printed instead.
 /// The probe: this host's architecture, and whether our binary is in its cache.
 fn probe_script(name: &str) -> String {
     // A binary another user could have put or changed there is never run: the cache
-    // directory and the file must be this user's and writable by no one else
-    // (`unsafe` otherwise; an absent directory is made private by the deploy).
+    // directory and the file must be this user's and writable by no one else, and so
+    // must every directory above them but root's (`unsafe` otherwise; an absent
+    // directory is made private by the deploy).
     format!(
-            "c=\"${{XDG_CACHE_HOME:-$HOME/.cache}}/rackbench\"; f=\"$c/{name}\"; \
-             loose() {{ [ ! -O \"$1\" ] || [ -n \"$(find \"$1\" -maxdepth 0 -perm /022 2>/dev/null)\" ]; }}; \
-             if [ -e \"$c\" ] && loose \"$c\"; then p=unsafe; \
-             elif [ -x \"$f\" ] && loose \"$f\"; then p=unsafe; \
-             elif [ -x \"$f\" ]; then p=present; else p=absent; fi; \
-             printf 'RBPROBE %s %s %s\\n' \"$(uname -m)\" \"$p\" \"$f\""
+        "c=\"${{XDG_CACHE_HOME:-$HOME/.cache}}/rackbench\"; f=\"$c/{name}\"; {PRIVATE_SH} \
+         if [ -e \"$c\" ] && ! private \"$c\"; then p=unsafe; \
+         elif [ -x \"$f\" ] && ! private \"$f\"; then p=unsafe; \
+         elif [ -x \"$f\" ]; then p=present; else p=absent; fi; \
+         printf 'RBPROBE %s %s %s\\n' \"$(uname -m)\" \"$p\" \"$f\""
     )
 }
+
+/// `private PATH` in sh: PATH is this user's and writable by no one else, and each
+/// directory above it (as the kernel finds it, links resolved) is this user's or root's
+/// and writable by no one else, or sticky (/tmp: no one renames another's entries).
+/// Where another user could swap a directory on the way, a checked binary could be
+/// replaced before it runs. Absolute paths only.
+const PRIVATE_SH: &str = "\
+    loose() { [ ! -O \"$1\" ] || [ -n \"$(find \"$1\" -maxdepth 0 -perm /022 2>/dev/null)\" ]; }; \
+    private() { loose \"$1\" && return 1; \
+      d=\"$(cd \"$(dirname \"$1\")\" 2>/dev/null && pwd -P)\" || return 1; \
+      while :; do case \"$d\" in /*) ;; *) return 1;; esac; \
+        [ -O \"$d\" ] || [ -n \"$(find \"$d\" -maxdepth 0 -user 0 2>/dev/null)\" ] || return 1; \
+        [ -z \"$(find \"$d\" -maxdepth 0 -perm /022 ! -perm -1000 2>/dev/null)\" ] || return 1; \
+        [ \"$d\" = / ] && return 0; d=\"$(dirname \"$d\")\"; done; };";
 
 fn read_probe(dest: &str, said: &Said) -> anyhow::Result<Probe> {
     let out = &said.stdout;
@@ -450,9 +477,10 @@ fn read_probe(dest: &str, said: &Said) -> anyhow::Result<Probe> {
     if present == "unsafe" {
         let dir = path.rsplit_once('/').map_or(path, |(d, _)| d);
         bail!(
-            "{dest}: the rackbench cache {} is not yours alone (another user owns it or may \
-             write to it), so a binary there is not run: `chmod 700 {}` there (or remove it), \
-             then run again",
+            "{dest}: the rackbench cache {}, or a directory above it, is not yours alone \
+             (another user owns it or may write to it), so a binary there is not run: \
+             `chmod 700 {}` there (or remove it), no directory above it writable by others \
+             unless sticky, then run again",
             model::printable(dir),
             model::printable(dir)
         );
@@ -966,8 +994,9 @@ mod tests {
         assert!(format!("{e:#}").contains("printf: not found"), "{e:#}");
     }
 
-    /// The probe run by a real shell: a cache directory or binary another user may write
-    /// to is `unsafe`, never `present`.
+    /// The probe and the start run by a real shell: a cache directory or binary another
+    /// user may write to, or a directory above them, is `unsafe`, never `present`; and
+    /// the start checks again, just before it runs the copy.
     #[test]
     fn a_cache_others_may_write_to_is_never_run_from() {
         use std::os::unix::fs::PermissionsExt;
@@ -986,7 +1015,7 @@ mod tests {
         assert_eq!(probe(), "absent");
         std::fs::create_dir(&cache).unwrap();
         let bin = cache.join("rackbench-x");
-        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        std::fs::write(&bin, "#!/bin/sh\necho \"ran $1 $2 $3\"\n").unwrap();
         let mode = |p: &std::path::Path, m: u32| {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
         };
@@ -998,6 +1027,40 @@ mod tests {
         mode(&cache, 0o700);
         mode(&bin, 0o722);
         assert_eq!(probe(), "unsafe");
+        mode(&bin, 0o700);
+        // A directory above it that others may write to: the cache could be swapped.
+        mode(home.path(), 0o777);
+        assert_eq!(probe(), "unsafe");
+        // Sticky (as /tmp): no one else renames our entries.
+        mode(home.path(), 0o1777);
+        assert_eq!(probe(), "present");
+        mode(home.path(), 0o700);
+        assert_eq!(probe(), "present");
+        let start = || {
+            Command::new("sh")
+                .arg("-c")
+                .arg(start_script(&bin.to_string_lossy(), "h 1"))
+                .output()
+                .unwrap()
+        };
+        let out = start();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "ran agent --name h 1\n"
+        );
+        // Turned unsafe after the probe: not run.
+        mode(home.path(), 0o777);
+        let out = start();
+        assert_eq!(out.status.code(), Some(3));
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(UNSAFE_START) && err.contains("rackbench-x"),
+            "{err}"
+        );
+        mode(home.path(), 0o700);
+        mode(&bin, 0o722);
+        assert_eq!(start().status.code(), Some(3));
     }
 
     #[test]
