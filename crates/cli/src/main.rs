@@ -102,6 +102,24 @@ fn reopen_closed_stdio() {
     }
 }
 
+/// A warning when an argument holds a password (a `--dsn` URL's, a meter command's
+/// `-P`): rackbench keeps it out of everything it prints and stores, but while it runs
+/// every user of this host reads it in the process list, as mysql warns of `-p`.
+fn secret_on_command_line(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Option<&'static str> {
+    args.into_iter()
+        .any(|a| {
+            let a = a.to_string_lossy();
+            model::redact_secrets(&a) != a
+        })
+        .then_some(
+            "a password on the command line is seen by every user of this host in the \
+             process list while rackbench runs: give it in PGPASSWORD or the password file \
+             (PostgreSQL), MYSQL_PWD (MariaDB), or the meter's own environment or file",
+        )
+}
+
 fn main() {
     reopen_closed_stdio();
     let cli = match Cli::try_parse() {
@@ -132,6 +150,9 @@ fn main() {
             engine::errln!("rackbench: {cleaned}");
         }
     }
+    if let Some(warning) = secret_on_command_line(std::env::args_os().skip(1)) {
+        engine::errln!("rackbench: {warning}");
+    }
     let db = cli.global.db_path();
     let result = commands::dispatch(cli);
     engine::scratch::remove_own();
@@ -147,5 +168,35 @@ fn main() {
             );
             std::process::exit(2);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::secret_on_command_line;
+
+    fn args(a: &[&str]) -> Vec<std::ffi::OsString> {
+        a.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn a_password_on_the_command_line_is_warned_of() {
+        for given in [
+            &["run", "oltp", "--dsn", "postgres://bench:Zq9@db/tpcc"][..],
+            &["run", "oltp", "--dsn", "host=db password=Zq9 dbname=tpcc"],
+            &[
+                "run",
+                "kv",
+                "--power-meter",
+                "ipmitool -H bmc -U a -P Zq9 dcmi power reading",
+            ],
+        ] {
+            let w = secret_on_command_line(args(given)).expect("a warning");
+            assert!(w.contains("process list") && !w.contains("Zq9"), "{w}");
+        }
+        assert_eq!(
+            secret_on_command_line(args(&["run", "oltp", "--dsn", "host=db dbname=tpcc"])),
+            None
+        );
     }
 }
