@@ -651,6 +651,25 @@ fn disclose_variant(hosts: &mut [HostDisclosure], v: &Variant, log: &CommandLog)
     }
 }
 
+/// Facts a workload found on hosts of the run, each host's into its own disclosure (a
+/// host not of the run, net's in-process sender, has none). Whether any was added.
+fn disclose_found(
+    hosts: &mut [HostDisclosure],
+    found: impl IntoIterator<Item = (String, BTreeMap<String, Fact>)>,
+) -> bool {
+    let mut added = false;
+    for (host, facts) in found {
+        if facts.is_empty() {
+            continue;
+        }
+        if let Some(d) = hosts.iter_mut().find(|d| d.host == host) {
+            d.facts.extend(facts);
+            added = true;
+        }
+    }
+    added
+}
+
 /// The commands a log ran and what they printed, as one disclosure value: secrets a command line or
 /// its output holds (`-pS3cret`, `user:pass@`, `--password X`) are hidden, as in every
 /// other stored command (the disclosure is exported and reported).
@@ -1500,14 +1519,10 @@ fn run_as(
                 break 'run;
             }
             // What the workload learnt about the servers goes into the system under test's
-            // disclosure.
-            let facts = w.disclosure();
-            if !facts.is_empty() {
-                if let Some(d) = hosts.iter_mut().find(|d| d.host == roles.sut.name()) {
-                    for (k, v) in facts {
-                        d.facts.insert(k, v);
-                    }
-                }
+            // disclosure, and what it learnt about a load generator into that one's.
+            let found = std::iter::once((roles.sut.name().to_string(), w.disclosure()))
+                .chain(w.loadgen_disclosure());
+            if disclose_found(&mut hosts, found) {
                 store.update_hosts(&run_id, &hosts)?;
                 record.hosts = hosts.clone();
             }
@@ -2361,6 +2376,47 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("FAILED"), "{text}");
+    }
+
+    /// A net matrix sends to each receiver from every other host in turn: each pair's
+    /// sender facts go into the sender's own disclosure, and the receiver's holds only
+    /// its own (it held the last pair's sender's, as if every sender had them).
+    #[test]
+    fn a_matrixs_sender_facts_go_to_each_senders_own_disclosure() {
+        let host = |name: &str| HostDisclosure {
+            host: name.into(),
+            role: "receiver+sender".into(),
+            facts: BTreeMap::new(),
+        };
+        let mut hosts = vec![host("a"), host("b"), host("c")];
+        let facts = |kv: &[(&str, &str)]| -> BTreeMap<String, Fact> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), Fact::known(*v)))
+                .collect()
+        };
+        // a>b, then c>b: as the net workload gives them, the receiver's and the sender's.
+        for (sender, cc) in [("a", "cubic"), ("c", "bbr")] {
+            let found = [
+                ("b".to_string(), facts(&[("net.receiver", "on b")])),
+                (
+                    sender.to_string(),
+                    facts(&[("net.sender", sender), ("net.tcp_congestion", cc)]),
+                ),
+            ];
+            assert!(disclose_found(&mut hosts, found));
+        }
+        let keys = |i: usize| hosts[i].facts.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(1), ["net.receiver"]);
+        assert_eq!(hosts[0].facts["net.tcp_congestion"].display(), "cubic");
+        assert_eq!(hosts[2].facts["net.tcp_congestion"].display(), "bbr");
+        // Nothing found, or found on no host of the run (net's in-process sender): no
+        // disclosure changed.
+        let elsewhere = [("this process".to_string(), facts(&[("net.sender", "x")]))];
+        assert!(!disclose_found(&mut hosts, elsewhere));
+        assert!(!disclose_found(
+            &mut hosts,
+            [("a".to_string(), BTreeMap::new())]
+        ));
     }
 
     /// Now the command once, its status and its output, in the error and in the log

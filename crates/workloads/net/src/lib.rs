@@ -471,7 +471,8 @@ impl Receiver {
 }
 
 /// The controller: starts the receiver on the system under test, sends each test to the
-/// one load generator as a driver job, and brings the two ends' facts together.
+/// one load generator as a driver job, and keeps each end's facts for its own host's
+/// disclosure.
 pub struct NetWorkload {
     /// The sweep point's parameters, as sent to the service and the driver.
     params: Params,
@@ -827,14 +828,19 @@ impl Workload for NetWorkload {
         if let Some(r) = &self.receiver {
             m.extend(r.facts());
         }
-        if let Some((host, facts)) = &self.sender {
-            m.insert(
-                "net.sender".into(),
-                Fact::known(format!("rackbench's net sender on {host}")),
-            );
-            m.extend(facts.clone());
-        }
         m
+    }
+
+    fn loadgen_disclosure(&self) -> BTreeMap<String, BTreeMap<String, Fact>> {
+        let Some((host, facts)) = &self.sender else {
+            return BTreeMap::new();
+        };
+        let mut m = facts.clone();
+        m.insert(
+            "net.sender".into(),
+            Fact::known(format!("rackbench's net sender on {host}")),
+        );
+        BTreeMap::from([(host.clone(), m)])
     }
 }
 

@@ -52,11 +52,18 @@ fn one_host() -> (Arc<LocalHost>, Ctx) {
     (h, ctx)
 }
 
+/// Both ends' facts: the receiver's and the sender's host's.
+fn facts(w: &NetWorkload) -> BTreeMap<String, Fact> {
+    let mut m = w.disclosure();
+    m.extend(w.loadgen_disclosure().into_values().flatten());
+    m
+}
+
 fn fact(w: &NetWorkload, key: &str) -> String {
-    w.disclosure()
+    facts(w)
         .get(key)
         .map(Fact::display)
-        .unwrap_or_else(|| panic!("no fact {key} in {:?}", w.disclosure()))
+        .unwrap_or_else(|| panic!("no fact {key} in {:?}", facts(w)))
 }
 
 #[test]
@@ -79,7 +86,7 @@ fn tcp_two_streams_counts_every_byte() {
         cc.contains("system default; read back from the data stream"),
         "{cc}"
     );
-    assert!(w.disclosure().contains_key("net.sender.net.ipv4.tcp_wmem"));
+    assert!(facts(&w).contains_key("net.sender.net.ipv4.tcp_wmem"));
     w.cleanup();
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
@@ -537,7 +544,7 @@ fn udp_paced_has_loss_jitter_and_packets() {
         assert!(metric(&out, "jitter_ms").is_some());
     }
     // No congestion control with UDP only.
-    assert!(!w.disclosure().contains_key("net.tcp_congestion"));
+    assert!(!facts(&w).contains_key("net.tcp_congestion"));
     w.cleanup();
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap().unwrap();
@@ -1752,6 +1759,52 @@ fn receiver_starts_on_the_sut_and_the_sender_runs_on_the_load_generator() {
     assert_eq!(metric(&out, "bytes_sent"), metric(&out, "bytes_received"));
     assert!(metric(&out, "sender_cpu_pct").is_some());
     assert!(metric(&out, "receiver_cpu_pct").is_some());
+}
+
+/// A matrix sends to each receiver from every other host in turn, and the runner adds
+/// `disclosure()` to the receiver's: the senders' facts there (their sysctls, congestion
+/// control, window) read the last sender's as every sender's. Each sender's are its own
+/// host's, under its name.
+#[test]
+fn each_senders_facts_are_its_own_hosts_not_the_receivers() {
+    let (addr, stop, h) = spawn_receiver(ServeOptions::default()).unwrap();
+    let rx = host("rx");
+    for sender in ["tx1", "tx2"] {
+        let tx = host(sender);
+        let ctx = ctx_on(&rx, &[&tx]);
+        let mut w = NetWorkload::from_params(&params(json!({
+            "tests": ["tcp"], "window": 65536, "target": addr.to_string()
+        })))
+        .unwrap();
+        w.prepare(&ctx).unwrap();
+        let receivers = w.disclosure();
+        let of_sender: Vec<&String> = receivers
+            .keys()
+            .filter(|k| {
+                k.starts_with("net.sender") || *k == "net.tcp_congestion" || *k == "net.window"
+            })
+            .collect();
+        assert!(of_sender.is_empty(), "{sender}: {of_sender:?}");
+        assert!(receivers.contains_key("net.receiver"));
+        assert!(receivers.contains_key("net.method"));
+        let by_host = w.loadgen_disclosure();
+        assert_eq!(by_host.keys().collect::<Vec<_>>(), [sender]);
+        let facts = &by_host[sender];
+        assert_eq!(
+            facts["net.sender"].display(),
+            format!("rackbench's net sender on {sender}")
+        );
+        for key in [
+            "net.tcp_congestion",
+            "net.window",
+            "net.sender.net.ipv4.tcp_wmem",
+        ] {
+            assert!(facts.contains_key(key), "{sender}: no {key} in {facts:?}");
+        }
+        w.cleanup();
+    }
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap().unwrap();
 }
 
 #[test]
