@@ -91,6 +91,9 @@ pub struct RateStep {
     /// of warm-up to the last one's last reply), where the closure knows it: the step's
     /// power and CPU are taken over it alone. None: over the whole call.
     pub window: Option<(SystemTime, SystemTime)>,
+    /// Why what telemetry saw of the system under test is not in `extra`: its host was
+    /// lost by the step's end ([`crate::workload::Watch::lost`]). None while it answered.
+    pub telemetry_lost: Option<String>,
 }
 
 impl RateStep {
@@ -117,6 +120,7 @@ impl RateStep {
             error: None,
             started_at: None,
             window: None,
+            telemetry_lost: None,
         }
     }
 
@@ -1484,20 +1488,26 @@ impl LevelsResult {
         let sources = self.power_sources();
         let reason = match &self.stopped {
             Some(s) => format!("the levels did not all run: {s}"),
-            None if !self.config.active_idle => "active idle was not measured (--idle-duration 0): \
+            None if !self.config.active_idle => {
+                "active idle was not measured (--idle-duration 0): \
                  SPECpower's overall figure divides by the power of every level and of active idle"
-                .into(),
+                    .into()
+            }
             None if sources.len() > 1 => format!(
                 "the levels' power came from different sources ({}): a sum of them is no \
                  power; give one source every level reads (a --power-meter, or telemetry \
                  at a longer interval than the BMC takes to answer)",
                 sources
                     .iter()
-                    .map(|(s, l)| format!("{} at {}", if s.is_empty() { "unnamed" } else { s }, l.join(", ")))
+                    .map(|(s, l)| format!(
+                        "{} at {}",
+                        if s.is_empty() { "unnamed" } else { s },
+                        l.join(", ")
+                    ))
                     .collect::<Vec<_>>()
                     .join("; ")
             ),
-            None => "no power reading at every level (no RAPL, IPMI, hwmon or meter command on this host)".into(),
+            None => self.no_power_reason(),
         };
         vec![MissingMetric {
             name: "overall_reply_rate_per_w".into(),
@@ -1507,6 +1517,59 @@ impl LevelsResult {
 
     pub fn histograms(&self) -> Vec<HistogramRecord> {
         step_histograms(self.points.iter().map(|p| &p.step), "levels")
+    }
+
+    /// Why the levels, all run, have no overall figure per watt: which of them have no
+    /// power reading, and why where it is known. A host with no power source is only the
+    /// answer when no level has a reading: a system under test lost during the levels
+    /// (its telemetry gone with it) had one until then.
+    fn no_power_reason(&self) -> String {
+        const EVERY_LEVEL: &str =
+            "SPECpower's overall figure divides by the power of every level and of active idle";
+        let unread: Vec<&LevelPoint> = self
+            .points
+            .iter()
+            .filter(|p| p.step.extra("power_w").is_none())
+            .collect();
+        if unread.is_empty() {
+            return "the levels' power read 0 W in all: no figure per watt of it".into();
+        }
+        let labels = |lost: bool| {
+            unread
+                .iter()
+                .filter(|p| p.step.telemetry_lost.is_some() == lost)
+                .map(|p| p.label())
+                .collect::<Vec<_>>()
+        };
+        let (lost, not_read) = (labels(true), labels(false));
+        if not_read.len() == self.points.len() {
+            return "no power reading at every level (no RAPL, IPMI, hwmon or meter command on \
+                    this host)"
+                .into();
+        }
+        let mut why = Vec::new();
+        if let Some(how) = unread.iter().find_map(|p| p.step.telemetry_lost.as_deref()) {
+            why.push(format!(
+                "no power reading at {}: the system under test was lost ({how}), and its \
+                 telemetry with it",
+                lost.join(", ")
+            ));
+        }
+        if !not_read.is_empty() {
+            why.push(format!(
+                "no power reading at {}, where other levels had one: its power source read \
+                 nothing inside their measured time (the run's telemetry notes say whether it \
+                 failed; a source read once per --telemetry-interval needs levels longer than \
+                 that)",
+                not_read.join(", ")
+            ));
+        }
+        let next = if lost.is_empty() {
+            ""
+        } else {
+            ": see whether the host answers (`rackbench hosts check`) and run the levels again"
+        };
+        format!("{}; {EVERY_LEVEL}{next}", why.join("; "))
     }
 }
 

@@ -609,6 +609,9 @@ pub fn run(
             let window = step.window.map(|(from, to)| (after(from), after(to)));
             step.extra.extend(ctx.watch.since_mark(m, window));
         }
+        // A lost host gives no mark and no samples: without why, the step reads as one
+        // of a host with nothing to sample.
+        step.telemetry_lost = ctx.watch.lost();
         if ctx.partial.is_some() {
             add_partial(&mut so_far, test, &step, d.rate_unit, levels.as_deref());
             ctx.save_partial(&so_far);
@@ -1983,6 +1986,96 @@ mod tests {
             "{:?}",
             l.missing
         );
+    }
+
+    /// A watch whose power comes from step `after` on no more: the host was lost then
+    /// (`lost`: no mark, and the watch says why), or its power source read nothing.
+    struct PowerUntil {
+        marks: AtomicU64,
+        after: u64,
+        lost: bool,
+    }
+
+    impl Watch for PowerUntil {
+        fn set_warmup(&self, _on: bool) {}
+        fn watch_process(&self, _role: &str, _pid: u32) {}
+        fn mark(&self) -> Option<u64> {
+            let n = self.marks.fetch_add(1, Ordering::Relaxed);
+            (!self.lost || n < self.after).then_some(n)
+        }
+        fn since_mark(&self, mark: u64, _window: Option<(f64, f64)>) -> Vec<Metric> {
+            if mark >= self.after {
+                return Vec::new();
+            }
+            vec![Metric::new("power_w", 200.0, "W").label("source", "meter:system")]
+        }
+        fn lost(&self) -> Option<String> {
+            // Asked after each step: a step from `after` on found the host gone.
+            (self.lost && self.marks.load(Ordering::Relaxed) > self.after)
+                .then(|| "rbh1 stopped answering: nothing for 10 s".to_string())
+        }
+    }
+
+    /// A system under test lost during the levels takes its telemetry with it: the
+    /// overall perf/W is missing, and why says it was lost from that level on, not that
+    /// the host has no power source (its first levels had power).
+    #[test]
+    fn levels_whose_system_under_test_was_lost_say_so_for_the_missing_perf_per_watt() {
+        let (_, cfg) =
+            split_params("kv", &params(json!({"capacity": 500, "levels": [100, 50]}))).unwrap();
+        let why = |after: u64, lost: bool| {
+            let watch = PowerUntil {
+                marks: AtomicU64::new(0),
+                after,
+                lost,
+            };
+            let c = ctx(Arc::new(watch));
+            let l = run(
+                "kv",
+                "levels",
+                &cfg,
+                &D,
+                &c,
+                &mut Found::default(),
+                None,
+                1,
+                step,
+            )
+            .unwrap();
+            assert!(!l
+                .metrics
+                .iter()
+                .any(|m| m.name == "overall_reply_rate_per_w"));
+            l.missing
+                .iter()
+                .find(|m| m.name == "overall_reply_rate_per_w")
+                .map(|m| m.reason.clone())
+                .expect("the overall perf/W said missing")
+        };
+        // Lost during the 50% level: it and active idle have no power.
+        let r = why(1, true);
+        assert!(
+            r.starts_with(
+                "no power reading at 50%, active_idle: the system under test was lost \
+                 (rbh1 stopped answering: nothing for 10 s)"
+            ),
+            "{r}"
+        );
+        assert!(r.contains("rackbench hosts check"), "{r}");
+        assert!(!r.contains("no RAPL"), "{r}");
+        // Lost during active idle only.
+        let r = why(2, true);
+        assert!(r.starts_with("no power reading at active_idle: the system under test was lost"));
+        // Not lost, its source silent at the later levels: it has one all the same.
+        let r = why(1, false);
+        assert!(
+            r.starts_with("no power reading at 50%, active_idle, where other levels had one"),
+            "{r}"
+        );
+        assert!(!r.contains("no RAPL") && !r.contains("lost"), "{r}");
+        // No power at any level: the host has none to read.
+        let r = why(0, false);
+        assert!(r.contains("no RAPL, IPMI, hwmon or meter command"), "{r}");
     }
 
     /// Acceptance A, finding 9: `http -t load --slo 'p99<1ms'` ran with the objective

@@ -201,6 +201,12 @@ pub trait Watch: Send + Sync {
     fn since_mark(&self, _mark: u64, _window: Option<(f64, f64)>) -> Vec<model::Metric> {
         Vec::new()
     }
+    /// Why the host [`Watch::since_mark`] reads (the system under test) can no longer be
+    /// sampled, once it was lost (None while it answers): a step after that has no
+    /// figures of it, and one that says nothing of why reads as a host without them.
+    fn lost(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A `Watch` that ignores everything (unit tests, `--no-telemetry`).

@@ -715,6 +715,9 @@ impl Watch for HostsWatch {
         }
         window_metrics(&telemetry::sampler::summarize(&samples))
     }
+    fn lost(&self) -> Option<String> {
+        self.sut.lost()
+    }
 }
 
 /// How far `h`'s clock moved against the controller's since it stood at `zero` (where
