@@ -652,22 +652,32 @@ fn disclose_variant(hosts: &mut [HostDisclosure], v: &Variant, log: &CommandLog)
 }
 
 /// Facts a workload found on hosts of the run, each host's into its own disclosure (a
-/// host not of the run, net's in-process sender, has none). Whether any was added.
+/// host not of the run, net's in-process sender, has none). Whether any was new.
 fn disclose_found(
     hosts: &mut [HostDisclosure],
     found: impl IntoIterator<Item = (String, BTreeMap<String, Fact>)>,
 ) -> bool {
-    let mut added = false;
+    let mut changed = false;
     for (host, facts) in found {
-        if facts.is_empty() {
-            continue;
-        }
         if let Some(d) = hosts.iter_mut().find(|d| d.host == host) {
-            d.facts.extend(facts);
-            added = true;
+            for (k, v) in facts {
+                if d.facts.get(&k) != Some(&v) {
+                    d.facts.insert(k, v);
+                    changed = true;
+                }
+            }
         }
     }
-    added
+    changed
+}
+
+/// What a workload learnt about the servers, for the system under test's disclosure, and
+/// about each load generator, for that one's.
+fn workload_facts(
+    w: &dyn Workload,
+    sut: &str,
+) -> impl Iterator<Item = (String, BTreeMap<String, Fact>)> {
+    std::iter::once((sut.to_string(), w.disclosure())).chain(w.loadgen_disclosure())
 }
 
 /// The commands a log ran and what they printed, as one disclosure value: secrets a command line or
@@ -1518,11 +1528,7 @@ fn run_as(
                 ));
                 break 'run;
             }
-            // What the workload learnt about the servers goes into the system under test's
-            // disclosure, and what it learnt about a load generator into that one's.
-            let found = std::iter::once((roles.sut.name().to_string(), w.disclosure()))
-                .chain(w.loadgen_disclosure());
-            if disclose_found(&mut hosts, found) {
+            if disclose_found(&mut hosts, workload_facts(&**w, roles.sut.name())) {
                 store.update_hosts(&run_id, &hosts)?;
                 record.hosts = hosts.clone();
             }
@@ -1752,6 +1758,12 @@ fn run_as(
                         return Err(unstored(store, &mut record, step, &e));
                     }
                     any_result = true;
+                    // What a test read back (net's congestion control from its data
+                    // stream) replaces what was known before it.
+                    if disclose_found(&mut hosts, workload_facts(&**w, roles.sut.name())) {
+                        store.update_hosts(&run_id, &hosts)?;
+                        record.hosts = hosts.clone();
+                    }
                     match counted_headline(&result) {
                         Some(h) => headlines.push(h),
                         None if result.uncounted_as().is_none() => headless += 1,
@@ -2417,6 +2429,12 @@ mod tests {
             &mut hosts,
             [("a".to_string(), BTreeMap::new())]
         ));
+        // The same facts again (read after each test): nothing to store.
+        let again = [("c".to_string(), facts(&[("net.tcp_congestion", "bbr")]))];
+        assert!(!disclose_found(&mut hosts, again));
+        let read_back = [("c".to_string(), facts(&[("net.tcp_congestion", "cubic")]))];
+        assert!(disclose_found(&mut hosts, read_back));
+        assert_eq!(hosts[2].facts["net.tcp_congestion"].display(), "cubic");
     }
 
     /// Now the command once, its status and its output, in the error and in the log
