@@ -102,22 +102,34 @@ fn reopen_closed_stdio() {
     }
 }
 
-/// A warning when an argument holds a password (a `--dsn` URL's, a meter command's
-/// `-P`): rackbench keeps it out of everything it prints and stores, but while it runs
-/// every user of this host reads it in the process list, as mysql warns of `-p`.
+/// The options whose value may hold a password: a connection string, a meter command,
+/// a target URL.
+const SECRET_BEARING: [&str; 3] = ["--dsn", "--power-meter", "--target"];
+
+/// A warning when one of those options holds a password (a `--dsn` URL's, a meter
+/// command's `-P`): rackbench keeps it out of everything it prints and stores, but while
+/// it runs every user of this host reads it in the process list, as mysql warns of `-p`.
 fn secret_on_command_line(
     args: impl IntoIterator<Item = std::ffi::OsString>,
 ) -> Option<&'static str> {
-    args.into_iter()
-        .any(|a| {
-            let a = a.to_string_lossy();
-            model::redact_secrets(&a) != a
-        })
-        .then_some(
-            "a password on the command line is seen by every user of this host in the \
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut values = args.iter().enumerate().filter_map(|(i, a)| {
+        SECRET_BEARING
+            .iter()
+            .find_map(|flag| match a.strip_prefix(flag) {
+                Some("") => args.get(i + 1),
+                Some(v) if v.starts_with('=') => Some(a),
+                _ => None,
+            })
+    });
+    values.any(|v| model::redact_secrets(v) != *v).then_some(
+        "a password on the command line is seen by every user of this host in the \
              process list while rackbench runs: give it in PGPASSWORD or the password file \
              (PostgreSQL), MYSQL_PWD (MariaDB), or the meter's own environment or file",
-        )
+    )
 }
 
 fn main() {
@@ -194,9 +206,20 @@ mod tests {
             let w = secret_on_command_line(args(given)).expect("a warning");
             assert!(w.contains("process list") && !w.contains("Zq9"), "{w}");
         }
-        assert_eq!(
-            secret_on_command_line(args(&["run", "oltp", "--dsn", "host=db dbname=tpcc"])),
-            None
-        );
+        let w = secret_on_command_line(args(&["run", "oltp", "--dsn=postgres://u:Zq9@db/t"]));
+        assert!(w.is_some());
+        for quiet in [
+            &["run", "oltp", "--dsn", "host=db dbname=tpcc"][..],
+            // A setting named like a password is no password.
+            &[
+                "run",
+                "oltp",
+                "--pg-setting",
+                "password_encryption=scram-sha-256",
+            ],
+            &["run", "kv", "-P", "100"],
+        ] {
+            assert_eq!(secret_on_command_line(args(quiet)), None, "{quiet:?}");
+        }
     }
 }

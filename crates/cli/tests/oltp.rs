@@ -1570,8 +1570,18 @@ fn a_corrupted_mariadb_table_fails_the_check() {
         use wl_oltp::backend::Backend;
         let mut admin = s.backend("mysql").connect().unwrap();
         admin.batch("CREATE DATABASE tpcc").unwrap();
+        // A user of its own over TCP: the launched server's root logs in on its socket.
+        admin
+            .batch("CREATE USER 'bench'@'127.0.0.1' IDENTIFIED BY 'benchpw'")
+            .unwrap();
+        admin
+            .batch("GRANT ALL PRIVILEGES ON *.* TO 'bench'@'127.0.0.1'")
+            .unwrap();
     }
-    let dsn = format!("mysql://root@127.0.0.1:{}/tpcc?prefer_socket=false", s.port);
+    let dsn = format!(
+        "mysql://bench:benchpw@127.0.0.1:{}/tpcc?prefer_socket=false",
+        s.port
+    );
     let (code, out, err) = run(&["-q", "oltp", "build", "--dsn", &dsn, "--warehouses", "1"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("consistency ok"), "{out}");

@@ -393,9 +393,10 @@ fn copy_retrying_once(
 /// are private ([`PRIVATE_SH`]), else a line on stderr that the error shows.
 fn start_script(path: &str, name: &str) -> String {
     let q = shell_quote(path);
+    let file = shell_quote(path.rsplit_once('/').map_or(path, |(_, f)| f));
     format!(
         "{PRIVATE_SH} if ! private {q}; then echo \"rackbench: {UNSAFE_START}\" {q} >&2; exit 3; fi; \
-         exec {q} agent --name {}",
+         exec \"$r\"/{file} agent --name {}",
         shell_quote(name)
     )
 }
@@ -424,11 +425,13 @@ fn probe_script(name: &str) -> String {
 /// directory above it (as the kernel finds it, links resolved) is this user's or root's
 /// and writable by no one else, or sticky (/tmp: no one renames another's entries).
 /// Where another user could swap a directory on the way, a checked binary could be
-/// replaced before it runs. Absolute paths only.
+/// replaced before it runs. Absolute paths only. It leaves the directory it checked in
+/// `r`: what runs is `$r/NAME`, not a path through a link whose own directory went
+/// unchecked.
 const PRIVATE_SH: &str = "\
     loose() { [ ! -O \"$1\" ] || [ -n \"$(find \"$1\" -maxdepth 0 -perm /022 2>/dev/null)\" ]; }; \
     private() { loose \"$1\" && return 1; \
-      d=\"$(cd \"$(dirname \"$1\")\" 2>/dev/null && pwd -P)\" || return 1; \
+      r=\"$(cd \"$(dirname \"$1\")\" 2>/dev/null && pwd -P)\" || return 1; d=\"$r\"; \
       while :; do case \"$d\" in /*) ;; *) return 1;; esac; \
         [ -O \"$d\" ] || [ -n \"$(find \"$d\" -maxdepth 0 -user 0 2>/dev/null)\" ] || return 1; \
         [ -z \"$(find \"$d\" -maxdepth 0 -perm /022 ! -perm -1000 2>/dev/null)\" ] || return 1; \
@@ -479,8 +482,8 @@ fn read_probe(dest: &str, said: &Said) -> anyhow::Result<Probe> {
         bail!(
             "{dest}: the rackbench cache {}, or a directory above it, is not yours alone \
              (another user owns it or may write to it), so a binary there is not run: \
-             `chmod 700 {}` there (or remove it), no directory above it writable by others \
-             unless sticky, then run again",
+             `chmod 700 {}` there (or remove it); every directory above it must be owned \
+             by you or root and writable by no one else unless sticky; then run again",
             model::printable(dir),
             model::printable(dir)
         );

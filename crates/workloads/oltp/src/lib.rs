@@ -26,7 +26,8 @@
 //! - the [`controller`] ([`Oltp`], the `Workload`): starts the service, spreads each test
 //!   across the generators and merges what they measured into one result.
 //!
-//! A password (`--dsn`'s, PGPASSWORD or the [`pgpass`] file's) never appears in endpoints, facts, stored
+//! A password (`--dsn`'s, PGPASSWORD or the [`pgpass`] file's, or the one made for a
+//! launched server's run) never appears in endpoints, facts, stored
 //! parameters or a command line: it reaches the service and the drivers inside their
 //! parameters only (which travel in the agent protocol's frames).
 
@@ -543,7 +544,8 @@ pub fn registration() -> engine::Registration {
 /// Keys the controller adds to the parameters of a service or a driver job, never a
 /// user's: refused in a plan, taken out before the rest is read as a [`Config`].
 pub(crate) mod job_keys {
-    /// The password for a `--dsn` that names none (PGPASSWORD or MYSQL_PWD on the controller).
+    /// The password for a `--dsn` that names none (PGPASSWORD or MYSQL_PWD on the
+    /// controller), or the run's for a launched server.
     pub const PASSWORD: &str = "password";
     /// A driver's first virtual user's index among every user of a database.
     pub const FIRST_VU: &str = "first_vu";

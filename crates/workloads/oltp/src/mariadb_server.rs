@@ -3,10 +3,11 @@
 //! the address load generators on other hosts reach it at, see [`Reach`]), pinned to the
 //! server CPUs, under a [`ChildGuard`] (stopped with us), removed afterwards.
 //!
-//! root logs in with no password over the socket only, in a directory only the server's
-//! user enters (`--auth-root-authentication-method=normal` also made a passwordless
-//! root@127.0.0.1 and root@::1: any local user was root, who reads and writes files as the
-//! server's user; those are dropped). Off loopback, root is admitted with the run's
+//! root logs in over the socket only, in a directory only the server's user enters, with
+//! the run's password when the run gives one (`rackbench run` always does), else none
+//! (`--auth-root-authentication-method=normal` also made a passwordless root@127.0.0.1
+//! and root@::1: any local user was root, who reads and writes files as the server's
+//! user; those are dropped before the server takes a connection). Off loopback, root is admitted with the run's
 //! password ([`Reach`]) from the system under test's own address and each load
 //! generator's, by IP (`--skip-name-resolve`), and from nowhere else. mariadbd refuses to run as root, so when rackbench is root it runs as the
 //! `mysql` system user (which the Debian package creates), else `nobody`. The binary
@@ -86,9 +87,11 @@ fn run_as() -> Option<ServiceUser> {
     ServiceUser::when_root(&["mysql", "nobody"])
 }
 
+/// A directory the server's user alone enters (and root): root logs in over the socket
+/// in `run` with no password but the run's, as the server's group must not.
 fn make_dir_for(dir: &Path, who: Option<&ServiceUser>) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o750))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     who.map_or(Ok(()), |u| u.own(dir))
 }
 
@@ -114,6 +117,7 @@ impl Mariadbd {
     /// password from the addresses it lists (the load generators') and from its own
     /// listen address.
     pub fn throwaway_at(settings: &Settings, reach: &Reach) -> anyhow::Result<Mariadbd> {
+        reach.admitted_password()?;
         let install = find_binary("mariadb-install-db")?;
         let mariadbd = find_binary("mariadbd")?;
         let temp = engine::scratch::tempdir("rackbench-mariadb-")
@@ -155,6 +159,16 @@ impl Mariadbd {
                 tail(&String::from_utf8_lossy(&out.stderr))
             );
         }
+        // install-db's passwordless root@127.0.0.1 and root@::1 go before the server
+        // takes its first connection (dropped after, a local user could have come in
+        // first). Nothing secret in it.
+        let init = temp.path().join("init.sql");
+        std::fs::write(
+            &init,
+            "DROP USER IF EXISTS 'root'@'127.0.0.1', 'root'@'::1';\n",
+        )
+        .with_context(|| format!("writing {}", init.display()))?;
+        std::fs::set_permissions(&init, std::fs::Permissions::from_mode(0o644))?;
         let port = free_port()?;
         let socket = run.join("mysqld.sock");
         let logf = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
@@ -166,6 +180,7 @@ impl Mariadbd {
             .arg(format!("--pid-file={}", run.join("mariadbd.pid").display()))
             .arg(format!("--port={port}"))
             .arg(format!("--bind-address={}", reach.listen))
+            .arg(format!("--init-file={}", init.display()))
             .args(settings.args())
             .stdin(Stdio::null())
             .stdout(Stdio::from(logf.try_clone()?))
@@ -188,23 +203,24 @@ impl Mariadbd {
         s.wait_ready(Duration::from_secs(60))?;
         let mut c = s.backend("mysql").connect()?;
         s.version = c.server_version().unwrap_or_default();
-        // Each account quoted by the server itself; none left (NULL) is no error.
-        if let Ok(others) = c.query_text(
-            "SELECT GROUP_CONCAT(CONCAT('''root''@', QUOTE(Host))) FROM mysql.user \
-             WHERE User = 'root' AND Host <> 'localhost'",
-        ) {
+        // Any other (root@<host name>, inert under --skip-name-resolve), each quoted by
+        // the server itself.
+        let others = c
+            .query_text(
+                "SELECT COALESCE(GROUP_CONCAT(CONCAT('''root''@', QUOTE(Host))), '') \
+                 FROM mysql.user WHERE User = 'root' AND Host <> 'localhost'",
+            )
+            .context("listing root's accounts on the launched MariaDB")?;
+        if !others.is_empty() {
             c.batch(&format!("DROP USER {others}"))
                 .context("dropping root's passwordless accounts but the socket's")?;
         }
-        let hosts = admitted_hosts(reach);
-        if reach.password.is_none() && !hosts.is_empty() {
-            bail!(crate::server::NO_PASSWORD);
-        }
         // Over the socket, with the general log off: the statement is seen by no one.
         // root on the socket takes the run's password too: the drivers on this host
-        // log in with it (a password given to an account with none is refused).
+        // log in with it (a password given to an account with none is refused). Letters
+        // and digits ([`Reach::at`]); quotes doubled all the same.
         let password = reach.password.as_deref().unwrap_or_default();
-        let password = password.replace('\\', "\\\\").replace('\'', "\\'");
+        let password = password.replace('\'', "''");
         if reach.password.is_some() {
             c.batch(&format!(
                 "ALTER USER 'root'@'localhost' IDENTIFIED BY '{password}'"
@@ -212,7 +228,7 @@ impl Mariadbd {
             .context("setting root's password on the launched MariaDB")?;
             s.password.clone_from(&reach.password);
         }
-        for host in hosts {
+        for host in admitted_hosts(reach) {
             c.batch(&format!(
                 "CREATE USER 'root'@'{host}' IDENTIFIED BY '{password}'"
             ))

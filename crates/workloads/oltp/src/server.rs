@@ -110,9 +110,8 @@ pub struct Reach {
 }
 
 /// Why a launched server admitting other hosts was not started.
-pub const NO_PASSWORD: &str = "a server other hosts reach needs the run's password, and the \
-     job gave none (a controller and an agent of different rackbench versions? deploy the \
-     same build to every host)";
+const NO_PASSWORD: &str = "a launched server that admits other hosts needs the run's \
+     password, and none was given";
 
 impl std::fmt::Debug for Reach {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -125,6 +124,15 @@ impl std::fmt::Debug for Reach {
 }
 
 impl Reach {
+    /// The password the admitted hosts log in with: none when none is admitted, an
+    /// error when some are and the run gave none.
+    pub fn admitted_password(&self) -> anyhow::Result<Option<&str>> {
+        if self.admit.is_empty() {
+            return Ok(None);
+        }
+        self.password.as_deref().map(Some).context(NO_PASSWORD)
+    }
+
     /// Loopback only: the single-host server of before.
     pub fn loopback() -> Reach {
         Reach {
@@ -139,12 +147,19 @@ impl Reach {
     /// addresses (the load generators', which may be routed from another subnet).
     /// Loopback `bind_ip`: [`Reach::loopback`] (the password kept for MariaDB's root on
     /// its socket, which the drivers log in with). A server refuses to start admitting
-    /// hosts without a password ([`NO_PASSWORD`]).
+    /// hosts without a password ([`Reach::admitted_password`]).
     pub fn at(bind_ip: &str, clients: &[String], password: Option<&str>) -> anyhow::Result<Reach> {
         let ip: std::net::IpAddr = bind_ip.parse().with_context(|| {
             format!("the address to bind PostgreSQL to, `{bind_ip}`, is not an IP address")
         })?;
         let password = password.filter(|p| !p.is_empty()).map(str::to_string);
+        // Made by the controller in hex: it goes into SQL unquoted by any escaping rule.
+        if password
+            .as_deref()
+            .is_some_and(|p| !p.bytes().all(|b| b.is_ascii_alphanumeric()))
+        {
+            bail!("the run's password for a launched server must be letters and digits");
+        }
         if ip.is_loopback() {
             return Ok(Reach {
                 password,
@@ -283,8 +298,10 @@ impl Server {
 
     /// [`Server::start`], reachable as `reach` says. The admitted addresses go into a
     /// copy of the cluster's `pg_hba.conf` beside the socket (`hba_file`), so a kept
-    /// cluster directory is never changed.
+    /// cluster's files are not changed; its superuser's password is the run's (a
+    /// password set on role postgres before is replaced).
     pub fn start_at(data: &Path, settings: &Settings, reach: &Reach) -> anyhow::Result<Server> {
+        let admitted = reach.admitted_password()?;
         if !data.join("PG_VERSION").is_file() {
             bail!(
                 "{} is not a PostgreSQL cluster directory (no PG_VERSION). Create one with \
@@ -309,9 +326,7 @@ impl Server {
         // the socket, and the cluster trusts whoever reaches it. Listening on 127.0.0.1
         // with trust, it took any local user as the superuser, who runs programs as the
         // server's OS user (`COPY ... TO PROGRAM`).
-        own_dir(&socket_dir)?;
-        std::fs::set_permissions(&socket_dir, std::fs::Permissions::from_mode(0o700))?;
-        chown(&socket_dir, who)?;
+        own_dir(&socket_dir, who)?;
         let log = data.with_file_name(format!(
             "{}.log",
             data.file_name()
@@ -327,11 +342,6 @@ impl Server {
             .filter(|a| *a != "127.0.0.1")
             .collect();
         let mut args = settings.args(&listen.join(","));
-        let admitted = match (&reach.password, reach.admit.is_empty()) {
-            (_, true) => None,
-            (Some(p), false) => Some(p),
-            (None, false) => bail!(NO_PASSWORD),
-        };
         if admitted.is_some() {
             let hba = socket_dir.join("pg_hba.conf");
             write_hba(&data.join("pg_hba.conf"), &hba, &reach.admit)?;
@@ -462,30 +472,50 @@ impl Drop for Server {
     }
 }
 
-/// `dir`, made if missing, as a directory of its own: a kept cluster's `DIR-sock` sits
-/// beside it, where a symbolic link planted by another user (in /tmp, say) would have
-/// had a directory of theirs chowned to the server's user and opened to it.
-fn own_dir(dir: &Path) -> anyhow::Result<()> {
+/// `dir`, made if missing, as a directory only the server's user (and root) enters:
+/// mode 0700, owned by that user. A kept cluster's `DIR-sock` sits beside it, where
+/// another user could have put a directory of theirs, or a symbolic link to one, to be
+/// chowned and opened to the server's user: one owned by anyone but root, us or the
+/// server's user is refused, and the directory is changed through its own handle
+/// (no link followed, nothing swapped between the check and the change).
+fn own_dir(dir: &Path, who: Option<&ServiceUser>) -> anyhow::Result<()> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     match std::fs::create_dir(dir) {
-        Ok(()) => return Ok(()),
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
             return Err(e).with_context(|| format!("creating {}", dir.display()))
         }
-        Err(_) => {}
+        _ => {}
     }
-    let meta = std::fs::symlink_metadata(dir)?;
-    if !meta.is_dir() {
-        bail!(
-            "{} is not a directory (a symbolic link or a file): remove it, and check who \
-             else can write beside the cluster directory",
+    let not_ours = || {
+        anyhow::anyhow!(
+            "{} is not a directory of root, this user or the server's (a symbolic link, a \
+             file, or another user's): remove it, and check who else can write beside the \
+             cluster directory",
             dir.display()
-        );
+        )
+    };
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir)
+        .map_err(|_| not_ours())?;
+    let owner = handle.metadata()?.uid();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if owner != 0 && owner != me && Some(owner) != who.map(|u| u.uid) {
+        return Err(not_ours());
+    }
+    handle.set_permissions(std::fs::Permissions::from_mode(0o700))?;
+    if let Some(u) = who {
+        std::os::unix::fs::fchown(&handle, Some(u.uid), Some(u.gid))
+            .with_context(|| format!("giving {} to {}", dir.display(), u.name))?;
     }
     Ok(())
 }
 
 /// `path` created or truncated, never through a symbolic link (a log beside a kept
-/// cluster, `DIR.log`: a link there would have had another file overwritten).
+/// cluster, `DIR.log`, or the admitted hosts' `pg_hba.conf` in its socket directory,
+/// which the server's user owns: a link there would have had another file overwritten).
 fn create_no_follow(path: &Path) -> anyhow::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
@@ -503,20 +533,31 @@ fn create_no_follow(path: &Path) -> anyhow::Result<File> {
         })
 }
 
-/// The cluster's own `pg_hba.conf` (`from`) with a line per admitted address appended
-/// (SCRAM: the run's password), written to `to` (readable by the server's user).
+/// The cluster's own `pg_hba.conf` (`from`) after a line per admitted address (SCRAM:
+/// the run's password), written to `to` (readable by the server's user). First: the
+/// first line that matches decides, and a kept cluster's own `host ... trust` line
+/// would have let the generators in without the password. Neither file is read or
+/// written through a symbolic link (root copying a linked file into the server's user's
+/// directory would hand it over).
 fn write_hba(from: &Path, to: &Path, admit: &[String]) -> anyhow::Result<()> {
-    let mut text =
-        std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str("# rackbench: the load generators of this run\n");
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut own = String::new();
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(from)
+        .and_then(|mut f| f.read_to_string(&mut own))
+        .with_context(|| format!("reading {} (not through a link)", from.display()))?;
+    let mut text = String::from("# rackbench: the load generators of this run\n");
     for a in admit {
         text.push_str(&format!("host all all {a} scram-sha-256\n"));
     }
-    std::fs::write(to, text).with_context(|| format!("writing {}", to.display()))?;
-    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o644))?;
+    text.push_str(&own);
+    let mut f = create_no_follow(to)?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", to.display()))?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
     Ok(())
 }
 
@@ -775,7 +816,7 @@ mod tests {
         std::fs::write(elsewhere.join("file"), "keep").unwrap();
         let sock = t.path().join("tpcc-sock");
         std::os::unix::fs::symlink(&elsewhere, &sock).unwrap();
-        let e = own_dir(&sock).unwrap_err();
+        let e = own_dir(&sock, None).unwrap_err();
         assert!(format!("{e:#}").contains("not a directory"), "{e:#}");
         let log = t.path().join("tpcc.log");
         std::os::unix::fs::symlink(elsewhere.join("file"), &log).unwrap();
@@ -786,8 +827,20 @@ mod tests {
         );
         // Made, or found as a directory of its own: both fine.
         let fresh = t.path().join("fresh-sock");
-        own_dir(&fresh).unwrap();
-        own_dir(&fresh).unwrap();
+        own_dir(&fresh, None).unwrap();
+        own_dir(&fresh, None).unwrap();
+        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        // Another user's directory is not taken over (as root, who could chown it).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let theirs = t.path().join("theirs-sock");
+            std::fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            assert!(own_dir(&theirs, None).is_err());
+            let mode = std::fs::metadata(&theirs).unwrap().permissions().mode();
+            assert_ne!(mode & 0o777, 0o700, "{mode:o}");
+        }
         create_no_follow(&t.path().join("fresh.log")).unwrap();
     }
 

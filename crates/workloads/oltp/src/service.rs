@@ -45,7 +45,9 @@ impl OltpService {
             &engine::launch::parse_cpu_list(&cfg.server_cpus)?,
             "server_cpus",
         )?;
-        let reach = Reach::at(&ctx.bind_ip, &plan.admit, plan.password.as_deref())?;
+        // The run's password, for a server launched here; a --dsn's is the user's own.
+        let launched = plan.password.as_deref().filter(|_| cfg.dsn.is_none());
+        let reach = Reach::at(&ctx.bind_ip, &plan.admit, launched)?;
         let mut target = Target::open_at(cfg, true, &reach, plan.password.as_deref())?;
         ctx.note(&format!("oltp: {}", target.describe));
         if let Some(pid) = target.server.as_ref().map(Launched::pid) {
