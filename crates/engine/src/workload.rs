@@ -575,7 +575,8 @@ pub trait Workload: Send {
 
     /// What the disclosure should say about the servers and tools this workload used
     /// (`software.redis-server`, `server.config.appendonly`...), which the runner adds to
-    /// the system under test's. Called after prepare.
+    /// the system under test's. Called after prepare and after each test (what a test
+    /// read back replaces what was known).
     fn disclosure(&self) -> BTreeMap<String, Fact> {
         BTreeMap::new()
     }
@@ -584,7 +585,8 @@ pub trait Workload: Send {
     /// (net: the sender's sysctls and congestion control), which the runner adds to each
     /// one's own disclosure, not the system under test's: a net matrix sends from every
     /// host in turn to the same receivers, and its senders' facts in a receiver's
-    /// disclosure read the last sender's as every sender's. Called after prepare.
+    /// disclosure read the last sender's as every sender's. Called when
+    /// [`Workload::disclosure`] is.
     fn loadgen_disclosure(&self) -> BTreeMap<String, BTreeMap<String, Fact>> {
         BTreeMap::new()
     }

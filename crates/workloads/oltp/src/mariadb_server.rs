@@ -4,12 +4,13 @@
 //! server CPUs, under a [`ChildGuard`] (stopped with us), removed afterwards.
 //!
 //! root logs in over the socket only, in a directory only the server's user enters, with
-//! the run's password when the run gives one (`rackbench run` always does), else none
-//! (`--auth-root-authentication-method=normal` also made a passwordless root@127.0.0.1
+//! the run's password when the run gives one (`rackbench run` always does), else none.
+//! `--auth-root-authentication-method=normal` also made a passwordless root@127.0.0.1
 //! and root@::1: any local user was root, who reads and writes files as the server's
-//! user; those are dropped before the server takes a connection). Off loopback, root is admitted with the run's
-//! password ([`Reach`]) from the system under test's own address and each load
-//! generator's, by IP (`--skip-name-resolve`), and from nowhere else. mariadbd refuses to run as root, so when rackbench is root it runs as the
+//! user; those are dropped before the server takes a connection. Off loopback, root is
+//! admitted with the run's password ([`Reach`]) from the system under test's own address
+//! and each load generator's, by IP (`--skip-name-resolve`), and from nowhere else.
+//! mariadbd refuses to run as root, so when rackbench is root it runs as the
 //! `mysql` system user (which the Debian package creates), else `nobody`. The binary
 //! log is off (`--skip-log-bin`) as in a default install, and every persistence
 //! setting is read back from the server for the disclosure ([`Mariadbd::persistence`]).
@@ -87,8 +88,8 @@ fn run_as() -> Option<ServiceUser> {
     ServiceUser::when_root(&["mysql", "nobody"])
 }
 
-/// A directory the server's user alone enters (and root): root logs in over the socket
-/// in `run` with no password but the run's, as the server's group must not.
+/// A directory only the server's user (and root) enters: the socket in `run` takes
+/// MariaDB's root, with no password when the run gave none.
 fn make_dir_for(dir: &Path, who: Option<&ServiceUser>) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;

@@ -94,10 +94,9 @@ pub struct Settings {
 
 /// Who may connect to a launched server over the network: the addresses it listens on,
 /// the client addresses it admits, and the password they log in with. A throwaway
-/// benchmark server, yet one that runs programs for its superuser: whoever reaches it
-/// from another host gives the run's password (made by the controller for this run
-/// alone, sent in the jobs, never stored), as a superuser of its socket is only who
-/// enters the socket's directory.
+/// benchmark server, yet its superuser runs programs on this host: on the socket, only
+/// who enters the socket's directory is one; from another host, only who gives the run's
+/// password (made by the controller for this run alone, sent in the jobs, never stored).
 #[derive(Clone, PartialEq)]
 pub struct Reach {
     /// The addresses it listens on (`listen_addresses`, mariadbd's `--bind-address`).
