@@ -1495,14 +1495,24 @@ mod tests {
         p: Value,
         step: impl FnMut(f64) -> anyhow::Result<RateStep>,
     ) -> StepOutput {
+        run_watched(&unwatched_ctx(), workload, test, p, step)
+    }
+
+    /// [`run_alone`] on the context `c` (its watch).
+    fn run_watched(
+        c: &Ctx,
+        workload: &str,
+        test: &str,
+        p: Value,
+        step: impl FnMut(f64) -> anyhow::Result<RateStep>,
+    ) -> StepOutput {
         let (_, cfg) = split_params(workload, &params(p)).unwrap();
-        let c = unwatched_ctx();
         run(
             workload,
             test,
             &cfg,
             &D,
-            &c,
+            c,
             &mut Found::default(),
             None,
             1,
@@ -2021,8 +2031,6 @@ mod tests {
     /// the host has no power source (its first levels had power).
     #[test]
     fn levels_whose_system_under_test_was_lost_say_so_for_the_missing_perf_per_watt() {
-        let (_, cfg) =
-            split_params("kv", &params(json!({"capacity": 500, "levels": [100, 50]}))).unwrap();
         let why = |after: u64, lost: bool| {
             let watch = PowerUntil {
                 marks: AtomicU64::new(0),
@@ -2030,18 +2038,8 @@ mod tests {
                 lost,
             };
             let c = ctx(Arc::new(watch));
-            let l = run(
-                "kv",
-                "levels",
-                &cfg,
-                &D,
-                &c,
-                &mut Found::default(),
-                None,
-                1,
-                step,
-            )
-            .unwrap();
+            let p = json!({"capacity": 500, "levels": [100, 50]});
+            let l = run_watched(&c, "kv", "levels", p, step);
             assert!(!l
                 .metrics
                 .iter()
