@@ -89,7 +89,7 @@ pub trait Service: Send {
 pub type ServiceFn = fn(&Params, &ServiceCtx) -> anyhow::Result<Box<dyn Service>>;
 
 /// One load generator's share of a test.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct DriverJob {
     pub workload: String,
     pub test: String,
@@ -100,6 +100,24 @@ pub struct DriverJob {
     /// This generator's index among `generators`.
     pub index: usize,
     pub generators: usize,
+}
+
+/// Its parameters with every password hidden (a `--dsn`'s, the job's own `password`):
+/// a job is sent to a host, never shown.
+impl std::fmt::Debug for DriverJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use model::secrets::{redact_json, redact_secrets};
+        let params = redact_json(&serde_json::Value::Object(self.params.clone()));
+        let endpoints: Vec<String> = self.endpoints.iter().map(|e| redact_secrets(e)).collect();
+        f.debug_struct("DriverJob")
+            .field("workload", &self.workload)
+            .field("test", &self.test)
+            .field("params", &params)
+            .field("endpoints", &endpoints)
+            .field("index", &self.index)
+            .field("generators", &self.generators)
+            .finish()
+    }
 }
 
 impl DriverJob {
@@ -749,6 +767,28 @@ pub fn sleep_until(at: SystemTime) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job's Debug shows its shape, not a password (a `--dsn`'s, the job's own).
+    #[test]
+    fn a_jobs_debug_hides_its_passwords() {
+        let mut params = Params::new();
+        params.insert("password".into(), serde_json::json!("Zq9run"));
+        params.insert("dsn".into(), serde_json::json!("host=h password=s3cret"));
+        params.insert("vus".into(), serde_json::json!(4));
+        let job = DriverJob {
+            workload: "oltp".into(),
+            test: "tpcc".into(),
+            params,
+            endpoints: vec!["postgresql://u:pw9@h/db".into()],
+            index: 0,
+            generators: 1,
+        };
+        let shown = format!("{job:?}");
+        for secret in ["Zq9run", "s3cret", "pw9"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(shown.contains("vus") && shown.contains("tpcc"), "{shown}");
+    }
 
     #[test]
     fn shares_differ_by_at_most_one_and_sum_to_the_total() {

@@ -40,7 +40,7 @@ pub fn own_binary_sha256() -> anyhow::Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex::encode(h.finalize()))
 }
 
 /// This binary's architecture as `uname -m` says it.

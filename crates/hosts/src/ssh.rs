@@ -163,8 +163,7 @@ impl Ssh {
     fn control_path(&self, dest: &str) -> PathBuf {
         use sha2::Digest;
         let hash = sha2::Sha256::digest(dest.as_bytes());
-        let name: String = hash[..6].iter().map(|b| format!("{b:02x}")).collect();
-        self.control_dir.path().join(name)
+        self.control_dir.path().join(hex::encode(&hash[..6]))
     }
 
     /// `ssh [options] DEST` with our options; append the remote command.

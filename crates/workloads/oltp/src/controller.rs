@@ -15,6 +15,7 @@
 //! the service's and the drivers' parameters only; nothing this controller returns
 //! carries it (the runner stores the sweep point's parameters redacted).
 
+use secrecy::{ExposeSecret, SecretString};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -63,7 +64,7 @@ pub struct Oltp {
     params: Params,
     /// The password for the service and the drivers: the user's for `--dsn`, the run's
     /// for a launched server (from prepare on).
-    password: Option<String>,
+    password: Option<SecretString>,
     running: Option<Running>,
     facts: BTreeMap<String, Fact>,
     /// Each database's build constant C_LOAD, from the service.
@@ -135,11 +136,11 @@ fn generator_run(
 
 /// A password for a launched server's superuser from the other hosts, made for one
 /// sweep point: 128 bits from the OS, in hex (nothing to quote anywhere it goes).
-fn run_password() -> String {
+fn run_password() -> SecretString {
     use rand::RngCore;
     let mut bytes = [0u8; 16];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    SecretString::from(hex::encode(bytes))
 }
 
 impl Oltp {
@@ -167,15 +168,16 @@ impl Oltp {
                 crate::mariadb::MyDb::from_dsn(dsn, None)?
                     .password()
                     .or_else(target::mysql_env_password)
+                    .map(SecretString::from)
             }
             Some(dsn) => {
                 let c = server::parse_dsn(dsn)?;
                 match c.get_password() {
-                    Some(p) => Some(
+                    Some(p) => Some(SecretString::from(
                         String::from_utf8(p.to_vec())
                             .map_err(|_| anyhow::anyhow!("the --dsn password is not UTF-8"))?,
-                    ),
-                    None => target::default_password(&c),
+                    )),
+                    None => target::default_password(&c).map(SecretString::from),
                 }
             }
             None => None,
@@ -215,13 +217,18 @@ impl Oltp {
     /// Connection settings of database `n` (1-based), any engine, for tests and tools.
     pub fn db_backend(&self, n: usize) -> Option<Box<dyn Backend>> {
         let e = self.endpoints().get(n.checked_sub(1)?)?;
-        backend_for_endpoint(e, self.password.as_deref()).ok()
+        backend_for_endpoint(e, self.password()).ok()
     }
 
     /// PostgreSQL connection settings of database `n` (1-based), for tests and tools.
     pub fn db_config(&self, n: usize) -> Option<postgres::Config> {
         let e = self.endpoints().get(n.checked_sub(1)?)?;
-        server::endpoint_config(e, self.password.as_deref()).ok()
+        server::endpoint_config(e, self.password()).ok()
+    }
+
+    /// The password the service and the drivers log in with, to put where they read it.
+    fn password(&self) -> Option<&str> {
+        self.password.as_ref().map(|p| p.expose_secret())
     }
 
     fn running(&self) -> anyhow::Result<&Running> {
@@ -266,7 +273,7 @@ impl Oltp {
         // The drivers connect to the endpoints: the DSN (and its password) stays here.
         let mut base = self.params.clone();
         base.remove("dsn");
-        if let Some(p) = &self.password {
+        if let Some(p) = self.password() {
             base.insert(job_keys::PASSWORD.into(), json!(p));
         }
         base.insert(job_keys::C_LOAD.into(), json!(self.c_load));
@@ -573,7 +580,7 @@ impl Workload for Oltp {
         if self.cfg.dsn.is_none() {
             self.password = Some(run_password());
         }
-        if let Some(p) = &self.password {
+        if let Some(p) = self.password() {
             params.insert(job_keys::PASSWORD.into(), json!(p));
         }
         // A launched server runs on --server-cpus (all its processes share them); a

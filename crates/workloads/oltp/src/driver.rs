@@ -17,6 +17,7 @@
 //! controller merges them exactly), the validity counters per database and the counter
 //! readings.
 
+use secrecy::ExposeSecret;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -97,7 +98,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     let dbs = job
         .endpoints
         .iter()
-        .map(|e| backend_for_endpoint(e, plan.password.as_deref()))
+        .map(|e| backend_for_endpoint(e, plan.password.as_ref().map(|p| p.expose_secret())))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if dbs.is_empty() || dbs.len() != plan.cfg.databases as usize {
         bail!(

@@ -50,6 +50,7 @@ pub mod space;
 pub mod target;
 pub mod txn;
 
+use secrecy::SecretString;
 use std::path::Path;
 
 use anyhow::{bail, Context};
@@ -564,7 +565,7 @@ pub struct Plan {
     /// The capacity tests' knobs (split off before `Config` reads the rest).
     pub cap: CapacityConfig,
     /// What the controller added for a service or a driver (see `job_keys`).
-    pub password: Option<String>,
+    pub password: Option<SecretString>,
     pub first_vu: u32,
     pub c_load: Vec<u32>,
     pub admit: Vec<String>,
@@ -587,7 +588,7 @@ impl Plan {
     pub fn from_job_params(p: &Params) -> anyhow::Result<Plan> {
         let (mut rest, cap) = capacity_tests::split_params("oltp", p)?;
         let password = match rest.remove(job_keys::PASSWORD) {
-            Some(Value::String(s)) => Some(s),
+            Some(Value::String(s)) => Some(SecretString::from(s)),
             Some(_) => bail!("oltp: the job's password is not a string"),
             None => None,
         };
@@ -780,6 +781,7 @@ pub fn cluster_dir(cfg: &Config) -> Option<&Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use secrecy::ExposeSecret;
     use serde_json::json;
 
     fn plan(v: Value) -> anyhow::Result<Plan> {
@@ -825,5 +827,20 @@ mod tests {
             );
         }
         plan(json!({"duration": 0.1})).unwrap();
+    }
+
+    /// A job's plan holds the run's password for the service and the drivers to log in
+    /// with, and its Debug does not show it.
+    #[test]
+    fn a_job_plans_debug_hides_the_password() {
+        let p = json!({ job_keys::PASSWORD: "Zq9run", "vus": 2 });
+        let job = Plan::from_job_params(p.as_object().unwrap()).unwrap();
+        assert_eq!(
+            job.password.as_ref().map(|p| p.expose_secret()),
+            Some("Zq9run")
+        );
+        assert!(!format!("{job:?}").contains("Zq9"), "{job:?}");
+        // The user's own parameters cannot carry it.
+        assert!(plan(p).is_err());
     }
 }

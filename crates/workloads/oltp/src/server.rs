@@ -10,6 +10,7 @@
 //! PostgreSQL refuses to run as root, so when rackbench is root the cluster is owned by and
 //! runs as the `postgres` system user (or `nobody` when that user does not exist).
 
+use secrecy::{ExposeSecret, SecretString};
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -97,7 +98,7 @@ pub struct Settings {
 /// benchmark server, yet its superuser runs programs on this host: on the socket, only
 /// who enters the socket's directory is one; from another host, only who gives the run's
 /// password (made by the controller for this run alone, sent in the jobs, never stored).
-#[derive(Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Reach {
     /// The addresses it listens on (`listen_addresses`, mariadbd's `--bind-address`).
     pub listen: String,
@@ -105,22 +106,12 @@ pub struct Reach {
     /// cluster's own `pg_hba.conf` as initdb wrote it (its socket alone is reached).
     pub admit: Vec<String>,
     /// The run's password, when other hosts are admitted.
-    pub password: Option<String>,
+    pub password: Option<SecretString>,
 }
 
 /// Why a launched server admitting other hosts was not started.
 const NO_PASSWORD: &str = "a launched server that admits other hosts needs the run's \
      password, and none was given";
-
-impl std::fmt::Debug for Reach {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reach")
-            .field("listen", &self.listen)
-            .field("admit", &self.admit)
-            .field("password", &self.password.as_ref().map(|_| "(hidden)"))
-            .finish()
-    }
-}
 
 impl Reach {
     /// The password the admitted hosts log in with: none when none is admitted, an
@@ -129,7 +120,10 @@ impl Reach {
         if self.admit.is_empty() {
             return Ok(None);
         }
-        self.password.as_deref().map(Some).context(NO_PASSWORD)
+        self.password
+            .as_ref()
+            .map(|p| Some(p.expose_secret()))
+            .context(NO_PASSWORD)
     }
 
     /// Loopback only: the single-host server of before.
@@ -151,14 +145,12 @@ impl Reach {
         let ip: std::net::IpAddr = bind_ip.parse().with_context(|| {
             format!("the address to bind PostgreSQL to, `{bind_ip}`, is not an IP address")
         })?;
-        let password = password.filter(|p| !p.is_empty()).map(str::to_string);
+        let password = password.filter(|p| !p.is_empty());
         // Made by the controller in hex: it goes into SQL unquoted by any escaping rule.
-        if password
-            .as_deref()
-            .is_some_and(|p| !p.bytes().all(|b| b.is_ascii_alphanumeric()))
-        {
+        if password.is_some_and(|p| !p.bytes().all(|b| b.is_ascii_alphanumeric())) {
             bail!("the run's password for a launched server must be letters and digits");
         }
+        let password = password.map(SecretString::from);
         if ip.is_loopback() {
             return Ok(Reach {
                 password,
@@ -855,9 +847,12 @@ mod tests {
         .unwrap();
         assert_eq!(r.listen, "127.0.0.1,10.0.0.1");
         assert_eq!(r.admit, vec!["samenet".to_string(), "10.0.0.2/32".into()]);
-        assert_eq!(r.password.as_deref(), Some("Zq9run"));
+        assert_eq!(r.admitted_password().unwrap(), Some("Zq9run"));
         assert!(!format!("{r:?}").contains("Zq9"), "{r:?}");
-        assert_eq!(Reach::at("10.0.0.1", &[], Some("")).unwrap().password, None);
+        assert!(Reach::at("10.0.0.1", &[], Some(""))
+            .unwrap()
+            .password
+            .is_none());
         assert!(Reach::at("not-an-ip", &[], None).is_err());
     }
 }

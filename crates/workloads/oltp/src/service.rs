@@ -10,6 +10,7 @@
 //! controller's queries: `check` (the consistency conditions, clause 3.3.2), `builds`
 //! (each database's build metadata) and `pid` (the launched postmaster's).
 
+use secrecy::ExposeSecret;
 use std::collections::BTreeMap;
 
 use anyhow::bail;
@@ -46,9 +47,10 @@ impl OltpService {
             "server_cpus",
         )?;
         // The run's password, for a server launched here; a --dsn's is the user's own.
-        let launched = plan.password.as_deref().filter(|_| cfg.dsn.is_none());
+        let password = plan.password.as_ref().map(|p| p.expose_secret());
+        let launched = password.filter(|_| cfg.dsn.is_none());
         let reach = Reach::at(&ctx.bind_ip, &plan.admit, launched)?;
-        let mut target = Target::open_at(cfg, true, &reach, plan.password.as_deref())?;
+        let mut target = Target::open_at(cfg, true, &reach, password)?;
         ctx.note(&format!("oltp: {}", target.describe));
         if let Some(pid) = target.server.as_ref().map(Launched::pid) {
             let name = match target.engine {
