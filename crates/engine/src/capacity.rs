@@ -91,9 +91,18 @@ pub struct RateStep {
     /// of warm-up to the last one's last reply), where the closure knows it: the step's
     /// power and CPU are taken over it alone. None: over the whole call.
     pub window: Option<(SystemTime, SystemTime)>,
-    /// Why what telemetry saw of the system under test is not in `extra`: its host was
-    /// lost by the step's end ([`crate::workload::Watch::lost`]). None while it answered.
-    pub telemetry_lost: Option<String>,
+    /// Why what telemetry saw of the system under test is not in `extra`: the run
+    /// samples nothing, or its host was lost by the step's end. None while sampled.
+    pub unsampled: Option<Unsampled>,
+}
+
+/// Why a step has no telemetry of the system under test ([`RateStep::unsampled`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unsampled {
+    /// The run samples nothing ([`crate::workload::Watch::off`]: `--no-telemetry`).
+    Off,
+    /// Its host was lost by the step's end ([`crate::workload::Watch::lost`]): how.
+    Lost(String),
 }
 
 impl RateStep {
@@ -120,7 +129,7 @@ impl RateStep {
             error: None,
             started_at: None,
             window: None,
-            telemetry_lost: None,
+            unsampled: None,
         }
     }
 
@@ -1534,21 +1543,34 @@ impl LevelsResult {
         if unread.is_empty() {
             return "the levels' power read 0 W in all: no figure per watt of it".into();
         }
+        if unread
+            .iter()
+            .all(|p| p.step.unsampled == Some(Unsampled::Off))
+        {
+            return format!(
+                "no power reading at any level: telemetry was off (--no-telemetry); run the \
+                 levels without it, with a power source on the system under test; {EVERY_LEVEL}"
+            );
+        }
+        let lost_how = |p: &LevelPoint| match &p.step.unsampled {
+            Some(Unsampled::Lost(how)) => Some(how.clone()),
+            _ => None,
+        };
         let labels = |lost: bool| {
             unread
                 .iter()
-                .filter(|p| p.step.telemetry_lost.is_some() == lost)
+                .filter(|p| lost_how(p).is_some() == lost)
                 .map(|p| p.label())
                 .collect::<Vec<_>>()
         };
         let (lost, not_read) = (labels(true), labels(false));
         if not_read.len() == self.points.len() {
             return "no power reading at every level (no RAPL, IPMI, hwmon or meter command on \
-                    this host)"
+                    the system under test)"
                 .into();
         }
         let mut why = Vec::new();
-        if let Some(how) = unread.iter().find_map(|p| p.step.telemetry_lost.as_deref()) {
+        if let Some(how) = unread.iter().find_map(|p| lost_how(p)) {
             why.push(format!(
                 "no power reading at {}: the system under test was lost ({how}), and its \
                  telemetry with it",

@@ -19,7 +19,9 @@ use model::{Flag, Metric, MissingMetric};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::capacity::{self, LevelsConfig, Objective, RampConfig, RateStep, SearchConfig};
+use crate::capacity::{
+    self, LevelsConfig, Objective, RampConfig, RateStep, SearchConfig, Unsampled,
+};
 use crate::workload::{Ctx, Params, StepOutput};
 
 /// The names of the capacity tests.
@@ -609,9 +611,13 @@ pub fn run(
             let window = step.window.map(|(from, to)| (after(from), after(to)));
             step.extra.extend(ctx.watch.since_mark(m, window));
         }
-        // A lost host gives no mark and no samples: without why, the step reads as one
-        // of a host with nothing to sample.
-        step.telemetry_lost = ctx.watch.lost();
+        // A lost host gives no mark and no samples, nor does a run without telemetry:
+        // without why, the step reads as one of a host with nothing to sample.
+        step.unsampled = match ctx.watch.lost() {
+            Some(how) => Some(Unsampled::Lost(how)),
+            None if ctx.watch.off() => Some(Unsampled::Off),
+            None => None,
+        };
         if ctx.partial.is_some() {
             add_partial(&mut so_far, test, &step, d.rate_unit, levels.as_deref());
             ctx.save_partial(&so_far);
@@ -1104,7 +1110,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::workload::Watch;
+    use crate::workload::{NoWatch, Watch};
 
     const D: CapacityDefaults = CapacityDefaults {
         typical_rate_per_s: 2000.0,
@@ -2074,6 +2080,21 @@ mod tests {
         // No power at any level: the host has none to read.
         let r = why(0, false);
         assert!(r.contains("no RAPL, IPMI, hwmon or meter command"), "{r}");
+        // Telemetry off (--no-telemetry): that is why, not a host without a source.
+        let c = ctx(Arc::new(NoWatch));
+        let p = json!({"capacity": 500, "levels": [100, 50]});
+        let l = run_watched(&c, "kv", "levels", p, step);
+        let r = &l
+            .missing
+            .iter()
+            .find(|m| m.name == "overall_reply_rate_per_w")
+            .expect("the overall perf/W said missing")
+            .reason;
+        assert!(
+            r.starts_with("no power reading at any level: telemetry was off (--no-telemetry)"),
+            "{r}"
+        );
+        assert!(!r.contains("no RAPL"), "{r}");
     }
 
     /// Acceptance A, finding 9: `http -t load --slo 'p99<1ms'` ran with the objective

@@ -207,6 +207,11 @@ pub trait Watch: Send + Sync {
     fn lost(&self) -> Option<String> {
         None
     }
+    /// Does it sample nothing at all (`--no-telemetry`)? A step then has no figures of
+    /// the system under test for that reason, not for want of a source on it.
+    fn off(&self) -> bool {
+        false
+    }
 }
 
 /// A `Watch` that ignores everything (unit tests, `--no-telemetry`).
@@ -214,6 +219,9 @@ pub struct NoWatch;
 impl Watch for NoWatch {
     fn set_warmup(&self, _on: bool) {}
     fn watch_process(&self, _role: &str, _pid: u32) {}
+    fn off(&self) -> bool {
+        true
+    }
 }
 
 /// What a workload is given while it prepares and runs.
