@@ -1303,7 +1303,7 @@ fn run_as(
             )?;
         }
     }
-    let mut hosts = disclosures(&set, &host_roles)?;
+    let hosts = disclosures(&set, &host_roles)?;
     // Each part's tests as its results are named (`rsa` asked: `rsa512` .. `rsa4096`;
     // `udp`: `udp1472`, `udp60`), in the order they run, from the workload itself: what a
     // report of a run that did not finish names as never run.
@@ -1364,7 +1364,7 @@ fn run_as(
         rackbench_version: plan.build.clone(),
         command: plan.command.clone(),
         plan: redact_value(&plan_json),
-        hosts: hosts.clone(),
+        hosts,
         idle_power: Vec::new(),
         results: Vec::new(),
         status: Status::Running,
@@ -1378,15 +1378,14 @@ fn run_as(
         power_model: o.power_model,
     };
     let telemetry = match telemetry::Telemetry::start(set.all(), &settings, &suts, o.telemetry) {
-        Ok(t) => Arc::new(t.with_disclosures(&hosts)),
+        Ok(t) => Arc::new(t.with_disclosures(&record.hosts)),
         Err(e) => {
             store.delete_run(&run_id)?;
             return Err(e);
         }
     };
-    if telemetry.disclose_power_sources(&mut hosts, &settings) {
-        store.update_hosts(&run_id, &hosts)?;
-        record.hosts = hosts.clone();
+    if telemetry.disclose_power_sources(&mut record.hosts, &settings) {
+        store.update_hosts(&run_id, &record.hosts)?;
     }
     // Ctrl-C reaches the remote drivers too, and an idle measurement there (before it,
     // a stop would leave the hosts measuring idle for up to --idle-power).
@@ -1427,10 +1426,9 @@ fn run_as(
                 None => None,
                 Some(v) => match VariantOn::set_up(v, &roles, o.verbose, &mut setup_log) {
                     Ok(Some(on)) => {
-                        disclose_variant(&mut hosts, v, &setup_log);
-                        on.disclose_changes(&mut hosts);
-                        store.update_hosts(&run_id, &hosts)?;
-                        record.hosts = hosts.clone();
+                        disclose_variant(&mut record.hosts, v, &setup_log);
+                        on.disclose_changes(&mut record.hosts);
+                        store.update_hosts(&run_id, &record.hosts)?;
                         Some(on)
                     }
                     // Stopped during the setup (torn down already): the run ends
@@ -1446,9 +1444,8 @@ fn run_as(
                     }
                     Err(e) => {
                         // What the failed setup printed stays with the run it ends.
-                        disclose_variant(&mut hosts, v, &setup_log);
-                        store.update_hosts(&run_id, &hosts)?;
-                        record.hosts = hosts.clone();
+                        disclose_variant(&mut record.hosts, v, &setup_log);
+                        store.update_hosts(&run_id, &record.hosts)?;
                         failure = Some(describe(&e));
                         break 'run;
                     }
@@ -1528,9 +1525,8 @@ fn run_as(
                 ));
                 break 'run;
             }
-            if disclose_found(&mut hosts, workload_facts(&**w, roles.sut.name())) {
-                store.update_hosts(&run_id, &hosts)?;
-                record.hosts = hosts.clone();
+            if disclose_found(&mut record.hosts, workload_facts(&**w, roles.sut.name())) {
+                store.update_hosts(&run_id, &record.hosts)?;
             }
             // Every knob the point runs with, defaults included, redacted as its
             // parameters are (a password never stored).
@@ -1760,9 +1756,8 @@ fn run_as(
                     any_result = true;
                     // What a test read back (net's congestion control from its data
                     // stream) replaces what was known before it.
-                    if disclose_found(&mut hosts, workload_facts(&**w, roles.sut.name())) {
-                        store.update_hosts(&run_id, &hosts)?;
-                        record.hosts = hosts.clone();
+                    if disclose_found(&mut record.hosts, workload_facts(&**w, roles.sut.name())) {
+                        store.update_hosts(&run_id, &record.hosts)?;
                     }
                     match counted_headline(&result) {
                         Some(h) => headlines.push(h),
@@ -1807,9 +1802,8 @@ fn run_as(
             // The servers are gone: take the setting out, and disclose what that printed.
             if let (Some(mut on), Some(v)) = (variant_on.take(), variant) {
                 let log = on.tear_down();
-                disclose_teardown(&mut hosts, v, &log);
-                store.update_hosts(&run_id, &hosts)?;
-                record.hosts = hosts.clone();
+                disclose_teardown(&mut record.hosts, v, &log);
+                store.update_hosts(&run_id, &record.hosts)?;
             }
         }
     }
