@@ -651,24 +651,75 @@ fn disclose_variant(hosts: &mut [HostDisclosure], v: &Variant, log: &CommandLog)
     }
 }
 
-/// Facts a workload found on hosts of the run, each host's into its own disclosure (a
-/// host not of the run, net's in-process sender, has none). Whether any was new.
-fn disclose_found(
-    hosts: &mut [HostDisclosure],
-    found: impl IntoIterator<Item = (String, BTreeMap<String, Fact>)>,
-) -> bool {
-    let mut changed = false;
-    for (host, facts) in found {
-        if let Some(d) = hosts.iter_mut().find(|d| d.host == host) {
+/// What the workloads found on the run's hosts, by sweep point. A fact the points found
+/// alike is disclosed as found; one that differs between them (net's method with a
+/// swept `--zerocopy`, a receiver's port per pair of a matrix) with each value and the
+/// points that found it, not as the last point's alone.
+#[derive(Default)]
+struct FoundFacts {
+    /// Per host and fact: each value, with the labels of the points that found it.
+    seen: BTreeMap<(String, String), Vec<FoundAt>>,
+}
+
+/// A value of a fact, and the labels of the sweep points that found it.
+type FoundAt = (Fact, Vec<String>);
+
+impl FoundFacts {
+    /// Facts found at the point labelled `point`, each host's into its own disclosure (a
+    /// host not of the run, net's in-process sender, has none). A fact read again at the
+    /// same point (after each of its tests) replaces what that point found before.
+    /// Whether any disclosure changed.
+    fn disclose(
+        &mut self,
+        hosts: &mut [HostDisclosure],
+        point: &str,
+        found: impl IntoIterator<Item = (String, BTreeMap<String, Fact>)>,
+    ) -> bool {
+        let mut changed = false;
+        for (host, facts) in found {
+            let Some(d) = hosts.iter_mut().find(|d| d.host == host) else {
+                continue;
+            };
             for (k, v) in facts {
-                if d.facts.get(&k) != Some(&v) {
-                    d.facts.insert(k, v);
+                let values = self.seen.entry((host.clone(), k.clone())).or_default();
+                for (_, points) in values.iter_mut() {
+                    points.retain(|p| p != point);
+                }
+                values.retain(|(_, points)| !points.is_empty());
+                match values.iter_mut().find(|(f, _)| *f == v) {
+                    Some((_, points)) => points.push(point.to_string()),
+                    None => values.push((v, vec![point.to_string()])),
+                }
+                let disclosed = match values.as_slice() {
+                    [(one, _)] => one.clone(),
+                    many => Fact::known(
+                        many.iter()
+                            .map(|(f, points)| {
+                                let at = points
+                                    .iter()
+                                    .map(|p| {
+                                        if p.is_empty() {
+                                            "(no swept setting)"
+                                        } else {
+                                            p
+                                        }
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join("; ");
+                                format!("at {at}: {}", f.display())
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" | "),
+                    ),
+                };
+                if d.facts.get(&k) != Some(&disclosed) {
+                    d.facts.insert(k, disclosed);
                     changed = true;
                 }
             }
         }
+        changed
     }
-    changed
 }
 
 /// What a workload learnt about the servers, for the system under test's disclosure, and
@@ -1408,6 +1459,7 @@ fn run_as(
     let mut step: u32 = 0;
     let mut failure: Option<String> = None;
     let mut any_result = false;
+    let mut found_facts = FoundFacts::default();
     'run: for (part, expanded, workloads, markers) in parts {
         let reg = &part.registration;
         let swept = engine::plan::swept_keys(&part.params, reg.list_keys);
@@ -1525,7 +1577,11 @@ fn run_as(
                 ));
                 break 'run;
             }
-            if disclose_found(&mut record.hosts, workload_facts(&**w, roles.sut.name())) {
+            if found_facts.disclose(
+                &mut record.hosts,
+                &label,
+                workload_facts(&**w, roles.sut.name()),
+            ) {
                 store.update_hosts(&run_id, &record.hosts)?;
             }
             // Every knob the point runs with, defaults included, redacted as its
@@ -1756,7 +1812,11 @@ fn run_as(
                     any_result = true;
                     // What a test read back (net's congestion control from its data
                     // stream) replaces what was known before it.
-                    if disclose_found(&mut record.hosts, workload_facts(&**w, roles.sut.name())) {
+                    if found_facts.disclose(
+                        &mut record.hosts,
+                        &label,
+                        workload_facts(&**w, roles.sut.name()),
+                    ) {
                         store.update_hosts(&run_id, &record.hosts)?;
                     }
                     match counted_headline(&result) {
@@ -2389,46 +2449,80 @@ mod tests {
     /// its own (it held the last pair's sender's, as if every sender had them).
     #[test]
     fn a_matrixs_sender_facts_go_to_each_senders_own_disclosure() {
-        let host = |name: &str| HostDisclosure {
-            host: name.into(),
-            role: "receiver+sender".into(),
-            facts: BTreeMap::new(),
-        };
         let mut hosts = vec![host("a"), host("b"), host("c")];
-        let facts = |kv: &[(&str, &str)]| -> BTreeMap<String, Fact> {
-            kv.iter()
-                .map(|(k, v)| (k.to_string(), Fact::known(*v)))
-                .collect()
-        };
+        let mut found = FoundFacts::default();
         // a>b, then c>b: as the net workload gives them, the receiver's and the sender's.
         for (sender, cc) in [("a", "cubic"), ("c", "bbr")] {
-            let found = [
+            let at = [
                 ("b".to_string(), facts(&[("net.receiver", "on b")])),
                 (
                     sender.to_string(),
                     facts(&[("net.sender", sender), ("net.tcp_congestion", cc)]),
                 ),
             ];
-            assert!(disclose_found(&mut hosts, found));
+            assert!(found.disclose(&mut hosts, &format!("{sender}>b"), at));
         }
         let keys = |i: usize| hosts[i].facts.keys().cloned().collect::<Vec<_>>();
         assert_eq!(keys(1), ["net.receiver"]);
+        assert_eq!(hosts[1].facts["net.receiver"].display(), "on b");
         assert_eq!(hosts[0].facts["net.tcp_congestion"].display(), "cubic");
         assert_eq!(hosts[2].facts["net.tcp_congestion"].display(), "bbr");
         // Nothing found, or found on no host of the run (net's in-process sender): no
         // disclosure changed.
         let elsewhere = [("this process".to_string(), facts(&[("net.sender", "x")]))];
-        assert!(!disclose_found(&mut hosts, elsewhere));
-        assert!(!disclose_found(
-            &mut hosts,
-            [("a".to_string(), BTreeMap::new())]
-        ));
+        assert!(!found.disclose(&mut hosts, "c>b", elsewhere));
+        assert!(!found.disclose(&mut hosts, "c>b", [("a".to_string(), BTreeMap::new())]));
         // The same facts again (read after each test): nothing to store.
         let again = [("c".to_string(), facts(&[("net.tcp_congestion", "bbr")]))];
-        assert!(!disclose_found(&mut hosts, again));
+        assert!(!found.disclose(&mut hosts, "c>b", again));
+        // Read back otherwise at the same point: it replaces that point's.
         let read_back = [("c".to_string(), facts(&[("net.tcp_congestion", "cubic")]))];
-        assert!(disclose_found(&mut hosts, read_back));
+        assert!(found.disclose(&mut hosts, "c>b", read_back));
         assert_eq!(hosts[2].facts["net.tcp_congestion"].display(), "cubic");
+    }
+
+    /// A fact that differs between sweep points (net's method with a swept --zerocopy)
+    /// was disclosed as the last point found it, as if every point had run so: it names
+    /// each value with the points that found it, and a point read again replaces its own.
+    #[test]
+    fn a_fact_that_differs_by_sweep_point_names_each_value_with_its_points() {
+        let mut hosts = vec![host("a")];
+        let mut found = FoundFacts::default();
+        let method = |v: &str| [("a".to_string(), facts(&[("net.method", v)]))];
+        assert!(found.disclose(&mut hosts, "zerocopy=false", method("write()")));
+        assert!(found.disclose(&mut hosts, "zerocopy=true", method("sendfile()")));
+        assert!(found.disclose(&mut hosts, "zerocopy=false variant=b", method("write()")));
+        assert_eq!(
+            hosts[0].facts["net.method"].display(),
+            "at zerocopy=false; zerocopy=false variant=b: write() | at zerocopy=true: sendfile()"
+        );
+        // The second point read again, alike now: one value, disclosed as found.
+        assert!(found.disclose(&mut hosts, "zerocopy=true", method("write()")));
+        assert_eq!(hosts[0].facts["net.method"].display(), "write()");
+        // An unknown fact keeps its reason beside the others.
+        let unknown = [(
+            "a".to_string(),
+            BTreeMap::from([("net.method".to_string(), Fact::unknown("not read"))]),
+        )];
+        assert!(found.disclose(&mut hosts, "", unknown));
+        assert_eq!(
+            hosts[0].facts["net.method"].display(),
+            "at zerocopy=false; zerocopy=false variant=b; zerocopy=true: write() | at (no swept setting): unknown (not read)"
+        );
+    }
+
+    fn host(name: &str) -> HostDisclosure {
+        HostDisclosure {
+            host: name.into(),
+            role: "receiver+sender".into(),
+            facts: BTreeMap::new(),
+        }
+    }
+
+    fn facts(kv: &[(&str, &str)]) -> BTreeMap<String, Fact> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), Fact::known(*v)))
+            .collect()
     }
 
     /// Now the command once, its status and its output, in the error and in the log
