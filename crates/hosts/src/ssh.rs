@@ -409,11 +409,14 @@ const UNSAFE_START: &str = "another user may now write to the cached copy or a d
 fn probe_script(name: &str) -> String {
     // A binary another user could have put or changed there is never run: the cache
     // directory and the file must be this user's and writable by no one else, and so
-    // must every directory above them but root's (`unsafe` otherwise; an absent
-    // directory is made private by the deploy).
+    // must every directory above them but root's (`unsafe` otherwise). An absent cache
+    // is made private by the deploy; the directories above it that exist are checked
+    // now, before a copy of up to minutes into them.
     format!(
         "c=\"${{XDG_CACHE_HOME:-$HOME/.cache}}/rackbench\"; f=\"$c/{name}\"; {PRIVATE_SH} \
+         e=\"$c\"; while [ ! -e \"$e\" ]; do e=\"$(dirname \"$e\")\"; done; \
          if [ -e \"$c\" ] && ! private \"$c\"; then p=unsafe; \
+         elif [ ! -e \"$c\" ] && ! above \"$e\"; then p=unsafe; \
          elif [ -x \"$f\" ] && ! private \"$f\"; then p=unsafe; \
          elif [ -x \"$f\" ]; then p=present; else p=absent; fi; \
          printf 'RBPROBE %s %s %s\\n' \"$(uname -m)\" \"$p\" \"$f\""
@@ -422,15 +425,15 @@ fn probe_script(name: &str) -> String {
 
 /// `private PATH` in sh: PATH is this user's and writable by no one else, and each
 /// directory above it (as the kernel finds it, links resolved) is this user's or root's
-/// and writable by no one else, or sticky (/tmp: no one renames another's entries).
-/// Where another user could swap a directory on the way, a checked binary could be
-/// replaced before it runs. Absolute paths only. It leaves the directory it checked in
-/// `r`: what runs is `$r/NAME`, not a path through a link whose own directory went
-/// unchecked.
+/// and writable by no one else, or sticky (/tmp: no one renames another's entries):
+/// `above DIR`, from DIR itself up. Where another user could swap a directory on the
+/// way, a checked binary could be replaced before it runs. Absolute paths only.
+/// `private` leaves the directory it checked in `r`: what runs is `$r/NAME`, not a path
+/// through a link whose own directory went unchecked.
 const PRIVATE_SH: &str = "\
     loose() { [ ! -O \"$1\" ] || [ -n \"$(find \"$1\" -maxdepth 0 -perm /022 2>/dev/null)\" ]; }; \
-    private() { loose \"$1\" && return 1; \
-      r=\"$(cd \"$(dirname \"$1\")\" 2>/dev/null && pwd -P)\" || return 1; d=\"$r\"; \
+    private() { loose \"$1\" && return 1; above \"$(dirname \"$1\")\"; }; \
+    above() { r=\"$(cd \"$1\" 2>/dev/null && pwd -P)\" || return 1; d=\"$r\"; \
       while :; do case \"$d\" in /*) ;; *) return 1;; esac; \
         [ -O \"$d\" ] || [ -n \"$(find \"$d\" -maxdepth 0 -user 0 2>/dev/null)\" ] || return 1; \
         [ -z \"$(find \"$d\" -maxdepth 0 -perm /022 ! -perm -1000 2>/dev/null)\" ] || return 1; \
@@ -1015,12 +1018,18 @@ mod tests {
             line.split(' ').nth(2).unwrap().to_string()
         };
         assert_eq!(probe(), "absent");
-        std::fs::create_dir(&cache).unwrap();
-        let bin = cache.join("rackbench-x");
-        std::fs::write(&bin, "#!/bin/sh\necho \"ran $1 $2 $3\"\n").unwrap();
         let mode = |p: &std::path::Path, m: u32| {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
         };
+        // Absent, under a directory others may write to: unsafe before any copy there.
+        mode(home.path(), 0o777);
+        assert_eq!(probe(), "unsafe");
+        mode(home.path(), 0o1777);
+        assert_eq!(probe(), "absent");
+        mode(home.path(), 0o700);
+        std::fs::create_dir(&cache).unwrap();
+        let bin = cache.join("rackbench-x");
+        std::fs::write(&bin, "#!/bin/sh\necho \"ran $1 $2 $3\"\n").unwrap();
         mode(&cache, 0o700);
         mode(&bin, 0o700);
         assert_eq!(probe(), "present");
