@@ -373,7 +373,10 @@ impl State {
         self.prev = cur;
         let freq_mhz = self.read_freq();
         let busy = cpus.iter().find(|c| c.cpu == -1).map(|c| c.busy_pct());
-        let power = self.power.read(now, busy, tick);
+        // Stamped as the counters are read: the reads above (every watched process's
+        // tree, the frequencies) take a varying time after `now`, and an energy counter's
+        // watts are its change over the time between its own two reads.
+        let power = self.power.read(Instant::now(), busy, tick);
         let power_failed = self.power.last_failed().to_vec();
         for e in self.power.errors().to_vec() {
             self.note(e);
