@@ -137,12 +137,25 @@ fn no_reply_timeout() -> Duration {
 }
 
 impl LoadSpec {
+    /// Is this a closed loop stopped by time? It is measured over its duration, so an
+    /// operation straggling past its end cannot stretch it (to the last reply, one
+    /// 1.5 s late read a 1 s test as 2.5 s). The stream loop counts the replies done
+    /// from the warm-up's end to the end, whenever their requests left, and waits for
+    /// none after it (wrk's count); a session counts the operations it started in that
+    /// window (a blocking call cannot be left), each with its latency. A closed loop
+    /// stopped by a count measures every request to its reply (redis-benchmark's), and
+    /// an open loop the requests of its schedule.
+    pub fn timed_closed_loop(&self) -> bool {
+        self.shape == LoadShape::Closed && matches!(self.stop, StopAfter::Duration(_))
+    }
+
     /// The seconds a test measured, from the end of warm-up, given its last reply, or the
     /// time its generators stopped sending if that is later, at `last_ns` after it. A
-    /// closed loop, or a test stopped early: to then (redis-benchmark's whole-test wall
-    /// time; a server that stalled for a timed test's last seconds, its replies in
-    /// flight never coming, is measured to the stop, not to the last reply before its
-    /// stall). An open loop that ran its schedule: the
+    /// closed loop stopped by a count, or a test stopped early: to then
+    /// (redis-benchmark's whole-test wall time; a server that stalled for a timed test's
+    /// last seconds is measured to the stop, not to the last reply before its stall). A
+    /// timed closed loop that ran its time: its duration
+    /// ([`LoadSpec::timed_closed_loop`]). An open loop that ran its schedule: the
     /// span of that schedule at least (its duration, or its N requests over its rate R).
     /// To the last reply alone, N requests sent 1/R apart measured (N-1)/R plus a
     /// latency, and reported more than was offered: `--rate 5` for 2 s read 5.56/s,
@@ -150,10 +163,11 @@ impl LoadSpec {
     /// inverse latency.
     pub fn measured_s(&self, last_ns: u64, stopped_early: bool) -> f64 {
         let to_last = last_ns as f64 / 1e9;
-        let rate = match self.shape {
-            LoadShape::Closed => return to_last,
+        let rate = match (self.shape, self.stop) {
             _ if stopped_early => return to_last,
-            LoadShape::Constant { rate } | LoadShape::Poisson { rate } => rate,
+            (LoadShape::Closed, StopAfter::Duration(d)) => return d.as_secs_f64(),
+            (LoadShape::Closed, StopAfter::Requests(_)) => return to_last,
+            (LoadShape::Constant { rate } | LoadShape::Poisson { rate }, _) => rate,
         };
         let span = match self.stop {
             StopAfter::Duration(d) => d.as_secs_f64(),
@@ -367,7 +381,8 @@ impl ClassStats {
 #[derive(Debug, Clone)]
 pub struct LoadOutcome {
     pub classes: Vec<ClassStats>,
-    /// Measured wall time, seconds (from the end of warm-up to the last reply).
+    /// Measured wall time, seconds: from the end of warm-up to the last reply, or, for
+    /// a timed closed loop, its duration ([`LoadSpec::timed_closed_loop`]).
     pub duration_s: f64,
     /// Completed requests per second in each `interval` of the measurement.
     pub interval_rates: Vec<f64>,
@@ -478,8 +493,9 @@ mod tests {
 
     /// Acceptance pass D, 4: an open loop's achieved rate was N over the time to its last
     /// reply, (N-1)/R plus a latency: `--rate 5` for 2 s (10 requests, last reply at
-    /// 1.8 s) read 5.56/s. Its schedule's span is the least it measured; a closed loop or
-    /// a test stopped early keep the time to the last reply.
+    /// 1.8 s) read 5.56/s. Its schedule's span is the least it measured; a closed loop
+    /// stopped by a count or a test stopped early keep the time to the last reply, and a
+    /// timed closed loop measures its duration.
     #[test]
     fn an_open_loop_measures_its_schedule_at_least() {
         let open = LoadSpec {
@@ -496,7 +512,16 @@ mod tests {
             stop: StopAfter::Duration(Duration::from_secs(2)),
             ..LoadSpec::default()
         };
-        assert_eq!(closed.measured_s(1_800_000_000, false), 1.8);
+        assert!(closed.timed_closed_loop());
+        assert_eq!(closed.measured_s(1_800_000_000, false), 2.0);
+        assert_eq!(closed.measured_s(2_400_000_000, false), 2.0);
+        assert_eq!(closed.measured_s(1_800_000_000, true), 1.8);
+        let by_count = LoadSpec {
+            stop: StopAfter::Requests(10),
+            ..LoadSpec::default()
+        };
+        assert!(!by_count.timed_closed_loop());
+        assert_eq!(by_count.measured_s(1_800_000_000, false), 1.8);
         // Stopped by a count (kv's --rate without --duration): N over R, 10 at 5/s.
         let counted = LoadSpec {
             shape: LoadShape::Poisson { rate: 5.0 },

@@ -204,7 +204,9 @@ fn worker<S: Session>(
         }
         if end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| measured >= q) {
             count_unsent(&mut rec, &mut rng, now);
-            rec.ran_ns = now.saturating_sub(warm_ns);
+            // Nothing was sent after the end, however late the last call came back.
+            let stopped = end_ns.map_or(now, |e| e.min(now));
+            rec.ran_ns = stopped.saturating_sub(warm_ns);
             break;
         }
         let intended = match schedule.as_mut() {

@@ -203,7 +203,8 @@ impl GeneratorRun {
     }
 
     /// Its measured window on the controller's clock, less the test's warm-up: from its
-    /// load loop's start, for its measured duration (to its last reply). The warm-up is
+    /// load loop's start, for its measured duration (to its last reply; a timed closed
+    /// loop's, to its end: [`crate::load::LoadSpec::timed_closed_loop`]). The warm-up is
     /// the same on every generator, so it shifts every window alike and leaves their
     /// overlap and union as they are; `ended_unix_s` would add the drain, the close and
     /// the report's way back.

@@ -132,6 +132,36 @@ impl Pending {
     }
 }
 
+/// Which replies a test records, and which requests it counts lost.
+#[derive(Clone, Copy)]
+struct Window {
+    warm_ns: u64,
+    /// A timed closed loop ([`LoadSpec::timed_closed_loop`]): the replies done from
+    /// the warm-up's end to this, whenever their requests left (wrk's count). None: the
+    /// requests [`Pending::measured`] says, each reply waited for.
+    replies_until: Option<u64>,
+}
+
+impl Window {
+    #[inline]
+    fn records(&self, p: &Pending, done_ns: u64) -> bool {
+        match self.replies_until {
+            Some(end) => done_ns >= self.warm_ns && done_ns <= end,
+            None => p.measured(self.warm_ns),
+        }
+    }
+
+    /// How many of a connection's requests in flight at `now` are lost with it: by the
+    /// reply window, every one while it is open (each would have replied in it).
+    fn lost(&self, inflight: &Inflight, now: u64) -> u64 {
+        match self.replies_until {
+            Some(end) if now >= self.warm_ns && now <= end => inflight.len() as u64,
+            Some(_) => 0,
+            None => inflight.measured(self.warm_ns),
+        }
+    }
+}
+
 /// The requests in flight on one connection, oldest first, run-length encoded: the
 /// requests of one pipelined batch (same class, send and intended time) are one entry and
 /// a count, so that queueing a request is a compare and an increment instead of a push,
@@ -446,6 +476,12 @@ where
                 StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
                 StopAfter::Requests(_) => None,
             },
+            replies_until: match spec.stop {
+                StopAfter::Duration(d) if spec.timed_closed_loop() => {
+                    Some(warm_ns + d.as_nanos() as u64)
+                }
+                _ => None,
+            },
             quota: quota.as_ref().map(|_| 0),
             pool: quota,
             issued_measured: 0,
@@ -563,6 +599,8 @@ struct Pace {
     t0: Instant,
     warm_ns: u64,
     end_ns: Option<u64>,
+    /// [`Window::replies_until`].
+    replies_until: Option<u64>,
     /// A count-stopped test: the measured requests this worker has claimed from `pool`
     /// so far.
     quota: Option<u64>,
@@ -594,6 +632,14 @@ impl Pace {
     #[inline]
     fn now(&self) -> u64 {
         self.t0.elapsed().as_nanos() as u64
+    }
+
+    #[inline]
+    fn window(&self) -> Window {
+        Window {
+            warm_ns: self.warm_ns,
+            replies_until: self.replies_until,
+        }
     }
 
     /// Can another request be issued now (stop condition, quota)?
@@ -779,7 +825,9 @@ impl Loop<'_> {
             pace.stop_sending = true;
         }
         if pace.stop_sending {
-            pace.sending_stopped_ns.get_or_insert(now);
+            // Sent nothing after its end, whenever the round saw it.
+            let stopped = pace.end_ns.map_or(now, |e| e.min(now));
+            pace.sending_stopped_ns.get_or_insert(stopped);
         }
         if pace.connects_pending > 0 {
             // A SYN the server dropped (its backlog full) is retried by the kernel for
@@ -814,7 +862,7 @@ impl Loop<'_> {
                     let waiting: usize = conns.iter().map(|c| c.inflight.len()).sum();
                     for c in conns.iter_mut() {
                         self.rec
-                            .lost_requests(&why, c.inflight.measured(pace.warm_ns));
+                            .lost_requests(&why, pace.window().lost(&c.inflight, now));
                         c.inflight.clear();
                     }
                     pace.sending_stopped_ns.get_or_insert(now);
@@ -832,6 +880,14 @@ impl Loop<'_> {
             if conns.iter().all(|c| c.inflight.is_empty()) {
                 return false;
             }
+            // A timed closed loop at its end: its count is the replies done by then, so
+            // none in flight is waited for (a straggler stretched the test to it).
+            if pace.replies_until.is_some() && pace.stopped_early.is_none() {
+                for c in conns.iter_mut() {
+                    c.inflight.clear();
+                }
+                return false;
+            }
             // Ctrl-C waits half a second for replies in flight, a normal end five.
             let wait = if self.progress.stopping() {
                 INTERRUPT_DRAIN
@@ -845,7 +901,7 @@ impl Loop<'_> {
                 for c in conns.iter_mut() {
                     self.rec.lost_requests(
                         "no reply before the end of the test",
-                        c.inflight.measured(pace.warm_ns),
+                        pace.window().lost(&c.inflight, now),
                     );
                     c.inflight.clear();
                 }
@@ -919,7 +975,8 @@ impl Loop<'_> {
             // `Connection: close` after N requests): reopen it, no error.
             Err(why) if why == CLOSED && c.inflight.is_empty() => (0, true),
             Err(why) => {
-                fail_conn(c, &mut self.rec, &why, self.pace.warm_ns);
+                let now = self.pace.now();
+                fail_conn(c, &mut self.rec, &why, self.pace.window(), now);
                 (0, true)
             }
         };
@@ -1107,7 +1164,7 @@ fn epoll_loop<P: Protocol>(
             }
             if next == Next::Keep && (ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
                 let done = lp.pace.now();
-                let read = read_replies(c, &mut lp.rec, done, lp.pace.warm_ns);
+                let read = read_replies(c, &mut lp.rec, done, lp.pace.window());
                 let replies;
                 (replies, next) = lp.settle(c, read);
                 progress_pending += replies;
@@ -1213,7 +1270,7 @@ fn read_replies<P: Protocol>(
     c: &mut Conn<P>,
     rec: &mut Recorder,
     done_ns: u64,
-    warm_ns: u64,
+    w: Window,
 ) -> Result<u64, String> {
     let mut replies = 0u64;
     loop {
@@ -1236,7 +1293,7 @@ fn read_replies<P: Protocol>(
                 // SAFETY: the kernel initialised n bytes after len.
                 unsafe { c.rbuf.set_len(len + n) };
                 rec.bytes_rx += n as u64;
-                replies += parse_replies(c, rec, done_ns, warm_ns)?;
+                replies += parse_replies(c, rec, done_ns, w)?;
                 // A short read means the socket is drained (edge-triggered: new data
                 // makes a new event), so no extra recv just to see EAGAIN.
                 if len + n < cap {
@@ -1256,7 +1313,7 @@ fn parse_replies<P: Protocol>(
     c: &mut Conn<P>,
     rec: &mut Recorder,
     done_ns: u64,
-    warm_ns: u64,
+    w: Window,
 ) -> Result<u64, String> {
     let (replies, used) = parse_from(
         &mut c.proto,
@@ -1264,7 +1321,7 @@ fn parse_replies<P: Protocol>(
         &c.rbuf[c.rstart..],
         rec,
         done_ns,
-        warm_ns,
+        w,
     )?;
     c.rstart += used;
     if c.rstart == c.rbuf.len() {
@@ -1274,29 +1331,34 @@ fn parse_replies<P: Protocol>(
     Ok(replies)
 }
 
-/// Parse every complete reply at the front of `buf` and record it, taking its request
-/// off `inflight`: the number of replies and the bytes they used, or why the stream
-/// cannot be parsed further. Consecutive replies alike (class, outcome, send and
-/// intended times: a pipeline's) are recorded once, counted.
+/// Parse every complete reply at the front of `buf` and record it (those `w` records),
+/// taking its request off `inflight`: the number of replies and the bytes they used, or
+/// why the stream cannot be parsed further. Consecutive replies alike (class, outcome,
+/// send and intended times: a pipeline's) are recorded once, counted.
 fn parse_from<P: Protocol>(
     proto: &mut P,
     inflight: &mut Inflight,
     buf: &[u8],
     rec: &mut Recorder,
     done_ns: u64,
-    warm_ns: u64,
+    w: Window,
 ) -> Result<(u64, usize), String> {
     let mut replies = 0u64;
     let mut at = 0usize;
     let mut run: Option<(usize, Outcome, u64, u64, u64)> = None;
+    // Latencies from the loop's own clock: a request a reply window records may have
+    // left in the warm-up, before the recorder's origin.
     let flush_run = |rec: &mut Recorder, run: Option<(usize, Outcome, u64, u64, u64)>| {
         if let Some((class, outcome, sent, intended, k)) = run {
-            rec.record_n(
+            let latency = (
+                done_ns.saturating_sub(sent),
+                done_ns.saturating_sub(intended),
+            );
+            rec.tally(
                 class,
                 outcome,
-                sent,
-                intended,
-                done_ns - warm_ns.min(done_ns),
+                Some(latency),
+                done_ns.saturating_sub(w.warm_ns),
                 k,
             );
         }
@@ -1310,9 +1372,8 @@ fn parse_from<P: Protocol>(
                     return Err("reply without a request (protocol out of sync)".into());
                 };
                 replies += 1;
-                if p.measured(warm_ns) {
-                    let sent = p.sent_ns - warm_ns.min(p.sent_ns);
-                    let intended = p.intended_ns - warm_ns.min(p.intended_ns);
+                if w.records(&p, done_ns) {
+                    let (sent, intended) = (p.sent_ns, p.intended_ns);
                     let class = p.class as usize;
                     match run.as_mut() {
                         Some((c, o, s, i, k))
@@ -1340,9 +1401,9 @@ fn parse_from<P: Protocol>(
 
 /// Count the failure, once, and the measured requests it lost, once each (httperf
 /// counts a lost request as one error; the failure is not another).
-fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str, warm_ns: u64) {
+fn fail_conn<P: Protocol>(c: &mut Conn<P>, rec: &mut Recorder, why: &str, w: Window, now: u64) {
     rec.connection_error(why.to_string());
-    rec.lost_requests(why, c.inflight.measured(warm_ns));
+    rec.lost_requests(why, w.lost(&c.inflight, now));
     c.inflight.clear();
     c.shut_down();
 }

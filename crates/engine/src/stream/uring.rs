@@ -773,7 +773,7 @@ fn on_completion<P: Protocol>(
                         bytes,
                         &mut lp.rec,
                         done,
-                        lp.pace.warm_ns,
+                        lp.pace.window(),
                     )
                     .map(|(n, used)| {
                         c.rbuf.extend_from_slice(&bytes[used..]);
@@ -782,7 +782,7 @@ fn on_completion<P: Protocol>(
                 } else {
                     c.make_room(len, len.max(READ_CHUNK));
                     c.rbuf.extend_from_slice(bytes);
-                    parse_replies(c, &mut lp.rec, done, lp.pace.warm_ns)
+                    parse_replies(c, &mut lp.rec, done, lp.pace.window())
                 };
                 b.give(bid);
                 read

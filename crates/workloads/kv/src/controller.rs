@@ -420,11 +420,17 @@ impl Workload for Kv {
         // over the measured window: from the end of the warm-up when there is one (the
         // servers count the warm-up's calls too, which the generators' figures leave out).
         let claimed = out.total_count();
+        // A connection's pipeline is in flight where the window starts, and where a
+        // timed test ends (the servers may answer what it no longer counts).
+        let in_flight = (d.spec.connections * d.spec.pipeline) as u64;
         let (start, slack) = if warmup.is_zero() {
-            (before, Some(0))
+            let at_end = if d.spec.timed_closed_loop() {
+                in_flight
+            } else {
+                0
+            };
+            (before, Some(at_end))
         } else {
-            // A connection's pipeline is in flight where the window starts.
-            let in_flight = (d.spec.connections * d.spec.pipeline) as u64;
             let slack = engine::spread::reading_slack(
                 at_warmup_end.as_ref(),
                 step.measured.first(),
