@@ -102,21 +102,11 @@ pub struct DriverJob {
     pub generators: usize,
 }
 
-/// Its parameters with every password hidden (a `--dsn`'s, the job's own `password`):
-/// a job is sent to a host, never shown.
+/// With every password hidden (a `--dsn`'s, the job's own `password`): a job is sent
+/// to a host, never shown.
 impl std::fmt::Debug for DriverJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use model::secrets::{redact_json, redact_secrets};
-        let params = redact_json(&serde_json::Value::Object(self.params.clone()));
-        let endpoints: Vec<String> = self.endpoints.iter().map(|e| redact_secrets(e)).collect();
-        f.debug_struct("DriverJob")
-            .field("workload", &self.workload)
-            .field("test", &self.test)
-            .field("params", &params)
-            .field("endpoints", &endpoints)
-            .field("index", &self.index)
-            .field("generators", &self.generators)
-            .finish()
+        model::secrets::Redacted(self).fmt(f)
     }
 }
 

@@ -139,7 +139,7 @@ fn no_reply_timeout() -> Duration {
 impl LoadSpec {
     /// Is this a closed loop stopped by time? It is measured over its duration, so an
     /// operation straggling past its end cannot stretch it (to the last reply, one
-    /// 1.5 s late read a 1 s test as 2.5 s). The stream loop counts the replies done
+    /// 1.5 s late read a 1 s test as 2.4 s). The stream loop counts the replies done
     /// from the warm-up's end to the end, whenever their requests left, and waits for
     /// none after it (wrk's count); a session counts the operations it started in that
     /// window (a blocking call cannot be left), each with its latency. A closed loop

@@ -504,8 +504,9 @@ pub(crate) struct Recorder {
     pub first_ns: Option<u64>,
     pub last_ns: u64,
     /// How long after the warm-up's end this worker went on offering load: to when it
-    /// stopped sending (its stop, every connection failed, Ctrl-C). A test measures to
-    /// its last reply or to this, whichever is later ([`LoadSpec::measured_s`]).
+    /// stopped sending (its stop, every connection failed, Ctrl-C; never past a timed
+    /// test's end). A test measures to its last reply or to this, whichever is later, a
+    /// timed closed loop its duration ([`LoadSpec::measured_s`]).
     ///
     /// [`LoadSpec::measured_s`]: crate::load::LoadSpec::measured_s
     pub ran_ns: u64,

@@ -670,8 +670,9 @@ pub fn window_union_s(windows: &[Window]) -> f64 {
 }
 
 /// The test's measured window on the controller's clock: from the first generator's end
-/// of `warmup` (the same on each) to the last one's last reply. None when no generator
-/// reported, or its clock made no sense.
+/// of `warmup` (the same on each) to the end of the last one's measured duration (its
+/// last reply; a timed closed loop's end). None when no generator reported, or its clock
+/// made no sense.
 pub fn measured_window(
     runs: &[GeneratorRun],
     warmup: Duration,
@@ -696,8 +697,8 @@ pub struct TimedReading<T> {
 /// [`drive_all`] sets it) and meanwhile read a server's own counter with `read` where
 /// its warm-up ends, so that a reading after the test gives the count of the measured
 /// window (the generators' figures leave the warm-up out; acceptance pass G, 12: nginx's
-/// count ran 48% above the clients' with `--warmup 1`). None when the test ended first
-/// or `read` gave nothing. The reading is as near the window's start as the controller's
+/// count ran 48% above the clients' with `--warmup 1`). None without a warm-up (nothing
+/// read), when the test ended first or `read` gave nothing. The reading is as near the window's start as the controller's
 /// clock and the server's answer allow: see [`reading_slack`].
 pub fn read_at_warmup_end<T: Send, R>(
     lead: Duration,
@@ -705,6 +706,11 @@ pub fn read_at_warmup_end<T: Send, R>(
     read: impl FnOnce() -> Option<T> + Send,
     drive: impl FnOnce() -> R,
 ) -> (R, Option<TimedReading<T>>) {
+    // Without a warm-up, the count from before the test is the window's start: a
+    // reading at its start would only add a request of its own to some servers' counts.
+    if warmup.is_zero() {
+        return (drive(), None);
+    }
     let until = std::time::Instant::now() + lead + warmup;
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {

@@ -438,31 +438,22 @@ fn server_dying_mid_run_keeps_what_was_measured() {
     drop(f.stop);
 }
 
-/// A server that stalls for the rest of a timed test, then drops its connection: the
-/// test is measured to its stop, and the intervals it answered nothing in count as 0.
-/// Measured to the last reply before the stall instead, 0.3 s of replies were divided by
-/// 0.3 s, not by the 1.1 s the test ran, and the per-interval rates held only those.
-#[test]
-fn a_stall_at_the_end_is_measured_and_its_intervals_count_as_none() {
+/// A thread-per-connection server of the line protocol: before each reply it calls
+/// `reply` with the time since it started, which may sleep, and answers when it says so
+/// (the connection is closed when it does not).
+fn scripted(reply: impl Fn(Duration) -> bool + Send + Sync + 'static) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let start = std::time::Instant::now();
+    let reply = Arc::new(reply);
     std::thread::spawn(move || {
         for conn in l.incoming() {
             let Ok(conn) = conn else { return };
+            let reply = reply.clone();
             std::thread::spawn(move || {
                 let mut w = conn.try_clone().unwrap();
                 for line in BufReader::new(conn).lines() {
-                    if line.is_err() {
-                        return;
-                    }
-                    // Answers for its first 0.3 s, then never: it closes the
-                    // connection once the test is over.
-                    let (quiet, stall_until) =
-                        (Duration::from_millis(300), Duration::from_millis(1100));
-                    let t = start.elapsed();
-                    if t > quiet {
-                        std::thread::sleep(stall_until.saturating_sub(t));
+                    if line.is_err() || !reply(start.elapsed()) {
                         return;
                     }
                     if w.write_all(b"ok\n").is_err() {
@@ -471,6 +462,24 @@ fn a_stall_at_the_end_is_measured_and_its_intervals_count_as_none() {
                 }
             });
         }
+    });
+    addr
+}
+
+/// A server that stalls for the rest of a timed test, then drops its connection: the
+/// test is measured to its stop, and the intervals it answered nothing in count as 0.
+/// Measured to the last reply before the stall instead, 0.3 s of replies were divided by
+/// 0.3 s, not by the 1.1 s the test ran, and the per-interval rates held only those.
+#[test]
+fn a_stall_at_the_end_is_measured_and_its_intervals_count_as_none() {
+    // Answers for its first 0.3 s, then never: it closes the connection once the test
+    // is over.
+    let addr = scripted(|t| {
+        let (quiet, stall_until) = (Duration::from_millis(300), Duration::from_millis(1100));
+        if t > quiet {
+            std::thread::sleep(stall_until.saturating_sub(t));
+        }
+        t <= quiet
     });
     let s = LoadSpec {
         connections: 1,
@@ -500,35 +509,16 @@ fn a_reply_straggling_past_a_timed_closed_loops_end_is_not_waited_for() {
 }
 
 fn straggle(io: ClientIo) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let start = std::time::Instant::now();
     let straggled = Arc::new(AtomicBool::new(false));
     let served = Arc::new(AtomicU64::new(0));
     let (st, sv) = (straggled.clone(), served.clone());
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(conn) = conn else { return };
-            let (st, sv) = (st.clone(), sv.clone());
-            std::thread::spawn(move || {
-                let mut w = conn.try_clone().unwrap();
-                for line in BufReader::new(conn).lines() {
-                    if line.is_err() {
-                        return;
-                    }
-                    // The first request after 0.9 s is answered 1.5 s late.
-                    if start.elapsed() > Duration::from_millis(900)
-                        && !st.swap(true, Ordering::SeqCst)
-                    {
-                        std::thread::sleep(Duration::from_millis(1500));
-                    }
-                    if w.write_all(b"ok\n").is_err() {
-                        return;
-                    }
-                    sv.fetch_add(1, Ordering::SeqCst);
-                }
-            });
+    // The first request after 0.9 s is answered 1.5 s late.
+    let addr = scripted(move |t| {
+        if t > Duration::from_millis(900) && !st.swap(true, Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1500));
         }
+        sv.fetch_add(1, Ordering::SeqCst);
+        true
     });
     let s = LoadSpec {
         connections: 2,
@@ -564,6 +554,30 @@ fn straggle(io: ClientIo) {
         "{} for {n}",
         out.throughput()
     );
+}
+
+/// A server that stops answering 0.4 s into a 2 s timed closed loop: the requests still
+/// waiting at the end, for 1.6 s, far beyond what its replies took, are a stall and are
+/// lost with why, as wrk counts a timeout (not left out like a reply on its way).
+#[test]
+fn requests_stalled_at_a_timed_closed_loops_end_are_lost() {
+    let addr = scripted(|t| {
+        if t > Duration::from_millis(400) {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        t <= Duration::from_millis(400)
+    });
+    let s = LoadSpec {
+        connections: 2,
+        ..spec(StopAfter::Duration(Duration::from_secs(2)))
+    };
+    let out = run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()).unwrap();
+    assert_eq!(out.duration_s, 2.0);
+    assert!(out.total_count() > 100, "{} counted", out.total_count());
+    let lost: Vec<_> = out.lost_requests.iter().collect();
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(*lost[0].1, 2, "{lost:?}");
+    assert!(lost[0].0.contains("a stall"), "{lost:?}");
 }
 
 /// The same for sessions: the test is 1 s long, however long the session took to come

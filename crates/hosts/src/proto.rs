@@ -85,8 +85,9 @@ impl Hello {
     }
 }
 
-/// A request from the controller.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A request from the controller. Its Debug hides the passwords its parameters may
+/// carry (a `--dsn`'s, a run's own).
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
     /// Heartbeat and clock probe: the agent answers with its clock.
@@ -148,6 +149,12 @@ pub enum Request {
     },
     /// Stop everything and exit.
     Shutdown,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        model::secrets::Redacted(self).fmt(f)
+    }
 }
 
 /// One reply of a telemetry take: some of its samples, oldest first, and how many are

@@ -89,6 +89,20 @@ pub fn redact_json(v: &Value) -> Value {
     }
 }
 
+/// A Debug of any serialisable value with its secrets hidden ([`redact_json`] of its
+/// JSON): for what carries a job's parameters (a `--dsn`, a run's password) and
+/// derives no Debug of its own that would show them.
+pub struct Redacted<'a, T: serde::Serialize>(pub &'a T);
+
+impl<T: serde::Serialize> std::fmt::Debug for Redacted<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match serde_json::to_value(self.0) {
+            Ok(v) => write!(f, "{}", redact_json(&v)),
+            Err(_) => f.write_str("(not serialisable)"),
+        }
+    }
+}
+
 /// Does `s` start with a scheme taken as a connection URI: libpq's, or the MySQL and
 /// MariaDB clients' (`mysql://user:pass@host:port/db?socket=...`, the same userinfo
 /// and query shapes)? Case-insensitive: libpq's is not, but a mistyped scheme still

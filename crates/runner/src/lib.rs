@@ -651,13 +651,14 @@ fn disclose_variant(hosts: &mut [HostDisclosure], v: &Variant, log: &CommandLog)
     }
 }
 
-/// What the workloads found on the run's hosts, by sweep point. A fact the points found
-/// alike is disclosed as found; one that differs between them (net's method with a
-/// swept `--zerocopy`, a receiver's port per pair of a matrix) with each value and the
-/// points that found it, not as the last point's alone.
+/// What the workloads found on the run's hosts, by workload and sweep point. A fact the
+/// points found alike is disclosed as found; one that differs between them (net's method
+/// with a swept `--zerocopy`, a receiver's port per pair of a matrix, kv's and http's
+/// `server.mode` in one suite) with each value and the points that found it, not as the
+/// last point's alone.
 #[derive(Default)]
 struct FoundFacts {
-    /// Per host and fact: each value, with the labels of the points that found it.
+    /// Per host and fact: each value, with the points that found it (`kv clients=50`).
     seen: BTreeMap<(String, String), Vec<FoundAt>>,
 }
 
@@ -665,16 +666,19 @@ struct FoundFacts {
 type FoundAt = (Fact, Vec<String>);
 
 impl FoundFacts {
-    /// Facts found at the point labelled `point`, each host's into its own disclosure (a
-    /// host not of the run, net's in-process sender, has none). A fact read again at the
-    /// same point (after each of its tests) replaces what that point found before.
-    /// Whether any disclosure changed.
+    /// Facts `workload` found at the point labelled `label`, each host's into its own
+    /// disclosure (a host not of the run, net's in-process sender, has none). A fact read
+    /// again at the same point (after each of its tests) replaces what that point found
+    /// before. Whether any disclosure changed.
     fn disclose(
         &mut self,
         hosts: &mut [HostDisclosure],
-        point: &str,
+        workload: &str,
+        label: &str,
         found: impl IntoIterator<Item = (String, BTreeMap<String, Fact>)>,
     ) -> bool {
+        let point = format!("{workload} {label}").trim().to_string();
+        let point = point.as_str();
         let mut changed = false;
         for (host, facts) in found {
             let Some(d) = hosts.iter_mut().find(|d| d.host == host) else {
@@ -692,25 +696,19 @@ impl FoundFacts {
                 }
                 let disclosed = match values.as_slice() {
                     [(one, _)] => one.clone(),
-                    many => Fact::known(
-                        many.iter()
-                            .map(|(f, points)| {
-                                let at = points
-                                    .iter()
-                                    .map(|p| {
-                                        if p.is_empty() {
-                                            "(no swept setting)"
-                                        } else {
-                                            p
-                                        }
-                                    })
-                                    .collect::<Vec<_>>()
-                                    .join("; ");
-                                format!("at {at}: {}", f.display())
-                            })
+                    many => {
+                        let text = many
+                            .iter()
+                            .map(|(f, points)| format!("at {}: {}", points.join("; "), f.display()))
                             .collect::<Vec<_>>()
-                            .join(" | "),
-                    ),
+                            .join(" | ");
+                        // Known where any point knew it; each unknown says why in it.
+                        if many.iter().any(|(f, _)| f.value.is_some()) {
+                            Fact::known(text)
+                        } else {
+                            Fact::unknown(text)
+                        }
+                    }
                 };
                 if d.facts.get(&k) != Some(&disclosed) {
                     d.facts.insert(k, disclosed);
@@ -1579,6 +1577,7 @@ fn run_as(
             }
             if found_facts.disclose(
                 &mut record.hosts,
+                reg.name,
                 &label,
                 workload_facts(&**w, roles.sut.name()),
             ) {
@@ -1814,6 +1813,7 @@ fn run_as(
                     // stream) replaces what was known before it.
                     if found_facts.disclose(
                         &mut record.hosts,
+                        reg.name,
                         &label,
                         workload_facts(&**w, roles.sut.name()),
                     ) {
@@ -2460,7 +2460,7 @@ mod tests {
                     facts(&[("net.sender", sender), ("net.tcp_congestion", cc)]),
                 ),
             ];
-            assert!(found.disclose(&mut hosts, &format!("{sender}>b"), at));
+            assert!(found.disclose(&mut hosts, "net", &format!("{sender}>b"), at));
         }
         let keys = |i: usize| hosts[i].facts.keys().cloned().collect::<Vec<_>>();
         assert_eq!(keys(1), ["net.receiver"]);
@@ -2470,14 +2470,19 @@ mod tests {
         // Nothing found, or found on no host of the run (net's in-process sender): no
         // disclosure changed.
         let elsewhere = [("this process".to_string(), facts(&[("net.sender", "x")]))];
-        assert!(!found.disclose(&mut hosts, "c>b", elsewhere));
-        assert!(!found.disclose(&mut hosts, "c>b", [("a".to_string(), BTreeMap::new())]));
+        assert!(!found.disclose(&mut hosts, "net", "c>b", elsewhere));
+        assert!(!found.disclose(
+            &mut hosts,
+            "net",
+            "c>b",
+            [("a".to_string(), BTreeMap::new())]
+        ));
         // The same facts again (read after each test): nothing to store.
         let again = [("c".to_string(), facts(&[("net.tcp_congestion", "bbr")]))];
-        assert!(!found.disclose(&mut hosts, "c>b", again));
+        assert!(!found.disclose(&mut hosts, "net", "c>b", again));
         // Read back otherwise at the same point: it replaces that point's.
         let read_back = [("c".to_string(), facts(&[("net.tcp_congestion", "cubic")]))];
-        assert!(found.disclose(&mut hosts, "c>b", read_back));
+        assert!(found.disclose(&mut hosts, "net", "c>b", read_back));
         assert_eq!(hosts[2].facts["net.tcp_congestion"].display(), "cubic");
     }
 
@@ -2489,25 +2494,45 @@ mod tests {
         let mut hosts = vec![host("a")];
         let mut found = FoundFacts::default();
         let method = |v: &str| [("a".to_string(), facts(&[("net.method", v)]))];
-        assert!(found.disclose(&mut hosts, "zerocopy=false", method("write()")));
-        assert!(found.disclose(&mut hosts, "zerocopy=true", method("sendfile()")));
-        assert!(found.disclose(&mut hosts, "zerocopy=false variant=b", method("write()")));
+        assert!(found.disclose(&mut hosts, "net", "zerocopy=false", method("write()")));
+        assert!(found.disclose(&mut hosts, "net", "zerocopy=true", method("sendfile()")));
+        assert!(found.disclose(
+            &mut hosts,
+            "net",
+            "zerocopy=false variant=b",
+            method("write()")
+        ));
         assert_eq!(
             hosts[0].facts["net.method"].display(),
-            "at zerocopy=false; zerocopy=false variant=b: write() | at zerocopy=true: sendfile()"
+            "at net zerocopy=false; net zerocopy=false variant=b: write() | at net zerocopy=true: sendfile()"
         );
         // The second point read again, alike now: one value, disclosed as found.
-        assert!(found.disclose(&mut hosts, "zerocopy=true", method("write()")));
+        assert!(found.disclose(&mut hosts, "net", "zerocopy=true", method("write()")));
         assert_eq!(hosts[0].facts["net.method"].display(), "write()");
         // An unknown fact keeps its reason beside the others.
         let unknown = [(
             "a".to_string(),
             BTreeMap::from([("net.method".to_string(), Fact::unknown("not read"))]),
         )];
-        assert!(found.disclose(&mut hosts, "", unknown));
+        assert!(found.disclose(&mut hosts, "http", "", unknown));
         assert_eq!(
             hosts[0].facts["net.method"].display(),
-            "at zerocopy=false; zerocopy=false variant=b; zerocopy=true: write() | at (no swept setting): unknown (not read)"
+            "at net zerocopy=false; net zerocopy=false variant=b; net zerocopy=true: write() | at http: unknown (not read)"
+        );
+        // Unknown at every point: unknown still, each point's reason in it.
+        let why = |r: &str| {
+            [(
+                "a".to_string(),
+                BTreeMap::from([("cpu.governor".to_string(), Fact::unknown(r))]),
+            )]
+        };
+        assert!(found.disclose(&mut hosts, "kv", "", why("no cpufreq")));
+        assert!(found.disclose(&mut hosts, "http", "", why("not readable")));
+        let g = &hosts[0].facts["cpu.governor"];
+        assert!(g.value.is_none(), "{g:?}");
+        assert_eq!(
+            g.display(),
+            "unknown (at kv: unknown (no cpufreq) | at http: unknown (not readable))"
         );
     }
 

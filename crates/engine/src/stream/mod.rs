@@ -137,8 +137,9 @@ impl Pending {
 struct Window {
     warm_ns: u64,
     /// A timed closed loop ([`LoadSpec::timed_closed_loop`]): the replies done from
-    /// the warm-up's end to this, whenever their requests left (wrk's count). None: the
-    /// requests [`Pending::measured`] says, each reply waited for.
+    /// the warm-up's end to before this, whenever their requests left (wrk's count),
+    /// as sending stops at it. None: the requests [`Pending::measured`] says, each reply
+    /// waited for.
     replies_until: Option<u64>,
 }
 
@@ -146,7 +147,7 @@ impl Window {
     #[inline]
     fn records(&self, p: &Pending, done_ns: u64) -> bool {
         match self.replies_until {
-            Some(end) => done_ns >= self.warm_ns && done_ns <= end,
+            Some(end) => done_ns >= self.warm_ns && done_ns < end,
             None => p.measured(self.warm_ns),
         }
     }
@@ -155,7 +156,7 @@ impl Window {
     /// reply window, every one while it is open (each would have replied in it).
     fn lost(&self, inflight: &Inflight, now: u64) -> u64 {
         match self.replies_until {
-            Some(end) if now >= self.warm_ns && now <= end => inflight.len() as u64,
+            Some(end) if now >= self.warm_ns && now < end => inflight.len() as u64,
             Some(_) => 0,
             None => inflight.measured(self.warm_ns),
         }
@@ -176,6 +177,15 @@ impl Inflight {
     /// When the oldest request in flight was sent.
     fn oldest_sent(&self) -> Option<u64> {
         self.runs.front().map(|(p, _)| p.sent_ns)
+    }
+
+    /// How many were sent before `t`.
+    fn sent_before(&self, t: u64) -> u64 {
+        self.runs
+            .iter()
+            .take_while(|(p, _)| p.sent_ns < t)
+            .map(|(_, n)| u64::from(*n))
+            .sum()
     }
 
     #[inline]
@@ -392,8 +402,8 @@ where
     } else {
         Some(stopped[0].clone())
     };
-    // From the end of warm-up to the last reply (redis-benchmark's whole-test wall time),
-    // an open loop's schedule at least.
+    // See `LoadSpec::measured_s`: to the last reply, a timed closed loop's duration, an
+    // open loop's schedule at least.
     let measured_s = spec.measured_s(measured_ns, stopped_early.is_some());
     let recorders = results.into_iter().map(|(r, _)| r).collect();
     Ok(merge(
@@ -466,22 +476,18 @@ where
         *g.get_or_insert_with(Instant::now)
     };
     let warm_ns = spec.warmup.as_nanos() as u64;
+    let end_ns = match spec.stop {
+        StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
+        StopAfter::Requests(_) => None,
+    };
     let mut lp = Loop {
         spec,
         progress,
         pace: Pace {
             t0,
             warm_ns,
-            end_ns: match spec.stop {
-                StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
-                StopAfter::Requests(_) => None,
-            },
-            replies_until: match spec.stop {
-                StopAfter::Duration(d) if spec.timed_closed_loop() => {
-                    Some(warm_ns + d.as_nanos() as u64)
-                }
-                _ => None,
-            },
+            end_ns,
+            replies_until: end_ns.filter(|_| spec.timed_closed_loop()),
             quota: quota.as_ref().map(|_| 0),
             pool: quota,
             issued_measured: 0,
@@ -673,11 +679,14 @@ impl Pace {
     }
 
     /// The longest a wait may last: `cap`, shortened to the end of the test while sending.
+    /// Shortened to the end of the warm-up too, for the round that marks it (CPU and
+    /// bytes count from there, replies are recorded from there).
     fn wait_at_most(&self, now: u64, cap: Duration) -> Duration {
-        match self.end_ns {
-            Some(e) if !self.stop_sending => cap.min(Duration::from_nanos(e.saturating_sub(now))),
-            _ => cap,
-        }
+        let warm = (!self.cpu_marked).then_some(self.warm_ns);
+        let end = self.end_ns.filter(|_| !self.stop_sending);
+        [warm, end].into_iter().flatten().fold(cap, |cap, t| {
+            cap.min(Duration::from_nanos(t.saturating_sub(now)))
+        })
     }
 }
 
@@ -881,9 +890,14 @@ impl Loop<'_> {
                 return false;
             }
             // A timed closed loop at its end: its count is the replies done by then, so
-            // none in flight is waited for (a straggler stretched the test to it).
+            // none in flight is waited for (a straggler stretched the test to it). One
+            // waiting far longer than the test's replies took is a stall, not a reply on
+            // its way: lost, as wrk counts a timeout, so the errors say so too.
             if pace.replies_until.is_some() && pace.stopped_early.is_none() {
+                let since = now.saturating_sub(stalled_after_ns(&self.rec));
                 for c in conns.iter_mut() {
+                    self.rec
+                        .lost_requests(STALLED_AT_END, c.inflight.sent_before(since));
                     c.inflight.clear();
                 }
                 return false;
@@ -1397,6 +1411,25 @@ fn parse_from<P: Protocol>(
     }
     flush_run(rec, run.take());
     Ok((replies, at.min(buf.len())))
+}
+
+/// Why a request still waiting at a timed closed loop's end was lost
+/// ([`stalled_after_ns`]).
+const STALLED_AT_END: &str =
+    "no reply by the end of the test after 10 times the p99 latency (1 s at least): a stall";
+
+/// How long a request still waiting at a timed closed loop's end must have waited to be
+/// lost: ten times the slowest operation class's p99 so far, and a second at least (a
+/// slow reply on its way is not counted, only a stall).
+fn stalled_after_ns(rec: &Recorder) -> u64 {
+    rec.classes
+        .iter()
+        .filter(|c| !c.service.is_empty())
+        .map(|c| c.service.value_at_quantile(0.99))
+        .max()
+        .unwrap_or(0)
+        .saturating_mul(10)
+        .max(1_000_000_000)
 }
 
 /// Count the failure, once, and the measured requests it lost, once each (httperf

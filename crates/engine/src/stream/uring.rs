@@ -575,8 +575,11 @@ impl Ring {
         }
     }
 
-    /// Shut every socket down and reap until the kernel holds nothing of ours.
-    fn release<P>(&mut self, conns: &mut [Conn<P>]) {
+    /// Shut every socket down and reap until the kernel holds nothing of ours: the bytes
+    /// of the sends reaped here (done before the shutdown: epoll counts a send's bytes as
+    /// its `write` takes them, and a timed test ends without waiting for its last sends).
+    fn release<P>(&mut self, conns: &mut [Conn<P>]) -> u64 {
+        let mut sent = 0;
         for c in conns.iter_mut() {
             if let Some(s) = c.stream.as_ref() {
                 // SAFETY: a valid socket.
@@ -585,7 +588,7 @@ impl Ring {
         }
         // Completions an error left unread first.
         for cqe in std::mem::take(&mut self.cqes) {
-            self.retire(cqe.user_data(), cqe.result(), cqe.flags());
+            sent += self.retire(cqe.user_data(), cqe.result(), cqe.flags());
         }
         let until = Instant::now() + RELEASE_WAIT;
         while self.holding() && Instant::now() < until {
@@ -594,7 +597,7 @@ impl Ring {
             }
             let cqes = std::mem::take(&mut self.cqes);
             for cqe in &cqes {
-                self.retire(cqe.user_data(), cqe.result(), cqe.flags());
+                sent += self.retire(cqe.user_data(), cqe.result(), cqe.flags());
             }
             self.cqes = cqes;
             self.cqes.clear();
@@ -602,6 +605,7 @@ impl Ring {
                 b.publish();
             }
         }
+        sent
     }
 }
 
@@ -647,7 +651,7 @@ pub(super) fn closed_loop<P: Protocol>(
     conns: &mut [Conn<P>],
 ) -> anyhow::Result<()> {
     let run = run_ring(lp, &mut ring, conns);
-    ring.release(conns);
+    lp.rec.bytes_tx += ring.release(conns);
     run
 }
 

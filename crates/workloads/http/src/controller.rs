@@ -307,9 +307,6 @@ impl Http {
         );
         let d = d?;
         let after = self.read_requests_served();
-        // The status requests nginx counted between the two readings: the later one, and
-        // without a warm-up the one read where it would have ended (it is read all the same).
-        let own = 1 + u64::from(warmup.is_zero() && at_warmup_end.is_some());
         let (spec, out) = (&d.spec, &d.spread.merged);
         let mut step = self.load_step(&d);
         // nginx's own count against the generators' (memtier's self-test), over the
@@ -335,7 +332,7 @@ impl Http {
         };
         match (start, after) {
             (Some(b), Ok(a)) => {
-                let served = a.saturating_sub(b).saturating_sub(own);
+                let served = a.saturating_sub(b).saturating_sub(1);
                 let m = Metric::new("server_requests", served as f64, "requests");
                 // Counted from the warm-up's end as the controller timed it, not to the
                 // request.

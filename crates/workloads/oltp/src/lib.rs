@@ -207,7 +207,8 @@ const STRING_KEYS: &[&str] = &[
 ];
 
 /// The effective configuration of one sweep point (plain data, echoed into results).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Its Debug hides a `--dsn`'s password.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// None: from the DSN's scheme, else PostgreSQL (see [`Config::engine_kind`]).
@@ -238,6 +239,12 @@ pub struct Config {
     pub seed: u64,
     pub tests: Vec<String>,
     pub latency_thresholds: Vec<String>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        model::secrets::Redacted(self).fmt(f)
+    }
 }
 
 impl Default for Config {
@@ -840,6 +847,10 @@ mod tests {
             Some("Zq9run")
         );
         assert!(!format!("{job:?}").contains("Zq9"), "{job:?}");
+        // Nor a --dsn's.
+        let dsn = json!({"dsn": "host=db.example password=s3cret dbname=tpcc"});
+        let user = plan(dsn).unwrap();
+        assert!(!format!("{user:?}").contains("s3cret"), "{user:?}");
         // The user's own parameters cannot carry it.
         assert!(plan(p).is_err());
     }
