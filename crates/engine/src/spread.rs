@@ -698,8 +698,9 @@ pub struct TimedReading<T> {
 /// its warm-up ends, so that a reading after the test gives the count of the measured
 /// window (the generators' figures leave the warm-up out; acceptance pass G, 12: nginx's
 /// count ran 48% above the clients' with `--warmup 1`). None without a warm-up (nothing
-/// read), when the test ended first or `read` gave nothing. The reading is as near the window's start as the controller's
-/// clock and the server's answer allow: see [`reading_slack`].
+/// read), when the test ended first or `read` gave nothing. The reading is as near the
+/// window's start as the controller's clock and the server's answer allow: see
+/// [`reading_slack`].
 pub fn read_at_warmup_end<T: Send, R>(
     lead: Duration,
     warmup: Duration,
