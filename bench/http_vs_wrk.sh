@@ -77,10 +77,10 @@ done
 URL="http://127.0.0.1:$PORT/index.html"
 
 # Children's CPU (user+sys, seconds) of one command, from bash's `times`.
-cpu_of() { # prints "<cpu_s>" on fd 3, the command's stdout on stdout
+cpu_of() { # prints "<cpu_s>"; the command's stdout in out.txt, its stderr in err.txt
     local out
     # The command's status is kept (times would hide it), and checked by the caller.
-    out=$(bash -c '"$@" > "'"$DIR"'/out.txt" 2>&1; echo $? > "'"$DIR"'/rc.txt"; times' _ "$@" | tail -1)
+    out=$(bash -c '"$@" > "'"$DIR"'/out.txt" 2> "'"$DIR"'/err.txt"; echo $? > "'"$DIR"'/rc.txt"; times' _ "$@" | tail -1)
     # "0m1.234s 0m0.567s" -> 1.801
     echo "$out" | awk '{ split($1,u,"m"); split($2,s,"m"); sub("s","",u[2]); sub("s","",s[2]); printf "%.3f\n", u[1]*60+u[2]+s[1]*60+s[2] }'
 }
@@ -90,7 +90,7 @@ printf "%-9s %5s %12s %16s %20s\n" tool round req_per_s client_us_per_req loadge
 # A run that failed, or had errors, gives no ratio: its requests are not the other's.
 failed() { # TOOL WHY
     echo "$1 failed: $2" >&2
-    sed -n '1,20p' "$DIR/out.txt" >&2
+    sed -n '1,20p' "$DIR/out.txt" "$DIR/err.txt" >&2
     exit 1
 }
 # One run of each tool: its req/s and client CPU per request appended to its arrays.
@@ -114,6 +114,8 @@ rackbench_run() {
         --connections "$CONNS" --threads 1 --duration "$DUR" --warmup 0 \
         --client-cpus "$CLIENT_CPU" --no-telemetry --db "$DIR/results.db" --json --quiet)
     [ "$(cat "$DIR/rc.txt")" = 0 ] || failed rackbench "exit status $(cat "$DIR/rc.txt")"
+    jq -e . "$DIR/out.txt" >/dev/null 2>&1 || failed rackbench "its output is not JSON"
+    if [ -s "$DIR/err.txt" ]; then echo "rackbench said: $(head -c 300 "$DIR/err.txt")" >&2; fi
     if jq -e '[.results[0].flags[]?.code] | index("errors")' "$DIR/out.txt" >/dev/null; then
         failed rackbench "$(jq -r '.results[0].flags[] | select(.code=="errors") | .message' "$DIR/out.txt")"
     fi
