@@ -90,7 +90,7 @@ printf "%-9s %5s %12s %16s %20s\n" tool round req_per_s client_us_per_req loadge
 # A run that failed, or had errors, gives no ratio: its requests are not the other's.
 failed() { # TOOL WHY
     echo "$1 failed: $2" >&2
-    sed -n '1,20p' "$DIR/out.txt" "$DIR/err.txt" >&2
+    head -n 20 "$DIR/out.txt" "$DIR/err.txt" >&2
     exit 1
 }
 # One run of each tool: its req/s and client CPU per request appended to its arrays.

@@ -152,8 +152,8 @@ impl LoadSpec {
     /// The seconds a test measured, from the end of warm-up, given its last reply, or the
     /// time its generators stopped sending if that is later, at `last_ns` after it. A
     /// closed loop stopped by a count, or a test stopped early: to then
-    /// (redis-benchmark's whole-test wall time; a server that stalled for a timed test's
-    /// last seconds is measured to the stop, not to the last reply before its stall). A
+    /// (redis-benchmark's whole-test wall time; a server that stalled before a test
+    /// stopped early is measured to the stop, not to the last reply before its stall). A
     /// timed closed loop that ran its time: its duration
     /// ([`LoadSpec::timed_closed_loop`]). An open loop that ran its schedule: the
     /// span of that schedule at least (its duration, or its N requests over its rate R).

@@ -606,7 +606,8 @@ impl Recorder {
 
     /// Record `n` replies with the same class, outcome and times: a pipeline's requests
     /// leave in one write and their replies arrive in one read, so their latencies are
-    /// equal, and one histogram update with a count is exactly `n` updates of one.
+    /// equal, and one histogram update with a count is exactly `n` updates of one (the
+    /// stream loop tallies them so itself, with latencies from its own clock).
     #[inline]
     pub(crate) fn record_n(
         &mut self,

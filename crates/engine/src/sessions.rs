@@ -165,6 +165,9 @@ fn worker<S: Session>(
     }
     session.measurement_starts_at(t0 + Duration::from_nanos(warm_ns));
     let now_ns = || t0.elapsed().as_nanos() as u64;
+    // How long it offered load, at `now`: nothing was sent after the end, however late
+    // the last call came back.
+    let ran = |now: u64| end_ns.map_or(now, |e| e.min(now)).saturating_sub(warm_ns);
     let mut measured = 0u64;
     let mut cpu_marked = false;
     // When this session takes its next checkpoint (u64::MAX: none): a compare per round,
@@ -198,15 +201,13 @@ fn worker<S: Session>(
         };
         if progress.stopping() {
             count_unsent(&mut rec, &mut rng, now);
-            rec.ran_ns = now.saturating_sub(warm_ns);
+            rec.ran_ns = ran(now);
             close_cpu(&mut rec, cpu_marked);
             return (rec, Some("interrupted".into()));
         }
         if end_ns.is_some_and(|e| now >= e) || quota.is_some_and(|q| measured >= q) {
             count_unsent(&mut rec, &mut rng, now);
-            // Nothing was sent after the end, however late the last call came back.
-            let stopped = end_ns.map_or(now, |e| e.min(now));
-            rec.ran_ns = stopped.saturating_sub(warm_ns);
+            rec.ran_ns = ran(now);
             break;
         }
         let intended = match schedule.as_mut() {
@@ -269,7 +270,7 @@ fn worker<S: Session>(
                 if counted {
                     rec.lost_requests(&e, 1);
                 }
-                rec.ran_ns = now.saturating_sub(warm_ns);
+                rec.ran_ns = ran(now);
                 close_cpu(&mut rec, cpu_marked);
                 return (rec, Some(e));
             }

@@ -467,9 +467,9 @@ fn scripted(reply: impl Fn(Duration) -> bool + Send + Sync + 'static) -> SocketA
 }
 
 /// A server that stalls for the rest of a timed test, then drops its connection: the
-/// test is measured to its stop, and the intervals it answered nothing in count as 0.
-/// Measured to the last reply before the stall instead, 0.3 s of replies were divided by
-/// 0.3 s, not by the 1.1 s the test ran, and the per-interval rates held only those.
+/// test is measured over its duration, and the intervals it answered nothing in count as
+/// 0. Measured to the last reply before the stall instead, 0.3 s of replies were divided
+/// by 0.3 s, not by the 1 s the test ran, and the per-interval rates held only those.
 #[test]
 fn a_stall_at_the_end_is_measured_and_its_intervals_count_as_none() {
     // Answers for its first 0.3 s, then never: it closes the connection once the test
@@ -487,11 +487,7 @@ fn a_stall_at_the_end_is_measured_and_its_intervals_count_as_none() {
         ..spec(StopAfter::Duration(Duration::from_secs(1)))
     };
     let out = run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()).unwrap();
-    assert!(
-        (1.0..1.6).contains(&out.duration_s),
-        "{} s measured",
-        out.duration_s
-    );
+    assert_eq!(out.duration_s, 1.0);
     let r = &out.interval_rates;
     assert!(r.len() >= 10, "{r:?}");
     assert!(r[0] > 0.0 && r[4..10].iter().all(|x| *x == 0.0), "{r:?}");
@@ -530,15 +526,9 @@ fn straggle(io: ClientIo) {
     let out = run_stream(&s, &[addr], &["x"], |_| Line, &Progress::default()).unwrap();
     let took = began.elapsed();
     assert!(straggled.load(Ordering::SeqCst), "no request straggled");
-    assert!(
-        (1.0..1.05).contains(&out.duration_s),
-        "{io:?}: {} s measured",
-        out.duration_s
-    );
-    assert!(
-        took < Duration::from_millis(1400),
-        "{io:?}: waited {took:?}"
-    );
+    assert_eq!(out.duration_s, 1.0, "{io:?}");
+    // The late reply comes 2.4 s after the server started: not waited for.
+    assert!(took < Duration::from_secs(2), "{io:?}: waited {took:?}");
     // Not lost: a request in flight at the end is outside the count, as in wrk.
     assert_eq!(out.lost_count(), 0, "{:?}", out.lost_requests);
     assert!(
@@ -549,11 +539,6 @@ fn straggle(io: ClientIo) {
     // Every reply counted was written by the server before the end.
     let n = out.total_count();
     assert!(n > 100 && n <= served.load(Ordering::SeqCst), "{n} counted");
-    assert!(
-        out.throughput() > 0.9 * n as f64,
-        "{} for {n}",
-        out.throughput()
-    );
 }
 
 /// A server that stops answering 0.4 s into a 2 s timed closed loop: the requests still
@@ -610,11 +595,7 @@ fn a_sessions_operation_straggling_past_the_end_does_not_stretch_the_test() {
         straggled: false,
     }];
     let out = run_sessions(&s, &["a"], sessions, &Progress::default()).unwrap();
-    assert!(
-        (1.0..1.05).contains(&out.duration_s),
-        "{} s measured",
-        out.duration_s
-    );
+    assert_eq!(out.duration_s, 1.0);
     // About 90 operations of 10 ms before the straggler, and it.
     let n = out.total_count();
     assert!((40..=100).contains(&n), "{n} counted");

@@ -893,8 +893,8 @@ impl Loop<'_> {
             // none in flight is waited for (a straggler stretched the test to it). One
             // waiting far longer than the test's replies took is a stall, not a reply on
             // its way: lost, as wrk counts a timeout, so the errors say so too.
-            if pace.replies_until.is_some() && pace.stopped_early.is_none() {
-                let since = now.saturating_sub(stalled_after_ns(&self.rec));
+            if let (Some(end), None) = (pace.replies_until, &pace.stopped_early) {
+                let since = end.saturating_sub(stalled_after_ns(&self.rec));
                 for c in conns.iter_mut() {
                     self.rec
                         .lost_requests(STALLED_AT_END, c.inflight.sent_before(since));
@@ -1419,8 +1419,8 @@ const STALLED_AT_END: &str =
     "no reply by the end of the test after 10 times the p99 latency (1 s at least): a stall";
 
 /// How long a request still waiting at a timed closed loop's end must have waited to be
-/// lost: ten times the slowest operation class's p99 so far, and a second at least (a
-/// slow reply on its way is not counted, only a stall).
+/// lost: ten times the slowest operation class's p99 of this worker's replies, and a
+/// second at least (a slow reply on its way is not counted, only a stall).
 fn stalled_after_ns(rec: &Recorder) -> u64 {
     rec.classes
         .iter()

@@ -17,7 +17,6 @@
 //! controller merges them exactly), the validity counters per database and the counter
 //! readings.
 
-use secrecy::ExposeSecret;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -98,7 +97,7 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     let dbs = job
         .endpoints
         .iter()
-        .map(|e| backend_for_endpoint(e, plan.password.as_ref().map(|p| p.expose_secret())))
+        .map(|e| backend_for_endpoint(e, plan.password()))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if dbs.is_empty() || dbs.len() != plan.cfg.databases as usize {
         bail!(

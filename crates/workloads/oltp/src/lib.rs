@@ -50,7 +50,7 @@ pub mod space;
 pub mod target;
 pub mod txn;
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use std::path::Path;
 
 use anyhow::{bail, Context};
@@ -579,6 +579,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The password to log in with, where the service and the drivers hand it on.
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_ref().map(|p| p.expose_secret())
+    }
+
     /// A sweep point's parameters as a user gave them (no job keys).
     pub fn from_params(p: &Params) -> anyhow::Result<Plan> {
         for k in job_keys::ALL {
@@ -788,7 +793,6 @@ pub fn cluster_dir(cfg: &Config) -> Option<&Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use secrecy::ExposeSecret;
     use serde_json::json;
 
     fn plan(v: Value) -> anyhow::Result<Plan> {
@@ -842,10 +846,7 @@ mod tests {
     fn a_job_plans_debug_hides_the_password() {
         let p = json!({ job_keys::PASSWORD: "Zq9run", "vus": 2 });
         let job = Plan::from_job_params(p.as_object().unwrap()).unwrap();
-        assert_eq!(
-            job.password.as_ref().map(|p| p.expose_secret()),
-            Some("Zq9run")
-        );
+        assert_eq!(job.password(), Some("Zq9run"));
         assert!(!format!("{job:?}").contains("Zq9"), "{job:?}");
         // Nor a --dsn's.
         let dsn = json!({"dsn": "host=db.example password=s3cret dbname=tpcc"});

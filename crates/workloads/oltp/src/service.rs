@@ -10,7 +10,6 @@
 //! controller's queries: `check` (the consistency conditions, clause 3.3.2), `builds`
 //! (each database's build metadata) and `pid` (the launched postmaster's).
 
-use secrecy::ExposeSecret;
 use std::collections::BTreeMap;
 
 use anyhow::bail;
@@ -47,7 +46,7 @@ impl OltpService {
             "server_cpus",
         )?;
         // The run's password, for a server launched here; a --dsn's is the user's own.
-        let password = plan.password.as_ref().map(|p| p.expose_secret());
+        let password = plan.password();
         let launched = password.filter(|_| cfg.dsn.is_none());
         let reach = Reach::at(&ctx.bind_ip, &plan.admit, launched)?;
         let mut target = Target::open_at(cfg, true, &reach, password)?;
