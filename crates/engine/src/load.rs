@@ -149,6 +149,15 @@ impl LoadSpec {
         self.shape == LoadShape::Closed && matches!(self.stop, StopAfter::Duration(_))
     }
 
+    /// When a test stopped by time ends, in ns from its start (its warm-up and its
+    /// duration). None for one stopped by a count.
+    pub fn end_ns(&self) -> Option<u64> {
+        match self.stop {
+            StopAfter::Duration(d) => Some((self.warmup + d).as_nanos() as u64),
+            StopAfter::Requests(_) => None,
+        }
+    }
+
     /// The seconds a test measured, from the end of warm-up, given its last reply, or the
     /// time its generators stopped sending if that is later, at `last_ns` after it. A
     /// closed loop stopped by a count, or a test stopped early: to then

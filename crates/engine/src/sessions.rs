@@ -156,10 +156,7 @@ fn worker<S: Session>(
         return (rec, unpinned);
     }
     let warm_ns = spec.warmup.as_nanos() as u64;
-    let end_ns = match spec.stop {
-        StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
-        StopAfter::Requests(_) => None,
-    };
+    let end_ns = spec.end_ns();
     if let Some(e) = end_ns {
         session.run_ends_at(t0 + Duration::from_nanos(e));
     }

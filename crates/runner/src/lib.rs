@@ -666,6 +666,21 @@ struct FoundFacts {
 type FoundAt = (Fact, Vec<String>);
 
 impl FoundFacts {
+    /// What `w` learnt about the servers, into the disclosure of the system under test
+    /// `sut`, and about each load generator, into that one's ([`FoundFacts::disclose`]).
+    fn of_workload(
+        &mut self,
+        hosts: &mut [HostDisclosure],
+        workload: &str,
+        label: &str,
+        w: &dyn Workload,
+        sut: &str,
+    ) -> bool {
+        let found =
+            std::iter::once((sut.to_string(), w.disclosure())).chain(w.loadgen_disclosure());
+        self.disclose(hosts, workload, label, found)
+    }
+
     /// Facts `workload` found at the point labelled `label`, each host's into its own
     /// disclosure (a host not of the run, net's in-process sender, has none). A fact read
     /// again at the same point (after each of its tests) replaces what that point found
@@ -718,15 +733,6 @@ impl FoundFacts {
         }
         changed
     }
-}
-
-/// What a workload learnt about the servers, for the system under test's disclosure, and
-/// about each load generator, for that one's.
-fn workload_facts(
-    w: &dyn Workload,
-    sut: &str,
-) -> impl Iterator<Item = (String, BTreeMap<String, Fact>)> {
-    std::iter::once((sut.to_string(), w.disclosure())).chain(w.loadgen_disclosure())
 }
 
 /// The commands a log ran and what they printed, as one disclosure value: secrets a command line or
@@ -1575,12 +1581,8 @@ fn run_as(
                 ));
                 break 'run;
             }
-            if found_facts.disclose(
-                &mut record.hosts,
-                reg.name,
-                &label,
-                workload_facts(&**w, roles.sut.name()),
-            ) {
+            if found_facts.of_workload(&mut record.hosts, reg.name, &label, &**w, roles.sut.name())
+            {
                 store.update_hosts(&run_id, &record.hosts)?;
             }
             // Every knob the point runs with, defaults included, redacted as its
@@ -1811,11 +1813,12 @@ fn run_as(
                     any_result = true;
                     // What a test read back (net's congestion control from its data
                     // stream) replaces what was known before it.
-                    if found_facts.disclose(
+                    if found_facts.of_workload(
                         &mut record.hosts,
                         reg.name,
                         &label,
-                        workload_facts(&**w, roles.sut.name()),
+                        &**w,
+                        roles.sut.name(),
                     ) {
                         store.update_hosts(&run_id, &record.hosts)?;
                     }

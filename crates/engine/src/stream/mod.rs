@@ -476,10 +476,7 @@ where
         *g.get_or_insert_with(Instant::now)
     };
     let warm_ns = spec.warmup.as_nanos() as u64;
-    let end_ns = match spec.stop {
-        StopAfter::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
-        StopAfter::Requests(_) => None,
-    };
+    let end_ns = spec.end_ns();
     let mut lp = Loop {
         spec,
         progress,

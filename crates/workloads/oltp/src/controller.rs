@@ -15,7 +15,7 @@
 //! the service's and the drivers' parameters only; nothing this controller returns
 //! carries it (the runner stores the sweep point's parameters redacted).
 
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -228,7 +228,7 @@ impl Oltp {
 
     /// The password the service and the drivers log in with, to put where they read it.
     fn password(&self) -> Option<&str> {
-        self.password.as_ref().map(|p| p.expose_secret())
+        crate::exposed(&self.password)
     }
 
     fn running(&self) -> anyhow::Result<&Running> {

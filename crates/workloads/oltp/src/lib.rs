@@ -564,6 +564,11 @@ pub(crate) mod job_keys {
     pub const ALL: [&str; 4] = [PASSWORD, FIRST_VU, C_LOAD, ADMIT];
 }
 
+/// A password held as a secret, where it is handed to what logs in with it.
+pub(crate) fn exposed(p: &Option<SecretString>) -> Option<&str> {
+    p.as_ref().map(|p| p.expose_secret())
+}
+
 /// One sweep point's knobs, validated: the controller, the service and every driver
 /// read their parameters through this, so they cannot disagree on a default.
 #[derive(Debug, Clone)]
@@ -581,7 +586,7 @@ pub struct Plan {
 impl Plan {
     /// The password to log in with, where the service and the drivers hand it on.
     pub fn password(&self) -> Option<&str> {
-        self.password.as_ref().map(|p| p.expose_secret())
+        exposed(&self.password)
     }
 
     /// A sweep point's parameters as a user gave them (no job keys).

@@ -15,7 +15,7 @@
 //! log is off (`--skip-log-bin`) as in a default install, and every persistence
 //! setting is read back from the server for the disclosure ([`Mariadbd::persistence`]).
 
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -221,7 +221,7 @@ impl Mariadbd {
         // root on the socket takes the run's password too: the drivers on this host
         // log in with it (a password given to an account with none is refused). Letters
         // and digits ([`Reach::at`]); quotes doubled all the same.
-        let password = reach.password.as_ref().map_or("", |p| p.expose_secret());
+        let password = crate::exposed(&reach.password).unwrap_or_default();
         let password = password.replace('\'', "''");
         if reach.password.is_some() {
             c.batch(&format!(
@@ -251,7 +251,7 @@ impl Mariadbd {
             "127.0.0.1",
             self.port,
             db,
-            self.password.as_ref().map(|p| p.expose_secret()),
+            crate::exposed(&self.password),
         )
     }
 

@@ -10,7 +10,7 @@
 //! PostgreSQL refuses to run as root, so when rackbench is root the cluster is owned by and
 //! runs as the `postgres` system user (or `nobody` when that user does not exist).
 
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -120,9 +120,8 @@ impl Reach {
         if self.admit.is_empty() {
             return Ok(None);
         }
-        self.password
-            .as_ref()
-            .map(|p| Some(p.expose_secret()))
+        crate::exposed(&self.password)
+            .map(Some)
             .context(NO_PASSWORD)
     }
 
