@@ -21,7 +21,7 @@ use anyhow::{bail, Context};
 use model::{Flag, Metric, MissingMetric};
 
 use crate::host::{drive_all, split_count, DriverJob, DriverReport, Host};
-use crate::load::LoadOutcome;
+use crate::load::{LoadOutcome, LoadSpec};
 use crate::validity::{CLIENT_BOUND_FRACTION, NO_MEASURED_TIME};
 use crate::wire::{Span, WireOutcome};
 use crate::workload::{CheckpointSink, Progress, SoFar, StepOutput};
@@ -737,6 +737,83 @@ pub fn read_at_warmup_end<T: Send, R>(
     })
 }
 
+/// How far below and above the generators' count of the measured window a server's
+/// own count of it may be and still agree (memtier's self-test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountAllowance {
+    pub below: u64,
+    pub above: u64,
+}
+
+impl CountAllowance {
+    /// Does the server's count `server` agree with the generators' `generators`?
+    pub fn admits(&self, server: u64, generators: u64) -> bool {
+        server + self.below >= generators && server <= generators + self.above
+    }
+}
+
+/// Where a server's own count of the measured window starts, and how far it may be from
+/// the generators' count (`out`) and agree. Without a warm-up the window starts at the
+/// reading `before` the test, exactly; with one, at the reading where the warm-up ended
+/// ([`read_at_warmup_end`]), as near as [`reading_slack`] allows either way (None
+/// without that reading). Above, too, by the requests in flight where a timed closed
+/// loop ends (a pipeline per connection): the servers may answer what the generators no
+/// longer count. A test stopped by a count waits for every reply, and an open loop's
+/// last ones are counted or lost (and a loss skips the check).
+pub fn server_count_window<T>(
+    spec: &LoadSpec,
+    warmup: Duration,
+    before: Option<T>,
+    at_warmup_end: Option<TimedReading<T>>,
+    measured: Option<&(SystemTime, SystemTime)>,
+    out: &LoadOutcome,
+) -> (Option<T>, Option<CountAllowance>) {
+    let in_flight = (spec.connections * spec.pipeline) as u64;
+    let at_end = if spec.timed_closed_loop() {
+        in_flight
+    } else {
+        0
+    };
+    if warmup.is_zero() {
+        let exact = CountAllowance {
+            below: 0,
+            above: at_end,
+        };
+        return (before, Some(exact));
+    }
+    let slack = reading_slack(at_warmup_end.as_ref(), measured, out, in_flight);
+    let allowance = slack.map(|s| CountAllowance {
+        below: s,
+        above: s + at_end,
+    });
+    (at_warmup_end.map(|r| r.value), allowance)
+}
+
+/// Why a server's count of the measured window (`metric`; `what`: "nginx's count") is
+/// missing: it could not be read at the window's start (before the test, or where its
+/// warm-up ended), or after the test (`after`, why).
+pub fn server_count_missing(
+    metric: &str,
+    what: &str,
+    warmup: Duration,
+    out: &LoadOutcome,
+    after: Option<String>,
+) -> MissingMetric {
+    let reason = match after {
+        Some(why) => format!("{what} could not be read after the test: {why}"),
+        None if out.warmup_stop(warmup).is_some() => STOPPED_IN_WARMUP.into(),
+        None if !warmup.is_zero() => format!(
+            "{what} could not be read where the warm-up ended (the test ended first, or \
+             no answer came): run with --warmup 0 to count from the start"
+        ),
+        None => format!("{what} could not be read before the test"),
+    };
+    MissingMetric {
+        name: metric.into(),
+        reason,
+    }
+}
+
 /// How far a server's count of the measured window (`measured`), first read at
 /// `reading`, may be from the generators' count of it (`out`): the operations, at their
 /// rate, of the time between the window's start and the farther end of the reading,
@@ -744,7 +821,7 @@ pub fn read_at_warmup_end<T: Send, R>(
 /// the controller cannot see of the generators' start (their threads' wake-up, the
 /// reading's own way to the server: 1.2% apart at 48,000 calls/s, redis on this host).
 /// None without a reading or a window.
-pub fn reading_slack<T>(
+fn reading_slack<T>(
     reading: Option<&TimedReading<T>>,
     measured: Option<&(SystemTime, SystemTime)>,
     out: &LoadOutcome,
@@ -1335,6 +1412,76 @@ mod tests {
         );
         o.classes[0].count = (secs * 100.0) as u64;
         o
+    }
+
+    /// Without a warm-up, a server's count agrees exactly, but for the pipelines in
+    /// flight where a timed closed loop ends; from the warm-up's end, by the reading's
+    /// slack either way, and none without that reading.
+    #[test]
+    fn a_server_count_agrees_within_what_the_window_allows() {
+        let timed = crate::load::LoadSpec {
+            connections: 4,
+            pipeline: 10,
+            stop: crate::StopAfter::Duration(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        let counted = crate::load::LoadSpec {
+            stop: crate::StopAfter::Requests(100),
+            ..timed.clone()
+        };
+        let out = at(1.0);
+        let zero = Duration::ZERO;
+        let (start, allow) = server_count_window(&timed, zero, Some(7), None, None, &out);
+        assert_eq!(start, Some(7));
+        let allow = allow.unwrap();
+        assert_eq!((allow.below, allow.above), (0, 40));
+        assert!(allow.admits(140, 100) && !allow.admits(141, 100) && !allow.admits(99, 100));
+        let (_, allow) = server_count_window(&counted, zero, Some(7), None, None, &out);
+        assert_eq!(allow, Some(CountAllowance { below: 0, above: 0 }));
+
+        // From the warm-up's end: read 0.1 s after the window began, at 100 a second.
+        let began = UNIX_EPOCH + Duration::from_secs(1000);
+        let reading = TimedReading {
+            value: 3,
+            from: began,
+            to: began + Duration::from_millis(100),
+        };
+        let warm = Duration::from_secs(1);
+        let measured = (began, began + Duration::from_secs(1));
+        let (start, allow) =
+            server_count_window(&timed, warm, Some(7), Some(reading), Some(&measured), &out);
+        assert_eq!(start, Some(3));
+        // 10 of the gap, 40 in flight, 1 for 1% of 100; 40 more above.
+        assert_eq!(
+            allow,
+            Some(CountAllowance {
+                below: 51,
+                above: 91
+            })
+        );
+        let (start, allow) =
+            server_count_window::<u64>(&timed, warm, Some(7), None, Some(&measured), &out);
+        assert_eq!((start, allow), (None, None));
+    }
+
+    /// Why a server's count is missing says where it could not be read.
+    #[test]
+    fn a_missing_server_count_says_where_it_was_not_read() {
+        let out = at(1.0);
+        let m = |warmup: u64, after: Option<&str>| {
+            let w = Duration::from_secs(warmup);
+            server_count_missing("n", "the count", w, &out, after.map(String::from)).reason
+        };
+        assert_eq!(m(0, None), "the count could not be read before the test");
+        assert!(
+            m(1, None).contains("where the warm-up ended"),
+            "{}",
+            m(1, None)
+        );
+        assert_eq!(
+            m(1, Some("gone")),
+            "the count could not be read after the test: gone"
+        );
     }
 
     /// Each merge's parts, as (generator's part's time) in the generators' order, of

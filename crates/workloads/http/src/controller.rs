@@ -18,7 +18,7 @@ use engine::cpu_use::CpuUse;
 use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{CpuList, CpuRole, Ctx, Params, StepOutput, Workload};
-use model::{Fact, Flag, Metric, MissingMetric};
+use model::{Fact, Flag, Metric};
 use serde_json::json;
 
 use crate::driver::LOAD;
@@ -312,24 +312,17 @@ impl Http {
         // nginx's own count against the generators' (memtier's self-test), over the
         // measured window: from the end of the warm-up when there is one (nginx counts
         // the warm-up's requests too, which the generators' figures leave out). The
-        // later status request counts itself; requests in flight when a timed test ends
-        // are served but not counted by the generators; a failed generator's requests
-        // reached nginx but not the merge.
+        // later status request counts itself; a failed generator's requests reached
+        // nginx but not the merge.
         let claimed = out.total_count();
-        let in_flight = (spec.connections * spec.pipeline) as u64;
-        // How far below and above the generators' count nginx's may be.
-        let (start, slack) = if warmup.is_zero() {
-            (before, Some((0, in_flight)))
-        } else {
-            let slack = engine::spread::reading_slack(
-                at_warmup_end.as_ref(),
-                step.measured.first(),
-                out,
-                in_flight,
-            )
-            .map(|s| (s, s + in_flight));
-            (at_warmup_end.map(|r| r.value), slack)
-        };
+        let (start, allowance) = engine::spread::server_count_window(
+            spec,
+            warmup,
+            before,
+            at_warmup_end,
+            step.measured.first(),
+            out,
+        );
         match (start, after) {
             (Some(b), Ok(a)) => {
                 let served = a.saturating_sub(b).saturating_sub(1);
@@ -344,12 +337,10 @@ impl Http {
                 // Lost requests may have reached nginx; a failed connection may be what
                 // lost them.
                 let lost = out.lost_count() + out.connection_error_count();
-                if let Some((below, above)) =
-                    slack.filter(|_| lost == 0 && d.spread.failed.is_empty())
-                {
-                    if served + below < claimed || served > claimed + above {
+                if let Some(allow) = allowance.filter(|_| lost == 0 && d.spread.failed.is_empty()) {
+                    if !allow.admits(served, claimed) {
                         let (after, note) =
-                            engine::spread::after_warmup_words(warmup, "nginx was", below);
+                            engine::spread::after_warmup_words(warmup, "nginx was", allow.below);
                         step.flags.push(Flag::warning(
                             "server_counter_mismatch",
                             format!(
@@ -361,27 +352,13 @@ impl Http {
                     }
                 }
             }
-            (None, Ok(_)) if out.warmup_stop(warmup).is_some() => {
-                step.missing.push(MissingMetric {
-                    name: "server_requests".into(),
-                    reason: engine::spread::STOPPED_IN_WARMUP.into(),
-                })
-            }
-            (None, Ok(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
-                name: "server_requests".into(),
-                reason: "nginx's count could not be read where the warm-up ended (the test \
-                         ended first, or it did not answer): run with --warmup 0 to count \
-                         from the start"
-                    .into(),
-            }),
-            (None, Ok(_)) => step.missing.push(MissingMetric {
-                name: "server_requests".into(),
-                reason: "nginx's count could not be read before the test".into(),
-            }),
-            (_, Err(why)) => step.missing.push(MissingMetric {
-                name: "server_requests".into(),
-                reason: format!("nginx's count could not be read after the test: {why}"),
-            }),
+            (_, after) => step.missing.push(engine::spread::server_count_missing(
+                "server_requests",
+                "nginx's count",
+                warmup,
+                out,
+                after.err(),
+            )),
         }
         // The interval log of the test's latency, when asked for.
         if self.cfg.hlog.is_some() {

@@ -17,7 +17,7 @@ use engine::cpu_use::CpuUse;
 use engine::host::{DriverJob, Running};
 use engine::load::{LoadShape, LoadSpec};
 use engine::workload::{CpuList, CpuRole, Ctx, Params, StepOutput, Workload};
-use model::{Fact, Flag, Metric, MissingMetric};
+use model::{Fact, Flag, Metric};
 use serde_json::json;
 
 use crate::{KvConfig, Plan, CAPACITY};
@@ -420,25 +420,14 @@ impl Workload for Kv {
         // over the measured window: from the end of the warm-up when there is one (the
         // servers count the warm-up's calls too, which the generators' figures leave out).
         let claimed = out.total_count();
-        // A connection's pipeline is in flight where the window starts, and where a
-        // timed test ends (the servers may answer what it no longer counts).
-        let in_flight = (d.spec.connections * d.spec.pipeline) as u64;
-        let (start, slack) = if warmup.is_zero() {
-            let at_end = if d.spec.timed_closed_loop() {
-                in_flight
-            } else {
-                0
-            };
-            (before, Some(at_end))
-        } else {
-            let slack = engine::spread::reading_slack(
-                at_warmup_end.as_ref(),
-                step.measured.first(),
-                out,
-                in_flight,
-            );
-            (at_warmup_end.map(|r| r.value), slack)
-        };
+        let (start, allowance) = engine::spread::server_count_window(
+            &d.spec,
+            warmup,
+            before,
+            at_warmup_end,
+            step.measured.first(),
+            out,
+        );
         match (start, self.read_server_counters()) {
             (Some(b), Ok(a)) => {
                 let delta = |cmd: &str| {
@@ -459,10 +448,13 @@ impl Workload for Kv {
                 // what lost them. A failed generator's requests reached the servers but
                 // not the merge.
                 let lost = out.lost_count() + out.connection_error_count();
-                if let Some(slack) = slack.filter(|_| lost == 0 && d.spread.failed.is_empty()) {
-                    if server_calls.abs_diff(claimed) > slack {
-                        let (after, note) =
-                            engine::spread::after_warmup_words(warmup, "the servers were", slack);
+                if let Some(allow) = allowance.filter(|_| lost == 0 && d.spread.failed.is_empty()) {
+                    if !allow.admits(server_calls, claimed) {
+                        let (after, note) = engine::spread::after_warmup_words(
+                            warmup,
+                            "the servers were",
+                            allow.below,
+                        );
                         step.flags.push(Flag::warning(
                             "server_counter_mismatch",
                             format!(
@@ -474,27 +466,13 @@ impl Workload for Kv {
                     }
                 }
             }
-            (None, Ok(_)) if out.warmup_stop(warmup).is_some() => {
-                step.missing.push(MissingMetric {
-                    name: "server_calls".into(),
-                    reason: engine::spread::STOPPED_IN_WARMUP.into(),
-                })
-            }
-            (None, Ok(_)) if !warmup.is_zero() => step.missing.push(MissingMetric {
-                name: "server_calls".into(),
-                reason: "the servers' counters could not be read where the warm-up ended \
-                         (the test ended first, or they did not answer): run with --warmup 0 \
-                         to count from the start"
-                    .into(),
-            }),
-            (None, Ok(_)) => step.missing.push(MissingMetric {
-                name: "server_calls".into(),
-                reason: "the servers' counters could not be read before the test".into(),
-            }),
-            (_, Err(why)) => step.missing.push(MissingMetric {
-                name: "server_calls".into(),
-                reason: format!("the servers' counters could not be read after the test: {why}"),
-            }),
+            (_, after) => step.missing.push(engine::spread::server_count_missing(
+                "server_calls",
+                "the servers' counters",
+                warmup,
+                out,
+                after.err(),
+            )),
         }
         // A launched server that died is a failed test, with what was measured kept.
         if let Some(flag) = self.server_exited() {
