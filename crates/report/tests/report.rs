@@ -676,6 +676,48 @@ fn a_setting_swept_further_on_one_side_is_compared_where_both_ran() {
     assert_eq!(c.verdict, "NOT like for like: param.kv.instances differ");
 }
 
+/// A list-valued setting keeps points apart as a scalar one does: a side's run at
+/// `--server-cpus 0` and its run at `0,1` are two settings, never two repetitions of
+/// one compared as their mean against the other side's run at `0`.
+#[test]
+fn runs_at_different_cpu_lists_are_not_pooled_as_repetitions() {
+    let at = |id: &'static str, cpus: serde_json::Value, scale: f64| {
+        let mut run = kv_run(&Spec {
+            id,
+            scale,
+            instances: &[1],
+            ..Spec::default()
+        });
+        for r in run.results.iter_mut() {
+            r.params.insert("server_cpus".into(), cpus.clone());
+        }
+        run
+    };
+    let a = [
+        at("20261120T230000-aaaaaa", serde_json::json!([0]), 1.0),
+        at("20261120T230000-bbbbbb", serde_json::json!([0, 1]), 1.8),
+    ];
+    let b = [at("20261120T230000-cccccc", serde_json::json!([0]), 1.05)];
+    let c = report::compare::compare(&a, &b);
+    let ops: Vec<_> = c.rows.iter().filter(|r| r.metric == "ops_per_s").collect();
+    assert!(!ops.is_empty(), "{:?}", c.rows);
+    for row in &ops {
+        assert!(row.point.contains("server_cpus="), "{row:?}");
+        // The points both sides ran are the runs at `0`, 5% apart (pooled with A's run
+        // at `0,1`, A read 40% higher and B 25% behind it).
+        if row.a.is_some() && row.b.is_some() {
+            assert!(row.point.contains("server_cpus=[0]"), "{row:?}");
+            let d = row.diff_pct.unwrap();
+            assert!((d - 5.0).abs() < 0.5, "{row:?}");
+        }
+    }
+    assert!(
+        ops.iter()
+            .any(|r| r.b.is_none() && r.point.contains("server_cpus=[0,1]")),
+        "{ops:?}"
+    );
+}
+
 /// Two variants of one run: the variant is the declared difference; a setting that
 /// differs besides it (a sysctl changed by hand on one side) is warned about.
 #[test]
