@@ -288,6 +288,15 @@ cmd_up() {
       fi
     fi
     skewed+=("$skew")
+    # Host 2's cache is reached through a link, as on hosts whose ~/.cache is one (put
+    # on a bigger disk): the agent runs there by the link's target, which is the path
+    # a kill of a stopped agent must match.
+    if [ "$k" = 2 ]; then
+      mkdir -p -m 700 "$hd/cache.real"
+      ln -sfn "$hd/cache.real" "$hd/cache"
+      [ -n "$env" ] || env="SetEnv"
+      env="$env XDG_CACHE_HOME=$hd/cache"
+    fi
     ip netns add "$ns"
     ip -n "$ns" link set lo up
     # Peer made in the root namespace under a temporary name (eth0 exists here), then moved.

@@ -93,6 +93,9 @@ pub fn hello() -> anyhow::Result<Hello> {
         addresses: crate::local_addresses(),
         boot_id: crate::boot_id(),
         servers: servers_here(),
+        exe: std::fs::read_link("/proc/self/exe")
+            .ok()
+            .and_then(|p| p.into_os_string().into_string().ok()),
     })
 }
 
@@ -299,7 +302,10 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
         let (host, out, outbox) = (host.clone(), out.clone(), outbox.clone());
         let quick = matches!(req, Request::Ping);
         let work = move || {
-            let reply = Envelope::reply(env.id, handle(&host, &outbox, env.id, &out, req));
+            let reply = Envelope::reply(
+                env.id,
+                answered(|| handle(&host, &outbox, env.id, &out, req)),
+            );
             // Encoded before the output is locked: the lock is held only while bytes
             // go out, and a heartbeat's answer never waits for an encoding. A reply too
             // large for a frame is answered with that error, not left unanswered (the
@@ -327,6 +333,23 @@ pub fn serve(name: &str, catalog: Catalog, idle_timeout: Duration) -> anyhow::Re
     // The controller is gone (end of file): stop the load and everything launched.
     end_everything(&host, SERVICE_STOP_LIMIT);
     Ok(0)
+}
+
+/// `handle`'s answer, or an error when it panicked. A request left unanswered is waited
+/// for by the controller without a deadline (a test's drive lasts as long as it lasts),
+/// and the agent keeps answering heartbeats, so a handler that died with its request
+/// hung the whole run.
+fn answered(handle: impl FnOnce() -> anyhow::Result<Value>) -> anyhow::Result<Value> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(handle)).unwrap_or_else(|p| {
+        let why = p
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        Err(anyhow::anyhow!(
+            "the agent's handler of this request panicked: {why}"
+        ))
+    })
 }
 
 /// How long the services' own stop may take once their processes are killed (their
@@ -361,5 +384,21 @@ pub fn end_everything(host: &Arc<LocalHost>, limit: Duration) {
             host.name(),
             limit.as_secs_f64()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A handler that panics is answered with an error that says so, never left
+    /// unanswered.
+    #[test]
+    fn a_panicking_handler_is_answered_with_an_error() {
+        let e = answered(|| panic!("boom")).unwrap_err();
+        assert!(e.to_string().ends_with("panicked: boom"), "{e}");
+        let e = answered(|| panic!("{} left", 7)).unwrap_err();
+        assert!(e.to_string().ends_with("panicked: 7 left"), "{e}");
+        assert_eq!(answered(|| Ok(json!(1))).unwrap(), json!(1));
     }
 }

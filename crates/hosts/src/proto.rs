@@ -70,6 +70,11 @@ pub struct Hello {
     pub boot_id: Option<String>,
     /// Servers rackbench can launch here: name -> path (None: not installed).
     pub servers: BTreeMap<String, Option<String>>,
+    /// The agent's binary as the kernel names it (`/proc/self/exe`, links resolved):
+    /// what a kill by pid checks the process still runs. Absent from an agent that
+    /// predates it, or where it cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
 }
 
 impl Hello {

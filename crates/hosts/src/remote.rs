@@ -296,6 +296,9 @@ impl RemoteHost {
                 return Err(e.context(format!("{dest}: its agent")));
             }
         };
+        // The path the kernel gives the running agent: the probe's goes through
+        // `~/.cache` as written, a link on some hosts, and would never match.
+        let agent_path = hello.exe.clone().unwrap_or_else(|| probe.path.clone());
         let mut host = RemoteHost {
             shared,
             ssh,
@@ -306,7 +309,7 @@ impl RemoteHost {
             writer: Arc::new(Mutex::new(stdin)),
             child: Arc::new(Mutex::new(child)),
             next: AtomicU64::new(1),
-            agent_path: probe.path.clone(),
+            agent_path,
         };
         {
             let mut agents = AGENTS.lock().unwrap_or_else(|e| e.into_inner());
