@@ -653,6 +653,75 @@ fn an_agent_stopped_with_sigstop_is_noticed_within_seconds() {
     assert_nothing_left(&h, 15);
 }
 
+/// The processes whose parent is `pid`, and theirs, from /proc.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid ...`: the fields after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(pp) = ppid {
+            parent_of.push((p, pp));
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let here = out[i];
+        out.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == here)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    out.remove(0);
+    out
+}
+
+/// A stop that signals rackbench and its ssh clients at once (systemd's stop of a unit
+/// does, to every process of its cgroup): the hosts it loses then are the stop's doing,
+/// so the test is interrupted, not failed by a host, and nothing stays on any host.
+#[test]
+fn sigterm_to_rackbench_and_its_ssh_at_once_interrupts_the_run() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mut child = spawn_kv(&h, &db, 30, "rbh2");
+    agent_pid("rbh2", Duration::from_secs(30), &mut child);
+    std::thread::sleep(Duration::from_secs(4));
+    let mut all = descendants(child.id());
+    all.push(child.id());
+    for p in all {
+        // SAFETY: kill(2) on rackbench and its own children.
+        unsafe { libc::kill(p as i32, libc::SIGTERM) };
+    }
+    let (code, _, err, _) = finish(child, Duration::from_secs(45));
+    assert_eq!(code, 128 + libc::SIGTERM, "{err}");
+    let run = latest(&db);
+    assert_eq!(run["status"], "interrupted", "{err}: {run}");
+    let r = run["results"].as_array().unwrap().last().unwrap();
+    assert_eq!(r["status"], "interrupted", "{r}");
+    // The hosts lost (their ssh ended with rackbench) are said, as the stop's doing.
+    for f in r["flags"].as_array().unwrap() {
+        if f["code"] == "host_lost" {
+            let msg = f["message"].as_str().unwrap();
+            assert!(
+                msg.contains("after the run was stopped by SIGTERM"),
+                "{msg}"
+            );
+        }
+    }
+    assert_nothing_left(&h, 20);
+}
+
 #[test]
 fn a_link_set_down_mid_run_is_noticed_and_nothing_stays_on_either_side() {
     let Some(h) = testhosts() else { return };

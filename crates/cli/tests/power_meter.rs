@@ -192,6 +192,42 @@ fn a_hanging_meter_does_not_hold_up_the_cpu_sampling() {
 /// host's CPU beside its watts and carries an `idle_not_idle` warning, which the
 /// report's Idle figure shows (acceptance pass F, 10: it was taken on a busy host
 /// without a word).
+/// An idle power measured before the first test fails is kept: the run is stored,
+/// failed with the reason, not deleted as a run of nothing.
+#[test]
+fn a_measured_idle_power_is_kept_when_the_first_test_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let meter = script(dir.path(), "m.sh", "echo 120");
+    let args = [
+        "kv",
+        "-t",
+        "get",
+        "-n",
+        "1000",
+        "--redis-server",
+        "/bin/false",
+        "--idle-power",
+        "1",
+        "--power-meter",
+        meter.to_str().unwrap(),
+    ];
+    let (code, _, err) = run_json(&db, &args, &[]);
+    assert_ne!(code, 0, "{err}");
+    assert_eq!(stored_runs(&db), 1, "{err}");
+    let out = bin()
+        .args(["--db", db.to_str().unwrap(), "export", "--all"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &v["runs"][0];
+    assert_eq!(run["status"], "failed", "{run}");
+    assert!(run["error"].as_str().unwrap().contains("kv"), "{run}");
+    let idle = &run["idle_power"][0];
+    assert!(idle["duration_s"].as_f64().unwrap() > 0.5, "{idle}");
+    assert_eq!(idle["power"][0]["mean_watts"], 120.0, "{idle}");
+}
+
 #[test]
 fn idle_power_on_a_busy_host_is_flagged_with_its_cpu() {
     let dir = tempfile::tempdir().unwrap();

@@ -1462,7 +1462,10 @@ fn run_as(
     let repeat = o.repeat.max(1);
     let mut step: u32 = 0;
     let mut failure: Option<String> = None;
-    let mut any_result = false;
+    // Whether something measured is stored: then a failure or a stop before the first
+    // result closes the run with it, rather than deleting the run (a measured idle
+    // power may have taken minutes).
+    let mut kept = record.idle_power.iter().any(|i| i.duration_s > 0.0);
     let mut found_facts = FoundFacts::default();
     'run: for (part, expanded, workloads, markers) in parts {
         let reg = &part.registration;
@@ -1492,7 +1495,7 @@ fn run_as(
                     // came with the stop (a host's answer cut off by it).
                     Ok(None) => break 'run,
                     Err(_) if engine::stop::stop_requested() => break 'run,
-                    Err(e) if !any_result => {
+                    Err(e) if !kept => {
                         telemetry.stop();
                         interrupter.stop();
                         store.delete_run(&run_id)?;
@@ -1563,7 +1566,7 @@ fn run_as(
                     break 'run;
                 }
                 let msg = describe(&e);
-                if !any_result {
+                if !kept {
                     // Nothing measured yet: leave nothing half-written.
                     telemetry.stop();
                     interrupter.stop();
@@ -1574,11 +1577,12 @@ fn run_as(
                             .to_string(),
                     ));
                 }
-                failure = Some(format!(
-                    "{} sweep point {} ({label}): {msg}",
-                    reg.name,
-                    pi + 1
-                ));
+                let label = if label.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({label})")
+                };
+                failure = Some(format!("{} sweep point {}{label}: {msg}", reg.name, pi + 1));
                 break 'run;
             }
             if found_facts.of_workload(&mut record.hosts, reg.name, &label, &**w, roles.sut.name())
@@ -1792,14 +1796,28 @@ fn run_as(
                     } else if let Some((host, why)) = &lost {
                         // A host died during this test: what the others measured stays,
                         // named, and what it had measured by the last checkpoint too.
-                        result.status = Status::Failed;
+                        // Lost once the run was stopped, it was most likely the stop's
+                        // doing (a service manager's stop signals every process of the
+                        // unit, the ssh clients too): the test is interrupted, not
+                        // failed, and its figures are still short of that host's.
+                        let stopped = engine::stop::stop_requested();
                         let mut why = why.clone();
+                        if stopped {
+                            why.push_str(&format!(
+                                ", after the run was stopped by {} (which may have ended \
+                                 its ssh as well)",
+                                engine::stop::stop_cause()
+                            ));
+                        }
                         if let Some(p) = &partial {
                             why.push_str(&keep_lost_hosts_checkpoint(&mut result, host, p));
                         }
                         result.flags.push(Flag::invalid("host_lost", why.clone()));
-                        if result.error.is_none() {
-                            result.error = Some(why.clone());
+                        if stopped {
+                            result.status = Status::Interrupted;
+                        } else {
+                            result.status = Status::Failed;
+                            result.error.get_or_insert(why);
                         }
                     }
                     if let Err(e) = store.put_result(&run_id, provisional_at, &result) {
@@ -1810,7 +1828,7 @@ fn run_as(
                         record.results.push(result);
                         return Err(unstored(store, &mut record, step, &e));
                     }
-                    any_result = true;
+                    kept = true;
                     // What a test read back (net's congestion control from its data
                     // stream) replaces what was known before it.
                     if found_facts.of_workload(
@@ -1873,9 +1891,10 @@ fn run_as(
     telemetry.stop();
     interrupter.stop();
     let interrupted = engine::stop::stop_requested();
-    if interrupted && failure.is_none() && !any_result {
-        // Stopped before any test gave a result (while the hosts were reached, idle power
-        // measured, a server launched): a run of nothing but its stop is not kept.
+    if interrupted && failure.is_none() && !kept {
+        // Stopped before anything was measured (while the hosts were reached, a server
+        // launched): a run of nothing but its stop is not kept. An idle power measured,
+        // even cut short by the stop, is kept with its run.
         store.delete_run(&run_id)?;
         return Ok(Finished {
             run_id: None,
