@@ -3577,14 +3577,17 @@ fn tco_with_perf_given_takes_power_of_one_point_only() {
         instances: &[1, 2, 4],
         ..Spec::default()
     });
-    let plan = one_platform_plan("x86-a", "perf = 1000000\ntest = \"get\"\n");
-    let fr = tco::from_run(&run, &plan.platforms[0]);
-    assert!(fr.power_w.is_none(), "{:?}", fr.power_w);
-    assert!(
-        fr.problems.iter().any(|p| p.contains("sweep points")),
-        "{:?}",
-        fr.problems
-    );
+    // With `perf_from = "max"` too: the given figure's point is not the run's best.
+    for extra in ["", "perf_from = \"max\"\n"] {
+        let plan = one_platform_plan("x86-a", &format!("perf = 1000000\ntest = \"get\"\n{extra}"));
+        let fr = tco::from_run(&run, &plan.platforms[0]);
+        assert!(fr.power_w.is_none(), "{extra}{:?}", fr.power_w);
+        assert!(
+            fr.problems.iter().any(|p| p.contains("sweep points")),
+            "{extra}{:?}",
+            fr.problems
+        );
+    }
     let params = &run.results.iter().find(|r| r.test == "get").unwrap().params;
     let at: Vec<String> = params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
     let plan = one_platform_plan(

@@ -110,7 +110,10 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
     });
     let perf_given = p.perf.is_some() || !p.perf_tests.is_empty();
     let perf = match lower_better {
-        Some(_) if perf_given => None,
+        // The plan's performance is used, of a point the run cannot know: its power is
+        // of one configuration or none (checked below), never the best point's because
+        // `perf_from = "max"` (150 W at the 150k given, 400 W at the run's best).
+        _ if perf_given => None,
         Some(r) => {
             out.problems.push(format!(
                 "run {}: the headline of `{}` is {}, better lower: a TCO needs a throughput \
@@ -121,9 +124,7 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
         }
         None => match units_apart(&results) {
             // The highest of MB/s and signs/s is no performance: one test at a time.
-            Some(units)
-                if p.perf_from == PerfFrom::Max && p.perf.is_none() && p.perf_tests.is_empty() =>
-            {
+            Some(units) if p.perf_from == PerfFrom::Max => {
                 out.problems.push(format!(
                     "run {}: its tests' headlines are in different units ({units}): the \
                      highest of them is no performance (choose one with `test = ...`)",
@@ -152,7 +153,7 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
     // (1 to 46 instances: 150 to 400 W), and their mean is none of them. One `perf` is
     // of one test too: `-t set,get`'s mean power goes with neither (named `perf_tests`
     // are several, their power the mean of theirs, as the report's summary takes it).
-    if of_point.is_none() && (p.perf.is_some() || !p.perf_tests.is_empty()) {
+    if of_point.is_none() && perf_given {
         let key_of = if p.perf_tests.is_empty() {
             point_key
         } else {
