@@ -35,7 +35,8 @@ impl CpuUtil {
         }
     }
 
-    /// Busy percent: 100 - idle - iowait (mpstat's "%CPU" complement of idle).
+    /// Busy percent: 100 - idle - iowait (mpstat's "%CPU" complement of idle; on a VM,
+    /// steal counts as busy: the hypervisor gave that time to another guest).
     pub fn busy_pct(&self) -> f64 {
         (100.0 - self.idle_pct - self.iowait_pct).max(0.0)
     }

@@ -355,7 +355,7 @@ fn host_table(cols: &[(Column, &Point)], roles: Option<Vec<String>>) -> CpuTable
         );
     }
     notes.push(
-        "%CPU used: the sum over the CPUs of 100 - %idle - %iowait, in % of one CPU (the seed's row); %nice, %iowait and %steal are shown for a CPU only where a test has some."
+        "%CPU used: the sum over the CPUs of 100 - %idle - %iowait, in % of one CPU (the seed's row): on a VM it counts %steal, time the hypervisor gave to another guest, as used (a test with more than 5% on a CPU is flagged `steal`); %nice, %iowait and %steal are shown for a CPU only where a test has some."
             .into(),
     );
     CpuTable {

@@ -1710,7 +1710,7 @@ fn connect_time(run: &RunRecord, wl: &str, who: &str) -> Option<View> {
             caption: "Connect time per connection opened during the test, from the connect call to the connection established (httperf's connection time), its repetitions merged exactly".into(),
             head: [
                 "Test and parameters",
-                "Connects",
+                "Connects (all repetitions)",
                 "Min",
                 "Mean",
                 "Median",

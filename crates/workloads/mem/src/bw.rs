@@ -272,12 +272,14 @@ pub type Figure = (Kernel, usize, f64);
 /// of a kernel is its best 1-thread figure among `figures` and `reference` (extra
 /// 1-thread runs, not reported; they are checked against the DIMMs too). Both bounds
 /// hold only for arrays streamed from DRAM (`from_dram`): arrays that fit in the caches
-/// may scale past n x one thread, since n threads bring n private caches.
+/// may scale past n x one thread, since n threads bring n private caches. Threads
+/// beyond the `cpus` they run on share them: they bring no streams of their own.
 pub fn impossible(
     figures: &[Figure],
     reference: &[Figure],
     from_dram: bool,
     dram_peak: Option<f64>,
+    cpus: usize,
 ) -> Vec<(Figure, Bound)> {
     if !from_dram {
         return Vec::new();
@@ -292,7 +294,7 @@ pub fn impossible(
                 .filter(|&&(k1, t1, g1)| k1 == k && t1 == 1 && g1.is_finite())
                 .map(|f| f.2)
                 .reduce(f64::max);
-            let b = bound(t, one, dram_peak)?;
+            let b = bound(t.min(cpus.max(1)), one, dram_peak)?;
             // NaN fails too: a figure that is not a number is not a possible one.
             let possible = g.partial_cmp(&b.gb_per_s).is_some_and(|o| o.is_le());
             (!possible).then_some(((k, t, g), b))
@@ -355,31 +357,37 @@ mod tests {
             (Kernel::Write, 2, 21.0),
             (Kernel::Copy, 2, 5000.0),
         ];
-        assert_eq!(impossible(&figs, &[], false, None), []);
-        let bad = impossible(&figs, &[], true, None);
+        assert_eq!(impossible(&figs, &[], false, None, 64), []);
+        let bad = impossible(&figs, &[], true, None, 64);
         assert_eq!(bad.len(), 1, "{bad:?}");
         assert_eq!(bad[0].0, (Kernel::Read, 2, 742.0));
         // Copy has no 1-thread figure: only the DIMMs can judge it.
-        let bad = impossible(&figs, &[], true, Some(100.0));
+        let bad = impossible(&figs, &[], true, Some(100.0), 64);
         assert!(bad.iter().any(|(f, _)| f.0 == Kernel::Copy), "{bad:?}");
         // A slow 1-thread run (another process busy) is not the reference when a
         // second 1-thread run did better: 2 x 10 GB/s was possible after all.
         let slow = [(Kernel::Write, 1, 5.0), (Kernel::Write, 2, 19.0)];
-        assert_eq!(impossible(&slow, &[], true, None).len(), 1);
+        assert_eq!(impossible(&slow, &[], true, None, 64).len(), 1);
         assert_eq!(
-            impossible(&slow, &[(Kernel::Write, 1, 10.0)], true, None),
+            impossible(&slow, &[(Kernel::Write, 1, 10.0)], true, None, 64),
             []
         );
         // The impossible 2-thread triad is never the headline; the 1-thread one is.
         let figs = [(Kernel::Triad, 1, 15.0), (Kernel::Triad, 2, 400.0)];
-        let bad = impossible(&figs, &[], true, None);
+        let bad = impossible(&figs, &[], true, None, 64);
         assert_eq!(headline_triad(&figs, &bad), Some((Kernel::Triad, 1, 15.0)));
         assert_eq!(headline_triad(&figs, &[]), Some((Kernel::Triad, 2, 400.0)));
         // NaN is not a figure that passes.
         assert_eq!(
-            impossible(&[(Kernel::Read, 1, f64::NAN)], &[], true, Some(1.0)).len(),
+            impossible(&[(Kernel::Read, 1, f64::NAN)], &[], true, Some(1.0), 64).len(),
             1
         );
+        // 16 threads on 4 CPUs bring 4 CPUs' streams: 5x one thread is not possible.
+        let figs = [(Kernel::Triad, 1, 10.0), (Kernel::Triad, 16, 50.0)];
+        let bad = impossible(&figs, &[], true, None, 4);
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert!(bad[0].1.basis.starts_with("4 x"), "{bad:?}");
+        assert_eq!(impossible(&figs, &[], true, None, 16), []);
     }
 
     #[test]

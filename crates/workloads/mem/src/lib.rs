@@ -932,7 +932,22 @@ impl MemBench {
                 ),
             ));
         }
-        let bad = bw::impossible(&figures, &reference, from_dram, dram_peak);
+        let bad = bw::impossible(&figures, &reference, from_dram, dram_peak, cpus.len());
+        // Pinned one each round-robin: past the CPUs, threads share one, and the figure
+        // is of those CPUs, not of more cores (`--bw-threads 16` on 4 read as 16).
+        if let Some(&most) = self.bw_threads.iter().max().filter(|&&t| t > cpus.len()) {
+            out.flags.push(Flag::warning(
+                "threads_oversubscribed",
+                format!(
+                    "{most} threads on the {} CPU(s) this process may use ({}): threads \
+                     share a CPU past {}, and their bandwidth is of those CPUs, not of more \
+                     cores",
+                    cpus.len(),
+                    engine::cpu_use::list(&cpus),
+                    cpus.len()
+                ),
+            ));
+        }
         for ((k, t, g), b) in &bad {
             out.flags.push(Flag::invalid(
                 "bandwidth_impossible",
@@ -1303,6 +1318,28 @@ mod tests {
         // of them: said, so it is not read as memory's (acceptance pass J, 3).
         let codes: Vec<&str> = out.flags.iter().map(|f| f.code.as_str()).collect();
         assert_eq!(codes, ["bandwidth_in_cache"], "{:?}", out.flags);
+    }
+
+    /// More threads than the CPUs they may use are said: their figure is of those CPUs.
+    #[test]
+    fn threads_past_the_cpus_are_flagged() {
+        let _alone = REAL_RUN.lock();
+        let past = engine::launch::allowed_cpus().len() + 1;
+        let mut w = MemWorkload::from_params(&params(json!({
+            "tests": ["bandwidth"], "bw_size": "1M", "bw_threads": [past]
+        })))
+        .unwrap();
+        let out = run_on_local(&mut w, "bandwidth");
+        let f = out
+            .flags
+            .iter()
+            .find(|f| f.code == "threads_oversubscribed")
+            .unwrap_or_else(|| panic!("{:?}", out.flags));
+        assert!(
+            f.message.starts_with(&format!("{past} threads on the ")),
+            "{}",
+            f.message
+        );
     }
 
     #[test]

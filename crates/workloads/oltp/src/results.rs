@@ -84,17 +84,16 @@ pub(crate) fn step_output(
                 // A commit counter lower at the end than at the start was reset (a server
                 // restarted, its statistics reset): the commits in between are not known,
                 // and 0 would read as a measured stall.
+                let of_db = if multi {
+                    format!(" of database {}", i + 1)
+                } else {
+                    String::new()
+                };
                 if b.xacts < a.xacts {
                     tpm_unknown.get_or_insert(format!(
-                        "the server's commit counter went back during the run ({} to {}{}): \
-                         a restart or a statistics reset",
-                        a.xacts,
-                        b.xacts,
-                        if multi {
-                            format!(", database {}", i + 1)
-                        } else {
-                            String::new()
-                        }
+                        "the server's commit counter{of_db} went back during the run ({} to \
+                         {}): a restart or a statistics reset",
+                        a.xacts, b.xacts,
                     ));
                     continue;
                 }
@@ -106,8 +105,18 @@ pub(crate) fn step_output(
                         .get_or_insert("the server's transaction counts span no time".into());
                     continue;
                 }
-                let xacts = (b.xacts - a.xacts - w.own_xacts).max(0) as f64;
-                let tpm = xacts / xmin;
+                // Fewer than the monitor's own: the counts do not add up (a counter the
+                // server updates late), and 0 would read as a measured stall.
+                let counted = b.xacts - a.xacts;
+                if counted < w.own_xacts {
+                    tpm_unknown.get_or_insert(format!(
+                        "the server counted {counted} transactions{of_db} over the run, fewer \
+                         than the {} the monitor itself made: its counts do not add up",
+                        w.own_xacts,
+                    ));
+                    continue;
+                }
+                let tpm = (counted - w.own_xacts) as f64 / xmin;
                 tpm_total += tpm;
                 if multi && !server_wide {
                     out.metrics
@@ -1112,6 +1121,16 @@ mod tests {
             .iter()
             .any(|m| m.name == "tpm" && m.reason.contains("went back")));
         assert!((value(&out, "nopm").unwrap() - 4455.0).abs() < 1e-6);
+        // Fewer commits counted than the monitor's own: missing too, not 0.
+        let mut w = window(4455, 14_000);
+        let counted = w.last.unwrap().xacts - w.first.unwrap().xacts;
+        w.own_xacts = counted + 5;
+        let out = of_window(w);
+        assert_eq!(value(&out, "tpm"), None);
+        assert!(out
+            .missing
+            .iter()
+            .any(|m| m.name == "tpm" && m.reason.contains("do not add up")));
     }
 
     #[test]
