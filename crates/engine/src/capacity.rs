@@ -69,6 +69,9 @@ pub struct RateStep {
     pub latency: Option<Histogram<u64>>,
     /// `corrected` or `service`: which latency `latency` holds.
     pub latency_kind: String,
+    /// The one operation class `latency` is of, when not all of them merged
+    /// ([`RateStep::latency_of_class`]).
+    pub latency_of: Option<ClassLatency>,
     pub bytes_tx: u64,
     pub bytes_rx: u64,
     /// Why the step's bytes were not counted (a database client's sessions do not count
@@ -96,6 +99,17 @@ pub struct RateStep {
     pub unsampled: Option<Unsampled>,
 }
 
+/// A step's latency narrowed to one operation class ([`RateStep::latency_of_class`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassLatency {
+    /// The label its latency figures carry (`txn=new_order`).
+    pub label: &'static str,
+    pub class: String,
+    /// The class's share of the step's replies: of the requests counted for no class
+    /// (unsent, lost), the share its objective is judged with.
+    pub share: f64,
+}
+
 /// Why a step has no telemetry of the system under test ([`RateStep::unsampled`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Unsampled {
@@ -119,6 +133,7 @@ impl RateStep {
             sending_s: None,
             latency: None,
             latency_kind: String::new(),
+            latency_of: None,
             bytes_tx: 0,
             bytes_rx: 0,
             bytes_not_counted: None,
@@ -147,25 +162,7 @@ impl RateStep {
             .sum::<u64>()
             + s.lost_requests;
         s.duration_s = o.duration_s;
-        let corrected = !o.classes.is_empty() && o.classes.iter().all(|c| c.corrected.is_some());
-        let mut merged: Option<Histogram<u64>> = None;
-        for c in &o.classes {
-            let h = if corrected {
-                c.corrected.as_ref().unwrap_or(&c.service)
-            } else {
-                &c.service
-            };
-            match merged.as_mut() {
-                // Same bounds everywhere (model::hist); a failed add would mean values out
-                // of range, which the recorders already clamp.
-                Some(m) => {
-                    let _ = m.add(h);
-                }
-                None => merged = Some(h.clone()),
-            }
-        }
-        s.latency = merged.filter(|h| !h.is_empty());
-        s.latency_kind = if corrected { "corrected" } else { "service" }.to_string();
+        (s.latency, s.latency_kind) = merged_latency(&o.classes);
         s.bytes_tx = o.bytes_tx;
         s.bytes_rx = o.bytes_rx;
         s.late_sends = o.late_sends;
@@ -177,6 +174,28 @@ impl RateStep {
         s.hit_ratio_pct = (hits + misses > 0).then(|| 100.0 * hits as f64 / (hits + misses) as f64);
         s.error = o.stopped_early.clone();
         s
+    }
+
+    /// The step's latency of one operation class of `o` (`class`, labelled `label`), not
+    /// of all merged: where a mix's classes differ by design (TPC-C's Delivery and
+    /// Stock-Level, 4% of the mix each, set the merged p99), an objective is judged on
+    /// the class it is about, as TPC-C sets its limits per transaction type. Unchanged
+    /// when `o` has no such class.
+    pub fn latency_of_class(&mut self, o: &LoadOutcome, label: &'static str, class: &str) {
+        let Some(c) = o.classes.iter().find(|c| c.name == class) else {
+            return;
+        };
+        let total = o.total_count();
+        (self.latency, self.latency_kind) = merged_latency(std::slice::from_ref(c));
+        self.latency_of = Some(ClassLatency {
+            label,
+            class: class.to_string(),
+            share: if total > 0 {
+                c.count as f64 / total as f64
+            } else {
+                1.0
+            },
+        });
     }
 
     /// Replies per second over the span their requests fell due in (`sending_s`), where
@@ -353,23 +372,23 @@ impl RateStep {
             )));
         }
         if let Some(h) = &self.latency {
-            let kind = self.latency_kind.clone();
+            let of = |m: Metric| {
+                let m = m.label("kind", &self.latency_kind);
+                with(match &self.latency_of {
+                    Some(c) => m.label(c.label, &c.class),
+                    None => m,
+                })
+            };
             for (name, q) in [
                 ("latency_p50_ns", 0.50),
                 ("latency_p90_ns", 0.90),
                 ("latency_p99_ns", 0.99),
                 ("latency_p999_ns", 0.999),
             ] {
-                out.push(with(
-                    Metric::new(name, h.value_at_quantile(q) as f64, "ns").label("kind", &kind),
-                ));
+                out.push(of(Metric::new(name, h.value_at_quantile(q) as f64, "ns")));
             }
-            out.push(with(
-                Metric::new("latency_max_ns", h.max() as f64, "ns").label("kind", &kind),
-            ));
-            out.push(with(
-                Metric::new("latency_mean_ns", h.mean(), "ns").label("kind", &kind),
-            ));
+            out.push(of(Metric::new("latency_max_ns", h.max() as f64, "ns")));
+            out.push(of(Metric::new("latency_mean_ns", h.mean(), "ns")));
         }
         for m in &self.extra {
             out.push(with(m.clone()));
@@ -742,6 +761,31 @@ impl RampResult {
     }
 }
 
+/// The latency of `classes` merged exactly: corrected (from intended send times) where
+/// every class has it, else service; with which of the two it is, and None when nothing
+/// was recorded.
+fn merged_latency(classes: &[crate::load::ClassStats]) -> (Option<Histogram<u64>>, String) {
+    let corrected = !classes.is_empty() && classes.iter().all(|c| c.corrected.is_some());
+    let mut merged: Option<Histogram<u64>> = None;
+    for c in classes {
+        let h = if corrected {
+            c.corrected.as_ref().unwrap_or(&c.service)
+        } else {
+            &c.service
+        };
+        match merged.as_mut() {
+            // Same bounds everywhere (model::hist); a failed add would mean values out
+            // of range, which the recorders already clamp.
+            Some(m) => {
+                let _ = m.add(h);
+            }
+            None => merged = Some(h.clone()),
+        }
+    }
+    let kind = if corrected { "corrected" } else { "service" };
+    (merged.filter(|h| !h.is_empty()), kind.to_string())
+}
+
 fn step_histograms<'a>(
     steps: impl Iterator<Item = &'a RateStep>,
     phase: &str,
@@ -989,7 +1033,10 @@ enum Due {
 /// on the replies alone (audit, 2).
 fn latency_of_due(step: &RateStep, pct: f64) -> Option<Due> {
     let h = step.latency.as_ref().filter(|h| !h.is_empty())?;
-    let (unsent, lost) = (step.unsent_requests, step.lost_requests);
+    // A class's latency is judged with its share of the requests counted for none.
+    let share = step.latency_of.as_ref().map_or(1.0, |c| c.share);
+    let of_class = |n: u64| (n as f64 * share).round() as u64;
+    let (unsent, lost) = (of_class(step.unsent_requests), of_class(step.lost_requests));
     let due = h.len() + unsent + lost;
     let rank = (quantile(pct) * due as f64).ceil().max(1.0) as u64;
     if rank > h.len() + unsent {
@@ -2127,6 +2174,44 @@ mod tests {
         s.duration_s = 5.0;
         assert!(probe_verdict(&s, &cfg).1, "{:?}", probe_verdict(&s, &cfg));
         assert!(s.latency_at(99.9).unwrap() < 1_100_000);
+    }
+
+    /// A step narrowed to one class is judged on that class's latency, and on its share
+    /// of the requests lost (counted for no class): 1,000 New-Orders at 1 ms beside 100
+    /// Deliveries at 50 ms meet p99<2ms, and 11 lost of all 1,111 leave New-Order 10.
+    #[test]
+    fn a_step_narrowed_to_a_class_is_judged_on_it() {
+        let mut o = crate::sched::merge(
+            &crate::load::LoadSpec::default(),
+            &["new_order", "delivery"],
+            Vec::new(),
+            1.0,
+            None,
+        );
+        for (c, (n, ns)) in o
+            .classes
+            .iter_mut()
+            .zip([(1000, 1_000_000), (100, 50_000_000)])
+        {
+            c.count = n;
+            c.service.record_n(ns, n).unwrap();
+        }
+        let cfg = SearchConfig::new("p99<2ms".parse().unwrap());
+        let mut s = RateStep::from_outcome(1100.0, &o);
+        assert!(!probe_verdict(&s, &cfg).1, "the mix's p99 is Delivery's");
+        s.latency_of_class(&o, "txn", "new_order");
+        assert!(probe_verdict(&s, &cfg).1, "{:?}", probe_verdict(&s, &cfg));
+        let m = s.metrics(&[]);
+        let p99 = m.iter().find(|m| m.name == "latency_p99_ns").unwrap();
+        assert_eq!(p99.labels.get("txn").map(String::as_str), Some("new_order"));
+        s.lost_requests = 11;
+        assert!(probe_verdict(&s, &cfg).1, "10 of 1,010 due: p99 is a reply");
+        s.lost_requests = 22;
+        assert!(!probe_verdict(&s, &cfg).1, "20 of 1,020 due");
+        // A class the outcome does not have leaves the step as it was.
+        let before = s.latency.clone();
+        s.latency_of_class(&o, "txn", "payment");
+        assert_eq!(s.latency, before);
     }
 
     /// A probe whose recorded requests meet the objective, but with more requests never

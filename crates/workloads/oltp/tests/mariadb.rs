@@ -192,6 +192,18 @@ fn a_capacity_ramp_runs_on_mariadb() {
         .map(|m| m.value)
         .collect();
     assert_eq!(steps, vec![20.0, 40.0]);
+    // The steps' latency is New-Order's, the transaction the objective is about.
+    let p99: Vec<_> = out
+        .metrics
+        .iter()
+        .filter(|m| m.name == "latency_p99_ns")
+        .collect();
+    assert!(!p99.is_empty(), "{:?}", out.metrics);
+    assert!(
+        p99.iter()
+            .all(|m| m.labels.get("txn").map(String::as_str) == Some("new_order")),
+        "{p99:?}"
+    );
     w.cleanup();
 }
 
