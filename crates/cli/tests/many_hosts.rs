@@ -416,6 +416,16 @@ fn spawn_kv(h: &TestHosts, db: &std::path::Path, secs: u32, loadgens: &str) -> s
         .unwrap()
 }
 
+/// A 30 s kv run from `loadgens` against rbh1, 4 s into its load: the run, and the
+/// agent on its first generator.
+fn kv_under_way(h: &TestHosts, db: &std::path::Path, loadgens: &str) -> (std::process::Child, u32) {
+    let mut child = spawn_kv(h, db, 30, loadgens);
+    let first = loadgens.split(',').next().unwrap();
+    let pid = agent_pid(first, Duration::from_secs(30), &mut child);
+    std::thread::sleep(Duration::from_secs(4));
+    (child, pid)
+}
+
 /// Wait until `ns` runs a rackbench agent that drives load (its redis peer is up). When
 /// none comes (the run ended early, or is stuck before the load), the run is killed and
 /// the failure shows what it printed and what `ns` runs.
@@ -638,9 +648,7 @@ fn an_agent_stopped_with_sigstop_is_noticed_within_seconds() {
     let _l = lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let mut child = spawn_kv(&h, &db, 30, "rbh2,rbh3");
-    let victim = agent_pid("rbh2", Duration::from_secs(30), &mut child);
-    std::thread::sleep(Duration::from_secs(4));
+    let (child, victim) = kv_under_way(&h, &db, "rbh2,rbh3");
     let stopped = Instant::now();
     // SAFETY: kill(2) on the agent process in the test namespace.
     unsafe { libc::kill(victim as i32, libc::SIGSTOP) };
@@ -694,9 +702,7 @@ fn sigterm_to_rackbench_and_its_ssh_at_once_interrupts_the_run() {
     let _l = lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let mut child = spawn_kv(&h, &db, 30, "rbh2");
-    agent_pid("rbh2", Duration::from_secs(30), &mut child);
-    std::thread::sleep(Duration::from_secs(4));
+    let (child, _) = kv_under_way(&h, &db, "rbh2");
     let mut all = descendants(child.id());
     all.push(child.id());
     for p in all {
@@ -710,15 +716,14 @@ fn sigterm_to_rackbench_and_its_ssh_at_once_interrupts_the_run() {
     let r = run["results"].as_array().unwrap().last().unwrap();
     assert_eq!(r["status"], "interrupted", "{r}");
     // The hosts lost (their ssh ended with rackbench) are said, as the stop's doing.
-    for f in r["flags"].as_array().unwrap() {
-        if f["code"] == "host_lost" {
-            let msg = f["message"].as_str().unwrap();
-            assert!(
-                msg.contains("after the run was stopped by SIGTERM"),
-                "{msg}"
-            );
-        }
-    }
+    let lost = r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "host_lost")
+        .unwrap_or_else(|| panic!("no host_lost: {r}"));
+    let msg = lost["message"].as_str().unwrap();
+    assert!(msg.contains("as the run was stopped by SIGTERM"), "{msg}");
     assert_nothing_left(&h, 20);
 }
 
@@ -728,9 +733,7 @@ fn a_link_set_down_mid_run_is_noticed_and_nothing_stays_on_either_side() {
     let _l = lock();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let mut child = spawn_kv(&h, &db, 30, "rbh2");
-    agent_pid("rbh2", Duration::from_secs(30), &mut child);
-    std::thread::sleep(Duration::from_secs(4));
+    let (child, _) = kv_under_way(&h, &db, "rbh2");
     let link = |state: &str| {
         let ok = Command::new("ip")
             .args(["netns", "exec", "rbh2", "ip", "link", "set", "eth0", state])

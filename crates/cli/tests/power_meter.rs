@@ -188,10 +188,6 @@ fn a_hanging_meter_does_not_hold_up_the_cpu_sampling() {
     );
 }
 
-/// Idle power measured while another program spins on a CPU: the idle figure keeps the
-/// host's CPU beside its watts and carries an `idle_not_idle` warning, which the
-/// report's Idle figure shows (acceptance pass F, 10: it was taken on a busy host
-/// without a word).
 /// An idle power measured before the first test fails is kept: the run is stored,
 /// failed with the reason, not deleted as a run of nothing.
 #[test]
@@ -228,6 +224,10 @@ fn a_measured_idle_power_is_kept_when_the_first_test_fails() {
     assert_eq!(idle["power"][0]["mean_watts"], 120.0, "{idle}");
 }
 
+/// Idle power measured while another program spins on a CPU: the idle figure keeps the
+/// host's CPU beside its watts and carries an `idle_not_idle` warning, which the
+/// report's Idle figure shows (acceptance pass F, 10: it was taken on a busy host
+/// without a word).
 #[test]
 fn idle_power_on_a_busy_host_is_flagged_with_its_cpu() {
     let dir = tempfile::tempdir().unwrap();

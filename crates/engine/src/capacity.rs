@@ -105,9 +105,10 @@ pub struct ClassLatency {
     /// The label its latency figures carry (`txn=new_order`).
     pub label: &'static str,
     pub class: String,
-    /// The class's share of the step's replies: of the requests counted for no class
-    /// (unsent, lost), the share its objective is judged with.
-    pub share: f64,
+    /// The class's replies, of `total` in the step: of the requests counted for no
+    /// class (unsent, lost), the share its objective is judged with.
+    pub replies: u64,
+    pub total: u64,
 }
 
 /// Why a step has no telemetry of the system under test ([`RateStep::unsampled`]).
@@ -162,7 +163,7 @@ impl RateStep {
             .sum::<u64>()
             + s.lost_requests;
         s.duration_s = o.duration_s;
-        (s.latency, s.latency_kind) = merged_latency(&o.classes);
+        (s.latency, s.latency_kind) = merged_latency(&o.classes.iter().collect::<Vec<_>>());
         s.bytes_tx = o.bytes_tx;
         s.bytes_rx = o.bytes_rx;
         s.late_sends = o.late_sends;
@@ -176,26 +177,54 @@ impl RateStep {
         s
     }
 
-    /// The step's latency of one operation class of `o` (`class`, labelled `label`), not
-    /// of all merged: where a mix's classes differ by design (TPC-C's Delivery and
-    /// Stock-Level, 4% of the mix each, set the merged p99), an objective is judged on
-    /// the class it is about, as TPC-C sets its limits per transaction type. Unchanged
-    /// when `o` has no such class.
+    /// The step's latency of one operation class of `o` (`class`, labelled `label`; each
+    /// database's `class@dbN` with it), not of all merged: where a mix's classes differ
+    /// by design (TPC-C's Delivery and Stock-Level, 4% of the mix each, set the merged
+    /// p99), an objective is judged on the class it is about, as TPC-C sets its limits
+    /// per transaction type. Unchanged when `o` has no reply of that class (a mix
+    /// without it).
     pub fn latency_of_class(&mut self, o: &LoadOutcome, label: &'static str, class: &str) {
-        let Some(c) = o.classes.iter().find(|c| c.name == class) else {
+        let of_class: Vec<&crate::load::ClassStats> = o
+            .classes
+            .iter()
+            .filter(|c| {
+                c.name == class
+                    || c.name
+                        .strip_prefix(class)
+                        .is_some_and(|rest| rest.starts_with('@'))
+            })
+            .collect();
+        let count: u64 = of_class.iter().map(|c| c.count).sum();
+        if count == 0 {
             return;
-        };
-        let total = o.total_count();
-        (self.latency, self.latency_kind) = merged_latency(std::slice::from_ref(c));
+        }
+        (self.latency, self.latency_kind) = merged_latency(&of_class);
         self.latency_of = Some(ClassLatency {
             label,
             class: class.to_string(),
-            share: if total > 0 {
-                c.count as f64 / total as f64
-            } else {
-                1.0
-            },
+            replies: count,
+            total: o.total_count().max(count),
         });
+    }
+
+    /// The requests of the step counted for no class that its latency is judged with,
+    /// (unsent, lost), and the interval between the unsent ones' due times, ns: all of
+    /// them at the demanded rate, or, narrowed to a class, its share of them (rounded
+    /// up: one lost request is not lost to rounding) at its share of the rate.
+    fn uncounted(&self) -> (u64, u64, f64) {
+        let (part, whole) = self
+            .latency_of
+            .as_ref()
+            .map_or((1, 1), |c| (c.replies, c.total));
+        let of_class =
+            |n: u64| (u128::from(n) * u128::from(part)).div_ceil(u128::from(whole)) as u64;
+        let rate = self.demanded_rate_per_s * part as f64 / whole as f64;
+        let gap = if rate > 0.0 { 1e9 / rate } else { 0.0 };
+        (
+            of_class(self.unsent_requests),
+            of_class(self.lost_requests),
+            gap,
+        )
     }
 
     /// Replies per second over the span their requests fell due in (`sending_s`), where
@@ -764,7 +793,7 @@ impl RampResult {
 /// The latency of `classes` merged exactly: corrected (from intended send times) where
 /// every class has it, else service; with which of the two it is, and None when nothing
 /// was recorded.
-fn merged_latency(classes: &[crate::load::ClassStats]) -> (Option<Histogram<u64>>, String) {
+fn merged_latency(classes: &[&crate::load::ClassStats]) -> (Option<Histogram<u64>>, String) {
     let corrected = !classes.is_empty() && classes.iter().all(|c| c.corrected.is_some());
     let mut merged: Option<Histogram<u64>> = None;
     for c in classes {
@@ -1033,10 +1062,7 @@ enum Due {
 /// on the replies alone (audit, 2).
 fn latency_of_due(step: &RateStep, pct: f64) -> Option<Due> {
     let h = step.latency.as_ref().filter(|h| !h.is_empty())?;
-    // A class's latency is judged with its share of the requests counted for none.
-    let share = step.latency_of.as_ref().map_or(1.0, |c| c.share);
-    let of_class = |n: u64| (n as f64 * share).round() as u64;
-    let (unsent, lost) = (of_class(step.unsent_requests), of_class(step.lost_requests));
+    let (unsent, lost, gap) = step.uncounted();
     let due = h.len() + unsent + lost;
     let rank = (quantile(pct) * due as f64).ceil().max(1.0) as u64;
     if rank > h.len() + unsent {
@@ -1046,11 +1072,6 @@ fn latency_of_due(step: &RateStep, pct: f64) -> Option<Due> {
         return Some(Due::At(h.value_at_quantile(quantile(pct))));
     }
     let grace = crate::sched::LATE_NS as f64;
-    let gap = if step.demanded_rate_per_s > 0.0 {
-        1e9 / step.demanded_rate_per_s
-    } else {
-        0.0
-    };
     let unsent_within = |v: u64| -> u64 {
         let v = v as f64;
         if v < grace {
@@ -1111,7 +1132,7 @@ fn probe_verdict(step: &RateStep, cfg: &SearchConfig) -> (Option<u64>, bool, Str
                 cfg.objective.percentile,
                 model::hist::latency_ns_beside(v as f64, cfg.objective.bound_ns as f64),
                 cfg.objective,
-                match step.unsent_requests {
+                match step.uncounted().0 {
                     0 => String::new(),
                     n => format!(
                         " ({n} of the {} requests due were never sent, each counted at the \
@@ -2181,20 +2202,30 @@ mod tests {
     /// Deliveries at 50 ms meet p99<2ms, and 11 lost of all 1,111 leave New-Order 10.
     #[test]
     fn a_step_narrowed_to_a_class_is_judged_on_it() {
+        // Each database's New-Orders are New-Order's (`--databases 2`).
         let mut o = crate::sched::merge(
             &crate::load::LoadSpec::default(),
-            &["new_order", "delivery"],
+            &[
+                "new_order@db1",
+                "new_order@db2",
+                "delivery@db1",
+                "payment@db1",
+            ],
             Vec::new(),
             1.0,
             None,
         );
-        for (c, (n, ns)) in o
-            .classes
-            .iter_mut()
-            .zip([(1000, 1_000_000), (100, 50_000_000)])
-        {
+        let each = [
+            (600, 1_000_000),
+            (400, 1_000_000),
+            (100, 50_000_000),
+            (0, 0),
+        ];
+        for (c, (n, ns)) in o.classes.iter_mut().zip(each) {
             c.count = n;
-            c.service.record_n(ns, n).unwrap();
+            if n > 0 {
+                c.service.record_n(ns, n).unwrap();
+            }
         }
         let cfg = SearchConfig::new("p99<2ms".parse().unwrap());
         let mut s = RateStep::from_outcome(1100.0, &o);
@@ -2208,10 +2239,12 @@ mod tests {
         assert!(probe_verdict(&s, &cfg).1, "10 of 1,010 due: p99 is a reply");
         s.lost_requests = 22;
         assert!(!probe_verdict(&s, &cfg).1, "20 of 1,020 due");
-        // A class the outcome does not have leaves the step as it was.
+        // A class with no reply (none in the mix), or none at all, leaves it as it was.
         let before = s.latency.clone();
         s.latency_of_class(&o, "txn", "payment");
+        s.latency_of_class(&o, "txn", "new");
         assert_eq!(s.latency, before);
+        assert_eq!(s.latency_of.as_ref().unwrap().replies, 1000);
     }
 
     /// A probe whose recorded requests meet the objective, but with more requests never

@@ -238,6 +238,10 @@ pub trait Host: Send + Sync {
     fn lost(&self) -> Option<String> {
         None
     }
+    /// When [`Host::lost`] became Some, where known.
+    fn lost_at(&self) -> Option<std::time::Instant> {
+        None
+    }
     /// True for another machine (reached over ssh): its 127.0.0.1 is its own, not the
     /// controller's.
     fn remote(&self) -> bool {

@@ -700,7 +700,7 @@ pub struct TimedReading<T> {
 /// count ran 48% above the clients' with `--warmup 1`). None without a warm-up (nothing
 /// read), when the test ended first or `read` gave nothing. The reading is as near the
 /// window's start as the controller's clock and the server's answer allow: see
-/// [`reading_slack`].
+/// [`server_count_window`].
 pub fn read_at_warmup_end<T: Send, R>(
     lead: Duration,
     warmup: Duration,
@@ -844,20 +844,40 @@ fn reading_slack<T>(
 pub const STOPPED_IN_WARMUP: &str =
     "the test stopped in its warm-up, before its measurement began: nothing was measured";
 
-/// What a server-counter mismatch message adds when the count is from the warm-up's end
-/// ([`read_at_warmup_end`]): after the count, and at the end (`what` was read there,
-/// `slack` apart allowed). Nothing without a warm-up.
-pub fn after_warmup_words(warmup: Duration, what: &str, slack: u64) -> (&'static str, String) {
-    if warmup.is_zero() {
-        return ("", String::new());
+/// Whether a server's count of the measured window (`server`) disagrees with the
+/// generators' (`out`) beyond `allowance` ([`server_count_window`]), and if so what the
+/// mismatch message adds after the count and at its end (from the warm-up's end, where
+/// `what` read it: the allowance). Never judged without an allowance, nor where
+/// requests were lost or a connection failed (they may have reached the server) or a
+/// generator failed (its requests reached the server but not the merge).
+pub fn count_mismatch(
+    allowance: Option<CountAllowance>,
+    server: u64,
+    out: &LoadOutcome,
+    failed: &[String],
+    warmup: Duration,
+    what: &str,
+) -> Option<(&'static str, String)> {
+    let lost = out.lost_count() + out.connection_error_count();
+    let allow = allowance.filter(|_| lost == 0 && failed.is_empty())?;
+    if allow.admits(server, out.total_count()) {
+        return None;
     }
-    (
+    if warmup.is_zero() {
+        return Some(("", String::new()));
+    }
+    let allows = if allow.below == allow.above {
+        format!("{} apart", allow.below)
+    } else {
+        format!("{} below and {} above", allow.below, allow.above)
+    };
+    Some((
         " after the warm-up",
         format!(
-            " (the warm-up's end, where {what} read, allows {slack} apart); --warmup 0 checks \
-             exactly"
+            " (the warm-up's end, where {what} read, allows {allows}); --warmup 0 counts from \
+             before the test, with no such gap"
         ),
-    )
+    ))
 }
 
 /// Why the result fails when some generators' drivers failed (`name: why` each):
@@ -1462,6 +1482,34 @@ mod tests {
         let (start, allow) =
             server_count_window::<u64>(&timed, warm, Some(7), None, Some(&measured), &out);
         assert_eq!((start, allow), (None, None));
+    }
+
+    /// A server's count beyond the allowance is a mismatch, unless requests were lost or
+    /// a generator failed; from the warm-up's end the message says what was allowed.
+    #[test]
+    fn a_server_count_beyond_its_allowance_is_a_mismatch() {
+        let out = at(1.0);
+        let exact = Some(CountAllowance { below: 0, above: 0 });
+        let zero = Duration::ZERO;
+        let m = |allow, server, out: &LoadOutcome, failed: &[String], warmup| {
+            count_mismatch(allow, server, out, failed, warmup, "it was")
+        };
+        assert_eq!(m(exact, 100, &out, &[], zero), None);
+        assert_eq!(m(exact, 101, &out, &[], zero), Some(("", String::new())));
+        assert_eq!(m(exact, 99, &out, &[], zero), Some(("", String::new())));
+        assert_eq!(m(None, 5, &out, &[], zero), None);
+        assert_eq!(m(exact, 101, &out, &["rbh2: gone".into()], zero), None);
+        let mut lossy = at(1.0);
+        lossy.lost_requests.insert("timeout".into(), 1);
+        assert_eq!(m(exact, 101, &lossy, &[], zero), None);
+        let wide = Some(CountAllowance { below: 5, above: 9 });
+        assert_eq!(m(wide, 109, &out, &[], Duration::from_secs(1)), None);
+        let (after, note) = m(wide, 110, &out, &[], Duration::from_secs(1)).unwrap();
+        assert_eq!(after, " after the warm-up");
+        assert!(
+            note.contains("where it was read, allows 5 below and 9 above"),
+            "{note}"
+        );
     }
 
     /// Why a server's count is missing says where it could not be read.

@@ -3,8 +3,13 @@
 //! current step early, keeping what it measured.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 static STOP: AtomicBool = AtomicBool::new(false);
+
+/// When the first stop was requested.
+static STOPPED_AT: Mutex<Option<Instant>> = Mutex::new(None);
 
 /// Set by an abort (a second Ctrl-C): servers and every host's agent killed at once.
 static ABORT: AtomicBool = AtomicBool::new(false);
@@ -14,7 +19,32 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// Ask every running loop to stop as soon as it can.
 pub fn request_stop() {
+    STOPPED_AT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(Instant::now);
     STOP.store(true, Ordering::SeqCst);
+}
+
+/// How long before a stop something that failed may still be its doing: a stop that
+/// signals every process at once (systemd's stop of a unit: rackbench and its ssh
+/// clients) ends them in no set order.
+pub const STOP_RACE: Duration = Duration::from_secs(2);
+
+/// Whether a failure at `at` (None: when is not known) is likely the stop's doing: a
+/// stop was requested before it, or at most [`STOP_RACE`] after it. A host lost a
+/// minute before a Ctrl-C was lost, not stopped.
+pub fn caused(at: Option<Instant>) -> bool {
+    caused_by(*STOPPED_AT.lock().unwrap_or_else(|e| e.into_inner()), at)
+}
+
+/// [`caused`] by a stop requested at `stopped`.
+fn caused_by(stopped: Option<Instant>, at: Option<Instant>) -> bool {
+    match (stopped, at) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some(s), Some(a)) => a + STOP_RACE >= s,
+    }
 }
 
 /// [`request_stop`] because signal `signo` arrived; the first signal is remembered (for
@@ -65,4 +95,26 @@ pub fn reset() {
     STOP.store(false, Ordering::SeqCst);
     ABORT.store(false, Ordering::SeqCst);
     SIGNAL.store(0, Ordering::SeqCst);
+    *STOPPED_AT.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failure as the stop came (before it by under [`STOP_RACE`], or after) is its
+    /// doing; one well before it, or with no stop, is not.
+    #[test]
+    fn a_failure_is_the_stops_doing_only_near_or_after_it() {
+        let t = Instant::now() + Duration::from_secs(100);
+        let s = |secs: f64| {
+            let d = Duration::from_secs_f64(secs.abs());
+            Some(if secs < 0.0 { t - d } else { t + d })
+        };
+        assert!(!caused_by(None, s(0.0)));
+        assert!(caused_by(s(0.0), None));
+        assert!(caused_by(s(0.0), s(0.5)));
+        assert!(caused_by(s(0.0), s(-1.5)));
+        assert!(!caused_by(s(0.0), s(-25.0)));
+    }
 }

@@ -48,7 +48,8 @@ struct Shared {
     pending: Mutex<BTreeMap<u64, mpsc::Sender<Reply>>>,
     /// The drives under way whose checkpoints someone wants, by request id.
     routes: Mutex<BTreeMap<u64, Route>>,
-    lost: Mutex<Option<String>>,
+    /// Why and when the host was lost.
+    lost: Mutex<Option<(String, Instant)>>,
     /// Milliseconds since `t0` when the last frame arrived.
     last_frame_ms: AtomicU64,
     t0: Instant,
@@ -59,7 +60,7 @@ impl Shared {
     fn lose(&self, why: String) {
         let mut l = self.lost.lock().unwrap_or_else(|e| e.into_inner());
         if l.is_none() {
-            *l = Some(why.clone());
+            *l = Some((why.clone(), Instant::now()));
         }
         drop(l);
         let waiting: Vec<_> =
@@ -72,7 +73,13 @@ impl Shared {
     }
 
     fn lost(&self) -> Option<String> {
-        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let l = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        l.as_ref().map(|(why, _)| why.clone())
+    }
+
+    fn lost_at(&self) -> Option<Instant> {
+        let l = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        l.as_ref().map(|(_, at)| *at)
     }
 
     fn tail(&self) -> String {
@@ -524,6 +531,10 @@ impl Host for RemoteHost {
 
     fn lost(&self) -> Option<String> {
         self.shared.lost()
+    }
+
+    fn lost_at(&self) -> Option<Instant> {
+        self.shared.lost_at()
     }
 
     fn remote(&self) -> bool {

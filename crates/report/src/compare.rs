@@ -967,8 +967,9 @@ fn one_source_only(f: &mut Figure) {
 
 /// The parameters that keep sweep points apart: those that take more than one value
 /// within side A or within side B, per workload. A list is one value (`--server-cpus
-/// 0` and `0,1` are two settings, not repetitions of one), except the run's list of
-/// tests: each point is one of them already.
+/// 0` and `0,1` are two settings, not repetitions of one), except the lists that say
+/// which figures a run made, not how it ran: its tests (each point is one of them
+/// already) and the latency thresholds its shares over are reported against.
 fn swept_within(a: &[RunRecord], b: &[RunRecord]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for side in [a, b] {
@@ -976,7 +977,7 @@ fn swept_within(a: &[RunRecord], b: &[RunRecord]) -> Vec<(String, String)> {
         for (i, run) in side.iter().enumerate() {
             for p in points(i, run) {
                 for (k, v) in &p.params {
-                    if k == "tests" {
+                    if k == "tests" || k == "latency_thresholds" {
                         continue;
                     }
                     let e = seen.entry((p.workload.clone(), k.clone())).or_default();

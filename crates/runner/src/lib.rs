@@ -1708,8 +1708,8 @@ fn run_as(
                     let lost = roles
                         .all()
                         .iter()
-                        .find_map(|h| Some((h.name().to_string(), h.lost()?)))
-                        .map(|(host, why)| (host, model::redact_secrets(&why)));
+                        .find_map(|h| Some((h.name().to_string(), h.lost()?, h.lost_at())))
+                        .map(|(host, why, at)| (host, model::redact_secrets(&why), at));
                     let mut result = match outcome {
                         Ok(out) => {
                             let interrupted = engine::stop::stop_requested();
@@ -1793,19 +1793,20 @@ fn run_as(
                     result.flags.extend(elsewhere.clone());
                     if engine::stop::aborted() {
                         aborted_by_user(&mut result);
-                    } else if let Some((host, why)) = &lost {
+                    } else if let Some((host, why, lost_at)) = &lost {
                         // A host died during this test: what the others measured stays,
                         // named, and what it had measured by the last checkpoint too.
-                        // Lost once the run was stopped, it was most likely the stop's
+                        // Lost as the run was stopped, it was most likely the stop's
                         // doing (a service manager's stop signals every process of the
-                        // unit, the ssh clients too): the test is interrupted, not
-                        // failed, and its figures are still short of that host's.
-                        let stopped = engine::stop::stop_requested();
+                        // unit, the ssh clients too, in no set order): the test is
+                        // interrupted, not failed, and its figures are still short of
+                        // that host's. Lost well before the stop, it failed.
+                        let stopped = engine::stop::caused(*lost_at);
                         let mut why = why.clone();
                         if stopped {
                             why.push_str(&format!(
-                                ", after the run was stopped by {} (which may have ended \
-                                 its ssh as well)",
+                                ", as the run was stopped by {} (which may have ended its \
+                                 ssh as well)",
                                 engine::stop::stop_cause()
                             ));
                         }

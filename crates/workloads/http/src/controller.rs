@@ -334,22 +334,21 @@ impl Http {
                 } else {
                     m.label("span", "from_warmup_end")
                 });
-                // Lost requests may have reached nginx; a failed connection may be what
-                // lost them.
-                let lost = out.lost_count() + out.connection_error_count();
-                if let Some(allow) = allowance.filter(|_| lost == 0 && d.spread.failed.is_empty()) {
-                    if !allow.admits(served, claimed) {
-                        let (after, note) =
-                            engine::spread::after_warmup_words(warmup, "nginx was", allow.below);
-                        step.flags.push(Flag::warning(
-                            "server_counter_mismatch",
-                            format!(
-                                "nginx counted {served} requests{after}, the generators \
-                                 {claimed} replies: check that nothing else sends to this \
-                                 nginx{note}"
-                            ),
-                        ));
-                    }
+                if let Some((after, note)) = engine::spread::count_mismatch(
+                    allowance,
+                    served,
+                    out,
+                    &d.spread.failed,
+                    warmup,
+                    "nginx was",
+                ) {
+                    step.flags.push(Flag::warning(
+                        "server_counter_mismatch",
+                        format!(
+                            "nginx counted {served} requests{after}, the generators {claimed} \
+                             replies: check that nothing else sends to this nginx{note}"
+                        ),
+                    ));
                 }
             }
             (_, after) => step.missing.push(engine::spread::server_count_missing(

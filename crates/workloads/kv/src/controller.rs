@@ -444,26 +444,21 @@ impl Workload for Kv {
                 } else {
                     calls.label("span", "from_warmup_end")
                 });
-                // Lost requests may have reached the servers; a failed connection may be
-                // what lost them. A failed generator's requests reached the servers but
-                // not the merge.
-                let lost = out.lost_count() + out.connection_error_count();
-                if let Some(allow) = allowance.filter(|_| lost == 0 && d.spread.failed.is_empty()) {
-                    if !allow.admits(server_calls, claimed) {
-                        let (after, note) = engine::spread::after_warmup_words(
-                            warmup,
-                            "the servers were",
-                            allow.below,
-                        );
-                        step.flags.push(Flag::warning(
-                            "server_counter_mismatch",
-                            format!(
-                                "the servers counted {server_calls} calls{after}, the \
-                                 generators {claimed}: check that nothing else uses these \
-                                 servers{note}"
-                            ),
-                        ));
-                    }
+                if let Some((after, note)) = engine::spread::count_mismatch(
+                    allowance,
+                    server_calls,
+                    out,
+                    &d.spread.failed,
+                    warmup,
+                    "the servers were",
+                ) {
+                    step.flags.push(Flag::warning(
+                        "server_counter_mismatch",
+                        format!(
+                            "the servers counted {server_calls} calls{after}, the generators \
+                             {claimed}: check that nothing else uses these servers{note}"
+                        ),
+                    ));
                 }
             }
             (_, after) => step.missing.push(engine::spread::server_count_missing(

@@ -245,15 +245,26 @@ pub struct Bound {
     pub basis: String,
 }
 
-/// The highest figure `threads` threads can reach with one kernel: the thread count
-/// times the 1-thread figure of the same kernel in the same run (threads add their own
-/// load/store streams, never more), and the DRAM peak when the arrays are too big for
-/// the caches (`dram_peak`: Some only then). The tighter one applies, with
+/// The highest figure `threads` threads on `cpus` CPUs can reach with one kernel: the
+/// thread count (the CPUs, if fewer: threads that share a CPU bring no streams of their
+/// own) times the 1-thread figure of the same kernel in the same run (threads add their
+/// own load/store streams, never more), and the DRAM peak when the arrays are too big
+/// for the caches (`dram_peak`: Some only then). The tighter one applies, with
 /// [`BOUND_TOLERANCE`]. None: nothing to check against (1 thread with no DRAM peak).
-pub fn bound(threads: usize, one_thread: Option<f64>, dram_peak: Option<f64>) -> Option<Bound> {
+pub fn bound(
+    threads: usize,
+    cpus: usize,
+    one_thread: Option<f64>,
+    dram_peak: Option<f64>,
+) -> Option<Bound> {
+    let n = threads.min(cpus.max(1));
     let scaling = one_thread.filter(|_| threads > 1).map(|g| Bound {
-        gb_per_s: g * threads as f64 * BOUND_TOLERANCE,
-        basis: format!("{threads} x the 1-thread {g:.1} GB/s"),
+        gb_per_s: g * n as f64 * BOUND_TOLERANCE,
+        basis: if n < threads {
+            format!("{n} CPU(s) x the 1-thread {g:.1} GB/s")
+        } else {
+            format!("{threads} x the 1-thread {g:.1} GB/s")
+        },
     });
     let dram = dram_peak.map(|g| Bound {
         gb_per_s: g * BOUND_TOLERANCE,
@@ -294,7 +305,7 @@ pub fn impossible(
                 .filter(|&&(k1, t1, g1)| k1 == k && t1 == 1 && g1.is_finite())
                 .map(|f| f.2)
                 .reduce(f64::max);
-            let b = bound(t.min(cpus.max(1)), one, dram_peak)?;
+            let b = bound(t, cpus, one, dram_peak)?;
             // NaN fails too: a figure that is not a number is not a possible one.
             let possible = g.partial_cmp(&b.gb_per_s).is_some_and(|o| o.is_le());
             (!possible).then_some(((k, t, g), b))
@@ -337,14 +348,17 @@ mod tests {
 
     #[test]
     fn bound_is_threads_times_one_thread_or_the_dimms() {
-        let b = bound(2, Some(18.6), None).unwrap();
+        let b = bound(2, 64, Some(18.6), None).unwrap();
         assert!((b.gb_per_s - 2.0 * 18.6 * BOUND_TOLERANCE).abs() < 1e-9);
         assert!(b.basis.contains("1-thread"), "{}", b.basis);
         // The DIMMs' peak is tighter than 64 x one thread.
-        let b = bound(64, Some(10.0), Some(300.0)).unwrap();
+        let b = bound(64, 64, Some(10.0), Some(300.0)).unwrap();
         assert!(b.basis.contains("DIMMs"), "{}", b.basis);
-        assert_eq!(bound(1, Some(18.6), None), None);
-        assert_eq!(bound(4, None, None), None);
+        assert_eq!(bound(1, 64, Some(18.6), None), None);
+        assert_eq!(bound(4, 64, None, None), None);
+        // 4 threads on one CPU are one CPU's streams: checked, not left unchecked.
+        let b = bound(4, 1, Some(10.0), None).unwrap();
+        assert!((b.gb_per_s - 10.0 * BOUND_TOLERANCE).abs() < 1e-9, "{b:?}");
     }
 
     #[test]
@@ -386,7 +400,7 @@ mod tests {
         let figs = [(Kernel::Triad, 1, 10.0), (Kernel::Triad, 16, 50.0)];
         let bad = impossible(&figs, &[], true, None, 4);
         assert_eq!(bad.len(), 1, "{bad:?}");
-        assert!(bad[0].1.basis.starts_with("4 x"), "{bad:?}");
+        assert!(bad[0].1.basis.starts_with("4 CPU(s) x"), "{bad:?}");
         assert_eq!(impossible(&figs, &[], true, None, 16), []);
     }
 
