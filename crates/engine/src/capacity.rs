@@ -69,7 +69,7 @@ pub struct RateStep {
     pub latency: Option<Histogram<u64>>,
     /// `corrected` or `service`: which latency `latency` holds.
     pub latency_kind: String,
-    /// The one operation class `latency` is of, when not all of them merged
+    /// The one kind of operation `latency` is of, when not all of them merged
     /// ([`RateStep::latency_of_class`]).
     pub latency_of: Option<ClassLatency>,
     pub bytes_tx: u64,
@@ -99,14 +99,14 @@ pub struct RateStep {
     pub unsampled: Option<Unsampled>,
 }
 
-/// A step's latency narrowed to one operation class ([`RateStep::latency_of_class`]).
+/// A step's latency narrowed to one kind of operation ([`RateStep::latency_of_class`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassLatency {
-    /// The label its latency figures carry (`txn=new_order`).
+    /// The label its latency figures carry: `label=class` (`txn=new_order`).
     pub label: &'static str,
     pub class: String,
-    /// The class's replies, of `total` in the step: of the requests counted for no
-    /// class (unsent, lost), the share its objective is judged with.
+    /// Its replies, of `total` in the step: of the requests counted for no class
+    /// (unsent, lost), the share its objective is judged with.
     pub replies: u64,
     pub total: u64,
 }
@@ -177,22 +177,22 @@ impl RateStep {
         s
     }
 
-    /// The step's latency of one operation class of `o` (`class`, labelled `label`; each
-    /// database's `class@dbN` with it), not of all merged: where a mix's classes differ
-    /// by design (TPC-C's Delivery and Stock-Level, 4% of the mix each, set the merged
-    /// p99), an objective is judged on the class it is about, as TPC-C sets its limits
-    /// per transaction type. Unchanged when `o` has no reply of that class (a mix
-    /// without it).
-    pub fn latency_of_class(&mut self, o: &LoadOutcome, label: &'static str, class: &str) {
+    /// The step's latency of one kind of operation of `o` (labelled `label=class`; the
+    /// classes named `names` merged, one per database, say), not of all merged: where a
+    /// mix's classes differ by design (TPC-C's Delivery and Stock-Level, 4% of the mix
+    /// each, set the merged p99), an objective is judged on the kind it is about, as
+    /// TPC-C sets its limits per transaction type. Unchanged when `o` has no reply of
+    /// those classes (a mix without them).
+    pub fn latency_of_class(
+        &mut self,
+        o: &LoadOutcome,
+        (label, class): (&'static str, &str),
+        names: &[String],
+    ) {
         let of_class: Vec<&crate::load::ClassStats> = o
             .classes
             .iter()
-            .filter(|c| {
-                c.name == class
-                    || c.name
-                        .strip_prefix(class)
-                        .is_some_and(|rest| rest.starts_with('@'))
-            })
+            .filter(|c| names.contains(&c.name))
             .collect();
         let count: u64 = of_class.iter().map(|c| c.count).sum();
         if count == 0 {
@@ -2230,7 +2230,8 @@ mod tests {
         let cfg = SearchConfig::new("p99<2ms".parse().unwrap());
         let mut s = RateStep::from_outcome(1100.0, &o);
         assert!(!probe_verdict(&s, &cfg).1, "the mix's p99 is Delivery's");
-        s.latency_of_class(&o, "txn", "new_order");
+        let new_order = ["new_order@db1".to_string(), "new_order@db2".to_string()];
+        s.latency_of_class(&o, ("txn", "new_order"), &new_order);
         assert!(probe_verdict(&s, &cfg).1, "{:?}", probe_verdict(&s, &cfg));
         let m = s.metrics(&[]);
         let p99 = m.iter().find(|m| m.name == "latency_p99_ns").unwrap();
@@ -2241,8 +2242,8 @@ mod tests {
         assert!(!probe_verdict(&s, &cfg).1, "20 of 1,020 due");
         // A class with no reply (none in the mix), or none at all, leaves it as it was.
         let before = s.latency.clone();
-        s.latency_of_class(&o, "txn", "payment");
-        s.latency_of_class(&o, "txn", "new");
+        s.latency_of_class(&o, ("txn", "payment"), &["payment@db1".to_string()]);
+        s.latency_of_class(&o, ("txn", "x"), &["new_order".to_string()]);
         assert_eq!(s.latency, before);
         assert_eq!(s.latency_of.as_ref().unwrap().replies, 1000);
     }

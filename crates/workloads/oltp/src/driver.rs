@@ -76,17 +76,26 @@ pub(crate) fn decode(report: &serde_json::Value) -> anyhow::Result<Decoded> {
 /// The transaction classes of a run: five per database (`new_order`, or
 /// `new_order@db2` with several databases).
 pub(crate) fn class_names(databases: usize) -> Vec<String> {
-    let mut v = Vec::with_capacity(5 * databases);
-    for d in 1..=databases {
-        for c in CLASSES {
-            v.push(if databases == 1 {
-                c.to_string()
-            } else {
-                format!("{c}@db{d}")
-            });
-        }
+    (1..=databases)
+        .flat_map(|d| CLASSES.iter().map(move |c| class_name(c, d, databases)))
+        .collect()
+}
+
+/// One transaction's class in each database of `databases` (`new_order`, or
+/// `new_order@db1`, `new_order@db2`...).
+pub(crate) fn class_in_every_db(class: &str, databases: usize) -> Vec<String> {
+    (1..=databases.max(1))
+        .map(|d| class_name(class, d, databases.max(1)))
+        .collect()
+}
+
+/// Transaction `class`'s name in database `d` of `databases`.
+fn class_name(class: &str, d: usize, databases: usize) -> String {
+    if databases == 1 {
+        class.to_string()
+    } else {
+        format!("{class}@db{d}")
     }
-    v
 }
 
 /// Run one job (the registry's `driver`).
@@ -319,5 +328,10 @@ mod tests {
         let two = class_names(2);
         assert_eq!(two.len(), 10);
         assert_eq!(two[5], "new_order@db2");
+        assert_eq!(class_in_every_db("new_order", 1), ["new_order"]);
+        assert_eq!(
+            class_in_every_db("new_order", 2),
+            [two[0].as_str(), two[5].as_str()]
+        );
     }
 }
