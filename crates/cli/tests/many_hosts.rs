@@ -661,36 +661,12 @@ fn an_agent_stopped_with_sigstop_is_noticed_within_seconds() {
     assert_nothing_left(&h, 15);
 }
 
-/// The processes whose parent is `pid`, and theirs, from /proc.
+/// The processes whose parent is `pid`, and theirs.
 fn descendants(pid: u32) -> Vec<u32> {
-    let mut parent_of = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        // `pid (comm) state ppid ...`: the fields after the last ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
-        if let Some(pp) = ppid {
-            parent_of.push((p, pp));
-        }
-    }
-    let mut out = vec![pid];
-    let mut i = 0;
-    while i < out.len() {
-        let here = out[i];
-        out.extend(
-            parent_of
-                .iter()
-                .filter(|(_, pp)| *pp == here)
-                .map(|(p, _)| *p),
-        );
-        i += 1;
-    }
-    out.remove(0);
-    out
+    common::children_named(pid, "")
+        .into_iter()
+        .flat_map(|(c, _)| std::iter::once(c).chain(descendants(c)))
+        .collect()
 }
 
 /// A stop that signals rackbench and its ssh clients at once (systemd's stop of a unit

@@ -789,6 +789,16 @@ pub fn server_count_window<T>(
     (at_warmup_end.map(|r| r.value), allowance)
 }
 
+/// A server's count of the measured window, `m`: from the warm-up's end, where there is
+/// one, as the controller timed that end, not to the request (`span=from_warmup_end`).
+pub fn server_count_metric(m: Metric, warmup: Duration) -> Metric {
+    if warmup.is_zero() {
+        m
+    } else {
+        m.label("span", "from_warmup_end")
+    }
+}
+
 /// Why a server's count of the measured window (`metric`; `what`: "nginx's count") is
 /// missing: it could not be read at the window's start (before the test, or where its
 /// warm-up ended), or after the test (`after`, why).

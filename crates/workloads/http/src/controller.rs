@@ -326,14 +326,10 @@ impl Http {
         match (start, after) {
             (Some(b), Ok(a)) => {
                 let served = a.saturating_sub(b).saturating_sub(1);
-                let m = Metric::new("server_requests", served as f64, "requests");
-                // Counted from the warm-up's end as the controller timed it, not to the
-                // request.
-                step.metrics.push(if warmup.is_zero() {
-                    m
-                } else {
-                    m.label("span", "from_warmup_end")
-                });
+                step.metrics.push(engine::spread::server_count_metric(
+                    Metric::new("server_requests", served as f64, "requests"),
+                    warmup,
+                ));
                 if let Some((after, note)) = engine::spread::count_mismatch(
                     allowance,
                     served,

@@ -437,13 +437,10 @@ impl Workload for Kv {
                         .saturating_sub(b.get(cmd).copied().unwrap_or(0))
                 };
                 let server_calls = delta("set") + delta("get") + delta("ping");
-                let calls = Metric::new("server_calls", server_calls as f64, "calls");
-                // Counted from the warm-up's end as the controller timed it, not to the call.
-                step.metrics.push(if warmup.is_zero() {
-                    calls
-                } else {
-                    calls.label("span", "from_warmup_end")
-                });
+                step.metrics.push(engine::spread::server_count_metric(
+                    Metric::new("server_calls", server_calls as f64, "calls"),
+                    warmup,
+                ));
                 if let Some((after, note)) = engine::spread::count_mismatch(
                     allowance,
                     server_calls,
