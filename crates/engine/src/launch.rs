@@ -465,32 +465,17 @@ pub fn cpus_from_values(values: &[serde_json::Value], what: &str) -> anyhow::Res
         };
         out.extend(parse_cpu_list(&s).with_context(|| format!("{what}: `{s}` is not a CPU list"))?);
     }
-    if let Some(c) = twice(&out) {
+    if let Some((c, once)) = model::cpu_listed_twice(&out) {
         bail!(
-            "{what}: CPU {c} is listed twice in `{}`: give each CPU once (e.g. {})",
+            "{what}: CPU {c} is listed twice in `{}`: give each CPU once (e.g. {once})",
             values
                 .iter()
                 .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
                 .collect::<Vec<_>>()
                 .join(","),
-            cpu_list_text(&dedup_sorted(&out))
         );
     }
     Ok(out)
-}
-
-/// The first CPU listed more than once. A CPU given twice is a typo or a wrong belief
-/// (that it adds a thread or an instance): accepted, it was used once and said nothing.
-fn twice(cpus: &[usize]) -> Option<usize> {
-    let mut seen = std::collections::BTreeSet::new();
-    cpus.iter().copied().find(|&c| !seen.insert(c))
-}
-
-fn dedup_sorted(cpus: &[usize]) -> Vec<usize> {
-    let mut v = cpus.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    v
 }
 
 /// The calling thread pinned to some CPUs for as long as this lives, then given back the
@@ -888,40 +873,11 @@ pub fn wait_for_port(
 
 /// No CPU number reaches this (the kernel's largest NR_CPUS is 8192): a range past it is
 /// a typo, refused before it becomes a list of billions.
-pub const MAX_CPUS: usize = 8192;
+pub use model::MAX_CPUS;
 
 /// Parse a CPU list as Linux writes them: `0-3,8,10-11`.
 pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
-    let mut out = Vec::new();
-    let cpu = |n: &str| -> anyhow::Result<usize> {
-        let c: usize = n.parse().with_context(|| format!("bad CPU list `{s}`"))?;
-        if c >= MAX_CPUS {
-            bail!(
-                "bad CPU list `{s}`: CPU {c} does not exist on any machine (CPUs are numbered 0 to {})",
-                MAX_CPUS - 1
-            );
-        }
-        Ok(c)
-    };
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (cpu(a)?, cpu(b)?);
-                if b < a {
-                    bail!("bad CPU list `{s}`: {b} < {a}");
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(cpu(part)?),
-        }
-    }
-    if let Some(c) = twice(&out) {
-        bail!(
-            "bad CPU list `{s}`: CPU {c} is listed twice: give each CPU once (e.g. {})",
-            cpu_list_text(&dedup_sorted(&out))
-        );
-    }
-    Ok(out)
+    model::parse_cpu_list(s).map_err(anyhow::Error::msg)
 }
 
 /// A CPU list in Linux's short form (`0-3,8`), the inverse of [`parse_cpu_list`].

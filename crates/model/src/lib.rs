@@ -590,6 +590,57 @@ pub fn fact_text(hosts: &[HostDisclosure], key: &str, f: &Fact) -> String {
     }
 }
 
+/// No CPU number reaches this (the kernel's largest NR_CPUS is 8192): a range past it is
+/// a typo, refused before it becomes a list of billions.
+pub const MAX_CPUS: usize = 8192;
+
+/// Parse a CPU list as Linux writes them and users type them: `0-3,8,10-11`, in the
+/// order given, each CPU once. The one reader of typed CPU lists: the engine's, and
+/// compare's, which must call `0-3` and `0,1,2,3` one setting.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    let cpu = |n: &str| -> Result<usize, String> {
+        let c: usize = n.parse().map_err(|_| format!("bad CPU list `{s}`"))?;
+        if c >= MAX_CPUS {
+            return Err(format!(
+                "bad CPU list `{s}`: CPU {c} does not exist on any machine (CPUs are numbered 0 to {})",
+                MAX_CPUS - 1
+            ));
+        }
+        Ok(c)
+    };
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (cpu(a)?, cpu(b)?);
+                if b < a {
+                    return Err(format!("bad CPU list `{s}`: {b} < {a}"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(cpu(part)?),
+        }
+    }
+    if let Some((c, once)) = cpu_listed_twice(&out) {
+        return Err(format!(
+            "bad CPU list `{s}`: CPU {c} is listed twice: give each CPU once (e.g. {once})"
+        ));
+    }
+    Ok(out)
+}
+
+/// The first CPU listed more than once, and the list with each CPU once, ascending. A CPU
+/// given twice is a typo or a wrong belief (that it adds a thread or an instance):
+/// accepted, it was used once and said nothing.
+pub fn cpu_listed_twice(cpus: &[usize]) -> Option<(usize, String)> {
+    let mut seen = std::collections::BTreeSet::new();
+    let c = cpus.iter().copied().find(|&c| !seen.insert(c))?;
+    let mut once = cpus.to_vec();
+    once.sort_unstable();
+    once.dedup();
+    Some((c, cpu_list_text(&once)))
+}
+
 /// A CPU list in Linux's short form (`0-3,8`): runs of consecutive CPUs as ranges, in the
 /// order given. The one writer of CPU lists, for the engine's messages and the report's
 /// tables alike.

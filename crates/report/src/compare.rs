@@ -50,7 +50,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use model::{HostDisclosure, RunRecord};
 use serde::{Deserialize, Serialize};
 
-use crate::derive::{param_str, points, run_labels, CpuBasis, PowerBasis};
+use crate::derive::{points, run_labels, setting_key, CpuBasis, PowerBasis};
 use crate::stats::{no_spread, paired_t, welch, Sample};
 
 /// One compared figure.
@@ -616,14 +616,7 @@ fn facts(runs: &[RunRecord]) -> BTreeMap<String, Vec<String>> {
                 .filter(|(k, _)| !r.params.contains_key(*k));
             for (k, v) in r.params.iter().chain(defaults) {
                 let e = out.entry(format!("param.{}.{k}", r.workload)).or_default();
-                let mut v = param_str(v);
-                // The load generators are a set: `rbh3,rbh2` is `rbh2,rbh3`
-                // (acceptance K, F4).
-                if k == "loadgen_hosts" {
-                    let mut hosts: Vec<&str> = v.split(',').map(str::trim).collect();
-                    hosts.sort_unstable();
-                    v = hosts.join(",");
-                }
+                let v = setting_key(k, v);
                 if !e.contains(&v) {
                     e.push(v);
                 }
@@ -981,7 +974,7 @@ fn swept_within(a: &[RunRecord], b: &[RunRecord]) -> Vec<(String, String)> {
                         continue;
                     }
                     let e = seen.entry((p.workload.clone(), k.clone())).or_default();
-                    let v = param_str(v);
+                    let v = setting_key(k, v);
                     if !e.contains(&v) {
                         e.push(v);
                     }
@@ -1005,7 +998,7 @@ fn point_key(p: &crate::derive::Point, swept: &[(String, String)]) -> String {
             // Its effective value where it was not given: a run at the default pipeline 1
             // meets the other side's `pipeline=1`.
             if let Some(v) = p.setting(k) {
-                key.push_str(&format!(" {k}={}", param_str(v)));
+                key.push_str(&format!(" {k}={}", setting_key(k, v)));
             }
         }
     }

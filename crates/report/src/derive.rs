@@ -248,6 +248,54 @@ pub fn param_str(v: &serde_json::Value) -> String {
     }
 }
 
+/// A setting's value as runs and points are told apart by: [`param_str`], but one form
+/// for a setting that can be typed several ways. A CPU list (`server_cpus`, `cpus`...)
+/// in Linux's short form, in the order given: `0-3` (a flag's text, a plan's string),
+/// `0,1,2,3` and `[0,1,2,3]` are one list, which compare pooled apart and called not
+/// like for like. The load generators are a set: `rbh3,rbh2` is `rbh2,rbh3`
+/// (acceptance K, F4). A whole number is one whether typed `1` or `1.0`.
+pub fn setting_key(k: &str, v: &serde_json::Value) -> String {
+    if k.ends_with("cpus") {
+        // Not a CPU list: as stored, and then no list meets it.
+        return stored_cpu_list(v).map_or_else(|_| param_str(v), |c| model::cpu_list_text(&c));
+    }
+    if k == "loadgen_hosts" {
+        let mut hosts: Vec<String> = stored_items(v)
+            .iter()
+            .flat_map(|i| i.split(','))
+            .map(|h| h.trim().to_string())
+            .collect();
+        hosts.sort_unstable();
+        return hosts.join(",");
+    }
+    match v {
+        // `--duration 1.0` is `--duration 1`.
+        serde_json::Value::Number(n) if n.is_f64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("{}", f as i64),
+            _ => param_str(v),
+        },
+        v => param_str(v),
+    }
+}
+
+/// A stored CPU list, in the order given, however it was typed: `[2, 4]`, `["2-3", 5]`,
+/// `"2,4"`, `0`; empty for `[]` (unpinned).
+pub fn stored_cpu_list(v: &serde_json::Value) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
+    for item in stored_items(v) {
+        cpus.extend(model::parse_cpu_list(&item)?);
+    }
+    Ok(cpus)
+}
+
+/// A list setting's items as text; a scalar is a list of one.
+fn stored_items(v: &serde_json::Value) -> Vec<String> {
+    match v {
+        serde_json::Value::Array(a) => a.iter().map(param_str).collect(),
+        v => vec![param_str(v)],
+    }
+}
+
 /// A setting's value for people: a list's items joined (`set, get`; `none` for an empty
 /// one), a fraction to three decimals at most (oltp's default mix is stored as its
 /// percentages, 43.47826086956522: shown 43.478), a string bare, anything else as JSON.

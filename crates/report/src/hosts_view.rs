@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::derive::{
     idle_for, natural_cmp, param_str, points, power_of_summary, run_labels, source_label,
-    PowerBasis,
+    stored_cpu_list, PowerBasis,
 };
 use crate::fmt::{esc, num};
 
@@ -152,31 +152,17 @@ fn param(r: &ResultRecord, key: &str) -> Option<String> {
 
 /// A stored CPU list (`[2, 4]`, `["2-3", 5]`, `"2,4"`); empty = unpinned.
 fn cpu_list(v: Option<&Value>) -> Result<Vec<i32>, String> {
-    let items: Vec<String> = match v {
-        None | Some(Value::Null) => vec![],
-        Some(Value::Array(a)) => a.iter().map(param_str).collect(),
-        Some(other) => vec![param_str(other)],
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok(vec![]);
     };
-    let mut out = Vec::new();
-    for item in &items {
-        for part in item.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let bad = || format!("the stored CPU list `{item}` does not read as CPU numbers");
-            match part.split_once('-') {
-                Some((a, b)) => {
-                    let (a, b): (i32, i32) = (
-                        a.trim().parse().map_err(|_| bad())?,
-                        b.trim().parse().map_err(|_| bad())?,
-                    );
-                    // A range larger than any machine's CPU count is not a CPU list.
-                    if a < 0 || b < a || b - a > 65_536 {
-                        return Err(bad());
-                    }
-                    out.extend(a..=b);
-                }
-                None => out.push(part.parse().map_err(|_| bad())?),
-            }
-        }
-    }
+    let cpus = stored_cpu_list(v).map_err(|_| {
+        format!(
+            "the stored CPU list `{}` does not read as CPU numbers",
+            param_str(v)
+        )
+    })?;
+    // Below MAX_CPUS: an i32 each.
+    let mut out: Vec<i32> = cpus.into_iter().map(|c| c as i32).collect();
     out.sort_unstable();
     out.dedup();
     Ok(out)

@@ -8,7 +8,13 @@
 
 use model::RunRecord;
 
-use crate::derive::{param_str, points, row_key, Point};
+use crate::derive::{param_str, points, row_key, setting_key, Point};
+
+/// Whether a setting's value is the one an `--at` (or a plan's `at`) chose, typed in
+/// whichever form ([`setting_key`]): `--at server_cpus=0-1` takes a run at `0,1`.
+fn is_at(k: &str, have: &serde_json::Value, chosen: &str) -> bool {
+    setting_key(k, have) == setting_key(k, &serde_json::Value::String(chosen.to_string()))
+}
 
 /// The seeds' choices for a summary. The default is every test, each column at its best.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -233,7 +239,7 @@ impl Selection {
     /// as at two, since its record did not say.
     pub fn takes_point(&self, p: &Point) -> bool {
         self.at.iter().all(|(k, v)| match p.setting(k) {
-            Some(have) => &param_str(have) == v,
+            Some(have) => is_at(k, have, v),
             // Its settings are known and have no such knob: not its workload's.
             None => p.knows_settings(),
         })
@@ -330,7 +336,10 @@ impl Selection {
                 .collect();
             if values.is_empty() {
                 problems.push(format!("{at_key}: no run was swept over `{k}`"));
-            } else if !values.contains(v) {
+            } else if !all
+                .iter()
+                .any(|p| p.setting(k).is_some_and(|have| is_at(k, have, v)))
+            {
                 let mut have = values;
                 have.sort();
                 have.dedup();
@@ -400,7 +409,7 @@ fn tco_selection(p: &tco::Platform) -> Selection {
         at: p
             .params
             .iter()
-            .map(|(k, v)| (k.clone(), param_str(v)))
+            .map(|(k, v)| (k.clone(), setting_key(k, v)))
             .collect(),
         from_plan: true,
         ..Default::default()

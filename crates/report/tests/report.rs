@@ -676,23 +676,26 @@ fn a_setting_swept_further_on_one_side_is_compared_where_both_ran() {
     assert_eq!(c.verdict, "NOT like for like: param.kv.instances differ");
 }
 
+/// A kv run of one instance at `scale`, each result given `key = value`.
+fn kv_run_given(id: &'static str, key: &str, value: serde_json::Value, scale: f64) -> RunRecord {
+    let mut run = kv_run(&Spec {
+        id,
+        scale,
+        instances: &[1],
+        ..Spec::default()
+    });
+    for r in run.results.iter_mut() {
+        r.params.insert(key.into(), value.clone());
+    }
+    run
+}
+
 /// A list-valued setting keeps points apart as a scalar one does: a side's run at
 /// `--server-cpus 0` and its run at `0,1` are two settings, never two repetitions of
 /// one compared as their mean against the other side's run at `0`.
 #[test]
 fn runs_at_different_cpu_lists_are_not_pooled_as_repetitions() {
-    let at = |id: &'static str, cpus: serde_json::Value, scale: f64| {
-        let mut run = kv_run(&Spec {
-            id,
-            scale,
-            instances: &[1],
-            ..Spec::default()
-        });
-        for r in run.results.iter_mut() {
-            r.params.insert("server_cpus".into(), cpus.clone());
-        }
-        run
-    };
+    let at = |id, cpus, scale| kv_run_given(id, "server_cpus", cpus, scale);
     let a = [
         at("20261120T230000-aaaaaa", serde_json::json!([0]), 1.0),
         at("20261120T230000-bbbbbb", serde_json::json!([0, 1]), 1.8),
@@ -706,16 +709,69 @@ fn runs_at_different_cpu_lists_are_not_pooled_as_repetitions() {
         // The points both sides ran are the runs at `0`, 5% apart (pooled with A's run
         // at `0,1`, A read 40% higher and B 25% behind it).
         if row.a.is_some() && row.b.is_some() {
-            assert!(row.point.contains("server_cpus=[0]"), "{row:?}");
+            assert!(row.point.ends_with("server_cpus=0"), "{row:?}");
             let d = row.diff_pct.unwrap();
             assert!((d - 5.0).abs() < 0.5, "{row:?}");
         }
     }
     assert!(
         ops.iter()
-            .any(|r| r.b.is_none() && r.point.contains("server_cpus=[0,1]")),
+            .any(|r| r.b.is_none() && r.point.ends_with("server_cpus=0-1")),
         "{ops:?}"
     );
+}
+
+/// One CPU list typed three ways is one setting: a plan's `"0-3"`, a flag's `0,1,2,3`
+/// (stored as a list) and `"0-1,2-3"` keep no points apart, compare calls the runs like
+/// for like, and `--at server_cpus=0-3` takes the run stored as a list. Before, compare
+/// pooled them as three points and its verdict said NOT like for like.
+#[test]
+fn a_cpu_list_typed_differently_is_one_setting() {
+    let at = |id, cpus, scale| kv_run_given(id, "server_cpus", cpus, scale);
+    let a = [
+        at("20261120T230000-aaaaaa", serde_json::json!("0-3"), 1.0),
+        at("20261120T230000-bbbbbb", serde_json::json!("0-1,2-3"), 1.0),
+    ];
+    let b = [at(
+        "20261120T230000-cccccc",
+        serde_json::json!([0, 1, 2, 3]),
+        1.05,
+    )];
+    let c = report::comparability(&a, &b);
+    assert!(c.like_for_like, "{c:?}");
+    let c = report::compare::compare(&a, &b);
+    let ops: Vec<_> = c.rows.iter().filter(|r| r.metric == "ops_per_s").collect();
+    assert!(!ops.is_empty(), "{:?}", c.rows);
+    for row in &ops {
+        assert!(!row.point.contains("server_cpus"), "{row:?}");
+        let d = row.diff_pct.expect("both sides ran it");
+        assert!((d - 5.0).abs() < 0.5, "{row:?}");
+    }
+    let sel = report::selection::Selection {
+        at: vec![("server_cpus".into(), "0-3".into())],
+        ..Default::default()
+    };
+    let points = report::derive::points(0, &b[0]);
+    assert!(!points.is_empty());
+    assert!(points.iter().all(|p| sel.takes_point(p)));
+    let other = report::selection::Selection {
+        at: vec![("server_cpus".into(), "0-2".into())],
+        ..Default::default()
+    };
+    assert!(!points.iter().any(|p| other.takes_point(p)));
+}
+
+/// A whole number typed `1.0` is the `1` of another run: `--duration 1.0` against
+/// `--duration 1` is like for like.
+#[test]
+fn a_whole_number_typed_with_a_point_is_one_setting() {
+    let at = |id, duration| kv_run_given(id, "duration", duration, 1.0);
+    let a = [at("20261120T230000-aaaaaa", serde_json::json!(1.0))];
+    let b = [at("20261120T230000-bbbbbb", serde_json::json!(1))];
+    let c = report::comparability(&a, &b);
+    assert!(c.like_for_like, "{c:?}");
+    let b = [at("20261120T230000-bbbbbb", serde_json::json!(1.5))];
+    assert!(!report::comparability(&a, &b).like_for_like);
 }
 
 /// Two variants of one run: the variant is the declared difference; a setting that
