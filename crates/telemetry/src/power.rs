@@ -26,7 +26,7 @@ pub use model::power::{headline as headline_power, HeadlinePower};
 
 use model::PowerReading;
 
-use crate::parse::{parse_dcmi_power_reading, parse_meter_watts};
+use crate::parse::{parse_dcmi_power_reading, parse_meter_watts, DcmiReading};
 use crate::rates::energy_delta;
 
 /// A declared power model: watts grow linearly from `idle_w` at 0 % busy to `max_w` at
@@ -203,8 +203,16 @@ impl PowerSources {
                 );
                 None
             }
-            Some(cmd) => match read_ipmi(cmd) {
-                Ok(_) => {
+            Some(cmd) => match ipmi_reading(cmd) {
+                Ok(r) => {
+                    if r.activated == Some(false) {
+                        det.notes.push(format!(
+                            "ipmi-dcmi: the BMC reads {} W but says `Power reading state \
+                             is: deactivated`; taken as live, as some BMCs (OpenBMC's) \
+                             never set that state",
+                            r.instantaneous_w
+                        ));
+                    }
                     det.sources.push("ipmi-dcmi:system".into());
                     det.whole_system.push("ipmi-dcmi:system".into());
                     Some(CommandReader::start(cmd, read_ipmi))
@@ -600,14 +608,29 @@ fn local_bmc_present() -> bool {
 }
 
 fn read_ipmi(prefix: &str) -> Result<f64, String> {
+    ipmi_reading(prefix).map(|r| r.instantaneous_w)
+}
+
+/// One DCMI power reading, refused where it cannot be the server's power: 0 W is what a
+/// BMC without a power sensor (or with the feature off) answers, whatever its state
+/// says, and no running server draws it. The state is not the test: OpenBMC's ipmid
+/// answered `deactivated` beside live watts for years (it never set the bit), so a
+/// reading above 0 is kept whatever the state, and detection says so in a note.
+fn ipmi_reading(prefix: &str) -> Result<DcmiReading, String> {
     let out = engine::command::probe(&format!("{prefix} dcmi power reading"), COMMAND_TIMEOUT)?;
     let r = parse_dcmi_power_reading(&out)?;
-    if r.activated == Some(false) {
-        return Err("the BMC reports `Power reading state is: deactivated`; \
-                    its power figures are not live"
-            .into());
+    if r.instantaneous_w <= 0.0 {
+        return Err(format!(
+            "the BMC reads 0 W{}: it measures no power (no sensor, or DCMI power \
+             management off in the BMC's settings)",
+            match r.activated {
+                Some(false) => " with `Power reading state is: deactivated`",
+                Some(true) => " with `Power reading state is: activated`",
+                None => "",
+            }
+        ));
     }
-    Ok(r.instantaneous_w)
+    Ok(r)
 }
 
 /// The meter command's reading; its errors (stored and printed) with the command's

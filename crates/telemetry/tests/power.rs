@@ -275,20 +275,47 @@ fn ipmi_dcmi_through_a_fake_ipmitool() {
     assert!(r[0].whole_system && !r[0].modelled);
 }
 
+/// A BMC reading 0 W measures nothing, whatever state it says (activated or not): no
+/// source, a note. One reading watts beside `deactivated` (OpenBMC's ipmid never set
+/// the state) is the server's power, with a note; it was refused as "not live", which
+/// left a server with RAPL its components' power alone as the headline.
 #[test]
-fn ipmi_deactivated_or_failing_is_a_note() {
+fn ipmi_at_zero_or_failing_is_a_note_and_deactivated_watts_are_kept() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = empty_cfg(dir.path());
+    for fixture in [
+        "ipmitool_dcmi_power_reading_deactivated.txt",
+        "ipmitool_dcmi_power_reading_activated_zero.txt",
+    ] {
+        cfg.ipmitool = Some(fake_ipmitool(dir.path(), fixture));
+        let det = detect_power(&cfg);
+        assert!(det.sources.is_empty(), "{fixture}: {det:?}");
+        assert!(
+            det.notes
+                .iter()
+                .any(|n| n.contains("the BMC reads 0 W") && n.contains("measures no power")),
+            "{fixture}: {det:?}"
+        );
+    }
+
     cfg.ipmitool = Some(fake_ipmitool(
         dir.path(),
-        "ipmitool_dcmi_power_reading_deactivated.txt",
+        "ipmitool_dcmi_power_reading_deactivated_live.txt",
     ));
-    let det = detect_power(&cfg);
-    assert!(det.sources.is_empty());
+    let (mut src, det) = PowerSources::open(&cfg);
+    assert_eq!(det.sources, ["ipmi-dcmi:system"]);
+    assert_eq!(det.whole_system, det.sources);
     assert!(
-        det.notes.iter().any(|n| n.contains("deactivated")),
+        det.notes
+            .iter()
+            .any(|n| n.contains("reads 319 W") && n.contains("taken as live")),
         "{det:?}"
     );
+    std::thread::sleep(Duration::from_millis(300));
+    let r = src.read(Instant::now(), None, true);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].watts, 319.0);
+    assert!(r[0].whole_system);
 
     cfg.ipmitool = Some("sh -c 'echo Could not open device at /dev/ipmi0 >&2; exit 1' --".into());
     let det = detect_power(&cfg);
