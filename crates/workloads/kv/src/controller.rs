@@ -223,6 +223,9 @@ impl Kv {
             ));
         }
         self.cpu_use.flag(&mut step);
+        if let Some(f) = uneven_connections(self.cfg.clients, self.cfg.servers()) {
+            step.flags.push(f);
+        }
         // A mix's GETs as a `get` test's: mostly misses measure the server's cheap path
         // (acceptance M, 4: a mix at 8% hits went unflagged).
         if test == "get" || test == "mix" {
@@ -243,8 +246,8 @@ impl Kv {
                     let advice = if set_ran {
                         // The SETs before did run: they left keys of the keyspace unwritten.
                         format!(
-                            "the SETs before it left part of the keyspace (-r {}, over {} instance(s)) unwritten: {more} or lower -r",
-                            self.cfg.keyspace, self.cfg.instances
+                            "the SETs before it left part of the keyspace (-r {}, over {} server(s)) unwritten: {more} or lower -r",
+                            self.cfg.keyspace, self.cfg.servers()
                         )
                     } else if test == "mix" {
                         format!("until its own SETs have written a key, the mix's GETs of it miss: run `set` first (-t set,mix) or {more}")
@@ -278,6 +281,28 @@ impl Kv {
     }
 }
 
+/// Connections that do not divide evenly over the servers (connection i goes to server
+/// i mod n): some servers carry one connection more than the others, so the per-server
+/// load the result stands for is not one load. Refused below one each
+/// ([`KvConfig::servers`]).
+fn uneven_connections(clients: usize, servers: usize) -> Option<Flag> {
+    if servers <= 1 || clients.is_multiple_of(servers) {
+        return None;
+    }
+    let each = clients / servers;
+    Some(Flag::warning(
+        "uneven_connections",
+        format!(
+            "{clients} connections over {servers} servers: {} of them carry {} and the \
+             other {} carry {each}, so the servers were not equally loaded; give -c as a \
+             multiple of {servers}",
+            clients % servers,
+            each + 1,
+            servers - clients % servers,
+        ),
+    ))
+}
+
 impl Workload for Kv {
     /// The resolved config and the capacity tests' knobs given (their defaults follow
     /// from the config).
@@ -290,6 +315,20 @@ impl Workload for Kv {
         // count is not a setting it ran at.
         if self.cfg.duration.is_some() {
             s.remove("requests");
+        }
+        // Against --targets, the knobs of the redis-servers rackbench launches set
+        // nothing (the flags are refused beside them): stored, a run of 4 targets read
+        // `instances=1` and was "NOT like for like" with a run of 4 launched instances.
+        // The servers' count is the targets'.
+        if !self.cfg.targets.is_empty() {
+            for k in ["server_cpus", "redis_server"] {
+                s.remove(k);
+            }
+            s.insert(
+                "instances".into(),
+                serde_json::json!(self.cfg.targets.len()),
+            );
+            return s;
         }
         // Without --server-cpus, the CPUs the launched servers were pinned to (one each,
         // in turn over the CPUs rackbench may use): the setting they ran at, as a typed
@@ -588,6 +627,47 @@ mod tests {
         assert_eq!(timed.get("requests"), None);
         let counted = settings(serde_json::json!({"requests": 500}));
         assert_eq!(counted.get("requests"), Some(&serde_json::json!(500)));
+    }
+
+    /// Against --targets, the launch knobs are no settings (a run of 4 targets stored
+    /// `instances=1`, default server CPUs and redis-server's path); the servers' count is
+    /// the targets'. Fewer connections than servers is refused, and connections that do
+    /// not divide over them are flagged.
+    #[test]
+    fn targets_are_the_servers_and_each_gets_connections() {
+        let kv = |p: serde_json::Value| Kv::from_params(p.as_object().unwrap());
+        let s = kv(serde_json::json!({"targets": ["127.0.0.1:1", "127.0.0.1:2"], "clients": 4}))
+            .unwrap()
+            .settings();
+        assert_eq!(s.get("instances"), Some(&serde_json::json!(2)));
+        assert_eq!(s.get("server_cpus"), None);
+        assert_eq!(s.get("redis_server"), None);
+
+        let e = kv(serde_json::json!({"instances": 8, "clients": 4}))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.contains("-c 4 connects to 4 of the 8 servers, and the other 4 would sit idle")
+                && e.contains("give -c 8 or more"),
+            "{e}"
+        );
+        let e = kv(serde_json::json!({"targets": ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"], "clients": 2}))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("of the 3 servers"), "{e}");
+        assert!(kv(serde_json::json!({"instances": 8, "clients": 8})).is_ok());
+
+        assert!(uneven_connections(64, 32).is_none());
+        assert!(uneven_connections(7, 1).is_none());
+        let f = uneven_connections(50, 32).expect("flagged");
+        assert_eq!(f.code, "uneven_connections");
+        assert!(
+            f.message
+                .contains("18 of them carry 2 and the other 14 carry 1"),
+            "{f:?}"
+        );
     }
 
     /// A capacity test whose steps' GETs mostly missed is flagged, with the way to fill

@@ -56,7 +56,7 @@ pub struct Flags {
         value_name = "BYTES"
     )]
     pub data_size: Option<String>,
-    /// Pipeline depth (redis-benchmark -P) [default: 1]
+    /// Requests in flight on each connection, one sent as each reply comes (memtier's --pipeline; redis-benchmark's -P writes N and waits for all N) [default: 1]
     #[arg(short = 'P', long = "pipeline", id = "pipeline", value_name = "N")]
     pub pipeline: Option<String>,
     /// Tests to run, in order: set, get, mix (SET:GET --ratio), ping; ramp, search, levels (capacity tests, whose steps drive the mix) [default: set,get]
@@ -233,6 +233,16 @@ impl Plan {
 }
 
 impl KvConfig {
+    /// How many servers the load goes to: the --targets given, else the instances
+    /// launched.
+    pub fn servers(&self) -> usize {
+        if self.targets.is_empty() {
+            self.instances
+        } else {
+            self.targets.len()
+        }
+    }
+
     /// The thresholds in nanoseconds, sorted, without duplicates.
     pub fn thresholds_ns(&self) -> Vec<u64> {
         engine::histlog::thresholds_ns(&self.latency_thresholds)
@@ -277,6 +287,19 @@ impl KvConfig {
         }
         if self.instances == 0 && self.targets.is_empty() {
             bail!("instances must be at least 1 (or give --target)");
+        }
+        // Connection i goes to server i mod n: with fewer connections than servers, the
+        // last ones sit idle while the result says it ran on all of them.
+        let servers = self.servers();
+        if self.clients < servers {
+            bail!(
+                "-c {} connects to {} of the {servers} servers, and the other {} would sit \
+                 idle though the result counts them; give -c {servers} or more (a multiple \
+                 of {servers} loads them evenly)",
+                self.clients,
+                self.clients,
+                servers - self.clients
+            );
         }
         if !self.targets.is_empty() {
             let launched = KvConfig::default();
