@@ -255,6 +255,17 @@ fn load_plan(text: &str, path: &std::path::Path) -> anyhow::Result<PlanFile> {
             path.display()
         )
     })?;
+    // TOML has `nan` and `inf`, and JSON neither: a workload's `rate = inf` became null,
+    // a setting not given, and its test ran closed loop.
+    if let Ok(doc) = text.parse::<toml::Table>() {
+        if let Some((key, v)) = non_finite(&doc, "") {
+            bail!(
+                "plan file {}: `{key} = {v}` is no number a setting can take; give a finite \
+                 number, or leave the key out for its default",
+                path.display()
+            );
+        }
+    }
     runner::Variant::validate(&plan.variant)
         .with_context(|| format!("plan file {}", path.display()))?;
     for key in plan.workloads.keys() {
@@ -267,6 +278,29 @@ fn load_plan(text: &str, path: &std::path::Path) -> anyhow::Result<PlanFile> {
         }
     }
     Ok(plan)
+}
+
+/// The first float in a plan that is no number (`nan`, `inf`), by its dotted key.
+fn non_finite(table: &toml::Table, prefix: &str) -> Option<(String, f64)> {
+    fn walk(v: &toml::Value, key: String) -> Option<(String, f64)> {
+        match v {
+            toml::Value::Float(f) if !f.is_finite() => Some((key, *f)),
+            toml::Value::Table(t) => non_finite(t, &key),
+            toml::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| walk(v, format!("{key}[{i}]"))),
+            _ => None,
+        }
+    }
+    table.iter().find_map(|(k, v)| {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        walk(v, key)
+    })
 }
 
 /// Everything the runner needs, resolved from flags and the plan file.
@@ -1441,6 +1475,25 @@ mix = "tpcc"
             let e = format!("{:#}", hosts(bad).unwrap_err());
             assert!(e.contains("as one string, \"rbh2,rbh3\""), "{bad}: {e}");
         }
+    }
+
+    /// `nan` and `inf` are TOML floats JSON has no form of: `[kv] rate = inf` became a
+    /// rate not given, and its test ran closed loop. Refused by key, in sweeps and
+    /// tables too.
+    #[test]
+    fn a_plan_number_that_is_no_number_is_refused_by_key() {
+        for (line, key) in [
+            ("[kv]\nrate = inf", "`kv.rate = inf`"),
+            ("[kv]\nrate = [1000, nan]", "`kv.rate[1] = NaN`"),
+            ("[run]\nidle_power = -inf", "`run.idle_power = -inf`"),
+        ] {
+            let e = format!("{:#}", load_plan(line, Path::new("p.toml")).unwrap_err());
+            assert!(
+                e.contains(key) && e.contains("give a finite number"),
+                "{line}: {e}"
+            );
+        }
+        assert!(load_plan("[kv]\nrate = 1000.5", Path::new("p.toml")).is_ok());
     }
 
     /// The flags' lists as a shell user writes them: `--loadgen 'rbh2, rbh3'` was refused
