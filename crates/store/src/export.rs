@@ -116,7 +116,33 @@ pub fn from_json(s: &str) -> anyhow::Result<Vec<RunRecord>> {
              (`rackbench export --format json`)"
         ),
     };
-    for r in &runs {
+    // Each run's raw object, to find what parsing would drop.
+    let raw: Vec<&serde_json::Value> = match &v {
+        serde_json::Value::Object(o) if o.contains_key("runs") => o["runs"]
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default(),
+        serde_json::Value::Array(a) => a.iter().collect(),
+        v => vec![v],
+    };
+    let mut ids = std::collections::BTreeSet::new();
+    for (r, raw) in runs.iter().zip(raw) {
+        if !ids.insert(r.id.as_str()) {
+            bail!(
+                "run {} is in the file twice: an export holds each run once; keep the copy \
+                 you want",
+                r.id
+            );
+        }
+        if let Some(path) = unknown_field(raw, &serde_json::to_value(r)?, String::new()) {
+            bail!(
+                "run {}: `{path}` is no field of a rackbench run record (this version's, \
+                 format {}): importing would drop it; a record edited by hand, or one of a \
+                 newer rackbench, which would read it (upgrade rackbench)",
+                r.id,
+                model::RECORD_FORMAT_VERSION
+            );
+        }
         if r.format_version > model::RECORD_FORMAT_VERSION {
             bail!(
                 "run {} has record format {}, newer than this rackbench understands ({}); upgrade rackbench",
@@ -128,6 +154,44 @@ pub fn from_json(s: &str) -> anyhow::Result<Vec<RunRecord>> {
         check_importable(r)?;
     }
     Ok(runs)
+}
+
+/// The first field of `raw` (a run as read) that parsing dropped, as a path
+/// (`results[0].flgs`): one `parsed` (the record parsed and written again) does not
+/// have. A field left out because it holds its default (no flags, no label) is no loss.
+fn unknown_field(
+    raw: &serde_json::Value,
+    parsed: &serde_json::Value,
+    path: String,
+) -> Option<String> {
+    use serde_json::Value;
+    let empty = |v: &Value| match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+    };
+    let at = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match (raw, parsed) {
+        (Value::Object(r), Value::Object(p)) => r.iter().find_map(|(k, v)| match p.get(k) {
+            Some(pv) => unknown_field(v, pv, at(k)),
+            None => (!empty(v)).then(|| at(k)),
+        }),
+        (Value::Array(r), Value::Array(p)) => r
+            .iter()
+            .zip(p)
+            .enumerate()
+            .find_map(|(i, (v, pv))| unknown_field(v, pv, format!("{path}[{i}]"))),
+        _ => None,
+    }
 }
 
 /// Longest run id accepted from outside (rackbench's own are 22 characters).
@@ -154,6 +218,41 @@ pub fn check_importable(run: &RunRecord) -> anyhow::Result<()> {
             "run id {:?} is not a rackbench run id (letters, digits, `-`, `_`, `.`; at most {MAX_RUN_ID})",
             run.id.chars().take(80).collect::<String>()
         );
+    }
+    if run.format_version == 0 {
+        bail!(
+            "run {}: record format 0 is none rackbench wrote (its formats start at 1)",
+            run.id
+        );
+    }
+    if let Some(end) = run.finished_at.filter(|end| *end < run.created_at) {
+        bail!(
+            "run {}: it finished ({end}) before it started ({}): the export was edited or \
+             damaged",
+            run.id,
+            run.created_at
+        );
+    }
+    // Two results of one point, test and repetition would read as two repetitions.
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &run.results {
+        let key = (
+            &r.workload,
+            r.step,
+            &r.test,
+            r.repetition,
+            serde_json::to_string(&r.params)?,
+        );
+        if !seen.insert(key) {
+            bail!(
+                "run {}: step {} ({}) repetition {} is in it twice: it would read as a \
+                 repetition never measured; the export was edited or damaged",
+                run.id,
+                r.step,
+                r.test,
+                r.repetition
+            );
+        }
     }
     let duration = |what: String, d: f64| -> anyhow::Result<()> {
         if !(d.is_finite() && d >= 0.0) {
@@ -645,6 +744,60 @@ mod tests {
         let bad = to_json(&runs).replace("\"rackbench_version\"", "\"rb_version\"");
         let err = from_json(&bad).unwrap_err();
         assert!(format!("{err:#}").contains("line"), "{err:#}");
+    }
+
+    /// What parsing would drop or no run of rackbench can hold is refused, naming it: a
+    /// renamed optional field (`label`, a result's `flags`: an invalid result came back
+    /// valid), a repetition twice (read as one more repetition), an end before the
+    /// start, format 0, one run twice in a file (its first copy was imported, then the
+    /// store was blamed).
+    #[test]
+    fn json_refuses_what_it_would_drop_or_misread() {
+        let run = fixtures::rich_run("20261120T210703-aaaaaa", Some("arm"), fixtures::t0(0), 2);
+        assert!(run.results.iter().any(|r| !r.flags.is_empty()));
+        let text = to_json(std::slice::from_ref(&run));
+        let refused = |text: &str, says: &str| {
+            let err = format!("{:#}", from_json(text).unwrap_err());
+            assert!(err.contains(says), "{says}: {err}");
+        };
+        refused(
+            &text.replacen("\"label\"", "\"lable\"", 1),
+            "`lable` is no field of a rackbench run record",
+        );
+        refused(
+            &text.replace("\"flags\"", "\"flgs\""),
+            "].flgs` is no field",
+        );
+        let bumped = |f: &dyn Fn(&mut RunRecord)| {
+            let mut r = run.clone();
+            f(&mut r);
+            to_json(&[r])
+        };
+        refused(
+            &bumped(&|r| {
+                let again = r.results[0].clone();
+                r.results.push(again)
+            }),
+            "repetition 0 is in it twice",
+        );
+        refused(
+            &bumped(&|r| r.finished_at = Some(r.created_at - chrono::Duration::seconds(1))),
+            "before it started",
+        );
+        refused(&bumped(&|r| r.format_version = 0), "record format 0");
+        refused(
+            &to_json(&[run.clone(), run.clone()]),
+            "is in the file twice",
+        );
+        // A default left out, or an empty field of no meaning here, is no loss.
+        let mut plain = run.clone();
+        plain.label = None;
+        let t = to_json(&[plain]);
+        assert!(from_json(&t).is_ok());
+        let t = t.replacen("\"label\": null", "\"label\": null, \"notes\": []", 1);
+        if let Err(e) = from_json(&t) {
+            panic!("{e:#}");
+        }
     }
 
     #[test]

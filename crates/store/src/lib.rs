@@ -1114,12 +1114,23 @@ fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result
             return Ok(false);
         }
     }
+    // What says which run it is and where it ran is the stored copy's: a file with its
+    // label, command, plan or a host's disclosure edited is another run (an edited CPU
+    // model replaced the stored one).
+    let same_run = (
+        &stored.label,
+        stored.created_at,
+        &stored.command,
+        &stored.plan,
+    ) == (&run.label, run.created_at, &run.command, &run.plan);
     let kept = |h: &model::HostDisclosure| {
-        run.hosts
-            .iter()
-            .any(|f| f.host == h.host && f.role == h.role)
+        run.hosts.iter().any(|f| {
+            f.host == h.host
+                && f.role == h.role
+                && h.facts.iter().all(|(k, v)| f.facts.get(k) == Some(v))
+        })
     };
-    Ok(stored.hosts.iter().all(kept))
+    Ok(same_run && stored.hosts.iter().all(kept))
 }
 
 /// What a result measured, as [`holds_less`] holds it against another copy: an edited

@@ -908,6 +908,25 @@ fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
     more.results[0]
         .flags
         .push(model::Flag::warning("later", "found after"));
+    // Its label, command or a host's disclosure edited: another run, which replaced the
+    // stored ones.
+    let mut relabelled = more.clone();
+    relabelled.label = Some("EDITED".into());
+    assert!(!store.import_more_of(&relabelled).unwrap(), "label edited");
+    let mut recommanded = more.clone();
+    recommanded.command.push_str(" --edited");
+    assert!(
+        !store.import_more_of(&recommanded).unwrap(),
+        "command edited"
+    );
+    let mut other_cpu = more.clone();
+    let (_, fact) = other_cpu.hosts[0]
+        .facts
+        .iter_mut()
+        .next()
+        .expect("the host has facts");
+    fact.value = Some("AMD EPYC 9999 (edited)".into());
+    assert!(!store.import_more_of(&other_cpu).unwrap(), "a fact edited");
     assert!(store.import_more_of(&more).unwrap());
     assert_eq!(store.load_run(&header.id).unwrap().results, more.results);
 }
