@@ -59,6 +59,30 @@ pub fn exit_status() -> Option<i32> {
     engine::stop::stop_signal().map(|s| 128 + s)
 }
 
+/// Handle SIGINT, SIGTERM and SIGHUP for a command that writes files for the user (a
+/// report, its charts, an export), from its first staged file on: remove the temporary
+/// files staged and not yet in place ([`crate::commands::output::remove_staged`]), then
+/// exit as the signal would have. Left to the signal's default, the process ended
+/// without them, and a Ctrl-C while a report's charts were synced left `.NAME.tmp-*`
+/// files that nothing removes. Once per process; not beside a run's own handling.
+pub fn install_for_writes() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                if let Some(signo) = signals.forever().next() {
+                    crate::commands::output::remove_staged();
+                    std::process::exit(128 + signo);
+                }
+            })
+            .ok();
+    });
+}
+
 /// Handle SIGINT, SIGTERM and SIGHUP for a run (on a thread of their own).
 pub fn install_for_run() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {

@@ -39,15 +39,41 @@ pub fn write_atomic(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<(
 /// failing after another succeeded, which a rename within one directory does not, would
 /// leave the earlier ones.)
 pub fn write_all_atomic(files: &[(&Path, &[u8])], store: &Path) -> anyhow::Result<()> {
-    let mut staged = Vec::with_capacity(files.len());
-    for (path, bytes) in files {
-        staged.push((*path, stage(path, bytes, store)?));
+    crate::signals::install_for_writes();
+    let mut temps = Vec::with_capacity(files.len());
+    let written = (|| {
+        let mut staged = Vec::with_capacity(files.len());
+        for (path, bytes) in files {
+            let f = stage(path, bytes, store)?;
+            temps.push(f.to_path_buf());
+            staged.push((*path, f));
+        }
+        // Dropped unrenamed on an error: the temporary files go with them.
+        for (path, f) in staged {
+            f.persist(path).map_err(|e| cannot_write(path, e.error))?;
+        }
+        Ok(())
+    })();
+    // Those staged, and any a failed stage left (its file gone with it).
+    let on_disk = |t: &std::path::PathBuf| !temps.contains(t) && t.exists();
+    lock_staged().retain(on_disk);
+    written
+}
+
+/// Temporary files staged and not yet renamed into place, for a termination signal to
+/// remove ([`crate::signals::install_for_writes`]): the process then ends without
+/// running their drops.
+static STAGED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn lock_staged() -> std::sync::MutexGuard<'static, Vec<std::path::PathBuf>> {
+    STAGED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Remove the temporary files staged and not yet in place (a signal's handler's).
+pub fn remove_staged() {
+    for t in lock_staged().drain(..) {
+        let _ = std::fs::remove_file(t);
     }
-    // Dropped unrenamed on an error: the temporary files go with them.
-    for (path, f) in staged {
-        f.persist(path).map_err(|e| cannot_write(path, e.error))?;
-    }
-    Ok(())
 }
 
 /// `bytes`, sealed, in a new synced temporary file beside `path`, ready to be renamed.
@@ -67,6 +93,8 @@ fn stage(path: &Path, bytes: &[u8], store: &Path) -> anyhow::Result<tempfile::Te
             // report is meant to be read.
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)?;
+        // Known to a signal's handler before its slow part (the sync).
+        lock_staged().push(f.path().to_path_buf());
         f.write_all(&bytes)?;
         f.as_file().sync_all()?;
         // Closed until its rename: a report of many charts holds no descriptor each.
@@ -274,6 +302,26 @@ fn is_json_export(text: &str) -> bool {
 mod tests {
     use super::*;
     use report::COMMENT_MARK;
+
+    /// A staged file is known to a signal's handler from its creation, before its sync
+    /// (a Ctrl-C during a report's syncs left `.NAME.tmp-*` files); a written file is no
+    /// longer known.
+    #[test]
+    fn a_staged_file_is_known_to_a_signal_until_written() {
+        let d = tempfile::tempdir().unwrap();
+        let store = d.path().join("results.sqlite");
+        let p = d.path().join("chart.svg");
+        let staged = stage(&p, b"<svg/>", &store).unwrap();
+        let temp = staged.to_path_buf();
+        assert!(lock_staged().contains(&temp));
+        // (remove_staged itself is not called: it would take the files other tests of
+        // this binary have staged meanwhile.)
+        drop(staged);
+        lock_staged().retain(|t| *t != temp);
+
+        write_atomic(&p, format!("{COMMENT_MARK}\nx").as_bytes(), &store).unwrap();
+        assert!(!lock_staged().iter().any(|t| t.starts_with(d.path())));
+    }
 
     #[test]
     fn atomic_write_replaces_its_own_file_and_leaves_no_temp() {
