@@ -707,10 +707,12 @@ pub fn sender_beside(hosts: &[HostDisclosure], r: &ResultRecord, host: &str) -> 
 /// power, are that kernel's for all of them.
 pub const KERNEL_SHARED_WITH: &str = "host.kernel_shared_with";
 
-/// The disclosure fact naming a host's NICs that are a bridge's port or a bond's member
-/// (`rbv1 in rbbr0, eth1 in bond0`): their traffic is counted on the master as well, or
-/// was only forwarded through the host, so a host's NIC total leaves them out (a
-/// controller bridging three test hosts read their 12.5 Gbit/s as its own, twice).
+/// The disclosure fact naming a host's NICs whose traffic another of its NICs counts: a
+/// bridge's port or a bond's member (`rbv1 in rbbr0, eth1 in bond0`), counted on the
+/// master as well or only forwarded through the host, and a VLAN (macvlan, ipvlan) over
+/// another NIC (`eth0.100 over eth0`), counted on that NIC. A host's NIC total leaves
+/// them out (a controller bridging three test hosts read their 12.5 Gbit/s as its own,
+/// twice).
 pub const NIC_ENSLAVED: &str = "nic.enslaved";
 
 /// The NICs of `host` that [`NIC_ENSLAVED`] names.

@@ -945,7 +945,8 @@ fn busy_pct(ts: &TelemetrySummary) -> Option<f64> {
     (!per.is_empty()).then(|| per.iter().sum::<f64>() / per.len() as f64)
 }
 
-/// Sum of every NIC but loopback and those a bridge or bond holds (`enslaved`,
+/// Sum of every NIC but loopback and those another counts (`enslaved`: a bridge's or
+/// bond's members, a VLAN over a NIC,
 /// [`model::NIC_ENSLAVED`]), Gbit/s: (rx, tx).
 fn nic_gbit(ts: &TelemetrySummary, enslaved: &[&str]) -> Option<(f64, f64)> {
     let nics: Vec<_> = ts
@@ -1124,7 +1125,7 @@ pub fn host_tables(runs: &[RunRecord]) -> Vec<HostTable> {
                 ));
             }
             notes.push(format!(
-                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo and a bridge's or bond's members (counted on it, or only forwarded); CPU busy = 100 - %idle - %iowait.",
+                "CPU, NIC and power: median of {} valid repetition(s) of {}; NIC traffic sums every NIC but lo, a bridge's or bond's members (counted on it, or only forwarded) and a VLAN over a NIC (counted on that NIC); CPU busy = 100 - %idle - %iowait.",
                 ok.len(),
                 p.results.len()
             ));

@@ -710,6 +710,27 @@ fn nics(f: &mut Facts, sys_root: &Path) {
         {
             enslaved.push(format!("{n} in {master}"));
         }
+        // A VLAN, macvlan or ipvlan over another interface (`lower_eth0`, which is not
+        // its port): what it carries is counted on that interface too, so it is left
+        // out the other way round. A bridge or bond has its ports as lowers, each with
+        // it as master: kept, as above.
+        let lowers: Vec<String> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_prefix("lower_").map(str::to_string)
+            })
+            .collect();
+        let master_of = |nic: &str| {
+            std::fs::read_link(net.join(nic).join("master"))
+                .ok()
+                .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+        };
+        if !lowers.is_empty() && lowers.iter().all(|l| master_of(l).as_deref() != Some(&n)) {
+            enslaved.push(format!("{n} over {}", lowers.join("+")));
+        }
         // Interfaces without a backing device (lo, bridges, veth, ifb) are software.
         if !dir.join("device").exists() {
             if n != "lo" {
