@@ -596,8 +596,11 @@ pub fn run(
     };
     let levels = (test == "levels").then(|| cfg.levels_pct().ok()).flatten();
     let mut step_fn = |rate: f64| -> anyhow::Result<RateStep> {
-        let marked = SystemTime::now();
         let mark = ctx.watch.mark();
+        // After the mark: it closes an interval once the sampler is free, which a tick
+        // waiting for a meter or a BMC (up to a quarter of an interval) or a remote host's
+        // round trip delays; timed from before it, the window landed that much late.
+        let marked = SystemTime::now();
         let mut step = if rate <= 0.0 {
             active_idle(idle_s)
         } else {
@@ -1644,6 +1647,8 @@ mod tests {
         fn set_warmup(&self, _on: bool) {}
         fn watch_process(&self, _role: &str, _pid: u32) {}
         fn mark(&self) -> Option<u64> {
+            // The sampler busy with a tick: the mark closes its interval only after.
+            std::thread::sleep(std::time::Duration::from_millis(100));
             *self.marked.lock().unwrap() = Some(SystemTime::now());
             Some(0)
         }
@@ -1666,7 +1671,8 @@ mod tests {
     /// A load level's power is that of its measured window: the start's lead and the
     /// connections' setup before it (300 ms here, as for a generator on another host)
     /// and the drain after it are near-idle, and over the whole call a 200 ms level at
-    /// 400 W read ~273 W.
+    /// 400 W read ~273 W. The mark closes its interval 100 ms after it was asked for
+    /// (the sampler busy): timed from the asking, the window landed late and read 300 W.
     #[test]
     fn a_steps_power_is_that_of_its_measured_window() {
         let watch = Arc::new(PowerTimeline::default());
