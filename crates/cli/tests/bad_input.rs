@@ -715,3 +715,40 @@ fn a_store_this_user_cannot_write_is_named() {
         "{err}"
     );
 }
+
+/// A label that could never name its run is refused before anything runs (` epyc ` was
+/// stored and `show "epyc "` found nothing: lookups trim), and `runs -n 0` on a store
+/// holding runs is refused rather than said to be empty.
+#[test]
+fn a_label_no_lookup_finds_and_runs_n_0_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    for (label, says) in [
+        (" epyc ", "starts or ends with a space"),
+        ("", "--label is empty"),
+        ("latest", "`latest` is always the newest run"),
+    ] {
+        let (code, _, err) = common::run(&[
+            "--db",
+            db.to_str().unwrap(),
+            "run",
+            "crypto",
+            "-t",
+            "sha256",
+            "--duration",
+            "0.1",
+            "-q",
+            "--no-telemetry",
+            "--label",
+            label,
+        ]);
+        assert_eq!(code, 2, "{label:?}: {err}");
+        assert!(err.contains(says), "{label:?}: {err}");
+        assert!(!db.exists(), "{label:?}: a store was left");
+    }
+    let db = store_of_one_run(dir.path());
+    let (code, _, err) = common::run(&["--db", db.to_str().unwrap(), "runs", "-n", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("give -n 1 or more"), "{err}");
+    assert!(!err.contains("no runs in"), "{err}");
+}

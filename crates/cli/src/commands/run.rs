@@ -280,6 +280,27 @@ fn load_plan(text: &str, path: &std::path::Path) -> anyhow::Result<PlanFile> {
     Ok(plan)
 }
 
+/// A label that can name its run afterwards: `show`, `report` and `compare` take a run by
+/// its label, trimmed, and `latest` is the newest run, so ` epyc `, an empty label or
+/// `latest` were stored and could never be asked for.
+fn check_label(label: &str) -> anyhow::Result<()> {
+    let shown = model::printable(label);
+    if label.trim().is_empty() {
+        bail!("--label is empty; give the run a name (e.g. --label epyc-9654), or leave it out");
+    }
+    if label.trim() != label {
+        bail!(
+            "--label `{shown}` starts or ends with a space, which a run is not looked up by; \
+             give `{}`",
+            model::printable(label.trim())
+        );
+    }
+    if label == "latest" {
+        bail!("--label latest would not name this run: `latest` is always the newest run; give another label");
+    }
+    Ok(())
+}
+
 /// The first float in a plan that is no number (`nan`, `inf`), by its dotted key.
 fn non_finite(table: &toml::Table, prefix: &str) -> Option<(String, f64)> {
     fn walk(v: &toml::Value, key: String) -> Option<(String, f64)> {
@@ -550,6 +571,9 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     opts.workload = Some(Workloads::Many(names.clone()));
     opts.repeat = opts.repeat.or(plan_opts.repeat);
     opts.label = opts.label.or(plan_opts.label);
+    if let Some(l) = &opts.label {
+        check_label(l)?;
+    }
     opts.until_cv = opts.until_cv.or(plan_opts.until_cv);
     opts.max_repeat = opts.max_repeat.or(plan_opts.max_repeat);
     opts.allow_long |= plan_opts.allow_long;

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use model::{ResultRecord, RunRecord, Severity, Status};
 use store::Store;
 
@@ -79,6 +79,9 @@ pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
         if !g.quiet {
             engine::errln!("closed run {id}: interrupted, with what it stored kept");
         }
+    }
+    if a.limit == Some(0) {
+        bail!("-n 0 lists no runs; give -n 1 or more, or leave it out for all of them");
     }
     let mut runs = store.list_runs()?;
     if let Some(n) = a.limit {
