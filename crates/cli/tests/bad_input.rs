@@ -619,7 +619,14 @@ fn as_nobody() -> Option<std::process::Command> {
 /// A results store in `dir` holding one short run.
 fn store_of_one_run(dir: &std::path::Path) -> std::path::PathBuf {
     let db = dir.join("r.sqlite");
-    let (code, _, err) = common::run(&[
+    let (code, _, err) = short_run(&db, &[]);
+    assert_eq!(code, 0, "{err}");
+    db
+}
+
+/// A 0.1 s crypto run into `db`, with `more` flags: (exit code, stdout, stderr).
+fn short_run(db: &std::path::Path, more: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
         "--db",
         db.to_str().unwrap(),
         "run",
@@ -630,9 +637,9 @@ fn store_of_one_run(dir: &std::path::Path) -> std::path::PathBuf {
         "0.1",
         "-q",
         "--no-telemetry",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    db
+    ];
+    args.extend_from_slice(more);
+    common::run(&args)
 }
 
 /// A report that cannot be written leaves none of its charts: they were renamed into
@@ -728,20 +735,7 @@ fn a_label_no_lookup_finds_and_runs_n_0_are_refused() {
         ("", "--label is empty"),
         ("latest", "`latest` is always the newest run"),
     ] {
-        let (code, _, err) = common::run(&[
-            "--db",
-            db.to_str().unwrap(),
-            "run",
-            "crypto",
-            "-t",
-            "sha256",
-            "--duration",
-            "0.1",
-            "-q",
-            "--no-telemetry",
-            "--label",
-            label,
-        ]);
+        let (code, _, err) = short_run(&db, &["--label", label]);
         assert_eq!(code, 2, "{label:?}: {err}");
         assert!(err.contains(says), "{label:?}: {err}");
         assert!(!db.exists(), "{label:?}: a store was left");
