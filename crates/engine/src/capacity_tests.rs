@@ -1032,7 +1032,7 @@ fn resolved_settings(test: &str, cfg: &CapacityConfig, d: &CapacityDefaults) -> 
         }
         _ => {}
     }
-    match crate::workload::whole_numbers(&s) {
+    match model::whole_numbers(&s) {
         Value::Object(m) => m,
         _ => Params::new(),
     }

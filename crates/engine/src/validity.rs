@@ -265,17 +265,17 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
             "connections",
         ));
     }
-    // Keep-alive asked for (no new connection every N requests), and the server closed
-    // connections often: its figures hold a connect per few requests, which the settings
-    // stored (`requests_per_connection` unset) do not say. (One in a thousand, nginx's
-    // default keepalive_requests, is no such case.)
+    // Keep-alive asked for (no new connection every N requests), and connections opened
+    // again often (a server closing them, or errors): the figures hold a connect per few
+    // requests, which the settings stored (`requests_per_connection` unset) do not say.
+    // (One in a thousand, nginx's default keepalive_requests, is no such case.)
     if total > 0 && spec.requests_per_connection.is_none() && closing(out) {
         flags.push(Flag::warning(
             "server_closed_connections",
             format!(
-                "the server closed connections {} times in {} requests though keep-alive was \
-                 asked for (`Connection: close`, an HTTP/1.0 server, a low keep-alive limit): \
-                 the figures include a connect every {:.0} requests, timed apart as \
+                "connections were opened again {} times in {} requests though keep-alive was \
+                 asked for (the server closing them, or the client reconnecting after \
+                 errors): the figures include a connect every {:.0} requests, timed apart as \
                  connect_time",
                 out.reconnects,
                 total,

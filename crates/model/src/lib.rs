@@ -590,6 +590,27 @@ pub fn fact_text(hosts: &[HostDisclosure], key: &str, f: &Fact) -> String {
     }
 }
 
+/// `v` with every whole float (`10.0`, a config's `f64` default) as the integer a typed
+/// flag parses to (`--sample-ms 10` is `10`): a default and a typed value of one setting
+/// read alike wherever they are set side by side.
+pub fn whole_numbers(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            // Exact in an f64 and in an i64.
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            _ => v.clone(),
+        },
+        Value::Array(a) => Value::Array(a.iter().map(whole_numbers).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), whole_numbers(v)))
+                .collect(),
+        ),
+        _ => v.clone(),
+    }
+}
+
 /// No CPU number reaches this (the kernel's largest NR_CPUS is 8192): a range past it is
 /// a typo, refused before it becomes a list of billions.
 pub const MAX_CPUS: usize = 8192;

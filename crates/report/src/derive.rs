@@ -268,14 +268,8 @@ pub fn setting_key(k: &str, v: &serde_json::Value) -> String {
         hosts.sort_unstable();
         return hosts.join(",");
     }
-    match v {
-        // `--duration 1.0` is `--duration 1`.
-        serde_json::Value::Number(n) if n.is_f64() => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("{}", f as i64),
-            _ => param_str(v),
-        },
-        v => param_str(v),
-    }
+    // `--duration 1.0` is `--duration 1`.
+    param_str(&model::whole_numbers(v))
 }
 
 /// A stored CPU list, in the order given, however it was typed: `[2, 4]`, `["2-3", 5]`,
@@ -299,7 +293,7 @@ fn stored_items(v: &serde_json::Value) -> Vec<String> {
 /// A setting's value for people: a list's items joined (`set, get`; `none` for an empty
 /// one), a fraction to three decimals at most (oltp's default mix is stored as its
 /// percentages, 43.47826086956522: shown 43.478), a string bare, anything else as JSON.
-/// For reading only: [`param_str`] is what a typed `--at` value is matched against.
+/// For reading only: a typed `--at` value is matched by [`setting_key`].
 pub fn setting_str(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Array(a) if a.is_empty() => "none".into(),
@@ -399,10 +393,11 @@ pub fn points(run_index: usize, run: &RunRecord) -> Vec<Point<'_>> {
 
 /// Parameter names that take more than one value across these points (the swept ones).
 pub fn varying_params(points: &[Point]) -> Vec<String> {
-    let mut values: BTreeMap<&str, Vec<&serde_json::Value>> = BTreeMap::new();
+    let mut values: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for p in points {
         for (k, v) in &p.params {
             let e = values.entry(k.as_str()).or_default();
+            let v = setting_key(k, v);
             if !e.contains(&v) {
                 e.push(v);
             }
@@ -2047,7 +2042,11 @@ pub fn fixed_params(runs: &[RunRecord]) -> Vec<(String, String)> {
     first
         .params
         .iter()
-        .filter(|(k, v)| all.iter().all(|p| p.params.get(*k) == Some(*v)))
+        .filter(|(k, v)| {
+            let one = setting_key(k, v);
+            all.iter()
+                .all(|p| p.params.get(*k).is_some_and(|w| setting_key(k, w) == one))
+        })
         .filter(|(k, _)| !NOT_A_ROW_PARAM.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), param_str(v)))
         .collect()
@@ -2166,10 +2165,10 @@ fn one_setting_per_run(runs: &[RunRecord], peak: &[String]) -> Vec<(String, bool
                 && !peak.contains(k)
         })
         .filter_map(|k| {
-            let per_run: Vec<_> = runs
+            let per_run: Vec<Option<String>> = runs
                 .iter()
-                .map(|r| one_value_in(r, |x| x.setting(k)))
-                .collect::<Result<Vec<_>, ()>>()
+                .map(|r| one_value_in(r, |x| x.setting(k)).map(|v| v.map(|v| setting_key(k, v))))
+                .collect::<Result<_, ()>>()
                 .ok()?;
             Some((k.clone(), per_run.iter().any(|x| *x != per_run[0])))
         })

@@ -8,12 +8,15 @@
 
 use model::RunRecord;
 
-use crate::derive::{param_str, points, row_key, setting_key, Point};
+use crate::derive::{points, row_key, setting_key, Point};
 
 /// Whether a setting's value is the one an `--at` (or a plan's `at`) chose, typed in
 /// whichever form ([`setting_key`]): `--at server_cpus=0-1` takes a run at `0,1`.
 fn is_at(k: &str, have: &serde_json::Value, chosen: &str) -> bool {
-    setting_key(k, have) == setting_key(k, &serde_json::Value::String(chosen.to_string()))
+    // As the tables print it too: `server_cpus=[0]`, `duration=1.0`.
+    let typed = serde_json::from_str(chosen)
+        .unwrap_or_else(|_| serde_json::Value::String(chosen.to_string()));
+    setting_key(k, have) == setting_key(k, &typed)
 }
 
 /// The seeds' choices for a summary. The default is every test, each column at its best.
@@ -332,7 +335,7 @@ impl Selection {
         for (k, v) in &self.at {
             let values: Vec<String> = all
                 .iter()
-                .filter_map(|p| p.setting(k).map(param_str))
+                .filter_map(|p| p.setting(k).map(|v| setting_key(k, v)))
                 .collect();
             if values.is_empty() {
                 problems.push(format!("{at_key}: no run was swept over `{k}`"));

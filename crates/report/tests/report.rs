@@ -759,6 +759,15 @@ fn a_cpu_list_typed_differently_is_one_setting() {
         ..Default::default()
     };
     assert!(!points.iter().any(|p| other.takes_point(p)));
+    // As a table prints it, too.
+    let printed = report::selection::Selection {
+        at: vec![("server_cpus".into(), "[0,1,2,3]".into())],
+        ..Default::default()
+    };
+    assert!(points.iter().all(|p| printed.takes_point(p)));
+    // A report of both sides says it once, as a fixed parameter.
+    let fixed = report::derive::fixed_params(&[a[0].clone(), b[0].clone()]);
+    assert!(fixed.iter().any(|(k, _)| k == "server_cpus"), "{fixed:?}");
 }
 
 /// A whole number typed `1.0` is the `1` of another run: `--duration 1.0` against

@@ -51,6 +51,10 @@ pub struct RunSummary {
     pub command: String,
 }
 
+/// The name that takes the newest run wherever a run is named (`show latest`): no run id
+/// or label can be it.
+pub const LATEST: &str = "latest";
+
 /// An open results store. `Sync`: one store can be shared by the threads of a run.
 pub struct Store {
     conn: Mutex<Connection>,
@@ -594,7 +598,7 @@ impl Store {
     /// took the newest alone, unsaid, and a comparison of it had n = 1). None otherwise.
     pub fn label_note(&self, q: &str, id: &str) -> anyhow::Result<Option<String>> {
         let q = q.trim();
-        if q == id || q == "latest" {
+        if q == id || q == LATEST {
             return Ok(None);
         }
         let conn = self.lock();
@@ -611,7 +615,7 @@ impl Store {
         }))
     }
 
-    /// A full id from an id, a unique prefix, `latest`, or a label (the newest run with
+    /// A full id from an id, a unique prefix, [`LATEST`], or a label (the newest run with
     /// that label). Tried in that order, except that an exact label beats a prefix.
     pub fn resolve(&self, id_or_prefix: &str) -> anyhow::Result<String> {
         let q = id_or_prefix.trim();
@@ -623,7 +627,7 @@ impl Store {
         let newest = |sql: &str, arg: &str| -> rusqlite::Result<Option<String>> {
             conn.query_row(sql, [arg], |r| r.get(0)).optional()
         };
-        if q == "latest" {
+        if q == LATEST {
             return conn
                 .query_row(
                     &format!("SELECT id FROM runs ORDER BY {NEWEST_FIRST} LIMIT 1"),
@@ -1114,20 +1118,25 @@ fn holds_less(conn: &Connection, run: &RunRecord, path: &Path) -> anyhow::Result
             return Ok(false);
         }
     }
-    // What says which run it is and where it ran is the stored copy's: a file with its
-    // label, command, plan or a host's disclosure edited is another run (an edited CPU
-    // model replaced the stored one).
+    // What says which run it is and on what it ran is the stored copy's: a file with its
+    // label, command, plan or a host's hardware or system edited is another run (an
+    // edited CPU model replaced the stored one). Other facts may grow as the run goes
+    // on (`server.cpus` said per sweep point once a second point ran).
     let same_run = (
         &stored.label,
         stored.created_at,
         &stored.command,
         &stored.plan,
     ) == (&run.label, run.created_at, &run.command, &run.plan);
+    let fixed = |k: &str| ["cpu.", "mem.", "os."].iter().any(|p| k.starts_with(p));
     let kept = |h: &model::HostDisclosure| {
         run.hosts.iter().any(|f| {
             f.host == h.host
                 && f.role == h.role
-                && h.facts.iter().all(|(k, v)| f.facts.get(k) == Some(v))
+                && h.facts
+                    .iter()
+                    .filter(|(k, _)| fixed(k))
+                    .all(|(k, v)| f.facts.get(k) == Some(v))
         })
     };
     Ok(same_run && stored.hosts.iter().all(kept))

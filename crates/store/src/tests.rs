@@ -920,13 +920,17 @@ fn a_provisional_result_is_replaced_in_place_or_closed_with_the_run() {
         "command edited"
     );
     let mut other_cpu = more.clone();
-    let (_, fact) = other_cpu.hosts[0]
-        .facts
-        .iter_mut()
-        .next()
-        .expect("the host has facts");
-    fact.value = Some("AMD EPYC 9999 (edited)".into());
+    other_cpu.hosts[0].facts.insert(
+        "cpu.model".into(),
+        model::Fact::known("AMD EPYC 9999 (edited)"),
+    );
     assert!(!store.import_more_of(&other_cpu).unwrap(), "a fact edited");
+    // A fact the run says more of as it goes on (`server.cpus` per sweep point, here
+    // the server's version) is no other run.
+    more.hosts[0].facts.insert(
+        "software.redis-server".into(),
+        model::Fact::known("at kv instances=1: 7.0.15 | at kv instances=2: 7.0.15"),
+    );
     assert!(store.import_more_of(&more).unwrap());
     assert_eq!(store.load_run(&header.id).unwrap().results, more.results);
 }

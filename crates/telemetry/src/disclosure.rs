@@ -694,6 +694,14 @@ fn nics(f: &mut Facts, sys_root: &Path) {
     let pci_ids = ["/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids"]
         .iter()
         .find_map(|p| std::fs::read_to_string(p).ok());
+    // The bridge or bond an interface is a port of. Not Open vSwitch's `ovs-system`,
+    // which counts nothing itself: its ports count.
+    let master_of = |nic: &str| {
+        std::fs::read_link(net.join(nic).join("master"))
+            .ok()
+            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+            .filter(|m| m != "ovs-system")
+    };
     let mut virtual_ifaces = Vec::new();
     let mut enslaved = Vec::new();
     let mut physical = 0;
@@ -701,35 +709,26 @@ fn nics(f: &mut Facts, sys_root: &Path) {
         let dir = net.join(&n);
         // A bridge's port or a bond's member: its traffic is counted on its master too
         // (or was only forwarded through this host), so a host's NIC total leaves it out
-        // ([`model::NIC_ENSLAVED`]). Not under Open vSwitch, whose `ovs-system` counts
-        // nothing itself.
-        if let Some(master) = std::fs::read_link(dir.join("master"))
-            .ok()
-            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
-            .filter(|m| m != "ovs-system")
-        {
+        // ([`model::NIC_ENSLAVED`]).
+        if let Some(master) = master_of(&n) {
             enslaved.push(format!("{n} in {master}"));
-        }
-        // A VLAN, macvlan or ipvlan over another interface (`lower_eth0`, which is not
-        // its port): what it carries is counted on that interface too, so it is left
-        // out the other way round. A bridge or bond has its ports as lowers, each with
-        // it as master: kept, as above.
-        let lowers: Vec<String> = std::fs::read_dir(&dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.strip_prefix("lower_").map(str::to_string)
-            })
-            .collect();
-        let master_of = |nic: &str| {
-            std::fs::read_link(net.join(nic).join("master"))
-                .ok()
-                .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
-        };
-        if !lowers.is_empty() && lowers.iter().all(|l| master_of(l).as_deref() != Some(&n)) {
-            enslaved.push(format!("{n} over {}", lowers.join("+")));
+        } else {
+            // A VLAN, macvlan or ipvlan over another interface (`lower_eth0`): what it
+            // carries is counted on that interface too, so it is left out the other way
+            // round. Not over a port (a bridge's or bond's lowers are its ports), whose
+            // VLAN traffic its master never sees: there the VLAN alone counts it.
+            let lowers: Vec<String> = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.strip_prefix("lower_").map(str::to_string)
+                })
+                .collect();
+            if !lowers.is_empty() && lowers.iter().all(|l| master_of(l).is_none()) {
+                enslaved.push(format!("{n} over {}", lowers.join("+")));
+            }
         }
         // Interfaces without a backing device (lo, bridges, veth, ifb) are software.
         if !dir.join("device").exists() {

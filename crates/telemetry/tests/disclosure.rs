@@ -146,6 +146,9 @@ fn fixture(root: &Path) {
     // A VLAN over the PCI NIC: its traffic is the NIC's too.
     write(&s.join("class/net/ens1f0.100/mtu"), "9000\n");
     std::os::unix::fs::symlink("../ens1f0", s.join("class/net/ens1f0.100/lower_ens1f0")).unwrap();
+    // A VLAN over a bridge's port: the bridge never sees its traffic, so it counts.
+    write(&s.join("class/net/vethab.5/mtu"), "1500\n");
+    std::os::unix::fs::symlink("../vethab", s.join("class/net/vethab.5/lower_vethab")).unwrap();
     // Two disks, and the software block devices left out.
     let nvme = s.join("block/nvme0n1");
     write(&nvme.join("size"), "1562824368\n");
@@ -196,7 +199,7 @@ fn fixture_tree() {
         ("nic.ens1f0.driver", "ice"),
         ("nic.ens1f0.speed_mbps", "100000"),
         ("nic.ens1f0.mtu", "9000"),
-        ("nic.virtual", "docker0, ens1f0.100, vethab"),
+        ("nic.virtual", "docker0, ens1f0.100, vethab, vethab.5"),
         ("nic.enslaved", "ens1f0.100 over ens1f0, vethab in docker0"),
         ("os.kernel", "6.1.0-18-amd64"),
         ("os.hostname", "sut-a"),

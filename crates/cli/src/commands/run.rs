@@ -295,8 +295,12 @@ fn check_label(label: &str) -> anyhow::Result<()> {
             model::printable(label.trim())
         );
     }
-    if label == "latest" {
-        bail!("--label latest would not name this run: `latest` is always the newest run; give another label");
+    if label == store::LATEST {
+        bail!(
+            "--label {0} would not name this run: `{0}` is always the newest run; give \
+             another label",
+            store::LATEST
+        );
     }
     Ok(())
 }
@@ -572,6 +576,7 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     opts.repeat = opts.repeat.or(plan_opts.repeat);
     opts.label = opts.label.or(plan_opts.label);
     if let Some(l) = &opts.label {
+        // The plan's `[run] label` or the flag, told as the flag.
         check_label(l)?;
     }
     opts.until_cv = opts.until_cv.or(plan_opts.until_cv);

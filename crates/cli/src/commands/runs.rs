@@ -68,6 +68,9 @@ pub struct ImportArgs {
 }
 
 pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
+    if a.limit == Some(0) {
+        bail!("-n 0 lists no runs; give -n 1 or more, or leave it out for all of them");
+    }
     // Listing only reads; closing a run writes (and migrates an older store).
     let store = match &a.close {
         Some(_) => Store::open_existing(&g.db_path())?,
@@ -79,9 +82,6 @@ pub fn list(a: ListArgs, g: &Global) -> anyhow::Result<i32> {
         if !g.quiet {
             engine::errln!("closed run {id}: interrupted, with what it stored kept");
         }
-    }
-    if a.limit == Some(0) {
-        bail!("-n 0 lists no runs; give -n 1 or more, or leave it out for all of them");
     }
     let mut runs = store.list_runs()?;
     if let Some(n) = a.limit {

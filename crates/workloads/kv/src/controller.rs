@@ -89,6 +89,19 @@ fn test_seed(seed: u64, test: &str) -> u64 {
 impl Kv {
     pub fn from_params(p: &Params) -> anyhow::Result<Kv> {
         let plan = Plan::from_params(p)?;
+        // Connection i of the whole load goes to server i mod n (each generator's share
+        // starts where the one before it ended): with fewer connections than servers, the
+        // last ones sit idle while the result says it ran on all of them. The whole load's
+        // count, here: a generator's share is rightly below it.
+        let (clients, servers) = (plan.cfg.clients, plan.cfg.servers());
+        if clients < servers {
+            bail!(
+                "-c {clients} connects to {clients} of the {servers} servers, and the other {} \
+                 would sit idle though the result counts them; give -c {servers} or more (a \
+                 multiple of {servers} loads them evenly)",
+                servers - clients
+            );
+        }
         Ok(Kv {
             cfg: plan.cfg,
             cap: plan.cap,
@@ -316,19 +329,15 @@ impl Workload for Kv {
         if self.cfg.duration.is_some() {
             s.remove("requests");
         }
-        // Against --targets, the knobs of the redis-servers rackbench launches set
-        // nothing (the flags are refused beside them): stored, a run of 4 targets read
-        // `instances=1` and was "NOT like for like" with a run of 4 launched instances.
-        // The servers' count is the targets'.
+        // Against --targets, the servers' count is the targets': a run of 4 targets
+        // stored `instances=1`, and was "NOT like for like" with 4 launched instances
+        // for that alone. (The launch knobs stay, as runs before stored them: dropped,
+        // a run of one target was not like for like with its own earlier runs.)
         if !self.cfg.targets.is_empty() {
-            for k in ["server_cpus", "redis_server"] {
-                s.remove(k);
-            }
             s.insert(
                 "instances".into(),
                 serde_json::json!(self.cfg.targets.len()),
             );
-            return s;
         }
         // Without --server-cpus, the CPUs the launched servers were pinned to (one each,
         // in turn over the CPUs rackbench may use): the setting they ran at, as a typed
@@ -629,10 +638,10 @@ mod tests {
         assert_eq!(counted.get("requests"), Some(&serde_json::json!(500)));
     }
 
-    /// Against --targets, the launch knobs are no settings (a run of 4 targets stored
-    /// `instances=1`, default server CPUs and redis-server's path); the servers' count is
-    /// the targets'. Fewer connections than servers is refused, and connections that do
-    /// not divide over them are flagged.
+    /// Against --targets, the servers' count is the targets' (a run of 4 targets stored
+    /// `instances=1`). Fewer connections than servers in the whole load is refused, not
+    /// in a generator's share, and connections that do not divide over the servers are
+    /// flagged.
     #[test]
     fn targets_are_the_servers_and_each_gets_connections() {
         let kv = |p: serde_json::Value| Kv::from_params(p.as_object().unwrap());
@@ -640,8 +649,6 @@ mod tests {
             .unwrap()
             .settings();
         assert_eq!(s.get("instances"), Some(&serde_json::json!(2)));
-        assert_eq!(s.get("server_cpus"), None);
-        assert_eq!(s.get("redis_server"), None);
 
         let e = kv(serde_json::json!({"instances": 8, "clients": 4}))
             .err()
@@ -658,6 +665,10 @@ mod tests {
             .to_string();
         assert!(e.contains("of the 3 servers"), "{e}");
         assert!(kv(serde_json::json!({"instances": 8, "clients": 8})).is_ok());
+        // A generator's share of the load is below the servers' count, rightly: its
+        // driver reads its plan without this check.
+        let share = serde_json::json!({"instances": 4, "clients": 2});
+        assert!(Plan::from_params(share.as_object().unwrap()).is_ok());
 
         assert!(uneven_connections(64, 32).is_none());
         assert!(uneven_connections(7, 1).is_none());

@@ -288,19 +288,6 @@ impl KvConfig {
         if self.instances == 0 && self.targets.is_empty() {
             bail!("instances must be at least 1 (or give --target)");
         }
-        // Connection i goes to server i mod n: with fewer connections than servers, the
-        // last ones sit idle while the result says it ran on all of them.
-        let servers = self.servers();
-        if self.clients < servers {
-            bail!(
-                "-c {} connects to {} of the {servers} servers, and the other {} would sit \
-                 idle though the result counts them; give -c {servers} or more (a multiple \
-                 of {servers} loads them evenly)",
-                self.clients,
-                self.clients,
-                servers - self.clients
-            );
-        }
         if !self.targets.is_empty() {
             let launched = KvConfig::default();
             let given: Vec<&str> = [
