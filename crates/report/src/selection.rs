@@ -13,10 +13,15 @@ use crate::derive::{points, row_key, setting_key, Point};
 /// Whether a setting's value is the one an `--at` (or a plan's `at`) chose, typed in
 /// whichever form ([`setting_key`]): `--at server_cpus=0-1` takes a run at `0,1`.
 fn is_at(k: &str, have: &serde_json::Value, chosen: &str) -> bool {
-    // As the tables print it too: `server_cpus=[0]`, `duration=1.0`.
+    setting_key(k, have) == chosen_key(k, chosen)
+}
+
+/// The [`setting_key`] of a value as typed after `--at k=`, read as the tables print it
+/// too (`server_cpus=[0]`, `duration=1.0`).
+fn chosen_key(k: &str, chosen: &str) -> String {
     let typed = serde_json::from_str(chosen)
         .unwrap_or_else(|_| serde_json::Value::String(chosen.to_string()));
-    setting_key(k, have) == setting_key(k, &typed)
+    setting_key(k, &typed)
 }
 
 /// The seeds' choices for a summary. The default is every test, each column at its best.
@@ -339,10 +344,7 @@ impl Selection {
                 .collect();
             if values.is_empty() {
                 problems.push(format!("{at_key}: no run was swept over `{k}`"));
-            } else if !all
-                .iter()
-                .any(|p| p.setting(k).is_some_and(|have| is_at(k, have, v)))
-            {
+            } else if !values.contains(&chosen_key(k, v)) {
                 let mut have = values;
                 have.sort();
                 have.dedup();

@@ -90,7 +90,8 @@ pub fn to_json(runs: &[RunRecord]) -> String {
 pub fn from_json(s: &str) -> anyhow::Result<Vec<RunRecord>> {
     let v: serde_json::Value = serde_json::from_str(s)
         .context("not JSON; expected a rackbench export (`rackbench export --format json`)")?;
-    let runs = match &v {
+    // The runs, and each one's raw object, to find what parsing would drop.
+    let (runs, raw): (Vec<RunRecord>, Vec<&serde_json::Value>) = match &v {
         serde_json::Value::Object(o) if o.contains_key("runs") => {
             let version = o.get("format_version").and_then(|v| v.as_u64());
             match version {
@@ -102,28 +103,25 @@ pub fn from_json(s: &str) -> anyhow::Result<Vec<RunRecord>> {
                 Some(_) => {}
             }
             // Parse the text again (not the Value) so errors carry line and column.
-            serde_json::from_str::<Doc>(s)
+            let runs = serde_json::from_str::<Doc>(s)
                 .context("not a valid rackbench export document")?
-                .runs
+                .runs;
+            // A valid document's `runs` is an array.
+            (runs, o["runs"].as_array().into_iter().flatten().collect())
         }
-        serde_json::Value::Object(o) if o.contains_key("results") => {
-            vec![serde_json::from_str::<RunRecord>(s).context("not a valid rackbench run record")?]
-        }
-        serde_json::Value::Array(_) => serde_json::from_str::<Vec<RunRecord>>(s)
-            .context("not a valid array of rackbench run records")?,
+        serde_json::Value::Object(o) if o.contains_key("results") => (
+            vec![serde_json::from_str::<RunRecord>(s).context("not a valid rackbench run record")?],
+            vec![&v],
+        ),
+        serde_json::Value::Array(a) => (
+            serde_json::from_str::<Vec<RunRecord>>(s)
+                .context("not a valid array of rackbench run records")?,
+            a.iter().collect(),
+        ),
         _ => bail!(
             "not a rackbench export: expected {{\"format_version\": 1, \"runs\": [...]}} \
              (`rackbench export --format json`)"
         ),
-    };
-    // Each run's raw object, to find what parsing would drop.
-    let raw: Vec<&serde_json::Value> = match &v {
-        serde_json::Value::Object(o) if o.contains_key("runs") => o["runs"]
-            .as_array()
-            .map(|a| a.iter().collect())
-            .unwrap_or_default(),
-        serde_json::Value::Array(a) => a.iter().collect(),
-        v => vec![v],
     };
     let mut ids = std::collections::BTreeSet::new();
     for (r, raw) in runs.iter().zip(raw) {
