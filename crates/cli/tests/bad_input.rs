@@ -253,6 +253,15 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
         (&["kv", "-c", "1,,2"], "has an empty item"),
         // `-c 2,2` was two points of one setting, summarised as two repetitions of it.
         (&["kv", "-c", "2,1..2"], "clients lists 2 twice"),
+        // ... and `--duration 1,1.0` too.
+        (
+            &["crypto", "--duration", "1,1.0"],
+            "duration lists 1.0 twice",
+        ),
+        (
+            &["oltp", "--load-threads", "0"],
+            "--load-threads must be at least 1",
+        ),
         (
             &["http", "--latency-thresholds", "1ms,1000us"],
             "gives 1ms and 1000us",

@@ -292,7 +292,10 @@ pub fn expand(
     for (key, value) in params {
         if let (Some(items), false) = (value.as_array(), list_keys.contains(&key.as_str())) {
             let mut seen = std::collections::HashSet::with_capacity(items.len());
-            let twice = items.iter().find(|v| !seen.insert(v.to_string()));
+            // `1,1.0` is one value twice.
+            let twice = items
+                .iter()
+                .find(|v| !seen.insert(model::whole_numbers(v).to_string()));
             if let Some(twice) = twice {
                 let twice = twice
                     .as_str()

@@ -372,7 +372,13 @@ fn topology(f: &mut Facts, cpu_dir: &Path, blocks: &[CpuInfoBlock]) {
         };
         threads += 1;
         pkgs.insert(p.clone());
-        cores.insert((p, c));
+        // A core is the kernel's set of its threads where it says so: core_id is the
+        // platform's number, repeated on each die of a multi-die package on some.
+        let core = read_trim(&t.join("thread_siblings_list")).unwrap_or_else(|_| {
+            let die = read_trim(&t.join("die_id")).unwrap_or_default();
+            format!("{die}/{c}")
+        });
+        cores.insert((p, core));
     }
     if threads == 0 {
         for b in blocks.iter().filter(|b| b.get("processor").is_some()) {

@@ -290,6 +290,37 @@ fn smt_is_read_from_the_topology_when_control_is_notimplemented() {
     assert_eq!(smt(root), "off (1 thread per core)");
 }
 
+/// A package of two dies numbers its cores from 0 on each die on some platforms: the
+/// cores are counted by the kernel's sets of sibling threads, or by die and core_id,
+/// not by core_id alone, which counted half of them.
+#[test]
+fn cores_of_a_multi_die_package_are_counted_once_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let cpus = root.join("sys/devices/system/cpu");
+    for cpu in 0..4 {
+        let t = cpus.join(format!("cpu{cpu}/topology"));
+        write(&t.join("physical_package_id"), "0\n");
+        write(&t.join("die_id"), &format!("{}\n", cpu / 2));
+        write(&t.join("core_id"), &format!("{}\n", cpu % 2));
+    }
+    let cores = |root: &Path| {
+        let d = collect("sut-a", "sut", &root.join("proc"), &root.join("sys"));
+        (
+            val(&d, "cpu.cores").to_string(),
+            val(&d, "cpu.sockets").to_string(),
+        )
+    };
+    assert_eq!(cores(root), ("4".into(), "1".into()));
+    // The sibling sets rule where the kernel has them: two threads on each of 2 cores.
+    for cpu in 0..4 {
+        let t = cpus.join(format!("cpu{cpu}/topology"));
+        let siblings = if cpu % 2 == 0 { "0,2" } else { "1,3" };
+        write(&t.join("thread_siblings_list"), &format!("{siblings}\n"));
+    }
+    assert_eq!(cores(root), ("2".into(), "1".into()));
+}
+
 #[test]
 fn empty_tree_is_all_unknown_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();

@@ -366,6 +366,9 @@ impl Config {
         if self.vus == 0 {
             bail!("--vus must be at least 1");
         }
+        if self.load_threads == Some(0) {
+            bail!("--load-threads must be at least 1 (leave it out for one per online CPU)");
+        }
         if self.databases == 0 || self.databases > 64 {
             bail!("--databases must be between 1 and 64");
         }
@@ -734,7 +737,7 @@ pub fn build_command(cfg: &Config, force: bool, ctx: &Ctx) -> anyhow::Result<Vec
     let mut t = Target::open(cfg, true)?;
     let threads = cfg
         .load_threads
-        .map_or_else(engine::launch::online_cpus, |n| n.max(1) as usize);
+        .map_or_else(engine::launch::online_cpus, |n| n as usize);
     // A build reused here is checked below, every condition said with the others'.
     let built = t.ensure_built(cfg.warehouses, threads, cfg.seed, force, false, &|m| {
         ctx.note(m)
@@ -843,6 +846,17 @@ mod tests {
             );
         }
         plan(json!({"duration": 0.1})).unwrap();
+    }
+
+    /// `--load-threads 0` built with one connection and stored 0.
+    #[test]
+    fn no_load_threads_is_refused() {
+        let e = plan(json!({ "load_threads": 0 })).expect_err("refused");
+        assert!(
+            format!("{e:#}").contains("--load-threads must be at least 1"),
+            "{e:#}"
+        );
+        plan(json!({ "load_threads": 1 })).unwrap();
     }
 
     /// A job's plan holds the run's password for the service and the drivers to log in

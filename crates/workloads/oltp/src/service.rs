@@ -60,7 +60,7 @@ impl OltpService {
         }
         let threads = cfg
             .load_threads
-            .map_or_else(engine::launch::online_cpus, |t| t.max(1) as usize);
+            .map_or_else(engine::launch::online_cpus, |t| t as usize);
         // A reused build is checked before the run as it is after (with --check).
         let built = target.ensure_built(
             cfg.warehouses,
