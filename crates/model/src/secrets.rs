@@ -20,9 +20,12 @@ use serde_json::Value;
 pub const MASK: &str = "***";
 
 /// Is a keyword (`password`, `sslpassword`, `PGPASSWORD`, `requirepass`, `MYSQL_PWD`,
-/// `REDISCLI_AUTH`, an SNMP `community`, ...) one whose value is a secret?
-/// Case-insensitive, wider than libpq's own keywords (which are lowercase): hiding a
-/// value too many costs little. `passfile` names a file, not a password.
+/// `REDISCLI_AUTH`, an SNMP `community`, httpie's `auth`, curl's `oauth2-bearer`, ...)
+/// one whose value is a secret? Case-insensitive, wider than libpq's own keywords
+/// (which are lowercase): hiding a value too many costs little. `passfile` names a
+/// file, not a password. A bare `key` is not one: it names a kv workload's keys, curl's
+/// `--key` and libpq's `sslkey` are paths to a key file, `--key-size` a number; only
+/// in a URL's query is it an API key ([`is_query_secret`]).
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     let k = k.trim_matches(|c: char| !c.is_ascii_alphanumeric());
@@ -37,6 +40,11 @@ pub fn is_secret_key(key: &str) -> bool {
         "token",
         "apikey",
         "api_key",
+        "api-key",
+        "accesskey",
+        "access_key",
+        "access-key",
+        "bearer",
         "pwd",
         "community",
         "credential",
@@ -44,8 +52,11 @@ pub fn is_secret_key(key: &str) -> bool {
     .iter()
     .any(|w| k.contains(w))
         || k.ends_with("pass")
-        // Not every `...auth`: redis's `NOAUTH` and `AUTH` start error texts.
-        || k == "rediscli_auth"
+        // Not every `...auth`: redis's `NOAUTH` and `AUTH` start error texts, so `auth`
+        // alone only with a lowercase letter (httpie's `--auth`, a JSON `"auth"`).
+        || (k == "auth" && key.bytes().any(|c| c.is_ascii_lowercase()))
+        || k.ends_with("_auth")
+        || k.ends_with("-auth")
         || k == "masterauth"
         || k == "authorization"
         || k == "cookie"
@@ -275,7 +286,7 @@ fn redact_query(query: &str) -> String {
         .map(|param| match param.split_once('=') {
             Some((k, v)) => {
                 let value = decode(v);
-                if is_secret_key(&decode(k)) || redact_secrets(&value) != value {
+                if is_query_secret(&decode(k)) || redact_secrets(&value) != value {
                     format!("{k}={MASK}")
                 } else {
                     param.to_string()
@@ -285,6 +296,12 @@ fn redact_query(query: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("&")
+}
+
+/// Is a URL query's parameter a secret: one [`is_secret_key`] names, or `key`, which
+/// in a query is an API key by convention (`?key=K`, Google's and many PDUs' APIs).
+fn is_query_secret(name: &str) -> bool {
+    is_secret_key(name) || name.eq_ignore_ascii_case("key")
 }
 
 fn decode(s: &str) -> Cow<'_, str> {
@@ -320,19 +337,16 @@ fn redact_text(s: &str) -> String {
             }
         }
         // A value glued to its option (`-cpublic`, `-Apass`, mysql's `-pS3cret`,
-        // `-p'S3 cr3t!'`): to the next whitespace, or past its closing quote.
-        let glued = word_start
-            && i >= 1
-            && b[i - 1] == b'-'
-            && (i < 2 || b[i - 2].is_ascii_whitespace())
-            && b.get(i + 1).is_some_and(|c| !c.is_ascii_whitespace())
-            && tools_at(i)
-                .iter()
-                .any(|t| t.glued && t.options.contains(&b[i]));
-        if glued {
-            out.push(char::from(b[i]));
+        // `-p'S3 cr3t!'`, curl's `-sSuadmin:pw`): to the next whitespace, or past its
+        // closing quote.
+        let glued =
+            (word_start && i >= 1 && b[i - 1] == b'-' && (i < 2 || b[i - 2].is_ascii_whitespace()))
+                .then(|| glued_value_at(b, i, &tools_at(i)))
+                .flatten();
+        if let Some(value_start) = glued {
+            out.push_str(&s[i..value_start]);
             out.push_str(MASK);
-            i = text_value_end(b, i + 1);
+            i = text_value_end(b, value_start);
             continue;
         }
         if word_start && is_word(b[i]) {
@@ -341,11 +355,16 @@ fn redact_text(s: &str) -> String {
                 end += 1;
             }
             let word = &s[i..end];
-            // `X-Api-Key: K`, `--api-key K`: the word is cut at the hyphen.
+            // `X-Api-Key: K`, `--api-key K`, `--access-key K`: the word is cut at the
+            // hyphen. `key=K` in a URL's query is an API key (a URL with a scheme was
+            // redacted whole above; this is one without, `pdu/api?key=K`).
+            let after = |p: &str| {
+                i >= p.len()
+                    && s.get(i - p.len()..i)
+                        .is_some_and(|q| q.eq_ignore_ascii_case(p))
+            };
             let key = if word.eq_ignore_ascii_case("key")
-                && i >= 4
-                && s.get(i - 4..i)
-                    .is_some_and(|p| p.eq_ignore_ascii_case("api-"))
+                && (after("api-") || after("access-") || after("?") || after("&"))
             {
                 "apikey"
             } else {
@@ -381,55 +400,98 @@ struct ToolSecret {
     options: &'static [u8],
     glued: bool,
     next_word: bool,
+    /// Its one-letter options that take no value, which its parser (getopt's, curl's,
+    /// argparse's, MySQL's my_getopt) lets come before a secret option in one word:
+    /// `-sSu admin:pw` is `-s -S -u admin:pw`, `-sSuadmin:pw` too. Only these: in
+    /// `-Oqc` (snmp) the `c` is `-O`'s value, not the community option, so a letter
+    /// not known to take no value ends the search. Empty where the parser compares
+    /// whole words (redis-cli's `-a`).
+    flags: &'static [u8],
 }
 
 const TOOL_SECRETS: &[ToolSecret] = &[
-    // net-snmp: `-c` community, `-A`/`-X` v3 passphrases.
+    // net-snmp: `-c` community, `-A`/`-X` v3 passphrases. Its getopt takes no value
+    // only for `-d` (and `-h`, `-H`, `-V`, which exit): `-dc public`.
     ToolSecret {
         tools: &["snmp"],
         options: b"cAX",
         glued: true,
         next_word: true,
+        flags: b"dhHV",
     },
     // The MySQL and MariaDB clients: `-pPASS` (`-p PASS` prompts, PASS the database).
+    // Its my_getopt clusters; the flags take no value wherever the family (mysql,
+    // mysqldump, mysqladmin, mysqlcheck...) defines them: `-BNsp'pw'`.
     ToolSecret {
         tools: &["mysql", "mariadb"],
         options: b"p",
         glued: true,
         next_word: false,
+        flags: b"BNfsv",
     },
+    // redis-cli compares each argument whole (`-a` alone, no `-aPASS`, no clusters).
     ToolSecret {
         tools: &["redis-cli"],
         options: b"a",
         glued: false,
         next_word: true,
+        flags: b"",
     },
     ToolSecret {
         tools: &["sshpass"],
         options: b"p",
         glued: true,
         next_word: true,
+        flags: b"hVv",
     },
-    // ipmitool: `-P` password (`-Ppw` too), `-k` and `-y` keys.
+    // ipmitool: `-P` password (`-Ppw` too), `-k` and `-y` keys; its getopt's options
+    // that take no value (`-vvP pw`, `-EP pw`).
     ToolSecret {
         tools: &["ipmitool"],
         options: b"Pky",
         glued: true,
         next_word: true,
+        flags: b"46hVvcgsEKYaZ",
     },
-    // curl: `-uadmin:pw` glued (the next word, `-u admin:pw`, keeps its user).
+    // curl: `-u` and `-U` (the proxy's) `user:password`, glued `-uadmin:pw` hidden
+    // whole (the next word, `-u admin:pw`, keeps its user). Its flags are its
+    // one-letter options that take no value (`-fsSLu admin:pw`).
     ToolSecret {
         tools: &["curl"],
-        options: b"u",
+        options: b"uU",
         glued: true,
         next_word: false,
+        flags: b"012346aBfgGiIjJklLMnNOpqRsSvVZ",
+    },
+    // httpie (`http`, `https`): `-a user:pw`, or a token after `-A bearer`, hidden
+    // whole; argparse reads `-aadmin:pw` and `-va admin:pw` as curl does.
+    ToolSecret {
+        tools: &["http"],
+        options: b"a",
+        glued: true,
+        next_word: true,
+        flags: b"bcdfFhIjmqSvx",
     },
 ];
+
+/// For a word of one-letter options starting at `i` (after its one `-`), where the
+/// value of a tool's secret option glued to it begins: `-pS3cret`, or after the
+/// tool's flags, `-sSuadmin:pw`. None if the word has none.
+fn glued_value_at(b: &[u8], i: usize, tools: &[&ToolSecret]) -> Option<usize> {
+    tools.iter().filter(|t| t.glued).find_map(|t| {
+        let option = i + b[i..].iter().take_while(|c| t.flags.contains(c)).count();
+        (b.get(option).is_some_and(|c| t.options.contains(c))
+            && b.get(option + 1).is_some_and(|c| !c.is_ascii_whitespace()))
+        .then_some(option + 1)
+    })
+}
 
 /// Each command of `s` run by a tool of [`TOOL_SECRETS`] (its word, after any
 /// directory, begins with the tool's name): the span of its arguments, from after that
 /// word to the end of the command (`;`, `|`, `&`, a newline), and the tool. A path that
-/// ends in a tool's name (`mkdir -p /var/lib/mysql`) opens a span after it only.
+/// ends in a tool's name (`mkdir -p /var/lib/mysql`) opens a span after it only. A
+/// command given as an option's value in the same argument (`--power-meter=snmpget -c
+/// C pdu`, one argument of rackbench's command line) is its tool's from after the `=`.
 fn tool_spans(s: &str) -> Vec<(usize, usize, &'static ToolSecret)> {
     let b = s.as_bytes();
     let ends_command = |c: u8| matches!(c, b';' | b'|' | b'&' | b'\n');
@@ -445,6 +507,12 @@ fn tool_spans(s: &str) -> Vec<(usize, usize, &'static ToolSecret)> {
             i += 1;
         }
         let word = &s[start..i];
+        let word = match word.split_once('=') {
+            Some((option, command)) if option.starts_with('-') => {
+                command.trim_start_matches(['\'', '"'])
+            }
+            _ => word,
+        };
         let name = word.rsplit('/').next().unwrap_or(word);
         if let Some(t) = TOOL_SECRETS
             .iter()
@@ -536,7 +604,7 @@ fn option_value_at(
     let dashes = b[..i].iter().rev().take_while(|&&c| c == b'-').count();
     let opens = i == dashes || b[i - dashes - 1].is_ascii_whitespace();
     // The last part of a hyphenated option (`--auth-token T`, `--api-key K`): a secret
-    // by its own name.
+    // by its own name, or a `user:password` (`--proxy-user`, `--db-user`).
     let token_start = b[..i]
         .iter()
         .rposition(|c| c.is_ascii_whitespace())
@@ -545,10 +613,25 @@ fn option_value_at(
         && dashes == 1
         && b[token_start] == b'-'
         && b[token_start..i].iter().all(|&c| is_word(c) || c == b'-')
-        && is_secret_key(key);
+        && (is_secret_key(key) || key == "user");
     if !hyphenated && (!(1..=2).contains(&dashes) || !opens) {
         return None;
     }
+    // A tool's flags and then its secret option in one word (curl's `-sSu admin:pw`):
+    // that option.
+    let key = match key.as_bytes() {
+        [flags @ .., option] if dashes == 1 && opens && !flags.is_empty() => {
+            let cluster = |t: &&ToolSecret| {
+                t.options.contains(option) && flags.iter().all(|c| t.flags.contains(c))
+            };
+            if tools.iter().any(cluster) {
+                &key[key.len() - 1..]
+            } else {
+                key
+            }
+        }
+        _ => key,
+    };
     // `--user admin:pw`, or `--user=admin:pw` (curl's and most long options' other
     // spelling, which went unmasked).
     let mut value_start = match b.get(end) {
@@ -569,6 +652,10 @@ fn option_value_at(
     }
     let value_end = text_value_end(b, value_start);
     let whole = (value_start, value_end);
+    let after_colon = || {
+        let colon = b[value_start..value_end].iter().position(|&c| c == b':')?;
+        (value_start + colon + 1 < value_end).then_some((value_start + colon + 1, value_end))
+    };
     match (dashes, key) {
         (1, "P") => Some(whole),
         (1, k)
@@ -579,11 +666,12 @@ fn option_value_at(
         {
             Some(whole)
         }
-        (1, "u") | (2, "user") => {
-            // `user:password`: the user is kept.
-            let colon = b[value_start..value_end].iter().position(|&c| c == b':')?;
-            (value_start + colon + 1 < value_end).then_some((value_start + colon + 1, value_end))
-        }
+        // `user:password` (curl's `-u`, and `-U` its proxy's): the user is kept, and a
+        // user alone is no secret (curl asks for the password).
+        (1, "u" | "U") | (_, "user") => after_colon(),
+        // httpie's `--auth user:password` likewise, but `--auth T` alone is a token
+        // (after `--auth-type bearer`).
+        (2, "auth") => after_colon().or(Some(whole)),
         // Not an error code in capitals (redis's `-WRONGPASS invalid ...`).
         _ if is_secret_key(key) && key.bytes().any(|c| c.is_ascii_lowercase()) => Some(whole),
         _ => None,
@@ -1049,6 +1137,192 @@ mod tests {
             "--user default on nopass ~* &*",
             "the passes",
         ] {
+            assert_eq!(redact_secrets(s), s);
+        }
+    }
+
+    /// The audit's: a tool's secret option after its flags in one word, which its
+    /// parser reads letter by letter; only for the tools that do, and only after
+    /// letters that take no value.
+    #[test]
+    fn a_secret_option_after_a_cluster_of_flags_is_hidden() {
+        for (text, secret, want) in [
+            (
+                "curl -sSu admin:S3cA http://pdu/w",
+                "S3cA",
+                "curl -sSu admin:*** http://pdu/w",
+            ),
+            (
+                "curl -fsu admin:S3cB http://pdu/",
+                "S3cB",
+                "curl -fsu admin:*** http://pdu/",
+            ),
+            (
+                "curl -sSuadmin:S3cC http://pdu/w",
+                "S3cC",
+                "curl -sSu*** http://pdu/w",
+            ),
+            (
+                "curl -sSU proxy:S3cD -x http://p:3128 http://pdu/",
+                "S3cD",
+                "curl -sSU proxy:*** -x http://p:3128 http://pdu/",
+            ),
+            (
+                "snmpget -v2c -dc S3cE pdu 1.3.6",
+                "S3cE",
+                "snmpget -v2c -dc *** pdu 1.3.6",
+            ),
+            (
+                "snmpget -v2c -dcS3cF pdu 1.3.6",
+                "S3cF",
+                "snmpget -v2c -dc*** pdu 1.3.6",
+            ),
+            (
+                "ipmitool -H bmc -vvP S3cG dcmi",
+                "S3cG",
+                "ipmitool -H bmc -vvP *** dcmi",
+            ),
+            (
+                "ipmitool -H bmc -EPS3cH dcmi",
+                "S3cH",
+                "ipmitool -H bmc -EP*** dcmi",
+            ),
+            ("mysql -BNpS3cI -e x", "S3cI", "mysql -BNp*** -e x"),
+            ("sshpass -vp S3cJ ssh h", "S3cJ", "sshpass -vp *** ssh h"),
+            ("http -va admin:S3cK pdu/w", "S3cK", "http -va *** pdu/w"),
+            ("http -vaadmin:S3cL pdu/w", "S3cL", "http -va*** pdu/w"),
+        ] {
+            hides(text, secret, want);
+        }
+        // A letter that takes a value of its own ends the cluster: snmp's `-Cc`
+        // (`-C c`) and `-Oqv`, curl's `-H` header and `-o` file; redis-cli reads no
+        // clusters; a tool not known, no guess.
+        for s in [
+            "snmpwalk -Cc -Oqv -v2c pdu 1.3.6",
+            "curl -Hu:1 -sSo /tmp/u http://pdu/",
+            "redis-cli -xa pdu",
+            "kv -sSu admin:1",
+            "curl -sS http://pdu/",
+        ] {
+            assert_eq!(redact_secrets(s), s);
+        }
+    }
+
+    /// The audit's: `bearer`, `auth`, `access_key` and a query's `key` name secrets;
+    /// a key file's path, a key's size and redis's `AUTH` do not.
+    #[test]
+    fn bearer_auth_and_a_querys_key_are_secrets() {
+        for (text, secret, want) in [
+            (
+                "curl --oauth2-bearer S3cA http://pdu/",
+                "S3cA",
+                "curl --oauth2-bearer *** http://pdu/",
+            ),
+            (
+                "curl --oauth2-bearer=S3cB http://pdu/",
+                "S3cB",
+                "curl --oauth2-bearer=*** http://pdu/",
+            ),
+            (
+                "http --auth admin:S3cC pdu/w",
+                "S3cC",
+                "http --auth admin:*** pdu/w",
+            ),
+            (
+                "http -A bearer --auth S3cD pdu/w",
+                "S3cD",
+                "http -A bearer --auth *** pdu/w",
+            ),
+            (
+                "http -A bearer -a S3cE pdu/w",
+                "S3cE",
+                "http -A bearer -a *** pdu/w",
+            ),
+            (
+                "curl 'https://pdu/api?key=S3cF&outlet=1'",
+                "S3cF",
+                "curl 'https://pdu/api?key=***&outlet=1'",
+            ),
+            (
+                "curl https://pdu/api?access_key=S3cG",
+                "S3cG",
+                "curl https://pdu/api?access_key=***",
+            ),
+            (
+                "curl https://pdu/?api-key=S3cH",
+                "S3cH",
+                "curl https://pdu/?api-key=***",
+            ),
+            (
+                "curl pdu/api?x=1&key=S3cI",
+                "S3cI",
+                "curl pdu/api?x=1&key=***",
+            ),
+            (
+                "pdu --access-key S3cJ --x 1",
+                "S3cJ",
+                "pdu --access-key *** --x 1",
+            ),
+            (
+                "curl --proxy-user proxy:S3cK http://pdu/",
+                "S3cK",
+                "curl --proxy-user proxy:*** http://pdu/",
+            ),
+        ] {
+            hides(text, secret, want);
+        }
+        assert_eq!(
+            redact_json(&json!({"auth": "admin:pw", "oauth2_bearer": "t", "key": "user:1"})),
+            json!({"auth": "***", "oauth2_bearer": "***", "key": "user:1"})
+        );
+        for s in [
+            "curl --key /etc/pdu/client.key --key-type PEM https://pdu/",
+            "meter --key-file /etc/pdu/k --api-key-file /etc/pdu/a",
+            "https://pdu/api?keyspace=4&monkey=1",
+            "http -A bearer pdu/w",
+            "http --auth-type=bearer pdu/w",
+            "the server refused AUTH: -WRONGPASS invalid",
+            "key=user:1 hits=4",
+        ] {
+            assert_eq!(redact_secrets(s), s);
+        }
+    }
+
+    /// The audit's: rackbench's `--power-meter=CMD` as one argument, its command line
+    /// masked argument by argument, is CMD's tool's.
+    #[test]
+    fn a_command_after_an_options_equals_sign_is_its_tools() {
+        for (text, secret, want) in [
+            (
+                "--power-meter=snmpget -v2c -c S3cA pdu 1.3.6 ; echo 150",
+                "S3cA",
+                "--power-meter=snmpget -v2c -c *** pdu 1.3.6 ; echo 150",
+            ),
+            (
+                "--power-meter=curl -uadmin:S3cB http://pdu/w",
+                "S3cB",
+                "--power-meter=curl -u*** http://pdu/w",
+            ),
+            (
+                "--power-meter=redis-cli -a S3cC info",
+                "S3cC",
+                "--power-meter=redis-cli -a *** info",
+            ),
+            (
+                "meter failed: \"--power-meter=ipmitool -k S3cD dcmi\"",
+                "S3cD",
+                "meter failed: \"--power-meter=ipmitool -k *** dcmi\"",
+            ),
+            (
+                "bad --power-meter='snmpget -c S3cE pdu 1.3': timed out",
+                "S3cE",
+                "bad --power-meter='snmpget -c *** pdu 1.3': timed out",
+            ),
+        ] {
+            hides(text, secret, want);
+        }
+        // An option's value that is no tool opens no span.
+        for s in ["--clients=4 -c 8", "--setup=tar -pxf a.tar"] {
             assert_eq!(redact_secrets(s), s);
         }
     }
