@@ -258,12 +258,18 @@ impl Selection {
     /// `at instances=2` for one this selection fixed.
     ///
     /// [`SummaryRow::chosen`]: crate::derive::SummaryRow::chosen
+    /// A row's chosen point in words: a scale parameter (instances) is the column's
+    /// one best over all its rows, as [`Self::describe`] says, not the row's own best.
     pub fn point_words(&self, chosen: &str) -> String {
         chosen
             .split_whitespace()
             .map(|kv| match kv.split_once('=') {
                 Some((k, v)) if !self.at.iter().any(|(a, _)| a == k) => {
-                    format!("at its best {k} ({v})")
+                    if crate::derive::SCALE_PARAMS.contains(&k) {
+                        format!("at {k}={v} (the best {k} over all its tests)")
+                    } else {
+                        format!("at its best {k} ({v})")
+                    }
                 }
                 _ => format!("at {kv}"),
             })
@@ -402,7 +408,7 @@ pub fn tco_from_run(run: &RunRecord, p: &tco::Platform) -> Result<tco::FromRun, 
     };
     let mut fr = tco::from_run(&only, &whole);
     if let Some(w) = fr.power_w.as_mut() {
-        w.source = format!("{} over the points of the performance figure", w.source);
+        w.source = format!("{}; the points are the performance figure's", w.source);
     }
     fr.perf = Some(perf);
     Ok(fr)

@@ -2551,7 +2551,8 @@ fn tco_power_comes_from_the_points_of_its_performance() {
     let fr = report::selection::tco_from_run(&run, p).unwrap();
     let perf = fr.perf.as_ref().unwrap();
     assert!(
-        perf.source.contains("at its best instances (4)"),
+        perf.source
+            .contains("at instances=4 (the best instances over all its tests)"),
         "{}",
         perf.source
     );
@@ -2587,7 +2588,7 @@ fn tco_power_comes_from_the_points_of_its_performance() {
     );
     assert!(got
         .source
-        .contains("over the points of the performance figure"));
+        .ends_with("; the points are the performance figure's"));
 }
 
 /// A kv run whose points are a client sweep (`-c 5,40`): the fixture's instance counts
@@ -2718,7 +2719,9 @@ fn tco_max_takes_power_from_the_best_point_only() {
         power.value
     );
     assert!(
-        power.source.contains("at the performance figure's point"),
+        power
+            .source
+            .contains("; the point is the performance figure's"),
         "{}",
         power.source
     );
@@ -4160,6 +4163,7 @@ fn footer_lists_the_runs_the_tco_took_figures_from() {
     let plan = tco::Plan::from_toml(
         r#"years = 3
 energy_price_per_kwh = 0.10
+perf_unit = "ops/s"
 [rack]
 power_budget_w = 10000
 rack_units = 40

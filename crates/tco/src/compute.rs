@@ -46,6 +46,10 @@ pub struct FromRun {
     /// Why power or performance could not be taken from the run.
     #[serde(default)]
     pub problems: Vec<String>,
+    /// The warnings the results behind the figures carry (`low_hit_ratio (get)`): a
+    /// suspect figure is not carried into a TCO unmarked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Which limit decides how many servers a rack holds.
@@ -94,6 +98,10 @@ pub struct PlatformResult {
     /// when the plan gives both.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<String>,
+    /// The warnings of the run's results its figures were taken from (none for figures
+    /// the plan gives); the table marks the platform and a footnote names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub power_limited_servers: u32,
     pub space_limited_servers: u32,
     pub servers_per_rack: u32,
@@ -229,6 +237,10 @@ fn check_unit<'a>(
     Ok(())
 }
 
+/// Below this a board's power given in the plan is said to be suspect (a kW figure typed
+/// as W); a small Arm board draws a few watts, so it is said, not refused.
+const LEAST_BOARD_W: f64 = 5.0;
+
 /// Evaluate a plan. `from_runs` holds, per platform name, what was taken from its `run`
 /// (the CLI fills it); figures given in the plan win over figures from a run.
 ///
@@ -246,6 +258,10 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
     // other run's must be in the same, and the plan's `perf_unit` too (NOPM set against
     // RSA signs per second, both labelled "ops/s", compared nothing).
     let mut unit_of: Option<(&str, String)> = None;
+    // A platform whose performance the plan gives: in no unit but the plan's perf_unit,
+    // so set beside a run's figure only when the plan says that unit (900 typed beside a
+    // run's MB/s was read as MB/s).
+    let mut typed: Option<&str> = None;
     for p in &plan.platforms {
         let fr = from_runs.get(&p.name).unwrap_or(&empty);
         let run_hint = |what: &str| -> String {
@@ -268,21 +284,35 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
         };
         // The runs the figures below are taken from (none for a figure the plan gives).
         let mut runs: Vec<String> = Vec::new();
+        let mut took_from_run = false;
         let mut took = |s: &Sourced| {
             if let Some(r) = &s.run {
+                took_from_run = true;
                 if !runs.contains(r) {
                     runs.push(r.clone());
                 }
             }
         };
         let (board_w, power_source, power_modelled) = match (p.power_w, &fr.power_w) {
-            (Some(w), _) => (w, "given in the plan".to_string(), false),
+            (Some(w), _) => {
+                if w < LEAST_BOARD_W {
+                    notes.push(format!(
+                        "{}: power_w = {w} W per board, less than a server board draws: \
+                         power_w is in watts (0.374 kW is 374)",
+                        p.name
+                    ));
+                }
+                (w, "given in the plan".to_string(), false)
+            }
             (None, Some(s)) => {
                 took(s);
                 (s.value, s.source.clone(), s.modelled)
             }
             (None, None) => anyhow::bail!(run_hint("power")),
         };
+        if p.perf.is_some() || !p.perf_tests.is_empty() {
+            typed.get_or_insert(&p.name);
+        }
         let (board_perf, perf_source) = if let Some(v) = p.perf {
             (v, "given in the plan".to_string())
         } else if !p.perf_tests.is_empty() {
@@ -332,7 +362,9 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
                 p.name
             ));
         }
-        let power_limited = (usable_w / server_w).floor().min(u32::MAX as f64) as u32;
+        // 100 servers of 110.1 W fill 11,010 W, but the quotient reads 99.99999999999999.
+        let fit = usable_w / server_w * (1.0 + 1e-12);
+        let power_limited = fit.floor().min(u32::MAX as f64) as u32;
         let space_limited = plan.rack.rack_units / p.height_u;
         let servers = power_limited.min(space_limited);
         let binding = match power_limited.cmp(&space_limited) {
@@ -348,6 +380,11 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
                 plan.rack.rack_units
             );
         }
+        let warnings = if took_from_run {
+            fr.warnings.clone()
+        } else {
+            Vec::new()
+        };
         let n = servers as f64;
         let capex: Vec<CostLine> = p
             .bom
@@ -402,6 +439,7 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
             perf_per_server: server_perf,
             perf_source,
             runs,
+            warnings,
             power_limited_servers: power_limited,
             space_limited_servers: space_limited,
             servers_per_rack: servers,
@@ -423,6 +461,13 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
             },
             perf_per_w: server_perf / server_w,
         });
+    }
+    if let (Some(typed), Some((from_run, unit)), None) = (typed, &unit_of, &plan.perf_unit) {
+        anyhow::bail!(
+            "platform `{typed}`'s performance is given in the plan, platform `{from_run}`'s \
+             taken from a run in {unit}: say the unit of the figures given, perf_unit = \
+             {unit:?} if they are in it"
+        );
     }
     let baseline = match &plan.baseline {
         Some(b) => plan

@@ -191,10 +191,14 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
         }
     }
     out.perf = perf.map(|(s, _)| s);
+    out.warnings = warnings_of(&power_results);
     out.power_w = match power_of(run, &power_results) {
         Ok(mut s) => {
             if let Some(key) = of_point {
-                s.source = format!("{} at the performance figure's point ({key})", s.source);
+                s.source = format!(
+                    "{}; the point is the performance figure's ({key})",
+                    s.source
+                );
             }
             Some(s)
         }
@@ -208,6 +212,34 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
         }
     };
     out
+}
+
+/// The warnings `results` carry, each once with the tests that carry it:
+/// `low_hit_ratio (get)`, `other_load (set, get)`.
+fn warnings_of(results: &[&ResultRecord]) -> Vec<String> {
+    let mut by_code: Vec<(String, Vec<String>)> = Vec::new();
+    for r in results {
+        for f in r
+            .flags
+            .iter()
+            .filter(|f| f.severity == model::Severity::Warning)
+        {
+            let i = match by_code.iter().position(|(c, _)| *c == f.code) {
+                Some(i) => i,
+                None => {
+                    by_code.push((f.code.clone(), Vec::new()));
+                    by_code.len() - 1
+                }
+            };
+            if !by_code[i].1.contains(&r.test) {
+                by_code[i].1.push(r.test.clone());
+            }
+        }
+    }
+    by_code
+        .into_iter()
+        .map(|(code, tests)| format!("{code} ({})", tests.join(", ")))
+        .collect()
 }
 
 /// Whether any of `results` has whole-server power on any host (the one headline rule).
@@ -394,6 +426,29 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
     if let Some(why) = unlike {
         return Err(why);
     }
+    // Power of some of the points only: their mean is not the power of the load the
+    // performance figure covers (a meter that failed during `get` gave `set`'s watts
+    // beside the mean of set and get). The report's summary shows no mean for it either.
+    if let Some((_, with)) = &chosen {
+        let without = results
+            .iter()
+            .map(|r| point_key(r))
+            .find(|k| per_point.iter().all(|(p, _)| p != k));
+        if let Some(without) = without {
+            let why = if missing.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", missing.join("; "))
+            };
+            return Err(format!(
+                "run {}: `{without}` has no whole-server power{why}, where `{with}` has: a \
+                 mean of some of the points is not the power of the performance figure; take \
+                 the performance from the points with power (`test`, `params`), or give the \
+                 platform's `power_w`",
+                run.id
+            ));
+        }
+    }
     // A chosen source means a point was recorded with it.
     match chosen {
         Some((key, _)) => {
@@ -412,14 +467,15 @@ fn power_of(run: &RunRecord, results: &[&ResultRecord]) -> Result<Sourced, Strin
                 })
                 .map_or(String::new(), |h| {
                     format!(
-                        "; {} also ran the load generator, whose work these watts include",
+                        " ({} also ran the load generator, whose work these watts include)",
                         model::host_display_name(&run.hosts, &h)
                     )
                 });
             Ok(Sourced {
                 value: mean,
                 source: format!(
-                    "run {}: {}, mean of {} point(s), each the mean of its repetitions{with_loadgen}",
+                    "run {}: {}{with_loadgen}, mean of {} point(s), each the mean of its \
+                     repetitions",
                     run.id,
                     named(&key),
                     means.len()
@@ -478,6 +534,54 @@ mod tests {
             "results": [], "status": "ok",
         }))
         .unwrap()
+    }
+
+    /// A result flagged `low_hit_ratio` gave a TCO its figures unmarked, where the
+    /// report shows the flag beside them.
+    #[test]
+    fn the_warnings_of_the_results_taken_reach_the_tco() {
+        let mut run = run(&[("local", "controller"), ("rbh1", "sut")]);
+        let mut r = result(json!({"sut_host": "rbh1"}));
+        r.metrics = vec![model::Metric::new("throughput_gbps", 9.0, "Gbit/s")];
+        r.flags = vec![
+            model::Flag::warning("low_hit_ratio", "68% of GETs hit"),
+            model::Flag::warning("other_load", "busy"),
+        ];
+        run.results = vec![r];
+        let plan = crate::Plan::from_toml(
+            "years = 3\nenergy_price_per_kwh = 0.1\n[rack]\npower_budget_w = 5000\n\
+             rack_units = 42\n[[platform]]\nname = \"A\"\nrun = \"r1\"\nperf_from = \"max\"\n\
+             bom = [{ name = \"S\", unit_cost = 1000 }]\n\
+             [[platform]]\nname = \"B\"\nperf = 9\npower_w = 100\nbom = 0\n",
+        )
+        .unwrap();
+        let fr = from_run(&run, &plan.platforms[0]);
+        assert!(fr.problems.is_empty(), "{:?}", fr.problems);
+        assert_eq!(fr.warnings, ["low_hit_ratio (tcp)", "other_load (tcp)"]);
+        let runs = [("A".to_string(), fr)].into_iter().collect();
+        // B's 9 is in no unit until the plan says it: not set beside A's Gbit/s.
+        let e = crate::evaluate(&plan, &runs).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "platform `B`'s performance is given in the plan, platform `A`'s taken \
+                 from a run in Gbit/s: say the unit"
+            ),
+            "{e}"
+        );
+        let mut plan = plan;
+        plan.perf_unit = Some("Gbit/s".into());
+        let t = crate::evaluate(&plan, &runs).unwrap();
+        let (_, head, _) = crate::render::cells(&t);
+        assert!(head.iter().any(|h| h == "A ⚠"), "{head:?}");
+        assert!(head.iter().any(|h| h == "B"), "{head:?}");
+        let notes = crate::render::footnotes(&t);
+        assert!(
+            notes.iter().any(|n| n.starts_with(
+                "⚠ A: the results its figures were taken from carry warnings: \
+                 low_hit_ratio (tcp), other_load (tcp) (`rackbench show r1` says why)"
+            )),
+            "{notes:?}"
+        );
     }
 
     /// What a run could not give is said only where the plan needs it: power given in
@@ -544,6 +648,31 @@ mod tests {
         );
     }
 
+    /// A meter that failed during `get` of `-t set,get`: set's watts were taken as the
+    /// power of the mean of set and get ("mean of 1 point(s)"), where the report's
+    /// summary shows none.
+    #[test]
+    fn power_of_some_of_the_points_is_refused() {
+        let run = run(&[("local", "controller"), ("rbh1", "sut")]);
+        let set = result(json!({}));
+        let mut get = result(json!({}));
+        get.test = "get".into();
+        for t in &mut get.telemetry_summary {
+            t.power.clear();
+            t.power_missing = Some("the meter failed: exit 1".into());
+        }
+        let e = power_of(&run, &[&set, &get]).unwrap_err();
+        assert!(
+            e.contains(
+                "`get` has no whole-server power (the meter failed: exit 1), where `tcp` has"
+            ),
+            "{e}"
+        );
+        // Both with power: their mean.
+        let p = power_of(&run, &[&set, &result(json!({}))]).unwrap();
+        assert!((p.value - 100.0).abs() < 1e-9, "{}", p.value);
+    }
+
     /// A net pair's power is its receiver's: the run's roles are sender, receiver and
     /// controller, none `sut`, and the power used to be the mean of every host's, the
     /// controller's included (116.7 W here).
@@ -578,8 +707,9 @@ mod tests {
         let p = power_of(&run, &[&r]).unwrap();
         assert!((p.value - 100.0).abs() < 1e-9, "{}", p.value);
         assert!(
-            p.source
-                .ends_with("; rbh1 also ran the load generator, whose work these watts include"),
+            p.source.contains(
+                "system (rbh1 also ran the load generator, whose work these watts include), mean"
+            ),
             "{}",
             p.source
         );

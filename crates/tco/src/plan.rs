@@ -4,6 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The highest PUE a plan may give: worse than any data centre's.
+pub const MAX_PUE: f64 = 5.0;
+
 /// A rack-level TCO plan: one rack, one energy price, several platforms to compare.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -242,6 +245,15 @@ impl Plan {
         nonneg(self.energy_price_per_kwh, "`energy_price_per_kwh`")?;
         if !(self.pue.is_finite() && self.pue >= 1.0) {
             anyhow::bail!("TCO plan: `pue` must be 1.0 or more (got {})", self.pue);
+        }
+        // Facility power over IT power: 1.1 for the best sites, about 1.6 on average, 3 for
+        // the worst rooms. 120 is no site's (a percentage typed?).
+        if self.pue > MAX_PUE {
+            anyhow::bail!(
+                "TCO plan: `pue` is the facility's power over its IT power, 1.0 to {MAX_PUE} \
+                 (1.6 is a typical data centre); {} is no site's",
+                self.pue
+            );
         }
         if let Some(c) = self.infra_cost_per_w {
             nonneg(c, "`infra_cost_per_w`")?;

@@ -203,7 +203,10 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
         } else {
             String::new()
         };
-        head.push(format!("{}{boards}", p.name));
+        // A platform whose figures come from flagged results says so where it is named;
+        // the footnote names the warnings.
+        let flagged = if p.warnings.is_empty() { "" } else { " ⚠" };
+        head.push(format!("{}{boards}{flagged}", p.name));
     }
     for d in &diff_names {
         group.push(String::new());
@@ -296,6 +299,17 @@ pub fn footnotes(t: &TcoResult) -> Vec<String> {
             p.power_source,
             p.perf_source
         ));
+        if let Some(note) = &p.note {
+            out.push(format!("{}: {note}", p.name));
+        }
+        if !p.warnings.is_empty() {
+            out.push(format!(
+                "⚠ {}: the results its figures were taken from carry warnings: {} (`rackbench show {}` says why)",
+                p.name,
+                p.warnings.join(", "),
+                p.runs.join(" ")
+            ));
+        }
     }
     let infra = match t.infra_cost_per_w {
         Some(r) => format!(

@@ -530,3 +530,35 @@ bom = [{{ name = "Server", unit_cost = 1000 }}]
     assert_eq!(t.perf_unit, "ops/s");
     assert!(tco::evaluate(&plan(r#"perf_unit = "ops/s""#), &runs("ops/s", "ops/s")).is_ok());
 }
+
+/// A kW figure typed as watts (0.374) fitted 29,411 servers by power with nothing
+/// said; a PUE of 120 was taken; and 100 servers of 110.1 W in 11,010 W read 99.
+#[test]
+fn implausible_plan_figures_are_said_and_an_exact_fit_fits() {
+    let plan = |pue: &str, power_w: &str| {
+        format!(
+            "years = 3\nenergy_price_per_kwh = 0.1\npue = {pue}\n[rack]\n\
+             power_budget_w = 12000\nreserved_w = 990\nrack_units = 420\n[[platform]]\n\
+             name = \"A\"\npower_w = {power_w}\nboards_per_server = 3\nperf = 1000\n\
+             bom = [ {{ name = \"Server\", unit_cost = 1000 }} ]\n"
+        )
+    };
+    let e = tco::Plan::from_toml(&plan("120", "36.7"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`pue` is the facility's power over its IT power, 1.0 to 5"),
+        "{e}"
+    );
+    let p = tco::Plan::from_toml(&plan("1.5", "36.7")).unwrap();
+    let t = tco::evaluate(&p, &BTreeMap::new()).unwrap();
+    assert_eq!(t.platforms[0].power_limited_servers, 100);
+    assert!(tco::footnotes(&t).iter().all(|n| !n.contains("less than")));
+    let p = tco::Plan::from_toml(&plan("1.5", "0.374")).unwrap();
+    let t = tco::evaluate(&p, &BTreeMap::new()).unwrap();
+    let notes = tco::footnotes(&t).join("\n");
+    assert!(
+        notes.contains("A: power_w = 0.374 W per board, less than a server board draws"),
+        "{notes}"
+    );
+}
