@@ -263,6 +263,14 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "--load-threads must be at least 1",
         ),
         (
+            &["oltp", "--rampup", "1e20"],
+            "--rampup must be between 0 and 604800",
+        ),
+        (
+            &["mem", "--sizes", "4K", "--max-size", "8M"],
+            "--sizes names every size measured: leave out --max-size",
+        ),
+        (
             &["http", "--latency-thresholds", "1ms,1000us"],
             "gives 1ms and 1000us",
         ),

@@ -945,14 +945,19 @@ pub fn run(
         })
         .collect();
     if !behind.is_empty() {
+        // Each workload's own knobs (oltp has no --threads or --clients).
+        let more = match workload {
+            "oltp" => "add --vus, or give the generator more CPUs (--client-cpus)",
+            "http" => "add --threads or --connections, or give the generator more CPUs",
+            _ => "add --threads or --clients, or give the generator more CPUs",
+        };
         flags.push(Flag::warning(
             "behind_schedule",
             format!(
                 "steps behind schedule, more than 1% of their requests sent more than 1 ms \
                  after their intended time or not at all: {}; the generator (or the \
                  connections, all busy with a slow server) could not keep those rates, so \
-                 their figures are not of the demanded load: add --threads or --clients, or \
-                 give the generator more CPUs",
+                 their figures are not of the demanded load: {more}",
                 behind.join(", ")
             ),
         ));

@@ -695,12 +695,23 @@ fn take_in_chunks(
     let mut chunk = ask(false).with_context(what)?;
     let mut all = std::mem::take(&mut chunk.samples);
     while chunk.remaining > 0 {
+        let announced = chunk.remaining;
         chunk = ask(true).with_context(what)?;
         if chunk.samples.is_empty() {
             // Another take began on the agent meanwhile: what is left is not this one's.
             bail!(
                 "{}: {} samples announced and none sent",
                 what(),
+                chunk.remaining
+            );
+        }
+        // Each chunk is of what was announced: an agent that kept announcing more would
+        // hold the controller's memory without end (each frame alone is bounded).
+        if chunk.samples.len().saturating_add(chunk.remaining) > announced {
+            bail!(
+                "{}: {announced} samples announced, then {} sent with {} more announced",
+                what(),
+                chunk.samples.len(),
                 chunk.remaining
             );
         }
@@ -855,5 +866,20 @@ mod tests {
             })
         });
         assert!(e.is_err());
+        // Nor one that sends a sample and announces as many more each time.
+        let mut rounds = 0;
+        let e = take_in_chunks("rbh2", |_| {
+            rounds += 1;
+            Ok(TakeChunk {
+                samples: vec![sample(0.0)],
+                remaining: 1,
+            })
+        })
+        .unwrap_err();
+        assert_eq!(rounds, 2);
+        assert!(
+            format!("{e:#}").contains("1 samples announced, then 1 sent with 1 more announced"),
+            "{e:#}"
+        );
     }
 }

@@ -39,7 +39,9 @@ pub fn higher_is_better(headline: &str, unit: &str) -> bool {
 pub fn printable(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
-            if c.is_control() {
+            // The bidirectional overrides and isolates too: a label with U+202E shows
+            // its text reversed, and the text after it on that line (Trojan Source).
+            if c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}') {
                 c.escape_default().collect::<Vec<_>>()
             } else {
                 vec![c]
@@ -863,6 +865,17 @@ impl RunRecord {
 
 #[cfg(test)]
 mod tests {
+    /// An escape sequence, a newline and a right-to-left override from a stored label
+    /// reach a terminal escaped.
+    #[test]
+    fn printable_escapes_controls_and_bidi_overrides() {
+        assert_eq!(
+            super::printable("a\u{1b}[2Jb\nc\u{202e}d\u{2067}e"),
+            "a\\u{1b}[2Jb\\nc\\u{202e}d\\u{2067}e"
+        );
+        assert_eq!(super::printable("plain ünï"), "plain ünï");
+    }
+
     use super::*;
 
     /// A run that ran to its end with every result invalid reads so, not `ok` alone

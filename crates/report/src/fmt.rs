@@ -12,8 +12,10 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            // Control characters are invalid in XML (the SVG files): drop them.
+            // Control characters are invalid in XML (the SVG files): drop them, and the
+            // two noncharacters XML 1.0 refuses too (one label broke every chart).
             c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {}
+            '\u{FFFE}' | '\u{FFFF}' => {}
             c => out.push(c),
         }
     }
@@ -270,6 +272,7 @@ mod tests {
             "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"
         );
         assert_eq!(esc("a\u{1}b"), "ab");
+        assert_eq!(esc("a\u{fffe}b\u{ffff}"), "ab");
     }
 
     #[test]

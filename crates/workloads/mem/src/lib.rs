@@ -394,6 +394,19 @@ impl Plan {
                 tests.join(",")
             );
         }
+        // --sizes names every size: a --max-size beside it went unread and was stored
+        // as a setting the run never had.
+        if let (false, Some(flag)) = (
+            cfg.sizes.is_empty(),
+            [("--min-size", &cfg.min_size), ("--max-size", &cfg.max_size)]
+                .into_iter()
+                .find_map(|(f, v)| v.as_ref().map(|_| f)),
+        ) {
+            bail!(
+                "mem: --sizes names every size measured: leave out {flag}, or give \
+                 --min-size/--max-size without --sizes"
+            );
+        }
         let sizes = if cfg.sizes.is_empty() {
             let min = match &cfg.min_size {
                 Some(v) => parse_size("min_size", v)?,

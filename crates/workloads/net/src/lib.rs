@@ -1437,7 +1437,7 @@ fn push_tcp_counters(out: &mut StepOutput, rep: &TestReport) {
                 None => missing(
                     out,
                     "rtt_min_ns",
-                    "the sender's kernel reports no minimum RTT (tcpi_min_rtt: Linux 4.10 and later)",
+                    "no RTT was read during the test (TCP_INFO is read at each interval and at the end)",
                 ),
             }
             out.metrics.push(Metric::new(

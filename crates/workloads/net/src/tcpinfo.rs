@@ -12,8 +12,6 @@ pub struct Sample {
     pub total_retrans: u32,
     /// Smoothed round-trip time, microseconds (`tcpi_rtt`).
     pub rtt_us: u32,
-    /// Lowest round-trip time seen, microseconds; None where the kernel has none.
-    pub min_rtt_us: Option<u32>,
     /// Congestion window in bytes (`tcpi_snd_cwnd` segments of `tcpi_snd_mss`).
     pub snd_cwnd_bytes: u64,
 }
@@ -36,16 +34,9 @@ pub fn sample(s: &TcpStream) -> std::io::Result<Sample> {
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    // Kernels before 4.10 stop short of tcpi_min_rtt (the zeroed field stays 0); one
-    // without a sample yet reports all ones.
-    let min_rtt_end = std::mem::offset_of!(libc::tcp_info, tcpi_min_rtt) + 4;
-    let min_rtt =
-        (len as usize >= min_rtt_end && info.tcpi_min_rtt != 0 && info.tcpi_min_rtt != u32::MAX)
-            .then_some(info.tcpi_min_rtt);
     Ok(Sample {
         total_retrans: info.tcpi_total_retrans,
         rtt_us: info.tcpi_rtt,
-        min_rtt_us: min_rtt,
         snd_cwnd_bytes: u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
     })
 }
@@ -57,7 +48,9 @@ pub struct TcpStats {
     pub retransmits: u64,
     /// Mean of the smoothed RTT read at each interval, all streams (iperf3's mean_rtt).
     pub rtt_mean_us: f64,
-    /// Lowest RTT any stream saw (iperf3's min_rtt); None where the kernel gives none.
+    /// Lowest smoothed RTT read (iperf3's min_rtt: the least of the readings its mean
+    /// and max are of, not the kernel's tcpi_min_rtt, the least raw sample over minutes,
+    /// 17x lower on loopback); None when no reading was taken.
     pub rtt_min_us: Option<u32>,
     /// Highest smoothed RTT read (iperf3's max_rtt).
     pub rtt_max_us: u32,
@@ -125,16 +118,13 @@ impl Tracker {
             self.rtt_n += 1;
             self.max_rtt = self.max_rtt.max(s.rtt_us);
             self.cwnd_max = self.cwnd_max.max(s.snd_cwnd_bytes);
-            if let Some(m) = s.min_rtt_us {
-                self.min_rtt = Some(self.min_rtt.map_or(m, |x| x.min(m)));
-            }
+            self.min_rtt = Some(self.min_rtt.map_or(s.rtt_us, |x| x.min(s.rtt_us)));
         }
         Some(retrans)
     }
 
     /// Count from the counters last read on (the end of the warm-up): the retransmits,
-    /// RTTs and windows read before it are not the test's. (The minimum RTT is the
-    /// kernel's own, over its window of minutes: it may be one the warm-up saw.)
+    /// RTTs and windows read before it are not the test's.
     pub fn restart(&mut self) {
         self.base.clone_from(&self.last);
         self.rtt_sum = 0.0;

@@ -118,6 +118,11 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     if plan.c_load.len() != dbs.len() {
         bail!("the oltp job gives no build constant for every database");
     }
+    // A connection per user and database, and the monitor's: refused before the first
+    // connect with how to raise the limit (--vus 100000 connected for 30 s, then failed
+    // on "too many open files").
+    let connections = u64::from(plan.cfg.vus) * dbs.len() as u64 + dbs.len() as u64;
+    engine::limits::ensure_open_files(connections)?;
     let d = Driver {
         plan: &plan,
         mix: Mix::new(&plan.cfg.mix)?,

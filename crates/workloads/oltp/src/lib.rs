@@ -321,6 +321,9 @@ fn mix_value(v: &Value) -> anyhow::Result<Value> {
     }
 }
 
+/// The longest a test or its ramp-up may run: a week (a TPC-C soak may run past a day).
+const MAX_SECONDS: f64 = 604_800.0;
+
 impl Config {
     /// The latency thresholds in nanoseconds, sorted, without duplicates.
     pub fn thresholds_ns(&self) -> Vec<u64> {
@@ -373,9 +376,10 @@ impl Config {
             bail!("--databases must be between 1 and 64");
         }
         // Up to a week: a TPC-C soak may run past a day.
-        engine::workload::check_duration("oltp", self.duration, 604_800.0)?;
-        if self.rampup.is_nan() || self.rampup < 0.0 {
-            bail!("--rampup must be zero or more seconds");
+        engine::workload::check_duration("oltp", self.duration, MAX_SECONDS)?;
+        // 1e20 panicked after the server was launched; 1e9 ramped up for 31 years.
+        if !(0.0..=MAX_SECONDS).contains(&self.rampup) {
+            bail!("--rampup must be between 0 and {MAX_SECONDS} seconds (a week)");
         }
         if let Some(r) = self.rate {
             if r.is_nan() || r <= 0.0 {
@@ -846,6 +850,19 @@ mod tests {
             );
         }
         plan(json!({"duration": 0.1})).unwrap();
+    }
+
+    /// `--rampup 1e20` panicked once the server was up; `1e9` would ramp up for 31 years.
+    #[test]
+    fn a_rampup_past_a_week_is_refused() {
+        for r in [-1.0, 604_801.0, 1e20] {
+            let e = plan(json!({ "rampup": r })).expect_err("refused");
+            assert!(
+                format!("{e:#}").contains("--rampup must be between 0 and 604800"),
+                "{e:#}"
+            );
+        }
+        plan(json!({ "rampup": 0.0 })).unwrap();
     }
 
     /// `--load-threads 0` built with one connection and stored 0.

@@ -422,18 +422,24 @@ pub(crate) fn step_output(
             ),
         ];
         for (name, num, den, lo, hi, applies) in ratios {
-            if den == 0 {
+            // A remote share of one warehouse is no measured 0% to set beside the
+            // spec's 1% and 15%: there is no other warehouse to be remote to.
+            let why_not = if !applies {
+                Some("one warehouse: there is no remote warehouse to draw")
+            } else if den == 0 {
+                Some("no transactions of that kind ran")
+            } else {
+                None
+            };
+            if let Some(why) = why_not {
                 out.missing.push(MissingMetric {
                     name: name.into(),
-                    reason: "no transactions of that kind ran".into(),
+                    reason: why.into(),
                 });
                 continue;
             }
             let pct = 100.0 * num as f64 / den as f64;
             out.metrics.push(Metric::new(name, pct, "%"));
-            if !applies {
-                continue;
-            }
             // Outside the spec's bounds by more than the draw's sampling error (3 standard
             // errors) means the generator is wrong, not that the run was short.
             let p = ((lo + hi) / 200.0).max(1e-6);
@@ -1058,8 +1064,16 @@ mod tests {
         assert!((value(&out, "loadgen_cpu_per_txn_us").unwrap() - 100.0).abs() < 1e-6);
         assert!(out.flags.is_empty(), "{:?}", out.flags);
         assert!(out.histograms.iter().any(|h| h.name == "new_order"));
-        // Remote ratios do not apply to one warehouse: measured, never flagged.
-        assert_eq!(value(&out, "remote_order_line_pct"), Some(0.0));
+        // Remote ratios do not apply to one warehouse: missing with the reason (a 0%
+        // was read beside the spec's 1% and 15%), never flagged.
+        for name in ["remote_order_line_pct", "payment_remote_pct"] {
+            assert_eq!(value(&out, name), None);
+            let m = out.missing.iter().find(|m| m.name == name).unwrap();
+            assert_eq!(
+                m.reason,
+                "one warehouse: there is no remote warehouse to draw"
+            );
+        }
     }
 
     /// The server's TPM or NOPM off the clients' count of the same window by more than
