@@ -267,6 +267,10 @@ fn negative_or_zero_knobs_are_clear_errors_in_every_workload() {
             "--rampup must be between 0 and 604800",
         ),
         (
+            &["--label", "x", "crypto"],
+            "the workload's name comes first, right after `run`: `rackbench run crypto",
+        ),
+        (
             &["mem", "--sizes", "4K", "--max-size", "8M"],
             "--sizes names every size measured: leave out --max-size",
         ),
@@ -529,6 +533,18 @@ fn zerocopy_without_a_temporary_directory_is_refused_before_any_test() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// A store in new directories, refused in prepare (after it was opened): neither the
+/// store nor the directories made for it are left.
+#[test]
+fn a_refused_run_leaves_no_directory_it_made_for_its_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a/b/r.sqlite");
+    let (code, _, err) = short_run(&db, &["--cpus", "4095"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("CPU 4095 is not available"), "{err}");
+    assert!(!dir.path().join("a").exists(), "a directory was left");
+}
+
 /// Bad input exits 2, the documented status, whatever became of stderr: closed (`2>&-`)
 /// or a pipe whose reader is gone. Printing the error must not panic (exit 101). Likewise
 /// help on a stdout whose reader is gone exits 0.
@@ -757,6 +773,15 @@ fn a_label_no_lookup_finds_and_runs_n_0_are_refused() {
         assert!(err.contains(says), "{label:?}: {err}");
         assert!(!db.exists(), "{label:?}: a store was left");
     }
+    // A plan's label is named as the plan's, not as a flag the user never typed.
+    let plan = dir.path().join("p.toml");
+    std::fs::write(&plan, "[run]\nlabel = \"latest\"\n").unwrap();
+    let (code, _, err) = short_run(&db, &["--plan", plan.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the plan's [run] label `latest` would not name"),
+        "{err}"
+    );
     let db = store_of_one_run(dir.path());
     let (code, _, err) = common::run(&["--db", db.to_str().unwrap(), "runs", "-n", "0"]);
     assert_eq!(code, 2, "{err}");

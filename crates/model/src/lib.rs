@@ -9,6 +9,7 @@
 //! Units travel with every number: in [`Metric::unit`], or in a field's name (`_ns`,
 //! `_pct`, `_w`, `_per_s`).
 
+pub mod dirs;
 pub mod hist;
 pub mod power;
 pub mod process;

@@ -65,6 +65,9 @@ pub struct Store {
     /// Opened read-only ([`Store::open_read_only`]): the runs left `running` by a process
     /// that is gone, with why, shown as interrupted without writing that down.
     abandoned: Option<BTreeMap<String, String>>,
+    /// The directories opening it made for it, deepest first: removed with an unused
+    /// store, so that bad input leaves no empty directory either.
+    made_dirs: Vec<PathBuf>,
 }
 
 fn file_id(path: &Path) -> Option<(u64, u64)> {
@@ -116,6 +119,7 @@ impl Store {
             path: path.to_path_buf(),
             file: file_id(path),
             abandoned: Some(abandoned),
+            made_dirs: Vec::new(),
         })
     }
 
@@ -123,15 +127,22 @@ impl Store {
     #[doc(hidden)]
     pub fn open_at_version(path: &Path, version: u32) -> anyhow::Result<Store> {
         let hint = "choose a writable file with --db PATH or RACKBENCH_DB=PATH";
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).with_context(|| {
+        let made_dirs = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => model::dirs::make(parent).with_context(|| {
                 format!(
                     "cannot create the directory {} for the results store {}; {hint}",
                     parent.display(),
                     path.display()
                 )
-            })?;
-        }
+            })?,
+            None => Vec::new(),
+        };
+        Self::open_in(path, version, made_dirs.clone())
+            .inspect_err(|_| model::dirs::remove_made(&made_dirs))
+    }
+
+    fn open_in(path: &Path, version: u32, made_dirs: Vec<PathBuf>) -> anyhow::Result<Store> {
+        let hint = "choose a writable file with --db PATH or RACKBENCH_DB=PATH";
         let mut conn = Connection::open(path)
             .with_context(|| format!("cannot open the results store {}; {hint}", path.display()))?;
         // SQLite opens a file it may not write read-only without a word, and the first
@@ -165,6 +176,7 @@ impl Store {
             path: path.to_path_buf(),
             file,
             abandoned: None,
+            made_dirs,
         };
         if version >= 3 {
             // Best effort: a store another writer holds busy still opens.
@@ -241,6 +253,8 @@ impl Store {
             let _ = std::fs::remove_file(side_file(&path, side));
         }
         drop(tx);
+        drop(conn);
+        model::dirs::remove_made(&self.made_dirs);
         true
     }
 

@@ -216,22 +216,32 @@ impl Source {
     }
 }
 
-/// A run from a list by id, unique id prefix, label, or `latest`.
+/// A run from a list by id, label (the newest with it), unique id prefix, or `latest`:
+/// the store's order ([`store::Store::resolve`]), so a label that is also an id's prefix
+/// names the same run from a file as from the store.
 fn find_in(runs: &[RunRecord], id: &str) -> anyhow::Result<RunRecord> {
-    if id == "latest" {
-        return runs
-            .iter()
-            .max_by_key(|r| r.created_at)
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("the file holds no runs"));
+    let id = id.trim();
+    if id.is_empty() {
+        anyhow::bail!("no run given; give an id, an id prefix, a label or `latest`");
+    }
+    // The newest, the later in the file of two started at once (the store's rowid).
+    let newest = |of: &mut dyn Iterator<Item = &RunRecord>| {
+        of.fold(None, |best: Option<&RunRecord>, r| match best {
+            Some(b) if b.created_at > r.created_at => Some(b),
+            _ => Some(r),
+        })
+        .cloned()
+    };
+    if id == store::LATEST {
+        return newest(&mut runs.iter()).ok_or_else(|| anyhow::anyhow!("the file holds no runs"));
     }
     if let Some(r) = runs.iter().find(|r| r.id == id) {
         return Ok(r.clone());
     }
-    let matches: Vec<&RunRecord> = runs
-        .iter()
-        .filter(|r| r.id.starts_with(id) || r.label.as_deref() == Some(id))
-        .collect();
+    if let Some(r) = newest(&mut runs.iter().filter(|r| r.label.as_deref() == Some(id))) {
+        return Ok(r);
+    }
+    let matches: Vec<&RunRecord> = runs.iter().filter(|r| r.id.starts_with(id)).collect();
     match matches.as_slice() {
         [one] => Ok((*one).clone()),
         [] => anyhow::bail!(
@@ -460,17 +470,19 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
     } else {
         output::check_replaceable(&out, &db)?;
     }
-    if let Some(dir) = &a.svg_dir {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating the --svg-dir directory {}", dir.display()))?;
-    }
+    let made_dirs = match &a.svg_dir {
+        Some(dir) => model::dirs::make(dir)
+            .with_context(|| format!("creating the --svg-dir directory {}", dir.display()))?,
+        None => Vec::new(),
+    };
     // The charts and the report together, or none of them.
     let mut files: Vec<(&std::path::Path, &[u8])> = charts
         .iter()
         .map(|(p, svg)| (p.as_path(), svg.as_bytes()))
         .collect();
     files.push((out.as_path(), body.as_bytes()));
-    output::write_all_atomic(&files, &db)?;
+    // Nothing written: nor a directory made for it.
+    output::write_all_atomic(&files, &db).inspect_err(|_| model::dirs::remove_made(&made_dirs))?;
     let svgs: Vec<PathBuf> = charts.into_iter().map(|(p, _)| p).collect();
     if g.json {
         let v = serde_json::json!({
@@ -698,6 +710,32 @@ mod tests {
         let run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
         std::fs::write(&p, store::export::to_json(std::slice::from_ref(&run))).unwrap();
         assert_eq!(read_runs_file(&p).unwrap(), vec![run]);
+    }
+
+    /// A label that is also a run's id prefix names the labelled run from a file, as
+    /// from the store (the file took the prefix's and called the two ambiguous), and
+    /// the newest of a label's runs.
+    #[test]
+    fn a_file_resolves_runs_as_the_store_does() {
+        let mut older = stored_run("20261121T000000-aaaaaa", "2026", 1.0);
+        older.created_at -= chrono::Duration::seconds(60);
+        let newer = stored_run("20261122T000000-bbbbbb", "2026", 2.0);
+        let other = stored_run("20261123T000000-cccccc", "x", 3.0);
+        let runs = vec![older, newer, other];
+        let id = |q: &str| find_in(&runs, q).map(|r| r.id);
+        assert_eq!(id("2026").unwrap(), "20261122T000000-bbbbbb");
+        assert_eq!(id(" x ").unwrap(), "20261123T000000-cccccc");
+        assert_eq!(id("20261121").unwrap(), "20261121T000000-aaaaaa");
+        assert_eq!(id("latest").unwrap(), "20261123T000000-cccccc");
+        assert!(id("").unwrap_err().to_string().contains("no run given"));
+        let dir = tempfile::tempdir().unwrap();
+        let s = store::Store::open(&dir.path().join("r.sqlite")).unwrap();
+        for r in &runs {
+            s.import_run(r).unwrap();
+        }
+        for q in ["2026", " x ", "20261121", "latest"] {
+            assert_eq!(s.resolve(q).unwrap(), id(q).unwrap(), "{q}");
+        }
     }
 
     /// A small stored run: one kv result with a real histogram, IPMI power, per-CPU telemetry.

@@ -283,21 +283,21 @@ fn load_plan(text: &str, path: &std::path::Path) -> anyhow::Result<PlanFile> {
 /// A label that can name its run afterwards: `show`, `report` and `compare` take a run by
 /// its label, trimmed, and `latest` is the newest run, so ` epyc `, an empty label or
 /// `latest` were stored and could never be asked for.
-fn check_label(label: &str) -> anyhow::Result<()> {
+fn check_label(label: &str, what: &str) -> anyhow::Result<()> {
     let shown = model::printable(label);
     if label.trim().is_empty() {
-        bail!("--label is empty; give the run a name (e.g. --label epyc-9654), or leave it out");
+        bail!("{what} is empty; give the run a name (e.g. --label epyc-9654), or leave it out");
     }
     if label.trim() != label {
         bail!(
-            "--label `{shown}` starts or ends with a space, which a run is not looked up by; \
+            "{what} `{shown}` starts or ends with a space, which a run is not looked up by; \
              give `{}`",
             model::printable(label.trim())
         );
     }
     if label == store::LATEST {
         bail!(
-            "--label {0} would not name this run: `{0}` is always the newest run; give \
+            "{what} `{0}` would not name this run: `{0}` is always the newest run; give \
              another label",
             store::LATEST
         );
@@ -470,9 +470,20 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
             engine::outln!("\n`rackbench run WORKLOAD --help` lists a workload's flags.");
             std::process::exit(0);
         }
+        // `run --label x crypto`: the name is there, after an option.
+        let known = registry::names();
+        if let Some(w) = rest.iter().find(|w| {
+            let n = split_names(w);
+            !n.is_empty() && n.iter().all(|n| known.contains(&n.as_str()))
+        }) {
+            bail!(
+                "the workload's name comes first, right after `run`: `rackbench run {w} \
+                 [FLAGS]` (`{w}` came after an option)"
+            );
+        }
         bail!(
             "which workload? `rackbench run kv --help` lists kv's flags; workloads: {}",
-            registry::names().join(", ")
+            known.join(", ")
         );
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -574,10 +585,15 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     // Flags override the plan's [run] table.
     opts.workload = Some(Workloads::Many(names.clone()));
     opts.repeat = opts.repeat.or(plan_opts.repeat);
+    // The message names where the label came from: the flag, or the plan's [run].
+    let label_from = if opts.label.is_some() {
+        "--label"
+    } else {
+        "the plan's [run] label"
+    };
     opts.label = opts.label.or(plan_opts.label);
     if let Some(l) = &opts.label {
-        // The plan's `[run] label` or the flag, told as the flag.
-        check_label(l)?;
+        check_label(l, label_from)?;
     }
     opts.until_cv = opts.until_cv.or(plan_opts.until_cv);
     opts.max_repeat = opts.max_repeat.or(plan_opts.max_repeat);
