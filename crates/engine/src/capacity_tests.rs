@@ -155,6 +155,9 @@ pub struct CapacityDefaults {
     /// (`--wait`); false where it waits on its own users' clocks (oltp), and `--wait` is
     /// refused.
     pub wait_modes: bool,
+    /// How to give the generator more load to offer, in the workload's own flags
+    /// (`--threads or -c`; oltp's `--vus`), for steps behind schedule.
+    pub more_load: &'static str,
 }
 
 /// Write the workload's defaults into the help of the capacity flags.
@@ -945,20 +948,16 @@ pub fn run(
         })
         .collect();
     if !behind.is_empty() {
-        // Each workload's own knobs (oltp has no --threads or --clients).
-        let more = match workload {
-            "oltp" => "add --vus, or give the generator more CPUs (--client-cpus)",
-            "http" => "add --threads or --connections, or give the generator more CPUs",
-            _ => "add --threads or --clients, or give the generator more CPUs",
-        };
         flags.push(Flag::warning(
             "behind_schedule",
             format!(
                 "steps behind schedule, more than 1% of their requests sent more than 1 ms \
                  after their intended time or not at all: {}; the generator (or the \
                  connections, all busy with a slow server) could not keep those rates, so \
-                 their figures are not of the demanded load: {more}",
-                behind.join(", ")
+                 their figures are not of the demanded load: add {}, or give the \
+                 generator more CPUs",
+                behind.join(", "),
+                d.more_load
             ),
         ));
     }
@@ -1126,6 +1125,7 @@ mod tests {
         rate_unit: "ops/s",
         slo: "p99<1ms",
         wait_modes: true,
+        more_load: "--threads or -c",
     };
 
     fn params(v: Value) -> Params {
@@ -1271,6 +1271,7 @@ mod tests {
         // choose: `--wait sleep` was stored as if it applied (acceptance pass E, 8).
         let own_clock = CapacityDefaults {
             wait_modes: false,
+            more_load: "--threads or -c",
             ..D
         };
         let e = cfg(json!({"wait": "sleep"}))
@@ -1316,6 +1317,7 @@ mod tests {
         let tpcc = CapacityDefaults {
             slo: "p90<500ms",
             wait_modes: false,
+            more_load: "--threads or -c",
             ..D
         };
         let sc = cfg(json!({})).search_config(&tpcc).unwrap();
@@ -2118,6 +2120,7 @@ mod tests {
             rate_unit: "req/s",
             slo: "p99<1ms",
             wait_modes: true,
+            more_load: "--threads or -c",
         };
         let (_, cfg) = split_params("http", &params(json!({"slo": "p99<1ms"}))).unwrap();
         let tests = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();

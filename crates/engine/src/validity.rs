@@ -381,7 +381,7 @@ pub fn step_output(spec: &LoadSpec, out: &LoadOutcome, headline: &str, unit: &st
                 format!(
                     "{:.1}% of requests were sent more than 1 ms after their intended time or not at all{unsent}: \
                      the generator (or the connections, all busy with a slow server) could not keep the \
-                     offered rate; add --threads or --clients, or lower --rate",
+                     offered rate; add --threads or -c, or lower --rate",
                     late_fraction * 100.0
                 ),
             ));

@@ -693,6 +693,17 @@ fn take_in_chunks(
 ) -> anyhow::Result<Vec<TelemetrySample>> {
     let what = || format!("{host}: bringing its telemetry back");
     let mut chunk = ask(false).with_context(what)?;
+    // More than a sampler takes in the longest test (oltp: a week and a week of ramp-up)
+    // at its fastest (--telemetry-interval 0.05): no agent's take (each chunk is then
+    // bounded by the announcement before it).
+    const MOST: usize = 15 * 86_400 * 20;
+    if chunk.remaining > MOST {
+        bail!(
+            "{}: {} samples announced, more than 15 days of samples at 20 a second",
+            what(),
+            chunk.remaining
+        );
+    }
     let mut all = std::mem::take(&mut chunk.samples);
     while chunk.remaining > 0 {
         let announced = chunk.remaining;
@@ -879,6 +890,18 @@ mod tests {
         assert_eq!(rounds, 2);
         assert!(
             format!("{e:#}").contains("1 samples announced, then 1 sent with 1 more announced"),
+            "{e:#}"
+        );
+        // Nor one that announces more than any take holds, and sends one at a time.
+        let e = take_in_chunks("rbh2", |_| {
+            Ok(TakeChunk {
+                samples: vec![sample(0.0)],
+                remaining: usize::MAX,
+            })
+        })
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("more than 15 days of samples"),
             "{e:#}"
         );
     }

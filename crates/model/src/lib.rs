@@ -35,14 +35,19 @@ pub fn higher_is_better(headline: &str, unit: &str) -> bool {
     !(unit == "ns" || headline.contains("latency"))
 }
 
+/// A character a terminal must not be given as it is: a control character (an escape
+/// sequence, a newline that would break a table), or a bidirectional override or isolate
+/// (U+202E shows the text after it reversed: Trojan Source).
+pub fn unsafe_to_show(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Text from a store, a host or a user, made safe for a terminal or a log line: control
 /// characters (escape sequences, newlines that would break a table) are shown escaped.
 pub fn printable(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
-            // The bidirectional overrides and isolates too: a label with U+202E shows
-            // its text reversed, and the text after it on that line (Trojan Source).
-            if c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}') {
+            if unsafe_to_show(c) {
                 c.escape_default().collect::<Vec<_>>()
             } else {
                 vec![c]

@@ -636,7 +636,8 @@ fn option_value_at(
     // spelling, which went unmasked).
     let mut value_start = match b.get(end) {
         Some(b' ' | b'\t') => end,
-        Some(b'=') if dashes == 2 => end + 1,
+        // `--proxy-user=proxy:pw`: a hyphenated option's last part is seen with one dash.
+        Some(b'=') if dashes == 2 || hyphenated => end + 1,
         _ => return None,
     };
     while matches!(b.get(value_start), Some(b' ' | b'\t')) {
@@ -1267,6 +1268,16 @@ mod tests {
                 "curl --proxy-user proxy:S3cK http://pdu/",
                 "S3cK",
                 "curl --proxy-user proxy:*** http://pdu/",
+            ),
+            (
+                "curl --proxy-user=proxy:S3cL http://pdu/",
+                "S3cL",
+                "curl --proxy-user=proxy:*** http://pdu/",
+            ),
+            (
+                "pdu --db-user=u:S3cM --access-key=S3cN",
+                "S3c",
+                "pdu --db-user=u:*** --access-key=***",
             ),
         ] {
             hides(text, secret, want);

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{bail, Context};
 use chrono::{DateTime, SecondsFormat, Utc};
 use model::process::ProcessId;
 use model::{
@@ -630,60 +630,38 @@ impl Store {
     }
 
     /// A full id from an id, a unique prefix, [`LATEST`], or a label (the newest run with
-    /// that label). Tried in that order, except that an exact label beats a prefix.
+    /// that label): [`name_among`]'s rule, over the runs in the order they were stored.
     pub fn resolve(&self, id_or_prefix: &str) -> anyhow::Result<String> {
-        let q = id_or_prefix.trim();
         let conn = self.lock();
-        let path = self.path.display();
-        if q.is_empty() {
-            bail!("no run given; give an id, an id prefix, a label or `latest` (list runs with `rackbench runs`)");
-        }
-        let newest = |sql: &str, arg: &str| -> rusqlite::Result<Option<String>> {
-            conn.query_row(sql, [arg], |r| r.get(0)).optional()
-        };
-        if q == LATEST {
-            return conn
-                .query_row(
-                    &format!("SELECT id FROM runs ORDER BY {NEWEST_FIRST} LIMIT 1"),
-                    [],
-                    |r| r.get(0),
-                )
-                .optional()?
-                .ok_or_else(|| {
-                anyhow!("the results store {path} holds no runs yet; start one with `rackbench run ...`, or point --db at another store")
-            });
-        }
-        if run_exists(&conn, q)? {
-            return Ok(q.to_string());
-        }
-        if let Some(id) = newest(
-            &format!("SELECT id FROM runs WHERE label = ?1 ORDER BY {NEWEST_FIRST} LIMIT 1"),
-            q,
-        )? {
-            return Ok(id);
-        }
-        // substr rather than LIKE: ids may contain `_`, which LIKE treats as a wildcard.
-        let mut stmt = conn.prepare(&format!(
-            "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY {NEWEST_FIRST}"
-        ))?;
-        let ids: Vec<String> = stmt
-            .query_map([q], |r| r.get(0))?
+        let rows: Vec<(String, Option<String>, String)> = conn
+            .prepare("SELECT id, label, created_at FROM runs ORDER BY rowid")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<rusqlite::Result<_>>()?;
-        match ids.len() {
-            1 => Ok(ids.into_iter().next().unwrap_or_default()),
-            0 => bail!(
+        let runs = rows
+            .iter()
+            .map(|(id, label, at)| Ok((id.as_str(), label.as_deref(), parse_ts(at)?)))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let path = self.path.display();
+        match name_among(&runs, id_or_prefix) {
+            Named::Run(id) => Ok(id.to_string()),
+            Named::NoRuns => bail!(
+                "the results store {path} holds no runs yet; start one with `rackbench run \
+                 ...`, or point --db at another store"
+            ),
+            Named::NotGiven => bail!(
+                "no run given; give an id, an id prefix, a label or `latest` (list runs with \
+                 `rackbench runs`)"
+            ),
+            Named::NoMatch(q) => bail!(
                 "no run matches `{q}` (as an id, id prefix, label or `latest`) in {path}; \
                  list runs with `rackbench runs`"
             ),
-            n => {
-                let shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
-                bail!(
-                    "`{q}` matches {n} runs ({}{}); give more of the id, or list runs with \
-                     `rackbench runs`",
-                    shown.join(", "),
-                    if n > 5 { ", ..." } else { "" }
-                )
-            }
+            Named::Many(q, ids) => bail!(
+                "`{q}` matches {} runs ({}); give more of the id, or list runs with \
+                 `rackbench runs`",
+                ids.len(),
+                shown_ids(&ids)
+            ),
         }
     }
 
@@ -928,6 +906,61 @@ fn insert_whole_in(
         )?;
     }
     Ok(())
+}
+
+/// What a name given for a run ([`name_among`]) names.
+#[derive(Debug, PartialEq)]
+pub enum Named<'a> {
+    Run(&'a str),
+    /// [`LATEST`] of no runs.
+    NoRuns,
+    /// An empty name.
+    NotGiven,
+    /// The name (trimmed) matches no run.
+    NoMatch(&'a str),
+    /// The name (trimmed) is the prefix of these ids, newest first.
+    Many(&'a str, Vec<&'a str>),
+}
+
+/// A run as [`name_among`] knows it: its id, label and start.
+pub type RunName<'a> = (&'a str, Option<&'a str>, DateTime<Utc>);
+
+/// The run a user names, among runs (id, label, start) in the order they were stored: an
+/// id, [`LATEST`] (the newest; of two started at once, the later stored), a label (its
+/// newest run: an exact label beats a prefix), or a unique id prefix. The one rule of a
+/// store's runs and of a file's (`report --from FILE`).
+pub fn name_among<'a>(runs: &[RunName<'a>], name: &'a str) -> Named<'a> {
+    let q = name.trim();
+    if q.is_empty() {
+        return Named::NotGiven;
+    }
+    // Newest first: by start, then the later stored ([`NEWEST_FIRST`]).
+    let mut newest_first: Vec<&RunName> = runs.iter().rev().collect();
+    newest_first.sort_by_key(|r| std::cmp::Reverse(r.2));
+    let first =
+        |keep: &dyn Fn(&RunName) -> bool| newest_first.iter().find(|r| keep(r)).map(|r| r.0);
+    if q == LATEST {
+        return first(&|_| true).map_or(Named::NoRuns, Named::Run);
+    }
+    if let Some(id) = first(&|r| r.0 == q).or_else(|| first(&|r| r.1 == Some(q))) {
+        return Named::Run(id);
+    }
+    let ids: Vec<&str> = newest_first
+        .iter()
+        .filter(|r| r.0.starts_with(q))
+        .map(|r| r.0)
+        .collect();
+    match ids[..] {
+        [id] => Named::Run(id),
+        [] => Named::NoMatch(q),
+        _ => Named::Many(q, ids),
+    }
+}
+
+/// Ids for a message: the first five, `...` after more.
+pub fn shown_ids(ids: &[&str]) -> String {
+    let more = if ids.len() > 5 { ", ..." } else { "" };
+    format!("{}{more}", ids[..ids.len().min(5)].join(", "))
 }
 
 /// The order of "newest": by creation time, then by insertion (the larger rowid: SQLite

@@ -668,9 +668,13 @@ mod tests {
             ),
             "{e}"
         );
-        // Both with power: their mean.
-        let p = power_of(&run, &[&set, &result(json!({}))]).unwrap();
-        assert!((p.value - 100.0).abs() < 1e-9, "{}", p.value);
+        // Both with power: the mean of the two points (100 W and 300 W).
+        let mut get = result(json!({}));
+        get.test = "get".into();
+        get.telemetry_summary[1] = serde_json::from_value(summary("rbh1", 300.0)).unwrap();
+        let p = power_of(&run, &[&set, &get]).unwrap();
+        assert!((p.value - 200.0).abs() < 1e-9, "{}", p.value);
+        assert!(p.source.contains("mean of 2 point(s)"), "{}", p.source);
     }
 
     /// A net pair's power is its receiver's: the run's roles are sender, receiver and

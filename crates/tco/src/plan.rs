@@ -243,12 +243,9 @@ impl Plan {
         };
         pos(self.years, "`years`")?;
         nonneg(self.energy_price_per_kwh, "`energy_price_per_kwh`")?;
-        if !(self.pue.is_finite() && self.pue >= 1.0) {
-            anyhow::bail!("TCO plan: `pue` must be 1.0 or more (got {})", self.pue);
-        }
         // Facility power over IT power: 1.1 for the best sites, about 1.6 on average, 3 for
         // the worst rooms. 120 is no site's (a percentage typed?).
-        if self.pue > MAX_PUE {
+        if !(1.0..=MAX_PUE).contains(&self.pue) {
             anyhow::bail!(
                 "TCO plan: `pue` is the facility's power over its IT power, 1.0 to {MAX_PUE} \
                  (1.6 is a typical data centre); {} is no site's",

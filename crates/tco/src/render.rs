@@ -218,7 +218,8 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
         } else {
             String::new()
         });
-        head.push(format!("{} x {}", p.servers_per_rack, p.name));
+        let flagged = if p.warnings.is_empty() { "" } else { " ⚠" };
+        head.push(format!("{} x {}{flagged}", p.servers_per_rack, p.name));
     }
     for d in &diff_names {
         group.push(String::new());
@@ -412,11 +413,11 @@ pub fn md_cell(s: &str) -> String {
         .replace(['\n', '\r'], " ")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-        // Other control characters (an escape sequence in a label) would reach a terminal
-        // that shows the file: shown as `\u{1b}`.
+        // Other control characters (an escape sequence in a label) and bidirectional
+        // overrides would reach a terminal that shows the file: shown as `\u{1b}`.
         .chars()
         .flat_map(|c| {
-            if c.is_control() {
+            if model::unsafe_to_show(c) {
                 c.escape_unicode().collect::<Vec<_>>()
             } else {
                 vec![c]

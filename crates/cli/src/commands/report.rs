@@ -216,50 +216,35 @@ impl Source {
     }
 }
 
-/// A run from a list by id, label (the newest with it), unique id prefix, or `latest`:
-/// the store's order ([`store::Store::resolve`]), so a label that is also an id's prefix
-/// names the same run from a file as from the store.
+/// A run from a file's list, named as a store's run is ([`store::name_among`]).
 fn find_in(runs: &[RunRecord], id: &str) -> anyhow::Result<RunRecord> {
-    let id = id.trim();
-    if id.is_empty() {
-        anyhow::bail!("no run given; give an id, an id prefix, a label or `latest`");
-    }
-    // The newest, the later in the file of two started at once (the store's rowid).
-    let newest = |of: &mut dyn Iterator<Item = &RunRecord>| {
-        of.fold(None, |best: Option<&RunRecord>, r| match best {
-            Some(b) if b.created_at > r.created_at => Some(b),
-            _ => Some(r),
-        })
-        .cloned()
-    };
-    if id == store::LATEST {
-        return newest(&mut runs.iter()).ok_or_else(|| anyhow::anyhow!("the file holds no runs"));
-    }
-    if let Some(r) = runs.iter().find(|r| r.id == id) {
-        return Ok(r.clone());
-    }
-    if let Some(r) = newest(&mut runs.iter().filter(|r| r.label.as_deref() == Some(id))) {
-        return Ok(r);
-    }
-    let matches: Vec<&RunRecord> = runs.iter().filter(|r| r.id.starts_with(id)).collect();
-    match matches.as_slice() {
-        [one] => Ok((*one).clone()),
-        [] => anyhow::bail!(
-            "no run `{id}` in the file; it holds: {}",
+    let rows: Vec<_> = runs
+        .iter()
+        .map(|r| (r.id.as_str(), r.label.as_deref(), r.created_at))
+        .collect();
+    let found = match store::name_among(&rows, id) {
+        store::Named::Run(found) => found,
+        store::Named::NoRuns => anyhow::bail!("the file holds no runs"),
+        store::Named::NotGiven => {
+            anyhow::bail!("no run given; give an id, an id prefix, a label or `latest`")
+        }
+        store::Named::NoMatch(q) => anyhow::bail!(
+            "no run `{q}` in the file; it holds: {}",
             runs.iter()
                 .map(|r| r.id.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        many => anyhow::bail!(
-            "`{id}` matches {} runs ({}); give more of the id",
-            many.len(),
-            many.iter()
-                .map(|r| r.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+        store::Named::Many(q, ids) => anyhow::bail!(
+            "`{q}` matches {} runs ({}); give more of the id",
+            ids.len(),
+            store::shown_ids(&ids)
         ),
-    }
+    };
+    runs.iter()
+        .find(|r| r.id == found)
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no run `{found}` in the file"))
 }
 
 /// Runs exported as JSON: one run, an array of runs, or `{"runs": [...]}`.

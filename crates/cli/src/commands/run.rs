@@ -470,15 +470,25 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
             engine::outln!("\n`rackbench run WORKLOAD --help` lists a workload's flags.");
             std::process::exit(0);
         }
-        // `run --label x crypto`: the name is there, after an option.
+        // `run --label x crypto`: the name is there, after an option and its value (a
+        // word right after an option may be its value: `run --label kv`).
         let known = registry::names();
-        if let Some(w) = rest.iter().find(|w| {
-            let n = split_names(w);
-            !n.is_empty() && n.iter().all(|n| known.contains(&n.as_str()))
-        }) {
+        let at = (0..rest.len()).find(|&i| {
+            let n = split_names(&rest[i]);
+            let a_value = i > 0 && rest[i - 1].starts_with('-') && !rest[i - 1].contains('=');
+            !a_value && !n.is_empty() && n.iter().all(|n| known.contains(&n.as_str()))
+        });
+        if let Some(at) = at {
+            let flags: Vec<String> = rest
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != at)
+                .map(|(_, w)| model::shell_word(w))
+                .collect();
             bail!(
-                "the workload's name comes first, right after `run`: `rackbench run {w} \
-                 [FLAGS]` (`{w}` came after an option)"
+                "the workload's name comes first, right after `run`: `rackbench run {} {}`",
+                rest[at],
+                flags.join(" ")
             );
         }
         bail!(

@@ -266,6 +266,7 @@ pub const CAPACITY: CapacityDefaults = CapacityDefaults {
     rate_unit: "req/s",
     slo: "p99<1ms",
     wait_modes: true,
+    more_load: "--threads or -c",
 };
 
 /// A CPU list, parsed only: whether the CPUs exist is checked on the host they are

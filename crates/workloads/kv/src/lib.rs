@@ -410,6 +410,7 @@ pub const CAPACITY: CapacityDefaults = CapacityDefaults {
     rate_unit: "ops/s",
     slo: "p99<1ms",
     wait_modes: true,
+    more_load: "--threads or -c",
 };
 
 fn parse_ratio(s: &str) -> anyhow::Result<f64> {

@@ -114,13 +114,19 @@ impl Tracker {
             };
             retrans += u64::from(s.total_retrans.wrapping_sub(self.last[i]));
             self.last[i] = s.total_retrans;
-            self.rtt_sum += f64::from(s.rtt_us);
-            self.rtt_n += 1;
-            self.max_rtt = self.max_rtt.max(s.rtt_us);
-            self.cwnd_max = self.cwnd_max.max(s.snd_cwnd_bytes);
-            self.min_rtt = Some(self.min_rtt.map_or(s.rtt_us, |x| x.min(s.rtt_us)));
+            self.note(&s);
         }
         Some(retrans)
+    }
+
+    /// One reading's RTT and window, into the test's mean, minimum and maximum (all
+    /// three of the smoothed RTTs read, as iperf3 takes them).
+    fn note(&mut self, s: &Sample) {
+        self.rtt_sum += f64::from(s.rtt_us);
+        self.rtt_n += 1;
+        self.max_rtt = self.max_rtt.max(s.rtt_us);
+        self.min_rtt = Some(self.min_rtt.map_or(s.rtt_us, |x| x.min(s.rtt_us)));
+        self.cwnd_max = self.cwnd_max.max(s.snd_cwnd_bytes);
     }
 
     /// Count from the counters last read on (the end of the warm-up): the retransmits,
@@ -152,5 +158,27 @@ impl Tracker {
             rtt_max_us: self.max_rtt,
             snd_cwnd_max_bytes: self.cwnd_max,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The minimum is the least smoothed RTT read, as iperf3's min_rtt (the kernel's
+    /// tcpi_min_rtt, the least raw sample, read 17x below the mean on loopback).
+    #[test]
+    fn the_rtt_figures_are_of_the_smoothed_rtts_read() {
+        let mut t = Tracker::new(Vec::new());
+        for rtt_us in [80, 50, 65] {
+            t.note(&Sample {
+                rtt_us,
+                snd_cwnd_bytes: 1000,
+                ..Sample::default()
+            });
+        }
+        let s = t.finish().unwrap();
+        assert_eq!((s.rtt_min_us, s.rtt_max_us), (Some(50), 80));
+        assert!((s.rtt_mean_us - 65.0).abs() < 1e-9, "{}", s.rtt_mean_us);
     }
 }

@@ -179,6 +179,7 @@ pub const CAPACITY: CapacityDefaults = CapacityDefaults {
     rate_unit: "txn/s",
     slo: "p90<500ms",
     wait_modes: false,
+    more_load: "--vus",
 };
 
 const TESTS: [&str; 4] = ["tpcc", "ramp", "search", "levels"];
