@@ -126,11 +126,10 @@ impl Store {
     /// Open and migrate only up to `version` (tests of the migrations use it).
     #[doc(hidden)]
     pub fn open_at_version(path: &Path, version: u32) -> anyhow::Result<Store> {
-        let hint = "choose a writable file with --db PATH or RACKBENCH_DB=PATH";
         let made_dirs = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(parent) => model::dirs::make(parent).with_context(|| {
                 format!(
-                    "cannot create the directory {} for the results store {}; {hint}",
+                    "cannot create the directory {} for the results store {}; {WRITABLE}",
                     parent.display(),
                     path.display()
                 )
@@ -142,16 +141,19 @@ impl Store {
     }
 
     fn open_in(path: &Path, version: u32, made_dirs: Vec<PathBuf>) -> anyhow::Result<Store> {
-        let hint = "choose a writable file with --db PATH or RACKBENCH_DB=PATH";
-        let mut conn = Connection::open(path)
-            .with_context(|| format!("cannot open the results store {}; {hint}", path.display()))?;
+        let mut conn = Connection::open(path).with_context(|| {
+            format!(
+                "cannot open the results store {}; {WRITABLE}",
+                path.display()
+            )
+        })?;
         // SQLite opens a file it may not write read-only without a word, and the first
         // write (a migration's, a run's) then failed as "attempt to write a readonly
         // database", naming nothing.
         if conn.is_readonly(rusqlite::DatabaseName::Main)? {
             bail!(
                 "the results store {} cannot be written here (its permissions, or a \
-                 read-only file system); {hint}",
+                 read-only file system); {WRITABLE}",
                 path.display()
             );
         }
@@ -165,7 +167,7 @@ impl Store {
                     return e;
                 }
                 e.context(format!(
-                    "cannot use the results store {} (is it writable, and an SQLite file?); {hint}",
+                    "cannot use the results store {} (is it writable, and an SQLite file?); {WRITABLE}",
                     path.display()
                 ))
             })
@@ -907,6 +909,9 @@ fn insert_whole_in(
     }
     Ok(())
 }
+
+/// What to do about a store that cannot be made or written.
+const WRITABLE: &str = "choose a writable file with --db PATH or RACKBENCH_DB=PATH";
 
 /// What a name given for a run ([`name_among`]) names.
 #[derive(Debug, PartialEq)]

@@ -284,10 +284,8 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
         };
         // The runs the figures below are taken from (none for a figure the plan gives).
         let mut runs: Vec<String> = Vec::new();
-        let mut took_from_run = false;
         let mut took = |s: &Sourced| {
             if let Some(r) = &s.run {
-                took_from_run = true;
                 if !runs.contains(r) {
                     runs.push(r.clone());
                 }
@@ -380,10 +378,10 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
                 plan.rack.rack_units
             );
         }
-        let warnings = if took_from_run {
-            fr.warnings.clone()
-        } else {
+        let warnings = if runs.is_empty() {
             Vec::new()
+        } else {
+            fr.warnings.clone()
         };
         let n = servers as f64;
         let capex: Vec<CostLine> = p

@@ -2,7 +2,7 @@
 //! Table 2: per-server columns with their Difference, then per-rack columns with theirs.
 //! The HTML form lives in the report crate and uses the same [`cells`].
 
-use crate::compute::{Binding, Row, TcoResult, MODELLED_MARK};
+use crate::compute::{Binding, PlatformResult, Row, TcoResult, MODELLED_MARK};
 
 /// `12345.6` -> `12,346`; small figures keep 3 significant digits.
 pub fn fmt_number(v: f64) -> String {
@@ -203,10 +203,7 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
         } else {
             String::new()
         };
-        // A platform whose figures come from flagged results says so where it is named;
-        // the footnote names the warnings.
-        let flagged = if p.warnings.is_empty() { "" } else { " ⚠" };
-        head.push(format!("{}{boards}{flagged}", p.name));
+        head.push(format!("{}{boards}{}", p.name, flag_mark(p)));
     }
     for d in &diff_names {
         group.push(String::new());
@@ -218,8 +215,12 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
         } else {
             String::new()
         });
-        let flagged = if p.warnings.is_empty() { "" } else { " ⚠" };
-        head.push(format!("{} x {}{flagged}", p.servers_per_rack, p.name));
+        head.push(format!(
+            "{} x {}{}",
+            p.servers_per_rack,
+            p.name,
+            flag_mark(p)
+        ));
     }
     for d in &diff_names {
         group.push(String::new());
@@ -277,6 +278,16 @@ pub fn cells(t: &TcoResult) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
         body.push(cells);
     }
     (group, head, body)
+}
+
+/// After a platform's name where its figures come from flagged results (the footnote
+/// names the warnings).
+fn flag_mark(p: &PlatformResult) -> &'static str {
+    if p.warnings.is_empty() {
+        ""
+    } else {
+        " ⚠"
+    }
 }
 
 /// Lines under the table: what binds, where figures came from, the assumptions.

@@ -396,12 +396,11 @@ impl Plan {
         }
         // --sizes names every size: a --max-size beside it went unread and was stored
         // as a setting the run never had.
-        if let (false, Some(flag)) = (
-            cfg.sizes.is_empty(),
-            [("--min-size", &cfg.min_size), ("--max-size", &cfg.max_size)]
-                .into_iter()
-                .find_map(|(f, v)| v.as_ref().map(|_| f)),
-        ) {
+        let bounds = [("--min-size", &cfg.min_size), ("--max-size", &cfg.max_size)];
+        if let Some((flag, _)) = bounds
+            .iter()
+            .find(|(_, v)| v.is_some() && !cfg.sizes.is_empty())
+        {
             bail!(
                 "mem: --sizes names every size measured: leave out {flag}, or give \
                  --min-size/--max-size without --sizes"
