@@ -474,6 +474,40 @@ fn a_sweep_point_too_small_for_the_generators_is_refused_before_any_host() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// A load generator on this machine whose connections pass its open-file limit (the hard
+/// one: the soft is raised to it) is refused when the plan is built, naming how to raise
+/// it: before a server is launched or a store made. oltp's generator refused it only
+/// after the database was built and the server up.
+#[test]
+fn connections_past_the_open_file_limit_are_refused_before_any_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    for (args, says) in [
+        ("kv -c 5000 -t set", "kv: 5000 connections"),
+        ("http -c 3000 --duration 1", "http: 3000 connections"),
+        // Its users' connections and the monitor's.
+        ("oltp --vus 3000", "oltp: 3001 connections"),
+    ] {
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -Sn 1024 && ulimit -Hn 2048 && exec \"$0\" --db \"$1\" run {args} -q"
+            ))
+            .arg(env!("CARGO_BIN_EXE_rackbench"))
+            .arg(&db)
+            .env_remove("RACKBENCH_DB")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args}: {err}");
+        assert!(
+            err.contains(says) && err.contains("hard limit 2048") && err.contains("ulimit -Hn"),
+            "{args}: {err}"
+        );
+    }
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
 /// A `--target` where nothing listens is bad input in every workload that takes one:
 /// exit 2 before any test, saying what to start, and no store left (net stored a failed
 /// run, exit 1, where kv and http refused).

@@ -58,6 +58,13 @@ pub struct Share {
     pub first_connection: usize,
 }
 
+/// The most connections one of `generators` holds once `load` is spread over them
+/// ([`shares`], whose error it gives).
+pub fn most_connections(load: &Load, generators: usize) -> anyhow::Result<Option<u64>> {
+    let shares = shares(load, generators)?;
+    Ok(shares.iter().map(|s| s.connections as u64).max())
+}
+
 /// Spread `load` over `generators`. Every generator gets at least one connection (and,
 /// when the test stops after a count, one request).
 pub fn shares(load: &Load, generators: usize) -> anyhow::Result<Vec<Share>> {

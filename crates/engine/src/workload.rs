@@ -555,11 +555,14 @@ pub trait Workload: Send {
         None
     }
 
-    /// Whether this sweep point's load can be spread over `generators` load generators
-    /// (each needs a connection, and, stopped by a count, a request). Asked when the
-    /// plan is built, before any host is reached: an error names the value to change.
-    fn check_generators(&self, _generators: usize) -> anyhow::Result<()> {
-        Ok(())
+    /// The most connections one of `generators` load generators holds in this sweep
+    /// point's load, once it is spread over them (each needs a connection, and, stopped
+    /// by a count, a request); an error names the value to change where it cannot be.
+    /// Asked when the plan is built, before any host is reached: the runner checks a
+    /// generator on this machine against its open-file limit then, not after the
+    /// servers were launched. None: the workload holds no connections of its own.
+    fn connections_per_generator(&self, _generators: usize) -> anyhow::Result<Option<u64>> {
+        Ok(None)
     }
 
     /// The CPU lists this sweep point was given, each with the host whose CPUs it names.

@@ -1285,13 +1285,19 @@ fn run_as(
             let (point, roles) = &expanded[it.point];
             let w = (reg.build)(point)?;
             // Every point's load against its generators now, not when its turn comes
-            // (after servers were launched and earlier points measured and stored).
-            w.check_generators(roles.loadgens.len()).with_context(|| {
-                match point_label(point, &swept) {
-                    l if l.is_empty() => reg.name.to_string(),
-                    l => format!("{} {l}", reg.name),
-                }
-            })?;
+            // (after servers were launched and earlier points measured and stored); a
+            // generator on this machine against its open-file limit too (another host's
+            // is checked by its generator, before its first connect).
+            let what = || match point_label(point, &swept) {
+                l if l.is_empty() => reg.name.to_string(),
+                l => format!("{} {l}", reg.name),
+            };
+            let most = w
+                .connections_per_generator(roles.loadgens.len())
+                .with_context(what)?;
+            if let Some(c) = most.filter(|_| roles.loadgens.iter().any(|h| h == hosts::LOCAL)) {
+                engine::limits::ensure_open_files(c).with_context(what)?;
+            }
             workloads.push(w);
         }
         let expanded_items: Vec<_> = items

@@ -120,8 +120,14 @@ pub struct PlatformResult {
     pub total_per_server: f64,
     pub total_per_rack: f64,
     pub perf_per_rack: f64,
+    /// NaN (`null` in JSON) where the total cost is 0; [`PlatformResult::missing`] says so.
     pub perf_per_dollar: f64,
     pub perf_per_w: f64,
+    /// Why a figure above is not a number (`perf_per_dollar`: "total cost is $0"), by
+    /// its field's name: a JSON reader's `null` has its reason beside it, as the table's
+    /// cell does.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub missing: BTreeMap<String, String>,
 }
 
 /// One row of the published table: a figure per platform, per server and per rack, and
@@ -458,6 +464,14 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
                 f64::NAN
             },
             perf_per_w: server_perf / server_w,
+            missing: if total > 0.0 {
+                BTreeMap::new()
+            } else {
+                BTreeMap::from([(
+                    "perf_per_dollar".to_string(),
+                    format!("total cost is {}0", plan.currency),
+                )])
+            },
         });
     }
     if let (Some(typed), Some((from_run, unit)), None) = (typed, &unit_of, &plan.perf_unit) {

@@ -457,6 +457,22 @@ fn a_platform_without_a_bill_of_materials_is_refused() {
     assert_eq!(body[i][2], "n/a (total cost is $0)", "{head:?}");
     assert_eq!(body[i][4], "n/a (total cost of free is $0)", "{head:?}");
     assert!(!tco::text(&t).contains("not a number"));
+    // And in JSON, its null has the reason beside it; a priced platform has none.
+    let json = serde_json::to_value(&t).unwrap();
+    let free = json["platforms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "free")
+        .unwrap();
+    assert!(free["perf_per_dollar"].is_null(), "{free}");
+    assert_eq!(
+        free["missing"]["perf_per_dollar"], "total cost is $0",
+        "{free}"
+    );
+    let p = tco::Plan::from_toml(&plan("bom = 0", "0.1")).unwrap();
+    let priced = serde_json::to_value(tco::evaluate(&p, &BTreeMap::new()).unwrap()).unwrap();
+    assert!(priced["platforms"][0].get("missing").is_none(), "{priced}");
     // One limit alone binds.
     let space = plan("bom = 0", "0.1").replace("rack_units = 10", "rack_units = 20");
     let t = tco::evaluate(&tco::Plan::from_toml(&space).unwrap(), &BTreeMap::new()).unwrap();

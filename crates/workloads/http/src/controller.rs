@@ -453,13 +453,13 @@ impl Workload for Http {
         ])
     }
 
-    fn check_generators(&self, generators: usize) -> anyhow::Result<()> {
+    fn connections_per_generator(&self, generators: usize) -> anyhow::Result<Option<u64>> {
         let mut load = load(&self.cfg);
         // Capacity steps run for a duration: -n counts for the `load` test only.
         if !self.cfg.tests().iter().any(|t| t == "load") {
             load.requests = None;
         }
-        engine::spread::shares(&load, generators).map(drop)
+        engine::spread::most_connections(&load, generators)
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {

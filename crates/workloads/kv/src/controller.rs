@@ -379,7 +379,7 @@ impl Workload for Kv {
         ])
     }
 
-    fn check_generators(&self, generators: usize) -> anyhow::Result<()> {
+    fn connections_per_generator(&self, generators: usize) -> anyhow::Result<Option<u64>> {
         let mut load = load(&self.cfg);
         // Capacity steps run for a duration: -n counts for the load tests only.
         if self
@@ -390,7 +390,7 @@ impl Workload for Kv {
         {
             load.requests = None;
         }
-        engine::spread::shares(&load, generators).map(drop)
+        engine::spread::most_connections(&load, generators)
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {

@@ -267,7 +267,7 @@ impl Oltp {
             );
         }
         let n = loadgens.len();
-        self.check_generators(n)?;
+        self.connections_per_generator(n)?;
         let vus = self.cfg.vus as usize;
         let ndb = endpoints.len();
         // The drivers connect to the endpoints: the DSN (and its password) stays here.
@@ -566,7 +566,7 @@ impl Workload for Oltp {
         ])
     }
 
-    fn check_generators(&self, n: usize) -> anyhow::Result<()> {
+    fn connections_per_generator(&self, n: usize) -> anyhow::Result<Option<u64>> {
         let vus = self.cfg.vus as usize;
         if vus < n {
             bail!(
@@ -574,7 +574,10 @@ impl Workload for Oltp {
                  give at least one per generator (--vus {n})"
             );
         }
-        Ok(())
+        // A connection per user and database, and the monitor's per database (the
+        // driver's count).
+        let most = split_count(vus, n).into_iter().max().unwrap_or(0) as u64;
+        Ok(Some((most + 1) * u64::from(self.cfg.databases)))
     }
 
     fn prepare(&mut self, ctx: &Ctx) -> anyhow::Result<()> {

@@ -120,7 +120,8 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
     }
     // A connection per user and database, and the monitor's: refused before the first
     // connect with how to raise the limit (--vus 100000 connected for 30 s, then failed
-    // on "too many open files").
+    // on "too many open files"). The controller checked this machine's when the plan was
+    // built (`connections_per_generator`); this is the generator host's own limit.
     let connections = u64::from(plan.cfg.vus) * dbs.len() as u64 + dbs.len() as u64;
     engine::limits::ensure_open_files(connections)?;
     let d = Driver {
