@@ -959,29 +959,47 @@ fn one_source_only(f: &mut Figure) {
 }
 
 /// The parameters that keep sweep points apart: those that take more than one value
-/// within side A or within side B, per workload. A list is one value (`--server-cpus
-/// 0` and `0,1` are two settings, not repetitions of one), except the lists that say
-/// which figures a run made, not how it ran: its tests (each point is one of them
-/// already) and the latency thresholds its shares over are reported against.
+/// within side A or within side B, per workload, each point's value as given, else as
+/// it ran ([`crate::derive::Point::setting`]). A list is one value (`--server-cpus 0`
+/// and `0,1` are two settings, not repetitions of one), except the lists that say which
+/// figures a run made, not how it ran: its tests (each point is one of them already) and
+/// the latency thresholds its shares over are reported against. Read from the values as
+/// given alone, a run at `--threads 2` and one at the default 1 were one point, their
+/// figures averaged as repetitions (audit, s44).
 fn swept_within(a: &[RunRecord], b: &[RunRecord]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for side in [a, b] {
-        let mut seen: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-        for (i, run) in side.iter().enumerate() {
-            for p in points(i, run) {
-                for (k, v) in &p.params {
-                    if k == "tests" || k == "latency_thresholds" {
-                        continue;
-                    }
-                    let e = seen.entry((p.workload.clone(), k.clone())).or_default();
-                    let v = setting_key(k, v);
-                    if !e.contains(&v) {
-                        e.push(v);
-                    }
+        let points: Vec<_> = side
+            .iter()
+            .enumerate()
+            .flat_map(|(i, run)| points(i, run))
+            .collect();
+        let knobs: BTreeSet<(&str, &str)> = points
+            .iter()
+            .flat_map(|p| {
+                let settings = p.results.iter().flat_map(|r| r.settings.keys());
+                p.params
+                    .keys()
+                    .chain(settings)
+                    .map(|k| (p.workload.as_str(), k.as_str()))
+            })
+            .filter(|(_, k)| *k != "tests" && *k != "latency_thresholds")
+            .collect();
+        for (wl, k) in knobs {
+            let mut values: Vec<String> = Vec::new();
+            for p in points.iter().filter(|p| p.workload == wl) {
+                let v = match p.setting(k) {
+                    Some(v) => setting_key(k, v),
+                    // Not given where its results know every setting they ran with (a
+                    // closed loop's `rate`): a value of its own beside `rate=1000`.
+                    None if p.knows_settings() => String::new(),
+                    None => continue,
+                };
+                if !values.contains(&v) {
+                    values.push(v);
                 }
             }
-        }
-        for (key, values) in seen {
+            let key = (wl.to_string(), k.to_string());
             if values.len() > 1 && !out.contains(&key) {
                 out.push(key);
             }

@@ -168,6 +168,47 @@ fn compare_matches_a_defaulted_knob_by_its_effective_value() {
     );
 }
 
+/// Runs of one side at a typed `-c 10` and at the default 50 are two points, each set
+/// against its like on the other side, not one point whose two runs ran at 10 and at 50:
+/// read from the typed values alone, `--threads 2` beside the default 1 was averaged as
+/// replication, and "like for like" said (audit, s44).
+#[test]
+fn a_typed_knob_beside_its_default_within_a_side_keeps_the_points_apart() {
+    let run = |id: &str, clients: Option<u64>| {
+        let mut run = defaulted(true);
+        run.id = id.into();
+        for r in &mut run.results {
+            if let Some(c) = clients {
+                r.params.insert("clients".into(), serde_json::json!(c));
+                r.settings.insert("clients".into(), serde_json::json!(c));
+            }
+        }
+        run
+    };
+    let a = [
+        run("20261120T250000-aaaaa1", Some(10)),
+        run("20261120T250000-aaaaa2", None),
+    ];
+    let b = [
+        run("20261120T250000-bbbbb1", Some(10)),
+        run("20261120T250000-bbbbb2", None),
+    ];
+    let c = report::compare::compare(&a, &b);
+    let both: Vec<&str> = c
+        .rows
+        .iter()
+        .filter(|r| r.a.is_some() && r.b.is_some())
+        .map(|r| r.point.as_str())
+        .collect();
+    for want in ["kv get clients=10 ", "kv get clients=50 "] {
+        assert!(both.iter().any(|p| p.starts_with(want)), "{want}: {both:?}");
+    }
+    assert!(
+        both.iter().all(|p| p.contains("clients=")),
+        "a point without its clients pools 10 and 50: {both:?}"
+    );
+}
+
 /// A knob typed on one side (`-c 10`) and defaulted on the other: the other side's
 /// effective value is shown, not "(not disclosed)".
 #[test]
