@@ -1,8 +1,8 @@
 //! Scratch space: every temporary directory a rackbench process makes (redis-server's and
 //! nginx's working directories, throwaway PostgreSQL clusters of 300-400 MB, ssh control
 //! sockets) lives under one root of its own, `$TMPDIR/rackbench.PID.START/`, which also
-//! says whose it is (`owner`: pid, start time, boot id) and which process groups it
-//! launched (`groups`: one `PGID START` line each).
+//! says whose it is (`owner`: pid, start time, boot id and [`process::place`]) and which
+//! process groups it launched (`groups`: one `PGID START` line each).
 //!
 //! A process that ends normally removes its root ([`remove_own`]). One killed outright
 //! (kill -9, out of memory, the machine rebooted) cannot, and its reaper may have died
@@ -10,23 +10,35 @@
 //! which finds roots whose owner is gone, kills what is left of the process groups they
 //! record, and removes them. Nothing depends on a process surviving to clean up after
 //! itself. Only roots owned by this user and writable by no one else are trusted: a file
-//! another user could write never decides what is killed.
+//! another user could write never decides what is killed. A root of another place (a
+//! container sharing /tmp, `unshare --pid`) is left to a rackbench there: its pids name
+//! other processes here, so its owner would look dead while it runs.
 //!
 //! Once [`remove_own`] has run, the root is not made again: a thread still at work while
 //! the process exits (a probe recording its group) would leave a root no one removes,
 //! and, written while a sweep removed it, a root without its `owner` (found in CI).
 //! A root that has lost its `owner` all the same is judged by its name
-//! (`rackbench.PID.START`): removed once that process is gone, killing nothing.
+//! (`rackbench.PID.START`): removed once that process is gone and the root has not
+//! changed for [`UNOWNED_GRACE`], killing nothing.
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use model::process::{self, ProcessId};
 
 const PREFIX: &str = "rackbench.";
+
+/// How long a root without its `owner` is left alone before its name alone decides. The
+/// owner is written right after the root is made, so a root changed this recently may be
+/// one being made, perhaps in another pid namespace, where the name's pid means another
+/// process than here: a name cannot tell places apart, its age can. Accepted: a root of
+/// another place that lost its owner (a sweep of an older rackbench) and sits unchanged
+/// this long is removed.
+const UNOWNED_GRACE: Duration = Duration::from_secs(60);
 
 /// This process's root (made on first use), and what of this process lives in it.
 static ROOT: Mutex<Scratch> = Mutex::new(Scratch::new());
@@ -163,7 +175,13 @@ fn root_in(s: &mut Scratch, tmp: &Path) -> std::io::Result<PathBuf> {
     }
     std::fs::write(
         root.join("owner"),
-        format!("{} {} {}\n", me.pid, me.starttime, me.boot_id),
+        format!(
+            "{} {} {} {}\n",
+            me.pid,
+            me.starttime,
+            me.boot_id,
+            process::place()
+        ),
     )?;
     s.root = Some(root.clone());
     Ok(root)
@@ -212,6 +230,7 @@ pub fn sweep_in(tmp: &Path) -> Vec<Cleaned> {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return Vec::new();
     };
+    let here = process::place();
     let mut cleaned = Vec::new();
     for e in entries.flatten() {
         let name = e.file_name();
@@ -223,18 +242,25 @@ pub fn sweep_in(tmp: &Path) -> Vec<Cleaned> {
             continue;
         }
         let (owner_pid, processes_killed) = match read_owner(&root) {
-            Some(owner) if owner.is_alive() => continue,
-            Some(owner) => {
+            // Another pid namespace or machine: whether its owner lives cannot be told
+            // from here, and its groups' ids name other processes. Left for a rackbench
+            // there to judge.
+            Some((_, Some(place))) if place != here => continue,
+            Some((owner, _)) if owner.is_alive() => continue,
+            Some((owner, _)) => {
                 let this_boot = Some(owner.boot_id.as_str()) == process::boot_id().as_deref();
                 // Another boot: nothing of it runs.
                 (owner.pid, if this_boot { kill_groups(&root) } else { 0 })
             }
             // No owner (or not a whole one): the name says whose it was. Alive, or making
-            // it (the owner comes just after the directory): left alone. Gone: removed,
-            // killing nothing, since without the owner's boot its groups' ids mean
-            // nothing (its reaper killed them as it died).
+            // it (the owner comes just after the directory, see [`UNOWNED_GRACE`]): left
+            // alone. Gone: removed, killing nothing, since without the owner's boot and
+            // place its groups' ids mean nothing (its reaper killed them as it died).
             None => match named_owner(&name.to_string_lossy()) {
-                Some((pid, start)) if ProcessId::of(pid).is_none_or(|p| p.starttime != start) => {
+                Some((pid, start))
+                    if ProcessId::of(pid).is_none_or(|p| p.starttime != start)
+                        && unchanged_for(&root, UNOWNED_GRACE) =>
+                {
                     (pid, 0)
                 }
                 _ => continue,
@@ -280,14 +306,29 @@ fn named_owner(name: &str) -> Option<(u32, u64)> {
     Some((pid.parse().ok()?, start.parse().ok()?))
 }
 
-fn read_owner(root: &Path) -> Option<ProcessId> {
+/// Whether `root` has not changed (no entry made or removed in it) for `age`. A time
+/// in the future (the clock set back) is recent.
+fn unchanged_for(root: &Path, age: Duration) -> bool {
+    std::fs::symlink_metadata(root)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|e| e >= age))
+}
+
+/// A root's owner (`PID START BOOT PLACE`), and its place when the file gives one: an
+/// owner written before places were has none, and is taken to be of this place, as it
+/// was then. None unless the line is whole (ends in its newline): one still being
+/// written would read as a process of this place.
+fn read_owner(root: &Path) -> Option<(ProcessId, Option<String>)> {
     let text = std::fs::read_to_string(root.join("owner")).ok()?;
-    let mut f = text.split_whitespace();
-    Some(ProcessId {
+    // The place (a hostname) is the rest of the line, spaces and all.
+    let mut f = text.strip_suffix('\n')?.splitn(4, ' ');
+    let owner = ProcessId {
         pid: f.next()?.parse().ok()?,
         starttime: f.next()?.parse().ok()?,
-        boot_id: f.next()?.to_string(),
-    })
+        boot_id: f.next().filter(|b| !b.is_empty())?.to_string(),
+    };
+    let place = f.next().filter(|p| !p.is_empty()).map(str::to_string);
+    Some((owner, place))
 }
 
 /// SIGKILL what is left of every group `root` records; the number of processes killed.
@@ -389,7 +430,8 @@ mod tests {
             .create(&dead)
             .unwrap();
         let boot = process::boot_id().unwrap();
-        // pid 1 with a start time it never had: a process that is gone.
+        // pid 1 with a start time it never had: a process that is gone. Its owner is one
+        // of before places were written: of this place.
         std::fs::write(dead.join("owner"), format!("1 999999999 {boot}\n")).unwrap();
         std::fs::create_dir(dead.join("rackbench-oltp-x")).unwrap();
         std::fs::write(dead.join("rackbench-oltp-x/base"), vec![0u8; 3_000_000]).unwrap();
@@ -443,9 +485,17 @@ mod tests {
             d
         };
         let (mut bystander, start) = sleeping_group();
-        // pid 1 with a start time it never had: gone. Its groups are not trusted.
+        // pid 1 with a start time it never had: gone, and unchanged for longer than a
+        // root is being made. Its groups are not trusted.
         let gone = private_dir(format!("{PREFIX}1.999999999"));
         std::fs::write(gone.join("groups"), format!("{} {start}\n", bystander.id())).unwrap();
+        std::fs::File::open(&gone)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - 2 * UNOWNED_GRACE)
+            .unwrap();
+        // Its pid not ours, but just made: maybe a root being made in another pid
+        // namespace, where the pid is another process's. Kept.
+        let just_made = private_dir(format!("{PREFIX}1.999999998"));
         // Ours, as it is being made (the owner not yet written): alive, kept.
         let me = ProcessId::current().unwrap();
         let making = private_dir(format!("{PREFIX}{}.{}", me.pid, me.starttime));
@@ -456,10 +506,56 @@ mod tests {
         assert_eq!(cleaned.len(), 1, "{cleaned:?}");
         assert_eq!((cleaned[0].owner_pid, cleaned[0].processes_killed), (1, 0));
         assert!(!gone.exists());
-        assert!(making.exists() && unnamed.exists());
+        assert!(making.exists() && unnamed.exists() && just_made.exists());
         assert!(
             bystander.try_wait().unwrap().is_none(),
             "a process was killed"
+        );
+        bystander.kill().unwrap();
+        bystander.wait().unwrap();
+    }
+
+    /// A rackbench in another pid namespace (a container sharing /tmp, `unshare --pid`)
+    /// looks dead from here, its pids being other processes': its root (a live server's
+    /// data) is neither removed nor are the groups it records killed. One of this place
+    /// whose owner is gone is cleaned as ever.
+    #[test]
+    fn a_root_of_another_place_is_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let boot = process::boot_id().unwrap();
+        let private_dir = |name: &str| {
+            let d = tmp.path().join(name);
+            std::fs::DirBuilder::new().mode(0o711).create(&d).unwrap();
+            d
+        };
+        let (mut bystander, start) = sleeping_group();
+        // pid 1 with a start time it never had here: the other namespace's init.
+        let elsewhere = private_dir(&format!("{PREFIX}1.999999999"));
+        std::fs::write(
+            elsewhere.join("owner"),
+            format!("1 999999999 {boot} container-7/pid:[4026532999]\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            elsewhere.join("groups"),
+            format!("{} {start}\n", bystander.id()),
+        )
+        .unwrap();
+        std::fs::create_dir(elsewhere.join("rackbench-kv-x")).unwrap();
+        let here = private_dir(&format!("{PREFIX}1.999999998"));
+        std::fs::write(
+            here.join("owner"),
+            format!("1 999999998 {boot} {}\n", process::place()),
+        )
+        .unwrap();
+
+        let cleaned = sweep_in(tmp.path());
+        assert_eq!(cleaned.len(), 1, "{cleaned:?}");
+        assert!(!here.exists());
+        assert!(elsewhere.join("rackbench-kv-x").is_dir());
+        assert!(
+            bystander.try_wait().unwrap().is_none(),
+            "a group of another place was killed"
         );
         bystander.kill().unwrap();
         bystander.wait().unwrap();
@@ -472,7 +568,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let mut s = Scratch::new();
         let root = root_in(&mut s, tmp.path()).unwrap();
-        assert!(root.join("owner").is_file());
+        let (owner, place) = read_owner(&root).unwrap();
+        assert_eq!(owner, ProcessId::current().unwrap());
+        assert_eq!(place, Some(process::place()));
         s.close();
         assert!(!root.exists());
         assert!(root_in(&mut s, tmp.path()).is_err());
