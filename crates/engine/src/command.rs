@@ -1,5 +1,6 @@
-//! Command lines run to their end on this host: a variant's setup and teardown, and the
-//! probes that read the host (ethtool, dmidecode, ipmitool, a power meter).
+//! Command lines run to their end on this host: a variant's setup and teardown, the
+//! probes that read the host (ethtool, dmidecode, ipmitool, a power meter), and the
+//! programs that make a launched database's files (initdb, mariadb-install-db).
 //!
 //! Each runs in a process group of its own that the launch machinery ([`crate::launch`])
 //! knows of, so that none outlives rackbench however it ends: its timeout; a stop request,
@@ -114,13 +115,12 @@ struct Done {
     stderr: Vec<u8>,
 }
 
-/// Start `cmd` (a probe or a lasting command, see [`Kind`]) and wait for its end, its
-/// deadline or (a setup) a stop; its group ended either way.
-fn execute(cmd: &str, timeout: Duration, kind: Kind) -> Outcome {
-    let mut command = shell_command(cmd);
+/// Start `command` (a probe or a lasting command, see [`Kind`]; `name` in what is said of
+/// it) and wait for its end, its deadline or (a setup) a stop; its group ended either way.
+fn execute(name: &str, command: &mut Command, timeout: Duration, kind: Kind) -> Outcome {
     let started = match kind {
-        Kind::Probe => ChildGuard::start_probe(cmd, &mut command),
-        Kind::Lasting { .. } => ChildGuard::start(cmd, &mut command),
+        Kind::Probe => ChildGuard::start_probe(name, command),
+        Kind::Lasting { .. } => ChildGuard::start(name, command),
     };
     let mut guard = match started {
         Ok(g) => g,
@@ -146,6 +146,18 @@ fn stop_before_start(kind: Kind) -> bool {
 
 /// Run `cmd` as [`run`] does, keeping both of its outputs whatever the outcome.
 pub fn run_captured(cmd: &str, timeout: Duration, kind: Kind) -> Ran {
+    run_captured_command(cmd, &mut shell_command(cmd), timeout, kind)
+}
+
+/// [`run_captured`] for a command the caller made (a program run as another user or with
+/// its own environment: a throwaway database's initdb), `name` standing for it. Its
+/// stdin is null and its outputs piped, whatever `command` said of them.
+pub fn run_captured_command(
+    name: &str,
+    command: &mut Command,
+    timeout: Duration,
+    kind: Kind,
+) -> Ran {
     let ran = |failure: String| Ran {
         failure: Some(failure),
         stdout: String::new(),
@@ -154,7 +166,11 @@ pub fn run_captured(cmd: &str, timeout: Duration, kind: Kind) -> Ran {
     if stop_before_start(kind) {
         return ran(format!("ended by {}", crate::stop::stop_cause()));
     }
-    let d = match execute(cmd, timeout, kind) {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let d = match execute(name, command, timeout, kind) {
         Outcome::NotStarted(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return ran(NOT_FOUND.into())
         }
@@ -204,7 +220,7 @@ pub fn run_status(cmd: &str, timeout: Duration, kind: Kind) -> Result<String, Fa
     if stop_before_start(kind) {
         return Err(stopped(cmd).into());
     }
-    let d = match execute(cmd, timeout, kind) {
+    let d = match execute(cmd, &mut shell_command(cmd), timeout, kind) {
         Outcome::NotStarted(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!("`{cmd}` failed ({NOT_FOUND})").into())
         }

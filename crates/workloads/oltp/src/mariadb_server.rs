@@ -27,7 +27,7 @@ use engine::launch::{free_port, pin_command, ChildGuard, ServiceUser};
 
 use crate::backend::Backend;
 use crate::mariadb::MyDb;
-use crate::server::Reach;
+use crate::server::{Reach, INSTALL, INSTALL_TIMEOUT};
 
 const INSTALL_HINT: &str = "Install MariaDB (Debian/Ubuntu: `apt-get install mariadb-server`), \
      or give a running server with --dsn 'mysql://user@host:3306/tpcc'";
@@ -146,19 +146,21 @@ impl Mariadbd {
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
                 "--skip-name-resolve",
-            ])
-            .stdin(Stdio::null());
+            ]);
         if let Some(u) = &who {
             cmd.arg(format!("--user={}", u.name));
         }
-        let out = cmd
-            .output()
-            .with_context(|| format!("running {}", install.display()))?;
-        if !out.status.success() {
+        // Its shells and `mariadbd --bootstrap` run in its group, ended with it (see INSTALL).
+        let ran = engine::command::run_captured_command(
+            "mariadb-install-db",
+            &mut cmd,
+            INSTALL_TIMEOUT,
+            INSTALL,
+        );
+        if let Some(failure) = ran.failure {
             bail!(
-                "mariadb-install-db failed ({}): {}",
-                out.status,
-                tail(&String::from_utf8_lossy(&out.stderr))
+                "mariadb-install-db failed ({failure}): {}",
+                tail(&ran.stderr)
             );
         }
         // install-db's passwordless root@127.0.0.1 and root@::1 go before the server

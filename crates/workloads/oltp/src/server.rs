@@ -19,6 +19,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use engine::command::{self, Kind};
 use engine::launch::{free_port, pin_command, ChildGuard, ServiceUser};
 
 /// The superuser name every launched cluster is initialised with (trust on its socket,
@@ -80,6 +81,17 @@ pub fn find_pg_binary_in(name: &str, bindir: Option<&std::ffi::OsStr>) -> anyhow
         }
     }
 }
+
+/// How initdb and mariadb-install-db are run: as a launched server is (a group of their
+/// own, the parent-death signal, known to the reaper, the sweep and a second Ctrl-C),
+/// so that rackbench killed while they run leaves nothing writing into a dead run's
+/// directory (a `mariadbd --bootstrap` wrote on for seconds). A first Ctrl-C lets them
+/// finish, as before: they take seconds.
+pub(crate) const INSTALL: Kind = Kind::Lasting { until_stop: false };
+
+/// How long initdb or mariadb-install-db may take. Both take seconds: only a hung one
+/// reaches this, and is killed with its group.
+pub(crate) const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Server settings from the plan (applied with `-c` at start).
 #[derive(Debug, Clone)]
@@ -236,18 +248,11 @@ pub fn init_cluster(data: &Path) -> anyhow::Result<()> {
         .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--locale=C"])
         // Durability of the initial files does not matter for a benchmark cluster.
         .arg("--no-sync")
-        .stdin(Stdio::null())
         .env("LC_ALL", "C");
     as_user(&mut cmd, who);
-    let out = cmd
-        .output()
-        .with_context(|| format!("running {}", initdb.display()))?;
-    if !out.status.success() {
-        bail!(
-            "initdb failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    let ran = command::run_captured_command("initdb", &mut cmd, INSTALL_TIMEOUT, INSTALL);
+    if let Some(failure) = ran.failure {
+        bail!("initdb failed ({failure}): {}", ran.stderr.trim());
     }
     Ok(())
 }
@@ -796,6 +801,23 @@ mod tests {
                 assert!(!format!("{e:#}").contains("Zq9"), "{e:#}");
             }
         }
+    }
+
+    /// initdb runs under the command runner now: what it says when it fails still
+    /// reaches the error.
+    #[test]
+    fn an_initdb_failure_says_why() {
+        if find_pg_binary("initdb").is_err() {
+            eprintln!("skipping: PostgreSQL is not installed");
+            return;
+        }
+        let t = engine::scratch::tempdir("rackbench-test-").unwrap();
+        let data = t.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        std::fs::write(data.join("stray"), "x").unwrap();
+        let e = format!("{:#}", init_cluster(&data).unwrap_err());
+        assert!(e.starts_with("initdb failed (exit status: 1)"), "{e}");
+        assert!(e.contains("not empty"), "{e}");
     }
 
     #[test]
