@@ -430,6 +430,38 @@ pub fn none_counted_because(results: &[&ResultRecord], noun: &str) -> Option<Str
     }
 }
 
+/// Why the headline of `valid`, the counted repetitions of one sweep point, is no figure
+/// of the point although some of them have one: the others made none (a search that
+/// found its objective missed even at the lowest rate allowed), and a mean of those that
+/// did leaves them out, as if they had said the same. "2 of its 3 repetitions made no
+/// figure (max_rate_meeting_slo: not met even at 500/s)". None when all or none have one.
+pub fn headline_of_some_repetitions(valid: &[&ResultRecord]) -> Option<String> {
+    let without: Vec<&&ResultRecord> = valid
+        .iter()
+        .filter(|r| r.headline_value().is_none())
+        .collect();
+    if without.is_empty() || without.len() == valid.len() {
+        return None;
+    }
+    let mut why: Vec<String> = Vec::new();
+    for r in &without {
+        let w = match r.missing.iter().find(|m| m.name == r.headline) {
+            Some(m) => format!("{}: {}", r.headline, m.reason),
+            None => format!("{} not reported", r.headline),
+        };
+        if !why.contains(&w) {
+            why.push(w);
+        }
+    }
+    Some(format!(
+        "{} of its {} repetitions made no figure ({}), and a mean of the others would \
+         leave them out",
+        without.len(),
+        valid.len(),
+        why.join("; ")
+    ))
+}
+
 /// The capacity procedures every rate-driven workload offers as tests (the engine's
 /// `capacity_tests::TESTS`).
 pub const CAPACITY_TESTS: [&str; 3] = ["ramp", "search", "levels"];

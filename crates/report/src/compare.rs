@@ -1497,10 +1497,16 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                     .map(|f| f.code.clone()),
             );
             // Each figure with its power basis, for those that have one (a levels test's
-            // headline is per watt: of its levels' power).
+            // headline is per watt: of its levels' power). A headline only some of the
+            // run's repetitions made is none of the run's.
+            let some_only = model::headline_of_some_repetitions(&valid);
             let per_rep = valid.iter().flat_map(|r| {
                 let basis = levels_basis(r);
+                let some_only = some_only.clone();
                 figures_of(r).into_iter().map(move |f| {
+                    if let (Some(why), true) = (&some_only, f.0 == r.headline) {
+                        return ((f.0, f.1, f.2, Err(why.clone())), None, None);
+                    }
                     match (&basis, over_levels_power(&f.0)) {
                         (Ok(b), true) => (f, *b, None),
                         // Over unlike power: no figure to set against another.

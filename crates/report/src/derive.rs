@@ -1112,12 +1112,15 @@ impl<'a> Point<'a> {
             .unwrap_or_default()
     }
 
-    /// Headline figure of each valid repetition.
+    /// Headline figure of each valid repetition; none when only some of them made one
+    /// ([`model::headline_of_some_repetitions`]: 1,000 ops/s was a search's figure where
+    /// 2 of its 3 repetitions missed the objective at the lowest rate, audit s44).
     pub fn headline_values(&self) -> Vec<f64> {
-        self.valid()
-            .iter()
-            .filter_map(|r| r.headline_value())
-            .collect()
+        let valid = self.valid();
+        if model::headline_of_some_repetitions(&valid).is_some() {
+            return Vec::new();
+        }
+        valid.iter().filter_map(|r| r.headline_value()).collect()
     }
 
     pub fn headline(&self) -> Option<Sample> {
@@ -1131,6 +1134,9 @@ impl<'a> Point<'a> {
     pub fn headline_missing(&self) -> Option<String> {
         if self.headline().is_some() {
             return None;
+        }
+        if let Some(why) = model::headline_of_some_repetitions(&self.valid()) {
+            return Some(why);
         }
         // Said after the state of a repetition that did not complete; partial itself.
         let measured = self.partial_figure();

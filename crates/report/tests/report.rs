@@ -5122,3 +5122,43 @@ fn results_tables_say_why_a_headline_is_missing() {
     let all = &h[h.find("<caption>All results").unwrap()..];
     assert!(all.contains(why), "{all}");
 }
+
+/// A point only some of whose repetitions made a figure has none: 2 of 3 repetitions of
+/// a search missed the objective at its lowest rate, and the report said the third's
+/// 1,000 ops/s ("n 3/3"), compare its mean (audit, s44). Said instead, with why.
+#[test]
+fn a_figure_some_repetitions_did_not_make_is_no_figure_of_the_point() {
+    let spec = Spec {
+        instances: &[1],
+        ..Spec::default()
+    };
+    let mut run = kv_run(&spec);
+    let test = run.results[0].test.clone();
+    for r in run.results.iter_mut().filter(|r| r.test == test).skip(1) {
+        r.metrics.retain(|m| m.name != r.headline);
+        r.missing.push(model::MissingMetric {
+            name: r.headline.clone(),
+            reason: "not met even at the lowest rate allowed (500/s)".into(),
+        });
+    }
+    let points = report::derive::points(0, &run);
+    let p = points.iter().find(|p| p.test == test).unwrap();
+    assert!(p.headline().is_none(), "{:?}", p.headline());
+    let why = p.headline_missing().unwrap();
+    assert!(
+        why.starts_with("2 of its 3 repetitions made no figure (ops_per_s: not met even at"),
+        "{why}"
+    );
+    // The other points, whole, keep theirs.
+    assert!(points
+        .iter()
+        .filter(|p| p.test != test)
+        .all(|p| p.headline().is_some()));
+    let c = report::compare::compare(std::slice::from_ref(&run), &two_platforms()[..1]);
+    let row = c
+        .rows
+        .iter()
+        .find(|r| r.point.starts_with(&format!("kv {test}")) && r.metric == "ops_per_s")
+        .unwrap();
+    assert!(row.a.is_none(), "{row:?}");
+}

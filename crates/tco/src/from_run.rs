@@ -269,12 +269,21 @@ fn perf_of(
     results: &[&ResultRecord],
     how: PerfFrom,
 ) -> Option<(Sourced, Option<String>)> {
-    // Repetitions of a sweep point are averaged first: one figure per point.
+    // Repetitions of a sweep point are averaged first: one figure per point; none of a
+    // point only some of whose repetitions made one (a search that missed its objective
+    // at the lowest rate in the others), as the report and compare give none.
+    let mut of_point: BTreeMap<String, Vec<&ResultRecord>> = BTreeMap::new();
+    for r in results {
+        of_point.entry(point_key(r)).or_default().push(r);
+    }
     let mut points: BTreeMap<String, (f64, usize, String)> = BTreeMap::new();
     for r in results {
         let Some(v) = r.headline_value() else {
             continue;
         };
+        if model::headline_of_some_repetitions(&of_point[&point_key(r)]).is_some() {
+            continue;
+        }
         // In the unit a table gives it (RSA signs in signs/s, not ops/s).
         let unit = r
             .metric(&r.headline, &[])

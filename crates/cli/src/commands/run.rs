@@ -1006,7 +1006,9 @@ pub fn repetition_summary(run: &RunRecord) -> String {
             .trim_end()
             .to_string();
         let Some(s) = p.headline() else {
-            out.push_str(&format!("  {key}: no valid repetition ({n})\n"));
+            let why = p.headline_missing();
+            let why = why.as_deref().unwrap_or("no valid repetition");
+            out.push_str(&format!("  {key}: {} ({n})\n", model::printable(why)));
             continue;
         };
         let (min, max) = values
