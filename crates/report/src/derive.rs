@@ -198,6 +198,25 @@ fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool)
             said.join("; ")
         ));
     }
+    // A latency is better lower and a throughput higher: a mean of both moves with
+    // neither, and a slower latency would raise it as more throughput does. Such rows
+    // are counted in different units (`ns` against `GB/s`) and the rule above takes them
+    // apart; this is for a latency named so (`model::higher_is_better`) in a unit it
+    // shares with a throughput. No mean at all, rather than a mean of the throughputs
+    // alone, or of the latencies' inverses: the row would then be a mean of some of the
+    // table's tests, or of figures no row shows.
+    let lower: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.higher_is_better)
+        .map(|r| r.label.as_str())
+        .collect();
+    if !lower.is_empty() && lower.len() < rows.len() {
+        return Some(format!(
+            "no geometric mean: {} {} better lower (a latency), the other tests better higher",
+            lower.join(", "),
+            if lower.len() == 1 { "is" } else { "are" }
+        ));
+    }
     unlike_rows(rows, workloads)
         .map(|(w, why)| format!("no geometric mean: {w}'s {why}{}", take_one(w, from_plan)))
 }
@@ -1849,6 +1868,26 @@ impl DiffColumn {
     pub fn cell(r: Option<f64>) -> String {
         r.map_or("-".to_string(), |r| tco::fmt_difference(Some(r), 1.0))
     }
+
+    /// [`DiffColumn::cell`] of a figure better lower says which way it went:
+    /// `1.20x (+20%, worse)`, `0.83x (-17%, better)`. A latency's +20% under a table of
+    /// performance read as a gain (audit: mem's `ram_latency_ns`, 100 ns then 120 ns). A
+    /// throughput's stays as it was, more of it better as its heading says; a change that
+    /// rounds to `+0%` is neither.
+    pub fn cell_for(r: Option<f64>, higher_is_better: bool) -> String {
+        let cell = Self::cell(r);
+        match r {
+            Some(r) if !higher_is_better && tco::fmt_pct_change(r) != "+0%" => {
+                let word = if r > 1.0 { "worse" } else { "better" };
+                // The cell ends in its percent's parenthesis: the word goes inside it.
+                match cell.strip_suffix(')') {
+                    Some(open) => format!("{open}, {word})"),
+                    None => cell,
+                }
+            }
+            _ => cell,
+        }
+    }
 }
 
 /// The Redis study's Table A1: per test, each run's figure and power, then the geometric
@@ -1886,13 +1925,48 @@ pub struct Summary {
 
 impl Summary {
     /// `Performance (ops/s)` when every row shares a unit, else `Performance` (each row
-    /// then says its own, see [`Summary::row_name`]).
+    /// then says its own, see [`Summary::row_name`]). Rows better lower are latencies
+    /// ([`higher_is_better`]), never performance: `Latency (ns)` over mem's
+    /// `ram_latency_ns` (it read `Performance (ns)`, and a slower run as more of it), and
+    /// `Figure` over rows of both kinds, each row then saying which it is.
     pub fn perf_heading(&self) -> String {
+        let word = match self.higher_is_better() {
+            Some(true) => "Performance",
+            Some(false) => "Latency",
+            None => "Figure",
+        };
         if self.unit.is_empty() {
-            "Performance".to_string()
+            word.to_string()
         } else {
-            format!("Performance ({})", self.unit)
+            format!("{word} ({})", self.unit)
         }
+    }
+
+    /// Whether more is better in every row (`Some(true)`, and in a table of none), in no
+    /// row (`Some(false)`: latencies), or the rows differ (`None`).
+    pub fn higher_is_better(&self) -> Option<bool> {
+        let higher = self.rows.iter().filter(|r| r.higher_is_better).count();
+        if higher == self.rows.len() {
+            Some(true)
+        } else if higher == 0 {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// Row `ri`'s Difference cell in column `d`, saying which way is better where less
+    /// of the row's figure is ([`DiffColumn::cell_for`]).
+    pub fn diff_cell(&self, d: &DiffColumn, ri: usize) -> String {
+        let higher = self.rows.get(ri).is_none_or(|r| r.higher_is_better);
+        DiffColumn::cell_for(d.perf.get(ri).copied().flatten(), higher)
+    }
+
+    /// The geometric mean's Difference cell in column `d`: a mean of latencies is one
+    /// too, better lower (the rows it is taken over are all of a kind: see
+    /// `no_geomean_reason`).
+    pub fn geomean_diff_cell(&self, d: &DiffColumn) -> String {
+        DiffColumn::cell_for(d.geomean, self.higher_is_better() != Some(false))
     }
 
     /// Whether the table has a geometric mean row: not when the tests are unlike
@@ -2003,16 +2077,25 @@ impl Summary {
     }
 
     /// A row's name, less the `strip` prefix (the workload), with the row's unit when
-    /// the rows do not share one (`rsa2048 threads=2 (signs/s)`).
+    /// the rows do not share one (`rsa2048 threads=2 (signs/s)`), and `lower is better`
+    /// on a latency's row where the heading does not say so (a table of rows of both
+    /// kinds: mem's `latency (ns, lower is better)` beside its bandwidth).
     pub fn row_name(&self, row: &SummaryRow, strip: &str) -> String {
         let name = row
             .label
             .strip_prefix(strip)
             .map_or(row.label.as_str(), str::trim_start);
+        let mut said: Vec<&str> = Vec::new();
         if self.unit.is_empty() && !row.unit.is_empty() {
-            format!("{name} ({})", row.unit)
-        } else {
+            said.push(&row.unit);
+        }
+        if !row.higher_is_better && self.higher_is_better().is_none() {
+            said.push("lower is better");
+        }
+        if said.is_empty() {
             name.to_string()
+        } else {
+            format!("{name} ({})", said.join(", "))
         }
     }
 }
@@ -3045,6 +3128,59 @@ mod tests {
              different measurements, shown one by one"
         );
         assert_eq!(no_geomean_reason(&two, &["kv".to_string()], false), None);
+    }
+
+    /// A latency and a throughput in one unit (a latency named so, in `us`, beside a
+    /// figure in `us` better higher) have no geometric mean: a slower latency would have
+    /// raised it as more throughput does. Latencies alone have theirs, better lower, and
+    /// the table names the kind of figure it holds.
+    #[test]
+    fn no_geomean_across_latencies_and_throughputs() {
+        let row = |label: &str, higher_is_better: bool| SummaryRow {
+            label: label.into(),
+            perf: vec![Some(1.0), Some(1.2)],
+            perf_missing: vec![None, None],
+            power: vec![],
+            chosen: vec![],
+            flags: vec![],
+            unit: "us".into(),
+            higher_is_better,
+        };
+        let kv = vec!["kv".to_string()];
+        let both = [row("kv lat", false), row("kv budget", true)];
+        assert_eq!(
+            no_geomean_reason(&both, &kv, false).as_deref(),
+            Some("no geometric mean: kv lat is better lower (a latency), the other tests better higher")
+        );
+        let lat = [row("kv lat", false), row("kv lat2", false)];
+        assert_eq!(no_geomean_reason(&lat, &kv, false), None);
+
+        let summary = |rows: &[SummaryRow]| Summary {
+            runs: labels(2),
+            measured: 2,
+            selection: String::new(),
+            notes: vec![],
+            differences: vec![],
+            unit: "us".into(),
+            peak_params: vec![],
+            rows: rows.to_vec(),
+            geomean: vec![None, None],
+            geomean_note: None,
+            power_mean: vec![None, None],
+            power_mean_note: None,
+            power_basis: vec![None, None],
+            left_out: vec![],
+        };
+        let s = summary(&lat);
+        assert_eq!(s.perf_heading(), "Latency (us)");
+        assert_eq!(s.row_name(&s.rows[0], "kv"), "lat");
+        let s = summary(&both);
+        assert_eq!(s.perf_heading(), "Figure (us)");
+        assert_eq!(s.row_name(&s.rows[0], "kv"), "lat (lower is better)");
+        assert_eq!(s.row_name(&s.rows[1], "kv"), "budget");
+        let d = s.difference(1, 0);
+        assert_eq!(s.diff_cell(&d, 0), "1.20x (+20%, worse)");
+        assert_eq!(s.diff_cell(&d, 1), "1.20x (+20%)");
     }
 
     /// Acceptance pass B, 7: kv ramp's `max_reply_rate_per_s` (in ops/s) read

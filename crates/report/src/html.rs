@@ -443,10 +443,10 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         let _ = write!(h, "<th>{}</th><th>Power</th>", esc(&s.perf_heading()));
     }
     h.push_str("</tr>");
-    let diff_cells = |pick: &dyn Fn(&derive::DiffColumn) -> Option<f64>| -> String {
+    let diff_cells = |pick: &dyn Fn(&derive::DiffColumn) -> String| -> String {
         s.differences
             .iter()
-            .map(|d| format!(r#"<td class="n">{}</td>"#, esc(&DiffColumn::cell(pick(d)))))
+            .map(|d| format!(r#"<td class="n">{}</td>"#, esc(&pick(d))))
             .collect()
     };
     for (ri, row) in s.rows.iter().enumerate() {
@@ -474,7 +474,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
                 }
             );
         }
-        h.push_str(&diff_cells(&|d| d.perf[ri]));
+        h.push_str(&diff_cells(&|d| s.diff_cell(d, ri)));
         h.push_str("</tr>");
     }
     let (geo, pmean) = (s.geomean_or_why(), s.power_mean_or_why());
@@ -489,7 +489,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
                 g.as_ref().map_or(absent.to_string(), |v| esc(&num(*v)))
             );
         }
-        h.push_str(&diff_cells(&|d| d.geomean));
+        h.push_str(&diff_cells(&|d| s.geomean_diff_cell(d)));
         h.push_str("</tr>");
     }
     // The arithmetic mean is of power: a row of n/a says nothing when no run has power.
@@ -505,7 +505,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         let _ = write!(h, r#"<td>n/a</td><td>{p}</td>"#);
     }
     if any_power {
-        h.push_str(&diff_cells(&|d| d.power_mean));
+        h.push_str(&diff_cells(&|d| DiffColumn::cell(d.power_mean)));
         h.push_str("</tr>");
     }
     h.push_str("</table>");

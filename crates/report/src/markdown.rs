@@ -371,7 +371,7 @@ pub fn markdown_with(
         }
         let mut head = vec!["Test".to_string()];
         for l in &s.runs {
-            // `performance (MB/s)`: the word lowercased, never the unit.
+            // `performance (MB/s)`, `latency (ns)`: the word lowercased, never the unit.
             let heading = s.perf_heading();
             let mut first = heading.chars();
             let heading = first.next().map_or_else(String::new, |f| {
@@ -413,7 +413,7 @@ pub fn markdown_with(
                     "-".into()
                 });
             }
-            cells.extend(s.differences.iter().map(|d| DiffColumn::cell(d.perf[ri])));
+            cells.extend(s.differences.iter().map(|d| s.diff_cell(d, ri)));
             m.push_str(&row(&cells));
         }
         let mut g = vec!["Geometric mean".to_string()];
@@ -430,7 +430,7 @@ pub fn markdown_with(
                 _ => "absent†".into(),
             });
         }
-        g.extend(s.differences.iter().map(|d| DiffColumn::cell(d.geomean)));
+        g.extend(s.differences.iter().map(|d| s.geomean_diff_cell(d)));
         a.extend(s.differences.iter().map(|d| DiffColumn::cell(d.power_mean)));
         if s.shows_geomean() && !s.rows.is_empty() {
             m.push_str(&bold_row(&g));

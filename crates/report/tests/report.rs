@@ -5162,3 +5162,72 @@ fn a_figure_some_repetitions_did_not_make_is_no_figure_of_the_point() {
         .unwrap();
     assert!(row.a.is_none(), "{row:?}");
 }
+
+/// Two mem runs of `ram_latency_ns` (100 ns, then 120 ns), the first with an
+/// `instances` sweep trimmed to one point: a run each, one row.
+fn latency_runs(a_ns: f64, b_ns: f64) -> Vec<RunRecord> {
+    [
+        ("20261120T230000-aaaaaa", "a", a_ns),
+        ("20261120T231500-bbbbbb", "b", b_ns),
+    ]
+    .into_iter()
+    .map(|(id, label, ns)| {
+        let mut run = kv_run(&Spec {
+            id,
+            label,
+            reps: 1,
+            instances: &[1],
+            ..Spec::default()
+        });
+        run.results.truncate(1);
+        let r = &mut run.results[0];
+        r.workload = "mem".into();
+        r.test = "latency".into();
+        r.params.clear();
+        r.headline = "ram_latency_ns".into();
+        r.metrics = vec![Metric::new("ram_latency_ns", ns, "ns")];
+        run
+    })
+    .collect()
+}
+
+/// A latency row is no performance: 100 ns then 120 ns is 20% worse, and the summary's
+/// heading and Difference cells say so (audit: `performance (ns)` over `1.20x (+20%)`,
+/// a regression that read as a gain), in Markdown and HTML, in the geometric mean too.
+#[test]
+fn a_latency_row_says_lower_is_better_in_the_summary() {
+    let runs = latency_runs(100.0, 120.0);
+    let s = report::summary(&runs);
+    assert_eq!(s.perf_heading(), "Latency (ns)");
+    let md = report::markdown(&runs, None);
+    assert!(!md.contains("performance (ns)"), "{md}");
+    assert!(md.contains("| a: latency (ns) | a: power |"), "{md}");
+    assert!(md.contains("| 1.20x (+20%, worse) |"), "{md}");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| **Geometric mean** |")
+                && l.ends_with("| 1.20x (+20%, worse) |")),
+        "{md}"
+    );
+    let h = report::html(&runs, None);
+    assert!(h.contains("<th>Latency (ns)</th>"), "{h}");
+    assert!(h.contains("1.20x (+20%, worse)"), "{h}");
+    assert!(!h.contains("Performance (ns)"), "{h}");
+    // The other way about: less latency is better.
+    let md = report::markdown(&latency_runs(120.0, 100.0), None);
+    assert!(md.contains("| 0.83x (-17%, better) |"), "{md}");
+    // A throughput's cell is as it was: more of it is better, as the heading says.
+    use report::derive::DiffColumn;
+    assert_eq!(DiffColumn::cell_for(Some(1.2), true), "1.20x (+20%)");
+    assert_eq!(
+        DiffColumn::cell_for(Some(1.2), false),
+        "1.20x (+20%, worse)"
+    );
+    assert_eq!(
+        DiffColumn::cell_for(Some(0.998), false),
+        "1.00x (-0.2%, better)"
+    );
+    // No change is neither.
+    assert_eq!(DiffColumn::cell_for(Some(1.0), false), "1.00x (+0%)");
+    assert_eq!(DiffColumn::cell_for(None, false), "-");
+}
