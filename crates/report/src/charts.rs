@@ -828,18 +828,6 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             note: None,
         });
     }
-    // The charts below name one unit; with several, each category says its own.
-    let unit_of = |i: usize| best[i].1.iter().flatten().next().map(|p| p.headline_unit());
-    let cats: Vec<String> = (0..best.len())
-        .map(|i| match (several, unit_of(i)) {
-            (true, Some(u)) => format!("{} ({u})", strip(&best[i].0)),
-            _ => strip(&best[i].0),
-        })
-        .collect();
-    let unit = match groups.as_slice() {
-        [(_, u, _)] => u.clone(),
-        _ => "throughput".to_string(),
-    };
     // 2. Throughput against each swept numeric parameter, one chart per headline and unit.
     let every: Vec<Point> = runs
         .iter()
@@ -1134,56 +1122,118 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             last.note = drawn_note(drawn, found, "tests' bucket charts");
         }
     }
-    // 4. Power and perf/W of the best points.
-    let mut power_series = Vec::new();
-    let mut perfw_series = Vec::new();
-    let mut absent: Vec<(usize, Result<derive::PowerFigure, String>)> = Vec::new();
-    let mut bases: Vec<PowerBasis> = Vec::new();
-    for (i, l) in labels.iter().enumerate() {
-        let mut pw = Vec::new();
-        let mut pf = Vec::new();
-        for (_, v) in &best {
-            let e = v[i].as_ref().and_then(|p| p.efficiency());
-            match e.as_ref().map(|e| &e.power) {
-                Some(Ok(p)) => {
-                    if !bases.contains(&p.basis) {
-                        bases.push(p.basis);
+    // 4. Power and perf/W of the best points: a pair of charts per headline and unit,
+    // as the bars of section 1 have them. On one axis, a perf/W in signs/s per W beside
+    // one in MB/s per W (`throughput per W`) could not be read; the power beside each
+    // perf/W is of the same tests.
+    let mut drawn = 0;
+    let mut reasons_all: Vec<(usize, Result<derive::PowerFigure, String>)> = Vec::new();
+    let mut power_charts = Vec::new();
+    for (headline, unit, rows) in &groups {
+        let cats: Vec<String> = rows.iter().map(|&i| strip(&best[i].0)).collect();
+        let mut power_series = Vec::new();
+        let mut perfw_series = Vec::new();
+        let mut absent: Vec<(usize, Result<derive::PowerFigure, String>)> = Vec::new();
+        let mut bases: Vec<PowerBasis> = Vec::new();
+        // Each run's bases in this chart, to name them in its legend.
+        let mut run_bases: Vec<Vec<PowerBasis>> = vec![Vec::new(); labels.len()];
+        for (r, l) in labels.iter().enumerate() {
+            let mut pw = Vec::new();
+            let mut pf = Vec::new();
+            for &i in rows {
+                let e = best[i].1[r].as_ref().and_then(|p| p.efficiency());
+                match e.as_ref().map(|e| &e.power) {
+                    Some(Ok(p)) => {
+                        if !bases.contains(&p.basis) {
+                            bases.push(p.basis);
+                        }
+                        if !run_bases[r].contains(&p.basis) {
+                            run_bases[r].push(p.basis);
+                        }
+                        pw.push(Some(p.watts));
+                        pf.push(e.as_ref().and_then(|e| e.perf_per_w.clone().ok()));
                     }
-                    pw.push(Some(p.watts));
-                    pf.push(e.as_ref().and_then(|e| e.perf_per_w.clone().ok()));
+                    Some(Err(why)) => {
+                        absent.push((r, Err(why.clone())));
+                        pw.push(None);
+                        pf.push(None);
+                    }
+                    None => {
+                        pw.push(None);
+                        pf.push(None);
+                    }
                 }
-                Some(Err(why)) => {
-                    absent.push((i, Err(why.clone())));
-                    pw.push(None);
-                    pf.push(None);
-                }
-                None => {
-                    pw.push(None);
-                    pf.push(None);
+            }
+            let n = pw.len();
+            power_series.push(BarSeries {
+                name: l.clone(),
+                values: pw,
+                warn: vec![false; n],
+            });
+            perfw_series.push(BarSeries {
+                name: l.clone(),
+                values: pf,
+                warn: vec![false; n],
+            });
+        }
+        // Bars of different bases on one axis: each run says its own, the measured ones
+        // too, as the power sweeps' lines do (a modelled bar read as measured beside an
+        // IPMI one, with nothing on bar or legend to tell them apart).
+        if bases.len() > 1 {
+            for (r, mine) in run_bases.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+                let said = bases_said(mine);
+                for series in [&mut power_series[r], &mut perfw_series[r]] {
+                    series.name = format!("{} ({said})", series.name);
                 }
             }
         }
-        let n = pw.len();
-        power_series.push(BarSeries {
-            name: l.clone(),
-            values: pw,
-            warn: vec![false; n],
-        });
-        perfw_series.push(BarSeries {
-            name: l.clone(),
-            values: pf,
-            warn: vec![false; n],
-        });
-    }
-    let reasons = reasons_said(&labels, absent.iter().map(|(i, p)| (*i, p)));
-    let any = power_series
-        .iter()
-        .any(|s| s.values.iter().any(Option::is_some));
-    let basis = bases_said(&bases);
-    if any {
-        let t = format!("{wl}: power under load, W ({basis})");
-        out.push(Chart {
-            file: format!("{}_power.svg", slug(wl)),
+        let reasons = reasons_said(&labels, absent.iter().map(|(i, p)| (*i, p)));
+        reasons_all.extend(absent);
+        let has =
+            |series: &[BarSeries]| series.iter().any(|s| s.values.iter().any(Option::is_some));
+        if !has(&power_series) {
+            // A note in these tests' place where other tests have power; where none has,
+            // one note below says so for the workload.
+            power_charts.push(Chart {
+                file: if several {
+                    format!("{}_power_{}.svg", slug(wl), slug(headline))
+                } else {
+                    format!("{}_power.svg", slug(wl))
+                },
+                title: format!(
+                    "{wl}: power and perf/W, {}",
+                    headline_words(headline, unit, &groups)
+                ),
+                section: "power".into(),
+                workload: wl.to_string(),
+                svg: None,
+                note: Some(format!(
+                    "Power and perf/W are absent: {}",
+                    if reasons.is_empty() {
+                        "no power readings for these tests".to_string()
+                    } else {
+                        reasons.join("; ")
+                    }
+                )),
+            });
+            continue;
+        }
+        drawn += 1;
+        let basis = bases_said(&bases);
+        let words = headline_words(headline, unit, &groups);
+        let (t, file) = if several {
+            (
+                format!("{wl}: power under load of the {words} tests, W ({basis})"),
+                format!("{}_power_{}.svg", slug(wl), slug(headline)),
+            )
+        } else {
+            (
+                format!("{wl}: power under load, W ({basis})"),
+                format!("{}_power.svg", slug(wl)),
+            )
+        };
+        power_charts.push(Chart {
+            file,
             title: t.clone(),
             section: "power".into(),
             workload: wl.to_string(),
@@ -1191,9 +1241,17 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             note: (!reasons.is_empty())
                 .then(|| format!("power absent for some results: {}", reasons.join("; "))),
         });
-        let t = format!("{wl}: {unit} per W ({basis})");
-        out.push(Chart {
-            file: format!("{}_perf_per_w.svg", slug(wl)),
+        // A latency has no perf/W (the efficiency table says why): no chart of no bars.
+        if !has(&perfw_series) {
+            continue;
+        }
+        let t = format!("{wl}: {words} per W ({basis})");
+        power_charts.push(Chart {
+            file: if several {
+                format!("{}_perf_per_w_{}.svg", slug(wl), slug(headline))
+            } else {
+                format!("{}_perf_per_w.svg", slug(wl))
+            },
             title: t.clone(),
             section: "power".into(),
             workload: wl.to_string(),
@@ -1205,7 +1263,12 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             )),
             note: None,
         });
+    }
+    if drawn > 0 {
+        out.extend(power_charts);
     } else {
+        // No test has power: one note for the workload, not one per kind of test.
+        let reasons = reasons_said(&labels, reasons_all.iter().map(|(i, p)| (*i, p)));
         out.push(Chart {
             file: format!("{}_power.svg", slug(wl)),
             title: format!("{wl}: power and perf/W"),

@@ -5231,3 +5231,139 @@ fn a_latency_row_says_lower_is_better_in_the_summary() {
     assert_eq!(DiffColumn::cell_for(Some(1.0), false), "1.00x (+0%)");
     assert_eq!(DiffColumn::cell_for(None, false), "-");
 }
+
+/// Two crypto runs of rsa2048 (signs/s) and sha256 (MB/s), `M1` measured by IPMI and
+/// `M2` on a declared power model.
+fn crypto_two_units() -> Vec<RunRecord> {
+    [
+        ("20261120T230000-aaaaaa", "M1", Power::Ipmi(180.0)),
+        ("20261120T231500-bbbbbb", "M2", Power::Modelled(200.0)),
+    ]
+    .into_iter()
+    .map(|(id, label, power)| {
+        let mut run = kv_run(&Spec {
+            id,
+            label,
+            power,
+            reps: 1,
+            instances: &[1],
+            ..Spec::default()
+        });
+        run.label = Some(label.into());
+        run.results.truncate(2);
+        for (r, (test, headline, value, unit)) in run.results.iter_mut().zip([
+            ("rsa2048", "signs_per_s", 2061.0, "ops/s"),
+            ("sha256", "throughput_mb_per_s", 1024.0, "MB/s"),
+        ]) {
+            r.workload = "crypto".into();
+            r.test = test.into();
+            r.params.clear();
+            r.headline = headline.into();
+            r.metrics = vec![Metric::new(headline, value, unit)];
+        }
+        run
+    })
+    .collect()
+}
+
+/// Section 4's charts split as section 1's bars do, one per headline and unit: a perf/W
+/// in signs/s per W beside one in MB/s per W on one axis (`throughput per W`) could not
+/// be read (audit). A measured run's bars and a modelled run's say which is which in
+/// their legend; each file is linked from the Markdown and drawn in the HTML.
+#[test]
+fn power_and_perf_per_w_charts_are_one_per_unit_with_each_runs_basis() {
+    let runs = crypto_two_units();
+    let charts = report::charts::charts(&runs);
+    let power: Vec<&report::charts::Chart> =
+        charts.iter().filter(|c| c.section == "power").collect();
+    let files: Vec<&str> = power.iter().map(|c| c.file.as_str()).collect();
+    assert_eq!(
+        files,
+        [
+            "crypto_power_signs_per_s.svg",
+            "crypto_perf_per_w_signs_per_s.svg",
+            "crypto_power_throughput_mb_per_s.svg",
+            "crypto_perf_per_w_throughput_mb_per_s.svg",
+        ]
+    );
+    let svg = |file: &str| {
+        power
+            .iter()
+            .find(|c| c.file == file)
+            .and_then(|c| c.svg.clone())
+            .expect(file)
+    };
+    let signs = svg("crypto_perf_per_w_signs_per_s.svg");
+    assert!(signs.contains("signs/s per W"), "{signs}");
+    assert!(
+        !signs.contains("MB/s") && !signs.contains("throughput per W"),
+        "{signs}"
+    );
+    assert!(!signs.contains("sha256"), "{signs}");
+    let mb = svg("crypto_perf_per_w_throughput_mb_per_s.svg");
+    assert!(mb.contains("MB/s per W") && !mb.contains("signs/s"), "{mb}");
+    // Each run's power basis in its legend name, the measured one's too.
+    for file in files {
+        let s = svg(file);
+        assert!(s.contains("M1 (measured, whole server)"), "{file}: {s}");
+        assert!(
+            s.contains("M2 (MODELLED (declared power model))"),
+            "{file}: {s}"
+        );
+    }
+    assert!(
+        power[0].title.contains("throughput (signs/s)"),
+        "{}",
+        power[0].title
+    );
+    assert!(
+        power[1].title.contains("throughput (signs/s) per W"),
+        "{}",
+        power[1].title
+    );
+    let md = report::markdown_with_charts(&runs, None, Some("charts"));
+    let h = report::html(&runs, None);
+    for c in &power {
+        assert!(
+            md.contains(&format!("(charts/{})", c.file)),
+            "{}: {md}",
+            c.file
+        );
+        assert!(
+            h.contains(&format!("<code>{}</code>", c.file)),
+            "{}",
+            c.file
+        );
+    }
+    let written: Vec<String> = report::svg_charts(&runs)
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect();
+    for c in &power {
+        assert!(
+            written.contains(&c.file),
+            "{} not written: {written:?}",
+            c.file
+        );
+    }
+
+    // One run, one basis: its legend is its label alone, its files as before.
+    let one = &runs[..1];
+    let charts = report::charts::charts(one);
+    let p = charts
+        .iter()
+        .find(|c| c.file == "crypto_power_signs_per_s.svg")
+        .and_then(|c| c.svg.clone())
+        .unwrap();
+    assert!(!p.contains("M1 (measured"), "{p}");
+    let mut kv = crypto_two_units();
+    for r in &mut kv {
+        r.results.truncate(1);
+    }
+    let files: Vec<String> = report::charts::charts(&kv)
+        .into_iter()
+        .filter(|c| c.section == "power")
+        .map(|c| c.file)
+        .collect();
+    assert_eq!(files, ["crypto_power.svg", "crypto_perf_per_w.svg"]);
+}
