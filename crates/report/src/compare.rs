@@ -15,8 +15,9 @@
 //! with the reason); each run's power and
 //! perf/W by the one power rule, as the results table takes them, named by their basis
 //! (whole server measured untagged, `MODELLED`, `component only`), and `not comparable`
-//! with no percentage where the sides' bases differ (a side whose runs' watts came from
-//! different sources of one basis has neither figure, and says so). Each with its
+//! with no percentage where the sides' bases differ, each side's cell then naming its own
+//! (`200 W (1 run, MODELLED)`); a side whose runs' watts came from different sources of
+//! one basis has neither figure, and says so. Each with its
 //! difference, (B - A) / A with A as old. A capacity test (ramp, search, levels) is
 //! compared on its headline only: its other figures are per step. A figure only one
 //! side has (CPU per operation on different bases, power on one side, a point only one
@@ -89,6 +90,14 @@ pub struct CompareRow {
     pub a_reps: Option<Sample>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b_reps: Option<Sample>,
+    /// Where the sides' power is of different bases (a measured side against a
+    /// modelled one, not compared), each side's (`measured`, `MODELLED`), said in its
+    /// cell: the row's name can carry only one, and `power_w 150 W  200 W` with the
+    /// bases in the verdict alone left the reader to guess which figure was modelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a_basis: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b_basis: Option<String>,
 }
 
 /// The repetitions of a side that is one run, when there are several.
@@ -169,6 +178,17 @@ impl CompareRow {
                 if s.n == 1 { "" } else { "s" }
             ),
         }
+    }
+
+    /// Side A's cell ([`CompareRow::side_text`]), with its power basis where the sides'
+    /// differ: `150 W (1 run, measured)`.
+    pub fn a_text(&self) -> String {
+        with_side_basis(self.side_text(&self.a, &self.a_reps), &self.a_basis)
+    }
+
+    /// Side B's cell, as [`CompareRow::a_text`]: `200 W (1 run, MODELLED)`.
+    pub fn b_text(&self) -> String {
+        with_side_basis(self.side_text(&self.b, &self.b_reps), &self.b_basis)
     }
 
     /// The "B vs A" cell: `+12.5%`, or `+16.1 pts` for a share; `-` where there is none.
@@ -1367,6 +1387,30 @@ fn levels_basis(r: &model::ResultRecord) -> Result<Option<PowerBasis>, String> {
 pub const MODELLED_VERDICT: &str =
     "modelled, not measured: no significance verdict (the watts are what the declared power models give, not readings)";
 
+/// A side's cell with its basis inside its count's parentheses (`200 W (1 run,
+/// MODELLED)`); a cell with no figure (`-`) as it is.
+fn with_side_basis(cell: String, basis: &Option<String>) -> String {
+    match (basis, cell.strip_suffix(')')) {
+        (Some(b), Some(open)) => format!("{open}, {b})"),
+        _ => cell,
+    }
+}
+
+/// A side's power bases as its cell says them where the sides' differ: the summary's
+/// tags (`MODELLED`, `component only`), and `measured` said too, since beside a
+/// tagged figure an untagged one reads as of the same kind.
+fn side_bases(bases: &[PowerBasis]) -> Option<String> {
+    let words: Vec<&str> = bases
+        .iter()
+        .map(|b| match b {
+            PowerBasis::Measured => "measured",
+            PowerBasis::Modelled => "MODELLED",
+            PowerBasis::Component => "component only",
+        })
+        .collect();
+    (!words.is_empty()).then(|| words.join(" and "))
+}
+
 /// How a row names a power figure of one basis: as the summary tags it, measured whole
 /// server untagged.
 fn with_basis(metric: &str, basis: PowerBasis) -> String {
@@ -2011,6 +2055,7 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         // Power of one basis is set against power of the same basis only: a whole
         // server's 310 W against its CPU packages' 140 W is no saving.
         let mut metric = key.1.clone();
+        let mut side_basis = (None, None);
         let (ba, bb) = (bases(fa), bases(fb));
         let missing = why(fa).is_some() || why(fb).is_some();
         match (&ba[..], &bb[..]) {
@@ -2040,6 +2085,7 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
                     basis_labels(&ba),
                     basis_labels(&bb)
                 );
+                side_basis = (side_bases(&ba), side_bases(&bb));
             }
         }
         rows.push(CompareRow {
@@ -2057,6 +2103,8 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             verdict: j.verdict,
             a_reps: one_runs_reps(&fa.runs()),
             b_reps: one_runs_reps(&fb.runs()),
+            a_basis: side_basis.0,
+            b_basis: side_basis.1,
         });
     }
     // The headline first in each point, then latency, then cost.
@@ -2193,6 +2241,8 @@ fn one_sided_row(
         verdict: format!("only on {side}: {why}"),
         a_reps,
         b_reps,
+        a_basis: None,
+        b_basis: None,
     })
 }
 
@@ -2303,6 +2353,8 @@ fn one_sided_steps(
                 verdict: format!("only on {side}, not compared: {other} ran no {kind} {listed}"),
                 a_reps: None,
                 b_reps: None,
+                a_basis: None,
+                b_basis: None,
             });
         }
     }
@@ -2402,8 +2454,8 @@ pub fn compare_text(c: &Comparison) -> String {
         table.push(vec![
             p(&r.point),
             p(&r.metric),
-            r.side_text(&r.a, &r.a_reps),
-            r.side_text(&r.b, &r.b_reps),
+            r.a_text(),
+            r.b_text(),
             r.diff_text(),
             r.ci_text(),
             r.verdict.clone(),
@@ -2468,6 +2520,8 @@ mod tests {
             verdict: String::new(),
             a_reps: Sample::of(&[1_400_000.0, 1_600_000.0]),
             b_reps: None,
+            a_basis: None,
+            b_basis: None,
         };
         let sd = (2.0f64 * 100_000.0 * 100_000.0).sqrt();
         assert_eq!(
@@ -2512,6 +2566,8 @@ mod tests {
             verdict: String::new(),
             a_reps: None,
             b_reps: None,
+            a_basis: None,
+            b_basis: None,
         };
         assert_eq!(row.side_text(&row.a, &None), "100 % (1 run)");
         assert_eq!(row.side_text(&row.b, &None), "99.999982 % (1 run)");
@@ -2573,6 +2629,8 @@ mod tests {
             verdict: String::new(),
             a_reps: None,
             b_reps: None,
+            a_basis: None,
+            b_basis: None,
         };
         assert_eq!(row(-0.03).diff_text(), "0.0%");
         assert_eq!(row(0.02).diff_text(), "0.0%");

@@ -355,8 +355,8 @@ fn comparison_html(h: &mut String, c: &Comparison, names: (&str, &str)) {
             r#"<tr><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td></tr>"#,
             esc(&r.point),
             esc(&r.metric),
-            esc(&r.side_text(&r.a, &r.a_reps)),
-            esc(&r.side_text(&r.b, &r.b_reps)),
+            esc(&r.a_text()),
+            esc(&r.b_text()),
             esc(&r.diff_text()),
             esc(&r.ci_text()),
             esc(&r.verdict)

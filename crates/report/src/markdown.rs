@@ -332,8 +332,8 @@ pub fn markdown_with(
                 m.push_str(&row(&[
                     r.point.clone(),
                     r.metric.clone(),
-                    r.side_text(&r.a, &r.a_reps),
-                    r.side_text(&r.b, &r.b_reps),
+                    r.a_text(),
+                    r.b_text(),
                     r.diff_text(),
                     r.ci_text(),
                     r.verdict.clone(),

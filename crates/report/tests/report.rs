@@ -1687,6 +1687,8 @@ fn compare_bounds_intervals_at_zero_and_states_shares_in_points() {
         verdict: j.verdict.clone(),
         a_reps: None,
         b_reps: None,
+        a_basis: None,
+        b_basis: None,
     };
     assert_eq!(row.ci_text(), format!("[<-100%, {high:+.1}%]"));
     let json = serde_json::to_value(&row).unwrap();
@@ -2201,6 +2203,38 @@ fn compare_sets_power_against_power_of_the_same_basis_only() {
         );
     }
     assert!(rows(&c, "power_w").is_empty());
+    // Measured against modelled: each side's cell says its own basis (the row's name
+    // can say one only; it read `power_w 150 W (1 run) 200 W (1 run)`, which modelled?).
+    let c = report::compare(&ipmi[..1], &side(Power::Modelled(250.0), b_ids, 11)[..1]);
+    for metric in ["power_w", "ops/s per W"] {
+        let [row] = &rows(&c, metric)[..] else {
+            panic!("one {metric} row: {:?}", c.rows)
+        };
+        assert!(
+            row.verdict.starts_with("not comparable: measured"),
+            "{row:?}"
+        );
+        assert!(
+            row.a_text().ends_with(" (1 run, measured)"),
+            "{}",
+            row.a_text()
+        );
+        assert!(
+            row.b_text().ends_with(" (1 run, MODELLED)"),
+            "{}",
+            row.b_text()
+        );
+        let text = report::compare_text(&c);
+        assert!(text.contains(&row.b_text()), "{text}");
+    }
+    // Of one basis, the row's name says it and the cells are as they were.
+    let [row] = &rows(&c, "ops_per_s")[..] else {
+        panic!("one ops_per_s row: {:?}", c.rows)
+    };
+    assert!(
+        row.a_basis.is_none() && row.a_text().ends_with(" (1 run, 2 reps)"),
+        "{row:?}"
+    );
     // A side whose runs differ in basis is no figure of one basis either.
     let mixed = vec![
         ipmi[0].clone(),
@@ -2211,6 +2245,9 @@ fn compare_sets_power_against_power_of_the_same_basis_only() {
         rows(&c, "power_w")[0].verdict,
         "not comparable: measured, whole server and component only (CPU package/DRAM) vs measured, whole server"
     );
+    assert!(rows(&c, "power_w")[0]
+        .a_text()
+        .ends_with(" (2 runs, measured and component only)"));
     // Power on one side only (B a VM with no source): A's figure, and why B has none.
     let c = report::compare(&ipmi, &side(Power::None, b_ids, 11));
     for metric in ["power_w", "ops/s per W"] {
