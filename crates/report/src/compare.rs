@@ -1214,7 +1214,14 @@ fn cpu_of(p: &crate::derive::Point) -> Option<(FigureOf, Option<(f64, f64)>)> {
         ),
         Err(why) => (
             (
-                cpu_per(&CpuBasis::Host, &unit),
+                // Named by whose CPU the point counts, where it counts one (a phased
+                // test's CPU is counted, just not per unit): crypto's sha256 read
+                // `cpu_us_per_MB` beside its siblings' `work_cpu_us_per_sign`. A point with
+                // no CPU at all has no basis to say, and takes the host's.
+                cpu_per(
+                    &p.cpu_terms().map_or(CpuBasis::Host, |(c, _)| c.basis),
+                    &unit,
+                ),
                 CPU_US.into(),
                 false,
                 Err(why),

@@ -3166,6 +3166,26 @@ fn a_test_of_sequential_phases_has_no_cpu_or_power_per_unit() {
         assert_eq!((r.a.as_ref(), r.b.as_ref()), (None, None), "{r:?}");
         assert!(r.verdict.contains(&why), "{}", r.verdict);
     }
+    // The missing figure is named by whose CPU the test counts, as its siblings are: a
+    // crypto test's is its work process's (it read `cpu_us_per_...`, the host's, beside
+    // the other tests' `work_cpu_us_per_sign`).
+    run.results[0].workload = "crypto".into();
+    run.results[0].telemetry_summary[0]
+        .procs
+        .push(model::ProcCpu {
+            role: model::LOADGEN_PROCESS.into(),
+            pid: 1,
+            usr_pct: 90.0,
+            sys_pct: 5.0,
+            with_descendants: false,
+        });
+    let rows = report::compare(std::slice::from_ref(&run), std::slice::from_ref(&run)).rows;
+    let cpu: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.metric.contains("cpu_us_per_"))
+        .map(|r| r.metric.as_str())
+        .collect();
+    assert_eq!(cpu, ["work_cpu_us_per_op"], "{rows:?}");
 }
 
 /// Runs whose watts come from different declared power models (or a model against a
