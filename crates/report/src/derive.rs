@@ -629,6 +629,57 @@ pub fn absent_reasons<'a, T: 'a>(
 /// The power "reason" of a summary cell whose run has no such test.
 pub const NOT_RUN: &str = "not run";
 
+/// The marks of why power is absent in one workload's section of a report, one per
+/// reason: `*` where the section has one reason, `*1`, `*2`... where it has several. A run
+/// with two reasons read `absent*` in both its cells, under two notes `* Power absent
+/// for M: ...`, and which reason was whose was left to a guess. Numbered over the whole
+/// section, so that a cell of the efficiency or results tables and the summary's note
+/// of its reason carry one mark.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AbsentMarks {
+    reasons: Vec<String>,
+}
+
+impl AbsentMarks {
+    /// The marks of these reasons, numbered in the order they first come; cells not run
+    /// are no absence ([`NOT_RUN`]) and have none.
+    pub fn new(reasons: impl IntoIterator<Item = String>) -> AbsentMarks {
+        let mut out: Vec<String> = Vec::new();
+        for why in reasons {
+            if why != NOT_RUN && !out.contains(&why) {
+                out.push(why);
+            }
+        }
+        AbsentMarks { reasons: out }
+    }
+
+    /// The marks of a workload's section (`runs` hold that workload's results only):
+    /// the reasons of its summary's power cells first, then of its points' (the
+    /// efficiency and results tables', whose power is [`Point::power`]).
+    pub fn of_section(runs: &[RunRecord], s: &Summary) -> AbsentMarks {
+        let summary = s
+            .rows
+            .iter()
+            .flat_map(|r| r.power.iter())
+            .filter_map(|p| p.as_ref().err().cloned());
+        let points = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, run)| points(i, run))
+            .filter(|p| p.capacity_phase().is_none())
+            .filter_map(|p| p.power().err());
+        AbsentMarks::new(summary.chain(points).collect::<Vec<_>>())
+    }
+
+    /// The mark of a reason: `*`, or `*2` among several.
+    pub fn mark(&self, why: &str) -> String {
+        match self.reasons.iter().position(|r| r == why) {
+            Some(i) if self.reasons.len() > 1 => format!("*{}", i + 1),
+            _ => "*".to_string(),
+        }
+    }
+}
+
 /// Where a power figure came from, and so how far it may be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -9,7 +9,7 @@ use model::{Flag, RunRecord, Severity};
 use crate::charts::{charts, only_workload, pct_over, workloads, Chart};
 use crate::compare::{compare, Comparison};
 use crate::derive::{
-    self, points, run_labels, throughput_scale, DiffColumn, PowerBasis, PowerFigure,
+    self, points, run_labels, throughput_scale, AbsentMarks, DiffColumn, PowerBasis, PowerFigure,
 };
 use crate::fmt::{esc, fixed, latency_ns, num, watts};
 use crate::selection::Selection;
@@ -86,8 +86,8 @@ fn flag_chips(flags: &[Flag]) -> String {
 }
 
 /// A power figure with its basis, or "absent" (the reason is listed once under the table
-/// by `absent_notes`, not repeated in every cell).
-fn power_cell(p: &Result<PowerFigure, String>) -> String {
+/// by `absent_notes`, not repeated in every cell; the mark says which note is the cell's).
+fn power_cell(p: &Result<PowerFigure, String>, marks: &AbsentMarks) -> String {
     match p {
         Ok(p) => {
             format!(
@@ -97,20 +97,23 @@ fn power_cell(p: &Result<PowerFigure, String>) -> String {
                 esc(&p.source)
             )
         }
-        Err(_) => r#"<span class="muted">absent*</span>"#.to_string(),
+        Err(why) => format!(r#"<span class="muted">absent{}</span>"#, marks.mark(why)),
     }
 }
 
-/// "* Power absent on every run: reason" (or "for RUN, RUN"), once per reason.
+/// "* Power absent on every run: reason" (or "for RUN, RUN"), once per reason, with the
+/// reason's mark (`*2`).
 fn absent_notes<'a>(
     labels: &[String],
     items: impl Iterator<Item = (usize, &'a Result<PowerFigure, String>)>,
+    marks: &AbsentMarks,
 ) -> String {
     derive::absent_reasons(labels, items)
         .iter()
         .map(|(who, why)| {
             format!(
-                r#"<div class="note">* Power absent {}: {}</div>"#,
+                r#"<div class="note">{} Power absent {}: {}</div>"#,
+                marks.mark(why),
                 esc(who),
                 esc(why)
             )
@@ -382,6 +385,7 @@ fn comparison_html(h: &mut String, c: &Comparison, names: (&str, &str)) {
 fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart], sel: &Selection) {
     let _ = write!(h, r#"<h2 id="wl-{0}">Workload: {0}</h2>"#, esc(wl));
     let s = derive::summary_with(runs, sel);
+    let marks = AbsentMarks::of_section(runs, &s);
     // The summary's columns (runs, then extrapolated ones); the tables after it are of
     // the measured runs only.
     let labels = &s.runs;
@@ -468,7 +472,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
                 },
                 flag_chips(&row.flags[i]),
                 if row.perf[i].is_some() {
-                    power_cell(&row.power[i])
+                    power_cell(&row.power[i], &marks)
                 } else {
                     "-".to_string()
                 }
@@ -525,6 +529,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     h.push_str(&absent_notes(
         labels,
         s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
+        &marks,
     ));
     for (row, who, why) in derive::absent_figures(labels, &s.rows) {
         let _ = write!(
@@ -558,7 +563,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     h.push_str("</div>");
     h.push_str(&crate::views::views_html(runs, wl));
     h.push_str(&crate::hosts_view::pairs_html(runs, wl));
-    efficiency_table(h, runs, &run_labels);
+    efficiency_table(h, runs, &run_labels, &marks);
     h.push_str(r#"<div class="grid">"#);
     for c in mine("power") {
         h.push_str(&figure(c));
@@ -578,7 +583,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     }
     h.push_str("</div>");
     thresholds_table(h, runs, &run_labels);
-    results_tables(h, runs, &run_labels);
+    results_tables(h, runs, &run_labels, &marks);
 }
 
 /// The Aerospike study's view ([`crate::charts::thresholds`]): per test, a row per
@@ -619,7 +624,7 @@ fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     h.push_str("</table>");
 }
 
-fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
+fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String], marks: &AbsentMarks) {
     let all = derive::efficiency_rows(runs);
     // One table per unit (a memory run's GB/s and ns, a crypto run's MB/s and signs/s): a
     // column's unit is its header's; a latency's table has no per-watt columns.
@@ -629,9 +634,9 @@ fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             .filter(|r| r.3.unit == unit && r.3.throughput == throughput)
             .collect();
         if throughput {
-            efficiency_unit_table(h, &rows, &unit, labels);
+            efficiency_unit_table(h, &rows, &unit, labels, marks);
         } else {
-            latency_unit_table(h, &rows, &unit, labels);
+            latency_unit_table(h, &rows, &unit, labels, marks);
         }
     }
     for (who, why) in derive::absent_reasons(labels, all.iter().map(|r| (r.1, &r.3.cpu_used))) {
@@ -655,12 +660,17 @@ fn basis_tag(b: Option<PowerBasis>) -> &'static str {
 }
 
 /// A figure derived from power, with its power's tag, or "absent" with the mark of why:
-/// the power's own (`*`, said under the summary) when there is no power, else `‡` (said
-/// under the table).
-fn per_w_cell(v: &Result<f64, String>, scale: f64, e: &derive::Efficiency) -> String {
+/// the power's own (`*`, or `*2` among several: [`AbsentMarks`]) when there is no power,
+/// else `‡` (said under the table).
+fn per_w_cell(
+    v: &Result<f64, String>,
+    scale: f64,
+    e: &derive::Efficiency,
+    marks: &AbsentMarks,
+) -> String {
     match (v, &e.power) {
         (Ok(v), _) => format!("{}{}", esc(&num(v * scale)), basis_tag(e.basis())),
-        (Err(_), Err(_)) => r#"<span class="muted">absent*</span>"#.to_string(),
+        (Err(_), Err(why)) => format!(r#"<span class="muted">absent{}</span>"#, marks.mark(why)),
         (Err(_), Ok(_)) => r#"<span class="muted">absent&Dagger;</span>"#.to_string(),
     }
 }
@@ -680,6 +690,7 @@ fn efficiency_unit_table(
     rows: &[&(String, usize, String, derive::Efficiency)],
     unit: &str,
     labels: &[String],
+    marks: &AbsentMarks,
 ) {
     // One scale for the three per-unit columns, from the throughput they divide by.
     let perfs: Vec<f64> = rows.iter().map(|r| r.3.perf).collect();
@@ -707,7 +718,7 @@ fn efficiency_unit_table(
             esc(&labels[*i]),
             esc(point),
             esc(&num(e.perf)),
-            power_cell(&e.power),
+            power_cell(&e.power, marks),
             match &e.idle_w {
                 Ok(w) => format!(
                     "{} W{}{}",
@@ -719,11 +730,11 @@ fn efficiency_unit_table(
                         r#" <span class="flag warning">&#9888;</span>"#
                     }
                 ),
-                Err(_) => per_w_cell(&e.idle_w, 1.0, e),
+                Err(_) => per_w_cell(&e.idle_w, 1.0, e, marks),
             },
-            per_w_cell(&e.perf_per_w, 1.0, e),
-            per_w_cell(&e.w_per_perf, sw, e),
-            per_w_cell(&e.dw_per_perf, sw, e),
+            per_w_cell(&e.perf_per_w, 1.0, e, marks),
+            per_w_cell(&e.w_per_perf, sw, e, marks),
+            per_w_cell(&e.dw_per_perf, sw, e, marks),
             cpu_cell(&e.cpu_used),
             cpu_per_cell(&e.cpu_pct_per_perf, sw, e)
         );
@@ -752,6 +763,7 @@ fn latency_unit_table(
     rows: &[&(String, usize, String, derive::Efficiency)],
     unit: &str,
     labels: &[String],
+    marks: &AbsentMarks,
 ) {
     let _ = write!(
         h,
@@ -766,7 +778,7 @@ fn latency_unit_table(
             esc(&labels[*i]),
             esc(point),
             esc(&num(e.perf)),
-            power_cell(&e.power),
+            power_cell(&e.power, marks),
             cpu_cell(&e.cpu_used),
         );
     }
@@ -790,7 +802,7 @@ fn cpu_cell(c: &Result<derive::CpuFigure, String>) -> String {
     }
 }
 
-fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
+fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String], marks: &AbsentMarks) {
     // Each point's power, as the summary takes it at the best one: the seed's power
     // against instances (Figure A3) reads off this column. Why it is absent, once below.
     let mut powers: Vec<(usize, Result<PowerFigure, String>)> = Vec::new();
@@ -841,7 +853,7 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
                 continue;
             }
             let f = p.power();
-            let pw = power_cell(&f);
+            let pw = power_cell(&f, marks);
             powers.push((i, f));
             let lat = p.latency();
             let q = |x: f64| {
@@ -884,7 +896,11 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String]) {
             h.push_str("</ul>");
         }
     }
-    h.push_str(&absent_notes(labels, powers.iter().map(|(i, f)| (*i, f))));
+    h.push_str(&absent_notes(
+        labels,
+        powers.iter().map(|(i, f)| (*i, f)),
+        marks,
+    ));
 }
 
 fn disclosure_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {

@@ -11,7 +11,7 @@ use model::{Flag, RunRecord};
 use crate::charts::{charts, only_workload, workloads};
 use crate::compare::compare;
 use crate::derive::{
-    self, points, run_labels, throughput_scale, DiffColumn, PowerBasis, PowerFigure,
+    self, points, run_labels, throughput_scale, AbsentMarks, DiffColumn, PowerBasis, PowerFigure,
 };
 use crate::fmt::md as c;
 use crate::fmt::{latency_ns, num, watts};
@@ -26,7 +26,7 @@ fn flag_codes(f: &[Flag]) -> String {
         .collect()
 }
 
-fn power(p: &Result<PowerFigure, String>) -> String {
+fn power(p: &Result<PowerFigure, String>, marks: &AbsentMarks) -> String {
     match p {
         Ok(p) => format!(
             "{} W ({}{})",
@@ -38,19 +38,29 @@ fn power(p: &Result<PowerFigure, String>) -> String {
                 PowerBasis::Component => ", component only",
             }
         ),
-        // The reason is said once under the table (`absent_notes`), not in every cell.
-        Err(_) => "absent*".to_string(),
+        // The reason is said once under the table (`absent_notes`), not in every cell;
+        // the mark says which note is the cell's.
+        Err(why) => format!("absent{}", marks.mark(why)),
     }
 }
 
-/// "\\* Power absent on every run: reason" (or "for RUN, RUN"), once per reason.
+/// "\\* Power absent on every run: reason" (or "for RUN, RUN"), once per reason, with
+/// the reason's mark (`\\*2`).
 fn absent_notes<'a>(
     labels: &[String],
     items: impl Iterator<Item = (usize, &'a Result<PowerFigure, String>)>,
+    marks: &AbsentMarks,
 ) -> String {
     derive::absent_reasons(labels, items)
         .iter()
-        .map(|(who, why)| format!("\n\\* Power absent {}: {}\n", c(who), c(why)))
+        .map(|(who, why)| {
+            format!(
+                "\n{} Power absent {}: {}\n",
+                c(&marks.mark(why)),
+                c(who),
+                c(why)
+            )
+        })
         .collect()
 }
 
@@ -65,12 +75,17 @@ fn basis_tag(b: Option<PowerBasis>) -> &'static str {
 }
 
 /// A figure derived from power with its power's marking, or "absent" with the mark of
-/// why: the power's own (`*`, said under the summary) when there is no power, else `‡`
-/// (said under the table).
-fn per_w_cell(v: &Result<f64, String>, scale: f64, e: &derive::Efficiency) -> String {
+/// why: the power's own (`*`, or `*2` among several: [`AbsentMarks`]) when there is no
+/// power, else `‡` (said under the table).
+fn per_w_cell(
+    v: &Result<f64, String>,
+    scale: f64,
+    e: &derive::Efficiency,
+    marks: &AbsentMarks,
+) -> String {
     match (v, &e.power) {
         (Ok(v), _) => format!("{}{}", num(v * scale), basis_tag(e.basis())),
-        (Err(_), Err(_)) => "absent*".to_string(),
+        (Err(_), Err(why)) => format!("absent{}", marks.mark(why)),
         (Err(_), Ok(_)) => "absent‡".to_string(),
     }
 }
@@ -95,7 +110,13 @@ fn cpu_cell(c: &Result<derive::CpuFigure, String>) -> String {
     }
 }
 
-fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[String]) {
+fn efficiency_unit_table(
+    m: &mut String,
+    eff: &[&EffRow],
+    unit: &str,
+    labels: &[String],
+    marks: &AbsentMarks,
+) {
     // One scale for the three per-unit columns, from the throughput they divide by.
     let perfs: Vec<f64> = eff.iter().map(|r| r.3.perf).collect();
     let (sw, pw) = throughput_scale(&perfs);
@@ -122,18 +143,18 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
             rowname.clone(),
             format!("{} ({point})", labels[*i]),
             num(e.perf),
-            power(&e.power),
+            power(&e.power, marks),
             // The idle power W above idle is taken from, as the HTML has it.
             match &e.idle_w {
                 Ok(w) if !e.idle_warnings.is_empty() => {
                     format!("{} W{} ⚠", watts(*w), basis_tag(e.basis()))
                 }
                 Ok(w) => format!("{} W{}", watts(*w), basis_tag(e.basis())),
-                Err(_) => per_w_cell(&e.idle_w, 1.0, e),
+                Err(_) => per_w_cell(&e.idle_w, 1.0, e, marks),
             },
-            per_w_cell(&e.perf_per_w, 1.0, e),
-            per_w_cell(&e.w_per_perf, sw, e),
-            per_w_cell(&e.dw_per_perf, sw, e),
+            per_w_cell(&e.perf_per_w, 1.0, e, marks),
+            per_w_cell(&e.w_per_perf, sw, e, marks),
+            per_w_cell(&e.dw_per_perf, sw, e, marks),
             cpu_cell(&e.cpu_used),
             cpu_per_cell(&e.cpu_pct_per_perf, sw, e),
         ]));
@@ -152,7 +173,13 @@ fn efficiency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[
 
 /// A latency headline's table: the latency with the power and CPU it ran at, and no
 /// per-watt column (a latency per watt is no efficiency).
-fn latency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[String]) {
+fn latency_unit_table(
+    m: &mut String,
+    eff: &[&EffRow],
+    unit: &str,
+    labels: &[String],
+    marks: &AbsentMarks,
+) {
     m.push_str(&header(&[
         "Test",
         "Run",
@@ -165,7 +192,7 @@ fn latency_unit_table(m: &mut String, eff: &[&EffRow], unit: &str, labels: &[Str
             rowname.clone(),
             format!("{} ({point})", labels[*i]),
             num(e.perf),
-            power(&e.power),
+            power(&e.power, marks),
             cpu_cell(&e.cpu_used),
         ]));
     }
@@ -355,6 +382,7 @@ pub fn markdown_with(
         let wr = only_workload(runs, &wl);
         let wl_labels = run_labels(&wr);
         let s = derive::summary_with(&wr, sel);
+        let marks = AbsentMarks::of_section(&wr, &s);
         let _ = write!(m, "\n## Workload: {}\n\n", c(&wl));
         if !s.selection.is_empty() {
             let _ = write!(m, "Summary: {}.\n\n", c(&s.selection));
@@ -408,7 +436,7 @@ pub fn markdown_with(
                     flag_codes(&r.flags[i])
                 ));
                 cells.push(if r.perf[i].is_some() {
-                    power(&r.power[i])
+                    power(&r.power[i], &marks)
                 } else {
                     "-".into()
                 });
@@ -460,6 +488,7 @@ pub fn markdown_with(
         m.push_str(&absent_notes(
             &s.runs,
             s.rows.iter().flat_map(|r| r.power.iter().enumerate()),
+            &marks,
         ));
         for (row, who, why) in derive::absent_figures(&s.runs, &s.rows) {
             let _ = write!(m, "\n§ {} absent {}: {}\n", c(&row), c(&who), c(&why));
@@ -479,9 +508,9 @@ pub fn markdown_with(
                     .filter(|r| r.3.unit == unit && r.3.throughput == throughput)
                     .collect();
                 if throughput {
-                    efficiency_unit_table(&mut m, &eff, &unit, &wl_labels);
+                    efficiency_unit_table(&mut m, &eff, &unit, &wl_labels, &marks);
                 } else {
-                    latency_unit_table(&mut m, &eff, &unit, &wl_labels);
+                    latency_unit_table(&mut m, &eff, &unit, &wl_labels, &marks);
                 }
             }
             let _ = writeln!(m, "{}", c(derive::CPU_USED_MEANING));
@@ -541,7 +570,7 @@ pub fn markdown_with(
                     Some(phase) => crate::views::per_step(&p.workload, phase),
                     None => {
                         let f = p.power();
-                        let cell = power(&f);
+                        let cell = power(&f, &marks);
                         powers.push((i, f));
                         cell
                     }
@@ -595,6 +624,7 @@ pub fn markdown_with(
         m.push_str(&absent_notes(
             &wl_labels,
             powers.iter().map(|(i, f)| (*i, f)),
+            &marks,
         ));
         let Some(dir) = svg_dir else { continue };
         m.push_str("\n### Charts\n\n");

@@ -5424,3 +5424,95 @@ fn power_and_perf_per_w_charts_are_one_per_unit_with_each_runs_basis() {
         .collect();
     assert_eq!(files, ["crypto_power.svg", "crypto_perf_per_w.svg"]);
 }
+
+/// A run with two reasons for no power (no source on one test, a BMC that did not answer
+/// on another): each reason has its own mark, on its cells and its note, in the summary,
+/// the efficiency and the results tables, in Markdown and HTML (audit: both read
+/// `absent*` under two notes `* Power absent for b: ...`, whose was whose unsaid). One
+/// reason keeps its plain `*`.
+#[test]
+fn each_reason_for_absent_power_has_its_own_mark() {
+    let a = kv_run(&Spec {
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    let mut b = kv_run(&Spec {
+        id: "20261120T231500-bbbbbb",
+        label: "b",
+        power: Power::None,
+        reps: 1,
+        instances: &[1],
+        ..Spec::default()
+    });
+    b.label = Some("b".into());
+    let bmc = "ipmi: the BMC did not answer";
+    for r in b.results.iter_mut().filter(|r| r.test == "get") {
+        for ts in &mut r.telemetry_summary {
+            ts.power_missing = Some(bmc.into());
+        }
+    }
+    let no_source = "no power source found";
+    let runs = [a.clone(), b.clone()];
+    let md = report::markdown(&runs, None);
+    let section = &md[md.find("## Workload: kv").unwrap()..];
+    let line = |starts: &str| {
+        section
+            .lines()
+            .find(|l| l.starts_with(starts))
+            .unwrap_or_else(|| panic!("{starts}: {md}"))
+            .to_string()
+    };
+    // The summary's rows: set's power absent for one reason, get's for the other.
+    let set = line("| kv set pipeline=1 |");
+    let get = line("| kv get pipeline=1 |");
+    assert!(set.contains("| absent\\*1 |"), "{set}");
+    assert!(get.contains("| absent\\*2 |"), "{get}");
+    assert!(
+        md.contains(&format!("\\*1 Power absent for b: {no_source}")),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("\\*2 Power absent for b: {bmc}")),
+        "{md}"
+    );
+    assert!(
+        !md.contains("absent\\* ") && !md.contains("absent\\*|"),
+        "{md}"
+    );
+    // The results and efficiency tables' cells carry the same marks.
+    let results = &md[md.find("### Results").unwrap()..];
+    assert!(results.contains("| absent\\*2 |") && results.contains("| absent\\*1 |"));
+    let eff = &md[md.find("### Efficiency").unwrap()..md.find("### Results").unwrap()];
+    assert!(
+        eff.contains("| absent\\*2 |") && eff.contains("| absent\\*1 |"),
+        "{eff}"
+    );
+    let h = report::html(&runs, None);
+    assert!(h.contains(r#"<span class="muted">absent*2</span>"#), "{h}");
+    assert!(
+        h.contains(&format!("*1 Power absent for b: {no_source}")),
+        "{h}"
+    );
+    assert!(h.contains(&format!("*2 Power absent for b: {bmc}")), "{h}");
+
+    // One reason: `*` as before.
+    let md = report::markdown(
+        &[
+            a,
+            kv_run(&Spec {
+                id: "20261120T231500-bbbbbb",
+                power: Power::None,
+                reps: 1,
+                instances: &[1],
+                ..Spec::default()
+            }),
+        ],
+        None,
+    );
+    assert!(
+        md.contains("| absent\\* |") && !md.contains("absent\\*1"),
+        "{md}"
+    );
+    assert!(md.contains("\\* Power absent for "), "{md}");
+}
