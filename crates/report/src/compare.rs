@@ -370,8 +370,27 @@ const POINTS_NAMED: usize = 4;
 
 /// Why nothing can be compared, when sides with points `pa` and `pb` share none. Both
 /// must have points: a side with no valid result (its tests failed) is an outcome the
-/// comparison shows, one-sided, not a mistake in what was asked.
-fn nothing_in_common(pa: &BTreeSet<String>, pb: &BTreeSet<String>) -> Option<String> {
+/// comparison shows, one-sided, not a mistake in what was asked. A side whose runs
+/// stored no result at all (killed before its first test ended) has nothing to show:
+/// compared, it printed an empty table called like for like.
+fn nothing_in_common(
+    (a, b): (&[RunRecord], &[RunRecord]),
+    pa: &BTreeSet<String>,
+    pb: &BTreeSet<String>,
+) -> Option<String> {
+    for (side, runs) in [("A", a), ("B", b)] {
+        if runs.iter().all(|r| r.results.is_empty()) {
+            let ids: Vec<String> = runs
+                .iter()
+                .map(|r| format!("{} ({})", r.id, r.status.word()))
+                .collect();
+            return Some(format!(
+                "side {side}'s run(s) {} stored no result; compare runs that did (`rackbench \
+                 runs` gives each one's results)",
+                ids.join(", ")
+            ));
+        }
+    }
     if pa.is_disjoint(pb) && !pa.is_empty() && !pb.is_empty() {
         let has = |p: &BTreeSet<String>| {
             let mut named: Vec<&str> = p.iter().take(POINTS_NAMED).map(String::as_str).collect();
@@ -381,7 +400,8 @@ fn nothing_in_common(pa: &BTreeSet<String>, pb: &BTreeSet<String>) -> Option<Str
             format!("{} point(s): {}", p.len(), named.join("; "))
         };
         Some(format!(
-            "the runs share no test point (workload, test and parameters): A has {}; B has {}",
+            "the runs share no test point (workload, test and parameters): A has {}; B has \
+             {}; compare runs of the same workload and tests",
             has(pa),
             has(pb)
         ))
@@ -2173,7 +2193,7 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         rows,
         comparability: comparability(a, b),
         warnings,
-        nothing_in_common: nothing_in_common(&pa, &pb),
+        nothing_in_common: nothing_in_common((a, b), &pa, &pb),
         loadgen_in_power: with_loadgen
             .into_iter()
             .map(|(host, sides)| format!("{host} ({})", Vec::from_iter(sides).join(" and ")))

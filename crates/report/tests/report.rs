@@ -3353,6 +3353,20 @@ fn compare_says_when_the_runs_share_no_point_and_absent_for_one_sided_points() {
     assert!(report::compare_text(&c).contains("Nothing compared: the runs share no test point"));
     let json = serde_json::to_value(&c).unwrap();
     assert!(json["nothing_in_common"].is_string(), "{json}");
+    // A side whose run stored no result (killed before its first test ended): said, not
+    // an empty table called like for like.
+    let mut killed = b.clone();
+    killed.results.clear();
+    killed.status = Status::Interrupted;
+    let c = report::compare::compare(std::slice::from_ref(&a), std::slice::from_ref(&killed));
+    let why = c.nothing_in_common.unwrap();
+    assert!(
+        why.starts_with(&format!(
+            "side B's run(s) {} (interrupted) stored no result",
+            killed.id
+        )),
+        "{why}"
+    );
 }
 
 /// Perf/W is over the repetitions that have both figures: a repetition whose power was

@@ -566,7 +566,8 @@ impl Store {
         let mut runs = Vec::new();
         {
             let mut stmt = tx.prepare(&format!(
-                "SELECT id, label, created_at, status, command FROM runs ORDER BY {NEWEST_FIRST}"
+                "SELECT id, label, created_at, status, command, json_extract(plan, '$.workload') \
+                 FROM runs ORDER BY {NEWEST_FIRST}"
             ))?;
             let mut rows = stmt.query([])?;
             while let Some(row) = rows.next()? {
@@ -582,7 +583,14 @@ impl Store {
                     label: row.get(1)?,
                     created_at: parse_ts(&created)?,
                     status,
-                    workloads: Vec::new(),
+                    // The plan's, until results say which ran: a run killed before its
+                    // first result was listed with no workload.
+                    workloads: row
+                        .get::<_, Option<String>>(5)
+                        .ok()
+                        .flatten()
+                        .into_iter()
+                        .collect(),
                     results: 0,
                     invalid: 0,
                     host: String::new(),
@@ -599,9 +607,12 @@ impl Store {
              WHERE r.run_id = ?1 AND f.severity = 'invalid'",
         )?;
         for s in &mut runs {
-            s.workloads = workloads
+            let ran: Vec<String> = workloads
                 .query_map([&s.id], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
+            if !ran.is_empty() {
+                s.workloads = ran;
+            }
             s.results = count.query_row([&s.id], |r| r.get(0))?;
             s.invalid = invalid.query_row([&s.id], |r| r.get(0))?;
             s.host = listing_host(&load_hosts(&tx, &s.id)?);

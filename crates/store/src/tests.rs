@@ -411,6 +411,24 @@ fn list_runs_newest_first_with_summary() {
     assert_eq!(list[0].host, "");
 }
 
+/// A run killed before its first result is listed with the workload its plan names (its
+/// WORKLOADS column was blank); one with results, with those that ran.
+#[test]
+fn a_run_without_results_is_listed_with_its_plans_workload() {
+    let (_d, store) = tmp_store();
+    let mut run = rich_run("r-none", None, t0(0), 1);
+    run.results.clear();
+    run.plan = serde_json::json!({"workload": "mem"});
+    store.import_run(&run).unwrap();
+    let mut ran = rich_run("r-ran", None, t0(60), 1);
+    ran.plan = serde_json::json!({"workload": "mem"});
+    store.import_run(&ran).unwrap();
+    let list = store.list_runs().unwrap();
+    assert_eq!((list[1].id.as_str(), list[1].results), ("r-none", 0));
+    assert_eq!(list[1].workloads, ["mem"]);
+    assert_eq!(list[0].workloads, ["kv"]);
+}
+
 /// Acceptance pass B, 11: a run whose only result failed its consistency check ended
 /// `ok` (it ran to its end) and `rackbench runs` said `ok` alone; the list now counts the
 /// results with an invalid flag (two flags on one result are one invalid result).

@@ -531,7 +531,7 @@ pub fn compare(a: CompareArgs, g: &Global) -> anyhow::Result<i32> {
     // Runs with no point in common are bad input, as a missing run is: exit 2, with
     // nothing on stdout (a `--json > cmp.json` kept a plausible comparison of nothing).
     if let Some(why) = &c.nothing_in_common {
-        anyhow::bail!("nothing to compare: {why}; compare runs of the same workload and tests");
+        anyhow::bail!("nothing to compare: {why}");
     }
     if g.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&c)?))?;
