@@ -326,7 +326,8 @@ pub fn nothing_measured(
 }
 
 /// Send each load generator of `roles` its job (`job(index, share)`), all behind one
-/// start barrier while the system under test is watched, and merge what they measured.
+/// start barrier while the system under test and the servers of `services` are watched
+/// (one lost or dead ends the test there: [`drive_all`]), and merge what they measured.
 /// One generator failing keeps the others' figures (see [`Driven::failure`]); all
 /// failing is an error (a lone generator's own). With `checkpoint` (a plain load test's,
 /// not a capacity step's, whose test keeps its steps itself), the generators take
@@ -337,6 +338,7 @@ pub fn drive(
     shares: &[Share],
     threads: usize,
     progress: &Arc<Progress>,
+    services: &[&crate::host::Running],
     checkpoint: Option<&(dyn Fn(Driven) + Sync)>,
     job: impl Fn(usize, &Share) -> DriverJob,
 ) -> anyhow::Result<Driven> {
@@ -359,7 +361,7 @@ pub fn drive(
             .or(eps.first())
             .cloned()
     });
-    let drive = || drive_all(jobs, std::slice::from_ref(&roles.sut), progress);
+    let drive = || drive_all(jobs, std::slice::from_ref(&roles.sut), services, progress);
     let reports = match checkpoint {
         Some(f) => {
             let run_of = |i: usize, o: &LoadOutcome, window| {

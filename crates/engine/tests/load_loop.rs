@@ -1263,7 +1263,7 @@ fn a_load_ended_by_a_lost_host_says_what_ended_it() {
         first_connection: 2 * i,
     };
     let shares = [share(0), share(1)];
-    let d = spread::drive(&roles, &shares, 1, &progress, None, |i, _| DriverJob {
+    let d = spread::drive(&roles, &shares, 1, &progress, &[], None, |i, _| DriverJob {
         workload: "line".into(),
         test: "x".into(),
         params: serde_json::json!({"connections": 2, "seconds": 10})
@@ -1320,7 +1320,7 @@ fn drive_two(endpoints: [SocketAddr; 2], requests: u64) -> spread::Driven {
     };
     let shares = spread::shares(&load, 2).unwrap();
     let progress = Arc::new(Progress::default());
-    spread::drive(&roles, &shares, 1, &progress, None, |i, s| DriverJob {
+    spread::drive(&roles, &shares, 1, &progress, &[], None, |i, s| DriverJob {
         workload: "line".into(),
         test: "x".into(),
         params: serde_json::json!({"connections": s.connections, "requests": s.requests})
@@ -1739,7 +1739,7 @@ fn a_driven_test_hands_its_merged_checkpoints_to_the_workload() {
     let secs = engine::load::CHECKPOINT_EVERY.as_secs() + 1;
     let got: std::sync::Mutex<Vec<spread::Driven>> = Default::default();
     let save = |d: spread::Driven| got.lock().unwrap().push(d);
-    let d = spread::drive(&roles, &shares, 1, &progress, Some(&save), |i, _| {
+    let d = spread::drive(&roles, &shares, 1, &progress, &[], Some(&save), |i, _| {
         DriverJob {
             workload: "line".into(),
             test: "x".into(),
@@ -1964,7 +1964,7 @@ fn a_generator_done_early_does_not_stop_the_checkpoints() {
         .collect();
     let got: std::sync::Mutex<Vec<spread::Driven>> = Default::default();
     let save = |d: spread::Driven| got.lock().unwrap().push(d);
-    let d = spread::drive(&roles, &shares, 1, &progress, Some(&save), |i, _| {
+    let d = spread::drive(&roles, &shares, 1, &progress, &[], Some(&save), |i, _| {
         DriverJob {
             workload: "line".into(),
             test: "x".into(),

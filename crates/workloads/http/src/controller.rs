@@ -150,6 +150,7 @@ impl Http {
             &shares,
             plan.cfg.threads,
             &ctx.progress,
+            &[running],
             checkpoint,
             |index, s| {
                 let mut p = params.clone();

@@ -177,6 +177,7 @@ impl Kv {
             &shares,
             plan.cfg.threads,
             &ctx.progress,
+            &[running],
             checkpoint,
             |index, s| {
                 let mut p = params.clone();

@@ -560,7 +560,7 @@ impl NetWorkload {
                 let offset_s = h.clock_offset_s();
                 // The receiver's host is watched while the sender sends.
                 let watch: Vec<_> = ctx.roles.iter().map(|r| r.sut.clone()).collect();
-                let rep = engine::host::drive_all(vec![(h, job)], &watch, &ctx.progress)
+                let rep = engine::host::drive_all(vec![(h, job)], &watch, &[], &ctx.progress)
                     .pop()
                     .context("net: the sender's host returned no report")?
                     .with_context(|| format!("net: the sender on {name}"))?;

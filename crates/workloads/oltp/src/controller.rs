@@ -310,7 +310,7 @@ impl Oltp {
         }
         let roles = ctx.roles()?;
         let watch = [roles.sut.clone()];
-        let drive = || engine::host::drive_all(jobs, &watch, &ctx.progress);
+        let drive = || engine::host::drive_all(jobs, &watch, &[running], &ctx.progress);
         let reports = match checkpoint {
             Some(f) => {
                 let run_of = |i: usize, o: &LoadOutcome, window| {
