@@ -168,6 +168,7 @@ pub(crate) fn step_output(
             reason: "the server's counters could not be read at both ends of the run".into(),
         });
     }
+    let incomplete = wins.iter().any(|w| w.first.is_some() && w.error.is_some());
     for w in wins
         .iter()
         .filter(|w| w.first.is_some() && w.error.is_some())
@@ -229,7 +230,10 @@ pub(crate) fn step_output(
                 );
             }
         }
-        if have_all && tpm_unknown.is_none() && !server_wide {
+        // Counters read short of the end are not of the client's window: set against its
+        // counts they disagreed "over the same measured window" beside counters_incomplete
+        // saying they were not (a postmaster killed mid-run, audit s44).
+        if have_all && tpm_unknown.is_none() && !server_wide && !incomplete {
             let users = u64::from(cfg.vus) * ndb as u64;
             let late = wins.iter().map(|w| w.uncounted_at_first).sum();
             if let Some(f) = server_client_disagree(
