@@ -402,14 +402,22 @@ pub fn drive(
         Span::Together
     };
     let Some(mut merged) = crate::wire::merge(outcomes, span) else {
-        // A lone generator's error is its own; from another machine, it names it.
+        // A lone generator's error is its own; from another machine, it names it. Its
+        // loopback is the server's where the server runs on it too, and a generator whose
+        // host was lost reached nothing: neither is told its loopback is its own (a kill
+        // of the agent read "where 127.0.0.1 is rbh1 itself: give an address rbh1
+        // reaches the server at", audit s44).
         let errors = match (errors, loadgens.as_slice()) {
             (mut errors, [lone]) if lone.remote() && errors.len() == 1 => {
                 let (h, e) = errors.remove(0);
+                let beside_server = roles.sut.name() == lone.name();
+                let endpoint = first_endpoint
+                    .as_deref()
+                    .filter(|_| !beside_server && lone.lost().is_none());
                 let e = e.context(crate::host::reached_from(
                     lone.name(),
                     "load generator",
-                    first_endpoint.as_deref(),
+                    endpoint,
                 ));
                 vec![(h, e)]
             }
