@@ -352,6 +352,31 @@ impl ResultRecord {
         self.metric(&self.headline, &[]).map(|m| m.value)
     }
 
+    /// Why this result's headline is only a lower bound of what it names, None when it
+    /// is a measurement. A `search` none of whose probes missed its objective (every
+    /// one met it up to `--search-max`, or the search stopped first) stores the highest
+    /// rate it tried: the server meets the objective at least up to there, how far
+    /// beyond unknown. The rule a `levels` test applies before it takes that rate as its
+    /// 100% (`capacity_a_bound`): no lowest failing rate was found. Its `search_limit`
+    /// warning, where it has one, says why in the engine's words. A report, `show` and
+    /// `compare` ask this one function, so that 2,000 ops/s "meeting p99<50ms" is never
+    /// read, or set against another run's, as the rate where it stops meeting it.
+    pub fn headline_lower_bound(&self) -> Option<String> {
+        let bound = self.capacity_phase() == Some("search")
+            && self.headline == "max_rate_meeting_slo_per_s"
+            && self.headline_value().is_some()
+            && self.metric("lowest_failing_rate_per_s", &[]).is_none();
+        bound.then(|| {
+            self.flags
+                .iter()
+                .find(|f| f.code == "search_limit")
+                .map(|f| f.message.clone())
+                .unwrap_or_else(|| {
+                    "no probe of the search missed its objective: raise --search-max".into()
+                })
+        })
+    }
+
     pub fn is_invalid(&self) -> bool {
         self.flags.iter().any(|f| f.severity == Severity::Invalid)
     }
@@ -1069,5 +1094,47 @@ mod tests {
             r.metric("ops_per_s", &[("instance", "0")]).map(|m| m.value),
             Some(5.0)
         );
+    }
+
+    /// A search whose every probe met p99<50ms up to --search-max stored 2,000 ops/s as
+    /// its headline, which the report, `show` and `compare` read as the rate meeting it,
+    /// not a bound. One that found a failing rate is a measurement.
+    #[test]
+    fn a_search_that_never_missed_is_a_lower_bound() {
+        let search = |metrics: Vec<Metric>, flags: Vec<Flag>| -> ResultRecord {
+            let mut r: ResultRecord = serde_json::from_value(serde_json::json!({
+                "workload": "kv", "test": "search", "step": 0, "repetition": 0,
+                "params": {}, "headline": "max_rate_meeting_slo_per_s",
+                "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.0,
+                "metrics": [], "status": "ok"
+            }))
+            .unwrap();
+            r.metrics = vec![
+                Metric::new("demanded_rate_per_s", 1000.0, "req/s")
+                    .label("phase", "search")
+                    .label("step", 0),
+                Metric::new("max_rate_meeting_slo_per_s", 2000.0, "req/s"),
+            ];
+            r.metrics.extend(metrics);
+            r.flags = flags;
+            r
+        };
+        let note =
+            "the objective was met at the highest rate allowed (2000/s): raise the maximum rate";
+        let bound = search(vec![], vec![Flag::warning("search_limit", note)]);
+        assert_eq!(bound.headline_lower_bound().as_deref(), Some(note));
+        assert!(search(vec![], vec![])
+            .headline_lower_bound()
+            .is_some_and(|w| w.contains("--search-max")));
+        // A probe missed at 3,000: 2,000 is where the objective stops being met.
+        let found = search(
+            vec![Metric::new("lowest_failing_rate_per_s", 3000.0, "req/s")],
+            vec![],
+        );
+        assert_eq!(found.headline_lower_bound(), None);
+        // Another test's headline is never one.
+        let mut ramp = bound.clone();
+        ramp.test = "ramp".into();
+        assert_eq!(ramp.headline_lower_bound(), None);
     }
 }

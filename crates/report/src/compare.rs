@@ -98,6 +98,14 @@ pub struct CompareRow {
     pub a_basis: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b_basis: Option<String>,
+    /// The side's figure is only a lower bound (a search whose every probe met its
+    /// objective, [`model::ResultRecord::headline_lower_bound`]): its cell reads `≥`, and
+    /// the row computes no difference, as a bound set against a measurement says only
+    /// that one side is at least so much.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub a_bound: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub b_bound: bool,
 }
 
 /// The repetitions of a side that is one run, when there are several.
@@ -183,12 +191,18 @@ impl CompareRow {
     /// Side A's cell ([`CompareRow::side_text`]), with its power basis where the sides'
     /// differ: `150 W (1 run, measured)`.
     pub fn a_text(&self) -> String {
-        with_side_basis(self.side_text(&self.a, &self.a_reps), &self.a_basis)
+        at_least(
+            with_side_basis(self.side_text(&self.a, &self.a_reps), &self.a_basis),
+            self.a_bound,
+        )
     }
 
     /// Side B's cell, as [`CompareRow::a_text`]: `200 W (1 run, MODELLED)`.
     pub fn b_text(&self) -> String {
-        with_side_basis(self.side_text(&self.b, &self.b_reps), &self.b_basis)
+        at_least(
+            with_side_basis(self.side_text(&self.b, &self.b_reps), &self.b_basis),
+            self.b_bound,
+        )
     }
 
     /// The "B vs A" cell: `+12.5%`, or `+16.1 pts` for a share; `-` where there is none.
@@ -956,6 +970,9 @@ struct Figure {
     /// and throughput ([`cpu_of`]); the side's figure is their means' ratio
     /// ([`side_sample`]).
     terms: BTreeMap<usize, (f64, f64)>,
+    /// For the headline, the runs whose figure is only a lower bound, with why
+    /// ([`model::ResultRecord::headline_lower_bound`]).
+    bounds: BTreeMap<usize, String>,
 }
 
 impl Figure {
@@ -1423,6 +1440,16 @@ fn with_side_basis(cell: String, basis: &Option<String>) -> String {
     }
 }
 
+/// A side's cell led by `≥ ` where its figure is a lower bound (`≥ 2,000 ops/s (1
+/// run)`); a cell with no figure (`-`) as it is.
+fn at_least(cell: String, bound: bool) -> String {
+    if bound && cell != "-" {
+        format!("≥ {cell}")
+    } else {
+        cell
+    }
+}
+
 /// A side's power bases as its cell says them where the sides' differ: the summary's
 /// tags (`MODELLED`, `component only`), and `measured` said too, since beside a
 /// tagged figure an untagged one reads as of the same kind.
@@ -1622,6 +1649,7 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                     sources: BTreeMap::new(),
                     with_loadgen: BTreeMap::new(),
                     terms: BTreeMap::new(),
+                    bounds: BTreeMap::new(),
                 });
                 if let Some(b) = basis {
                     f.basis.insert(i, b);
@@ -1640,6 +1668,14 @@ fn gather(runs: &[RunRecord], swept: &[(String, String)]) -> Gathered {
                     }
                     Err(why) if !f.missing.contains(&why) => f.missing.push(why),
                     Err(_) => {}
+                }
+            }
+            for r in &valid {
+                if let (Some(why), Some(f)) = (
+                    r.headline_lower_bound(),
+                    out.get_mut(&(key.clone(), r.headline.clone())),
+                ) {
+                    f.bounds.entry(i).or_insert(why);
                 }
             }
             if let Some((host, metrics)) = with_loadgen {
@@ -2115,6 +2151,27 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
                 side_basis = (side_bases(&ba), side_bases(&bb));
             }
         }
+        // A lower bound against a measurement, or against another bound, is no
+        // difference: a search that met its objective up to its --search-max says the
+        // server meets it at least there, not that the other side's figure is a loss.
+        let (a_bound, b_bound) = (!fa.bounds.is_empty(), !fb.bounds.is_empty());
+        if (a_bound || b_bound) && !missing {
+            j.diff_pct = None;
+            j.ci95_pct = None;
+            j.diff_abs = None;
+            j.ci95_abs = None;
+            j.p_value = None;
+            let why = |f: &Figure| f.bounds.values().next().cloned().unwrap_or_default();
+            j.verdict = match (a_bound, b_bound) {
+                (true, true) => format!(
+                    "not compared: a lower bound on both sides (A: {}; B: {})",
+                    why(fa),
+                    why(fb)
+                ),
+                (true, false) => format!("not compared: a lower bound on A ({})", why(fa)),
+                _ => format!("not compared: a lower bound on B ({})", why(fb)),
+            };
+        }
         rows.push(CompareRow {
             point: key.0.clone(),
             metric,
@@ -2132,6 +2189,8 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             b_reps: one_runs_reps(&fb.runs()),
             a_basis: side_basis.0,
             b_basis: side_basis.1,
+            a_bound: a_bound && !missing,
+            b_bound: b_bound && !missing,
         });
     }
     // The headline first in each point, then latency, then cost.
@@ -2270,6 +2329,8 @@ fn one_sided_row(
         b_reps,
         a_basis: None,
         b_basis: None,
+        a_bound: side == "A" && !f.bounds.is_empty(),
+        b_bound: side == "B" && !f.bounds.is_empty(),
     })
 }
 
@@ -2382,6 +2443,8 @@ fn one_sided_steps(
                 b_reps: None,
                 a_basis: None,
                 b_basis: None,
+                a_bound: false,
+                b_bound: false,
             });
         }
     }
@@ -2528,6 +2591,82 @@ pub fn compare_text(c: &Comparison) -> String {
 mod tests {
     use super::*;
 
+    /// A kv search run whose answer is `best` req/s: a lower bound (every probe met the
+    /// objective, `search_limit`) when `failing` is None, else measured below it.
+    fn search_run(id: &str, best: f64, failing: Option<f64>) -> RunRecord {
+        let mut metrics = vec![
+            serde_json::json!({"name": "demanded_rate_per_s", "value": best, "unit": "req/s",
+                "labels": {"phase": "search", "step": "0", "meets": "true"}}),
+            serde_json::json!({"name": "max_rate_meeting_slo_per_s", "value": best,
+                "unit": "req/s", "labels": {}}),
+        ];
+        let mut flags = vec![];
+        match failing {
+            Some(h) => metrics.push(serde_json::json!({"name": "lowest_failing_rate_per_s",
+                "value": h, "unit": "req/s", "labels": {}})),
+            None => flags.push(serde_json::json!({"code": "search_limit",
+                "severity": "warning",
+                "message": format!("the objective was met at the highest rate allowed \
+                    ({best:.0}/s): raise the maximum rate")})),
+        }
+        serde_json::from_value(serde_json::json!({
+            "format_version": 1, "id": id, "created_at": "2026-01-01T00:00:00Z",
+            "rackbench_version": "0.1.0", "command": "rackbench run kv -t search",
+            "plan": {}, "hosts": [], "status": "ok",
+            "results": [{
+                "workload": "kv", "test": "search", "step": 0, "repetition": 0,
+                "params": {}, "headline": "max_rate_meeting_slo_per_s",
+                "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.0,
+                "metrics": metrics, "flags": flags, "status": "ok"
+            }]
+        }))
+        .unwrap()
+    }
+
+    /// A search that met p99<50ms at every probe up to --search-max 2,000 was set
+    /// against another run's measured 3,000 as a 50% gain. A bound's cell reads `≥`,
+    /// and the row has no difference, interval or p-value, its verdict saying why.
+    #[test]
+    fn a_searchs_lower_bound_is_not_compared_as_a_measurement() {
+        let head = |c: &Comparison| {
+            c.rows
+                .iter()
+                .find(|r| r.metric == "max_rate_meeting_slo_per_s")
+                .cloned()
+                .unwrap()
+        };
+        let bound = [search_run("20260101T000000-aaaaaa", 2000.0, None)];
+        let measured = [search_run("20260101T000000-bbbbbb", 3000.0, Some(3200.0))];
+        let row = head(&compare(&bound, &measured));
+        assert!(row.a_bound && !row.b_bound, "{row:?}");
+        assert!(row.a_text().starts_with("≥ 2,000"), "{}", row.a_text());
+        assert!(!row.b_text().starts_with('≥'), "{}", row.b_text());
+        assert_eq!(
+            (row.diff_pct, row.ci95_pct, row.p_value),
+            (None, None, None)
+        );
+        assert_eq!(row.diff_text(), "-");
+        assert!(
+            row.verdict
+                .starts_with("not compared: a lower bound on A (the objective was met"),
+            "{}",
+            row.verdict
+        );
+        let row = head(&compare(&measured, &bound));
+        assert!(
+            row.b_bound && row.verdict.contains("a lower bound on B"),
+            "{row:?}"
+        );
+        // Two measured answers are compared as before.
+        let other = [search_run("20260101T000000-cccccc", 2000.0, Some(2200.0))];
+        let row = head(&compare(&other, &measured));
+        assert!(!row.a_bound && !row.b_bound, "{row:?}");
+        assert!(
+            row.diff_pct.is_some_and(|d| (d - 50.0).abs() < 1e-9),
+            "{row:?}"
+        );
+    }
+
     /// A side of one run of several repetitions: mean ± sd, both in the figure's unit
     /// (a latency's in its own scale); several runs: the count of runs.
     #[test]
@@ -2549,6 +2688,8 @@ mod tests {
             b_reps: None,
             a_basis: None,
             b_basis: None,
+            a_bound: false,
+            b_bound: false,
         };
         let sd = (2.0f64 * 100_000.0 * 100_000.0).sqrt();
         assert_eq!(
@@ -2595,6 +2736,8 @@ mod tests {
             b_reps: None,
             a_basis: None,
             b_basis: None,
+            a_bound: false,
+            b_bound: false,
         };
         assert_eq!(row.side_text(&row.a, &None), "100 % (1 run)");
         assert_eq!(row.side_text(&row.b, &None), "99.999982 % (1 run)");
@@ -2658,6 +2801,8 @@ mod tests {
             b_reps: None,
             a_basis: None,
             b_basis: None,
+            a_bound: false,
+            b_bound: false,
         };
         assert_eq!(row(-0.03).diff_text(), "0.0%");
         assert_eq!(row(0.02).diff_text(), "0.0%");

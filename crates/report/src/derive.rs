@@ -1197,6 +1197,44 @@ impl<'a> Point<'a> {
         Sample::of(&self.headline_values())
     }
 
+    /// Why this point's headline is only a lower bound, None when it is a measurement:
+    /// one of its repetitions' is ([`model::ResultRecord::headline_lower_bound`]). A mean
+    /// over bounds and measurements is a bound of the mean too, so the figure stands,
+    /// marked `≥`, and is set against no other as if measured.
+    pub fn headline_bound(&self) -> Option<String> {
+        self.headline()?;
+        let valid = self.valid();
+        let why: Vec<String> = valid
+            .iter()
+            .filter_map(|r| r.headline_lower_bound())
+            .collect();
+        let first = why.first()?;
+        Some(match valid.len() {
+            1 => first.clone(),
+            n => format!(
+                "{first}; {} of its {n} repetitions found a bound",
+                why.len()
+            ),
+        })
+    }
+
+    /// The results tables' headline cell of a point with a headline, `s` (mean ± sd
+    /// unit), led by `≥ ` where it is a lower bound ([`Self::headline_bound`]).
+    pub fn headline_cell(&self, s: &Sample) -> String {
+        format!(
+            "{}{}{} {}",
+            if self.headline_bound().is_some() {
+                "≥ "
+            } else {
+                ""
+            },
+            crate::fmt::num(s.mean),
+            s.sd.map(|d| format!(" ± {}", crate::fmt::num(d)))
+                .unwrap_or_default(),
+            self.headline_unit()
+        )
+    }
+
     /// Why this point has no headline figure (None when it has one): a headline the
     /// workload reported missing says its own reason (mem's RAM latency on a host whose
     /// caches it could not exceed); else the repetitions were invalid or did not complete,

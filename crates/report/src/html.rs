@@ -819,18 +819,9 @@ fn results_tables(h: &mut String, runs: &[RunRecord], labels: &[String], marks: 
         let mut flagged: Vec<(String, Vec<Flag>)> = Vec::new();
         for p in pts {
             let s = p.headline();
-            let head = s.as_ref().map_or_else(
-                || esc(&p.no_headline_cell()),
-                |s| {
-                    format!(
-                        "{}{} {}",
-                        esc(&num(s.mean)),
-                        s.sd.map(|sd| format!(" &plusmn; {}", esc(&num(sd))))
-                            .unwrap_or_default(),
-                        esc(&p.headline_unit())
-                    )
-                },
-            );
+            let head = s
+                .as_ref()
+                .map_or_else(|| esc(&p.no_headline_cell()), |s| esc(&p.headline_cell(s)));
             let cv = s
                 .as_ref()
                 .and_then(|s| s.cv_pct())

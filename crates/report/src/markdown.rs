@@ -595,17 +595,8 @@ pub fn markdown_with(
                     p.test.clone(),
                     p.param_label(&[]),
                     p.reps_cell(),
-                    s.as_ref().map_or_else(
-                        || p.no_headline_cell(),
-                        |s| {
-                            format!(
-                                "{}{} {}",
-                                num(s.mean),
-                                s.sd.map(|d| format!(" ± {}", num(d))).unwrap_or_default(),
-                                p.headline_unit()
-                            )
-                        },
-                    ),
+                    s.as_ref()
+                        .map_or_else(|| p.no_headline_cell(), |s| p.headline_cell(s)),
                     pw,
                     p50,
                     p99,

@@ -2164,6 +2164,10 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     let bound = metric(r, "objective_bound_ns", &[]).map(ms);
     let pct = metric(r, "objective_percentile", &[]);
     let answer = metric(r, "max_rate_meeting_slo_per_s", &[]);
+    // Every probe met the objective: the answer is where the search stopped looking,
+    // not where the server stops meeting it.
+    let bound_why = r.headline_lower_bound();
+    let at_least = if bound_why.is_some() { "at least " } else { "" };
     // The objective as the search wrote it (`p99.99<=1.5ms`); from its numbers for a
     // result stored without it. The percentile whole: `si` took p99.99 to "p100".
     let written = r
@@ -2205,7 +2209,7 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
     }
     if let Some(a) = answer {
         series.push(LineSeries {
-            name: format!("answer {}/s", si(a)),
+            name: format!("answer {at_least}{}/s", si(a)),
             points: vec![(a, 0.0), (a, ymax)],
             color: 2,
             dash: 2,
@@ -2242,7 +2246,13 @@ fn search(r: &ResultRecord, wl: &str, who: &str) -> Option<View> {
         })
         .collect();
     let mut notes = vec![match answer {
-        Some(a) => format!("Highest rate meeting {obj}: {} {u}.", num(a)),
+        Some(a) => match &bound_why {
+            Some(why) => format!(
+                "Highest rate meeting {obj}: at least {} {u}, a lower bound ({why}).",
+                num(a)
+            ),
+            None => format!("Highest rate meeting {obj}: {} {u}.", num(a)),
+        },
         None => format!("No probed rate met {obj}."),
     }];
     notes.extend(

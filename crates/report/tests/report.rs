@@ -1689,6 +1689,8 @@ fn compare_bounds_intervals_at_zero_and_states_shares_in_points() {
         b_reps: None,
         a_basis: None,
         b_basis: None,
+        a_bound: false,
+        b_bound: false,
     };
     assert_eq!(row.ci_text(), format!("[<-100%, {high:+.1}%]"));
     let json = serde_json::to_value(&row).unwrap();

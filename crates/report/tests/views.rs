@@ -184,7 +184,12 @@ fn capacity_run(with_power: bool) -> RunRecord {
         }
     }
     ramp.push(Metric::new("saturation_rate_per_s", 6000.0, "req/s"));
-    let mut search = vec![Metric::new("max_rate_meeting_slo_per_s", 44000.0, "req/s")];
+    // Its probe at 64,000 missed, as the engine stores it: the answer is measured, no
+    // lower bound.
+    let mut search = vec![
+        Metric::new("max_rate_meeting_slo_per_s", 44000.0, "req/s"),
+        Metric::new("lowest_failing_rate_per_s", 64000.0, "req/s"),
+    ];
     for (i, (d, lat)) in [(32000.0, 18.9e6), (64000.0, 31.4e6), (44000.0, 13.5e6)]
         .iter()
         .enumerate()
@@ -591,6 +596,18 @@ fn capacity_ramp_search_levels() {
     assert!(h.contains("bound 20 ms") && h.contains("answer 44k/s"));
     // The objective as the search wrote it.
     assert!(h.contains("Highest rate meeting p99&lt;20ms: 44,000 req/s."));
+    // No probe missed: the answer is a lower bound, in the sentence, the chart and
+    // the results cell.
+    let mut bound = r.clone();
+    for x in &mut bound.results {
+        x.metrics.retain(|m| m.name != "lowest_failing_rate_per_s");
+    }
+    let hb = report::html(std::slice::from_ref(&bound), None);
+    assert!(
+        hb.contains("Highest rate meeting p99&lt;20ms: at least 44,000 req/s, a lower bound ("),
+        "{hb}"
+    );
+    assert!(hb.contains("answer at least 44k/s") && hb.contains("≥ 44,000 req/s"));
     // A result stored without it: from its numbers. A bound of seconds reads in
     // seconds: "p99 < 2k ms" read as a typo (acceptance pass E, 11).
     let mut slow = r.clone();

@@ -1026,11 +1026,18 @@ fn flag_codes(r: &ResultRecord) -> String {
 /// The RESULT cell. A result that did not end ok leads with its status, its figure (a
 /// surviving generator's share, what ran before the stop) marked partial: the report
 /// leaves it out, and it is not the test's figure. Without a headline figure: which
-/// figure is missing (the notes say why), never a bare `: missing`.
+/// figure is missing (the notes say why), never a bare `: missing`. A figure that is
+/// only a lower bound (a search whose every probe met its objective) reads `≥ 2000
+/// ops/s`: its warning below says why, but `2000 ops/s ! search_limit` read as the rate.
 fn result_text(r: &ResultRecord) -> String {
+    let at_least = if r.headline_lower_bound().is_some() {
+        "≥ "
+    } else {
+        ""
+    };
     let figure = r
         .metric(&r.headline, &[])
-        .map(|m| format!("{} {}", fmt_metric(m), unit_of(m)));
+        .map(|m| format!("{at_least}{} {}", fmt_metric(m), unit_of(m)));
     match (r.status, figure) {
         (Status::Ok, Some(f)) => f,
         (Status::Ok, None) if r.headline.is_empty() => "no headline figure".to_string(),
@@ -1899,6 +1906,30 @@ all steps: not measured: cache_hit_ratio: server INFO not readable: NOAUTH
             t.contains("ramp: latency and errors are per step (the steps table below), not of the headline"),
             "{t}"
         );
+    }
+
+    /// A search whose every probe met its objective up to --search-max printed its
+    /// maximum as `2000 ops/s ! search_limit`, read as the rate meeting it: a bound.
+    #[test]
+    fn a_searchs_lower_bound_reads_at_least() {
+        let mut run = store::fixtures::rich_run("r1", None, store::fixtures::t0(0), 1);
+        let r = &mut run.results[0];
+        r.test = "search".into();
+        r.headline = "max_rate_meeting_slo_per_s".into();
+        r.status = Status::Ok;
+        r.metrics = vec![
+            model::Metric::new("demanded_rate_per_s", 2000.0, "req/s")
+                .label("phase", "search")
+                .label("step", 0),
+            model::Metric::new("max_rate_meeting_slo_per_s", 2000.0, "req/s"),
+        ];
+        assert!(result_text(r).starts_with("≥ 2"), "{}", result_text(r));
+        r.metrics.push(model::Metric::new(
+            "lowest_failing_rate_per_s",
+            2500.0,
+            "req/s",
+        ));
+        assert!(result_text(r).starts_with('2'), "{}", result_text(r));
     }
 
     /// A capacity test's steps and a TPC-C run's consistency check, as the report has
