@@ -242,10 +242,16 @@ pub fn sweep_in(tmp: &Path) -> Vec<Cleaned> {
             continue;
         }
         let (owner_pid, processes_killed) = match read_owner(&root) {
-            // Another pid namespace or machine: whether its owner lives cannot be told
-            // from here, and its groups' ids name other processes. Left for a rackbench
-            // there to judge.
-            Some((_, Some(place))) if place != here => continue,
+            // Another pid namespace or machine of this boot: whether its owner lives
+            // cannot be told from here, and its groups' ids name other processes. Left
+            // for a rackbench there to judge. Of another boot nothing runs, wherever it
+            // was (a hostname changed since, a container gone): removed below, as before.
+            Some((owner, Some(place)))
+                if place != here
+                    && Some(owner.boot_id.as_str()) == process::boot_id().as_deref() =>
+            {
+                continue
+            }
             Some((owner, _)) if owner.is_alive() => continue,
             Some((owner, _)) => {
                 let this_boot = Some(owner.boot_id.as_str()) == process::boot_id().as_deref();
@@ -548,10 +554,18 @@ mod tests {
             format!("1 999999998 {boot} {}\n", process::place()),
         )
         .unwrap();
+        // Of another boot, wherever it was (a hostname changed since): nothing of it
+        // runs, and it is removed as it was before places were kept.
+        let before = private_dir(&format!("{PREFIX}1.999999997"));
+        std::fs::write(
+            before.join("owner"),
+            "1 999999997 another-boot old-name/pid:[4026531836]\n",
+        )
+        .unwrap();
 
         let cleaned = sweep_in(tmp.path());
-        assert_eq!(cleaned.len(), 1, "{cleaned:?}");
-        assert!(!here.exists());
+        assert_eq!(cleaned.len(), 2, "{cleaned:?}");
+        assert!(!here.exists() && !before.exists());
         assert!(elsewhere.join("rackbench-kv-x").is_dir());
         assert!(
             bystander.try_wait().unwrap().is_none(),

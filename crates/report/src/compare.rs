@@ -1022,7 +1022,9 @@ fn one_source_only(f: &mut Figure) {
 /// figures a run made, not how it ran: its tests (each point is one of them already) and
 /// the latency thresholds its shares over are reported against. Read from the values as
 /// given alone, a run at `--threads 2` and one at the default 1 were one point, their
-/// figures averaged as repetitions (audit, s44).
+/// figures averaged as repetitions (audit, s44). Values are set against those of the
+/// same test: a load test's settings (`duration`) are none of a capacity test's of the
+/// same run (`ramp_low`), and are no sweep between them.
 fn swept_within(a: &[RunRecord], b: &[RunRecord]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for side in [a, b] {
@@ -1031,20 +1033,20 @@ fn swept_within(a: &[RunRecord], b: &[RunRecord]) -> Vec<(String, String)> {
             .enumerate()
             .flat_map(|(i, run)| points(i, run))
             .collect();
-        let knobs: BTreeSet<(&str, &str)> = points
+        let knobs: BTreeSet<(&str, &str, &str)> = points
             .iter()
             .flat_map(|p| {
                 let settings = p.results.iter().flat_map(|r| r.settings.keys());
                 p.params
                     .keys()
                     .chain(settings)
-                    .map(|k| (p.workload.as_str(), k.as_str()))
+                    .map(|k| (p.workload.as_str(), p.test.as_str(), k.as_str()))
             })
-            .filter(|(_, k)| *k != "tests" && *k != "latency_thresholds")
+            .filter(|(_, _, k)| *k != "tests" && *k != "latency_thresholds")
             .collect();
-        for (wl, k) in knobs {
+        for (wl, test, k) in knobs {
             let mut values: Vec<String> = Vec::new();
-            for p in points.iter().filter(|p| p.workload == wl) {
+            for p in points.iter().filter(|p| p.workload == wl && p.test == test) {
                 let v = match p.setting(k) {
                     Some(v) => setting_key(k, v),
                     // Not given where its results know every setting they ran with (a
@@ -2189,8 +2191,10 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
             b_reps: one_runs_reps(&fb.runs()),
             a_basis: side_basis.0,
             b_basis: side_basis.1,
-            a_bound: a_bound && !missing,
-            b_bound: b_bound && !missing,
+            // Marked whether or not the other side has a figure: a bound beside a
+            // missing one is still a bound.
+            a_bound,
+            b_bound,
         });
     }
     // The headline first in each point, then latency, then cost.

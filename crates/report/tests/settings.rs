@@ -207,6 +207,21 @@ fn a_typed_knob_beside_its_default_within_a_side_keeps_the_points_apart() {
         both.iter().all(|p| p.contains("clients=")),
         "a point without its clients pools 10 and 50: {both:?}"
     );
+    // A setting one test of a run has and another has not (a capacity test's
+    // `ramp_low`, none of a load test's) is no sweep: the points keep their names, and
+    // meet a run stored before settings were kept.
+    let mut mixed = run("20261120T250000-ccccc1", None);
+    for r in mixed.results.iter_mut().filter(|r| r.test == "set") {
+        r.settings
+            .insert("ramp_low".into(), serde_json::json!(1000));
+    }
+    let c = report::compare::compare(&[mixed], &[defaulted(false)]);
+    assert!(c.nothing_in_common.is_none(), "{:?}", c.nothing_in_common);
+    assert!(
+        c.rows.iter().all(|r| !r.point.contains("ramp_low")),
+        "{:?}",
+        c.rows.iter().map(|r| &r.point).collect::<Vec<_>>()
+    );
 }
 
 /// A knob typed on one side (`-c 10`) and defaulted on the other: the other side's

@@ -566,7 +566,10 @@ impl Store {
         let mut runs = Vec::new();
         {
             let mut stmt = tx.prepare(&format!(
-                "SELECT id, label, created_at, status, command, json_extract(plan, '$.workload') \
+                "SELECT id, label, created_at, status, command, \
+                 COALESCE(json_extract(plan, '$.workload'), \
+                     (SELECT group_concat(json_extract(value, '$.workload')) \
+                      FROM json_each(plan, '$.suite'))) \
                  FROM runs ORDER BY {NEWEST_FIRST}"
             ))?;
             let mut rows = stmt.query([])?;
@@ -583,14 +586,14 @@ impl Store {
                     label: row.get(1)?,
                     created_at: parse_ts(&created)?,
                     status,
-                    // The plan's, until results say which ran: a run killed before its
-                    // first result was listed with no workload.
+                    // The plan's (a suite's parts'), until results say which ran: a run
+                    // killed before its first result was listed with no workload.
                     workloads: row
                         .get::<_, Option<String>>(5)
                         .ok()
                         .flatten()
-                        .into_iter()
-                        .collect(),
+                        .map(|w| w.split(',').map(str::to_string).collect())
+                        .unwrap_or_default(),
                     results: 0,
                     invalid: 0,
                     host: String::new(),

@@ -423,10 +423,15 @@ fn a_run_without_results_is_listed_with_its_plans_workload() {
     let mut ran = rich_run("r-ran", None, t0(60), 1);
     ran.plan = serde_json::json!({"workload": "mem"});
     store.import_run(&ran).unwrap();
+    let mut suite = rich_run("r-suite", None, t0(120), 1);
+    suite.results.clear();
+    suite.plan = serde_json::json!({"suite": [{"workload": "kv"}, {"workload": "net"}]});
+    store.import_run(&suite).unwrap();
     let list = store.list_runs().unwrap();
-    assert_eq!((list[1].id.as_str(), list[1].results), ("r-none", 0));
-    assert_eq!(list[1].workloads, ["mem"]);
-    assert_eq!(list[0].workloads, ["kv"]);
+    assert_eq!((list[2].id.as_str(), list[2].results), ("r-none", 0));
+    assert_eq!(list[2].workloads, ["mem"]);
+    assert_eq!(list[1].workloads, ["kv"]);
+    assert_eq!(list[0].workloads, ["kv", "net"]);
 }
 
 /// Acceptance pass B, 11: a run whose only result failed its consistency check ended

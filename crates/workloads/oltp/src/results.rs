@@ -168,11 +168,11 @@ pub(crate) fn step_output(
             reason: "the server's counters could not be read at both ends of the run".into(),
         });
     }
-    let incomplete = wins.iter().any(|w| w.first.is_some() && w.error.is_some());
-    for w in wins
+    let cut_short: Vec<_> = wins
         .iter()
         .filter(|w| w.first.is_some() && w.error.is_some())
-    {
+        .collect();
+    for w in &cut_short {
         out.flags.push(Flag::warning(
             "counters_incomplete",
             format!(
@@ -233,7 +233,8 @@ pub(crate) fn step_output(
         // Counters read short of the end are not of the client's window: set against its
         // counts they disagreed "over the same measured window" beside counters_incomplete
         // saying they were not (a postmaster killed mid-run, audit s44).
-        if have_all && tpm_unknown.is_none() && !server_wide && !incomplete {
+        let whole = have_all && cut_short.is_empty();
+        if whole && tpm_unknown.is_none() && !server_wide {
             let users = u64::from(cfg.vus) * ndb as u64;
             let late = wins.iter().map(|w| w.uncounted_at_first).sum();
             if let Some(f) = server_client_disagree(
@@ -246,7 +247,7 @@ pub(crate) fn step_output(
                 out.flags.push(f);
             }
         }
-        if have_all && o.duration_s >= 10.0 && nopm_total > 0.0 {
+        if whole && o.duration_s >= 10.0 && nopm_total > 0.0 {
             let diff = (nopm_client - nopm_total).abs() / nopm_total;
             if diff > 0.10 {
                 out.flags.push(Flag::warning(
