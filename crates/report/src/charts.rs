@@ -1191,15 +1191,16 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         reasons_all.extend(absent);
         let has =
             |series: &[BarSeries]| series.iter().any(|s| s.values.iter().any(Option::is_some));
+        // One pair of files per headline where there are several, else the workload's.
+        let file = |kind: &str| match several {
+            true => format!("{}_{kind}_{}.svg", slug(wl), slug(headline)),
+            false => format!("{}_{kind}.svg", slug(wl)),
+        };
         if !has(&power_series) {
             // A note in these tests' place where other tests have power; where none has,
             // one note below says so for the workload.
             power_charts.push(Chart {
-                file: if several {
-                    format!("{}_power_{}.svg", slug(wl), slug(headline))
-                } else {
-                    format!("{}_power.svg", slug(wl))
-                },
+                file: file("power"),
                 title: format!(
                     "{wl}: power and perf/W, {}",
                     headline_words(headline, unit, &groups)
@@ -1207,33 +1208,20 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
                 section: "power".into(),
                 workload: wl.to_string(),
                 svg: None,
-                note: Some(format!(
-                    "Power and perf/W are absent: {}",
-                    if reasons.is_empty() {
-                        "no power readings for these tests".to_string()
-                    } else {
-                        reasons.join("; ")
-                    }
-                )),
+                note: Some(absent_note(&reasons, "for these tests")),
             });
             continue;
         }
         drawn += 1;
         let basis = bases_said(&bases);
         let words = headline_words(headline, unit, &groups);
-        let (t, file) = if several {
-            (
-                format!("{wl}: power under load of the {words} tests, W ({basis})"),
-                format!("{}_power_{}.svg", slug(wl), slug(headline)),
-            )
+        let t = if several {
+            format!("{wl}: power under load of the {words} tests, W ({basis})")
         } else {
-            (
-                format!("{wl}: power under load, W ({basis})"),
-                format!("{}_power.svg", slug(wl)),
-            )
+            format!("{wl}: power under load, W ({basis})")
         };
         power_charts.push(Chart {
-            file,
+            file: file("power"),
             title: t.clone(),
             section: "power".into(),
             workload: wl.to_string(),
@@ -1247,11 +1235,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
         }
         let t = format!("{wl}: {words} per W ({basis})");
         power_charts.push(Chart {
-            file: if several {
-                format!("{}_perf_per_w_{}.svg", slug(wl), slug(headline))
-            } else {
-                format!("{}_perf_per_w.svg", slug(wl))
-            },
+            file: file("perf_per_w"),
             title: t.clone(),
             section: "power".into(),
             workload: wl.to_string(),
@@ -1275,17 +1259,20 @@ fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
             section: "power".into(),
             workload: wl.to_string(),
             svg: None,
-            note: Some(format!(
-                "Power and perf/W are absent: {}",
-                if reasons.is_empty() {
-                    "no power readings in these runs".to_string()
-                } else {
-                    reasons.join("; ")
-                }
-            )),
+            note: Some(absent_note(&reasons, "in these runs")),
         });
     }
     out
+}
+
+/// The note in place of power charts: the reasons power is absent, else that there were
+/// no readings `where`.
+fn absent_note(reasons: &[String], where_: &str) -> String {
+    let why = match reasons {
+        [] => format!("no power readings {where_}"),
+        _ => reasons.join("; "),
+    };
+    format!("Power and perf/W are absent: {why}")
 }
 
 /// The unit a latency reads best in: (divisor, suffix).

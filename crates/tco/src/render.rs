@@ -154,7 +154,11 @@ fn no_cost(t: &TcoResult, row: &Row, of: &[usize]) -> Option<String> {
         .collect();
     match free.as_slice() {
         [] => None,
-        [_] if of.len() == 1 => Some(format!("n/a (total cost is {}0)", t.currency)),
+        // The platform's own reason, as its JSON gives it.
+        [_] if of.len() == 1 => t.platforms[of[0]]
+            .missing
+            .get("perf_per_dollar")
+            .map(|why| format!("n/a ({why})")),
         names => Some(format!(
             "n/a (total cost of {} is {}0)",
             names.join(" and "),
