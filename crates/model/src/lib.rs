@@ -356,24 +356,38 @@ impl ResultRecord {
     /// is a measurement. A `search` none of whose probes missed its objective (every
     /// one met it up to `--search-max`, or the search stopped first) stores the highest
     /// rate it tried: the server meets the objective at least up to there, how far
-    /// beyond unknown. The rule a `levels` test applies before it takes that rate as its
-    /// 100% (`capacity_a_bound`): no lowest failing rate was found. Its `search_limit`
-    /// warning, where it has one, says why in the engine's words. A report, `show` and
-    /// `compare` ask this one function, so that 2,000 ops/s "meeting p99<50ms" is never
-    /// read, or set against another run's, as the rate where it stops meeting it.
+    /// beyond unknown. A `ramp` that never saturated (the server kept up to
+    /// `--ramp-high`, or the ramp stopped first) stores its highest reply rate: the
+    /// server's peak is at least that. The rule a `levels` test applies before it takes
+    /// such a rate as its 100% (`capacity_a_bound`): no lowest failing rate, no
+    /// saturation, was found. Why, in the engine's words: the search's `search_limit`
+    /// warning, the ramp's missing saturation. A report, `show` and `compare` ask this
+    /// one function, so that 2,000 ops/s "meeting p99<50ms" is never read, or set
+    /// against another run's, as the rate where it stops meeting it.
     pub fn headline_lower_bound(&self) -> Option<String> {
-        let bound = self.capacity_phase() == Some("search")
-            && self.headline == "max_rate_meeting_slo_per_s"
-            && self.headline_value().is_some()
-            && self.metric("lowest_failing_rate_per_s", &[]).is_none();
-        bound.then(|| {
-            self.flags
-                .iter()
-                .find(|f| f.code == "search_limit")
-                .map(|f| f.message.clone())
-                .unwrap_or_else(|| {
-                    "no probe of the search missed its objective: raise --search-max".into()
-                })
+        self.headline_value()?;
+        let (limit, why) = match (self.capacity_phase()?, self.headline.as_str()) {
+            ("search", "max_rate_meeting_slo_per_s") => (
+                "lowest_failing_rate_per_s",
+                self.flags
+                    .iter()
+                    .find(|f| f.code == "search_limit")
+                    .map(|f| f.message.clone()),
+            ),
+            ("ramp", "max_reply_rate_per_s") => (
+                "saturation_rate_per_s",
+                self.missing
+                    .iter()
+                    .find(|m| m.name == "saturation_rate_per_s")
+                    .map(|m| format!("the ramp never saturated: {}", m.reason)),
+            ),
+            _ => return None,
+        };
+        self.metric(limit, &[]).is_none().then(|| {
+            why.unwrap_or_else(|| match self.test.as_str() {
+                "ramp" => "the ramp never saturated: raise --ramp-high".into(),
+                _ => "no probe of the search missed its objective: raise --search-max".into(),
+            })
         })
     }
 
@@ -1136,5 +1150,39 @@ mod tests {
         let mut ramp = bound.clone();
         ramp.test = "ramp".into();
         assert_eq!(ramp.headline_lower_bound(), None);
+    }
+
+    /// A ramp whose server kept up to --ramp-high stored its highest reply rate as its
+    /// headline, and compare set 20,000 ops/s of a ramp that never saturated against
+    /// 30,000 of one that did as "1.5x". Its peak is at least that; a ramp that
+    /// saturated measured it.
+    #[test]
+    fn a_ramp_that_never_saturated_is_a_lower_bound() {
+        let mut ramp: ResultRecord = serde_json::from_value(serde_json::json!({
+            "workload": "kv", "test": "ramp", "step": 0, "repetition": 0,
+            "params": {}, "headline": "max_reply_rate_per_s",
+            "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.0,
+            "metrics": [], "status": "ok",
+            "missing": [{"name": "saturation_rate_per_s",
+                "reason": "the server kept up to the highest demanded rate (20000/s): raise --ramp-high"}]
+        }))
+        .unwrap();
+        ramp.metrics = vec![
+            Metric::new("demanded_rate_per_s", 20000.0, "req/s")
+                .label("phase", "ramp")
+                .label("step", 0),
+            Metric::new("max_reply_rate_per_s", 19990.0, "req/s"),
+        ];
+        let why = ramp.headline_lower_bound().expect("a bound");
+        assert!(
+            why.contains("never saturated") && why.contains("--ramp-high"),
+            "{why}"
+        );
+        let mut saturated = ramp.clone();
+        saturated.missing.clear();
+        saturated
+            .metrics
+            .push(Metric::new("saturation_rate_per_s", 25000.0, "req/s"));
+        assert_eq!(saturated.headline_lower_bound(), None);
     }
 }
