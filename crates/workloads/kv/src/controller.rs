@@ -665,6 +665,12 @@ mod tests {
             .expect("refused")
             .to_string();
         assert!(e.contains("of the 3 servers"), "{e}");
+        // One server twice is one server (stored `instances 2`, its calls doubled).
+        let e = kv(serde_json::json!({"targets": ["127.0.0.1:1", "127.0.0.1:1"], "clients": 2}))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("--target 127.0.0.1:1 is given twice"), "{e}");
         assert!(kv(serde_json::json!({"instances": 8, "clients": 8})).is_ok());
         // A generator's share of the load is below the servers' count, rightly: its
         // driver reads its plan without this check.

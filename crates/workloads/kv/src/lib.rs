@@ -288,6 +288,16 @@ impl KvConfig {
         if self.instances == 0 && self.targets.is_empty() {
             bail!("instances must be at least 1 (or give --target)");
         }
+        // One server given twice is one server: counted as two, the run stored
+        // `instances 2` and blamed its doubled commandstats on "something else".
+        if let Some(t) = self
+            .targets
+            .iter()
+            .enumerate()
+            .find_map(|(i, t)| self.targets[..i].contains(t).then_some(t))
+        {
+            bail!("--target {t} is given twice: give each server once");
+        }
         if !self.targets.is_empty() {
             let launched = KvConfig::default();
             let given: Vec<&str> = [

@@ -212,16 +212,23 @@ pub fn parse_info(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Calls per command from `INFO commandstats` (`cmdstat_set:calls=100,usec=...`).
+/// Commands the server received, per command, from `INFO commandstats`
+/// (`cmdstat_set:calls=100,usec=...,rejected_calls=0,failed_calls=0`): `calls` (those
+/// that ran, failed ones included) and, from Redis 7, `rejected_calls` (refused before
+/// running: OOM under noeviction, NOPERM, a wrong arity). Without the rejected, a run
+/// whose every SET met OOM read "the servers counted 0 calls, the generators 50000:
+/// check that nothing else uses these servers", the wrong cause.
 pub fn command_calls(info: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
     info.iter()
         .filter_map(|(k, v)| {
             let cmd = k.strip_prefix("cmdstat_")?;
-            let calls = v
-                .split(',')
-                .find_map(|kv| kv.strip_prefix("calls="))?
-                .parse()
-                .ok()?;
+            let field = |name: &str| -> Option<u64> {
+                v.split(',')
+                    .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))?
+                    .parse()
+                    .ok()
+            };
+            let calls = field("calls")? + field("rejected_calls").unwrap_or(0);
             Some((cmd.to_string(), calls))
         })
         .collect()
@@ -321,5 +328,11 @@ mod tests {
         let calls = command_calls(&parse_info(text));
         assert_eq!(calls.get("set"), Some(&100_000));
         assert_eq!(calls.get("get"), Some(&7));
+        // Refused under OOM: received, not run (Redis 7 counts them apart); and a
+        // Redis 6 line without the field.
+        let text = "cmdstat_set:calls=0,usec=0,usec_per_call=0.00,rejected_calls=50000,failed_calls=0\r\ncmdstat_get:calls=12,usec=3,usec_per_call=0.25\r\n";
+        let calls = command_calls(&parse_info(text));
+        assert_eq!(calls.get("set"), Some(&50_000));
+        assert_eq!(calls.get("get"), Some(&12));
     }
 }

@@ -77,6 +77,12 @@ impl KvService {
                 .with_context(|| format!("--target `{t}` is not host:port"))?
                 .next()
                 .with_context(|| format!("--target `{t}` resolves to no address"))?;
+            if self.admin.contains(&addr) {
+                bail!(
+                    "--target {t} is {addr}, as a --target before it is: give each server \
+                     once"
+                );
+            }
             let mut a = server::Admin::connect(addr, self.auth.as_ref())?;
             if let Err(e) = a.ping() {
                 // A server that needs a password answers, but refuses: not "is it Redis?".

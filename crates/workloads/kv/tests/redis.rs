@@ -899,3 +899,25 @@ fn a_ramp_offers_its_rate_from_both_generators() {
     // that came from both.
     assert!(metric(&r, "max_reply_rate_per_s") > 1200.0);
 }
+
+/// One server under two names is one server: given as `127.0.0.1:P` and `127.1:P`, it
+/// was counted as two (`instances 2`), its commandstats read double the generators'
+/// count, and the flag blamed "something else" using it.
+#[test]
+fn one_server_under_two_names_is_refused() {
+    if !have_redis() {
+        return;
+    }
+    let mut launched = kv(json!({"clients": 1, "requests": 10, "tests": ["set"]}));
+    let ctx = local();
+    launched.prepare(&ctx).unwrap();
+    let target = launched.endpoints()[0].clone();
+    let port = target.rsplit_once(':').unwrap().1;
+    let mut twice = kv(json!({"clients": 2, "targets": [target, format!("127.1:{port}")]}));
+    let e = twice.prepare(&ctx).map(|_| ()).unwrap_err();
+    launched.cleanup();
+    assert!(
+        format!("{e:#}").contains("as a --target before it is: give each server once"),
+        "{e:#}"
+    );
+}
