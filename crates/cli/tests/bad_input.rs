@@ -508,6 +508,49 @@ fn connections_past_the_open_file_limit_are_refused_before_any_server() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// A server's program that is not there is refused when the plan is built, in a suite
+/// too: `[run] workload = ["crypto", "kv"]` with a missing `--redis-server` ran crypto,
+/// stored it, then failed the run at kv (exit 1). Now: exit 2, nothing run or stored.
+#[test]
+fn a_missing_server_program_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let plan = dir.path().join("suite.toml");
+    std::fs::write(
+        &plan,
+        "[run]\nworkload = [\"crypto\", \"kv\"]\n[crypto]\nduration = 0.2\n\
+         [kv]\nredis_server = \"/nonexistent/redis-server\"\n",
+    )
+    .unwrap();
+    let suite = ["--plan", plan.to_str().unwrap()];
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &suite,
+            "kv: --redis-server: `/nonexistent/redis-server` is not an executable file",
+        ),
+        (
+            &["http", "--nginx", "/nonexistent/nginx", "--duration", "1"],
+            "http: --nginx",
+        ),
+        (
+            &["kv", "--redis-server", "no-such-redis-server"],
+            "was not found on PATH",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run"])
+            .args(args)
+            .args(["-q", "--no-telemetry"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?} should say {says}: {err}");
+    }
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
 /// A `--target` where nothing listens is bad input in every workload that takes one:
 /// exit 2 before any test, saying what to start, and no store left (net stored a failed
 /// run, exit 1, where kv and http refused).

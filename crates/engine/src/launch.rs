@@ -223,7 +223,11 @@ pub fn find_binary(name: &str, debian_package: &str) -> anyhow::Result<PathBuf> 
         if is_executable(&p) {
             return Ok(p);
         }
-        bail!("`{name}` is not an executable file");
+        bail!(
+            "`{name}` is not an executable file: give the path of an installed one, or \
+             leave the option out to use the one on PATH (Debian/Ubuntu: `apt-get install \
+             {debian_package}`)"
+        );
     }
     if let Some(path) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&path) {

@@ -565,6 +565,17 @@ pub trait Workload: Send {
         Ok(None)
     }
 
+    /// What [`Workload::prepare`] would refuse on this machine before launching anything
+    /// (a server's program not found), for a sweep point whose system under test is
+    /// this machine. Asked when the plan is built, before any host is reached: a suite
+    /// whose second workload's `--redis-server` is missing is refused then, not after
+    /// its first workload was measured and stored. Ok: nothing to check (servers given
+    /// with `--target` or `--dsn`, or none launched). Another host's programs are
+    /// looked for there, when its service is prepared.
+    fn check_launch_here(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
     /// The CPU lists this sweep point was given, each with the host whose CPUs it names.
     /// The runner checks each against that host's CPUs once the hosts are reached, before
     /// any server is launched or anything stored; a list for a host outside the run (a

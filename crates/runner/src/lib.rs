@@ -1298,6 +1298,9 @@ fn run_as(
             if let Some(c) = most.filter(|_| roles.loadgens.iter().any(|h| h == hosts::LOCAL)) {
                 engine::limits::ensure_open_files(c).with_context(what)?;
             }
+            if roles.sut == hosts::LOCAL {
+                w.check_launch_here().with_context(what)?;
+            }
             workloads.push(w);
         }
         let expanded_items: Vec<_> = items

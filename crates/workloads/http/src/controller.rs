@@ -438,6 +438,13 @@ impl Workload for Http {
         self.cfg.tests()
     }
 
+    fn check_launch_here(&self) -> anyhow::Result<()> {
+        if self.cfg.target.is_none() {
+            engine::launch::find_binary(&self.cfg.nginx, "nginx-light").context("--nginx")?;
+        }
+        Ok(())
+    }
+
     fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
         let plan = Plan::from_params(&self.params)?;
         Ok(vec![

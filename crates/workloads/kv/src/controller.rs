@@ -364,6 +364,14 @@ impl Workload for Kv {
         Some(self.cfg.warmup)
     }
 
+    fn check_launch_here(&self) -> anyhow::Result<()> {
+        if self.cfg.targets.is_empty() {
+            engine::launch::find_binary(&self.cfg.redis_server, "redis-server")
+                .context("--redis-server")?;
+        }
+        Ok(())
+    }
+
     fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
         let plan = Plan::from_params(&self.params)?;
         Ok(vec![

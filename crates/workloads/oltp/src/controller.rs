@@ -549,6 +549,23 @@ impl Workload for Oltp {
         self.cfg.tests.clone()
     }
 
+    fn check_launch_here(&self) -> anyhow::Result<()> {
+        if self.cfg.dsn.is_some() {
+            return Ok(());
+        }
+        match self.cfg.engine_kind()? {
+            crate::backend::EngineKind::Mariadb => {
+                crate::mariadb_server::find_binary("mariadbd")?;
+                crate::mariadb_server::find_binary("mariadb-install-db")?;
+            }
+            crate::backend::EngineKind::Postgresql => {
+                crate::server::find_pg_binary("initdb")?;
+                crate::server::find_pg_binary("postgres")?;
+            }
+        }
+        Ok(())
+    }
+
     fn cpu_lists(&self) -> anyhow::Result<Vec<CpuList>> {
         // --server-cpus pins the server rackbench launches on the system under test (with
         // --dsn there is none, and it is refused when the plan is built).
