@@ -1458,11 +1458,7 @@ fn at_least(cell: String, bound: bool) -> String {
 fn side_bases(bases: &[PowerBasis]) -> Option<String> {
     let words: Vec<&str> = bases
         .iter()
-        .map(|b| match b {
-            PowerBasis::Measured => "measured",
-            PowerBasis::Modelled => "MODELLED",
-            PowerBasis::Component => "component only",
-        })
+        .map(|b| b.tag().unwrap_or("measured"))
         .collect();
     (!words.is_empty()).then(|| words.join(" and "))
 }
@@ -1470,10 +1466,9 @@ fn side_bases(bases: &[PowerBasis]) -> Option<String> {
 /// How a row names a power figure of one basis: as the summary tags it, measured whole
 /// server untagged.
 fn with_basis(metric: &str, basis: PowerBasis) -> String {
-    match basis {
-        PowerBasis::Measured => metric.to_string(),
-        PowerBasis::Modelled => format!("{metric} (MODELLED)"),
-        PowerBasis::Component => format!("{metric} (component only)"),
+    match basis.tag() {
+        None => metric.to_string(),
+        Some(tag) => format!("{metric} ({tag})"),
     }
 }
 

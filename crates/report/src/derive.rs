@@ -712,6 +712,16 @@ impl PowerBasis {
             PowerBasis::Component => "component only (CPU package/DRAM)",
         }
     }
+
+    /// The word a figure of this basis is tagged with in text (tables, compare): none
+    /// for one measured on the whole server, as untagged figures are.
+    pub fn tag(self) -> Option<&'static str> {
+        match self {
+            PowerBasis::Measured => None,
+            PowerBasis::Modelled => Some("MODELLED"),
+            PowerBasis::Component => Some("component only"),
+        }
+    }
 }
 
 /// Mean power of a sweep point on the system under test.

@@ -66,12 +66,9 @@ fn absent_notes<'a>(
 
 /// The marking a figure of power, or derived from it, carries: none when measured on the
 /// whole server (as [`power`] marks the power itself).
-fn basis_tag(b: Option<PowerBasis>) -> &'static str {
-    match b {
-        None | Some(PowerBasis::Measured) => "",
-        Some(PowerBasis::Modelled) => " (MODELLED)",
-        Some(PowerBasis::Component) => " (component only)",
-    }
+fn basis_tag(b: Option<PowerBasis>) -> String {
+    b.and_then(PowerBasis::tag)
+        .map_or(String::new(), |t| format!(" ({t})"))
 }
 
 /// A figure derived from power with its power's marking, or "absent" with the mark of
