@@ -349,15 +349,39 @@ pub fn swept_keys(params: &Map<String, Value>, list_keys: &[&str]) -> BTreeMap<S
         .collect()
 }
 
-/// Read plan-file strings as the same flag's text is read ([`parse_value`]), recursively:
-/// sweeps (`"1..16:x2"`, `"1,100"`) become lists, `"0"` the number 0, `"no"` false.
-/// Numbers, booleans and arrays written natively in TOML stay as they are. A plan's
-/// `server_cpus = "0"` was stored as the string, the flag's `--server-cpus 0` as the
-/// number, and compare called two such runs "NOT like for like" (acceptance L, 1).
-pub fn normalize(v: Value) -> Value {
+/// Read one setting's text as typed on the command line: [`parse_value`]'s lists, ranges,
+/// numbers and booleans, except for the keys in `text_keys` (a workload's
+/// [`Registration::text_keys`](crate::workload::Registration::text_keys): a DSN, a URL, a
+/// path, a user name), whose text is the value, whole. A multi-host DSN
+/// (`postgresql://bench@db1,db2/tpcc`) was split at its comma into a sweep of two broken
+/// DSNs, a password with a comma printed in part in the error, and `--user on` read as true.
+pub fn parse_setting(key: &str, text: &str, text_keys: &[&str]) -> anyhow::Result<Value> {
+    if text_keys.contains(&key) {
+        return Ok(Value::String(text.to_string()));
+    }
+    parse_value(text)
+}
+
+/// Read plan-file strings as the same flag's text is read ([`parse_setting`]), recursively:
+/// sweeps (`"1..16:x2"`, `"1,100"`) become lists, `"0"` the number 0, `"no"` false; a
+/// string of one of `text_keys` stays the string written. Numbers, booleans and arrays
+/// written natively in TOML stay as they are. A plan's `server_cpus = "0"` was stored as
+/// the string, the flag's `--server-cpus 0` as the number, and compare called two such
+/// runs "NOT like for like" (acceptance L, 1).
+pub fn normalize(v: Value, text_keys: &[&str]) -> Value {
     match v {
         Value::String(s) => parse_value(&s).unwrap_or(Value::String(s)),
-        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, normalize(v))).collect()),
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => {
+                        let v = parse_setting(&k, &s, text_keys).unwrap_or(Value::String(s));
+                        (k, v)
+                    }
+                    v => (k, normalize(v, text_keys)),
+                })
+                .collect(),
+        ),
         v => v,
     }
 }
@@ -410,16 +434,52 @@ mod tests {
             "127.0.0.1:6379",
             "get",
         ] {
-            let plan = normalize(json!({ "k": text }));
+            let plan = normalize(json!({ "k": text }), &[]);
             assert_eq!(plan["k"], parse_value(text).unwrap(), "{text}");
         }
         assert_eq!(
-            normalize(json!({"server_cpus": "0", "verify": "no", "nested": {"p": "1,4"}})),
+            normalize(
+                json!({"server_cpus": "0", "verify": "no", "nested": {"p": "1,4"}}),
+                &[]
+            ),
             json!({"server_cpus": 0, "verify": false, "nested": {"p": [1, 4]}})
         );
         // Written natively in TOML, kept as written.
         let native = json!({"server_cpus": [0], "clients": 50, "verify": true});
-        assert_eq!(normalize(native.clone()), native);
+        assert_eq!(normalize(native.clone(), &[]), native);
+    }
+
+    /// A setting whose value is free text is taken whole, from a flag or a plan: a
+    /// multi-host DSN was split at its comma into a sweep of two broken DSNs (and the
+    /// error printed part of a password with a comma), a query's comma split a URL, and
+    /// `--user on` was read as true, `--user 123` as a number.
+    #[test]
+    fn a_text_setting_is_taken_whole() {
+        let text = ["dsn", "target", "user"];
+        for (key, typed) in [
+            (
+                "dsn",
+                "postgresql://bench@127.0.0.1:1,127.0.0.1:2/tpcc?connect_timeout=2",
+            ),
+            ("dsn", "postgresql://u:topsec,ret42@127.0.0.1:1/tpcc"),
+            ("target", "http://127.0.0.1:1/search?q=a,b"),
+            ("user", "on"),
+            ("user", "123"),
+            ("user", "a,,b"),
+        ] {
+            assert_eq!(parse_setting(key, typed, &text).unwrap(), json!(typed));
+            let plan = normalize(json!({ key: typed }), &text);
+            assert_eq!(plan, json!({ key: typed }), "{typed}");
+        }
+        // Other settings are read as before.
+        assert_eq!(
+            parse_setting("clients", "1,2", &text).unwrap(),
+            json!([1, 2])
+        );
+        assert_eq!(
+            normalize(json!({"clients": "1,2", "verify": "no"}), &text),
+            json!({"clients": [1, 2], "verify": false})
+        );
     }
 
     /// A plan's value of the wrong type is said in plain words, with the key and where

@@ -645,6 +645,10 @@ pub struct Registration {
     /// Parameter keys whose values are lists by nature (`tests`, `server_cpus`): a list
     /// there is not a sweep.
     pub list_keys: &'static [&'static str],
+    /// Parameter keys whose values are free text (a DSN, a URL, a path, a user name): a
+    /// flag's or a plan's text is the value as written, never split at its commas into a
+    /// sweep nor read as a number or a boolean (see [`crate::plan::parse_setting`]).
+    pub text_keys: &'static [&'static str],
     /// Add the workload's flags to `rackbench run NAME` (clap derive: `Flags::augment_args`).
     /// Flag ids are the parameter keys; sweepable knobs take strings (`1,100`, `1..8:x2`).
     pub flags: fn(clap::Command) -> clap::Command,

@@ -73,7 +73,7 @@ fn fuzz_plan_expand() {
                 let mut params = Map::new();
                 for (k, v) in keys {
                     let text = Value::String(String::from_utf8_lossy(&v.0).into_owned());
-                    params.insert(k.clone(), normalize(text));
+                    params.insert(k.clone(), normalize(text, &[]));
                 }
                 if let Ok(points) = expand(&params, &["k0"]) {
                     assert!(!points.is_empty() && points.len() <= MAX_SWEEP_POINTS);

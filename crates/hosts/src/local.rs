@@ -373,6 +373,7 @@ mod tests {
             name: "spin",
             about: "burns a little CPU",
             list_keys: &[],
+            text_keys: &[],
             flags: |c| c,
             build: |_| anyhow::bail!("not built in these tests"),
             service: None,

@@ -83,6 +83,7 @@ fn catalog(name: &str) -> Option<Registration> {
         name: "test",
         about: "a server and a long question about it",
         list_keys: &[],
+        text_keys: &[],
         flags: |c| c,
         build: |_| anyhow::bail!("not built in this test"),
         service: Some(service),

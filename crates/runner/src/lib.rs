@@ -2681,6 +2681,7 @@ mod tests {
                     name: "refusing",
                     about: "",
                     list_keys: &[],
+                    text_keys: &[],
                     flags: |c| c,
                     build: |m| {
                         Ok(Box::new(Refusing {

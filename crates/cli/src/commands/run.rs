@@ -359,8 +359,13 @@ fn workload_command(reg: &Registration) -> clap::Command {
     (reg.flags)(cmd).about(reg.about)
 }
 
-/// Parameters from the workload's matched flags (ids are the parameter keys).
-fn params_from_matches(cmd: &clap::Command, m: &clap::ArgMatches) -> anyhow::Result<Params> {
+/// Parameters from the workload's matched flags (ids are the parameter keys), each read
+/// by [`engine::plan::parse_setting`] (`text_keys`: the workload's free-text keys).
+fn params_from_matches(
+    cmd: &clap::Command,
+    m: &clap::ArgMatches,
+    text_keys: &[&str],
+) -> anyhow::Result<Params> {
     let run_ids: Vec<String> =
         HostsOpts::augment_args(RunOpts::augment_args(clap::Command::new("x")))
             .get_arguments()
@@ -386,7 +391,7 @@ fn params_from_matches(cmd: &clap::Command, m: &clap::ArgMatches) -> anyhow::Res
             Value::Bool(true)
         } else {
             match raw.first() {
-                Some(s) => engine::plan::parse_value(s)
+                Some(s) => engine::plan::parse_setting(id, s, text_keys)
                     .with_context(|| format!("--{}", arg.get_long().unwrap_or(id)))?,
                 None => continue,
             }
@@ -709,13 +714,13 @@ pub fn resolve(a: &Args, g: &Global) -> anyhow::Result<Resolved> {
     for reg in regs {
         let mut params = match tables.get(reg.name) {
             None => Map::new(),
-            Some(t) => match engine::plan::normalize(serde_json::to_value(t)?) {
+            Some(t) => match engine::plan::normalize(serde_json::to_value(t)?, reg.text_keys) {
                 Value::Object(m) => m,
                 _ => bail!("plan file: [{}] must be a table", reg.name),
             },
         };
         if parts.is_empty() && names.len() == 1 {
-            for (k, v) in params_from_matches(&cmd, &m)? {
+            for (k, v) in params_from_matches(&cmd, &m, reg.text_keys)? {
                 params.insert(k, v);
             }
         }
@@ -1145,6 +1150,7 @@ fn workload_peaks(points: &[Point]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::path::Path;
 
     #[test]
@@ -1403,6 +1409,72 @@ mod tests {
         .is_ok());
     }
 
+    /// A free-text setting is one value whole, from a flag or a plan: a multi-host DSN
+    /// (the README's own) was a sweep of two broken DSNs, a plan's password with a comma
+    /// was printed in part, a URL's query split, and `--user on` was refused as a boolean.
+    #[test]
+    fn a_text_setting_with_a_comma_is_one_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let auth = dir.path().join("pass,word");
+        std::fs::write(&auth, "pw\n").unwrap();
+        let auth = auth.to_str().unwrap();
+        let dsn = "postgresql://bench@127.0.0.1:1,127.0.0.1:2/tpcc?connect_timeout=2";
+        let url = "http://127.0.0.1:1/search?q=a,b";
+        for (args, key, value) in [
+            (&["oltp", "--dsn", dsn, "--duration", "1"][..], "dsn", dsn),
+            (&["http", "--target", url, "--duration", "1"], "target", url),
+            (
+                &[
+                    "kv",
+                    "--target",
+                    "127.0.0.1:1",
+                    "--auth-file",
+                    auth,
+                    "--user",
+                    "on",
+                ],
+                "user",
+                "on",
+            ),
+            (
+                &[
+                    "kv",
+                    "--target",
+                    "127.0.0.1:1",
+                    "--auth-file",
+                    auth,
+                    "--user",
+                    "123",
+                ],
+                "user",
+                "123",
+            ),
+            (
+                &[
+                    "kv",
+                    "--target",
+                    "127.0.0.1:1",
+                    "--auth-file",
+                    auth,
+                    "--user",
+                    "u",
+                ],
+                "auth_file",
+                auth,
+            ),
+        ] {
+            let r = resolved(args).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
+            assert_eq!(r.parts[0].points.len(), 1, "{args:?}");
+            assert_eq!(r.parts[0].points[0][key], json!(value), "{args:?}");
+        }
+        let path = dir.path().join("plan.toml");
+        let secret = "postgresql://u:topsec,ret42@127.0.0.1:1/tpcc";
+        std::fs::write(&path, format!("[oltp]\ndsn = \"{secret}\"\nduration = 1\n")).unwrap();
+        let r = resolved(&["--plan", path.to_str().unwrap()]).expect("resolved");
+        assert_eq!(r.parts[0].points.len(), 1);
+        assert_eq!(r.parts[0].points[0]["dsn"], json!(secret));
+    }
+
     /// A plan file as a person writes one: every table, lists, ranges, variants.
     const PLAN: &str = r#"
 [run]
@@ -1626,7 +1698,7 @@ mix = "tpcc"
             let Ok(v) = serde_json::to_value(table) else {
                 continue;
             };
-            let Value::Object(params) = engine::plan::normalize(v) else {
+            let Value::Object(params) = engine::plan::normalize(v, reg.text_keys) else {
                 continue;
             };
             let Ok(points) = engine::plan::expand(&params, reg.list_keys) else {

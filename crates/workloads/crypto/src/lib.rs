@@ -105,6 +105,7 @@ pub fn registration() -> engine::Registration {
         about:
             "RSA sign/verify per second (openssl speed's method), ECDSA P-256, AES-256-GCM, SHA-256",
         list_keys: &["tests", "bits", "buffer_sizes", "cpus"],
+        text_keys: &[],
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(CryptoWorkload::from_params(m)?)),
         service: Some(service::start_service),

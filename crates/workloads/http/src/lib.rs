@@ -596,6 +596,7 @@ pub fn registration() -> Registration {
             "latency_thresholds",
             "levels",
         ],
+        text_keys: &["target", "paths", "headers", "body", "nginx", "hlog"],
         flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Http::from_params(p)?)),
         service: Some(service::start_service),

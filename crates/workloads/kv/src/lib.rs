@@ -456,6 +456,7 @@ pub fn registration() -> Registration {
             "levels",
             "latency_thresholds",
         ],
+        text_keys: &["auth_file", "user", "redis_server"],
         flags: |c| capacity_tests::document_defaults(<Flags as Args>::augment_args(c), &CAPACITY),
         build: |p| Ok(Box::new(Kv::from_params(p)?)),
         service: Some(service::start_service),

@@ -114,6 +114,7 @@ pub fn registration() -> engine::Registration {
         name: "mem",
         about: "Memory load latency by working-set size (L1/L2/L3/RAM, ns and cycles) and STREAM-like bandwidth",
         list_keys: &["tests", "sizes", "bw_threads"],
+        text_keys: &[],
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(MemWorkload::from_params(m)?)),
         service: Some(service::start_service),

@@ -188,6 +188,7 @@ pub fn registration() -> engine::Registration {
         name: "net",
         about: "TCP stream and UDP throughput, loss and jitter against `rackbench net serve`, each end pinned",
         list_keys: &["tests", "udp_payload", "sender_cpus", "receiver_cpus"],
+        text_keys: &["target", "receiver_bin"],
         flags: |c| Flags::augment_args(c),
         build: |m| Ok(Box::new(NetWorkload::from_params(m)?)),
         service: Some(service::start_service),

@@ -546,6 +546,7 @@ pub fn registration() -> engine::Registration {
         name: "oltp",
         about: "TPC-C on PostgreSQL or MariaDB: NOPM/TPM, per-transaction latency, consistency check, databases x users",
         list_keys: LIST_KEYS,
+        text_keys: &["dsn", "cluster_dir"],
         flags: |c| {
             capacity_tests::document_defaults(<Flags as clap::Args>::augment_args(c), &CAPACITY)
         },
