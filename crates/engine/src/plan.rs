@@ -254,6 +254,27 @@ fn parse_scalar(s: &str) -> Value {
     }
 }
 
+/// Refuse a list setting that names one value twice (`--bits 512,512`, `--udp-payload
+/// 1472,1472`): each value is a test of its own, and the same one twice ran twice and was
+/// stored as two repetitions of one setting, as a sweep's `-c 2,2` would have been (see
+/// [`expand`]). `flag` is how the user gives the list.
+pub fn refuse_repeats<T: PartialEq + std::fmt::Display>(
+    flag: &str,
+    values: &[T],
+) -> anyhow::Result<()> {
+    let twice = values
+        .iter()
+        .enumerate()
+        .find_map(|(i, v)| values[..i].contains(v).then_some(v));
+    if let Some(twice) = twice {
+        bail!(
+            "{flag} lists {twice} twice: each value is measured once; give each value once, \
+             and --repeat N to measure every one N times"
+        );
+    }
+    Ok(())
+}
+
 /// Expand a workload's parameters into sweep points: every key whose value is an array
 /// (and is not in `list_keys`, the keys that are lists by nature such as `tests` or
 /// `server_cpus`) is swept; the cartesian product is returned in a stable order (the first
@@ -592,6 +613,27 @@ mod tests {
             })
             .collect();
         assert_eq!(combos, vec![(1, 1), (1, 100), (2, 1), (2, 100)]);
+    }
+
+    /// `--bits 512,512` measured one size twice, as two repetitions of it: a list's value
+    /// given twice is refused, as a sweep's is.
+    #[test]
+    fn a_list_naming_a_value_twice_is_refused() {
+        assert_eq!(
+            refuse_repeats("--bits", &[512, 1024, 512])
+                .unwrap_err()
+                .to_string(),
+            "--bits lists 512 twice: each value is measured once; give each value once, and \
+             --repeat N to measure every one N times"
+        );
+        assert!(refuse_repeats("--bits", &[512, 1024]).is_ok());
+        let tests = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let e = crate::workload::refuse_repeated_tests(&tests(&["set", "get", "set"]));
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .starts_with("the test set is asked for twice"));
+        assert!(crate::workload::refuse_repeated_tests(&tests(&["set", "get"])).is_ok());
     }
 
     #[test]

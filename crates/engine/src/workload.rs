@@ -306,6 +306,24 @@ pub fn check_duration(who: &str, duration: f64, max_s: f64) -> anyhow::Result<()
     Ok(())
 }
 
+/// Refuse a sweep point whose tests name one test twice (`-t rsa512,rsa512`, or `rsa`
+/// with `--bits 512,512`, or `-t set,set`): the test ran twice and every summary took the
+/// two for repetitions of it (n=2/2, high_variation), as it took a sweep's `-c 2,2`.
+pub fn refuse_repeated_tests(tests: &[String]) -> anyhow::Result<()> {
+    let twice = tests
+        .iter()
+        .enumerate()
+        .find_map(|(i, t)| tests[..i].contains(t).then_some(t));
+    if let Some(t) = twice {
+        anyhow::bail!(
+            "the test {t} is asked for twice (by --tests, or by a list it expands, as rsa by \
+             --bits): each test of a point is measured once; name it once, and give --repeat N \
+             to measure every test N times"
+        );
+    }
+    Ok(())
+}
+
 /// `rackbench: TITLE` and the table of `tsv` (tab-separated lines, a header first)
 /// below it, indented, in aligned columns two spaces apart as the console's other
 /// tables: a column of figures (or `-`) right, words left. Each line and cell is made

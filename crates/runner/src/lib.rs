@@ -1284,6 +1284,7 @@ fn run_as(
         for it in &items {
             let (point, roles) = &expanded[it.point];
             let w = (reg.build)(point)?;
+            engine::workload::refuse_repeated_tests(&w.tests())?;
             // Every point's load against its generators now, not when its turn comes
             // (after servers were launched and earlier points measured and stored); a
             // generator on this machine against its open-file limit too (another host's

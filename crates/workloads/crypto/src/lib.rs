@@ -142,6 +142,8 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     for &b in &cfg.bits {
         check_bits(b)?;
     }
+    engine::plan::refuse_repeats("--bits", &cfg.bits)?;
+    engine::plan::refuse_repeats("--buffer-sizes", &cfg.buffer_sizes)?;
     if cfg.buffer_sizes.is_empty() || cfg.buffer_sizes.iter().any(|&b| b == 0 || b > 64 << 20) {
         bail!("crypto: `buffer_sizes` must be 1 B to 64 MiB each (e.g. --buffer-sizes 16,1024,8192,16384)");
     }
@@ -340,6 +342,28 @@ mod tests {
 
     fn params(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// `-t rsa512,rsa512` and `rsa` with `--bits 512,512` ran rsa512 twice, summarised
+    /// as two repetitions: a test is named once, a list's value given once.
+    #[test]
+    fn a_test_or_a_size_given_twice_is_refused() {
+        let error = |v| match CryptoWorkload::from_params(&params(v)) {
+            Ok(w) => engine::workload::refuse_repeated_tests(&w.tests())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default(),
+            Err(e) => e.to_string(),
+        };
+        let e = error(json!({"tests": ["rsa512", "rsa512"]}));
+        assert!(e.starts_with("the test rsa512 is asked for twice"), "{e}");
+        let e = error(json!({"tests": ["rsa", "rsa512"], "bits": [512]}));
+        assert!(e.starts_with("the test rsa512 is asked for twice"), "{e}");
+        let e = error(json!({"tests": ["rsa"], "bits": [512, 512]}));
+        assert!(e.starts_with("--bits lists 512 twice"), "{e}");
+        let e = error(json!({"tests": ["sha256"], "buffer_sizes": [16, 16]}));
+        assert!(e.starts_with("--buffer-sizes lists 16 twice"), "{e}");
+        assert_eq!(error(json!({"tests": ["rsa"], "bits": [512, 1024]})), "");
     }
 
     #[test]

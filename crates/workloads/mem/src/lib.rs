@@ -424,8 +424,9 @@ impl Plan {
                 .iter()
                 .map(|s| parse_size("sizes", s))
                 .collect::<anyhow::Result<Vec<u64>>>()?;
+            // `--sizes 4K,4096` measured one size, and stored the list as given.
+            engine::plan::refuse_repeats("--sizes", &v)?;
             v.sort_unstable();
-            v.dedup();
             check_sizes(&v)?;
             SizesPlan::Given(v)
         };
@@ -447,6 +448,11 @@ impl Plan {
                 other => bail!("mem: `bw_threads` entries are thread counts or `all`, not {other}"),
             }
         }
+        let counts: Vec<String> = bw_threads
+            .iter()
+            .map(|t| t.map_or_else(|| "all".to_string(), |n| n.to_string()))
+            .collect();
+        engine::plan::refuse_repeats("--bw-threads", &counts)?;
         Ok(Plan {
             cfg,
             tests,
@@ -1166,15 +1172,22 @@ mod tests {
     }
 
     /// A thread count named twice, apart in the list (`all,1,4` on 4 CPUs), runs once:
-    /// it ran twice, two figures of one label in one result.
+    /// it ran twice, two figures of one label in one result. The same count written twice
+    /// (`1,1`) is refused, as every list's repeated value is.
     #[test]
     fn bandwidth_thread_counts_run_once_each() {
         let all = engine::launch::online_cpus();
-        let p = params(json!({"bw_threads": ["all", 1, all, 1]}));
+        let p = params(json!({"bw_threads": ["all", 1, all]}));
         let b = MemBench::resolve(&Plan::from_params(&p).unwrap()).unwrap();
         let mut want = vec![1, all];
         want.dedup();
         assert_eq!(b.bw_threads, want);
+        let twice = params(json!({"tests": ["bandwidth"], "bw_threads": ["all", 1, 1]}));
+        let e = Plan::from_params(&twice).err().unwrap().to_string();
+        assert!(e.starts_with("--bw-threads lists 1 twice"), "{e}");
+        let twice = params(json!({"tests": ["latency"], "sizes": ["4K", 4096]}));
+        let e = Plan::from_params(&twice).err().unwrap().to_string();
+        assert!(e.starts_with("--sizes lists 4096 twice"), "{e}");
     }
 
     #[test]

@@ -314,6 +314,8 @@ impl Plan {
         if !rate_bps.is_finite() || rate_bps < 0.0 {
             bail!("net: `rate` must be 0 (unlimited) or positive");
         }
+        // Stored as given: `--udp-payload 1472,1472` ran udp1472 once and stored both.
+        engine::plan::refuse_repeats("--udp-payload", &cfg.udp_payload)?;
         let mut tests: Vec<String> = Vec::new();
         for t in &cfg.tests {
             let t = t.trim().to_ascii_lowercase();
@@ -334,9 +336,8 @@ impl Plan {
                     (Proto::Udp, p) => vec![format!("udp{p}")],
                 }
             };
-            // Each test once, where first asked for (`--tests udp,udp1472`, or
-            // `--udp-payload 1472,1472`): the same test twice would be stored twice under
-            // one name and repetition.
+            // Each test once, where first asked for (`--tests udp,udp1472`): the same test
+            // twice would be stored twice under one name and repetition.
             for t in named {
                 if !tests.contains(&t) {
                     tests.push(t);

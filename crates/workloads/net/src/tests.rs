@@ -978,9 +978,17 @@ fn a_test_asked_for_twice_runs_once_and_udp_modes_need_a_udp_test() {
         ["udp1472", "udp60", "tcp"]
     );
     assert_eq!(
-        tests(json!({"tests": ["udp", "udp01472"], "udp_payload": [1472, 1472]})),
+        tests(json!({"tests": ["udp", "udp01472"], "udp_payload": [1472]})),
         ["udp1472"]
     );
+    // A payload listed twice is refused: the settings stored both.
+    let e = NetWorkload::from_params(&params(
+        json!({"tests": ["udp"], "udp_payload": [1472, 1472]}),
+    ))
+    .err()
+    .map(|e| format!("{e:#}"))
+    .unwrap_or_default();
+    assert!(e.starts_with("--udp-payload lists 1472 twice"), "{e}");
     for (v, flag) in [
         (json!({"tests": ["tcp"], "udp_gso": 8}), "--udp-gso"),
         (json!({"tests": ["tcp"], "udp_batch": 32}), "--udp-batch"),
