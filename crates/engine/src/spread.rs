@@ -38,7 +38,8 @@ pub struct Load {
     pub requests: Option<u64>,
     pub rate: Option<f64>,
     pub seed: u64,
-    /// Threads of each generator's load loop (never more than its connections).
+    /// Threads of each generator's load loop (never more than its connections:
+    /// [`shares`] refuses more).
     pub threads: usize,
     /// How the user says connections and requests (`-c`, `-n`), for the errors.
     pub connections_flag: &'static str,
@@ -74,6 +75,23 @@ pub fn shares(load: &Load, generators: usize) -> anyhow::Result<Vec<Share>> {
             "{} connection(s) cannot be spread over {n} load generators: give at least one per generator ({} {n})",
             load.connections,
             load.connections_flag
+        );
+    }
+    // A generator's threads each drive connections of their own: more threads than its
+    // connections were capped to them without a word, and the run stored the threads as
+    // typed (`--threads 64 -c 2` ran 2 threads and stored 64).
+    let fewest = load.connections / n;
+    if load.threads > fewest {
+        let (over, each) = match n {
+            1 => (String::new(), ""),
+            n => (format!(" over {n} load generators"), " on each"),
+        };
+        bail!(
+            "--threads {} with {} {}{over}: at most {fewest} threads{each}, one per connection; \
+             give --threads {fewest}",
+            load.threads,
+            load.connections_flag,
+            load.connections,
         );
     }
     let requests = match load.requests {
@@ -1202,6 +1220,31 @@ mod tests {
             connections_flag: "-c",
             requests_flag: "-n",
         }
+    }
+
+    /// `--threads 64 -c 2` ran 2 threads and stored 64: more threads than a generator's
+    /// connections is refused, saying how many it can have.
+    #[test]
+    fn more_threads_than_a_generators_connections_are_refused() {
+        let threads = |threads, connections, generators| {
+            let l = Load {
+                threads,
+                ..load(connections, None, None)
+            };
+            shares(&l, generators).map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            threads(64, 2, 1).unwrap_err(),
+            "--threads 64 with -c 2: at most 2 threads, one per connection; give --threads 2"
+        );
+        // 5 connections over 2 generators: one of them holds 2.
+        assert_eq!(
+            threads(3, 5, 2).unwrap_err(),
+            "--threads 3 with -c 5 over 2 load generators: at most 2 threads on each, one per \
+             connection; give --threads 2"
+        );
+        assert!(threads(2, 5, 2).is_ok());
+        assert!(threads(2, 2, 1).is_ok());
     }
 
     #[test]
