@@ -265,6 +265,18 @@ impl Plan {
         if !cfg.interval.is_finite() || cfg.interval < 0.05 {
             bail!("net: `interval` must be at least 0.05 s (e.g. --interval 1)");
         }
+        // `--interval 5 --duration 1` reported no interval of its own and stored interval=5
+        // as a setting the test had. Given only: the default's 1 s beside a shorter test
+        // reports the test as one interval.
+        if m.get("interval").is_some_and(|v| !v.is_null()) && cfg.interval > cfg.duration {
+            bail!(
+                "net: `interval` = {} s is longer than `duration` = {} s: give an --interval of \
+                 at most {} (or a longer --duration)",
+                cfg.interval,
+                cfg.duration,
+                cfg.duration
+            );
+        }
         if cfg.tcp_len == 0 || cfg.tcp_len > 64 << 20 {
             bail!("net: `tcp_len` must be 1 B to 64 MiB (default 131072)");
         }

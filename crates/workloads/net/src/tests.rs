@@ -1008,6 +1008,22 @@ fn a_test_asked_for_twice_runs_once_and_udp_modes_need_a_udp_test() {
     );
 }
 
+/// `--interval 5 --duration 1` was run and stored interval=5: an interval given longer
+/// than the test is refused; the default beside a short test is not.
+#[test]
+fn an_interval_longer_than_the_test_is_refused() {
+    let e = NetWorkload::from_params(&params(json!({"interval": 5, "duration": 1})))
+        .err()
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_default();
+    assert!(
+        e.contains("`interval` = 5 s is longer than `duration` = 1 s") && e.contains("at most 1"),
+        "{e}"
+    );
+    assert!(NetWorkload::from_params(&params(json!({"interval": 1, "duration": 1}))).is_ok());
+    assert!(NetWorkload::from_params(&params(json!({"duration": 0.5}))).is_ok());
+}
+
 #[test]
 fn oversized_udp_payload_is_a_clear_error() {
     let e = NetWorkload::from_params(&params(json!({"tests": ["udp"], "udp_payload": [65508]})))
