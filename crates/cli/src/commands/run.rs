@@ -142,12 +142,9 @@ pub struct HostsOpts {
 /// comma-separated (`loadgen = "rbh2,rbh3"` was refused as "expected a sequence").
 fn names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     let list = match Value::deserialize(d)? {
-        Value::String(s) => Some(
-            s.split(',')
-                .map(|n| n.trim().to_string())
-                .filter(|n| !n.is_empty())
-                .collect(),
-        ),
+        // An empty item is kept, for `HostsOpts::plan` to refuse as the flag's is.
+        Value::String(s) if s.trim().is_empty() => Some(Vec::new()),
+        Value::String(s) => Some(s.split(',').map(|n| n.trim().to_string()).collect()),
         Value::Array(v) => v
             .into_iter()
             .map(|n| n.as_str().map(str::to_string))
@@ -185,18 +182,35 @@ impl HostsOpts {
     }
 
     fn plan(&self) -> anyhow::Result<runner::HostsPlan> {
-        // `--loadgen 'rbh2, rbh3'` was refused for the space a list's reader writes.
-        let names = |v: &[String]| -> Vec<String> {
-            v.iter()
-                .map(|n| n.trim().to_string())
-                .filter(|n| !n.is_empty())
-                .collect()
+        // `--loadgen 'rbh2, rbh3'` was refused for the space a list's reader writes;
+        // `--loadgen rbh1,,rbh2` ran on two hosts without a word, where `-c 1,,2` is
+        // refused as the typo it likely is (a host left out).
+        let names = |flag: &str, v: &[String]| -> anyhow::Result<Vec<String>> {
+            let v: Vec<String> = v.iter().map(|n| n.trim().to_string()).collect();
+            if v.iter().any(String::is_empty) {
+                let given: Vec<&str> = v
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|n| !n.is_empty())
+                    .collect();
+                bail!(
+                    "{flag} `{}` has an empty item: give the host names separated by single \
+                     commas, e.g. `{}`",
+                    v.join(","),
+                    if given.is_empty() {
+                        "rbh1,rbh2".to_string()
+                    } else {
+                        given.join(",")
+                    }
+                );
+            }
+            Ok(v)
         };
         Ok(runner::HostsPlan {
             sut: self.sut.as_ref().map(|s| s.trim().to_string()),
-            loadgens: names(&self.loadgen),
-            matrix: names(&self.hosts),
-            pairs: names(&self.pairs)
+            loadgens: names("--loadgen", &self.loadgen)?,
+            matrix: names("--hosts", &self.hosts)?,
+            pairs: names("--pairs", &self.pairs)?
                 .iter()
                 .map(|p| runner::roles::parse_pair(p))
                 .collect::<anyhow::Result<_>>()?,
@@ -1606,6 +1620,26 @@ mix = "tpcc"
         }
     }
 
+    /// `--loadgen rbh1,,rbh2` ran on rbh1 and rbh2 without a word, where `-c 1,,2` is
+    /// refused as a typo: a host list's empty item is refused as well, from a flag or a plan.
+    #[test]
+    fn a_host_list_with_an_empty_item_is_refused() {
+        let flags = |v: &[&str]| HostsOpts {
+            loadgen: v.iter().map(|s| s.to_string()).collect(),
+            ..HostsOpts::default()
+        };
+        let e = flags(&["rbh1", "", "rbh2"]).plan().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--loadgen `rbh1,,rbh2` has an empty item: give the host names separated by \
+             single commas, e.g. `rbh1,rbh2`"
+        );
+        assert!(flags(&["rbh1", " rbh2"]).plan().is_ok());
+        let plan = load_plan("[hosts]\nhosts = \"a,,b\"\n", Path::new("p.toml")).unwrap();
+        let e = plan.hosts.unwrap().plan().unwrap_err().to_string();
+        assert!(e.starts_with("--hosts `a,,b` has an empty item"), "{e}");
+    }
+
     /// `nan` and `inf` are TOML floats JSON has no form of: `[kv] rate = inf` became a
     /// rate not given, and its test ran closed loop. Refused by key, in sweeps and
     /// tables too.
@@ -1631,7 +1665,7 @@ mix = "tpcc"
     fn host_flags_read_past_spaces_after_commas() {
         let opts = HostsOpts {
             sut: Some(" rbh1".into()),
-            loadgen: vec!["rbh2".into(), " rbh3".into(), "".into()],
+            loadgen: vec!["rbh2".into(), " rbh3".into()],
             hosts: vec![" a".into(), "b ".into()],
             pairs: vec!["a>b".into(), " b>a".into()],
             ssh_config: None,
