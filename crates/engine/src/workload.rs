@@ -651,6 +651,20 @@ pub fn settings_of(configs: &[serde_json::Result<serde_json::Value>]) -> Params 
         .collect()
 }
 
+/// Build workload `reg`'s sweep point, an error named by the workload: `workload kv:
+/// clients (-c) must be at least 1`. A message the workload began with its own name
+/// (`kv: \`duration\` = 0 s ...`) keeps it once (it read `workload kv: kv: ...`). A suite
+/// run with `allow_long` met the bare error, no word of which workload it was.
+pub fn build_named(reg: &Registration, point: &Params) -> anyhow::Result<Box<dyn Workload>> {
+    (reg.build)(point).map_err(|e| {
+        if e.to_string().starts_with(&format!("{}: ", reg.name)) {
+            e
+        } else {
+            e.context(format!("workload {}", reg.name))
+        }
+    })
+}
+
 /// Builds a workload for one sweep point.
 pub type BuildFn = fn(&Params) -> anyhow::Result<Box<dyn Workload>>;
 
@@ -692,6 +706,39 @@ pub struct Registration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A point's build error names the workload once: bare, a suite's run with
+    /// `allow_long` said "clients (-c) must be at least 1" of no workload; a message
+    /// beginning with the workload's name read `workload kv: kv: ...`.
+    #[test]
+    fn a_build_error_names_its_workload_once() {
+        let reg = |build: BuildFn| Registration {
+            name: "kv",
+            about: "",
+            list_keys: &[],
+            text_keys: &[],
+            flags: |c| c,
+            build,
+            service: None,
+            has_server: false,
+            driver: None,
+            lengthen: "",
+        };
+        let error = |build| {
+            format!(
+                "{:#}",
+                build_named(&reg(build), &Params::new()).err().unwrap()
+            )
+        };
+        assert_eq!(
+            error(|_| anyhow::bail!("clients (-c) must be at least 1")),
+            "workload kv: clients (-c) must be at least 1"
+        );
+        assert_eq!(
+            error(|_| anyhow::bail!("kv: `duration` = 0 s is out of range")),
+            "kv: `duration` = 0 s is out of range"
+        );
+    }
 
     /// The ramp summary went through `printable` whole: one line with `\n` and `\t`
     /// shown as escapes. Each cell is made printable on its own, the table aligned.

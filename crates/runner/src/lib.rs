@@ -1283,7 +1283,7 @@ fn run_as(
         let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(items.len());
         for it in &items {
             let (point, roles) = &expanded[it.point];
-            let w = (reg.build)(point)?;
+            let w = engine::workload::build_named(reg, point)?;
             engine::workload::refuse_repeated_tests(&w.tests())?;
             // Every point's load against its generators now, not when its turn comes
             // (after servers were launched and earlier points measured and stored); a

@@ -786,8 +786,7 @@ fn check_size(
     for part in parts {
         let points = hosts.expand(&part.points, part.registration.has_server)?;
         for (point, _) in &points {
-            let w = (part.registration.build)(point)
-                .with_context(|| format!("workload {}", part.registration.name))?;
+            let w = engine::workload::build_named(&part.registration, point)?;
             let given = ["duration", "warmup"]
                 .iter()
                 .filter_map(|k| point.get(*k).and_then(Value::as_f64))
