@@ -30,6 +30,9 @@ pub fn config_from_params_beside<T: serde::de::DeserializeOwned>(
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
         let mut inner = plain_words(&e.into_inner().to_string());
+        if let Some(hint) = figure_hint(&inner) {
+            inner.push_str(&format!(": give {hint}"));
+        }
         if inner.starts_with("unknown field") && !beside.is_empty() {
             let keys: Vec<String> = beside.iter().map(|k| format!("`{k}`")).collect();
             inner.push_str(&format!(", or one of {}", keys.join(", ")));
@@ -80,6 +83,37 @@ fn plain_words(serde_message: &str) -> String {
         }
     }
     m
+}
+
+/// The figure to give for a number written with its unit (`-d 4K`, `--duration 10s`) or a
+/// whole number read as a fraction (`-n 1e5`, read as 100000.0), from [`plain_words`]'
+/// message: `4096 (sizes are in bytes)`, `100000`. Such a value was refused with "expected
+/// a number" alone, which did not say the unit is the knob's own.
+fn figure_hint(message: &str) -> Option<String> {
+    if !message.contains("expected a whole number") && !message.contains("expected a number") {
+        return None;
+    }
+    if let Some(rest) = message.strip_prefix("got floating point `") {
+        let f: f64 = rest.split('`').next()?.parse().ok()?;
+        return (f.fract() == 0.0 && f.abs() < 1e15).then(|| format!("{}", f as i64));
+    }
+    let text = message
+        .strip_prefix("got string \"")?
+        .split('"')
+        .next()?
+        .trim();
+    let figure = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let n: f64 = figure.trim().parse().ok()?;
+    let (factor, unit) = match text[figure.len()..].to_ascii_lowercase().as_str() {
+        "k" | "kb" | "kib" => (1024.0, "sizes are in bytes"),
+        "m" | "mb" | "mib" => (1024.0 * 1024.0, "sizes are in bytes"),
+        "g" | "gb" | "gib" => (1024.0 * 1024.0 * 1024.0, "sizes are in bytes"),
+        "s" => (1.0, "times are in seconds"),
+        "ms" => (0.001, "times are in seconds"),
+        "min" => (60.0, "times are in seconds"),
+        _ => return None,
+    };
+    Some(format!("{} ({unit})", n * factor))
 }
 
 /// Settings of a server rackbench launches (`--instances`, `--server-cpus`), given
@@ -536,6 +570,38 @@ mod tests {
             .contains("expected a whole number, not negative, up to 65535"));
         assert!(with("tests", json!(5)).contains("tests: got integer `5`, expected a list"));
         assert!(with("tests", json!([5])).contains("tests[0]: got integer `5`, expected a string"));
+    }
+
+    /// `-d 4K` and `--duration 10s` were refused with "expected a number" alone, and
+    /// `-n 1e5` as "floating point `100000.0`": the error says the figure to give.
+    #[test]
+    fn a_figure_with_its_unit_is_told_the_figure_to_give() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Cfg {
+            data_size: Option<usize>,
+            duration: Option<f64>,
+            requests: Option<u64>,
+        }
+        let error = |key: &str, v: Value| {
+            let p = json!({ key: v }).as_object().unwrap().clone();
+            format!("{:#}", config_from_params::<Cfg>("kv", &p).unwrap_err())
+        };
+        let e = error("data_size", parse_value("4K").unwrap());
+        assert!(
+            e.contains("not negative: give 4096 (sizes are in bytes)"),
+            "{e}"
+        );
+        let e = error("duration", parse_value("10s").unwrap());
+        assert!(
+            e.contains("expected a number: give 10 (times are in seconds)"),
+            "{e}"
+        );
+        let e = error("requests", parse_value("1e5").unwrap());
+        assert!(e.contains("not negative: give 100000 ("), "{e}");
+        // No figure: no advice.
+        let e = error("requests", json!("many"));
+        assert!(!e.contains("give"), "{e}");
     }
 
     #[test]
