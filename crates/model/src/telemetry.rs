@@ -112,6 +112,12 @@ pub struct PowerReading {
     /// stopped.
     #[serde(default)]
     pub instantaneous: bool,
+    /// Seconds before its sample's end that an instantaneous reading was asked for, when
+    /// its command answered after the tick that asked had stopped waiting (a meter or a
+    /// BMC slower than a quarter of the interval): the figure is of that moment, not of
+    /// the sample's end. None: read as its sample closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_s: Option<f64>,
 }
 
 /// Everything one host reported for one sampling interval. `Default`: an empty sample

@@ -605,6 +605,13 @@ impl Telemetry {
         ));
         flags.extend(coarse_flags(&ours, lengthen));
         flags.extend(power_gap_flags(&ours));
+        let our_samples: Vec<TelemetrySample> = part
+            .samples
+            .iter()
+            .filter(|s| in_point(&s.host))
+            .cloned()
+            .collect();
+        flags.extend(meter_late_flags(&our_samples));
         let mut missing = Vec::new();
         for (host, why) in step.missing.iter().filter(|(h, _)| in_point(h)) {
             missing.push(MissingMetric {
@@ -1113,6 +1120,41 @@ pub fn power_gap_flags(summaries: &[TelemetrySummary]) -> Vec<Flag> {
                     s.host, g.failed_samples, g.samples, g.last_error, g.covered_s
                 )),
             ))
+        })
+        .collect()
+}
+
+/// A warning per host and source (the meter, ipmitool) whose readings answered late: a
+/// command slower than a tick's wait (a quarter of the interval) is read at the next
+/// tick, so each reading is of the moment it was asked, up to an interval before its
+/// sample's end. Those asked before the test began are dropped as gaps; the others count,
+/// and the flag says how late they were, since the power figures lag the load by as much.
+pub fn meter_late_flags(samples: &[TelemetrySample]) -> Vec<Flag> {
+    let mut late: Vec<(&str, &str, usize, f64)> = Vec::new();
+    for s in samples {
+        for p in &s.power {
+            let Some(l) = p.late_s else { continue };
+            match late
+                .iter_mut()
+                .find(|(h, src, ..)| *h == s.host && *src == p.source)
+            {
+                Some(e) => (e.2, e.3) = (e.2 + 1, e.3.max(l)),
+                None => late.push((&s.host, &p.source, 1, l)),
+            }
+        }
+    }
+    late.into_iter()
+        .map(|(host, source, n, max_s)| {
+            Flag::warning(
+                "meter_late",
+                format!(
+                    "host {host}: {n} {source} readings answered after their tick stopped \
+                     waiting, up to {max_s:.2} s after they were asked: each stands for the \
+                     moment it was asked, so the power figures lag the load by that much (one \
+                     asked before the test began is a gap); make the command answer faster or \
+                     raise --telemetry-interval"
+                ),
+            )
         })
         .collect()
 }
@@ -2322,5 +2364,31 @@ mod tests {
         );
         std::thread::sleep(Duration::from_millis(4500).saturating_sub(start.elapsed()));
         assert!(!*host.warm.lock().unwrap(), "the warm-up never ended");
+    }
+
+    /// A meter that answers later than a tick waits lagged the load by up to an interval
+    /// with no flag: its readings say how late they were, and the test says so.
+    #[test]
+    fn late_meter_readings_are_flagged_with_how_late() {
+        let reading = |late_s| model::PowerReading {
+            source: "meter".into(),
+            zone: "system".into(),
+            watts: 300.0,
+            whole_system: true,
+            modelled: false,
+            instantaneous: true,
+            late_s,
+        };
+        let mut a = sample("sut", 1.0, 1.0, false, 50.0);
+        a.power = vec![reading(Some(0.75))];
+        let mut b = sample("sut", 2.0, 1.0, false, 50.0);
+        b.power = vec![reading(Some(0.5))];
+        let flags = meter_late_flags(&[a.clone(), b]);
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert_eq!(flags[0].code, "meter_late");
+        assert!(flags[0].message.contains("2 meter readings"), "{flags:?}");
+        assert!(flags[0].message.contains("0.75 s"), "{flags:?}");
+        a.power = vec![reading(None)];
+        assert!(meter_late_flags(&[a]).is_empty());
     }
 }

@@ -77,6 +77,7 @@ fn power_reading() -> Vec<PowerReading> {
             whole_system: false,
             modelled: false,
             instantaneous: false,
+            late_s: None,
         },
         PowerReading {
             source: "ipmi-dcmi".into(),
@@ -85,6 +86,7 @@ fn power_reading() -> Vec<PowerReading> {
             whole_system: true,
             modelled: false,
             instantaneous: true,
+            late_s: None,
         },
     ]
 }

@@ -167,6 +167,8 @@ pub struct PowerSources {
     meter: Option<CommandReader>,
     /// How long a tick waits for a command's answer (see [`PowerSources::set_meter_budget`]).
     meter_budget: Duration,
+    /// When the current window began (see [`PowerSources::begin_window`]).
+    window_start: Instant,
     model: Option<PowerModel>,
     /// Runtime failures (a meter that stopped answering), distinct, oldest first.
     errors: Vec<String>,
@@ -263,6 +265,7 @@ impl PowerSources {
                 ipmitool,
                 meter,
                 meter_budget: COMMAND_TIMEOUT,
+                window_start: now,
                 model,
                 errors: Vec::new(),
                 last_failed: Vec::new(),
@@ -299,6 +302,13 @@ impl PowerSources {
         self.meter_budget = budget.min(COMMAND_TIMEOUT);
     }
 
+    /// A window of samples begins at `at` (a test's start or end, a warm-up's, a mark):
+    /// an answer from the meter or ipmitool to a question asked before it is of the time
+    /// before, and is dropped as a gap instead of counting as the window's first reading.
+    pub fn begin_window(&mut self, at: Instant) {
+        self.window_start = at;
+    }
+
     fn note_error(&mut self, e: String) {
         if self.errors.len() < MAX_ERRORS && !self.errors.contains(&e) {
             self.errors.push(e);
@@ -331,6 +341,7 @@ impl PowerSources {
                                 whole_system: false,
                                 modelled: false,
                                 instantaneous: false,
+                                late_s: None,
                             }),
                             Some(_) => {}
                             None => errors.push(format!(
@@ -356,6 +367,7 @@ impl PowerSources {
                         whole_system: s.whole_system,
                         modelled: false,
                         instantaneous: true,
+                        late_s: None,
                     }),
                     Err(e) => errors.push(describe_read_error(&s.path, &e)),
                 },
@@ -379,6 +391,7 @@ impl PowerSources {
                                     whole_system: s.whole_system,
                                     modelled: false,
                                     instantaneous: false,
+                                    late_s: None,
                                 });
                             }
                         }
@@ -388,31 +401,39 @@ impl PowerSources {
                 },
             }
         }
-        let budget = self.meter_budget;
-        if let Some(ipmi) = self.ipmitool.as_mut().filter(|_| instants) {
-            match ipmi.read(budget) {
-                Ok(w) => out.push(PowerReading {
-                    source: "ipmi-dcmi".into(),
+        let (budget, window) = (self.meter_budget, self.window_start);
+        let commands = [
+            ("ipmi-dcmi", &mut self.ipmitool),
+            ("meter", &mut self.meter),
+        ];
+        for (source, reader) in commands {
+            let Some(r) = reader.as_mut().filter(|_| instants) else {
+                continue;
+            };
+            match r.read(budget) {
+                // Asked before the window began (a test's or a level's start, a warm-up's
+                // end): a figure of the time before it, which the window's first tick
+                // took as its own (a test at 300 W after 150 W of setup read 262.5 W).
+                Ok((_, Some(asked))) if asked < window => errors.push(format!(
+                    "{source}: `{}` answers late (this answer came {} ms after it was \
+                     asked, a tick waits {} ms), and it was asked before this window began \
+                     (a test's start or end, a warm-up's, a level's): it is not this \
+                     window's, and this tick has no reading; make it answer faster or raise \
+                     --telemetry-interval",
+                    model::redact_secrets(&r.cmd),
+                    now.saturating_duration_since(asked).as_millis(),
+                    budget.as_millis()
+                )),
+                Ok((w, asked)) => out.push(PowerReading {
+                    source: source.into(),
                     zone: "system".into(),
                     watts: w,
                     whole_system: true,
                     modelled: false,
                     instantaneous: true,
+                    late_s: asked.map(|a| now.saturating_duration_since(a).as_secs_f64()),
                 }),
-                Err(e) => errors.push(format!("ipmi-dcmi: {e}")),
-            }
-        }
-        if let Some(m) = self.meter.as_mut().filter(|_| instants) {
-            match m.read(budget) {
-                Ok(w) => out.push(PowerReading {
-                    source: "meter".into(),
-                    zone: "system".into(),
-                    watts: w,
-                    whole_system: true,
-                    modelled: false,
-                    instantaneous: true,
-                }),
-                Err(e) => errors.push(format!("meter: {e}")),
+                Err(e) => errors.push(format!("{source}: {e}")),
             }
         }
         if let (Some(m), Some(b)) = (self.model, busy_pct) {
@@ -423,6 +444,7 @@ impl PowerSources {
                 whole_system: true,
                 modelled: true,
                 instantaneous: false,
+                late_s: None,
             });
         }
         self.last_failed.clone_from(&errors);
@@ -658,8 +680,8 @@ struct CommandReader {
     cmd: String,
     ask: std::sync::mpsc::Sender<u64>,
     answers: std::sync::mpsc::Receiver<(u64, Result<f64, String>)>,
-    /// The request whose answer has not come back.
-    pending: Option<u64>,
+    /// The request whose answer has not come back, and when it was asked.
+    pending: Option<(u64, Instant)>,
     next: u64,
 }
 
@@ -684,7 +706,7 @@ impl CommandReader {
         // The first question goes now, as the first interval begins: a command slower
         // than a tick's wait then has its answer by the first tick, and an idle window
         // that starts with the sampler is not short of its first reading (review I, 7).
-        let pending = ask.send(0).is_ok().then_some(0);
+        let pending = ask.send(0).is_ok().then(|| (0, Instant::now()));
         CommandReader {
             cmd: cmd.to_string(),
             ask,
@@ -699,15 +721,17 @@ impl CommandReader {
     /// the last tick (read while this interval ran: a meter slower than the budget, a PDU
     /// over SNMP at 0.3 s, reads every tick; ipmitool over the network at 1.2 s against a
     /// 1 s interval, every other tick). A command still running from an earlier tick is
-    /// not started again: this tick has no reading, and says why.
-    fn read(&mut self, budget: Duration) -> Result<f64, String> {
+    /// not started again: this tick has no reading, and says why. An answer that came
+    /// late comes with when its question was asked: it is a reading of that moment,
+    /// up to an interval before this tick, not of this one.
+    fn read(&mut self, budget: Duration) -> Result<(f64, Option<Instant>), String> {
         let mut late = None;
-        if let Some(id) = self.pending {
+        if let Some((id, asked)) = self.pending {
             // Not waited for: a tick that waited on a command still running would hold
             // the sampler's lock for its whole wait, tick after tick, and a test's start
             // or end could not get it.
             match self.answer(id, Instant::now()) {
-                Some(r) => late = Some(r),
+                Some(r) => late = Some(r.map(|w| (w, Some(asked)))),
                 // One message however long it runs: the sampler's notes keep each
                 // distinct one.
                 None => {
@@ -725,9 +749,9 @@ impl CommandReader {
         if self.ask.send(id).is_err() {
             return Err("the thread reading it could not be started".into());
         }
-        self.pending = Some(id);
+        self.pending = Some((id, Instant::now()));
         match self.answer(id, Instant::now() + budget) {
-            Some(r) => r,
+            Some(r) => r.map(|w| (w, None)),
             None => late.unwrap_or_else(|| {
                 Err(format!(
                     "`{}` did not answer within {} ms (a tick waits a quarter of the telemetry \

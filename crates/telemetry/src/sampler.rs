@@ -287,6 +287,10 @@ impl State {
     /// to be measured or /proc/stat could not be read (a note says why).
     fn sample_now(&mut self, tick: bool) -> bool {
         let now = Instant::now();
+        if !tick {
+            // Whether or not the interval is long enough to close, a window begins here.
+            self.power.begin_window(now);
+        }
         if now.saturating_duration_since(self.prev.at) < MIN_INTERVAL {
             return false;
         }
@@ -739,8 +743,11 @@ pub struct Cut {
 /// parts instead: each sample inside it in part keeps its figures and weighs as much as
 /// its part inside, exact to within an interval at each end. So a 25 ms closing sample
 /// never stands alone for a 1 s test that a 1 s sample mostly covers. An instantaneous
-/// power reading stands for the moment its sample ended, so a part keeps it only when
-/// that moment is inside.
+/// power reading stands for the moment it was taken (its sample's end, or `late_s`
+/// before: a meter that answers late), so a sample or a part keeps it only when that
+/// moment is inside; one taken before the span began is of the time before, and is a
+/// gap in the span's power (a late meter's answer to the previous tick's question was
+/// the first whole sample's reading, from the setup before the test).
 pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
     let mut cut = Cut {
         samples: Vec::new(),
@@ -764,6 +771,27 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
         let end = s.t_s - origin;
         end.min(b) - (end - s.interval_s).max(a)
     };
+    // When an instantaneous reading was taken, on the spans' clock.
+    let taken =
+        |s: &TelemetrySample, p: &model::PowerReading| s.t_s - origin - p.late_s.unwrap_or(0.0);
+    // Drops the instantaneous readings of `s` taken before `from`, each a gap.
+    let before = |s: &mut TelemetrySample, from: f64, end: f64| {
+        let early: Vec<model::PowerReading> = s
+            .power
+            .iter()
+            .filter(|p| p.instantaneous && taken(s, p) < from)
+            .cloned()
+            .collect();
+        for p in early {
+            s.power.retain(|q| *q != p);
+            s.power_failed.push(format!(
+                "{}: its reading was asked for {:.2} s before the measured time began (it \
+                 answers late): not this time's",
+                p.source,
+                from - (end - p.late_s.unwrap_or(0.0))
+            ));
+        }
+    };
     for span in merged {
         let whole: Vec<&TelemetrySample> = samples
             .iter()
@@ -774,7 +802,12 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
             .collect();
         let whole_s: f64 = whole.iter().map(|s| s.interval_s).sum();
         if whole_s >= (span.1 - span.0) / 2.0 {
-            cut.samples.extend(whole.into_iter().cloned());
+            for s in whole {
+                let mut s = s.clone();
+                let (end, slack) = (s.t_s - origin, edge_slack(s.interval_s));
+                before(&mut s, span.0 - slack, end);
+                cut.samples.push(s);
+            }
             continue;
         }
         cut.whole = false;
@@ -786,10 +819,12 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
                     ..s.clone()
                 };
                 if s.t_s - origin > span.1 {
-                    part.power.retain(|p| !p.instantaneous);
+                    part.power
+                        .retain(|p| !p.instantaneous || taken(s, p) <= span.1);
                     // A failure is of the tick's moment too: outside, not a gap here.
                     part.power_failed.clear();
                 }
+                before(&mut part, span.0, s.t_s - origin);
                 cut.samples.push(part);
             }
         }

@@ -406,6 +406,7 @@ fn summary_is_interval_weighted() {
             whole_system: false,
             modelled: false,
             instantaneous: false,
+            late_s: None,
         }],
         power_failed: Vec::new(),
     };
@@ -427,6 +428,7 @@ fn whole(source: &str, watts: f64, instantaneous: bool) -> model::PowerReading {
         whole_system: true,
         modelled: false,
         instantaneous,
+        late_s: None,
     }
 }
 
@@ -977,4 +979,80 @@ fn hanging_power_command_leaves_gaps(first: &str, set: impl Fn(&mut SamplerConfi
         "{}",
         gaps.last_error
     );
+}
+
+/// A meter slower than a tick's wait answers each tick the question the tick before
+/// asked: the first tick after a test's start took a reading of the setup before it (a
+/// 4 s test at 300 W after 150 W of setup read 262.5 W, and no flag said so). An answer
+/// asked before the window began is a gap; the others say how late they are.
+#[test]
+fn a_late_meter_answer_asked_before_the_window_is_not_the_windows() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    // A tick waits a quarter of 400 ms, 100 ms at least; the meter takes 200 ms, and
+    // reads the level as it is asked.
+    cfg.interval = Duration::from_millis(400);
+    let dir = tempfile::tempdir().unwrap();
+    let level = dir.path().join("level");
+    fs::write(&level, "150\n").unwrap();
+    let meter = script(
+        dir.path(),
+        format!(
+            "#!/bin/sh\nw=$(cat {})\nsleep 0.2\necho $w\n",
+            level.display()
+        ),
+    );
+    cfg.power.meter_command = Some(meter);
+    let s = Sampler::start(cfg).unwrap();
+    std::thread::sleep(Duration::from_millis(1300));
+    fs::write(&level, "300\n").unwrap();
+    s.take();
+    std::thread::sleep(Duration::from_millis(2100));
+    let samples = s.take();
+    drop(s);
+    let sum = &summarize(&samples)[0];
+    let m = sum
+        .power
+        .iter()
+        .find(|p| p.source == "meter")
+        .unwrap_or_else(|| panic!("{samples:#?}"));
+    assert_eq!(m.mean_watts, 300.0, "{samples:#?}");
+    let gaps = sum.power_gaps.as_ref().unwrap();
+    assert!(
+        gaps.last_error.contains("asked before this window began"),
+        "{gaps:?}"
+    );
+    let late = samples
+        .iter()
+        .flat_map(|x| &x.power)
+        .filter_map(|p| p.late_s)
+        .collect::<Vec<_>>();
+    assert!(
+        !late.is_empty() && late.iter().all(|l| *l > 0.1),
+        "{late:?}"
+    );
+}
+
+/// A reading that answers late stands for the moment it was asked: a whole sample inside
+/// a span whose reading was asked before the span began does not carry it in, and the
+/// span's power has a gap there instead.
+#[test]
+fn a_span_keeps_no_late_reading_asked_before_it() {
+    let late = |watts: f64, late_s: f64| model::PowerReading {
+        late_s: Some(late_s),
+        ..whole("meter", watts, true)
+    };
+    let samples = [
+        power_sample(1.0, vec![whole("meter", 150.0, true)]),
+        power_sample(2.0, vec![late(150.0, 1.2)]),
+        power_sample(3.0, vec![late(300.0, 0.9)]),
+        power_sample(4.0, vec![late(300.0, 0.9)]),
+    ];
+    let cut = telemetry::within_spans(&samples, &[(1.0, 4.0)]);
+    assert_eq!(cut.samples.len(), 3, "{cut:#?}");
+    assert!(cut.samples[0].power.is_empty(), "{cut:#?}");
+    assert!(cut.samples[0].power_failed[0].contains("before the measured time began"));
+    let sum = &summarize(&cut.samples)[0];
+    assert_eq!(sum.power[0].mean_watts, 300.0);
+    assert_eq!(sum.power_gaps.as_ref().unwrap().failed_samples, 1);
 }
