@@ -179,6 +179,14 @@ pub struct PowerSources {
 /// How long ipmitool or a meter command may take before the reading is dropped.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The most one RAPL zone is taken to draw, to tell whether its counter can have wrapped
+/// more than once between two reads (it counts modulo `max_energy_range_uj`, so a second
+/// wrap is invisible and the interval reads low by a whole range). The largest server
+/// packages are rated 500 W (EPYC 9005, Xeon 6900P): twice that is no package's or
+/// DRAM's draw, and still lets AMD's and Intel DRAM's 65.5 kJ range span 65 s between
+/// reads (Intel packages' 262 kJ, 262 s).
+pub const RAPL_ZONE_MAX_W: f64 = 1000.0;
+
 /// At most this many distinct runtime errors are kept (a failing meter repeats itself).
 const MAX_ERRORS: usize = 16;
 
@@ -333,7 +341,19 @@ impl PowerSources {
                 Ok(e) => {
                     if let Some((prev, t)) = z.last {
                         let dt = now.saturating_duration_since(t).as_secs_f64();
+                        let holds_s = z.max_range_uj.map(|m| m as f64 / 1e6 / RAPL_ZONE_MAX_W);
                         match energy_delta(prev, e, z.max_range_uj) {
+                            // Two wraps read as one, or none: low by a whole range each.
+                            _ if holds_s.is_some_and(|h| dt > h) => errors.push(format!(
+                                "rapl {}: {dt:.0} s between two reads of its counter is more \
+                                 than its range ({} µJ) holds at {RAPL_ZONE_MAX_W} W ({:.0} \
+                                 s), so it may have wrapped more than once and the energy is \
+                                 unknown; interval dropped (use a --telemetry-interval under \
+                                 that)",
+                                z.label,
+                                z.max_range_uj.unwrap_or_default(),
+                                holds_s.unwrap_or_default()
+                            )),
                             Some(d) if dt > 0.0 => out.push(PowerReading {
                                 source: "rapl".into(),
                                 zone: z.label.clone(),

@@ -369,3 +369,35 @@ fn meter_printing_garbage_is_refused() {
     assert!(det.sources.is_empty());
     assert!(det.notes.iter().any(|n| n.contains("printed no watts")));
 }
+
+/// A RAPL counter counts modulo its range: AMD's and Intel DRAM's 65.5 kJ wrap every
+/// 234 s at 280 W, so two reads 300 s apart (`--telemetry-interval 300`) may be two wraps
+/// apart and read 65.5 kJ low, silently. Such an interval is dropped with the reason.
+#[test]
+fn rapl_reads_further_apart_than_its_range_holds_drop_the_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let max = 65_532_610_987u64; // an AMD Zen max_energy_range_uj
+    let pc = root.join("powercap/intel-rapl:0");
+    write(&pc.join("name"), "package-0\n");
+    write(&pc.join("max_energy_range_uj"), &format!("{max}\n"));
+    write(&pc.join("energy_uj"), "1000000\n");
+    let (mut src, _) = PowerSources::open(&empty_cfg(root));
+    let t0 = Instant::now();
+    // 60 s at 100 W: within what the range holds at 1000 W (65 s).
+    write(&pc.join("energy_uj"), "6001000000\n");
+    let r = src.read(t0 + Duration::from_secs(60), None, true);
+    assert!(
+        (watts(&r, "rapl", "package-0") - 100.0).abs() < 1.0,
+        "{r:?}"
+    );
+    // 300 s later the counter reads 30 kJ more: 100 W, or 318 W with a second wrap.
+    write(&pc.join("energy_uj"), "36001000000\n");
+    let r = src.read(t0 + Duration::from_secs(360), None, true);
+    assert!(r.is_empty(), "{r:?}");
+    let e = &src.last_failed()[0];
+    assert!(
+        e.contains("may have wrapped more than once") && e.contains("interval dropped"),
+        "{e}"
+    );
+}
