@@ -634,6 +634,29 @@ fn open_hwmon(root: &Path, now: Instant, det: &mut PowerDetection) -> Vec<HwmonS
             }
         }
     }
+    // Two devices of one driver (two GPUs' `amdgpu/PPT`, two PSUs' `pin`) gave one zone,
+    // and the summary, which keys by zone, averaged them as one sensor: such zones are
+    // told apart by their hwmon device (`amdgpu@hwmon3/PPT`), the others keep their name.
+    let zones: Vec<String> = sensors.iter().map(|s| s.zone.clone()).collect();
+    for s in &mut sensors {
+        if zones.iter().filter(|z| **z == s.zone).count() < 2 {
+            continue;
+        }
+        let dev = s
+            .path
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let (name, label) = s.zone.split_once('/').unwrap_or((&s.zone, ""));
+        let zone = format!("{name}@{dev}/{label}");
+        for list in [&mut det.sources, &mut det.whole_system] {
+            if let Some(e) = list.iter_mut().find(|e| **e == format!("hwmon:{}", s.zone)) {
+                *e = format!("hwmon:{zone}");
+            }
+        }
+        s.zone = zone;
+    }
     if sensors.is_empty() && !det.notes.iter().any(|n| n.starts_with("hwmon")) {
         det.notes.push(format!(
             "hwmon: no power*_input or energy*_input under {}",

@@ -401,3 +401,32 @@ fn rapl_reads_further_apart_than_its_range_holds_drop_the_interval() {
         "{e}"
     );
 }
+
+/// Two GPUs of one driver each have an `amdgpu/PPT` sensor: one zone name for both, and
+/// the summary, keyed by zone, averaged the two as one sensor. A name two devices share
+/// is told apart by the device; one no other shares keeps its short name.
+#[test]
+fn hwmon_sensors_of_one_name_on_two_devices_are_two_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let hw = root.join("hwmon");
+    for (dev, uw) in [("hwmon1", "35000000"), ("hwmon2", "120000000")] {
+        write(&hw.join(dev).join("name"), "amdgpu\n");
+        write(&hw.join(dev).join("power1_input"), &format!("{uw}\n"));
+        write(&hw.join(dev).join("power1_label"), "PPT\n");
+    }
+    write(&hw.join("hwmon3/name"), "zenergy\n");
+    write(&hw.join("hwmon3/energy1_input"), "1000000\n");
+    let (mut src, det) = PowerSources::open(&empty_cfg(root));
+    assert_eq!(
+        det.sources,
+        [
+            "hwmon:amdgpu@hwmon1/PPT",
+            "hwmon:amdgpu@hwmon2/PPT",
+            "hwmon:zenergy/energy1"
+        ]
+    );
+    let r = src.read(Instant::now() + Duration::from_secs(1), None, true);
+    assert_eq!(watts(&r, "hwmon", "amdgpu@hwmon1/PPT"), 35.0);
+    assert_eq!(watts(&r, "hwmon", "amdgpu@hwmon2/PPT"), 120.0);
+}
