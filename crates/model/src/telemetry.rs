@@ -131,8 +131,13 @@ pub struct TelemetrySample {
     /// Taken during warm-up (left out of summaries).
     pub warmup: bool,
     pub cpus: Vec<CpuUtil>,
-    pub ctxt_per_s: f64,
-    pub intr_per_s: f64,
+    /// Context switches and interrupts per second; None (null) when /proc/stat has no
+    /// `ctxt` or `intr` line at either end of the interval (the sampler's notes say so):
+    /// not counted is not zero.
+    #[serde(default)]
+    pub ctxt_per_s: Option<f64>,
+    #[serde(default)]
+    pub intr_per_s: Option<f64>,
     #[serde(default)]
     pub nics: Vec<NicRate>,
     #[serde(default)]
@@ -201,8 +206,12 @@ pub struct TelemetrySummary {
     pub measured_t_s: Vec<[f64; 2]>,
     /// Per-CPU means; index -1 is the all-CPU line.
     pub cpus: Vec<CpuUtil>,
-    pub ctxt_per_s: f64,
-    pub intr_per_s: f64,
+    /// Means over the samples that counted them; None (null) when none did (see
+    /// [`TelemetrySample::ctxt_per_s`]).
+    #[serde(default)]
+    pub ctxt_per_s: Option<f64>,
+    #[serde(default)]
+    pub intr_per_s: Option<f64>,
     pub nics: Vec<NicRate>,
     pub disks: Vec<DiskRate>,
     pub mean_freq_mhz: Option<f64>,

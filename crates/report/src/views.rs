@@ -2715,8 +2715,11 @@ pub fn telemetry_views(runs: &[RunRecord]) -> Vec<View> {
                             Some(why) => format!("{} ({why})", p.label()),
                             None => p.label(),
                         },
-                        mean(sums.iter().map(|t| t.ctxt_per_s).collect()).map_or("-".into(), num),
-                        mean(sums.iter().map(|t| t.intr_per_s).collect()).map_or("-".into(), num),
+                        // Of the hosts that counted them; none: `-`, not 0.
+                        mean(sums.iter().filter_map(|t| t.ctxt_per_s).collect())
+                            .map_or("-".into(), num),
+                        mean(sums.iter().filter_map(|t| t.intr_per_s).collect())
+                            .map_or("-".into(), num),
                     ];
                     for (n, (m, _)) in nics.iter().zip(&nic_units) {
                         let of = |f: &dyn Fn(&model::NicRate) -> f64| {

@@ -789,7 +789,7 @@ fn host_telemetry_leaves_capacity_tests_out_and_says_so() {
             .label("step", "0"),
     );
     for t in &mut ramp.telemetry_summary {
-        t.ctxt_per_s = 987_654.0;
+        t.ctxt_per_s = Some(987_654.0);
     }
     run.results.push(ramp);
     let tv = report::views::telemetry_views(std::slice::from_ref(&run));
@@ -817,7 +817,7 @@ fn host_telemetry_shows_a_failed_test_marked() {
     let mut run = one_rep_one_instance("<i>x</i>|");
     run.results[0].status = model::Status::Failed;
     for t in &mut run.results[0].telemetry_summary {
-        t.ctxt_per_s = 987_654.0;
+        t.ctxt_per_s = Some(987_654.0);
     }
     let tv = report::views::telemetry_views(std::slice::from_ref(&run));
     let t = &tv[0].tables[0];

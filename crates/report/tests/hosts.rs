@@ -71,8 +71,8 @@ fn summary(name: &str, h: usize) -> TelemetrySummary {
         whole_samples: true,
         measured_t_s: Vec::new(),
         cpus: vec![cpu(h, -1), cpu(h, 2), cpu(h, 4)],
-        ctxt_per_s: 1000.0,
-        intr_per_s: 1000.0,
+        ctxt_per_s: Some(1000.0),
+        intr_per_s: Some(1000.0),
         nics: vec![
             NicRate {
                 name: "lo".into(),

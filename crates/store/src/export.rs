@@ -499,8 +499,13 @@ fn telemetry_rows(
         emit("cpu_steal_pct", c.steal_pct, "%", l.clone())?;
         emit("cpu_idle_pct", c.idle_pct, "%", l)?;
     }
-    emit("ctxt_per_s", t.ctxt_per_s, "1/s", BTreeMap::new())?;
-    emit("intr_per_s", t.intr_per_s, "1/s", BTreeMap::new())?;
+    // Not counted (no `ctxt` or `intr` line in /proc/stat) is no row, not a 0.
+    if let Some(v) = t.ctxt_per_s {
+        emit("ctxt_per_s", v, "1/s", BTreeMap::new())?;
+    }
+    if let Some(v) = t.intr_per_s {
+        emit("intr_per_s", v, "1/s", BTreeMap::new())?;
+    }
     if let Some(f) = t.mean_freq_mhz {
         emit("cpu_freq_mean_mhz", f, "MHz", BTreeMap::new())?;
     }

@@ -19,7 +19,7 @@ fn main() -> anyhow::Result<()> {
     for x in &samples {
         if let Some(c) = x.cpus.iter().find(|c| c.cpu == -1) {
             println!(
-                "{:7.2} {:6.2} {:6.2} {:6.2} {:7.2} {:6.2} {:6.2} {:6.2} {:6.2} {:8.0}",
+                "{:7.2} {:6.2} {:6.2} {:6.2} {:7.2} {:6.2} {:6.2} {:6.2} {:6.2} {:>8}",
                 x.t_s,
                 c.usr_pct,
                 c.nice_pct,
@@ -29,7 +29,7 @@ fn main() -> anyhow::Result<()> {
                 c.soft_pct,
                 c.steal_pct,
                 c.idle_pct,
-                x.ctxt_per_s
+                x.ctxt_per_s.map_or("-".into(), |v| format!("{v:.0}"))
             );
         }
     }

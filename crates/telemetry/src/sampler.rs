@@ -314,12 +314,22 @@ impl State {
         };
         let dt = cur.at.saturating_duration_since(self.prev.at).as_secs_f64();
         let cpus = cpu_utils(&self.prev.stat, &cur.stat);
+        // A line /proc/stat lacks (a container's, a kernel's own) is not counted, and
+        // read as 0 it was a host with no context switches.
         let rate = |p: Option<u64>, c: Option<u64>| match (p, c) {
-            (Some(p), Some(c)) if dt > 0.0 => counter64_delta(p, c) as f64 / dt,
-            _ => 0.0,
+            (Some(p), Some(c)) if dt > 0.0 => Some(counter64_delta(p, c) as f64 / dt),
+            _ => None,
         };
         let ctxt_per_s = rate(self.prev.stat.ctxt, cur.stat.ctxt);
         let intr_per_s = rate(self.prev.stat.intr, cur.stat.intr);
+        for (line, v) in [("ctxt", ctxt_per_s), ("intr", intr_per_s)] {
+            if v.is_none() {
+                self.note(format!(
+                    "{} has no `{line}` line: {line}_per_s is missing, not 0",
+                    self.cfg.proc_root.join("stat").display()
+                ));
+            }
+        }
         let nics = nic_rates(&self.prev.net, &cur.net, dt);
         let sys_root = self.cfg.sys_root.clone();
         let disks: Vec<DiskRate> = disk_rates(&self.prev.disks, &cur.disks, dt)
@@ -897,7 +907,7 @@ fn summarize_host(
         return None;
     }
     let mut cpus: BTreeMap<i32, Acc<8>> = BTreeMap::new();
-    let mut rates: Acc<2> = Acc::default();
+    let (mut ctxt, mut intr): (Acc<1>, Acc<1>) = Default::default();
     let mut nics: Vec<(String, Acc<6>)> = Vec::new();
     let mut disks: Vec<(String, Acc<5>)> = Vec::new();
     let mut freq: Acc<1> = Acc::default();
@@ -929,7 +939,12 @@ fn summarize_host(
                 w,
             );
         }
-        rates.add([s.ctxt_per_s, s.intr_per_s], w);
+        if let Some(v) = s.ctxt_per_s {
+            ctxt.add([v], w);
+        }
+        if let Some(v) = s.intr_per_s {
+            intr.add([v], w);
+        }
         for n in &s.nics {
             ordered_insert(&mut nics, &n.name).add(
                 [
@@ -981,7 +996,9 @@ fn summarize_host(
             e.acc.add([r.watts], w);
         }
     }
-    let [ctxt_per_s, intr_per_s] = rates.mean();
+    // Over the samples that counted them; none: missing, not 0.
+    let ctxt_per_s = (ctxt.weight > 0.0).then(|| ctxt.mean()[0]);
+    let intr_per_s = (intr.weight > 0.0).then(|| intr.mean()[0]);
     let power: Vec<PowerSummary> = power
         .into_iter()
         .map(|(_, p)| PowerSummary {

@@ -143,8 +143,8 @@ fn fixture_counters_give_exact_percentages_and_rates() {
     assert!((all.busy_pct() - 40.0).abs() < 1e-9);
     assert_eq!(x.cpus[0].cpu, -1, "all-CPU line first");
 
-    assert!((x.ctxt_per_s - 1000.0 / dt).abs() < 1e-6);
-    assert!((x.intr_per_s - 500.0 / dt).abs() < 1e-6);
+    assert!((x.ctxt_per_s.unwrap() - 1000.0 / dt).abs() < 1e-6);
+    assert!((x.intr_per_s.unwrap() - 500.0 / dt).abs() < 1e-6);
 
     let names: Vec<&str> = x.nics.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["lo", "eth0"]);
@@ -393,8 +393,8 @@ fn summary_is_interval_weighted() {
             idle_pct: 100.0 - usr,
             ..model::CpuUtil::idle(-1)
         }],
-        ctxt_per_s: 0.0,
-        intr_per_s: 0.0,
+        ctxt_per_s: Some(0.0),
+        intr_per_s: Some(0.0),
         nics: vec![],
         disks: vec![],
         freq_mhz: vec![2000.0, 3000.0],
@@ -440,8 +440,8 @@ fn power_sample(t_s: f64, power: Vec<model::PowerReading>) -> model::TelemetrySa
         interval_s: 1.0,
         warmup: false,
         cpus: vec![],
-        ctxt_per_s: 0.0,
-        intr_per_s: 0.0,
+        ctxt_per_s: Some(0.0),
+        intr_per_s: Some(0.0),
         nics: vec![],
         disks: vec![],
         freq_mhz: vec![],
@@ -1055,4 +1055,39 @@ fn a_span_keeps_no_late_reading_asked_before_it() {
     let sum = &summarize(&cut.samples)[0];
     assert_eq!(sum.power[0].mean_watts, 300.0);
     assert_eq!(sum.power_gaps.as_ref().unwrap().failed_samples, 1);
+}
+
+/// A /proc/stat without a `ctxt` line (a container's, a kernel's own) gave 0 context
+/// switches a second in every sample and summary: not counted now reads missing, and a
+/// note says why.
+#[test]
+fn context_switches_not_counted_are_missing_not_zero() {
+    let fake = Fake::new();
+    let strip = || {
+        let p = fake.proc_().join("stat");
+        let s = fs::read_to_string(&p).unwrap();
+        let kept: String = s
+            .lines()
+            .filter(|l| !l.starts_with("ctxt"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        fs::write(&p, kept).unwrap();
+    };
+    strip();
+    let s = Sampler::start(fake.cfg()).unwrap();
+    pause();
+    fake.set(1);
+    strip();
+    let samples = s.take();
+    let notes = s.notes();
+    drop(s);
+    assert_eq!(samples[0].ctxt_per_s, None, "{samples:?}");
+    assert!(samples[0].intr_per_s.is_some_and(|v| v > 0.0));
+    let sum = &summarize(&samples)[0];
+    assert_eq!(sum.ctxt_per_s, None);
+    assert!(sum.intr_per_s.is_some());
+    assert!(
+        notes.iter().any(|n| n.contains("no `ctxt` line")),
+        "{notes:?}"
+    );
 }
