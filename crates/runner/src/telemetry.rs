@@ -715,15 +715,32 @@ impl Watch for HostsWatch {
         self.sut.telemetry_mark()
     }
     fn since_mark(&self, mark: u64, window: Option<(f64, f64)>) -> Vec<Metric> {
-        let mut samples = self.sut.telemetry_since(mark);
-        if let Some((from_s, to_s)) = window {
-            // The mark closed an interval: the first sample since begins at it.
-            samples = telemetry::within(&samples, from_s, to_s);
-        }
+        let samples = window_samples(self.sut.telemetry_since(mark), window);
         window_metrics(&telemetry::sampler::summarize(&samples))
     }
     fn lost(&self) -> Option<String> {
         self.sut.lost()
+    }
+}
+
+/// The samples since a step's mark that its `window` (seconds after the mark; None: all
+/// of them) covers. The mark closed an interval, so the first sample since begins at it.
+/// What lies in the window counts, a warm-up mark or not, as in [`measured_part`]: the
+/// workload knows when it measured, and a level's warm-up flag left set on a sample of
+/// its window dropped that sample from the level's CPU and power.
+pub fn window_samples(
+    samples: Vec<TelemetrySample>,
+    window: Option<(f64, f64)>,
+) -> Vec<TelemetrySample> {
+    match window {
+        Some((from_s, to_s)) => telemetry::within(&samples, from_s, to_s)
+            .into_iter()
+            .map(|mut s| {
+                s.warmup = false;
+                s
+            })
+            .collect(),
+        None => samples,
     }
 }
 
@@ -1303,7 +1320,9 @@ pub fn coarse_flags(summaries: &[TelemetrySummary], lengthen: &str) -> Vec<Flag>
 
 /// One step's telemetry as metrics: CPU busy over all CPUs, each watched process's CPU,
 /// and the headline power by the one rule (`model::power::headline`), labelled with
-/// where it came from.
+/// where it came from. Power whose readings cover less than half the step's window (a
+/// meter that failed on 9 of a level's 10 ticks) is left out, so the level reads power
+/// missing: one reading's watts stood for the level with no word of it.
 pub fn window_metrics(summaries: &[TelemetrySummary]) -> Vec<Metric> {
     let mut out = Vec::new();
     for s in summaries.iter().filter(|s| s.samples > 0) {
@@ -1315,7 +1334,11 @@ pub fn window_metrics(summaries: &[TelemetrySummary]) -> Vec<Metric> {
                 Metric::new("process_cpu_pct", p.usr_pct + p.sys_pct, "%").label("role", &p.role),
             );
         }
-        if let Some(h) = telemetry::power::headline_power(&s.power) {
+        let thin = s.power_gaps.as_ref().is_some_and(|g| {
+            let window = s.covered_s.unwrap_or(0.0);
+            g.covered_s < window / 2.0
+        });
+        if let Some(h) = telemetry::power::headline_power(&s.power).filter(|_| !thin) {
             out.push(
                 Metric::new("power_w", h.mean_watts, "W")
                     .label("source", &h.provenance)
@@ -2390,5 +2413,69 @@ mod tests {
         assert!(flags[0].message.contains("0.75 s"), "{flags:?}");
         a.power = vec![reading(None)];
         assert!(meter_late_flags(&[a]).is_empty());
+    }
+
+    /// A level whose meter failed on 9 of its 10 ticks published one reading's watts as
+    /// the level's power, with no word of it: under half its window covered, it is
+    /// missing; with most of it covered, it stands.
+    #[test]
+    fn a_levels_power_covering_under_half_its_window_is_left_out() {
+        let reading = model::PowerReading {
+            source: "meter".into(),
+            zone: "system".into(),
+            watts: 300.0,
+            whole_system: true,
+            modelled: false,
+            instantaneous: true,
+            late_s: None,
+        };
+        let samples: Vec<TelemetrySample> = (1..=10)
+            .map(|i| {
+                let mut s = sample("sut", i as f64, 1.0, false, 50.0);
+                if i == 3 {
+                    s.power = vec![reading.clone()];
+                } else {
+                    s.power_failed = vec!["meter: exited 1".into()];
+                }
+                s
+            })
+            .collect();
+        let m = window_metrics(&telemetry::sampler::summarize(&samples));
+        assert!(m.iter().any(|m| m.name == "cpu_busy_pct"), "{m:?}");
+        assert!(!m.iter().any(|m| m.name == "power_w"), "{m:?}");
+        let mostly: Vec<TelemetrySample> = samples
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut s)| {
+                if i > 0 {
+                    s.power = vec![reading.clone()];
+                    s.power_failed.clear();
+                }
+                s
+            })
+            .collect();
+        let m = window_metrics(&telemetry::sampler::summarize(&mostly));
+        assert!(
+            m.iter().any(|m| m.name == "power_w" && m.value == 300.0),
+            "{m:?}"
+        );
+    }
+
+    /// A level's window counts its samples whatever their warm-up mark, as a test's
+    /// measured part does: a sample marked warm-up inside the window was left out of the
+    /// level's CPU and power.
+    #[test]
+    fn a_windows_samples_count_whatever_their_warmup_mark() {
+        let samples = vec![
+            sample("sut", 1.0, 1.0, true, 10.0),
+            sample("sut", 2.0, 1.0, true, 40.0),
+            sample("sut", 3.0, 1.0, false, 80.0),
+        ];
+        let kept = window_samples(samples, Some((1.0, 3.0)));
+        assert_eq!(kept.len(), 2, "{kept:?}");
+        assert!(kept.iter().all(|s| !s.warmup));
+        let m = window_metrics(&telemetry::sampler::summarize(&kept));
+        let busy = m.iter().find(|m| m.name == "cpu_busy_pct").unwrap();
+        assert_eq!(busy.value, 60.0);
     }
 }
