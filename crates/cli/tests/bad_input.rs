@@ -508,6 +508,33 @@ fn connections_past_the_open_file_limit_are_refused_before_any_server() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// A test named twice ran twice and was summarised as two repetitions (`n=2/2`,
+/// high_variation): refused when the plan is built, naming the workload, nothing stored.
+#[test]
+fn a_test_named_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    for args in [
+        &["crypto", "-t", "rsa512,rsa512"][..],
+        &["crypto", "-t", "rsa", "--bits", "512,512"],
+        &["kv", "-t", "set,set"],
+    ] {
+        let out = common::bin()
+            .args(["--db", db.to_str().unwrap(), "run"])
+            .args(args)
+            .args(["--duration", "0.2", "-q", "--no-telemetry"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("{}:", args[0])) && err.contains("twice"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!db.exists(), "a store was left at {}", db.display());
+}
+
 /// A server's program that is not there is refused when the plan is built, in a suite
 /// too: `[run] workload = ["crypto", "kv"]` with a missing `--redis-server` ran crypto,
 /// stored it, then failed the run at kv (exit 1). Now: exit 2, nothing run or stored.
@@ -523,7 +550,17 @@ fn a_missing_server_program_is_refused_before_anything_runs() {
     )
     .unwrap();
     let suite = ["--plan", plan.to_str().unwrap()];
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "net",
+                "--receiver-bin",
+                "/nonexistent/rackbench",
+                "--duration",
+                "1",
+            ],
+            "net: --receiver-bin `/nonexistent/rackbench` is not an executable file",
+        ),
         (
             &suite,
             "kv: --redis-server: `/nonexistent/redis-server` is not an executable file",

@@ -1685,7 +1685,8 @@ impl LevelsResult {
         let (lost, not_read) = (labels(true), labels(false));
         if not_read.len() == self.points.len() {
             return "no power reading at every level (no RAPL, IPMI, hwmon or meter command on \
-                    the system under test)"
+                    the system under test, or one whose readings covered under half of each \
+                    level: the run's telemetry notes say whether it failed)"
                 .into();
         }
         let mut why = Vec::new();
@@ -1699,9 +1700,9 @@ impl LevelsResult {
         if !not_read.is_empty() {
             why.push(format!(
                 "no power reading at {}, where other levels had one: its power source read \
-                 nothing inside their measured time (the run's telemetry notes say whether it \
-                 failed; a source read once per --telemetry-interval needs levels longer than \
-                 that)",
+                 nothing, or for under half, of their measured time (the run's telemetry notes \
+                 say whether it failed; a source read once per --telemetry-interval needs \
+                 levels longer than that)",
                 not_read.join(", ")
             ));
         }

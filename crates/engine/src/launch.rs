@@ -243,7 +243,8 @@ pub fn find_binary(name: &str, debian_package: &str) -> anyhow::Result<PathBuf> 
     )
 }
 
-fn is_executable(p: &Path) -> bool {
+/// A file whose mode lets someone execute it.
+pub fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     p.metadata()
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -30,7 +30,7 @@ pub fn config_from_params_beside<T: serde::de::DeserializeOwned>(
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
         let mut inner = plain_words(&e.into_inner().to_string());
-        if let Some(hint) = figure_hint(&inner) {
+        if let Some(hint) = figure_hint(&path, &inner) {
             inner.push_str(&format!(": give {hint}"));
         }
         if inner.starts_with("unknown field") && !beside.is_empty() {
@@ -87,9 +87,15 @@ fn plain_words(serde_message: &str) -> String {
 
 /// The figure to give for a number written with its unit (`-d 4K`, `--duration 10s`) or a
 /// whole number read as a fraction (`-n 1e5`, read as 100000.0), from [`plain_words`]'
-/// message: `4096 (sizes are in bytes)`, `100000`. Such a value was refused with "expected
-/// a number" alone, which did not say the unit is the knob's own.
-fn figure_hint(message: &str) -> Option<String> {
+/// message and the setting's `path` (`data_size`, `sizes[0]`), whose name says its unit:
+/// `4096 (sizes are in bytes)`, `5 (times are in milliseconds)` for `--sample-ms 5ms`,
+/// `10000` for `-n 10k`. Such a value was refused with "expected a number" alone, which
+/// did not say the unit is the knob's own. None where the unit is not known for sure
+/// (`--duration 10m`: minutes, or a size?).
+fn figure_hint(path: &str, message: &str) -> Option<String> {
+    let key = path.split(['[', '.']).next().unwrap_or(path);
+    let size = key.contains("size") || key.contains("payload") || key == "window";
+    let ms = key.ends_with("_ms");
     if !message.contains("expected a whole number") && !message.contains("expected a number") {
         return None;
     }
@@ -104,16 +110,31 @@ fn figure_hint(message: &str) -> Option<String> {
         .trim();
     let figure = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let n: f64 = figure.trim().parse().ok()?;
-    let (factor, unit) = match text[figure.len()..].to_ascii_lowercase().as_str() {
-        "k" | "kb" | "kib" => (1024.0, "sizes are in bytes"),
-        "m" | "mb" | "mib" => (1024.0 * 1024.0, "sizes are in bytes"),
-        "g" | "gb" | "gib" => (1024.0 * 1024.0 * 1024.0, "sizes are in bytes"),
-        "s" => (1.0, "times are in seconds"),
-        "ms" => (0.001, "times are in seconds"),
-        "min" => (60.0, "times are in seconds"),
+    const BYTES: &str = "sizes are in bytes";
+    let (factor, unit) = match (text[figure.len()..].to_ascii_lowercase().as_str(), size) {
+        ("k" | "kb" | "kib", true) => (1024.0, BYTES),
+        ("m" | "mb" | "mib", true) => (1024.0 * 1024.0, BYTES),
+        ("g" | "gb" | "gib", true) => (1024.0 * 1024.0 * 1024.0, BYTES),
+        // A count or a rate: -n 10k.
+        ("k", false) => (1000.0, ""),
+        ("s" | "ms" | "min", false) => {
+            let seconds = match &text[figure.len()..] {
+                "ms" => 0.001,
+                "min" => 60.0,
+                _ => 1.0,
+            };
+            match ms {
+                true => (seconds * 1000.0, "times are in milliseconds"),
+                false => (seconds, "times are in seconds"),
+            }
+        }
         _ => return None,
     };
-    Some(format!("{} ({unit})", n * factor))
+    let figure = n * factor;
+    Some(match unit {
+        "" => format!("{figure}"),
+        unit => format!("{figure} ({unit})"),
+    })
 }
 
 /// Settings of a server rackbench launches (`--instances`, `--server-cpus`), given
@@ -580,6 +601,7 @@ mod tests {
         #[allow(dead_code)]
         struct Cfg {
             data_size: Option<usize>,
+            sample_ms: Option<f64>,
             duration: Option<f64>,
             requests: Option<u64>,
         }
@@ -599,6 +621,14 @@ mod tests {
         );
         let e = error("requests", parse_value("1e5").unwrap());
         assert!(e.contains("not negative: give 100000 ("), "{e}");
+        // The setting's own unit: milliseconds for a `_ms` knob, a thousand for a count,
+        // none where `m` could be minutes or mebibytes.
+        let e = error("sample_ms", parse_value("5ms").unwrap());
+        assert!(e.contains("give 5 (times are in milliseconds)"), "{e}");
+        let e = error("requests", parse_value("10k").unwrap());
+        assert!(e.contains("not negative: give 10000 ("), "{e}");
+        let e = error("duration", parse_value("10m").unwrap());
+        assert!(!e.contains("give"), "{e}");
         // No figure: no advice.
         let e = error("requests", json!("many"));
         assert!(!e.contains("give"), "{e}");

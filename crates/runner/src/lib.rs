@@ -1284,15 +1284,15 @@ fn run_as(
         for it in &items {
             let (point, roles) = &expanded[it.point];
             let w = engine::workload::build_named(reg, point)?;
-            engine::workload::refuse_repeated_tests(&w.tests())?;
-            // Every point's load against its generators now, not when its turn comes
-            // (after servers were launched and earlier points measured and stored); a
-            // generator on this machine against its open-file limit too (another host's
-            // is checked by its generator, before its first connect).
             let what = || match point_label(point, &swept) {
                 l if l.is_empty() => reg.name.to_string(),
                 l => format!("{} {l}", reg.name),
             };
+            engine::workload::refuse_repeated_tests(&w.tests()).with_context(what)?;
+            // Every point's load against its generators now, not when its turn comes
+            // (after servers were launched and earlier points measured and stored); a
+            // generator on this machine against its open-file limit too (another host's
+            // is checked by its generator, before its first connect).
             let most = w
                 .connections_per_generator(roles.loadgens.len())
                 .with_context(what)?;

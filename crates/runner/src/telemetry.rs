@@ -715,8 +715,7 @@ impl Watch for HostsWatch {
         self.sut.telemetry_mark()
     }
     fn since_mark(&self, mark: u64, window: Option<(f64, f64)>) -> Vec<Metric> {
-        let samples = window_samples(self.sut.telemetry_since(mark), window);
-        window_metrics(&telemetry::sampler::summarize(&samples))
+        window_metrics(&window_samples(self.sut.telemetry_since(mark), window))
     }
     fn lost(&self) -> Option<String> {
         self.sut.lost()
@@ -1320,11 +1319,13 @@ pub fn coarse_flags(summaries: &[TelemetrySummary], lengthen: &str) -> Vec<Flag>
 
 /// One step's telemetry as metrics: CPU busy over all CPUs, each watched process's CPU,
 /// and the headline power by the one rule (`model::power::headline`), labelled with
-/// where it came from. Power whose readings cover less than half the step's window (a
-/// meter that failed on 9 of a level's 10 ticks) is left out, so the level reads power
-/// missing: one reading's watts stood for the level with no word of it.
-pub fn window_metrics(summaries: &[TelemetrySummary]) -> Vec<Metric> {
+/// where it came from. Power whose own readings (its source's and zones') cover less
+/// than half the step's window (a meter that failed on 9 of a level's 10 ticks) is left
+/// out, so the level reads power missing: one reading's watts stood for the level with
+/// no word of it. Another source's failures are not its gaps.
+pub fn window_metrics(samples: &[TelemetrySample]) -> Vec<Metric> {
     let mut out = Vec::new();
+    let summaries = telemetry::sampler::summarize(samples);
     for s in summaries.iter().filter(|s| s.samples > 0) {
         if let Some(all) = s.cpus.iter().find(|c| c.cpu == -1) {
             out.push(Metric::new("cpu_busy_pct", all.busy_pct(), "%"));
@@ -1334,11 +1335,23 @@ pub fn window_metrics(summaries: &[TelemetrySummary]) -> Vec<Metric> {
                 Metric::new("process_cpu_pct", p.usr_pct + p.sys_pct, "%").label("role", &p.role),
             );
         }
-        let thin = s.power_gaps.as_ref().is_some_and(|g| {
-            let window = s.covered_s.unwrap_or(0.0);
-            g.covered_s < window / 2.0
-        });
-        if let Some(h) = telemetry::power::headline_power(&s.power).filter(|_| !thin) {
+        let host: Vec<&TelemetrySample> = samples
+            .iter()
+            .filter(|x| x.host == s.host && !x.warmup)
+            .collect();
+        let window: f64 = host.iter().map(|x| x.interval_s).sum();
+        let covered = |h: &model::power::HeadlinePower| -> f64 {
+            host.iter()
+                .filter(|x| {
+                    x.power
+                        .iter()
+                        .any(|p| p.source == h.source && h.zones.contains(&p.zone))
+                })
+                .map(|x| x.interval_s)
+                .sum()
+        };
+        let headline = telemetry::power::headline_power(&s.power);
+        if let Some(h) = headline.filter(|h| covered(h) >= window / 2.0) {
             out.push(
                 Metric::new("power_w", h.mean_watts, "W")
                     .label("source", &h.provenance)
@@ -2440,7 +2453,7 @@ mod tests {
                 s
             })
             .collect();
-        let m = window_metrics(&telemetry::sampler::summarize(&samples));
+        let m = window_metrics(&samples);
         assert!(m.iter().any(|m| m.name == "cpu_busy_pct"), "{m:?}");
         assert!(!m.iter().any(|m| m.name == "power_w"), "{m:?}");
         let mostly: Vec<TelemetrySample> = samples
@@ -2454,7 +2467,22 @@ mod tests {
                 s
             })
             .collect();
-        let m = window_metrics(&telemetry::sampler::summarize(&mostly));
+        let m = window_metrics(&mostly);
+        assert!(
+            m.iter().any(|m| m.name == "power_w" && m.value == 300.0),
+            "{m:?}"
+        );
+        // Another source failing on every tick is not the meter's gap: a level whose
+        // meter read throughout lost its power to an ipmitool that never answered.
+        let beside: Vec<TelemetrySample> = mostly
+            .into_iter()
+            .map(|mut s| {
+                s.power = vec![reading.clone()];
+                s.power_failed = vec!["ipmi-dcmi: no answer".into()];
+                s
+            })
+            .collect();
+        let m = window_metrics(&beside);
         assert!(
             m.iter().any(|m| m.name == "power_w" && m.value == 300.0),
             "{m:?}"
@@ -2474,7 +2502,7 @@ mod tests {
         let kept = window_samples(samples, Some((1.0, 3.0)));
         assert_eq!(kept.len(), 2, "{kept:?}");
         assert!(kept.iter().all(|s| !s.warmup));
-        let m = window_metrics(&telemetry::sampler::summarize(&kept));
+        let m = window_metrics(&kept);
         let busy = m.iter().find(|m| m.name == "cpu_busy_pct").unwrap();
         assert_eq!(busy.value, 60.0);
     }

@@ -281,16 +281,22 @@ impl State {
         read.into_iter().filter_map(|(_, m)| m).collect()
     }
 
+    /// Close the current interval now, as a window of samples begins (a test's start or
+    /// end, a warm-up's, a level's mark): an answer from a slow meter to a question asked
+    /// before it is of the time before ([`PowerSources::begin_window`]). Not a checkpoint's
+    /// close ([`Sampler::since`]), in the middle of a window: every 5 s of a test, it
+    /// dropped the next tick's late reading as "asked before this window began".
+    fn begin_window(&mut self) {
+        self.sample_now(false);
+        self.power.begin_window(Instant::now());
+    }
+
     /// Close the current interval now: at the sampler's own `tick`, or because the caller
     /// asked (a test's start or end, a warm-up's, a mark), where instantaneous power is
     /// not read (see [`model::PowerReading::instantaneous`]). False when it is too short
     /// to be measured or /proc/stat could not be read (a note says why).
     fn sample_now(&mut self, tick: bool) -> bool {
         let now = Instant::now();
-        if !tick {
-            // Whether or not the interval is long enough to close, a window begins here.
-            self.power.begin_window(now);
-        }
         if now.saturating_duration_since(self.prev.at) < MIN_INTERVAL {
             return false;
         }
@@ -581,7 +587,7 @@ impl Sampler {
     pub fn set_warmup(&self, on: bool) {
         let mut st = lock(&self.shared.0);
         if st.warmup != on {
-            st.sample_now(false);
+            st.begin_window();
             st.warmup = on;
             self.shared.1.notify_all();
         }
@@ -590,7 +596,7 @@ impl Sampler {
     /// Close the current interval now and return every sample since the last `take`.
     pub fn take(&self) -> Vec<TelemetrySample> {
         let mut st = lock(&self.shared.0);
-        st.sample_now(false);
+        st.begin_window();
         self.shared.1.notify_all();
         st.taken += st.samples.len();
         std::mem::take(&mut st.samples)
@@ -600,7 +606,7 @@ impl Sampler {
     /// [`Sampler::since`]) cover only what follows.
     pub fn mark(&self) -> usize {
         let mut st = lock(&self.shared.0);
-        st.sample_now(false);
+        st.begin_window();
         self.shared.1.notify_all();
         st.taken + st.samples.len()
     }

@@ -1033,6 +1033,45 @@ fn a_late_meter_answer_asked_before_the_window_is_not_the_windows() {
     );
 }
 
+/// A checkpoint's copy of the samples so far ([`Sampler::since`], every 5 s of a test)
+/// is no window's beginning: the late answer of the tick after it was dropped as "asked
+/// before this window began", a fifth of a slow meter's readings at 1 s ticks, all of
+/// them at 5 s.
+#[test]
+fn a_checkpoint_mid_window_drops_no_late_reading() {
+    let fake = Fake::new();
+    let mut cfg = fake.cfg();
+    cfg.interval = Duration::from_millis(400);
+    let dir = tempfile::tempdir().unwrap();
+    let meter = script(dir.path(), "#!/bin/sh\nsleep 0.2\necho 300\n");
+    cfg.power.meter_command = Some(meter);
+    let s = Sampler::start(cfg).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mark = s.mark();
+    s.take();
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(700));
+        s.since(mark);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let samples = s.take();
+    drop(s);
+    let before: Vec<&String> = samples
+        .iter()
+        .flat_map(|x| &x.power_failed)
+        .filter(|e| e.contains("asked before this window began"))
+        .collect();
+    // The first tick's answer was asked before the take, rightly a gap; none after.
+    assert!(before.len() <= 1, "{before:#?}");
+    assert!(
+        samples
+            .iter()
+            .flat_map(|x| &x.power)
+            .any(|p| p.late_s.is_some()),
+        "{samples:#?}"
+    );
+}
+
 /// A reading that answers late stands for the moment it was asked: a whole sample inside
 /// a span whose reading was asked before the span began does not carry it in, and the
 /// span's power has a gap there instead.

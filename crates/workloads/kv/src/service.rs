@@ -71,6 +71,9 @@ impl KvService {
     }
 
     fn check_targets(&mut self, targets: &[String]) -> anyhow::Result<()> {
+        // Each server's run_id (INFO server): one server reached by two addresses (its
+        // loopback and its LAN address) is one server, which no address tells.
+        let mut run_ids: Vec<(String, &str)> = Vec::new();
         for t in targets {
             let addr = t
                 .to_socket_addrs()
@@ -99,6 +102,15 @@ impl KvService {
                 }
                 return Err(e)
                     .with_context(|| format!("{addr} did not answer PING: is it a Redis server?"));
+            }
+            if let Some(id) = a.info("server").ok().and_then(|i| i.get("run_id").cloned()) {
+                if let Some((_, before)) = run_ids.iter().find(|(r, _)| *r == id) {
+                    bail!(
+                        "--target {t} is the server --target {before} is (the same run_id): \
+                         give each server once"
+                    );
+                }
+                run_ids.push((id, t));
             }
             self.admin.push(addr);
             // Passed on as given: each load generator resolves the name itself, as a

@@ -921,3 +921,42 @@ fn one_server_under_two_names_is_refused() {
         "{e:#}"
     );
 }
+
+/// One server under two addresses (here bound to 127.0.0.1 and 127.0.0.2, as a server
+/// reached by its loopback and its LAN address) is one server: told by its run_id.
+#[test]
+fn one_server_under_two_addresses_is_refused() {
+    if !have_redis() {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = std::process::Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1 127.0.0.2"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::net::TcpStream::connect(("127.0.0.2", port)).is_ok()
+    });
+    let mut twice = kv(json!({"clients": 2,
+        "targets": [format!("127.0.0.1:{port}"), format!("127.0.0.2:{port}")]}));
+    let e = twice
+        .prepare(&local())
+        .map(|_| ())
+        .map_err(|e| format!("{e:#}"));
+    twice.cleanup();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(up, "redis-server did not listen on 127.0.0.2:{port}");
+    let e = e.unwrap_err();
+    assert!(
+        e.contains("(the same run_id): give each server once"),
+        "{e}"
+    );
+}

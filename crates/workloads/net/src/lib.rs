@@ -645,6 +645,18 @@ fn in_process_service_ctx(ctx: &Ctx) -> ServiceCtx {
 }
 
 impl Workload for NetWorkload {
+    fn check_launch_here(&self) -> anyhow::Result<()> {
+        if let (None, Some(bin)) = (&self.plan.cfg.target, &self.plan.cfg.receiver_bin) {
+            if !engine::launch::is_executable(std::path::Path::new(bin)) {
+                bail!(
+                    "--receiver-bin `{bin}` is not an executable file: give the path of a \
+                     rackbench binary, or leave it out to launch this one"
+                );
+            }
+        }
+        Ok(())
+    }
+
     fn settings(&self) -> Params {
         let mut s = engine::workload::settings_of(&[serde_json::to_value(&self.plan.cfg)]);
         // The payloads `udp` expands to, only where a test is `udp`; and no rate is an
