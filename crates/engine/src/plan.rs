@@ -317,17 +317,21 @@ pub fn refuse_repeats<T: PartialEq + std::fmt::Display>(
     flag: &str,
     values: &[T],
 ) -> anyhow::Result<()> {
-    let twice = values
-        .iter()
-        .enumerate()
-        .find_map(|(i, v)| values[..i].contains(v).then_some(v));
-    if let Some(twice) = twice {
+    if let Some(twice) = first_repeat(values) {
         bail!(
             "{flag} lists {twice} twice: each value is measured once; give each value once, \
              and --repeat N to measure every one N times"
         );
     }
     Ok(())
+}
+
+/// The first value of `values` that an earlier one equals, if any.
+pub fn first_repeat<T: PartialEq>(values: &[T]) -> Option<&T> {
+    values
+        .iter()
+        .enumerate()
+        .find_map(|(i, v)| values[..i].contains(v).then_some(v))
 }
 
 /// Expand a workload's parameters into sweep points: every key whose value is an array

@@ -310,11 +310,7 @@ pub fn check_duration(who: &str, duration: f64, max_s: f64) -> anyhow::Result<()
 /// with `--bits 512,512`, or `-t set,set`): the test ran twice and every summary took the
 /// two for repetitions of it (n=2/2, high_variation), as it took a sweep's `-c 2,2`.
 pub fn refuse_repeated_tests(tests: &[String]) -> anyhow::Result<()> {
-    let twice = tests
-        .iter()
-        .enumerate()
-        .find_map(|(i, t)| tests[..i].contains(t).then_some(t));
-    if let Some(t) = twice {
+    if let Some(t) = crate::plan::first_repeat(tests) {
         anyhow::bail!(
             "the test {t} is asked for twice (by --tests, or by a list it expands, as rsa by \
              --bits): each test of a point is measured once; name it once, and give --repeat N \

@@ -155,11 +155,7 @@ impl HostsPlan {
         // machine's loopback, unsaid); in --loadgen, two jobs would share one host's
         // progress. Refused, naming it, rather than quietly dropped.
         for (flag, list) in [("--hosts", &self.matrix), ("--loadgen", &self.loadgens)] {
-            if let Some(h) = list
-                .iter()
-                .enumerate()
-                .find_map(|(i, h)| list[..i].contains(h).then_some(h))
-            {
+            if let Some(h) = engine::plan::first_repeat(list) {
                 bail!(
                     "{flag} names {} more than once: give each host once",
                     model::printable(h)

@@ -290,12 +290,7 @@ impl KvConfig {
         }
         // One server given twice is one server: counted as two, the run stored
         // `instances 2` and blamed its doubled commandstats on "something else".
-        if let Some(t) = self
-            .targets
-            .iter()
-            .enumerate()
-            .find_map(|(i, t)| self.targets[..i].contains(t).then_some(t))
-        {
+        if let Some(t) = engine::plan::first_repeat(&self.targets) {
             bail!("--target {t} is given twice: give each server once");
         }
         if !self.targets.is_empty() {
