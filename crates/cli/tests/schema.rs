@@ -76,6 +76,31 @@ fn export_of_a_rich_run_is_valid() {
     assert!(errs.is_empty(), "{errs:#?}");
 }
 
+/// A count /proc/stat did not make (no `ctxt` or `intr` line) is null, not 0, in a
+/// summary and a sample: the schema takes it, and a number stays a number.
+#[test]
+fn counts_not_made_are_null() {
+    let mut doc = exported();
+    let mut nulled = 0;
+    for pointer in [
+        result0("/telemetry_summary/0/ctxt_per_s"),
+        result0("/telemetry_summary/0/intr_per_s"),
+    ] {
+        let v = doc
+            .pointer_mut(&pointer)
+            .unwrap_or_else(|| panic!("no {pointer}"));
+        assert!(v.is_number(), "{pointer}: {v}");
+        *v = Value::Null;
+        nulled += 1;
+    }
+    assert_eq!(nulled, 2);
+    let errs = errors(&doc);
+    assert!(errs.is_empty(), "{errs:#?}");
+    *doc.pointer_mut(&result0("/telemetry_summary/0/ctxt_per_s"))
+        .unwrap() = Value::String("0".into());
+    assert!(!errors(&doc).is_empty(), "a string count was taken");
+}
+
 #[test]
 fn minimal_run_is_valid() {
     // Optional fields absent (finished_at, error, labels, power_missing...).

@@ -636,16 +636,21 @@ fn open_hwmon(root: &Path, now: Instant, det: &mut PowerDetection) -> Vec<HwmonS
     }
     // Two devices of one driver (two GPUs' `amdgpu/PPT`, two PSUs' `pin`) gave one zone,
     // and the summary, which keys by zone, averaged them as one sensor: such zones are
-    // told apart by their hwmon device (`amdgpu@hwmon3/PPT`), the others keep their name.
+    // told apart by their device (`amdgpu@0000:03:00.0/PPT`: the address its `device`
+    // link names, the same after a reboot, where the `hwmonN` number can change and two
+    // runs' zones then would not match; `hwmonN` where there is no such link). The others
+    // keep their name.
     let zones: Vec<String> = sensors.iter().map(|s| s.zone.clone()).collect();
     for s in &mut sensors {
         if zones.iter().filter(|z| **z == s.zone).count() < 2 {
             continue;
         }
-        let dev = s
-            .path
-            .parent()
-            .and_then(|d| d.file_name())
+        let dir = s.path.parent();
+        let device = dir.and_then(|d| std::fs::read_link(d.join("device")).ok());
+        let dev = device
+            .as_deref()
+            .and_then(Path::file_name)
+            .or_else(|| dir.and_then(Path::file_name))
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
         let (name, label) = s.zone.split_once('/').unwrap_or((&s.zone, ""));

@@ -417,16 +417,19 @@ fn hwmon_sensors_of_one_name_on_two_devices_are_two_zones() {
     }
     write(&hw.join("hwmon3/name"), "zenergy\n");
     write(&hw.join("hwmon3/energy1_input"), "1000000\n");
+    // The second card's device link names its PCI address: that, not `hwmon2`, whose
+    // number can change at the next boot.
+    std::os::unix::fs::symlink("../../../0000:03:00.0", hw.join("hwmon2").join("device")).unwrap();
     let (mut src, det) = PowerSources::open(&empty_cfg(root));
     assert_eq!(
         det.sources,
         [
             "hwmon:amdgpu@hwmon1/PPT",
-            "hwmon:amdgpu@hwmon2/PPT",
+            "hwmon:amdgpu@0000:03:00.0/PPT",
             "hwmon:zenergy/energy1"
         ]
     );
     let r = src.read(Instant::now() + Duration::from_secs(1), None, true);
     assert_eq!(watts(&r, "hwmon", "amdgpu@hwmon1/PPT"), 35.0);
-    assert_eq!(watts(&r, "hwmon", "amdgpu@hwmon2/PPT"), 120.0);
+    assert_eq!(watts(&r, "hwmon", "amdgpu@0000:03:00.0/PPT"), 120.0);
 }
