@@ -386,6 +386,41 @@ fn a_cpu_list_past_its_hosts_cpus_is_refused_before_anything_runs() {
     assert_nothing_left(&h, 10);
 }
 
+/// A server's program missing on a remote system under test is refused once the hosts
+/// are reached, asked of that host, before anything runs or is stored (it was found
+/// when its service was prepared: in a suite, after earlier workloads were stored).
+#[test]
+fn a_server_program_missing_on_a_remote_sut_is_refused_before_anything_runs() {
+    let Some(h) = testhosts() else { return };
+    let _l = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let (a, b) = (h.names[0].as_str(), h.names[1].as_str());
+    let args = [
+        "kv",
+        "--sut",
+        a,
+        "--loadgen",
+        b,
+        "-n",
+        "1000",
+        "-t",
+        "set",
+        "--redis-server",
+        "/nonexistent/redis-server",
+    ];
+    let (code, _, err) = run_json(&h, &db, &args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "kv on {a}: --redis-server: `/nonexistent/redis-server` is not an executable file"
+        )),
+        "{err}"
+    );
+    assert_eq!(runs_in(&db), 0, "nothing stored");
+    assert_nothing_left(&h, 10);
+}
+
 /// A kv run in the background: servers on rbh1, generators on rbh2 (and rbh3).
 fn spawn_kv(h: &TestHosts, db: &std::path::Path, secs: u32, loadgens: &str) -> std::process::Child {
     bin()

@@ -256,6 +256,13 @@ pub trait Host: Send + Sync {
 
     fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure>;
 
+    /// What `workload`'s sweep point `params` would refuse on this host before launching
+    /// anything ([`crate::Workload::check_launch_here`], asked here: a remote host's
+    /// programs are its own). Ok where nothing is known to check.
+    fn check_launch(&self, _workload: &str, _params: &Params) -> anyhow::Result<()> {
+        Ok(())
+    }
+
     fn start_service(&self, workload: &str, params: &Params) -> anyhow::Result<ServiceHandle>;
     fn service_query(&self, id: u64, what: &str) -> anyhow::Result<serde_json::Value>;
     fn service_exited(&self, id: u64) -> anyhow::Result<Option<String>>;

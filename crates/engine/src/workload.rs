@@ -579,13 +579,13 @@ pub trait Workload: Send {
         Ok(None)
     }
 
-    /// What [`Workload::prepare`] would refuse on this machine before launching anything
-    /// (a server's program not found), for a sweep point whose system under test is
-    /// this machine. Asked when the plan is built, before any host is reached: a suite
-    /// whose second workload's `--redis-server` is missing is refused then, not after
-    /// its first workload was measured and stored. Ok: nothing to check (servers given
-    /// with `--target` or `--dsn`, or none launched). Another host's programs are
-    /// looked for there, when its service is prepared.
+    /// What [`Workload::prepare`] would refuse on the machine this runs on before
+    /// launching anything (a server's program not found). The runner asks it of each
+    /// sweep point on its system under test ([`crate::host::Host::check_launch`]: there,
+    /// when that is another host) once the hosts are reached, before anything starts or
+    /// is stored: a suite whose second workload's `--redis-server` is missing is refused
+    /// then, not after its first workload was measured and stored. Ok: nothing to check
+    /// (servers given with `--target` or `--dsn`, or none launched).
     fn check_launch_here(&self) -> anyhow::Result<()> {
         Ok(())
     }

@@ -144,6 +144,10 @@ fn handle(
         Request::StartService { workload, params } => {
             serde_json::to_value(host.start_service(&workload, &params)?)?
         }
+        Request::CheckLaunch { workload, params } => {
+            host.check_launch(&workload, &params)?;
+            Value::Null
+        }
         Request::ServiceQuery { id, what } => host.service_query(id, &what)?,
         Request::ServiceExited { id } => serde_json::to_value(host.service_exited(id)?)?,
         Request::StopService { id } => {

@@ -163,6 +163,10 @@ impl Host for LocalHost {
         ))
     }
 
+    fn check_launch(&self, workload: &str, params: &Params) -> anyhow::Result<()> {
+        (self.registration(workload)?.build)(params)?.check_launch_here()
+    }
+
     fn start_service(&self, workload: &str, params: &Params) -> anyhow::Result<ServiceHandle> {
         let reg = self.registration(workload)?;
         let start = reg

@@ -104,6 +104,12 @@ pub enum Request {
         workload: String,
         params: Params,
     },
+    /// What the sweep point would refuse here before launching (see
+    /// [`engine::host::Host::check_launch`]).
+    CheckLaunch {
+        workload: String,
+        params: Params,
+    },
     ServiceQuery {
         id: u64,
         what: String,

@@ -545,6 +545,14 @@ impl Host for RemoteHost {
         self.call(Request::Disclosure { role: role.into() })
     }
 
+    fn check_launch(&self, workload: &str, params: &Params) -> anyhow::Result<()> {
+        self.call::<Value>(Request::CheckLaunch {
+            workload: workload.into(),
+            params: params.clone(),
+        })
+        .map(drop)
+    }
+
     fn start_service(&self, workload: &str, params: &Params) -> anyhow::Result<ServiceHandle> {
         self.call(Request::StartService {
             workload: workload.into(),

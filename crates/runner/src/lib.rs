@@ -1299,9 +1299,6 @@ fn run_as(
             if let Some(c) = most.filter(|_| roles.loadgens.iter().any(|h| h == hosts::LOCAL)) {
                 engine::limits::ensure_open_files(c).with_context(what)?;
             }
-            if roles.sut == hosts::LOCAL {
-                w.check_launch_here().with_context(what)?;
-            }
             workloads.push(w);
         }
         let expanded_items: Vec<_> = items
@@ -1352,6 +1349,30 @@ fn run_as(
     if let Some(why) = set.local_unreachable() {
         if every_point.iter().any(|(_, r)| r.served_here_to_others()) {
             anyhow::bail!("{}", model::printable(why));
+        }
+    }
+    // What each point would refuse on its system under test before launching anything
+    // (a server's program not there), asked of that host, before anything starts or is
+    // stored: a suite's second workload failed there after its first was measured and
+    // stored.
+    let mut asked = BTreeSet::new();
+    for (part, expanded, workloads, _) in &parts {
+        let name = part.registration.name;
+        for ((point, point_roles), w) in expanded.iter().zip(workloads) {
+            let key = (
+                point_roles.sut.clone(),
+                Value::Object(point.clone()).to_string(),
+            );
+            if !asked.insert(key) {
+                continue;
+            }
+            let host = set.get(&point_roles.sut)?;
+            if host.remote() {
+                host.check_launch(name, point)
+                    .with_context(|| format!("{name} on {}", model::printable(host.name())))?;
+            } else {
+                w.check_launch_here().context(name)?;
+            }
         }
     }
     // Every CPU list against the host it names, before anything starts or is stored.
