@@ -1396,6 +1396,19 @@ mod tests {
         }
     }
 
+    /// A whole-system meter's 300 W, asked `late_s` before its sample's end.
+    fn meter_reading(late_s: Option<f64>) -> model::PowerReading {
+        model::PowerReading {
+            source: "meter".into(),
+            zone: "system".into(),
+            watts: 300.0,
+            whole_system: true,
+            modelled: false,
+            instantaneous: true,
+            late_s,
+        }
+    }
+
     fn busy(summaries: &[TelemetrySummary], host: &str) -> f64 {
         summaries
             .iter()
@@ -2406,15 +2419,7 @@ mod tests {
     /// with no flag: its readings say how late they were, and the test says so.
     #[test]
     fn late_meter_readings_are_flagged_with_how_late() {
-        let reading = |late_s| model::PowerReading {
-            source: "meter".into(),
-            zone: "system".into(),
-            watts: 300.0,
-            whole_system: true,
-            modelled: false,
-            instantaneous: true,
-            late_s,
-        };
+        let reading = meter_reading;
         let mut a = sample("sut", 1.0, 1.0, false, 50.0);
         a.power = vec![reading(Some(0.75))];
         let mut b = sample("sut", 2.0, 1.0, false, 50.0);
@@ -2433,15 +2438,7 @@ mod tests {
     /// missing; with most of it covered, it stands.
     #[test]
     fn a_levels_power_covering_under_half_its_window_is_left_out() {
-        let reading = model::PowerReading {
-            source: "meter".into(),
-            zone: "system".into(),
-            watts: 300.0,
-            whole_system: true,
-            modelled: false,
-            instantaneous: true,
-            late_s: None,
-        };
+        let reading = meter_reading(None);
         let samples: Vec<TelemetrySample> = (1..=10)
             .map(|i| {
                 let mut s = sample("sut", i as f64, 1.0, false, 50.0);

@@ -1433,48 +1433,23 @@ mod tests {
         let auth = auth.to_str().unwrap();
         let dsn = "postgresql://bench@127.0.0.1:1,127.0.0.1:2/tpcc?connect_timeout=2";
         let url = "http://127.0.0.1:1/search?q=a,b";
+        let kv = |user| {
+            [
+                "kv",
+                "--target",
+                "127.0.0.1:1",
+                "--auth-file",
+                auth,
+                "--user",
+                user,
+            ]
+        };
         for (args, key, value) in [
             (&["oltp", "--dsn", dsn, "--duration", "1"][..], "dsn", dsn),
             (&["http", "--target", url, "--duration", "1"], "target", url),
-            (
-                &[
-                    "kv",
-                    "--target",
-                    "127.0.0.1:1",
-                    "--auth-file",
-                    auth,
-                    "--user",
-                    "on",
-                ],
-                "user",
-                "on",
-            ),
-            (
-                &[
-                    "kv",
-                    "--target",
-                    "127.0.0.1:1",
-                    "--auth-file",
-                    auth,
-                    "--user",
-                    "123",
-                ],
-                "user",
-                "123",
-            ),
-            (
-                &[
-                    "kv",
-                    "--target",
-                    "127.0.0.1:1",
-                    "--auth-file",
-                    auth,
-                    "--user",
-                    "u",
-                ],
-                "auth_file",
-                auth,
-            ),
+            (&kv("on"), "user", "on"),
+            (&kv("123"), "user", "123"),
+            (&kv("u"), "auth_file", auth),
         ] {
             let r = resolved(args).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
             assert_eq!(r.parts[0].points.len(), 1, "{args:?}");
