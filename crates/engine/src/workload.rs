@@ -647,20 +647,6 @@ pub fn settings_of(configs: &[serde_json::Result<serde_json::Value>]) -> Params 
         .collect()
 }
 
-/// Build workload `reg`'s sweep point, an error named by the workload: `workload kv:
-/// clients (-c) must be at least 1`. A message the workload began with its own name
-/// (`kv: \`duration\` = 0 s ...`) keeps it once (it read `workload kv: kv: ...`). A suite
-/// run with `allow_long` met the bare error, no word of which workload it was.
-pub fn build_named(reg: &Registration, point: &Params) -> anyhow::Result<Box<dyn Workload>> {
-    (reg.build)(point).map_err(|e| {
-        if e.to_string().starts_with(&format!("{}: ", reg.name)) {
-            e
-        } else {
-            e.context(format!("workload {}", reg.name))
-        }
-    })
-}
-
 /// Builds a workload for one sweep point.
 pub type BuildFn = fn(&Params) -> anyhow::Result<Box<dyn Workload>>;
 
@@ -699,6 +685,22 @@ pub struct Registration {
     pub lengthen: &'static str,
 }
 
+impl Registration {
+    /// Build this workload's sweep point, an error named by the workload: `workload kv:
+    /// clients (-c) must be at least 1`. A message the workload began with its own name
+    /// (`kv: \`duration\` = 0 s ...`) keeps it once (it read `workload kv: kv: ...`). A
+    /// suite run with `allow_long` met the bare error, no word of which workload it was.
+    pub fn build_point(&self, point: &Params) -> anyhow::Result<Box<dyn Workload>> {
+        (self.build)(point).map_err(|e| {
+            if e.to_string().starts_with(&format!("{}: ", self.name)) {
+                e
+            } else {
+                e.context(format!("workload {}", self.name))
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -723,7 +725,7 @@ mod tests {
         let error = |build| {
             format!(
                 "{:#}",
-                build_named(&reg(build), &Params::new()).err().unwrap()
+                reg(build).build_point(&Params::new()).err().unwrap()
             )
         };
         assert_eq!(

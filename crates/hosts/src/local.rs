@@ -164,7 +164,9 @@ impl Host for LocalHost {
     }
 
     fn check_launch(&self, workload: &str, params: &Params) -> anyhow::Result<()> {
-        (self.registration(workload)?.build)(params)?.check_launch_here()
+        self.registration(workload)?
+            .build_point(params)?
+            .check_launch_here()
     }
 
     fn start_service(&self, workload: &str, params: &Params) -> anyhow::Result<ServiceHandle> {

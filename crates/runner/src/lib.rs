@@ -1283,7 +1283,7 @@ fn run_as(
         let mut workloads: Vec<Box<dyn Workload>> = Vec::with_capacity(items.len());
         for it in &items {
             let (point, roles) = &expanded[it.point];
-            let w = engine::workload::build_named(reg, point)?;
+            let w = reg.build_point(point)?;
             let what = || match point_label(point, &swept) {
                 l if l.is_empty() => reg.name.to_string(),
                 l => format!("{} {l}", reg.name),
@@ -1351,11 +1351,11 @@ fn run_as(
             anyhow::bail!("{}", model::printable(why));
         }
     }
-    // What each point would refuse on its system under test before launching anything
-    // (a server's program not there), asked of that host, before anything starts or is
-    // stored: a suite's second workload failed there after its first was measured and
-    // stored.
-    let mut asked = BTreeSet::new();
+    // What each point would refuse before launching anything, asked of the hosts it
+    // names before anything starts or is stored: its server's program not there on its
+    // system under test (a suite's second workload failed there after its first was
+    // measured and stored), a CPU list past a host's CPUs.
+    let (mut asked, mut noted) = (BTreeSet::new(), BTreeSet::new());
     for (part, expanded, workloads, _) in &parts {
         let name = part.registration.name;
         for ((point, point_roles), w) in expanded.iter().zip(workloads) {
@@ -1363,30 +1363,16 @@ fn run_as(
                 point_roles.sut.clone(),
                 Value::Object(point.clone()).to_string(),
             );
-            if !asked.insert(key) {
-                continue;
+            if asked.insert(key) {
+                let host = set.get(&point_roles.sut)?;
+                if host.remote() {
+                    host.check_launch(name, point)
+                        .with_context(|| format!("{name} on {}", model::printable(host.name())))?;
+                } else {
+                    w.check_launch_here().context(name)?;
+                }
             }
-            let host = set.get(&point_roles.sut)?;
-            if host.remote() {
-                host.check_launch(name, point)
-                    .with_context(|| format!("{name} on {}", model::printable(host.name())))?;
-            } else {
-                w.check_launch_here().context(name)?;
-            }
-        }
-    }
-    // Every CPU list against the host it names, before anything starts or is stored.
-    let mut noted = BTreeSet::new();
-    for (part, expanded, workloads, _) in &parts {
-        for ((_, point_roles), w) in expanded.iter().zip(workloads) {
-            check_cpu_lists(
-                part.registration.name,
-                point_roles,
-                w.as_ref(),
-                &set,
-                o.verbose,
-                &mut noted,
-            )?;
+            check_cpu_lists(name, point_roles, w.as_ref(), &set, o.verbose, &mut noted)?;
         }
     }
     let hosts = disclosures(&set, &host_roles)?;

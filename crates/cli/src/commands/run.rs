@@ -786,7 +786,7 @@ fn check_size(
     for part in parts {
         let points = hosts.expand(&part.points, part.registration.has_server)?;
         for (point, _) in &points {
-            let w = engine::workload::build_named(&part.registration, point)?;
+            let w = part.registration.build_point(point)?;
             let given = ["duration", "warmup"]
                 .iter()
                 .filter_map(|k| point.get(*k).and_then(Value::as_f64))
@@ -1713,7 +1713,7 @@ mix = "tpcc"
                 continue;
             };
             for p in points.iter().take(3) {
-                if let Ok(w) = (reg.build)(p) {
+                if let Ok(w) = reg.build_point(p) {
                     for t in w.tests() {
                         let _ = w.expected_duration_s(&t);
                     }
