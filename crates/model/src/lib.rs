@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 pub use hist::{HistogramRecord, LatencySummary};
 pub use secrets::{redact_json, redact_secrets};
 pub use telemetry::{
-    CpuUtil, DiskRate, NicRate, PowerGaps, PowerReading, PowerSummary, ProcCpu, TelemetrySample,
-    TelemetrySummary,
+    CpuUtil, DiskRate, NicRate, PartPresent, PowerGaps, PowerReading, PowerSummary, ProcCpu,
+    TelemetrySample, TelemetrySummary,
 };
 
 /// Whether more of a headline is better: the one rule for every part that picks a best

@@ -223,4 +223,55 @@ pub struct TelemetrySummary {
     /// Samples whose power source failed, when any did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_gaps: Option<PowerGaps>,
+    /// CPUs and processes that were not in every sample the means cover (a CPU taken
+    /// offline or brought online, a process that started or exited during the test),
+    /// each with the seconds of `covered_s` it was in. Empty: all were there throughout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub part_present: Vec<PartPresent>,
+}
+
+/// A CPU or a process in only some of a summary's samples. A CPU's line in
+/// [`TelemetrySummary::cpus`] is its mean over the time it was there, as mpstat's average
+/// line is, so a sum over CPUs weighs it by that time's share of the window
+/// ([`TelemetrySummary::cpus_sum`]). A process's figure in [`TelemetrySummary::procs`] is
+/// over the whole window already: it used no CPU while it was not there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartPresent {
+    /// The CPU's number; None for a process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<i32>,
+    /// The process's role and pid; None for a CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub present_s: f64,
+}
+
+impl TelemetrySummary {
+    /// The share of the window (`covered_s`) that `cpu` was online in its samples: 1
+    /// unless [`TelemetrySummary::part_present`] says otherwise.
+    pub fn cpu_share(&self, cpu: i32) -> f64 {
+        let present = self
+            .part_present
+            .iter()
+            .find(|p| p.cpu == Some(cpu))
+            .map(|p| p.present_s);
+        match (present, self.covered_s) {
+            (Some(p), Some(w)) if w > 0.0 => (p / w).min(1.0),
+            _ => 1.0,
+        }
+    }
+
+    /// `f` summed over the per-CPU lines that `of` keeps, each weighed by the share of
+    /// the window its CPU was online: CPU-seconds over window seconds, so a CPU at 100%
+    /// busy for half the window adds 50% of one CPU, not 100%. None with no such line.
+    pub fn cpus_sum(&self, of: impl Fn(i32) -> bool, f: impl Fn(&CpuUtil) -> f64) -> Option<f64> {
+        let lines: Vec<&CpuUtil> = self
+            .cpus
+            .iter()
+            .filter(|c| c.cpu >= 0 && of(c.cpu))
+            .collect();
+        (!lines.is_empty()).then(|| lines.iter().map(|c| f(c) * self.cpu_share(c.cpu)).sum())
+    }
 }

@@ -299,15 +299,7 @@ fn host_table(cols: &[(Column, &Point)], roles: Option<Vec<String>>) -> CpuTable
         mean(
             &c.sums
                 .iter()
-                .filter_map(|t| {
-                    let per: Vec<f64> = t
-                        .cpus
-                        .iter()
-                        .filter(|u| u.cpu >= 0 && of(u.cpu))
-                        .map(CpuUtil::busy_pct)
-                        .collect();
-                    (!per.is_empty()).then(|| per.iter().sum())
-                })
+                .filter_map(|t| t.cpus_sum(of, CpuUtil::busy_pct))
                 .collect::<Vec<_>>(),
         )
     };

@@ -995,12 +995,11 @@ fn counted_cpu(
             basis: CpuBasis::ServerProcesses(roles),
         });
     }
-    let per_cpu: Vec<_> = ts.cpus.iter().filter(|c| c.cpu >= 0).collect();
-    if per_cpu.is_empty() {
+    let Some(pct) = ts.cpus_sum(|_| true, model::CpuUtil::busy_pct) else {
         return Err("no per-CPU utilisation was recorded on the SUT".to_string());
-    }
+    };
     Ok(CpuFigure {
-        pct: per_cpu.iter().map(|c| c.busy_pct()).sum(),
+        pct,
         basis: CpuBasis::Host,
     })
 }

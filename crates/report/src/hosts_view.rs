@@ -294,19 +294,12 @@ fn end_rep(
             Some(u) => e.cpus.push((-1, u)),
             None => why.add(host, "no all-CPU line in this host's telemetry"),
         }
-        let per_cpu: Vec<f64> = ts
-            .cpus
-            .iter()
-            .filter(|u| u.cpu >= 0)
-            .map(CpuUtil::busy_pct)
-            .collect();
-        if per_cpu.is_empty() {
+        e.used = ts.cpus_sum(|_| true, CpuUtil::busy_pct);
+        if e.used.is_none() {
             why.add(
                 host,
                 "%CPU used: no per-CPU lines in this host's telemetry (unpinned end)",
             );
-        } else {
-            e.used = Some(per_cpu.iter().sum());
         }
     } else {
         let mut all = true;
@@ -320,7 +313,7 @@ fn end_rep(
             }
         }
         if all {
-            e.used = Some(e.cpus.iter().map(|(_, u)| u.busy_pct()).sum());
+            e.used = ts.cpus_sum(|c| cpus.contains(&c), CpuUtil::busy_pct);
         }
     }
     e

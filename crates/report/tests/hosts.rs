@@ -99,6 +99,7 @@ fn summary(name: &str, h: usize) -> TelemetrySummary {
         power,
         power_missing,
         power_gaps: None,
+        part_present: Vec::new(),
     }
 }
 

@@ -1042,6 +1042,7 @@ fn iperf3_study_cpu_and_watts_per_throughput() {
         }],
         power_missing: None,
         power_gaps: None,
+        part_present: Vec::new(),
     }];
     run.idle_power[0].power[0].mean_watts = 128.0;
     r.status = Status::Ok;

@@ -1035,7 +1035,22 @@ pub fn other_load_flags(
         } else {
             0.0
         };
-        let tasks = (every_cpu.usr_pct + every_cpu.nice_pct + every_cpu.sys_pct + irq) * n;
+        let tasks = if s.part_present.iter().any(|p| p.cpu.is_some()) {
+            // A CPU online for part of the window counts for that part (the all-CPU
+            // line times the CPUs read one there half the time as there throughout).
+            s.cpus_sum(
+                |_| true,
+                |c| {
+                    c.usr_pct
+                        + c.nice_pct
+                        + c.sys_pct
+                        + if irq_too { c.irq_pct + c.soft_pct } else { 0.0 }
+                },
+            )
+            .unwrap_or_default()
+        } else {
+            (every_cpu.usr_pct + every_cpu.nice_pct + every_cpu.sys_pct + irq) * n
+        };
         // The test's processes on this kernel: this host's, then its kernel mates'.
         let on_kernel: Vec<&TelemetrySummary> = std::iter::once(s)
             .chain(all.iter().filter(|o| mates.contains(&o.host)))
@@ -1609,6 +1624,7 @@ mod tests {
                 power: Vec::new(),
                 power_missing: None,
                 power_gaps: None,
+                part_present: Vec::new(),
             };
         // Two CPUs alike, and the all-CPU line.
         let two_cpus = |usr: f64, sys: f64, soft: f64| -> Vec<model::CpuUtil> {

@@ -155,6 +155,7 @@ fn summary(host: &str, with_power: bool) -> TelemetrySummary {
             Some("no power source found: no RAPL, IPMI, hwmon".into())
         },
         power_gaps: None,
+        part_present: Vec::new(),
     }
 }
 

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use model::{
-    CpuUtil, DiskRate, IdlePower, NicRate, PowerGaps, PowerSummary, ProcCpu, TelemetrySample,
-    TelemetrySummary,
+    CpuUtil, DiskRate, IdlePower, NicRate, PartPresent, PowerGaps, PowerSummary, ProcCpu,
+    TelemetrySample, TelemetrySummary,
 };
 
 use crate::parse::{
@@ -848,9 +848,12 @@ pub fn within_spans(samples: &[TelemetrySample], spans: &[(f64, f64)]) -> Cut {
     cut
 }
 
-/// Per-host means over the non-warm-up samples, weighted by interval length. A NIC,
-/// disk, process or power zone present in only some samples is averaged over those.
-/// Hosts with no measured sample are left out.
+/// Per-host means over the non-warm-up samples, weighted by interval length. A CPU, NIC,
+/// disk or power zone present in only some samples is averaged over those, as mpstat's
+/// average line of a CPU is; a process's CPU is over the whole window, since it used none
+/// while it was not there. CPUs and processes not there throughout are in the summary's
+/// `part_present`, so a sum over CPUs can weigh each by its time. Hosts with no measured
+/// sample are left out.
 pub fn summarize(samples: &[TelemetrySample]) -> Vec<TelemetrySummary> {
     summarize_with_notes(samples, &[])
 }
@@ -1028,6 +1031,29 @@ fn summarize_host(
     // Pieces of one sample (cut apart by a test's timed parts) count once.
     let samples = (1 + measured.windows(2).filter(|w| w[0].t_s != w[1].t_s).count()) as u32;
     let covered_s: f64 = measured.iter().map(|s| s.interval_s).sum();
+    // Seconds short of the window by more than rounding: not there throughout.
+    let partly = |present_s: f64| present_s < covered_s * (1.0 - 1e-9);
+    let part_present: Vec<PartPresent> = cpus
+        .iter()
+        .filter(|(_, a)| partly(a.weight))
+        .map(|(&cpu, a)| PartPresent {
+            cpu: Some(cpu),
+            role: None,
+            pid: None,
+            present_s: a.weight,
+        })
+        .chain(
+            procs
+                .iter()
+                .filter(|(_, (_, _, _, a))| partly(a.weight))
+                .map(|(_, (pid, role, _, a))| PartPresent {
+                    cpu: None,
+                    role: Some(role.clone()),
+                    pid: Some(*pid),
+                    present_s: a.weight,
+                }),
+        )
+        .collect();
     // Of the samples a power reading was due in: on a host with an instantaneous source
     // (IPMI, a meter), its ticks (one read or failed), not the closes a test's start or
     // end made between them (review H, 16); on a host of energy counters alone (RAPL),
@@ -1115,11 +1141,15 @@ fn summarize_host(
             .into_iter()
             .map(|(_, (pid, role, with_descendants, a))| {
                 let m = a.mean();
+                // CPU-seconds over the window's seconds: a process there for half of it
+                // at one full core used half a core over the window, and the test's
+                // processes summed read what they took.
+                let share = a.weight / covered_s;
                 ProcCpu {
                     role,
                     pid,
-                    usr_pct: m[0],
-                    sys_pct: m[1],
+                    usr_pct: m[0] * share,
+                    sys_pct: m[1] * share,
                     with_descendants,
                 }
             })
@@ -1127,6 +1157,7 @@ fn summarize_host(
         power,
         power_missing,
         power_gaps,
+        part_present,
     })
 }
 

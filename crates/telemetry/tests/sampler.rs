@@ -1130,3 +1130,64 @@ fn context_switches_not_counted_are_missing_not_zero() {
         "{notes:?}"
     );
 }
+
+/// A CPU online for half the window and a process there for half of it, both at one full
+/// core: the CPUs summed read 150% of one CPU, not 200%, and the processes summed 150%,
+/// not 200%. CPU 1's own line stays its mean while it was online (mpstat's average line),
+/// and the summary says which were not there throughout.
+#[test]
+fn a_cpu_or_process_there_for_part_of_the_window_counts_for_that_part() {
+    let busy = |cpu: i32| model::CpuUtil {
+        usr_pct: 100.0,
+        idle_pct: 0.0,
+        ..model::CpuUtil::idle(cpu)
+    };
+    let proc = |role: &str, pid: u32| model::ProcCpu {
+        role: role.into(),
+        pid,
+        usr_pct: 100.0,
+        sys_pct: 0.0,
+        with_descendants: false,
+    };
+    let mk =
+        |t: f64, cpus: Vec<model::CpuUtil>, procs: Vec<model::ProcCpu>| model::TelemetrySample {
+            host: "h".into(),
+            t_s: t,
+            interval_s: 1.0,
+            cpus,
+            procs,
+            ..Default::default()
+        };
+    let samples: Vec<model::TelemetrySample> = (1..=4)
+        .map(|t| {
+            let both = t <= 2;
+            let cpus = if both {
+                vec![busy(-1), busy(0), busy(1)]
+            } else {
+                vec![busy(-1), busy(0)]
+            };
+            let procs = if both {
+                vec![proc("loadgen", 1), proc("server:0", 2)]
+            } else {
+                vec![proc("loadgen", 1)]
+            };
+            mk(t as f64, cpus, procs)
+        })
+        .collect();
+    let sum = &summarize(&samples)[0];
+    let cpu1 = sum.cpus.iter().find(|c| c.cpu == 1).unwrap();
+    assert!((cpu1.busy_pct() - 100.0).abs() < 1e-9, "{cpu1:?}");
+    let cpus = sum.cpus_sum(|_| true, model::CpuUtil::busy_pct).unwrap();
+    assert!((cpus - 150.0).abs() < 1e-9, "{cpus}");
+    let procs: f64 = sum.procs.iter().map(model::ProcCpu::total_pct).sum();
+    assert!((procs - 150.0).abs() < 1e-9, "{procs}");
+    let partly: Vec<(Option<i32>, Option<&str>, f64)> = sum
+        .part_present
+        .iter()
+        .map(|p| (p.cpu, p.role.as_deref(), p.present_s))
+        .collect();
+    assert_eq!(
+        partly,
+        vec![(Some(1), None, 2.0), (None, Some("server:0"), 2.0)]
+    );
+}

@@ -778,6 +778,7 @@ mod tests {
                 }],
                 power_missing: None,
                 power_gaps: None,
+                part_present: Vec::new(),
             }],
             flags: vec![],
             status: model::Status::Ok,

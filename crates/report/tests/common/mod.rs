@@ -220,6 +220,7 @@ pub fn kv_run(spec: &Spec) -> RunRecord {
                             power,
                             power_missing,
                             power_gaps: None,
+                            part_present: Vec::new(),
                         }],
                         flags,
                         status: Status::Ok,
