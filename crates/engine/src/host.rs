@@ -559,7 +559,39 @@ impl Drop for SutService {
 /// driver job (`params` as given, no endpoints) sent to `ctx.roles()?.sut`, not to the
 /// load generators, and its [`StepOutput`] (as [`step_report`] wrote it) read back.
 /// Without roles the job runs here through `here`, as before hosts.
+///
+/// Where the runner keeps a provisional result ([`Ctx::partial`]), the checkpoints the
+/// driver hands while the test runs ([`StepCheckpoints`]) are stored as it, so that
+/// rackbench killed mid-test keeps what was measured up to the last one.
 pub fn run_on_sut(
+    ctx: &Ctx,
+    workload: &str,
+    test: &str,
+    params: &Params,
+    here: DriverFn,
+) -> anyhow::Result<StepOutput> {
+    let Some(partial) = ctx.partial.clone() else {
+        return drive_on_sut(ctx, workload, test, params, here);
+    };
+    let offset_s = ctx.roles.as_ref().map_or(0.0, |r| r.sut.clock_offset_s());
+    // A driver's checkpoint is the report it would return had the test ended there; its
+    // final report (handed as it comes back) is the test's result, not a checkpoint.
+    let take = move |_: usize, so_far: crate::workload::SoFar| {
+        let crate::workload::SoFar::Report(v) = so_far else {
+            return;
+        };
+        if let Ok(mut step) = serde_json::from_value::<StepOutput>(v) {
+            step.on_controller_clock(offset_s);
+            partial(&step);
+        }
+    };
+    crate::spread::take_checkpoints(&ctx.progress, take, || {
+        drive_on_sut(ctx, workload, test, params, here)
+    })
+}
+
+/// [`run_on_sut`]'s one job, driven.
+fn drive_on_sut(
     ctx: &Ctx,
     workload: &str,
     test: &str,
@@ -615,6 +647,49 @@ pub fn step_report(mut out: StepOutput) -> anyhow::Result<serde_json::Value> {
         out.duration_s = 0.0;
     }
     serde_json::to_value(&out).context("serialising the test's result")
+}
+
+/// Where a test run whole on one host ([`run_on_sut`]) hands its checkpoints: what it
+/// measured so far, as the [`StepOutput`] it would return had it ended there, once every
+/// [`crate::load::CHECKPOINT_EVERY`] from its start. The driver asks [`Self::due`] where it
+/// already looks up from its measurement (between sizes, at its timer's polls), never in
+/// its timed loops. None from [`Self::of`]: no one wants them.
+pub struct StepCheckpoints {
+    sink: crate::workload::CheckpointSink,
+    generator: usize,
+    next: std::cell::Cell<std::time::Instant>,
+}
+
+impl StepCheckpoints {
+    /// The checkpoints of the test `progress` follows, if someone wants them.
+    pub fn of(progress: &Progress) -> Option<StepCheckpoints> {
+        Some(StepCheckpoints {
+            sink: progress.checkpoint_sink()?,
+            generator: progress
+                .generator
+                .load(std::sync::atomic::Ordering::Relaxed),
+            next: std::cell::Cell::new(std::time::Instant::now() + crate::load::CHECKPOINT_EVERY),
+        })
+    }
+
+    /// Whether a checkpoint is due now; if so, the next is due a period from now.
+    pub fn due(&self) -> bool {
+        let now = std::time::Instant::now();
+        if now < self.next.get() {
+            return false;
+        }
+        self.next.set(now + crate::load::CHECKPOINT_EVERY);
+        true
+    }
+
+    /// Hand `so_far`, already marked as a checkpoint (its [`model::PARTIAL`] flag, what it
+    /// cannot have yet missing with why), as this host's report.
+    pub fn hand(&self, so_far: StepOutput) {
+        // A checkpoint that cannot be written is only one less kept: the test goes on.
+        if let Ok(v) = step_report(so_far) {
+            self.sink.hand_report(self.generator, v);
+        }
+    }
 }
 
 /// The common start: far enough ahead that every host has the job before it is due.

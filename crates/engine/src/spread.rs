@@ -1184,6 +1184,12 @@ pub fn checkpoint_flag(test: &str, at_s: f64, planned_s: Option<f64>) -> Flag {
         Some(p) => format!(" of {p:.1} s"),
         None => " (the test stops after a count of requests)".to_string(),
     };
+    checkpoint_flag_of(test, at_s, &of)
+}
+
+/// [`checkpoint_flag`] of a test whose extent `of` says, as it reads after the time (a
+/// sweep's: ` (3 of 40 sizes measured)`).
+pub fn checkpoint_flag_of(test: &str, at_s: f64, of: &str) -> Flag {
     Flag::warning(
         model::PARTIAL,
         format!(
