@@ -3,13 +3,16 @@
 //! operations and its own CPU time (getrusage RUSAGE_THREAD). Handles are built before the
 //! start barrier so that key parsing and context setup are not timed. The timing ends
 //! early when the test's [`Progress`] says to stop (Ctrl-C, or the test cancelled on the
-//! host it runs on).
+//! host it runs on). While a run goes on, the thread that times it also takes the test's
+//! checkpoints ([`Checkpointing`]) from the counts the workers leave for the progress
+//! display.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
+use engine::host::StepCheckpoints;
 use engine::workload::Progress;
 use openssl::cipher::Cipher;
 use openssl::cipher_ctx::CipherCtx;
@@ -75,6 +78,10 @@ pub struct OpResult {
     /// The timed part, on this host's clock: from the first thread's start to the last
     /// one's end (None: nothing ran).
     pub span: Option<(SystemTime, SystemTime)>,
+    /// Counted at a checkpoint while the run went on ([`Checkpointing`]): its operations
+    /// to then over the time since its start, and no CPU time (each thread reads its own
+    /// at the run's end; `cpu_s` is 0).
+    pub so_far: bool,
 }
 
 impl OpResult {
@@ -108,6 +115,13 @@ fn thread_cpu_s() -> f64 {
     }
 }
 
+/// A test's checkpoints as one of its timed runs takes them: when one is due at a poll
+/// of the run's timer, `take` is given what the run counted so far ([`OpResult::so_far`]).
+pub struct Checkpointing<'a> {
+    pub checkpoints: &'a StepCheckpoints,
+    pub take: &'a dyn Fn(OpResult),
+}
+
 struct ThreadOut {
     ops: u64,
     span: (SystemTime, SystemTime),
@@ -123,6 +137,7 @@ fn run_threads<S, F, B>(
     dur: Duration,
     cpus: &[usize],
     progress: &Progress,
+    so_far: Option<&Checkpointing>,
     setup: F,
     body: B,
 ) -> anyhow::Result<OpResult>
@@ -133,13 +148,16 @@ where
     let stop = AtomicBool::new(false);
     let barrier = Barrier::new(threads + 1);
     let counts: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
+    // Each thread's failed operations, left at each failure (rare: never in a sound
+    // run), so that a checkpoint counts only those that succeeded.
+    let failed: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
     progress.done.store(0, Ordering::Relaxed);
     let mut interrupted = false;
     let results: Vec<anyhow::Result<ThreadOut>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
-                let (stop, barrier, counts, setup, body) =
-                    (&stop, &barrier, &counts, &setup, &body);
+                let (stop, barrier, counts, failed, setup, body) =
+                    (&stop, &barrier, &counts, &failed, &setup, &body);
                 let cpu = if cpus.is_empty() {
                     None
                 } else {
@@ -163,6 +181,7 @@ where
                             ops += 1;
                         } else {
                             wrong += 1;
+                            failed[i].store(wrong, Ordering::Relaxed);
                         }
                         let tried = ops + wrong;
                         if tried % 16 == 0 {
@@ -181,7 +200,7 @@ where
             })
             .collect();
         barrier.wait();
-        let t0 = Instant::now();
+        let (wall0, t0) = (SystemTime::now(), Instant::now());
         let deadline = t0 + dur;
         loop {
             let now = Instant::now();
@@ -192,10 +211,25 @@ where
                 interrupted = true;
                 break;
             }
-            progress.done.store(
-                counts.iter().map(|c| c.load(Ordering::Relaxed)).sum(),
-                Ordering::Relaxed,
-            );
+            let tried: u64 = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+            progress.done.store(tried, Ordering::Relaxed);
+            if let Some(c) = so_far.filter(|c| c.checkpoints.due()) {
+                let wrong: u64 = failed.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+                // The counts lag each thread's by up to 15 operations, and a failure is
+                // left at once: the operations that succeeded are at least these.
+                let ops = tried.saturating_sub(wrong);
+                let took = t0.elapsed();
+                (c.take)(OpResult {
+                    threads,
+                    ops,
+                    rate_per_s: ops as f64 / took.as_secs_f64().max(1e-9),
+                    wall_s: took.as_secs_f64(),
+                    wrong,
+                    span: Some((wall0, wall0 + took)),
+                    so_far: true,
+                    ..Default::default()
+                });
+            }
             std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
         }
         stop.store(true, Ordering::Relaxed);
@@ -233,6 +267,7 @@ pub fn run_pkey(
     dur: Duration,
     cpus: &[usize],
     progress: &Progress,
+    so_far: Option<&Checkpointing>,
 ) -> anyhow::Result<OpResult> {
     struct St {
         // Kept alive for the ctx.
@@ -273,12 +308,12 @@ pub fn run_pkey(
         })
     };
     if sign {
-        run_threads(threads, dur, cpus, progress, setup, |st| {
+        run_threads(threads, dur, cpus, progress, so_far, setup, |st| {
             let St { pctx, buf, sig, .. } = st;
             pctx.sign(buf, Some(sig)).is_ok()
         })
     } else {
-        run_threads(threads, dur, cpus, progress, setup, |st| {
+        run_threads(threads, dur, cpus, progress, so_far, setup, |st| {
             matches!(st.pctx.verify(&st.buf, &st.sig[..st.sig_len]), Ok(true))
         })
     }
@@ -292,6 +327,7 @@ pub fn run_bulk(
     dur: Duration,
     cpus: &[usize],
     progress: &Progress,
+    so_far: Option<&Checkpointing>,
 ) -> anyhow::Result<OpResult> {
     match op {
         Op::Aes256Gcm => {
@@ -321,7 +357,7 @@ pub fn run_bulk(
                     tag: [0u8; 16],
                 })
             };
-            run_threads(threads, dur, cpus, progress, setup, |st| {
+            run_threads(threads, dur, cpus, progress, so_far, setup, |st| {
                 // A new nonce per record, as TLS does; the key schedule is kept.
                 st.counter += 1;
                 st.nonce[4..].copy_from_slice(&st.counter.to_be_bytes());
@@ -354,7 +390,7 @@ pub fn run_bulk(
                     out: [0u8; 32],
                 })
             };
-            run_threads(threads, dur, cpus, progress, setup, |st| {
+            run_threads(threads, dur, cpus, progress, so_far, setup, |st| {
                 let ok = st.ctx.digest_init(&st.md).is_ok()
                     && st.ctx.digest_update(&st.input).is_ok()
                     && st.ctx.digest_final(&mut st.out).is_ok();
@@ -380,6 +416,7 @@ mod tests {
             Duration::from_millis(50),
             &[],
             &progress,
+            None,
             |_| Ok(0u64),
             |n: &mut u64| {
                 *n += 1;

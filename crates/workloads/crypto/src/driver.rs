@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use engine::host::DriverJob;
+use engine::host::{DriverJob, StepCheckpoints};
 use engine::workload::Progress;
 use engine::StepOutput;
 use model::{Flag, Metric, MissingMetric};
 
-use crate::bench::{self, Op, OpResult};
+use crate::bench::{self, Checkpointing, Op, OpResult};
 use crate::{parse_config, Config};
 
 /// Run one test on this host (`Registration::driver`).
@@ -22,7 +22,9 @@ pub fn drive(job: &DriverJob, progress: &Progress) -> anyhow::Result<serde_json:
 }
 
 /// Run one test in this process: sign then verify for a key, or every buffer size for
-/// a bulk operation, `cfg.threads` threads for `cfg.duration` each.
+/// a bulk operation, `cfg.threads` threads for `cfg.duration` each. Where checkpoints
+/// are wanted ([`StepCheckpoints`]), the timer of the run under way hands one when due:
+/// the result this would return had the test ended there, flagged `partial`.
 pub fn run(
     cfg: &Config,
     cpus: &[usize],
@@ -32,17 +34,16 @@ pub fn run(
     let op = Op::parse(test)?;
     let threads = cfg.threads;
     let dur = Duration::from_secs_f64(cfg.duration);
-    let mut out = StepOutput {
+    let mut base = StepOutput {
         loadgen_threads: None,
         ..Default::default()
     };
-    let mut measured = 0.0;
     let cpus_here = engine::launch::online_cpus();
     let pinned = engine::cpu_use::distinct(cpus);
     if !pinned.is_empty() && threads > pinned.len() {
         // Pinned one each round-robin: past the CPUs given, threads share one, and a
         // "peak at threads=2" on one CPU is noise (acceptance pass, s27).
-        out.flags.push(Flag::warning(
+        base.flags.push(Flag::warning(
             "threads_oversubscribed",
             format!(
                 "{threads} threads pinned to {} CPU{} ({}): threads share a CPU, and the \
@@ -54,7 +55,7 @@ pub fn run(
             ),
         ));
     } else if threads > 2 * cpus_here {
-        out.flags.push(Flag::warning(
+        base.flags.push(Flag::warning(
             "threads_oversubscribed",
             format!(
                 "{threads} threads on {cpus_here} logical CPUs: past 2x the CPUs the threads \
@@ -62,155 +63,265 @@ pub fn run(
             ),
         ));
     }
-    match op {
+    let checkpoints = StepCheckpoints::of(progress);
+    // The timed runs' time together: a checkpoint says how far into it it was taken.
+    let runs = match op {
+        Op::Rsa(_) | Op::EcdsaP256 => 2,
+        _ => cfg.buffer_sizes.len(),
+    };
+    let planned_s = runs as f64 * cfg.duration;
+    let checkpoint = |mut so_far: StepOutput| {
+        if let Some(c) = &checkpoints {
+            so_far.flags.push(engine::spread::checkpoint_flag(
+                test,
+                so_far.duration_s,
+                Some(planned_s),
+            ));
+            c.hand(so_far);
+        }
+    };
+    Ok(match op {
         Op::Rsa(_) | Op::EcdsaP256 => {
             let bits = if let Op::Rsa(b) = op { b } else { 256 };
             let keys = bench::make_key(op).with_context(|| format!("generating the {test} key"))?;
-            let sign = bench::run_pkey(&keys, true, threads, dur, cpus, progress)?;
+            let at_sign = |r: OpResult| checkpoint(pkey_step(base.clone(), cfg, bits, &r, None));
+            let sign = bench::run_pkey(
+                &keys,
+                true,
+                threads,
+                dur,
+                cpus,
+                progress,
+                so_far(&checkpoints, &at_sign).as_ref(),
+            )?;
             // Stopped during the signs: the verifies are not run (a timed loop that sees
             // the stop at once would time one operation, or none, and store it).
             let verify = if sign.interrupted || progress.stopping() {
                 None
             } else {
-                Some(bench::run_pkey(&keys, false, threads, dur, cpus, progress)?)
+                let at_verify =
+                    |r: OpResult| checkpoint(pkey_step(base.clone(), cfg, bits, &sign, Some(&r)));
+                Some(bench::run_pkey(
+                    &keys,
+                    false,
+                    threads,
+                    dur,
+                    cpus,
+                    progress,
+                    so_far(&checkpoints, &at_verify).as_ref(),
+                )?)
             };
-            let labels = |m: Metric| m.label("bits", bits).label("threads", threads);
-            for (name, what, plural, r) in [
-                ("signs_per_s", "sign", "signs", Some(&sign)),
-                ("verifies_per_s", "verify", "verifies", verify.as_ref()),
-            ] {
-                match r.filter(|r| r.ops > 0) {
-                    Some(r) => {
-                        out.metrics.push(Metric::new(name, r.ops_per_s(), "ops/s"));
-                        out.metrics
-                            .push(labels(Metric::new(name, r.ops_per_s(), "ops/s")));
-                        push_cpu_metrics(&mut out, what, plural, r);
-                    }
-                    None => out.missing.push(MissingMetric {
-                        name: name.into(),
-                        reason: match r {
-                            None => "the run was stopped before the verifies".into(),
-                            Some(r) if r.interrupted && r.wrong == 0 => {
-                                "the run was stopped before an operation completed".into()
-                            }
-                            Some(r) if r.wrong > 0 => format!(
-                                "every {what} operation failed ({} of them): see the \
-                                 crypto_failed flag",
-                                r.wrong
-                            ),
-                            // Not stopped: the duration ended first (a key this big
-                            // takes longer than the test per operation).
-                            Some(_) => format!(
-                                "no operation completed in the test's {} s: raise --duration",
-                                cfg.duration
-                            ),
-                        },
-                    }),
-                }
-            }
-            let wrong = sign.wrong + verify.as_ref().map_or(0, |v| v.wrong);
-            if wrong > 0 {
-                out.flags.push(Flag::invalid(
-                    "crypto_failed",
-                    format!(
-                        "{} sign and {} verify operations failed or did not verify",
-                        sign.wrong,
-                        verify.as_ref().map_or(0, |v| v.wrong)
-                    ),
-                ));
-            }
-            measured += sign.wall_s + verify.as_ref().map_or(0.0, |v| v.wall_s);
-            out.measured.extend(
-                sign.span
-                    .into_iter()
-                    .chain(verify.as_ref().and_then(|v| v.span)),
-            );
-            if sign.interrupted || verify.as_ref().is_none_or(|v| v.interrupted) {
-                stopped_early(&mut out);
-            }
-            out.headline = "signs_per_s".into();
+            pkey_step(base, cfg, bits, &sign, verify.as_ref())
         }
         _ => {
-            let mut last: Option<(usize, f64)> = None;
-            for (i, &size) in cfg.buffer_sizes.iter().enumerate() {
-                let r = bench::run_bulk(op, size, threads, dur, cpus, progress)?;
-                measured += r.wall_s;
-                out.measured.extend(r.span);
-                // A failed operation is no throughput, and nothing else would say it
-                // failed (its rate counts only those that succeeded).
-                if r.wrong > 0 {
-                    out.flags.push(Flag::invalid(
-                        "crypto_failed",
-                        format!(
-                            "{} of {} {test} operations on {size} B buffers failed",
-                            r.wrong,
-                            r.ops + r.wrong
-                        ),
-                    ));
-                }
-                // What a stop left measured is kept (flagged); a size no operation
-                // completed in has no figure (a loop that saw the stop at once).
-                if r.ops > 0 {
-                    let mbps = r.ops_per_s() * size as f64 / 1e6;
-                    out.metrics.push(
-                        Metric::new("throughput_mb_per_s", mbps, "MB/s")
-                            .label("buffer_bytes", size)
-                            .label("threads", threads),
-                    );
-                    out.metrics.push(
-                        Metric::new("ops_per_s", r.ops_per_s(), "ops/s")
-                            .label("buffer_bytes", size)
-                            .label("threads", threads),
-                    );
-                    // The largest size measured, whatever the order of the list
-                    // (`16384,16` gave a headline of 16 B).
-                    if last.is_none_or(|(s, _)| size > s) {
-                        last = Some((size, mbps));
-                    }
-                }
-                if r.interrupted {
-                    stopped_early(&mut out);
-                    if last.is_none() {
-                        out.missing.push(MissingMetric {
-                            name: "throughput_mb_per_s".into(),
-                            reason: format!(
-                                "the run was stopped before an operation at {size} B completed{}",
-                                if i == 0 {
-                                    ""
-                                } else {
-                                    ", and none had succeeded at a size before it"
-                                }
-                            ),
-                        });
-                    }
+            let mut done: Vec<(usize, OpResult)> = Vec::new();
+            for &size in &cfg.buffer_sizes {
+                let at = |r: OpResult| {
+                    let mut runs = done.clone();
+                    runs.push((size, r));
+                    checkpoint(bulk_step(base.clone(), test, threads, &runs));
+                };
+                let r = bench::run_bulk(
+                    op,
+                    size,
+                    threads,
+                    dur,
+                    cpus,
+                    progress,
+                    so_far(&checkpoints, &at).as_ref(),
+                )?;
+                let stopped = r.interrupted;
+                done.push((size, r));
+                if stopped {
                     break;
                 }
             }
-            let said = out.missing.iter().any(|m| m.name == "throughput_mb_per_s");
-            if last.is_none() && !said {
-                out.missing.push(MissingMetric {
-                    name: "throughput_mb_per_s".into(),
-                    reason: "no operation succeeded at any buffer size: see the crypto_failed \
-                             flag"
+            bulk_step(base, test, threads, &done)
+        }
+    })
+}
+
+/// Where a timed run hands what it counted so far, when checkpoints are wanted.
+fn so_far<'a>(
+    checkpoints: &'a Option<StepCheckpoints>,
+    take: &'a dyn Fn(OpResult),
+) -> Option<Checkpointing<'a>> {
+    checkpoints
+        .as_ref()
+        .map(|checkpoints| Checkpointing { checkpoints, take })
+}
+
+/// Why a figure of a run counted at a checkpoint has none yet.
+const NONE_COUNTED_YET: &str = "no operation was counted yet (the workers leave their \
+    count every 16): this result is a checkpoint taken while the test ran";
+
+/// A key's test on `out` (its flags so far): its signs and, unless the run was stopped
+/// before them (or is at a checkpoint during the signs), its verifies.
+fn pkey_step(
+    mut out: StepOutput,
+    cfg: &Config,
+    bits: u32,
+    sign: &OpResult,
+    verify: Option<&OpResult>,
+) -> StepOutput {
+    let threads = cfg.threads;
+    let at_checkpoint = sign.so_far || verify.is_some_and(|v| v.so_far);
+    let labels = |m: Metric| m.label("bits", bits).label("threads", threads);
+    for (name, what, plural, r) in [
+        ("signs_per_s", "sign", "signs", Some(sign)),
+        ("verifies_per_s", "verify", "verifies", verify),
+    ] {
+        match r.filter(|r| r.ops > 0) {
+            Some(r) => {
+                out.metrics.push(Metric::new(name, r.ops_per_s(), "ops/s"));
+                out.metrics
+                    .push(labels(Metric::new(name, r.ops_per_s(), "ops/s")));
+                push_cpu_metrics(&mut out, what, plural, r);
+            }
+            None => out.missing.push(MissingMetric {
+                name: name.into(),
+                reason: match r {
+                    None if at_checkpoint => "the verifies run after the signs: this result \
+                                              is a checkpoint taken during the signs"
                         .into(),
-                });
-            }
-            // The headline is the largest buffer, the figure people quote for bulk speed.
-            if let Some((size, mbps)) = last {
-                out.metrics
-                    .push(Metric::new("throughput_mb_per_s", mbps, "MB/s"));
-                out.metrics
-                    .push(Metric::new("headline_buffer_bytes", size as f64, "B"));
-            }
-            out.headline = "throughput_mb_per_s".into();
+                    None => "the run was stopped before the verifies".into(),
+                    Some(r) if r.so_far && r.wrong == 0 => NONE_COUNTED_YET.into(),
+                    Some(r) if r.interrupted && r.wrong == 0 => {
+                        "the run was stopped before an operation completed".into()
+                    }
+                    Some(r) if r.wrong > 0 => format!(
+                        "every {what} operation failed ({} of them): see the \
+                         crypto_failed flag",
+                        r.wrong
+                    ),
+                    // Not stopped: the duration ended first (a key this big
+                    // takes longer than the test per operation).
+                    Some(_) => format!(
+                        "no operation completed in the test's {} s: raise --duration",
+                        cfg.duration
+                    ),
+                },
+            }),
         }
     }
-    out.duration_s = measured;
-    Ok(out)
+    let wrong = sign.wrong + verify.map_or(0, |v| v.wrong);
+    if wrong > 0 {
+        out.flags.push(Flag::invalid(
+            "crypto_failed",
+            format!(
+                "{} sign and {} verify operations failed or did not verify",
+                sign.wrong,
+                verify.map_or(0, |v| v.wrong)
+            ),
+        ));
+    }
+    out.duration_s = sign.wall_s + verify.map_or(0.0, |v| v.wall_s);
+    out.measured
+        .extend(sign.span.into_iter().chain(verify.and_then(|v| v.span)));
+    if !at_checkpoint && (sign.interrupted || verify.is_none_or(|v| v.interrupted)) {
+        stopped_early(&mut out);
+    }
+    out.headline = "signs_per_s".into();
+    out
+}
+
+/// A bulk test on `out` (its flags so far): the buffer sizes run, in the order run (the
+/// last may be at a checkpoint, or stopped).
+fn bulk_step(
+    mut out: StepOutput,
+    test: &str,
+    threads: usize,
+    runs: &[(usize, OpResult)],
+) -> StepOutput {
+    let mut last: Option<(usize, f64)> = None;
+    for (i, (size, r)) in runs.iter().enumerate() {
+        let size = *size;
+        out.duration_s += r.wall_s;
+        out.measured.extend(r.span);
+        // A failed operation is no throughput, and nothing else would say it
+        // failed (its rate counts only those that succeeded).
+        if r.wrong > 0 {
+            out.flags.push(Flag::invalid(
+                "crypto_failed",
+                format!(
+                    "{} of {} {test} operations on {size} B buffers failed",
+                    r.wrong,
+                    r.ops + r.wrong
+                ),
+            ));
+        }
+        // What a stop left measured is kept (flagged); a size no operation
+        // completed in has no figure (a loop that saw the stop at once).
+        if r.ops > 0 {
+            let mbps = r.ops_per_s() * size as f64 / 1e6;
+            out.metrics.push(
+                Metric::new("throughput_mb_per_s", mbps, "MB/s")
+                    .label("buffer_bytes", size)
+                    .label("threads", threads),
+            );
+            out.metrics.push(
+                Metric::new("ops_per_s", r.ops_per_s(), "ops/s")
+                    .label("buffer_bytes", size)
+                    .label("threads", threads),
+            );
+            // The largest size measured, whatever the order of the list
+            // (`16384,16` gave a headline of 16 B).
+            if last.is_none_or(|(s, _)| size > s) {
+                last = Some((size, mbps));
+            }
+        }
+        if r.interrupted {
+            stopped_early(&mut out);
+            if last.is_none() {
+                out.missing.push(MissingMetric {
+                    name: "throughput_mb_per_s".into(),
+                    reason: format!(
+                        "the run was stopped before an operation at {size} B completed{}",
+                        if i == 0 {
+                            ""
+                        } else {
+                            ", and none had succeeded at a size before it"
+                        }
+                    ),
+                });
+            }
+        }
+    }
+    let said = out.missing.iter().any(|m| m.name == "throughput_mb_per_s");
+    if last.is_none() && !said {
+        let none_yet = runs
+            .last()
+            .is_some_and(|(_, r)| r.so_far && runs.iter().all(|(_, r)| r.wrong == 0));
+        out.missing.push(MissingMetric {
+            name: "throughput_mb_per_s".into(),
+            reason: if none_yet {
+                NONE_COUNTED_YET.into()
+            } else {
+                "no operation succeeded at any buffer size: see the crypto_failed flag".into()
+            },
+        });
+    }
+    // The headline is the largest buffer, the figure people quote for bulk speed.
+    if let Some((size, mbps)) = last {
+        out.metrics
+            .push(Metric::new("throughput_mb_per_s", mbps, "MB/s"));
+        out.metrics
+            .push(Metric::new("headline_buffer_bytes", size as f64, "B"));
+    }
+    out.headline = "throughput_mb_per_s".into();
+    out
 }
 
 fn push_cpu_metrics(out: &mut StepOutput, what: &str, plural: &str, r: &OpResult) {
-    if r.cpu_s > 0.0 {
+    if r.so_far {
+        // Each thread reads its own CPU time (RUSAGE_THREAD), at the end of its run.
+        for name in [format!("{plural}_per_cpu_s"), format!("{what}_cpu_pct")] {
+            out.missing.push(engine::spread::read_at_end(
+                &name,
+                "each worker thread reads its CPU time (getrusage RUSAGE_THREAD)",
+            ));
+        }
+    } else if r.cpu_s > 0.0 {
         // What plain `openssl speed` prints: operations per second of CPU time.
         out.metrics.push(Metric::new(
             format!("{plural}_per_cpu_s"),
@@ -273,6 +384,7 @@ mod tests {
             wrong: 0,
             interrupted: false,
             span: None,
+            so_far: false,
         };
         let mut out = StepOutput::default();
         push_cpu_metrics(&mut out, "sign", "signs", &r);

@@ -553,4 +553,94 @@ mod tests {
         assert!(out.metrics.iter().any(|m| m.name == "throughput_mb_per_s"));
         assert!(w.disclosure().contains_key("software.openssl"));
     }
+
+    /// A ctx that keeps every provisional result the test hands ([`Ctx::partial`]).
+    fn keeping(ctx: Ctx) -> (Ctx, Arc<std::sync::Mutex<Vec<StepOutput>>>) {
+        let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let k = kept.clone();
+        let partial: engine::workload::Partial =
+            Arc::new(move |s: &StepOutput| k.lock().unwrap().push(s.clone()));
+        let ctx = Ctx {
+            partial: Some(partial),
+            ..ctx
+        };
+        (ctx, kept)
+    }
+
+    /// A test under way hands checkpoints (rackbench killed mid-test keeps what it
+    /// measured): rsa512 signs 3 s then verifies 3 s, and its checkpoint at 5 s has the
+    /// finished signs as the test's end has them, the verifies counted so far over their
+    /// time so far, no CPU time of the verifies (read at their end), and the `partial`
+    /// flag; it is not taken for a stopped test.
+    #[test]
+    fn a_test_under_way_hands_what_it_counted_so_far() {
+        let mut w =
+            CryptoWorkload::from_params(&params(json!({"tests": ["rsa512"], "duration": 3})))
+                .unwrap();
+        let (ctx, kept) = keeping(on_local());
+        w.prepare(&ctx).unwrap();
+        let end = w.run_test("rsa512", &ctx).unwrap();
+        w.cleanup();
+        let kept = kept.lock().unwrap();
+        let c = kept.first().expect("a checkpoint while the test ran");
+        let get = |o: &StepOutput, name: &str| {
+            o.metrics
+                .iter()
+                .find(|m| m.name == name && m.labels.is_empty())
+                .map(|m| m.value)
+        };
+        let flag = c.flags.iter().find(|f| f.code == model::PARTIAL).unwrap();
+        assert!(
+            flag.message
+                .starts_with("the rsa512 test did not finish (rackbench was killed"),
+            "{}",
+            flag.message
+        );
+        assert!(flag.message.contains(" s of 6.0 s"), "{}", flag.message);
+        assert!(c.flags.iter().all(|f| f.code != "stopped_early"));
+        // Taken during the verifies: the signs are those of the test's end.
+        assert!((4.0..6.0).contains(&c.duration_s), "{}", c.duration_s);
+        assert_eq!(get(c, "signs_per_s"), get(&end, "signs_per_s"));
+        assert!(get(c, "signs_per_cpu_s").is_some());
+        assert!(get(c, "verifies_per_s").is_some_and(|v| v > 0.0));
+        let cpu = c
+            .missing
+            .iter()
+            .find(|m| m.name == "verifies_per_cpu_s")
+            .expect("the verifies' CPU time is read at their end");
+        assert!(cpu.reason.contains("checkpoint"), "{}", cpu.reason);
+        assert_eq!(c.measured.len(), 2);
+        // The end's result is no checkpoint.
+        assert!(end.flags.iter().all(|f| f.code != model::PARTIAL));
+        assert!(get(&end, "verifies_per_cpu_s").is_some());
+    }
+
+    /// A bulk test's checkpoint: the buffer sizes done, and the one under way counted so
+    /// far (sha256 at 16 B for 3 s, then 1 KiB: the checkpoint at 5 s is in the second).
+    #[test]
+    fn a_bulk_test_under_way_hands_the_sizes_so_far() {
+        let mut w = CryptoWorkload::from_params(&params(json!({
+            "tests": ["sha256"], "duration": 3, "buffer_sizes": [16, 1024]
+        })))
+        .unwrap();
+        let (ctx, kept) = keeping(on_local());
+        w.prepare(&ctx).unwrap();
+        let end = w.run_test("sha256", &ctx).unwrap();
+        w.cleanup();
+        let kept = kept.lock().unwrap();
+        let c = kept.first().expect("a checkpoint while the test ran");
+        let at = |o: &StepOutput, size: &str| {
+            o.metrics
+                .iter()
+                .find(|m| {
+                    m.name == "throughput_mb_per_s"
+                        && m.labels.get("buffer_bytes").map(String::as_str) == Some(size)
+                })
+                .map(|m| m.value)
+        };
+        assert!(c.flags.iter().any(|f| f.code == model::PARTIAL));
+        assert_eq!(at(c, "16"), at(&end, "16"));
+        assert!(at(c, "1024").is_some_and(|v| v > 0.0), "{:?}", c.metrics);
+        assert!(c.flags.iter().all(|f| f.code != "stopped_early"));
+    }
 }
