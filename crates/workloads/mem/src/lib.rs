@@ -30,7 +30,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use std::sync::atomic::Ordering;
 
-use engine::host::SutService;
+use engine::host::{StepCheckpoints, SutService};
 use engine::workload::{CpuList, CpuRole, Params, Progress};
 use engine::{Ctx, StepOutput, Workload};
 use model::{Fact, Flag, Metric, MissingMetric};
@@ -239,7 +239,7 @@ fn mem_available() -> Option<u64> {
 /// 134 to 315 ns, TLB misses growing with the working set); that says what it did.
 fn missing_level_reason(
     level: usize,
-    interrupted: bool,
+    curve: Curve,
     pts: &[(u64, f64)],
     llc: Option<u64>,
 ) -> String {
@@ -248,12 +248,16 @@ fn missing_level_reason(
         .map_or("before any size was measured".to_string(), |p| {
             format!("after sizes up to {} bytes", p.0)
         });
-    match (interrupted, level, llc) {
-        (true, _, _) => format!(
+    match (curve, level, llc) {
+        (Curve::Stopped, _, _) => format!(
             "the test was stopped {upto}, before its curve could show this level: run it \
              again to its end"
         ),
-        (false, 3, Some(llc)) => {
+        (Curve::SoFar, _, _) => format!(
+            "this result is a checkpoint taken {upto}, while the test ran, before its curve \
+             could show this level"
+        ),
+        (Curve::Whole, 3, Some(llc)) => {
             let beyond: Vec<&(u64, f64)> = pts.iter().filter(|p| p.0 >= llc).collect();
             match (beyond.first(), beyond.last()) {
                 (Some(a), Some(b)) if beyond.len() >= 3 => format!(
@@ -272,10 +276,12 @@ fn missing_level_reason(
                 ),
             }
         }
-        (false, 3, None) => "no plateau beyond the last plateau of the curve (sysfs lists no \
+        (Curve::Whole, 3, None) => {
+            "no plateau beyond the last plateau of the curve (sysfs lists no \
                              cache sizes): measure larger sizes (--max-size or --sizes)"
-            .into(),
-        (false, _, _) => "no plateau found for this level in the measured curve".into(),
+                .into()
+        }
+        (Curve::Whole, _, _) => "no plateau found for this level in the measured curve".into(),
     }
 }
 
@@ -299,8 +305,26 @@ fn ram_rising(ram: &plateau::Plateau, pts: &[(u64, f64)]) -> Option<Flag> {
     })
 }
 
-/// Points measured, the clock, and whether the test was stopped before the curve's end.
-type ChaseRun = (Vec<(u64, f64)>, Option<chase::Freq>, bool);
+/// How far a latency curve went.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Curve {
+    /// Every size was measured.
+    Whole,
+    /// A stop ended the test before its last size.
+    Stopped,
+    /// A checkpoint's: the sizes measured by then, the test going on.
+    SoFar,
+}
+
+/// What the latency chase measured: the points, the clock, how far the curve went, the
+/// CPU it ran on, and its buffer's share in huge pages.
+struct Chased {
+    pts: Vec<(u64, f64)>,
+    freq: Option<chase::Freq>,
+    curve: Curve,
+    on: Option<usize>,
+    huge: HugeShare,
+}
 
 /// The chase buffer's share in huge pages (or why there is none), and the bytes of it
 /// the test touched.
@@ -679,12 +703,10 @@ impl MemBench {
         m
     }
 
+    /// The latency curve: every size of the ladder in turn, pinned to one CPU. Where
+    /// checkpoints are wanted ([`StepCheckpoints`]), one is handed between sizes when due:
+    /// the curve of the sizes measured by then.
     fn run_latency(&self, progress: &Progress) -> anyhow::Result<StepOutput> {
-        let mut out = StepOutput {
-            headline: "ram_latency_ns".into(),
-            ..Default::default()
-        };
-        out.flags.extend(self.notes.iter().cloned());
         let sizes = &self.sizes;
         let sample_s = self.sample_ms / 1e3;
         let samples = self.samples;
@@ -692,8 +714,8 @@ impl MemBench {
         begin(progress, "mem latency", sizes.len() as u64);
         let (wall0, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
         // A thread of its own, so pinning does not change the runner's affinity.
-        let res = std::thread::scope(|s| {
-            s.spawn(|| -> anyhow::Result<(ChaseRun, Option<usize>, HugeShare)> {
+        let chased = std::thread::scope(|s| {
+            s.spawn(|| -> anyhow::Result<Chased> {
                 // Pinned, asked or not: a thread that moved between sockets would time
                 // its memory (touched first where it began) locally at some sizes and
                 // from the other node at others, one curve of two latencies.
@@ -731,10 +753,13 @@ impl MemBench {
                         });
                     (pct, touched)
                 };
+                let checkpoints = StepCheckpoints::of(progress);
                 let mut pts = Vec::new();
+                let mut curve = Curve::Whole;
                 for (i, &s) in sizes.iter().enumerate() {
                     if progress.stopping() {
-                        return Ok(((pts.clone(), freq, true), on, huge_pct(&region, &pts)));
+                        curve = Curve::Stopped;
+                        break;
                     }
                     let ns = chase::latency_ns(
                         &mut region,
@@ -745,23 +770,66 @@ impl MemBench {
                     )?;
                     pts.push((s, ns));
                     progress.done.store(i as u64 + 1, Ordering::Relaxed);
+                    if let Some(c) = checkpoints.as_ref().filter(|c| c.due()) {
+                        let so_far = Chased {
+                            pts: pts.clone(),
+                            freq: freq.clone(),
+                            curve: Curve::SoFar,
+                            on,
+                            huge: huge_pct(&region, &pts),
+                        };
+                        let mut out = self.latency_step(so_far, wall0, t0.elapsed());
+                        out.flags.push(engine::spread::checkpoint_flag_of(
+                            "latency",
+                            out.duration_s,
+                            &format!(" ({} of {} sizes measured)", pts.len(), sizes.len()),
+                        ));
+                        c.hand(out);
+                    }
                 }
                 let huge = huge_pct(&region, &pts);
-                Ok(((pts, freq, false), on, huge))
+                Ok(Chased {
+                    pts,
+                    freq,
+                    curve,
+                    on,
+                    huge,
+                })
             })
             .join()
         })
         .map_err(|_| anyhow::anyhow!("mem: the latency thread panicked"))??;
-        let ((pts, freq, interrupted), on, (huge, touched)) = res;
+        Ok(self.latency_step(chased, wall0, t0.elapsed()))
+    }
+
+    /// The latency test's result of what the chase measured, `took` from `wall0`: at its
+    /// end, or at a checkpoint while it ran.
+    fn latency_step(
+        &self,
+        chased: Chased,
+        wall0: std::time::SystemTime,
+        took: std::time::Duration,
+    ) -> StepOutput {
+        let Chased {
+            pts,
+            freq,
+            curve,
+            on,
+            huge: (huge, touched),
+        } = chased;
+        let mut out = StepOutput {
+            headline: "ram_latency_ns".into(),
+            ..Default::default()
+        };
+        out.flags.extend(self.notes.iter().cloned());
         huge_pages(&mut out, huge, touched);
         if let Some(c) = on {
             out.metrics
                 .push(Metric::new("latency_cpu", c as f64, "cpu"));
         }
-        let took = t0.elapsed();
         out.duration_s = took.as_secs_f64();
         out.measured = vec![(wall0, wall0 + took)];
-        if interrupted {
+        if curve == Curve::Stopped {
             stopped_early(&mut out);
         }
         let freq_label = freq.as_ref().map_or("none", |f| f.source);
@@ -862,14 +930,14 @@ impl MemBench {
                     name: format!("{name}_latency_ns"),
                     reason: missing_level_reason(
                         i,
-                        interrupted,
+                        curve,
                         &pts,
                         self.caches.last().map(|c| c.size_bytes),
                     ),
                 }),
             }
         }
-        Ok(out)
+        out
     }
 
     /// Whether the bandwidth arrays stream from DRAM: each is at least twice the whole
@@ -893,12 +961,10 @@ impl MemBench {
         telemetry::parse::dram_peak_gb_per_s(&dimms)
     }
 
+    /// The bandwidth test: each thread count in turn. Where checkpoints are wanted
+    /// ([`StepCheckpoints`]), one is handed between thread counts when due: the counts
+    /// measured by then.
     fn run_bandwidth(&self, progress: &Progress) -> anyhow::Result<StepOutput> {
-        let mut out = StepOutput {
-            headline: "triad_gb_per_s".into(),
-            ..Default::default()
-        };
-        out.flags.extend(self.bw_notes.iter().cloned());
         let (wall0, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
         // The CPUs this process may run on, as `taskset` or a cpuset gave them: 0..N
         // pinned outside the mask (another socket) or failed in a cpuset (audit, 3).
@@ -917,12 +983,20 @@ impl MemBench {
             "mem bandwidth",
             (order.len() + usize::from(checks)) as u64,
         );
+        // Read once, before the runs: every checkpoint's checks compare with it too.
+        let dram_peak = if self.arrays_exceed_caches() {
+            self.dram_peak()
+        } else {
+            None
+        };
+        let checkpoints = StepCheckpoints::of(progress);
         let mut reference: Vec<bw::Figure> = Vec::new();
         let mut figures: Vec<bw::Figure> = Vec::new();
+        let mut stopped = false;
         let runs = checks.then_some((1, true)).into_iter();
         for (i, (t, is_reference)) in runs.chain(order.iter().map(|&t| (t, false))).enumerate() {
             if progress.stopping() {
-                stopped_early(&mut out);
+                stopped = true;
                 break;
             }
             for (k, gbs) in bw::bandwidth(self.bw_elems, t, 5, &cpus)? {
@@ -933,9 +1007,54 @@ impl MemBench {
                 }
             }
             progress.done.store(i as u64 + 1, Ordering::Relaxed);
+            // After the reference alone there is no figure to keep yet.
+            if let Some(c) = checkpoints
+                .as_ref()
+                .filter(|c| !figures.is_empty() && c.due())
+            {
+                let measured = i + 1 - usize::from(checks);
+                let mut out = self.bandwidth_step(
+                    &figures,
+                    &reference,
+                    &cpus,
+                    dram_peak,
+                    wall0,
+                    t0.elapsed(),
+                );
+                out.flags.push(engine::spread::checkpoint_flag_of(
+                    "bandwidth",
+                    out.duration_s,
+                    &format!(" ({measured} of {} thread counts measured)", order.len()),
+                ));
+                c.hand(out);
+            }
         }
+        let mut out =
+            self.bandwidth_step(&figures, &reference, &cpus, dram_peak, wall0, t0.elapsed());
+        if stopped {
+            stopped_early(&mut out);
+        }
+        Ok(out)
+    }
+
+    /// The bandwidth test's result of the thread counts run (`figures`, checked against
+    /// the 1-thread `reference`, the CPUs `cpus` and the DIMMs' peak), `took` from
+    /// `wall0`: at its end, or at a checkpoint while it ran.
+    fn bandwidth_step(
+        &self,
+        figures: &[bw::Figure],
+        reference: &[bw::Figure],
+        cpus: &[usize],
+        dram_peak: Option<f64>,
+        wall0: std::time::SystemTime,
+        took: std::time::Duration,
+    ) -> StepOutput {
+        let mut out = StepOutput {
+            headline: "triad_gb_per_s".into(),
+            ..Default::default()
+        };
+        out.flags.extend(self.bw_notes.iter().cloned());
         let from_dram = self.arrays_exceed_caches();
-        let dram_peak = if from_dram { self.dram_peak() } else { None };
         if !from_dram {
             // A --bw-size the caches hold measures them, not memory: 95.6 GB/s stood as
             // memory bandwidth where memory gave 7.8-11.9 (acceptance pass J, 3).
@@ -951,7 +1070,7 @@ impl MemBench {
                 ),
             ));
         }
-        let bad = bw::impossible(&figures, &reference, from_dram, dram_peak, cpus.len());
+        let bad = bw::impossible(figures, reference, from_dram, dram_peak, cpus.len());
         // Pinned one each round-robin: past the CPUs, threads share one, and the figure
         // is of those CPUs, not of more cores (`--bw-threads 16` on 4 read as 16).
         if let Some(&most) = self.bw_threads.iter().max().filter(|&&t| t > cpus.len()) {
@@ -962,7 +1081,7 @@ impl MemBench {
                      share a CPU past {}, and their bandwidth is of those CPUs, not of more \
                      cores",
                     cpus.len(),
-                    engine::cpu_use::list(&cpus),
+                    engine::cpu_use::list(cpus),
                     cpus.len()
                 ),
             ));
@@ -979,14 +1098,14 @@ impl MemBench {
                 ),
             ));
         }
-        for &(k, t, gbs) in &figures {
+        for &(k, t, gbs) in figures {
             out.metrics.push(
                 Metric::new("bandwidth_gb_per_s", gbs, "GB/s")
                     .label("kind", k.name())
                     .label("threads", t),
             );
         }
-        match bw::headline_triad(&figures, &bad) {
+        match bw::headline_triad(figures, &bad) {
             Some((_, t, g)) => {
                 out.metrics.push(Metric::new("triad_gb_per_s", g, "GB/s"));
                 out.metrics
@@ -1003,10 +1122,9 @@ impl MemBench {
             (self.bw_elems * 8) as f64,
             "B",
         ));
-        let took = t0.elapsed();
         out.duration_s = took.as_secs_f64();
         out.measured = vec![(wall0, wall0 + took)];
-        Ok(out)
+        out
     }
 }
 
@@ -1229,14 +1347,14 @@ mod tests {
             (2 << 30, 222.6),
             (4 << 30, 314.7),
         ];
-        let r = missing_level_reason(3, false, &big, llc);
+        let r = missing_level_reason(3, Curve::Whole, &big, llc);
         assert!(!r.contains("--max-size"), "{r}");
         assert!(
             r.contains("145.7 ns at 536870912 B") && r.contains("314.7 ns"),
             "{r}"
         );
         // Too few sizes past the LLC: then the advice is to measure more.
-        let r = missing_level_reason(3, false, &big[..3], llc);
+        let r = missing_level_reason(3, Curve::Whole, &big[..3], llc);
         assert!(
             r.starts_with("2 size(s)") && r.contains("--max-size"),
             "{r}"
@@ -1470,5 +1588,63 @@ mod tests {
         b.bw_threads = vec![0];
         let job = serde_json::to_value(&b).unwrap();
         assert!(MemBench::from_job(job.as_object().unwrap()).is_err());
+    }
+
+    /// A latency test under way hands checkpoints (rackbench killed mid-test keeps what
+    /// it measured): four sizes of about 1.75 s each, and the checkpoint at 5 s has the
+    /// sizes finished by then, each the figure the test's end has, flagged `partial` and
+    /// saying how many of the sizes it holds; the end's result is no checkpoint.
+    #[test]
+    fn a_latency_test_under_way_hands_the_sizes_measured_so_far() {
+        let _alone = REAL_RUN.lock();
+        let mut w = MemWorkload::from_params(&params(json!({
+            "tests": ["latency"], "sizes": ["4K", "8K", "16K", "32K"],
+            "sample_ms": 250, "samples": 7
+        })))
+        .unwrap();
+        let kept = Arc::new(std::sync::Mutex::new(Vec::<StepOutput>::new()));
+        let k = kept.clone();
+        let partial: engine::workload::Partial =
+            Arc::new(move |s: &StepOutput| k.lock().unwrap().push(s.clone()));
+        let ctx = Ctx {
+            partial: Some(partial),
+            ..on_local()
+        };
+        w.prepare(&ctx).unwrap();
+        let end = w.run_test("latency", &ctx).unwrap();
+        w.cleanup();
+        let kept = kept.lock().unwrap();
+        let c = kept.first().expect("a checkpoint while the test ran");
+        let curve = |o: &StepOutput| -> Vec<(String, f64)> {
+            o.metrics
+                .iter()
+                .filter(|m| m.name == "latency_ns")
+                .map(|m| (m.labels["size_bytes"].clone(), m.value))
+                .collect()
+        };
+        let (so_far, all) = (curve(c), curve(&end));
+        assert!((1..4).contains(&so_far.len()), "{so_far:?}");
+        assert_eq!(so_far[..], all[..so_far.len()]);
+        let flag = c.flags.iter().find(|f| f.code == model::PARTIAL).unwrap();
+        assert!(
+            flag.message
+                .starts_with("the latency test did not finish (rackbench was killed")
+                && flag
+                    .message
+                    .contains(&format!("({} of 4 sizes measured)", so_far.len())),
+            "{}",
+            flag.message
+        );
+        assert!(c.flags.iter().all(|f| f.code != "stopped_early"));
+        assert!(c.duration_s >= 5.0 && c.duration_s < end.duration_s);
+        // A level the sizes so far cannot show is missing because of the checkpoint.
+        let ram = c
+            .missing
+            .iter()
+            .find(|m| m.name == "ram_latency_ns")
+            .unwrap();
+        assert!(ram.reason.contains("checkpoint"), "{}", ram.reason);
+        assert!(end.flags.iter().all(|f| f.code != model::PARTIAL));
+        assert_eq!(all.len(), 4);
     }
 }
