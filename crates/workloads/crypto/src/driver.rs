@@ -64,12 +64,8 @@ pub fn run(
         ));
     }
     let checkpoints = StepCheckpoints::of(progress);
-    // The timed runs' time together: a checkpoint says how far into it it was taken.
-    let runs = match op {
-        Op::Rsa(_) | Op::EcdsaP256 => 2,
-        _ => cfg.buffer_sizes.len(),
-    };
-    let planned_s = runs as f64 * cfg.duration;
+    // A checkpoint says how far into the test's timed runs it was taken.
+    let planned_s = crate::timed_s(op, cfg);
     let checkpoint = |mut so_far: StepOutput| {
         if let Some(c) = &checkpoints {
             so_far.flags.push(engine::spread::checkpoint_flag(

@@ -205,6 +205,16 @@ pub fn expand_tests(cfg: &Config) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
+/// How long a test of `op` is timed in all: sign then verify for a key, one timed run
+/// per buffer size for a bulk operation, each `cfg.duration`.
+pub fn timed_s(op: Op, cfg: &Config) -> f64 {
+    let runs = match op {
+        Op::Rsa(_) | Op::EcdsaP256 => 2,
+        _ => cfg.buffer_sizes.len(),
+    };
+    runs as f64 * cfg.duration
+}
+
 /// The controller: each test is sent whole to the system under test.
 pub struct CryptoWorkload {
     cfg: Config,
@@ -284,12 +294,7 @@ impl Workload for CryptoWorkload {
     }
 
     fn expected_duration_s(&self, test: &str) -> Option<f64> {
-        // Sign then verify for a key; one timed run per buffer size for bulk operations.
-        let runs = match Op::parse(test).ok()? {
-            Op::Rsa(_) | Op::EcdsaP256 => 2,
-            _ => self.cfg.buffer_sizes.len(),
-        };
-        Some(runs as f64 * self.cfg.duration)
+        Some(timed_s(Op::parse(test).ok()?, &self.cfg))
     }
 
     fn run_test(&mut self, test: &str, ctx: &Ctx) -> anyhow::Result<StepOutput> {
