@@ -77,8 +77,12 @@ pub struct RateStep {
     /// Why the step's bytes were not counted (a database client's sessions do not count
     /// what their driver sends): its network I/O is then missing, never 0 B/s.
     pub bytes_not_counted: Option<String>,
-    /// Sends later than their intended time (the generator could not keep the schedule).
+    /// Sends later than their intended time (the generator could not keep the schedule,
+    /// or every connection waited on the server).
     pub late_sends: u64,
+    /// Of `late_sends`, those a connection had room for from their intended time on: the
+    /// generator itself was late ([`LoadOutcome::generator_late_sends`]).
+    pub generator_late_sends: u64,
     /// Requests that fell due and were never sent (every connection waited on the server).
     pub unsent_requests: u64,
     /// What else the caller measured during the step (`power_w`, `cpu_busy_pct`...).
@@ -139,6 +143,7 @@ impl RateStep {
             bytes_rx: 0,
             bytes_not_counted: None,
             late_sends: 0,
+            generator_late_sends: 0,
             unsent_requests: 0,
             extra: Vec::new(),
             hit_ratio_pct: None,
@@ -167,6 +172,7 @@ impl RateStep {
         s.bytes_tx = o.bytes_tx;
         s.bytes_rx = o.bytes_rx;
         s.late_sends = o.late_sends;
+        s.generator_late_sends = o.generator_late_sends;
         s.unsent_requests = o.unsent_requests;
         let (hits, misses) = o
             .classes
@@ -299,6 +305,25 @@ impl RateStep {
     /// Whether the generator fell behind this step's schedule (see [`Self::behind_fraction`]).
     pub fn behind_schedule(&self) -> bool {
         self.demanded_rate_per_s > 0.0 && self.behind_fraction() > crate::validity::LATE_FRACTION
+    }
+
+    /// The share of the requests that fell due in this step that the generator itself
+    /// sent more than 1 ms late, a connection free for them all along.
+    pub fn generator_late_fraction(&self) -> f64 {
+        let due = self.replies + self.unsent_requests;
+        if due == 0 {
+            return 0.0;
+        }
+        self.generator_late_sends as f64 / due as f64
+    }
+
+    /// Whether the generator, not the server, fell behind this step's schedule: past
+    /// [`crate::validity::LATE_FRACTION`] of its requests late by its own lateness. A
+    /// step behind only because a slow server held every connection is not (a saturated
+    /// server makes its requests late by design).
+    pub fn generator_behind(&self) -> bool {
+        self.demanded_rate_per_s > 0.0
+            && self.generator_late_fraction() > crate::validity::LATE_FRACTION
     }
 
     /// min/avg/max/stddev of the interval reply rates (httperf's "Reply rate" line).
@@ -1036,6 +1061,10 @@ pub struct SearchResult {
     pub note: Option<String>,
     /// Why it ended early (a probe failed, Ctrl-C).
     pub stopped: Option<String>,
+    /// The rate of the probe that missed with its generator behind its schedule
+    /// ([`RateStep::generator_behind`]), where the search stopped: a miss there is the
+    /// client's, so the server's limit was not found above the rates that met.
+    pub generator_bound_rate_per_s: Option<f64>,
 }
 
 /// The fraction of a percentile (99.9 -> 0.999), as the literal would be: 99.9 / 100 is
@@ -1213,6 +1242,7 @@ pub fn search(
         lowest_failing_rate_per_s: None,
         note: None,
         stopped: None,
+        generator_bound_rate_per_s: None,
     };
     let mut lo: Option<f64> = None; // highest rate that met
     let mut hi: Option<f64> = None; // lowest rate that failed
@@ -1232,8 +1262,19 @@ pub fn search(
                 break;
             }
         };
-        let (lat, meets, reason) = probe_verdict(&step, cfg);
+        let (lat, meets, mut reason) = probe_verdict(&step, cfg);
         let failed = step.error.clone();
+        // A miss where the generator itself fell behind measured the client: moving
+        // down from it would report the generator's limit as the server's capacity. No
+        // probe at a higher rate could say more about the server either, so the search
+        // stops, and the rates that met are a lower bound.
+        let client_bound = !meets && failed.is_none() && step.generator_behind();
+        let late_pct = 100.0 * step.generator_late_fraction();
+        if client_bound {
+            reason = format!(
+                "the generator fell behind ({late_pct:.1}% of the requests due sent more                  than 1 ms late with a connection free for them), so the miss is not the                  server's: {reason}"
+            );
+        }
         res.points.push(SearchPoint {
             step,
             latency_at_objective_ns: lat,
@@ -1242,6 +1283,19 @@ pub fn search(
         });
         if let Some(e) = failed {
             res.stopped = Some(format!("the probe at {rate:.0}/s failed: {e}"));
+            break;
+        }
+        if client_bound {
+            let answer = match (lo, hi) {
+                (Some(l), Some(h)) => format!("the answer is between {l:.0}/s and {h:.0}/s"),
+                (Some(l), None) => format!("the answer is at least {l:.0}/s"),
+                (None, Some(h)) => format!("no rate met the objective below {h:.0}/s"),
+                (None, None) => "no rate met the objective before it".to_string(),
+            };
+            res.note = Some(format!(
+                "the generator could not hold {rate:.0}/s ({late_pct:.1}% of its requests                  sent more than 1 ms late with a connection free for them): its miss is the                  client's, not the server's, so the search stopped there and {answer}; give                  the generator more --threads or CPUs of its own"
+            ));
+            res.generator_bound_rate_per_s = Some(rate);
             break;
         }
         if meets {
@@ -2487,6 +2541,103 @@ mod tests {
         }
         .validate()
         .is_err());
+    }
+
+    /// A probe that missed with its generator behind (its sends late with connections
+    /// free for them) measured the client: the search searched on below it and reported
+    /// the generator's 3,000/s as the server's capacity, with a failing rate above it.
+    /// It stops there instead, the rates that met a lower bound, naming the rate. A
+    /// server that saturated, its requests late waiting on connections it held, is still
+    /// the server's miss, and the search converges on its answer as before.
+    #[test]
+    fn a_miss_with_the_generator_behind_is_not_the_servers() {
+        // The server (Model): p99 < 1 ms up to 7,000/s. The generator sends at most
+        // 3,000/s: beyond, the rest go out late on idle connections, waiting seconds.
+        let client_bound = |m: &mut Model, rate: f64| -> anyhow::Result<RateStep> {
+            let mut s = m.step(rate)?;
+            if rate > 3000.0 {
+                (s.replies, s.reply_rate_per_s) = (3000, 3000.0);
+                s.interval_rates = vec![3000.0];
+                let mut h = new_latency_histogram();
+                h.record_n(2_000_000_000, s.replies).unwrap();
+                s.latency = Some(h);
+                s.late_sends = s.replies;
+                s.generator_late_sends = s.replies;
+            }
+            Ok(s)
+        };
+        let mut cfg = SearchConfig::new("p99<1ms".parse().unwrap());
+        cfg.start_rate_per_s = 600.0;
+        let mut m = Model::new(10_000.0, 100_000.0);
+        let r = search(&cfg, |rate| client_bound(&mut m, rate)).unwrap();
+        assert_eq!(m.calls, [600.0, 1200.0, 2400.0, 4800.0]);
+        assert_eq!(r.max_rate_meeting_slo_per_s(), Some(2400.0));
+        assert_eq!(r.lowest_failing_rate_per_s, None);
+        assert_eq!(r.generator_bound_rate_per_s, Some(4800.0));
+        let note = r.note.clone().unwrap();
+        assert!(
+            note.starts_with("the generator could not hold 4800/s (100.0% of its requests")
+                && note.contains("the answer is at least 2400/s"),
+            "{note}"
+        );
+        let last = r.points.last().unwrap();
+        assert!(!last.meets && last.reason.starts_with("the generator fell behind"));
+        assert!(
+            last.reason.ends_with("below 90% of the demanded 4800/s"),
+            "{}",
+            last.reason
+        );
+        // No failing rate is stored beside the answer: it reads as a lower bound.
+        let ms = r.to_metrics();
+        assert!(!ms.iter().any(|m| m.name == "lowest_failing_rate_per_s"));
+        assert!(r.missing().is_empty());
+
+        // Late at the very first probe: nothing met, and nothing is blamed on the server.
+        let mut m = Model::new(10_000.0, 100_000.0);
+        cfg.start_rate_per_s = 5000.0;
+        let r = search(&cfg, |rate| client_bound(&mut m, rate)).unwrap();
+        assert_eq!((m.calls.len(), r.best), (1, None));
+        assert_eq!(r.lowest_failing_rate_per_s, None);
+        assert!(r.missing()[0]
+            .reason
+            .starts_with("the generator could not hold 5000/s"));
+
+        // Saturated past 7,000/s, every request late (and some unsent) waiting on
+        // connections the server held, none by the generator's own lateness: the
+        // server's miss, and the search converges on its answer.
+        let saturated = |m: &mut Model, rate: f64| -> anyhow::Result<RateStep> {
+            let mut s = m.step(rate)?;
+            if rate > 7000.0 {
+                s.late_sends = s.replies;
+                s.unsent_requests = s.replies / 10;
+            }
+            Ok(s)
+        };
+        let mut m = Model::new(10_000.0, 100_000.0);
+        cfg.start_rate_per_s = 600.0;
+        cfg.resolution = 0.02;
+        let r = search(&cfg, |rate| saturated(&mut m, rate)).unwrap();
+        let best = r.max_rate_meeting_slo_per_s().unwrap();
+        assert!(best > 6790.0 && best < 7000.0, "{best} {:?}", m.calls);
+        assert!(r.lowest_failing_rate_per_s.is_some());
+        assert_eq!((r.generator_bound_rate_per_s, r.note), (None, None));
+    }
+
+    /// The share of a step's requests the generator itself sent late is of every
+    /// request due, as [`RateStep::behind_fraction`] is, past the same 1%.
+    #[test]
+    fn a_step_is_the_generators_fault_past_the_late_fraction_of_its_own() {
+        let mut s = RateStep::new(1000.0);
+        s.replies = 900;
+        s.unsent_requests = 100;
+        s.late_sends = 500;
+        assert!(s.behind_schedule() && !s.generator_behind());
+        s.generator_late_sends = 10;
+        assert!(!s.generator_behind(), "1.0% is within the fraction");
+        s.generator_late_sends = 11;
+        assert!(s.generator_behind());
+        assert!((s.generator_late_fraction() - 0.011).abs() < 1e-12);
+        assert!(!RateStep::new(0.0).generator_behind());
     }
 
     /// A search finds the highest rate meeting p99<1ms; levels at that capacity judged

@@ -712,6 +712,10 @@ pub fn run(
                         (Some(why), _) => {
                             format!("the search stopped before a probe missed ({why})")
                         }
+                        // A probe missed, but with the generator behind: the note says so.
+                        (None, Some(note)) if r.generator_bound_rate_per_s.is_some() => {
+                            note.clone()
+                        }
                         (None, Some(note)) => {
                             format!("no probe of the search missed its objective: {note}")
                         }
@@ -1985,6 +1989,59 @@ mod tests {
             !out.flags.iter().any(|f| f.code == "behind_schedule"),
             "{:?}",
             out.flags
+        );
+    }
+
+    /// A search whose generator could not hold a rate stores the rates that met as a
+    /// lower bound, as one that never missed does (no lowest failing rate, a
+    /// `search_limit` warning naming the rate), where it had reported the generator's
+    /// limit as the server's; levels after it say their 100% is a bound.
+    #[test]
+    fn a_search_stopped_by_its_generator_is_a_lower_bound() {
+        // The `step` server meets p99<2ms up to 800/s; the generator sends at most 600/s,
+        // the rest late on free connections.
+        let client = |rate: f64| -> anyhow::Result<RateStep> {
+            let mut s = step(rate.min(600.0))?;
+            s.demanded_rate_per_s = rate;
+            if rate > 600.0 {
+                s.late_sends = s.replies;
+                s.generator_late_sends = s.replies;
+            }
+            Ok(s)
+        };
+        let (_, cfg) = split_params("kv", &params(json!({"slo": "p99<2ms"}))).unwrap();
+        let mut found = Found::default();
+        let out = kv_quiet("search", &cfg, &mut found, client);
+        let best = out
+            .metrics
+            .iter()
+            .find(|m| m.name == "max_rate_meeting_slo_per_s" && m.labels.is_empty());
+        assert_eq!(best.map(|m| m.value), Some(400.0));
+        assert!(!out
+            .metrics
+            .iter()
+            .any(|m| m.name == "lowest_failing_rate_per_s"));
+        let limit = out.flags.iter().find(|f| f.code == "search_limit").unwrap();
+        assert!(
+            limit
+                .message
+                .starts_with("the generator could not hold 800/s")
+                && limit.message.contains("at least 400/s"),
+            "{}",
+            limit.message
+        );
+        let (_, cfg) = split_params("kv", &params(json!({"levels": [100]}))).unwrap();
+        let l = kv_quiet("levels", &cfg, &mut found, step);
+        let f = l
+            .flags
+            .iter()
+            .find(|f| f.code == "capacity_a_bound")
+            .unwrap();
+        assert!(
+            f.message
+                .contains("lower bound: the generator could not hold 800/s"),
+            "{}",
+            f.message
         );
     }
 

@@ -400,6 +400,10 @@ pub struct LoadOutcome {
     /// Requests that were sent later than their intended time by more than 1 ms
     /// (open loop: the generator or the connections could not keep up).
     pub late_sends: u64,
+    /// Of `late_sends`, those that had a connection with room (a session free) from
+    /// their intended time on: the generator itself was late, its loop busy or not
+    /// scheduled, where the rest waited on connections a slow server held.
+    pub generator_late_sends: u64,
     /// Open loop: requests due before the end of sending that were never sent (every
     /// connection was waiting on the server). They have no latency, so the percentiles
     /// leave out what would have been the slowest requests.

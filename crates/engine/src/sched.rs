@@ -494,6 +494,8 @@ pub(crate) struct Recorder {
     pub connection_errors: BTreeMap<String, u64>,
     pub lost_requests: BTreeMap<String, u64>,
     pub late_sends: u64,
+    /// Of `late_sends`, the generator's own ([`LoadOutcome::generator_late_sends`]).
+    pub generator_late: u64,
     pub unsent: u64,
     pub reconnects: u64,
     /// How long each connection opened during the test took to connect; None until one
@@ -527,6 +529,7 @@ impl Recorder {
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),
             late_sends: 0,
+            generator_late: 0,
             unsent: 0,
             reconnects: 0,
             connect: None,
@@ -566,6 +569,7 @@ impl Recorder {
             *self.lost_requests.entry(k).or_insert(0) += v;
         }
         self.late_sends += r.late_sends;
+        self.generator_late += r.generator_late;
         self.unsent += r.unsent;
         self.reconnects += r.reconnects;
         add_connect(&mut self.connect, r.connect);
@@ -752,6 +756,7 @@ pub(crate) fn merge(
             .collect(),
         offered_rate: spec.shape.offered_rate(),
         late_sends: sum.late_sends,
+        generator_late_sends: sum.generator_late,
         unsent_requests: sum.unsent,
         connection_errors: sum.connection_errors,
         lost_requests: sum.lost_requests,

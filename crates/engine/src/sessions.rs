@@ -167,6 +167,8 @@ fn worker<S: Session>(
     let ran = |now: u64| end_ns.map_or(now, |e| e.min(now)).saturating_sub(warm_ns);
     let mut measured = 0u64;
     let mut cpu_marked = false;
+    // When this session's last call came back (from the start, it was free).
+    let mut free_since_ns = 0u64;
     // When this session takes its next checkpoint (u64::MAX: none): a compare per round,
     // where the loop reads the clock anyway.
     let mut next_ckpt_ns = match ckpt {
@@ -218,6 +220,12 @@ fn worker<S: Session>(
                 let t = s.advance(&mut rng);
                 if now - t > LATE_NS && t >= warm_ns {
                     rec.late_sends += 1;
+                    // Due after the session's last call came back, it was free for
+                    // this one: the generator (this thread not run) was late, not the
+                    // server.
+                    if free_since_ns <= t {
+                        rec.generator_late += 1;
+                    }
                 }
                 t
             }
@@ -226,6 +234,7 @@ fn worker<S: Session>(
         let sent = now;
         let result = session.execute(&mut rng);
         now = now_ns();
+        free_since_ns = now;
         // A closed loop counts an operation the session sent after a wait by that send
         // (a terminal's keying), within the run: keyed in the ramp-up and sent after
         // it, it counts; sent after the end (a session that did not stop waiting), not.

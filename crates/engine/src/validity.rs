@@ -566,6 +566,7 @@ mod tests {
             interval_rates: vec![10_000.0],
             offered_rate: Some(10_000.0),
             late_sends,
+            generator_late_sends: 0,
             unsent_requests: 0,
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),
@@ -966,20 +967,25 @@ mod tests {
         );
     }
 
-    /// A generator from before the unsent count decodes, with none counted.
+    /// A generator from before the unsent count (or the count of its own late sends)
+    /// decodes, with none counted; a generator's own late sends survive the wire.
     #[test]
     fn an_outcome_without_the_unsent_count_decodes() {
-        let (_, out) = open_loop(0, 0.2);
+        let (_, mut out) = open_loop(300, 0.2);
+        out.generator_late_sends = 200;
+        assert_eq!(through_the_wire(&out).generator_late_sends, 200);
         let mut v = serde_json::to_value(crate::wire::WireOutcome::from(&out)).unwrap();
-        assert!(v
-            .as_object_mut()
-            .unwrap()
-            .remove("unsent_requests")
-            .is_some());
+        for field in ["unsent_requests", "generator_late_sends"] {
+            assert!(
+                v.as_object_mut().unwrap().remove(field).is_some(),
+                "{field}"
+            );
+        }
         let back =
             LoadOutcome::try_from(serde_json::from_value::<crate::wire::WireOutcome>(v).unwrap())
                 .unwrap();
         assert_eq!(back.unsent_requests, 0);
+        assert_eq!(back.generator_late_sends, 0);
         assert_eq!(back.late_sends, out.late_sends);
     }
 

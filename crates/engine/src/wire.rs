@@ -36,6 +36,8 @@ pub struct WireOutcome {
     offered_rate: Option<f64>,
     late_sends: u64,
     #[serde(default)]
+    generator_late_sends: u64,
+    #[serde(default)]
     unsent_requests: u64,
     connection_errors: BTreeMap<String, u64>,
     #[serde(default)]
@@ -80,6 +82,7 @@ impl From<&LoadOutcome> for WireOutcome {
             interval_rates: o.interval_rates.clone(),
             offered_rate: o.offered_rate,
             late_sends: o.late_sends,
+            generator_late_sends: o.generator_late_sends,
             unsent_requests: o.unsent_requests,
             connection_errors: o.connection_errors.clone(),
             lost_requests: o.lost_requests.clone(),
@@ -127,6 +130,7 @@ impl TryFrom<WireOutcome> for LoadOutcome {
             interval_rates: w.interval_rates,
             offered_rate: w.offered_rate,
             late_sends: w.late_sends,
+            generator_late_sends: w.generator_late_sends,
             unsent_requests: w.unsent_requests,
             connection_errors: w.connection_errors,
             lost_requests: w.lost_requests,
@@ -190,6 +194,7 @@ pub fn merge(outcomes: Vec<LoadOutcome>, span: Span) -> Option<LoadOutcome> {
             (a, b) => a.or(b),
         };
         acc.late_sends += o.late_sends;
+        acc.generator_late_sends += o.generator_late_sends;
         acc.unsent_requests += o.unsent_requests;
         for (k, v) in &o.connection_errors {
             *acc.connection_errors.entry(k.clone()).or_insert(0) += v;
@@ -242,6 +247,7 @@ mod tests {
             interval_rates: vec![samples.len() as f64 / duration_s],
             offered_rate: None,
             late_sends: 0,
+            generator_late_sends: 0,
             unsent_requests: 0,
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),

@@ -262,6 +262,14 @@ fn open_loop_latency_counts_queueing_behind_a_slow_server() {
         "corrected p50 {corrected_p50} should dwarf service p50 {service_p50}"
     );
     assert!(out.late_sends > 0);
+    // Late waiting on the one connection the server held: not the generator's lateness
+    // (a capacity search would take that for the client's limit).
+    assert!(
+        out.generator_late_sends * 10 < out.late_sends,
+        "{} of {} late sends the generator's",
+        out.generator_late_sends,
+        out.late_sends
+    );
     // 200 requests fell due in the 0.5 s (one every 2.5 ms): each was either sent, or,
     // still waiting for the one connection when sending stopped, counted as unsent.
     assert!(out.unsent_requests > 50, "{} unsent", out.unsent_requests);
@@ -824,6 +832,13 @@ fn sessions_behind_their_schedule_count_what_they_never_sent() {
     assert!(out.unsent_requests > 50, "{} unsent", out.unsent_requests);
     assert_eq!(made + out.unsent_requests, 200, "{made} made");
     assert!(out.late_sends > 0);
+    // Each late call fell due while the session waited on the last: the server's.
+    assert!(
+        out.generator_late_sends * 10 < out.late_sends,
+        "{} of {} late sends the generator's",
+        out.generator_late_sends,
+        out.late_sends
+    );
 }
 
 /// As [`an_open_loop_past_saturation_counts_its_window_not_the_warm_ups_backlog`], for
@@ -1863,6 +1878,7 @@ fn outcome_of(count: u64, secs: f64) -> engine::LoadOutcome {
         interval_rates: Vec::new(),
         offered_rate: None,
         late_sends: 0,
+        generator_late_sends: 0,
         unsent_requests: 0,
         connection_errors: Default::default(),
         lost_requests: Default::default(),

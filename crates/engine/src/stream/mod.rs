@@ -1052,6 +1052,11 @@ fn epoll_loop<P: Protocol>(
     };
     let mut progress_pending: u64 = 0;
     let mut rr_cursor = 0usize;
+    // When a request last fell due with no connection having room for it: a send late
+    // past that waited on the server holding the connections; one that fell due after
+    // it had room all along, and was late because this loop was (a generator's own
+    // lateness, which a capacity search must not blame on the server).
+    let mut last_full_ns: Option<u64> = None;
 
     // Closed loop: fill every connection's pipeline to start.
     if !open {
@@ -1103,11 +1108,17 @@ fn epoll_loop<P: Protocol>(
                             break;
                         }
                     }
-                    let Some(i) = found else { break };
+                    let Some(i) = found else {
+                        last_full_ns = Some(now);
+                        break;
+                    };
                     rr_cursor = i + 1;
                     let intended = s.advance(&mut lp.rng);
                     if now.saturating_sub(intended) > LATE_NS && intended >= lp.pace.warm_ns {
                         lp.rec.late_sends += 1;
+                        if last_full_ns.is_none_or(|f| f < intended) {
+                            lp.rec.generator_late += 1;
+                        }
                     }
                     issue(
                         &mut conns[i],

@@ -733,6 +733,7 @@ mod tests {
             interval_rates: vec![],
             offered_rate: None,
             late_sends: 0,
+            generator_late_sends: 0,
             unsent_requests: 0,
             connection_errors: BTreeMap::new(),
             lost_requests: BTreeMap::new(),
