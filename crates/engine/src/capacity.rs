@@ -1272,7 +1272,9 @@ pub fn search(
         let late_pct = 100.0 * step.generator_late_fraction();
         if client_bound {
             reason = format!(
-                "the generator fell behind ({late_pct:.1}% of the requests due sent more                  than 1 ms late with a connection free for them), so the miss is not the                  server's: {reason}"
+                "the generator fell behind ({late_pct:.1}% of the requests due sent more \
+                 than 1 ms late with a connection free for them), so the miss is not the \
+                 server's: {reason}"
             );
         }
         res.points.push(SearchPoint {
@@ -1293,7 +1295,10 @@ pub fn search(
                 (None, None) => "no rate met the objective before it".to_string(),
             };
             res.note = Some(format!(
-                "the generator could not hold {rate:.0}/s ({late_pct:.1}% of its requests                  sent more than 1 ms late with a connection free for them): its miss is the                  client's, not the server's, so the search stopped there and {answer}; give                  the generator more --threads or CPUs of its own"
+                "the generator could not hold {rate:.0}/s ({late_pct:.1}% of its requests \
+                 sent more than 1 ms late with a connection free for them): its miss is the \
+                 client's, not the server's, so the search stopped there and {answer}; give \
+                 the generator more --threads or CPUs of its own"
             ));
             res.generator_bound_rate_per_s = Some(rate);
             break;
@@ -2574,14 +2579,26 @@ mod tests {
         assert_eq!(r.max_rate_meeting_slo_per_s(), Some(2400.0));
         assert_eq!(r.lowest_failing_rate_per_s, None);
         assert_eq!(r.generator_bound_rate_per_s, Some(4800.0));
-        let note = r.note.clone().unwrap();
-        assert!(
-            note.starts_with("the generator could not hold 4800/s (100.0% of its requests")
-                && note.contains("the answer is at least 2400/s"),
-            "{note}"
+        assert_eq!(
+            r.note.as_deref(),
+            Some(
+                "the generator could not hold 4800/s (100.0% of its requests sent more than \
+                 1 ms late with a connection free for them): its miss is the client's, not \
+                 the server's, so the search stopped there and the answer is at least \
+                 2400/s; give the generator more --threads or CPUs of its own"
+            )
         );
         let last = r.points.last().unwrap();
-        assert!(!last.meets && last.reason.starts_with("the generator fell behind"));
+        assert!(
+            !last.meets
+                && last.reason.starts_with(
+                    "the generator fell behind (100.0% of the requests due sent more than \
+                     1 ms late with a connection free for them), so the miss is not the \
+                     server's: reply rate"
+                ),
+            "{}",
+            last.reason
+        );
         assert!(
             last.reason.ends_with("below 90% of the demanded 4800/s"),
             "{}",
