@@ -137,7 +137,9 @@ pub struct Flags {
     /// Launched PostgreSQL: synchronous_commit (refused with --engine mariadb or --dsn) [default: on]
     #[arg(long, value_name = "VALUE")]
     pub synchronous_commit: Option<String>,
-    /// Launched PostgreSQL: extra settings, name=value (repeatable)
+    /// Launched PostgreSQL: extra settings, name=value (repeatable). A comma followed by
+    /// name= begins another setting (work_mem=64MB,jit=off is two, search_path=a,b one);
+    /// a value holding an = (user=%u,db=%d) runs to the end: give it alone or last
     #[arg(long, value_name = "NAME=VALUE")]
     pub pg_setting: Option<Vec<String>>,
     /// Launched MariaDB: innodb_buffer_pool_size [default: 256M]
@@ -146,7 +148,9 @@ pub struct Flags {
     /// Launched MariaDB: innodb_flush_log_at_trx_commit, 1 (durable), 2 or 0 [default: 1]
     #[arg(long, value_name = "0|1|2")]
     pub innodb_flush_log_at_trx_commit: Option<String>,
-    /// Launched MariaDB: extra mariadbd options, name=value (repeatable)
+    /// Launched MariaDB: extra mariadbd options, name=value (repeatable). A comma followed
+    /// by name= begins another option (sql_mode=A,B is one); a value holding an =
+    /// (optimizer_switch=mrr=on,mrr_cost_based=off) runs to the end: give it alone or last
     #[arg(long, value_name = "NAME=VALUE")]
     pub mariadb_setting: Option<Vec<String>>,
     /// Pin the launched server to these CPUs (0-3,8)
@@ -196,13 +200,20 @@ pub const LIST_KEYS: &[&str] = &[
     "latency_thresholds",
 ];
 
-/// Keys whose values are strings even when they look like numbers or booleans.
-const STRING_KEYS: &[&str] = &[
+/// Keys whose text is taken whole ([`engine::Registration::text_keys`]): never a sweep,
+/// never a number or a boolean. A plan's `pg_setting = "search_path=a,b"` was split at
+/// its comma into two broken settings before oltp saw it; oltp splits a server setting's
+/// string itself ([`split_settings`]), where it knows a comma inside a value.
+const TEXT_KEYS: &[&str] = &["dsn", "cluster_dir", "pg_setting", "mariadb_setting"];
+
+/// Knobs whose values are strings that may be swept (`--synchronous-commit on,off`,
+/// `--engine postgres,mariadb`), so they cannot be text keys: the runner reads each
+/// value as a flag's text, `off` as false and `1073741824` as a number, and a point's
+/// value is turned back into the server's word here (false is `off`).
+const SWEPT_STRING_KEYS: &[&str] = &[
     "engine",
     "innodb_buffer_pool_size",
     "arrival",
-    "dsn",
-    "cluster_dir",
     "shared_buffers",
     "synchronous_commit",
 ];
@@ -291,6 +302,65 @@ fn scalar_to_string(v: &Value) -> String {
     }
 }
 
+/// The `name=value` settings in one `--pg-setting` or `--mariadb-setting` text (a flag's,
+/// a plan's string or an item of its list). A comma begins another setting only where a
+/// name and `=` follow it, so `work_mem=64MB,jit=off` is two settings and
+/// `search_path=bench,public` one. A value that holds an `=` itself (MariaDB's
+/// `optimizer_switch=index_merge=off,mrr=on`, a `log_line_prefix` with `user=%u,db=%d`)
+/// runs to the end of the text: its commas cannot be told from separators, and such a
+/// setting given alone or last is taken whole.
+fn split_settings(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, _) in text.match_indices(',') {
+        let setting = &text[start..i];
+        if setting
+            .split_once('=')
+            .is_some_and(|(_, v)| v.contains('='))
+        {
+            break;
+        }
+        if begins_with_name(&text[i + 1..]) {
+            out.push(setting.trim().to_string());
+            start = i + 1;
+        }
+    }
+    out.push(text[start..].trim().to_string());
+    out
+}
+
+/// Whether `text` begins with a setting's name and `=`: a letter or `_`, then letters,
+/// digits, `_`, `.` (PostgreSQL's `auto_explain.log_min_duration`) or `-` (MariaDB's
+/// `innodb-log-file-size`), spaces allowed around them as in `name = value`.
+fn begins_with_name(text: &str) -> bool {
+    let Some((name, _)) = text.split_once('=') else {
+        return false;
+    };
+    let name = name.trim();
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// `pg_setting` or `mariadb_setting` as a list of settings, each text given split by
+/// [`split_settings`]; anything but text is left for the config's own error.
+fn settings_value(v: &Value) -> Value {
+    let texts = match v {
+        Value::Array(a) => a.as_slice(),
+        v => std::slice::from_ref(v),
+    };
+    Value::Array(
+        texts
+            .iter()
+            .flat_map(|t| match t {
+                Value::String(s) => split_settings(s).into_iter().map(Value::String).collect(),
+                t => vec![t.clone()],
+            })
+            .collect(),
+    )
+}
+
 /// `--mix` as five numbers: a named mix's weights, or the percentages given (as one
 /// string, or a list the runner split at the commas).
 fn mix_value(v: &Value) -> anyhow::Result<Value> {
@@ -337,16 +407,15 @@ impl Config {
         let mut m = Map::new();
         for (k, v) in map {
             let v = match (k.as_str(), v) {
-                (k, v) if STRING_KEYS.contains(&k) => Value::String(scalar_to_string(v)),
+                ("pg_setting" | "mariadb_setting", v) => settings_value(v),
+                (k, Value::String(s)) if TEXT_KEYS.contains(&k) => Value::String(s.clone()),
+                (k, v) if SWEPT_STRING_KEYS.contains(&k) => Value::String(scalar_to_string(v)),
                 ("server_cpus" | "client_cpus", Value::Array(a)) => {
                     Value::String(a.iter().map(scalar_to_string).collect::<Vec<_>>().join(","))
                 }
                 ("server_cpus" | "client_cpus", v) => Value::String(scalar_to_string(v)),
                 ("mix", v) => mix_value(v)?,
-                (
-                    "pg_setting" | "mariadb_setting" | "tests" | "latency_thresholds",
-                    Value::String(s),
-                ) => Value::Array(
+                ("tests" | "latency_thresholds", Value::String(s)) => Value::Array(
                     s.split(',')
                         .map(|p| Value::String(p.trim().into()))
                         .collect(),
@@ -546,7 +615,7 @@ pub fn registration() -> engine::Registration {
         name: "oltp",
         about: "TPC-C on PostgreSQL or MariaDB: NOPM/TPM, per-transaction latency, consistency check, databases x users",
         list_keys: LIST_KEYS,
-        text_keys: &["dsn", "cluster_dir"],
+        text_keys: TEXT_KEYS,
         flags: |c| {
             capacity_tests::document_defaults(<Flags as clap::Args>::augment_args(c), &CAPACITY)
         },
@@ -876,6 +945,119 @@ mod tests {
             "{e:#}"
         );
         plan(json!({ "load_threads": 1 })).unwrap();
+    }
+
+    /// The settings a `--pg-setting` or `--mariadb-setting` text holds. A plan's
+    /// `pg_setting = "search_path=a,b"` was split at every comma, and `b` refused as no
+    /// `name=value`; a comma begins another setting only where a name and `=` follow it.
+    #[test]
+    fn a_server_settings_text_is_split_only_where_a_name_follows_a_comma() {
+        let pg = |v: Value| {
+            let m = json!({ "pg_setting": v });
+            Config::from_map(m.as_object().unwrap()).map(|c| c.pg_setting)
+        };
+        let cases = [
+            (json!("search_path=a,b"), vec!["search_path=a,b"]),
+            (
+                json!("work_mem=4MB,jit=off"),
+                vec!["work_mem=4MB", "jit=off"],
+            ),
+            (
+                json!("work_mem=4MB, jit = off"),
+                vec!["work_mem=4MB", "jit = off"],
+            ),
+            (
+                json!("search_path=a,b,auto_explain.log_min_duration=0"),
+                vec!["search_path=a,b", "auto_explain.log_min_duration=0"],
+            ),
+            // A value with an `=` of its own runs to the end of the text.
+            (
+                json!("jit=off,log_line_prefix=%m user=%u,db=%d"),
+                vec!["jit=off", "log_line_prefix=%m user=%u,db=%d"],
+            ),
+            // A list's items (a plan's array, a repeated flag) are read alike.
+            (
+                json!(["search_path=a,b", "work_mem=4MB,jit=off"]),
+                vec!["search_path=a,b", "work_mem=4MB", "jit=off"],
+            ),
+        ];
+        for (given, want) in cases {
+            assert_eq!(pg(given.clone()).unwrap(), want, "{given}");
+        }
+        let m = json!({ "pg_setting": "search_path=a,b" });
+        let cfg = Config::from_map(m.as_object().unwrap()).unwrap();
+        assert_eq!(
+            cfg.settings().unwrap().extra,
+            [("search_path".to_string(), "a,b".to_string())]
+        );
+        assert!(pg(json!(",b=1")).is_err());
+
+        let m = json!({
+            "engine": "mariadb",
+            "mariadb_setting": "sql_mode=STRICT_ALL_TABLES,NO_ZERO_DATE,innodb-log-file-size=1G,\
+                                optimizer_switch=mrr=on,mrr_cost_based=off",
+        });
+        let cfg = Config::from_map(m.as_object().unwrap()).unwrap();
+        assert_eq!(
+            cfg.mariadb_setting,
+            [
+                "sql_mode=STRICT_ALL_TABLES,NO_ZERO_DATE",
+                "innodb-log-file-size=1G",
+                "optimizer_switch=mrr=on,mrr_cost_based=off",
+            ]
+        );
+    }
+
+    /// A plan file's settings as the runner reads them (`normalize`, then `expand` into
+    /// points): a server setting's string reaches oltp whole, and a server knob's sweep
+    /// stays a sweep of strings, as from the flags.
+    #[test]
+    fn a_plans_server_settings_keep_their_commas_and_their_sweeps() {
+        let reg = registration();
+        let points = |plan: Value| {
+            let Value::Object(params) = engine::plan::normalize(plan, reg.text_keys) else {
+                panic!("not a table");
+            };
+            engine::plan::expand(&params, reg.list_keys)
+                .unwrap()
+                .iter()
+                .map(|p| Plan::from_params(p).map(|p| p.cfg))
+                .collect::<anyhow::Result<Vec<_>>>()
+        };
+        let cfgs = points(json!({
+            "pg_setting": "search_path=bench,public,work_mem=64MB",
+            "synchronous_commit": "on,off",
+            "shared_buffers": "128MB",
+        }))
+        .unwrap();
+        assert_eq!(cfgs.len(), 2);
+        for (cfg, commit) in cfgs.iter().zip(["on", "off"]) {
+            assert_eq!(
+                cfg.pg_setting,
+                ["search_path=bench,public", "work_mem=64MB"]
+            );
+            assert_eq!(cfg.synchronous_commit, commit);
+            assert_eq!(cfg.shared_buffers, "128MB");
+        }
+        let dsn = "postgresql://bench@db1,db2/tpcc";
+        let cfgs = points(json!({ "dsn": dsn })).unwrap();
+        assert_eq!(cfgs.len(), 1);
+        assert_eq!(cfgs[0].dsn.as_deref(), Some(dsn));
+        let cfgs =
+            points(json!({ "engine": "postgres,mariadb", "arrival": "constant,poisson" })).unwrap();
+        let swept: Vec<_> = cfgs
+            .iter()
+            .map(|c| (c.engine.as_deref().unwrap(), c.arrival.as_str()))
+            .collect();
+        assert_eq!(
+            swept,
+            [
+                ("postgres", "constant"),
+                ("postgres", "poisson"),
+                ("mariadb", "constant"),
+                ("mariadb", "poisson"),
+            ]
+        );
     }
 
     /// A job's plan holds the run's password for the service and the drivers to log in
