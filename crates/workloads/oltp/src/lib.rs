@@ -1043,8 +1043,10 @@ mod tests {
         let cfgs = points(json!({ "dsn": dsn })).unwrap();
         assert_eq!(cfgs.len(), 1);
         assert_eq!(cfgs[0].dsn.as_deref(), Some(dsn));
-        let cfgs =
-            points(json!({ "engine": "postgres,mariadb", "arrival": "constant,poisson" })).unwrap();
+        let cfgs = points(
+            json!({ "engine": "postgres,mariadb", "arrival": "constant,poisson", "rate": 100 }),
+        )
+        .unwrap();
         let swept: Vec<_> = cfgs
             .iter()
             .map(|c| (c.engine.as_deref().unwrap(), c.arrival.as_str()))
@@ -1053,8 +1055,8 @@ mod tests {
             swept,
             [
                 ("postgres", "constant"),
-                ("postgres", "poisson"),
                 ("mariadb", "constant"),
+                ("postgres", "poisson"),
                 ("mariadb", "poisson"),
             ]
         );
