@@ -542,18 +542,29 @@ fn finite_only(
 /// A test that returned an error: failed; or, when a stop was asked for (a second
 /// Ctrl-C killed the servers and the client failed), interrupted, which is what it is,
 /// so that the run ends interrupted and rackbench exits as the signal says.
-fn error_status(e: &anyhow::Error) -> (Status, Flag) {
+/// `checkpoint_s`: the test's last checkpoint, seconds in, whose figures the result keeps
+/// (a failed result of a test that had stored one kept its figures unmarked, its
+/// checkpoint's flag dropped as it says the process ended).
+fn error_status(e: &anyhow::Error, checkpoint_s: Option<f64>) -> (Status, Flag) {
+    let kept = match checkpoint_s {
+        Some(s) => format!("its figures are those measured until its last checkpoint, {s:.1} s in"),
+        None => "it measured nothing".to_string(),
+    };
     if engine::stop::stop_requested() {
         (
             Status::Interrupted,
             Flag::warning(
                 "interrupted",
                 format!(
-                    "stopped by {}: this test ended with an error as it stopped, and \
-                     measured nothing",
+                    "stopped by {}: this test ended with an error as it stopped, and {kept}",
                     engine::stop::stop_cause()
                 ),
             ),
+        )
+    } else if checkpoint_s.is_some() {
+        (
+            Status::Failed,
+            Flag::invalid("failed", format!("{} ({kept})", describe(e))),
         )
     } else {
         (Status::Failed, Flag::invalid("failed", describe(e)))
@@ -1787,7 +1798,8 @@ fn run_as(
                                 server_host,
                                 reg.lengthen,
                             );
-                            let (status, flag) = error_status(&e);
+                            let (status, flag) =
+                                error_status(&e, partial.as_ref().map(|p| p.duration_s));
                             // What its steps had measured before the error, kept as a
                             // kill would have kept it.
                             let base = partial.clone().unwrap_or(template);
@@ -2784,15 +2796,35 @@ mod tests {
     fn an_error_under_a_stop_is_an_interruption() {
         let _only = STOP_FLAG.lock().unwrap_or_else(|e| e.into_inner());
         let e = anyhow::anyhow!("connection reset by peer");
-        let (status, flag) = error_status(&e);
+        let (status, flag) = error_status(&e, None);
         assert_eq!(status, Status::Failed);
         assert_eq!(flag.code, "failed");
+        // A test that had stored a checkpoint keeps its figures, and says how far in.
+        let (_, flag) = error_status(&e, Some(5.04));
+        assert!(
+            flag.message
+                .ends_with("(its figures are those measured until its last checkpoint, 5.0 s in)"),
+            "{}",
+            flag.message
+        );
         // SIGINT
         engine::stop::request_stop_by_signal(2);
-        let (status, flag) = error_status(&e);
+        let (status, flag) = error_status(&e, None);
+        assert!(
+            flag.message.ends_with("it measured nothing"),
+            "{}",
+            flag.message
+        );
+        let (_, kept) = error_status(&e, Some(5.04));
         engine::stop::reset();
         assert_eq!(status, Status::Interrupted);
         assert_eq!(flag.code, "interrupted");
         assert!(flag.message.contains("Ctrl-C"), "{}", flag.message);
+        assert!(
+            kept.message
+                .ends_with("until its last checkpoint, 5.0 s in"),
+            "{}",
+            kept.message
+        );
     }
 }

@@ -474,14 +474,20 @@ impl Config {
                 bail!("the `{t}` test offers transactions at set rates: leave out --keying-think (its waits would cap the rate)");
             }
         }
-        for s in &self.pg_setting {
-            if !s.contains('=') {
-                bail!("--pg-setting wants name=value, got `{s}`");
-            }
-        }
-        for s in &self.mariadb_setting {
-            if !s.contains('=') {
-                bail!("--mariadb-setting wants name=value, got `{s}`");
+        let settings = (self.pg_setting.iter().map(|s| ("--pg-setting", s))).chain(
+            self.mariadb_setting
+                .iter()
+                .map(|s| ("--mariadb-setting", s)),
+        );
+        for (flag, s) in settings {
+            let Some((_, value)) = s.split_once('=') else {
+                bail!("{flag} wants name=value, got `{s}`");
+            };
+            // A doubled or trailing comma (`work_mem=4MB,,jit=off`, `jit=off,`) stays in
+            // the value it follows, as a comma inside a value must: the server would fail
+            // to start on it with a message far from here.
+            if value.ends_with(',') || value.contains(",,") {
+                bail!("{flag} `{s}` has an empty item (a doubled or trailing comma): remove the extra comma");
             }
         }
         if self.innodb_flush_log_at_trx_commit > 2 {
@@ -945,6 +951,24 @@ mod tests {
             "{e:#}"
         );
         plan(json!({ "load_threads": 1 })).unwrap();
+    }
+
+    /// An empty item in a settings text stayed in the value before it (`work_mem=4MB,`,
+    /// `off,`) and reached the server, which failed to start on it; it was refused as
+    /// `wants name=value` when every comma split.
+    #[test]
+    fn an_empty_item_in_a_settings_text_is_refused() {
+        for text in ["work_mem=4MB,,jit=off", "jit=off,", "search_path=a,,b"] {
+            let e = plan(json!({ "pg_setting": text })).expect_err(text);
+            assert!(
+                format!("{e:#}").contains(&format!(
+                    "--pg-setting `{}` has an empty item",
+                    text.split(",jit").next().unwrap()
+                )),
+                "{text}: {e:#}"
+            );
+        }
+        plan(json!({ "pg_setting": "search_path=a,b" })).unwrap();
     }
 
     /// The settings a `--pg-setting` or `--mariadb-setting` text holds. A plan's
