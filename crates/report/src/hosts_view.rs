@@ -211,6 +211,9 @@ struct EndRep {
     /// CPUs it was not pinned to can still have done its work (a NIC's interrupts and
     /// softirq on the CPU they are steered to, the seed's `CPU4 %soft 98%`).
     lines: Vec<CpuUtil>,
+    /// Each line's CPU's share of the window (`TelemetrySummary::cpu_share`), in the
+    /// order of `lines`: a CPU online for part of it adds its busy % for that part only.
+    shares: Vec<f64>,
 }
 
 fn summary_of<'a>(r: &'a ResultRecord, host: &str) -> Option<&'a TelemetrySummary> {
@@ -287,6 +290,7 @@ fn end_rep(
     let line = |c: i32| ts.cpus.iter().find(|u| u.cpu == c).copied();
     e.lines = ts.cpus.iter().filter(|u| u.cpu >= 0).copied().collect();
     e.lines.sort_by_key(|u| u.cpu);
+    e.shares = e.lines.iter().map(|u| ts.cpu_share(u.cpu)).collect();
     if cpus.is_empty() {
         // Unpinned: the all-CPU line's split, and %CPU used over every CPU so that it is
         // in percent of one CPU, as the pinned ends' figures are.
@@ -706,9 +710,14 @@ fn pair_table(
                         if unpinned {
                             return e.used;
                         }
+                        // Weighed as `used` is (cpus_sum): a CPU online for half the
+                        // window at 100% busy did half a CPU's work, not a whole one's.
                         let more: Option<Vec<f64>> = extra
                             .iter()
-                            .map(|c| e.lines.iter().find(|u| u.cpu == *c).map(CpuUtil::busy_pct))
+                            .map(|c| {
+                                let i = e.lines.iter().position(|u| u.cpu == *c)?;
+                                Some(e.lines[i].busy_pct() * e.shares[i])
+                            })
                             .collect();
                         Some(e.used? + more?.iter().sum::<f64>())
                     })
@@ -929,13 +938,16 @@ pub(crate) fn role_in(run: &RunRecord, r: &ResultRecord, host: &str) -> String {
     }
 }
 
-/// Mean busy % over all CPUs: the all-CPU line, else the mean of the per-CPU lines.
+/// Mean busy % over all CPUs: the all-CPU line, else the per-CPU lines' mean weighed by
+/// each CPU's share of the window (busy CPU-seconds over online CPU-seconds), so a CPU
+/// online for a moment counts for that moment, not as much as one there throughout.
 fn busy_pct(ts: &TelemetrySummary) -> Option<f64> {
     if let Some(all) = ts.cpus.iter().find(|c| c.cpu == -1) {
         return Some(all.busy_pct());
     }
-    let per: Vec<f64> = ts.cpus.iter().map(CpuUtil::busy_pct).collect();
-    (!per.is_empty()).then(|| per.iter().sum::<f64>() / per.len() as f64)
+    let busy = ts.cpus_sum(|_| true, CpuUtil::busy_pct)?;
+    let online = ts.cpus_sum(|_| true, |_| 1.0)?;
+    (online > 0.0).then(|| busy / online)
 }
 
 /// Sum of every NIC but loopback and those another counts (`enslaved`: a bridge's or
@@ -1509,6 +1521,28 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn busy_pct_without_an_all_cpu_line_weighs_a_cpu_by_its_time_online() {
+        let cpu = |n: i32, idle: f64| {
+            serde_json::to_value(CpuUtil {
+                idle_pct: idle,
+                ..CpuUtil::idle(n)
+            })
+            .unwrap()
+        };
+        // CPU 0 idle throughout 10 s; CPU 1 online 2 s of them, 100% busy then: 2 busy
+        // CPU-seconds over 12 online ones, not the plain mean's 50%.
+        let ts: TelemetrySummary = serde_json::from_value(serde_json::json!({
+            "host": "h", "samples": 10, "covered_s": 10.0,
+            "cpus": [cpu(0, 100.0), cpu(1, 0.0)],
+            "nics": [], "disks": [], "mean_freq_mhz": null, "procs": [], "power": [],
+            "part_present": [{"cpu": 1, "present_s": 2.0}],
+        }))
+        .unwrap();
+        let got = busy_pct(&ts).unwrap();
+        assert!((got - 100.0 * 2.0 / 12.0).abs() < 1e-9, "{got}");
     }
 
     #[test]
