@@ -1028,29 +1028,19 @@ pub fn other_load_flags(
         let Some(every_cpu) = s.cpus.iter().find(|c| c.cpu == -1) else {
             continue;
         };
-        let n = s.cpus.iter().filter(|c| c.cpu >= 0).count().max(1) as f64;
+        // The CPUs there, each counted for its share of the window: one online for half
+        // of it could run tasks for half a CPU, not a whole one.
+        let n = s.cpus_sum(|_| true, |_| 1.0).unwrap_or(1.0);
         let irq_too = kernels.irq_in_tasks.contains(&s.host);
-        let irq = if irq_too {
-            every_cpu.irq_pct + every_cpu.soft_pct
-        } else {
-            0.0
+        let task_pct = |c: &model::CpuUtil| {
+            c.usr_pct + c.nice_pct + c.sys_pct + if irq_too { c.irq_pct + c.soft_pct } else { 0.0 }
         };
-        let tasks = if s.part_present.iter().any(|p| p.cpu.is_some()) {
-            // A CPU online for part of the window counts for that part (the all-CPU
-            // line times the CPUs read one there half the time as there throughout).
-            s.cpus_sum(
-                |_| true,
-                |c| {
-                    c.usr_pct
-                        + c.nice_pct
-                        + c.sys_pct
-                        + if irq_too { c.irq_pct + c.soft_pct } else { 0.0 }
-                },
-            )
-            .unwrap_or_default()
-        } else {
-            (every_cpu.usr_pct + every_cpu.nice_pct + every_cpu.sys_pct + irq) * n
-        };
+        // The per-CPU lines summed, each weighed by its CPU's share of the window (with
+        // every CPU there throughout, the all-CPU line times n); that line times n only
+        // without them.
+        let tasks = s
+            .cpus_sum(|_| true, task_pct)
+            .unwrap_or_else(|| task_pct(every_cpu) * n);
         // The test's processes on this kernel: this host's, then its kernel mates'.
         let on_kernel: Vec<&TelemetrySummary> = std::iter::once(s)
             .chain(all.iter().filter(|o| mates.contains(&o.host)))
@@ -1100,11 +1090,18 @@ pub fn other_load_flags(
                 false => format!("{} on {}", p.role, kernels.shown(&o.host)),
             })
             .collect();
+        // A CPU there for part of the window makes n fractional: say so (`3.5 CPUs`)
+        // rather than round it to a count of CPUs the host did not have throughout.
+        let cpus = if (n - n.round()).abs() < 0.05 {
+            format!("{n:.0}")
+        } else {
+            format!("{n:.1}")
+        };
         out.push(Flag::warning(
             "other_load",
             format!(
                 "host {host}: other processes took {other:.0}% of one CPU while the test \
-                 measured{shared} (its {n:.0} CPUs ran tasks for {tasks:.0}%{}, this test's own \
+                 measured{shared} (its {cpus} CPUs ran tasks for {tasks:.0}%{}, this test's own \
                  processes, {}, for {own:.0}%): its throughput and latency carry their \
                  contention; run again on a quiet host, or keep other work off the test's \
                  CPUs",
@@ -1678,12 +1675,14 @@ mod tests {
         // processes' time holds their network path: acceptance pass F, 1 saw server and
         // client at 97% of CPU 0, whose usr+sys was 72.7% and soft 27.1%, beside a
         // spinner at 100% of CPU 1, and "other: 75%" (its soft left out of the tasks
-        // only). Counted in on both sides, the spinner reads as itself.
+        // only). Counted in on both sides, the spinner reads as itself. (CPU 0 here is
+        // rounded to 72.2 and 27.0 so that the per-CPU lines, which the tasks are summed
+        // from, agree with the all-CPU line.)
         let spun = host(
             "spun",
             vec![
                 cpu(-1, 80.0, 6.0, 13.5),
-                cpu(0, 60.0, 12.7, 27.1),
+                cpu(0, 60.0, 12.2, 27.0),
                 cpu(1, 99.8, 0.0, 0.0),
             ],
             vec![proc("loadgen", 20.0, 30.0), proc("server:0", 20.0, 27.0)],
@@ -1793,6 +1792,37 @@ mod tests {
         given[0].procs.clear();
         let f = other_load_flags(&given[1..], &given, Some("rbh1"), &kernels);
         assert!(f.is_empty(), "{f:?}");
+
+        // A CPU online for 1 s of the 4 counts for that second, in the tasks and in the
+        // CPUs they ran on: CPUs 0 and 1 half busy throughout and CPU 2 fully busy while
+        // there ran tasks for 50 + 50 + 25 = 125% of one CPU on 2.25 CPUs (counted whole,
+        // 200% on 3).
+        let mut part = host(
+            "part",
+            vec![
+                cpu(-1, 66.7, 0.0, 0.0),
+                cpu(0, 50.0, 0.0, 0.0),
+                cpu(1, 50.0, 0.0, 0.0),
+                cpu(2, 100.0, 0.0, 0.0),
+            ],
+            vec![proc("loadgen", 40.0, 0.0)],
+        );
+        part.part_present = vec![model::PartPresent {
+            cpu: Some(2),
+            role: None,
+            pid: None,
+            present_s: 1.0,
+        }];
+        let f = judge_other_load(&[part], None, &[]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message.contains(
+                "other processes took 85% of one CPU while the test measured (its 2.2 CPUs \
+                 ran tasks for 125%"
+            ),
+            "{}",
+            f[0].message
+        );
     }
 
     #[test]
