@@ -552,7 +552,10 @@ fn telemetry_rows(
         emit("disk_util_pct", d.util_pct, "%", l)?;
     }
     for p in &t.procs {
-        let l = labels([("role", p.role.as_str())]);
+        // The pid too: a server restarted during the test is two processes of one role,
+        // and without it their rows could not be told apart.
+        let pid = p.pid.to_string();
+        let l = labels([("role", p.role.as_str()), ("pid", pid.as_str())]);
         emit("proc_usr_pct", p.usr_pct, "% of one CPU", l.clone())?;
         emit("proc_sys_pct", p.sys_pct, "% of one CPU", l)?;
     }
@@ -886,6 +889,36 @@ mod tests {
         assert_eq!(&idle[12], "warning:idle_not_idle", "{idle:?}");
         let result_row = rows.iter().find(|r| !r[5].is_empty()).unwrap();
         assert!(!result_row[12].contains("idle_not_idle"));
+    }
+
+    /// A process's rows name its pid beside its role: a server restarted during the test
+    /// is two processes of one role, each its own row.
+    #[test]
+    fn csv_proc_rows_carry_role_and_pid() {
+        let mut run = fixtures::rich_run("r1", None, fixtures::t0(0), 1);
+        let procs = &mut run.results[0].telemetry_summary[0].procs;
+        let mut again = procs[0].clone();
+        again.pid += 100;
+        let (role, pid) = (again.role.clone(), again.pid);
+        procs.push(again);
+        let rows = csv_rows(run);
+        for metric in ["proc_usr_pct", "proc_sys_pct"] {
+            let labels: Vec<&str> = rows
+                .iter()
+                .filter(|r| &r[8] == metric && r[11].contains(&format!("role={role}")))
+                .map(|r| &r[11])
+                .collect();
+            // The first host's two, and the other host's generator (the fixture's pid).
+            let mut want = [
+                format!("pid={};role={role}", pid - 100),
+                format!("pid={pid};role={role}"),
+                format!("pid={};role={role}", pid - 100),
+            ];
+            let mut got: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "{metric}");
+        }
     }
 
     /// The CSV export of one run, as rows.
