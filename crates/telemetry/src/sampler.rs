@@ -371,12 +371,13 @@ impl State {
                     }
                     let pdt = since.as_secs_f64();
                     let (prev, now) = (&w.last.0.members[&w.pid], &cur.members[&w.pid]);
-                    procs.push(if w.with_descendants {
+                    let p = if w.with_descendants {
                         let ticks = tree_ticks(&w.last.0, &cur, &all);
                         tree_cpu(&w.role, w.pid, ticks, pdt, self.ticks_per_s, true)
                     } else {
                         proc_cpu(&w.role, prev, now, pdt, self.ticks_per_s)
-                    });
+                    };
+                    procs.push(over_sample(p, pdt, dt));
                     w.last = (cur, at);
                 }
                 None => gone.push(i),
@@ -1161,6 +1162,20 @@ fn summarize_host(
     })
 }
 
+/// A process's reading, % over `pdt` (the time since its own last reading), as % over
+/// the sample's `dt`: a process watched partway through the sample (a server restarted
+/// at 10.5 s in a 10-11 s sample) ran only for its `pdt`, and the summary weighs each
+/// sample's figure by `dt`; unscaled, its 100% over 0.5 s would count as a whole
+/// CPU-second. A longer `pdt` (a baseline kept from before) stays a mean over it.
+fn over_sample(mut p: ProcCpu, pdt: f64, dt: f64) -> ProcCpu {
+    if dt > 0.0 && pdt < dt {
+        let f = pdt / dt;
+        p.usr_pct *= f;
+        p.sys_pct *= f;
+    }
+    p
+}
+
 /// Measure power with no load for `duration` (the caller makes sure nothing runs), as
 /// the mean of each source, on a sampler of its own (see [`Sampler::measure_idle`]).
 /// Fails with the detection notes when no source measures power, so the caller can
@@ -1256,6 +1271,24 @@ mod tests {
     /// Without cpufreq, `cpu MHz` is a measurement only where the CPU counts its cycles
     /// (`aperfmperf`); a VM's constant nominal clock was stored as every test's mean
     /// frequency (acceptance pass F, 12).
+    /// The review's case: a server restarted at 10.5 s in a 10-11 s sample, its new
+    /// pid's first reading 100% over its 0.5 s, is half a CPU-second of that sample, not
+    /// a whole one; a reading over the whole sample is as read.
+    #[test]
+    fn a_process_read_over_part_of_a_sample_counts_for_that_part() {
+        let p = |usr: f64| ProcCpu {
+            role: "server:0".into(),
+            pid: 7,
+            usr_pct: usr,
+            sys_pct: usr / 2.0,
+            with_descendants: false,
+        };
+        let half = over_sample(p(100.0), 0.5, 1.0);
+        assert_eq!((half.usr_pct, half.sys_pct), (50.0, 25.0));
+        assert_eq!(over_sample(p(100.0), 1.0, 1.0), p(100.0));
+        assert_eq!(over_sample(p(100.0), 1.5, 1.0), p(100.0));
+    }
+
     #[test]
     fn cpuinfo_mhz_is_sampled_only_where_the_cpu_counts_its_cycles() {
         let d = tempfile::tempdir().unwrap();
