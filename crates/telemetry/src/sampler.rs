@@ -1166,9 +1166,12 @@ fn summarize_host(
 /// the sample's `dt`: a process watched partway through the sample (a server restarted
 /// at 10.5 s in a 10-11 s sample) ran only for its `pdt`, and the summary weighs each
 /// sample's figure by `dt`; unscaled, its 100% over 0.5 s would count as a whole
-/// CPU-second. A longer `pdt` (a baseline kept from before) stays a mean over it.
+/// CPU-second. Scaled both ways, not only down: a process's readings tile its time, so
+/// its CPU-seconds add up exactly, where scaling only a `pdt` a little short of `dt` (its
+/// reading a few ms off the sample's) read every process slightly low. A `pdt` longer
+/// than `dt` (a baseline kept from a sample it was too new for) carries that time's CPU.
 fn over_sample(mut p: ProcCpu, pdt: f64, dt: f64) -> ProcCpu {
-    if dt > 0.0 && pdt < dt {
+    if dt > 0.0 {
         let f = pdt / dt;
         p.usr_pct *= f;
         p.sys_pct *= f;
@@ -1268,12 +1271,10 @@ impl Sampler {
 mod tests {
     use super::*;
 
-    /// Without cpufreq, `cpu MHz` is a measurement only where the CPU counts its cycles
-    /// (`aperfmperf`); a VM's constant nominal clock was stored as every test's mean
-    /// frequency (acceptance pass F, 12).
-    /// The review's case: a server restarted at 10.5 s in a 10-11 s sample, its new
-    /// pid's first reading 100% over its 0.5 s, is half a CPU-second of that sample, not
-    /// a whole one; a reading over the whole sample is as read.
+    /// A server restarted at 10.5 s in a 10-11 s sample, its new pid's first reading
+    /// 100% over its 0.5 s, is half a CPU-second of that sample, not a whole one; a
+    /// reading over the whole sample is as read, and one over a little more (its
+    /// baseline kept from a sample it was too new for) carries that CPU time too.
     #[test]
     fn a_process_read_over_part_of_a_sample_counts_for_that_part() {
         let p = |usr: f64| ProcCpu {
@@ -1286,8 +1287,13 @@ mod tests {
         let half = over_sample(p(100.0), 0.5, 1.0);
         assert_eq!((half.usr_pct, half.sys_pct), (50.0, 25.0));
         assert_eq!(over_sample(p(100.0), 1.0, 1.0), p(100.0));
-        assert_eq!(over_sample(p(100.0), 1.5, 1.0), p(100.0));
+        let more = over_sample(p(40.0), 1.25, 1.0);
+        assert_eq!((more.usr_pct, more.sys_pct), (50.0, 25.0));
     }
+
+    /// Without cpufreq, `cpu MHz` is a measurement only where the CPU counts its cycles
+    /// (`aperfmperf`); a VM's constant nominal clock was stored as every test's mean
+    /// frequency (acceptance pass F, 12).
 
     #[test]
     fn cpuinfo_mhz_is_sampled_only_where_the_cpu_counts_its_cycles() {
