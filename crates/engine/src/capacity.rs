@@ -391,6 +391,12 @@ impl RateStep {
             with(Metric::new("errors", self.errors as f64, "req")),
             with(Metric::new("errors_pct", self.errors_pct(), "%")),
             with(Metric::new("late_sends", self.late_sends as f64, "req")),
+            // Of those, the generator's own (a connection free, the send still late).
+            with(Metric::new(
+                "generator_late_sends",
+                self.generator_late_sends as f64,
+                "req",
+            )),
             // The report's Late % column (its one rule, [`Self::behind_fraction`]).
             with(Metric::new("late_pct", 100.0 * self.behind_fraction(), "%")),
             with(Metric::new(
@@ -989,6 +995,11 @@ pub struct SearchConfig {
     pub saturation_fraction: f64,
     /// ... or its errors exceed this percentage (1.0).
     pub max_error_pct: f64,
+    /// The load generator's CPUs are known to be apart from the server's (another host).
+    /// Only then does a miss with the generator behind stop the search: on shared CPUs a
+    /// saturated server preempts the generator, whose sends then fall late though its
+    /// connections had room, and stopping there reported "at least" a rate up to 2x low.
+    pub generator_apart: bool,
 }
 
 impl SearchConfig {
@@ -1003,6 +1014,7 @@ impl SearchConfig {
             resolution: 0.05,
             saturation_fraction: 0.9,
             max_error_pct: 1.0,
+            generator_apart: false,
         }
     }
 
@@ -1065,6 +1077,11 @@ pub struct SearchResult {
     /// ([`RateStep::generator_behind`]), where the search stopped: a miss there is the
     /// client's, so the server's limit was not found above the rates that met.
     pub generator_bound_rate_per_s: Option<f64>,
+    /// Probes that missed with the generator behind, where its CPUs were not known to be
+    /// apart from the server's: bisected as the server's misses, but the lateness may be
+    /// the server's preemption or the generator's own limit, so the result says so.
+    /// Each as (its rate, the % of its requests the generator sent late).
+    pub generator_late_probes: Vec<(f64, f64)>,
 }
 
 /// The fraction of a percentile (99.9 -> 0.999), as the literal would be: 99.9 / 100 is
@@ -1243,6 +1260,7 @@ pub fn search(
         note: None,
         stopped: None,
         generator_bound_rate_per_s: None,
+        generator_late_probes: Vec::new(),
     };
     let mut lo: Option<f64> = None; // highest rate that met
     let mut hi: Option<f64> = None; // lowest rate that failed
@@ -1268,8 +1286,14 @@ pub fn search(
         // down from it would report the generator's limit as the server's capacity. No
         // probe at a higher rate could say more about the server either, so the search
         // stops, and the rates that met are a lower bound.
-        let client_bound = !meets && failed.is_none() && step.generator_behind();
+        let generator_behind = !meets && failed.is_none() && step.generator_behind();
+        let client_bound = generator_behind && cfg.generator_apart;
         let late_pct = 100.0 * step.generator_late_fraction();
+        if generator_behind && !client_bound {
+            // Sharing CPUs with the server, the generator's lateness may be the server's
+            // doing: the miss is bisected as the server's, and said.
+            res.generator_late_probes.push((rate, late_pct));
+        }
         if client_bound {
             reason = format!(
                 "the generator fell behind ({late_pct:.1}% of the requests due sent more \
@@ -1380,6 +1404,27 @@ pub fn search(
 }
 
 impl SearchResult {
+    /// What to warn of the probes that missed with the generator behind on CPUs not
+    /// known to be apart from the server's ([`Self::generator_late_probes`]).
+    pub fn generator_late_warning(&self) -> Option<String> {
+        if self.generator_late_probes.is_empty() {
+            return None;
+        }
+        let probes = self
+            .generator_late_probes
+            .iter()
+            .map(|(rate, pct)| format!("{rate:.0}/s ({pct:.1}% late)"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "the generator fell behind at {probes}, sending requests more than 1 ms late \
+             with a connection free for them; its CPUs are not known to be apart from the \
+             server's, so those misses were taken as the server's, though a generator \
+             starved of CPU (or at its own limit) may have made them: give it CPUs of its \
+             own (--client-cpus apart from --server-cpus) or a host of its own"
+        ))
+    }
+
     /// The highest offered rate that met the objective.
     pub fn max_rate_meeting_slo_per_s(&self) -> Option<f64> {
         self.best.map(|i| self.points[i].step.demanded_rate_per_s)
@@ -2573,9 +2618,11 @@ mod tests {
         };
         let mut cfg = SearchConfig::new("p99<1ms".parse().unwrap());
         cfg.start_rate_per_s = 600.0;
+        cfg.generator_apart = true;
         let mut m = Model::new(10_000.0, 100_000.0);
         let r = search(&cfg, |rate| client_bound(&mut m, rate)).unwrap();
         assert_eq!(m.calls, [600.0, 1200.0, 2400.0, 4800.0]);
+        assert!(r.generator_late_probes.is_empty());
         assert_eq!(r.max_rate_meeting_slo_per_s(), Some(2400.0));
         assert_eq!(r.lowest_failing_rate_per_s, None);
         assert_eq!(r.generator_bound_rate_per_s, Some(4800.0));
@@ -2638,6 +2685,43 @@ mod tests {
         assert!(best > 6790.0 && best < 7000.0, "{best} {:?}", m.calls);
         assert!(r.lowest_failing_rate_per_s.is_some());
         assert_eq!((r.generator_bound_rate_per_s, r.note), (None, None));
+    }
+
+    /// A generator not known to be apart from the server's CPUs may be late because the
+    /// saturated server preempted it: its miss is bisected as the server's, not taken as
+    /// the search's end (which read "at least" a rate up to 2x low), and warned of.
+    #[test]
+    fn a_miss_with_the_generator_behind_on_shared_cpus_is_bisected() {
+        // The generator is late past 3,000/s, as a server saturating its shared CPUs
+        // would make it.
+        let late = |m: &mut Model, rate: f64| -> anyhow::Result<RateStep> {
+            let mut s = m.step(rate)?;
+            if rate > 3000.0 {
+                let mut h = new_latency_histogram();
+                h.record_n(2_000_000_000, s.replies).unwrap();
+                s.latency = Some(h);
+                s.late_sends = s.replies;
+                s.generator_late_sends = s.replies;
+            }
+            Ok(s)
+        };
+        let mut cfg = SearchConfig::new("p99<1ms".parse().unwrap());
+        cfg.start_rate_per_s = 600.0;
+        assert!(!cfg.generator_apart, "unknown placement is not apart");
+        let mut m = Model::new(10_000.0, 100_000.0);
+        let r = search(&cfg, |rate| late(&mut m, rate)).unwrap();
+        assert!(m.calls.len() > 4, "{:?}", m.calls);
+        assert_eq!(r.generator_bound_rate_per_s, None);
+        let best = r.max_rate_meeting_slo_per_s().unwrap();
+        assert!(best > 2800.0 && best <= 3000.0, "{best} {:?}", m.calls);
+        assert!(r.lowest_failing_rate_per_s.is_some());
+        assert_eq!(r.generator_late_probes[0], (4800.0, 100.0));
+        let w = r.generator_late_warning().unwrap();
+        assert!(
+            w.starts_with("the generator fell behind at 4800/s (100.0% late), 3600/s"),
+            "{w}"
+        );
+        assert!(!r.note.as_deref().unwrap_or("").contains("generator"));
     }
 
     /// The share of a step's requests the generator itself sent late is of every
