@@ -853,7 +853,23 @@ impl MemBench {
                 );
             }
         }
-        let levels = plateau::levels_of(&pts, &self.caches);
+        let mut levels = plateau::levels_of(&pts, &self.caches);
+        // A curve cut short (a checkpoint's, a stopped test's) ends where it was cut, not
+        // in memory: its last plateau is memory's only where it starts at or beyond the
+        // last-level cache. With no caches known it was L2's ~4 ns stored as RAM's.
+        if curve != Curve::Whole {
+            let llc = self
+                .caches
+                .get(..self.caches.len().min(3))
+                .and_then(<[_]>::last);
+            if !llc.is_some_and(|c| {
+                levels.levels[3]
+                    .as_ref()
+                    .is_some_and(|r| r.from_bytes >= c.size_bytes)
+            }) {
+                levels.levels[3] = None;
+            }
+        }
         if let Some(f) = levels.levels[3].as_ref().and_then(|r| ram_rising(r, &pts)) {
             out.flags.push(f);
         }
@@ -1245,6 +1261,46 @@ mod tests {
             "tests": ["latency"], "min_size": "4K", "max_size": "64K", "sample_ms": 2, "samples": 3
         })))
         .unwrap()
+    }
+
+    /// A checkpoint's curve (4 KiB to 1 MiB so far) with no cache sizes known ends in
+    /// L2, not memory: its last plateau is not stored as memory's latency, which is
+    /// missing as the checkpoint's; the whole curve still names it.
+    #[test]
+    fn a_partial_curve_without_caches_names_no_ram_plateau() {
+        let mut b = MemBench::resolve(&Plan::from_params(&params(json!({}))).unwrap()).unwrap();
+        b.caches = Vec::new();
+        let pts: Vec<(u64, f64)> = (0..=32)
+            .map(|k| {
+                let size = (4096.0 * 2f64.powf(f64::from(k) / 4.0)) as u64;
+                (size, if size <= 32 << 10 { 1.2 } else { 4.0 })
+            })
+            .collect();
+        let step = |curve| {
+            let chased = Chased {
+                pts: pts.clone(),
+                freq: None,
+                curve,
+                on: None,
+                huge: (Err("not measured".into()), 0),
+            };
+            b.latency_step(
+                chased,
+                std::time::SystemTime::now(),
+                std::time::Duration::from_secs(1),
+            )
+        };
+        let out = step(Curve::SoFar);
+        assert!(!out.metrics.iter().any(|m| m.name == "ram_latency_ns"));
+        let why = out
+            .missing
+            .iter()
+            .find(|m| m.name == "ram_latency_ns")
+            .expect("ram_latency_ns missing");
+        assert!(why.reason.contains("checkpoint"), "{}", why.reason);
+        assert!(out.metrics.iter().any(|m| m.name == "l1_latency_ns"));
+        let whole = step(Curve::Whole);
+        assert!(whole.metrics.iter().any(|m| m.name == "ram_latency_ns"));
     }
 
     /// Arrays that fill cpu0's L3 many times over but not the whole machine's (one L3 per
