@@ -176,6 +176,11 @@ where
                     let cpu0 = thread_cpu_s();
                     let (wall0, t0) = (SystemTime::now(), Instant::now());
                     let (mut ops, mut wrong) = (0u64, 0u64);
+                    // The count is published every `every` operations: 16 keeps the clock
+                    // and the store off a fast operation's path, but an rsa15360 key
+                    // (2 s an operation) left a checkpoint at 0 for up to half a minute, so
+                    // operations over 1 ms each publish every one.
+                    let (mut every, mut since, mut published) = (1u64, 0u64, t0);
                     while !stop.load(Ordering::Relaxed) {
                         if body(&mut state) {
                             ops += 1;
@@ -183,9 +188,15 @@ where
                             wrong += 1;
                             failed[i].store(wrong, Ordering::Relaxed);
                         }
-                        let tried = ops + wrong;
-                        if tried % 16 == 0 {
-                            counts[i].store(tried, Ordering::Relaxed);
+                        since += 1;
+                        if since >= every {
+                            // Release: a checkpoint that reads this count (Acquire) sees
+                            // the failures stored before it.
+                            counts[i].store(ops + wrong, Ordering::Release);
+                            let now = Instant::now();
+                            let slow = now - published > Duration::from_millis(since);
+                            every = if slow { 1 } else { 16 };
+                            (since, published) = (0, now);
                         }
                     }
                     let took = t0.elapsed();
@@ -211,12 +222,13 @@ where
                 interrupted = true;
                 break;
             }
-            let tried: u64 = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+            let tried: u64 = counts.iter().map(|c| c.load(Ordering::Acquire)).sum();
             progress.done.store(tried, Ordering::Relaxed);
             if let Some(c) = so_far.filter(|c| c.checkpoints.due()) {
                 let wrong: u64 = failed.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-                // The counts lag each thread's by up to 15 operations, and a failure is
-                // left at once: the operations that succeeded are at least these.
+                // The counts lag each thread's by up to 15 fast operations (none of
+                // slow ones), and a failure is left at once: the operations that
+                // succeeded are at least these.
                 let ops = tried.saturating_sub(wrong);
                 let took = t0.elapsed();
                 (c.take)(OpResult {
@@ -230,7 +242,14 @@ where
                     ..Default::default()
                 });
             }
-            std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+            // Now again: handing a checkpoint takes time, and the sleep from before it
+            // overshot the deadline by that much.
+            let now = Instant::now();
+            std::thread::sleep(
+                deadline
+                    .saturating_duration_since(now)
+                    .min(Duration::from_millis(50)),
+            );
         }
         stop.store(true, Ordering::Relaxed);
         handles
@@ -438,6 +457,36 @@ mod tests {
             tried,
             "progress counts every try"
         );
+    }
+
+    /// Operations slower than 1 ms (an rsa15360 sign takes seconds) are each counted as
+    /// they end, not 16 at a time: a checkpoint read 0 for up to 16 of them.
+    #[test]
+    fn slow_operations_are_counted_as_they_end() {
+        let progress = Progress::default();
+        let seen = std::thread::scope(|s| {
+            let watch = s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(250));
+                progress.done.load(Ordering::Relaxed)
+            });
+            run_threads(
+                1,
+                Duration::from_millis(400),
+                &[],
+                &progress,
+                None,
+                |_| Ok(()),
+                |_: &mut ()| {
+                    std::thread::sleep(Duration::from_millis(20));
+                    true
+                },
+            )
+            .unwrap();
+            watch.join().unwrap()
+        });
+        // About 10 done by then (the timer's last poll at 200 ms or later); 16 at a time
+        // read 0.
+        assert!(seen >= 4, "{seen}");
     }
 
     #[test]
