@@ -1420,8 +1420,8 @@ impl SearchResult {
             "the generator fell behind at {probes}, sending requests more than 1 ms late \
              with a connection free for them; its CPUs are not known to be apart from the \
              server's, so those misses were taken as the server's, though a generator \
-             starved of CPU (or at its own limit) may have made them: give it CPUs of its \
-             own (--client-cpus apart from --server-cpus) or a host of its own"
+             starved of CPU (or at its own limit) may have made them: on a load generator \
+             host of its own (--loadgen), such a miss ends the search as a lower bound"
         ))
     }
 

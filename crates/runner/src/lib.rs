@@ -542,12 +542,12 @@ fn finite_only(
 /// A test that returned an error: failed; or, when a stop was asked for (a second
 /// Ctrl-C killed the servers and the client failed), interrupted, which is what it is,
 /// so that the run ends interrupted and rackbench exits as the signal says.
-/// `checkpoint_s`: the test's last checkpoint, seconds in, whose figures the result keeps
-/// (a failed result of a test that had stored one kept its figures unmarked, its
-/// checkpoint's flag dropped as it says the process ended).
+/// `checkpoint_s`: the seconds measured by the test's last checkpoint, whose figures the
+/// result keeps (a failed result of a test that had stored one kept its figures
+/// unmarked, its checkpoint's flag dropped as it says the process ended).
 fn error_status(e: &anyhow::Error, checkpoint_s: Option<f64>) -> (Status, Flag) {
     let kept = match checkpoint_s {
-        Some(s) => format!("its figures are those measured until its last checkpoint, {s:.1} s in"),
+        Some(s) => format!("its figures are its last checkpoint's, after {s:.1} s measured"),
         None => "it measured nothing".to_string(),
     };
     if engine::stop::stop_requested() {
@@ -2803,26 +2803,28 @@ mod tests {
         let (_, flag) = error_status(&e, Some(5.04));
         assert!(
             flag.message
-                .ends_with("(its figures are those measured until its last checkpoint, 5.0 s in)"),
+                .ends_with("(its figures are its last checkpoint's, after 5.0 s measured)"),
             "{}",
             flag.message
         );
         // SIGINT
         engine::stop::request_stop_by_signal(2);
         let (status, flag) = error_status(&e, None);
-        assert!(
-            flag.message.ends_with("it measured nothing"),
-            "{}",
-            flag.message
-        );
         let (_, kept) = error_status(&e, Some(5.04));
+        // Reset before asserting: a failed assert would leave the stop set for the
+        // other tests of this process.
         engine::stop::reset();
         assert_eq!(status, Status::Interrupted);
         assert_eq!(flag.code, "interrupted");
         assert!(flag.message.contains("Ctrl-C"), "{}", flag.message);
         assert!(
+            flag.message.ends_with("it measured nothing"),
+            "{}",
+            flag.message
+        );
+        assert!(
             kept.message
-                .ends_with("until its last checkpoint, 5.0 s in"),
+                .ends_with("its last checkpoint's, after 5.0 s measured"),
             "{}",
             kept.message
         );

@@ -1036,8 +1036,8 @@ pub fn other_load_flags(
             c.usr_pct + c.nice_pct + c.sys_pct + if irq_too { c.irq_pct + c.soft_pct } else { 0.0 }
         };
         // The per-CPU lines summed, each weighed by its CPU's share of the window (with
-        // every CPU there throughout, the all-CPU line times n); that line times n only
-        // without them.
+        // every CPU there throughout, the all-CPU line times their count). Without them
+        // the host is judged as one CPU, its all-CPU line as read.
         let tasks = s
             .cpus_sum(|_| true, task_pct)
             .unwrap_or_else(|| task_pct(every_cpu) * n);

@@ -1294,7 +1294,6 @@ mod tests {
     /// Without cpufreq, `cpu MHz` is a measurement only where the CPU counts its cycles
     /// (`aperfmperf`); a VM's constant nominal clock was stored as every test's mean
     /// frequency (acceptance pass F, 12).
-
     #[test]
     fn cpuinfo_mhz_is_sampled_only_where_the_cpu_counts_its_cycles() {
         let d = tempfile::tempdir().unwrap();

@@ -149,7 +149,8 @@ fn so_far<'a>(
 
 /// Why a figure of a run counted at a checkpoint has none yet.
 const NONE_COUNTED_YET: &str = "no operation was counted yet (the workers leave their \
-    count every 16): this result is a checkpoint taken while the test ran";
+    count every 16 operations, or every one where they take over 1 ms): this result is a \
+    checkpoint taken while the test ran";
 
 /// A key's test on `out` (its flags so far): its signs and, unless the run was stopped
 /// before them (or is at a checkpoint during the signs), its verifies.

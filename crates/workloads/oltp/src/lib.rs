@@ -486,7 +486,7 @@ impl Config {
             // A doubled or trailing comma (`work_mem=4MB,,jit=off`, `jit=off,`) stays in
             // the value it follows, as a comma inside a value must: the server would fail
             // to start on it with a message far from here.
-            if value.ends_with(',') || value.contains(",,") {
+            if value.contains(',') && value.split(',').any(|p| p.trim().is_empty()) {
                 bail!("{flag} `{s}` has an empty item (a doubled or trailing comma): remove the extra comma");
             }
         }
@@ -958,7 +958,13 @@ mod tests {
     /// `wants name=value` when every comma split.
     #[test]
     fn an_empty_item_in_a_settings_text_is_refused() {
-        for text in ["work_mem=4MB,,jit=off", "jit=off,", "search_path=a,,b"] {
+        for text in [
+            "work_mem=4MB,,jit=off",
+            "jit=off,",
+            "search_path=a,,b",
+            "search_path=a, ,b",
+            "search_path=,a",
+        ] {
             let e = plan(json!({ "pg_setting": text })).expect_err(text);
             assert!(
                 format!("{e:#}").contains(&format!(
