@@ -2593,6 +2593,30 @@ mod tests {
         .is_err());
     }
 
+    /// `m`'s step at `rate`, with a generator that cannot send on time past 3,000/s:
+    /// beyond, every send goes out late on an idle connection, its request waiting 2 s;
+    /// `capped`: the generator sends only 3,000/s (else the server's replies as `m` has
+    /// them, as a server saturating the generator's shared CPUs would make it late).
+    fn generator_late_past_3000(
+        m: &mut Model,
+        rate: f64,
+        capped: bool,
+    ) -> anyhow::Result<RateStep> {
+        let mut s = m.step(rate)?;
+        if rate > 3000.0 {
+            if capped {
+                (s.replies, s.reply_rate_per_s) = (3000, 3000.0);
+                s.interval_rates = vec![3000.0];
+            }
+            let mut h = new_latency_histogram();
+            h.record_n(2_000_000_000, s.replies).unwrap();
+            s.latency = Some(h);
+            s.late_sends = s.replies;
+            s.generator_late_sends = s.replies;
+        }
+        Ok(s)
+    }
+
     /// A probe that missed with its generator behind (its sends late with connections
     /// free for them) measured the client: the search searched on below it and reported
     /// the generator's 3,000/s as the server's capacity, with a failing rate above it.
@@ -2603,19 +2627,7 @@ mod tests {
     fn a_miss_with_the_generator_behind_is_not_the_servers() {
         // The server (Model): p99 < 1 ms up to 7,000/s. The generator sends at most
         // 3,000/s: beyond, the rest go out late on idle connections, waiting seconds.
-        let client_bound = |m: &mut Model, rate: f64| -> anyhow::Result<RateStep> {
-            let mut s = m.step(rate)?;
-            if rate > 3000.0 {
-                (s.replies, s.reply_rate_per_s) = (3000, 3000.0);
-                s.interval_rates = vec![3000.0];
-                let mut h = new_latency_histogram();
-                h.record_n(2_000_000_000, s.replies).unwrap();
-                s.latency = Some(h);
-                s.late_sends = s.replies;
-                s.generator_late_sends = s.replies;
-            }
-            Ok(s)
-        };
+        let client_bound = |m: &mut Model, rate| generator_late_past_3000(m, rate, true);
         let mut cfg = SearchConfig::new("p99<1ms".parse().unwrap());
         cfg.start_rate_per_s = 600.0;
         cfg.generator_apart = true;
@@ -2694,17 +2706,7 @@ mod tests {
     fn a_miss_with_the_generator_behind_on_shared_cpus_is_bisected() {
         // The generator is late past 3,000/s, as a server saturating its shared CPUs
         // would make it.
-        let late = |m: &mut Model, rate: f64| -> anyhow::Result<RateStep> {
-            let mut s = m.step(rate)?;
-            if rate > 3000.0 {
-                let mut h = new_latency_histogram();
-                h.record_n(2_000_000_000, s.replies).unwrap();
-                s.latency = Some(h);
-                s.late_sends = s.replies;
-                s.generator_late_sends = s.replies;
-            }
-            Ok(s)
-        };
+        let late = |m: &mut Model, rate| generator_late_past_3000(m, rate, false);
         let mut cfg = SearchConfig::new("p99<1ms".parse().unwrap());
         cfg.start_rate_per_s = 600.0;
         assert!(!cfg.generator_apart, "unknown placement is not apart");

@@ -1,8 +1,25 @@
 //! For tests of the launch machinery, here and in the crates built on it (hosts, runner):
 //! a command run under test is a `sleep MARKER`, found in /proc by its marker, so that a
 //! test tells whether what it started is still running, and a failing test leaves none.
+//! And for the workloads' tests: a ctx that keeps the checkpoints a test hands.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use crate::{Ctx, StepOutput};
+
+/// `ctx` keeping every provisional result (checkpoint) a test hands ([`Ctx::partial`]).
+pub fn keeping(ctx: Ctx) -> (Ctx, Arc<Mutex<Vec<StepOutput>>>) {
+    let kept = Arc::new(Mutex::new(Vec::new()));
+    let k = kept.clone();
+    let partial: crate::workload::Partial =
+        Arc::new(move |s: &StepOutput| k.lock().unwrap().push(s.clone()));
+    let ctx = Ctx {
+        partial: Some(partial),
+        ..ctx
+    };
+    (ctx, kept)
+}
 
 /// A `sleep` argument no other process has: its pid in the seconds, a clock in the
 /// fraction (about four days: a leftover is unmistakable).

@@ -274,4 +274,10 @@ impl TelemetrySummary {
             .collect();
         (!lines.is_empty()).then(|| lines.iter().map(|c| f(c) * self.cpu_share(c.cpu)).sum())
     }
+
+    /// The CPUs online over the window, each counted for its share of it: two CPUs, one
+    /// of them online for half the window, make 1.5. None with no per-CPU line.
+    pub fn cpus_online(&self) -> Option<f64> {
+        self.cpus_sum(|_| true, |_| 1.0)
+    }
 }

@@ -210,10 +210,21 @@ struct EndRep {
     /// Every per-CPU line of the end's host (never the all-CPU line), in CPU order: the
     /// CPUs it was not pinned to can still have done its work (a NIC's interrupts and
     /// softirq on the CPU they are steered to, the seed's `CPU4 %soft 98%`).
-    lines: Vec<CpuUtil>,
-    /// Each line's CPU's share of the window (`TelemetrySummary::cpu_share`), in the
-    /// order of `lines`: a CPU online for part of it adds its busy % for that part only.
-    shares: Vec<f64>,
+    lines: Vec<CpuLine>,
+}
+
+/// A per-CPU line with its CPU's share of the window (`TelemetrySummary::cpu_share`): a
+/// CPU online for part of it adds its busy % for that part only.
+#[derive(Clone, Copy)]
+struct CpuLine {
+    util: CpuUtil,
+    share: f64,
+}
+
+impl EndRep {
+    fn line(&self, cpu: i32) -> Option<&CpuLine> {
+        self.lines.iter().find(|l| l.util.cpu == cpu)
+    }
 }
 
 fn summary_of<'a>(r: &'a ResultRecord, host: &str) -> Option<&'a TelemetrySummary> {
@@ -288,9 +299,16 @@ fn end_rep(
         }
     };
     let line = |c: i32| ts.cpus.iter().find(|u| u.cpu == c).copied();
-    e.lines = ts.cpus.iter().filter(|u| u.cpu >= 0).copied().collect();
-    e.lines.sort_by_key(|u| u.cpu);
-    e.shares = e.lines.iter().map(|u| ts.cpu_share(u.cpu)).collect();
+    e.lines = ts
+        .cpus
+        .iter()
+        .filter(|u| u.cpu >= 0)
+        .map(|&util| CpuLine {
+            util,
+            share: ts.cpu_share(util.cpu),
+        })
+        .collect();
+    e.lines.sort_by_key(|l| l.util.cpu);
     if cpus.is_empty() {
         // Unpinned: the all-CPU line's split, and %CPU used over every CPU so that it is
         // in percent of one CPU, as the pinned ends' figures are.
@@ -340,7 +358,7 @@ fn cpu_rows_note(
     for (end, reps) in cols {
         let mut have: Vec<i32> = reps
             .iter()
-            .flat_map(|e| e.lines.iter().map(|u| u.cpu))
+            .flat_map(|e| e.lines.iter().map(|l| l.util.cpu))
             .collect();
         have.sort_unstable();
         have.dedup();
@@ -617,7 +635,7 @@ fn pair_table(
             let pinned = pinned_of(end).unwrap_or_default();
             let mut all: Vec<i32> = reps
                 .iter()
-                .flat_map(|e| e.lines.iter().map(|u| u.cpu))
+                .flat_map(|e| e.lines.iter().map(|l| l.util.cpu))
                 .collect();
             all.sort_unstable();
             all.dedup();
@@ -627,8 +645,8 @@ fn pair_table(
                     median(
                         &reps
                             .iter()
-                            .filter_map(|e| e.lines.iter().find(|u| u.cpu == c))
-                            .map(CpuUtil::busy_pct)
+                            .filter_map(|e| e.line(c))
+                            .map(|l| l.util.busy_pct())
                             .collect::<Vec<_>>(),
                     )
                     .is_some_and(|b| b >= BUSY_SHOWN_PCT)
@@ -677,7 +695,7 @@ fn pair_table(
                                 .iter()
                                 .find(|x| x.0 == c)
                                 .map(|x| x.1)
-                                .or_else(|| e.lines.iter().find(|u| u.cpu == c).copied())
+                                .or_else(|| e.line(c).map(|l| l.util))
                                 .map(|u| get(&u))
                         })
                         .collect::<Vec<_>>(),
@@ -715,8 +733,8 @@ fn pair_table(
                         let more: Option<Vec<f64>> = extra
                             .iter()
                             .map(|c| {
-                                let i = e.lines.iter().position(|u| u.cpu == *c)?;
-                                Some(e.lines[i].busy_pct() * e.shares[i])
+                                let l = e.line(*c)?;
+                                Some(l.util.busy_pct() * l.share)
                             })
                             .collect();
                         Some(e.used? + more?.iter().sum::<f64>())
@@ -946,7 +964,7 @@ fn busy_pct(ts: &TelemetrySummary) -> Option<f64> {
         return Some(all.busy_pct());
     }
     let busy = ts.cpus_sum(|_| true, CpuUtil::busy_pct)?;
-    let online = ts.cpus_sum(|_| true, |_| 1.0)?;
+    let online = ts.cpus_online()?;
     (online > 0.0).then(|| busy / online)
 }
 

@@ -1030,7 +1030,7 @@ pub fn other_load_flags(
         };
         // The CPUs there, each counted for its share of the window: one online for half
         // of it could run tasks for half a CPU, not a whole one.
-        let n = s.cpus_sum(|_| true, |_| 1.0).unwrap_or(1.0);
+        let n = s.cpus_online().unwrap_or(1.0);
         let irq_too = kernels.irq_in_tasks.contains(&s.host);
         let task_pct = |c: &model::CpuUtil| {
             c.usr_pct + c.nice_pct + c.sys_pct + if irq_too { c.irq_pct + c.soft_pct } else { 0.0 }

@@ -559,19 +559,6 @@ mod tests {
         assert!(w.disclosure().contains_key("software.openssl"));
     }
 
-    /// A ctx that keeps every provisional result the test hands ([`Ctx::partial`]).
-    fn keeping(ctx: Ctx) -> (Ctx, Arc<std::sync::Mutex<Vec<StepOutput>>>) {
-        let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let k = kept.clone();
-        let partial: engine::workload::Partial =
-            Arc::new(move |s: &StepOutput| k.lock().unwrap().push(s.clone()));
-        let ctx = Ctx {
-            partial: Some(partial),
-            ..ctx
-        };
-        (ctx, kept)
-    }
-
     /// A test under way hands checkpoints (rackbench killed mid-test keeps what it
     /// measured): rsa512 signs 3 s then verifies 3 s, and its checkpoint at 5 s has the
     /// finished signs as the test's end has them, the verifies counted so far over their
@@ -582,7 +569,7 @@ mod tests {
         let mut w =
             CryptoWorkload::from_params(&params(json!({"tests": ["rsa512"], "duration": 3})))
                 .unwrap();
-        let (ctx, kept) = keeping(on_local());
+        let (ctx, kept) = engine::testing::keeping(on_local());
         w.prepare(&ctx).unwrap();
         let end = w.run_test("rsa512", &ctx).unwrap();
         w.cleanup();
@@ -628,7 +615,7 @@ mod tests {
             "tests": ["sha256"], "duration": 3, "buffer_sizes": [16, 1024]
         })))
         .unwrap();
-        let (ctx, kept) = keeping(on_local());
+        let (ctx, kept) = engine::testing::keeping(on_local());
         w.prepare(&ctx).unwrap();
         let end = w.run_test("sha256", &ctx).unwrap();
         w.cleanup();

@@ -770,7 +770,9 @@ impl MemBench {
                     )?;
                     pts.push((s, ns));
                     progress.done.store(i as u64 + 1, Ordering::Relaxed);
-                    if let Some(c) = checkpoints.as_ref().filter(|c| c.due()) {
+                    // None after the last size: the test's result follows at once.
+                    let more = i + 1 < sizes.len();
+                    if let Some(c) = checkpoints.as_ref().filter(|c| more && c.due()) {
                         let so_far = Chased {
                             pts: pts.clone(),
                             freq: freq.clone(),
@@ -857,18 +859,13 @@ impl MemBench {
         // A curve cut short (a checkpoint's, a stopped test's) ends where it was cut, not
         // in memory: its last plateau is memory's only where it starts at or beyond the
         // last-level cache. With no caches known it was L2's ~4 ns stored as RAM's.
-        if curve != Curve::Whole {
-            let llc = self
-                .caches
-                .get(..self.caches.len().min(3))
-                .and_then(<[_]>::last);
-            if !llc.is_some_and(|c| {
-                levels.levels[3]
-                    .as_ref()
-                    .is_some_and(|r| r.from_bytes >= c.size_bytes)
-            }) {
-                levels.levels[3] = None;
-            }
+        let from_llc_on = |c: &plateau::CacheLevel| {
+            levels.levels[3]
+                .as_ref()
+                .is_some_and(|r| r.from_bytes >= c.size_bytes)
+        };
+        if curve != Curve::Whole && !plateau::last_level(&self.caches).is_some_and(from_llc_on) {
+            levels.levels[3] = None;
         }
         if let Some(f) = levels.levels[3].as_ref().and_then(|r| ram_rising(r, &pts)) {
             out.flags.push(f);
@@ -948,7 +945,7 @@ impl MemBench {
                         i,
                         curve,
                         &pts,
-                        self.caches.last().map(|c| c.size_bytes),
+                        plateau::last_level(&self.caches).map(|c| c.size_bytes),
                     ),
                 }),
             }
@@ -1023,10 +1020,12 @@ impl MemBench {
                 }
             }
             progress.done.store(i as u64 + 1, Ordering::Relaxed);
-            // After the reference alone there is no figure to keep yet.
+            // After the reference alone there is no figure to keep yet, and after the
+            // last run the test's result follows at once.
+            let more = i + 1 < order.len() + usize::from(checks);
             if let Some(c) = checkpoints
                 .as_ref()
-                .filter(|c| !figures.is_empty() && c.due())
+                .filter(|c| more && !figures.is_empty() && c.due())
             {
                 let measured = i + 1 - usize::from(checks);
                 let mut out = self.bandwidth_step(
@@ -1658,14 +1657,7 @@ mod tests {
             "sample_ms": 250, "samples": 7
         })))
         .unwrap();
-        let kept = Arc::new(std::sync::Mutex::new(Vec::<StepOutput>::new()));
-        let k = kept.clone();
-        let partial: engine::workload::Partial =
-            Arc::new(move |s: &StepOutput| k.lock().unwrap().push(s.clone()));
-        let ctx = Ctx {
-            partial: Some(partial),
-            ..on_local()
-        };
+        let (ctx, kept) = engine::testing::keeping(on_local());
         w.prepare(&ctx).unwrap();
         let end = w.run_test("latency", &ctx).unwrap();
         w.cleanup();

@@ -186,24 +186,13 @@ pub const LEVEL_NAMES: [&str; 4] = ["l1", "l2", "l3", "ram"];
 /// one wins RAM (the flat end of the curve, as lmbench reads it). Without cache sizes:
 /// first = L1, last = RAM, those between L2 then L3.
 pub fn name_levels(plateaus: &[Plateau], caches: &[CacheLevel]) -> Levels {
-    let mut out = Levels::default();
-    if plateaus.is_empty() {
-        return out;
-    }
-    if caches.is_empty() {
-        out.levels[0] = Some(plateaus[0].clone());
-        if plateaus.len() >= 2 {
-            out.levels[3] = plateaus.last().cloned();
-            for (k, p) in plateaus[1..plateaus.len() - 1].iter().take(2).enumerate() {
-                out.levels[1 + k] = Some(p.clone());
-            }
-        }
-        return out;
-    }
+    let Some(llc) = last_level(caches) else {
+        return name_without_caches(plateaus);
+    };
     let caches = &caches[..caches.len().min(3)];
-    let llc = caches[caches.len() - 1].size_bytes;
+    let mut out = Levels::default();
     for p in plateaus {
-        let idx = if p.from_bytes >= llc {
+        let idx = if p.from_bytes >= llc.size_bytes {
             Some(3)
         } else {
             caches.iter().enumerate().position(|(i, c)| {
@@ -227,6 +216,27 @@ pub fn name_levels(plateaus: &[Plateau], caches: &[CacheLevel]) -> Levels {
     out
 }
 
+/// The last cache level a curve names (L1-L3; a level past L3 is taken as memory's
+/// side): plateaus from its size on are memory's. None with no caches known.
+pub fn last_level(caches: &[CacheLevel]) -> Option<&CacheLevel> {
+    caches.get(..caches.len().min(3)).and_then(<[_]>::last)
+}
+
+/// Without cache sizes: first = L1, last = RAM, those between L2 then L3.
+fn name_without_caches(plateaus: &[Plateau]) -> Levels {
+    let mut out = Levels::default();
+    if let Some(first) = plateaus.first() {
+        out.levels[0] = Some(first.clone());
+    }
+    if plateaus.len() >= 2 {
+        out.levels[3] = plateaus.last().cloned();
+        for (k, p) in plateaus[1..plateaus.len() - 1].iter().take(2).enumerate() {
+            out.levels[1 + k] = Some(p.clone());
+        }
+    }
+    out
+}
+
 /// A plateau: sizes within 20% of their median, at least 3 of them.
 const TOL: f64 = 0.2;
 const MIN_POINTS: usize = 3;
@@ -240,8 +250,7 @@ const MIN_POINTS: usize = 3;
 /// same (acceptance L, 2: said "did not hold within 20%" of sizes that did).
 pub fn levels_of(points: &[(u64, f64)], caches: &[CacheLevel]) -> Levels {
     let mut out = name_levels(&find_plateaus(points, TOL, MIN_POINTS), caches);
-    let llc = caches.get(..caches.len().min(3)).and_then(<[_]>::last);
-    if let (None, Some(llc)) = (&out.levels[3], llc) {
+    if let (None, Some(llc)) = (&out.levels[3], last_level(caches)) {
         let beyond: Vec<(u64, f64)> = points
             .iter()
             .copied()
