@@ -995,7 +995,8 @@ pub struct SearchConfig {
     pub saturation_fraction: f64,
     /// ... or its errors exceed this percentage (1.0).
     pub max_error_pct: f64,
-    /// The load generator's CPUs are known to be apart from the server's (another host).
+    /// The load generator's CPUs are known to be apart from the server's (another kernel:
+    /// a host of its own, not a namespace of the server's machine).
     /// Only then does a miss with the generator behind stop the search: on shared CPUs a
     /// saturated server preempts the generator, whose sends then fall late though its
     /// connections had room, and stopping there reported "at least" a rate up to 2x low.
@@ -1421,7 +1422,7 @@ impl SearchResult {
              with a connection free for them; its CPUs are not known to be apart from the \
              server's, so those misses were taken as the server's, though a generator \
              starved of CPU (or at its own limit) may have made them: on a load generator \
-             host of its own (--loadgen), such a miss ends the search as a lower bound"
+             machine of its own (--loadgen), such a miss ends the search as a lower bound"
         ))
     }
 

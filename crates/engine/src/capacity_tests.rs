@@ -457,6 +457,9 @@ pub struct Found {
     /// Why a repetition's capacity is only a lower bound (a ramp that never saturated,
     /// a search whose every probe met the objective), one for each such.
     bounds: Vec<String>,
+    /// The `generator_late` warnings of repetitions whose generator fell behind on CPUs
+    /// not known to be apart from the server's: their capacity may be the generator's.
+    late: Vec<String>,
     /// A `levels` test has taken them: the next ramp or search starts a new series.
     taken: bool,
 }
@@ -468,11 +471,18 @@ impl Found {
         if self.taken || self.test != test {
             self.each.clear();
             self.bounds.clear();
+            self.late.clear();
         }
         self.test = test.to_string();
         self.taken = false;
         self.each.push(capacity);
         self.bounds.extend(bound.filter(|_| capacity.is_some()));
+    }
+
+    /// The repetition just recorded found its capacity with its generator behind
+    /// (`warning`, its `generator_late` warning): a `levels` test taking it repeats it.
+    pub fn generator_late(&mut self, warning: String) {
+        self.late.push(warning);
     }
 
     /// Why the capacity [`Found::take`] gives is a lower bound (the first such
@@ -698,15 +708,7 @@ pub fn run(
         }
         "search" => {
             let mut sc = cfg.search_config(d)?;
-            // Only a generator on a host of its own is known to be apart from the
-            // server's CPUs: on the server's host (even pinned apart, which this does not
-            // see) a miss with it behind is bisected as the server's.
-            sc.generator_apart = ctx.roles.as_ref().is_some_and(|r| {
-                !r.loadgens.is_empty()
-                    && r.loadgens
-                        .iter()
-                        .all(|h| h.name() != r.sut.name() && (h.remote() || r.sut.remote()))
-            });
+            sc.generator_apart = ctx.roles.as_ref().is_some_and(generators_apart);
             let r = capacity::search(&sc, &mut step_fn)?;
             if let Some(best) = r.max_rate_meeting_slo_per_s() {
                 ctx.note(&format!(
@@ -738,6 +740,7 @@ pub fn run(
                 flags.push(Flag::warning("search_limit", n.clone()));
             }
             if let Some(w) = r.generator_late_warning() {
+                found.generator_late(w.clone());
                 flags.push(Flag::warning("generator_late", w));
             }
             let steps = r.points.iter().map(|p| p.step.clone()).collect();
@@ -788,6 +791,20 @@ pub fn run(
                          {why}; the levels are not those shares of the server's capacity, \
                          nor their overall perf/W SPECpower's: find its limit first, or give \
                          --capacity"
+                    ),
+                ));
+            }
+            // A search that bisected misses with its generator behind may have found the
+            // generator's limit, not the server's: its levels are shares of that.
+            if let Some(w) = found.late.first().filter(|_| cfg.capacity.is_none()) {
+                flags.push(Flag::warning(
+                    "generator_late",
+                    format!(
+                        "100% is {capacity:.0} {unit}, {how}, but that search's generator \
+                         fell behind in {} of its {} repetition(s), and the capacity may be \
+                         the generator's: {w}",
+                        found.late.len(),
+                        found.each.len()
                     ),
                 ));
             }
@@ -1056,6 +1073,31 @@ fn resolved_settings(test: &str, cfg: &CapacityConfig, d: &CapacityDefaults) -> 
         Value::Object(m) => m,
         _ => Params::new(),
     }
+}
+
+/// Whether every load generator is known to run on another kernel than the server's (the
+/// hosts' boot ids known and different), so that a saturated server cannot have made it
+/// late by taking its CPUs. A generator on the server's host (even pinned apart, which
+/// this does not see), in a network namespace or container of its machine, or of a
+/// kernel not known is not: a search's miss with it behind is bisected as the server's.
+fn generators_apart(roles: &crate::host::Roles) -> bool {
+    on_other_kernels(
+        roles.sut.boot_id(),
+        roles.loadgens.iter().map(|h| h.boot_id()),
+    )
+}
+
+/// Whether there are generators, and each one's boot id is known and not the server's
+/// (known too).
+fn on_other_kernels(
+    server: Option<String>,
+    generators: impl Iterator<Item = Option<String>>,
+) -> bool {
+    let Some(server) = server else {
+        return false;
+    };
+    let mut generators = generators.peekable();
+    generators.peek().is_some() && generators.all(|b| b.is_some_and(|b| b != server))
 }
 
 /// The server processes' CPU below which a saturation is said not to be the server's CPU:
@@ -2004,11 +2046,31 @@ mod tests {
         );
     }
 
+    /// A generator is apart from the server only on another kernel, both known: a
+    /// network namespace of the server's machine (the same boot id) shares its CPUs.
+    #[test]
+    fn generators_are_apart_only_on_another_known_kernel() {
+        let id = |s: &str| Some(s.to_string());
+        let apart = |server: Option<String>, gens: Vec<Option<String>>| {
+            on_other_kernels(server, gens.into_iter())
+        };
+        assert!(apart(id("a"), vec![id("b")]));
+        assert!(apart(id("a"), vec![id("b"), id("c")]));
+        assert!(
+            !apart(id("a"), vec![id("b"), id("a")]),
+            "one beside the server"
+        );
+        assert!(!apart(id("a"), vec![id("b"), None]), "one not known");
+        assert!(!apart(None, vec![id("b")]), "the server's not known");
+        assert!(!apart(id("a"), vec![]), "no generator");
+    }
+
     /// A search whose generator fell behind, where nothing says its CPUs are apart from
     /// the server's (no hosts: one process), takes its misses as the server's and
     /// bisects on, warning of the lateness: the server may have preempted it, and a stop
-    /// there read "at least" a rate up to 2x low. (A generator on a host of its own stops
-    /// the search as a lower bound: capacity::tests::a_miss_with_the_generator_behind_is_not_the_servers.)
+    /// there read "at least" a rate up to 2x low. (A generator on a machine of its own
+    /// stops the search as a lower bound: capacity::tests::a_miss_with_the_generator_behind_is_not_the_servers.)
+    /// The `levels` test taking that capacity says so too.
     #[test]
     fn a_search_with_its_generator_behind_on_shared_cpus_bisects_and_warns() {
         // The `step` server meets p99<2ms up to 800/s; past 600/s the generator sends
@@ -2022,8 +2084,13 @@ mod tests {
             }
             Ok(s)
         };
-        let (_, cfg) = split_params("kv", &params(json!({"slo": "p99<2ms"}))).unwrap();
-        let out = kv_quiet("search", &cfg, &mut Found::default(), client);
+        let (_, cfg) = split_params(
+            "kv",
+            &params(json!({"slo": "p99<2ms", "levels": [100, 50], "idle_duration": 0})),
+        )
+        .unwrap();
+        let mut found = Found::default();
+        let out = kv_quiet("search", &cfg, &mut found, client);
         let best = out
             .metrics
             .iter()
@@ -2051,6 +2118,31 @@ mod tests {
             .metrics
             .iter()
             .any(|m| m.name == "generator_late_sends" && m.value > 0.0));
+
+        let levels = kv_quiet("levels", &cfg, &mut found, client);
+        let w = levels
+            .flags
+            .iter()
+            .find(|f| f.code == "generator_late")
+            .expect("the levels say their 100% came from a search with its generator behind");
+        assert!(
+            w.message.starts_with(&format!("100% is {best:.0} "))
+                && w.message.contains(
+                    ", what the search before it found, but that search's generator fell \
+                     behind in 1 of its 1 repetition(s), and the capacity may be the \
+                     generator's: the generator fell behind at 800/s"
+                ),
+            "{}",
+            w.message
+        );
+        // Given with --capacity, the levels are not the search's.
+        let (_, given) = split_params(
+            "kv",
+            &params(json!({"capacity": 500, "levels": [100], "idle_duration": 0})),
+        )
+        .unwrap();
+        let levels = kv_quiet("levels", &given, &mut found, client);
+        assert!(levels.flags.iter().all(|f| f.code != "generator_late"));
     }
 
     #[test]

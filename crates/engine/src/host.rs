@@ -253,6 +253,12 @@ pub trait Host: Send + Sync {
     fn cpus_online(&self) -> Option<crate::launch::OnlineCpus> {
         None
     }
+    /// The boot id of the kernel this host runs on (`/proc/sys/kernel/random/boot_id`):
+    /// hosts with one are namespaces or containers of one machine, sharing its CPUs.
+    /// None: not known.
+    fn boot_id(&self) -> Option<String> {
+        None
+    }
 
     fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure>;
 

@@ -341,13 +341,10 @@ impl HostSet {
     /// here), then the remotes (as each one's agent said): hosts with one boot id are
     /// one kernel, namespaces or containers of one machine.
     pub fn boot_ids(&self) -> Vec<(String, Option<String>)> {
-        let mut out = vec![(LOCAL.to_string(), boot_id())];
-        out.extend(
-            self.remotes
-                .iter()
-                .map(|r| (r.name().to_string(), r.hello().boot_id.clone())),
-        );
-        out
+        self.hosts
+            .iter()
+            .map(|h| (h.name().to_string(), h.boot_id()))
+            .collect()
     }
 
     /// The first host that was lost, and why.

@@ -148,6 +148,10 @@ impl Host for LocalHost {
         crate::local_addresses()
     }
 
+    fn boot_id(&self) -> Option<String> {
+        crate::boot_id()
+    }
+
     fn start_lead(&self) -> Duration {
         Duration::ZERO
     }

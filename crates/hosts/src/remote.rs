@@ -541,6 +541,10 @@ impl Host for RemoteHost {
         true
     }
 
+    fn boot_id(&self) -> Option<String> {
+        self.hello.boot_id.clone()
+    }
+
     fn disclosure(&self, role: &str) -> anyhow::Result<HostDisclosure> {
         self.call(Request::Disclosure { role: role.into() })
     }

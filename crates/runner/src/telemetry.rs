@@ -1344,7 +1344,9 @@ pub fn window_metrics(samples: &[TelemetrySample]) -> Vec<Metric> {
         }
         for p in &s.procs {
             out.push(
-                Metric::new("process_cpu_pct", p.usr_pct + p.sys_pct, "%").label("role", &p.role),
+                Metric::new("process_cpu_pct", p.usr_pct + p.sys_pct, "%")
+                    .label("role", &p.role)
+                    .label("pid", p.pid),
             );
         }
         let host: Vec<&TelemetrySample> = samples
