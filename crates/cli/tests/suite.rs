@@ -267,6 +267,88 @@ fn ctrl_c_before_any_test_ran_stores_nothing() {
     assert!(!db.exists(), "a store was left at {}", db.display());
 }
 
+/// The run of `rackbench run ARGS`, killed (kill -9) once a checkpoint of 9 s or more
+/// was stored, as the next command shows it.
+fn killed_9_s_in(args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let child = bin()
+        .args(["--db", db.to_str().unwrap(), "run"])
+        .args(args)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::kill9_once_measured(child, &db, 9.0, std::time::Duration::from_secs(40))
+}
+
+/// rackbench killed (kill -9) in an RSA test's verifies keeps its last checkpoint: the
+/// signs as finished, the verifies counted so far, stored `interrupted` and marked
+/// `partial` with the time it is of (rsa2048: 8 s of signs, then 8 s of verifies).
+#[test]
+fn sigkill_in_a_crypto_test_keeps_its_last_checkpoint() {
+    // The second checkpoint (about 10 s), taken during the verifies.
+    let run = killed_9_s_in(&["crypto", "-t", "rsa2048", "--duration", "8"]);
+    let r = common::interrupted_result(&run);
+    let window = r["duration_s"].as_f64().unwrap();
+    assert!((9.0..16.0).contains(&window), "{window}");
+    let message = common::partial_message(r);
+    assert!(
+        message.starts_with(&format!(
+            "the rsa2048 test did not finish (rackbench was killed, or the machine stopped): \
+             measured until a checkpoint at {window:.1} s of 16.0 s"
+        )),
+        "{message}"
+    );
+    let signs = common::stored_metric(r, "signs_per_s");
+    let verifies = common::stored_metric(r, "verifies_per_s");
+    assert!(signs.is_some_and(|v| v > 0.0), "{r}");
+    assert!(verifies.is_some_and(|v| v > 0.0), "{r}");
+    assert!(
+        common::missing_saying(r, "verifies_per_cpu_s", "checkpoint"),
+        "{r}"
+    );
+}
+
+/// rackbench killed (kill -9) in a memory latency test keeps the sizes its last
+/// checkpoint had measured, each as measured, stored `interrupted` and marked `partial`
+/// with how many of the sizes it holds; no memory level is named from a cut curve.
+#[test]
+fn sigkill_in_a_mem_latency_test_keeps_the_sizes_measured() {
+    // Eight sizes of about 2 s each.
+    let run = killed_9_s_in(&[
+        "mem",
+        "-t",
+        "latency",
+        "--sizes",
+        "4K,8K,16K,32K,64K,128K,256K,512K",
+        "--sample-ms",
+        "250",
+        "--samples",
+        "8",
+    ]);
+    let r = common::interrupted_result(&run);
+    let sizes = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "latency_ns")
+        .inspect(|m| assert!(m["value"].as_f64().unwrap() > 0.0, "{m}"))
+        .count();
+    assert!((1..8).contains(&sizes), "{sizes} sizes: {r}");
+    let message = common::partial_message(r);
+    assert!(
+        message.starts_with("the latency test did not finish (rackbench was killed")
+            && message.contains(&format!("({sizes} of 8 sizes measured)")),
+        "{message}"
+    );
+    assert!(
+        common::missing_saying(r, "ram_latency_ns", "checkpoint"),
+        "{r}"
+    );
+}
+
 const SIGINT: i32 = 2;
 
 extern "C" {

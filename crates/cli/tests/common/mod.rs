@@ -121,23 +121,13 @@ pub fn checkpointed_result<'a>(
     test: &str,
     planned_s: f64,
 ) -> (&'a serde_json::Value, f64) {
-    assert_eq!(run["status"], "interrupted", "{run}");
-    let results = run["results"].as_array().unwrap();
-    assert_eq!(results.len(), 1, "{run}");
-    let r = &results[0];
-    assert_eq!(r["status"], "interrupted", "{r}");
+    let r = interrupted_result(run);
     let window = r["duration_s"].as_f64().unwrap();
     assert!(
         (10.0..planned_s).contains(&window),
         "the window measured: {window} s"
     );
-    let partial = r["flags"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "partial")
-        .unwrap_or_else(|| panic!("no partial flag: {r}"));
-    let message = partial["message"].as_str().unwrap();
+    let message = partial_message(r);
     assert!(
         message.starts_with(&format!(
             "the {test} test did not finish (rackbench was killed, or the machine stopped): \
@@ -146,6 +136,27 @@ pub fn checkpointed_result<'a>(
         "{message}"
     );
     (r, window)
+}
+
+/// The one result of `run`, both stored `interrupted` (the process ended mid-test).
+pub fn interrupted_result(run: &serde_json::Value) -> &serde_json::Value {
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run}");
+    let r = &results[0];
+    assert_eq!(r["status"], "interrupted", "{r}");
+    r
+}
+
+/// The message of a stored result's `partial` flag (a checkpoint's).
+pub fn partial_message(r: &serde_json::Value) -> &str {
+    r["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "partial")
+        .and_then(|f| f["message"].as_str())
+        .unwrap_or_else(|| panic!("no partial flag: {r}"))
 }
 
 /// The unlabelled metric `name` of a stored result.
