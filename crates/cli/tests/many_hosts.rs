@@ -384,6 +384,13 @@ fn a_cpu_list_past_its_hosts_cpus_is_refused_before_anything_runs() {
     assert_ne!(code, 2, "{err}");
     assert_eq!(run["results"][0]["status"], "ok", "{run}");
     assert_nothing_left(&h, 10);
+    // Namespaces of one machine share its CPUs: a generator pinned to the server's CPU
+    // competes with it, though its host has another name (the same boot id).
+    let both = ["--client-cpus", &last, "--server-cpus", &last];
+    let (_, run, err) = run_json(&h, &db, &[&kv[..], &both].concat());
+    let flags = run["results"][0]["flags"].to_string();
+    assert!(flags.contains("shares_cpus"), "{err}: {flags}");
+    assert_nothing_left(&h, 10);
 }
 
 /// A server's program missing on a remote system under test is refused once the hosts

@@ -138,15 +138,8 @@ unsafe fn libc_kill(pid: i32) {
 /// `rackbench run net` with `args` into `db`, killed outright (kill -9) once its test has
 /// measured two checkpoints (10 s of 30): the run as stored after the kill.
 fn net_killed_at_a_checkpoint(db: &std::path::Path, args: &[&str]) -> serde_json::Value {
-    let child = common::bin()
-        .args(["--db", db.to_str().unwrap(), "run", "net"])
-        .args(args)
-        .args(["--duration", "30", "-q"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    common::kill9_once_measured(child, db, 10.0, Duration::from_secs(27))
+    let args = [&["net"], args, &["--duration", "30"]].concat();
+    common::run_killed_once_measured(db, &args, 10.0, Duration::from_secs(27))
 }
 
 /// The figures a net checkpoint has, whatever the protocol: Gbit/s over its window (the

@@ -207,6 +207,10 @@ pub struct CapacityConfig {
     pub levels: Option<Value>,
     pub idle_duration: Option<f64>,
     pub wait: Option<String>,
+    /// The point was given its server (`--target`, `--dsn`), whose kernel is not known:
+    /// no generator is known to be apart from it (set by [`split_params`]).
+    #[serde(skip)]
+    pub server_given: bool,
 }
 
 /// Take the capacity keys out of `params` (the workload parses the rest) and read them.
@@ -218,7 +222,8 @@ pub fn split_params(workload: &str, params: &Params) -> anyhow::Result<(Params, 
             own.insert(k.to_string(), v);
         }
     }
-    let cfg: CapacityConfig = crate::plan::config_from_params(workload, &own)?;
+    let mut cfg: CapacityConfig = crate::plan::config_from_params(workload, &own)?;
+    cfg.server_given = !crate::workload::given_servers(params).is_empty();
     Ok((rest, cfg))
 }
 
@@ -708,7 +713,8 @@ pub fn run(
         }
         "search" => {
             let mut sc = cfg.search_config(d)?;
-            sc.generator_apart = ctx.roles.as_ref().is_some_and(generators_apart);
+            sc.generator_apart =
+                !cfg.server_given && ctx.roles.as_ref().is_some_and(generators_apart);
             let r = capacity::search(&sc, &mut step_fn)?;
             if let Some(best) = r.max_rate_meeting_slo_per_s() {
                 ctx.note(&format!(
@@ -2063,6 +2069,19 @@ mod tests {
         assert!(!apart(id("a"), vec![id("b"), None]), "one not known");
         assert!(!apart(None, vec![id("b")]), "the server's not known");
         assert!(!apart(id("a"), vec![]), "no generator");
+        // A server given with --target or --dsn runs on a kernel not known.
+        for given in [
+            json!({"target": "192.0.2.1:6379"}),
+            json!({"dsn": "host=db1"}),
+        ] {
+            assert!(split_params("kv", &params(given)).unwrap().1.server_given);
+        }
+        assert!(
+            !split_params("kv", &params(json!({})))
+                .unwrap()
+                .1
+                .server_given
+        );
     }
 
     /// A search whose generator fell behind, where nothing says its CPUs are apart from

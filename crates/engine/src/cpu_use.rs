@@ -4,6 +4,8 @@
 //! (`cpus_oversubscribed`). One judgement for every workload that launches servers (kv,
 //! http, oltp), so the same placement reads the same everywhere.
 
+use std::sync::Arc;
+
 use model::Flag;
 
 use crate::host::Roles;
@@ -89,12 +91,17 @@ pub struct CpuUse {
 }
 
 impl CpuUse {
-    /// Judge the clash for these roles: only a generator on the servers' own host can
-    /// take their CPUs, and only this machine's CPUs are known here (another host's
-    /// are not, so an unpinned generator there is not judged).
+    /// Judge the clash for these roles: only a generator on the servers' own kernel (their
+    /// host, or a namespace or container of its machine: the same boot id) can take
+    /// their CPUs, and only this machine's CPUs are known here (another host's are not,
+    /// so an unpinned generator there is not judged).
     pub fn judge(roles: &Roles, server: &[usize], client: &[usize]) -> CpuUse {
         let sut = roles.sut.name();
-        let clash = if roles.loadgens.iter().any(|g| g.name() == sut) {
+        let kernel = roles.sut.boot_id();
+        let beside = |g: &Arc<dyn crate::host::Host>| {
+            g.name() == sut || (kernel.is_some() && g.boot_id() == kernel)
+        };
+        let clash = if roles.loadgens.iter().any(beside) {
             let here = (sut == "local").then(crate::launch::allowed_cpus);
             cpu_clash(server, client, here.as_deref())
         } else {

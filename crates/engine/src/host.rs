@@ -449,11 +449,6 @@ impl Roles {
             .max()
             .unwrap_or_default()
     }
-
-    /// True when everything runs on one host (nothing crosses a network).
-    pub fn single_host(&self) -> bool {
-        self.loadgens.iter().all(|h| h.name() == self.sut.name())
-    }
 }
 
 /// The service of a workload that measures the system under test itself (crypto, mem):

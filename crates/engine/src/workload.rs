@@ -192,7 +192,7 @@ pub trait Watch: Send + Sync {
         None
     }
     /// What was sampled from `mark` to now, as metrics: `cpu_busy_pct` (all CPUs),
-    /// `process_cpu_pct` per watched role, `power_w` (labelled with its source). Used for
+    /// `process_cpu_pct` per watched process (labelled with its role and pid), `power_w` (labelled with its source). Used for
     /// per-step figures inside one test (capacity ramps and load levels). `window`, in
     /// seconds after the mark: only the samples wholly inside it (a step's measured
     /// window, without the start's lead, the connections' setup, the warm-up and the
@@ -630,6 +630,23 @@ pub trait Workload: Send {
 
 /// Parameters of one sweep point, as plain JSON.
 pub type Params = serde_json::Map<String, serde_json::Value>;
+
+/// The servers a sweep point was given rather than launching its own (`--target`,
+/// `--dsn`), as written: where they run is the user's, not a host rackbench reached.
+pub fn given_servers(point: &Params) -> Vec<&str> {
+    let mut texts: Vec<&str> = Vec::new();
+    for k in ["target", "targets", "dsn"] {
+        match point.get(k) {
+            Some(serde_json::Value::String(s)) => texts.push(s),
+            Some(serde_json::Value::Array(a)) => {
+                texts.extend(a.iter().filter_map(serde_json::Value::as_str))
+            }
+            _ => {}
+        }
+    }
+    texts.retain(|t| !t.trim().is_empty());
+    texts
+}
 
 /// A workload's resolved config as [`Workload::settings`] gives it: `configs` (its own,
 /// the capacity tests') serialised and merged, unset optional knobs (null) left out. A

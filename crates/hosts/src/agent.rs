@@ -91,7 +91,7 @@ pub fn hello() -> anyhow::Result<Hello> {
         address,
         peer_address,
         addresses: crate::local_addresses(),
-        boot_id: crate::boot_id(),
+        boot_id: model::process::boot_id(),
         servers: servers_here(),
         exe: std::fs::read_link("/proc/self/exe")
             .ok()

@@ -73,11 +73,6 @@ pub(crate) fn read_trim(path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// This kernel's boot id, if it can be read.
-pub fn boot_id() -> Option<String> {
-    Some(read_trim("/proc/sys/kernel/random/boot_id")).filter(|s| !s.is_empty())
-}
-
 /// This host's name, as its agent's hello gives it.
 pub(crate) fn hostname() -> String {
     read_trim("/proc/sys/kernel/hostname")
@@ -274,19 +269,19 @@ impl HostSet {
     /// An error when two of the hosts are one machine ([`same_machine`]), naming both and
     /// what to give instead.
     fn refuse_aliases(&self) -> anyhow::Result<()> {
-        let boots = self.boot_ids();
         let (addresses, name) = (local_addresses(), hostname());
+        let local_boot = self.local.boot_id();
         let mut ids = vec![Identity {
             name: LOCAL,
-            boot_id: boots[0].1.as_deref(),
+            boot_id: local_boot.as_deref(),
             hostname: &name,
             addresses: &addresses,
         }];
-        for (r, (_, boot)) in self.remotes.iter().zip(&boots[1..]) {
+        for r in &self.remotes {
             let hello = r.hello();
             ids.push(Identity {
                 name: r.name(),
-                boot_id: boot.as_deref(),
+                boot_id: hello.boot_id.as_deref(),
                 hostname: &hello.hostname,
                 addresses: &hello.addresses,
             });

@@ -149,7 +149,7 @@ impl Host for LocalHost {
     }
 
     fn boot_id(&self) -> Option<String> {
-        crate::boot_id()
+        model::process::boot_id()
     }
 
     fn start_lead(&self) -> Duration {

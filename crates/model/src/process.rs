@@ -36,14 +36,10 @@ pub fn stat_of(pid: u32) -> Option<Stat> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
-/// This boot of the kernel.
+/// This boot of the kernel, if it can be read.
 pub fn boot_id() -> Option<String> {
-    Some(
-        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .ok()?
-            .trim()
-            .to_string(),
-    )
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(id.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// Where this process runs, as far as seeing other processes goes: the hostname and the

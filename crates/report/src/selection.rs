@@ -387,7 +387,7 @@ impl Selection {
 /// best), and power the mean over the very same sweep points (never over every point of
 /// the sweep), each saying which points it took.
 pub fn tco_from_run(run: &RunRecord, p: &tco::Platform) -> Result<tco::FromRun, String> {
-    let perf = tco_perf(run, p)?;
+    let (perf, rows) = tco_mean(run, p)?;
     let sel = tco_selection(p);
     let runs = std::slice::from_ref(run);
     let peak = crate::derive::peak_params(runs);
@@ -411,6 +411,7 @@ pub fn tco_from_run(run: &RunRecord, p: &tco::Platform) -> Result<tco::FromRun, 
         w.source = format!("{}; the points are the performance figure's", w.source);
     }
     fr.perf = Some(perf);
+    fr.perf_rows = rows;
     Ok(fr)
 }
 
@@ -431,6 +432,11 @@ fn tco_selection(p: &tco::Platform) -> Selection {
 /// its `tests` (or `test`, or all) at its `params` (or each at its best), saying which
 /// points it took.
 pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, String> {
+    tco_mean(run, p).map(|(perf, _)| perf)
+}
+
+/// [`tco_perf`], with the summary's rows it is the mean of, sorted.
+fn tco_mean(run: &RunRecord, p: &tco::Platform) -> Result<(tco::Sourced, Vec<String>), String> {
     let runs = std::slice::from_ref(run);
     let sel = tco_selection(p);
     sel.check(runs)
@@ -449,10 +455,28 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
             p.name, run.id, r.label, r.unit
         ));
     }
-    let taken: Vec<String> = s
-        .rows
+    let had: Vec<&crate::derive::SummaryRow> =
+        s.rows.iter().filter(|r| r.perf[0].is_some()).collect();
+    // A row as another platform's would be named: without the settings this one's
+    // `params` chose (`kv get pipeline=1` of a swept pipeline is another run's `kv get`
+    // of a pipeline fixed at 1).
+    let chosen_by_params = |word: &&str| {
+        p.params.keys().any(|k| {
+            word.strip_prefix(k.as_str())
+                .is_some_and(|v| v.starts_with('='))
+        })
+    };
+    let mut rows: Vec<String> = had
         .iter()
-        .filter(|r| r.perf[0].is_some())
+        .map(|r| {
+            let words: Vec<&str> = r.label.split(' ').collect();
+            let kept: Vec<&str> = words.into_iter().filter(|w| !chosen_by_params(w)).collect();
+            kept.join(" ")
+        })
+        .collect();
+    rows.sort();
+    let taken: Vec<String> = had
+        .iter()
         .map(|r| match r.chosen[0].as_str() {
             "" => r.label.clone(),
             chosen => format!("{} {}", r.label, sel.point_words(chosen)),
@@ -468,7 +492,7 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
         }
         (None, None) => return Err(no_perf_because(run, p)),
     };
-    Ok(tco::Sourced {
+    let perf = tco::Sourced {
         value,
         source: format!(
             "run {}: geometric mean of {} test(s): {}",
@@ -479,7 +503,8 @@ pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, Stri
         modelled: false,
         unit: (!s.unit.is_empty()).then(|| s.unit.clone()),
         run: Some(run.id.clone()),
-    })
+    };
+    Ok((perf, rows))
 }
 
 /// Why a run gives a TCO platform no performance: its valid results are capacity tests

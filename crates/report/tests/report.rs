@@ -2705,6 +2705,53 @@ fn a_client_sweeps_points_are_one_test_at_its_best() {
     assert!(w.source.contains("4 point(s)"), "{}", w.source);
 }
 
+/// Two platforms' geometric means over different tests were set side by side: one over
+/// `get` and `set` at pipeline 1 and 100, the other at pipeline 1 alone, read the second
+/// at a fraction of the first with nothing said. Refused, naming both sets of tests; the
+/// same tests (the first platform's `params` choosing pipeline 1) are evaluated.
+#[test]
+fn a_tco_refuses_geometric_means_over_different_tests() {
+    let swept = client_sweep_run();
+    let mut fixed = swept.clone();
+    fixed.id = "fixed".into();
+    fixed
+        .results
+        .retain(|r| r.params.get("pipeline") == Some(&serde_json::json!(1)));
+    // Platform `x86` of the swept run (with `a_params`), and `b` of the fixed one.
+    let plan = |a_params: &str| {
+        let mut plan = one_platform_plan(&swept.id, a_params);
+        let b = tco::Platform {
+            name: "b".into(),
+            run: Some("fixed".into()),
+            params: BTreeMap::new(),
+            ..plan.platforms[0].clone()
+        };
+        plan.platforms.push(b);
+        plan
+    };
+    let evaluate = |plan: &tco::Plan| {
+        let from = |run: &RunRecord, i: usize| {
+            report::selection::tco_from_run(run, &plan.platforms[i]).unwrap()
+        };
+        let runs = BTreeMap::from([
+            ("x86".to_string(), from(&swept, 0)),
+            ("b".to_string(), from(&fixed, 1)),
+        ]);
+        tco::evaluate(plan, &runs)
+    };
+    let e = evaluate(&plan("")).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "platform `b`'s performance is the geometric mean of kv get, kv set, platform \
+             `x86`'s of kv get pipeline=1, kv get pipeline=100, kv set pipeline=1, kv set \
+             pipeline=100: their difference would compare unlike figures"
+        ),
+        "{e}"
+    );
+    let t = evaluate(&plan("params = { pipeline = 1 }\n")).unwrap();
+    assert_eq!(t.platforms.len(), 2);
+}
+
 /// A one-platform TCO plan over run `x86-a` with `perf_from = "max"`, `extra` added to
 /// its platform.
 fn max_plan(extra: &str) -> tco::Plan {

@@ -819,11 +819,7 @@ fn disclosures(
     // share its CPUs, whose counters then hold every one's work: said on each, so that
     // a system under test's whole-host CPU is not taken for its servers' where a load
     // generator ran on the same kernel (acceptance K, F1).
-    let boots: Vec<(String, Option<String>)> = set
-        .boot_ids()
-        .into_iter()
-        .filter(|(n, _)| set.all().iter().any(|h| h.name() == n))
-        .collect();
+    let boots = set.boot_ids();
     for d in out.iter_mut() {
         let Some((_, Some(mine))) = boots.iter().find(|(n, _)| *n == d.host) else {
             continue;
@@ -865,15 +861,7 @@ fn disclosures(
 /// `hostaddr` where it is given (`host` then only names it), and a comma-separated list
 /// is several hosts; a Unix socket's directory (`host=/run/postgresql`) is no host.
 fn given_server_hosts(point: &Params) -> Vec<String> {
-    let mut texts: Vec<&str> = Vec::new();
-    for k in ["target", "targets", "dsn"] {
-        match point.get(k) {
-            Some(Value::String(s)) => texts.push(s),
-            Some(Value::Array(a)) => texts.extend(a.iter().filter_map(Value::as_str)),
-            _ => {}
-        }
-    }
-    texts
+    engine::workload::given_servers(point)
         .into_iter()
         .flat_map(|t| server_hosts_of(t.trim()))
         .filter(|h| !h.is_empty() && !h.starts_with('/') && !h.starts_with('@'))

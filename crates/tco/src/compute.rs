@@ -50,6 +50,10 @@ pub struct FromRun {
     /// suspect figure is not carried into a TCO unmarked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The tests (the report summary's rows, sorted) the performance is the geometric
+    /// mean of; empty for a figure of one test or given in the plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub perf_rows: Vec<String>,
 }
 
 /// Which limit decides how many servers a rack holds.
@@ -215,6 +219,32 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
     (b != 0.0 && a.is_finite() && b.is_finite()).then(|| a / b)
 }
 
+/// Platforms whose performance is a geometric mean over their runs' tests take it over
+/// the same tests: a mean over `get` at pipeline 1 and 16 set against one over `get` at
+/// pipeline 1 alone read the second platform at 0.35x of the first where it was 1.1x.
+fn refuse_unlike_means(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::Result<()> {
+    let means = plan.platforms.iter().filter_map(|p| {
+        let fr = from_runs.get(&p.name)?;
+        (p.perf.is_none() && !fr.perf_rows.is_empty()).then_some((&p.name, &fr.perf_rows))
+    });
+    let mut first: Option<(&String, &Vec<String>)> = None;
+    for (name, rows) in means {
+        match first {
+            None => first = Some((name, rows)),
+            Some((other, theirs)) if theirs != rows => anyhow::bail!(
+                "platform `{name}`'s performance is the geometric mean of {}, platform \
+                 `{other}`'s of {}: their difference would compare unlike figures; take \
+                 each over the same tests (`tests = [...]`, with `params` for a setting one \
+                 run swept), or give `perf = ...` in the plan",
+                rows.join(", "),
+                theirs.join(", ")
+            ),
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Refuse platform `name`'s performance unit `unit` (from a run) where it is not the
 /// plan's `perf_unit`, or not the unit of the first platform's figure from a run
 /// (`first`, set here when it is the first).
@@ -254,6 +284,7 @@ const LEAST_BOARD_W: f64 = 5.0;
 /// run, and in the plan's `perf_unit` where it gives one: an error says which differ.
 pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::Result<TcoResult> {
     plan.check()?;
+    refuse_unlike_means(plan, from_runs)?;
     let usable_w = plan.rack.power_budget_w - plan.rack.reserved_w;
     let hours = plan.years * HOURS_PER_YEAR;
     let mut notes = Vec::new();

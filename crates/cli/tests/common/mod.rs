@@ -113,6 +113,25 @@ pub fn kill9_once_measured(
     show_latest(db)
 }
 
+/// `rackbench run ARGS -q` into `db`, killed outright (kill -9) once its test has a
+/// checkpoint of `at_least_s` measured seconds or more ([`kill9_once_measured`]).
+pub fn run_killed_once_measured(
+    db: &Path,
+    args: &[&str],
+    at_least_s: f64,
+    within: std::time::Duration,
+) -> serde_json::Value {
+    let child = bin()
+        .args(["--db", db.to_str().unwrap(), "run"])
+        .args(args)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    kill9_once_measured(child, db, at_least_s, within)
+}
+
 /// The one result of `run`, a test killed at a checkpoint: stored `interrupted`, marked
 /// `partial` with the checkpoint it is of (its `duration_s`) against the `planned_s` of
 /// `test`. Returns it and its window.
