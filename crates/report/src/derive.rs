@@ -2730,14 +2730,17 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         .map(|r| r.label.clone())
         .collect();
     let n = runs.len();
-    let geomean_note = no_geomean_reason(&rows, &row_workloads, sel.from_plan);
+    // Whether the means can be had is a question of the rows they are over: a test no
+    // run has a figure of (so no unit) is left out, not a unit that forbids a mean.
+    let in_means: Vec<SummaryRow> = common.iter().map(|r| (*r).clone()).collect();
+    let geomean_note = no_geomean_reason(&in_means, &row_workloads, sel.from_plan);
     let geomean = (0..n)
         .map(|i| {
             let v: Vec<f64> = common.iter().filter_map(|r| r.perf[i]).collect();
             geomean_note.is_none().then(|| stats::geomean(&v)).flatten()
         })
         .collect();
-    let power_mean_note = unlike_rows(&rows, &row_workloads).map(|(w, why)| {
+    let power_mean_note = unlike_rows(&in_means, &row_workloads).map(|(w, why)| {
         format!(
             "no mean of power: {w}'s {why}, each at a power of its own{}",
             take_one(w, sel.from_plan)
@@ -2762,7 +2765,13 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             power_basis.push(None);
         }
     }
-    let unit = match &rows[..] {
+    // The unit of the means: that of the rows they are over (of every row where none is).
+    let unit_rows = if in_means.is_empty() {
+        &rows
+    } else {
+        &in_means
+    };
+    let unit = match &unit_rows[..] {
         [first, rest @ ..] if rest.iter().all(|r| r.unit == first.unit) => first.unit.clone(),
         _ => String::new(),
     };

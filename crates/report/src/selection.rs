@@ -277,6 +277,16 @@ impl Selection {
             .join(", ")
     }
 
+    /// Where the selection reaches only the summary: the efficiency tables and the charts
+    /// stay at each run's best point over all its tests, said under the summary so that a
+    /// reader does not pair its figures with theirs. None for no selection.
+    pub fn only_summary_note(&self) -> Option<&'static str> {
+        (!self.at.is_empty() || !self.tests.is_empty()).then_some(
+            "--at and --tests choose the summary's points only: the efficiency tables and \
+             the charts below are at each run's best point over all its tests",
+        )
+    }
+
     /// `each column at one instances, its best over all its rows; each row at its best
     /// clients`, `at instances=2`.
     pub fn describe(&self, peak: &[String]) -> String {

@@ -333,6 +333,14 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
         "{}",
         s.selection
     );
+    // The tables and charts after the summary are not chosen so: said under it, where a
+    // reader would pair their figures with the summary's (no selection, nothing said).
+    let note = "--at and --tests choose the summary's points only: the efficiency tables \
+                and the charts below are at each run's best point over all its tests.";
+    let in_html = note.replace('\'', "&#39;");
+    assert!(report::html_with(&runs, None, &two_tests).contains(&in_html));
+    assert!(report::markdown_with(&runs, None, None, &two_tests).contains(note));
+    assert!(!report::html_with(&runs, None, &report::Selection::default()).contains(&in_html));
     let with_other = report::Selection {
         tests: vec!["set pipeline=1".into(), "rsa2048".into()],
         ..Default::default()

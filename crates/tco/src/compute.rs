@@ -273,8 +273,10 @@ fn check_unit<'a>(
     Ok(())
 }
 
-/// Below this a board's power given in the plan is said to be suspect (a kW figure typed
-/// as W); a small Arm board draws a few watts, so it is said, not refused.
+/// Below this a board's power is said to be suspect (given in the plan: a kW figure typed
+/// as W; from a run: a meter or model reading far low, which sizes a rack by its space
+/// and makes perf/W that much too high); a small Arm board draws a few watts, so it is
+/// said, not refused.
 const LEAST_BOARD_W: f64 = 5.0;
 
 /// Evaluate a plan. `from_runs` holds, per platform name, what was taken from its `run`
@@ -341,6 +343,13 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
             }
             (None, Some(s)) => {
                 took(s);
+                if s.value < LEAST_BOARD_W {
+                    notes.push(format!(
+                        "{}: its run's power is {:.2} W per board, less than a server board \
+                         draws: check the source it was read from ({})",
+                        p.name, s.value, s.source
+                    ));
+                }
                 (s.value, s.source.clone(), s.modelled)
             }
             (None, None) => anyhow::bail!(run_hint("power")),

@@ -577,4 +577,25 @@ fn implausible_plan_figures_are_said_and_an_exact_fit_fits() {
         notes.contains("A: power_w = 0.374 W per board, less than a server board draws"),
         "{notes}"
     );
+    // A run's reading as low is said too: it would size the rack by its space and make
+    // perf/W that much too high, with nothing said.
+    let from_run = plan("1.5", "0").replace("power_w = 0\n", "run = \"r1\"\n");
+    let p = tco::Plan::from_toml(&from_run).unwrap();
+    let read = |w: f64| -> BTreeMap<String, tco::FromRun> {
+        let fr = serde_json::from_value(serde_json::json!({
+            "power_w": { "value": w, "source": "run r1: ipmi-dcmi system" },
+        }))
+        .unwrap();
+        BTreeMap::from([("A".to_string(), fr)])
+    };
+    let notes = tco::footnotes(&tco::evaluate(&p, &read(2.0)).unwrap()).join("\n");
+    assert!(
+        notes.contains(
+            "A: its run's power is 2.00 W per board, less than a server board draws: check \
+             the source it was read from (run r1: ipmi-dcmi system)"
+        ),
+        "{notes}"
+    );
+    let t = tco::evaluate(&p, &read(36.7)).unwrap();
+    assert!(tco::footnotes(&t).iter().all(|n| !n.contains("less than")));
 }
