@@ -1422,7 +1422,8 @@ impl SearchResult {
              with a connection free for them; its CPUs are not known to be apart from the \
              server's, so those misses were taken as the server's, though a generator \
              starved of CPU (or at its own limit) may have made them: on a load generator \
-             machine of its own (--loadgen), such a miss ends the search as a lower bound"
+             machine of its own (--loadgen) against a server rackbench launched, such a miss \
+             ends the search as a lower bound"
         ))
     }
 

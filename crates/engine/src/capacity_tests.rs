@@ -1087,23 +1087,11 @@ fn resolved_settings(test: &str, cfg: &CapacityConfig, d: &CapacityDefaults) -> 
 /// this does not see), in a network namespace or container of its machine, or of a
 /// kernel not known is not: a search's miss with it behind is bisected as the server's.
 fn generators_apart(roles: &crate::host::Roles) -> bool {
-    on_other_kernels(
-        roles.sut.boot_id(),
-        roles.loadgens.iter().map(|h| h.boot_id()),
-    )
-}
-
-/// Whether there are generators, and each one's boot id is known and not the server's
-/// (known too).
-fn on_other_kernels(
-    server: Option<String>,
-    generators: impl Iterator<Item = Option<String>>,
-) -> bool {
-    let Some(server) = server else {
-        return false;
-    };
-    let mut generators = generators.peekable();
-    generators.peek().is_some() && generators.all(|b| b.is_some_and(|b| b != server))
+    !roles.loadgens.is_empty()
+        && roles
+            .loadgens
+            .iter()
+            .all(|g| roles.on_server_kernel(g.as_ref()) == Some(false))
 }
 
 /// The server processes' CPU below which a saturation is said not to be the server's CPU:
@@ -2052,24 +2040,10 @@ mod tests {
         );
     }
 
-    /// A generator is apart from the server only on another kernel, both known: a
-    /// network namespace of the server's machine (the same boot id) shares its CPUs.
+    /// A server given with --target or --dsn runs on a kernel not known: no generator is
+    /// apart from it (the hosts' kernels: host::tests::one_kernel_is_one_host_or_one_boot_id).
     #[test]
-    fn generators_are_apart_only_on_another_known_kernel() {
-        let id = |s: &str| Some(s.to_string());
-        let apart = |server: Option<String>, gens: Vec<Option<String>>| {
-            on_other_kernels(server, gens.into_iter())
-        };
-        assert!(apart(id("a"), vec![id("b")]));
-        assert!(apart(id("a"), vec![id("b"), id("c")]));
-        assert!(
-            !apart(id("a"), vec![id("b"), id("a")]),
-            "one beside the server"
-        );
-        assert!(!apart(id("a"), vec![id("b"), None]), "one not known");
-        assert!(!apart(None, vec![id("b")]), "the server's not known");
-        assert!(!apart(id("a"), vec![]), "no generator");
-        // A server given with --target or --dsn runs on a kernel not known.
+    fn a_given_server_has_no_generator_apart() {
         for given in [
             json!({"target": "192.0.2.1:6379"}),
             json!({"dsn": "host=db1"}),

@@ -97,10 +97,8 @@ impl CpuUse {
     /// so an unpinned generator there is not judged).
     pub fn judge(roles: &Roles, server: &[usize], client: &[usize]) -> CpuUse {
         let sut = roles.sut.name();
-        let kernel = roles.sut.boot_id();
-        let beside = |g: &Arc<dyn crate::host::Host>| {
-            g.name() == sut || (kernel.is_some() && g.boot_id() == kernel)
-        };
+        let beside =
+            |g: &Arc<dyn crate::host::Host>| roles.on_server_kernel(g.as_ref()) == Some(true);
         let clash = if roles.loadgens.iter().any(beside) {
             let here = (sut == "local").then(crate::launch::allowed_cpus);
             cpu_clash(server, client, here.as_deref())

@@ -254,7 +254,7 @@ pub trait Host: Send + Sync {
         None
     }
     /// The boot id of the kernel this host runs on (`/proc/sys/kernel/random/boot_id`):
-    /// hosts with one are namespaces or containers of one machine, sharing its CPUs.
+    /// hosts with the same one are namespaces or containers of one machine, sharing its CPUs.
     /// None: not known.
     fn boot_id(&self) -> Option<String> {
         None
@@ -429,6 +429,16 @@ impl Roles {
         }
     }
 
+    /// Whether `h` runs on the system under test's kernel, sharing its CPUs: the same
+    /// host, or one with its boot id (a network namespace or container of its machine).
+    /// None: not known (a boot id missing on either side).
+    pub fn on_server_kernel(&self, h: &dyn Host) -> Option<bool> {
+        same_kernel(
+            (h.name(), h.boot_id()),
+            (self.sut.name(), self.sut.boot_id()),
+        )
+    }
+
     /// Every distinct host in these roles, the system under test first.
     pub fn all(&self) -> Vec<Arc<dyn Host>> {
         let mut out = vec![self.sut.clone()];
@@ -449,6 +459,14 @@ impl Roles {
             .max()
             .unwrap_or_default()
     }
+}
+
+/// Whether two hosts, each a name and its boot id, run on one kernel ([`Roles::on_server_kernel`]).
+fn same_kernel(a: (&str, Option<String>), b: (&str, Option<String>)) -> Option<bool> {
+    if a.0 == b.0 {
+        return Some(true);
+    }
+    Some(a.1? == b.1?)
 }
 
 /// The service of a workload that measures the system under test itself (crypto, mem):
@@ -869,6 +887,18 @@ pub fn sleep_until(at: SystemTime) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One kernel: one host, or one boot id under two names (network namespaces of one
+    /// machine); two known boot ids are two kernels; a missing one is not known.
+    #[test]
+    fn one_kernel_is_one_host_or_one_boot_id() {
+        let id = |s: &str| Some(s.to_string());
+        assert_eq!(same_kernel(("a", None), ("a", id("x"))), Some(true));
+        assert_eq!(same_kernel(("a", id("x")), ("b", id("x"))), Some(true));
+        assert_eq!(same_kernel(("a", id("x")), ("b", id("y"))), Some(false));
+        assert_eq!(same_kernel(("a", None), ("b", id("y"))), None);
+        assert_eq!(same_kernel(("a", id("x")), ("b", None)), None);
+    }
 
     /// A job's Debug shows its shape, not a password (a `--dsn`'s, the job's own).
     #[test]

@@ -192,8 +192,8 @@ pub trait Watch: Send + Sync {
         None
     }
     /// What was sampled from `mark` to now, as metrics: `cpu_busy_pct` (all CPUs),
-    /// `process_cpu_pct` per watched process (labelled with its role and pid), `power_w` (labelled with its source). Used for
-    /// per-step figures inside one test (capacity ramps and load levels). `window`, in
+    /// `process_cpu_pct` per watched process (labelled with its role and pid), `power_w`
+    /// (labelled with its source). Used for per-step figures inside one test (capacity ramps and load levels). `window`, in
     /// seconds after the mark: only the samples wholly inside it (a step's measured
     /// window, without the start's lead, the connections' setup, the warm-up and the
     /// drain; a sample across its edges holds some of those too), or, for a window too

@@ -144,7 +144,7 @@ const NO_MEAN_ACROSS_ROWS: &[(&str, &str)] = &[
 /// with why, when the summary has such rows: no mean across them, of performance or of
 /// power.
 fn unlike_rows<'a>(
-    rows: &[SummaryRow],
+    rows: &[&SummaryRow],
     workloads: &'a [String],
 ) -> Option<(&'a str, &'static str)> {
     if rows.len() < 2 {
@@ -170,32 +170,19 @@ fn take_one(workload: &str, from_plan: bool) -> &'static str {
 
 /// Why the summary has no geometric mean across its rows, if it has none: rows counted
 /// in different units, or several rows of a workload whose rows are unlike measurements.
-fn no_geomean_reason(rows: &[SummaryRow], workloads: &[String], from_plan: bool) -> Option<String> {
+/// `rows` are those the means are over, each with a figure (so a unit) in every column.
+fn no_geomean_reason(
+    rows: &[&SummaryRow],
+    workloads: &[String],
+    from_plan: bool,
+) -> Option<String> {
     let mut units: Vec<&str> = rows.iter().map(|r| r.unit.as_str()).collect();
     units.sort_unstable();
     units.dedup();
     if units.len() > 1 {
-        // A test with no headline figure has no unit: named as such, never an empty entry.
-        let mut without: Vec<&str> = rows
-            .iter()
-            .filter(|r| r.unit.is_empty())
-            .map(|r| r.label.as_str())
-            .collect();
-        without.dedup();
-        let mut said: Vec<String> = units
-            .iter()
-            .filter(|u| !u.is_empty())
-            .map(|u| u.to_string())
-            .collect();
-        if !without.is_empty() {
-            said.push(format!(
-                "no unit for {}: no headline figure",
-                without.join(", ")
-            ));
-        }
         return Some(format!(
             "no geometric mean: the tests are counted in different units ({})",
-            said.join("; ")
+            units.join("; ")
         ));
     }
     // A latency is better lower and a throughput higher: a mean of both moves with
@@ -2003,7 +1990,8 @@ pub struct Summary {
     pub notes: Vec<String>,
     /// Each other column against the baseline (the first, unless chosen).
     pub differences: Vec<DiffColumn>,
-    /// The unit every row shares, or empty when rows differ (each row says its own).
+    /// The unit every row with a figure shares, or empty when they differ (each row then
+    /// says its own).
     pub unit: String,
     pub peak_params: Vec<String>,
     pub rows: Vec<SummaryRow>,
@@ -2147,7 +2135,7 @@ impl Summary {
     pub fn left_out_note(&self) -> Option<String> {
         (!self.left_out.is_empty()).then(|| {
             format!(
-                "Left out of the means because not every run has them: {}",
+                "Left out of the means because not every column has a figure of them: {}",
                 self.left_out.join(", ")
             )
         })
@@ -2661,6 +2649,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     // The names of this summary's tests only: one summary per workload shares the
     // selection, and the kv table's caption named crypto's `rsa2048`.
     let own_tests = sel.tests_in(runs);
+    let chosen = !own_tests.is_empty() || !sel.at.is_empty();
     let sel = if !own_tests.is_empty() {
         sel
     } else {
@@ -2731,16 +2720,15 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         .collect();
     let n = runs.len();
     // Whether the means can be had is a question of the rows they are over: a test no
-    // run has a figure of (so no unit) is left out, not a unit that forbids a mean.
-    let in_means: Vec<SummaryRow> = common.iter().map(|r| (*r).clone()).collect();
-    let geomean_note = no_geomean_reason(&in_means, &row_workloads, sel.from_plan);
+    // column has a figure of (so no unit) is left out, not a unit that forbids a mean.
+    let geomean_note = no_geomean_reason(&common, &row_workloads, sel.from_plan);
     let geomean = (0..n)
         .map(|i| {
             let v: Vec<f64> = common.iter().filter_map(|r| r.perf[i]).collect();
             geomean_note.is_none().then(|| stats::geomean(&v)).flatten()
         })
         .collect();
-    let power_mean_note = unlike_rows(&in_means, &row_workloads).map(|(w, why)| {
+    let power_mean_note = unlike_rows(&common, &row_workloads).map(|(w, why)| {
         format!(
             "no mean of power: {w}'s {why}, each at a power of its own{}",
             take_one(w, sel.from_plan)
@@ -2765,13 +2753,12 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             power_basis.push(None);
         }
     }
-    // The unit of the means: that of the rows they are over (of every row where none is).
-    let unit_rows = if in_means.is_empty() {
-        &rows
-    } else {
-        &in_means
-    };
-    let unit = match &unit_rows[..] {
+    // The unit the rows with a figure share (a test without one has none to differ).
+    let with_figure: Vec<&SummaryRow> = rows
+        .iter()
+        .filter(|r| r.perf.iter().any(Option::is_some))
+        .collect();
+    let unit = match &with_figure[..] {
         [first, rest @ ..] if rest.iter().all(|r| r.unit == first.unit) => first.unit.clone(),
         _ => String::new(),
     };
@@ -2847,6 +2834,9 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     if takes_best && !s.rows.is_empty() {
         s.notes.push(BEST_OF_NOTE.to_string());
     }
+    if chosen && !s.rows.is_empty() {
+        s.notes.push(ONLY_SUMMARY_NOTE.to_string());
+    }
     let base = sel
         .baseline
         .as_ref()
@@ -2865,6 +2855,10 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     }
     s
 }
+
+/// Said under a summary whose tests or point `--tests` or `--at` chose: the tables and
+/// charts after it are not chosen so, and a reader would pair their figures with its.
+pub const ONLY_SUMMARY_NOTE: &str = "--at and --tests choose this summary's points only: the efficiency tables and the charts below are at each run's best point over all its tests.";
 
 /// Said under a summary that takes each row or column at its best point.
 pub const BEST_OF_NOTE: &str = "A best point is the highest of several points' means, and their noise lifts it: by about one standard error of a point's mean where 4 points are near the top, 1.4 where 8 are. A column measured at more points gains more; `--at` takes every column at one point, with none of it.";
@@ -3218,23 +3212,27 @@ mod tests {
         let oltp = vec!["oltp".to_string()];
         let two = [row("tpcc warehouses=1"), row("tpcc warehouses=10")];
         assert_eq!(
-            no_geomean_reason(&two, &oltp, false).expect("two database sizes"),
+            no_geomean_reason(&two.iter().collect::<Vec<_>>(), &oltp, false)
+                .expect("two database sizes"),
             "no geometric mean: oltp's rows are TPC-C on different configurations \
              (warehouses), shown one by one; take one with --at (e.g. --at warehouses=10)"
         );
-        let in_plan = no_geomean_reason(&two, &oltp, true).unwrap();
+        let in_plan = no_geomean_reason(&two.iter().collect::<Vec<_>>(), &oltp, true).unwrap();
         assert!(
             in_plan.ends_with("take one with `params = { warehouses = 10 }`"),
             "{in_plan}"
         );
-        assert_eq!(no_geomean_reason(&two[..1], &oltp, false), None);
+        assert_eq!(no_geomean_reason(&[&two[0]], &oltp, false), None);
         let crypto = vec!["crypto".to_string()];
         assert_eq!(
-            no_geomean_reason(&two, &crypto, false).unwrap(),
+            no_geomean_reason(&two.iter().collect::<Vec<_>>(), &crypto, false).unwrap(),
             "no geometric mean: crypto's tests (key sizes, operations, thread counts) are \
              different measurements, shown one by one"
         );
-        assert_eq!(no_geomean_reason(&two, &["kv".to_string()], false), None);
+        assert_eq!(
+            no_geomean_reason(&two.iter().collect::<Vec<_>>(), &["kv".to_string()], false),
+            None
+        );
     }
 
     /// A latency and a throughput in one unit (a latency named so, in `us`, beside a
@@ -3256,11 +3254,14 @@ mod tests {
         let kv = vec!["kv".to_string()];
         let both = [row("kv lat", false), row("kv budget", true)];
         assert_eq!(
-            no_geomean_reason(&both, &kv, false).as_deref(),
+            no_geomean_reason(&both.iter().collect::<Vec<_>>(), &kv, false).as_deref(),
             Some("no geometric mean: kv lat is better lower (a latency), the other tests better higher")
         );
         let lat = [row("kv lat", false), row("kv lat2", false)];
-        assert_eq!(no_geomean_reason(&lat, &kv, false), None);
+        assert_eq!(
+            no_geomean_reason(&lat.iter().collect::<Vec<_>>(), &kv, false),
+            None
+        );
 
         let summary = |rows: &[SummaryRow]| Summary {
             runs: labels(2),

@@ -397,9 +397,6 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     } else {
         format!(" ({})", s.selection)
     };
-    if let Some(n) = sel.only_summary_note() {
-        let _ = write!(h, r#"<p class="muted">{}.</p>"#, esc(n));
-    }
     if let Some(fixed) = derive::fixed_line(runs) {
         let _ = write!(
             h,

@@ -384,9 +384,6 @@ pub fn markdown_with(
         if !s.selection.is_empty() {
             let _ = write!(m, "Summary: {}.\n\n", c(&s.selection));
         }
-        if let Some(n) = sel.only_summary_note() {
-            let _ = write!(m, "{}.\n\n", c(n));
-        }
         // Said once here, as the HTML does, and left out of every point's name below.
         if let Some(fixed) = derive::fixed_line(&wr) {
             let _ = write!(m, "Fixed parameters: {}.\n\n", c(&fixed));

@@ -277,16 +277,6 @@ impl Selection {
             .join(", ")
     }
 
-    /// Where the selection reaches only the summary: the efficiency tables and the charts
-    /// stay at each run's best point over all its tests, said under the summary so that a
-    /// reader does not pair its figures with theirs. None for no selection.
-    pub fn only_summary_note(&self) -> Option<&'static str> {
-        (!self.at.is_empty() || !self.tests.is_empty()).then_some(
-            "--at and --tests choose the summary's points only: the efficiency tables and \
-             the charts below are at each run's best point over all its tests",
-        )
-    }
-
     /// `each column at one instances, its best over all its rows; each row at its best
     /// clients`, `at instances=2`.
     pub fn describe(&self, peak: &[String]) -> String {
@@ -397,7 +387,7 @@ impl Selection {
 /// best), and power the mean over the very same sweep points (never over every point of
 /// the sweep), each saying which points it took.
 pub fn tco_from_run(run: &RunRecord, p: &tco::Platform) -> Result<tco::FromRun, String> {
-    let (perf, rows) = tco_mean(run, p)?;
+    let perf = tco_perf(run, p)?;
     let sel = tco_selection(p);
     let runs = std::slice::from_ref(run);
     let peak = crate::derive::peak_params(runs);
@@ -421,7 +411,14 @@ pub fn tco_from_run(run: &RunRecord, p: &tco::Platform) -> Result<tco::FromRun, 
         w.source = format!("{}; the points are the performance figure's", w.source);
     }
     fr.perf = Some(perf);
-    fr.perf_rows = rows;
+    // The tests the mean is over, named as the points taken name them: a setting they
+    // share (chosen by `params` or `tests`, or fixed in the run) is none of their names.
+    let points = std::slice::from_ref(&only);
+    fr.perf_rows = crate::derive::best_points(points, &crate::derive::peak_params(points))
+        .into_iter()
+        .map(|(row, _)| row)
+        .collect();
+    fr.perf_rows.sort();
     Ok(fr)
 }
 
@@ -442,11 +439,6 @@ fn tco_selection(p: &tco::Platform) -> Selection {
 /// its `tests` (or `test`, or all) at its `params` (or each at its best), saying which
 /// points it took.
 pub fn tco_perf(run: &RunRecord, p: &tco::Platform) -> Result<tco::Sourced, String> {
-    tco_mean(run, p).map(|(perf, _)| perf)
-}
-
-/// [`tco_perf`], with the summary's rows it is the mean of, sorted.
-fn tco_mean(run: &RunRecord, p: &tco::Platform) -> Result<(tco::Sourced, Vec<String>), String> {
     let runs = std::slice::from_ref(run);
     let sel = tco_selection(p);
     sel.check(runs)
@@ -465,28 +457,10 @@ fn tco_mean(run: &RunRecord, p: &tco::Platform) -> Result<(tco::Sourced, Vec<Str
             p.name, run.id, r.label, r.unit
         ));
     }
-    let had: Vec<&crate::derive::SummaryRow> =
-        s.rows.iter().filter(|r| r.perf[0].is_some()).collect();
-    // A row as another platform's would be named: without the settings this one's
-    // `params` chose (`kv get pipeline=1` of a swept pipeline is another run's `kv get`
-    // of a pipeline fixed at 1).
-    let chosen_by_params = |word: &&str| {
-        p.params.keys().any(|k| {
-            word.strip_prefix(k.as_str())
-                .is_some_and(|v| v.starts_with('='))
-        })
-    };
-    let mut rows: Vec<String> = had
+    let taken: Vec<String> = s
+        .rows
         .iter()
-        .map(|r| {
-            let words: Vec<&str> = r.label.split(' ').collect();
-            let kept: Vec<&str> = words.into_iter().filter(|w| !chosen_by_params(w)).collect();
-            kept.join(" ")
-        })
-        .collect();
-    rows.sort();
-    let taken: Vec<String> = had
-        .iter()
+        .filter(|r| r.perf[0].is_some())
         .map(|r| match r.chosen[0].as_str() {
             "" => r.label.clone(),
             chosen => format!("{} {}", r.label, sel.point_words(chosen)),
@@ -502,7 +476,7 @@ fn tco_mean(run: &RunRecord, p: &tco::Platform) -> Result<(tco::Sourced, Vec<Str
         }
         (None, None) => return Err(no_perf_because(run, p)),
     };
-    let perf = tco::Sourced {
+    Ok(tco::Sourced {
         value,
         source: format!(
             "run {}: geometric mean of {} test(s): {}",
@@ -513,8 +487,7 @@ fn tco_mean(run: &RunRecord, p: &tco::Platform) -> Result<(tco::Sourced, Vec<Str
         modelled: false,
         unit: (!s.unit.is_empty()).then(|| s.unit.clone()),
         run: Some(run.id.clone()),
-    };
-    Ok((perf, rows))
+    })
 }
 
 /// Why a run gives a TCO platform no performance: its valid results are capacity tests

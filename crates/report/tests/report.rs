@@ -335,12 +335,12 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     );
     // The tables and charts after the summary are not chosen so: said under it, where a
     // reader would pair their figures with the summary's (no selection, nothing said).
-    let note = "--at and --tests choose the summary's points only: the efficiency tables \
-                and the charts below are at each run's best point over all its tests.";
+    let note = report::derive::ONLY_SUMMARY_NOTE;
+    assert!(s.notes.iter().any(|n| n == note), "{:?}", s.notes);
     let in_html = note.replace('\'', "&#39;");
     assert!(report::html_with(&runs, None, &two_tests).contains(&in_html));
-    assert!(report::markdown_with(&runs, None, None, &two_tests).contains(note));
-    assert!(!report::html_with(&runs, None, &report::Selection::default()).contains(&in_html));
+    let plain = report::summary(&runs);
+    assert!(!plain.notes.iter().any(|n| n == note), "{:?}", plain.notes);
     let with_other = report::Selection {
         tests: vec!["set pipeline=1".into(), "rsa2048".into()],
         ..Default::default()
@@ -2732,6 +2732,7 @@ fn a_tco_refuses_geometric_means_over_different_tests() {
             name: "b".into(),
             run: Some("fixed".into()),
             params: BTreeMap::new(),
+            tests: vec![],
             ..plan.platforms[0].clone()
         };
         plan.platforms.push(b);
@@ -2757,6 +2758,9 @@ fn a_tco_refuses_geometric_means_over_different_tests() {
         "{e}"
     );
     let t = evaluate(&plan("params = { pipeline = 1 }\n")).unwrap();
+    assert_eq!(t.platforms.len(), 2);
+    // Chosen by name instead: the same tests.
+    let t = evaluate(&plan("tests = [\"get pipeline=1\", \"set pipeline=1\"]\n")).unwrap();
     assert_eq!(t.platforms.len(), 2);
 }
 

@@ -51,7 +51,7 @@ pub struct FromRun {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// The tests (the report summary's rows, sorted) the performance is the geometric
-    /// mean of; empty for a figure of one test or given in the plan.
+    /// mean of, where it is one (`perf_from = "geomean"`); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub perf_rows: Vec<String>,
 }
@@ -219,28 +219,24 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
     (b != 0.0 && a.is_finite() && b.is_finite()).then(|| a / b)
 }
 
-/// Platforms whose performance is a geometric mean over their runs' tests take it over
-/// the same tests: a mean over `get` at pipeline 1 and 16 set against one over `get` at
-/// pipeline 1 alone read the second platform at 0.35x of the first where it was 1.1x.
-fn refuse_unlike_means(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::Result<()> {
-    let means = plan.platforms.iter().filter_map(|p| {
-        let fr = from_runs.get(&p.name)?;
-        (p.perf.is_none() && !fr.perf_rows.is_empty()).then_some((&p.name, &fr.perf_rows))
-    });
-    let mut first: Option<(&String, &Vec<String>)> = None;
-    for (name, rows) in means {
-        match first {
-            None => first = Some((name, rows)),
-            Some((other, theirs)) if theirs != rows => anyhow::bail!(
-                "platform `{name}`'s performance is the geometric mean of {}, platform \
-                 `{other}`'s of {}: their difference would compare unlike figures; take \
-                 each over the same tests (`tests = [...]`, with `params` for a setting one \
-                 run swept), or give `perf = ...` in the plan",
-                rows.join(", "),
-                theirs.join(", ")
-            ),
-            Some(_) => {}
-        }
+/// Refuse platform `name`'s geometric mean over the tests `rows` where it is not over
+/// those of the first platform's (`first`, set here when it is the first).
+fn check_tests<'a>(
+    first: &mut Option<(&'a str, &'a [String])>,
+    name: &'a str,
+    rows: &'a [String],
+) -> anyhow::Result<()> {
+    match first {
+        Some((other, theirs)) if *theirs != rows => anyhow::bail!(
+            "platform `{name}`'s performance is the geometric mean of {}, platform \
+             `{other}`'s of {}: their difference would compare unlike figures; take each \
+             over the same tests (`tests = [...]`, with `params` for a setting one run \
+             swept), or give `perf = ...` in the plan",
+            rows.join(", "),
+            theirs.join(", ")
+        ),
+        Some(_) => {}
+        None => *first = Some((name, rows)),
     }
     Ok(())
 }
@@ -286,7 +282,6 @@ const LEAST_BOARD_W: f64 = 5.0;
 /// run, and in the plan's `perf_unit` where it gives one: an error says which differ.
 pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::Result<TcoResult> {
     plan.check()?;
-    refuse_unlike_means(plan, from_runs)?;
     let usable_w = plan.rack.power_budget_w - plan.rack.reserved_w;
     let hours = plan.years * HOURS_PER_YEAR;
     let mut notes = Vec::new();
@@ -301,6 +296,11 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
     // so set beside a run's figure only when the plan says that unit (900 typed beside a
     // run's MB/s was read as MB/s).
     let mut typed: Option<&str> = None;
+    // The first platform whose performance is a geometric mean over its run's tests, and
+    // those tests: every other such mean is over the same (a mean over `get` at pipeline
+    // 1 and 100 beside one over `get` at pipeline 1 read the second at 0.35x of the first
+    // where it was 1.1x).
+    let mut mean_of: Option<(&str, &[String])> = None;
     for p in &plan.platforms {
         let fr = from_runs.get(&p.name).unwrap_or(&empty);
         let run_hint = |what: &str| -> String {
@@ -376,6 +376,9 @@ pub fn evaluate(plan: &Plan, from_runs: &BTreeMap<String, FromRun>) -> anyhow::R
         } else if let Some(s) = &fr.perf {
             if let Some(u) = &s.unit {
                 check_unit(plan, &mut unit_of, &p.name, u)?;
+            }
+            if !fr.perf_rows.is_empty() {
+                check_tests(&mut mean_of, &p.name, &fr.perf_rows)?;
             }
             if perf_unit.is_none() {
                 perf_unit = s.unit.clone();

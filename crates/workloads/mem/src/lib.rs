@@ -991,11 +991,8 @@ impl MemBench {
         // Most threads first: they place the pages (first touch) where all threads run.
         order.sort_unstable_by(|a, b| b.cmp(a));
         let checks = order.iter().any(|&t| t > 1);
-        begin(
-            progress,
-            "mem bandwidth",
-            (order.len() + usize::from(checks)) as u64,
-        );
+        let runs_in_all = order.len() + usize::from(checks);
+        begin(progress, "mem bandwidth", runs_in_all as u64);
         // Read once, before the runs: every checkpoint's checks compare with it too.
         let dram_peak = if self.arrays_exceed_caches() {
             self.dram_peak()
@@ -1022,7 +1019,7 @@ impl MemBench {
             progress.done.store(i as u64 + 1, Ordering::Relaxed);
             // After the reference alone there is no figure to keep yet, and after the
             // last run the test's result follows at once.
-            let more = i + 1 < order.len() + usize::from(checks);
+            let more = i + 1 < runs_in_all;
             if let Some(c) = checkpoints
                 .as_ref()
                 .filter(|c| more && !figures.is_empty() && c.due())
