@@ -2611,6 +2611,19 @@ fn at_one_scale<'a>(pts: Vec<Point<'a>>, scale: &[&str], name_skip: &[&str]) -> 
 /// (`headline_buffer_bytes`: crypto's bulk ciphers and digests quote their largest
 /// buffer): ` (8,192 B buffers)`, each run's where they differ; else nothing. A row read
 /// `aes256gcm 2,776` with the size only in the caption's list of sizes (acceptance L, 4).
+/// The names the summary gives `runs`' rows at their best points over `peak` (the
+/// parameters to take the best over, of the runs these were chosen from): a setting
+/// every point shares is none of them; a headline's buffer size is.
+pub fn best_row_names(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
+    best_points(runs, peak)
+        .into_iter()
+        .map(|(k, per_run)| {
+            let points: Vec<Option<&Point>> = per_run.iter().map(Option::as_ref).collect();
+            format!("{k}{}", headline_buffers(&points))
+        })
+        .collect()
+}
+
 fn headline_buffers(per_run: &[Option<&Point>]) -> String {
     let mut sizes: Vec<String> = Vec::new();
     for p in per_run.iter().flatten() {

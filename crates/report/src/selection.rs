@@ -413,11 +413,7 @@ pub fn tco_from_run(run: &RunRecord, p: &tco::Platform) -> Result<tco::FromRun, 
     fr.perf = Some(perf);
     // The tests the mean is over, named as the points taken name them: a setting they
     // share (chosen by `params` or `tests`, or fixed in the run) is none of their names.
-    let points = std::slice::from_ref(&only);
-    fr.perf_rows = crate::derive::best_points(points, &crate::derive::peak_params(points))
-        .into_iter()
-        .map(|(row, _)| row)
-        .collect();
+    fr.perf_rows = crate::derive::best_row_names(std::slice::from_ref(&only), &peak);
     fr.perf_rows.sort();
     Ok(fr)
 }

@@ -50,8 +50,10 @@ pub struct FromRun {
     /// suspect figure is not carried into a TCO unmarked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// The tests (the report summary's rows, sorted) the performance is the geometric
-    /// mean of, where it is one (`perf_from = "geomean"`); empty otherwise.
+    /// The tests the performance is the geometric mean of, where it is one (`perf_from =
+    /// "geomean"`), sorted: named as the summary names the points taken (a setting they
+    /// share, chosen or fixed, is none of their names; a headline's buffer size is).
+    /// Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub perf_rows: Vec<String>,
 }
