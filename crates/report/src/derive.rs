@@ -2619,9 +2619,15 @@ pub fn best_row_names(runs: &[RunRecord], peak: &[String]) -> Vec<String> {
         .into_iter()
         .map(|(k, per_run)| {
             let points: Vec<Option<&Point>> = per_run.iter().map(Option::as_ref).collect();
-            format!("{k}{}", headline_buffers(&points))
+            row_label(&k, &points)
         })
         .collect()
+}
+
+/// A summary row's name: its key (`kv set pipeline=1`) and the buffer size its headline
+/// is at, where it has one.
+fn row_label(key: &str, per_run: &[Option<&Point>]) -> String {
+    format!("{key}{}", headline_buffers(per_run))
 }
 
 fn headline_buffers(per_run: &[Option<&Point>]) -> String {
@@ -2680,7 +2686,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         }
         let first = per_run.iter().flatten().next();
         let mut row = SummaryRow {
-            label: format!("{k}{}", headline_buffers(&per_run)),
+            label: row_label(&k, &per_run),
             perf: vec![],
             perf_missing: vec![],
             power: vec![],
@@ -3053,6 +3059,11 @@ pub fn row_key(p: &Point, peak: &[&str]) -> String {
 mod tests {
     use super::*;
 
+    /// Rows as the means' rules take them.
+    fn refs(rows: &[SummaryRow]) -> Vec<&SummaryRow> {
+        rows.iter().collect()
+    }
+
     fn labels(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("run{i}")).collect()
     }
@@ -3223,29 +3234,26 @@ mod tests {
             higher_is_better: true,
         };
         let oltp = vec!["oltp".to_string()];
-        let two = [row("tpcc warehouses=1"), row("tpcc warehouses=10")];
+        let rows = [row("tpcc warehouses=1"), row("tpcc warehouses=10")];
+        let two = refs(&rows);
         assert_eq!(
-            no_geomean_reason(&two.iter().collect::<Vec<_>>(), &oltp, false)
-                .expect("two database sizes"),
+            no_geomean_reason(&two, &oltp, false).expect("two database sizes"),
             "no geometric mean: oltp's rows are TPC-C on different configurations \
              (warehouses), shown one by one; take one with --at (e.g. --at warehouses=10)"
         );
-        let in_plan = no_geomean_reason(&two.iter().collect::<Vec<_>>(), &oltp, true).unwrap();
+        let in_plan = no_geomean_reason(&two, &oltp, true).unwrap();
         assert!(
             in_plan.ends_with("take one with `params = { warehouses = 10 }`"),
             "{in_plan}"
         );
-        assert_eq!(no_geomean_reason(&[&two[0]], &oltp, false), None);
+        assert_eq!(no_geomean_reason(&two[..1], &oltp, false), None);
         let crypto = vec!["crypto".to_string()];
         assert_eq!(
-            no_geomean_reason(&two.iter().collect::<Vec<_>>(), &crypto, false).unwrap(),
+            no_geomean_reason(&two, &crypto, false).unwrap(),
             "no geometric mean: crypto's tests (key sizes, operations, thread counts) are \
              different measurements, shown one by one"
         );
-        assert_eq!(
-            no_geomean_reason(&two.iter().collect::<Vec<_>>(), &["kv".to_string()], false),
-            None
-        );
+        assert_eq!(no_geomean_reason(&two, &["kv".to_string()], false), None);
     }
 
     /// A latency and a throughput in one unit (a latency named so, in `us`, beside a
@@ -3267,14 +3275,11 @@ mod tests {
         let kv = vec!["kv".to_string()];
         let both = [row("kv lat", false), row("kv budget", true)];
         assert_eq!(
-            no_geomean_reason(&both.iter().collect::<Vec<_>>(), &kv, false).as_deref(),
+            no_geomean_reason(&refs(&both), &kv, false).as_deref(),
             Some("no geometric mean: kv lat is better lower (a latency), the other tests better higher")
         );
         let lat = [row("kv lat", false), row("kv lat2", false)];
-        assert_eq!(
-            no_geomean_reason(&lat.iter().collect::<Vec<_>>(), &kv, false),
-            None
-        );
+        assert_eq!(no_geomean_reason(&refs(&lat), &kv, false), None);
 
         let summary = |rows: &[SummaryRow]| Summary {
             runs: labels(2),
