@@ -870,21 +870,65 @@ fn a_run_stores_the_build_that_made_it() {
     );
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
+    let run = rsa_signs(&db, "1");
+    assert_eq!(run["rackbench_version"], build, "{run}");
+}
+
+/// A short run of RSA-2048 signs at `threads` into `db`, stored: its record.
+fn rsa_signs(db: &Path, threads: &str) -> serde_json::Value {
     let (code, run, err) = common::run_json(
-        &db,
+        db,
         &[
             "crypto",
             "--tests",
             "rsa2048",
             "--threads",
-            "1",
+            threads,
             "--duration",
             "0.1",
         ],
         &[],
     );
     assert_eq!(code, 0, "{err}");
-    assert_eq!(run["rackbench_version"], build, "{run}");
+    run
+}
+
+/// A TCO of two platforms whose runs were each fixed at another setting (RSA signs with
+/// 1 thread on one, 2 on the other) names their tests alike and compares them: it says
+/// which setting each ran at, as a report's columns would.
+#[test]
+fn a_tco_says_its_platforms_settings_where_they_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let mut ids = Vec::new();
+    for threads in ["1", "2"] {
+        let run = rsa_signs(&db, threads);
+        ids.push(run["id"].as_str().unwrap().to_string());
+    }
+    let platform = |name: &str, id: &str| {
+        format!(
+            "[[platform]]\nname = \"{name}\"\nrun = \"{id}\"\npower_w = 200\n\
+             bom = [{{ name = \"Server\", unit_cost = 5000 }}]\n"
+        )
+    };
+    let plan = dir.path().join("tco.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "years = 3\nenergy_price_per_kwh = 0.10\n[rack]\npower_budget_w = 10000\n\
+             rack_units = 40\n{}{}",
+            platform("one", &ids[0]),
+            platform("two", &ids[1])
+        ),
+    )
+    .unwrap();
+    let o = rackbench(&db, &["tco", plan.to_str().unwrap()]);
+    let out = ok(&o);
+    assert!(
+        out.contains("measured at different settings")
+            && out.contains("one: threads=1; two: threads=2"),
+        "{out}"
+    );
 }
 
 /// `tco --from FILE` with a plan whose platforms all give their power and performance

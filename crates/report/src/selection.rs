@@ -411,11 +411,54 @@ pub fn tco_from_run(run: &RunRecord, p: &tco::Platform) -> Result<tco::FromRun, 
         w.source = format!("{}; the points are the performance figure's", w.source);
     }
     fr.perf = Some(perf);
+    fr.perf_points = only.results.clone();
     // The tests the mean is over, named as the points taken name them: a setting they
     // share (chosen by `params` or `tests`, or fixed in the run) is none of their names.
     fr.perf_rows = crate::derive::best_row_names(std::slice::from_ref(&only), &peak);
     fr.perf_rows.sort();
     Ok(fr)
+}
+
+/// Which settings the platforms' performance figures were measured at, where they differ
+/// (`x86: pipeline=100; arm: pipeline not given (1 by default)`): their tests are named
+/// alike and pass the TCO's check, but a difference between the platforms is then of the
+/// setting as much as of the platform. Said as the report's column line says it
+/// ([`crate::derive::column_line`]), over the points each figure was taken from; a load
+/// level some platform's run swept (each at its best) is no such setting. None where
+/// they agree, or fewer than two figures came from runs.
+pub fn tco_settings_note(platforms: &[(&str, &RunRecord, &tco::FromRun)]) -> Option<String> {
+    let mut peak: Vec<String> = Vec::new();
+    let mut taken: Vec<RunRecord> = Vec::new();
+    for (name, run, fr) in platforms {
+        for k in crate::derive::peak_params(std::slice::from_ref(*run)) {
+            if !peak.contains(&k) {
+                peak.push(k);
+            }
+        }
+        if !fr.perf_points.is_empty() {
+            // The column line reads a run's label and results only.
+            taken.push(RunRecord {
+                format_version: run.format_version,
+                id: run.id.clone(),
+                label: Some(name.to_string()),
+                created_at: run.created_at,
+                finished_at: run.finished_at,
+                rackbench_version: run.rackbench_version.clone(),
+                command: String::new(),
+                plan: serde_json::Value::Null,
+                hosts: vec![],
+                idle_power: vec![],
+                results: fr.perf_points.clone(),
+                status: run.status,
+                error: None,
+            });
+        }
+    }
+    let line = crate::derive::column_line(&taken, &peak)?;
+    Some(format!(
+        "the platforms' performance was measured at different settings (a difference \
+         between them is of the setting as much as of the platform): {line}"
+    ))
 }
 
 fn tco_selection(p: &tco::Platform) -> Selection {

@@ -2764,6 +2764,73 @@ fn a_tco_refuses_geometric_means_over_different_tests() {
     assert_eq!(t.platforms.len(), 2);
 }
 
+/// Two platforms each fixed at another setting (one run at pipeline 100, the other at
+/// pipeline 1) name their tests alike (`kv get, kv set`) and pass the TCO's check, but
+/// their perf/$ differ by the setting as much as by the platform: the TCO says which
+/// settings each ran at, for a geometric mean and for `perf_from = "max"`, and says
+/// nothing where the settings agree or a platform's run swept a load level (each is at
+/// its best there).
+#[test]
+fn a_tco_says_which_settings_its_platforms_ran_at_where_they_differ() {
+    let swept = client_sweep_run();
+    let at = |id: &str, pipeline: u64| {
+        let mut run = swept.clone();
+        run.id = id.into();
+        run.results
+            .retain(|r| r.params.get("pipeline") == Some(&serde_json::json!(pipeline)));
+        run
+    };
+    let (deep, shallow) = (at("deep", 100), at("shallow", 1));
+    let note = |runs: [&RunRecord; 2], extra: &str| {
+        let mut plan = one_platform_plan(&runs[0].id, extra);
+        plan.platforms.push(tco::Platform {
+            name: "b".into(),
+            run: Some(runs[1].id.clone()),
+            ..plan.platforms[0].clone()
+        });
+        let from: Vec<tco::FromRun> = plan
+            .platforms
+            .iter()
+            .zip(runs)
+            .map(|(p, run)| match p.perf_from {
+                tco::PerfFrom::Geomean => report::selection::tco_from_run(run, p).unwrap(),
+                tco::PerfFrom::Max => tco::from_run(run, p),
+            })
+            .collect();
+        let by_name: BTreeMap<String, tco::FromRun> = plan
+            .platforms
+            .iter()
+            .map(|p| p.name.clone())
+            .zip(from.iter().cloned())
+            .collect();
+        // The TCO's own check lets them through: their tests are named alike.
+        tco::evaluate(&plan, &by_name).unwrap();
+        let measured: Vec<(&str, &RunRecord, &tco::FromRun)> = plan
+            .platforms
+            .iter()
+            .zip(runs)
+            .zip(&from)
+            .map(|((p, run), fr)| (p.name.as_str(), run, fr))
+            .collect();
+        report::selection::tco_settings_note(&measured)
+    };
+    for extra in ["", "perf_from = \"max\"\n"] {
+        let said = note([&deep, &shallow], extra).unwrap_or_default();
+        assert!(
+            said.contains("measured at different settings")
+                && said.contains("x86: pipeline=100; b: pipeline=1"),
+            "{extra}: {said}"
+        );
+        assert_eq!(note([&deep, &at("deep2", 100)], extra), None, "{extra}");
+    }
+    // Their clients differ (the first's best of 5 and 40 against 5): a load level one
+    // run swept, no setting.
+    let mut few = at("few", 1);
+    few.results
+        .retain(|r| r.params.get("clients") == Some(&serde_json::json!(5)));
+    assert_eq!(note([&shallow, &few], ""), None);
+}
+
 /// A one-platform TCO plan over run `x86-a` with `perf_from = "max"`, `extra` added to
 /// its platform.
 fn max_plan(extra: &str) -> tco::Plan {

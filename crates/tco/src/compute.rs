@@ -56,6 +56,12 @@ pub struct FromRun {
     /// Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub perf_rows: Vec<String>,
+    /// The results the performance figure was taken from (the best point's, or the
+    /// summary's points a geometric mean is over); empty where the plan gives it. The
+    /// settings they ran at are compared across platforms by the caller, who knows which
+    /// name a platform and which a load level.
+    #[serde(skip)]
+    pub perf_points: Vec<model::ResultRecord>,
 }
 
 /// Which limit decides how many servers a rack holds.

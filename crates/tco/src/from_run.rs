@@ -190,6 +190,9 @@ pub fn from_run(run: &RunRecord, p: &Platform) -> FromRun {
             return out;
         }
     }
+    if perf.is_some() {
+        out.perf_points = power_results.iter().map(|r| (*r).clone()).collect();
+    }
     out.perf = perf.map(|(s, _)| s);
     out.warnings = warnings_of(&power_results);
     out.power_w = match power_of(run, &power_results) {

@@ -296,6 +296,8 @@ fn evaluate_plan(
         );
     }
     let mut from_runs = BTreeMap::new();
+    // Each platform's run, where its figures come from one.
+    let mut runs: Vec<(&str, RunRecord)> = Vec::new();
     if needs_runs {
         let src = Source::open(from, g)?;
         for p in &plan.platforms {
@@ -324,9 +326,19 @@ fn evaluate_plan(
                 tco::from_run(&run, p)
             };
             from_runs.insert(p.name.clone(), fr);
+            runs.push((&p.name, run));
         }
     }
-    tco::evaluate(&plan, &from_runs).with_context(|| format!("in {}", plan_path.display()))
+    let mut result =
+        tco::evaluate(&plan, &from_runs).with_context(|| format!("in {}", plan_path.display()))?;
+    let measured: Vec<(&str, &RunRecord, &tco::FromRun)> = runs
+        .iter()
+        .map(|(name, run)| (*name, run, &from_runs[*name]))
+        .collect();
+    result
+        .notes
+        .extend(report::selection::tco_settings_note(&measured));
+    Ok(result)
 }
 
 /// The report's format: `--format`, else the -o file's extension (`.md` Markdown, `.html`
