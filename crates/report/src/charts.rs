@@ -7,7 +7,8 @@
 use hdrhistogram::Histogram;
 use model::RunRecord;
 
-use crate::derive::{self, best_points, peak_params, points, run_labels, Point, PowerBasis};
+use crate::derive::{self, best_points_in, peak_params, points, run_labels, Point, PowerBasis};
+use crate::selection::Selection;
 use crate::svg::{self, BarSeries, LineSeries, Scale, Stack};
 
 /// One chart (or the note that replaces it).
@@ -220,10 +221,10 @@ pub fn headline_words(
 /// stored ([`stored_thresholds`]: `--latency-thresholds` as typed, the seed's 40us,
 /// 100us, 360us, 1ms, or the workload's default), else (runs stored before thresholds
 /// were) 1-2-5 steps over the measured range. Empty when no test has a histogram.
-pub fn thresholds(runs: &[RunRecord]) -> Vec<ThresholdGroup> {
+pub fn thresholds(runs: &[RunRecord], sel: &Selection) -> Vec<ThresholdGroup> {
     let peak = derive::peak_params(runs);
     let mut groups: Vec<(String, Vec<Option<Histogram<u64>>>)> = Vec::new();
-    for (row, per_run) in derive::best_points(runs, &peak) {
+    for (row, per_run) in derive::best_points_in(runs, &peak, &sel.for_runs(runs)) {
         let hists: Vec<Option<Histogram<u64>>> = per_run
             .iter()
             .map(|p| p.as_ref().and_then(|p| p.latency()).map(|(_, _, h)| h))
@@ -730,12 +731,19 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
 
 /// Every chart for these runs.
 pub fn charts(runs: &[RunRecord]) -> Vec<Chart> {
+    charts_with(runs, &Selection::default())
+}
+
+/// Every chart for these runs, those of best points (bars, latency, power and perf/W,
+/// per-CPU) at the points the selection chooses, as the summary takes them; a sweep's
+/// curves are of every point.
+pub fn charts_with(runs: &[RunRecord], sel: &Selection) -> Vec<Chart> {
     let mut out = Vec::new();
     for wl in workloads(runs) {
         let wruns = only_workload(runs, &wl);
-        out.extend(workload_charts(&wruns, &wl));
+        out.extend(workload_charts(&wruns, &wl, sel));
     }
-    out.extend(cpu_charts(runs));
+    out.extend(cpu_charts(runs, sel));
     unique_files(&mut out);
     out
 }
@@ -759,21 +767,32 @@ pub(crate) fn unique_files(charts: &mut [Chart]) {
     }
 }
 
-fn workload_charts(runs: &[RunRecord], wl: &str) -> Vec<Chart> {
+fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> {
     let mut out = Vec::new();
     let labels = run_labels(runs);
     let peak = peak_params(runs);
+    let sel = sel.for_runs(runs);
     // Capacity tests are not among the best points (their figures are per step, in
     // their views): a workload that ran only those has no test to set beside another.
-    let best = best_points(runs, &peak);
+    let best = best_points_in(runs, &peak, &sel);
     if best.is_empty() {
         return out;
     }
     let strip = |k: &str| k.strip_prefix(&format!("{wl} ")).unwrap_or(k).to_string();
-    let peak_note = if peak.is_empty() {
+    let at: Vec<String> = sel.at.iter().map(|(k, v)| format!("at {k}={v}")).collect();
+    let free: Vec<&str> = peak
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !sel.at.iter().any(|(k, _)| k == p))
+        .collect();
+    let said: Vec<String> = at
+        .into_iter()
+        .chain((!free.is_empty()).then(|| format!("best over {}", free.join(", "))))
+        .collect();
+    let peak_note = if said.is_empty() {
         String::new()
     } else {
-        format!(" (best over {})", peak.join(", "))
+        format!(" ({})", said.join("; "))
     };
     // 1. Bars per test and run: one chart per headline and unit (signs/s and MB/s on one
     // axis would be a figure that cannot be read).
@@ -1381,7 +1400,7 @@ fn no_telemetry_note(run: &RunRecord) -> String {
 /// run's fastest test: a net run's TCP and UDP tests load the CPUs differently, and that
 /// difference is what the breakdown is for), and over each capacity test's whole span (a
 /// ramp, search or levels test has no best point, but its CPUs were watched all along).
-pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
+pub fn cpu_breakdowns(runs: &[RunRecord], sel: &Selection) -> CpuBreakdowns {
     let labels = run_labels(runs);
     let mut out = CpuBreakdowns {
         shown: vec![],
@@ -1392,10 +1411,11 @@ pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
         for wl in workloads(std::slice::from_ref(run)) {
             let wrun = only_workload(std::slice::from_ref(run), &wl);
             let peak = peak_params(&wrun);
-            let mut chosen: Vec<(String, Point)> = best_points(&wrun, &peak)
-                .into_iter()
-                .filter_map(|(row, best)| Some((row, best.into_iter().flatten().next()?)))
-                .collect();
+            let mut chosen: Vec<(String, Point)> =
+                best_points_in(&wrun, &peak, &sel.for_runs(&wrun))
+                    .into_iter()
+                    .filter_map(|(row, best)| Some((row, best.into_iter().flatten().next()?)))
+                    .collect();
             let fixed = derive::fixed_params(&wrun);
             let fixed: Vec<&str> = fixed.iter().map(|(k, _)| k.as_str()).collect();
             chosen.extend(
@@ -1457,8 +1477,8 @@ pub fn cpu_breakdowns(runs: &[RunRecord]) -> CpuBreakdowns {
 }
 
 /// The stacked per-CPU charts of [`cpu_breakdowns`].
-fn cpu_charts(runs: &[RunRecord]) -> Vec<Chart> {
-    let b = cpu_breakdowns(runs);
+fn cpu_charts(runs: &[RunRecord], sel: &Selection) -> Vec<Chart> {
+    let b = cpu_breakdowns(runs, sel);
     let mut out: Vec<Chart> = b.shown.iter().map(cpu_chart).collect();
     out.extend(
         b.no_telemetry

@@ -1793,13 +1793,22 @@ pub fn throughput_scale(perfs: &[f64]) -> (f64, &'static str) {
 /// The point is named by its test and the parameters that vary among these runs' points:
 /// the fixed ones are said once ([`fixed_params`]), not in every cell.
 pub fn efficiency_rows(runs: &[RunRecord]) -> Vec<(String, usize, String, Efficiency)> {
+    efficiency_rows_with(runs, &Selection::default())
+}
+
+/// [`efficiency_rows`] at the points the selection chooses, as the summary takes them
+/// ([`Selection::for_runs`]).
+pub fn efficiency_rows_with(
+    runs: &[RunRecord],
+    sel: &Selection,
+) -> Vec<(String, usize, String, Efficiency)> {
     let peak = peak_params(runs);
     let fixed = fixed_params(runs);
     let mut fixed: Vec<&str> = fixed.iter().map(|(k, _)| k.as_str()).collect();
     // Where each run ran is said once above the tables, not in every cell.
     fixed.extend(placement_params(runs));
     let mut out = Vec::new();
-    for (row, per_run) in best_points(runs, &peak) {
+    for (row, per_run) in best_points_in(runs, &peak, &sel.for_runs(runs)) {
         for (i, p) in per_run.iter().enumerate() {
             if let Some(p) = p {
                 if let Some(e) = p.efficiency() {
@@ -2660,20 +2669,9 @@ pub fn summary(runs: &[RunRecord]) -> Summary {
 pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     let labels = run_labels(runs);
     let peak = peak_params(runs);
-    // Tests chosen for another workload leave this one's rows alone.
-    let keep_all = Selection {
-        tests: vec![],
-        ..sel.clone()
-    };
-    // The names of this summary's tests only: one summary per workload shares the
-    // selection, and the kv table's caption named crypto's `rsa2048`.
-    let own_tests = sel.tests_in(runs);
-    let chosen = !own_tests.is_empty() || !sel.at.is_empty();
-    let sel = if !own_tests.is_empty() {
-        sel
-    } else {
-        &keep_all
-    };
+    // This summary's tests only: one summary per workload shares the selection, and the
+    // kv table's caption named crypto's `rsa2048`.
+    let sel = &sel.for_runs(runs);
     let mut rows = Vec::new();
     // The workloads of the rows taken (a suite's other workloads have no say in them).
     let mut row_workloads: Vec<String> = Vec::new();
@@ -2785,11 +2783,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         runs: labels,
         measured: n,
         unit,
-        selection: Selection {
-            tests: own_tests,
-            ..sel.clone()
-        }
-        .describe(&peak),
+        selection: sel.describe(&peak),
         peak_params: peak,
         rows,
         geomean,
@@ -2853,7 +2847,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     if takes_best && !s.rows.is_empty() {
         s.notes.push(BEST_OF_NOTE.to_string());
     }
-    if chosen && !s.rows.is_empty() {
+    if sel.chooses() && !s.rows.is_empty() {
         s.notes.push(ONLY_SUMMARY_NOTE.to_string());
     }
     let base = sel
@@ -2875,9 +2869,9 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
     s
 }
 
-/// Said under a summary whose tests or point `--tests` or `--at` chose: the tables and
-/// charts after it are not chosen so, and a reader would pair their figures with its.
-pub const ONLY_SUMMARY_NOTE: &str = "--at and --tests choose this summary's points only: the efficiency tables and the charts below are at each run's best point over all its tests.";
+/// Said under a summary whose tests or point `--tests` or `--at` chose: which tables and
+/// charts after it are chosen so, and which hold every point.
+pub const ONLY_SUMMARY_NOTE: &str = "--at and --tests choose the points of this summary, of the efficiency and latency-threshold tables and of the charts of best points (bars, latency, power, per-CPU) alike; a sweep's curves and the results tables hold every point.";
 
 /// Said under a summary that takes each row or column at its best point.
 pub const BEST_OF_NOTE: &str = "A best point is the highest of several points' means, and their noise lifts it: by about one standard error of a point's mean where 4 points are near the top, 1.4 where 8 are. A column measured at more points gains more; `--at` takes every column at one point, with none of it.";

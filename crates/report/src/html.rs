@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use model::{Flag, RunRecord, Severity};
 
-use crate::charts::{charts, only_workload, pct_over, workloads, Chart};
+use crate::charts::{only_workload, pct_over, workloads, Chart};
 use crate::compare::{compare, Comparison};
 use crate::derive::{
     self, points, run_labels, throughput_scale, AbsentMarks, DiffColumn, PowerBasis, PowerFigure,
@@ -175,7 +175,7 @@ pub fn html_with(runs: &[RunRecord], tco: Option<&tco::TcoResult>, sel: &Selecti
             .unwrap_or_default()
     );
     let wls = workloads(runs);
-    let all_charts = charts(runs);
+    let all_charts = crate::charts::charts_with(runs, sel);
     let tel = crate::views::telemetry_views(runs);
     // Table of contents.
     h.push_str(r##"<nav class="toc"><b>Contents:</b> <a href="#runs">Runs</a>"##);
@@ -563,7 +563,7 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     h.push_str("</div>");
     h.push_str(&crate::views::views_html(runs, wl));
     h.push_str(&crate::hosts_view::pairs_html(runs, wl));
-    efficiency_table(h, runs, &run_labels, &marks);
+    efficiency_table(h, runs, &run_labels, &marks, sel);
     h.push_str(r#"<div class="grid">"#);
     for c in mine("power") {
         h.push_str(&figure(c));
@@ -582,14 +582,14 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
         h.push_str(&figure(c));
     }
     h.push_str("</div>");
-    thresholds_table(h, runs, &run_labels);
+    thresholds_table(h, runs, &run_labels, sel);
     results_tables(h, runs, &run_labels, &marks);
 }
 
 /// The Aerospike study's view ([`crate::charts::thresholds`]): per test, a row per
 /// threshold, the test's name once beside them.
-fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
-    let groups = crate::charts::thresholds(runs);
+fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String], sel: &Selection) {
+    let groups = crate::charts::thresholds(runs, sel);
     if groups.is_empty() {
         return;
     }
@@ -624,8 +624,14 @@ fn thresholds_table(h: &mut String, runs: &[RunRecord], labels: &[String]) {
     h.push_str("</table>");
 }
 
-fn efficiency_table(h: &mut String, runs: &[RunRecord], labels: &[String], marks: &AbsentMarks) {
-    let all = derive::efficiency_rows(runs);
+fn efficiency_table(
+    h: &mut String,
+    runs: &[RunRecord],
+    labels: &[String],
+    marks: &AbsentMarks,
+    sel: &Selection,
+) {
+    let all = derive::efficiency_rows_with(runs, sel);
     // One table per unit (a memory run's GB/s and ns, a crypto run's MB/s and signs/s): a
     // column's unit is its header's; a latency's table has no per-watt columns.
     for (unit, throughput) in derive::units_of(&all) {

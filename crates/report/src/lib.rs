@@ -88,6 +88,11 @@ pub(crate) fn sources_text(runs: &[model::RunRecord], tco: Option<&tco::TcoResul
 /// Every chart of the report as standalone SVG files: (file name, SVG text). Charts that
 /// could not be drawn (no histograms, no power) are left out; the HTML report says why.
 pub fn svg_charts(runs: &[model::RunRecord]) -> Vec<(String, String)> {
+    svg_charts_with(runs, &Selection::default())
+}
+
+/// [`svg_charts`] as the report laid out with `sel` draws them ([`charts::charts_with`]).
+pub fn svg_charts_with(runs: &[model::RunRecord], sel: &Selection) -> Vec<(String, String)> {
     // The workload-specific views' figures too, named after their titles. They go through
     // the same de-duplication as the other charts: two mem runs labelled `Arm 1` and
     // `arm-1` both titled a figure `view_arm_1_memory_latency_vs_working_set.svg`, the
@@ -107,7 +112,10 @@ pub fn svg_charts(runs: &[model::RunRecord]) -> Vec<(String, String)> {
             })
             .collect::<Vec<_>>()
     });
-    let mut all: Vec<charts::Chart> = charts::charts(runs).into_iter().chain(views).collect();
+    let mut all: Vec<charts::Chart> = charts::charts_with(runs, sel)
+        .into_iter()
+        .chain(views)
+        .collect();
     charts::unique_files(&mut all);
     all.into_iter()
         .filter_map(|c| c.svg.map(|s| (c.file, format!("{SVG_START}{s}\n"))))

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use model::{Flag, RunRecord};
 
-use crate::charts::{charts, only_workload, workloads};
+use crate::charts::{only_workload, workloads};
 use crate::compare::compare;
 use crate::derive::{
     self, points, run_labels, throughput_scale, AbsentMarks, DiffColumn, PowerBasis, PowerFigure,
@@ -374,7 +374,7 @@ pub fn markdown_with(
             }
         }
     }
-    let all_charts = charts(runs);
+    let all_charts = crate::charts::charts_with(runs, sel);
     for wl in workloads(runs) {
         let wr = only_workload(runs, &wl);
         let wl_labels = run_labels(&wr);
@@ -492,7 +492,7 @@ pub fn markdown_with(
         }
         m.push_str(&crate::views::views_markdown(&wr, &wl));
         m.push_str(&crate::hosts_view::pairs_markdown(&wr, &wl));
-        let all_eff = derive::efficiency_rows(&wr);
+        let all_eff = derive::efficiency_rows_with(&wr, sel);
         // A workload that ran only capacity tests has no best point (their figures are per step).
         if !all_eff.is_empty() {
             m.push_str("\n### Efficiency (each run's best point)\n\n");
@@ -517,7 +517,7 @@ pub fn markdown_with(
                 let _ = write!(m, "\n† %CPU used absent {}: {}\n", c(&who), c(&why));
             }
         }
-        let groups = crate::charts::thresholds(&wr);
+        let groups = crate::charts::thresholds(&wr, sel);
         if !groups.is_empty() {
             let _ = write!(
                 m,
@@ -642,7 +642,7 @@ pub fn markdown_with(
         let _ = write!(m, "\n{}\n", c(NO_CHARTS));
     }
     m.push_str(&crate::hosts_view::hosts_markdown(runs));
-    cpu_markdown(&mut m, runs);
+    cpu_markdown(&mut m, runs, sel);
     let tel = crate::views::telemetry_views(runs);
     if !tel.is_empty() {
         m.push_str("\n## Host telemetry\n");
@@ -773,8 +773,8 @@ fn power_sweeps_markdown(m: &mut String, runs: &[RunRecord], wl: &str) {
 }
 
 /// The per-CPU breakdowns the HTML draws ([`crate::charts::cpu_breakdowns`]), as tables.
-fn cpu_markdown(m: &mut String, runs: &[RunRecord]) {
-    let b = crate::charts::cpu_breakdowns(runs);
+fn cpu_markdown(m: &mut String, runs: &[RunRecord], sel: &Selection) {
+    let b = crate::charts::cpu_breakdowns(runs, sel);
     if runs.is_empty() {
         return;
     }

@@ -217,6 +217,28 @@ impl Selection {
         })
     }
 
+    /// This selection as it applies to `runs`, one workload's (a report's selection is
+    /// shared by each workload's section): only the tests theirs, so tests chosen for
+    /// another workload leave these runs' rows alone, and only the sweep point's keys
+    /// they ran with (`--at instances=2` is no constraint on crypto's, [`Self::at`]);
+    /// neither is then in their captions. A result that kept no settings keeps every
+    /// key: its value is not known, and it is at none.
+    pub fn for_runs(&self, runs: &[RunRecord]) -> Selection {
+        let results = || runs.iter().flat_map(|r| &r.results);
+        let theirs = |k: &str| results().any(|x| x.settings.is_empty() || x.setting(k).is_some());
+        Selection {
+            tests: self.tests_in(runs),
+            at: self.at.iter().filter(|(k, _)| theirs(k)).cloned().collect(),
+            ..self.clone()
+        }
+    }
+
+    /// Whether it chooses some points: tests, or a sweep point (of `runs`' where it is
+    /// [`Self::for_runs`] of them).
+    pub fn chooses(&self) -> bool {
+        !self.tests.is_empty() || !self.at.is_empty()
+    }
+
     /// The names of [`Selection::tests`] that match a test of these runs: none when the
     /// chosen tests are all another workload's (a report of several workloads: tests
     /// chosen for one leave the others' rows alone).

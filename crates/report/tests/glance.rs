@@ -212,7 +212,7 @@ fn markdown_has_the_thresholds_and_per_cpu_tables() {
     // Thresholds: one row per threshold and per test, each run side by side.
     let t = &m[m.find("### Latency thresholds").unwrap()..];
     assert!(t.contains("| Test | Threshold | x86-a | arm-b |"), "{t}");
-    let groups = report::charts::thresholds(&runs);
+    let groups = report::charts::thresholds(&runs, &report::Selection::default());
     let (what, cells) = &groups[0].rows[0];
     let first = format!(
         "| {} | {} | {} | {} |",
@@ -236,7 +236,7 @@ fn markdown_has_the_thresholds_and_per_cpu_tables() {
         cpu.contains("| 1 | 18.0 | 0.0 | 62.0 | 0.6 | 9.0 | 0.2 | 0.7 | 9.5 |"),
         "{cpu}"
     );
-    let shown = report::charts::cpu_breakdowns(&runs).shown;
+    let shown = report::charts::cpu_breakdowns(&runs, &report::Selection::default()).shown;
     assert!(!shown.is_empty());
     for b in &shown {
         assert!(cpu.contains(&report::fmt::md(&b.title())), "{}", b.title());
@@ -872,7 +872,9 @@ fn per_cpu_breakdown_is_the_mean_of_the_repetitions() {
             }
         }
     }
-    let shown = report::charts::cpu_breakdowns(std::slice::from_ref(&run)).shown;
+    let shown =
+        report::charts::cpu_breakdowns(std::slice::from_ref(&run), &report::Selection::default())
+            .shown;
     assert!(!shown.is_empty());
     for b in &shown {
         let cpu1 = b.cpus.iter().find(|c| c.cpu == 1).expect("CPU 1 shown");

@@ -369,6 +369,103 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     assert!(e.contains("no column `Graviton`"), "{e}");
 }
 
+/// `--tests` and `--at` choose the points of the efficiency and latency-threshold tables
+/// and of the charts of best points (bars, latency, power, per-CPU), as they choose the
+/// summary's: those stayed at each run's best over all its tests, and a reader paired
+/// them with the summary's figures. A sweep's curves keep every point.
+#[test]
+fn the_tables_and_charts_of_best_points_follow_the_selection() {
+    let runs = two_platforms();
+    let sel = report::Selection {
+        tests: vec!["get pipeline=100".into()],
+        at: vec![("instances".into(), "2".into())],
+        ..Default::default()
+    };
+    sel.check(&runs).unwrap();
+    let eff = report::derive::efficiency_rows_with(&runs, &sel);
+    assert_eq!(eff.len(), 2, "{eff:?}");
+    assert!(
+        eff.iter()
+            .all(|(row, _, point, _)| row == "kv get pipeline=100" && point.contains("instances=2")),
+        "{eff:?}"
+    );
+    let all = report::derive::efficiency_rows(&runs);
+    assert!(
+        all.iter().any(|(row, ..)| row == "kv set pipeline=1"),
+        "{all:?}"
+    );
+    let groups = report::charts::thresholds(&runs, &sel);
+    assert!(
+        !groups.is_empty() && groups.iter().all(|g| g.test == "kv get pipeline=100"),
+        "{:?}",
+        groups.iter().map(|g| &g.test).collect::<Vec<_>>()
+    );
+    let cpu = report::charts::cpu_breakdowns(&runs, &sel).shown;
+    assert!(
+        !cpu.is_empty() && cpu.iter().all(|b| b.row.starts_with("kv get")),
+        "{:?}",
+        cpu.iter().map(|b| &b.row).collect::<Vec<_>>()
+    );
+    let charts = report::charts::charts_with(&runs, &sel);
+    let of = |section: &str| -> Vec<&report::charts::Chart> {
+        charts.iter().filter(|c| c.section == section).collect()
+    };
+    let bars = of("results");
+    assert!(
+        bars.iter().all(|c| c.title.contains("(at instances=2")
+            && !c.svg.as_deref().unwrap_or("").contains("set pipeline")),
+        "{:?}",
+        bars.iter().map(|c| &c.title).collect::<Vec<_>>()
+    );
+    for section in ["latency", "power"] {
+        let drawn = of(section);
+        assert!(!drawn.is_empty(), "{section}");
+        for c in drawn {
+            let text = format!("{} {}", c.title, c.svg.as_deref().unwrap_or(""));
+            assert!(!text.contains("set pipeline"), "{section}: {}", c.title);
+        }
+    }
+    // The sweep over instances is of every point.
+    let sweep = of("sweep");
+    assert!(
+        sweep
+            .iter()
+            .any(|c| c.svg.as_deref().unwrap_or("").contains("set pipeline")),
+        "{:?}",
+        sweep.iter().map(|c| &c.title).collect::<Vec<_>>()
+    );
+    // Said under the summary, in both formats.
+    let s = report::summary_with(&runs, &sel);
+    let note = report::derive::ONLY_SUMMARY_NOTE;
+    assert!(s.notes.iter().any(|n| n == note), "{:?}", s.notes);
+    let md = report::markdown_with(&runs, None, None, &sel);
+    assert!(md.contains(note), "{md}");
+    // `--at` of a key these runs' workload has not (their results kept their settings,
+    // and none is `instances`) chooses none of their points, and says nothing; of results
+    // that kept no settings, whose value is not known, it does.
+    let at = report::Selection {
+        at: vec![("instances".into(), "2".into())],
+        ..Default::default()
+    };
+    let mut other = runs.clone();
+    for r in other.iter_mut().flat_map(|r| r.results.iter_mut()) {
+        r.params.remove("instances");
+        r.settings.insert("threads".into(), serde_json::json!(1));
+    }
+    assert!(!at.for_runs(&other).chooses());
+    let s = report::summary_with(&other, &at);
+    assert!(
+        !s.rows.is_empty() && !s.notes.iter().any(|n| n == note),
+        "{:?}",
+        s.notes
+    );
+    assert!(!s.selection.contains("instances=2"), "{}", s.selection);
+    for r in other.iter_mut().flat_map(|r| r.results.iter_mut()) {
+        r.settings.clear();
+    }
+    assert!(at.for_runs(&other).chooses());
+}
+
 /// `--tests` names rows as the summary does: without the parameters every point shares
 /// (`requests=20000`, a list such as `tests=["set","get"]`, whose commas could not be
 /// typed in a comma-separated list), which the table leaves out of its row names.

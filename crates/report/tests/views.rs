@@ -1514,7 +1514,7 @@ fn latency_threshold_rows_are_the_stored_defaults() {
                 .label("over", "64ms"),
         );
     }
-    let groups = report::charts::thresholds(&runs);
+    let groups = report::charts::thresholds(&runs, &report::Selection::default());
     assert!(!groups.is_empty());
     for g in &groups {
         let rows: Vec<&str> = g

@@ -446,7 +446,7 @@ pub fn report(a: Args, g: &Global) -> anyhow::Result<i32> {
                     dir.display()
                 );
             }
-            let charts: Vec<(PathBuf, String)> = report::svg_charts(&runs)
+            let charts: Vec<(PathBuf, String)> = report::svg_charts_with(&runs, &sel)
                 .into_iter()
                 .map(|(name, svg)| (dir.join(name), svg))
                 .collect();
