@@ -647,6 +647,37 @@ fn a_rows_headline_buffer_size_is_in_its_name() {
     assert!(labels.iter().any(|l| l.contains("get")), "{labels:?}");
 }
 
+/// A TCO's tests are named as the report's summary names them, so two platforms' means
+/// are compared test by test: a column's best `instances` or a row's best `clients` (of
+/// the whole run, not of the points taken, where each is one value) is none of their
+/// names, and a headline's buffer size is.
+#[test]
+fn a_tcos_tests_are_named_as_the_summary_names_them() {
+    let mut scaled = kv_run(&Spec::default());
+    for r in scaled.results.iter_mut().filter(|r| r.test == "get") {
+        r.metrics
+            .push(Metric::new("headline_buffer_bytes", 8192.0, "B"));
+    }
+    for run in [scaled, client_sweep_run()] {
+        let plan = one_platform_plan(&run.id, "");
+        let fr = report::selection::tco_from_run(&run, &plan.platforms[0]).unwrap();
+        let mut labels: Vec<String> = report::summary(std::slice::from_ref(&run))
+            .rows
+            .into_iter()
+            .map(|r| r.label)
+            .collect();
+        labels.sort();
+        assert_eq!(fr.perf_rows, labels);
+        assert!(
+            fr.perf_rows
+                .iter()
+                .all(|l| !l.contains("instances=") && !l.contains("clients=")),
+            "{:?}",
+            fr.perf_rows
+        );
+    }
+}
+
 /// Acceptance M, 5: an efficiency table whose power is of a host that also ran the load
 /// generator says so under it; a server host of its own has nothing to say.
 #[test]
