@@ -7,7 +7,9 @@
 use hdrhistogram::Histogram;
 use model::RunRecord;
 
-use crate::derive::{self, best_points_in, peak_params, points, run_labels, Point, PowerBasis};
+use crate::derive::{
+    self, best_points, best_points_in, peak_params, points, run_labels, Point, PowerBasis,
+};
 use crate::selection::Selection;
 use crate::svg::{self, BarSeries, LineSeries, Scale, Stack};
 
@@ -729,6 +731,27 @@ pub fn power_sweeps(runs: &[RunRecord], wl: &str) -> Vec<PowerSweep> {
     out
 }
 
+/// What a chart of best points is at: ` (at instances=2; best over clients)`, the
+/// selection's point and the load levels each is the best over; empty for neither.
+fn chosen_note(sel: &Selection, peak: &[String]) -> String {
+    let free: Vec<&str> = peak
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !sel.at.iter().any(|(k, _)| k == p))
+        .collect();
+    let said: Vec<String> = sel
+        .at
+        .iter()
+        .map(|(k, v)| format!("at {k}={v}"))
+        .chain((!free.is_empty()).then(|| format!("best over {}", free.join(", "))))
+        .collect();
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", said.join("; "))
+    }
+}
+
 /// Every chart for these runs.
 pub fn charts(runs: &[RunRecord]) -> Vec<Chart> {
     charts_with(runs, &Selection::default())
@@ -774,41 +797,50 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
     let sel = sel.for_runs(runs);
     // Capacity tests are not among the best points (their figures are per step, in
     // their views): a workload that ran only those has no test to set beside another.
-    let best = best_points_in(runs, &peak, &sel);
-    if best.is_empty() {
+    let every_best = best_points(runs, &peak);
+    if every_best.is_empty() {
         return out;
     }
+    // The best points the selection takes: the bars, latency and power charts are of
+    // these, the sweeps of every point.
+    let best = best_points_in(runs, &peak, &sel);
     let strip = |k: &str| k.strip_prefix(&format!("{wl} ")).unwrap_or(k).to_string();
-    let at: Vec<String> = sel.at.iter().map(|(k, v)| format!("at {k}={v}")).collect();
-    let free: Vec<&str> = peak
-        .iter()
-        .map(String::as_str)
-        .filter(|p| !sel.at.iter().any(|(k, _)| k == p))
-        .collect();
-    let said: Vec<String> = at
-        .into_iter()
-        .chain((!free.is_empty()).then(|| format!("best over {}", free.join(", "))))
-        .collect();
-    let peak_note = if said.is_empty() {
+    let peak_note = chosen_note(&sel, &peak);
+    // The point the selection takes, said in the titles of the other charts of best
+    // points too: a file of them (`--svg-dir`) is read without the report around it.
+    let at: Vec<String> = sel.at.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let at_note = if at.is_empty() {
         String::new()
     } else {
-        format!(" ({})", said.join("; "))
+        format!(", at {}", at.join(" "))
     };
-    // 1. Bars per test and run: one chart per headline and unit (signs/s and MB/s on one
-    // axis would be a figure that cannot be read).
+    // The kinds of headline (name and unit) of every test, so the sweeps' charts and
+    // their files are the same whatever is chosen; each with the rows of `best` of it.
+    let kind = |v: &[Option<Point>]| {
+        v.iter()
+            .flatten()
+            .next()
+            .map(|p| (p.headline_name().to_string(), p.headline_unit()))
+    };
     let mut groups: Vec<(String, String, Vec<usize>)> = Vec::new();
-    for (i, (_, v)) in best.iter().enumerate() {
-        let Some(p) = v.iter().flatten().next() else {
-            continue;
-        };
-        let (name, unit) = (p.headline_name().to_string(), p.headline_unit());
-        match groups.iter_mut().find(|g| g.0 == name && g.1 == unit) {
-            Some(g) => g.2.push(i),
-            None => groups.push((name, unit, vec![i])),
+    for (name, unit) in every_best.iter().filter_map(|(_, v)| kind(v)) {
+        if !groups.iter().any(|g| g.0 == name && g.1 == unit) {
+            groups.push((name, unit, vec![]));
+        }
+    }
+    for (i, (name, unit)) in best
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, v))| Some((i, kind(v)?)))
+    {
+        if let Some(g) = groups.iter_mut().find(|g| g.0 == name && g.1 == unit) {
+            g.2.push(i);
         }
     }
     let several = groups.len() > 1;
-    for (headline, unit, rows) in &groups {
+    // 1. Bars per test and run: one chart per headline and unit (signs/s and MB/s on one
+    // axis would be a figure that cannot be read).
+    for (headline, unit, rows) in groups.iter().filter(|g| !g.2.is_empty()) {
         let cats: Vec<String> = rows.iter().map(|&i| strip(&best[i].0)).collect();
         let series: Vec<BarSeries> = labels
             .iter()
@@ -981,6 +1013,11 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
             });
         }
     }
+    // Nothing chosen of this workload's tests (`--at` a point it did not run): no best
+    // point to draw.
+    if best.is_empty() {
+        return out;
+    }
     // 3. Latency percentile curves and histogram buckets of the best points.
     let mut with_latency: Vec<(Point, (String, Histogram<u64>))> = best
         .iter()
@@ -1038,7 +1075,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
                 })
                 .collect(),
         );
-        let title = format!("{wl}: latency by percentile ({kind})");
+        let title = format!("{wl}: latency by percentile ({kind}){at_note}");
         out.push(Chart {
             file: format!("{}_latency.svg", slug(wl)),
             title: title.clone(),
@@ -1125,7 +1162,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
                     values: v.into_iter().map(Some).collect(),
                 })
                 .collect();
-            let title = format!("{wl} {test}: % of operations {what}");
+            let title = format!("{wl} {test}: % of operations {what}{at_note}");
             out.push(Chart {
                 file: format!("{}_buckets_{}.svg", slug(wl), slug(&test)),
                 title: title.clone(),
@@ -1148,7 +1185,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
     let mut drawn = 0;
     let mut reasons_all: Vec<(usize, Result<derive::PowerFigure, String>)> = Vec::new();
     let mut power_charts = Vec::new();
-    for (headline, unit, rows) in &groups {
+    for (headline, unit, rows) in groups.iter().filter(|g| !g.2.is_empty()) {
         let cats: Vec<String> = rows.iter().map(|&i| strip(&best[i].0)).collect();
         let mut power_series = Vec::new();
         let mut perfw_series = Vec::new();
@@ -1235,9 +1272,9 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
         let basis = bases_said(&bases);
         let words = headline_words(headline, unit, &groups);
         let t = if several {
-            format!("{wl}: power under load of the {words} tests, W ({basis})")
+            format!("{wl}: power under load of the {words} tests, W ({basis}){at_note}")
         } else {
-            format!("{wl}: power under load, W ({basis})")
+            format!("{wl}: power under load, W ({basis}){at_note}")
         };
         power_charts.push(Chart {
             file: file("power"),
@@ -1252,7 +1289,7 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
         if !has(&perfw_series) {
             continue;
         }
-        let t = format!("{wl}: {words} per W ({basis})");
+        let t = format!("{wl}: {words} per W ({basis}){at_note}");
         power_charts.push(Chart {
             file: file("perf_per_w"),
             title: t.clone(),
@@ -1406,17 +1443,33 @@ pub fn cpu_breakdowns(runs: &[RunRecord], sel: &Selection) -> CpuBreakdowns {
         shown: vec![],
         no_telemetry: vec![],
     };
-    for (run, label) in runs.iter().zip(&labels) {
+    // Each workload's best points over all its runs, named and chosen as its summary's
+    // are: one run alone names a row by what varies in it (`kv get` where the summary's
+    // is `kv get pipeline=16`), which `--tests` then did not find.
+    let wls = workloads(runs);
+    let wruns: Vec<Vec<RunRecord>> = wls.iter().map(|wl| only_workload(runs, wl)).collect();
+    let peaks: Vec<Vec<String>> = wruns.iter().map(|w| peak_params(w)).collect();
+    let bests: Vec<_> = wruns
+        .iter()
+        .zip(&peaks)
+        .map(|(w, peak)| best_points_in(w, peak, &sel.for_runs(w)))
+        .collect();
+    for (ri, (run, label)) in runs.iter().zip(&labels).enumerate() {
         let (mut any, mut tried) = (false, false);
-        for wl in workloads(std::slice::from_ref(run)) {
-            let wrun = only_workload(std::slice::from_ref(run), &wl);
-            let peak = peak_params(&wrun);
-            let mut chosen: Vec<(String, Point)> =
-                best_points_in(&wrun, &peak, &sel.for_runs(&wrun))
-                    .into_iter()
-                    .filter_map(|(row, best)| Some((row, best.into_iter().flatten().next()?)))
-                    .collect();
-            let fixed = derive::fixed_params(&wrun);
+        for (wi, wl) in wls.iter().enumerate() {
+            let has = |r: &RunRecord| r.results.iter().any(|x| x.workload == *wl);
+            if !has(run) {
+                continue;
+            }
+            // Its column among the runs of this workload.
+            let col = runs[..ri].iter().filter(|r| has(r)).count();
+            let wrun = std::slice::from_ref(&wruns[wi][col]);
+            let peak = &peaks[wi];
+            let mut chosen: Vec<(String, Point)> = bests[wi]
+                .iter()
+                .filter_map(|(row, per_run)| Some((row.clone(), per_run[col].clone()?)))
+                .collect();
+            let fixed = derive::fixed_params(wrun);
             let fixed: Vec<&str> = fixed.iter().map(|(k, _)| k.as_str()).collect();
             chosen.extend(
                 points(0, &wrun[0])

@@ -2037,6 +2037,23 @@ impl Summary {
         }
     }
 
+    /// The geometric mean row's name: `Geometric mean`, with the unit of the rows it is
+    /// over where the heading has none and they share one (a test left out of the means,
+    /// in another unit, leaves the heading without one): `Geometric mean (ops/s)`.
+    pub fn geomean_label(&self) -> String {
+        let mut over = self
+            .rows
+            .iter()
+            .filter(|r| r.perf.iter().all(Option::is_some))
+            .map(|r| r.unit.as_str());
+        let first = over.next().unwrap_or_default();
+        if self.unit.is_empty() && !first.is_empty() && over.all(|u| u == first) {
+            format!("Geometric mean ({first})")
+        } else {
+            "Geometric mean".to_string()
+        }
+    }
+
     /// Whether more is better in every row (`Some(true)`, and in a table of none), in no
     /// row (`Some(false)`: latencies), or the rows differ (`None`).
     pub fn higher_is_better(&self) -> Option<bool> {
@@ -2848,7 +2865,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         s.notes.push(BEST_OF_NOTE.to_string());
     }
     if sel.chooses() && !s.rows.is_empty() {
-        s.notes.push(ONLY_SUMMARY_NOTE.to_string());
+        s.notes.push(CHOSEN_POINTS_NOTE.to_string());
     }
     let base = sel
         .baseline
@@ -2871,7 +2888,7 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
 
 /// Said under a summary whose tests or point `--tests` or `--at` chose: which tables and
 /// charts after it are chosen so, and which hold every point.
-pub const ONLY_SUMMARY_NOTE: &str = "--at and --tests choose the points of this summary, of the efficiency and latency-threshold tables and of the charts of best points (bars, latency, power, per-CPU) alike; a sweep's curves and the results tables hold every point.";
+pub const CHOSEN_POINTS_NOTE: &str = "--at and --tests choose the points of this summary, of the efficiency and latency-threshold tables and of the charts of best points (bars, latency, power, per-CPU) alike; a sweep's curves and the results tables hold every point.";
 
 /// Said under a summary that takes each row or column at its best point.
 pub const BEST_OF_NOTE: &str = "A best point is the highest of several points' means, and their noise lifts it: by about one standard error of a point's mean where 4 points are near the top, 1.4 where 8 are. A column measured at more points gains more; `--at` takes every column at one point, with none of it.";

@@ -485,7 +485,11 @@ fn workload_section(h: &mut String, runs: &[RunRecord], wl: &str, all: &[Chart],
     // A missing mean is marked; why is said once under the table.
     let absent = r#"<span class="muted">absent&dagger;</span>"#;
     if s.shows_geomean() {
-        h.push_str(r#"<tr class="mean"><td>Geometric mean</td>"#);
+        let _ = write!(
+            h,
+            r#"<tr class="mean"><td>{}</td>"#,
+            esc(&s.geomean_label())
+        );
         for g in geo.iter().take(labels.len()) {
             let _ = write!(
                 h,

@@ -441,7 +441,7 @@ pub fn markdown_with(
             cells.extend(s.differences.iter().map(|d| s.diff_cell(d, ri)));
             m.push_str(&row(&cells));
         }
-        let mut g = vec!["Geometric mean".to_string()];
+        let mut g = vec![c(&s.geomean_label())];
         let mut a = vec!["Arithmetic mean".to_string()];
         let (geo, pmean) = (s.geomean_or_why(), s.power_mean_or_why());
         for i in 0..s.runs.len() {

@@ -445,38 +445,51 @@ pub fn tco_from_run(run: &RunRecord, p: &tco::Platform) -> Result<tco::FromRun, 
 /// (`x86: pipeline=100; arm: pipeline not given (1 by default)`): their tests are named
 /// alike and pass the TCO's check, but a difference between the platforms is then of the
 /// setting as much as of the platform. Said as the report's column line says it
-/// ([`crate::derive::column_line`]), over the points each figure was taken from; a load
-/// level some platform's run swept (each at its best) is no such setting. None where
-/// they agree, or fewer than two figures came from runs.
-pub fn tco_settings_note(platforms: &[(&str, &RunRecord, &tco::FromRun)]) -> Option<String> {
-    let mut peak: Vec<String> = Vec::new();
-    let mut taken: Vec<RunRecord> = Vec::new();
-    for (name, run, fr) in platforms {
-        for k in crate::derive::peak_params(std::slice::from_ref(*run)) {
-            if !peak.contains(&k) {
-                peak.push(k);
-            }
-        }
-        if !fr.perf_points.is_empty() {
-            // The column line reads a run's label and results only.
-            taken.push(RunRecord {
-                format_version: run.format_version,
-                id: run.id.clone(),
-                label: Some(name.to_string()),
-                created_at: run.created_at,
-                finished_at: run.finished_at,
-                rackbench_version: run.rackbench_version.clone(),
-                command: String::new(),
-                plan: serde_json::Value::Null,
-                hosts: vec![],
-                idle_power: vec![],
-                results: fr.perf_points.clone(),
-                status: run.status,
-                error: None,
-            });
-        }
+/// ([`crate::derive::column_line`]), over the points each figure was taken from. A load
+/// level is no such setting where every platform took its best over it (its run swept it
+/// in the tests taken, and its `params` did not fix it); one fixed on either side is.
+/// None where they agree, or fewer than two figures came from runs.
+pub fn tco_settings_note(
+    platforms: &[(&tco::Platform, &RunRecord, &tco::FromRun)],
+) -> Option<String> {
+    let measured: Vec<_> = platforms
+        .iter()
+        .filter(|(_, _, fr)| !fr.perf_points.is_empty())
+        .collect();
+    // The load levels each platform's figure is the best over.
+    let best_over = |p: &tco::Platform, run: &RunRecord, fr: &tco::FromRun| -> Vec<String> {
+        let tests = |r: &model::ResultRecord| {
+            fr.perf_points
+                .iter()
+                .any(|t| t.workload == r.workload && t.test == r.test)
+        };
+        let scope = RunRecord {
+            results: run.results.iter().filter(|r| tests(r)).cloned().collect(),
+            ..run.clone()
+        };
+        crate::derive::peak_params(std::slice::from_ref(&scope))
+            .into_iter()
+            .filter(|k| !p.params.contains_key(k))
+            .collect()
+    };
+    let mut peak: Option<Vec<String>> = None;
+    for (p, run, fr) in &measured {
+        let mine = best_over(p, run, fr);
+        peak = Some(match peak {
+            None => mine,
+            Some(all) => all.into_iter().filter(|k| mine.contains(k)).collect(),
+        });
     }
-    let line = crate::derive::column_line(&taken, &peak)?;
+    // The column line reads a run's label and results only.
+    let taken: Vec<RunRecord> = measured
+        .iter()
+        .map(|(p, run, fr)| RunRecord {
+            label: Some(p.name.clone()),
+            results: fr.perf_points.clone(),
+            ..(*run).clone()
+        })
+        .collect();
+    let line = crate::derive::column_line(&taken, &peak.unwrap_or_default())?;
     Some(format!(
         "the platforms' performance was measured at different settings (a difference \
          between them is of the setting as much as of the platform): {line}"

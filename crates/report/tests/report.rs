@@ -335,7 +335,7 @@ fn seed_tables_difference_extrapolation_and_chosen_tests() {
     );
     // The tables and charts after the summary are not chosen so: said under it, where a
     // reader would pair their figures with the summary's (no selection, nothing said).
-    let note = report::derive::ONLY_SUMMARY_NOTE;
+    let note = report::derive::CHOSEN_POINTS_NOTE;
     assert!(s.notes.iter().any(|n| n == note), "{:?}", s.notes);
     let in_html = note.replace('\'', "&#39;");
     assert!(report::html_with(&runs, None, &two_tests).contains(&in_html));
@@ -425,7 +425,8 @@ fn the_tables_and_charts_of_best_points_follow_the_selection() {
             assert!(!text.contains("set pipeline"), "{section}: {}", c.title);
         }
     }
-    // The sweep over instances is of every point.
+    // The sweep over instances is of every point, its files the same as unchosen, also
+    // where the selection takes no point of the workload (none at instances=3).
     let sweep = of("sweep");
     assert!(
         sweep
@@ -434,9 +435,42 @@ fn the_tables_and_charts_of_best_points_follow_the_selection() {
         "{:?}",
         sweep.iter().map(|c| &c.title).collect::<Vec<_>>()
     );
+    let sweep_files = |charts: Vec<report::charts::Chart>| -> Vec<String> {
+        charts
+            .into_iter()
+            .filter(|c| c.section == "sweep" && c.svg.is_some())
+            .map(|c| c.file)
+            .collect()
+    };
+    let unchosen = sweep_files(report::charts::charts(&runs));
+    assert!(!unchosen.is_empty());
+    assert_eq!(
+        sweep_files(report::charts::charts_with(&runs, &sel)),
+        unchosen
+    );
+    let none = report::Selection {
+        at: vec![("instances".into(), "3".into())],
+        ..Default::default()
+    };
+    assert_eq!(
+        sweep_files(report::charts::charts_with(&runs, &none)),
+        unchosen
+    );
+    // A run fixed at pipeline 100 beside one that swept it: its per-CPU breakdowns are
+    // chosen by the names the summary gives (alone, its rows are `kv get`, `kv set`).
+    let mut fixed = runs.clone();
+    fixed[1]
+        .results
+        .retain(|r| r.params.get("pipeline") == Some(&serde_json::json!(100)));
+    let cpu = report::charts::cpu_breakdowns(&fixed, &sel).shown;
+    assert!(
+        cpu.iter().any(|b| b.run == "arm-b") && cpu.iter().all(|b| b.row.starts_with("kv get")),
+        "{:?}",
+        cpu.iter().map(|b| (&b.run, &b.row)).collect::<Vec<_>>()
+    );
     // Said under the summary, in both formats.
     let s = report::summary_with(&runs, &sel);
-    let note = report::derive::ONLY_SUMMARY_NOTE;
+    let note = report::derive::CHOSEN_POINTS_NOTE;
     assert!(s.notes.iter().any(|n| n == note), "{:?}", s.notes);
     let md = report::markdown_with(&runs, None, None, &sel);
     assert!(md.contains(note), "{md}");
@@ -2933,12 +2967,12 @@ fn a_tco_says_which_settings_its_platforms_ran_at_where_they_differ() {
             .collect();
         // The TCO's own check lets them through: their tests are named alike.
         tco::evaluate(&plan, &by_name).unwrap();
-        let measured: Vec<(&str, &RunRecord, &tco::FromRun)> = plan
+        let measured: Vec<(&tco::Platform, &RunRecord, &tco::FromRun)> = plan
             .platforms
             .iter()
             .zip(runs)
             .zip(&from)
-            .map(|((p, run), fr)| (p.name.as_str(), run, fr))
+            .map(|((p, run), fr)| (p, run, fr))
             .collect();
         report::selection::tco_settings_note(&measured)
     };
@@ -2951,12 +2985,22 @@ fn a_tco_says_which_settings_its_platforms_ran_at_where_they_differ() {
         );
         assert_eq!(note([&deep, &at("deep2", 100)], extra), None, "{extra}");
     }
-    // Their clients differ (the first's best of 5 and 40 against 5): a load level one
-    // run swept, no setting.
+    // A load level both took their best over is no setting, however their bests differ;
+    // one fixed on one side (clients=5) is.
+    let mut best_at_five = at("best-at-5", 1);
+    for r in &mut best_at_five.results {
+        if r.params.get("clients") == Some(&serde_json::json!(5)) {
+            for m in r.metrics.iter_mut().filter(|m| m.name == "ops_per_s") {
+                m.value *= 100.0;
+            }
+        }
+    }
+    assert_eq!(note([&shallow, &best_at_five], ""), None);
     let mut few = at("few", 1);
     few.results
         .retain(|r| r.params.get("clients") == Some(&serde_json::json!(5)));
-    assert_eq!(note([&shallow, &few], ""), None);
+    let said = note([&shallow, &few], "").unwrap_or_default();
+    assert!(said.contains("x86: clients=40; b: clients=5"), "{said}");
 }
 
 /// A one-platform TCO plan over run `x86-a` with `perf_from = "max"`, `extra` added to
@@ -4448,6 +4492,37 @@ fn runs_of_different_test_lists_share_their_common_tests_rows() {
     let said = s.left_out_note().unwrap();
     assert!(md.contains(&said), "{md}");
     assert!(report::html(&runs, None).contains(&said));
+}
+
+/// A test left out of the means (one column has no figure of it), in another unit than
+/// the rows the means are over, leaves the heading without a unit: the geometric mean's
+/// row then says its own, of the rows it is over.
+#[test]
+fn a_geometric_mean_says_its_unit_where_the_heading_cannot() {
+    let mut a = kv_run(&Spec::default());
+    let b = kv_run(&Spec {
+        id: "20261120T231500-bbbbbb",
+        label: "b",
+        ..Spec::default()
+    });
+    for r in a.results.iter_mut().filter(|r| r.test == "get") {
+        r.test = "scan".into();
+        for m in &mut r.metrics {
+            if m.name == "ops_per_s" {
+                m.unit = "MB/s".into();
+            }
+        }
+    }
+    let runs = [a, b];
+    let s = report::derive::summary(&runs);
+    assert!(!s.left_out.is_empty() && s.geomean[0].is_some(), "{s:?}");
+    assert_eq!(s.perf_heading(), "Performance");
+    assert_eq!(s.geomean_label(), "Geometric mean (ops/s)");
+    assert!(report::html(&runs, None).contains("<td>Geometric mean (ops/s)</td>"));
+    assert!(report::markdown(&runs, None).contains("| **Geometric mean (ops/s)** |"));
+    // With one unit throughout, the heading says it, and the row no more.
+    let plain = report::derive::summary(&runs[1..]);
+    assert_eq!(plain.geomean_label(), "Geometric mean");
 }
 
 /// A summary that takes each column at its best point says that the best of several is

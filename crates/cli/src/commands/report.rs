@@ -297,7 +297,7 @@ fn evaluate_plan(
     }
     let mut from_runs = BTreeMap::new();
     // Each platform's run, where its figures come from one.
-    let mut runs: Vec<(&str, RunRecord)> = Vec::new();
+    let mut runs: Vec<(&tco::Platform, RunRecord)> = Vec::new();
     if needs_runs {
         let src = Source::open(from, g)?;
         for p in &plan.platforms {
@@ -326,14 +326,14 @@ fn evaluate_plan(
                 tco::from_run(&run, p)
             };
             from_runs.insert(p.name.clone(), fr);
-            runs.push((&p.name, run));
+            runs.push((p, run));
         }
     }
     let mut result =
         tco::evaluate(&plan, &from_runs).with_context(|| format!("in {}", plan_path.display()))?;
-    let measured: Vec<(&str, &RunRecord, &tco::FromRun)> = runs
+    let measured: Vec<(&tco::Platform, &RunRecord, &tco::FromRun)> = runs
         .iter()
-        .map(|(name, run)| (*name, run, &from_runs[*name]))
+        .map(|(p, run)| (*p, run, &from_runs[&p.name]))
         .collect();
     result
         .notes
