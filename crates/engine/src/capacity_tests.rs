@@ -471,8 +471,16 @@ pub struct Found {
 
 impl Found {
     /// A ramp's or search's repetition found `capacity` (None: none); `bound`: why it
-    /// is only a lower bound of what the server sustains, when it is.
-    pub fn record(&mut self, test: &str, capacity: Option<f64>, bound: Option<String>) {
+    /// is only a lower bound of what the server sustains, when it is; `late`: its
+    /// `generator_late` warning, where it found it with its generator behind (a `levels`
+    /// test taking it repeats it).
+    pub fn record(
+        &mut self,
+        test: &str,
+        capacity: Option<f64>,
+        bound: Option<String>,
+        late: Option<String>,
+    ) {
         if self.taken || self.test != test {
             self.each.clear();
             self.bounds.clear();
@@ -482,12 +490,7 @@ impl Found {
         self.taken = false;
         self.each.push(capacity);
         self.bounds.extend(bound.filter(|_| capacity.is_some()));
-    }
-
-    /// The repetition just recorded found its capacity with its generator behind
-    /// (`warning`, its `generator_late` warning): a `levels` test taking it repeats it.
-    pub fn generator_late(&mut self, warning: String) {
-        self.late.push(warning);
+        self.late.extend(late);
     }
 
     /// Why the capacity [`Found::take`] gives is a lower bound (the first such
@@ -671,7 +674,7 @@ pub fn run(
                     r.points.last().map_or(0.0, |p| p.step.demanded_rate_per_s)
                 ),
             });
-            found.record("ramp", r.last_sustained_rate_per_s(), bound);
+            found.record("ramp", r.last_sustained_rate_per_s(), bound, None);
             if let Some(s) = &r.saturation {
                 let step = &r.points[s.index].step;
                 // Judged only where the replies fell short of the demand: a server that
@@ -741,12 +744,17 @@ pub fn run(
                                 .to_string()
                         }
                     });
-            found.record("search", r.max_rate_meeting_slo_per_s(), bound);
+            let late = r.generator_late_warning();
+            found.record(
+                "search",
+                r.max_rate_meeting_slo_per_s(),
+                bound,
+                late.clone(),
+            );
             if let Some(n) = &r.note {
                 flags.push(Flag::warning("search_limit", n.clone()));
             }
-            if let Some(w) = r.generator_late_warning() {
-                found.generator_late(w.clone());
+            if let Some(w) = late {
                 flags.push(Flag::warning("generator_late", w));
             }
             let steps = r.points.iter().map(|p| p.step.clone()).collect();
@@ -1650,15 +1658,15 @@ mod tests {
     fn levels_take_the_median_of_the_repetitions_before_them() {
         let mut f = Found::default();
         for c in [Some(900.0), Some(1000.0), Some(1300.0)] {
-            f.record("ramp", c, None);
+            f.record("ramp", c, None, None);
         }
         let (c, how) = f.take().unwrap();
         assert_eq!(c, 1000.0, "the median, not the last repetition's 1300");
         assert!(how.contains("median of what the 3 ramp"), "{how}");
         // Every levels repetition takes the same; a new ramp starts a new series.
         assert_eq!(f.take().unwrap().0, 1000.0);
-        f.record("ramp", Some(500.0), None);
-        f.record("ramp", None, None);
+        f.record("ramp", Some(500.0), None, None);
+        f.record("ramp", None, None, None);
         let (c, how) = f.take().unwrap();
         assert_eq!(c, 500.0);
         assert!(
@@ -1668,20 +1676,20 @@ mod tests {
         assert_eq!(f.bound(), None);
         // A repetition whose capacity is a lower bound says so (audit, 3); one that
         // found none has no bound to say; a new series forgets it.
-        f.record("search", Some(800.0), Some("every probe met".into()));
-        f.record("search", None, Some("never".into()));
+        f.record("search", Some(800.0), Some("every probe met".into()), None);
+        f.record("search", None, Some("never".into()), None);
         assert_eq!(f.bound().as_deref(), Some("every probe met"));
-        f.record("ramp", Some(500.0), None);
+        f.record("ramp", Some(500.0), None, None);
         assert_eq!(f.bound(), None, "a new series");
         // A search after a ramp is its own series; one that found nothing leaves none.
-        f.record("ramp", Some(1.0), None);
-        f.record("search", None, None);
+        f.record("ramp", Some(1.0), None, None);
+        f.record("search", None, None, None);
         assert_eq!(f.take(), None);
         // An even count: the lower of the middle two, a rate a repetition measured (the
         // mean, 6,000, no search had shown to meet the objective).
         let mut f = Found::default();
-        f.record("search", Some(7000.0), None);
-        f.record("search", Some(5000.0), None);
+        f.record("search", Some(7000.0), None, None);
+        f.record("search", Some(5000.0), None, None);
         let (c, how) = f.take().unwrap();
         assert_eq!(c, 5000.0);
         assert!(how.contains("the lower of the middle two"), "{how}");

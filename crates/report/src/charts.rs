@@ -739,10 +739,9 @@ fn chosen_note(sel: &Selection, peak: &[String]) -> String {
         .map(String::as_str)
         .filter(|p| !sel.at.iter().any(|(k, _)| k == p))
         .collect();
-    let said: Vec<String> = sel
-        .at
-        .iter()
-        .map(|(k, v)| format!("at {k}={v}"))
+    let said: Vec<String> = (!sel.at.is_empty())
+        .then(|| format!("at {}", sel.at_text()))
+        .into_iter()
         .chain((!free.is_empty()).then(|| format!("best over {}", free.join(", "))))
         .collect();
     if said.is_empty() {
@@ -808,11 +807,10 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
     let peak_note = chosen_note(&sel, &peak);
     // The point the selection takes, said in the titles of the other charts of best
     // points too: a file of them (`--svg-dir`) is read without the report around it.
-    let at: Vec<String> = sel.at.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let at_note = if at.is_empty() {
+    let at_note = if sel.at.is_empty() {
         String::new()
     } else {
-        format!(", at {}", at.join(" "))
+        format!(", at {}", sel.at_text())
     };
     // The kinds of headline (name and unit) of every test, so the sweeps' charts and
     // their files are the same whatever is chosen; each with the rows of `best` of it.

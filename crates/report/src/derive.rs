@@ -2854,6 +2854,20 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             capacity.join(", ")
         ));
     }
+    // Chosen so that none of this workload's points is taken (`--at` a point it did not
+    // run, or results that kept no settings, at none): said, not an empty section.
+    if s.rows.is_empty() && others && capacity.is_empty() && sel.chooses() {
+        let chosen: Vec<String> = (!sel.tests.is_empty())
+            .then(|| format!("tests {}", sel.tests.join(", ")))
+            .into_iter()
+            .chain((!sel.at.is_empty()).then(|| format!("at {}", sel.at_text())))
+            .collect();
+        s.notes.push(format!(
+            "No summary table: none of this workload's points is among those chosen ({}); \
+             its sweeps and results tables below hold every point.",
+            chosen.join("; ")
+        ));
+    }
     // A best of several points is biased up by their noise, and more so over more points:
     // said where the summary takes one (it was not, and a platform measured at more
     // points gained in its Difference and its TCO's perf/$ unsaid).

@@ -233,6 +233,12 @@ impl Selection {
         }
     }
 
+    /// The sweep point chosen, as typed: `instances=2, clients=40`; empty for none.
+    pub fn at_text(&self) -> String {
+        let at: Vec<String> = self.at.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        at.join(", ")
+    }
+
     /// Whether it chooses some points: tests, or a sweep point (of `runs`' where it is
     /// [`Self::for_runs`] of them).
     pub fn chooses(&self) -> bool {
@@ -302,7 +308,7 @@ impl Selection {
     /// `each column at one instances, its best over all its rows; each row at its best
     /// clients`, `at instances=2`.
     pub fn describe(&self, peak: &[String]) -> String {
-        let at: Vec<String> = self.at.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let at = self.at_text();
         let best: Vec<&String> = peak
             .iter()
             .filter(|p| !self.at.iter().any(|(k, _)| k == *p))
@@ -314,7 +320,7 @@ impl Selection {
             parts.push(format!("tests {}", self.tests.join(", ")));
         }
         if !at.is_empty() {
-            parts.push(format!("at {}", at.join(", ")));
+            parts.push(format!("at {at}"));
         }
         let (scale, load): (Vec<&str>, Vec<&str>) = best
             .iter()

@@ -341,10 +341,12 @@ fn capacity_views(run: &RunRecord, wl: &str, who: &str) -> Vec<View> {
             .collect();
         for r in &tests {
             let who = format!("{who}{}", apart(&tests, r));
-            // The system under test's CPUs, to draw its server's CPU in its host's terms.
+            // The system under test's CPUs, to draw its server's CPU in its host's terms:
+            // each counted for the share of the test it was online (one taken offline
+            // half way is half a CPU of its busy %).
             let cpus = derive::sut_summary(run, r)
-                .map(|t| t.cpus.iter().filter(|c| c.cpu >= 0).count())
-                .filter(|&n| n > 0);
+                .and_then(|t| t.cpus_online())
+                .filter(|&n| n > 0.0);
             out.extend(match phase {
                 "ramp" => ramp(r, wl, &who, cpus),
                 "search" => search(r, wl, &who),
@@ -1826,8 +1828,8 @@ fn step_cpu_note(st: &[(String, BTreeMap<String, f64>)], drawn: bool) -> Option<
 
 /// Each step's watched server processes' CPU in percent of all the host's `cpus` (the
 /// unit of its busy %), where both are known: a step without it is None.
-fn server_share(m: &BTreeMap<String, f64>, cpus: Option<usize>) -> Option<f64> {
-    Some(m.get(SERVER_CPU)? / cpus? as f64)
+fn server_share(m: &BTreeMap<String, f64>, cpus: Option<f64>) -> Option<f64> {
+    Some(m.get(SERVER_CPU)? / cpus?)
 }
 
 /// Where a load level goes among its test's levels, in the order the test ran them: 100%
@@ -1882,7 +1884,7 @@ const SERVED_NOTE: &str = "Reply: replies per second over the seconds the step's
     latency, not a queue), else over the step to its last reply; the rate each verdict \
     was judged on.";
 
-fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<View> {
+fn ramp(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<View> {
     let u = rate_unit(r);
     let st = ordered(steps(r, "ramp", "step"));
     let pts: Vec<(f64, f64)> = st
@@ -2313,7 +2315,7 @@ fn levels_errors_note(st: &[(String, BTreeMap<String, f64>)], unit: &str) -> Opt
     })
 }
 
-fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<usize>) -> Option<View> {
+fn levels(r: &ResultRecord, wl: &str, who: &str, cpus: Option<f64>) -> Option<View> {
     let u = rate_unit(r);
     let st: Vec<(String, BTreeMap<String, f64>)> = steps(r, "levels", "level")
         .into_iter()

@@ -1054,6 +1054,20 @@ fn summary_at_a_chosen_sweep_point() {
         assert_eq!(a.chosen[0], "instances=1");
         assert!(a.perf[0] <= b.perf[0], "{a:?} {b:?}");
     }
+    // A point it did not run: no table, and the summary says why, not an empty section.
+    let none = report::Selection {
+        at: vec![("instances".into(), "3".into())],
+        ..Default::default()
+    };
+    let s = report::summary_with(std::slice::from_ref(&run), &none);
+    assert!(s.rows.is_empty());
+    assert!(
+        s.notes.iter().any(|n| n.starts_with(
+            "No summary table: none of this workload's points is among those chosen (at instances=3)"
+        )),
+        "{:?}",
+        s.notes
+    );
 }
 
 #[test]

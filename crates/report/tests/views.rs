@@ -485,6 +485,17 @@ fn net_cpu_per_gbit_over_repetitions_is_a_ratio_of_means() {
     );
 }
 
+/// The server processes' bars of a capacity test's CPU charts in `html`, in order.
+fn server_bars(html: &str) -> Vec<f64> {
+    html.match_indices("<title>server processes / ")
+        .map(|(i, t)| {
+            let v = &html[i + t.len()..];
+            let v = &v[v.find(": ").unwrap() + 2..];
+            v[..v.find('<').unwrap()].replace(',', "").parse().unwrap()
+        })
+        .collect()
+}
+
 /// The CPU chart of a capacity test draws the server processes' CPU beside the host's
 /// busy %, in the host's terms (over its CPUs), where the server was watched and the
 /// host's CPUs are known; the review found the table had the column and the chart not.
@@ -507,20 +518,40 @@ fn capacity_cpu_charts_draw_the_server_beside_the_host() {
     let h = report::html(std::slice::from_ref(&r), None);
     // At 100%: server:0 30 + server:1 10 = 40% of one CPU, the loadgen's 99 left out.
     let want = 40.0 / cpus as f64;
-    let bars: Vec<f64> = h
-        .match_indices("<title>server processes / ")
-        .map(|(i, t)| {
-            let v = &h[i + t.len()..];
-            let v = &v[v.find(": ").unwrap() + 2..];
-            v[..v.find('<').unwrap()].replace(',', "").parse().unwrap()
-        })
-        .collect();
+    let bars = server_bars(&h);
     assert_eq!(bars.len(), 2, "one bar per level: {bars:?}");
     assert!(
         bars.iter().any(|v| (v - want).abs() <= want * 0.01),
         "{bars:?} against {want}"
     );
     assert!(h.contains("The CPU chart draws both in the host&#39;s terms"));
+    // A CPU online for half the test is half a CPU of the host's busy %: the server's
+    // line is over the CPUs as they were (it counted whole).
+    let mut half = ts.clone();
+    let last = half[0]
+        .cpus
+        .iter()
+        .filter(|c| c.cpu >= 0)
+        .map(|c| c.cpu)
+        .max();
+    half[0].covered_s = Some(10.0);
+    half[0].part_present.push(model::PartPresent {
+        cpu: last,
+        role: None,
+        pid: None,
+        present_s: 5.0,
+    });
+    let mut offline = r.clone();
+    for res in &mut offline.results {
+        res.telemetry_summary = half.clone();
+    }
+    let h = report::html(std::slice::from_ref(&offline), None);
+    let want = 40.0 / (cpus as f64 - 0.5);
+    let bars = server_bars(&h);
+    assert!(
+        bars.iter().any(|v| (v - want).abs() <= want * 0.01),
+        "{bars:?} against {want}"
+    );
     // The ramp's chart too, once its steps watched the server.
     let ramp = r.results.iter_mut().find(|res| res.test == "ramp").unwrap();
     for i in 0..3 {

@@ -233,16 +233,23 @@ fn mem_available() -> Option<u64> {
 /// Why a cache level's (or, at `level` 3, memory's) latency plateau is missing. A curve
 /// the test was stopped in the middle of did not reach the sizes that would show it:
 /// that is the reason, not a --max-size too small. Memory's plateau (3 sizes in a row
-/// within 20%, all at or above the last-level cache `llc`) is missing either because
-/// too few sizes were measured there (the advice: more of them) or because the latency
+/// within 20%, all at or above the last cache level a curve names, [`plateau::last_level`]
+/// of `caches`) is missing either because too few sizes were measured there (the advice:
+/// more of them, up to 4x the largest cache, an L4 too, as the default sizes go) or because the latency
 /// kept changing over them (the advice would be wrong: 256 MiB-4 GiB on a VM went from
 /// 134 to 315 ns, TLB misses growing with the working set); that says what it did.
 fn missing_level_reason(
     level: usize,
     curve: Curve,
     pts: &[(u64, f64)],
-    llc: Option<u64>,
+    caches: &[plateau::CacheLevel],
 ) -> String {
+    let llc = plateau::last_level(caches).map(|c| c.size_bytes);
+    let largest = caches
+        .iter()
+        .map(|c| c.size_bytes)
+        .max()
+        .unwrap_or_default();
     let upto = pts
         .last()
         .map_or("before any size was measured".to_string(), |p| {
@@ -270,9 +277,9 @@ fn missing_level_reason(
                 _ => format!(
                     "{} size(s) measured at or beyond the last-level cache ({llc} B), and a \
                      memory plateau needs 3: measure more sizes above it (--max-size, e.g. \
-                     {} for 4x the LLC, or --sizes)",
+                     {} for 4x the largest cache, or --sizes)",
                     beyond.len(),
-                    4 * llc
+                    4 * largest.max(llc)
                 ),
             }
         }
@@ -941,12 +948,7 @@ impl MemBench {
                 }
                 None => out.missing.push(MissingMetric {
                     name: format!("{name}_latency_ns"),
-                    reason: missing_level_reason(
-                        i,
-                        curve,
-                        &pts,
-                        plateau::last_level(&self.caches).map(|c| c.size_bytes),
-                    ),
+                    reason: missing_level_reason(i, curve, &pts, &self.caches),
                 }),
             }
         }
@@ -1391,7 +1393,10 @@ mod tests {
     /// rose from 146 to 315 ns with no plateau; the reason said "raise --max-size".
     #[test]
     fn a_missing_memory_plateau_says_what_the_curve_did() {
-        let llc = Some(300u64 << 20);
+        let llc = [plateau::CacheLevel {
+            level: 3,
+            size_bytes: 300 << 20,
+        }];
         let big = [
             (256u64 << 20, 133.9),
             (512 << 20, 145.7),
@@ -1399,16 +1404,30 @@ mod tests {
             (2 << 30, 222.6),
             (4 << 30, 314.7),
         ];
-        let r = missing_level_reason(3, Curve::Whole, &big, llc);
+        let r = missing_level_reason(3, Curve::Whole, &big, &llc);
         assert!(!r.contains("--max-size"), "{r}");
         assert!(
             r.contains("145.7 ns at 536870912 B") && r.contains("314.7 ns"),
             "{r}"
         );
         // Too few sizes past the LLC: then the advice is to measure more.
-        let r = missing_level_reason(3, Curve::Whole, &big[..3], llc);
+        let r = missing_level_reason(3, Curve::Whole, &big[..3], &llc);
         assert!(
-            r.starts_with("2 size(s)") && r.contains("--max-size"),
+            r.starts_with("2 size(s)") && r.contains("--max-size, e.g. 1258291200 for 4x"),
+            "{r}"
+        );
+        // With an L4 (taken as memory's side), the advice reaches past it, as the
+        // default sizes do: 4x the L3 was below them.
+        let cache = |level, size_bytes| plateau::CacheLevel { level, size_bytes };
+        let l4 = [
+            cache(1, 48 << 10),
+            cache(2, 2 << 20),
+            cache(3, 300 << 20),
+            cache(4, 1 << 30),
+        ];
+        let r = missing_level_reason(3, Curve::Whole, &big[..3], &l4);
+        assert!(
+            r.starts_with("2 size(s)") && r.contains("--max-size, e.g. 4294967296 for 4x"),
             "{r}"
         );
         // A plateau the curve rises past is flagged.
