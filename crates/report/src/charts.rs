@@ -807,6 +807,15 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
     let peak_note = chosen_note(&sel, &peak);
     // The point the selection takes, said in the titles of the other charts of best
     // points too: a file of them (`--svg-dir`) is read without the report around it.
+    // Where a chart of best points has nothing to draw: of the points chosen, where some
+    // are (their other points may have it).
+    let of_chosen = |these: &str, chosen: &str| {
+        if sel.chooses() {
+            format!("{chosen} ({})", sel.chosen_text())
+        } else {
+            these.to_string()
+        }
+    };
     let at_note = if sel.at.is_empty() {
         String::new()
     } else {
@@ -1042,11 +1051,11 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
             section: "latency".into(),
             workload: wl.to_string(),
             svg: None,
-            note: Some(
-                "no latency histograms in these results' valid repetitions (interrupted, \
-                 failed or invalid ones are in no figure: see All results)"
-                    .into(),
-            ),
+            note: Some(format!(
+                "no latency histograms in {} valid repetitions (interrupted, failed or \
+                 invalid ones are in no figure: see All results)",
+                of_chosen("these results'", "the chosen points'")
+            )),
         });
     } else {
         let kinds: Vec<&str> = curves.iter().map(|c| c.2.as_str()).collect();
@@ -1313,7 +1322,10 @@ fn workload_charts(runs: &[RunRecord], wl: &str, sel: &Selection) -> Vec<Chart> 
             section: "power".into(),
             workload: wl.to_string(),
             svg: None,
-            note: Some(absent_note(&reasons, "in these runs")),
+            note: Some(absent_note(
+                &reasons,
+                &of_chosen("in these runs", "at the points chosen"),
+            )),
         });
     }
     out
@@ -1446,6 +1458,15 @@ pub fn cpu_breakdowns(runs: &[RunRecord], sel: &Selection) -> CpuBreakdowns {
     // is `kv get pipeline=16`), which `--tests` then did not find.
     let wls = workloads(runs);
     let wruns: Vec<Vec<RunRecord>> = wls.iter().map(|wl| only_workload(runs, wl)).collect();
+    // Per workload, the indices in `runs` of its runs: its columns, as `wruns` holds them.
+    let columns: Vec<Vec<usize>> = wls
+        .iter()
+        .map(|wl| {
+            (0..runs.len())
+                .filter(|&i| runs[i].results.iter().any(|x| x.workload == *wl))
+                .collect()
+        })
+        .collect();
     let peaks: Vec<Vec<String>> = wruns.iter().map(|w| peak_params(w)).collect();
     let bests: Vec<_> = wruns
         .iter()
@@ -1455,12 +1476,9 @@ pub fn cpu_breakdowns(runs: &[RunRecord], sel: &Selection) -> CpuBreakdowns {
     for (ri, (run, label)) in runs.iter().zip(&labels).enumerate() {
         let (mut any, mut tried) = (false, false);
         for (wi, wl) in wls.iter().enumerate() {
-            let has = |r: &RunRecord| r.results.iter().any(|x| x.workload == *wl);
-            if !has(run) {
+            let Some(col) = columns[wi].iter().position(|&i| i == ri) else {
                 continue;
-            }
-            // Its column among the runs of this workload.
-            let col = runs[..ri].iter().filter(|r| has(r)).count();
+            };
             let wrun = std::slice::from_ref(&wruns[wi][col]);
             let peak = &peaks[wi];
             let mut chosen: Vec<(String, Point)> = bests[wi]

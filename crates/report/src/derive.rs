@@ -2041,11 +2041,8 @@ impl Summary {
     /// over where the heading has none and they share one (a test left out of the means,
     /// in another unit, leaves the heading without one): `Geometric mean (ops/s)`.
     pub fn geomean_label(&self) -> String {
-        let mut over = self
-            .rows
-            .iter()
-            .filter(|r| r.perf.iter().all(Option::is_some))
-            .map(|r| r.unit.as_str());
+        let common = self.common_rows();
+        let mut over = common.iter().map(|r| r.unit.as_str());
         let first = over.next().unwrap_or_default();
         if self.unit.is_empty() && !first.is_empty() && over.all(|u| u == first) {
             format!("Geometric mean ({first})")
@@ -2840,6 +2837,18 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
             }
         }
     }
+    // No row of a workload that ran ordinary tests: the selection took none of them.
+    // With no `--at`, the tests it chose are capacity tests (said below); with one, it
+    // may be a point none ran (or results that kept no settings, at none): said, not an
+    // empty section.
+    let only_capacity_chosen = !capacity.is_empty() && sel.at.is_empty();
+    if s.rows.is_empty() && others && !only_capacity_chosen {
+        s.notes.push(format!(
+            "No summary table: none of this workload's points is among those chosen ({}); \
+             its sweeps and results tables below hold every point.",
+            sel.chosen_text()
+        ));
+    }
     if !capacity.is_empty() {
         // With no row there is no table (the formats leave an empty one out): the note
         // then says why, not what the table lacks; a workload whose other tests --tests
@@ -2847,25 +2856,13 @@ pub fn summary_with(runs: &[RunRecord], sel: &Selection) -> Summary {
         s.notes.push(format!(
             "{}: {} (capacity tests, a curve of steps at different offered rates: their figures are per step, in their views).",
             match (s.rows.is_empty(), others) {
-                (false, _) => "Not in this table",
                 (true, false) => "No summary table: this workload ran only capacity tests",
-                (true, true) => "No summary table: the tests chosen with --tests are capacity tests",
+                (true, true) if only_capacity_chosen => {
+                    "No summary table: the tests chosen with --tests are capacity tests"
+                }
+                _ => "Not in this table",
             },
             capacity.join(", ")
-        ));
-    }
-    // Chosen so that none of this workload's points is taken (`--at` a point it did not
-    // run, or results that kept no settings, at none): said, not an empty section.
-    if s.rows.is_empty() && others && capacity.is_empty() && sel.chooses() {
-        let chosen: Vec<String> = (!sel.tests.is_empty())
-            .then(|| format!("tests {}", sel.tests.join(", ")))
-            .into_iter()
-            .chain((!sel.at.is_empty()).then(|| format!("at {}", sel.at_text())))
-            .collect();
-        s.notes.push(format!(
-            "No summary table: none of this workload's points is among those chosen ({}); \
-             its sweeps and results tables below hold every point.",
-            chosen.join("; ")
         ));
     }
     // A best of several points is biased up by their noise, and more so over more points:

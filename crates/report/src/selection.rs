@@ -239,6 +239,18 @@ impl Selection {
         at.join(", ")
     }
 
+    /// What it chooses, in words: `tests get, set; at instances=2`; empty for nothing.
+    pub fn chosen_text(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.tests.is_empty() {
+            parts.push(format!("tests {}", self.tests.join(", ")));
+        }
+        if !self.at.is_empty() {
+            parts.push(format!("at {}", self.at_text()));
+        }
+        parts.join("; ")
+    }
+
     /// Whether it chooses some points: tests, or a sweep point (of `runs`' where it is
     /// [`Self::for_runs`] of them).
     pub fn chooses(&self) -> bool {
@@ -308,20 +320,14 @@ impl Selection {
     /// `each column at one instances, its best over all its rows; each row at its best
     /// clients`, `at instances=2`.
     pub fn describe(&self, peak: &[String]) -> String {
-        let at = self.at_text();
         let best: Vec<&String> = peak
             .iter()
             .filter(|p| !self.at.iter().any(|(k, _)| k == *p))
             .collect();
-        let mut parts = Vec::new();
         // The rows chosen, said as the at-point is (the README promises the caption says
         // what the summary took; `--tests` left it unsaid).
-        if !self.tests.is_empty() {
-            parts.push(format!("tests {}", self.tests.join(", ")));
-        }
-        if !at.is_empty() {
-            parts.push(format!("at {at}"));
-        }
+        let mut parts = vec![self.chosen_text()];
+        parts.retain(|p| !p.is_empty());
         let (scale, load): (Vec<&str>, Vec<&str>) = best
             .iter()
             .map(|s| s.as_str())

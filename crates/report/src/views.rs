@@ -342,8 +342,8 @@ fn capacity_views(run: &RunRecord, wl: &str, who: &str) -> Vec<View> {
         for r in &tests {
             let who = format!("{who}{}", apart(&tests, r));
             // The system under test's CPUs, to draw its server's CPU in its host's terms:
-            // each counted for the share of the test it was online (one taken offline
-            // half way is half a CPU of its busy %).
+            // each counted for the share of the whole test it was online (one taken
+            // offline half way is half a CPU), the test's average for every step.
             let cpus = derive::sut_summary(run, r)
                 .and_then(|t| t.cpus_online())
                 .filter(|&n| n > 0.0);

@@ -456,6 +456,25 @@ fn the_tables_and_charts_of_best_points_follow_the_selection() {
         sweep_files(report::charts::charts_with(&runs, &none)),
         unchosen
     );
+    // A run of another workload first: each run's breakdowns are its own, in its column.
+    let mut mem = runs[0].clone();
+    mem.id = "20261120T231500-cccccc".into();
+    mem.label = Some("mem-run".into());
+    for r in &mut mem.results {
+        r.workload = "mem".into();
+    }
+    let mixed = [mem, runs[0].clone(), runs[1].clone()];
+    let cpu = report::charts::cpu_breakdowns(&mixed, &report::Selection::default()).shown;
+    assert!(
+        cpu.iter().any(|b| b.run == "arm-b")
+            && cpu
+                .iter()
+                .all(|b| (b.run == "mem-run") == (b.workload == "mem")),
+        "{:?}",
+        cpu.iter()
+            .map(|b| (&b.run, &b.workload))
+            .collect::<Vec<_>>()
+    );
     // A run fixed at pipeline 100 beside one that swept it: its per-CPU breakdowns are
     // chosen by the names the summary gives (alone, its rows are `kv get`, `kv set`).
     let mut fixed = runs.clone();
@@ -1061,10 +1080,27 @@ fn summary_at_a_chosen_sweep_point() {
     };
     let s = report::summary_with(std::slice::from_ref(&run), &none);
     assert!(s.rows.is_empty());
+    let none_chosen = "No summary table: none of this workload's points is among those \
+                       chosen (at instances=3)";
     assert!(
-        s.notes.iter().any(|n| n.starts_with(
-            "No summary table: none of this workload's points is among those chosen (at instances=3)"
-        )),
+        s.notes.iter().any(|n| n.starts_with(none_chosen)),
+        "{:?}",
+        s.notes
+    );
+    // Beside a capacity test, too: no `--tests` chose capacity tests.
+    let mut with_ramp = run.clone();
+    let mut ramp = with_ramp.results[0].clone();
+    ramp.test = "ramp".into();
+    ramp.metrics
+        .push(Metric::new("reply_rate_per_s", 1.0, "ops/s").label("phase", "ramp"));
+    with_ramp.results.push(ramp);
+    let s = report::summary_with(std::slice::from_ref(&with_ramp), &none);
+    assert!(
+        s.notes.iter().any(|n| n.starts_with(none_chosen))
+            && s.notes
+                .iter()
+                .any(|n| n.starts_with("Not in this table: ramp"))
+            && !s.notes.iter().any(|n| n.contains("chosen with --tests")),
         "{:?}",
         s.notes
     );

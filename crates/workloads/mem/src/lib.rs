@@ -245,6 +245,7 @@ fn missing_level_reason(
     caches: &[plateau::CacheLevel],
 ) -> String {
     let llc = plateau::last_level(caches).map(|c| c.size_bytes);
+    // The last-level cache is one of them: at least as large.
     let largest = caches
         .iter()
         .map(|c| c.size_bytes)
@@ -277,9 +278,10 @@ fn missing_level_reason(
                 _ => format!(
                     "{} size(s) measured at or beyond the last-level cache ({llc} B), and a \
                      memory plateau needs 3: measure more sizes above it (--max-size, e.g. \
-                     {} for 4x the largest cache, or --sizes)",
+                     {} for 4x the largest cache, at most half the available memory, or \
+                     --sizes)",
                     beyond.len(),
-                    4 * largest.max(llc)
+                    4 * largest
                 ),
             }
         }
